@@ -1,0 +1,104 @@
+//! Blocks: single-threaded state machines that own their state and talk only
+//! by signals. A block never reaches the clock, randomness, the network or
+//! the disk by itself: it gets them through its [`Context`], which the real
+//! runtime and the simulator fill in. That is what lets the same block code
+//! run on threads in production and step by step under a seed in tests.
+
+use std::time::Duration;
+
+use signal::{BlockRef, NodeId, Signal, SignalBody};
+
+use crate::random::Rng;
+use crate::time::Instant;
+
+/// A block instance. `execute` must not block, sleep or do I/O: it reacts to
+/// one signal and returns, leaving its effects in the context's outbox.
+pub trait Block: Send + 'static {
+    /// Called once, before the first signal, when the runtime starts.
+    fn start(&mut self, _ctx: &mut Context<'_>) {}
+
+    fn execute(&mut self, signal: Signal, ctx: &mut Context<'_>);
+}
+
+/// An effect a block asks its runtime for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Output {
+    /// Deliver a signal (to this node or another).
+    Send(Signal),
+    /// Deliver `Timeout { timer_id }` to `block` at `at` (or later).
+    Timer {
+        block: BlockRef,
+        at: Instant,
+        timer_id: u32,
+    },
+    /// Close the connection to `node` (it was declared failed).
+    Disconnect(NodeId),
+    /// Stop this node process. With `restart`, its angel starts it again.
+    Shutdown { restart: bool, reason: String },
+}
+
+/// What a block sees of the world while it executes one signal.
+pub struct Context<'a> {
+    now: Instant,
+    me: BlockRef,
+    outbox: &'a mut Vec<Output>,
+    rng: &'a mut Rng,
+}
+
+impl<'a> Context<'a> {
+    /// Made by a runtime for one execution of one block.
+    pub fn new(now: Instant, me: BlockRef, outbox: &'a mut Vec<Output>, rng: &'a mut Rng) -> Self {
+        Context {
+            now,
+            me,
+            outbox,
+            rng,
+        }
+    }
+
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
+    /// The address of the executing block.
+    pub fn me(&self) -> BlockRef {
+        self.me
+    }
+
+    pub fn node(&self) -> NodeId {
+        self.me.node
+    }
+
+    pub fn send(&mut self, receiver: BlockRef, body: SignalBody) {
+        self.outbox.push(Output::Send(Signal {
+            receiver,
+            sender: self.me,
+            body,
+        }));
+    }
+
+    /// Sets a one-shot timer; the block receives `Timeout { timer_id }`.
+    /// Timers cannot be cancelled: a block ignores the ones it no longer wants.
+    pub fn set_timer(&mut self, after: Duration, timer_id: u32) {
+        self.outbox.push(Output::Timer {
+            block: self.me,
+            at: self.now + after,
+            timer_id,
+        });
+    }
+
+    pub fn random(&mut self) -> u64 {
+        self.rng.next_u64()
+    }
+
+    pub fn disconnect(&mut self, node: NodeId) {
+        self.outbox.push(Output::Disconnect(node));
+    }
+
+    pub fn shutdown(&mut self, restart: bool, reason: impl Into<String>) {
+        self.outbox.push(Output::Shutdown {
+            restart,
+            reason: reason.into(),
+        });
+    }
+}

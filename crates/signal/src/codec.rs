@@ -1,0 +1,212 @@
+//! Field encoding: little-endian integers at fixed positions, length-prefixed
+//! variable parts. Every read is bounds-checked; a length is trusted only after
+//! it has been checked against the bytes that are really there, so a hostile
+//! length can never make the decoder allocate more than the frame it came in.
+
+use crate::ids::{NodeBitmask, NodeId};
+use crate::DecodeError;
+
+/// Reads fields from one signal body.
+pub struct Reader<'a> {
+    bytes: &'a [u8],
+    position: usize,
+}
+
+impl<'a> Reader<'a> {
+    pub fn new(bytes: &'a [u8]) -> Reader<'a> {
+        Reader { bytes, position: 0 }
+    }
+
+    pub fn remaining(&self) -> usize {
+        self.bytes.len() - self.position
+    }
+
+    pub fn take(&mut self, len: usize) -> Result<&'a [u8], DecodeError> {
+        if len > self.remaining() {
+            return Err(DecodeError::Truncated {
+                needed: len,
+                available: self.remaining(),
+            });
+        }
+        let slice = &self.bytes[self.position..self.position + len];
+        self.position += len;
+        Ok(slice)
+    }
+
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
+        let slice = self.take(N)?;
+        let mut out = [0u8; N];
+        out.copy_from_slice(slice);
+        Ok(out)
+    }
+}
+
+/// A value with a wire encoding.
+pub trait Field: Sized {
+    fn put(&self, out: &mut Vec<u8>);
+    fn take(reader: &mut Reader<'_>) -> Result<Self, DecodeError>;
+}
+
+macro_rules! int_field {
+    ($($ty:ty),*) => {$(
+        impl Field for $ty {
+            fn put(&self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.to_le_bytes());
+            }
+            fn take(reader: &mut Reader<'_>) -> Result<Self, DecodeError> {
+                Ok(<$ty>::from_le_bytes(reader.array()?))
+            }
+        }
+    )*};
+}
+int_field!(u8, u16, u32, u64, i64);
+
+impl Field for bool {
+    fn put(&self, out: &mut Vec<u8>) {
+        out.push(u8::from(*self));
+    }
+    fn take(reader: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        match u8::take(reader)? {
+            0 => Ok(false),
+            1 => Ok(true),
+            other => Err(DecodeError::BadValue {
+                field: "bool",
+                value: u64::from(other),
+            }),
+        }
+    }
+}
+
+impl Field for NodeId {
+    fn put(&self, out: &mut Vec<u8>) {
+        out.push(self.get());
+    }
+    fn take(reader: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        let raw = u8::take(reader)?;
+        NodeId::new(raw).ok_or(DecodeError::BadValue {
+            field: "node id",
+            value: 0,
+        })
+    }
+}
+
+/// A node id where 0 means "none".
+impl Field for Option<NodeId> {
+    fn put(&self, out: &mut Vec<u8>) {
+        out.push(self.map_or(0, NodeId::get));
+    }
+    fn take(reader: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        Ok(NodeId::new(u8::take(reader)?))
+    }
+}
+
+impl Field for NodeBitmask {
+    fn put(&self, out: &mut Vec<u8>) {
+        for word in self.0 {
+            out.extend_from_slice(&word.to_le_bytes());
+        }
+    }
+    fn take(reader: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        let mut mask = NodeBitmask::new();
+        for word in mask.0.iter_mut() {
+            *word = u64::take(reader)?;
+        }
+        if mask.0[0] & 1 != 0 {
+            return Err(DecodeError::BadValue {
+                field: "node bitmask (bit 0 set)",
+                value: 1,
+            });
+        }
+        Ok(mask)
+    }
+}
+
+impl Field for String {
+    fn put(&self, out: &mut Vec<u8>) {
+        let len = u32::try_from(self.len()).expect("string fits a frame");
+        len.put(out);
+        out.extend_from_slice(self.as_bytes());
+    }
+    fn take(reader: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        let len = u32::take(reader)? as usize;
+        let bytes = reader.take(len)?;
+        std::str::from_utf8(bytes)
+            .map(str::to_owned)
+            .map_err(|_| DecodeError::BadUtf8)
+    }
+}
+
+impl<T: Field> Field for Vec<T> {
+    fn put(&self, out: &mut Vec<u8>) {
+        let count = u32::try_from(self.len()).expect("list fits a frame");
+        count.put(out);
+        for item in self {
+            item.put(out);
+        }
+    }
+    fn take(reader: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        let count = u32::take(reader)? as usize;
+        // Every element takes at least one byte, so a count beyond the bytes
+        // left is a lie: refuse it before allocating.
+        if count > reader.remaining() {
+            return Err(DecodeError::Truncated {
+                needed: count,
+                available: reader.remaining(),
+            });
+        }
+        let mut items = Vec::with_capacity(count);
+        for _ in 0..count {
+            items.push(T::take(reader)?);
+        }
+        Ok(items)
+    }
+}
+
+/// Defines a plain struct whose fields are encoded in declaration order.
+#[macro_export]
+macro_rules! wire_struct {
+    ($(#[$meta:meta])* pub struct $name:ident { $($(#[$fmeta:meta])* pub $field:ident : $ty:ty),* $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Clone, Debug, PartialEq, Eq)]
+        pub struct $name { $($(#[$fmeta])* pub $field: $ty),* }
+
+        impl $crate::codec::Field for $name {
+            fn put(&self, out: &mut Vec<u8>) {
+                $( $crate::codec::Field::put(&self.$field, out); )*
+            }
+            fn take(reader: &mut $crate::codec::Reader<'_>) -> Result<Self, $crate::DecodeError> {
+                Ok($name { $($field: $crate::codec::Field::take(reader)?),* })
+            }
+        }
+    };
+}
+
+/// Defines a fieldless enum encoded as one byte; unknown bytes are refused.
+#[macro_export]
+macro_rules! wire_enum {
+    ($(#[$meta:meta])* pub enum $name:ident { $($(#[$vmeta:meta])* $variant:ident = $value:literal),* $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+        #[repr(u8)]
+        pub enum $name { $($(#[$vmeta])* $variant = $value),* }
+
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$variant),*];
+        }
+
+        impl $crate::codec::Field for $name {
+            fn put(&self, out: &mut Vec<u8>) {
+                out.push(*self as u8);
+            }
+            fn take(reader: &mut $crate::codec::Reader<'_>) -> Result<Self, $crate::DecodeError> {
+                match <u8 as $crate::codec::Field>::take(reader)? {
+                    $($value => Ok($name::$variant),)*
+                    other => Err($crate::DecodeError::BadValue {
+                        field: stringify!($name),
+                        value: u64::from(other),
+                    }),
+                }
+            }
+        }
+    };
+}

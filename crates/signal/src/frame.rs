@@ -1,0 +1,316 @@
+//! Frames: the unit written to and read from a socket.
+//!
+//! ```text
+//! frame header (16 bytes, little-endian)
+//!   0  2  magic "SK"
+//!   2  1  wire version (WIRE_VERSION)
+//!   3  1  flags (must be 0)
+//!   4  2  signal count (≥ 1)
+//!   6  2  reserved (must be 0)
+//!   8  4  payload length in bytes (≤ FRAME_PAYLOAD_MAX_BYTES)
+//!  12  4  CRC32C of header bytes 0..12 followed by the payload
+//! payload: `signal count` signals, back to back
+//! signal header (16 bytes)
+//!   0  2  GSN
+//!   2  2  flags (must be 0)
+//!   4  4  body length in bytes
+//!   8  4  receiver: node u8, block u8, instance u16
+//!  12  4  sender:   node u8, block u8, instance u16
+//! body: the signal's fields in declaration order (see `codec`)
+//! ```
+//!
+//! A frame is checked whole (header, length, checksum) before any signal in
+//! it is decoded, and each signal must consume its body exactly.
+
+use crate::codec::{Field, Reader};
+use crate::ids::{BlockNumber, BlockRef, NodeId};
+use crate::signals::{Signal, SignalBody};
+use crate::DecodeError;
+
+pub const MAGIC: [u8; 2] = *b"SK";
+pub const WIRE_VERSION: u8 = 1;
+pub const FRAME_HEADER_BYTES: usize = 16;
+pub const SIGNAL_HEADER_BYTES: usize = 16;
+/// Large enough for a configuration file of 255 nodes, small enough that a
+/// receive buffer per connection stays cheap.
+pub const FRAME_PAYLOAD_MAX_BYTES: usize = 1 << 20;
+pub const FRAME_SIGNALS_MAX: usize = u16::MAX as usize;
+
+/// The largest single encoded frame, header included.
+pub const FRAME_MAX_BYTES: usize = FRAME_HEADER_BYTES + FRAME_PAYLOAD_MAX_BYTES;
+
+/// A signal that does not fit the frame being built.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum EncodeError {
+    #[error("frame is full ({signals} signals, {bytes} payload bytes)")]
+    FrameFull { signals: usize, bytes: usize },
+    #[error(
+        "signal {name} is {bytes} bytes, more than a frame can carry ({FRAME_PAYLOAD_MAX_BYTES})"
+    )]
+    SignalTooLarge { name: &'static str, bytes: usize },
+}
+
+/// Appends one frame to a buffer, signal by signal.
+pub struct FrameWriter<'a> {
+    out: &'a mut Vec<u8>,
+    start: usize,
+    signals: usize,
+}
+
+impl<'a> FrameWriter<'a> {
+    pub fn new(out: &'a mut Vec<u8>) -> FrameWriter<'a> {
+        let start = out.len();
+        out.extend_from_slice(&[0u8; FRAME_HEADER_BYTES]);
+        FrameWriter {
+            out,
+            start,
+            signals: 0,
+        }
+    }
+
+    pub fn signal_count(&self) -> usize {
+        self.signals
+    }
+
+    pub fn payload_bytes(&self) -> usize {
+        self.out.len() - self.start - FRAME_HEADER_BYTES
+    }
+
+    /// Appends `signal`; on error the buffer is as it was before the call.
+    pub fn push(&mut self, signal: &Signal) -> Result<(), EncodeError> {
+        if self.signals == FRAME_SIGNALS_MAX {
+            return Err(self.full());
+        }
+        let before = self.out.len();
+        encode_signal(signal, self.out);
+        let signal_bytes = self.out.len() - before;
+        if self.payload_bytes() > FRAME_PAYLOAD_MAX_BYTES {
+            self.out.truncate(before);
+            if signal_bytes > FRAME_PAYLOAD_MAX_BYTES {
+                return Err(EncodeError::SignalTooLarge {
+                    name: signal.body.name(),
+                    bytes: signal_bytes,
+                });
+            }
+            return Err(self.full());
+        }
+        self.signals += 1;
+        Ok(())
+    }
+
+    fn full(&self) -> EncodeError {
+        EncodeError::FrameFull {
+            signals: self.signals,
+            bytes: self.payload_bytes(),
+        }
+    }
+
+    /// Writes the header. An empty frame is removed again; returns the frame's bytes.
+    pub fn finish(self) -> usize {
+        if self.signals == 0 {
+            self.out.truncate(self.start);
+            return 0;
+        }
+        let payload_len = self.payload_bytes();
+        let header = &mut self.out[self.start..self.start + FRAME_HEADER_BYTES];
+        header[0..2].copy_from_slice(&MAGIC);
+        header[2] = WIRE_VERSION;
+        header[3] = 0;
+        header[4..6].copy_from_slice(&(self.signals as u16).to_le_bytes());
+        header[6..8].copy_from_slice(&[0, 0]);
+        header[8..12].copy_from_slice(&(payload_len as u32).to_le_bytes());
+        let crc = crc32c::crc32c(&self.out[self.start..self.start + 12]);
+        let crc = crc32c::crc32c_append(crc, &self.out[self.start + FRAME_HEADER_BYTES..]);
+        self.out[self.start + 12..self.start + 16].copy_from_slice(&crc.to_le_bytes());
+        FRAME_HEADER_BYTES + payload_len
+    }
+}
+
+/// Encodes `signals` as one frame appended to `out` (convenience for control paths).
+pub fn encode_frame(signals: &[Signal], out: &mut Vec<u8>) -> Result<usize, EncodeError> {
+    let mut writer = FrameWriter::new(out);
+    for signal in signals {
+        writer.push(signal)?;
+    }
+    Ok(writer.finish())
+}
+
+fn put_ref(r: BlockRef, out: &mut Vec<u8>) {
+    out.push(r.node.get());
+    out.push(r.block.0);
+    out.extend_from_slice(&r.instance.to_le_bytes());
+}
+
+fn encode_signal(signal: &Signal, out: &mut Vec<u8>) {
+    let start = out.len();
+    out.extend_from_slice(&signal.body.gsn().to_le_bytes());
+    out.extend_from_slice(&[0, 0]);
+    out.extend_from_slice(&[0, 0, 0, 0]);
+    put_ref(signal.receiver, out);
+    put_ref(signal.sender, out);
+    signal.body.encode_fields(out);
+    let body_len = out.len() - start - SIGNAL_HEADER_BYTES;
+    out[start + 4..start + 8].copy_from_slice(&(body_len as u32).to_le_bytes());
+}
+
+/// A whole, checksum-verified frame inside a receive buffer.
+#[derive(Debug)]
+pub struct FrameRef<'a> {
+    signal_count: usize,
+    payload: &'a [u8],
+}
+
+impl<'a> FrameRef<'a> {
+    pub fn signal_count(&self) -> usize {
+        self.signal_count
+    }
+
+    /// Decodes the signals one by one; stops at the first error.
+    pub fn signals(&self) -> SignalIter<'a> {
+        SignalIter {
+            reader: Reader::new(self.payload),
+            left: self.signal_count,
+            index: 0,
+        }
+    }
+}
+
+/// Checks the header of a frame that starts at `buf[0]`. Needs only
+/// `FRAME_HEADER_BYTES`, so a bad header is refused before its payload arrives.
+/// Returns the payload length.
+pub fn check_header(buf: &[u8]) -> Result<usize, DecodeError> {
+    assert!(buf.len() >= FRAME_HEADER_BYTES);
+    if buf[0..2] != MAGIC {
+        return Err(DecodeError::BadMagic([buf[0], buf[1]]));
+    }
+    if buf[2] != WIRE_VERSION {
+        return Err(DecodeError::UnsupportedVersion(buf[2]));
+    }
+    if buf[3] != 0 || buf[6..8] != [0, 0] {
+        return Err(DecodeError::BadValue {
+            field: "frame flags",
+            value: u64::from(buf[3]),
+        });
+    }
+    let count = u16::from_le_bytes([buf[4], buf[5]]) as usize;
+    if count == 0 {
+        return Err(DecodeError::BadValue {
+            field: "frame signal count",
+            value: 0,
+        });
+    }
+    let payload_len = u32::from_le_bytes([buf[8], buf[9], buf[10], buf[11]]) as usize;
+    if payload_len > FRAME_PAYLOAD_MAX_BYTES {
+        return Err(DecodeError::FrameTooLarge {
+            bytes: payload_len,
+            max: FRAME_PAYLOAD_MAX_BYTES,
+        });
+    }
+    if payload_len < count * SIGNAL_HEADER_BYTES {
+        return Err(DecodeError::BadValue {
+            field: "frame payload length",
+            value: payload_len as u64,
+        });
+    }
+    Ok(payload_len)
+}
+
+/// Decodes the frame at the start of `buf`. `Ok(None)` means more bytes are
+/// needed; `Ok(Some((frame, n)))` means the first `n` bytes were one valid frame.
+pub fn decode_frame(buf: &[u8]) -> Result<Option<(FrameRef<'_>, usize)>, DecodeError> {
+    if buf.len() < FRAME_HEADER_BYTES {
+        return Ok(None);
+    }
+    let payload_len = check_header(buf)?;
+    let total = FRAME_HEADER_BYTES + payload_len;
+    if buf.len() < total {
+        return Ok(None);
+    }
+    let expected = u32::from_le_bytes([buf[12], buf[13], buf[14], buf[15]]);
+    let actual =
+        crc32c::crc32c_append(crc32c::crc32c(&buf[0..12]), &buf[FRAME_HEADER_BYTES..total]);
+    if expected != actual {
+        return Err(DecodeError::ChecksumMismatch { expected, actual });
+    }
+    let signal_count = u16::from_le_bytes([buf[4], buf[5]]) as usize;
+    Ok(Some((
+        FrameRef {
+            signal_count,
+            payload: &buf[FRAME_HEADER_BYTES..total],
+        },
+        total,
+    )))
+}
+
+/// Iterator over the signals of a frame.
+pub struct SignalIter<'a> {
+    reader: Reader<'a>,
+    left: usize,
+    index: usize,
+}
+
+impl SignalIter<'_> {
+    fn next_signal(&mut self) -> Result<Signal, DecodeError> {
+        let gsn = u16::take(&mut self.reader)?;
+        let flags = u16::take(&mut self.reader)?;
+        if flags != 0 {
+            return Err(DecodeError::BadValue {
+                field: "signal flags",
+                value: u64::from(flags),
+            });
+        }
+        let body_len = u32::take(&mut self.reader)? as usize;
+        let receiver = take_ref(&mut self.reader)?;
+        let sender = take_ref(&mut self.reader)?;
+        let body_bytes = self.reader.take(body_len)?;
+        let mut body_reader = Reader::new(body_bytes);
+        let body = SignalBody::decode_fields(gsn, &mut body_reader)?;
+        if body_reader.remaining() != 0 {
+            return Err(DecodeError::TrailingBytes {
+                gsn,
+                bytes: body_reader.remaining(),
+            });
+        }
+        Ok(Signal {
+            receiver,
+            sender,
+            body,
+        })
+    }
+}
+
+impl Iterator for SignalIter<'_> {
+    type Item = Result<Signal, DecodeError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.left == 0 {
+            return None;
+        }
+        let index = self.index;
+        let result = self.next_signal().map_err(|error| DecodeError::InSignal {
+            index,
+            source: Box::new(error),
+        });
+        self.index += 1;
+        self.left = if result.is_err() { 0 } else { self.left - 1 };
+        if self.left == 0 && result.is_ok() && self.reader.remaining() != 0 {
+            // Bytes after the last signal: the frame lied about its count.
+            return Some(Err(DecodeError::TrailingBytes {
+                gsn: 0,
+                bytes: self.reader.remaining(),
+            }));
+        }
+        Some(result)
+    }
+}
+
+fn take_ref(reader: &mut Reader<'_>) -> Result<BlockRef, DecodeError> {
+    let node = NodeId::take(reader)?;
+    let block = BlockNumber(u8::take(reader)?);
+    let instance = u16::take(reader)?;
+    Ok(BlockRef {
+        node,
+        block,
+        instance,
+    })
+}

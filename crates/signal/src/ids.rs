@@ -1,0 +1,142 @@
+//! Identities of nodes and blocks, and the node bitmask used by membership.
+
+use std::fmt;
+
+/// A node id, 1–255 as in NDB. Zero is never a valid node id.
+#[derive(Copy, Clone, Eq, PartialEq, Ord, PartialOrd, Hash)]
+pub struct NodeId(u8);
+
+impl NodeId {
+    pub const MIN: u8 = 1;
+    pub const MAX: u8 = 255;
+
+    /// Returns `None` for 0, the only value that is not a node id.
+    pub const fn new(value: u8) -> Option<NodeId> {
+        if value == 0 {
+            None
+        } else {
+            Some(NodeId(value))
+        }
+    }
+
+    pub const fn get(self) -> u8 {
+        self.0
+    }
+}
+
+impl fmt::Debug for NodeId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "node{}", self.0)
+    }
+}
+
+impl fmt::Display for NodeId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// The number of a block kind. Numbers are part of the wire format: never reuse one.
+#[derive(Copy, Clone, Eq, PartialEq, Ord, PartialOrd, Hash, Debug)]
+pub struct BlockNumber(pub u8);
+
+impl BlockNumber {
+    /// Membership: heartbeats, failure detection, the president (NDB: QMGR/NDBCNTR).
+    pub const MEMBERSHIP: BlockNumber = BlockNumber(1);
+    /// Distribution: partition map, GCP and LCP rounds (NDB: DBDIH). Reserved.
+    pub const DISTRIBUTION: BlockNumber = BlockNumber(2);
+    /// Dictionary: schema (NDB: DBDICT). Reserved.
+    pub const DICTIONARY: BlockNumber = BlockNumber(3);
+    /// Transaction coordinator (NDB: DBTC). Reserved.
+    pub const TRANSACTION_COORDINATOR: BlockNumber = BlockNumber(4);
+    /// Local data manager (NDB: DBLQH+DBACC+DBTUP+DBTUX). Reserved.
+    pub const LOCAL_DATA_MANAGER: BlockNumber = BlockNumber(5);
+    /// The management server's request handler.
+    pub const MANAGEMENT: BlockNumber = BlockNumber(64);
+    /// The cluster manager of an API node (NDB API: ClusterMgr).
+    pub const API_CLUSTER: BlockNumber = BlockNumber(65);
+    /// The process glue of a node outside any block (mgm session, angel control).
+    pub const PROCESS: BlockNumber = BlockNumber(66);
+}
+
+/// Address of one block instance on one node.
+#[derive(Copy, Clone, Eq, PartialEq, Ord, PartialOrd, Hash, Debug)]
+pub struct BlockRef {
+    pub node: NodeId,
+    pub block: BlockNumber,
+    pub instance: u16,
+}
+
+impl BlockRef {
+    pub const fn new(node: NodeId, block: BlockNumber, instance: u16) -> BlockRef {
+        BlockRef {
+            node,
+            block,
+            instance,
+        }
+    }
+}
+
+impl fmt::Display for BlockRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}/{}", self.node, self.block.0, self.instance)
+    }
+}
+
+/// A set of node ids (bit i = node i; bit 0 is never set).
+#[derive(Copy, Clone, Eq, PartialEq, Hash, Default)]
+pub struct NodeBitmask(pub [u64; 4]);
+
+impl NodeBitmask {
+    pub const BYTES: usize = 32;
+
+    pub const fn new() -> NodeBitmask {
+        NodeBitmask([0; 4])
+    }
+
+    pub fn insert(&mut self, node: NodeId) {
+        let n = node.get() as usize;
+        self.0[n / 64] |= 1 << (n % 64);
+    }
+
+    pub fn remove(&mut self, node: NodeId) {
+        let n = node.get() as usize;
+        self.0[n / 64] &= !(1 << (n % 64));
+    }
+
+    pub fn contains(&self, node: NodeId) -> bool {
+        let n = node.get() as usize;
+        self.0[n / 64] & (1 << (n % 64)) != 0
+    }
+
+    pub fn count(&self) -> u32 {
+        self.0.iter().map(|w| w.count_ones()).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.iter().all(|w| *w == 0)
+    }
+
+    /// Node ids in ascending order.
+    pub fn iter(&self) -> impl Iterator<Item = NodeId> + '_ {
+        (1..=255u8)
+            .filter_map(NodeId::new)
+            .filter(move |n| self.contains(*n))
+    }
+}
+
+impl fmt::Debug for NodeBitmask {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.iter().map(|n| n.get())).finish()
+    }
+}
+
+impl FromIterator<NodeId> for NodeBitmask {
+    fn from_iter<T: IntoIterator<Item = NodeId>>(iter: T) -> Self {
+        let mut mask = NodeBitmask::new();
+        for node in iter {
+            mask.insert(node);
+        }
+        mask
+    }
+}

@@ -1,0 +1,254 @@
+//! The typed signals. Each has a global signal number (GSN, as NDB calls it)
+//! that is part of the wire format: never renumber or reuse one.
+
+use crate::codec::{Field, Reader};
+use crate::ids::{BlockRef, NodeBitmask, NodeId};
+use crate::{wire_enum, wire_struct, DecodeError};
+
+wire_enum! {
+    /// What kind of node a node id is configured as.
+    pub enum NodeType {
+        Data = 1,
+        Management = 2,
+        Api = 3,
+    }
+}
+
+impl NodeType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeType::Data => "data",
+            NodeType::Management => "mgmd",
+            NodeType::Api => "api",
+        }
+    }
+}
+
+wire_enum! {
+    /// The life-cycle state of a node as the management server reports it.
+    pub enum NodeState {
+        NotConnected = 0,
+        Starting = 1,
+        Started = 2,
+        Stopping = 3,
+        /// Lost without a clean stop; stays so until the node connects again.
+        Failed = 4,
+        Restarting = 5,
+    }
+}
+
+impl NodeState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeState::NotConnected => "not connected",
+            NodeState::Starting => "starting",
+            NodeState::Started => "started",
+            NodeState::Stopping => "stopping",
+            NodeState::Failed => "failed",
+            NodeState::Restarting => "restarting",
+        }
+    }
+}
+
+wire_enum! {
+    /// Why a registration (of a data node with the president, or of an API
+    /// node with a data node) was refused.
+    pub enum RegRefReason {
+        /// Ask the president instead (its id comes with the refusal if known).
+        NotPresident = 1,
+        /// The receiver is itself still starting and not a member.
+        Starting = 2,
+        /// The versions cannot work together.
+        Incompatible = 3,
+        /// The sender is not configured as a node of this kind.
+        NotConfigured = 4,
+        /// The receiver is shutting down.
+        Stopping = 5,
+        /// The sender was declared failed and its failure is still being handled.
+        FailureHandling = 6,
+    }
+}
+
+wire_enum! {
+    /// Why a node was reported failed.
+    pub enum FailReason {
+        HeartbeatMissed = 1,
+        Disconnected = 2,
+        /// Excluded by the president on another node's report.
+        Excluded = 3,
+        /// The node stopped on request.
+        Stopped = 4,
+    }
+}
+
+wire_enum! {
+    /// Severity of a cluster-log event.
+    pub enum Severity {
+        Info = 1,
+        Warning = 2,
+        Alert = 3,
+    }
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "INFO",
+            Severity::Warning => "WARNING",
+            Severity::Alert => "ALERT",
+        }
+    }
+}
+
+wire_struct! {
+    /// The cluster membership as the president decided it.
+    pub struct MembershipView {
+        /// Grows by one with every change the president makes.
+        pub view_id: u32,
+        pub president: NodeId,
+        /// Members, oldest first: the oldest survivor becomes the next president.
+        pub members: Vec<NodeId>,
+    }
+}
+
+impl MembershipView {
+    pub fn contains(&self, node: NodeId) -> bool {
+        self.members.contains(&node)
+    }
+
+    pub fn bitmask(&self) -> NodeBitmask {
+        self.members.iter().copied().collect()
+    }
+}
+
+/// `node_group` value of a node that is in no node group.
+pub const NO_NODE_GROUP: u32 = u32::MAX;
+
+wire_struct! {
+    /// One configured node as `skarv admin show` lists it.
+    pub struct NodeStatusEntry {
+        pub node: NodeId,
+        pub node_type: NodeType,
+        pub host: String,
+        /// `NO_NODE_GROUP` for nodes that hold no data.
+        pub node_group: u32,
+        pub state: NodeState,
+        /// Of the node process itself, never of its angel; 0 when unknown.
+        pub pid: u32,
+        /// `major * 10000 + minor * 100 + patch`; 0 when unknown.
+        pub version: u32,
+        /// How many times the node process has started since the mgmd started.
+        pub start_count: u32,
+        /// The data node's view of the membership when it last reported.
+        pub view_id: u32,
+        pub members: NodeBitmask,
+    }
+}
+
+/// Defines `SignalBody` with one struct-like variant per signal.
+macro_rules! signals {
+    ($($(#[$meta:meta])* $gsn:literal => $name:ident { $($field:ident : $ty:ty),* $(,)? }),* $(,)?) => {
+        /// The body of a signal: which signal it is and its fields.
+        #[derive(Clone, Debug, PartialEq, Eq)]
+        pub enum SignalBody {
+            $($(#[$meta])* $name { $($field: $ty),* }),*
+        }
+
+        impl SignalBody {
+            /// The global signal number.
+            pub fn gsn(&self) -> u16 {
+                match self { $(SignalBody::$name { .. } => $gsn),* }
+            }
+
+            pub fn name(&self) -> &'static str {
+                match self { $(SignalBody::$name { .. } => stringify!($name)),* }
+            }
+
+            pub(crate) fn encode_fields(&self, out: &mut Vec<u8>) {
+                match self {
+                    $(SignalBody::$name { $($field),* } => {
+                        $( Field::put($field, out); )*
+                    })*
+                }
+            }
+
+            pub(crate) fn decode_fields(gsn: u16, reader: &mut Reader<'_>) -> Result<SignalBody, DecodeError> {
+                match gsn {
+                    $($gsn => Ok(SignalBody::$name { $($field: Field::take(reader)?),* }),)*
+                    unknown => Err(DecodeError::UnknownGsn(unknown)),
+                }
+            }
+
+            /// Every known GSN, for tests and tools.
+            pub const ALL_GSNS: &'static [u16] = &[$($gsn),*];
+        }
+    };
+}
+
+signals! {
+    // ---- runtime (1–9): produced inside a node, never accepted from the network ----
+    /// A timer set by the receiving block expired.
+    1 => Timeout { timer_id: u32 },
+    /// The transport finished the handshake with `node`.
+    2 => NodeConnected { node: NodeId },
+    /// The connection to `node` broke or was closed.
+    3 => NodeDisconnected { node: NodeId },
+
+    // ---- membership between data nodes (10–29), NDB: QMGR ----
+    /// A starting data node asks to join (NDB: CM_REGREQ). `start_id` tells
+    /// incarnations of the same node apart.
+    10 => CmRegReq { node: NodeId, version: u32, start_id: u64 },
+    /// The president admits the node; the view includes it (NDB: CM_REGCONF).
+    11 => CmRegConf { view: MembershipView },
+    /// Not admitted (NDB: CM_REGREF).
+    12 => CmRegRef { reason: RegRefReason, president: Option<NodeId> },
+    /// The president announces a new membership (NDB: CM_ADD / COMMIT_FAILREQ).
+    13 => CmViewChange { view: MembershipView },
+    /// Liveness between members (NDB: CM_HEARTBEAT).
+    14 => Heartbeat { view_id: u32 },
+    /// `failed` is suspected dead; sent to the president (NDB: FAIL_REP).
+    15 => FailRep { failed: NodeId, reason: FailReason, view_id: u32 },
+
+    // ---- membership towards API nodes (30–39) ----
+    /// An API node registers, and repeats it as its heartbeat (NDB: API_REGREQ).
+    30 => ApiRegReq { version: u32 },
+    /// The data node's answer with its state (NDB: API_REGCONF).
+    31 => ApiRegConf { version: u32, started: bool, view_id: u32, members: NodeBitmask, heartbeat_interval_ms: u32 },
+    /// Registration refused (NDB: API_REGREF).
+    32 => ApiRegRef { reason: RegRefReason },
+
+    // ---- management protocol (40–59) ----
+    /// A node asks the mgmd for a node id and the configuration.
+    40 => MgmAllocNodeIdReq { requested: Option<NodeId>, node_type: NodeType, version: u32, pid: u32, hostname: String },
+    /// The node id granted and the cluster's configuration file, verbatim.
+    41 => MgmAllocNodeIdConf { node_id: NodeId, config_ini: String, config_name: String },
+    42 => MgmAllocNodeIdRef { message: String },
+    /// A data node's periodic report of itself; doubles as its heartbeat to the mgmd.
+    43 => MgmNodeStatusRep { state: NodeState, pid: u32, version: u32, view_id: u32, president: Option<NodeId>, members: NodeBitmask },
+    /// An event for the cluster log.
+    44 => MgmEventRep { severity: Severity, text: String },
+    45 => MgmShowReq {},
+    46 => MgmShowConf { nodes: Vec<NodeStatusEntry> },
+    /// Stop (or restart) one data node, or all when `node` is none.
+    47 => MgmStopReq { node: Option<NodeId>, restart: bool },
+    48 => MgmStopConf { nodes: Vec<NodeId> },
+    49 => MgmStopRef { message: String },
+    /// The mgmd orders a data node to stop; with `restart` its angel starts it again.
+    50 => MgmStopOrd { restart: bool },
+}
+
+impl SignalBody {
+    /// Signals that only the runtime of a node may create: a frame from the
+    /// network carrying one of these is refused.
+    pub fn is_local_only(&self) -> bool {
+        self.gsn() < 10
+    }
+}
+
+/// A signal: a typed message from one block to another.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Signal {
+    pub receiver: BlockRef,
+    pub sender: BlockRef,
+    pub body: SignalBody,
+}
