@@ -12,6 +12,7 @@
 
 pub mod block;
 pub mod random;
+pub mod thread_config;
 pub mod time;
 
 pub use block::{Block, Context, Output};
