@@ -1,1 +1,50 @@
-fn main() {}
+//! `skarv`: one binary, one subcommand per process kind (DESIGN.md §1).
+
+mod admin;
+mod data_cmd;
+mod mgmd_cmd;
+mod sandbox;
+mod sim_cmd;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "skarv", version, about = "Skarv: a distributed in-memory transactional database")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the management server (configuration, node ids, cluster log, arbitration).
+    Mgmd(mgmd_cmd::MgmdArgs),
+    /// Run a data node (under its angel, which restarts it when it dies).
+    Data(data_cmd::DataArgs),
+    /// Administer a running cluster (NDB's ndb_mgm).
+    Admin(admin::AdminArgs),
+    /// Start a whole local cluster with defaults.
+    Sandbox(sandbox::SandboxArgs),
+    /// Replay one deterministic simulation.
+    Sim(sim_cmd::SimArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Mgmd(args) => mgmd_cmd::run(args),
+        Command::Data(args) => data_cmd::run(args),
+        Command::Admin(args) => admin::run(args),
+        Command::Sandbox(args) => sandbox::run(args),
+        Command::Sim(args) => sim_cmd::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("skarv: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
