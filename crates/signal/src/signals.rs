@@ -235,6 +235,11 @@ signals! {
     49 => MgmStopRef { message: String },
     /// The mgmd orders a data node to stop; with `restart` its angel starts it again.
     50 => MgmStopOrd { restart: bool },
+
+    // ---- transport (60–69): consumed by the transport itself ----
+    /// First frame on a new connection, from each side: who I am, whom I
+    /// believe I am talking to, and my version.
+    60 => TransportHello { from: NodeId, to: NodeId, version: u32 },
 }
 
 impl SignalBody {
