@@ -235,6 +235,8 @@ signals! {
     49 => MgmStopRef { message: String },
     /// The mgmd orders a data node to stop; with `restart` its angel starts it again.
     50 => MgmStopOrd { restart: bool },
+    /// Stop every data node, then the mgmd itself (answered with `MgmStopConf` first).
+    51 => MgmShutdownReq {},
 
     // ---- transport (60–69): consumed by the transport itself ----
     /// First frame on a new connection, from each side: who I am, whom I
