@@ -1,0 +1,284 @@
+//! The decoder against valid, random, truncated and corrupted input.
+
+use proptest::prelude::*;
+use signal::frame::{check_header, FRAME_HEADER_BYTES, FRAME_PAYLOAD_MAX_BYTES};
+use signal::*;
+
+fn node(n: u8) -> NodeId {
+    NodeId::new(n).unwrap()
+}
+
+fn addr(n: u8, block: BlockNumber, instance: u16) -> BlockRef {
+    BlockRef::new(node(n), block, instance)
+}
+
+/// One example of every signal, so every GSN's encoder and decoder meet.
+fn one_of_each() -> Vec<SignalBody> {
+    let view = MembershipView {
+        view_id: 7,
+        president: node(2),
+        members: vec![node(2), node(3), node(5)],
+    };
+    let members: NodeBitmask = [node(2), node(3)].into_iter().collect();
+    let bodies = vec![
+        SignalBody::Timeout { timer_id: 9 },
+        SignalBody::NodeConnected { node: node(4) },
+        SignalBody::NodeDisconnected { node: node(4) },
+        SignalBody::CmRegReq {
+            node: node(3),
+            version: VERSION,
+            start_id: u64::MAX,
+        },
+        SignalBody::CmRegConf { view: view.clone() },
+        SignalBody::CmRegRef {
+            reason: RegRefReason::NotPresident,
+            president: Some(node(2)),
+        },
+        SignalBody::CmViewChange { view },
+        SignalBody::Heartbeat { view_id: 3 },
+        SignalBody::FailRep {
+            failed: node(3),
+            reason: FailReason::HeartbeatMissed,
+            view_id: 4,
+        },
+        SignalBody::ApiRegReq { version: VERSION },
+        SignalBody::ApiRegConf {
+            version: VERSION,
+            started: true,
+            view_id: 4,
+            members,
+            heartbeat_interval_ms: 1500,
+        },
+        SignalBody::ApiRegRef {
+            reason: RegRefReason::Starting,
+        },
+        SignalBody::MgmAllocNodeIdReq {
+            requested: None,
+            node_type: NodeType::Data,
+            version: VERSION,
+            pid: 4242,
+            hostname: "host-ä".to_owned(),
+        },
+        SignalBody::MgmAllocNodeIdConf {
+            node_id: node(2),
+            config_ini: "[ndbd]\nNodeId=2\n".to_owned(),
+            config_name: "config.ini".to_owned(),
+        },
+        SignalBody::MgmAllocNodeIdRef {
+            message: "no free data node id".to_owned(),
+        },
+        SignalBody::MgmNodeStatusRep {
+            state: NodeState::Started,
+            pid: 1,
+            version: VERSION,
+            view_id: 2,
+            president: Some(node(2)),
+            members,
+        },
+        SignalBody::MgmEventRep {
+            severity: Severity::Alert,
+            text: "node 3 failed".to_owned(),
+        },
+        SignalBody::MgmShowReq {},
+        SignalBody::MgmShowConf {
+            nodes: vec![NodeStatusEntry {
+                node: node(1),
+                node_type: NodeType::Management,
+                host: "localhost".to_owned(),
+                node_group: NO_NODE_GROUP,
+                state: NodeState::Started,
+                pid: 77,
+                version: VERSION,
+                start_count: 1,
+                view_id: 0,
+                members: NodeBitmask::new(),
+            }],
+        },
+        SignalBody::MgmStopReq {
+            node: Some(node(3)),
+            restart: true,
+        },
+        SignalBody::MgmStopConf {
+            nodes: vec![node(2), node(3)],
+        },
+        SignalBody::MgmStopRef {
+            message: "node 9 is not a data node".to_owned(),
+        },
+        SignalBody::MgmStopOrd { restart: false },
+        SignalBody::MgmShutdownReq {},
+        SignalBody::TransportHello {
+            from: node(2),
+            to: node(3),
+            version: VERSION,
+        },
+    ];
+    let mut gsns: Vec<u16> = bodies.iter().map(SignalBody::gsn).collect();
+    gsns.sort_unstable();
+    assert_eq!(gsns, SignalBody::ALL_GSNS.to_vec(), "one example per signal");
+    bodies
+}
+
+fn frame_of(bodies: &[SignalBody]) -> (Vec<Signal>, Vec<u8>) {
+    let signals: Vec<Signal> = bodies
+        .iter()
+        .enumerate()
+        .map(|(i, body)| Signal {
+            receiver: addr(3, BlockNumber::MEMBERSHIP, i as u16),
+            sender: addr(2, BlockNumber::MEMBERSHIP, 0),
+            body: body.clone(),
+        })
+        .collect();
+    let mut bytes = Vec::new();
+    encode_frame(&signals, &mut bytes).unwrap();
+    (signals, bytes)
+}
+
+fn decode_all(bytes: &[u8]) -> Result<Option<Vec<Signal>>, DecodeError> {
+    match decode_frame(bytes)? {
+        None => Ok(None),
+        Some((frame, used)) => {
+            assert_eq!(used, bytes.len());
+            frame.signals().collect::<Result<Vec<_>, _>>().map(Some)
+        }
+    }
+}
+
+#[test]
+fn every_signal_round_trips() {
+    let (signals, bytes) = frame_of(&one_of_each());
+    assert_eq!(decode_all(&bytes).unwrap().unwrap(), signals);
+}
+
+#[test]
+fn two_frames_back_to_back_decode_one_at_a_time() {
+    let (first, mut bytes) = frame_of(&one_of_each()[..3]);
+    let (second, more) = frame_of(&one_of_each()[3..]);
+    let first_len = bytes.len();
+    bytes.extend_from_slice(&more);
+    let (frame, used) = decode_frame(&bytes).unwrap().unwrap();
+    assert_eq!(used, first_len);
+    assert_eq!(frame.signals().collect::<Result<Vec<_>, _>>().unwrap(), first);
+    assert_eq!(decode_all(&bytes[used..]).unwrap().unwrap(), second);
+}
+
+#[test]
+fn every_prefix_asks_for_more_and_never_fails() {
+    let (_, bytes) = frame_of(&one_of_each());
+    for cut in 0..bytes.len() {
+        assert_eq!(decode_all(&bytes[..cut]), Ok(None), "prefix of {cut} bytes");
+    }
+}
+
+#[test]
+fn every_flipped_bit_is_refused() {
+    let (_, bytes) = frame_of(&one_of_each()[..6]);
+    for i in 0..bytes.len() {
+        for bit in 0..8 {
+            let mut bad = bytes.clone();
+            bad[i] ^= 1 << bit;
+            match decode_all(&bad) {
+                Err(_) => {}
+                // A flipped length bit may make the frame look longer: it waits for bytes that never come.
+                Ok(None) => assert!((8..12).contains(&i), "byte {i} bit {bit}"),
+                Ok(Some(_)) => panic!("corruption at byte {i} bit {bit} was accepted"),
+            }
+        }
+    }
+}
+
+#[test]
+fn oversized_length_is_refused_from_the_header_alone() {
+    let mut header = vec![b'S', b'K', 1, 0, 1, 0, 0, 0];
+    header.extend_from_slice(&((FRAME_PAYLOAD_MAX_BYTES + 1) as u32).to_le_bytes());
+    header.extend_from_slice(&[0; 4]);
+    assert_eq!(header.len(), FRAME_HEADER_BYTES);
+    assert!(matches!(
+        check_header(&header),
+        Err(DecodeError::FrameTooLarge { .. })
+    ));
+    assert!(decode_frame(&header).is_err());
+}
+
+#[test]
+fn frame_writer_refuses_what_does_not_fit_and_leaves_the_buffer_intact() {
+    let big = SignalBody::MgmEventRep {
+        severity: Severity::Info,
+        text: "x".repeat(FRAME_PAYLOAD_MAX_BYTES / 2),
+    };
+    let signal = Signal {
+        receiver: addr(1, BlockNumber::MANAGEMENT, 0),
+        sender: addr(2, BlockNumber::MEMBERSHIP, 0),
+        body: big,
+    };
+    let mut out = Vec::new();
+    let mut writer = FrameWriter::new(&mut out);
+    writer.push(&signal).unwrap();
+    let before = writer.payload_bytes();
+    assert!(matches!(writer.push(&signal), Err(EncodeError::FrameFull { .. })));
+    assert_eq!(writer.payload_bytes(), before);
+    let len = writer.finish();
+    assert_eq!(decode_all(&out[..len]).unwrap().unwrap(), vec![signal.clone()]);
+
+    let huge = Signal {
+        body: SignalBody::MgmEventRep {
+            severity: Severity::Info,
+            text: "x".repeat(FRAME_PAYLOAD_MAX_BYTES + 1),
+        },
+        ..signal
+    };
+    let mut out = Vec::new();
+    let mut writer = FrameWriter::new(&mut out);
+    assert!(matches!(writer.push(&huge), Err(EncodeError::SignalTooLarge { .. })));
+    assert_eq!(writer.finish(), 0);
+    assert!(out.is_empty());
+}
+
+/// Rebuilds the header checksum so that corruption reaches the signal decoder.
+fn reseal(bytes: &mut [u8]) {
+    let crc = crc32c::crc32c_append(crc32c::crc32c(&bytes[0..12]), &bytes[FRAME_HEADER_BYTES..]);
+    bytes[12..16].copy_from_slice(&crc.to_le_bytes());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+        let _ = decode_all(&bytes);
+    }
+
+    #[test]
+    fn random_bytes_behind_a_valid_header_never_panic(
+        count in 1u16..8,
+        payload in proptest::collection::vec(any::<u8>(), 0..2048),
+    ) {
+        let mut bytes = vec![b'S', b'K', 1, 0];
+        bytes.extend_from_slice(&count.to_le_bytes());
+        bytes.extend_from_slice(&[0, 0]);
+        bytes.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        bytes.extend_from_slice(&[0; 4]);
+        bytes.extend_from_slice(&payload);
+        reseal(&mut bytes);
+        let _ = decode_all(&bytes);
+    }
+
+    #[test]
+    fn resealed_corruption_is_refused_or_decodes_cleanly(
+        position in any::<prop::sample::Index>(),
+        value in any::<u8>(),
+        cut in any::<prop::sample::Index>(),
+    ) {
+        let (_, mut bytes) = frame_of(&one_of_each());
+        let i = FRAME_HEADER_BYTES + position.index(bytes.len() - FRAME_HEADER_BYTES);
+        bytes[i] = value;
+        reseal(&mut bytes);
+        let _ = decode_all(&bytes);
+        // Truncate the payload and fix the header to match: the signal decoder must refuse cleanly.
+        let keep = FRAME_HEADER_BYTES + cut.index(bytes.len() - FRAME_HEADER_BYTES);
+        bytes.truncate(keep);
+        let payload_len = (keep - FRAME_HEADER_BYTES) as u32;
+        bytes[8..12].copy_from_slice(&payload_len.to_le_bytes());
+        reseal(&mut bytes);
+        let _ = decode_all(&bytes);
+    }
+}
