@@ -13,7 +13,7 @@ use crate::time::Instant;
 
 /// A block instance. `execute` must not block, sleep or do I/O: it reacts to
 /// one signal and returns, leaving its effects in the context's outbox.
-pub trait Block: Send + 'static {
+pub trait Block: AsAny + Send + 'static {
     /// Called once, before the first signal, when the runtime starts.
     fn start(&mut self, _ctx: &mut Context<'_>) {}
 
@@ -35,6 +35,17 @@ pub enum Output {
     Disconnect(NodeId),
     /// Stop this node process. With `restart`, its angel starts it again.
     Shutdown { restart: bool, reason: String },
+}
+
+/// Lets tests and the simulator look at a block's state by its concrete type.
+pub trait AsAny {
+    fn as_any(&self) -> &dyn std::any::Any;
+}
+
+impl<T: std::any::Any> AsAny for T {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
 }
 
 /// What a block sees of the world while it executes one signal.

@@ -1,0 +1,746 @@
+//! Membership (NDB: QMGR with the membership part of NDBCNTR): which data
+//! nodes form the cluster, who decides (the president), heartbeats, failure
+//! detection, and the API nodes' registrations.
+//!
+//! The protocol, and what it guarantees:
+//!
+//! * **Views.** The membership is a [`MembershipView`]: an id, a president and
+//!   the members oldest first. Only the president makes a new view, and each
+//!   new view has a larger id. Every member installs only views newer than its
+//!   own, so all members that hear the latest view agree on it.
+//! * **Joining.** A starting node asks every data node it is connected to
+//!   (`CmRegReq`). Members answer with the president's id; the president admits
+//!   the node by appending it to the view. If no connected node is a member, the
+//!   starting nodes elect the lowest node id among them, once every configured
+//!   data node is connected or `start_partial_timeout` has passed (NDB's
+//!   StartPartialTimeout).
+//! * **Failure.** A member suspects another when its connection closes or when
+//!   nothing was heard from it for `heartbeat_misses_max` heartbeat intervals.
+//!   It reports the failure to the president (`FailRep`), which removes the node
+//!   in a new view. If the president itself is suspected, the oldest member not
+//!   suspected takes over as president and makes the new view.
+//! * **Exclusion.** A node that sees a view without itself, or that hears from
+//!   a member of a newer view that excludes it, shuts down (its angel restarts
+//!   it and it joins again as a new incarnation).
+//!
+//! Invariants asserted here: the president of an installed view is one of its
+//! members; a member's own view contains itself; view ids only grow.
+//! Split brain after a network partition is not prevented yet: arbitration
+//! comes with node groups.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use kernel::{Block, Context, Instant};
+use signal::{
+    BlockNumber, BlockRef, FailReason, MembershipView, NodeBitmask, NodeId, NodeState,
+    RegRefReason, Severity, Signal, SignalBody, VERSION,
+};
+
+/// Heartbeats a member may miss before it is declared failed (NDB declares a
+/// node dead after missing heartbeats for four intervals).
+pub const HEARTBEAT_MISSES_MAX: u32 = 4;
+/// How often a starting node asks to join.
+pub const JOIN_RETRY_INTERVAL: Duration = Duration::from_millis(100);
+/// A starting peer counts as a candidate for president this long after its last word.
+const STARTING_PEER_FRESH: Duration = Duration::from_millis(500);
+
+const TIMER_HEARTBEAT: u32 = 1;
+const TIMER_JOIN: u32 = 2;
+const TIMER_API_CHECK: u32 = 3;
+const TIMER_STATUS: u32 = 4;
+
+/// What the block needs to know; filled from the cluster configuration.
+#[derive(Clone, Debug)]
+pub struct MembershipConfig {
+    pub node: NodeId,
+    /// Every configured data node, this one included.
+    pub data_nodes: Vec<NodeId>,
+    /// The management server that gets status reports and cluster-log events.
+    pub mgmd: Option<NodeId>,
+    /// HeartbeatIntervalDbDb.
+    pub heartbeat_interval: Duration,
+    /// HeartbeatIntervalDbApi.
+    pub api_heartbeat_interval: Duration,
+    /// Wait this long for every configured data node before forming a cluster without them.
+    pub start_partial_timeout: Duration,
+    /// Tells this incarnation from earlier ones of the same node id.
+    pub start_id: u64,
+    /// Of this process, for the mgmd's `show`.
+    pub pid: u32,
+}
+
+/// Where this node is in its life.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Phase {
+    Starting,
+    Started,
+    Stopping,
+}
+
+/// The membership block of one data node.
+pub struct Membership {
+    config: MembershipConfig,
+    phase: Phase,
+    started_at: Instant,
+    view: Option<MembershipView>,
+    /// Data nodes with an open connection.
+    connected: NodeBitmask,
+    /// Last time anything arrived from a data node.
+    last_heard: BTreeMap<NodeId, Instant>,
+    /// Members this node believes failed, awaiting the view that removes them.
+    suspected: NodeBitmask,
+    /// Starting peers and when they last said so (join phase only).
+    starting_peers: BTreeMap<NodeId, Instant>,
+    /// The president a member told us about (join phase only).
+    president_hint: Option<NodeId>,
+    /// start_id of each member's incarnation, as the president admitted it.
+    member_start_ids: BTreeMap<NodeId, u64>,
+    /// Registered API nodes and when each was last heard.
+    api_nodes: BTreeMap<NodeId, Instant>,
+}
+
+impl Membership {
+    pub fn new(config: MembershipConfig) -> Membership {
+        assert!(
+            config.data_nodes.contains(&config.node),
+            "node {} is not a configured data node",
+            config.node
+        );
+        assert!(!config.heartbeat_interval.is_zero());
+        Membership {
+            config,
+            phase: Phase::Starting,
+            started_at: Instant::ZERO,
+            view: None,
+            connected: NodeBitmask::new(),
+            last_heard: BTreeMap::new(),
+            suspected: NodeBitmask::new(),
+            starting_peers: BTreeMap::new(),
+            president_hint: None,
+            member_start_ids: BTreeMap::new(),
+            api_nodes: BTreeMap::new(),
+        }
+    }
+
+    pub fn phase(&self) -> Phase {
+        self.phase
+    }
+
+    pub fn view(&self) -> Option<&MembershipView> {
+        self.view.as_ref()
+    }
+
+    pub fn is_president(&self) -> bool {
+        self.view
+            .as_ref()
+            .is_some_and(|v| v.president == self.config.node)
+    }
+
+    pub fn api_nodes(&self) -> Vec<NodeId> {
+        self.api_nodes.keys().copied().collect()
+    }
+
+    fn me(&self) -> NodeId {
+        self.config.node
+    }
+
+    fn membership_ref(node: NodeId) -> BlockRef {
+        BlockRef::new(node, BlockNumber::MEMBERSHIP, 0)
+    }
+
+    fn is_data_node(&self, node: NodeId) -> bool {
+        self.config.data_nodes.contains(&node)
+    }
+
+    fn is_member(&self, node: NodeId) -> bool {
+        self.view.as_ref().is_some_and(|v| v.contains(node))
+    }
+
+    fn node_state(&self) -> NodeState {
+        match self.phase {
+            Phase::Starting => NodeState::Starting,
+            Phase::Started => NodeState::Started,
+            Phase::Stopping => NodeState::Stopping,
+        }
+    }
+
+    fn report_status(&self, ctx: &mut Context<'_>) {
+        let Some(mgmd) = self.config.mgmd else {
+            return;
+        };
+        let (view_id, president, members) = match &self.view {
+            Some(v) => (v.view_id, Some(v.president), v.bitmask()),
+            None => (0, None, NodeBitmask::new()),
+        };
+        ctx.send(
+            BlockRef::new(mgmd, BlockNumber::MANAGEMENT, 0),
+            SignalBody::MgmNodeStatusRep {
+                state: self.node_state(),
+                pid: self.config.pid,
+                version: VERSION,
+                view_id,
+                president,
+                members,
+            },
+        );
+    }
+
+    fn event(&self, ctx: &mut Context<'_>, severity: Severity, text: String) {
+        match severity {
+            Severity::Info => tracing::info!(node = %self.me(), "{text}"),
+            Severity::Warning => tracing::warn!(node = %self.me(), "{text}"),
+            Severity::Alert => tracing::error!(node = %self.me(), "{text}"),
+        }
+        if let Some(mgmd) = self.config.mgmd {
+            ctx.send(
+                BlockRef::new(mgmd, BlockNumber::MANAGEMENT, 0),
+                SignalBody::MgmEventRep { severity, text },
+            );
+        }
+    }
+
+    // ---- joining ----
+
+    fn on_join_timer(&mut self, ctx: &mut Context<'_>) {
+        if self.phase != Phase::Starting {
+            return;
+        }
+        let candidates: Vec<NodeId> = self.connected.iter().filter(|n| self.is_data_node(*n)).collect();
+        for node in candidates {
+            ctx.send(
+                Self::membership_ref(node),
+                SignalBody::CmRegReq {
+                    node: self.me(),
+                    version: VERSION,
+                    start_id: self.config.start_id,
+                },
+            );
+        }
+        self.maybe_form_cluster(ctx);
+        ctx.set_timer(JOIN_RETRY_INTERVAL, TIMER_JOIN);
+    }
+
+    /// Forms a new cluster with this node as president when no member is
+    /// reachable and this node has the lowest id among the starting ones.
+    fn maybe_form_cluster(&mut self, ctx: &mut Context<'_>) {
+        if self.president_hint.is_some() {
+            return;
+        }
+        let now = ctx.now();
+        let fresh_starting: Vec<NodeId> = self
+            .starting_peers
+            .iter()
+            .filter(|(node, seen)| self.connected.contains(**node) && now - **seen <= STARTING_PEER_FRESH)
+            .map(|(node, _)| *node)
+            .collect();
+        if fresh_starting.iter().any(|n| *n < self.me()) {
+            return;
+        }
+        let all_connected = self
+            .config
+            .data_nodes
+            .iter()
+            .all(|n| *n == self.me() || self.connected.contains(*n));
+        let all_heard = self
+            .config
+            .data_nodes
+            .iter()
+            .all(|n| *n == self.me() || fresh_starting.contains(n));
+        let waited = now - self.started_at >= self.config.start_partial_timeout;
+        if !(all_connected && all_heard) && !waited {
+            return;
+        }
+        let view = MembershipView {
+            view_id: 1,
+            president: self.me(),
+            members: vec![self.me()],
+        };
+        self.member_start_ids.insert(self.me(), self.config.start_id);
+        let text = if all_connected && all_heard {
+            format!("formed the cluster as president (all {} data nodes present)", self.config.data_nodes.len())
+        } else {
+            format!(
+                "formed the cluster as president after waiting {} ms (partial start: some data nodes absent)",
+                self.config.start_partial_timeout.as_millis()
+            )
+        };
+        self.install_view(view, ctx);
+        self.event(ctx, Severity::Info, text);
+    }
+
+    fn on_reg_req(&mut self, sender: NodeId, node: NodeId, version: u32, start_id: u64, ctx: &mut Context<'_>) {
+        let reply_to = Self::membership_ref(sender);
+        if node != sender || !self.is_data_node(node) {
+            ctx.send(reply_to, SignalBody::CmRegRef { reason: RegRefReason::NotConfigured, president: None });
+            return;
+        }
+        if version / 10000 != VERSION / 10000 {
+            ctx.send(reply_to, SignalBody::CmRegRef { reason: RegRefReason::Incompatible, president: None });
+            return;
+        }
+        match self.phase {
+            Phase::Starting => {
+                ctx.send(reply_to, SignalBody::CmRegRef { reason: RegRefReason::Starting, president: None });
+                return;
+            }
+            Phase::Stopping => {
+                ctx.send(reply_to, SignalBody::CmRegRef { reason: RegRefReason::Stopping, president: None });
+                return;
+            }
+            Phase::Started => {}
+        }
+        let view = self.view.clone().expect("a started node has a view");
+        if view.president != self.me() {
+            ctx.send(
+                reply_to,
+                SignalBody::CmRegRef { reason: RegRefReason::NotPresident, president: Some(view.president) },
+            );
+            return;
+        }
+        if self.suspected.contains(node) {
+            ctx.send(reply_to, SignalBody::CmRegRef { reason: RegRefReason::FailureHandling, president: None });
+            return;
+        }
+        if view.contains(node) {
+            if self.member_start_ids.get(&node) == Some(&start_id) {
+                // A repeated request from the incarnation already admitted.
+                ctx.send(reply_to, SignalBody::CmRegConf { view });
+            } else {
+                // The node restarted before its failure was noticed: the old
+                // incarnation must leave the view before the new one joins.
+                self.handle_failures(&[node], FailReason::Disconnected, ctx);
+                ctx.send(reply_to, SignalBody::CmRegRef { reason: RegRefReason::FailureHandling, president: None });
+            }
+            return;
+        }
+        let mut next = view.clone();
+        next.view_id += 1;
+        next.members.push(node);
+        self.member_start_ids.insert(node, start_id);
+        self.last_heard.insert(node, ctx.now());
+        self.broadcast_view(&next, ctx);
+        ctx.send(reply_to, SignalBody::CmRegConf { view: next.clone() });
+        self.install_view(next, ctx);
+        self.event(ctx, Severity::Info, format!("admitted node {node} to the cluster"));
+    }
+
+    fn on_reg_conf(&mut self, view: MembershipView, ctx: &mut Context<'_>) {
+        if self.phase != Phase::Starting || !view.contains(self.me()) {
+            return;
+        }
+        let president = view.president;
+        self.install_view(view, ctx);
+        self.event(ctx, Severity::Info, format!("joined the cluster; president is node {president}"));
+    }
+
+    fn on_reg_ref(&mut self, sender: NodeId, reason: RegRefReason, president: Option<NodeId>, ctx: &mut Context<'_>) {
+        if self.phase != Phase::Starting {
+            return;
+        }
+        match reason {
+            RegRefReason::Starting => {
+                self.starting_peers.insert(sender, ctx.now());
+            }
+            RegRefReason::NotPresident => {
+                self.starting_peers.remove(&sender);
+                self.president_hint = president;
+            }
+            RegRefReason::FailureHandling => {
+                self.starting_peers.remove(&sender);
+                self.president_hint = Some(sender);
+            }
+            RegRefReason::Incompatible | RegRefReason::NotConfigured => {
+                self.phase = Phase::Stopping;
+                ctx.shutdown(false, format!("node {sender} refused this node: {reason:?}"));
+            }
+            RegRefReason::Stopping => {
+                self.starting_peers.remove(&sender);
+            }
+        }
+    }
+
+    // ---- views ----
+
+    fn broadcast_view(&self, view: &MembershipView, ctx: &mut Context<'_>) {
+        for member in view.members.iter().filter(|m| **m != self.me()) {
+            ctx.send(Self::membership_ref(*member), SignalBody::CmViewChange { view: view.clone() });
+        }
+    }
+
+    /// Makes `view` this node's membership. Nodes that left are disconnected so
+    /// that a live one notices and restarts.
+    fn install_view(&mut self, view: MembershipView, ctx: &mut Context<'_>) {
+        assert!(view.contains(view.president), "president {} outside its view", view.president);
+        assert!(view.contains(self.me()), "installing a view without this node");
+        if let Some(old) = &self.view {
+            assert!(supersedes(&view, old), "view {view:?} does not supersede {old:?}");
+            for gone in old.members.iter().filter(|m| !view.contains(**m)) {
+                ctx.disconnect(*gone);
+                self.last_heard.remove(gone);
+                self.member_start_ids.remove(gone);
+            }
+        }
+        let now = ctx.now();
+        for member in &view.members {
+            self.suspected.remove(*member);
+            // A member that has not been heard from yet gets a full grace period.
+            self.last_heard.entry(*member).or_insert(now);
+        }
+        self.suspected = NodeBitmask::new();
+        let was_starting = self.phase == Phase::Starting;
+        self.phase = Phase::Started;
+        self.president_hint = None;
+        self.starting_peers.clear();
+        self.view = Some(view);
+        if was_starting {
+            ctx.set_timer(self.config.heartbeat_interval, TIMER_HEARTBEAT);
+        }
+        self.report_status(ctx);
+    }
+
+    fn on_view_change(&mut self, sender: NodeId, view: MembershipView, ctx: &mut Context<'_>) {
+        if self.phase == Phase::Stopping || !view.contains(sender) {
+            return;
+        }
+        if self.phase == Phase::Starting {
+            // Only a view that admits this node (CmRegConf) ends the start.
+            if !view.contains(self.me()) {
+                self.president_hint = Some(view.president);
+            }
+            return;
+        }
+        let current = self.view.as_ref().expect("started");
+        if !supersedes(&view, current) {
+            return;
+        }
+        if !view.contains(self.me()) {
+            self.excluded(view.president, ctx);
+            return;
+        }
+        let old_president = current.president;
+        let removed: Vec<NodeId> = current.members.iter().copied().filter(|m| !view.contains(*m)).collect();
+        let president = view.president;
+        self.install_view(view, ctx);
+        if president != old_president {
+            tracing::info!(node = %self.me(), "node {president} is now president");
+        }
+        for node in removed {
+            tracing::info!(node = %self.me(), "node {node} left the cluster");
+        }
+    }
+
+    fn excluded(&mut self, by: NodeId, ctx: &mut Context<'_>) {
+        self.phase = Phase::Stopping;
+        self.event(
+            ctx,
+            Severity::Alert,
+            format!("excluded from the cluster by president {by}; restarting to rejoin"),
+        );
+        ctx.shutdown(true, format!("excluded from the cluster by president {by}"));
+    }
+
+    // ---- heartbeats and failure detection ----
+
+    fn on_heartbeat_timer(&mut self, ctx: &mut Context<'_>) {
+        if self.phase != Phase::Started {
+            return;
+        }
+        let view = self.view.clone().expect("started");
+        let now = ctx.now();
+        let limit = self.config.heartbeat_interval * HEARTBEAT_MISSES_MAX;
+        let mut missed = Vec::new();
+        for member in view.members.iter().copied().filter(|m| *m != self.me()) {
+            ctx.send(Self::membership_ref(member), SignalBody::Heartbeat { view_id: view.view_id });
+            let heard = self.last_heard.get(&member).copied().unwrap_or(now);
+            if now - heard > limit && !self.suspected.contains(member) {
+                missed.push(member);
+            }
+        }
+        for member in missed {
+            self.suspect(member, FailReason::HeartbeatMissed, ctx);
+        }
+        ctx.set_timer(self.config.heartbeat_interval, TIMER_HEARTBEAT);
+    }
+
+    fn on_heartbeat(&mut self, sender: NodeId, view_id: u32, ctx: &mut Context<'_>) {
+        let Some(view) = self.view.clone() else {
+            return;
+        };
+        if self.phase != Phase::Started {
+            return;
+        }
+        if !view.contains(sender) {
+            if view_id <= view.view_id || view.president == self.me() {
+                // A node left behind by a newer view (it hung, or missed the
+                // change): tell it, so that it restarts and rejoins.
+                ctx.send(Self::membership_ref(sender), SignalBody::CmViewChange { view });
+            }
+            return;
+        }
+        if view_id < view.view_id && view.president == self.me() {
+            // The member missed a view change: send it again.
+            ctx.send(Self::membership_ref(sender), SignalBody::CmViewChange { view });
+        }
+    }
+
+    /// This node believes `node` failed: tell whoever decides.
+    fn suspect(&mut self, node: NodeId, reason: FailReason, ctx: &mut Context<'_>) {
+        let Some(view) = self.view.clone() else {
+            return;
+        };
+        if !view.contains(node) || node == self.me() || self.suspected.contains(node) {
+            return;
+        }
+        self.suspected.insert(node);
+        tracing::warn!(node = %self.me(), "suspect node {node} failed: {reason:?}");
+        let decider = self.acting_president(&view);
+        if decider == self.me() {
+            self.handle_failures(&[node], reason, ctx);
+        } else {
+            ctx.send(
+                Self::membership_ref(decider),
+                SignalBody::FailRep { failed: node, reason, view_id: view.view_id },
+            );
+        }
+    }
+
+    /// The oldest member not suspected: the president if it lives.
+    fn acting_president(&self, view: &MembershipView) -> NodeId {
+        view.members
+            .iter()
+            .copied()
+            .find(|m| !self.suspected.contains(*m))
+            .unwrap_or(self.me())
+    }
+
+    fn on_fail_rep(&mut self, sender: NodeId, failed: NodeId, reason: FailReason, ctx: &mut Context<'_>) {
+        let Some(view) = self.view.clone() else {
+            return;
+        };
+        if self.phase != Phase::Started
+            || !view.contains(sender)
+            || !view.contains(failed)
+            || failed == self.me()
+        {
+            return;
+        }
+        // Another member's report (or a node's own notice that it leaves)
+        // counts as our own suspicion: it may make this node the acting
+        // president (when `failed` is the president).
+        self.suspected.insert(failed);
+        if self.acting_president(&view) == self.me() {
+            let reason = if failed == sender { FailReason::Stopped } else { reason };
+            self.handle_failures(&[failed], reason, ctx);
+        }
+    }
+
+    /// As (acting) president: remove `failed` and every suspected member in one new view.
+    fn handle_failures(&mut self, failed: &[NodeId], reason: FailReason, ctx: &mut Context<'_>) {
+        let view = self.view.clone().expect("started");
+        for node in failed {
+            self.suspected.insert(*node);
+        }
+        let gone: Vec<NodeId> = view.members.iter().copied().filter(|m| self.suspected.contains(*m)).collect();
+        if gone.is_empty() {
+            return;
+        }
+        let next = MembershipView {
+            view_id: view.view_id + 1,
+            president: self.me(),
+            members: view.members.iter().copied().filter(|m| !self.suspected.contains(*m)).collect(),
+        };
+        self.broadcast_view(&next, ctx);
+        // A live but excluded node learns it from this view and restarts.
+        for node in &gone {
+            ctx.send(Self::membership_ref(*node), SignalBody::CmViewChange { view: next.clone() });
+        }
+        let took_over = view.president != self.me();
+        let members: Vec<u8> = next.members.iter().map(|n| n.get()).collect();
+        self.install_view(next, ctx);
+        for node in gone {
+            self.event(
+                ctx,
+                Severity::Alert,
+                format!("node {node} declared failed ({reason:?}); members now {members:?}"),
+            );
+        }
+        if took_over {
+            self.event(ctx, Severity::Warning, format!("took over as president from node {}", view.president));
+        }
+    }
+
+    fn on_connected(&mut self, node: NodeId, ctx: &mut Context<'_>) {
+        if !self.is_data_node(node) {
+            return;
+        }
+        self.connected.insert(node);
+        self.last_heard.insert(node, ctx.now());
+        if let (Phase::Started, Some(view)) = (self.phase, &self.view) {
+            // If the peer is a started node of another view, the heartbeat
+            // makes one side learn of the other's view (see `on_heartbeat`).
+            ctx.send(Self::membership_ref(node), SignalBody::Heartbeat { view_id: view.view_id });
+        }
+    }
+
+    fn on_disconnected(&mut self, node: NodeId, ctx: &mut Context<'_>) {
+        if self.api_nodes.remove(&node).is_some() {
+            self.event(ctx, Severity::Info, format!("API node {node} disconnected"));
+            return;
+        }
+        if !self.is_data_node(node) {
+            return;
+        }
+        self.connected.remove(node);
+        self.starting_peers.remove(&node);
+        if self.president_hint == Some(node) {
+            self.president_hint = None;
+        }
+        if self.phase == Phase::Started && self.is_member(node) {
+            self.suspect(node, FailReason::Disconnected, ctx);
+        }
+    }
+
+    // ---- API nodes ----
+
+    fn on_api_reg_req(&mut self, sender: NodeId, version: u32, ctx: &mut Context<'_>) {
+        let reply_to = BlockRef::new(sender, BlockNumber::API_CLUSTER, 0);
+        if self.is_data_node(sender) {
+            ctx.send(reply_to, SignalBody::ApiRegRef { reason: RegRefReason::NotConfigured });
+            return;
+        }
+        if version / 10000 != VERSION / 10000 {
+            ctx.send(reply_to, SignalBody::ApiRegRef { reason: RegRefReason::Incompatible });
+            return;
+        }
+        if self.api_nodes.insert(sender, ctx.now()).is_none() {
+            self.event(ctx, Severity::Info, format!("API node {sender} registered"));
+        }
+        let (view_id, members) = match &self.view {
+            Some(v) => (v.view_id, v.bitmask()),
+            None => (0, NodeBitmask::new()),
+        };
+        ctx.send(
+            reply_to,
+            SignalBody::ApiRegConf {
+                version: VERSION,
+                started: self.phase == Phase::Started,
+                view_id,
+                members,
+                heartbeat_interval_ms: self.config.api_heartbeat_interval.as_millis() as u32,
+            },
+        );
+    }
+
+    fn on_api_check_timer(&mut self, ctx: &mut Context<'_>) {
+        let now = ctx.now();
+        let limit = self.config.api_heartbeat_interval * HEARTBEAT_MISSES_MAX;
+        let silent: Vec<NodeId> = self
+            .api_nodes
+            .iter()
+            .filter(|(_, heard)| now - **heard > limit)
+            .map(|(node, _)| *node)
+            .collect();
+        for node in silent {
+            self.api_nodes.remove(&node);
+            ctx.disconnect(node);
+            self.event(
+                ctx,
+                Severity::Warning,
+                format!("API node {node} missed its heartbeats for {} ms: disconnected", limit.as_millis()),
+            );
+        }
+        ctx.set_timer(self.config.api_heartbeat_interval, TIMER_API_CHECK);
+    }
+
+    fn on_stop_order(&mut self, restart: bool, ctx: &mut Context<'_>) {
+        if self.phase == Phase::Stopping {
+            return;
+        }
+        let was_started = self.phase == Phase::Started;
+        self.phase = Phase::Stopping;
+        self.report_status(ctx);
+        if was_started {
+            let view = self.view.clone().expect("started");
+            // Leaving on purpose: tell the decider now rather than let the
+            // others wait for missed heartbeats.
+            let mut others = view.members.iter().copied().filter(|m| *m != self.me());
+            if let Some(decider) = others.next() {
+                let decider = if view.president == self.me() { decider } else { view.president };
+                ctx.send(
+                    Self::membership_ref(decider),
+                    SignalBody::FailRep { failed: self.me(), reason: FailReason::Stopped, view_id: view.view_id },
+                );
+            }
+        }
+        let what = if restart { "restart" } else { "stop" };
+        self.event(ctx, Severity::Info, format!("{what} ordered by the management server"));
+        ctx.shutdown(restart, format!("{what} ordered by the management server"));
+    }
+}
+
+/// Whether `new` replaces `old`.
+pub fn supersedes(new: &MembershipView, old: &MembershipView) -> bool {
+    use std::cmp::Ordering;
+    match new.view_id.cmp(&old.view_id) {
+        Ordering::Greater => true,
+        Ordering::Less => false,
+        // Two presidents made views with the same id (a split): the larger
+        // side wins, then the lower president id.
+        Ordering::Equal => match new.members.len().cmp(&old.members.len()) {
+            Ordering::Greater => true,
+            Ordering::Less => false,
+            Ordering::Equal => new.president < old.president,
+        },
+    }
+}
+
+impl Block for Membership {
+    fn start(&mut self, ctx: &mut Context<'_>) {
+        self.started_at = ctx.now();
+        self.report_status(ctx);
+        ctx.set_timer(JOIN_RETRY_INTERVAL, TIMER_JOIN);
+        ctx.set_timer(self.config.api_heartbeat_interval, TIMER_API_CHECK);
+        ctx.set_timer(self.config.api_heartbeat_interval, TIMER_STATUS);
+    }
+
+    fn execute(&mut self, signal: Signal, ctx: &mut Context<'_>) {
+        let sender = signal.sender.node;
+        if sender != self.me() {
+            if self.is_data_node(sender) {
+                self.last_heard.insert(sender, ctx.now());
+            } else if let Some(heard) = self.api_nodes.get_mut(&sender) {
+                *heard = ctx.now();
+            }
+        }
+        match signal.body {
+            SignalBody::Timeout { timer_id } => match timer_id {
+                TIMER_JOIN => self.on_join_timer(ctx),
+                TIMER_HEARTBEAT => self.on_heartbeat_timer(ctx),
+                TIMER_API_CHECK => self.on_api_check_timer(ctx),
+                TIMER_STATUS => {
+                    if self.phase != Phase::Stopping {
+                        self.report_status(ctx);
+                        ctx.set_timer(self.config.api_heartbeat_interval, TIMER_STATUS);
+                    }
+                }
+                other => panic!("membership: unknown timer {other}"),
+            },
+            SignalBody::NodeConnected { node } => self.on_connected(node, ctx),
+            SignalBody::NodeDisconnected { node } => self.on_disconnected(node, ctx),
+            SignalBody::CmRegReq { node, version, start_id } => {
+                self.on_reg_req(sender, node, version, start_id, ctx)
+            }
+            SignalBody::CmRegConf { view } => self.on_reg_conf(view, ctx),
+            SignalBody::CmRegRef { reason, president } => self.on_reg_ref(sender, reason, president, ctx),
+            SignalBody::CmViewChange { view } => self.on_view_change(sender, view, ctx),
+            SignalBody::Heartbeat { view_id } => self.on_heartbeat(sender, view_id, ctx),
+            SignalBody::FailRep { failed, reason, .. } => self.on_fail_rep(sender, failed, reason, ctx),
+            SignalBody::ApiRegReq { version } => self.on_api_reg_req(sender, version, ctx),
+            SignalBody::MgmStopOrd { restart } => self.on_stop_order(restart, ctx),
+            other => {
+                tracing::warn!(node = %self.me(), "membership: unexpected signal {} from {}", other.name(), signal.sender);
+            }
+        }
+    }
+}

@@ -1,0 +1,371 @@
+//! Whole clusters in the deterministic simulator: the real data node blocks,
+//! a recording stand-in for the management server, and an API node that
+//! registers and heartbeats. Scenarios drive faults (crash, restart,
+//! partition, lost signals) and end with checks of the invariants.
+//!
+//! Used by the tests and by `skarv sim --seed N`, which replays one run.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kernel::simulator::{NetworkSettings, Simulation};
+use kernel::{Block, Context, Instant, Rng};
+use signal::{BlockNumber, BlockRef, NodeId, NodeState, Severity, Signal, SignalBody, VERSION};
+
+use crate::membership::{Membership, MembershipConfig, Phase, HEARTBEAT_MISSES_MAX};
+
+/// The management server's node id in simulated clusters.
+pub const SIM_MGMD: NodeId = match NodeId::new(1) {
+    Some(id) => id,
+    None => unreachable!(),
+};
+/// The API node's id in simulated clusters.
+pub const SIM_API: NodeId = match NodeId::new(200) {
+    Some(id) => id,
+    None => unreachable!(),
+};
+
+/// What the stand-in management server heard.
+#[derive(Default, Debug)]
+pub struct ManagementLog {
+    pub events: Vec<(Instant, NodeId, Severity, String)>,
+    pub last_state: std::collections::BTreeMap<NodeId, NodeState>,
+}
+
+/// Records status reports and cluster-log events, like the mgmd would.
+struct RecordingManagement {
+    log: Arc<Mutex<ManagementLog>>,
+}
+
+impl Block for RecordingManagement {
+    fn execute(&mut self, signal: Signal, ctx: &mut Context<'_>) {
+        let mut log = self.log.lock().expect("management log lock");
+        match signal.body {
+            SignalBody::MgmNodeStatusRep { state, .. } => {
+                log.last_state.insert(signal.sender.node, state);
+            }
+            SignalBody::MgmEventRep { severity, text } => {
+                log.events.push((ctx.now(), signal.sender.node, severity, text));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// An API node: registers with every data node and repeats it as its heartbeat.
+struct SimApi {
+    data_nodes: Vec<NodeId>,
+    interval: Duration,
+    confs: Arc<Mutex<u64>>,
+}
+
+const API_TIMER: u32 = 1;
+
+impl Block for SimApi {
+    fn start(&mut self, ctx: &mut Context<'_>) {
+        ctx.set_timer(self.interval, API_TIMER);
+    }
+
+    fn execute(&mut self, signal: Signal, ctx: &mut Context<'_>) {
+        match signal.body {
+            SignalBody::Timeout { .. } => {
+                for node in &self.data_nodes {
+                    ctx.send(
+                        BlockRef::new(*node, BlockNumber::MEMBERSHIP, 0),
+                        SignalBody::ApiRegReq { version: VERSION },
+                    );
+                }
+                ctx.set_timer(self.interval, API_TIMER);
+            }
+            SignalBody::ApiRegConf { .. } => {
+                *self.confs.lock().expect("api lock") += 1;
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Shape of a simulated cluster.
+#[derive(Clone, Debug)]
+pub struct ClusterSpec {
+    pub data_nodes: u8,
+    pub heartbeat_interval: Duration,
+    pub api_heartbeat_interval: Duration,
+    pub start_partial_timeout: Duration,
+    pub with_api: bool,
+    pub network: NetworkSettings,
+}
+
+impl Default for ClusterSpec {
+    fn default() -> Self {
+        ClusterSpec {
+            data_nodes: 3,
+            heartbeat_interval: Duration::from_millis(500),
+            api_heartbeat_interval: Duration::from_millis(300),
+            start_partial_timeout: Duration::from_secs(3),
+            with_api: true,
+            network: NetworkSettings::default(),
+        }
+    }
+}
+
+/// A simulated cluster: `sim` plus the ids and recordings of its parts.
+pub struct ClusterSim {
+    pub sim: Simulation,
+    pub spec: ClusterSpec,
+    pub data_nodes: Vec<NodeId>,
+    pub management: Arc<Mutex<ManagementLog>>,
+    pub api_confs: Arc<Mutex<u64>>,
+}
+
+impl ClusterSim {
+    /// Data nodes get ids 2, 3, …; the mgmd is node 1, the API node 200.
+    pub fn new(seed: u64, spec: ClusterSpec) -> ClusterSim {
+        assert!((1..=32).contains(&spec.data_nodes));
+        let mut sim = Simulation::new(seed);
+        sim.network = spec.network.clone();
+        let data_nodes: Vec<NodeId> = (0..spec.data_nodes)
+            .map(|i| NodeId::new(2 + i).expect("nonzero"))
+            .collect();
+        let management = Arc::new(Mutex::new(ManagementLog::default()));
+        let api_confs = Arc::new(Mutex::new(0u64));
+
+        let log = Arc::clone(&management);
+        sim.add_node(
+            SIM_MGMD,
+            Box::new(move |node, _| {
+                let block: Box<dyn Block> = Box::new(RecordingManagement { log: Arc::clone(&log) });
+                vec![(BlockRef::new(node, BlockNumber::MANAGEMENT, 0), block)]
+            }),
+        );
+        for &node in &data_nodes {
+            let all = data_nodes.clone();
+            let spec_for_node = spec.clone();
+            // start_id from the simulation's own randomness keeps runs reproducible.
+            let mut ids = Rng::seeded(seed ^ u64::from(node.get()));
+            sim.add_node(
+                node,
+                Box::new(move |node, incarnation| {
+                    let config = MembershipConfig {
+                        node,
+                        data_nodes: all.clone(),
+                        mgmd: Some(SIM_MGMD),
+                        heartbeat_interval: spec_for_node.heartbeat_interval,
+                        api_heartbeat_interval: spec_for_node.api_heartbeat_interval,
+                        start_partial_timeout: spec_for_node.start_partial_timeout,
+                        start_id: ids.next_u64() ^ u64::from(incarnation),
+                        pid: 1000 + u32::from(node.get()),
+                    };
+                    let block: Box<dyn Block> = Box::new(Membership::new(config));
+                    vec![(BlockRef::new(node, BlockNumber::MEMBERSHIP, 0), block)]
+                }),
+            );
+        }
+        if spec.with_api {
+            let all = data_nodes.clone();
+            let confs = Arc::clone(&api_confs);
+            let interval = spec.api_heartbeat_interval;
+            sim.add_node(
+                SIM_API,
+                Box::new(move |node, _| {
+                    let block: Box<dyn Block> = Box::new(SimApi {
+                        data_nodes: all.clone(),
+                        interval,
+                        confs: Arc::clone(&confs),
+                    });
+                    vec![(BlockRef::new(node, BlockNumber::API_CLUSTER, 0), block)]
+                }),
+            );
+        }
+        ClusterSim {
+            sim,
+            spec,
+            data_nodes,
+            management,
+            api_confs,
+        }
+    }
+
+    pub fn membership(&self, node: NodeId) -> Option<&Membership> {
+        self.sim
+            .block::<Membership>(BlockRef::new(node, BlockNumber::MEMBERSHIP, 0))
+    }
+
+    /// Data nodes that are up and started.
+    pub fn started(&self) -> Vec<NodeId> {
+        self.data_nodes
+            .iter()
+            .copied()
+            .filter(|n| self.membership(*n).is_some_and(|m| m.phase() == Phase::Started))
+            .collect()
+    }
+
+    /// Longest time failure detection may take with these settings, plus slack.
+    pub fn detection_time(&self) -> Duration {
+        self.spec.heartbeat_interval * (HEARTBEAT_MISSES_MAX + 2) + Duration::from_millis(100)
+    }
+
+    /// Time for a restarted node to be back: angel delay, reconnect, join.
+    pub fn rejoin_time(&self) -> Duration {
+        kernel::simulator::ANGEL_RESTART_DELAY
+            + self.spec.network.reconnect_delay * 3
+            + Duration::from_millis(1000)
+    }
+
+    /// The invariant after the cluster has settled: every up data node is
+    /// started, and all of them hold the same view, which lists exactly them
+    /// with the oldest as president.
+    pub fn check_agreement(&self) -> Result<(), String> {
+        let seed = self.sim.seed();
+        let up: Vec<NodeId> = self.data_nodes.iter().copied().filter(|n| self.sim.is_up(*n)).collect();
+        if up.is_empty() {
+            return Ok(());
+        }
+        let mut reference = None;
+        for node in &up {
+            let membership = self.membership(*node).ok_or(format!("seed {seed}: node {node} has no membership"))?;
+            if membership.phase() != Phase::Started {
+                return Err(format!("seed {seed}: node {node} is up but {:?}", membership.phase()));
+            }
+            let view = membership.view().expect("started").clone();
+            match &reference {
+                None => reference = Some((*node, view)),
+                Some((first, expected)) => {
+                    if *expected != view {
+                        return Err(format!(
+                            "seed {seed}: node {first} has view {expected:?} but node {node} has {view:?}"
+                        ));
+                    }
+                }
+            }
+        }
+        let (_, view) = reference.expect("at least one node");
+        let mut members = view.members.clone();
+        members.sort();
+        if members != up {
+            return Err(format!("seed {seed}: view {view:?} but the up data nodes are {up:?}"));
+        }
+        if view.members.first() != Some(&view.president) {
+            return Err(format!("seed {seed}: president {} is not the oldest member in {view:?}", view.president));
+        }
+        Ok(())
+    }
+
+    /// Delivers a stop (or restart) order from the mgmd to `node`.
+    pub fn order_stop(&mut self, node: NodeId, restart: bool) {
+        self.sim.inject(Signal {
+            receiver: BlockRef::new(node, BlockNumber::MEMBERSHIP, 0),
+            sender: BlockRef::new(SIM_MGMD, BlockNumber::MANAGEMENT, 0),
+            body: SignalBody::MgmStopOrd { restart },
+        });
+    }
+}
+
+/// What a random scenario did and whether its checks held.
+#[derive(Debug)]
+pub struct ScenarioReport {
+    pub seed: u64,
+    pub steps: u64,
+    pub sim_time: Duration,
+    pub trace_hash: u64,
+    pub faults: Vec<String>,
+    pub result: Result<(), String>,
+}
+
+/// A random scenario for `seed`: start a cluster of 2–5 data nodes, then
+/// `rounds` rounds of a random fault (crash, crash and restart, partition
+/// and heal, stop order, restart order, lost signals), each followed by a
+/// settle period and the agreement check. Stops early after `steps_max` steps.
+pub fn random_scenario(seed: u64, rounds: u32, steps_max: u64, trace: bool) -> (ScenarioReport, Vec<String>) {
+    let mut choose = Rng::seeded(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x5eed);
+    let spec = ClusterSpec {
+        data_nodes: 2 + choose.below(4) as u8,
+        ..ClusterSpec::default()
+    };
+    let mut cluster = ClusterSim::new(seed, spec);
+    if trace {
+        cluster.sim.enable_trace();
+    }
+    let mut faults = Vec::new();
+    let mut result = Ok(());
+    cluster.sim.run_for(Duration::from_secs(2));
+    if let Err(e) = cluster.check_agreement() {
+        result = Err(format!("after start: {e}"));
+    }
+    for round in 0..rounds {
+        if result.is_err() || cluster.sim.steps() >= steps_max {
+            break;
+        }
+        let nodes = cluster.data_nodes.clone();
+        let victim = nodes[choose.below(nodes.len() as u64) as usize];
+        let at = Duration::from_millis(choose.below(1000));
+        cluster.sim.run_for(at);
+        let fault = choose.below(6);
+        let description = match fault {
+            0 => {
+                cluster.sim.crash(victim);
+                let settle = cluster.detection_time();
+                cluster.sim.run_for(settle);
+                cluster.sim.restart(victim);
+                format!("round {round}: crash node {victim}, restart it after {} ms", settle.as_millis())
+            }
+            1 => {
+                cluster.sim.crash(victim);
+                cluster.sim.run_for(Duration::from_millis(choose.below(50)));
+                cluster.sim.restart(victim);
+                format!("round {round}: crash node {victim} and restart it at once")
+            }
+            2 => {
+                cluster.sim.isolate(victim);
+                let settle = cluster.detection_time();
+                cluster.sim.run_for(settle);
+                cluster.sim.heal();
+                format!("round {round}: isolate node {victim} (hung), heal after {} ms", settle.as_millis())
+            }
+            3 => {
+                cluster.order_stop(victim, true);
+                format!("round {round}: restart order to node {victim}")
+            }
+            4 => {
+                cluster.sim.network.drop_ppm = 20_000;
+                cluster.sim.run_for(Duration::from_millis(800));
+                cluster.sim.network.drop_ppm = 0;
+                "lose 2% of signals for 800 ms".to_owned()
+            }
+            _ => {
+                let other = nodes[choose.below(nodes.len() as u64) as usize];
+                cluster.sim.crash(victim);
+                cluster.sim.crash(other);
+                cluster.sim.run_for(Duration::from_millis(choose.below(300)));
+                cluster.sim.restart(victim);
+                cluster.sim.restart(other);
+                format!("round {round}: crash nodes {victim} and {other}, restart both")
+            }
+        };
+        faults.push(description);
+        // Excluded nodes restart through their angel; give everyone time to rejoin.
+        let settle = cluster.detection_time() + cluster.rejoin_time() + cluster.spec.start_partial_timeout;
+        cluster.sim.run_for(settle);
+        // Nodes whose whole cluster vanished wait for StartPartialTimeout; a
+        // node still down after a shutdown comes back through its angel.
+        for node in cluster.data_nodes.clone() {
+            if !cluster.sim.is_up(node) {
+                cluster.sim.restart(node);
+            }
+        }
+        cluster.sim.run_for(settle);
+        if let Err(e) = cluster.check_agreement() {
+            result = Err(format!("after {}: {e}", faults.last().expect("pushed")));
+        }
+    }
+    let report = ScenarioReport {
+        seed,
+        steps: cluster.sim.steps(),
+        sim_time: Duration::from_nanos(cluster.sim.now().as_nanos()),
+        trace_hash: cluster.sim.trace_hash(),
+        faults,
+        result,
+    };
+    let lines = cluster.sim.trace().to_vec();
+    (report, lines)
+}

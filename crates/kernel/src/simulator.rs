@@ -1,0 +1,668 @@
+//! The deterministic simulator: the same blocks that run on threads in a data
+//! node run here in one process, one signal at a time, under a scheduler
+//! seeded by a single `u64`. Time is simulated (it jumps to the next event),
+//! the network is simulated (latency, loss, duplication, partitions,
+//! connections that break and come back), and nodes crash and restart on
+//! command. Nothing here reads the real clock, real randomness or a socket,
+//! so the same seed gives the same run, step for step: the trace of one run
+//! equals the trace of another with the same seed, and a failing seed is a
+//! complete bug report.
+//!
+//! Model of the network. Between every pair of up nodes there is a
+//! connection, as TCP gives the real transport. A connection is *up* once both
+//! ends are up, not partitioned from each other, and the (simulated)
+//! reconnect delay has passed; both ends then receive `NodeConnected`. When a
+//! node crashes its peers receive `NodeDisconnected` after a short delay (the
+//! reset of the TCP connection). A partition does not close connections by
+//! itself — signals just stop arriving — until a block asks for a
+//! `Disconnect`, as a hung peer would look in reality. On top of this the
+//! fault settings may drop, duplicate and delay signals beyond what TCP would
+//! do, to check that the protocols only rely on what they should.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+use std::time::Duration;
+
+use signal::{BlockNumber, BlockRef, NodeId, Signal, SignalBody};
+
+use crate::block::{Block, Context, Output};
+use crate::random::Rng;
+use crate::time::Instant;
+
+/// Upper bound on events processed by one `run_*` call, so a livelock in a
+/// protocol ends a test instead of hanging it.
+pub const SIMULATION_STEPS_MAX: u64 = 50_000_000;
+
+/// Network behaviour; all probabilities are per signal, in parts per million.
+#[derive(Clone, Debug)]
+pub struct NetworkSettings {
+    pub latency_min: Duration,
+    pub latency_max: Duration,
+    /// Signals on one connection arrive in the order sent (TCP). When false,
+    /// random latency may reorder them.
+    pub fifo: bool,
+    pub drop_ppm: u32,
+    pub duplicate_ppm: u32,
+    /// Time from a crash to the peers seeing the connection close.
+    pub disconnect_notice: Duration,
+    /// Time from both ends being able to talk to the connection being up.
+    pub reconnect_delay: Duration,
+}
+
+impl Default for NetworkSettings {
+    fn default() -> Self {
+        NetworkSettings {
+            latency_min: Duration::from_micros(50),
+            latency_max: Duration::from_micros(500),
+            fifo: true,
+            drop_ppm: 0,
+            duplicate_ppm: 0,
+            disconnect_notice: Duration::from_millis(1),
+            reconnect_delay: Duration::from_millis(100),
+        }
+    }
+}
+
+/// Builds the blocks of one node incarnation: called at first start and at
+/// every restart, with the incarnation number (0 first).
+pub type NodeFactory = Box<dyn FnMut(NodeId, u32) -> Vec<(BlockRef, Box<dyn Block>)>>;
+
+/// Delay before an angel restarts a node that shut itself down with `restart`.
+pub const ANGEL_RESTART_DELAY: Duration = Duration::from_millis(500);
+
+#[derive(Debug)]
+enum Event {
+    Deliver {
+        signal: Signal,
+        /// Incarnation of the receiving node when the signal was sent; a
+        /// signal for an earlier incarnation is lost with it.
+        incarnation: u32,
+    },
+    Timer {
+        block: BlockRef,
+        timer_id: u32,
+        incarnation: u32,
+    },
+    /// Bring a connection up if both ends can talk now.
+    TryConnect {
+        a: NodeId,
+        b: NodeId,
+    },
+    /// Tell `at` that its connection to `peer` closed.
+    DisconnectNotice {
+        at: NodeId,
+        peer: NodeId,
+        incarnation: u32,
+    },
+    Restart {
+        node: NodeId,
+    },
+}
+
+struct SimNode {
+    up: bool,
+    incarnation: u32,
+    blocks: BTreeMap<(BlockNumber, u16), Box<dyn Block>>,
+    rng: Rng,
+    /// Why the node last went down, for tests and traces.
+    down_reason: Option<String>,
+    shutdowns: u32,
+}
+
+/// What happened to a node, for checks at the end of a scenario.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeSummary {
+    pub node: NodeId,
+    pub up: bool,
+    pub incarnation: u32,
+    pub down_reason: Option<String>,
+    pub shutdowns: u32,
+}
+
+/// One simulated cluster.
+pub struct Simulation {
+    seed: u64,
+    now: Instant,
+    rng: Rng,
+    sequence: u64,
+    queue: BinaryHeap<Reverse<(Instant, u64)>>,
+    events: BTreeMap<u64, Event>,
+    nodes: BTreeMap<NodeId, SimNode>,
+    factories: BTreeMap<NodeId, NodeFactory>,
+    /// Connections that are up, as (smaller id, larger id).
+    connections: BTreeSet<(NodeId, NodeId)>,
+    /// Pairs that cannot reach each other.
+    partitions: BTreeSet<(NodeId, NodeId)>,
+    /// Last delivery time per directed link, to keep links FIFO.
+    link_clock: BTreeMap<(NodeId, NodeId), Instant>,
+    pub network: NetworkSettings,
+    outbox: Vec<Output>,
+    trace: Vec<String>,
+    trace_enabled: bool,
+    trace_hash: u64,
+    steps: u64,
+}
+
+fn pair(a: NodeId, b: NodeId) -> (NodeId, NodeId) {
+    if a < b {
+        (a, b)
+    } else {
+        (b, a)
+    }
+}
+
+impl Simulation {
+    pub fn new(seed: u64) -> Simulation {
+        Simulation {
+            seed,
+            now: Instant::ZERO,
+            rng: Rng::seeded(seed),
+            sequence: 0,
+            queue: BinaryHeap::new(),
+            events: BTreeMap::new(),
+            nodes: BTreeMap::new(),
+            factories: BTreeMap::new(),
+            connections: BTreeSet::new(),
+            partitions: BTreeSet::new(),
+            link_clock: BTreeMap::new(),
+            network: NetworkSettings::default(),
+            outbox: Vec::new(),
+            trace: Vec::new(),
+            trace_enabled: false,
+            trace_hash: 0xcbf2_9ce4_8422_2325,
+            steps: 0,
+        }
+    }
+
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
+    pub fn steps(&self) -> u64 {
+        self.steps
+    }
+
+    /// Keep every step as a line (for replay output and determinism tests).
+    pub fn enable_trace(&mut self) {
+        self.trace_enabled = true;
+    }
+
+    pub fn trace(&self) -> &[String] {
+        &self.trace
+    }
+
+    /// A digest of every step so far: equal for equal runs.
+    pub fn trace_hash(&self) -> u64 {
+        self.trace_hash
+    }
+
+    /// Adds a node and starts it now.
+    pub fn add_node(&mut self, node: NodeId, factory: NodeFactory) {
+        assert!(!self.nodes.contains_key(&node), "{node:?} added twice");
+        self.factories.insert(node, factory);
+        let rng = Rng::seeded(self.rng.next_u64());
+        self.nodes.insert(
+            node,
+            SimNode {
+                up: false,
+                incarnation: 0,
+                blocks: BTreeMap::new(),
+                rng,
+                down_reason: None,
+                shutdowns: 0,
+            },
+        );
+        self.boot(node);
+    }
+
+    pub fn node_ids(&self) -> Vec<NodeId> {
+        self.nodes.keys().copied().collect()
+    }
+
+    pub fn is_up(&self, node: NodeId) -> bool {
+        self.nodes.get(&node).is_some_and(|n| n.up)
+    }
+
+    pub fn summary(&self, node: NodeId) -> Option<NodeSummary> {
+        self.nodes.get(&node).map(|n| NodeSummary {
+            node,
+            up: n.up,
+            incarnation: n.incarnation,
+            down_reason: n.down_reason.clone(),
+            shutdowns: n.shutdowns,
+        })
+    }
+
+    /// Looks at a block's state (for invariant checks). `None` if the node is
+    /// down or has no such block.
+    pub fn block<T: Block>(&self, address: BlockRef) -> Option<&T> {
+        let node = self.nodes.get(&address.node)?;
+        if !node.up {
+            return None;
+        }
+        let block = node.blocks.get(&(address.block, address.instance))?;
+        let any: &dyn std::any::Any = block.as_ref().as_any();
+        any.downcast_ref::<T>()
+    }
+
+    fn boot(&mut self, node: NodeId) {
+        let incarnation = {
+            let sim_node = self.nodes.get_mut(&node).expect("known node");
+            assert!(!sim_node.up, "{node:?} booted while up");
+            sim_node.up = true;
+            sim_node.incarnation
+        };
+        let factory = self.factories.get_mut(&node).expect("factory");
+        let blocks = factory(node, incarnation);
+        let sim_node = self.nodes.get_mut(&node).expect("known node");
+        for (address, block) in blocks {
+            assert_eq!(address.node, node, "block placed on the wrong node");
+            sim_node
+                .blocks
+                .insert((address.block, address.instance), block);
+        }
+        self.record(format!("boot {node:?} incarnation {incarnation}"));
+        let addresses: Vec<BlockRef> = self.nodes[&node]
+            .blocks
+            .keys()
+            .map(|(block, instance)| BlockRef::new(node, *block, *instance))
+            .collect();
+        for address in addresses {
+            self.run_block(address, None);
+        }
+        let peers: Vec<NodeId> = self.nodes.keys().copied().filter(|p| *p != node).collect();
+        for peer in peers {
+            self.schedule_connect(node, peer);
+        }
+    }
+
+    /// Kills a node at once: its state is lost, its peers see the connection close.
+    pub fn crash(&mut self, node: NodeId) {
+        self.take_down(node, "crashed by the simulation".to_owned());
+    }
+
+    /// Starts a node that is down (a new incarnation with fresh blocks).
+    pub fn restart(&mut self, node: NodeId) {
+        if self.is_up(node) {
+            return;
+        }
+        self.boot(node);
+    }
+
+    fn take_down(&mut self, node: NodeId, reason: String) {
+        let Some(sim_node) = self.nodes.get_mut(&node) else {
+            return;
+        };
+        if !sim_node.up {
+            return;
+        }
+        sim_node.up = false;
+        sim_node.incarnation += 1;
+        sim_node.blocks.clear();
+        sim_node.down_reason = Some(reason.clone());
+        self.record(format!("down {node:?}: {reason}"));
+        let peers: Vec<NodeId> = self
+            .connections
+            .iter()
+            .filter_map(|&(a, b)| {
+                if a == node {
+                    Some(b)
+                } else if b == node {
+                    Some(a)
+                } else {
+                    None
+                }
+            })
+            .collect();
+        for peer in peers {
+            self.break_connection(node, peer);
+        }
+    }
+
+    /// Cuts the network between `a` and `b` both ways (connections stay
+    /// nominally up until someone disconnects).
+    pub fn partition(&mut self, a: NodeId, b: NodeId) {
+        self.partitions.insert(pair(a, b));
+        self.record(format!("partition {a:?} {b:?}"));
+    }
+
+    /// Cuts `node` off from every other node.
+    pub fn isolate(&mut self, node: NodeId) {
+        let others: Vec<NodeId> = self.nodes.keys().copied().filter(|p| *p != node).collect();
+        for other in others {
+            self.partition(node, other);
+        }
+    }
+
+    pub fn heal(&mut self) {
+        self.partitions.clear();
+        self.record("heal".to_owned());
+        let ids: Vec<NodeId> = self.nodes.keys().copied().collect();
+        for (i, &a) in ids.iter().enumerate() {
+            for &b in &ids[i + 1..] {
+                self.schedule_connect(a, b);
+            }
+        }
+    }
+
+    fn can_talk(&self, a: NodeId, b: NodeId) -> bool {
+        self.is_up(a) && self.is_up(b) && !self.partitions.contains(&pair(a, b))
+    }
+
+    fn schedule_connect(&mut self, a: NodeId, b: NodeId) {
+        let at = self.now + self.network.reconnect_delay;
+        self.push(at, Event::TryConnect { a, b });
+    }
+
+    fn break_connection(&mut self, a: NodeId, b: NodeId) {
+        if !self.connections.remove(&pair(a, b)) {
+            return;
+        }
+        let at = self.now + self.network.disconnect_notice;
+        for (end, peer) in [(a, b), (b, a)] {
+            if let Some(n) = self.nodes.get(&end) {
+                if n.up {
+                    let incarnation = n.incarnation;
+                    self.push(
+                        at,
+                        Event::DisconnectNotice {
+                            at: end,
+                            peer,
+                            incarnation,
+                        },
+                    );
+                }
+            }
+        }
+        // Both ends keep trying, as the real transport does.
+        self.schedule_connect(a, b);
+    }
+
+    fn push(&mut self, at: Instant, event: Event) {
+        let sequence = self.sequence;
+        self.sequence += 1;
+        self.events.insert(sequence, event);
+        self.queue.push(Reverse((at, sequence)));
+    }
+
+    fn record(&mut self, line: String) {
+        // FNV-1a over the line and the time: cheap and stable.
+        let mut hash = self.trace_hash;
+        for byte in self.now.0.to_le_bytes().iter().chain(line.as_bytes()) {
+            hash ^= u64::from(*byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+        self.trace_hash = hash;
+        if self.trace_enabled {
+            self.trace
+                .push(format!("{:>12.6} {line}", self.now.0 as f64 / 1e9));
+        }
+    }
+
+    /// Processes the next event. Returns false when nothing is left to do.
+    pub fn step(&mut self) -> bool {
+        let Some(Reverse((at, sequence))) = self.queue.pop() else {
+            return false;
+        };
+        let event = self.events.remove(&sequence).expect("queued event exists");
+        debug_assert!(at >= self.now, "time never goes back");
+        self.now = at;
+        self.steps += 1;
+        match event {
+            Event::Deliver {
+                signal,
+                incarnation,
+            } => self.deliver(signal, incarnation),
+            Event::Timer {
+                block,
+                timer_id,
+                incarnation,
+            } => {
+                if self.incarnation_is(block.node, incarnation) {
+                    let signal = Signal {
+                        receiver: block,
+                        sender: block,
+                        body: SignalBody::Timeout { timer_id },
+                    };
+                    self.run_block(block, Some(signal));
+                }
+            }
+            Event::TryConnect { a, b } => {
+                if self.can_talk(a, b) && !self.connections.contains(&pair(a, b)) {
+                    self.connections.insert(pair(a, b));
+                    self.record(format!("connect {a:?} {b:?}"));
+                    for (end, peer) in [(a, b), (b, a)] {
+                        self.notify(end, SignalBody::NodeConnected { node: peer });
+                    }
+                }
+            }
+            Event::DisconnectNotice {
+                at,
+                peer,
+                incarnation,
+            } => {
+                if self.incarnation_is(at, incarnation) {
+                    self.notify(at, SignalBody::NodeDisconnected { node: peer });
+                }
+            }
+            Event::Restart { node } => self.restart(node),
+        }
+        true
+    }
+
+    fn incarnation_is(&self, node: NodeId, incarnation: u32) -> bool {
+        self.nodes
+            .get(&node)
+            .is_some_and(|n| n.up && n.incarnation == incarnation)
+    }
+
+    /// Connection notices go to the membership block, as the transport sends them.
+    fn notify(&mut self, node: NodeId, body: SignalBody) {
+        let receiver = BlockRef::new(node, BlockNumber::MEMBERSHIP, 0);
+        let signal = Signal {
+            receiver,
+            sender: BlockRef::new(node, BlockNumber::PROCESS, 0),
+            body,
+        };
+        self.run_block(receiver, Some(signal));
+    }
+
+    fn deliver(&mut self, signal: Signal, incarnation: u32) {
+        let receiver = signal.receiver;
+        if !self.incarnation_is(receiver.node, incarnation) {
+            return;
+        }
+        let sender = signal.sender.node;
+        if sender != receiver.node && !self.connections.contains(&pair(sender, receiver.node)) {
+            // The connection broke while the signal was in flight.
+            return;
+        }
+        self.run_block(receiver, Some(signal));
+    }
+
+    /// Runs `start` (no signal) or `execute` of one block, then carries out its outputs.
+    fn run_block(&mut self, address: BlockRef, signal: Option<Signal>) {
+        let exists = self
+            .nodes
+            .get(&address.node)
+            .is_some_and(|n| n.blocks.contains_key(&(address.block, address.instance)));
+        if !exists {
+            if let Some(signal) = &signal {
+                self.record(format!(
+                    "drop {} -> {address}: no such block",
+                    signal.body.name()
+                ));
+            }
+            return;
+        }
+        match &signal {
+            Some(signal) => self.record(format!(
+                "exec {address} {} <- {}",
+                signal.body.name(),
+                signal.sender
+            )),
+            None => self.record(format!("start {address}")),
+        }
+        let now = self.now;
+        let mut outbox = std::mem::take(&mut self.outbox);
+        outbox.clear();
+        {
+            let node = self.nodes.get_mut(&address.node).expect("checked above");
+            let block = node
+                .blocks
+                .get_mut(&(address.block, address.instance))
+                .expect("checked above");
+            let mut ctx = Context::new(now, address, &mut outbox, &mut node.rng);
+            match signal {
+                None => block.start(&mut ctx),
+                Some(signal) => block.execute(signal, &mut ctx),
+            }
+        }
+        for output in outbox.drain(..) {
+            self.carry_out(address.node, output);
+        }
+        self.outbox = outbox;
+    }
+
+    fn carry_out(&mut self, from: NodeId, output: Output) {
+        match output {
+            Output::Send(signal) => self.send(signal),
+            Output::Timer {
+                block,
+                at,
+                timer_id,
+            } => {
+                let incarnation = self.nodes[&from].incarnation;
+                self.push(
+                    at,
+                    Event::Timer {
+                        block,
+                        timer_id,
+                        incarnation,
+                    },
+                );
+            }
+            Output::Disconnect(peer) => {
+                self.record(format!("disconnect {from:?} {peer:?}"));
+                self.break_connection(from, peer);
+            }
+            Output::Shutdown { restart, reason } => {
+                if let Some(n) = self.nodes.get_mut(&from) {
+                    n.shutdowns += 1;
+                }
+                self.take_down(from, format!("shutdown: {reason}"));
+                if restart {
+                    let at = self.now + ANGEL_RESTART_DELAY;
+                    self.push(at, Event::Restart { node: from });
+                }
+            }
+        }
+    }
+
+    fn send(&mut self, signal: Signal) {
+        let from = signal.sender.node;
+        let to = signal.receiver.node;
+        let Some(receiver) = self.nodes.get(&to) else {
+            return;
+        };
+        let incarnation = receiver.incarnation;
+        if from == to {
+            let at = self.now;
+            self.push(
+                at,
+                Event::Deliver {
+                    signal,
+                    incarnation,
+                },
+            );
+            return;
+        }
+        if !self.connections.contains(&pair(from, to)) || self.partitions.contains(&pair(from, to))
+        {
+            return;
+        }
+        if self.network.drop_ppm > 0 && self.rng.chance(u64::from(self.network.drop_ppm), 1_000_000)
+        {
+            self.record(format!("lose {} {from:?}->{to:?}", signal.body.name()));
+            return;
+        }
+        let copies = if self.network.duplicate_ppm > 0
+            && self
+                .rng
+                .chance(u64::from(self.network.duplicate_ppm), 1_000_000)
+        {
+            2
+        } else {
+            1
+        };
+        for _ in 0..copies {
+            let span = self
+                .network
+                .latency_max
+                .saturating_sub(self.network.latency_min)
+                .as_nanos() as u64;
+            let jitter = if span == 0 {
+                0
+            } else {
+                self.rng.below(span + 1)
+            };
+            let mut at = self.now + self.network.latency_min + Duration::from_nanos(jitter);
+            if self.network.fifo {
+                let last = self.link_clock.entry((from, to)).or_insert(Instant::ZERO);
+                if at < *last {
+                    at = *last;
+                }
+                *last = at;
+            }
+            self.push(
+                at,
+                Event::Deliver {
+                    signal: signal.clone(),
+                    incarnation,
+                },
+            );
+        }
+    }
+
+    /// Delivers `signal` to its receiver now, as if it came from outside the
+    /// simulated network (an operator's command, a test's probe).
+    pub fn inject(&mut self, signal: Signal) {
+        let Some(receiver) = self.nodes.get(&signal.receiver.node) else {
+            return;
+        };
+        if !receiver.up {
+            return;
+        }
+        self.record(format!("inject {} -> {}", signal.body.name(), signal.receiver));
+        let address = signal.receiver;
+        self.run_block(address, Some(signal));
+    }
+
+    /// Runs until simulated time reaches `until` or nothing is left.
+    pub fn run_until(&mut self, until: Instant) {
+        let start = self.steps;
+        while let Some(Reverse((at, _))) = self.queue.peek() {
+            if *at > until {
+                break;
+            }
+            self.step();
+            assert!(
+                self.steps - start < SIMULATION_STEPS_MAX,
+                "seed {}: more than {SIMULATION_STEPS_MAX} steps before {until:?}: livelock?",
+                self.seed
+            );
+        }
+        if self.now < until {
+            self.now = until;
+        }
+    }
+
+    pub fn run_for(&mut self, duration: Duration) {
+        let until = self.now + duration;
+        self.run_until(until);
+    }
+}
