@@ -248,7 +248,12 @@ impl Membership {
             .iter()
             .all(|n| *n == self.me() || fresh_starting.contains(n));
         let waited = now - self.started_at >= self.config.start_partial_timeout;
-        if !(all_connected && all_heard) && !waited {
+        // A partial start needs at least half of the data nodes, so that a
+        // node cut off from the others never forms a cluster of its own
+        // beside theirs (exactly half will need the arbitrator, later).
+        let present = 1 + fresh_starting.len();
+        let enough = present * 2 >= self.config.data_nodes.len();
+        if !(all_connected && all_heard) && !(waited && enough) {
             return;
         }
         let view = MembershipView {
@@ -457,9 +462,9 @@ impl Membership {
                 missed.push(member);
             }
         }
-        for member in missed {
-            self.suspect(member, FailReason::HeartbeatMissed, ctx);
-        }
+        // All at once: a node cut off from everyone must see that it lost
+        // them all, not shrink the view one member at a time.
+        self.suspect(&missed, FailReason::HeartbeatMissed, ctx);
         ctx.set_timer(self.config.heartbeat_interval, TIMER_HEARTBEAT);
     }
 
@@ -484,24 +489,33 @@ impl Membership {
         }
     }
 
-    /// This node believes `node` failed: tell whoever decides.
-    fn suspect(&mut self, node: NodeId, reason: FailReason, ctx: &mut Context<'_>) {
+    /// This node believes `nodes` failed: tell whoever decides.
+    fn suspect(&mut self, nodes: &[NodeId], reason: FailReason, ctx: &mut Context<'_>) {
         let Some(view) = self.view.clone() else {
             return;
         };
-        if !view.contains(node) || node == self.me() || self.suspected.contains(node) {
+        let new: Vec<NodeId> = nodes
+            .iter()
+            .copied()
+            .filter(|n| view.contains(*n) && *n != self.me() && !self.suspected.contains(*n))
+            .collect();
+        if new.is_empty() {
             return;
         }
-        self.suspected.insert(node);
-        tracing::warn!(node = %self.me(), "suspect node {node} failed: {reason:?}");
+        for node in &new {
+            self.suspected.insert(*node);
+            tracing::warn!(node = %self.me(), "suspect node {node} failed: {reason:?}");
+        }
         let decider = self.acting_president(&view);
         if decider == self.me() {
-            self.handle_failures(&[node], reason, ctx);
+            self.handle_failures(&new, reason, ctx);
         } else {
-            ctx.send(
-                Self::membership_ref(decider),
-                SignalBody::FailRep { failed: node, reason, view_id: view.view_id },
-            );
+            for node in new {
+                ctx.send(
+                    Self::membership_ref(decider),
+                    SignalBody::FailRep { failed: node, reason, view_id: view.view_id },
+                );
+            }
         }
     }
 
@@ -543,6 +557,32 @@ impl Membership {
         }
         let gone: Vec<NodeId> = view.members.iter().copied().filter(|m| self.suspected.contains(*m)).collect();
         if gone.is_empty() {
+            return;
+        }
+        // Members silent for two heartbeat intervals are not counted as
+        // reachable, though not excluded for it: a node cut off from the rest
+        // finds itself in the minority here, whatever order the failures were
+        // noticed in.
+        let now = ctx.now();
+        let recent = self.config.heartbeat_interval * 2;
+        let reachable = view
+            .members
+            .iter()
+            .filter(|m| {
+                **m == self.me()
+                    || (!self.suspected.contains(**m)
+                        && self.last_heard.get(m).is_some_and(|heard| now - *heard <= recent))
+            })
+            .count();
+        if reachable * 2 < view.members.len() {
+            self.phase = Phase::Stopping;
+            let text = format!(
+                "lost contact with the majority of the cluster ({reachable} of {} members reachable); \
+                 shutting down rather than risk a split cluster",
+                view.members.len()
+            );
+            self.event(ctx, Severity::Alert, text.clone());
+            ctx.shutdown(true, text);
             return;
         }
         let next = MembershipView {
@@ -597,7 +637,7 @@ impl Membership {
             self.president_hint = None;
         }
         if self.phase == Phase::Started && self.is_member(node) {
-            self.suspect(node, FailReason::Disconnected, ctx);
+            self.suspect(&[node], FailReason::Disconnected, ctx);
         }
     }
 
