@@ -1,11 +1,65 @@
 //! The cluster configuration, read from `config.ini` in NDB's syntax.
 //!
-//! (Types settled; the parser is filled in by the config work.)
+//! The management server reads the file and hands the result to every node;
+//! a file written for NDB (7.x and later) should mean the same here, or be
+//! refused with a message naming the line, the parameter and what is allowed.
+//!
+//! - [`parse`] / [`load`]: text or file to a [`ClusterConfig`].
+//! - `syntax`: sections and `name=value` lines, with line numbers.
+//! - `parameters`: the parameters, NDB's defaults and ranges, value forms.
+//! - `cluster`: defaults applied, node ids placed, cross-node rules checked.
+//!
+//! Sections: `[ndbd default]`, `[ndbd]`, `[ndb_mgmd default]`, `[ndb_mgmd]`,
+//! `[api default]`, `[api]`, `[mysqld default]`, `[mysqld]` and NDB's aliases
+//! `[db ...]`, `[mgm ...]`; `[tcp default]` is accepted with NDB's transporter
+//! parameters, which Skarv does not use. A cluster needs at least one
+//! `[ndb_mgmd]` and one `[ndbd]`.
 
-use std::path::PathBuf;
+mod cluster;
+mod error;
+mod parameters;
+mod syntax;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
 
 use kernel::thread_config::ThreadLayout;
-use signal::NodeId;
+use signal::{NodeId, NodeType};
+
+pub use error::{ConfigError, ConfigErrorKind};
+
+/// The largest configuration file [`load`] reads: far above any real
+/// `config.ini`, small enough that a wrong path (a disk image) is refused.
+pub const CONFIG_FILE_MAX_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Parses `text`, the contents of a `config.ini`; `source_name` names it in
+/// messages (`config.ini:12: ...`). Returns the first problem found.
+pub fn parse(text: &str, source_name: &str) -> Result<ClusterConfig, ConfigError> {
+    let sections = syntax::parse_sections(text, source_name)?;
+    let config = cluster::assemble(sections, source_name)?;
+    assert!(!config.management_nodes.is_empty() && !config.data_nodes.is_empty());
+    Ok(config)
+}
+
+/// Reads and parses the file at `path`; messages name it as given.
+pub fn load(path: &Path) -> Result<ClusterConfig, ConfigError> {
+    let source_name = path.display().to_string();
+    let io_error = |error| ConfigError::whole_file(&source_name, ConfigErrorKind::Io(error));
+    let file = std::fs::File::open(path).map_err(io_error)?;
+    let mut text = String::new();
+    file.take(CONFIG_FILE_MAX_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(io_error)?;
+    if text.len() as u64 > CONFIG_FILE_MAX_BYTES {
+        return Err(ConfigError::whole_file(
+            &source_name,
+            ConfigErrorKind::TooLarge {
+                max_bytes: CONFIG_FILE_MAX_BYTES,
+            },
+        ));
+    }
+    parse(&text, &source_name)
+}
 
 /// The whole cluster as configured.
 #[derive(Clone, Debug, PartialEq)]
@@ -31,7 +85,8 @@ pub struct ManagementNode {
 pub struct DataNode {
     pub node_id: NodeId,
     pub host_name: String,
-    /// `ServerPort`: where this node listens for other nodes.
+    /// `ServerPort`: where this node listens for other nodes. Default: the
+    /// first management server's `PortNumber` plus this node's id.
     pub server_port: u16,
     pub data_dir: PathBuf,
     /// Position in configuration order divided by `NoOfReplicas`.
@@ -50,6 +105,8 @@ pub struct DataNodeParams {
     /// The raw `ThreadConfig` string, if one was given.
     pub thread_config: Option<String>,
     pub max_no_of_execution_threads: u32,
+    /// Redo log parts; at least the ldm thread count. Default: 4, or the
+    /// ldm thread count when that is larger.
     pub no_of_fragment_log_parts: u32,
     pub heartbeat_interval_db_db_ms: u32,
     pub heartbeat_interval_db_api_ms: u32,
@@ -69,4 +126,43 @@ pub struct ApiNode {
     pub host_name: Option<String>,
     /// True for a `[mysqld]` section.
     pub mysqld: bool,
+}
+
+impl ClusterConfig {
+    /// What `id` is configured as, if it is configured at all.
+    pub fn node_type(&self, id: NodeId) -> Option<NodeType> {
+        if self.data_node(id).is_some() {
+            Some(NodeType::Data)
+        } else if self.management_node(id).is_some() {
+            Some(NodeType::Management)
+        } else if self.api_node(id).is_some() {
+            Some(NodeType::Api)
+        } else {
+            None
+        }
+    }
+
+    pub fn data_node(&self, id: NodeId) -> Option<&DataNode> {
+        self.data_nodes.iter().find(|n| n.node_id == id)
+    }
+
+    pub fn management_node(&self, id: NodeId) -> Option<&ManagementNode> {
+        self.management_nodes.iter().find(|n| n.node_id == id)
+    }
+
+    pub fn api_node(&self, id: NodeId) -> Option<&ApiNode> {
+        self.api_nodes.iter().find(|n| n.node_id == id)
+    }
+
+    /// The first management server: the one whose `PortNumber` data nodes'
+    /// default `ServerPort`s are counted from.
+    ///
+    /// # Panics
+    /// On a hand-built configuration without management servers; [`parse`]
+    /// refuses those.
+    pub fn mgmd(&self) -> &ManagementNode {
+        self.management_nodes
+            .first()
+            .expect("a cluster configuration has at least one management server")
+    }
 }

@@ -12,6 +12,8 @@
 
 pub mod block;
 pub mod random;
+pub mod runtime;
+pub mod simulator;
 pub mod thread_config;
 pub mod time;
 

@@ -637,7 +637,11 @@ impl Simulation {
         if !receiver.up {
             return;
         }
-        self.record(format!("inject {} -> {}", signal.body.name(), signal.receiver));
+        self.record(format!(
+            "inject {} -> {}",
+            signal.body.name(),
+            signal.receiver
+        ));
         let address = signal.receiver;
         self.run_block(address, Some(signal));
     }

@@ -1,1 +1,44 @@
-//! mgmd
+//! The management server (NDB's `ndb_mgmd`) and its client.
+//!
+//! The management server holds the cluster configuration, hands out node
+//! ids, tracks the state of every configured node, collects the cluster log
+//! and answers `skarv admin`. It speaks the *mgm protocol*: frames of
+//! signals (the same wire format as between data nodes) over plain TCP.
+//!
+//! The protocol is connection-oriented: the server answers on the connection
+//! a request came in on.
+//!
+//! | request | answer | who |
+//! | --- | --- | --- |
+//! | `MgmAllocNodeIdReq` | `MgmAllocNodeIdConf` (node id, config.ini text) / `MgmAllocNodeIdRef` | data and API nodes |
+//! | `MgmShowReq` | `MgmShowConf` (every configured node, in id order) | anyone |
+//! | `MgmStopReq` | `MgmStopConf` (nodes ordered) / `MgmStopRef` | anyone |
+//! | `MgmShutdownReq` | `MgmStopConf`, then the server stops | anyone |
+//! | `MgmNodeStatusRep` | none; it is also the node's heartbeat | sessions of data nodes |
+//! | `MgmEventRep` | none; one cluster-log line | sessions |
+//! | (server) `MgmStopOrd` | the node stops, or restarts under its angel | to sessions of data nodes |
+//!
+//! On a connection that holds no node id, addresses are ignored (a client
+//! does not know the server's node id yet). Once a node id is granted the
+//! connection is that node's *session*: every signal on it must carry the
+//! node id as its sender, else the server closes it; when it closes, the node
+//! is gone (failed, unless it was ordered to stop). A data node that sends no
+//! status report for `HEARTBEATS_MISSED_MAX` × `HeartbeatIntervalDbApi` is
+//! declared failed and its session closed.
+//!
+//! - [`server`]: [`MgmServer`], the listener and a thread per connection.
+//! - `registry`: the decisions — node ids, node states, heartbeats.
+//! - [`client`]: [`MgmClient`] and the two halves of a session.
+//! - [`cluster_log`]: the cluster log file.
+
+pub mod client;
+pub mod cluster_log;
+mod error;
+mod registry;
+pub mod server;
+mod wire;
+
+pub use client::{Allocation, MgmClient, SessionReader, SessionWriter};
+pub use error::MgmError;
+pub use registry::HEARTBEATS_MISSED_MAX;
+pub use server::{MgmServer, ServerOptions, CONNECTIONS_MAX};

@@ -1,8 +1,42 @@
-//! (placeholder: being written)
+//! `skarv data`: a data node, under its angel unless told otherwise.
+
+use datanode::node::{NodeExit, NodeOptions, EXIT_RESTART};
+use signal::NodeId;
 
 #[derive(clap::Args)]
-pub struct DataArgs {}
+pub struct DataArgs {
+    /// The management server, as host:port.
+    #[arg(long, default_value = "localhost:1186")]
+    connect: String,
+    /// This node's id (1–255); by default the mgmd picks a free data node id.
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=255))]
+    node_id: Option<u8>,
+    /// Start with an empty file system (the node's own files are removed).
+    #[arg(long)]
+    initial: bool,
+    /// Run the node process itself, without an angel (the angel starts it so).
+    #[arg(long, hide = true)]
+    no_angel: bool,
+}
 
-pub fn run(_args: DataArgs) -> Result<(), String> {
-    Err("not built yet".to_owned())
+pub fn run(args: DataArgs) -> Result<(), String> {
+    if !args.no_angel {
+        let program = std::env::current_exe().map_err(|e| format!("cannot find the skarv binary: {e}"))?;
+        let mut child_args = vec!["data".to_owned(), "--no-angel".to_owned(), "--connect".to_owned(), args.connect];
+        if let Some(id) = args.node_id {
+            child_args.extend(["--node-id".to_owned(), id.to_string()]);
+        }
+        let initial: Vec<String> = if args.initial { vec!["--initial".to_owned()] } else { Vec::new() };
+        return datanode::angel::run(&program, &child_args, &initial);
+    }
+    crate::init_logging();
+    let options = NodeOptions {
+        connect: args.connect,
+        node_id: args.node_id.and_then(NodeId::new),
+        initial: args.initial,
+    };
+    match datanode::node::run(&options).map_err(|e| e.to_string())? {
+        NodeExit::Stop => Ok(()),
+        NodeExit::Restart => std::process::exit(EXIT_RESTART),
+    }
 }

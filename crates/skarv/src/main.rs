@@ -31,6 +31,18 @@ enum Command {
     Sim(sim_cmd::SimArgs),
 }
 
+/// Logs to stderr; `SKARV_LOG` sets the filter (default `info`).
+pub fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SKARV_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    use std::io::IsTerminal;
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {

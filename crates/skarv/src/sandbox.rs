@@ -1,8 +1,1441 @@
-//! (placeholder: being written)
+//! `skarv sandbox`: a whole cluster on this machine with one command.
+//!
+//! This is the first thing a new user runs, so it must work with no flags:
+//! it writes a small `config.ini` into a directory of its own, starts one
+//! management server and the data nodes as child processes of this binary,
+//! waits until every data node is started, and tells the user how to connect.
+//! In the foreground it stays until Ctrl-C and then stops the cluster in
+//! order (data nodes, then the mgmd); with `--detach` it leaves the cluster
+//! running and records the process ids in `sandbox.json`, which
+//! `skarv sandbox --stop` reads to stop it later.
+//!
+//! The children run in sessions of their own, so a Ctrl-C in the terminal
+//! reaches only this process, which then stops them through the mgmd rather
+//! than letting them all die at once.
 
-#[derive(clap::Args)]
-pub struct SandboxArgs {}
+use std::collections::BTreeMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
 
-pub fn run(_args: SandboxArgs) -> Result<(), String> {
-    Err("not built yet".to_owned())
+use mgmd::MgmClient;
+use serde::{Deserialize, Serialize};
+use signal::{NodeState, NodeStatusEntry, NodeType};
+
+const DIR_DEFAULT: &str = "./skarv-sandbox";
+const DATA_NODES_DEFAULT: u32 = 2;
+const DATA_NODES_MAX: u32 = 48;
+const REPLICAS_DEFAULT: u32 = 2;
+const REPLICAS_MAX: u32 = 4;
+/// Not NDB's 1186, so a sandbox never collides with a real mgmd.
+const BASE_PORT_DEFAULT: u16 = 21860;
+const API_SLOTS: u32 = 4;
+const MGMD_NODE_ID: u32 = 1;
+const FIRST_DATA_NODE_ID: u32 = 2;
+/// Everything listens on loopback only: a sandbox is not reachable from other machines.
+const HOST: &str = "127.0.0.1";
+/// Small, so that the sandbox fits on a laptop next to everything else.
+const DATA_MEMORY: &str = "256M";
+
+const CONFIG_FILE: &str = "config.ini";
+const RECORD_FILE: &str = "sandbox.json";
+const MGMD_LOG_FILE: &str = "mgmd.log";
+
+/// How long the whole cluster may take to start before the sandbox gives up.
+const START_TIMEOUT_MS: u64 = 60_000;
+const START_POLL_MS: u64 = 100;
+/// How often the foreground sandbox asks the mgmd for node states.
+const WATCH_POLL_MS: u64 = 500;
+/// How often waits look at the stop flag and at the children.
+const WAIT_POLL_MS: u64 = 100;
+/// How long an ordered shutdown through the mgmd may take before SIGKILL.
+const SHUTDOWN_WAIT_MS: u64 = 20_000;
+/// How long processes get after SIGTERM (when the mgmd did not answer) before SIGKILL.
+const TERM_WAIT_MS: u64 = 10_000;
+/// How long the kernel gets to remove SIGKILLed processes.
+const KILL_WAIT_MS: u64 = 5_000;
+const MGM_CONNECT_TIMEOUT_MS: u64 = 1_000;
+/// How long a `show` may take before the watcher gives up on that
+/// connection: short, so that a wedged mgmd does not delay a Ctrl-C much.
+const MGM_SHOW_TIMEOUT_MS: u64 = 3_000;
+const LOG_TAIL_LINES: usize = 20;
+const LOG_TAIL_READ_BYTES: u64 = 64 * 1024;
+
+#[derive(clap::Args, Debug)]
+pub struct SandboxArgs {
+    /// Directory for the configuration, the data, the logs and sandbox.json.
+    #[arg(long, default_value = DIR_DEFAULT)]
+    pub dir: PathBuf,
+    /// Number of data nodes (1 to 48, a multiple of --replicas).
+    #[arg(long, default_value_t = DATA_NODES_DEFAULT)]
+    pub data_nodes: u32,
+    /// Copies of each row (NoOfReplicas, 1 to 4).
+    #[arg(long, default_value_t = REPLICAS_DEFAULT)]
+    pub replicas: u32,
+    /// Port of the mgmd; data node N listens on base port + N.
+    #[arg(long, default_value_t = BASE_PORT_DEFAULT)]
+    pub base_port: u16,
+    /// Return once the cluster is started and leave it running
+    /// (stop it with `skarv sandbox --stop`).
+    #[arg(long)]
+    pub detach: bool,
+    /// Stop the sandbox running in --dir.
+    #[arg(long, conflicts_with_all = ["detach", "data_nodes", "replicas", "base_port"])]
+    pub stop: bool,
+}
+
+pub fn run(args: SandboxArgs) -> Result<(), String> {
+    if args.stop {
+        stop_recorded(&args.dir)
+    } else {
+        start(&args)
+    }
+}
+
+// ---------------------------------------------------------------- layout
+
+/// The validated shape of a sandbox cluster: which node ids, which ports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Layout {
+    data_nodes: u32,
+    replicas: u32,
+    base_port: u16,
+}
+
+impl Layout {
+    fn data_node_ids(&self) -> impl Iterator<Item = u32> {
+        FIRST_DATA_NODE_ID..FIRST_DATA_NODE_ID + self.data_nodes
+    }
+
+    fn api_node_ids(&self) -> impl Iterator<Item = u32> {
+        let first = FIRST_DATA_NODE_ID + self.data_nodes;
+        first..first + API_SLOTS
+    }
+
+    fn mgmd_port(&self) -> u16 {
+        self.base_port
+    }
+
+    fn data_node_port(&self, node_id: u32) -> u16 {
+        assert!(self.data_node_ids().any(|id| id == node_id));
+        let port = u32::from(self.base_port) + node_id;
+        u16::try_from(port).expect("validate() keeps every port within u16")
+    }
+
+    /// Every port the sandbox listens on, the mgmd's first.
+    fn ports(&self) -> Vec<u16> {
+        let mut ports = vec![self.mgmd_port()];
+        ports.extend(self.data_node_ids().map(|id| self.data_node_port(id)));
+        ports
+    }
+
+    fn connect_string(&self) -> String {
+        format!("{HOST}:{}", self.mgmd_port())
+    }
+
+    fn node_groups(&self) -> u32 {
+        self.data_nodes / self.replicas
+    }
+}
+
+fn validate(args: &SandboxArgs) -> Result<Layout, String> {
+    if !(1..=REPLICAS_MAX).contains(&args.replicas) {
+        return Err(format!(
+            "--replicas {} is not allowed: use 1 to {REPLICAS_MAX}",
+            args.replicas
+        ));
+    }
+    if !(1..=DATA_NODES_MAX).contains(&args.data_nodes) {
+        return Err(format!(
+            "--data-nodes {} is not allowed: use 1 to {DATA_NODES_MAX}",
+            args.data_nodes
+        ));
+    }
+    if !args.data_nodes.is_multiple_of(args.replicas) {
+        return Err(format!(
+            "--data-nodes {} is not a multiple of --replicas {}: every node group needs {} data nodes",
+            args.data_nodes, args.replicas, args.replicas
+        ));
+    }
+    let last_node_id = FIRST_DATA_NODE_ID + args.data_nodes - 1;
+    let port_max = u32::from(u16::MAX) - last_node_id;
+    if args.base_port == 0 || u32::from(args.base_port) > port_max {
+        return Err(format!(
+            "--base-port {} is not allowed: with {} data nodes use 1 to {port_max} \
+             (data node N listens on base port + N)",
+            args.base_port, args.data_nodes
+        ));
+    }
+    Ok(Layout {
+        data_nodes: args.data_nodes,
+        replicas: args.replicas,
+        base_port: args.base_port,
+    })
+}
+
+// ---------------------------------------------------------------- config.ini
+
+fn mgmd_data_dir(dir: &Path) -> PathBuf {
+    dir.join("mgmd")
+}
+
+fn data_node_dir(dir: &Path, node_id: u32) -> PathBuf {
+    dir.join(format!("node{node_id}"))
+}
+
+fn data_node_log(dir: &Path, node_id: u32) -> PathBuf {
+    dir.join(format!("node{node_id}.log"))
+}
+
+/// `dir` as text that config.ini can hold.
+fn config_path_text(dir: &Path) -> Result<&str, String> {
+    let dir_text = dir.to_str().ok_or_else(|| {
+        format!(
+            "the sandbox directory {} is not valid UTF-8; config.ini cannot name it",
+            dir.display()
+        )
+    })?;
+    // config.ini has no quoting: a comment character or a line break in a
+    // path would silently change its meaning.
+    if dir_text.contains(['#', ';', '\n', '\r']) {
+        return Err(format!(
+            "the sandbox directory {dir_text} contains '#', ';' or a line break, which config.ini \
+             cannot hold: choose another --dir"
+        ));
+    }
+    Ok(dir_text)
+}
+
+/// `config.ini` for `layout`, with data directories under `dir` (absolute,
+/// so that the file means the same whatever directory a process runs in).
+fn config_ini(layout: &Layout, dir: &Path) -> Result<String, String> {
+    let dir_text = config_path_text(dir)?;
+    let mut text = String::new();
+    text.push_str(&format!(
+        "# A Skarv sandbox cluster, written by `skarv sandbox`: every process runs on this\n\
+         # machine and listens on {HOST} only. It is rewritten on every start; to change it,\n\
+         # copy it and start `skarv mgmd --config-file <copy>` and `skarv data` yourself.\n\n"
+    ));
+    text.push_str(&format!(
+        "[ndbd default]\n\
+         # Copies of each row: data nodes form node groups of this many nodes.\n\
+         NoOfReplicas={}\n\
+         # Memory for rows and indexes on each data node (small: this is a sandbox).\n\
+         DataMemory={DATA_MEMORY}\n\n",
+        layout.replicas
+    ));
+    text.push_str(&format!(
+        "[ndb_mgmd]\n\
+         # The management server: configuration, node ids, cluster log, `skarv admin`.\n\
+         NodeId={MGMD_NODE_ID}\n\
+         HostName={HOST}\n\
+         # The connect string is {HOST}:{port}.\n\
+         PortNumber={port}\n\
+         DataDir={}\n\n",
+        mgmd_data_dir(Path::new(dir_text)).display(),
+        port = layout.mgmd_port(),
+    ));
+    for (position, node_id) in layout.data_node_ids().enumerate() {
+        let node_group = position as u32 / layout.replicas;
+        text.push_str(&format!(
+            "[ndbd]\n\
+             # Data node {node_id}, in node group {node_group}; other nodes reach it on ServerPort.\n\
+             NodeId={node_id}\n\
+             HostName={HOST}\n\
+             ServerPort={}\n\
+             DataDir={}\n\n",
+            layout.data_node_port(node_id),
+            data_node_dir(Path::new(dir_text), node_id).display(),
+        ));
+    }
+    for node_id in layout.api_node_ids() {
+        text.push_str(&format!(
+            "[api]\n\
+             # A slot for an API node: `skarv bench`, `skarv sql` or a program using skarv-client.\n\
+             NodeId={node_id}\n\n"
+        ));
+    }
+    Ok(text)
+}
+
+/// Refuses to reuse data written by a sandbox of another shape: the data
+/// nodes would restart into node groups that no longer match their files.
+fn check_existing_layout(dir: &Path, dir_shown: &str, layout: &Layout) -> Result<(), String> {
+    let path = dir.join(CONFIG_FILE);
+    let Ok(text) = fs::read_to_string(&path) else {
+        return Ok(());
+    };
+    // A file we cannot read as a configuration is simply rewritten.
+    let Ok(old) = config::parse(&text, &path.display().to_string()) else {
+        return Ok(());
+    };
+    let old_ids: Vec<u32> = old
+        .data_nodes
+        .iter()
+        .map(|node| u32::from(node.node_id.get()))
+        .collect();
+    let new_ids: Vec<u32> = layout.data_node_ids().collect();
+    let old_replicas = old
+        .data_nodes
+        .first()
+        .map_or(layout.replicas, |node| node.params.no_of_replicas);
+    if old_ids == new_ids && old_replicas == layout.replicas {
+        return Ok(());
+    }
+    let has_data = old
+        .data_nodes
+        .iter()
+        .any(|node| fs::read_dir(&node.data_dir).is_ok_and(|mut entries| entries.next().is_some()));
+    if !has_data {
+        return Ok(());
+    }
+    Err(format!(
+        "{dir_shown} holds the data of a sandbox with {} data nodes and {old_replicas} replicas, \
+         which does not fit --data-nodes {} --replicas {}: pass the same --data-nodes and \
+         --replicas, use another --dir, or delete {dir_shown} to start afresh",
+        old_ids.len(),
+        layout.data_nodes,
+        layout.replicas
+    ))
+}
+
+/// Binds each port once, so that a busy port is named before any process starts.
+fn check_ports_free(layout: &Layout) -> Result<(), String> {
+    for port in layout.ports() {
+        if let Err(error) = TcpListener::bind((HOST, port)) {
+            let first = layout.data_node_port(FIRST_DATA_NODE_ID);
+            let last = layout.data_node_port(FIRST_DATA_NODE_ID + layout.data_nodes - 1);
+            return Err(format!(
+                "port {port} on {HOST} is not free ({error}); the sandbox needs port {} for the \
+                 mgmd and {first} to {last} for the data nodes: choose others with --base-port",
+                layout.mgmd_port()
+            ));
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------- sandbox.json
+
+/// What `--detach` leaves behind for `--stop`, and what keeps a second
+/// sandbox out of a directory whose sandbox still runs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct SandboxRecord {
+    connect: String,
+    mgmd_pid: u32,
+    data_node_angel_pids: Vec<u32>,
+    base_port: u16,
+}
+
+/// `Ok(None)` when there is no record.
+fn read_record(dir: &Path) -> Result<Option<SandboxRecord>, String> {
+    let path = dir.join(RECORD_FILE);
+    let text = match fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(format!("cannot read {}: {error}", path.display())),
+    };
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|error| format!("{} is not a sandbox record: {error}", path.display()))
+}
+
+fn write_record(dir: &Path, record: &SandboxRecord) -> Result<(), String> {
+    let path = dir.join(RECORD_FILE);
+    let temporary = dir.join(format!("{RECORD_FILE}.tmp"));
+    let text = serde_json::to_string_pretty(record)
+        .map_err(|error| format!("cannot encode the sandbox record: {error}"))?;
+    // Written aside and renamed, so that a reader never sees half a record.
+    fs::write(&temporary, text + "\n")
+        .and_then(|()| fs::rename(&temporary, &path))
+        .map_err(|error| format!("cannot write {}: {error}", path.display()))
+}
+
+fn remove_record(dir: &Path) {
+    let path = dir.join(RECORD_FILE);
+    if let Err(error) = fs::remove_file(&path) {
+        if error.kind() != io::ErrorKind::NotFound {
+            eprintln!("skarv sandbox: cannot remove {}: {error}", path.display());
+        }
+    }
+}
+
+/// A record whose processes still live means a running sandbox; one whose
+/// processes are all gone (or that cannot be read) is stale and replaced.
+fn refuse_if_running(dir: &Path, dir_shown: &str) -> Result<(), String> {
+    let record = match read_record(dir) {
+        Ok(Some(record)) => record,
+        Ok(None) => return Ok(()),
+        Err(error) => {
+            eprintln!("skarv sandbox: replacing an unreadable record: {error}");
+            return Ok(());
+        }
+    };
+    if !Processes::from_record(&record).any_alive() {
+        return Ok(());
+    }
+    Err(format!(
+        "a sandbox is already running in {dir_shown} (mgmd pid {}); stop it with \
+         `skarv sandbox --stop --dir {dir_shown}`",
+        record.mgmd_pid
+    ))
+}
+
+// ---------------------------------------------------------------- processes
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    Mgmd,
+    DataNode(u32),
+}
+
+impl Role {
+    /// The `skarv` subcommand that runs this role: also how a live process
+    /// is told apart from an unrelated one that reused its pid.
+    fn subcommand(self) -> &'static str {
+        match self {
+            Role::Mgmd => "mgmd",
+            Role::DataNode(_) => "data",
+        }
+    }
+
+    fn describe(self) -> String {
+        match self {
+            Role::Mgmd => format!("the management server (node {MGMD_NODE_ID})"),
+            Role::DataNode(node_id) => format!("data node {node_id}"),
+        }
+    }
+
+    fn log_path(self, dir: &Path) -> PathBuf {
+        match self {
+            Role::Mgmd => dir.join(MGMD_LOG_FILE),
+            Role::DataNode(node_id) => data_node_log(dir, node_id),
+        }
+    }
+}
+
+/// One process of the sandbox: a child of this process, or one named by a
+/// record (then it is not ours to wait for, only to signal).
+struct Process {
+    role: Role,
+    pid: u32,
+    child: Option<Child>,
+}
+
+impl Process {
+    fn spawn(exe: &Path, role: Role, arguments: &[String], dir: &Path) -> Result<Process, String> {
+        let log_path = role.log_path(dir);
+        let log = open_log(&log_path, exe, arguments)?;
+        let log_for_stderr = log
+            .try_clone()
+            .map_err(|error| format!("cannot share {}: {error}", log_path.display()))?;
+        let mut command = Command::new(exe);
+        command
+            .args(arguments)
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log_for_stderr);
+        // SAFETY: the closure runs in the child between fork and exec and only
+        // calls setsid, which is async-signal-safe, and reads errno.
+        unsafe {
+            command.pre_exec(|| {
+                // A session of its own: the terminal's Ctrl-C and hangup reach
+                // only the sandbox, which stops its children in order.
+                if libc::setsid() == -1 {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = command.spawn().map_err(|error| {
+            format!(
+                "cannot start {} ({} {}): {error}",
+                role.describe(),
+                exe.display(),
+                arguments.join(" ")
+            )
+        })?;
+        let pid = child.id();
+        assert!(pid > 0);
+        Ok(Process {
+            role,
+            pid,
+            child: Some(child),
+        })
+    }
+
+    /// A process named by a record: not a child of ours.
+    fn recorded(role: Role, pid: u32) -> Process {
+        Process {
+            role,
+            pid,
+            child: None,
+        }
+    }
+
+    fn is_alive(&mut self) -> bool {
+        match self.child.as_mut().map(Child::try_wait) {
+            Some(Ok(Some(_))) => false,
+            Some(Ok(None)) => true,
+            Some(Err(_)) | None => pid_alive(self.pid, self.role.subcommand()),
+        }
+    }
+
+    /// How the process ended, if it is a child of ours that has ended.
+    fn exit_status(&mut self) -> Option<ExitStatus> {
+        self.child
+            .as_mut()
+            .and_then(|child| child.try_wait().ok().flatten())
+    }
+
+    /// Signals the process and its process group (which holds the data node
+    /// an angel started), after making sure the pid is still ours.
+    fn signal(&mut self, signal: libc::c_int) {
+        if !self.is_alive() {
+            return;
+        }
+        let Ok(pid) = libc::pid_t::try_from(self.pid) else {
+            return;
+        };
+        assert!(pid > 0);
+        // SAFETY: kill has no memory effects; a negative pid names the process
+        // group, which setsid made equal to the pid.
+        unsafe {
+            libc::kill(-pid, signal);
+            libc::kill(pid, signal);
+        }
+    }
+}
+
+/// Opens a log in append mode (logs outlive restarts, as the data does)
+/// and marks where this start begins.
+fn open_log(path: &Path, exe: &Path, arguments: &[String]) -> Result<File, String> {
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|error| format!("cannot open the log {}: {error}", path.display()))?;
+    writeln!(
+        file,
+        "==== skarv sandbox starts: {} {}",
+        exe.display(),
+        arguments.join(" ")
+    )
+    .map_err(|error| format!("cannot write the log {}: {error}", path.display()))?;
+    Ok(file)
+}
+
+/// Whether `pid` is a live (not zombie) process running the `skarv`
+/// subcommand `subcommand`. Where /proc is missing, existence alone counts.
+fn pid_alive(pid: u32, subcommand: &str) -> bool {
+    let Ok(raw_pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    if raw_pid <= 0 {
+        return false;
+    }
+    // SAFETY: signal 0 checks existence and permission and delivers nothing.
+    let exists = unsafe { libc::kill(raw_pid, 0) } == 0
+        || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+    if !exists {
+        return false;
+    }
+    let proc_dir = PathBuf::from(format!("/proc/{pid}"));
+    let Ok(stat) = fs::read_to_string(proc_dir.join("stat")) else {
+        return true;
+    };
+    // The state follows the parenthesised command name, which may itself hold ')'.
+    let state = stat
+        .rfind(')')
+        .and_then(|end| stat[end + 1..].split_whitespace().next());
+    if state == Some("Z") || state == Some("X") {
+        return false;
+    }
+    match fs::read(proc_dir.join("cmdline")) {
+        Ok(cmdline) => cmdline
+            .split(|byte| *byte == 0)
+            .skip(1)
+            .any(|argument| argument == subcommand.as_bytes()),
+        Err(_) => true,
+    }
+}
+
+// ---------------------------------------------------------------- stop flag
+
+/// SIGINT, SIGTERM and SIGHUP received; the second one kills at once.
+static STOP_SIGNALS: AtomicU32 = AtomicU32::new(0);
+
+extern "C" fn on_stop_signal(_signal: libc::c_int) {
+    STOP_SIGNALS.fetch_add(1, Ordering::SeqCst);
+}
+
+fn stop_signals() -> u32 {
+    STOP_SIGNALS.load(Ordering::SeqCst)
+}
+
+fn install_stop_handlers() -> Result<(), String> {
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: an all-zero sigaction is a valid value to fill in; the
+        // handler only touches an atomic, which is async-signal-safe.
+        let result = unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_stop_signal as extern "C" fn(libc::c_int) as usize;
+            // Restart interrupted calls: the flag is polled, not delivered by EINTR.
+            action.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(signal, &action, std::ptr::null_mut())
+        };
+        if result != 0 {
+            return Err(format!(
+                "cannot install the handler for signal {signal}: {}",
+                io::Error::last_os_error()
+            ));
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------- the process group
+
+/// The processes of one sandbox and the mgmd that can stop them in order.
+struct Processes {
+    /// The mgmd's connect string.
+    connect: String,
+    /// Data nodes in node id order, then the mgmd: the order of stopping by signal.
+    list: Vec<Process>,
+}
+
+impl Processes {
+    fn from_record(record: &SandboxRecord) -> Processes {
+        let mut list: Vec<Process> = Vec::new();
+        for (position, pid) in record.data_node_angel_pids.iter().enumerate() {
+            let node_id = FIRST_DATA_NODE_ID + u32::try_from(position).unwrap_or(u32::MAX);
+            list.push(Process::recorded(Role::DataNode(node_id), *pid));
+        }
+        list.push(Process::recorded(Role::Mgmd, record.mgmd_pid));
+        Processes {
+            connect: record.connect.clone(),
+            list,
+        }
+    }
+
+    fn record(&self, base_port: u16) -> SandboxRecord {
+        let mut record = SandboxRecord {
+            connect: self.connect.clone(),
+            mgmd_pid: 0,
+            data_node_angel_pids: Vec::new(),
+            base_port,
+        };
+        for process in &self.list {
+            match process.role {
+                Role::Mgmd => record.mgmd_pid = process.pid,
+                Role::DataNode(_) => record.data_node_angel_pids.push(process.pid),
+            }
+        }
+        assert!(record.mgmd_pid != 0, "the mgmd is started first");
+        record
+    }
+
+    /// Adds a data node ahead of the mgmd, keeping the stopping order.
+    fn push_data_node(&mut self, process: Process) {
+        assert!(matches!(process.role, Role::DataNode(_)));
+        let mgmd = self.mgmd_index();
+        self.list.insert(mgmd, process);
+    }
+
+    fn mgmd_index(&self) -> usize {
+        assert!(!self.list.is_empty());
+        let index = self.list.len() - 1;
+        assert_eq!(self.list[index].role, Role::Mgmd);
+        index
+    }
+
+    /// Index of the first process that has exited, if any.
+    fn first_exited(&mut self) -> Option<usize> {
+        self.list.iter_mut().position(|process| !process.is_alive())
+    }
+
+    fn any_alive(&mut self) -> bool {
+        self.list.iter_mut().any(Process::is_alive)
+    }
+
+    /// A connection for polling `show`, or none while the mgmd does not answer.
+    fn connect_mgmd(&self) -> Option<MgmClient> {
+        let mut client =
+            MgmClient::connect(&self.connect, Duration::from_millis(MGM_CONNECT_TIMEOUT_MS))
+                .ok()?;
+        client.set_request_timeout(Duration::from_millis(MGM_SHOW_TIMEOUT_MS));
+        Some(client)
+    }
+
+    /// Waits until every process has exited; false on timeout or on a
+    /// second stop signal (the user asks to kill at once).
+    fn wait_for_exit(&mut self, timeout_ms: u64) -> bool {
+        let deadline = Instant::now() + Duration::from_millis(timeout_ms);
+        loop {
+            if !self.any_alive() {
+                return true;
+            }
+            if Instant::now() >= deadline || stop_signals() >= 2 {
+                return false;
+            }
+            thread::sleep(Duration::from_millis(WAIT_POLL_MS));
+        }
+    }
+
+    /// Stops every process: through the mgmd in order (data nodes, then
+    /// itself) if it answers, else by SIGTERM; whatever is left after the
+    /// grace time is killed. False if something outlived even SIGKILL.
+    fn stop_all(&mut self) -> bool {
+        if !self.any_alive() {
+            return true;
+        }
+        let grace_ms = match self.request_shutdown() {
+            Ok(()) => SHUTDOWN_WAIT_MS,
+            Err(error) => {
+                eprintln!(
+                    "skarv sandbox: the management server did not take the shutdown ({error}); \
+                     sending SIGTERM"
+                );
+                for process in &mut self.list {
+                    process.signal(libc::SIGTERM);
+                }
+                TERM_WAIT_MS
+            }
+        };
+        if self.wait_for_exit(grace_ms) {
+            return true;
+        }
+        for process in &mut self.list {
+            if process.is_alive() {
+                eprintln!(
+                    "skarv sandbox: {} (pid {}) did not stop within {} s: killing it",
+                    process.role.describe(),
+                    process.pid,
+                    grace_ms / 1000
+                );
+                process.signal(libc::SIGKILL);
+            }
+        }
+        let gone = self.wait_for_exit(KILL_WAIT_MS);
+        if !gone {
+            eprintln!("skarv sandbox: some processes outlived SIGKILL; see `ps`");
+        }
+        gone
+    }
+
+    fn request_shutdown(&mut self) -> Result<(), String> {
+        let mgmd = self.mgmd_index();
+        if !self.list[mgmd].is_alive() {
+            return Err("it is not running".to_owned());
+        }
+        let mut client =
+            MgmClient::connect(&self.connect, Duration::from_millis(MGM_CONNECT_TIMEOUT_MS))
+                .map_err(|error| error.to_string())?;
+        client.shutdown().map_err(|error| error.to_string())
+    }
+}
+
+// ---------------------------------------------------------------- the sandbox
+
+/// The sandbox this command starts: its directory, shape and processes.
+struct Sandbox {
+    /// Absolute.
+    dir: PathBuf,
+    /// As the user wrote it, for messages.
+    dir_shown: String,
+    layout: Layout,
+    processes: Processes,
+}
+
+/// The node table as the mgmd last reported it, if it ever did.
+type LastSeen = Option<Vec<NodeStatusEntry>>;
+
+/// Why the cluster did not come up.
+enum StartFailure {
+    Interrupted,
+    /// The process at this index of `Processes::list` exited.
+    Exited(usize),
+    TimedOut,
+}
+
+fn start(args: &SandboxArgs) -> Result<(), String> {
+    let layout = validate(args)?;
+    let dir_shown = args.dir.display().to_string();
+    config_path_text(&args.dir)?;
+    fs::create_dir_all(&args.dir)
+        .map_err(|error| format!("cannot create the sandbox directory {dir_shown}: {error}"))?;
+    let dir = fs::canonicalize(&args.dir)
+        .map_err(|error| format!("cannot resolve the sandbox directory {dir_shown}: {error}"))?;
+    refuse_if_running(&dir, &dir_shown)?;
+    check_existing_layout(&dir, &dir_shown, &layout)?;
+    check_ports_free(&layout)?;
+    prepare_dir(&dir, &layout)?;
+    install_stop_handlers()?;
+    let exe = std::env::current_exe()
+        .map_err(|error| format!("cannot find the skarv binary to start nodes with: {error}"))?;
+
+    let mut sandbox = Sandbox {
+        dir,
+        dir_shown,
+        processes: Processes {
+            connect: layout.connect_string(),
+            list: Vec::new(),
+        },
+        layout,
+    };
+    let nodes = match sandbox.start_processes(&exe) {
+        Ok(nodes) => nodes,
+        Err(message) => {
+            sandbox.stop();
+            return Err(message);
+        }
+    };
+    sandbox.print_banner(&nodes, args.detach);
+    if args.detach {
+        // The children live on in their own sessions; sandbox.json names them.
+        return Ok(());
+    }
+    let outcome = sandbox.watch(&nodes);
+    println!("stopping the sandbox in {}", sandbox.dir_shown);
+    sandbox.stop();
+    outcome
+}
+
+fn prepare_dir(dir: &Path, layout: &Layout) -> Result<(), String> {
+    let config_path = dir.join(CONFIG_FILE);
+    fs::write(&config_path, config_ini(layout, dir)?)
+        .map_err(|error| format!("cannot write {}: {error}", config_path.display()))?;
+    let mut data_dirs = vec![mgmd_data_dir(dir)];
+    data_dirs.extend(layout.data_node_ids().map(|id| data_node_dir(dir, id)));
+    for data_dir in data_dirs {
+        fs::create_dir_all(&data_dir)
+            .map_err(|error| format!("cannot create {}: {error}", data_dir.display()))?;
+    }
+    Ok(())
+}
+
+impl Sandbox {
+    /// Starts the mgmd, then (once it answers) the data nodes, and waits
+    /// until every data node is started. On failure says why, with the logs
+    /// that explain it; the caller stops what was started.
+    fn start_processes(&mut self, exe: &Path) -> Result<Vec<NodeStatusEntry>, String> {
+        let deadline = Instant::now() + Duration::from_millis(START_TIMEOUT_MS);
+        let config_path = self.dir.join(CONFIG_FILE).display().to_string();
+        let mgmd_arguments = vec!["mgmd".to_owned(), "--config-file".to_owned(), config_path];
+        let mgmd = Process::spawn(exe, Role::Mgmd, &mgmd_arguments, &self.dir)?;
+        self.processes.list.push(mgmd);
+        self.write_record()?;
+
+        let client = match self.wait_for_mgmd(deadline) {
+            Ok(client) => client,
+            Err(failure) => return Err(self.explain_start_failure(failure, None)),
+        };
+        let node_ids: Vec<u32> = self.layout.data_node_ids().collect();
+        for node_id in node_ids {
+            let arguments = vec![
+                "data".to_owned(),
+                "--connect".to_owned(),
+                self.processes.connect.clone(),
+                "--node-id".to_owned(),
+                node_id.to_string(),
+            ];
+            let process = Process::spawn(exe, Role::DataNode(node_id), &arguments, &self.dir)?;
+            self.processes.push_data_node(process);
+        }
+        self.write_record()?;
+        match self.wait_for_data_nodes(client, deadline) {
+            Ok(nodes) => Ok(nodes),
+            Err((failure, nodes)) => Err(self.explain_start_failure(failure, nodes.as_deref())),
+        }
+    }
+
+    fn write_record(&self) -> Result<(), String> {
+        write_record(&self.dir, &self.processes.record(self.layout.base_port))
+    }
+
+    /// Stops every process and forgets the sandbox, unless something lives on.
+    fn stop(&mut self) {
+        if self.processes.stop_all() {
+            remove_record(&self.dir);
+        }
+    }
+
+    fn wait_for_mgmd(&mut self, deadline: Instant) -> Result<MgmClient, StartFailure> {
+        loop {
+            if stop_signals() > 0 {
+                return Err(StartFailure::Interrupted);
+            }
+            if let Some(index) = self.processes.first_exited() {
+                return Err(StartFailure::Exited(index));
+            }
+            if let Some(client) = self.processes.connect_mgmd() {
+                return Ok(client);
+            }
+            if Instant::now() >= deadline {
+                return Err(StartFailure::TimedOut);
+            }
+            thread::sleep(Duration::from_millis(START_POLL_MS));
+        }
+    }
+
+    /// Polls `show()` until every data node is started; on failure returns
+    /// the last table seen too, if any.
+    fn wait_for_data_nodes(
+        &mut self,
+        client: MgmClient,
+        deadline: Instant,
+    ) -> Result<Vec<NodeStatusEntry>, (StartFailure, LastSeen)> {
+        let mut last: LastSeen = None;
+        let mut client = Some(client);
+        loop {
+            if stop_signals() > 0 {
+                return Err((StartFailure::Interrupted, last));
+            }
+            if let Some(index) = self.processes.first_exited() {
+                return Err((StartFailure::Exited(index), last));
+            }
+            if client.is_none() {
+                client = self.processes.connect_mgmd();
+            }
+            if let Some(current) = client.as_mut() {
+                match current.show() {
+                    Ok(nodes) if self.all_data_nodes_started(&nodes) => return Ok(nodes),
+                    Ok(nodes) => last = Some(nodes),
+                    // The mgmd may be busy with a node; ask again on a new connection.
+                    Err(_) => client = None,
+                }
+            }
+            if Instant::now() >= deadline {
+                return Err((StartFailure::TimedOut, last));
+            }
+            thread::sleep(Duration::from_millis(START_POLL_MS));
+        }
+    }
+
+    fn all_data_nodes_started(&self, nodes: &[NodeStatusEntry]) -> bool {
+        let data_nodes: Vec<&NodeStatusEntry> = nodes
+            .iter()
+            .filter(|node| node.node_type == NodeType::Data)
+            .collect();
+        data_nodes.len() == self.layout.data_nodes as usize
+            && data_nodes
+                .iter()
+                .all(|node| node.state == NodeState::Started)
+    }
+
+    /// Prints what the user needs to see why the start failed and returns
+    /// the error message.
+    fn explain_start_failure(
+        &mut self,
+        failure: StartFailure,
+        nodes: Option<&[NodeStatusEntry]>,
+    ) -> String {
+        if let Some(nodes) = nodes {
+            eprintln!("{}", crate::admin::render_table(nodes));
+        }
+        match failure {
+            StartFailure::Interrupted => {
+                "interrupted before the cluster had started; stopping it".to_owned()
+            }
+            StartFailure::Exited(index) => {
+                let process = &mut self.processes.list[index];
+                let how = describe_exit(process.exit_status());
+                let log_path = process.role.log_path(&self.dir);
+                print_log_tail(&log_path);
+                format!(
+                    "{} {how} while the cluster was starting; see {}",
+                    process.role.describe(),
+                    log_path.display()
+                )
+            }
+            StartFailure::TimedOut => {
+                let late = self.roles_not_started(nodes);
+                for role in &late {
+                    print_log_tail(&role.log_path(&self.dir));
+                }
+                let names: Vec<String> = late.iter().map(|role| role.describe()).collect();
+                let which = if names.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({} not started)", names.join(", "))
+                };
+                format!(
+                    "the cluster did not start within {} s{which}; logs are in {}",
+                    START_TIMEOUT_MS / 1000,
+                    self.dir_shown
+                )
+            }
+        }
+    }
+
+    /// The processes to blame for a slow start: the mgmd if it never
+    /// answered, else the data nodes it does not report as started.
+    fn roles_not_started(&self, nodes: Option<&[NodeStatusEntry]>) -> Vec<Role> {
+        let Some(nodes) = nodes else {
+            return vec![Role::Mgmd];
+        };
+        self.layout
+            .data_node_ids()
+            .filter(|&node_id| {
+                !nodes.iter().any(|node| {
+                    u32::from(node.node.get()) == node_id && node.state == NodeState::Started
+                })
+            })
+            .map(Role::DataNode)
+            .collect()
+    }
+
+    fn print_banner(&self, nodes: &[NodeStatusEntry], detach: bool) {
+        let connect = &self.processes.connect;
+        let dir = &self.dir_shown;
+        println!(
+            "Skarv sandbox started: 1 management server, {} ({}, {}).",
+            count(self.layout.data_nodes, "data node"),
+            count(self.layout.replicas, "replica"),
+            count(self.layout.node_groups(), "node group")
+        );
+        println!("  connect string:  {connect}");
+        println!("  see the cluster: skarv admin --connect {connect} show");
+        println!("  files:           {dir} (config.ini, mgmd.log, node<N>.log, data)");
+        if detach {
+            println!("  stop it with:    skarv sandbox --stop --dir {dir}");
+        } else {
+            println!("  stop it with:    Ctrl-C");
+        }
+        println!();
+        println!("{}", crate::admin::render_table(nodes));
+    }
+
+    /// Runs until a stop signal, printing node state changes. Returns an
+    /// error if the mgmd died under the sandbox.
+    fn watch(&mut self, nodes: &[NodeStatusEntry]) -> Result<(), String> {
+        let mut states: BTreeMap<u8, NodeState> = nodes
+            .iter()
+            .map(|node| (node.node.get(), node.state))
+            .collect();
+        let mut client = self.processes.connect_mgmd();
+        let mut reported_exits: Vec<usize> = Vec::new();
+        let mut contact_lost_reported = false;
+        loop {
+            if sleep_unless_stopped(WATCH_POLL_MS) {
+                return Ok(());
+            }
+            if let Some(outcome) = self.report_exits(&mut reported_exits) {
+                return outcome;
+            }
+            if client.is_none() {
+                client = self.processes.connect_mgmd();
+            }
+            let Some(current) = client.as_mut() else {
+                continue;
+            };
+            match current.show() {
+                Ok(nodes) => {
+                    contact_lost_reported = false;
+                    for line in state_changes(&mut states, &nodes) {
+                        println!("{line}");
+                    }
+                }
+                Err(error) => {
+                    if !contact_lost_reported {
+                        println!("lost contact with the management server ({error}); retrying");
+                        contact_lost_reported = true;
+                    }
+                    client = None;
+                }
+            }
+        }
+    }
+
+    /// Tells of children that exited, once each. The sandbox ends when the
+    /// mgmd has gone: cleanly (someone shut the cluster down) or not.
+    fn report_exits(&mut self, reported: &mut Vec<usize>) -> Option<Result<(), String>> {
+        let mgmd = self.processes.mgmd_index();
+        for index in 0..self.processes.list.len() {
+            let process = &mut self.processes.list[index];
+            if reported.contains(&index) || process.is_alive() {
+                continue;
+            }
+            reported.push(index);
+            let status = process.exit_status();
+            let log_path = process.role.log_path(&self.dir);
+            println!(
+                "{} {}; see {}",
+                process.role.describe(),
+                describe_exit(status),
+                log_path.display()
+            );
+            if index == mgmd {
+                return Some(match status {
+                    Some(status) if status.success() => Ok(()),
+                    _ => Err(format!(
+                        "the management server stopped unexpectedly; see {}",
+                        log_path.display()
+                    )),
+                });
+            }
+        }
+        None
+    }
+}
+
+/// "1 data node", "2 data nodes".
+fn count(n: u32, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+fn describe_exit(status: Option<ExitStatus>) -> String {
+    status.map_or("exited".to_owned(), |status| format!("exited ({status})"))
+}
+
+/// Sleeps `duration_ms` in short steps; true if a stop signal came.
+fn sleep_unless_stopped(duration_ms: u64) -> bool {
+    let deadline = Instant::now() + Duration::from_millis(duration_ms);
+    while Instant::now() < deadline {
+        if stop_signals() > 0 {
+            return true;
+        }
+        thread::sleep(Duration::from_millis(WAIT_POLL_MS.min(duration_ms)));
+    }
+    stop_signals() > 0
+}
+
+/// One line per node whose state differs from `states`, which is updated.
+fn state_changes(states: &mut BTreeMap<u8, NodeState>, nodes: &[NodeStatusEntry]) -> Vec<String> {
+    let mut lines = Vec::new();
+    for node in nodes {
+        let id = node.node.get();
+        match states.insert(id, node.state) {
+            Some(previous) if previous != node.state => lines.push(format!(
+                "node {id}: {} -> {}",
+                previous.as_str(),
+                node.state.as_str()
+            )),
+            Some(_) => {}
+            None => lines.push(format!("node {id}: {}", node.state.as_str())),
+        }
+    }
+    lines
+}
+
+/// The last lines of a log, read from its end so a large log costs little.
+fn log_tail(path: &Path, lines_max: usize) -> io::Result<Vec<String>> {
+    let mut file = File::open(path)?;
+    let length = file.metadata()?.len();
+    let start = length.saturating_sub(LOG_TAIL_READ_BYTES);
+    file.seek(SeekFrom::Start(start))?;
+    let mut bytes = Vec::new();
+    file.take(LOG_TAIL_READ_BYTES).read_to_end(&mut bytes)?;
+    let text = String::from_utf8_lossy(&bytes);
+    let mut lines: Vec<&str> = text.lines().collect();
+    // A read that began mid-file began mid-line: drop that partial line.
+    if start > 0 && !lines.is_empty() {
+        lines.remove(0);
+    }
+    let skip = lines.len().saturating_sub(lines_max);
+    Ok(lines[skip..]
+        .iter()
+        .map(|line| (*line).to_owned())
+        .collect())
+}
+
+fn print_log_tail(path: &Path) {
+    match log_tail(path, LOG_TAIL_LINES) {
+        Ok(lines) => {
+            eprintln!("---- last lines of {} ----", path.display());
+            for line in lines {
+                eprintln!("  {line}");
+            }
+        }
+        Err(error) => eprintln!("---- cannot read {}: {error}", path.display()),
+    }
+}
+
+// ---------------------------------------------------------------- --stop
+
+fn stop_recorded(dir: &Path) -> Result<(), String> {
+    let dir_shown = dir.display().to_string();
+    let record = read_record(dir)?.ok_or_else(|| format!("no sandbox in {dir_shown}"))?;
+    let mut processes = Processes::from_record(&record);
+    if !processes.stop_all() {
+        return Err(format!(
+            "some processes of the sandbox in {dir_shown} did not stop; {RECORD_FILE} is kept"
+        ));
+    }
+    remove_record(dir);
+    println!("sandbox in {dir_shown} stopped");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        sandbox: SandboxArgs,
+    }
+
+    fn parse(arguments: &[&str]) -> Result<SandboxArgs, clap::Error> {
+        let mut all = vec!["sandbox"];
+        all.extend_from_slice(arguments);
+        Cli::try_parse_from(all).map(|cli| cli.sandbox)
+    }
+
+    fn layout(data_nodes: u32, replicas: u32, base_port: u16) -> Result<Layout, String> {
+        let mut args = parse(&[]).expect("no flags parse");
+        args.data_nodes = data_nodes;
+        args.replicas = replicas;
+        args.base_port = base_port;
+        validate(&args)
+    }
+
+    fn temporary_dir(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("skarv-sandbox-test-{}-{name}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).expect("temporary directory");
+        dir
+    }
+
+    #[test]
+    fn defaults_need_no_flags() {
+        let args = parse(&[]).expect("no flags parse");
+        assert_eq!(args.dir, PathBuf::from("./skarv-sandbox"));
+        assert!(!args.stop && !args.detach);
+        let layout = validate(&args).expect("defaults are valid");
+        assert_eq!(
+            layout,
+            Layout {
+                data_nodes: 2,
+                replicas: 2,
+                base_port: 21860
+            }
+        );
+        assert_eq!(layout.ports(), vec![21860, 21862, 21863]);
+        assert_eq!(layout.connect_string(), "127.0.0.1:21860");
+    }
+
+    #[test]
+    fn stop_takes_only_dir() {
+        let args = parse(&["--stop", "--dir", "/tmp/x"]).expect("--stop --dir parses");
+        assert!(args.stop);
+        assert_eq!(args.dir, PathBuf::from("/tmp/x"));
+        for flag in [
+            &["--stop", "--detach"][..],
+            &["--stop", "--data-nodes", "4"],
+            &["--stop", "--replicas", "1"],
+            &["--stop", "--base-port", "3000"],
+        ] {
+            assert!(parse(flag).is_err(), "{flag:?} must be refused");
+        }
+    }
+
+    #[test]
+    fn validation_names_the_flag_and_the_range() {
+        let error = layout(0, 1, 21860).unwrap_err();
+        assert!(
+            error.contains("--data-nodes 0") && error.contains("1 to 48"),
+            "{error}"
+        );
+        let error = layout(49, 1, 21860).unwrap_err();
+        assert!(error.contains("--data-nodes 49"), "{error}");
+        let error = layout(3, 2, 21860).unwrap_err();
+        assert!(error.contains("multiple of --replicas 2"), "{error}");
+        let error = layout(4, 0, 21860).unwrap_err();
+        assert!(
+            error.contains("--replicas 0") && error.contains("1 to 4"),
+            "{error}"
+        );
+        let error = layout(5, 5, 21860).unwrap_err();
+        assert!(error.contains("--replicas 5"), "{error}");
+        let error = layout(2, 2, 0).unwrap_err();
+        assert!(error.contains("--base-port 0"), "{error}");
+        // Data node 49 would listen on 65486 + 49 = 65535: the highest base allowed.
+        assert!(layout(48, 4, 65486).is_ok());
+        let error = layout(48, 4, 65487).unwrap_err();
+        assert!(
+            error.contains("--base-port 65487") && error.contains("1 to 65486"),
+            "{error}"
+        );
+        assert!(layout(1, 1, 21860).is_ok());
+        assert!(layout(48, 3, 21860).is_ok());
+    }
+
+    #[test]
+    fn config_ini_parses_to_the_layout() {
+        let dir = Path::new("/var/tmp/sandbox dir");
+        let layout = layout(4, 2, 30000).expect("valid");
+        let text = config_ini(&layout, dir).expect("config.ini");
+        let cluster = config::parse(&text, "config.ini").expect("generated config.ini parses");
+
+        assert_eq!(cluster.management_nodes.len(), 1);
+        let mgmd = &cluster.management_nodes[0];
+        assert_eq!(mgmd.node_id.get(), 1);
+        assert_eq!(mgmd.host_name, "127.0.0.1");
+        assert_eq!(mgmd.port, 30000);
+        assert_eq!(mgmd.data_dir, dir.join("mgmd"));
+
+        let ids: Vec<u8> = cluster.data_nodes.iter().map(|n| n.node_id.get()).collect();
+        assert_eq!(ids, vec![2, 3, 4, 5]);
+        let ports: Vec<u16> = cluster.data_nodes.iter().map(|n| n.server_port).collect();
+        assert_eq!(ports, vec![30002, 30003, 30004, 30005]);
+        let groups: Vec<u32> = cluster.data_nodes.iter().map(|n| n.node_group).collect();
+        assert_eq!(groups, vec![0, 0, 1, 1]);
+        for node in &cluster.data_nodes {
+            assert_eq!(node.host_name, "127.0.0.1");
+            assert_eq!(
+                node.data_dir,
+                dir.join(format!("node{}", node.node_id.get()))
+            );
+            assert_eq!(node.params.no_of_replicas, 2);
+            assert_eq!(node.params.data_memory_bytes, 256 * 1024 * 1024);
+        }
+
+        let api: Vec<u8> = cluster.api_nodes.iter().map(|n| n.node_id.get()).collect();
+        assert_eq!(api, vec![6, 7, 8, 9]);
+        assert!(cluster.api_nodes.iter().all(|n| !n.mysqld));
+        // Every line that sets a value is explained by a comment.
+        assert!(text.lines().filter(|line| line.starts_with('#')).count() >= 5);
+    }
+
+    #[test]
+    fn config_ini_for_the_largest_sandbox() {
+        let layout = layout(48, 4, 21860).expect("valid");
+        let text = config_ini(&layout, Path::new("/s")).expect("config.ini");
+        let cluster = config::parse(&text, "config.ini").expect("parses");
+        assert_eq!(cluster.data_nodes.len(), 48);
+        assert_eq!(cluster.data_nodes[47].node_id.get(), 49);
+        assert_eq!(cluster.data_nodes[47].server_port, 21860 + 49);
+        assert_eq!(cluster.data_nodes[47].node_group, 11);
+        assert_eq!(cluster.data_nodes[3].node_group, 0);
+        assert_eq!(cluster.data_nodes[4].node_group, 1);
+        let api: Vec<u8> = cluster.api_nodes.iter().map(|n| n.node_id.get()).collect();
+        assert_eq!(api, vec![50, 51, 52, 53]);
+    }
+
+    #[test]
+    fn config_ini_refuses_paths_it_cannot_hold() {
+        let layout = layout(2, 2, 21860).expect("valid");
+        let error = config_ini(&layout, Path::new("/tmp/a#b")).unwrap_err();
+        assert!(error.contains("/tmp/a#b"), "{error}");
+        assert!(config_ini(&layout, Path::new("/tmp/a\nb")).is_err());
+    }
+
+    #[test]
+    fn a_busy_port_is_named() {
+        let listener = TcpListener::bind((HOST, 0)).expect("bind port 0");
+        let port = listener.local_addr().expect("local address").port();
+        let Ok(layout) = layout(1, 1, port) else {
+            return; // the kernel handed out a port too high for a base port
+        };
+        let error = check_ports_free(&layout).unwrap_err();
+        assert!(error.contains(&format!("port {port} ")), "{error}");
+        assert!(error.contains("--base-port"), "{error}");
+    }
+
+    #[test]
+    fn record_round_trips_and_missing_or_corrupt_is_told() {
+        let dir = temporary_dir("record");
+        assert_eq!(read_record(&dir), Ok(None));
+        let record = SandboxRecord {
+            connect: "127.0.0.1:21860".to_owned(),
+            mgmd_pid: 12,
+            data_node_angel_pids: vec![13, 14],
+            base_port: 21860,
+        };
+        write_record(&dir, &record).expect("write");
+        assert_eq!(read_record(&dir), Ok(Some(record)));
+        fs::write(dir.join(RECORD_FILE), "{not json").expect("write");
+        let error = read_record(&dir).unwrap_err();
+        assert!(error.contains("sandbox.json"), "{error}");
+        remove_record(&dir);
+        let error = stop_recorded(&dir).unwrap_err();
+        assert_eq!(error, format!("no sandbox in {}", dir.display()));
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_live_record_refuses_and_a_stale_one_is_replaced() {
+        let dir = temporary_dir("live");
+        // `sh -c CMD mgmd`: a live process with "mgmd" among its arguments,
+        // as a sandbox mgmd has.
+        let mut live = Command::new("sh")
+            .args(["-c", "sleep 30", "mgmd"])
+            .spawn()
+            .expect("spawn sh");
+        let record = SandboxRecord {
+            connect: "127.0.0.1:21860".to_owned(),
+            mgmd_pid: live.id(),
+            data_node_angel_pids: vec![],
+            base_port: 21860,
+        };
+        write_record(&dir, &record).expect("write");
+        let error = refuse_if_running(&dir, "D").unwrap_err();
+        assert!(
+            error.contains(&format!("already running in D (mgmd pid {})", live.id()))
+                && error.contains("skarv sandbox --stop --dir D"),
+            "{error}"
+        );
+        live.kill().expect("kill");
+        live.wait().expect("reap");
+        assert_eq!(refuse_if_running(&dir, "D"), Ok(()));
+
+        // A live process that is not a sandbox process (pid reused) is not one.
+        assert!(!pid_alive(std::process::id(), "no-such-subcommand"));
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn log_tail_keeps_the_last_lines() {
+        let dir = temporary_dir("tail");
+        let path = dir.join("node2.log");
+        let text: String = (0..100).map(|i| format!("line {i}\n")).collect();
+        fs::write(&path, text).expect("write");
+        let tail = log_tail(&path, 3).expect("tail");
+        assert_eq!(tail, vec!["line 97", "line 98", "line 99"]);
+        let long: String = (0..20_000).map(|i| format!("line {i}\n")).collect();
+        fs::write(&path, long).expect("write");
+        let tail = log_tail(&path, 2).expect("tail");
+        assert_eq!(tail, vec!["line 19998", "line 19999"]);
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn state_changes_are_told() {
+        let mut states = BTreeMap::new();
+        states.insert(3, NodeState::Started);
+        let entry = |id: u8, state: NodeState| NodeStatusEntry {
+            node: signal::NodeId::new(id).expect("non-zero"),
+            node_type: NodeType::Data,
+            host: HOST.to_owned(),
+            node_group: 0,
+            state,
+            pid: 0,
+            version: 0,
+            start_count: 1,
+            view_id: 1,
+            members: signal::NodeBitmask::new(),
+        };
+        let nodes = [entry(3, NodeState::Failed), entry(4, NodeState::Started)];
+        assert_eq!(
+            state_changes(&mut states, &nodes),
+            vec!["node 3: started -> failed", "node 4: started"]
+        );
+        assert_eq!(states.get(&3), Some(&NodeState::Failed));
+        assert!(state_changes(&mut states, &nodes).is_empty());
+    }
 }

@@ -1,0 +1,410 @@
+//! The data node process: fetch the configuration from the management
+//! server, start the block runtime with the configured threads, connect the
+//! transport to the other nodes, and run until a block asks to stop.
+//!
+//! The pieces meet here and nowhere else: the runtime routes signals for
+//! other nodes through [`RemoteRouter`] (the transport, or the mgm session
+//! for the management server), the transport's receive thread and the mgm
+//! session feed the runtime through injectors, and node-level effects
+//! (disconnect a failed node, shut down) arrive through [`Control`].
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use config::ClusterConfig;
+use kernel::runtime::{BlockPlacement, Injector, NodeControl, RemoteSender, Runtime, RuntimeLimits};
+use kernel::thread_config::ThreadRole;
+use mgmd::{MgmClient, SessionReader, SessionWriter};
+use signal::{BlockNumber, BlockRef, NodeId, NodeType, Signal};
+use transport::{InboundSink, PeerConfig, Transport, TransportConfig, TransportSender};
+
+use crate::membership::{Membership, MembershipConfig};
+
+/// Exit status that asks the angel for a restart.
+pub const EXIT_RESTART: i32 = 75;
+/// How long to keep trying to reach the management server at start.
+pub const MGMD_CONNECT_TIMEOUT: Duration = Duration::from_secs(60);
+/// NDB's StartPartialTimeout default: wait this long for all data nodes at start.
+pub const START_PARTIAL_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a feeder waits for room in a full runtime queue before dropping.
+const INJECT_WAIT_MAX: Duration = Duration::from_secs(1);
+/// Time between deciding to exit and stopping the threads.
+const EXIT_GRACE: Duration = Duration::from_millis(100);
+/// The line a data node prints on stdout for its angel, once configured.
+pub const ANGEL_CONTROL_PREFIX: &str = "SKARV-ANGEL";
+
+#[derive(Clone, Debug)]
+pub struct NodeOptions {
+    /// `host:port` of the management server.
+    pub connect: String,
+    pub node_id: Option<NodeId>,
+    /// Start from an empty file system.
+    pub initial: bool,
+}
+
+/// Why the node process ended.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum NodeExit {
+    /// Stopped on purpose: the angel does not restart it.
+    Stop,
+    /// Asked to restart (a restart order, or excluded from the cluster).
+    Restart,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    #[error("cannot reach the management server at {connect}: {reason}")]
+    Mgmd { connect: String, reason: String },
+    #[error("the management server refused node id {requested}: {reason}")]
+    NodeId { requested: String, reason: String },
+    #[error("configuration from the management server: {0}")]
+    Config(String),
+    #[error("node {node}: {what}")]
+    Start { node: NodeId, what: String },
+}
+
+/// Set by SIGTERM/SIGINT: stop like a stop order.
+static TERMINATE: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_terminate(_: libc::c_int) {
+    TERMINATE.store(true, Ordering::SeqCst);
+}
+
+fn install_signal_handlers() {
+    let handler = on_terminate as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGTERM, handler);
+        libc::signal(libc::SIGINT, handler);
+    }
+}
+
+/// Runs one data node process to its end.
+pub fn run(options: &NodeOptions) -> Result<NodeExit, NodeError> {
+    install_signal_handlers();
+    let pid = std::process::id();
+    let mut client = connect_to_mgmd(&options.connect)?;
+    let allocation = allocate_node_id(&mut client, options, pid)?;
+    let node = allocation.node_id;
+    let config = config::parse(&allocation.config_ini, &allocation.config_name)
+        .map_err(|e| NodeError::Config(e.to_string()))?;
+    let me = config
+        .data_node(node)
+        .ok_or_else(|| NodeError::Config(format!("node {node} is not a data node in {}", allocation.config_name)))?
+        .clone();
+    // The angel needs these to decide about restarts; it reads them from stdout.
+    println!(
+        "{ANGEL_CONTROL_PREFIX} node_id={node} stop_on_error={}",
+        u8::from(me.params.stop_on_error)
+    );
+    prepare_data_dir(node, &me.data_dir, options.initial)?;
+    tracing::info!(
+        "node {node}: configured from {} ({} data nodes, {} threads)",
+        allocation.config_name,
+        config.data_nodes.len(),
+        me.params.threads.threads.len()
+    );
+
+    let mgmd_node = config.mgmd().node_id;
+    let membership = Membership::new(MembershipConfig {
+        node,
+        data_nodes: config.data_nodes.iter().map(|d| d.node_id).collect(),
+        mgmd: Some(mgmd_node),
+        heartbeat_interval: Duration::from_millis(u64::from(me.params.heartbeat_interval_db_db_ms)),
+        api_heartbeat_interval: Duration::from_millis(u64::from(me.params.heartbeat_interval_db_api_ms)),
+        start_partial_timeout: START_PARTIAL_TIMEOUT,
+        start_id: kernel::Rng::from_entropy().next_u64(),
+        pid,
+    });
+    let blocks = vec![BlockPlacement {
+        address: BlockRef::new(node, BlockNumber::MEMBERSHIP, 0),
+        role: ThreadRole::Main,
+        block: Box::new(membership),
+    }];
+    let mut runtime = Runtime::new(node, &me.params.threads, blocks, RuntimeLimits::default())
+        .map_err(|e| NodeError::Start { node, what: e.to_string() })?;
+    let transport_injector = runtime.injector();
+    let session_injector = runtime.injector();
+
+    let transport = Arc::new(start_transport(&config, node, transport_injector)?);
+    let (session_writer, session_reader) = client.into_session();
+    let session_writer = Arc::new(Mutex::new(session_writer));
+
+    let (exit_tx, exit_rx) = mpsc::channel::<NodeExit>();
+    let control = Arc::new(Control {
+        node,
+        mgmd: mgmd_node,
+        transport: Arc::clone(&transport),
+        session: Arc::clone(&session_writer),
+        exit: Mutex::new(exit_tx.clone()),
+    });
+    let mut make_sender = |_thread: usize| -> Box<dyn RemoteSender> {
+        Box::new(RemoteRouter {
+            network: transport.sender(),
+            mgmd: mgmd_node,
+            session: Arc::clone(&session_writer),
+        })
+    };
+    let running = runtime
+        .start(&mut make_sender, control)
+        .map_err(|e| NodeError::Start { node, what: e.to_string() })?;
+    spawn_session_reader(node, session_reader, session_injector);
+
+    let exit = loop {
+        match exit_rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(exit) => break exit,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if TERMINATE.load(Ordering::SeqCst) {
+                    tracing::info!("node {node}: terminated by signal; stopping");
+                    break NodeExit::Stop;
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => break NodeExit::Restart,
+        }
+    };
+    drop(exit_tx);
+    // Let the last signals (a leaving node's FailRep, status reports) reach
+    // the wire before the threads stop.
+    std::thread::sleep(EXIT_GRACE);
+    running.stop();
+    match Arc::try_unwrap(transport) {
+        Ok(transport) => transport.shutdown(),
+        Err(_) => tracing::warn!("node {node}: transport still shared at exit; leaving it to the process exit"),
+    }
+    Ok(exit)
+}
+
+fn connect_to_mgmd(connect: &str) -> Result<MgmClient, NodeError> {
+    let deadline = std::time::Instant::now() + MGMD_CONNECT_TIMEOUT;
+    loop {
+        match MgmClient::connect(connect, Duration::from_secs(5)) {
+            Ok(client) => return Ok(client),
+            Err(error) if std::time::Instant::now() < deadline => {
+                tracing::warn!("{error}; retrying");
+                std::thread::sleep(Duration::from_secs(1));
+            }
+            Err(error) => {
+                return Err(NodeError::Mgmd {
+                    connect: connect.to_owned(),
+                    reason: error.to_string(),
+                })
+            }
+        }
+    }
+}
+
+/// Asks for the node id. A restarted node may find its old session not yet
+/// closed at the mgmd, so "in use" is retried for a while.
+fn allocate_node_id(
+    client: &mut MgmClient,
+    options: &NodeOptions,
+    pid: u32,
+) -> Result<mgmd::Allocation, NodeError> {
+    let requested = options
+        .node_id
+        .map_or_else(|| "any".to_owned(), |n| n.to_string());
+    let mut attempts = 0;
+    loop {
+        match client.alloc_node_id(options.node_id, NodeType::Data, pid) {
+            Ok(allocation) => return Ok(allocation),
+            Err(error) => {
+                attempts += 1;
+                let text = error.to_string();
+                if attempts < 20 && text.contains("already connected") {
+                    std::thread::sleep(Duration::from_millis(250));
+                    continue;
+                }
+                return Err(NodeError::NodeId { requested, reason: text });
+            }
+        }
+    }
+}
+
+fn prepare_data_dir(node: NodeId, data_dir: &std::path::Path, initial: bool) -> Result<(), NodeError> {
+    let fs_dir: PathBuf = data_dir.join(format!("ndb_{node}_fs"));
+    let fail = |what: String| NodeError::Start { node, what };
+    if initial && fs_dir.exists() {
+        std::fs::remove_dir_all(&fs_dir)
+            .map_err(|e| fail(format!("cannot clear {} for --initial: {e}", fs_dir.display())))?;
+    }
+    std::fs::create_dir_all(&fs_dir).map_err(|e| fail(format!("cannot create {}: {e}", fs_dir.display())))?;
+    let pid_file = data_dir.join(format!("ndb_{node}.pid"));
+    std::fs::write(&pid_file, format!("{}\n", std::process::id()))
+        .map_err(|e| fail(format!("cannot write {}: {e}", pid_file.display())))?;
+    Ok(())
+}
+
+fn resolve(host: &str, port: u16) -> Result<SocketAddr, String> {
+    (host, port)
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve {host}:{port}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("{host}:{port} resolves to no address"))
+}
+
+/// One connection per pair of nodes: the node with the higher id connects
+/// to the lower; API nodes always connect to data nodes.
+fn start_transport(config: &ClusterConfig, node: NodeId, injector: Injector) -> Result<Transport, NodeError> {
+    let fail = |what: String| NodeError::Start { node, what };
+    let me = config.data_node(node).expect("checked by the caller");
+    let listen = resolve(&me.host_name, me.server_port).map_err(fail)?;
+    let mut transport_config = TransportConfig::new(node, BlockRef::new(node, BlockNumber::MEMBERSHIP, 0));
+    transport_config.listen = Some(listen);
+    for peer in &config.data_nodes {
+        if peer.node_id == node {
+            continue;
+        }
+        let connect_to = if peer.node_id < node {
+            Some(resolve(&peer.host_name, peer.server_port).map_err(fail)?)
+        } else {
+            None
+        };
+        transport_config.peers.push(PeerConfig { node: peer.node_id, connect_to });
+    }
+    for api in &config.api_nodes {
+        transport_config.peers.push(PeerConfig { node: api.node_id, connect_to: None });
+    }
+    let layout = &me.params.threads;
+    transport_config.send_thread = layout.count(ThreadRole::Send) > 0;
+    let thread_cpu = |role: ThreadRole| {
+        layout
+            .threads
+            .iter()
+            .find(|t| t.role == role)
+            .and_then(|t| t.cpubind)
+    };
+    transport_config.recv_cpubind = thread_cpu(ThreadRole::Recv);
+    transport_config.send_cpubind = thread_cpu(ThreadRole::Send);
+    Transport::start(transport_config, Box::new(InjectorSink { injector }))
+        .map_err(|e| fail(format!("transport: {e}")))
+}
+
+/// Feeds received signals into the runtime. A full queue makes the receive
+/// thread wait (so TCP pushes back on the sender) rather than drop.
+struct InjectorSink {
+    injector: Injector,
+}
+
+impl InboundSink for InjectorSink {
+    fn deliver(&mut self, signal: Signal) {
+        inject(&mut self.injector, signal);
+    }
+
+    fn flush(&mut self) {
+        self.injector.flush();
+    }
+}
+
+fn inject(injector: &mut Injector, mut signal: Signal) {
+    let deadline = std::time::Instant::now() + INJECT_WAIT_MAX;
+    loop {
+        match injector.push(signal) {
+            Ok(()) => return,
+            Err(back) => {
+                if std::time::Instant::now() >= deadline {
+                    tracing::warn!(
+                        "runtime queue for {} full for {} ms: dropped {}",
+                        back.receiver,
+                        INJECT_WAIT_MAX.as_millis(),
+                        back.body.name()
+                    );
+                    return;
+                }
+                signal = back;
+                injector.flush();
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
+/// Reads orders from the mgmd (stop, restart) and hands them to membership.
+fn spawn_session_reader(node: NodeId, mut reader: SessionReader, mut injector: Injector) {
+    let spawned = std::thread::Builder::new()
+        .name("mgm-session".to_owned())
+        .spawn(move || loop {
+            match reader.recv() {
+                Ok(mut signal) => {
+                    // Orders from the mgmd are for membership, whatever block they name.
+                    signal.receiver = BlockRef::new(node, BlockNumber::MEMBERSHIP, 0);
+                    inject(&mut injector, signal);
+                    injector.flush();
+                }
+                Err(error) => {
+                    tracing::warn!(
+                        "node {node}: lost the management server session ({error}); running on without it"
+                    );
+                    return;
+                }
+            }
+        });
+    if let Err(error) = spawned {
+        tracing::error!("node {node}: cannot start the mgm session thread: {error}");
+    }
+}
+
+/// Sends signals for other nodes: to the mgmd over the mgm session, to
+/// everyone else over the transport.
+struct RemoteRouter {
+    network: TransportSender,
+    mgmd: NodeId,
+    session: Arc<Mutex<SessionWriter>>,
+}
+
+impl RemoteSender for RemoteRouter {
+    fn send(&mut self, signal: &Signal) {
+        if signal.receiver.node == self.mgmd {
+            // Rare (status reports, cluster-log events): a lock is fine here.
+            let mut session = self.session.lock().expect("mgm session lock");
+            if let Err(error) = session.send(signal) {
+                tracing::debug!("cannot send {} to the mgmd: {error}", signal.body.name());
+            }
+        } else {
+            self.network.send(signal);
+        }
+    }
+
+    fn flush(&mut self) {
+        self.network.flush();
+    }
+}
+
+struct Control {
+    node: NodeId,
+    mgmd: NodeId,
+    transport: Arc<Transport>,
+    session: Arc<Mutex<SessionWriter>>,
+    exit: Mutex<mpsc::Sender<NodeExit>>,
+}
+
+impl NodeControl for Control {
+    fn disconnect(&self, node: NodeId) {
+        self.transport.disconnect(node);
+    }
+
+    fn shutdown(&self, restart: bool, reason: &str) {
+        tracing::warn!("shutting down ({}): {reason}", if restart { "restart" } else { "stop" });
+        let exit = if restart { NodeExit::Restart } else { NodeExit::Stop };
+        let _ = self.exit.lock().expect("exit lock").send(exit);
+    }
+
+    fn watchdog_report(&self, thread: &str, role: ThreadRole, stuck_for: Duration) {
+        let text = format!(
+            "watchdog: thread {thread} (role {role}) has made no progress for {} ms",
+            stuck_for.as_millis()
+        );
+        tracing::error!("{text}");
+        let event = Signal {
+            receiver: BlockRef::new(self.mgmd, BlockNumber::MANAGEMENT, 0),
+            sender: BlockRef::new(self.node, BlockNumber::PROCESS, 0),
+            body: signal::SignalBody::MgmEventRep { severity: signal::Severity::Alert, text },
+        };
+        if let Ok(mut session) = self.session.lock() {
+            let _ = session.send(&event);
+        }
+    }
+}

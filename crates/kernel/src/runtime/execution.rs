@@ -1,0 +1,470 @@
+//! One execution thread: it runs its blocks' signals one at a time and
+//! carries out what they leave in the outbox — signals to blocks on this
+//! thread (a local FIFO), on other threads (their SPSC queues), on other
+//! nodes (the thread's `RemoteSender`), timers (a heap) and node-level
+//! requests (`NodeControl`).
+//!
+//! A thread works in rounds: due timers, then the local FIFO, then every
+//! incoming queue, each source up to `batch_signals_max` signals, the queue
+//! order rotating from round to round so no queue starves. At the end of a
+//! round it flushes: remote signals go to the network and the threads that
+//! got signals are woken (once per round, not per signal). With nothing to
+//! do it spins for `spintime` and then sleeps (see `shared` for why no
+//! wake-up is lost).
+//!
+//! # Back-pressure
+//!
+//! A full queue to another thread does not drop the signal: it waits in a
+//! per-target pending list, and the thread takes no new input (no timers,
+//! no local FIFO, no queues) until every pending list is empty, retrying
+//! with `yield_now` in between. So pending lists never hold more than the
+//! outputs of one signal execution. The caveat: threads that wait on each
+//! other's full queues in a cycle wait forever (the watchdog then reports
+//! them). What keeps queues from filling in the first place is admission
+//! control at the entry points — the transaction coordinator refuses new
+//! work when it is overloaded — not this mechanism, which only bounds memory.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rtrb::{Consumer, Producer, PushError};
+use signal::{BlockRef, NodeId, Signal, SignalBody};
+
+use super::affinity;
+use super::routing::{DropLog, RouteTable};
+use super::shared::{wake_marked, Shared};
+use super::timers::TimerHeap;
+use super::{NodeControl, RemoteSender};
+use crate::block::{Block, Context, Output};
+use crate::random::Rng;
+use crate::thread_config::{ThreadSpec, SPINTIME_MAX_US};
+use crate::time::{Clock, MonotonicClock};
+
+/// The longest a sleeping thread stays parked without a timer or a wake-up,
+/// in milliseconds. Only a safety net: wake-ups are not lost.
+const SLEEP_MAX_MS: u64 = 1000;
+
+/// Room in the outbox for one execution's outputs before it first grows.
+const OUTBOX_PREALLOCATED: usize = 64;
+
+/// A block and its address, on the thread that runs it.
+pub(crate) struct PlacedBlock {
+    pub(crate) address: BlockRef,
+    pub(crate) block: Box<dyn Block>,
+}
+
+/// What `Runtime::new` and `Runtime::injector` prepare for one thread.
+pub(crate) struct ThreadParts {
+    pub(crate) spec: ThreadSpec,
+    pub(crate) blocks: Vec<PlacedBlock>,
+    /// From every other execution thread, then from every injector.
+    pub(crate) incoming: Vec<Consumer<Signal>>,
+    /// Indexed by target execution thread; `None` for this thread itself.
+    pub(crate) outgoing: Vec<Option<Producer<Signal>>>,
+}
+
+/// What all execution threads share.
+pub(crate) struct Common {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) routes: Arc<RouteTable>,
+    pub(crate) clock: MonotonicClock,
+    pub(crate) batch_signals_max: usize,
+    pub(crate) local_queue_preallocated_signals: usize,
+}
+
+pub(crate) struct ExecutionThread {
+    index: usize,
+    spec: ThreadSpec,
+    blocks: Vec<PlacedBlock>,
+    incoming: Vec<Consumer<Signal>>,
+    router: Router,
+    /// Reused by every execution: no allocation per signal.
+    outbox: Vec<Output>,
+    rng: Rng,
+    clock: MonotonicClock,
+    shared: Arc<Shared>,
+    batch_signals_max: usize,
+    /// The incoming queue the next round starts with.
+    next_queue: usize,
+    /// Executed signals plus wake-ups; published for the watchdog.
+    progress: u64,
+}
+
+impl ExecutionThread {
+    pub(crate) fn new(
+        index: usize,
+        parts: ThreadParts,
+        remote: Box<dyn RemoteSender>,
+        control: Arc<dyn NodeControl>,
+        common: &Common,
+    ) -> ExecutionThread {
+        let threads = common.shared.threads.len();
+        assert!(index < threads);
+        assert_eq!(parts.outgoing.len(), threads);
+        assert!(
+            parts.outgoing[index].is_none(),
+            "a thread has no queue to itself"
+        );
+        assert!(common.batch_signals_max > 0);
+        let router = Router {
+            me: index,
+            node: common.shared.node,
+            routes: Arc::clone(&common.routes),
+            shared: Arc::clone(&common.shared),
+            local: VecDeque::with_capacity(common.local_queue_preallocated_signals),
+            outgoing: parts.outgoing,
+            pending: (0..threads).map(|_| VecDeque::new()).collect(),
+            pending_signals: 0,
+            wake: vec![false; threads],
+            remote,
+            remote_sent: false,
+            timers: TimerHeap::new(),
+            control,
+            drops: DropLog::new(),
+        };
+        ExecutionThread {
+            index,
+            spec: parts.spec,
+            blocks: parts.blocks,
+            incoming: parts.incoming,
+            router,
+            outbox: Vec::with_capacity(OUTBOX_PREALLOCATED),
+            rng: Rng::from_entropy(),
+            clock: common.clock,
+            shared: Arc::clone(&common.shared),
+            batch_signals_max: common.batch_signals_max,
+            next_queue: 0,
+            progress: 0,
+        }
+    }
+
+    /// Starts the OS thread, named after the layout's thread.
+    pub(crate) fn spawn(self) -> std::io::Result<std::thread::JoinHandle<()>> {
+        let guard = ExitGuard {
+            shared: Arc::clone(&self.shared),
+            control: Arc::clone(&self.router.control),
+            index: self.index,
+        };
+        std::thread::Builder::new()
+            .name(self.spec.name.clone())
+            .spawn(move || {
+                let _guard = guard;
+                self.run();
+            })
+    }
+
+    fn run(mut self) {
+        self.shared.threads[self.index].register_current();
+        affinity::apply_to_current_thread(&self.spec);
+        self.start_blocks();
+        self.router.flush();
+        let spin = Duration::from_micros(u64::from(self.spec.spintime_us.min(SPINTIME_MAX_US)));
+        let mut idle_since: Option<std::time::Instant> = None;
+        while !self.shared.stopping() {
+            if self.router.has_pending() {
+                self.router.retry_pending();
+                self.router.flush();
+                if self.router.has_pending() {
+                    std::thread::yield_now();
+                    continue;
+                }
+            }
+            let executed = self.run_round();
+            self.router.flush();
+            if executed > 0 {
+                idle_since = None;
+                continue;
+            }
+            let since = *idle_since.get_or_insert_with(std::time::Instant::now);
+            if since.elapsed() < spin {
+                std::hint::spin_loop();
+                continue;
+            }
+            self.sleep();
+            idle_since = None;
+        }
+    }
+
+    /// `Block::start` of every block, on this thread, before any signal.
+    fn start_blocks(&mut self) {
+        for slot in 0..self.blocks.len() {
+            let placed = &mut self.blocks[slot];
+            let mut ctx = Context::new(
+                self.clock.now(),
+                placed.address,
+                &mut self.outbox,
+                &mut self.rng,
+            );
+            placed.block.start(&mut ctx);
+            for output in self.outbox.drain(..) {
+                self.router.dispatch(output);
+            }
+        }
+    }
+
+    /// One round over every source; returns how many signals ran. Returns
+    /// early when a target queue filled up (back-pressure).
+    fn run_round(&mut self) -> usize {
+        let queues = self.incoming.len();
+        let first_queue = self.next_queue;
+        if queues > 0 {
+            self.next_queue = (self.next_queue + 1) % queues;
+        }
+        let mut executed = 0;
+        let now = self.clock.now();
+        while executed < self.batch_signals_max && !self.router.has_pending() {
+            let Some(due) = self.router.timers.pop_due(now) else {
+                break;
+            };
+            let address = self.blocks[due.slot].address;
+            let timeout = Signal {
+                receiver: address,
+                sender: address,
+                body: SignalBody::Timeout {
+                    timer_id: due.timer_id,
+                },
+            };
+            self.execute(due.slot, timeout);
+            executed += 1;
+        }
+        // Only what was queued before the round: a block that keeps sending
+        // to itself must not starve the other queues.
+        let local_budget = self.router.local.len().min(self.batch_signals_max);
+        for _ in 0..local_budget {
+            if self.router.has_pending() {
+                return executed;
+            }
+            let Some(signal) = self.router.local.pop_front() else {
+                break;
+            };
+            self.execute_routed(signal);
+            executed += 1;
+        }
+        for k in 0..queues {
+            let queue = (first_queue + k) % queues;
+            for _ in 0..self.batch_signals_max {
+                if self.router.has_pending() {
+                    return executed;
+                }
+                let Ok(signal) = self.incoming[queue].pop() else {
+                    break;
+                };
+                self.execute_routed(signal);
+                executed += 1;
+            }
+        }
+        executed
+    }
+
+    /// Executes a signal that the router (or an injector) placed on this thread.
+    fn execute_routed(&mut self, signal: Signal) {
+        let route = self.router.routes.get(signal.receiver);
+        let slot = match route {
+            Some(route) if route.thread == self.index => route.slot,
+            _ => panic!(
+                "thread {} got signal {} for {}, which is not one of its blocks",
+                self.spec.name,
+                signal.body.name(),
+                signal.receiver
+            ),
+        };
+        self.execute(slot, signal);
+    }
+
+    fn execute(&mut self, slot: usize, signal: Signal) {
+        let placed = &mut self.blocks[slot];
+        assert_eq!(placed.address, signal.receiver);
+        let mut ctx = Context::new(
+            self.clock.now(),
+            placed.address,
+            &mut self.outbox,
+            &mut self.rng,
+        );
+        placed.block.execute(signal, &mut ctx);
+        self.progress += 1;
+        self.shared.threads[self.index].publish_progress(self.progress);
+        for output in self.outbox.drain(..) {
+            self.router.dispatch(output);
+        }
+    }
+
+    fn has_input(&self) -> bool {
+        !self.router.local.is_empty() || self.incoming.iter().any(|queue| !queue.is_empty())
+    }
+
+    /// Parks until woken, the next timer, or `SLEEP_MAX_MS`.
+    fn sleep(&mut self) {
+        let sleep_max = Duration::from_millis(SLEEP_MAX_MS);
+        let timeout = match self.router.timers.next_deadline() {
+            Some(at) => at.saturating_since(self.clock.now()).min(sleep_max),
+            None => sleep_max,
+        };
+        if timeout.is_zero() {
+            return;
+        }
+        let me = &self.shared.threads[self.index];
+        me.prepare_sleep();
+        // The re-check of the protocol in `shared`: after `prepare_sleep`'s fence.
+        if !self.has_input() && !self.shared.stopping() {
+            std::thread::park_timeout(timeout);
+        }
+        self.progress += 1;
+        me.end_sleep(self.progress);
+    }
+}
+
+/// Carries out a thread's outputs. Apart from the blocks so that an
+/// execution can borrow a block and the router at the same time.
+struct Router {
+    me: usize,
+    node: NodeId,
+    routes: Arc<RouteTable>,
+    shared: Arc<Shared>,
+    /// Signals between blocks of this thread, in send order.
+    local: VecDeque<Signal>,
+    outgoing: Vec<Option<Producer<Signal>>>,
+    /// Per target thread: signals its full queue did not take yet, in order.
+    pending: Vec<VecDeque<Signal>>,
+    pending_signals: usize,
+    /// Threads that got signals since the last flush.
+    wake: Vec<bool>,
+    remote: Box<dyn RemoteSender>,
+    /// Whether `remote` got signals since its last flush.
+    remote_sent: bool,
+    timers: TimerHeap,
+    control: Arc<dyn NodeControl>,
+    drops: DropLog,
+}
+
+impl Router {
+    fn has_pending(&self) -> bool {
+        self.pending_signals > 0
+    }
+
+    fn dispatch(&mut self, output: Output) {
+        match output {
+            Output::Send(signal) => self.send(signal),
+            Output::Timer {
+                block,
+                at,
+                timer_id,
+            } => match self.local_route(block) {
+                Some(route) if route.thread == self.me => {
+                    self.timers.set(at, route.slot, timer_id);
+                }
+                _ => {
+                    let what = format!("timer {timer_id}");
+                    let name = &self.shared.threads[self.me].name;
+                    self.drops.note(&self.shared, name, &what, block, block);
+                }
+            },
+            Output::Disconnect(node) => self.control.disconnect(node),
+            Output::Shutdown { restart, reason } => self.control.shutdown(restart, &reason),
+        }
+    }
+
+    fn local_route(&self, address: BlockRef) -> Option<super::routing::Route> {
+        if address.node != self.node {
+            return None;
+        }
+        self.routes.get(address)
+    }
+
+    fn send(&mut self, signal: Signal) {
+        if signal.receiver.node != self.node {
+            self.remote.send(&signal);
+            self.remote_sent = true;
+            return;
+        }
+        let Some(route) = self.routes.get(signal.receiver) else {
+            let name = &self.shared.threads[self.me].name;
+            self.drops.note(
+                &self.shared,
+                name,
+                signal.body.name(),
+                signal.sender,
+                signal.receiver,
+            );
+            return;
+        };
+        if route.thread == self.me {
+            self.local.push_back(signal);
+            return;
+        }
+        let target = route.thread;
+        self.wake[target] = true;
+        // Behind signals already pending for this target: order per pair holds.
+        if self.pending[target].is_empty() {
+            let Some(producer) = self.outgoing[target].as_mut() else {
+                unreachable!("every other thread has a queue from this one");
+            };
+            match producer.push(signal) {
+                Ok(()) => return,
+                Err(PushError::Full(signal)) => self.pending[target].push_back(signal),
+            }
+        } else {
+            self.pending[target].push_back(signal);
+        }
+        self.pending_signals += 1;
+    }
+
+    /// Moves what fits from the pending lists into their queues.
+    fn retry_pending(&mut self) {
+        for target in 0..self.pending.len() {
+            if self.pending[target].is_empty() {
+                continue;
+            }
+            // Wake the target even if nothing moves: it must drain its queue.
+            self.wake[target] = true;
+            let Some(producer) = self.outgoing[target].as_mut() else {
+                unreachable!("signals are pending only for other threads");
+            };
+            while let Some(signal) = self.pending[target].pop_front() {
+                if let Err(PushError::Full(signal)) = producer.push(signal) {
+                    self.pending[target].push_front(signal);
+                    break;
+                }
+                self.pending_signals -= 1;
+            }
+        }
+        assert_eq!(
+            self.pending_signals,
+            self.pending.iter().map(VecDeque::len).sum::<usize>()
+        );
+    }
+
+    /// End of a round: hand remote signals to the network, wake the threads
+    /// that got signals.
+    fn flush(&mut self) {
+        if self.remote_sent {
+            self.remote.flush();
+            self.remote_sent = false;
+        }
+        wake_marked(&self.shared.threads, &mut self.wake);
+    }
+}
+
+/// Runs when an execution thread ends, normally or by a panic. A panic in a
+/// block means its state can no longer be trusted, and a node with a dead
+/// thread cannot serve: the node is asked to shut down.
+struct ExitGuard {
+    shared: Arc<Shared>,
+    control: Arc<dyn NodeControl>,
+    index: usize,
+}
+
+impl Drop for ExitGuard {
+    fn drop(&mut self) {
+        let thread = &self.shared.threads[self.index];
+        thread.mark_gone();
+        if std::thread::panicking() {
+            let reason = format!(
+                "execution thread {} ({}) panicked",
+                thread.name, thread.role
+            );
+            tracing::error!(thread = %thread.name, role = %thread.role, "execution thread panicked; shutting the node down");
+            self.control.shutdown(false, &reason);
+        }
+    }
+}

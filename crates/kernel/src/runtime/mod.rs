@@ -1,0 +1,398 @@
+//! The real block runtime: blocks on OS threads by role, as NDB's `ndbmtd`
+//! runs them (DESIGN.md §2).
+//!
+//! [`Runtime::new`] places every block on the layout's thread for its role
+//! and instance ([`ThreadLayout::thread_for`]). The threads that host a
+//! placed block are the *execution threads*; each runs its blocks one
+//! signal at a time (see `execution`). Between every pair of execution
+//! threads there is one bounded lock-free SPSC queue per direction, and one
+//! from every [`Injector`] (the transport's receive thread, the management
+//! session) to every execution thread. Signals for other nodes leave through
+//! the sending thread's [`RemoteSender`]; node-level requests (disconnect,
+//! shutdown) and watchdog reports go to the node's [`NodeControl`].
+//!
+//! Not started here: `recv` and `send` threads belong to the transport, and
+//! `io` threads to file I/O. The runtime does start the watchdog thread
+//! (`wd`), which reports execution threads stuck for `watchdog_stuck_ms`.
+//!
+//! Bounds: every queue holds `queue_capacity_signals`; a thread whose target
+//! queue is full stops taking input until it drains. Threads waiting on each
+//! other's full queues in a cycle would wait forever — admission control at
+//! the entry points (the transaction coordinator refusing work when
+//! overloaded) is what keeps queues from filling; see `execution`.
+
+mod affinity;
+mod execution;
+mod injector;
+mod routing;
+mod shared;
+mod timers;
+mod watchdog;
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crossbeam_utils::CachePadded;
+use rtrb::RingBuffer;
+use signal::{BlockRef, NodeId, Signal};
+
+pub use injector::Injector;
+
+use crate::block::Block;
+use crate::thread_config::{ThreadLayout, ThreadRole, ThreadSpec};
+use crate::time::MonotonicClock;
+use execution::{Common, ExecutionThread, PlacedBlock, ThreadParts};
+use routing::{Route, RouteTable};
+use shared::{Shared, ThreadShared};
+use watchdog::Watchdog;
+
+/// Where signals for other nodes go: one per execution thread, used only by
+/// that thread.
+pub trait RemoteSender: Send {
+    /// Queues `signal` for its receiver's node.
+    fn send(&mut self, signal: &Signal);
+    /// End of a batch: hand what was queued to the network.
+    fn flush(&mut self);
+}
+
+/// Node-level effects blocks ask for, plus watchdog reports. Called rarely
+/// (control plane), from execution threads and the watchdog thread.
+pub trait NodeControl: Send + Sync {
+    /// Close the connection to `node` (a block declared it failed).
+    fn disconnect(&self, node: NodeId);
+    /// Stop this node process; with `restart`, its angel starts it again.
+    /// Also called, with `restart == false`, when an execution thread panicked.
+    fn shutdown(&self, restart: bool, reason: &str);
+    /// Execution thread `thread` (of `role`) has been busy without progress
+    /// for `stuck_for`.
+    fn watchdog_report(&self, thread: &str, role: ThreadRole, stuck_for: Duration);
+}
+
+/// A block to run, its address and the role whose threads run it.
+pub struct BlockPlacement {
+    pub address: BlockRef,
+    pub role: ThreadRole,
+    pub block: Box<dyn Block>,
+}
+
+/// The runtime's bounds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuntimeLimits {
+    /// Capacity of each queue, per (sender, receiver) thread pair and per
+    /// (injector, thread) pair.
+    pub queue_capacity_signals: usize,
+    /// Signals a thread executes from one queue per round before it turns
+    /// to the next.
+    pub batch_signals_max: usize,
+    /// How often the watchdog looks at the threads.
+    pub watchdog_interval_ms: u64,
+    /// Busy without progress this long is reported (NDB's
+    /// `TimeBetweenWatchDogCheck`).
+    pub watchdog_stuck_ms: u64,
+}
+
+impl Default for RuntimeLimits {
+    fn default() -> Self {
+        RuntimeLimits {
+            queue_capacity_signals: 4096,
+            batch_signals_max: 64,
+            watchdog_interval_ms: 100,
+            watchdog_stuck_ms: 6000,
+        }
+    }
+}
+
+impl RuntimeLimits {
+    fn validate(&self) -> Result<(), RuntimeError> {
+        let checks: [(&'static str, u64); 4] = [
+            ("queue_capacity_signals", self.queue_capacity_signals as u64),
+            ("batch_signals_max", self.batch_signals_max as u64),
+            ("watchdog_interval_ms", self.watchdog_interval_ms),
+            ("watchdog_stuck_ms", self.watchdog_stuck_ms),
+        ];
+        for (parameter, value) in checks {
+            if value == 0 {
+                return Err(RuntimeError::InvalidLimit {
+                    parameter,
+                    value,
+                    reason: "must be at least 1",
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Why a runtime could not be built or started.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    #[error("runtime limit {parameter} = {value} is invalid: {reason}")]
+    InvalidLimit {
+        parameter: &'static str,
+        value: u64,
+        reason: &'static str,
+    },
+    #[error("block {address} belongs to node {}, but this runtime runs node {node}", address.node)]
+    ForeignBlock { address: BlockRef, node: NodeId },
+    #[error("block {address} is placed twice")]
+    DuplicateBlock { address: BlockRef },
+    #[error("block {address} is placed on role {role}, which runs no blocks (only ldm, tc, main and rep do)")]
+    NotAnExecutionRole { address: BlockRef, role: ThreadRole },
+    #[error("no thread of the layout hosts role {role}, needed by block {address}")]
+    NoThreadForRole { address: BlockRef, role: ThreadRole },
+    #[error("cannot start thread {thread}: {source}")]
+    Spawn {
+        thread: String,
+        source: std::io::Error,
+    },
+}
+
+/// A runtime built but not started: blocks placed, queues allocated.
+pub struct Runtime {
+    shared: Arc<Shared>,
+    routes: Arc<RouteTable>,
+    /// Indexed by execution thread.
+    parts: Vec<ThreadParts>,
+    watchdog_spec: ThreadSpec,
+    limits: RuntimeLimits,
+    clock: MonotonicClock,
+}
+
+impl Runtime {
+    pub fn new(
+        node: NodeId,
+        layout: &ThreadLayout,
+        blocks: Vec<BlockPlacement>,
+        limits: RuntimeLimits,
+    ) -> Result<Runtime, RuntimeError> {
+        limits.validate()?;
+        let mut placed: Vec<(usize, BlockPlacement)> = Vec::with_capacity(blocks.len());
+        for placement in blocks {
+            let layout_index = layout_thread_of(node, layout, &placement)?;
+            placed.push((layout_index, placement));
+        }
+        // Execution threads in layout order.
+        let mut execution_threads: Vec<usize> = placed.iter().map(|(i, _)| *i).collect();
+        execution_threads.sort_unstable();
+        execution_threads.dedup();
+        let threads = execution_threads.len();
+        let mut parts: Vec<ThreadParts> = execution_threads
+            .iter()
+            .map(|layout_index| ThreadParts {
+                spec: layout.threads[*layout_index].clone(),
+                blocks: Vec::new(),
+                incoming: Vec::new(),
+                outgoing: (0..threads).map(|_| None).collect(),
+            })
+            .collect();
+        let mut routes = RouteTable::new();
+        for (layout_index, placement) in placed {
+            let thread = execution_threads
+                .binary_search(&layout_index)
+                .expect("every placed block's thread is an execution thread");
+            let slot = parts[thread].blocks.len();
+            let address = placement.address;
+            if !routes.insert(address.block, address.instance, Route { thread, slot }) {
+                return Err(RuntimeError::DuplicateBlock { address });
+            }
+            parts[thread].blocks.push(PlacedBlock {
+                address,
+                block: placement.block,
+            });
+        }
+        for sender in 0..threads {
+            for receiver in (0..threads).filter(|r| *r != sender) {
+                let (producer, consumer) = RingBuffer::new(limits.queue_capacity_signals);
+                parts[sender].outgoing[receiver] = Some(producer);
+                parts[receiver].incoming.push(consumer);
+            }
+        }
+        let shared = Shared {
+            node,
+            stop: Default::default(),
+            dropped_signals: Default::default(),
+            threads: parts
+                .iter()
+                .map(|p| CachePadded::new(ThreadShared::new(p.spec.name.clone(), p.spec.role)))
+                .collect(),
+        };
+        Ok(Runtime {
+            shared: Arc::new(shared),
+            routes: Arc::new(routes),
+            parts,
+            watchdog_spec: watchdog_spec(layout),
+            limits,
+            clock: MonotonicClock::new(),
+        })
+    }
+
+    /// A feeder for a thread outside the runtime (the transport's receive
+    /// thread, the mgm session). Each has its own SPSC queue to every
+    /// execution thread. Create all injectors before `start`.
+    pub fn injector(&mut self) -> Injector {
+        let mut queues = Vec::with_capacity(self.parts.len());
+        for parts in &mut self.parts {
+            let (producer, consumer) = RingBuffer::new(self.limits.queue_capacity_signals);
+            parts.incoming.push(consumer);
+            queues.push(producer);
+        }
+        Injector::new(Arc::clone(&self.shared), Arc::clone(&self.routes), queues)
+    }
+
+    /// The clock the blocks will see: feeders that stamp times use it too.
+    pub fn clock(&self) -> MonotonicClock {
+        self.clock
+    }
+
+    /// Starts the execution threads and the watchdog. `remote` is called
+    /// once per execution thread, with its index (the order of
+    /// [`RunningRuntime::thread_names`]), for that thread's sender to other
+    /// nodes. On error, the threads already started are stopped again.
+    pub fn start(
+        self,
+        remote: &mut dyn FnMut(usize) -> Box<dyn RemoteSender>,
+        control: Arc<dyn NodeControl>,
+    ) -> Result<RunningRuntime, RuntimeError> {
+        let common = Common {
+            shared: Arc::clone(&self.shared),
+            routes: Arc::clone(&self.routes),
+            clock: self.clock,
+            batch_signals_max: self.limits.batch_signals_max,
+            local_queue_preallocated_signals: self.limits.queue_capacity_signals,
+        };
+        let mut running = RunningRuntime {
+            shared: Arc::clone(&self.shared),
+            execution: Vec::with_capacity(self.parts.len()),
+            watchdog: None,
+            watchdog_name: self.watchdog_spec.name.clone(),
+        };
+        for (index, parts) in self.parts.into_iter().enumerate() {
+            let name = parts.spec.name.clone();
+            let thread =
+                ExecutionThread::new(index, parts, remote(index), Arc::clone(&control), &common);
+            let handle = thread.spawn().map_err(|source| RuntimeError::Spawn {
+                thread: name,
+                source,
+            })?;
+            running.execution.push(handle);
+        }
+        let watchdog = Watchdog {
+            shared: Arc::clone(&self.shared),
+            control,
+            interval: Duration::from_millis(self.limits.watchdog_interval_ms),
+            stuck: Duration::from_millis(self.limits.watchdog_stuck_ms),
+        };
+        let spec = self.watchdog_spec;
+        let handle = std::thread::Builder::new()
+            .name(spec.name.clone())
+            .spawn(move || {
+                affinity::apply_to_current_thread(&spec);
+                watchdog.run();
+            })
+            .map_err(|source| RuntimeError::Spawn {
+                thread: running.watchdog_name.clone(),
+                source,
+            })?;
+        running.watchdog = Some(handle);
+        Ok(running)
+    }
+}
+
+/// The layout thread that runs `placement`, after checking it can run here.
+fn layout_thread_of(
+    node: NodeId,
+    layout: &ThreadLayout,
+    placement: &BlockPlacement,
+) -> Result<usize, RuntimeError> {
+    let address = placement.address;
+    let role = placement.role;
+    if address.node != node {
+        return Err(RuntimeError::ForeignBlock { address, node });
+    }
+    if !matches!(
+        role,
+        ThreadRole::Ldm | ThreadRole::Tc | ThreadRole::Main | ThreadRole::Rep
+    ) {
+        return Err(RuntimeError::NotAnExecutionRole { address, role });
+    }
+    let index = layout
+        .thread_for(role, u32::from(address.instance))
+        .ok_or(RuntimeError::NoThreadForRole { address, role })?;
+    assert!(index < layout.threads.len());
+    Ok(index)
+}
+
+/// The layout's `wd` thread, or a default one when the layout has none.
+fn watchdog_spec(layout: &ThreadLayout) -> ThreadSpec {
+    layout
+        .threads
+        .iter()
+        .find(|t| t.role == ThreadRole::Watchdog)
+        .cloned()
+        .unwrap_or_else(|| ThreadSpec {
+            name: ThreadRole::Watchdog.config_name().to_string(),
+            role: ThreadRole::Watchdog,
+            index: 0,
+            hosts: vec![ThreadRole::Watchdog],
+            cpubind: None,
+            cpuset: None,
+            realtime: false,
+            spintime_us: 0,
+        })
+}
+
+/// A started runtime. Dropping it stops it too.
+pub struct RunningRuntime {
+    shared: Arc<Shared>,
+    /// Indexed by execution thread; empty once stopped.
+    execution: Vec<JoinHandle<()>>,
+    watchdog: Option<JoinHandle<()>>,
+    watchdog_name: String,
+}
+
+impl RunningRuntime {
+    /// Asks every thread to stop and joins them: no signal is executed after
+    /// this returns. A block in the middle of `execute` finishes it first.
+    pub fn stop(mut self) {
+        self.stop_threads();
+    }
+
+    /// The execution threads in index order, then the watchdog thread.
+    pub fn thread_names(&self) -> Vec<String> {
+        self.shared
+            .threads
+            .iter()
+            .map(|t| t.name.clone())
+            .chain(std::iter::once(self.watchdog_name.clone()))
+            .collect()
+    }
+
+    /// Signals dropped so far because no block of this node has their
+    /// receiver's address (or, from an injector, because they were for
+    /// another node).
+    pub fn dropped_signals(&self) -> u64 {
+        self.shared.dropped_signals.load(Ordering::Relaxed)
+    }
+
+    fn stop_threads(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        for handle in self.execution.iter().chain(self.watchdog.iter()) {
+            handle.thread().unpark();
+        }
+        for handle in self.execution.drain(..).chain(self.watchdog.take()) {
+            let name = handle.thread().name().unwrap_or("unnamed").to_string();
+            if handle.join().is_err() {
+                // The thread's exit guard has logged and reported it already.
+                tracing::debug!(thread = %name, "runtime thread had panicked");
+            }
+        }
+    }
+}
+
+impl Drop for RunningRuntime {
+    fn drop(&mut self) {
+        self.stop_threads();
+    }
+}

@@ -1,0 +1,152 @@
+//! What an execution thread shares with the threads that feed it and with
+//! the watchdog: whether it sleeps (so producers know to wake it), whether
+//! it is busy and how far it got (so the watchdog can tell stuck from idle),
+//! and the runtime-wide stop flag. Everything else a thread owns alone.
+//!
+//! # No lost wake-ups
+//!
+//! A consumer going to sleep and a producer handing it signals run this
+//! Dekker-style protocol:
+//!
+//! - consumer: `sleeping := true`; SeqCst fence; re-check every incoming
+//!   queue; park only if all were empty.
+//! - producer: push into the queue (a release store of the queue's tail);
+//!   SeqCst fence; read `sleeping`; unpark if it was true.
+//!
+//! The two fences are totally ordered. If the producer's fence comes first,
+//! the consumer's re-check (after its own fence) sees the pushed tail and
+//! does not park. If the consumer's fence comes first, the producer's read
+//! (after its fence) sees `sleeping == true` and unparks. Either way the
+//! signal is seen. An unpark that lands before the consumer actually parks
+//! is not lost either: `Thread::unpark` leaves a token that makes the next
+//! `park` return at once.
+
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::thread::Thread;
+
+use crossbeam_utils::CachePadded;
+use signal::NodeId;
+
+use crate::thread_config::ThreadRole;
+
+/// One execution thread as others see it.
+pub(crate) struct ThreadShared {
+    pub(crate) name: String,
+    pub(crate) role: ThreadRole,
+    /// True from just before the thread checks its queues a last time until
+    /// it returns from `park`.
+    sleeping: AtomicBool,
+    /// False while the thread sleeps: a sleeping thread is never stuck.
+    busy: AtomicBool,
+    /// Grows with every executed signal and every wake-up; written only by
+    /// the thread itself.
+    progress: AtomicU64,
+    /// Set by the thread itself before it can first sleep.
+    handle: OnceLock<Thread>,
+}
+
+impl ThreadShared {
+    pub(crate) fn new(name: String, role: ThreadRole) -> ThreadShared {
+        ThreadShared {
+            name,
+            role,
+            sleeping: AtomicBool::new(false),
+            busy: AtomicBool::new(true),
+            progress: AtomicU64::new(0),
+            handle: OnceLock::new(),
+        }
+    }
+
+    /// Called once on the thread itself, before it first sleeps.
+    pub(crate) fn register_current(&self) {
+        let registered = self.handle.set(std::thread::current());
+        assert!(registered.is_ok(), "thread {} registered twice", self.name);
+    }
+
+    pub(crate) fn publish_progress(&self, progress: u64) {
+        self.progress.store(progress, Ordering::Relaxed);
+    }
+
+    pub(crate) fn progress(&self) -> u64 {
+        self.progress.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn is_busy(&self) -> bool {
+        self.busy.load(Ordering::Acquire)
+    }
+
+    /// The consumer's half of the protocol up to the re-check: after this,
+    /// the caller must look at every incoming queue once more before parking.
+    pub(crate) fn prepare_sleep(&self) {
+        assert!(
+            self.handle.get().is_some(),
+            "thread {} sleeps before registering",
+            self.name
+        );
+        self.busy.store(false, Ordering::Release);
+        self.sleeping.store(true, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+    }
+
+    /// Back from sleep (or from deciding not to): `progress` is the thread's
+    /// new progress count, which must differ from the last one published so
+    /// the watchdog sees a new busy episode.
+    pub(crate) fn end_sleep(&self, progress: u64) {
+        self.sleeping.store(false, Ordering::Relaxed);
+        self.progress.store(progress, Ordering::Relaxed);
+        self.busy.store(true, Ordering::Release);
+    }
+
+    /// Marks a thread that will never run again (it ended or panicked), so
+    /// the watchdog does not report it as stuck.
+    pub(crate) fn mark_gone(&self) {
+        self.busy.store(false, Ordering::Release);
+    }
+
+    /// Producer side, after the SeqCst fence in [`wake_marked`].
+    fn wake_if_sleeping(&self) {
+        if self.sleeping.load(Ordering::SeqCst) {
+            if let Some(thread) = self.handle.get() {
+                thread.unpark();
+            }
+        }
+    }
+}
+
+/// State of the whole runtime, shared by all its threads and feeders.
+pub(crate) struct Shared {
+    pub(crate) node: NodeId,
+    pub(crate) stop: AtomicBool,
+    /// Signals dropped because no block of this node has their address.
+    pub(crate) dropped_signals: AtomicU64,
+    /// Indexed by execution thread.
+    pub(crate) threads: Vec<CachePadded<ThreadShared>>,
+}
+
+impl Shared {
+    pub(crate) fn stopping(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn count_dropped(&self) {
+        self.dropped_signals.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The producer's half of the protocol, once per batch: every thread whose
+/// flag in `marked` is set got signals pushed since the last call. Clears
+/// the flags.
+pub(crate) fn wake_marked(threads: &[CachePadded<ThreadShared>], marked: &mut [bool]) {
+    assert_eq!(threads.len(), marked.len());
+    if !marked.iter().any(|m| *m) {
+        return;
+    }
+    fence(Ordering::SeqCst);
+    for (thread, flag) in threads.iter().zip(marked.iter_mut()) {
+        if *flag {
+            *flag = false;
+            thread.wake_if_sleeping();
+        }
+    }
+}

@@ -1,0 +1,707 @@
+//! The management server process: a listener, a thread per connection, and
+//! a heartbeat monitor around the [`Registry`](crate::registry::Registry).
+//!
+//! Connections are few (one per node plus the odd `skarv admin`) and their
+//! traffic is small, so blocking sockets and a thread each keep this simple;
+//! the number of connections is bounded by [`CONNECTIONS_MAX`].
+
+use std::collections::HashMap;
+use std::fs;
+use std::io;
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use signal::{BlockNumber, BlockRef, NodeId, Severity, Signal, SignalBody};
+
+use crate::cluster_log::ClusterLog;
+use crate::error::MgmError;
+use crate::registry::{AllocRequest, ConnectionId, Registry, StatusReport};
+use crate::wire::{write_signal, FrameReader, ReadError};
+
+/// Open connections at most; more are closed at once, with a log line.
+pub const CONNECTIONS_MAX: usize = 512;
+/// A connection that holds no node id and sends nothing for this long is closed.
+pub const UNREGISTERED_IDLE_TIMEOUT_MS: u64 = 60_000;
+/// A peer that does not take our bytes for this long is given up.
+pub const WRITE_TIMEOUT_MS: u64 = 5_000;
+/// On `MgmShutdownReq`, how long to wait for the data nodes to go.
+pub const SHUTDOWN_WAIT_MS: u64 = 10_000;
+/// How often silent data nodes are looked for.
+pub const HEARTBEAT_CHECK_INTERVAL_MS: u64 = 50;
+/// The self-connection that wakes the listener at shutdown.
+const WAKE_TIMEOUT_MS: u64 = 1_000;
+
+/// How to start a management server.
+#[derive(Clone, Debug)]
+pub struct ServerOptions {
+    pub config_path: PathBuf,
+    /// Overrides `PortNumber` of the `[ndb_mgmd]` section; 0 picks a free port.
+    pub port: Option<u16>,
+    /// Overrides `DataDir` of the `[ndb_mgmd]` section.
+    pub data_dir: Option<PathBuf>,
+    /// Which `[ndb_mgmd]` this server is; default the first.
+    pub node_id: Option<NodeId>,
+}
+
+/// A running management server. Dropping it shuts it down.
+pub struct MgmServer {
+    shared: Arc<Shared>,
+    node_id: NodeId,
+    data_dir: PathBuf,
+    cluster_log_path: PathBuf,
+    /// The listener and the heartbeat monitor, joined by `wait`.
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+struct Shared {
+    own: BlockRef,
+    local_addr: SocketAddr,
+    config_ini: String,
+    config_name: String,
+    registry: Mutex<Registry>,
+    /// Notified on every change of the registry and at shutdown.
+    registry_changed: Condvar,
+    cluster_log: Mutex<ClusterLog>,
+    connections: Mutex<Connections>,
+    shutdown_requested: AtomicBool,
+    stopped: Mutex<bool>,
+    stopped_changed: Condvar,
+}
+
+#[derive(Default)]
+struct Connections {
+    next_id: ConnectionId,
+    open: HashMap<ConnectionId, Arc<Connection>>,
+    threads: Vec<JoinHandle<()>>,
+    /// True after a refusal, so a flood of refusals logs one line.
+    refusing: bool,
+}
+
+/// One accepted connection; its thread reads, any thread may write.
+struct Connection {
+    id: ConnectionId,
+    peer: SocketAddr,
+    stream: TcpStream,
+    /// Whole frames only: replies and stop orders come from different threads.
+    write_lock: Mutex<()>,
+}
+
+impl Connection {
+    fn send(&self, signal: &Signal) -> Result<(), String> {
+        let _guard = lock(&self.write_lock);
+        write_signal(&mut &self.stream, signal)
+            .map_err(|e| format!("cannot send {} to {}: {e}", signal.body.name(), self.peer))
+    }
+
+    fn close(&self) {
+        // Wakes the connection's thread out of its read; an error means the
+        // socket is already gone, which is what we want.
+        let _ = self.stream.shutdown(Shutdown::Both);
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .expect("a management server thread panicked holding a lock")
+}
+
+impl MgmServer {
+    /// Loads the configuration, binds the port, opens the cluster log and
+    /// starts serving.
+    pub fn start(options: ServerOptions) -> Result<MgmServer, MgmError> {
+        let path = &options.config_path;
+        let config_ini = fs::read_to_string(path).map_err(|source| MgmError::ReadConfig {
+            path: path.clone(),
+            source,
+        })?;
+        let config_name = path.display().to_string();
+        let config: config::ClusterConfig = Err(MgmError::Config(config_name.clone()))?;
+        let mgmd = match options.node_id {
+            Some(id) => config
+                .management_nodes
+                .iter()
+                .find(|m| m.node_id == id)
+                .ok_or(MgmError::NotManagementNode {
+                    node: id,
+                    path: path.clone(),
+                })?,
+            None => config
+                .management_nodes
+                .first()
+                .ok_or(MgmError::NoManagementNode { path: path.clone() })?,
+        };
+        let node_id = mgmd.node_id;
+        let port = options.port.unwrap_or(mgmd.port);
+        let listener = bind(&mgmd.host_name, port)?;
+        let local_addr = listener.local_addr().map_err(|source| MgmError::Bind {
+            address: host_port(&mgmd.host_name, port),
+            source,
+        })?;
+        let data_dir = options.data_dir.unwrap_or_else(|| mgmd.data_dir.clone());
+        fs::create_dir_all(&data_dir).map_err(|source| MgmError::DataDir {
+            path: data_dir.clone(),
+            source,
+        })?;
+        let cluster_log_path = ClusterLog::path_in(&data_dir, node_id);
+        let mut cluster_log =
+            ClusterLog::open(cluster_log_path.clone()).map_err(|source| MgmError::ClusterLog {
+                path: cluster_log_path.clone(),
+                source,
+            })?;
+        let file_name = path
+            .file_name()
+            .map_or(config_name.clone(), |n| n.to_string_lossy().into_owned());
+        let pid = std::process::id();
+        let registry = Registry::from_config(node_id, pid, &file_name, &config);
+        let started = format!(
+            "Node {node_id}: started (management server, pid {pid}, version {}, \
+             listening on {local_addr}, configuration {config_name})",
+            signal::version_string(signal::VERSION)
+        );
+        cluster_log
+            .write(Severity::Info, &started)
+            .map_err(|source| MgmError::ClusterLog {
+                path: cluster_log_path.clone(),
+                source,
+            })?;
+
+        let shared = Arc::new(Shared {
+            own: BlockRef::new(node_id, BlockNumber::MANAGEMENT, 0),
+            local_addr,
+            config_ini,
+            config_name,
+            registry: Mutex::new(registry),
+            registry_changed: Condvar::new(),
+            cluster_log: Mutex::new(cluster_log),
+            connections: Mutex::new(Connections::default()),
+            shutdown_requested: AtomicBool::new(false),
+            stopped: Mutex::new(false),
+            stopped_changed: Condvar::new(),
+        });
+        let listener_thread = spawn("listener", "mgmd-listener", {
+            let shared = Arc::clone(&shared);
+            move || shared.accept_loop(listener)
+        })?;
+        let monitor = spawn("heartbeat monitor", "mgmd-heartbeat", {
+            let shared = Arc::clone(&shared);
+            move || shared.monitor_heartbeats()
+        });
+        let monitor = match monitor {
+            Ok(monitor) => monitor,
+            Err(error) => {
+                shared.request_shutdown();
+                if listener_thread.join().is_err() {
+                    tracing::error!("the management server's listener thread panicked");
+                }
+                return Err(error);
+            }
+        };
+        let server = MgmServer {
+            shared,
+            node_id,
+            data_dir,
+            cluster_log_path,
+            threads: Mutex::new(vec![listener_thread, monitor]),
+        };
+        Ok(server)
+    }
+
+    /// The address the server listens on (with the real port when 0 was asked).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.shared.local_addr
+    }
+
+    pub fn node_id(&self) -> NodeId {
+        self.node_id
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+
+    pub fn cluster_log_path(&self) -> &Path {
+        &self.cluster_log_path
+    }
+
+    /// Asks the server to stop; returns at once. `wait` tells when it is done.
+    pub fn shutdown(&self) {
+        self.shared.request_shutdown();
+    }
+
+    /// Blocks until a shutdown was requested (by `shutdown` or by a client's
+    /// `MgmShutdownReq`) and every thread of the server has finished.
+    pub fn wait(&self) {
+        let threads = std::mem::take(&mut *lock(&self.threads));
+        for thread in threads {
+            if thread.join().is_err() {
+                tracing::error!("a management server thread panicked");
+            }
+        }
+        let mut stopped = lock(&self.shared.stopped);
+        while !*stopped {
+            stopped = self
+                .shared
+                .stopped_changed
+                .wait(stopped)
+                .expect("a management server thread panicked holding a lock");
+        }
+    }
+}
+
+impl Drop for MgmServer {
+    fn drop(&mut self) {
+        self.shutdown();
+        self.wait();
+    }
+}
+
+fn spawn(
+    thread: &'static str,
+    name: &str,
+    body: impl FnOnce() + Send + 'static,
+) -> Result<JoinHandle<()>, MgmError> {
+    thread::Builder::new()
+        .name(name.to_owned())
+        .spawn(body)
+        .map_err(|source| MgmError::Spawn { thread, source })
+}
+
+fn host_port(host: &str, port: u16) -> String {
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
+fn bind(host: &str, port: u16) -> Result<TcpListener, MgmError> {
+    TcpListener::bind((host, port)).map_err(|source| MgmError::Bind {
+        address: host_port(host, port),
+        source,
+    })
+}
+
+impl Shared {
+    fn shutting_down(&self) -> bool {
+        self.shutdown_requested.load(Ordering::SeqCst)
+    }
+
+    fn request_shutdown(&self) {
+        if self.shutdown_requested.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        {
+            // Under the lock, so a waiter cannot miss the notification
+            // between checking the flag and waiting.
+            let _registry = lock(&self.registry);
+            self.registry_changed.notify_all();
+        }
+        // The listener blocks in accept(): a connection of our own wakes it.
+        let mut wake = self.local_addr;
+        if wake.ip().is_unspecified() {
+            wake.set_ip(match wake {
+                SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+                SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+            });
+        }
+        if let Err(error) =
+            TcpStream::connect_timeout(&wake, Duration::from_millis(WAKE_TIMEOUT_MS))
+        {
+            tracing::error!("cannot wake the listener at {wake} for shutdown: {error}");
+        }
+    }
+
+    /// Runs `change` on the registry, then writes what it logged and wakes
+    /// those who wait for a change.
+    fn with_registry<R>(&self, change: impl FnOnce(&mut Registry) -> R) -> R {
+        let mut registry = lock(&self.registry);
+        let result = change(&mut registry);
+        let lines = registry.take_log();
+        self.registry_changed.notify_all();
+        drop(registry);
+        self.log_lines(&lines);
+        result
+    }
+
+    fn log(&self, severity: Severity, text: &str) {
+        if let Err(error) = lock(&self.cluster_log).write(severity, text) {
+            tracing::error!("cannot write the cluster log: {error}; line: {text}");
+        }
+    }
+
+    fn log_lines(&self, lines: &[(Severity, String)]) {
+        for (severity, text) in lines {
+            self.log(*severity, text);
+        }
+    }
+
+    fn accept_loop(self: Arc<Shared>, listener: TcpListener) {
+        for incoming in listener.incoming() {
+            if self.shutting_down() {
+                break;
+            }
+            match incoming {
+                Ok(stream) => self.admit(stream),
+                Err(error) => {
+                    tracing::warn!("accept on {} failed: {error}", self.local_addr);
+                    // Out of file descriptors and the like: let it ease.
+                    thread::sleep(Duration::from_millis(HEARTBEAT_CHECK_INTERVAL_MS));
+                }
+            }
+        }
+        drop(listener);
+        self.close_all();
+        self.log(
+            Severity::Info,
+            &format!("Node {}: management server shut down", self.own.node),
+        );
+        *lock(&self.stopped) = true;
+        self.stopped_changed.notify_all();
+    }
+
+    fn admit(self: &Arc<Shared>, stream: TcpStream) {
+        let peer = match stream.peer_addr() {
+            Ok(peer) => peer,
+            Err(error) => {
+                tracing::debug!("accepted connection vanished: {error}");
+                return;
+            }
+        };
+        let mut connections = lock(&self.connections);
+        let (finished, running): (Vec<_>, Vec<_>) = std::mem::take(&mut connections.threads)
+            .into_iter()
+            .partition(|t| t.is_finished());
+        connections.threads = running;
+        for thread in finished {
+            if thread.join().is_err() {
+                tracing::error!("a management connection thread panicked");
+            }
+        }
+        if connections.open.len() >= CONNECTIONS_MAX {
+            let first = !connections.refusing;
+            connections.refusing = true;
+            drop(connections);
+            if first {
+                self.log(
+                    Severity::Warning,
+                    &format!(
+                        "Node {}: refusing connections from {peer} and others: \
+                         {CONNECTIONS_MAX} connections are open",
+                        self.own.node
+                    ),
+                );
+            }
+            return;
+        }
+        connections.refusing = false;
+        if let Err(error) = configure(&stream) {
+            tracing::warn!("cannot set up the connection from {peer}: {error}");
+            return;
+        }
+        let id = connections.next_id;
+        connections.next_id += 1;
+        let connection = Arc::new(Connection {
+            id,
+            peer,
+            stream,
+            write_lock: Mutex::new(()),
+        });
+        let spawned = thread::Builder::new()
+            .name(format!("mgmd-conn-{id}"))
+            .spawn({
+                let shared = Arc::clone(self);
+                let connection = Arc::clone(&connection);
+                move || shared.serve(connection)
+            });
+        match spawned {
+            Ok(thread) => {
+                connections.open.insert(id, connection);
+                connections.threads.push(thread);
+            }
+            Err(error) => tracing::warn!("cannot start a thread for {peer}: {error}"),
+        }
+    }
+
+    fn close_all(&self) {
+        let (open, threads) = {
+            let mut connections = lock(&self.connections);
+            (
+                std::mem::take(&mut connections.open),
+                std::mem::take(&mut connections.threads),
+            )
+        };
+        for connection in open.values() {
+            connection.close();
+        }
+        for thread in threads {
+            if thread.join().is_err() {
+                tracing::error!("a management connection thread panicked");
+            }
+        }
+    }
+
+    fn connection(&self, id: ConnectionId) -> Option<Arc<Connection>> {
+        lock(&self.connections).open.get(&id).cloned()
+    }
+
+    fn monitor_heartbeats(&self) {
+        let interval = Duration::from_millis(HEARTBEAT_CHECK_INTERVAL_MS);
+        loop {
+            let registry = lock(&self.registry);
+            if self.shutting_down() {
+                return;
+            }
+            let (registry, _) = self
+                .registry_changed
+                .wait_timeout(registry, interval)
+                .expect("a management server thread panicked holding a lock");
+            drop(registry);
+            if self.shutting_down() {
+                return;
+            }
+            let expired = self.with_registry(|r| r.expire_silent(Instant::now()));
+            for id in expired {
+                if let Some(connection) = self.connection(id) {
+                    connection.close();
+                }
+            }
+        }
+    }
+
+    /// The life of one connection, on its own thread.
+    fn serve(&self, connection: Arc<Connection>) {
+        let mut reader = FrameReader::new();
+        let mut session: Option<NodeId> = None;
+        let reason = loop {
+            let signal = match reader.next_signal(&mut &connection.stream) {
+                Ok(signal) => signal,
+                Err(ReadError::Closed) => break None,
+                Err(error) if error.is_timeout() => {
+                    break Some(format!(
+                        "idle for {UNREGISTERED_IDLE_TIMEOUT_MS} ms without a node id"
+                    ))
+                }
+                Err(ReadError::Io(error)) if self.shutting_down() || session.is_some() => {
+                    tracing::debug!("connection from {} ended: {error}", connection.peer);
+                    break None;
+                }
+                Err(error) => break Some(error.to_string()),
+            };
+            if let Err(reason) = self.handle(&connection, &mut session, signal) {
+                break Some(reason);
+            }
+        };
+        if let Some(reason) = reason {
+            tracing::warn!("closing the connection from {}: {reason}", connection.peer);
+        }
+        connection.close();
+        if let Some(node) = session {
+            if !self.shutting_down() {
+                self.with_registry(|r| r.session_closed(node, connection.id));
+            }
+        }
+        lock(&self.connections).open.remove(&connection.id);
+    }
+
+    /// Acts on one signal. `Err` closes the connection, with the reason.
+    fn handle(
+        &self,
+        connection: &Connection,
+        session: &mut Option<NodeId>,
+        signal: Signal,
+    ) -> Result<(), String> {
+        if let Some(node) = *session {
+            if signal.sender.node != node {
+                return Err(format!(
+                    "{} in the session of node {node} claims to come from node {}",
+                    signal.body.name(),
+                    signal.sender.node
+                ));
+            }
+            if !lock(&self.registry).holds(node, connection.id) {
+                return Err(format!("the session of node {node} was ended"));
+            }
+        }
+        let reply_to = signal.sender;
+        let reply = |body: SignalBody| {
+            connection.send(&Signal {
+                receiver: reply_to,
+                sender: self.own,
+                body,
+            })
+        };
+        match signal.body {
+            SignalBody::MgmAllocNodeIdReq {
+                requested,
+                node_type,
+                version,
+                pid,
+                hostname,
+            } => {
+                if let Some(node) = *session {
+                    return reply(SignalBody::MgmAllocNodeIdRef {
+                        message: format!("this connection already holds node id {node}"),
+                    });
+                }
+                let request = AllocRequest {
+                    requested,
+                    node_type,
+                    version,
+                    pid,
+                    hostname,
+                };
+                self.alloc(connection, session, &request, reply)
+            }
+            SignalBody::MgmNodeStatusRep {
+                state,
+                pid,
+                version,
+                view_id,
+                president: _,
+                members,
+            } => {
+                let node = session.ok_or("a status report on a connection without a node id")?;
+                let report = StatusReport {
+                    state,
+                    pid,
+                    version,
+                    view_id,
+                    members,
+                };
+                self.with_registry(|r| {
+                    r.status_report(node, connection.id, &report, Instant::now())
+                })
+            }
+            SignalBody::MgmEventRep { severity, text } => {
+                let node = session.ok_or("an event report on a connection without a node id")?;
+                self.log(severity, &format!("Node {node}: {text}"));
+                Ok(())
+            }
+            SignalBody::MgmShowReq {} => {
+                let nodes = lock(&self.registry).show();
+                reply(SignalBody::MgmShowConf { nodes })
+            }
+            SignalBody::MgmStopReq { node, restart } => {
+                let body = match self.order_stop(node, restart) {
+                    Ok(nodes) => SignalBody::MgmStopConf { nodes },
+                    Err(message) => SignalBody::MgmStopRef { message },
+                };
+                reply(body)
+            }
+            SignalBody::MgmShutdownReq {} => {
+                self.log(
+                    Severity::Info,
+                    &format!(
+                        "Node {}: shutdown requested from {}",
+                        self.own.node, connection.peer
+                    ),
+                );
+                let nodes = self.order_stop(None, false)?;
+                reply(SignalBody::MgmStopConf { nodes })?;
+                self.wait_for_data_nodes(Duration::from_millis(SHUTDOWN_WAIT_MS));
+                self.request_shutdown();
+                Ok(())
+            }
+            other => Err(format!(
+                "{} is not a management request",
+                other.name()
+            )),
+        }
+    }
+
+    fn alloc(
+        &self,
+        connection: &Connection,
+        session: &mut Option<NodeId>,
+        request: &AllocRequest,
+        reply: impl Fn(SignalBody) -> Result<(), String>,
+    ) -> Result<(), String> {
+        if self.shutting_down() {
+            return reply(SignalBody::MgmAllocNodeIdRef {
+                message: "the management server is shutting down".to_owned(),
+            });
+        }
+        let granted = self.with_registry(|r| r.alloc(request, connection.id, Instant::now()));
+        let node_id = match granted {
+            Ok(node_id) => node_id,
+            Err(message) => return reply(SignalBody::MgmAllocNodeIdRef { message }),
+        };
+        *session = Some(node_id);
+        // Sessions live as long as the node; silence is judged by the
+        // heartbeat monitor, not by a read timeout.
+        connection
+            .stream
+            .set_read_timeout(None)
+            .map_err(|e| format!("cannot clear the read timeout: {e}"))?;
+        reply(SignalBody::MgmAllocNodeIdConf {
+            node_id,
+            config_ini: self.config_ini.clone(),
+            config_name: self.config_name.clone(),
+        })
+    }
+
+    /// Orders the stop and sends the orders; answers the nodes ordered.
+    fn order_stop(&self, target: Option<NodeId>, restart: bool) -> Result<Vec<NodeId>, String> {
+        let ordered = self.with_registry(|r| r.order_stop(target, restart))?;
+        let mut nodes = Vec::with_capacity(ordered.len());
+        for (node, id) in ordered {
+            let Some(session) = self.connection(id) else {
+                continue;
+            };
+            let order = Signal {
+                receiver: BlockRef::new(node, BlockNumber::PROCESS, 0),
+                sender: self.own,
+                body: SignalBody::MgmStopOrd { restart },
+            };
+            match session.send(&order) {
+                Ok(()) => nodes.push(node),
+                Err(error) => {
+                    tracing::warn!("node {node}: {error}");
+                    session.close();
+                }
+            }
+        }
+        Ok(nodes)
+    }
+
+    fn wait_for_data_nodes(&self, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        let mut registry = lock(&self.registry);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let connected = registry.data_sessions();
+            if connected.is_empty() || self.shutting_down() {
+                return;
+            }
+            if left.is_zero() {
+                drop(registry);
+                let list: Vec<String> = connected.iter().map(NodeId::to_string).collect();
+                self.log(
+                    Severity::Warning,
+                    &format!(
+                        "Node {}: shutting down while data nodes {} are still connected",
+                        self.own.node,
+                        list.join(", ")
+                    ),
+                );
+                return;
+            }
+            registry = self
+                .registry_changed
+                .wait_timeout(registry, left)
+                .expect("a management server thread panicked holding a lock")
+                .0;
+        }
+    }
+}
+
+fn configure(stream: &TcpStream) -> io::Result<()> {
+    stream.set_nodelay(true)?;
+    stream.set_write_timeout(Some(Duration::from_millis(WRITE_TIMEOUT_MS)))?;
+    stream.set_read_timeout(Some(Duration::from_millis(UNREGISTERED_IDLE_TIMEOUT_MS)))
+}

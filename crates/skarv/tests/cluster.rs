@@ -1,0 +1,199 @@
+//! Real processes on loopback: a sandbox of two data nodes, one killed with
+//! SIGKILL; the survivor reports it failed, the angel restarts it, and it is
+//! `started` again. Also what a new user sees for a bad config.ini.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const SKARV: &str = env!("CARGO_BIN_EXE_skarv");
+
+fn skarv(args: &[&str]) -> Output {
+    Command::new(SKARV).args(args).output().expect("run skarv")
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+fn scratch_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("skarv-test-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A base port with the next `count` ports free, away from other tests' ranges.
+fn free_base_port(count: u16) -> u16 {
+    let start = 30_000 + (std::process::id() % 2000) as u16 * 10;
+    (0..200)
+        .map(|i| start.wrapping_add(i * 37) % 30_000 + 20_000)
+        .find(|base| (0..count).all(|i| TcpListener::bind(("127.0.0.1", base + i)).is_ok()))
+        .expect("a free port range")
+}
+
+fn show(connect: &str) -> Value {
+    let output = skarv(&["admin", "--connect", connect, "show", "--json"]);
+    assert!(output.status.success(), "{}", text(&output));
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&output)))
+}
+
+fn node(show: &Value, id: u64) -> Value {
+    show["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["id"] == id)
+        .unwrap_or_else(|| panic!("node {id} missing in {show}"))
+        .clone()
+}
+
+fn wait_for(what: &str, limit: Duration, mut check: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !check() {
+        assert!(start.elapsed() < limit, "timed out after {limit:?} waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+struct Sandbox {
+    dir: PathBuf,
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        let _ = skarv(&["sandbox", "--stop", "--dir", self.dir.to_str().unwrap()]);
+    }
+}
+
+fn cluster_log(dir: &Path) -> String {
+    let mut all = String::new();
+    for entry in walk(dir) {
+        if entry.to_string_lossy().ends_with("_cluster.log") {
+            all.push_str(&std::fs::read_to_string(&entry).unwrap_or_default());
+        }
+    }
+    all
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                out.extend(walk(&path));
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_killed_data_node_is_reported_failed_and_restarted_by_its_angel() {
+    let dir = scratch_dir("sandbox");
+    let base = free_base_port(8);
+    let base_text = base.to_string();
+    let output = skarv(&[
+        "sandbox",
+        "--detach",
+        "--dir",
+        dir.to_str().unwrap(),
+        "--base-port",
+        &base_text,
+    ]);
+    let _sandbox = Sandbox { dir: dir.clone() };
+    assert!(output.status.success(), "{}", text(&output));
+    let connect = format!("127.0.0.1:{base}");
+    assert!(String::from_utf8_lossy(&output.stdout).contains(&connect), "{}", text(&output));
+
+    let first = show(&connect);
+    let nodes = first["nodes"].as_array().unwrap();
+    assert_eq!(nodes.iter().filter(|n| n["type"] == "mgmd").count(), 1, "{first}");
+    let data: Vec<&Value> = nodes.iter().filter(|n| n["type"] == "data").collect();
+    assert_eq!(data.len(), 2, "{first}");
+    for n in &data {
+        assert_eq!(n["state"], "started", "{first}");
+        assert!(n["pid"].as_u64().unwrap() > 0);
+    }
+    let victim = data[1]["id"].as_u64().unwrap();
+    let survivor = data[0]["id"].as_u64().unwrap();
+    let old_pid = data[1]["pid"].as_u64().unwrap();
+    // The pid is the node process's own, not its angel's: it must be a child of another skarv.
+    let status = std::fs::read_to_string(format!("/proc/{old_pid}/status")).unwrap();
+    let parent: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("PPid:"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let parent_cmd = std::fs::read_to_string(format!("/proc/{parent}/cmdline")).unwrap();
+    assert!(parent_cmd.contains("data"), "the node's parent is its angel: {parent_cmd:?}");
+    assert!(!std::fs::read_to_string(format!("/proc/{old_pid}/cmdline")).unwrap().is_empty());
+
+    // SAFETY: kill(2) on a pid this test just read from the cluster.
+    assert_eq!(unsafe { libc::kill(old_pid as i32, libc::SIGKILL) }, 0);
+
+    // The mgmd sees it fail; the survivor declares it failed.
+    let mut states = Vec::new();
+    wait_for("the killed node to be reported", Duration::from_secs(10), || {
+        let state = node(&show(&connect), victim)["state"].as_str().unwrap().to_owned();
+        if states.last() != Some(&state) {
+            states.push(state.clone());
+        }
+        state != "started"
+    });
+    wait_for("the survivor to declare the node failed", Duration::from_secs(10), || {
+        cluster_log(&dir).contains(&format!("Node {survivor}: node {victim} declared failed"))
+    });
+    // The angel starts it again, as a new process, and it rejoins.
+    wait_for("the node to be started again", Duration::from_secs(60), || {
+        let n = node(&show(&connect), victim);
+        let state = n["state"].as_str().unwrap().to_owned();
+        if states.last() != Some(&state) {
+            states.push(state.clone());
+        }
+        state == "started" && n["pid"].as_u64().unwrap() != old_pid
+    });
+    assert!(
+        states.iter().any(|s| s == "failed"),
+        "the node was never shown as failed: {states:?}"
+    );
+    let after = show(&connect);
+    assert!(node(&after, victim)["start_count"].as_u64().unwrap() >= 2, "{after}");
+    assert_eq!(node(&after, survivor)["state"], "started");
+    let log = cluster_log(&dir);
+    assert!(log.contains("ALERT"), "{log}");
+
+    let output = skarv(&["sandbox", "--stop", "--dir", dir.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", text(&output));
+    let output = skarv(&["admin", "--connect", &connect, "show"]);
+    assert!(!output.status.success(), "the mgmd is gone after --stop: {}", text(&output));
+}
+
+#[test]
+fn a_bad_config_is_refused_with_the_parameter_and_line() {
+    let dir = scratch_dir("badconfig");
+    let config = dir.join("config.ini");
+    std::fs::write(
+        &config,
+        "[ndbd default]\nDataMemory=64M\nNoOfReplicas=banana\n\n[ndb_mgmd]\nHostName=127.0.0.1\n\n[ndbd]\nHostName=127.0.0.1\n",
+    )
+    .unwrap();
+    let output = skarv(&["mgmd", "--config-file", config.to_str().unwrap(), "--port", "0"]);
+    assert!(!output.status.success(), "{}", text(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("NoOfReplicas"), "{stderr}");
+    assert!(stderr.contains(":3:"), "the message names line 3: {stderr}");
+}

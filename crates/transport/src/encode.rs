@@ -1,0 +1,291 @@
+//! A per-peer send buffer that keeps one frame open across `send` calls.
+//!
+//! `signal::FrameWriter` borrows its buffer for the life of one frame, but a
+//! sender adds signals to a frame over many calls. So each signal is encoded
+//! by a fresh `FrameWriter` as a one-signal frame at the end of the buffer;
+//! if it fits the open frame, its 16-byte placeholder header is cut out (the
+//! signal's bytes move back by 16), and if it does not, the open frame is
+//! closed and that placeholder becomes the next frame's header. Closing a
+//! frame writes its header here, byte for byte as `FrameWriter::finish`
+//! does; a unit test holds the two to the same output. Once the buffer has
+//! grown, encoding allocates nothing.
+
+use signal::frame::{
+    FRAME_HEADER_BYTES, FRAME_PAYLOAD_MAX_BYTES, FRAME_SIGNALS_MAX, MAGIC, WIRE_VERSION,
+};
+use signal::{EncodeError, FrameWriter, Signal};
+
+/// What a push did to the frames of the buffer.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Pushed {
+    /// The signal joined the open frame.
+    Joined,
+    /// The open frame was full: it was closed, and the signal opened the next.
+    FrameClosed,
+}
+
+/// Whole frames taken out of an [`OpenBuffer`].
+pub(crate) struct Closed {
+    pub bytes: Vec<u8>,
+    pub signals: u64,
+    pub frames: u64,
+}
+
+pub(crate) struct OpenBuffer {
+    pub bytes: Vec<u8>,
+    /// The connection generation these signals were meant for.
+    pub generation: u64,
+    /// Listed in the sender's dirty list (it holds signals to flush).
+    pub dirty: bool,
+    /// Start of the open frame; everything before it is whole frames.
+    frame_start: usize,
+    frame_signals: usize,
+    /// Signals in `bytes`, closed and open frames together.
+    signals: u64,
+    /// Closed frames in `bytes`.
+    frames: u64,
+}
+
+impl OpenBuffer {
+    pub const fn new() -> OpenBuffer {
+        OpenBuffer {
+            bytes: Vec::new(),
+            generation: 0,
+            dirty: false,
+            frame_start: 0,
+            frame_signals: 0,
+            signals: 0,
+            frames: 0,
+        }
+    }
+
+    pub fn signals(&self) -> u64 {
+        self.signals
+    }
+
+    pub fn has_open_frame(&self) -> bool {
+        self.frame_signals > 0
+    }
+
+    /// Forgets every signal (they were meant for a connection that is gone).
+    pub fn clear(&mut self) {
+        self.bytes.clear();
+        self.frame_start = 0;
+        self.frame_signals = 0;
+        self.signals = 0;
+        self.frames = 0;
+    }
+
+    /// Appends `signal`; on error the buffer is as it was.
+    pub fn push(&mut self, signal: &Signal) -> Result<Pushed, EncodeError> {
+        let start = self.bytes.len();
+        let mut writer = FrameWriter::new(&mut self.bytes);
+        if let Err(error) = writer.push(signal) {
+            self.bytes.truncate(start);
+            return Err(error);
+        }
+        // The writer is dropped unfinished: bytes[start..start + 16] is a zeroed placeholder.
+        let signal_bytes = self.bytes.len() - start - FRAME_HEADER_BYTES;
+        self.signals += 1;
+        if self.frame_signals > 0 {
+            let payload_bytes = start - self.frame_start - FRAME_HEADER_BYTES;
+            let fits = payload_bytes + signal_bytes <= FRAME_PAYLOAD_MAX_BYTES
+                && self.frame_signals < FRAME_SIGNALS_MAX;
+            if fits {
+                self.bytes.copy_within(start + FRAME_HEADER_BYTES.., start);
+                self.bytes.truncate(self.bytes.len() - FRAME_HEADER_BYTES);
+                self.frame_signals += 1;
+                return Ok(Pushed::Joined);
+            }
+            self.close_frame(start);
+            self.frame_start = start;
+            self.frame_signals = 1;
+            return Ok(Pushed::FrameClosed);
+        }
+        self.frame_start = start;
+        self.frame_signals = 1;
+        Ok(Pushed::Joined)
+    }
+
+    /// Closes the open frame: afterwards the buffer holds only whole frames.
+    pub fn finish(&mut self) {
+        if self.frame_signals > 0 {
+            self.close_frame(self.bytes.len());
+            self.frame_start = self.bytes.len();
+        }
+    }
+
+    /// The whole frames (everything but the open frame).
+    pub fn closed_bytes(&self) -> &[u8] {
+        &self.bytes[..self.frame_start]
+    }
+
+    /// Signals and frames in `closed_bytes`.
+    pub fn closed_counts(&self) -> (u64, u64) {
+        (self.signals - self.frame_signals as u64, self.frames)
+    }
+
+    /// Drops the whole frames (they were written), keeping the open frame.
+    pub fn consume_closed(&mut self) {
+        self.bytes.drain(..self.frame_start);
+        self.signals = self.frame_signals as u64;
+        self.frames = 0;
+        self.frame_start = 0;
+    }
+
+    /// Moves the whole frames out; the open frame, if any, continues in `fresh`.
+    pub fn take_closed(&mut self, fresh: Vec<u8>) -> Closed {
+        assert!(fresh.is_empty());
+        let (signals, frames) = self.closed_counts();
+        let mut bytes = std::mem::replace(&mut self.bytes, fresh);
+        if self.frame_signals > 0 {
+            self.bytes.extend_from_slice(&bytes[self.frame_start..]);
+            bytes.truncate(self.frame_start);
+        }
+        assert_eq!(bytes.len(), self.frame_start);
+        self.signals = self.frame_signals as u64;
+        self.frames = 0;
+        self.frame_start = 0;
+        Closed {
+            bytes,
+            signals,
+            frames,
+        }
+    }
+
+    /// Writes the header of the open frame, which ends at `end`.
+    fn close_frame(&mut self, end: usize) {
+        assert!(self.frame_signals > 0 && self.frame_signals <= FRAME_SIGNALS_MAX);
+        let start = self.frame_start;
+        let payload_bytes = end - start - FRAME_HEADER_BYTES;
+        assert!(payload_bytes <= FRAME_PAYLOAD_MAX_BYTES);
+        let header = &mut self.bytes[start..start + FRAME_HEADER_BYTES];
+        header[0..2].copy_from_slice(&MAGIC);
+        header[2] = WIRE_VERSION;
+        header[3] = 0;
+        header[4..6].copy_from_slice(&(self.frame_signals as u16).to_le_bytes());
+        header[6..8].copy_from_slice(&[0, 0]);
+        header[8..12].copy_from_slice(&(payload_bytes as u32).to_le_bytes());
+        let crc = crc32c::crc32c(&self.bytes[start..start + 12]);
+        let crc = crc32c::crc32c_append(crc, &self.bytes[start + FRAME_HEADER_BYTES..end]);
+        self.bytes[start + 12..start + 16].copy_from_slice(&crc.to_le_bytes());
+        self.frames += 1;
+        self.frame_signals = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use signal::{decode_frame, encode_frame, BlockNumber, BlockRef, NodeId, SignalBody};
+
+    fn heartbeat(view_id: u32) -> Signal {
+        let node = |n| NodeId::new(n).expect("nonzero");
+        Signal {
+            receiver: BlockRef::new(node(2), BlockNumber::MEMBERSHIP, 0),
+            sender: BlockRef::new(node(1), BlockNumber::MEMBERSHIP, 0),
+            body: SignalBody::Heartbeat { view_id },
+        }
+    }
+
+    fn big(text_bytes: usize) -> Signal {
+        Signal {
+            body: SignalBody::MgmEventRep {
+                severity: signal::Severity::Info,
+                text: "x".repeat(text_bytes),
+            },
+            ..heartbeat(0)
+        }
+    }
+
+    fn decode_all(mut bytes: &[u8]) -> Vec<Vec<Signal>> {
+        let mut frames = Vec::new();
+        while !bytes.is_empty() {
+            let (frame, used) = decode_frame(bytes)
+                .expect("valid frame")
+                .expect("whole frame");
+            frames.push(
+                frame
+                    .signals()
+                    .collect::<Result<Vec<_>, _>>()
+                    .expect("valid signals"),
+            );
+            bytes = &bytes[used..];
+        }
+        frames
+    }
+
+    #[test]
+    fn same_bytes_as_frame_writer() {
+        let signals: Vec<Signal> = (0..100).map(heartbeat).collect();
+        let mut expected = Vec::new();
+        encode_frame(&signals, &mut expected).expect("fits");
+        let mut buffer = OpenBuffer::new();
+        for signal in &signals {
+            assert_eq!(buffer.push(signal), Ok(Pushed::Joined));
+        }
+        buffer.finish();
+        assert_eq!(buffer.closed_bytes(), &expected[..]);
+        assert_eq!(buffer.closed_counts(), (100, 1));
+    }
+
+    #[test]
+    fn full_frame_closes_and_next_opens() {
+        let signal = big(300_000);
+        let mut buffer = OpenBuffer::new();
+        let mut closed = 0;
+        for _ in 0..7 {
+            if buffer.push(&signal).expect("fits a frame") == Pushed::FrameClosed {
+                closed += 1;
+            }
+        }
+        assert_eq!(closed, 2, "three 300 KB signals fit one 1 MiB frame");
+        let taken = buffer.take_closed(Vec::new());
+        assert_eq!(taken.frames, 2);
+        assert_eq!(taken.signals, 6);
+        let frames = decode_all(&taken.bytes);
+        assert_eq!(frames.len(), 2);
+        assert!(frames.iter().all(|f| f.len() == 3 && f[0] == signal));
+        buffer.finish();
+        let frames = decode_all(buffer.closed_bytes());
+        assert_eq!(frames, vec![vec![signal]]);
+    }
+
+    #[test]
+    fn too_large_signal_leaves_buffer_unchanged() {
+        let mut buffer = OpenBuffer::new();
+        buffer.push(&heartbeat(1)).expect("fits");
+        let before = buffer.bytes.clone();
+        let result = buffer.push(&big(signal::frame::FRAME_PAYLOAD_MAX_BYTES));
+        assert!(matches!(result, Err(EncodeError::SignalTooLarge { .. })));
+        assert_eq!(buffer.bytes, before);
+        buffer.push(&heartbeat(2)).expect("fits");
+        buffer.finish();
+        assert_eq!(
+            decode_all(buffer.closed_bytes()),
+            vec![vec![heartbeat(1), heartbeat(2)]]
+        );
+    }
+
+    #[test]
+    fn consume_closed_keeps_open_frame() {
+        let mut buffer = OpenBuffer::new();
+        let signal = big(600_000);
+        buffer.push(&signal).expect("fits");
+        assert_eq!(buffer.push(&signal), Ok(Pushed::FrameClosed));
+        assert_eq!(
+            decode_all(buffer.closed_bytes()),
+            vec![vec![signal.clone()]]
+        );
+        buffer.consume_closed();
+        assert!(buffer.closed_bytes().is_empty());
+        assert_eq!(buffer.signals(), 1);
+        buffer.push(&heartbeat(9)).expect("fits");
+        buffer.finish();
+        assert_eq!(
+            decode_all(buffer.closed_bytes()),
+            vec![vec![signal, heartbeat(9)]]
+        );
+        assert_eq!(buffer.closed_counts(), (2, 1));
+    }
+}

@@ -1,0 +1,779 @@
+//! The receive thread: owns every connection, from connect or accept through
+//! the hello to close, and turns checked bytes into delivered signals.
+//!
+//! One `mio::Poll` (edge-triggered) carries the listener, every socket's
+//! read side and a waker for commands. Each connection has a receive buffer
+//! of two maximal frames, allocated once; all whole frames in it are
+//! decoded after each read, and a bad header closes the connection as soon
+//! as its 16 bytes are in. A frame is checked whole, every signal of it,
+//! before any of its signals is delivered.
+//!
+//! Handshake: the connecting side sends its `TransportHello` first; the
+//! accepting side checks it, answers with its own and is up; the connecting
+//! side is up once that answer checks out. Only the receive thread marks a
+//! peer up or down and delivers `NodeConnected`/`NodeDisconnected`, so the
+//! notices for one peer always alternate.
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr};
+use std::os::fd::AsFd;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token};
+use signal::frame::FRAME_MAX_BYTES;
+use signal::{
+    decode_frame, encode_frame, BlockNumber, BlockRef, NodeId, Signal, SignalBody, VERSION,
+};
+
+use crate::shared::{add, CloseReason, Command, Refusal, Shared};
+use crate::writer::Writer;
+use crate::{InboundSink, TransportConfig};
+
+pub(crate) const WAKER: Token = Token(0);
+const LISTENER: Token = Token(1);
+const CONNECTION_TOKEN_BASE: usize = 2;
+
+/// Time a new connection has to connect and complete the hello.
+const HANDSHAKE_TIMEOUT_MS: u64 = 5_000;
+/// Accepted connections that have not sent their hello yet; more are refused at once.
+const HANDSHAKE_PENDING_MAX: usize = 64;
+/// Reads from one connection per round before the others get their turn.
+const READS_PER_ROUND_MAX: usize = 16;
+/// Sleep bound when idle; deadlines and wake-ups shorten it.
+const IDLE_POLL_MS: u64 = 1_000;
+const EVENTS_MAX: usize = 1_024;
+const RECEIVE_BUFFER_BYTES: usize = 2 * FRAME_MAX_BYTES;
+
+enum Phase {
+    /// Outgoing connect in progress to the peer in `slot`.
+    Connecting {
+        slot: usize,
+    },
+    /// Waiting for the peer's hello; `expected` is the peer we connected to,
+    /// None on an accepted connection.
+    AwaitHello {
+        expected: Option<usize>,
+    },
+    Up {
+        slot: usize,
+        generation: u64,
+    },
+}
+
+struct Connection {
+    stream: TcpStream,
+    addr: SocketAddr,
+    phase: Phase,
+    /// Until the connection must be up.
+    deadline: Instant,
+    buffer: Box<[u8]>,
+    /// `buffer[start..end]` is received and not yet decoded.
+    start: usize,
+    end: usize,
+}
+
+/// What the receive thread knows of one peer.
+struct PeerLink {
+    node: NodeId,
+    connect_to: Option<SocketAddr>,
+    /// The connection that is up, or our outgoing one being set up.
+    connection: Option<usize>,
+    /// Generation of the last connection that came up.
+    generation: u64,
+    next_connect: Instant,
+}
+
+pub(crate) struct ReceiveThread {
+    shared: Arc<Shared>,
+    poll: Poll,
+    listener: Option<TcpListener>,
+    connections: Vec<Option<Connection>>,
+    free: Vec<usize>,
+    peers: Vec<PeerLink>,
+    sink: Box<dyn InboundSink>,
+    /// The signals of one frame, held until all of them pass the checks.
+    staging: Vec<Signal>,
+    commands: Vec<Command>,
+    /// Connections that still had bytes to read when their round ended.
+    again: Vec<usize>,
+    /// Connections in `Connecting` or `AwaitHello`.
+    handshaking: usize,
+    /// Accepted connections in `AwaitHello`.
+    incoming_pending: usize,
+    delivered: bool,
+    notify: BlockRef,
+    reconnect_interval: Duration,
+    /// true without a send thread: flushing senders may leave bytes for us to write.
+    writes_here: bool,
+}
+
+impl ReceiveThread {
+    pub fn new(
+        shared: Arc<Shared>,
+        poll: Poll,
+        mut listener: Option<TcpListener>,
+        config: &TransportConfig,
+        sink: Box<dyn InboundSink>,
+    ) -> io::Result<ReceiveThread> {
+        if let Some(listener) = listener.as_mut() {
+            poll.registry()
+                .register(listener, LISTENER, Interest::READABLE)?;
+        }
+        let now = Instant::now();
+        let peers = config
+            .peers
+            .iter()
+            .map(|peer| PeerLink {
+                node: peer.node,
+                connect_to: peer.connect_to,
+                connection: None,
+                generation: 0,
+                next_connect: now,
+            })
+            .collect();
+        Ok(ReceiveThread {
+            writes_here: shared.send.is_none(),
+            shared,
+            poll,
+            listener,
+            connections: Vec::new(),
+            free: Vec::new(),
+            peers,
+            sink,
+            staging: Vec::new(),
+            commands: Vec::new(),
+            again: Vec::new(),
+            handshaking: 0,
+            incoming_pending: 0,
+            delivered: false,
+            notify: config.notify,
+            reconnect_interval: Duration::from_millis(config.reconnect_interval_ms),
+        })
+    }
+
+    pub fn run(mut self, cpubind: Option<usize>) {
+        if let Some(cpu) = cpubind {
+            crate::bind_to_cpu("receive", cpu);
+        }
+        let mut events = Events::with_capacity(EVENTS_MAX);
+        while !self.shared.is_stopping() {
+            let timeout = self.poll_timeout(Instant::now());
+            if let Err(error) = self.poll.poll(&mut events, Some(timeout)) {
+                if error.kind() != io::ErrorKind::Interrupted {
+                    tracing::error!(%error, "transport receive poll failed");
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                continue;
+            }
+            for event in events.iter() {
+                match event.token() {
+                    WAKER => {}
+                    LISTENER => self.accept_all(),
+                    Token(token) => self.on_event(
+                        token - CONNECTION_TOKEN_BASE,
+                        event.is_readable() || event.is_read_closed() || event.is_error(),
+                        event.is_writable(),
+                    ),
+                }
+            }
+            self.run_commands();
+            for index in std::mem::take(&mut self.again) {
+                self.on_event(index, true, false);
+            }
+            self.maintain(Instant::now());
+            if self.delivered {
+                self.delivered = false;
+                self.sink.flush();
+            }
+        }
+        self.close_all();
+    }
+
+    fn poll_timeout(&self, now: Instant) -> Duration {
+        if !self.again.is_empty()
+            || self
+                .shared
+                .commands_pending
+                .load(std::sync::atomic::Ordering::Acquire)
+        {
+            return Duration::ZERO;
+        }
+        let mut wake_at = now + Duration::from_millis(IDLE_POLL_MS);
+        for peer in &self.peers {
+            if peer.connect_to.is_some() && peer.connection.is_none() {
+                wake_at = wake_at.min(peer.next_connect);
+            }
+        }
+        if self.handshaking > 0 {
+            for connection in self.connections.iter().flatten() {
+                if !matches!(connection.phase, Phase::Up { .. }) {
+                    wake_at = wake_at.min(connection.deadline);
+                }
+            }
+        }
+        wake_at.saturating_duration_since(now)
+    }
+
+    // ---- connection setup ----
+
+    fn accept_all(&mut self) {
+        loop {
+            let Some(listener) = self.listener.as_ref() else {
+                return;
+            };
+            let (stream, addr) = match listener.accept() {
+                Ok(accepted) => accepted,
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => return,
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+                Err(error) => {
+                    tracing::warn!(%error, "accepting a connection failed");
+                    return;
+                }
+            };
+            if self.incoming_pending >= HANDSHAKE_PENDING_MAX {
+                tracing::warn!(
+                    %addr,
+                    "refusing a connection: {HANDSHAKE_PENDING_MAX} connections already wait for their hello"
+                );
+                continue;
+            }
+            if let Err(error) = stream.set_nodelay(true) {
+                tracing::warn!(%addr, %error, "refusing a connection: cannot set TCP_NODELAY");
+                continue;
+            }
+            let phase = Phase::AwaitHello { expected: None };
+            if self.insert(stream, addr, phase).is_some() {
+                self.incoming_pending += 1;
+            }
+        }
+    }
+
+    fn connect(&mut self, slot: usize, now: Instant) {
+        let peer = &mut self.peers[slot];
+        let Some(addr) = peer.connect_to else {
+            return;
+        };
+        assert!(peer.connection.is_none());
+        peer.next_connect = now + self.reconnect_interval;
+        match TcpStream::connect(addr) {
+            Ok(stream) => {
+                let index = self.insert(stream, addr, Phase::Connecting { slot });
+                self.peers[slot].connection = index;
+            }
+            Err(error) => {
+                tracing::debug!(node = %peer.node, %addr, %error, "connect failed");
+            }
+        }
+    }
+
+    /// Registers a new connection; None if it could not be registered (logged).
+    fn insert(&mut self, mut stream: TcpStream, addr: SocketAddr, phase: Phase) -> Option<usize> {
+        let index = self.free.pop().unwrap_or(self.connections.len());
+        let token = Token(CONNECTION_TOKEN_BASE + index);
+        // Connecting needs writability to learn the outcome; flush mode needs
+        // it to finish writes the senders left.
+        let interest = if self.writes_here || matches!(phase, Phase::Connecting { .. }) {
+            Interest::READABLE | Interest::WRITABLE
+        } else {
+            Interest::READABLE
+        };
+        if let Err(error) = self.poll.registry().register(&mut stream, token, interest) {
+            tracing::warn!(%addr, %error, "cannot register a connection");
+            self.free.push(index);
+            return None;
+        }
+        let connection = Connection {
+            stream,
+            addr,
+            phase,
+            deadline: Instant::now() + Duration::from_millis(HANDSHAKE_TIMEOUT_MS),
+            buffer: vec![0u8; RECEIVE_BUFFER_BYTES].into_boxed_slice(),
+            start: 0,
+            end: 0,
+        };
+        if index == self.connections.len() {
+            self.connections.push(Some(connection));
+        } else {
+            assert!(self.connections[index].is_none());
+            self.connections[index] = Some(connection);
+        }
+        self.handshaking += 1;
+        Some(index)
+    }
+
+    /// The outgoing connect reported: connected (send our hello) or failed.
+    fn on_connect_event(
+        &mut self,
+        index: usize,
+        connection: &mut Connection,
+    ) -> Result<(), CloseReason> {
+        let Phase::Connecting { slot } = connection.phase else {
+            unreachable!("only called while connecting");
+        };
+        if let Some(error) = connection
+            .stream
+            .take_error()
+            .map_err(CloseReason::ConnectFailed)?
+        {
+            return Err(CloseReason::ConnectFailed(error));
+        }
+        match connection.stream.peer_addr() {
+            Ok(_) => {}
+            Err(error) if error.kind() == io::ErrorKind::NotConnected => return Ok(()),
+            Err(error) => return Err(CloseReason::ConnectFailed(error)),
+        }
+        connection
+            .stream
+            .set_nodelay(true)
+            .map_err(CloseReason::Setup)?;
+        if !self.writes_here {
+            let token = Token(CONNECTION_TOKEN_BASE + index);
+            self.poll
+                .registry()
+                .reregister(&mut connection.stream, token, Interest::READABLE)
+                .map_err(CloseReason::Setup)?;
+        }
+        connection.phase = Phase::AwaitHello {
+            expected: Some(slot),
+        };
+        self.send_hello(connection, self.peers[slot].node)
+    }
+
+    fn send_hello(&self, connection: &mut Connection, to: NodeId) -> Result<(), CloseReason> {
+        let me = self.shared.me;
+        let hello = Signal {
+            receiver: BlockRef::new(to, BlockNumber::PROCESS, 0),
+            sender: BlockRef::new(me, BlockNumber::PROCESS, 0),
+            body: SignalBody::TransportHello {
+                from: me,
+                to,
+                version: VERSION,
+            },
+        };
+        let mut bytes = Vec::with_capacity(64);
+        if let Err(error) = encode_frame(std::slice::from_ref(&hello), &mut bytes) {
+            unreachable!("a hello always fits a frame: {error}");
+        }
+        let counters = &self.shared.counters;
+        add(&counters.write_syscalls, 1);
+        // A new socket's send buffer is empty: the hello goes out whole or the socket is broken.
+        match connection.stream.write(&bytes) {
+            Ok(written) if written == bytes.len() => {
+                add(&counters.bytes_sent, written as u64);
+                add(&counters.frames_sent, 1);
+                add(&counters.signals_sent, 1);
+                Ok(())
+            }
+            Ok(written) => Err(CloseReason::WriteFailed(io::Error::other(format!(
+                "hello cut short after {written} of {} bytes",
+                bytes.len()
+            )))),
+            Err(error) => Err(CloseReason::WriteFailed(error)),
+        }
+    }
+
+    // ---- events ----
+
+    fn on_event(&mut self, index: usize, readable: bool, writable: bool) {
+        let Some(mut connection) = self.connections.get_mut(index).and_then(Option::take) else {
+            return;
+        };
+        let mut result = Ok(());
+        match connection.phase {
+            Phase::Connecting { .. } => result = self.on_connect_event(index, &mut connection),
+            Phase::AwaitHello { .. } | Phase::Up { .. } => {
+                if writable && self.writes_here {
+                    result = self.write_pending(&connection);
+                }
+                if result.is_ok() && readable {
+                    result = self.read(index, &mut connection);
+                }
+            }
+        }
+        match result {
+            Ok(()) => self.connections[index] = Some(connection),
+            Err(reason) => self.close(index, connection, reason),
+        }
+    }
+
+    /// Flush mode: the socket has room again for what senders left pending.
+    fn write_pending(&self, connection: &Connection) -> Result<(), CloseReason> {
+        let Phase::Up { slot, generation } = connection.phase else {
+            return Ok(());
+        };
+        let mut guard = self.shared.peers[slot].lock_writer();
+        match guard.as_mut() {
+            Some(writer) if writer.accepts(generation) => {
+                writer.set_writable();
+                let mut done = Vec::new();
+                writer.write_pending(&self.shared.counters, &mut done)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn read(&mut self, index: usize, connection: &mut Connection) -> Result<(), CloseReason> {
+        for _ in 0..READS_PER_ROUND_MAX {
+            assert!(connection.end < connection.buffer.len());
+            match connection
+                .stream
+                .read(&mut connection.buffer[connection.end..])
+            {
+                Ok(0) => return Err(CloseReason::PeerClosed),
+                Ok(read) => {
+                    connection.end += read;
+                    add(&self.shared.counters.bytes_received, read as u64);
+                    self.decode(index, connection)?;
+                }
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(error) => return Err(CloseReason::ReadFailed(error)),
+            }
+        }
+        // Edge-triggered: nobody will tell us again that bytes are waiting.
+        self.again.push(index);
+        Ok(())
+    }
+
+    /// Decodes and handles every whole frame in the buffer.
+    fn decode(&mut self, index: usize, connection: &mut Connection) -> Result<(), CloseReason> {
+        loop {
+            let available = &connection.buffer[connection.start..connection.end];
+            let used = match decode_frame(available) {
+                Ok(None) => break,
+                Ok(Some((frame, used))) => {
+                    self.staging.clear();
+                    for signal in frame.signals() {
+                        match signal {
+                            Ok(signal) => self.staging.push(signal),
+                            Err(error) => return Err(self.refuse(error.into())),
+                        }
+                    }
+                    used
+                }
+                Err(error) => return Err(self.refuse(error.into())),
+            };
+            connection.start += used;
+            add(&self.shared.counters.frames_received, 1);
+            self.handle_frame(index, connection)?;
+        }
+        if connection.start == connection.end {
+            connection.start = 0;
+            connection.end = 0;
+        } else if connection.buffer.len() - connection.end < FRAME_MAX_BYTES {
+            // What is left is less than a frame, so after moving it to the
+            // front a whole frame always fits behind it.
+            connection
+                .buffer
+                .copy_within(connection.start..connection.end, 0);
+            connection.end -= connection.start;
+            connection.start = 0;
+        }
+        Ok(())
+    }
+
+    fn refuse(&self, refusal: Refusal) -> CloseReason {
+        add(&self.shared.counters.frames_refused, 1);
+        CloseReason::Refused(refusal)
+    }
+
+    /// The frame's signals are in `staging`.
+    fn handle_frame(
+        &mut self,
+        index: usize,
+        connection: &mut Connection,
+    ) -> Result<(), CloseReason> {
+        match connection.phase {
+            Phase::Connecting { .. } => {
+                unreachable!("no bytes are read before the connect completes")
+            }
+            Phase::AwaitHello { expected } => {
+                let slot = self
+                    .check_hello(expected)
+                    .map_err(|refusal| self.refuse(refusal))?;
+                if expected.is_none() {
+                    if let Some(old) = self.peers[slot].connection {
+                        self.close_index(old, CloseReason::Replaced);
+                    }
+                    self.send_hello(connection, self.peers[slot].node)?;
+                }
+                self.go_up(index, connection, slot)
+            }
+            Phase::Up { slot, .. } => {
+                let peer = self.peers[slot].node;
+                for signal in &self.staging {
+                    if let Err(refusal) = check_signal(signal, peer, self.shared.me) {
+                        return Err(self.refuse(refusal));
+                    }
+                }
+                add(
+                    &self.shared.counters.signals_received,
+                    self.staging.len() as u64,
+                );
+                for signal in self.staging.drain(..) {
+                    self.sink.deliver(signal);
+                }
+                self.delivered = true;
+                Ok(())
+            }
+        }
+    }
+
+    /// Checks the hello in `staging`; returns the peer's slot.
+    fn check_hello(&self, expected: Option<usize>) -> Result<usize, Refusal> {
+        let [signal] = self.staging.as_slice() else {
+            return Err(Refusal::HelloSignalCount {
+                count: self.staging.len(),
+            });
+        };
+        let SignalBody::TransportHello { from, to, version } = signal.body else {
+            return Err(Refusal::HelloExpected {
+                name: signal.body.name(),
+            });
+        };
+        let me = self.shared.me;
+        if to != me || signal.receiver.node != me {
+            return Err(Refusal::HelloWrongTo { to, me });
+        }
+        if signal.sender.node != from {
+            return Err(Refusal::HelloSenderMismatch {
+                from,
+                sender: signal.sender.node,
+            });
+        }
+        if version / 10_000 != VERSION / 10_000 {
+            return Err(Refusal::HelloVersion { version });
+        }
+        let slot = self
+            .shared
+            .slot(from)
+            .ok_or(Refusal::HelloUnknownNode { from })?;
+        match expected {
+            Some(expected) if expected != slot => Err(Refusal::HelloWrongNode {
+                from,
+                expected: self.peers[expected].node,
+            }),
+            None if self.peers[slot].connect_to.is_some() => {
+                Err(Refusal::HelloFromConnectedPeer { from })
+            }
+            _ => Ok(slot),
+        }
+    }
+
+    fn go_up(
+        &mut self,
+        index: usize,
+        connection: &mut Connection,
+        slot: usize,
+    ) -> Result<(), CloseReason> {
+        let Phase::AwaitHello { expected } = connection.phase else {
+            unreachable!("only a connection awaiting its hello goes up");
+        };
+        // The writer needs its own handle on the socket: the send thread
+        // registers it with its own poll, and it must outlive our borrow.
+        let fd = connection
+            .stream
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(CloseReason::Setup)?;
+        let mut write_half = TcpStream::from(fd);
+        let peer = &mut self.peers[slot];
+        let generation = peer.generation + 1;
+        if let Some(send) = &self.shared.send {
+            send.registry
+                .register(&mut write_half, Token(slot), Interest::WRITABLE)
+                .map_err(CloseReason::Setup)?;
+        }
+        peer.generation = generation;
+        peer.connection = Some(index);
+        let shared_peer = &self.shared.peers[slot];
+        *shared_peer.lock_writer() = Some(Writer::new(write_half, slot, generation));
+        shared_peer.set_up(generation);
+        connection.phase = Phase::Up { slot, generation };
+        self.handshaking -= 1;
+        if expected.is_none() {
+            self.incoming_pending -= 1;
+        }
+        let node = peer.node;
+        tracing::info!(%node, addr = %connection.addr, "connection up");
+        self.notify(SignalBody::NodeConnected { node });
+        Ok(())
+    }
+
+    fn notify(&mut self, body: SignalBody) {
+        let signal = Signal {
+            receiver: self.notify,
+            sender: BlockRef::new(self.shared.me, BlockNumber::PROCESS, 0),
+            body,
+        };
+        self.sink.deliver(signal);
+        self.delivered = true;
+    }
+
+    // ---- closing ----
+
+    fn run_commands(&mut self) {
+        self.shared.take_commands(&mut self.commands);
+        for command in std::mem::take(&mut self.commands) {
+            let Some(index) = self.peers[command.slot].connection else {
+                continue;
+            };
+            let current = matches!(
+                self.connections[index].as_ref().map(|c| &c.phase),
+                Some(Phase::Up { generation, .. }) if *generation == command.generation
+            );
+            if current {
+                self.close_index(index, command.reason);
+            }
+        }
+    }
+
+    /// Closes connections whose hello is overdue, and connects to peers that are due.
+    fn maintain(&mut self, now: Instant) {
+        if self.handshaking > 0 {
+            for index in 0..self.connections.len() {
+                let overdue = matches!(
+                    &self.connections[index],
+                    Some(c) if !matches!(c.phase, Phase::Up { .. }) && c.deadline <= now
+                );
+                if overdue {
+                    let timeout_ms = HANDSHAKE_TIMEOUT_MS;
+                    self.close_index(index, CloseReason::HandshakeTimeout { timeout_ms });
+                }
+            }
+        }
+        for slot in 0..self.peers.len() {
+            let peer = &self.peers[slot];
+            if peer.connect_to.is_some() && peer.connection.is_none() && peer.next_connect <= now {
+                self.connect(slot, now);
+            }
+        }
+    }
+
+    fn close_index(&mut self, index: usize, reason: CloseReason) {
+        if let Some(connection) = self.connections[index].take() {
+            self.close(index, connection, reason);
+        }
+    }
+
+    fn close(&mut self, index: usize, mut connection: Connection, reason: CloseReason) {
+        let addr = connection.addr;
+        // The writer holds a second descriptor of this socket: shut the
+        // socket itself down so the peer sees the close now.
+        let _ = connection.stream.shutdown(Shutdown::Both);
+        if let Err(error) = self.poll.registry().deregister(&mut connection.stream) {
+            tracing::debug!(%addr, %error, "deregistering a closed connection failed");
+        }
+        drop(connection.stream);
+        self.free.push(index);
+        match connection.phase {
+            Phase::Up { slot, generation } => {
+                self.detach_writer(slot, generation);
+                let peer = &mut self.peers[slot];
+                assert_eq!(peer.connection, Some(index));
+                peer.connection = None;
+                peer.next_connect = Instant::now() + self.reconnect_interval;
+                let node = peer.node;
+                log_close(node, addr, &reason);
+                self.notify(SignalBody::NodeDisconnected { node });
+            }
+            Phase::Connecting { slot }
+            | Phase::AwaitHello {
+                expected: Some(slot),
+            } => {
+                self.handshaking -= 1;
+                let peer = &mut self.peers[slot];
+                assert_eq!(peer.connection, Some(index));
+                peer.connection = None;
+                if matches!(reason, CloseReason::Refused(_)) {
+                    tracing::warn!(node = %peer.node, %addr, %reason, "connection refused");
+                } else {
+                    // Expected while the peer is down; retried every reconnect interval.
+                    tracing::debug!(node = %peer.node, %addr, %reason, "connection attempt failed");
+                }
+            }
+            Phase::AwaitHello { expected: None } => {
+                self.handshaking -= 1;
+                self.incoming_pending -= 1;
+                match reason {
+                    CloseReason::Refused(_) | CloseReason::HandshakeTimeout { .. } => {
+                        tracing::warn!(%addr, %reason, "incoming connection refused")
+                    }
+                    _ => {
+                        tracing::debug!(%addr, %reason, "incoming connection closed before its hello")
+                    }
+                }
+            }
+        }
+    }
+
+    fn detach_writer(&self, slot: usize, generation: u64) {
+        let peer = &self.shared.peers[slot];
+        peer.set_down(generation);
+        let writer = peer.lock_writer().take();
+        let Some(mut writer) = writer else {
+            return;
+        };
+        assert_eq!(writer.generation(), generation);
+        writer.discard(&self.shared.counters);
+        if let Some(send) = &self.shared.send {
+            if let Err(error) = send.registry.deregister(writer.stream_mut()) {
+                tracing::debug!(node = %peer.node, %error, "deregistering a write half failed");
+            }
+        }
+    }
+
+    /// Shutdown: close everything without notices (the owner is stopping).
+    fn close_all(&mut self) {
+        for index in 0..self.connections.len() {
+            let Some(connection) = self.connections[index].take() else {
+                continue;
+            };
+            let _ = connection.stream.shutdown(Shutdown::Both);
+            if let Phase::Up { slot, generation } = connection.phase {
+                self.detach_writer(slot, generation);
+            }
+        }
+    }
+}
+
+fn log_close(node: NodeId, addr: SocketAddr, reason: &CloseReason) {
+    match reason {
+        CloseReason::SendBufferFull { bytes } => tracing::warn!(
+            %node,
+            "send buffer to node {node} full ({bytes} bytes): peer too slow, disconnecting"
+        ),
+        CloseReason::PeerClosed | CloseReason::Requested | CloseReason::Replaced => {
+            tracing::info!(%node, %addr, %reason, "connection closed")
+        }
+        _ => tracing::warn!(%node, %addr, %reason, "connection closed"),
+    }
+}
+
+/// The checks every signal from an up connection passes before delivery.
+fn check_signal(signal: &Signal, peer: NodeId, me: NodeId) -> Result<(), Refusal> {
+    let name = signal.body.name();
+    if signal.sender.node != peer {
+        return Err(Refusal::ForgedSender {
+            name,
+            sender: signal.sender.node,
+            peer,
+        });
+    }
+    if signal.receiver.node != me {
+        return Err(Refusal::WrongReceiver {
+            name,
+            receiver: signal.receiver.node,
+            me,
+        });
+    }
+    if matches!(signal.body, SignalBody::TransportHello { .. }) {
+        return Err(Refusal::HelloAfterHandshake);
+    }
+    if signal.body.is_local_only() {
+        return Err(Refusal::LocalOnly { name });
+    }
+    Ok(())
+}

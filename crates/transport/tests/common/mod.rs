@@ -1,0 +1,164 @@
+//! Helpers shared by the transport's integration tests: a sink that
+//! forwards to a channel, node configurations on 127.0.0.1, and bounded
+//! waits (every wait fails the test after `WAIT_MS` instead of hanging).
+
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::time::{Duration, Instant};
+
+use signal::{BlockNumber, BlockRef, NodeId, Signal, SignalBody};
+use transport::{InboundSink, PeerConfig, Transport, TransportConfig};
+
+/// Longest wait for anything; generous for a loaded 2-core machine.
+pub const WAIT_MS: u64 = 20_000;
+
+pub fn node(id: u8) -> NodeId {
+    NodeId::new(id).expect("test node ids are nonzero")
+}
+
+pub fn membership(id: u8) -> BlockRef {
+    BlockRef::new(node(id), BlockNumber::MEMBERSHIP, 0)
+}
+
+pub fn heartbeat(from: u8, to: u8, view_id: u32) -> Signal {
+    Signal {
+        receiver: membership(to),
+        sender: membership(from),
+        body: SignalBody::Heartbeat { view_id },
+    }
+}
+
+pub fn init_tracing() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+}
+
+struct ChannelSink(Sender<Signal>);
+
+impl InboundSink for ChannelSink {
+    fn deliver(&mut self, signal: Signal) {
+        // The test may have finished with its inbox; nothing to do then.
+        let _ = self.0.send(signal);
+    }
+
+    fn flush(&mut self) {}
+}
+
+/// What one transport delivered, in order.
+pub struct Inbox(Receiver<Signal>);
+
+impl Inbox {
+    pub fn next(&self) -> Signal {
+        match self.0.recv_timeout(Duration::from_millis(WAIT_MS)) {
+            Ok(signal) => signal,
+            Err(RecvTimeoutError::Timeout) => panic!("nothing delivered within {WAIT_MS} ms"),
+            Err(RecvTimeoutError::Disconnected) => panic!("the transport is gone"),
+        }
+    }
+
+    /// The next signal, if one arrives within `ms`.
+    pub fn next_within(&self, ms: u64) -> Option<Signal> {
+        self.0.recv_timeout(Duration::from_millis(ms)).ok()
+    }
+
+    pub fn expect_body(&self, body: SignalBody) -> Signal {
+        let signal = self.next();
+        assert_eq!(signal.body, body, "unexpected signal {signal:?}");
+        signal
+    }
+
+    /// Receives `count` heartbeats from `from`, asserting they come in
+    /// sequence from `first`; other signals are not expected.
+    pub fn expect_sequence(&self, from: u8, first: u32, count: u32) {
+        for expected in first..first + count {
+            let signal = self.next();
+            assert_eq!(signal.sender, membership(from), "{signal:?}");
+            match signal.body {
+                SignalBody::Heartbeat { view_id } => assert_eq!(view_id, expected),
+                other => panic!("expected heartbeat {expected}, got {other:?}"),
+            }
+        }
+    }
+}
+
+pub fn config(
+    me: u8,
+    listen: bool,
+    peers: &[(u8, Option<SocketAddr>)],
+    send_thread: bool,
+) -> TransportConfig {
+    let mut config = TransportConfig::new(node(me), membership(me));
+    if listen {
+        config.listen = Some(SocketAddr::from(([127, 0, 0, 1], 0)));
+    }
+    config.peers = peers
+        .iter()
+        .map(|&(id, connect_to)| PeerConfig {
+            node: node(id),
+            connect_to,
+        })
+        .collect();
+    config.reconnect_interval_ms = 20;
+    config.send_thread = send_thread;
+    config
+}
+
+pub fn start(config: TransportConfig) -> (Transport, Inbox) {
+    let (sender, receiver) = mpsc::channel();
+    let transport =
+        Transport::start(config, Box::new(ChannelSink(sender))).expect("transport starts");
+    (transport, Inbox(receiver))
+}
+
+/// Node 1 listens (and accepts nodes 2 and `extra_peers`), node 2 connects
+/// to it; returns once both saw `NodeConnected`.
+pub fn pair(send_thread: bool, extra_peers: &[u8]) -> ((Transport, Inbox), (Transport, Inbox)) {
+    pair_with(send_thread, extra_peers, 20)
+}
+
+/// `pair`, with node 2 retrying its connect every `reconnect_ms`.
+pub fn pair_with(
+    send_thread: bool,
+    extra_peers: &[u8],
+    reconnect_ms: u64,
+) -> ((Transport, Inbox), (Transport, Inbox)) {
+    init_tracing();
+    let mut peers = vec![(2, None)];
+    peers.extend(extra_peers.iter().map(|&id| (id, None)));
+    let one = start(config(1, true, &peers, send_thread));
+    let addr = one.0.local_addr().expect("node 1 listens");
+    let mut config_two = config(2, false, &[(1, Some(addr))], send_thread);
+    config_two.reconnect_interval_ms = reconnect_ms;
+    let two = start(config_two);
+    one.1
+        .expect_body(SignalBody::NodeConnected { node: node(2) });
+    two.1
+        .expect_body(SignalBody::NodeConnected { node: node(1) });
+    assert!(one.0.is_connected(node(2)));
+    assert!(two.0.is_connected(node(1)));
+    (one, two)
+}
+
+/// Sends heartbeats `first..first + count` from `from` to `to`, flushing every `batch`.
+pub fn send_sequence(transport: &Transport, from: u8, to: u8, first: u32, count: u32, batch: u32) {
+    let mut sender = transport.sender();
+    for view_id in first..first + count {
+        sender.send(&heartbeat(from, to, view_id));
+        if (view_id - first + 1).is_multiple_of(batch) {
+            sender.flush();
+        }
+    }
+    sender.flush();
+}
+
+pub fn wait_until(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_millis(WAIT_MS);
+    while !condition() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}

@@ -1,0 +1,257 @@
+//! Bad input from the network is refused and its connection closed, while
+//! the good connection between nodes 1 and 2 keeps working.
+
+mod common;
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+use common::*;
+use signal::frame::{FRAME_HEADER_BYTES, FRAME_PAYLOAD_MAX_BYTES};
+use signal::{decode_frame, encode_frame, BlockNumber, BlockRef, Signal, SignalBody, VERSION};
+use transport::Transport;
+
+/// A node id that connects to node 1 in these tests through a raw socket.
+const RAW_NODE: u8 = 3;
+
+fn process(id: u8) -> BlockRef {
+    BlockRef::new(node(id), BlockNumber::PROCESS, 0)
+}
+
+fn hello_with_version(from: u8, to: u8, version: u32) -> Signal {
+    Signal {
+        receiver: process(to),
+        sender: process(from),
+        body: SignalBody::TransportHello {
+            from: node(from),
+            to: node(to),
+            version,
+        },
+    }
+}
+
+fn hello(from: u8, to: u8) -> Signal {
+    hello_with_version(from, to, VERSION)
+}
+
+fn frame(signals: &[Signal]) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    encode_frame(signals, &mut bytes).expect("test frames fit");
+    bytes
+}
+
+fn raw_connect(addr: SocketAddr) -> TcpStream {
+    let stream = TcpStream::connect(addr).expect("connect to node 1");
+    stream
+        .set_read_timeout(Some(Duration::from_millis(WAIT_MS)))
+        .expect("read timeout");
+    stream
+}
+
+/// Reads one whole frame and returns its signals.
+fn read_frame(stream: &mut TcpStream) -> Vec<Signal> {
+    let mut bytes = vec![0u8; FRAME_HEADER_BYTES];
+    stream.read_exact(&mut bytes).expect("a frame header");
+    let payload = signal::frame::check_header(&bytes).expect("a valid header");
+    bytes.resize(FRAME_HEADER_BYTES + payload, 0);
+    stream
+        .read_exact(&mut bytes[FRAME_HEADER_BYTES..])
+        .expect("the frame payload");
+    let (frame, used) = decode_frame(&bytes).expect("valid").expect("whole");
+    assert_eq!(used, bytes.len());
+    frame
+        .signals()
+        .collect::<Result<_, _>>()
+        .expect("valid signals")
+}
+
+/// Connects as `RAW_NODE` and completes the handshake.
+fn raw_handshake(addr: SocketAddr) -> TcpStream {
+    let mut stream = raw_connect(addr);
+    stream
+        .write_all(&frame(&[hello(RAW_NODE, 1)]))
+        .expect("send hello");
+    let reply = read_frame(&mut stream);
+    assert_eq!(reply, vec![hello(1, RAW_NODE)]);
+    stream
+}
+
+/// The peer closed the connection (an orderly close or a reset).
+fn assert_closed(stream: &mut TcpStream) {
+    let mut buffer = [0u8; 256];
+    loop {
+        match stream.read(&mut buffer) {
+            Ok(0) => return,
+            Ok(_) => continue,
+            Err(error)
+                if matches!(
+                    error.kind(),
+                    ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted
+                ) =>
+            {
+                return
+            }
+            Err(error) => panic!("connection not closed: {error}"),
+        }
+    }
+}
+
+/// Nodes 1 and 2 still talk both ways, and nothing else reached node 1.
+fn assert_good_link_works(one: &Transport, inbox_one: &Inbox, two: &Transport, inbox_two: &Inbox) {
+    assert!(one.is_connected(node(2)) && two.is_connected(node(1)));
+    send_sequence(two, 2, 1, 0, 200, 20);
+    send_sequence(one, 1, 2, 0, 200, 20);
+    inbox_one.expect_sequence(2, 0, 200);
+    inbox_two.expect_sequence(1, 0, 200);
+}
+
+/// Sends `bytes` on a fresh raw connection and expects it refused.
+fn refused_before_handshake(bytes: &[u8]) {
+    let ((one, inbox_one), (two, inbox_two)) = pair(true, &[RAW_NODE]);
+    let addr = one.local_addr().expect("node 1 listens");
+    let mut raw = raw_connect(addr);
+    raw.write_all(bytes).expect("write to node 1");
+    assert_closed(&mut raw);
+    wait_until("the refusal is counted", || one.stats().frames_refused == 1);
+    assert!(!one.is_connected(node(RAW_NODE)));
+    assert_good_link_works(&one, &inbox_one, &two, &inbox_two);
+    one.shutdown();
+    two.shutdown();
+}
+
+#[test]
+fn garbage_is_refused() {
+    refused_before_handshake(b"GET / HTTP/1.1\r\nHost: skarv\r\n\r\n");
+}
+
+#[test]
+fn bad_checksum_is_refused() {
+    let mut bytes = frame(&[hello(RAW_NODE, 1)]);
+    bytes[12] ^= 0xff;
+    refused_before_handshake(&bytes);
+}
+
+#[test]
+fn bad_header_is_refused_before_its_payload() {
+    // A header announcing more than a frame may carry; no payload follows,
+    // and node 1 must not wait for it.
+    let mut bytes = frame(&[hello(RAW_NODE, 1)]);
+    bytes[8..12].copy_from_slice(&(FRAME_PAYLOAD_MAX_BYTES as u32 + 1).to_le_bytes());
+    refused_before_handshake(&bytes[..FRAME_HEADER_BYTES]);
+}
+
+#[test]
+fn hello_to_another_node_is_refused() {
+    refused_before_handshake(&frame(&[hello(RAW_NODE, 4)]));
+}
+
+#[test]
+fn hello_from_unconfigured_node_is_refused() {
+    refused_before_handshake(&frame(&[hello(9, 1)]));
+}
+
+#[test]
+fn hello_with_incompatible_version_is_refused() {
+    refused_before_handshake(&frame(&[hello_with_version(RAW_NODE, 1, VERSION + 10_000)]));
+}
+
+#[test]
+fn signal_before_hello_is_refused() {
+    refused_before_handshake(&frame(&[heartbeat(RAW_NODE, 1, 1)]));
+}
+
+/// Completes the handshake as `RAW_NODE`, then sends `bad`: the connection
+/// goes up, the bad frame closes it, and nothing of it is delivered.
+fn refused_after_handshake(bad: Signal) {
+    let ((one, inbox_one), (two, inbox_two)) = pair(true, &[RAW_NODE]);
+    let addr = one.local_addr().expect("node 1 listens");
+    let mut raw = raw_handshake(addr);
+    inbox_one.expect_body(SignalBody::NodeConnected {
+        node: node(RAW_NODE),
+    });
+    // A good signal first in the same frame: a frame is refused whole.
+    raw.write_all(&frame(&[heartbeat(RAW_NODE, 1, 1), bad]))
+        .expect("write to node 1");
+    assert_closed(&mut raw);
+    inbox_one.expect_body(SignalBody::NodeDisconnected {
+        node: node(RAW_NODE),
+    });
+    assert_eq!(one.stats().frames_refused, 1);
+    assert_eq!(one.stats().signals_received, 0);
+    assert_good_link_works(&one, &inbox_one, &two, &inbox_two);
+    one.shutdown();
+    two.shutdown();
+}
+
+#[test]
+fn forged_sender_is_refused() {
+    refused_after_handshake(heartbeat(2, 1, 2));
+}
+
+#[test]
+fn signal_for_another_node_is_refused() {
+    refused_after_handshake(heartbeat(RAW_NODE, 2, 2));
+}
+
+#[test]
+fn local_only_signal_is_refused() {
+    refused_after_handshake(Signal {
+        receiver: membership(1),
+        sender: membership(RAW_NODE),
+        body: SignalBody::NodeDisconnected { node: node(2) },
+    });
+}
+
+#[test]
+fn second_hello_is_refused() {
+    refused_after_handshake(hello(RAW_NODE, 1));
+}
+
+#[test]
+fn good_raw_peer_is_delivered() {
+    let ((one, inbox_one), (two, _inbox_two)) = pair(true, &[RAW_NODE]);
+    let addr = one.local_addr().expect("node 1 listens");
+    let mut raw = raw_handshake(addr);
+    inbox_one.expect_body(SignalBody::NodeConnected {
+        node: node(RAW_NODE),
+    });
+    raw.write_all(&frame(&[
+        heartbeat(RAW_NODE, 1, 0),
+        heartbeat(RAW_NODE, 1, 1),
+    ]))
+    .expect("write to node 1");
+    inbox_one.expect_sequence(RAW_NODE, 0, 2);
+    // And node 1 sends to it.
+    let mut sender = one.sender();
+    sender.send(&heartbeat(1, RAW_NODE, 42));
+    sender.flush();
+    assert_eq!(read_frame(&mut raw), vec![heartbeat(1, RAW_NODE, 42)]);
+    drop(sender);
+    one.shutdown();
+    two.shutdown();
+}
+
+#[test]
+fn restarted_peer_replaces_its_old_connection() {
+    let ((one, inbox_one), (two, _inbox_two)) = pair(true, &[RAW_NODE]);
+    let addr = one.local_addr().expect("node 1 listens");
+    let mut first = raw_handshake(addr);
+    inbox_one.expect_body(SignalBody::NodeConnected {
+        node: node(RAW_NODE),
+    });
+    let mut second = raw_handshake(addr);
+    inbox_one.expect_body(SignalBody::NodeDisconnected {
+        node: node(RAW_NODE),
+    });
+    inbox_one.expect_body(SignalBody::NodeConnected {
+        node: node(RAW_NODE),
+    });
+    assert_closed(&mut first);
+    second
+        .write_all(&frame(&[heartbeat(RAW_NODE, 1, 7)]))
+        .expect("write to node 1");
+    inbox_one.expect_sequence(RAW_NODE, 7, 1);
+    one.shutdown();
+    two.shutdown();
+}
