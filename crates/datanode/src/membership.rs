@@ -253,7 +253,8 @@ impl Membership {
         // beside theirs (exactly half will need the arbitrator, later).
         let present = 1 + fresh_starting.len();
         let enough = present * 2 >= self.config.data_nodes.len();
-        if !(all_connected && all_heard) && !(waited && enough) {
+        let everyone = all_connected && all_heard;
+        if !(everyone || (waited && enough)) {
             return;
         }
         let view = MembershipView {

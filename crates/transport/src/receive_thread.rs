@@ -103,6 +103,8 @@ pub(crate) struct ReceiveThread {
     /// Accepted connections in `AwaitHello`.
     incoming_pending: usize,
     delivered: bool,
+    /// Set when accepting failed with connections possibly left in the backlog.
+    accept_retry_at: Option<Instant>,
     notify: BlockRef,
     reconnect_interval: Duration,
     /// true without a send thread: flushing senders may leave bytes for us to write.
@@ -148,6 +150,7 @@ impl ReceiveThread {
             handshaking: 0,
             incoming_pending: 0,
             delivered: false,
+            accept_retry_at: None,
             notify: config.notify,
             reconnect_interval: Duration::from_millis(config.reconnect_interval_ms),
         })
@@ -201,6 +204,9 @@ impl ReceiveThread {
             return Duration::ZERO;
         }
         let mut wake_at = now + Duration::from_millis(IDLE_POLL_MS);
+        if let Some(at) = self.accept_retry_at {
+            wake_at = wake_at.min(at);
+        }
         for peer in &self.peers {
             if peer.connect_to.is_some() && peer.connection.is_none() {
                 wake_at = wake_at.min(peer.next_connect);
@@ -228,7 +234,10 @@ impl ReceiveThread {
                 Err(error) if error.kind() == io::ErrorKind::WouldBlock => return,
                 Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
                 Err(error) => {
+                    // E.g. out of file descriptors. The listener is
+                    // edge-triggered, so retry on our own a little later.
                     tracing::warn!(%error, "accepting a connection failed");
+                    self.accept_retry_at = Some(Instant::now() + self.reconnect_interval);
                     return;
                 }
             };
@@ -281,7 +290,9 @@ impl ReceiveThread {
         };
         if let Err(error) = self.poll.registry().register(&mut stream, token, interest) {
             tracing::warn!(%addr, %error, "cannot register a connection");
-            self.free.push(index);
+            if index < self.connections.len() {
+                self.free.push(index);
+            }
             return None;
         }
         let connection = Connection {
@@ -630,8 +641,12 @@ impl ReceiveThread {
         }
     }
 
-    /// Closes connections whose hello is overdue, and connects to peers that are due.
+    /// Retries a failed accept, closes connections whose hello is overdue, and connects to peers that are due.
     fn maintain(&mut self, now: Instant) {
+        if self.accept_retry_at.is_some_and(|at| at <= now) {
+            self.accept_retry_at = None;
+            self.accept_all();
+        }
         if self.handshaking > 0 {
             for index in 0..self.connections.len() {
                 let overdue = matches!(

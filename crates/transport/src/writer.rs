@@ -86,6 +86,8 @@ impl Writer {
         counters: &Counters,
     ) -> Result<(), CloseReason> {
         assert!(self.accepts(chunk.generation));
+        // An empty chunk would make `advance` stall on it.
+        assert!(!chunk.bytes.is_empty());
         let bytes = self.pending_bytes + chunk.bytes.len();
         if bytes > max_bytes {
             add(&counters.signals_dropped, chunk.signals);
