@@ -600,14 +600,17 @@ impl Membership {
         let members: Vec<u8> = next.members.iter().map(|n| n.get()).collect();
         self.install_view(next, ctx);
         for node in gone {
-            self.event(
-                ctx,
-                Severity::Alert,
-                format!("node {node} declared failed ({reason:?}); members now {members:?}"),
-            );
+            if reason == FailReason::Stopped {
+                let text = format!("node {node} left the cluster (stopped); members now {members:?}");
+                self.event(ctx, Severity::Info, text);
+            } else {
+                let text = format!("node {node} declared failed ({reason:?}); members now {members:?}");
+                self.event(ctx, Severity::Alert, text);
+            }
         }
         if took_over {
-            self.event(ctx, Severity::Warning, format!("took over as president from node {}", view.president));
+            let severity = if reason == FailReason::Stopped { Severity::Info } else { Severity::Warning };
+            self.event(ctx, severity, format!("took over as president from node {}", view.president));
         }
     }
 

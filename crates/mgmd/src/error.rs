@@ -11,6 +11,9 @@ pub enum MgmError {
     #[error("cannot read the cluster configuration {path}: {source}")]
     ReadConfig { path: PathBuf, source: io::Error },
 
+    #[error("the cluster configuration {path} is larger than {max_bytes} bytes")]
+    ConfigTooLarge { path: PathBuf, max_bytes: usize },
+
     /// The parser's own message, which names the file and line.
     #[error("{0}")]
     Config(String),
@@ -45,7 +48,9 @@ pub enum MgmError {
     #[error("the management server at {address} closed the connection")]
     Closed { address: String },
 
-    #[error("no answer from the management server at {address} to {request} within {timeout_ms} ms")]
+    #[error(
+        "no answer from the management server at {address} to {request} within {timeout_ms} ms"
+    )]
     Timeout {
         address: String,
         request: &'static str,

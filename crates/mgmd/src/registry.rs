@@ -237,7 +237,11 @@ impl Registry {
     }
 
     fn check_requested(&self, node: NodeId, node_type: NodeType) -> Result<NodeId, String> {
-        let Some(slot) = self.slots.get(&node).filter(|s| s.config.node_type == node_type) else {
+        let Some(slot) = self
+            .slots
+            .get(&node)
+            .filter(|s| s.config.node_type == node_type)
+        else {
             return Err(format!(
                 "node id {node} is not {} in {} ({})",
                 with_article(node_type),
@@ -360,11 +364,9 @@ impl Registry {
             (NodeType::Data, Some(StopOrder::Stop)) => {
                 (NodeState::NotConnected, Severity::Info, "stopped")
             }
-            (NodeType::Data, Some(StopOrder::Restart)) => (
-                NodeState::Restarting,
-                Severity::Info,
-                "stopped for restart",
-            ),
+            (NodeType::Data, Some(StopOrder::Restart)) => {
+                (NodeState::Restarting, Severity::Info, "stopped for restart")
+            }
             _ => (
                 NodeState::NotConnected,
                 Severity::Info,
@@ -397,10 +399,10 @@ impl Registry {
                     ));
                 };
                 if slot.session.is_none() {
-                    return Err(format!(
-                        "node {node} is not connected (it is {})",
-                        slot.state.as_str()
-                    ));
+                    return Err(match slot.state {
+                        NodeState::NotConnected => format!("node {node} is not connected"),
+                        state => format!("node {node} is not connected (it is {})", state.as_str()),
+                    });
                 }
                 vec![node]
             }
@@ -673,7 +675,7 @@ mod tests {
         assert_eq!(state(&r, 2), NodeState::NotConnected);
         assert_eq!(
             r.order_stop(Some(node(2)), false),
-            Err("node 2 is not connected (it is not connected)".to_owned())
+            Err("node 2 is not connected".to_owned())
         );
         assert_eq!(r.order_stop(None, true), Ok(vec![(node(3), 2)]));
         assert_eq!(state(&r, 3), NodeState::Restarting);

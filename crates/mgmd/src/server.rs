@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::fs;
-use std::io;
+use std::io::{self, Read};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,6 +15,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+use signal::frame::FRAME_PAYLOAD_MAX_BYTES;
 use signal::{BlockNumber, BlockRef, NodeId, Severity, Signal, SignalBody};
 
 use crate::cluster_log::ClusterLog;
@@ -30,6 +31,9 @@ pub const UNREGISTERED_IDLE_TIMEOUT_MS: u64 = 60_000;
 pub const WRITE_TIMEOUT_MS: u64 = 5_000;
 /// On `MgmShutdownReq`, how long to wait for the data nodes to go.
 pub const SHUTDOWN_WAIT_MS: u64 = 10_000;
+/// The largest configuration file served: half a frame, far above any real
+/// `config.ini` (255 nodes take some tens of kilobytes).
+pub const CONFIG_INI_MAX_BYTES: usize = FRAME_PAYLOAD_MAX_BYTES / 2;
 /// How often silent data nodes are looked for.
 pub const HEARTBEAT_CHECK_INTERVAL_MS: u64 = 50;
 /// The self-connection that wakes the listener at shutdown.
@@ -115,12 +119,10 @@ impl MgmServer {
     /// starts serving.
     pub fn start(options: ServerOptions) -> Result<MgmServer, MgmError> {
         let path = &options.config_path;
-        let config_ini = fs::read_to_string(path).map_err(|source| MgmError::ReadConfig {
-            path: path.clone(),
-            source,
-        })?;
+        let config_ini = read_config(path)?;
         let config_name = path.display().to_string();
-        let config: config::ClusterConfig = Err(MgmError::Config(config_name.clone()))?;
+        let config = config::parse(&config_ini, &config_name)
+            .map_err(|error| MgmError::Config(error.to_string()))?;
         let mgmd = match options.node_id {
             Some(id) => config
                 .management_nodes
@@ -269,6 +271,27 @@ fn spawn(
         .name(name.to_owned())
         .spawn(body)
         .map_err(|source| MgmError::Spawn { thread, source })
+}
+
+/// Reads the configuration file, which must fit one frame with room to
+/// spare: nodes receive it whole in `MgmAllocNodeIdConf`.
+fn read_config(path: &Path) -> Result<String, MgmError> {
+    let read_error = |source| MgmError::ReadConfig {
+        path: path.to_owned(),
+        source,
+    };
+    let file = fs::File::open(path).map_err(read_error)?;
+    let mut text = String::new();
+    file.take(CONFIG_INI_MAX_BYTES as u64 + 1)
+        .read_to_string(&mut text)
+        .map_err(read_error)?;
+    if text.len() > CONFIG_INI_MAX_BYTES {
+        return Err(MgmError::ConfigTooLarge {
+            path: path.to_owned(),
+            max_bytes: CONFIG_INI_MAX_BYTES,
+        });
+    }
+    Ok(text)
 }
 
 fn host_port(host: &str, port: u16) -> String {
@@ -607,10 +630,7 @@ impl Shared {
                 self.request_shutdown();
                 Ok(())
             }
-            other => Err(format!(
-                "{} is not a management request",
-                other.name()
-            )),
+            other => Err(format!("{} is not a management request", other.name())),
         }
     }
 

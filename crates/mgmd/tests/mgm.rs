@@ -203,7 +203,10 @@ fn node_ids_are_granted_and_refused_with_reasons() {
     assert_eq!(allocation.node_id, node(3));
     let written = fs::read_to_string(&cluster.config_path).expect("config");
     assert_eq!(allocation.config_ini, written, "configuration verbatim");
-    assert_eq!(allocation.config_name, cluster.config_path.display().to_string());
+    assert_eq!(
+        allocation.config_name,
+        cluster.config_path.display().to_string()
+    );
     assert_eq!(first.node_id(), Some(node(3)));
 
     let mut second = cluster.client();
@@ -313,7 +316,10 @@ fn stop_order_reaches_the_node_and_it_ends_not_connected() {
     cluster.wait_for_state(2, NodeState::Started);
 
     let mut admin = cluster.client();
-    assert_eq!(admin.stop(Some(node(2)), false).expect("stop"), vec![node(2)]);
+    assert_eq!(
+        admin.stop(Some(node(2)), false).expect("stop"),
+        vec![node(2)]
+    );
     let order = reader.recv().expect("stop order arrives");
     assert_eq!(order.body, SignalBody::MgmStopOrd { restart: false });
     assert_eq!(order.receiver.node, node(2));
@@ -327,10 +333,19 @@ fn stop_order_reaches_the_node_and_it_ends_not_connected() {
     let message = refusal(admin.stop(Some(node(2)), false));
     assert!(message.starts_with("node 2 is not connected"), "{message}");
     let message = refusal(admin.stop(Some(node(7)), false));
-    assert!(message.starts_with("node 7 is not a data node"), "{message}");
+    assert!(
+        message.starts_with("node 7 is not a data node"),
+        "{message}"
+    );
     let message = refusal(admin.stop(Some(node(9)), true));
-    assert!(message.starts_with("node 9 is not a data node"), "{message}");
-    assert_eq!(admin.stop(None, false).expect("stop all"), Vec::<NodeId>::new());
+    assert!(
+        message.starts_with("node 9 is not a data node"),
+        "{message}"
+    );
+    assert_eq!(
+        admin.stop(None, false).expect("stop all"),
+        Vec::<NodeId>::new()
+    );
 }
 
 #[test]
@@ -397,14 +412,12 @@ fn cluster_log_has_the_events_in_ndb_format() {
     // 2026-11-21 15:30:00 [MgmtSrvr] WARNING  -- Node 2: …
     let (time, rest) = line.split_at(19);
     assert!(
-        time.bytes()
-            .enumerate()
-            .all(|(i, b)| match i {
-                4 | 7 => b == b'-',
-                10 => b == b' ',
-                13 | 16 => b == b':',
-                _ => b.is_ascii_digit(),
-            }),
+        time.bytes().enumerate().all(|(i, b)| match i {
+            4 | 7 => b == b'-',
+            10 => b == b' ',
+            13 | 16 => b == b':',
+            _ => b.is_ascii_digit(),
+        }),
         "{line}"
     );
     assert_eq!(

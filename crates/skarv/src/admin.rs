@@ -105,7 +105,15 @@ fn ordered(what: &str, nodes: &[NodeId]) -> String {
     }
 }
 
-const TABLE_HEADER: [&str; 7] = ["id", "type", "host", "node group", "state", "pid", "version"];
+const TABLE_HEADER: [&str; 7] = [
+    "id",
+    "type",
+    "host",
+    "node group",
+    "state",
+    "pid",
+    "version",
+];
 
 fn table_row(node: &NodeStatusEntry) -> [String; 7] {
     [

@@ -1,6 +1,7 @@
 //! `skarv mgmd`: runs the management server until it is shut down (by
 //! `skarv admin shutdown`) or told to stop by SIGINT or SIGTERM.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread;
@@ -71,6 +72,7 @@ fn init_logging() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .try_init();
 }
 

@@ -197,3 +197,86 @@ fn a_bad_config_is_refused_with_the_parameter_and_line() {
     assert!(stderr.contains("NoOfReplicas"), "{stderr}");
     assert!(stderr.contains(":3:"), "the message names line 3: {stderr}");
 }
+
+/// Processes started by a test, stopped through the mgmd and then killed.
+struct Processes {
+    connect: String,
+    children: Vec<std::process::Child>,
+}
+
+impl Drop for Processes {
+    fn drop(&mut self) {
+        let _ = skarv(&["admin", "--connect", &self.connect, "shutdown"]);
+        for child in &mut self.children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn spawn_skarv(args: &[&str], log: &Path) -> std::process::Child {
+    let file = std::fs::File::create(log).unwrap();
+    Command::new(SKARV)
+        .args(args)
+        .stdout(file.try_clone().unwrap())
+        .stderr(file)
+        .spawn()
+        .expect("spawn skarv")
+}
+
+#[test]
+fn with_stop_on_error_a_killed_data_node_stays_down() {
+    let dir = scratch_dir("stoponerror");
+    let base = free_base_port(8);
+    let config = dir.join("config.ini");
+    std::fs::write(
+        &config,
+        format!(
+            "[ndbd default]\nNoOfReplicas=1\nDataMemory=16M\nStopOnError=1\n\
+             [ndb_mgmd]\nNodeId=1\nHostName=127.0.0.1\nPortNumber={base}\nDataDir={dir}/mgmd\n\
+             [ndbd]\nNodeId=2\nHostName=127.0.0.1\nServerPort={p2}\nDataDir={dir}/n2\n\
+             [ndbd]\nNodeId=3\nHostName=127.0.0.1\nServerPort={p3}\nDataDir={dir}/n3\n",
+            dir = dir.display(),
+            p2 = base + 2,
+            p3 = base + 3,
+        ),
+    )
+    .unwrap();
+    let connect = format!("127.0.0.1:{base}");
+    let mut processes = Processes { connect: connect.clone(), children: Vec::new() };
+    processes.children.push(spawn_skarv(
+        &["mgmd", "--config-file", config.to_str().unwrap()],
+        &dir.join("mgmd.log"),
+    ));
+    for id in ["2", "3"] {
+        processes.children.push(spawn_skarv(
+            &["data", "--connect", &connect, "--node-id", id],
+            &dir.join(format!("node{id}.log")),
+        ));
+    }
+    wait_for("both data nodes started", Duration::from_secs(30), || {
+        let output = skarv(&["admin", "--connect", &connect, "show", "--json"]);
+        output.status.success() && {
+            let doc: Value = serde_json::from_slice(&output.stdout).unwrap();
+            [2, 3].iter().all(|id| node(&doc, *id)["state"] == "started")
+        }
+    });
+    let pid = node(&show(&connect), 3)["pid"].as_u64().unwrap();
+    // SAFETY: kill(2) on a pid this test just read from the cluster.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
+    wait_for("node 3 reported failed", Duration::from_secs(10), || {
+        node(&show(&connect), 3)["state"] == "failed"
+    });
+    // Its angel gives up: node 3's angel process ends, with a message.
+    let angel = &mut processes.children[2];
+    wait_for("the angel to exit", Duration::from_secs(10), || {
+        angel.try_wait().unwrap().is_some()
+    });
+    assert!(!angel.try_wait().unwrap().unwrap().success());
+    let log = std::fs::read_to_string(dir.join("node3.log")).unwrap();
+    assert!(log.contains("StopOnError=1"), "{log}");
+    std::thread::sleep(Duration::from_secs(1));
+    let after = show(&connect);
+    assert_eq!(node(&after, 3)["state"], "failed", "{after}");
+    assert_eq!(node(&after, 2)["state"], "started", "{after}");
+}
