@@ -40,7 +40,11 @@ struct Told {
 
 /// Runs the node command (`program` with `args`) under the angel until it
 /// stops for good. `initial_args` are used for the first start only (e.g. `--initial`).
-pub fn run(program: &std::path::Path, args: &[String], initial_args: &[String]) -> Result<(), String> {
+pub fn run(
+    program: &std::path::Path,
+    args: &[String],
+    initial_args: &[String],
+) -> Result<(), String> {
     let handler = on_terminate as extern "C" fn(libc::c_int) as libc::sighandler_t;
     // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
     unsafe {
@@ -65,11 +69,17 @@ pub fn run(program: &std::path::Path, args: &[String], initial_args: &[String]) 
             .spawn()
             .map_err(|e| format!("angel: cannot start {}: {e}", program.display()))?;
         starts += 1;
-        eprintln!("angel: started data node process {} (start {starts})", child.id());
+        eprintln!(
+            "angel: started data node process {} (start {starts})",
+            child.id()
+        );
         pass_stdout(&mut child, Arc::clone(&told));
         let status = wait(&mut child)?;
         if TERMINATE.load(Ordering::SeqCst) {
-            eprintln!("angel: terminated; data node process ended with {}", describe(status));
+            eprintln!(
+                "angel: terminated; data node process ended with {}",
+                describe(status)
+            );
             return Ok(());
         }
         match status.code() {
@@ -81,14 +91,19 @@ pub fn run(program: &std::path::Path, args: &[String], initial_args: &[String]) 
                 eprintln!("angel: data node asked for a restart");
             }
             _ => {
-                let node = told.node_id().map_or_else(|| "?".to_owned(), |n| n.to_string());
+                let node = told
+                    .node_id()
+                    .map_or_else(|| "?".to_owned(), |n| n.to_string());
                 if told.stop_on_error.load(Ordering::SeqCst) == 1 {
                     return Err(format!(
                         "data node {node} {} and StopOnError=1: staying down",
                         describe(status)
                     ));
                 }
-                eprintln!("angel: data node {node} {}; restarting it", describe(status));
+                eprintln!(
+                    "angel: data node {node} {}; restarting it",
+                    describe(status)
+                );
             }
         }
         std::thread::sleep(RESTART_DELAY);
@@ -131,7 +146,8 @@ fn pass_stdout(child: &mut Child, told: Arc<Told>) {
                                 told.node_id.store(id, Ordering::SeqCst);
                             }
                         } else if let Some(flag) = field.strip_prefix("stop_on_error=") {
-                            told.stop_on_error.store(u8::from(flag == "1"), Ordering::SeqCst);
+                            told.stop_on_error
+                                .store(u8::from(flag == "1"), Ordering::SeqCst);
                         }
                     }
                 } else {

@@ -206,7 +206,11 @@ impl Membership {
         if self.phase != Phase::Starting {
             return;
         }
-        let candidates: Vec<NodeId> = self.connected.iter().filter(|n| self.is_data_node(*n)).collect();
+        let candidates: Vec<NodeId> = self
+            .connected
+            .iter()
+            .filter(|n| self.is_data_node(*n))
+            .collect();
         for node in candidates {
             ctx.send(
                 Self::membership_ref(node),
@@ -231,7 +235,9 @@ impl Membership {
         let fresh_starting: Vec<NodeId> = self
             .starting_peers
             .iter()
-            .filter(|(node, seen)| self.connected.contains(**node) && now - **seen <= STARTING_PEER_FRESH)
+            .filter(|(node, seen)| {
+                self.connected.contains(**node) && now - **seen <= STARTING_PEER_FRESH
+            })
             .map(|(node, _)| *node)
             .collect();
         if fresh_starting.iter().any(|n| *n < self.me()) {
@@ -262,9 +268,13 @@ impl Membership {
             president: self.me(),
             members: vec![self.me()],
         };
-        self.member_start_ids.insert(self.me(), self.config.start_id);
+        self.member_start_ids
+            .insert(self.me(), self.config.start_id);
         let text = if all_connected && all_heard {
-            format!("formed the cluster as president (all {} data nodes present)", self.config.data_nodes.len())
+            format!(
+                "formed the cluster as president (all {} data nodes present)",
+                self.config.data_nodes.len()
+            )
         } else {
             format!(
                 "formed the cluster as president after waiting {} ms (partial start: some data nodes absent)",
@@ -275,23 +285,54 @@ impl Membership {
         self.event(ctx, Severity::Info, text);
     }
 
-    fn on_reg_req(&mut self, sender: NodeId, node: NodeId, version: u32, start_id: u64, ctx: &mut Context<'_>) {
+    fn on_reg_req(
+        &mut self,
+        sender: NodeId,
+        node: NodeId,
+        version: u32,
+        start_id: u64,
+        ctx: &mut Context<'_>,
+    ) {
         let reply_to = Self::membership_ref(sender);
         if node != sender || !self.is_data_node(node) {
-            ctx.send(reply_to, SignalBody::CmRegRef { reason: RegRefReason::NotConfigured, president: None });
+            ctx.send(
+                reply_to,
+                SignalBody::CmRegRef {
+                    reason: RegRefReason::NotConfigured,
+                    president: None,
+                },
+            );
             return;
         }
         if version / 10000 != VERSION / 10000 {
-            ctx.send(reply_to, SignalBody::CmRegRef { reason: RegRefReason::Incompatible, president: None });
+            ctx.send(
+                reply_to,
+                SignalBody::CmRegRef {
+                    reason: RegRefReason::Incompatible,
+                    president: None,
+                },
+            );
             return;
         }
         match self.phase {
             Phase::Starting => {
-                ctx.send(reply_to, SignalBody::CmRegRef { reason: RegRefReason::Starting, president: None });
+                ctx.send(
+                    reply_to,
+                    SignalBody::CmRegRef {
+                        reason: RegRefReason::Starting,
+                        president: None,
+                    },
+                );
                 return;
             }
             Phase::Stopping => {
-                ctx.send(reply_to, SignalBody::CmRegRef { reason: RegRefReason::Stopping, president: None });
+                ctx.send(
+                    reply_to,
+                    SignalBody::CmRegRef {
+                        reason: RegRefReason::Stopping,
+                        president: None,
+                    },
+                );
                 return;
             }
             Phase::Started => {}
@@ -300,12 +341,21 @@ impl Membership {
         if view.president != self.me() {
             ctx.send(
                 reply_to,
-                SignalBody::CmRegRef { reason: RegRefReason::NotPresident, president: Some(view.president) },
+                SignalBody::CmRegRef {
+                    reason: RegRefReason::NotPresident,
+                    president: Some(view.president),
+                },
             );
             return;
         }
         if self.suspected.contains(node) {
-            ctx.send(reply_to, SignalBody::CmRegRef { reason: RegRefReason::FailureHandling, president: None });
+            ctx.send(
+                reply_to,
+                SignalBody::CmRegRef {
+                    reason: RegRefReason::FailureHandling,
+                    president: None,
+                },
+            );
             return;
         }
         if view.contains(node) {
@@ -316,7 +366,13 @@ impl Membership {
                 // The node restarted before its failure was noticed: the old
                 // incarnation must leave the view before the new one joins.
                 self.handle_failures(&[node], FailReason::Disconnected, ctx);
-                ctx.send(reply_to, SignalBody::CmRegRef { reason: RegRefReason::FailureHandling, president: None });
+                ctx.send(
+                    reply_to,
+                    SignalBody::CmRegRef {
+                        reason: RegRefReason::FailureHandling,
+                        president: None,
+                    },
+                );
             }
             return;
         }
@@ -328,7 +384,11 @@ impl Membership {
         self.broadcast_view(&next, ctx);
         ctx.send(reply_to, SignalBody::CmRegConf { view: next.clone() });
         self.install_view(next, ctx);
-        self.event(ctx, Severity::Info, format!("admitted node {node} to the cluster"));
+        self.event(
+            ctx,
+            Severity::Info,
+            format!("admitted node {node} to the cluster"),
+        );
     }
 
     fn on_reg_conf(&mut self, view: MembershipView, ctx: &mut Context<'_>) {
@@ -337,10 +397,20 @@ impl Membership {
         }
         let president = view.president;
         self.install_view(view, ctx);
-        self.event(ctx, Severity::Info, format!("joined the cluster; president is node {president}"));
+        self.event(
+            ctx,
+            Severity::Info,
+            format!("joined the cluster; president is node {president}"),
+        );
     }
 
-    fn on_reg_ref(&mut self, sender: NodeId, reason: RegRefReason, president: Option<NodeId>, ctx: &mut Context<'_>) {
+    fn on_reg_ref(
+        &mut self,
+        sender: NodeId,
+        reason: RegRefReason,
+        president: Option<NodeId>,
+        ctx: &mut Context<'_>,
+    ) {
         if self.phase != Phase::Starting {
             return;
         }
@@ -358,7 +428,10 @@ impl Membership {
             }
             RegRefReason::Incompatible | RegRefReason::NotConfigured => {
                 self.phase = Phase::Stopping;
-                ctx.shutdown(false, format!("node {sender} refused this node: {reason:?}"));
+                ctx.shutdown(
+                    false,
+                    format!("node {sender} refused this node: {reason:?}"),
+                );
             }
             RegRefReason::Stopping => {
                 self.starting_peers.remove(&sender);
@@ -370,17 +443,30 @@ impl Membership {
 
     fn broadcast_view(&self, view: &MembershipView, ctx: &mut Context<'_>) {
         for member in view.members.iter().filter(|m| **m != self.me()) {
-            ctx.send(Self::membership_ref(*member), SignalBody::CmViewChange { view: view.clone() });
+            ctx.send(
+                Self::membership_ref(*member),
+                SignalBody::CmViewChange { view: view.clone() },
+            );
         }
     }
 
     /// Makes `view` this node's membership. Nodes that left are disconnected so
     /// that a live one notices and restarts.
     fn install_view(&mut self, view: MembershipView, ctx: &mut Context<'_>) {
-        assert!(view.contains(view.president), "president {} outside its view", view.president);
-        assert!(view.contains(self.me()), "installing a view without this node");
+        assert!(
+            view.contains(view.president),
+            "president {} outside its view",
+            view.president
+        );
+        assert!(
+            view.contains(self.me()),
+            "installing a view without this node"
+        );
         if let Some(old) = &self.view {
-            assert!(supersedes(&view, old), "view {view:?} does not supersede {old:?}");
+            assert!(
+                supersedes(&view, old),
+                "view {view:?} does not supersede {old:?}"
+            );
             for gone in old.members.iter().filter(|m| !view.contains(**m)) {
                 ctx.disconnect(*gone);
                 self.last_heard.remove(gone);
@@ -425,7 +511,12 @@ impl Membership {
             return;
         }
         let old_president = current.president;
-        let removed: Vec<NodeId> = current.members.iter().copied().filter(|m| !view.contains(*m)).collect();
+        let removed: Vec<NodeId> = current
+            .members
+            .iter()
+            .copied()
+            .filter(|m| !view.contains(*m))
+            .collect();
         let president = view.president;
         self.install_view(view, ctx);
         if president != old_president {
@@ -457,7 +548,12 @@ impl Membership {
         let limit = self.config.heartbeat_interval * HEARTBEAT_MISSES_MAX;
         let mut missed = Vec::new();
         for member in view.members.iter().copied().filter(|m| *m != self.me()) {
-            ctx.send(Self::membership_ref(member), SignalBody::Heartbeat { view_id: view.view_id });
+            ctx.send(
+                Self::membership_ref(member),
+                SignalBody::Heartbeat {
+                    view_id: view.view_id,
+                },
+            );
             let heard = self.last_heard.get(&member).copied().unwrap_or(now);
             if now - heard > limit && !self.suspected.contains(member) {
                 missed.push(member);
@@ -480,13 +576,19 @@ impl Membership {
             if view_id <= view.view_id || view.president == self.me() {
                 // A node left behind by a newer view (it hung, or missed the
                 // change): tell it, so that it restarts and rejoins.
-                ctx.send(Self::membership_ref(sender), SignalBody::CmViewChange { view });
+                ctx.send(
+                    Self::membership_ref(sender),
+                    SignalBody::CmViewChange { view },
+                );
             }
             return;
         }
         if view_id < view.view_id && view.president == self.me() {
             // The member missed a view change: send it again.
-            ctx.send(Self::membership_ref(sender), SignalBody::CmViewChange { view });
+            ctx.send(
+                Self::membership_ref(sender),
+                SignalBody::CmViewChange { view },
+            );
         }
     }
 
@@ -514,7 +616,11 @@ impl Membership {
             for node in new {
                 ctx.send(
                     Self::membership_ref(decider),
-                    SignalBody::FailRep { failed: node, reason, view_id: view.view_id },
+                    SignalBody::FailRep {
+                        failed: node,
+                        reason,
+                        view_id: view.view_id,
+                    },
                 );
             }
         }
@@ -529,7 +635,13 @@ impl Membership {
             .unwrap_or(self.me())
     }
 
-    fn on_fail_rep(&mut self, sender: NodeId, failed: NodeId, reason: FailReason, ctx: &mut Context<'_>) {
+    fn on_fail_rep(
+        &mut self,
+        sender: NodeId,
+        failed: NodeId,
+        reason: FailReason,
+        ctx: &mut Context<'_>,
+    ) {
         let Some(view) = self.view.clone() else {
             return;
         };
@@ -545,7 +657,11 @@ impl Membership {
         // president (when `failed` is the president).
         self.suspected.insert(failed);
         if self.acting_president(&view) == self.me() {
-            let reason = if failed == sender { FailReason::Stopped } else { reason };
+            let reason = if failed == sender {
+                FailReason::Stopped
+            } else {
+                reason
+            };
             self.handle_failures(&[failed], reason, ctx);
         }
     }
@@ -556,7 +672,12 @@ impl Membership {
         for node in failed {
             self.suspected.insert(*node);
         }
-        let gone: Vec<NodeId> = view.members.iter().copied().filter(|m| self.suspected.contains(*m)).collect();
+        let gone: Vec<NodeId> = view
+            .members
+            .iter()
+            .copied()
+            .filter(|m| self.suspected.contains(*m))
+            .collect();
         if gone.is_empty() {
             return;
         }
@@ -572,7 +693,10 @@ impl Membership {
             .filter(|m| {
                 **m == self.me()
                     || (!self.suspected.contains(**m)
-                        && self.last_heard.get(m).is_some_and(|heard| now - *heard <= recent))
+                        && self
+                            .last_heard
+                            .get(m)
+                            .is_some_and(|heard| now - *heard <= recent))
             })
             .count();
         if reachable * 2 < view.members.len() {
@@ -589,28 +713,46 @@ impl Membership {
         let next = MembershipView {
             view_id: view.view_id + 1,
             president: self.me(),
-            members: view.members.iter().copied().filter(|m| !self.suspected.contains(*m)).collect(),
+            members: view
+                .members
+                .iter()
+                .copied()
+                .filter(|m| !self.suspected.contains(*m))
+                .collect(),
         };
         self.broadcast_view(&next, ctx);
         // A live but excluded node learns it from this view and restarts.
         for node in &gone {
-            ctx.send(Self::membership_ref(*node), SignalBody::CmViewChange { view: next.clone() });
+            ctx.send(
+                Self::membership_ref(*node),
+                SignalBody::CmViewChange { view: next.clone() },
+            );
         }
         let took_over = view.president != self.me();
         let members: Vec<u8> = next.members.iter().map(|n| n.get()).collect();
         self.install_view(next, ctx);
         for node in gone {
             if reason == FailReason::Stopped {
-                let text = format!("node {node} left the cluster (stopped); members now {members:?}");
+                let text =
+                    format!("node {node} left the cluster (stopped); members now {members:?}");
                 self.event(ctx, Severity::Info, text);
             } else {
-                let text = format!("node {node} declared failed ({reason:?}); members now {members:?}");
+                let text =
+                    format!("node {node} declared failed ({reason:?}); members now {members:?}");
                 self.event(ctx, Severity::Alert, text);
             }
         }
         if took_over {
-            let severity = if reason == FailReason::Stopped { Severity::Info } else { Severity::Warning };
-            self.event(ctx, severity, format!("took over as president from node {}", view.president));
+            let severity = if reason == FailReason::Stopped {
+                Severity::Info
+            } else {
+                Severity::Warning
+            };
+            self.event(
+                ctx,
+                severity,
+                format!("took over as president from node {}", view.president),
+            );
         }
     }
 
@@ -623,7 +765,12 @@ impl Membership {
         if let (Phase::Started, Some(view)) = (self.phase, &self.view) {
             // If the peer is a started node of another view, the heartbeat
             // makes one side learn of the other's view (see `on_heartbeat`).
-            ctx.send(Self::membership_ref(node), SignalBody::Heartbeat { view_id: view.view_id });
+            ctx.send(
+                Self::membership_ref(node),
+                SignalBody::Heartbeat {
+                    view_id: view.view_id,
+                },
+            );
         }
     }
 
@@ -650,11 +797,21 @@ impl Membership {
     fn on_api_reg_req(&mut self, sender: NodeId, version: u32, ctx: &mut Context<'_>) {
         let reply_to = BlockRef::new(sender, BlockNumber::API_CLUSTER, 0);
         if self.is_data_node(sender) {
-            ctx.send(reply_to, SignalBody::ApiRegRef { reason: RegRefReason::NotConfigured });
+            ctx.send(
+                reply_to,
+                SignalBody::ApiRegRef {
+                    reason: RegRefReason::NotConfigured,
+                },
+            );
             return;
         }
         if version / 10000 != VERSION / 10000 {
-            ctx.send(reply_to, SignalBody::ApiRegRef { reason: RegRefReason::Incompatible });
+            ctx.send(
+                reply_to,
+                SignalBody::ApiRegRef {
+                    reason: RegRefReason::Incompatible,
+                },
+            );
             return;
         }
         if self.api_nodes.insert(sender, ctx.now()).is_none() {
@@ -691,7 +848,10 @@ impl Membership {
             self.event(
                 ctx,
                 Severity::Warning,
-                format!("API node {node} missed its heartbeats for {} ms: disconnected", limit.as_millis()),
+                format!(
+                    "API node {node} missed its heartbeats for {} ms: disconnected",
+                    limit.as_millis()
+                ),
             );
         }
         ctx.set_timer(self.config.api_heartbeat_interval, TIMER_API_CHECK);
@@ -710,15 +870,27 @@ impl Membership {
             // others wait for missed heartbeats.
             let mut others = view.members.iter().copied().filter(|m| *m != self.me());
             if let Some(decider) = others.next() {
-                let decider = if view.president == self.me() { decider } else { view.president };
+                let decider = if view.president == self.me() {
+                    decider
+                } else {
+                    view.president
+                };
                 ctx.send(
                     Self::membership_ref(decider),
-                    SignalBody::FailRep { failed: self.me(), reason: FailReason::Stopped, view_id: view.view_id },
+                    SignalBody::FailRep {
+                        failed: self.me(),
+                        reason: FailReason::Stopped,
+                        view_id: view.view_id,
+                    },
                 );
             }
         }
         let what = if restart { "restart" } else { "stop" };
-        self.event(ctx, Severity::Info, format!("{what} ordered by the management server"));
+        self.event(
+            ctx,
+            Severity::Info,
+            format!("{what} ordered by the management server"),
+        );
         ctx.shutdown(restart, format!("{what} ordered by the management server"));
     }
 }
@@ -772,14 +944,20 @@ impl Block for Membership {
             },
             SignalBody::NodeConnected { node } => self.on_connected(node, ctx),
             SignalBody::NodeDisconnected { node } => self.on_disconnected(node, ctx),
-            SignalBody::CmRegReq { node, version, start_id } => {
-                self.on_reg_req(sender, node, version, start_id, ctx)
-            }
+            SignalBody::CmRegReq {
+                node,
+                version,
+                start_id,
+            } => self.on_reg_req(sender, node, version, start_id, ctx),
             SignalBody::CmRegConf { view } => self.on_reg_conf(view, ctx),
-            SignalBody::CmRegRef { reason, president } => self.on_reg_ref(sender, reason, president, ctx),
+            SignalBody::CmRegRef { reason, president } => {
+                self.on_reg_ref(sender, reason, president, ctx)
+            }
             SignalBody::CmViewChange { view } => self.on_view_change(sender, view, ctx),
             SignalBody::Heartbeat { view_id } => self.on_heartbeat(sender, view_id, ctx),
-            SignalBody::FailRep { failed, reason, .. } => self.on_fail_rep(sender, failed, reason, ctx),
+            SignalBody::FailRep { failed, reason, .. } => {
+                self.on_fail_rep(sender, failed, reason, ctx)
+            }
             SignalBody::ApiRegReq { version } => self.on_api_reg_req(sender, version, ctx),
             SignalBody::MgmStopOrd { restart } => self.on_stop_order(restart, ctx),
             other => {

@@ -16,7 +16,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use config::ClusterConfig;
-use kernel::runtime::{BlockPlacement, Injector, NodeControl, RemoteSender, Runtime, RuntimeLimits};
+use kernel::runtime::{
+    BlockPlacement, Injector, NodeControl, RemoteSender, Runtime, RuntimeLimits,
+};
 use kernel::thread_config::ThreadRole;
 use mgmd::{MgmClient, SessionReader, SessionWriter};
 use signal::{BlockNumber, BlockRef, NodeId, NodeType, Signal};
@@ -94,7 +96,12 @@ pub fn run(options: &NodeOptions) -> Result<NodeExit, NodeError> {
         .map_err(|e| NodeError::Config(e.to_string()))?;
     let me = config
         .data_node(node)
-        .ok_or_else(|| NodeError::Config(format!("node {node} is not a data node in {}", allocation.config_name)))?
+        .ok_or_else(|| {
+            NodeError::Config(format!(
+                "node {node} is not a data node in {}",
+                allocation.config_name
+            ))
+        })?
         .clone();
     // The angel needs these to decide about restarts; it reads them from stdout.
     println!(
@@ -115,7 +122,9 @@ pub fn run(options: &NodeOptions) -> Result<NodeExit, NodeError> {
         data_nodes: config.data_nodes.iter().map(|d| d.node_id).collect(),
         mgmd: Some(mgmd_node),
         heartbeat_interval: Duration::from_millis(u64::from(me.params.heartbeat_interval_db_db_ms)),
-        api_heartbeat_interval: Duration::from_millis(u64::from(me.params.heartbeat_interval_db_api_ms)),
+        api_heartbeat_interval: Duration::from_millis(u64::from(
+            me.params.heartbeat_interval_db_api_ms,
+        )),
         start_partial_timeout: START_PARTIAL_TIMEOUT,
         start_id: kernel::Rng::from_entropy().next_u64(),
         pid,
@@ -126,7 +135,10 @@ pub fn run(options: &NodeOptions) -> Result<NodeExit, NodeError> {
         block: Box::new(membership),
     }];
     let mut runtime = Runtime::new(node, &me.params.threads, blocks, RuntimeLimits::default())
-        .map_err(|e| NodeError::Start { node, what: e.to_string() })?;
+        .map_err(|e| NodeError::Start {
+            node,
+            what: e.to_string(),
+        })?;
     let transport_injector = runtime.injector();
     let session_injector = runtime.injector();
 
@@ -151,7 +163,10 @@ pub fn run(options: &NodeOptions) -> Result<NodeExit, NodeError> {
     };
     let running = runtime
         .start(&mut make_sender, control)
-        .map_err(|e| NodeError::Start { node, what: e.to_string() })?;
+        .map_err(|e| NodeError::Start {
+            node,
+            what: e.to_string(),
+        })?;
     spawn_session_reader(node, session_reader, session_injector);
 
     let exit = loop {
@@ -173,7 +188,9 @@ pub fn run(options: &NodeOptions) -> Result<NodeExit, NodeError> {
     running.stop();
     match Arc::try_unwrap(transport) {
         Ok(transport) => transport.shutdown(),
-        Err(_) => tracing::warn!("node {node}: transport still shared at exit; leaving it to the process exit"),
+        Err(_) => tracing::warn!(
+            "node {node}: transport still shared at exit; leaving it to the process exit"
+        ),
     }
     Ok(exit)
 }
@@ -218,20 +235,32 @@ fn allocate_node_id(
                     std::thread::sleep(Duration::from_millis(250));
                     continue;
                 }
-                return Err(NodeError::NodeId { requested, reason: text });
+                return Err(NodeError::NodeId {
+                    requested,
+                    reason: text,
+                });
             }
         }
     }
 }
 
-fn prepare_data_dir(node: NodeId, data_dir: &std::path::Path, initial: bool) -> Result<(), NodeError> {
+fn prepare_data_dir(
+    node: NodeId,
+    data_dir: &std::path::Path,
+    initial: bool,
+) -> Result<(), NodeError> {
     let fs_dir: PathBuf = data_dir.join(format!("ndb_{node}_fs"));
     let fail = |what: String| NodeError::Start { node, what };
     if initial && fs_dir.exists() {
-        std::fs::remove_dir_all(&fs_dir)
-            .map_err(|e| fail(format!("cannot clear {} for --initial: {e}", fs_dir.display())))?;
+        std::fs::remove_dir_all(&fs_dir).map_err(|e| {
+            fail(format!(
+                "cannot clear {} for --initial: {e}",
+                fs_dir.display()
+            ))
+        })?;
     }
-    std::fs::create_dir_all(&fs_dir).map_err(|e| fail(format!("cannot create {}: {e}", fs_dir.display())))?;
+    std::fs::create_dir_all(&fs_dir)
+        .map_err(|e| fail(format!("cannot create {}: {e}", fs_dir.display())))?;
     let pid_file = data_dir.join(format!("ndb_{node}.pid"));
     std::fs::write(&pid_file, format!("{}\n", std::process::id()))
         .map_err(|e| fail(format!("cannot write {}: {e}", pid_file.display())))?;
@@ -248,11 +277,16 @@ fn resolve(host: &str, port: u16) -> Result<SocketAddr, String> {
 
 /// One connection per pair of nodes: the node with the higher id connects
 /// to the lower; API nodes always connect to data nodes.
-fn start_transport(config: &ClusterConfig, node: NodeId, injector: Injector) -> Result<Transport, NodeError> {
+fn start_transport(
+    config: &ClusterConfig,
+    node: NodeId,
+    injector: Injector,
+) -> Result<Transport, NodeError> {
     let fail = |what: String| NodeError::Start { node, what };
     let me = config.data_node(node).expect("checked by the caller");
     let listen = resolve(&me.host_name, me.server_port).map_err(fail)?;
-    let mut transport_config = TransportConfig::new(node, BlockRef::new(node, BlockNumber::MEMBERSHIP, 0));
+    let mut transport_config =
+        TransportConfig::new(node, BlockRef::new(node, BlockNumber::MEMBERSHIP, 0));
     transport_config.listen = Some(listen);
     for peer in &config.data_nodes {
         if peer.node_id == node {
@@ -263,10 +297,16 @@ fn start_transport(config: &ClusterConfig, node: NodeId, injector: Injector) -> 
         } else {
             None
         };
-        transport_config.peers.push(PeerConfig { node: peer.node_id, connect_to });
+        transport_config.peers.push(PeerConfig {
+            node: peer.node_id,
+            connect_to,
+        });
     }
     for api in &config.api_nodes {
-        transport_config.peers.push(PeerConfig { node: api.node_id, connect_to: None });
+        transport_config.peers.push(PeerConfig {
+            node: api.node_id,
+            connect_to: None,
+        });
     }
     let layout = &me.params.threads;
     transport_config.send_thread = layout.count(ThreadRole::Send) > 0;
@@ -387,8 +427,15 @@ impl NodeControl for Control {
     }
 
     fn shutdown(&self, restart: bool, reason: &str) {
-        tracing::warn!("shutting down ({}): {reason}", if restart { "restart" } else { "stop" });
-        let exit = if restart { NodeExit::Restart } else { NodeExit::Stop };
+        tracing::warn!(
+            "shutting down ({}): {reason}",
+            if restart { "restart" } else { "stop" }
+        );
+        let exit = if restart {
+            NodeExit::Restart
+        } else {
+            NodeExit::Stop
+        };
         let _ = self.exit.lock().expect("exit lock").send(exit);
     }
 
@@ -401,7 +448,10 @@ impl NodeControl for Control {
         let event = Signal {
             receiver: BlockRef::new(self.mgmd, BlockNumber::MANAGEMENT, 0),
             sender: BlockRef::new(self.node, BlockNumber::PROCESS, 0),
-            body: signal::SignalBody::MgmEventRep { severity: signal::Severity::Alert, text },
+            body: signal::SignalBody::MgmEventRep {
+                severity: signal::Severity::Alert,
+                text,
+            },
         };
         if let Ok(mut session) = self.session.lock() {
             let _ = session.send(&event);

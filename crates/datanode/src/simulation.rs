@@ -45,7 +45,8 @@ impl Block for RecordingManagement {
                 log.last_state.insert(signal.sender.node, state);
             }
             SignalBody::MgmEventRep { severity, text } => {
-                log.events.push((ctx.now(), signal.sender.node, severity, text));
+                log.events
+                    .push((ctx.now(), signal.sender.node, severity, text));
             }
             _ => {}
         }
@@ -134,7 +135,9 @@ impl ClusterSim {
         sim.add_node(
             SIM_MGMD,
             Box::new(move |node, _| {
-                let block: Box<dyn Block> = Box::new(RecordingManagement { log: Arc::clone(&log) });
+                let block: Box<dyn Block> = Box::new(RecordingManagement {
+                    log: Arc::clone(&log),
+                });
                 vec![(BlockRef::new(node, BlockNumber::MANAGEMENT, 0), block)]
             }),
         );
@@ -196,7 +199,10 @@ impl ClusterSim {
         self.data_nodes
             .iter()
             .copied()
-            .filter(|n| self.membership(*n).is_some_and(|m| m.phase() == Phase::Started))
+            .filter(|n| {
+                self.membership(*n)
+                    .is_some_and(|m| m.phase() == Phase::Started)
+            })
             .collect()
     }
 
@@ -217,15 +223,25 @@ impl ClusterSim {
     /// with the oldest as president.
     pub fn check_agreement(&self) -> Result<(), String> {
         let seed = self.sim.seed();
-        let up: Vec<NodeId> = self.data_nodes.iter().copied().filter(|n| self.sim.is_up(*n)).collect();
+        let up: Vec<NodeId> = self
+            .data_nodes
+            .iter()
+            .copied()
+            .filter(|n| self.sim.is_up(*n))
+            .collect();
         if up.is_empty() {
             return Ok(());
         }
         let mut reference = None;
         for node in &up {
-            let membership = self.membership(*node).ok_or(format!("seed {seed}: node {node} has no membership"))?;
+            let membership = self
+                .membership(*node)
+                .ok_or(format!("seed {seed}: node {node} has no membership"))?;
             if membership.phase() != Phase::Started {
-                return Err(format!("seed {seed}: node {node} is up but {:?}", membership.phase()));
+                return Err(format!(
+                    "seed {seed}: node {node} is up but {:?}",
+                    membership.phase()
+                ));
             }
             let view = membership.view().expect("started").clone();
             match &reference {
@@ -243,10 +259,15 @@ impl ClusterSim {
         let mut members = view.members.clone();
         members.sort();
         if members != up {
-            return Err(format!("seed {seed}: view {view:?} but the up data nodes are {up:?}"));
+            return Err(format!(
+                "seed {seed}: view {view:?} but the up data nodes are {up:?}"
+            ));
         }
         if view.members.first() != Some(&view.president) {
-            return Err(format!("seed {seed}: president {} is not the oldest member in {view:?}", view.president));
+            return Err(format!(
+                "seed {seed}: president {} is not the oldest member in {view:?}",
+                view.president
+            ));
         }
         Ok(())
     }
@@ -276,7 +297,12 @@ pub struct ScenarioReport {
 /// `rounds` rounds of a random fault (crash, crash and restart, partition
 /// and heal, stop order, restart order, lost signals), each followed by a
 /// settle period and the agreement check. Stops early after `steps_max` steps.
-pub fn random_scenario(seed: u64, rounds: u32, steps_max: u64, trace: bool) -> (ScenarioReport, Vec<String>) {
+pub fn random_scenario(
+    seed: u64,
+    rounds: u32,
+    steps_max: u64,
+    trace: bool,
+) -> (ScenarioReport, Vec<String>) {
     let mut choose = Rng::seeded(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x5eed);
     let spec = ClusterSpec {
         data_nodes: 2 + choose.below(4) as u8,
@@ -307,7 +333,10 @@ pub fn random_scenario(seed: u64, rounds: u32, steps_max: u64, trace: bool) -> (
                 let settle = cluster.detection_time();
                 cluster.sim.run_for(settle);
                 cluster.sim.restart(victim);
-                format!("round {round}: crash node {victim}, restart it after {} ms", settle.as_millis())
+                format!(
+                    "round {round}: crash node {victim}, restart it after {} ms",
+                    settle.as_millis()
+                )
             }
             1 => {
                 cluster.sim.crash(victim);
@@ -320,7 +349,10 @@ pub fn random_scenario(seed: u64, rounds: u32, steps_max: u64, trace: bool) -> (
                 let settle = cluster.detection_time();
                 cluster.sim.run_for(settle);
                 cluster.sim.heal();
-                format!("round {round}: isolate node {victim} (hung), heal after {} ms", settle.as_millis())
+                format!(
+                    "round {round}: isolate node {victim} (hung), heal after {} ms",
+                    settle.as_millis()
+                )
             }
             3 => {
                 cluster.order_stop(victim, true);
@@ -336,7 +368,9 @@ pub fn random_scenario(seed: u64, rounds: u32, steps_max: u64, trace: bool) -> (
                 let other = nodes[choose.below(nodes.len() as u64) as usize];
                 cluster.sim.crash(victim);
                 cluster.sim.crash(other);
-                cluster.sim.run_for(Duration::from_millis(choose.below(300)));
+                cluster
+                    .sim
+                    .run_for(Duration::from_millis(choose.below(300)));
                 cluster.sim.restart(victim);
                 cluster.sim.restart(other);
                 format!("round {round}: crash nodes {victim} and {other}, restart both")
@@ -344,7 +378,8 @@ pub fn random_scenario(seed: u64, rounds: u32, steps_max: u64, trace: bool) -> (
         };
         faults.push(description);
         // Excluded nodes restart through their angel; give everyone time to rejoin.
-        let settle = cluster.detection_time() + cluster.rejoin_time() + cluster.spec.start_partial_timeout;
+        let settle =
+            cluster.detection_time() + cluster.rejoin_time() + cluster.spec.start_partial_timeout;
         cluster.sim.run_for(settle);
         // Nodes whose whole cluster vanished wait for StartPartialTimeout; a
         // node still down after a shutdown comes back through its angel.

@@ -34,7 +34,10 @@ fn all_nodes_start_with_the_lowest_id_as_president() {
     assert_eq!(view.members.len(), 4);
     let log = cluster.management.lock().unwrap();
     for n in 2..=5 {
-        assert_eq!(log.last_state.get(&node(n)), Some(&signal::NodeState::Started));
+        assert_eq!(
+            log.last_state.get(&node(n)),
+            Some(&signal::NodeState::Started)
+        );
     }
 }
 
@@ -48,11 +51,16 @@ fn a_crashed_node_is_detected_by_every_other_node() {
         cluster.check_agreement().unwrap();
         for survivor in cluster.started() {
             let view = cluster.membership(survivor).unwrap().view().unwrap();
-            assert!(!view.contains(node(victim)), "node {survivor} still lists {victim}");
+            assert!(
+                !view.contains(node(victim)),
+                "node {survivor} still lists {victim}"
+            );
         }
         let log = cluster.management.lock().unwrap();
         assert!(
-            log.events.iter().any(|(_, _, _, text)| text.contains(&format!("node {victim} declared failed"))),
+            log.events
+                .iter()
+                .any(|(_, _, _, text)| text.contains(&format!("node {victim} declared failed"))),
             "cluster log: {:?}",
             log.events
         );
@@ -65,7 +73,12 @@ fn a_hung_node_is_detected_by_missed_heartbeats_and_rejoins_after() {
     cluster.sim.isolate(node(3));
     // Not yet: fewer heartbeats missed than the limit.
     cluster.sim.run_for(cluster.spec.heartbeat_interval * 2);
-    assert!(cluster.membership(node(2)).unwrap().view().unwrap().contains(node(3)));
+    assert!(cluster
+        .membership(node(2))
+        .unwrap()
+        .view()
+        .unwrap()
+        .contains(node(3)));
     cluster.sim.run_for(cluster.detection_time());
     let view = cluster.membership(node(2)).unwrap().view().unwrap().clone();
     assert_eq!(view.members, vec![node(2), node(4)]);
@@ -87,12 +100,24 @@ fn the_president_fails_and_the_oldest_survivor_takes_over() {
     cluster.sim.crash(node(2));
     cluster.sim.run_for(Duration::from_millis(50));
     cluster.check_agreement().unwrap();
-    assert_eq!(cluster.membership(successor).unwrap().view().unwrap().president, successor);
+    assert_eq!(
+        cluster
+            .membership(successor)
+            .unwrap()
+            .view()
+            .unwrap()
+            .president,
+        successor
+    );
     cluster.sim.restart(node(2));
     cluster.sim.run_for(cluster.rejoin_time());
     cluster.check_agreement().unwrap();
     let view = cluster.membership(node(2)).unwrap().view().unwrap().clone();
-    assert_eq!(view.members[..2], before.members[1..], "survivors keep their order");
+    assert_eq!(
+        view.members[..2],
+        before.members[1..],
+        "survivors keep their order"
+    );
     assert_eq!(view.members[2], node(2), "the restarted node joins last");
 }
 
@@ -120,7 +145,10 @@ fn stop_and_restart_orders() {
 
     cluster.order_stop(node(2), true);
     cluster.sim.run_for(Duration::from_millis(100));
-    assert_eq!(cluster.membership(node(4)).unwrap().view().unwrap().members, vec![node(4)]);
+    assert_eq!(
+        cluster.membership(node(4)).unwrap().view().unwrap().members,
+        vec![node(4)]
+    );
     cluster.sim.run_for(cluster.rejoin_time());
     cluster.check_agreement().unwrap();
     assert_eq!(cluster.started(), vec![node(2), node(4)]);
@@ -132,14 +160,20 @@ fn api_nodes_register_and_are_dropped_when_their_heartbeats_stop() {
     let mut cluster = started_cluster(13, 2);
     cluster.sim.run_for(Duration::from_secs(1));
     assert!(*cluster.api_confs.lock().unwrap() > 0);
-    assert_eq!(cluster.membership(node(2)).unwrap().api_nodes(), vec![SIM_API]);
+    assert_eq!(
+        cluster.membership(node(2)).unwrap().api_nodes(),
+        vec![SIM_API]
+    );
     cluster.sim.isolate(SIM_API);
     cluster.sim.run_for(cluster.spec.api_heartbeat_interval * 6);
     for n in [2, 3] {
         assert!(cluster.membership(node(n)).unwrap().api_nodes().is_empty());
     }
     let log = cluster.management.lock().unwrap();
-    assert!(log.events.iter().any(|(_, _, _, text)| text.contains("missed its heartbeats")));
+    assert!(log
+        .events
+        .iter()
+        .any(|(_, _, _, text)| text.contains("missed its heartbeats")));
 }
 
 #[test]
@@ -147,7 +181,10 @@ fn a_partial_start_waits_for_start_partial_timeout_and_needs_half_the_nodes() {
     let mut cluster = ClusterSim::new(17, ClusterSpec::default());
     cluster.sim.crash(node(4));
     cluster.sim.run_for(cluster.spec.start_partial_timeout / 2);
-    assert_eq!(cluster.membership(node(2)).unwrap().phase(), Phase::Starting);
+    assert_eq!(
+        cluster.membership(node(2)).unwrap().phase(),
+        Phase::Starting
+    );
     cluster.sim.run_for(cluster.spec.start_partial_timeout);
     assert_eq!(cluster.started(), vec![node(2), node(3)]);
     cluster.sim.restart(node(4));
@@ -159,7 +196,10 @@ fn a_partial_start_waits_for_start_partial_timeout_and_needs_half_the_nodes() {
     cluster.sim.crash(node(3));
     cluster.sim.crash(node(4));
     cluster.sim.run_for(cluster.spec.start_partial_timeout * 3);
-    assert_eq!(cluster.membership(node(2)).unwrap().phase(), Phase::Starting);
+    assert_eq!(
+        cluster.membership(node(2)).unwrap().phase(),
+        Phase::Starting
+    );
     cluster.sim.restart(node(3));
     cluster.sim.run_for(cluster.spec.start_partial_timeout * 2);
     assert_eq!(cluster.started(), vec![node(2), node(3)]);

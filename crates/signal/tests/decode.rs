@@ -114,7 +114,11 @@ fn one_of_each() -> Vec<SignalBody> {
     ];
     let mut gsns: Vec<u16> = bodies.iter().map(SignalBody::gsn).collect();
     gsns.sort_unstable();
-    assert_eq!(gsns, SignalBody::ALL_GSNS.to_vec(), "one example per signal");
+    assert_eq!(
+        gsns,
+        SignalBody::ALL_GSNS.to_vec(),
+        "one example per signal"
+    );
     bodies
 }
 
@@ -157,7 +161,10 @@ fn two_frames_back_to_back_decode_one_at_a_time() {
     bytes.extend_from_slice(&more);
     let (frame, used) = decode_frame(&bytes).unwrap().unwrap();
     assert_eq!(used, first_len);
-    assert_eq!(frame.signals().collect::<Result<Vec<_>, _>>().unwrap(), first);
+    assert_eq!(
+        frame.signals().collect::<Result<Vec<_>, _>>().unwrap(),
+        first
+    );
     assert_eq!(decode_all(&bytes[used..]).unwrap().unwrap(), second);
 }
 
@@ -214,10 +221,16 @@ fn frame_writer_refuses_what_does_not_fit_and_leaves_the_buffer_intact() {
     let mut writer = FrameWriter::new(&mut out);
     writer.push(&signal).unwrap();
     let before = writer.payload_bytes();
-    assert!(matches!(writer.push(&signal), Err(EncodeError::FrameFull { .. })));
+    assert!(matches!(
+        writer.push(&signal),
+        Err(EncodeError::FrameFull { .. })
+    ));
     assert_eq!(writer.payload_bytes(), before);
     let len = writer.finish();
-    assert_eq!(decode_all(&out[..len]).unwrap().unwrap(), vec![signal.clone()]);
+    assert_eq!(
+        decode_all(&out[..len]).unwrap().unwrap(),
+        vec![signal.clone()]
+    );
 
     let huge = Signal {
         body: SignalBody::MgmEventRep {
@@ -228,7 +241,10 @@ fn frame_writer_refuses_what_does_not_fit_and_leaves_the_buffer_intact() {
     };
     let mut out = Vec::new();
     let mut writer = FrameWriter::new(&mut out);
-    assert!(matches!(writer.push(&huge), Err(EncodeError::SignalTooLarge { .. })));
+    assert!(matches!(
+        writer.push(&huge),
+        Err(EncodeError::SignalTooLarge { .. })
+    ));
     assert_eq!(writer.finish(), 0);
     assert!(out.is_empty());
 }

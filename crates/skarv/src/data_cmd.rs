@@ -21,12 +21,22 @@ pub struct DataArgs {
 
 pub fn run(args: DataArgs) -> Result<(), String> {
     if !args.no_angel {
-        let program = std::env::current_exe().map_err(|e| format!("cannot find the skarv binary: {e}"))?;
-        let mut child_args = vec!["data".to_owned(), "--no-angel".to_owned(), "--connect".to_owned(), args.connect];
+        let program =
+            std::env::current_exe().map_err(|e| format!("cannot find the skarv binary: {e}"))?;
+        let mut child_args = vec![
+            "data".to_owned(),
+            "--no-angel".to_owned(),
+            "--connect".to_owned(),
+            args.connect,
+        ];
         if let Some(id) = args.node_id {
             child_args.extend(["--node-id".to_owned(), id.to_string()]);
         }
-        let initial: Vec<String> = if args.initial { vec!["--initial".to_owned()] } else { Vec::new() };
+        let initial: Vec<String> = if args.initial {
+            vec!["--initial".to_owned()]
+        } else {
+            Vec::new()
+        };
         return datanode::angel::run(&program, &child_args, &initial);
     }
     crate::init_logging();

@@ -11,7 +11,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "skarv", version, about = "Skarv: a distributed in-memory transactional database")]
+#[command(
+    name = "skarv",
+    version,
+    about = "Skarv: a distributed in-memory transactional database"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -28,6 +28,22 @@ use mgmd::MgmClient;
 use serde::{Deserialize, Serialize};
 use signal::{NodeState, NodeStatusEntry, NodeType};
 
+/// Prints a line for the user. A closed stdout (a pipe whose reader left)
+/// must not end the sandbox before it has stopped its processes, so write
+/// errors are ignored where `println!` would panic.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(io::stdout(), $($arg)*);
+    }};
+}
+
+/// As `say!`, on stderr: problems, and the logs that explain them.
+macro_rules! warn {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(io::stderr(), $($arg)*);
+    }};
+}
+
 const DIR_DEFAULT: &str = "./skarv-sandbox";
 const DATA_NODES_DEFAULT: u32 = 2;
 const DATA_NODES_MAX: u32 = 48;
@@ -361,7 +377,7 @@ fn remove_record(dir: &Path) {
     let path = dir.join(RECORD_FILE);
     if let Err(error) = fs::remove_file(&path) {
         if error.kind() != io::ErrorKind::NotFound {
-            eprintln!("skarv sandbox: cannot remove {}: {error}", path.display());
+            warn!("skarv sandbox: cannot remove {}: {error}", path.display());
         }
     }
 }
@@ -373,7 +389,7 @@ fn refuse_if_running(dir: &Path, dir_shown: &str) -> Result<(), String> {
         Ok(Some(record)) => record,
         Ok(None) => return Ok(()),
         Err(error) => {
-            eprintln!("skarv sandbox: replacing an unreadable record: {error}");
+            warn!("skarv sandbox: replacing an unreadable record: {error}");
             return Ok(());
         }
     };
@@ -699,7 +715,7 @@ impl Processes {
         let grace_ms = match self.request_shutdown() {
             Ok(()) => SHUTDOWN_WAIT_MS,
             Err(error) => {
-                eprintln!(
+                warn!(
                     "skarv sandbox: the management server did not take the shutdown ({error}); \
                      sending SIGTERM"
                 );
@@ -714,7 +730,7 @@ impl Processes {
         }
         for process in &mut self.list {
             if process.is_alive() {
-                eprintln!(
+                warn!(
                     "skarv sandbox: {} (pid {}) did not stop within {} s: killing it",
                     process.role.describe(),
                     process.pid,
@@ -725,7 +741,7 @@ impl Processes {
         }
         let gone = self.wait_for_exit(KILL_WAIT_MS);
         if !gone {
-            eprintln!("skarv sandbox: some processes outlived SIGKILL; see `ps`");
+            warn!("skarv sandbox: some processes outlived SIGKILL; see `ps`");
         }
         gone
     }
@@ -803,7 +819,7 @@ fn start(args: &SandboxArgs) -> Result<(), String> {
         return Ok(());
     }
     let outcome = sandbox.watch(&nodes);
-    println!("stopping the sandbox in {}", sandbox.dir_shown);
+    say!("stopping the sandbox in {}", sandbox.dir_shown);
     sandbox.stop();
     outcome
 }
@@ -938,7 +954,7 @@ impl Sandbox {
         nodes: Option<&[NodeStatusEntry]>,
     ) -> String {
         if let Some(nodes) = nodes {
-            eprintln!("{}", crate::admin::render_table(nodes));
+            warn!("{}", crate::admin::render_table(nodes).trim_end());
         }
         match failure {
             StartFailure::Interrupted => {
@@ -995,22 +1011,22 @@ impl Sandbox {
     fn print_banner(&self, nodes: &[NodeStatusEntry], detach: bool) {
         let connect = &self.processes.connect;
         let dir = &self.dir_shown;
-        println!(
+        say!(
             "Skarv sandbox started: 1 management server, {} ({}, {}).",
             count(self.layout.data_nodes, "data node"),
             count(self.layout.replicas, "replica"),
             count(self.layout.node_groups(), "node group")
         );
-        println!("  connect string:  {connect}");
-        println!("  see the cluster: skarv admin --connect {connect} show");
-        println!("  files:           {dir} (config.ini, mgmd.log, node<N>.log, data)");
+        say!("  connect string:  {connect}");
+        say!("  see the cluster: skarv admin --connect {connect} show");
+        say!("  files:           {dir} (config.ini, mgmd.log, node<N>.log, data)");
         if detach {
-            println!("  stop it with:    skarv sandbox --stop --dir {dir}");
+            say!("  stop it with:    skarv sandbox --stop --dir {dir}");
         } else {
-            println!("  stop it with:    Ctrl-C");
+            say!("  stop it with:    Ctrl-C");
         }
-        println!();
-        println!("{}", crate::admin::render_table(nodes));
+        say!();
+        say!("{}", crate::admin::render_table(nodes).trim_end());
     }
 
     /// Runs until a stop signal, printing node state changes. Returns an
@@ -1040,12 +1056,12 @@ impl Sandbox {
                 Ok(nodes) => {
                     contact_lost_reported = false;
                     for line in state_changes(&mut states, &nodes) {
-                        println!("{line}");
+                        say!("{line}");
                     }
                 }
                 Err(error) => {
                     if !contact_lost_reported {
-                        println!("lost contact with the management server ({error}); retrying");
+                        say!("lost contact with the management server ({error}); retrying");
                         contact_lost_reported = true;
                     }
                     client = None;
@@ -1066,7 +1082,7 @@ impl Sandbox {
             reported.push(index);
             let status = process.exit_status();
             let log_path = process.role.log_path(&self.dir);
-            println!(
+            say!(
                 "{} {}; see {}",
                 process.role.describe(),
                 describe_exit(status),
@@ -1153,12 +1169,12 @@ fn log_tail(path: &Path, lines_max: usize) -> io::Result<Vec<String>> {
 fn print_log_tail(path: &Path) {
     match log_tail(path, LOG_TAIL_LINES) {
         Ok(lines) => {
-            eprintln!("---- last lines of {} ----", path.display());
+            warn!("---- last lines of {} ----", path.display());
             for line in lines {
-                eprintln!("  {line}");
+                warn!("  {line}");
             }
         }
-        Err(error) => eprintln!("---- cannot read {}: {error}", path.display()),
+        Err(error) => warn!("---- cannot read {}: {error}", path.display()),
     }
 }
 
@@ -1174,7 +1190,7 @@ fn stop_recorded(dir: &Path) -> Result<(), String> {
         ));
     }
     remove_record(dir);
-    println!("sandbox in {dir_shown} stopped");
+    say!("sandbox in {dir_shown} stopped");
     Ok(())
 }
 

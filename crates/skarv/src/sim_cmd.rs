@@ -45,7 +45,9 @@ pub fn run(args: SimArgs) -> Result<(), String> {
     if args.soak {
         return soak(&args);
     }
-    let seed = args.seed.ok_or("give --seed N to replay a run, or --soak")?;
+    let seed = args
+        .seed
+        .ok_or("give --seed N to replay a run, or --soak")?;
     let (report, trace) = random_scenario(seed, args.rounds, args.steps, args.trace);
     for line in &trace {
         println!("{line}");
@@ -54,7 +56,9 @@ pub fn run(args: SimArgs) -> Result<(), String> {
         println!("  {fault}");
     }
     print_report(&report);
-    report.result.map_err(|e| format!("seed {seed} failed: {e}"))
+    report
+        .result
+        .map_err(|e| format!("seed {seed} failed: {e}"))
 }
 
 fn soak(args: &SimArgs) -> Result<(), String> {
@@ -75,9 +79,14 @@ fn soak(args: &SimArgs) -> Result<(), String> {
                 println!("  {fault}");
             }
             print_report(&report);
-            return Err(format!("seed {seed} failed; replay with `skarv sim --seed {seed}`"));
+            return Err(format!(
+                "seed {seed} failed; replay with `skarv sim --seed {seed}`"
+            ));
         }
     }
-    println!("soak: {runs} seeds passed in {} s", started.elapsed().as_secs());
+    println!(
+        "soak: {runs} seeds passed in {} s",
+        started.elapsed().as_secs()
+    );
     Ok(())
 }

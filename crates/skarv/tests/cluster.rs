@@ -31,11 +31,12 @@ fn scratch_dir(name: &str) -> PathBuf {
     dir
 }
 
-/// A base port with the next `count` ports free, away from other tests' ranges.
-fn free_base_port(count: u16) -> u16 {
-    let start = 30_000 + (std::process::id() % 2000) as u16 * 10;
-    (0..200)
-        .map(|i| start.wrapping_add(i * 37) % 30_000 + 20_000)
+/// A base port with the next `count` ports free. `salt` keeps the tests of
+/// one run (which share a process id) apart.
+fn free_base_port(count: u16, salt: u16) -> u16 {
+    let start = 20_000 + (std::process::id() % 1000) as u16 * 20 + salt * 2000;
+    (0..200u16)
+        .map(|i| 20_000 + (start - 20_000 + i * 37) % 40_000)
         .find(|base| (0..count).all(|i| TcpListener::bind(("127.0.0.1", base + i)).is_ok()))
         .expect("a free port range")
 }
@@ -59,7 +60,10 @@ fn node(show: &Value, id: u64) -> Value {
 fn wait_for(what: &str, limit: Duration, mut check: impl FnMut() -> bool) {
     let start = Instant::now();
     while !check() {
-        assert!(start.elapsed() < limit, "timed out after {limit:?} waiting for {what}");
+        assert!(
+            start.elapsed() < limit,
+            "timed out after {limit:?} waiting for {what}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -102,7 +106,7 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 #[test]
 fn a_killed_data_node_is_reported_failed_and_restarted_by_its_angel() {
     let dir = scratch_dir("sandbox");
-    let base = free_base_port(8);
+    let base = free_base_port(8, 0);
     let base_text = base.to_string();
     let output = skarv(&[
         "sandbox",
@@ -115,11 +119,19 @@ fn a_killed_data_node_is_reported_failed_and_restarted_by_its_angel() {
     let _sandbox = Sandbox { dir: dir.clone() };
     assert!(output.status.success(), "{}", text(&output));
     let connect = format!("127.0.0.1:{base}");
-    assert!(String::from_utf8_lossy(&output.stdout).contains(&connect), "{}", text(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains(&connect),
+        "{}",
+        text(&output)
+    );
 
     let first = show(&connect);
     let nodes = first["nodes"].as_array().unwrap();
-    assert_eq!(nodes.iter().filter(|n| n["type"] == "mgmd").count(), 1, "{first}");
+    assert_eq!(
+        nodes.iter().filter(|n| n["type"] == "mgmd").count(),
+        1,
+        "{first}"
+    );
     let data: Vec<&Value> = nodes.iter().filter(|n| n["type"] == "data").collect();
     assert_eq!(data.len(), 2, "{first}");
     for n in &data {
@@ -139,39 +151,60 @@ fn a_killed_data_node_is_reported_failed_and_restarted_by_its_angel() {
         .parse()
         .unwrap();
     let parent_cmd = std::fs::read_to_string(format!("/proc/{parent}/cmdline")).unwrap();
-    assert!(parent_cmd.contains("data"), "the node's parent is its angel: {parent_cmd:?}");
-    assert!(!std::fs::read_to_string(format!("/proc/{old_pid}/cmdline")).unwrap().is_empty());
+    assert!(
+        parent_cmd.contains("data"),
+        "the node's parent is its angel: {parent_cmd:?}"
+    );
+    assert!(!std::fs::read_to_string(format!("/proc/{old_pid}/cmdline"))
+        .unwrap()
+        .is_empty());
 
     // SAFETY: kill(2) on a pid this test just read from the cluster.
     assert_eq!(unsafe { libc::kill(old_pid as i32, libc::SIGKILL) }, 0);
 
     // The mgmd sees it fail; the survivor declares it failed.
     let mut states = Vec::new();
-    wait_for("the killed node to be reported", Duration::from_secs(10), || {
-        let state = node(&show(&connect), victim)["state"].as_str().unwrap().to_owned();
-        if states.last() != Some(&state) {
-            states.push(state.clone());
-        }
-        state != "started"
-    });
-    wait_for("the survivor to declare the node failed", Duration::from_secs(10), || {
-        cluster_log(&dir).contains(&format!("Node {survivor}: node {victim} declared failed"))
-    });
+    wait_for(
+        "the killed node to be reported",
+        Duration::from_secs(10),
+        || {
+            let state = node(&show(&connect), victim)["state"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            if states.last() != Some(&state) {
+                states.push(state.clone());
+            }
+            state != "started"
+        },
+    );
+    wait_for(
+        "the survivor to declare the node failed",
+        Duration::from_secs(10),
+        || cluster_log(&dir).contains(&format!("Node {survivor}: node {victim} declared failed")),
+    );
     // The angel starts it again, as a new process, and it rejoins.
-    wait_for("the node to be started again", Duration::from_secs(60), || {
-        let n = node(&show(&connect), victim);
-        let state = n["state"].as_str().unwrap().to_owned();
-        if states.last() != Some(&state) {
-            states.push(state.clone());
-        }
-        state == "started" && n["pid"].as_u64().unwrap() != old_pid
-    });
+    wait_for(
+        "the node to be started again",
+        Duration::from_secs(60),
+        || {
+            let n = node(&show(&connect), victim);
+            let state = n["state"].as_str().unwrap().to_owned();
+            if states.last() != Some(&state) {
+                states.push(state.clone());
+            }
+            state == "started" && n["pid"].as_u64().unwrap() != old_pid
+        },
+    );
     assert!(
         states.iter().any(|s| s == "failed"),
         "the node was never shown as failed: {states:?}"
     );
     let after = show(&connect);
-    assert!(node(&after, victim)["start_count"].as_u64().unwrap() >= 2, "{after}");
+    assert!(
+        node(&after, victim)["start_count"].as_u64().unwrap() >= 2,
+        "{after}"
+    );
     assert_eq!(node(&after, survivor)["state"], "started");
     let log = cluster_log(&dir);
     assert!(log.contains("ALERT"), "{log}");
@@ -179,7 +212,11 @@ fn a_killed_data_node_is_reported_failed_and_restarted_by_its_angel() {
     let output = skarv(&["sandbox", "--stop", "--dir", dir.to_str().unwrap()]);
     assert!(output.status.success(), "{}", text(&output));
     let output = skarv(&["admin", "--connect", &connect, "show"]);
-    assert!(!output.status.success(), "the mgmd is gone after --stop: {}", text(&output));
+    assert!(
+        !output.status.success(),
+        "the mgmd is gone after --stop: {}",
+        text(&output)
+    );
 }
 
 #[test]
@@ -191,7 +228,13 @@ fn a_bad_config_is_refused_with_the_parameter_and_line() {
         "[ndbd default]\nDataMemory=64M\nNoOfReplicas=banana\n\n[ndb_mgmd]\nHostName=127.0.0.1\n\n[ndbd]\nHostName=127.0.0.1\n",
     )
     .unwrap();
-    let output = skarv(&["mgmd", "--config-file", config.to_str().unwrap(), "--port", "0"]);
+    let output = skarv(&[
+        "mgmd",
+        "--config-file",
+        config.to_str().unwrap(),
+        "--port",
+        "0",
+    ]);
     assert!(!output.status.success(), "{}", text(&output));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("NoOfReplicas"), "{stderr}");
@@ -227,7 +270,7 @@ fn spawn_skarv(args: &[&str], log: &Path) -> std::process::Child {
 #[test]
 fn with_stop_on_error_a_killed_data_node_stays_down() {
     let dir = scratch_dir("stoponerror");
-    let base = free_base_port(8);
+    let base = free_base_port(8, 1);
     let config = dir.join("config.ini");
     std::fs::write(
         &config,
@@ -243,7 +286,10 @@ fn with_stop_on_error_a_killed_data_node_stays_down() {
     )
     .unwrap();
     let connect = format!("127.0.0.1:{base}");
-    let mut processes = Processes { connect: connect.clone(), children: Vec::new() };
+    let mut processes = Processes {
+        connect: connect.clone(),
+        children: Vec::new(),
+    };
     processes.children.push(spawn_skarv(
         &["mgmd", "--config-file", config.to_str().unwrap()],
         &dir.join("mgmd.log"),
@@ -258,7 +304,9 @@ fn with_stop_on_error_a_killed_data_node_stays_down() {
         let output = skarv(&["admin", "--connect", &connect, "show", "--json"]);
         output.status.success() && {
             let doc: Value = serde_json::from_slice(&output.stdout).unwrap();
-            [2, 3].iter().all(|id| node(&doc, *id)["state"] == "started")
+            [2, 3]
+                .iter()
+                .all(|id| node(&doc, *id)["state"] == "started")
         }
     });
     let pid = node(&show(&connect), 3)["pid"].as_u64().unwrap();
