@@ -111,19 +111,33 @@ impl<'a> FrameWriter<'a> {
             self.out.truncate(self.start);
             return 0;
         }
-        let payload_len = self.payload_bytes();
-        let header = &mut self.out[self.start..self.start + FRAME_HEADER_BYTES];
-        header[0..2].copy_from_slice(&MAGIC);
-        header[2] = WIRE_VERSION;
-        header[3] = 0;
-        header[4..6].copy_from_slice(&(self.signals as u16).to_le_bytes());
-        header[6..8].copy_from_slice(&[0, 0]);
-        header[8..12].copy_from_slice(&(payload_len as u32).to_le_bytes());
-        let crc = crc32c::crc32c(&self.out[self.start..self.start + 12]);
-        let crc = crc32c::crc32c_append(crc, &self.out[self.start + FRAME_HEADER_BYTES..]);
-        self.out[self.start + 12..self.start + 16].copy_from_slice(&crc.to_le_bytes());
-        FRAME_HEADER_BYTES + payload_len
+        seal_frame(&mut self.out[self.start..], self.signals);
+        self.out.len() - self.start
     }
+}
+
+/// Fills in the header of one frame: `frame` is a `FRAME_HEADER_BYTES`
+/// placeholder followed by `signals` encoded signals (see [`encode_signal`]).
+/// For writers that keep a frame open across calls, as the transport does.
+pub fn seal_frame(frame: &mut [u8], signals: usize) {
+    assert!(
+        (1..=FRAME_SIGNALS_MAX).contains(&signals),
+        "a frame holds 1..=65535 signals"
+    );
+    let payload_len = frame.len() - FRAME_HEADER_BYTES;
+    assert!(
+        payload_len <= FRAME_PAYLOAD_MAX_BYTES,
+        "frame payload over the limit"
+    );
+    let header = &mut frame[..FRAME_HEADER_BYTES];
+    header[0..2].copy_from_slice(&MAGIC);
+    header[2] = WIRE_VERSION;
+    header[3] = 0;
+    header[4..6].copy_from_slice(&(signals as u16).to_le_bytes());
+    header[6..8].copy_from_slice(&[0, 0]);
+    header[8..12].copy_from_slice(&(payload_len as u32).to_le_bytes());
+    let crc = crc32c::crc32c_append(crc32c::crc32c(&frame[0..12]), &frame[FRAME_HEADER_BYTES..]);
+    frame[12..16].copy_from_slice(&crc.to_le_bytes());
 }
 
 /// Encodes `signals` as one frame appended to `out` (convenience for control paths).
@@ -141,7 +155,8 @@ fn put_ref(r: BlockRef, out: &mut Vec<u8>) {
     out.extend_from_slice(&r.instance.to_le_bytes());
 }
 
-fn encode_signal(signal: &Signal, out: &mut Vec<u8>) {
+/// Appends one signal (header and body) to `out`; frames are made of these.
+pub fn encode_signal(signal: &Signal, out: &mut Vec<u8>) {
     let start = out.len();
     out.extend_from_slice(&signal.body.gsn().to_le_bytes());
     out.extend_from_slice(&[0, 0]);

@@ -1,19 +1,13 @@
-//! A per-peer send buffer that keeps one frame open across `send` calls.
-//!
-//! `signal::FrameWriter` borrows its buffer for the life of one frame, but a
-//! sender adds signals to a frame over many calls. So each signal is encoded
-//! by a fresh `FrameWriter` as a one-signal frame at the end of the buffer;
-//! if it fits the open frame, its 16-byte placeholder header is cut out (the
-//! signal's bytes move back by 16), and if it does not, the open frame is
-//! closed and that placeholder becomes the next frame's header. Closing a
-//! frame writes its header here, byte for byte as `FrameWriter::finish`
-//! does; a unit test holds the two to the same output. Once the buffer has
-//! grown, encoding allocates nothing.
+//! A per-peer send buffer that keeps one frame open across `send` calls:
+//! the open frame starts with a placeholder header, signals are appended
+//! behind it, and `signal::frame::seal_frame` writes the header when the
+//! frame closes (full, or at flush). Once the buffer has grown, encoding
+//! allocates nothing.
 
 use signal::frame::{
-    FRAME_HEADER_BYTES, FRAME_PAYLOAD_MAX_BYTES, FRAME_SIGNALS_MAX, MAGIC, WIRE_VERSION,
+    encode_signal, seal_frame, FRAME_HEADER_BYTES, FRAME_PAYLOAD_MAX_BYTES, FRAME_SIGNALS_MAX,
 };
-use signal::{EncodeError, FrameWriter, Signal};
+use signal::{EncodeError, Signal};
 
 /// What a push did to the frames of the buffer.
 #[derive(Debug, PartialEq, Eq)]
@@ -79,32 +73,34 @@ impl OpenBuffer {
     /// Appends `signal`; on error the buffer is as it was.
     pub fn push(&mut self, signal: &Signal) -> Result<Pushed, EncodeError> {
         let start = self.bytes.len();
-        let mut writer = FrameWriter::new(&mut self.bytes);
-        if let Err(error) = writer.push(signal) {
-            self.bytes.truncate(start);
-            return Err(error);
-        }
-        // The writer is dropped unfinished: bytes[start..start + 16] is a zeroed placeholder.
-        let signal_bytes = self.bytes.len() - start - FRAME_HEADER_BYTES;
-        self.signals += 1;
-        if self.frame_signals > 0 {
-            let payload_bytes = start - self.frame_start - FRAME_HEADER_BYTES;
-            let fits = payload_bytes + signal_bytes <= FRAME_PAYLOAD_MAX_BYTES
-                && self.frame_signals < FRAME_SIGNALS_MAX;
-            if fits {
-                self.bytes.copy_within(start + FRAME_HEADER_BYTES.., start);
-                self.bytes.truncate(self.bytes.len() - FRAME_HEADER_BYTES);
-                self.frame_signals += 1;
-                return Ok(Pushed::Joined);
-            }
-            self.close_frame(start);
+        if self.frame_signals == 0 {
+            self.bytes.extend_from_slice(&[0; FRAME_HEADER_BYTES]);
             self.frame_start = start;
-            self.frame_signals = 1;
-            return Ok(Pushed::FrameClosed);
         }
-        self.frame_start = start;
+        let signal_start = self.bytes.len();
+        encode_signal(signal, &mut self.bytes);
+        let signal_bytes = self.bytes.len() - signal_start;
+        if signal_bytes > FRAME_PAYLOAD_MAX_BYTES {
+            self.bytes.truncate(start);
+            return Err(EncodeError::SignalTooLarge {
+                name: signal.body.name(),
+                bytes: signal_bytes,
+            });
+        }
+        self.signals += 1;
+        let payload_bytes = self.bytes.len() - self.frame_start - FRAME_HEADER_BYTES;
+        if payload_bytes <= FRAME_PAYLOAD_MAX_BYTES && self.frame_signals < FRAME_SIGNALS_MAX {
+            self.frame_signals += 1;
+            return Ok(Pushed::Joined);
+        }
+        // The open frame is full: close it before this signal, which opens
+        // the next frame behind a new placeholder (rare: frames are large).
+        self.close_frame(signal_start);
+        self.bytes
+            .splice(signal_start..signal_start, [0u8; FRAME_HEADER_BYTES]);
+        self.frame_start = signal_start;
         self.frame_signals = 1;
-        Ok(Pushed::Joined)
+        Ok(Pushed::FrameClosed)
     }
 
     /// Closes the open frame: afterwards the buffer holds only whole frames.
@@ -155,20 +151,7 @@ impl OpenBuffer {
 
     /// Writes the header of the open frame, which ends at `end`.
     fn close_frame(&mut self, end: usize) {
-        assert!(self.frame_signals > 0 && self.frame_signals <= FRAME_SIGNALS_MAX);
-        let start = self.frame_start;
-        let payload_bytes = end - start - FRAME_HEADER_BYTES;
-        assert!(payload_bytes <= FRAME_PAYLOAD_MAX_BYTES);
-        let header = &mut self.bytes[start..start + FRAME_HEADER_BYTES];
-        header[0..2].copy_from_slice(&MAGIC);
-        header[2] = WIRE_VERSION;
-        header[3] = 0;
-        header[4..6].copy_from_slice(&(self.frame_signals as u16).to_le_bytes());
-        header[6..8].copy_from_slice(&[0, 0]);
-        header[8..12].copy_from_slice(&(payload_bytes as u32).to_le_bytes());
-        let crc = crc32c::crc32c(&self.bytes[start..start + 12]);
-        let crc = crc32c::crc32c_append(crc, &self.bytes[start + FRAME_HEADER_BYTES..end]);
-        self.bytes[start + 12..start + 16].copy_from_slice(&crc.to_le_bytes());
+        seal_frame(&mut self.bytes[self.frame_start..end], self.frame_signals);
         self.frames += 1;
         self.frame_signals = 0;
     }
