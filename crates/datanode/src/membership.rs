@@ -295,67 +295,36 @@ impl Membership {
     ) {
         let reply_to = Self::membership_ref(sender);
         if node != sender || !self.is_data_node(node) {
-            ctx.send(
-                reply_to,
-                SignalBody::CmRegRef {
-                    reason: RegRefReason::NotConfigured,
-                    president: None,
-                },
-            );
+            refuse(ctx, reply_to, RegRefReason::NotConfigured, None);
             return;
         }
         if version / 10000 != VERSION / 10000 {
-            ctx.send(
-                reply_to,
-                SignalBody::CmRegRef {
-                    reason: RegRefReason::Incompatible,
-                    president: None,
-                },
-            );
+            refuse(ctx, reply_to, RegRefReason::Incompatible, None);
             return;
         }
         match self.phase {
             Phase::Starting => {
-                ctx.send(
-                    reply_to,
-                    SignalBody::CmRegRef {
-                        reason: RegRefReason::Starting,
-                        president: None,
-                    },
-                );
+                refuse(ctx, reply_to, RegRefReason::Starting, None);
                 return;
             }
             Phase::Stopping => {
-                ctx.send(
-                    reply_to,
-                    SignalBody::CmRegRef {
-                        reason: RegRefReason::Stopping,
-                        president: None,
-                    },
-                );
+                refuse(ctx, reply_to, RegRefReason::Stopping, None);
                 return;
             }
             Phase::Started => {}
         }
         let view = self.view.clone().expect("a started node has a view");
         if view.president != self.me() {
-            ctx.send(
+            refuse(
+                ctx,
                 reply_to,
-                SignalBody::CmRegRef {
-                    reason: RegRefReason::NotPresident,
-                    president: Some(view.president),
-                },
+                RegRefReason::NotPresident,
+                Some(view.president),
             );
             return;
         }
         if self.suspected.contains(node) {
-            ctx.send(
-                reply_to,
-                SignalBody::CmRegRef {
-                    reason: RegRefReason::FailureHandling,
-                    president: None,
-                },
-            );
+            refuse(ctx, reply_to, RegRefReason::FailureHandling, None);
             return;
         }
         if view.contains(node) {
@@ -366,13 +335,7 @@ impl Membership {
                 // The node restarted before its failure was noticed: the old
                 // incarnation must leave the view before the new one joins.
                 self.handle_failures(&[node], FailReason::Disconnected, ctx);
-                ctx.send(
-                    reply_to,
-                    SignalBody::CmRegRef {
-                        reason: RegRefReason::FailureHandling,
-                        president: None,
-                    },
-                );
+                refuse(ctx, reply_to, RegRefReason::FailureHandling, None);
             }
             return;
         }
@@ -893,6 +856,11 @@ impl Membership {
         );
         ctx.shutdown(restart, format!("{what} ordered by the management server"));
     }
+}
+
+/// Answers a `CmRegReq` with a refusal.
+fn refuse(ctx: &mut Context<'_>, to: BlockRef, reason: RegRefReason, president: Option<NodeId>) {
+    ctx.send(to, SignalBody::CmRegRef { reason, president });
 }
 
 /// Whether `new` replaces `old`.

@@ -1,7 +1,6 @@
 //! `skarv mgmd`: runs the management server until it is shut down (by
 //! `skarv admin shutdown`) or told to stop by SIGINT or SIGTERM.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread;
@@ -33,7 +32,7 @@ fn parse_node_id(text: &str) -> Result<NodeId, String> {
 }
 
 pub fn run(args: MgmdArgs) -> Result<(), String> {
-    init_logging();
+    crate::init_logging();
     // Before any thread starts, so that every thread inherits the mask and
     // only the waiting thread below ever sees these signals.
     let stop_signals = block_stop_signals()?;
@@ -63,17 +62,6 @@ pub fn run(args: MgmdArgs) -> Result<(), String> {
         .map_err(|e| format!("cannot start the signal thread: {e}"))?;
     server.wait();
     Ok(())
-}
-
-fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("SKARV_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    // Fails only when a subscriber is already set, which is fine.
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .try_init();
 }
 
 /// Blocks SIGINT and SIGTERM in this thread (and so in every thread it
