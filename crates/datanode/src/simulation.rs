@@ -362,7 +362,7 @@ pub fn random_scenario(
                 cluster.sim.network.drop_ppm = 20_000;
                 cluster.sim.run_for(Duration::from_millis(800));
                 cluster.sim.network.drop_ppm = 0;
-                "lose 2% of signals for 800 ms".to_owned()
+                format!("round {round}: lose 2% of signals for 800 ms")
             }
             _ => {
                 let other = nodes[choose.below(nodes.len() as u64) as usize];

@@ -47,6 +47,7 @@ enum AdminCommand {
 }
 
 pub fn run(args: AdminArgs) -> Result<(), String> {
+    crate::die_quietly_on_broken_pipe();
     // Parse the target first: a typo should not need a running cluster to be told.
     let target = match &args.command {
         AdminCommand::Stop { target } | AdminCommand::Restart { target } => parse_target(target)?,

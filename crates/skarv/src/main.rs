@@ -47,6 +47,17 @@ pub fn init_logging() {
         .try_init();
 }
 
+/// For commands whose output is read by pipes (`skarv sim --trace | head`):
+/// end quietly when the reader goes away, as other command-line tools do.
+/// Servers keep Rust's default (ignored), so a closed socket is an error
+/// to handle, never a signal that kills the process.
+pub fn die_quietly_on_broken_pipe() {
+    // SAFETY: setting a signal disposition to the default is always sound.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {

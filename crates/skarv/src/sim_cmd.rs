@@ -42,6 +42,7 @@ fn print_report(report: &ScenarioReport) {
 }
 
 pub fn run(args: SimArgs) -> Result<(), String> {
+    crate::die_quietly_on_broken_pipe();
     if args.soak {
         return soak(&args);
     }
