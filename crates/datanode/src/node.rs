@@ -28,6 +28,8 @@ use crate::membership::{Membership, MembershipConfig};
 
 /// Exit status that asks the angel for a restart.
 pub const EXIT_RESTART: i32 = 75;
+/// Exit status of a node whose thread died: a crash, as far as the angel goes.
+pub const EXIT_CRASHED: i32 = 70;
 /// How long to keep trying to reach the management server at start.
 pub const MGMD_CONNECT_TIMEOUT: Duration = Duration::from_secs(60);
 /// NDB's StartPartialTimeout default: wait this long for all data nodes at start.
@@ -55,6 +57,8 @@ pub enum NodeExit {
     Stop,
     /// Asked to restart (a restart order, or excluded from the cluster).
     Restart,
+    /// A thread died: end as a crashed process, for the angel to judge.
+    Crashed,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -437,6 +441,13 @@ impl NodeControl for Control {
             NodeExit::Stop
         };
         let _ = self.exit.lock().expect("exit lock").send(exit);
+    }
+
+    fn thread_failed(&self, thread: &str, role: ThreadRole, reason: &str) {
+        tracing::error!(
+            "thread {thread} (role {role}) failed: {reason}; ending the node as crashed"
+        );
+        let _ = self.exit.lock().expect("exit lock").send(NodeExit::Crashed);
     }
 
     fn watchdog_report(&self, thread: &str, role: ThreadRole, stuck_for: Duration) {

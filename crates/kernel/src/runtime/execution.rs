@@ -464,7 +464,8 @@ impl Drop for ExitGuard {
                 thread.name, thread.role
             );
             tracing::error!(thread = %thread.name, role = %thread.role, "execution thread panicked; shutting the node down");
-            self.control.shutdown(false, &reason);
+            self.control
+                .thread_failed(&thread.name, thread.role, &reason);
         }
     }
 }

@@ -63,8 +63,11 @@ pub trait NodeControl: Send + Sync {
     /// Close the connection to `node` (a block declared it failed).
     fn disconnect(&self, node: NodeId);
     /// Stop this node process; with `restart`, its angel starts it again.
-    /// Also called, with `restart == false`, when an execution thread panicked.
     fn shutdown(&self, restart: bool, reason: &str);
+    /// Execution thread `thread` (of `role`) died: a block broke one of its
+    /// invariants. The node must end as a crashed process would (its angel
+    /// applies `StopOnError`).
+    fn thread_failed(&self, thread: &str, role: ThreadRole, reason: &str);
     /// Execution thread `thread` (of `role`) has been busy without progress
     /// for `stuck_for`.
     fn watchdog_report(&self, thread: &str, role: ThreadRole, stuck_for: Duration);
