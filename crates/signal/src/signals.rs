@@ -224,7 +224,9 @@ signals! {
     41 => MgmAllocNodeIdConf { node_id: NodeId, config_ini: String, config_name: String },
     42 => MgmAllocNodeIdRef { message: String },
     /// A data node's periodic report of itself; doubles as its heartbeat to the mgmd.
-    43 => MgmNodeStatusRep { state: NodeState, pid: u32, version: u32, view_id: u32, president: Option<NodeId>, members: NodeBitmask },
+    43 => MgmNodeStatusRep {
+        state: NodeState, pid: u32, version: u32, view_id: u32, president: Option<NodeId>, members: NodeBitmask,
+    },
     /// An event for the cluster log.
     44 => MgmEventRep { severity: Severity, text: String },
     45 => MgmShowReq {},

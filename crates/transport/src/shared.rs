@@ -121,7 +121,11 @@ pub(crate) enum Refusal {
     HelloWrongNode { from: NodeId, expected: NodeId },
     #[error("hello claims node {from} but its signal header says node {sender}")]
     HelloSenderMismatch { from: NodeId, sender: NodeId },
-    #[error("incompatible version {theirs} (this node runs {ours})", theirs = signal::version_string(*.version), ours = signal::version_string(signal::VERSION))]
+    #[error(
+        "incompatible version {theirs} (this node runs {ours})",
+        theirs = signal::version_string(*.version),
+        ours = signal::version_string(signal::VERSION)
+    )]
     HelloVersion { version: u32 },
     #[error("signal {name} claims sender node {sender} on the connection from node {peer}")]
     ForgedSender {
