@@ -1388,9 +1388,10 @@ mod tests {
     fn a_live_record_refuses_and_a_stale_one_is_replaced() {
         let dir = temporary_dir("live");
         // `sh -c CMD mgmd`: a live process with "mgmd" among its arguments,
-        // as a sandbox mgmd has.
+        // as a sandbox mgmd has. Two commands, so that the shell cannot
+        // replace itself with `sleep` (dash does for a lone command).
         let mut live = Command::new("sh")
-            .args(["-c", "sleep 30", "mgmd"])
+            .args(["-c", "sleep 30; :", "mgmd"])
             .spawn()
             .expect("spawn sh");
         let record = SandboxRecord {
