@@ -1394,6 +1394,13 @@ mod tests {
             .args(["-c", "sleep 30; :", "mgmd"])
             .spawn()
             .expect("spawn sh");
+        // Between fork and exec the child still shows this test's command
+        // line: wait until it is the shell's.
+        let started = std::time::Instant::now();
+        while !pid_alive(live.id(), "mgmd") {
+            assert!(started.elapsed() < Duration::from_secs(10), "sh never started");
+            std::thread::sleep(Duration::from_millis(5));
+        }
         let record = SandboxRecord {
             connect: "127.0.0.1:21860".to_owned(),
             mgmd_pid: live.id(),
