@@ -1398,7 +1398,10 @@ mod tests {
         // line: wait until it is the shell's.
         let started = std::time::Instant::now();
         while !pid_alive(live.id(), "mgmd") {
-            assert!(started.elapsed() < Duration::from_secs(10), "sh never started");
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "sh never started"
+            );
             std::thread::sleep(Duration::from_millis(5));
         }
         let record = SandboxRecord {
