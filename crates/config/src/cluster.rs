@@ -417,6 +417,7 @@ fn data_node(
         time_between_epochs_ms: view.number_u32(&p::TIME_BETWEEN_EPOCHS),
         transaction_deadlock_detection_timeout_ms: view
             .number_u32(&p::TRANSACTION_DEADLOCK_DETECTION_TIMEOUT),
+        start_partial_timeout_ms: view.number_u32(&p::START_PARTIAL_TIMEOUT),
         lock_pages_in_memory: view.number_u32(&p::LOCK_PAGES_IN_MAIN_MEMORY),
         stop_on_error: view.flag(&p::STOP_ON_ERROR),
     };

@@ -113,6 +113,9 @@ pub struct DataNodeParams {
     pub time_between_global_checkpoints_ms: u32,
     pub time_between_epochs_ms: u32,
     pub transaction_deadlock_detection_timeout_ms: u32,
+    /// How long starting data nodes wait for every data node before they
+    /// start without the missing ones (NDB's StartPartialTimeout).
+    pub start_partial_timeout_ms: u32,
     pub lock_pages_in_memory: u32,
     /// Skarv's default is false: the angel restarts a failed node.
     pub stop_on_error: bool,

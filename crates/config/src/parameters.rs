@@ -198,6 +198,10 @@ pub(crate) const TIME_BETWEEN_EPOCHS: Parameter = integer("TimeBetweenEpochs", 0
 pub(crate) const TRANSACTION_DEADLOCK_DETECTION_TIMEOUT: Parameter =
     integer("TransactionDeadlockDetectionTimeout", 50, TIME_MAX_MS, 1200);
 
+/// How long starting data nodes wait for all of them before a partial start.
+pub(crate) const START_PARTIAL_TIMEOUT: Parameter =
+    integer("StartPartialTimeout", 0, TIME_MAX_MS, 30000);
+
 pub(crate) const LOCK_PAGES_IN_MAIN_MEMORY: Parameter = Parameter {
     aliases: &["LockPagesInMemory"],
     ..integer("LockPagesInMainMemory", 0, 2, 0)
@@ -227,6 +231,7 @@ const DATA_NODE_PARAMETERS: &[&Parameter] = &[
     &TIME_BETWEEN_GLOBAL_CHECKPOINTS,
     &TIME_BETWEEN_EPOCHS,
     &TRANSACTION_DEADLOCK_DETECTION_TIMEOUT,
+    &START_PARTIAL_TIMEOUT,
     &LOCK_PAGES_IN_MAIN_MEMORY,
     &STOP_ON_ERROR,
 ];

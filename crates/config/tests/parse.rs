@@ -45,6 +45,7 @@ HeartbeatIntervalDbApi=1200
 TimeBetweenGlobalCheckpoints=1000
 TimeBetweenEpochs=50
 TransactionDeadlockDetectionTimeout=2000
+StartPartialTimeout=5000
 LockPagesInMainMemory=1
 StopOnError=true
 DataDir=/var/lib/skarv
@@ -117,6 +118,7 @@ NodeId=11
         assert_eq!(params.time_between_global_checkpoints_ms, 1000);
         assert_eq!(params.time_between_epochs_ms, 50);
         assert_eq!(params.transaction_deadlock_detection_timeout_ms, 2000);
+        assert_eq!(params.start_partial_timeout_ms, 5000);
         assert_eq!(params.lock_pages_in_memory, 1);
         assert!(params.stop_on_error);
     }
@@ -170,6 +172,7 @@ fn defaults_are_ndbs() {
         assert_eq!(params.time_between_global_checkpoints_ms, 2000);
         assert_eq!(params.time_between_epochs_ms, 100);
         assert_eq!(params.transaction_deadlock_detection_timeout_ms, 1200);
+        assert_eq!(params.start_partial_timeout_ms, 30000);
         assert_eq!(params.lock_pages_in_memory, 0);
         assert!(!params.stop_on_error);
     }

@@ -32,8 +32,6 @@ pub const EXIT_RESTART: i32 = 75;
 pub const EXIT_CRASHED: i32 = 70;
 /// How long to keep trying to reach the management server at start.
 pub const MGMD_CONNECT_TIMEOUT: Duration = Duration::from_secs(60);
-/// NDB's StartPartialTimeout default: wait this long for all data nodes at start.
-pub const START_PARTIAL_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a feeder waits for room in a full runtime queue before dropping.
 const INJECT_WAIT_MAX: Duration = Duration::from_secs(1);
 /// Time between deciding to exit and stopping the threads.
@@ -129,7 +127,7 @@ pub fn run(options: &NodeOptions) -> Result<NodeExit, NodeError> {
         api_heartbeat_interval: Duration::from_millis(u64::from(
             me.params.heartbeat_interval_db_api_ms,
         )),
-        start_partial_timeout: START_PARTIAL_TIMEOUT,
+        start_partial_timeout: Duration::from_millis(u64::from(me.params.start_partial_timeout_ms)),
         start_id: kernel::Rng::from_entropy().next_u64(),
         pid,
     });
