@@ -169,7 +169,13 @@ pub fn run(options: &NodeOptions) -> Result<NodeExit, NodeError> {
             node,
             what: e.to_string(),
         })?;
-    spawn_session_reader(node, session_reader, session_injector);
+    let home = SessionHome {
+        node,
+        connect: options.connect.clone(),
+        pid,
+        writer: Arc::clone(&session_writer),
+    };
+    spawn_session_reader(home, session_reader, session_injector);
 
     let exit = loop {
         match exit_rx.recv_timeout(Duration::from_millis(100)) {
@@ -364,8 +370,24 @@ fn inject(injector: &mut Injector, mut signal: Signal) {
     }
 }
 
+/// Where the session thread reconnects to when the mgmd goes away.
+struct SessionHome {
+    node: NodeId,
+    connect: String,
+    pid: u32,
+    /// Shared with every `RemoteRouter`: replaced on reconnect.
+    writer: Arc<Mutex<SessionWriter>>,
+}
+
+/// How often a node without its mgmd session tries to get one back.
+const MGMD_RECONNECT_INTERVAL: Duration = Duration::from_secs(1);
+
 /// Reads orders from the mgmd (stop, restart) and hands them to membership.
-fn spawn_session_reader(node: NodeId, mut reader: SessionReader, mut injector: Injector) {
+/// When the session breaks (the mgmd restarted), the node runs on and keeps
+/// trying to register again under its own node id; status reports then
+/// flow over the new session.
+fn spawn_session_reader(home: SessionHome, mut reader: SessionReader, mut injector: Injector) {
+    let node = home.node;
     let spawned = std::thread::Builder::new()
         .name("mgm-session".to_owned())
         .spawn(move || loop {
@@ -378,14 +400,45 @@ fn spawn_session_reader(node: NodeId, mut reader: SessionReader, mut injector: I
                 }
                 Err(error) => {
                     tracing::warn!(
-                        "node {node}: lost the management server session ({error}); running on without it"
+                        "node {node}: lost the management server session ({error}); \
+                         running on and reconnecting"
                     );
-                    return;
+                    match reconnect_session(&home) {
+                        Some(new_reader) => reader = new_reader,
+                        None => return,
+                    }
                 }
             }
         });
     if let Err(error) = spawned {
         tracing::error!("node {node}: cannot start the mgm session thread: {error}");
+    }
+}
+
+/// Registers with the mgmd again; `None` when the node is terminating.
+fn reconnect_session(home: &SessionHome) -> Option<SessionReader> {
+    loop {
+        std::thread::sleep(MGMD_RECONNECT_INTERVAL);
+        if TERMINATE.load(Ordering::SeqCst) {
+            return None;
+        }
+        let attempt =
+            MgmClient::connect(&home.connect, Duration::from_secs(2)).and_then(|mut client| {
+                client.alloc_node_id(Some(home.node), NodeType::Data, home.pid)?;
+                Ok(client)
+            });
+        match attempt {
+            Ok(client) => {
+                let (writer, reader) = client.into_session();
+                *home.writer.lock().expect("mgm session lock") = writer;
+                tracing::info!(
+                    "node {}: registered again with the management server",
+                    home.node
+                );
+                return Some(reader);
+            }
+            Err(error) => tracing::debug!("node {}: mgmd not back yet: {error}", home.node),
+        }
     }
 }
 

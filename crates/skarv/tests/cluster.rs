@@ -267,15 +267,15 @@ fn spawn_skarv(args: &[&str], log: &Path) -> std::process::Child {
         .expect("spawn skarv")
 }
 
-#[test]
-fn with_stop_on_error_a_killed_data_node_stays_down() {
-    let dir = scratch_dir("stoponerror");
-    let base = free_base_port(8, 1);
+/// A cluster of an mgmd and data nodes 2 and 3, each a process of this test.
+fn start_cluster(name: &str, salt: u16, defaults: &str) -> (PathBuf, String, Processes) {
+    let dir = scratch_dir(name);
+    let base = free_base_port(8, salt);
     let config = dir.join("config.ini");
     std::fs::write(
         &config,
         format!(
-            "[ndbd default]\nNoOfReplicas=1\nDataMemory=16M\nStopOnError=1\n\
+            "[ndbd default]\nNoOfReplicas=1\nDataMemory=16M\n{defaults}\
              [ndb_mgmd]\nNodeId=1\nHostName=127.0.0.1\nPortNumber={base}\nDataDir={dir}/mgmd\n\
              [ndbd]\nNodeId=2\nHostName=127.0.0.1\nServerPort={p2}\nDataDir={dir}/n2\n\
              [ndbd]\nNodeId=3\nHostName=127.0.0.1\nServerPort={p3}\nDataDir={dir}/n3\n",
@@ -300,8 +300,13 @@ fn with_stop_on_error_a_killed_data_node_stays_down() {
             &dir.join(format!("node{id}.log")),
         ));
     }
-    wait_for("both data nodes started", Duration::from_secs(30), || {
-        let output = skarv(&["admin", "--connect", &connect, "show", "--json"]);
+    wait_for_started(&connect, Duration::from_secs(30));
+    (dir, connect, processes)
+}
+
+fn wait_for_started(connect: &str, limit: Duration) {
+    wait_for("both data nodes started", limit, || {
+        let output = skarv(&["admin", "--connect", connect, "show", "--json"]);
         output.status.success() && {
             let doc: Value = serde_json::from_slice(&output.stdout).unwrap();
             [2, 3]
@@ -309,6 +314,11 @@ fn with_stop_on_error_a_killed_data_node_stays_down() {
                 .all(|id| node(&doc, *id)["state"] == "started")
         }
     });
+}
+
+#[test]
+fn with_stop_on_error_a_killed_data_node_stays_down() {
+    let (dir, connect, mut processes) = start_cluster("stoponerror", 1, "StopOnError=1\n");
     let pid = node(&show(&connect), 3)["pid"].as_u64().unwrap();
     // SAFETY: kill(2) on a pid this test just read from the cluster.
     assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
@@ -327,4 +337,27 @@ fn with_stop_on_error_a_killed_data_node_stays_down() {
     let after = show(&connect);
     assert_eq!(node(&after, 3)["state"], "failed", "{after}");
     assert_eq!(node(&after, 2)["state"], "started", "{after}");
+}
+
+#[test]
+fn data_nodes_register_again_with_a_restarted_mgmd() {
+    let (dir, connect, mut processes) = start_cluster("mgmdrestart", 2, "");
+    let pids: Vec<u64> = [2, 3]
+        .iter()
+        .map(|id| node(&show(&connect), *id)["pid"].as_u64().unwrap())
+        .collect();
+    let mgmd = &mut processes.children[0];
+    mgmd.kill().unwrap();
+    mgmd.wait().unwrap();
+    let config = dir.join("config.ini");
+    processes.children[0] = spawn_skarv(
+        &["mgmd", "--config-file", config.to_str().unwrap()],
+        &dir.join("mgmd-again.log"),
+    );
+    wait_for_started(&connect, Duration::from_secs(30));
+    let after = show(&connect);
+    // The same processes: they ran on without the mgmd and came back to it.
+    for (id, pid) in [2, 3].iter().zip(pids) {
+        assert_eq!(node(&after, *id)["pid"].as_u64().unwrap(), pid, "{after}");
+    }
 }
