@@ -1,0 +1,1 @@
+//! disk (being written)

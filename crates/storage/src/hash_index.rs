@@ -1,0 +1,1 @@
+//! hash_index (being written)

@@ -1,0 +1,35 @@
+//! Storage of one local data manager (LDM) instance: where the data lives.
+//!
+//! Everything here is single-threaded by design: one LDM instance owns its
+//! partitions and touches them from one thread, so no structure here has a
+//! lock. Files are reached only through [`disk::Disk`], the determinism seam
+//! for storage: the real implementation writes and fsyncs files, the
+//! simulated one keeps them in memory and can fail, tear or lose unsynced
+//! writes on command.
+//!
+//! - [`schema`]: column types, table and index definitions and their limits,
+//!   values, the row format, memcomparable keys, collations, and the
+//!   distribution hash shared with clients.
+//! - [`memory`]: the page pool (the `DataMemory` budget) and the row store.
+//! - [`hash_index`]: the primary-key index (linear hashing).
+//! - [`ordered_index`]: ordered indexes over memcomparable keys.
+//! - [`locks`]: row locks with FIFO wait queues and upgrade.
+//! - [`disk`]: files, real and simulated.
+//! - [`redo`]: the redo log part of one LDM instance.
+
+pub mod disk;
+pub mod hash_index;
+pub mod locks;
+pub mod memory;
+pub mod ordered_index;
+pub mod redo;
+pub mod schema;
+
+/// Where a row lives in its partition's row store. The row store decides the
+/// bit layout (page number and slot); everyone else treats it as opaque.
+/// Four bytes, so that a hash index entry stays small (`bytes_per_row`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RowId(pub u32);
+
+/// A global checkpoint id: every committed change belongs to one.
+pub type Gci = u32;

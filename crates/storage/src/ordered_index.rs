@@ -1,0 +1,1 @@
+//! ordered_index (being written)

@@ -1,0 +1,1 @@
+//! redo (being written)
