@@ -411,6 +411,8 @@ fn data_node(
         thread_config,
         max_no_of_execution_threads,
         no_of_fragment_log_parts,
+        fragment_log_file_size_bytes: view.number(&p::FRAGMENT_LOG_FILE_SIZE),
+        no_of_fragment_log_files: view.number_u32(&p::NO_OF_FRAGMENT_LOG_FILES),
         heartbeat_interval_db_db_ms: view.number_u32(&p::HEARTBEAT_INTERVAL_DB_DB),
         heartbeat_interval_db_api_ms: view.number_u32(&p::HEARTBEAT_INTERVAL_DB_API),
         time_between_global_checkpoints_ms: view.number_u32(&p::TIME_BETWEEN_GLOBAL_CHECKPOINTS),

@@ -108,6 +108,10 @@ pub struct DataNodeParams {
     /// Redo log parts; at least the ldm thread count. Default: 4, or the
     /// ldm thread count when that is larger.
     pub no_of_fragment_log_parts: u32,
+    /// Size of each redo log file (FragmentLogFileSize).
+    pub fragment_log_file_size_bytes: u64,
+    /// Redo log files per log part (NoOfFragmentLogFiles).
+    pub no_of_fragment_log_files: u32,
     pub heartbeat_interval_db_db_ms: u32,
     pub heartbeat_interval_db_api_ms: u32,
     pub time_between_global_checkpoints_ms: u32,

@@ -198,6 +198,22 @@ pub(crate) const TIME_BETWEEN_EPOCHS: Parameter = integer("TimeBetweenEpochs", 0
 pub(crate) const TRANSACTION_DEADLOCK_DETECTION_TIMEOUT: Parameter =
     integer("TransactionDeadlockDetectionTimeout", 50, TIME_MAX_MS, 1200);
 
+/// Size of one redo log file (NDB: FragmentLogFileSize).
+pub(crate) const FRAGMENT_LOG_FILE_SIZE: Parameter = Parameter {
+    name: "FragmentLogFileSize",
+    aliases: &[],
+    value_type: ValueType::Size {
+        min_bytes: 4 * MIB,
+        max_bytes: GIB,
+    },
+    default: Fallback::Number(16 * MIB),
+    per_node: false,
+};
+
+/// Redo log files per log part (NDB: NoOfFragmentLogFiles).
+pub(crate) const NO_OF_FRAGMENT_LOG_FILES: Parameter =
+    integer("NoOfFragmentLogFiles", 3, 4_294_967_039, 16);
+
 /// How long starting data nodes wait for all of them before a partial start.
 pub(crate) const START_PARTIAL_TIMEOUT: Parameter =
     integer("StartPartialTimeout", 0, TIME_MAX_MS, 30000);
@@ -226,6 +242,8 @@ const DATA_NODE_PARAMETERS: &[&Parameter] = &[
     &THREAD_CONFIG,
     &MAX_NO_OF_EXECUTION_THREADS,
     &NO_OF_FRAGMENT_LOG_PARTS,
+    &FRAGMENT_LOG_FILE_SIZE,
+    &NO_OF_FRAGMENT_LOG_FILES,
     &HEARTBEAT_INTERVAL_DB_DB,
     &HEARTBEAT_INTERVAL_DB_API,
     &TIME_BETWEEN_GLOBAL_CHECKPOINTS,

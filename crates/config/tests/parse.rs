@@ -46,6 +46,8 @@ TimeBetweenGlobalCheckpoints=1000
 TimeBetweenEpochs=50
 TransactionDeadlockDetectionTimeout=2000
 StartPartialTimeout=5000
+FragmentLogFileSize=64M
+NoOfFragmentLogFiles=4
 LockPagesInMainMemory=1
 StopOnError=true
 DataDir=/var/lib/skarv
@@ -119,6 +121,8 @@ NodeId=11
         assert_eq!(params.time_between_epochs_ms, 50);
         assert_eq!(params.transaction_deadlock_detection_timeout_ms, 2000);
         assert_eq!(params.start_partial_timeout_ms, 5000);
+        assert_eq!(params.fragment_log_file_size_bytes, 64 << 20);
+        assert_eq!(params.no_of_fragment_log_files, 4);
         assert_eq!(params.lock_pages_in_memory, 1);
         assert!(params.stop_on_error);
     }
@@ -173,6 +177,8 @@ fn defaults_are_ndbs() {
         assert_eq!(params.time_between_epochs_ms, 100);
         assert_eq!(params.transaction_deadlock_detection_timeout_ms, 1200);
         assert_eq!(params.start_partial_timeout_ms, 30000);
+        assert_eq!(params.fragment_log_file_size_bytes, 16 << 20);
+        assert_eq!(params.no_of_fragment_log_files, 16);
         assert_eq!(params.lock_pages_in_memory, 0);
         assert!(!params.stop_on_error);
     }
