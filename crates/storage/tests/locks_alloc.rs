@@ -1,0 +1,126 @@
+//! A warm lock table locks, waits, grants and unlocks without touching the
+//! heap: the LDM does this for every locking operation, so an allocation
+//! here would be one per operation. Counted with a global allocator that
+//! counts the allocations of the current thread (tests run in parallel).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use storage::locks::{Acquire, Grant, LockMode, LockTable, OpId, TxId};
+use storage::RowId;
+
+struct CountingAllocator;
+
+thread_local! {
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+// SAFETY: forwards every call to the system allocator unchanged; counting
+// touches only a const-initialized thread-local, which does not allocate.
+unsafe impl GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.with(|count| count.set(count.get() + 1));
+        // SAFETY: the caller's contract for `alloc` is passed on unchanged.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from `System.alloc` with this layout.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.with(|count| count.set(count.get() + 1));
+        // SAFETY: the caller's contract for `realloc` is passed on unchanged.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator;
+
+fn allocations() -> u64 {
+    ALLOCATIONS.with(Cell::get)
+}
+
+const ROWS: u32 = 1_000;
+
+/// One round: every row locked exclusively by one transaction, contended by
+/// two shared readers and a second writer, an upgrade on half of the rows,
+/// then everything released and granted in turn; then uncontended pairs.
+fn round(table: &mut LockTable, grants: &mut Vec<Grant>, base: u64) {
+    let writer = TxId(base);
+    let (reader, other_reader, second_writer) = (TxId(base + 1), TxId(base + 2), TxId(base + 3));
+    let all_rows = || (0..ROWS).map(RowId);
+    for row in all_rows() {
+        assert_eq!(
+            table.acquire(row, writer, OpId(1), LockMode::Exclusive),
+            Ok(Acquire::Granted)
+        );
+        assert_eq!(
+            table.acquire(row, reader, OpId(2), LockMode::Shared),
+            Ok(Acquire::Queued)
+        );
+        assert_eq!(
+            table.acquire(row, other_reader, OpId(3), LockMode::Shared),
+            Ok(Acquire::Queued)
+        );
+        assert_eq!(
+            table.acquire(row, second_writer, OpId(4), LockMode::Exclusive),
+            Ok(Acquire::Queued)
+        );
+    }
+    grants.clear();
+    assert_eq!(table.release_all(writer, all_rows(), grants), ROWS as usize);
+    assert_eq!(
+        grants.len(),
+        2 * ROWS as usize,
+        "both readers get every row"
+    );
+    for row in all_rows().step_by(2) {
+        assert_eq!(
+            table.acquire(row, reader, OpId(5), LockMode::Exclusive),
+            Ok(Acquire::Queued)
+        );
+    }
+    grants.clear();
+    assert_eq!(
+        table.release_all(other_reader, all_rows(), grants),
+        ROWS as usize
+    );
+    assert_eq!(grants.len(), ROWS as usize / 2, "the upgrades are granted");
+    grants.clear();
+    assert_eq!(table.release_all(reader, all_rows(), grants), ROWS as usize);
+    assert_eq!(
+        grants.len(),
+        ROWS as usize,
+        "the second writer gets every row"
+    );
+    assert_eq!(
+        table.release_all(second_writer, all_rows(), grants),
+        ROWS as usize
+    );
+    assert!(table.is_empty());
+    for row in all_rows() {
+        assert_eq!(
+            table.acquire(row, writer, OpId(6), LockMode::Exclusive),
+            Ok(Acquire::Granted)
+        );
+        assert!(table.release_tx(writer, row, grants));
+    }
+}
+
+#[test]
+fn a_warm_lock_table_does_not_allocate() {
+    let mut table = LockTable::new();
+    let mut grants = Vec::with_capacity(4 * ROWS as usize);
+    round(&mut table, &mut grants, 100);
+    let before = allocations();
+    for base in 0..10u64 {
+        round(&mut table, &mut grants, 1_000 + 10 * base);
+    }
+    assert_eq!(allocations() - before, 0, "allocations in warm rounds");
+    // The counter works at all.
+    let boxed = Box::new(1u8);
+    assert!(allocations() > before, "{boxed}");
+}
