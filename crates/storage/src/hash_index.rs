@@ -8,7 +8,7 @@
 //!
 //! # Entries and buckets
 //!
-//! An entry is 8 bytes: the high 32 bits of the row's 64-bit hash (the
+//! An entry is 8 bytes: the low 32 bits of the row's 64-bit hash (the
 //! *fragment*) and the [`RowId`]. Buckets are 64 bytes, one cache line, 512 to
 //! a pool page, and hold 8 entries stored as two arrays: fragments in bytes
 //! 0–31, row ids in bytes 32–63 (all `u32` LE), so a lookup compares eight
@@ -27,10 +27,10 @@
 //!
 //! # Addressing
 //!
-//! The partition of a row is `hash % partitions` (DESIGN.md §3), which
-//! depends mostly on the hash's low bits; the bucket is chosen from the
-//! high 32 bits only, so rows of one partition still spread over all
-//! buckets. With `N` buckets and level `L` (`2^L ≤ N < 2^(L+1)`), the bucket
+//! The partition of a row is `(hash >> 32) % partitions`
+//! (`schema::partition_of`), which depends only on the hash's high bits; the
+//! bucket is chosen from the low 32 bits only, so rows of one partition
+//! still spread over all buckets. With `N` buckets and level `L` (`2^L ≤ N < 2^(L+1)`), the bucket
 //! of fragment `h` is `h mod 2^(L+1)`, or `h mod 2^L` when that is `≥ N`
 //! (the classic scheme of Litwin's linear hashing). Because the fragment
 //! holds the addressing bits, a split or merge moves entries without
@@ -114,7 +114,7 @@ type Loc = (PageId, usize);
 /// The part of the 64-bit hash that the index stores and addresses by.
 #[inline]
 fn fragment(hash: u64) -> u32 {
-    (hash >> 32) as u32
+    hash as u32
 }
 
 #[inline]
@@ -817,13 +817,13 @@ mod tests {
             assert_eq!(index.find(&pool, hash, |x| x == RowId(r)), Some(RowId(r)));
         }
         assert_eq!(index.find(&pool, hash, |x| x == RowId(99)), None);
-        assert_eq!(index.find(&pool, hash ^ (1 << 40), |_| true), None);
+        assert_eq!(index.find(&pool, hash ^ (1 << 8), |_| true), None);
         for r in (0..40).rev().step_by(3) {
             assert!(index.remove(&mut pool, hash, RowId(r)));
             index.check_invariants(&pool);
         }
         assert!(!index.remove(&mut pool, hash, RowId(39)));
-        assert!(!index.remove(&mut pool, hash ^ (1 << 33), RowId(0)));
+        assert!(!index.remove(&mut pool, hash ^ (1 << 3), RowId(0)));
     }
 
     #[test]
@@ -832,7 +832,7 @@ mod tests {
         let mut index = HashIndex::new();
         // 64 distinct fragments: chains grow long, so overflow buckets fill
         // the second page, then the pool is empty.
-        let hash = |k: u32| u64::from(k % 64) << 32 | u64::from(k);
+        let hash = |k: u32| u64::from(k) << 32 | u64::from(k % 64);
         let mut inserted = 0u32;
         let err = loop {
             match index.insert(&mut pool, hash(inserted), RowId(inserted)) {
@@ -874,13 +874,14 @@ mod tests {
     }
 
     #[test]
-    fn buckets_come_from_the_high_32_bits() {
+    fn buckets_come_from_the_low_32_bits() {
         let mut pool = PagePool::new(8);
         let mut index = HashIndex::new();
-        // Hashes that differ only in the low 32 bits all land in one chain.
+        // Hashes that differ only in the high 32 bits (which choose the
+        // partition) all land in one chain.
         for r in 0..30u32 {
             index
-                .insert(&mut pool, 0x1234_5678_0000_0000 | u64::from(r), RowId(r))
+                .insert(&mut pool, (u64::from(r) << 32) | 0x1234_5678, RowId(r))
                 .unwrap();
         }
         index.check_invariants(&pool);

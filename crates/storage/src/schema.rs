@@ -1,1 +1,0 @@
-//! schema (being written)

@@ -1,0 +1,496 @@
+//! Column types, collations and column definitions: the vocabulary every
+//! other part of the schema (rows, keys, tables) is written in.
+//!
+//! A column type fixes three things at once: which values a column accepts
+//! ([`super::value`]), how many bytes it takes in a row ([`super::row`]) and
+//! how it orders in a key ([`super::key`]). The limits of each type's
+//! parameters are the named constants below, MySQL's where MySQL has one.
+
+use std::cmp::Ordering;
+use std::fmt;
+
+use super::value::Value;
+
+/// Longest CHAR, in characters (MySQL's limit).
+pub const CHAR_CHARS_MAX: u16 = 255;
+/// Longest VARCHAR, in characters: MySQL's 65,535-byte column limit over
+/// four bytes per utf8mb4 character. The row limit
+/// ([`super::table::ROW_BYTES_MAX`]) cuts in well before this.
+pub const VARCHAR_CHARS_MAX: u16 = 16_383;
+/// Longest BINARY, in bytes (MySQL's limit).
+pub const BINARY_BYTES_MAX: u16 = 255;
+/// Longest VARBINARY, in bytes (MySQL's limit); again the row limit cuts in
+/// first.
+pub const VARBINARY_BYTES_MAX: u16 = u16::MAX;
+/// Most digits of a DECIMAL (MySQL's limit).
+pub const DECIMAL_PRECISION_MAX: u8 = 65;
+/// Most digits after the point of a DECIMAL (MySQL's limit).
+pub const DECIMAL_SCALE_MAX: u8 = 30;
+/// Most fractional-second digits of DATETIME and TIMESTAMP (microseconds).
+pub const FSP_MAX: u8 = 6;
+/// Widest BIT column, in bits.
+pub const BIT_BITS_MAX: u8 = 64;
+/// Most bytes one utf8mb4 character takes.
+pub const UTF8MB4_CHAR_BYTES_MAX: usize = 4;
+/// Bytes of a BLOB/TEXT value kept in the row itself (NDB's inline head);
+/// the rest lives in the column's hidden parts table.
+pub const BLOB_INLINE_BYTES: usize = 256;
+/// Bytes of the total-length field in front of a blob's inline bytes.
+pub const BLOB_LENGTH_BYTES: usize = 8;
+/// Bytes of a blob kept in one row of the hidden parts table. NDB uses
+/// 2,000 (BLOB), 4,000 (TEXT) and 13,948 (MEDIUMBLOB and up); 8,000 keeps
+/// four parts in a 32 KiB page, halves the per-part overhead (a key and a
+/// row header per part) against NDB's 4,000, and leaves room in the
+/// 30,000-byte row for the longest primary key.
+pub const BLOB_PART_BYTES: usize = 8_000;
+/// Longest value a TIMESTAMP holds, in seconds since 1970-01-01 UTC:
+/// MySQL's 2038-01-19 03:14:07 limit (a signed 32-bit count).
+pub const TIMESTAMP_SECONDS_MAX: i64 = i32::MAX as i64;
+/// Largest year of a DATE or DATETIME.
+pub const YEAR_MAX: u16 = 9_999;
+
+/// How a character column compares. Both collations are utf8mb4 and both are
+/// PAD SPACE, as MySQL's `utf8mb4_bin` and `utf8mb4_general_ci` are: trailing
+/// spaces do not count, so `'a'` and `'a  '` are equal and `'a'` sorts after
+/// `'a\t'` (the shorter string compares as if padded with spaces).
+///
+/// `Utf8mb4GeneralCi` compares the strings after case folding every
+/// character with Rust's `char::to_lowercase` (Unicode's full lowercase
+/// mapping), then by code point. That equals MySQL's `utf8mb4_general_ci`
+/// for ASCII and most letters; it differs where general_ci has its own
+/// weights (general_ci makes `'ß' = 's'` and ignores some accents; here
+/// `'ß'` is its own letter). The order is fixed forever: it is the order of
+/// ordered indexes on disk and the equality of hashed keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Collation {
+    /// Compare by code point (and so by UTF-8 bytes), trailing spaces ignored.
+    Utf8mb4Bin,
+    /// Compare the lowercased strings by code point, trailing spaces ignored.
+    Utf8mb4GeneralCi,
+}
+
+impl Collation {
+    /// MySQL's name of the collation.
+    pub fn name(self) -> &'static str {
+        match self {
+            Collation::Utf8mb4Bin => "utf8mb4_bin",
+            Collation::Utf8mb4GeneralCi => "utf8mb4_general_ci",
+        }
+    }
+
+    /// Compares two strings under this collation (PAD SPACE). This is the
+    /// order that [`super::key::KeyEncoder`] turns into byte order.
+    pub fn compare(self, a: &str, b: &str) -> Ordering {
+        let a = a.trim_end_matches(' ');
+        let b = b.trim_end_matches(' ');
+        match self {
+            Collation::Utf8mb4Bin => compare_padded(a.chars(), b.chars()),
+            Collation::Utf8mb4GeneralCi => compare_padded(
+                a.chars().flat_map(char::to_lowercase),
+                b.chars().flat_map(char::to_lowercase),
+            ),
+        }
+    }
+
+    /// Whether two strings are equal under this collation.
+    pub fn equal(self, a: &str, b: &str) -> bool {
+        self.compare(a, b) == Ordering::Equal
+    }
+}
+
+/// Compares two character sequences as if the shorter were padded with
+/// spaces. Code point order equals UTF-8 byte order, so this is the byte
+/// order of the folded strings.
+fn compare_padded(
+    mut a: impl Iterator<Item = char>,
+    mut b: impl Iterator<Item = char>,
+) -> Ordering {
+    loop {
+        let ordering = match (a.next(), b.next()) {
+            (None, None) => return Ordering::Equal,
+            (Some(x), Some(y)) => x.cmp(&y),
+            (Some(x), None) => x.cmp(&' '),
+            (None, Some(y)) => ' '.cmp(&y),
+        };
+        if ordering != Ordering::Equal {
+            return ordering;
+        }
+    }
+}
+
+/// The type of a column. Lengths of character types count characters
+/// (utf8mb4, up to four bytes each); lengths of binary types count bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ColumnType {
+    TinyInt {
+        unsigned: bool,
+    },
+    SmallInt {
+        unsigned: bool,
+    },
+    /// Three bytes, as MySQL's MEDIUMINT.
+    MediumInt {
+        unsigned: bool,
+    },
+    Int {
+        unsigned: bool,
+    },
+    BigInt {
+        unsigned: bool,
+    },
+    /// IEEE single precision; NaN and infinities are refused.
+    Float,
+    /// IEEE double precision; NaN and infinities are refused.
+    Double,
+    /// Exact decimal of `precision` digits, `scale` of them after the point.
+    Decimal {
+        precision: u8,
+        scale: u8,
+    },
+    /// Fixed-length character string; trailing spaces are not kept (MySQL
+    /// strips them when reading a CHAR back).
+    Char {
+        len: u16,
+        collation: Collation,
+    },
+    VarChar {
+        max: u16,
+        collation: Collation,
+    },
+    /// Fixed-length byte string, padded with zero bytes (as MySQL's BINARY).
+    Binary {
+        len: u16,
+    },
+    VarBinary {
+        max: u16,
+    },
+    /// A calendar date, years 0 to 9999 (proleptic Gregorian).
+    Date,
+    /// Date and time of day, `fsp` digits of fractional seconds.
+    DateTime {
+        fsp: u8,
+    },
+    /// Microseconds since 1970-01-01 UTC, `fsp` digits of fractional seconds.
+    Timestamp {
+        fsp: u8,
+    },
+    Bit {
+        bits: u8,
+    },
+    /// Bytes of any length: the first [`BLOB_INLINE_BYTES`] in the row, the
+    /// rest in parts of [`BLOB_PART_BYTES`] in a hidden table.
+    Blob,
+    /// Text of any length, stored as a BLOB is.
+    Text {
+        collation: Collation,
+    },
+}
+
+/// Where a column lives in a row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Storage {
+    /// Always this many bytes, in the row's fixed part.
+    Fixed { bytes: usize },
+    /// At most this many bytes of data, in the row's var part.
+    Var { max_bytes: usize },
+}
+
+/// Bytes of MySQL's binary DECIMAL for a number of digits that do not fill
+/// a whole 9-digit group.
+const DECIMAL_PARTIAL_GROUP_BYTES: [usize; 10] = [0, 1, 1, 2, 2, 3, 3, 4, 4, 4];
+/// Decimal digits packed into each 4-byte group of MySQL's binary DECIMAL.
+pub(crate) const DECIMAL_GROUP_DIGITS: usize = 9;
+
+/// Bytes of a DECIMAL(precision, scale) in MySQL's binary format.
+pub(crate) fn decimal_bytes(precision: u8, scale: u8) -> usize {
+    debug_assert!(scale <= precision);
+    let int_digits = usize::from(precision - scale);
+    let frac_digits = usize::from(scale);
+    let group = DECIMAL_GROUP_DIGITS;
+    int_digits / group * 4
+        + DECIMAL_PARTIAL_GROUP_BYTES[int_digits % group]
+        + frac_digits / group * 4
+        + DECIMAL_PARTIAL_GROUP_BYTES[frac_digits % group]
+}
+
+/// Bytes partial groups of a DECIMAL take, for the digits of one group.
+pub(crate) fn decimal_partial_group_bytes(digits: usize) -> usize {
+    DECIMAL_PARTIAL_GROUP_BYTES[digits]
+}
+
+/// Bytes of the fractional seconds of a DATETIME or TIMESTAMP: two digits
+/// per byte, rounded up (MySQL's DATETIME2/TIMESTAMP2).
+pub(crate) fn fsp_bytes(fsp: u8) -> usize {
+    usize::from(fsp).div_ceil(2)
+}
+
+impl ColumnType {
+    /// Where and in how many bytes the column is stored.
+    pub fn storage(&self) -> Storage {
+        use ColumnType::*;
+        let fixed = |bytes: usize| Storage::Fixed { bytes };
+        match *self {
+            TinyInt { .. } => fixed(1),
+            SmallInt { .. } => fixed(2),
+            MediumInt { .. } => fixed(3),
+            Int { .. } | Float => fixed(4),
+            BigInt { .. } | Double => fixed(8),
+            Decimal { precision, scale } => fixed(decimal_bytes(precision, scale)),
+            Binary { len } => fixed(usize::from(len)),
+            Date => fixed(3),
+            DateTime { fsp } => fixed(5 + fsp_bytes(fsp)),
+            Timestamp { fsp } => fixed(4 + fsp_bytes(fsp)),
+            Bit { bits } => fixed(usize::from(bits).div_ceil(8)),
+            Char { len, .. } => Storage::Var {
+                max_bytes: usize::from(len) * UTF8MB4_CHAR_BYTES_MAX,
+            },
+            VarChar { max, .. } => Storage::Var {
+                max_bytes: usize::from(max) * UTF8MB4_CHAR_BYTES_MAX,
+            },
+            VarBinary { max } => Storage::Var {
+                max_bytes: usize::from(max),
+            },
+            Blob | Text { .. } => Storage::Var {
+                max_bytes: BLOB_LENGTH_BYTES + BLOB_INLINE_BYTES,
+            },
+        }
+    }
+
+    /// Most bytes of data the column takes in a row (not counting the var
+    /// part's offset entry or the NULL bit).
+    pub fn max_stored_bytes(&self) -> usize {
+        match self.storage() {
+            Storage::Fixed { bytes } => bytes,
+            Storage::Var { max_bytes } => max_bytes,
+        }
+    }
+
+    /// Whether the column lives in the row's var part.
+    pub fn is_var(&self) -> bool {
+        matches!(self.storage(), Storage::Var { .. })
+    }
+
+    /// BLOB and TEXT: a head in the row, parts in a hidden table; never in a key.
+    pub fn is_blob(&self) -> bool {
+        matches!(self, ColumnType::Blob | ColumnType::Text { .. })
+    }
+
+    /// The collation of a character column.
+    pub fn collation(&self) -> Option<Collation> {
+        match *self {
+            ColumnType::Char { collation, .. }
+            | ColumnType::VarChar { collation, .. }
+            | ColumnType::Text { collation } => Some(collation),
+            _ => None,
+        }
+    }
+
+    /// The inclusive range of an integer column, as i128 to hold both ends
+    /// of signed and unsigned types.
+    pub fn integer_range(&self) -> Option<(i128, i128)> {
+        use ColumnType::*;
+        let (bits, unsigned) = match *self {
+            TinyInt { unsigned } => (8, unsigned),
+            SmallInt { unsigned } => (16, unsigned),
+            MediumInt { unsigned } => (24, unsigned),
+            Int { unsigned } => (32, unsigned),
+            BigInt { unsigned } => (64, unsigned),
+            _ => return None,
+        };
+        Some(if unsigned {
+            (0, (1i128 << bits) - 1)
+        } else {
+            (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+        })
+    }
+
+    /// Whether an integer column is signed (false for every other type).
+    pub fn is_signed_integer(&self) -> bool {
+        matches!(self.integer_range(), Some((min, _)) if min < 0)
+    }
+
+    /// Checks the type's own parameters against their limits; the message
+    /// names the limit that is broken.
+    pub fn check_parameters(&self) -> Result<(), String> {
+        use ColumnType::*;
+        match *self {
+            Decimal { precision, scale } => {
+                if precision == 0 || precision > DECIMAL_PRECISION_MAX {
+                    return Err(format!(
+                        "DECIMAL precision {precision} is outside 1..={DECIMAL_PRECISION_MAX}"
+                    ));
+                }
+                if scale > DECIMAL_SCALE_MAX {
+                    return Err(format!(
+                        "DECIMAL scale {scale} is above {DECIMAL_SCALE_MAX}"
+                    ));
+                }
+                if scale > precision {
+                    return Err(format!(
+                        "DECIMAL scale {scale} is above its precision {precision}"
+                    ));
+                }
+            }
+            Char { len, .. } if len > CHAR_CHARS_MAX => {
+                return Err(format!(
+                    "CHAR({len}) is longer than {CHAR_CHARS_MAX} characters"
+                ));
+            }
+            VarChar { max, .. } if max > VARCHAR_CHARS_MAX => {
+                return Err(format!(
+                    "VARCHAR({max}) is longer than {VARCHAR_CHARS_MAX} characters"
+                ));
+            }
+            Binary { len } if len > BINARY_BYTES_MAX => {
+                return Err(format!(
+                    "BINARY({len}) is longer than {BINARY_BYTES_MAX} bytes"
+                ));
+            }
+            DateTime { fsp } | Timestamp { fsp } if fsp > FSP_MAX => {
+                return Err(format!("{fsp} fractional-second digits, at most {FSP_MAX}"));
+            }
+            Bit { bits } if bits == 0 || bits > BIT_BITS_MAX => {
+                return Err(format!("BIT({bits}) is outside 1..={BIT_BITS_MAX} bits"));
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for ColumnType {
+    /// SQL spelling of the type, for messages.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use ColumnType::*;
+        let unsigned = |u: bool| if u { " UNSIGNED" } else { "" };
+        match *self {
+            TinyInt { unsigned: u } => write!(f, "TINYINT{}", unsigned(u)),
+            SmallInt { unsigned: u } => write!(f, "SMALLINT{}", unsigned(u)),
+            MediumInt { unsigned: u } => write!(f, "MEDIUMINT{}", unsigned(u)),
+            Int { unsigned: u } => write!(f, "INT{}", unsigned(u)),
+            BigInt { unsigned: u } => write!(f, "BIGINT{}", unsigned(u)),
+            Float => write!(f, "FLOAT"),
+            Double => write!(f, "DOUBLE"),
+            Decimal { precision, scale } => write!(f, "DECIMAL({precision},{scale})"),
+            Char { len, collation } => write!(f, "CHAR({len}) COLLATE {}", collation.name()),
+            VarChar { max, collation } => {
+                write!(f, "VARCHAR({max}) COLLATE {}", collation.name())
+            }
+            Binary { len } => write!(f, "BINARY({len})"),
+            VarBinary { max } => write!(f, "VARBINARY({max})"),
+            Date => write!(f, "DATE"),
+            DateTime { fsp } => write!(f, "DATETIME({fsp})"),
+            Timestamp { fsp } => write!(f, "TIMESTAMP({fsp})"),
+            Bit { bits } => write!(f, "BIT({bits})"),
+            Blob => write!(f, "BLOB"),
+            Text { collation } => write!(f, "TEXT COLLATE {}", collation.name()),
+        }
+    }
+}
+
+/// One column of a table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Column {
+    pub name: String,
+    pub ty: ColumnType,
+    pub nullable: bool,
+    /// The value an insert that leaves the column out gets; `None` means
+    /// NULL for a nullable column and "must be given" for a NOT NULL one.
+    pub default: Option<Value>,
+}
+
+impl Column {
+    /// A NOT NULL column without a default.
+    pub fn new(name: impl Into<String>, ty: ColumnType) -> Column {
+        Column {
+            name: name.into(),
+            ty,
+            nullable: false,
+            default: None,
+        }
+    }
+
+    /// The same column, nullable.
+    pub fn nullable(mut self) -> Column {
+        self.nullable = true;
+        self
+    }
+
+    /// The same column with a default value.
+    pub fn with_default(mut self, value: Value) -> Column {
+        self.default = Some(value);
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimal_sizes_match_mysql() {
+        // From MySQL's manual, "Precision Math / DECIMAL Data Type Characteristics".
+        assert_eq!(decimal_bytes(18, 9), 8);
+        assert_eq!(decimal_bytes(20, 6), 10);
+        assert_eq!(decimal_bytes(65, 30), 30);
+        assert_eq!(decimal_bytes(1, 0), 1);
+        assert_eq!(decimal_bytes(10, 10), 5);
+    }
+
+    #[test]
+    fn collations_are_pad_space() {
+        let bin = Collation::Utf8mb4Bin;
+        let ci = Collation::Utf8mb4GeneralCi;
+        assert!(bin.equal("abc", "abc   "));
+        assert!(!bin.equal("abc", "ABC"));
+        assert!(ci.equal("ABC", "abc "));
+        assert_eq!(bin.compare("a", "a\t"), Ordering::Greater);
+        assert_eq!(bin.compare("a", "a b"), Ordering::Less);
+        assert_eq!(ci.compare("B", "a"), Ordering::Greater);
+        assert_eq!(bin.compare("B", "a"), Ordering::Less);
+    }
+
+    #[test]
+    fn parameters_are_checked() {
+        let bad = [
+            ColumnType::Decimal {
+                precision: 0,
+                scale: 0,
+            },
+            ColumnType::Decimal {
+                precision: 66,
+                scale: 0,
+            },
+            ColumnType::Decimal {
+                precision: 40,
+                scale: 31,
+            },
+            ColumnType::Decimal {
+                precision: 5,
+                scale: 6,
+            },
+            ColumnType::Char {
+                len: 256,
+                collation: Collation::Utf8mb4Bin,
+            },
+            ColumnType::VarChar {
+                max: 16_384,
+                collation: Collation::Utf8mb4Bin,
+            },
+            ColumnType::Binary { len: 256 },
+            ColumnType::DateTime { fsp: 7 },
+            ColumnType::Timestamp { fsp: 7 },
+            ColumnType::Bit { bits: 0 },
+            ColumnType::Bit { bits: 65 },
+        ];
+        for ty in bad {
+            assert!(ty.check_parameters().is_err(), "{ty} passed");
+        }
+        assert!(ColumnType::Decimal {
+            precision: 65,
+            scale: 30
+        }
+        .check_parameters()
+        .is_ok());
+    }
+}
