@@ -39,7 +39,9 @@ fn sources_are_tidy() {
         let text = std::fs::read_to_string(file).unwrap();
         for (number, line) in text.lines().enumerate() {
             let at = format!("{}:{}", file.display(), number + 1);
-            if line.chars().count() > LINE_LENGTH_MAX_CHARS {
+            // Tables in doc comments cannot wrap.
+            let doc_table = line.trim_start().starts_with("//! |");
+            if line.chars().count() > LINE_LENGTH_MAX_CHARS && !doc_table {
                 problems.push(format!(
                     "{at}: longer than {LINE_LENGTH_MAX_CHARS} characters"
                 ));
