@@ -16,7 +16,9 @@
 //! - [`locks`]: row locks with FIFO wait queues and upgrade.
 //! - [`disk`]: files, real and simulated.
 //! - [`redo`]: the redo log part of one LDM instance.
+//! - [`checkpoint`]: local checkpoints of one fragment's rows, full and partial, and restore.
 
+pub mod checkpoint;
 pub mod disk;
 pub mod hash_index;
 pub mod locks;
