@@ -145,6 +145,38 @@ wire_struct! {
     }
 }
 
+wire_enum! {
+    /// What a schema transaction does to one table (and its hidden tables).
+    pub enum SchemaOp {
+        CreateTable = 1,
+        AlterTable = 2,
+        DropTable = 3,
+    }
+}
+
+wire_enum! {
+    /// Where a participant stands with the last schema transaction it saw,
+    /// as it tells a new dictionary master taking over.
+    pub enum SchemaTransState {
+        /// No transaction prepared and not committed (or it was aborted).
+        Idle = 0,
+        /// Prepared, waiting for commit or abort.
+        Prepared = 1,
+        /// Committed.
+        Committed = 2,
+    }
+}
+
+wire_struct! {
+    /// A table with the hidden tables that belong to it (unique-index
+    /// tables, BLOB parts tables), each an encoded `TableDef`
+    /// (`storage::schema::codec`): the base table first. The dictionary
+    /// changes, stores and ships such a group as one unit.
+    pub struct DictTableGroup {
+        pub tables: Vec<Vec<u8>>,
+    }
+}
+
 /// Defines `SignalBody` with one struct-like variant per signal.
 macro_rules! signals {
     ($($(#[$meta:meta])* $gsn:literal => $name:ident { $($field:ident : $ty:ty),* $(,)? }),* $(,)?) => {
@@ -244,6 +276,56 @@ signals! {
     /// First frame on a new connection, from each side: who I am, whom I
     /// believe I am talking to, and my version.
     60 => TransportHello { from: NodeId, to: NodeId, version: u32 },
+
+    // ---- dictionary (70–89), NDB: DBDICT ----
+    /// Create a table (NDB: CREATE_TABLE_REQ). `table` is an encoded
+    /// `TableDef` with id 0; the master assigns ids and version 1.
+    70 => DictCreateTableReq { request_id: u32, table: Vec<u8> },
+    /// The table exists on every member (NDB: CREATE_TABLE_CONF).
+    71 => DictCreateTableConf { request_id: u32, table_id: u32, version: u32 },
+    /// Refused (NDB: CREATE_TABLE_REF); `code` is an NDB-style error code.
+    72 => DictCreateTableRef { request_id: u32, code: u32, message: String },
+    /// Drop a table with its hidden tables (NDB: DROP_TABLE_REQ).
+    73 => DictDropTableReq { request_id: u32, table_id: u32 },
+    74 => DictDropTableConf { request_id: u32, table_id: u32 },
+    75 => DictDropTableRef { request_id: u32, code: u32, message: String },
+    /// Alter a table (NDB: ALTER_TABLE_REQ): `table` is the new definition,
+    /// made from the current one (same version); only added columns, added
+    /// indexes and dropped indexes are allowed.
+    76 => DictAlterTableReq { request_id: u32, table_id: u32, table: Vec<u8> },
+    77 => DictAlterTableConf { request_id: u32, table_id: u32, version: u32 },
+    78 => DictAlterTableRef { request_id: u32, code: u32, message: String },
+    /// Master → every member: make this change durable as *prepared*
+    /// (NDB: SCHEMA_TRANS_IMPL_REQ, prepare phase). `group` is the table's
+    /// new group (empty for a drop); `schema_version` and `next_object_id`
+    /// are the dictionary's after the commit.
+    79 => DictSchemaPrepare {
+        trans_id: u64, op: SchemaOp, table_id: u32, schema_version: u32, next_object_id: u32,
+        group: DictTableGroup,
+    },
+    /// Participant → master: prepared durably (NDB: SCHEMA_TRANS_IMPL_CONF).
+    80 => DictSchemaPrepared { trans_id: u64 },
+    /// Participant → master: could not prepare (NDB: SCHEMA_TRANS_IMPL_REF).
+    81 => DictSchemaPrepareRef { trans_id: u64, message: String },
+    /// Master → participants: install the prepared change (NDB: commit phase).
+    82 => DictSchemaCommit { trans_id: u64 },
+    /// Participant → master: installed and synced to disk.
+    83 => DictSchemaCommitted { trans_id: u64 },
+    /// Master → participants: forget the prepared change.
+    84 => DictSchemaAbort { trans_id: u64 },
+    /// A joining member asks the master for the whole schema (NDB: GET_SCHEMA_INFOREQ).
+    85 => DictGetSchemaReq {},
+    /// The master's schema, in parts: `tables` are groups, `last` marks the
+    /// final part (NDB: SCHEMA_INFO).
+    86 => DictSchemaRep {
+        tables: Vec<DictTableGroup>, version: u32, next_object_id: u32, last: bool,
+    },
+    /// A new master asks every member where it stands (NDB: DICT_TAKEOVER_REQ).
+    87 => DictTakeoverReq { view_id: u32 },
+    88 => DictTakeoverConf { view_id: u32, trans_id: u64, state: SchemaTransState },
+    /// Membership → the dictionary of its own node: this view was installed
+    /// (the dictionary master is the view's president).
+    89 => MembershipViewRep { view: MembershipView },
 }
 
 impl SignalBody {

@@ -111,6 +111,91 @@ fn one_of_each() -> Vec<SignalBody> {
             to: node(3),
             version: VERSION,
         },
+        SignalBody::DictCreateTableReq {
+            request_id: 1,
+            table: vec![b'T', b'D', 1, 0],
+        },
+        SignalBody::DictCreateTableConf {
+            request_id: 1,
+            table_id: 16,
+            version: 1,
+        },
+        SignalBody::DictCreateTableRef {
+            request_id: 2,
+            code: 721,
+            message: "table `t` already exists".to_owned(),
+        },
+        SignalBody::DictDropTableReq {
+            request_id: 3,
+            table_id: 16,
+        },
+        SignalBody::DictDropTableConf {
+            request_id: 3,
+            table_id: 16,
+        },
+        SignalBody::DictDropTableRef {
+            request_id: 4,
+            code: 723,
+            message: "no table with id 99".to_owned(),
+        },
+        SignalBody::DictAlterTableReq {
+            request_id: 5,
+            table_id: 16,
+            table: vec![0, 255],
+        },
+        SignalBody::DictAlterTableConf {
+            request_id: 5,
+            table_id: 16,
+            version: 2,
+        },
+        SignalBody::DictAlterTableRef {
+            request_id: 6,
+            code: 741,
+            message: "the primary key cannot change".to_owned(),
+        },
+        SignalBody::DictSchemaPrepare {
+            trans_id: u64::MAX - 1,
+            op: SchemaOp::AlterTable,
+            table_id: 16,
+            schema_version: 9,
+            next_object_id: 20,
+            group: DictTableGroup {
+                tables: vec![vec![1, 2, 3], vec![], vec![4]],
+            },
+        },
+        SignalBody::DictSchemaPrepared { trans_id: 7 },
+        SignalBody::DictSchemaPrepareRef {
+            trans_id: 7,
+            message: "disk full".to_owned(),
+        },
+        SignalBody::DictSchemaCommit { trans_id: 7 },
+        SignalBody::DictSchemaCommitted { trans_id: 7 },
+        SignalBody::DictSchemaAbort { trans_id: 8 },
+        SignalBody::DictGetSchemaReq {},
+        SignalBody::DictSchemaRep {
+            tables: vec![
+                DictTableGroup {
+                    tables: vec![vec![9; 5]],
+                },
+                DictTableGroup { tables: vec![] },
+            ],
+            version: 9,
+            next_object_id: 20,
+            last: true,
+        },
+        SignalBody::DictTakeoverReq { view_id: 4 },
+        SignalBody::DictTakeoverConf {
+            view_id: 4,
+            trans_id: 7,
+            state: SchemaTransState::Prepared,
+        },
+        SignalBody::MembershipViewRep {
+            view: MembershipView {
+                view_id: 4,
+                president: node(3),
+                members: vec![node(3), node(4)],
+            },
+        },
     ];
     let mut gsns: Vec<u16> = bodies.iter().map(SignalBody::gsn).collect();
     gsns.sort_unstable();

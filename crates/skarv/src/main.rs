@@ -1,6 +1,7 @@
 //! `skarv`: one binary, one subcommand per process kind (DESIGN.md §1).
 
 mod admin;
+mod bench_cmd;
 mod data_cmd;
 mod mgmd_cmd;
 mod sandbox;
@@ -33,6 +34,8 @@ enum Command {
     Sandbox(sandbox::SandboxArgs),
     /// Replay one deterministic simulation.
     Sim(sim_cmd::SimArgs),
+    /// Run a benchmark.
+    Bench(bench_cmd::BenchArgs),
 }
 
 /// Logs to stderr; `SKARV_LOG` sets the filter (default `info`).
@@ -66,6 +69,7 @@ fn main() -> ExitCode {
         Command::Admin(args) => admin::run(args),
         Command::Sandbox(args) => sandbox::run(args),
         Command::Sim(args) => sim_cmd::run(args),
+        Command::Bench(args) => bench_cmd::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

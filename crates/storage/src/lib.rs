@@ -16,10 +16,12 @@
 //! - [`locks`]: row locks with FIFO wait queues and upgrade.
 //! - [`disk`]: files, real and simulated.
 //! - [`redo`]: the redo log part of one LDM instance.
+//! - [`fragment`]: one partition of a table: rows, indexes, locks and uncommitted versions.
 //! - [`checkpoint`]: local checkpoints of one fragment's rows, full and partial, and restore.
 
 pub mod checkpoint;
 pub mod disk;
+pub mod fragment;
 pub mod hash_index;
 pub mod locks;
 pub mod memory;

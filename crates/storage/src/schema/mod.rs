@@ -23,6 +23,7 @@
 //! the key bytes and the hash are part of the client protocol: changing any
 //! of them is a format change.
 
+mod codec;
 pub mod decimal;
 pub mod distribution;
 pub mod key;
@@ -34,6 +35,7 @@ pub mod value;
 #[cfg(test)]
 mod tests;
 
+pub use codec::*;
 pub use decimal::{Decimal, DecimalParseError};
 pub use distribution::{distribution_hash, partition_of, DISTRIBUTION_HASH_SEED};
 pub use key::{KeyEncoder, STRING_KEY_CHUNK_BYTES};

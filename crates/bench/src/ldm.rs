@@ -1,0 +1,295 @@
+//! `skarv bench ldm`: the storage of one LDM instance, in-process, on rows of
+//! 100 bytes (25 `INT UNSIGNED NOT NULL` columns, the first the primary
+//! key), as flexAsynch's default rows are. It measures what one LDM thread
+//! does without the network or the transaction coordinator in the way:
+//!
+//! - inserts, in transactions of [`INSERT_BATCH_ROWS`] rows, each committed
+//!   with its redo records built (the records go to a sink that keeps only
+//!   their size: the bench measures the LDM's work, not the disk);
+//! - committed primary-key lookups of random keys;
+//! - an ordered scan of every row through an ordered index on the key;
+//! - memory: `DataMemory` bytes (row store and hash index) per row, against
+//!   the raw 100 bytes of the row. The ordered index is reported apart.
+
+use std::time::Instant;
+
+use serde::Serialize;
+use storage::fragment::{
+    Fragment, FragmentError, Outcome, ReadMode, RedoNeed, RedoSink, RowBuf, ScanBatch, ScanCursor,
+    ScanProgress, ScanRange, ScanSpec,
+};
+use storage::locks::{Grant, OpId, TxId};
+use storage::memory::PagePool;
+use storage::ordered_index::Direction;
+use storage::redo::RedoError;
+use storage::schema::{Column, ColumnType, IndexDef, IndexKind, TableDef, Value};
+use storage::Gci;
+
+/// Columns of a bench row: 25 four-byte integers, 100 bytes of data.
+pub const COLUMNS: usize = 25;
+/// The raw size of a bench row, what `bytes_per_row` is compared with.
+pub const RAW_ROW_BYTES: u64 = 4 * COLUMNS as u64;
+/// Rows per insert transaction.
+pub const INSERT_BATCH_ROWS: u64 = 1000;
+/// Rows per scan batch.
+pub const SCAN_BATCH_ROWS: usize = 1000;
+/// Lookups measured at most (a random sample of the keys).
+pub const LOOKUPS_MAX: u64 = 10_000_000;
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct LdmBenchOptions {
+    pub rows: u64,
+    /// `DataMemory` of the instance; by default twice what the rows need.
+    pub data_memory_bytes: Option<u64>,
+    pub seed: u64,
+}
+
+/// The results, as `--json` prints them.
+#[derive(Clone, Debug, Serialize)]
+pub struct LdmBenchReport {
+    pub rows: u64,
+    pub raw_row_bytes: u64,
+    pub insert_per_s: f64,
+    pub lookup_per_s: f64,
+    pub lookups: u64,
+    pub scan_rows_per_s: f64,
+    /// Row store and hash index bytes per row.
+    pub bytes_per_row: f64,
+    /// `bytes_per_row / raw_row_bytes` (goal ≤ 1.2).
+    pub memory_ratio: f64,
+    pub ordered_index_bytes_per_row: f64,
+    pub redo_bytes_per_row: f64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error("bench table: {0}")]
+    Schema(String),
+    #[error("{0}")]
+    Fragment(#[from] FragmentError),
+    #[error("bench check failed: {0}")]
+    Check(String),
+}
+
+/// Keeps only the size of the redo records a commit makes.
+#[derive(Default)]
+struct CountingSink {
+    bytes: u64,
+}
+
+impl RedoSink for CountingSink {
+    fn check_room(&self, _need: RedoNeed) -> Result<(), RedoError> {
+        Ok(())
+    }
+
+    fn append(&mut self, _gci: Gci, record: &[u8]) -> Result<(), RedoError> {
+        self.bytes += record.len() as u64;
+        Ok(())
+    }
+}
+
+/// The bench table: `c0` … `c24`, key `c0`, ordered index `by_c0`.
+pub fn bench_table() -> Result<TableDef, BenchError> {
+    let columns = (0..COLUMNS)
+        .map(|i| Column::new(format!("c{i}"), ColumnType::Int { unsigned: true }))
+        .collect();
+    TableDef::new("bench", 1, columns)
+        .primary_key(vec![0])
+        .index(IndexDef {
+            name: "by_c0".to_owned(),
+            id: 1,
+            columns: vec![0],
+            kind: IndexKind::Ordered,
+        })
+        .build()
+        .map_err(|e| BenchError::Schema(e.to_string()))
+}
+
+/// Spreads keys over the u32 space so that key order is not insert order.
+fn key_of(i: u64) -> u32 {
+    (i as u32).wrapping_mul(0x9E37_79B1)
+}
+
+fn fill_row(values: &mut [Value], i: u64) {
+    let key = key_of(i);
+    values[0] = Value::UInt(u64::from(key));
+    for (c, value) in values.iter_mut().enumerate().skip(1) {
+        *value = Value::UInt(u64::from(key ^ c as u32));
+    }
+}
+
+fn per_second(count: u64, started: Instant) -> f64 {
+    count as f64 / started.elapsed().as_secs_f64().max(1e-9)
+}
+
+/// Runs the bench; the figures depend on the machine, the checks do not.
+pub fn run(options: &LdmBenchOptions) -> Result<LdmBenchReport, BenchError> {
+    assert!(options.rows > 0, "the bench needs at least one row");
+    let table = bench_table()?;
+    let budget = options
+        .data_memory_bytes
+        .unwrap_or_else(|| (options.rows * 2 * 120).max(64 << 20));
+    let mut pool = PagePool::with_budget_bytes(budget);
+    let mut fragment = Fragment::new(&table, 0);
+    let mut sink = CountingSink::default();
+    let mut grants: Vec<Grant> = Vec::new();
+    let mut values = vec![Value::UInt(0); COLUMNS];
+
+    let started = Instant::now();
+    let mut tx = 0u64;
+    let mut i = 0u64;
+    while i < options.rows {
+        tx += 1;
+        let end = (i + INSERT_BATCH_ROWS).min(options.rows);
+        for (op, row) in (i..end).enumerate() {
+            fill_row(&mut values, row);
+            let outcome = fragment.insert(&mut pool, TxId(tx), OpId(op as u32), &values)?;
+            if outcome != Outcome::Done {
+                return Err(BenchError::Check(format!(
+                    "insert of row {row}: {outcome:?}"
+                )));
+            }
+        }
+        fragment.commit(&mut pool, TxId(tx), 1, &mut sink, &mut grants)?;
+        i = end;
+    }
+    let insert_per_s = per_second(options.rows, started);
+
+    let lookups = options.rows.min(LOOKUPS_MAX);
+    let mut out = RowBuf::new();
+    let mut key = [Value::UInt(0)];
+    let mut random = options.seed | 1;
+    let started = Instant::now();
+    for _ in 0..lookups {
+        // xorshift: cheap enough not to be what is measured.
+        random ^= random << 13;
+        random ^= random >> 7;
+        random ^= random << 17;
+        let row = random % options.rows;
+        key[0] = Value::UInt(u64::from(key_of(row)));
+        let outcome = fragment.read(&pool, &key, ReadMode::Committed, &mut out)?;
+        if outcome != Outcome::Done {
+            return Err(BenchError::Check(format!(
+                "lookup of row {row}: {outcome:?}"
+            )));
+        }
+    }
+    let lookup_per_s = per_second(lookups, started);
+
+    let spec = ScanSpec {
+        range: ScanRange::Ordered {
+            index_id: 1,
+            lower: std::ops::Bound::Unbounded,
+            upper: std::ops::Bound::Unbounded,
+            direction: Direction::Ascending,
+        },
+        columns: (0..COLUMNS).collect(),
+    };
+    let mut cursor = ScanCursor::new();
+    let mut batch = ScanBatch::new();
+    let mut scanned = 0u64;
+    let started = Instant::now();
+    loop {
+        let progress = fragment.scan(&pool, &spec, &mut cursor, SCAN_BATCH_ROWS, &mut batch)?;
+        scanned += batch.len() as u64;
+        if progress == ScanProgress::Done {
+            break;
+        }
+    }
+    let scan_rows_per_s = per_second(scanned, started);
+    if scanned != options.rows {
+        return Err(BenchError::Check(format!(
+            "the ordered scan saw {scanned} rows of {}",
+            options.rows
+        )));
+    }
+
+    let rows = options.rows;
+    let data_bytes = fragment.data_memory_bytes();
+    let ordered_bytes = fragment.memory_bytes().saturating_sub(data_bytes);
+    let bytes_per_row = data_bytes as f64 / rows as f64;
+    Ok(LdmBenchReport {
+        rows,
+        raw_row_bytes: RAW_ROW_BYTES,
+        insert_per_s,
+        lookup_per_s,
+        lookups,
+        scan_rows_per_s,
+        bytes_per_row,
+        memory_ratio: bytes_per_row / RAW_ROW_BYTES as f64,
+        ordered_index_bytes_per_row: ordered_bytes as f64 / rows as f64,
+        redo_bytes_per_row: sink.bytes as f64 / rows as f64,
+    })
+}
+
+/// The human-readable form of a report.
+pub fn render(report: &LdmBenchReport) -> String {
+    format!(
+        "skarv bench ldm: {rows} rows of {raw} bytes, one LDM instance in-process\n\
+         insert          {insert:>14.0} rows/s  (transactions of {batch}, redo records built)\n\
+         pk lookup       {lookup:>14.0} /s      ({lookups} random committed reads)\n\
+         ordered scan    {scan:>14.0} rows/s\n\
+         memory          {bpr:>14.1} bytes/row = {ratio:.2} x raw (row store + hash index; goal <= 1.20)\n\
+         ordered index   {obpr:>14.1} bytes/row\n\
+         redo            {rbpr:>14.1} bytes/row\n",
+        rows = report.rows,
+        raw = report.raw_row_bytes,
+        insert = report.insert_per_s,
+        batch = INSERT_BATCH_ROWS,
+        lookup = report.lookup_per_s,
+        lookups = report.lookups,
+        scan = report.scan_rows_per_s,
+        bpr = report.bytes_per_row,
+        ratio = report.memory_ratio,
+        obpr = report.ordered_index_bytes_per_row,
+        rbpr = report.redo_bytes_per_row,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_small_run_checks_every_row_and_reports_memory() {
+        let report = run(&LdmBenchOptions {
+            rows: 20_000,
+            data_memory_bytes: None,
+            seed: 7,
+        })
+        .unwrap();
+        assert_eq!(report.rows, 20_000);
+        assert_eq!(report.lookups, 20_000);
+        // Memory is deterministic: the rows and their index, plus partly
+        // filled last pages at this small size.
+        assert!(
+            report.bytes_per_row > 100.0 && report.bytes_per_row < 140.0,
+            "{report:?}"
+        );
+        assert!(report.redo_bytes_per_row > 100.0, "{report:?}");
+        let json = serde_json::to_value(&report).unwrap();
+        for field in [
+            "insert_per_s",
+            "lookup_per_s",
+            "scan_rows_per_s",
+            "bytes_per_row",
+        ] {
+            assert!(json[field].as_f64().unwrap() > 0.0, "{field} in {json}");
+        }
+    }
+
+    #[test]
+    fn too_little_data_memory_is_a_clear_error() {
+        let error = run(&LdmBenchOptions {
+            rows: 20_000,
+            data_memory_bytes: Some(1 << 20),
+            seed: 7,
+        })
+        .unwrap_err();
+        assert!(
+            error.to_string().contains("DataMemory exhausted"),
+            "{error}"
+        );
+    }
+}

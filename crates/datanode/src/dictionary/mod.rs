@@ -1,0 +1,1332 @@
+//! The dictionary (NDB: DBDICT): the cluster's schema — tables, their
+//! columns, keys, indexes and hidden tables — identical on every data node,
+//! changed only through schema transactions, and persisted on each node.
+//!
+//! One instance per data node, on the `main` thread. The protocol
+//! (`docs/dictionary.md`):
+//!
+//! * **Master.** The dictionary master is the membership president; the
+//!   block learns the view from `MembershipViewRep`, which membership sends
+//!   to it on every installed view.
+//! * **Requests.** Create, alter and drop requests may go to any node; a
+//!   node that is not the master forwards them and relays the answer. The
+//!   master queues them (at most [`SCHEMA_QUEUE_MAX`]; beyond that it
+//!   refuses with a temporary error) and runs one schema transaction at a
+//!   time. It checks a request when its transaction starts ([`plan`]):
+//!   `TableDef::validate`, a unique name, ids, versions, the allowed kinds
+//!   of alter.
+//! * **Two phases.** The master sends `DictSchemaPrepare` to every member;
+//!   each writes the change as *prepared* and answers. Then
+//!   `DictSchemaCommit`; each installs the change durably and answers.
+//!   Then the requester gets its Conf. A participant that cannot prepare
+//!   makes the master abort. A member that fails leaves the view and is no
+//!   longer waited for.
+//! * **Master failure.** The new master asks every member where it stands
+//!   (`DictTakeoverReq`). If any member committed the transaction in
+//!   flight, the new master commits it on every member that prepared it;
+//!   otherwise they abort it. Requests forwarded to the failed master are
+//!   answered [`ERROR_MASTER_FAILED`] (temporary; the outcome is whatever
+//!   the takeover decided, which the requester can read back).
+//! * **Joining.** A node that joins asks the master for its schema
+//!   (`DictGetSchemaReq`); the master answers when no transaction is in
+//!   flight and the node is in its view, and the node adopts the master's
+//!   schema, logging each table added, changed or removed.
+//! * **Disk.** Each node keeps one file per table group under
+//!   `<data dir>/ndb_<node>_fs/schema/` ([`files`]), written atomically
+//!   with a checksum, and loads them at start. A node that cannot make a
+//!   commit durable shuts down and restarts: it takes the master's schema
+//!   when it rejoins.
+
+pub mod files;
+pub mod plan;
+pub mod schema;
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::path::{Path, PathBuf};
+
+use kernel::{Block, Context};
+use signal::{
+    BlockNumber, BlockRef, DictTableGroup, MembershipView, NodeBitmask, NodeId, SchemaOp,
+    SchemaTransState, Signal, SignalBody,
+};
+use storage::disk::Disk;
+use storage::schema::TableDef;
+
+pub use files::{DictionaryError, LoadReport, SchemaStore, TransRecord};
+pub use plan::{Plan, Refusal};
+pub use schema::{Schema, TableGroup, FIRST_OBJECT_ID, TABLES_MAX};
+
+use crate::membership::supersedes;
+
+/// Most requests the master queues behind the transaction in flight.
+pub const SCHEMA_QUEUE_MAX: usize = 32;
+/// Most requests a node has forwarded to the master and not yet answered.
+pub const FORWARDED_REQUESTS_MAX: usize = 256;
+/// Most bytes of table definitions in one `DictSchemaRep` part (a table
+/// bigger than this goes alone), well inside a frame.
+pub const SCHEMA_REP_PART_BYTES_MAX: usize = 256 << 10;
+/// Most nodes waiting for the master's schema: one per possible node id.
+const SCHEMA_WAITERS_MAX: usize = 255;
+
+// Error codes of Ref signals, NDB's where NDB has one.
+/// Temporary: too many schema requests queued (NDB 701, busy with another
+/// schema operation).
+pub const ERROR_BUSY: u32 = 701;
+/// Permanent: the definition does not decode or breaks a limit (NDB 703,
+/// invalid table format); the message names the table and the limit.
+pub const ERROR_BAD_DEFINITION: u32 = 703;
+/// Permanent: no more table ids or room for tables (NDB 707).
+pub const ERROR_TOO_MANY_TABLES: u32 = 707;
+/// Temporary: this node is not a cluster member yet (NDB 711, busy with
+/// node restart).
+pub const ERROR_NOT_STARTED: u32 = 711;
+/// Permanent: a table of that name exists (NDB 721).
+pub const ERROR_ALREADY_EXISTS: u32 = 721;
+/// Permanent: no such table (NDB 723).
+pub const ERROR_NO_SUCH_TABLE: u32 = 723;
+/// Permanent: the alter changes something only add column, add index and
+/// drop index may change (NDB 741, unsupported alter table).
+pub const ERROR_UNSUPPORTED_ALTER: u32 = 741;
+/// Permanent: the alter was made from an older version of the table (NDB
+/// 241, invalid schema object version).
+pub const ERROR_WRONG_VERSION: u32 = 241;
+/// Temporary, outcome unknown: the master failed while the request was in
+/// its hands (NDB 4010, node failure caused abort of transaction); read
+/// the schema back to learn whether it happened.
+pub const ERROR_MASTER_FAILED: u32 = 4010;
+/// Temporary: a member could not prepare the change (its disk failed);
+/// nothing was changed.
+pub const ERROR_PREPARE_FAILED: u32 = 4011;
+
+/// Whether a Ref with this code may succeed if sent again.
+pub fn error_is_temporary(code: u32) -> bool {
+    matches!(
+        code,
+        ERROR_BUSY | ERROR_NOT_STARTED | ERROR_MASTER_FAILED | ERROR_PREPARE_FAILED
+    )
+}
+
+/// The dictionary's directory for a node: `<data dir>/ndb_<node>_fs/schema`.
+pub fn schema_dir(data_dir: &Path, node: NodeId) -> PathBuf {
+    data_dir.join(format!("ndb_{node}_fs")).join("schema")
+}
+
+/// What the block needs to know.
+#[derive(Clone, Debug)]
+pub struct DictionaryConfig {
+    pub node: NodeId,
+    /// Where the schema files live ([`schema_dir`]).
+    pub schema_dir: PathBuf,
+}
+
+/// The three kinds of request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RequestKind {
+    Create,
+    Drop,
+    Alter,
+}
+
+/// A create, alter or drop request and where its answer goes.
+#[derive(Clone, Debug)]
+struct Request {
+    from: BlockRef,
+    request_id: u32,
+    body: RequestBody,
+}
+
+#[derive(Clone, Debug)]
+enum RequestBody {
+    Create { table: Vec<u8> },
+    Drop { table_id: u32 },
+    Alter { table_id: u32, table: Vec<u8> },
+}
+
+impl RequestBody {
+    fn kind(&self) -> RequestKind {
+        match self {
+            RequestBody::Create { .. } => RequestKind::Create,
+            RequestBody::Drop { .. } => RequestKind::Drop,
+            RequestBody::Alter { .. } => RequestKind::Alter,
+        }
+    }
+
+    /// The request as a signal with `request_id`.
+    fn to_signal(&self, request_id: u32) -> SignalBody {
+        match self {
+            RequestBody::Create { table } => SignalBody::DictCreateTableReq {
+                request_id,
+                table: table.clone(),
+            },
+            RequestBody::Drop { table_id } => SignalBody::DictDropTableReq {
+                request_id,
+                table_id: *table_id,
+            },
+            RequestBody::Alter { table_id, table } => SignalBody::DictAlterTableReq {
+                request_id,
+                table_id: *table_id,
+                table: table.clone(),
+            },
+        }
+    }
+}
+
+/// The answer to a request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Answer {
+    Done { table_id: u32, version: u32 },
+    Refused { code: u32, message: String },
+}
+
+fn answer(ctx: &mut Context<'_>, to: BlockRef, kind: RequestKind, request_id: u32, answer: Answer) {
+    let body = match (kind, answer) {
+        (RequestKind::Create, Answer::Done { table_id, version }) => {
+            SignalBody::DictCreateTableConf {
+                request_id,
+                table_id,
+                version,
+            }
+        }
+        (RequestKind::Alter, Answer::Done { table_id, version }) => {
+            SignalBody::DictAlterTableConf {
+                request_id,
+                table_id,
+                version,
+            }
+        }
+        (RequestKind::Drop, Answer::Done { table_id, .. }) => SignalBody::DictDropTableConf {
+            request_id,
+            table_id,
+        },
+        (RequestKind::Create, Answer::Refused { code, message }) => {
+            SignalBody::DictCreateTableRef {
+                request_id,
+                code,
+                message,
+            }
+        }
+        (RequestKind::Alter, Answer::Refused { code, message }) => SignalBody::DictAlterTableRef {
+            request_id,
+            code,
+            message,
+        },
+        (RequestKind::Drop, Answer::Refused { code, message }) => SignalBody::DictDropTableRef {
+            request_id,
+            code,
+            message,
+        },
+    };
+    ctx.send(to, body);
+}
+
+/// A request this node forwarded to the master.
+#[derive(Clone, Copy, Debug)]
+struct Forwarded {
+    client: BlockRef,
+    request_id: u32,
+    kind: RequestKind,
+    master: NodeId,
+}
+
+/// The schema transaction the master runs.
+#[derive(Debug)]
+struct ActiveTrans {
+    trans_id: u64,
+    /// Who gets the answer; `None` for a transaction finished by takeover.
+    requester: Option<(BlockRef, u32, RequestKind)>,
+    /// The answer once committed.
+    done: Answer,
+    committing: bool,
+    /// Members taking part (those that leave the view are dropped).
+    participants: NodeBitmask,
+    /// Participants not yet answered in the current phase.
+    waiting: NodeBitmask,
+}
+
+/// A new master collecting where every member stands.
+#[derive(Debug)]
+struct Takeover {
+    view_id: u32,
+    waiting: NodeBitmask,
+    reports: BTreeMap<NodeId, (u64, SchemaTransState)>,
+}
+
+/// What only the master keeps.
+#[derive(Debug, Default)]
+struct MasterState {
+    queue: VecDeque<Request>,
+    active: Option<ActiveTrans>,
+    takeover: Option<Takeover>,
+}
+
+/// A transaction this node has prepared.
+#[derive(Clone, Debug)]
+struct Prepared {
+    record: TransRecord,
+    /// False on a node that has not yet taken the master's schema: it
+    /// answers the transaction without storing it, because the master's
+    /// schema, which it takes right after, has the transaction in it.
+    durable: bool,
+}
+
+/// How far this node is with taking the master's schema.
+#[derive(Clone, Debug, PartialEq)]
+enum Sync {
+    /// Not a member yet.
+    NotMember,
+    /// Asked `from`; the parts received so far.
+    Requested {
+        from: NodeId,
+        parts: Vec<DictTableGroup>,
+    },
+    /// Holds the master's schema (or is the master).
+    Synced,
+}
+
+/// What a node changed when it took the master's schema.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SyncReport {
+    pub from: Option<NodeId>,
+    pub added: Vec<String>,
+    pub changed: Vec<String>,
+    pub removed: Vec<String>,
+}
+
+/// The dictionary block of one data node.
+pub struct Dictionary {
+    config: DictionaryConfig,
+    store: SchemaStore,
+    schema: Schema,
+    view: Option<MembershipView>,
+    /// The transaction prepared here and not yet committed or aborted.
+    prepared: Option<Prepared>,
+    /// The last transaction seen here and where it stands, for a takeover.
+    last_trans: Option<(u64, SchemaTransState)>,
+    sync: Sync,
+    last_sync: Option<SyncReport>,
+    forwarded: BTreeMap<u32, Forwarded>,
+    next_forward_id: u32,
+    /// Nodes that asked for the schema and wait for the master's answer.
+    schema_waiters: BTreeSet<NodeId>,
+    master: Option<MasterState>,
+}
+
+fn dictionary_ref(node: NodeId) -> BlockRef {
+    BlockRef::new(node, BlockNumber::DICTIONARY, 0)
+}
+
+impl Dictionary {
+    /// Opens the schema directory on `disk` and loads the schema stored
+    /// there (finishing a commit a crash interrupted, dropping a prepared
+    /// transaction whose outcome the master will tell).
+    pub fn new(
+        config: DictionaryConfig,
+        disk: Box<dyn Disk>,
+    ) -> Result<Dictionary, DictionaryError> {
+        let (store, schema, report) = SchemaStore::open(disk, config.schema_dir.clone())?;
+        let node = config.node;
+        if let Some(trans) = report.finished_commit {
+            tracing::info!(%node, "dictionary: finished committing schema transaction {trans:#x} at load");
+        }
+        if let Some(trans) = report.dropped_prepared {
+            tracing::info!(
+                %node,
+                "dictionary: dropped prepared schema transaction {trans:#x}; \
+                 the master's schema decides when this node joins"
+            );
+        }
+        tracing::info!(
+            %node,
+            "dictionary: loaded {} tables, schema version {}",
+            schema.table_count(),
+            schema.version()
+        );
+        Ok(Dictionary {
+            config,
+            store,
+            schema,
+            view: None,
+            prepared: None,
+            last_trans: None,
+            sync: Sync::NotMember,
+            last_sync: None,
+            forwarded: BTreeMap::new(),
+            next_forward_id: 1,
+            schema_waiters: BTreeSet::new(),
+            master: None,
+        })
+    }
+
+    // ---- inspection ----
+
+    /// Every table, hidden tables included.
+    pub fn tables(&self) -> impl Iterator<Item = &TableDef> {
+        self.schema.tables()
+    }
+
+    pub fn table(&self, id: u32) -> Option<&TableDef> {
+        self.schema.table(id)
+    }
+
+    pub fn table_by_name(&self, name: &str) -> Option<&TableDef> {
+        self.schema.table_by_name(name)
+    }
+
+    /// The stored encoding of table `id`.
+    pub fn encoded(&self, id: u32) -> Option<&[u8]> {
+        self.schema.encoded(id)
+    }
+
+    /// Grows by one with every committed schema transaction.
+    pub fn schema_version(&self) -> u32 {
+        self.schema.version()
+    }
+
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
+    pub fn is_master(&self) -> bool {
+        self.master.is_some()
+    }
+
+    /// Whether this node holds the master's schema.
+    pub fn is_synced(&self) -> bool {
+        self.sync == Sync::Synced
+    }
+
+    /// What the last adoption of the master's schema changed.
+    pub fn last_sync(&self) -> Option<&SyncReport> {
+        self.last_sync.as_ref()
+    }
+
+    /// Whether a schema transaction is prepared here and not finished.
+    pub fn has_prepared(&self) -> bool {
+        self.prepared.is_some()
+    }
+
+    pub fn store(&self) -> &SchemaStore {
+        &self.store
+    }
+
+    fn me(&self) -> NodeId {
+        self.config.node
+    }
+
+    fn master_node(&self) -> Option<NodeId> {
+        self.view.as_ref().map(|v| v.president)
+    }
+
+    fn members(&self) -> NodeBitmask {
+        self.view
+            .as_ref()
+            .map_or_else(NodeBitmask::new, MembershipView::bitmask)
+    }
+
+    // ---- views ----
+
+    fn on_view(&mut self, view: MembershipView, ctx: &mut Context<'_>) {
+        if !view.contains(self.me()) {
+            // Membership shuts this node down; nothing to do here.
+            return;
+        }
+        if let Some(old) = &self.view {
+            if !supersedes(&view, old) {
+                return;
+            }
+        }
+        let old_master = self.master_node();
+        let first_view = self.view.is_none();
+        self.view = Some(view.clone());
+        let master = view.president;
+        if old_master != Some(master) {
+            self.fail_forwarded(ctx);
+        }
+        if master == self.me() {
+            if self.master.is_none() {
+                self.become_master(first_view, ctx);
+            } else {
+                self.master_view_changed(&view, ctx);
+            }
+        } else {
+            if self.master.is_some() {
+                self.lose_mastership(ctx);
+            }
+            self.request_schema_if_needed(ctx);
+        }
+    }
+
+    /// Answers every forwarded request: the master that had them is gone.
+    fn fail_forwarded(&mut self, ctx: &mut Context<'_>) {
+        let current = self.master_node();
+        let gone: Vec<u32> = self
+            .forwarded
+            .iter()
+            .filter(|(_, f)| Some(f.master) != current)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in gone {
+            let f = self.forwarded.remove(&id).expect("listed above");
+            answer(
+                ctx,
+                f.client,
+                f.kind,
+                f.request_id,
+                Answer::Refused {
+                    code: ERROR_MASTER_FAILED,
+                    message: format!(
+                        "dictionary master node {} failed with the request in hand; \
+                         the change may or may not have been made",
+                        f.master
+                    ),
+                },
+            );
+        }
+    }
+
+    fn become_master(&mut self, first_view: bool, ctx: &mut Context<'_>) {
+        let view = self.view.clone().expect("a view makes the master");
+        tracing::info!(node = %self.me(), "dictionary: master from view {}", view.view_id);
+        // The master's schema is the cluster's.
+        self.sync = Sync::Synced;
+        let mut state = MasterState::default();
+        if !(first_view && view.members.len() == 1) {
+            // Members may hold a transaction of the failed master.
+            let waiting = view.bitmask();
+            for member in &view.members {
+                ctx.send(
+                    dictionary_ref(*member),
+                    SignalBody::DictTakeoverReq {
+                        view_id: view.view_id,
+                    },
+                );
+            }
+            state.takeover = Some(Takeover {
+                view_id: view.view_id,
+                waiting,
+                reports: BTreeMap::new(),
+            });
+        }
+        self.master = Some(state);
+        self.advance(ctx);
+    }
+
+    fn master_view_changed(&mut self, view: &MembershipView, ctx: &mut Context<'_>) {
+        let members = view.bitmask();
+        let state = self.master.as_mut().expect("master");
+        if let Some(active) = &mut state.active {
+            active.participants = intersect(active.participants, members);
+            active.waiting = intersect(active.waiting, members);
+        }
+        if let Some(takeover) = &mut state.takeover {
+            takeover.waiting = intersect(takeover.waiting, members);
+        }
+        self.advance(ctx);
+    }
+
+    fn lose_mastership(&mut self, ctx: &mut Context<'_>) {
+        let state = self.master.take().expect("master");
+        tracing::warn!(node = %self.me(), "dictionary: no longer master");
+        let refusal = |node: NodeId| Answer::Refused {
+            code: ERROR_MASTER_FAILED,
+            message: format!("dictionary master node {node} lost its mastership"),
+        };
+        if let Some(ActiveTrans {
+            requester: Some((to, request_id, kind)),
+            ..
+        }) = state.active
+        {
+            answer(ctx, to, kind, request_id, refusal(self.me()));
+        }
+        for request in state.queue {
+            answer(
+                ctx,
+                request.from,
+                request.body.kind(),
+                request.request_id,
+                refusal(self.me()),
+            );
+        }
+    }
+
+    fn request_schema_if_needed(&mut self, ctx: &mut Context<'_>) {
+        let Some(master) = self.master_node() else {
+            return;
+        };
+        let ask = match &self.sync {
+            Sync::Synced => false,
+            Sync::NotMember => true,
+            Sync::Requested { from, .. } => *from != master,
+        };
+        if ask {
+            self.sync = Sync::Requested {
+                from: master,
+                parts: Vec::new(),
+            };
+            ctx.send(dictionary_ref(master), SignalBody::DictGetSchemaReq {});
+        }
+    }
+
+    // ---- requests ----
+
+    fn on_request(&mut self, request: Request, ctx: &mut Context<'_>) {
+        let kind = request.body.kind();
+        let Some(master) = self.master_node() else {
+            answer(
+                ctx,
+                request.from,
+                kind,
+                request.request_id,
+                Answer::Refused {
+                    code: ERROR_NOT_STARTED,
+                    message: format!("node {} is not a cluster member yet", self.me()),
+                },
+            );
+            return;
+        };
+        let busy = |what: &str, max: usize| Answer::Refused {
+            code: ERROR_BUSY,
+            message: format!("{what}: {max} schema requests are waiting already; retry"),
+        };
+        if let Some(state) = &mut self.master {
+            if state.queue.len() >= SCHEMA_QUEUE_MAX {
+                let reply = busy("the dictionary master's queue is full", SCHEMA_QUEUE_MAX);
+                answer(ctx, request.from, kind, request.request_id, reply);
+                return;
+            }
+            state.queue.push_back(request);
+            self.advance(ctx);
+            return;
+        }
+        if self.forwarded.len() >= FORWARDED_REQUESTS_MAX {
+            let reply = busy("too many requests forwarded", FORWARDED_REQUESTS_MAX);
+            answer(ctx, request.from, kind, request.request_id, reply);
+            return;
+        }
+        let id = self.next_forward_id;
+        self.next_forward_id = self.next_forward_id.wrapping_add(1).max(1);
+        debug_assert!(!self.forwarded.contains_key(&id));
+        self.forwarded.insert(
+            id,
+            Forwarded {
+                client: request.from,
+                request_id: request.request_id,
+                kind,
+                master,
+            },
+        );
+        ctx.send(dictionary_ref(master), request.body.to_signal(id));
+    }
+
+    /// A Conf or Ref from the master for a request this node forwarded.
+    fn on_forwarded_answer(
+        &mut self,
+        sender: NodeId,
+        id: u32,
+        reply: Answer,
+        ctx: &mut Context<'_>,
+    ) {
+        let Some(f) = self.forwarded.get(&id).copied() else {
+            // Answered already when its master failed.
+            return;
+        };
+        if f.master != sender {
+            return;
+        }
+        self.forwarded.remove(&id);
+        answer(ctx, f.client, f.kind, f.request_id, reply);
+    }
+
+    // ---- master: running transactions ----
+
+    /// Moves the master on: finishes phases whose answers are all in,
+    /// starts the next request, answers schema requests when idle.
+    fn advance(&mut self, ctx: &mut Context<'_>) {
+        loop {
+            let Some(state) = self.master.as_mut() else {
+                return;
+            };
+            if let Some(takeover) = &state.takeover {
+                if !takeover.waiting.is_empty() {
+                    return;
+                }
+                let takeover = state.takeover.take().expect("checked");
+                self.finish_takeover(takeover, ctx);
+                continue;
+            }
+            if let Some(active) = &mut state.active {
+                if !active.waiting.is_empty() {
+                    return;
+                }
+                if !active.committing {
+                    active.committing = true;
+                    active.waiting = active.participants;
+                    let trans_id = active.trans_id;
+                    for node in active.participants.iter() {
+                        ctx.send(
+                            dictionary_ref(node),
+                            SignalBody::DictSchemaCommit { trans_id },
+                        );
+                    }
+                    continue;
+                }
+                let done = state.active.take().expect("checked");
+                if let Some((to, request_id, kind)) = done.requester {
+                    answer(ctx, to, kind, request_id, done.done);
+                }
+                continue;
+            }
+            let Some(request) = state.queue.pop_front() else {
+                self.answer_schema_waiters(ctx);
+                return;
+            };
+            self.start(request, ctx);
+        }
+    }
+
+    /// Plans a request and, if it passes, sends Prepare to every member.
+    fn start(&mut self, request: Request, ctx: &mut Context<'_>) {
+        let kind = request.body.kind();
+        let planned = match &request.body {
+            RequestBody::Create { table } => plan::plan_create(&self.schema, table),
+            RequestBody::Alter { table_id, table } => {
+                plan::plan_alter(&self.schema, *table_id, table)
+            }
+            RequestBody::Drop { table_id } => plan::plan_drop(&self.schema, *table_id),
+        };
+        let next_version = self.schema.version().checked_add(1).ok_or(Refusal {
+            code: ERROR_TOO_MANY_TABLES,
+            message: "the schema has reached its last version".into(),
+        });
+        let (plan, schema_version) = match planned.and_then(|p| Ok((p, next_version?))) {
+            Ok(planned) => planned,
+            Err(Refusal { code, message }) => {
+                tracing::info!(node = %self.me(), "dictionary: refused: {message}");
+                answer(
+                    ctx,
+                    request.from,
+                    kind,
+                    request.request_id,
+                    Answer::Refused { code, message },
+                );
+                return;
+            }
+        };
+        let trans_id = self.fresh_trans_id(ctx);
+        let participants = self.members();
+        assert!(participants.contains(self.me()), "the master is a member");
+        let group = plan.group.as_ref().map_or_else(
+            || DictTableGroup { tables: Vec::new() },
+            TableGroup::to_wire,
+        );
+        for node in participants.iter() {
+            ctx.send(
+                dictionary_ref(node),
+                SignalBody::DictSchemaPrepare {
+                    trans_id,
+                    op: plan.op,
+                    table_id: plan.table_id,
+                    schema_version,
+                    next_object_id: plan.next_object_id,
+                    group: group.clone(),
+                },
+            );
+        }
+        let state = self.master.as_mut().expect("master");
+        assert!(state.active.is_none(), "one schema transaction at a time");
+        state.active = Some(ActiveTrans {
+            trans_id,
+            requester: Some((request.from, request.request_id, kind)),
+            done: Answer::Done {
+                table_id: plan.table_id,
+                version: plan.table_version,
+            },
+            committing: false,
+            participants,
+            waiting: participants,
+        });
+    }
+
+    /// A transaction id no other master hands out: the node id in the top
+    /// byte, random below.
+    fn fresh_trans_id(&self, ctx: &mut Context<'_>) -> u64 {
+        let random = ctx.random() >> 8;
+        let id = (u64::from(self.me().get()) << 56) | random.max(1);
+        debug_assert_ne!(id, 0);
+        id
+    }
+
+    fn on_prepared(&mut self, sender: NodeId, trans_id: u64, ctx: &mut Context<'_>) {
+        if let Some(active) = self.active_mut(trans_id) {
+            if !active.committing {
+                active.waiting.remove(sender);
+            }
+        }
+        self.advance(ctx);
+    }
+
+    fn on_prepare_ref(
+        &mut self,
+        sender: NodeId,
+        trans_id: u64,
+        message: String,
+        ctx: &mut Context<'_>,
+    ) {
+        let Some(active) = self.active_mut(trans_id) else {
+            return;
+        };
+        if active.committing {
+            return;
+        }
+        let participants = active.participants;
+        let requester = active.requester;
+        self.master.as_mut().expect("master").active = None;
+        tracing::warn!(node = %self.me(), "dictionary: node {sender} could not prepare: {message}; aborting");
+        for node in participants.iter() {
+            ctx.send(
+                dictionary_ref(node),
+                SignalBody::DictSchemaAbort { trans_id },
+            );
+        }
+        if let Some((to, request_id, kind)) = requester {
+            answer(
+                ctx,
+                to,
+                kind,
+                request_id,
+                Answer::Refused {
+                    code: ERROR_PREPARE_FAILED,
+                    message: format!("node {sender} could not prepare the change: {message}"),
+                },
+            );
+        }
+        self.advance(ctx);
+    }
+
+    fn on_committed(&mut self, sender: NodeId, trans_id: u64, ctx: &mut Context<'_>) {
+        if let Some(active) = self.active_mut(trans_id) {
+            if active.committing {
+                active.waiting.remove(sender);
+            }
+        }
+        self.advance(ctx);
+    }
+
+    fn active_mut(&mut self, trans_id: u64) -> Option<&mut ActiveTrans> {
+        self.master
+            .as_mut()?
+            .active
+            .as_mut()
+            .filter(|a| a.trans_id == trans_id)
+    }
+
+    // ---- master: takeover ----
+
+    fn on_takeover_conf(
+        &mut self,
+        sender: NodeId,
+        view_id: u32,
+        trans_id: u64,
+        state: SchemaTransState,
+        ctx: &mut Context<'_>,
+    ) {
+        let Some(takeover) = self.master.as_mut().and_then(|m| m.takeover.as_mut()) else {
+            return;
+        };
+        if takeover.view_id != view_id || !takeover.waiting.contains(sender) {
+            return;
+        }
+        takeover.waiting.remove(sender);
+        takeover.reports.insert(sender, (trans_id, state));
+        self.advance(ctx);
+    }
+
+    /// The rule: a transaction some member committed is committed on every
+    /// member that prepared it; one no member committed is aborted.
+    fn finish_takeover(&mut self, takeover: Takeover, ctx: &mut Context<'_>) {
+        let committed: BTreeSet<u64> = takeover
+            .reports
+            .values()
+            .filter(|(_, s)| *s == SchemaTransState::Committed)
+            .map(|(t, _)| *t)
+            .collect();
+        let mut prepared: BTreeMap<u64, NodeBitmask> = BTreeMap::new();
+        for (node, (trans_id, state)) in &takeover.reports {
+            if *state == SchemaTransState::Prepared {
+                prepared.entry(*trans_id).or_default().insert(*node);
+            }
+        }
+        let members = self.members();
+        for (trans_id, nodes) in prepared {
+            let nodes = intersect(nodes, members);
+            if committed.contains(&trans_id) {
+                tracing::info!(node = %self.me(), "dictionary: takeover commits schema transaction {trans_id:#x} on {nodes:?}");
+                for node in nodes.iter() {
+                    ctx.send(
+                        dictionary_ref(node),
+                        SignalBody::DictSchemaCommit { trans_id },
+                    );
+                }
+                let state = self.master.as_mut().expect("master");
+                if state.active.is_none() {
+                    // Waited for like any commit, so that no joiner reads
+                    // the schema before it.
+                    state.active = Some(ActiveTrans {
+                        trans_id,
+                        requester: None,
+                        done: Answer::Done {
+                            table_id: 0,
+                            version: 0,
+                        },
+                        committing: true,
+                        participants: nodes,
+                        waiting: nodes,
+                    });
+                }
+            } else {
+                tracing::info!(node = %self.me(), "dictionary: takeover aborts schema transaction {trans_id:#x} on {nodes:?}");
+                for node in nodes.iter() {
+                    ctx.send(
+                        dictionary_ref(node),
+                        SignalBody::DictSchemaAbort { trans_id },
+                    );
+                }
+            }
+        }
+    }
+
+    // ---- participant ----
+
+    fn on_prepare(
+        &mut self,
+        sender: BlockRef,
+        record: Result<TransRecord, String>,
+        trans_id: u64,
+        ctx: &mut Context<'_>,
+    ) {
+        let durable = self.is_synced();
+        let result = record.and_then(|record| {
+            if let Some(group) = &record.group {
+                for table in group.tables() {
+                    table
+                        .validate()
+                        .map_err(|e| format!("the master's definition is invalid here: {e}"))?;
+                }
+                if durable {
+                    self.schema.check_install(group)?;
+                }
+            }
+            if durable {
+                self.store
+                    .write_prepared(&record)
+                    .map_err(|e| e.to_string())?;
+            }
+            Ok(record)
+        });
+        match result {
+            Ok(record) => {
+                self.prepared = Some(Prepared { record, durable });
+                self.last_trans = Some((trans_id, SchemaTransState::Prepared));
+                ctx.send(sender, SignalBody::DictSchemaPrepared { trans_id });
+            }
+            Err(message) => {
+                tracing::warn!(node = %self.me(), "dictionary: cannot prepare schema transaction {trans_id:#x}: {message}");
+                ctx.send(
+                    sender,
+                    SignalBody::DictSchemaPrepareRef { trans_id, message },
+                );
+            }
+        }
+    }
+
+    fn on_commit(&mut self, sender: BlockRef, trans_id: u64, ctx: &mut Context<'_>) {
+        if self.last_trans == Some((trans_id, SchemaTransState::Committed)) {
+            ctx.send(sender, SignalBody::DictSchemaCommitted { trans_id });
+            return;
+        }
+        let Some(prepared) = self.prepared.take_if(|p| p.record.trans_id == trans_id) else {
+            tracing::warn!(node = %self.me(), "dictionary: commit of unknown schema transaction {trans_id:#x} from {sender}");
+            return;
+        };
+        if prepared.durable {
+            if let Err(reason) = self.install(&prepared.record) {
+                // The files may be half way: restart and take the master's
+                // schema when rejoining.
+                let reason =
+                    format!("dictionary: cannot commit schema transaction {trans_id:#x}: {reason}");
+                tracing::error!(node = %self.me(), "{reason}");
+                ctx.shutdown(true, reason);
+                return;
+            }
+        }
+        self.last_trans = Some((trans_id, SchemaTransState::Committed));
+        ctx.send(sender, SignalBody::DictSchemaCommitted { trans_id });
+    }
+
+    /// Makes a prepared transaction durable and installs it in memory.
+    fn install(&mut self, record: &TransRecord) -> Result<(), String> {
+        if let Some(group) = &record.group {
+            // Checked at prepare; nothing else changes the schema between.
+            self.schema.check_install(group)?;
+        }
+        self.store.commit(record).map_err(|e| e.to_string())?;
+        files::apply(&mut self.schema, record);
+        let name = record.group.as_ref().map(|g| g.base().name.as_str());
+        tracing::debug!(
+            node = %self.me(),
+            "dictionary: committed {:?} of table {} ({name:?}), schema version {}",
+            record.op,
+            record.table_id,
+            self.schema.version()
+        );
+        Ok(())
+    }
+
+    fn on_abort(&mut self, trans_id: u64) {
+        let Some(prepared) = self.prepared.take_if(|p| p.record.trans_id == trans_id) else {
+            return;
+        };
+        self.last_trans = Some((trans_id, SchemaTransState::Idle));
+        if !prepared.durable {
+            return;
+        }
+        if let Err(e) = self.store.clear_prepared() {
+            // A prepared file left behind is dropped at the next load.
+            tracing::warn!(node = %self.me(), "dictionary: aborted {trans_id:#x}: {e}");
+        }
+    }
+
+    fn on_takeover_req(&mut self, sender: BlockRef, view_id: u32, ctx: &mut Context<'_>) {
+        let (trans_id, state) = self.last_trans.unwrap_or((0, SchemaTransState::Idle));
+        ctx.send(
+            sender,
+            SignalBody::DictTakeoverConf {
+                view_id,
+                trans_id,
+                state,
+            },
+        );
+    }
+
+    // ---- joining ----
+
+    fn on_get_schema_req(&mut self, sender: NodeId, ctx: &mut Context<'_>) {
+        if self.schema_waiters.len() < SCHEMA_WAITERS_MAX || self.schema_waiters.contains(&sender) {
+            self.schema_waiters.insert(sender);
+        }
+        if self.master.is_some() {
+            self.advance(ctx);
+        }
+    }
+
+    /// Sends the schema to waiting members; only when no transaction or
+    /// takeover is in flight, and only to nodes in this master's view (so
+    /// that a node gets every transaction after its copy).
+    fn answer_schema_waiters(&mut self, ctx: &mut Context<'_>) {
+        let members = self.members();
+        let ready: Vec<NodeId> = self
+            .schema_waiters
+            .iter()
+            .copied()
+            .filter(|n| members.contains(*n))
+            .collect();
+        for node in ready {
+            self.schema_waiters.remove(&node);
+            self.send_schema(node, ctx);
+        }
+    }
+
+    fn send_schema(&self, to: NodeId, ctx: &mut Context<'_>) {
+        let mut part: Vec<DictTableGroup> = Vec::new();
+        let mut part_bytes = 0;
+        let send = |ctx: &mut Context<'_>, tables: Vec<DictTableGroup>, last: bool| {
+            ctx.send(
+                dictionary_ref(to),
+                SignalBody::DictSchemaRep {
+                    tables,
+                    version: self.schema.version(),
+                    next_object_id: self.schema.next_object_id(),
+                    last,
+                },
+            );
+        };
+        for group in self.schema.groups() {
+            let bytes = group.encoded_bytes();
+            if !part.is_empty() && part_bytes + bytes > SCHEMA_REP_PART_BYTES_MAX {
+                send(ctx, std::mem::take(&mut part), false);
+                part_bytes = 0;
+            }
+            part.push(group.to_wire());
+            part_bytes += bytes;
+        }
+        send(ctx, part, true);
+    }
+
+    fn on_schema_rep(
+        &mut self,
+        sender: NodeId,
+        tables: Vec<DictTableGroup>,
+        version: u32,
+        next_object_id: u32,
+        last: bool,
+        ctx: &mut Context<'_>,
+    ) {
+        let Sync::Requested { from, parts } = &mut self.sync else {
+            return;
+        };
+        if *from != sender {
+            return;
+        }
+        if parts.len() + tables.len() > TABLES_MAX {
+            tracing::warn!(node = %self.config.node, "dictionary: node {sender} sent more than {TABLES_MAX} tables; dropped");
+            parts.clear();
+            return;
+        }
+        parts.extend(tables);
+        if !last {
+            return;
+        }
+        let parts = std::mem::take(parts);
+        match self.adopt(sender, parts, version, next_object_id) {
+            Ok(report) => {
+                for name in &report.added {
+                    tracing::info!(node = %self.me(), "dictionary: table `{name}` added from the master's schema");
+                }
+                for name in &report.changed {
+                    tracing::info!(node = %self.me(), "dictionary: table `{name}` changed to the master's definition");
+                }
+                for name in &report.removed {
+                    tracing::info!(node = %self.me(), "dictionary: table `{name}` removed: the master has no such table");
+                }
+                self.last_sync = Some(report);
+                self.sync = Sync::Synced;
+            }
+            Err(AdoptError::Bad(reason)) => {
+                // The master's schema cannot be read here: this build
+                // cannot serve this cluster.
+                let reason = format!("dictionary: cannot take node {sender}'s schema: {reason}");
+                tracing::error!(node = %self.me(), "{reason}");
+                ctx.shutdown(false, reason);
+            }
+            Err(AdoptError::Disk(e)) => {
+                let reason = format!("dictionary: cannot store node {sender}'s schema: {e}");
+                tracing::error!(node = %self.me(), "{reason}");
+                ctx.shutdown(true, reason);
+            }
+        }
+    }
+
+    /// Replaces this node's schema by the master's, on disk and in memory.
+    fn adopt(
+        &mut self,
+        from: NodeId,
+        parts: Vec<DictTableGroup>,
+        version: u32,
+        next_object_id: u32,
+    ) -> Result<SyncReport, AdoptError> {
+        let mut theirs = Schema::new();
+        for wire in parts {
+            let group =
+                TableGroup::decode(wire.tables).map_err(|e| AdoptError::Bad(e.to_string()))?;
+            theirs.check_install(&group).map_err(AdoptError::Bad)?;
+            theirs.install(group);
+        }
+        theirs.set_counters(version, next_object_id);
+        let mut report = SyncReport {
+            from: Some(from),
+            ..SyncReport::default()
+        };
+        for group in theirs.groups() {
+            let base = group.base();
+            match self.schema.group(base.id) {
+                Some(mine) if mine.encoded() == group.encoded() => continue,
+                Some(_) => report.changed.push(base.name.clone()),
+                None => report.added.push(base.name.clone()),
+            }
+            self.store.write_group(group).map_err(AdoptError::Disk)?;
+        }
+        for group in self.schema.groups() {
+            let base = group.base();
+            if theirs.group(base.id).is_none() {
+                report.removed.push(base.name.clone());
+                self.store.remove_group(base.id).map_err(AdoptError::Disk)?;
+            }
+        }
+        self.store
+            .write_meta(version, next_object_id)
+            .map_err(AdoptError::Disk)?;
+        self.schema = theirs;
+        Ok(report)
+    }
+}
+
+enum AdoptError {
+    Bad(String),
+    Disk(DictionaryError),
+}
+
+fn intersect(a: NodeBitmask, b: NodeBitmask) -> NodeBitmask {
+    a.iter().filter(|n| b.contains(*n)).collect()
+}
+
+/// A Prepare's contents as a record, or why they are not one.
+fn prepare_record(
+    trans_id: u64,
+    op: SchemaOp,
+    table_id: u32,
+    schema_version: u32,
+    next_object_id: u32,
+    group: DictTableGroup,
+) -> Result<TransRecord, String> {
+    let group = match op {
+        SchemaOp::DropTable => {
+            if !group.tables.is_empty() {
+                return Err("a drop carries no tables".into());
+            }
+            None
+        }
+        SchemaOp::CreateTable | SchemaOp::AlterTable => {
+            let group = TableGroup::decode(group.tables).map_err(|e| e.to_string())?;
+            if group.base().id != table_id {
+                return Err(format!(
+                    "the transaction is on table {table_id}, its group on table {}",
+                    group.base().id
+                ));
+            }
+            Some(group)
+        }
+    };
+    Ok(TransRecord {
+        trans_id,
+        op,
+        table_id,
+        schema_version,
+        next_object_id,
+        group,
+    })
+}
+
+impl Block for Dictionary {
+    fn execute(&mut self, signal: Signal, ctx: &mut Context<'_>) {
+        let sender = signal.sender;
+        let from = sender.node;
+        match signal.body {
+            SignalBody::MembershipViewRep { view } => {
+                if from == self.me() {
+                    self.on_view(view, ctx);
+                }
+            }
+            SignalBody::DictCreateTableReq { request_id, table } => self.on_request(
+                Request {
+                    from: sender,
+                    request_id,
+                    body: RequestBody::Create { table },
+                },
+                ctx,
+            ),
+            SignalBody::DictDropTableReq {
+                request_id,
+                table_id,
+            } => self.on_request(
+                Request {
+                    from: sender,
+                    request_id,
+                    body: RequestBody::Drop { table_id },
+                },
+                ctx,
+            ),
+            SignalBody::DictAlterTableReq {
+                request_id,
+                table_id,
+                table,
+            } => self.on_request(
+                Request {
+                    from: sender,
+                    request_id,
+                    body: RequestBody::Alter { table_id, table },
+                },
+                ctx,
+            ),
+            SignalBody::DictCreateTableConf {
+                request_id,
+                table_id,
+                version,
+            }
+            | SignalBody::DictAlterTableConf {
+                request_id,
+                table_id,
+                version,
+            } => {
+                self.on_forwarded_answer(from, request_id, Answer::Done { table_id, version }, ctx)
+            }
+            SignalBody::DictDropTableConf {
+                request_id,
+                table_id,
+            } => self.on_forwarded_answer(
+                from,
+                request_id,
+                Answer::Done {
+                    table_id,
+                    version: 0,
+                },
+                ctx,
+            ),
+            SignalBody::DictCreateTableRef {
+                request_id,
+                code,
+                message,
+            }
+            | SignalBody::DictAlterTableRef {
+                request_id,
+                code,
+                message,
+            }
+            | SignalBody::DictDropTableRef {
+                request_id,
+                code,
+                message,
+            } => self.on_forwarded_answer(from, request_id, Answer::Refused { code, message }, ctx),
+            SignalBody::DictSchemaPrepare {
+                trans_id,
+                op,
+                table_id,
+                schema_version,
+                next_object_id,
+                group,
+            } => {
+                let record = prepare_record(
+                    trans_id,
+                    op,
+                    table_id,
+                    schema_version,
+                    next_object_id,
+                    group,
+                );
+                self.on_prepare(sender, record, trans_id, ctx);
+            }
+            SignalBody::DictSchemaPrepared { trans_id } => self.on_prepared(from, trans_id, ctx),
+            SignalBody::DictSchemaPrepareRef { trans_id, message } => {
+                self.on_prepare_ref(from, trans_id, message, ctx)
+            }
+            SignalBody::DictSchemaCommit { trans_id } => self.on_commit(sender, trans_id, ctx),
+            SignalBody::DictSchemaCommitted { trans_id } => self.on_committed(from, trans_id, ctx),
+            SignalBody::DictSchemaAbort { trans_id } => self.on_abort(trans_id),
+            SignalBody::DictGetSchemaReq {} => self.on_get_schema_req(from, ctx),
+            SignalBody::DictSchemaRep {
+                tables,
+                version,
+                next_object_id,
+                last,
+            } => self.on_schema_rep(from, tables, version, next_object_id, last, ctx),
+            SignalBody::DictTakeoverReq { view_id } => self.on_takeover_req(sender, view_id, ctx),
+            SignalBody::DictTakeoverConf {
+                view_id,
+                trans_id,
+                state,
+            } => self.on_takeover_conf(from, view_id, trans_id, state, ctx),
+            other => {
+                tracing::warn!(node = %self.me(), "dictionary: unexpected signal {} from {sender}", other.name());
+            }
+        }
+    }
+}

@@ -1,0 +1,323 @@
+//! The master's checks: what a create, alter or drop request becomes, or
+//! why it is refused, against the schema as it stands.
+//!
+//! This is the one place that decides ids, versions and the hidden tables,
+//! so every participant stores exactly what the master planned. Requests
+//! are planned when their transaction starts (not when they arrive), so
+//! that two creates of one name queued together see each other: the first
+//! wins, the second is refused as a duplicate.
+
+use signal::SchemaOp;
+use storage::schema::{IndexDef, SchemaError, TableDef};
+
+use super::schema::{Schema, TableGroup, TABLES_MAX};
+use super::{
+    ERROR_ALREADY_EXISTS, ERROR_BAD_DEFINITION, ERROR_NO_SUCH_TABLE, ERROR_TOO_MANY_TABLES,
+    ERROR_UNSUPPORTED_ALTER, ERROR_WRONG_VERSION,
+};
+
+/// Prefix of the names of hidden tables; user tables may not use it.
+pub const HIDDEN_NAME_PREFIX: char = '$';
+
+/// A planned schema transaction.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    pub op: SchemaOp,
+    /// The base table changed.
+    pub table_id: u32,
+    /// The group after the change; `None` for a drop.
+    pub group: Option<TableGroup>,
+    /// The dictionary's next free id after the change.
+    pub next_object_id: u32,
+    /// The base table's version after the change (0 for a drop).
+    pub table_version: u32,
+}
+
+/// Why a request is refused: an NDB-style code and a message naming the
+/// table and what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    pub code: u32,
+    pub message: String,
+}
+
+fn refuse(code: u32, message: impl Into<String>) -> Refusal {
+    Refusal {
+        code,
+        message: message.into(),
+    }
+}
+
+fn bad_definition(error: SchemaError) -> Refusal {
+    refuse(ERROR_BAD_DEFINITION, error.to_string())
+}
+
+/// Hands out ids from the schema's counter; ids are never reused.
+struct Ids {
+    next: u32,
+}
+
+impl Ids {
+    fn take(&mut self) -> Result<u32, Refusal> {
+        let id = self.next;
+        self.next = id.checked_add(1).ok_or_else(|| {
+            refuse(
+                ERROR_TOO_MANY_TABLES,
+                "the dictionary has handed out every object id",
+            )
+        })?;
+        Ok(id)
+    }
+}
+
+fn decode(bytes: &[u8]) -> Result<TableDef, Refusal> {
+    TableDef::decode(bytes).map_err(|e| refuse(ERROR_BAD_DEFINITION, e.to_string()))
+}
+
+/// Plans `CREATE TABLE`: the definition (id 0) gets its id, its indexes'
+/// ids, version 1, the hidden primary key if it has none, and its hidden
+/// tables.
+pub fn plan_create(schema: &Schema, bytes: &[u8]) -> Result<Plan, Refusal> {
+    let mut table = decode(bytes)?;
+    if table.id != 0 {
+        return Err(refuse(
+            ERROR_BAD_DEFINITION,
+            format!(
+                "table `{}`: id {} given; the dictionary assigns ids (send 0)",
+                table.name, table.id
+            ),
+        ));
+    }
+    if table.name.starts_with(HIDDEN_NAME_PREFIX) {
+        return Err(refuse(
+            ERROR_BAD_DEFINITION,
+            format!(
+                "table `{}`: names starting with `{HIDDEN_NAME_PREFIX}` are kept for hidden tables",
+                table.name
+            ),
+        ));
+    }
+    if schema.table_by_name(&table.name).is_some() {
+        return Err(refuse(
+            ERROR_ALREADY_EXISTS,
+            format!("table `{}` already exists", table.name),
+        ));
+    }
+    let mut ids = Ids {
+        next: schema.next_object_id(),
+    };
+    table.id = ids.take()?;
+    table.version = 1;
+    for index in &mut table.indexes {
+        index.id = ids.take()?;
+    }
+    let table = table.build().map_err(bad_definition)?;
+    let group = with_hidden_tables(table, None, &mut ids)?;
+    check_count(schema, &group)?;
+    Ok(Plan {
+        op: SchemaOp::CreateTable,
+        table_id: group.base().id,
+        table_version: group.base().version,
+        group: Some(group),
+        next_object_id: ids.next,
+    })
+}
+
+/// Plans `ALTER TABLE`: `bytes` is the new definition, made from version
+/// `current.version` of the table; only added columns (nullable or with a
+/// default, since existing rows need a value), added indexes and dropped
+/// indexes are allowed. Kept indexes and BLOB parts tables keep their ids.
+pub fn plan_alter(schema: &Schema, table_id: u32, bytes: &[u8]) -> Result<Plan, Refusal> {
+    let (current, group) = base_table(schema, table_id)?;
+    let mut table = decode(bytes)?;
+    if table.id != 0 && table.id != table_id {
+        return Err(refuse(
+            ERROR_BAD_DEFINITION,
+            format!(
+                "alter of table {table_id} carries a definition of table {}",
+                table.id
+            ),
+        ));
+    }
+    table.id = table_id;
+    if table.version != current.version {
+        return Err(refuse(
+            ERROR_WRONG_VERSION,
+            format!(
+                "table `{}` is at version {}, the alter was made from version {}",
+                current.name, current.version, table.version
+            ),
+        ));
+    }
+    check_alter(current, &table).map_err(|m| {
+        refuse(
+            ERROR_UNSUPPORTED_ALTER,
+            format!("alter of table `{}`: {m}", current.name),
+        )
+    })?;
+    let mut ids = Ids {
+        next: schema.next_object_id(),
+    };
+    for index in &mut table.indexes {
+        index.id = match find_index(current, &index.name) {
+            Some(old) => old.id,
+            None => ids.take()?,
+        };
+    }
+    table.version = current.version.checked_add(1).ok_or_else(|| {
+        refuse(
+            ERROR_UNSUPPORTED_ALTER,
+            format!("table `{}` has reached its last version", current.name),
+        )
+    })?;
+    table.validate().map_err(bad_definition)?;
+    let group = with_hidden_tables(table, Some(group), &mut ids)?;
+    check_count(schema, &group)?;
+    Ok(Plan {
+        op: SchemaOp::AlterTable,
+        table_id,
+        table_version: group.base().version,
+        group: Some(group),
+        next_object_id: ids.next,
+    })
+}
+
+/// Plans `DROP TABLE`: the table and its hidden tables go.
+pub fn plan_drop(schema: &Schema, table_id: u32) -> Result<Plan, Refusal> {
+    base_table(schema, table_id)?;
+    Ok(Plan {
+        op: SchemaOp::DropTable,
+        table_id,
+        group: None,
+        next_object_id: schema.next_object_id(),
+        table_version: 0,
+    })
+}
+
+/// The base table `table_id` and its group, or why there is none.
+fn base_table(schema: &Schema, table_id: u32) -> Result<(&TableDef, &TableGroup), Refusal> {
+    if let Some(owner) = schema.hidden_owner(table_id) {
+        return Err(refuse(
+            ERROR_NO_SUCH_TABLE,
+            format!(
+                "table {table_id} is a hidden table of `{}`; change `{}` instead",
+                owner.name, owner.name
+            ),
+        ));
+    }
+    match schema.group(table_id) {
+        Some(group) => Ok((group.base(), group)),
+        None => Err(refuse(
+            ERROR_NO_SUCH_TABLE,
+            format!("no table with id {table_id}"),
+        )),
+    }
+}
+
+fn find_index<'a>(table: &'a TableDef, name: &str) -> Option<&'a IndexDef> {
+    table
+        .indexes
+        .iter()
+        .find(|i| i.name.eq_ignore_ascii_case(name))
+}
+
+/// Whether `new` differs from `old` only by the changes an online alter
+/// may make; the message says what else changed.
+fn check_alter(old: &TableDef, new: &TableDef) -> Result<(), String> {
+    if new.name != old.name {
+        return Err(format!("renaming to `{}` is not supported", new.name));
+    }
+    if new.partitions != old.partitions {
+        return Err("the partition count cannot change".into());
+    }
+    if new.primary_key != old.primary_key {
+        return Err("the primary key cannot change".into());
+    }
+    if new.distribution_key != old.distribution_key {
+        return Err("the distribution key cannot change".into());
+    }
+    if new.columns.len() < old.columns.len() {
+        return Err("dropping columns is not supported".into());
+    }
+    for (old_column, new_column) in old.columns.iter().zip(&new.columns) {
+        if old_column != new_column {
+            return Err(format!(
+                "column `{}` changed; only adding columns at the end is supported",
+                old_column.name
+            ));
+        }
+    }
+    let added = &new.columns[old.columns.len()..];
+    for column in added {
+        if !column.nullable && column.default.is_none() {
+            return Err(format!(
+                "added column `{}` must be nullable or have a default: existing rows need a value",
+                column.name
+            ));
+        }
+    }
+    let mut indexes_changed = false;
+    for index in &new.indexes {
+        match find_index(old, &index.name) {
+            Some(existing) => {
+                if existing.columns != index.columns || existing.kind != index.kind {
+                    return Err(format!(
+                        "index `{}` changed; drop it and add it again in another alter",
+                        index.name
+                    ));
+                }
+            }
+            None => indexes_changed = true,
+        }
+    }
+    if old
+        .indexes
+        .iter()
+        .any(|i| find_index(new, &i.name).is_none())
+    {
+        indexes_changed = true;
+    }
+    if added.is_empty() && !indexes_changed {
+        return Err("the new definition changes nothing".into());
+    }
+    Ok(())
+}
+
+/// The group of `table`: it, then a hidden table per unique index (id =
+/// the index's), then one per BLOB/TEXT column (the id it had in `old`,
+/// else a new one).
+fn with_hidden_tables(
+    table: TableDef,
+    old: Option<&TableGroup>,
+    ids: &mut Ids,
+) -> Result<TableGroup, Refusal> {
+    let mut tables = Vec::new();
+    for (i, index) in table.indexes.iter().enumerate() {
+        if index.kind == storage::schema::IndexKind::Unique {
+            tables.push(table.unique_index_table(i));
+        }
+    }
+    for (c, column) in table.columns.iter().enumerate() {
+        if column.ty.is_blob() {
+            let name = table.blob_parts_table(c, 0).name;
+            let id = match old.and_then(|g| g.tables().iter().find(|t| t.name == name)) {
+                Some(existing) => existing.id,
+                None => ids.take()?,
+            };
+            tables.push(table.blob_parts_table(c, id));
+        }
+    }
+    for hidden in &tables {
+        hidden.validate().map_err(bad_definition)?;
+    }
+    tables.insert(0, table);
+    Ok(TableGroup::from_tables(tables))
+}
+
+fn check_count(schema: &Schema, group: &TableGroup) -> Result<(), Refusal> {
+    schema
+        .check_install(group)
+        .map_err(|m| refuse(ERROR_TOO_MANY_TABLES, m))?;
+    debug_assert!(schema.table_count() <= TABLES_MAX);
+    Ok(())
+}

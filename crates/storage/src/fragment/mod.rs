@@ -1,0 +1,1609 @@
+//! One partition of one table on one LDM instance (NDB: a fragment, where
+//! DBLQH, DBACC, DBTUP and DBTUX meet): its rows, its primary-key hash
+//! index, the table's ordered indexes over it, its row locks and the
+//! uncommitted versions of its rows.
+//!
+//! Why one type: every operation of a transaction touches all of these
+//! together, and their consistency (a key in the hash index exactly when
+//! its row is in the row store; ordered indexes exactly over the committed
+//! rows; a pending version only under an exclusive lock) is easiest to keep
+//! and to check in one place. This is what the transaction coordinator
+//! calls (issue 4) and what recovery fills. Single-threaded, like the rest
+//! of the crate; the [`PagePool`] (`DataMemory`) is shared by all fragments
+//! of an LDM instance and passed in.
+//!
+//! # Transactions (DESIGN.md §4)
+//!
+//! - Writes (insert, update, write, delete) take an exclusive row lock held
+//!   until commit or abort; locking reads take a shared or exclusive one.
+//!   A request that must wait returns [`Outcome::Waiting`] having changed
+//!   nothing but the lock queue; when the lock table grants it (a
+//!   [`Grant`] from a later commit or abort), the caller calls the same
+//!   operation again, which finds the lock held and goes on.
+//! - Committed reads take no lock and never wait: they read the last
+//!   committed image, whatever is pending.
+//! - Copy-on-write: a pending update or delete leaves the committed image
+//!   in the row store untouched and keeps the new image aside, in buffers
+//!   recycled through a free list. A transaction's later operations on the
+//!   row see and build on its own pending image.
+//! - An insert of a new key reserves a row at once (marked uncommitted in
+//!   the row store, its image the new row) and enters it in the hash
+//!   index, so that a second insert of the key by another transaction
+//!   finds it and waits for its lock. Committed reads and scans skip such
+//!   rows. Commit clears the mark; abort removes row and entry.
+//! - Ordered indexes hold committed rows only: commit maintains them.
+//! - A row removed by a commit or abort may still have waiters; they are
+//!   granted and at once released again (the row is gone), and their
+//!   grants are returned as usual: the retried operation then finds the key
+//!   absent. So no lock outlives its row and a reused row id starts free.
+//!
+//! # Commit never stops half-way
+//!
+//! A commit first builds all its redo records, asks the sink whether they
+//! fit ([`RedoSink::check_room`], `RedoFull` otherwise) and appends them;
+//! only then does it install anything, and installing cannot fail:
+//!
+//! - an insert's row and hash entry exist since the operation;
+//! - an update whose var part grows may need one new page of the row store
+//!   at commit; the operation reserved that page from the pool (and failed
+//!   with `TableFull` if it could not), and commit gives the reserved pages
+//!   back to the pool just before it installs the updates, which take them
+//!   (a whole page per such update while its transaction runs: a cost in
+//!   `DataMemory` that a reservation of var space inside the row store
+//!   would cut to the bytes needed);
+//! - deletes only free memory (a hash-index merge that finds no memory is
+//!   skipped by the index itself).
+//!
+//! If an append fails after others succeeded (an I/O error; a full log is
+//! ruled out by the check), the commit returns the error with nothing
+//! installed and some of its records in the log. That is safe because
+//! replay is idempotent and the commit decision stands: the caller retries
+//! the commit (same GCI), or the node restarts, and the GCI is not complete
+//! before this commit's records are all in the log.
+//!
+//! # Memory
+//!
+//! Every row byte and hash-index byte is in pool pages; a pending image is
+//! in recycled heap buffers (bounded by the transactions in flight);
+//! ordered indexes are on the heap (see [`crate::ordered_index`]). No
+//! operation allocates once the buffers, maps and lists are warm; an
+//! ordered index may allocate a tree node when a commit changes its keys.
+
+mod redo_record;
+mod scan;
+
+pub use redo_record::{
+    RedoKind, RedoNeed, RedoRecord, RedoRecordError, RedoSink, REDO_RECORD_BYTES_MAX,
+    REDO_RECORD_FIXED_HEADER_BYTES, REDO_RECORD_VERSION,
+};
+pub use scan::{ScanBatch, ScanCursor, ScanProgress, ScanRange, ScanSpec, SCAN_BATCH_ROWS_MAX};
+
+use std::collections::hash_map::{Entry, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
+
+use crate::hash_index::HashIndex;
+use crate::locks::{Acquire, Grant, LockError, LockMode, LockTable, OpId, TxId};
+use crate::memory::{
+    row_page, row_slot, MemoryError, PageId, PagePool, RowStore, FIXED_PAGES_MAX, PAGE_BYTES,
+};
+use crate::ordered_index::{BTreeOrderedIndex, OrderedIndex};
+use crate::redo::RedoError;
+use crate::schema::{
+    distribution_hash, IndexKind, KeyEncoder, RowFormatError, RowLayout, TableDef, Value,
+    ValueError, ValueRef,
+};
+use crate::{Gci, RowId};
+
+/// How a read locks.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ReadMode {
+    /// No lock, never waits: the last committed image (also for a
+    /// transaction that has changed the row: this mode has no transaction).
+    Committed,
+    /// `LOCK IN SHARE MODE`: a shared lock held to the end of `tx`.
+    Shared { tx: TxId, op: OpId },
+    /// `FOR UPDATE`: an exclusive lock held to the end of `tx`.
+    Exclusive { tx: TxId, op: OpId },
+}
+
+/// How an operation ended, when it did not fail.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Done,
+    /// No row with the key, as the operation sees the fragment.
+    NotFound,
+    /// The row lock is queued: the caller parks the operation and calls the
+    /// same operation again once a [`Grant`] for its (tx, op) arrives.
+    Waiting,
+}
+
+/// Why a fragment operation failed. Nothing of the operation is left
+/// behind, except a row lock it was granted (held to the end of its
+/// transaction, as every lock is).
+#[derive(Debug, thiserror::Error)]
+pub enum FragmentError {
+    /// `DataMemory` is used up (NDB error 827, MySQL's "table is full").
+    /// Deleting rows makes room again.
+    #[error("table {table} is full: DataMemory exhausted ({budget_bytes} bytes)")]
+    TableFull { table: String, budget_bytes: u64 },
+    /// The fragment reached what its row ids can address.
+    #[error("table {table}, fragment {fragment} is full: {source}")]
+    PartitionFull {
+        table: String,
+        fragment: u32,
+        #[source]
+        source: MemoryError,
+    },
+    /// An insert of a key that exists (NDB error 630).
+    #[error("table {table}: a row with this primary key already exists")]
+    DuplicateKey { table: String },
+    /// A value that does not fit its column (the error names the column).
+    #[error(transparent)]
+    WrongValue(#[from] ValueError),
+    #[error("table {table}: column `{column}` is part of the primary key and cannot be updated")]
+    PrimaryKeyUpdate { table: String, column: String },
+    /// Too many lock requests wait in this fragment (temporary).
+    #[error("table {table}: {source}")]
+    LockWaitersFull {
+        table: String,
+        #[source]
+        source: LockError,
+    },
+    /// A second operation of a transaction on a row for which one of its
+    /// operations already waits: the caller must chain them.
+    #[error("table {table}: {source}")]
+    AlreadyWaiting {
+        table: String,
+        #[source]
+        source: LockError,
+    },
+    /// The redo log part has no room for this commit (temporary: a local
+    /// checkpoint frees it). Nothing was installed.
+    #[error("table {table}: commit refused: {source}")]
+    RedoFull {
+        table: String,
+        #[source]
+        source: RedoError,
+    },
+    /// The redo log failed (I/O). Nothing was installed.
+    #[error("table {table}: commit could not be logged: {source}")]
+    Redo {
+        table: String,
+        #[source]
+        source: RedoError,
+    },
+    #[error("table {table}, fragment {fragment}: bad redo record: {detail}")]
+    BadRedoRecord {
+        table: String,
+        fragment: u32,
+        detail: String,
+    },
+    /// Row bytes from a checkpoint or redo record that are not a row of
+    /// this table.
+    #[error("fragment {fragment}: {source}")]
+    BadRow {
+        fragment: u32,
+        #[source]
+        source: RowFormatError,
+    },
+    #[error("table {table}, fragment {fragment}: checkpoint row {row:?}: {detail}")]
+    BadRestore {
+        table: String,
+        fragment: u32,
+        row: RowId,
+        detail: String,
+    },
+    #[error("table {table} has no ordered index with id {index_id}")]
+    NoSuchIndex { table: String, index_id: u32 },
+    #[error("table {table} has {columns} columns: there is no column {column}")]
+    NoSuchColumn {
+        table: String,
+        column: usize,
+        columns: usize,
+    },
+}
+
+impl FragmentError {
+    /// Whether retrying later may succeed without any change by the user
+    /// (NDB's "temporary error" class).
+    pub fn is_temporary(&self) -> bool {
+        matches!(
+            self,
+            FragmentError::LockWaitersFull { .. } | FragmentError::RedoFull { .. }
+        )
+    }
+}
+
+/// A row image read out of a fragment: its fixed and var part, in buffers
+/// the caller keeps and reuses (no allocation once warm).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RowBuf {
+    fixed: Vec<u8>,
+    var: Vec<u8>,
+}
+
+impl RowBuf {
+    pub fn new() -> RowBuf {
+        RowBuf::default()
+    }
+
+    pub fn fixed(&self) -> &[u8] {
+        &self.fixed
+    }
+
+    pub fn var(&self) -> &[u8] {
+        &self.var
+    }
+
+    /// Column `col` of the row; `layout` is the fragment's.
+    pub fn value<'a>(&'a self, layout: &RowLayout, col: usize) -> ValueRef<'a> {
+        layout.decode_column(&self.fixed, &self.var, col)
+    }
+
+    fn set(&mut self, fixed: &[u8], var: &[u8]) {
+        self.fixed.clear();
+        self.fixed.extend_from_slice(fixed);
+        self.var.clear();
+        self.var.extend_from_slice(var);
+    }
+}
+
+/// A row image in heap buffers (pending versions and scratch).
+#[derive(Debug, Default)]
+struct Image {
+    fixed: Vec<u8>,
+    var: Vec<u8>,
+}
+
+/// What a transaction has pending on a row, relative to the committed
+/// state.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum PendingKind {
+    /// The row is a reserved, uncommitted insert; its image is in the row
+    /// store.
+    Insert,
+    /// A reserved insert that its transaction deleted again: the row stays
+    /// reserved (and locked) until commit or abort removes it.
+    InsertDeleted,
+    /// A new image of a committed row, in `Pending::image`.
+    Update,
+    /// The committed row goes at commit.
+    Delete,
+}
+
+#[derive(Debug)]
+struct Pending {
+    tx: TxId,
+    kind: PendingKind,
+    /// The new image of an `Update`; empty buffers otherwise.
+    image: Image,
+    /// A pool page held back for an `Update` whose var part is longer than
+    /// the committed one: what installing it at commit may need.
+    reserve: Option<PageId>,
+    /// The commit attempt that last logged this row (a transaction's row
+    /// list may name a row twice).
+    redo_seq: u32,
+}
+
+/// An ordered index of the table, over this fragment's committed rows.
+struct OrderedIndexState {
+    id: u32,
+    encoder: KeyEncoder,
+    index: BTreeOrderedIndex,
+}
+
+/// A multiplicative hasher for row ids and transaction ids (small
+/// integers, not attacker-chosen: the maps are per fragment).
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(26)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8 | u64::from(b)).wrapping_mul(0x100_0000_01B3);
+        }
+    }
+
+    fn write_u32(&mut self, v: u32) {
+        self.0 = u64::from(v);
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+}
+
+type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
+
+/// Reused buffers of the operation paths.
+#[derive(Default)]
+struct Scratch {
+    /// The key being looked up.
+    key: Vec<u8>,
+    /// A candidate row's key, compared with `key`.
+    candidate: Vec<u8>,
+    /// A new image being built.
+    image: Image,
+    /// Ordered-index keys of the old and the new image.
+    old_key: Vec<u8>,
+    new_key: Vec<u8>,
+    /// A commit's redo records, back to back, and where each ends.
+    redo: Vec<u8>,
+    redo_ends: Vec<usize>,
+}
+
+/// One partition of one table. See the module documentation.
+pub struct Fragment {
+    table: String,
+    table_id: u32,
+    table_version: u32,
+    fragment_id: u32,
+    layout: RowLayout,
+    pk: KeyEncoder,
+    /// `in_primary_key[c]`: column `c` is a primary-key column.
+    in_primary_key: Vec<bool>,
+    /// Column names, for messages.
+    column_names: Vec<String>,
+    ordered: Vec<OrderedIndexState>,
+    rows: RowStore,
+    hash: HashIndex,
+    locks: LockTable,
+    pending: IdMap<RowId, Pending>,
+    /// Rows each transaction locked, waits for, or changed here (a row may
+    /// be named twice).
+    txs: IdMap<TxId, Vec<RowId>>,
+    free_row_lists: Vec<Vec<RowId>>,
+    free_images: Vec<Image>,
+    /// Reserved inserts (uncommitted rows) in the row store.
+    uncommitted_rows: u64,
+    /// Pool pages held as reserves by pending updates.
+    reserve_pages: u32,
+    commit_seq: u32,
+    scratch: Scratch,
+}
+
+impl std::fmt::Debug for Fragment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fragment")
+            .field("table", &self.table)
+            .field("fragment_id", &self.fragment_id)
+            .field("rows", &self.rows.row_count())
+            .field("pending", &self.pending.len())
+            .field("transactions", &self.txs.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The visible state of a row for a transaction that holds a lock on it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum View {
+    /// No pending change: the committed image in the row store.
+    Committed,
+    /// Its own reserved insert: the image in the row store.
+    OwnInsert,
+    /// Its own pending update: the image in `Pending::image`.
+    OwnUpdate,
+    /// Deleted by itself.
+    Gone,
+}
+
+impl Fragment {
+    /// An empty fragment of `table` (a valid, built definition), taking what
+    /// it needs from it: the row layout, the key encoders, the ordered
+    /// indexes. Unique indexes are hidden tables with fragments of their
+    /// own.
+    pub fn new(table: &TableDef, fragment_id: u32) -> Fragment {
+        assert!(
+            fragment_id < table.partitions,
+            "fragment {fragment_id} of table `{}`, which has {} partitions",
+            table.name,
+            table.partitions
+        );
+        let layout = RowLayout::new(table);
+        let rows = if layout.var_columns() > 0 {
+            RowStore::with_var_parts(layout.fixed_bytes())
+        } else {
+            RowStore::new(layout.fixed_bytes())
+        };
+        let mut in_primary_key = vec![false; table.columns.len()];
+        for &c in &table.primary_key {
+            in_primary_key[c] = true;
+        }
+        let ordered = table
+            .indexes
+            .iter()
+            .filter(|i| i.kind == IndexKind::Ordered)
+            .map(|i| OrderedIndexState {
+                id: i.id,
+                encoder: KeyEncoder::index(table, i),
+                index: BTreeOrderedIndex::new(),
+            })
+            .collect();
+        Fragment {
+            table: table.name.clone(),
+            table_id: table.id,
+            table_version: table.version,
+            fragment_id,
+            pk: KeyEncoder::primary_key(table),
+            in_primary_key,
+            column_names: table.columns.iter().map(|c| c.name.clone()).collect(),
+            layout,
+            ordered,
+            rows,
+            hash: HashIndex::new(),
+            locks: LockTable::new(),
+            pending: IdMap::default(),
+            txs: IdMap::default(),
+            free_row_lists: Vec::new(),
+            free_images: Vec::new(),
+            uncommitted_rows: 0,
+            reserve_pages: 0,
+            commit_seq: 0,
+            scratch: Scratch::default(),
+        }
+    }
+
+    // ----- what it is -----
+
+    pub fn table_name(&self) -> &str {
+        &self.table
+    }
+
+    pub fn table_id(&self) -> u32 {
+        self.table_id
+    }
+
+    pub fn table_version(&self) -> u32 {
+        self.table_version
+    }
+
+    pub fn fragment_id(&self) -> u32 {
+        self.fragment_id
+    }
+
+    /// The row layout, to decode what reads and scans return.
+    pub fn layout(&self) -> &RowLayout {
+        &self.layout
+    }
+
+    /// The row store, for checkpoints (which skip uncommitted rows).
+    pub fn row_store(&self) -> &RowStore {
+        &self.rows
+    }
+
+    /// The row store, for the two checkpoint steps that change it: starting
+    /// a checkpoint (which closes a generation) and restoring one into an
+    /// empty fragment, after which [`Fragment::rebuild_indexes`] must run
+    /// before anything else.
+    pub fn row_store_mut(&mut self) -> &mut RowStore {
+        &mut self.rows
+    }
+
+    /// The row locks (for observability and tests).
+    pub fn locks(&self) -> &LockTable {
+        &self.locks
+    }
+
+    /// Committed rows.
+    pub fn row_count(&self) -> u64 {
+        self.rows.row_count() - self.uncommitted_rows
+    }
+
+    /// Rows with a change pending.
+    pub fn pending_rows(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Transactions with anything in this fragment.
+    pub fn transactions(&self) -> usize {
+        self.txs.len()
+    }
+
+    /// `DataMemory` held: row pages, hash-index pages and pages reserved for
+    /// pending updates.
+    pub fn data_memory_bytes(&self) -> u64 {
+        self.rows.memory_bytes()
+            + self.hash.memory_bytes()
+            + u64::from(self.reserve_pages) * PAGE_BYTES as u64
+    }
+
+    /// All memory: [`Fragment::data_memory_bytes`] and the ordered indexes'
+    /// heap estimate (pending images not counted: they belong to
+    /// transactions in flight).
+    pub fn memory_bytes(&self) -> u64 {
+        self.data_memory_bytes()
+            + self
+                .ordered
+                .iter()
+                .map(|i| i.index.memory_bytes() as u64)
+                .sum::<u64>()
+    }
+
+    // ----- reads -----
+
+    /// Reads the row with primary key `key` (values of the key columns, in
+    /// key order) into `out`. See [`ReadMode`]. A locking read of a row the
+    /// transaction changed sees its own pending image.
+    pub fn read(
+        &mut self,
+        pool: &PagePool,
+        key: &[Value],
+        mode: ReadMode,
+        out: &mut RowBuf,
+    ) -> Result<Outcome, FragmentError> {
+        self.encode_key(key)?;
+        let Some(row) = self.find(pool) else {
+            return Ok(Outcome::NotFound);
+        };
+        let (tx, op, lock) = match mode {
+            ReadMode::Committed => {
+                if self.rows.is_uncommitted(pool, row) {
+                    return Ok(Outcome::NotFound);
+                }
+                out.set(self.rows.fixed(pool, row), self.rows.var(pool, row));
+                return Ok(Outcome::Done);
+            }
+            ReadMode::Shared { tx, op } => (tx, op, LockMode::Shared),
+            ReadMode::Exclusive { tx, op } => (tx, op, LockMode::Exclusive),
+        };
+        if !self.lock(row, tx, op, lock)? {
+            return Ok(Outcome::Waiting);
+        }
+        match self.view(pool, row, tx) {
+            View::Gone => return Ok(Outcome::NotFound),
+            View::OwnUpdate => {
+                let image = &self.pending[&row].image;
+                out.set(&image.fixed, &image.var);
+            }
+            View::Committed | View::OwnInsert => {
+                out.set(self.rows.fixed(pool, row), self.rows.var(pool, row))
+            }
+        }
+        Ok(Outcome::Done)
+    }
+
+    // ----- writes -----
+
+    /// Inserts a row (`values` in column order). `DuplicateKey` if the row
+    /// exists for `tx`; an insert after the transaction's own delete of the
+    /// key is allowed (it becomes an update).
+    pub fn insert(
+        &mut self,
+        pool: &mut PagePool,
+        tx: TxId,
+        op: OpId,
+        values: &[Value],
+    ) -> Result<Outcome, FragmentError> {
+        self.encode_row(values)?;
+        let Some(row) = self.find(pool) else {
+            self.reserve_insert(pool, tx, op)?;
+            return Ok(Outcome::Done);
+        };
+        if !self.lock(row, tx, op, LockMode::Exclusive)? {
+            return Ok(Outcome::Waiting);
+        }
+        match self.view(pool, row, tx) {
+            View::Committed | View::OwnInsert | View::OwnUpdate => {
+                Err(FragmentError::DuplicateKey {
+                    table: self.table.clone(),
+                })
+            }
+            View::Gone => {
+                self.write_over(pool, row, tx)?;
+                Ok(Outcome::Done)
+            }
+        }
+    }
+
+    /// Changes some columns of the row with primary key `key`:
+    /// `(column, value)` pairs, a column named twice taking its last value.
+    /// Primary-key columns cannot change.
+    pub fn update(
+        &mut self,
+        pool: &mut PagePool,
+        tx: TxId,
+        op: OpId,
+        key: &[Value],
+        changes: &[(usize, Value)],
+    ) -> Result<Outcome, FragmentError> {
+        for &(column, _) in changes {
+            if self.in_primary_key.get(column) == Some(&true) {
+                return Err(FragmentError::PrimaryKeyUpdate {
+                    table: self.table.clone(),
+                    column: self.column_names[column].clone(),
+                });
+            }
+        }
+        self.encode_key(key)?;
+        let Some(row) = self.find(pool) else {
+            return Ok(Outcome::NotFound);
+        };
+        if !self.lock(row, tx, op, LockMode::Exclusive)? {
+            return Ok(Outcome::Waiting);
+        }
+        let view = self.view(pool, row, tx);
+        let (old_fixed, old_var) = match view {
+            View::Gone => return Ok(Outcome::NotFound),
+            View::OwnUpdate => {
+                let image = &self.pending[&row].image;
+                (image.fixed.as_slice(), image.var.as_slice())
+            }
+            View::Committed | View::OwnInsert => {
+                (self.rows.fixed(pool, row), self.rows.var(pool, row))
+            }
+        };
+        let new = &mut self.scratch.image;
+        self.layout
+            .update(old_fixed, old_var, changes, &mut new.fixed, &mut new.var)?;
+        self.write_over(pool, row, tx)?;
+        Ok(Outcome::Done)
+    }
+
+    /// Inserts the row, or replaces the whole row if its key exists for
+    /// `tx` (NDB's write, SQL's `REPLACE`).
+    pub fn write(
+        &mut self,
+        pool: &mut PagePool,
+        tx: TxId,
+        op: OpId,
+        values: &[Value],
+    ) -> Result<Outcome, FragmentError> {
+        self.encode_row(values)?;
+        let Some(row) = self.find(pool) else {
+            self.reserve_insert(pool, tx, op)?;
+            return Ok(Outcome::Done);
+        };
+        if !self.lock(row, tx, op, LockMode::Exclusive)? {
+            return Ok(Outcome::Waiting);
+        }
+        self.write_over(pool, row, tx)?;
+        Ok(Outcome::Done)
+    }
+
+    /// Deletes the row with primary key `key`.
+    pub fn delete(
+        &mut self,
+        pool: &mut PagePool,
+        tx: TxId,
+        op: OpId,
+        key: &[Value],
+    ) -> Result<Outcome, FragmentError> {
+        self.encode_key(key)?;
+        let Some(row) = self.find(pool) else {
+            return Ok(Outcome::NotFound);
+        };
+        if !self.lock(row, tx, op, LockMode::Exclusive)? {
+            return Ok(Outcome::Waiting);
+        }
+        match self.view(pool, row, tx) {
+            View::Gone => return Ok(Outcome::NotFound),
+            View::OwnInsert => {
+                let pending = self
+                    .pending
+                    .get_mut(&row)
+                    .expect("an own insert is pending");
+                pending.kind = PendingKind::InsertDeleted;
+            }
+            View::OwnUpdate => {
+                let pending = self
+                    .pending
+                    .get_mut(&row)
+                    .expect("an own update is pending");
+                pending.kind = PendingKind::Delete;
+                let image = std::mem::take(&mut pending.image);
+                let reserve = pending.reserve.take();
+                self.recycle_image(image);
+                self.free_reserve(pool, reserve);
+            }
+            View::Committed => {
+                let image = Image::default();
+                self.pending.insert(
+                    row,
+                    Pending {
+                        tx,
+                        kind: PendingKind::Delete,
+                        image,
+                        reserve: None,
+                        redo_seq: 0,
+                    },
+                );
+            }
+        }
+        Ok(Outcome::Done)
+    }
+
+    // ----- end of a transaction -----
+
+    /// Makes `tx`'s changes in this fragment the committed state, as of
+    /// global checkpoint `gci`: logs one redo record per changed row into
+    /// `redo`, installs the new images, maintains the ordered indexes and
+    /// releases `tx`'s locks, appending the waiting operations that may now
+    /// run to `grants`. On an error nothing is installed and `tx` stays as
+    /// it was (see the module documentation). A transaction with nothing
+    /// here commits trivially.
+    pub fn commit(
+        &mut self,
+        pool: &mut PagePool,
+        tx: TxId,
+        gci: Gci,
+        redo: &mut dyn RedoSink,
+        grants: &mut Vec<Grant>,
+    ) -> Result<(), FragmentError> {
+        let Some(list) = self.txs.get_mut(&tx).map(std::mem::take) else {
+            return Ok(());
+        };
+        if let Err(error) = self.log_commit(pool, tx, gci, &list, redo) {
+            *self
+                .txs
+                .get_mut(&tx)
+                .expect("the transaction is still listed") = list;
+            return Err(error);
+        }
+        // The reserved pages go back to the pool first: the updates below
+        // are what may need them, and nothing else allocates in between.
+        for &row in &list {
+            if let Some(pending) = self.pending.get_mut(&row).filter(|p| p.tx == tx) {
+                let reserve = pending.reserve.take();
+                self.free_reserve(pool, reserve);
+            }
+        }
+        for &row in &list {
+            if self.pending_of(row, tx) == Some(PendingKind::Update) {
+                let pending = self.pending.remove(&row).expect("pending update");
+                self.install_update(pool, row, &pending.image);
+                self.recycle_image(pending.image);
+            }
+        }
+        for &row in &list {
+            let Some(kind) = self.pending_of(row, tx) else {
+                continue;
+            };
+            let pending = self.pending.remove(&row).expect("pending change");
+            match kind {
+                PendingKind::Insert => self.install_insert(pool, row),
+                PendingKind::InsertDeleted => self.remove_reserved(pool, row),
+                PendingKind::Delete => self.remove_committed(pool, row),
+                PendingKind::Update => unreachable!("updates were installed first"),
+            }
+            self.recycle_image(pending.image);
+        }
+        self.end_transaction(tx, list, grants);
+        Ok(())
+    }
+
+    /// Drops `tx`'s changes in this fragment and releases its locks and
+    /// waiting requests, appending the waiting operations that may now run
+    /// to `grants`. Cannot fail; aborting a transaction with nothing here
+    /// does nothing.
+    pub fn abort(&mut self, pool: &mut PagePool, tx: TxId, grants: &mut Vec<Grant>) {
+        let Some(list) = self.txs.get_mut(&tx).map(std::mem::take) else {
+            return;
+        };
+        for &row in &list {
+            let Some(kind) = self.pending_of(row, tx) else {
+                continue;
+            };
+            let mut pending = self.pending.remove(&row).expect("pending change");
+            match kind {
+                PendingKind::Insert | PendingKind::InsertDeleted => self.remove_reserved(pool, row),
+                PendingKind::Update => self.free_reserve(pool, pending.reserve.take()),
+                PendingKind::Delete => {}
+            }
+            debug_assert!(pending.reserve.is_none());
+            self.recycle_image(pending.image);
+        }
+        self.end_transaction(tx, list, grants);
+    }
+
+    // ----- recovery -----
+
+    /// Replays one LDM redo record of this fragment: an insert or update
+    /// becomes an upsert by primary key, a delete removes the row if it is
+    /// there. Idempotent, so replaying from a fuzzy checkpoint's start is
+    /// exact. Runs before any transaction (nothing may be pending). A record
+    /// of another table, version or fragment, or with bytes that are not a
+    /// row of this table, is refused with nothing changed.
+    pub fn apply_redo(&mut self, pool: &mut PagePool, record: &[u8]) -> Result<(), FragmentError> {
+        assert!(
+            self.pending.is_empty() && self.txs.is_empty(),
+            "table `{}` fragment {}: redo replayed while transactions run",
+            self.table,
+            self.fragment_id
+        );
+        let record = RedoRecord::decode(record).map_err(|e| self.bad_redo(e.to_string()))?;
+        if (record.table_id, record.table_version, record.fragment_id)
+            != (self.table_id, self.table_version, self.fragment_id)
+        {
+            return Err(self.bad_redo(format!(
+                "it is for table {} version {} fragment {}, this is table {} version {} fragment {}",
+                record.table_id,
+                record.table_version,
+                record.fragment_id,
+                self.table_id,
+                self.table_version,
+                self.fragment_id
+            )));
+        }
+        self.scratch.key.clear();
+        self.scratch.key.extend_from_slice(record.key);
+        let found = self.find(pool);
+        if record.kind == RedoKind::Delete {
+            if let Some(row) = found {
+                self.remove_committed(pool, row);
+            }
+            return Ok(());
+        }
+        self.layout
+            .validate_row(record.fixed, record.var)
+            .map_err(|source| FragmentError::BadRow {
+                fragment: self.fragment_id,
+                source,
+            })?;
+        self.scratch.candidate.clear();
+        self.pk.encode_from_row(
+            &self.layout,
+            record.fixed,
+            record.var,
+            &mut self.scratch.candidate,
+        );
+        if self.scratch.candidate != record.key {
+            return Err(self.bad_redo("its key is not the key of its row image".to_string()));
+        }
+        match found {
+            Some(row) => {
+                // The old image moves the index entries after the row store
+                // took the new one (its update is the step that can fail).
+                let old = &mut self.scratch.image;
+                old.fixed.clear();
+                old.fixed.extend_from_slice(self.rows.fixed(pool, row));
+                old.var.clear();
+                old.var.extend_from_slice(self.rows.var(pool, row));
+                self.rows
+                    .update(pool, row, record.fixed, record.var)
+                    .map_err(|e| self.memory_error(e))?;
+                let Fragment {
+                    ordered,
+                    layout,
+                    scratch,
+                    ..
+                } = self;
+                let Scratch {
+                    image,
+                    old_key,
+                    new_key,
+                    ..
+                } = scratch;
+                move_entries(
+                    ordered,
+                    layout,
+                    (old_key, new_key),
+                    row,
+                    (&image.fixed, &image.var),
+                    (record.fixed, record.var),
+                );
+            }
+            None => {
+                let row = self
+                    .rows
+                    .insert(pool, record.fixed, record.var)
+                    .map_err(|e| self.memory_error(e))?;
+                let hash = distribution_hash(record.key);
+                if let Err(e) = self.hash.insert(pool, hash, row) {
+                    self.rows.delete(pool, row);
+                    return Err(self.memory_error(e));
+                }
+                self.index_row(pool, row);
+            }
+        }
+        Ok(())
+    }
+
+    /// Puts a row from a local checkpoint back at its row id (replacing the
+    /// row there, as a newer checkpoint's page replaces an older one's).
+    /// The bytes come from disk and are checked first. Indexes are not
+    /// touched: call [`Fragment::rebuild_indexes`] when all rows are back.
+    pub fn restore_row(
+        &mut self,
+        pool: &mut PagePool,
+        row: RowId,
+        fixed: &[u8],
+        var: &[u8],
+    ) -> Result<(), FragmentError> {
+        assert!(
+            self.pending.is_empty() && self.txs.is_empty(),
+            "restore while transactions run"
+        );
+        if row_page(row) >= FIXED_PAGES_MAX || row_slot(row) >= self.rows.slots_per_page() {
+            return Err(FragmentError::BadRestore {
+                table: self.table.clone(),
+                fragment: self.fragment_id,
+                row,
+                detail: format!(
+                    "no such row id: {} rows per page, at most {FIXED_PAGES_MAX} pages",
+                    self.rows.slots_per_page()
+                ),
+            });
+        }
+        self.layout
+            .validate_row(fixed, var)
+            .map_err(|source| FragmentError::BadRow {
+                fragment: self.fragment_id,
+                source,
+            })?;
+        let result = if self.rows.is_live(row) {
+            self.rows.update(pool, row, fixed, var)
+        } else {
+            self.rows.insert_at(pool, row, fixed, var)
+        };
+        result.map_err(|e| self.memory_error(e))
+    }
+
+    /// Removes a row restored from an older checkpoint that a newer one
+    /// says is gone. Indexes are not touched (see `restore_row`).
+    pub fn restore_remove_row(&mut self, pool: &mut PagePool, row: RowId) {
+        assert!(self.pending.is_empty(), "restore while transactions run");
+        if self.rows.is_live(row) {
+            self.rows.delete(pool, row);
+        }
+    }
+
+    /// Builds the hash index and the ordered indexes afresh from the rows
+    /// (after a restore). Two rows with one primary key mean a damaged
+    /// checkpoint: refused. On an error the indexes are incomplete and the
+    /// fragment must be dropped ([`Fragment::release`]).
+    pub fn rebuild_indexes(&mut self, pool: &mut PagePool) -> Result<(), FragmentError> {
+        assert!(
+            self.pending.is_empty() && self.txs.is_empty(),
+            "index rebuild while transactions run"
+        );
+        self.hash.release(pool);
+        for index in &mut self.ordered {
+            index.index = BTreeOrderedIndex::new();
+        }
+        self.uncommitted_rows = 0;
+        let mut rows = self.free_row_lists.pop().unwrap_or_default();
+        rows.clear();
+        rows.extend(self.rows.rows());
+        let result = rows.iter().try_for_each(|&row| self.rebuild_row(pool, row));
+        self.free_row_lists.push(rows);
+        result
+    }
+
+    fn rebuild_row(&mut self, pool: &mut PagePool, row: RowId) -> Result<(), FragmentError> {
+        if self.rows.is_uncommitted(pool, row) {
+            // A checkpoint holds committed rows only; an uncommitted flag
+            // from a restore is not trusted as a reserved insert.
+            self.rows.set_uncommitted(pool, row, false);
+        }
+        self.scratch.key.clear();
+        self.pk.encode_from_row(
+            &self.layout,
+            self.rows.fixed(pool, row),
+            self.rows.var(pool, row),
+            &mut self.scratch.key,
+        );
+        if let Some(other) = self.find(pool) {
+            return Err(FragmentError::BadRestore {
+                table: self.table.clone(),
+                fragment: self.fragment_id,
+                row,
+                detail: format!("it has the primary key of row {other:?}"),
+            });
+        }
+        let hash = distribution_hash(&self.scratch.key);
+        self.hash
+            .insert(pool, hash, row)
+            .map_err(|e| self.memory_error(e))?;
+        self.index_row(pool, row);
+        Ok(())
+    }
+
+    /// Gives every page back to the pool (the table or fragment is dropped,
+    /// or a failed restore is thrown away). Transactions in flight are
+    /// forgotten; the fragment is empty afterwards.
+    pub fn release(&mut self, pool: &mut PagePool) {
+        for (_, mut pending) in self.pending.drain() {
+            if let Some(page) = pending.reserve.take() {
+                pool.free_page(page);
+            }
+        }
+        self.reserve_pages = 0;
+        self.txs.clear();
+        self.locks = LockTable::new();
+        self.hash.release(pool);
+        self.rows.release(pool);
+        for index in &mut self.ordered {
+            index.index = BTreeOrderedIndex::new();
+        }
+        self.uncommitted_rows = 0;
+    }
+
+    /// Checks every invariant between the parts (tests; walks everything).
+    pub fn check_invariants(&self, pool: &PagePool) {
+        self.rows.check_invariants(pool);
+        self.hash.check_invariants(pool);
+        self.locks.check_invariants();
+        assert_eq!(
+            self.hash.len(),
+            self.rows.row_count(),
+            "a hash entry per row"
+        );
+        let mut key = Vec::new();
+        let mut uncommitted = 0u64;
+        for row in self.rows.rows() {
+            key.clear();
+            let (fixed, var) = (self.rows.fixed(pool, row), self.rows.var(pool, row));
+            self.pk.encode_from_row(&self.layout, fixed, var, &mut key);
+            let found = self.hash.find(pool, distribution_hash(&key), |r| r == row);
+            assert_eq!(
+                found,
+                Some(row),
+                "{row:?} is in the hash index under its key"
+            );
+            let pending = self.pending.get(&row);
+            if self.rows.is_uncommitted(pool, row) {
+                uncommitted += 1;
+                assert!(
+                    pending.is_some_and(|p| matches!(
+                        p.kind,
+                        PendingKind::Insert | PendingKind::InsertDeleted
+                    )),
+                    "an uncommitted {row:?} is a pending insert"
+                );
+            } else {
+                assert!(pending
+                    .is_none_or(|p| matches!(p.kind, PendingKind::Update | PendingKind::Delete)));
+                for index in &self.ordered {
+                    key.clear();
+                    index
+                        .encoder
+                        .encode_from_row(&self.layout, fixed, var, &mut key);
+                    assert!(
+                        index.index.contains(&key, row),
+                        "{row:?} in index {}",
+                        index.id
+                    );
+                }
+            }
+        }
+        assert_eq!(uncommitted, self.uncommitted_rows);
+        for index in &self.ordered {
+            assert_eq!(
+                index.index.len() as u64,
+                self.row_count(),
+                "index {} size",
+                index.id
+            );
+        }
+        let mut reserves = 0;
+        for (row, pending) in &self.pending {
+            assert!(self.rows.is_live(*row));
+            assert_eq!(
+                self.locks.held_mode(*row, pending.tx),
+                Some(LockMode::Exclusive),
+                "a pending change of {row:?} is under its exclusive lock"
+            );
+            assert!(
+                self.txs.get(&pending.tx).is_some_and(|l| l.contains(row)),
+                "{row:?} is in its transaction's list"
+            );
+            reserves += u32::from(pending.reserve.is_some());
+            if pending.reserve.is_some() {
+                assert_eq!(pending.kind, PendingKind::Update);
+            }
+        }
+        assert_eq!(reserves, self.reserve_pages);
+    }
+
+    // ----- inner steps -----
+
+    /// Encodes `key` (primary-key values) into `scratch.key`.
+    fn encode_key(&mut self, key: &[Value]) -> Result<(), FragmentError> {
+        self.scratch.key.clear();
+        self.pk.encode(key, &mut self.scratch.key)?;
+        Ok(())
+    }
+
+    /// Encodes a whole row into `scratch.image` and its key into
+    /// `scratch.key`.
+    fn encode_row(&mut self, values: &[Value]) -> Result<(), FragmentError> {
+        let image = &mut self.scratch.image;
+        self.layout
+            .encode(values, &mut image.fixed, &mut image.var)?;
+        self.scratch.key.clear();
+        self.pk.encode_from_row(
+            &self.layout,
+            &image.fixed,
+            &image.var,
+            &mut self.scratch.key,
+        );
+        Ok(())
+    }
+
+    /// The row whose primary key is `scratch.key`, committed or reserved.
+    fn find(&mut self, pool: &PagePool) -> Option<RowId> {
+        let Fragment {
+            hash,
+            rows,
+            layout,
+            pk,
+            scratch,
+            ..
+        } = self;
+        let Scratch { key, candidate, .. } = scratch;
+        hash.find(pool, distribution_hash(key), |row| {
+            candidate.clear();
+            pk.encode_from_row(
+                layout,
+                rows.fixed(pool, row),
+                rows.var(pool, row),
+                candidate,
+            );
+            candidate == key
+        })
+    }
+
+    /// Acquires a row lock: `Ok(true)` when held, `Ok(false)` when queued.
+    fn lock(
+        &mut self,
+        row: RowId,
+        tx: TxId,
+        op: OpId,
+        mode: LockMode,
+    ) -> Result<bool, FragmentError> {
+        let held = match self.locks.acquire(row, tx, op, mode) {
+            Ok(Acquire::AlreadyHeld) => return Ok(true),
+            Ok(Acquire::Granted) => true,
+            Ok(Acquire::Queued) => false,
+            Err(source @ LockError::TooManyWaiters { .. }) => {
+                return Err(FragmentError::LockWaitersFull {
+                    table: self.table.clone(),
+                    source,
+                })
+            }
+            Err(source @ LockError::AlreadyWaiting { .. }) => {
+                return Err(FragmentError::AlreadyWaiting {
+                    table: self.table.clone(),
+                    source,
+                })
+            }
+        };
+        // Granted or queued: the transaction's end must release it.
+        let free = &mut self.free_row_lists;
+        self.txs
+            .entry(tx)
+            .or_insert_with(|| free.pop().unwrap_or_default())
+            .push(row);
+        Ok(held)
+    }
+
+    /// What a transaction holding a lock on `row` sees of it.
+    fn view(&self, pool: &PagePool, row: RowId, tx: TxId) -> View {
+        match self.pending.get(&row) {
+            Some(pending) => {
+                assert_eq!(
+                    pending.tx, tx,
+                    "{row:?}: a change of another transaction is pending under this one's lock"
+                );
+                match pending.kind {
+                    PendingKind::Insert => View::OwnInsert,
+                    PendingKind::Update => View::OwnUpdate,
+                    PendingKind::InsertDeleted | PendingKind::Delete => View::Gone,
+                }
+            }
+            None => {
+                debug_assert!(
+                    !self.rows.is_uncommitted(pool, row),
+                    "{row:?}: an uncommitted row without its pending insert"
+                );
+                View::Committed
+            }
+        }
+    }
+
+    /// The kind of `tx`'s pending change of `row`, if it has one.
+    fn pending_of(&self, row: RowId, tx: TxId) -> Option<PendingKind> {
+        self.pending
+            .get(&row)
+            .filter(|p| p.tx == tx)
+            .map(|p| p.kind)
+    }
+
+    /// Reserves a row for an insert of a new key: the image in
+    /// `scratch.image`, the key in `scratch.key`. Row and hash entry both,
+    /// or neither.
+    fn reserve_insert(
+        &mut self,
+        pool: &mut PagePool,
+        tx: TxId,
+        op: OpId,
+    ) -> Result<(), FragmentError> {
+        let image = &self.scratch.image;
+        let row = self
+            .rows
+            .insert(pool, &image.fixed, &image.var)
+            .map_err(|e| self.memory_error(e))?;
+        self.rows.set_uncommitted(pool, row, true);
+        if let Err(e) = self
+            .hash
+            .insert(pool, distribution_hash(&self.scratch.key), row)
+        {
+            self.rows.delete(pool, row);
+            return Err(self.memory_error(e));
+        }
+        let held = self.lock(row, tx, op, LockMode::Exclusive);
+        assert!(
+            matches!(held, Ok(true)),
+            "a new row id {row:?} is locked already: {held:?}"
+        );
+        self.uncommitted_rows += 1;
+        let previous = self.pending.insert(
+            row,
+            Pending {
+                tx,
+                kind: PendingKind::Insert,
+                image: Image::default(),
+                reserve: None,
+                redo_seq: 0,
+            },
+        );
+        assert!(
+            previous.is_none(),
+            "a new row id {row:?} has a pending change"
+        );
+        Ok(())
+    }
+
+    /// Makes the image in `scratch.image` `tx`'s version of `row`, which it
+    /// holds exclusively and which exists for it or was deleted by it.
+    fn write_over(
+        &mut self,
+        pool: &mut PagePool,
+        row: RowId,
+        tx: TxId,
+    ) -> Result<(), FragmentError> {
+        match self.pending_of(row, tx) {
+            Some(PendingKind::Insert | PendingKind::InsertDeleted) => {
+                // Its own reserved row: the row store holds its image.
+                let image = &self.scratch.image;
+                self.rows
+                    .update(pool, row, &image.fixed, &image.var)
+                    .map_err(|e| self.memory_error(e))?;
+                self.pending.get_mut(&row).expect("pending insert").kind = PendingKind::Insert;
+                Ok(())
+            }
+            Some(PendingKind::Update | PendingKind::Delete) | None => {
+                self.stage_update(pool, row, tx)
+            }
+        }
+    }
+
+    /// Stages `scratch.image` as the pending update of committed `row`,
+    /// reserving a pool page when its var part is longer than the
+    /// committed one's. On an error nothing changed.
+    fn stage_update(
+        &mut self,
+        pool: &mut PagePool,
+        row: RowId,
+        tx: TxId,
+    ) -> Result<(), FragmentError> {
+        let grows = self.scratch.image.var.len() > self.rows.var(pool, row).len();
+        let has_reserve = self.pending.get(&row).is_some_and(|p| p.reserve.is_some());
+        let mut new_reserve = None;
+        if grows && !has_reserve {
+            let page = pool.alloc_page().map_err(|e| self.memory_error(e))?;
+            new_reserve = Some(page);
+            self.reserve_pages += 1;
+        }
+        let free_images = &mut self.free_images;
+        let pending = match self.pending.entry(row) {
+            Entry::Occupied(occupied) => occupied.into_mut(),
+            Entry::Vacant(vacant) => vacant.insert(Pending {
+                tx,
+                kind: PendingKind::Update,
+                image: free_images.pop().unwrap_or_default(),
+                reserve: None,
+                redo_seq: 0,
+            }),
+        };
+        debug_assert_eq!(pending.tx, tx);
+        if pending.image.fixed.capacity() == 0 {
+            // A pending delete gave its buffers back.
+            if let Some(image) = free_images.pop() {
+                pending.image = image;
+            }
+        }
+        pending.kind = PendingKind::Update;
+        // The old buffers become the scratch for the next image.
+        std::mem::swap(&mut pending.image, &mut self.scratch.image);
+        if new_reserve.is_some() {
+            pending.reserve = new_reserve;
+        }
+        if !grows {
+            let reserve = pending.reserve.take();
+            self.free_reserve(pool, reserve);
+        }
+        Ok(())
+    }
+
+    fn free_reserve(&mut self, pool: &mut PagePool, reserve: Option<PageId>) {
+        if let Some(page) = reserve {
+            pool.free_page(page);
+            assert!(self.reserve_pages > 0);
+            self.reserve_pages -= 1;
+        }
+    }
+
+    fn recycle_image(&mut self, image: Image) {
+        if image.fixed.capacity() > 0 || image.var.capacity() > 0 {
+            self.free_images.push(image);
+        }
+    }
+
+    /// Builds, checks room for and appends the redo records of `tx`'s
+    /// commit. Changes nothing but the pending entries' `redo_seq`.
+    fn log_commit(
+        &mut self,
+        pool: &PagePool,
+        tx: TxId,
+        gci: Gci,
+        list: &[RowId],
+        sink: &mut dyn RedoSink,
+    ) -> Result<(), FragmentError> {
+        self.commit_seq = self.commit_seq.wrapping_add(1).max(1);
+        let seq = self.commit_seq;
+        let Fragment {
+            pending,
+            rows,
+            layout,
+            pk,
+            scratch,
+            table_id,
+            table_version,
+            fragment_id,
+            ..
+        } = self;
+        scratch.redo.clear();
+        scratch.redo_ends.clear();
+        let mut need = RedoNeed::default();
+        for &row in list {
+            let Some(p) = pending
+                .get_mut(&row)
+                .filter(|p| p.tx == tx && p.redo_seq != seq)
+            else {
+                continue;
+            };
+            p.redo_seq = seq;
+            let (kind, fixed, var) = match p.kind {
+                PendingKind::InsertDeleted => continue,
+                PendingKind::Insert => {
+                    (RedoKind::Insert, rows.fixed(pool, row), rows.var(pool, row))
+                }
+                PendingKind::Update => (RedoKind::Update, &p.image.fixed[..], &p.image.var[..]),
+                PendingKind::Delete => (RedoKind::Delete, &[][..], &[][..]),
+            };
+            let start = scratch.redo.len();
+            redo_record::push_header(
+                &mut scratch.redo,
+                kind,
+                *table_id,
+                *table_version,
+                *fragment_id,
+            );
+            // The key of the committed (or reserved) row: the same as the
+            // new image's, primary keys never change.
+            let key_start = scratch.redo.len();
+            pk.encode_from_row(
+                layout,
+                rows.fixed(pool, row),
+                rows.var(pool, row),
+                &mut scratch.redo,
+            );
+            let key = scratch.redo.len() - key_start;
+            scratch.redo.extend_from_slice(fixed);
+            scratch.redo.extend_from_slice(var);
+            redo_record::finish(&mut scratch.redo, start, key, fixed.len(), var.len());
+            scratch.redo_ends.push(scratch.redo.len());
+            need.add(scratch.redo.len() - start);
+        }
+        let table = &self.table;
+        let map = |source: RedoError| match source {
+            RedoError::Full { .. } => FragmentError::RedoFull {
+                table: table.clone(),
+                source,
+            },
+            source => FragmentError::Redo {
+                table: table.clone(),
+                source,
+            },
+        };
+        sink.check_room(need).map_err(map)?;
+        let mut start = 0;
+        for &end in &self.scratch.redo_ends {
+            sink.append(gci, &self.scratch.redo[start..end])
+                .map_err(map)?;
+            start = end;
+        }
+        Ok(())
+    }
+
+    /// Installs a pending update of committed `row`: ordered-index keys that
+    /// change, then the image. Its reserve page is back in the pool.
+    fn install_update(&mut self, pool: &mut PagePool, row: RowId, image: &Image) {
+        let Fragment {
+            ordered,
+            rows,
+            layout,
+            scratch,
+            ..
+        } = self;
+        move_entries(
+            ordered,
+            layout,
+            (&mut scratch.old_key, &mut scratch.new_key),
+            row,
+            (rows.fixed(pool, row), rows.var(pool, row)),
+            (&image.fixed, &image.var),
+        );
+        if let Err(e) = self.rows.update(pool, row, &image.fixed, &image.var) {
+            panic!(
+                "table `{}` fragment {}: commit of {row:?} failed after its memory was \
+                 reserved: {e}",
+                self.table, self.fragment_id
+            );
+        }
+    }
+
+    /// Enters committed `row` into every ordered index.
+    fn index_row(&mut self, pool: &PagePool, row: RowId) {
+        let Fragment {
+            ordered,
+            rows,
+            layout,
+            scratch,
+            ..
+        } = self;
+        for index in ordered {
+            scratch.new_key.clear();
+            index.encoder.encode_from_row(
+                layout,
+                rows.fixed(pool, row),
+                rows.var(pool, row),
+                &mut scratch.new_key,
+            );
+            insert_entry(index, &scratch.new_key, row);
+        }
+    }
+
+    /// Commits a reserved insert.
+    fn install_insert(&mut self, pool: &mut PagePool, row: RowId) {
+        debug_assert!(self.rows.is_uncommitted(pool, row));
+        self.rows.set_uncommitted(pool, row, false);
+        self.uncommitted_rows -= 1;
+        self.index_row(pool, row);
+    }
+
+    /// Removes a reserved (uncommitted) row and its hash entry.
+    fn remove_reserved(&mut self, pool: &mut PagePool, row: RowId) {
+        debug_assert!(self.rows.is_uncommitted(pool, row));
+        self.remove_hash_entry(pool, row);
+        self.rows.delete(pool, row);
+        self.uncommitted_rows -= 1;
+    }
+
+    /// Removes a committed row from the ordered indexes, the hash index and
+    /// the row store.
+    fn remove_committed(&mut self, pool: &mut PagePool, row: RowId) {
+        debug_assert!(!self.rows.is_uncommitted(pool, row));
+        let Fragment {
+            ordered,
+            rows,
+            layout,
+            scratch,
+            ..
+        } = self;
+        for index in ordered {
+            scratch.old_key.clear();
+            index.encoder.encode_from_row(
+                layout,
+                rows.fixed(pool, row),
+                rows.var(pool, row),
+                &mut scratch.old_key,
+            );
+            let removed = index.index.remove(&scratch.old_key, row);
+            assert!(removed, "{row:?} was in ordered index {}", index.id);
+        }
+        self.remove_hash_entry(pool, row);
+        self.rows.delete(pool, row);
+    }
+
+    fn remove_hash_entry(&mut self, pool: &mut PagePool, row: RowId) {
+        self.scratch.candidate.clear();
+        self.pk.encode_from_row(
+            &self.layout,
+            self.rows.fixed(pool, row),
+            self.rows.var(pool, row),
+            &mut self.scratch.candidate,
+        );
+        let removed = self
+            .hash
+            .remove(pool, distribution_hash(&self.scratch.candidate), row);
+        assert!(removed, "{row:?} was in the hash index");
+    }
+
+    /// Releases every lock and waiting request of `tx` and forgets it.
+    /// Waiters granted a row that no longer exists are released at once
+    /// (their grants still go to the caller, whose retry finds no row).
+    fn end_transaction(&mut self, tx: TxId, mut list: Vec<RowId>, grants: &mut Vec<Grant>) {
+        let first_grant = grants.len();
+        self.locks.release_all(tx, list.iter().copied(), grants);
+        let mut i = first_grant;
+        while i < grants.len() {
+            let grant = grants[i];
+            if !self.rows.is_live(grant.row) {
+                self.locks.release_tx(grant.tx, grant.row, grants);
+            }
+            i += 1;
+        }
+        let removed = self.txs.remove(&tx);
+        debug_assert!(removed.is_some_and(|l| l.is_empty()));
+        list.clear();
+        self.free_row_lists.push(list);
+    }
+
+    fn memory_error(&self, error: MemoryError) -> FragmentError {
+        match error {
+            MemoryError::DataMemoryExhausted { budget_bytes } => FragmentError::TableFull {
+                table: self.table.clone(),
+                budget_bytes,
+            },
+            source => FragmentError::PartitionFull {
+                table: self.table.clone(),
+                fragment: self.fragment_id,
+                source,
+            },
+        }
+    }
+
+    fn bad_redo(&self, detail: String) -> FragmentError {
+        FragmentError::BadRedoRecord {
+            table: self.table.clone(),
+            fragment: self.fragment_id,
+            detail,
+        }
+    }
+}
+
+/// Moves `row`'s ordered-index entries from the keys of image `old` to
+/// those of image `new`, where they differ; `keys` are scratch buffers.
+fn move_entries(
+    ordered: &mut [OrderedIndexState],
+    layout: &RowLayout,
+    (old_key, new_key): (&mut Vec<u8>, &mut Vec<u8>),
+    row: RowId,
+    old: (&[u8], &[u8]),
+    new: (&[u8], &[u8]),
+) {
+    for index in ordered {
+        old_key.clear();
+        new_key.clear();
+        index.encoder.encode_from_row(layout, old.0, old.1, old_key);
+        index.encoder.encode_from_row(layout, new.0, new.1, new_key);
+        if old_key != new_key {
+            let removed = index.index.remove(old_key, row);
+            assert!(removed, "{row:?} was in ordered index {}", index.id);
+            insert_entry(index, new_key, row);
+        }
+    }
+}
+
+fn insert_entry(index: &mut OrderedIndexState, key: &[u8], row: RowId) {
+    // Keys are at most KEY_BYTES_MAX (4 KiB) and a row is entered once.
+    if let Err(e) = index.index.insert(key, row) {
+        panic!("ordered index {}: {e}", index.id);
+    }
+}
