@@ -447,6 +447,11 @@ impl Membership {
         self.phase = Phase::Started;
         self.president_hint = None;
         self.starting_peers.clear();
+        // The dictionary's master is the president: it follows every view.
+        ctx.send(
+            BlockRef::new(self.me(), BlockNumber::DICTIONARY, 0),
+            SignalBody::MembershipViewRep { view: view.clone() },
+        );
         self.view = Some(view);
         if was_starting {
             ctx.set_timer(self.config.heartbeat_interval, TIMER_HEARTBEAT);

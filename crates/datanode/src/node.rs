@@ -24,7 +24,9 @@ use mgmd::{MgmClient, SessionReader, SessionWriter};
 use signal::{BlockNumber, BlockRef, NodeId, NodeType, Signal};
 use transport::{InboundSink, PeerConfig, Transport, TransportConfig, TransportSender};
 
+use crate::dictionary::{self, Dictionary, DictionaryConfig};
 use crate::membership::{Membership, MembershipConfig};
+use storage::disk::RealDisk;
 
 /// Exit status that asks the angel for a restart.
 pub const EXIT_RESTART: i32 = 75;
@@ -131,11 +133,29 @@ pub fn run(options: &NodeOptions) -> Result<NodeExit, NodeError> {
         start_id: kernel::Rng::from_entropy().next_u64(),
         pid,
     });
-    let blocks = vec![BlockPlacement {
-        address: BlockRef::new(node, BlockNumber::MEMBERSHIP, 0),
-        role: ThreadRole::Main,
-        block: Box::new(membership),
-    }];
+    let dictionary = Dictionary::new(
+        DictionaryConfig {
+            node,
+            schema_dir: dictionary::schema_dir(&me.data_dir, node),
+        },
+        Box::new(RealDisk),
+    )
+    .map_err(|e| NodeError::Start {
+        node,
+        what: format!("dictionary: {e}"),
+    })?;
+    let blocks = vec![
+        BlockPlacement {
+            address: BlockRef::new(node, BlockNumber::MEMBERSHIP, 0),
+            role: ThreadRole::Main,
+            block: Box::new(membership),
+        },
+        BlockPlacement {
+            address: BlockRef::new(node, BlockNumber::DICTIONARY, 0),
+            role: ThreadRole::Main,
+            block: Box::new(dictionary),
+        },
+    ];
     let mut runtime = Runtime::new(node, &me.params.threads, blocks, RuntimeLimits::default())
         .map_err(|e| NodeError::Start {
             node,

@@ -18,7 +18,7 @@ use datanode::dictionary::{
 use datanode::membership::{Membership, MembershipConfig};
 use kernel::simulator::Simulation;
 use kernel::{Block, Context, Rng};
-use signal::{BlockNumber, BlockRef, MembershipView, NodeId, Signal, SignalBody};
+use signal::{BlockNumber, BlockRef, NodeId, Signal, SignalBody};
 use storage::disk::SimDisk;
 use storage::schema::{Collation, Column, ColumnType, IndexDef, IndexKind, TableDef};
 
@@ -33,40 +33,6 @@ fn node(n: u8) -> NodeId {
 
 fn data_dir() -> &'static Path {
     Path::new("/data")
-}
-
-/// The membership block, plus the one line the real one is to get: every
-/// installed view goes to the dictionary of its node as `MembershipViewRep`.
-struct MembershipWithViewRep {
-    inner: Membership,
-    last: Option<MembershipView>,
-}
-
-impl MembershipWithViewRep {
-    fn relay(&mut self, ctx: &mut Context<'_>) {
-        let view = self.inner.view().cloned();
-        if view != self.last {
-            if let Some(view) = &view {
-                ctx.send(
-                    BlockRef::new(ctx.node(), BlockNumber::DICTIONARY, 0),
-                    SignalBody::MembershipViewRep { view: view.clone() },
-                );
-            }
-            self.last = view;
-        }
-    }
-}
-
-impl Block for MembershipWithViewRep {
-    fn start(&mut self, ctx: &mut Context<'_>) {
-        self.inner.start(ctx);
-        self.relay(ctx);
-    }
-
-    fn execute(&mut self, signal: Signal, ctx: &mut Context<'_>) {
-        self.inner.execute(signal, ctx);
-        self.relay(ctx);
-    }
 }
 
 /// An API node's block that records every answer it gets.
@@ -127,10 +93,7 @@ impl Cluster {
                         Box::new(disk.clone()),
                     )
                     .expect("the dictionary loads its schema");
-                    let membership: Box<dyn Block> = Box::new(MembershipWithViewRep {
-                        inner: membership,
-                        last: None,
-                    });
+                    let membership: Box<dyn Block> = Box::new(membership);
                     let dictionary: Box<dyn Block> = Box::new(dictionary);
                     vec![
                         (BlockRef::new(id, BlockNumber::MEMBERSHIP, 0), membership),

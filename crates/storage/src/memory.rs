@@ -12,8 +12,8 @@
 //!   lookups use.
 //! - [`row_store`]: [`RowStore`], the rows of one partition as opaque bytes —
 //!   a fixed-size part in fixed-size slots and an optional variable-size part
-//!   in variable-size pages — with per-page change generations for partial
-//!   local checkpoints.
+//!   in variable-size pages — with per-page change generations and per-row
+//!   changed marks for partial local checkpoints.
 //! - `var_page`: the layout of one variable-size page (private to the row
 //!   store).
 //!

@@ -1,13 +1,16 @@
 //! Local checkpoints against a model: random inserts, updates and deletes
 //! interleaved with checkpoint steps, crashes at random points (simulated
-//! disk), then restore. What must hold: the restored rows plus every
-//! change made since the restored LCP started, re-applied as idempotent
-//! upserts and deletes by row id (what redo replay does), equal the rows
-//! the store held; pages the LCP wrote hold exactly what they held when
-//! written; damage is refused with the file and offset; an unfinished LCP
-//! is ignored; a partial LCP writes little when little changed.
+//! disk), abandoned and failed LCPs, then restore. What must hold: the
+//! restored rows plus every change made since the restored LCP started,
+//! re-applied as idempotent upserts and deletes by row id (what redo
+//! replay does), equal the rows the store held; pages the LCP wrote hold
+//! exactly what they held when written; a partial LCP writes exactly the
+//! committed rows marked changed of the pages it visits; after an LCP that
+//! did not complete the next one is full; damage is refused with the file
+//! and offset; an unfinished LCP is ignored; a partial LCP writes little
+//! when little changed, even spread at random.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use storage::checkpoint::{
@@ -15,7 +18,7 @@ use storage::checkpoint::{
     Progress, RestoredCheckpoint, FULL_CHECKPOINT_EVERY,
 };
 use storage::disk::{Disk, OpenMode, RealDisk, SimDisk};
-use storage::memory::{PagePool, RowStore};
+use storage::memory::{row_page, PagePool, RowStore};
 use storage::redo::Lsn;
 use storage::RowId;
 
@@ -72,6 +75,10 @@ struct World {
     /// Every committed change in order: the redo log of this test.
     history: Vec<Change>,
     var_len_max: usize,
+    /// Row ids that ever held a committed row.
+    ever: HashSet<RowId>,
+    /// Committed inserts into a row id that held an earlier, deleted row.
+    slot_reuses: u32,
 }
 
 impl World {
@@ -90,6 +97,8 @@ impl World {
             uncommitted: Vec::new(),
             history: Vec::new(),
             var_len_max,
+            ever: HashSet::new(),
+            slot_reuses: 0,
         }
     }
 
@@ -109,6 +118,9 @@ impl World {
                 if self.model.insert(row, r.clone()).is_none() {
                     self.position.insert(row, self.ids.len());
                     self.ids.push(row);
+                    if !self.ever.insert(row) {
+                        self.slot_reuses += 1;
+                    }
                 }
             }
             None => {
@@ -255,7 +267,7 @@ fn checkpoint(
         &mut world.store,
     )
     .unwrap();
-    while writer.step(&world.pool, &world.store, 3).unwrap() == Progress::More {}
+    while writer.step(&world.pool, &mut world.store, 3).unwrap() == Progress::More {}
     writer.finish(disk).unwrap()
 }
 
@@ -297,7 +309,10 @@ fn replay(pool: &mut PagePool, store: &mut RowStore, changes: &[Change]) {
     for (row, image) in changes {
         match (image, store.is_live(*row)) {
             (Some((fixed, var)), true) => store.update(pool, *row, fixed, var).unwrap(),
-            (Some((fixed, var)), false) => store.insert_at(pool, *row, fixed, var).unwrap(),
+            (Some((fixed, var)), false) => {
+                store.insert_at(pool, *row, fixed, var).unwrap();
+                store.mark_changed(*row);
+            }
             (None, true) => store.delete(pool, *row),
             (None, false) => {}
         }
@@ -329,6 +344,15 @@ struct Scenario {
     crashes: u32,
     restores_checked: u32,
     kinds: [u32; 2],
+    /// An LCP started since `previous` and did not complete: the next one
+    /// must be full.
+    must_be_full: bool,
+    /// LCPs that were full because of that.
+    forced_full: u32,
+    /// LCPs dropped half-way.
+    abandoned: u32,
+    /// Committed changes to rows of pages the running LCP had written.
+    after_written: u32,
 }
 
 impl Scenario {
@@ -347,7 +371,21 @@ impl Scenario {
             crashes: 0,
             restores_checked: 0,
             kinds: [0, 0],
+            must_be_full: false,
+            forced_full: 0,
+            abandoned: 0,
+            after_written: 0,
         }
+    }
+
+    /// The rows a step writes of `pages`: the committed ones, for a
+    /// partial LCP only those marked changed.
+    fn rows_to_write(&self, kind: CheckpointKind, pages: &[u32]) -> u64 {
+        let world = &self.world;
+        let rows = pages.iter().flat_map(|&p| world.store.page_rows(p));
+        rows.filter(|r| world.model.contains_key(r))
+            .filter(|&r| kind == CheckpointKind::Full || world.store.is_changed(r))
+            .count() as u64
     }
 
     fn ops(&mut self, count: u64, hot_page: u32) {
@@ -373,21 +411,60 @@ impl Scenario {
             &mut self.world.store,
         )
         .unwrap();
-        self.kinds[usize::from(writer.kind() == CheckpointKind::Partial)] += 1;
+        let kind = writer.kind();
+        self.kinds[usize::from(kind == CheckpointKind::Partial)] += 1;
+        if self.must_be_full {
+            assert_eq!(
+                kind,
+                CheckpointKind::Full,
+                "LCP {lcp_id} after one that failed"
+            );
+            self.forced_full += 1;
+        }
+        // Until this one completes, the previous is not the last started.
+        self.must_be_full = true;
         let mut written = BTreeMap::new();
+        let mut rows_expected = 0u64;
         let in_use = loop {
+            // Often change rows of pages this LCP has written already.
+            let hot = match written
+                .keys()
+                .nth(self.rng.below(written.len().max(1) as u64) as usize)
+            {
+                Some(&page) if self.rng.chance(50) => page,
+                _ => hot_page,
+            };
             let ops = self.rng.below(8);
-            self.ops(ops, hot_page);
+            let history_before = self.world.history.len();
+            self.ops(ops, hot);
+            self.after_written += self.world.history[history_before..]
+                .iter()
+                .filter(|(row, _)| written.contains_key(&row_page(*row)))
+                .count() as u32;
             if self.rng.chance(3) {
                 return true;
             }
+            if self.rng.chance(3) {
+                // Abandoned: the rows it wrote are unmarked, in no LCP.
+                self.abandoned += 1;
+                return false;
+            }
             let before = writer.pages_written();
             let pages_max = 1 + self.rng.below(4) as usize;
+            let upcoming = &writer.pages()[before..(before + pages_max).min(writer.pages().len())];
+            rows_expected += self.rows_to_write(kind, upcoming);
             let progress = writer
-                .step(&self.world.pool, &self.world.store, pages_max)
+                .step(&self.world.pool, &mut self.world.store, pages_max)
                 .unwrap();
             for &page in &writer.pages()[before..writer.pages_written()] {
                 written.insert(page, self.world.page_image(page));
+                let store = &self.world.store;
+                assert!(
+                    store
+                        .page_rows(page)
+                        .all(|r| !self.world.model.contains_key(&r) || !store.is_changed(r)),
+                    "a committed row of page {page} is still marked after its page was written"
+                );
             }
             if progress == Progress::Done {
                 break self.world.pages_in_use();
@@ -397,7 +474,7 @@ impl Scenario {
         self.ops(ops, hot_page);
         if self.rng.chance(8) {
             // The data file's fsync fails: the LCP is not complete, and the
-            // next one builds on the previous complete one.
+            // next one must be full.
             self.disk.fail_next_sync();
             assert!(matches!(
                 writer.finish(&self.disk),
@@ -406,6 +483,11 @@ impl Scenario {
             return false;
         }
         let completed = writer.finish(&self.disk).unwrap();
+        assert_eq!(
+            completed.rows_written, rows_expected,
+            "rows LCP {lcp_id} wrote"
+        );
+        self.must_be_full = false;
         self.previous = Some(completed);
         self.last = Some(LcpRecord {
             completed,
@@ -455,6 +537,7 @@ impl Scenario {
         self.world.store = store;
         self.world.uncommitted.clear();
         self.previous = restored.map(|r| r.completed);
+        self.must_be_full = false;
     }
 
     /// Pages the restored LCP wrote hold exactly what they held when it
@@ -510,7 +593,26 @@ fn model_restore_plus_redo_equals_the_rows_through_crashes() {
         total.restores_checked += s.restores_checked;
         total.kinds[0] += s.kinds[0];
         total.kinds[1] += s.kinds[1];
+        total.forced_full += s.forced_full;
+        total.abandoned += s.abandoned;
+        total.after_written += s.after_written;
+        total.world.slot_reuses += s.world.slot_reuses;
     }
+    eprintln!(
+        "full/partial {:?}, crashes {}, abandoned {}, forced full {}, changes after their page \
+         was written {}, slot reuses {}",
+        total.kinds,
+        total.crashes,
+        total.abandoned,
+        total.forced_full,
+        total.after_written,
+        total.world.slot_reuses
+    );
+    assert!(
+        total.forced_full > 20 && total.abandoned > 10,
+        "too few failed LCPs"
+    );
+    assert!(total.after_written > 500 && total.world.slot_reuses > 500);
     assert!(
         total.kinds[0] > 100 && total.kinds[1] > 200,
         "full/partial: {:?}",
@@ -562,7 +664,7 @@ fn partial_chain_with_deletes_and_emptied_pages() {
         CheckpointWriter::start(&disk, &dir(), start(2, 0), Some(&lcp1), &mut world.store).unwrap();
     assert_eq!(writer.kind(), CheckpointKind::Partial);
     assert_eq!(writer.pages(), [2, 3, 4]);
-    while writer.step(&world.pool, &world.store, 1).unwrap() == Progress::More {}
+    while writer.step(&world.pool, &mut world.store, 1).unwrap() == Progress::More {}
     let lcp2 = writer.finish(&disk).unwrap();
     assert_eq!((lcp2.lcps_in_chain, lcp2.full_lcp_id), (2, 1));
     assert_restores_exactly(&disk, &dir(), &world, 2);
@@ -621,11 +723,12 @@ fn uncommitted_inserts_are_left_out() {
 // Full or partial
 
 #[test]
-fn full_every_eight_lcps_when_half_changed_and_on_a_new_table_version() {
+fn full_every_eight_lcps_when_half_the_rows_changed_and_on_a_new_table_version() {
     let disk = SimDisk::new(3);
     let mut rng = Rng(3);
     let mut world = World::new(100, 0);
-    for _ in 0..312 * 10 {
+    let rows = 312 * 10;
+    for _ in 0..rows {
         world.insert(&mut rng);
     }
     let mut previous: Option<CompletedLcp> = None;
@@ -641,20 +744,25 @@ fn full_every_eight_lcps_when_half_changed_and_on_a_new_table_version() {
     assert_eq!(kinds, [f, p, p, p, p, p, p, p, f, p]);
     assert_eq!(FULL_CHECKPOINT_EVERY, 8);
 
-    // Six of ten pages changed: full.
-    for page in 0..6 {
-        let row = rows_of_page(&world, page)[0];
+    // More than half of the rows changed: full.
+    for &row in &world.store.rows().collect::<Vec<_>>()[..rows / 2 + 1] {
         world.update(&mut rng, row);
     }
+    assert_eq!(world.store.changed_rows(), rows as u64 / 2 + 1);
     let lcp = checkpoint(&disk, &dir(), &mut world, 11, previous.as_ref());
-    assert_eq!(lcp.kind, CheckpointKind::Full);
-    // Five of ten: partial.
-    for page in 0..5 {
-        let row = rows_of_page(&world, page)[0];
+    assert_eq!((lcp.kind, lcp.rows_written), (f, rows as u64));
+    assert_eq!(
+        world.store.changed_rows(),
+        0,
+        "the LCP wrote every mark off"
+    );
+    // Half: partial, of those rows.
+    for &row in &world.store.rows().collect::<Vec<_>>()[rows / 2..] {
         world.update(&mut rng, row);
     }
     let lcp = checkpoint(&disk, &dir(), &mut world, 12, Some(&lcp));
-    assert_eq!(lcp.kind, CheckpointKind::Partial);
+    assert_eq!((lcp.kind, lcp.rows_written), (p, rows as u64 / 2));
+    assert_restores_exactly(&disk, &dir(), &world, 12);
     // A new table version: full.
     let mut next = start(13, 0);
     next.table_version = 2;
@@ -663,8 +771,19 @@ fn full_every_eight_lcps_when_half_changed_and_on_a_new_table_version() {
     assert_eq!(writer.kind(), CheckpointKind::Full);
 }
 
+/// Picks `count` distinct committed rows at random.
+fn random_rows(rng: &mut Rng, world: &World, count: usize) -> Vec<RowId> {
+    let mut ids = world.ids.clone();
+    for i in 0..count {
+        let j = i + rng.below((ids.len() - i) as u64) as usize;
+        ids.swap(i, j);
+    }
+    ids.truncate(count);
+    ids
+}
+
 #[test]
-fn partial_after_changing_one_percent_of_rows_is_much_smaller() {
+fn partial_after_changing_one_percent_of_rows_at_random_is_under_a_tenth_of_a_full() {
     let disk = SimDisk::new(4);
     let mut rng = Rng(4);
     let mut world = World::new(100, 0);
@@ -673,39 +792,260 @@ fn partial_after_changing_one_percent_of_rows_is_much_smaller() {
         world.insert(&mut rng);
     }
     let full = checkpoint(&disk, &dir(), &mut world, 1, None);
-    assert_eq!(full.kind, CheckpointKind::Full);
-    // 1% of the rows, the ones of a row id range (recent inserts, a hot
-    // key range): partial LCPs are page-granular.
-    let all: Vec<RowId> = world.store.rows().collect();
-    for &row in &all[20_000..20_000 + rows / 100] {
+    assert_eq!(
+        (full.kind, full.rows_written),
+        (CheckpointKind::Full, rows as u64)
+    );
+    // 1% of the rows, spread at random over the fragment: they touch most
+    // pages, but a partial LCP writes only them.
+    let changed = random_rows(&mut rng, &world, rows / 100);
+    for &row in &changed {
         world.update(&mut rng, row);
     }
+    let pages: std::collections::BTreeSet<u32> = changed.iter().map(|&r| row_page(r)).collect();
     let partial = checkpoint(&disk, &dir(), &mut world, 2, Some(&full));
     assert_eq!(partial.kind, CheckpointKind::Partial);
+    assert_eq!(partial.rows_written, (rows / 100) as u64);
+    assert_eq!(partial.pages_written as usize, pages.len());
+    let ratio = partial.data_bytes as f64 / full.data_bytes as f64;
     eprintln!(
-        "{rows} rows of 100 bytes: full LCP {} bytes, partial after 1% clustered updates {} bytes \
-         ({} pages)",
-        full.data_bytes, partial.data_bytes, partial.pages_written
+        "{rows} rows of 100 bytes: full LCP {} bytes ({} pages); partial after 1% random \
+         updates {} bytes ({} of the {} pages visited, {} rows): ratio {ratio:.4}",
+        full.data_bytes,
+        full.pages_written,
+        partial.data_bytes,
+        partial.pages_written,
+        world.store.page_count(),
+        partial.rows_written
     );
     assert!(
-        partial.data_bytes * 20 < full.data_bytes,
+        pages.len() * 10 > world.store.page_count() as usize * 9,
+        "the changes are spread over most pages"
+    );
+    assert!(
+        partial.data_bytes * 10 < full.data_bytes,
         "partial {} bytes vs full {} bytes",
         partial.data_bytes,
         full.data_bytes
     );
     assert_restores_exactly(&disk, &dir(), &world, 2);
-    // 1% spread at random touches most pages: the LCP is full, at the size
-    // of a full one.
-    for _ in 0..rows / 100 {
-        let row = world.ids[rng.below(world.ids.len() as u64) as usize];
+    // Another 1%, with deletes and inserts into the freed slots.
+    let victims = random_rows(&mut rng, &world, rows / 200);
+    for &row in &victims {
+        world.delete(row);
+    }
+    for _ in 0..rows / 200 {
+        world.insert(&mut rng);
+    }
+    let next = checkpoint(&disk, &dir(), &mut world, 3, Some(&partial));
+    assert_eq!(next.kind, CheckpointKind::Partial);
+    assert_eq!(next.rows_written, (rows / 200) as u64);
+    assert!(next.data_bytes * 10 < full.data_bytes);
+    assert_restores_exactly(&disk, &dir(), &world, 3);
+}
+
+#[test]
+fn a_row_changed_after_its_page_was_written_goes_into_the_next_lcp() {
+    let disk = SimDisk::new(13);
+    let mut rng = Rng(13);
+    let mut world = World::new(60, 50);
+    for _ in 0..2000 {
+        world.insert(&mut rng);
+    }
+    let lcp1 = checkpoint(&disk, &dir(), &mut world, 1, None);
+    let (a, b) = (rows_of_page(&world, 1)[3], rows_of_page(&world, 3)[9]);
+    world.update(&mut rng, a);
+    world.update(&mut rng, b);
+    let redo_start = world.history.len();
+    let mut writer = CheckpointWriter::start(
+        &disk,
+        &dir(),
+        start(2, redo_start as u64),
+        Some(&lcp1),
+        &mut world.store,
+    )
+    .unwrap();
+    assert_eq!(writer.pages(), [1, 3]);
+    writer.step(&world.pool, &mut world.store, 1).unwrap();
+    assert!(!world.store.is_changed(a), "written: unmarked");
+    assert!(world.store.is_changed(b), "not written yet");
+    // After page 1 was written and before page 3 is: both change again.
+    world.update(&mut rng, a);
+    world.update(&mut rng, b);
+    while writer.step(&world.pool, &mut world.store, 1).unwrap() == Progress::More {}
+    let lcp2 = writer.finish(&disk).unwrap();
+    assert_eq!(lcp2.rows_written, 2);
+    assert!(world.store.is_changed(a) && !world.store.is_changed(b));
+    // Restored as LCP 2 wrote it, then the redo since its start.
+    let (result, mut pool, mut store) = restore_fresh(&disk, &dir(), &world.store);
+    let restored = result.unwrap().unwrap();
+    assert_ne!(
+        store.fixed(&pool, a),
+        &world.model[&a].0[..],
+        "a as LCP 2 wrote it"
+    );
+    assert_eq!(
+        store.fixed(&pool, b),
+        &world.model[&b].0[..],
+        "b as LCP 2 wrote it"
+    );
+    replay(
+        &mut pool,
+        &mut store,
+        &world.history[restored.redo_start.0 as usize..],
+    );
+    assert_eq!(contents(&pool, &store), world.model);
+    // LCP 3 writes a (page 1 changed after LCP 2 began), nothing else.
+    let lcp3 = checkpoint(&disk, &dir(), &mut world, 3, Some(&lcp2));
+    assert_eq!((lcp3.kind, lcp3.rows_written), (CheckpointKind::Partial, 1));
+    assert_eq!(
+        lcp3.pages_written, 2,
+        "pages 1 and 3 changed after LCP 2 began"
+    );
+    assert_restores_exactly(&disk, &dir(), &world, 3);
+}
+
+#[test]
+fn an_abandoned_lcp_forces_a_full_one() {
+    let disk = SimDisk::new(14);
+    let mut rng = Rng(14);
+    let mut world = World::new(80, 0);
+    for _ in 0..3000 {
+        world.insert(&mut rng);
+    }
+    let lcp1 = checkpoint(&disk, &dir(), &mut world, 1, None);
+    let changed = random_rows(&mut rng, &world, 30);
+    for &row in &changed {
         world.update(&mut rng, row);
     }
-    let spread = checkpoint(&disk, &dir(), &mut world, 3, Some(&partial));
-    eprintln!(
-        "after 1% random updates: {:?} LCP of {} pages, {} bytes",
-        spread.kind, spread.pages_written, spread.data_bytes
+    // LCP 2 writes every changed row, unmarking them, and is abandoned.
+    let mut writer =
+        CheckpointWriter::start(&disk, &dir(), start(2, 0), Some(&lcp1), &mut world.store).unwrap();
+    assert_eq!(writer.kind(), CheckpointKind::Partial);
+    while writer.step(&world.pool, &mut world.store, 4).unwrap() == Progress::More {}
+    drop(writer);
+    assert_eq!(
+        world.store.changed_rows(),
+        0,
+        "the abandoned LCP unmarked them"
     );
-    assert_eq!(spread.kind, CheckpointKind::Full);
+    // A partial LCP on LCP 1 would leave those rows out: the writer makes a
+    // full one.
+    let lcp3 = checkpoint(&disk, &dir(), &mut world, 3, Some(&lcp1));
+    assert_eq!(lcp3.kind, CheckpointKind::Full);
+    assert_eq!(lcp3.rows_written, 3000);
+    assert_restores_exactly(&disk, &dir(), &world, 3);
+    // The same after a failed one.
+    world.update(&mut rng, changed[0]);
+    let mut writer =
+        CheckpointWriter::start(&disk, &dir(), start(4, 0), Some(&lcp3), &mut world.store).unwrap();
+    assert_eq!(writer.kind(), CheckpointKind::Partial);
+    while writer.step(&world.pool, &mut world.store, 4).unwrap() == Progress::More {}
+    disk.fail_next_sync();
+    writer.finish(&disk).unwrap_err();
+    let lcp5 = checkpoint(&disk, &dir(), &mut world, 5, Some(&lcp3));
+    assert_eq!(lcp5.kind, CheckpointKind::Full);
+    // After a complete one, partial again (and only on the newest).
+    world.update(&mut rng, changed[1]);
+    let lcp6 = checkpoint(&disk, &dir(), &mut world, 6, Some(&lcp5));
+    assert_eq!((lcp6.kind, lcp6.rows_written), (CheckpointKind::Partial, 1));
+    world.update(&mut rng, changed[2]);
+    let lcp7 = checkpoint(&disk, &dir(), &mut world, 7, Some(&lcp5));
+    assert_eq!(lcp7.kind, CheckpointKind::Full, "LCP 6 ran after LCP 5");
+    assert_restores_exactly(&disk, &dir(), &world, 7);
+}
+
+#[test]
+fn restore_applies_the_chain_with_deletes_and_slot_reuse() {
+    let disk = SimDisk::new(15);
+    let mut rng = Rng(15);
+    let mut world = World::new(50, 120);
+    for _ in 0..1500 {
+        world.insert(&mut rng);
+    }
+    let mut snapshots = Vec::new();
+    let mut previous = None;
+    let mut freed = Vec::new();
+    for id in 1..=6 {
+        let lcp = checkpoint(&disk, &dir(), &mut world, id, previous.as_ref());
+        assert_eq!(lcp.kind == CheckpointKind::Full, id == 1);
+        snapshots.push(world.model.clone());
+        previous = Some(lcp);
+        // Delete some rows, update some, and insert as many rows as were
+        // deleted the round before: the allocator puts them into freed
+        // slots.
+        let victims = random_rows(&mut rng, &world, 40);
+        for &row in &victims {
+            world.delete(row);
+        }
+        for &row in &random_rows(&mut rng, &world, 20) {
+            world.update(&mut rng, row);
+        }
+        for _ in 0..freed.len() {
+            world.insert(&mut rng);
+        }
+        freed = victims;
+    }
+    assert!(
+        world.slot_reuses > 100,
+        "slot reuses: {}",
+        world.slot_reuses
+    );
+    let lcp7 = checkpoint(&disk, &dir(), &mut world, 7, previous.as_ref());
+    snapshots.push(world.model.clone());
+    // Every member of the chain restores to the rows it saw.
+    for id in (1..=7u64).rev() {
+        let (result, pool, store) = restore_fresh(&disk, &dir(), &world.store);
+        let restored = result.unwrap().unwrap();
+        assert_eq!(restored.lcp_id, id);
+        assert_eq!(restored.chain, (1..=id).rev().collect::<Vec<_>>());
+        assert_eq!(
+            contents(&pool, &store),
+            snapshots[id as usize - 1],
+            "LCP {id}"
+        );
+        store.check_invariants(&pool);
+        assert_eq!(store.changed_rows(), 0, "restored rows are not changed");
+        disk.remove_file(&control_file(id)).unwrap();
+    }
+    assert_eq!(lcp7.lcps_in_chain, 7);
+}
+
+#[test]
+fn a_live_slot_that_no_lcp_of_the_chain_holds_is_corrupt() {
+    // LCP 2 builds on a full LCP 1 of 600 rows; LCP 1 is then replaced by a
+    // well-formed full LCP 1 of 300 rows (another fragment's, say): LCP 2's
+    // record of page 3 names live slots whose rows no file holds.
+    let make = |rows: usize| {
+        let disk = SimDisk::new(16);
+        let mut rng = Rng(16);
+        let mut world = World::new(200, 0);
+        for _ in 0..rows {
+            world.insert(&mut rng);
+        }
+        let lcp1 = checkpoint(&disk, &dir(), &mut world, 1, None);
+        (disk, world, lcp1)
+    };
+    let (disk, mut world, lcp1) = make(600);
+    let (other, _, _) = make(300);
+    assert!(world.store.page_count() >= 4);
+    let row = rows_of_page(&world, 3)[0];
+    let mut rng = Rng(17);
+    world.update(&mut rng, row);
+    checkpoint(&disk, &dir(), &mut world, 2, Some(&lcp1));
+    for path in [data_file(1), control_file(1)] {
+        let bytes = other.durable_contents(&path).unwrap();
+        let mut file = disk.open(&path, OpenMode::CreateTruncate).unwrap();
+        file.write_at(0, &bytes).unwrap();
+        file.sync().unwrap();
+    }
+    let (result, _, _) = restore_fresh(&disk, &dir(), &world.store);
+    let (offset, reason) = expect_corrupt(result, &data_file(2));
+    assert!(offset >= 64, "{reason}");
+    assert!(
+        reason.contains("page 3: slot 1 is live, but no LCP of the chain holds its row"),
+        "{reason}"
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -867,6 +1207,25 @@ fn a_torn_or_missing_newest_control_file_means_the_previous_lcp() {
 }
 
 #[test]
+fn a_control_file_of_another_format_version_is_refused_not_skipped() {
+    let (disk, world, _) = chain_of_three(18);
+    // LCP 3's control file, whole but of format version 1.
+    let mut bytes = disk.durable_contents(&control_file(3)).unwrap();
+    bytes[8..12].copy_from_slice(&1u32.to_le_bytes());
+    let crc = crc32c::crc32c(&bytes[..92]);
+    bytes[92..96].copy_from_slice(&crc.to_le_bytes());
+    let mut file = disk
+        .open(&control_file(3), OpenMode::CreateTruncate)
+        .unwrap();
+    file.write_at(0, &bytes).unwrap();
+    file.sync().unwrap();
+    let (result, _, _) = restore_fresh(&disk, &dir(), &world.store);
+    let (offset, reason) = expect_corrupt(result, &control_file(3));
+    assert_eq!(offset, 8);
+    assert_eq!(reason, "format version 1, this build reads 2");
+}
+
+#[test]
 fn an_unfinished_lcp_leaves_the_previous_one() {
     for seed in 0..8 {
         let (disk, mut world, snapshots) = chain_of_three(100 + seed);
@@ -875,7 +1234,7 @@ fn an_unfinished_lcp_leaves_the_previous_one() {
         // whatever the crash keeps of it, restore uses LCP 3.
         let mut writer =
             CheckpointWriter::start(&disk, &dir(), start(4, 0), None, &mut world.store).unwrap();
-        while writer.step(&world.pool, &world.store, 8).unwrap() == Progress::More {}
+        while writer.step(&world.pool, &mut world.store, 8).unwrap() == Progress::More {}
         drop(writer);
         let temp = dir().join(format!("t{TABLE}-f{FRAGMENT}-lcp4.ctl.tmp"));
         let mut file = disk.open(&temp, OpenMode::CreateTruncate).unwrap();
@@ -888,7 +1247,7 @@ fn an_unfinished_lcp_leaves_the_previous_one() {
         // LCP 5's data file fsync fails: not complete either.
         let mut writer =
             CheckpointWriter::start(&disk, &dir(), start(5, 0), None, &mut world.store).unwrap();
-        while writer.step(&world.pool, &world.store, 8).unwrap() == Progress::More {}
+        while writer.step(&world.pool, &mut world.store, 8).unwrap() == Progress::More {}
         disk.fail_next_sync();
         let err = writer.finish(&disk).unwrap_err();
         assert!(err.to_string().contains("fsync"), "{err}");
@@ -940,7 +1299,8 @@ fn prune_keeps_only_the_newest_complete_chain() {
         world.update(&mut rng, row);
         previous = Some(checkpoint(&disk, &dir(), &mut world, id, previous.as_ref()));
         if id == 60 {
-            // A failed attempt between complete LCPs leaves a data file.
+            // A failed attempt between complete LCPs leaves a data file,
+            // and makes the next LCP full.
             let writer = CheckpointWriter::start(
                 &disk,
                 &dir(),
@@ -961,11 +1321,11 @@ fn prune_keeps_only_the_newest_complete_chain() {
         &mut world.store,
     )
     .unwrap();
-    writer.step(&world.pool, &world.store, 1).unwrap();
-    // LCP 90 is full (every eighth), 100 partial: 10 to 80 and the failed
-    // attempt go.
+    writer.step(&world.pool, &mut world.store, 1).unwrap();
+    // LCP 70 is full (after the failed attempt), 80 to 100 partial: 10 to
+    // 60 and the failed attempt go.
     let removed = prune(&disk, &dir(), TABLE, FRAGMENT).unwrap();
-    assert_eq!(removed, 8 * 2 + 1);
+    assert_eq!(removed, 6 * 2 + 1);
     let names: Vec<String> = disk
         .list_dir(&dir())
         .unwrap()
@@ -978,6 +1338,10 @@ fn prune_keeps_only_the_newest_complete_chain() {
             "t7-f2-lcp100.ctl",
             "t7-f2-lcp100.data",
             "t7-f2-lcp200.data",
+            "t7-f2-lcp70.ctl",
+            "t7-f2-lcp70.data",
+            "t7-f2-lcp80.ctl",
+            "t7-f2-lcp80.data",
             "t7-f2-lcp90.ctl",
             "t7-f2-lcp90.data"
         ]
@@ -1034,7 +1398,7 @@ fn real_disk_chain_restores_with_redo_replay() {
             for _ in 0..2 {
                 world.random_op(&mut rng, hot, 3000);
             }
-            if writer.step(&world.pool, &world.store, 2).unwrap() == Progress::Done {
+            if writer.step(&world.pool, &mut world.store, 2).unwrap() == Progress::Done {
                 break;
             }
         }
@@ -1060,7 +1424,7 @@ fn real_disk_chain_restores_with_redo_replay() {
     )
     .unwrap();
     assert_eq!(writer.kind(), CheckpointKind::Partial);
-    while writer.step(&pool, &store, 4).unwrap() == Progress::More {}
+    while writer.step(&pool, &mut store, 4).unwrap() == Progress::More {}
     writer.finish(&disk).unwrap();
     let (result, pool2, store2) = restore_fresh(&disk, &tmp.0, &store);
     assert_eq!(result.unwrap().unwrap().lcp_id, 5);

@@ -1,7 +1,10 @@
 //! The row store and the hash index against a model: random inserts,
 //! updates, deletes, lookups and checkpoints on a small `DataMemory`, with
 //! keys whose hashes collide on purpose, checked after every step against a
-//! `BTreeMap<RowId, (fixed, var)>` and a `HashMap<key, RowId>`.
+//! `BTreeMap<RowId, (fixed, var)>` and a `HashMap<key, RowId>`. The
+//! checkpoint tracking too: pages changed since the last checkpoint, and
+//! the rows marked changed (a checkpoint here clears the marks of the rows
+//! of the changed pages, as the checkpoint writer does; none may be left).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -73,6 +76,8 @@ struct World {
     /// checkpoint's generation.
     touched: BTreeSet<u32>,
     checkpoint: u32,
+    /// Rows changed since a checkpoint cleared their mark.
+    marked: BTreeSet<RowId>,
     exhausted: u32,
 }
 
@@ -90,6 +95,7 @@ impl World {
             keys: HashMap::new(),
             touched: BTreeSet::new(),
             checkpoint: 0,
+            marked: BTreeSet::new(),
             exhausted: 0,
         }
     }
@@ -139,6 +145,7 @@ impl World {
                 self.rows.insert(row, (fixed, var));
                 self.keys.insert(key, row);
                 self.touched.insert(row_page(row));
+                self.marked.insert(row);
             }
             Op::Update { key, var_len, seed } => {
                 let Some(&row) = self.keys.get(&key) else {
@@ -157,6 +164,7 @@ impl World {
                     Ok(()) => {
                         self.rows.insert(row, (fixed, var));
                         self.touched.insert(row_page(row));
+                        self.marked.insert(row);
                     }
                     Err(e) => {
                         assert!(matches!(e, MemoryError::DataMemoryExhausted { .. }));
@@ -170,6 +178,7 @@ impl World {
                     self.store.delete(&mut self.pool, row);
                     self.rows.remove(&row);
                     self.touched.insert(row_page(row));
+                    self.marked.remove(&row);
                 }
                 None => assert_eq!(self.find(key), None),
             },
@@ -178,6 +187,30 @@ impl World {
                 let changed: BTreeSet<u32> =
                     self.store.changed_pages_since(self.checkpoint).collect();
                 assert_eq!(changed, self.touched, "pages changed since the checkpoint");
+                // What the writer does: write (here: check) the marked rows
+                // of the changed pages, and clear their marks.
+                let mut bits = Vec::new();
+                for &page in &changed {
+                    let marked: Vec<RowId> = self.store.page_changed_rows(page).collect();
+                    let expected = self.marked.iter().filter(|r| row_page(**r) == page);
+                    assert!(marked.iter().eq(expected), "page {page}: marked rows");
+                    for row in marked {
+                        self.store.clear_changed(row);
+                        self.marked.remove(&row);
+                    }
+                    // No uncommitted rows here: the committed slots are the
+                    // live ones.
+                    self.store.committed_slots(&self.pool, page, &mut bits);
+                    let live = (0..bits.len() * 64)
+                        .filter(|s| bits[s / 64] & (1 << (s % 64)) != 0)
+                        .map(|s| storage::memory::row_id(page, s as u32));
+                    assert!(live.eq(self.store.page_rows(page)), "page {page}: bitmap");
+                }
+                assert!(
+                    self.marked.is_empty() && self.store.changed_rows() == 0,
+                    "a marked row outside the changed pages: {:?}",
+                    self.marked
+                );
                 self.checkpoint = self.store.mark_checkpoint();
                 self.touched.clear();
             }
@@ -193,7 +226,9 @@ impl World {
         for (&row, (fixed, var)) in &self.rows {
             assert_eq!(self.store.fixed(&self.pool, row), &fixed[..]);
             assert_eq!(self.store.var(&self.pool, row), &var[..]);
+            assert_eq!(self.store.is_changed(row), self.marked.contains(&row));
         }
+        assert_eq!(self.store.changed_rows(), self.marked.len() as u64);
         for (&key, &row) in &self.keys {
             assert_eq!(self.find(key), Some(row), "key {key}");
         }
@@ -247,6 +282,7 @@ fn exhaustion_fails_cleanly_and_delete_makes_room() {
             Ok(()) => {
                 world.rows.insert(row, (fixed, Vec::new()));
                 world.keys.insert(key, row);
+                world.marked.insert(row);
             }
             Err(e) => {
                 world.store.delete(&mut world.pool, row);

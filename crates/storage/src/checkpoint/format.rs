@@ -11,7 +11,9 @@ use crate::Gci;
 
 use super::CheckpointKind;
 
-pub(super) const FORMAT_VERSION: u32 = 1;
+/// Version 2: page records carry the bitmap of the page's live slots and
+/// only the rows a partial LCP wrote (version 1 wrote whole pages).
+pub(super) const FORMAT_VERSION: u32 = 2;
 pub(super) const DATA_MAGIC: [u8; 8] = *b"SKARVLCP";
 pub(super) const CONTROL_MAGIC: [u8; 8] = *b"SKARVLCC";
 
@@ -24,6 +26,12 @@ pub(super) const RECORD_CRC_BYTES: usize = 4;
 /// Bytes before each row's fixed part in a page record: slot and
 /// variable-part length, both `u16`.
 pub(super) const ROW_HEADER_BYTES: usize = 4;
+/// Bytes of the bitmap of live slots at the start of a page record's
+/// body: one bit per slot, slot `s` in bit `s % 8` of byte `s / 8`.
+pub(super) fn bitmap_bytes(slots_per_page: u32) -> usize {
+    (slots_per_page as usize).div_ceil(8)
+}
+
 /// Bytes of the trailer record's body.
 pub(super) const TRAILER_BODY_BYTES: usize = 24;
 /// Bytes of a control file.
@@ -269,7 +277,8 @@ impl Control {
         b
     }
 
-    /// Decodes a control file, or says why it is not a whole one.
+    /// Decodes a control file, or says why it is not a whole one (of this
+    /// format version).
     pub fn decode(b: &[u8]) -> Result<Control, String> {
         if b.len() != CONTROL_BYTES {
             return Err(format!(
@@ -310,6 +319,16 @@ impl Control {
     }
 }
 
+/// The format version of a whole control file (right length, magic and
+/// checksum, which every version keeps at the same place), whatever the
+/// version; `None` when the bytes are not a whole control file.
+pub(super) fn whole_control_version(b: &[u8]) -> Option<u32> {
+    let whole = b.len() == CONTROL_BYTES
+        && b[0..8] == CONTROL_MAGIC
+        && crc32c::crc32c(&b[..92]) == le_u32(b, 92);
+    whole.then(|| le_u32(b, 8))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -348,6 +367,14 @@ mod tests {
             assert!(Control::decode(&bad).is_err(), "flip at {at} went unseen");
         }
         assert!(Control::decode(&bytes[..CONTROL_BYTES - 1]).is_err());
+        assert_eq!(whole_control_version(&bytes), Some(FORMAT_VERSION));
+        assert_eq!(whole_control_version(&bytes[..CONTROL_BYTES - 1]), None);
+        let mut v1 = bytes;
+        v1[8..12].copy_from_slice(&1u32.to_le_bytes());
+        let crc = crc32c::crc32c(&v1[..92]);
+        v1[92..96].copy_from_slice(&crc.to_le_bytes());
+        assert_eq!(whole_control_version(&v1), Some(1));
+        assert!(Control::decode(&v1).is_err());
     }
 
     #[test]

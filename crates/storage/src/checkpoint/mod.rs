@@ -18,24 +18,37 @@
 //! records are idempotent upserts and deletes by key. At the end the writer
 //! records every page in use, so that restore knows which pages exist.
 //!
-//! # Partial LCPs and chains
+//! # Partial LCPs are row-level, and chains
 //!
-//! A *full* LCP writes every page that holds rows. A *partial* LCP writes
-//! only the fixed-size pages changed since the previous complete LCP of the
-//! fragment began (generations, see [`crate::memory::row_store`]); a
-//! page's record replaces the page, so an emptied page is written as a
-//! record with no rows. A chain is one full LCP and the partial LCPs after
-//! it; restore reads the chain newest first and takes each page from the
-//! newest record of it. An LCP is full when there is no previous one,
-//! every [`FULL_CHECKPOINT_EVERY`] LCPs (bounding the chain restore reads),
-//! when more than half of the pages changed (then the full one is hardly
-//! larger), or when the table version or row layout changed.
+//! Every page record holds the bitmap of the page's live committed slots
+//! and rows. A *full* LCP writes a record of every page that holds rows,
+//! with all of them. A *partial* LCP (NDB 7.6's partial LCP) visits only
+//! the fixed-size pages changed since the previous LCP began (generations,
+//! the cheap filter) and writes, of each, the bitmap and only the rows
+//! marked changed (see [`crate::memory::row_store`]); it clears the marks
+//! of the rows it writes. So 1% of the rows updated at random make a
+//! partial LCP of about 1% of a full one, although they touch nearly every
+//! page.
 //!
-//! Changes to a row's variable-size part always stamp the row's fixed-size
-//! page too (insert, update and delete all do), and a variable-size page
-//! that changes without such a row change only moved bytes inside itself
-//! (compaction keeps every row's reference), so the changed fixed-size
-//! pages alone say which rows to write.
+//! A chain is one full LCP and the partial LCPs after it. Restore gives
+//! the chain applied oldest first: per page record, slots not live in its
+//! bitmap are emptied (rows deleted since) and the rows it holds are
+//! upserted; a live row absent from a record keeps its image from earlier
+//! in the chain. An LCP is full when there is no previous one, every
+//! [`FULL_CHECKPOINT_EVERY`] LCPs (bounding the chain restore reads), when
+//! more than half of the rows are marked changed (then the full one is
+//! hardly larger), when the table version or row layout changed, and
+//! after an LCP that did not complete (see [`CheckpointWriter`]: its steps
+//! unmarked rows that then are in no complete LCP).
+//!
+//! Why the marks are enough: a row unmarked is one whose current image an
+//! LCP of the chain wrote (and cleared the mark) or restore put back from
+//! the chain; any change since marks it again and stamps its page, so the
+//! next LCP visits the page and writes it. Changes to a row's
+//! variable-size part always mark the row and stamp its fixed-size page
+//! (insert, update and delete all do), and a variable-size page that
+//! changes without such a row change only moved bytes inside itself
+//! (compaction keeps every row's reference).
 //!
 //! # Files and completeness
 //!
@@ -49,8 +62,8 @@
 //! vouches for is [`CheckpointError::Corrupt`]: restore refuses rather than
 //! serve wrong rows. The byte layout is drawn in `docs/checkpoint-format.md`.
 //!
-//! All I/O is synchronous through [`crate::disk`]. The writer reuses one
-//! buffer, so a step allocates nothing once warm.
+//! All I/O is synchronous through [`crate::disk`]. The writer reuses its
+//! buffers, so a step allocates nothing once warm.
 
 mod format;
 mod restore;
@@ -86,7 +99,8 @@ pub const READ_CHUNK_BYTES: usize = 1 << 20;
 pub enum CheckpointKind {
     /// Every page with rows; the start of a chain.
     Full,
-    /// Only the pages changed since the previous LCP of the chain began.
+    /// Of the pages changed since the previous LCP of the chain began, the
+    /// bitmap of live slots and the rows marked changed.
     Partial,
 }
 
@@ -129,7 +143,7 @@ pub struct CompletedLcp {
     pub with_var: bool,
     /// Bytes of the data file.
     pub data_bytes: u64,
-    /// Page records written (including empty ones).
+    /// Page records written (including ones with no rows).
     pub pages_written: u32,
     /// Rows written.
     pub rows_written: u64,
@@ -266,7 +280,9 @@ fn list_files(
 
 /// The control file of an LCP: `Ok(Ok(control))` when it is whole and
 /// belongs to this fragment and LCP, `Ok(Err(why))` when it is missing or
-/// not whole (the LCP did not complete), `Err` on an I/O failure.
+/// not whole (the LCP did not complete), `Err` on an I/O failure or when
+/// it is whole but of a format version this build does not read (an LCP
+/// that completed: ignoring it would restore older rows, or none).
 fn read_control(
     disk: &dyn Disk,
     dir: &Path,
@@ -285,6 +301,15 @@ fn read_control(
     let read = file
         .read_full_at(0, &mut bytes)
         .map_err(|e| io_error("read", &path, 0, e))?;
+    if let Some(version) = format::whole_control_version(&bytes[..read]) {
+        if version != format::FORMAT_VERSION {
+            let reason = format!(
+                "format version {version}, this build reads {}",
+                format::FORMAT_VERSION
+            );
+            return Err(corrupt(&path, 8, reason));
+        }
+    }
     let control = match Control::decode(&bytes[..read]) {
         Ok(control) => control,
         Err(why) => return Ok(Err(why)),

@@ -1,11 +1,17 @@
 //! Restoring a fragment's rows from its newest complete LCP chain.
 //!
-//! The chain is read newest first: the first record of a page met is the
-//! newest, so each page's rows are inserted once, and older records of it
-//! are checked and skipped. Pages missing from the newest LCP's page list
-//! held no rows when it ended and stay empty. Every byte read is checked
-//! (record CRCs, then the whole file's CRC and length against the control
-//! file) before restore returns.
+//! What restore builds is the chain applied oldest first: for each page
+//! record, empty the slots its bitmap says are not live and upsert the rows
+//! it holds; a live row absent from a record keeps its image from earlier
+//! in the chain. It gets there reading the chain *newest* first, which
+//! inserts every row once: the first record of a page met is the page's
+//! newest, and its bitmap says which slots are live in the end; each of
+//! those slots takes its row from the newest record that holds one, and
+//! older images of it are checked and skipped. A live slot that no record
+//! holds a row for is damage. Pages missing from the newest LCP's page
+//! list held no rows when it ended and stay empty. Every byte read is
+//! checked (record CRCs, then the whole file's CRC and length against the
+//! control file) before restore returns.
 
 use std::path::{Path, PathBuf};
 
@@ -15,9 +21,9 @@ use crate::redo::Lsn;
 use crate::Gci;
 
 use super::format::{
-    le_u16, le_u32, Control, DataHeader, RecordHeader, RowLayout, Trailer, DATA_HEADER_BYTES,
-    RECORD_CRC_BYTES, RECORD_HEADER_BYTES, ROW_HEADER_BYTES, TAG_PAGE, TAG_PAGE_LIST, TAG_TRAILER,
-    TRAILER_BODY_BYTES,
+    bitmap_bytes, le_u16, le_u32, Control, DataHeader, RecordHeader, RowLayout, Trailer,
+    DATA_HEADER_BYTES, RECORD_CRC_BYTES, RECORD_HEADER_BYTES, ROW_HEADER_BYTES, TAG_PAGE,
+    TAG_PAGE_LIST, TAG_TRAILER, TRAILER_BODY_BYTES,
 };
 use super::{
     chain, corrupt, data_path, io_error, list_files, newest_complete, CheckpointError,
@@ -72,22 +78,32 @@ pub fn restore(
     let members = chain(disk, dir, newest)?;
     let newest_path = data_path(dir, table_id, fragment_id, newest.lcp_id);
     check_layout(&newest_path, newest.layout, rows)?;
-    let mut pages = PageSet::default();
+    let mut pages = PageSet::new(newest.layout.slots_per_page);
     read_page_list(disk, &newest_path, &newest, &mut pages)?;
     let mut restored_rows = 0u64;
     let mut reader = Reader::default();
-    for control in &members {
+    for (member, control) in members.iter().enumerate() {
         let path = data_path(dir, table_id, fragment_id, control.lcp_id);
         let target = Target {
             pool: &mut *pool,
             rows: &mut *rows,
             pages: &mut pages,
+            member,
             table_id,
             fragment_id,
         };
         restored_rows += reader.read_file(disk, &path, control, target)?;
     }
-    debug_assert_eq!(rows.row_count(), restored_rows);
+    if let Some((page, slot, member, offset)) = pages.first_missing() {
+        let path = data_path(dir, table_id, fragment_id, members[member].lcp_id);
+        let reason =
+            format!("page {page}: slot {slot} is live, but no LCP of the chain holds its row");
+        return Err(corrupt(&path, offset, reason));
+    }
+    assert_eq!(rows.row_count(), restored_rows);
+    // Every row restored is in the chain: none is marked changed, so the
+    // next partial LCP writes only what changes from now on.
+    assert_eq!(rows.changed_rows(), 0, "restored rows are marked changed");
     let generation = rows.mark_checkpoint();
     let completed = CompletedLcp {
         lcp_id: newest.lcp_id,
@@ -137,33 +153,89 @@ fn check_layout(path: &Path, layout: RowLayout, rows: &RowStore) -> Result<(), C
     Ok(())
 }
 
-/// Pages of the final page list, and which of them a record has filled.
-#[derive(Default)]
+/// What restore knows of each page while it reads the chain newest first.
 struct PageSet {
+    words_per_page: usize,
+    /// Bit per page: the newest LCP's page list names it.
     listed: Vec<u64>,
-    filled: Vec<u64>,
+    /// Bit per page: its newest record has been read.
+    decided: Vec<u64>,
+    /// `words_per_page` words per page: the slots live in the page's newest
+    /// record whose row no record read so far held.
+    missing: Vec<u64>,
+    /// Per page: chain member (index, newest first) and file offset of its
+    /// newest record, to name it if a row stays missing.
+    newest: Vec<(usize, u64)>,
 }
 
 impl PageSet {
+    fn new(slots_per_page: u32) -> PageSet {
+        PageSet {
+            words_per_page: slots_per_page.div_ceil(64) as usize,
+            listed: Vec::new(),
+            decided: Vec::new(),
+            missing: Vec::new(),
+            newest: Vec::new(),
+        }
+    }
+
+    /// Adds a page of the page list (ascending).
     fn add(&mut self, page: u32) {
         let word = page as usize / 64;
         if word >= self.listed.len() {
             self.listed.resize(word + 1, 0);
-            self.filled.resize(word + 1, 0);
+            self.decided.resize(word + 1, 0);
         }
         self.listed[word] |= 1 << (page % 64);
+        let pages = page as usize + 1;
+        if pages > self.newest.len() {
+            self.newest.resize(pages, (0, 0));
+            self.missing.resize(pages * self.words_per_page, 0);
+        }
     }
 
-    /// Whether a record of `page` should be applied: the page is listed and
-    /// no newer record filled it. Marks it filled.
-    fn take(&mut self, page: u32) -> bool {
+    fn is_listed(&self, page: u32) -> bool {
         let (word, bit) = (page as usize / 64, 1u64 << (page % 64));
-        let listed = self.listed.get(word).is_some_and(|w| w & bit != 0);
-        if !listed || self.filled[word] & bit != 0 {
-            return false;
+        self.listed.get(word).is_some_and(|w| w & bit != 0)
+    }
+
+    /// Records a listed page's record; the first one met is its newest:
+    /// its live slots are the page's, all missing yet.
+    fn record(&mut self, page: u32, bitmap: &[u8], member: usize, offset: u64) {
+        debug_assert!(self.is_listed(page));
+        let (word, bit) = (page as usize / 64, 1u64 << (page % 64));
+        if self.decided[word] & bit != 0 {
+            return;
         }
-        self.filled[word] |= bit;
-        true
+        self.decided[word] |= bit;
+        self.newest[page as usize] = (member, offset);
+        let start = page as usize * self.words_per_page;
+        let words = &mut self.missing[start..start + self.words_per_page];
+        for (w, chunk) in words.iter_mut().zip(bitmap.chunks(8)) {
+            let mut b = [0u8; 8];
+            b[..chunk.len()].copy_from_slice(chunk);
+            *w = u64::from_le_bytes(b);
+        }
+    }
+
+    /// Whether slot `slot` of a listed page still waits for its row;
+    /// takes it if so.
+    fn take(&mut self, page: u32, slot: u32) -> bool {
+        let at = page as usize * self.words_per_page + slot as usize / 64;
+        let bit = 1u64 << (slot % 64);
+        let missing = self.missing[at] & bit != 0;
+        self.missing[at] &= !bit;
+        missing
+    }
+
+    /// A slot live in its page's newest record that no record held a row
+    /// for: page, slot, and where that newest record is.
+    fn first_missing(&self) -> Option<(u32, u32, usize, u64)> {
+        let at = self.missing.iter().position(|&w| w != 0)?;
+        let page = at / self.words_per_page;
+        let slot = (at % self.words_per_page) * 64 + self.missing[at].trailing_zeros() as usize;
+        let (member, offset) = self.newest[page];
+        Some((page as u32, slot as u32, member, offset))
     }
 }
 
@@ -281,6 +353,8 @@ struct Target<'a> {
     pool: &'a mut PagePool,
     rows: &'a mut RowStore,
     pages: &'a mut PageSet,
+    /// The file's place in the chain, newest first.
+    member: usize,
     table_id: u32,
     fragment_id: u32,
 }
@@ -360,10 +434,7 @@ impl Reader {
                         return Err(corrupt(path, offset, reason));
                     }
                     tally.last_page = Some(page);
-                    let apply = target.pages.take(page);
-                    let layout = control.layout;
-                    tally.inserted +=
-                        apply_page(path, offset, &h, body, layout, apply, &mut target)?;
+                    tally.inserted += apply_page(path, offset, &h, body, control, &mut target)?;
                     tally.page_records += 1;
                     tally.rows += u64::from(h.c);
                 }
@@ -474,23 +545,46 @@ impl Reader {
     }
 }
 
-/// Checks a page record's rows and, when `apply`, inserts them. Returns the
-/// rows inserted.
+/// Checks a page record (its bitmap, and its rows against it) and inserts
+/// the rows of live slots that no newer record held. Returns the rows
+/// inserted.
 fn apply_page(
     path: &Path,
     offset: u64,
     h: &RecordHeader,
     body: &[u8],
-    layout: RowLayout,
-    apply: bool,
+    control: &Control,
     target: &mut Target<'_>,
 ) -> Result<u64, CheckpointError> {
+    let layout = control.layout;
     let fixed_bytes = layout.fixed_bytes as usize;
     let page = h.a;
+    let bad = |reason: &str| corrupt(path, offset, format!("page {page}: {reason}"));
+    let bitmap_len = bitmap_bytes(layout.slots_per_page);
+    if body.len() < bitmap_len {
+        return Err(bad("the record is shorter than its bitmap of live slots"));
+    }
+    let (bitmap, body) = body.split_at(bitmap_len);
+    let tail_bits = layout.slots_per_page % 8;
+    if tail_bits != 0 && bitmap[bitmap_len - 1] >> tail_bits != 0 {
+        return Err(bad("the bitmap of live slots names slots past the last"));
+    }
+    let live_slots: u32 = bitmap.iter().map(|b| b.count_ones()).sum();
+    if control.kind == CheckpointKind::Full && h.c != live_slots {
+        let reason = format!(
+            "a full LCP's record holds {} rows of its {live_slots} live slots",
+            h.c
+        );
+        return Err(bad(&reason));
+    }
+    let listed = target.pages.is_listed(page);
+    if listed {
+        target.pages.record(page, bitmap, target.member, offset);
+    }
+    let mut inserted = 0u64;
     let mut at = 0usize;
     let mut last_slot: Option<u16> = None;
     for _ in 0..h.c {
-        let bad = |reason: &str| corrupt(path, offset, format!("page {page}: {reason}"));
         if at + ROW_HEADER_BYTES + fixed_bytes > body.len() {
             return Err(bad("rows run past the record"));
         }
@@ -500,6 +594,9 @@ fn apply_page(
         if u32::from(slot) >= layout.slots_per_page || !in_order {
             return Err(bad("slot out of order or range"));
         }
+        if bitmap[usize::from(slot) / 8] & (1 << (slot % 8)) == 0 {
+            return Err(bad("a row in a slot the bitmap says is not live"));
+        }
         if var_len > VAR_PART_BYTES_MAX || (!layout.with_var && var_len > 0) {
             return Err(bad("variable-size part too large or not allowed"));
         }
@@ -508,7 +605,7 @@ fn apply_page(
         if var_at + var_len > body.len() {
             return Err(bad("rows run past the record"));
         }
-        if apply {
+        if listed && target.pages.take(page, u32::from(slot)) {
             let row = row_id(page, u32::from(slot));
             let (fixed, var) = (&body[fixed_at..var_at], &body[var_at..var_at + var_len]);
             target
@@ -520,6 +617,7 @@ fn apply_page(
                     file: PathBuf::from(path),
                     source,
                 })?;
+            inserted += 1;
         }
         last_slot = Some(slot);
         at = var_at + var_len;
@@ -531,5 +629,5 @@ fn apply_page(
             format!("page {page}: bytes after the last row"),
         ));
     }
-    Ok(if apply { u64::from(h.c) } else { 0 })
+    Ok(inserted)
 }

@@ -3,10 +3,11 @@
 use std::path::{Path, PathBuf};
 
 use crate::disk::{Disk, DiskFile, OpenMode};
-use crate::memory::{row_slot, PagePool, RowStore, VAR_PART_BYTES_MAX};
+use crate::memory::{row_id, row_slot, PagePool, RowStore, VAR_PART_BYTES_MAX};
+use crate::RowId;
 
 use super::format::{
-    encode_record_header, Control, DataHeader, RowLayout, Trailer, NO_PREVIOUS,
+    bitmap_bytes, encode_record_header, Control, DataHeader, RowLayout, Trailer, NO_PREVIOUS,
     RECORD_HEADER_BYTES, ROW_HEADER_BYTES, TAG_PAGE, TAG_PAGE_LIST, TAG_TRAILER,
 };
 use super::{
@@ -23,6 +24,18 @@ const _: () = assert!(1 << crate::memory::ROW_SLOT_BITS <= u16::MAX as usize + 1
 /// [`CheckpointWriter::finish`]. After an error the writer is spent: drop
 /// it (its files are debris that [`super::prune`] removes) and start the
 /// LCP again under a new id with the same `previous`.
+///
+/// # An LCP that does not complete
+///
+/// Steps clear the changed marks of the rows they write. If the LCP then
+/// never completes (a step or `finish` fails, or the writer is dropped:
+/// abandoned), those rows are in no complete LCP and unmarked, so no
+/// partial LCP may build on the chain any more: the next LCP of the row
+/// store must be full. [`CheckpointWriter::start`] enforces it: it makes a
+/// partial LCP only when `previous` is the LCP that started last on this
+/// row store (its generation is the one closed last); after an abandoned
+/// or failed one it makes a full LCP whatever `previous` says. One LCP at a
+/// time runs on a row store.
 pub struct CheckpointWriter {
     start: LcpStart,
     dir: PathBuf,
@@ -38,6 +51,10 @@ pub struct CheckpointWriter {
     pages: Vec<u32>,
     /// Pages of `pages` written so far.
     next: usize,
+    /// Bitmap of the committed rows of the page being written; reused.
+    committed: Vec<u64>,
+    /// Rows of the page being written; reused.
+    to_write: Vec<RowId>,
     /// Bytes not yet handed to the file; reused.
     buffer: Vec<u8>,
     /// File offset of `buffer[0]`.
@@ -73,7 +90,8 @@ impl CheckpointWriter {
     /// takes the snapshot of pages to write and writes the data file's
     /// header. `previous` is the fragment's last complete LCP taken of this
     /// row store (or the one [`super::restore`] returned), `None` if there
-    /// is none.
+    /// is none. The LCP is full unless `previous` is also the last LCP
+    /// started on this row store (see the type's documentation).
     pub fn start(
         disk: &dyn Disk,
         dir: &Path,
@@ -93,14 +111,15 @@ impl CheckpointWriter {
                 "{p:?} is of another row store"
             );
         }
+        let started_last = previous.filter(|p| p.generation + 1 == rows.generation());
         let layout = RowLayout {
             fixed_bytes: rows.fixed_bytes() as u32,
             with_var: rows.has_var_parts(),
             slots_per_page: rows.slots_per_page(),
         };
+        let (kind, pages) = Self::choose(started_last, &start, layout, rows);
         let generation = rows.mark_checkpoint();
-        let (kind, pages) = Self::choose(previous, &start, layout, rows);
-        let (full_lcp_id, previous_lcp_id, lcps_in_chain) = match (kind, previous) {
+        let (full_lcp_id, previous_lcp_id, lcps_in_chain) = match (kind, started_last) {
             (CheckpointKind::Partial, Some(p)) => (p.full_lcp_id, p.lcp_id, p.lcps_in_chain + 1),
             _ => (start.lcp_id, NO_PREVIOUS, 1),
         };
@@ -135,6 +154,8 @@ impl CheckpointWriter {
             file,
             pages,
             next: 0,
+            committed: Vec::with_capacity(layout.slots_per_page.div_ceil(64) as usize),
+            to_write: Vec::with_capacity(layout.slots_per_page as usize),
             buffer,
             offset: 0,
             crc: 0,
@@ -144,29 +165,30 @@ impl CheckpointWriter {
         })
     }
 
-    /// Full or partial, and the pages to write.
+    /// Full or partial, and the pages to write. `started_last` is the
+    /// previous LCP if it is the last one started on this row store.
     fn choose(
-        previous: Option<&CompletedLcp>,
+        started_last: Option<&CompletedLcp>,
         start: &LcpStart,
         layout: RowLayout,
         rows: &RowStore,
     ) -> (CheckpointKind, Vec<u32>) {
-        let partial_base = previous.filter(|p| {
+        let partial_base = started_last.filter(|p| {
             p.lcps_in_chain < FULL_CHECKPOINT_EVERY
                 && p.table_version == start.table_version
                 && p.fixed_bytes == layout.fixed_bytes
                 && p.with_var == layout.with_var
         });
-        if let Some(p) = partial_base {
+        // More than half of the rows changed: the full LCP is hardly
+        // larger, and it starts a new chain that restore reads faster.
+        let few_changed = rows.changed_rows() * 2 <= rows.row_count();
+        if let Some(p) = partial_base.filter(|_| few_changed) {
+            // Every marked row is in a page changed since `p` began: the
+            // LCPs of the chain wrote (and unmarked) every row of the pages
+            // they visited, and a row changed since is stamped with a later
+            // generation.
             let changed: Vec<u32> = rows.changed_pages_since(p.generation).collect();
-            let in_use = (0..rows.page_count())
-                .filter(|&page| has_rows(rows, page))
-                .count();
-            // More than half changed: the full LCP is hardly larger, and it
-            // starts a new chain that restore reads faster.
-            if changed.len() * 2 <= in_use {
-                return (CheckpointKind::Partial, changed);
-            }
+            return (CheckpointKind::Partial, changed);
         }
         let all = (0..rows.page_count())
             .filter(|&page| has_rows(rows, page))
@@ -200,17 +222,25 @@ impl CheckpointWriter {
     }
 
     /// Writes up to `pages_max` more pages of the snapshot, each as its
-    /// committed rows are now; the step that writes the last page also
-    /// writes the list of pages in use now.
+    /// committed rows are now (a full LCP: every row; a partial one: the
+    /// rows marked changed), and clears the changed marks of the rows it
+    /// wrote; the step that writes the last page also writes the list of
+    /// pages in use now.
     pub fn step(
         &mut self,
         pool: &PagePool,
-        rows: &RowStore,
+        rows: &mut RowStore,
         pages_max: usize,
     ) -> Result<Progress, CheckpointError> {
         assert!(!self.failed, "{}: step after an error", self.path.display());
         assert!(pages_max > 0, "a step must make progress");
         self.check_layout(rows);
+        assert_eq!(
+            rows.generation(),
+            self.generation + 1,
+            "{}: another LCP started on this row store while this one runs",
+            self.path.display()
+        );
         let end = self.pages.len().min(self.next + pages_max);
         while self.next < end {
             let page = self.pages[self.next];
@@ -314,16 +344,43 @@ impl CheckpointWriter {
         );
     }
 
-    /// One page record: the page's live, committed rows in slot order. An
-    /// uncommitted insert is left out: it is not in the committed state
-    /// the LCP stands for, and its commit comes through the redo log.
-    fn write_page(&mut self, pool: &PagePool, rows: &RowStore, page: u32) {
+    /// One page record: the bitmap of the page's live, committed slots,
+    /// then its rows in slot order — every such row for a full LCP, those
+    /// marked changed for a partial one — whose marks are then cleared. An
+    /// uncommitted insert is left out (and keeps its mark): it is not in
+    /// the committed state the LCP stands for, and its commit comes through
+    /// the redo log and marks it again.
+    fn write_page(&mut self, pool: &PagePool, rows: &mut RowStore, page: u32) {
         let at = self.begin_record();
-        let mut count = 0u32;
-        for row in rows.page_rows(page) {
-            if rows.is_uncommitted(pool, row) {
-                continue;
+        rows.committed_slots(pool, page, &mut self.committed);
+        let bitmap_start = self.buffer.len();
+        for word in &self.committed {
+            self.buffer.extend_from_slice(&word.to_le_bytes());
+        }
+        // Bits past the last slot are zero, so the bytes cut off are too.
+        self.buffer
+            .truncate(bitmap_start + bitmap_bytes(self.layout.slots_per_page));
+        let committed = &self.committed;
+        let is_committed = |slot: u32| committed[slot as usize / 64] & (1 << (slot % 64)) != 0;
+        self.to_write.clear();
+        match self.kind {
+            CheckpointKind::Full => {
+                for (w, &word) in committed.iter().enumerate() {
+                    let mut bits = word;
+                    while bits != 0 {
+                        let slot = w as u32 * 64 + bits.trailing_zeros();
+                        bits &= bits - 1;
+                        self.to_write.push(row_id(page, slot));
+                    }
+                }
             }
+            CheckpointKind::Partial => self.to_write.extend(
+                rows.page_changed_rows(page)
+                    .filter(|&row| is_committed(row_slot(row))),
+            ),
+        }
+        let mut count = 0u32;
+        for &row in &self.to_write {
             let fixed = rows.fixed(pool, row);
             let var = rows.var(pool, row);
             debug_assert_eq!(fixed.len(), self.layout.fixed_bytes as usize);
@@ -334,6 +391,7 @@ impl CheckpointWriter {
                 .extend_from_slice(&(var.len() as u16).to_le_bytes());
             self.buffer.extend_from_slice(fixed);
             self.buffer.extend_from_slice(var);
+            rows.clear_changed(row);
             count += 1;
         }
         debug_assert!(count <= self.layout.slots_per_page);

@@ -35,6 +35,8 @@
 //! A free slot is all zeroes. The allocator's own record of which slots are
 //! in use is a bitmap per page kept beside the pages (with the page's change
 //! generation), so finding a free slot or iterating rows reads no page.
+//! Beside each word of that bitmap lies the word of *changed* marks of the
+//! same 64 slots (see below), so that the two share a cache line.
 //!
 //! # Space reuse
 //!
@@ -48,16 +50,32 @@
 //!
 //! # Partial local checkpoints
 //!
-//! Every change to a row (insert, update of either part, delete, flag
-//! change) stamps its fixed-size page with the current *generation*; every
-//! change to a variable-size page stamps that page. [`RowStore::mark_checkpoint`]
-//! closes a generation. A checkpoint that started after
-//! `mark_checkpoint` returned `g` writes, for every page of
-//! [`RowStore::changed_pages_since`]`(g_previous)`, the rows of that page
-//! ([`RowStore::page_rows`]); restoring such a page replaces the page: a slot
-//! absent from the page's record is a row deleted since the previous
-//! checkpoint. Pages released to the pool are still listed (as pages with no
-//! rows) when they changed.
+//! Two levels of change tracking, so that a checkpoint after a few changes
+//! spread at random writes those rows and not their pages:
+//!
+//! - **Pages.** Every change to a row (insert, update of either part,
+//!   delete, flag change) stamps its fixed-size page with the current
+//!   *generation*; every change to a variable-size page stamps that page.
+//!   [`RowStore::mark_checkpoint`] closes a generation, and
+//!   [`RowStore::changed_pages_since`] is the cheap filter of which pages a
+//!   checkpoint must visit at all. Pages released to the pool are still
+//!   listed (as pages with no rows) when they changed.
+//! - **Rows.** Every slot has a *changed* mark: set by [`RowStore::insert`],
+//!   [`RowStore::update`], [`RowStore::set_uncommitted`] and
+//!   [`RowStore::mark_changed`], dropped with the row by
+//!   [`RowStore::delete`], and cleared by the checkpoint writer
+//!   ([`RowStore::clear_changed`]) when it has written the row. A row put
+//!   back by [`RowStore::insert_at`] is *not* marked: restore puts back rows
+//!   that are in a checkpoint already. A live row without the mark has its
+//!   current image in a checkpoint that cleared the mark, or in the one it
+//!   was restored from; that is what lets a partial checkpoint write only
+//!   the marked rows of a visited page ([`RowStore::page_changed_rows`]) and
+//!   the bitmap of its live committed slots ([`RowStore::committed_slots`]).
+//!
+//! The marks are one bit per slot beside the page (not in the slot header:
+//! the 4-byte header of rows with variable-size parts has no spare bit), so
+//! a checkpoint finds the marked rows of a page without reading the page,
+//! and clearing a mark needs no access to the pool.
 
 use super::page_pool::{prefetch, PageId, PagePool, PAGE_BYTES};
 use super::var_page::{self, VarPage, VAR_CLASSES, VAR_CLASS_BYTES, VAR_DIR_ENTRY_BYTES};
@@ -132,6 +150,17 @@ struct FixedPage {
     used: u32,
     /// Generation of the last change to a row of this page.
     changed: u32,
+    /// Live rows of this page marked as uncommitted inserts: when zero, a
+    /// checkpoint takes the page's committed rows from the bitmap alone.
+    uncommitted: u32,
+}
+
+/// The in-use bits and changed marks of 64 slots of one page, side by side
+/// (an update reads the first and sets the second: one cache line).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+struct SlotWord {
+    used: u64,
+    changed: u64,
 }
 
 /// The rows of one partition. See the module documentation for the layout.
@@ -144,8 +173,10 @@ pub struct RowStore {
     slots_per_page: u32,
     words_per_page: usize,
     pages: Vec<FixedPage>,
-    /// `words_per_page` words per page: bit `s` set when slot `s` is in use.
-    used_bits: Vec<u64>,
+    /// `words_per_page` words per page: bit `s` of `used` set when slot `s`
+    /// is in use, of `changed` when the row in it is marked changed (never
+    /// without `used`).
+    slot_words: Vec<SlotWord>,
     /// Pages with a pool page and at least one free slot.
     with_free_slots: IndexSet,
     /// Page indexes without a pool page.
@@ -159,6 +190,8 @@ pub struct RowStore {
     /// Variable-size page indexes without a pool page.
     var_without_page: Vec<u32>,
     rows: u64,
+    /// Rows with the changed mark set.
+    changed_rows: u64,
     generation: u32,
     /// Reused by variable-size page compaction.
     scratch: Vec<u16>,
@@ -197,7 +230,7 @@ impl RowStore {
             slots_per_page,
             words_per_page: (slots_per_page as usize).div_ceil(64),
             pages: Vec::new(),
-            used_bits: Vec::new(),
+            slot_words: Vec::new(),
             with_free_slots: IndexSet::default(),
             without_page: IndexSet::default(),
             var_pages: Vec::new(),
@@ -205,6 +238,7 @@ impl RowStore {
             var_class_mask: 0,
             var_without_page: Vec::new(),
             rows: 0,
+            changed_rows: 0,
             generation: 1,
             scratch: Vec::new(),
         }
@@ -250,7 +284,8 @@ impl RowStore {
         let slot = row_slot(row) as usize;
         page < self.pages.len()
             && slot < self.slots_per_page as usize
-            && self.used_bits[page * self.words_per_page + slot / 64] & (1 << (slot % 64)) != 0
+            && self.slot_words[page * self.words_per_page + slot / 64].used & (1 << (slot % 64))
+                != 0
     }
 
     // ----- reading -----
@@ -318,18 +353,22 @@ impl RowStore {
 
     /// Live rows in row id order (for scans and checkpoints).
     pub fn rows(&self) -> Rows<'_> {
-        Rows::new(&self.used_bits, self.words_per_page, 0)
+        Rows::new(&self.slot_words, self.words_per_page, 0, false)
     }
 
-    /// Live rows of one page in slot order (for partial checkpoints).
+    /// Live rows of one page in slot order (for scans and checkpoints).
     pub fn page_rows(&self, page: u32) -> PageRows<'_> {
-        let words = if (page as usize) < self.pages.len() {
+        Rows::new(self.page_words(page), self.words_per_page, page, false)
+    }
+
+    /// The slot words of a page; empty for a page index beyond the last.
+    fn page_words(&self, page: u32) -> &[SlotWord] {
+        if (page as usize) < self.pages.len() {
             let start = page as usize * self.words_per_page;
-            &self.used_bits[start..start + self.words_per_page]
+            &self.slot_words[start..start + self.words_per_page]
         } else {
             &[]
-        };
-        Rows::new(words, self.words_per_page, page)
+        }
     }
 
     // ----- checkpoints -----
@@ -337,6 +376,83 @@ impl RowStore {
     /// The generation changes are stamped with now.
     pub fn generation(&self) -> u32 {
         self.generation
+    }
+
+    /// Live rows with the changed mark set (committed or not).
+    pub fn changed_rows(&self) -> u64 {
+        self.changed_rows
+    }
+
+    /// Whether a live row has the changed mark set.
+    pub fn is_changed(&self, row: RowId) -> bool {
+        debug_assert!(self.is_live(row), "{row:?} is not a row of this store");
+        let slot = row_slot(row) as usize;
+        let word = &self.slot_words[row_page(row) as usize * self.words_per_page + slot / 64];
+        word.changed & (1 << (slot % 64)) != 0
+    }
+
+    /// Live rows of one page with the changed mark set, in slot order (what
+    /// a partial checkpoint writes of a page it visits). Reads no page.
+    pub fn page_changed_rows(&self, page: u32) -> PageRows<'_> {
+        Rows::new(self.page_words(page), self.words_per_page, page, true)
+    }
+
+    /// Sets `out` to the bitmap of the page's live *committed* rows: word
+    /// `w`, bit `b` for slot `64·w + b`; `words_per_page` words, bits past
+    /// the last slot zero. Reads the page only when it holds uncommitted
+    /// inserts.
+    pub fn committed_slots(&self, pool: &PagePool, page: u32, out: &mut Vec<u64>) {
+        out.clear();
+        out.extend(self.page_words(page).iter().map(|w| w.used));
+        out.resize(self.words_per_page, 0);
+        let Some(meta) = self.pages.get(page as usize) else {
+            return;
+        };
+        if meta.uncommitted == 0 {
+            return;
+        }
+        for row in self.page_rows(page) {
+            if self.is_uncommitted(pool, row) {
+                let slot = row_slot(row) as usize;
+                out[slot / 64] &= !(1 << (slot % 64));
+            }
+        }
+    }
+
+    /// Sets the changed mark of a live row and stamps its page: its image
+    /// is in no checkpoint. For rows put back by [`RowStore::insert_at`]
+    /// that are *not* from a checkpoint (redo replay by row id); every other
+    /// change marks the row itself.
+    pub fn mark_changed(&mut self, row: RowId) {
+        assert!(self.is_live(row), "mark of {row:?}, which is not a row");
+        self.set_changed(row);
+        self.pages[row_page(row) as usize].changed = self.generation;
+    }
+
+    /// Clears the changed mark of a live row: the checkpoint writer has
+    /// written its current image. Stamps nothing.
+    pub fn clear_changed(&mut self, row: RowId) {
+        debug_assert!(self.is_live(row), "{row:?} is not a row of this store");
+        let slot = row_slot(row) as usize;
+        let word = &mut self.slot_words[row_page(row) as usize * self.words_per_page + slot / 64];
+        let bit = 1u64 << (slot % 64);
+        if word.changed & bit != 0 {
+            word.changed &= !bit;
+            self.changed_rows -= 1;
+        }
+    }
+
+    /// Sets the changed mark of a live row.
+    #[inline]
+    fn set_changed(&mut self, row: RowId) {
+        let slot = row_slot(row) as usize;
+        let word = &mut self.slot_words[row_page(row) as usize * self.words_per_page + slot / 64];
+        let bit = 1u64 << (slot % 64);
+        debug_assert!(word.used & bit != 0, "{row:?} is not a row of this store");
+        if word.changed & bit == 0 {
+            word.changed |= bit;
+            self.changed_rows += 1;
+        }
     }
 
     /// Closes the current generation and returns it: pages changed from now
@@ -418,12 +534,15 @@ impl RowStore {
         self.take_slot(row);
         let var_ref = self.store_var(pool, var_page, var_pool, var);
         self.write_slot(pool, row, fixed, var_ref, FLAG_IN_USE);
+        self.set_changed(row);
         Ok(row)
     }
 
     /// Inserts a row at a given row id, which must be free (restoring a
     /// checkpoint puts every row back where it was). On error nothing has
-    /// changed.
+    /// changed. The row is *not* marked changed (it is in the checkpoint it
+    /// came from); a caller putting back a row that is in no checkpoint
+    /// (redo replay by row id) calls [`RowStore::mark_changed`] after.
     pub fn insert_at(
         &mut self,
         pool: &mut PagePool,
@@ -490,6 +609,7 @@ impl RowStore {
         let flags = pool.page(page)[at] & (FLAG_IN_USE | FLAG_UNCOMMITTED);
         self.write_slot(pool, row, fixed, new, flags);
         self.pages[row_page(row) as usize].changed = self.generation;
+        self.set_changed(row);
         Ok(())
     }
 
@@ -502,13 +622,21 @@ impl RowStore {
             self.free_var(pool, old);
         }
         let (pool_page, at) = self.locate(row);
+        let was_uncommitted = pool.page(pool_page)[at] & FLAG_UNCOMMITTED != 0;
         pool.page_mut(pool_page)[at..at + self.slot_bytes].fill(0);
         let page = row_page(row);
         let slot = row_slot(row) as usize;
-        self.used_bits[page as usize * self.words_per_page + slot / 64] &= !(1 << (slot % 64));
+        let word = &mut self.slot_words[page as usize * self.words_per_page + slot / 64];
+        let bit = 1u64 << (slot % 64);
+        if word.changed & bit != 0 {
+            self.changed_rows -= 1;
+        }
+        word.used &= !bit;
+        word.changed &= !bit;
         self.rows -= 1;
         let meta = &mut self.pages[page as usize];
         meta.used -= 1;
+        meta.uncommitted -= u32::from(was_uncommitted);
         meta.changed = self.generation;
         let others_with_room =
             self.with_free_slots.len() > usize::from(self.with_free_slots.contains(page));
@@ -522,17 +650,28 @@ impl RowStore {
         }
     }
 
-    /// Marks a live row as an uncommitted insert, or as committed.
+    /// Marks a live row as an uncommitted insert, or as committed. Either
+    /// way the row enters or leaves the committed state a checkpoint
+    /// stands for, so it is marked changed.
     pub fn set_uncommitted(&mut self, pool: &mut PagePool, row: RowId, uncommitted: bool) {
         assert!(self.is_live(row), "{row:?} is not a row");
         let (page, at) = self.locate(row);
         let flags = &mut pool.page_mut(page)[at];
+        let was = *flags & FLAG_UNCOMMITTED != 0;
         if uncommitted {
             *flags |= FLAG_UNCOMMITTED;
         } else {
             *flags &= !FLAG_UNCOMMITTED;
         }
-        self.pages[row_page(row) as usize].changed = self.generation;
+        let meta = &mut self.pages[row_page(row) as usize];
+        match (was, uncommitted) {
+            (false, true) => meta.uncommitted += 1,
+            (true, false) => meta.uncommitted -= 1,
+            _ => {}
+        }
+        debug_assert!(meta.uncommitted <= meta.used);
+        meta.changed = self.generation;
+        self.set_changed(row);
     }
 
     /// Gives every page back to the pool (the partition is dropped).
@@ -567,12 +706,15 @@ impl RowStore {
                 pool: None,
                 used: 0,
                 changed: 0,
+                uncommitted: 0,
             });
-            self.used_bits
-                .resize(self.used_bits.len() + self.words_per_page, 0);
+            self.slot_words.resize(
+                self.slot_words.len() + self.words_per_page,
+                SlotWord::default(),
+            );
         }
         let meta = &mut self.pages[page as usize];
-        assert!(meta.pool.is_none() && meta.used == 0);
+        assert!(meta.pool.is_none() && meta.used == 0 && meta.uncommitted == 0);
         meta.pool = Some(pool_page);
         meta.changed = self.generation;
         self.without_page.remove(page);
@@ -581,13 +723,11 @@ impl RowStore {
 
     /// The lowest free slot of a page that has one.
     fn free_slot(&self, page: u32) -> u32 {
-        let start = page as usize * self.words_per_page;
-        let words = &self.used_bits[start..start + self.words_per_page];
-        for (w, &word) in words.iter().enumerate() {
-            if word != u64::MAX {
+        for (w, word) in self.page_words(page).iter().enumerate() {
+            if word.used != u64::MAX {
                 // Bits past the last slot are never set, so the lowest free
                 // bit is a real slot whenever the page has a free slot.
-                let slot = (w * 64) as u32 + (!word).trailing_zeros();
+                let slot = (w * 64) as u32 + (!word.used).trailing_zeros();
                 assert!(slot < self.slots_per_page, "page {page} has no free slot");
                 return slot;
             }
@@ -598,9 +738,11 @@ impl RowStore {
     fn take_slot(&mut self, row: RowId) {
         let page = row_page(row);
         let slot = row_slot(row) as usize;
-        let word = &mut self.used_bits[page as usize * self.words_per_page + slot / 64];
-        debug_assert!(*word & (1 << (slot % 64)) == 0);
-        *word |= 1 << (slot % 64);
+        let word = &mut self.slot_words[page as usize * self.words_per_page + slot / 64];
+        debug_assert!(
+            word.used & (1 << (slot % 64)) == 0 && word.changed & (1 << (slot % 64)) == 0
+        );
+        word.used |= 1 << (slot % 64);
         self.rows += 1;
         let meta = &mut self.pages[page as usize];
         meta.used += 1;
@@ -770,10 +912,19 @@ impl RowStore {
     /// Checks every structure against every other (tests; O(pages · slots)).
     pub fn check_invariants(&self, pool: &PagePool) {
         let mut rows = 0u64;
+        let mut changed = 0u64;
         for (p, meta) in self.pages.iter().enumerate() {
-            let words = &self.used_bits[p * self.words_per_page..(p + 1) * self.words_per_page];
-            let used: u32 = words.iter().map(|w| w.count_ones()).sum();
+            let words = self.page_words(p as u32);
+            let used: u32 = words.iter().map(|w| w.used.count_ones()).sum();
             assert_eq!(used, meta.used, "page {p}: used count");
+            assert!(
+                words.iter().all(|w| w.changed & !w.used == 0),
+                "page {p}: a free slot is marked changed"
+            );
+            changed += words
+                .iter()
+                .map(|w| u64::from(w.changed.count_ones()))
+                .sum::<u64>();
             rows += u64::from(used);
             match meta.pool {
                 None => {
@@ -788,15 +939,19 @@ impl RowStore {
                         "page {p}: free-slot list"
                     );
                     let bytes = pool.page(pool_page);
+                    let mut uncommitted = 0u32;
                     for slot in 0..self.slots_per_page as usize {
-                        let in_use = words[slot / 64] & (1 << (slot % 64)) != 0;
+                        let in_use = words[slot / 64].used & (1 << (slot % 64)) != 0;
                         let flags = bytes[slot * self.slot_bytes];
                         assert_eq!(flags & FLAG_IN_USE != 0, in_use, "page {p} slot {slot}");
+                        uncommitted += u32::from(flags & FLAG_UNCOMMITTED != 0);
                     }
+                    assert_eq!(uncommitted, meta.uncommitted, "page {p}: uncommitted count");
                 }
             }
         }
         assert_eq!(rows, self.rows);
+        assert_eq!(changed, self.changed_rows, "changed marks vs their count");
         let mut var_entries = 0u64;
         for (p, meta) in self.var_pages.iter().enumerate() {
             if meta.pool.is_some() {
@@ -838,27 +993,47 @@ fn alloc_pages(
     })
 }
 
-/// Iterator over live rows in row id order; see [`RowStore::rows`].
+/// Iterator over live rows (or live rows marked changed) in row id order;
+/// see [`RowStore::rows`], [`RowStore::page_rows`] and
+/// [`RowStore::page_changed_rows`].
 #[derive(Debug, Clone)]
 pub struct Rows<'a> {
-    words: &'a [u64],
+    words: &'a [SlotWord],
     words_per_page: usize,
     first_page: u32,
+    changed_only: bool,
     word: usize,
     current: u64,
 }
 
-/// Iterator over the live rows of one page; see [`RowStore::page_rows`].
+/// Iterator over the rows of one page; see [`RowStore::page_rows`].
 pub type PageRows<'a> = Rows<'a>;
 
 impl<'a> Rows<'a> {
-    fn new(words: &'a [u64], words_per_page: usize, first_page: u32) -> Rows<'a> {
-        Rows {
+    fn new(
+        words: &'a [SlotWord],
+        words_per_page: usize,
+        first_page: u32,
+        changed_only: bool,
+    ) -> Rows<'a> {
+        let mut rows = Rows {
             words,
             words_per_page,
             first_page,
+            changed_only,
             word: 0,
-            current: words.first().copied().unwrap_or(0),
+            current: 0,
+        };
+        rows.current = words.first().map_or(0, |w| rows.bits(w));
+        rows
+    }
+
+    #[inline]
+    fn bits(&self, word: &SlotWord) -> u64 {
+        if self.changed_only {
+            word.used & word.changed
+        } else {
+            word.used
         }
     }
 }
@@ -869,7 +1044,7 @@ impl Iterator for Rows<'_> {
     fn next(&mut self) -> Option<RowId> {
         while self.current == 0 {
             self.word += 1;
-            self.current = *self.words.get(self.word)?;
+            self.current = self.bits(self.words.get(self.word)?);
         }
         let bit = self.current.trailing_zeros();
         self.current &= self.current - 1;
@@ -1059,6 +1234,77 @@ mod tests {
         let all: Vec<RowId> = store.rows().collect();
         assert!(all.windows(2).all(|w| w[0] < w[1]));
         assert_eq!(all.len(), ids.len() - 1);
+    }
+
+    #[test]
+    fn changed_marks_per_row() {
+        let mut pool = PagePool::new(16);
+        let mut store = RowStore::with_var_parts(40);
+        let ids: Vec<RowId> = (0..100)
+            .map(|k| store.insert(&mut pool, &row(k, 40), &row(k, 10)).unwrap())
+            .collect();
+        assert_eq!(store.changed_rows(), 100, "inserts are marked");
+        assert!(store.page_changed_rows(0).eq(ids.iter().copied()));
+        for &id in &ids {
+            store.clear_changed(id);
+        }
+        store.clear_changed(ids[0]);
+        assert_eq!(store.changed_rows(), 0);
+        assert_eq!(store.page_changed_rows(0).count(), 0);
+        store
+            .update(&mut pool, ids[7], &row(7, 40), &row(8, 300))
+            .unwrap();
+        store.delete(&mut pool, ids[9]);
+        store.set_uncommitted(&mut pool, ids[11], true);
+        assert!(store.page_changed_rows(0).eq([ids[7], ids[11]]));
+        assert_eq!(
+            store.changed_rows(),
+            2,
+            "a deleted row takes its mark along"
+        );
+        // The committed slots: live, less the uncommitted insert.
+        let mut bits = Vec::new();
+        store.committed_slots(&pool, 0, &mut bits);
+        assert_eq!(bits.len(), store.slots_per_page().div_ceil(64) as usize);
+        let committed: Vec<u32> = (0..store.slots_per_page())
+            .filter(|&s| bits[s as usize / 64] & (1 << (s % 64)) != 0)
+            .collect();
+        let expected: Vec<u32> = ids
+            .iter()
+            .filter(|&&r| r != ids[9] && r != ids[11])
+            .map(|&r| row_slot(r))
+            .collect();
+        assert_eq!(committed, expected);
+        store.committed_slots(&pool, 5, &mut bits);
+        assert!(bits.iter().all(|&w| w == 0), "a page beyond the last");
+        store.check_invariants(&pool);
+        // Reuse of the deleted slot: a new row, marked.
+        let again = store.insert(&mut pool, &row(99, 40), &[]).unwrap();
+        assert_eq!(again, ids[9]);
+        assert!(store.is_changed(again));
+        store.delete(&mut pool, ids[11]);
+        store.check_invariants(&pool);
+        // A restored row is not marked; mark_changed marks it and stamps
+        // its page.
+        let generation = store.mark_checkpoint();
+        let restored = row_id(2, 5);
+        store
+            .insert_at(&mut pool, restored, &row(5, 40), &[])
+            .unwrap();
+        assert!(!store.is_changed(restored));
+        let generation2 = store.mark_checkpoint();
+        assert_eq!(store.changed_pages_since(generation2).count(), 0);
+        store.mark_changed(restored);
+        assert!(store.is_changed(restored));
+        assert_eq!(
+            store.changed_pages_since(generation2).collect::<Vec<_>>(),
+            [2]
+        );
+        assert_eq!(
+            store.changed_pages_since(generation).collect::<Vec<_>>(),
+            [2]
+        );
+        store.check_invariants(&pool);
     }
 
     #[test]
