@@ -475,10 +475,11 @@ impl Fragment {
         &self.rows
     }
 
-    /// The row store, for the two checkpoint steps that change it: starting
-    /// a checkpoint (which closes a generation) and restoring one into an
-    /// empty fragment, after which [`Fragment::rebuild_indexes`] must run
-    /// before anything else.
+    /// The row store, for the checkpoint work that changes it: starting a
+    /// checkpoint (which closes a generation), each checkpoint step (which
+    /// clears the changed marks of the rows it writes), and restoring one
+    /// into an empty fragment, after which [`Fragment::rebuild_indexes`]
+    /// must run before anything else.
     pub fn row_store_mut(&mut self) -> &mut RowStore {
         &mut self.rows
     }
