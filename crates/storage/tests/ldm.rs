@@ -1,0 +1,750 @@
+//! The LDM instance: redo, local checkpoint rounds, trims, and restart from
+//! disk, scenario by scenario, with the faults of issue 3 (a flipped byte in
+//! a redo or checkpoint file, a truncated file, a full disk, a failed
+//! fsync) and a full redo log. Every scenario runs on `SimDisk` and checks
+//! the state a restart gives against the committed changes up to the GCI
+//! it reports. The random workload with crashes is `ldm_model.rs`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use storage::checkpoint::CheckpointError;
+use storage::disk::{Disk, SimDisk};
+use storage::fragment::{
+    FragmentError, Outcome, ScanBatch, ScanCursor, ScanProgress, ScanRange, ScanSpec,
+};
+use storage::ldm::{LcpProgress, LdmConfig, LdmError, LdmInstance, RecoveryReport};
+use storage::locks::{OpId, TxId};
+use storage::redo::RedoError;
+use storage::schema::{Collation, Column, ColumnType, IndexDef, IndexKind, TableDef, Value};
+use storage::Gci;
+
+const DIR: &str = "/data/ndb_1_fs/ldm0";
+const REDO_FILE_BYTES: u64 = 64 << 10;
+
+fn table(id: u32, version: u32) -> TableDef {
+    let mut table = TableDef::new(
+        format!("t{id}"),
+        id,
+        vec![
+            Column::new("k", ColumnType::BigInt { unsigned: true }),
+            Column::new("n", ColumnType::Int { unsigned: false }),
+            Column::new(
+                "s",
+                ColumnType::VarChar {
+                    max: 2000,
+                    collation: Collation::Utf8mb4Bin,
+                },
+            )
+            .nullable(),
+        ],
+    )
+    .primary_key(vec![0])
+    .index(IndexDef {
+        name: "n".into(),
+        id: 1000 + id,
+        columns: vec![1],
+        kind: IndexKind::Ordered,
+    })
+    .build()
+    .unwrap();
+    table.version = version;
+    table
+}
+
+fn config(redo_files: u32) -> LdmConfig {
+    LdmConfig {
+        instance: 0,
+        dir: PathBuf::from(DIR),
+        data_memory_bytes: 16 << 20,
+        redo_file_size_bytes: REDO_FILE_BYTES,
+        redo_files,
+        lcp_pages_per_step: 4,
+    }
+}
+
+type Row = (i64, Option<String>);
+type Rows = BTreeMap<u64, Row>;
+
+/// One LDM instance on a simulated disk, and what was committed to it.
+struct Node {
+    disk: SimDisk,
+    config: LdmConfig,
+    tables: Vec<TableDef>,
+    ldm: Option<LdmInstance>,
+    next_tx: u64,
+    /// The GCI of the next commit.
+    gci: Gci,
+    /// Every committed change: (GCI, table, key, new row or deleted).
+    history: Vec<(Gci, u32, u64, Option<Row>)>,
+}
+
+impl Node {
+    fn new(seed: u64, redo_files: u32, tables: Vec<TableDef>) -> Node {
+        let mut node = Node {
+            disk: SimDisk::new(seed),
+            config: config(redo_files),
+            tables,
+            ldm: None,
+            next_tx: 1,
+            gci: 1,
+            history: Vec::new(),
+        };
+        let report = node.open(None).unwrap();
+        assert!(report.redo_created && report.recovered_gci.is_none());
+        node
+    }
+
+    fn open(&mut self, restore_gci: Option<Gci>) -> Result<RecoveryReport, LdmError> {
+        let fragments: Vec<(TableDef, u32)> = self.tables.iter().map(|t| (t.clone(), 0)).collect();
+        let (ldm, report) = LdmInstance::open(
+            self.disk.clone(),
+            self.config.clone(),
+            &fragments,
+            restore_gci,
+        )?;
+        self.ldm = Some(ldm);
+        Ok(report)
+    }
+
+    fn ldm(&mut self) -> &mut LdmInstance {
+        self.ldm.as_mut().expect("the instance is open")
+    }
+
+    /// Runs one transaction on `table` (upserts and deletes) and commits it
+    /// in the current GCI; on an error the transaction is aborted.
+    fn commit(&mut self, table: u32, changes: &[(u64, Option<Row>)]) -> Result<(), LdmError> {
+        let tx = self.stage(table, changes);
+        let gci = self.gci;
+        let mut grants = Vec::new();
+        let result = self.ldm().commit(table, 0, tx, gci, &mut grants);
+        if result.is_err() {
+            self.ldm().abort(table, 0, tx, &mut grants).unwrap();
+        } else {
+            self.record(table, changes);
+        }
+        assert!(grants.is_empty());
+        result
+    }
+
+    /// The operations of a transaction, not committed.
+    fn stage(&mut self, table: u32, changes: &[(u64, Option<Row>)]) -> TxId {
+        self.next_tx += 1;
+        let tx = TxId(self.next_tx);
+        let (fragment, pool) = self.ldm().fragment(table, 0).unwrap();
+        for (i, (k, row)) in changes.iter().enumerate() {
+            let op = OpId(i as u32 + 1);
+            let outcome = match row {
+                Some((n, s)) => {
+                    let s = s.clone().map_or(Value::Null, Value::String);
+                    let values = [Value::UInt(*k), Value::Int(*n), s];
+                    fragment.write(pool, tx, op, &values).unwrap()
+                }
+                None => fragment.delete(pool, tx, op, &[Value::UInt(*k)]).unwrap(),
+            };
+            assert_ne!(outcome, Outcome::Waiting);
+        }
+        tx
+    }
+
+    fn record(&mut self, table: u32, changes: &[(u64, Option<Row>)]) {
+        for (k, row) in changes {
+            self.history.push((self.gci, table, *k, row.clone()));
+        }
+    }
+
+    /// Flushes the current GCI and moves to the next.
+    fn flush(&mut self) {
+        let gci = self.gci;
+        self.ldm().flush_gci(gci).unwrap();
+        self.gci += 1;
+    }
+
+    fn model_at(&self, table: u32, gci: Option<Gci>) -> Rows {
+        let mut rows = Rows::new();
+        for (g, t, k, row) in &self.history {
+            if *t != table || gci.is_none_or(|gci| *g > gci) {
+                continue;
+            }
+            match row {
+                Some(row) => rows.insert(*k, row.clone()),
+                None => rows.remove(k),
+            };
+        }
+        rows
+    }
+
+    /// The committed rows of a table, by a full scan (and checked against
+    /// an ordered scan and the fragment's invariants).
+    fn rows(&mut self, table: u32) -> Rows {
+        let (fragment, pool) = self.ldm().fragment(table, 0).unwrap();
+        fragment.check_invariants(pool);
+        let mut all = Vec::new();
+        for range in [
+            ScanRange::Full,
+            ScanRange::Ordered {
+                index_id: 1000 + table,
+                lower: std::ops::Bound::Unbounded,
+                upper: std::ops::Bound::Unbounded,
+                direction: storage::ordered_index::Direction::Ascending,
+            },
+        ] {
+            let spec = ScanSpec {
+                range,
+                columns: vec![0, 1, 2],
+            };
+            let (mut cursor, mut batch) = (ScanCursor::new(), ScanBatch::new());
+            let mut rows = Rows::new();
+            loop {
+                let progress = fragment
+                    .scan(pool, &spec, &mut cursor, 64, &mut batch)
+                    .unwrap();
+                for i in 0..batch.len() {
+                    let layout = fragment.layout();
+                    let k = match batch.value(layout, i, 0).to_value() {
+                        Value::UInt(k) => k,
+                        v => panic!("{v:?}"),
+                    };
+                    let n = match batch.value(layout, i, 1).to_value() {
+                        Value::Int(n) => n,
+                        v => panic!("{v:?}"),
+                    };
+                    let s = match batch.value(layout, i, 2).to_value() {
+                        Value::Null => None,
+                        Value::String(s) => Some(s),
+                        v => panic!("{v:?}"),
+                    };
+                    assert!(rows.insert(k, (n, s)).is_none(), "key {k} twice");
+                }
+                if progress == ScanProgress::Done {
+                    break;
+                }
+            }
+            all.push(rows);
+        }
+        assert_eq!(all[0], all[1], "full scan and ordered scan");
+        all.pop().unwrap()
+    }
+
+    /// Power failure, then a restart to the last flushed GCI; the state
+    /// must equal the committed changes up to the GCI recovered.
+    fn restart(&mut self) -> RecoveryReport {
+        self.ldm = None;
+        self.disk.crash();
+        let flushed = self.gci.checked_sub(1).filter(|&g| g > 0);
+        let report = self.open(flushed).unwrap();
+        self.after_restart(&report);
+        report
+    }
+
+    fn after_restart(&mut self, report: &RecoveryReport) {
+        let recovered = report.recovered_gci;
+        self.history
+            .retain(|(g, ..)| recovered.is_some_and(|r| *g <= r));
+        for t in self.tables.clone() {
+            let expected = self.model_at(t.id, recovered);
+            assert_eq!(self.rows(t.id), expected, "table {} after restart", t.id);
+        }
+        let floor = report.redo_complete_gci.max(recovered).unwrap_or(0);
+        self.gci = floor + 1;
+    }
+
+    /// Runs a whole LCP round, flushing when it waits for a GCI.
+    fn run_lcp(&mut self) -> LcpProgress {
+        self.ldm().start_lcp().unwrap();
+        for _ in 0..10_000 {
+            match self.ldm().lcp_step().unwrap() {
+                done @ LcpProgress::Completed { .. } => return done,
+                LcpProgress::AwaitingGci { gci, .. } => {
+                    assert!(gci >= self.gci - 1);
+                    self.flush();
+                }
+                LcpProgress::Writing { .. } => {}
+                LcpProgress::Idle => panic!("the round vanished"),
+            }
+        }
+        panic!("the LCP round did not complete");
+    }
+
+    fn lcp_files(&self) -> Vec<String> {
+        let dir = self.config.lcp_dir();
+        match self.disk.list_dir(&dir) {
+            Ok(paths) => paths
+                .iter()
+                .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+                .collect(),
+            Err(_) => Vec::new(),
+        }
+    }
+}
+
+fn row(n: i64, len: usize) -> Option<Row> {
+    Some((n, (len > 0).then(|| "x".repeat(len))))
+}
+
+/// Commits `count` rows from key `first` in the current GCI.
+fn fill(node: &mut Node, table: u32, first: u64, count: u64, len: usize) {
+    let changes: Vec<(u64, Option<Row>)> = (first..first + count)
+        .map(|k| (k, row(k as i64 % 7, len)))
+        .collect();
+    node.commit(table, &changes).unwrap();
+}
+
+#[test]
+fn a_restart_restores_every_flushed_gci_and_nothing_after() {
+    let mut node = Node::new(1, 4, vec![table(1, 1), table(2, 1)]);
+    fill(&mut node, 1, 0, 50, 10);
+    fill(&mut node, 2, 0, 20, 0);
+    node.flush();
+    node.commit(1, &[(3, None), (4, row(-4, 300)), (100, row(1, 1))])
+        .unwrap();
+    node.flush();
+    // Committed but never flushed: lost by the crash.
+    node.commit(1, &[(5, None), (6, None)]).unwrap();
+    node.ldm().write_redo().unwrap();
+    let report = node.restart();
+    assert_eq!(report.recovered_gci, Some(2));
+    assert_eq!(report.redo_complete_gci, Some(2));
+    assert!(!report.redo_created);
+    assert_eq!(report.records_replayed, 50 + 20 + 3);
+    assert_eq!(report.fragments.len(), 2);
+    assert!(report.fragments.iter().all(|f| f.lcp_id.is_none()));
+    assert!(node.rows(1).contains_key(&5));
+    // The lost GCI 3 is used again, for other changes.
+    assert_eq!(node.gci, 3);
+    node.commit(1, &[(7, None)]).unwrap();
+    node.flush();
+    let report = node.restart();
+    assert_eq!(report.recovered_gci, Some(3));
+    assert!(!node.rows(1).contains_key(&7) && node.rows(1).contains_key(&5));
+    assert!(report.to_string().contains("restored to GCI 3"), "{report}");
+}
+
+#[test]
+fn checkpoints_trim_the_redo_and_restore_with_the_redo_after_them() {
+    let mut node = Node::new(2, 4, vec![table(1, 1)]);
+    for round in 0..6u64 {
+        fill(&mut node, 1, round * 40, 40, 200);
+        node.commit(1, &[(round * 40 + 1, None)]).unwrap();
+        node.flush();
+    }
+    let used_before = node.ldm().redo_used_bytes();
+    let LcpProgress::Completed {
+        fragments,
+        redo_freed_bytes,
+        ..
+    } = node.run_lcp()
+    else {
+        unreachable!()
+    };
+    assert_eq!(fragments, 1);
+    assert!(redo_freed_bytes > 0);
+    // Only the last marker is left (the log names the GCI it is complete to).
+    assert_eq!(node.ldm().redo_used_bytes(), used_before - redo_freed_bytes);
+    assert!(node.ldm().redo_used_bytes() <= 64);
+    // Changes after the checkpoint come from the redo.
+    node.commit(1, &[(2, None), (3, row(99, 5)), (1000, row(1, 1))])
+        .unwrap();
+    node.flush();
+    let report = node.restart();
+    let fragment = &report.fragments[0];
+    assert_eq!(fragment.lcp_id, Some(1));
+    assert_eq!(fragment.rows_from_lcp, 6 * 39);
+    assert_eq!(fragment.records_replayed, 3);
+    assert_eq!(report.recovered_gci, Some(7));
+    // A second round builds a partial LCP on the first.
+    fill(&mut node, 1, 5000, 3, 1);
+    node.flush();
+    node.run_lcp();
+    let report = node.restart();
+    assert_eq!(report.fragments[0].lcp_chain, vec![2, 1]);
+    assert_eq!(report.records_replayed, 0);
+}
+
+#[test]
+fn an_lcp_completes_only_once_the_gcis_it_may_hold_are_durable() {
+    let mut node = Node::new(3, 4, vec![table(1, 1)]);
+    fill(&mut node, 1, 0, 30, 20);
+    node.flush();
+    fill(&mut node, 1, 30, 30, 20);
+    let gci = node.gci;
+    node.ldm().start_lcp().unwrap();
+    let mut waited = false;
+    for _ in 0..100 {
+        match node.ldm().lcp_step().unwrap() {
+            LcpProgress::AwaitingGci { gci: needed, .. } => {
+                assert_eq!(needed, gci);
+                waited = true;
+                break;
+            }
+            LcpProgress::Writing { .. } => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(waited);
+    assert!(
+        !node.lcp_files().iter().any(|f| f.ends_with(".ctl")),
+        "no complete LCP before its GCI is durable: {:?}",
+        node.lcp_files()
+    );
+    // A crash now: the unfinished LCP is ignored, the unflushed rows lost.
+    let report = node.restart();
+    assert_eq!(report.recovered_gci, Some(1));
+    assert_eq!(report.fragments[0].lcp_id, None);
+    assert_eq!(node.rows(1).len(), 30);
+    // Again, and this time the GCI is flushed.
+    fill(&mut node, 1, 30, 30, 20);
+    node.ldm().start_lcp().unwrap();
+    while !matches!(
+        node.ldm().lcp_step().unwrap(),
+        LcpProgress::AwaitingGci { .. }
+    ) {}
+    node.flush();
+    assert!(matches!(
+        node.ldm().lcp_step().unwrap(),
+        LcpProgress::Completed { .. }
+    ));
+    assert!(node.lcp_files().iter().any(|f| f.ends_with(".ctl")));
+    let report = node.restart();
+    assert_eq!(report.fragments[0].rows_from_lcp, 60);
+}
+
+#[test]
+fn a_full_redo_log_refuses_commits_until_a_checkpoint_frees_it() {
+    let mut node = Node::new(4, 2, vec![table(1, 1)]);
+    let capacity = node.ldm().redo_capacity_bytes();
+    let mut key = 0;
+    let error = loop {
+        let changes: Vec<(u64, Option<Row>)> = (key..key + 4).map(|k| (k, row(1, 900))).collect();
+        match node.commit(1, &changes) {
+            Ok(()) => key += 4,
+            Err(e) => break e,
+        }
+        if key % 16 == 0 {
+            node.flush();
+        }
+        assert!(key < 1000, "the log never filled");
+    };
+    assert!(error.is_temporary(), "{error}");
+    assert!(error.to_string().contains("is full"), "{error}");
+    assert!(node.ldm().redo_used_bytes() > capacity / 2);
+    // The refused transaction left nothing: retry it after a checkpoint.
+    node.flush();
+    let changes: Vec<(u64, Option<Row>)> = (key..key + 4).map(|k| (k, row(1, 900))).collect();
+    let tx = node.stage(1, &changes);
+    let mut grants = Vec::new();
+    let gci = node.gci;
+    let refused = node.ldm().commit(1, 0, tx, gci, &mut grants).unwrap_err();
+    assert!(refused.is_temporary());
+    assert!(matches!(node.run_lcp(), LcpProgress::Completed { .. }));
+    assert!(node.ldm().redo_used_bytes() < capacity / 10);
+    node.ldm().commit(1, 0, tx, gci, &mut grants).unwrap();
+    node.record(1, &changes);
+    node.flush();
+    node.restart();
+    assert_eq!(node.rows(1).len() as u64, key + 4);
+}
+
+#[test]
+fn a_fragment_without_a_checkpoint_keeps_its_redo_from_trims() {
+    let mut node = Node::new(5, 4, vec![table(1, 1)]);
+    fill(&mut node, 1, 0, 20, 50);
+    node.flush();
+    // A round over table 1 only; table 2 appears before it writes anything
+    // and commits in GCI 2, before table 1's LCP starts (in GCI 3): only
+    // table 2's own start point keeps its records from the trim.
+    node.ldm().start_lcp().unwrap();
+    node.tables.push(table(2, 1));
+    node.ldm().add_fragment(&table(2, 1), 0).unwrap();
+    fill(&mut node, 2, 0, 25, 50);
+    node.flush();
+    fill(&mut node, 1, 20, 5, 50);
+    let fragments = loop {
+        match node.ldm().lcp_step().unwrap() {
+            LcpProgress::Completed { fragments, .. } => break fragments,
+            LcpProgress::AwaitingGci { .. } => node.flush(),
+            LcpProgress::Writing { .. } => {}
+            LcpProgress::Idle => panic!("the round vanished"),
+        }
+    };
+    assert_eq!(
+        fragments, 1,
+        "the round covers the fragments it started with"
+    );
+    let report = node.restart();
+    let t2 = report.fragments.iter().find(|f| f.table_id == 2).unwrap();
+    assert_eq!((t2.lcp_id, t2.records_replayed), (None, 25));
+    // Its first LCP releases the redo; dropping it removes its files.
+    node.run_lcp();
+    assert!(node.lcp_files().iter().any(|f| f.starts_with("t2-")));
+    node.ldm().drop_fragment(2, 0).unwrap();
+    assert!(!node.lcp_files().iter().any(|f| f.starts_with("t2-")));
+    node.tables.pop();
+    fill(&mut node, 1, 100, 1, 1);
+    node.flush();
+    node.restart();
+}
+
+#[test]
+fn dropped_fragments_records_are_skipped_at_restart() {
+    let mut node = Node::new(6, 4, vec![table(1, 1), table(2, 1)]);
+    fill(&mut node, 2, 0, 10, 5);
+    fill(&mut node, 1, 0, 10, 5);
+    node.flush();
+    node.ldm().drop_fragment(2, 0).unwrap();
+    node.tables.retain(|t| t.id != 2);
+    let report = node.restart();
+    assert_eq!(report.records_of_other_fragments, 10);
+    assert_eq!(report.records_replayed, 10);
+}
+
+#[test]
+fn a_restore_gci_below_the_durable_one_is_exact_or_refused() {
+    let mut node = Node::new(7, 4, vec![table(1, 1)]);
+    fill(&mut node, 1, 0, 5, 5);
+    node.flush();
+    node.flush(); // GCI 2: no changes
+    node.ldm = None;
+    node.disk.crash();
+    // GCI 2 holds no change, so the state at GCI 1 is exact.
+    let report = node.open(Some(1)).unwrap();
+    assert_eq!(
+        (report.recovered_gci, report.redo_complete_gci),
+        (Some(1), Some(2))
+    );
+    node.after_restart(&report);
+    assert_eq!(node.gci, 3);
+    fill(&mut node, 1, 5, 5, 5);
+    node.flush();
+    node.ldm = None;
+    node.disk.crash();
+    let error = node.open(Some(2)).unwrap_err();
+    assert!(
+        matches!(error, LdmError::RedoAboveRestoreGci { gci: 3, .. }),
+        "{error}"
+    );
+    let error = node.open(Some(0)).unwrap_err();
+    assert!(
+        matches!(
+            error,
+            LdmError::RestoreGciTooOld {
+                restore_gci: 0,
+                oldest_gci: 1,
+                ..
+            }
+        ),
+        "{error}"
+    );
+    // None: the highest complete GCI.
+    let report = node.open(None).unwrap();
+    assert_eq!(report.recovered_gci, Some(3));
+    node.after_restart(&report);
+}
+
+#[test]
+fn a_flipped_byte_in_the_middle_of_the_redo_refuses_to_open() {
+    let mut node = Node::new(8, 4, vec![table(1, 1)]);
+    for g in 0..3 {
+        fill(&mut node, 1, g * 10, 10, 30);
+        node.flush();
+    }
+    node.ldm = None;
+    let redo = node.config.redo_config();
+    node.disk.flip_byte(&redo.file_path(0), 4096 + 40).unwrap();
+    let error = node.open(Some(3)).unwrap_err();
+    assert!(
+        matches!(&error, LdmError::Redo { source, .. } if matches!(**source, RedoError::Corrupt { .. })),
+        "{error}"
+    );
+    let message = error.to_string();
+    assert!(
+        message.contains("redo-part0-0000.log") && message.contains("offset 4096"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_flipped_byte_in_the_last_flushed_batch_cuts_the_tail() {
+    let mut node = Node::new(9, 4, vec![table(1, 1)]);
+    fill(&mut node, 1, 0, 10, 30);
+    node.flush();
+    fill(&mut node, 1, 10, 10, 30);
+    node.flush();
+    let last_batch = node.ldm().redo_head_lsn();
+    node.commit(1, &[(3, None), (11, row(5, 5))]).unwrap();
+    node.flush();
+    node.ldm = None;
+    let redo = node.config.redo_config();
+    let (file, offset) = redo.locate(storage::redo::Lsn(last_batch.0 + 40));
+    node.disk.flip_byte(&redo.file_path(file), offset).unwrap();
+    let report = node.open(Some(3)).unwrap();
+    // Media damage in the last batch reads as a torn tail: the state is
+    // exact at the GCI before, and the caller sees it is below the one
+    // asked for.
+    assert_eq!(report.recovered_gci, Some(2));
+    let cut = report.redo_cut.as_ref().expect("the cut is reported");
+    assert!(cut.reason.contains("torn or damaged"), "{}", cut.reason);
+    node.after_restart(&report);
+    assert_eq!(node.rows(1).len(), 20);
+}
+
+#[test]
+fn damaged_or_truncated_checkpoint_files_refuse_to_open() {
+    for damage in ["data byte", "control byte", "truncated data"] {
+        let mut node = Node::new(10, 4, vec![table(1, 1)]);
+        fill(&mut node, 1, 0, 200, 40);
+        node.flush();
+        node.run_lcp();
+        node.ldm = None;
+        let lcp_dir = node.config.lcp_dir();
+        let data = lcp_dir.join("t1-f0-lcp1.data");
+        let control = lcp_dir.join("t1-f0-lcp1.ctl");
+        match damage {
+            "data byte" => node.disk.flip_byte(&data, 3000).unwrap(),
+            "control byte" => node.disk.flip_byte(&control, 50).unwrap(),
+            _ => node.disk.truncate(&data, 5000).unwrap(),
+        }
+        let error = node.open(Some(1)).unwrap_err();
+        let message = error.to_string();
+        match damage {
+            "control byte" => {
+                assert!(
+                    matches!(error, LdmError::CheckpointControlDamaged { .. }),
+                    "{message}"
+                );
+                assert!(message.contains("t1-f0-lcp1.ctl"), "{message}");
+            }
+            _ => {
+                let LdmError::Checkpoint { source, .. } = &error else {
+                    panic!("{message}")
+                };
+                assert!(
+                    matches!(**source, CheckpointError::Corrupt { .. }),
+                    "{message}"
+                );
+                assert!(
+                    message.contains("t1-f0-lcp1.data") && message.contains("offset"),
+                    "{message}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_full_disk_during_redo_or_checkpoint_writes_loses_nothing() {
+    let mut node = Node::new(11, 4, vec![table(1, 1)]);
+    fill(&mut node, 1, 0, 50, 100);
+    node.disk.fail_writes_after(1000);
+    let error = node.ldm().flush_gci(1).unwrap_err();
+    assert!(error.to_string().contains("offset"), "{error}");
+    node.disk.allow_writes();
+    node.flush();
+    // A checkpoint that runs out of space is abandoned; the next works.
+    fill(&mut node, 1, 50, 50, 100);
+    node.flush();
+    node.disk.fail_writes_after(2000);
+    node.ldm().start_lcp().unwrap();
+    let error = loop {
+        match node.ldm().lcp_step() {
+            Ok(LcpProgress::Completed { .. }) => panic!("the LCP wrote through a full disk"),
+            Ok(_) => {}
+            Err(e) => break e,
+        }
+    };
+    assert!(matches!(error, LdmError::Checkpoint { .. }), "{error}");
+    assert!(!node.ldm().lcp_running());
+    // Commits go on (the redo log has its files).
+    node.disk.allow_writes();
+    fill(&mut node, 1, 100, 10, 100);
+    node.flush();
+    node.run_lcp();
+    let report = node.restart();
+    assert_eq!(report.fragments[0].lcp_id, Some(2));
+    assert_eq!(node.rows(1).len(), 110);
+}
+
+#[test]
+fn a_failed_fsync_stops_the_instance_and_a_restart_recovers() {
+    let mut node = Node::new(12, 4, vec![table(1, 1)]);
+    fill(&mut node, 1, 0, 10, 10);
+    node.flush();
+    fill(&mut node, 1, 10, 10, 10);
+    node.disk.fail_next_sync();
+    let error = node.ldm().flush_gci(2).unwrap_err();
+    assert!(error.to_string().contains("fsync"), "{error}");
+    let refused = node.commit(1, &[(0, None)]).unwrap_err();
+    assert!(!refused.is_temporary(), "{refused}");
+    node.ldm = None;
+    node.disk.crash();
+    // GCI 2 may or may not have reached the disk.
+    let report = node.open(None).unwrap();
+    assert!(matches!(report.recovered_gci, Some(1 | 2)), "{report}");
+    node.after_restart(&report);
+}
+
+#[test]
+fn checkpoints_and_records_of_another_table_version_are_refused() {
+    let mut node = Node::new(13, 4, vec![table(1, 1)]);
+    fill(&mut node, 1, 0, 10, 10);
+    node.flush();
+    node.ldm = None;
+    node.tables = vec![table(1, 2)];
+    let error = node.open(Some(1)).unwrap_err();
+    assert!(
+        matches!(
+            error,
+            LdmError::TableVersion {
+                expected: 2,
+                found: 1,
+                ..
+            }
+        ),
+        "{error}"
+    );
+    assert!(error.to_string().contains("redo record"), "{error}");
+    node.tables = vec![table(1, 1)];
+    node.open(Some(1)).unwrap();
+    node.run_lcp();
+    node.ldm = None;
+    node.tables = vec![table(1, 2)];
+    let error = node.open(Some(2)).unwrap_err();
+    assert!(error.to_string().contains("local checkpoint 1"), "{error}");
+}
+
+#[test]
+fn missing_redo_files_under_a_checkpoint_are_refused() {
+    let mut node = Node::new(14, 4, vec![table(1, 1)]);
+    fill(&mut node, 1, 0, 10, 10);
+    node.flush();
+    node.run_lcp();
+    node.ldm = None;
+    let redo = node.config.redo_config();
+    for path in (0..4)
+        .map(|i| redo.file_path(i))
+        .chain([redo.control_path()])
+    {
+        node.disk.remove_file(&path).unwrap();
+    }
+    let error = node.open(None).unwrap_err();
+    assert!(matches!(error, LdmError::RedoMissing { .. }), "{error}");
+}
+
+#[test]
+fn operations_on_unknown_fragments_and_duplicates_are_errors() {
+    let mut node = Node::new(15, 4, vec![table(1, 1)]);
+    let mut grants = Vec::new();
+    let error = node
+        .ldm()
+        .commit(9, 0, TxId(1), 1, &mut grants)
+        .unwrap_err();
+    assert!(matches!(error, LdmError::NoSuchFragment { .. }), "{error}");
+    let error = node.ldm().add_fragment(&table(1, 1), 0).unwrap_err();
+    assert!(matches!(error, LdmError::FragmentExists { .. }), "{error}");
+    let error = node.ldm().add_fragment(&table(2, 1), 1).unwrap_err();
+    assert!(matches!(error, LdmError::NoSuchPartition { .. }), "{error}");
+    assert!(node.ldm().fragment(2, 0).is_none());
+    node.ldm().drop_fragment(2, 0).unwrap();
+    let full = FragmentError::DuplicateKey { table: "t".into() };
+    assert!(!full.is_temporary());
+}
