@@ -6,17 +6,22 @@
 //! - inserts, in transactions of [`INSERT_BATCH_ROWS`] rows, each committed
 //!   with its redo records built (the records go to a sink that keeps only
 //!   their size: the bench measures the LDM's work, not the disk);
-//! - committed primary-key lookups of random keys;
+//! - committed primary-key lookups of random keys, in batches of
+//!   [`LdmBenchOptions::batch`] keys through `Fragment::read_batch` (the
+//!   path the transaction coordinator's batches take: `lookup_per_s`), and
+//!   one at a time through `Fragment::read` (`lookup_single_per_s`);
 //! - an ordered scan of every row through an ordered index on the key;
 //! - memory: `DataMemory` bytes (row store and hash index) per row, against
-//!   the raw 100 bytes of the row. The ordered index is reported apart.
+//!   the raw 100 bytes of the row; and the page pool's mapped bytes (whole
+//!   2 MiB slabs, so the rounding shows). The ordered index is reported
+//!   apart.
 
 use std::time::Instant;
 
 use serde::Serialize;
 use storage::fragment::{
-    Fragment, FragmentError, Outcome, ReadMode, RedoNeed, RedoSink, RowBuf, ScanBatch, ScanCursor,
-    ScanProgress, ScanRange, ScanSpec,
+    Fragment, FragmentError, Outcome, ReadBatch, ReadMode, RedoNeed, RedoSink, RowBuf, ScanBatch,
+    ScanCursor, ScanProgress, ScanRange, ScanSpec, READ_BATCH_KEYS_MAX,
 };
 use storage::locks::{Grant, OpId, TxId};
 use storage::memory::PagePool;
@@ -33,8 +38,10 @@ pub const RAW_ROW_BYTES: u64 = 4 * COLUMNS as u64;
 pub const INSERT_BATCH_ROWS: u64 = 1000;
 /// Rows per scan batch.
 pub const SCAN_BATCH_ROWS: usize = 1000;
-/// Lookups measured at most (a random sample of the keys).
+/// Lookups measured at most, of each kind (a random sample of the keys).
 pub const LOOKUPS_MAX: u64 = 10_000_000;
+/// Keys per batched lookup when none is asked for.
+pub const LOOKUP_BATCH_KEYS_DEFAULT: usize = 64;
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -43,6 +50,8 @@ pub struct LdmBenchOptions {
     /// `DataMemory` of the instance; by default twice what the rows need.
     pub data_memory_bytes: Option<u64>,
     pub seed: u64,
+    /// Keys per batched lookup, 1 to `READ_BATCH_KEYS_MAX`.
+    pub batch: usize,
 }
 
 /// The results, as `--json` prints them.
@@ -51,13 +60,24 @@ pub struct LdmBenchReport {
     pub rows: u64,
     pub raw_row_bytes: u64,
     pub insert_per_s: f64,
+    /// Batched committed lookups (`lookup_batch` keys per call).
     pub lookup_per_s: f64,
+    /// Committed lookups one at a time.
+    pub lookup_single_per_s: f64,
+    /// Lookups of each kind.
     pub lookups: u64,
+    pub lookup_batch: usize,
     pub scan_rows_per_s: f64,
     /// Row store and hash index bytes per row.
     pub bytes_per_row: f64,
     /// `bytes_per_row / raw_row_bytes` (goal ≤ 1.2).
     pub memory_ratio: f64,
+    /// Bytes the page pool has mapped: whole 2 MiB slabs as pages were
+    /// first needed (all of them touched, so held), the last one cut at
+    /// the budget.
+    pub pool_mapped_bytes: u64,
+    /// `pool_mapped_bytes / rows`: what the rows cost the machine.
+    pub mapped_bytes_per_row: f64,
     pub ordered_index_bytes_per_row: f64,
     pub redo_bytes_per_row: f64,
 }
@@ -68,6 +88,8 @@ pub enum BenchError {
     Schema(String),
     #[error("{0}")]
     Fragment(#[from] FragmentError),
+    #[error("bench options: {0}")]
+    Options(String),
     #[error("bench check failed: {0}")]
     Check(String),
 }
@@ -123,9 +145,24 @@ fn per_second(count: u64, started: Instant) -> f64 {
     count as f64 / started.elapsed().as_secs_f64().max(1e-9)
 }
 
+/// The next random row number below `rows` (xorshift: cheap enough not to
+/// be what is measured).
+fn next_row(random: &mut u64, rows: u64) -> u64 {
+    *random ^= *random << 13;
+    *random ^= *random >> 7;
+    *random ^= *random << 17;
+    *random % rows
+}
+
 /// Runs the bench; the figures depend on the machine, the checks do not.
 pub fn run(options: &LdmBenchOptions) -> Result<LdmBenchReport, BenchError> {
     assert!(options.rows > 0, "the bench needs at least one row");
+    if !(1..=READ_BATCH_KEYS_MAX).contains(&options.batch) {
+        return Err(BenchError::Options(format!(
+            "a lookup batch has 1 to {READ_BATCH_KEYS_MAX} keys, not {}",
+            options.batch
+        )));
+    }
     let table = bench_table()?;
     let budget = options
         .data_memory_bytes
@@ -157,25 +194,8 @@ pub fn run(options: &LdmBenchOptions) -> Result<LdmBenchReport, BenchError> {
     let insert_per_s = per_second(options.rows, started);
 
     let lookups = options.rows.min(LOOKUPS_MAX);
-    let mut out = RowBuf::new();
-    let mut key = [Value::UInt(0)];
-    let mut random = options.seed | 1;
-    let started = Instant::now();
-    for _ in 0..lookups {
-        // xorshift: cheap enough not to be what is measured.
-        random ^= random << 13;
-        random ^= random >> 7;
-        random ^= random << 17;
-        let row = random % options.rows;
-        key[0] = Value::UInt(u64::from(key_of(row)));
-        let outcome = fragment.read(&pool, &key, ReadMode::Committed, &mut out)?;
-        if outcome != Outcome::Done {
-            return Err(BenchError::Check(format!(
-                "lookup of row {row}: {outcome:?}"
-            )));
-        }
-    }
-    let lookup_per_s = per_second(lookups, started);
+    let lookup_per_s = lookup_batched(&fragment, &pool, options, lookups)?;
+    let lookup_single_per_s = lookup_single(&mut fragment, &pool, options, lookups)?;
 
     let spec = ScanSpec {
         range: ScanRange::Ordered {
@@ -209,18 +229,82 @@ pub fn run(options: &LdmBenchOptions) -> Result<LdmBenchReport, BenchError> {
     let data_bytes = fragment.data_memory_bytes();
     let ordered_bytes = fragment.memory_bytes().saturating_sub(data_bytes);
     let bytes_per_row = data_bytes as f64 / rows as f64;
+    let pool_mapped_bytes = pool.mapped_bytes();
     Ok(LdmBenchReport {
         rows,
         raw_row_bytes: RAW_ROW_BYTES,
         insert_per_s,
         lookup_per_s,
+        lookup_single_per_s,
         lookups,
+        lookup_batch: options.batch,
         scan_rows_per_s,
         bytes_per_row,
         memory_ratio: bytes_per_row / RAW_ROW_BYTES as f64,
+        pool_mapped_bytes,
+        mapped_bytes_per_row: pool_mapped_bytes as f64 / rows as f64,
         ordered_index_bytes_per_row: ordered_bytes as f64 / rows as f64,
         redo_bytes_per_row: sink.bytes as f64 / rows as f64,
     })
+}
+
+/// `lookups` committed reads of random keys, `options.batch` per
+/// `read_batch`; lookups per second.
+fn lookup_batched(
+    fragment: &Fragment,
+    pool: &PagePool,
+    options: &LdmBenchOptions,
+    lookups: u64,
+) -> Result<f64, BenchError> {
+    let mut out = ReadBatch::new();
+    let mut keys: Vec<Value> = Vec::with_capacity(options.batch);
+    let mut random = options.seed | 1;
+    let started = Instant::now();
+    let mut done = 0u64;
+    while done < lookups {
+        let batch = (lookups - done).min(options.batch as u64);
+        keys.clear();
+        for _ in 0..batch {
+            let row = next_row(&mut random, options.rows);
+            keys.push(Value::UInt(u64::from(key_of(row))));
+        }
+        fragment.read_batch(pool, &keys, &mut out)?;
+        if out.found() as u64 != batch {
+            let missing = (0..out.len()).find(|&i| out.outcome(i) != Outcome::Done);
+            return Err(BenchError::Check(format!(
+                "batched lookup of key {:?}: not found",
+                missing.map(|i| &keys[i])
+            )));
+        }
+        done += batch;
+    }
+    Ok(per_second(lookups, started))
+}
+
+/// `lookups` committed reads of random keys one by one; lookups per second.
+fn lookup_single(
+    fragment: &mut Fragment,
+    pool: &PagePool,
+    options: &LdmBenchOptions,
+    lookups: u64,
+) -> Result<f64, BenchError> {
+    let mut out = RowBuf::new();
+    let mut key = [Value::UInt(0)];
+    // Another seed than the batched run's, so that it finds no lines the
+    // batched run left in cache.
+    let mut random = options.seed.wrapping_add(0x5EED) | 1;
+    let started = Instant::now();
+    for _ in 0..lookups {
+        let row = next_row(&mut random, options.rows);
+        key[0] = Value::UInt(u64::from(key_of(row)));
+        let outcome = fragment.read(pool, &key, ReadMode::Committed, &mut out)?;
+        if outcome != Outcome::Done {
+            return Err(BenchError::Check(format!(
+                "lookup of row {row}: {outcome:?}"
+            )));
+        }
+    }
+    Ok(per_second(lookups, started))
 }
 
 /// The human-readable form of a report.
@@ -228,9 +312,11 @@ pub fn render(report: &LdmBenchReport) -> String {
     format!(
         "skarv bench ldm: {rows} rows of {raw} bytes, one LDM instance in-process\n\
          insert          {insert:>14.0} rows/s  (transactions of {batch}, redo records built)\n\
-         pk lookup       {lookup:>14.0} /s      ({lookups} random committed reads)\n\
+         pk lookup       {lookup:>14.0} /s      ({lookups} random committed reads, batches of {lookup_batch})\n\
+         pk lookup 1-by-1{single:>14.0} /s      ({lookups} random committed reads, one at a time)\n\
          ordered scan    {scan:>14.0} rows/s\n\
          memory          {bpr:>14.1} bytes/row = {ratio:.2} x raw (row store + hash index; goal <= 1.20)\n\
+         pool mapped     {mbpr:>14.1} bytes/row ({mapped} bytes in 2 MiB slabs)\n\
          ordered index   {obpr:>14.1} bytes/row\n\
          redo            {rbpr:>14.1} bytes/row\n",
         rows = report.rows,
@@ -239,6 +325,10 @@ pub fn render(report: &LdmBenchReport) -> String {
         batch = INSERT_BATCH_ROWS,
         lookup = report.lookup_per_s,
         lookups = report.lookups,
+        lookup_batch = report.lookup_batch,
+        single = report.lookup_single_per_s,
+        mbpr = report.mapped_bytes_per_row,
+        mapped = report.pool_mapped_bytes,
         scan = report.scan_rows_per_s,
         bpr = report.bytes_per_row,
         ratio = report.memory_ratio,
@@ -257,6 +347,7 @@ mod tests {
             rows: 20_000,
             data_memory_bytes: None,
             seed: 7,
+            batch: 64,
         })
         .unwrap();
         assert_eq!(report.rows, 20_000);
@@ -269,13 +360,33 @@ mod tests {
         );
         assert!(report.redo_bytes_per_row > 100.0, "{report:?}");
         let json = serde_json::to_value(&report).unwrap();
+        assert!(
+            report.mapped_bytes_per_row >= report.bytes_per_row,
+            "the pool maps at least what the rows use: {report:?}"
+        );
         for field in [
             "insert_per_s",
             "lookup_per_s",
+            "lookup_single_per_s",
             "scan_rows_per_s",
             "bytes_per_row",
+            "mapped_bytes_per_row",
         ] {
             assert!(json[field].as_f64().unwrap() > 0.0, "{field} in {json}");
+        }
+    }
+
+    #[test]
+    fn a_batch_outside_the_limits_is_refused() {
+        for batch in [0, READ_BATCH_KEYS_MAX + 1] {
+            let error = run(&LdmBenchOptions {
+                rows: 10,
+                data_memory_bytes: None,
+                seed: 7,
+                batch,
+            })
+            .unwrap_err();
+            assert!(error.to_string().contains("lookup batch"), "{error}");
         }
     }
 
@@ -285,6 +396,7 @@ mod tests {
             rows: 20_000,
             data_memory_bytes: Some(1 << 20),
             seed: 7,
+            batch: 64,
         })
         .unwrap_err();
         assert!(

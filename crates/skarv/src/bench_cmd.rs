@@ -25,6 +25,9 @@ struct LdmArgs {
     /// Seed of the random lookup keys.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Keys per batched lookup (`lookup_per_s`; `lookup_single_per_s` reads one at a time).
+    #[arg(long, default_value_t = bench::ldm::LOOKUP_BATCH_KEYS_DEFAULT)]
+    batch: usize,
     /// Print one JSON object instead of the table.
     #[arg(long)]
     json: bool,
@@ -55,6 +58,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
                 rows: args.rows,
                 data_memory_bytes: args.data_memory,
                 seed: args.seed,
+                batch: args.batch,
             })
             .map_err(|e| e.to_string())?;
             if args.json {

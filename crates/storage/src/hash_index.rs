@@ -151,6 +151,29 @@ fn set_entry(page: &mut [u8; PAGE_BYTES], at: usize, i: usize, (frag, row): (u32
     write(page, at + ROWS_AT + 4 * i, row);
 }
 
+/// The entries of `bucket` whose fragment is `h`, as a bit mask of slots
+/// (row ids, never the link or an empty slot), and the overflow bucket it
+/// links to, if any.
+///
+/// A mask instead of a branch per slot: where in the bucket a key sits is
+/// random, so per-slot branches would mispredict and stop the CPU from
+/// overlapping the memory accesses of consecutive lookups.
+#[inline]
+fn fragment_matches(bucket: &[u8; BUCKET_BYTES], h: u32) -> (u32, Option<u32>) {
+    let mut matches = 0u32;
+    let mut empty = 0u32;
+    for i in 0..BUCKET_ENTRIES {
+        matches |= u32::from(read_at(bucket, 4 * i) == h) << i;
+        empty |= u32::from(read_at(bucket, ROWS_AT + 4 * i) == EMPTY) << i;
+    }
+    let link_row = read_at(bucket, ROWS_AT + 4 * LAST);
+    let link = (link_row == LINK).then(|| read_at(bucket, 4 * LAST));
+    if link.is_some() {
+        matches &= (1 << LAST) - 1;
+    }
+    (matches & !empty, link)
+}
+
 /// Overflow buckets needed by a chain of `entries`.
 fn overflow_needed(entries: usize) -> usize {
     entries
@@ -287,33 +310,17 @@ impl HashIndex {
         let (mut page, mut at) = self.primary_loc(self.address(h));
         loop {
             let bucket = bucket(pool.page(page), at);
-            // A bit mask of fragment matches instead of a branch per slot:
-            // where in the bucket a key sits is random, so per-slot branches
-            // would mispredict and stop the CPU from overlapping the memory
-            // accesses of consecutive lookups.
-            let mut matches = 0u32;
-            for i in 0..BUCKET_ENTRIES {
-                matches |= u32::from(read_at(bucket, 4 * i) == h) << i;
-            }
-            let (link, link_row) = (
-                read_at(bucket, 4 * LAST),
-                read_at(bucket, ROWS_AT + 4 * LAST),
-            );
-            if link_row == LINK {
-                matches &= (1 << LAST) - 1;
-            }
+            let (mut matches, link) = fragment_matches(bucket, h);
             while matches != 0 {
                 let i = matches.trailing_zeros() as usize;
                 matches &= matches - 1;
                 let row = read_at(bucket, ROWS_AT + 4 * i);
-                if row != EMPTY && is_match(RowId(row)) {
+                if is_match(RowId(row)) {
                     return Some(RowId(row));
                 }
             }
-            if link_row != LINK {
-                return None;
-            }
-            (page, at) = self.overflow_loc(link);
+            // The end of the chain: no row has this key.
+            (page, at) = self.overflow_loc(link?);
         }
     }
 
@@ -332,7 +339,9 @@ impl HashIndex {
     /// The first row of `hash`'s primary bucket whose fragment matches, if
     /// any, without asking the caller: for prefetching that row (the next
     /// step of batched lookups after [`HashIndex::prefetch`]). Usually the
-    /// row that `find` will return.
+    /// row that `find` will return. When the primary bucket has no such
+    /// entry but an overflow bucket, that bucket starts loading into the
+    /// cache instead (`find` will read it).
     #[inline]
     pub fn candidate(&self, pool: &PagePool, hash: u64) -> Option<RowId> {
         if self.primary_pages.is_empty() {
@@ -341,10 +350,16 @@ impl HashIndex {
         let h = fragment(hash);
         let (page, at) = self.primary_loc(self.address(h));
         let bucket = bucket(pool.page(page), at);
-        (0..LAST)
-            .map(|i| (read_at(bucket, 4 * i), read_at(bucket, ROWS_AT + 4 * i)))
-            .find(|&(frag, row)| frag == h && row < LINK)
-            .map(|(_, row)| RowId(row))
+        let (matches, link) = fragment_matches(bucket, h);
+        if matches != 0 {
+            let i = matches.trailing_zeros() as usize;
+            return Some(RowId(read_at(bucket, ROWS_AT + 4 * i)));
+        }
+        if let Some(overflow) = link {
+            let (page, at) = self.overflow_loc(overflow);
+            prefetch(&pool.page(page)[at..]);
+        }
+        None
     }
 
     /// Adds an entry. On error (no memory for an overflow bucket) nothing
@@ -824,6 +839,38 @@ mod tests {
         }
         assert!(!index.remove(&mut pool, hash, RowId(39)));
         assert!(!index.remove(&mut pool, hash ^ (1 << 3), RowId(0)));
+    }
+
+    #[test]
+    fn candidate_is_the_first_fragment_match_of_the_primary_bucket() {
+        let mut pool = PagePool::new(8);
+        let mut index = HashIndex::new();
+        assert_eq!(index.candidate(&pool, 1), None, "an empty index");
+        // Fragments that differ above bit 20 share bucket 0 while the
+        // index is small: eight of them fill it without an overflow
+        // bucket, the last in slot 7.
+        let hash = |r: u32| u64::from(r << 24);
+        for r in 0..8 {
+            index.insert(&mut pool, hash(r), RowId(r)).unwrap();
+        }
+        assert_eq!(index.overflow_buckets(), 0);
+        for r in 0..8 {
+            assert_eq!(index.candidate(&pool, hash(r)), Some(RowId(r)), "slot {r}");
+        }
+        assert_eq!(index.candidate(&pool, hash(9)), None);
+        // A ninth entry overflows: the primary bucket keeps 7 and a link.
+        index.insert(&mut pool, hash(8), RowId(8)).unwrap();
+        assert_eq!(index.overflow_buckets(), 1);
+        for r in 0..7 {
+            assert_eq!(index.candidate(&pool, hash(r)), Some(RowId(r)));
+        }
+        // Entries moved to the overflow bucket are not candidates (the
+        // overflow bucket is prefetched instead); `find` finds them.
+        for r in 7..9 {
+            assert_eq!(index.candidate(&pool, hash(r)), None);
+            assert_eq!(index.find(&pool, hash(r), |_| true), Some(RowId(r)));
+        }
+        index.check_invariants(&pool);
     }
 
     #[test]

@@ -8,8 +8,9 @@
 //! by every other.
 //!
 //! - [`page_pool`]: [`PagePool`], 32 KiB pages allocated lazily up to the
-//!   budget and reused once freed; [`prefetch`], the cache hint batched
-//!   lookups use.
+//!   budget, in 2 MiB slabs backed by huge pages, and reused once freed;
+//!   [`prefetch`] and [`prefetch_lines`], the cache hints batched lookups
+//!   use.
 //! - [`row_store`]: [`RowStore`], the rows of one partition as opaque bytes —
 //!   a fixed-size part in fixed-size slots and an optional variable-size part
 //!   in variable-size pages — with per-page change generations and per-row
@@ -26,7 +27,9 @@ pub mod page_pool;
 pub mod row_store;
 mod var_page;
 
-pub use page_pool::{prefetch, PageId, PagePool, PAGE_BYTES, POOL_PAGES_MAX};
+pub use page_pool::{
+    prefetch, prefetch_lines, PageId, PagePool, PAGE_BYTES, POOL_PAGES_MAX, SLAB_BYTES, SLAB_PAGES,
+};
 pub use row_store::{
     row_id, row_page, row_slot, PageRows, RowStore, Rows, FIXED_HEADER_BYTES,
     FIXED_HEADER_BYTES_WITH_VAR, FIXED_PAGES_MAX, FIXED_SLOT_BYTES_MIN, ROW_SLOT_BITS,

@@ -21,7 +21,9 @@
 //!   [`Grant`] from a later commit or abort), the caller calls the same
 //!   operation again, which finds the lock held and goes on.
 //! - Committed reads take no lock and never wait: they read the last
-//!   committed image, whatever is pending.
+//!   committed image, whatever is pending. A batch of them
+//!   ([`Fragment::read_batch`], the `read_batch` module) overlaps the cache
+//!   misses of its keys.
 //! - Copy-on-write: a pending update or delete leaves the committed image
 //!   in the row store untouched and keeps the new image aside, in buffers
 //!   recycled through a free list. A transaction's later operations on the
@@ -69,9 +71,11 @@
 //! operation allocates once the buffers, maps and lists are warm; an
 //! ordered index may allocate a tree node when a commit changes its keys.
 
+mod read_batch;
 mod redo_record;
 mod scan;
 
+pub use read_batch::{ReadBatch, READ_BATCH_KEYS_MAX};
 pub use redo_record::{
     RedoKind, RedoNeed, RedoRecord, RedoRecordError, RedoSink, REDO_RECORD_BYTES_MAX,
     REDO_RECORD_FIXED_HEADER_BYTES, REDO_RECORD_VERSION,
@@ -89,8 +93,8 @@ use crate::memory::{
 use crate::ordered_index::{BTreeOrderedIndex, OrderedIndex};
 use crate::redo::RedoError;
 use crate::schema::{
-    distribution_hash, IndexKind, KeyEncoder, RowFormatError, RowLayout, TableDef, Value,
-    ValueError, ValueRef,
+    distribution_hash, ColumnType, IndexKind, KeyEncoder, RowFormatError, RowLayout, TableDef,
+    Value, ValueError, ValueRef,
 };
 use crate::{Gci, RowId};
 
@@ -324,6 +328,8 @@ type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
 struct Scratch {
     /// The key being looked up.
     key: Vec<u8>,
+    /// Its hash, set by `find`.
+    key_hash: u64,
     /// A candidate row's key, compared with `key`.
     candidate: Vec<u8>,
     /// A new image being built.
@@ -344,6 +350,7 @@ pub struct Fragment {
     fragment_id: u32,
     layout: RowLayout,
     pk: KeyEncoder,
+    key_compare: KeyCompare,
     /// `in_primary_key[c]`: column `c` is a primary-key column.
     in_primary_key: Vec<bool>,
     /// Column names, for messages.
@@ -429,6 +436,7 @@ impl Fragment {
             table_version: table.version,
             fragment_id,
             pk: KeyEncoder::primary_key(table),
+            key_compare: KeyCompare::new(table),
             in_primary_key,
             column_names: table.columns.iter().map(|c| c.name.clone()).collect(),
             layout,
@@ -892,7 +900,7 @@ impl Fragment {
                     .rows
                     .insert(pool, record.fixed, record.var)
                     .map_err(|e| self.memory_error(e))?;
-                let hash = distribution_hash(record.key);
+                let hash = self.scratch.key_hash;
                 if let Err(e) = self.hash.insert(pool, hash, row) {
                     self.rows.delete(pool, row);
                     return Err(self.memory_error(e));
@@ -995,7 +1003,7 @@ impl Fragment {
                 detail: format!("it has the primary key of row {other:?}"),
             });
         }
-        let hash = distribution_hash(&self.scratch.key);
+        let hash = self.scratch.key_hash;
         self.hash
             .insert(pool, hash, row)
             .map_err(|e| self.memory_error(e))?;
@@ -1102,6 +1110,17 @@ impl Fragment {
 
     // ----- inner steps -----
 
+    /// The parts a primary-key lookup reads.
+    fn lookup(&self) -> Lookup<'_> {
+        Lookup {
+            hash: &self.hash,
+            rows: &self.rows,
+            layout: &self.layout,
+            pk: &self.pk,
+            compare: &self.key_compare,
+        }
+    }
+
     /// Encodes `key` (primary-key values) into `scratch.key`.
     fn encode_key(&mut self, key: &[Value]) -> Result<(), FragmentError> {
         self.scratch.key.clear();
@@ -1126,26 +1145,28 @@ impl Fragment {
     }
 
     /// The row whose primary key is `scratch.key`, committed or reserved.
+    /// Leaves the key's hash in `scratch.key_hash` (an insert that finds
+    /// no row enters it in the hash index under that hash).
     fn find(&mut self, pool: &PagePool) -> Option<RowId> {
+        let key_hash = distribution_hash(&self.scratch.key);
+        self.scratch.key_hash = key_hash;
         let Fragment {
             hash,
             rows,
             layout,
             pk,
+            key_compare,
             scratch,
             ..
         } = self;
-        let Scratch { key, candidate, .. } = scratch;
-        hash.find(pool, distribution_hash(key), |row| {
-            candidate.clear();
-            pk.encode_from_row(
-                layout,
-                rows.fixed(pool, row),
-                rows.var(pool, row),
-                candidate,
-            );
-            candidate == key
-        })
+        let lookup = Lookup {
+            hash,
+            rows,
+            layout,
+            pk,
+            compare: key_compare,
+        };
+        lookup.find(pool, (&scratch.key, key_hash), &mut scratch.candidate)
     }
 
     /// Acquires a row lock: `Ok(true)` when held, `Ok(false)` when queued.
@@ -1229,10 +1250,10 @@ impl Fragment {
             .insert(pool, &image.fixed, &image.var)
             .map_err(|e| self.memory_error(e))?;
         self.rows.set_uncommitted(pool, row, true);
-        if let Err(e) = self
-            .hash
-            .insert(pool, distribution_hash(&self.scratch.key), row)
-        {
+        // `find` hashed the key when it found no row.
+        let key_hash = self.scratch.key_hash;
+        debug_assert_eq!(key_hash, distribution_hash(&self.scratch.key));
+        if let Err(e) = self.hash.insert(pool, key_hash, row) {
             self.rows.delete(pool, row);
             return Err(self.memory_error(e));
         }
@@ -1575,6 +1596,86 @@ impl Fragment {
             table: self.table.clone(),
             fragment: self.fragment_id,
             detail,
+        }
+    }
+}
+
+/// How a stored row's primary key is compared with an encoded key.
+#[derive(Clone, Debug)]
+enum KeyCompare {
+    /// Every key column is NOT NULL, fixed-size and neither FLOAT nor
+    /// DOUBLE, so its key form is its stored bytes
+    /// (`RowLayout::fixed_column`): the key is compared with the row in
+    /// place, column by column (these table positions, in key order).
+    InPlace(Vec<usize>),
+    /// Other keys: the row's key is encoded into a scratch buffer first.
+    Encoded,
+}
+
+impl KeyCompare {
+    fn new(table: &TableDef) -> KeyCompare {
+        let in_place = table.primary_key.iter().all(|&c| {
+            let column = &table.columns[c];
+            !column.nullable
+                && !column.ty.is_var()
+                && !matches!(column.ty, ColumnType::Float | ColumnType::Double)
+        });
+        if in_place {
+            KeyCompare::InPlace(table.primary_key.clone())
+        } else {
+            KeyCompare::Encoded
+        }
+    }
+}
+
+/// The parts of a fragment that a primary-key lookup reads: the one lookup
+/// of single and batched operations.
+struct Lookup<'f> {
+    hash: &'f HashIndex,
+    rows: &'f RowStore,
+    layout: &'f RowLayout,
+    pk: &'f KeyEncoder,
+    compare: &'f KeyCompare,
+}
+
+impl Lookup<'_> {
+    /// The row whose encoded primary key is `key` (hashing to `key_hash`),
+    /// committed or reserved; `scratch` is for candidates' keys.
+    #[inline]
+    fn find(
+        &self,
+        pool: &PagePool,
+        (key, key_hash): (&[u8], u64),
+        scratch: &mut Vec<u8>,
+    ) -> Option<RowId> {
+        debug_assert_eq!(key_hash, distribution_hash(key));
+        self.hash.find(pool, key_hash, |row| {
+            self.row_has_key(pool, row, key, scratch)
+        })
+    }
+
+    /// Whether the primary key of stored `row` is `key`.
+    #[inline]
+    fn row_has_key(&self, pool: &PagePool, row: RowId, key: &[u8], scratch: &mut Vec<u8>) -> bool {
+        let fixed = self.rows.fixed(pool, row);
+        match self.compare {
+            KeyCompare::InPlace(columns) => {
+                let mut at = 0;
+                let mut equal = true;
+                for &column in columns {
+                    let stored = self.layout.fixed_column(fixed, column);
+                    let end = at + stored.len();
+                    equal &= key.get(at..end) == Some(stored);
+                    at = end;
+                }
+                equal && at == key.len()
+            }
+            KeyCompare::Encoded => {
+                scratch.clear();
+                self.pk
+                    .encode_from_row(self.layout, fixed, self.rows.var(pool, row), scratch);
+                scratch[..] == key[..]
+            }
         }
     }
 }
