@@ -102,6 +102,46 @@ pub trait DiskFile: Send {
 const ALLOCATE_CHUNK_BYTES: usize = 64 * 1024;
 static ZEROS: [u8; ALLOCATE_CHUNK_BYTES] = [0; ALLOCATE_CHUNK_BYTES];
 
+/// A step of [`write_file_atomically`] that failed, and on which path.
+#[derive(Debug)]
+pub struct AtomicWriteError {
+    /// `create`, `write`, `fsync`, `rename to` or `fsync directory`.
+    pub step: &'static str,
+    pub path: PathBuf,
+    pub source: io::Error,
+}
+
+/// Writes `bytes` as the file `path`, atomically: a temporary file `temp`
+/// in the same directory, fsync, rename over `path`, fsync of the
+/// directory. After a crash `path` holds its old contents (or is absent)
+/// or exactly `bytes`, never a mix. Used for every small control file
+/// (redo control, checkpoint control, dictionary schema files).
+pub fn write_file_atomically(
+    disk: &dyn Disk,
+    temp: &Path,
+    path: &Path,
+    bytes: &[u8],
+) -> Result<(), AtomicWriteError> {
+    let failed = |step: &'static str, at: &Path| {
+        let path = at.to_path_buf();
+        move |source| AtomicWriteError { step, path, source }
+    };
+    let dir = path.parent().unwrap_or(Path::new("."));
+    debug_assert_eq!(
+        temp.parent(),
+        path.parent(),
+        "rename stays in one directory"
+    );
+    let mut file = disk
+        .open(temp, OpenMode::CreateTruncate)
+        .map_err(failed("create", temp))?;
+    file.write_at(0, bytes).map_err(failed("write", temp))?;
+    file.sync().map_err(failed("fsync", temp))?;
+    drop(file);
+    disk.rename(temp, path).map_err(failed("rename to", path))?;
+    disk.sync_dir(dir).map_err(failed("fsync directory", dir))
+}
+
 /// The real file system (`std::fs`), with real fsyncs.
 #[derive(Copy, Clone, Debug, Default)]
 pub struct RealDisk;

@@ -905,22 +905,9 @@ impl RedoLog {
         let crc = crc32c::crc32c(&bytes[..40]);
         bytes[40..44].copy_from_slice(&crc.to_le_bytes());
         let temp = self.config.control_temp_path();
-        let mut file = self
-            .disk
-            .open(&temp, OpenMode::CreateTruncate)
-            .map_err(|e| self.path_error("create", &temp, e))?;
-        file.write_at(0, &bytes)
-            .map_err(|e| self.path_error("write", &temp, e))?;
-        file.sync()
-            .map_err(|e| self.path_error("fsync", &temp, e))?;
-        drop(file);
         let path = self.config.control_path();
-        self.disk
-            .rename(&temp, &path)
-            .map_err(|e| self.path_error("rename to", &path, e))?;
-        self.disk
-            .sync_dir(&self.config.dir)
-            .map_err(|e| self.path_error("fsync directory", &self.config.dir, e))
+        crate::disk::write_file_atomically(self.disk.as_ref(), &temp, &path, &bytes)
+            .map_err(|e| self.path_error(e.step, &e.path, e.source))
     }
 
     fn file_header(&self, index: u32) -> [u8; FILE_HEADER_USED_BYTES] {

@@ -330,18 +330,8 @@ impl SchemaStore {
         bytes.extend_from_slice(&body_len.to_le_bytes());
         bytes.extend_from_slice(&crc32c::crc32c(body).to_le_bytes());
         bytes.extend_from_slice(body);
-        {
-            let mut file = self
-                .disk
-                .open(&tmp, OpenMode::CreateTruncate)
-                .map_err(io_error(&tmp, "create"))?;
-            file.write_at(0, &bytes).map_err(io_error(&tmp, "write"))?;
-            file.sync().map_err(io_error(&tmp, "fsync"))?;
-        }
-        self.disk
-            .rename(&tmp, &path)
-            .map_err(io_error(&path, "rename the temporary file over"))?;
-        self.sync_dir()
+        storage::disk::write_file_atomically(self.disk.as_ref(), &tmp, &path, &bytes)
+            .map_err(|e| io_error(&e.path, e.step)(e.source))
     }
 
     fn sync_dir(&self) -> Result<(), DictionaryError> {

@@ -399,17 +399,9 @@ fn write_atomically(
     path: &Path,
     bytes: &[u8],
 ) -> Result<(), CheckpointError> {
-    let mut file = disk
-        .open(temp, OpenMode::CreateTruncate)
-        .map_err(|e| io_error("create", temp, 0, e))?;
-    file.write_at(0, bytes)
-        .map_err(|e| io_error("write", temp, 0, e))?;
-    file.sync().map_err(|e| io_error("fsync", temp, 0, e))?;
-    drop(file);
-    disk.rename(temp, path)
-        .map_err(|e| io_error("rename to", path, 0, e))?;
-    disk.sync_dir(dir)
-        .map_err(|e| io_error("fsync directory", dir, 0, e))
+    debug_assert_eq!(path.parent(), Some(dir));
+    crate::disk::write_file_atomically(disk, temp, path, bytes)
+        .map_err(|e| io_error(e.step, &e.path, 0, e.source))
 }
 
 /// Deletes the files of a fragment's LCPs that restore no longer needs:
