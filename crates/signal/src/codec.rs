@@ -3,7 +3,7 @@
 //! it has been checked against the bytes that are really there, so a hostile
 //! length can never make the decoder allocate more than the frame it came in.
 
-use crate::ids::{NodeBitmask, NodeId};
+use crate::ids::{BlockNumber, BlockRef, NodeBitmask, NodeId};
 use crate::DecodeError;
 
 /// Reads fields from one signal body.
@@ -87,6 +87,20 @@ impl Field for NodeId {
             field: "node id",
             value: 0,
         })
+    }
+}
+
+impl Field for BlockRef {
+    fn put(&self, out: &mut Vec<u8>) {
+        self.node.put(out);
+        self.block.0.put(out);
+        self.instance.put(out);
+    }
+    fn take(reader: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        let node = NodeId::take(reader)?;
+        let block = BlockNumber(u8::take(reader)?);
+        let instance = u16::take(reader)?;
+        Ok(BlockRef::new(node, block, instance))
     }
 }
 

@@ -326,6 +326,115 @@ signals! {
     /// Membership → the dictionary of its own node: this view was installed
     /// (the dictionary master is the view's president).
     89 => MembershipViewRep { view: MembershipView },
+
+    // ---- schema towards local blocks and API nodes (90–99) ----
+    /// Dictionary → each local TC and LDM instance: the whole schema, at
+    /// start (after loading it from disk) and whenever the node adopts the
+    /// master's schema. The receiver replaces what it had; an LDM instance
+    /// opens its fragments (restore from disk) on the first one.
+    90 => SchemaLoadReq { tables: Vec<DictTableGroup>, schema_version: u32 },
+    /// Loaded (for an LDM instance: its fragments restored); `code` is 0
+    /// or the error that makes the node restart.
+    91 => SchemaLoadConf { schema_version: u32, code: u32, message: String },
+    /// Dictionary → each local TC and LDM instance, while committing a
+    /// schema transaction: install this change before the commit is
+    /// answered, so that no operation can reach a block that does not know
+    /// a table its client was told exists. `group` is empty for a drop.
+    92 => SchemaChangeReq { op: SchemaOp, table_id: u32, schema_version: u32, group: DictTableGroup },
+    93 => SchemaChangeConf { table_id: u32, schema_version: u32, code: u32, message: String },
+    /// API → any dictionary: a table's definition, by id, or by name when
+    /// `table_id` is 0 (NDB: GET_TABINFOREQ).
+    94 => DictGetTableReq { request_id: u32, table_id: u32, name: String },
+    /// The table's group: the base table first, then its hidden tables.
+    95 => DictGetTableConf { request_id: u32, group: DictTableGroup },
+    96 => DictGetTableRef { request_id: u32, code: u32, message: String },
+
+    // ---- transaction coordinator (100–119), NDB: DBTC ----
+    /// API → TC: operations of one transaction (`proto::ops` batch; NDB:
+    /// TCKEYREQ, many in one). `flags`: `tc_flags::START` begins the
+    /// transaction, `COMMIT` commits it after these operations, `ROLLBACK`
+    /// (no operations) aborts it. Answered by exactly one `TcKeyConf` or
+    /// `TcKeyRef`, sent to the sender of the request.
+    100 => TcKeyReq { tx_id: u64, flags: u32, ops: Vec<u8> },
+    /// TC → API: every operation of the request is done (`proto::results`:
+    /// per operation its outcome, and for reads the values). `flags`:
+    /// `tc_flags::COMMITTED` (then `gci` is the commit's global checkpoint)
+    /// or `ROLLED_BACK`.
+    101 => TcKeyConf { tx_id: u64, flags: u32, gci: u32, results: Vec<u8> },
+    /// TC → API: the transaction failed and is rolled back (NDB: TCKEYREF,
+    /// TCROLLBACKREP). `op_index` is the failing operation's, or
+    /// `u32::MAX`; `code` is a `proto::error` code.
+    102 => TcKeyRef { tx_id: u64, code: u32, op_index: u32, message: String },
+    /// API → TC: start a scan in the transaction (`proto::scan::ScanSpec`;
+    /// NDB: SCAN_TABREQ). `flags` may hold `tc_flags::START`.
+    103 => TcScanReq { tx_id: u64, scan_id: u32, flags: u32, spec: Vec<u8> },
+    /// TC → API: a batch of rows (`proto::scan` row batch); `done` when the
+    /// scan has no more rows and is closed (NDB: SCAN_TABCONF).
+    104 => TcScanConf { tx_id: u64, scan_id: u32, rows: Vec<u8>, done: bool },
+    /// API → TC: send the next batch, or close the scan (NDB: SCAN_NEXTREQ).
+    105 => TcScanNextReq { tx_id: u64, scan_id: u32, close: bool },
+    /// TC → API: the scan failed and is closed; the transaction is rolled
+    /// back when the error is not the scan's alone (NDB: SCAN_TABREF).
+    106 => TcScanRef { tx_id: u64, scan_id: u32, code: u32, message: String },
+    /// API → TC: answer when global checkpoint `gci` is durable.
+    107 => TcWaitGciReq { gci: u32 },
+    /// TC → API: `durable_gci` ≥ the GCI asked for is durable cluster-wide.
+    108 => TcWaitGciConf { gci: u32, durable_gci: u32 },
+
+    // ---- local data manager (120–139), NDB: DBLQH ----
+    /// TC (or the previous replica's LDM) → LDM: operations of one
+    /// transaction on partitions of this instance (`proto::ops`, each with
+    /// its partition set; NDB: LQHKEYREQ). Operations of a transaction run
+    /// in order on an instance. Writes go on to the next replica in
+    /// `chain` (the replicas still to execute them, in order); the last
+    /// replica, or the primary for reads and failed operations, answers
+    /// `tc` with `LdmKeyConf`.
+    120 => LdmKeyReq { tx_id: u64, tc: BlockRef, chain: Vec<NodeId>, ops: Vec<u8> },
+    /// LDM → TC: outcomes of some operations (`proto::results`); an
+    /// operation is answered exactly once, by the replica that finished it.
+    121 => LdmKeyConf { tx_id: u64, results: Vec<u8> },
+    /// TC → every LDM instance the transaction wrote or locked on: commit
+    /// in global checkpoint `gci` (NDB: COMMIT + COMPLETE).
+    122 => LdmCommitReq { tx_id: u64, gci: u32 },
+    123 => LdmCommitConf { tx_id: u64, gci: u32 },
+    /// TC → every LDM instance the transaction reached: drop its changes
+    /// and locks, including operations still waiting for a lock (NDB: ABORT).
+    124 => LdmAbortReq { tx_id: u64 },
+    125 => LdmAbortConf { tx_id: u64 },
+    /// TC → LDM: scan one partition (`proto::scan::ScanSpec`, its
+    /// `partition` set); answered with `LdmScanConf` batches (NDB: SCAN_FRAGREQ).
+    126 => LdmScanReq { tx_id: u64, scan_id: u32, spec: Vec<u8> },
+    127 => LdmScanConf { tx_id: u64, scan_id: u32, partition: u32, rows: Vec<u8>, done: bool },
+    /// TC → LDM: the next batch, or close (NDB: SCAN_NEXTREQ to LQH).
+    128 => LdmScanNextReq { tx_id: u64, scan_id: u32, partition: u32, close: bool },
+    129 => LdmScanRef { tx_id: u64, scan_id: u32, partition: u32, code: u32, message: String },
+
+    // ---- global checkpoints (140–149), NDB: DBDIH's GCP protocol ----
+    /// Distribution master → every TC: commits from now on belong to `gci`
+    /// (NDB: GCP_PREPARE + GCP_COMMIT).
+    140 => GcpPrepareReq { gci: u32 },
+    /// TC → master: no commit of a GCI below `gci` is in progress here.
+    141 => GcpPrepareConf { gci: u32 },
+    /// Master → every LDM instance: make every change of GCI ≤ `gci`
+    /// durable (NDB: GCP_SAVEREQ).
+    142 => GcpSaveReq { gci: u32 },
+    143 => GcpSaveConf { gci: u32 },
+    /// Master → every TC: `gci` is durable on every live node.
+    144 => GcpCompleteRep { gci: u32 },
+}
+
+/// Flags of `TcKeyReq`, `TcScanReq` and `TcKeyConf`.
+pub mod tc_flags {
+    /// The request begins a new transaction.
+    pub const START: u32 = 1;
+    /// Commit the transaction after the request's operations.
+    pub const COMMIT: u32 = 2;
+    /// Roll the transaction back (a request without operations).
+    pub const ROLLBACK: u32 = 4;
+    /// In `TcKeyConf`: the transaction is committed.
+    pub const COMMITTED: u32 = 1;
+    /// In `TcKeyConf`: the transaction is rolled back, as asked.
+    pub const ROLLED_BACK: u32 = 2;
 }
 
 impl SignalBody {

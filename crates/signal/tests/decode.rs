@@ -196,6 +196,136 @@ fn one_of_each() -> Vec<SignalBody> {
                 members: vec![node(3), node(4)],
             },
         },
+        SignalBody::SchemaLoadReq {
+            tables: vec![DictTableGroup {
+                tables: vec![vec![7; 3]],
+            }],
+            schema_version: 3,
+        },
+        SignalBody::SchemaLoadConf {
+            schema_version: 3,
+            code: 0,
+            message: String::new(),
+        },
+        SignalBody::SchemaChangeReq {
+            op: SchemaOp::CreateTable,
+            table_id: 17,
+            schema_version: 4,
+            group: DictTableGroup {
+                tables: vec![vec![1]],
+            },
+        },
+        SignalBody::SchemaChangeConf {
+            table_id: 17,
+            schema_version: 4,
+            code: 0,
+            message: String::new(),
+        },
+        SignalBody::DictGetTableReq {
+            request_id: 9,
+            table_id: 0,
+            name: "accounts".to_owned(),
+        },
+        SignalBody::DictGetTableConf {
+            request_id: 9,
+            group: DictTableGroup {
+                tables: vec![vec![2, 2]],
+            },
+        },
+        SignalBody::DictGetTableRef {
+            request_id: 9,
+            code: 723,
+            message: "no table `accounts`".to_owned(),
+        },
+        SignalBody::TcKeyReq {
+            tx_id: 1 << 48 | 5,
+            flags: tc_flags::START | tc_flags::COMMIT,
+            ops: vec![1, 2, 3, 4],
+        },
+        SignalBody::TcKeyConf {
+            tx_id: 5,
+            flags: tc_flags::COMMITTED,
+            gci: 12,
+            results: vec![0; 6],
+        },
+        SignalBody::TcKeyRef {
+            tx_id: 5,
+            code: 630,
+            op_index: 2,
+            message: "duplicate key".to_owned(),
+        },
+        SignalBody::TcScanReq {
+            tx_id: 6,
+            scan_id: 1,
+            flags: tc_flags::START,
+            spec: vec![9, 9],
+        },
+        SignalBody::TcScanConf {
+            tx_id: 6,
+            scan_id: 1,
+            rows: vec![3; 10],
+            done: false,
+        },
+        SignalBody::TcScanNextReq {
+            tx_id: 6,
+            scan_id: 1,
+            close: true,
+        },
+        SignalBody::TcScanRef {
+            tx_id: 6,
+            scan_id: 1,
+            code: 723,
+            message: "no such table".to_owned(),
+        },
+        SignalBody::TcWaitGciReq { gci: 40 },
+        SignalBody::TcWaitGciConf {
+            gci: 40,
+            durable_gci: 41,
+        },
+        SignalBody::LdmKeyReq {
+            tx_id: 7,
+            tc: BlockRef::new(node(3), BlockNumber::TRANSACTION_COORDINATOR, 1),
+            chain: vec![node(4)],
+            ops: vec![5; 7],
+        },
+        SignalBody::LdmKeyConf {
+            tx_id: 7,
+            results: vec![1],
+        },
+        SignalBody::LdmCommitReq { tx_id: 7, gci: 12 },
+        SignalBody::LdmCommitConf { tx_id: 7, gci: 12 },
+        SignalBody::LdmAbortReq { tx_id: 8 },
+        SignalBody::LdmAbortConf { tx_id: 8 },
+        SignalBody::LdmScanReq {
+            tx_id: 9,
+            scan_id: 2,
+            spec: vec![1, 2],
+        },
+        SignalBody::LdmScanConf {
+            tx_id: 9,
+            scan_id: 2,
+            partition: 3,
+            rows: vec![],
+            done: true,
+        },
+        SignalBody::LdmScanNextReq {
+            tx_id: 9,
+            scan_id: 2,
+            partition: 3,
+            close: false,
+        },
+        SignalBody::LdmScanRef {
+            tx_id: 9,
+            scan_id: 2,
+            partition: 3,
+            code: 274,
+            message: "scan timed out".to_owned(),
+        },
+        SignalBody::GcpPrepareReq { gci: 13 },
+        SignalBody::GcpPrepareConf { gci: 13 },
+        SignalBody::GcpSaveReq { gci: 12 },
+        SignalBody::GcpSaveConf { gci: 12 },
+        SignalBody::GcpCompleteRep { gci: 12 },
     ];
     let mut gsns: Vec<u16> = bodies.iter().map(SignalBody::gsn).collect();
     gsns.sort_unstable();
