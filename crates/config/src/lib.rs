@@ -8,6 +8,8 @@
 //! - `syntax`: sections and `name=value` lines, with line numbers.
 //! - `parameters`: the parameters, NDB's defaults and ranges, value forms.
 //! - `cluster`: defaults applied, node ids placed, cross-node rules checked.
+//! - [`placement`]: where each partition lives (node group, replicas, LDM
+//!   instance), shared by data nodes and clients.
 //!
 //! Sections: `[ndbd default]`, `[ndbd]`, `[ndb_mgmd default]`, `[ndb_mgmd]`,
 //! `[api default]`, `[api]`, `[mysqld default]`, `[mysqld]` and NDB's aliases
@@ -18,6 +20,7 @@
 mod cluster;
 mod error;
 mod parameters;
+pub mod placement;
 mod syntax;
 
 use std::io::Read;
@@ -27,6 +30,7 @@ use kernel::thread_config::ThreadLayout;
 use signal::{NodeId, NodeType};
 
 pub use error::{ConfigError, ConfigErrorKind};
+pub use placement::{PartitionHome, Placement};
 
 /// The largest configuration file [`load`] reads: far above any real
 /// `config.ini`, small enough that a wrong path (a disk image) is refused.

@@ -1,0 +1,216 @@
+//! Where each partition of a table lives: its node group, its replicas
+//! (primary first) and the LDM instance that holds it on each replica.
+//!
+//! Why here: the data nodes (TC routing, LDM ownership) and the clients
+//! (the transaction hint: start a transaction on the node that holds the
+//! primary replica of its key) must agree on the placement without asking
+//! each other, and both already have the cluster configuration. The
+//! placement is a pure function of the configuration and the table's
+//! partition count, so it is the same everywhere and never stored.
+//!
+//! The rule, for `G` node groups of `R` replicas and `L` LDM instances per
+//! data node, partition `p`:
+//!
+//! - node group `p mod G`; let `q = p div G`;
+//! - LDM instance `q mod L` (on every replica);
+//! - primary replica: node number `(q div L) mod R` of its group (nodes of
+//!   a group in configuration order); the backups follow it in group order,
+//!   wrapping around.
+//!
+//! With the default partition count `G × R × L` (= data nodes × LDM
+//! instances, NDB's one partition per LDM per node) every LDM instance of
+//! every data node is the primary of exactly one partition of each table,
+//! so primaries, and the work of committed reads, spread evenly.
+//! Node failure moves primaries (issue 6); this module is the placement of
+//! a cluster with all nodes alive.
+
+use signal::NodeId;
+
+use crate::ClusterConfig;
+
+/// Most replicas of a partition (NDB's `NoOfReplicas` limit).
+pub const REPLICAS_MAX: usize = 4;
+
+/// The node groups of a configuration and the LDM instances per data node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placement {
+    /// Node groups in order; each holds its data nodes in configuration order.
+    groups: Vec<Vec<NodeId>>,
+    ldm_instances: u32,
+}
+
+/// Where one partition lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PartitionHome {
+    pub node_group: u32,
+    pub ldm_instance: u32,
+    replicas: [Option<NodeId>; REPLICAS_MAX],
+}
+
+impl PartitionHome {
+    /// The node holding the primary replica.
+    pub fn primary(&self) -> NodeId {
+        self.replicas[0].expect("a partition has a primary replica")
+    }
+
+    /// Every replica, the primary first, then the backups in the order a
+    /// write passes them.
+    pub fn replicas(&self) -> impl Iterator<Item = NodeId> + '_ {
+        self.replicas.iter().map_while(|r| *r)
+    }
+
+    /// The backups, in the order a write passes them.
+    pub fn backups(&self) -> impl Iterator<Item = NodeId> + '_ {
+        self.replicas().skip(1)
+    }
+
+    pub fn is_replica(&self, node: NodeId) -> bool {
+        self.replicas().any(|r| r == node)
+    }
+}
+
+impl Placement {
+    /// The placement of a configuration: node groups from the data nodes'
+    /// `node_group`, LDM instances from the first data node's thread layout
+    /// (every data node of a cluster runs the same count; the TC and the
+    /// clients route by it).
+    pub fn of(config: &ClusterConfig) -> Placement {
+        let mut groups: Vec<Vec<NodeId>> = Vec::new();
+        for node in &config.data_nodes {
+            let group = node.node_group as usize;
+            if groups.len() <= group {
+                groups.resize(group + 1, Vec::new());
+            }
+            groups[group].push(node.node_id);
+        }
+        groups.retain(|g| !g.is_empty());
+        let ldm_instances = config
+            .data_nodes
+            .first()
+            .map_or(1, |n| ldm_instances_of(&n.params.threads));
+        Placement::new(groups, ldm_instances)
+    }
+
+    /// # Panics
+    /// When there is no node group, a group is empty or larger than
+    /// [`REPLICAS_MAX`], groups differ in size, or `ldm_instances` is 0.
+    pub fn new(groups: Vec<Vec<NodeId>>, ldm_instances: u32) -> Placement {
+        assert!(!groups.is_empty(), "a cluster has at least one node group");
+        let replicas = groups[0].len();
+        assert!(
+            (1..=REPLICAS_MAX).contains(&replicas),
+            "a node group of {replicas} nodes: 1..={REPLICAS_MAX} allowed"
+        );
+        assert!(
+            groups.iter().all(|g| g.len() == replicas),
+            "every node group has NoOfReplicas nodes: {groups:?}"
+        );
+        assert!(ldm_instances > 0, "a data node has at least one LDM instance");
+        Placement {
+            groups,
+            ldm_instances,
+        }
+    }
+
+    pub fn node_groups(&self) -> &[Vec<NodeId>] {
+        &self.groups
+    }
+
+    pub fn replicas_per_group(&self) -> u32 {
+        self.groups[0].len() as u32
+    }
+
+    pub fn ldm_instances(&self) -> u32 {
+        self.ldm_instances
+    }
+
+    /// Partitions of a table created without a count: one per LDM
+    /// instance per data node.
+    pub fn default_partitions(&self) -> u32 {
+        self.groups.len() as u32 * self.replicas_per_group() * self.ldm_instances
+    }
+
+    /// Where partition `partition` lives.
+    pub fn home(&self, partition: u32) -> PartitionHome {
+        let group_count = self.groups.len() as u32;
+        let node_group = partition % group_count;
+        let q = partition / group_count;
+        let ldm_instance = q % self.ldm_instances;
+        let group = &self.groups[node_group as usize];
+        let replica_count = group.len();
+        let primary = (q / self.ldm_instances) as usize % replica_count;
+        let mut replicas = [None; REPLICAS_MAX];
+        for (k, slot) in replicas.iter_mut().take(replica_count).enumerate() {
+            *slot = Some(group[(primary + k) % replica_count]);
+        }
+        PartitionHome {
+            node_group,
+            ldm_instance,
+            replicas,
+        }
+    }
+
+    /// The node group a data node belongs to.
+    pub fn group_of(&self, node: NodeId) -> Option<u32> {
+        self.groups
+            .iter()
+            .position(|g| g.contains(&node))
+            .map(|g| g as u32)
+    }
+}
+
+/// LDM instances of a data node with this thread layout: its ldm threads,
+/// or one (folded into `main`) when it has none.
+pub fn ldm_instances_of(layout: &kernel::thread_config::ThreadLayout) -> u32 {
+    layout.count(kernel::thread_config::ThreadRole::Ldm).max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn n(id: u8) -> NodeId {
+        NodeId::new(id).unwrap()
+    }
+
+    #[test]
+    fn default_partitions_make_every_ldm_of_every_node_primary_once() {
+        let placement = Placement::new(vec![vec![n(1), n(2)], vec![n(3), n(4)]], 4);
+        let partitions = placement.default_partitions();
+        assert_eq!(partitions, 16);
+        let mut primaries = std::collections::BTreeSet::new();
+        for p in 0..partitions {
+            let home = placement.home(p);
+            assert!(primaries.insert((home.primary(), home.ldm_instance)));
+            let group = &placement.node_groups()[home.node_group as usize];
+            let mut replicas: Vec<NodeId> = home.replicas().collect();
+            assert_eq!(replicas.len(), 2);
+            replicas.sort();
+            assert_eq!(&replicas, group, "partition {p}: replicas are its group");
+        }
+        assert_eq!(primaries.len(), 16);
+    }
+
+    #[test]
+    fn one_node_holds_everything_with_one_replica() {
+        let placement = Placement::new(vec![vec![n(5)]], 2);
+        assert_eq!(placement.default_partitions(), 2);
+        for p in 0..10 {
+            let home = placement.home(p);
+            assert_eq!(home.primary(), n(5));
+            assert_eq!(home.backups().count(), 0);
+            assert_eq!(home.ldm_instance, p % 2);
+        }
+    }
+
+    #[test]
+    fn backups_follow_the_primary_in_group_order() {
+        let placement = Placement::new(vec![vec![n(1), n(2), n(3)]], 1);
+        let chains: Vec<Vec<u8>> = (0..3)
+            .map(|p| placement.home(p).replicas().map(NodeId::get).collect())
+            .collect();
+        assert_eq!(chains, vec![vec![1, 2, 3], vec![2, 3, 1], vec![3, 1, 2]]);
+        assert_eq!(placement.group_of(n(3)), Some(0));
+        assert_eq!(placement.group_of(n(9)), None);
+    }
+}
