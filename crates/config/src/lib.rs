@@ -121,6 +121,12 @@ pub struct DataNodeParams {
     pub time_between_global_checkpoints_ms: u32,
     pub time_between_epochs_ms: u32,
     pub transaction_deadlock_detection_timeout_ms: u32,
+    /// Transaction records per TC instance.
+    pub max_no_of_concurrent_transactions: u32,
+    /// Operation records per TC instance.
+    pub max_no_of_concurrent_operations: u32,
+    /// Scans in progress per TC instance.
+    pub max_no_of_concurrent_scans: u32,
     /// How long starting data nodes wait for every data node before they
     /// start without the missing ones (NDB's StartPartialTimeout).
     pub start_partial_timeout_ms: u32,

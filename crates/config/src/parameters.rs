@@ -198,6 +198,18 @@ pub(crate) const TIME_BETWEEN_EPOCHS: Parameter = integer("TimeBetweenEpochs", 0
 pub(crate) const TRANSACTION_DEADLOCK_DETECTION_TIMEOUT: Parameter =
     integer("TransactionDeadlockDetectionTimeout", 50, TIME_MAX_MS, 1200);
 
+/// Transaction records of each TC instance (NDB: MaxNoOfConcurrentTransactions).
+pub(crate) const MAX_NO_OF_CONCURRENT_TRANSACTIONS: Parameter =
+    integer("MaxNoOfConcurrentTransactions", 32, 4_294_967_039, 4096);
+
+/// Operation records of each TC instance (NDB: MaxNoOfConcurrentOperations).
+pub(crate) const MAX_NO_OF_CONCURRENT_OPERATIONS: Parameter =
+    integer("MaxNoOfConcurrentOperations", 32, 4_294_967_039, 32768);
+
+/// Scans in progress on each TC instance (NDB: MaxNoOfConcurrentScans).
+pub(crate) const MAX_NO_OF_CONCURRENT_SCANS: Parameter =
+    integer("MaxNoOfConcurrentScans", 2, 500, 256);
+
 /// Size of one redo log file (NDB: FragmentLogFileSize).
 pub(crate) const FRAGMENT_LOG_FILE_SIZE: Parameter = Parameter {
     name: "FragmentLogFileSize",
@@ -249,6 +261,9 @@ const DATA_NODE_PARAMETERS: &[&Parameter] = &[
     &TIME_BETWEEN_GLOBAL_CHECKPOINTS,
     &TIME_BETWEEN_EPOCHS,
     &TRANSACTION_DEADLOCK_DETECTION_TIMEOUT,
+    &MAX_NO_OF_CONCURRENT_TRANSACTIONS,
+    &MAX_NO_OF_CONCURRENT_OPERATIONS,
+    &MAX_NO_OF_CONCURRENT_SCANS,
     &START_PARTIAL_TIMEOUT,
     &LOCK_PAGES_IN_MAIN_MEMORY,
     &STOP_ON_ERROR,

@@ -176,6 +176,9 @@ fn defaults_are_ndbs() {
         assert_eq!(params.time_between_global_checkpoints_ms, 2000);
         assert_eq!(params.time_between_epochs_ms, 100);
         assert_eq!(params.transaction_deadlock_detection_timeout_ms, 1200);
+        assert_eq!(params.max_no_of_concurrent_transactions, 4096);
+        assert_eq!(params.max_no_of_concurrent_operations, 32768);
+        assert_eq!(params.max_no_of_concurrent_scans, 256);
         assert_eq!(params.start_partial_timeout_ms, 30000);
         assert_eq!(params.fragment_log_file_size_bytes, 16 << 20);
         assert_eq!(params.no_of_fragment_log_files, 16);
