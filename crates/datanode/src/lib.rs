@@ -3,6 +3,10 @@
 //! - [`membership`]: heartbeats, failure detection, the president (NDB: QMGR).
 //! - [`dictionary`]: the schema, changed by schema transactions and
 //!   persisted on every node (NDB: DBDICT).
+//! - [`ldm`]: the local data manager block: rows, indexes, locks, redo,
+//!   checkpoints of the partitions of one `ldm` thread (NDB: DBLQH…).
+//! - [`tc`]: the transaction coordinator block (NDB: DBTC).
+//! - [`distribution`]: global checkpoints (NDB: DBDIH).
 //! - [`node`]: the data node process — configuration from the mgmd, the
 //!   runtime, the transport, and the wiring between them.
 //! - [`angel`]: the parent process that restarts the data node when it dies.
@@ -10,6 +14,9 @@
 
 pub mod angel;
 pub mod dictionary;
+pub mod distribution;
+pub mod ldm;
 pub mod membership;
 pub mod node;
 pub mod simulation;
+pub mod tc;
