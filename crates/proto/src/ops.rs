@@ -1,0 +1,805 @@
+//! Op batches: the key operations of a transaction, many to one buffer.
+//!
+//! The client writes one batch per `TcKeyReq` (any number of operations on
+//! any tables); the transaction coordinator reads it, and for each LDM
+//! writes a batch of that LDM's operations with [`OpBatchWriter::copy`],
+//! which copies an operation's key, value and projection bytes unchanged
+//! under a new header (a resolved partition, say). The LDM reads that.
+//! Reading allocates nothing: values borrow the buffer.
+//!
+//! # Validation
+//!
+//! [`OpBatchReader::new`] validates the whole batch in one pass — every
+//! length, count, tag, UTF-8 string and decimal — before it hands out a
+//! single operation, so a bad batch is refused as a whole and iteration
+//! afterwards cannot fail halfway: the iterators yield plain values. Whether
+//! an operation fits its table is a second question, [`OpView::check`].
+//!
+//! # Layout
+//!
+//! ```text
+//! "OB"          magic, 2 bytes
+//! u8            format version (OP_BATCH_FORMAT_VERSION = 1)
+//! u32           op count, at most OPS_PER_BATCH_MAX
+//! then per op:
+//!   u32         body bytes: the bytes of the op after this field
+//!   u32 op_index, u32 table_id, u32 table_version,
+//!   u32 index_id (NO_INDEX = by primary key), u32 partition (NO_PARTITION = not yet known)
+//!   u8 kind     1 read, 2 insert, 3 update, 4 write, 5 delete
+//!   u8 lock     0 committed read, 1 shared, 2 exclusive
+//!   u8 flags    bit 0 IGNORE_ERROR, bit 1 KEY_INFO; other bits 0
+//!   u16 key count, u16 value count, u16 projection count
+//!   keys        key count × value (crate::value), in key order
+//!   values      value count × (u16 column position, value)
+//!   projection  projection count × u16 column position
+//! ```
+//!
+//! The whole batch is at most [`BATCH_BYTES_MAX`] bytes.
+
+use storage::schema::{IndexKind, TableDef, ValueRef, COLUMNS_MAX};
+
+use crate::value::{get_value, put_value, Reader};
+use crate::ProtoError;
+
+/// The two bytes an op batch starts with.
+pub const OP_BATCH_MAGIC: [u8; 2] = *b"OB";
+/// The format version this build writes and reads.
+pub const OP_BATCH_FORMAT_VERSION: u8 = 1;
+/// Most operations in one batch: a bound on what one request makes the TC
+/// hold, and plenty for batching (NDB's clients rarely go past a few
+/// hundred per round trip).
+pub const OPS_PER_BATCH_MAX: usize = 8_192;
+/// Largest batch (op batches, result batches and row batches alike): it
+/// must travel in one signal, whose frame holds at most
+/// `signal::frame::FRAME_PAYLOAD_MAX_BYTES` (1 MiB); 64 KiB are left for
+/// the signal's header and other fields.
+pub const BATCH_BYTES_MAX: usize = 960 * 1024;
+const _: () = assert!(BATCH_BYTES_MAX + 64 * 1024 <= signal::frame::FRAME_PAYLOAD_MAX_BYTES);
+/// An op by primary key, not by a unique index.
+pub const NO_INDEX: u32 = u32::MAX;
+/// The partition is not (yet) known: the TC computes it from the key.
+pub const NO_PARTITION: u32 = u32::MAX;
+/// Op flag: a failure of this op does not abort the transaction (NDB's
+/// `AO_IgnoreError`); its result carries the error code.
+pub const IGNORE_ERROR: u8 = 1;
+/// Op flag: a read also returns the row's primary key values.
+pub const KEY_INFO: u8 = 2;
+const OP_FLAGS_KNOWN: u8 = IGNORE_ERROR | KEY_INFO;
+
+const BATCH_HEADER_BYTES: usize = 2 + 1 + 4;
+const OP_COUNT_OFFSET: usize = 3;
+/// Bytes of an op after its length field and before its keys.
+const OP_FIXED_BYTES: usize = 5 * 4 + 3 + 3 * 2;
+/// Offset of the key count from the op's start (its length field).
+const OP_COUNTS_OFFSET: usize = 4 + 5 * 4 + 3;
+
+/// What an operation does to its row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OpKind {
+    Read = 1,
+    Insert = 2,
+    Update = 3,
+    /// Insert or overwrite (upsert).
+    Write = 4,
+    Delete = 5,
+}
+
+impl OpKind {
+    pub const ALL: [OpKind; 5] = [
+        OpKind::Read,
+        OpKind::Insert,
+        OpKind::Update,
+        OpKind::Write,
+        OpKind::Delete,
+    ];
+
+    fn from_u8(v: u8) -> Option<OpKind> {
+        OpKind::ALL.into_iter().find(|k| *k as u8 == v)
+    }
+
+    /// The SQL-ish name, for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            OpKind::Read => "read",
+            OpKind::Insert => "insert",
+            OpKind::Update => "update",
+            OpKind::Write => "write",
+            OpKind::Delete => "delete",
+        }
+    }
+}
+
+/// The lock a read takes (writes always lock exclusively).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LockMode {
+    /// No lock: the last committed image.
+    Committed = 0,
+    Shared = 1,
+    Exclusive = 2,
+}
+
+impl LockMode {
+    pub const ALL: [LockMode; 3] = [LockMode::Committed, LockMode::Shared, LockMode::Exclusive];
+
+    pub(crate) fn from_u8(v: u8) -> Option<LockMode> {
+        LockMode::ALL.into_iter().find(|k| *k as u8 == v)
+    }
+}
+
+/// The fixed part of an operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct OpHeader {
+    /// Position of the op in the client's request; results name it.
+    pub op_index: u32,
+    pub table_id: u32,
+    pub table_version: u32,
+    /// A unique index's id for an op by unique key, else [`NO_INDEX`].
+    pub index_id: u32,
+    /// The partition, or [`NO_PARTITION`] before the TC computed it.
+    pub partition: u32,
+    pub kind: OpKind,
+    pub lock: LockMode,
+    /// [`IGNORE_ERROR`] and [`KEY_INFO`].
+    pub flags: u8,
+}
+
+impl OpHeader {
+    fn put(&self, out: &mut Vec<u8>) {
+        for field in [
+            self.op_index,
+            self.table_id,
+            self.table_version,
+            self.index_id,
+            self.partition,
+        ] {
+            out.extend_from_slice(&field.to_le_bytes());
+        }
+        out.extend_from_slice(&[self.kind as u8, self.lock as u8, self.flags]);
+    }
+
+    fn get(r: &mut Reader<'_>) -> Result<OpHeader, ProtoError> {
+        let op_index = r.u32()?;
+        let table_id = r.u32()?;
+        let table_version = r.u32()?;
+        let index_id = r.u32()?;
+        let partition = r.u32()?;
+        let at = r.position();
+        let kind = r.u8()?;
+        let kind =
+            OpKind::from_u8(kind).ok_or_else(|| r.bad_field(at, "op kind", u64::from(kind)))?;
+        let lock = r.u8()?;
+        let lock = LockMode::from_u8(lock)
+            .ok_or_else(|| r.bad_field(at + 1, "lock mode", u64::from(lock)))?;
+        let flags = r.u8()?;
+        if flags & !OP_FLAGS_KNOWN != 0 {
+            return Err(r.bad_field(at + 2, "op flags", u64::from(flags)));
+        }
+        Ok(OpHeader {
+            op_index,
+            table_id,
+            table_version,
+            index_id,
+            partition,
+            kind,
+            lock,
+            flags,
+        })
+    }
+}
+
+/// Which part of an op the writer is in; parts come in this order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Part {
+    Keys,
+    Values,
+    Projection,
+}
+
+/// The op being written.
+#[derive(Clone, Copy, Debug)]
+struct OpenOp {
+    start: usize,
+    part: Part,
+    counts: [usize; 3],
+}
+
+/// Appends an op batch to a buffer. The buffer holds a valid batch after
+/// every [`OpBatchWriter::end`]; an op begun and not ended is removed when
+/// the writer is dropped.
+///
+/// Within an op, keys come first, then values, then the projection; calling
+/// them out of order, or outside `begin`/`end`, is a bug and panics.
+pub struct OpBatchWriter<'a> {
+    out: &'a mut Vec<u8>,
+    start: usize,
+    ops: usize,
+    open: Option<OpenOp>,
+}
+
+impl<'a> OpBatchWriter<'a> {
+    /// Starts a batch at the end of `out`.
+    pub fn new(out: &'a mut Vec<u8>) -> OpBatchWriter<'a> {
+        let start = out.len();
+        out.extend_from_slice(&OP_BATCH_MAGIC);
+        out.push(OP_BATCH_FORMAT_VERSION);
+        out.extend_from_slice(&0u32.to_le_bytes());
+        OpBatchWriter {
+            out,
+            start,
+            ops: 0,
+            open: None,
+        }
+    }
+
+    /// Operations ended so far.
+    pub fn op_count(&self) -> usize {
+        self.ops
+    }
+
+    /// Bytes of the batch so far (an open op included).
+    pub fn batch_bytes(&self) -> usize {
+        self.out.len() - self.start
+    }
+
+    /// Starts an operation.
+    pub fn begin(&mut self, header: &OpHeader) {
+        assert!(
+            self.open.is_none(),
+            "OpBatchWriter::begin inside an op: end() the previous one"
+        );
+        let start = self.out.len();
+        self.out.extend_from_slice(&0u32.to_le_bytes());
+        header.put(self.out);
+        self.out.extend_from_slice(&[0u8; 6]);
+        self.open = Some(OpenOp {
+            start,
+            part: Part::Keys,
+            counts: [0; 3],
+        });
+    }
+
+    fn enter(&mut self, part: Part) -> &mut OpenOp {
+        let op = self
+            .open
+            .as_mut()
+            .expect("OpBatchWriter: begin() an op first");
+        assert!(
+            op.part <= part,
+            "OpBatchWriter: keys, then values, then the projection"
+        );
+        op.part = part;
+        op.counts[part as usize] += 1;
+        op
+    }
+
+    /// Adds the value of the next key column (primary key columns in key
+    /// order, or the unique index's columns).
+    pub fn key(&mut self, v: ValueRef<'_>) {
+        self.enter(Part::Keys);
+        put_value(self.out, v);
+    }
+
+    /// Adds a written column (insert and write: every non-key column;
+    /// update: the changed ones).
+    pub fn value(&mut self, column: u16, v: ValueRef<'_>) {
+        self.enter(Part::Values);
+        self.out.extend_from_slice(&column.to_le_bytes());
+        put_value(self.out, v);
+    }
+
+    /// Adds a column to read; a read without any reads every column.
+    pub fn project(&mut self, column: u16) {
+        self.enter(Part::Projection);
+        self.out.extend_from_slice(&column.to_le_bytes());
+    }
+
+    /// Ends the op. If it would break a limit (ops per batch, batch bytes,
+    /// 65,535 keys/values/columns per op) it is removed from the batch and
+    /// the error says which: send the batch and put the op in the next one.
+    pub fn end(&mut self) -> Result<(), ProtoError> {
+        let op = self.open.take().expect("OpBatchWriter::end without begin");
+        let limits = [
+            ("ops per batch", self.ops + 1, OPS_PER_BATCH_MAX),
+            ("batch bytes", self.out.len() - self.start, BATCH_BYTES_MAX),
+            ("keys of one op", op.counts[0], usize::from(u16::MAX)),
+            ("values of one op", op.counts[1], usize::from(u16::MAX)),
+            (
+                "projected columns of one op",
+                op.counts[2],
+                usize::from(u16::MAX),
+            ),
+        ];
+        for (field, value, max) in limits {
+            if value > max {
+                self.out.truncate(op.start);
+                return Err(ProtoError::OverLimit {
+                    what: "op batch",
+                    field,
+                    value: value as u64,
+                    max: max as u64,
+                });
+            }
+        }
+        let body = self.out.len() - op.start - 4;
+        let body = u32::try_from(body).expect("an op within BATCH_BYTES_MAX");
+        self.out[op.start..op.start + 4].copy_from_slice(&body.to_le_bytes());
+        let counts_at = op.start + OP_COUNTS_OFFSET;
+        for (k, count) in op.counts.iter().enumerate() {
+            let count = *count as u16;
+            self.out[counts_at + 2 * k..counts_at + 2 * k + 2]
+                .copy_from_slice(&count.to_le_bytes());
+        }
+        self.ops += 1;
+        let count_at = self.start + OP_COUNT_OFFSET;
+        self.out[count_at..count_at + 4].copy_from_slice(&(self.ops as u32).to_le_bytes());
+        Ok(())
+    }
+
+    /// Appends an op read from another batch under a new header, copying
+    /// its keys, values and projection as bytes (no re-encoding).
+    pub fn copy(&mut self, header: &OpHeader, op: &OpView<'_>) -> Result<(), ProtoError> {
+        self.begin(header);
+        self.out.extend_from_slice(op.keys);
+        self.out.extend_from_slice(op.values);
+        self.out.extend_from_slice(op.projection);
+        let open = self.open.as_mut().expect("begun above");
+        open.part = Part::Projection;
+        open.counts = [
+            usize::from(op.key_count),
+            usize::from(op.value_count),
+            usize::from(op.projection_count),
+        ];
+        self.end()
+    }
+}
+
+impl Drop for OpBatchWriter<'_> {
+    fn drop(&mut self) {
+        // An op never ended is not part of the batch.
+        if let Some(op) = self.open.take() {
+            self.out.truncate(op.start);
+        }
+    }
+}
+
+/// A validated op batch (see the module doc).
+#[derive(Clone, Copy, Debug)]
+pub struct OpBatchReader<'a> {
+    /// The ops, after the batch header.
+    ops: &'a [u8],
+    count: usize,
+}
+
+impl<'a> OpBatchReader<'a> {
+    /// Validates the whole batch; afterwards nothing read from it can fail.
+    /// Allocates nothing unless it fails.
+    pub fn new(bytes: &'a [u8]) -> Result<OpBatchReader<'a>, ProtoError> {
+        let mut r = Reader::new(bytes, "op batch");
+        r.limit("batch bytes", bytes.len(), BATCH_BYTES_MAX)?;
+        r.header(OP_BATCH_MAGIC, OP_BATCH_FORMAT_VERSION)?;
+        let count = r.u32()? as usize;
+        r.limit("op count", count, OPS_PER_BATCH_MAX)?;
+        for _ in 0..count {
+            parse_op(&mut r)?;
+        }
+        r.finish()?;
+        Ok(OpBatchReader {
+            ops: &bytes[BATCH_HEADER_BYTES..],
+            count,
+        })
+    }
+
+    /// Number of operations.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The operations, in batch order.
+    pub fn iter(&self) -> OpIter<'a> {
+        OpIter {
+            r: Reader::new(self.ops, "op batch"),
+            left: self.count,
+        }
+    }
+}
+
+impl<'a> IntoIterator for &OpBatchReader<'a> {
+    type Item = OpView<'a>;
+    type IntoIter = OpIter<'a>;
+    fn into_iter(self) -> OpIter<'a> {
+        self.iter()
+    }
+}
+
+/// Reads and checks one op, returning its view.
+fn parse_op<'a>(r: &mut Reader<'a>) -> Result<OpView<'a>, ProtoError> {
+    let start = r.position();
+    let body = r.u32()? as usize;
+    if body > r.remaining() || body < OP_FIXED_BYTES {
+        return Err(ProtoError::BadLength {
+            what: r.what(),
+            offset: start,
+            field: "op length",
+            declared: body,
+            actual: r.remaining().min(body),
+        });
+    }
+    let end = r.position() + body;
+    let header = OpHeader::get(r)?;
+    let key_count = r.u16()?;
+    let value_count = r.u16()?;
+    let projection_count = r.u16()?;
+    let keys_at = r.position();
+    for _ in 0..key_count {
+        get_value(r)?;
+    }
+    let values_at = r.position();
+    for _ in 0..value_count {
+        r.u16()?;
+        get_value(r)?;
+    }
+    let projection_at = r.position();
+    r.bytes(2 * usize::from(projection_count))?;
+    if r.position() != end {
+        return Err(ProtoError::BadLength {
+            what: r.what(),
+            offset: start,
+            field: "op length",
+            declared: body,
+            actual: r.position() - start - 4,
+        });
+    }
+    let whole = r.whole();
+    Ok(OpView {
+        header,
+        key_count,
+        value_count,
+        projection_count,
+        keys: &whole[keys_at..values_at],
+        values: &whole[values_at..projection_at],
+        projection: &whole[projection_at..end],
+    })
+}
+
+/// The operations of a validated batch.
+pub struct OpIter<'a> {
+    r: Reader<'a>,
+    left: usize,
+}
+
+impl<'a> Iterator for OpIter<'a> {
+    type Item = OpView<'a>;
+
+    fn next(&mut self) -> Option<OpView<'a>> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        validated(parse_op(&mut self.r))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (0, Some(self.left))
+    }
+}
+
+/// Unwraps a read from bytes a reader's constructor has validated. An
+/// error here is a bug in the validation; in a release build the iteration
+/// then ends early rather than crash the node.
+pub(crate) fn validated<T>(read: Result<T, ProtoError>) -> Option<T> {
+    match read {
+        Ok(item) => Some(item),
+        Err(error) => {
+            debug_assert!(false, "validated bytes failed to read: {error}");
+            None
+        }
+    }
+}
+
+/// One operation of a batch, borrowing the batch.
+#[derive(Clone, Copy, Debug)]
+pub struct OpView<'a> {
+    pub header: OpHeader,
+    key_count: u16,
+    value_count: u16,
+    projection_count: u16,
+    keys: &'a [u8],
+    values: &'a [u8],
+    projection: &'a [u8],
+}
+
+impl<'a> OpView<'a> {
+    pub fn key_count(&self) -> usize {
+        usize::from(self.key_count)
+    }
+
+    pub fn value_count(&self) -> usize {
+        usize::from(self.value_count)
+    }
+
+    pub fn projection_count(&self) -> usize {
+        usize::from(self.projection_count)
+    }
+
+    /// Whether a flag ([`IGNORE_ERROR`], [`KEY_INFO`]) is set.
+    pub fn has_flag(&self, flag: u8) -> bool {
+        self.header.flags & flag != 0
+    }
+
+    /// The key values, in key order.
+    pub fn keys(&self) -> Values<'a> {
+        Values {
+            r: Reader::new(self.keys, "op keys"),
+            left: self.key_count(),
+        }
+    }
+
+    /// The written columns and their values.
+    pub fn values(&self) -> ColumnValues<'a> {
+        ColumnValues {
+            r: Reader::new(self.values, "op values"),
+            left: self.value_count(),
+        }
+    }
+
+    /// The columns to read; none means all.
+    pub fn projection(&self) -> Columns<'a> {
+        Columns {
+            bytes: self.projection,
+        }
+    }
+
+    /// Checks the op against its table: the table id and version, the key
+    /// (every column of the primary key or unique index, each value
+    /// fitting), the written columns (existing, each once, fitting; not in
+    /// the primary key; insert and write give every non-key column) and
+    /// the projection. Errors name the table and the column.
+    pub fn check(&self, table: &TableDef) -> Result<(), ProtoError> {
+        let h = &self.header;
+        let bad = |problem: String| ProtoError::BadOperation {
+            table: table.name.clone(),
+            problem,
+        };
+        check_table(table, h.table_id, h.table_version)?;
+        check_partition(table, h.partition)?;
+        let (key_name, key_columns): (String, &[usize]) = if h.index_id == NO_INDEX {
+            ("the primary key".to_string(), &table.primary_key)
+        } else {
+            let index = find_index(table, h.index_id, IndexKind::Unique)?;
+            if matches!(h.kind, OpKind::Insert | OpKind::Write) {
+                return Err(bad(format!(
+                    "an {} goes by primary key, not by unique index `{}`",
+                    h.kind.name(),
+                    index.name
+                )));
+            }
+            (format!("unique index `{}`", index.name), &index.columns)
+        };
+        if self.key_count() != key_columns.len() {
+            return Err(ProtoError::KeyCount {
+                table: table.name.clone(),
+                key: key_name,
+                expected: key_columns.len(),
+                given: self.key_count(),
+            });
+        }
+        for (&c, v) in key_columns.iter().zip(self.keys()) {
+            crate::value::check_value(&table.name, &table.columns[c], v)?;
+        }
+        let writes = matches!(h.kind, OpKind::Insert | OpKind::Update | OpKind::Write);
+        if !writes && self.value_count() > 0 {
+            return Err(bad(format!(
+                "a {} writes no columns: {} given",
+                h.kind.name(),
+                self.value_count()
+            )));
+        }
+        if h.flags & KEY_INFO != 0 && h.kind != OpKind::Read {
+            return Err(bad(format!(
+                "only a read returns key info, not a {}",
+                h.kind.name()
+            )));
+        }
+        let mut given = ColumnSet::default();
+        for (c, v) in self.values() {
+            let column = column_at(table, "a written value", c)?;
+            if !given.insert(usize::from(c)) {
+                return Err(ProtoError::DuplicateColumn {
+                    table: table.name.clone(),
+                    column: column.name.clone(),
+                });
+            }
+            if table.primary_key.contains(&usize::from(c)) {
+                if h.kind == OpKind::Update {
+                    return Err(ProtoError::PrimaryKeyUpdate {
+                        table: table.name.clone(),
+                        column: column.name.clone(),
+                    });
+                }
+                return Err(bad(format!(
+                    "primary-key column `{}` goes in the key, not among the values",
+                    column.name
+                )));
+            }
+            crate::value::check_value(&table.name, column, v)?;
+        }
+        if matches!(h.kind, OpKind::Insert | OpKind::Write) {
+            let missing = (0..table.columns.len())
+                .find(|c| !table.primary_key.contains(c) && !given.contains(*c));
+            if let Some(c) = missing {
+                return Err(ProtoError::MissingColumn {
+                    table: table.name.clone(),
+                    kind: h.kind.name(),
+                    column: table.columns[c].name.clone(),
+                });
+            }
+        }
+        if self.projection_count() > 0 && !matches!(h.kind, OpKind::Read | OpKind::Delete) {
+            return Err(bad(format!("a {} reads no columns", h.kind.name())));
+        }
+        for c in self.projection() {
+            column_at(table, "the projection", c)?;
+        }
+        Ok(())
+    }
+}
+
+/// A set of column positions, on the stack: checks allocate only to fail.
+#[derive(Default)]
+struct ColumnSet([u64; COLUMNS_MAX.div_ceil(64)]);
+
+impl ColumnSet {
+    /// Adds a column; false if it was there. `c` is below `COLUMNS_MAX`.
+    fn insert(&mut self, c: usize) -> bool {
+        let (word, bit) = (c / 64, 1u64 << (c % 64));
+        let fresh = self.0[word] & bit == 0;
+        self.0[word] |= bit;
+        fresh
+    }
+
+    fn contains(&self, c: usize) -> bool {
+        self.0[c / 64] & (1u64 << (c % 64)) != 0
+    }
+}
+
+/// The table must be the one the request was built for.
+pub(crate) fn check_table(
+    table: &TableDef,
+    table_id: u32,
+    table_version: u32,
+) -> Result<(), ProtoError> {
+    if table_id != table.id {
+        return Err(ProtoError::WrongTable {
+            table: table.name.clone(),
+            table_id: table.id,
+            given: table_id,
+        });
+    }
+    if table_version != table.version {
+        return Err(ProtoError::WrongVersion {
+            table: table.name.clone(),
+            version: table.version,
+            given: table_version,
+        });
+    }
+    Ok(())
+}
+
+pub(crate) fn check_partition(table: &TableDef, partition: u32) -> Result<(), ProtoError> {
+    if partition != NO_PARTITION && partition >= table.partitions {
+        return Err(ProtoError::NoSuchPartition {
+            table: table.name.clone(),
+            partition,
+            partitions: table.partitions,
+        });
+    }
+    Ok(())
+}
+
+pub(crate) fn find_index(
+    table: &TableDef,
+    index_id: u32,
+    kind: IndexKind,
+) -> Result<&storage::schema::IndexDef, ProtoError> {
+    table
+        .indexes
+        .iter()
+        .find(|i| i.id == index_id && i.kind == kind)
+        .ok_or_else(|| ProtoError::NoSuchIndex {
+            table: table.name.clone(),
+            kind: match kind {
+                IndexKind::Unique => "unique",
+                IndexKind::Ordered => "ordered",
+            },
+            index_id,
+        })
+}
+
+/// The column at a wire position, or an error naming the table.
+pub(crate) fn column_at<'t>(
+    table: &'t TableDef,
+    role: &'static str,
+    c: u16,
+) -> Result<&'t storage::schema::Column, ProtoError> {
+    table
+        .columns
+        .get(usize::from(c))
+        .ok_or_else(|| ProtoError::NoSuchColumn {
+            table: table.name.clone(),
+            role,
+            column: c,
+            columns: table.columns.len(),
+        })
+}
+
+/// Values of a validated buffer (keys of an op, a result's row).
+#[derive(Clone, Debug)]
+pub struct Values<'a> {
+    pub(crate) r: Reader<'a>,
+    pub(crate) left: usize,
+}
+
+impl<'a> Iterator for Values<'a> {
+    type Item = ValueRef<'a>;
+
+    fn next(&mut self) -> Option<ValueRef<'a>> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        validated(get_value(&mut self.r))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (0, Some(self.left))
+    }
+}
+
+/// (column, value) pairs of a validated op.
+#[derive(Clone, Debug)]
+pub struct ColumnValues<'a> {
+    r: Reader<'a>,
+    left: usize,
+}
+
+impl<'a> Iterator for ColumnValues<'a> {
+    type Item = (u16, ValueRef<'a>);
+
+    fn next(&mut self) -> Option<(u16, ValueRef<'a>)> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let column = validated(self.r.u16())?;
+        Some((column, validated(get_value(&mut self.r))?))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (0, Some(self.left))
+    }
+}
+
+/// Column positions of a validated op's projection.
+#[derive(Clone, Debug)]
+pub struct Columns<'a> {
+    bytes: &'a [u8],
+}
+
+impl Iterator for Columns<'_> {
+    type Item = u16;
+
+    fn next(&mut self) -> Option<u16> {
+        let (first, rest) = self.bytes.split_first_chunk::<2>()?;
+        self.bytes = rest;
+        Some(u16::from_le_bytes(*first))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.bytes.len() / 2;
+        (n, Some(n))
+    }
+}

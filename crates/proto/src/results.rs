@@ -1,0 +1,364 @@
+//! Per-op results: what the LDM answers for each operation of an op batch
+//! and the TC passes back to the client.
+//!
+//! A result is "ok", an error code (see [`crate::error`]), or a row: the
+//! projected columns' values in projection order (all columns in table
+//! order when the read projected none), followed by the primary key's
+//! values when the op asked for [`crate::ops::KEY_INFO`]. As with op
+//! batches, [`ResultReader::new`] validates the whole batch once and the
+//! iterators cannot fail afterwards; reading allocates nothing.
+//!
+//! # Layout
+//!
+//! ```text
+//! "RB"          magic, 2 bytes
+//! u8            format version (RESULT_BATCH_FORMAT_VERSION = 1)
+//! u32           result count, at most OPS_PER_BATCH_MAX
+//! then per result:
+//!   u8          kind: 0 ok, 1 error, 2 row
+//!   u32         op_index
+//!   kind 1:     u32 error code, never 0
+//!   kind 2:     u16 value count, u16 key count, the values, then the key values
+//! ```
+//!
+//! The whole batch is at most [`BATCH_BYTES_MAX`] bytes.
+
+use storage::schema::ValueRef;
+
+use crate::ops::{validated, Values, BATCH_BYTES_MAX, OPS_PER_BATCH_MAX};
+use crate::value::{get_value, put_value, Reader};
+use crate::ProtoError;
+
+/// The two bytes a result batch starts with.
+pub const RESULT_BATCH_MAGIC: [u8; 2] = *b"RB";
+/// The format version this build writes and reads.
+pub const RESULT_BATCH_FORMAT_VERSION: u8 = 1;
+
+const KIND_OK: u8 = 0;
+const KIND_ERROR: u8 = 1;
+const KIND_ROW: u8 = 2;
+const BATCH_HEADER_BYTES: usize = 2 + 1 + 4;
+const COUNT_OFFSET: usize = 3;
+
+/// The row being written: where it starts and its counts so far.
+#[derive(Clone, Copy, Debug)]
+struct OpenRow {
+    start: usize,
+    values: usize,
+    keys: usize,
+}
+
+/// Appends a result batch to a buffer. The buffer holds a valid batch after
+/// every completed result; a row begun and not ended is removed when the
+/// writer is dropped. Values of a row come before its key values; calling
+/// `value`/`key` outside `row`/`end_row`, or a value after a key, panics.
+pub struct ResultWriter<'a> {
+    out: &'a mut Vec<u8>,
+    start: usize,
+    results: usize,
+    open: Option<OpenRow>,
+}
+
+impl<'a> ResultWriter<'a> {
+    /// Starts a batch at the end of `out`.
+    pub fn new(out: &'a mut Vec<u8>) -> ResultWriter<'a> {
+        let start = out.len();
+        out.extend_from_slice(&RESULT_BATCH_MAGIC);
+        out.push(RESULT_BATCH_FORMAT_VERSION);
+        out.extend_from_slice(&0u32.to_le_bytes());
+        ResultWriter {
+            out,
+            start,
+            results: 0,
+            open: None,
+        }
+    }
+
+    /// Results completed so far.
+    pub fn result_count(&self) -> usize {
+        self.results
+    }
+
+    /// Bytes of the batch so far.
+    pub fn batch_bytes(&self) -> usize {
+        self.out.len() - self.start
+    }
+
+    /// The op succeeded and returns no row.
+    pub fn ok(&mut self, op_index: u32) -> Result<(), ProtoError> {
+        let start = self.begin(KIND_OK, op_index);
+        self.complete(start)
+    }
+
+    /// The op failed with `code` (not 0).
+    pub fn error(&mut self, op_index: u32, code: u32) -> Result<(), ProtoError> {
+        assert_ne!(code, 0, "error code 0 means success: use ok()");
+        let start = self.begin(KIND_ERROR, op_index);
+        self.out.extend_from_slice(&code.to_le_bytes());
+        self.complete(start)
+    }
+
+    /// Starts a row for the op; add its values, then its key values (key
+    /// info), then [`ResultWriter::end_row`].
+    pub fn row(&mut self, op_index: u32) {
+        let start = self.begin(KIND_ROW, op_index);
+        self.out.extend_from_slice(&[0u8; 4]);
+        self.open = Some(OpenRow {
+            start,
+            values: 0,
+            keys: 0,
+        });
+    }
+
+    /// The next projected column's value.
+    pub fn value(&mut self, v: ValueRef<'_>) {
+        let row = self
+            .open
+            .as_mut()
+            .expect("ResultWriter::value outside row()/end_row()");
+        assert_eq!(
+            row.keys, 0,
+            "ResultWriter: a row's values come before its key values"
+        );
+        row.values += 1;
+        put_value(self.out, v);
+    }
+
+    /// The next primary-key value (key info).
+    pub fn key(&mut self, v: ValueRef<'_>) {
+        let row = self
+            .open
+            .as_mut()
+            .expect("ResultWriter::key outside row()/end_row()");
+        row.keys += 1;
+        put_value(self.out, v);
+    }
+
+    /// Ends the row. If it breaks a limit the row is removed and the error
+    /// says which: send the batch and answer the op in the next one.
+    pub fn end_row(&mut self) -> Result<(), ProtoError> {
+        let row = self
+            .open
+            .take()
+            .expect("ResultWriter::end_row without row()");
+        for (field, value) in [
+            ("values of one row", row.values),
+            ("key values of one row", row.keys),
+        ] {
+            if value > usize::from(u16::MAX) {
+                self.out.truncate(row.start);
+                return Err(over_limit(field, value, usize::from(u16::MAX)));
+            }
+        }
+        let counts_at = row.start + 1 + 4;
+        self.out[counts_at..counts_at + 2].copy_from_slice(&(row.values as u16).to_le_bytes());
+        self.out[counts_at + 2..counts_at + 4].copy_from_slice(&(row.keys as u16).to_le_bytes());
+        self.complete(row.start)
+    }
+
+    fn begin(&mut self, kind: u8, op_index: u32) -> usize {
+        assert!(
+            self.open.is_none(),
+            "ResultWriter: end_row() the open row first"
+        );
+        let start = self.out.len();
+        self.out.push(kind);
+        self.out.extend_from_slice(&op_index.to_le_bytes());
+        start
+    }
+
+    /// Counts the result that starts at `start`, or removes it if the batch
+    /// would break a limit.
+    fn complete(&mut self, start: usize) -> Result<(), ProtoError> {
+        let limits = [
+            ("results per batch", self.results + 1, OPS_PER_BATCH_MAX),
+            ("batch bytes", self.batch_bytes(), BATCH_BYTES_MAX),
+        ];
+        for (field, value, max) in limits {
+            if value > max {
+                self.out.truncate(start);
+                return Err(over_limit(field, value, max));
+            }
+        }
+        self.results += 1;
+        let at = self.start + COUNT_OFFSET;
+        self.out[at..at + 4].copy_from_slice(&(self.results as u32).to_le_bytes());
+        Ok(())
+    }
+}
+
+impl Drop for ResultWriter<'_> {
+    fn drop(&mut self) {
+        if let Some(row) = self.open.take() {
+            self.out.truncate(row.start);
+        }
+    }
+}
+
+fn over_limit(field: &'static str, value: usize, max: usize) -> ProtoError {
+    ProtoError::OverLimit {
+        what: "result batch",
+        field,
+        value: value as u64,
+        max: max as u64,
+    }
+}
+
+/// A validated result batch.
+#[derive(Clone, Copy, Debug)]
+pub struct ResultReader<'a> {
+    results: &'a [u8],
+    count: usize,
+}
+
+impl<'a> ResultReader<'a> {
+    /// Validates the whole batch; afterwards nothing read from it can fail.
+    pub fn new(bytes: &'a [u8]) -> Result<ResultReader<'a>, ProtoError> {
+        let mut r = Reader::new(bytes, "result batch");
+        r.limit("batch bytes", bytes.len(), BATCH_BYTES_MAX)?;
+        r.header(RESULT_BATCH_MAGIC, RESULT_BATCH_FORMAT_VERSION)?;
+        let count = r.u32()? as usize;
+        r.limit("result count", count, OPS_PER_BATCH_MAX)?;
+        for _ in 0..count {
+            parse_result(&mut r)?;
+        }
+        r.finish()?;
+        Ok(ResultReader {
+            results: &bytes[BATCH_HEADER_BYTES..],
+            count,
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    pub fn iter(&self) -> ResultIter<'a> {
+        ResultIter {
+            r: Reader::new(self.results, "result batch"),
+            left: self.count,
+        }
+    }
+}
+
+impl<'a> IntoIterator for &ResultReader<'a> {
+    type Item = OpResult<'a>;
+    type IntoIter = ResultIter<'a>;
+    fn into_iter(self) -> ResultIter<'a> {
+        self.iter()
+    }
+}
+
+fn parse_result<'a>(r: &mut Reader<'a>) -> Result<OpResult<'a>, ProtoError> {
+    let at = r.position();
+    let kind = r.u8()?;
+    let op_index = r.u32()?;
+    let empty = &r.whole()[..0];
+    let mut result = OpResult {
+        op_index,
+        code: 0,
+        has_row: false,
+        value_count: 0,
+        key_count: 0,
+        values: empty,
+        keys: empty,
+    };
+    match kind {
+        KIND_OK => {}
+        KIND_ERROR => {
+            let code_at = r.position();
+            result.code = r.u32()?;
+            if result.code == 0 {
+                return Err(r.bad_field(code_at, "error code", 0));
+            }
+        }
+        KIND_ROW => {
+            result.has_row = true;
+            result.value_count = r.u16()?;
+            result.key_count = r.u16()?;
+            let values_at = r.position();
+            for _ in 0..result.value_count {
+                get_value(r)?;
+            }
+            let keys_at = r.position();
+            for _ in 0..result.key_count {
+                get_value(r)?;
+            }
+            let whole = r.whole();
+            result.values = &whole[values_at..keys_at];
+            result.keys = &whole[keys_at..r.position()];
+        }
+        other => return Err(r.bad_field(at, "result kind", u64::from(other))),
+    }
+    Ok(result)
+}
+
+/// The results of a validated batch.
+pub struct ResultIter<'a> {
+    r: Reader<'a>,
+    left: usize,
+}
+
+impl<'a> Iterator for ResultIter<'a> {
+    type Item = OpResult<'a>;
+
+    fn next(&mut self) -> Option<OpResult<'a>> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        validated(parse_result(&mut self.r))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (0, Some(self.left))
+    }
+}
+
+/// The result of one op, borrowing the batch.
+#[derive(Clone, Copy, Debug)]
+pub struct OpResult<'a> {
+    pub op_index: u32,
+    /// 0 for success, else an error code.
+    pub code: u32,
+    /// Whether the op returned a row (a read).
+    pub has_row: bool,
+    value_count: u16,
+    key_count: u16,
+    values: &'a [u8],
+    keys: &'a [u8],
+}
+
+impl<'a> OpResult<'a> {
+    pub fn is_ok(&self) -> bool {
+        self.code == 0
+    }
+
+    pub fn value_count(&self) -> usize {
+        usize::from(self.value_count)
+    }
+
+    pub fn key_count(&self) -> usize {
+        usize::from(self.key_count)
+    }
+
+    /// The row's values (none without a row).
+    pub fn values(&self) -> Values<'a> {
+        Values {
+            r: Reader::new(self.values, "result values"),
+            left: self.value_count(),
+        }
+    }
+
+    /// The row's primary-key values, when the op asked for key info.
+    pub fn keys(&self) -> Values<'a> {
+        Values {
+            r: Reader::new(self.keys, "result keys"),
+            left: self.key_count(),
+        }
+    }
+}

@@ -1,0 +1,514 @@
+//! Scans: what the client asks for ([`ScanSpec`]) and the batches of rows
+//! that come back ([`RowBatchWriter`], [`RowBatchReader`]).
+//!
+//! A scan is set up once and then fetches batches, so its spec is decoded
+//! into owned values (no borrowing to keep alive); the rows are many and
+//! are read in place, like op batches. The spec names a full-table scan
+//! (`index_id` = [`NO_INDEX`]) or an ordered-index range scan between two
+//! optional bounds (each a prefix of the index columns, inclusive or not),
+//! optionally pruned to one partition, with a projection, a pushed-down
+//! [`Filter`], a lock mode, a batch size and whether each row comes with its
+//! primary key ("key info", needed to update or delete the scanned row).
+//!
+//! # Scan spec layout
+//!
+//! ```text
+//! "SS"          magic, 2 bytes
+//! u8            format version (SCAN_SPEC_FORMAT_VERSION = 1)
+//! u32 table_id, u32 table_version, u32 index_id, u32 partition, u32 batch_rows
+//! u8            lock: 0 committed read, 1 shared, 2 exclusive
+//! u8            flags: bit 0 descending, bit 1 key info, bit 2 lower bound present,
+//!               bit 3 upper bound present, bit 4 filter present; other bits 0
+//! lower bound   if present: u8 inclusive (0/1), u16 n, n values (crate::value)
+//! upper bound   if present: the same
+//! u16 n, n × u16  projection column positions (none = every column)
+//! filter        if present: its encoding (crate::filter)
+//! ```
+//!
+//! # Row batch layout
+//!
+//! ```text
+//! "RW"          magic, 2 bytes
+//! u8            format version (ROW_BATCH_FORMAT_VERSION = 1)
+//! u32           row count, at most ROWS_PER_BATCH_MAX
+//! then per row: u16 value count, u16 key count, the values, then the key values
+//! ```
+//!
+//! A row batch is at most [`BATCH_BYTES_MAX`] bytes.
+
+use storage::schema::{IndexKind, TableDef, Value, ValueRef};
+
+use crate::filter::Filter;
+use crate::ops::{
+    check_partition, check_table, column_at, find_index, validated, LockMode, Values,
+    BATCH_BYTES_MAX, NO_INDEX,
+};
+use crate::value::{check_value, get_value, put_value, Reader};
+use crate::ProtoError;
+
+/// The two bytes a scan spec starts with.
+pub const SCAN_SPEC_MAGIC: [u8; 2] = *b"SS";
+pub const SCAN_SPEC_FORMAT_VERSION: u8 = 1;
+/// The two bytes a row batch starts with.
+pub const ROW_BATCH_MAGIC: [u8; 2] = *b"RW";
+pub const ROW_BATCH_FORMAT_VERSION: u8 = 1;
+/// Most rows one LDM returns per batch of a scan (NDB's largest scan batch
+/// size).
+pub const SCAN_BATCH_ROWS_MAX: u32 = 992;
+/// Most rows in one row batch (the TC may merge several LDMs' batches).
+pub const ROWS_PER_BATCH_MAX: usize = 8_192;
+
+const FLAG_DESCENDING: u8 = 1;
+const FLAG_KEY_INFO: u8 = 2;
+const FLAG_LOWER: u8 = 4;
+const FLAG_UPPER: u8 = 8;
+const FLAG_FILTER: u8 = 16;
+const FLAGS_KNOWN: u8 = 31;
+const ROW_BATCH_HEADER_BYTES: usize = 2 + 1 + 4;
+const ROW_COUNT_OFFSET: usize = 3;
+
+/// One end of an index range: values of a prefix of the index columns.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bound {
+    pub values: Vec<Value>,
+    pub inclusive: bool,
+}
+
+/// What to scan and how (see the module doc).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScanSpec {
+    pub table_id: u32,
+    pub table_version: u32,
+    /// An ordered index's id, or [`NO_INDEX`] for a full-table scan.
+    pub index_id: u32,
+    pub lower: Option<Bound>,
+    pub upper: Option<Bound>,
+    pub descending: bool,
+    pub lock: LockMode,
+    /// One partition (pruned), or `NO_PARTITION` for all.
+    pub partition: u32,
+    /// Rows per batch from each LDM, 1..=[`SCAN_BATCH_ROWS_MAX`].
+    pub batch_rows: u32,
+    /// Columns to return; empty = every column.
+    pub projection: Vec<u16>,
+    pub filter: Option<Filter>,
+    /// Return each row's primary key after its values.
+    pub key_info: bool,
+}
+
+impl ScanSpec {
+    /// Appends the encoding. Panics on more than 65,535 bound values or
+    /// projected columns, which [`ScanSpec::check`] refuses.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&SCAN_SPEC_MAGIC);
+        out.push(SCAN_SPEC_FORMAT_VERSION);
+        for field in [
+            self.table_id,
+            self.table_version,
+            self.index_id,
+            self.partition,
+            self.batch_rows,
+        ] {
+            out.extend_from_slice(&field.to_le_bytes());
+        }
+        let flag = |on: bool, bit: u8| if on { bit } else { 0 };
+        let flags = flag(self.descending, FLAG_DESCENDING)
+            | flag(self.key_info, FLAG_KEY_INFO)
+            | flag(self.lower.is_some(), FLAG_LOWER)
+            | flag(self.upper.is_some(), FLAG_UPPER)
+            | flag(self.filter.is_some(), FLAG_FILTER);
+        out.extend_from_slice(&[self.lock as u8, flags]);
+        for bound in [&self.lower, &self.upper].into_iter().flatten() {
+            out.push(u8::from(bound.inclusive));
+            let n = u16::try_from(bound.values.len()).expect("at most 65,535 bound values");
+            out.extend_from_slice(&n.to_le_bytes());
+            for v in &bound.values {
+                put_value(out, v.as_ref());
+            }
+        }
+        let n = u16::try_from(self.projection.len()).expect("at most 65,535 projected columns");
+        out.extend_from_slice(&n.to_le_bytes());
+        for c in &self.projection {
+            out.extend_from_slice(&c.to_le_bytes());
+        }
+        if let Some(filter) = &self.filter {
+            filter.encode(out);
+        }
+    }
+
+    /// The encoded spec.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.encode(&mut out);
+        out
+    }
+
+    /// Decodes a whole buffer as a scan spec.
+    pub fn decode(bytes: &[u8]) -> Result<ScanSpec, ProtoError> {
+        let mut r = Reader::new(bytes, "scan spec");
+        r.limit("scan spec bytes", bytes.len(), BATCH_BYTES_MAX)?;
+        r.header(SCAN_SPEC_MAGIC, SCAN_SPEC_FORMAT_VERSION)?;
+        let table_id = r.u32()?;
+        let table_version = r.u32()?;
+        let index_id = r.u32()?;
+        let partition = r.u32()?;
+        let batch_rows = r.u32()?;
+        let at = r.position();
+        let lock = r.u8()?;
+        let lock =
+            LockMode::from_u8(lock).ok_or_else(|| r.bad_field(at, "lock mode", u64::from(lock)))?;
+        let flags = r.u8()?;
+        if flags & !FLAGS_KNOWN != 0 {
+            return Err(r.bad_field(at + 1, "scan flags", u64::from(flags)));
+        }
+        let lower = if flags & FLAG_LOWER != 0 {
+            Some(get_bound(&mut r)?)
+        } else {
+            None
+        };
+        let upper = if flags & FLAG_UPPER != 0 {
+            Some(get_bound(&mut r)?)
+        } else {
+            None
+        };
+        let n = usize::from(r.u16()?);
+        let projection = r
+            .bytes(2 * n)?
+            .chunks_exact(2)
+            .map(|c| u16::from_le_bytes([c[0], c[1]]))
+            .collect();
+        let filter = if flags & FLAG_FILTER != 0 {
+            Some(Filter::get(&mut r)?)
+        } else {
+            None
+        };
+        r.finish()?;
+        Ok(ScanSpec {
+            table_id,
+            table_version,
+            index_id,
+            lower,
+            upper,
+            descending: flags & FLAG_DESCENDING != 0,
+            lock,
+            partition,
+            batch_rows,
+            projection,
+            filter,
+            key_info: flags & FLAG_KEY_INFO != 0,
+        })
+    }
+
+    /// Checks the scan against its table: table id and version, the
+    /// partition, the index (an ordered index of the table; bounds only
+    /// with one, each a prefix of its columns with fitting values), the
+    /// batch size, the projection and the filter. Errors name the table
+    /// and column.
+    pub fn check(&self, table: &TableDef) -> Result<(), ProtoError> {
+        let bad = |problem: String| ProtoError::BadOperation {
+            table: table.name.clone(),
+            problem,
+        };
+        check_table(table, self.table_id, self.table_version)?;
+        check_partition(table, self.partition)?;
+        if self.batch_rows == 0 || self.batch_rows > SCAN_BATCH_ROWS_MAX {
+            return Err(bad(format!(
+                "a scan batch of {} rows: 1..={SCAN_BATCH_ROWS_MAX} allowed",
+                self.batch_rows
+            )));
+        }
+        if self.index_id == NO_INDEX {
+            if self.lower.is_some() || self.upper.is_some() || self.descending {
+                return Err(bad(
+                    "a full-table scan has no bounds and no order: name an ordered index".into(),
+                ));
+            }
+        } else {
+            let index = find_index(table, self.index_id, IndexKind::Ordered)?;
+            for bound in [&self.lower, &self.upper].into_iter().flatten() {
+                if bound.values.len() > index.columns.len() {
+                    return Err(bad(format!(
+                        "a bound of {} values on index `{}` of {} columns",
+                        bound.values.len(),
+                        index.name,
+                        index.columns.len()
+                    )));
+                }
+                for (&c, v) in index.columns.iter().zip(&bound.values) {
+                    check_value(&table.name, &table.columns[c], v.as_ref())?;
+                }
+            }
+        }
+        for &c in &self.projection {
+            column_at(table, "the projection", c)?;
+        }
+        if let Some(filter) = &self.filter {
+            filter.check(table)?;
+        }
+        Ok(())
+    }
+}
+
+fn get_bound(r: &mut Reader<'_>) -> Result<Bound, ProtoError> {
+    let at = r.position();
+    let inclusive = match r.u8()? {
+        0 => false,
+        1 => true,
+        other => return Err(r.bad_field(at, "bound inclusive", u64::from(other))),
+    };
+    let n = usize::from(r.u16()?);
+    // Every value takes at least its tag byte.
+    let mut values = Vec::with_capacity(n.min(r.remaining()));
+    for _ in 0..n {
+        values.push(get_value(r)?.to_value());
+    }
+    Ok(Bound { values, inclusive })
+}
+
+/// The row being written.
+#[derive(Clone, Copy, Debug)]
+struct OpenRow {
+    start: usize,
+    values: usize,
+    keys: usize,
+}
+
+/// Appends a batch of scanned rows to a buffer. The buffer holds a valid
+/// batch after every [`RowBatchWriter::end_row`]; a row begun and not ended
+/// is removed when the writer is dropped. A row's values come before its
+/// key values; misuse panics.
+pub struct RowBatchWriter<'a> {
+    out: &'a mut Vec<u8>,
+    start: usize,
+    rows: usize,
+    open: Option<OpenRow>,
+}
+
+impl<'a> RowBatchWriter<'a> {
+    /// Starts a batch at the end of `out`.
+    pub fn new(out: &'a mut Vec<u8>) -> RowBatchWriter<'a> {
+        let start = out.len();
+        out.extend_from_slice(&ROW_BATCH_MAGIC);
+        out.push(ROW_BATCH_FORMAT_VERSION);
+        out.extend_from_slice(&0u32.to_le_bytes());
+        RowBatchWriter {
+            out,
+            start,
+            rows: 0,
+            open: None,
+        }
+    }
+
+    pub fn row_count(&self) -> usize {
+        self.rows
+    }
+
+    pub fn batch_bytes(&self) -> usize {
+        self.out.len() - self.start
+    }
+
+    /// Starts a row.
+    pub fn row(&mut self) {
+        assert!(
+            self.open.is_none(),
+            "RowBatchWriter: end_row() the open row first"
+        );
+        let start = self.out.len();
+        self.out.extend_from_slice(&[0u8; 4]);
+        self.open = Some(OpenRow {
+            start,
+            values: 0,
+            keys: 0,
+        });
+    }
+
+    /// The next projected value of the row.
+    pub fn value(&mut self, v: ValueRef<'_>) {
+        let row = self
+            .open
+            .as_mut()
+            .expect("RowBatchWriter::value outside row()/end_row()");
+        assert_eq!(
+            row.keys, 0,
+            "RowBatchWriter: a row's values come before its key values"
+        );
+        row.values += 1;
+        put_value(self.out, v);
+    }
+
+    /// The next primary-key value of the row (key info).
+    pub fn key(&mut self, v: ValueRef<'_>) {
+        let row = self
+            .open
+            .as_mut()
+            .expect("RowBatchWriter::key outside row()/end_row()");
+        row.keys += 1;
+        put_value(self.out, v);
+    }
+
+    /// Ends the row. If it breaks a limit the row is removed and the error
+    /// says which: send the batch and put the row in the next one.
+    pub fn end_row(&mut self) -> Result<(), ProtoError> {
+        let row = self
+            .open
+            .take()
+            .expect("RowBatchWriter::end_row without row()");
+        let limits = [
+            ("rows per batch", self.rows + 1, ROWS_PER_BATCH_MAX),
+            ("batch bytes", self.batch_bytes(), BATCH_BYTES_MAX),
+            ("values of one row", row.values, usize::from(u16::MAX)),
+            ("key values of one row", row.keys, usize::from(u16::MAX)),
+        ];
+        for (field, value, max) in limits {
+            if value > max {
+                self.out.truncate(row.start);
+                return Err(ProtoError::OverLimit {
+                    what: "row batch",
+                    field,
+                    value: value as u64,
+                    max: max as u64,
+                });
+            }
+        }
+        self.out[row.start..row.start + 2].copy_from_slice(&(row.values as u16).to_le_bytes());
+        self.out[row.start + 2..row.start + 4].copy_from_slice(&(row.keys as u16).to_le_bytes());
+        self.rows += 1;
+        let at = self.start + ROW_COUNT_OFFSET;
+        self.out[at..at + 4].copy_from_slice(&(self.rows as u32).to_le_bytes());
+        Ok(())
+    }
+}
+
+impl Drop for RowBatchWriter<'_> {
+    fn drop(&mut self) {
+        if let Some(row) = self.open.take() {
+            self.out.truncate(row.start);
+        }
+    }
+}
+
+/// A validated batch of scanned rows.
+#[derive(Clone, Copy, Debug)]
+pub struct RowBatchReader<'a> {
+    rows: &'a [u8],
+    count: usize,
+}
+
+impl<'a> RowBatchReader<'a> {
+    /// Validates the whole batch; afterwards nothing read from it can fail.
+    pub fn new(bytes: &'a [u8]) -> Result<RowBatchReader<'a>, ProtoError> {
+        let mut r = Reader::new(bytes, "row batch");
+        r.limit("batch bytes", bytes.len(), BATCH_BYTES_MAX)?;
+        r.header(ROW_BATCH_MAGIC, ROW_BATCH_FORMAT_VERSION)?;
+        let count = r.u32()? as usize;
+        r.limit("row count", count, ROWS_PER_BATCH_MAX)?;
+        for _ in 0..count {
+            parse_row(&mut r)?;
+        }
+        r.finish()?;
+        Ok(RowBatchReader {
+            rows: &bytes[ROW_BATCH_HEADER_BYTES..],
+            count,
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    pub fn iter(&self) -> RowIter<'a> {
+        RowIter {
+            r: Reader::new(self.rows, "row batch"),
+            left: self.count,
+        }
+    }
+}
+
+impl<'a> IntoIterator for &RowBatchReader<'a> {
+    type Item = RowView<'a>;
+    type IntoIter = RowIter<'a>;
+    fn into_iter(self) -> RowIter<'a> {
+        self.iter()
+    }
+}
+
+fn parse_row<'a>(r: &mut Reader<'a>) -> Result<RowView<'a>, ProtoError> {
+    let value_count = r.u16()?;
+    let key_count = r.u16()?;
+    let values_at = r.position();
+    for _ in 0..value_count {
+        get_value(r)?;
+    }
+    let keys_at = r.position();
+    for _ in 0..key_count {
+        get_value(r)?;
+    }
+    let whole = r.whole();
+    Ok(RowView {
+        value_count,
+        key_count,
+        values: &whole[values_at..keys_at],
+        keys: &whole[keys_at..r.position()],
+    })
+}
+
+/// The rows of a validated batch.
+pub struct RowIter<'a> {
+    r: Reader<'a>,
+    left: usize,
+}
+
+impl<'a> Iterator for RowIter<'a> {
+    type Item = RowView<'a>;
+
+    fn next(&mut self) -> Option<RowView<'a>> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        validated(parse_row(&mut self.r))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (0, Some(self.left))
+    }
+}
+
+/// One scanned row, borrowing the batch.
+#[derive(Clone, Copy, Debug)]
+pub struct RowView<'a> {
+    value_count: u16,
+    key_count: u16,
+    values: &'a [u8],
+    keys: &'a [u8],
+}
+
+impl<'a> RowView<'a> {
+    pub fn value_count(&self) -> usize {
+        usize::from(self.value_count)
+    }
+
+    pub fn key_count(&self) -> usize {
+        usize::from(self.key_count)
+    }
+
+    /// The projected values.
+    pub fn values(&self) -> Values<'a> {
+        Values {
+            r: Reader::new(self.values, "row values"),
+            left: self.value_count(),
+        }
+    }
+
+    /// The primary-key values (key info), else none.
+    pub fn keys(&self) -> Values<'a> {
+        Values {
+            r: Reader::new(self.keys, "row keys"),
+            left: self.key_count(),
+        }
+    }
+}

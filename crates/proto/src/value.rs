@@ -1,0 +1,365 @@
+//! One value on the wire, and the bounds-checked [`Reader`] every format of
+//! this crate is read with.
+//!
+//! Op batches, results, scan bounds and filters all carry column values;
+//! they share this one tagged encoding so that the transaction coordinator
+//! can copy a value's bytes from one batch to another without decoding it.
+//! Reading borrows: strings and byte strings are slices of the buffer.
+//!
+//! # Value layout
+//!
+//! One tag byte, then its payload (little-endian):
+//!
+//! | tag | value | payload |
+//! | --- | --- | --- |
+//! | 0 | NULL | nothing |
+//! | 1 | signed integer | `i64` |
+//! | 2 | unsigned integer | `u64` |
+//! | 3 | FLOAT | `u32`, the IEEE bits |
+//! | 4 | DOUBLE | `u64`, the IEEE bits |
+//! | 5 | DECIMAL | `u8` length, then that many ASCII bytes as `Decimal`'s `Display` writes them |
+//! | 6 | string | `u32` length, then that many bytes of UTF-8 |
+//! | 7 | byte string | `u32` length, then the bytes |
+//! | 8 | DATE | `u16` year, `u8` month, `u8` day |
+//! | 9 | DATETIME | the DATE's 4 bytes, then `u8` hour, `u8` minute, `u8` second, `u32` microseconds |
+//! | 10 | TIMESTAMP | `i64` microseconds since 1970-01-01 UTC |
+//! | 11 | BIT | `u64` |
+//! | 12 | blob head | `u64` total bytes, `u32` inline length, then the inline bytes |
+//!
+//! The tags and payloads are those of a default value in the table
+//! definition format (`storage::schema` codec), so one spelling of a value
+//! serves both. DECIMAL travels as its shortest exact text: storage's
+//! compact binary form (MySQL's `decimal2bin`) needs the column's precision
+//! and scale to be read, which a reader of a batch does not have, and the
+//! text of a typical amount ("1234.50" → 7 bytes) is as short. The reader
+//! checks structure only (tags, lengths, UTF-8, decimal syntax); whether a
+//! value fits its column is [`check_value`]'s question.
+
+use std::io::Write as _;
+
+use storage::schema::{Column, Date, DateTime, Decimal, ValueRef};
+
+use crate::ProtoError;
+
+/// Tags of the value encoding (see the module doc).
+const TAG_NULL: u8 = 0;
+const TAG_INT: u8 = 1;
+const TAG_UINT: u8 = 2;
+const TAG_FLOAT: u8 = 3;
+const TAG_DOUBLE: u8 = 4;
+const TAG_DECIMAL: u8 = 5;
+const TAG_STR: u8 = 6;
+const TAG_BYTES: u8 = 7;
+const TAG_DATE: u8 = 8;
+const TAG_DATETIME: u8 = 9;
+const TAG_TIMESTAMP: u8 = 10;
+const TAG_BIT: u8 = 11;
+const TAG_BLOB_HEAD: u8 = 12;
+
+/// Longest DECIMAL text: a sign, 65 integer digits, a point, 30 fraction
+/// digits. A reader refuses longer text before parsing it.
+pub const DECIMAL_TEXT_BYTES_MAX: usize = 1 + 65 + 1 + 30;
+
+/// Reads little-endian fields from a buffer; every read is checked against
+/// the bytes left, so no length from the wire is trusted before it is.
+#[derive(Clone, Debug)]
+pub struct Reader<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    /// The structure being read, for errors ("op batch", "filter", …).
+    what: &'static str,
+}
+
+impl<'a> Reader<'a> {
+    pub fn new(bytes: &'a [u8], what: &'static str) -> Reader<'a> {
+        Reader {
+            bytes,
+            pos: 0,
+            what,
+        }
+    }
+
+    /// Bytes not yet read.
+    pub fn remaining(&self) -> usize {
+        self.bytes.len() - self.pos
+    }
+
+    /// Offset of the next byte to read.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// What this reader reads, as errors name it.
+    pub fn what(&self) -> &'static str {
+        self.what
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.remaining() == 0
+    }
+
+    /// The whole buffer, read or not (for slicing parts already checked).
+    pub(crate) fn whole(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    /// The next `len` bytes.
+    pub fn bytes(&mut self, len: usize) -> Result<&'a [u8], ProtoError> {
+        if len > self.remaining() {
+            return Err(ProtoError::Truncated {
+                what: self.what,
+                offset: self.pos,
+                needed: len,
+                available: self.remaining(),
+            });
+        }
+        let slice = &self.bytes[self.pos..self.pos + len];
+        self.pos += len;
+        Ok(slice)
+    }
+
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], ProtoError> {
+        let mut out = [0u8; N];
+        out.copy_from_slice(self.bytes(N)?);
+        Ok(out)
+    }
+
+    pub fn u8(&mut self) -> Result<u8, ProtoError> {
+        Ok(self.array::<1>()?[0])
+    }
+
+    pub fn u16(&mut self) -> Result<u16, ProtoError> {
+        Ok(u16::from_le_bytes(self.array()?))
+    }
+
+    pub fn u32(&mut self) -> Result<u32, ProtoError> {
+        Ok(u32::from_le_bytes(self.array()?))
+    }
+
+    pub fn u64(&mut self) -> Result<u64, ProtoError> {
+        Ok(u64::from_le_bytes(self.array()?))
+    }
+
+    pub fn i64(&mut self) -> Result<i64, ProtoError> {
+        Ok(i64::from_le_bytes(self.array()?))
+    }
+
+    /// A `u32` length followed by that many bytes.
+    pub fn len32_bytes(&mut self) -> Result<&'a [u8], ProtoError> {
+        let len = self.u32()? as usize;
+        self.bytes(len)
+    }
+
+    /// An error for a field whose value is not one of the known ones, at
+    /// `offset`.
+    pub fn bad_field(&self, offset: usize, field: &'static str, value: u64) -> ProtoError {
+        ProtoError::BadField {
+            what: self.what,
+            offset,
+            field,
+            value,
+        }
+    }
+
+    /// Checks a two-byte magic and a one-byte format version.
+    pub(crate) fn header(&mut self, magic: [u8; 2], version: u8) -> Result<(), ProtoError> {
+        let found = self.array::<2>()?;
+        if found != magic {
+            return Err(ProtoError::BadMagic {
+                what: self.what,
+                found,
+                expected: magic,
+            });
+        }
+        let given = self.u8()?;
+        if given != version {
+            return Err(ProtoError::UnsupportedVersion {
+                what: self.what,
+                version: given,
+                known: version,
+            });
+        }
+        Ok(())
+    }
+
+    /// Refuses bytes after the end of the structure.
+    pub(crate) fn finish(&self) -> Result<(), ProtoError> {
+        if self.remaining() != 0 {
+            return Err(ProtoError::TrailingBytes {
+                what: self.what,
+                bytes: self.remaining(),
+            });
+        }
+        Ok(())
+    }
+
+    /// A count that cannot be above `max`.
+    pub(crate) fn limit(
+        &self,
+        field: &'static str,
+        value: usize,
+        max: usize,
+    ) -> Result<(), ProtoError> {
+        if value > max {
+            return Err(ProtoError::OverLimit {
+                what: self.what,
+                field,
+                value: value as u64,
+                max: max as u64,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Appends one value (see the module doc). Panics only on a string, byte
+/// string or blob head over 4 GiB, which no batch can hold.
+pub fn put_value(out: &mut Vec<u8>, v: ValueRef<'_>) {
+    let len32 = |len: usize| u32::try_from(len).expect("a value over 4 GiB cannot be in a batch");
+    match v {
+        ValueRef::Null => out.push(TAG_NULL),
+        ValueRef::Int(x) => {
+            out.push(TAG_INT);
+            out.extend_from_slice(&x.to_le_bytes());
+        }
+        ValueRef::UInt(x) => {
+            out.push(TAG_UINT);
+            out.extend_from_slice(&x.to_le_bytes());
+        }
+        ValueRef::Float(x) => {
+            out.push(TAG_FLOAT);
+            out.extend_from_slice(&x.to_bits().to_le_bytes());
+        }
+        ValueRef::Double(x) => {
+            out.push(TAG_DOUBLE);
+            out.extend_from_slice(&x.to_bits().to_le_bytes());
+        }
+        ValueRef::Decimal(d) => {
+            out.push(TAG_DECIMAL);
+            let len_at = out.len();
+            out.push(0);
+            write!(out, "{d}").expect("writing to a Vec cannot fail");
+            let len = out.len() - len_at - 1;
+            assert!(
+                len <= DECIMAL_TEXT_BYTES_MAX,
+                "a Decimal's text is at most {DECIMAL_TEXT_BYTES_MAX} bytes"
+            );
+            out[len_at] = len as u8;
+        }
+        ValueRef::Str(s) => {
+            out.push(TAG_STR);
+            out.extend_from_slice(&len32(s.len()).to_le_bytes());
+            out.extend_from_slice(s.as_bytes());
+        }
+        ValueRef::Bytes(b) => {
+            out.push(TAG_BYTES);
+            out.extend_from_slice(&len32(b.len()).to_le_bytes());
+            out.extend_from_slice(b);
+        }
+        ValueRef::Date(d) => {
+            out.push(TAG_DATE);
+            put_date(out, d);
+        }
+        ValueRef::DateTime(t) => {
+            out.push(TAG_DATETIME);
+            put_date(out, t.date);
+            out.extend_from_slice(&[t.hour, t.minute, t.second]);
+            out.extend_from_slice(&t.micros.to_le_bytes());
+        }
+        ValueRef::Timestamp(x) => {
+            out.push(TAG_TIMESTAMP);
+            out.extend_from_slice(&x.to_le_bytes());
+        }
+        ValueRef::Bit(x) => {
+            out.push(TAG_BIT);
+            out.extend_from_slice(&x.to_le_bytes());
+        }
+        ValueRef::BlobHead {
+            total_bytes,
+            inline,
+        } => {
+            out.push(TAG_BLOB_HEAD);
+            out.extend_from_slice(&total_bytes.to_le_bytes());
+            out.extend_from_slice(&len32(inline.len()).to_le_bytes());
+            out.extend_from_slice(inline);
+        }
+    }
+}
+
+fn put_date(out: &mut Vec<u8>, d: Date) {
+    out.extend_from_slice(&d.year.to_le_bytes());
+    out.extend_from_slice(&[d.month, d.day]);
+}
+
+fn get_date(r: &mut Reader<'_>) -> Result<Date, ProtoError> {
+    let year = r.u16()?;
+    let month = r.u8()?;
+    let day = r.u8()?;
+    Ok(Date::new(year, month, day))
+}
+
+/// Reads one value, borrowing strings and bytes from the buffer. Allocates
+/// nothing unless it fails.
+pub fn get_value<'a>(r: &mut Reader<'a>) -> Result<ValueRef<'a>, ProtoError> {
+    let at = r.position();
+    let tag = r.u8()?;
+    Ok(match tag {
+        TAG_NULL => ValueRef::Null,
+        TAG_INT => ValueRef::Int(r.i64()?),
+        TAG_UINT => ValueRef::UInt(r.u64()?),
+        TAG_FLOAT => ValueRef::Float(f32::from_bits(r.u32()?)),
+        TAG_DOUBLE => ValueRef::Double(f64::from_bits(r.u64()?)),
+        TAG_DECIMAL => {
+            let len = usize::from(r.u8()?);
+            let text_at = r.position();
+            r.limit("decimal text length", len, DECIMAL_TEXT_BYTES_MAX)?;
+            let text = r.bytes(len)?;
+            let bad = || ProtoError::BadDecimal {
+                what: r.what(),
+                offset: text_at,
+            };
+            let text = std::str::from_utf8(text).map_err(|_| bad())?;
+            ValueRef::Decimal(Decimal::parse(text).map_err(|_| bad())?)
+        }
+        TAG_STR => {
+            let text_at = r.position() + 4;
+            let bytes = r.len32_bytes()?;
+            let text = std::str::from_utf8(bytes).map_err(|_| ProtoError::BadUtf8 {
+                what: r.what(),
+                offset: text_at,
+            })?;
+            ValueRef::Str(text)
+        }
+        TAG_BYTES => ValueRef::Bytes(r.len32_bytes()?),
+        TAG_DATE => ValueRef::Date(get_date(r)?),
+        TAG_DATETIME => {
+            let date = get_date(r)?;
+            let hour = r.u8()?;
+            let minute = r.u8()?;
+            let second = r.u8()?;
+            let micros = r.u32()?;
+            ValueRef::DateTime(DateTime::new(date, hour, minute, second, micros))
+        }
+        TAG_TIMESTAMP => ValueRef::Timestamp(r.i64()?),
+        TAG_BIT => ValueRef::Bit(r.u64()?),
+        TAG_BLOB_HEAD => {
+            let total_bytes = r.u64()?;
+            let inline = r.len32_bytes()?;
+            ValueRef::BlobHead {
+                total_bytes,
+                inline,
+            }
+        }
+        other => return Err(r.bad_field(at, "value tag", u64::from(other))),
+    })
+}
+
+/// Checks that a value fits a column of `table`: storage's own check
+/// ([`ValueRef::check`]: type, range, length, precision, nullability), with
+/// the table's name added to its error.
+pub fn check_value(table: &str, column: &Column, v: ValueRef<'_>) -> Result<(), ProtoError> {
+    v.check(column).map_err(|source| ProtoError::Value {
+        table: table.to_string(),
+        source,
+    })
+}

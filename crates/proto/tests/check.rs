@@ -1,0 +1,490 @@
+//! `check` refuses what does not fit the table, with errors that name the
+//! table and the column, and maps each to its error code.
+
+mod common;
+
+use common::*;
+use proto::error;
+use proto::{
+    Bound, CmpOp, Filter, LockMode, OpBatchReader, OpHeader, OpKind, ProtoError, ScanSpec,
+    KEY_INFO, NO_INDEX, NO_PARTITION,
+};
+use storage::schema::Value;
+
+fn header(kind: OpKind) -> OpHeader {
+    OpHeader {
+        op_index: 0,
+        table_id: 7,
+        table_version: 0,
+        index_id: NO_INDEX,
+        partition: NO_PARTITION,
+        kind,
+        lock: LockMode::Committed,
+        flags: 0,
+    }
+}
+
+fn op(header: OpHeader, keys: Vec<Value>, values: Vec<(u16, Value)>, projection: Vec<u16>) -> Op {
+    Op {
+        header,
+        keys,
+        values,
+        projection,
+    }
+}
+
+fn check(op: Op) -> Result<(), ProtoError> {
+    let bytes = write_ops(&[op]);
+    let reader = OpBatchReader::new(&bytes).unwrap();
+    let view = reader.iter().next().unwrap();
+    view.check(&accounts())
+}
+
+fn full_row() -> Vec<(u16, Value)> {
+    vec![
+        (1, Value::String("ann".into())),
+        (2, Value::Int(10)),
+        (3, Value::Null),
+        (4, Value::Null),
+        (5, Value::Null),
+    ]
+}
+
+fn expect_err(result: Result<(), ProtoError>, code: u32, words: &[&str]) {
+    let err = result.unwrap_err();
+    let text = err.to_string();
+    for word in words {
+        assert!(text.contains(word), "`{text}` does not mention {word}");
+    }
+    assert_eq!(err.code(), code, "{text}");
+}
+
+#[test]
+fn good_ops_pass() {
+    let t = accounts();
+    let ok = [
+        op(
+            header(OpKind::Insert),
+            vec![Value::Int(1)],
+            full_row(),
+            vec![],
+        ),
+        op(
+            header(OpKind::Write),
+            vec![Value::Int(1)],
+            full_row(),
+            vec![],
+        ),
+        op(
+            header(OpKind::Update),
+            vec![Value::Int(1)],
+            vec![(2, Value::Int(5))],
+            vec![],
+        ),
+        op(
+            header(OpKind::Read),
+            vec![Value::Int(1)],
+            vec![],
+            vec![2, 1],
+        ),
+        op(
+            OpHeader {
+                flags: KEY_INFO,
+                ..header(OpKind::Read)
+            },
+            vec![Value::Int(1)],
+            vec![],
+            vec![],
+        ),
+        op(header(OpKind::Delete), vec![Value::Int(1)], vec![], vec![]),
+        op(
+            OpHeader {
+                index_id: 20,
+                ..header(OpKind::Read)
+            },
+            vec![Value::String("ANN".into())],
+            vec![],
+            vec![],
+        ),
+        op(
+            OpHeader {
+                partition: 3,
+                ..header(OpKind::Read)
+            },
+            vec![Value::Int(1)],
+            vec![],
+            vec![],
+        ),
+    ];
+    for o in ok {
+        let bytes = write_ops(std::slice::from_ref(&o));
+        let reader = OpBatchReader::new(&bytes).unwrap();
+        let view = reader.iter().next().unwrap();
+        assert!(view.check(&t).is_ok(), "{o:?}: {:?}", view.check(&t));
+    }
+}
+
+#[test]
+fn bad_values_name_table_and_column() {
+    let mut row = full_row();
+    row[0].1 = Value::String("much too long a name".into());
+    expect_err(
+        check(op(header(OpKind::Insert), vec![Value::Int(1)], row, vec![])),
+        error::VALUE_TOO_LONG,
+        &["accounts", "owner"],
+    );
+    expect_err(
+        check(op(
+            header(OpKind::Update),
+            vec![Value::Int(1)],
+            vec![(2, Value::String("x".into()))],
+            vec![],
+        )),
+        error::BAD_VALUE,
+        &["accounts", "balance"],
+    );
+    expect_err(
+        check(op(
+            header(OpKind::Update),
+            vec![Value::Int(1)],
+            vec![(1, Value::Null)],
+            vec![],
+        )),
+        error::NULL_NOT_ALLOWED,
+        &["accounts", "owner"],
+    );
+    expect_err(
+        check(op(
+            header(OpKind::Read),
+            vec![Value::Int(1i64 << 40)],
+            vec![],
+            vec![],
+        )),
+        error::BAD_VALUE,
+        &["accounts", "id", "out of its range"],
+    );
+}
+
+#[test]
+fn keys_must_be_whole() {
+    expect_err(
+        check(op(header(OpKind::Read), vec![], vec![], vec![])),
+        error::KEY_MISSING,
+        &["accounts", "primary key"],
+    );
+    expect_err(
+        check(op(
+            OpHeader {
+                index_id: 20,
+                ..header(OpKind::Read)
+            },
+            vec![],
+            vec![],
+            vec![],
+        )),
+        error::KEY_MISSING,
+        &["accounts", "by_owner"],
+    );
+    expect_err(
+        check(op(
+            OpHeader {
+                index_id: 21,
+                ..header(OpKind::Read)
+            },
+            vec![Value::Int(1)],
+            vec![],
+            vec![],
+        )),
+        error::NO_SUCH_INDEX,
+        &["accounts", "21"],
+    );
+}
+
+#[test]
+fn written_columns_are_checked() {
+    expect_err(
+        check(op(
+            header(OpKind::Update),
+            vec![Value::Int(1)],
+            vec![(0, Value::Int(2))],
+            vec![],
+        )),
+        error::PRIMARY_KEY_UPDATE,
+        &["accounts", "`id`"],
+    );
+    expect_err(
+        check(op(
+            header(OpKind::Update),
+            vec![Value::Int(1)],
+            vec![(9, Value::Int(2))],
+            vec![],
+        )),
+        error::NO_SUCH_COLUMN,
+        &["accounts", "column 9"],
+    );
+    expect_err(
+        check(op(
+            header(OpKind::Update),
+            vec![Value::Int(1)],
+            vec![(2, Value::Int(2)), (2, Value::Int(3))],
+            vec![],
+        )),
+        error::BAD_OPERATION,
+        &["accounts", "balance", "twice"],
+    );
+    let mut row = full_row();
+    row.remove(1);
+    expect_err(
+        check(op(header(OpKind::Insert), vec![Value::Int(1)], row, vec![])),
+        error::BAD_OPERATION,
+        &["accounts", "balance", "missing"],
+    );
+    expect_err(
+        check(op(
+            header(OpKind::Read),
+            vec![Value::Int(1)],
+            vec![(2, Value::Int(2))],
+            vec![],
+        )),
+        error::BAD_OPERATION,
+        &["accounts", "read"],
+    );
+    expect_err(
+        check(op(
+            header(OpKind::Read),
+            vec![Value::Int(1)],
+            vec![],
+            vec![6],
+        )),
+        error::NO_SUCH_COLUMN,
+        &["accounts", "projection", "column 6"],
+    );
+    expect_err(
+        check(op(
+            OpHeader {
+                index_id: 20,
+                ..header(OpKind::Insert)
+            },
+            vec![Value::String("a".into())],
+            full_row(),
+            vec![],
+        )),
+        error::BAD_OPERATION,
+        &["accounts", "by_owner"],
+    );
+}
+
+#[test]
+fn table_identity_is_checked() {
+    expect_err(
+        check(op(
+            OpHeader {
+                table_version: 3,
+                ..header(OpKind::Read)
+            },
+            vec![Value::Int(1)],
+            vec![],
+            vec![],
+        )),
+        error::WRONG_SCHEMA_VERSION,
+        &["accounts", "version 3"],
+    );
+    expect_err(
+        check(op(
+            OpHeader {
+                table_id: 8,
+                ..header(OpKind::Read)
+            },
+            vec![Value::Int(1)],
+            vec![],
+            vec![],
+        )),
+        error::NO_SUCH_TABLE,
+        &["accounts"],
+    );
+    expect_err(
+        check(op(
+            OpHeader {
+                partition: 4,
+                ..header(OpKind::Read)
+            },
+            vec![Value::Int(1)],
+            vec![],
+            vec![],
+        )),
+        error::BAD_OPERATION,
+        &["accounts", "partition 4"],
+    );
+}
+
+fn scan() -> ScanSpec {
+    ScanSpec {
+        table_id: 7,
+        table_version: 0,
+        index_id: 21,
+        lower: Some(Bound {
+            values: vec![Value::Int(0)],
+            inclusive: true,
+        }),
+        upper: Some(Bound {
+            values: vec![Value::Int(100), Value::Int(5)],
+            inclusive: false,
+        }),
+        descending: true,
+        lock: LockMode::Shared,
+        partition: NO_PARTITION,
+        batch_rows: 64,
+        projection: vec![0, 2],
+        filter: Some(Filter::And(vec![
+            Filter::Cmp {
+                column: 1,
+                op: CmpOp::Eq,
+                value: Value::String("ann".into()),
+            },
+            Filter::IsNull(5),
+            Filter::CmpColumns {
+                left: 0,
+                op: CmpOp::Lt,
+                right: 2,
+            },
+            Filter::LikePrefix {
+                column: 3,
+                prefix: "x".into(),
+            },
+        ])),
+        key_info: true,
+    }
+}
+
+#[test]
+fn scans_are_checked() {
+    let t = accounts();
+    scan().check(&t).unwrap();
+    let full = ScanSpec {
+        index_id: NO_INDEX,
+        lower: None,
+        upper: None,
+        descending: false,
+        ..scan()
+    };
+    full.check(&t).unwrap();
+    let cases: Vec<(ScanSpec, u32, &[&str])> = vec![
+        (
+            ScanSpec {
+                index_id: NO_INDEX,
+                ..scan()
+            },
+            error::BAD_OPERATION,
+            &["accounts", "full-table"],
+        ),
+        (
+            ScanSpec {
+                index_id: 20,
+                ..scan()
+            },
+            error::NO_SUCH_INDEX,
+            &["accounts", "ordered"],
+        ),
+        (
+            ScanSpec {
+                batch_rows: 0,
+                ..scan()
+            },
+            error::BAD_OPERATION,
+            &["accounts", "batch"],
+        ),
+        (
+            ScanSpec {
+                projection: vec![40],
+                ..scan()
+            },
+            error::NO_SUCH_COLUMN,
+            &["accounts", "column 40"],
+        ),
+        (
+            ScanSpec {
+                lower: Some(Bound {
+                    values: vec![Value::String("x".into())],
+                    inclusive: true,
+                }),
+                ..scan()
+            },
+            error::BAD_VALUE,
+            &["accounts", "balance"],
+        ),
+        (
+            ScanSpec {
+                lower: Some(Bound {
+                    values: vec![Value::Int(1), Value::Int(2), Value::Int(3)],
+                    inclusive: true,
+                }),
+                ..scan()
+            },
+            error::BAD_OPERATION,
+            &["accounts", "by_balance"],
+        ),
+        (
+            ScanSpec {
+                filter: Some(Filter::CmpColumns {
+                    left: 1,
+                    op: CmpOp::Eq,
+                    right: 2,
+                }),
+                ..scan()
+            },
+            error::BAD_FILTER,
+            &["accounts", "owner", "balance"],
+        ),
+        (
+            ScanSpec {
+                filter: Some(Filter::LikePrefix {
+                    column: 2,
+                    prefix: "1".into(),
+                }),
+                ..scan()
+            },
+            error::BAD_FILTER,
+            &["accounts", "balance", "LIKE"],
+        ),
+        (
+            ScanSpec {
+                filter: Some(Filter::Cmp {
+                    column: 5,
+                    op: CmpOp::Eq,
+                    value: Value::String("x".into()),
+                }),
+                ..scan()
+            },
+            error::BAD_FILTER,
+            &["accounts", "body"],
+        ),
+        (
+            ScanSpec {
+                filter: Some(Filter::Cmp {
+                    column: 2,
+                    op: CmpOp::Eq,
+                    value: Value::String("x".into()),
+                }),
+                ..scan()
+            },
+            error::BAD_VALUE,
+            &["accounts", "balance"],
+        ),
+        (
+            ScanSpec {
+                filter: Some(Filter::IsNull(77)),
+                ..scan()
+            },
+            error::NO_SUCH_COLUMN,
+            &["accounts", "column 77"],
+        ),
+    ];
+    for (spec, code, words) in cases {
+        expect_err(spec.check(&t), code, words);
+    }
+    let mut deep = Filter::IsNull(0);
+    for _ in 0..proto::FILTER_DEPTH_MAX {
+        deep = Filter::Not(Box::new(deep));
+    }
+    expect_err(deep.check(&t), error::REQUEST_TOO_LARGE, &["filter depth"]);
+}
