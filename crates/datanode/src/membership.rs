@@ -447,11 +447,14 @@ impl Membership {
         self.phase = Phase::Started;
         self.president_hint = None;
         self.starting_peers.clear();
-        // The dictionary's master is the president: it follows every view.
-        ctx.send(
-            BlockRef::new(self.me(), BlockNumber::DICTIONARY, 0),
-            SignalBody::MembershipViewRep { view: view.clone() },
-        );
+        // The dictionary's master and the global checkpoint master are the
+        // president: both follow every view.
+        for block in [BlockNumber::DICTIONARY, BlockNumber::DISTRIBUTION] {
+            ctx.send(
+                BlockRef::new(self.me(), block, 0),
+                SignalBody::MembershipViewRep { view: view.clone() },
+            );
+        }
         self.view = Some(view);
         if was_starting {
             ctx.set_timer(self.config.heartbeat_interval, TIMER_HEARTBEAT);

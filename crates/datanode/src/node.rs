@@ -25,8 +25,10 @@ use signal::{BlockNumber, BlockRef, NodeId, NodeType, Signal};
 use transport::{InboundSink, PeerConfig, Transport, TransportConfig, TransportSender};
 
 use crate::dictionary::{self, Dictionary, DictionaryConfig};
+use crate::ldm::{LdmBlock, LdmBlockConfig, LCP_INTERVAL_DEFAULT};
 use crate::membership::{Membership, MembershipConfig};
 use storage::disk::RealDisk;
+use storage::ldm::LdmConfig;
 
 /// Exit status that asks the angel for a restart.
 pub const EXIT_RESTART: i32 = 75;
@@ -133,6 +135,11 @@ pub fn run(options: &NodeOptions) -> Result<NodeExit, NodeError> {
         start_id: kernel::Rng::from_entropy().next_u64(),
         pid,
     });
+    let placement = config::Placement::of(&config);
+    let ldm_blocks = ldm_blocks(node, &me, &placement);
+    // The blocks that hold the schema besides the dictionary: the LDM
+    // instances, and (added with the TC block) the TC instances.
+    let local_schema_blocks: Vec<BlockRef> = ldm_blocks.iter().map(|b| b.address).collect();
     let dictionary = Dictionary::new(
         DictionaryConfig {
             node,
@@ -143,8 +150,9 @@ pub fn run(options: &NodeOptions) -> Result<NodeExit, NodeError> {
     .map_err(|e| NodeError::Start {
         node,
         what: format!("dictionary: {e}"),
-    })?;
-    let blocks = vec![
+    })?
+    .with_local_blocks(local_schema_blocks, placement.default_partitions());
+    let mut blocks = vec![
         BlockPlacement {
             address: BlockRef::new(node, BlockNumber::MEMBERSHIP, 0),
             role: ThreadRole::Main,
@@ -156,6 +164,7 @@ pub fn run(options: &NodeOptions) -> Result<NodeExit, NodeError> {
             block: Box::new(dictionary),
         },
     ];
+    blocks.extend(ldm_blocks);
     let mut runtime = Runtime::new(node, &me.params.threads, blocks, RuntimeLimits::default())
         .map_err(|e| NodeError::Start {
             node,
@@ -221,6 +230,46 @@ pub fn run(options: &NodeOptions) -> Result<NodeExit, NodeError> {
         ),
     }
     Ok(exit)
+}
+
+/// One LDM block per LDM instance of this node (its `ldm` threads, or one
+/// on `main`), each with its directory `<data dir>/ndb_<node>_fs/ldm<i>`, an
+/// even share of `DataMemory`, and the configured redo log part size.
+fn ldm_blocks(
+    node: NodeId,
+    me: &config::DataNode,
+    placement: &config::Placement,
+) -> Vec<BlockPlacement> {
+    let instances = config::placement::ldm_instances_of(&me.params.threads);
+    assert_eq!(
+        instances,
+        placement.ldm_instances(),
+        "node {node}: every data node runs the same number of LDM instances"
+    );
+    let fs_dir = me.data_dir.join(format!("ndb_{node}_fs"));
+    (0..instances)
+        .map(|instance| {
+            let mut ldm = LdmConfig::new(instance, fs_dir.join(format!("ldm{instance}")));
+            ldm.data_memory_bytes = me.params.data_memory_bytes / u64::from(instances);
+            ldm.redo_file_size_bytes = me.params.fragment_log_file_size_bytes;
+            ldm.redo_files = me.params.no_of_fragment_log_files;
+            let block = LdmBlock::new(
+                LdmBlockConfig {
+                    node,
+                    instance,
+                    placement: placement.clone(),
+                    ldm,
+                    lcp_interval: LCP_INTERVAL_DEFAULT,
+                },
+                RealDisk,
+            );
+            BlockPlacement {
+                address: block.address(),
+                role: ThreadRole::Ldm,
+                block: Box::new(block),
+            }
+        })
+        .collect()
 }
 
 fn connect_to_mgmd(connect: &str) -> Result<MgmClient, NodeError> {

@@ -119,6 +119,20 @@ pub struct DictionaryConfig {
     pub schema_dir: PathBuf,
 }
 
+/// Partitions of a table created without a count when the node did not
+/// say ([`Dictionary::with_local_blocks`] gives the cluster's).
+pub const DEFAULT_PARTITIONS_UNCONFIGURED: u32 = 1;
+
+/// A committed schema change that the local TC and LDM instances are
+/// installing; the master hears `DictSchemaCommitted` once all have.
+#[derive(Clone, Debug)]
+struct ChangeInProgress {
+    trans_id: u64,
+    reply_to: BlockRef,
+    /// Local blocks that have not answered yet.
+    waiting: BTreeSet<BlockRef>,
+}
+
 /// The three kinds of request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum RequestKind {
@@ -309,6 +323,12 @@ pub struct Dictionary {
     /// Nodes that asked for the schema and wait for the master's answer.
     schema_waiters: BTreeSet<NodeId>,
     master: Option<MasterState>,
+    /// The node's TC and LDM instances: they get the schema
+    /// (`SchemaLoadReq`) and every committed change (`SchemaChangeReq`).
+    local_blocks: Vec<BlockRef>,
+    /// Partitions of a table created with a count of 0.
+    default_partitions: u32,
+    change_in_progress: Option<ChangeInProgress>,
 }
 
 fn dictionary_ref(node: NodeId) -> BlockRef {
@@ -354,7 +374,27 @@ impl Dictionary {
             next_forward_id: 1,
             schema_waiters: BTreeSet::new(),
             master: None,
+            local_blocks: Vec::new(),
+            default_partitions: DEFAULT_PARTITIONS_UNCONFIGURED,
+            change_in_progress: None,
         })
+    }
+
+    /// The local blocks that hold the schema too (the node's TC and LDM
+    /// instances) and the partition count of a table created without one
+    /// (`Placement::default_partitions`). Without this the dictionary
+    /// serves no local block (as in tests of the dictionary alone) and
+    /// allows ALTER TABLE; with local blocks it refuses ALTER TABLE, which
+    /// storage cannot apply to existing fragments yet.
+    pub fn with_local_blocks(
+        mut self,
+        local_blocks: Vec<BlockRef>,
+        default_partitions: u32,
+    ) -> Dictionary {
+        assert!(default_partitions > 0, "a table has at least one partition");
+        self.local_blocks = local_blocks;
+        self.default_partitions = default_partitions;
+        self
     }
 
     // ---- inspection ----
@@ -407,6 +447,16 @@ impl Dictionary {
 
     pub fn store(&self) -> &SchemaStore {
         &self.store
+    }
+
+    /// The local blocks the schema goes to.
+    pub fn local_blocks(&self) -> &[BlockRef] {
+        &self.local_blocks
+    }
+
+    /// Whether a committed change waits for the local blocks to install it.
+    pub fn change_in_progress(&self) -> bool {
+        self.change_in_progress.is_some()
     }
 
     fn me(&self) -> NodeId {
@@ -688,7 +738,16 @@ impl Dictionary {
     fn start(&mut self, request: Request, ctx: &mut Context<'_>) {
         let kind = request.body.kind();
         let planned = match &request.body {
-            RequestBody::Create { table } => plan::plan_create(&self.schema, table),
+            RequestBody::Create { table } => {
+                plan::plan_create(&self.schema, table, self.default_partitions)
+            }
+            RequestBody::Alter { table_id, .. } if !self.local_blocks.is_empty() => Err(Refusal {
+                code: ERROR_UNSUPPORTED_ALTER,
+                message: format!(
+                    "alter of table {table_id}: ALTER TABLE is not supported yet on data nodes that \
+                     hold data (existing partitions cannot change their definition)"
+                ),
+            }),
             RequestBody::Alter { table_id, table } => {
                 plan::plan_alter(&self.schema, *table_id, table)
             }
@@ -940,6 +999,13 @@ impl Dictionary {
     }
 
     fn on_commit(&mut self, sender: BlockRef, trans_id: u64, ctx: &mut Context<'_>) {
+        if let Some(change) = &mut self.change_in_progress {
+            if change.trans_id == trans_id {
+                // Answered once the local blocks have it (a new master may ask again).
+                change.reply_to = sender;
+                return;
+            }
+        }
         if self.last_trans == Some((trans_id, SchemaTransState::Committed)) {
             ctx.send(sender, SignalBody::DictSchemaCommitted { trans_id });
             return;
@@ -960,7 +1026,154 @@ impl Dictionary {
             }
         }
         self.last_trans = Some((trans_id, SchemaTransState::Committed));
+        if prepared.durable && !self.local_blocks.is_empty() {
+            self.change_local_blocks(&prepared.record, sender, ctx);
+            return;
+        }
         ctx.send(sender, SignalBody::DictSchemaCommitted { trans_id });
+    }
+
+    // ---- local blocks (TC and LDM instances) ----
+
+    /// Sends the whole schema to every local block.
+    fn load_local_blocks(&self, ctx: &mut Context<'_>) {
+        if self.local_blocks.is_empty() {
+            return;
+        }
+        let tables: Vec<DictTableGroup> = self.schema.groups().map(TableGroup::to_wire).collect();
+        for &block in &self.local_blocks {
+            ctx.send(
+                block,
+                SignalBody::SchemaLoadReq {
+                    tables: tables.clone(),
+                    schema_version: self.schema.version(),
+                },
+            );
+        }
+    }
+
+    /// Sends a committed change to every local block; the master hears
+    /// `DictSchemaCommitted` when all have installed it.
+    fn change_local_blocks(
+        &mut self,
+        record: &TransRecord,
+        reply_to: BlockRef,
+        ctx: &mut Context<'_>,
+    ) {
+        assert!(
+            self.change_in_progress.is_none(),
+            "one schema transaction commits at a time"
+        );
+        let group = record.group.as_ref().map_or_else(
+            || DictTableGroup { tables: Vec::new() },
+            TableGroup::to_wire,
+        );
+        for &block in &self.local_blocks {
+            ctx.send(
+                block,
+                SignalBody::SchemaChangeReq {
+                    op: record.op,
+                    table_id: record.table_id,
+                    schema_version: record.schema_version,
+                    group: group.clone(),
+                },
+            );
+        }
+        self.change_in_progress = Some(ChangeInProgress {
+            trans_id: record.trans_id,
+            reply_to,
+            waiting: self.local_blocks.iter().copied().collect(),
+        });
+    }
+
+    fn on_schema_change_conf(
+        &mut self,
+        sender: BlockRef,
+        table_id: u32,
+        code: u32,
+        message: String,
+        ctx: &mut Context<'_>,
+    ) {
+        if code != 0 {
+            let reason = format!(
+                "dictionary: {sender} could not install the change of table {table_id} \
+                 (error {code}): {message}; restarting the node"
+            );
+            tracing::error!(node = %self.me(), "{reason}");
+            ctx.shutdown(true, reason);
+            return;
+        }
+        let Some(change) = &mut self.change_in_progress else {
+            return;
+        };
+        change.waiting.remove(&sender);
+        if change.waiting.is_empty() {
+            let change = self.change_in_progress.take().expect("checked");
+            ctx.send(
+                change.reply_to,
+                SignalBody::DictSchemaCommitted {
+                    trans_id: change.trans_id,
+                },
+            );
+        }
+    }
+
+    fn on_schema_load_conf(
+        &mut self,
+        sender: BlockRef,
+        schema_version: u32,
+        code: u32,
+        message: String,
+    ) {
+        if code == 0 {
+            tracing::debug!(node = %self.me(), "dictionary: {sender} loaded schema version {schema_version}");
+        } else {
+            // The block that failed stops the node itself if it must.
+            tracing::error!(
+                node = %self.me(),
+                "dictionary: {sender} could not load schema version {schema_version} (error {code}): {message}"
+            );
+        }
+    }
+
+    /// A table's definition for anyone who asks (API nodes): by id, or by
+    /// name when the id is 0; the whole group of its base table.
+    fn on_get_table(
+        &self,
+        sender: BlockRef,
+        request_id: u32,
+        table_id: u32,
+        name: String,
+        ctx: &mut Context<'_>,
+    ) {
+        let table = if table_id == 0 {
+            self.schema.table_by_name(&name)
+        } else {
+            self.schema.table(table_id)
+        };
+        let group = table.and_then(|t| {
+            let base = self
+                .schema
+                .hidden_owner(t.id)
+                .map_or(t.id, |owner| owner.id);
+            self.schema.group(base)
+        });
+        let body = match group {
+            Some(group) => SignalBody::DictGetTableConf {
+                request_id,
+                group: group.to_wire(),
+            },
+            None => SignalBody::DictGetTableRef {
+                request_id,
+                code: ERROR_NO_SUCH_TABLE,
+                message: if table_id == 0 {
+                    format!("no table `{name}`")
+                } else {
+                    format!("no table with id {table_id}")
+                },
+            },
+        };
+        ctx.send(sender, body);
     }
 
     /// Makes a prepared transaction durable and installs it in memory.
@@ -1100,6 +1313,7 @@ impl Dictionary {
                 }
                 self.last_sync = Some(report);
                 self.sync = Sync::Synced;
+                self.load_local_blocks(ctx);
             }
             Err(AdoptError::Bad(reason)) => {
                 // The master's schema cannot be read here: this build
@@ -1207,6 +1421,12 @@ fn prepare_record(
 }
 
 impl Block for Dictionary {
+    fn start(&mut self, ctx: &mut Context<'_>) {
+        // The schema loaded from disk; a joining node sends the master's
+        // again once it has taken it.
+        self.load_local_blocks(ctx);
+    }
+
     fn execute(&mut self, signal: Signal, ctx: &mut Context<'_>) {
         let sender = signal.sender;
         let from = sender.node;
@@ -1319,6 +1539,22 @@ impl Block for Dictionary {
                 last,
             } => self.on_schema_rep(from, tables, version, next_object_id, last, ctx),
             SignalBody::DictTakeoverReq { view_id } => self.on_takeover_req(sender, view_id, ctx),
+            SignalBody::SchemaLoadConf {
+                schema_version,
+                code,
+                message,
+            } => self.on_schema_load_conf(sender, schema_version, code, message),
+            SignalBody::SchemaChangeConf {
+                table_id,
+                code,
+                message,
+                ..
+            } => self.on_schema_change_conf(sender, table_id, code, message, ctx),
+            SignalBody::DictGetTableReq {
+                request_id,
+                table_id,
+                name,
+            } => self.on_get_table(sender, request_id, table_id, name, ctx),
             SignalBody::DictTakeoverConf {
                 view_id,
                 trans_id,

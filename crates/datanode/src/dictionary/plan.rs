@@ -76,9 +76,17 @@ fn decode(bytes: &[u8]) -> Result<TableDef, Refusal> {
 
 /// Plans `CREATE TABLE`: the definition (id 0) gets its id, its indexes'
 /// ids, version 1, the hidden primary key if it has none, and its hidden
-/// tables.
-pub fn plan_create(schema: &Schema, bytes: &[u8]) -> Result<Plan, Refusal> {
+/// tables. A partition count of 0 means "the default":
+/// `default_partitions` (`Placement::default_partitions`).
+pub fn plan_create(
+    schema: &Schema,
+    bytes: &[u8],
+    default_partitions: u32,
+) -> Result<Plan, Refusal> {
     let mut table = decode(bytes)?;
+    if table.partitions == 0 {
+        table.partitions = default_partitions;
+    }
     if table.id != 0 {
         return Err(refuse(
             ERROR_BAD_DEFINITION,

@@ -1,3 +1,978 @@
-//! The LDM block (NDB: DBLQH with DBACC, DBTUP, DBTUX): one instance per
-//! `ldm` thread, each running one `storage::ldm::LdmInstance`. Being built
-//! for issue 4; see `docs/transactions.md`.
+//! The LDM block (NDB: DBLQH with DBACC, DBTUP and DBTUX): one instance per
+//! `ldm` thread, each running one `storage::ldm::LdmInstance` — the
+//! partitions of this node whose `Placement::home(p).ldm_instance` is the
+//! instance, their row locks, the instance's redo log part and its local
+//! checkpoints. See `docs/transactions.md`.
+//!
+//! Why a block around the storage instance: the storage crate knows rows,
+//! locks and files but nothing of signals, transactions spread over
+//! replicas, or time. This block turns `LdmKeyReq`, `LdmScanReq`, commits,
+//! aborts and global checkpoints into storage calls, parks what must wait
+//! for a row lock and resumes it when the lock is granted, passes writes
+//! along the replica chain, and drives the redo writes and local
+//! checkpoints from timers.
+//!
+//! - Schema: the local dictionary's `SchemaLoadReq` opens the instance
+//!   (restore from the local checkpoints and the redo log) on the first
+//!   load; later loads and `SchemaChangeReq` add and drop fragments. A
+//!   restore that fails shuts the node down: it never serves wrong data.
+//! - Key operations ([`requests`]): in order per transaction; a request
+//!   that waits for a lock holds back the transaction's later requests.
+//! - Scans ([`scans`]): one partition each, in batches, filtered and
+//!   projected here; locking scans lock each row they return.
+//! - Commit and abort: on every fragment the transaction touched here. A
+//!   commit that finds the redo log full is retried from a timer until it
+//!   succeeds: a commit decision is never undone.
+//! - Redo is written in batches ([`REDO_WRITE_DELAY`] after the first
+//!   buffered commit), made durable by `GcpSaveReq`; a failed fsync stops
+//!   the node (the redo log part refuses work until a restart).
+//! - Local checkpoints start when the redo log part is half full, or every
+//!   `lcp_interval` when anything changed, and run a step at a time from a
+//!   short timer so that transactions interleave.
+//!
+//! Failures that crash the node: corrupt files at restore (stop), a failed
+//! redo flush or a redo I/O error at commit (restart). Everything else
+//! fails one operation with a `proto::error` code.
+
+mod encoded;
+mod requests;
+mod scans;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::Duration;
+
+use kernel::{Block, Context, Instant};
+use signal::{BlockNumber, BlockRef, DictTableGroup, NodeId, SchemaOp, Signal, SignalBody};
+use storage::disk::Disk;
+use storage::ldm::{LcpProgress, LdmConfig, LdmInstance};
+use storage::locks::{Grant, TxId};
+use storage::schema::TableDef;
+
+use requests::Requests;
+use scans::Scans;
+
+/// Requests (of key operations) an instance holds at once: those waiting
+/// for a row lock and those queued behind them. Beyond it a request is
+/// refused with a temporary error.
+pub const LDM_REQUESTS_MAX: usize = 4_096;
+/// Operations held in waiting and queued requests, all together (NDB's
+/// operation records of an LDM instance).
+pub const LDM_OPS_MAX: usize = 65_536;
+/// Transactions with locks or changes on an instance at once.
+pub const LDM_TRANSACTIONS_MAX: usize = 32_768;
+/// Scans open on an instance at once.
+pub const LDM_SCANS_MAX: usize = 256;
+/// Fragments one transaction may touch on one instance.
+pub const TX_FRAGMENTS_MAX: usize = 4_096;
+/// How long buffered redo records wait before they are written: commits
+/// arriving meanwhile share one write.
+pub const REDO_WRITE_DELAY: Duration = Duration::from_millis(1);
+/// Above this share of the redo log part in use, new writes are refused
+/// (error 410) so that commits of running transactions always find room.
+pub const REDO_HIGH_WATER_PERCENT: u64 = 80;
+/// At this share of the redo log part in use a local checkpoint starts.
+pub const LCP_REDO_TRIGGER_PERCENT: u64 = 50;
+/// Time between two steps of a running local checkpoint.
+pub const LCP_STEP_DELAY: Duration = Duration::from_millis(2);
+/// Time between steps while the checkpoint waits for a global checkpoint.
+pub const LCP_AWAIT_GCI_DELAY: Duration = Duration::from_millis(50);
+/// How often an instance checks whether a local checkpoint is due.
+pub const LCP_CHECK_INTERVAL: Duration = Duration::from_millis(100);
+/// How often an instance with changes starts a local checkpoint when the
+/// configuration does not say (the redo fill level starts them sooner).
+pub const LCP_INTERVAL_DEFAULT: Duration = Duration::from_secs(60);
+/// Time between attempts of a commit refused for lack of redo space.
+pub const COMMIT_RETRY_DELAY: Duration = Duration::from_millis(5);
+
+const TIMER_REDO_WRITE: u32 = 1;
+const TIMER_LCP_STEP: u32 = 2;
+const TIMER_LCP_CHECK: u32 = 3;
+const TIMER_COMMIT_RETRY: u32 = 4;
+
+/// What an LDM block needs to know. The data node fills it from its
+/// configuration (see `node.rs`).
+#[derive(Clone, Debug)]
+pub struct LdmBlockConfig {
+    pub node: NodeId,
+    pub instance: u32,
+    pub placement: config::Placement,
+    /// Directory, DataMemory share, redo sizes, LCP pages per step.
+    pub ldm: LdmConfig,
+    /// How often an instance with changes starts a local checkpoint.
+    pub lcp_interval: Duration,
+}
+
+/// Counters, for tests and observability.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LdmStats {
+    pub key_requests: u64,
+    pub ops: u64,
+    pub ops_waited: u64,
+    pub commits: u64,
+    pub commit_retries: u64,
+    pub aborts: u64,
+    pub scans: u64,
+    pub redo_writes: u64,
+    pub gcp_saves: u64,
+    pub lcps_started: u64,
+    pub lcps_completed: u64,
+}
+
+/// The tables the dictionary told this instance about.
+#[derive(Debug, Default)]
+struct LocalSchema {
+    version: u32,
+    tables: BTreeMap<u32, TableDef>,
+    /// Base table id → ids of the group's tables (base first).
+    groups: BTreeMap<u32, Vec<u32>>,
+}
+
+/// A transaction with locks, changes or waiting requests on this instance.
+#[derive(Debug, Default)]
+struct TxRecord {
+    /// Fragments it locked or changed here: what commit and abort visit.
+    fragments: Vec<(u32, u32)>,
+    /// Its requests in arrival order; the first one runs, the others wait
+    /// for it (operations of one transaction run in order).
+    queue: std::collections::VecDeque<requests::Slot>,
+}
+
+/// A commit refused for lack of redo space, retried until it succeeds.
+#[derive(Debug)]
+struct PendingCommit {
+    tx_id: u64,
+    gci: u32,
+    reply_to: BlockRef,
+    /// Fragments not yet committed.
+    fragments: Vec<(u32, u32)>,
+}
+
+/// The LDM block of one instance. See the module documentation.
+pub struct LdmBlock<D> {
+    config: LdmBlockConfig,
+    disk: D,
+    me: BlockRef,
+    instance: Option<LdmInstance>,
+    schema: LocalSchema,
+    txs: HashMap<u64, TxRecord>,
+    free_txs: Vec<TxRecord>,
+    requests: Requests,
+    scans: Scans,
+    scratch: requests::Scratch,
+    pending_commits: Vec<PendingCommit>,
+    grants: Vec<Grant>,
+    redo_write_armed: bool,
+    lcp_step_armed: bool,
+    commit_retry_armed: bool,
+    /// Anything committed since the last local checkpoint started.
+    changed_since_lcp: bool,
+    last_lcp_start: Instant,
+    /// The node is going down: refuse all work.
+    failed: bool,
+    stats: LdmStats,
+}
+
+impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
+    pub fn new(config: LdmBlockConfig, disk: D) -> LdmBlock<D> {
+        assert_eq!(
+            config.ldm.instance, config.instance,
+            "node {}: LDM block {} with the storage config of instance {}",
+            config.node, config.instance, config.ldm.instance
+        );
+        assert!(
+            config.instance < config.placement.ldm_instances(),
+            "node {}: LDM instance {} of {}",
+            config.node,
+            config.instance,
+            config.placement.ldm_instances()
+        );
+        let instance = u16::try_from(config.instance).expect("LDM instance fits a block instance");
+        LdmBlock {
+            me: BlockRef::new(config.node, BlockNumber::LOCAL_DATA_MANAGER, instance),
+            config,
+            disk,
+            instance: None,
+            schema: LocalSchema::default(),
+            txs: HashMap::new(),
+            free_txs: Vec::new(),
+            requests: Requests::new(),
+            scans: Scans::new(),
+            scratch: requests::Scratch::default(),
+            pending_commits: Vec::new(),
+            grants: Vec::new(),
+            redo_write_armed: false,
+            lcp_step_armed: false,
+            commit_retry_armed: false,
+            changed_since_lcp: false,
+            last_lcp_start: Instant::ZERO,
+            failed: false,
+            stats: LdmStats::default(),
+        }
+    }
+}
+
+impl<D> LdmBlock<D> {
+    /// The block's address.
+    pub fn address(&self) -> BlockRef {
+        self.me
+    }
+
+    /// Whether the instance is open (its fragments restored).
+    pub fn is_open(&self) -> bool {
+        self.instance.is_some()
+    }
+
+    /// The storage instance, for checks in tests.
+    pub fn storage(&self) -> Option<&LdmInstance> {
+        self.instance.as_ref()
+    }
+
+    pub fn stats(&self) -> &LdmStats {
+        &self.stats
+    }
+
+    /// Transactions with anything on this instance.
+    pub fn transactions(&self) -> usize {
+        self.txs.len()
+    }
+
+    /// Requests waiting for a lock or queued behind one.
+    pub fn requests_held(&self) -> usize {
+        self.requests.len()
+    }
+
+    pub fn scans_open(&self) -> usize {
+        self.scans.len()
+    }
+
+    /// Commits waiting for redo space.
+    pub fn commits_pending(&self) -> usize {
+        self.pending_commits.len()
+    }
+
+    fn instance_no(&self) -> u32 {
+        self.config.instance
+    }
+
+    /// Whether partition `p` of a table lives on this instance of this node.
+    fn owns(&self, partition: u32) -> bool {
+        let home = self.config.placement.home(partition);
+        home.ldm_instance == self.config.instance && home.is_replica(self.config.node)
+    }
+
+    /// Gives up on everything: the node is going down.
+    fn fail(&mut self, ctx: &mut Context<'_>, restart: bool, reason: String) {
+        tracing::error!(node = %self.config.node, instance = self.config.instance, "{reason}");
+        if !self.failed {
+            self.failed = true;
+            ctx.shutdown(restart, reason);
+        }
+    }
+
+    fn tx_record(&mut self, tx_id: u64) -> Option<&mut TxRecord> {
+        if !self.txs.contains_key(&tx_id) {
+            if self.txs.len() >= LDM_TRANSACTIONS_MAX {
+                return None;
+            }
+            let mut record = self.free_txs.pop().unwrap_or_default();
+            record.fragments.clear();
+            record.queue.clear();
+            self.txs.insert(tx_id, record);
+        }
+        self.txs.get_mut(&tx_id)
+    }
+
+    /// Notes that `tx_id` locked or changed fragment `key` here.
+    fn touch(&mut self, tx_id: u64, key: (u32, u32)) {
+        let record = self
+            .txs
+            .get_mut(&tx_id)
+            .expect("a transaction with a request has a record");
+        if !record.fragments.contains(&key) {
+            assert!(
+                record.fragments.len() < TX_FRAGMENTS_MAX,
+                "transaction {tx_id:#x} touched more than {TX_FRAGMENTS_MAX} fragments"
+            );
+            record.fragments.push(key);
+        }
+    }
+
+    /// Forgets a transaction with nothing left here.
+    fn release_tx_if_idle(&mut self, tx_id: u64) {
+        let idle = self
+            .txs
+            .get(&tx_id)
+            .is_some_and(|t| t.fragments.is_empty() && t.queue.is_empty());
+        if idle && !self.scans.has_tx(tx_id) {
+            let record = self.txs.remove(&tx_id).expect("checked");
+            self.free_txs.push(record);
+        }
+    }
+}
+
+impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
+    // ---- schema ----
+
+    fn on_schema_load(
+        &mut self,
+        sender: BlockRef,
+        tables: Vec<DictTableGroup>,
+        schema_version: u32,
+        ctx: &mut Context<'_>,
+    ) {
+        let mut schema = LocalSchema {
+            version: schema_version,
+            ..LocalSchema::default()
+        };
+        for group in tables {
+            if let Err(message) = install_group(&mut schema, group) {
+                let message = format!(
+                    "LDM instance {}: schema load: {message}",
+                    self.instance_no()
+                );
+                tracing::error!(node = %self.config.node, "{message}");
+                ctx.send(
+                    sender,
+                    SignalBody::SchemaLoadConf {
+                        schema_version,
+                        code: proto::error::BAD_DEFINITION,
+                        message,
+                    },
+                );
+                return;
+            }
+        }
+        let wanted = self.fragments_of(&schema);
+        if self.instance.is_none() {
+            self.open(sender, schema, wanted, ctx);
+            return;
+        }
+        self.schema = schema;
+        let result = self.reconcile_fragments(&wanted);
+        let (code, message) = match result {
+            Ok(()) => (0, String::new()),
+            Err(message) => {
+                tracing::error!(node = %self.config.node, "{message}");
+                (proto::error::UNSUPPORTED_ALTER, message)
+            }
+        };
+        ctx.send(
+            sender,
+            SignalBody::SchemaLoadConf {
+                schema_version,
+                code,
+                message,
+            },
+        );
+    }
+
+    /// Every fragment this instance holds under `schema`.
+    fn fragments_of(&self, schema: &LocalSchema) -> BTreeSet<(u32, u32)> {
+        let mut wanted = BTreeSet::new();
+        for table in schema.tables.values() {
+            for p in 0..table.partitions {
+                if self.owns(p) {
+                    wanted.insert((table.id, p));
+                }
+            }
+        }
+        wanted
+    }
+
+    fn open(
+        &mut self,
+        sender: BlockRef,
+        schema: LocalSchema,
+        wanted: BTreeSet<(u32, u32)>,
+        ctx: &mut Context<'_>,
+    ) {
+        let fragments: Vec<(TableDef, u32)> = wanted
+            .iter()
+            .map(|&(t, p)| (schema.tables[&t].clone(), p))
+            .collect();
+        let schema_version = schema.version;
+        self.schema = schema;
+        match LdmInstance::open(self.disk.clone(), self.config.ldm.clone(), &fragments, None) {
+            Ok((instance, report)) => {
+                let rows: u64 = report.fragments.iter().map(|f| f.rows).sum();
+                tracing::info!(
+                    node = %self.config.node,
+                    "{report}; {rows} rows; recovered GCI {:?}",
+                    report.recovered_gci
+                );
+                self.instance = Some(instance);
+                ctx.send(
+                    sender,
+                    SignalBody::SchemaLoadConf {
+                        schema_version,
+                        code: 0,
+                        message: String::new(),
+                    },
+                );
+            }
+            Err(error) => {
+                let message = format!(
+                    "LDM instance {} of node {} cannot restore its data: {error}; stopping the node",
+                    self.config.instance, self.config.node
+                );
+                ctx.send(
+                    sender,
+                    SignalBody::SchemaLoadConf {
+                        schema_version,
+                        code: proto::error::NOT_STARTED,
+                        message: message.clone(),
+                    },
+                );
+                self.fail(ctx, false, message);
+            }
+        }
+    }
+
+    /// Adds and drops fragments so that the instance holds `wanted`.
+    fn reconcile_fragments(&mut self, wanted: &BTreeSet<(u32, u32)>) -> Result<(), String> {
+        let instance = self.instance.as_mut().expect("open");
+        let have: BTreeSet<(u32, u32)> = instance.fragment_ids().collect();
+        for &(t, p) in have.difference(wanted) {
+            instance.drop_fragment(t, p).map_err(|e| e.to_string())?;
+            tracing::info!(node = %self.config.node, "LDM instance {}: dropped table {t} fragment {p}", self.config.instance);
+        }
+        for &(t, p) in wanted.difference(&have) {
+            instance
+                .add_fragment(&self.schema.tables[&t], p)
+                .map_err(|e| e.to_string())?;
+        }
+        for &(t, p) in wanted.intersection(&have) {
+            let table = &self.schema.tables[&t];
+            let (fragment, _) = instance.fragment(t, p).expect("listed");
+            if fragment.table_version() != table.version {
+                return Err(format!(
+                    "LDM instance {}: table `{}` fragment {p} is at version {}, the schema has version {}: \
+                     changing the definition of existing fragments (ALTER TABLE) is not supported yet",
+                    self.config.instance,
+                    table.name,
+                    fragment.table_version(),
+                    table.version
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn on_schema_change(
+        &mut self,
+        sender: BlockRef,
+        op: SchemaOp,
+        table_id: u32,
+        schema_version: u32,
+        group: DictTableGroup,
+        ctx: &mut Context<'_>,
+    ) {
+        let result = self.apply_schema_change(op, table_id, group);
+        self.schema.version = schema_version;
+        let (code, message) = match result {
+            Ok(()) => (0, String::new()),
+            Err((code, message)) => {
+                tracing::error!(node = %self.config.node, "{message}");
+                (code, message)
+            }
+        };
+        ctx.send(
+            sender,
+            SignalBody::SchemaChangeConf {
+                table_id,
+                schema_version,
+                code,
+                message,
+            },
+        );
+    }
+
+    fn apply_schema_change(
+        &mut self,
+        op: SchemaOp,
+        table_id: u32,
+        group: DictTableGroup,
+    ) -> Result<(), (u32, String)> {
+        let instance = self.config.instance;
+        match op {
+            SchemaOp::CreateTable => {
+                install_group(&mut self.schema, group).map_err(|m| {
+                    (
+                        proto::error::BAD_DEFINITION,
+                        format!("LDM instance {instance}: create of table {table_id}: {m}"),
+                    )
+                })?;
+            }
+            SchemaOp::DropTable => {
+                if let Some(ids) = self.schema.groups.remove(&table_id) {
+                    for id in ids {
+                        self.schema.tables.remove(&id);
+                    }
+                }
+            }
+            SchemaOp::AlterTable => {
+                // Storage cannot change the definition of an existing
+                // fragment (row layout, indexes) yet: the dictionary refuses
+                // ALTER TABLE while LDM blocks serve it.
+                return Err((
+                    proto::error::UNSUPPORTED_ALTER,
+                    format!(
+                        "LDM instance {instance}: ALTER TABLE of table {table_id} cannot be applied to \
+                         existing fragments: not supported yet"
+                    ),
+                ));
+            }
+        }
+        if self.instance.is_none() {
+            // Opened with the whole schema at the first load.
+            return Ok(());
+        }
+        let wanted = self.fragments_of(&self.schema);
+        self.reconcile_fragments(&wanted)
+            .map_err(|m| (proto::error::UNSUPPORTED_ALTER, m))
+    }
+
+    // ---- commit and abort ----
+
+    fn on_commit(&mut self, sender: BlockRef, tx_id: u64, gci: u32, ctx: &mut Context<'_>) {
+        if self.failed {
+            return;
+        }
+        if self.pending_commits.iter().any(|p| p.tx_id == tx_id) {
+            // A repeated request: the pending commit answers it.
+            return;
+        }
+        let fragments = match self.txs.get_mut(&tx_id) {
+            None => Vec::new(),
+            Some(record) => {
+                if !record.queue.is_empty() {
+                    tracing::warn!(
+                        node = %self.config.node,
+                        "LDM instance {}: commit of transaction {tx_id:#x} with {} requests still here; \
+                         they are dropped",
+                        self.config.instance,
+                        record.queue.len()
+                    );
+                }
+                std::mem::take(&mut record.fragments)
+            }
+        };
+        self.drop_requests_of(tx_id);
+        self.scans.close_tx(tx_id);
+        self.release_tx_if_idle(tx_id);
+        let mut pending = PendingCommit {
+            tx_id,
+            gci,
+            reply_to: sender,
+            fragments,
+        };
+        if self.try_commit(&mut pending, ctx) {
+            ctx.send(sender, SignalBody::LdmCommitConf { tx_id, gci });
+        } else if !self.failed {
+            self.pending_commits.push(pending);
+            self.arm_commit_retry(ctx);
+        }
+        self.run_grants(ctx);
+    }
+
+    /// Commits what is left of `pending`; true when all of it is done.
+    fn try_commit(&mut self, pending: &mut PendingCommit, ctx: &mut Context<'_>) -> bool {
+        let Some(instance) = self.instance.as_mut() else {
+            assert!(
+                pending.fragments.is_empty(),
+                "fragments touched before the instance opened"
+            );
+            return true;
+        };
+        while let Some(&(t, p)) = pending.fragments.last() {
+            match instance.commit(t, p, TxId(pending.tx_id), pending.gci, &mut self.grants) {
+                Ok(()) => {
+                    pending.fragments.pop();
+                    self.changed_since_lcp = true;
+                }
+                Err(storage::ldm::LdmError::NoSuchFragment { .. }) => {
+                    // Dropped with its table: nothing left to commit.
+                    pending.fragments.pop();
+                }
+                Err(error) if error.is_temporary() => {
+                    self.stats.commit_retries += 1;
+                    if !instance.lcp_running() {
+                        self.start_lcp("redo log part full at commit", ctx);
+                    }
+                    return false;
+                }
+                Err(error) => {
+                    let reason = format!(
+                        "LDM instance {}: commit of transaction {:#x} in GCI {} failed: {error}; restarting the node",
+                        self.config.instance, pending.tx_id, pending.gci
+                    );
+                    self.fail(ctx, true, reason);
+                    return false;
+                }
+            }
+        }
+        self.stats.commits += 1;
+        self.arm_redo_write(ctx);
+        true
+    }
+
+    fn retry_commits(&mut self, ctx: &mut Context<'_>) {
+        let mut pending = std::mem::take(&mut self.pending_commits);
+        let mut i = 0;
+        while i < pending.len() && !self.failed {
+            if self.try_commit(&mut pending[i], ctx) {
+                let done = pending.remove(i);
+                ctx.send(
+                    done.reply_to,
+                    SignalBody::LdmCommitConf {
+                        tx_id: done.tx_id,
+                        gci: done.gci,
+                    },
+                );
+            } else {
+                i += 1;
+            }
+        }
+        self.pending_commits = pending;
+        if !self.pending_commits.is_empty() {
+            self.arm_commit_retry(ctx);
+        }
+        self.run_grants(ctx);
+    }
+
+    fn on_abort(&mut self, sender: BlockRef, tx_id: u64, ctx: &mut Context<'_>) {
+        if self.failed {
+            return;
+        }
+        if self.pending_commits.iter().any(|p| p.tx_id == tx_id) {
+            tracing::warn!(
+                node = %self.config.node,
+                "LDM instance {}: abort of transaction {tx_id:#x}, whose commit is in progress: the commit stands",
+                self.config.instance
+            );
+            return;
+        }
+        let fragments = self
+            .txs
+            .get_mut(&tx_id)
+            .map(|r| std::mem::take(&mut r.fragments))
+            .unwrap_or_default();
+        if let Some(instance) = self.instance.as_mut() {
+            for &(t, p) in &fragments {
+                // A fragment dropped meanwhile has nothing of it left.
+                let _ = instance.abort(t, p, TxId(tx_id), &mut self.grants);
+            }
+        }
+        self.drop_requests_of(tx_id);
+        self.scans.close_tx(tx_id);
+        self.release_tx_if_idle(tx_id);
+        self.stats.aborts += 1;
+        ctx.send(sender, SignalBody::LdmAbortConf { tx_id });
+        self.run_grants(ctx);
+    }
+
+    /// Drops the requests of a transaction that ended (no answers: its TC
+    /// decided its outcome).
+    fn drop_requests_of(&mut self, tx_id: u64) {
+        let Some(record) = self.txs.get_mut(&tx_id) else {
+            return;
+        };
+        let queue = std::mem::take(&mut record.queue);
+        for slot in queue {
+            self.requests.free(slot);
+        }
+    }
+
+    // ---- global checkpoints ----
+
+    fn on_gcp_save(&mut self, sender: BlockRef, gci: u32, ctx: &mut Context<'_>) {
+        if self.failed {
+            return;
+        }
+        assert!(
+            self.pending_commits.iter().all(|p| p.gci > gci),
+            "LDM instance {}: GcpSaveReq for GCI {gci} while a commit of GCI ≤ {gci} is still pending here",
+            self.config.instance
+        );
+        if let Some(instance) = self.instance.as_mut() {
+            let result = instance.write_redo().and_then(|()| instance.flush_gci(gci));
+            if let Err(error) = result {
+                let reason = format!(
+                    "LDM instance {}: cannot make GCI {gci} durable: {error}; restarting the node",
+                    self.config.instance
+                );
+                self.fail(ctx, true, reason);
+                return;
+            }
+        }
+        self.stats.gcp_saves += 1;
+        ctx.send(sender, SignalBody::GcpSaveConf { gci });
+        // An LCP waiting for this GCI can complete now.
+        if self.instance.as_ref().is_some_and(LdmInstance::lcp_running) {
+            self.arm_lcp_step(ctx, LCP_STEP_DELAY);
+        }
+    }
+
+    // ---- timers ----
+
+    fn arm_redo_write(&mut self, ctx: &mut Context<'_>) {
+        if !self.redo_write_armed {
+            self.redo_write_armed = true;
+            ctx.set_timer(REDO_WRITE_DELAY, TIMER_REDO_WRITE);
+        }
+    }
+
+    fn arm_commit_retry(&mut self, ctx: &mut Context<'_>) {
+        if !self.commit_retry_armed {
+            self.commit_retry_armed = true;
+            ctx.set_timer(COMMIT_RETRY_DELAY, TIMER_COMMIT_RETRY);
+        }
+    }
+
+    fn arm_lcp_step(&mut self, ctx: &mut Context<'_>, after: Duration) {
+        if !self.lcp_step_armed {
+            self.lcp_step_armed = true;
+            ctx.set_timer(after, TIMER_LCP_STEP);
+        }
+    }
+
+    fn on_timeout(&mut self, timer_id: u32, ctx: &mut Context<'_>) {
+        if self.failed {
+            return;
+        }
+        match timer_id {
+            TIMER_REDO_WRITE => {
+                self.redo_write_armed = false;
+                self.write_redo(ctx);
+            }
+            TIMER_COMMIT_RETRY => {
+                self.commit_retry_armed = false;
+                self.retry_commits(ctx);
+            }
+            TIMER_LCP_STEP => {
+                self.lcp_step_armed = false;
+                self.lcp_step(ctx);
+            }
+            TIMER_LCP_CHECK => {
+                ctx.set_timer(LCP_CHECK_INTERVAL, TIMER_LCP_CHECK);
+                self.check_lcp_due(ctx);
+            }
+            other => tracing::warn!(node = %self.config.node, "LDM: unknown timer {other}"),
+        }
+    }
+
+    fn write_redo(&mut self, ctx: &mut Context<'_>) {
+        let Some(instance) = self.instance.as_mut() else {
+            return;
+        };
+        match instance.write_redo() {
+            Ok(()) => self.stats.redo_writes += 1,
+            Err(error) => {
+                // Nothing changed; the next write (or the GCP's flush) tries again.
+                tracing::warn!(
+                    node = %self.config.node,
+                    "LDM instance {}: redo write failed: {error}; retrying",
+                    self.config.instance
+                );
+                self.arm_redo_write(ctx);
+            }
+        }
+    }
+
+    // ---- local checkpoints ----
+
+    fn check_lcp_due(&mut self, ctx: &mut Context<'_>) {
+        let Some(instance) = self.instance.as_ref() else {
+            return;
+        };
+        if instance.lcp_running() {
+            return;
+        }
+        let used = instance.redo_used_bytes();
+        let capacity = instance.redo_capacity_bytes().max(1);
+        if used * 100 >= capacity * LCP_REDO_TRIGGER_PERCENT {
+            self.start_lcp("redo log part half full", ctx);
+        } else if self.changed_since_lcp
+            && ctx.now().0 >= self.last_lcp_start.0 + self.config.lcp_interval.as_nanos() as u64
+        {
+            self.start_lcp("interval passed", ctx);
+        }
+    }
+
+    fn start_lcp(&mut self, why: &str, ctx: &mut Context<'_>) {
+        let Some(instance) = self.instance.as_mut() else {
+            return;
+        };
+        if let Err(error) = instance.start_lcp() {
+            tracing::error!(
+                node = %self.config.node,
+                "LDM instance {}: cannot start a local checkpoint: {error}",
+                self.config.instance
+            );
+            return;
+        }
+        tracing::info!(
+            node = %self.config.node,
+            "LDM instance {}: local checkpoint started ({why}); redo {} of {} bytes in use",
+            self.config.instance,
+            instance.redo_used_bytes(),
+            instance.redo_capacity_bytes()
+        );
+        self.stats.lcps_started += 1;
+        self.changed_since_lcp = false;
+        self.last_lcp_start = ctx.now();
+        self.arm_lcp_step(ctx, LCP_STEP_DELAY);
+    }
+
+    fn lcp_step(&mut self, ctx: &mut Context<'_>) {
+        let Some(instance) = self.instance.as_mut() else {
+            return;
+        };
+        match instance.lcp_step() {
+            Ok(LcpProgress::Idle) => {}
+            Ok(LcpProgress::Writing { .. }) => self.arm_lcp_step(ctx, LCP_STEP_DELAY),
+            Ok(LcpProgress::AwaitingGci { .. }) => self.arm_lcp_step(ctx, LCP_AWAIT_GCI_DELAY),
+            Ok(LcpProgress::Completed {
+                lcp_id,
+                fragments,
+                redo_freed_bytes,
+            }) => {
+                self.stats.lcps_completed += 1;
+                tracing::info!(
+                    node = %self.config.node,
+                    "LDM instance {}: local checkpoint {lcp_id} complete: {fragments} fragments, \
+                     {redo_freed_bytes} redo bytes freed",
+                    self.config.instance
+                );
+                if !self.pending_commits.is_empty() {
+                    self.arm_commit_retry(ctx);
+                }
+            }
+            Err(error) => {
+                // The round is abandoned; the next one writes full checkpoints.
+                tracing::error!(
+                    node = %self.config.node,
+                    "LDM instance {}: local checkpoint failed: {error}",
+                    self.config.instance
+                );
+            }
+        }
+    }
+
+    /// Resumes the requests and scans whose locks were granted.
+    fn run_grants(&mut self, ctx: &mut Context<'_>) {
+        while !self.grants.is_empty() {
+            let grants = std::mem::take(&mut self.grants);
+            for grant in &grants {
+                self.resume(*grant, ctx);
+            }
+            let mut grants = grants;
+            grants.clear();
+            if self.grants.is_empty() {
+                self.grants = grants;
+            }
+        }
+    }
+
+    fn resume(&mut self, grant: Grant, ctx: &mut Context<'_>) {
+        if scans::is_scan_op(grant.op) {
+            self.resume_scan(grant, ctx);
+        } else {
+            self.resume_request(grant, ctx);
+        }
+    }
+}
+
+/// Adds a group from the dictionary to `schema`.
+fn install_group(schema: &mut LocalSchema, group: DictTableGroup) -> Result<(), String> {
+    let mut ids = Vec::with_capacity(group.tables.len());
+    let mut defs = Vec::with_capacity(group.tables.len());
+    for bytes in &group.tables {
+        let table = TableDef::decode(bytes).map_err(|e| e.to_string())?;
+        table.validate().map_err(|e| e.to_string())?;
+        ids.push(table.id);
+        defs.push(table);
+    }
+    let Some(&base) = ids.first() else {
+        return Err("a table group without tables".into());
+    };
+    if let Some(old) = schema.groups.remove(&base) {
+        for id in old {
+            schema.tables.remove(&id);
+        }
+    }
+    for table in defs {
+        schema.tables.insert(table.id, table);
+    }
+    schema.groups.insert(base, ids);
+    Ok(())
+}
+
+impl<D: Disk + Clone + Send + 'static> Block for LdmBlock<D> {
+    fn start(&mut self, ctx: &mut Context<'_>) {
+        assert_eq!(
+            ctx.me(),
+            self.me,
+            "LDM block placed at {} but configured as {}",
+            ctx.me(),
+            self.me
+        );
+        self.last_lcp_start = ctx.now();
+        ctx.set_timer(LCP_CHECK_INTERVAL, TIMER_LCP_CHECK);
+    }
+
+    fn execute(&mut self, signal: Signal, ctx: &mut Context<'_>) {
+        let sender = signal.sender;
+        let local_dictionary =
+            sender.node == self.config.node && sender.block == BlockNumber::DICTIONARY;
+        match signal.body {
+            SignalBody::Timeout { timer_id } => self.on_timeout(timer_id, ctx),
+            SignalBody::SchemaLoadReq {
+                tables,
+                schema_version,
+            } if local_dictionary => {
+                if !self.failed {
+                    self.on_schema_load(sender, tables, schema_version, ctx);
+                }
+            }
+            SignalBody::SchemaChangeReq {
+                op,
+                table_id,
+                schema_version,
+                group,
+            } if local_dictionary => {
+                if !self.failed {
+                    self.on_schema_change(sender, op, table_id, schema_version, group, ctx);
+                }
+            }
+            SignalBody::LdmKeyReq {
+                tx_id,
+                tc,
+                chain,
+                ops,
+            } => self.on_key_req(tx_id, tc, chain, ops, ctx),
+            SignalBody::LdmCommitReq { tx_id, gci } => self.on_commit(sender, tx_id, gci, ctx),
+            SignalBody::LdmAbortReq { tx_id } => self.on_abort(sender, tx_id, ctx),
+            SignalBody::LdmScanReq {
+                tx_id,
+                scan_id,
+                spec,
+            } => self.on_scan_req(sender, tx_id, scan_id, spec, ctx),
+            SignalBody::LdmScanNextReq {
+                tx_id,
+                scan_id,
+                partition,
+                close,
+            } => self.on_scan_next(sender, tx_id, scan_id, partition, close, ctx),
+            SignalBody::GcpSaveReq { gci } => self.on_gcp_save(sender, gci, ctx),
+            other => {
+                tracing::warn!(
+                    node = %self.config.node,
+                    "LDM instance {}: unexpected signal {} from {sender}",
+                    self.config.instance,
+                    other.name()
+                );
+            }
+        }
+    }
+}

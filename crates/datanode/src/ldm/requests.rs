@@ -1,0 +1,706 @@
+//! Key operations: `LdmKeyReq` batches run against the fragments (NDB:
+//! LQHKEYREQ through DBACC and DBTUP).
+//!
+//! A request is kept in a record ([`Requests`], bounded by
+//! [`LDM_REQUESTS_MAX`] and [`LDM_OPS_MAX`]) from its arrival to its
+//! answer. Its operations run in order; one that must wait for a row lock
+//! parks the request (its `OpId` names the record and its generation, so a
+//! grant finds it again, and a stale grant finds nothing), and the
+//! transaction's later requests queue behind it. Runs of committed reads
+//! of one fragment go through `Fragment::read_batch`, the fast path.
+//!
+//! Answers: reads and failed operations are answered here; writes that
+//! succeed are answered here only at the last replica, and otherwise go on
+//! to the next replica of the chain, copied unchanged. Each request gets one
+//! `LdmKeyConf` (more only if its results do not fit one batch).
+
+use kernel::Context;
+use proto::error;
+use proto::ops::{
+    LockMode, OpBatchReader, OpBatchWriter, OpKind, OpView, KEY_INFO, NO_INDEX, NO_PARTITION,
+};
+use proto::ProtoError;
+use signal::{BlockNumber, BlockRef, NodeId, SignalBody};
+use storage::disk::Disk;
+use storage::fragment::{
+    Fragment, FragmentError, Outcome, ReadBatch, ReadMode, RowBuf, READ_BATCH_KEYS_MAX,
+};
+use storage::locks::{Grant, OpId, TxId};
+use storage::memory::PagePool;
+use storage::schema::{RowLayout, TableDef, Value};
+
+use super::encoded::Gathered;
+use super::{LdmBlock, LDM_OPS_MAX, LDM_REQUESTS_MAX, REDO_HIGH_WATER_PERCENT};
+
+/// The index of a request record.
+pub(super) type Slot = u32;
+
+/// Bits of an `OpId` that name the record; the bits above hold its
+/// generation (bit 31 is kept for scans, see `scans::SCAN_OP_BIT`).
+const SLOT_BITS: u32 = 16;
+const SLOT_MASK: u32 = (1 << SLOT_BITS) - 1;
+const GENERATION_MASK: u32 = (1 << (31 - SLOT_BITS)) - 1;
+const _: () = assert!(LDM_REQUESTS_MAX <= 1 << SLOT_BITS);
+
+/// One `LdmKeyReq` between its arrival and its answer.
+#[derive(Debug, Default)]
+pub(super) struct Request {
+    in_use: bool,
+    generation: u32,
+    tx_id: u64,
+    tc: Option<BlockRef>,
+    chain: Vec<NodeId>,
+    ops: Vec<u8>,
+    op_count: u32,
+    /// The next operation to run (the one waiting, while `waiting`).
+    next: u32,
+    waiting: bool,
+    results: Gathered,
+    /// Positions of the writes that go on to the next replica.
+    forward: Vec<u32>,
+}
+
+/// The request records of an instance, recycled through a free list.
+#[derive(Debug, Default)]
+pub(super) struct Requests {
+    records: Vec<Request>,
+    free: Vec<Slot>,
+    used: usize,
+    ops_held: usize,
+}
+
+impl Requests {
+    pub(super) fn new() -> Requests {
+        Requests::default()
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.used
+    }
+
+    fn has_room(&self, ops: usize) -> bool {
+        self.used < LDM_REQUESTS_MAX && self.ops_held + ops <= LDM_OPS_MAX
+    }
+
+    fn insert(
+        &mut self,
+        tx_id: u64,
+        tc: BlockRef,
+        chain: Vec<NodeId>,
+        ops: Vec<u8>,
+        op_count: u32,
+    ) -> Slot {
+        assert!(
+            self.has_room(op_count as usize),
+            "admission checks room first"
+        );
+        let slot = match self.free.pop() {
+            Some(slot) => slot,
+            None => {
+                self.records.push(Request::default());
+                (self.records.len() - 1) as Slot
+            }
+        };
+        let record = &mut self.records[slot as usize];
+        assert!(!record.in_use, "request slot {slot} handed out twice");
+        record.in_use = true;
+        record.generation = (record.generation + 1) & GENERATION_MASK;
+        record.tx_id = tx_id;
+        record.tc = Some(tc);
+        record.chain = chain;
+        record.ops = ops;
+        record.op_count = op_count;
+        record.next = 0;
+        record.waiting = false;
+        record.results.clear();
+        record.forward.clear();
+        self.used += 1;
+        self.ops_held += op_count as usize;
+        slot
+    }
+
+    pub(super) fn free(&mut self, slot: Slot) {
+        let record = &mut self.records[slot as usize];
+        assert!(record.in_use, "request slot {slot} freed twice");
+        record.in_use = false;
+        record.ops = Vec::new();
+        record.chain = Vec::new();
+        self.used -= 1;
+        self.ops_held -= record.op_count as usize;
+        self.free.push(slot);
+    }
+
+    fn op_id(&self, slot: Slot) -> OpId {
+        OpId(self.records[slot as usize].generation << SLOT_BITS | slot)
+    }
+
+    /// The waiting request a grant for `op` of `tx` resumes, if any.
+    fn granted(&self, tx: TxId, op: OpId) -> Option<Slot> {
+        let slot = op.0 & SLOT_MASK;
+        let record = self.records.get(slot as usize)?;
+        let live = record.in_use && record.waiting && record.tx_id == tx.0;
+        (live && self.op_id(slot) == op).then_some(slot)
+    }
+}
+
+/// Reused buffers of the operation paths.
+#[derive(Debug, Default)]
+pub(super) struct Scratch {
+    keys: Vec<Value>,
+    row_values: Vec<Value>,
+    changes: Vec<(usize, Value)>,
+    row: RowBuf,
+    batch: ReadBatch,
+}
+
+/// How one operation ended at this replica.
+enum Step {
+    /// Answered (a result is in the request's results).
+    Answered,
+    /// A write that succeeded and goes on to the next replica.
+    Forward,
+    /// Parked: waits for a row lock.
+    Wait,
+}
+
+/// What a fragment operation did.
+enum OpEnd {
+    /// Succeeded; `answered` when it wrote its row result already.
+    Done {
+        answered: bool,
+    },
+    NotFound,
+    Waiting,
+}
+
+impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
+    pub(super) fn on_key_req(
+        &mut self,
+        tx_id: u64,
+        tc: BlockRef,
+        chain: Vec<NodeId>,
+        ops: Vec<u8>,
+        ctx: &mut Context<'_>,
+    ) {
+        if self.failed {
+            return;
+        }
+        self.stats.key_requests += 1;
+        let op_count = match OpBatchReader::new(&ops) {
+            Ok(reader) => reader.len(),
+            Err(e) => {
+                // Only a bug sends this: there is no operation to answer.
+                tracing::error!(
+                    node = %self.config.node,
+                    "LDM instance {}: malformed op batch of transaction {tx_id:#x} from {tc}: {e}",
+                    self.config.instance
+                );
+                return;
+            }
+        };
+        self.stats.ops += op_count as u64;
+        if self.instance.is_none() {
+            self.answer_all(tx_id, tc, &ops, error::NOT_STARTED, ctx);
+            return;
+        }
+        if !self.requests.has_room(op_count) || self.tx_record(tx_id).is_none() {
+            self.answer_all(tx_id, tc, &ops, error::OUT_OF_LDM_OPERATIONS, ctx);
+            return;
+        }
+        let slot = self.requests.insert(tx_id, tc, chain, ops, op_count as u32);
+        let record = self.txs.get_mut(&tx_id).expect("made above");
+        record.queue.push_back(slot);
+        if record.queue.len() == 1 {
+            self.run_requests(slot, ctx);
+        }
+    }
+
+    /// Answers every operation of a batch with `code`.
+    fn answer_all(
+        &mut self,
+        tx_id: u64,
+        tc: BlockRef,
+        ops: &[u8],
+        code: u32,
+        ctx: &mut Context<'_>,
+    ) {
+        let Ok(reader) = OpBatchReader::new(ops) else {
+            return;
+        };
+        let mut gathered = Gathered::default();
+        for op in reader.iter() {
+            gathered.error(op.header.op_index, code);
+        }
+        send_results(tx_id, tc, &gathered, ctx);
+    }
+
+    /// Runs request `slot` and, as each finishes, the next one of its
+    /// transaction, until one waits or none is left.
+    fn run_requests(&mut self, slot: Slot, ctx: &mut Context<'_>) {
+        let mut next = Some(slot);
+        while let Some(slot) = next.take() {
+            if !self.run_request(slot) {
+                return;
+            }
+            let tx_id = self.requests.records[slot as usize].tx_id;
+            self.finish_request(slot, ctx);
+            let record = self
+                .txs
+                .get_mut(&tx_id)
+                .expect("a request's transaction has a record");
+            let head = record.queue.pop_front();
+            assert_eq!(
+                head,
+                Some(slot),
+                "the request that ran is its transaction's first"
+            );
+            next = record.queue.front().copied();
+            if next.is_none() {
+                self.release_tx_if_idle(tx_id);
+            }
+        }
+    }
+
+    /// Runs the operations of a request from where it stands; false when
+    /// it waits for a lock.
+    fn run_request(&mut self, slot: Slot) -> bool {
+        let record = &mut self.requests.records[slot as usize];
+        assert!(
+            record.in_use && !record.waiting,
+            "request {slot} runs while free or waiting"
+        );
+        let ops = std::mem::take(&mut record.ops);
+        let mut results = std::mem::take(&mut record.results);
+        let mut forward = std::mem::take(&mut record.forward);
+        let (tx_id, start) = (record.tx_id, record.next);
+        let forwarding = !record.chain.is_empty();
+        let op_id = self.requests.op_id(slot);
+        let reader = match OpBatchReader::new(&ops) {
+            Ok(reader) => reader,
+            Err(e) => panic!("a batch validated at arrival fails validation: {e}"),
+        };
+        let mut position = start;
+        let mut iter = reader.iter().skip(start as usize).peekable();
+        let mut waiting = false;
+        while let Some(op) = iter.next() {
+            if is_committed_read(&op) && self.check_op(&op).is_ok() {
+                // The fast path: this and the committed reads of the same
+                // fragment right after it, in one batch.
+                let mut run = 1;
+                while run < READ_BATCH_KEYS_MAX {
+                    match iter.peek() {
+                        Some(next)
+                            if same_fragment(&op, next)
+                                && is_committed_read(next)
+                                && self.check_op(next).is_ok() =>
+                        {
+                            iter.next();
+                            run += 1;
+                        }
+                        _ => break,
+                    }
+                }
+                self.committed_reads(&reader, position as usize, run, &mut results);
+                position += run as u32;
+                continue;
+            }
+            match self.run_one(tx_id, op_id, &op, forwarding, &mut results) {
+                Step::Answered => {}
+                Step::Forward => forward.push(position),
+                Step::Wait => {
+                    waiting = true;
+                    self.stats.ops_waited += 1;
+                    break;
+                }
+            }
+            position += 1;
+        }
+        let record = &mut self.requests.records[slot as usize];
+        record.ops = ops;
+        record.results = results;
+        record.forward = forward;
+        record.next = position;
+        record.waiting = waiting;
+        !waiting
+    }
+
+    /// Checks an operation against this instance's schema; the fragment it
+    /// names, or the error code.
+    fn check_op(&self, op: &OpView<'_>) -> Result<(u32, u32), u32> {
+        let h = &op.header;
+        let table = self
+            .schema
+            .tables
+            .get(&h.table_id)
+            .ok_or(error::NO_SUCH_TABLE)?;
+        if h.table_version != table.version {
+            return Err(error::WRONG_SCHEMA_VERSION);
+        }
+        if h.partition == NO_PARTITION || h.partition >= table.partitions || !self.owns(h.partition)
+        {
+            tracing::debug!(
+                node = %self.config.node,
+                "LDM instance {}: table `{}` partition {} is not held here",
+                self.config.instance,
+                table.name,
+                h.partition
+            );
+            return Err(error::BAD_OPERATION);
+        }
+        if h.index_id != NO_INDEX {
+            // The TC turns unique-key operations into primary-key ones.
+            return Err(error::BAD_OPERATION);
+        }
+        op.check(table).map_err(|e| {
+            tracing::debug!(node = %self.config.node, "LDM instance {}: {e}", self.config.instance);
+            e.code()
+        })?;
+        Ok((h.table_id, h.partition))
+    }
+
+    /// Committed reads of `run` operations from `first` on, all checked and
+    /// on one fragment, through `Fragment::read_batch`.
+    fn committed_reads(
+        &mut self,
+        reader: &OpBatchReader<'_>,
+        first: usize,
+        run: usize,
+        out: &mut Gathered,
+    ) {
+        let LdmBlock {
+            schema,
+            instance,
+            scratch,
+            ..
+        } = self;
+        let instance = instance.as_mut().expect("open");
+        let ops = || reader.iter().skip(first).take(run);
+        let head = ops().next().expect("a run has an op").header;
+        let table = &schema.tables[&head.table_id];
+        let Some((fragment, pool)) = instance.fragment(head.table_id, head.partition) else {
+            for op in ops() {
+                out.error(op.header.op_index, error::TABLE_NOT_YET_KNOWN);
+            }
+            return;
+        };
+        scratch.keys.clear();
+        for op in ops() {
+            scratch.keys.extend(op.keys().map(|v| v.to_value()));
+        }
+        if let Err(e) = fragment.read_batch(pool, &scratch.keys, &mut scratch.batch) {
+            let code = fragment_code(table, &e);
+            for op in ops() {
+                out.error(op.header.op_index, code);
+            }
+            return;
+        }
+        for (i, op) in ops().enumerate() {
+            match scratch.batch.row(i) {
+                Some((fixed, var)) => write_row(out, fragment.layout(), table, &op, fixed, var),
+                None => out.error(op.header.op_index, error::NO_SUCH_ROW),
+            }
+        }
+    }
+
+    /// Runs one operation (not a committed read of the fast path).
+    fn run_one(
+        &mut self,
+        tx_id: u64,
+        op_id: OpId,
+        op: &OpView<'_>,
+        forwarding: bool,
+        out: &mut Gathered,
+    ) -> Step {
+        let h = op.header;
+        let (table_id, partition) = match self.check_op(op) {
+            Ok(key) => key,
+            Err(code) => {
+                out.error(h.op_index, code);
+                return Step::Answered;
+            }
+        };
+        let writes = h.kind != OpKind::Read;
+        if writes && self.redo_over_high_water() {
+            out.error(h.op_index, error::REDO_OVERLOADED);
+            return Step::Answered;
+        }
+        if writes || h.lock != LockMode::Committed {
+            // Even a waiting or failed operation may leave a lock (or a
+            // queued request) that the transaction's end must release.
+            self.touch(tx_id, (table_id, partition));
+        }
+        let LdmBlock {
+            schema,
+            instance,
+            scratch,
+            ..
+        } = self;
+        let table = &schema.tables[&table_id];
+        let instance = instance.as_mut().expect("open");
+        let Some((fragment, pool)) = instance.fragment(table_id, partition) else {
+            out.error(h.op_index, error::TABLE_NOT_YET_KNOWN);
+            return Step::Answered;
+        };
+        match run_op(
+            table,
+            fragment,
+            pool,
+            scratch,
+            (TxId(tx_id), op_id),
+            op,
+            forwarding,
+            out,
+        ) {
+            Ok(OpEnd::Done { answered: true }) => Step::Answered,
+            Ok(OpEnd::Done { answered: false }) if writes && forwarding => Step::Forward,
+            Ok(OpEnd::Done { answered: false }) => {
+                out.ok(h.op_index);
+                Step::Answered
+            }
+            Ok(OpEnd::NotFound) => {
+                out.error(h.op_index, error::NO_SUCH_ROW);
+                Step::Answered
+            }
+            Ok(OpEnd::Waiting) => Step::Wait,
+            Err(e) => {
+                tracing::debug!(node = %self.config.node, "LDM instance {}: {e}", self.config.instance);
+                out.error(h.op_index, fragment_code(table, &e));
+                Step::Answered
+            }
+        }
+    }
+
+    fn redo_over_high_water(&self) -> bool {
+        let instance = self.instance.as_ref().expect("open");
+        instance.redo_used_bytes() * 100 > instance.redo_capacity_bytes() * REDO_HIGH_WATER_PERCENT
+    }
+
+    /// Sends a finished request's results and passes its writes on, then
+    /// frees its record.
+    fn finish_request(&mut self, slot: Slot, ctx: &mut Context<'_>) {
+        let record = &mut self.requests.records[slot as usize];
+        let tc = record.tc.expect("a request in use has its TC");
+        if !record.results.is_empty() {
+            send_results(record.tx_id, tc, &record.results, ctx);
+        }
+        if !record.forward.is_empty() {
+            let next = record.chain[0];
+            let reader = match OpBatchReader::new(&record.ops) {
+                Ok(reader) => reader,
+                Err(e) => panic!("a batch validated at arrival fails validation: {e}"),
+            };
+            let mut bytes = Vec::with_capacity(record.ops.len());
+            let mut writer = OpBatchWriter::new(&mut bytes);
+            let mut wanted = record.forward.iter().copied().peekable();
+            for (position, op) in reader.iter().enumerate() {
+                if wanted.peek() == Some(&(position as u32)) {
+                    wanted.next();
+                    if let Err(e) = writer.copy(&op.header, &op) {
+                        panic!(
+                            "an op copied into a batch no larger than its own does not fit: {e}"
+                        );
+                    }
+                }
+            }
+            drop(writer);
+            let receiver = BlockRef::new(next, BlockNumber::LOCAL_DATA_MANAGER, self.me.instance);
+            ctx.send(
+                receiver,
+                SignalBody::LdmKeyReq {
+                    tx_id: record.tx_id,
+                    tc,
+                    chain: record.chain[1..].to_vec(),
+                    ops: bytes,
+                },
+            );
+        }
+        self.requests.free(slot);
+    }
+
+    pub(super) fn resume_request(&mut self, grant: Grant, ctx: &mut Context<'_>) {
+        let Some(slot) = self.requests.granted(grant.tx, grant.op) else {
+            // Its request ended (the transaction aborted): the lock goes
+            // with the transaction.
+            return;
+        };
+        self.requests.records[slot as usize].waiting = false;
+        self.run_requests(slot, ctx);
+    }
+}
+
+fn is_committed_read(op: &OpView<'_>) -> bool {
+    op.header.kind == OpKind::Read && op.header.lock == LockMode::Committed
+}
+
+fn same_fragment(a: &OpView<'_>, b: &OpView<'_>) -> bool {
+    (
+        a.header.table_id,
+        a.header.table_version,
+        a.header.partition,
+    ) == (
+        b.header.table_id,
+        b.header.table_version,
+        b.header.partition,
+    )
+}
+
+/// Sends gathered results to the TC, in as few batches as they fit.
+fn send_results(tx_id: u64, tc: BlockRef, results: &Gathered, ctx: &mut Context<'_>) {
+    let mut next = 0;
+    while next < results.len() {
+        let mut bytes = Vec::with_capacity(64 + results.len() * 9 + results.value_bytes());
+        results.write_results(&mut next, &mut bytes);
+        ctx.send(
+            tc,
+            SignalBody::LdmKeyConf {
+                tx_id,
+                results: bytes,
+            },
+        );
+    }
+}
+
+/// One operation on its fragment (see `run_one`).
+#[allow(clippy::too_many_arguments)]
+fn run_op(
+    table: &TableDef,
+    fragment: &mut Fragment,
+    pool: &mut PagePool,
+    scratch: &mut Scratch,
+    (tx, op_id): (TxId, OpId),
+    op: &OpView<'_>,
+    forwarding: bool,
+    out: &mut Gathered,
+) -> Result<OpEnd, FragmentError> {
+    let h = op.header;
+    scratch.keys.clear();
+    scratch.keys.extend(op.keys().map(|v| v.to_value()));
+    let outcome = match h.kind {
+        OpKind::Read => {
+            let mode = match h.lock {
+                LockMode::Committed => ReadMode::Committed,
+                LockMode::Shared => ReadMode::Shared { tx, op: op_id },
+                LockMode::Exclusive => ReadMode::Exclusive { tx, op: op_id },
+            };
+            let outcome = fragment.read(pool, &scratch.keys, mode, &mut scratch.row)?;
+            if outcome == Outcome::Done {
+                write_row(
+                    out,
+                    fragment.layout(),
+                    table,
+                    op,
+                    scratch.row.fixed(),
+                    scratch.row.var(),
+                );
+                return Ok(OpEnd::Done { answered: true });
+            }
+            outcome
+        }
+        OpKind::Insert | OpKind::Write => {
+            scratch.row_values.clear();
+            scratch.row_values.resize(table.columns.len(), Value::Null);
+            for (&c, v) in table.primary_key.iter().zip(op.keys()) {
+                scratch.row_values[c] = v.to_value();
+            }
+            for (c, v) in op.values() {
+                scratch.row_values[usize::from(c)] = v.to_value();
+            }
+            if h.kind == OpKind::Insert {
+                fragment.insert(pool, tx, op_id, &scratch.row_values)?
+            } else {
+                fragment.write(pool, tx, op_id, &scratch.row_values)?
+            }
+        }
+        OpKind::Update => {
+            scratch.changes.clear();
+            scratch
+                .changes
+                .extend(op.values().map(|(c, v)| (usize::from(c), v.to_value())));
+            fragment.update(pool, tx, op_id, &scratch.keys, &scratch.changes)?
+        }
+        OpKind::Delete => {
+            let answered = op.projection_count() > 0 && !forwarding;
+            if answered {
+                // The replica that answers returns the row as deleted.
+                let mode = ReadMode::Exclusive { tx, op: op_id };
+                match fragment.read(pool, &scratch.keys, mode, &mut scratch.row)? {
+                    Outcome::Done => {}
+                    Outcome::NotFound => return Ok(OpEnd::NotFound),
+                    Outcome::Waiting => return Ok(OpEnd::Waiting),
+                }
+            }
+            let outcome = fragment.delete(pool, tx, op_id, &scratch.keys)?;
+            if answered && outcome == Outcome::Done {
+                write_row(
+                    out,
+                    fragment.layout(),
+                    table,
+                    op,
+                    scratch.row.fixed(),
+                    scratch.row.var(),
+                );
+                return Ok(OpEnd::Done { answered: true });
+            }
+            outcome
+        }
+    };
+    Ok(match outcome {
+        Outcome::Done => OpEnd::Done { answered: false },
+        Outcome::NotFound => OpEnd::NotFound,
+        Outcome::Waiting => OpEnd::Waiting,
+    })
+}
+
+/// A read's result row: the projected columns (all when none are), then
+/// the primary key with key info.
+fn write_row(
+    out: &mut Gathered,
+    layout: &RowLayout,
+    table: &TableDef,
+    op: &OpView<'_>,
+    fixed: &[u8],
+    var: &[u8],
+) {
+    out.begin_row();
+    if op.projection_count() == 0 {
+        for c in 0..table.columns.len() {
+            out.value(layout.decode_column(fixed, var, c));
+        }
+    } else {
+        for c in op.projection() {
+            out.value(layout.decode_column(fixed, var, usize::from(c)));
+        }
+    }
+    if op.has_flag(KEY_INFO) {
+        for &c in &table.primary_key {
+            out.key(layout.decode_column(fixed, var, c));
+        }
+    }
+    out.end_row(op.header.op_index);
+}
+
+/// The `proto::error` code of a fragment error.
+pub(super) fn fragment_code(table: &TableDef, e: &FragmentError) -> u32 {
+    match e {
+        FragmentError::TableFull { .. } | FragmentError::PartitionFull { .. } => {
+            error::DATA_MEMORY_FULL
+        }
+        FragmentError::DuplicateKey { .. } => error::DUPLICATE_KEY,
+        FragmentError::WrongValue(source) => ProtoError::Value {
+            table: table.name.clone(),
+            source: source.clone(),
+        }
+        .code(),
+        FragmentError::PrimaryKeyUpdate { .. } => error::PRIMARY_KEY_UPDATE,
+        FragmentError::LockWaitersFull { .. } | FragmentError::AlreadyWaiting { .. } => {
+            error::OUT_OF_LDM_OPERATIONS
+        }
+        FragmentError::NoSuchIndex { .. } => error::NO_SUCH_INDEX,
+        FragmentError::NoSuchColumn { .. } => error::NO_SUCH_COLUMN,
+        FragmentError::RedoFull { .. } => error::REDO_OVERLOADED,
+        FragmentError::Redo { .. }
+        | FragmentError::BadRedoRecord { .. }
+        | FragmentError::BadRow { .. }
+        | FragmentError::BadRestore { .. } => error::BAD_OPERATION,
+    }
+}

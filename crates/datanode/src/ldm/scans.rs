@@ -1,0 +1,575 @@
+//! Scans of one partition (NDB: SCAN_FRAGREQ through DBLQH, DBTUP and
+//! DBTUX): a full scan of the fragment or a range of an ordered index, the
+//! pushed-down filter and the projection applied here, in batches of at
+//! most the spec's `batch_rows` rows.
+//!
+//! A locking scan (lock mode shared or exclusive) takes a row lock on each
+//! row it returns, by a locking read of the row's key for the transaction;
+//! when that must wait, the scan waits for the grant, and then reads the
+//! row again under the lock (and checks the filter on what it read). The
+//! locks are the transaction's, released by its commit or abort.
+//!
+//! Bounds: at most [`LDM_SCANS_MAX`] scans per instance, and one batch
+//! examines at most [`SCAN_ROWS_EXAMINED_MAX`] rows, so a selective filter
+//! cannot keep the thread busy for long (the batch then goes out with
+//! fewer rows, not done).
+
+use std::collections::BTreeMap;
+use std::ops::Bound as StdBound;
+
+use kernel::Context;
+use proto::error;
+use proto::ops::{LockMode, NO_INDEX, NO_PARTITION};
+use proto::scan::Bound;
+use signal::{BlockRef, SignalBody};
+use storage::disk::Disk;
+use storage::fragment::{
+    Outcome, ReadMode, RowBuf, ScanBatch, ScanCursor, ScanProgress, ScanRange, ScanSpec,
+};
+use storage::locks::{Grant, OpId, TxId};
+use storage::ordered_index::Direction;
+use storage::schema::Value;
+
+use super::encoded::Gathered;
+use super::requests::fragment_code;
+use super::{LdmBlock, LDM_SCANS_MAX};
+
+/// Most rows one scan batch examines (filter included) before it goes out.
+pub const SCAN_ROWS_EXAMINED_MAX: usize = 16_384;
+/// Rows asked from the fragment per call.
+const FRAGMENT_SCAN_CHUNK_ROWS: usize = 256;
+/// `OpId`s of scans have this bit set; the rest is the generation and slot.
+const SCAN_OP_BIT: u32 = 1 << 31;
+const SLOT_BITS: u32 = 16;
+const SLOT_MASK: u32 = (1 << SLOT_BITS) - 1;
+const GENERATION_MASK: u32 = (1 << (31 - SLOT_BITS)) - 1;
+const _: () = assert!(LDM_SCANS_MAX <= 1 << SLOT_BITS);
+
+pub(super) fn is_scan_op(op: OpId) -> bool {
+    op.0 & SCAN_OP_BIT != 0
+}
+
+/// A scan's identity: transaction, scan id and partition.
+type ScanKey = (u64, u32, u32);
+
+/// One open scan.
+#[derive(Debug, Default)]
+struct ScanRecord {
+    in_use: bool,
+    generation: u32,
+    key: ScanKey,
+    tc: Option<BlockRef>,
+    spec: Option<proto::scan::ScanSpec>,
+    range: Option<ScanSpec>,
+    cursor: ScanCursor,
+    /// Rows read from the fragment: the first `chunk_rows` are this
+    /// scan's (the buffer is reused from scan to scan); those from
+    /// `next_row` on are not yet looked at.
+    batch: ScanBatch,
+    chunk_rows: usize,
+    next_row: usize,
+    /// What the fragment said of its last chunk.
+    fragment_done: bool,
+    /// Waits for the lock of row `next_row`.
+    waiting: bool,
+    rows: Gathered,
+    examined: usize,
+}
+
+/// The scans of an instance.
+#[derive(Debug, Default)]
+pub(super) struct Scans {
+    records: Vec<ScanRecord>,
+    free: Vec<u32>,
+    by_key: BTreeMap<ScanKey, u32>,
+    /// Reused: the locked image of a row and its key.
+    row: RowBuf,
+    keys: Vec<Value>,
+}
+
+impl Scans {
+    pub(super) fn new() -> Scans {
+        Scans::default()
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.by_key.len()
+    }
+
+    pub(super) fn has_tx(&self, tx_id: u64) -> bool {
+        self.by_key
+            .range((tx_id, 0, 0)..=(tx_id, u32::MAX, u32::MAX))
+            .next()
+            .is_some()
+    }
+
+    fn open(
+        &mut self,
+        key: ScanKey,
+        tc: BlockRef,
+        spec: proto::scan::ScanSpec,
+        range: ScanSpec,
+    ) -> u32 {
+        assert!(
+            self.by_key.len() < LDM_SCANS_MAX,
+            "admission checks room first"
+        );
+        let slot = match self.free.pop() {
+            Some(slot) => slot,
+            None => {
+                self.records.push(ScanRecord::default());
+                (self.records.len() - 1) as u32
+            }
+        };
+        let record = &mut self.records[slot as usize];
+        assert!(!record.in_use, "scan slot {slot} handed out twice");
+        record.in_use = true;
+        record.generation = (record.generation + 1) & GENERATION_MASK;
+        record.key = key;
+        record.tc = Some(tc);
+        record.spec = Some(spec);
+        record.range = Some(range);
+        record.cursor.reset();
+        record.chunk_rows = 0;
+        record.next_row = 0;
+        record.examined = 0;
+        record.fragment_done = false;
+        record.waiting = false;
+        record.rows.clear();
+        self.by_key.insert(key, slot);
+        slot
+    }
+
+    fn close(&mut self, slot: u32) {
+        let record = &mut self.records[slot as usize];
+        assert!(record.in_use, "scan slot {slot} closed twice");
+        record.in_use = false;
+        record.spec = None;
+        record.range = None;
+        let removed = self.by_key.remove(&record.key);
+        assert_eq!(removed, Some(slot));
+        self.free.push(slot);
+    }
+
+    /// Closes every scan of a transaction that ended.
+    pub(super) fn close_tx(&mut self, tx_id: u64) {
+        let slots: Vec<u32> = self
+            .by_key
+            .range((tx_id, 0, 0)..=(tx_id, u32::MAX, u32::MAX))
+            .map(|(_, &slot)| slot)
+            .collect();
+        for slot in slots {
+            self.close(slot);
+        }
+    }
+
+    fn op_id(&self, slot: u32) -> OpId {
+        OpId(SCAN_OP_BIT | self.records[slot as usize].generation << SLOT_BITS | slot)
+    }
+}
+
+/// How far a batch got.
+enum BatchEnd {
+    /// The batch is full or examined enough: send it, more may follow.
+    Full,
+    /// No more rows: send it with `done`.
+    Done,
+    /// Waits for a row lock.
+    Wait,
+    /// The scan cannot go on (a lock could not be queued): refuse it.
+    Failed { code: u32, message: String },
+}
+
+impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
+    pub(super) fn on_scan_req(
+        &mut self,
+        tc: BlockRef,
+        tx_id: u64,
+        scan_id: u32,
+        spec: Vec<u8>,
+        ctx: &mut Context<'_>,
+    ) {
+        if self.failed {
+            return;
+        }
+        let spec = match proto::scan::ScanSpec::decode(&spec) {
+            Ok(spec) => spec,
+            Err(e) => {
+                let message = format!("LDM instance {}: {e}", self.config.instance);
+                let body = SignalBody::LdmScanRef {
+                    tx_id,
+                    scan_id,
+                    partition: NO_PARTITION,
+                    code: e.code(),
+                    message,
+                };
+                ctx.send(tc, body);
+                return;
+            }
+        };
+        let partition = spec.partition;
+        let refuse = |ctx: &mut Context<'_>, code: u32, message: String| {
+            ctx.send(
+                tc,
+                SignalBody::LdmScanRef {
+                    tx_id,
+                    scan_id,
+                    partition,
+                    code,
+                    message,
+                },
+            );
+        };
+        if self.instance.is_none() {
+            let message = format!(
+                "node {} is starting: LDM instance {} is not open",
+                self.config.node, self.config.instance
+            );
+            return refuse(ctx, error::NOT_STARTED, message);
+        }
+        let Some(table) = self.schema.tables.get(&spec.table_id) else {
+            return refuse(
+                ctx,
+                error::NO_SUCH_TABLE,
+                format!("no table with id {}", spec.table_id),
+            );
+        };
+        if let Err(e) = spec.check(table) {
+            return refuse(ctx, e.code(), e.to_string());
+        }
+        if partition == NO_PARTITION || !self.owns(partition) {
+            let message = format!(
+                "table `{}` partition {partition} is not held by LDM instance {} of node {}",
+                table.name, self.config.instance, self.config.node
+            );
+            return refuse(ctx, error::BAD_OPERATION, message);
+        }
+        let key = (tx_id, scan_id, partition);
+        if self.scans.by_key.contains_key(&key) {
+            return refuse(
+                ctx,
+                error::BAD_OPERATION,
+                format!("scan {scan_id} of partition {partition} is open already"),
+            );
+        }
+        if self.scans.len() >= LDM_SCANS_MAX {
+            let message = format!(
+                "LDM instance {} has {LDM_SCANS_MAX} scans open",
+                self.config.instance
+            );
+            return refuse(ctx, error::TOO_MANY_SCANS, message);
+        }
+        if spec.lock != LockMode::Committed && self.tx_record(tx_id).is_none() {
+            let message = format!(
+                "LDM instance {}: too many transactions",
+                self.config.instance
+            );
+            return refuse(ctx, error::OUT_OF_LDM_OPERATIONS, message);
+        }
+        if spec.lock != LockMode::Committed {
+            // The locks it takes are released by the transaction's end.
+            self.touch(tx_id, (spec.table_id, partition));
+        }
+        let range = storage_spec(&spec);
+        self.stats.scans += 1;
+        let slot = self.scans.open(key, tc, spec, range);
+        self.run_scan(slot, ctx);
+    }
+
+    pub(super) fn on_scan_next(
+        &mut self,
+        tc: BlockRef,
+        tx_id: u64,
+        scan_id: u32,
+        partition: u32,
+        close: bool,
+        ctx: &mut Context<'_>,
+    ) {
+        if self.failed {
+            return;
+        }
+        let Some(&slot) = self.scans.by_key.get(&(tx_id, scan_id, partition)) else {
+            if !close {
+                let message = format!(
+                    "LDM instance {}: no scan {scan_id} of partition {partition} is open",
+                    self.config.instance
+                );
+                ctx.send(
+                    tc,
+                    SignalBody::LdmScanRef {
+                        tx_id,
+                        scan_id,
+                        partition,
+                        code: error::UNKNOWN_SCAN,
+                        message,
+                    },
+                );
+            }
+            return;
+        };
+        if close {
+            self.scans.close(slot);
+            self.release_tx_if_idle(tx_id);
+            ctx.send(
+                tc,
+                SignalBody::LdmScanConf {
+                    tx_id,
+                    scan_id,
+                    partition,
+                    rows: empty_rows(),
+                    done: true,
+                },
+            );
+            return;
+        }
+        if self.scans.records[slot as usize].waiting {
+            // The batch in progress answers when its lock comes.
+            return;
+        }
+        self.run_scan(slot, ctx);
+    }
+
+    pub(super) fn resume_scan(&mut self, grant: Grant, ctx: &mut Context<'_>) {
+        let slot = grant.op.0 & SLOT_MASK;
+        let live = self
+            .scans
+            .records
+            .get(slot as usize)
+            .is_some_and(|r| r.in_use && r.waiting && r.key.0 == grant.tx.0);
+        if !live || self.scans.op_id(slot) != grant.op {
+            return;
+        }
+        self.scans.records[slot as usize].waiting = false;
+        self.run_scan(slot, ctx);
+    }
+
+    /// Fills the scan's batch from where it stands and sends it, unless it
+    /// waits for a lock.
+    fn run_scan(&mut self, slot: u32, ctx: &mut Context<'_>) {
+        let end = self.fill_batch(slot);
+        let record = &mut self.scans.records[slot as usize];
+        let (tx_id, scan_id, partition) = record.key;
+        let tc = record.tc.expect("an open scan has its TC");
+        let done = match end {
+            BatchEnd::Wait => return,
+            BatchEnd::Failed { code, message } => {
+                let body = SignalBody::LdmScanRef {
+                    tx_id,
+                    scan_id,
+                    partition,
+                    code,
+                    message,
+                };
+                ctx.send(tc, body);
+                self.scans.close(slot);
+                self.release_tx_if_idle(tx_id);
+                return;
+            }
+            BatchEnd::Full => false,
+            BatchEnd::Done => true,
+        };
+        let mut next = 0;
+        loop {
+            let mut rows =
+                Vec::with_capacity(64 + record.rows.value_bytes() + 4 * record.rows.len());
+            record.rows.write_rows(&mut next, &mut rows);
+            let last = next == record.rows.len();
+            ctx.send(
+                tc,
+                SignalBody::LdmScanConf {
+                    tx_id,
+                    scan_id,
+                    partition,
+                    rows,
+                    done: done && last,
+                },
+            );
+            if last {
+                break;
+            }
+        }
+        record.rows.clear();
+        record.examined = 0;
+        if done {
+            self.scans.close(slot);
+            self.release_tx_if_idle(tx_id);
+        }
+    }
+
+    /// Adds matching rows to the scan's batch until it is full, the scan
+    /// is done, it examined enough rows, or it must wait for a lock.
+    fn fill_batch(&mut self, slot: u32) -> BatchEnd {
+        let op_id = self.scans.op_id(slot);
+        let LdmBlock {
+            schema,
+            instance,
+            scans,
+            ..
+        } = self;
+        let Scans {
+            records, row, keys, ..
+        } = scans;
+        let record = &mut records[slot as usize];
+        let spec = record.spec.as_ref().expect("an open scan has its spec");
+        let (tx_id, _, partition) = record.key;
+        let Some(table) = schema.tables.get(&spec.table_id) else {
+            // Dropped while the scan ran.
+            return BatchEnd::Done;
+        };
+        let instance = instance.as_mut().expect("open");
+        let Some((fragment, pool)) = instance.fragment(spec.table_id, partition) else {
+            return BatchEnd::Done;
+        };
+        let locking = match spec.lock {
+            LockMode::Committed => None,
+            LockMode::Shared => Some(ReadMode::Shared {
+                tx: TxId(tx_id),
+                op: op_id,
+            }),
+            LockMode::Exclusive => Some(ReadMode::Exclusive {
+                tx: TxId(tx_id),
+                op: op_id,
+            }),
+        };
+        let batch_rows = spec.batch_rows as usize;
+        loop {
+            while record.next_row < record.chunk_rows {
+                if record.rows.len() >= batch_rows || record.examined >= SCAN_ROWS_EXAMINED_MAX {
+                    return BatchEnd::Full;
+                }
+                let layout = fragment.layout();
+                let (fixed, var) = record.batch.image(record.next_row);
+                let passes = |fixed: &[u8], var: &[u8]| {
+                    spec.filter.as_ref().is_none_or(|f| {
+                        f.eval(table, |c| layout.decode_column(fixed, var, usize::from(c)))
+                    })
+                };
+                if !passes(fixed, var) {
+                    record.next_row += 1;
+                    record.examined += 1;
+                    continue;
+                }
+                let (fixed, var) = match locking {
+                    None => (fixed, var),
+                    Some(mode) => {
+                        keys.clear();
+                        keys.extend(
+                            table
+                                .primary_key
+                                .iter()
+                                .map(|&c| layout.decode_column(fixed, var, c).to_value()),
+                        );
+                        match fragment.read(pool, keys, mode, row) {
+                            Ok(Outcome::Done) => {}
+                            Ok(Outcome::Waiting) => {
+                                record.waiting = true;
+                                return BatchEnd::Wait;
+                            }
+                            Ok(Outcome::NotFound) => {
+                                // Deleted since the chunk was read.
+                                record.next_row += 1;
+                                continue;
+                            }
+                            Err(e) => {
+                                // Too many lock waiters: the scan stops
+                                // rather than skip a row it should lock.
+                                let code = fragment_code(table, &e);
+                                let message = format!("scan of table `{}`: {e}", table.name);
+                                return BatchEnd::Failed { code, message };
+                            }
+                        }
+                        let layout = fragment.layout();
+                        let (fixed, var) = (row.fixed(), row.var());
+                        if !spec.filter.as_ref().is_none_or(|f| {
+                            f.eval(table, |c| layout.decode_column(fixed, var, usize::from(c)))
+                        }) {
+                            record.next_row += 1;
+                            continue;
+                        }
+                        (fixed, var)
+                    }
+                };
+                let layout = fragment.layout();
+                record.rows.begin_row();
+                if spec.projection.is_empty() {
+                    for c in 0..table.columns.len() {
+                        record.rows.value(layout.decode_column(fixed, var, c));
+                    }
+                } else {
+                    for &c in &spec.projection {
+                        record
+                            .rows
+                            .value(layout.decode_column(fixed, var, usize::from(c)));
+                    }
+                }
+                if spec.key_info {
+                    for &c in &table.primary_key {
+                        record.rows.key(layout.decode_column(fixed, var, c));
+                    }
+                }
+                record.rows.end_row(0);
+                record.next_row += 1;
+                record.examined += 1;
+            }
+            if record.fragment_done {
+                return BatchEnd::Done;
+            }
+            if record.examined >= SCAN_ROWS_EXAMINED_MAX {
+                return BatchEnd::Full;
+            }
+            let range = record.range.as_ref().expect("an open scan has its range");
+            match fragment.scan(
+                pool,
+                range,
+                &mut record.cursor,
+                FRAGMENT_SCAN_CHUNK_ROWS,
+                &mut record.batch,
+            ) {
+                Ok(progress) => {
+                    record.fragment_done = progress == ScanProgress::Done;
+                    record.chunk_rows = record.batch.len();
+                    record.next_row = 0;
+                }
+                Err(e) => {
+                    // Checked against the table at the start: only a
+                    // fragment of another definition gets here.
+                    tracing::warn!("scan of table `{}` partition {partition}: {e}", table.name);
+                    return BatchEnd::Done;
+                }
+            }
+        }
+    }
+}
+
+/// The storage scan of a proto scan spec (checked against its table).
+fn storage_spec(spec: &proto::scan::ScanSpec) -> ScanSpec {
+    let bound = |b: &Option<Bound>| match b {
+        None => StdBound::Unbounded,
+        Some(b) if b.inclusive => StdBound::Included(b.values.clone()),
+        Some(b) => StdBound::Excluded(b.values.clone()),
+    };
+    let range = if spec.index_id == NO_INDEX {
+        ScanRange::Full
+    } else {
+        ScanRange::Ordered {
+            index_id: spec.index_id,
+            lower: bound(&spec.lower),
+            upper: bound(&spec.upper),
+            direction: if spec.descending {
+                Direction::Descending
+            } else {
+                Direction::Ascending
+            },
+        }
+    };
+    ScanSpec {
+        range,
+        columns: spec.projection.iter().map(|&c| usize::from(c)).collect(),
+    }
+}
+
+fn empty_rows() -> Vec<u8> {
+    let mut out = Vec::new();
+    proto::scan::RowBatchWriter::new(&mut out);
+    out
+}

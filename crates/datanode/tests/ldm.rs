@@ -1,0 +1,1118 @@
+//! The LDM block in the deterministic simulator: real membership,
+//! dictionary and LDM blocks on one or two data nodes with simulated disks,
+//! and a test block on an API node that plays the transaction coordinator:
+//! it sends `LdmKeyReq` batches, commits, aborts, scans and global
+//! checkpoint saves, and records every answer. Results are checked against
+//! a model (a `BTreeMap`), and each test ends with checks of what the
+//! instances hold.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use config::Placement;
+use datanode::dictionary::{schema_dir, Dictionary, DictionaryConfig, ERROR_UNSUPPORTED_ALTER};
+use datanode::ldm::{LdmBlock, LdmBlockConfig};
+use datanode::membership::{Membership, MembershipConfig};
+use kernel::simulator::Simulation;
+use kernel::{Block, Context, Rng};
+use proto::error;
+use proto::ops::{LockMode, OpBatchWriter, OpHeader, OpKind, KEY_INFO, NO_INDEX};
+use proto::results::ResultReader;
+use proto::scan::{RowBatchReader, ScanSpec};
+use proto::{CmpOp, Filter};
+use signal::{BlockNumber, BlockRef, NodeId, Signal, SignalBody};
+use storage::disk::SimDisk;
+use storage::ldm::LdmConfig;
+use storage::schema::{
+    distribution_hash, partition_of, Collation, Column, ColumnType, KeyEncoder, TableDef, Value,
+};
+
+const API: NodeId = match NodeId::new(200) {
+    Some(id) => id,
+    None => unreachable!(),
+};
+
+fn node(n: u8) -> NodeId {
+    NodeId::new(n).unwrap()
+}
+
+fn tc() -> BlockRef {
+    BlockRef::new(API, BlockNumber::API_CLUSTER, 0)
+}
+
+fn ldm(n: NodeId) -> BlockRef {
+    BlockRef::new(n, BlockNumber::LOCAL_DATA_MANAGER, 0)
+}
+
+/// The API node's block: plays the TC and records what comes back.
+struct Recorder {
+    got: Arc<Mutex<Vec<Signal>>>,
+}
+
+impl Block for Recorder {
+    fn execute(&mut self, signal: Signal, _ctx: &mut Context<'_>) {
+        self.got.lock().unwrap().push(signal);
+    }
+}
+
+/// The answer to one operation.
+#[derive(Clone, Debug, PartialEq)]
+struct OpAnswer {
+    code: u32,
+    row: Option<Vec<Value>>,
+    keys: Vec<Value>,
+}
+
+/// One operation to send: on the test table `(id BIGINT, v INT NULL, s VARCHAR(20) NULL)`.
+#[derive(Clone, Debug)]
+struct Op {
+    kind: OpKind,
+    lock: LockMode,
+    key: i64,
+    v: Option<i64>,
+    s: Option<String>,
+    flags: u8,
+}
+
+impl Op {
+    fn read(key: i64, lock: LockMode) -> Op {
+        Op {
+            kind: OpKind::Read,
+            lock,
+            key,
+            v: None,
+            s: None,
+            flags: 0,
+        }
+    }
+
+    fn write(kind: OpKind, key: i64, v: i64) -> Op {
+        Op {
+            kind,
+            lock: LockMode::Exclusive,
+            key,
+            v: Some(v),
+            s: Some(format!("s{v}")),
+            flags: 0,
+        }
+    }
+
+    fn delete(key: i64) -> Op {
+        Op {
+            kind: OpKind::Delete,
+            lock: LockMode::Exclusive,
+            key,
+            v: None,
+            s: None,
+            flags: 0,
+        }
+    }
+}
+
+struct Cluster {
+    sim: Simulation,
+    data_nodes: Vec<NodeId>,
+    disks: BTreeMap<NodeId, SimDisk>,
+    placement: Placement,
+    got: Arc<Mutex<Vec<Signal>>>,
+    next_request: u32,
+    table: Option<TableDef>,
+}
+
+impl Cluster {
+    /// `n` data nodes in one node group (`n` replicas), one LDM instance each.
+    fn start(seed: u64, n: u8) -> Cluster {
+        let mut sim = Simulation::new(seed);
+        let data_nodes: Vec<NodeId> = (0..n).map(|i| node(2 + i)).collect();
+        let placement = Placement::new(vec![data_nodes.clone()], 1);
+        let mut disks = BTreeMap::new();
+        for &id in &data_nodes {
+            let disk = SimDisk::new(seed ^ u64::from(id.get()) << 32);
+            disks.insert(id, disk.clone());
+            let all = data_nodes.clone();
+            let placement = placement.clone();
+            let mut start_ids = Rng::seeded(seed ^ u64::from(id.get()));
+            sim.add_node(
+                id,
+                Box::new(move |id, incarnation| {
+                    let membership = Membership::new(MembershipConfig {
+                        node: id,
+                        data_nodes: all.clone(),
+                        mgmd: None,
+                        heartbeat_interval: Duration::from_millis(500),
+                        api_heartbeat_interval: Duration::from_millis(300),
+                        start_partial_timeout: Duration::from_secs(3),
+                        start_id: start_ids.next_u64() ^ u64::from(incarnation),
+                        pid: 1000 + u32::from(id.get()),
+                    });
+                    let dictionary = Dictionary::new(
+                        DictionaryConfig {
+                            node: id,
+                            schema_dir: schema_dir(Path::new("/data"), id),
+                        },
+                        Box::new(disk.clone()),
+                    )
+                    .expect("the dictionary loads its schema")
+                    .with_local_blocks(vec![ldm(id)], placement.default_partitions());
+                    let mut config = LdmConfig::new(0, format!("/data/ndb_{id}_fs/ldm0"));
+                    config.data_memory_bytes = 16 << 20;
+                    config.redo_file_size_bytes = 1 << 20;
+                    config.redo_files = 4;
+                    let ldm_block = LdmBlock::new(
+                        LdmBlockConfig {
+                            node: id,
+                            instance: 0,
+                            placement: placement.clone(),
+                            ldm: config,
+                            lcp_interval: Duration::from_millis(500),
+                        },
+                        disk.clone(),
+                    );
+                    let blocks: Vec<(BlockRef, Box<dyn Block>)> = vec![
+                        (
+                            BlockRef::new(id, BlockNumber::MEMBERSHIP, 0),
+                            Box::new(membership),
+                        ),
+                        (
+                            BlockRef::new(id, BlockNumber::DICTIONARY, 0),
+                            Box::new(dictionary),
+                        ),
+                        (ldm(id), Box::new(ldm_block)),
+                    ];
+                    blocks
+                }),
+            );
+        }
+        let got = Arc::new(Mutex::new(Vec::new()));
+        let recorded = Arc::clone(&got);
+        sim.add_node(
+            API,
+            Box::new(move |id, _| {
+                let block: Box<dyn Block> = Box::new(Recorder {
+                    got: Arc::clone(&recorded),
+                });
+                vec![(BlockRef::new(id, BlockNumber::API_CLUSTER, 0), block)]
+            }),
+        );
+        let mut cluster = Cluster {
+            sim,
+            data_nodes,
+            disks,
+            placement,
+            got,
+            next_request: 1,
+            table: None,
+        };
+        cluster.sim.run_for(Duration::from_secs(2));
+        for &id in &cluster.data_nodes {
+            assert!(
+                cluster.ldm_block(id).is_open(),
+                "node {id}: the LDM instance opened at start"
+            );
+        }
+        cluster
+    }
+
+    fn ldm_block(&self, id: NodeId) -> &LdmBlock<SimDisk> {
+        self.sim
+            .block::<LdmBlock<SimDisk>>(ldm(id))
+            .unwrap_or_else(|| panic!("node {id} is down"))
+    }
+
+    fn take(&self) -> Vec<Signal> {
+        std::mem::take(&mut *self.got.lock().unwrap())
+    }
+
+    fn inject(&mut self, to: BlockRef, body: SignalBody) {
+        self.sim.inject(Signal {
+            receiver: to,
+            sender: tc(),
+            body,
+        });
+    }
+
+    fn settle(&mut self) {
+        self.sim.run_for(Duration::from_millis(20));
+    }
+
+    /// Creates the test table (partition count 0: the default) and reads
+    /// its definition back by name.
+    fn create_table(&mut self) -> TableDef {
+        let varchar = ColumnType::VarChar {
+            max: 20,
+            collation: Collation::Utf8mb4Bin,
+        };
+        let table = TableDef::new(
+            "accounts",
+            0,
+            vec![
+                Column::new("id", ColumnType::BigInt { unsigned: false }),
+                Column::new("v", ColumnType::Int { unsigned: false }).nullable(),
+                Column::new("s", varchar).nullable(),
+            ],
+        )
+        .primary_key(vec![0])
+        .partitions(0);
+        let request_id = self.next_request;
+        self.next_request += 1;
+        let dict = BlockRef::new(self.data_nodes[0], BlockNumber::DICTIONARY, 0);
+        self.inject(
+            dict,
+            SignalBody::DictCreateTableReq {
+                request_id,
+                table: table.to_bytes(),
+            },
+        );
+        self.sim.run_for(Duration::from_millis(200));
+        let answers = self.take();
+        assert!(
+            answers.iter().any(|s| matches!(s.body, SignalBody::DictCreateTableConf { request_id: r, .. } if r == request_id)),
+            "create answered: {answers:?}"
+        );
+        self.inject(
+            dict,
+            SignalBody::DictGetTableReq {
+                request_id,
+                table_id: 0,
+                name: "accounts".into(),
+            },
+        );
+        self.inject(
+            dict,
+            SignalBody::DictGetTableReq {
+                request_id: request_id + 1000,
+                table_id: 0,
+                name: "nope".into(),
+            },
+        );
+        self.settle();
+        let mut table = None;
+        let mut refused = false;
+        for s in self.take() {
+            match s.body {
+                SignalBody::DictGetTableConf {
+                    request_id: r,
+                    group,
+                } if r == request_id => {
+                    table = Some(TableDef::decode(&group.tables[0]).unwrap());
+                }
+                SignalBody::DictGetTableRef { code, message, .. } => {
+                    assert_eq!(code, error::NO_SUCH_TABLE);
+                    assert!(message.contains("nope"), "{message}");
+                    refused = true;
+                }
+                _ => {}
+            }
+        }
+        assert!(refused, "an unknown name is refused");
+        let table = table.expect("the table is found by name");
+        assert_eq!(
+            table.partitions,
+            self.placement.default_partitions(),
+            "partitions 0 became the default"
+        );
+        self.table = Some(table.clone());
+        table
+    }
+
+    fn table(&self) -> &TableDef {
+        self.table.as_ref().expect("created")
+    }
+
+    fn partition_of(&self, key: i64) -> u32 {
+        let table = self.table();
+        let mut bytes = Vec::new();
+        KeyEncoder::distribution_key(table)
+            .encode(&[Value::Int(key)], &mut bytes)
+            .unwrap();
+        partition_of(distribution_hash(&bytes), table.partitions)
+    }
+
+    /// The op batch for `ops`, all on one partition.
+    fn batch(&self, ops: &[Op], version: u32) -> Vec<u8> {
+        let table = self.table();
+        let mut bytes = Vec::new();
+        let mut writer = OpBatchWriter::new(&mut bytes);
+        for (i, op) in ops.iter().enumerate() {
+            writer.begin(&OpHeader {
+                op_index: i as u32,
+                table_id: table.id,
+                table_version: version,
+                index_id: NO_INDEX,
+                partition: self.partition_of(op.key),
+                kind: op.kind,
+                lock: op.lock,
+                flags: op.flags,
+            });
+            writer.key(Value::Int(op.key).as_ref());
+            if matches!(op.kind, OpKind::Insert | OpKind::Write | OpKind::Update) {
+                let v = op.v.map_or(Value::Null, Value::Int);
+                let s = op.s.clone().map_or(Value::Null, Value::String);
+                writer.value(1, v.as_ref());
+                writer.value(2, s.as_ref());
+            }
+            writer.end().unwrap();
+        }
+        drop(writer);
+        bytes
+    }
+
+    /// Sends `ops` (all on one partition) to its primary with the backups as
+    /// the chain; does not run the simulation.
+    fn send_ops(&mut self, tx: u64, ops: &[Op]) {
+        let partition = self.partition_of(ops[0].key);
+        assert!(ops.iter().all(|o| self.partition_of(o.key) == partition));
+        let home = self.placement.home(partition);
+        let any_write = ops.iter().any(|o| o.kind != OpKind::Read);
+        let chain = if any_write {
+            home.backups().collect()
+        } else {
+            Vec::new()
+        };
+        let version = self.table().version;
+        let ops = self.batch(ops, version);
+        self.inject(
+            ldm(home.primary()),
+            SignalBody::LdmKeyReq {
+                tx_id: tx,
+                tc: tc(),
+                chain,
+                ops,
+            },
+        );
+    }
+
+    /// The answers to `tx`'s operations recorded so far, by op index.
+    fn answers(&self, signals: &[Signal], tx: u64) -> BTreeMap<u32, OpAnswer> {
+        let mut out = BTreeMap::new();
+        for s in signals {
+            if let SignalBody::LdmKeyConf { tx_id, results } = &s.body {
+                if *tx_id != tx {
+                    continue;
+                }
+                for r in ResultReader::new(results).unwrap().iter() {
+                    let answer = OpAnswer {
+                        code: r.code,
+                        row: r
+                            .has_row
+                            .then(|| r.values().map(|v| v.to_value()).collect()),
+                        keys: r.keys().map(|v| v.to_value()).collect(),
+                    };
+                    assert!(
+                        out.insert(r.op_index, answer).is_none(),
+                        "op {} answered twice",
+                        r.op_index
+                    );
+                }
+            }
+        }
+        out
+    }
+
+    /// Runs `ops` of `tx` one partition at a time and returns the answers
+    /// in op order.
+    fn run_ops(&mut self, tx: u64, ops: &[Op]) -> Vec<OpAnswer> {
+        let mut all = Vec::new();
+        for op in ops {
+            self.send_ops(tx, std::slice::from_ref(op));
+            self.settle();
+            let signals = self.take();
+            let answers = self.answers(&signals, tx);
+            assert_eq!(answers.len(), 1, "one answer for {op:?}: {signals:?}");
+            all.push(answers[&0].clone());
+        }
+        all
+    }
+
+    fn end(&mut self, tx: u64, commit: Option<u32>) {
+        for id in self.data_nodes.clone() {
+            let body = match commit {
+                Some(gci) => SignalBody::LdmCommitReq { tx_id: tx, gci },
+                None => SignalBody::LdmAbortReq { tx_id: tx },
+            };
+            self.inject(ldm(id), body);
+        }
+        self.settle();
+        let confs =
+            self.take()
+                .into_iter()
+                .filter(|s| match s.body {
+                    SignalBody::LdmCommitConf { tx_id, .. }
+                    | SignalBody::LdmAbortConf { tx_id } => tx_id == tx,
+                    _ => false,
+                })
+                .count();
+        assert_eq!(
+            confs,
+            self.data_nodes.len(),
+            "every instance confirms the end of {tx:#x}"
+        );
+    }
+
+    /// Committed reads of `keys` on `at` (each its own request).
+    fn read_committed_at(&mut self, at: NodeId, keys: &[i64]) -> BTreeMap<i64, Option<Row>> {
+        let tx = 0xEEEE;
+        let mut out = BTreeMap::new();
+        for &key in keys {
+            let ops = self.batch(&[Op::read(key, LockMode::Committed)], self.table().version);
+            self.inject(
+                ldm(at),
+                SignalBody::LdmKeyReq {
+                    tx_id: tx,
+                    tc: tc(),
+                    chain: Vec::new(),
+                    ops,
+                },
+            );
+            self.settle();
+            let signals = self.take();
+            let answer = self
+                .answers(&signals, tx)
+                .remove(&0)
+                .expect("a committed read is answered at once");
+            out.insert(key, row_of(&answer));
+        }
+        out
+    }
+}
+
+/// `(v, s)` of a read answer, `None` for no row.
+fn row_of(answer: &OpAnswer) -> Option<Row> {
+    if answer.code == error::NO_SUCH_ROW {
+        return None;
+    }
+    assert_eq!(answer.code, 0, "{answer:?}");
+    let row = answer.row.as_ref().expect("a read returns its row");
+    let v = match &row[1] {
+        Value::Null => None,
+        Value::Int(v) => Some(*v),
+        other => panic!("v is {other:?}"),
+    };
+    let s = match &row[2] {
+        Value::Null => None,
+        Value::String(s) => Some(s.clone()),
+        other => panic!("s is {other:?}"),
+    };
+    Some((v, s))
+}
+
+/// `(v, s)` of a row.
+type Row = (Option<i64>, Option<String>);
+type Model = BTreeMap<i64, Row>;
+
+/// What `op` answers on `state` (a transaction's view), applying it.
+fn model_apply(state: &mut Model, op: &Op) -> (u32, Option<Row>) {
+    let row = (op.v, op.s.clone());
+    match op.kind {
+        OpKind::Read => match state.get(&op.key) {
+            Some(r) => (0, Some(r.clone())),
+            None => (error::NO_SUCH_ROW, None),
+        },
+        OpKind::Insert => match state.entry(op.key) {
+            std::collections::btree_map::Entry::Occupied(_) => (error::DUPLICATE_KEY, None),
+            std::collections::btree_map::Entry::Vacant(slot) => {
+                slot.insert(row);
+                (0, None)
+            }
+        },
+        OpKind::Write => {
+            state.insert(op.key, row);
+            (0, None)
+        }
+        OpKind::Update => match state.get_mut(&op.key) {
+            Some(r) => {
+                *r = row;
+                (0, None)
+            }
+            None => (error::NO_SUCH_ROW, None),
+        },
+        OpKind::Delete => match state.remove(&op.key) {
+            Some(_) => (0, None),
+            None => (error::NO_SUCH_ROW, None),
+        },
+    }
+}
+
+#[test]
+fn key_operations_follow_a_model_through_commits_and_aborts() {
+    let mut c = Cluster::start(11, 1);
+    c.create_table();
+    let mut rng = Rng::seeded(7);
+    let mut committed: Model = BTreeMap::new();
+    let mut gci = 2;
+    for round in 0..12u64 {
+        let tx = 0x1000 + round;
+        let mut view = committed.clone();
+        let mut ops = Vec::new();
+        for _ in 0..12 {
+            let key = rng.below(24) as i64;
+            let v = rng.below(1000) as i64;
+            let op = match rng.below(6) {
+                0 => Op::write(OpKind::Insert, key, v),
+                1 => Op::write(OpKind::Update, key, v),
+                2 => Op::write(OpKind::Write, key, v),
+                3 => Op::delete(key),
+                4 => Op::read(key, LockMode::Exclusive),
+                _ => Op::read(key, LockMode::Shared),
+            };
+            ops.push(op);
+        }
+        let answers = c.run_ops(tx, &ops);
+        for (op, answer) in ops.iter().zip(&answers) {
+            let (code, row) = model_apply(&mut view, op);
+            assert_eq!(answer.code, code, "round {round}: {op:?} → {answer:?}");
+            if op.kind == OpKind::Read && code == 0 {
+                assert_eq!(
+                    row_of(answer),
+                    row,
+                    "round {round}: {op:?} sees its transaction's own writes"
+                );
+            }
+        }
+        // Committed reads meanwhile see the last committed state.
+        let keys: Vec<i64> = (0..24).collect();
+        let seen = c.read_committed_at(node(2), &keys);
+        for (key, row) in &seen {
+            assert_eq!(
+                row.as_ref(),
+                committed.get(key),
+                "committed read of {key} during round {round}"
+            );
+        }
+        if rng.chance(2, 3) {
+            c.end(tx, Some(gci));
+            gci += 1;
+            committed = view;
+        } else {
+            c.end(tx, None);
+        }
+    }
+    let keys: Vec<i64> = (0..24).collect();
+    let seen = c.read_committed_at(node(2), &keys);
+    for key in keys {
+        assert_eq!(
+            seen[&key].as_ref(),
+            committed.get(&key),
+            "key {key} after all rounds"
+        );
+    }
+    let block = c.ldm_block(node(2));
+    assert_eq!(block.transactions(), 0, "every transaction ended");
+    assert_eq!(block.requests_held(), 0);
+    assert!(block.stats().commits > 0 && block.stats().aborts > 0);
+}
+
+#[test]
+fn batched_committed_reads_key_info_and_bad_operations() {
+    let mut c = Cluster::start(12, 1);
+    let table = c.create_table();
+    let inserts: Vec<Op> = (0..50)
+        .map(|k| Op::write(OpKind::Insert, k, k * 10))
+        .collect();
+    // One partition (one node, one instance): one request for all of them.
+    c.send_ops(0x1, &inserts);
+    c.settle();
+    let signals = c.take();
+    let answers = c.answers(&signals, 0x1);
+    assert_eq!(answers.len(), 50);
+    assert!(answers.values().all(|a| a.code == 0));
+    assert_eq!(
+        signals
+            .iter()
+            .filter(|s| matches!(s.body, SignalBody::LdmKeyConf { .. }))
+            .count(),
+        1,
+        "one conf per request"
+    );
+    c.end(0x1, Some(2));
+
+    // 100 committed reads in one request (the batched path), with key info.
+    let reads: Vec<Op> = (0..100)
+        .map(|k| Op {
+            flags: KEY_INFO,
+            ..Op::read(k, LockMode::Committed)
+        })
+        .collect();
+    c.send_ops(0x2, &reads);
+    c.settle();
+    let signals = c.take();
+    let answers = c.answers(&signals, 0x2);
+    for k in 0..100i64 {
+        let answer = &answers[&(k as u32)];
+        if k < 50 {
+            assert_eq!(
+                row_of(answer),
+                Some((Some(k * 10), Some(format!("s{}", k * 10))))
+            );
+            assert_eq!(answer.keys, vec![Value::Int(k)], "key info");
+        } else {
+            assert_eq!(answer.code, error::NO_SUCH_ROW);
+        }
+    }
+    assert_eq!(
+        c.ldm_block(node(2)).transactions(),
+        0,
+        "committed reads leave no transaction behind"
+    );
+
+    // Wrong version, too long a value, a duplicate key.
+    let stale = c.batch(&[Op::read(1, LockMode::Committed)], table.version + 1);
+    c.inject(
+        ldm(node(2)),
+        SignalBody::LdmKeyReq {
+            tx_id: 0x3,
+            tc: tc(),
+            chain: Vec::new(),
+            ops: stale,
+        },
+    );
+    c.settle();
+    let signals = c.take();
+    assert_eq!(
+        c.answers(&signals, 0x3)[&0].code,
+        error::WRONG_SCHEMA_VERSION
+    );
+    let long = Op {
+        s: Some("x".repeat(21)),
+        ..Op::write(OpKind::Insert, 500, 1)
+    };
+    let answers = c.run_ops(0x4, &[long, Op::write(OpKind::Insert, 3, 1)]);
+    assert_eq!(answers[0].code, error::VALUE_TOO_LONG);
+    assert_eq!(answers[1].code, error::DUPLICATE_KEY);
+    c.end(0x4, None);
+    assert_eq!(c.read_committed_at(node(2), &[500])[&500], None);
+}
+
+#[test]
+fn a_conflicting_write_waits_for_the_lock_and_an_aborted_waiter_leaves_nothing() {
+    let mut c = Cluster::start(13, 1);
+    c.create_table();
+    c.run_ops(
+        0x10,
+        &[
+            Op::write(OpKind::Insert, 5, 1),
+            Op::write(OpKind::Insert, 6, 1),
+        ],
+    );
+    c.end(0x10, Some(2));
+
+    // A locks 5; B's update of 5 waits.
+    let a = c.run_ops(0xA, &[Op::write(OpKind::Update, 5, 100)]);
+    assert_eq!(a[0].code, 0);
+    c.send_ops(0xB, &[Op::write(OpKind::Update, 5, 200)]);
+    c.settle();
+    let signals = c.take();
+    assert!(
+        c.answers(&signals, 0xB).is_empty(),
+        "B waits for A's lock: {signals:?}"
+    );
+    assert_eq!(c.ldm_block(node(2)).requests_held(), 1);
+    // Committed reads never wait.
+    assert_eq!(
+        c.read_committed_at(node(2), &[5])[&5],
+        Some((Some(1), Some("s1".into())))
+    );
+    // B's next request queues behind its waiting one.
+    c.send_ops(0xB, &[Op::read(5, LockMode::Exclusive)]);
+    c.settle();
+    assert!(c.answers(&c.take(), 0xB).is_empty());
+    c.inject(
+        ldm(node(2)),
+        SignalBody::LdmCommitReq { tx_id: 0xA, gci: 3 },
+    );
+    c.settle();
+    // A's commit granted B: its update ran, then its queued read, which sees it.
+    let confs: Vec<BTreeMap<u32, OpAnswer>> = c
+        .take()
+        .into_iter()
+        .filter(|s| matches!(s.body, SignalBody::LdmKeyConf { tx_id: 0xB, .. }))
+        .map(|s| c.answers(std::slice::from_ref(&s), 0xB))
+        .collect();
+    assert_eq!(confs.len(), 2, "one conf per request of B: {confs:?}");
+    assert_eq!(confs[0][&0].code, 0);
+    assert_eq!(
+        row_of(&confs[1][&0]),
+        Some((Some(200), Some("s200".into())))
+    );
+    c.end(0xB, Some(4));
+    assert_eq!(
+        c.read_committed_at(node(2), &[5])[&5],
+        Some((Some(200), Some("s200".into())))
+    );
+
+    // C locks 6; D inserts 100 and then waits for 6; D aborts while waiting.
+    assert_eq!(
+        c.run_ops(0xC, &[Op::write(OpKind::Update, 6, 300)])[0].code,
+        0
+    );
+    assert_eq!(
+        c.run_ops(0xD, &[Op::write(OpKind::Insert, 100, 1)])[0].code,
+        0
+    );
+    c.send_ops(0xD, &[Op::delete(6)]);
+    c.settle();
+    assert!(c.answers(&c.take(), 0xD).is_empty(), "D waits");
+    c.end(0xD, None);
+    c.end(0xC, Some(5));
+    c.settle();
+    assert!(
+        c.answers(&c.take(), 0xD).is_empty(),
+        "an aborted waiter is never answered"
+    );
+    let seen = c.read_committed_at(node(2), &[6, 100]);
+    assert_eq!(seen[&6], Some((Some(300), Some("s300".into()))));
+    assert_eq!(seen[&100], None, "nothing of the aborted transaction");
+    let block = c.ldm_block(node(2));
+    assert_eq!((block.transactions(), block.requests_held()), (0, 0));
+    assert!(block.stats().ops_waited >= 2);
+}
+
+#[test]
+fn the_waiting_write_is_answered_when_the_holder_commits() {
+    let mut c = Cluster::start(14, 1);
+    c.create_table();
+    c.run_ops(0x10, &[Op::write(OpKind::Insert, 5, 1)]);
+    c.end(0x10, Some(2));
+    assert_eq!(
+        c.run_ops(0xA, &[Op::read(5, LockMode::Exclusive)])[0].code,
+        0
+    );
+    c.send_ops(
+        0xB,
+        &[
+            Op::write(OpKind::Update, 5, 7),
+            Op::read(5, LockMode::Shared),
+        ],
+    );
+    c.settle();
+    assert!(c.answers(&c.take(), 0xB).is_empty(), "B waits");
+    c.inject(
+        ldm(node(2)),
+        SignalBody::LdmCommitReq { tx_id: 0xA, gci: 3 },
+    );
+    c.settle();
+    let signals = c.take();
+    assert!(signals
+        .iter()
+        .any(|s| matches!(s.body, SignalBody::LdmCommitConf { tx_id: 0xA, gci: 3 })));
+    let answers = c.answers(&signals, 0xB);
+    assert_eq!(
+        answers.len(),
+        2,
+        "both of B's operations ran after the grant: {signals:?}"
+    );
+    assert_eq!(answers[&0].code, 0);
+    assert_eq!(
+        row_of(&answers[&1]),
+        Some((Some(7), Some("s7".into()))),
+        "B reads its own update"
+    );
+    c.end(0xB, Some(4));
+}
+
+#[test]
+fn writes_pass_along_the_replica_chain_and_both_replicas_hold_the_rows() {
+    let mut c = Cluster::start(15, 2);
+    c.create_table();
+    assert_eq!(c.table().partitions, 2, "two nodes × one LDM instance");
+    let mut model = Model::new();
+    for k in 0..20i64 {
+        let op = Op::write(OpKind::Insert, k, k);
+        c.send_ops(0x20, std::slice::from_ref(&op));
+        c.settle();
+        let signals = c.take();
+        let home = c.placement.home(c.partition_of(k));
+        let confs: Vec<&Signal> = signals
+            .iter()
+            .filter(|s| matches!(s.body, SignalBody::LdmKeyConf { .. }))
+            .collect();
+        assert_eq!(confs.len(), 1, "{signals:?}");
+        let last = home.backups().last().expect("two replicas");
+        assert_eq!(
+            confs[0].sender.node, last,
+            "the last replica answers a write"
+        );
+        assert_eq!(c.answers(&signals, 0x20)[&0].code, 0);
+        model_apply(&mut model, &op);
+    }
+    // A read at the primary only.
+    let answers = c.run_ops(0x21, &[Op::read(3, LockMode::Committed)]);
+    assert_eq!(
+        row_of(&answers[0]),
+        None,
+        "uncommitted rows are not read committed"
+    );
+    c.end(0x20, Some(2));
+    let keys: Vec<i64> = (0..20).collect();
+    for n in [node(2), node(3)] {
+        let seen = c.read_committed_at(n, &keys);
+        for k in &keys {
+            assert_eq!(seen[k].as_ref(), model.get(k), "node {n} key {k}");
+        }
+        let storage = c.ldm_block(n).storage().expect("open");
+        assert_eq!(
+            storage.fragment_ids().count(),
+            2,
+            "node {n} holds both partitions (two replicas)"
+        );
+    }
+}
+
+#[test]
+fn scans_filter_project_batch_and_lock() {
+    let mut c = Cluster::start(16, 1);
+    let table = c.create_table();
+    let mut model = Model::new();
+    let mut ops = Vec::new();
+    for k in 0..60i64 {
+        let mut op = Op::write(OpKind::Insert, k, k % 30);
+        if k % 7 == 0 {
+            op.s = None;
+        }
+        model_apply(&mut model, &op);
+        ops.push(op);
+    }
+    c.run_ops(0x30, &ops);
+    c.end(0x30, Some(2));
+
+    let filter = Filter::And(vec![
+        Filter::Cmp {
+            column: 1,
+            op: CmpOp::Gt,
+            value: Value::Int(20),
+        },
+        Filter::IsNotNull(2),
+    ]);
+    let spec = |lock: LockMode| ScanSpec {
+        table_id: table.id,
+        table_version: table.version,
+        index_id: NO_INDEX,
+        lower: None,
+        upper: None,
+        descending: false,
+        lock,
+        partition: 0,
+        batch_rows: 4,
+        projection: vec![2],
+        filter: Some(filter.clone()),
+        key_info: true,
+    };
+    let expected: BTreeMap<i64, String> = model
+        .iter()
+        .filter(|(_, (v, s))| v.is_some_and(|v| v > 20) && s.is_some())
+        .map(|(k, (_, s))| (*k, s.clone().unwrap()))
+        .collect();
+    assert!(expected.len() > 8, "several batches");
+
+    let scan = |c: &mut Cluster, tx: u64, lock: LockMode| -> BTreeMap<i64, String> {
+        c.inject(
+            ldm(node(2)),
+            SignalBody::LdmScanReq {
+                tx_id: tx,
+                scan_id: 1,
+                spec: spec(lock).to_bytes(),
+            },
+        );
+        let mut rows = BTreeMap::new();
+        for _ in 0..100 {
+            c.settle();
+            let mut done = false;
+            for s in c.take() {
+                if let SignalBody::LdmScanConf {
+                    rows: bytes,
+                    done: d,
+                    partition,
+                    ..
+                } = s.body
+                {
+                    assert_eq!(partition, 0);
+                    let batch = RowBatchReader::new(&bytes).unwrap();
+                    assert!(batch.len() <= 4, "batch_rows is respected");
+                    for row in batch.iter() {
+                        let values: Vec<Value> = row.values().map(|v| v.to_value()).collect();
+                        let keys: Vec<Value> = row.keys().map(|v| v.to_value()).collect();
+                        let (Value::Int(k), Value::String(s)) = (&keys[0], &values[0]) else {
+                            panic!("projection and key info: {values:?} {keys:?}");
+                        };
+                        assert_eq!(values.len(), 1, "projected to one column");
+                        assert!(
+                            rows.insert(*k, s.clone()).is_none(),
+                            "row {k} returned twice"
+                        );
+                    }
+                    done = d;
+                }
+            }
+            if done {
+                return rows;
+            }
+            c.inject(
+                ldm(node(2)),
+                SignalBody::LdmScanNextReq {
+                    tx_id: tx,
+                    scan_id: 1,
+                    partition: 0,
+                    close: false,
+                },
+            );
+        }
+        panic!("the scan did not end");
+    };
+    assert_eq!(scan(&mut c, 0x31, LockMode::Committed), expected);
+    assert_eq!(
+        c.ldm_block(node(2)).scans_open(),
+        0,
+        "a finished scan is closed"
+    );
+
+    // A locking scan holds its rows: a writer waits until it commits.
+    assert_eq!(scan(&mut c, 0x32, LockMode::Exclusive), expected);
+    let (&locked, _) = expected.iter().next().unwrap();
+    c.send_ops(0x33, &[Op::write(OpKind::Update, locked, 1)]);
+    c.settle();
+    assert!(
+        c.answers(&c.take(), 0x33).is_empty(),
+        "the scanned row is locked"
+    );
+    c.inject(
+        ldm(node(2)),
+        SignalBody::LdmCommitReq {
+            tx_id: 0x32,
+            gci: 3,
+        },
+    );
+    c.settle();
+    assert_eq!(
+        c.answers(&c.take(), 0x33)[&0].code,
+        0,
+        "runs once the scan's transaction commits"
+    );
+    c.end(0x33, Some(4));
+    assert_eq!(c.ldm_block(node(2)).transactions(), 0);
+}
+
+#[test]
+fn rows_of_a_saved_gci_survive_a_crash_and_uncommitted_ones_do_not() {
+    let mut c = Cluster::start(17, 1);
+    c.create_table();
+    let n = node(2);
+    let durable: Vec<Op> = (0..30)
+        .map(|k| Op::write(OpKind::Insert, k, k + 1))
+        .collect();
+    c.run_ops(0x40, &durable);
+    c.end(0x40, Some(2));
+    c.inject(ldm(n), SignalBody::GcpSaveReq { gci: 2 });
+    c.settle();
+    assert!(c
+        .take()
+        .iter()
+        .any(|s| s.body == SignalBody::GcpSaveConf { gci: 2 }));
+    let later: Vec<Op> = (30..40)
+        .map(|k| Op::write(OpKind::Insert, k, k + 1))
+        .collect();
+    c.run_ops(0x41, &later);
+    c.end(0x41, Some(3));
+    let uncommitted: Vec<Op> = (40..45)
+        .map(|k| Op::write(OpKind::Insert, k, k + 1))
+        .collect();
+    c.run_ops(0x42, &uncommitted);
+    // Let a local checkpoint run too (interval 500 ms), so restore reads one.
+    c.sim.run_for(Duration::from_secs(1));
+    assert!(
+        c.ldm_block(n).stats().lcps_started >= 1,
+        "a local checkpoint started"
+    );
+
+    c.sim.crash(n);
+    c.disks[&n].crash();
+    c.sim.restart(n);
+    c.sim.run_for(Duration::from_secs(2));
+    assert!(c.ldm_block(n).is_open(), "reopened from disk");
+    let keys: Vec<i64> = (0..45).collect();
+    let seen = c.read_committed_at(n, &keys);
+    for k in 0..30 {
+        assert_eq!(
+            seen[&k],
+            Some((Some(k + 1), Some(format!("s{}", k + 1)))),
+            "durable key {k}"
+        );
+    }
+    let later_rows = (30..40).filter(|k| seen[k].is_some()).count();
+    assert!(
+        later_rows == 0 || later_rows == 10,
+        "GCI 3 is restored whole or not at all: {later_rows}"
+    );
+    for k in 40..45 {
+        assert_eq!(seen[&k], None, "uncommitted key {k}");
+    }
+}
+
+#[test]
+fn a_failed_fsync_of_a_global_checkpoint_shuts_the_node_down() {
+    let mut c = Cluster::start(18, 1);
+    c.create_table();
+    let n = node(2);
+    c.run_ops(0x50, &[Op::write(OpKind::Insert, 1, 1)]);
+    c.end(0x50, Some(2));
+    c.disks[&n].fail_next_sync();
+    c.inject(ldm(n), SignalBody::GcpSaveReq { gci: 2 });
+    let signals = c.take();
+    assert!(
+        !signals
+            .iter()
+            .any(|s| matches!(s.body, SignalBody::GcpSaveConf { .. })),
+        "no confirmation"
+    );
+    let summary = c.sim.summary(n).unwrap();
+    assert!(!summary.up, "the node went down");
+    assert_eq!(summary.shutdowns, 1);
+    let reason = summary.down_reason.unwrap();
+    assert!(reason.contains("cannot make GCI 2 durable"), "{reason}");
+}
+
+#[test]
+fn alter_table_is_refused_while_ldm_blocks_serve_the_dictionary() {
+    let mut c = Cluster::start(19, 1);
+    let mut table = c.create_table();
+    table
+        .columns
+        .push(Column::new("extra", ColumnType::Int { unsigned: false }).nullable());
+    let dict = BlockRef::new(node(2), BlockNumber::DICTIONARY, 0);
+    c.inject(
+        dict,
+        SignalBody::DictAlterTableReq {
+            request_id: 77,
+            table_id: table.id,
+            table: table.to_bytes(),
+        },
+    );
+    c.sim.run_for(Duration::from_millis(200));
+    let refused = c.take().into_iter().any(|s| {
+        matches!(s.body, SignalBody::DictAlterTableRef { request_id: 77, code, ref message }
+            if code == ERROR_UNSUPPORTED_ALTER && message.contains("not supported"))
+    });
+    assert!(refused, "ALTER TABLE is refused with a clear error");
+    // A drop reaches the LDM: its fragments go.
+    c.inject(
+        dict,
+        SignalBody::DictDropTableReq {
+            request_id: 78,
+            table_id: table.id,
+        },
+    );
+    c.sim.run_for(Duration::from_millis(200));
+    assert!(c
+        .take()
+        .iter()
+        .any(|s| matches!(s.body, SignalBody::DictDropTableConf { request_id: 78, .. })));
+    assert_eq!(
+        c.ldm_block(node(2))
+            .storage()
+            .unwrap()
+            .fragment_ids()
+            .count(),
+        0
+    );
+}
