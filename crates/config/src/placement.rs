@@ -105,7 +105,10 @@ impl Placement {
             groups.iter().all(|g| g.len() == replicas),
             "every node group has NoOfReplicas nodes: {groups:?}"
         );
-        assert!(ldm_instances > 0, "a data node has at least one LDM instance");
+        assert!(
+            ldm_instances > 0,
+            "a data node has at least one LDM instance"
+        );
         Placement {
             groups,
             ldm_instances,
