@@ -1,2 +1,372 @@
-//! The distribution block (NDB: DBDIH): the global checkpoint protocol.
-//! Being built for issue 4; see `docs/transactions.md`.
+//! The distribution block (NDB: DBDIH), for now only its global checkpoint
+//! protocol: every commit belongs to a global checkpoint (GCI), and the
+//! master makes each GCI durable on every live node in three steps (see
+//! `docs/transactions.md`, "Global checkpoints"):
+//!
+//! 1. `GcpPrepareReq { g + 1 }` to every TC of every member: new commits
+//!    use `g + 1`; each TC answers once no commit of a lower GCI is in
+//!    progress on it.
+//! 2. `GcpSaveReq { g }` to every LDM instance of every member: flush the
+//!    redo log part up to `g`.
+//! 3. `GcpCompleteRep { g }` to every TC: `g` is durable cluster-wide.
+//!
+//! The master is the membership president; every distribution block
+//! follows the views that membership reports (`MembershipViewRep`), and
+//! the one on the president's node runs one GCP at a time, every
+//! `gcp_interval`. A member that leaves the view is no longer waited for.
+//!
+//! **The first GCI.** A GCI must never be handed out twice, nor at or
+//! below one an LDM has already flushed (its redo log would hold two
+//! histories of one GCI; `LdmInstance::commit` asserts it). So before a
+//! member takes part in GCPs the master asks each of its TC and LDM
+//! instances for the highest GCI it knows (`GcpStartReq` →
+//! `GcpStartConf`): an LDM answers from its redo log part (flushed or
+//! found at restart), a TC the last GCI it was told to use. The master's
+//! counter is the highest answer seen; the next GCP is counter + 1. This
+//! covers a fresh cluster (everything answers 0: GCIs start at 1), a
+//! system restart (the highest GCI on any disk), a master takeover (the
+//! surviving TCs know the GCI in use) and a node joining a running
+//! cluster with a higher GCI on its disk (the counter jumps above it
+//! before the node takes part). The limit: between a node joining the
+//! view and its answer, other nodes' TCs may still commit in a lower GCI
+//! on that node's LDMs; node restart (issue 6) copies data to a joining
+//! node before it serves, which closes that window.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use kernel::{Block, Context};
+use signal::{BlockNumber, BlockRef, MembershipView, NodeId, Signal, SignalBody};
+
+/// Timer: time for the next GCP.
+const TIMER_GCP: u32 = 1;
+
+/// How the distribution block is set up.
+#[derive(Clone, Debug)]
+pub struct DistributionConfig {
+    pub node: NodeId,
+    /// `TimeBetweenGlobalCheckpoints`.
+    pub gcp_interval: Duration,
+    /// TC instances per data node (the same on every node).
+    pub tc_instances: u32,
+    /// LDM instances per data node (the same on every node).
+    pub ldm_instances: u32,
+}
+
+/// The step of the GCP in progress, with the blocks still to answer it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Round {
+    /// Step 1: TCs switch to `gci`.
+    Prepare {
+        gci: u32,
+        waiting: BTreeSet<BlockRef>,
+    },
+    /// Step 2: LDMs flush up to `gci`.
+    Save {
+        gci: u32,
+        waiting: BTreeSet<BlockRef>,
+    },
+}
+
+/// What the master knows of one member.
+#[derive(Clone, Debug, Default)]
+struct Member {
+    /// Its TC and LDM instances that have not yet answered `GcpStartReq`;
+    /// it takes part in GCPs once this is empty.
+    start_waiting: BTreeSet<BlockRef>,
+}
+
+/// State of the master (only on the president's node).
+#[derive(Debug, Default)]
+struct Master {
+    /// Highest GCI handed out or reported by any member: the next GCP
+    /// prepares `gci + 1`.
+    gci: u32,
+    /// Highest GCI completed (durable on every member that took part).
+    durable_gci: u32,
+    members: BTreeMap<NodeId, Member>,
+    round: Option<Round>,
+    /// The GCP timer fired while a round ran or before the first members
+    /// were ready: start a round as soon as possible.
+    due: bool,
+    /// Whether the first GCP of this master started.
+    first_done: bool,
+}
+
+/// The distribution block; see the module doc.
+pub struct Distribution {
+    config: DistributionConfig,
+    view: Option<MembershipView>,
+    /// `Some` while this node is the president.
+    master: Option<Master>,
+    timer_armed: bool,
+}
+
+impl Distribution {
+    pub fn new(config: DistributionConfig) -> Distribution {
+        assert!(
+            config.tc_instances > 0,
+            "a data node has at least one TC instance"
+        );
+        assert!(
+            config.ldm_instances > 0,
+            "a data node has at least one LDM instance"
+        );
+        assert!(
+            !config.gcp_interval.is_zero(),
+            "TimeBetweenGlobalCheckpoints is above 0"
+        );
+        Distribution {
+            config,
+            view: None,
+            master: None,
+            timer_armed: false,
+        }
+    }
+
+    pub fn address(node: NodeId) -> BlockRef {
+        BlockRef::new(node, BlockNumber::DISTRIBUTION, 0)
+    }
+
+    /// Whether this block is the GCP master now.
+    pub fn is_master(&self) -> bool {
+        self.master.is_some()
+    }
+
+    /// The highest GCI the master completed (0 when not master or none).
+    pub fn durable_gci(&self) -> u32 {
+        self.master.as_ref().map_or(0, |m| m.durable_gci)
+    }
+
+    /// The highest GCI the master handed out (0 when not master or none).
+    pub fn current_gci(&self) -> u32 {
+        self.master.as_ref().map_or(0, |m| m.gci)
+    }
+
+    fn tcs_of(&self, node: NodeId) -> impl Iterator<Item = BlockRef> {
+        (0..self.config.tc_instances)
+            .map(move |i| BlockRef::new(node, BlockNumber::TRANSACTION_COORDINATOR, i as u16))
+    }
+
+    fn ldms_of(&self, node: NodeId) -> impl Iterator<Item = BlockRef> {
+        (0..self.config.ldm_instances)
+            .map(move |i| BlockRef::new(node, BlockNumber::LOCAL_DATA_MANAGER, i as u16))
+    }
+
+    fn on_view(&mut self, view: MembershipView, ctx: &mut Context<'_>) {
+        if self
+            .view
+            .as_ref()
+            .is_some_and(|v| v.view_id >= view.view_id)
+        {
+            return;
+        }
+        let president = view.president == self.config.node;
+        if president && self.master.is_none() {
+            tracing::info!(node = %self.config.node, "global checkpoint master from view {}", view.view_id);
+            self.master = Some(Master::default());
+        } else if !president && self.master.is_some() {
+            tracing::info!(node = %self.config.node, "no longer global checkpoint master");
+            self.master = None;
+        }
+        self.view = Some(view);
+        if self.master.is_some() {
+            self.follow_members(ctx);
+            if !self.timer_armed {
+                self.timer_armed = true;
+                ctx.set_timer(self.config.gcp_interval, TIMER_GCP);
+            }
+        }
+    }
+
+    /// Adds the view's new members (asking their TCs and LDMs for the
+    /// highest GCI they know) and forgets those that left, answering for
+    /// them in the round in progress.
+    fn follow_members(&mut self, ctx: &mut Context<'_>) {
+        let view = self.view.clone().expect("a view before members");
+        let left: Vec<NodeId> = {
+            let master = self.master.as_ref().expect("master");
+            master
+                .members
+                .keys()
+                .copied()
+                .filter(|n| !view.contains(*n))
+                .collect()
+        };
+        let joined: Vec<NodeId> = {
+            let master = self.master.as_ref().expect("master");
+            view.members
+                .iter()
+                .copied()
+                .filter(|n| !master.members.contains_key(n))
+                .collect()
+        };
+        let asked: Vec<(NodeId, Vec<BlockRef>)> = joined
+            .iter()
+            .map(|&n| (n, self.tcs_of(n).chain(self.ldms_of(n)).collect()))
+            .collect();
+        let master = self.master.as_mut().expect("master");
+        for node in left {
+            master.members.remove(&node);
+            if let Some(Round::Prepare { waiting, .. } | Round::Save { waiting, .. }) =
+                &mut master.round
+            {
+                waiting.retain(|b| b.node != node);
+            }
+        }
+        for (node, blocks) in asked {
+            for &block in &blocks {
+                ctx.send(block, SignalBody::GcpStartReq {});
+            }
+            master.members.insert(
+                node,
+                Member {
+                    start_waiting: blocks.into_iter().collect(),
+                },
+            );
+        }
+        self.advance(ctx);
+    }
+
+    fn on_start_conf(&mut self, from: BlockRef, gci: u32, ctx: &mut Context<'_>) {
+        let Some(master) = self.master.as_mut() else {
+            return;
+        };
+        let Some(member) = master.members.get_mut(&from.node) else {
+            return;
+        };
+        if member.start_waiting.remove(&from) {
+            master.gci = master.gci.max(gci);
+            if member.start_waiting.is_empty() {
+                tracing::debug!(node = %self.config.node, "node {} takes part in global checkpoints", from.node);
+            }
+            // The first GCP runs as soon as every member is ready.
+            if !master.first_done {
+                master.due = true;
+            }
+            self.advance(ctx);
+        }
+    }
+
+    fn on_timer(&mut self, ctx: &mut Context<'_>) {
+        self.timer_armed = false;
+        let Some(master) = self.master.as_mut() else {
+            return;
+        };
+        master.due = true;
+        self.timer_armed = true;
+        ctx.set_timer(self.config.gcp_interval, TIMER_GCP);
+        self.advance(ctx);
+    }
+
+    /// Moves the GCP on: finishes a step whose blocks all answered, starts
+    /// the next one, or starts a new GCP when one is due.
+    fn advance(&mut self, ctx: &mut Context<'_>) {
+        loop {
+            let Some(master) = self.master.as_mut() else {
+                return;
+            };
+            let ready: Vec<NodeId> = master
+                .members
+                .iter()
+                .filter(|(_, m)| m.start_waiting.is_empty())
+                .map(|(n, _)| *n)
+                .collect();
+            match master.round.take() {
+                None => {
+                    // The first GCI waits for every member's answer; later
+                    // GCPs go on without the members still answering.
+                    let all_ready = master.members.values().all(|m| m.start_waiting.is_empty());
+                    let can_start = !ready.is_empty() && (master.first_done || all_ready);
+                    if !master.due || !can_start {
+                        return;
+                    }
+                    master.due = false;
+                    master.first_done = true;
+                    let gci = master
+                        .gci
+                        .checked_add(1)
+                        .expect("GCI counter below u32::MAX");
+                    master.gci = gci;
+                    let waiting: BTreeSet<BlockRef> =
+                        ready.iter().flat_map(|&n| self.tcs_of(n)).collect();
+                    for &tc in &waiting {
+                        ctx.send(tc, SignalBody::GcpPrepareReq { gci });
+                    }
+                    self.master.as_mut().expect("master").round =
+                        Some(Round::Prepare { gci, waiting });
+                }
+                Some(Round::Prepare { gci, waiting }) if waiting.is_empty() => {
+                    let save = gci - 1;
+                    if save == 0 || save <= master.durable_gci {
+                        // Nothing committed below the first GCI.
+                        master.durable_gci = master.durable_gci.max(save);
+                        continue;
+                    }
+                    let waiting: BTreeSet<BlockRef> =
+                        ready.iter().flat_map(|&n| self.ldms_of(n)).collect();
+                    for &ldm in &waiting {
+                        ctx.send(ldm, SignalBody::GcpSaveReq { gci: save });
+                    }
+                    self.master.as_mut().expect("master").round =
+                        Some(Round::Save { gci: save, waiting });
+                }
+                Some(Round::Save { gci, waiting }) if waiting.is_empty() => {
+                    assert!(
+                        gci > master.durable_gci,
+                        "GCI {gci} completes once, after {}",
+                        master.durable_gci
+                    );
+                    master.durable_gci = gci;
+                    for tc in ready.iter().flat_map(|&n| self.tcs_of(n)) {
+                        ctx.send(tc, SignalBody::GcpCompleteRep { gci });
+                    }
+                    tracing::debug!(node = %self.config.node, "GCI {gci} complete");
+                }
+                Some(round) => {
+                    master.round = Some(round);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn on_step_conf(&mut self, from: BlockRef, prepare: bool, gci: u32, ctx: &mut Context<'_>) {
+        let Some(master) = self.master.as_mut() else {
+            return;
+        };
+        match &mut master.round {
+            Some(Round::Prepare { gci: g, waiting }) if prepare && *g == gci => {
+                waiting.remove(&from);
+            }
+            Some(Round::Save { gci: g, waiting }) if !prepare && *g == gci => {
+                waiting.remove(&from);
+            }
+            // An answer to an earlier master's round, or a duplicate.
+            _ => return,
+        }
+        self.advance(ctx);
+    }
+}
+
+impl Block for Distribution {
+    fn execute(&mut self, signal: Signal, ctx: &mut Context<'_>) {
+        let from = signal.sender;
+        match signal.body {
+            SignalBody::MembershipViewRep { view } => {
+                if from.node == self.config.node {
+                    self.on_view(view, ctx);
+                }
+            }
+            SignalBody::Timeout {
+                timer_id: TIMER_GCP,
+            } => self.on_timer(ctx),
+            SignalBody::GcpStartConf { gci } => self.on_start_conf(from, gci, ctx),
+            SignalBody::GcpPrepareConf { gci } => self.on_step_conf(from, true, gci, ctx),
+            SignalBody::GcpSaveConf { gci } => self.on_step_conf(from, false, gci, ctx),
+            other => {
+                tracing::debug!(node = %self.config.node, "distribution ignores {} from {from}", other.name());
+            }
+        }
+    }
+}

@@ -421,6 +421,15 @@ signals! {
     143 => GcpSaveConf { gci: u32 },
     /// Master → every TC: `gci` is durable on every live node.
     144 => GcpCompleteRep { gci: u32 },
+    /// A distribution master that just took office (or saw a node join) →
+    /// every TC and LDM instance of a member: the highest GCI you know (an
+    /// LDM: the highest its redo log part holds, flushed or found at
+    /// restart; a TC: the last one it was told to use), so that the
+    /// master never hands out a GCI at or below one (NDB: GCP_NODEFINISH /
+    /// the restart's GCI from DIH's sysfile).
+    145 => GcpStartReq {},
+    /// The answer: `gci` is that highest GCI, 0 when none.
+    146 => GcpStartConf { gci: u32 },
 }
 
 /// Flags of `TcKeyReq`, `TcScanReq` and `TcKeyConf`.

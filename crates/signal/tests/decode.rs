@@ -326,6 +326,8 @@ fn one_of_each() -> Vec<SignalBody> {
         SignalBody::GcpSaveReq { gci: 12 },
         SignalBody::GcpSaveConf { gci: 12 },
         SignalBody::GcpCompleteRep { gci: 12 },
+        SignalBody::GcpStartReq {},
+        SignalBody::GcpStartConf { gci: 11 },
     ];
     let mut gsns: Vec<u16> = bodies.iter().map(SignalBody::gsn).collect();
     gsns.sort_unstable();

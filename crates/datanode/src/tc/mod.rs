@@ -1,2 +1,521 @@
-//! The transaction coordinator block (NDB: DBTC). Being built for issue 4;
-//! see `docs/transactions.md`.
+//! The transaction coordinator block (NDB: DBTC). It runs the transactions
+//! that API nodes start on it: it checks and routes their operations to
+//! the LDM instances that hold the rows, collects the answers into one
+//! reply per request, commits or aborts on every instance the transaction
+//! reached, times out lock waits, coordinates scans over partitions, and
+//! takes part in the global checkpoint protocol (the GCI of each commit).
+//! The protocol is `docs/transactions.md`; this module is its TC side.
+//!
+//! - [`transaction`]: key requests, commit and abort.
+//! - [`scan`]: scans over partitions.
+//! - this file: the block, its configuration, the schema copy, global
+//!   checkpoints, `TcWaitGciReq`, and the lock-wait timeout sweep.
+//!
+//! Bounds: transaction records (`MaxNoOfConcurrentTransactions`), scan
+//! records (`MaxNoOfConcurrentScans`) and operation records
+//! (`MaxNoOfConcurrentOperations`: the operations a transaction has run
+//! count until it ends, since they hold locks and row versions in the
+//! LDMs) are all counted; when one is used up the request is refused at
+//! once with a temporary error and nothing is allocated. Records are made
+//! at start and reused.
+
+mod pool;
+pub mod scan;
+pub mod transaction;
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use kernel::{Block, Context, Instant};
+use signal::{BlockNumber, BlockRef, DictTableGroup, NodeId, SchemaOp, Signal, SignalBody};
+use storage::schema::{KeyEncoder, TableDef, Value};
+
+use pool::Pool;
+use scan::Scan;
+use transaction::{Group, Transaction};
+
+/// Most `TcWaitGciReq` waiting at once; beyond it a request is answered
+/// at once with the durable GCI (below the one asked: ask again later).
+pub const GCI_WAITERS_MAX: usize = 4_096;
+/// Longest time between two sweeps over the transactions waiting for LDM
+/// answers (the lock-wait timeout is checked by these sweeps, not by a
+/// timer per transaction).
+pub const TIMEOUT_SWEEP_INTERVAL_MAX: Duration = Duration::from_millis(50);
+/// Byte buffers kept for reuse (received results become the next
+/// requests' op batches).
+const BUFFERS_FREE_MAX: usize = 256;
+/// Timer: the lock-wait timeout sweep.
+const TIMER_SWEEP: u32 = 1;
+
+/// How a TC instance is set up.
+#[derive(Clone, Debug)]
+pub struct TcConfig {
+    pub node: NodeId,
+    pub instance: u32,
+    pub placement: config::Placement,
+    /// TC instances per data node (the same on every node).
+    pub tc_instances: u32,
+    /// `MaxNoOfConcurrentTransactions`.
+    pub transactions_max: u32,
+    /// `MaxNoOfConcurrentOperations`.
+    pub operations_max: u32,
+    /// `MaxNoOfConcurrentScans`.
+    pub scans_max: u32,
+    /// `TransactionDeadlockDetectionTimeout`.
+    pub deadlock_timeout: Duration,
+}
+
+/// A table as the TC needs it: the definition and its distribution-key
+/// encoder (to compute an operation's partition).
+pub(crate) struct TcTable {
+    pub(crate) def: TableDef,
+    pub(crate) distribution: KeyEncoder,
+    /// Ids of the hidden tables of its group (for a base table).
+    pub(crate) hidden: Vec<u32>,
+}
+
+/// Counters for tests and monitoring.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TcCounters {
+    pub committed: u64,
+    pub aborted: u64,
+    pub lock_timeouts: u64,
+    pub refused_overload: u64,
+    pub scans_completed: u64,
+}
+
+/// Scratch space reused by every request (no allocation once warm).
+#[derive(Default)]
+pub(crate) struct Scratch {
+    pub(crate) key_values: Vec<Value>,
+    pub(crate) key_bytes: Vec<u8>,
+    pub(crate) groups: Vec<Group>,
+    /// Free byte buffers.
+    pub(crate) buffers: Vec<Vec<u8>>,
+}
+
+impl Scratch {
+    pub(crate) fn buffer(&mut self) -> Vec<u8> {
+        self.buffers.pop().unwrap_or_default()
+    }
+
+    pub(crate) fn recycle(&mut self, mut buffer: Vec<u8>) {
+        if self.buffers.len() < BUFFERS_FREE_MAX && buffer.capacity() > 0 {
+            buffer.clear();
+            self.buffers.push(buffer);
+        }
+    }
+}
+
+/// The transaction coordinator block; see the module doc.
+pub struct TcBlock {
+    pub(crate) config: TcConfig,
+    pub(crate) me: BlockRef,
+    pub(crate) tables: HashMap<u32, TcTable>,
+    schema_version: u32,
+    pub(crate) transactions: Pool<Transaction>,
+    pub(crate) by_tx_id: HashMap<u64, u32>,
+    /// Operation records held by live transactions.
+    pub(crate) operations_used: u32,
+    pub(crate) scans: Pool<Scan>,
+    /// TC-wide scan id (as the LDMs see it) → scan slot.
+    pub(crate) scan_by_ldm_id: HashMap<u32, u32>,
+    /// (transaction, the client's scan id) → scan slot.
+    pub(crate) scan_by_api: HashMap<(u64, u32), u32>,
+    pub(crate) next_ldm_scan_id: u32,
+    pub(crate) scratch: Scratch,
+    /// The GCI new commits use; 0 before the first `GcpPrepareReq`.
+    pub(crate) gci: u32,
+    /// Commits in progress per GCI.
+    pub(crate) commits_in_progress: BTreeMap<u32, u32>,
+    /// A `GcpPrepareReq` not yet answered: (GCI, master).
+    prepare_pending: Option<(u32, BlockRef)>,
+    durable_gci: u32,
+    gci_waiters: Vec<(BlockRef, u32)>,
+    /// Transactions whose commit waits for the first GCI.
+    pub(crate) waiting_for_gci: Vec<u32>,
+    sweep_armed: bool,
+    pub(crate) counters: TcCounters,
+}
+
+impl TcBlock {
+    pub fn new(config: TcConfig) -> TcBlock {
+        assert!(
+            config.transactions_max > 0,
+            "MaxNoOfConcurrentTransactions is above 0"
+        );
+        assert!(
+            config.operations_max > 0,
+            "MaxNoOfConcurrentOperations is above 0"
+        );
+        assert!(config.scans_max > 0, "MaxNoOfConcurrentScans is above 0");
+        assert!(
+            config.instance < config.tc_instances,
+            "TC instance {} of {}",
+            config.instance,
+            config.tc_instances
+        );
+        let me = BlockRef::new(
+            config.node,
+            BlockNumber::TRANSACTION_COORDINATOR,
+            config.instance as u16,
+        );
+        TcBlock {
+            me,
+            tables: HashMap::new(),
+            schema_version: 0,
+            transactions: Pool::new(config.transactions_max),
+            by_tx_id: HashMap::with_capacity(config.transactions_max as usize),
+            operations_used: 0,
+            scans: Pool::new(config.scans_max),
+            scan_by_ldm_id: HashMap::with_capacity(config.scans_max as usize),
+            scan_by_api: HashMap::with_capacity(config.scans_max as usize),
+            next_ldm_scan_id: 1,
+            scratch: Scratch::default(),
+            gci: 0,
+            commits_in_progress: BTreeMap::new(),
+            prepare_pending: None,
+            durable_gci: 0,
+            gci_waiters: Vec::new(),
+            waiting_for_gci: Vec::with_capacity(config.transactions_max as usize),
+            sweep_armed: false,
+            counters: TcCounters::default(),
+            config,
+        }
+    }
+
+    pub fn address(node: NodeId, instance: u32) -> BlockRef {
+        BlockRef::new(node, BlockNumber::TRANSACTION_COORDINATOR, instance as u16)
+    }
+
+    /// Transactions alive now.
+    pub fn transactions_in_use(&self) -> usize {
+        self.transactions.in_use()
+    }
+
+    /// Scans open now.
+    pub fn scans_in_use(&self) -> usize {
+        self.scans.in_use()
+    }
+
+    /// Operation records held now.
+    pub fn operations_in_use(&self) -> u32 {
+        self.operations_used
+    }
+
+    /// The GCI new commits use (0 before the first global checkpoint).
+    pub fn current_gci(&self) -> u32 {
+        self.gci
+    }
+
+    /// The highest GCI known to be durable cluster-wide.
+    pub fn durable_gci(&self) -> u32 {
+        self.durable_gci
+    }
+
+    pub fn counters(&self) -> TcCounters {
+        self.counters
+    }
+
+    /// Tables known (base and hidden).
+    pub fn table_count(&self) -> usize {
+        self.tables.len()
+    }
+
+    fn is_local_dictionary(&self, from: BlockRef) -> bool {
+        let ok = from.node == self.config.node && from.block == BlockNumber::DICTIONARY;
+        if !ok {
+            tracing::warn!(tc = %self.me, "schema signal from {from}, not the local dictionary: ignored");
+        }
+        ok
+    }
+
+    fn on_schema_load(
+        &mut self,
+        from: BlockRef,
+        tables: Vec<DictTableGroup>,
+        version: u32,
+        ctx: &mut Context<'_>,
+    ) {
+        if !self.is_local_dictionary(from) {
+            return;
+        }
+        let mut loaded = HashMap::with_capacity(tables.len() * 2);
+        let mut result = Ok(());
+        for group in &tables {
+            if let Err(message) = decode_group(group, &mut loaded) {
+                result = Err(message);
+                break;
+            }
+        }
+        let (code, message) = match result {
+            Ok(()) => {
+                self.tables = loaded;
+                self.schema_version = version;
+                (0, String::new())
+            }
+            Err(message) => {
+                tracing::error!(tc = %self.me, "schema load {version}: {message}");
+                (proto::error::BAD_DEFINITION, message)
+            }
+        };
+        ctx.send(
+            from,
+            SignalBody::SchemaLoadConf {
+                schema_version: version,
+                code,
+                message,
+            },
+        );
+    }
+
+    fn on_schema_change(
+        &mut self,
+        from: BlockRef,
+        op: SchemaOp,
+        table_id: u32,
+        version: u32,
+        group: DictTableGroup,
+        ctx: &mut Context<'_>,
+    ) {
+        if !self.is_local_dictionary(from) {
+            return;
+        }
+        if let Some(old) = self.tables.remove(&table_id) {
+            for hidden in &old.hidden {
+                self.tables.remove(hidden);
+            }
+        }
+        let (code, message) = match op {
+            SchemaOp::DropTable => (0, String::new()),
+            SchemaOp::CreateTable | SchemaOp::AlterTable => {
+                match decode_group(&group, &mut self.tables) {
+                    Ok(()) => (0, String::new()),
+                    Err(message) => {
+                        tracing::error!(tc = %self.me, "schema change of table {table_id}: {message}");
+                        (proto::error::BAD_DEFINITION, message)
+                    }
+                }
+            }
+        };
+        self.schema_version = self.schema_version.max(version);
+        ctx.send(
+            from,
+            SignalBody::SchemaChangeConf {
+                table_id,
+                schema_version: version,
+                code,
+                message,
+            },
+        );
+    }
+
+    fn on_gcp_prepare(&mut self, from: BlockRef, gci: u32, ctx: &mut Context<'_>) {
+        if gci > self.gci {
+            self.gci = gci;
+            let waiting = std::mem::take(&mut self.waiting_for_gci);
+            for slot in &waiting {
+                self.start_commit(*slot, ctx);
+            }
+            self.waiting_for_gci = waiting;
+            self.waiting_for_gci.clear();
+        }
+        self.prepare_pending = Some((gci, from));
+        self.check_prepare(ctx);
+    }
+
+    /// Answers the pending `GcpPrepareReq` once no commit of a lower GCI
+    /// is in progress.
+    pub(crate) fn check_prepare(&mut self, ctx: &mut Context<'_>) {
+        let Some((gci, master)) = self.prepare_pending else {
+            return;
+        };
+        if self.commits_in_progress.range(..gci).any(|(_, n)| *n > 0) {
+            return;
+        }
+        self.prepare_pending = None;
+        ctx.send(master, SignalBody::GcpPrepareConf { gci });
+    }
+
+    fn on_gcp_complete(&mut self, gci: u32, ctx: &mut Context<'_>) {
+        if gci <= self.durable_gci {
+            return;
+        }
+        self.durable_gci = gci;
+        let durable = self.durable_gci;
+        self.gci_waiters.retain(|&(api, asked)| {
+            if asked <= durable {
+                ctx.send(
+                    api,
+                    SignalBody::TcWaitGciConf {
+                        gci: asked,
+                        durable_gci: durable,
+                    },
+                );
+                false
+            } else {
+                true
+            }
+        });
+    }
+
+    fn on_wait_gci(&mut self, from: BlockRef, gci: u32, ctx: &mut Context<'_>) {
+        if gci <= self.durable_gci || self.gci_waiters.len() >= GCI_WAITERS_MAX {
+            ctx.send(
+                from,
+                SignalBody::TcWaitGciConf {
+                    gci,
+                    durable_gci: self.durable_gci,
+                },
+            );
+            return;
+        }
+        self.gci_waiters.push((from, gci));
+    }
+
+    /// Makes sure a sweep will look at the transactions waiting for LDMs.
+    pub(crate) fn arm_sweep(&mut self, ctx: &mut Context<'_>) {
+        if !self.sweep_armed {
+            self.sweep_armed = true;
+            ctx.set_timer(self.sweep_interval(), TIMER_SWEEP);
+        }
+    }
+
+    fn sweep_interval(&self) -> Duration {
+        (self.config.deadlock_timeout / 4)
+            .clamp(Duration::from_millis(1), TIMEOUT_SWEEP_INTERVAL_MAX)
+    }
+
+    /// Aborts, with the lock-wait timeout error, every transaction that has
+    /// waited for LDM answers longer than the deadlock timeout.
+    fn on_sweep(&mut self, ctx: &mut Context<'_>) {
+        self.sweep_armed = false;
+        let now = ctx.now();
+        let mut waiting = false;
+        let mut expired: Vec<u32> = Vec::new();
+        for slot in self.transactions.used_slots() {
+            if let Some(deadline) = self.transactions.get(slot).waiting_deadline() {
+                waiting = true;
+                if now >= deadline {
+                    expired.push(slot);
+                }
+            }
+        }
+        for slot in self.scans.used_slots() {
+            let scan = self.scans.get(slot);
+            if let Some(deadline) = scan.waiting_deadline() {
+                waiting = true;
+                if now >= deadline {
+                    if let Some(&tx) = self.by_tx_id.get(&scan.tx_id) {
+                        if !expired.contains(&tx) {
+                            expired.push(tx);
+                        }
+                    }
+                }
+            }
+        }
+        for slot in expired {
+            self.lock_timeout(slot, ctx);
+        }
+        if waiting {
+            self.arm_sweep(ctx);
+        }
+    }
+
+    /// When a wait for LDM answers that starts at `now` times out.
+    pub(crate) fn deadline_from(&self, now: Instant) -> Instant {
+        now + self.config.deadlock_timeout
+    }
+}
+
+/// Decodes a table group into `tables`: the base table first, then its
+/// hidden tables.
+fn decode_group(group: &DictTableGroup, tables: &mut HashMap<u32, TcTable>) -> Result<(), String> {
+    let mut base: Option<u32> = None;
+    for bytes in &group.tables {
+        let def = TableDef::decode(bytes)
+            .map_err(|e| format!("a table definition does not decode: {e}"))?;
+        let id = def.id;
+        let distribution = KeyEncoder::distribution_key(&def);
+        tables.insert(
+            id,
+            TcTable {
+                def,
+                distribution,
+                hidden: Vec::new(),
+            },
+        );
+        match base {
+            None => base = Some(id),
+            Some(base) => tables
+                .get_mut(&base)
+                .expect("inserted above")
+                .hidden
+                .push(id),
+        }
+    }
+    Ok(())
+}
+
+impl Block for TcBlock {
+    fn execute(&mut self, signal: Signal, ctx: &mut Context<'_>) {
+        let from = signal.sender;
+        match signal.body {
+            SignalBody::TcKeyReq { tx_id, flags, ops } => {
+                self.on_key_req(from, tx_id, flags, ops, ctx)
+            }
+            SignalBody::LdmKeyConf { tx_id, results } => {
+                self.on_ldm_key_conf(from, tx_id, results, ctx)
+            }
+            SignalBody::LdmCommitConf { tx_id, gci } => self.on_commit_conf(tx_id, gci, ctx),
+            SignalBody::LdmAbortConf { tx_id } => self.on_abort_conf(tx_id, ctx),
+            SignalBody::TcScanReq {
+                tx_id,
+                scan_id,
+                flags,
+                spec,
+            } => self.on_scan_req(from, tx_id, scan_id, flags, spec, ctx),
+            SignalBody::TcScanNextReq {
+                tx_id,
+                scan_id,
+                close,
+            } => self.on_scan_next(from, tx_id, scan_id, close, ctx),
+            SignalBody::LdmScanConf {
+                scan_id,
+                partition,
+                rows,
+                done,
+                ..
+            } => self.on_ldm_scan_conf(scan_id, partition, rows, done, ctx),
+            SignalBody::LdmScanRef {
+                scan_id,
+                partition,
+                code,
+                message,
+                ..
+            } => self.on_ldm_scan_ref(scan_id, partition, code, message, ctx),
+            SignalBody::TcWaitGciReq { gci } => self.on_wait_gci(from, gci, ctx),
+            SignalBody::GcpPrepareReq { gci } => self.on_gcp_prepare(from, gci, ctx),
+            SignalBody::GcpCompleteRep { gci } => self.on_gcp_complete(gci, ctx),
+            SignalBody::GcpStartReq {} => {
+                ctx.send(from, SignalBody::GcpStartConf { gci: self.gci })
+            }
+            SignalBody::SchemaLoadReq {
+                tables,
+                schema_version,
+            } => self.on_schema_load(from, tables, schema_version, ctx),
+            SignalBody::SchemaChangeReq {
+                op,
+                table_id,
+                schema_version,
+                group,
+            } => self.on_schema_change(from, op, table_id, schema_version, group, ctx),
+            SignalBody::Timeout {
+                timer_id: TIMER_SWEEP,
+            } => self.on_sweep(ctx),
+            other => {
+                tracing::debug!(tc = %self.me, "TC ignores {} from {from}", other.name());
+            }
+        }
+    }
+}

@@ -1,0 +1,817 @@
+//! Key requests, commit and abort: the transaction record and the TC side
+//! of `TcKeyReq` (see `docs/transactions.md`, "Key operations" and
+//! "Commit and abort").
+//!
+//! A request's operations are checked against the TC's schema, given
+//! their partition, and grouped by the LDM instance holding the
+//! partition's primary replica: one `LdmKeyReq` per (primary node, LDM
+//! instance), its ops in request order (ops of a transaction run in order
+//! on an instance, so a read after a write in one batch sees the write).
+//! A group with a write carries the partition's backups as its `chain`
+//! (every partition of a group has the same chain: the placement makes the
+//! chain a function of the primary node). In the LDM batches an op's
+//! `op_index` is its position in the request, so that answers map back in
+//! O(1); the reply names the client's `op_index` again and lists results
+//! in request order.
+//!
+//! Participants: the (node, LDM instance) pairs that hold something of
+//! the transaction — every replica of a write, the primary of a locking
+//! read or locking scan. Commit and abort go to exactly those. Committed
+//! reads take no lock and leave nothing on the LDM, so they make no
+//! participant.
+//!
+//! Invariant: a transaction ends exactly once, committed or aborted
+//! ([`TcBlock::end_transaction`] asserts it is removed from the map once);
+//! a commit, once decided, is never turned into an abort.
+
+use kernel::{Context, Instant};
+use proto::error;
+use proto::{
+    LockMode, OpBatchReader, OpBatchWriter, OpKind, OpResult, OpView, ResultReader, ResultWriter,
+};
+use proto::{IGNORE_ERROR, NO_INDEX, NO_PARTITION};
+use signal::{tc_flags, BlockNumber, BlockRef, NodeId, SignalBody};
+use storage::schema::{distribution_hash, partition_of};
+
+use super::{Scratch, TcBlock, TcTable};
+
+/// Where a transaction is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum TxState {
+    /// No request in progress.
+    #[default]
+    Idle,
+    /// A request's operations are at the LDMs.
+    Executing,
+    /// Commit decided; waiting for the first GCI.
+    WaitingForGci,
+    /// `LdmCommitReq` sent; waiting for every `LdmCommitConf`.
+    Committing,
+    /// `LdmAbortReq` sent; waiting for every `LdmAbortConf`.
+    Aborting,
+}
+
+/// One operation of the request in progress.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct OpSlot {
+    /// The client's op_index (results name it).
+    op_index: u32,
+    table_id: u32,
+    partition: u32,
+    /// Index into the request's groups.
+    group: u16,
+    ignore_error: bool,
+    /// An error the TC found itself (the op was not sent), or 0.
+    code: u32,
+    answered: bool,
+}
+
+/// A (node, LDM instance) holding locks or changes of the transaction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Participant {
+    pub(crate) node: NodeId,
+    pub(crate) instance: u16,
+}
+
+/// The ops of one request that go to one LDM instance.
+#[derive(Clone, Debug)]
+pub(crate) struct Group {
+    primary: NodeId,
+    instance: u32,
+    /// A partition of the group (they share the chain).
+    partition: u32,
+    has_write: bool,
+    has_lock: bool,
+}
+
+/// What to answer when an abort completes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) enum AbortReply {
+    /// Nothing (no request in progress: a scan's failure aborted it).
+    #[default]
+    None,
+    /// `TcKeyConf { ROLLED_BACK }`: the client asked.
+    RolledBack,
+    /// `TcKeyRef`.
+    Failed {
+        code: u32,
+        op_index: u32,
+        message: String,
+    },
+}
+
+/// A transaction record (pooled; reset by [`Transaction::reset`]).
+#[derive(Default)]
+pub(crate) struct Transaction {
+    pub(crate) tx_id: u64,
+    /// Who to answer: the sender of the last request.
+    api: Option<BlockRef>,
+    pub(crate) state: TxState,
+    /// Flags of the request in progress.
+    flags: u32,
+    ops: Vec<OpSlot>,
+    /// Ops sent and not yet answered.
+    outstanding: u32,
+    /// The first failed op (position, code) that aborts the transaction.
+    failed: Option<(usize, u32)>,
+    /// `LdmKeyConf` result batches of the request in progress.
+    confs: Vec<Vec<u8>>,
+    pub(crate) participants: Vec<Participant>,
+    /// Operation records held (all requests so far).
+    op_records: u32,
+    gci: u32,
+    /// Commit or abort confirmations still to come.
+    confs_waiting: u32,
+    abort_reply: AbortReply,
+    /// Results to send with the commit's `TcKeyConf`.
+    reply: Vec<u8>,
+    deadline: Instant,
+    /// Scans of the transaction that are open.
+    pub(crate) scans: u32,
+}
+
+impl Transaction {
+    fn reset(&mut self, tx_id: u64, api: BlockRef) {
+        debug_assert!(self.confs.is_empty() && self.participants.is_empty());
+        self.tx_id = tx_id;
+        self.api = Some(api);
+        self.state = TxState::Idle;
+        self.flags = 0;
+        self.ops.clear();
+        self.outstanding = 0;
+        self.failed = None;
+        self.confs.clear();
+        self.participants.clear();
+        self.op_records = 0;
+        self.gci = 0;
+        self.confs_waiting = 0;
+        self.abort_reply = AbortReply::None;
+        self.reply.clear();
+        self.deadline = Instant::ZERO;
+        self.scans = 0;
+    }
+
+    /// When the transaction times out, if it waits for LDM answers.
+    pub(crate) fn waiting_deadline(&self) -> Option<Instant> {
+        (self.state == TxState::Executing).then_some(self.deadline)
+    }
+
+    pub(crate) fn add_participant(&mut self, node: NodeId, instance: u32) {
+        let p = Participant {
+            node,
+            instance: instance as u16,
+        };
+        if !self.participants.contains(&p) {
+            self.participants.push(p);
+        }
+    }
+}
+
+/// Why an op cannot be sent: (code, message).
+type OpError = (u32, String);
+
+/// Checks one op against the schema and computes its partition.
+fn route(
+    tables: &std::collections::HashMap<u32, TcTable>,
+    scratch: &mut Scratch,
+    op: &OpView<'_>,
+) -> Result<u32, OpError> {
+    let h = &op.header;
+    let Some(table) = tables.get(&h.table_id) else {
+        return Err((
+            error::NO_SUCH_TABLE,
+            format!("no table with id {} on this node", h.table_id),
+        ));
+    };
+    op.check(&table.def)
+        .map_err(|e| (e.code(), e.to_string()))?;
+    if h.index_id != NO_INDEX {
+        return Err((
+            error::BAD_OPERATION,
+            format!(
+                "table `{}`: operations by unique index (index {}) are not supported by this TC yet",
+                table.def.name, h.index_id
+            ),
+        ));
+    }
+    if h.kind != OpKind::Read {
+        if let Some(index) = table
+            .def
+            .indexes
+            .iter()
+            .find(|i| i.kind == storage::schema::IndexKind::Unique)
+        {
+            return Err((
+                error::BAD_OPERATION,
+                format!(
+                    "table `{}`: writes to a table with unique index `{}` are not supported by this TC yet",
+                    table.def.name, index.name
+                ),
+            ));
+        }
+    }
+    // The distribution key is a prefix of the primary key, whose values
+    // the op carries in key order.
+    let d = table.distribution.column_count();
+    scratch.key_values.clear();
+    scratch
+        .key_values
+        .extend(op.keys().take(d).map(|v| v.to_value()));
+    scratch.key_bytes.clear();
+    table
+        .distribution
+        .encode(&scratch.key_values, &mut scratch.key_bytes)
+        .map_err(|e| (error::BAD_VALUE, format!("table `{}`: {e}", table.def.name)))?;
+    let partition = partition_of(distribution_hash(&scratch.key_bytes), table.def.partitions);
+    if h.partition != NO_PARTITION && h.partition != partition {
+        return Err((
+            error::BAD_OPERATION,
+            format!(
+                "table `{}`: the operation names partition {}, its key is in partition {partition}",
+                table.def.name, h.partition
+            ),
+        ));
+    }
+    Ok(partition)
+}
+
+impl TcBlock {
+    fn refuse(&self, to: BlockRef, tx_id: u64, code: u32, message: String, ctx: &mut Context<'_>) {
+        ctx.send(
+            to,
+            SignalBody::TcKeyRef {
+                tx_id,
+                code,
+                op_index: u32::MAX,
+                message,
+            },
+        );
+    }
+
+    /// Creates a transaction record, or refuses with a temporary error.
+    pub(crate) fn begin_transaction(&mut self, api: BlockRef, tx_id: u64) -> Result<u32, OpError> {
+        if self.by_tx_id.contains_key(&tx_id) {
+            return Err((
+                error::BAD_OPERATION,
+                format!("transaction {tx_id:#x} is already started on {}", self.me),
+            ));
+        }
+        let Some(slot) = self.transactions.allocate() else {
+            self.counters.refused_overload += 1;
+            return Err((
+                error::OUT_OF_TRANSACTIONS,
+                format!(
+                    "{}: all {} transaction records are in use (MaxNoOfConcurrentTransactions)",
+                    self.me, self.config.transactions_max
+                ),
+            ));
+        };
+        self.transactions.get_mut(slot).reset(tx_id, api);
+        let previous = self.by_tx_id.insert(tx_id, slot);
+        assert!(previous.is_none(), "transaction {tx_id:#x} mapped twice");
+        Ok(slot)
+    }
+
+    pub(crate) fn on_key_req(
+        &mut self,
+        from: BlockRef,
+        tx_id: u64,
+        flags: u32,
+        ops: Vec<u8>,
+        ctx: &mut Context<'_>,
+    ) {
+        let slot = if flags & tc_flags::START != 0 {
+            match self.begin_transaction(from, tx_id) {
+                Ok(slot) => slot,
+                Err((code, message)) => return self.refuse(from, tx_id, code, message, ctx),
+            }
+        } else {
+            match self.by_tx_id.get(&tx_id) {
+                Some(&slot) => slot,
+                None => {
+                    let message = format!(
+                        "transaction {tx_id:#x} is not known to {} (never started or ended)",
+                        self.me
+                    );
+                    return self.refuse(from, tx_id, error::BAD_OPERATION, message, ctx);
+                }
+            }
+        };
+        let tx = self.transactions.get_mut(slot);
+        if tx.state != TxState::Idle {
+            let message = format!(
+                "transaction {tx_id:#x} has a request in progress on {}: one at a time",
+                self.me
+            );
+            return self.refuse(from, tx_id, error::BAD_OPERATION, message, ctx);
+        }
+        tx.api = Some(from);
+        tx.flags = flags;
+        if flags & tc_flags::ROLLBACK != 0 {
+            self.scratch.recycle(ops);
+            return self.abort(slot, AbortReply::RolledBack, ctx);
+        }
+        self.execute_request(slot, &ops, ctx);
+        self.scratch.recycle(ops);
+    }
+
+    /// Checks, routes and sends the operations of a request.
+    fn execute_request(&mut self, slot: u32, ops: &[u8], ctx: &mut Context<'_>) {
+        let reader = if ops.is_empty() {
+            None
+        } else {
+            match OpBatchReader::new(ops) {
+                Ok(reader) => Some(reader),
+                Err(e) => return self.fail(slot, e.code(), u32::MAX, e.to_string(), ctx),
+            }
+        };
+        let n = reader.map_or(0, |r| r.len()) as u32;
+        if self.operations_used + n > self.config.operations_max {
+            self.counters.refused_overload += 1;
+            let message = format!(
+                "{}: {} of {} operation records in use, {n} more asked (MaxNoOfConcurrentOperations)",
+                self.me, self.operations_used, self.config.operations_max
+            );
+            return self.fail(slot, error::OUT_OF_TC_OPERATIONS, u32::MAX, message, ctx);
+        }
+        self.operations_used += n;
+        let tx = self.transactions.get_mut(slot);
+        tx.op_records += n;
+        tx.ops.clear();
+        tx.failed = None;
+        debug_assert!(tx.confs.is_empty());
+        self.scratch.groups.clear();
+        let Some(reader) = reader else {
+            return self.request_done(slot, ctx);
+        };
+        // Pass 1: check, partition, group.
+        for op in reader.iter() {
+            let h = op.header;
+            let mut op_slot = OpSlot {
+                op_index: h.op_index,
+                table_id: h.table_id,
+                partition: 0,
+                group: 0,
+                ignore_error: op.has_flag(IGNORE_ERROR),
+                code: 0,
+                answered: false,
+            };
+            match route(&self.tables, &mut self.scratch, &op) {
+                Ok(partition) => {
+                    op_slot.partition = partition;
+                    op_slot.group = self.group_of(partition, h.kind, h.lock);
+                }
+                Err((code, message)) => {
+                    if !op_slot.ignore_error {
+                        return self.fail(slot, code, h.op_index, message, ctx);
+                    }
+                    op_slot.code = code;
+                    op_slot.answered = true;
+                }
+            }
+            self.transactions.get_mut(slot).ops.push(op_slot);
+        }
+        // Pass 2: one LdmKeyReq per group, ops in request order.
+        let tx_id = self.transactions.get(slot).tx_id;
+        let mut sent = 0u32;
+        for g in 0..self.scratch.groups.len() {
+            let group = self.scratch.groups[g].clone();
+            let mut batch = self.scratch.buffer();
+            {
+                let mut writer = OpBatchWriter::new(&mut batch);
+                let tx = self.transactions.get(slot);
+                for (pos, op) in reader.iter().enumerate() {
+                    let s = &tx.ops[pos];
+                    if s.code != 0 || usize::from(s.group) != g {
+                        continue;
+                    }
+                    let mut header = op.header;
+                    header.op_index = pos as u32;
+                    header.partition = s.partition;
+                    if let Err(e) = writer.copy(&header, &op) {
+                        // The request's batch fit the limits, so a part of it does.
+                        unreachable_limit(&e);
+                    }
+                    sent += 1;
+                }
+            }
+            let home = self.config.placement.home(group.partition);
+            let chain: Vec<NodeId> = if group.has_write {
+                home.backups().collect()
+            } else {
+                Vec::new()
+            };
+            let tx = self.transactions.get_mut(slot);
+            if group.has_write {
+                for node in home.replicas() {
+                    tx.add_participant(node, group.instance);
+                }
+            } else if group.has_lock {
+                tx.add_participant(group.primary, group.instance);
+            }
+            ctx.send(
+                BlockRef::new(
+                    group.primary,
+                    BlockNumber::LOCAL_DATA_MANAGER,
+                    group.instance as u16,
+                ),
+                SignalBody::LdmKeyReq {
+                    tx_id,
+                    tc: self.me,
+                    chain,
+                    ops: batch,
+                },
+            );
+        }
+        let deadline = self.deadline_from(ctx.now());
+        let tx = self.transactions.get_mut(slot);
+        tx.outstanding = sent;
+        if sent == 0 {
+            return self.request_done(slot, ctx);
+        }
+        tx.state = TxState::Executing;
+        tx.deadline = deadline;
+        self.arm_sweep(ctx);
+    }
+
+    /// The group of an op on `partition`, made if new.
+    fn group_of(&mut self, partition: u32, kind: OpKind, lock: LockMode) -> u16 {
+        let home = self.config.placement.home(partition);
+        let (primary, instance) = (home.primary(), home.ldm_instance);
+        let write = kind != OpKind::Read;
+        let locks = write || lock != LockMode::Committed;
+        let groups = &mut self.scratch.groups;
+        let g = match groups
+            .iter()
+            .position(|g| g.primary == primary && g.instance == instance)
+        {
+            Some(g) => g,
+            None => {
+                groups.push(Group {
+                    primary,
+                    instance,
+                    partition,
+                    has_write: false,
+                    has_lock: false,
+                });
+                groups.len() - 1
+            }
+        };
+        groups[g].has_write |= write;
+        groups[g].has_lock |= locks;
+        u16::try_from(g).expect("groups ≤ data nodes × LDM instances")
+    }
+
+    pub(crate) fn on_ldm_key_conf(
+        &mut self,
+        from: BlockRef,
+        tx_id: u64,
+        results: Vec<u8>,
+        ctx: &mut Context<'_>,
+    ) {
+        let Some(&slot) = self.by_tx_id.get(&tx_id) else {
+            // The transaction ended (aborted) while this was on its way.
+            return self.scratch.recycle(results);
+        };
+        if self.transactions.get(slot).state != TxState::Executing {
+            return self.scratch.recycle(results);
+        }
+        let reader = match ResultReader::new(&results) {
+            Ok(reader) => reader,
+            Err(e) => {
+                tracing::error!(tc = %self.me, "LdmKeyConf from {from} for transaction {tx_id:#x}: {e}");
+                let message = format!("a data node answered with a malformed result batch: {e}");
+                return self.fail(slot, error::MALFORMED_REQUEST, u32::MAX, message, ctx);
+            }
+        };
+        let tx = self.transactions.get_mut(slot);
+        let mut counted = 0;
+        for result in reader.iter() {
+            let pos = result.op_index as usize;
+            let Some(op) = tx.ops.get_mut(pos) else {
+                tracing::error!(tc = %self.me, "{from} answered op {pos} of transaction {tx_id:#x}, which has no such op");
+                continue;
+            };
+            if op.answered {
+                tracing::error!(tc = %self.me, "{from} answered op {pos} of transaction {tx_id:#x} twice");
+                continue;
+            }
+            op.answered = true;
+            counted += 1;
+            if result.code != 0 && !op.ignore_error && tx.failed.is_none() {
+                tx.failed = Some((pos, result.code));
+            }
+        }
+        assert!(counted <= tx.outstanding, "every op is answered once");
+        tx.outstanding -= counted;
+        tx.confs.push(results);
+        if let Some((pos, code)) = tx.failed {
+            let op = tx.ops[pos];
+            let table = self
+                .tables
+                .get(&op.table_id)
+                .map_or_else(|| format!("id {}", op.table_id), |t| t.def.name.clone());
+            let message = format!(
+                "table `{table}`, operation {}: {}",
+                op.op_index,
+                error::message(code)
+            );
+            return self.fail(slot, code, op.op_index, message, ctx);
+        }
+        if tx.outstanding == 0 {
+            self.request_done(slot, ctx);
+        }
+    }
+
+    /// Every op of the request is answered, none failed: reply, or commit.
+    fn request_done(&mut self, slot: u32, ctx: &mut Context<'_>) {
+        let mut out = Vec::new();
+        if let Err(e) = self.write_results(slot, &mut out) {
+            return self.fail(
+                slot,
+                e.code(),
+                u32::MAX,
+                format!("the reply does not fit in one batch: {e}"),
+                ctx,
+            );
+        }
+        let tx = self.transactions.get_mut(slot);
+        for conf in tx.confs.drain(..) {
+            self.scratch.recycle(conf);
+        }
+        let tx = self.transactions.get_mut(slot);
+        if tx.flags & tc_flags::COMMIT != 0 {
+            tx.reply = out;
+            return self.start_commit(slot, ctx);
+        }
+        tx.state = TxState::Idle;
+        let (api, tx_id) = (tx.api.expect("a transaction has a client"), tx.tx_id);
+        ctx.send(
+            api,
+            SignalBody::TcKeyConf {
+                tx_id,
+                flags: 0,
+                gci: 0,
+                results: out,
+            },
+        );
+    }
+
+    /// The reply's results, in request order, naming the client's op_index.
+    fn write_results(&self, slot: u32, out: &mut Vec<u8>) -> Result<(), proto::ProtoError> {
+        let tx = self.transactions.get(slot);
+        let mut by_pos: Vec<Option<OpResult<'_>>> = vec![None; tx.ops.len()];
+        for conf in &tx.confs {
+            let reader = ResultReader::new(conf).expect("validated when it came");
+            for result in reader.iter() {
+                if let Some(entry) = by_pos.get_mut(result.op_index as usize) {
+                    *entry = Some(result);
+                }
+            }
+        }
+        let mut writer = ResultWriter::new(out);
+        for (op, result) in tx.ops.iter().zip(&by_pos) {
+            if op.code != 0 {
+                writer.error(op.op_index, op.code)?;
+                continue;
+            }
+            let result = result.expect("every op sent was answered");
+            if result.has_row {
+                writer.row(op.op_index);
+                for v in result.values() {
+                    writer.value(v);
+                }
+                for k in result.keys() {
+                    writer.key(k);
+                }
+                writer.end_row()?;
+            } else if result.code == 0 {
+                writer.ok(op.op_index)?;
+            } else {
+                writer.error(op.op_index, result.code)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Commits with the current GCI, or waits for the first one.
+    pub(crate) fn start_commit(&mut self, slot: u32, ctx: &mut Context<'_>) {
+        let gci = self.gci;
+        let tx = self.transactions.get_mut(slot);
+        if tx.participants.is_empty() {
+            // Committed reads only: nothing to commit anywhere.
+            tx.gci = gci;
+            return self.end_transaction(slot, true, ctx);
+        }
+        if gci == 0 {
+            tx.state = TxState::WaitingForGci;
+            self.waiting_for_gci.push(slot);
+            return;
+        }
+        tx.state = TxState::Committing;
+        tx.gci = gci;
+        tx.confs_waiting = tx.participants.len() as u32;
+        let tx_id = tx.tx_id;
+        for p in &tx.participants {
+            ctx.send(
+                BlockRef::new(p.node, BlockNumber::LOCAL_DATA_MANAGER, p.instance),
+                SignalBody::LdmCommitReq { tx_id, gci },
+            );
+        }
+        *self.commits_in_progress.entry(gci).or_insert(0) += 1;
+    }
+
+    pub(crate) fn on_commit_conf(&mut self, tx_id: u64, gci: u32, ctx: &mut Context<'_>) {
+        let Some(&slot) = self.by_tx_id.get(&tx_id) else {
+            return;
+        };
+        let tx = self.transactions.get_mut(slot);
+        if tx.state != TxState::Committing || tx.gci != gci {
+            tracing::warn!(tc = %self.me, "LdmCommitConf for transaction {tx_id:#x} GCI {gci} not committing: ignored");
+            return;
+        }
+        assert!(tx.confs_waiting > 0, "commit confirmations counted");
+        tx.confs_waiting -= 1;
+        if tx.confs_waiting == 0 {
+            let count = self
+                .commits_in_progress
+                .get_mut(&gci)
+                .expect("commit counted in its GCI");
+            *count -= 1;
+            if *count == 0 {
+                self.commits_in_progress.remove(&gci);
+            }
+            self.end_transaction(slot, true, ctx);
+            self.check_prepare(ctx);
+        }
+    }
+
+    /// Aborts because of a failed op, a bad request or overload, answering
+    /// the request with `TcKeyRef`.
+    pub(crate) fn fail(
+        &mut self,
+        slot: u32,
+        code: u32,
+        op_index: u32,
+        message: String,
+        ctx: &mut Context<'_>,
+    ) {
+        self.abort(
+            slot,
+            AbortReply::Failed {
+                code,
+                op_index,
+                message,
+            },
+            ctx,
+        );
+    }
+
+    /// A lock wait (of a key request or a scan) timed out.
+    pub(crate) fn lock_timeout(&mut self, slot: u32, ctx: &mut Context<'_>) {
+        let tx = self.transactions.get(slot);
+        if matches!(
+            tx.state,
+            TxState::Committing | TxState::Aborting | TxState::WaitingForGci
+        ) {
+            return;
+        }
+        self.counters.lock_timeouts += 1;
+        let executing = tx.state == TxState::Executing;
+        let message = format!(
+            "transaction {:#x} waited longer than TransactionDeadlockDetectionTimeout ({} ms) for a lock, \
+             probably a deadlock: aborted",
+            tx.tx_id,
+            self.config.deadlock_timeout.as_millis()
+        );
+        self.close_scans_of(slot, error::LOCK_TIMEOUT, &message, ctx);
+        let reply = if executing {
+            AbortReply::Failed {
+                code: error::LOCK_TIMEOUT,
+                op_index: u32::MAX,
+                message,
+            }
+        } else {
+            AbortReply::None
+        };
+        self.abort(slot, reply, ctx);
+    }
+
+    /// Sends `LdmAbortReq` to every participant; answers when all confirm.
+    pub(crate) fn abort(&mut self, slot: u32, reply: AbortReply, ctx: &mut Context<'_>) {
+        let tx = self.transactions.get_mut(slot);
+        assert!(
+            matches!(tx.state, TxState::Idle | TxState::Executing),
+            "transaction {:#x} aborted in state {:?}",
+            tx.tx_id,
+            tx.state
+        );
+        tx.state = TxState::Aborting;
+        tx.abort_reply = reply;
+        tx.confs_waiting = tx.participants.len() as u32;
+        let tx_id = tx.tx_id;
+        for p in &tx.participants {
+            ctx.send(
+                BlockRef::new(p.node, BlockNumber::LOCAL_DATA_MANAGER, p.instance),
+                SignalBody::LdmAbortReq { tx_id },
+            );
+        }
+        let none_waiting = tx.confs_waiting == 0;
+        // Its scans end with the abort's reason (a rollback asked for: the
+        // scan is simply gone).
+        let code = match &tx.abort_reply {
+            AbortReply::Failed { code, .. } => *code,
+            AbortReply::None | AbortReply::RolledBack => error::UNKNOWN_SCAN,
+        };
+        self.close_scans_of(slot, code, "the scan's transaction was aborted", ctx);
+        if none_waiting {
+            self.end_transaction(slot, false, ctx);
+        }
+    }
+
+    pub(crate) fn on_abort_conf(&mut self, tx_id: u64, ctx: &mut Context<'_>) {
+        let Some(&slot) = self.by_tx_id.get(&tx_id) else {
+            return;
+        };
+        let tx = self.transactions.get_mut(slot);
+        if tx.state != TxState::Aborting {
+            tracing::warn!(tc = %self.me, "LdmAbortConf for transaction {tx_id:#x} not aborting: ignored");
+            return;
+        }
+        assert!(tx.confs_waiting > 0, "abort confirmations counted");
+        tx.confs_waiting -= 1;
+        if tx.confs_waiting == 0 {
+            self.end_transaction(slot, false, ctx);
+        }
+    }
+
+    /// The transaction's one outcome: answer the client and free the record.
+    fn end_transaction(&mut self, slot: u32, committed: bool, ctx: &mut Context<'_>) {
+        let tx = self.transactions.get_mut(slot);
+        let tx_id = tx.tx_id;
+        let api = tx.api.expect("a transaction has a client");
+        let reply = if committed {
+            Some(SignalBody::TcKeyConf {
+                tx_id,
+                flags: tc_flags::COMMITTED,
+                gci: tx.gci,
+                results: std::mem::take(&mut tx.reply),
+            })
+        } else {
+            match std::mem::take(&mut tx.abort_reply) {
+                AbortReply::None => None,
+                AbortReply::RolledBack => Some(SignalBody::TcKeyConf {
+                    tx_id,
+                    flags: tc_flags::ROLLED_BACK,
+                    gci: 0,
+                    results: Vec::new(),
+                }),
+                AbortReply::Failed {
+                    code,
+                    op_index,
+                    message,
+                } => Some(SignalBody::TcKeyRef {
+                    tx_id,
+                    code,
+                    op_index,
+                    message,
+                }),
+            }
+        };
+        let records = tx.op_records;
+        tx.participants.clear();
+        for conf in tx.confs.drain(..) {
+            self.scratch.recycle(conf);
+        }
+        if self.transactions.get(slot).scans > 0 {
+            self.close_scans_of(
+                slot,
+                error::UNKNOWN_SCAN,
+                "the scan's transaction ended",
+                ctx,
+            );
+        }
+        assert!(self.operations_used >= records, "operation records counted");
+        self.operations_used -= records;
+        let removed = self.by_tx_id.remove(&tx_id);
+        assert_eq!(
+            removed,
+            Some(slot),
+            "transaction {tx_id:#x} ends exactly once"
+        );
+        self.transactions.release(slot);
+        if committed {
+            self.counters.committed += 1;
+        } else {
+            self.counters.aborted += 1;
+        }
+        if let Some(reply) = reply {
+            ctx.send(api, reply);
+        }
+    }
+}
+
+/// An op copied from a batch that fit every limit broke one: a bug.
+fn unreachable_limit(e: &proto::ProtoError) -> ! {
+    panic!("a part of a valid op batch broke a batch limit: {e}");
+}

@@ -1,0 +1,1420 @@
+//! The transaction coordinator and the global checkpoint protocol in the
+//! deterministic simulator: real membership, dictionary, distribution, TC
+//! and LDM blocks on the data nodes (simulated disks), and a test block on
+//! an API node that sends `TcKeyReq`/`TcScanReq`/`TcWaitGciReq` and records
+//! every answer. Results are checked against a model (a `BTreeMap`), and
+//! tests end with checks of what the blocks hold (no transaction, scan or
+//! operation record left behind).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use config::Placement;
+use datanode::dictionary::{schema_dir, Dictionary, DictionaryConfig};
+use datanode::distribution::{Distribution, DistributionConfig};
+use datanode::ldm::{LdmBlock, LdmBlockConfig};
+use datanode::membership::{Membership, MembershipConfig};
+use datanode::tc::{TcBlock, TcConfig};
+use kernel::simulator::Simulation;
+use kernel::{Block, Context, Rng};
+use proto::error;
+use proto::ops::{LockMode, OpBatchWriter, OpHeader, OpKind, IGNORE_ERROR, NO_INDEX, NO_PARTITION};
+use proto::results::ResultReader;
+use proto::scan::{Bound, RowBatchReader, ScanSpec};
+use proto::{CmpOp, Filter};
+use signal::{tc_flags, BlockNumber, BlockRef, NodeId, Signal, SignalBody};
+use storage::disk::SimDisk;
+use storage::ldm::LdmConfig;
+use storage::schema::{
+    distribution_hash, partition_of, Column, ColumnType, IndexDef, IndexKind, KeyEncoder, TableDef,
+    Value,
+};
+
+const API: NodeId = match NodeId::new(200) {
+    Some(id) => id,
+    None => unreachable!(),
+};
+const LDM_INSTANCES: u32 = 2;
+const PARTITIONS: u32 = 8;
+const DEADLOCK_TIMEOUT: Duration = Duration::from_millis(400);
+const GCP_INTERVAL: Duration = Duration::from_millis(100);
+/// Longest a test waits for an answer that must come.
+const ANSWER_WAIT: Duration = Duration::from_secs(3);
+
+fn node(n: u8) -> NodeId {
+    NodeId::new(n).unwrap()
+}
+
+fn api() -> BlockRef {
+    BlockRef::new(API, BlockNumber::API_CLUSTER, 0)
+}
+
+fn tc_of(n: NodeId) -> BlockRef {
+    BlockRef::new(n, BlockNumber::TRANSACTION_COORDINATOR, 0)
+}
+
+fn ldm_of(n: NodeId, i: u32) -> BlockRef {
+    BlockRef::new(n, BlockNumber::LOCAL_DATA_MANAGER, i as u16)
+}
+
+/// The API node's block: records what comes back.
+struct Recorder {
+    got: Arc<Mutex<Vec<Signal>>>,
+}
+
+impl Block for Recorder {
+    fn execute(&mut self, signal: Signal, _ctx: &mut Context<'_>) {
+        self.got.lock().unwrap().push(signal);
+    }
+}
+
+/// The LDM block, answering `GcpStartReq` from its redo log part's durable
+/// GCI until the LDM block answers it itself (everything else goes to the
+/// real block unchanged).
+struct LdmWithGcpStart {
+    inner: LdmBlock<SimDisk>,
+}
+
+impl Block for LdmWithGcpStart {
+    fn start(&mut self, ctx: &mut Context<'_>) {
+        self.inner.start(ctx);
+    }
+
+    fn execute(&mut self, signal: Signal, ctx: &mut Context<'_>) {
+        if let SignalBody::GcpStartReq {} = signal.body {
+            let gci = self
+                .inner
+                .storage()
+                .and_then(|s| s.durable_gci())
+                .unwrap_or(0);
+            ctx.send(signal.sender, SignalBody::GcpStartConf { gci });
+            return;
+        }
+        self.inner.execute(signal, ctx);
+    }
+}
+
+/// Limits of the TC under test.
+#[derive(Clone, Copy)]
+struct Limits {
+    transactions: u32,
+    operations: u32,
+    scans: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            transactions: 64,
+            operations: 4_096,
+            scans: 8,
+        }
+    }
+}
+
+/// One operation on the test table `(id BIGINT, v INT NULL, s VARCHAR(20) NULL)`.
+#[derive(Clone, Debug)]
+struct Op {
+    kind: OpKind,
+    lock: LockMode,
+    key: i64,
+    v: Option<i64>,
+    flags: u8,
+}
+
+impl Op {
+    fn read(key: i64, lock: LockMode) -> Op {
+        Op {
+            kind: OpKind::Read,
+            lock,
+            key,
+            v: None,
+            flags: 0,
+        }
+    }
+
+    fn write(kind: OpKind, key: i64, v: i64) -> Op {
+        Op {
+            kind,
+            lock: LockMode::Exclusive,
+            key,
+            v: Some(v),
+            flags: 0,
+        }
+    }
+
+    fn delete(key: i64) -> Op {
+        Op {
+            kind: OpKind::Delete,
+            lock: LockMode::Exclusive,
+            key,
+            v: None,
+            flags: 0,
+        }
+    }
+
+    fn ignoring(mut self) -> Op {
+        self.flags |= IGNORE_ERROR;
+        self
+    }
+}
+
+/// The answer to one operation: code, and the row of a read.
+#[derive(Clone, Debug, PartialEq)]
+struct OpAnswer {
+    op_index: u32,
+    code: u32,
+    row: Option<Vec<Value>>,
+}
+
+/// Rows of a scan, and how many batches brought them.
+type ScannedRows = (Vec<Vec<Value>>, usize);
+
+/// How a transaction request ended.
+#[derive(Clone, Debug, PartialEq)]
+enum Reply {
+    Conf {
+        flags: u32,
+        gci: u32,
+        answers: Vec<OpAnswer>,
+    },
+    Ref {
+        code: u32,
+        op_index: u32,
+        message: String,
+    },
+}
+
+struct Cluster {
+    sim: Simulation,
+    data_nodes: Vec<NodeId>,
+    got: Arc<Mutex<Vec<Signal>>>,
+    table: Option<TableDef>,
+    next_tx: u64,
+    next_request: u32,
+}
+
+impl Cluster {
+    /// `n` data nodes in one node group (`n` replicas), each with one TC
+    /// and `LDM_INSTANCES` LDM instances.
+    fn start(seed: u64, n: u8, limits: Limits) -> Cluster {
+        let mut sim = Simulation::new(seed);
+        let data_nodes: Vec<NodeId> = (0..n).map(|i| node(2 + i)).collect();
+        let placement = Placement::new(vec![data_nodes.clone()], LDM_INSTANCES);
+        for &id in &data_nodes {
+            let disk = SimDisk::new(seed ^ u64::from(id.get()) << 32);
+            let all = data_nodes.clone();
+            let placement = placement.clone();
+            let mut start_ids = Rng::seeded(seed ^ u64::from(id.get()));
+            sim.add_node(
+                id,
+                Box::new(move |id, incarnation| {
+                    let membership = Membership::new(MembershipConfig {
+                        node: id,
+                        data_nodes: all.clone(),
+                        mgmd: None,
+                        heartbeat_interval: Duration::from_millis(500),
+                        api_heartbeat_interval: Duration::from_millis(300),
+                        start_partial_timeout: Duration::from_secs(3),
+                        start_id: start_ids.next_u64() ^ u64::from(incarnation),
+                        pid: 1000 + u32::from(id.get()),
+                    });
+                    let mut local = vec![tc_of(id)];
+                    local.extend((0..LDM_INSTANCES).map(|i| ldm_of(id, i)));
+                    let dictionary = Dictionary::new(
+                        DictionaryConfig {
+                            node: id,
+                            schema_dir: schema_dir(Path::new("/data"), id),
+                        },
+                        Box::new(disk.clone()),
+                    )
+                    .expect("the dictionary loads its schema")
+                    .with_local_blocks(local, placement.default_partitions());
+                    let distribution = Distribution::new(DistributionConfig {
+                        node: id,
+                        gcp_interval: GCP_INTERVAL,
+                        tc_instances: 1,
+                        ldm_instances: LDM_INSTANCES,
+                    });
+                    let tc = TcBlock::new(TcConfig {
+                        node: id,
+                        instance: 0,
+                        placement: placement.clone(),
+                        tc_instances: 1,
+                        transactions_max: limits.transactions,
+                        operations_max: limits.operations,
+                        scans_max: limits.scans,
+                        deadlock_timeout: DEADLOCK_TIMEOUT,
+                    });
+                    let mut blocks: Vec<(BlockRef, Box<dyn Block>)> = vec![
+                        (
+                            BlockRef::new(id, BlockNumber::MEMBERSHIP, 0),
+                            Box::new(membership),
+                        ),
+                        (
+                            BlockRef::new(id, BlockNumber::DICTIONARY, 0),
+                            Box::new(dictionary),
+                        ),
+                        (Distribution::address(id), Box::new(distribution)),
+                        (tc_of(id), Box::new(tc)),
+                    ];
+                    for i in 0..LDM_INSTANCES {
+                        let mut config = LdmConfig::new(i, format!("/data/ndb_{id}_fs/ldm{i}"));
+                        config.data_memory_bytes = 16 << 20;
+                        config.redo_file_size_bytes = 1 << 20;
+                        config.redo_files = 4;
+                        let ldm = LdmBlock::new(
+                            LdmBlockConfig {
+                                node: id,
+                                instance: i,
+                                placement: placement.clone(),
+                                ldm: config,
+                                lcp_interval: Duration::from_secs(5),
+                            },
+                            disk.clone(),
+                        );
+                        blocks.push((ldm_of(id, i), Box::new(LdmWithGcpStart { inner: ldm })));
+                    }
+                    blocks
+                }),
+            );
+        }
+        let got = Arc::new(Mutex::new(Vec::new()));
+        let recorded = Arc::clone(&got);
+        sim.add_node(
+            API,
+            Box::new(move |id, _| {
+                let block: Box<dyn Block> = Box::new(Recorder {
+                    got: Arc::clone(&recorded),
+                });
+                vec![(BlockRef::new(id, BlockNumber::API_CLUSTER, 0), block)]
+            }),
+        );
+        let mut cluster = Cluster {
+            sim,
+            data_nodes,
+            got,
+            table: None,
+            next_tx: (u64::from(API.get()) << 48) | 1,
+            next_request: 1,
+        };
+        cluster.sim.run_for(Duration::from_secs(2));
+        cluster
+    }
+
+    fn tc(&self) -> &TcBlock {
+        self.tc_on(self.data_nodes[0])
+    }
+
+    fn tc_on(&self, n: NodeId) -> &TcBlock {
+        self.sim.block::<TcBlock>(tc_of(n)).expect("the TC is up")
+    }
+
+    fn master(&self) -> &Distribution {
+        self.data_nodes
+            .iter()
+            .filter_map(|&n| self.sim.block::<Distribution>(Distribution::address(n)))
+            .find(|d| d.is_master())
+            .expect("a distribution master")
+    }
+
+    fn take(&self) -> Vec<Signal> {
+        std::mem::take(&mut *self.got.lock().unwrap())
+    }
+
+    fn send(&mut self, to: BlockRef, body: SignalBody) {
+        self.sim.inject(Signal {
+            receiver: to,
+            sender: api(),
+            body,
+        });
+    }
+
+    fn tx_id(&mut self) -> u64 {
+        self.next_tx += 1;
+        self.next_tx
+    }
+
+    /// Creates the test table with `PARTITIONS` partitions and an ordered
+    /// index on `v`, and reads its definition back.
+    fn create_table(&mut self) -> TableDef {
+        let table = TableDef::new(
+            "accounts",
+            0,
+            vec![
+                Column::new("id", ColumnType::BigInt { unsigned: false }),
+                Column::new("v", ColumnType::Int { unsigned: false }).nullable(),
+                Column::new(
+                    "s",
+                    ColumnType::VarChar {
+                        max: 20,
+                        collation: storage::schema::Collation::Utf8mb4Bin,
+                    },
+                )
+                .nullable(),
+            ],
+        )
+        .primary_key(vec![0])
+        .index(IndexDef {
+            name: "by_v".into(),
+            id: 0,
+            columns: vec![1],
+            kind: IndexKind::Ordered,
+        })
+        .partitions(PARTITIONS);
+        let request_id = self.next_request;
+        self.next_request += 1;
+        let dict = BlockRef::new(self.data_nodes[0], BlockNumber::DICTIONARY, 0);
+        self.send(
+            dict,
+            SignalBody::DictCreateTableReq {
+                request_id,
+                table: table.to_bytes(),
+            },
+        );
+        self.sim.run_for(Duration::from_millis(300));
+        let answers = self.take();
+        assert!(
+            answers
+                .iter()
+                .any(|s| matches!(s.body, SignalBody::DictCreateTableConf { request_id: r, .. } if r == request_id)),
+            "create answered: {answers:?}"
+        );
+        self.send(
+            dict,
+            SignalBody::DictGetTableReq {
+                request_id,
+                table_id: 0,
+                name: "accounts".into(),
+            },
+        );
+        self.sim.run_for(Duration::from_millis(20));
+        let table = self
+            .take()
+            .into_iter()
+            .find_map(|s| match s.body {
+                SignalBody::DictGetTableConf { group, .. } => {
+                    Some(TableDef::decode(&group.tables[0]).unwrap())
+                }
+                _ => None,
+            })
+            .expect("the table is found by name");
+        assert_eq!(table.partitions, PARTITIONS);
+        self.table = Some(table.clone());
+        table
+    }
+
+    fn table(&self) -> &TableDef {
+        self.table.as_ref().expect("created")
+    }
+
+    fn partition_of(&self, key: i64) -> u32 {
+        let table = self.table();
+        let mut bytes = Vec::new();
+        KeyEncoder::distribution_key(table)
+            .encode(&[Value::Int(key)], &mut bytes)
+            .unwrap();
+        partition_of(distribution_hash(&bytes), table.partitions)
+    }
+
+    fn batch(&self, ops: &[Op]) -> Vec<u8> {
+        let table = self.table();
+        let mut out = Vec::new();
+        let mut w = OpBatchWriter::new(&mut out);
+        for (i, op) in ops.iter().enumerate() {
+            w.begin(&OpHeader {
+                op_index: i as u32,
+                table_id: table.id,
+                table_version: table.version,
+                index_id: NO_INDEX,
+                partition: NO_PARTITION,
+                kind: op.kind,
+                lock: op.lock,
+                flags: op.flags,
+            });
+            w.key(Value::Int(op.key).as_ref());
+            if matches!(op.kind, OpKind::Insert | OpKind::Update | OpKind::Write) {
+                let v = op.v.expect("a write has a value");
+                w.value(1, Value::Int(v).as_ref());
+                w.value(2, Value::String(format!("s{v}")).as_ref());
+            }
+            w.end().unwrap();
+        }
+        drop(w);
+        out
+    }
+
+    /// Sends a request without waiting.
+    fn submit(&mut self, tx: u64, flags: u32, ops: &[Op]) {
+        let ops = self.batch(ops);
+        let tc = tc_of(self.data_nodes[0]);
+        self.send(
+            tc,
+            SignalBody::TcKeyReq {
+                tx_id: tx,
+                flags,
+                ops,
+            },
+        );
+    }
+
+    /// Runs until the reply of `tx` comes; `None` if none within `wait`.
+    fn reply_within(&mut self, tx: u64, wait: Duration) -> Option<Reply> {
+        let until = self.sim.now() + wait;
+        loop {
+            if let Some(reply) = self.take_reply(tx) {
+                return Some(reply);
+            }
+            if self.sim.now() >= until {
+                return None;
+            }
+            self.sim.run_for(Duration::from_millis(1));
+        }
+    }
+
+    fn take_reply(&mut self, tx: u64) -> Option<Reply> {
+        let mut got = self.got.lock().unwrap();
+        let at = got.iter().position(|s| {
+            matches!(s.body, SignalBody::TcKeyConf { tx_id, .. } | SignalBody::TcKeyRef { tx_id, .. } if tx_id == tx)
+        })?;
+        let signal = got.remove(at);
+        Some(match signal.body {
+            SignalBody::TcKeyConf {
+                flags,
+                gci,
+                results,
+                ..
+            } => Reply::Conf {
+                flags,
+                gci,
+                answers: decode_results(&results),
+            },
+            SignalBody::TcKeyRef {
+                code,
+                op_index,
+                message,
+                ..
+            } => Reply::Ref {
+                code,
+                op_index,
+                message,
+            },
+            _ => unreachable!(),
+        })
+    }
+
+    fn execute(&mut self, tx: u64, flags: u32, ops: &[Op]) -> Reply {
+        self.submit(tx, flags, ops);
+        self.reply_within(tx, ANSWER_WAIT)
+            .unwrap_or_else(|| panic!("transaction {tx:#x}: no reply"))
+    }
+
+    /// One transaction that runs `ops` and commits.
+    fn commit(&mut self, ops: &[Op]) -> Reply {
+        let tx = self.tx_id();
+        self.execute(tx, tc_flags::START | tc_flags::COMMIT, ops)
+    }
+
+    /// Committed reads of `keys`: the value of `v` of each, or `None`.
+    fn read_values(&mut self, keys: &[i64]) -> Vec<Option<i64>> {
+        let ops: Vec<Op> = keys
+            .iter()
+            .map(|&k| Op::read(k, LockMode::Committed).ignoring())
+            .collect();
+        match self.commit(&ops) {
+            Reply::Conf { answers, .. } => answers
+                .iter()
+                .map(|a| match a.code {
+                    0 => Some(int(&a.row.as_ref().expect("a read returns a row")[1])),
+                    error::NO_SUCH_ROW => None,
+                    other => panic!("read answered {other}"),
+                })
+                .collect(),
+            other => panic!("reads failed: {other:?}"),
+        }
+    }
+
+    /// Runs a scan to its end: its rows, and how many batches came.
+    fn scan(&mut self, spec: &ScanSpec) -> Result<ScannedRows, (u32, String)> {
+        let tx = self.tx_id();
+        let scan_id = 7;
+        let tc = tc_of(self.data_nodes[0]);
+        self.send(
+            tc,
+            SignalBody::TcScanReq {
+                tx_id: tx,
+                scan_id,
+                flags: tc_flags::START,
+                spec: spec.to_bytes(),
+            },
+        );
+        let mut rows = Vec::new();
+        let mut batches = 0;
+        let until = self.sim.now() + ANSWER_WAIT * 4;
+        let outcome = loop {
+            assert!(
+                self.sim.now() < until,
+                "scan of transaction {tx:#x} does not end"
+            );
+            self.sim.run_for(Duration::from_millis(1));
+            let mut finished = None;
+            let mut next = 0;
+            for s in self.take() {
+                match s.body {
+                    SignalBody::TcScanConf {
+                        tx_id,
+                        rows: bytes,
+                        done,
+                        ..
+                    } if tx_id == tx => {
+                        batches += 1;
+                        let reader = RowBatchReader::new(&bytes).expect("a valid row batch");
+                        for row in reader.iter() {
+                            rows.push(row.values().map(|v| v.to_value()).collect());
+                        }
+                        if done {
+                            finished = Some(Ok(()));
+                        } else {
+                            next += 1;
+                        }
+                    }
+                    SignalBody::TcScanRef {
+                        tx_id,
+                        code,
+                        message,
+                        ..
+                    } if tx_id == tx => {
+                        finished = Some(Err((code, message)));
+                    }
+                    _ => {}
+                }
+            }
+            if let Some(outcome) = finished {
+                break outcome;
+            }
+            for _ in 0..next {
+                self.send(
+                    tc,
+                    SignalBody::TcScanNextReq {
+                        tx_id: tx,
+                        scan_id,
+                        close: false,
+                    },
+                );
+            }
+        };
+        if self.tc().transactions_in_use() > 0 {
+            // The scan's transaction: end it.
+            let _ = self.execute(tx, tc_flags::ROLLBACK, &[]);
+        }
+        outcome.map(|()| (rows, batches))
+    }
+
+    fn full_scan_spec(&self) -> ScanSpec {
+        let table = self.table();
+        ScanSpec {
+            table_id: table.id,
+            table_version: table.version,
+            index_id: NO_INDEX,
+            lower: None,
+            upper: None,
+            descending: false,
+            lock: LockMode::Committed,
+            partition: NO_PARTITION,
+            batch_rows: 16,
+            projection: Vec::new(),
+            filter: None,
+            key_info: false,
+        }
+    }
+
+    /// Every row as (id, v), by a full scan.
+    fn scan_all(&mut self) -> BTreeMap<i64, i64> {
+        let spec = self.full_scan_spec();
+        let (rows, _) = self.scan(&spec).expect("a full scan");
+        let mut out = BTreeMap::new();
+        for row in rows {
+            assert!(
+                out.insert(int(&row[0]), int(&row[1])).is_none(),
+                "a row scanned twice"
+            );
+        }
+        out
+    }
+
+    /// Nothing is left behind in the TCs and the LDMs.
+    fn check_idle(&self) {
+        for &n in &self.data_nodes {
+            let tc = self.tc_on(n);
+            assert_eq!(
+                tc.transactions_in_use(),
+                0,
+                "node {n}: transaction records left"
+            );
+            assert_eq!(tc.scans_in_use(), 0, "node {n}: scan records left");
+            assert_eq!(
+                tc.operations_in_use(),
+                0,
+                "node {n}: operation records left"
+            );
+            for i in 0..LDM_INSTANCES {
+                let ldm = &self
+                    .sim
+                    .block::<LdmWithGcpStart>(ldm_of(n, i))
+                    .unwrap()
+                    .inner;
+                assert_eq!(ldm.transactions(), 0, "node {n} LDM {i}: transactions left");
+                assert_eq!(ldm.scans_open(), 0, "node {n} LDM {i}: scans left");
+            }
+        }
+    }
+}
+
+fn int(v: &Value) -> i64 {
+    match v {
+        Value::Int(i) => *i,
+        other => panic!("not an integer: {other:?}"),
+    }
+}
+
+fn decode_results(bytes: &[u8]) -> Vec<OpAnswer> {
+    if bytes.is_empty() {
+        return Vec::new();
+    }
+    let reader = ResultReader::new(bytes).expect("a valid result batch");
+    reader
+        .iter()
+        .map(|r| OpAnswer {
+            op_index: r.op_index,
+            code: r.code,
+            row: r
+                .has_row
+                .then(|| r.values().map(|v| v.to_value()).collect()),
+        })
+        .collect()
+}
+
+fn committed(reply: &Reply) -> (u32, &[OpAnswer]) {
+    match reply {
+        Reply::Conf {
+            flags,
+            gci,
+            answers,
+        } => {
+            assert_eq!(*flags, tc_flags::COMMITTED, "committed: {reply:?}");
+            (*gci, answers)
+        }
+        other => panic!("expected a commit, got {other:?}"),
+    }
+}
+
+fn started(seed: u64, limits: Limits) -> Cluster {
+    let mut cluster = Cluster::start(seed, 1, limits);
+    cluster.create_table();
+    cluster
+}
+
+#[test]
+fn random_batches_match_a_model() {
+    let mut cluster = started(11, Limits::default());
+    let mut rng = Rng::seeded(11);
+    let mut model: BTreeMap<i64, i64> = BTreeMap::new();
+    for round in 0..40 {
+        // Distinct keys per batch: each op sees the state before the batch.
+        let mut keys: Vec<i64> = (0..30).collect();
+        let n = 1 + rng.below(12) as usize;
+        let mut ops = Vec::new();
+        for _ in 0..n {
+            let key = keys.swap_remove(rng.below(keys.len() as u64) as usize);
+            let v = round * 100 + key;
+            let op = match rng.below(6) {
+                0 => Op::read(key, LockMode::Committed),
+                1 => Op::read(key, LockMode::Shared),
+                2 => Op::write(OpKind::Insert, key, v),
+                3 => Op::write(OpKind::Update, key, v),
+                4 => Op::write(OpKind::Write, key, v),
+                _ => Op::delete(key),
+            };
+            ops.push(op.ignoring());
+        }
+        let reply = cluster.commit(&ops);
+        let (gci, answers) = committed(&reply);
+        assert!(gci > 0, "a commit has a GCI");
+        assert_eq!(answers.len(), ops.len(), "one answer per op");
+        for (i, (op, answer)) in ops.iter().zip(answers).enumerate() {
+            assert_eq!(answer.op_index, i as u32, "answers in request order");
+            let before = model.get(&op.key).copied();
+            let expected = match (op.kind, before) {
+                (OpKind::Read, Some(_)) | (OpKind::Update, Some(_)) | (OpKind::Delete, Some(_)) => {
+                    0
+                }
+                (OpKind::Read, None) | (OpKind::Update, None) | (OpKind::Delete, None) => {
+                    error::NO_SUCH_ROW
+                }
+                (OpKind::Insert, Some(_)) => error::DUPLICATE_KEY,
+                (OpKind::Insert, None) | (OpKind::Write, _) => 0,
+            };
+            assert_eq!(answer.code, expected, "round {round} op {i} {op:?}");
+            if op.kind == OpKind::Read && expected == 0 {
+                let row = answer.row.as_ref().expect("a read returns its row");
+                assert_eq!(int(&row[0]), op.key);
+                assert_eq!(Some(int(&row[1])), before);
+                assert_eq!(row[2], Value::String(format!("s{}", before.unwrap())));
+            }
+            if expected == 0 {
+                match op.kind {
+                    OpKind::Insert | OpKind::Update | OpKind::Write => {
+                        model.insert(op.key, op.v.unwrap());
+                    }
+                    OpKind::Delete => {
+                        model.remove(&op.key);
+                    }
+                    OpKind::Read => {}
+                }
+            }
+        }
+    }
+    assert_eq!(cluster.scan_all(), model, "the table holds the model");
+    let counters = cluster.tc().counters();
+    assert!(counters.committed >= 40, "{counters:?}");
+    cluster.check_idle();
+}
+
+#[test]
+fn a_thousand_operations_travel_in_one_request_and_one_reply() {
+    let mut cluster = started(12, Limits::default());
+    let ops: Vec<Op> = (0..1_000)
+        .map(|k| Op::write(OpKind::Insert, k, k * 3))
+        .collect();
+    let tx = cluster.tx_id();
+    cluster.submit(tx, tc_flags::START | tc_flags::COMMIT, &ops);
+    cluster.sim.run_for(Duration::from_millis(500));
+    let replies: Vec<Signal> = cluster.take();
+    let mine: Vec<&Signal> = replies
+        .iter()
+        .filter(|s| matches!(s.body, SignalBody::TcKeyConf { tx_id, .. } | SignalBody::TcKeyRef { tx_id, .. } if tx_id == tx))
+        .collect();
+    assert_eq!(mine.len(), 1, "exactly one reply: {mine:?}");
+    let SignalBody::TcKeyConf { flags, results, .. } = &mine[0].body else {
+        panic!("a commit: {:?}", mine[0].body)
+    };
+    assert_eq!(*flags, tc_flags::COMMITTED);
+    let answers = decode_results(results);
+    assert_eq!(answers.len(), 1_000);
+    assert!(answers.iter().all(|a| a.code == 0));
+    let keys: Vec<i64> = (0..1_000).collect();
+    let values = cluster.read_values(&keys);
+    assert!(
+        values
+            .iter()
+            .enumerate()
+            .all(|(k, v)| *v == Some(k as i64 * 3)),
+        "every row reads back"
+    );
+    cluster.check_idle();
+}
+
+#[test]
+fn an_abort_half_way_leaves_nothing() {
+    let mut cluster = started(13, Limits::default());
+    committed(&cluster.commit(&[Op::write(OpKind::Insert, 100, 1)]));
+    // A failing op aborts what the transaction did before.
+    let tx = cluster.tx_id();
+    let first: Vec<Op> = (0..10).map(|k| Op::write(OpKind::Insert, k, k)).collect();
+    match cluster.execute(tx, tc_flags::START, &first) {
+        Reply::Conf { flags, answers, .. } => {
+            assert_eq!(flags, 0, "not committed yet");
+            assert_eq!(answers.len(), 10);
+        }
+        other => panic!("{other:?}"),
+    }
+    let second = [
+        Op::write(OpKind::Update, 3, 33),
+        Op::write(OpKind::Insert, 100, 2),
+    ];
+    match cluster.execute(tx, tc_flags::COMMIT, &second) {
+        Reply::Ref {
+            code,
+            op_index,
+            message,
+        } => {
+            assert_eq!(code, error::DUPLICATE_KEY);
+            assert_eq!(op_index, 1);
+            assert!(message.contains("accounts"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // The transaction is gone.
+    match cluster.execute(tx, tc_flags::COMMIT, &[]) {
+        Reply::Ref { code, .. } => assert_eq!(error::class(code), proto::ErrorClass::Permanent),
+        other => panic!("{other:?}"),
+    }
+    // A rollback asked for.
+    let tx = cluster.tx_id();
+    let ops: Vec<Op> = (20..30).map(|k| Op::write(OpKind::Write, k, k)).collect();
+    assert!(matches!(
+        cluster.execute(tx, tc_flags::START, &ops),
+        Reply::Conf { .. }
+    ));
+    match cluster.execute(tx, tc_flags::ROLLBACK, &[]) {
+        Reply::Conf { flags, .. } => assert_eq!(flags, tc_flags::ROLLED_BACK),
+        other => panic!("{other:?}"),
+    }
+    let keys: Vec<i64> = (0..30).chain([100]).collect();
+    let values = cluster.read_values(&keys);
+    assert!(
+        values[..30].iter().all(Option::is_none),
+        "nothing of the aborted transactions: {values:?}"
+    );
+    assert_eq!(values[30], Some(1));
+    assert_eq!(cluster.scan_all().len(), 1);
+    assert!(cluster.tc().counters().aborted >= 2);
+    cluster.check_idle();
+}
+
+#[test]
+fn a_shared_lock_blocks_a_writer_and_committed_reads_never_wait() {
+    let mut cluster = started(14, Limits::default());
+    committed(&cluster.commit(&[Op::write(OpKind::Insert, 5, 50)]));
+    let reader = cluster.tx_id();
+    match cluster.execute(reader, tc_flags::START, &[Op::read(5, LockMode::Shared)]) {
+        Reply::Conf { answers, .. } => assert_eq!(answers[0].code, 0),
+        other => panic!("{other:?}"),
+    }
+    let writer = cluster.tx_id();
+    cluster.submit(
+        writer,
+        tc_flags::START | tc_flags::COMMIT,
+        &[Op::write(OpKind::Update, 5, 51)],
+    );
+    assert_eq!(
+        cluster.reply_within(writer, DEADLOCK_TIMEOUT / 2),
+        None,
+        "the writer waits for the shared lock"
+    );
+    // A committed read does not wait, and sees the committed value.
+    assert_eq!(cluster.read_values(&[5]), vec![Some(50)]);
+    // The reader commits: the writer goes on.
+    committed(&cluster.execute(reader, tc_flags::COMMIT, &[]));
+    committed(
+        &cluster
+            .reply_within(writer, ANSWER_WAIT)
+            .expect("the writer is answered"),
+    );
+    assert_eq!(cluster.read_values(&[5]), vec![Some(51)]);
+    cluster.check_idle();
+}
+
+#[test]
+fn a_deadlock_ends_in_the_timeout_error_for_one_and_the_other_commits() {
+    let mut cluster = started(15, Limits::default());
+    committed(&cluster.commit(&[
+        Op::write(OpKind::Insert, 1, 10),
+        Op::write(OpKind::Insert, 2, 20),
+    ]));
+    let (a, b) = (cluster.tx_id(), cluster.tx_id());
+    assert!(matches!(
+        cluster.execute(a, tc_flags::START, &[Op::write(OpKind::Update, 1, 11)]),
+        Reply::Conf { .. }
+    ));
+    assert!(matches!(
+        cluster.execute(b, tc_flags::START, &[Op::write(OpKind::Update, 2, 21)]),
+        Reply::Conf { .. }
+    ));
+    cluster.submit(a, 0, &[Op::write(OpKind::Update, 2, 12)]);
+    cluster.submit(b, 0, &[Op::write(OpKind::Update, 1, 22)]);
+    let start = cluster.sim.now();
+    let mut replies = BTreeMap::new();
+    while replies.len() < 2 {
+        for tx in [a, b] {
+            if let std::collections::btree_map::Entry::Vacant(entry) = replies.entry(tx) {
+                if let Some(reply) = cluster.take_reply(tx) {
+                    entry.insert((reply, cluster.sim.now() - start));
+                }
+            }
+        }
+        assert!(
+            cluster.sim.now() - start < ANSWER_WAIT,
+            "both are answered: {replies:?}"
+        );
+        cluster.sim.run_for(Duration::from_millis(1));
+    }
+    let timed_out: Vec<u64> = replies
+        .iter()
+        .filter(|(_, (r, _))| matches!(r, Reply::Ref { code, .. } if *code == error::LOCK_TIMEOUT))
+        .map(|(tx, _)| *tx)
+        .collect();
+    assert!(!timed_out.is_empty(), "at least one times out: {replies:?}");
+    for (tx, (reply, after)) in &replies {
+        if timed_out.contains(tx) {
+            assert!(
+                *after >= DEADLOCK_TIMEOUT,
+                "not before the timeout: {after:?}"
+            );
+            let Reply::Ref { message, .. } = reply else {
+                unreachable!()
+            };
+            assert!(message.contains("deadlock"), "{message}");
+        }
+    }
+    assert_eq!(
+        error::class(error::LOCK_TIMEOUT),
+        proto::ErrorClass::Temporary
+    );
+    let survivor = [a, b].into_iter().find(|tx| !timed_out.contains(tx));
+    if let Some(tx) = survivor {
+        committed(&cluster.execute(tx, tc_flags::COMMIT, &[]));
+        let values = cluster.read_values(&[1, 2]);
+        if tx == a {
+            assert_eq!(values, vec![Some(11), Some(12)]);
+        } else {
+            assert_eq!(values, vec![Some(22), Some(21)]);
+        }
+    }
+    assert!(cluster.tc().counters().lock_timeouts >= 1);
+    cluster.check_idle();
+}
+
+#[test]
+fn full_pools_refuse_at_once_with_a_temporary_error() {
+    let limits = Limits {
+        transactions: 3,
+        operations: 100,
+        scans: 1,
+    };
+    let mut cluster = started(16, limits);
+    let open: Vec<u64> = (0..3).map(|_| cluster.tx_id()).collect();
+    for (i, &tx) in open.iter().enumerate() {
+        let reply = cluster.execute(
+            tx,
+            tc_flags::START,
+            &[Op::write(OpKind::Insert, i as i64, 1)],
+        );
+        assert!(matches!(reply, Reply::Conf { .. }), "{reply:?}");
+    }
+    let requests_before: u64 = (0..LDM_INSTANCES)
+        .map(|i| {
+            cluster
+                .sim
+                .block::<LdmWithGcpStart>(ldm_of(cluster.data_nodes[0], i))
+                .unwrap()
+                .inner
+                .stats()
+                .key_requests
+        })
+        .sum();
+    let extra = cluster.tx_id();
+    match cluster.execute(extra, tc_flags::START, &[Op::write(OpKind::Insert, 9, 9)]) {
+        Reply::Ref { code, .. } => {
+            assert_eq!(code, error::OUT_OF_TRANSACTIONS);
+            assert_eq!(error::class(code), proto::ErrorClass::Temporary);
+        }
+        other => panic!("{other:?}"),
+    }
+    let requests_after: u64 = (0..LDM_INSTANCES)
+        .map(|i| {
+            cluster
+                .sim
+                .block::<LdmWithGcpStart>(ldm_of(cluster.data_nodes[0], i))
+                .unwrap()
+                .inner
+                .stats()
+                .key_requests
+        })
+        .sum();
+    assert_eq!(
+        requests_before, requests_after,
+        "refused without reaching an LDM"
+    );
+    assert_eq!(cluster.tc().transactions_in_use(), 3);
+    // Operation records: 3 held, 98 more asked.
+    let many: Vec<Op> = (10..108).map(|k| Op::write(OpKind::Insert, k, k)).collect();
+    match cluster.execute(open[0], 0, &many) {
+        Reply::Ref { code, .. } => assert_eq!(code, error::OUT_OF_TC_OPERATIONS),
+        other => panic!("{other:?}"),
+    }
+    // That aborted open[0]; the others commit.
+    for &tx in &open[1..] {
+        committed(&cluster.execute(tx, tc_flags::COMMIT, &[]));
+    }
+    assert_eq!(
+        cluster.read_values(&[0, 1, 2]),
+        vec![None, Some(1), Some(1)]
+    );
+    // Scan records: one scan at a time.
+    let tx = cluster.tx_id();
+    let mut spec = cluster.full_scan_spec();
+    spec.batch_rows = 1;
+    let tc = tc_of(cluster.data_nodes[0]);
+    cluster.send(
+        tc,
+        SignalBody::TcScanReq {
+            tx_id: tx,
+            scan_id: 1,
+            flags: tc_flags::START,
+            spec: spec.to_bytes(),
+        },
+    );
+    cluster.send(
+        tc,
+        SignalBody::TcScanReq {
+            tx_id: tx,
+            scan_id: 2,
+            flags: 0,
+            spec: spec.to_bytes(),
+        },
+    );
+    cluster.sim.run_for(Duration::from_millis(20));
+    let refused = cluster
+        .take()
+        .into_iter()
+        .any(|s| matches!(s.body, SignalBody::TcScanRef { scan_id: 2, code, .. } if code == error::TOO_MANY_SCANS));
+    assert!(refused, "the second scan is refused");
+    cluster.send(
+        tc,
+        SignalBody::TcScanNextReq {
+            tx_id: tx,
+            scan_id: 1,
+            close: true,
+        },
+    );
+    let _ = cluster.execute(tx, tc_flags::ROLLBACK, &[]);
+    assert!(cluster.tc().counters().refused_overload >= 3);
+    cluster.check_idle();
+}
+
+#[test]
+fn gcis_increase_and_wait_gci_is_answered_when_durable() {
+    let mut cluster = started(17, Limits::default());
+    let mut last = 0;
+    for k in 0..20 {
+        let (gci, _) = committed(&cluster.commit(&[Op::write(OpKind::Insert, k, k)])).to_owned();
+        assert!(gci >= last, "GCIs never go back: {gci} after {last}");
+        last = gci;
+        cluster.sim.run_for(GCP_INTERVAL / 3);
+    }
+    assert!(last > 2, "GCIs advance with time: {last}");
+    let tc = tc_of(cluster.data_nodes[0]);
+    cluster.send(tc, SignalBody::TcWaitGciReq { gci: last });
+    let until = cluster.sim.now() + ANSWER_WAIT;
+    let durable = loop {
+        let answer = cluster.take().into_iter().find_map(|s| match s.body {
+            SignalBody::TcWaitGciConf { gci, durable_gci } => Some((gci, durable_gci)),
+            _ => None,
+        });
+        if let Some((gci, durable)) = answer {
+            assert_eq!(gci, last);
+            break durable;
+        }
+        assert!(cluster.sim.now() < until, "TcWaitGciReq answered");
+        cluster.sim.run_for(Duration::from_millis(1));
+    };
+    assert!(
+        durable >= last,
+        "answered once GCI {last} is durable: {durable}"
+    );
+    assert!(cluster.master().durable_gci() >= last);
+    assert!(cluster.tc().durable_gci() >= last);
+    // The LDMs flushed it.
+    for i in 0..LDM_INSTANCES {
+        let ldm = cluster
+            .sim
+            .block::<LdmWithGcpStart>(ldm_of(cluster.data_nodes[0], i))
+            .unwrap();
+        let flushed = ldm
+            .inner
+            .storage()
+            .and_then(|s| s.durable_gci())
+            .unwrap_or(0);
+        assert!(
+            flushed >= last,
+            "LDM {i} flushed GCI {flushed}, {last} committed"
+        );
+    }
+    cluster.check_idle();
+}
+
+#[test]
+fn scans_full_range_pruned_with_filter_and_projection() {
+    let mut cluster = started(18, Limits::default());
+    let ops: Vec<Op> = (0..200)
+        .map(|k| Op::write(OpKind::Insert, k, k % 50))
+        .collect();
+    committed(&cluster.commit(&ops));
+    let model: BTreeMap<i64, i64> = (0..200).map(|k| (k, k % 50)).collect();
+    // Full scan over every partition, small batches.
+    let mut spec = cluster.full_scan_spec();
+    spec.batch_rows = 7;
+    let (rows, batches) = cluster.scan(&spec).expect("full scan");
+    assert_eq!(rows.len(), 200);
+    assert!(batches >= 200 / 7, "small batches: {batches}");
+    let got: BTreeMap<i64, i64> = rows.iter().map(|r| (int(&r[0]), int(&r[1]))).collect();
+    assert_eq!(got, model);
+    // Filter and projection: v > 40, returning (s, id).
+    spec.filter = Some(Filter::Cmp {
+        column: 1,
+        op: CmpOp::Gt,
+        value: Value::Int(40),
+    });
+    spec.projection = vec![2, 0];
+    let (rows, _) = cluster.scan(&spec).expect("filtered scan");
+    let mut ids: Vec<i64> = rows
+        .iter()
+        .map(|r| {
+            assert_eq!(r.len(), 2, "projected columns only");
+            let id = int(&r[1]);
+            assert_eq!(r[0], Value::String(format!("s{}", id % 50)));
+            id
+        })
+        .collect();
+    ids.sort_unstable();
+    let expected: Vec<i64> = model
+        .iter()
+        .filter(|(_, v)| **v > 40)
+        .map(|(k, _)| *k)
+        .collect();
+    assert_eq!(ids, expected);
+    // Range on the ordered index: 10 <= v < 13.
+    let index = cluster.table().indexes[0].id;
+    let mut range = cluster.full_scan_spec();
+    range.index_id = index;
+    range.lower = Some(Bound {
+        values: vec![Value::Int(10)],
+        inclusive: true,
+    });
+    range.upper = Some(Bound {
+        values: vec![Value::Int(13)],
+        inclusive: false,
+    });
+    let (rows, _) = cluster.scan(&range).expect("range scan");
+    let mut ids: Vec<i64> = rows.iter().map(|r| int(&r[0])).collect();
+    ids.sort_unstable();
+    let expected: Vec<i64> = model
+        .iter()
+        .filter(|(_, v)| (10..13).contains(*v))
+        .map(|(k, _)| *k)
+        .collect();
+    assert_eq!(ids, expected);
+    // Pruned to one partition.
+    let p = cluster.partition_of(7);
+    let mut pruned = cluster.full_scan_spec();
+    pruned.partition = p;
+    let (rows, _) = cluster.scan(&pruned).expect("pruned scan");
+    let ids: Vec<i64> = rows.iter().map(|r| int(&r[0])).collect();
+    assert!(ids.contains(&7));
+    assert!(
+        ids.iter().all(|&k| cluster.partition_of(k) == p),
+        "only partition {p}"
+    );
+    assert_eq!(
+        ids.len(),
+        (0..200).filter(|&k| cluster.partition_of(k) == p).count()
+    );
+    assert!(cluster.tc().counters().scans_completed >= 4);
+    cluster.check_idle();
+}
+
+#[test]
+fn bad_requests_are_permanent_errors_and_the_tc_stays_usable() {
+    let mut cluster = started(19, Limits::default());
+    let tc = tc_of(cluster.data_nodes[0]);
+    let table = cluster.table().clone();
+    let request = |cluster: &mut Cluster, table_id: u32, version: u32, value: Value| {
+        let mut out = Vec::new();
+        let mut w = OpBatchWriter::new(&mut out);
+        w.begin(&OpHeader {
+            op_index: 0,
+            table_id,
+            table_version: version,
+            index_id: NO_INDEX,
+            partition: NO_PARTITION,
+            kind: OpKind::Insert,
+            lock: LockMode::Exclusive,
+            flags: 0,
+        });
+        w.key(Value::Int(1).as_ref());
+        w.value(1, value.as_ref());
+        w.value(2, Value::Null.as_ref());
+        w.end().unwrap();
+        drop(w);
+        let tx = cluster.tx_id();
+        cluster.send(
+            tc,
+            SignalBody::TcKeyReq {
+                tx_id: tx,
+                flags: tc_flags::START | tc_flags::COMMIT,
+                ops: out,
+            },
+        );
+        cluster.reply_within(tx, ANSWER_WAIT).expect("answered")
+    };
+    let cases = [
+        (
+            table.id + 1000,
+            table.version,
+            Value::Int(1),
+            error::NO_SUCH_TABLE,
+            "1",
+        ),
+        (
+            table.id,
+            table.version + 1,
+            Value::Int(1),
+            error::WRONG_SCHEMA_VERSION,
+            "accounts",
+        ),
+        (
+            table.id,
+            table.version,
+            Value::String("x".into()),
+            error::BAD_VALUE,
+            "v",
+        ),
+    ];
+    for (table_id, version, value, code, names) in cases {
+        match request(&mut cluster, table_id, version, value) {
+            Reply::Ref {
+                code: got, message, ..
+            } => {
+                assert_eq!(got, code, "{message}");
+                assert_eq!(error::class(got), proto::ErrorClass::Permanent);
+                assert!(message.contains(names), "{message} names {names}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    // Malformed bytes.
+    let tx = cluster.tx_id();
+    cluster.send(
+        tc,
+        SignalBody::TcKeyReq {
+            tx_id: tx,
+            flags: tc_flags::START,
+            ops: vec![1, 2, 3],
+        },
+    );
+    match cluster.reply_within(tx, ANSWER_WAIT).expect("answered") {
+        Reply::Ref { code, .. } => assert_eq!(code, error::MALFORMED_REQUEST),
+        other => panic!("{other:?}"),
+    }
+    // Unknown transaction, and a second request while one is in progress.
+    let unknown = cluster.tx_id();
+    match cluster.execute(
+        unknown,
+        tc_flags::COMMIT,
+        &[Op::read(1, LockMode::Committed)],
+    ) {
+        Reply::Ref { code, .. } => assert_eq!(error::class(code), proto::ErrorClass::Permanent),
+        other => panic!("{other:?}"),
+    }
+    committed(&cluster.commit(&[Op::write(OpKind::Insert, 1, 1)]));
+    let (holder, waiter) = (cluster.tx_id(), cluster.tx_id());
+    assert!(matches!(
+        cluster.execute(holder, tc_flags::START, &[Op::read(1, LockMode::Exclusive)]),
+        Reply::Conf { .. }
+    ));
+    cluster.submit(waiter, tc_flags::START, &[Op::write(OpKind::Update, 1, 2)]);
+    cluster.sim.run_for(Duration::from_millis(20));
+    match cluster.execute(waiter, 0, &[Op::read(1, LockMode::Committed)]) {
+        Reply::Ref { code, message, .. } => {
+            assert_eq!(code, error::BAD_OPERATION);
+            assert!(message.contains("in progress"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+    committed(&cluster.execute(holder, tc_flags::COMMIT, &[]));
+    match cluster
+        .reply_within(waiter, ANSWER_WAIT)
+        .expect("the waiter goes on")
+    {
+        Reply::Conf { flags, .. } => assert_eq!(flags, 0),
+        other => panic!("{other:?}"),
+    }
+    committed(&cluster.execute(waiter, tc_flags::COMMIT, &[]));
+    // Still usable.
+    committed(&cluster.commit(&[Op::write(OpKind::Insert, 2, 2)]));
+    assert_eq!(cluster.read_values(&[1, 2]), vec![Some(2), Some(2)]);
+    cluster.check_idle();
+}
+
+#[test]
+fn two_replicas_commit_on_both_nodes_and_gcps_cover_both() {
+    let mut cluster = Cluster::start(20, 2, Limits::default());
+    cluster.create_table();
+    let ldm_totals = |cluster: &Cluster| -> (u64, u64) {
+        let mut totals = (0, 0);
+        for &n in &cluster.data_nodes {
+            for i in 0..LDM_INSTANCES {
+                let stats = cluster
+                    .sim
+                    .block::<LdmWithGcpStart>(ldm_of(n, i))
+                    .unwrap()
+                    .inner
+                    .stats()
+                    .clone();
+                totals.0 += stats.ops;
+                totals.1 += stats.commits;
+            }
+        }
+        totals
+    };
+    let before = ldm_totals(&cluster);
+    let ops: Vec<Op> = (0..50).map(|k| Op::write(OpKind::Insert, k, k)).collect();
+    let (gci, _) = committed(&cluster.commit(&ops)).to_owned();
+    assert!(gci > 0);
+    let after = ldm_totals(&cluster);
+    assert_eq!(
+        after.0 - before.0,
+        100,
+        "every insert ran on the primary and on the backup"
+    );
+    assert_eq!(
+        after.1 - before.1,
+        4,
+        "the commit reached every (node, LDM instance) holding a row"
+    );
+    let values = cluster.read_values(&(0..50).collect::<Vec<_>>());
+    assert!(values.iter().enumerate().all(|(k, v)| *v == Some(k as i64)));
+    assert_eq!(
+        ldm_totals(&cluster).0 - after.0,
+        50,
+        "committed reads go to the primary only"
+    );
+    cluster.sim.run_for(GCP_INTERVAL * 4);
+    assert!(cluster.master().durable_gci() >= gci);
+    for &n in &cluster.data_nodes {
+        assert!(
+            cluster.tc_on(n).durable_gci() >= gci,
+            "node {n} learned GCI {gci} is durable"
+        );
+    }
+    cluster.check_idle();
+}
+
+#[test]
+fn a_restarted_node_gets_gcis_above_what_its_redo_flushed() {
+    let mut cluster = started(21, Limits::default());
+    let ops: Vec<Op> = (0..20).map(|k| Op::write(OpKind::Insert, k, k)).collect();
+    let (gci, _) = committed(&cluster.commit(&ops)).to_owned();
+    cluster.sim.run_for(GCP_INTERVAL * 5);
+    let durable = cluster.master().durable_gci();
+    assert!(durable >= gci, "GCI {gci} durable: {durable}");
+    let n = cluster.data_nodes[0];
+    cluster.sim.crash(n);
+    cluster.sim.restart(n);
+    cluster.sim.run_for(Duration::from_secs(2));
+    let (after, _) = committed(&cluster.commit(&[Op::write(OpKind::Insert, 100, 1)])).to_owned();
+    assert!(
+        after > durable,
+        "GCI {after} after a restart, {durable} was flushed before it"
+    );
+    let values = cluster.read_values(&[0, 19, 100]);
+    assert_eq!(
+        values,
+        vec![Some(0), Some(19), Some(1)],
+        "durable rows survive the restart"
+    );
+    cluster.check_idle();
+}
