@@ -25,8 +25,10 @@ use signal::{BlockNumber, BlockRef, NodeId, NodeType, Signal};
 use transport::{InboundSink, PeerConfig, Transport, TransportConfig, TransportSender};
 
 use crate::dictionary::{self, Dictionary, DictionaryConfig};
+use crate::distribution::{Distribution, DistributionConfig};
 use crate::ldm::{LdmBlock, LdmBlockConfig, LCP_INTERVAL_DEFAULT};
 use crate::membership::{Membership, MembershipConfig};
+use crate::tc::{TcBlock, TcConfig};
 use storage::disk::RealDisk;
 use storage::ldm::LdmConfig;
 
@@ -136,10 +138,22 @@ pub fn run(options: &NodeOptions) -> Result<NodeExit, NodeError> {
         pid,
     });
     let placement = config::Placement::of(&config);
-    let ldm_blocks = ldm_blocks(node, &me, &placement);
-    // The blocks that hold the schema besides the dictionary: the LDM
-    // instances, and (added with the TC block) the TC instances.
-    let local_schema_blocks: Vec<BlockRef> = ldm_blocks.iter().map(|b| b.address).collect();
+    let ldm_blocks = ldm_blocks(node, &me, &placement)?;
+    let tc_blocks = tc_blocks(node, &me, &placement);
+    // The blocks that hold the schema besides the dictionary.
+    let local_schema_blocks: Vec<BlockRef> = ldm_blocks
+        .iter()
+        .chain(&tc_blocks)
+        .map(|b| b.address)
+        .collect();
+    let distribution = Distribution::new(DistributionConfig {
+        node,
+        gcp_interval: Duration::from_millis(u64::from(
+            me.params.time_between_global_checkpoints_ms,
+        )),
+        tc_instances: tc_blocks.len() as u32,
+        ldm_instances: placement.ldm_instances(),
+    });
     let dictionary = Dictionary::new(
         DictionaryConfig {
             node,
@@ -164,7 +178,13 @@ pub fn run(options: &NodeOptions) -> Result<NodeExit, NodeError> {
             block: Box::new(dictionary),
         },
     ];
+    blocks.push(BlockPlacement {
+        address: Distribution::address(node),
+        role: ThreadRole::Main,
+        block: Box::new(distribution),
+    });
     blocks.extend(ldm_blocks);
+    blocks.extend(tc_blocks);
     let mut runtime = Runtime::new(node, &me.params.threads, blocks, RuntimeLimits::default())
         .map_err(|e| NodeError::Start {
             node,
@@ -239,15 +259,19 @@ fn ldm_blocks(
     node: NodeId,
     me: &config::DataNode,
     placement: &config::Placement,
-) -> Vec<BlockPlacement> {
+) -> Result<Vec<BlockPlacement>, NodeError> {
     let instances = config::placement::ldm_instances_of(&me.params.threads);
-    assert_eq!(
-        instances,
-        placement.ldm_instances(),
-        "node {node}: every data node runs the same number of LDM instances"
-    );
+    if instances != placement.ldm_instances() {
+        // Partitions are placed on LDM instance numbers that every node and
+        // client compute alike.
+        return Err(NodeError::Config(format!(
+            "node {node} runs {instances} LDM threads, the first data node {}: \
+             every data node must run the same number (ThreadConfig ldm count)",
+            placement.ldm_instances()
+        )));
+    }
     let fs_dir = me.data_dir.join(format!("ndb_{node}_fs"));
-    (0..instances)
+    Ok((0..instances)
         .map(|instance| {
             let mut ldm = LdmConfig::new(instance, fs_dir.join(format!("ldm{instance}")));
             ldm.data_memory_bytes = me.params.data_memory_bytes / u64::from(instances);
@@ -266,6 +290,37 @@ fn ldm_blocks(
             BlockPlacement {
                 address: block.address(),
                 role: ThreadRole::Ldm,
+                block: Box::new(block),
+            }
+        })
+        .collect())
+}
+
+/// One TC block per `tc` thread of this node, or one on `main` when it
+/// has none.
+fn tc_blocks(
+    node: NodeId,
+    me: &config::DataNode,
+    placement: &config::Placement,
+) -> Vec<BlockPlacement> {
+    let instances = me.params.threads.count(ThreadRole::Tc).max(1);
+    (0..instances)
+        .map(|instance| {
+            let block = TcBlock::new(TcConfig {
+                node,
+                instance,
+                placement: placement.clone(),
+                tc_instances: instances,
+                transactions_max: me.params.max_no_of_concurrent_transactions,
+                operations_max: me.params.max_no_of_concurrent_operations,
+                scans_max: me.params.max_no_of_concurrent_scans,
+                deadlock_timeout: Duration::from_millis(u64::from(
+                    me.params.transaction_deadlock_detection_timeout_ms,
+                )),
+            });
+            BlockPlacement {
+                address: TcBlock::address(node, instance),
+                role: ThreadRole::Tc,
                 block: Box::new(block),
             }
         })

@@ -70,32 +70,6 @@ impl Block for Recorder {
     }
 }
 
-/// The LDM block, answering `GcpStartReq` from its redo log part's durable
-/// GCI until the LDM block answers it itself (everything else goes to the
-/// real block unchanged).
-struct LdmWithGcpStart {
-    inner: LdmBlock<SimDisk>,
-}
-
-impl Block for LdmWithGcpStart {
-    fn start(&mut self, ctx: &mut Context<'_>) {
-        self.inner.start(ctx);
-    }
-
-    fn execute(&mut self, signal: Signal, ctx: &mut Context<'_>) {
-        if let SignalBody::GcpStartReq {} = signal.body {
-            let gci = self
-                .inner
-                .storage()
-                .and_then(|s| s.durable_gci())
-                .unwrap_or(0);
-            ctx.send(signal.sender, SignalBody::GcpStartConf { gci });
-            return;
-        }
-        self.inner.execute(signal, ctx);
-    }
-}
-
 /// Limits of the TC under test.
 #[derive(Clone, Copy)]
 struct Limits {
@@ -275,7 +249,7 @@ impl Cluster {
                             },
                             disk.clone(),
                         );
-                        blocks.push((ldm_of(id, i), Box::new(LdmWithGcpStart { inner: ldm })));
+                        blocks.push((ldm_of(id, i), Box::new(ldm)));
                     }
                     blocks
                 }),
@@ -660,11 +634,7 @@ impl Cluster {
                 "node {n}: operation records left"
             );
             for i in 0..LDM_INSTANCES {
-                let ldm = &self
-                    .sim
-                    .block::<LdmWithGcpStart>(ldm_of(n, i))
-                    .unwrap()
-                    .inner;
+                let ldm = &self.sim.block::<LdmBlock<SimDisk>>(ldm_of(n, i)).unwrap();
                 assert_eq!(ldm.transactions(), 0, "node {n} LDM {i}: transactions left");
                 assert_eq!(ldm.scans_open(), 0, "node {n} LDM {i}: scans left");
             }
@@ -998,9 +968,8 @@ fn full_pools_refuse_at_once_with_a_temporary_error() {
         .map(|i| {
             cluster
                 .sim
-                .block::<LdmWithGcpStart>(ldm_of(cluster.data_nodes[0], i))
+                .block::<LdmBlock<SimDisk>>(ldm_of(cluster.data_nodes[0], i))
                 .unwrap()
-                .inner
                 .stats()
                 .key_requests
         })
@@ -1017,9 +986,8 @@ fn full_pools_refuse_at_once_with_a_temporary_error() {
         .map(|i| {
             cluster
                 .sim
-                .block::<LdmWithGcpStart>(ldm_of(cluster.data_nodes[0], i))
+                .block::<LdmBlock<SimDisk>>(ldm_of(cluster.data_nodes[0], i))
                 .unwrap()
-                .inner
                 .stats()
                 .key_requests
         })
@@ -1121,13 +1089,9 @@ fn gcis_increase_and_wait_gci_is_answered_when_durable() {
     for i in 0..LDM_INSTANCES {
         let ldm = cluster
             .sim
-            .block::<LdmWithGcpStart>(ldm_of(cluster.data_nodes[0], i))
+            .block::<LdmBlock<SimDisk>>(ldm_of(cluster.data_nodes[0], i))
             .unwrap();
-        let flushed = ldm
-            .inner
-            .storage()
-            .and_then(|s| s.durable_gci())
-            .unwrap_or(0);
+        let flushed = ldm.storage().and_then(|s| s.durable_gci()).unwrap_or(0);
         assert!(
             flushed >= last,
             "LDM {i} flushed GCI {flushed}, {last} committed"
@@ -1349,9 +1313,8 @@ fn two_replicas_commit_on_both_nodes_and_gcps_cover_both() {
             for i in 0..LDM_INSTANCES {
                 let stats = cluster
                     .sim
-                    .block::<LdmWithGcpStart>(ldm_of(n, i))
+                    .block::<LdmBlock<SimDisk>>(ldm_of(n, i))
                     .unwrap()
-                    .inner
                     .stats()
                     .clone();
                 totals.0 += stats.ops;

@@ -168,6 +168,11 @@ pub struct LdmBlock<D> {
     changed_since_lcp: bool,
     last_lcp_start: Instant,
     /// The node is going down: refuse all work.
+    /// Distribution masters that asked for the highest GCI this instance
+    /// flushed before it was open: answered once it is (an answer before
+    /// the restore would let a GCI at or below one already on disk be
+    /// handed out again).
+    gcp_start_waiters: Vec<BlockRef>,
     failed: bool,
     stats: LdmStats,
 }
@@ -205,6 +210,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             commit_retry_armed: false,
             changed_since_lcp: false,
             last_lcp_start: Instant::ZERO,
+            gcp_start_waiters: Vec::new(),
             failed: false,
             stats: LdmStats::default(),
         }
@@ -401,6 +407,9 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                     report.recovered_gci
                 );
                 self.instance = Some(instance);
+                for master in std::mem::take(&mut self.gcp_start_waiters) {
+                    self.answer_gcp_start(master, ctx);
+                }
                 ctx.send(
                     sender,
                     SignalBody::SchemaLoadConf {
@@ -713,6 +722,17 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         }
     }
 
+    /// Tells a distribution master the highest GCI this instance's redo
+    /// log part made durable (0: none), so that it hands out only higher ones.
+    fn answer_gcp_start(&self, master: BlockRef, ctx: &mut Context<'_>) {
+        let gci = self
+            .instance
+            .as_ref()
+            .and_then(LdmInstance::durable_gci)
+            .unwrap_or(0);
+        ctx.send(master, SignalBody::GcpStartConf { gci });
+    }
+
     // ---- timers ----
 
     fn arm_redo_write(&mut self, ctx: &mut Context<'_>) {
@@ -965,6 +985,14 @@ impl<D: Disk + Clone + Send + 'static> Block for LdmBlock<D> {
                 close,
             } => self.on_scan_next(sender, tx_id, scan_id, partition, close, ctx),
             SignalBody::GcpSaveReq { gci } => self.on_gcp_save(sender, gci, ctx),
+            SignalBody::GcpStartReq {} => {
+                if self.instance.is_some() {
+                    self.answer_gcp_start(sender, ctx);
+                } else if !self.gcp_start_waiters.contains(&sender) {
+                    // One entry per master: bounded by the node ids.
+                    self.gcp_start_waiters.push(sender);
+                }
+            }
             other => {
                 tracing::warn!(
                     node = %self.config.node,
