@@ -34,6 +34,7 @@
 //! redo flush or a redo I/O error at commit (restart). Everything else
 //! fails one operation with a `proto::error` code.
 
+mod aborted;
 mod encoded;
 mod requests;
 mod scans;
@@ -172,6 +173,9 @@ pub struct LdmBlock<D> {
     /// flushed before it was open: answered once it is (an answer before
     /// the restore would let a GCI at or below one already on disk be
     /// handed out again).
+    /// Transactions aborted here: a request of one of them arriving
+    /// late is dropped (see `aborted`).
+    aborted: aborted::RecentlyAborted,
     gcp_start_waiters: Vec<BlockRef>,
     failed: bool,
     stats: LdmStats,
@@ -211,6 +215,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             changed_since_lcp: false,
             last_lcp_start: Instant::ZERO,
             gcp_start_waiters: Vec::new(),
+            aborted: aborted::RecentlyAborted::default(),
             failed: false,
             stats: LdmStats::default(),
         }
@@ -661,6 +666,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             );
             return;
         }
+        self.aborted.remember(tx_id);
         let fragments = self
             .txs
             .get_mut(&tx_id)

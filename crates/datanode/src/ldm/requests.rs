@@ -199,6 +199,16 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             }
         };
         self.stats.ops += op_count as u64;
+        if self.aborted.contains(tx_id) {
+            // Overtaken by the transaction's abort: executing it now would
+            // take locks nobody releases. Its TC has ended the transaction.
+            tracing::debug!(
+                node = %self.config.node,
+                "LDM instance {}: dropped a late request of aborted transaction {tx_id:#x}",
+                self.config.instance
+            );
+            return;
+        }
         if self.instance.is_none() {
             self.answer_all(tx_id, tc, &ops, error::NOT_STARTED, ctx);
             return;
