@@ -8,6 +8,8 @@
 //!
 //! - [`transaction`]: key requests, commit and abort.
 //! - [`scan`]: scans over partitions.
+//! - [`unique`]: operations by unique key and the upkeep of unique
+//!   indexes (their hidden tables written in the same transaction).
 //! - this file: the block, its configuration, the schema copy, global
 //!   checkpoints, `TcWaitGciReq`, and the lock-wait timeout sweep.
 //!
@@ -22,17 +24,19 @@
 mod pool;
 pub mod scan;
 pub mod transaction;
+pub mod unique;
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use kernel::{Block, Context, Instant};
 use signal::{BlockNumber, BlockRef, DictTableGroup, NodeId, SchemaOp, Signal, SignalBody};
-use storage::schema::{KeyEncoder, TableDef, Value};
+use storage::schema::{IndexKind, KeyEncoder, TableDef, Value};
 
 use pool::Pool;
 use scan::Scan;
 use transaction::{Group, Transaction};
+use unique::{KeyDecoder, UniqueIndex};
 
 /// Most `TcWaitGciReq` waiting at once; beyond it a request is answered
 /// at once with the durable GCI (below the one asked: ask again later).
@@ -72,6 +76,19 @@ pub(crate) struct TcTable {
     pub(crate) distribution: KeyEncoder,
     /// Ids of the hidden tables of its group (for a base table).
     pub(crate) hidden: Vec<u32>,
+    /// Its primary key's encoder: a unique index row holds the base row's
+    /// key in this form.
+    pub(crate) primary: KeyEncoder,
+    /// Its unique indexes (a base table), in definition order.
+    pub(crate) unique: Vec<UniqueIndex>,
+    /// The columns of its unique indexes, ascending, each once: what a
+    /// write that moves index entries reads of the old row.
+    pub(crate) unique_columns: Vec<usize>,
+    /// Reads the primary key back from a unique index row (a base table
+    /// with unique indexes).
+    pub(crate) key_decoder: Option<KeyDecoder>,
+    /// For the hidden table of a unique index: its base table's id.
+    pub(crate) unique_of: Option<u32>,
 }
 
 /// Counters for tests and monitoring.
@@ -429,7 +446,7 @@ impl TcBlock {
 }
 
 /// Decodes a table group into `tables`: the base table first, then its
-/// hidden tables.
+/// hidden tables (one per unique index, id = the index's, and blob parts).
 fn decode_group(group: &DictTableGroup, tables: &mut HashMap<u32, TcTable>) -> Result<(), String> {
     let mut base: Option<u32> = None;
     for bytes in &group.tables {
@@ -437,12 +454,18 @@ fn decode_group(group: &DictTableGroup, tables: &mut HashMap<u32, TcTable>) -> R
             .map_err(|e| format!("a table definition does not decode: {e}"))?;
         let id = def.id;
         let distribution = KeyEncoder::distribution_key(&def);
+        let primary = KeyEncoder::primary_key(&def);
         tables.insert(
             id,
             TcTable {
                 def,
                 distribution,
                 hidden: Vec::new(),
+                primary,
+                unique: Vec::new(),
+                unique_columns: Vec::new(),
+                key_decoder: None,
+                unique_of: None,
             },
         );
         match base {
@@ -454,6 +477,54 @@ fn decode_group(group: &DictTableGroup, tables: &mut HashMap<u32, TcTable>) -> R
                 .push(id),
         }
     }
+    let Some(base) = base else {
+        return Ok(());
+    };
+    let table = &tables[&base];
+    let mut unique: Vec<UniqueIndex> = table
+        .def
+        .indexes
+        .iter()
+        .filter(|i| i.kind == IndexKind::Unique)
+        .map(|i| UniqueIndex {
+            id: i.id,
+            name: i.name.clone(),
+            columns: i.columns.clone(),
+            at: Vec::new(),
+        })
+        .collect();
+    if unique.is_empty() {
+        return Ok(());
+    }
+    let mut columns: Vec<usize> = unique
+        .iter()
+        .flat_map(|u| u.columns.iter().copied())
+        .collect();
+    columns.sort_unstable();
+    columns.dedup();
+    for index in &mut unique {
+        index.at = index
+            .columns
+            .iter()
+            .map(|c| columns.binary_search(c).expect("collected above"))
+            .collect();
+        let hidden_ok = table.hidden.contains(&index.id)
+            && tables[&index.id].def.primary_key.len() == index.columns.len();
+        if !hidden_ok {
+            return Err(format!(
+                "table `{}`: the group has no hidden table for unique index `{}` (id {})",
+                table.def.name, index.name, index.id
+            ));
+        }
+    }
+    let decoder = KeyDecoder::primary_key(&table.def);
+    for index in &unique {
+        tables.get_mut(&index.id).expect("checked above").unique_of = Some(base);
+    }
+    let table = tables.get_mut(&base).expect("inserted above");
+    table.unique = unique;
+    table.unique_columns = columns;
+    table.key_decoder = Some(decoder);
     Ok(())
 }
 

@@ -33,6 +33,7 @@ use proto::{IGNORE_ERROR, NO_INDEX, NO_PARTITION};
 use signal::{tc_flags, BlockNumber, BlockRef, NodeId, SignalBody};
 use storage::schema::{distribution_hash, partition_of};
 
+use super::unique::{plan_records, Plan};
 use super::{Scratch, TcBlock, TcTable};
 
 /// Where a transaction is.
@@ -111,11 +112,11 @@ pub(crate) struct Transaction {
     flags: u32,
     ops: Vec<OpSlot>,
     /// Ops sent and not yet answered.
-    outstanding: u32,
+    pub(crate) outstanding: u32,
     /// The first failed op (position, code) that aborts the transaction.
     failed: Option<(usize, u32)>,
     /// `LdmKeyConf` result batches of the request in progress.
-    confs: Vec<Vec<u8>>,
+    pub(crate) confs: Vec<Vec<u8>>,
     pub(crate) participants: Vec<Participant>,
     /// Operation records held (all requests so far).
     op_records: u32,
@@ -125,9 +126,12 @@ pub(crate) struct Transaction {
     abort_reply: AbortReply,
     /// Results to send with the commit's `TcKeyConf`.
     reply: Vec<u8>,
-    deadline: Instant,
+    pub(crate) deadline: Instant,
     /// Scans of the transaction that are open.
     pub(crate) scans: u32,
+    /// The request in progress, when it goes by unique indexes or writes
+    /// them (`super::unique`).
+    pub(crate) plan: Plan,
 }
 
 impl Transaction {
@@ -149,6 +153,7 @@ impl Transaction {
         self.reply.clear();
         self.deadline = Instant::ZERO;
         self.scans = 0;
+        self.plan.finish();
     }
 
     /// When the transaction times out, if it waits for LDM answers.
@@ -168,10 +173,11 @@ impl Transaction {
 }
 
 /// Why an op cannot be sent: (code, message).
-type OpError = (u32, String);
+pub(crate) type OpError = (u32, String);
 
-/// Checks one op against the schema and computes its partition.
-fn route(
+/// Checks one op by primary key against the schema and computes its
+/// partition.
+pub(crate) fn route(
     tables: &std::collections::HashMap<u32, TcTable>,
     scratch: &mut Scratch,
     op: &OpView<'_>,
@@ -185,27 +191,14 @@ fn route(
     };
     op.check(&table.def)
         .map_err(|e| (e.code(), e.to_string()))?;
-    if h.index_id != NO_INDEX {
-        return Err((
-            error::BAD_OPERATION,
-            format!(
-                "table `{}`: operations by unique index (index {}) are not supported by this TC yet",
-                table.def.name, h.index_id
-            ),
-        ));
-    }
+    debug_assert_eq!(h.index_id, NO_INDEX, "ops by unique key are planned");
     if h.kind != OpKind::Read {
-        if let Some(index) = table
-            .def
-            .indexes
-            .iter()
-            .find(|i| i.kind == storage::schema::IndexKind::Unique)
-        {
+        if let Some(base) = table.unique_of {
             return Err((
                 error::BAD_OPERATION,
                 format!(
-                    "table `{}`: writes to a table with unique index `{}` are not supported by this TC yet",
-                    table.def.name, index.name
+                    "table `{}` is a unique index of table id {base}: it is written through its base table only",
+                    table.def.name
                 ),
             ));
         }
@@ -311,27 +304,33 @@ impl TcBlock {
             self.scratch.recycle(ops);
             return self.abort(slot, AbortReply::RolledBack, ctx);
         }
-        self.execute_request(slot, &ops, ctx);
-        self.scratch.recycle(ops);
+        self.execute_request(slot, ops, ctx);
     }
 
-    /// Checks, routes and sends the operations of a request.
-    fn execute_request(&mut self, slot: u32, ops: &[u8], ctx: &mut Context<'_>) {
-        let reader = if ops.is_empty() {
+    /// Checks, routes and sends the operations of a request; a request
+    /// that goes by unique indexes or writes them is planned instead
+    /// (`super::unique`).
+    fn execute_request(&mut self, slot: u32, request: Vec<u8>, ctx: &mut Context<'_>) {
+        let reader = if request.is_empty() {
             None
         } else {
-            match OpBatchReader::new(ops) {
+            match OpBatchReader::new(&request) {
                 Ok(reader) => Some(reader),
-                Err(e) => return self.fail(slot, e.code(), u32::MAX, e.to_string(), ctx),
+                Err(e) => {
+                    self.scratch.recycle(request);
+                    return self.fail(slot, e.code(), u32::MAX, e.to_string(), ctx);
+                }
             }
         };
-        let n = reader.map_or(0, |r| r.len()) as u32;
+        let planned = reader.and_then(|r| plan_records(&self.tables, &r));
+        let n = planned.unwrap_or(reader.map_or(0, |r| r.len()) as u32);
         if self.operations_used + n > self.config.operations_max {
             self.counters.refused_overload += 1;
             let message = format!(
                 "{}: {} of {} operation records in use, {n} more asked (MaxNoOfConcurrentOperations)",
                 self.me, self.operations_used, self.config.operations_max
             );
+            self.scratch.recycle(request);
             return self.fail(slot, error::OUT_OF_TC_OPERATIONS, u32::MAX, message, ctx);
         }
         self.operations_used += n;
@@ -341,7 +340,11 @@ impl TcBlock {
         tx.failed = None;
         debug_assert!(tx.confs.is_empty());
         self.scratch.groups.clear();
+        if planned.is_some() {
+            return self.start_plan(slot, request, ctx);
+        }
         let Some(reader) = reader else {
+            self.scratch.recycle(request);
             return self.request_done(slot, ctx);
         };
         // Pass 1: check, partition, group.
@@ -363,6 +366,7 @@ impl TcBlock {
                 }
                 Err((code, message)) => {
                     if !op_slot.ignore_error {
+                        self.scratch.recycle(request);
                         return self.fail(slot, code, h.op_index, message, ctx);
                     }
                     op_slot.code = code;
@@ -371,6 +375,27 @@ impl TcBlock {
             }
             self.transactions.get_mut(slot).ops.push(op_slot);
         }
+        let sent = self.send_request(slot, &reader, ctx);
+        self.scratch.recycle(request);
+        let deadline = self.deadline_from(ctx.now());
+        let tx = self.transactions.get_mut(slot);
+        tx.outstanding = sent;
+        if sent == 0 {
+            return self.request_done(slot, ctx);
+        }
+        tx.state = TxState::Executing;
+        tx.deadline = deadline;
+        self.arm_sweep(ctx);
+    }
+
+    /// Sends the routed ops of a plain request, one `LdmKeyReq` per group;
+    /// how many ops were sent.
+    fn send_request(
+        &mut self,
+        slot: u32,
+        reader: &OpBatchReader<'_>,
+        ctx: &mut Context<'_>,
+    ) -> u32 {
         // Pass 2: one LdmKeyReq per group, ops in request order.
         let tx_id = self.transactions.get(slot).tx_id;
         let mut sent = 0u32;
@@ -395,71 +420,59 @@ impl TcBlock {
                     sent += 1;
                 }
             }
-            let home = self.config.placement.home(group.partition);
-            let chain: Vec<NodeId> = if group.has_write {
-                home.backups().collect()
-            } else {
-                Vec::new()
-            };
-            let tx = self.transactions.get_mut(slot);
-            if group.has_write {
-                for node in home.replicas() {
-                    tx.add_participant(node, group.instance);
-                }
-            } else if group.has_lock {
-                tx.add_participant(group.primary, group.instance);
-            }
-            ctx.send(
-                BlockRef::new(
-                    group.primary,
-                    BlockNumber::LOCAL_DATA_MANAGER,
-                    group.instance as u16,
-                ),
-                SignalBody::LdmKeyReq {
-                    tx_id,
-                    tc: self.me,
-                    chain,
-                    ops: batch,
-                },
-            );
+            self.send_group(slot, tx_id, &group, batch, ctx);
         }
-        let deadline = self.deadline_from(ctx.now());
+        sent
+    }
+
+    /// Sends one group's batch to its LDM instance, with the partition's
+    /// backups as the chain when it writes, and counts the participants.
+    pub(crate) fn send_group(
+        &mut self,
+        slot: u32,
+        tx_id: u64,
+        group: &Group,
+        batch: Vec<u8>,
+        ctx: &mut Context<'_>,
+    ) {
+        let home = self.config.placement.home(group.partition);
+        let chain: Vec<NodeId> = if group.has_write {
+            home.backups().collect()
+        } else {
+            Vec::new()
+        };
         let tx = self.transactions.get_mut(slot);
-        tx.outstanding = sent;
-        if sent == 0 {
-            return self.request_done(slot, ctx);
+        if group.has_write {
+            for node in home.replicas() {
+                tx.add_participant(node, group.instance);
+            }
+        } else if group.has_lock {
+            tx.add_participant(group.primary, group.instance);
         }
-        tx.state = TxState::Executing;
-        tx.deadline = deadline;
-        self.arm_sweep(ctx);
+        ctx.send(
+            BlockRef::new(
+                group.primary,
+                BlockNumber::LOCAL_DATA_MANAGER,
+                group.instance as u16,
+            ),
+            SignalBody::LdmKeyReq {
+                tx_id,
+                tc: self.me,
+                chain,
+                ops: batch,
+            },
+        );
     }
 
     /// The group of an op on `partition`, made if new.
-    fn group_of(&mut self, partition: u32, kind: OpKind, lock: LockMode) -> u16 {
-        let home = self.config.placement.home(partition);
-        let (primary, instance) = (home.primary(), home.ldm_instance);
-        let write = kind != OpKind::Read;
-        let locks = write || lock != LockMode::Committed;
-        let groups = &mut self.scratch.groups;
-        let g = match groups
-            .iter()
-            .position(|g| g.primary == primary && g.instance == instance)
-        {
-            Some(g) => g,
-            None => {
-                groups.push(Group {
-                    primary,
-                    instance,
-                    partition,
-                    has_write: false,
-                    has_lock: false,
-                });
-                groups.len() - 1
-            }
-        };
-        groups[g].has_write |= write;
-        groups[g].has_lock |= locks;
-        u16::try_from(g).expect("groups ≤ data nodes × LDM instances")
+    pub(crate) fn group_of(&mut self, partition: u32, kind: OpKind, lock: LockMode) -> u16 {
+        group_in(
+            &self.config.placement,
+            &mut self.scratch.groups,
+            partition,
+            kind,
+            lock,
+        )
     }
 
     pub(crate) fn on_ldm_key_conf(
@@ -475,6 +488,9 @@ impl TcBlock {
         };
         if self.transactions.get(slot).state != TxState::Executing {
             return self.scratch.recycle(results);
+        }
+        if self.transactions.get(slot).plan.active {
+            return self.plan_conf(slot, from, results, ctx);
         }
         let reader = match ResultReader::new(&results) {
             Ok(reader) => reader,
@@ -524,9 +540,16 @@ impl TcBlock {
     }
 
     /// Every op of the request is answered, none failed: reply, or commit.
-    fn request_done(&mut self, slot: u32, ctx: &mut Context<'_>) {
+    pub(crate) fn request_done(&mut self, slot: u32, ctx: &mut Context<'_>) {
         let mut out = Vec::new();
-        if let Err(e) = self.write_results(slot, &mut out) {
+        let written = if self.transactions.get(slot).plan.active {
+            self.write_plan_results(slot, &mut out)
+        } else {
+            self.write_results(slot, &mut out)
+        };
+        let request = self.transactions.get_mut(slot).plan.finish();
+        self.scratch.recycle(request);
+        if let Err(e) = written {
             return self.fail(
                 slot,
                 e.code(),
@@ -780,6 +803,9 @@ impl TcBlock {
         };
         let records = tx.op_records;
         tx.participants.clear();
+        let request = tx.plan.finish();
+        self.scratch.recycle(request);
+        let tx = self.transactions.get_mut(slot);
         for conf in tx.confs.drain(..) {
             self.scratch.recycle(conf);
         }
@@ -814,4 +840,37 @@ impl TcBlock {
 /// An op copied from a batch that fit every limit broke one: a bug.
 fn unreachable_limit(e: &proto::ProtoError) -> ! {
     panic!("a part of a valid op batch broke a batch limit: {e}");
+}
+
+/// The group of an op on `partition` among `groups`, made if new.
+pub(crate) fn group_in(
+    placement: &config::Placement,
+    groups: &mut Vec<Group>,
+    partition: u32,
+    kind: OpKind,
+    lock: LockMode,
+) -> u16 {
+    let home = placement.home(partition);
+    let (primary, instance) = (home.primary(), home.ldm_instance);
+    let write = kind != OpKind::Read;
+    let locks = write || lock != LockMode::Committed;
+    let g = match groups
+        .iter()
+        .position(|g| g.primary == primary && g.instance == instance)
+    {
+        Some(g) => g,
+        None => {
+            groups.push(Group {
+                primary,
+                instance,
+                partition,
+                has_write: false,
+                has_lock: false,
+            });
+            groups.len() - 1
+        }
+    };
+    groups[g].has_write |= write;
+    groups[g].has_lock |= locks;
+    u16::try_from(g).expect("groups ≤ data nodes × LDM instances")
 }

@@ -1,0 +1,756 @@
+//! The cluster connection (an API node): [`Cluster`], its threads and what
+//! they share; and [`ClusterPool`], several connections per process.
+//!
+//! `Cluster::connect` asks the management server for a node id and the
+//! configuration, connects to every data node and registers with it
+//! (`ApiRegReq`, repeated as the heartbeat every `heartbeat_interval_ms` of
+//! the node's `ApiRegConf`). Threads, as in NDB (seed 003):
+//!
+//! - the **connection thread** (NDB's connect thread and ClusterMgr):
+//!   connects and reconnects to data nodes and sends the heartbeats;
+//! - the **receive thread**, the **wakeup thread** (see `receiver`);
+//! - the **send thread**: finishes writes that a user thread's single
+//!   `write` left unfinished (see `link`).
+//!
+//! A data node is *live* while its connection is up and its last
+//! `ApiRegConf` said `started`; transactions go to live nodes only.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use config::{ClusterConfig, Placement};
+use kernel::thread_config::ThreadRole;
+use mgmd::MgmClient;
+use signal::frame::FrameWriter;
+use signal::{BlockNumber, BlockRef, NodeId, NodeType, Signal, SignalBody, VERSION};
+
+use crate::error::{Error, Result};
+use crate::link::{Link, NewConnection};
+use crate::receiver::{self, Event, Mailbox, Receiver};
+use crate::schema::Table;
+use crate::session::Session;
+
+/// Sessions per cluster connection (instance numbers 1..=SESSIONS_MAX;
+/// 0 is the cluster manager).
+pub const SESSIONS_MAX: usize = 4_096;
+/// How often the connection thread looks at links and heartbeats.
+const CLUSTER_TICK_MS: u64 = 20;
+/// Heartbeat interval until a data node has told its own.
+const HEARTBEAT_DEFAULT_MS: u64 = 1_000;
+/// Longest TCP connect attempt of the connection thread.
+const CONNECT_ATTEMPT_MAX_MS: u64 = 1_000;
+
+/// How a cluster connection behaves.
+#[derive(Clone, Debug)]
+pub struct ClusterOptions {
+    /// Connecting to the management server and waiting for the data nodes.
+    pub connect_timeout: Duration,
+    /// How long a request waits for its answer before it fails with 4012
+    /// (unknown result).
+    pub request_timeout: Duration,
+    /// Above this many waiting user threads the receive thread receives;
+    /// at or below it a waiting user thread receives itself (NDB's
+    /// `ndb_recv_thread_activation_threshold`, default 8).
+    pub recv_thread_activation_threshold: usize,
+    /// Cluster connections of a [`ClusterPool`](crate::ClusterPool).
+    pub pool_size: usize,
+    /// Pause between connection attempts to a data node that is down.
+    pub reconnect_interval: Duration,
+}
+
+impl Default for ClusterOptions {
+    fn default() -> ClusterOptions {
+        ClusterOptions {
+            connect_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(30),
+            recv_thread_activation_threshold: 8,
+            pool_size: 1,
+            reconnect_interval: Duration::from_millis(100),
+        }
+    }
+}
+
+/// Counters of one cluster connection, since it connected.
+#[derive(Default, Debug)]
+pub(crate) struct Counters {
+    pub tc_key_reqs_sent: AtomicU64,
+    pub scan_reqs_sent: AtomicU64,
+    pub signals_sent: AtomicU64,
+    pub write_calls: AtomicU64,
+    pub bytes_received: AtomicU64,
+    pub signals_received: AtomicU64,
+    pub receive_rounds: AtomicU64,
+    pub receive_thread_rounds: AtomicU64,
+    pub wakeups_offloaded: AtomicU64,
+}
+
+/// A snapshot of a cluster connection's counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClusterStats {
+    /// `TcKeyReq` signals sent: one per executed batch of key operations.
+    pub tc_key_reqs_sent: u64,
+    /// `TcScanReq` and `TcScanNextReq` signals sent.
+    pub scan_reqs_sent: u64,
+    /// Every signal sent (heartbeats included).
+    pub signals_sent: u64,
+    /// `write` calls on sockets, by user threads and the send thread.
+    pub write_calls: u64,
+    /// Bytes read from data nodes.
+    pub bytes_received: u64,
+    /// Signals received from data nodes.
+    pub signals_received: u64,
+    /// Poll rounds, by anyone.
+    pub receive_rounds: u64,
+    /// Poll rounds of the receive thread (the rest were user threads).
+    pub receive_thread_rounds: u64,
+    /// Wakeups the receive thread left to the wakeup thread.
+    pub wakeups_offloaded: u64,
+}
+
+/// What the threads and sessions of one cluster connection share.
+pub(crate) struct Shared {
+    pub me: NodeId,
+    pub options: ClusterOptions,
+    pub config: ClusterConfig,
+    pub placement: Placement,
+    pub links: Vec<Link>,
+    link_of_node: HashMap<NodeId, usize>,
+    sessions: Mutex<Sessions>,
+    receiver: Mutex<Receiver>,
+    poll_waker: mio::Waker,
+    new_connections: Mutex<Vec<NewConnection>>,
+    /// User threads waiting for a reply.
+    pub waiters: AtomicUsize,
+    /// Futures waiting for a reply (they have no thread that could poll).
+    pub async_waiters: AtomicUsize,
+    waiting: Mutex<Vec<Arc<Mailbox>>>,
+    receive_sleep: (Mutex<()>, Condvar),
+    wakeups: (Mutex<Vec<Arc<Mailbox>>>, Condvar),
+    send_waker: mio::Waker,
+    send_registry: mio::Registry,
+    send_handles: Mutex<Vec<Option<mio::net::TcpStream>>>,
+    /// Node states changed (connect waits on it).
+    state: (Mutex<u64>, Condvar),
+    shutdown: AtomicBool,
+    pub counters: Counters,
+    tx_counter: AtomicU64,
+    round_robin: AtomicUsize,
+    pub tables: Mutex<HashMap<String, Arc<Table>>>,
+}
+
+struct Sessions {
+    slots: Vec<Option<Arc<Mailbox>>>,
+    free: Vec<u16>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Shared {
+    pub fn is_shut_down(&self) -> bool {
+        self.shutdown.load(Ordering::Acquire)
+    }
+
+    pub fn link_index(&self, node: NodeId) -> Option<usize> {
+        self.link_of_node.get(&node).copied()
+    }
+
+    pub fn lock_new_connections(&self) -> MutexGuard<'_, Vec<NewConnection>> {
+        lock(&self.new_connections)
+    }
+
+    pub fn try_lock_receiver(&self) -> Option<MutexGuard<'_, Receiver>> {
+        match self.receiver.try_lock() {
+            Ok(guard) => Some(guard),
+            Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    }
+
+    /// Makes the poll owner's current poll return.
+    pub fn wake_poll(&self) {
+        if let Err(error) = self.poll_waker.wake() {
+            tracing::warn!("cannot wake the client poll: {error}");
+        }
+    }
+
+    pub fn mailbox(&self, instance: u16) -> Option<Arc<Mailbox>> {
+        lock(&self.sessions)
+            .slots
+            .get(usize::from(instance))
+            .and_then(Clone::clone)
+    }
+
+    /// A new session's mailbox, with its instance number.
+    pub fn register_session(&self) -> Result<Arc<Mailbox>> {
+        let mut sessions = lock(&self.sessions);
+        let instance = match sessions.free.pop() {
+            Some(instance) => instance,
+            None if sessions.slots.len() <= SESSIONS_MAX => {
+                sessions.slots.push(None);
+                (sessions.slots.len() - 1) as u16
+            }
+            None => {
+                return Err(Error::new(
+                    proto::error::OUT_OF_TRANSACTIONS,
+                    format!(
+                        "API node {}: all {SESSIONS_MAX} sessions are in use",
+                        self.me
+                    ),
+                ))
+            }
+        };
+        assert!(instance > 0, "instance 0 is the cluster manager");
+        let mailbox = Arc::new(Mailbox::new(instance));
+        sessions.slots[usize::from(instance)] = Some(Arc::clone(&mailbox));
+        Ok(mailbox)
+    }
+
+    pub fn unregister_session(&self, instance: u16) {
+        let mut sessions = lock(&self.sessions);
+        if sessions.slots[usize::from(instance)].take().is_some() {
+            sessions.free.push(instance);
+        }
+    }
+
+    pub fn receive_thread_active(&self) -> bool {
+        self.waiters.load(Ordering::Acquire) > self.options.recv_thread_activation_threshold
+            || self.async_waiters.load(Ordering::Acquire) > 0
+    }
+
+    pub fn activate_receive_thread(&self) {
+        let _guard = lock(&self.receive_sleep.0);
+        self.receive_sleep.1.notify_one();
+    }
+
+    pub fn receive_thread_sleep(&self, timeout: Duration) {
+        let guard = lock(&self.receive_sleep.0);
+        if !self.receive_thread_active() && !self.is_shut_down() {
+            let _ = self.receive_sleep.1.wait_timeout(guard, timeout);
+        }
+    }
+
+    pub fn add_waiting(&self, mailbox: &Arc<Mailbox>) {
+        lock(&self.waiting).push(Arc::clone(mailbox));
+    }
+
+    pub fn remove_waiting(&self, mailbox: &Arc<Mailbox>) {
+        let mut waiting = lock(&self.waiting);
+        if let Some(at) = waiting.iter().position(|m| Arc::ptr_eq(m, mailbox)) {
+            waiting.swap_remove(at);
+        }
+    }
+
+    /// The poll owner `me` got its reply and lets go: another waiting
+    /// thread becomes the next owner.
+    pub fn hand_over(&self, me: &Arc<Mailbox>) {
+        let next = lock(&self.waiting)
+            .iter()
+            .find(|m| !Arc::ptr_eq(m, me) && !m.has_events())
+            .cloned();
+        if let Some(next) = next {
+            next.kick_to_poll();
+        }
+    }
+
+    /// The receive thread lets go: a waiting user thread takes over.
+    pub fn hand_over_any(&self) {
+        let next = lock(&self.waiting).first().cloned();
+        if let Some(next) = next {
+            next.kick_to_poll();
+        }
+    }
+
+    pub fn hand_to_wakeup_thread(&self, mailboxes: &mut Vec<Arc<Mailbox>>) {
+        let mut queue = lock(&self.wakeups.0);
+        queue.append(mailboxes);
+        self.wakeups.1.notify_one();
+    }
+
+    pub fn take_wakeups(&self, out: &mut Vec<Arc<Mailbox>>, timeout: Duration) {
+        let mut queue = lock(&self.wakeups.0);
+        if queue.is_empty() && !self.is_shut_down() {
+            queue = self
+                .wakeups
+                .1
+                .wait_timeout(queue, timeout)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        out.append(&mut queue);
+    }
+
+    /// A signal for the cluster manager (instance 0): registration answers.
+    pub fn on_cluster_signal(&self, link: usize, signal: Signal) {
+        let link = &self.links[link];
+        match signal.body {
+            SignalBody::ApiRegConf {
+                started,
+                heartbeat_interval_ms,
+                ..
+            } => {
+                link.heartbeat_interval_ms
+                    .store(u64::from(heartbeat_interval_ms), Ordering::Release);
+                let was = link.started.swap(started, Ordering::AcqRel);
+                if was != started {
+                    tracing::info!(node = %link.node, started, "data node registration");
+                    self.state_changed();
+                }
+            }
+            SignalBody::ApiRegRef { reason } => {
+                tracing::warn!(node = %link.node, "data node refused the registration: {reason:?}");
+                link.started.store(false, Ordering::Release);
+                self.state_changed();
+            }
+            other => {
+                tracing::debug!(node = %link.node, "cluster manager: unexpected {}", other.name())
+            }
+        }
+    }
+
+    /// The connection to `node` closed: every session hears it.
+    pub fn on_node_down(&self, node: NodeId) {
+        let mailboxes: Vec<Arc<Mailbox>> = lock(&self.sessions)
+            .slots
+            .iter()
+            .flatten()
+            .cloned()
+            .collect();
+        for mailbox in mailboxes {
+            mailbox.push_event(Event::NodeDown(node));
+            mailbox.wake();
+        }
+        self.state_changed();
+    }
+
+    fn state_changed(&self) {
+        *lock(&self.state.0) += 1;
+        self.state.1.notify_all();
+    }
+
+    /// Waits until every data node is live, or `timeout`; returns how many are.
+    fn wait_for_nodes(&self, timeout: Duration) -> usize {
+        let deadline = Instant::now() + timeout;
+        let mut guard = lock(&self.state.0);
+        loop {
+            let live = self.links.iter().filter(|l| l.is_live()).count();
+            let now = Instant::now();
+            if live == self.links.len() || now >= deadline {
+                return live;
+            }
+            guard = self
+                .state
+                .1
+                .wait_timeout(guard, deadline - now)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
+    /// Sends encoded frames to a data node.
+    pub fn send_bytes(&self, link: usize, bytes: &[u8], signals: usize) -> Result<()> {
+        let pending = self.links[link].send(bytes, &self.counters)?;
+        self.counters
+            .signals_sent
+            .fetch_add(signals as u64, Ordering::Relaxed);
+        if pending {
+            if let Err(error) = self.send_waker.wake() {
+                tracing::warn!("cannot wake the send thread: {error}");
+            }
+        }
+        Ok(())
+    }
+
+    /// Encodes and sends signals to one data node (a control path).
+    pub fn send_signals(
+        &self,
+        link: usize,
+        signals: &[Signal],
+        buffer: &mut Vec<u8>,
+    ) -> Result<()> {
+        buffer.clear();
+        encode_frames(signals, buffer)?;
+        self.send_bytes(link, buffer, signals.len())
+    }
+
+    /// A new transaction id: this node's id over a counter from a random start.
+    pub fn next_tx_id(&self) -> u64 {
+        crate::routing::tx_id(self.me, self.tx_counter.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// The next live data node, round-robin; None when none is live.
+    pub fn any_live_node(&self) -> Option<usize> {
+        let count = self.links.len();
+        let start = self.round_robin.fetch_add(1, Ordering::Relaxed);
+        (0..count)
+            .map(|k| (start + k) % count)
+            .find(|&i| self.links[i].is_live())
+    }
+
+    /// The cluster manager's own address.
+    fn own_ref(&self) -> BlockRef {
+        BlockRef::new(self.me, BlockNumber::API_CLUSTER, 0)
+    }
+}
+
+/// Encodes signals into as many frames as they need.
+pub(crate) fn encode_frames(signals: &[Signal], out: &mut Vec<u8>) -> Result<()> {
+    let too_large =
+        |e: signal::EncodeError| Error::new(proto::error::REQUEST_TOO_LARGE, e.to_string());
+    let mut next = 0;
+    while next < signals.len() {
+        let mut writer = FrameWriter::new(out);
+        while next < signals.len() {
+            match writer.push(&signals[next]) {
+                Ok(()) => next += 1,
+                Err(signal::EncodeError::FrameFull { .. }) if writer.signal_count() > 0 => break,
+                Err(e) => return Err(too_large(e)),
+            }
+        }
+        writer.finish();
+    }
+    Ok(())
+}
+
+/// A cluster connection: an API node of the cluster (see the module doc).
+/// Cheap to clone; the connection closes when the last clone and the last
+/// session are gone.
+#[derive(Clone)]
+pub struct Cluster {
+    pub(crate) inner: Arc<ClusterInner>,
+}
+
+pub(crate) struct ClusterInner {
+    pub shared: Arc<Shared>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    /// The management server session: the node id is ours while it is open.
+    _mgm: Mutex<MgmClient>,
+}
+
+impl Drop for ClusterInner {
+    fn drop(&mut self) {
+        let shared = &self.shared;
+        shared.shutdown.store(true, Ordering::Release);
+        shared.activate_receive_thread();
+        shared.wake_poll();
+        let _ = shared.send_waker.wake();
+        shared.wakeups.1.notify_all();
+        for handle in lock(&self.threads).drain(..) {
+            let _ = handle.join();
+        }
+        for link in &shared.links {
+            link.close(link.generation.load(Ordering::Acquire));
+        }
+    }
+}
+
+impl Cluster {
+    /// Connects to the cluster whose management server is at
+    /// `connect_string` (`host:port`), with default options.
+    pub fn connect(connect_string: &str) -> Result<Cluster> {
+        Cluster::connect_with(connect_string, ClusterOptions::default())
+    }
+
+    /// Connects with `options`: gets a node id and the configuration from
+    /// the management server, connects and registers with every data node,
+    /// and waits (up to `connect_timeout`) until all are live. Fails when
+    /// none is.
+    pub fn connect_with(connect_string: &str, options: ClusterOptions) -> Result<Cluster> {
+        assert!(options.recv_thread_activation_threshold < usize::MAX);
+        let mgm_error = |e: mgmd::MgmError| {
+            Error::new(
+                proto::error::CLUSTER_FAILURE,
+                format!("management server {connect_string}: {e}"),
+            )
+        };
+        let mut mgm =
+            MgmClient::connect(connect_string, options.connect_timeout).map_err(mgm_error)?;
+        let allocation = mgm
+            .alloc_node_id(None, NodeType::Api, std::process::id())
+            .map_err(mgm_error)?;
+        let config =
+            config::parse(&allocation.config_ini, &allocation.config_name).map_err(|e| {
+                Error::new(
+                    proto::error::CLUSTER_FAILURE,
+                    format!("the cluster's configuration: {e}"),
+                )
+            })?;
+        let (shared, send_poll) = build_shared(allocation.node_id, options, config)?;
+        let shared = Arc::new(shared);
+        let io = |what: &str, e: std::io::Error| {
+            Error::new(proto::error::CLUSTER_FAILURE, format!("{what}: {e}"))
+        };
+        let mut threads = Vec::new();
+        let spawn = |name: &str, run: fn(Arc<Shared>), shared: &Arc<Shared>| {
+            let shared = Arc::clone(shared);
+            std::thread::Builder::new()
+                .name(format!("skarv-api{}-{name}", shared.me))
+                .spawn(move || run(shared))
+                .map_err(|e| io("starting a client thread", e))
+        };
+        threads.push(spawn("recv", receiver::receive_thread, &shared)?);
+        threads.push(spawn("wakeup", receiver::wakeup_thread, &shared)?);
+        let send_shared = Arc::clone(&shared);
+        threads.push(
+            std::thread::Builder::new()
+                .name(format!("skarv-api{}-send", shared.me))
+                .spawn(move || send_thread(send_shared, send_poll))
+                .map_err(|e| io("starting the send thread", e))?,
+        );
+        threads.push(spawn("connect", connection_thread, &shared)?);
+        let cluster = Cluster {
+            inner: Arc::new(ClusterInner {
+                shared: Arc::clone(&shared),
+                threads: Mutex::new(threads),
+                _mgm: Mutex::new(mgm),
+            }),
+        };
+        let live = shared.wait_for_nodes(shared.options.connect_timeout);
+        if live == 0 {
+            return Err(Error::new(
+                proto::error::CLUSTER_FAILURE,
+                format!(
+                    "API node {}: none of the {} data nodes of {connect_string} is started and reachable",
+                    shared.me,
+                    shared.links.len()
+                ),
+            ));
+        }
+        tracing::info!(node = %shared.me, live, "connected to the cluster");
+        Ok(cluster)
+    }
+
+    /// A new session for the calling thread.
+    pub fn session(&self) -> Result<Session> {
+        Session::new(self.clone())
+    }
+
+    /// This API node's id.
+    pub fn node_id(&self) -> NodeId {
+        self.inner.shared.me
+    }
+
+    /// The cluster's configuration, as the management server gave it.
+    pub fn config(&self) -> &ClusterConfig {
+        &self.inner.shared.config
+    }
+
+    /// Where partitions live.
+    pub fn placement(&self) -> &Placement {
+        &self.inner.shared.placement
+    }
+
+    /// Data nodes that are connected and started now.
+    pub fn live_nodes(&self) -> Vec<NodeId> {
+        self.inner
+            .shared
+            .links
+            .iter()
+            .filter(|l| l.is_live())
+            .map(|l| l.node)
+            .collect()
+    }
+
+    /// Waits until every data node is live or `timeout` passes; returns
+    /// the live count.
+    pub fn wait_until_ready(&self, timeout: Duration) -> usize {
+        self.inner.shared.wait_for_nodes(timeout)
+    }
+
+    /// The connection's counters.
+    pub fn stats(&self) -> ClusterStats {
+        let c = &self.inner.shared.counters;
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        ClusterStats {
+            tc_key_reqs_sent: get(&c.tc_key_reqs_sent),
+            scan_reqs_sent: get(&c.scan_reqs_sent),
+            signals_sent: get(&c.signals_sent),
+            write_calls: get(&c.write_calls),
+            bytes_received: get(&c.bytes_received),
+            signals_received: get(&c.signals_received),
+            receive_rounds: get(&c.receive_rounds),
+            receive_thread_rounds: get(&c.receive_thread_rounds),
+            wakeups_offloaded: get(&c.wakeups_offloaded),
+        }
+    }
+
+    /// The options it was made with.
+    pub fn options(&self) -> &ClusterOptions {
+        &self.inner.shared.options
+    }
+}
+
+const SEND_WAKER: mio::Token = mio::Token(usize::MAX - 1);
+
+fn build_shared(
+    me: NodeId,
+    options: ClusterOptions,
+    config: ClusterConfig,
+) -> Result<(Shared, mio::Poll)> {
+    let io = |what: &str, e: std::io::Error| {
+        Error::new(proto::error::CLUSTER_FAILURE, format!("{what}: {e}"))
+    };
+    if config.data_nodes.is_empty() {
+        return Err(Error::new(
+            proto::error::CLUSTER_FAILURE,
+            "the configuration has no data nodes",
+        ));
+    }
+    let placement = Placement::of(&config);
+    let links: Vec<Link> = config
+        .data_nodes
+        .iter()
+        .map(|d| {
+            let tc_instances = d.params.threads.count(ThreadRole::Tc).max(1);
+            Link::new(d.node_id, d.host_name.clone(), d.server_port, tc_instances)
+        })
+        .collect();
+    let link_of_node = links.iter().enumerate().map(|(i, l)| (l.node, i)).collect();
+    let poll = mio::Poll::new().map_err(|e| io("creating the receive poll", e))?;
+    let poll_waker =
+        mio::Waker::new(poll.registry(), receiver::WAKER).map_err(|e| io("creating a waker", e))?;
+    let send_poll = mio::Poll::new().map_err(|e| io("creating the send poll", e))?;
+    let send_waker =
+        mio::Waker::new(send_poll.registry(), SEND_WAKER).map_err(|e| io("creating a waker", e))?;
+    let send_registry = send_poll
+        .registry()
+        .try_clone()
+        .map_err(|e| io("sharing the send poll", e))?;
+    let count = links.len();
+    let shared = Shared {
+        me,
+        options,
+        config,
+        placement,
+        links,
+        link_of_node,
+        sessions: Mutex::new(Sessions {
+            slots: vec![None],
+            free: Vec::new(),
+        }),
+        receiver: Mutex::new(Receiver::new(poll, count)),
+        poll_waker,
+        new_connections: Mutex::new(Vec::new()),
+        waiters: AtomicUsize::new(0),
+        async_waiters: AtomicUsize::new(0),
+        waiting: Mutex::new(Vec::new()),
+        receive_sleep: (Mutex::new(()), Condvar::new()),
+        wakeups: (Mutex::new(Vec::new()), Condvar::new()),
+        send_waker,
+        send_registry,
+        send_handles: Mutex::new((0..count).map(|_| None).collect()),
+        state: (Mutex::new(0), Condvar::new()),
+        shutdown: AtomicBool::new(false),
+        counters: Counters::default(),
+        tx_counter: AtomicU64::new(random_u64()),
+        round_robin: AtomicUsize::new(random_u64() as usize),
+        tables: Mutex::new(HashMap::new()),
+    };
+    Ok((shared, send_poll))
+}
+
+/// A random number from the standard library's per-process random keys.
+pub(crate) fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(Instant::now().elapsed().as_nanos());
+    hasher.finish()
+}
+
+/// The connection thread: (re)connects to data nodes and sends the
+/// registration heartbeats.
+fn connection_thread(shared: Arc<Shared>) {
+    let count = shared.links.len();
+    let mut next_attempt = vec![Instant::now(); count];
+    let mut next_heartbeat = vec![Instant::now(); count];
+    let mut buffer = Vec::with_capacity(256);
+    while !shared.is_shut_down() {
+        let now = Instant::now();
+        for index in 0..count {
+            let link = &shared.links[index];
+            if !link.connected.load(Ordering::Acquire) {
+                if now >= next_attempt[index] {
+                    next_attempt[index] = now + shared.options.reconnect_interval;
+                    if connect_link(&shared, index) {
+                        next_heartbeat[index] = now;
+                    }
+                }
+                continue;
+            }
+            if now >= next_heartbeat[index] {
+                let interval = match link.heartbeat_interval_ms.load(Ordering::Acquire) {
+                    0 => HEARTBEAT_DEFAULT_MS,
+                    ms => ms,
+                };
+                next_heartbeat[index] = now + Duration::from_millis(interval);
+                let reg = Signal {
+                    receiver: BlockRef::new(link.node, BlockNumber::MEMBERSHIP, 0),
+                    sender: shared.own_ref(),
+                    body: SignalBody::ApiRegReq { version: VERSION },
+                };
+                if let Err(error) = shared.send_signals(index, &[reg], &mut buffer) {
+                    tracing::debug!(node = %link.node, "heartbeat not sent: {error}");
+                }
+            }
+        }
+        std::thread::park_timeout(Duration::from_millis(CLUSTER_TICK_MS));
+    }
+}
+
+fn connect_link(shared: &Shared, index: usize) -> bool {
+    let link = &shared.links[index];
+    let timeout = shared
+        .options
+        .connect_timeout
+        .min(Duration::from_millis(CONNECT_ATTEMPT_MAX_MS));
+    match link.connect(shared.me, timeout) {
+        Ok((mut connection, mut send_handle)) => {
+            connection.link = index;
+            let token = mio::Token(index);
+            if let Err(error) =
+                shared
+                    .send_registry
+                    .register(&mut send_handle, token, mio::Interest::WRITABLE)
+            {
+                tracing::warn!(node = %link.node, "cannot watch the connection for sending: {error}");
+            }
+            lock(&shared.send_handles)[index] = Some(send_handle);
+            shared.lock_new_connections().push(connection);
+            shared.wake_poll();
+            tracing::info!(node = %link.node, "connected to data node");
+            shared.state_changed();
+            true
+        }
+        Err(error) => {
+            tracing::debug!(node = %link.node, "cannot connect to data node {}:{}: {error}", link.host, link.port);
+            false
+        }
+    }
+}
+
+/// The send thread: writes what user threads' writes left pending, when
+/// the sockets have room.
+fn send_thread(shared: Arc<Shared>, mut poll: mio::Poll) {
+    let mut events = mio::Events::with_capacity(64);
+    while !shared.is_shut_down() {
+        let any_pending = shared
+            .links
+            .iter()
+            .any(|l| l.has_pending.load(Ordering::Acquire));
+        let timeout = Duration::from_millis(if any_pending { 1 } else { CLUSTER_TICK_MS * 5 });
+        if let Err(error) = poll.poll(&mut events, Some(timeout)) {
+            if error.kind() != std::io::ErrorKind::Interrupted {
+                tracing::warn!("client send poll failed: {error}");
+            }
+        }
+        for link in &shared.links {
+            if link.has_pending.load(Ordering::Acquire) {
+                link.flush_pending(&shared.counters);
+            }
+        }
+    }
+}

@@ -1,0 +1,85 @@
+//! `skarv-client`: the native API of Skarv (DESIGN.md §6; NDB's NDB API).
+//!
+//! A program becomes an *API node* of the cluster with [`Cluster::connect`]
+//! (the connect string is the management server's `host:port`). Each user
+//! thread opens a [`Session`] (NDB's `Ndb` object), starts transactions on
+//! it — with a key hint, so that they run on the data node holding the
+//! key's primary replica — defines operations and executes them in batches:
+//! every `execute` is one request and one reply, whatever the number of
+//! operations. Scans are iterators that fetch batches. Many transactions
+//! can be in flight at once through [`Session::prepare`], [`Session::send`]
+//! and [`Session::poll`] (or [`Transaction::execute_async`] as a future).
+//!
+//! ```no_run
+//! use skarv_client::{Cluster, ExecMode, LockMode, Value};
+//! use skarv_client::schema_types::{Collation, Column, ColumnType, TableDef};
+//!
+//! # fn main() -> Result<(), skarv_client::Error> {
+//! let cluster = Cluster::connect("127.0.0.1:1186")?;
+//! let session = cluster.session()?;
+//! let def = TableDef::new("kv", 0, vec![
+//!     Column::new("k", ColumnType::BigInt { unsigned: false }),
+//!     Column::new("v", ColumnType::VarChar { max: 100, collation: Collation::Utf8mb4Bin }),
+//! ])
+//! .primary_key(vec![0])
+//! .partitions(0);
+//! session.create_table(&def)?;
+//! let kv = session.table("kv")?;
+//!
+//! let tx = session.begin_with_hint(&kv, &[Value::Int(1)])?;
+//! tx.insert(&kv, &[("k", Value::Int(1)), ("v", Value::String("one".into()))])?;
+//! tx.execute(ExecMode::Commit)?;
+//!
+//! let tx = session.begin()?;
+//! let read = tx.read(&kv, &[Value::Int(1)], LockMode::Committed)?;
+//! let outcome = tx.execute(ExecMode::Commit)?;
+//! assert_eq!(outcome.row(read).and_then(|r| r.get("v")), Some(&Value::String("one".into())));
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Errors ([`Error`]) carry NDB-style codes and a class: temporary (retry
+//! the transaction), permanent, or unknown result (it may have committed).
+//! Bad input — an unknown table or column, a value of the wrong type or
+//! too long, a missing key — is found on the client before anything is
+//! sent, and the session stays usable.
+//!
+//! Threads of a cluster connection (seed 003): a connection thread
+//! (connects, heartbeats), a send thread (finishes writes that user threads
+//! could not), a receive thread (receives while more than
+//! `recv_thread_activation_threshold` user threads wait; below that a
+//! waiting user thread receives for everybody), and a wakeup thread.
+
+#![warn(missing_docs)]
+
+mod cluster;
+mod error;
+mod link;
+mod pool;
+mod receiver;
+pub mod routing;
+mod scan;
+mod schema;
+mod session;
+mod transaction;
+
+pub use cluster::{Cluster, ClusterOptions, ClusterStats, SESSIONS_MAX};
+pub use error::{Error, ErrorClass, Result};
+pub use link::SEND_BUFFER_MAX_BYTES;
+pub use pool::ClusterPool;
+pub use proto::error as codes;
+pub use proto::{CmpOp, Filter};
+pub use scan::{ScanIter, ScanOptions, SCAN_BATCH_ROWS_DEFAULT};
+pub use schema::Table;
+pub use session::{Callback, Session, IN_FLIGHT_MAX};
+pub use storage::schema::Value;
+pub use transaction::{
+    ExecMode, ExecuteFuture, LockMode, Op, OpHandle, OpResult, Outcome, Row, Transaction,
+};
+
+/// The schema types a table definition is made of (from `storage::schema`).
+pub mod schema_types {
+    pub use storage::schema::{
+        Collation, Column, ColumnType, Date, DateTime, Decimal, IndexDef, IndexKind, TableDef,
+    };
+}

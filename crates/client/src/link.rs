@@ -1,0 +1,301 @@
+//! The API node's side of one connection to a data node: connecting with
+//! the hello handshake, and sending.
+//!
+//! Why not `crates/transport`: its receive thread always owns every socket
+//! and delivers to a sink, while seed 003's model needs a user thread that
+//! waits for a reply to read the sockets itself when few threads wait (the
+//! *poll owner*, `receiver`), and only the receive thread above
+//! `recv_thread_activation_threshold`. An API node also only connects out
+//! and has one peer kind. So this small transporter reuses the signal
+//! crate's frame code (`FrameWriter`, `decode_frame`) over non-blocking
+//! sockets and keeps the transport's wire contract: the API node connects
+//! and sends `TransportHello` first, the data node answers with its own.
+//!
+//! Sending: a user thread writes its frame itself, in one `write`, as NDB's
+//! user threads do. Whatever the socket does not take at once waits in the
+//! link's pending buffer (bounded by `SEND_BUFFER_MAX_BYTES`) and the send
+//! thread finishes it when the socket has room: it only works when user
+//! threads outpace the network.
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use signal::{
+    decode_frame, encode_frame, BlockNumber, BlockRef, NodeId, Signal, SignalBody, VERSION,
+};
+
+use crate::error::{Error, Result};
+
+/// Bytes queued towards one data node before sends are refused (temporary
+/// error 1218): the same bound as the data nodes' transport.
+pub const SEND_BUFFER_MAX_BYTES: usize = 16 << 20;
+/// Longest wait for the data node's hello after connecting.
+const HELLO_TIMEOUT_MS: u64 = 5_000;
+
+/// The write side of an up connection.
+struct Writer {
+    stream: TcpStream,
+    /// Bytes the socket has not taken yet, in order.
+    pending: Vec<u8>,
+    generation: u64,
+}
+
+/// One data node as the API node sees it.
+pub(crate) struct Link {
+    pub node: NodeId,
+    pub host: String,
+    pub port: u16,
+    /// TC instances of the node (its `tc` threads, 1 when it has none).
+    pub tc_instances: u32,
+    /// The connection is up (hello exchanged).
+    pub connected: AtomicBool,
+    /// The node answered `ApiRegConf` with `started` on this connection.
+    pub started: AtomicBool,
+    /// +1 with every new connection; a close names the one it closes.
+    pub generation: AtomicU64,
+    /// Some pending bytes wait for the send thread.
+    pub has_pending: AtomicBool,
+    /// Heartbeat interval the node asked for (`ApiRegConf`), in ms; 0 = not yet known.
+    pub heartbeat_interval_ms: AtomicU64,
+    writer: Mutex<Option<Writer>>,
+}
+
+/// A new connection, for the receiver to adopt.
+pub(crate) struct NewConnection {
+    pub link: usize,
+    pub generation: u64,
+    pub read: mio::net::TcpStream,
+}
+
+impl Link {
+    pub fn new(node: NodeId, host: String, port: u16, tc_instances: u32) -> Link {
+        assert!(tc_instances > 0);
+        Link {
+            node,
+            host,
+            port,
+            tc_instances,
+            connected: AtomicBool::new(false),
+            started: AtomicBool::new(false),
+            generation: AtomicU64::new(0),
+            has_pending: AtomicBool::new(false),
+            heartbeat_interval_ms: AtomicU64::new(0),
+            writer: Mutex::new(None),
+        }
+    }
+
+    /// Up and registered with a started data node: transactions may go there.
+    pub fn is_live(&self) -> bool {
+        self.connected.load(Ordering::Acquire) && self.started.load(Ordering::Acquire)
+    }
+
+    fn lock_writer(&self) -> std::sync::MutexGuard<'_, Option<Writer>> {
+        self.writer
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Connects, exchanges hellos (blocking, bounded by `timeout`), and
+    /// installs the write side. Returns the read side for the receiver and
+    /// the send thread's handle on the socket.
+    pub fn connect(
+        &self,
+        me: NodeId,
+        timeout: Duration,
+    ) -> io::Result<(NewConnection, mio::net::TcpStream)> {
+        let addr = resolve(&self.host, self.port)?;
+        let mut stream = TcpStream::connect_timeout(&addr, timeout)?;
+        stream.set_nodelay(true)?;
+        let hello = Signal {
+            receiver: BlockRef::new(self.node, BlockNumber::PROCESS, 0),
+            sender: BlockRef::new(me, BlockNumber::PROCESS, 0),
+            body: SignalBody::TransportHello {
+                from: me,
+                to: self.node,
+                version: VERSION,
+            },
+        };
+        let mut bytes = Vec::with_capacity(64);
+        encode_frame(std::slice::from_ref(&hello), &mut bytes)
+            .map_err(|e| io::Error::other(format!("encoding the hello: {e}")))?;
+        stream.set_write_timeout(Some(timeout))?;
+        stream.write_all(&bytes)?;
+        self.await_hello(&mut stream, me)?;
+        stream.set_nonblocking(true)?;
+        let read = mio::net::TcpStream::from_std(stream.try_clone()?);
+        let send_handle =
+            mio::net::TcpStream::from_std(TcpStream::from(stream.as_fd().try_clone_to_owned()?));
+        let generation = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
+        *self.lock_writer() = Some(Writer {
+            stream,
+            pending: Vec::new(),
+            generation,
+        });
+        self.has_pending.store(false, Ordering::Release);
+        self.started.store(false, Ordering::Release);
+        self.connected.store(true, Ordering::Release);
+        Ok((
+            NewConnection {
+                link: usize::MAX,
+                generation,
+                read,
+            },
+            send_handle,
+        ))
+    }
+
+    /// Reads the data node's hello: exactly one frame with one
+    /// `TransportHello` from the node we connected to, addressed to us.
+    fn await_hello(&self, stream: &mut TcpStream, me: NodeId) -> io::Result<()> {
+        let deadline = Instant::now() + Duration::from_millis(HELLO_TIMEOUT_MS);
+        let mut buffer = Vec::with_capacity(256);
+        let mut chunk = [0u8; 256];
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "no hello from the data node",
+                ));
+            }
+            stream.set_read_timeout(Some(left))?;
+            let n = stream.read(&mut chunk)?;
+            if n == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::ConnectionAborted,
+                    "the data node closed the connection during the hello (is this API node id configured?)",
+                ));
+            }
+            buffer.extend_from_slice(&chunk[..n]);
+            let frame =
+                decode_frame(&buffer).map_err(|e| io::Error::other(format!("bad hello: {e}")))?;
+            let Some((frame, used)) = frame else { continue };
+            let signals: Vec<_> = frame.signals().collect();
+            let hello = match signals.as_slice() {
+                [Ok(signal)] => signal.clone(),
+                _ => {
+                    return Err(io::Error::other(
+                        "the data node's first frame is not one hello",
+                    ))
+                }
+            };
+            let SignalBody::TransportHello { from, to, version } = hello.body else {
+                return Err(io::Error::other(format!(
+                    "expected a hello, got {}",
+                    hello.body.name()
+                )));
+            };
+            if from != self.node || to != me || version / 10_000 != VERSION / 10_000 {
+                return Err(io::Error::other(format!(
+                    "hello from node {from} to {to} version {version}: expected node {} to {me}",
+                    self.node
+                )));
+            }
+            if used != buffer.len() {
+                // The node sends nothing after its hello until we register.
+                return Err(io::Error::other("bytes after the hello"));
+            }
+            stream.set_read_timeout(None)?;
+            return Ok(());
+        }
+    }
+
+    /// Sends one or more encoded frames (`bytes`), in one write when the
+    /// socket takes them. Returns whether the send thread must finish.
+    pub fn send(&self, bytes: &[u8], stats: &crate::cluster::Counters) -> Result<bool> {
+        let mut guard = self.lock_writer();
+        let Some(writer) = guard.as_mut() else {
+            return Err(self.not_connected());
+        };
+        if writer.pending.len() + bytes.len() > SEND_BUFFER_MAX_BYTES {
+            return Err(Error::with_context(
+                proto::error::SEND_BUFFERS_OVERLOADED,
+                format!("{} bytes wait for node {}", writer.pending.len(), self.node),
+            ));
+        }
+        if !writer.pending.is_empty() {
+            writer.pending.extend_from_slice(bytes);
+            return Ok(true);
+        }
+        let mut written = 0;
+        while written < bytes.len() {
+            stats.write_calls.fetch_add(1, Ordering::Relaxed);
+            match writer.stream.write(&bytes[written..]) {
+                Ok(0) => break,
+                Ok(n) => written += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) => {
+                    tracing::debug!(node = %self.node, "write failed: {e}");
+                    // The receiver sees the broken connection and closes it.
+                    return Err(self.not_connected());
+                }
+            }
+        }
+        if written < bytes.len() {
+            writer.pending.extend_from_slice(&bytes[written..]);
+            self.has_pending.store(true, Ordering::Release);
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// The send thread's turn: writes what is pending. Returns whether
+    /// bytes are still pending.
+    pub fn flush_pending(&self, stats: &crate::cluster::Counters) -> bool {
+        let mut guard = self.lock_writer();
+        let Some(writer) = guard.as_mut() else {
+            self.has_pending.store(false, Ordering::Release);
+            return false;
+        };
+        let mut written = 0;
+        while written < writer.pending.len() {
+            stats.write_calls.fetch_add(1, Ordering::Relaxed);
+            match writer.stream.write(&writer.pending[written..]) {
+                Ok(0) => break,
+                Ok(n) => written += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            }
+        }
+        writer.pending.drain(..written);
+        let left = !writer.pending.is_empty();
+        self.has_pending.store(left, Ordering::Release);
+        left
+    }
+
+    /// Closes the connection of `generation` (if it is still the current
+    /// one). Returns whether it was.
+    pub fn close(&self, generation: u64) -> bool {
+        let mut guard = self.lock_writer();
+        match guard.as_ref() {
+            Some(writer) if writer.generation == generation => {
+                let _ = writer.stream.shutdown(std::net::Shutdown::Both);
+                *guard = None;
+                self.connected.store(false, Ordering::Release);
+                self.started.store(false, Ordering::Release);
+                self.has_pending.store(false, Ordering::Release);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    pub fn not_connected(&self) -> Error {
+        Error::with_context(
+            proto::error::NODE_FAILURE_ABORTED,
+            format!("data node {} is not connected", self.node),
+        )
+    }
+}
+
+fn resolve(host: &str, port: u16) -> io::Result<SocketAddr> {
+    (host, port)
+        .to_socket_addrs()?
+        .next()
+        .ok_or_else(|| io::Error::other(format!("{host}:{port} resolves to no address")))
+}

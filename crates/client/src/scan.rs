@@ -1,0 +1,239 @@
+//! Scans: [`Transaction::scan`] returns an iterator of rows that fetches
+//! batches from the TC as it goes (`TcScanReq`, then `TcScanNextReq` for
+//! each further batch; the last `TcScanConf` says `done`). A locking scan
+//! returns each row with its primary key, so the same transaction can
+//! update or delete it (the lock is already held: takeover). Dropping the
+//! iterator early closes the scan on the TC.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use proto::scan::SCAN_BATCH_ROWS_MAX;
+use proto::{Bound, Filter, RowBatchReader, ScanSpec, NO_INDEX, NO_PARTITION};
+use signal::{tc_flags, Signal, SignalBody};
+use storage::schema::{IndexKind, Value};
+
+use crate::error::{Error, Result};
+use crate::schema::Table;
+use crate::session::tc_ref;
+use crate::transaction::{LockMode, Row, Transaction};
+
+/// Rows per batch from each partition unless told otherwise.
+pub const SCAN_BATCH_ROWS_DEFAULT: u32 = 256;
+
+/// What to scan and how. `Default` is a committed-read full-table scan of
+/// every column.
+#[derive(Clone, Debug, Default)]
+pub struct ScanOptions<'a> {
+    /// An ordered index to scan in key order; None: the whole table.
+    pub index: Option<&'a str>,
+    /// Lower bound: values of a prefix of the index columns, and whether it is inclusive.
+    pub lower: Option<(Vec<Value>, bool)>,
+    /// Upper bound, as `lower`.
+    pub upper: Option<(Vec<Value>, bool)>,
+    /// Index order descending (index scans only).
+    pub descending: bool,
+    /// A pushed-down filter (column positions: `Table::column`).
+    pub filter: Option<Filter>,
+    /// Columns to return; None: all.
+    pub projection: Option<Vec<&'a str>>,
+    /// Lock each returned row (Shared/Exclusive) or not (Committed, the default).
+    pub lock: Option<LockMode>,
+    /// Rows per batch from each partition; 0: `SCAN_BATCH_ROWS_DEFAULT`.
+    pub batch_rows: u32,
+    /// Values of the distribution key: scan only the partition holding them.
+    pub partition_key: Option<Vec<Value>>,
+}
+
+/// The rows of a scan (see the module doc).
+pub struct ScanIter<'t, 's> {
+    tx: &'t Transaction<'s>,
+    table: Arc<Table>,
+    columns: Arc<[usize]>,
+    tx_id: u64,
+    link: usize,
+    scan_id: u32,
+    rows: VecDeque<Row>,
+    /// Batches received that were not done and not yet answered with a
+    /// `TcScanNextReq` (the TC wants one per such batch).
+    owed: u32,
+    /// The TC said it has no more rows.
+    done: bool,
+    /// The scan failed; it is closed.
+    failed: bool,
+}
+
+impl<'s> Transaction<'s> {
+    /// Starts a scan in this transaction (see [`ScanOptions`]).
+    pub fn scan(&self, table: &Arc<Table>, options: ScanOptions<'_>) -> Result<ScanIter<'_, 's>> {
+        let def = table.def();
+        let index_id = match options.index {
+            Some(name) => table.require_index(name, IndexKind::Ordered)?.id,
+            None => NO_INDEX,
+        };
+        let projection: Vec<usize> = match &options.projection {
+            Some(names) => names
+                .iter()
+                .map(|n| table.require_column(n))
+                .collect::<Result<_>>()?,
+            None => Vec::new(),
+        };
+        let partition = match &options.partition_key {
+            Some(key) => crate::routing::partition_of_key(def, key, &mut Vec::new())?,
+            None => NO_PARTITION,
+        };
+        let lock = options.lock.unwrap_or(LockMode::Committed);
+        let batch_rows = match options.batch_rows {
+            0 => SCAN_BATCH_ROWS_DEFAULT,
+            n => n.min(SCAN_BATCH_ROWS_MAX),
+        };
+        let bound = |b: Option<(Vec<Value>, bool)>| {
+            b.map(|(values, inclusive)| Bound { values, inclusive })
+        };
+        let spec = ScanSpec {
+            table_id: table.id(),
+            table_version: table.version(),
+            index_id,
+            lower: bound(options.lower),
+            upper: bound(options.upper),
+            descending: options.descending,
+            lock,
+            partition,
+            batch_rows,
+            projection: projection.iter().map(|c| *c as u16).collect(),
+            filter: options.filter,
+            key_info: lock != LockMode::Committed,
+        };
+        spec.check(def)?;
+        let columns: Arc<[usize]> = if projection.is_empty() {
+            (0..table.columns().len()).collect()
+        } else {
+            projection.into()
+        };
+        let (tx_id, link, scan_id, starts) = self.scan_start()?;
+        let session = self.session;
+        let signal = Signal {
+            receiver: tc_ref(session.shared(), link, tx_id),
+            sender: session.own_ref(),
+            body: SignalBody::TcScanReq {
+                tx_id,
+                scan_id,
+                flags: if starts { tc_flags::START } else { 0 },
+                spec: spec.to_bytes(),
+            },
+        };
+        session.send_scan_signal(link, tx_id, scan_id, signal)?;
+        Ok(ScanIter {
+            tx: self,
+            table: Arc::clone(table),
+            columns,
+            tx_id,
+            link,
+            scan_id,
+            rows: VecDeque::new(),
+            owed: 0,
+            done: false,
+            failed: false,
+        })
+    }
+}
+
+impl ScanIter<'_, '_> {
+    /// Waits for the next batch and decodes its rows.
+    fn fetch(&mut self) -> Result<()> {
+        let session = self.tx.session;
+        let (rows, done) = match session.wait_scan(self.tx_id, self.scan_id) {
+            Ok(batch) => batch,
+            Err(error) => {
+                self.failed = true;
+                session.close_scan_inbox(self.tx_id, self.scan_id);
+                return Err(error);
+            }
+        };
+        self.done = done;
+        if !done {
+            self.owed += 1;
+        }
+        if !rows.is_empty() {
+            let reader = RowBatchReader::new(&rows)?;
+            for row in reader.iter() {
+                let values: Vec<Value> = row.values().map(|v| v.to_value()).collect();
+                if values.len() != self.columns.len() {
+                    return Err(Error::new(
+                        proto::error::MALFORMED_REQUEST,
+                        format!(
+                            "scan of `{}`: a row of {} values, {} expected",
+                            self.table.name(),
+                            values.len(),
+                            self.columns.len()
+                        ),
+                    ));
+                }
+                let key = row.keys().map(|v| v.to_value()).collect();
+                self.rows.push_back(Row::new(
+                    Arc::clone(&self.table),
+                    Arc::clone(&self.columns),
+                    values,
+                    key,
+                ));
+            }
+        }
+        if done {
+            session.close_scan_inbox(self.tx_id, self.scan_id);
+        }
+        Ok(())
+    }
+
+    fn send_next(&mut self, close: bool) -> Result<()> {
+        let session = self.tx.session;
+        let signal = Signal {
+            receiver: tc_ref(session.shared(), self.link, self.tx_id),
+            sender: session.own_ref(),
+            body: SignalBody::TcScanNextReq {
+                tx_id: self.tx_id,
+                scan_id: self.scan_id,
+                close,
+            },
+        };
+        session.send_scan_signal(self.link, self.tx_id, self.scan_id, signal)
+    }
+}
+
+impl Iterator for ScanIter<'_, '_> {
+    type Item = Result<Row>;
+
+    fn next(&mut self) -> Option<Result<Row>> {
+        loop {
+            if let Some(row) = self.rows.pop_front() {
+                return Some(Ok(row));
+            }
+            if self.done || self.failed {
+                return None;
+            }
+            // Batches already here come first; ask for more only when none is.
+            if !self.tx.session.scan_has_batch(self.tx_id, self.scan_id) {
+                while self.owed > 0 {
+                    if let Err(error) = self.send_next(false) {
+                        self.failed = true;
+                        return Some(Err(error));
+                    }
+                    self.owed -= 1;
+                }
+            }
+            if let Err(error) = self.fetch() {
+                self.failed = true;
+                return Some(Err(error));
+            }
+        }
+    }
+}
+
+impl Drop for ScanIter<'_, '_> {
+    fn drop(&mut self) {
+        if !self.done && !self.failed {
+            // Best effort: the TC closes the scan; its last answer is dropped.
+            let _ = self.send_next(true);
+            self.tx.session.close_scan_inbox(self.tx_id, self.scan_id);
+        }
+    }
+}

@@ -1,0 +1,131 @@
+//! [`Table`]: a table's definition as the client holds it, and lookups by
+//! name. Sessions fetch definitions from the dictionary
+//! (`DictGetTableReq`) and cache them per cluster connection; an operation
+//! that fails because the table changed (241) or is gone (723) drops the
+//! cached copy, so the next `Session::table` fetches it again.
+
+use storage::schema::{Column, IndexDef, IndexKind, TableDef};
+
+use crate::error::{Error, Result};
+
+/// A table definition (see the module doc). Shared as `Arc<Table>`.
+#[derive(Debug)]
+pub struct Table {
+    def: TableDef,
+}
+
+impl Table {
+    pub(crate) fn new(def: TableDef) -> Table {
+        Table { def }
+    }
+
+    /// The dictionary's definition.
+    pub fn def(&self) -> &TableDef {
+        &self.def
+    }
+
+    /// The table's name.
+    pub fn name(&self) -> &str {
+        &self.def.name
+    }
+
+    /// The dictionary's id of the table.
+    pub fn id(&self) -> u32 {
+        self.def.id
+    }
+
+    /// The table version operations are built for.
+    pub fn version(&self) -> u32 {
+        self.def.version
+    }
+
+    /// The columns, in table order (positions are indexes into this).
+    pub fn columns(&self) -> &[Column] {
+        &self.def.columns
+    }
+
+    /// Position of a column (names are case-insensitive, as in the dictionary).
+    pub fn column(&self, name: &str) -> Option<usize> {
+        self.def
+            .columns
+            .iter()
+            .position(|c| c.name.eq_ignore_ascii_case(name))
+    }
+
+    /// Positions of the primary-key columns, in key order.
+    pub fn primary_key(&self) -> &[usize] {
+        &self.def.primary_key
+    }
+
+    /// An index by name (case-insensitive).
+    pub fn index(&self, name: &str) -> Option<&IndexDef> {
+        self.def
+            .indexes
+            .iter()
+            .find(|i| i.name.eq_ignore_ascii_case(name))
+    }
+
+    /// A column's position, or error 4004 naming the table and column.
+    pub(crate) fn require_column(&self, name: &str) -> Result<usize> {
+        self.column(name).ok_or_else(|| {
+            Error::new(
+                proto::error::NO_SUCH_COLUMN,
+                format!("table `{}` has no column `{name}`", self.def.name),
+            )
+        })
+    }
+
+    /// An index of `kind`, or error 4243 naming the table and index.
+    pub(crate) fn require_index(&self, name: &str, kind: IndexKind) -> Result<&IndexDef> {
+        match self.index(name) {
+            Some(index) if index.kind == kind => Ok(index),
+            Some(_) => Err(Error::new(
+                proto::error::NO_SUCH_INDEX,
+                format!("table `{}`: index `{name}` is not {kind:?}", self.def.name),
+            )),
+            None => Err(Error::new(
+                proto::error::NO_SUCH_INDEX,
+                format!("table `{}` has no index `{name}`", self.def.name),
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use storage::schema::ColumnType;
+
+    use super::*;
+
+    #[test]
+    fn lookups_by_name_name_the_table() {
+        let def = TableDef::new(
+            "kv",
+            20,
+            vec![
+                Column::new("k", ColumnType::BigInt { unsigned: false }),
+                Column::new("V", ColumnType::Int { unsigned: false }),
+            ],
+        )
+        .primary_key(vec![0])
+        .index(IndexDef {
+            name: "by_v".into(),
+            id: 21,
+            columns: vec![1],
+            kind: IndexKind::Ordered,
+        })
+        .build()
+        .expect("valid");
+        let table = Table::new(def);
+        assert_eq!(table.column("v"), Some(1));
+        assert_eq!(table.primary_key(), &[0]);
+        let missing = table.require_column("nope").expect_err("no such column");
+        assert_eq!(missing.code, proto::error::NO_SUCH_COLUMN);
+        assert!(missing.message.contains("`kv`") && missing.message.contains("`nope`"));
+        assert!(table.require_index("BY_V", IndexKind::Ordered).is_ok());
+        let wrong = table
+            .require_index("by_v", IndexKind::Unique)
+            .expect_err("ordered, not unique");
+        assert_eq!(wrong.code, proto::error::NO_SUCH_INDEX);
+    }
+}

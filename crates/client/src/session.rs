@@ -1,0 +1,766 @@
+//! [`Session`]: NDB's `Ndb` object. One per user thread: it starts
+//! transactions, runs schema calls, and receives the replies addressed to
+//! its instance (`BlockRef(api node, API_CLUSTER, instance)`).
+//!
+//! Every request a session sends is remembered under a [`ReqKey`] with the
+//! data node it went to, until its reply comes; if that node's connection
+//! closes first, the request ends with an error by NDB's rules: a commit
+//! in flight is an unknown result (4010), anything else was aborted (286,
+//! temporary); a schema request is 4010 as the dictionary defines it.
+//!
+//! Asynchronous use (NDB's `executeAsynchPrepare` + `sendPollNdb`):
+//! [`Session::prepare`] builds a transaction's request, [`Session::send`]
+//! sends all prepared ones with one write per data node, and
+//! [`Session::poll`] runs the callbacks of the completed ones. At most
+//! [`IN_FLIGHT_MAX`] transactions are prepared or in flight per session.
+
+use std::cell::RefCell;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use signal::{tc_flags, BlockNumber, BlockRef, NodeId, Signal, SignalBody};
+use storage::schema::{IndexDef, IndexKind, TableDef, Value};
+
+use crate::cluster::{encode_frames, Cluster, Shared};
+use crate::error::{Error, Result};
+use crate::receiver::{self, Event, Mailbox};
+use crate::schema::Table;
+use crate::transaction::{ExecMode, Outcome, Transaction, TxRequest};
+
+/// Most transactions one session has prepared or in flight at once.
+pub const IN_FLIGHT_MAX: usize = 1_024;
+
+/// What a reply answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum ReqKey {
+    Tx(u64),
+    Dict(u32),
+    Gci(u32),
+}
+
+/// A request waiting for its reply.
+struct Pending {
+    node: NodeId,
+    /// A commit was asked: a lost connection makes the outcome unknown.
+    commit: bool,
+}
+
+/// A scan's replies, in arrival order.
+pub(crate) struct ScanInbox {
+    pub node: NodeId,
+    pub batches: VecDeque<Result<(Vec<u8>, bool)>>,
+}
+
+/// A callback of an asynchronous transaction.
+pub type Callback = Box<dyn FnOnce(Result<Outcome>) + Send + 'static>;
+
+/// A prepared asynchronous transaction.
+struct Prepared {
+    request: TxRequest,
+    callback: Callback,
+}
+
+/// An asynchronous transaction in flight.
+struct InFlight {
+    request: TxRequest,
+    callback: Callback,
+}
+
+#[derive(Default)]
+pub(crate) struct State {
+    next_request_id: u32,
+    pending: HashMap<ReqKey, Pending>,
+    done: HashMap<ReqKey, Result<SignalBody>>,
+    pub scans: HashMap<(u64, u32), ScanInbox>,
+    prepared: Vec<Prepared>,
+    in_flight: HashMap<u64, InFlight>,
+    events: Vec<Event>,
+    pub send_buffer: Vec<u8>,
+}
+
+/// A session (see the module doc). Not `Sync`: it belongs to one thread at a time.
+pub struct Session {
+    pub(crate) cluster: Cluster,
+    pub(crate) mailbox: Arc<Mailbox>,
+    pub(crate) state: RefCell<State>,
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.shared().unregister_session(self.mailbox.instance);
+    }
+}
+
+impl Session {
+    pub(crate) fn new(cluster: Cluster) -> Result<Session> {
+        let mailbox = cluster.inner.shared.register_session()?;
+        Ok(Session {
+            cluster,
+            mailbox,
+            state: RefCell::new(State::default()),
+        })
+    }
+
+    pub(crate) fn shared(&self) -> &Shared {
+        &self.cluster.inner.shared
+    }
+
+    /// The cluster connection this session belongs to.
+    pub fn cluster(&self) -> &Cluster {
+        &self.cluster
+    }
+
+    /// This session's address: replies to it come here.
+    pub(crate) fn own_ref(&self) -> BlockRef {
+        BlockRef::new(
+            self.shared().me,
+            BlockNumber::API_CLUSTER,
+            self.mailbox.instance,
+        )
+    }
+
+    // ---- requests and replies ----
+
+    /// Sends one signal and remembers the request it makes.
+    pub(crate) fn send_request(
+        &self,
+        link: usize,
+        key: ReqKey,
+        commit: bool,
+        signal: Signal,
+    ) -> Result<()> {
+        let shared = self.shared();
+        let mut state = self.state.borrow_mut();
+        let state = &mut *state;
+        encode_frames(std::slice::from_ref(&signal), &mut state.send_buffer)?;
+        let result = shared.send_bytes(link, &state.send_buffer, 1);
+        state.send_buffer.clear();
+        result?;
+        state.pending.insert(
+            key,
+            Pending {
+                node: shared.links[link].node,
+                commit,
+            },
+        );
+        Ok(())
+    }
+
+    /// Sends a scan signal; its replies go to the scan's inbox.
+    pub(crate) fn send_scan_signal(
+        &self,
+        link: usize,
+        tx_id: u64,
+        scan_id: u32,
+        signal: Signal,
+    ) -> Result<()> {
+        let shared = self.shared();
+        let mut state = self.state.borrow_mut();
+        let state = &mut *state;
+        encode_frames(std::slice::from_ref(&signal), &mut state.send_buffer)?;
+        let result = shared.send_bytes(link, &state.send_buffer, 1);
+        state.send_buffer.clear();
+        result?;
+        shared
+            .counters
+            .scan_reqs_sent
+            .fetch_add(1, Ordering::Relaxed);
+        state
+            .scans
+            .entry((tx_id, scan_id))
+            .or_insert_with(|| ScanInbox {
+                node: shared.links[link].node,
+                batches: VecDeque::new(),
+            });
+        Ok(())
+    }
+
+    /// Moves the mailbox's events into the session's state.
+    pub(crate) fn pump(&self) {
+        let mut state = self.state.borrow_mut();
+        let state = &mut *state;
+        self.mailbox.drain(&mut state.events);
+        let mut events = std::mem::take(&mut state.events);
+        for event in events.drain(..) {
+            handle(state, event);
+        }
+        state.events = events;
+    }
+
+    /// Takes the reply of `key` if it came.
+    pub(crate) fn take_reply(&self, key: ReqKey) -> Option<Result<SignalBody>> {
+        self.state.borrow_mut().done.remove(&key)
+    }
+
+    /// Waits for the reply of `key`; after `request_timeout` the request
+    /// is forgotten and fails with 4012 (unknown result).
+    pub(crate) fn wait_reply(&self, key: ReqKey) -> Result<SignalBody> {
+        let timeout = self.shared().options.request_timeout;
+        let deadline = Instant::now() + timeout;
+        loop {
+            self.pump();
+            if let Some(reply) = self.take_reply(key) {
+                return reply;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                self.state.borrow_mut().pending.remove(&key);
+                return Err(Error::with_context(
+                    proto::error::REQUEST_TIMEOUT,
+                    format!("{key:?}: no answer within {} ms", timeout.as_millis()),
+                ));
+            }
+            receiver::wait(self.shared(), &self.mailbox, deadline - now);
+        }
+    }
+
+    /// Waits until the scan has a reply buffered (or the timeout).
+    pub(crate) fn wait_scan(&self, tx_id: u64, scan_id: u32) -> Result<(Vec<u8>, bool)> {
+        let timeout = self.shared().options.request_timeout;
+        let deadline = Instant::now() + timeout;
+        loop {
+            self.pump();
+            {
+                let mut state = self.state.borrow_mut();
+                let Some(inbox) = state.scans.get_mut(&(tx_id, scan_id)) else {
+                    return Err(Error::usage(format!(
+                        "scan {scan_id} of transaction {tx_id:#x} is not open"
+                    )));
+                };
+                if let Some(batch) = inbox.batches.pop_front() {
+                    return batch;
+                }
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(Error::with_context(
+                    proto::error::REQUEST_TIMEOUT,
+                    format!("scan {scan_id}: no rows within {} ms", timeout.as_millis()),
+                ));
+            }
+            receiver::wait(self.shared(), &self.mailbox, deadline - now);
+        }
+    }
+
+    /// Whether a reply of the scan is buffered (after taking the mailbox's events).
+    pub(crate) fn scan_has_batch(&self, tx_id: u64, scan_id: u32) -> bool {
+        self.pump();
+        self.state
+            .borrow()
+            .scans
+            .get(&(tx_id, scan_id))
+            .is_some_and(|s| !s.batches.is_empty())
+    }
+
+    pub(crate) fn close_scan_inbox(&self, tx_id: u64, scan_id: u32) {
+        self.state.borrow_mut().scans.remove(&(tx_id, scan_id));
+    }
+
+    fn next_request_id(&self) -> u32 {
+        let mut state = self.state.borrow_mut();
+        state.next_request_id = state.next_request_id.wrapping_add(1);
+        state.next_request_id
+    }
+
+    fn live_link(&self) -> Result<usize> {
+        self.shared().any_live_node().ok_or_else(|| {
+            Error::with_context(
+                proto::error::CLUSTER_FAILURE,
+                "no data node is connected and started",
+            )
+        })
+    }
+
+    fn dictionary_request(&self, body: impl FnOnce(u32) -> SignalBody) -> Result<SignalBody> {
+        let link = self.live_link()?;
+        let request_id = self.next_request_id();
+        let node = self.shared().links[link].node;
+        let signal = Signal {
+            receiver: BlockRef::new(node, BlockNumber::DICTIONARY, 0),
+            sender: self.own_ref(),
+            body: body(request_id),
+        };
+        self.send_request(link, ReqKey::Dict(request_id), false, signal)?;
+        self.wait_reply(ReqKey::Dict(request_id))
+    }
+
+    // ---- schema ----
+
+    /// Creates a table. `partitions` 0 means the cluster's default (one
+    /// partition per LDM instance of every data node). Returns its id.
+    pub fn create_table(&self, def: &TableDef) -> Result<u32> {
+        let mut def = def.clone();
+        if def.partitions == 0 {
+            def.partitions = self.shared().placement.default_partitions();
+        }
+        let name = def.name.clone();
+        let bytes = def.to_bytes();
+        match self.dictionary_request(|request_id| SignalBody::DictCreateTableReq {
+            request_id,
+            table: bytes,
+        })? {
+            SignalBody::DictCreateTableConf { table_id, .. } => {
+                self.forget_table(&name);
+                Ok(table_id)
+            }
+            SignalBody::DictCreateTableRef { code, message, .. } => {
+                Err(schema_error(code, &name, message))
+            }
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Drops a table with its indexes.
+    pub fn drop_table(&self, name: &str) -> Result<()> {
+        let table = self.fetch_table(name)?;
+        self.forget_table(name);
+        let table_id = table.id();
+        match self.dictionary_request(|request_id| SignalBody::DictDropTableReq {
+            request_id,
+            table_id,
+        })? {
+            SignalBody::DictDropTableConf { .. } => Ok(()),
+            SignalBody::DictDropTableRef { code, message, .. } => {
+                Err(schema_error(code, name, message))
+            }
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Adds an index to a table (an alter of the table; the dictionary
+    /// gives the index its id).
+    pub fn create_index(
+        &self,
+        table: &str,
+        name: &str,
+        columns: &[&str],
+        kind: IndexKind,
+    ) -> Result<()> {
+        let current = self.fetch_table(table)?;
+        let positions = columns
+            .iter()
+            .map(|c| current.require_column(c))
+            .collect::<Result<Vec<_>>>()?;
+        let mut def = current.def().clone();
+        def.indexes.push(IndexDef {
+            name: name.to_owned(),
+            id: 0,
+            columns: positions,
+            kind,
+        });
+        self.alter_table(def)
+    }
+
+    /// Drops an index of a table.
+    pub fn drop_index(&self, table: &str, name: &str) -> Result<()> {
+        let current = self.fetch_table(table)?;
+        let mut def = current.def().clone();
+        let before = def.indexes.len();
+        def.indexes.retain(|i| !i.name.eq_ignore_ascii_case(name));
+        if def.indexes.len() == before {
+            return Err(Error::new(
+                proto::error::NO_SUCH_INDEX,
+                format!("table `{table}` has no index `{name}`"),
+            ));
+        }
+        self.alter_table(def)
+    }
+
+    fn alter_table(&self, def: TableDef) -> Result<()> {
+        let name = def.name.clone();
+        let table_id = def.id;
+        let bytes = def.to_bytes();
+        self.forget_table(&name);
+        let reply = self.dictionary_request(|request_id| SignalBody::DictAlterTableReq {
+            request_id,
+            table_id,
+            table: bytes,
+        })?;
+        match reply {
+            SignalBody::DictAlterTableConf { .. } => Ok(()),
+            SignalBody::DictAlterTableRef { code, message, .. } => {
+                Err(schema_error(code, &name, message))
+            }
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// A table's definition: from the cache, or fetched from the dictionary.
+    pub fn table(&self, name: &str) -> Result<Arc<Table>> {
+        if let Some(table) = self.cached(name) {
+            return Ok(table);
+        }
+        self.fetch_table(name)
+    }
+
+    fn cached(&self, name: &str) -> Option<Arc<Table>> {
+        let tables = self
+            .shared()
+            .tables
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        tables.get(name).cloned()
+    }
+
+    /// Drops the cached definition (after 241/723), so the next
+    /// [`Session::table`] fetches it again.
+    pub fn forget_table(&self, name: &str) {
+        let mut tables = self
+            .shared()
+            .tables
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        tables.remove(name);
+    }
+
+    fn fetch_table(&self, name: &str) -> Result<Arc<Table>> {
+        let name_owned = name.to_owned();
+        let reply = self.dictionary_request(|request_id| SignalBody::DictGetTableReq {
+            request_id,
+            table_id: 0,
+            name: name_owned,
+        })?;
+        let group = match reply {
+            SignalBody::DictGetTableConf { group, .. } => group,
+            SignalBody::DictGetTableRef { code, message, .. } => {
+                return Err(schema_error(code, name, message))
+            }
+            other => return Err(unexpected(&other)),
+        };
+        let Some(base) = group.tables.first() else {
+            return Err(Error::new(
+                proto::error::NO_SUCH_TABLE,
+                format!("table `{name}`: empty definition"),
+            ));
+        };
+        let def = TableDef::decode(base).map_err(|e| {
+            Error::new(
+                proto::error::MALFORMED_REQUEST,
+                format!("table `{name}`: bad definition from the dictionary: {e}"),
+            )
+        })?;
+        let table = Arc::new(Table::new(def));
+        let mut tables = self
+            .shared()
+            .tables
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        tables.insert(name.to_owned(), Arc::clone(&table));
+        Ok(table)
+    }
+
+    // ---- transactions ----
+
+    /// Starts a transaction on a live data node, round-robin.
+    pub fn begin(&self) -> Result<Transaction<'_>> {
+        let link = self.live_link()?;
+        Ok(Transaction::new(self, link))
+    }
+
+    /// Starts a transaction on the node holding the primary replica of
+    /// `key`'s partition (the transaction hint). `key` gives the primary
+    /// key's values in key order (the distribution key's are enough).
+    /// Falls back to any live node when that one is not live.
+    pub fn begin_with_hint(&self, table: &Table, key: &[Value]) -> Result<Transaction<'_>> {
+        let shared = self.shared();
+        let mut scratch = Vec::new();
+        let partition = crate::routing::partition_of_key(table.def(), key, &mut scratch)?;
+        let node = crate::routing::primary_of(&shared.placement, partition);
+        let link = match shared.link_index(node) {
+            Some(link) if shared.links[link].is_live() => link,
+            _ => self.live_link()?,
+        };
+        Ok(Transaction::new(self, link))
+    }
+
+    /// Waits until global checkpoint `gci` (from a commit's outcome) is
+    /// durable on every live data node.
+    pub fn wait_durable(&self, gci: u32) -> Result<u32> {
+        let link = self.live_link()?;
+        let node = self.shared().links[link].node;
+        let signal = Signal {
+            receiver: BlockRef::new(node, BlockNumber::TRANSACTION_COORDINATOR, 0),
+            sender: self.own_ref(),
+            body: SignalBody::TcWaitGciReq { gci },
+        };
+        self.send_request(link, ReqKey::Gci(gci), false, signal)?;
+        match self.wait_reply(ReqKey::Gci(gci))? {
+            SignalBody::TcWaitGciConf { durable_gci, .. } => Ok(durable_gci),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    // ---- asynchronous transactions ----
+
+    /// Prepares `tx`'s operations for [`Session::send`], ending with
+    /// `mode` (Commit or Rollback: an asynchronous transaction runs to its
+    /// end). `callback` runs in [`Session::poll`] with the outcome.
+    pub fn prepare(
+        &self,
+        tx: Transaction<'_>,
+        mode: ExecMode,
+        callback: impl FnOnce(Result<Outcome>) + Send + 'static,
+    ) -> Result<()> {
+        if mode == ExecMode::NoCommit {
+            return Err(Error::usage(
+                "an asynchronous transaction ends with Commit or Rollback, not NoCommit",
+            ));
+        }
+        let state = self.state.borrow();
+        if state.prepared.len() + state.in_flight.len() >= IN_FLIGHT_MAX {
+            return Err(Error::new(
+                proto::error::OUT_OF_TRANSACTIONS,
+                format!("the session has {IN_FLIGHT_MAX} transactions prepared or in flight: poll first"),
+            ));
+        }
+        drop(state);
+        let request = tx.into_request(mode)?;
+        self.state.borrow_mut().prepared.push(Prepared {
+            request,
+            callback: Box::new(callback),
+        });
+        Ok(())
+    }
+
+    /// Sends every prepared transaction, one write per data node. Returns
+    /// how many were sent; those that could not be sent complete with
+    /// their error in the next [`Session::poll`].
+    pub fn send(&self) -> Result<usize> {
+        let shared = self.shared();
+        let mut state = self.state.borrow_mut();
+        let state = &mut *state;
+        let prepared = std::mem::take(&mut state.prepared);
+        let mut by_link: Vec<Vec<Prepared>> = (0..shared.links.len()).map(|_| Vec::new()).collect();
+        for p in prepared {
+            by_link[p.request.link].push(p);
+        }
+        let mut sent = 0;
+        let mut signals = Vec::new();
+        for (link, group) in by_link.into_iter().enumerate() {
+            if group.is_empty() {
+                continue;
+            }
+            signals.clear();
+            signals.extend(group.iter().map(|p| p.request.signal.clone()));
+            state.send_buffer.clear();
+            let result = encode_frames(&signals, &mut state.send_buffer)
+                .and_then(|()| shared.send_bytes(link, &state.send_buffer, signals.len()));
+            state.send_buffer.clear();
+            let node = shared.links[link].node;
+            for p in group {
+                let tx_id = p.request.tx_id;
+                match &result {
+                    Ok(()) => {
+                        shared
+                            .counters
+                            .tc_key_reqs_sent
+                            .fetch_add(1, Ordering::Relaxed);
+                        state.pending.insert(
+                            ReqKey::Tx(tx_id),
+                            Pending {
+                                node,
+                                commit: p.request.commit,
+                            },
+                        );
+                        sent += 1;
+                    }
+                    Err(error) => {
+                        state.done.insert(ReqKey::Tx(tx_id), Err(error.clone()));
+                    }
+                }
+                state.in_flight.insert(
+                    tx_id,
+                    InFlight {
+                        request: p.request,
+                        callback: p.callback,
+                    },
+                );
+            }
+        }
+        Ok(sent)
+    }
+
+    /// Transactions prepared or in flight.
+    pub fn in_flight(&self) -> usize {
+        let state = self.state.borrow();
+        state.prepared.len() + state.in_flight.len()
+    }
+
+    /// Receives until at least `min_completed` sent transactions completed
+    /// (or `timeout`), runs their callbacks, and returns how many completed.
+    pub fn poll(&self, min_completed: usize, timeout: Duration) -> usize {
+        let deadline = Instant::now() + timeout;
+        let mut completed = 0;
+        loop {
+            self.pump();
+            let finished: Vec<(InFlight, Result<SignalBody>)> = {
+                let mut state = self.state.borrow_mut();
+                let state = &mut *state;
+                let ids: Vec<u64> = state
+                    .in_flight
+                    .keys()
+                    .copied()
+                    .filter(|id| state.done.contains_key(&ReqKey::Tx(*id)))
+                    .collect();
+                ids.into_iter()
+                    .filter_map(|id| {
+                        let reply = state.done.remove(&ReqKey::Tx(id))?;
+                        Some((state.in_flight.remove(&id)?, reply))
+                    })
+                    .collect()
+            };
+            for (flight, reply) in finished {
+                completed += 1;
+                let outcome = flight.request.complete(self, reply);
+                (flight.callback)(outcome);
+            }
+            let now = Instant::now();
+            let in_flight = self.state.borrow().in_flight.len();
+            if completed >= min_completed || in_flight == 0 || now >= deadline {
+                if now >= deadline && completed < min_completed {
+                    self.expire_in_flight();
+                }
+                return completed;
+            }
+            receiver::wait(self.shared(), &self.mailbox, deadline - now);
+        }
+    }
+
+    /// Requests older than `request_timeout` fail with 4012.
+    fn expire_in_flight(&self) {
+        let timeout = self.shared().options.request_timeout;
+        let mut state = self.state.borrow_mut();
+        let state = &mut *state;
+        let now = Instant::now();
+        for (id, flight) in &state.in_flight {
+            if now.duration_since(flight.request.sent_at) > timeout
+                && state.pending.remove(&ReqKey::Tx(*id)).is_some()
+            {
+                let error = Error::with_context(
+                    proto::error::REQUEST_TIMEOUT,
+                    format!("transaction {id:#x}"),
+                );
+                state.done.insert(ReqKey::Tx(*id), Err(error));
+            }
+        }
+    }
+
+    /// Registers `waker` for the next event; false if events wait already.
+    pub(crate) fn set_waker(&self, waker: &std::task::Waker) -> bool {
+        self.mailbox.set_waker(waker)
+    }
+}
+
+/// Files one event into the session's state.
+fn handle(state: &mut State, event: Event) {
+    match event {
+        Event::Signal(signal) => {
+            let key = match &signal.body {
+                SignalBody::TcKeyConf { tx_id, .. } | SignalBody::TcKeyRef { tx_id, .. } => {
+                    ReqKey::Tx(*tx_id)
+                }
+                SignalBody::TcWaitGciConf { gci, .. } => ReqKey::Gci(*gci),
+                SignalBody::DictCreateTableConf { request_id, .. }
+                | SignalBody::DictCreateTableRef { request_id, .. }
+                | SignalBody::DictDropTableConf { request_id, .. }
+                | SignalBody::DictDropTableRef { request_id, .. }
+                | SignalBody::DictAlterTableConf { request_id, .. }
+                | SignalBody::DictAlterTableRef { request_id, .. }
+                | SignalBody::DictGetTableConf { request_id, .. }
+                | SignalBody::DictGetTableRef { request_id, .. } => ReqKey::Dict(*request_id),
+                SignalBody::TcScanConf { tx_id, scan_id, .. }
+                | SignalBody::TcScanRef { tx_id, scan_id, .. } => {
+                    let id = (*tx_id, *scan_id);
+                    if let Some(inbox) = state.scans.get_mut(&id) {
+                        inbox.batches.push_back(match signal.body {
+                            SignalBody::TcScanConf { rows, done, .. } => Ok((rows, done)),
+                            SignalBody::TcScanRef { code, message, .. } => {
+                                Err(Error::new(code, message))
+                            }
+                            _ => unreachable!("matched above"),
+                        });
+                    }
+                    return;
+                }
+                other => {
+                    tracing::debug!(
+                        "session: unexpected {} from {}",
+                        other.name(),
+                        signal.sender
+                    );
+                    return;
+                }
+            };
+            if state.pending.remove(&key).is_some() {
+                state.done.insert(key, Ok(signal.body));
+            }
+        }
+        Event::NodeDown(node) => {
+            let lost: Vec<ReqKey> = state
+                .pending
+                .iter()
+                .filter(|(_, p)| p.node == node)
+                .map(|(k, _)| *k)
+                .collect();
+            for key in lost {
+                let pending = state.pending.remove(&key).expect("listed above");
+                let code = match key {
+                    ReqKey::Tx(_) if pending.commit => proto::error::NODE_FAILURE,
+                    ReqKey::Dict(_) => proto::error::NODE_FAILURE,
+                    _ => proto::error::NODE_FAILURE_ABORTED,
+                };
+                let error = Error::with_context(
+                    code,
+                    format!("data node {node} was lost with the request ({key:?})"),
+                );
+                state.done.insert(key, Err(error));
+            }
+            for inbox in state.scans.values_mut().filter(|s| s.node == node) {
+                inbox.batches.push_back(Err(Error::with_context(
+                    proto::error::NODE_FAILURE_ABORTED,
+                    format!("data node {node} was lost during the scan"),
+                )));
+            }
+        }
+    }
+}
+
+fn schema_error(code: u32, table: &str, message: String) -> Error {
+    let message = if message.is_empty() {
+        format!("table `{table}`: {}", proto::error::message(code))
+    } else if message.contains(table) {
+        message
+    } else {
+        format!("table `{table}`: {message}")
+    };
+    Error::new(code, message)
+}
+
+fn unexpected(body: &SignalBody) -> Error {
+    Error::new(
+        proto::error::MALFORMED_REQUEST,
+        format!("unexpected answer {}", body.name()),
+    )
+}
+
+pub(crate) fn tc_ref(shared: &Shared, link: usize, tx_id: u64) -> BlockRef {
+    let l = &shared.links[link];
+    BlockRef::new(
+        l.node,
+        BlockNumber::TRANSACTION_COORDINATOR,
+        crate::routing::tc_instance(tx_id, l.tc_instances),
+    )
+}
+
+/// Flags of a key request.
+pub(crate) fn request_flags(started: bool, mode: ExecMode) -> u32 {
+    let mut flags = if started { 0 } else { tc_flags::START };
+    match mode {
+        ExecMode::NoCommit => {}
+        ExecMode::Commit => flags |= tc_flags::COMMIT,
+        ExecMode::Rollback => flags |= tc_flags::ROLLBACK,
+    }
+    flags
+}

@@ -1,0 +1,893 @@
+//! [`Transaction`]: operations defined on the client, sent as one batch
+//! per [`Transaction::execute`] (one `TcKeyReq`, one round trip), and the
+//! results.
+//!
+//! Each operation is encoded when it is defined, into a one-op
+//! `proto::ops` batch, and checked at once with proto's own check
+//! (`OpView::check`: key, types, lengths, columns), so bad input is a
+//! permanent error naming the table and column before anything is sent,
+//! and the transaction stays usable. `execute` copies the ops into the
+//! request's batch unchanged (`OpBatchWriter::copy`).
+//!
+//! A transaction's methods take `&self`, so a scan can run while the same
+//! transaction updates or deletes the rows it returns (takeover).
+
+use std::cell::RefCell;
+use std::future::Future;
+use std::ops::Range;
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use proto::{
+    OpBatchReader, OpBatchWriter, OpHeader, OpKind, ResultReader, IGNORE_ERROR, NO_INDEX,
+    NO_PARTITION,
+};
+use signal::{tc_flags, Signal, SignalBody};
+use storage::schema::{IndexKind, Value};
+
+pub use proto::LockMode;
+
+use crate::error::{Error, Result};
+use crate::schema::Table;
+use crate::session::{request_flags, tc_ref, ReqKey, Session};
+
+/// What `execute` does after sending the defined operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExecMode {
+    /// Run the operations; the transaction stays open (locks held).
+    NoCommit,
+    /// Run the operations and commit.
+    Commit,
+    /// Drop the defined operations and roll the transaction back.
+    Rollback,
+}
+
+/// Names an operation's result in the [`Outcome`] of the execute that sent it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpHandle {
+    batch: u32,
+    index: u32,
+}
+
+/// What one operation did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum OpResult {
+    /// A write succeeded.
+    Done,
+    /// A read's row.
+    Row(Row),
+    /// The operation failed and asked to ignore its error.
+    Failed(Error),
+}
+
+/// The result of an execute: its end state and each operation's result.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The global checkpoint of the commit (see `Session::wait_durable`).
+    pub gci: Option<u32>,
+    /// The transaction committed.
+    pub committed: bool,
+    /// The transaction was rolled back as asked.
+    pub rolled_back: bool,
+    batch: u32,
+    results: Vec<OpResult>,
+}
+
+impl Outcome {
+    /// The result of an operation of this execute.
+    pub fn result(&self, handle: OpHandle) -> Option<&OpResult> {
+        if handle.batch != self.batch {
+            return None;
+        }
+        self.results.get(handle.index as usize)
+    }
+
+    /// The row a read returned (None for a failed or ignored read).
+    pub fn row(&self, handle: OpHandle) -> Option<&Row> {
+        match self.result(handle) {
+            Some(OpResult::Row(row)) => Some(row),
+            _ => None,
+        }
+    }
+
+    /// Moves a read's row out.
+    pub fn take_row(&mut self, handle: OpHandle) -> Option<Row> {
+        if handle.batch != self.batch {
+            return None;
+        }
+        let slot = self.results.get_mut(handle.index as usize)?;
+        match std::mem::replace(slot, OpResult::Done) {
+            OpResult::Row(row) => Some(row),
+            other => {
+                *slot = other;
+                None
+            }
+        }
+    }
+
+    /// The error of an operation that ignored it.
+    pub fn error(&self, handle: OpHandle) -> Option<&Error> {
+        match self.result(handle) {
+            Some(OpResult::Failed(error)) => Some(error),
+            _ => None,
+        }
+    }
+
+    /// Results of every operation of the execute, in definition order.
+    pub fn results(&self) -> &[OpResult] {
+        &self.results
+    }
+}
+
+/// A row read by key or by a scan.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    table: Arc<Table>,
+    /// Table positions of `values`.
+    columns: Arc<[usize]>,
+    values: Vec<Value>,
+    /// The primary key (key info of a locking scan), else empty.
+    key: Vec<Value>,
+}
+
+impl PartialEq for Table {
+    fn eq(&self, other: &Table) -> bool {
+        self.def() == other.def()
+    }
+}
+
+impl Row {
+    pub(crate) fn new(
+        table: Arc<Table>,
+        columns: Arc<[usize]>,
+        values: Vec<Value>,
+        key: Vec<Value>,
+    ) -> Row {
+        debug_assert_eq!(columns.len(), values.len());
+        Row {
+            table,
+            columns,
+            values,
+            key,
+        }
+    }
+
+    /// A column's value by name (None: not read, or no such column).
+    pub fn get(&self, column: &str) -> Option<&Value> {
+        let position = self.table.column(column)?;
+        let at = self.columns.iter().position(|c| *c == position)?;
+        self.values.get(at)
+    }
+
+    /// The values read, in the order of [`Row::columns`].
+    pub fn values(&self) -> &[Value] {
+        &self.values
+    }
+
+    /// Table positions of the values.
+    pub fn columns(&self) -> &[usize] {
+        &self.columns
+    }
+
+    /// The row's primary key, for a row of a locking scan (empty otherwise).
+    pub fn key(&self) -> &[Value] {
+        &self.key
+    }
+
+    /// The table the row belongs to.
+    pub fn table(&self) -> &Arc<Table> {
+        &self.table
+    }
+}
+
+/// One operation to define: built with [`Op::read`], [`Op::insert`], ...
+/// and refined with the builder methods.
+#[derive(Clone, Debug)]
+pub struct Op<'a> {
+    table: &'a Arc<Table>,
+    kind: OpKind,
+    key: &'a [Value],
+    row: &'a [(&'a str, Value)],
+    lock: LockMode,
+    index: Option<&'a str>,
+    columns: Option<&'a [&'a str]>,
+    ignore_error: bool,
+}
+
+impl<'a> Op<'a> {
+    fn new(
+        table: &'a Arc<Table>,
+        kind: OpKind,
+        key: &'a [Value],
+        row: &'a [(&'a str, Value)],
+    ) -> Op<'a> {
+        Op {
+            table,
+            kind,
+            key,
+            row,
+            lock: LockMode::Committed,
+            index: None,
+            columns: None,
+            ignore_error: false,
+        }
+    }
+
+    /// Read the row with `key` (primary-key values in key order).
+    pub fn read(table: &'a Arc<Table>, key: &'a [Value]) -> Op<'a> {
+        Op::new(table, OpKind::Read, key, &[])
+    }
+
+    /// Insert a row: column name and value pairs, the key columns
+    /// included; left-out columns get their default, or NULL.
+    pub fn insert(table: &'a Arc<Table>, row: &'a [(&'a str, Value)]) -> Op<'a> {
+        Op::new(table, OpKind::Insert, &[], row)
+    }
+
+    /// Insert or overwrite a row (upsert), given as for [`Op::insert`].
+    pub fn write(table: &'a Arc<Table>, row: &'a [(&'a str, Value)]) -> Op<'a> {
+        Op::new(table, OpKind::Write, &[], row)
+    }
+
+    /// Change the given columns of the row with `key`.
+    pub fn update(
+        table: &'a Arc<Table>,
+        key: &'a [Value],
+        changes: &'a [(&'a str, Value)],
+    ) -> Op<'a> {
+        Op::new(table, OpKind::Update, key, changes)
+    }
+
+    /// Delete the row with `key`.
+    pub fn delete(table: &'a Arc<Table>, key: &'a [Value]) -> Op<'a> {
+        Op::new(table, OpKind::Delete, key, &[])
+    }
+
+    /// The lock a read takes (default: committed read, no lock).
+    pub fn lock(mut self, lock: LockMode) -> Op<'a> {
+        self.lock = lock;
+        self
+    }
+
+    /// Address the row by a unique index: `key` holds the index's values.
+    pub fn index(mut self, name: &'a str) -> Op<'a> {
+        self.index = Some(name);
+        self
+    }
+
+    /// Read only these columns (default: all).
+    pub fn columns(mut self, columns: &'a [&'a str]) -> Op<'a> {
+        self.columns = Some(columns);
+        self
+    }
+
+    /// A failure of this operation does not abort the transaction; its
+    /// result carries the error.
+    pub fn ignore_error(mut self) -> Op<'a> {
+        self.ignore_error = true;
+        self
+    }
+}
+
+/// Where an operation's result goes.
+#[derive(Clone, Debug)]
+pub(crate) struct OpMeta {
+    table: Arc<Table>,
+    kind: OpKind,
+    columns: Option<Arc<[usize]>>,
+}
+
+/// Where the transaction stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TxState {
+    Open,
+    Committed,
+    Aborted,
+}
+
+struct TxInner {
+    tx_id: u64,
+    link: usize,
+    /// A request with START reached the TC.
+    started: bool,
+    state: TxState,
+    /// Defined, not yet sent: one-op batches back to back.
+    ops: Vec<u8>,
+    ranges: Vec<Range<usize>>,
+    metas: Vec<OpMeta>,
+    /// Executes so far; names the batch of an `OpHandle`.
+    batch: u32,
+    next_scan_id: u32,
+    /// Why the transaction ended, for later calls.
+    failure: Option<Error>,
+}
+
+/// A transaction (see the module doc). Started with `Session::begin`.
+pub struct Transaction<'s> {
+    pub(crate) session: &'s Session,
+    inner: RefCell<TxInner>,
+}
+
+/// A built `TcKeyReq` and what is needed to read its answer.
+pub(crate) struct TxRequest {
+    pub tx_id: u64,
+    pub link: usize,
+    pub signal: Signal,
+    pub commit: bool,
+    pub mode: ExecMode,
+    pub batch: u32,
+    pub metas: Vec<OpMeta>,
+    pub sent_at: Instant,
+}
+
+impl<'s> Transaction<'s> {
+    pub(crate) fn new(session: &'s Session, link: usize) -> Transaction<'s> {
+        let tx_id = session.shared().next_tx_id();
+        Transaction {
+            session,
+            inner: RefCell::new(TxInner {
+                tx_id,
+                link,
+                started: false,
+                state: TxState::Open,
+                ops: Vec::new(),
+                ranges: Vec::new(),
+                metas: Vec::new(),
+                batch: 0,
+                next_scan_id: 0,
+                failure: None,
+            }),
+        }
+    }
+
+    /// The transaction id (API node id in the top 16 bits).
+    pub fn id(&self) -> u64 {
+        self.inner.borrow().tx_id
+    }
+
+    /// The data node whose TC coordinates the transaction.
+    pub fn node(&self) -> signal::NodeId {
+        self.session.shared().links[self.inner.borrow().link].node
+    }
+
+    /// Operations defined and not yet executed.
+    pub fn pending_ops(&self) -> usize {
+        self.inner.borrow().ranges.len()
+    }
+
+    /// Reads a row by primary key.
+    pub fn read(&self, table: &Arc<Table>, key: &[Value], lock: LockMode) -> Result<OpHandle> {
+        self.define(Op::read(table, key).lock(lock))
+    }
+
+    /// Inserts a row (column name, value pairs; key columns included).
+    pub fn insert(&self, table: &Arc<Table>, row: &[(&str, Value)]) -> Result<OpHandle> {
+        self.define(Op::insert(table, row))
+    }
+
+    /// Changes some columns of the row with `key`.
+    pub fn update(
+        &self,
+        table: &Arc<Table>,
+        key: &[Value],
+        changes: &[(&str, Value)],
+    ) -> Result<OpHandle> {
+        self.define(Op::update(table, key, changes))
+    }
+
+    /// Inserts or overwrites a row.
+    pub fn write(&self, table: &Arc<Table>, row: &[(&str, Value)]) -> Result<OpHandle> {
+        self.define(Op::write(table, row))
+    }
+
+    /// Deletes the row with `key`.
+    pub fn delete(&self, table: &Arc<Table>, key: &[Value]) -> Result<OpHandle> {
+        self.define(Op::delete(table, key))
+    }
+
+    fn check_open(&self) -> Result<()> {
+        let inner = self.inner.borrow();
+        match inner.state {
+            TxState::Open => Ok(()),
+            TxState::Committed => Err(Error::usage(format!(
+                "transaction {:#x} is committed",
+                inner.tx_id
+            ))),
+            TxState::Aborted => Err(inner.failure.clone().unwrap_or_else(|| {
+                Error::usage(format!("transaction {:#x} is rolled back", inner.tx_id))
+            })),
+        }
+    }
+
+    /// Defines an operation; it is checked against its table at once (a
+    /// bad one is a permanent error and leaves the transaction as it was).
+    pub fn define(&self, op: Op<'_>) -> Result<OpHandle> {
+        self.check_open()?;
+        let table = op.table;
+        let mut inner = self.inner.borrow_mut();
+        let inner = &mut *inner;
+        let mut header = OpHeader {
+            op_index: inner.ranges.len() as u32,
+            table_id: table.id(),
+            table_version: table.version(),
+            index_id: NO_INDEX,
+            partition: NO_PARTITION,
+            kind: op.kind,
+            lock: if op.kind == OpKind::Read {
+                op.lock
+            } else {
+                LockMode::Exclusive
+            },
+            flags: if op.ignore_error { IGNORE_ERROR } else { 0 },
+        };
+        if let Some(name) = op.index {
+            header.index_id = table.require_index(name, IndexKind::Unique)?.id;
+        }
+        let (key, values) = resolve_values(&op)?;
+        let columns = match op.columns {
+            Some(names) => Some(
+                names
+                    .iter()
+                    .map(|n| table.require_column(n))
+                    .collect::<Result<Vec<usize>>>()?,
+            ),
+            None => None,
+        };
+        let start = inner.ops.len();
+        let encoded = {
+            let mut writer = OpBatchWriter::new(&mut inner.ops);
+            writer.begin(&header);
+            for v in &key {
+                writer.key(v.as_ref());
+            }
+            for (c, v) in &values {
+                writer.value(*c as u16, v.as_ref());
+            }
+            for c in columns.iter().flatten() {
+                writer.project(*c as u16);
+            }
+            writer.end()
+        };
+        let checked = encoded.map_err(Error::from).and_then(|()| {
+            let reader = OpBatchReader::new(&inner.ops[start..])?;
+            let view = reader.iter().next().expect("one op was written");
+            view.check(table.def()).map_err(Error::from)
+        });
+        if let Err(error) = checked {
+            inner.ops.truncate(start);
+            return Err(error);
+        }
+        inner.ranges.push(start..inner.ops.len());
+        inner.metas.push(OpMeta {
+            table: Arc::clone(table),
+            kind: op.kind,
+            columns: columns.map(Arc::from),
+        });
+        Ok(OpHandle {
+            batch: inner.batch,
+            index: header.op_index,
+        })
+    }
+
+    /// Sends the defined operations in one request and waits for the
+    /// answer. A failed operation (without `ignore_error`) aborts the
+    /// transaction: the error names its code and the operation.
+    pub fn execute(&self, mode: ExecMode) -> Result<Outcome> {
+        self.check_open()?;
+        let Some(request) = self.build(mode)? else {
+            return Ok(self.local_end(mode));
+        };
+        let key = ReqKey::Tx(request.tx_id);
+        self.send(&request)?;
+        let reply = self.session.wait_reply(key);
+        self.finish(request, reply)
+    }
+
+    /// Like [`Transaction::execute`], as a future: the request goes out on
+    /// the first poll; replies are received by whoever polls the
+    /// connection (the receive thread is active while futures wait).
+    pub fn execute_async(&self, mode: ExecMode) -> ExecuteFuture<'_, 's> {
+        ExecuteFuture {
+            tx: self,
+            mode,
+            request: None,
+            registered: false,
+            done: false,
+        }
+    }
+
+    fn send(&self, request: &TxRequest) -> Result<()> {
+        let key = ReqKey::Tx(request.tx_id);
+        let sent =
+            self.session
+                .send_request(request.link, key, request.commit, request.signal.clone());
+        if let Err(error) = sent {
+            self.abort_with(error.clone());
+            return Err(error);
+        }
+        self.session
+            .shared()
+            .counters
+            .tc_key_reqs_sent
+            .fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn finish(&self, request: TxRequest, reply: Result<signal::SignalBody>) -> Result<Outcome> {
+        let mode = request.mode;
+        let outcome = request.complete(self.session, reply);
+        let mut inner = self.inner.borrow_mut();
+        inner.batch += 1;
+        match &outcome {
+            Ok(outcome) => {
+                inner.started = true;
+                if outcome.committed {
+                    inner.state = TxState::Committed;
+                } else if outcome.rolled_back || mode == ExecMode::Rollback {
+                    inner.state = TxState::Aborted;
+                }
+            }
+            Err(error) => {
+                inner.state = TxState::Aborted;
+                inner.failure = Some(error.clone());
+            }
+        }
+        outcome
+    }
+
+    fn abort_with(&self, error: Error) {
+        let mut inner = self.inner.borrow_mut();
+        inner.state = TxState::Aborted;
+        inner.failure = Some(error);
+    }
+
+    /// An end that needs no request: nothing was sent to a TC yet.
+    fn local_end(&self, mode: ExecMode) -> Outcome {
+        let mut inner = self.inner.borrow_mut();
+        let batch = inner.batch;
+        inner.batch += 1;
+        match mode {
+            ExecMode::NoCommit => {}
+            ExecMode::Commit => inner.state = TxState::Committed,
+            ExecMode::Rollback => inner.state = TxState::Aborted,
+        }
+        Outcome {
+            gci: None,
+            committed: mode == ExecMode::Commit,
+            rolled_back: mode == ExecMode::Rollback,
+            batch,
+            results: Vec::new(),
+        }
+    }
+
+    /// Builds the request of an execute; None when nothing must be sent.
+    fn build(&self, mode: ExecMode) -> Result<Option<TxRequest>> {
+        let shared = self.session.shared();
+        let mut inner = self.inner.borrow_mut();
+        let inner = &mut *inner;
+        if mode == ExecMode::Rollback {
+            inner.ops.clear();
+            inner.ranges.clear();
+            inner.metas.clear();
+        }
+        if inner.ranges.is_empty() && (!inner.started || mode == ExecMode::NoCommit) {
+            return Ok(None);
+        }
+        let mut batch = Vec::with_capacity(inner.ops.len() + 16);
+        {
+            let mut writer = OpBatchWriter::new(&mut batch);
+            for (index, range) in inner.ranges.iter().enumerate() {
+                let reader = OpBatchReader::new(&inner.ops[range.clone()])?;
+                let view = reader.iter().next().expect("a defined op");
+                let header = OpHeader {
+                    op_index: index as u32,
+                    ..view.header
+                };
+                writer.copy(&header, &view)?;
+            }
+        }
+        let flags = if inner.started { 0 } else { tc_flags::START }
+            | match mode {
+                ExecMode::NoCommit => 0,
+                ExecMode::Commit => tc_flags::COMMIT,
+                ExecMode::Rollback => tc_flags::ROLLBACK,
+            };
+        debug_assert_eq!(flags, request_flags(inner.started, mode));
+        let signal = Signal {
+            receiver: tc_ref(shared, inner.link, inner.tx_id),
+            sender: self.session.own_ref(),
+            body: SignalBody::TcKeyReq {
+                tx_id: inner.tx_id,
+                flags,
+                ops: batch,
+            },
+        };
+        inner.ops.clear();
+        inner.ranges.clear();
+        Ok(Some(TxRequest {
+            tx_id: inner.tx_id,
+            link: inner.link,
+            signal,
+            commit: mode == ExecMode::Commit,
+            mode,
+            batch: inner.batch,
+            metas: std::mem::take(&mut inner.metas),
+            sent_at: Instant::now(),
+        }))
+    }
+
+    /// The request of an asynchronous execute (see `Session::prepare`).
+    pub(crate) fn into_request(self, mode: ExecMode) -> Result<TxRequest> {
+        self.check_open()?;
+        match self.build(mode)? {
+            Some(request) => Ok(request),
+            None => Err(Error::usage(
+                "an asynchronous transaction needs at least one operation",
+            )),
+        }
+    }
+
+    /// A new scan id of this transaction, and whether the scan starts it.
+    pub(crate) fn scan_start(&self) -> Result<(u64, usize, u32, bool)> {
+        self.check_open()?;
+        let mut inner = self.inner.borrow_mut();
+        let scan_id = inner.next_scan_id;
+        inner.next_scan_id += 1;
+        let starts = !inner.started;
+        inner.started = true;
+        Ok((inner.tx_id, inner.link, scan_id, starts))
+    }
+}
+
+impl TxRequest {
+    /// Reads the TC's answer into an outcome.
+    pub(crate) fn complete(self, session: &Session, reply: Result<SignalBody>) -> Result<Outcome> {
+        match reply? {
+            SignalBody::TcKeyConf {
+                flags,
+                gci,
+                results,
+                ..
+            } => {
+                let committed = flags & tc_flags::COMMITTED != 0;
+                let rolled_back = flags & tc_flags::ROLLED_BACK != 0;
+                let mut outcome = Outcome {
+                    gci: committed.then_some(gci),
+                    committed,
+                    rolled_back,
+                    batch: self.batch,
+                    results: vec![OpResult::Done; self.metas.len()],
+                };
+                if !results.is_empty() {
+                    let reader = ResultReader::new(&results)?;
+                    for result in reader.iter() {
+                        let Some(meta) = self.metas.get(result.op_index as usize) else {
+                            return Err(Error::new(
+                                proto::error::MALFORMED_REQUEST,
+                                format!(
+                                    "a result for operation {} of {}",
+                                    result.op_index,
+                                    self.metas.len()
+                                ),
+                            ));
+                        };
+                        outcome.results[result.op_index as usize] = if !result.is_ok() {
+                            OpResult::Failed(op_error(meta, result.code, ""))
+                        } else if result.has_row {
+                            let columns: Arc<[usize]> = match &meta.columns {
+                                Some(columns) => Arc::clone(columns),
+                                None => (0..meta.table.columns().len()).collect(),
+                            };
+                            let values: Vec<Value> =
+                                result.values().map(|v| v.to_value()).collect();
+                            if values.len() != columns.len() {
+                                return Err(Error::new(
+                                    proto::error::MALFORMED_REQUEST,
+                                    format!(
+                                        "read of `{}`: a row of {} values, {} columns asked",
+                                        meta.table.name(),
+                                        values.len(),
+                                        columns.len()
+                                    ),
+                                ));
+                            }
+                            let key = result.keys().map(|v| v.to_value()).collect();
+                            OpResult::Row(Row::new(Arc::clone(&meta.table), columns, values, key))
+                        } else {
+                            OpResult::Done
+                        };
+                    }
+                }
+                Ok(outcome)
+            }
+            SignalBody::TcKeyRef {
+                code,
+                op_index,
+                message,
+                ..
+            } => {
+                let meta = self.metas.get(op_index as usize);
+                if let Some(meta) = meta {
+                    if matches!(
+                        code,
+                        proto::error::WRONG_SCHEMA_VERSION | proto::error::NO_SUCH_TABLE
+                    ) {
+                        session.forget_table(meta.table.name());
+                    }
+                }
+                Err(match meta {
+                    Some(meta) => op_error(meta, code, &message),
+                    None if message.is_empty() => {
+                        Error::with_context(code, format!("transaction {:#x}", self.tx_id))
+                    }
+                    None => Error::new(code, message),
+                })
+            }
+            other => Err(Error::new(
+                proto::error::MALFORMED_REQUEST,
+                format!("unexpected answer {}", other.name()),
+            )),
+        }
+    }
+}
+
+fn op_error(meta: &OpMeta, code: u32, message: &str) -> Error {
+    let what = if message.is_empty() {
+        proto::error::message(code)
+    } else {
+        message
+    };
+    if what.contains(meta.table.name()) {
+        Error::new(code, what.to_owned())
+    } else {
+        Error::new(
+            code,
+            format!(
+                "{} on table `{}`: {what}",
+                meta.kind.name(),
+                meta.table.name()
+            ),
+        )
+    }
+}
+
+/// Written columns: (table position, value).
+type Written = Vec<(usize, Value)>;
+
+/// The key values and written columns of an op.
+fn resolve_values(op: &Op<'_>) -> Result<(Vec<Value>, Written)> {
+    let table = op.table;
+    let mut given = Vec::with_capacity(op.row.len());
+    for (name, value) in op.row {
+        given.push((table.require_column(name)?, value));
+    }
+    match op.kind {
+        OpKind::Read | OpKind::Delete => Ok((op.key.to_vec(), Vec::new())),
+        OpKind::Update => Ok((
+            op.key.to_vec(),
+            given.into_iter().map(|(c, v)| (c, v.clone())).collect(),
+        )),
+        OpKind::Insert | OpKind::Write => {
+            let mut key = Vec::with_capacity(table.primary_key().len());
+            for &c in table.primary_key() {
+                match given.iter().find(|(g, _)| *g == c) {
+                    Some((_, v)) => key.push((*v).clone()),
+                    None => {
+                        return Err(Error::new(
+                            proto::error::KEY_MISSING,
+                            format!(
+                                "table `{}`: an {} must give key column `{}`",
+                                table.name(),
+                                op.kind.name(),
+                                table.columns()[c].name
+                            ),
+                        ))
+                    }
+                }
+            }
+            let mut values = Vec::with_capacity(table.columns().len());
+            for (c, column) in table.columns().iter().enumerate() {
+                if table.primary_key().contains(&c) {
+                    continue;
+                }
+                match given.iter().find(|(g, _)| *g == c) {
+                    Some((_, v)) => values.push((c, (*v).clone())),
+                    None => match (&column.default, column.nullable) {
+                        (Some(default), _) => values.push((c, default.clone())),
+                        (None, true) => values.push((c, Value::Null)),
+                        // Left out: proto's check names the missing column.
+                        (None, false) => {}
+                    },
+                }
+            }
+            Ok((key, values))
+        }
+    }
+}
+
+/// The future of [`Transaction::execute_async`].
+pub struct ExecuteFuture<'t, 's> {
+    tx: &'t Transaction<'s>,
+    mode: ExecMode,
+    request: Option<TxRequest>,
+    registered: bool,
+    done: bool,
+}
+
+impl ExecuteFuture<'_, '_> {
+    fn unregister(&mut self) {
+        if self.registered {
+            self.registered = false;
+            self.tx
+                .session
+                .shared()
+                .async_waiters
+                .fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
+impl Drop for ExecuteFuture<'_, '_> {
+    fn drop(&mut self) {
+        self.unregister();
+    }
+}
+
+impl Future for ExecuteFuture<'_, '_> {
+    type Output = Result<Outcome>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<Outcome>> {
+        let this = self.get_mut();
+        assert!(!this.done, "ExecuteFuture polled after it completed");
+        let session = this.tx.session;
+        if this.request.is_none() {
+            if let Err(error) = this.tx.check_open() {
+                this.done = true;
+                return Poll::Ready(Err(error));
+            }
+            match this.tx.build(this.mode) {
+                Ok(Some(request)) => {
+                    if let Err(error) = this.tx.send(&request) {
+                        this.done = true;
+                        return Poll::Ready(Err(error));
+                    }
+                    this.request = Some(request);
+                }
+                Ok(None) => {
+                    this.done = true;
+                    return Poll::Ready(Ok(this.tx.local_end(this.mode)));
+                }
+                Err(error) => {
+                    this.done = true;
+                    return Poll::Ready(Err(error));
+                }
+            }
+        }
+        let tx_id = this.request.as_ref().expect("sent above").tx_id;
+        for attempt in 0..2 {
+            session.pump();
+            if let Some(reply) = session.take_reply(ReqKey::Tx(tx_id)) {
+                this.unregister();
+                this.done = true;
+                let request = this.request.take().expect("sent above");
+                return Poll::Ready(this.tx.finish(request, reply));
+            }
+            if attempt == 0 {
+                crate::receiver::poll_now(session.shared());
+            }
+        }
+        if !this.registered {
+            this.registered = true;
+            let shared = session.shared();
+            shared.async_waiters.fetch_add(1, Ordering::AcqRel);
+            shared.activate_receive_thread();
+        }
+        if !session.set_waker(cx.waker()) {
+            cx.waker().wake_by_ref();
+        }
+        Poll::Pending
+    }
+}

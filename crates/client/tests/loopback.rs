@@ -1,0 +1,518 @@
+//! The client against a real management server and a small data node
+//! stand-in on loopback: a TCP peer that speaks the frame format, answers
+//! the hello, registrations, table lookups and key requests (every op ok,
+//! reads return a row made from the key). It checks the client's own
+//! machinery without a cluster: one request per batch, the receive-thread
+//! activation threshold, asynchronous sends, futures, node loss, and
+//! client-side checks of bad input.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mgmd::{MgmServer, ServerOptions};
+use proto::{OpBatchReader, OpKind, ResultWriter};
+use signal::{
+    decode_frame, encode_frame, tc_flags, BlockNumber, BlockRef, DictTableGroup, NodeBitmask,
+    NodeId, Signal, SignalBody, VERSION,
+};
+use skarv_client::schema_types::{Column, ColumnType, TableDef};
+use skarv_client::{codes, Cluster, ClusterOptions, ExecMode, LockMode, Op, Value};
+
+const DATA_NODE: u8 = 2;
+
+/// What the stand-in saw.
+#[derive(Default)]
+struct Seen {
+    key_requests: AtomicU64,
+    ops: AtomicU64,
+    /// Ops of the largest request.
+    largest: AtomicU64,
+    /// Close the connection on the next request with COMMIT.
+    drop_on_commit: AtomicBool,
+}
+
+fn table_def() -> TableDef {
+    let mut def = TableDef::new(
+        "kv",
+        20,
+        vec![
+            Column::new("k", ColumnType::BigInt { unsigned: false }),
+            Column::new("v", ColumnType::BigInt { unsigned: false }),
+        ],
+    )
+    .primary_key(vec![0])
+    .partitions(1)
+    .build()
+    .expect("valid table");
+    def.version = 1;
+    def
+}
+
+fn read_frame(stream: &mut TcpStream, buffer: &mut Vec<u8>) -> Option<Vec<Signal>> {
+    let mut chunk = [0u8; 64 * 1024];
+    loop {
+        if let Some((frame, used)) = decode_frame(buffer).expect("valid frame from the client") {
+            let signals = frame.signals().map(|s| s.expect("valid signal")).collect();
+            buffer.drain(..used);
+            return Some(signals);
+        }
+        let n = stream.read(&mut chunk).ok()?;
+        if n == 0 {
+            return None;
+        }
+        buffer.extend_from_slice(&chunk[..n]);
+    }
+}
+
+fn answer(signal: &Signal, seen: &Seen) -> Option<SignalBody> {
+    match &signal.body {
+        SignalBody::ApiRegReq { .. } => Some(SignalBody::ApiRegConf {
+            version: VERSION,
+            started: true,
+            view_id: 1,
+            members: NodeBitmask::new(),
+            heartbeat_interval_ms: 100,
+        }),
+        SignalBody::DictGetTableReq {
+            request_id, name, ..
+        } => Some(if name == "kv" {
+            SignalBody::DictGetTableConf {
+                request_id: *request_id,
+                group: DictTableGroup {
+                    tables: vec![table_def().to_bytes()],
+                },
+            }
+        } else {
+            SignalBody::DictGetTableRef {
+                request_id: *request_id,
+                code: 723,
+                message: format!("no table `{name}`"),
+            }
+        }),
+        SignalBody::TcKeyReq { tx_id, flags, ops } => {
+            let batch = OpBatchReader::new(ops).expect("valid op batch");
+            seen.key_requests.fetch_add(1, Ordering::SeqCst);
+            seen.ops.fetch_add(batch.len() as u64, Ordering::SeqCst);
+            seen.largest.fetch_max(batch.len() as u64, Ordering::SeqCst);
+            let mut results = Vec::new();
+            let mut writer = ResultWriter::new(&mut results);
+            for op in batch.iter() {
+                if op.header.kind == OpKind::Read {
+                    let key = op.keys().next().expect("a key");
+                    let Value::Int(k) = key.to_value() else {
+                        panic!("an INT key")
+                    };
+                    let row = [Value::Int(k), Value::Int(k * 10)];
+                    writer.row(op.header.op_index);
+                    if op.projection_count() == 0 {
+                        row.iter().for_each(|v| writer.value(v.as_ref()));
+                    } else {
+                        op.projection()
+                            .for_each(|c| writer.value(row[usize::from(c)].as_ref()));
+                    }
+                    writer.end_row().expect("fits");
+                } else {
+                    writer.ok(op.header.op_index).expect("fits");
+                }
+            }
+            drop(writer);
+            let committed = flags & tc_flags::COMMIT != 0;
+            Some(SignalBody::TcKeyConf {
+                tx_id: *tx_id,
+                flags: if committed { tc_flags::COMMITTED } else { 0 },
+                gci: 7,
+                results,
+            })
+        }
+        _ => None,
+    }
+}
+
+fn serve(mut stream: TcpStream, seen: Arc<Seen>, delay: Duration) {
+    let mut buffer = Vec::new();
+    let Some(hello) = read_frame(&mut stream, &mut buffer) else {
+        return;
+    };
+    let SignalBody::TransportHello { from, .. } = hello[0].body else {
+        panic!("hello first")
+    };
+    let me = NodeId::new(DATA_NODE).expect("id");
+    let reply = Signal {
+        receiver: BlockRef::new(from, BlockNumber::PROCESS, 0),
+        sender: BlockRef::new(me, BlockNumber::PROCESS, 0),
+        body: SignalBody::TransportHello {
+            from: me,
+            to: from,
+            version: VERSION,
+        },
+    };
+    let mut out = Vec::new();
+    encode_frame(&[reply], &mut out).expect("encodes");
+    stream.write_all(&out).expect("hello sent");
+    while let Some(signals) = read_frame(&mut stream, &mut buffer) {
+        for signal in signals {
+            let commit = matches!(&signal.body, SignalBody::TcKeyReq { flags, .. } if flags & tc_flags::COMMIT != 0);
+            if commit && seen.drop_on_commit.swap(false, Ordering::SeqCst) {
+                return;
+            }
+            let Some(body) = answer(&signal, &seen) else {
+                continue;
+            };
+            if matches!(body, SignalBody::TcKeyConf { .. }) {
+                std::thread::sleep(delay);
+            }
+            let reply = Signal {
+                receiver: signal.sender,
+                sender: BlockRef::new(me, signal.receiver.block, 0),
+                body,
+            };
+            out.clear();
+            encode_frame(&[reply], &mut out).expect("encodes");
+            if stream.write_all(&out).is_err() {
+                return;
+            }
+        }
+    }
+}
+
+struct Setup {
+    _server: MgmServer,
+    connect: String,
+    seen: Arc<Seen>,
+    dir: PathBuf,
+}
+
+impl Drop for Setup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn setup(name: &str, delay: Duration) -> Setup {
+    let dir = std::env::temp_dir().join(format!("skarv-client-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let seen = Arc::new(Seen::default());
+    let accept_seen = Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            let seen = Arc::clone(&accept_seen);
+            std::thread::spawn(move || serve(stream, seen, delay));
+        }
+    });
+    let config = format!(
+        "[ndbd default]\nNoOfReplicas=1\nDataMemory=64M\n\n[ndb_mgmd]\nNodeId=1\nHostName=127.0.0.1\nDataDir={d}\n\n\
+         [ndbd]\nNodeId={DATA_NODE}\nHostName=127.0.0.1\nServerPort={port}\nDataDir={d}/2\n\n\
+         [api]\nNodeId=10\n[api]\nNodeId=11\n[api]\nNodeId=12\n",
+        d = dir.display()
+    );
+    let config_path = dir.join("config.ini");
+    std::fs::write(&config_path, config).expect("config written");
+    let server = MgmServer::start(ServerOptions {
+        config_path,
+        port: Some(0),
+        data_dir: Some(dir.join("mgmd")),
+        node_id: None,
+    })
+    .expect("mgmd starts");
+    let connect = server.local_addr().to_string();
+    Setup {
+        _server: server,
+        connect,
+        seen,
+        dir,
+    }
+}
+
+fn options(threshold: usize) -> ClusterOptions {
+    ClusterOptions {
+        connect_timeout: Duration::from_secs(10),
+        request_timeout: Duration::from_secs(10),
+        recv_thread_activation_threshold: threshold,
+        ..ClusterOptions::default()
+    }
+}
+
+#[test]
+fn a_thousand_operations_travel_in_one_request_and_reads_return_rows() {
+    let setup = setup("batch", Duration::ZERO);
+    let cluster = Cluster::connect_with(&setup.connect, options(8)).expect("connects");
+    assert_eq!(
+        cluster.live_nodes(),
+        vec![NodeId::new(DATA_NODE).expect("id")]
+    );
+    let session = cluster.session().expect("session");
+    let kv = session.table("kv").expect("table");
+    let before = cluster.stats().tc_key_reqs_sent;
+    let tx = session
+        .begin_with_hint(&kv, &[Value::Int(1)])
+        .expect("begin");
+    assert_eq!(
+        u64::from(cluster.node_id().get()),
+        tx.id() >> 48,
+        "tx id carries the API node id"
+    );
+    for k in 0..1_000i64 {
+        tx.insert(&kv, &[("k", Value::Int(k)), ("v", Value::Int(-k))])
+            .expect("valid insert");
+    }
+    assert_eq!(tx.pending_ops(), 1_000);
+    let outcome = tx.execute(ExecMode::Commit).expect("committed");
+    assert!(outcome.committed);
+    assert_eq!(outcome.gci, Some(7));
+    assert_eq!(
+        setup.seen.key_requests.load(Ordering::SeqCst),
+        1,
+        "one TcKeyReq for 1,000 ops"
+    );
+    assert_eq!(setup.seen.largest.load(Ordering::SeqCst), 1_000);
+    assert_eq!(cluster.stats().tc_key_reqs_sent - before, 1);
+    // A committed transaction takes no more operations.
+    let late = tx
+        .insert(&kv, &[("k", Value::Int(5)), ("v", Value::Int(5))])
+        .expect_err("committed");
+    assert!(late.is_permanent());
+
+    let tx = session.begin().expect("begin");
+    let a = tx
+        .read(&kv, &[Value::Int(4)], LockMode::Shared)
+        .expect("read");
+    let b = tx
+        .define(Op::read(&kv, &[Value::Int(6)]).columns(&["v"]))
+        .expect("read v");
+    let mut outcome = tx.execute(ExecMode::Commit).expect("reads");
+    assert_eq!(
+        outcome.row(a).and_then(|r| r.get("v")),
+        Some(&Value::Int(40))
+    );
+    assert_eq!(
+        outcome.row(a).and_then(|r| r.get("k")),
+        Some(&Value::Int(4))
+    );
+    let row_b = outcome.take_row(b).expect("row b");
+    assert_eq!(
+        row_b.values(),
+        &[Value::Int(60)],
+        "only the projected column"
+    );
+    assert_eq!(row_b.get("k"), None);
+}
+
+#[test]
+fn bad_input_is_a_permanent_error_naming_table_and_column_and_the_session_stays_usable() {
+    let setup = setup("bad-input", Duration::ZERO);
+    let cluster = Cluster::connect_with(&setup.connect, options(8)).expect("connects");
+    let session = cluster.session().expect("session");
+    let missing = session.table("nope").expect_err("no such table");
+    assert_eq!(missing.code, codes::NO_SUCH_TABLE);
+    assert!(missing.message.contains("nope"), "{missing}");
+    let kv = session.table("kv").expect("table");
+    let tx = session.begin().expect("begin");
+    let cases = [
+        (
+            tx.insert(&kv, &[("k", Value::Int(1)), ("zz", Value::Int(1))]),
+            codes::NO_SUCH_COLUMN,
+            "zz",
+        ),
+        (
+            tx.insert(
+                &kv,
+                &[("k", Value::Int(1)), ("v", Value::String("x".into()))],
+            ),
+            codes::BAD_VALUE,
+            "v",
+        ),
+        (
+            tx.insert(&kv, &[("v", Value::Int(1))]),
+            codes::KEY_MISSING,
+            "k",
+        ),
+        (
+            tx.insert(&kv, &[("k", Value::Int(1))]),
+            codes::BAD_OPERATION,
+            "v",
+        ),
+        (
+            tx.update(&kv, &[Value::Int(1)], &[("k", Value::Int(2))]),
+            codes::PRIMARY_KEY_UPDATE,
+            "k",
+        ),
+        (
+            tx.read(&kv, &[], LockMode::Committed),
+            codes::KEY_MISSING,
+            "kv",
+        ),
+        (
+            tx.read(&kv, &[Value::Null], LockMode::Committed),
+            codes::NULL_NOT_ALLOWED,
+            "k",
+        ),
+    ];
+    for (result, code, column) in cases {
+        let error = result.expect_err("refused on the client");
+        assert_eq!(error.code, code, "{error}");
+        assert!(error.is_permanent(), "{error}");
+        assert!(
+            error.message.contains("kv") && error.message.contains(column),
+            "{error}"
+        );
+    }
+    assert_eq!(tx.pending_ops(), 0, "refused ops are not kept");
+    assert_eq!(
+        setup.seen.key_requests.load(Ordering::SeqCst),
+        0,
+        "nothing was sent"
+    );
+    tx.insert(&kv, &[("k", Value::Int(1)), ("v", Value::Int(2))])
+        .expect("a good op after bad ones");
+    assert!(tx.execute(ExecMode::Commit).expect("commits").committed);
+}
+
+#[test]
+fn waiting_threads_receive_themselves_below_the_threshold_and_the_receive_thread_above() {
+    let setup = setup("threshold", Duration::from_millis(5));
+    let cluster = Cluster::connect_with(&setup.connect, options(2)).expect("connects");
+    let run = |threads: usize, txs: usize| {
+        std::thread::scope(|scope| {
+            for t in 0..threads {
+                let cluster = cluster.clone();
+                scope.spawn(move || {
+                    let session = cluster.session().expect("session");
+                    let kv = session.table("kv").expect("table");
+                    for i in 0..txs {
+                        let tx = session.begin().expect("begin");
+                        let k = (t * 1000 + i) as i64;
+                        let read = tx
+                            .read(&kv, &[Value::Int(k)], LockMode::Committed)
+                            .expect("read");
+                        let outcome = tx.execute(ExecMode::Commit).expect("executes");
+                        assert_eq!(
+                            outcome.row(read).and_then(|r| r.get("v")),
+                            Some(&Value::Int(k * 10))
+                        );
+                    }
+                });
+            }
+        });
+    };
+    run(1, 10);
+    let alone = cluster.stats();
+    assert_eq!(
+        alone.receive_thread_rounds, 0,
+        "one waiting thread is below the threshold: {alone:?}"
+    );
+    assert!(alone.receive_rounds > 0);
+    run(12, 10);
+    let crowd = cluster.stats();
+    assert!(
+        crowd.receive_thread_rounds > 0,
+        "12 waiting threads activate the receive thread: {crowd:?}"
+    );
+    assert_eq!(setup.seen.key_requests.load(Ordering::SeqCst), 130);
+}
+
+#[test]
+fn asynchronous_transactions_go_out_together_and_complete_by_callback() {
+    let setup = setup("async", Duration::ZERO);
+    let cluster = Cluster::connect_with(&setup.connect, options(8)).expect("connects");
+    let session = cluster.session().expect("session");
+    let kv = session.table("kv").expect("table");
+    let done = Arc::new(Mutex::new(Vec::new()));
+    for k in 0..300i64 {
+        let tx = session.begin().expect("begin");
+        tx.write(&kv, &[("k", Value::Int(k)), ("v", Value::Int(k))])
+            .expect("write");
+        let done = Arc::clone(&done);
+        session
+            .prepare(tx, ExecMode::Commit, move |outcome| {
+                done.lock()
+                    .expect("lock")
+                    .push((k, outcome.map(|o| o.committed)));
+            })
+            .expect("prepared");
+    }
+    let tx = session.begin().expect("begin");
+    tx.write(&kv, &[("k", Value::Int(1)), ("v", Value::Int(1))])
+        .expect("write");
+    let refused = session
+        .prepare(tx, ExecMode::NoCommit, |_| {})
+        .expect_err("NoCommit is not asynchronous");
+    assert!(refused.is_permanent());
+    let writes_before = cluster.stats().write_calls;
+    assert_eq!(session.send().expect("sent"), 300);
+    assert!(
+        cluster.stats().write_calls - writes_before < 10,
+        "300 requests in a few writes"
+    );
+    let mut completed = 0;
+    while completed < 300 {
+        let n = session.poll(300 - completed, Duration::from_secs(10));
+        assert!(n > 0, "progress");
+        completed += n;
+    }
+    let done = done.lock().expect("lock");
+    assert_eq!(done.len(), 300);
+    assert!(done.iter().all(|(_, r)| *r == Ok(true)));
+    assert_eq!(session.in_flight(), 0);
+}
+
+/// A minimal executor: polls on this thread, parks until woken.
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    loop {
+        if let std::task::Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+            return output;
+        }
+        std::thread::park_timeout(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_future_executes_and_a_lost_node_gives_the_ndb_error() {
+    let setup = setup("future", Duration::ZERO);
+    let cluster = Cluster::connect_with(&setup.connect, options(8)).expect("connects");
+    let session = cluster.session().expect("session");
+    let kv = session.table("kv").expect("table");
+    let tx = session.begin().expect("begin");
+    let read = tx
+        .read(&kv, &[Value::Int(3)], LockMode::Committed)
+        .expect("read");
+    let outcome = block_on(tx.execute_async(ExecMode::NoCommit)).expect("executes");
+    assert_eq!(
+        outcome.row(read).and_then(|r| r.get("v")),
+        Some(&Value::Int(30))
+    );
+    tx.write(&kv, &[("k", Value::Int(3)), ("v", Value::Int(1))])
+        .expect("write");
+    setup.seen.drop_on_commit.store(true, Ordering::SeqCst);
+    let error = tx
+        .execute(ExecMode::Commit)
+        .expect_err("the node went away with the commit");
+    assert_eq!(error.code, codes::NODE_FAILURE, "{error}");
+    assert!(error.is_unknown_result());
+    // The connection thread reconnects; the session goes on.
+    assert_eq!(cluster.wait_until_ready(Duration::from_secs(10)), 1);
+    let tx = session.begin().expect("begin");
+    tx.write(&kv, &[("k", Value::Int(4)), ("v", Value::Int(1))])
+        .expect("write");
+    assert!(
+        tx.execute(ExecMode::Commit)
+            .expect("commits after the reconnect")
+            .committed
+    );
+}

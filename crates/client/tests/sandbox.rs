@@ -1,0 +1,462 @@
+//! The client against a real cluster: a `skarv sandbox` of one data node
+//! (the `skarv` binary built next to this test: `cargo build -p skarv`
+//! first, or set `SKARV_BIN`). Every operation type and scan type is
+//! checked against a model (a `BTreeMap`), then lock conflicts, a
+//! 1,000-operation batch in one round trip, bad input, and the two
+//! examples run as processes.
+
+use std::collections::BTreeMap;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use skarv_client::schema_types::{Collation, Column, ColumnType, IndexDef, IndexKind, TableDef};
+use skarv_client::{
+    codes, Cluster, ClusterOptions, CmpOp, ExecMode, Filter, LockMode, Op, ScanOptions, Session,
+    Value,
+};
+
+/// The directory of the test's own profile (`target/debug`).
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable");
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps/<test>")
+        .to_path_buf()
+}
+
+fn skarv_bin() -> PathBuf {
+    if let Some(bin) = std::env::var_os("SKARV_BIN") {
+        return PathBuf::from(bin);
+    }
+    let bin = profile_dir().join("skarv");
+    assert!(
+        bin.exists(),
+        "{} is missing: run `cargo build -p skarv` first (or set SKARV_BIN)",
+        bin.display()
+    );
+    bin
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// A base port in 23xxx with the next `count` ports free.
+fn free_base_port(count: u16) -> u16 {
+    let start = 23_000 + (std::process::id() % 100) as u16 * 10;
+    (0..100u16)
+        .map(|i| 23_000 + (start - 23_000 + i * 10) % 1_000)
+        .find(|base| (0..count).all(|i| TcpListener::bind(("127.0.0.1", base + i)).is_ok()))
+        .expect("a free port range in 23000..24000")
+}
+
+struct Sandbox {
+    dir: PathBuf,
+    connect: String,
+}
+
+impl Sandbox {
+    fn start() -> Sandbox {
+        let dir = std::env::temp_dir().join(format!("skarv-client-sandbox-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("scratch dir");
+        let base = free_base_port(8);
+        let output = Command::new(skarv_bin())
+            .args(["sandbox", "--detach", "--dir"])
+            .arg(&dir)
+            .args([
+                "--data-nodes",
+                "1",
+                "--replicas",
+                "1",
+                "--base-port",
+                &base.to_string(),
+            ])
+            .output()
+            .expect("run skarv sandbox");
+        let sandbox = Sandbox {
+            dir,
+            connect: format!("127.0.0.1:{base}"),
+        };
+        assert!(output.status.success(), "{}", text(&output));
+        sandbox
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        let _ = Command::new(skarv_bin())
+            .args(["sandbox", "--stop", "--dir"])
+            .arg(&self.dir)
+            .output();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn int(v: i64) -> Value {
+    Value::Int(v)
+}
+
+/// Table `accounts`: id (key), owner (unique), balance (ordered index), note (nullable).
+fn create_accounts(session: &Session) {
+    let def = TableDef::new(
+        "accounts",
+        0,
+        vec![
+            Column::new("id", ColumnType::BigInt { unsigned: false }),
+            Column::new(
+                "owner",
+                ColumnType::VarChar {
+                    max: 32,
+                    collation: Collation::Utf8mb4Bin,
+                },
+            ),
+            Column::new("balance", ColumnType::BigInt { unsigned: false }),
+            Column::new(
+                "note",
+                ColumnType::VarChar {
+                    max: 16,
+                    collation: Collation::Utf8mb4Bin,
+                },
+            )
+            .nullable(),
+        ],
+    )
+    .primary_key(vec![0])
+    .index(IndexDef {
+        name: "by_owner".into(),
+        id: 1,
+        columns: vec![1],
+        kind: IndexKind::Unique,
+    })
+    .index(IndexDef {
+        name: "by_balance".into(),
+        id: 2,
+        columns: vec![2],
+        kind: IndexKind::Ordered,
+    })
+    .partitions(0);
+    session.create_table(&def).expect("create accounts");
+}
+
+type Model = BTreeMap<i64, (String, i64)>;
+
+fn scan_all(session: &Session, options: ScanOptions<'_>) -> Vec<(i64, i64)> {
+    let accounts = session.table("accounts").expect("table");
+    let tx = session.begin().expect("begin");
+    let rows: Vec<(i64, i64)> = tx
+        .scan(&accounts, options)
+        .expect("scan")
+        .map(|r| {
+            let r = r.expect("row");
+            let id = match r.get("id") {
+                Some(Value::Int(v)) => *v,
+                other => panic!("id {other:?}"),
+            };
+            let balance = match r.get("balance") {
+                Some(Value::Int(v)) => *v,
+                other => panic!("balance {other:?}"),
+            };
+            (id, balance)
+        })
+        .collect();
+    tx.execute(ExecMode::Commit).expect("commit");
+    rows
+}
+
+fn operations_match_a_model(session: &Session) {
+    let accounts = session.table("accounts").expect("table");
+    let mut model = Model::new();
+    let tx = session.begin().expect("begin");
+    for id in 0..100i64 {
+        let owner = format!("owner{id}");
+        tx.insert(
+            &accounts,
+            &[
+                ("id", int(id)),
+                ("owner", Value::String(owner.clone())),
+                ("balance", int(id * 3)),
+            ],
+        )
+        .expect("insert");
+        model.insert(id, (owner, id * 3));
+    }
+    tx.execute(ExecMode::Commit).expect("insert 100");
+    let tx = session
+        .begin_with_hint(&accounts, &[int(7)])
+        .expect("begin");
+    tx.update(&accounts, &[int(7)], &[("balance", int(1_000))])
+        .expect("update");
+    tx.write(
+        &accounts,
+        &[
+            ("id", int(200)),
+            ("owner", Value::String("new".into())),
+            ("balance", int(5)),
+        ],
+    )
+    .expect("write");
+    tx.delete(&accounts, &[int(8)]).expect("delete");
+    tx.execute(ExecMode::Commit).expect("mixed batch");
+    model.get_mut(&7).expect("7").1 = 1_000;
+    model.insert(200, ("new".into(), 5));
+    model.remove(&8);
+    // Reads by key and by unique key, and a missing row with ignore_error.
+    let tx = session.begin().expect("begin");
+    let by_key = tx
+        .read(&accounts, &[int(7)], LockMode::Committed)
+        .expect("read");
+    let owner = [Value::String("owner9".into())];
+    let by_owner = tx
+        .define(Op::read(&accounts, &owner).index("by_owner"))
+        .expect("read by owner");
+    let gone = tx
+        .define(Op::read(&accounts, &[int(8)]).ignore_error())
+        .expect("read gone");
+    let outcome = tx.execute(ExecMode::Commit).expect("reads");
+    assert_eq!(
+        outcome.row(by_key).and_then(|r| r.get("balance")),
+        Some(&int(1_000))
+    );
+    assert_eq!(
+        outcome.row(by_owner).and_then(|r| r.get("id")),
+        Some(&int(9))
+    );
+    assert_eq!(
+        outcome.error(gone).map(|e| e.code),
+        Some(codes::NO_SUCH_ROW)
+    );
+    // A failing op aborts the transaction and leaves nothing behind.
+    let tx = session.begin().expect("begin");
+    tx.update(&accounts, &[int(1)], &[("balance", int(-1))])
+        .expect("update");
+    tx.insert(
+        &accounts,
+        &[
+            ("id", int(2)),
+            ("owner", Value::String("dup".into())),
+            ("balance", int(0)),
+        ],
+    )
+    .expect("insert of an existing key");
+    let error = tx.execute(ExecMode::Commit).expect_err("duplicate key");
+    assert_eq!(error.code, codes::DUPLICATE_KEY, "{error}");
+    // Full scan, range scan on the ordered index, filter, pruned scan.
+    let full = scan_all(session, ScanOptions::default());
+    let mut expected: Vec<(i64, i64)> = model.iter().map(|(k, (_, b))| (*k, *b)).collect();
+    let mut sorted = full.clone();
+    sorted.sort();
+    assert_eq!(
+        sorted, expected,
+        "full scan = model (the aborted update left nothing)"
+    );
+    let range = scan_all(
+        session,
+        ScanOptions {
+            index: Some("by_balance"),
+            lower: Some((vec![int(30)], true)),
+            upper: Some((vec![int(60)], false)),
+            ..ScanOptions::default()
+        },
+    );
+    let in_range: Vec<i64> = range.iter().map(|(_, b)| *b).collect();
+    let mut model_range: Vec<i64> = model
+        .values()
+        .map(|(_, b)| *b)
+        .filter(|b| (30..60).contains(b))
+        .collect();
+    model_range.sort();
+    assert_eq!(in_range, model_range, "range scan in index order");
+    let balance = accounts.column("balance").expect("column") as u16;
+    let filtered = scan_all(
+        session,
+        ScanOptions {
+            filter: Some(Filter::Cmp {
+                column: balance,
+                op: CmpOp::Gt,
+                value: int(250),
+            }),
+            ..Default::default()
+        },
+    );
+    expected.retain(|(_, b)| *b > 250);
+    let mut filtered_sorted = filtered;
+    filtered_sorted.sort();
+    assert_eq!(filtered_sorted, expected, "pushed-down filter");
+    let pruned = scan_all(
+        session,
+        ScanOptions {
+            partition_key: Some(vec![int(7)]),
+            ..Default::default()
+        },
+    );
+    assert!(
+        pruned.contains(&(7, 1_000)),
+        "the pruned scan holds its key's row"
+    );
+    assert!(pruned.len() < model.len() || session.cluster().placement().default_partitions() == 1);
+}
+
+fn a_thousand_ops_in_one_round_trip(session: &Session) {
+    let accounts = session.table("accounts").expect("table");
+    let before = session.cluster().stats().tc_key_reqs_sent;
+    let tx = session.begin().expect("begin");
+    for id in 1_000..2_000i64 {
+        tx.insert(
+            &accounts,
+            &[
+                ("id", int(id)),
+                ("owner", Value::String(format!("o{id}"))),
+                ("balance", int(0)),
+            ],
+        )
+        .expect("insert");
+    }
+    assert!(
+        tx.execute(ExecMode::Commit)
+            .expect("1,000 inserts")
+            .committed
+    );
+    assert_eq!(
+        session.cluster().stats().tc_key_reqs_sent - before,
+        1,
+        "one request for 1,000 ops"
+    );
+}
+
+fn locks_conflict(cluster: &Cluster) {
+    let reader = cluster.session().expect("session");
+    let accounts = reader.table("accounts").expect("table");
+    let tx = reader.begin().expect("begin");
+    tx.read(&accounts, &[int(1)], LockMode::Shared)
+        .expect("shared read");
+    tx.execute(ExecMode::NoCommit).expect("lock taken");
+    std::thread::scope(|scope| {
+        let writer = scope.spawn(|| {
+            let session = cluster.session().expect("session");
+            let accounts = session.table("accounts").expect("table");
+            // A committed read never waits for the lock.
+            let read = session.begin().expect("begin");
+            let h = read
+                .read(&accounts, &[int(1)], LockMode::Committed)
+                .expect("read");
+            let started = Instant::now();
+            let out = read.execute(ExecMode::Commit).expect("committed read");
+            assert!(out.row(h).is_some());
+            assert!(
+                started.elapsed() < Duration::from_secs(1),
+                "a committed read does not wait"
+            );
+            let write = session.begin().expect("begin");
+            write
+                .update(&accounts, &[int(1)], &[("balance", int(77))])
+                .expect("update");
+            write.execute(ExecMode::Commit)
+        });
+        // The writer waits for the shared lock until the reader ends (or times out with 266).
+        std::thread::sleep(Duration::from_millis(200));
+        let finished_early = writer.is_finished();
+        tx.execute(ExecMode::Commit).expect("reader commits");
+        let result = writer.join().expect("writer thread");
+        assert!(
+            !finished_early
+                || result
+                    .as_ref()
+                    .is_err_and(|e| e.code == codes::LOCK_TIMEOUT),
+            "{result:?}"
+        );
+    });
+}
+
+fn bad_input(session: &Session) {
+    let accounts = session.table("accounts").expect("table");
+    assert_eq!(
+        session.table("no_such_table").expect_err("unknown").code,
+        codes::NO_SUCH_TABLE
+    );
+    let tx = session.begin().expect("begin");
+    let wrong_type = tx.insert(
+        &accounts,
+        &[
+            ("id", Value::String("x".into())),
+            ("owner", int(1)),
+            ("balance", int(0)),
+        ],
+    );
+    assert!(wrong_type.expect_err("wrong type").is_permanent());
+    let long = "x".repeat(100);
+    let too_long = tx.insert(
+        &accounts,
+        &[
+            ("id", int(5_000)),
+            ("owner", Value::String(long)),
+            ("balance", int(0)),
+        ],
+    );
+    assert_eq!(too_long.expect_err("too long").code, codes::VALUE_TOO_LONG);
+    let unknown = tx
+        .update(&accounts, &[int(1)], &[("nope", int(1))])
+        .expect_err("unknown column");
+    assert!(
+        unknown.message.contains("nope") && unknown.message.contains("accounts"),
+        "{unknown}"
+    );
+    tx.read(&accounts, &[int(1)], LockMode::Committed)
+        .expect("still usable");
+    tx.execute(ExecMode::Commit).expect("commits");
+}
+
+fn run_example(connect: &str, name: &str, extra: &[&str]) {
+    let bin = profile_dir().join("examples").join(name);
+    assert!(
+        bin.exists(),
+        "{} is missing (cargo test builds the examples)",
+        bin.display()
+    );
+    let output = Command::new(&bin)
+        .args(["--connect", connect])
+        .args(extra)
+        .output()
+        .expect("run example");
+    assert!(output.status.success(), "example {name}: {}", text(&output));
+    assert!(
+        !output.stdout.is_empty(),
+        "example {name} prints what it did"
+    );
+}
+
+#[test]
+fn the_client_against_a_sandbox() {
+    let sandbox = Sandbox::start();
+    let options = ClusterOptions {
+        request_timeout: Duration::from_secs(10),
+        ..ClusterOptions::default()
+    };
+    let cluster =
+        Cluster::connect_with(&sandbox.connect, options).expect("connects to the sandbox");
+    assert_eq!(cluster.live_nodes().len(), 1);
+    let session = cluster.session().expect("session");
+    create_accounts(&session);
+    operations_match_a_model(&session);
+    a_thousand_ops_in_one_round_trip(&session);
+    locks_conflict(&cluster);
+    bad_input(&session);
+    session.drop_table("accounts").expect("drop");
+    assert_eq!(
+        session.table("accounts").expect_err("dropped").code,
+        codes::NO_SUCH_TABLE
+    );
+    run_example(&sandbox.connect, "kv", &[]);
+    run_example(
+        &sandbox.connect,
+        "async_batch",
+        &["--transactions", "2000", "--in-flight", "500"],
+    );
+}
