@@ -360,19 +360,66 @@ fn locks_conflict(cluster: &Cluster) {
                 .expect("update");
             write.execute(ExecMode::Commit)
         });
-        // The writer waits for the shared lock until the reader ends (or times out with 266).
-        std::thread::sleep(Duration::from_millis(200));
-        let finished_early = writer.is_finished();
+        // The writer waits for the shared lock until the reader ends
+        // (well inside TransactionDeadlockDetectionTimeout, 1.2 s).
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(!writer.is_finished(), "a writer waits for a shared lock");
         tx.execute(ExecMode::Commit).expect("reader commits");
         let result = writer.join().expect("writer thread");
         assert!(
-            !finished_early
-                || result
-                    .as_ref()
-                    .is_err_and(|e| e.code == codes::LOCK_TIMEOUT),
-            "{result:?}"
+            result.is_ok(),
+            "the writer goes on once the lock is free: {result:?}"
         );
     });
+    let check = reader.begin().expect("begin");
+    let h = check
+        .read(&accounts, &[int(1)], LockMode::Committed)
+        .expect("read");
+    let out = check.execute(ExecMode::Commit).expect("read back");
+    assert_eq!(out.row(h).and_then(|r| r.get("balance")), Some(&int(77)));
+}
+
+/// Two transactions lock two rows in opposite order: one of them ends with
+/// the deadlock timeout (266, temporary), no sooner than the timeout, and
+/// the other then gets its lock and commits.
+fn deadlock_ends_in_the_timeout_error(cluster: &Cluster) {
+    let lock_then = |first: i64, second: i64| {
+        let session = cluster.session().expect("session");
+        let accounts = session.table("accounts").expect("table");
+        let tx = session.begin().expect("begin");
+        tx.read(&accounts, &[int(first)], LockMode::Exclusive)
+            .expect("read");
+        tx.execute(ExecMode::NoCommit).expect("first lock");
+        // Both hold their first lock before either asks for its second.
+        std::thread::sleep(Duration::from_millis(200));
+        let started = Instant::now();
+        tx.update(&accounts, &[int(second)], &[("balance", int(first))])
+            .expect("update");
+        let result = tx.execute(ExecMode::Commit);
+        (result, started.elapsed())
+    };
+    let (a, b) = std::thread::scope(|scope| {
+        let a = scope.spawn(|| lock_then(1, 2));
+        let b = scope.spawn(|| lock_then(2, 1));
+        (a.join().expect("a"), b.join().expect("b"))
+    });
+    // Both may time out in the same sweep; at least one must, and a
+    // transaction that did not time out committed.
+    let outcomes = [&a, &b];
+    let timed_out: Vec<_> = outcomes.iter().filter(|(r, _)| r.is_err()).collect();
+    assert!(
+        !timed_out.is_empty(),
+        "a deadlock does not last: {a:?} {b:?}"
+    );
+    for (result, waited) in timed_out {
+        let error = result.as_ref().expect_err("a victim");
+        assert_eq!(error.code, codes::LOCK_TIMEOUT, "{error}");
+        assert!(error.is_temporary(), "a deadlock victim may retry");
+        assert!(
+            *waited >= Duration::from_millis(1_000),
+            "ended after {waited:?}, before the timeout"
+        );
+    }
 }
 
 fn bad_input(session: &Session) {
@@ -447,6 +494,7 @@ fn the_client_against_a_sandbox() {
     operations_match_a_model(&session);
     a_thousand_ops_in_one_round_trip(&session);
     locks_conflict(&cluster);
+    deadlock_ends_in_the_timeout_error(&cluster);
     bad_input(&session);
     session.drop_table("accounts").expect("drop");
     assert_eq!(
