@@ -6,17 +6,22 @@
 //! - inserts, in transactions of [`INSERT_BATCH_ROWS`] rows, each committed
 //!   with its redo records built (the records go to a sink that keeps only
 //!   their size: the bench measures the LDM's work, not the disk);
-//! - committed primary-key lookups of random keys, in batches of
-//!   [`LdmBenchOptions::batch`] keys through `Fragment::read_batch` (the
-//!   path the transaction coordinator's batches take: `lookup_per_s`), and
-//!   one at a time through `Fragment::read` (`lookup_single_per_s`);
+//! - committed primary-key lookups of random keys (uniform over all rows),
+//!   in batches of [`LdmBenchOptions::batch`] keys through
+//!   `Fragment::read_batch` (the path the transaction coordinator's batches
+//!   take: `lookup_per_s`), and one at a time through `Fragment::read`
+//!   (`lookup_single_per_s`). The keys are drawn before the timed part, in
+//!   chunks of about [`LOOKUP_KEYS_CHUNK`] (warm in cache, as a batch that
+//!   just arrived in a signal is); the timed part is the reads and a
+//!   checksum of a column of every row image they produce, which must
+//!   equal the one computed from the keys (`lookup_checksum`);
 //! - an ordered scan of every row through an ordered index on the key;
 //! - memory: `DataMemory` bytes (row store and hash index) per row, against
 //!   the raw 100 bytes of the row; and the page pool's mapped bytes (whole
 //!   2 MiB slabs, so the rounding shows). The ordered index is reported
 //!   apart.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use storage::fragment::{
@@ -27,7 +32,7 @@ use storage::locks::{Grant, OpId, TxId};
 use storage::memory::PagePool;
 use storage::ordered_index::Direction;
 use storage::redo::RedoError;
-use storage::schema::{Column, ColumnType, IndexDef, IndexKind, TableDef, Value};
+use storage::schema::{Column, ColumnType, IndexDef, IndexKind, TableDef, Value, ValueRef};
 use storage::Gci;
 
 /// Columns of a bench row: 25 four-byte integers, 100 bytes of data.
@@ -42,6 +47,12 @@ pub const SCAN_BATCH_ROWS: usize = 1000;
 pub const LOOKUPS_MAX: u64 = 10_000_000;
 /// Keys per batched lookup when none is asked for.
 pub const LOOKUP_BATCH_KEYS_DEFAULT: usize = 64;
+/// Keys drawn at a time before they are looked up (rounded down to whole
+/// batches, at least one).
+pub const LOOKUP_KEYS_CHUNK: usize = 4096;
+/// The column whose values the lookup checksum adds up (the last: a row
+/// image must be there to its end).
+const CHECKSUM_COLUMN: usize = COLUMNS - 1;
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -66,6 +77,10 @@ pub struct LdmBenchReport {
     pub lookup_single_per_s: f64,
     /// Lookups of each kind.
     pub lookups: u64,
+    /// Sum of the last column of every row image the batched lookups
+    /// produced, equal to the sum computed from their keys (the bench
+    /// fails otherwise; single lookups are checked the same way).
+    pub lookup_checksum: u64,
     pub lookup_batch: usize,
     pub scan_rows_per_s: f64,
     /// Row store and hash index bytes per row.
@@ -194,7 +209,7 @@ pub fn run(options: &LdmBenchOptions) -> Result<LdmBenchReport, BenchError> {
     let insert_per_s = per_second(options.rows, started);
 
     let lookups = options.rows.min(LOOKUPS_MAX);
-    let lookup_per_s = lookup_batched(&fragment, &pool, options, lookups)?;
+    let (lookup_per_s, lookup_checksum) = lookup_batched(&fragment, &pool, options, lookups)?;
     let lookup_single_per_s = lookup_single(&mut fragment, &pool, options, lookups)?;
 
     let spec = ScanSpec {
@@ -237,6 +252,7 @@ pub fn run(options: &LdmBenchOptions) -> Result<LdmBenchReport, BenchError> {
         lookup_per_s,
         lookup_single_per_s,
         lookups,
+        lookup_checksum,
         lookup_batch: options.batch,
         scan_rows_per_s,
         bytes_per_row,
@@ -248,40 +264,74 @@ pub fn run(options: &LdmBenchOptions) -> Result<LdmBenchReport, BenchError> {
     })
 }
 
+/// What [`CHECKSUM_COLUMN`] holds in the row of `key` (see `fill_row`).
+fn checksum_value(key: u32) -> u64 {
+    u64::from(key ^ CHECKSUM_COLUMN as u32)
+}
+
+/// The checksum column of a row image, or an error naming the key.
+fn checksum_of(value: Option<ValueRef<'_>>, key: &Value) -> Result<u64, BenchError> {
+    match value {
+        Some(ValueRef::UInt(v)) => Ok(v),
+        other => Err(BenchError::Check(format!(
+            "lookup of key {key:?}: column {CHECKSUM_COLUMN} is {other:?}"
+        ))),
+    }
+}
+
+/// Draws the next `keys.len()` random existing keys (uniform over the
+/// rows); returns what their rows' checksum column adds up to.
+fn draw_keys(keys: &mut [Value], random: &mut u64, rows: u64) -> u64 {
+    let mut expected = 0u64;
+    for key in keys {
+        let k = key_of(next_row(random, rows));
+        *key = Value::UInt(u64::from(k));
+        expected = expected.wrapping_add(checksum_value(k));
+    }
+    expected
+}
+
 /// `lookups` committed reads of random keys, `options.batch` per
-/// `read_batch`; lookups per second.
+/// `read_batch`: lookups per second and the checksum of the row images.
 fn lookup_batched(
     fragment: &Fragment,
     pool: &PagePool,
     options: &LdmBenchOptions,
     lookups: u64,
-) -> Result<f64, BenchError> {
+) -> Result<(f64, u64), BenchError> {
     let mut out = ReadBatch::new();
-    let mut keys: Vec<Value> = Vec::with_capacity(options.batch);
+    let chunk = (LOOKUP_KEYS_CHUNK / options.batch).max(1) * options.batch;
+    let mut keys = vec![Value::UInt(0); chunk];
     let mut random = options.seed | 1;
-    let started = Instant::now();
+    let layout = fragment.layout();
+    let (mut expected, mut checksum) = (0u64, 0u64);
+    let mut timed = Duration::ZERO;
     let mut done = 0u64;
     while done < lookups {
-        let batch = (lookups - done).min(options.batch as u64);
-        keys.clear();
-        for _ in 0..batch {
-            let row = next_row(&mut random, options.rows);
-            keys.push(Value::UInt(u64::from(key_of(row))));
+        let keys = &mut keys[..(lookups - done).min(chunk as u64) as usize];
+        expected = expected.wrapping_add(draw_keys(keys, &mut random, options.rows));
+        let started = Instant::now();
+        for batch in keys.chunks(options.batch) {
+            fragment.read_batch(pool, batch, &mut out)?;
+            for (i, key) in batch.iter().enumerate() {
+                let value = out.value(layout, i, CHECKSUM_COLUMN);
+                checksum = checksum.wrapping_add(checksum_of(value, key)?);
+            }
         }
-        fragment.read_batch(pool, &keys, &mut out)?;
-        if out.found() as u64 != batch {
-            let missing = (0..out.len()).find(|&i| out.outcome(i) != Outcome::Done);
-            return Err(BenchError::Check(format!(
-                "batched lookup of key {:?}: not found",
-                missing.map(|i| &keys[i])
-            )));
-        }
-        done += batch;
+        timed += started.elapsed();
+        done += keys.len() as u64;
     }
-    Ok(per_second(lookups, started))
+    if checksum != expected {
+        return Err(BenchError::Check(format!(
+            "batched lookups: row images sum to {checksum}, the keys' rows to {expected}"
+        )));
+    }
+    Ok((lookups as f64 / timed.as_secs_f64().max(1e-9), checksum))
 }
 
-/// `lookups` committed reads of random keys one by one; lookups per second.
+/// `lookups` committed reads of random keys one by one (another sample
+/// than the batched run's, so that it finds no lines that run left in
+/// cache), their row images checked by checksum; lookups per second.
 fn lookup_single(
     fragment: &mut Fragment,
     pool: &PagePool,
@@ -289,22 +339,30 @@ fn lookup_single(
     lookups: u64,
 ) -> Result<f64, BenchError> {
     let mut out = RowBuf::new();
-    let mut key = [Value::UInt(0)];
-    // Another seed than the batched run's, so that it finds no lines the
-    // batched run left in cache.
+    let mut keys = vec![Value::UInt(0); LOOKUP_KEYS_CHUNK];
     let mut random = options.seed.wrapping_add(0x5EED) | 1;
-    let started = Instant::now();
-    for _ in 0..lookups {
-        let row = next_row(&mut random, options.rows);
-        key[0] = Value::UInt(u64::from(key_of(row)));
-        let outcome = fragment.read(pool, &key, ReadMode::Committed, &mut out)?;
-        if outcome != Outcome::Done {
-            return Err(BenchError::Check(format!(
-                "lookup of row {row}: {outcome:?}"
-            )));
+    let (mut expected, mut checksum) = (0u64, 0u64);
+    let mut timed = Duration::ZERO;
+    let mut done = 0u64;
+    while done < lookups {
+        let keys = &mut keys[..(lookups - done).min(LOOKUP_KEYS_CHUNK as u64) as usize];
+        expected = expected.wrapping_add(draw_keys(keys, &mut random, options.rows));
+        let started = Instant::now();
+        for key in keys.chunks(1) {
+            let outcome = fragment.read(pool, key, ReadMode::Committed, &mut out)?;
+            let value =
+                (outcome == Outcome::Done).then(|| out.value(fragment.layout(), CHECKSUM_COLUMN));
+            checksum = checksum.wrapping_add(checksum_of(value, &key[0])?);
         }
+        timed += started.elapsed();
+        done += keys.len() as u64;
     }
-    Ok(per_second(lookups, started))
+    if checksum != expected {
+        return Err(BenchError::Check(format!(
+            "single lookups: row images sum to {checksum}, the keys' rows to {expected}"
+        )));
+    }
+    Ok(lookups as f64 / timed.as_secs_f64().max(1e-9))
 }
 
 /// The human-readable form of a report.
@@ -314,6 +372,7 @@ pub fn render(report: &LdmBenchReport) -> String {
          insert          {insert:>14.0} rows/s  (transactions of {batch}, redo records built)\n\
          pk lookup       {lookup:>14.0} /s      ({lookups} random committed reads, batches of {lookup_batch})\n\
          pk lookup 1-by-1{single:>14.0} /s      ({lookups} random committed reads, one at a time)\n\
+         lookup checksum {checksum:>14}         (last column of every batched row image, as the keys say)\n\
          ordered scan    {scan:>14.0} rows/s\n\
          memory          {bpr:>14.1} bytes/row = {ratio:.2} x raw (row store + hash index; goal <= 1.20)\n\
          pool mapped     {mbpr:>14.1} bytes/row ({mapped} bytes in 2 MiB slabs)\n\
@@ -327,6 +386,7 @@ pub fn render(report: &LdmBenchReport) -> String {
         lookups = report.lookups,
         lookup_batch = report.lookup_batch,
         single = report.lookup_single_per_s,
+        checksum = report.lookup_checksum,
         mbpr = report.mapped_bytes_per_row,
         mapped = report.pool_mapped_bytes,
         scan = report.scan_rows_per_s,
@@ -352,6 +412,7 @@ mod tests {
         .unwrap();
         assert_eq!(report.rows, 20_000);
         assert_eq!(report.lookups, 20_000);
+        assert_ne!(report.lookup_checksum, 0, "{report:?}");
         // Memory is deterministic: the rows and their index, plus partly
         // filled last pages at this small size.
         assert!(

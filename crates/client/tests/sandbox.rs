@@ -422,6 +422,54 @@ fn deadlock_ends_in_the_timeout_error(cluster: &Cluster) {
     }
 }
 
+/// An ordered index added to a table that holds rows covers every row at
+/// once; dropped, it is gone; a unique index cannot be added by ALTER.
+fn indexes_on_live_data(session: &Session) {
+    let mut expected = scan_all(session, ScanOptions::default());
+    assert!(!expected.is_empty(), "the table holds rows");
+    expected.sort_by_key(|&(id, balance)| (balance, id));
+    session
+        .create_index(
+            "accounts",
+            "by_balance_id",
+            &["balance", "id"],
+            IndexKind::Ordered,
+        )
+        .expect("add an ordered index");
+    let accounts = session.table("accounts").expect("table");
+    assert!(accounts.index("by_balance_id").is_some());
+    let in_order = scan_all(
+        session,
+        ScanOptions {
+            index: Some("by_balance_id"),
+            ..ScanOptions::default()
+        },
+    );
+    assert_eq!(
+        in_order, expected,
+        "the new index orders every existing row"
+    );
+    let refused = session
+        .create_index("accounts", "by_note", &["note"], IndexKind::Unique)
+        .expect_err("a unique index is not added to a table by ALTER");
+    assert!(refused.is_permanent(), "{refused}");
+    session
+        .drop_index("accounts", "by_balance_id")
+        .expect("drop the index");
+    let accounts = session.table("accounts").expect("table");
+    assert!(accounts.index("by_balance_id").is_none());
+    let tx = session.begin().expect("begin");
+    let scan = tx.scan(
+        &accounts,
+        ScanOptions {
+            index: Some("by_balance_id"),
+            ..ScanOptions::default()
+        },
+    );
+    assert!(scan.is_err(), "a dropped index cannot be scanned");
+    tx.execute(ExecMode::Rollback).expect("rollback");
+}
+
 fn bad_input(session: &Session) {
     let accounts = session.table("accounts").expect("table");
     assert_eq!(
@@ -495,6 +543,7 @@ fn the_client_against_a_sandbox() {
     a_thousand_ops_in_one_round_trip(&session);
     locks_conflict(&cluster);
     deadlock_ends_in_the_timeout_error(&cluster);
+    indexes_on_live_data(&session);
     bad_input(&session);
     session.drop_table("accounts").expect("drop");
     assert_eq!(

@@ -1072,28 +1072,233 @@ fn a_failed_fsync_of_a_global_checkpoint_shuts_the_node_down() {
     assert!(reason.contains("cannot make GCI 2 durable"), "{reason}");
 }
 
+impl Cluster {
+    /// Sends an ALTER TABLE of the test table to the dictionary of the
+    /// first node; does not run the simulation.
+    fn send_alter(&mut self, request_id: u32, table: &TableDef) {
+        let dict = BlockRef::new(self.data_nodes[0], BlockNumber::DICTIONARY, 0);
+        self.inject(
+            dict,
+            SignalBody::DictAlterTableReq {
+                request_id,
+                table_id: table.id,
+                table: table.to_bytes(),
+            },
+        );
+    }
+
+    /// The version of every fragment of the test table on `at`.
+    fn fragment_versions(&self, at: NodeId) -> Vec<u32> {
+        let id = self.table().id;
+        let storage = self.ldm_block(at).storage().unwrap();
+        storage
+            .fragment_ids()
+            .filter(|&(t, _)| t == id)
+            .map(|(t, p)| storage.fragment_ref(t, p).unwrap().table_version())
+            .collect()
+    }
+
+    /// The whole row of `key` read committed on `at`, `None` if absent.
+    fn read_row_at(&mut self, at: NodeId, key: i64) -> Option<Vec<Value>> {
+        let ops = self.batch(&[Op::read(key, LockMode::Committed)], self.table().version);
+        self.inject(
+            ldm(at),
+            SignalBody::LdmKeyReq {
+                tx_id: 0xEEEF,
+                tc: tc(),
+                chain: Vec::new(),
+                ops,
+            },
+        );
+        self.settle();
+        let signals = self.take();
+        let answer = self.answers(&signals, 0xEEEF).remove(&0).expect("answered");
+        if answer.code == error::NO_SUCH_ROW {
+            return None;
+        }
+        assert_eq!(answer.code, 0, "{answer:?}");
+        answer.row
+    }
+}
+
+/// The test table with a column `extra INT NULL DEFAULT 5` appended.
+fn with_extra_column(table: &TableDef) -> TableDef {
+    let mut altered = table.clone();
+    altered.columns.push(
+        Column::new("extra", ColumnType::Int { unsigned: false })
+            .nullable()
+            .with_default(Value::Int(5)),
+    );
+    altered
+}
+
 #[test]
-fn alter_table_is_refused_while_ldm_blocks_serve_the_dictionary() {
-    let mut c = Cluster::start(19, 1);
-    let mut table = c.create_table();
-    table
-        .columns
-        .push(Column::new("extra", ColumnType::Int { unsigned: false }).nullable());
-    let dict = BlockRef::new(node(2), BlockNumber::DICTIONARY, 0);
+fn alter_table_adds_a_column_to_every_replica_with_rows_and_survives_a_restart() {
+    let mut c = Cluster::start(19, 2);
+    let table = c.create_table();
+    let rows: Vec<Op> = (0..20)
+        .map(|k| Op::write(OpKind::Insert, k, k + 1))
+        .collect();
+    c.run_ops(0x60, &rows);
+    c.end(0x60, Some(2));
+
+    let altered = with_extra_column(&table);
+    c.send_alter(77, &altered);
+    c.sim.run_for(Duration::from_millis(200));
+    let version = c
+        .take()
+        .into_iter()
+        .find_map(|s| match s.body {
+            SignalBody::DictAlterTableConf {
+                request_id: 77,
+                version,
+                ..
+            } => Some(version),
+            _ => None,
+        })
+        .expect("the alter is confirmed");
+    assert_eq!(version, 2);
+    for n in c.data_nodes.clone() {
+        let versions = c.fragment_versions(n);
+        assert!(
+            !versions.is_empty() && versions.iter().all(|&v| v == 2),
+            "node {n}: {versions:?}"
+        );
+        assert!(!c.ldm_block(n).alter_pending());
+    }
+    // A client with the old definition gets 241 and refreshes.
+    let old = c.run_ops(0x61, &[Op::read(3, LockMode::Committed)]);
+    assert_eq!(old[0].code, error::WRONG_SCHEMA_VERSION);
+    let mut def = altered.clone();
+    def.version = 2;
+    c.table = Some(def);
+    // Every replica reads the old rows with the new column at its default.
+    for n in c.data_nodes.clone() {
+        for k in [0, 7, 19] {
+            let row = c.read_row_at(n, k).expect("the row is there");
+            assert_eq!(row.len(), 4);
+            assert_eq!(row[1], Value::Int(k + 1), "node {n} key {k}");
+            assert_eq!(row[3], Value::Int(5), "node {n} key {k}");
+        }
+    }
+    // Writes go on at the new version (an insert must give every column:
+    // the TC fills in defaults, this test plays the TC with two values).
+    let answers = c.run_ops(0x62, &[Op::write(OpKind::Update, 7, 70), Op::delete(8)]);
+    assert!(answers.iter().all(|a| a.code == 0), "{answers:?}");
+    c.end(0x62, Some(3));
+    let n = node(3);
+    c.inject(ldm(n), SignalBody::GcpSaveReq { gci: 3 });
+    c.settle();
+    assert!(c
+        .take()
+        .iter()
+        .any(|s| s.body == SignalBody::GcpSaveConf { gci: 3 }));
+
+    // A restart restores the rows written before and after the alter.
+    c.sim.crash(n);
+    c.disks[&n].crash();
+    c.sim.restart(n);
+    c.sim.run_for(Duration::from_secs(3));
+    assert!(c.ldm_block(n).is_open(), "reopened from disk");
+    assert!(c.fragment_versions(n).iter().all(|&v| v == 2));
+    let seven = c.read_row_at(n, 7).unwrap();
+    assert_eq!((&seven[1], &seven[3]), (&Value::Int(70), &Value::Int(5)));
+    assert_eq!(c.read_row_at(n, 8), None);
+    assert_eq!(c.read_row_at(n, 19).unwrap()[3], Value::Int(5));
+}
+
+#[test]
+fn an_alter_waits_for_the_transactions_on_its_table_and_refuses_new_ones_meanwhile() {
+    let mut c = Cluster::start(20, 1);
+    let table = c.create_table();
+    let n = node(2);
+    c.run_ops(
+        0x70,
+        &[
+            Op::write(OpKind::Insert, 1, 1),
+            Op::write(OpKind::Insert, 2, 2),
+        ],
+    );
+    c.end(0x70, Some(2));
+    // A transaction holds a change on the table.
+    c.run_ops(0x71, &[Op::write(OpKind::Update, 1, 10)]);
+
+    c.send_alter(78, &with_extra_column(&table));
+    c.sim.run_for(Duration::from_millis(100));
+    let signals = c.take();
+    assert!(
+        !signals
+            .iter()
+            .any(|s| matches!(s.body, SignalBody::DictAlterTableConf { .. })),
+        "the alter waits: {signals:?}"
+    );
+    assert!(c.ldm_block(n).alter_pending());
+    assert_eq!(c.fragment_versions(n), vec![1]);
+    // New work on the table is refused with a temporary error meanwhile.
+    let busy = c.run_ops(0x72, &[Op::write(OpKind::Insert, 3, 3)]);
+    assert_eq!(busy[0].code, error::BUSY);
+    assert_eq!(
+        proto::error::class(error::BUSY),
+        proto::error::ErrorClass::Temporary
+    );
+
+    // The holder commits: the alter goes through.
     c.inject(
-        dict,
-        SignalBody::DictAlterTableReq {
-            request_id: 77,
-            table_id: table.id,
-            table: table.to_bytes(),
+        ldm(n),
+        SignalBody::LdmCommitReq {
+            tx_id: 0x71,
+            gci: 3,
         },
     );
+    c.sim.run_for(Duration::from_millis(100));
+    let signals = c.take();
+    assert!(signals.iter().any(|s| s.body
+        == SignalBody::LdmCommitConf {
+            tx_id: 0x71,
+            gci: 3
+        }));
+    assert!(signals.iter().any(|s| matches!(
+        s.body,
+        SignalBody::DictAlterTableConf {
+            request_id: 78,
+            version: 2,
+            ..
+        }
+    )));
+    assert!(!c.ldm_block(n).alter_pending());
+    assert_eq!(c.fragment_versions(n), vec![2]);
+    let mut def = with_extra_column(&table);
+    def.version = 2;
+    c.table = Some(def);
+    let one = c.read_row_at(n, 1).unwrap();
+    assert_eq!((&one[1], &one[3]), (&Value::Int(10), &Value::Int(5)));
+    assert_eq!(c.ldm_block(n).transactions(), 0);
+}
+
+#[test]
+fn adding_a_unique_index_by_alter_is_refused_and_a_drop_reaches_the_ldm() {
+    let mut c = Cluster::start(21, 1);
+    let table = c.create_table();
+    let mut unique = table.clone();
+    unique.indexes.push(storage::schema::IndexDef {
+        name: "u_s".into(),
+        id: 0,
+        columns: vec![2],
+        kind: storage::schema::IndexKind::Unique,
+    });
+    c.send_alter(79, &unique);
     c.sim.run_for(Duration::from_millis(200));
     let refused = c.take().into_iter().any(|s| {
-        matches!(s.body, SignalBody::DictAlterTableRef { request_id: 77, code, ref message }
-            if code == ERROR_UNSUPPORTED_ALTER && message.contains("not supported"))
+        matches!(s.body, SignalBody::DictAlterTableRef { request_id: 79, code, ref message }
+            if code == ERROR_UNSUPPORTED_ALTER && message.contains("unique index `u_s`")
+                && message.contains("not supported yet"))
     });
-    assert!(refused, "ALTER TABLE is refused with a clear error");
+    assert!(
+        refused,
+        "adding a unique index is refused with a clear error"
+    );
+    assert_eq!(c.fragment_versions(node(2)), vec![1]);
+    let dict = BlockRef::new(node(2), BlockNumber::DICTIONARY, 0);
     // A drop reaches the LDM: its fragments go.
     c.inject(
         dict,
@@ -1115,4 +1320,39 @@ fn alter_table_is_refused_while_ldm_blocks_serve_the_dictionary() {
             .count(),
         0
     );
+}
+
+#[test]
+fn an_alter_that_waits_too_long_restarts_the_node_which_restores_the_new_version() {
+    let mut c = Cluster::start(22, 1);
+    let table = c.create_table();
+    let n = node(2);
+    c.run_ops(0x80, &[Op::write(OpKind::Insert, 1, 1)]);
+    c.end(0x80, Some(2));
+    c.inject(ldm(n), SignalBody::GcpSaveReq { gci: 2 });
+    c.settle();
+    // A transaction that never ends holds a lock on the table.
+    c.run_ops(0x81, &[Op::read(1, LockMode::Shared)]);
+    c.send_alter(80, &with_extra_column(&table));
+    c.sim
+        .run_for(datanode::ldm::ALTER_WAIT_MAX - Duration::from_millis(500));
+    assert!(c.ldm_block(n).alter_pending(), "still waiting");
+    c.sim.run_for(Duration::from_secs(1));
+    let summary = c.sim.summary(n).unwrap();
+    assert!(summary.shutdowns >= 1, "the node went down");
+    let reason = summary.down_reason.unwrap_or_default();
+    assert!(reason.contains("waited"), "{reason}");
+    // It comes back (its dictionary committed the alter) at the new version.
+    c.sim.run_for(Duration::from_secs(3));
+    if !c.sim.summary(n).unwrap().up {
+        c.sim.restart(n);
+        c.sim.run_for(Duration::from_secs(3));
+    }
+    assert!(c.ldm_block(n).is_open());
+    assert_eq!(c.fragment_versions(n), vec![2]);
+    let mut def = with_extra_column(&table);
+    def.version = 2;
+    c.table = Some(def);
+    let one = c.read_row_at(n, 1).unwrap();
+    assert_eq!((&one[1], &one[3]), (&Value::Int(1), &Value::Int(5)));
 }

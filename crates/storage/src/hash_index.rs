@@ -63,10 +63,14 @@
 //! # Speed
 //!
 //! A lookup reads one bucket line (two when it overflows, ~20% of lookups
-//! at 1M entries) and, through `is_match`, the row: two cache misses, the
-//! second depending on the first. A caller with a batch of keys can overlap
-//! the misses of several lookups with [`HashIndex::prefetch`] (the bucket)
-//! and [`HashIndex::candidate`] plus `RowStore::prefetch` (the row).
+//! at 1M entries, ~16% at 10M) and, through `is_match`, the row: two cache
+//! misses, the second depending on the first, each with a TLB miss at
+//! millions of rows. A caller with a batch of keys can overlap the misses
+//! of several lookups: [`HashIndex::prefetch`] starts loading the primary
+//! bucket, and [`HashIndex::probe`] (then [`HashIndex::probe_overflow`])
+//! reads it once it has arrived and names what to load next, the candidate
+//! row (for `RowStore::prefetch`) or the overflow bucket (prefetched), or
+//! says that no row has the hash.
 
 use crate::memory::{prefetch, IndexSet, MemoryError, PageId, PagePool, PAGE_BYTES};
 use crate::RowId;
@@ -172,6 +176,25 @@ fn fragment_matches(bucket: &[u8; BUCKET_BYTES], h: u32) -> (u32, Option<u32>) {
         matches &= (1 << LAST) - 1;
     }
     (matches & !empty, link)
+}
+
+/// An overflow bucket, as [`Probe::Overflow`] names it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct OverflowBucket(u32);
+
+/// What one bucket of a chain says about a hash: [`HashIndex::probe`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Probe {
+    /// The first entry of the bucket with the hash's fragment: the row of
+    /// the key, unless another key has the same fragment (the caller
+    /// compares keys, and on a mismatch falls back to `find`).
+    Row(RowId),
+    /// No entry of the bucket has the fragment; the chain goes on in this
+    /// overflow bucket, which has started loading into the cache.
+    Overflow(OverflowBucket),
+    /// No entry of the rest of the chain has the fragment: no row has the
+    /// hash.
+    Absent,
 }
 
 /// Overflow buckets needed by a chain of `entries`.
@@ -337,29 +360,55 @@ impl HashIndex {
     }
 
     /// The first row of `hash`'s primary bucket whose fragment matches, if
-    /// any, without asking the caller: for prefetching that row (the next
-    /// step of batched lookups after [`HashIndex::prefetch`]). Usually the
-    /// row that `find` will return. When the primary bucket has no such
-    /// entry but an overflow bucket, that bucket starts loading into the
-    /// cache instead (`find` will read it).
+    /// any, without asking the caller: for prefetching that row. Usually
+    /// the row that `find` will return. When the primary bucket has no
+    /// such entry but an overflow bucket, that bucket starts loading into
+    /// the cache instead (`find` will read it). [`HashIndex::probe`] says
+    /// more.
     #[inline]
     pub fn candidate(&self, pool: &PagePool, hash: u64) -> Option<RowId> {
+        match self.probe(pool, hash) {
+            Probe::Row(row) => Some(row),
+            Probe::Overflow(_) | Probe::Absent => None,
+        }
+    }
+
+    /// The first row of `hash`'s primary bucket whose fragment matches, or
+    /// where the search goes on: the step of batched lookups after
+    /// [`HashIndex::prefetch`] (the bucket should be in cache by now), so
+    /// that the row, or the overflow bucket, can be prefetched in turn.
+    /// [`Probe::Absent`] is final: `find` would find no row.
+    #[inline]
+    pub fn probe(&self, pool: &PagePool, hash: u64) -> Probe {
         if self.primary_pages.is_empty() {
-            return None;
+            return Probe::Absent;
         }
         let h = fragment(hash);
-        let (page, at) = self.primary_loc(self.address(h));
+        self.probe_bucket(pool, h, self.primary_loc(self.address(h)))
+    }
+
+    /// [`HashIndex::probe`] of the overflow bucket a probe named.
+    #[inline]
+    pub fn probe_overflow(&self, pool: &PagePool, hash: u64, overflow: OverflowBucket) -> Probe {
+        self.probe_bucket(pool, fragment(hash), self.overflow_loc(overflow.0))
+    }
+
+    #[inline(always)]
+    fn probe_bucket(&self, pool: &PagePool, h: u32, (page, at): Loc) -> Probe {
         let bucket = bucket(pool.page(page), at);
         let (matches, link) = fragment_matches(bucket, h);
         if matches != 0 {
             let i = matches.trailing_zeros() as usize;
-            return Some(RowId(read_at(bucket, ROWS_AT + 4 * i)));
+            return Probe::Row(RowId(read_at(bucket, ROWS_AT + 4 * i)));
         }
-        if let Some(overflow) = link {
-            let (page, at) = self.overflow_loc(overflow);
-            prefetch(&pool.page(page)[at..]);
+        match link {
+            Some(overflow) => {
+                let (page, at) = self.overflow_loc(overflow);
+                prefetch(&pool.page(page)[at..]);
+                Probe::Overflow(OverflowBucket(overflow))
+            }
+            None => Probe::Absent,
         }
-        None
     }
 
     /// Adds an entry. On error (no memory for an overflow bucket) nothing
@@ -933,5 +982,77 @@ mod tests {
         }
         index.check_invariants(&pool);
         assert!(index.overflow_buckets() >= 3);
+    }
+
+    /// What the batched lookup makes of `hash` with the index's probes: the
+    /// row a chain of at most two probes names, `None` when they say no row
+    /// has it, `Some(None)` when the chain goes on (the lookup then falls
+    /// back to `find`).
+    fn two_probes(index: &HashIndex, pool: &PagePool, hash: u64) -> Option<Option<RowId>> {
+        match index.probe(pool, hash) {
+            Probe::Row(row) => Some(Some(row)),
+            Probe::Absent => None,
+            Probe::Overflow(overflow) => match index.probe_overflow(pool, hash, overflow) {
+                Probe::Row(row) => Some(Some(row)),
+                Probe::Absent => None,
+                Probe::Overflow(_) => Some(None),
+            },
+        }
+    }
+
+    #[test]
+    fn probes_find_every_key_as_the_index_grows_and_shrinks() {
+        let mut pool = PagePool::new(64);
+        let mut index = HashIndex::new();
+        let n = 3000u32;
+        // Distinct fragments, so that a probe's first match is the key's.
+        // Returns the keys beyond two probes and the keys checked.
+        let check = |index: &HashIndex, pool: &PagePool, live: std::ops::Range<u32>| {
+            let mut beyond_two = 0;
+            for k in 0..n {
+                let probed = two_probes(index, pool, mix(u64::from(k)));
+                if live.contains(&k) {
+                    match probed {
+                        Some(Some(row)) => assert_eq!(row, RowId(k), "key {k}"),
+                        Some(None) => beyond_two += 1,
+                        None => panic!("key {k} probed absent"),
+                    }
+                } else {
+                    assert!(
+                        !matches!(probed, Some(Some(row)) if row == RowId(k)),
+                        "removed key {k} still probed"
+                    );
+                }
+            }
+            (beyond_two, live.len())
+        };
+        let (mut beyond_two, mut probed) = (0, 0);
+        let mut add = |(beyond, checked): (usize, usize)| {
+            beyond_two += beyond;
+            probed += checked;
+        };
+        for k in 0..n {
+            index
+                .insert(&mut pool, mix(u64::from(k)), RowId(k))
+                .unwrap();
+            if k % 250 == 0 {
+                add(check(&index, &pool, 0..k + 1));
+            }
+        }
+        assert!(index.overflow_buckets() > 0, "chains overflowed");
+        add(check(&index, &pool, 0..n));
+        for k in 0..n {
+            assert!(index.remove(&mut pool, mix(u64::from(k)), RowId(k)));
+            if k % 250 == 0 {
+                add(check(&index, &pool, k + 1..n));
+            }
+        }
+        // Chains of three buckets are rare at the split load.
+        assert!(
+            beyond_two * 100 < probed,
+            "{beyond_two} of {probed} keys beyond two probes"
+        );
+        assert_eq!(two_probes(&index, &pool, mix(1)), None);
+        index.check_invariants(&pool);
     }
 }

@@ -1,9 +1,6 @@
-//! The memory and speed goals of issue 3 for rows and the hash index:
-//! bytes per row for 1,000,000 rows of 104 bytes (a flexAsynch row), and
-//! primary-key lookups per second (ignored by default: a timing, run in
-//! release).
-
-use std::time::Instant;
+//! The memory goal of issue 3 for rows and the hash index: bytes per row
+//! for 1,000,000 rows of 104 bytes (a flexAsynch row). Speed is measured by
+//! `skarv bench ldm`, never by a test.
 
 use storage::hash_index::HashIndex;
 use storage::memory::{PagePool, RowStore};
@@ -74,59 +71,4 @@ fn bytes_per_row_for_a_million_104_byte_rows() {
         assert_eq!(store.fixed(&pool, row)[..8], key.to_le_bytes());
     }
     assert_eq!(lookup(&pool, &store, &index, ROWS + 1), None);
-}
-
-/// Primary-key lookups of one thread, random order, all keys hit:
-/// `cargo test --release -p storage --test memory_goal -- --ignored hash_speed --nocapture`.
-#[test]
-#[ignore = "a timing: run in release"]
-fn hash_speed() {
-    let started = Instant::now();
-    let (pool, store, index) = load();
-    let load_s = started.elapsed().as_secs_f64();
-    println!(
-        "insert (row + index): {:.2} million/s",
-        ROWS as f64 / load_s / 1e6
-    );
-    // Keys in a pseudo-random order that visits every key once: an odd
-    // multiplier modulo a power of two is a permutation.
-    let mask = ROWS.next_power_of_two() - 1;
-    let keys: Vec<u64> = (0..=mask)
-        .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15 | 1) & mask)
-        .filter(|&k| k < ROWS)
-        .collect();
-    let plain = best_of_3(keys.len(), |i| lookup(&pool, &store, &index, keys[i]));
-    println!("lookup_per_s (one at a time): {:.2} million", plain / 1e6);
-    // As the LDM can for a batch of operations: load the bucket of the key
-    // 2·AHEAD ahead and the row of the key AHEAD ahead, so that the cache
-    // misses of several lookups overlap.
-    const AHEAD: usize = 4;
-    let batched = best_of_3(keys.len(), |i| {
-        if let Some(&next) = keys.get(i + 2 * AHEAD) {
-            index.prefetch(&pool, mix(next));
-        }
-        if let Some(&next) = keys.get(i + AHEAD) {
-            if let Some(row) = index.candidate(&pool, mix(next)) {
-                store.prefetch(&pool, row);
-            }
-        }
-        lookup(&pool, &store, &index, keys[i])
-    });
-    println!(
-        "lookup_per_s (batched, prefetching): {:.2} million",
-        batched / 1e6
-    );
-}
-
-/// Best rate of three passes of `lookup` over positions `0..n`; every
-/// lookup must find its row.
-fn best_of_3(n: usize, mut lookup: impl FnMut(usize) -> Option<RowId>) -> f64 {
-    let mut best = 0.0f64;
-    for _ in 0..3 {
-        let started = Instant::now();
-        let found = (0..n).filter(|&i| lookup(i).is_some()).count();
-        best = best.max(n as f64 / started.elapsed().as_secs_f64());
-        assert_eq!(found as u64, ROWS);
-    }
-    best
 }

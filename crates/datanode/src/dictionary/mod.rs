@@ -383,9 +383,9 @@ impl Dictionary {
     /// The local blocks that hold the schema too (the node's TC and LDM
     /// instances) and the partition count of a table created without one
     /// (`Placement::default_partitions`). Without this the dictionary
-    /// serves no local block (as in tests of the dictionary alone) and
-    /// allows ALTER TABLE; with local blocks it refuses ALTER TABLE, which
-    /// storage cannot apply to existing fragments yet.
+    /// serves no local block (as in tests of the dictionary alone). ALTER
+    /// TABLE is planned the same either way; the LDM blocks apply it to
+    /// their fragments (`ldm::alter`).
     pub fn with_local_blocks(
         mut self,
         local_blocks: Vec<BlockRef>,
@@ -741,13 +741,6 @@ impl Dictionary {
             RequestBody::Create { table } => {
                 plan::plan_create(&self.schema, table, self.default_partitions)
             }
-            RequestBody::Alter { table_id, .. } if !self.local_blocks.is_empty() => Err(Refusal {
-                code: ERROR_UNSUPPORTED_ALTER,
-                message: format!(
-                    "alter of table {table_id}: ALTER TABLE is not supported yet on data nodes that \
-                     hold data (existing partitions cannot change their definition)"
-                ),
-            }),
             RequestBody::Alter { table_id, table } => {
                 plan::plan_alter(&self.schema, *table_id, table)
             }

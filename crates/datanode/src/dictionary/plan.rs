@@ -133,8 +133,10 @@ pub fn plan_create(
 
 /// Plans `ALTER TABLE`: `bytes` is the new definition, made from version
 /// `current.version` of the table; only added columns (nullable or with a
-/// default, since existing rows need a value), added indexes and dropped
-/// indexes are allowed. Kept indexes and BLOB parts tables keep their ids.
+/// default, since existing rows need a value), added ordered indexes and
+/// dropped indexes are allowed (adding a unique index is refused: its
+/// hidden table would need a distributed build from the rows). Kept
+/// indexes and BLOB parts tables keep their ids.
 pub fn plan_alter(schema: &Schema, table_id: u32, bytes: &[u8]) -> Result<Plan, Refusal> {
     let (current, group) = base_table(schema, table_id)?;
     let mut table = decode(bytes)?;
@@ -274,6 +276,16 @@ fn check_alter(old: &TableDef, new: &TableDef) -> Result<(), String> {
                         index.name
                     ));
                 }
+            }
+            None if index.kind == storage::schema::IndexKind::Unique => {
+                // Its hidden table would need a build from the existing
+                // rows, spread by the index key over every LDM instance and
+                // node (a distributed build), which is not there yet.
+                return Err(format!(
+                    "adding unique index `{}` to an existing table is not supported yet; create \
+                     the table with it",
+                    index.name
+                ));
             }
             None => indexes_changed = true,
         }

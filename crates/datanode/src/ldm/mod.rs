@@ -14,8 +14,10 @@
 //!
 //! - Schema: the local dictionary's `SchemaLoadReq` opens the instance
 //!   (restore from the local checkpoints and the redo log) on the first
-//!   load; later loads and `SchemaChangeReq` add and drop fragments. A
-//!   restore that fails shuts the node down: it never serves wrong data.
+//!   load; later loads and `SchemaChangeReq` add, drop and alter
+//!   fragments. An alter waits until no transaction is on its table here
+//!   ([`alter`]). A restore that fails shuts the node down: it never
+//!   serves wrong data.
 //! - Key operations ([`requests`]): in order per transaction; a request
 //!   that waits for a lock holds back the transaction's later requests.
 //! - Scans ([`scans`]): one partition each, in batches, filtered and
@@ -35,9 +37,12 @@
 //! fails one operation with a `proto::error` code.
 
 mod aborted;
+mod alter;
 mod encoded;
 mod requests;
 mod scans;
+
+pub use alter::{ALTER_CHECK_INTERVAL, ALTER_WAIT_MAX, SCHEMA_DEFERRED_MAX};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
@@ -179,6 +184,9 @@ pub struct LdmBlock<D> {
     gcp_start_waiters: Vec<BlockRef>,
     failed: bool,
     stats: LdmStats,
+    /// An ALTER TABLE waiting for its table's transactions to end, and the
+    /// schema signals behind it.
+    alter: alter::AlterState,
 }
 
 impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
@@ -218,6 +226,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             aborted: aborted::RecentlyAborted::default(),
             failed: false,
             stats: LdmStats::default(),
+            alter: alter::AlterState::default(),
         }
     }
 }
@@ -259,6 +268,12 @@ impl<D> LdmBlock<D> {
     /// Commits waiting for redo space.
     pub fn commits_pending(&self) -> usize {
         self.pending_commits.len()
+    }
+
+    /// Whether an ALTER TABLE waits for the transactions on its table to
+    /// end (operations on the table are refused meanwhile).
+    pub fn alter_pending(&self) -> bool {
+        self.alter.is_pending()
     }
 
     fn instance_no(&self) -> u32 {
@@ -457,22 +472,51 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         }
         for &(t, p) in wanted.intersection(&have) {
             let table = &self.schema.tables[&t];
-            let (fragment, _) = instance.fragment(t, p).expect("listed");
-            if fragment.table_version() != table.version {
-                return Err(format!(
-                    "LDM instance {}: table `{}` fragment {p} is at version {}, the schema has version {}: \
-                     changing the definition of existing fragments (ALTER TABLE) is not supported yet",
-                    self.config.instance,
-                    table.name,
-                    fragment.table_version(),
-                    table.version
-                ));
+            let from = instance.fragment_ref(t, p).expect("listed").table_version();
+            if from == table.version {
+                continue;
             }
+            let outcome = instance.alter_fragment(table, p).map_err(|e| {
+                format!(
+                    "LDM instance {}: ALTER TABLE of table `{}` fragment {p} from version {from} to {}: {e}",
+                    self.config.instance, table.name, table.version
+                )
+            })?;
+            tracing::info!(
+                node = %self.config.node,
+                "LDM instance {}: table `{}` fragment {p} altered from version {from} to {}: {} rows{}, \
+                 {} ordered indexes built, {} dropped",
+                self.config.instance,
+                table.name,
+                table.version,
+                outcome.rows,
+                if outcome.rows_rewritten { " rewritten" } else { "" },
+                outcome.indexes_built,
+                outcome.indexes_dropped
+            );
         }
         Ok(())
     }
 
     fn on_schema_change(
+        &mut self,
+        sender: BlockRef,
+        op: SchemaOp,
+        table_id: u32,
+        schema_version: u32,
+        group: DictTableGroup,
+        ctx: &mut Context<'_>,
+    ) {
+        if op == SchemaOp::AlterTable && self.instance.is_some() {
+            self.start_alter(sender, table_id, schema_version, group, ctx);
+            return;
+        }
+        self.finish_schema_change(sender, op, table_id, schema_version, group, ctx);
+    }
+
+    /// Installs a committed schema change (an alter: once its table is
+    /// quiet here) and answers it.
+    fn finish_schema_change(
         &mut self,
         sender: BlockRef,
         op: SchemaOp,
@@ -509,11 +553,14 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
     ) -> Result<(), (u32, String)> {
         let instance = self.config.instance;
         match op {
-            SchemaOp::CreateTable => {
+            SchemaOp::CreateTable | SchemaOp::AlterTable => {
+                // An alter comes here once no transaction is on its table
+                // (`alter`): the fragments whose version changed are
+                // altered by the reconcile below.
                 install_group(&mut self.schema, group).map_err(|m| {
                     (
                         proto::error::BAD_DEFINITION,
-                        format!("LDM instance {instance}: create of table {table_id}: {m}"),
+                        format!("LDM instance {instance}: {op:?} of table {table_id}: {m}"),
                     )
                 })?;
             }
@@ -523,18 +570,6 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                         self.schema.tables.remove(&id);
                     }
                 }
-            }
-            SchemaOp::AlterTable => {
-                // Storage cannot change the definition of an existing
-                // fragment (row layout, indexes) yet: the dictionary refuses
-                // ALTER TABLE while LDM blocks serve it.
-                return Err((
-                    proto::error::UNSUPPORTED_ALTER,
-                    format!(
-                        "LDM instance {instance}: ALTER TABLE of table {table_id} cannot be applied to \
-                         existing fragments: not supported yet"
-                    ),
-                ));
             }
         }
         if self.instance.is_none() {
@@ -587,6 +622,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             self.arm_commit_retry(ctx);
         }
         self.run_grants(ctx);
+        self.check_alter(ctx);
     }
 
     /// Commits what is left of `pending`; true when all of it is done.
@@ -652,6 +688,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             self.arm_commit_retry(ctx);
         }
         self.run_grants(ctx);
+        self.check_alter(ctx);
     }
 
     fn on_abort(&mut self, sender: BlockRef, tx_id: u64, ctx: &mut Context<'_>) {
@@ -684,6 +721,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         self.stats.aborts += 1;
         ctx.send(sender, SignalBody::LdmAbortConf { tx_id });
         self.run_grants(ctx);
+        self.check_alter(ctx);
     }
 
     /// Drops the requests of a transaction that ended (no answers: its TC
@@ -783,6 +821,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 ctx.set_timer(LCP_CHECK_INTERVAL, TIMER_LCP_CHECK);
                 self.check_lcp_due(ctx);
             }
+            alter::TIMER_ALTER_CHECK => self.on_alter_timer(ctx),
             other => tracing::warn!(node = %self.config.node, "LDM: unknown timer {other}"),
         }
     }
@@ -957,7 +996,15 @@ impl<D: Disk + Clone + Send + 'static> Block for LdmBlock<D> {
                 tables,
                 schema_version,
             } if local_dictionary => {
-                if !self.failed {
+                if self.failed {
+                } else if self.alter.is_pending() {
+                    let deferred = alter::DeferredSchema::Load {
+                        sender,
+                        tables,
+                        schema_version,
+                    };
+                    self.defer_schema(deferred, ctx);
+                } else {
                     self.on_schema_load(sender, tables, schema_version, ctx);
                 }
             }
@@ -967,7 +1014,17 @@ impl<D: Disk + Clone + Send + 'static> Block for LdmBlock<D> {
                 schema_version,
                 group,
             } if local_dictionary => {
-                if !self.failed {
+                if self.failed {
+                } else if self.alter.is_pending() {
+                    let deferred = alter::DeferredSchema::Change {
+                        sender,
+                        op,
+                        table_id,
+                        schema_version,
+                        group,
+                    };
+                    self.defer_schema(deferred, ctx);
+                } else {
                     self.on_schema_change(sender, op, table_id, schema_version, group, ctx);
                 }
             }

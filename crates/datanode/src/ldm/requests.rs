@@ -343,6 +343,10 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             .tables
             .get(&h.table_id)
             .ok_or(error::NO_SUCH_TABLE)?;
+        if self.altering(h.table_id) {
+            // An ALTER TABLE waits for the transactions on the table.
+            return Err(error::BUSY);
+        }
         if h.table_version != table.version {
             return Err(error::WRONG_SCHEMA_VERSION);
         }
@@ -708,6 +712,8 @@ pub(super) fn fragment_code(table: &TableDef, e: &FragmentError) -> u32 {
         FragmentError::NoSuchIndex { .. } => error::NO_SUCH_INDEX,
         FragmentError::NoSuchColumn { .. } => error::NO_SUCH_COLUMN,
         FragmentError::RedoFull { .. } => error::REDO_OVERLOADED,
+        FragmentError::AlterBusy { .. } => error::BUSY,
+        FragmentError::BadAlter { .. } => error::UNSUPPORTED_ALTER,
         FragmentError::Redo { .. }
         | FragmentError::BadRedoRecord { .. }
         | FragmentError::BadRow { .. }

@@ -163,6 +163,27 @@ impl Scans {
         }
     }
 
+    /// Closes every scan of one of `tables` (sorted); returns what the
+    /// scans were, with their TCs, to answer them.
+    pub(super) fn close_tables(&mut self, tables: &[u32]) -> Vec<(ScanKey, BlockRef)> {
+        let slots: Vec<u32> = self
+            .by_key
+            .values()
+            .copied()
+            .filter(|&slot| {
+                let spec = self.records[slot as usize].spec.as_ref();
+                spec.is_some_and(|s| tables.binary_search(&s.table_id).is_ok())
+            })
+            .collect();
+        let mut closed = Vec::with_capacity(slots.len());
+        for slot in slots {
+            let record = &self.records[slot as usize];
+            closed.push((record.key, record.tc.expect("an open scan has its TC")));
+            self.close(slot);
+        }
+        closed
+    }
+
     fn op_id(&self, slot: u32) -> OpId {
         OpId(SCAN_OP_BIT | self.records[slot as usize].generation << SLOT_BITS | slot)
     }
@@ -234,6 +255,13 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 format!("no table with id {}", spec.table_id),
             );
         };
+        if self.altering(spec.table_id) {
+            let message = format!(
+                "table `{}` is being altered on LDM instance {} of node {}; retry",
+                table.name, self.config.instance, self.config.node
+            );
+            return refuse(ctx, error::BUSY, message);
+        }
         if let Err(e) = spec.check(table) {
             return refuse(ctx, e.code(), e.to_string());
         }

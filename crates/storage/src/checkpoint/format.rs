@@ -105,6 +105,10 @@ pub(super) struct DataHeader {
     pub full_lcp_id: u64,
     pub kind: CheckpointKind,
     pub layout: RowLayout,
+    /// Columns of the table at `table_version` (the rows' layout is that of
+    /// the table's first `columns` columns, which lets a restore after an
+    /// ALTER TABLE convert them); 0 when the writer was not told.
+    pub columns: u16,
 }
 
 impl DataHeader {
@@ -123,6 +127,7 @@ impl DataHeader {
         } else {
             0
         };
+        b[42..44].copy_from_slice(&self.columns.to_le_bytes());
         put_u32(&mut b, 44, self.layout.fixed_bytes);
         put_u32(&mut b, 48, self.layout.slots_per_page);
         let crc = crc32c::crc32c(&b[..60]);
@@ -157,6 +162,7 @@ impl DataHeader {
                 with_var: b[41] & FLAG_WITH_VAR != 0,
                 slots_per_page: le_u32(b, 48),
             },
+            columns: le_u16(b, 42),
         })
     }
 }
@@ -391,6 +397,7 @@ mod tests {
                 with_var: false,
                 slots_per_page: 1560,
             },
+            columns: 7,
         };
         let bytes = h.encode();
         assert_eq!(DataHeader::decode(&bytes), Ok(h));

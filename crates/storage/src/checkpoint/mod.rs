@@ -343,6 +343,56 @@ fn newest_complete(
     Ok(None)
 }
 
+/// Which table version (and how many of its columns) the rows of a
+/// fragment's newest complete LCP have: what a restore must read them
+/// with. See [`newest_complete_version`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct CheckpointVersion {
+    pub lcp_id: u64,
+    pub table_version: u32,
+    /// Columns of the table at that version; `None` when the LCP was
+    /// written without saying ([`CheckpointWriter::start`]).
+    pub columns: Option<u16>,
+}
+
+/// The version of a fragment's newest complete LCP (the one [`restore`]
+/// would restore), read from its control file and its data file's header;
+/// `Ok(None)` when it has none. Restore checks the whole chain later; this
+/// only reads the header, checked by its own CRC and against the control
+/// file.
+pub fn newest_complete_version(
+    disk: &dyn Disk,
+    dir: &Path,
+    table_id: u32,
+    fragment_id: u32,
+) -> Result<Option<CheckpointVersion>, CheckpointError> {
+    let files = list_files(disk, dir, table_id, fragment_id)?;
+    let Some(control) = newest_complete(disk, dir, table_id, fragment_id, &files)? else {
+        return Ok(None);
+    };
+    let path = data_path(dir, table_id, fragment_id, control.lcp_id);
+    let file = disk
+        .open(&path, OpenMode::ReadOnly)
+        .map_err(|e| io_error("open", &path, 0, e))?;
+    let mut bytes = [0u8; format::DATA_HEADER_BYTES];
+    let read = file
+        .read_full_at(0, &mut bytes)
+        .map_err(|e| io_error("read", &path, 0, e))?;
+    if read < bytes.len() {
+        return Err(corrupt(&path, 0, "the file is shorter than its header"));
+    }
+    let header = format::DataHeader::decode(&bytes).map_err(|why| corrupt(&path, 0, why))?;
+    if header.table_version != control.table_version || header.lcp_id != control.lcp_id {
+        let reason = format!("header {header:?} does not match its control file {control:?}");
+        return Err(corrupt(&path, 0, reason));
+    }
+    Ok(Some(CheckpointVersion {
+        lcp_id: control.lcp_id,
+        table_version: header.table_version,
+        columns: (header.columns != 0).then_some(header.columns),
+    }))
+}
+
 /// The chain of a complete LCP, newest first, ending with its full LCP.
 /// Every member must be complete: the newest one vouches for them, so a
 /// missing or damaged one is corruption, not an unfinished LCP.

@@ -99,6 +99,22 @@ impl CheckpointWriter {
         previous: Option<&CompletedLcp>,
         rows: &mut RowStore,
     ) -> Result<CheckpointWriter, CheckpointError> {
+        Self::start_with_columns(disk, dir, start, 0, previous, rows)
+    }
+
+    /// [`CheckpointWriter::start`], recording in the data file that the
+    /// rows have the layout of the table's first `columns` columns (its
+    /// columns at `start.table_version`), so that a restore under a later
+    /// version of the table (columns appended by ALTER TABLE) can convert
+    /// them ([`super::newest_complete_version`]). The LDM always says.
+    pub fn start_with_columns(
+        disk: &dyn Disk,
+        dir: &Path,
+        start: LcpStart,
+        columns: u16,
+        previous: Option<&CompletedLcp>,
+        rows: &mut RowStore,
+    ) -> Result<CheckpointWriter, CheckpointError> {
         if let Some(p) = previous {
             assert!(
                 p.lcp_id < start.lcp_id,
@@ -138,6 +154,7 @@ impl CheckpointWriter {
             full_lcp_id,
             kind,
             layout,
+            columns,
         };
         let mut buffer = Vec::with_capacity(WRITE_CHUNK_BYTES + layout_page_bytes(layout));
         buffer.extend_from_slice(&header.encode());

@@ -205,6 +205,28 @@ pub enum FragmentError {
         column: usize,
         columns: usize,
     },
+    /// An ALTER TABLE this fragment cannot take: another table, an older
+    /// version, or a change other than columns appended and ordered
+    /// indexes added or dropped.
+    #[error("table {table}, fragment {fragment}: cannot alter to version {version}: {detail}")]
+    BadAlter {
+        table: String,
+        fragment: u32,
+        version: u32,
+        detail: String,
+    },
+    /// An ALTER TABLE while transactions hold locks or changes here
+    /// (temporary: the LDM waits until they end, see
+    /// [`Fragment::alter`]).
+    #[error(
+        "table {table}, fragment {fragment}: cannot alter while {transactions} transactions are \
+         active on it"
+    )]
+    AlterBusy {
+        table: String,
+        fragment: u32,
+        transactions: usize,
+    },
 }
 
 impl FragmentError {
@@ -213,9 +235,50 @@ impl FragmentError {
     pub fn is_temporary(&self) -> bool {
         matches!(
             self,
-            FragmentError::LockWaitersFull { .. } | FragmentError::RedoFull { .. }
+            FragmentError::LockWaitersFull { .. }
+                | FragmentError::RedoFull { .. }
+                | FragmentError::AlterBusy { .. }
         )
     }
+}
+
+/// What [`Fragment::alter`] did.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct AlterOutcome {
+    /// The rows were rewritten into a row store of the new layout (columns
+    /// were added): their row ids changed, and the fragment's next local
+    /// checkpoint must be a full one of the new row store.
+    pub rows_rewritten: bool,
+    /// Committed rows (all of them, since nothing may be pending).
+    pub rows: u64,
+    /// Ordered indexes built from the rows.
+    pub indexes_built: u32,
+    /// Ordered indexes dropped (their memory freed).
+    pub indexes_dropped: u32,
+}
+
+/// Converts a row of layout `from` (a prefix of the columns of `to`) into
+/// `out`, of layout `to`, the columns past the prefix taking their default
+/// in `def` (the definition of `to`) or NULL. Allocates (the row's values
+/// are decoded into owned values): it runs for ALTER TABLE and for the
+/// replay of records written before one, not per operation.
+fn convert_row(
+    from: &RowLayout,
+    to: &RowLayout,
+    def: &TableDef,
+    (fixed, var): (&[u8], &[u8]),
+    out: &mut Image,
+) -> Result<(), ValueError> {
+    let kept = from.column_count();
+    debug_assert!(kept <= to.column_count() && to.column_count() == def.columns.len());
+    let mut values = Vec::with_capacity(def.columns.len());
+    values.extend((0..kept).map(|c| from.decode_column(fixed, var, c).to_value()));
+    values.extend(
+        def.columns[kept..]
+            .iter()
+            .map(|c| c.default.clone().unwrap_or(Value::Null)),
+    );
+    to.encode(&values, &mut out.fixed, &mut out.var)
 }
 
 /// A row image read out of a fragment: its fixed and var part, in buffers
@@ -371,6 +434,13 @@ pub struct Fragment {
     reserve_pages: u32,
     commit_seq: u32,
     scratch: Scratch,
+    /// The table definition of `table_version`: its column defaults fill
+    /// the columns an ALTER TABLE added, and its prefixes are the layouts
+    /// of older versions ([`TableDef::with_first_columns`]).
+    definition: TableDef,
+    /// Layouts of older versions (fewer columns), built when a redo record
+    /// of one is replayed: at most one per column count.
+    older_layouts: Vec<RowLayout>,
 }
 
 impl std::fmt::Debug for Fragment {
@@ -411,6 +481,7 @@ impl Fragment {
             table.partitions
         );
         let layout = RowLayout::new(table);
+        let key_compare = KeyCompare::new(table, &layout);
         let rows = if layout.var_columns() > 0 {
             RowStore::with_var_parts(layout.fixed_bytes())
         } else {
@@ -436,7 +507,7 @@ impl Fragment {
             table_version: table.version,
             fragment_id,
             pk: KeyEncoder::primary_key(table),
-            key_compare: KeyCompare::new(table),
+            key_compare,
             in_primary_key,
             column_names: table.columns.iter().map(|c| c.name.clone()).collect(),
             layout,
@@ -452,6 +523,8 @@ impl Fragment {
             reserve_pages: 0,
             commit_seq: 0,
             scratch: Scratch::default(),
+            definition: table.clone(),
+            older_layouts: Vec::new(),
         }
     }
 
@@ -467,6 +540,11 @@ impl Fragment {
 
     pub fn table_version(&self) -> u32 {
         self.table_version
+    }
+
+    /// The definition of the fragment's table at its version.
+    pub fn definition(&self) -> &TableDef {
+        &self.definition
     }
 
     pub fn fragment_id(&self) -> u32 {
@@ -808,14 +886,205 @@ impl Fragment {
         self.end_transaction(tx, list, grants);
     }
 
+    // ----- schema change -----
+
+    /// Moves the fragment to `table`, a later version of its table made by
+    /// ALTER TABLE (NDB's online alter, done here by rewriting): columns
+    /// appended at the end (NULL-able or with a default) and ordered
+    /// indexes added or dropped; a new version with neither (the hidden
+    /// tables of an altered table) only changes the version. Nothing may
+    /// be pending: `AlterBusy` (temporary) while any transaction holds a
+    /// lock or a change here, and the caller waits for them to end.
+    ///
+    /// - Columns added: every row is rewritten into a new row store of the
+    ///   new layout, the added columns taking their default or NULL, and
+    ///   the hash and ordered indexes are rebuilt; row ids change. The
+    ///   caller pauses for it (in proportion to the rows) and needs
+    ///   `DataMemory` for the old and the new rows together until the old
+    ///   store is released at the end.
+    /// - Otherwise the rows stay where they are; kept ordered indexes stay,
+    ///   added ones are built from the committed rows, dropped ones are
+    ///   freed.
+    ///
+    /// Fails with nothing changed (`BadAlter` for a change it cannot make,
+    /// `TableFull` when the new rows do not fit): the fragment keeps its
+    /// version. The same `table` again is a no-op.
+    pub fn alter(
+        &mut self,
+        pool: &mut PagePool,
+        table: &TableDef,
+    ) -> Result<AlterOutcome, FragmentError> {
+        self.check_alter(table)?;
+        if table.version == self.table_version {
+            return Ok(AlterOutcome {
+                rows: self.row_count(),
+                ..AlterOutcome::default()
+            });
+        }
+        let mut next = Fragment::new(table, self.fragment_id);
+        let has = |ordered: &[OrderedIndexState], id: u32| ordered.iter().any(|i| i.id == id);
+        let mut outcome = AlterOutcome {
+            rows_rewritten: table.columns.len() != self.layout.column_count(),
+            rows: 0,
+            indexes_built: next
+                .ordered
+                .iter()
+                .filter(|i| !has(&self.ordered, i.id))
+                .count() as u32,
+            indexes_dropped: self
+                .ordered
+                .iter()
+                .filter(|i| !has(&next.ordered, i.id))
+                .count() as u32,
+        };
+        if outcome.rows_rewritten {
+            if let Err(e) = self.rewrite_rows(pool, &mut next) {
+                next.release(pool);
+                return Err(e);
+            }
+            self.release(pool);
+        } else {
+            std::mem::swap(&mut self.rows, &mut next.rows);
+            std::mem::swap(&mut self.hash, &mut next.hash);
+            for at in 0..next.ordered.len() {
+                let id = next.ordered[at].id;
+                match self.ordered.iter_mut().find(|i| i.id == id) {
+                    Some(kept) => {
+                        next.ordered[at].index =
+                            std::mem::replace(&mut kept.index, BTreeOrderedIndex::new());
+                    }
+                    None => next.build_ordered_index(pool, at),
+                }
+            }
+            // Dropped indexes go with `self`.
+        }
+        outcome.rows = next.row_count();
+        next.commit_seq = self.commit_seq;
+        next.free_images = std::mem::take(&mut self.free_images);
+        next.free_row_lists = std::mem::take(&mut self.free_row_lists);
+        *self = next;
+        Ok(outcome)
+    }
+
+    /// Why `table` cannot be this fragment's next definition, if it cannot.
+    fn check_alter(&self, table: &TableDef) -> Result<(), FragmentError> {
+        let bad = |detail: String| FragmentError::BadAlter {
+            table: self.table.clone(),
+            fragment: self.fragment_id,
+            version: table.version,
+            detail,
+        };
+        let old = &self.definition;
+        if table.id != self.table_id {
+            return Err(bad(format!(
+                "the definition is of table {} (`{}`)",
+                table.id, table.name
+            )));
+        }
+        if table.version < self.table_version {
+            return Err(bad(format!(
+                "the fragment is at version {}",
+                self.table_version
+            )));
+        }
+        if table.version == self.table_version {
+            if table != old {
+                return Err(bad("the definition changed without a new version".into()));
+            }
+            return Ok(());
+        }
+        if table.partitions != old.partitions {
+            return Err(bad(format!(
+                "the partition count changes from {} to {}",
+                old.partitions, table.partitions
+            )));
+        }
+        let kept = old.columns.len();
+        if table.columns.len() < kept || table.columns[..kept] != old.columns[..] {
+            return Err(bad(format!(
+                "only columns appended at the end are supported: the first {kept} columns must stay \
+                 as they are"
+            )));
+        }
+        if table.primary_key != old.primary_key || table.distribution_key != old.distribution_key {
+            return Err(bad("the primary or distribution key changes".into()));
+        }
+        if let Some(added) = table.columns[kept..]
+            .iter()
+            .find(|c| !c.nullable && c.default.is_none())
+        {
+            return Err(bad(format!(
+                "added column `{}` is NOT NULL without a default: existing rows need a value",
+                added.name
+            )));
+        }
+        if !self.pending.is_empty() || !self.txs.is_empty() {
+            return Err(FragmentError::AlterBusy {
+                table: self.table.clone(),
+                fragment: self.fragment_id,
+                transactions: self.txs.len(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Copies every row, converted to `next`'s layout, into `next` (an
+    /// empty fragment of the new definition) and builds its indexes. On an
+    /// error `next` holds part of the rows: the caller releases it.
+    fn rewrite_rows(&self, pool: &mut PagePool, next: &mut Fragment) -> Result<(), FragmentError> {
+        debug_assert_eq!(self.uncommitted_rows, 0, "nothing is pending");
+        let mut image = Image::default();
+        for row in self.rows.rows() {
+            convert_row(
+                &self.layout,
+                &next.layout,
+                &next.definition,
+                (self.rows.fixed(pool, row), self.rows.var(pool, row)),
+                &mut image,
+            )?;
+            next.rows
+                .insert(pool, &image.fixed, &image.var)
+                .map_err(|e| next.memory_error(e))?;
+        }
+        next.rebuild_indexes(pool)
+    }
+
+    /// Fills the (empty) ordered index at position `at` from the rows, all
+    /// committed.
+    fn build_ordered_index(&mut self, pool: &PagePool, at: usize) {
+        debug_assert_eq!(self.uncommitted_rows, 0, "nothing is pending");
+        let Fragment {
+            ordered,
+            rows,
+            layout,
+            scratch,
+            ..
+        } = self;
+        let index = &mut ordered[at];
+        for row in rows.rows() {
+            scratch.new_key.clear();
+            index.encoder.encode_from_row(
+                layout,
+                rows.fixed(pool, row),
+                rows.var(pool, row),
+                &mut scratch.new_key,
+            );
+            insert_entry(index, &scratch.new_key, row);
+        }
+    }
+
     // ----- recovery -----
 
     /// Replays one LDM redo record of this fragment: an insert or update
     /// becomes an upsert by primary key, a delete removes the row if it is
     /// there. Idempotent, so replaying from a fuzzy checkpoint's start is
-    /// exact. Runs before any transaction (nothing may be pending). A record
-    /// of another table, version or fragment, or with bytes that are not a
-    /// row of this table, is refused with nothing changed.
+    /// exact. Runs before any transaction (nothing may be pending). A
+    /// record of an older table version is read with that version's layout
+    /// (its column count says which prefix of the columns it has) and
+    /// converted to the current one, the added columns taking their default
+    /// or NULL, as [`Fragment::alter`] converted the rows it found. A record
+    /// of another table or fragment, of a newer version, or with bytes that
+    /// are not a row of its layout, is refused with nothing changed.
     pub fn apply_redo(&mut self, pool: &mut PagePool, record: &[u8]) -> Result<(), FragmentError> {
         assert!(
             self.pending.is_empty() && self.txs.is_empty(),
@@ -824,8 +1093,8 @@ impl Fragment {
             self.fragment_id
         );
         let record = RedoRecord::decode(record).map_err(|e| self.bad_redo(e.to_string()))?;
-        if (record.table_id, record.table_version, record.fragment_id)
-            != (self.table_id, self.table_version, self.fragment_id)
+        if (record.table_id, record.fragment_id) != (self.table_id, self.fragment_id)
+            || record.table_version > self.table_version
         {
             return Err(self.bad_redo(format!(
                 "it is for table {} version {} fragment {}, this is table {} version {} fragment {}",
@@ -846,20 +1115,40 @@ impl Fragment {
             }
             return Ok(());
         }
+        let columns = usize::from(record.columns);
+        if columns == self.layout.column_count() {
+            return self.upsert_replayed(pool, found, record.key, record.fixed, record.var);
+        }
+        // Written before an ALTER TABLE added columns.
+        let mut image = self.free_images.pop().unwrap_or_default();
+        let result = self
+            .convert_old_image(columns, record.fixed, record.var, &mut image)
+            .and_then(|()| self.upsert_replayed(pool, found, record.key, &image.fixed, &image.var));
+        self.recycle_image(image);
+        result
+    }
+
+    /// The upsert of a replayed insert or update whose image (`fixed`,
+    /// `var`, of the current layout) has primary key `key`, which `find`
+    /// looked up (`found`, and `scratch.key_hash`).
+    fn upsert_replayed(
+        &mut self,
+        pool: &mut PagePool,
+        found: Option<RowId>,
+        key: &[u8],
+        fixed: &[u8],
+        var: &[u8],
+    ) -> Result<(), FragmentError> {
         self.layout
-            .validate_row(record.fixed, record.var)
+            .validate_row(fixed, var)
             .map_err(|source| FragmentError::BadRow {
                 fragment: self.fragment_id,
                 source,
             })?;
         self.scratch.candidate.clear();
-        self.pk.encode_from_row(
-            &self.layout,
-            record.fixed,
-            record.var,
-            &mut self.scratch.candidate,
-        );
-        if self.scratch.candidate != record.key {
+        self.pk
+            .encode_from_row(&self.layout, fixed, var, &mut self.scratch.candidate);
+        if self.scratch.candidate != key {
             return Err(self.bad_redo("its key is not the key of its row image".to_string()));
         }
         match found {
@@ -872,7 +1161,7 @@ impl Fragment {
                 old.var.clear();
                 old.var.extend_from_slice(self.rows.var(pool, row));
                 self.rows
-                    .update(pool, row, record.fixed, record.var)
+                    .update(pool, row, fixed, var)
                     .map_err(|e| self.memory_error(e))?;
                 let Fragment {
                     ordered,
@@ -892,13 +1181,13 @@ impl Fragment {
                     (old_key, new_key),
                     row,
                     (&image.fixed, &image.var),
-                    (record.fixed, record.var),
+                    (fixed, var),
                 );
             }
             None => {
                 let row = self
                     .rows
-                    .insert(pool, record.fixed, record.var)
+                    .insert(pool, fixed, var)
                     .map_err(|e| self.memory_error(e))?;
                 let hash = self.scratch.key_hash;
                 if let Err(e) = self.hash.insert(pool, hash, row) {
@@ -908,6 +1197,47 @@ impl Fragment {
                 self.index_row(pool, row);
             }
         }
+        Ok(())
+    }
+
+    /// Converts the image of a redo record written when the table had its
+    /// first `columns` columns into `out`, in the current layout.
+    fn convert_old_image(
+        &mut self,
+        columns: usize,
+        fixed: &[u8],
+        var: &[u8],
+        out: &mut Image,
+    ) -> Result<(), FragmentError> {
+        let current = self.layout.column_count();
+        let covers_key = self.definition.primary_key.iter().all(|&c| c < columns);
+        if columns == 0 || columns > current || !covers_key {
+            return Err(self.bad_redo(format!(
+                "its image has {columns} columns; the table has {current}, its primary key is \
+                 columns {:?}",
+                self.definition.primary_key
+            )));
+        }
+        let at = match self
+            .older_layouts
+            .iter()
+            .position(|l| l.column_count() == columns)
+        {
+            Some(at) => at,
+            None => {
+                let older = self.definition.with_first_columns(columns, 0);
+                self.older_layouts.push(RowLayout::new(&older));
+                self.older_layouts.len() - 1
+            }
+        };
+        let older = &self.older_layouts[at];
+        older
+            .validate_row(fixed, var)
+            .map_err(|source| FragmentError::BadRow {
+                fragment: self.fragment_id,
+                source,
+            })?;
+        convert_row(older, &self.layout, &self.definition, (fixed, var), out)?;
         Ok(())
     }
 
@@ -1415,6 +1745,8 @@ impl Fragment {
                 *table_id,
                 *table_version,
                 *fragment_id,
+                // At most COLUMNS_MAX (512).
+                layout.column_count() as u16,
             );
             // The key of the committed (or reserved) row: the same as the
             // new image's, primary keys never change.
@@ -1603,6 +1935,10 @@ impl Fragment {
 /// How a stored row's primary key is compared with an encoded key.
 #[derive(Clone, Debug)]
 enum KeyCompare {
+    /// As `InPlace`, and the key columns lie back to back in the fixed
+    /// part, in key order (a one-column key, or columns declared in key
+    /// order): the key is the `len` bytes at `offset`, compared in one go.
+    Span { offset: usize, len: usize },
     /// Every key column is NOT NULL, fixed-size and neither FLOAT nor
     /// DOUBLE, so its key form is its stored bytes
     /// (`RowLayout::fixed_column`): the key is compared with the row in
@@ -1613,19 +1949,49 @@ enum KeyCompare {
 }
 
 impl KeyCompare {
-    fn new(table: &TableDef) -> KeyCompare {
+    fn new(table: &TableDef, layout: &RowLayout) -> KeyCompare {
         let in_place = table.primary_key.iter().all(|&c| {
             let column = &table.columns[c];
             !column.nullable
                 && !column.ty.is_var()
                 && !matches!(column.ty, ColumnType::Float | ColumnType::Double)
         });
-        if in_place {
-            KeyCompare::InPlace(table.primary_key.clone())
-        } else {
-            KeyCompare::Encoded
+        if !in_place {
+            return KeyCompare::Encoded;
         }
+        // Where each key column lies in a fixed part: read off the layout
+        // itself (a column's bytes in a probe image), so that this cannot
+        // drift from it.
+        let probe = vec![0u8; layout.fixed_bytes()];
+        let span = |c: usize| {
+            let bytes = layout.fixed_column(&probe, c);
+            let offset = bytes.as_ptr() as usize - probe.as_ptr() as usize;
+            (offset, bytes.len())
+        };
+        let (offset, mut len) = span(table.primary_key[0]);
+        for &c in &table.primary_key[1..] {
+            let (at, bytes) = span(c);
+            if at != offset + len {
+                return KeyCompare::InPlace(table.primary_key.clone());
+            }
+            len += bytes;
+        }
+        assert!(offset + len <= layout.fixed_bytes());
+        KeyCompare::Span { offset, len }
     }
+}
+
+/// `a == b` for the short keys of [`KeyCompare::Span`]: the common
+/// widths as one integer compare instead of a call to `memcmp`.
+#[inline(always)]
+fn key_bytes_equal(a: &[u8], b: &[u8]) -> bool {
+    if let (Ok(x), Ok(y)) = (<[u8; 4]>::try_from(a), <[u8; 4]>::try_from(b)) {
+        return u32::from_ne_bytes(x) == u32::from_ne_bytes(y);
+    }
+    if let (Ok(x), Ok(y)) = (<[u8; 8]>::try_from(a), <[u8; 8]>::try_from(b)) {
+        return u64::from_ne_bytes(x) == u64::from_ne_bytes(y);
+    }
+    a == b
 }
 
 /// The parts of a fragment that a primary-key lookup reads: the one lookup
@@ -1657,8 +2023,25 @@ impl Lookup<'_> {
     /// Whether the primary key of stored `row` is `key`.
     #[inline]
     fn row_has_key(&self, pool: &PagePool, row: RowId, key: &[u8], scratch: &mut Vec<u8>) -> bool {
-        let fixed = self.rows.fixed(pool, row);
+        self.fixed_has_key(pool, row, self.rows.fixed(pool, row), key, scratch)
+    }
+
+    /// Whether the primary key of stored `row`, whose fixed-size part is
+    /// `fixed` (read already), is `key`.
+    #[inline(always)]
+    fn fixed_has_key(
+        &self,
+        pool: &PagePool,
+        row: RowId,
+        fixed: &[u8],
+        key: &[u8],
+        scratch: &mut Vec<u8>,
+    ) -> bool {
+        debug_assert_eq!(fixed.len(), self.layout.fixed_bytes());
         match self.compare {
+            KeyCompare::Span { offset, len } => {
+                key.len() == *len && key_bytes_equal(&fixed[*offset..*offset + *len], key)
+            }
             KeyCompare::InPlace(columns) => {
                 let mut at = 0;
                 let mut equal = true;

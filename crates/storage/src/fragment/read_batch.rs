@@ -3,27 +3,40 @@
 //! (DESIGN.md §4: batching is the main performance lever).
 //!
 //! Why a batch API: at millions of rows a lookup is two dependent cache
-//! misses, the hash bucket and then the row (each with a TLB miss when the
-//! pool is larger than the TLB reaches), and one at a time the CPU waits
-//! for each in turn (~100–200 ns apiece). With the whole batch in hand the
-//! misses of different keys overlap. Every key is encoded and hashed first;
-//! then the batch goes through a pipeline in groups of
-//! [`PREFETCH_GROUP_KEYS`] keys, three stages apart:
+//! misses, the hash bucket and then the row, each with a TLB miss (the
+//! pool is far larger than the TLB reaches, and under virtualisation a
+//! page walk is itself a few dependent accesses), and one at a time the CPU
+//! waits for each in turn (~200 ns apiece). With the whole batch in hand
+//! the misses of different keys overlap. Every key is encoded and hashed
+//! first (an integer key by the encoder's fast path); then the batch goes
+//! through a pipeline in groups of [`PIPELINE_GROUP_KEYS`] keys, four steps
+//! one group apart:
 //!
-//! 1. prefetch the hash buckets of the group two ahead;
-//! 2. read the buckets of the group one ahead (arrived by now): each key's
-//!    *candidate*, the first entry whose hash fragment matches, and
-//!    prefetch every line of its row;
-//! 3. compare each key of this group with its candidate row and copy the
-//!    row out, from lines already in cache.
+//! 1. prefetch the primary hash buckets of group `k`;
+//! 2. probe the buckets of group `k − 1` (arrived by now): each key's
+//!    *candidate*, the first entry whose hash fragment matches, whose row
+//!    lines it prefetches; or the overflow bucket where the chain goes on,
+//!    which it prefetches; or the certainty that no row has the key;
+//! 3. probe the overflow buckets pending in group `k − 2` the same way
+//!    (about one lookup in six at 10M rows, where not-yet-split buckets
+//!    hold twice the average, has its entry there);
+//! 4. compare each key of group `k − 3` with its candidate row in place
+//!    and copy the row out, from lines in cache by now.
 //!
-//! Each stage is a tight loop over its group, so that the misses (and the
-//! page walks) of several keys are in flight at once rather than one
-//! between long stretches of other work. Only when the candidate is not the
-//! key's row (another key with the same 32 hash bits) or there is none (no
-//! such key, or its entry is in an overflow bucket, which stage 2 then
-//! prefetches) does a key take the full lookup of [`Fragment::read`]; so
-//! the results are exactly those of a loop of committed reads.
+//! Each step is a tight loop over its group. What limits a lookup at
+//! millions of rows is less the cache misses than the page walks of the
+//! TLB misses: a prefetch whose address misses the TLB holds its place in
+//! the reorder window until its walk is done, and the core has only two
+//! walkers. Issued back to back, a group's prefetches queue their walks
+//! together and the walkers stay busy while the other steps compute;
+//! issued one per key between the other steps' work (a key's work is a
+//! few hundred instructions, about the reorder window), at most one or two
+//! walks would be in flight (measured: groups are ~6% faster than one key
+//! per step per turn, group sizes 8 and 16 alike). Only when the candidate
+//! is not the key's row (another key with the same 32 hash bits), or the
+//! chain goes on past one overflow bucket, does a key take the full lookup
+//! of [`Fragment::read`]; so the results are exactly those of a loop of
+//! committed reads.
 //!
 //! Committed reads only: they take no lock and never wait, so a batch has
 //! no per-key [`Outcome::Waiting`] to hand back. Locking reads, each with
@@ -33,9 +46,9 @@
 //! [`ReadBatch`], reused from batch to batch; once its buffers have grown
 //! to the largest batch seen, a batch allocates nothing.
 
-use crate::memory::{prefetch_lines, PagePool};
+use crate::hash_index::{OverflowBucket, Probe};
+use crate::memory::PagePool;
 use crate::schema::{distribution_hash, RowLayout, Value, ValueRef};
-use crate::RowId;
 
 use super::{Fragment, FragmentError, Outcome};
 
@@ -44,16 +57,15 @@ use super::{Fragment, FragmentError, Outcome};
 /// thread spends in one call.
 pub const READ_BATCH_KEYS_MAX: usize = 4_096;
 
-/// Keys per group of the batch pipeline: a group's rows are prefetched one
-/// group ahead of their use, its buckets two groups ahead. Enough to keep
-/// about as many misses in flight as a core can track (10–16 line fill
-/// buffers, two page walks), few enough that prefetched lines are still in
-/// L1 when used.
-pub const PREFETCH_GROUP_KEYS: usize = 8;
-
-/// `ReadBatch::candidates` of a key whose bucket had no entry with its hash
-/// fragment (not a row id: the row store never hands it out).
-const NO_CANDIDATE: u32 = u32::MAX;
+/// Keys per group of the batch pipeline: a group's buckets are prefetched
+/// one group before they are probed, its rows one or two groups before
+/// they are compared and copied. Enough that a miss (~200–300 ns with its
+/// page walk, under load) has arrived when its step comes and that a
+/// group's walks keep both page walkers busy; few enough that the
+/// prefetched lines (three or four per key) are still in L1 and about as
+/// many misses are in flight as a core can track (10–12 line fill
+/// buffers).
+const PIPELINE_GROUP_KEYS: usize = 8;
 
 /// The result of one key: where its image lies in the batch's buffers.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -81,8 +93,8 @@ pub struct ReadBatch {
     keys: Vec<u8>,
     key_ends: Vec<u32>,
     hashes: Vec<u64>,
-    /// Pipeline scratch: each key's candidate row, or `NO_CANDIDATE`.
-    candidates: Vec<u32>,
+    /// Pipeline scratch: what the hash index said of each key so far.
+    probes: Vec<Probe>,
     /// Pipeline scratch: a candidate row's key, for keys that are not
     /// compared in place.
     candidate_key: Vec<u8>,
@@ -146,7 +158,7 @@ impl ReadBatch {
         self.keys.clear();
         self.key_ends.clear();
         self.hashes.clear();
-        self.candidates.clear();
+        self.probes.clear();
     }
 }
 
@@ -186,27 +198,34 @@ impl Fragment {
             return Err(e);
         }
         let n = out.hashes.len();
-        out.candidates.resize(n, NO_CANDIDATE);
+        out.probes.resize(n, Probe::Absent);
         out.results.reserve(n);
-        // Group `k` is compared and copied (stage 3) one group after its
-        // candidates were taken and their rows prefetched (stage 2), two
-        // after its buckets were prefetched (stage 1).
-        let groups = n.div_ceil(PREFETCH_GROUP_KEYS);
-        let group =
-            |k: usize| (k * PREFETCH_GROUP_KEYS).min(n)..((k + 1) * PREFETCH_GROUP_KEYS).min(n);
-        for k in 0..groups.min(2) {
-            self.prefetch_buckets(pool, &out.hashes[group(k)]);
-        }
-        for i in group(0) {
-            self.take_candidate(pool, i, out);
-        }
-        for k in 0..groups {
-            self.prefetch_buckets(pool, &out.hashes[group(k + 2)]);
-            for i in group(k + 1) {
-                self.take_candidate(pool, i, out);
-            }
+        // Turn `k` takes step 1 for group `k`, step 2 for group `k − 1`,
+        // step 3 for group `k − 2` and step 4 for group `k − 3` (module
+        // doc), each a tight loop over its group.
+        let g = PIPELINE_GROUP_KEYS;
+        let groups = n.div_ceil(g);
+        let group = |k: usize| (k * g).min(n)..((k + 1) * g).min(n);
+        for k in 0..groups + 3 {
             for i in group(k) {
-                self.read_one_committed(pool, i, out);
+                self.hash.prefetch(pool, out.hashes[i]);
+            }
+            if let Some(k) = k.checked_sub(1) {
+                for i in group(k) {
+                    out.probes[i] = self.probe_primary(pool, out.hashes[i]);
+                }
+            }
+            if let Some(k) = k.checked_sub(2) {
+                for i in group(k) {
+                    if let Probe::Overflow(overflow) = out.probes[i] {
+                        out.probes[i] = self.probe_overflow(pool, out.hashes[i], overflow);
+                    }
+                }
+            }
+            if let Some(k) = k.checked_sub(3) {
+                for i in group(k) {
+                    self.read_one_committed(pool, i, out);
+                }
             }
         }
         debug_assert_eq!(out.results.len(), n);
@@ -226,26 +245,25 @@ impl Fragment {
         Ok(())
     }
 
+    /// Step 2: probes a key's primary bucket and starts loading what the
+    /// key needs next, its candidate row or its overflow bucket.
     #[inline]
-    fn prefetch_buckets(&self, pool: &PagePool, hashes: &[u64]) {
-        for &hash in hashes {
-            self.hash.prefetch(pool, hash);
+    fn probe_primary(&self, pool: &PagePool, hash: u64) -> Probe {
+        let probe = self.hash.probe(pool, hash);
+        if let Probe::Row(row) = probe {
+            self.rows.prefetch(pool, row);
         }
+        probe
     }
 
-    /// Notes key `i`'s candidate row (its bucket should be in cache by
-    /// now) and starts loading it.
+    /// Step 3: the same for the overflow bucket step 2 found.
     #[inline]
-    fn take_candidate(&self, pool: &PagePool, i: usize, out: &mut ReadBatch) {
-        if let Some(row) = self.hash.candidate(pool, out.hashes[i]) {
-            debug_assert_ne!(row.0, NO_CANDIDATE);
-            // The slot's first and last line (the header is in the first)
-            // and every line of the fixed part between them: a row of
-            // 100 bytes spans three lines more often than not.
+    fn probe_overflow(&self, pool: &PagePool, hash: u64, overflow: OverflowBucket) -> Probe {
+        let probe = self.hash.probe_overflow(pool, hash, overflow);
+        if let Probe::Row(row) = probe {
             self.rows.prefetch(pool, row);
-            prefetch_lines(self.rows.fixed(pool, row));
-            out.candidates[i] = row.0;
         }
+        probe
     }
 
     /// Looks up key `i` of the batch and appends its result.
@@ -258,23 +276,33 @@ impl Fragment {
             keys,
             key_ends,
             hashes,
-            candidates,
+            probes,
             candidate_key,
             ..
         } = out;
         let start = if i == 0 { 0 } else { key_ends[i - 1] as usize };
         let key = &keys[start..key_ends[i] as usize];
         let lookup = self.lookup();
-        let candidate = RowId(candidates[i]);
-        let found = if candidates[i] != NO_CANDIDATE
-            && lookup.row_has_key(pool, candidate, key, candidate_key)
-        {
-            Some(candidate)
-        } else {
-            lookup.find(pool, (key, hashes[i]), candidate_key)
-        }
+        // The candidate's slot, read in place (its lines are in cache by
+        // now): the row when it is committed and holds the key. Otherwise,
+        // unless the index said no row has the key, the full lookup.
         // Reserved inserts are not committed rows (as in `read`).
-        .filter(|&row| !self.rows.is_uncommitted(pool, row));
+        let full_lookup = |candidate_key: &mut Vec<u8>| {
+            let row = lookup.find(pool, (key, hashes[i]), candidate_key)?;
+            Some((row, self.rows.fixed_if_committed(pool, row)?))
+        };
+        let found = match probes[i] {
+            Probe::Absent => None,
+            Probe::Overflow(_) => full_lookup(candidate_key),
+            Probe::Row(candidate) => match self.rows.fixed_if_committed(pool, candidate) {
+                Some(row_fixed)
+                    if lookup.fixed_has_key(pool, candidate, row_fixed, key, candidate_key) =>
+                {
+                    Some((candidate, row_fixed))
+                }
+                _ => full_lookup(candidate_key),
+            },
+        };
         let result = match found {
             None => KeyResult {
                 found: false,
@@ -282,21 +310,19 @@ impl Fragment {
                 var_at: var.len() as u32,
                 var_len: 0,
             },
-            Some(row) => {
-                let row_fixed = self.rows.fixed(pool, row);
-                let row_var = if self.rows.has_var_parts() {
-                    self.rows.var(pool, row)
-                } else {
-                    &[]
-                };
-                let result = KeyResult {
+            Some((row, row_fixed)) => {
+                let mut result = KeyResult {
                     found: true,
                     fixed_at: fixed.len() as u32,
                     var_at: var.len() as u32,
-                    var_len: row_var.len() as u32,
+                    var_len: 0,
                 };
                 fixed.extend_from_slice(row_fixed);
-                var.extend_from_slice(row_var);
+                if self.rows.has_var_parts() {
+                    let row_var = self.rows.var(pool, row);
+                    result.var_len = row_var.len() as u32;
+                    var.extend_from_slice(row_var);
+                }
                 result
             }
         };

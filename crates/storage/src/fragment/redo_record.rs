@@ -8,7 +8,7 @@
 //! ("LDM records"); changing it is a format change.
 //!
 //! ```text
-//! offset 0   u8   format version (1)
+//! offset 0   u8   format version (2)
 //! offset 1   u8   kind: 1 insert, 2 update, 3 delete
 //! offset 2   u16  primary-key length k
 //! offset 4   u32  table id
@@ -16,14 +16,22 @@
 //! offset 12  u32  fragment id
 //! offset 16  u16  fixed-part length f (0 for delete)
 //! offset 18  u16  var-part length v (0 for delete)
-//! offset 20  k    primary key, memcomparable (schema::key)
-//! offset 20+k f   fixed part of the new row image (schema::row)
+//! offset 20  u16  columns of the image's layout (the table's columns at that version)
+//! offset 22  k    primary key, memcomparable (schema::key)
+//! offset 22+k f   fixed part of the new row image (schema::row)
 //! offset ..  v    var part of the new row image
 //! ```
 //!
 //! All integers little-endian. Insert and update both carry the whole new
 //! image, so that replay is an idempotent upsert; they stay apart so that a
 //! change stream can tell them apart.
+//!
+//! Why the column count: ALTER TABLE only appends columns, so the columns
+//! of an older table version are a prefix of the current ones, and a record
+//! written before an alter is read with the layout of that prefix and
+//! converted (the added columns get their default or NULL) without any
+//! other record of the old definition (`docs/recovery.md`, "Across ALTER
+//! TABLE"). Version 1 records (20-byte header, no count) are refused.
 //!
 //! [`RedoSink`] is where a commit puts its records: the redo log part
 //! ([`RedoLog`]), or a `Vec` in tests.
@@ -33,9 +41,9 @@ use crate::schema::{KEY_BYTES_MAX, ROW_BYTES_MAX};
 use crate::Gci;
 
 /// Format version of LDM records.
-pub const REDO_RECORD_VERSION: u8 = 1;
+pub const REDO_RECORD_VERSION: u8 = 2;
 /// Bytes before the key in an LDM record.
-pub const REDO_RECORD_FIXED_HEADER_BYTES: usize = 20;
+pub const REDO_RECORD_FIXED_HEADER_BYTES: usize = 22;
 /// Largest LDM record: the header, the longest key and the largest row.
 pub const REDO_RECORD_BYTES_MAX: usize =
     REDO_RECORD_FIXED_HEADER_BYTES + KEY_BYTES_MAX + ROW_BYTES_MAX;
@@ -87,6 +95,9 @@ pub struct RedoRecord<'a> {
     pub table_id: u32,
     pub table_version: u32,
     pub fragment_id: u32,
+    /// Columns of the table at `table_version`: the image's layout is the
+    /// layout of the table's first `columns` columns.
+    pub columns: u16,
     /// The primary key, memcomparable.
     pub key: &'a [u8],
     /// The new image (empty for a delete).
@@ -130,6 +141,7 @@ impl<'a> RedoRecord<'a> {
             self.table_id,
             self.table_version,
             self.fragment_id,
+            self.columns,
         );
         out.extend_from_slice(self.key);
         out.extend_from_slice(self.fixed);
@@ -177,6 +189,7 @@ impl<'a> RedoRecord<'a> {
             table_id: u32_at(4),
             table_version: u32_at(8),
             fragment_id: u32_at(12),
+            columns: u16::from_le_bytes([bytes[20], bytes[21]]),
             key: key_bytes,
             fixed: fixed_bytes,
             var: var_bytes,
@@ -192,6 +205,7 @@ pub(super) fn push_header(
     table_id: u32,
     table_version: u32,
     fragment_id: u32,
+    columns: u16,
 ) {
     out.push(REDO_RECORD_VERSION);
     out.push(kind.code());
@@ -200,6 +214,7 @@ pub(super) fn push_header(
     out.extend_from_slice(&table_version.to_le_bytes());
     out.extend_from_slice(&fragment_id.to_le_bytes());
     out.extend_from_slice(&[0, 0, 0, 0]);
+    out.extend_from_slice(&columns.to_le_bytes());
 }
 
 /// Writes the lengths into the header of the record that starts at
@@ -310,6 +325,7 @@ mod tests {
             table_id: 7,
             table_version: 3,
             fragment_id: 2,
+            columns: 4,
             key: &[1, 2, 3],
             fixed: &[9; 10],
             var: &[4, 0, 5, 6, 7, 8],
@@ -318,7 +334,8 @@ mod tests {
         record.encode_into(&mut bytes);
         let bytes = &bytes[1..];
         assert_eq!(bytes.len(), REDO_RECORD_FIXED_HEADER_BYTES + 3 + 10 + 6);
-        assert_eq!(&bytes[..4], &[1, 2, 3, 0]);
+        assert_eq!(&bytes[..4], &[2, 2, 3, 0]);
+        assert_eq!(&bytes[20..22], &[4, 0]);
         assert_eq!(RedoRecord::decode(bytes), Ok(record));
         assert_eq!(
             RedoRecord::decode(&bytes[..bytes.len() - 1]),
@@ -335,12 +352,12 @@ mod tests {
             Err(RedoRecordError::Short { bytes: 5 })
         );
         let mut bad = bytes.to_vec();
-        bad[0] = 2;
+        bad[0] = 1;
         assert_eq!(
             RedoRecord::decode(&bad),
-            Err(RedoRecordError::Version { version: 2 })
+            Err(RedoRecordError::Version { version: 1 })
         );
-        bad[0] = 1;
+        bad[0] = 2;
         bad[1] = 9;
         assert_eq!(
             RedoRecord::decode(&bad),

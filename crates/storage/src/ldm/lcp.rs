@@ -224,10 +224,13 @@ impl LdmInstance {
             max_gci: self.committed_gci.unwrap_or(0),
         };
         assert!(redo_start >= state.redo_needed_from);
-        CheckpointWriter::start(
+        // At most COLUMNS_MAX (512).
+        let columns = state.fragment.layout().column_count() as u16;
+        CheckpointWriter::start_with_columns(
             &*self.disk,
             &self.lcp_dir,
             start,
+            columns,
             state.last_lcp.as_ref(),
             state.fragment.row_store_mut(),
         )

@@ -46,7 +46,7 @@ use std::path::{Path, PathBuf};
 
 use crate::checkpoint::{CheckpointError, CompletedLcp};
 use crate::disk::Disk;
-use crate::fragment::{Fragment, FragmentError, RedoRecordError};
+use crate::fragment::{AlterOutcome, Fragment, FragmentError, RedoRecordError};
 use crate::locks::{Grant, TxId};
 use crate::memory::PagePool;
 use crate::redo::{
@@ -207,8 +207,8 @@ pub enum LdmError {
     },
     #[error(
         "LDM instance {instance}: table `{table}` (id {table_id}) fragment {fragment_id} is at \
-         table version {expected}, but {what} is of version {found}; changes across an ALTER TABLE \
-         cannot be restored yet"
+         table version {expected}, but {what} is of version {found}: newer than the table's \
+         definition, or older and without the column count a conversion needs"
     )]
     TableVersion {
         instance: u32,
@@ -433,6 +433,53 @@ impl LdmInstance {
         Ok(())
     }
 
+    /// Moves a fragment to `table`, a later version of its table (ALTER
+    /// TABLE: columns appended, ordered indexes added or dropped, or only
+    /// the version, for the hidden tables of an altered table); see
+    /// [`Fragment::alter`]. Nothing may be pending in the fragment
+    /// (`AlterBusy`, temporary, otherwise). On an error nothing changed.
+    ///
+    /// Durability needs nothing more here: redo records and LCPs carry the
+    /// table version and column count they were written with, and a
+    /// restart under the new definition converts older ones
+    /// (`docs/recovery.md`, "Across ALTER TABLE"). An LCP of the fragment
+    /// in progress is dropped from its round (it was of the old version;
+    /// the next round takes a full one of the new), and when the rows were
+    /// rewritten into a new row store the next LCP builds on nothing.
+    pub fn alter_fragment(
+        &mut self,
+        table: &TableDef,
+        fragment_id: u32,
+    ) -> Result<AlterOutcome, LdmError> {
+        let instance = self.config.instance;
+        let key = (table.id, fragment_id);
+        let Some(state) = self.fragments.get_mut(&key) else {
+            return Err(LdmError::NoSuchFragment {
+                instance,
+                table_id: table.id,
+                fragment_id,
+            });
+        };
+        let before = state.fragment.table_version();
+        let outcome = state
+            .fragment
+            .alter(&mut self.pool, table)
+            .map_err(|source| LdmError::Fragment {
+                instance,
+                fragment_id,
+                source: Box::new(source),
+            })?;
+        if state.fragment.table_version() != before {
+            if outcome.rows_rewritten {
+                state.last_lcp = None;
+            }
+            if let Some(round) = &mut self.lcp {
+                round.forget(key);
+            }
+        }
+        Ok(outcome)
+    }
+
     /// Removes a fragment (its table was dropped): its memory goes back to
     /// the pool, its transactions are forgotten, an LCP of it stops, and
     /// its checkpoint files are deleted. Its redo records stay until a
@@ -460,6 +507,13 @@ impl LdmInstance {
     ) -> Option<(&mut Fragment, &mut PagePool)> {
         let state = self.fragments.get_mut(&(table_id, fragment_id))?;
         Some((&mut state.fragment, &mut self.pool))
+    }
+
+    /// A fragment, to look at (its version, its transactions).
+    pub fn fragment_ref(&self, table_id: u32, fragment_id: u32) -> Option<&Fragment> {
+        self.fragments
+            .get(&(table_id, fragment_id))
+            .map(|s| &s.fragment)
     }
 
     /// The fragments of this instance, as (table id, fragment id).

@@ -9,10 +9,15 @@
 //! 3. Per fragment: restore the newest complete LCP chain into an empty
 //!    fragment and check that it fits (table version, the redo still
 //!    reaches back to its start, it holds nothing newer than the GCI to
-//!    reach, no newer control file was damaged); rebuild the indexes.
+//!    reach, no newer control file was damaged); rebuild the indexes. An
+//!    LCP of an older table version (taken before an ALTER TABLE) is
+//!    restored into a fragment of that version's layout (the first
+//!    columns of the table, as many as the LCP says) and the fragment is
+//!    then altered to the current definition, as the live alter did.
 //! 4. Replay the redo log once, in lsn order: each record of a fragment
 //!    here, at or after that fragment's start point, with a GCI up to the
-//!    one reached, is applied (an upsert or delete by key).
+//!    one reached, is applied (an upsert or delete by key); a record of an
+//!    older table version is converted to the current layout first.
 //!
 //! Every check that fails refuses to open with the reason; nothing is
 //! logged here.
@@ -153,7 +158,16 @@ pub(super) fn open<D: Disk + Clone + 'static>(
                 fragment_id: *fragment_id,
             });
         }
-        let mut fragment = Fragment::new(table, *fragment_id);
+        let checkpoint_error = |source| LdmError::Checkpoint {
+            instance,
+            table_id: table.id,
+            fragment_id: *fragment_id,
+            source: Box::new(source),
+        };
+        let newest = checkpoint::newest_complete_version(&*disk, &lcp_dir, table.id, *fragment_id)
+            .map_err(checkpoint_error)?;
+        let restore_def = restore_definition(instance, table, *fragment_id, newest)?;
+        let mut fragment = Fragment::new(restore_def.as_ref().unwrap_or(table), *fragment_id);
         let restored = checkpoint::restore(
             &*disk,
             &lcp_dir,
@@ -185,13 +199,22 @@ pub(super) fn open<D: Disk + Clone + 'static>(
             }
             None => recovered.tail_lsn,
         };
+        let fragment_error = |source| LdmError::Fragment {
+            instance,
+            fragment_id: *fragment_id,
+            source: Box::new(source),
+        };
         fragment
             .rebuild_indexes(&mut pool)
-            .map_err(|source| LdmError::Fragment {
-                instance,
-                fragment_id: *fragment_id,
-                source: Box::new(source),
-            })?;
+            .map_err(fragment_error)?;
+        let mut last_lcp = restored.as_ref().map(|r| r.completed);
+        if fragment.table_version() != table.version {
+            let outcome = fragment.alter(&mut pool, table).map_err(fragment_error)?;
+            if outcome.rows_rewritten {
+                // A new row store: the next LCP is a full one of it.
+                last_lcp = None;
+            }
+        }
         let report = FragmentRecovery {
             table_id: table.id,
             fragment_id: *fragment_id,
@@ -204,7 +227,7 @@ pub(super) fn open<D: Disk + Clone + 'static>(
         };
         let state = FragmentState {
             fragment,
-            last_lcp: restored.map(|r| r.completed),
+            last_lcp,
             redo_needed_from: replay_from,
         };
         restoring.insert(key, Restoring { state, report });
@@ -289,6 +312,45 @@ fn replay_target(
     Ok(recovered.replay_target(asked))
 }
 
+/// The definition a fragment's newest complete LCP must be restored with,
+/// when it is not `table`'s: an LCP taken before an ALTER TABLE has the
+/// rows of an older version, whose columns are the first ones of `table`
+/// (alters only append columns), as many as the LCP recorded. `None`: the
+/// LCP (if any) is of `table`'s version. An LCP of a newer version, or of
+/// an older one that did not record its column count, is refused.
+fn restore_definition(
+    instance: u32,
+    table: &TableDef,
+    fragment_id: u32,
+    newest: Option<checkpoint::CheckpointVersion>,
+) -> Result<Option<TableDef>, LdmError> {
+    let Some(lcp) = newest.filter(|v| v.table_version != table.version) else {
+        return Ok(None);
+    };
+    let columns = lcp.columns.map(usize::from).filter(|&c| {
+        lcp.table_version < table.version
+            && (1..=table.columns.len()).contains(&c)
+            && table.primary_key.iter().all(|&k| k < c)
+    });
+    match columns {
+        Some(columns) => Ok(Some(table.with_first_columns(columns, lcp.table_version))),
+        None => Err(LdmError::TableVersion {
+            instance,
+            table: table.name.clone(),
+            table_id: table.id,
+            fragment_id,
+            expected: table.version,
+            found: lcp.table_version,
+            what: format!(
+                "local checkpoint {} (of {} columns)",
+                lcp.lcp_id,
+                lcp.columns
+                    .map_or("unrecorded".to_string(), |c| c.to_string())
+            ),
+        }),
+    }
+}
+
 /// The checks a restored LCP must pass before its rows are used.
 struct LcpCheck<'a> {
     instance: u32,
@@ -302,7 +364,7 @@ struct LcpCheck<'a> {
 impl LcpCheck<'_> {
     fn check(&self, lcp: &RestoredCheckpoint) -> Result<(), LdmError> {
         let (instance, table, fragment_id) = (self.instance, self.table, self.fragment_id);
-        if lcp.table_version != table.version {
+        if lcp.table_version > table.version {
             return Err(LdmError::TableVersion {
                 instance,
                 table: table.name.clone(),
@@ -403,7 +465,7 @@ fn replay(
             continue;
         }
         let fragment = &mut r.state.fragment;
-        if header.table_version != fragment.table_version() {
+        if header.table_version > fragment.table_version() {
             return Err(LdmError::TableVersion {
                 instance,
                 table: fragment.table_name().to_string(),

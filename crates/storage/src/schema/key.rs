@@ -73,12 +73,30 @@ struct KeyColumn {
     nullable: bool,
 }
 
+/// One column of an integer key, as the fast path encodes it: the bytes
+/// the row stores, `width` bytes big-endian with the sign bit flipped for a
+/// signed type.
+#[derive(Copy, Clone, Debug)]
+struct IntegerKeyColumn {
+    width: u8,
+    signed: bool,
+}
+
+/// Most columns of a key that takes the integer fast path; a key of more
+/// integer columns goes through the general encoder.
+const INTEGER_KEY_COLUMNS_MAX: usize = 4;
+
 /// Encodes the values of a fixed list of a table's columns into keys.
 #[derive(Clone, Debug)]
 pub struct KeyEncoder {
     table: String,
     columns: Vec<KeyColumn>,
     max_encoded_bytes: usize,
+    /// Set when every column is a NOT NULL integer (TINYINT … BIGINT,
+    /// signed or not) and there are at most [`INTEGER_KEY_COLUMNS_MAX`]:
+    /// the common primary key, encoded without the general per-type
+    /// dispatch (see [`KeyEncoder::encode`]).
+    integers: Option<([IntegerKeyColumn; INTEGER_KEY_COLUMNS_MAX], usize)>,
 }
 
 impl KeyEncoder {
@@ -112,10 +130,12 @@ impl KeyEncoder {
             .iter()
             .map(|c| column_max_encoded_bytes(&c.ty, c.nullable))
             .sum();
+        let integers = integer_key_columns(&columns);
         KeyEncoder {
             table: table.name.clone(),
             columns,
             max_encoded_bytes,
+            integers,
         }
     }
 
@@ -152,7 +172,37 @@ impl KeyEncoder {
 
     /// Appends the key of `values` (one per key column, in key order) to
     /// `out`. On an error `out` is left as it was.
+    ///
+    /// A key of NOT NULL integer columns (see [`KeyEncoder::fixed_width`])
+    /// takes a fast path: a range check and a big-endian store per column,
+    /// no dispatch on the column type; the bytes are the general encoder's
+    /// (a test holds the two equal), and a value the fast path does not
+    /// take (out of range, not an integer) goes to the general encoder,
+    /// which reports it.
+    #[inline]
     pub fn encode(&self, values: &[Value], out: &mut Vec<u8>) -> Result<(), ValueError> {
+        if values.len() != self.columns.len() {
+            return Err(self.wrong_count(values.len()));
+        }
+        if let Some((columns, count)) = &self.integers {
+            if encode_integers(&columns[..*count], values, out) {
+                return Ok(());
+            }
+        }
+        self.encode_prefix(values, out)
+    }
+
+    /// The length of every key, when the key is NOT NULL integer columns
+    /// (the fast path of [`KeyEncoder::encode`]); `None` for other keys.
+    pub fn fixed_width(&self) -> Option<usize> {
+        let (columns, count) = self.integers.as_ref()?;
+        Some(columns[..*count].iter().map(|c| usize::from(c.width)).sum())
+    }
+
+    /// [`KeyEncoder::encode`] without the integer fast path (tests compare
+    /// the two).
+    #[cfg(test)]
+    fn encode_general(&self, values: &[Value], out: &mut Vec<u8>) -> Result<(), ValueError> {
         if values.len() != self.columns.len() {
             return Err(self.wrong_count(values.len()));
         }
@@ -240,6 +290,67 @@ impl KeyEncoder {
             given,
         }
     }
+}
+
+/// The integer fast path's columns, if every column of the key can take
+/// it.
+fn integer_key_columns(
+    columns: &[KeyColumn],
+) -> Option<([IntegerKeyColumn; INTEGER_KEY_COLUMNS_MAX], usize)> {
+    if columns.is_empty() || columns.len() > INTEGER_KEY_COLUMNS_MAX {
+        return None;
+    }
+    let mut fast = [IntegerKeyColumn {
+        width: 0,
+        signed: false,
+    }; INTEGER_KEY_COLUMNS_MAX];
+    for (fast, column) in fast.iter_mut().zip(columns) {
+        if column.nullable || column.ty.integer_range().is_none() {
+            return None;
+        }
+        let width = column.ty.max_stored_bytes();
+        assert!((1..=8).contains(&width), "an integer is 1 to 8 bytes");
+        *fast = IntegerKeyColumn {
+            width: width as u8,
+            signed: column.ty.is_signed_integer(),
+        };
+    }
+    Some((fast, columns.len()))
+}
+
+/// Appends the key of integer `values` to `out` (the integer fast path),
+/// or returns false, with `out` as it was, when a value is not an integer
+/// in its column's range (the general encoder then says why).
+#[inline]
+fn encode_integers(columns: &[IntegerKeyColumn], values: &[Value], out: &mut Vec<u8>) -> bool {
+    debug_assert_eq!(columns.len(), values.len());
+    let start = out.len();
+    for (column, value) in columns.iter().zip(values) {
+        let bits = u32::from(column.width) * 8;
+        // The value as the column's two's complement, if it is in range.
+        let stored = match *value {
+            Value::UInt(v) if column.signed => (v < 1 << (bits - 1)).then_some(v),
+            Value::UInt(v) => (bits == 64 || v >> bits == 0).then_some(v),
+            Value::Int(v) if column.signed => {
+                // In range when the high bits are all copies of the sign.
+                let shift = 64 - bits;
+                ((v << shift) >> shift == v).then_some(v as u64)
+            }
+            Value::Int(v) => (v >= 0 && (bits == 64 || v >> bits == 0)).then_some(v as u64),
+            _ => None,
+        };
+        let Some(stored) = stored else {
+            out.truncate(start);
+            return false;
+        };
+        let flip = u64::from(column.signed) << (bits - 1);
+        // Eight bytes written, the column's `width` of them kept: fixed-size
+        // stores rather than a copy of a run-time length.
+        let at = out.len();
+        out.extend_from_slice(&((stored ^ flip) << (64 - bits)).to_be_bytes());
+        out.truncate(at + usize::from(column.width));
+    }
+    true
 }
 
 /// Longest encoding of one key column.
@@ -487,5 +598,114 @@ mod tests {
             .encode(&[Value::Int(-1), Value::UInt(255)], &mut out)
             .unwrap();
         assert_eq!(out, [7, 0x7F, 0xFF, 0xFF, 0xFF, 0xFF]);
+    }
+
+    /// A table of NOT NULL integer columns of the given types, all in the
+    /// primary key in this order.
+    fn integer_key_table(types: &[ColumnType]) -> TableDef {
+        let columns = types
+            .iter()
+            .enumerate()
+            .map(|(i, ty)| Column::new(format!("c{i}"), *ty))
+            .collect();
+        TableDef::new("ints", 1, columns)
+            .primary_key((0..types.len()).collect())
+            .build()
+            .unwrap()
+    }
+
+    fn integer_type() -> impl proptest::strategy::Strategy<Value = ColumnType> {
+        use proptest::prelude::*;
+        (0..5usize, any::<bool>()).prop_map(|(width, unsigned)| match width {
+            0 => ColumnType::TinyInt { unsigned },
+            1 => ColumnType::SmallInt { unsigned },
+            2 => ColumnType::MediumInt { unsigned },
+            3 => ColumnType::Int { unsigned },
+            _ => ColumnType::BigInt { unsigned },
+        })
+    }
+
+    /// A value near a type's edges or anywhere, as `Int` or `UInt`, in
+    /// range or not: the fast path must agree with the general encoder on
+    /// the bytes, and leave whatever it does not take to it.
+    fn integer_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let edges = prop_oneof![
+            Just(0i128),
+            Just(-1),
+            Just(1),
+            (0..64u32).prop_map(|b| 1i128 << b),
+            (0..64u32).prop_map(|b| -(1i128 << b)),
+            (0..64u32).prop_map(|b| (1i128 << b) - 1),
+            any::<i64>().prop_map(i128::from),
+            any::<u64>().prop_map(i128::from),
+        ];
+        (edges, any::<bool>()).prop_map(|(v, as_uint)| {
+            if (as_uint && v >= 0) || v > i128::from(i64::MAX) {
+                Value::UInt(v as u64)
+            } else {
+                Value::Int(v as i64)
+            }
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_integer_fast_path_encodes_as_the_general_encoder(
+            types in proptest::collection::vec(integer_type(), 1..=INTEGER_KEY_COLUMNS_MAX),
+            values in proptest::collection::vec(integer_value(), INTEGER_KEY_COLUMNS_MAX),
+        ) {
+            let table = integer_key_table(&types);
+            let encoder = KeyEncoder::primary_key(&table);
+            let width: usize = types.iter().map(ColumnType::max_stored_bytes).sum();
+            proptest::prop_assert_eq!(encoder.fixed_width(), Some(width));
+            let values = &values[..types.len()];
+            let (mut fast, mut general) = (vec![9u8], vec![9u8]);
+            let fast_result = encoder.encode(values, &mut fast);
+            let general_result = encoder.encode_general(values, &mut general);
+            proptest::prop_assert_eq!(&fast_result, &general_result);
+            proptest::prop_assert_eq!(&fast, &general);
+            if fast_result.is_ok() {
+                proptest::prop_assert_eq!(fast.len(), 1 + width);
+            }
+        }
+    }
+
+    #[test]
+    fn the_integer_fast_path_takes_only_not_null_integer_keys() {
+        let int = Column::new("i", ColumnType::Int { unsigned: false });
+        let key_of = |columns: Vec<Column>, key: Vec<usize>| {
+            let table = TableDef::new("t", 1, columns)
+                .primary_key(key)
+                .build()
+                .unwrap();
+            KeyEncoder::primary_key(&table).fixed_width()
+        };
+        assert_eq!(key_of(vec![int.clone()], vec![0]), Some(4));
+        let big = Column::new("b", ColumnType::BigInt { unsigned: true });
+        assert_eq!(key_of(vec![int.clone(), big], vec![1, 0]), Some(12));
+        let double = Column::new("d", ColumnType::Double);
+        assert_eq!(key_of(vec![int.clone(), double], vec![0, 1]), None);
+        let date = Column::new("d", ColumnType::Date);
+        assert_eq!(key_of(vec![date], vec![0]), None);
+        let five: Vec<Column> = (0..5)
+            .map(|i| Column::new(format!("c{i}"), ColumnType::TinyInt { unsigned: true }))
+            .collect();
+        assert_eq!(key_of(five, (0..5).collect()), None, "too many columns");
+        // Wrong values go to the general encoder, which names them.
+        let table = TableDef::new("t", 1, vec![int])
+            .primary_key(vec![0])
+            .build()
+            .unwrap();
+        let encoder = KeyEncoder::primary_key(&table);
+        let mut out = vec![7];
+        for wrong in [Value::Null, Value::UInt(1 << 31), Value::Double(1.0)] {
+            assert!(encoder
+                .encode(std::slice::from_ref(&wrong), &mut out)
+                .is_err());
+            assert_eq!(out, [7], "{wrong:?} left the output alone");
+        }
+        encoder.encode(&[Value::Int(-2)], &mut out).unwrap();
+        assert_eq!(out, [7, 0x7F, 0xFF, 0xFF, 0xFE]);
     }
 }

@@ -232,6 +232,42 @@ impl TableDef {
         Ok(self)
     }
 
+    /// The table as it was at an older `version` that had only its first
+    /// `columns` columns: ALTER TABLE only appends columns (and adds or
+    /// drops indexes), so an older version's rows have the layout of this
+    /// prefix. Indexes over a column past the prefix are left out. Storage
+    /// uses it to read rows and redo records written before an alter; it
+    /// is not a definition the dictionary ever held, so it is not
+    /// validated. `columns` must cover the primary key.
+    pub fn with_first_columns(&self, columns: usize, version: u32) -> TableDef {
+        assert!(
+            columns >= 1 && columns <= self.columns.len(),
+            "table `{}`: a prefix of {columns} of its {} columns",
+            self.name,
+            self.columns.len()
+        );
+        assert!(
+            self.primary_key.iter().all(|&c| c < columns),
+            "table `{}`: a prefix of {columns} columns lacks a primary-key column",
+            self.name
+        );
+        TableDef {
+            name: self.name.clone(),
+            id: self.id,
+            version,
+            columns: self.columns[..columns].to_vec(),
+            primary_key: self.primary_key.clone(),
+            distribution_key: self.distribution_key.clone(),
+            indexes: self
+                .indexes
+                .iter()
+                .filter(|i| i.columns.iter().all(|&c| c < columns))
+                .cloned()
+                .collect(),
+            partitions: self.partitions,
+        }
+    }
+
     /// Whether the primary key is the hidden `$PK` column.
     pub fn has_hidden_primary_key(&self) -> bool {
         matches!(self.primary_key.as_slice(), [c] if self.columns[*c].name == HIDDEN_PRIMARY_KEY_COLUMN)
