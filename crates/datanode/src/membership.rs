@@ -98,6 +98,8 @@ pub struct Membership {
     member_start_ids: BTreeMap<NodeId, u64>,
     /// Registered API nodes and when each was last heard.
     api_nodes: BTreeMap<NodeId, Instant>,
+    /// The TC instances of this node, told when an API node fails.
+    local_tcs: Vec<BlockRef>,
 }
 
 impl Membership {
@@ -120,7 +122,15 @@ impl Membership {
             president_hint: None,
             member_start_ids: BTreeMap::new(),
             api_nodes: BTreeMap::new(),
+            local_tcs: Vec::new(),
         }
+    }
+
+    /// The TC instances to tell when an API node fails, so that they end
+    /// its transactions (and release their locks).
+    pub fn with_local_tcs(mut self, local_tcs: Vec<BlockRef>) -> Membership {
+        self.local_tcs = local_tcs;
+        self
     }
 
     pub fn phase(&self) -> Phase {
@@ -748,9 +758,14 @@ impl Membership {
     fn on_disconnected(&mut self, node: NodeId, ctx: &mut Context<'_>) {
         if self.api_nodes.remove(&node).is_some() {
             self.event(ctx, Severity::Info, format!("API node {node} disconnected"));
+            self.api_failed(node, ctx);
             return;
         }
         if !self.is_data_node(node) {
+            if self.config.mgmd != Some(node) {
+                // It may have started transactions without registering.
+                self.api_failed(node, ctx);
+            }
             return;
         }
         self.connected.remove(node);
@@ -804,6 +819,12 @@ impl Membership {
         );
     }
 
+    fn api_failed(&self, node: NodeId, ctx: &mut Context<'_>) {
+        for &tc in &self.local_tcs {
+            ctx.send(tc, SignalBody::ApiFailRep { node });
+        }
+    }
+
     fn on_api_check_timer(&mut self, ctx: &mut Context<'_>) {
         let now = ctx.now();
         let limit = self.config.api_heartbeat_interval * HEARTBEAT_MISSES_MAX;
@@ -816,6 +837,7 @@ impl Membership {
         for node in silent {
             self.api_nodes.remove(&node);
             ctx.disconnect(node);
+            self.api_failed(node, ctx);
             self.event(
                 ctx,
                 Severity::Warning,

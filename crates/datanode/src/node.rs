@@ -140,6 +140,7 @@ pub fn run(options: &NodeOptions) -> Result<NodeExit, NodeError> {
     let placement = config::Placement::of(&config);
     let ldm_blocks = ldm_blocks(node, &me, &placement)?;
     let tc_blocks = tc_blocks(node, &me, &placement);
+    let membership = membership.with_local_tcs(tc_blocks.iter().map(|b| b.address).collect());
     // The blocks that hold the schema besides the dictionary.
     let local_schema_blocks: Vec<BlockRef> = ldm_blocks
         .iter()

@@ -194,7 +194,8 @@ impl Cluster {
                         start_partial_timeout: Duration::from_secs(3),
                         start_id: start_ids.next_u64() ^ u64::from(incarnation),
                         pid: 1000 + u32::from(id.get()),
-                    });
+                    })
+                    .with_local_tcs(vec![tc_of(id)]);
                     let mut local = vec![tc_of(id)];
                     local.extend((0..LDM_INSTANCES).map(|i| ldm_of(id, i)));
                     let dictionary = Dictionary::new(
@@ -874,6 +875,50 @@ fn a_shared_lock_blocks_a_writer_and_committed_reads_never_wait() {
             .expect("the writer is answered"),
     );
     assert_eq!(cluster.read_values(&[5]), vec![Some(51)]);
+    cluster.check_idle();
+}
+
+#[test]
+fn a_failed_api_node_leaves_no_transaction_and_no_lock_behind() {
+    let mut cluster = started(15, Limits::default());
+    committed(&cluster.commit(&[Op::write(OpKind::Insert, 7, 70)]));
+    let holder = cluster.tx_id();
+    match cluster.execute(
+        holder,
+        tc_flags::START,
+        &[
+            Op::read(7, LockMode::Exclusive),
+            Op::write(OpKind::Insert, 8, 80),
+        ],
+    ) {
+        Reply::Conf { answers, .. } => assert!(answers.iter().all(|a| a.code == 0)),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(cluster.tc().transactions_in_use(), 1);
+    // The API node dies holding the lock and an uncommitted insert.
+    cluster.sim.crash(API);
+    cluster.sim.run_for(Duration::from_millis(100));
+    assert_eq!(
+        cluster.tc().transactions_in_use(),
+        0,
+        "the TC ended the dead API node's transaction"
+    );
+    cluster.sim.restart(API);
+    cluster.sim.run_for(Duration::from_millis(100));
+    // Well before the lock-wait timeout, the row is free again, and the
+    // uncommitted insert is gone.
+    let writer = cluster.tx_id();
+    cluster.submit(
+        writer,
+        tc_flags::START | tc_flags::COMMIT,
+        &[Op::write(OpKind::Update, 7, 71)],
+    );
+    committed(
+        &cluster
+            .reply_within(writer, DEADLOCK_TIMEOUT / 2)
+            .expect("the writer does not wait for the dead node's lock"),
+    );
+    assert_eq!(cluster.read_values(&[7, 8]), vec![Some(71), None]);
     cluster.check_idle();
 }
 

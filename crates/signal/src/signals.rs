@@ -248,6 +248,10 @@ signals! {
     31 => ApiRegConf { version: u32, started: bool, view_id: u32, members: NodeBitmask, heartbeat_interval_ms: u32 },
     /// Registration refused (NDB: API_REGREF).
     32 => ApiRegRef { reason: RegRefReason },
+    /// Membership → the local TC instances: API node `node` is gone (its
+    /// connection closed or its heartbeats stopped); its transactions
+    /// can never be finished by it (NDB: API_FAILREQ).
+    33 => ApiFailRep { node: NodeId },
 
     // ---- management protocol (40–59) ----
     /// A node asks the mgmd for a node id and the configuration.

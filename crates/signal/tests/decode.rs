@@ -196,6 +196,7 @@ fn one_of_each() -> Vec<SignalBody> {
                 members: vec![node(3), node(4)],
             },
         },
+        SignalBody::ApiFailRep { node: node(200) },
         SignalBody::SchemaLoadReq {
             tables: vec![DictTableGroup {
                 tables: vec![vec![7; 3]],

@@ -581,6 +581,9 @@ impl Block for TcBlock {
                 schema_version,
                 group,
             } => self.on_schema_change(from, op, table_id, schema_version, group, ctx),
+            SignalBody::ApiFailRep { node } if from.node == self.config.node => {
+                self.on_api_failed(node, ctx)
+            }
             SignalBody::Timeout {
                 timer_id: TIMER_SWEEP,
             } => self.on_sweep(ctx),

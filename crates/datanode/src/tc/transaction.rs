@@ -720,6 +720,41 @@ impl TcBlock {
         self.abort(slot, reply, ctx);
     }
 
+    /// API node `node` failed: its transactions can never be finished by
+    /// it, so those not yet committing are aborted (their locks released);
+    /// a commit already decided completes. Nothing is answered to the
+    /// dead node that matters.
+    pub(crate) fn on_api_failed(&mut self, node: NodeId, ctx: &mut Context<'_>) {
+        let mut slots: Vec<u32> = self
+            .by_tx_id
+            .values()
+            .copied()
+            .filter(|&slot| {
+                let tx = self.transactions.get(slot);
+                tx.api.is_some_and(|api| api.node == node)
+                    && matches!(tx.state, TxState::Idle | TxState::Executing)
+            })
+            .collect();
+        // Deterministic order (the map's is not).
+        slots.sort_unstable();
+        if !slots.is_empty() {
+            tracing::info!(
+                tc = %self.me,
+                "API node {node} failed: aborting its {} transactions",
+                slots.len()
+            );
+        }
+        for slot in slots {
+            self.close_scans_of(
+                slot,
+                error::NODE_FAILURE_ABORTED,
+                "the API node failed",
+                ctx,
+            );
+            self.abort(slot, AbortReply::None, ctx);
+        }
+    }
+
     /// Sends `LdmAbortReq` to every participant; answers when all confirm.
     pub(crate) fn abort(&mut self, slot: u32, reply: AbortReply, ctx: &mut Context<'_>) {
         let tx = self.transactions.get_mut(slot);
