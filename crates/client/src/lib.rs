@@ -38,6 +38,12 @@
 //! # }
 //! ```
 //!
+//! BLOB and TEXT values of any size are written and read whole
+//! (`Value::Bytes`, `Value::String`); the client keeps their parts in the
+//! hidden parts tables inside the same transaction, which may take several
+//! requests (docs/transactions.md, "BLOB and TEXT"; at most
+//! [`BLOB_BYTES_MAX`] per value).
+//!
 //! Errors ([`Error`]) carry NDB-style codes and a class: temporary (retry
 //! the transaction), permanent, or unknown result (it may have committed).
 //! Bad input — an unknown table or column, a value of the wrong type or
@@ -52,6 +58,7 @@
 
 #![warn(missing_docs)]
 
+mod blob;
 mod cluster;
 mod error;
 mod link;
@@ -63,6 +70,7 @@ mod schema;
 mod session;
 mod transaction;
 
+pub use blob::BLOB_BYTES_MAX;
 pub use cluster::{Cluster, ClusterOptions, ClusterStats, SESSIONS_MAX};
 pub use error::{Error, ErrorClass, Result};
 pub use link::SEND_BUFFER_MAX_BYTES;

@@ -4,6 +4,13 @@
 //! returns each row with its primary key, so the same transaction can
 //! update or delete it (the lock is already held: takeover). Dropping the
 //! iterator early closes the scan on the TC.
+//!
+//! A scan that returns BLOB/TEXT columns hands out whole values: a row
+//! whose value is longer than its inline head gets its parts read by key
+//! in the same transaction before the row is returned (`crate::blob`).
+//! So that head and parts are of one version, a committed-read scan of
+//! such columns is taken with a shared lock (as NDB does); the row locks
+//! are held until the transaction ends.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -13,6 +20,7 @@ use proto::{Bound, Filter, RowBatchReader, ScanSpec, NO_INDEX, NO_PARTITION};
 use signal::{tc_flags, Signal, SignalBody};
 use storage::schema::{IndexKind, Value};
 
+use crate::blob::{self, ReadJob};
 use crate::error::{Error, Result};
 use crate::schema::Table;
 use crate::session::tc_ref;
@@ -37,7 +45,8 @@ pub struct ScanOptions<'a> {
     pub filter: Option<Filter>,
     /// Columns to return; None: all.
     pub projection: Option<Vec<&'a str>>,
-    /// Lock each returned row (Shared/Exclusive) or not (Committed, the default).
+    /// Lock each returned row (Shared/Exclusive) or not (Committed, the
+    /// default; a scan returning BLOB/TEXT columns takes Shared instead).
     pub lock: Option<LockMode>,
     /// Rows per batch from each partition; 0: `SCAN_BATCH_ROWS_DEFAULT`.
     pub batch_rows: u32,
@@ -61,6 +70,11 @@ pub struct ScanIter<'t, 's> {
     done: bool,
     /// The scan failed; it is closed.
     failed: bool,
+    /// BLOB/TEXT columns returned: position in the table, in the row.
+    blob_reads: Vec<(usize, usize)>,
+    blob_lock: LockMode,
+    /// The lock was taken for the blobs only: the rows' keys are not the user's.
+    strip_keys: bool,
 }
 
 impl<'s> Transaction<'s> {
@@ -82,7 +96,27 @@ impl<'s> Transaction<'s> {
             Some(key) => crate::routing::partition_of_key(def, key, &mut Vec::new())?,
             None => NO_PARTITION,
         };
-        let lock = options.lock.unwrap_or(LockMode::Committed);
+        let asked_lock = options.lock.unwrap_or(LockMode::Committed);
+        let blob_reads: Vec<(usize, usize)> = if table.has_blobs() {
+            let returned: Vec<usize> = if projection.is_empty() {
+                (0..table.columns().len()).collect()
+            } else {
+                projection.clone()
+            };
+            returned
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| table.blob(**c).is_some())
+                .map(|(at, c)| (*c, at))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        // Head and parts of one version: a committed read of blobs locks.
+        let lock = match asked_lock {
+            LockMode::Committed if !blob_reads.is_empty() => LockMode::Shared,
+            other => other,
+        };
         let batch_rows = match options.batch_rows {
             0 => SCAN_BATCH_ROWS_DEFAULT,
             n => n.min(SCAN_BATCH_ROWS_MAX),
@@ -134,6 +168,9 @@ impl<'s> Transaction<'s> {
             owed: 0,
             done: false,
             failed: false,
+            blob_reads,
+            blob_lock: lock,
+            strip_keys: lock != asked_lock,
         })
     }
 }
@@ -154,6 +191,7 @@ impl ScanIter<'_, '_> {
         if !done {
             self.owed += 1;
         }
+        let first_new = self.rows.len();
         if !rows.is_empty() {
             let reader = RowBatchReader::new(&rows)?;
             for row in reader.iter() {
@@ -180,6 +218,51 @@ impl ScanIter<'_, '_> {
         }
         if done {
             session.close_scan_inbox(self.tx_id, self.scan_id);
+        }
+        if !self.blob_reads.is_empty() {
+            if let Err(error) = self.whole_blobs(first_new) {
+                session.close_scan_inbox(self.tx_id, self.scan_id);
+                return Err(error);
+            }
+        }
+        Ok(())
+    }
+
+    /// Puts whole BLOB/TEXT values in the rows from `first` on, reading
+    /// the parts of long ones (one round trip per `RESULT_BYTES_BUDGET`
+    /// of parts, for the whole batch of rows).
+    fn whole_blobs(&mut self, first: usize) -> Result<()> {
+        let mut jobs: Vec<ReadJob> = Vec::new();
+        for (i, row) in self.rows.iter_mut().enumerate().skip(first) {
+            let key = if self.strip_keys {
+                row.take_key()
+            } else {
+                row.key().to_vec()
+            };
+            if key.len() != self.table.primary_key().len() {
+                return Err(Error::new(
+                    proto::error::MALFORMED_REQUEST,
+                    format!(
+                        "scan of `{}`: a locking scan's row came without its primary key",
+                        self.table.name()
+                    ),
+                ));
+            }
+            blob::plan_row_reads(
+                &self.table,
+                &self.blob_reads,
+                row.values_mut(),
+                &key,
+                self.blob_lock,
+                i,
+                &mut jobs,
+            )?;
+        }
+        if jobs.is_empty() {
+            return Ok(());
+        }
+        for (i, at, value) in self.tx.read_parts(jobs)? {
+            self.rows[i].values_mut()[at] = value;
         }
         Ok(())
     }

@@ -3,6 +3,13 @@
 //! (`DictGetTableReq`) and cache them per cluster connection; an operation
 //! that fails because the table changed (241) or is gone (723) drops the
 //! cached copy, so the next `Session::table` fetches it again.
+//!
+//! A table with BLOB/TEXT columns comes with the hidden parts table of
+//! each (`TableDef::blob_parts_table`, in the dictionary's table group
+//! after the base table): the client writes and reads the parts itself
+//! (`crate::blob`), so it holds their definitions beside the base table's.
+
+use std::sync::Arc;
 
 use storage::schema::{Column, IndexDef, IndexKind, TableDef};
 
@@ -12,11 +19,91 @@ use crate::error::{Error, Result};
 #[derive(Debug)]
 pub struct Table {
     def: TableDef,
+    /// One per BLOB/TEXT column, in column order.
+    blobs: Vec<BlobColumn>,
+}
+
+/// A BLOB/TEXT column and the hidden table holding its parts.
+#[derive(Debug)]
+pub(crate) struct BlobColumn {
+    /// The column's position in the base table.
+    pub column: usize,
+    /// The parts table: the base primary key, `$PART`, `$DATA`.
+    pub parts: Arc<Table>,
+}
+
+impl BlobColumn {
+    /// Position of `$DATA` in the parts table (its last column).
+    pub fn data_column(&self) -> usize {
+        self.parts.def.columns.len() - 1
+    }
 }
 
 impl Table {
+    /// A table without BLOB/TEXT columns, or one whose parts tables are
+    /// not known (its long values cannot be written or read).
     pub(crate) fn new(def: TableDef) -> Table {
-        Table { def }
+        Table {
+            def,
+            blobs: Vec::new(),
+        }
+    }
+
+    /// A table and the parts tables of its BLOB/TEXT columns, found by
+    /// name among `hidden` (the rest of the dictionary's group). Every
+    /// BLOB/TEXT column must have one.
+    pub(crate) fn with_hidden(def: TableDef, hidden: Vec<TableDef>) -> Result<Table> {
+        let mut blobs = Vec::new();
+        for (c, column) in def.columns.iter().enumerate() {
+            if !column.ty.is_blob() {
+                continue;
+            }
+            let name = def.blob_parts_table(c, 0).name;
+            let Some(parts) = hidden.iter().find(|h| h.name == name) else {
+                return Err(Error::new(
+                    proto::error::MALFORMED_REQUEST,
+                    format!(
+                        "table `{}`: the dictionary sent no parts table `{name}` for {} column `{}`",
+                        def.name, column.ty, column.name
+                    ),
+                ));
+            };
+            let expected = def.blob_parts_table(c, parts.id);
+            if *parts != expected {
+                return Err(Error::new(
+                    proto::error::MALFORMED_REQUEST,
+                    format!(
+                        "table `{}`: parts table `{name}` of column `{}` is not the one its definition makes",
+                        def.name, column.name
+                    ),
+                ));
+            }
+            blobs.push(BlobColumn {
+                column: c,
+                parts: Arc::new(Table::new(parts.clone())),
+            });
+        }
+        Ok(Table { def, blobs })
+    }
+
+    /// Whether the table has BLOB/TEXT columns (their values longer than
+    /// the inline head are kept in parts tables).
+    pub fn has_blobs(&self) -> bool {
+        !self.blobs.is_empty()
+    }
+
+    /// The hidden table holding the parts of BLOB/TEXT column `column`
+    /// (base primary key, `$PART`, `$DATA`); None for another column.
+    /// It can be read and scanned like any table; writing it directly
+    /// breaks the values whose parts it holds.
+    pub fn blob_parts_table(&self, column: &str) -> Option<&Arc<Table>> {
+        let c = self.column(column)?;
+        self.blob(c).map(|b| &b.parts)
+    }
+
+    /// The BLOB/TEXT column at position `c`.
+    pub(crate) fn blob(&self, c: usize) -> Option<&BlobColumn> {
+        self.blobs.iter().find(|b| b.column == c)
     }
 
     /// The dictionary's definition.

@@ -13,6 +13,9 @@
 //! sends all prepared ones with one write per data node, and
 //! [`Session::poll`] runs the callbacks of the completed ones. At most
 //! [`IN_FLIGHT_MAX`] transactions are prepared or in flight per session.
+//! A transaction whose BLOB/TEXT work takes several requests
+//! (`crate::blob`) sends the next one from `poll` when a reply comes, and
+//! completes after its last.
 
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
@@ -23,6 +26,7 @@ use std::time::{Duration, Instant};
 use signal::{tc_flags, BlockNumber, BlockRef, NodeId, Signal, SignalBody};
 use storage::schema::{IndexDef, IndexKind, TableDef, Value};
 
+use crate::blob::{BlobExec, Step};
 use crate::cluster::{encode_frames, Cluster, Shared};
 use crate::error::{Error, Result};
 use crate::receiver::{self, Event, Mailbox};
@@ -60,12 +64,15 @@ pub type Callback = Box<dyn FnOnce(Result<Outcome>) + Send + 'static>;
 struct Prepared {
     request: TxRequest,
     callback: Callback,
+    blob: Option<Box<BlobExec>>,
 }
 
 /// An asynchronous transaction in flight.
 struct InFlight {
     request: TxRequest,
     callback: Callback,
+    /// The machine of its blob work: more requests may follow the reply.
+    blob: Option<Box<BlobExec>>,
 }
 
 #[derive(Default)]
@@ -435,13 +442,26 @@ impl Session {
                 format!("table `{name}`: empty definition"),
             ));
         };
-        let def = TableDef::decode(base).map_err(|e| {
-            Error::new(
-                proto::error::MALFORMED_REQUEST,
-                format!("table `{name}`: bad definition from the dictionary: {e}"),
-            )
-        })?;
-        let table = Arc::new(Table::new(def));
+        let decode = |bytes: &[u8]| {
+            TableDef::decode(bytes).map_err(|e| {
+                Error::new(
+                    proto::error::MALFORMED_REQUEST,
+                    format!("table `{name}`: bad definition from the dictionary: {e}"),
+                )
+            })
+        };
+        let def = decode(base)?;
+        let table = if def.columns.iter().any(|c| c.ty.is_blob()) {
+            // The parts tables of its BLOB/TEXT columns follow in the group.
+            let hidden = group.tables[1..]
+                .iter()
+                .map(|bytes| decode(bytes))
+                .collect::<Result<Vec<_>>>()?;
+            Table::with_hidden(def, hidden)?
+        } else {
+            Table::new(def)
+        };
+        let table = Arc::new(table);
         let mut tables = self
             .shared()
             .tables
@@ -516,10 +536,11 @@ impl Session {
             ));
         }
         drop(state);
-        let request = tx.into_request(mode)?;
+        let (request, blob) = tx.into_first_request(mode)?;
         self.state.borrow_mut().prepared.push(Prepared {
             request,
             callback: Box::new(callback),
+            blob,
         });
         Ok(())
     }
@@ -575,6 +596,7 @@ impl Session {
                     InFlight {
                         request: p.request,
                         callback: p.callback,
+                        blob: p.blob,
                     },
                 );
             }
@@ -612,8 +634,17 @@ impl Session {
                     .collect()
             };
             for (flight, reply) in finished {
+                let outcome = match flight.blob {
+                    Some(mut exec) => match exec.on_reply(self, reply) {
+                        Step::Send(request) => {
+                            self.send_next(request, flight.callback, exec);
+                            continue;
+                        }
+                        Step::Done(outcome) => outcome,
+                    },
+                    None => flight.request.complete(self, reply),
+                };
                 completed += 1;
-                let outcome = flight.request.complete(self, reply);
                 (flight.callback)(outcome);
             }
             let now = Instant::now();
@@ -626,6 +657,33 @@ impl Session {
             }
             receiver::wait(self.shared(), &self.mailbox, deadline - now);
         }
+    }
+
+    /// Sends the next request of an asynchronous transaction with blob
+    /// work; a failure to send completes it in the next poll.
+    fn send_next(&self, request: TxRequest, callback: Callback, exec: Box<BlobExec>) {
+        let key = ReqKey::Tx(request.tx_id);
+        let sent = self.send_request(request.link, key, request.commit, request.signal.clone());
+        let mut state = self.state.borrow_mut();
+        match sent {
+            Ok(()) => {
+                self.shared()
+                    .counters
+                    .tc_key_reqs_sent
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+            Err(error) => {
+                state.done.insert(key, Err(error));
+            }
+        }
+        state.in_flight.insert(
+            request.tx_id,
+            InFlight {
+                request,
+                callback,
+                blob: Some(exec),
+            },
+        );
     }
 
     /// Requests older than `request_timeout` fail with 4012.

@@ -11,6 +11,9 @@
 //!
 //! A transaction's methods take `&self`, so a scan can run while the same
 //! transaction updates or deletes the rows it returns (takeover).
+//!
+//! An execute with operations on BLOB/TEXT columns may take several
+//! requests (`crate::blob`); without them it is always one.
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -30,6 +33,7 @@ use storage::schema::{IndexKind, Value};
 
 pub use proto::LockMode;
 
+use crate::blob::{self, BlobExec, BlobWork, ExecInput, ReadJob, Step};
 use crate::error::{Error, Result};
 use crate::schema::Table;
 use crate::session::{request_flags, tc_ref, ReqKey, Session};
@@ -77,6 +81,22 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    pub(crate) fn new(
+        gci: Option<u32>,
+        committed: bool,
+        rolled_back: bool,
+        batch: u32,
+        results: Vec<OpResult>,
+    ) -> Outcome {
+        Outcome {
+            gci,
+            committed,
+            rolled_back,
+            batch,
+            results,
+        }
+    }
+
     /// The result of an operation of this execute.
     pub fn result(&self, handle: OpHandle) -> Option<&OpResult> {
         if handle.batch != self.batch {
@@ -181,6 +201,14 @@ impl Row {
     pub fn table(&self) -> &Arc<Table> {
         &self.table
     }
+
+    pub(crate) fn values_mut(&mut self) -> &mut [Value] {
+        &mut self.values
+    }
+
+    pub(crate) fn take_key(&mut self) -> Vec<Value> {
+        std::mem::take(&mut self.key)
+    }
 }
 
 /// One operation to define: built with [`Op::read`], [`Op::insert`], ...
@@ -246,7 +274,8 @@ impl<'a> Op<'a> {
         Op::new(table, OpKind::Delete, key, &[])
     }
 
-    /// The lock a read takes (default: committed read, no lock).
+    /// The lock a read takes (default: committed read, no lock; a read
+    /// returning BLOB/TEXT columns takes Shared instead, see `crate::blob`).
     pub fn lock(mut self, lock: LockMode) -> Op<'a> {
         self.lock = lock;
         self
@@ -275,9 +304,9 @@ impl<'a> Op<'a> {
 /// Where an operation's result goes.
 #[derive(Clone, Debug)]
 pub(crate) struct OpMeta {
-    table: Arc<Table>,
-    kind: OpKind,
-    columns: Option<Arc<[usize]>>,
+    pub table: Arc<Table>,
+    pub kind: OpKind,
+    pub columns: Option<Arc<[usize]>>,
 }
 
 /// Where the transaction stands.
@@ -298,6 +327,9 @@ struct TxInner {
     ops: Vec<u8>,
     ranges: Vec<Range<usize>>,
     metas: Vec<OpMeta>,
+    /// What defined operations on BLOB/TEXT columns need beyond their
+    /// request (`crate::blob`); empty for other tables.
+    works: Vec<BlobWork>,
     /// Executes so far; names the batch of an `OpHandle`.
     batch: u32,
     next_scan_id: u32,
@@ -336,6 +368,7 @@ impl<'s> Transaction<'s> {
                 ops: Vec::new(),
                 ranges: Vec::new(),
                 metas: Vec::new(),
+                works: Vec::new(),
                 batch: 0,
                 next_scan_id: 0,
                 failure: None,
@@ -426,7 +459,7 @@ impl<'s> Transaction<'s> {
         if let Some(name) = op.index {
             header.index_id = table.require_index(name, IndexKind::Unique)?.id;
         }
-        let (key, values) = resolve_values(&op)?;
+        let (key, mut values) = resolve_values(&op)?;
         let columns = match op.columns {
             Some(names) => Some(
                 names
@@ -435,6 +468,11 @@ impl<'s> Transaction<'s> {
                     .collect::<Result<Vec<usize>>>()?,
             ),
             None => None,
+        };
+        let work = if table.has_blobs() {
+            blob::prepare_op(table, &mut header, &key, &mut values, columns.as_deref())?
+        } else {
+            None
         };
         let start = inner.ops.len();
         let encoded = {
@@ -461,6 +499,10 @@ impl<'s> Transaction<'s> {
             return Err(error);
         }
         inner.ranges.push(start..inner.ops.len());
+        if let Some(mut work) = work {
+            work.op = header.op_index as usize;
+            inner.works.push(work);
+        }
         inner.metas.push(OpMeta {
             table: Arc::clone(table),
             kind: op.kind,
@@ -477,6 +519,19 @@ impl<'s> Transaction<'s> {
     /// transaction: the error names its code and the operation.
     pub fn execute(&self, mode: ExecMode) -> Result<Outcome> {
         self.check_open()?;
+        if let Some(mut exec) = self.blob_exec(mode) {
+            let mut step = exec.start();
+            loop {
+                match step {
+                    Step::Send(request) => {
+                        self.send(&request)?;
+                        let reply = self.session.wait_reply(ReqKey::Tx(request.tx_id));
+                        step = exec.on_reply(self.session, reply);
+                    }
+                    Step::Done(outcome) => return self.settle(mode, exec.started(), outcome),
+                }
+            }
+        }
         let Some(request) = self.build(mode)? else {
             return Ok(self.local_end(mode));
         };
@@ -494,6 +549,7 @@ impl<'s> Transaction<'s> {
             tx: self,
             mode,
             request: None,
+            blob: None,
             registered: false,
             done: false,
         }
@@ -519,11 +575,16 @@ impl<'s> Transaction<'s> {
     fn finish(&self, request: TxRequest, reply: Result<signal::SignalBody>) -> Result<Outcome> {
         let mode = request.mode;
         let outcome = request.complete(self.session, reply);
+        self.settle(mode, true, outcome)
+    }
+
+    /// Records how an execute ended; `started`: the TC knows the transaction.
+    fn settle(&self, mode: ExecMode, started: bool, outcome: Result<Outcome>) -> Result<Outcome> {
         let mut inner = self.inner.borrow_mut();
         inner.batch += 1;
         match &outcome {
             Ok(outcome) => {
-                inner.started = true;
+                inner.started |= started;
                 if outcome.committed {
                     inner.state = TxState::Committed;
                 } else if outcome.rolled_back || mode == ExecMode::Rollback {
@@ -572,6 +633,7 @@ impl<'s> Transaction<'s> {
             inner.ops.clear();
             inner.ranges.clear();
             inner.metas.clear();
+            inner.works.clear();
         }
         if inner.ranges.is_empty() && (!inner.started || mode == ExecMode::NoCommit) {
             return Ok(None);
@@ -617,6 +679,92 @@ impl<'s> Transaction<'s> {
             metas: std::mem::take(&mut inner.metas),
             sent_at: Instant::now(),
         }))
+    }
+
+    /// The machine of an execute whose operations have blob work (None:
+    /// none has, or `mode` is Rollback, which drops them). It takes the
+    /// defined operations.
+    fn blob_exec(&self, mode: ExecMode) -> Option<BlobExec> {
+        let mut inner = self.inner.borrow_mut();
+        let inner = &mut *inner;
+        if inner.works.is_empty() || mode == ExecMode::Rollback {
+            return None;
+        }
+        let shared = self.session.shared();
+        Some(BlobExec::new(ExecInput {
+            tx_id: inner.tx_id,
+            link: inner.link,
+            tc: tc_ref(shared, inner.link, inner.tx_id),
+            me: self.session.own_ref(),
+            started: inner.started,
+            mode,
+            batch: inner.batch,
+            ops: std::mem::take(&mut inner.ops),
+            ranges: std::mem::take(&mut inner.ranges),
+            metas: std::mem::take(&mut inner.metas),
+            works: std::mem::take(&mut inner.works),
+        }))
+    }
+
+    /// Reads the parts of long BLOB/TEXT values of a scan's rows, in
+    /// this transaction (which the scan started); returns each value with
+    /// its job's row and position. A failure ends the transaction.
+    pub(crate) fn read_parts(&self, jobs: Vec<ReadJob>) -> Result<Vec<(usize, usize, Value)>> {
+        self.check_open()?;
+        let (tx_id, link) = {
+            let inner = self.inner.borrow();
+            assert!(inner.started, "a scan started the transaction");
+            (inner.tx_id, inner.link)
+        };
+        let shared = self.session.shared();
+        let tc = tc_ref(shared, link, tx_id);
+        let mut exec = BlobExec::part_reads(tx_id, link, tc, self.session.own_ref(), jobs);
+        let mut step = exec.start();
+        loop {
+            match step {
+                Step::Send(request) => {
+                    self.send(&request)?;
+                    let reply = self.session.wait_reply(ReqKey::Tx(request.tx_id));
+                    step = exec.on_reply(self.session, reply);
+                }
+                Step::Done(Ok(_)) => {
+                    let values = exec
+                        .take_jobs()
+                        .into_iter()
+                        .map(|job| Ok((job.row, job.at, job.finish()?)))
+                        .collect::<Result<Vec<_>>>();
+                    if let Err(error) = &values {
+                        // A bad value: the transaction ends (its locks go).
+                        let _ = self.execute(ExecMode::Rollback);
+                        self.abort_with(error.clone());
+                    }
+                    return values;
+                }
+                Step::Done(Err(error)) => {
+                    self.abort_with(error.clone());
+                    return Err(error);
+                }
+            }
+        }
+    }
+
+    /// What an asynchronous execute sends first (see `Session::prepare`):
+    /// a request, and the machine that goes on from its reply when the
+    /// operations have blob work.
+    pub(crate) fn into_first_request(
+        self,
+        mode: ExecMode,
+    ) -> Result<(TxRequest, Option<Box<BlobExec>>)> {
+        self.check_open()?;
+        if let Some(mut exec) = self.blob_exec(mode) {
+            return match exec.start() {
+                Step::Send(request) => Ok((request, Some(Box::new(exec)))),
+                Step::Done(outcome) => Err(outcome.err().unwrap_or_else(|| {
+                    Error::usage("an asynchronous transaction needs at least one operation")
+                })),
+            };
+        }
+        self.into_request(mode).map(|request| (request, None))
     }
 
     /// The request of an asynchronous execute (see `Session::prepare`).
@@ -674,31 +822,7 @@ impl TxRequest {
                                 ),
                             ));
                         };
-                        outcome.results[result.op_index as usize] = if !result.is_ok() {
-                            OpResult::Failed(op_error(meta, result.code, ""))
-                        } else if result.has_row {
-                            let columns: Arc<[usize]> = match &meta.columns {
-                                Some(columns) => Arc::clone(columns),
-                                None => (0..meta.table.columns().len()).collect(),
-                            };
-                            let values: Vec<Value> =
-                                result.values().map(|v| v.to_value()).collect();
-                            if values.len() != columns.len() {
-                                return Err(Error::new(
-                                    proto::error::MALFORMED_REQUEST,
-                                    format!(
-                                        "read of `{}`: a row of {} values, {} columns asked",
-                                        meta.table.name(),
-                                        values.len(),
-                                        columns.len()
-                                    ),
-                                ));
-                            }
-                            let key = result.keys().map(|v| v.to_value()).collect();
-                            OpResult::Row(Row::new(Arc::clone(&meta.table), columns, values, key))
-                        } else {
-                            OpResult::Done
-                        };
+                        outcome.results[result.op_index as usize] = decode_result(meta, &result)?;
                     }
                 }
                 Ok(outcome)
@@ -734,7 +858,40 @@ impl TxRequest {
     }
 }
 
-fn op_error(meta: &OpMeta, code: u32, message: &str) -> Error {
+/// One operation's result as the user sees it.
+pub(crate) fn decode_result(meta: &OpMeta, result: &proto::OpResult<'_>) -> Result<OpResult> {
+    if !result.is_ok() {
+        return Ok(OpResult::Failed(op_error(meta, result.code, "")));
+    }
+    if !result.has_row {
+        return Ok(OpResult::Done);
+    }
+    let columns: Arc<[usize]> = match &meta.columns {
+        Some(columns) => Arc::clone(columns),
+        None => (0..meta.table.columns().len()).collect(),
+    };
+    let values: Vec<Value> = result.values().map(|v| v.to_value()).collect();
+    if values.len() != columns.len() {
+        return Err(Error::new(
+            proto::error::MALFORMED_REQUEST,
+            format!(
+                "read of `{}`: a row of {} values, {} columns asked",
+                meta.table.name(),
+                values.len(),
+                columns.len()
+            ),
+        ));
+    }
+    let key = result.keys().map(|v| v.to_value()).collect();
+    Ok(OpResult::Row(Row::new(
+        Arc::clone(&meta.table),
+        columns,
+        values,
+        key,
+    )))
+}
+
+pub(crate) fn op_error(meta: &OpMeta, code: u32, message: &str) -> Error {
     let what = if message.is_empty() {
         proto::error::message(code)
     } else {
@@ -813,6 +970,8 @@ pub struct ExecuteFuture<'t, 's> {
     tx: &'t Transaction<'s>,
     mode: ExecMode,
     request: Option<TxRequest>,
+    /// The machine of an execute with blob work (several requests).
+    blob: Option<BlobExec>,
     registered: bool,
     done: bool,
 }
@@ -826,6 +985,28 @@ impl ExecuteFuture<'_, '_> {
                 .shared()
                 .async_waiters
                 .fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
+impl ExecuteFuture<'_, '_> {
+    /// Carries out a step of the blob machine: sends its request (None)
+    /// or gives the end (Some).
+    fn step(&mut self, step: Step) -> Option<Result<Outcome>> {
+        match step {
+            Step::Send(request) => {
+                if let Err(error) = self.tx.send(&request) {
+                    self.done = true;
+                    return Some(Err(error));
+                }
+                self.request = Some(request);
+                None
+            }
+            Step::Done(outcome) => {
+                self.done = true;
+                let started = self.blob.as_ref().is_some_and(|e| e.started());
+                Some(self.tx.settle(self.mode, started, outcome))
+            }
         }
     }
 }
@@ -848,36 +1029,60 @@ impl Future for ExecuteFuture<'_, '_> {
                 this.done = true;
                 return Poll::Ready(Err(error));
             }
-            match this.tx.build(this.mode) {
-                Ok(Some(request)) => {
-                    if let Err(error) = this.tx.send(&request) {
+            if let Some(mut exec) = this.tx.blob_exec(this.mode) {
+                let step = exec.start();
+                this.blob = Some(exec);
+                if let Some(ready) = this.step(step) {
+                    return Poll::Ready(ready);
+                }
+            } else {
+                match this.tx.build(this.mode) {
+                    Ok(Some(request)) => {
+                        if let Err(error) = this.tx.send(&request) {
+                            this.done = true;
+                            return Poll::Ready(Err(error));
+                        }
+                        this.request = Some(request);
+                    }
+                    Ok(None) => {
+                        this.done = true;
+                        return Poll::Ready(Ok(this.tx.local_end(this.mode)));
+                    }
+                    Err(error) => {
                         this.done = true;
                         return Poll::Ready(Err(error));
                     }
-                    this.request = Some(request);
-                }
-                Ok(None) => {
-                    this.done = true;
-                    return Poll::Ready(Ok(this.tx.local_end(this.mode)));
-                }
-                Err(error) => {
-                    this.done = true;
-                    return Poll::Ready(Err(error));
                 }
             }
         }
-        let tx_id = this.request.as_ref().expect("sent above").tx_id;
-        for attempt in 0..2 {
+        let mut attempt = 0;
+        while attempt < 2 {
+            let tx_id = this.request.as_ref().expect("sent above").tx_id;
             session.pump();
             if let Some(reply) = session.take_reply(ReqKey::Tx(tx_id)) {
+                let request = this.request.take().expect("sent above");
+                if let Some(exec) = this.blob.as_mut() {
+                    let step = exec.on_reply(session, reply);
+                    match this.step(step) {
+                        Some(ready) => {
+                            this.unregister();
+                            return Poll::Ready(ready);
+                        }
+                        None => {
+                            // The next request of the blob work went out.
+                            attempt = 0;
+                            continue;
+                        }
+                    }
+                }
                 this.unregister();
                 this.done = true;
-                let request = this.request.take().expect("sent above");
                 return Poll::Ready(this.tx.finish(request, reply));
             }
             if attempt == 0 {
                 crate::receiver::poll_now(session.shared());
             }
+            attempt += 1;
         }
         if !this.registered {
             this.registered = true;

@@ -36,7 +36,7 @@
 //!
 //! The whole batch is at most [`BATCH_BYTES_MAX`] bytes.
 
-use storage::schema::{IndexKind, TableDef, ValueRef, COLUMNS_MAX};
+use storage::schema::{Column, IndexKind, TableDef, ValueRef, BLOB_INLINE_BYTES, COLUMNS_MAX};
 
 use crate::value::{get_value, put_value, Reader};
 use crate::ProtoError;
@@ -626,6 +626,7 @@ impl<'a> OpView<'a> {
                 )));
             }
             crate::value::check_value(&table.name, column, v)?;
+            check_blob_write(&table.name, column, v)?;
         }
         if matches!(h.kind, OpKind::Insert | OpKind::Write) {
             let missing = (0..table.columns.len())
@@ -801,5 +802,33 @@ impl Iterator for Columns<'_> {
     fn size_hint(&self) -> (usize, Option<usize>) {
         let n = self.bytes.len() / 2;
         (n, Some(n))
+    }
+}
+
+/// A BLOB/TEXT column stores only the head of its value in the row; the
+/// rest lives in the column's parts table, written by the client in the
+/// same transaction. A whole value longer than the head would lose its
+/// tail silently: refused. (A head that does not match its length is
+/// refused by the value check itself.)
+fn check_blob_write(table: &str, column: &Column, v: ValueRef<'_>) -> Result<(), ProtoError> {
+    if !column.ty.is_blob() {
+        return Ok(());
+    }
+    let problem = match v {
+        ValueRef::Bytes(b) if b.len() > BLOB_INLINE_BYTES => Some(b.len()),
+        ValueRef::Str(s) if s.len() > BLOB_INLINE_BYTES => Some(s.len()),
+        _ => None,
+    };
+    match problem {
+        None => Ok(()),
+        Some(bytes) => Err(ProtoError::BadOperation {
+            table: table.to_owned(),
+            problem: format!(
+                "column `{}`: a whole BLOB/TEXT value of {bytes} bytes; the row holds only its first \
+                 {BLOB_INLINE_BYTES} bytes, the rest goes to the column's parts table in the same \
+                 transaction (skarv-client does this)",
+                column.name
+            ),
+        }),
     }
 }

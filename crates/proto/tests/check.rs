@@ -488,3 +488,36 @@ fn scans_are_checked() {
     }
     expect_err(deep.check(&t), error::REQUEST_TOO_LARGE, &["filter depth"]);
 }
+
+/// A TEXT column takes a value that fits its head, or a head; a whole
+/// value longer than the head would lose its tail in the row, so it is
+/// refused, as is a head that does not match its length.
+#[test]
+fn blob_columns_take_heads_not_whole_long_values() {
+    let with_body = |body: Value| {
+        let mut row = full_row();
+        row[4] = (5, body);
+        op(header(OpKind::Insert), vec![Value::Int(1)], row, vec![])
+    };
+    assert!(check(with_body(Value::String("short".into()))).is_ok());
+    let long = "x".repeat(300);
+    expect_err(
+        check(with_body(Value::String(long.clone()))),
+        error::BAD_OPERATION,
+        &["accounts", "body", "300 bytes", "parts table"],
+    );
+    let head = Value::BlobHead {
+        total_bytes: 300,
+        inline: long.as_bytes()[..256].to_vec(),
+    };
+    assert!(check(with_body(head)).is_ok());
+    let short_head = Value::BlobHead {
+        total_bytes: 300,
+        inline: long.as_bytes()[..10].to_vec(),
+    };
+    expect_err(
+        check(with_body(short_head)),
+        error::BAD_VALUE,
+        &["accounts", "body", "holds 10"],
+    );
+}
