@@ -422,6 +422,89 @@ fn deadlock_ends_in_the_timeout_error(cluster: &Cluster) {
     }
 }
 
+/// A scan that locks its rows hands each row's key over, so the same
+/// transaction updates or deletes the rows it scanned ("take over"), and
+/// another transaction's write to a scanned row waits for the commit.
+fn scan_and_take_over(cluster: &Cluster, session: &Session) {
+    let before: BTreeMap<i64, i64> = scan_all(session, ScanOptions::default())
+        .into_iter()
+        .collect();
+    let accounts = session.table("accounts").expect("table");
+    let tx = session.begin().expect("begin");
+    let rows: Vec<_> = tx
+        .scan(
+            &accounts,
+            ScanOptions {
+                lock: Some(LockMode::Exclusive),
+                ..ScanOptions::default()
+            },
+        )
+        .expect("locking scan")
+        .map(|r| r.expect("row"))
+        .collect();
+    assert_eq!(rows.len(), before.len(), "the scan sees every row");
+    let mut expected = before.clone();
+    let (mut updated, mut deleted) = (0, 0);
+    for row in &rows {
+        let id = match row.key() {
+            [Value::Int(id)] => *id,
+            other => panic!("a locking scan hands over the key: {other:?}"),
+        };
+        if id % 2 == 0 {
+            tx.delete(&accounts, row.key())
+                .expect("delete the scanned row");
+            expected.remove(&id);
+            deleted += 1;
+        } else {
+            let balance = expected[&id] + 1_000;
+            tx.update(&accounts, row.key(), &[("balance", int(balance))])
+                .expect("update the scanned row");
+            expected.insert(id, balance);
+            updated += 1;
+        }
+    }
+    assert!(updated > 0 && deleted > 0, "both kinds of takeover ran");
+    tx.execute(ExecMode::NoCommit).expect("takeover operations");
+    // Another transaction's write to a scanned row waits for our commit.
+    let first = *before.keys().next().expect("a row");
+    std::thread::scope(|scope| {
+        let writer = scope.spawn(|| {
+            let other = cluster.session().expect("session");
+            let accounts = other.table("accounts").expect("table");
+            let w = other.begin().expect("begin");
+            w.write(
+                &accounts,
+                &[
+                    ("id", int(first)),
+                    ("owner", Value::String(format!("w{first}"))),
+                    ("balance", int(-1)),
+                    ("note", Value::Null),
+                ],
+            )
+            .expect("write");
+            w.execute(ExecMode::Commit)
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(
+            !writer.is_finished(),
+            "the scanned row is locked until commit"
+        );
+        tx.execute(ExecMode::Commit).expect("commit the takeover");
+        writer
+            .join()
+            .expect("writer")
+            .expect("the writer goes on after the commit");
+    });
+    expected.insert(first, -1);
+    let after: BTreeMap<i64, i64> = scan_all(session, ScanOptions::default())
+        .into_iter()
+        .collect();
+    assert_eq!(
+        after, expected,
+        "updates and deletes of scanned rows, then the waiting write"
+    );
+}
+
 /// An ordered index added to a table that holds rows covers every row at
 /// once; dropped, it is gone; a unique index cannot be added by ALTER.
 fn indexes_on_live_data(session: &Session) {
@@ -544,6 +627,7 @@ fn the_client_against_a_sandbox() {
     locks_conflict(&cluster);
     deadlock_ends_in_the_timeout_error(&cluster);
     indexes_on_live_data(&session);
+    scan_and_take_over(&cluster, &session);
     bad_input(&session);
     session.drop_table("accounts").expect("drop");
     assert_eq!(
