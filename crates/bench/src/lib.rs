@@ -3,5 +3,9 @@
 //!
 //! - [`ldm`]: one LDM instance's storage in-process — insert, primary-key
 //!   lookup and ordered-scan rates, and memory per row.
+//! - [`flex`]: NDB's flexAsynch on the native API against a running
+//!   cluster — insert, read, update and delete rates and latencies, with
+//!   `--verify` and seed 004's executor threads.
 
+pub mod flex;
 pub mod ldm;

@@ -1,5 +1,8 @@
 //! `skarv bench …`: the benchmarks that show the speed and memory goals.
 
+use std::time::Duration;
+
+use bench::flex::{FlexOptions, Phase};
 use bench::ldm::{LdmBenchOptions, LdmBenchReport};
 
 #[derive(clap::Args)]
@@ -12,6 +15,8 @@ pub struct BenchArgs {
 enum Which {
     /// One LDM instance's storage in-process: insert, lookup, ordered scan, memory per row.
     Ldm(LdmArgs),
+    /// NDB's flexAsynch against a running cluster: insert, read, update, delete rates and latencies.
+    Flex(FlexArgs),
 }
 
 #[derive(clap::Args)]
@@ -33,6 +38,113 @@ struct LdmArgs {
     json: bool,
 }
 
+/// `skarv bench flex` (see `bench::flex` for the key layout and the `--verify` rule).
+#[derive(clap::Args)]
+struct FlexArgs {
+    /// The management server, `host:port`.
+    #[arg(long)]
+    connect: String,
+    /// Threads (definer threads with --executors).
+    #[arg(short = 't', long, default_value_t = 1)]
+    threads: usize,
+    /// Transactions in flight per thread.
+    #[arg(short = 'p', long, default_value_t = 32)]
+    parallel: usize,
+    /// Transactions per thread in a pass: a phase touches threads × o × b rows.
+    #[arg(short = 'o', long, default_value_t = 500)]
+    transactions: u64,
+    /// Read and update phases run this many seconds, cycling over the rows (insert and delete: one pass).
+    #[arg(long, value_parser = parse_seconds)]
+    duration: Option<Duration>,
+    /// Attributes, the first the primary key.
+    #[arg(short = 'a', long, default_value_t = 25)]
+    attributes: usize,
+    /// Size of each other attribute in 32-bit words (1: INT UNSIGNED, more: BINARY(4·s)).
+    #[arg(short = 's', long, default_value_t = 1)]
+    size: usize,
+    /// Operations per transaction.
+    #[arg(short = 'b', long, default_value_t = 1)]
+    batch: usize,
+    /// The phases, in order.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "insert,read,update,delete"
+    )]
+    ops: Vec<Phase>,
+    /// Check every value read against the value its key must hold; any mismatch fails the run.
+    #[arg(long)]
+    verify: bool,
+    /// One JSON object per phase (a line each) instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Drop the table at the end (it is kept by default, for later runs).
+    #[arg(long)]
+    drop: bool,
+    /// Executor threads per data node (seed 004); 0: each thread sends its own transactions.
+    #[arg(long, default_value_t = 0)]
+    executors: usize,
+    /// The table to use (created when missing).
+    #[arg(long, default_value = "flex")]
+    table: String,
+}
+
+fn parse_seconds(text: &str) -> Result<Duration, String> {
+    let seconds: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("\"{text}\" is not a number of seconds"))?;
+    if !seconds.is_finite() || seconds <= 0.0 || seconds > 1e9 {
+        return Err(format!("{text}: a positive number of seconds"));
+    }
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+fn run_flex(args: FlexArgs) -> Result<(), String> {
+    let options = FlexOptions {
+        connect: args.connect,
+        threads: args.threads,
+        parallel: args.parallel,
+        transactions: args.transactions,
+        duration: args.duration,
+        attributes: args.attributes,
+        attribute_words: args.size,
+        ops_per_transaction: args.batch,
+        phases: args.ops,
+        verify: args.verify,
+        drop: args.drop,
+        executors: args.executors,
+        table: args.table,
+    };
+    let json = args.json;
+    let mut header = false;
+    let report = bench::flex::run(&options, &mut |phase| {
+        if json {
+            match serde_json::to_string(phase) {
+                Ok(line) => println!("{line}"),
+                Err(e) => eprintln!("skarv: the {} report: {e}", phase.phase.name()),
+            }
+        } else {
+            if !header {
+                header = true;
+                print!("{}", bench::flex::render_params(&phase.params));
+            }
+            print!("{}", bench::flex::render_phase(phase));
+        }
+    })
+    .map_err(|e| e.to_string())?;
+    for problem in &report.problems {
+        eprintln!("flex: {problem}");
+    }
+    if report.problems_more > 0 {
+        eprintln!("flex: … and {} more", report.problems_more);
+    }
+    match report.failure() {
+        Some(failure) => Err(format!("bench flex: {failure}")),
+        None => Ok(()),
+    }
+}
+
 fn parse_size(text: &str) -> Result<u64, String> {
     let text = text.trim();
     let (digits, shift) = match text.chars().last() {
@@ -51,9 +163,12 @@ fn parse_size(text: &str) -> Result<u64, String> {
 }
 
 pub fn run(args: BenchArgs) -> Result<(), String> {
-    crate::die_quietly_on_broken_pipe();
     match args.which {
+        // Not for flex: its client writes to sockets, where a closed peer
+        // must be an error, never a signal that kills the run.
+        Which::Flex(args) => run_flex(args),
         Which::Ldm(args) => {
+            crate::die_quietly_on_broken_pipe();
             let report: LdmBenchReport = bench::ldm::run(&LdmBenchOptions {
                 rows: args.rows,
                 data_memory_bytes: args.data_memory,

@@ -1,0 +1,237 @@
+#!/usr/bin/env bash
+# bench/compare.sh: Skarv's primary-key reads and updates side by side with Redis, on this
+# machine, in one run (issue 5's goals). Server and load generator share the machine, as
+# redis-benchmark measures Redis.
+#
+#   1. builds target/release/skarv (cargo does nothing when it is up to date);
+#   2. installs Debian's redis-server when it is missing, starts it on loopback with
+#      persistence off, and runs redis-benchmark GET and SET with 100-byte values
+#      (-d 100 -r 1000000 -c 50 -P 16; then -P 1 -c 1 for latency);
+#   3. starts a sandbox of 1 data node and 1 replica, inserts ROWS 100-byte rows
+#      (25 INT UNSIGNED attributes) with `skarv bench flex`, tries the -t/-p/--executors
+#      settings of TUNE_SETTINGS on reads for TUNE_SECONDS each, then measures reads and
+#      updates for RUN_SECONDS each at the best one, one client doing one operation at a
+#      time (-t 1 -p 1) for latency, and a verified read of every row;
+#   4. does the same on a sandbox of 2 data nodes and 2 replicas (synchronous replication);
+#   5. prints one table with both and the ratios the goals are stated in.
+#
+# Everything listens on 127.0.0.1 only; every step runs under `timeout`; the sandboxes and
+# redis-server are stopped on exit, whatever happens. Knobs (environment): ROWS (400000),
+# RUN_SECONDS (10), TUNE_SECONDS (3), REDIS_REQUESTS (1000000), LATENCY_SECONDS (5),
+# REDIS_LATENCY_REQUESTS (50000), TUNE_SETTINGS (below), PORT_BASE (26100: Redis there,
+# the sandboxes at +10 and +30), WORK (a new directory under /tmp), SKARV (a prebuilt binary:
+# skips the build). Raw results (JSON lines, CSV, logs) stay in $WORK; the sandboxes' data is
+# removed. Takes about 3 to 4 minutes.
+
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROWS=${ROWS:-400000}
+RUN_SECONDS=${RUN_SECONDS:-10}
+TUNE_SECONDS=${TUNE_SECONDS:-3}
+LATENCY_SECONDS=${LATENCY_SECONDS:-5}
+REDIS_REQUESTS=${REDIS_REQUESTS:-1000000}
+REDIS_LATENCY_REQUESTS=${REDIS_LATENCY_REQUESTS:-50000}
+PORT_BASE=${PORT_BASE:-26100}
+WORK=${WORK:-$(mktemp -d /tmp/skarv-compare.XXXXXX)}
+# Bounds, in seconds: each benchmark step, a sandbox start or stop, the release build.
+STEP_TIMEOUT_S=$((RUN_SECONDS + 120))
+SANDBOX_TIMEOUT_S=120
+BUILD_TIMEOUT_S=3600
+
+REDIS_PORT=$((PORT_BASE))
+SANDBOX1_PORT=$((PORT_BASE + 10))
+SANDBOX2_PORT=$((PORT_BASE + 30))
+TABLE=compare
+# Settings tried for reads, -t:-p[:--executors]: each -t must divide ROWS (thread i owns
+# rows i·o..(i+1)·o).
+TUNE_SETTINGS=${TUNE_SETTINGS:-"1:128 2:64 2:256 4:128 2:256:1"}
+
+mkdir -p "$WORK"
+say() { printf '%s\n' "$*" >&2; }
+die() { say "compare.sh: $*"; exit 1; }
+for setting in "2:0" $TUNE_SETTINGS; do  # 2: the insert's -t
+    (( ROWS % ${setting%%:*} == 0 )) || die "ROWS=$ROWS is not a multiple of -t ${setting%%:*} (TUNE_SETTINGS)"
+done
+
+REDIS_PID=
+SANDBOXES=()
+POLICY_CREATED=
+cleanup() {
+    local status=$?
+    for dir in "${SANDBOXES[@]}"; do
+        [[ -n ${SKARV:-} ]] || break
+        [[ -d $dir ]] || continue
+        if timeout "$SANDBOX_TIMEOUT_S" "$SKARV" sandbox --stop --dir "$dir" >/dev/null 2>&1; then
+            rm -rf "$dir"
+        fi
+    done
+    if [[ -n $REDIS_PID ]] && kill -0 "$REDIS_PID" 2>/dev/null; then
+        kill "$REDIS_PID" 2>/dev/null || true
+        wait "$REDIS_PID" 2>/dev/null || true
+    fi
+    if [[ -n $POLICY_CREATED ]]; then rm -f /usr/sbin/policy-rc.d; fi
+    exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ---- tools ----
+
+install_packages() {
+    say "installing $* (apt-get)"
+    # Debian starts an installed service at once; a policy-rc.d that says no keeps the
+    # default redis-server (port 6379, persistence on) from starting behind our back.
+    if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+        printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+        chmod +x /usr/sbin/policy-rc.d
+        POLICY_CREATED=1
+    fi
+    timeout 600 apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y -qq "$@" >/dev/null
+}
+
+missing=()
+command -v redis-server >/dev/null || missing+=(redis-server)
+command -v redis-benchmark >/dev/null || missing+=(redis-tools)
+command -v redis-cli >/dev/null || missing+=(redis-tools)
+command -v jq >/dev/null || missing+=(jq)
+if ((${#missing[@]})); then
+    install_packages $(printf '%s\n' "${missing[@]}" | sort -u)
+fi
+
+if [[ -z ${SKARV:-} ]]; then
+    say "building target/release/skarv"
+    (cd "$ROOT" && timeout "$BUILD_TIMEOUT_S" cargo build --release -q -p skarv)
+    SKARV=$ROOT/target/release/skarv
+fi
+[[ -x $SKARV ]] || die "$SKARV is not an executable"
+
+# ---- Redis ----
+
+say "redis-server $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p') on 127.0.0.1:$REDIS_PORT"
+redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
+    --protected-mode yes --daemonize no --logfile "$WORK/redis.log" &
+REDIS_PID=$!
+for _ in $(seq 100); do
+    redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping >/dev/null 2>&1 && break
+    sleep 0.1
+done
+redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping >/dev/null || die "redis-server did not start: $WORK/redis.log"
+
+# redis-benchmark --csv: "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms",...
+redis_bench() { # name, extra args...
+    local name=$1
+    shift
+    timeout "$STEP_TIMEOUT_S" redis-benchmark -h 127.0.0.1 -p "$REDIS_PORT" -t get,set -d 100 -r 1000000 \
+        --csv "$@" >"$WORK/redis-$name.csv"
+}
+csv_field() { # file, test, field number
+    grep "^\"$2\"" "$1" | tr -d '"' | cut -d, -f"$3"
+}
+say "redis-benchmark GET, SET: -n $REDIS_REQUESTS -c 50 -P 16"
+redis_bench pipelined -n "$REDIS_REQUESTS" -c 50 -P 16
+say "redis-benchmark GET, SET: -n $REDIS_LATENCY_REQUESTS -c 1 -P 1"
+redis_bench latency -n "$REDIS_LATENCY_REQUESTS" -c 1 -P 1
+REDIS_GET=$(csv_field "$WORK/redis-pipelined.csv" GET 2)
+REDIS_SET=$(csv_field "$WORK/redis-pipelined.csv" SET 2)
+# p50 in ms -> µs.
+REDIS_GET_P50=$(awk -v ms="$(csv_field "$WORK/redis-latency.csv" GET 5)" 'BEGIN { printf "%.1f", ms * 1000 }')
+REDIS_SET_P50=$(awk -v ms="$(csv_field "$WORK/redis-latency.csv" SET 5)" 'BEGIN { printf "%.1f", ms * 1000 }')
+kill "$REDIS_PID"
+wait "$REDIS_PID" 2>/dev/null || true
+REDIS_PID=
+
+# ---- Skarv ----
+
+start_sandbox() { # dir, data nodes, replicas, port
+    rm -rf "$1"
+    SANDBOXES+=("$1")
+    timeout "$SANDBOX_TIMEOUT_S" "$SKARV" sandbox --detach --dir "$1" --data-nodes "$2" --replicas "$3" \
+        --base-port "$4" >"$WORK/sandbox-$2x$3.txt"
+}
+stop_sandbox() { # dir (its data, hundreds of MB of redo and checkpoints, goes too)
+    timeout "$SANDBOX_TIMEOUT_S" "$SKARV" sandbox --stop --dir "$1" >/dev/null
+    rm -rf "$1"
+}
+# flex NAME CONNECT ARGS...: one JSON line per phase into $WORK/flex-NAME.json.
+flex() {
+    local name=$1 connect=$2
+    shift 2
+    timeout "$STEP_TIMEOUT_S" "$SKARV" bench flex --connect "$connect" --table "$TABLE" -a 25 -s 1 --json "$@" \
+        >"$WORK/flex-$name.json" 2>"$WORK/flex-$name.err" ||
+        die "skarv bench flex $* failed: $(tail -3 "$WORK/flex-$name.err")"
+}
+field() { # name, phase index (0-based), jq path
+    jq -r -s ".[$2]$3" "$WORK/flex-$1.json"
+}
+# Rows per thread for -t $1 (checked above to divide ROWS).
+per_thread() { echo $((ROWS / $1)); }
+
+# Measures one sandbox; sets R_<label>_* variables.
+measure() { # label, data nodes, replicas, port
+    local label=$1 dir=$WORK/sandbox-$1 connect=127.0.0.1:$4
+    say "sandbox: $2 data node(s), $3 replica(s) on 127.0.0.1:$4"
+    start_sandbox "$dir" "$2" "$3" "$4"
+    say "  insert $ROWS rows (-t 2 -p 128)"
+    flex "$label-insert" "$connect" -t 2 -p 128 -o "$(per_thread 2)" --ops insert
+    local best_t=0 best_p=0 best_e=0 best=0 t p e rate
+    for setting in $TUNE_SETTINGS; do
+        IFS=: read -r t p e <<<"$setting"
+        e=${e:-0}
+        flex "$label-tune-$t-$p-$e" "$connect" -t "$t" -p "$p" --executors "$e" -o "$(per_thread "$t")" \
+            --ops read --duration "$TUNE_SECONDS"
+        rate=$(field "$label-tune-$t-$p-$e" 0 .ops_per_s)
+        say "  reads with -t $t -p $p --executors $e: $(printf '%.0f' "$rate")/s"
+        if awk -v a="$rate" -v b="$best" 'BEGIN { exit !(a > b) }'; then
+            best=$rate best_t=$t best_p=$p best_e=$e
+        fi
+    done
+    say "  best: -t $best_t -p $best_p --executors $best_e; reads and updates for ${RUN_SECONDS} s each"
+    flex "$label-best" "$connect" -t "$best_t" -p "$best_p" --executors "$best_e" -o "$(per_thread "$best_t")" \
+        --ops read,update --duration "$RUN_SECONDS"
+    say "  one client, one operation at a time (-t 1 -p 1): ${LATENCY_SECONDS} s each"
+    flex "$label-latency" "$connect" -t 1 -p 1 -o "$ROWS" --ops read,update --duration "$LATENCY_SECONDS"
+    say "  verified read of every row"
+    flex "$label-verify" "$connect" -t "$best_t" -p "$best_p" -o "$(per_thread "$best_t")" --ops read --verify
+    [[ $(field "$label-verify" 0 .mismatches) == 0 ]] || die "rows did not verify: $WORK/flex-$label-verify.err"
+    stop_sandbox "$dir"
+    local setting="-t $best_t -p $best_p"
+    ((best_e == 0)) || setting+=" -e $best_e"
+    eval "R_${label}_SETTING='$setting'"
+    eval "R_${label}_READ=$(field "$label-best" 0 .ops_per_s)"
+    eval "R_${label}_UPDATE=$(field "$label-best" 1 .ops_per_s)"
+    eval "R_${label}_READ_P50=$(field "$label-latency" 0 .latency_us.p50)"
+    eval "R_${label}_UPDATE_P50=$(field "$label-latency" 1 .latency_us.p50)"
+    eval "R_${label}_INSERT=$(field "$label-insert" 0 .ops_per_s)"
+}
+
+measure one 1 1 "$SANDBOX1_PORT"
+measure two 2 2 "$SANDBOX2_PORT"
+
+# ---- the table ----
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+row() { printf '%-34s %14s %16s %16s\n' "$@"; }
+num() { printf '%.0f' "$1"; }
+dec() { printf '%.1f' "$1"; }
+
+echo
+echo "Skarv vs Redis on $(nproc) cores ($(uname -m)), $(date -u '+%Y-%m-%d %H:%M UTC'); raw results in $WORK"
+echo "Skarv: 100-byte rows (25 × INT UNSIGNED), $ROWS rows; Redis: 100-byte values, -r 1000000"
+echo
+row "" "Redis" "Skarv 1 node" "Skarv 2 nodes"
+row "" "" "1 replica" "2 replicas"
+row "settings (-e: --executors)" "-c 50 -P 16" "$R_one_SETTING" "$R_two_SETTING"
+row "reads/s (GET)" "$(num "$REDIS_GET")" "$(num "$R_one_READ")" "$(num "$R_two_READ")"
+row "updates/s (SET)" "$(num "$REDIS_SET")" "$(num "$R_one_UPDATE")" "$(num "$R_two_UPDATE")"
+row "inserts/s" "" "$(num "$R_one_INSERT")" "$(num "$R_two_INSERT")"
+row "p50 read µs, 1 client 1 op (GET)" "$REDIS_GET_P50" "$(dec "$R_one_READ_P50")" "$(dec "$R_two_READ_P50")"
+row "p50 update µs, 1 client 1 op (SET)" "$REDIS_SET_P50" "$(dec "$R_one_UPDATE_P50")" "$(dec "$R_two_UPDATE_P50")"
+echo
+printf '%-48s %8s   %s\n' "ratio" "value" "goal"
+printf '%-48s %8s   %s\n' "reads / GET -P 16 (1 replica)" "$(ratio "$R_one_READ" "$REDIS_GET")" ">= 1.0"
+printf '%-48s %8s   %s\n' "updates / SET -P 16 (1 replica)" "$(ratio "$R_one_UPDATE" "$REDIS_SET")" ">= 0.8"
+printf '%-48s %8s   %s\n' "p50 read latency / GET -P 1 -c 1 (1 replica)" \
+    "$(ratio "$R_one_READ_P50" "$REDIS_GET_P50")" "<= 1.5"
+printf '%-48s %8s   %s\n' "updates, 2 replicas / 1 replica" "$(ratio "$R_two_UPDATE" "$R_one_UPDATE")" ">= 0.5"

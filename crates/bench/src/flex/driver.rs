@@ -1,0 +1,650 @@
+//! How `skarv bench flex` runs a phase: each thread keeps `-p`
+//! transactions in flight through an [`Engine`] — its own session
+//! ([`Direct`]), or queues to executor threads ([`Queued`], seed 004) —
+//! retries temporary failures, checks what it reads, and measures.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender, TryRecvError};
+use std::sync::RwLock;
+use std::time::{Duration, Instant};
+
+use skarv_client::routing::{partition_of_key, primary_of};
+use skarv_client::{
+    codes, Cluster, Error, ExecMode, Op, OpResult, Outcome, Session, Transaction, Value,
+    IN_FLIGHT_MAX,
+};
+
+use super::histogram::Histogram;
+use super::workload;
+use super::{
+    FlexError, FlexOptions, Generations, Phase, Workload, EXECUTOR_QUEUE_MAX, RETRIES_MAX,
+};
+
+/// How long one wait for completions lasts before the thread looks again.
+const POLL_WAIT_MS: u64 = 100;
+/// A thread that has transactions in flight and hears nothing for this
+/// long gives them up (the client fails a request after its own
+/// `request_timeout`, 30 s by default, so this is a last resort).
+const STALL_LIMIT_MS: u64 = 60_000;
+/// Problems (failures, mismatches) described per thread; the rest are counted.
+const PROBLEMS_PER_THREAD_MAX: usize = 10;
+
+/// One transaction to run: `ops` consecutive keys from `first_key`.
+#[derive(Clone, Copy, Debug)]
+struct TxSpec {
+    slot: u32,
+    phase: Phase,
+    first_key: u64,
+    ops: u32,
+    /// The generation inserts and updates write.
+    generation: u64,
+    /// Reads ignore their own errors, so that each missing row is seen.
+    verify: bool,
+}
+
+/// A transaction's end, sent by its callback.
+struct Completion {
+    slot: u32,
+    result: Result<Outcome, Error>,
+    done_at: Instant,
+}
+
+/// Defines `spec`'s operations on a new transaction started on the node
+/// of its first key.
+fn build_tx<'s>(
+    session: &'s Session,
+    workload: &Workload,
+    spec: &TxSpec,
+) -> Result<Transaction<'s>, Error> {
+    let table = &workload.table;
+    let shape = &workload.shape;
+    let tx = session.begin_with_hint(table, &[Value::UInt(spec.first_key)])?;
+    let mut row: Vec<(&str, Value)> = Vec::with_capacity(shape.attributes);
+    for key in spec.first_key..spec.first_key + u64::from(spec.ops) {
+        let key_value = [Value::UInt(key)];
+        match spec.phase {
+            Phase::Read => {
+                let op = Op::read(table, &key_value);
+                tx.define(if spec.verify { op.ignore_error() } else { op })?;
+            }
+            Phase::Delete => {
+                tx.delete(table, &key_value)?;
+            }
+            Phase::Insert | Phase::Update => {
+                row.clear();
+                if spec.phase == Phase::Insert {
+                    row.push((&workload.names[0], Value::UInt(key)));
+                }
+                for a in 1..shape.attributes {
+                    let value = workload::value(shape, key, a, spec.generation);
+                    row.push((&workload.names[a], value));
+                }
+                if spec.phase == Phase::Insert {
+                    tx.insert(table, &row)?;
+                } else {
+                    tx.update(table, &key_value, &row)?;
+                }
+            }
+        }
+    }
+    Ok(tx)
+}
+
+/// How a thread's transactions reach the cluster.
+trait Engine {
+    /// Starts `spec`; its completion comes from a later `wait`.
+    fn submit(&mut self, spec: TxSpec) -> Result<(), Error>;
+    /// Sends what `submit` prepared.
+    fn flush(&mut self) -> Result<(), Error>;
+    /// Waits a little for completions, appending them to `out`.
+    fn wait(&mut self, out: &mut Vec<Completion>);
+}
+
+/// Every thread prepares, sends and polls on its own session.
+struct Direct<'w> {
+    session: Session,
+    workload: &'w Workload,
+    sender: Sender<Completion>,
+    receiver: Receiver<Completion>,
+}
+
+impl Engine for Direct<'_> {
+    fn submit(&mut self, spec: TxSpec) -> Result<(), Error> {
+        let tx = build_tx(&self.session, self.workload, &spec)?;
+        let sender = self.sender.clone();
+        let slot = spec.slot;
+        self.session.prepare(tx, ExecMode::Commit, move |result| {
+            // The thread outlives its transactions: it waits for all of them.
+            let _ = sender.send(Completion {
+                slot,
+                result,
+                done_at: Instant::now(),
+            });
+        })
+    }
+
+    fn flush(&mut self) -> Result<(), Error> {
+        self.session.send().map(|_| ())
+    }
+
+    fn wait(&mut self, out: &mut Vec<Completion>) {
+        self.session.poll(1, Duration::from_millis(POLL_WAIT_MS));
+        out.extend(self.receiver.try_iter());
+    }
+}
+
+/// A definer's request to an executor.
+struct Request {
+    spec: TxSpec,
+    reply: Sender<Completion>,
+}
+
+/// Definer threads queue to executor threads (seed 004).
+struct Queued<'w> {
+    workload: &'w Workload,
+    cluster: &'w Cluster,
+    /// Executor `n · per_node + i` is executor `i` of data node `n` (in
+    /// configuration order).
+    queues: Vec<SyncSender<Request>>,
+    per_node: usize,
+    /// Data node index of each node id.
+    node_index: [u8; 256],
+    scratch: Vec<u8>,
+    sender: Sender<Completion>,
+    receiver: Receiver<Completion>,
+}
+
+impl Engine for Queued<'_> {
+    fn submit(&mut self, spec: TxSpec) -> Result<(), Error> {
+        let def = self.workload.table.def();
+        let partition = partition_of_key(def, &[Value::UInt(spec.first_key)], &mut self.scratch)?;
+        let node = primary_of(self.cluster.placement(), partition);
+        let index = usize::from(self.node_index[usize::from(node.get())]);
+        let queue = &self.queues[index * self.per_node + spec.slot as usize % self.per_node];
+        let request = Request {
+            spec,
+            reply: self.sender.clone(),
+        };
+        queue.send(request).map_err(|_| {
+            Error::new(
+                codes::CLUSTER_FAILURE,
+                format!("the executor thread of data node {node} has stopped"),
+            )
+        })
+    }
+
+    fn flush(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
+
+    fn wait(&mut self, out: &mut Vec<Completion>) {
+        match self
+            .receiver
+            .recv_timeout(Duration::from_millis(POLL_WAIT_MS))
+        {
+            Ok(completion) => out.push(completion),
+            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => return,
+        }
+        out.extend(self.receiver.try_iter());
+    }
+}
+
+/// An executor thread: takes every request waiting in its queue, prepares
+/// them on its session, sends them in one go, polls; until the definers
+/// are gone and nothing is in flight.
+fn executor(cluster: &Cluster, workload: &Workload, queue: Receiver<Request>) -> Result<(), Error> {
+    let session = cluster.session()?;
+    let start = |request: Request| {
+        let reply = request.reply.clone();
+        let slot = request.spec.slot;
+        let fail = |result: Error| {
+            let _ = request.reply.send(Completion {
+                slot,
+                result: Err(result),
+                done_at: Instant::now(),
+            });
+        };
+        match build_tx(&session, workload, &request.spec) {
+            Ok(tx) => {
+                let prepared = session.prepare(tx, ExecMode::Commit, move |result| {
+                    let _ = reply.send(Completion {
+                        slot,
+                        result,
+                        done_at: Instant::now(),
+                    });
+                });
+                if let Err(error) = prepared {
+                    fail(error);
+                }
+            }
+            Err(error) => fail(error),
+        }
+    };
+    let mut open = true;
+    loop {
+        if session.in_flight() == 0 {
+            if !open {
+                return Ok(());
+            }
+            match queue.recv_timeout(Duration::from_millis(POLL_WAIT_MS)) {
+                Ok(request) => start(request),
+                Err(RecvTimeoutError::Timeout) => continue,
+                Err(RecvTimeoutError::Disconnected) => return Ok(()),
+            }
+        }
+        while open && session.in_flight() < IN_FLIGHT_MAX {
+            match queue.try_recv() {
+                Ok(request) => start(request),
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => open = false,
+            }
+        }
+        session.send()?;
+        if session.in_flight() > 0 {
+            session.poll(1, Duration::from_millis(POLL_WAIT_MS));
+        }
+    }
+}
+
+/// What one thread is to do in a phase.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct ThreadPlan {
+    pub(super) phase: Phase,
+    pub(super) first_key: u64,
+    pub(super) parallel: usize,
+    pub(super) transactions: u64,
+    pub(super) ops: u32,
+    pub(super) duration: Option<Duration>,
+    pub(super) verify: bool,
+    pub(super) generation: u64,
+    pub(super) generations: Generations,
+}
+
+/// What one thread measured in a phase.
+pub(super) struct ThreadResult {
+    pub(super) histogram: Histogram,
+    pub(super) transactions: u64,
+    pub(super) ops: u64,
+    pub(super) retries: u64,
+    pub(super) failed: u64,
+    pub(super) errors: BTreeMap<u32, u64>,
+    pub(super) rows_verified: u64,
+    pub(super) mismatches: u64,
+    pub(super) problems: Vec<String>,
+    pub(super) problems_more: u64,
+    /// Every transaction of a pass was issued (a `--duration` phase may
+    /// stop before the thread's last keys).
+    pub(super) full_pass: bool,
+    pub(super) started: Instant,
+    pub(super) ended: Instant,
+}
+
+impl ThreadResult {
+    fn problem(&mut self, text: impl FnOnce() -> String) {
+        if self.problems.len() < PROBLEMS_PER_THREAD_MAX {
+            self.problems.push(text());
+        } else {
+            self.problems_more += 1;
+        }
+    }
+}
+
+/// A transaction slot of a thread: which transaction, since when, tries.
+#[derive(Clone, Copy)]
+struct Slot {
+    first_key: u64,
+    attempts: u32,
+    started: Instant,
+}
+
+/// Runs one thread's share of a phase on `engine`.
+/// Waits at `gate` (held for writing until every thread is ready) so the
+/// threads start together.
+fn drive(
+    engine: &mut dyn Engine,
+    plan: &ThreadPlan,
+    workload: &Workload,
+    gate: &RwLock<()>,
+) -> ThreadResult {
+    assert!(plan.parallel >= 1 && plan.parallel <= IN_FLIGHT_MAX);
+    let mut slots = vec![
+        Slot {
+            first_key: 0,
+            attempts: 0,
+            started: Instant::now(),
+        };
+        plan.parallel
+    ];
+    let mut free: Vec<u32> = (0..plan.parallel as u32).rev().collect();
+    let mut retry: VecDeque<u32> = VecDeque::with_capacity(plan.parallel);
+    let mut completions: Vec<Completion> = Vec::with_capacity(plan.parallel);
+    let mut local: Vec<Completion> = Vec::new();
+    drop(gate.read().unwrap_or_else(|p| p.into_inner()));
+    let started = Instant::now();
+    let deadline = plan
+        .duration
+        .filter(|_| plan.phase.repeatable())
+        .map(|d| started + d);
+    let mut result = ThreadResult {
+        histogram: Histogram::new(),
+        transactions: 0,
+        ops: 0,
+        retries: 0,
+        failed: 0,
+        errors: BTreeMap::new(),
+        rows_verified: 0,
+        mismatches: 0,
+        problems: Vec::new(),
+        problems_more: 0,
+        started,
+        ended: started,
+        full_pass: false,
+    };
+    let mut next_tx = 0u64;
+    let mut in_flight = 0usize;
+    let mut heard_at = started;
+    loop {
+        let now = Instant::now();
+        loop {
+            let slot = match retry.pop_front() {
+                Some(slot) => slot,
+                None => {
+                    let more = match deadline {
+                        Some(deadline) => now < deadline,
+                        None => next_tx < plan.transactions,
+                    };
+                    match free.pop() {
+                        Some(slot) if more => slot,
+                        Some(slot) => {
+                            free.push(slot);
+                            break;
+                        }
+                        None => break,
+                    }
+                }
+            };
+            let s = &mut slots[slot as usize];
+            if s.attempts == 0 {
+                s.first_key = plan.first_key + (next_tx % plan.transactions) * u64::from(plan.ops);
+                s.started = now;
+                next_tx += 1;
+            }
+            let spec = TxSpec {
+                slot,
+                phase: plan.phase,
+                first_key: s.first_key,
+                ops: plan.ops,
+                generation: plan.generation,
+                verify: plan.verify,
+            };
+            in_flight += 1;
+            if let Err(error) = engine.submit(spec) {
+                local.push(Completion {
+                    slot,
+                    result: Err(error),
+                    done_at: now,
+                });
+            }
+        }
+        if let Err(error) = engine.flush() {
+            result.failed += in_flight as u64;
+            result.problem(|| format!("{}: sending failed: {error}", plan.phase.name()));
+            break;
+        }
+        if in_flight == 0 {
+            break;
+        }
+        completions.append(&mut local);
+        if completions.is_empty() {
+            engine.wait(&mut completions);
+        }
+        if completions.is_empty() {
+            if heard_at.elapsed() > Duration::from_millis(STALL_LIMIT_MS) {
+                result.failed += in_flight as u64;
+                result.problem(|| {
+                    format!(
+                        "{}: {in_flight} transactions had no answer in {} s",
+                        plan.phase.name(),
+                        STALL_LIMIT_MS / 1000
+                    )
+                });
+                break;
+            }
+            continue;
+        }
+        heard_at = Instant::now();
+        assert!(
+            completions.len() <= in_flight,
+            "a completion for a slot not in flight"
+        );
+        for completion in completions.drain(..) {
+            in_flight -= 1;
+            let slot = completion.slot;
+            let again = complete(
+                &mut result,
+                &mut slots[slot as usize],
+                plan,
+                workload,
+                completion,
+            );
+            if again {
+                retry.push_back(slot);
+            } else {
+                slots[slot as usize].attempts = 0;
+                free.push(slot);
+            }
+        }
+        // Every slot is free, waiting for a retry, or in flight.
+        assert_eq!(free.len() + retry.len() + in_flight, plan.parallel);
+    }
+    result.ended = Instant::now();
+    result.full_pass = next_tx >= plan.transactions;
+    result
+}
+
+/// Files one completion; true when the transaction must be tried again.
+fn complete(
+    result: &mut ThreadResult,
+    slot: &mut Slot,
+    plan: &ThreadPlan,
+    workload: &Workload,
+    completion: Completion,
+) -> bool {
+    let phase = plan.phase.name();
+    let first = slot.first_key;
+    let outcome = match completion.result {
+        Ok(outcome) => outcome,
+        Err(error) => {
+            *result.errors.entry(error.code).or_default() += 1;
+            if error.is_temporary() && slot.attempts < RETRIES_MAX {
+                slot.attempts += 1;
+                result.retries += 1;
+                return true;
+            }
+            result.failed += 1;
+            if plan.verify && plan.phase == Phase::Read {
+                result.mismatches += u64::from(plan.ops);
+            }
+            let attempts = slot.attempts;
+            result.problem(|| {
+                let keys = match plan.ops {
+                    1 => format!("key {first}"),
+                    ops => format!("keys {first}..={}", first + u64::from(ops) - 1),
+                };
+                format!("{phase} of {keys}: {error} (after {attempts} retries)")
+            });
+            return false;
+        }
+    };
+    let temporary = outcome.results().iter().find_map(|r| match r {
+        OpResult::Failed(error) if error.is_temporary() => Some(error.code),
+        _ => None,
+    });
+    if let Some(code) = temporary {
+        if slot.attempts < RETRIES_MAX {
+            *result.errors.entry(code).or_default() += 1;
+            slot.attempts += 1;
+            result.retries += 1;
+            return true;
+        }
+    }
+    let latency = completion.done_at.saturating_duration_since(slot.started);
+    result
+        .histogram
+        .record(u64::try_from(latency.as_nanos()).unwrap_or(u64::MAX));
+    result.transactions += 1;
+    let shape = &workload.shape;
+    let Generations { low, high } = plan.generations;
+    let verifying = plan.verify && plan.phase == Phase::Read;
+    let mut op_failed = false;
+    for (i, op) in outcome.results().iter().enumerate() {
+        let key = first + i as u64;
+        match op {
+            OpResult::Row(row) => {
+                result.ops += 1;
+                if verifying {
+                    result.rows_verified += 1;
+                    if let Err(why) = workload::verify_row(shape, key, row.values(), low, high) {
+                        result.mismatches += 1;
+                        result.problem(|| why);
+                    }
+                }
+            }
+            OpResult::Done if verifying => {
+                result.mismatches += 1;
+                result.problem(|| format!("read of key {key}: no row came back"));
+            }
+            OpResult::Done => result.ops += 1,
+            OpResult::Failed(error) => {
+                *result.errors.entry(error.code).or_default() += 1;
+                if verifying {
+                    result.mismatches += 1;
+                } else {
+                    op_failed = true;
+                }
+                if error.code == codes::NO_SUCH_ROW {
+                    result.problem(|| format!("{phase} of key {key}: the row is missing"));
+                } else {
+                    result.problem(|| format!("{phase} of key {key}: {error}"));
+                }
+            }
+        }
+    }
+    if op_failed {
+        result.failed += 1;
+    }
+    false
+}
+
+/// Runs one phase over every thread; returns the merged results.
+pub(super) fn run_phase(
+    cluster: &Cluster,
+    workload: &Workload,
+    options: &FlexOptions,
+    plan: ThreadPlan,
+) -> Result<Vec<ThreadResult>, FlexError> {
+    // Held until every thread is spawned and has its session: then they start together.
+    // (Taken inside the scope, so that an early return opens it before the scope joins.)
+    let gate = RwLock::new(());
+    let per_thread_keys = options.transactions * options.ops_per_transaction as u64;
+    let data_nodes: Vec<u8> = cluster
+        .config()
+        .data_nodes
+        .iter()
+        .map(|d| d.node_id.get())
+        .collect();
+    std::thread::scope(|scope| {
+        let closed = gate.write().unwrap_or_else(|p| p.into_inner());
+        let mut queues = Vec::new();
+        let mut executors = Vec::new();
+        if options.executors > 0 {
+            for (n, node) in data_nodes.iter().enumerate() {
+                for i in 0..options.executors {
+                    let (sender, receiver) = mpsc::sync_channel(EXECUTOR_QUEUE_MAX);
+                    queues.push(sender);
+                    let handle = std::thread::Builder::new()
+                        .name(format!("flex-exec-{node}-{i}"))
+                        .spawn_scoped(scope, move || executor(cluster, workload, receiver))
+                        .map_err(FlexError::Thread)?;
+                    executors.push((n, handle));
+                }
+            }
+        }
+        let mut node_index = [0u8; 256];
+        for (n, node) in data_nodes.iter().enumerate() {
+            node_index[usize::from(*node)] = n as u8;
+        }
+        let mut threads = Vec::new();
+        for t in 0..options.threads {
+            let plan = ThreadPlan {
+                first_key: t as u64 * per_thread_keys,
+                ..plan
+            };
+            let gate = &gate;
+            let queues = queues.clone();
+            let handle = std::thread::Builder::new()
+                .name(format!("flex-{t}"))
+                .spawn_scoped(scope, move || -> Result<ThreadResult, Error> {
+                    let (sender, receiver) = mpsc::channel();
+                    if queues.is_empty() {
+                        let session = cluster.session()?;
+                        let mut engine = Direct {
+                            session,
+                            workload,
+                            sender,
+                            receiver,
+                        };
+                        Ok(drive(&mut engine, &plan, workload, gate))
+                    } else {
+                        let mut engine = Queued {
+                            workload,
+                            cluster,
+                            queues,
+                            per_node: options.executors,
+                            node_index,
+                            scratch: Vec::new(),
+                            sender,
+                            receiver,
+                        };
+                        Ok(drive(&mut engine, &plan, workload, gate))
+                    }
+                })
+                .map_err(FlexError::Thread)?;
+            threads.push(handle);
+        }
+        // The definers hold the only queue senders now: the executors end
+        // when the definers do.
+        drop(queues);
+        drop(closed);
+        let mut results = Vec::new();
+        let mut first_error = None;
+        for handle in threads {
+            match handle.join() {
+                Ok(Ok(result)) => results.push(result),
+                Ok(Err(error)) => {
+                    first_error.get_or_insert(error);
+                }
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        for (n, handle) in executors {
+            match handle.join() {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => {
+                    first_error.get_or_insert(Error::new(
+                        error.code,
+                        format!("executor of data node {}: {}", data_nodes[n], error.message),
+                    ));
+                }
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        match first_error {
+            Some(error) => Err(FlexError::Connect {
+                connect: options.connect.clone(),
+                source: error,
+            }),
+            None => Ok(results),
+        }
+    })
+}
