@@ -1356,3 +1356,48 @@ fn an_alter_that_waits_too_long_restarts_the_node_which_restores_the_new_version
     let one = c.read_row_at(n, 1).unwrap();
     assert_eq!((&one[1], &one[3]), (&Value::Int(1), &Value::Int(5)));
 }
+
+/// The TC's abort reaches a backup directly, the write it aborts reaches
+/// it by way of the primary: the abort can come first. The late write must
+/// then be dropped, not executed — executed, it would hold a lock no commit
+/// or abort ever releases.
+#[test]
+fn a_write_that_arrives_after_its_transactions_abort_is_dropped() {
+    let mut c = Cluster::start(16, 2);
+    c.create_table();
+    let key = 7;
+    let home = c.placement.home(c.partition_of(key));
+    let backup = home.backups().next().expect("two replicas");
+    let late = 0x30;
+    c.inject(ldm(backup), SignalBody::LdmAbortReq { tx_id: late });
+    c.settle();
+    // What the primary forwards: the rest of the chain is empty.
+    let version = c.table().version;
+    let ops = c.batch(&[Op::write(OpKind::Insert, key, 1)], version);
+    c.inject(
+        ldm(backup),
+        SignalBody::LdmKeyReq {
+            tx_id: late,
+            tc: tc(),
+            chain: Vec::new(),
+            ops,
+        },
+    );
+    c.settle();
+    let signals = c.take();
+    assert!(
+        c.answers(&signals, late).is_empty(),
+        "a late request of an aborted transaction is not executed: {signals:?}"
+    );
+    assert_eq!(c.ldm_block(backup).transactions(), 0, "no record, no lock");
+    // Another transaction writes the key at once, on both replicas.
+    c.send_ops(0x31, &[Op::write(OpKind::Insert, key, 2)]);
+    c.settle();
+    let signals = c.take();
+    assert_eq!(c.answers(&signals, 0x31)[&0].code, 0, "{signals:?}");
+    c.end(0x31, Some(2));
+    for n in [node(2), node(3)] {
+        let seen = c.read_committed_at(n, &[key]);
+        assert!(seen[&key].is_some(), "node {n} holds the second write");
+    }
+}
