@@ -45,6 +45,26 @@ impl<'a> Reader<'a> {
 pub trait Field: Sized {
     fn put(&self, out: &mut Vec<u8>);
     fn take(reader: &mut Reader<'_>) -> Result<Self, DecodeError>;
+
+    /// Appends the elements of a list, one after the other (the list's
+    /// count is written by the caller). A type whose encoding is its memory
+    /// (`u8`) overrides this with one bulk copy: byte strings (op batches,
+    /// results) are the bulk of the traffic.
+    fn put_all(items: &[Self], out: &mut Vec<u8>) {
+        for item in items {
+            item.put(out);
+        }
+    }
+
+    /// Reads `count` elements, `count` already checked against the bytes
+    /// left; the bulk counterpart of [`Field::put_all`].
+    fn take_all(reader: &mut Reader<'_>, count: usize) -> Result<Vec<Self>, DecodeError> {
+        let mut items = Vec::with_capacity(count);
+        for _ in 0..count {
+            items.push(Self::take(reader)?);
+        }
+        Ok(items)
+    }
 }
 
 macro_rules! int_field {
@@ -59,7 +79,22 @@ macro_rules! int_field {
         }
     )*};
 }
-int_field!(u8, u16, u32, u64, i64);
+int_field!(u16, u32, u64, i64);
+
+impl Field for u8 {
+    fn put(&self, out: &mut Vec<u8>) {
+        out.push(*self);
+    }
+    fn take(reader: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        Ok(reader.array::<1>()?[0])
+    }
+    fn put_all(items: &[u8], out: &mut Vec<u8>) {
+        out.extend_from_slice(items);
+    }
+    fn take_all(reader: &mut Reader<'_>, count: usize) -> Result<Vec<u8>, DecodeError> {
+        Ok(reader.take(count)?.to_vec())
+    }
+}
 
 impl Field for bool {
     fn put(&self, out: &mut Vec<u8>) {
@@ -154,9 +189,7 @@ impl<T: Field> Field for Vec<T> {
     fn put(&self, out: &mut Vec<u8>) {
         let count = u32::try_from(self.len()).expect("list fits a frame");
         count.put(out);
-        for item in self {
-            item.put(out);
-        }
+        T::put_all(self, out);
     }
     fn take(reader: &mut Reader<'_>) -> Result<Self, DecodeError> {
         let count = u32::take(reader)? as usize;
@@ -168,11 +201,7 @@ impl<T: Field> Field for Vec<T> {
                 available: reader.remaining(),
             });
         }
-        let mut items = Vec::with_capacity(count);
-        for _ in 0..count {
-            items.push(T::take(reader)?);
-        }
-        Ok(items)
+        T::take_all(reader, count)
     }
 }
 

@@ -516,3 +516,34 @@ proptest! {
         let _ = decode_all(&bytes);
     }
 }
+
+/// A byte string (op batches, results) is a u32 count and the bytes as they
+/// are: the bulk copy keeps the layout of the element-by-element encoding.
+#[test]
+fn byte_strings_are_a_count_and_the_bytes_and_a_lying_count_is_refused() {
+    use signal::codec::{Field, Reader};
+    let bytes: Vec<u8> = (0..=255u8).collect();
+    let mut out = Vec::new();
+    bytes.put(&mut out);
+    assert_eq!(&out[..4], &256u32.to_le_bytes());
+    assert_eq!(&out[4..], &bytes[..]);
+    let mut reader = Reader::new(&out);
+    assert_eq!(Vec::<u8>::take(&mut reader).unwrap(), bytes);
+    assert_eq!(reader.remaining(), 0);
+    // A list of another type still goes element by element.
+    let words: Vec<u16> = vec![1, 0x0302];
+    let mut out = Vec::new();
+    words.put(&mut out);
+    assert_eq!(out, [2, 0, 0, 0, 1, 0, 2, 3]);
+    // One byte fewer than the count claims: truncated, nothing allocated.
+    let mut short = 5u32.to_le_bytes().to_vec();
+    short.extend_from_slice(&[9; 4]);
+    let mut reader = Reader::new(&short);
+    assert!(matches!(
+        Vec::<u8>::take(&mut reader),
+        Err(DecodeError::Truncated {
+            needed: 5,
+            available: 4
+        })
+    ));
+}

@@ -10,7 +10,9 @@
 //! a request later than that many aborts is not expected — a forwarded
 //! request is one hop behind the abort.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
+
+use crate::tc::IdSet;
 
 /// Aborted transaction ids an instance remembers.
 pub const ABORTED_REMEMBERED_MAX: usize = 8192;
@@ -18,7 +20,7 @@ pub const ABORTED_REMEMBERED_MAX: usize = 8192;
 #[derive(Debug, Default)]
 pub(super) struct RecentlyAborted {
     order: VecDeque<u64>,
-    ids: HashSet<u64>,
+    ids: IdSet<u64>,
 }
 
 impl RecentlyAborted {

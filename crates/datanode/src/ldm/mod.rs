@@ -44,7 +44,7 @@ mod scans;
 
 pub use alter::{ALTER_CHECK_INTERVAL, ALTER_WAIT_MAX, SCHEMA_DEFERRED_MAX};
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use kernel::{Block, Context, Instant};
@@ -160,7 +160,7 @@ pub struct LdmBlock<D> {
     me: BlockRef,
     instance: Option<LdmInstance>,
     schema: LocalSchema,
-    txs: HashMap<u64, TxRecord>,
+    txs: crate::tc::IdMap<u64, TxRecord>,
     free_txs: Vec<TxRecord>,
     requests: Requests,
     scans: Scans,
@@ -210,7 +210,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             disk,
             instance: None,
             schema: LocalSchema::default(),
-            txs: HashMap::new(),
+            txs: crate::tc::IdMap::default(),
             free_txs: Vec::new(),
             requests: Requests::new(),
             scans: Scans::new(),

@@ -117,6 +117,11 @@ pub(crate) struct Transaction {
     failed: Option<(usize, u32)>,
     /// `LdmKeyConf` result batches of the request in progress.
     pub(crate) confs: Vec<Vec<u8>>,
+    /// The request in progress can be answered with its one result batch
+    /// as it came from the LDM: every op was sent, each op's client
+    /// op_index is its position, and the results so far came in position
+    /// order (see [`TcBlock::request_done`]).
+    pass_through: bool,
     pub(crate) participants: Vec<Participant>,
     /// Operation records held (all requests so far).
     op_records: u32,
@@ -145,6 +150,7 @@ impl Transaction {
         self.outstanding = 0;
         self.failed = None;
         self.confs.clear();
+        self.pass_through = false;
         self.participants.clear();
         self.op_records = 0;
         self.gci = 0;
@@ -178,7 +184,7 @@ pub(crate) type OpError = (u32, String);
 /// Checks one op by primary key against the schema and computes its
 /// partition.
 pub(crate) fn route(
-    tables: &std::collections::HashMap<u32, TcTable>,
+    tables: &super::IdMap<u32, TcTable>,
     scratch: &mut Scratch,
     op: &OpView<'_>,
 ) -> Result<u32, OpError> {
@@ -338,6 +344,7 @@ impl TcBlock {
         tx.op_records += n;
         tx.ops.clear();
         tx.failed = None;
+        tx.pass_through = false;
         debug_assert!(tx.confs.is_empty());
         self.scratch.groups.clear();
         if planned.is_some() {
@@ -378,8 +385,15 @@ impl TcBlock {
         let sent = self.send_request(slot, &reader, ctx);
         self.scratch.recycle(request);
         let deadline = self.deadline_from(ctx.now());
+        let one_group = self.scratch.groups.len() == 1;
         let tx = self.transactions.get_mut(slot);
         tx.outstanding = sent;
+        tx.pass_through = one_group
+            && tx
+                .ops
+                .iter()
+                .enumerate()
+                .all(|(pos, op)| op.code == 0 && op.op_index as usize == pos);
         if sent == 0 {
             return self.request_done(slot, ctx);
         }
@@ -502,8 +516,11 @@ impl TcBlock {
         };
         let tx = self.transactions.get_mut(slot);
         let mut counted = 0;
+        // Results in position order, after those of earlier batches.
+        let mut in_order = tx.confs.is_empty();
         for result in reader.iter() {
             let pos = result.op_index as usize;
+            in_order &= pos == counted as usize;
             let Some(op) = tx.ops.get_mut(pos) else {
                 tracing::error!(tc = %self.me, "{from} answered op {pos} of transaction {tx_id:#x}, which has no such op");
                 continue;
@@ -520,6 +537,7 @@ impl TcBlock {
         }
         assert!(counted <= tx.outstanding, "every op is answered once");
         tx.outstanding -= counted;
+        tx.pass_through &= in_order && counted as usize == reader.len();
         tx.confs.push(results);
         if let Some((pos, code)) = tx.failed {
             let op = tx.ops[pos];
@@ -540,9 +558,30 @@ impl TcBlock {
     }
 
     /// Every op of the request is answered, none failed: reply, or commit.
+    ///
+    /// The common request (one LDM batch, results in request order, the
+    /// client's op_index its position) is answered with the LDM's result
+    /// batch itself: it is already what the client must get, so it is
+    /// neither parsed again nor re-encoded.
     pub(crate) fn request_done(&mut self, slot: u32, ctx: &mut Context<'_>) {
-        let mut out = Vec::new();
-        let written = if self.transactions.get(slot).plan.active {
+        let tx = self.transactions.get_mut(slot);
+        let whole = tx.pass_through && !tx.plan.active && tx.confs.len() == 1;
+        let mut out = if whole {
+            let conf = tx.confs.pop().expect("one batch");
+            debug_assert!(
+                ResultReader::new(&conf).is_ok_and(|r| r.len() == tx.ops.len()
+                    && r.iter()
+                        .enumerate()
+                        .all(|(pos, res)| res.op_index as usize == pos)),
+                "a passed-through batch answers every op in order"
+            );
+            conf
+        } else {
+            self.scratch.buffer()
+        };
+        let written = if whole {
+            Ok(())
+        } else if self.transactions.get(slot).plan.active {
             self.write_plan_results(slot, &mut out)
         } else {
             self.write_results(slot, &mut out)
@@ -583,6 +622,7 @@ impl TcBlock {
     /// The reply's results, in request order, naming the client's op_index.
     fn write_results(&self, slot: u32, out: &mut Vec<u8>) -> Result<(), proto::ProtoError> {
         let tx = self.transactions.get(slot);
+        // Not the common case (see `request_done`): a small allocation.
         let mut by_pos: Vec<Option<OpResult<'_>>> = vec![None; tx.ops.len()];
         for conf in &tx.confs {
             let reader = ResultReader::new(conf).expect("validated when it came");

@@ -209,7 +209,7 @@ pub(crate) fn maintains(table: &TcTable, op: &OpView<'_>) -> bool {
 /// lookup, the pre-read, the base op and a delete and an insert per unique
 /// index, for each op); `None` when the plain path serves it.
 pub(crate) fn plan_records(
-    tables: &std::collections::HashMap<u32, TcTable>,
+    tables: &super::IdMap<u32, TcTable>,
     reader: &OpBatchReader<'_>,
 ) -> Option<u32> {
     let mut planned = false;
