@@ -36,7 +36,9 @@
 //!
 //! The whole batch is at most [`BATCH_BYTES_MAX`] bytes.
 
-use storage::schema::{Column, IndexKind, TableDef, ValueRef, BLOB_INLINE_BYTES, COLUMNS_MAX};
+use storage::schema::{
+    Column, IndexDef, IndexKind, TableDef, ValueRef, BLOB_INLINE_BYTES, COLUMNS_MAX,
+};
 
 use crate::value::{get_value, put_value, Reader};
 use crate::ProtoError;
@@ -566,8 +568,10 @@ impl<'a> OpView<'a> {
         };
         check_table(table, h.table_id, h.table_version)?;
         check_partition(table, h.partition)?;
-        let (key_name, key_columns): (String, &[usize]) = if h.index_id == NO_INDEX {
-            ("the primary key".to_string(), &table.primary_key)
+        // The key's name is only for a message: built on error only (this
+        // runs for every operation).
+        let (index, key_columns): (Option<&IndexDef>, &[usize]) = if h.index_id == NO_INDEX {
+            (None, &table.primary_key)
         } else {
             let index = find_index(table, h.index_id, IndexKind::Unique)?;
             if matches!(h.kind, OpKind::Insert | OpKind::Write) {
@@ -577,12 +581,15 @@ impl<'a> OpView<'a> {
                     index.name
                 )));
             }
-            (format!("unique index `{}`", index.name), &index.columns)
+            (Some(index), &index.columns)
         };
         if self.key_count() != key_columns.len() {
             return Err(ProtoError::KeyCount {
                 table: table.name.clone(),
-                key: key_name,
+                key: index.map_or_else(
+                    || "the primary key".to_owned(),
+                    |index| format!("unique index `{}`", index.name),
+                ),
                 expected: key_columns.len(),
                 given: self.key_count(),
             });
