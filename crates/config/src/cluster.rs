@@ -423,6 +423,7 @@ fn data_node(
         max_no_of_concurrent_operations: view.number_u32(&p::MAX_NO_OF_CONCURRENT_OPERATIONS),
         max_no_of_concurrent_scans: view.number_u32(&p::MAX_NO_OF_CONCURRENT_SCANS),
         start_partial_timeout_ms: view.number_u32(&p::START_PARTIAL_TIMEOUT),
+        arbitration_timeout_ms: view.number_u32(&p::ARBITRATION_TIMEOUT),
         lock_pages_in_memory: view.number_u32(&p::LOCK_PAGES_IN_MAIN_MEMORY),
         stop_on_error: view.flag(&p::STOP_ON_ERROR),
     };

@@ -130,6 +130,9 @@ pub struct DataNodeParams {
     /// How long starting data nodes wait for every data node before they
     /// start without the missing ones (NDB's StartPartialTimeout).
     pub start_partial_timeout_ms: u32,
+    /// How long a side that needs the arbitrator's vote after a split waits
+    /// for it before shutting down (NDB's ArbitrationTimeout).
+    pub arbitration_timeout_ms: u32,
     pub lock_pages_in_memory: u32,
     /// Skarv's default is false: the angel restarts a failed node.
     pub stop_on_error: bool,

@@ -230,6 +230,11 @@ pub(crate) const NO_OF_FRAGMENT_LOG_FILES: Parameter =
 pub(crate) const START_PARTIAL_TIMEOUT: Parameter =
     integer("StartPartialTimeout", 0, TIME_MAX_MS, 30000);
 
+/// How long the president of a side that needs the arbitrator's vote waits
+/// for it before the side shuts down (NDB: ArbitrationTimeout).
+pub(crate) const ARBITRATION_TIMEOUT: Parameter =
+    integer("ArbitrationTimeout", 10, TIME_MAX_MS, 7500);
+
 pub(crate) const LOCK_PAGES_IN_MAIN_MEMORY: Parameter = Parameter {
     aliases: &["LockPagesInMemory"],
     ..integer("LockPagesInMainMemory", 0, 2, 0)
@@ -265,6 +270,7 @@ const DATA_NODE_PARAMETERS: &[&Parameter] = &[
     &MAX_NO_OF_CONCURRENT_OPERATIONS,
     &MAX_NO_OF_CONCURRENT_SCANS,
     &START_PARTIAL_TIMEOUT,
+    &ARBITRATION_TIMEOUT,
     &LOCK_PAGES_IN_MAIN_MEMORY,
     &STOP_ON_ERROR,
 ];

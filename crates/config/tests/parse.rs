@@ -180,6 +180,7 @@ fn defaults_are_ndbs() {
         assert_eq!(params.max_no_of_concurrent_operations, 32768);
         assert_eq!(params.max_no_of_concurrent_scans, 256);
         assert_eq!(params.start_partial_timeout_ms, 30000);
+        assert_eq!(params.arbitration_timeout_ms, 7500);
         assert_eq!(params.fragment_log_file_size_bytes, 16 << 20);
         assert_eq!(params.no_of_fragment_log_files, 16);
         assert_eq!(params.lock_pages_in_memory, 0);

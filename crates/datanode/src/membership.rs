@@ -22,11 +22,18 @@
 //! * **Exclusion.** A node that sees a view without itself, or that hears from
 //!   a member of a newer view that excludes it, shuts down (its angel restarts
 //!   it and it joins again as a new incarnation).
+//! * **Viability and arbitration** (NDB's arbitration check). Before the
+//!   acting president removes failed members it judges the side it can still
+//!   reach against the view ([`viability`]): a side that lacks a whole node
+//!   group, or holds fewer than half of the members, shuts down; a side that
+//!   holds a whole node group, or more than half of the members, goes on; a
+//!   tie asks the arbitrator (the mgmd, `ArbitReq`) and goes on only with its
+//!   vote, shutting down when refused or without an answer within
+//!   ArbitrationTimeout. A partial start is judged the same way against the
+//!   configured data nodes. So the two sides of a split never both go on.
 //!
 //! Invariants asserted here: the president of an installed view is one of its
 //! members; a member's own view contains itself; view ids only grow.
-//! Split brain after a network partition is not prevented yet: arbitration
-//! comes with node groups.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -44,11 +51,16 @@ pub const HEARTBEAT_MISSES_MAX: u32 = 4;
 pub const JOIN_RETRY_INTERVAL: Duration = Duration::from_millis(100);
 /// A starting peer counts as a candidate for president this long after its last word.
 const STARTING_PEER_FRESH: Duration = Duration::from_millis(500);
+/// NDB's default ArbitrationTimeout, for a block built without the configuration's.
+pub const ARBITRATION_TIMEOUT_DEFAULT: Duration = Duration::from_millis(7500);
+/// A starting node refused the vote for a partial start asks again after this long.
+const START_ARBITRATION_RETRY_INTERVAL: Duration = Duration::from_millis(2000);
 
 const TIMER_HEARTBEAT: u32 = 1;
 const TIMER_JOIN: u32 = 2;
 const TIMER_API_CHECK: u32 = 3;
 const TIMER_STATUS: u32 = 4;
+const TIMER_ARBITRATION: u32 = 5;
 
 /// What the block needs to know; filled from the cluster configuration.
 #[derive(Clone, Debug)]
@@ -56,7 +68,8 @@ pub struct MembershipConfig {
     pub node: NodeId,
     /// Every configured data node, this one included.
     pub data_nodes: Vec<NodeId>,
-    /// The management server that gets status reports and cluster-log events.
+    /// The management server that gets status reports and cluster-log
+    /// events, and arbitrates ties after a split (`None`: ties go on).
     pub mgmd: Option<NodeId>,
     /// HeartbeatIntervalDbDb.
     pub heartbeat_interval: Duration,
@@ -68,6 +81,89 @@ pub struct MembershipConfig {
     pub start_id: u64,
     /// Of this process, for the mgmd's `show`.
     pub pid: u32,
+}
+
+/// What a side of a split may do, judged by its president (NDB: the
+/// arbitration check, `ArbitCode`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Viability {
+    /// Some node group has no node on this side: it cannot have all data.
+    LoseGroups,
+    /// Fewer than half of the nodes: the other side may have more.
+    LoseNodes,
+    /// Every node of some node group is on this side: the other side lacks
+    /// that group and cannot go on.
+    WinGroups,
+    /// More than half of the nodes.
+    WinNodes,
+    /// A tie: only the arbitrator can tell which side goes on.
+    Arbitrate,
+}
+
+impl Viability {
+    pub fn goes_on(self) -> bool {
+        matches!(self, Viability::WinGroups | Viability::WinNodes)
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            Viability::LoseGroups => "a node group has no node left on this side",
+            Viability::LoseNodes => "fewer than half of the nodes are left on this side",
+            Viability::WinGroups => "this side holds every node of a node group",
+            Viability::WinNodes => "more than half of the nodes are left on this side",
+            Viability::Arbitrate => "exactly half of the nodes, and no node group decides",
+        }
+    }
+}
+
+/// Judges `side`, the part of `before` (a view's members, or the configured
+/// data nodes at a partial start) that one node can still reach. Node groups
+/// count with their nodes in `before` only (a group's node that left earlier
+/// is not missed again). The order matters: a side that lacks a group loses
+/// even with more than half of the nodes, and a side that holds a whole
+/// group wins even with fewer; that keeps two sides from both going on,
+/// since the other side of a group-winner always lacks that group.
+pub fn viability(groups: &[Vec<NodeId>], before: &[NodeId], side: &[NodeId]) -> Viability {
+    debug_assert!(side.iter().all(|n| before.contains(n)));
+    let mut holds_a_group = false;
+    for group in groups {
+        let present: Vec<NodeId> = group
+            .iter()
+            .copied()
+            .filter(|n| before.contains(n))
+            .collect();
+        if present.is_empty() {
+            continue;
+        }
+        let on_side = present.iter().filter(|n| side.contains(n)).count();
+        if on_side == 0 {
+            return Viability::LoseGroups;
+        }
+        if on_side == present.len() && side.len() < before.len() {
+            holds_a_group = true;
+        }
+    }
+    if holds_a_group {
+        return Viability::WinGroups;
+    }
+    match (side.len() * 2).cmp(&before.len()) {
+        std::cmp::Ordering::Greater => Viability::WinNodes,
+        std::cmp::Ordering::Less => Viability::LoseNodes,
+        std::cmp::Ordering::Equal => Viability::Arbitrate,
+    }
+}
+
+/// A question to the arbitrator that has not been answered.
+#[derive(Clone, Debug)]
+struct PendingArbitration {
+    /// The view the side splits from; 0 at a partial start.
+    view_id: u32,
+    /// The side asked for.
+    members: NodeBitmask,
+    /// Without an answer by then, the side shuts down (a start asks again).
+    deadline: Instant,
+    /// Why the members were lost, for the cluster log when the view is made.
+    reason: FailReason,
 }
 
 /// Where this node is in its life.
@@ -100,6 +196,16 @@ pub struct Membership {
     api_nodes: BTreeMap<NodeId, Instant>,
     /// The TC instances of this node, told when an API node fails.
     local_tcs: Vec<BlockRef>,
+    /// Node groups, each with its data nodes in configuration order.
+    node_groups: Vec<Vec<NodeId>>,
+    /// NDB's ArbitrationTimeout.
+    arbitration_timeout: Duration,
+    /// A question to the arbitrator awaiting its answer.
+    arbitration: Option<PendingArbitration>,
+    /// The vote for a partial start of these nodes (join phase only).
+    start_grant: Option<NodeBitmask>,
+    /// A refused partial start asks the arbitrator again from this time.
+    start_arbitration_retry_at: Instant,
 }
 
 impl Membership {
@@ -111,7 +217,6 @@ impl Membership {
         );
         assert!(!config.heartbeat_interval.is_zero());
         Membership {
-            config,
             phase: Phase::Starting,
             started_at: Instant::ZERO,
             view: None,
@@ -123,6 +228,12 @@ impl Membership {
             member_start_ids: BTreeMap::new(),
             api_nodes: BTreeMap::new(),
             local_tcs: Vec::new(),
+            node_groups: vec![config.data_nodes.clone()],
+            arbitration_timeout: ARBITRATION_TIMEOUT_DEFAULT,
+            arbitration: None,
+            start_grant: None,
+            start_arbitration_retry_at: Instant::ZERO,
+            config,
         }
     }
 
@@ -131,6 +242,38 @@ impl Membership {
     pub fn with_local_tcs(mut self, local_tcs: Vec<BlockRef>) -> Membership {
         self.local_tcs = local_tcs;
         self
+    }
+
+    /// The node groups (NDB's rule: data nodes in configuration order,
+    /// NoOfReplicas per group; `config::Placement::node_groups`). Without
+    /// this, all data nodes form one group: only the count of nodes decides.
+    ///
+    /// # Panics
+    /// When a configured data node is in no group or in two, or a group
+    /// names a node that is not a configured data node.
+    pub fn with_node_groups(mut self, node_groups: Vec<Vec<NodeId>>) -> Membership {
+        let mut seen: Vec<NodeId> = node_groups.iter().flatten().copied().collect();
+        seen.sort_unstable();
+        let mut configured = self.config.data_nodes.clone();
+        configured.sort_unstable();
+        assert_eq!(
+            seen, configured,
+            "node groups {node_groups:?} must hold every data node exactly once"
+        );
+        self.node_groups = node_groups;
+        self
+    }
+
+    /// How long a side waits for the arbitrator's vote (NDB's ArbitrationTimeout).
+    pub fn with_arbitration_timeout(mut self, timeout: Duration) -> Membership {
+        assert!(!timeout.is_zero());
+        self.arbitration_timeout = timeout;
+        self
+    }
+
+    /// True while this node waits for the arbitrator's vote.
+    pub fn arbitrating(&self) -> bool {
+        self.arbitration.is_some()
     }
 
     pub fn phase(&self) -> Phase {
@@ -264,14 +407,32 @@ impl Membership {
             .iter()
             .all(|n| *n == self.me() || fresh_starting.contains(n));
         let waited = now - self.started_at >= self.config.start_partial_timeout;
-        // A partial start needs at least half of the data nodes, so that a
-        // node cut off from the others never forms a cluster of its own
-        // beside theirs (exactly half will need the arbitrator, later).
-        let present = 1 + fresh_starting.len();
-        let enough = present * 2 >= self.config.data_nodes.len();
         let everyone = all_connected && all_heard;
-        if !(everyone || (waited && enough)) {
-            return;
+        if !everyone {
+            if !waited {
+                return;
+            }
+            // A partial start is judged like the side of a split: the
+            // absent nodes may be running a cluster of their own, so a
+            // node cut off from the others never forms one beside theirs.
+            let mut present = fresh_starting.clone();
+            present.push(self.me());
+            match viability(&self.node_groups, &self.config.data_nodes, &present) {
+                Viability::LoseGroups | Viability::LoseNodes => return,
+                Viability::WinGroups | Viability::WinNodes => {}
+                Viability::Arbitrate => {
+                    let side: NodeBitmask = present.iter().copied().collect();
+                    // Without an arbitrator (see `ask_for_vote`) a tie starts.
+                    let granted = self.config.mgmd.is_none()
+                        || self
+                            .start_grant
+                            .is_some_and(|grant| side.iter().all(|n| grant.contains(n)));
+                    if !granted {
+                        self.ask_for_start_vote(side, ctx);
+                        return;
+                    }
+                }
+            }
         }
         let view = MembershipView {
             view_id: 1,
@@ -293,6 +454,34 @@ impl Membership {
         };
         self.install_view(view, ctx);
         self.event(ctx, Severity::Info, text);
+    }
+
+    /// Asks the arbitrator whether the starting nodes `side`, exactly half
+    /// of the configured ones, may form the cluster.
+    fn ask_for_start_vote(&mut self, side: NodeBitmask, ctx: &mut Context<'_>) {
+        let now = ctx.now();
+        if self.arbitration.as_ref().is_some_and(|p| now < p.deadline)
+            || now < self.start_arbitration_retry_at
+        {
+            return;
+        }
+        let Some(mgmd) = self.config.mgmd else {
+            return;
+        };
+        self.arbitration = Some(PendingArbitration {
+            view_id: 0,
+            members: side,
+            deadline: now + self.arbitration_timeout,
+            reason: FailReason::Disconnected,
+        });
+        ctx.send(
+            BlockRef::new(mgmd, BlockNumber::MANAGEMENT, 0),
+            SignalBody::ArbitReq {
+                view_id: 0,
+                members: side,
+            },
+        );
+        tracing::info!(node = %self.me(), "partial start of {side:?}, half of the data nodes: asking the arbitrator");
     }
 
     fn on_reg_req(
@@ -333,7 +522,8 @@ impl Membership {
             );
             return;
         }
-        if self.suspected.contains(node) {
+        if self.suspected.contains(node) || self.arbitration.is_some() {
+            // No joins while failures are handled or the arbitrator decides.
             refuse(ctx, reply_to, RegRefReason::FailureHandling, None);
             return;
         }
@@ -453,6 +643,9 @@ impl Membership {
             self.last_heard.entry(*member).or_insert(now);
         }
         self.suspected = NodeBitmask::new();
+        // A question to the arbitrator was about the view this one replaces.
+        self.arbitration = None;
+        self.start_grant = None;
         let was_starting = self.phase == Phase::Starting;
         self.phase = Phase::Started;
         self.president_hint = None;
@@ -647,50 +840,245 @@ impl Membership {
         }
     }
 
-    /// As (acting) president: remove `failed` and every suspected member in one new view.
+    /// As (acting) president: remove `failed` and every suspected member in
+    /// one new view, if the side this node can reach may go on.
     fn handle_failures(&mut self, failed: &[NodeId], reason: FailReason, ctx: &mut Context<'_>) {
         let view = self.view.clone().expect("started");
         for node in failed {
             self.suspected.insert(*node);
         }
+        if !view.members.iter().any(|m| self.suspected.contains(*m)) {
+            return;
+        }
+        let side = self.reachable(&view, ctx.now());
+        let verdict = viability(&self.node_groups, &view.members, &side);
+        match verdict {
+            Viability::LoseGroups | Viability::LoseNodes => self.lose(verdict, &side, &view, ctx),
+            Viability::WinGroups | Viability::WinNodes => {
+                self.arbitration = None;
+                self.remove_failed(&view, reason, ctx);
+            }
+            Viability::Arbitrate => self.ask_for_vote(&view, &side, reason, ctx),
+        }
+    }
+
+    /// The members this node can reach: itself, and those not suspected and
+    /// heard from within two heartbeat intervals. Silent members are not
+    /// counted, though not excluded for it: a node cut off from the rest
+    /// finds itself alone here, whatever order the failures were noticed in.
+    fn reachable(&self, view: &MembershipView, now: Instant) -> Vec<NodeId> {
+        let recent = self.config.heartbeat_interval * 2;
+        view.members
+            .iter()
+            .copied()
+            .filter(|m| {
+                *m == self.me()
+                    || (!self.suspected.contains(*m)
+                        && self
+                            .last_heard
+                            .get(m)
+                            .is_some_and(|heard| now - *heard <= recent))
+            })
+            .collect()
+    }
+
+    /// This side may not go on: shut down (the angel restarts the node, and it
+    /// rejoins when the network lets it).
+    fn lose(
+        &mut self,
+        verdict: Viability,
+        side: &[NodeId],
+        view: &MembershipView,
+        ctx: &mut Context<'_>,
+    ) {
+        self.phase = Phase::Stopping;
+        let side: Vec<u8> = side.iter().map(|n| n.get()).collect();
+        let text = match verdict {
+            Viability::LoseNodes => format!(
+                "lost contact with the majority of the cluster ({} of {} members reachable: {side:?}); \
+                 shutting down rather than risk a split cluster",
+                side.len(),
+                view.members.len()
+            ),
+            _ => format!(
+                "cannot go on: {} (reachable members {side:?} of view {}); shutting down",
+                verdict.describe(),
+                view.view_id
+            ),
+        };
+        self.event(ctx, Severity::Alert, text.clone());
+        ctx.shutdown(true, text);
+    }
+
+    /// A tie: ask the arbitrator whether `side` goes on. The view waits for
+    /// the answer; more failures meanwhile ask again for the smaller side.
+    /// Without a management server configured, the side goes on.
+    fn ask_for_vote(
+        &mut self,
+        view: &MembershipView,
+        side: &[NodeId],
+        reason: FailReason,
+        ctx: &mut Context<'_>,
+    ) {
+        let members: NodeBitmask = side.iter().copied().collect();
+        let Some(mgmd) = self.config.mgmd else {
+            // No arbitrator (NDB's Arbitration=Disabled; blocks tested
+            // without a management server): a tie goes on.
+            self.remove_failed(view, reason, ctx);
+            return;
+        };
+        match &mut self.arbitration {
+            Some(pending) if pending.view_id == view.view_id => {
+                if pending.members == members {
+                    return;
+                }
+                // The deadline stays: the whole wait is bounded by one timeout.
+                pending.members = members;
+            }
+            _ => {
+                self.arbitration = Some(PendingArbitration {
+                    view_id: view.view_id,
+                    members,
+                    deadline: ctx.now() + self.arbitration_timeout,
+                    reason,
+                });
+                ctx.set_timer(self.arbitration_timeout, TIMER_ARBITRATION);
+                let side: Vec<u8> = side.iter().map(|n| n.get()).collect();
+                let text = format!(
+                    "network partitioning: {} of {} members reachable ({side:?}) and no node group decides; \
+                     asking the arbitrator (node {mgmd}) whether this side goes on",
+                    side.len(),
+                    view.members.len()
+                );
+                self.event(ctx, Severity::Warning, text);
+            }
+        }
+        ctx.send(
+            BlockRef::new(mgmd, BlockNumber::MANAGEMENT, 0),
+            SignalBody::ArbitReq {
+                view_id: view.view_id,
+                members,
+            },
+        );
+    }
+
+    fn on_arbit_conf(&mut self, sender: NodeId, view_id: u32, ctx: &mut Context<'_>) {
+        let Some(pending) = self.take_answered(sender, view_id) else {
+            return;
+        };
+        match self.phase {
+            Phase::Starting => {
+                self.start_grant = Some(pending.members);
+                self.maybe_form_cluster(ctx);
+            }
+            Phase::Started => {
+                let view = self.view.clone().expect("started");
+                // Only the side the vote was given to goes on: members
+                // outside it are removed with the failed ones.
+                for member in &view.members {
+                    if !pending.members.contains(*member) {
+                        self.suspected.insert(*member);
+                    }
+                }
+                let side = self.reachable(&view, ctx.now());
+                // More members may have failed while we waited: the vote
+                // settles the tie, not whether the data is still all here.
+                let verdict = viability(&self.node_groups, &view.members, &side);
+                if verdict == Viability::LoseGroups {
+                    self.lose(verdict, &side, &view, ctx);
+                    return;
+                }
+                let members: Vec<u8> = pending.members.iter().map(|n| n.get()).collect();
+                self.event(
+                    ctx,
+                    Severity::Alert,
+                    format!("won arbitration: this side {members:?} goes on"),
+                );
+                self.remove_failed(&view, pending.reason, ctx);
+            }
+            Phase::Stopping => {}
+        }
+    }
+
+    fn on_arbit_ref(
+        &mut self,
+        sender: NodeId,
+        view_id: u32,
+        message: String,
+        ctx: &mut Context<'_>,
+    ) {
+        let Some(pending) = self.take_answered(sender, view_id) else {
+            return;
+        };
+        match self.phase {
+            Phase::Starting => {
+                self.start_arbitration_retry_at = ctx.now() + START_ARBITRATION_RETRY_INTERVAL;
+                tracing::warn!(node = %self.me(), "partial start of {:?} refused by the arbitrator: {message}", pending.members);
+            }
+            Phase::Started => {
+                self.phase = Phase::Stopping;
+                let text =
+                    format!("lost arbitration: {message}; shutting down, the other side goes on");
+                self.event(ctx, Severity::Alert, text.clone());
+                ctx.shutdown(true, text);
+            }
+            Phase::Stopping => {}
+        }
+    }
+
+    /// The pending question an answer from `sender` about `view_id` settles.
+    fn take_answered(&mut self, sender: NodeId, view_id: u32) -> Option<PendingArbitration> {
+        if self.config.mgmd != Some(sender) {
+            tracing::warn!(node = %self.me(), "arbitration answer from node {sender}, which is not the arbitrator");
+            return None;
+        }
+        let pending = self.arbitration.as_ref()?;
+        let current = self.view.as_ref().map_or(0, |v| v.view_id);
+        if pending.view_id != view_id || current != view_id {
+            return None;
+        }
+        self.arbitration.take()
+    }
+
+    fn on_arbitration_timer(&mut self, ctx: &mut Context<'_>) {
+        let Some(pending) = &self.arbitration else {
+            return;
+        };
+        // Timers cannot be cancelled: one of an earlier question fires early.
+        if ctx.now() < pending.deadline {
+            return;
+        }
+        match self.phase {
+            Phase::Starting => {
+                // The next join round asks again.
+                self.arbitration = None;
+            }
+            Phase::Started => {
+                self.phase = Phase::Stopping;
+                let arbitrator = self
+                    .config
+                    .mgmd
+                    .map_or("none".to_owned(), |n| n.to_string());
+                let text = format!(
+                    "no answer from the arbitrator (node {arbitrator}) within ArbitrationTimeout ({} ms); \
+                     shutting down rather than risk a split cluster",
+                    self.arbitration_timeout.as_millis()
+                );
+                self.event(ctx, Severity::Alert, text.clone());
+                ctx.shutdown(true, text);
+            }
+            Phase::Stopping => {}
+        }
+    }
+
+    /// Makes and sends the view without the suspected members.
+    fn remove_failed(&mut self, view: &MembershipView, reason: FailReason, ctx: &mut Context<'_>) {
         let gone: Vec<NodeId> = view
             .members
             .iter()
             .copied()
             .filter(|m| self.suspected.contains(*m))
             .collect();
-        if gone.is_empty() {
-            return;
-        }
-        // Members silent for two heartbeat intervals are not counted as
-        // reachable, though not excluded for it: a node cut off from the rest
-        // finds itself in the minority here, whatever order the failures were
-        // noticed in.
-        let now = ctx.now();
-        let recent = self.config.heartbeat_interval * 2;
-        let reachable = view
-            .members
-            .iter()
-            .filter(|m| {
-                **m == self.me()
-                    || (!self.suspected.contains(**m)
-                        && self
-                            .last_heard
-                            .get(m)
-                            .is_some_and(|heard| now - *heard <= recent))
-            })
-            .count();
-        if reachable * 2 < view.members.len() {
-            self.phase = Phase::Stopping;
-            let text = format!(
-                "lost contact with the majority of the cluster ({reachable} of {} members reachable); \
-                 shutting down rather than risk a split cluster",
-                view.members.len()
-            );
-            self.event(ctx, Severity::Alert, text.clone());
-            ctx.shutdown(true, text);
-            return;
-        }
         let next = MembershipView {
             view_id: view.view_id + 1,
             president: self.me(),
@@ -932,6 +1320,7 @@ impl Block for Membership {
                 TIMER_JOIN => self.on_join_timer(ctx),
                 TIMER_HEARTBEAT => self.on_heartbeat_timer(ctx),
                 TIMER_API_CHECK => self.on_api_check_timer(ctx),
+                TIMER_ARBITRATION => self.on_arbitration_timer(ctx),
                 TIMER_STATUS => {
                     if self.phase != Phase::Stopping {
                         self.report_status(ctx);
@@ -955,6 +1344,10 @@ impl Block for Membership {
             SignalBody::Heartbeat { view_id } => self.on_heartbeat(sender, view_id, ctx),
             SignalBody::FailRep { failed, reason, .. } => {
                 self.on_fail_rep(sender, failed, reason, ctx)
+            }
+            SignalBody::ArbitConf { view_id } => self.on_arbit_conf(sender, view_id, ctx),
+            SignalBody::ArbitRef { view_id, message } => {
+                self.on_arbit_ref(sender, view_id, message, ctx)
             }
             SignalBody::ApiRegReq { version } => self.on_api_reg_req(sender, version, ctx),
             SignalBody::MgmStopOrd { restart } => self.on_stop_order(restart, ctx),

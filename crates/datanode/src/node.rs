@@ -141,6 +141,13 @@ pub fn run(options: &NodeOptions) -> Result<NodeExit, NodeError> {
     let ldm_blocks = ldm_blocks(node, &me, &placement)?;
     let tc_blocks = tc_blocks(node, &me, &placement);
     let membership = membership.with_local_tcs(tc_blocks.iter().map(|b| b.address).collect());
+    // A side of a split that lacks a whole node group stops (it cannot hold
+    // all data); see docs/membership.md.
+    let membership = membership.with_node_groups(placement.node_groups().to_vec());
+    // Arbitration after a split waits ArbitrationTimeout (docs/membership.md).
+    let membership = membership.with_arbitration_timeout(Duration::from_millis(u64::from(
+        me.params.arbitration_timeout_ms,
+    )));
     // The blocks that hold the schema besides the dictionary.
     let local_schema_blocks: Vec<BlockRef> = ldm_blocks
         .iter()

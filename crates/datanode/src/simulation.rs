@@ -1,7 +1,9 @@
 //! Whole clusters in the deterministic simulator: the real data node blocks,
-//! a recording stand-in for the management server, and an API node that
-//! registers and heartbeats. Scenarios drive faults (crash, restart,
-//! partition, lost signals) and end with checks of the invariants.
+//! a recording stand-in for the management server (which arbitrates with the
+//! real mgmd's [`mgmd::Arbitrator`]), and an API node that registers and
+//! heartbeats. Scenarios drive faults (crash, restart, partition, split,
+//! lost signals) and end with checks of the invariants; the one against split
+//! brain (never two started sides with disjoint views) holds at every moment.
 //!
 //! Used by the tests and by `skarv sim --seed N`, which replays one run.
 
@@ -10,9 +12,15 @@ use std::time::Duration;
 
 use kernel::simulator::{NetworkSettings, Simulation};
 use kernel::{Block, Context, Instant, Rng};
-use signal::{BlockNumber, BlockRef, NodeId, NodeState, Severity, Signal, SignalBody, VERSION};
+use mgmd::{ArbitDecision, Arbitrator};
+use signal::{
+    BlockNumber, BlockRef, NodeBitmask, NodeId, NodeState, Severity, Signal, SignalBody, VERSION,
+};
 
 use crate::membership::{Membership, MembershipConfig, Phase, HEARTBEAT_MISSES_MAX};
+
+/// Simulated time between two checks of the split-brain invariant.
+pub const SPLIT_BRAIN_CHECK_INTERVAL: Duration = Duration::from_millis(10);
 
 /// The management server's node id in simulated clusters.
 pub const SIM_MGMD: NodeId = match NodeId::new(1) {
@@ -25,24 +33,62 @@ pub const SIM_API: NodeId = match NodeId::new(200) {
     None => unreachable!(),
 };
 
+/// One arbitration request the stand-in management server answered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArbitrationRecord {
+    pub at: Instant,
+    pub asker: NodeId,
+    pub view_id: u32,
+    pub members: NodeBitmask,
+    pub granted: bool,
+}
+
 /// What the stand-in management server heard.
 #[derive(Default, Debug)]
 pub struct ManagementLog {
     pub events: Vec<(Instant, NodeId, Severity, String)>,
     pub last_state: std::collections::BTreeMap<NodeId, NodeState>,
+    pub arbitrations: Vec<ArbitrationRecord>,
 }
 
-/// Records status reports and cluster-log events, like the mgmd would.
+/// Records status reports and cluster-log events, like the mgmd would, and
+/// arbitrates with the mgmd's own [`Arbitrator`] (its state is lost when
+/// the stand-in crashes, as a real mgmd's is).
 struct RecordingManagement {
     log: Arc<Mutex<ManagementLog>>,
+    arbitrator: Arbitrator,
 }
 
 impl Block for RecordingManagement {
     fn execute(&mut self, signal: Signal, ctx: &mut Context<'_>) {
         let mut log = self.log.lock().expect("management log lock");
         match signal.body {
-            SignalBody::MgmNodeStatusRep { state, .. } => {
+            SignalBody::MgmNodeStatusRep {
+                state,
+                view_id,
+                president,
+                members,
+                ..
+            } => {
                 log.last_state.insert(signal.sender.node, state);
+                self.arbitrator
+                    .view_report(signal.sender.node, view_id, president, &members);
+            }
+            SignalBody::ArbitReq { view_id, members } => {
+                let asker = signal.sender.node;
+                let decision = self.arbitrator.request(asker, view_id, &members);
+                log.arbitrations.push(ArbitrationRecord {
+                    at: ctx.now(),
+                    asker,
+                    view_id,
+                    members,
+                    granted: decision == ArbitDecision::Granted,
+                });
+                let body = match decision {
+                    ArbitDecision::Granted => SignalBody::ArbitConf { view_id },
+                    ArbitDecision::Refused(message) => SignalBody::ArbitRef { view_id, message },
+                };
+                ctx.send(signal.sender, body);
             }
             SignalBody::MgmEventRep { severity, text } => {
                 log.events
@@ -90,6 +136,11 @@ impl Block for SimApi {
 #[derive(Clone, Debug)]
 pub struct ClusterSpec {
     pub data_nodes: u8,
+    /// NoOfReplicas: node groups of this many data nodes, in id order.
+    /// `None`: one group of every data node (only node counts decide).
+    pub replicas: Option<u8>,
+    /// NDB's ArbitrationTimeout.
+    pub arbitration_timeout: Duration,
     pub heartbeat_interval: Duration,
     pub api_heartbeat_interval: Duration,
     pub start_partial_timeout: Duration,
@@ -101,6 +152,8 @@ impl Default for ClusterSpec {
     fn default() -> Self {
         ClusterSpec {
             data_nodes: 3,
+            replicas: None,
+            arbitration_timeout: Duration::from_millis(1500),
             heartbeat_interval: Duration::from_millis(500),
             api_heartbeat_interval: Duration::from_millis(300),
             start_partial_timeout: Duration::from_secs(3),
@@ -130,6 +183,20 @@ impl ClusterSim {
             .collect();
         let management = Arc::new(Mutex::new(ManagementLog::default()));
         let api_confs = Arc::new(Mutex::new(0u64));
+        let node_groups: Vec<Vec<NodeId>> = match spec.replicas {
+            Some(replicas) => {
+                assert!(
+                    replicas > 0 && spec.data_nodes.is_multiple_of(replicas),
+                    "{} data nodes do not make groups of {replicas}",
+                    spec.data_nodes
+                );
+                data_nodes
+                    .chunks(usize::from(replicas))
+                    .map(<[NodeId]>::to_vec)
+                    .collect()
+            }
+            None => vec![data_nodes.clone()],
+        };
 
         let log = Arc::clone(&management);
         sim.add_node(
@@ -137,12 +204,14 @@ impl ClusterSim {
             Box::new(move |node, _| {
                 let block: Box<dyn Block> = Box::new(RecordingManagement {
                     log: Arc::clone(&log),
+                    arbitrator: Arbitrator::new(),
                 });
                 vec![(BlockRef::new(node, BlockNumber::MANAGEMENT, 0), block)]
             }),
         );
         for &node in &data_nodes {
             let all = data_nodes.clone();
+            let groups = node_groups.clone();
             let spec_for_node = spec.clone();
             // start_id from the simulation's own randomness keeps runs reproducible.
             let mut ids = Rng::seeded(seed ^ u64::from(node.get()));
@@ -159,7 +228,10 @@ impl ClusterSim {
                         start_id: ids.next_u64() ^ u64::from(incarnation),
                         pid: 1000 + u32::from(node.get()),
                     };
-                    let block: Box<dyn Block> = Box::new(Membership::new(config));
+                    let membership = Membership::new(config)
+                        .with_node_groups(groups.clone())
+                        .with_arbitration_timeout(spec_for_node.arbitration_timeout);
+                    let block: Box<dyn Block> = Box::new(membership);
                     vec![(BlockRef::new(node, BlockNumber::MEMBERSHIP, 0), block)]
                 }),
             );
@@ -272,6 +344,57 @@ impl ClusterSim {
         Ok(())
     }
 
+    /// The split-brain invariant: no two started data nodes hold views that
+    /// share no member (two sides of a split both going on). A side waiting
+    /// for the arbitrator still holds the view from before the split.
+    pub fn check_no_split_brain(&self) -> Result<(), String> {
+        let views: Vec<(NodeId, &signal::MembershipView)> = self
+            .data_nodes
+            .iter()
+            .filter_map(|n| {
+                let membership = self.membership(*n)?;
+                if membership.phase() != Phase::Started {
+                    return None;
+                }
+                Some((*n, membership.view()?))
+            })
+            .collect();
+        for (i, (a, view_a)) in views.iter().enumerate() {
+            for (b, view_b) in &views[i + 1..] {
+                if !view_a.members.iter().any(|m| view_b.contains(*m)) {
+                    return Err(format!(
+                        "seed {}: split brain at {:?}: node {a} runs view {view_a:?} and node {b} runs {view_b:?}",
+                        self.sim.seed(),
+                        self.sim.now()
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs for `duration`, checking the split-brain invariant every
+    /// [`SPLIT_BRAIN_CHECK_INTERVAL`]; stops at the first violation.
+    pub fn run_checked(&mut self, duration: Duration) -> Result<(), String> {
+        let until = self.sim.now() + duration;
+        while self.sim.now() < until {
+            let next = self.sim.now() + SPLIT_BRAIN_CHECK_INTERVAL;
+            self.sim.run_until(if next < until { next } else { until });
+            self.check_no_split_brain()?;
+        }
+        Ok(())
+    }
+
+    /// Cuts the network between every node of `a` and every node of `b`
+    /// (the mgmd and the API node keep reaching both).
+    pub fn split(&mut self, a: &[NodeId], b: &[NodeId]) {
+        for x in a {
+            for y in b {
+                self.sim.partition(*x, *y);
+            }
+        }
+    }
+
     /// Delivers a stop (or restart) order from the mgmd to `node`.
     pub fn order_stop(&mut self, node: NodeId, restart: bool) {
         self.sim.inject(Signal {
@@ -293,10 +416,13 @@ pub struct ScenarioReport {
     pub result: Result<(), String>,
 }
 
-/// A random scenario for `seed`: start a cluster of 2–5 data nodes, then
-/// `rounds` rounds of a random fault (crash, crash and restart, partition
-/// and heal, stop order, restart order, lost signals), each followed by a
-/// settle period and the agreement check. Stops early after `steps_max` steps.
+/// A random scenario for `seed`: start a cluster of 2–5 data nodes (four
+/// of them in one or two node groups), then `rounds` rounds of a random
+/// fault (crash, crash and restart, partition and heal, stop order, restart
+/// order, lost signals, a split into two sides, maybe with one side cut off
+/// from the arbitrator), each followed by a settle period and the agreement
+/// check; the split-brain check runs all the time. Stops early after
+/// `steps_max` steps.
 pub fn random_scenario(
     seed: u64,
     rounds: u32,
@@ -304,8 +430,11 @@ pub fn random_scenario(
     trace: bool,
 ) -> (ScenarioReport, Vec<String>) {
     let mut choose = Rng::seeded(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x5eed);
+    let data_nodes = 2 + choose.below(4) as u8;
+    let replicas = (data_nodes == 4 && choose.chance(1, 2)).then_some(2);
     let spec = ClusterSpec {
-        data_nodes: 2 + choose.below(4) as u8,
+        data_nodes,
+        replicas,
         ..ClusterSpec::default()
     };
     let mut cluster = ClusterSim::new(seed, spec);
@@ -313,8 +442,7 @@ pub fn random_scenario(
         cluster.sim.enable_trace();
     }
     let mut faults = Vec::new();
-    let mut result = Ok(());
-    cluster.sim.run_for(Duration::from_secs(2));
+    let mut result = cluster.run_checked(Duration::from_secs(2));
     if let Err(e) = cluster.check_agreement() {
         result = Err(format!("after start: {e}"));
     }
@@ -322,73 +450,14 @@ pub fn random_scenario(
         if result.is_err() || cluster.sim.steps() >= steps_max {
             break;
         }
-        let nodes = cluster.data_nodes.clone();
-        let victim = nodes[choose.below(nodes.len() as u64) as usize];
-        let at = Duration::from_millis(choose.below(1000));
-        cluster.sim.run_for(at);
-        let fault = choose.below(6);
-        let description = match fault {
-            0 => {
-                cluster.sim.crash(victim);
-                let settle = cluster.detection_time();
-                cluster.sim.run_for(settle);
-                cluster.sim.restart(victim);
-                format!(
-                    "round {round}: crash node {victim}, restart it after {} ms",
-                    settle.as_millis()
-                )
-            }
-            1 => {
-                cluster.sim.crash(victim);
-                cluster.sim.run_for(Duration::from_millis(choose.below(50)));
-                cluster.sim.restart(victim);
-                format!("round {round}: crash node {victim} and restart it at once")
-            }
-            2 => {
-                cluster.sim.isolate(victim);
-                let settle = cluster.detection_time();
-                cluster.sim.run_for(settle);
-                cluster.sim.heal();
-                format!(
-                    "round {round}: isolate node {victim} (hung), heal after {} ms",
-                    settle.as_millis()
-                )
-            }
-            3 => {
-                cluster.order_stop(victim, true);
-                format!("round {round}: restart order to node {victim}")
-            }
-            4 => {
-                cluster.sim.network.drop_ppm = 20_000;
-                cluster.sim.run_for(Duration::from_millis(800));
-                cluster.sim.network.drop_ppm = 0;
-                format!("round {round}: lose 2% of signals for 800 ms")
-            }
-            _ => {
-                let other = nodes[choose.below(nodes.len() as u64) as usize];
-                cluster.sim.crash(victim);
-                cluster.sim.crash(other);
-                cluster
-                    .sim
-                    .run_for(Duration::from_millis(choose.below(300)));
-                cluster.sim.restart(victim);
-                cluster.sim.restart(other);
-                format!("round {round}: crash nodes {victim} and {other}, restart both")
-            }
-        };
-        faults.push(description);
-        // Excluded nodes restart through their angel; give everyone time to rejoin.
-        let settle =
-            cluster.detection_time() + cluster.rejoin_time() + cluster.spec.start_partial_timeout;
-        cluster.sim.run_for(settle);
-        // Nodes whose whole cluster vanished wait for StartPartialTimeout; a
-        // node still down after a shutdown comes back through its angel.
-        for node in cluster.data_nodes.clone() {
-            if !cluster.sim.is_up(node) {
-                cluster.sim.restart(node);
+        match random_round(&mut cluster, &mut choose, round) {
+            Ok(description) => faults.push(description),
+            Err((description, e)) => {
+                faults.push(description);
+                result = Err(e);
+                break;
             }
         }
-        cluster.sim.run_for(settle);
         if let Err(e) = cluster.check_agreement() {
             result = Err(format!("after {}: {e}", faults.last().expect("pushed")));
         }
@@ -403,4 +472,117 @@ pub fn random_scenario(
     };
     let lines = cluster.sim.trace().to_vec();
     (report, lines)
+}
+
+/// One round of `random_scenario`: a fault and the time to settle after it.
+/// `Err` carries the round's description and the split-brain violation.
+fn random_round(
+    cluster: &mut ClusterSim,
+    choose: &mut Rng,
+    round: u32,
+) -> Result<String, (String, String)> {
+    let nodes = cluster.data_nodes.clone();
+    let victim = nodes[choose.below(nodes.len() as u64) as usize];
+    let at = Duration::from_millis(choose.below(1000));
+    let early = cluster.run_checked(at);
+    let fault = choose.below(7);
+    let mut checked = early;
+    let mut run = |cluster: &mut ClusterSim, duration: Duration| {
+        if checked.is_ok() {
+            checked = cluster.run_checked(duration);
+        }
+    };
+    let description = match fault {
+        0 => {
+            cluster.sim.crash(victim);
+            let settle = cluster.detection_time();
+            run(cluster, settle);
+            cluster.sim.restart(victim);
+            format!(
+                "round {round}: crash node {victim}, restart it after {} ms",
+                settle.as_millis()
+            )
+        }
+        1 => {
+            cluster.sim.crash(victim);
+            run(cluster, Duration::from_millis(choose.below(50)));
+            cluster.sim.restart(victim);
+            format!("round {round}: crash node {victim} and restart it at once")
+        }
+        2 => {
+            cluster.sim.isolate(victim);
+            let settle = cluster.detection_time();
+            run(cluster, settle);
+            cluster.sim.heal();
+            format!(
+                "round {round}: isolate node {victim} (hung), heal after {} ms",
+                settle.as_millis()
+            )
+        }
+        3 => {
+            cluster.order_stop(victim, true);
+            format!("round {round}: restart order to node {victim}")
+        }
+        4 => {
+            cluster.sim.network.drop_ppm = 20_000;
+            run(cluster, Duration::from_millis(800));
+            cluster.sim.network.drop_ppm = 0;
+            format!("round {round}: lose 2% of signals for 800 ms")
+        }
+        5 => {
+            // Two sides, each with at least one node; maybe one side cannot
+            // reach the arbitrator either.
+            let (mut a, mut b): (Vec<NodeId>, Vec<NodeId>) =
+                nodes.iter().copied().partition(|_| choose.chance(1, 2));
+            if a.is_empty() {
+                a.push(b.pop().expect("two nodes at least"));
+            } else if b.is_empty() {
+                b.push(a.pop().expect("two nodes at least"));
+            }
+            cluster.split(&a, &b);
+            let cut_off = choose.chance(1, 3);
+            if cut_off {
+                cluster.split(&a, &[SIM_MGMD]);
+            }
+            let settle = cluster.detection_time() + cluster.spec.arbitration_timeout * 2;
+            run(cluster, settle);
+            cluster.sim.heal();
+            let a: Vec<u8> = a.iter().map(|n| n.get()).collect();
+            let b: Vec<u8> = b.iter().map(|n| n.get()).collect();
+            let mgmd = if cut_off {
+                format!(", {a:?} cut off from the arbitrator")
+            } else {
+                String::new()
+            };
+            format!(
+                "round {round}: split {a:?} | {b:?}{mgmd}, heal after {} ms",
+                settle.as_millis()
+            )
+        }
+        _ => {
+            let other = nodes[choose.below(nodes.len() as u64) as usize];
+            cluster.sim.crash(victim);
+            cluster.sim.crash(other);
+            run(cluster, Duration::from_millis(choose.below(300)));
+            cluster.sim.restart(victim);
+            cluster.sim.restart(other);
+            format!("round {round}: crash nodes {victim} and {other}, restart both")
+        }
+    };
+    // Excluded nodes restart through their angel; give everyone time to rejoin.
+    let settle =
+        cluster.detection_time() + cluster.rejoin_time() + cluster.spec.start_partial_timeout;
+    run(cluster, settle);
+    // Nodes whose whole cluster vanished wait for StartPartialTimeout; a
+    // node still down after a shutdown comes back through its angel.
+    for node in cluster.data_nodes.clone() {
+        if !cluster.sim.is_up(node) {
+            cluster.sim.restart(node);
+        }
+    }
+    run(cluster, settle);
+    match checked {
+        Ok(()) => Ok(description),
+        Err(e) => Err((description.clone(), format!("during {description}: {e}"))),
+    }
 }

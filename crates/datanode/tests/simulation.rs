@@ -230,3 +230,232 @@ fn random_faults_over_many_seeds() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+// ---- splits and arbitration ----
+
+use datanode::membership::{viability, Viability};
+use datanode::simulation::{ArbitrationRecord, SIM_MGMD};
+
+fn nodes(ids: &[u8]) -> Vec<NodeId> {
+    ids.iter().map(|n| node(*n)).collect()
+}
+
+fn grouped_cluster(seed: u64, data_nodes: u8, replicas: Option<u8>) -> ClusterSim {
+    let mut cluster = ClusterSim::new(
+        seed,
+        ClusterSpec {
+            data_nodes,
+            replicas,
+            ..ClusterSpec::default()
+        },
+    );
+    cluster.run_checked(Duration::from_secs(2)).unwrap();
+    cluster.check_agreement().unwrap();
+    assert_eq!(cluster.started().len(), data_nodes as usize);
+    cluster
+}
+
+fn arbitrations(cluster: &ClusterSim) -> Vec<ArbitrationRecord> {
+    cluster.management.lock().unwrap().arbitrations.clone()
+}
+
+/// Long enough for both sides to notice the split and to hear from the
+/// arbitrator, or to give up on it.
+fn split_time(cluster: &ClusterSim) -> Duration {
+    cluster.detection_time() + cluster.spec.arbitration_timeout * 2
+}
+
+/// Why `node` last went down (events sent just before a shutdown are lost
+/// with the connection in the simulator, so the reason is read here).
+fn down_reason(cluster: &ClusterSim, node: NodeId) -> String {
+    let summary = cluster.sim.summary(node).unwrap();
+    summary.down_reason.unwrap_or_default()
+}
+
+fn cluster_log_has(cluster: &ClusterSim, text: &str) -> bool {
+    let log = cluster.management.lock().unwrap();
+    log.events.iter().any(|(_, _, _, line)| line.contains(text))
+}
+
+#[test]
+fn viability_follows_the_node_groups_then_the_node_count() {
+    let groups = vec![nodes(&[2, 3]), nodes(&[4, 5])];
+    let all = nodes(&[2, 3, 4, 5]);
+    let judge = |side: &[u8]| viability(&groups, &all, &nodes(side));
+    assert_eq!(judge(&[2, 3]), Viability::LoseGroups);
+    assert_eq!(judge(&[2, 3, 4]), Viability::WinGroups);
+    assert_eq!(judge(&[2, 4]), Viability::Arbitrate);
+    assert_eq!(judge(&[5]), Viability::LoseGroups);
+    // A group's node that left earlier is not missed again.
+    let view = nodes(&[2, 3, 4]);
+    assert_eq!(
+        viability(&groups, &view, &nodes(&[4])),
+        Viability::LoseGroups
+    );
+    assert_eq!(
+        viability(&groups, &view, &nodes(&[2, 4])),
+        Viability::WinGroups
+    );
+    // One group of every node: only the count decides.
+    let one = vec![all.clone()];
+    assert_eq!(
+        viability(&one, &all, &nodes(&[2, 3, 5])),
+        Viability::WinNodes
+    );
+    assert_eq!(viability(&one, &all, &nodes(&[3, 5])), Viability::Arbitrate);
+    assert_eq!(viability(&one, &all, &nodes(&[5])), Viability::LoseNodes);
+}
+
+#[test]
+fn a_split_of_two_nodes_is_won_by_one_side_only_and_heals() {
+    let mut cluster = grouped_cluster(21, 2, None);
+    cluster.split(&[node(2)], &[node(3)]);
+    cluster.run_checked(split_time(&cluster)).unwrap();
+    let asked = arbitrations(&cluster);
+    let winners: Vec<NodeId> = asked
+        .iter()
+        .filter(|a| a.granted)
+        .map(|a| a.asker)
+        .collect();
+    assert_eq!(winners.len(), 1, "{asked:?}");
+    let winner = winners[0];
+    let loser = if winner == node(2) { node(3) } else { node(2) };
+    assert!(
+        asked.iter().any(|a| a.asker == loser && !a.granted),
+        "{asked:?}"
+    );
+    assert_eq!(cluster.started(), vec![winner]);
+    assert_eq!(
+        cluster.membership(winner).unwrap().view().unwrap().members,
+        vec![winner]
+    );
+    assert!(cluster.sim.summary(loser).unwrap().shutdowns >= 1);
+    let reason = down_reason(&cluster, loser);
+    assert!(reason.contains("lost arbitration"), "{reason}");
+    // Restarted, the loser is half of the data nodes: its partial start is
+    // refused too, however long the split lasts.
+    cluster
+        .run_checked(cluster.spec.start_partial_timeout * 2)
+        .unwrap();
+    assert_eq!(cluster.started(), vec![winner]);
+    cluster.sim.heal();
+    cluster.run_checked(cluster.rejoin_time() * 2).unwrap();
+    cluster.check_agreement().unwrap();
+    assert_eq!(cluster.started().len(), 2);
+}
+
+#[test]
+fn four_nodes_split_with_one_of_each_group_per_side_ask_the_arbitrator() {
+    let mut cluster = grouped_cluster(22, 4, Some(2));
+    cluster.split(&nodes(&[2, 4]), &nodes(&[3, 5]));
+    cluster.run_checked(split_time(&cluster)).unwrap();
+    let asked = arbitrations(&cluster);
+    let granted: Vec<&ArbitrationRecord> = asked.iter().filter(|a| a.granted).collect();
+    assert_eq!(granted.len(), 1, "{asked:?}");
+    let winning_side: Vec<NodeId> = granted[0].members.iter().collect();
+    assert!(
+        winning_side == nodes(&[2, 4]) || winning_side == nodes(&[3, 5]),
+        "{asked:?}"
+    );
+    assert_eq!(cluster.started(), winning_side);
+    cluster.sim.heal();
+    cluster.run_checked(cluster.rejoin_time() * 2).unwrap();
+    cluster.check_agreement().unwrap();
+    assert_eq!(cluster.started().len(), 4);
+}
+
+#[test]
+fn a_side_missing_a_whole_node_group_shuts_down_without_asking() {
+    // Each side holds one whole group and lacks the other: neither has all
+    // the data, so both stop, though each is exactly half.
+    let mut cluster = grouped_cluster(23, 4, Some(2));
+    cluster.split(&nodes(&[2, 3]), &nodes(&[4, 5]));
+    cluster.run_checked(cluster.detection_time()).unwrap();
+    assert!(cluster.started().is_empty(), "{:?}", cluster.started());
+    assert!(arbitrations(&cluster).is_empty());
+    for n in [2, 4] {
+        let reason = down_reason(&cluster, node(n));
+        assert!(
+            reason.contains("a node group has no node left on this side"),
+            "{reason}"
+        );
+    }
+    cluster.sim.heal();
+    cluster
+        .run_checked(cluster.rejoin_time() + cluster.spec.start_partial_timeout)
+        .unwrap();
+    cluster.check_agreement().unwrap();
+    assert_eq!(cluster.started().len(), 4);
+}
+
+#[test]
+fn three_against_one_the_three_go_on_without_asking() {
+    for replicas in [None, Some(2)] {
+        let mut cluster = grouped_cluster(24, 4, replicas);
+        cluster.split(&nodes(&[2, 3, 4]), &[node(5)]);
+        cluster.run_checked(cluster.detection_time()).unwrap();
+        assert_eq!(
+            cluster.started(),
+            nodes(&[2, 3, 4]),
+            "replicas {replicas:?}"
+        );
+        assert!(arbitrations(&cluster).is_empty());
+        assert!(cluster.sim.summary(node(5)).unwrap().shutdowns >= 1);
+    }
+}
+
+#[test]
+fn a_side_cut_off_from_the_arbitrator_shuts_down_after_the_timeout() {
+    let mut cluster = grouped_cluster(25, 2, None);
+    cluster.split(&[node(2)], &[node(3)]);
+    cluster.split(&[node(2)], &[SIM_MGMD]);
+    cluster.run_checked(cluster.detection_time()).unwrap();
+    // Node 2 noticed the split, asked, and is waiting; node 3 won.
+    assert_eq!(cluster.started(), nodes(&[2, 3]));
+    assert!(cluster.membership(node(2)).unwrap().arbitrating());
+    let asked = arbitrations(&cluster);
+    assert!(
+        asked.iter().all(|a| a.asker == node(3) && a.granted),
+        "{asked:?}"
+    );
+    cluster
+        .run_checked(cluster.spec.arbitration_timeout)
+        .unwrap();
+    assert_eq!(cluster.started(), vec![node(3)]);
+    assert!(cluster_log_has(&cluster, "won arbitration"));
+    let reason = down_reason(&cluster, node(2));
+    assert!(reason.contains("no answer from the arbitrator"), "{reason}");
+    cluster.sim.heal();
+    cluster.run_checked(cluster.rejoin_time() * 2).unwrap();
+    cluster.check_agreement().unwrap();
+    assert_eq!(cluster.started().len(), 2);
+}
+
+#[test]
+fn with_the_arbitrator_down_no_side_wins_a_tie() {
+    let mut cluster = grouped_cluster(26, 4, Some(2));
+    cluster.sim.crash(SIM_MGMD);
+    cluster.split(&nodes(&[2, 4]), &nodes(&[3, 5]));
+    cluster.run_checked(split_time(&cluster)).unwrap();
+    assert!(cluster.started().is_empty(), "{:?}", cluster.started());
+    // Restarted, neither half may start without the arbitrator.
+    cluster
+        .run_checked(cluster.spec.start_partial_timeout * 2)
+        .unwrap();
+    assert!(cluster.started().is_empty(), "{:?}", cluster.started());
+    // With the arbitrator back, the first half to ask starts; the other
+    // joins once the network heals.
+    cluster.sim.restart(SIM_MGMD);
+    cluster
+        .run_checked(cluster.spec.start_partial_timeout)
+        .unwrap();
+    let started = cluster.started();
+    assert!(
+        started == nodes(&[2, 4]) || started == nodes(&[3, 5]),
+        "{started:?}"
+    );
+    cluster.sim.heal();
+    cluster.run_checked(cluster.rejoin_time() * 2).unwrap();
+    cluster.check_agreement().unwrap();
+    assert_eq!(cluster.started().len(), 4);
+}

@@ -16,6 +16,7 @@
 //! | `MgmShutdownReq` | `MgmStopConf`, then the server stops | anyone |
 //! | `MgmNodeStatusRep` | none; it is also the node's heartbeat | sessions of data nodes |
 //! | `MgmEventRep` | none; one cluster-log line | sessions |
+//! | `ArbitReq` | `ArbitConf` / `ArbitRef`: the arbitrator's vote after a split ([`arbitrator`]) | sessions of data nodes |
 //! | (server) `MgmStopOrd` | the node stops, or restarts under its angel | to sessions of data nodes |
 //!
 //! On a connection that holds no node id, addresses are ignored (a client
@@ -30,7 +31,9 @@
 //! - `registry`: the decisions — node ids, node states, heartbeats.
 //! - [`client`]: [`MgmClient`] and the two halves of a session.
 //! - [`cluster_log`]: the cluster log file.
+//! - [`arbitrator`]: which side of a split data-node cluster goes on.
 
+pub mod arbitrator;
 pub mod client;
 pub mod cluster_log;
 mod error;
@@ -38,6 +41,7 @@ mod registry;
 pub mod server;
 mod wire;
 
+pub use arbitrator::{ArbitDecision, Arbitrator, VoteHolder};
 pub use client::{Allocation, MgmClient, SessionReader, SessionWriter};
 pub use error::MgmError;
 pub use registry::HEARTBEATS_MISSED_MAX;

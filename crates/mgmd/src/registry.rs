@@ -475,6 +475,12 @@ impl Registry {
         expired
     }
 
+    pub(crate) fn is_data_node(&self, node: NodeId) -> bool {
+        self.slots
+            .get(&node)
+            .is_some_and(|slot| slot.config.node_type == NodeType::Data)
+    }
+
     /// Data nodes that still hold a session.
     pub(crate) fn data_sessions(&self) -> Vec<NodeId> {
         self.slots

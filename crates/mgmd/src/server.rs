@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use signal::frame::FRAME_PAYLOAD_MAX_BYTES;
 use signal::{BlockNumber, BlockRef, NodeId, Severity, Signal, SignalBody};
 
+use crate::arbitrator::{ArbitDecision, Arbitrator};
 use crate::cluster_log::ClusterLog;
 use crate::error::MgmError;
 use crate::registry::{AllocRequest, ConnectionId, Registry, StatusReport};
@@ -70,6 +71,8 @@ struct Shared {
     /// Notified on every change of the registry and at shutdown.
     registry_changed: Condvar,
     cluster_log: Mutex<ClusterLog>,
+    /// Who holds the vote after a split of the data nodes.
+    arbitrator: Mutex<Arbitrator>,
     connections: Mutex<Connections>,
     shutdown_requested: AtomicBool,
     stopped: Mutex<bool>,
@@ -180,6 +183,7 @@ impl MgmServer {
             registry: Mutex::new(registry),
             registry_changed: Condvar::new(),
             cluster_log: Mutex::new(cluster_log),
+            arbitrator: Mutex::new(Arbitrator::new()),
             connections: Mutex::new(Connections::default()),
             shutdown_requested: AtomicBool::new(false),
             stopped: Mutex::new(false),
@@ -585,7 +589,7 @@ impl Shared {
                 pid,
                 version,
                 view_id,
-                president: _,
+                president,
                 members,
             } => {
                 let node = session.ok_or("a status report on a connection without a node id")?;
@@ -598,7 +602,43 @@ impl Shared {
                 };
                 self.with_registry(|r| {
                     r.status_report(node, connection.id, &report, Instant::now())
-                })
+                })?;
+                lock(&self.arbitrator).view_report(node, view_id, president, &members);
+                Ok(())
+            }
+            SignalBody::ArbitReq { view_id, members } => {
+                let node =
+                    session.ok_or("an arbitration request on a connection without a node id")?;
+                if !lock(&self.registry).is_data_node(node) {
+                    return Err(format!(
+                        "node {node} asked for arbitration but is not a data node"
+                    ));
+                }
+                let decision = lock(&self.arbitrator).request(node, view_id, &members);
+                match decision {
+                    ArbitDecision::Granted => {
+                        self.log(
+                            Severity::Alert,
+                            &format!(
+                                "Node {}: arbitration won by node {node}: its side {members:?} \
+                                 (split from view {view_id}) goes on",
+                                self.own.node
+                            ),
+                        );
+                        reply(SignalBody::ArbitConf { view_id })
+                    }
+                    ArbitDecision::Refused(message) => {
+                        self.log(
+                            Severity::Alert,
+                            &format!(
+                                "Node {}: arbitration refused to node {node} (side {members:?}, \
+                                 view {view_id}): {message}",
+                                self.own.node
+                            ),
+                        );
+                        reply(SignalBody::ArbitRef { view_id, message })
+                    }
+                }
             }
             SignalBody::MgmEventRep { severity, text } => {
                 let node = session.ok_or("an event report on a connection without a node id")?;

@@ -240,6 +240,16 @@ signals! {
     14 => Heartbeat { view_id: u32 },
     /// `failed` is suspected dead; sent to the president (NDB: FAIL_REP).
     15 => FailRep { failed: NodeId, reason: FailReason, view_id: u32 },
+    /// The (acting) president of a side that cannot tell on its own whether
+    /// it may go on (a tie: see `docs/membership.md`) → the arbitrator (the
+    /// mgmd): may the side `members`, split from view `view_id`, go on?
+    /// `view_id` 0: a partial start of `members` (NDB: ARBIT_CHOOSEREQ).
+    16 => ArbitReq { view_id: u32, members: NodeBitmask },
+    /// The arbitrator's vote: the side may go on (NDB: ARBIT_CHOOSECONF).
+    17 => ArbitConf { view_id: u32 },
+    /// Refused: another side holds the vote; the asker shuts down
+    /// (NDB: ARBIT_CHOOSEREF).
+    18 => ArbitRef { view_id: u32, message: String },
 
     // ---- membership towards API nodes (30–39) ----
     /// An API node registers, and repeats it as its heartbeat (NDB: API_REGREQ).

@@ -41,6 +41,15 @@ fn one_of_each() -> Vec<SignalBody> {
             reason: FailReason::HeartbeatMissed,
             view_id: 4,
         },
+        SignalBody::ArbitReq {
+            view_id: 9,
+            members: [node(2), node(5)].into_iter().collect(),
+        },
+        SignalBody::ArbitConf { view_id: 9 },
+        SignalBody::ArbitRef {
+            view_id: 0,
+            message: "node 3's side holds the vote".to_owned(),
+        },
         SignalBody::ApiRegReq { version: VERSION },
         SignalBody::ApiRegConf {
             version: VERSION,

@@ -267,7 +267,8 @@ fn spawn_skarv(args: &[&str], log: &Path) -> std::process::Child {
         .expect("spawn skarv")
 }
 
-/// A cluster of an mgmd and data nodes 2 and 3, each a process of this test.
+/// A cluster of an mgmd and data nodes 2 and 3 (one node group of two
+/// replicas, so either node alone holds all data), each a process of this test.
 fn start_cluster(name: &str, salt: u16, defaults: &str) -> (PathBuf, String, Processes) {
     let dir = scratch_dir(name);
     let base = free_base_port(8, salt);
@@ -275,7 +276,7 @@ fn start_cluster(name: &str, salt: u16, defaults: &str) -> (PathBuf, String, Pro
     std::fs::write(
         &config,
         format!(
-            "[ndbd default]\nNoOfReplicas=1\nDataMemory=16M\n{defaults}\
+            "[ndbd default]\nNoOfReplicas=2\nDataMemory=16M\n{defaults}\
              [ndb_mgmd]\nNodeId=1\nHostName=127.0.0.1\nPortNumber={base}\nDataDir={dir}/mgmd\n\
              [ndbd]\nNodeId=2\nHostName=127.0.0.1\nServerPort={p2}\nDataDir={dir}/n2\n\
              [ndbd]\nNodeId=3\nHostName=127.0.0.1\nServerPort={p3}\nDataDir={dir}/n3\n",
