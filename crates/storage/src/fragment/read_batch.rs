@@ -48,7 +48,7 @@
 
 use crate::hash_index::{OverflowBucket, Probe};
 use crate::memory::PagePool;
-use crate::schema::{distribution_hash, RowLayout, Value, ValueRef};
+use crate::schema::{distribution_hash, KeyEncoder, RowLayout, Value, ValueRef};
 
 use super::{Fragment, FragmentError, Outcome};
 
@@ -67,13 +67,29 @@ pub const READ_BATCH_KEYS_MAX: usize = 4_096;
 /// buffers).
 const PIPELINE_GROUP_KEYS: usize = 8;
 
-/// The result of one key: where its image lies in the batch's buffers.
+/// The result of one key. Its fixed-size part, when found, is slot `i`
+/// of [`ReadBatch::fixed`]; its variable-size part lies at `var_at`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 struct KeyResult {
     found: bool,
-    fixed_at: u32,
-    var_at: u32,
     var_len: u32,
+    var_at: u32,
+}
+
+impl KeyResult {
+    const NOT_FOUND: KeyResult = KeyResult {
+        found: false,
+        var_len: 0,
+        var_at: 0,
+    };
+}
+
+/// Pipeline state of one key: its hash and what the hash index has said
+/// of it so far.
+#[derive(Copy, Clone, Debug)]
+struct Pending {
+    hash: u64,
+    probe: Probe,
 }
 
 /// The results of [`Fragment::read_batch`], key by key in the order the
@@ -82,19 +98,23 @@ struct KeyResult {
 #[derive(Clone, Debug, Default)]
 pub struct ReadBatch {
     results: Vec<KeyResult>,
-    /// Fixed-size parts of the rows found, back to back.
+    /// Fixed-size parts of the rows, one slot of `fixed_bytes` per key in
+    /// key order (what a key that found no row has there is stale). Never
+    /// shrinks: a batch writes each row straight into its slot, without a
+    /// length to keep up.
     fixed: Vec<u8>,
     /// Bytes of each fixed-size part (the fragment's row layout).
     fixed_bytes: usize,
     /// Variable-size parts of the rows found, back to back.
     var: Vec<u8>,
-    /// Pipeline scratch: the encoded keys back to back, where each ends,
-    /// and their hashes.
+    /// Pipeline scratch: the encoded keys back to back; each
+    /// `key_width` bytes when that is not zero (integer keys, at a fixed
+    /// stride), else ending where `key_ends` says.
     keys: Vec<u8>,
+    key_width: usize,
     key_ends: Vec<u32>,
-    hashes: Vec<u64>,
-    /// Pipeline scratch: what the hash index said of each key so far.
-    probes: Vec<Probe>,
+    /// Pipeline scratch: each key's hash and probe.
+    pending: Vec<Pending>,
     /// Pipeline scratch: a candidate row's key, for keys that are not
     /// compared in place.
     candidate_key: Vec<u8>,
@@ -131,12 +151,13 @@ impl ReadBatch {
 
     /// The row image of key `i`: fixed-size and variable-size part, or
     /// `None` when the key found no row.
+    #[inline]
     pub fn row(&self, i: usize) -> Option<(&[u8], &[u8])> {
         let r = self.results[i];
         if !r.found {
             return None;
         }
-        let fixed = r.fixed_at as usize;
+        let fixed = i * self.fixed_bytes;
         let var = r.var_at as usize;
         Some((
             &self.fixed[fixed..fixed + self.fixed_bytes],
@@ -145,6 +166,7 @@ impl ReadBatch {
     }
 
     /// Column `col` of key `i`'s row; `layout` is the fragment's.
+    #[inline]
     pub fn value<'a>(&'a self, layout: &RowLayout, i: usize, col: usize) -> Option<ValueRef<'a>> {
         self.row(i)
             .map(|(fixed, var)| layout.decode_column(fixed, var, col))
@@ -153,12 +175,22 @@ impl ReadBatch {
     /// Forgets the results (keeps the buffers).
     pub fn clear(&mut self) {
         self.results.clear();
-        self.fixed.clear();
         self.var.clear();
         self.keys.clear();
+        self.key_width = 0;
         self.key_ends.clear();
-        self.hashes.clear();
-        self.probes.clear();
+        self.pending.clear();
+    }
+}
+
+/// Key `i` of a batch's key scratch (see [`ReadBatch::keys`]).
+#[inline(always)]
+fn batch_key<'k>(keys: &'k [u8], width: usize, ends: &[u32], i: usize) -> &'k [u8] {
+    if width != 0 {
+        &keys[i * width..(i + 1) * width]
+    } else {
+        let start = if i == 0 { 0 } else { ends[i - 1] as usize };
+        &keys[start..ends[i] as usize]
     }
 }
 
@@ -180,7 +212,8 @@ impl Fragment {
         out: &mut ReadBatch,
     ) -> Result<(), FragmentError> {
         out.clear();
-        out.fixed_bytes = self.layout.fixed_bytes();
+        let fixed_bytes = self.layout.fixed_bytes();
+        out.fixed_bytes = fixed_bytes;
         let columns = self.pk.column_count();
         assert!(
             columns > 0,
@@ -197,9 +230,11 @@ impl Fragment {
             out.clear();
             return Err(e);
         }
-        let n = out.hashes.len();
-        out.probes.resize(n, Probe::Absent);
-        out.results.reserve(n);
+        let n = out.pending.len();
+        out.results.resize(n, KeyResult::NOT_FOUND);
+        if out.fixed.len() < n * fixed_bytes {
+            out.fixed.resize(n * fixed_bytes, 0);
+        }
         // Turn `k` takes step 1 for group `k`, step 2 for group `k − 1`,
         // step 3 for group `k − 2` and step 4 for group `k − 3` (module
         // doc), each a tight loop over its group.
@@ -207,18 +242,18 @@ impl Fragment {
         let groups = n.div_ceil(g);
         let group = |k: usize| (k * g).min(n)..((k + 1) * g).min(n);
         for k in 0..groups + 3 {
-            for i in group(k) {
-                self.hash.prefetch(pool, out.hashes[i]);
+            for p in &out.pending[group(k)] {
+                self.hash.prefetch(pool, p.hash);
             }
             if let Some(k) = k.checked_sub(1) {
-                for i in group(k) {
-                    out.probes[i] = self.probe_primary(pool, out.hashes[i]);
+                for p in &mut out.pending[group(k)] {
+                    p.probe = self.probe_primary(pool, p.hash);
                 }
             }
             if let Some(k) = k.checked_sub(2) {
-                for i in group(k) {
-                    if let Probe::Overflow(overflow) = out.probes[i] {
-                        out.probes[i] = self.probe_overflow(pool, out.hashes[i], overflow);
+                for p in &mut out.pending[group(k)] {
+                    if let Probe::Overflow(overflow) = p.probe {
+                        p.probe = self.probe_overflow(pool, p.hash, overflow);
                     }
                 }
             }
@@ -228,21 +263,64 @@ impl Fragment {
                 }
             }
         }
-        debug_assert_eq!(out.results.len(), n);
         Ok(())
     }
 
-    /// Encodes and hashes every key of a batch into `out`'s scratch.
+    /// Encodes and hashes every key of a batch into `out`'s scratch: at a
+    /// fixed stride by the integer fast path when the key is all NOT NULL
+    /// integers, else one by one through the general encoder (which also
+    /// reports a key that does not fit).
     fn encode_batch_keys(&self, keys: &[Value], out: &mut ReadBatch) -> Result<(), FragmentError> {
         let columns = self.pk.column_count();
+        let n = keys.len() / columns;
+        if let Some(width) = self.pk.fixed_width() {
+            if keys.len().is_multiple_of(columns) && self.encode_integer_keys(keys, width, out) {
+                out.key_width = width;
+                return Ok(());
+            }
+            out.keys.clear();
+            out.pending.clear();
+        }
         for key in keys.chunks(columns) {
             let start = out.keys.len();
             self.pk.encode(key, &mut out.keys)?;
-            out.hashes.push(distribution_hash(&out.keys[start..]));
+            out.pending.push(Pending {
+                hash: distribution_hash(&out.keys[start..]),
+                probe: Probe::Absent,
+            });
             out.key_ends.push(out.keys.len() as u32);
         }
-        debug_assert_eq!(out.hashes.len(), keys.len() / columns);
+        debug_assert_eq!(out.pending.len(), n);
         Ok(())
+    }
+
+    /// The integer fast path of [`Fragment::encode_batch_keys`]: every key
+    /// `width` bytes, hashed by the short-key path of the distribution
+    /// hash. False, with the scratch to be cleared, at the first key it
+    /// does not take.
+    fn encode_integer_keys(&self, keys: &[Value], width: usize, out: &mut ReadBatch) -> bool {
+        let columns = self.pk.column_count();
+        let n = keys.len() / columns;
+        out.keys
+            .resize(n * width + KeyEncoder::INTEGER_KEY_SLACK_BYTES, 0);
+        out.pending.resize(
+            n,
+            Pending {
+                hash: 0,
+                probe: Probe::Absent,
+            },
+        );
+        for ((key, p), at) in keys
+            .chunks_exact(columns)
+            .zip(&mut out.pending)
+            .zip((0..).step_by(width))
+        {
+            if !self.pk.encode_integers_into(key, &mut out.keys[at..]) {
+                return false;
+            }
+            p.hash = distribution_hash(&out.keys[at..at + width]);
+        }
+        true
     }
 
     /// Step 2: probes a key's primary bucket and starts loading what the
@@ -266,32 +344,23 @@ impl Fragment {
         probe
     }
 
-    /// Looks up key `i` of the batch and appends its result.
+    /// Step 4: looks up key `i` of the batch and writes its result, the
+    /// fixed-size part straight into its slot.
     #[inline]
     fn read_one_committed(&self, pool: &PagePool, i: usize, out: &mut ReadBatch) {
-        let ReadBatch {
-            results,
-            fixed,
-            var,
-            keys,
-            key_ends,
-            hashes,
-            probes,
-            candidate_key,
-            ..
-        } = out;
-        let start = if i == 0 { 0 } else { key_ends[i - 1] as usize };
-        let key = &keys[start..key_ends[i] as usize];
+        let Pending { hash, probe } = out.pending[i];
+        let key = batch_key(&out.keys, out.key_width, &out.key_ends, i);
         let lookup = self.lookup();
         // The candidate's slot, read in place (its lines are in cache by
         // now): the row when it is committed and holds the key. Otherwise,
         // unless the index said no row has the key, the full lookup.
         // Reserved inserts are not committed rows (as in `read`).
+        let candidate_key = &mut out.candidate_key;
         let full_lookup = |candidate_key: &mut Vec<u8>| {
-            let row = lookup.find(pool, (key, hashes[i]), candidate_key)?;
+            let row = lookup.find(pool, (key, hash), candidate_key)?;
             Some((row, self.rows.fixed_if_committed(pool, row)?))
         };
-        let found = match probes[i] {
+        let found = match probe {
             Probe::Absent => None,
             Probe::Overflow(_) => full_lookup(candidate_key),
             Probe::Row(candidate) => match self.rows.fixed_if_committed(pool, candidate) {
@@ -303,29 +372,48 @@ impl Fragment {
                 _ => full_lookup(candidate_key),
             },
         };
-        let result = match found {
-            None => KeyResult {
-                found: false,
-                fixed_at: fixed.len() as u32,
-                var_at: var.len() as u32,
-                var_len: 0,
-            },
-            Some((row, row_fixed)) => {
-                let mut result = KeyResult {
-                    found: true,
-                    fixed_at: fixed.len() as u32,
-                    var_at: var.len() as u32,
-                    var_len: 0,
-                };
-                fixed.extend_from_slice(row_fixed);
-                if self.rows.has_var_parts() {
-                    let row_var = self.rows.var(pool, row);
-                    result.var_len = row_var.len() as u32;
-                    var.extend_from_slice(row_var);
-                }
-                result
-            }
+        let Some((row, row_fixed)) = found else {
+            out.results[i] = KeyResult::NOT_FOUND;
+            return;
         };
-        results.push(result);
+        let fixed_bytes = out.fixed_bytes;
+        copy_row(
+            &mut out.fixed[i * fixed_bytes..(i + 1) * fixed_bytes],
+            row_fixed,
+        );
+        let mut result = KeyResult {
+            found: true,
+            var_len: 0,
+            var_at: out.var.len() as u32,
+        };
+        if self.rows.has_var_parts() {
+            let row_var = self.rows.var(pool, row);
+            result.var_len = row_var.len() as u32;
+            out.var.extend_from_slice(row_var);
+        }
+        out.results[i] = result;
     }
+}
+
+/// `dst.copy_from_slice(src)` for a row's fixed-size part, inline: 16-byte
+/// moves and one overlapping move for the tail, instead of a call to
+/// `memcpy` for a length it only learns at run time (a row of a partition
+/// always has the same length, so the loop's branches are predicted).
+#[inline(always)]
+fn copy_row(dst: &mut [u8], src: &[u8]) {
+    const CHUNK_BYTES: usize = 16;
+    assert_eq!(dst.len(), src.len(), "a row image slot is the row's size");
+    let len = src.len();
+    if len < CHUNK_BYTES {
+        dst.copy_from_slice(src);
+        return;
+    }
+    for (d, s) in dst
+        .chunks_exact_mut(CHUNK_BYTES)
+        .zip(src.chunks_exact(CHUNK_BYTES))
+    {
+        d.copy_from_slice(s);
+    }
+    let tail = len - CHUNK_BYTES;
+    dst[tail..].copy_from_slice(&src[tail..]);
 }

@@ -100,6 +100,11 @@ pub struct KeyEncoder {
 }
 
 impl KeyEncoder {
+    /// Bytes a batch key buffer needs after a key of the integer fast path:
+    /// [`KeyEncoder::encode_integers_into`] stores every column as eight
+    /// bytes.
+    pub const INTEGER_KEY_SLACK_BYTES: usize = 8;
+
     /// An encoder for `columns` (positions in `table`, in key order). Panics
     /// on a column that does not exist or cannot be in a key (BLOB/TEXT):
     /// [`TableDef::validate`] refuses such keys, so this is a caller's bug.
@@ -197,6 +202,42 @@ impl KeyEncoder {
     pub fn fixed_width(&self) -> Option<usize> {
         let (columns, count) = self.integers.as_ref()?;
         Some(columns[..*count].iter().map(|c| usize::from(c.width)).sum())
+    }
+
+    /// The integer fast path of [`KeyEncoder::encode`] for a batch of keys
+    /// laid out at a fixed stride: writes the key of `values` (its
+    /// [`KeyEncoder::fixed_width`] bytes, the same bytes `encode` appends)
+    /// at the start of `out`, and may overwrite up to
+    /// [`KeyEncoder::INTEGER_KEY_SLACK_BYTES`] bytes after them (each column is stored
+    /// as eight bytes, the next column's overwriting the excess), so `out`
+    /// is at least that much longer than the key. Returns false, with
+    /// `out`'s first bytes unspecified, when the key does not take the
+    /// fast path (see `encode`: the general encoder then says why or
+    /// encodes it).
+    #[inline]
+    pub fn encode_integers_into(&self, values: &[Value], out: &mut [u8]) -> bool {
+        let Some((columns, count)) = &self.integers else {
+            return false;
+        };
+        let columns = &columns[..*count];
+        if values.len() != columns.len() {
+            return false;
+        }
+        let mut at = 0;
+        for (column, value) in columns.iter().zip(values) {
+            let Some(stored) = integer_key_bytes(*column, value) else {
+                return false;
+            };
+            let Some(dst) = out.get_mut(at..at + KeyEncoder::INTEGER_KEY_SLACK_BYTES) else {
+                panic!(
+                    "a key buffer of {} bytes has no room for a key column at {at} and its slack",
+                    out.len()
+                );
+            };
+            dst.copy_from_slice(&stored);
+            at += usize::from(column.width);
+        }
+        true
     }
 
     /// [`KeyEncoder::encode`] without the integer fast path (tests compare
@@ -326,31 +367,39 @@ fn encode_integers(columns: &[IntegerKeyColumn], values: &[Value], out: &mut Vec
     debug_assert_eq!(columns.len(), values.len());
     let start = out.len();
     for (column, value) in columns.iter().zip(values) {
-        let bits = u32::from(column.width) * 8;
-        // The value as the column's two's complement, if it is in range.
-        let stored = match *value {
-            Value::UInt(v) if column.signed => (v < 1 << (bits - 1)).then_some(v),
-            Value::UInt(v) => (bits == 64 || v >> bits == 0).then_some(v),
-            Value::Int(v) if column.signed => {
-                // In range when the high bits are all copies of the sign.
-                let shift = 64 - bits;
-                ((v << shift) >> shift == v).then_some(v as u64)
-            }
-            Value::Int(v) => (v >= 0 && (bits == 64 || v >> bits == 0)).then_some(v as u64),
-            _ => None,
-        };
-        let Some(stored) = stored else {
+        let Some(stored) = integer_key_bytes(*column, value) else {
             out.truncate(start);
             return false;
         };
-        let flip = u64::from(column.signed) << (bits - 1);
         // Eight bytes written, the column's `width` of them kept: fixed-size
         // stores rather than a copy of a run-time length.
         let at = out.len();
-        out.extend_from_slice(&((stored ^ flip) << (64 - bits)).to_be_bytes());
+        out.extend_from_slice(&stored);
         out.truncate(at + usize::from(column.width));
     }
     true
+}
+
+/// The key bytes of one integer value in its column, the column's `width`
+/// of them first, then zeroes to eight bytes; `None` when the value is not
+/// an integer in the column's range.
+#[inline(always)]
+fn integer_key_bytes(column: IntegerKeyColumn, value: &Value) -> Option<[u8; 8]> {
+    let bits = u32::from(column.width) * 8;
+    // The value as the column's two's complement, if it is in range.
+    let stored = match *value {
+        Value::UInt(v) if column.signed => (v < 1 << (bits - 1)).then_some(v),
+        Value::UInt(v) => (bits == 64 || v >> bits == 0).then_some(v),
+        Value::Int(v) if column.signed => {
+            // In range when the high bits are all copies of the sign.
+            let shift = 64 - bits;
+            ((v << shift) >> shift == v).then_some(v as u64)
+        }
+        Value::Int(v) => (v >= 0 && (bits == 64 || v >> bits == 0)).then_some(v as u64),
+        _ => None,
+    }?;
+    let flip = u64::from(column.signed) << (bits - 1);
+    Some(((stored ^ flip) << (64 - bits)).to_be_bytes())
 }
 
 /// Longest encoding of one key column.
@@ -667,6 +716,20 @@ mod tests {
             proptest::prop_assert_eq!(&fast, &general);
             if fast_result.is_ok() {
                 proptest::prop_assert_eq!(fast.len(), 1 + width);
+            }
+            // The fixed-stride form: the same bytes, or refused where the
+            // fast path refuses (the general encoder then decides).
+            let mut into = vec![0xA5u8; width + KeyEncoder::INTEGER_KEY_SLACK_BYTES];
+            let taken = encoder.encode_integers_into(values, &mut into);
+            let mut appended = Vec::new();
+            let fast_takes = encode_integers(
+                &encoder.integers.as_ref().unwrap().0[..types.len()],
+                values,
+                &mut appended,
+            );
+            proptest::prop_assert_eq!(taken, fast_takes);
+            if taken {
+                proptest::prop_assert_eq!(&into[..width], &general[1..]);
             }
         }
     }
