@@ -288,6 +288,11 @@ pub struct PhaseReport {
     pub write_calls: u64,
     /// Signals the client received.
     pub signals_received: u64,
+    /// CPU time (user and system) of this whole process during the phase
+    /// (every thread, the client's own threads included), per operation
+    /// that succeeded; None where `/proc/self/stat` cannot be read. Its
+    /// resolution is the kernel's clock tick (10 ms).
+    pub client_cpu_us_per_op: Option<f64>,
     /// Every thread went over all its rows at least once (a `--duration`
     /// phase may not have).
     pub full_pass: bool,
@@ -348,6 +353,7 @@ fn report_phase(
     params: &FlexParams,
     results: Vec<ThreadResult>,
     stats: (ClusterStats, ClusterStats),
+    cpu: Option<Duration>,
     problems: &mut Vec<String>,
     problems_more: &mut u64,
 ) -> PhaseReport {
@@ -369,6 +375,7 @@ fn report_phase(
         requests_sent: stats.1.tc_key_reqs_sent - stats.0.tc_key_reqs_sent,
         write_calls: stats.1.write_calls - stats.0.write_calls,
         signals_received: stats.1.signals_received - stats.0.signals_received,
+        client_cpu_us_per_op: None,
         full_pass: results.iter().all(|r| r.full_pass),
     };
     let started = results.iter().map(|r| r.started).min();
@@ -405,6 +412,9 @@ fn report_phase(
         report.elapsed_s = elapsed;
         report.ops_per_s = report.ops as f64 / elapsed;
         report.transactions_per_s = report.transactions as f64 / elapsed;
+    }
+    if report.ops > 0 {
+        report.client_cpu_us_per_op = cpu.map(|cpu| cpu.as_secs_f64() * 1e6 / report.ops as f64);
     }
     let us = |ns: u64| ns as f64 / 1_000.0;
     report.latency_us = Latency {
@@ -634,13 +644,18 @@ pub fn run(
             generations,
         };
         let before = cluster.stats();
+        let cpu_before = process_cpu_time();
         let results = run_phase(&cluster, &workload, options, plan)?;
+        let cpu = process_cpu_time()
+            .zip(cpu_before)
+            .map(|(after, before)| after.saturating_sub(before));
         let after = cluster.stats();
         let phase_report = report_phase(
             phase,
             &params,
             results,
             (before, after),
+            cpu,
             &mut report.problems,
             &mut report.problems_more,
         );
@@ -661,6 +676,24 @@ pub fn run(
         }
     }
     Ok(report)
+}
+
+/// Clock ticks per second of `/proc`'s CPU times (Linux's `USER_HZ`, 100
+/// on every architecture it supports for user space).
+const CLOCK_TICKS_PER_S: u64 = 100;
+
+/// CPU time (user and system) this process used so far, every thread
+/// included, those that ended too; None where `/proc/self/stat` is missing.
+fn process_cpu_time() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // After the command name, in parentheses, the fields from the 3rd on;
+    // utime and stime are the 14th and 15th.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_ascii_whitespace().skip(11);
+    let user: u64 = fields.next()?.parse().ok()?;
+    let system: u64 = fields.next()?.parse().ok()?;
+    let ticks = user + system;
+    Some(Duration::from_millis(ticks * 1_000 / CLOCK_TICKS_PER_S))
 }
 
 /// The parameters, as the text output's first line.
@@ -699,9 +732,13 @@ pub fn render_params(params: &FlexParams) -> String {
 /// One phase as text.
 pub fn render_phase(report: &PhaseReport) -> String {
     let l = &report.latency_us;
+    let cpu = match report.client_cpu_us_per_op {
+        Some(us) => format!(", client CPU {us:.1} µs/op"),
+        None => String::new(),
+    };
     let mut text = format!(
         "{:<6} {:>10.0} ops/s {:>10.0} transactions/s  latency µs p50 {:.1} p95 {:.1} p99 {:.1} max {:.1}  \
-         ({} ops in {:.3} s, {} retries, {} failed)\n",
+         ({} ops in {:.3} s, {} retries, {} failed{cpu})\n",
         report.phase.name(),
         report.ops_per_s,
         report.transactions_per_s,

@@ -398,15 +398,20 @@ impl Shared {
 }
 
 /// Encodes signals into as many frames as they need.
-pub(crate) fn encode_frames(signals: &[Signal], out: &mut Vec<u8>) -> Result<()> {
+pub(crate) fn encode_frames<'a>(
+    signals: impl IntoIterator<Item = &'a Signal>,
+    out: &mut Vec<u8>,
+) -> Result<()> {
     let too_large =
         |e: signal::EncodeError| Error::new(proto::error::REQUEST_TOO_LARGE, e.to_string());
-    let mut next = 0;
-    while next < signals.len() {
+    let mut signals = signals.into_iter().peekable();
+    while signals.peek().is_some() {
         let mut writer = FrameWriter::new(out);
-        while next < signals.len() {
-            match writer.push(&signals[next]) {
-                Ok(()) => next += 1,
+        while let Some(signal) = signals.peek() {
+            match writer.push(signal) {
+                Ok(()) => {
+                    signals.next();
+                }
                 Err(signal::EncodeError::FrameFull { .. }) if writer.signal_count() > 0 => break,
                 Err(e) => return Err(too_large(e)),
             }

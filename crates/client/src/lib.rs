@@ -8,7 +8,9 @@
 //! every `execute` is one request and one reply, whatever the number of
 //! operations. Scans are iterators that fetch batches. Many transactions
 //! can be in flight at once through [`Session::prepare`], [`Session::send`]
-//! and [`Session::poll`] (or [`Transaction::execute_async`] as a future).
+//! and [`Session::poll`] (or [`Transaction::execute_async`] as a future;
+//! [`Session::prepare_tagged`] and [`Session::take_completed`] do without
+//! boxed callbacks).
 //!
 //! ```no_run
 //! use skarv_client::{Cluster, ExecMode, LockMode, Value};

@@ -93,7 +93,7 @@ impl<'s> Transaction<'s> {
             None => Vec::new(),
         };
         let partition = match &options.partition_key {
-            Some(key) => crate::routing::partition_of_key(def, key, &mut Vec::new())?,
+            Some(key) => table.partition_of_key(key, &mut Vec::new())?,
             None => NO_PARTITION,
         };
         let asked_lock = options.lock.unwrap_or(LockMode::Committed);

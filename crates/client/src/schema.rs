@@ -11,7 +11,9 @@
 
 use std::sync::Arc;
 
-use storage::schema::{Column, IndexDef, IndexKind, TableDef};
+use storage::schema::{
+    distribution_hash, partition_of, Column, IndexDef, IndexKind, KeyEncoder, TableDef, Value,
+};
 
 use crate::error::{Error, Result};
 
@@ -21,6 +23,12 @@ pub struct Table {
     def: TableDef,
     /// One per BLOB/TEXT column, in column order.
     blobs: Vec<BlobColumn>,
+    /// The distribution key's encoder, built once: building it allocates,
+    /// and every hinted transaction needs it.
+    distribution: KeyEncoder,
+    /// Every column position, in table order: the columns of a row read
+    /// without a projection, shared by all such rows.
+    all_columns: Arc<[usize]>,
 }
 
 /// A BLOB/TEXT column and the hidden table holding its parts.
@@ -43,9 +51,15 @@ impl Table {
     /// A table without BLOB/TEXT columns, or one whose parts tables are
     /// not known (its long values cannot be written or read).
     pub(crate) fn new(def: TableDef) -> Table {
+        Table::with_blobs(def, Vec::new())
+    }
+
+    fn with_blobs(def: TableDef, blobs: Vec<BlobColumn>) -> Table {
         Table {
+            distribution: KeyEncoder::distribution_key(&def),
+            all_columns: (0..def.columns.len()).collect(),
             def,
-            blobs: Vec::new(),
+            blobs,
         }
     }
 
@@ -83,7 +97,43 @@ impl Table {
                 parts: Arc::new(Table::new(parts.clone())),
             });
         }
-        Ok(Table { def, blobs })
+        Ok(Table::with_blobs(def, blobs))
+    }
+
+    /// The partition of the row with `key` (the primary key's values in
+    /// key order; the distribution key's are enough). `scratch` holds the
+    /// encoded key, so that a caller's repeated lookups do not allocate.
+    pub fn partition_of_key(&self, key: &[Value], scratch: &mut Vec<u8>) -> Result<u32> {
+        let needed = self.distribution.column_count();
+        if key.len() < needed {
+            return Err(Error::new(
+                proto::error::KEY_MISSING,
+                format!(
+                    "table `{}`: the distribution key has {needed} columns, {} values given",
+                    self.def.name,
+                    key.len()
+                ),
+            ));
+        }
+        scratch.clear();
+        self.distribution
+            .encode(&key[..needed], scratch)
+            .map_err(|e| {
+                Error::from(proto::ProtoError::Value {
+                    table: self.def.name.clone(),
+                    source: e,
+                })
+            })?;
+        Ok(partition_of(
+            distribution_hash(scratch),
+            self.def.partitions,
+        ))
+    }
+
+    /// Every column position in table order (the columns of a row read
+    /// without a projection).
+    pub(crate) fn all_columns(&self) -> &Arc<[usize]> {
+        &self.all_columns
     }
 
     /// Whether the table has BLOB/TEXT columns (their values longer than
@@ -154,6 +204,18 @@ impl Table {
 
     /// A column's position, or error 4004 naming the table and column.
     pub(crate) fn require_column(&self, name: &str) -> Result<usize> {
+        self.require_column_near(name, 0)
+    }
+
+    /// Like `require_column`, looking at position `hint` first: callers
+    /// that name columns in table order find each at once instead of
+    /// comparing names along the whole table.
+    pub(crate) fn require_column_near(&self, name: &str, hint: usize) -> Result<usize> {
+        if let Some(column) = self.def.columns.get(hint) {
+            if column.name.eq_ignore_ascii_case(name) {
+                return Ok(hint);
+            }
+        }
         self.column(name).ok_or_else(|| {
             Error::new(
                 proto::error::NO_SUCH_COLUMN,
@@ -214,5 +276,52 @@ mod tests {
             .require_index("by_v", IndexKind::Unique)
             .expect_err("ordered, not unique");
         assert_eq!(wrong.code, proto::error::NO_SUCH_INDEX);
+        // A hint is only where the lookup starts.
+        assert_eq!(table.require_column_near("V", 1).expect("at the hint"), 1);
+        assert_eq!(table.require_column_near("K", 1).expect("elsewhere"), 0);
+        assert_eq!(table.require_column_near("v", 7).expect("past the end"), 1);
+        let missing = table
+            .require_column_near("nope", 0)
+            .expect_err("no such column");
+        assert_eq!(missing.code, proto::error::NO_SUCH_COLUMN);
+        assert_eq!(&**table.all_columns(), &[0, 1]);
+    }
+
+    #[test]
+    fn the_cached_encoder_gives_the_partition_routing_gives() {
+        let def = TableDef::new(
+            "orders",
+            30,
+            vec![
+                Column::new("user", ColumnType::Int { unsigned: true }),
+                Column::new("item", ColumnType::BigInt { unsigned: false }),
+            ],
+        )
+        .primary_key(vec![0, 1])
+        .distribution_key(vec![0])
+        .partitions(16)
+        .build()
+        .expect("valid");
+        let table = Table::new(def.clone());
+        let mut scratch = Vec::new();
+        let mut partitions = std::collections::BTreeSet::new();
+        for user in 0..100u64 {
+            let key = [Value::UInt(user), Value::Int(-1)];
+            let cached = table.partition_of_key(&key, &mut scratch).expect("fits");
+            let fresh =
+                crate::routing::partition_of_key(&def, &key, &mut Vec::new()).expect("fits");
+            assert_eq!(cached, fresh, "user {user}");
+            partitions.insert(cached);
+        }
+        assert!(partitions.len() > 8, "keys spread: {partitions:?}");
+        let short = table
+            .partition_of_key(&[], &mut scratch)
+            .expect_err("no key");
+        assert_eq!(short.code, proto::error::KEY_MISSING);
+        assert!(short.message.contains("`orders`"), "{}", short.message);
+        let wrong = table
+            .partition_of_key(&[Value::String("x".into())], &mut scratch)
+            .expect_err("a string for an INT");
+        assert!(wrong.message.contains("orders"), "{}", wrong.message);
     }
 }

@@ -13,12 +13,23 @@
 //! sends all prepared ones with one write per data node, and
 //! [`Session::poll`] runs the callbacks of the completed ones. At most
 //! [`IN_FLIGHT_MAX`] transactions are prepared or in flight per session.
+//! [`Session::prepare_tagged`] and [`Session::take_completed`] do the same
+//! without a boxed callback: the outcome waits under the caller's tag.
+//!
+//! Hot path (DESIGN.md: no per-operation heap allocation once warm): a
+//! reply files its transaction on a completion queue, so `poll` touches
+//! only the completed ones; the buffers of a transaction (its defined
+//! operations, their ranges and result descriptions, the request's batch)
+//! go back to the session's spares when it completes and serve the next
+//! one; the session's maps hash request keys with one multiplication.
 //! A transaction whose BLOB/TEXT work takes several requests
 //! (`crate::blob`) sends the next one from `poll` when a reply comes, and
 //! completes after its last.
 
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::ops::Range;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -31,10 +42,74 @@ use crate::cluster::{encode_frames, Cluster, Shared};
 use crate::error::{Error, Result};
 use crate::receiver::{self, Event, Mailbox};
 use crate::schema::Table;
-use crate::transaction::{ExecMode, Outcome, Transaction, TxRequest};
+use crate::transaction::{ExecMode, OpMeta, Outcome, Transaction, TxRequest};
 
-/// Most transactions one session has prepared or in flight at once.
+/// Most transactions one session has prepared or in flight at once
+/// (tagged outcomes not yet taken count too).
 pub const IN_FLIGHT_MAX: usize = 1_024;
+/// Spare buffers of each kind a session keeps for its next transactions.
+const SPARE_BUFFERS_MAX: usize = IN_FLIGHT_MAX;
+/// A byte buffer larger than this is freed rather than kept as a spare
+/// (a large batch should not pin its memory in every session).
+const SPARE_BUFFER_BYTES_MAX: usize = 4_096;
+/// A list larger than this (in elements) is freed rather than kept.
+const SPARE_LIST_LEN_MAX: usize = 64;
+
+/// Hashes the session's request keys (transaction ids, request numbers):
+/// numbers the session or its API node chose, so no defence against
+/// chosen collisions is needed; one multiply-rotate per word (as
+/// rustc's FxHasher) instead of SipHash's rounds.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct IdHasher(u64);
+
+impl IdHasher {
+    const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(Self::SEED);
+    }
+}
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u8(&mut self, n: u8) {
+        self.add(u64::from(n));
+    }
+
+    fn write_u16(&mut self, n: u16) {
+        self.add(u64::from(n));
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.add(u64::from(n));
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.add(n);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+
+    fn write_isize(&mut self, n: isize) {
+        self.add(n as u64);
+    }
+}
+
+/// A map keyed by request keys or transaction ids.
+type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
 
 /// What a reply answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -60,31 +135,123 @@ pub(crate) struct ScanInbox {
 /// A callback of an asynchronous transaction.
 pub type Callback = Box<dyn FnOnce(Result<Outcome>) + Send + 'static>;
 
+/// Who learns an asynchronous transaction's outcome.
+enum Notify {
+    Callback(Callback),
+    /// Kept with the tag for [`Session::take_completed`].
+    Tag(u64),
+}
+
 /// A prepared asynchronous transaction.
 struct Prepared {
     request: TxRequest,
-    callback: Callback,
+    notify: Notify,
     blob: Option<Box<BlobExec>>,
 }
 
 /// An asynchronous transaction in flight.
 struct InFlight {
     request: TxRequest,
-    callback: Callback,
+    notify: Notify,
     /// The machine of its blob work: more requests may follow the reply.
     blob: Option<Box<BlobExec>>,
+}
+
+/// Buffers of finished transactions, for the next ones (see the module doc).
+#[derive(Default)]
+pub(crate) struct Spares {
+    bytes: Vec<Vec<u8>>,
+    ranges: Vec<Vec<Range<usize>>>,
+    metas: Vec<Vec<OpMeta>>,
+}
+
+impl Spares {
+    /// An empty byte buffer, with room if a spare has some.
+    pub fn bytes(&mut self) -> Vec<u8> {
+        self.bytes.pop().unwrap_or_default()
+    }
+
+    pub fn ranges(&mut self) -> Vec<Range<usize>> {
+        self.ranges.pop().unwrap_or_default()
+    }
+
+    pub fn metas(&mut self) -> Vec<OpMeta> {
+        self.metas.pop().unwrap_or_default()
+    }
+
+    /// Keeps `buffer` (emptied) unless it is large or enough are kept.
+    pub fn put_bytes(&mut self, mut buffer: Vec<u8>) {
+        let cap = buffer.capacity();
+        if cap > 0 && cap <= SPARE_BUFFER_BYTES_MAX && self.bytes.len() < SPARE_BUFFERS_MAX {
+            buffer.clear();
+            self.bytes.push(buffer);
+        }
+    }
+
+    pub fn put_ranges(&mut self, mut list: Vec<Range<usize>>) {
+        let cap = list.capacity();
+        if cap > 0 && cap <= SPARE_LIST_LEN_MAX && self.ranges.len() < SPARE_BUFFERS_MAX {
+            list.clear();
+            self.ranges.push(list);
+        }
+    }
+
+    /// Keeps `list` emptied: its `Arc<Table>`s are released now.
+    pub fn put_metas(&mut self, mut list: Vec<OpMeta>) {
+        let cap = list.capacity();
+        if cap > 0 && cap <= SPARE_LIST_LEN_MAX && self.metas.len() < SPARE_BUFFERS_MAX {
+            list.clear();
+            self.metas.push(list);
+        }
+    }
+
+    /// Takes back what a finished request holds: its batch and its
+    /// operations' descriptions.
+    pub fn put_request(&mut self, request: TxRequest) {
+        if let SignalBody::TcKeyReq { ops, .. } = request.signal.body {
+            self.put_bytes(ops);
+        }
+        self.put_metas(request.metas);
+    }
 }
 
 #[derive(Default)]
 pub(crate) struct State {
     next_request_id: u32,
-    pending: HashMap<ReqKey, Pending>,
-    done: HashMap<ReqKey, Result<SignalBody>>,
+    pending: IdMap<ReqKey, Pending>,
+    done: IdMap<ReqKey, Result<SignalBody>>,
     pub scans: HashMap<(u64, u32), ScanInbox>,
     prepared: Vec<Prepared>,
-    in_flight: HashMap<u64, InFlight>,
+    in_flight: IdMap<u64, InFlight>,
+    /// Asynchronous transactions whose reply (or failure) is in `done`, in
+    /// the order they got it: `poll` takes these instead of looking at
+    /// every transaction in flight. Each is in `in_flight`.
+    ready: Vec<u64>,
+    /// Outcomes of tagged transactions, for `take_completed`.
+    completed: Vec<(u64, Result<Outcome>)>,
+    /// `poll`'s list of the transactions it completes, kept for its room.
+    finishing: Vec<(InFlight, Result<SignalBody>)>,
     events: Vec<Event>,
     pub send_buffer: Vec<u8>,
+    /// The encoded key of a hinted `begin`.
+    key_scratch: Vec<u8>,
+    /// The written values of the operation being defined.
+    pub values_scratch: Vec<(usize, Value)>,
+    pub spares: Spares,
+}
+
+impl State {
+    /// Files the end of request `key`; an asynchronous transaction's goes
+    /// on the completion queue.
+    fn file_done(&mut self, key: ReqKey, reply: Result<SignalBody>) {
+        let previous = self.done.insert(key, reply);
+        debug_assert!(previous.is_none(), "{key:?} ended twice");
+        if let ReqKey::Tx(id) = key {
+            if self.in_flight.contains_key(&id) {
+                self.ready.push(id);
+            }
+        }
+    }
 }
 
 /// A session (see the module doc). Not `Sync`: it belongs to one thread at a time.
@@ -136,12 +303,12 @@ impl Session {
         link: usize,
         key: ReqKey,
         commit: bool,
-        signal: Signal,
+        signal: &Signal,
     ) -> Result<()> {
         let shared = self.shared();
         let mut state = self.state.borrow_mut();
         let state = &mut *state;
-        encode_frames(std::slice::from_ref(&signal), &mut state.send_buffer)?;
+        encode_frames(std::slice::from_ref(signal), &mut state.send_buffer)?;
         let result = shared.send_bytes(link, &state.send_buffer, 1);
         state.send_buffer.clear();
         result?;
@@ -289,7 +456,7 @@ impl Session {
             sender: self.own_ref(),
             body: body(request_id),
         };
-        self.send_request(link, ReqKey::Dict(request_id), false, signal)?;
+        self.send_request(link, ReqKey::Dict(request_id), false, &signal)?;
         self.wait_reply(ReqKey::Dict(request_id))
     }
 
@@ -485,8 +652,10 @@ impl Session {
     /// Falls back to any live node when that one is not live.
     pub fn begin_with_hint(&self, table: &Table, key: &[Value]) -> Result<Transaction<'_>> {
         let shared = self.shared();
-        let mut scratch = Vec::new();
-        let partition = crate::routing::partition_of_key(table.def(), key, &mut scratch)?;
+        let partition = {
+            let mut state = self.state.borrow_mut();
+            table.partition_of_key(key, &mut state.key_scratch)?
+        };
         let node = crate::routing::primary_of(&shared.placement, partition);
         let link = match shared.link_index(node) {
             Some(link) if shared.links[link].is_live() => link,
@@ -505,7 +674,7 @@ impl Session {
             sender: self.own_ref(),
             body: SignalBody::TcWaitGciReq { gci },
         };
-        self.send_request(link, ReqKey::Gci(gci), false, signal)?;
+        self.send_request(link, ReqKey::Gci(gci), false, &signal)?;
         match self.wait_reply(ReqKey::Gci(gci))? {
             SignalBody::TcWaitGciConf { durable_gci, .. } => Ok(durable_gci),
             other => Err(unexpected(&other)),
@@ -523,23 +692,45 @@ impl Session {
         mode: ExecMode,
         callback: impl FnOnce(Result<Outcome>) + Send + 'static,
     ) -> Result<()> {
+        self.prepare_notify(tx, mode, || Notify::Callback(Box::new(callback)))
+    }
+
+    /// Like [`Session::prepare`] without a callback (nothing boxed): when
+    /// [`Session::poll`] completes the transaction, its outcome waits
+    /// under `tag` for [`Session::take_completed`]. Outcomes not yet taken
+    /// count against [`IN_FLIGHT_MAX`].
+    pub fn prepare_tagged(&self, tx: Transaction<'_>, mode: ExecMode, tag: u64) -> Result<()> {
+        self.prepare_notify(tx, mode, || Notify::Tag(tag))
+    }
+
+    fn prepare_notify(
+        &self,
+        tx: Transaction<'_>,
+        mode: ExecMode,
+        notify: impl FnOnce() -> Notify,
+    ) -> Result<()> {
         if mode == ExecMode::NoCommit {
             return Err(Error::usage(
                 "an asynchronous transaction ends with Commit or Rollback, not NoCommit",
             ));
         }
-        let state = self.state.borrow();
-        if state.prepared.len() + state.in_flight.len() >= IN_FLIGHT_MAX {
+        let held = {
+            let state = self.state.borrow();
+            state.prepared.len() + state.in_flight.len() + state.completed.len()
+        };
+        if held >= IN_FLIGHT_MAX {
             return Err(Error::new(
                 proto::error::OUT_OF_TRANSACTIONS,
-                format!("the session has {IN_FLIGHT_MAX} transactions prepared or in flight: poll first"),
+                format!(
+                    "the session has {IN_FLIGHT_MAX} transactions prepared, in flight or completed \
+                     and not taken: poll (and take_completed) first"
+                ),
             ));
         }
-        drop(state);
         let (request, blob) = tx.into_first_request(mode)?;
         self.state.borrow_mut().prepared.push(Prepared {
             request,
-            callback: Box::new(callback),
+            notify: notify(),
             blob,
         });
         Ok(())
@@ -552,55 +743,56 @@ impl Session {
         let shared = self.shared();
         let mut state = self.state.borrow_mut();
         let state = &mut *state;
-        let prepared = std::mem::take(&mut state.prepared);
-        let mut by_link: Vec<Vec<Prepared>> = (0..shared.links.len()).map(|_| Vec::new()).collect();
-        for p in prepared {
-            by_link[p.request.link].push(p);
-        }
+        let mut prepared = std::mem::take(&mut state.prepared);
         let mut sent = 0;
-        let mut signals = Vec::new();
-        for (link, group) in by_link.into_iter().enumerate() {
-            if group.is_empty() {
-                continue;
-            }
-            signals.clear();
-            signals.extend(group.iter().map(|p| p.request.signal.clone()));
+        // One data node's transactions at a time: one write each, the
+        // signals in preparation order.
+        while let Some(first) = prepared.first() {
+            let link = first.request.link;
+            let group = prepared.iter().filter(|p| p.request.link == link);
+            let count = group.clone().count();
             state.send_buffer.clear();
-            let result = encode_frames(&signals, &mut state.send_buffer)
-                .and_then(|()| shared.send_bytes(link, &state.send_buffer, signals.len()));
+            let result = encode_frames(group.map(|p| &p.request.signal), &mut state.send_buffer)
+                .and_then(|()| shared.send_bytes(link, &state.send_buffer, count));
             state.send_buffer.clear();
             let node = shared.links[link].node;
-            for p in group {
+            let mut i = 0;
+            while i < prepared.len() {
+                if prepared[i].request.link != link {
+                    i += 1;
+                    continue;
+                }
+                let p = prepared.swap_remove(i);
                 let tx_id = p.request.tx_id;
+                let commit = p.request.commit;
+                let flight = InFlight {
+                    request: p.request,
+                    notify: p.notify,
+                    blob: p.blob,
+                };
+                let previous = state.in_flight.insert(tx_id, flight);
+                assert!(
+                    previous.is_none(),
+                    "transaction {tx_id:#x} is in flight twice"
+                );
                 match &result {
                     Ok(()) => {
                         shared
                             .counters
                             .tc_key_reqs_sent
                             .fetch_add(1, Ordering::Relaxed);
-                        state.pending.insert(
-                            ReqKey::Tx(tx_id),
-                            Pending {
-                                node,
-                                commit: p.request.commit,
-                            },
-                        );
+                        state
+                            .pending
+                            .insert(ReqKey::Tx(tx_id), Pending { node, commit });
                         sent += 1;
                     }
-                    Err(error) => {
-                        state.done.insert(ReqKey::Tx(tx_id), Err(error.clone()));
-                    }
+                    Err(error) => state.file_done(ReqKey::Tx(tx_id), Err(error.clone())),
                 }
-                state.in_flight.insert(
-                    tx_id,
-                    InFlight {
-                        request: p.request,
-                        callback: p.callback,
-                        blob: p.blob,
-                    },
-                );
             }
         }
+        // The emptied list keeps its room for the next preparations.
+        debug_assert!(state.prepared.is_empty(), "nothing prepares during a send");
+        state.prepared = prepared;
         Ok(sent)
     }
 
@@ -611,41 +803,51 @@ impl Session {
     }
 
     /// Receives until at least `min_completed` sent transactions completed
-    /// (or `timeout`), runs their callbacks, and returns how many completed.
+    /// (or `timeout`), runs their callbacks (a tagged transaction's
+    /// outcome is kept for [`Session::take_completed`]), and returns how
+    /// many completed.
     pub fn poll(&self, min_completed: usize, timeout: Duration) -> usize {
         let deadline = Instant::now() + timeout;
         let mut completed = 0;
+        let mut finished = std::mem::take(&mut self.state.borrow_mut().finishing);
         loop {
             self.pump();
-            let finished: Vec<(InFlight, Result<SignalBody>)> = {
+            {
                 let mut state = self.state.borrow_mut();
                 let state = &mut *state;
-                let ids: Vec<u64> = state
-                    .in_flight
-                    .keys()
-                    .copied()
-                    .filter(|id| state.done.contains_key(&ReqKey::Tx(*id)))
-                    .collect();
-                ids.into_iter()
-                    .filter_map(|id| {
-                        let reply = state.done.remove(&ReqKey::Tx(id))?;
-                        Some((state.in_flight.remove(&id)?, reply))
-                    })
-                    .collect()
-            };
-            for (flight, reply) in finished {
+                for id in state.ready.drain(..) {
+                    // Filed once per request, while in flight (`State::file_done`).
+                    let reply = state
+                        .done
+                        .remove(&ReqKey::Tx(id))
+                        .expect("a transaction on the completion queue has its end filed");
+                    let flight = state
+                        .in_flight
+                        .remove(&id)
+                        .expect("a transaction on the completion queue is in flight");
+                    finished.push((flight, reply));
+                }
+            }
+            for (flight, reply) in finished.drain(..) {
                 let outcome = match flight.blob {
                     Some(mut exec) => match exec.on_reply(self, reply) {
                         Step::Send(request) => {
-                            self.send_next(request, flight.callback, exec);
+                            self.send_next(request, flight.notify, exec);
                             continue;
                         }
                         Step::Done(outcome) => outcome,
                     },
-                    None => flight.request.complete(self, reply),
+                    None => {
+                        let outcome = flight.request.complete(self, reply);
+                        self.state.borrow_mut().spares.put_request(flight.request);
+                        outcome
+                    }
                 };
                 completed += 1;
-                (flight.callback)(outcome);
+                match flight.notify {
+                    Notify::Callback(callback) => callback(outcome),
+                    Notify::Tag(tag) => self.state.borrow_mut().completed.push((tag, outcome)),
+                }
             }
             let now = Instant::now();
             let in_flight = self.state.borrow().in_flight.len();
@@ -653,18 +855,36 @@ impl Session {
                 if now >= deadline && completed < min_completed {
                     self.expire_in_flight();
                 }
+                self.state.borrow_mut().finishing = finished;
                 return completed;
             }
             receiver::wait(self.shared(), &self.mailbox, deadline - now);
         }
     }
 
+    /// Moves the outcomes of tagged transactions that [`Session::poll`]
+    /// completed into `out` (in completion order); returns how many.
+    pub fn take_completed(&self, out: &mut Vec<(u64, Result<Outcome>)>) -> usize {
+        let mut state = self.state.borrow_mut();
+        let count = state.completed.len();
+        out.append(&mut state.completed);
+        count
+    }
+
     /// Sends the next request of an asynchronous transaction with blob
     /// work; a failure to send completes it in the next poll.
-    fn send_next(&self, request: TxRequest, callback: Callback, exec: Box<BlobExec>) {
+    fn send_next(&self, request: TxRequest, notify: Notify, exec: Box<BlobExec>) {
         let key = ReqKey::Tx(request.tx_id);
-        let sent = self.send_request(request.link, key, request.commit, request.signal.clone());
+        let sent = self.send_request(request.link, key, request.commit, &request.signal);
         let mut state = self.state.borrow_mut();
+        state.in_flight.insert(
+            request.tx_id,
+            InFlight {
+                request,
+                notify,
+                blob: Some(exec),
+            },
+        );
         match sent {
             Ok(()) => {
                 self.shared()
@@ -672,18 +892,8 @@ impl Session {
                     .tc_key_reqs_sent
                     .fetch_add(1, Ordering::Relaxed);
             }
-            Err(error) => {
-                state.done.insert(key, Err(error));
-            }
+            Err(error) => state.file_done(key, Err(error)),
         }
-        state.in_flight.insert(
-            request.tx_id,
-            InFlight {
-                request,
-                callback,
-                blob: Some(exec),
-            },
-        );
     }
 
     /// Requests older than `request_timeout` fail with 4012.
@@ -692,16 +902,22 @@ impl Session {
         let mut state = self.state.borrow_mut();
         let state = &mut *state;
         let now = Instant::now();
-        for (id, flight) in &state.in_flight {
-            if now.duration_since(flight.request.sent_at) > timeout
-                && state.pending.remove(&ReqKey::Tx(*id)).is_some()
-            {
-                let error = Error::with_context(
-                    proto::error::REQUEST_TIMEOUT,
-                    format!("transaction {id:#x}"),
-                );
-                state.done.insert(ReqKey::Tx(*id), Err(error));
-            }
+        let expired: Vec<u64> = state
+            .in_flight
+            .iter()
+            .filter(|(id, flight)| {
+                now.duration_since(flight.request.sent_at) > timeout
+                    && state.pending.contains_key(&ReqKey::Tx(**id))
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        for id in expired {
+            state.pending.remove(&ReqKey::Tx(id));
+            let error = Error::with_context(
+                proto::error::REQUEST_TIMEOUT,
+                format!("transaction {id:#x}"),
+            );
+            state.file_done(ReqKey::Tx(id), Err(error));
         }
     }
 
@@ -752,7 +968,7 @@ fn handle(state: &mut State, event: Event) {
                 }
             };
             if state.pending.remove(&key).is_some() {
-                state.done.insert(key, Ok(signal.body));
+                state.file_done(key, Ok(signal.body));
             }
         }
         Event::NodeDown(node) => {
@@ -773,7 +989,7 @@ fn handle(state: &mut State, event: Event) {
                     code,
                     format!("data node {node} was lost with the request ({key:?})"),
                 );
-                state.done.insert(key, Err(error));
+                state.file_done(key, Err(error));
             }
             for inbox in state.scans.values_mut().filter(|s| s.node == node) {
                 inbox.batches.push_back(Err(Error::with_context(

@@ -15,6 +15,7 @@
 //! An execute with operations on BLOB/TEXT columns may take several
 //! requests (`crate::blob`); without them it is always one.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::future::Future;
 use std::ops::Range;
@@ -37,6 +38,11 @@ use crate::blob::{self, BlobExec, BlobWork, ExecInput, ReadJob, Step};
 use crate::error::{Error, Result};
 use crate::schema::Table;
 use crate::session::{request_flags, tc_ref, ReqKey, Session};
+
+/// Bytes of `proto::ops`' batch header (magic, format version, op count),
+/// before each defined op and once before a request's ops; `build`
+/// asserts that proto writes this many.
+const BATCH_HEADER_BYTES: usize = 2 + 1 + 4;
 
 /// What `execute` does after sending the defined operations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -355,9 +361,29 @@ pub(crate) struct TxRequest {
     pub sent_at: Instant,
 }
 
+impl Drop for Transaction<'_> {
+    /// The buffers go back to the session for the next transaction.
+    fn drop(&mut self) {
+        let inner = self.inner.get_mut();
+        let Ok(mut state) = self.session.state.try_borrow_mut() else {
+            return;
+        };
+        let spares = &mut state.spares;
+        spares.put_bytes(std::mem::take(&mut inner.ops));
+        spares.put_ranges(std::mem::take(&mut inner.ranges));
+        spares.put_metas(std::mem::take(&mut inner.metas));
+    }
+}
+
 impl<'s> Transaction<'s> {
     pub(crate) fn new(session: &'s Session, link: usize) -> Transaction<'s> {
         let tx_id = session.shared().next_tx_id();
+        // The buffers of finished transactions, so that defining allocates nothing once warm.
+        let (ops, ranges, metas) = {
+            let mut state = session.state.borrow_mut();
+            let spares = &mut state.spares;
+            (spares.bytes(), spares.ranges(), spares.metas())
+        };
         Transaction {
             session,
             inner: RefCell::new(TxInner {
@@ -365,9 +391,9 @@ impl<'s> Transaction<'s> {
                 link,
                 started: false,
                 state: TxState::Open,
-                ops: Vec::new(),
-                ranges: Vec::new(),
-                metas: Vec::new(),
+                ops,
+                ranges,
+                metas,
                 works: Vec::new(),
                 batch: 0,
                 next_scan_id: 0,
@@ -459,7 +485,24 @@ impl<'s> Transaction<'s> {
         if let Some(name) = op.index {
             header.index_id = table.require_index(name, IndexKind::Unique)?.id;
         }
-        let (key, mut values) = resolve_values(&op)?;
+        // The written values' list comes from the session and goes back
+        // (emptied) whatever happens, so that defining allocates nothing.
+        let mut values = std::mem::take(&mut self.session.state.borrow_mut().values_scratch);
+        let defined = Self::define_op(op, header, inner, &mut values);
+        values.clear();
+        self.session.state.borrow_mut().values_scratch = values;
+        defined
+    }
+
+    /// `define` once the header is known: resolves, encodes and checks.
+    fn define_op(
+        op: Op<'_>,
+        mut header: OpHeader,
+        inner: &mut TxInner,
+        values: &mut Written,
+    ) -> Result<OpHandle> {
+        let table = op.table;
+        let key = resolve_values(&op, values)?;
         let columns = match op.columns {
             Some(names) => Some(
                 names
@@ -470,7 +513,7 @@ impl<'s> Transaction<'s> {
             None => None,
         };
         let work = if table.has_blobs() {
-            blob::prepare_op(table, &mut header, &key, &mut values, columns.as_deref())?
+            blob::prepare_op(table, &mut header, &key, values, columns.as_deref())?
         } else {
             None
         };
@@ -478,10 +521,10 @@ impl<'s> Transaction<'s> {
         let encoded = {
             let mut writer = OpBatchWriter::new(&mut inner.ops);
             writer.begin(&header);
-            for v in &key {
+            for v in key.iter() {
                 writer.key(v.as_ref());
             }
-            for (c, v) in &values {
+            for (c, v) in values.iter() {
                 writer.value(*c as u16, v.as_ref());
             }
             for c in columns.iter().flatten() {
@@ -557,9 +600,9 @@ impl<'s> Transaction<'s> {
 
     fn send(&self, request: &TxRequest) -> Result<()> {
         let key = ReqKey::Tx(request.tx_id);
-        let sent =
-            self.session
-                .send_request(request.link, key, request.commit, request.signal.clone());
+        let sent = self
+            .session
+            .send_request(request.link, key, request.commit, &request.signal);
         if let Err(error) = sent {
             self.abort_with(error.clone());
             return Err(error);
@@ -575,6 +618,7 @@ impl<'s> Transaction<'s> {
     fn finish(&self, request: TxRequest, reply: Result<signal::SignalBody>) -> Result<Outcome> {
         let mode = request.mode;
         let outcome = request.complete(self.session, reply);
+        self.session.state.borrow_mut().spares.put_request(request);
         self.settle(mode, true, outcome)
     }
 
@@ -638,19 +682,52 @@ impl<'s> Transaction<'s> {
         if inner.ranges.is_empty() && (!inner.started || mode == ExecMode::NoCommit) {
             return Ok(None);
         }
-        let mut batch = Vec::with_capacity(inner.ops.len() + 16);
-        {
-            let mut writer = OpBatchWriter::new(&mut batch);
-            for (index, range) in inner.ranges.iter().enumerate() {
-                let reader = OpBatchReader::new(&inner.ops[range.clone()])?;
-                let view = reader.iter().next().expect("a defined op");
-                let header = OpHeader {
-                    op_index: index as u32,
-                    ..view.header
-                };
-                writer.copy(&header, &view)?;
+        // The defined ops are one-op batches whose op indexes already are
+        // their positions (`define` numbers them so, and only a rollback
+        // or an execute empties the list): the request's batch is a
+        // batch header and their bodies, copied without parsing again.
+        let body_bytes = inner.ops.len() - inner.ranges.len() * BATCH_HEADER_BYTES;
+        let limits = [
+            (
+                "ops per batch",
+                inner.ranges.len(),
+                proto::OPS_PER_BATCH_MAX,
+            ),
+            (
+                "batch bytes",
+                BATCH_HEADER_BYTES + body_bytes,
+                proto::BATCH_BYTES_MAX,
+            ),
+        ];
+        for (field, value, max) in limits {
+            if value > max {
+                return Err(Error::from(proto::ProtoError::OverLimit {
+                    what: "op batch",
+                    field,
+                    value: value as u64,
+                    max: max as u64,
+                }));
             }
         }
+        let mut batch = self.session.state.borrow_mut().spares.bytes();
+        drop(OpBatchWriter::new(&mut batch));
+        assert_eq!(batch.len(), BATCH_HEADER_BYTES, "proto's op batch header");
+        batch.reserve(body_bytes);
+        for range in &inner.ranges {
+            batch.extend_from_slice(&inner.ops[range.start + BATCH_HEADER_BYTES..range.end]);
+        }
+        let count = u32::try_from(inner.ranges.len()).expect("ops per batch are bounded above");
+        // The batch header ends with the op count (`OpBatchWriter::new`
+        // writes it as 0 and `end` counts).
+        batch[BATCH_HEADER_BYTES - 4..BATCH_HEADER_BYTES].copy_from_slice(&count.to_le_bytes());
+        debug_assert!(
+            OpBatchReader::new(&batch).is_ok_and(|reader| reader
+                .iter()
+                .enumerate()
+                .all(|(i, op)| op.header.op_index as usize == i)
+                && reader.iter().count() == inner.ranges.len()),
+            "the copied batch is valid and numbered in order"
+        );
         let flags = if inner.started { 0 } else { tc_flags::START }
             | match mode {
                 ExecMode::NoCommit => 0,
@@ -792,7 +869,7 @@ impl<'s> Transaction<'s> {
 
 impl TxRequest {
     /// Reads the TC's answer into an outcome.
-    pub(crate) fn complete(self, session: &Session, reply: Result<SignalBody>) -> Result<Outcome> {
+    pub(crate) fn complete(&self, session: &Session, reply: Result<SignalBody>) -> Result<Outcome> {
         match reply? {
             SignalBody::TcKeyConf {
                 flags,
@@ -868,9 +945,11 @@ pub(crate) fn decode_result(meta: &OpMeta, result: &proto::OpResult<'_>) -> Resu
     }
     let columns: Arc<[usize]> = match &meta.columns {
         Some(columns) => Arc::clone(columns),
-        None => (0..meta.table.columns().len()).collect(),
+        None => Arc::clone(meta.table.all_columns()),
     };
-    let values: Vec<Value> = result.values().map(|v| v.to_value()).collect();
+    // Sized once: the values iterator does not know its length.
+    let mut values: Vec<Value> = Vec::with_capacity(columns.len());
+    values.extend(result.values().map(|v| v.to_value()));
     if values.len() != columns.len() {
         return Err(Error::new(
             proto::error::MALFORMED_REQUEST,
@@ -914,20 +993,29 @@ pub(crate) fn op_error(meta: &OpMeta, code: u32, message: &str) -> Error {
 /// Written columns: (table position, value).
 type Written = Vec<(usize, Value)>;
 
-/// The key values and written columns of an op.
-fn resolve_values(op: &Op<'_>) -> Result<(Vec<Value>, Written)> {
+/// The key values of an op (borrowed unless an insert's row gives
+/// them), and its written columns, appended to `values`.
+fn resolve_values<'o>(op: &Op<'o>, values: &mut Written) -> Result<Cow<'o, [Value]>> {
     let table = op.table;
-    let mut given = Vec::with_capacity(op.row.len());
-    for (name, value) in op.row {
-        given.push((table.require_column(name)?, value));
-    }
     match op.kind {
-        OpKind::Read | OpKind::Delete => Ok((op.key.to_vec(), Vec::new())),
-        OpKind::Update => Ok((
-            op.key.to_vec(),
-            given.into_iter().map(|(c, v)| (c, v.clone())).collect(),
-        )),
+        OpKind::Read | OpKind::Delete => Ok(Cow::Borrowed(op.key)),
+        OpKind::Update => {
+            let mut next = 0;
+            for (name, value) in op.row {
+                let c = table.require_column_near(name, next)?;
+                values.push((c, value.clone()));
+                next = c + 1;
+            }
+            Ok(Cow::Borrowed(op.key))
+        }
         OpKind::Insert | OpKind::Write => {
+            let mut given = Vec::with_capacity(op.row.len());
+            let mut next = 0;
+            for (name, value) in op.row {
+                let c = table.require_column_near(name, next)?;
+                given.push((c, value));
+                next = c + 1;
+            }
             let mut key = Vec::with_capacity(table.primary_key().len());
             for &c in table.primary_key() {
                 match given.iter().find(|(g, _)| *g == c) {
@@ -945,7 +1033,6 @@ fn resolve_values(op: &Op<'_>) -> Result<(Vec<Value>, Written)> {
                     }
                 }
             }
-            let mut values = Vec::with_capacity(table.columns().len());
             for (c, column) in table.columns().iter().enumerate() {
                 if table.primary_key().contains(&c) {
                     continue;
@@ -960,7 +1047,7 @@ fn resolve_values(op: &Op<'_>) -> Result<(Vec<Value>, Written)> {
                     },
                 }
             }
-            Ok((key, values))
+            Ok(Cow::Owned(key))
         }
     }
 }

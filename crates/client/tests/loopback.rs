@@ -4,8 +4,11 @@
 //! reads return a row made from the key). It checks the client's own
 //! machinery without a cluster: one request per batch, the receive-thread
 //! activation threshold, asynchronous sends, futures, node loss, and
-//! client-side checks of bad input.
+//! client-side checks of bad input; and, with a counting allocator, an
+//! upper bound on the heap allocations of an asynchronous transaction.
 
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -23,6 +26,52 @@ use skarv_client::schema_types::{Column, ColumnType, TableDef};
 use skarv_client::{codes, Cluster, ClusterOptions, ExecMode, LockMode, Op, Value};
 
 const DATA_NODE: u8 = 2;
+
+thread_local! {
+    /// Heap allocations and reallocations made by this thread.
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// The system allocator, counting each thread's allocations (for
+/// `tagged_transactions_complete_in_order_of_tags_with_few_allocations`).
+struct CountingAllocator;
+
+fn count_allocation() {
+    let _ = ALLOCATIONS.try_with(|count| count.set(count.get() + 1));
+}
+
+// SAFETY: every call goes to `System` with the caller's arguments unchanged.
+unsafe impl GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count_allocation();
+        // SAFETY: the caller's contract is `System::alloc`'s.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        count_allocation();
+        // SAFETY: as above.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: as above.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count_allocation();
+        // SAFETY: as above.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator;
+
+fn allocations() -> u64 {
+    ALLOCATIONS.with(Cell::get)
+}
 
 /// What the stand-in saw.
 #[derive(Default)]
@@ -461,6 +510,90 @@ fn asynchronous_transactions_go_out_together_and_complete_by_callback() {
     assert_eq!(done.len(), 300);
     assert!(done.iter().all(|(_, r)| *r == Ok(true)));
     assert_eq!(session.in_flight(), 0);
+}
+
+/// Most heap allocations (and reallocations) one asynchronous read may
+/// cost the thread that prepares, sends and polls it, once the session is
+/// warm: the reply's signal, the outcome's results, the row's values and
+/// proto's check of the op (a message string): 4, and one to spare.
+/// (Before transaction buffers were pooled, `skarv bench flex` made about
+/// 23 per transaction, counted over the whole process.)
+const ALLOCATIONS_PER_READ_MAX: u64 = 5;
+
+#[test]
+fn tagged_transactions_complete_in_order_of_tags_with_few_allocations() {
+    const ROUND: usize = 200;
+    const ROUNDS_WARM: usize = 2;
+    const ROUNDS_MEASURED: usize = 5;
+    let setup = setup("tagged", Duration::ZERO);
+    let cluster = Cluster::connect_with(&setup.connect, options(8)).expect("connects");
+    let session = cluster.session().expect("session");
+    let kv = session.table("kv").expect("table");
+    let mut out = Vec::with_capacity(ROUND);
+    let mut seen = [false; ROUND];
+    let mut keys = vec![[Value::Int(0)]; ROUND];
+    let mut round = |base: i64| {
+        for (i, key) in keys.iter_mut().enumerate() {
+            key[0] = Value::Int(base + i as i64);
+            let tx = session.begin_with_hint(&kv, key).expect("begin");
+            tx.read(&kv, key, LockMode::Committed).expect("read");
+            session
+                .prepare_tagged(tx, ExecMode::Commit, i as u64)
+                .expect("prepared");
+        }
+        assert_eq!(session.send().expect("sent"), ROUND);
+        let mut completed = 0;
+        while completed < ROUND {
+            let n = session.poll(ROUND - completed, Duration::from_secs(10));
+            assert!(n > 0, "progress");
+            completed += n;
+        }
+        assert_eq!(session.take_completed(&mut out), ROUND);
+        assert_eq!(session.in_flight(), 0);
+        seen.fill(false);
+        for (tag, outcome) in out.drain(..) {
+            let i = usize::try_from(tag).expect("a small tag");
+            assert!(!seen[i], "tag {tag} completed twice");
+            seen[i] = true;
+            let outcome = outcome.expect("committed");
+            assert!(outcome.committed);
+            let Some(skarv_client::OpResult::Row(row)) = outcome.results().first() else {
+                panic!("tag {tag}: a row, got {:?}", outcome.results())
+            };
+            assert_eq!(
+                row.values(),
+                &[
+                    Value::Int(base + i as i64),
+                    Value::Int((base + i as i64) * 10)
+                ]
+            );
+        }
+        assert!(seen.iter().all(|s| *s), "every tag completed");
+    };
+    for r in 0..ROUNDS_WARM {
+        round((r * ROUND) as i64);
+    }
+    let before = allocations();
+    for r in ROUNDS_WARM..ROUNDS_WARM + ROUNDS_MEASURED {
+        round((r * ROUND) as i64);
+    }
+    let per_read = (allocations() - before) / (ROUND * ROUNDS_MEASURED) as u64;
+    assert!(
+        per_read <= ALLOCATIONS_PER_READ_MAX,
+        "{per_read} allocations per asynchronous read (at most {ALLOCATIONS_PER_READ_MAX})"
+    );
+    // Outcomes not taken count against the session's limit.
+    let tx = session.begin().expect("begin");
+    tx.read(&kv, &[Value::Int(1)], LockMode::Committed)
+        .expect("read");
+    session
+        .prepare_tagged(tx, ExecMode::Commit, 1)
+        .expect("prepared");
+    session.send().expect("sent");
+    assert_eq!(session.poll(1, Duration::from_secs(10)), 1);
+    assert_eq!(session.in_flight(), 0, "completed, not taken");
+    assert_eq!(session.take_completed(&mut out), 1);
+    assert_eq!(out[0].0, 1);
 }
 
 /// A minimal executor: polls on this thread, parks until woken.

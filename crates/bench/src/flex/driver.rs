@@ -8,7 +8,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender, TryR
 use std::sync::RwLock;
 use std::time::{Duration, Instant};
 
-use skarv_client::routing::{partition_of_key, primary_of};
+use skarv_client::routing::primary_of;
 use skarv_client::{
     codes, Cluster, Error, ExecMode, Op, OpResult, Outcome, Session, Transaction, Value,
     IN_FLIGHT_MAX,
@@ -50,16 +50,17 @@ struct Completion {
 }
 
 /// Defines `spec`'s operations on a new transaction started on the node
-/// of its first key.
-fn build_tx<'s>(
+/// of its first key. `row` is the caller's list for the written columns,
+/// kept between transactions for its room.
+fn build_tx<'s, 'w>(
     session: &'s Session,
-    workload: &Workload,
+    workload: &'w Workload,
     spec: &TxSpec,
+    row: &mut Vec<(&'w str, Value)>,
 ) -> Result<Transaction<'s>, Error> {
     let table = &workload.table;
     let shape = &workload.shape;
     let tx = session.begin_with_hint(table, &[Value::UInt(spec.first_key)])?;
-    let mut row: Vec<(&str, Value)> = Vec::with_capacity(shape.attributes);
     for key in spec.first_key..spec.first_key + u64::from(spec.ops) {
         let key_value = [Value::UInt(key)];
         match spec.phase {
@@ -80,9 +81,9 @@ fn build_tx<'s>(
                     row.push((&workload.names[a], value));
                 }
                 if spec.phase == Phase::Insert {
-                    tx.insert(table, &row)?;
+                    tx.insert(table, row)?;
                 } else {
-                    tx.update(table, &key_value, &row)?;
+                    tx.update(table, &key_value, row)?;
                 }
             }
         }
@@ -100,27 +101,23 @@ trait Engine {
     fn wait(&mut self, out: &mut Vec<Completion>);
 }
 
-/// Every thread prepares, sends and polls on its own session.
+/// Every thread prepares, sends and polls on its own session. A
+/// transaction is tagged with its slot (no callback, no channel): the
+/// client keeps its outcome until `wait` takes it.
 struct Direct<'w> {
     session: Session,
     workload: &'w Workload,
-    sender: Sender<Completion>,
-    receiver: Receiver<Completion>,
+    /// The written columns of the transaction being defined.
+    row: Vec<(&'w str, Value)>,
+    /// Outcomes taken from the session, by slot.
+    taken: Vec<(u64, Result<Outcome, Error>)>,
 }
 
 impl Engine for Direct<'_> {
     fn submit(&mut self, spec: TxSpec) -> Result<(), Error> {
-        let tx = build_tx(&self.session, self.workload, &spec)?;
-        let sender = self.sender.clone();
-        let slot = spec.slot;
-        self.session.prepare(tx, ExecMode::Commit, move |result| {
-            // The thread outlives its transactions: it waits for all of them.
-            let _ = sender.send(Completion {
-                slot,
-                result,
-                done_at: Instant::now(),
-            });
-        })
+        let tx = build_tx(&self.session, self.workload, &spec, &mut self.row)?;
+        self.session
+            .prepare_tagged(tx, ExecMode::Commit, u64::from(spec.slot))
     }
 
     fn flush(&mut self) -> Result<(), Error> {
@@ -129,7 +126,13 @@ impl Engine for Direct<'_> {
 
     fn wait(&mut self, out: &mut Vec<Completion>) {
         self.session.poll(1, Duration::from_millis(POLL_WAIT_MS));
-        out.extend(self.receiver.try_iter());
+        self.session.take_completed(&mut self.taken);
+        let done_at = Instant::now();
+        out.extend(self.taken.drain(..).map(|(slot, result)| Completion {
+            slot: u32::try_from(slot).expect("tags are slot numbers"),
+            result,
+            done_at,
+        }));
     }
 }
 
@@ -156,8 +159,10 @@ struct Queued<'w> {
 
 impl Engine for Queued<'_> {
     fn submit(&mut self, spec: TxSpec) -> Result<(), Error> {
-        let def = self.workload.table.def();
-        let partition = partition_of_key(def, &[Value::UInt(spec.first_key)], &mut self.scratch)?;
+        let partition = self
+            .workload
+            .table
+            .partition_of_key(&[Value::UInt(spec.first_key)], &mut self.scratch)?;
         let node = primary_of(self.cluster.placement(), partition);
         let index = usize::from(self.node_index[usize::from(node.get())]);
         let queue = &self.queues[index * self.per_node + spec.slot as usize % self.per_node];
@@ -194,7 +199,8 @@ impl Engine for Queued<'_> {
 /// are gone and nothing is in flight.
 fn executor(cluster: &Cluster, workload: &Workload, queue: Receiver<Request>) -> Result<(), Error> {
     let session = cluster.session()?;
-    let start = |request: Request| {
+    let mut row = Vec::with_capacity(workload.shape.attributes);
+    let mut start = |request: Request| {
         let reply = request.reply.clone();
         let slot = request.spec.slot;
         let fail = |result: Error| {
@@ -204,7 +210,7 @@ fn executor(cluster: &Cluster, workload: &Workload, queue: Receiver<Request>) ->
                 done_at: Instant::now(),
             });
         };
-        match build_tx(&session, workload, &request.spec) {
+        match build_tx(&session, workload, &request.spec, &mut row) {
             Ok(tx) => {
                 let prepared = session.prepare(tx, ExecMode::Commit, move |result| {
                     let _ = reply.send(Completion {
@@ -585,17 +591,17 @@ pub(super) fn run_phase(
             let handle = std::thread::Builder::new()
                 .name(format!("flex-{t}"))
                 .spawn_scoped(scope, move || -> Result<ThreadResult, Error> {
-                    let (sender, receiver) = mpsc::channel();
                     if queues.is_empty() {
                         let session = cluster.session()?;
                         let mut engine = Direct {
                             session,
                             workload,
-                            sender,
-                            receiver,
+                            row: Vec::with_capacity(workload.shape.attributes),
+                            taken: Vec::with_capacity(plan.parallel),
                         };
                         Ok(drive(&mut engine, &plan, workload, gate))
                     } else {
+                        let (sender, receiver) = mpsc::channel();
                         let mut engine = Queued {
                             workload,
                             cluster,
