@@ -26,7 +26,7 @@
 use storage::schema::ValueRef;
 
 use crate::ops::{validated, Values, BATCH_BYTES_MAX, OPS_PER_BATCH_MAX};
-use crate::value::{get_value, put_value, Reader};
+use crate::value::{get_value, OpenRow, Reader};
 use crate::ProtoError;
 
 /// The two bytes a result batch starts with.
@@ -39,14 +39,6 @@ const KIND_ERROR: u8 = 1;
 const KIND_ROW: u8 = 2;
 const BATCH_HEADER_BYTES: usize = 2 + 1 + 4;
 const COUNT_OFFSET: usize = 3;
-
-/// The row being written: where it starts and its counts so far.
-#[derive(Clone, Copy, Debug)]
-struct OpenRow {
-    start: usize,
-    values: usize,
-    keys: usize,
-}
 
 /// Appends a result batch to a buffer. The buffer holds a valid batch after
 /// every completed result; a row begun and not ended is removed when the
@@ -102,36 +94,23 @@ impl<'a> ResultWriter<'a> {
     /// info), then [`ResultWriter::end_row`].
     pub fn row(&mut self, op_index: u32) {
         let start = self.begin(KIND_ROW, op_index);
-        self.out.extend_from_slice(&[0u8; 4]);
-        self.open = Some(OpenRow {
-            start,
-            values: 0,
-            keys: 0,
-        });
+        self.open = Some(OpenRow::begin(self.out, start));
     }
 
     /// The next projected column's value.
     pub fn value(&mut self, v: ValueRef<'_>) {
-        let row = self
-            .open
+        self.open
             .as_mut()
-            .expect("ResultWriter::value outside row()/end_row()");
-        assert_eq!(
-            row.keys, 0,
-            "ResultWriter: a row's values come before its key values"
-        );
-        row.values += 1;
-        put_value(self.out, v);
+            .expect("ResultWriter::value outside row()/end_row()")
+            .value(self.out, v);
     }
 
     /// The next primary-key value (key info).
     pub fn key(&mut self, v: ValueRef<'_>) {
-        let row = self
-            .open
+        self.open
             .as_mut()
-            .expect("ResultWriter::key outside row()/end_row()");
-        row.keys += 1;
-        put_value(self.out, v);
+            .expect("ResultWriter::key outside row()/end_row()")
+            .key(self.out, v);
     }
 
     /// Ends the row. If it breaks a limit the row is removed and the error
@@ -141,18 +120,11 @@ impl<'a> ResultWriter<'a> {
             .open
             .take()
             .expect("ResultWriter::end_row without row()");
-        for (field, value) in [
-            ("values of one row", row.values),
-            ("key values of one row", row.keys),
-        ] {
-            if value > usize::from(u16::MAX) {
-                self.out.truncate(row.start);
-                return Err(over_limit(field, value, usize::from(u16::MAX)));
-            }
+        if let Some((field, count)) = row.over_limit() {
+            self.out.truncate(row.start);
+            return Err(over_limit(field, count, usize::from(u16::MAX)));
         }
-        let counts_at = row.start + 1 + 4;
-        self.out[counts_at..counts_at + 2].copy_from_slice(&(row.values as u16).to_le_bytes());
-        self.out[counts_at + 2..counts_at + 4].copy_from_slice(&(row.keys as u16).to_le_bytes());
+        row.finish(self.out);
         self.complete(row.start)
     }
 

@@ -43,7 +43,7 @@ use crate::ops::{
     check_partition, check_table, column_at, find_index, validated, LockMode, Values,
     BATCH_BYTES_MAX, NO_INDEX,
 };
-use crate::value::{check_value, get_value, put_value, Reader};
+use crate::value::{check_value, get_value, put_value, OpenRow, Reader};
 use crate::ProtoError;
 
 /// The two bytes a scan spec starts with.
@@ -265,14 +265,6 @@ fn get_bound(r: &mut Reader<'_>) -> Result<Bound, ProtoError> {
     Ok(Bound { values, inclusive })
 }
 
-/// The row being written.
-#[derive(Clone, Copy, Debug)]
-struct OpenRow {
-    start: usize,
-    values: usize,
-    keys: usize,
-}
-
 /// Appends a batch of scanned rows to a buffer. The buffer holds a valid
 /// batch after every [`RowBatchWriter::end_row`]; a row begun and not ended
 /// is removed when the writer is dropped. A row's values come before its
@@ -314,36 +306,23 @@ impl<'a> RowBatchWriter<'a> {
             "RowBatchWriter: end_row() the open row first"
         );
         let start = self.out.len();
-        self.out.extend_from_slice(&[0u8; 4]);
-        self.open = Some(OpenRow {
-            start,
-            values: 0,
-            keys: 0,
-        });
+        self.open = Some(OpenRow::begin(self.out, start));
     }
 
     /// The next projected value of the row.
     pub fn value(&mut self, v: ValueRef<'_>) {
-        let row = self
-            .open
+        self.open
             .as_mut()
-            .expect("RowBatchWriter::value outside row()/end_row()");
-        assert_eq!(
-            row.keys, 0,
-            "RowBatchWriter: a row's values come before its key values"
-        );
-        row.values += 1;
-        put_value(self.out, v);
+            .expect("RowBatchWriter::value outside row()/end_row()")
+            .value(self.out, v);
     }
 
     /// The next primary-key value of the row (key info).
     pub fn key(&mut self, v: ValueRef<'_>) {
-        let row = self
-            .open
+        self.open
             .as_mut()
-            .expect("RowBatchWriter::key outside row()/end_row()");
-        row.keys += 1;
-        put_value(self.out, v);
+            .expect("RowBatchWriter::key outside row()/end_row()")
+            .key(self.out, v);
     }
 
     /// Ends the row. If it breaks a limit the row is removed and the error
@@ -356,22 +335,24 @@ impl<'a> RowBatchWriter<'a> {
         let limits = [
             ("rows per batch", self.rows + 1, ROWS_PER_BATCH_MAX),
             ("batch bytes", self.batch_bytes(), BATCH_BYTES_MAX),
-            ("values of one row", row.values, usize::from(u16::MAX)),
-            ("key values of one row", row.keys, usize::from(u16::MAX)),
         ];
-        for (field, value, max) in limits {
-            if value > max {
-                self.out.truncate(row.start);
-                return Err(ProtoError::OverLimit {
-                    what: "row batch",
-                    field,
-                    value: value as u64,
-                    max: max as u64,
-                });
-            }
+        let over = limits
+            .into_iter()
+            .find(|&(_, value, max)| value > max)
+            .or_else(|| {
+                row.over_limit()
+                    .map(|(field, count)| (field, count, usize::from(u16::MAX)))
+            });
+        if let Some((field, value, max)) = over {
+            self.out.truncate(row.start);
+            return Err(ProtoError::OverLimit {
+                what: "row batch",
+                field,
+                value: value as u64,
+                max: max as u64,
+            });
         }
-        self.out[row.start..row.start + 2].copy_from_slice(&(row.values as u16).to_le_bytes());
-        self.out[row.start + 2..row.start + 4].copy_from_slice(&(row.keys as u16).to_le_bytes());
+        row.finish(self.out);
         self.rows += 1;
         let at = self.start + ROW_COUNT_OFFSET;
         self.out[at..at + 4].copy_from_slice(&(self.rows as u32).to_le_bytes());

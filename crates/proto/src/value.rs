@@ -363,3 +363,59 @@ pub fn check_value(table: &str, column: &Column, v: ValueRef<'_>) -> Result<(), 
         source,
     })
 }
+
+/// A row being written into a result or row batch: its values, then its
+/// key values, behind two u16 counts that are filled in when it ends.
+/// Shared by `results::ResultWriter` and `scan::RowBatchWriter`, whose rows
+/// differ only in what comes before the counts.
+#[derive(Debug)]
+pub(crate) struct OpenRow {
+    /// Where the row's bytes begin: a row that breaks a limit is cut here.
+    pub(crate) start: usize,
+    counts_at: usize,
+    values: usize,
+    keys: usize,
+}
+
+impl OpenRow {
+    /// Reserves the counts at the end of `out`; the row began at `start`.
+    pub(crate) fn begin(out: &mut Vec<u8>, start: usize) -> OpenRow {
+        let counts_at = out.len();
+        out.extend_from_slice(&[0u8; 4]);
+        OpenRow {
+            start,
+            counts_at,
+            values: 0,
+            keys: 0,
+        }
+    }
+
+    pub(crate) fn value(&mut self, out: &mut Vec<u8>, v: ValueRef<'_>) {
+        assert_eq!(self.keys, 0, "a row's values come before its key values");
+        self.values += 1;
+        put_value(out, v);
+    }
+
+    pub(crate) fn key(&mut self, out: &mut Vec<u8>, v: ValueRef<'_>) {
+        self.keys += 1;
+        put_value(out, v);
+    }
+
+    /// The counts that break their u16 limit, as (field, count).
+    pub(crate) fn over_limit(&self) -> Option<(&'static str, usize)> {
+        [
+            ("values of one row", self.values),
+            ("key values of one row", self.keys),
+        ]
+        .into_iter()
+        .find(|&(_, count)| count > usize::from(u16::MAX))
+    }
+
+    /// Writes the counts; the row must be within its limits.
+    pub(crate) fn finish(&self, out: &mut [u8]) {
+        debug_assert!(self.over_limit().is_none());
+        let at = self.counts_at;
+        out[at..at + 2].copy_from_slice(&(self.values as u16).to_le_bytes());
+        out[at + 2..at + 4].copy_from_slice(&(self.keys as u16).to_le_bytes());
+    }
+}
