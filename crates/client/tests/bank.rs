@@ -7,13 +7,13 @@
 //! less. Needs the `skarv` binary (`cargo build -p skarv`, or `SKARV_BIN`).
 
 use std::collections::BTreeMap;
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 
 use skarv_client::schema_types::{Column, ColumnType, TableDef};
 use skarv_client::{codes, Cluster, ExecMode, LockMode, Row, ScanOptions, Session, Table, Value};
+
+mod common;
+use common::*;
 
 const ACCOUNTS: i64 = 16;
 const OPENING_BALANCE: i64 = 1_000;
@@ -21,78 +21,6 @@ const THREADS: u64 = 4;
 const TRANSFERS_PER_THREAD: u64 = 40;
 /// Retries of one transfer after temporary errors (lock-wait timeouts).
 const RETRIES_MAX: u32 = 20;
-
-fn skarv_bin() -> PathBuf {
-    if let Some(bin) = std::env::var_os("SKARV_BIN") {
-        return PathBuf::from(bin);
-    }
-    let exe = std::env::current_exe().expect("test executable");
-    let bin = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps/<test>")
-        .join("skarv");
-    assert!(
-        bin.exists(),
-        "{} is missing: run `cargo build -p skarv` first (or set SKARV_BIN)",
-        bin.display()
-    );
-    bin
-}
-
-/// A base port in 24xxx with the next `count` ports free.
-fn free_base_port(count: u16) -> u16 {
-    let offset = (std::process::id() % 100) as u16 * 10;
-    (0..100u16)
-        .map(|i| 24_000 + (offset + i * 10) % 1_000)
-        .find(|base| (0..count).all(|i| TcpListener::bind(("127.0.0.1", base + i)).is_ok()))
-        .expect("a free port range in 24000..25000")
-}
-
-struct Sandbox {
-    dir: PathBuf,
-    connect: String,
-}
-
-impl Sandbox {
-    fn start() -> Sandbox {
-        let dir = std::env::temp_dir().join(format!("skarv-bank-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let base = free_base_port(8);
-        let output = Command::new(skarv_bin())
-            .args(["sandbox", "--detach", "--dir"])
-            .arg(&dir)
-            .args(["--data-nodes", "2", "--replicas", "2"])
-            .args(["--base-port", &base.to_string()])
-            .output()
-            .expect("run skarv sandbox");
-        let sandbox = Sandbox {
-            dir,
-            connect: format!("127.0.0.1:{base}"),
-        };
-        assert!(
-            output.status.success(),
-            "sandbox: {}\n{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-        sandbox
-    }
-}
-
-impl Drop for Sandbox {
-    fn drop(&mut self) {
-        let _ = Command::new(skarv_bin())
-            .args(["sandbox", "--stop", "--dir"])
-            .arg(&self.dir)
-            .output();
-        if std::thread::panicking() {
-            eprintln!("sandbox logs kept in {}", self.dir.display());
-        } else {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
-    }
-}
 
 fn bigint(name: &str) -> Column {
     Column::new(name, ColumnType::BigInt { unsigned: false })
@@ -234,7 +162,7 @@ fn run_thread(cluster: &Cluster, thread: u64) -> Tally {
 
 #[test]
 fn transfers_keep_the_total_and_every_balance_is_explained_by_the_history() {
-    let sandbox = Sandbox::start();
+    let sandbox = Sandbox::start("bank", 2, 2, 24000);
     let cluster = Cluster::connect(&sandbox.connect).expect("connect");
     let session = cluster.session().expect("session");
     let accounts_def = TableDef::new("bank_accounts", 0, vec![bigint("id"), bigint("balance")])

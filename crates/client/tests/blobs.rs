@@ -7,9 +7,6 @@
 //! the model's values need (no stray part after a shrink or a delete).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -19,91 +16,12 @@ use skarv_client::{
     Value, BLOB_BYTES_MAX,
 };
 
+mod common;
+use common::*;
+
 /// Bytes inline in the row and bytes per part (storage::schema).
 const INLINE: usize = 256;
 const PART: usize = 8_000;
-
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps/<test>")
-        .to_path_buf()
-}
-
-fn skarv_bin() -> PathBuf {
-    if let Some(bin) = std::env::var_os("SKARV_BIN") {
-        return PathBuf::from(bin);
-    }
-    let bin = profile_dir().join("skarv");
-    assert!(
-        bin.exists(),
-        "{} is missing: run `cargo build -p skarv` first (or set SKARV_BIN)",
-        bin.display()
-    );
-    bin
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
-
-/// A base port in 26xxx with the next `count` ports free.
-fn free_base_port(count: u16) -> u16 {
-    let start = (std::process::id() % 100) as u16 * 10;
-    (0..100u16)
-        .map(|i| 26_000 + (start + i * 10) % 1_000)
-        .find(|base| (0..count).all(|i| TcpListener::bind(("127.0.0.1", base + i)).is_ok()))
-        .expect("a free port range in 26000..27000")
-}
-
-struct Sandbox {
-    dir: PathBuf,
-    connect: String,
-}
-
-impl Sandbox {
-    fn start() -> Sandbox {
-        let dir = std::env::temp_dir().join(format!("skarv-client-blobs-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("scratch dir");
-        let base = free_base_port(8);
-        let output = Command::new(skarv_bin())
-            .args(["sandbox", "--detach", "--dir"])
-            .arg(&dir)
-            .args([
-                "--data-nodes",
-                "1",
-                "--replicas",
-                "1",
-                "--base-port",
-                &base.to_string(),
-            ])
-            .output()
-            .expect("run skarv sandbox");
-        let sandbox = Sandbox {
-            dir,
-            connect: format!("127.0.0.1:{base}"),
-        };
-        assert!(output.status.success(), "{}", text(&output));
-        sandbox
-    }
-}
-
-impl Drop for Sandbox {
-    fn drop(&mut self) {
-        let _ = Command::new(skarv_bin())
-            .args(["sandbox", "--stop", "--dir"])
-            .arg(&self.dir)
-            .output();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
 
 /// A row of the model: BLOB `b`, TEXT `t`, INT `n` (unique).
 #[derive(Clone, Debug, PartialEq)]
@@ -770,7 +688,7 @@ fn block_on<F: std::future::Future>(future: F) -> F::Output {
 
 #[test]
 fn blobs_of_any_size_against_a_sandbox() {
-    let sandbox = Sandbox::start();
+    let sandbox = Sandbox::start("client-blobs", 1, 1, 26000);
     let options = ClusterOptions {
         request_timeout: Duration::from_secs(20),
         ..ClusterOptions::default()

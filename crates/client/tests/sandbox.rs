@@ -6,9 +6,7 @@
 //! examples run as processes.
 
 use std::collections::BTreeMap;
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use skarv_client::schema_types::{Collation, Column, ColumnType, IndexDef, IndexKind, TableDef};
@@ -17,88 +15,8 @@ use skarv_client::{
     Value,
 };
 
-/// The directory of the test's own profile (`target/debug`).
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps/<test>")
-        .to_path_buf()
-}
-
-fn skarv_bin() -> PathBuf {
-    if let Some(bin) = std::env::var_os("SKARV_BIN") {
-        return PathBuf::from(bin);
-    }
-    let bin = profile_dir().join("skarv");
-    assert!(
-        bin.exists(),
-        "{} is missing: run `cargo build -p skarv` first (or set SKARV_BIN)",
-        bin.display()
-    );
-    bin
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
-
-/// A base port in 23xxx with the next `count` ports free.
-fn free_base_port(count: u16) -> u16 {
-    let start = 23_000 + (std::process::id() % 100) as u16 * 10;
-    (0..100u16)
-        .map(|i| 23_000 + (start - 23_000 + i * 10) % 1_000)
-        .find(|base| (0..count).all(|i| TcpListener::bind(("127.0.0.1", base + i)).is_ok()))
-        .expect("a free port range in 23000..24000")
-}
-
-struct Sandbox {
-    dir: PathBuf,
-    connect: String,
-}
-
-impl Sandbox {
-    fn start() -> Sandbox {
-        let dir = std::env::temp_dir().join(format!("skarv-client-sandbox-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("scratch dir");
-        let base = free_base_port(8);
-        let output = Command::new(skarv_bin())
-            .args(["sandbox", "--detach", "--dir"])
-            .arg(&dir)
-            .args([
-                "--data-nodes",
-                "1",
-                "--replicas",
-                "1",
-                "--base-port",
-                &base.to_string(),
-            ])
-            .output()
-            .expect("run skarv sandbox");
-        let sandbox = Sandbox {
-            dir,
-            connect: format!("127.0.0.1:{base}"),
-        };
-        assert!(output.status.success(), "{}", text(&output));
-        sandbox
-    }
-}
-
-impl Drop for Sandbox {
-    fn drop(&mut self) {
-        let _ = Command::new(skarv_bin())
-            .args(["sandbox", "--stop", "--dir"])
-            .arg(&self.dir)
-            .output();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
+mod common;
+use common::*;
 
 fn int(v: i64) -> Value {
     Value::Int(v)
@@ -612,7 +530,7 @@ fn run_example(connect: &str, name: &str, extra: &[&str]) {
 
 #[test]
 fn the_client_against_a_sandbox() {
-    let sandbox = Sandbox::start();
+    let sandbox = Sandbox::start("client-sandbox", 1, 1, 23000);
     let options = ClusterOptions {
         request_timeout: Duration::from_secs(10),
         ..ClusterOptions::default()
