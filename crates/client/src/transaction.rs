@@ -887,7 +887,8 @@ impl TxRequest {
                     results: vec![OpResult::Done; self.metas.len()],
                 };
                 if !results.is_empty() {
-                    let reader = ResultReader::new(&results)?;
+                    // Values are checked as `decode_result` reads them.
+                    let reader = ResultReader::framed(&results)?;
                     for result in reader.iter() {
                         let Some(meta) = self.metas.get(result.op_index as usize) else {
                             return Err(Error::new(
@@ -947,9 +948,10 @@ pub(crate) fn decode_result(meta: &OpMeta, result: &proto::OpResult<'_>) -> Resu
         Some(columns) => Arc::clone(columns),
         None => Arc::clone(meta.table.all_columns()),
     };
-    // Sized once: the values iterator does not know its length.
-    let mut values: Vec<Value> = Vec::with_capacity(columns.len());
-    values.extend(result.values().map(|v| v.to_value()));
+    // Sized once; every value is checked as it is read (the batch was
+    // checked by frame only: one pass over the values, not two).
+    let mut values: Vec<Value> = Vec::with_capacity(result.value_count());
+    result.try_values(|v| values.push(v.to_value()))?;
     if values.len() != columns.len() {
         return Err(Error::new(
             proto::error::MALFORMED_REQUEST,
@@ -961,7 +963,8 @@ pub(crate) fn decode_result(meta: &OpMeta, result: &proto::OpResult<'_>) -> Resu
             ),
         ));
     }
-    let key = result.keys().map(|v| v.to_value()).collect();
+    let mut key = Vec::with_capacity(result.key_count());
+    result.try_keys(|v| key.push(v.to_value()))?;
     Ok(OpResult::Row(Row::new(
         Arc::clone(&meta.table),
         columns,

@@ -419,7 +419,7 @@ fn bad_thread_config_names_the_token_and_line() {
             assert!(matches!(error.kind, ConfigErrorKind::ThreadConfig(_)));
             assert!(error
                 .to_string()
-                .contains("3 ldm threads; allowed counts: 1, 2, 4"));
+                .contains("3 ldm threads; allowed counts: 0, 1, 2, 4"));
         }
         Ok(config) => panic!("parsed {config:?}"),
     }

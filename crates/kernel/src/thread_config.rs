@@ -136,7 +136,14 @@ impl ThreadLayout {
 
 /// The ldm thread counts NDB allows: partitions and redo log parts are
 /// spread evenly over the LDM instances, so only these counts are supported.
-pub const LDM_COUNTS_ALLOWED: [u32; 9] = [1, 2, 4, 6, 8, 12, 16, 24, 32];
+///
+/// 0 runs one LDM instance on the main thread, beside TC (with no tc
+/// threads), distribution and the dictionary: for a data node with one or
+/// two CPUs, where a key lookup handed from the TC's thread to an LDM
+/// thread and back costs more than the lookup itself (NDB 8.0.23 on allows
+/// `ldm=0` too, and runs the LDM in its receive thread, which here is the
+/// transporter's own).
+pub const LDM_COUNTS_ALLOWED: [u32; 10] = [0, 1, 2, 4, 6, 8, 12, 16, 24, 32];
 
 /// The most tc threads NDB allows (0 folds TC into the main thread).
 pub const TC_COUNT_MAX: u32 = 32;
@@ -177,7 +184,7 @@ impl ThreadRole {
     /// [`ThreadRole::count_allowed`] in words, for messages.
     fn counts_allowed_text(self) -> &'static str {
         match self {
-            ThreadRole::Ldm => "1, 2, 4, 6, 8, 12, 16, 24, 32",
+            ThreadRole::Ldm => "0, 1, 2, 4, 6, 8, 12, 16, 24, 32",
             ThreadRole::Tc => "0..=32",
             ThreadRole::Send => "0..=16",
             ThreadRole::Recv => "1..=16",
@@ -925,6 +932,9 @@ impl ThreadLayout {
         let mut layout = ThreadLayout { threads };
         if layout.count(ThreadRole::Tc) == 0 {
             layout.main_thread_mut().hosts.push(ThreadRole::Tc);
+        }
+        if layout.count(ThreadRole::Ldm) == 0 {
+            layout.main_thread_mut().hosts.push(ThreadRole::Ldm);
         }
         layout.assert_invariants();
         layout

@@ -157,6 +157,17 @@ fn without_tc_threads_main_hosts_tc_and_without_send_threads_nobody_sends() {
 }
 
 #[test]
+fn without_ldm_threads_main_hosts_the_one_ldm_instance() {
+    let layout = layout("ldm={count=0}");
+    assert_eq!(layout.count(Ldm), 0);
+    let main = layout.threads.iter().position(|t| t.name == "main");
+    assert!(main.is_some());
+    assert_eq!(layout.thread_for(Ldm, 0), main);
+    assert_eq!(layout.thread_for(Tc, 0), main);
+    assert!(layout.threads.iter().all(|t| t.role != Ldm));
+}
+
+#[test]
 fn instances_go_round_robin_over_the_hosting_threads() {
     let layout = layout("ldm={count=4},tc={count=2},recv={count=3}");
     let ldm: Vec<usize> = (0..4)
@@ -259,14 +270,13 @@ fn bad_keys_values_and_syntax_are_refused_with_the_token() {
 fn ndb_rules_are_enforced() {
     assert_eq!(
         refused("ldm={count=3}"),
-        "ThreadConfig: 3 ldm threads; allowed counts: 1, 2, 4, 6, 8, 12, 16, 24, 32"
+        "ThreadConfig: 3 ldm threads; allowed counts: 0, 1, 2, 4, 6, 8, 12, 16, 24, 32"
     );
     assert_eq!(
         refused("ldm={count=2,spintime=600}"),
         "ThreadConfig: spintime=600 for ldm is too large; allowed 0..=500 (µs)"
     );
     let cases = [
-        ("ldm={count=0}", "0 ldm threads"),
         ("ldm={count=2},ldm={count=1}", "3 ldm threads"),
         ("ldm={count=64}", "64 ldm threads"),
         ("tc={count=33}", "33 tc threads; allowed counts: 0..=32"),

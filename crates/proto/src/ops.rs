@@ -15,6 +15,12 @@
 //! afterwards cannot fail halfway: the iterators yield plain values. Whether
 //! an operation fits its table is a second question, [`OpView::check`].
 //!
+//! The TC does both for a client's batch. The LDM reads batches its TC
+//! built from checked operations, so it checks their frames only
+//! ([`OpBatchReader::framed`]: header, lengths, counts and keys, not the
+//! written values, which storage checks again as it writes them): the
+//! values of an update are read once on the LDM, not three times.
+//!
 //! # Layout
 //!
 //! ```text
@@ -40,7 +46,7 @@ use storage::schema::{
     Column, IndexDef, IndexKind, TableDef, ValueRef, BLOB_INLINE_BYTES, COLUMNS_MAX,
 };
 
-use crate::value::{get_value, put_value, Reader};
+use crate::value::{get_value, put_value, Check, Reader};
 use crate::ProtoError;
 
 /// The two bytes an op batch starts with.
@@ -376,13 +382,26 @@ impl<'a> OpBatchReader<'a> {
     /// Validates the whole batch; afterwards nothing read from it can fail.
     /// Allocates nothing unless it fails.
     pub fn new(bytes: &'a [u8]) -> Result<OpBatchReader<'a>, ProtoError> {
+        OpBatchReader::read(bytes, Check::Values)
+    }
+
+    /// Checks the batch's frames (header, each op's length, header fields,
+    /// counts and key values) but not its written values: for a batch a TC
+    /// of this cluster built from operations it checked. The values of such
+    /// a batch are trusted by [`OpView::values`] (a bad one ends the
+    /// iteration; a debug build asserts).
+    pub fn framed(bytes: &'a [u8]) -> Result<OpBatchReader<'a>, ProtoError> {
+        OpBatchReader::read(bytes, Check::Frame)
+    }
+
+    fn read(bytes: &'a [u8], check: Check) -> Result<OpBatchReader<'a>, ProtoError> {
         let mut r = Reader::new(bytes, "op batch");
         r.limit("batch bytes", bytes.len(), BATCH_BYTES_MAX)?;
         r.header(OP_BATCH_MAGIC, OP_BATCH_FORMAT_VERSION)?;
         let count = r.u32()? as usize;
         r.limit("op count", count, OPS_PER_BATCH_MAX)?;
         for _ in 0..count {
-            parse_op(&mut r)?;
+            parse_op(&mut r, check)?;
         }
         r.finish()?;
         Ok(OpBatchReader {
@@ -417,8 +436,9 @@ impl<'a> IntoIterator for &OpBatchReader<'a> {
     }
 }
 
-/// Reads and checks one op, returning its view.
-fn parse_op<'a>(r: &mut Reader<'a>) -> Result<OpView<'a>, ProtoError> {
+/// Reads one op, returning its view; checks its values too with
+/// [`Check::Values`].
+fn parse_op<'a>(r: &mut Reader<'a>, check: Check) -> Result<OpView<'a>, ProtoError> {
     let start = r.position();
     let body = r.u32()? as usize;
     if body > r.remaining() || body < OP_FIXED_BYTES {
@@ -440,20 +460,36 @@ fn parse_op<'a>(r: &mut Reader<'a>) -> Result<OpView<'a>, ProtoError> {
         get_value(r)?;
     }
     let values_at = r.position();
-    for _ in 0..value_count {
-        r.u16()?;
-        get_value(r)?;
-    }
-    let projection_at = r.position();
+    let what = r.what();
+    let bad_length = |actual: usize| ProtoError::BadLength {
+        what,
+        offset: start,
+        field: "op length",
+        declared: body,
+        actual,
+    };
+    let projection_at = match check {
+        Check::Values => {
+            for _ in 0..value_count {
+                r.u16()?;
+                get_value(r)?;
+            }
+            r.position()
+        }
+        Check::Frame => {
+            // The projection ends the op: the values are what lies between.
+            let projection_bytes = 2 * usize::from(projection_count);
+            let at = end
+                .checked_sub(projection_bytes)
+                .filter(|&at| at >= values_at)
+                .ok_or_else(|| bad_length(values_at + projection_bytes - start - 4))?;
+            r.bytes(at - values_at)?;
+            at
+        }
+    };
     r.bytes(2 * usize::from(projection_count))?;
     if r.position() != end {
-        return Err(ProtoError::BadLength {
-            what: r.what(),
-            offset: start,
-            field: "op length",
-            declared: body,
-            actual: r.position() - start - 4,
-        });
+        return Err(bad_length(r.position() - start - 4));
     }
     let whole = r.whole();
     Ok(OpView {
@@ -481,7 +517,8 @@ impl<'a> Iterator for OpIter<'a> {
             return None;
         }
         self.left -= 1;
-        validated(parse_op(&mut self.r))
+        // Checked as the reader was made: the frames are enough now.
+        validated(parse_op(&mut self.r, Check::Frame))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {

@@ -8,17 +8,25 @@
 //! batches, [`ResultReader::new`] validates the whole batch once and the
 //! iterators cannot fail afterwards; reading allocates nothing.
 //!
+//! A reader that passes a batch on without reading its values (the TC,
+//! with batches from its own cluster's LDMs) checks the frames only, with
+//! [`ResultReader::framed`]: each row's byte lengths let it step over the
+//! values. A reader that reads every value once (the client) also checks
+//! by frame and reads the values with [`OpResult::try_values`], which
+//! checks each as it reads it: one pass, not two.
+//!
 //! # Layout
 //!
 //! ```text
 //! "RB"          magic, 2 bytes
-//! u8            format version (RESULT_BATCH_FORMAT_VERSION = 1)
+//! u8            format version (RESULT_BATCH_FORMAT_VERSION = 2)
 //! u32           result count, at most OPS_PER_BATCH_MAX
 //! then per result:
 //!   u8          kind: 0 ok, 1 error, 2 row
 //!   u32         op_index
 //!   kind 1:     u32 error code, never 0
-//!   kind 2:     u16 value count, u16 key count, the values, then the key values
+//!   kind 2:     u16 value count, u16 key count, u32 value bytes, u32 key bytes,
+//!               the values, then the key values
 //! ```
 //!
 //! The whole batch is at most [`BATCH_BYTES_MAX`] bytes.
@@ -26,13 +34,14 @@
 use storage::schema::ValueRef;
 
 use crate::ops::{validated, Values, BATCH_BYTES_MAX, OPS_PER_BATCH_MAX};
-use crate::value::{get_value, OpenRow, Reader};
+use crate::value::{get_row, Check, EncodedValues, OpenRow, Reader, RowParts};
+use crate::ProtoError as Error;
 use crate::ProtoError;
 
 /// The two bytes a result batch starts with.
 pub const RESULT_BATCH_MAGIC: [u8; 2] = *b"RB";
 /// The format version this build writes and reads.
-pub const RESULT_BATCH_FORMAT_VERSION: u8 = 1;
+pub const RESULT_BATCH_FORMAT_VERSION: u8 = 2;
 
 const KIND_OK: u8 = 0;
 const KIND_ERROR: u8 = 1;
@@ -97,6 +106,23 @@ impl<'a> ResultWriter<'a> {
         self.open = Some(OpenRow::begin(self.out, start));
     }
 
+    /// A whole row whose values and key values are already encoded (by
+    /// [`crate::put_value`], as a row gathered by an LDM): copied, not
+    /// re-encoded. `values` and `keys` are (count, bytes).
+    pub fn encoded_row(
+        &mut self,
+        op_index: u32,
+        values: EncodedValues<'_>,
+        keys: EncodedValues<'_>,
+    ) -> Result<(), ProtoError> {
+        self.row(op_index);
+        self.open
+            .as_mut()
+            .expect("row() opened it")
+            .encoded(self.out, values, keys);
+        self.end_row()
+    }
+
     /// The next projected column's value.
     pub fn value(&mut self, v: ValueRef<'_>) {
         self.open
@@ -120,7 +146,7 @@ impl<'a> ResultWriter<'a> {
             .open
             .take()
             .expect("ResultWriter::end_row without row()");
-        if let Some((field, count)) = row.over_limit() {
+        if let Some((field, count)) = row.over_limit(self.out) {
             self.out.truncate(row.start);
             return Err(over_limit(field, count, usize::from(u16::MAX)));
         }
@@ -186,13 +212,25 @@ pub struct ResultReader<'a> {
 impl<'a> ResultReader<'a> {
     /// Validates the whole batch; afterwards nothing read from it can fail.
     pub fn new(bytes: &'a [u8]) -> Result<ResultReader<'a>, ProtoError> {
+        ResultReader::read(bytes, Check::Values)
+    }
+
+    /// Checks the batch's structure (header, kinds, counts, each row's byte
+    /// lengths) but not its values: for a batch passed on unread, or whose
+    /// values are read with [`OpResult::try_values`]. [`OpResult::values`]
+    /// of such a batch trusts the values (a bad one ends the iteration).
+    pub fn framed(bytes: &'a [u8]) -> Result<ResultReader<'a>, ProtoError> {
+        ResultReader::read(bytes, Check::Frame)
+    }
+
+    fn read(bytes: &'a [u8], check: Check) -> Result<ResultReader<'a>, ProtoError> {
         let mut r = Reader::new(bytes, "result batch");
         r.limit("batch bytes", bytes.len(), BATCH_BYTES_MAX)?;
         r.header(RESULT_BATCH_MAGIC, RESULT_BATCH_FORMAT_VERSION)?;
         let count = r.u32()? as usize;
         r.limit("result count", count, OPS_PER_BATCH_MAX)?;
         for _ in 0..count {
-            parse_result(&mut r)?;
+            parse_result(&mut r, check)?;
         }
         r.finish()?;
         Ok(ResultReader {
@@ -225,19 +263,15 @@ impl<'a> IntoIterator for &ResultReader<'a> {
     }
 }
 
-fn parse_result<'a>(r: &mut Reader<'a>) -> Result<OpResult<'a>, ProtoError> {
+fn parse_result<'a>(r: &mut Reader<'a>, check: Check) -> Result<OpResult<'a>, ProtoError> {
     let at = r.position();
     let kind = r.u8()?;
     let op_index = r.u32()?;
-    let empty = &r.whole()[..0];
     let mut result = OpResult {
         op_index,
         code: 0,
         has_row: false,
-        value_count: 0,
-        key_count: 0,
-        values: empty,
-        keys: empty,
+        row: RowParts::default(),
     };
     match kind {
         KIND_OK => {}
@@ -250,19 +284,7 @@ fn parse_result<'a>(r: &mut Reader<'a>) -> Result<OpResult<'a>, ProtoError> {
         }
         KIND_ROW => {
             result.has_row = true;
-            result.value_count = r.u16()?;
-            result.key_count = r.u16()?;
-            let values_at = r.position();
-            for _ in 0..result.value_count {
-                get_value(r)?;
-            }
-            let keys_at = r.position();
-            for _ in 0..result.key_count {
-                get_value(r)?;
-            }
-            let whole = r.whole();
-            result.values = &whole[values_at..keys_at];
-            result.keys = &whole[keys_at..r.position()];
+            result.row = get_row(r, check)?;
         }
         other => return Err(r.bad_field(at, "result kind", u64::from(other))),
     }
@@ -283,7 +305,8 @@ impl<'a> Iterator for ResultIter<'a> {
             return None;
         }
         self.left -= 1;
-        validated(parse_result(&mut self.r))
+        // The frames were checked when the reader was made.
+        validated(parse_result(&mut self.r, Check::Frame))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -299,10 +322,7 @@ pub struct OpResult<'a> {
     pub code: u32,
     /// Whether the op returned a row (a read).
     pub has_row: bool,
-    value_count: u16,
-    key_count: u16,
-    values: &'a [u8],
-    keys: &'a [u8],
+    row: RowParts<'a>,
 }
 
 impl<'a> OpResult<'a> {
@@ -311,26 +331,31 @@ impl<'a> OpResult<'a> {
     }
 
     pub fn value_count(&self) -> usize {
-        usize::from(self.value_count)
+        self.row.value_count()
     }
 
     pub fn key_count(&self) -> usize {
-        usize::from(self.key_count)
+        self.row.key_count()
     }
 
     /// The row's values (none without a row).
     pub fn values(&self) -> Values<'a> {
-        Values {
-            r: Reader::new(self.values, "result values"),
-            left: self.value_count(),
-        }
+        self.row.values()
     }
 
     /// The row's primary-key values, when the op asked for key info.
     pub fn keys(&self) -> Values<'a> {
-        Values {
-            r: Reader::new(self.keys, "result keys"),
-            left: self.key_count(),
-        }
+        self.row.keys()
+    }
+
+    /// Reads and checks the row's values in one pass (see
+    /// [`ResultReader::framed`]).
+    pub fn try_values(&self, each: impl FnMut(ValueRef<'a>)) -> Result<(), Error> {
+        self.row.try_values(each)
+    }
+
+    /// [`OpResult::try_values`] for the key values.
+    pub fn try_keys(&self, each: impl FnMut(ValueRef<'a>)) -> Result<(), Error> {
+        self.row.try_keys(each)
     }
 }

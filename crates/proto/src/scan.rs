@@ -29,9 +29,10 @@
 //!
 //! ```text
 //! "RW"          magic, 2 bytes
-//! u8            format version (ROW_BATCH_FORMAT_VERSION = 1)
+//! u8            format version (ROW_BATCH_FORMAT_VERSION = 2)
 //! u32           row count, at most ROWS_PER_BATCH_MAX
-//! then per row: u16 value count, u16 key count, the values, then the key values
+//! then per row: u16 value count, u16 key count, u32 value bytes, u32 key bytes,
+//!               the values, then the key values
 //! ```
 //!
 //! A row batch is at most [`BATCH_BYTES_MAX`] bytes.
@@ -40,10 +41,12 @@ use storage::schema::{IndexKind, TableDef, Value, ValueRef};
 
 use crate::filter::Filter;
 use crate::ops::{
-    check_partition, check_table, column_at, find_index, validated, LockMode, Values,
-    BATCH_BYTES_MAX, NO_INDEX,
+    check_partition, check_table, column_at, find_index, validated, LockMode, BATCH_BYTES_MAX,
+    NO_INDEX,
 };
-use crate::value::{check_value, get_value, put_value, OpenRow, Reader};
+use crate::value::{
+    check_value, get_row, get_value, put_value, Check, EncodedValues, OpenRow, Reader, RowParts,
+};
 use crate::ProtoError;
 
 /// The two bytes a scan spec starts with.
@@ -51,7 +54,7 @@ pub const SCAN_SPEC_MAGIC: [u8; 2] = *b"SS";
 pub const SCAN_SPEC_FORMAT_VERSION: u8 = 1;
 /// The two bytes a row batch starts with.
 pub const ROW_BATCH_MAGIC: [u8; 2] = *b"RW";
-pub const ROW_BATCH_FORMAT_VERSION: u8 = 1;
+pub const ROW_BATCH_FORMAT_VERSION: u8 = 2;
 /// Most rows one LDM returns per batch of a scan (NDB's largest scan batch
 /// size).
 pub const SCAN_BATCH_ROWS_MAX: u32 = 992;
@@ -309,6 +312,21 @@ impl<'a> RowBatchWriter<'a> {
         self.open = Some(OpenRow::begin(self.out, start));
     }
 
+    /// A whole row whose values and key values are already encoded (see
+    /// `ResultWriter::encoded_row`): copied, not re-encoded.
+    pub fn encoded_row(
+        &mut self,
+        values: EncodedValues<'_>,
+        keys: EncodedValues<'_>,
+    ) -> Result<(), ProtoError> {
+        self.row();
+        self.open
+            .as_mut()
+            .expect("row() opened it")
+            .encoded(self.out, values, keys);
+        self.end_row()
+    }
+
     /// The next projected value of the row.
     pub fn value(&mut self, v: ValueRef<'_>) {
         self.open
@@ -340,7 +358,7 @@ impl<'a> RowBatchWriter<'a> {
             .into_iter()
             .find(|&(_, value, max)| value > max)
             .or_else(|| {
-                row.over_limit()
+                row.over_limit(self.out)
                     .map(|(field, count)| (field, count, usize::from(u16::MAX)))
             });
         if let Some((field, value, max)) = over {
@@ -384,7 +402,7 @@ impl<'a> RowBatchReader<'a> {
         let count = r.u32()? as usize;
         r.limit("row count", count, ROWS_PER_BATCH_MAX)?;
         for _ in 0..count {
-            parse_row(&mut r)?;
+            get_row(&mut r, Check::Values)?;
         }
         r.finish()?;
         Ok(RowBatchReader {
@@ -417,26 +435,6 @@ impl<'a> IntoIterator for &RowBatchReader<'a> {
     }
 }
 
-fn parse_row<'a>(r: &mut Reader<'a>) -> Result<RowView<'a>, ProtoError> {
-    let value_count = r.u16()?;
-    let key_count = r.u16()?;
-    let values_at = r.position();
-    for _ in 0..value_count {
-        get_value(r)?;
-    }
-    let keys_at = r.position();
-    for _ in 0..key_count {
-        get_value(r)?;
-    }
-    let whole = r.whole();
-    Ok(RowView {
-        value_count,
-        key_count,
-        values: &whole[values_at..keys_at],
-        keys: &whole[keys_at..r.position()],
-    })
-}
-
 /// The rows of a validated batch.
 pub struct RowIter<'a> {
     r: Reader<'a>,
@@ -451,7 +449,7 @@ impl<'a> Iterator for RowIter<'a> {
             return None;
         }
         self.left -= 1;
-        validated(parse_row(&mut self.r))
+        validated(get_row(&mut self.r, Check::Frame))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -460,36 +458,4 @@ impl<'a> Iterator for RowIter<'a> {
 }
 
 /// One scanned row, borrowing the batch.
-#[derive(Clone, Copy, Debug)]
-pub struct RowView<'a> {
-    value_count: u16,
-    key_count: u16,
-    values: &'a [u8],
-    keys: &'a [u8],
-}
-
-impl<'a> RowView<'a> {
-    pub fn value_count(&self) -> usize {
-        usize::from(self.value_count)
-    }
-
-    pub fn key_count(&self) -> usize {
-        usize::from(self.key_count)
-    }
-
-    /// The projected values.
-    pub fn values(&self) -> Values<'a> {
-        Values {
-            r: Reader::new(self.values, "row values"),
-            left: self.value_count(),
-        }
-    }
-
-    /// The primary-key values (key info), else none.
-    pub fn keys(&self) -> Values<'a> {
-        Values {
-            r: Reader::new(self.keys, "row keys"),
-            left: self.key_count(),
-        }
-    }
-}
+pub type RowView<'a> = RowParts<'a>;

@@ -39,6 +39,8 @@ use std::io::Write as _;
 
 use storage::schema::{Column, Date, DateTime, Decimal, ValueRef};
 
+use crate::ops::Values;
+
 use crate::ProtoError;
 
 /// Tags of the value encoding (see the module doc).
@@ -364,58 +366,223 @@ pub fn check_value(table: &str, column: &Column, v: ValueRef<'_>) -> Result<(), 
     })
 }
 
+/// Bytes of a row's framing: u16 value count, u16 key count, u32 value
+/// bytes, u32 key bytes.
+pub(crate) const ROW_FRAME_BYTES: usize = 2 + 2 + 4 + 4;
+
 /// A row being written into a result or row batch: its values, then its
-/// key values, behind two u16 counts that are filled in when it ends.
-/// Shared by `results::ResultWriter` and `scan::RowBatchWriter`, whose rows
-/// differ only in what comes before the counts.
+/// key values, behind a frame (counts and byte lengths) filled in when it
+/// ends. Shared by `results::ResultWriter` and `scan::RowBatchWriter`,
+/// whose rows differ only in what comes before the frame.
+///
+/// The byte lengths let a reader that only passes a batch on (the TC)
+/// step over a row without reading its values.
 #[derive(Debug)]
 pub(crate) struct OpenRow {
     /// Where the row's bytes begin: a row that breaks a limit is cut here.
     pub(crate) start: usize,
-    counts_at: usize,
+    frame_at: usize,
     values: usize,
     keys: usize,
+    /// Where the key values begin, once the first is written.
+    keys_at: Option<usize>,
 }
 
 impl OpenRow {
-    /// Reserves the counts at the end of `out`; the row began at `start`.
+    /// Reserves the frame at the end of `out`; the row began at `start`.
     pub(crate) fn begin(out: &mut Vec<u8>, start: usize) -> OpenRow {
-        let counts_at = out.len();
-        out.extend_from_slice(&[0u8; 4]);
+        let frame_at = out.len();
+        out.extend_from_slice(&[0u8; ROW_FRAME_BYTES]);
         OpenRow {
             start,
-            counts_at,
+            frame_at,
             values: 0,
             keys: 0,
+            keys_at: None,
         }
     }
 
     pub(crate) fn value(&mut self, out: &mut Vec<u8>, v: ValueRef<'_>) {
-        assert_eq!(self.keys, 0, "a row's values come before its key values");
+        assert!(
+            self.keys_at.is_none(),
+            "a row's values come before its key values"
+        );
         self.values += 1;
         put_value(out, v);
     }
 
     pub(crate) fn key(&mut self, out: &mut Vec<u8>, v: ValueRef<'_>) {
+        self.keys_at.get_or_insert(out.len());
         self.keys += 1;
         put_value(out, v);
     }
 
-    /// The counts that break their u16 limit, as (field, count).
-    pub(crate) fn over_limit(&self) -> Option<(&'static str, usize)> {
-        [
-            ("values of one row", self.values),
-            ("key values of one row", self.keys),
-        ]
-        .into_iter()
-        .find(|&(_, count)| count > usize::from(u16::MAX))
+    /// Appends values and key values already encoded by [`put_value`] (as
+    /// read from another batch), `values` of them and `keys` of them.
+    pub(crate) fn encoded(
+        &mut self,
+        out: &mut Vec<u8>,
+        (values, value_bytes): EncodedValues<'_>,
+        (keys, key_bytes): EncodedValues<'_>,
+    ) {
+        assert!(
+            self.keys_at.is_none() && self.values == 0,
+            "encoded parts make a whole row"
+        );
+        debug_assert!(
+            each_value(value_bytes, values, "encoded values", |_| ()).is_ok()
+                && each_value(key_bytes, keys, "encoded keys", |_| ()).is_ok(),
+            "encoded parts hold exactly their values"
+        );
+        self.values = values;
+        out.extend_from_slice(value_bytes);
+        if keys > 0 {
+            self.keys_at = Some(out.len());
+            self.keys = keys;
+            out.extend_from_slice(key_bytes);
+        }
     }
 
-    /// Writes the counts; the row must be within its limits.
+    /// The counts and lengths that break their limits, as (field, value).
+    pub(crate) fn over_limit(&self, out: &[u8]) -> Option<(&'static str, usize)> {
+        let (value_bytes, key_bytes) = self.byte_lengths(out);
+        [
+            ("values of one row", self.values, usize::from(u16::MAX)),
+            ("key values of one row", self.keys, usize::from(u16::MAX)),
+            ("value bytes of one row", value_bytes, u32::MAX as usize),
+            ("key bytes of one row", key_bytes, u32::MAX as usize),
+        ]
+        .into_iter()
+        .find(|&(_, value, max)| value > max)
+        .map(|(field, value, _)| (field, value))
+    }
+
+    fn byte_lengths(&self, out: &[u8]) -> (usize, usize) {
+        let values_at = self.frame_at + ROW_FRAME_BYTES;
+        let keys_at = self.keys_at.unwrap_or(out.len());
+        (keys_at - values_at, out.len() - keys_at)
+    }
+
+    /// Writes the frame; the row must be within its limits.
     pub(crate) fn finish(&self, out: &mut [u8]) {
-        debug_assert!(self.over_limit().is_none());
-        let at = self.counts_at;
+        debug_assert!(self.over_limit(out).is_none());
+        let (value_bytes, key_bytes) = self.byte_lengths(out);
+        let at = self.frame_at;
         out[at..at + 2].copy_from_slice(&(self.values as u16).to_le_bytes());
         out[at + 2..at + 4].copy_from_slice(&(self.keys as u16).to_le_bytes());
+        out[at + 4..at + 8].copy_from_slice(&(value_bytes as u32).to_le_bytes());
+        out[at + 8..at + 12].copy_from_slice(&(key_bytes as u32).to_le_bytes());
     }
+}
+
+/// Values already encoded by [`put_value`]: how many, and their bytes.
+pub type EncodedValues<'a> = (usize, &'a [u8]);
+
+/// How much of a row a reader checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Check {
+    /// Every value: tags, lengths, UTF-8, decimal syntax.
+    Values,
+    /// The frame only: counts and byte lengths against the bytes present.
+    Frame,
+}
+
+/// A row of a result or row batch, borrowing the batch: its values and key
+/// values, each a run of encoded values.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RowParts<'a> {
+    value_count: u16,
+    key_count: u16,
+    values: &'a [u8],
+    keys: &'a [u8],
+}
+
+impl<'a> RowParts<'a> {
+    pub fn value_count(&self) -> usize {
+        usize::from(self.value_count)
+    }
+
+    pub fn key_count(&self) -> usize {
+        usize::from(self.key_count)
+    }
+
+    /// The values, from a batch whose values were checked (a reader's
+    /// `new`); from one checked by frame only, use [`RowParts::try_values`].
+    pub fn values(&self) -> Values<'a> {
+        Values {
+            r: Reader::new(self.values, "row values"),
+            left: self.value_count(),
+        }
+    }
+
+    /// The primary-key values (key info), else none; see `values`.
+    pub fn keys(&self) -> Values<'a> {
+        Values {
+            r: Reader::new(self.keys, "row keys"),
+            left: self.key_count(),
+        }
+    }
+
+    /// Reads and checks every value, in order, handing each to `each`: the
+    /// one pass a reader of a batch checked by frame only makes.
+    pub fn try_values(&self, each: impl FnMut(ValueRef<'a>)) -> Result<(), ProtoError> {
+        each_value(self.values, self.value_count(), "row values", each)
+    }
+
+    /// [`RowParts::try_values`] for the key values.
+    pub fn try_keys(&self, each: impl FnMut(ValueRef<'a>)) -> Result<(), ProtoError> {
+        each_value(self.keys, self.key_count(), "row keys", each)
+    }
+}
+
+fn each_value<'a>(
+    bytes: &'a [u8],
+    count: usize,
+    what: &'static str,
+    mut each: impl FnMut(ValueRef<'a>),
+) -> Result<(), ProtoError> {
+    let mut r = Reader::new(bytes, what);
+    for _ in 0..count {
+        each(get_value(&mut r)?);
+    }
+    r.finish()
+}
+
+/// Reads a row's frame and parts at `r`, checking as asked.
+pub(crate) fn get_row<'a>(r: &mut Reader<'a>, check: Check) -> Result<RowParts<'a>, ProtoError> {
+    let value_count = r.u16()?;
+    let key_count = r.u16()?;
+    let value_bytes = r.u32()? as usize;
+    let key_bytes = r.u32()? as usize;
+    let values_at = r.position();
+    let values = r.bytes(value_bytes)?;
+    let keys = r.bytes(key_bytes)?;
+    if check == Check::Values {
+        let mut inner = Reader::new(r.whole(), r.what());
+        inner.pos = values_at;
+        for (count, bytes, field) in [
+            (value_count, value_bytes, "row value bytes"),
+            (key_count, key_bytes, "row key bytes"),
+        ] {
+            let at = inner.position();
+            for _ in 0..count {
+                get_value(&mut inner)?;
+            }
+            if inner.position() - at != bytes {
+                return Err(ProtoError::BadLength {
+                    what: r.what(),
+                    offset: at,
+                    field,
+                    declared: bytes,
+                    actual: inner.position() - at,
+                });
+            }
+        }
+    }
+    Ok(RowParts {
+        value_count,
+        key_count,
+        values,
+        keys,
+    })
 }

@@ -13,6 +13,17 @@ use proto::{
 
 /// Reads everything a reader offers, the way a data node would.
 fn consume_ops(bytes: &[u8]) -> bool {
+    // The frame check (the LDM's) accepts whatever the full check accepts,
+    // and what it accepts can be walked: headers, keys and projections.
+    let framed = OpBatchReader::framed(bytes).map(|reader| {
+        reader
+            .iter()
+            .map(|op| op.keys().count() + op.projection().count())
+            .sum::<usize>()
+    });
+    if OpBatchReader::new(bytes).is_ok() {
+        assert!(framed.is_ok(), "the frame check refuses a valid batch");
+    }
     match OpBatchReader::new(bytes) {
         Ok(reader) => {
             let mut n = 0;
@@ -30,14 +41,24 @@ fn consume_ops(bytes: &[u8]) -> bool {
 }
 
 fn consume_results(bytes: &[u8]) -> bool {
-    ResultReader::new(bytes)
+    let checked = ResultReader::new(bytes)
         .map(|reader| {
             reader
                 .iter()
                 .map(|r| r.values().count() + r.keys().count())
                 .sum::<usize>()
         })
-        .is_ok()
+        .is_ok();
+    // The one-pass way (frames first, each value checked as it is read)
+    // accepts exactly what the checking reader accepts.
+    let one_pass = ResultReader::framed(bytes).is_ok_and(|reader| {
+        reader.iter().all(|r| {
+            let mut n = 0;
+            r.try_values(|_| n += 1).is_ok() && r.try_keys(|_| n += 1).is_ok()
+        })
+    });
+    assert_eq!(checked, one_pass, "two ways of reading disagree");
+    checked
 }
 
 fn consume_rows(bytes: &[u8]) -> bool {
@@ -167,9 +188,9 @@ proptest! {
 
     #[test]
     fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
-        for magic in [*b"OB", *b"RB", *b"RW", *b"SS"] {
+        for (magic, version) in [(*b"OB", 1), (*b"RB", 2), (*b"RW", 2), (*b"SS", 1)] {
             let mut framed = magic.to_vec();
-            framed.push(1);
+            framed.push(version);
             framed.extend_from_slice(&bytes);
             consume_ops(&framed);
             consume_results(&framed);
@@ -201,10 +222,11 @@ fn hostile_counts_are_refused_before_allocating() {
     deep.extend_from_slice(&[3, 0, 0]);
     let err = Filter::decode(&deep).unwrap_err();
     assert!(err.to_string().contains("filter depth"), "{err}");
-    // A string claiming 4 GiB.
-    let mut bytes = b"RW\x01".to_vec();
+    // A string claiming 4 GiB, in a row whose frame is right.
+    let mut bytes = b"RW\x02".to_vec();
     bytes.extend_from_slice(&1u32.to_le_bytes());
-    bytes.extend_from_slice(&[1, 0, 0, 0, 6, 0xFF, 0xFF, 0xFF, 0xFF]);
+    bytes.extend_from_slice(&[1, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0]);
+    bytes.extend_from_slice(&[6, 0xFF, 0xFF, 0xFF, 0xFF]);
     assert!(matches!(
         RowBatchReader::new(&bytes),
         Err(proto::ProtoError::Truncated { .. })
@@ -224,12 +246,20 @@ fn errors_say_where() {
     let err = OpBatchReader::new(b"XB\x01\0\0\0\0").unwrap_err();
     assert!(err.to_string().starts_with("op batch: bad magic"), "{err}");
     // A string that is not UTF-8, inside a row.
-    let mut bytes = b"RW\x01".to_vec();
+    let mut bytes = b"RW\x02".to_vec();
     bytes.extend_from_slice(&1u32.to_le_bytes());
-    bytes.extend_from_slice(&[1, 0, 0, 0, 6, 1, 0, 0, 0, 0xFF]);
+    bytes.extend_from_slice(&[1, 0, 0, 0, 6, 0, 0, 0, 0, 0, 0, 0]);
+    bytes.extend_from_slice(&[6, 1, 0, 0, 0, 0xFF]);
     let err = RowBatchReader::new(&bytes).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "row batch: byte 16: text is not valid UTF-8"
+        "row batch: byte 24: text is not valid UTF-8"
     );
+    // A row whose declared value bytes do not match its values.
+    let mut bytes = b"RW\x02".to_vec();
+    bytes.extend_from_slice(&1u32.to_le_bytes());
+    bytes.extend_from_slice(&[1, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0]);
+    bytes.extend_from_slice(&[0, 0]);
+    let err = RowBatchReader::new(&bytes).unwrap_err();
+    assert!(err.to_string().contains("row value bytes"), "{err}");
 }

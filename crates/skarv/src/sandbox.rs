@@ -228,9 +228,21 @@ fn config_path_text(dir: &Path) -> Result<&str, String> {
     Ok(dir_text)
 }
 
-/// `config.ini` for `layout`, with data directories under `dir` (absolute,
-/// so that the file means the same whatever directory a process runs in).
-fn config_ini(layout: &Layout, dir: &Path) -> Result<String, String> {
+/// CPUs per data node at or below which a sandbox's data nodes run their
+/// LDM instance on the main thread (`ThreadConfig=ldm={count=0}`): with the
+/// clients on the same CPUs, one more busy thread per node costs a thread
+/// hop on every operation and buys no parallelism.
+const FOLD_LDM_CPUS_PER_NODE_MAX: usize = 2;
+
+/// CPUs this process may run on (1 when unknown).
+fn machine_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// `config.ini` for `layout` on a machine with `cpus` CPUs, with data
+/// directories under `dir` (absolute, so that the file means the same
+/// whatever directory a process runs in).
+fn config_ini(layout: &Layout, dir: &Path, cpus: usize) -> Result<String, String> {
     let dir_text = config_path_text(dir)?;
     let mut text = String::new();
     text.push_str(&format!(
@@ -243,9 +255,18 @@ fn config_ini(layout: &Layout, dir: &Path) -> Result<String, String> {
          # Copies of each row: data nodes form node groups of this many nodes.\n\
          NoOfReplicas={}\n\
          # Memory for rows and indexes on each data node (small: this is a sandbox).\n\
-         DataMemory={DATA_MEMORY}\n\n",
+         DataMemory={DATA_MEMORY}\n",
         layout.replicas
     ));
+    if cpus / layout.data_nodes.max(1) as usize <= FOLD_LDM_CPUS_PER_NODE_MAX {
+        text.push_str(&format!(
+            "# {cpus} CPU(s) for {} data node(s) and their clients: each node runs its LDM on\n\
+             # its main thread, beside the TC, rather than handing every operation to another thread.\n\
+             ThreadConfig=ldm={{count=0}}\n",
+            layout.data_nodes
+        ));
+    }
+    text.push('\n');
     text.push_str(&format!(
         "[ndb_mgmd]\n\
          # The management server: configuration, node ids, cluster log, `skarv admin`.\n\
@@ -826,7 +847,7 @@ fn start(args: &SandboxArgs) -> Result<(), String> {
 
 fn prepare_dir(dir: &Path, layout: &Layout) -> Result<(), String> {
     let config_path = dir.join(CONFIG_FILE);
-    fs::write(&config_path, config_ini(layout, dir)?)
+    fs::write(&config_path, config_ini(layout, dir, machine_cpus())?)
         .map_err(|error| format!("cannot write {}: {error}", config_path.display()))?;
     let mut data_dirs = vec![mgmd_data_dir(dir)];
     data_dirs.extend(layout.data_node_ids().map(|id| data_node_dir(dir, id)));
@@ -1295,7 +1316,7 @@ mod tests {
     fn config_ini_parses_to_the_layout() {
         let dir = Path::new("/var/tmp/sandbox dir");
         let layout = layout(4, 2, 30000).expect("valid");
-        let text = config_ini(&layout, dir).expect("config.ini");
+        let text = config_ini(&layout, dir, 16).expect("config.ini");
         let cluster = config::parse(&text, "config.ini").expect("generated config.ini parses");
 
         assert_eq!(cluster.management_nodes.len(), 1);
@@ -1326,12 +1347,44 @@ mod tests {
         assert!(cluster.api_nodes.iter().all(|n| !n.mysqld));
         // Every line that sets a value is explained by a comment.
         assert!(text.lines().filter(|line| line.starts_with('#')).count() >= 5);
+        // 16 CPUs for 4 nodes: each node keeps its own LDM thread.
+        assert!(cluster
+            .data_nodes
+            .iter()
+            .all(|n| n.params.thread_config.is_none()));
+    }
+
+    #[test]
+    fn few_cpus_per_node_fold_the_ldm_into_the_main_thread() {
+        use kernel::thread_config::ThreadRole;
+        let dir = Path::new("/s");
+        for (nodes, cpus, folded) in [
+            (1, 2, true),
+            (2, 2, true),
+            (2, 4, true),
+            (1, 4, false),
+            (2, 16, false),
+        ] {
+            let layout = layout(nodes, 1, 30000).expect("valid");
+            let text = config_ini(&layout, dir, cpus).expect("config.ini");
+            let cluster = config::parse(&text, "config.ini").expect("parses");
+            for node in &cluster.data_nodes {
+                let threads = &node.params.threads;
+                assert_eq!(
+                    threads.count(ThreadRole::Ldm) == 0,
+                    folded,
+                    "{nodes} nodes, {cpus} CPUs"
+                );
+                let main = threads.threads.iter().position(|t| t.name == "main");
+                assert_eq!(threads.thread_for(ThreadRole::Ldm, 0) == main, folded);
+            }
+        }
     }
 
     #[test]
     fn config_ini_for_the_largest_sandbox() {
         let layout = layout(48, 4, 21860).expect("valid");
-        let text = config_ini(&layout, Path::new("/s")).expect("config.ini");
+        let text = config_ini(&layout, Path::new("/s"), 16).expect("config.ini");
         let cluster = config::parse(&text, "config.ini").expect("parses");
         assert_eq!(cluster.data_nodes.len(), 48);
         assert_eq!(cluster.data_nodes[47].node_id.get(), 49);
@@ -1346,9 +1399,9 @@ mod tests {
     #[test]
     fn config_ini_refuses_paths_it_cannot_hold() {
         let layout = layout(2, 2, 21860).expect("valid");
-        let error = config_ini(&layout, Path::new("/tmp/a#b")).unwrap_err();
+        let error = config_ini(&layout, Path::new("/tmp/a#b"), 16).unwrap_err();
         assert!(error.contains("/tmp/a#b"), "{error}");
-        assert!(config_ini(&layout, Path::new("/tmp/a\nb")).is_err());
+        assert!(config_ini(&layout, Path::new("/tmp/a\nb"), 16).is_err());
     }
 
     #[test]

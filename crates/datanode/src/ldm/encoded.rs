@@ -5,13 +5,13 @@
 //! whole life, so they cannot be kept in a record between signals. The
 //! values of each answer are encoded here as they are read (a read must
 //! return the row as it was when it ran, not as a later operation of the
-//! same request left it) and turned into one `proto` batch when the answer
-//! goes out. The buffers are kept and reused: once warm, gathering
+//! same request left it) and copied into one `proto` batch when the answer
+//! goes out (the encoding is the same, so the values are not read again). The buffers are kept and reused: once warm, gathering
 //! allocates nothing.
 
 use proto::results::ResultWriter;
 use proto::scan::RowBatchWriter;
-use proto::value::{get_value, put_value, Reader};
+use proto::value::{put_value, EncodedValues};
 use storage::schema::ValueRef;
 
 /// One gathered answer: an outcome, or a row whose values end at `end`.
@@ -23,7 +23,9 @@ struct Entry {
     row: bool,
     values: u16,
     keys: u16,
-    /// End of the row's values in `Gathered::bytes`.
+    /// Where the row's key values begin in `Gathered::bytes`.
+    keys_at: u32,
+    /// End of the row's values and key values in `Gathered::bytes`.
     end: u32,
 }
 
@@ -34,7 +36,9 @@ pub(super) struct Gathered {
     /// Values of the rows, back to back, as `proto::value` encodes them.
     bytes: Vec<u8>,
     /// The row being added: its start in `bytes` and its counts.
-    open: Option<(usize, u16, u16)>,
+    /// The row being added: its value and key counts, and where its keys
+    /// begin once the first is added.
+    open: Option<(u16, u16, Option<usize>)>,
 }
 
 impl Gathered {
@@ -74,6 +78,7 @@ impl Gathered {
             row: false,
             values: 0,
             keys: 0,
+            keys_at: self.bytes.len() as u32,
             end: self.bytes.len() as u32,
         });
     }
@@ -81,44 +86,50 @@ impl Gathered {
     /// Starts a row: its values, then its key values, then `end_row`.
     pub(super) fn begin_row(&mut self) {
         assert!(self.open.is_none(), "a row is being added");
-        self.open = Some((self.bytes.len(), 0, 0));
+        self.open = Some((0, 0, None));
     }
 
     pub(super) fn value(&mut self, v: ValueRef<'_>) {
         let open = self.open.as_mut().expect("begin_row first");
-        debug_assert_eq!(open.2, 0, "values before key values");
-        open.1 += 1;
+        debug_assert!(open.2.is_none(), "values before key values");
+        open.0 += 1;
         put_value(&mut self.bytes, v);
     }
 
     pub(super) fn key(&mut self, v: ValueRef<'_>) {
         let open = self.open.as_mut().expect("begin_row first");
-        open.2 += 1;
+        open.2.get_or_insert(self.bytes.len());
+        open.1 += 1;
         put_value(&mut self.bytes, v);
     }
 
     pub(super) fn end_row(&mut self, op_index: u32) {
-        let (_, values, keys) = self.open.take().expect("begin_row first");
+        let (values, keys, keys_at) = self.open.take().expect("begin_row first");
         self.entries.push(Entry {
             op_index,
             code: 0,
             row: true,
             values,
             keys,
+            keys_at: keys_at.unwrap_or(self.bytes.len()) as u32,
             end: self.bytes.len() as u32,
         });
     }
 
     /// The values of entry `i`, in order (values, then key values).
-    fn values_of(&self, i: usize) -> (Reader<'_>, u16, u16) {
+    /// The encoded (values, key values) of row entry `i`, with their counts.
+    fn parts_of(&self, i: usize) -> (EncodedValues<'_>, EncodedValues<'_>) {
         let entry = self.entries[i];
         let start = if i == 0 {
             0
         } else {
             self.entries[i - 1].end as usize
         };
-        let reader = Reader::new(&self.bytes[start..entry.end as usize], "gathered row");
-        (reader, entry.values, entry.keys)
+        let (keys_at, end) = (entry.keys_at as usize, entry.end as usize);
+        (
+            (usize::from(entry.values), &self.bytes[start..keys_at]),
+            (usize::from(entry.keys), &self.bytes[keys_at..end]),
+        )
     }
 
     /// Writes entries from `*next` on as one result batch into `out`
@@ -136,15 +147,8 @@ impl Gathered {
                     writer.error(entry.op_index, entry.code)
                 }
             } else {
-                writer.row(entry.op_index);
-                let (mut reader, values, keys) = self.values_of(*next);
-                for _ in 0..values {
-                    writer.value(read(&mut reader));
-                }
-                for _ in 0..keys {
-                    writer.key(read(&mut reader));
-                }
-                writer.end_row()
+                let (values, keys) = self.parts_of(*next);
+                writer.encoded_row(entry.op_index, values, keys)
             };
             if fits.is_err() {
                 assert!(*next > first, "one result always fits a batch");
@@ -162,27 +166,12 @@ impl Gathered {
         let first = *next;
         while *next < self.entries.len() {
             debug_assert!(self.entries[*next].row);
-            writer.row();
-            let (mut reader, values, keys) = self.values_of(*next);
-            for _ in 0..values {
-                writer.value(read(&mut reader));
-            }
-            for _ in 0..keys {
-                writer.key(read(&mut reader));
-            }
-            if writer.end_row().is_err() {
+            let (values, keys) = self.parts_of(*next);
+            if writer.encoded_row(values, keys).is_err() {
                 assert!(*next > first, "one row always fits a batch");
                 return;
             }
             *next += 1;
         }
-    }
-}
-
-/// A value this module encoded itself: reading it back cannot fail.
-fn read<'a>(reader: &mut Reader<'a>) -> ValueRef<'a> {
-    match get_value(reader) {
-        Ok(v) => v,
-        Err(e) => panic!("a value encoded by the LDM does not decode: {e}"),
     }
 }

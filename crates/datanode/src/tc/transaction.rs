@@ -506,7 +506,9 @@ impl TcBlock {
         if self.transactions.get(slot).plan.active {
             return self.plan_conf(slot, from, results, ctx);
         }
-        let reader = match ResultReader::new(&results) {
+        // Made by an LDM of this cluster and passed on to the client, which
+        // checks every value as it reads it: the frames are enough here.
+        let reader = match ResultReader::framed(&results) {
             Ok(reader) => reader,
             Err(e) => {
                 tracing::error!(tc = %self.me, "LdmKeyConf from {from} for transaction {tx_id:#x}: {e}");
@@ -569,7 +571,7 @@ impl TcBlock {
         let mut out = if whole {
             let conf = tx.confs.pop().expect("one batch");
             debug_assert!(
-                ResultReader::new(&conf).is_ok_and(|r| r.len() == tx.ops.len()
+                ResultReader::framed(&conf).is_ok_and(|r| r.len() == tx.ops.len()
                     && r.iter()
                         .enumerate()
                         .all(|(pos, res)| res.op_index as usize == pos)),
@@ -625,7 +627,7 @@ impl TcBlock {
         // Not the common case (see `request_done`): a small allocation.
         let mut by_pos: Vec<Option<OpResult<'_>>> = vec![None; tx.ops.len()];
         for conf in &tx.confs {
-            let reader = ResultReader::new(conf).expect("validated when it came");
+            let reader = ResultReader::framed(conf).expect("framed when it came");
             for result in reader.iter() {
                 if let Some(entry) = by_pos.get_mut(result.op_index as usize) {
                     *entry = Some(result);

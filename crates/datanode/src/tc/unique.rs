@@ -255,7 +255,7 @@ impl TcBlock {
         plan: &mut Plan,
         effects: &mut SegmentEffects,
     ) -> Result<(), (u32, u32, String)> {
-        let reader = OpBatchReader::new(&plan.request).expect("validated by execute_request");
+        let reader = OpBatchReader::framed(&plan.request).expect("validated by execute_request");
         plan.segments.push(0);
         for (pos, op) in reader.iter().enumerate() {
             let h = op.header;
@@ -492,7 +492,7 @@ impl TcBlock {
             stage,
             ..
         } = plan;
-        let reader = OpBatchReader::new(request).expect("validated by execute_request");
+        let reader = OpBatchReader::framed(request).expect("validated by execute_request");
         let (start, end) = (segments[*segment] as usize, segments[*segment + 1] as usize);
         stage.clear();
         let mut writer = OpBatchWriter::new(stage);
@@ -719,7 +719,7 @@ impl TcBlock {
     /// Splits the staged round into one `LdmKeyReq` per group.
     fn send_staged(&mut self, slot: u32, plan: &Plan, first_sub: usize, ctx: &mut Context<'_>) {
         let tx_id = self.transactions.get(slot).tx_id;
-        let reader = OpBatchReader::new(&plan.stage).expect("staged by this TC");
+        let reader = OpBatchReader::framed(&plan.stage).expect("staged by this TC");
         for g in 0..self.scratch.groups.len() {
             let group = self.scratch.groups[g].clone();
             let mut batch = self.scratch.buffer();
