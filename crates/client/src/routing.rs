@@ -64,6 +64,18 @@ pub fn primary_of(placement: &Placement, partition: u32) -> NodeId {
     placement.home(partition).primary()
 }
 
+/// The node serving `partition` as primary while only the nodes for which
+/// `live` holds are reachable: its first live replica in placement order,
+/// as the data nodes route once a failed node has left their view
+/// (docs/transactions.md, "Node failure"); `None` when no replica is.
+pub fn live_primary_of(
+    placement: &Placement,
+    partition: u32,
+    live: impl Fn(NodeId) -> bool,
+) -> Option<NodeId> {
+    placement.home(partition).replicas().find(|&n| live(n))
+}
+
 #[cfg(test)]
 mod tests {
     use storage::schema::{Column, ColumnType};
@@ -85,6 +97,22 @@ mod tests {
         assert_eq!(wrapped & TX_COUNTER_MASK, TX_COUNTER_MASK);
         assert_eq!(tc_instance(id, 4), (id % 4) as u16);
         assert_eq!(tc_instance(id, 1), 0);
+    }
+
+    #[test]
+    fn a_hint_skips_replicas_that_are_down_and_comes_back() {
+        let placement = Placement::new(vec![vec![n(2), n(3)], vec![n(4), n(5)]], 2);
+        for p in 0..16 {
+            let home = placement.home(p);
+            assert_eq!(
+                live_primary_of(&placement, p, |_| true),
+                Some(home.primary())
+            );
+            let backup = home.backups().next().expect("two replicas");
+            let without = live_primary_of(&placement, p, |node| node != home.primary());
+            assert_eq!(without, Some(backup), "partition {p}");
+            assert_eq!(live_primary_of(&placement, p, |_| false), None);
+        }
     }
 
     #[test]

@@ -649,17 +649,26 @@ impl Session {
     /// Starts a transaction on the node holding the primary replica of
     /// `key`'s partition (the transaction hint). `key` gives the primary
     /// key's values in key order (the distribution key's are enough).
-    /// Falls back to any live node when that one is not live.
+    /// Skips replicas whose connection is closed (the next live replica is
+    /// the primary the data nodes use then), and any live node when none is.
     pub fn begin_with_hint(&self, table: &Table, key: &[Value]) -> Result<Transaction<'_>> {
         let shared = self.shared();
         let partition = {
             let mut state = self.state.borrow_mut();
             table.partition_of_key(key, &mut state.key_scratch)?
         };
-        let node = crate::routing::primary_of(&shared.placement, partition);
-        let link = match shared.link_index(node) {
-            Some(link) if shared.links[link].is_live() => link,
-            _ => self.live_link()?,
+        // The primary, or the first live replica while its node is down
+        // (the connection closed): where the data nodes route it then.
+        let is_live = |node| {
+            shared
+                .link_index(node)
+                .is_some_and(|link| shared.links[link].is_live())
+        };
+        let link = match crate::routing::live_primary_of(&shared.placement, partition, is_live)
+            .and_then(|node| shared.link_index(node))
+        {
+            Some(link) => link,
+            None => self.live_link()?,
         };
         Ok(Transaction::new(self, link))
     }

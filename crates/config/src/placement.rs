@@ -21,8 +21,9 @@
 //! instances, NDB's one partition per LDM per node) every LDM instance of
 //! every data node is the primary of exactly one partition of each table,
 //! so primaries, and the work of committed reads, spread evenly.
-//! Node failure moves primaries (issue 6); this module is the placement of
-//! a cluster with all nodes alive.
+//! Node failure moves primaries: a running node routes by
+//! [`PartitionHome::live_only`], the first live replica in this order
+//! being the primary (docs/transactions.md, "Node failure").
 
 use signal::NodeId;
 
@@ -66,6 +67,34 @@ impl PartitionHome {
 
     pub fn is_replica(&self, node: NodeId) -> bool {
         self.replicas().any(|r| r == node)
+    }
+
+    /// The same partition with only the replicas for which `live` holds,
+    /// in placement order: the first live replica is the primary, the
+    /// others are the backups (docs/transactions.md, "Node failure").
+    ///
+    /// # Panics
+    /// When no replica is live: membership stops a side of the cluster
+    /// that lacks a whole node group, so a running node never routes to
+    /// such a partition.
+    pub fn live_only(&self, live: impl Fn(NodeId) -> bool) -> PartitionHome {
+        let mut replicas = [None; REPLICAS_MAX];
+        let mut k = 0;
+        for node in self.replicas().filter(|n| live(*n)) {
+            replicas[k] = Some(node);
+            k += 1;
+        }
+        assert!(
+            k > 0,
+            "node group {} has no live replica: {:?}",
+            self.node_group,
+            self.replicas
+        );
+        PartitionHome {
+            node_group: self.node_group,
+            ldm_instance: self.ldm_instance,
+            replicas,
+        }
     }
 }
 

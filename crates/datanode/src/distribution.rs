@@ -31,12 +31,25 @@
 //! view and its answer, other nodes' TCs may still commit in a lower GCI
 //! on that node's LDMs; node restart (issue 6) copies data to a joining
 //! node before it serves, which closes that window.
+//!
+//! **Node failure.** Every view this block installs goes on to the local
+//! TC and LDM instances (`MembershipViewRep`): they route by the live
+//! replicas ([`crate::live_map`]) and end what the failed nodes leave
+//! behind. The transactions whose TC was on a failed node are taken over
+//! by the master's TC instance 0 (`TcTakeOverReq` → `TcTakeOverConf`), for
+//! the union of the nodes not yet taken over; a failure during a takeover
+//! orders a new one for the union. Until it is done the master holds the
+//! GCP between its prepare and save steps: a taken-over transaction
+//! commits in the GCI its TC gave it, which must not be saved before
+//! (`GcpSaveReq { g }` promises an LDM no more commits of GCI ≤ `g`).
+//! `TakeOverDoneRep` tells every member, so that a new master orders only
+//! what is left.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use kernel::{Block, Context};
-use signal::{BlockNumber, BlockRef, MembershipView, NodeId, Signal, SignalBody};
+use signal::{BlockNumber, BlockRef, MembershipView, NodeBitmask, NodeId, Signal, SignalBody};
 
 /// Timer: time for the next GCP.
 const TIMER_GCP: u32 = 1;
@@ -100,6 +113,13 @@ pub struct Distribution {
     /// `Some` while this node is the president.
     master: Option<Master>,
     timer_armed: bool,
+    /// Data nodes that left a view and whose TCs' transactions are not
+    /// yet taken over.
+    takeover_pending: NodeBitmask,
+    /// The takeover ordered by this master and not yet confirmed: (id,
+    /// failed nodes).
+    takeover_asked: Option<(u32, NodeBitmask)>,
+    next_takeover_id: u32,
 }
 
 impl Distribution {
@@ -121,7 +141,15 @@ impl Distribution {
             view: None,
             master: None,
             timer_armed: false,
+            takeover_pending: NodeBitmask::new(),
+            takeover_asked: None,
+            next_takeover_id: 1,
         }
+    }
+
+    /// Data nodes whose transactions are not yet taken over.
+    pub fn takeover_pending(&self) -> NodeBitmask {
+        self.takeover_pending
     }
 
     pub fn address(node: NodeId) -> BlockRef {
@@ -161,6 +189,19 @@ impl Distribution {
         {
             return;
         }
+        if let Some(old) = &self.view {
+            let members: NodeBitmask = view.members.iter().copied().collect();
+            let left = old.bitmask().difference(&members);
+            // A node back in the view had its takeover done before it
+            // could rejoin (membership refuses it while it is being removed).
+            self.takeover_pending = self.takeover_pending.union(&left).difference(&members);
+        }
+        for block in self
+            .tcs_of(self.config.node)
+            .chain(self.ldms_of(self.config.node))
+        {
+            ctx.send(block, SignalBody::MembershipViewRep { view: view.clone() });
+        }
         let president = view.president == self.config.node;
         if president && self.master.is_none() {
             tracing::info!(node = %self.config.node, "global checkpoint master from view {}", view.view_id);
@@ -171,6 +212,7 @@ impl Distribution {
         }
         self.view = Some(view);
         if self.master.is_some() {
+            self.order_takeover(ctx);
             self.follow_members(ctx);
             if !self.timer_armed {
                 self.timer_armed = true;
@@ -296,6 +338,14 @@ impl Distribution {
                     self.master.as_mut().expect("master").round =
                         Some(Round::Prepare { gci, waiting });
                 }
+                Some(Round::Prepare { gci, waiting })
+                    if waiting.is_empty() && !self.takeover_pending.is_empty() =>
+                {
+                    // A taken-over transaction may still commit in a GCI
+                    // the save would close: wait for the takeover.
+                    master.round = Some(Round::Prepare { gci, waiting });
+                    return;
+                }
                 Some(Round::Prepare { gci, waiting }) if waiting.is_empty() => {
                     let save = gci - 1;
                     if save == 0 || save <= master.durable_gci {
@@ -349,6 +399,57 @@ impl Distribution {
     }
 }
 
+impl Distribution {
+    /// As master: orders the takeover of every node still pending, unless
+    /// that exact set is being taken over already.
+    fn order_takeover(&mut self, ctx: &mut Context<'_>) {
+        if self.master.is_none() || self.takeover_pending.is_empty() {
+            return;
+        }
+        if self
+            .takeover_asked
+            .is_some_and(|(_, failed)| failed == self.takeover_pending)
+        {
+            return;
+        }
+        let takeover_id = self.next_takeover_id;
+        self.next_takeover_id += 1;
+        let failed = self.takeover_pending;
+        self.takeover_asked = Some((takeover_id, failed));
+        tracing::info!(node = %self.config.node, "takeover {takeover_id} of the transactions of failed nodes {failed:?}");
+        ctx.send(
+            BlockRef::new(self.config.node, BlockNumber::TRANSACTION_COORDINATOR, 0),
+            SignalBody::TcTakeOverReq {
+                takeover_id,
+                failed,
+            },
+        );
+    }
+
+    fn on_takeover_conf(&mut self, takeover_id: u32, failed: NodeBitmask, ctx: &mut Context<'_>) {
+        if self.master.is_none() || self.takeover_asked != Some((takeover_id, failed)) {
+            // An answer to a takeover that a later one replaced.
+            return;
+        }
+        self.takeover_asked = None;
+        self.takeover_pending = self.takeover_pending.difference(&failed);
+        assert!(
+            self.takeover_pending.is_empty(),
+            "takeover {takeover_id} was for every pending node, {failed:?}, yet {:?} are pending",
+            self.takeover_pending
+        );
+        tracing::info!(node = %self.config.node, "takeover {takeover_id} of failed nodes {failed:?} done");
+        let view = self.view.as_ref().expect("a master has a view");
+        for &member in view.members.iter().filter(|m| **m != self.config.node) {
+            ctx.send(
+                Self::address(member),
+                SignalBody::TakeOverDoneRep { failed },
+            );
+        }
+        self.advance(ctx);
+    }
+}
+
 impl Block for Distribution {
     fn execute(&mut self, signal: Signal, ctx: &mut Context<'_>) {
         let from = signal.sender;
@@ -364,6 +465,13 @@ impl Block for Distribution {
             SignalBody::GcpStartConf { gci } => self.on_start_conf(from, gci, ctx),
             SignalBody::GcpPrepareConf { gci } => self.on_step_conf(from, true, gci, ctx),
             SignalBody::GcpSaveConf { gci } => self.on_step_conf(from, false, gci, ctx),
+            SignalBody::TcTakeOverConf {
+                takeover_id,
+                failed,
+            } if from.node == self.config.node => self.on_takeover_conf(takeover_id, failed, ctx),
+            SignalBody::TakeOverDoneRep { failed } => {
+                self.takeover_pending = self.takeover_pending.difference(&failed);
+            }
             other => {
                 tracing::debug!(node = %self.config.node, "distribution ignores {} from {from}", other.name());
             }

@@ -6,7 +6,10 @@
 //! - [`ldm`]: the local data manager block: rows, indexes, locks, redo,
 //!   checkpoints of the partitions of one `ldm` thread (NDB: DBLQH…).
 //! - [`tc`]: the transaction coordinator block (NDB: DBTC).
-//! - [`distribution`]: global checkpoints (NDB: DBDIH).
+//! - [`distribution`]: global checkpoints, the views passed to the TC and
+//!   LDM instances, and the order to take over a failed node's
+//!   transactions (NDB: DBDIH).
+//! - [`live_map`]: where partitions are served while nodes are down.
 //! - [`node`]: the data node process — configuration from the mgmd, the
 //!   runtime, the transport, and the wiring between them.
 //! - [`angel`]: the parent process that restarts the data node when it dies.
@@ -16,6 +19,7 @@ pub mod angel;
 pub mod dictionary;
 pub mod distribution;
 pub mod ldm;
+pub mod live_map;
 pub mod membership;
 pub mod node;
 pub mod simulation;

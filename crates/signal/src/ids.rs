@@ -117,6 +117,29 @@ impl NodeBitmask {
         self.0.iter().all(|w| *w == 0)
     }
 
+    /// The nodes in `self` or in `other`.
+    pub fn union(&self, other: &NodeBitmask) -> NodeBitmask {
+        let mut out = *self;
+        for (w, o) in out.0.iter_mut().zip(other.0) {
+            *w |= o;
+        }
+        out
+    }
+
+    /// The nodes in `self` and not in `other`.
+    pub fn difference(&self, other: &NodeBitmask) -> NodeBitmask {
+        let mut out = *self;
+        for (w, o) in out.0.iter_mut().zip(other.0) {
+            *w &= !o;
+        }
+        out
+    }
+
+    /// Whether a node is in both.
+    pub fn intersects(&self, other: &NodeBitmask) -> bool {
+        self.0.iter().zip(other.0).any(|(w, o)| w & o != 0)
+    }
+
     /// Node ids in ascending order.
     pub fn iter(&self) -> impl Iterator<Item = NodeId> + '_ {
         (1..=255u8)

@@ -394,6 +394,14 @@ signals! {
     107 => TcWaitGciReq { gci: u32 },
     /// TC → API: `durable_gci` ≥ the GCI asked for is durable cluster-wide.
     108 => TcWaitGciConf { gci: u32, durable_gci: u32 },
+    /// Distribution master → its own node's TC instance 0: take over the
+    /// transactions whose TC was on a node of `failed` (NDB: TAKE_OVERTCREQ).
+    /// A new request (a larger `takeover_id`, for the union of the failed
+    /// nodes) replaces one in progress. See docs/transactions.md, "Node failure".
+    109 => TcTakeOverReq { takeover_id: u32, failed: NodeBitmask },
+    /// TC → the distribution master: every transaction of the TCs of
+    /// `failed` has its one outcome on every live replica.
+    110 => TcTakeOverConf { takeover_id: u32, failed: NodeBitmask },
 
     // ---- local data manager (120–139), NDB: DBLQH ----
     /// TC (or the previous replica's LDM) → LDM: operations of one
@@ -422,6 +430,15 @@ signals! {
     /// TC → LDM: the next batch, or close (NDB: SCAN_NEXTREQ to LQH).
     128 => LdmScanNextReq { tx_id: u64, scan_id: u32, partition: u32, close: bool },
     129 => LdmScanRef { tx_id: u64, scan_id: u32, partition: u32, code: u32, message: String },
+    /// Taking-over TC → every LDM instance of every live member: the
+    /// transactions here whose TC was on a node of `failed`, and their state
+    /// (NDB: LQH_TRANSREQ). From now on this instance drops requests from
+    /// those TCs.
+    130 => LdmTakeOverReq { takeover_id: u32, failed: NodeBitmask },
+    /// The answer, in parts (`last` marks the final one): per transaction
+    /// its id and `gci` = 0 when it is prepared here (locks or changes not
+    /// committed), else the GCI it committed in here (NDB: LQH_TRANSCONF).
+    131 => LdmTakeOverConf { takeover_id: u32, tx_ids: Vec<u64>, gcis: Vec<u32>, last: bool },
 
     // ---- global checkpoints (140–149), NDB: DBDIH's GCP protocol ----
     /// Distribution master → every TC: commits from now on belong to `gci`
@@ -444,6 +461,11 @@ signals! {
     145 => GcpStartReq {},
     /// The answer: `gci` is that highest GCI, 0 when none.
     146 => GcpStartConf { gci: u32 },
+    /// Distribution master → every member's distribution block: the
+    /// transactions of the TCs of `failed` are taken over (each has its one
+    /// outcome); GCPs no longer wait for them (NDB: the end of
+    /// NODE_FAILREP handling in DIH).
+    147 => TakeOverDoneRep { failed: NodeBitmask },
 }
 
 /// Flags of `TcKeyReq`, `TcScanReq` and `TcKeyConf`.

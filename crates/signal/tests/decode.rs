@@ -338,6 +338,27 @@ fn one_of_each() -> Vec<SignalBody> {
         SignalBody::GcpCompleteRep { gci: 12 },
         SignalBody::GcpStartReq {},
         SignalBody::GcpStartConf { gci: 11 },
+        SignalBody::TcTakeOverReq {
+            takeover_id: 2,
+            failed: NodeBitmask::from_iter([node(3)]),
+        },
+        SignalBody::TcTakeOverConf {
+            takeover_id: 2,
+            failed: NodeBitmask::from_iter([node(3)]),
+        },
+        SignalBody::LdmTakeOverReq {
+            takeover_id: 2,
+            failed: NodeBitmask::from_iter([node(3), node(4)]),
+        },
+        SignalBody::LdmTakeOverConf {
+            takeover_id: 2,
+            tx_ids: vec![7, 8],
+            gcis: vec![0, 12],
+            last: true,
+        },
+        SignalBody::TakeOverDoneRep {
+            failed: NodeBitmask::from_iter([node(3)]),
+        },
     ];
     let mut gsns: Vec<u16> = bodies.iter().map(SignalBody::gsn).collect();
     gsns.sort_unstable();

@@ -18,13 +18,13 @@ use crate::tc::IdSet;
 pub const ABORTED_REMEMBERED_MAX: usize = 8192;
 
 #[derive(Debug, Default)]
-pub(super) struct RecentlyAborted {
+pub(crate) struct RecentlyAborted {
     order: VecDeque<u64>,
     ids: IdSet<u64>,
 }
 
 impl RecentlyAborted {
-    pub(super) fn remember(&mut self, tx_id: u64) {
+    pub(crate) fn remember(&mut self, tx_id: u64) {
         if !self.ids.insert(tx_id) {
             return;
         }
@@ -36,7 +36,7 @@ impl RecentlyAborted {
         debug_assert_eq!(self.order.len(), self.ids.len());
     }
 
-    pub(super) fn contains(&self, tx_id: u64) -> bool {
+    pub(crate) fn contains(&self, tx_id: u64) -> bool {
         self.ids.contains(&tx_id)
     }
 }

@@ -32,13 +32,20 @@
 //!   `lcp_interval` when anything changed, and run a step at a time from a
 //!   short timer so that transactions interleave.
 //!
+//! - Node failure ([`failover`]): the view (from the local distribution
+//!   block) marks nodes down; requests from their TCs are dropped, writes
+//!   are no longer passed to them, and a takeover TC learns the state of
+//!   their TCs' transactions here (`LdmTakeOverReq`). Commits are
+//!   remembered until their GCI is saved, for that.
+//!
 //! Failures that crash the node: corrupt files at restore (stop), a failed
 //! redo flush or a redo I/O error at commit (restart). Everything else
 //! fails one operation with a `proto::error` code.
 
-mod aborted;
+pub(crate) mod aborted;
 mod alter;
 mod encoded;
+mod failover;
 mod requests;
 mod scans;
 
@@ -136,6 +143,9 @@ struct LocalSchema {
 /// A transaction with locks, changes or waiting requests on this instance.
 #[derive(Debug, Default)]
 struct TxRecord {
+    /// The TC that runs it (from its first request here): a takeover asks
+    /// for the transactions of a failed node's TCs.
+    tc: Option<BlockRef>,
     /// Fragments it locked or changed here: what commit and abort visit.
     fragments: Vec<(u32, u32)>,
     /// Its requests in arrival order; the first one runs, the others wait
@@ -182,6 +192,10 @@ pub struct LdmBlock<D> {
     /// late is dropped (see `aborted`).
     aborted: aborted::RecentlyAborted,
     gcp_start_waiters: Vec<BlockRef>,
+    /// The placement less the nodes that failed (`failover`).
+    live: crate::live_map::LiveMap,
+    /// Commits whose GCI is not yet saved, for a takeover (`failover`).
+    recent_commits: failover::RecentCommits,
     failed: bool,
     stats: LdmStats,
     /// An ALTER TABLE waiting for its table's transactions to end, and the
@@ -206,6 +220,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         let instance = u16::try_from(config.instance).expect("LDM instance fits a block instance");
         LdmBlock {
             me: BlockRef::new(config.node, BlockNumber::LOCAL_DATA_MANAGER, instance),
+            live: crate::live_map::LiveMap::new(config.placement.clone()),
             config,
             disk,
             instance: None,
@@ -224,6 +239,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             last_lcp_start: Instant::ZERO,
             gcp_start_waiters: Vec::new(),
             aborted: aborted::RecentlyAborted::default(),
+            recent_commits: failover::RecentCommits::default(),
             failed: false,
             stats: LdmStats::default(),
             alter: alter::AlterState::default(),
@@ -295,12 +311,13 @@ impl<D> LdmBlock<D> {
         }
     }
 
-    fn tx_record(&mut self, tx_id: u64) -> Option<&mut TxRecord> {
+    fn tx_record(&mut self, tx_id: u64, tc: BlockRef) -> Option<&mut TxRecord> {
         if !self.txs.contains_key(&tx_id) {
             if self.txs.len() >= LDM_TRANSACTIONS_MAX {
                 return None;
             }
             let mut record = self.free_txs.pop().unwrap_or_default();
+            record.tc = Some(tc);
             record.fragments.clear();
             record.queue.clear();
             self.txs.insert(tx_id, record);
@@ -591,9 +608,11 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             // A repeated request: the pending commit answers it.
             return;
         }
+        let mut tc = None;
         let fragments = match self.txs.get_mut(&tx_id) {
             None => Vec::new(),
             Some(record) => {
+                tc = record.tc;
                 if !record.queue.is_empty() {
                     tracing::warn!(
                         node = %self.config.node,
@@ -609,6 +628,9 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         self.drop_requests_of(tx_id);
         self.scans.close_tx(tx_id);
         self.release_tx_if_idle(tx_id);
+        if let Some(tc) = tc {
+            self.recent_commits.remember(tx_id, tc.node, gci);
+        }
         let mut pending = PendingCommit {
             tx_id,
             gci,
@@ -759,6 +781,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             }
         }
         self.stats.gcp_saves += 1;
+        self.recent_commits.saved(gci);
         ctx.send(sender, SignalBody::GcpSaveConf { gci });
         // An LCP waiting for this GCI can complete now.
         if self.instance.as_ref().is_some_and(LdmInstance::lcp_running) {
@@ -1048,6 +1071,13 @@ impl<D: Disk + Clone + Send + 'static> Block for LdmBlock<D> {
                 close,
             } => self.on_scan_next(sender, tx_id, scan_id, partition, close, ctx),
             SignalBody::GcpSaveReq { gci } => self.on_gcp_save(sender, gci, ctx),
+            SignalBody::MembershipViewRep { view } if sender.node == self.config.node => {
+                self.on_view(&view)
+            }
+            SignalBody::LdmTakeOverReq {
+                takeover_id,
+                failed,
+            } => self.on_takeover_req(sender, takeover_id, failed, ctx),
             SignalBody::GcpStartReq {} => {
                 if self.instance.is_some() {
                     self.answer_gcp_start(sender, ctx);

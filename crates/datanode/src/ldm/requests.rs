@@ -180,7 +180,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         &mut self,
         tx_id: u64,
         tc: BlockRef,
-        chain: Vec<NodeId>,
+        mut chain: Vec<NodeId>,
         ops: Vec<u8>,
         ctx: &mut Context<'_>,
     ) {
@@ -217,6 +217,9 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             self.answer_all(tx_id, tc, &ops, error::NOT_STARTED, ctx);
             return;
         }
+        if self.is_from_failed_tc(tc, &mut chain) {
+            return;
+        }
         if chain.is_empty()
             && !self.txs.contains_key(&tx_id)
             && reader.iter().all(|op| is_committed_read(&op))
@@ -231,7 +234,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             self.scratch.results = results;
             return;
         }
-        if !self.requests.has_room(op_count) || self.tx_record(tx_id).is_none() {
+        if !self.requests.has_room(op_count) || self.tx_record(tx_id, tc).is_none() {
             self.answer_all(tx_id, tc, &ops, error::OUT_OF_LDM_OPERATIONS, ctx);
             return;
         }

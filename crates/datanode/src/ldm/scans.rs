@@ -184,6 +184,25 @@ impl Scans {
         closed
     }
 
+    /// Closes every scan whose TC is on one of `nodes` (failed: nobody
+    /// will ask for its next batch); how many.
+    pub(super) fn close_tcs_on(&mut self, nodes: &signal::NodeBitmask) -> usize {
+        let slots: Vec<u32> = self
+            .by_key
+            .values()
+            .copied()
+            .filter(|&slot| {
+                self.records[slot as usize]
+                    .tc
+                    .is_some_and(|tc| nodes.contains(tc.node))
+            })
+            .collect();
+        for &slot in &slots {
+            self.close(slot);
+        }
+        slots.len()
+    }
+
     fn op_id(&self, slot: u32) -> OpId {
         OpId(SCAN_OP_BIT | self.records[slot as usize].generation << SLOT_BITS | slot)
     }
@@ -287,7 +306,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             );
             return refuse(ctx, error::TOO_MANY_SCANS, message);
         }
-        if spec.lock != LockMode::Committed && self.tx_record(tx_id).is_none() {
+        if spec.lock != LockMode::Committed && self.tx_record(tx_id, tc).is_none() {
             let message = format!(
                 "LDM instance {}: too many transactions",
                 self.config.instance

@@ -10,6 +10,9 @@
 //! - [`scan`]: scans over partitions.
 //! - [`unique`]: operations by unique key and the upkeep of unique
 //!   indexes (their hidden tables written in the same transaction).
+//! - [`failover`]: data node failure: ending this TC's transactions that
+//!   touched the failed node, and taking over the transactions of a
+//!   failed node's TCs.
 //! - this file: the block, its configuration, the schema copy, global
 //!   checkpoints, `TcWaitGciReq`, and the lock-wait timeout sweep.
 //!
@@ -21,6 +24,7 @@
 //! once with a temporary error and nothing is allocated. Records are made
 //! at start and reused.
 
+mod failover;
 mod pool;
 pub mod scan;
 pub mod transaction;
@@ -34,6 +38,9 @@ use kernel::{Block, Context, Instant};
 use signal::{BlockNumber, BlockRef, DictTableGroup, NodeId, SchemaOp, Signal, SignalBody};
 use storage::schema::{IndexKind, KeyEncoder, TableDef, Value};
 
+use crate::ldm::aborted::RecentlyAborted;
+use crate::live_map::LiveMap;
+use failover::Takeover;
 use pool::Pool;
 use scan::Scan;
 use transaction::{Group, Transaction};
@@ -160,6 +167,10 @@ pub struct TcCounters {
     pub lock_timeouts: u64,
     pub refused_overload: u64,
     pub scans_completed: u64,
+    /// Transactions aborted because a data node they touched failed.
+    pub node_failure_aborts: u64,
+    /// Transactions of failed TCs this TC gave their outcome (takeover).
+    pub taken_over: u64,
 }
 
 /// Scratch space reused by every request (no allocation once warm).
@@ -190,6 +201,14 @@ pub struct TcBlock {
     pub(crate) config: TcConfig,
     pub(crate) me: BlockRef,
     pub(crate) tables: IdMap<u32, TcTable>,
+    /// Where partitions are served: the placement less the failed nodes.
+    pub(crate) map: LiveMap,
+    /// Transactions aborted by a node failure while no request of theirs
+    /// was here: their next request is told so (a temporary error).
+    pub(crate) node_failure_aborted: RecentlyAborted,
+    /// The takeover of failed TCs' transactions in progress (instance 0
+    /// of the distribution master's node only).
+    pub(crate) takeover: Option<Takeover>,
     schema_version: u32,
     pub(crate) transactions: Pool<Transaction>,
     pub(crate) by_tx_id: IdMap<u64, u32>,
@@ -241,6 +260,9 @@ impl TcBlock {
         TcBlock {
             me,
             tables: IdMap::default(),
+            map: LiveMap::new(config.placement.clone()),
+            node_failure_aborted: RecentlyAborted::default(),
+            takeover: None,
             schema_version: 0,
             transactions: Pool::new(config.transactions_max),
             by_tx_id: IdMap::with_capacity_and_hasher(
@@ -608,8 +630,8 @@ impl Block for TcBlock {
             SignalBody::LdmKeyConf { tx_id, results } => {
                 self.on_ldm_key_conf(from, tx_id, results, ctx)
             }
-            SignalBody::LdmCommitConf { tx_id, gci } => self.on_commit_conf(tx_id, gci, ctx),
-            SignalBody::LdmAbortConf { tx_id } => self.on_abort_conf(tx_id, ctx),
+            SignalBody::LdmCommitConf { tx_id, gci } => self.on_commit_conf(from, tx_id, gci, ctx),
+            SignalBody::LdmAbortConf { tx_id } => self.on_abort_conf(from, tx_id, ctx),
             SignalBody::TcScanReq {
                 tx_id,
                 scan_id,
@@ -654,6 +676,21 @@ impl Block for TcBlock {
             SignalBody::ApiFailRep { node } if from.node == self.config.node => {
                 self.on_api_failed(node, ctx)
             }
+            SignalBody::MembershipViewRep { view } if from.node == self.config.node => {
+                self.on_view(&view, ctx)
+            }
+            SignalBody::TcTakeOverReq {
+                takeover_id,
+                failed,
+            } if from.node == self.config.node => {
+                self.on_takeover_req(from, takeover_id, failed, ctx)
+            }
+            SignalBody::LdmTakeOverConf {
+                takeover_id,
+                tx_ids,
+                gcis,
+                last,
+            } => self.on_ldm_takeover_conf(from, takeover_id, &tx_ids, &gcis, last, ctx),
             SignalBody::Timeout {
                 timer_id: TIMER_SWEEP,
             } => self.on_sweep(ctx),

@@ -63,6 +63,11 @@ pub(crate) struct Scan {
 }
 
 impl Scan {
+    /// Whether a partition it scans now is on one of `nodes`.
+    pub(crate) fn reaches(&self, nodes: &signal::NodeBitmask) -> bool {
+        self.parts.iter().any(|p| nodes.contains(p.node))
+    }
+
     /// When the scan times out, if it waits for an LDM.
     pub(crate) fn waiting_deadline(&self) -> Option<Instant> {
         self.parts
@@ -217,7 +222,7 @@ impl TcBlock {
         }
         let partition = scan.next;
         scan.next += 1;
-        let home = self.config.placement.home(partition);
+        let home = self.map.home(partition);
         let (node, instance) = (home.primary(), home.ldm_instance);
         let spec = scan.spec.as_mut().expect("an open scan has its spec");
         spec.partition = partition;

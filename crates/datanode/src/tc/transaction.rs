@@ -30,11 +30,12 @@ use proto::{
     LockMode, OpBatchReader, OpBatchWriter, OpKind, OpResult, OpView, ResultReader, ResultWriter,
 };
 use proto::{IGNORE_ERROR, NO_INDEX, NO_PARTITION};
-use signal::{tc_flags, BlockNumber, BlockRef, NodeId, SignalBody};
+use signal::{tc_flags, BlockNumber, BlockRef, NodeBitmask, NodeId, SignalBody};
 use storage::schema::{distribution_hash, partition_of};
 
 use super::unique::{plan_records, Plan};
 use super::{Scratch, TcBlock, TcTable};
+use crate::live_map::LiveMap;
 
 /// Where a transaction is.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -72,6 +73,9 @@ pub(crate) struct OpSlot {
 pub(crate) struct Participant {
     pub(crate) node: NodeId,
     pub(crate) instance: u16,
+    /// It confirmed the commit or abort in progress, or its node failed
+    /// (its live replicas stand for it: docs/transactions.md, "Node failure").
+    pub(crate) done: bool,
 }
 
 /// The ops of one request that go to one LDM instance.
@@ -123,6 +127,9 @@ pub(crate) struct Transaction {
     /// order (see [`TcBlock::request_done`]).
     pass_through: bool,
     pub(crate) participants: Vec<Participant>,
+    /// Nodes the request in progress sent operations to (primaries and
+    /// chains): a failure of one of them aborts the transaction.
+    pub(crate) routed: NodeBitmask,
     /// Operation records held (all requests so far).
     op_records: u32,
     gci: u32,
@@ -152,6 +159,7 @@ impl Transaction {
         self.confs.clear();
         self.pass_through = false;
         self.participants.clear();
+        self.routed = NodeBitmask::new();
         self.op_records = 0;
         self.gci = 0;
         self.confs_waiting = 0;
@@ -168,12 +176,17 @@ impl Transaction {
     }
 
     pub(crate) fn add_participant(&mut self, node: NodeId, instance: u32) {
-        let p = Participant {
-            node,
-            instance: instance as u16,
-        };
-        if !self.participants.contains(&p) {
-            self.participants.push(p);
+        let instance = instance as u16;
+        if !self
+            .participants
+            .iter()
+            .any(|p| p.node == node && p.instance == instance)
+        {
+            self.participants.push(Participant {
+                node,
+                instance,
+                done: false,
+            });
         }
     }
 }
@@ -288,6 +301,13 @@ impl TcBlock {
             match self.by_tx_id.get(&tx_id) {
                 Some(&slot) => slot,
                 None => {
+                    if self.node_failure_aborted.contains(tx_id) {
+                        let message = format!(
+                            "transaction {tx_id:#x} was aborted on {} by a data node failure",
+                            self.me
+                        );
+                        return self.refuse(from, tx_id, error::NODE_FAILURE_ABORTED, message, ctx);
+                    }
                     let message = format!(
                         "transaction {tx_id:#x} is not known to {} (never started or ended)",
                         self.me
@@ -345,6 +365,7 @@ impl TcBlock {
         tx.ops.clear();
         tx.failed = None;
         tx.pass_through = false;
+        tx.routed = NodeBitmask::new();
         debug_assert!(tx.confs.is_empty());
         self.scratch.groups.clear();
         if planned.is_some() {
@@ -449,15 +470,18 @@ impl TcBlock {
         batch: Vec<u8>,
         ctx: &mut Context<'_>,
     ) {
-        let home = self.config.placement.home(group.partition);
+        let home = self.map.home(group.partition);
+        debug_assert_eq!(home.primary(), group.primary, "grouped by the live map");
         let chain: Vec<NodeId> = if group.has_write {
             home.backups().collect()
         } else {
             Vec::new()
         };
         let tx = self.transactions.get_mut(slot);
+        tx.routed.insert(group.primary);
         if group.has_write {
             for node in home.replicas() {
+                tx.routed.insert(node);
                 tx.add_participant(node, group.instance);
             }
         } else if group.has_lock {
@@ -480,13 +504,7 @@ impl TcBlock {
 
     /// The group of an op on `partition`, made if new.
     pub(crate) fn group_of(&mut self, partition: u32, kind: OpKind, lock: LockMode) -> u16 {
-        group_in(
-            &self.config.placement,
-            &mut self.scratch.groups,
-            partition,
-            kind,
-            lock,
-        )
+        group_in(&self.map, &mut self.scratch.groups, partition, kind, lock)
     }
 
     pub(crate) fn on_ldm_key_conf(
@@ -675,26 +693,45 @@ impl TcBlock {
         }
         tx.state = TxState::Committing;
         tx.gci = gci;
-        tx.confs_waiting = tx.participants.len() as u32;
         let tx_id = tx.tx_id;
-        for p in &tx.participants {
-            ctx.send(
-                BlockRef::new(p.node, BlockNumber::LOCAL_DATA_MANAGER, p.instance),
-                SignalBody::LdmCommitReq { tx_id, gci },
-            );
-        }
+        let down = self.map.down();
+        let tx = self.transactions.get_mut(slot);
+        tx.confs_waiting = send_to_live(tx, &down, SignalBody::LdmCommitReq { tx_id, gci }, ctx);
+        // A participant always has a live replica beside a failed one (its
+        // node group has a live node), and a write has every replica.
+        assert!(
+            tx.confs_waiting > 0,
+            "transaction {tx_id:#x} commits with no live participant"
+        );
         *self.commits_in_progress.entry(gci).or_insert(0) += 1;
     }
 
-    pub(crate) fn on_commit_conf(&mut self, tx_id: u64, gci: u32, ctx: &mut Context<'_>) {
+    pub(crate) fn on_commit_conf(
+        &mut self,
+        from: BlockRef,
+        tx_id: u64,
+        gci: u32,
+        ctx: &mut Context<'_>,
+    ) {
         let Some(&slot) = self.by_tx_id.get(&tx_id) else {
-            return;
+            return self.takeover_conf(from, tx_id, ctx);
         };
         let tx = self.transactions.get_mut(slot);
         if tx.state != TxState::Committing || tx.gci != gci {
             tracing::warn!(tc = %self.me, "LdmCommitConf for transaction {tx_id:#x} GCI {gci} not committing: ignored");
             return;
         }
+        if !confirm(tx, from) {
+            tracing::warn!(tc = %self.me, "LdmCommitConf for transaction {tx_id:#x} from {from}, not a participant waited for: ignored");
+            return;
+        }
+        self.commit_confirmed(slot, ctx);
+    }
+
+    /// One participant more confirmed the commit in progress (or failed).
+    pub(crate) fn commit_confirmed(&mut self, slot: u32, ctx: &mut Context<'_>) {
+        let tx = self.transactions.get_mut(slot);
+        let gci = tx.gci;
         assert!(tx.confs_waiting > 0, "commit confirmations counted");
         tx.confs_waiting -= 1;
         if tx.confs_waiting == 0 {
@@ -808,14 +845,10 @@ impl TcBlock {
         );
         tx.state = TxState::Aborting;
         tx.abort_reply = reply;
-        tx.confs_waiting = tx.participants.len() as u32;
         let tx_id = tx.tx_id;
-        for p in &tx.participants {
-            ctx.send(
-                BlockRef::new(p.node, BlockNumber::LOCAL_DATA_MANAGER, p.instance),
-                SignalBody::LdmAbortReq { tx_id },
-            );
-        }
+        let down = self.map.down();
+        let tx = self.transactions.get_mut(slot);
+        tx.confs_waiting = send_to_live(tx, &down, SignalBody::LdmAbortReq { tx_id }, ctx);
         let none_waiting = tx.confs_waiting == 0;
         // Its scans end with the abort's reason (a rollback asked for: the
         // scan is simply gone).
@@ -829,15 +862,25 @@ impl TcBlock {
         }
     }
 
-    pub(crate) fn on_abort_conf(&mut self, tx_id: u64, ctx: &mut Context<'_>) {
+    pub(crate) fn on_abort_conf(&mut self, from: BlockRef, tx_id: u64, ctx: &mut Context<'_>) {
         let Some(&slot) = self.by_tx_id.get(&tx_id) else {
-            return;
+            return self.takeover_conf(from, tx_id, ctx);
         };
         let tx = self.transactions.get_mut(slot);
         if tx.state != TxState::Aborting {
             tracing::warn!(tc = %self.me, "LdmAbortConf for transaction {tx_id:#x} not aborting: ignored");
             return;
         }
+        if !confirm(tx, from) {
+            tracing::warn!(tc = %self.me, "LdmAbortConf for transaction {tx_id:#x} from {from}, not a participant waited for: ignored");
+            return;
+        }
+        self.abort_confirmed(slot, ctx);
+    }
+
+    /// One participant more confirmed the abort in progress (or failed).
+    pub(crate) fn abort_confirmed(&mut self, slot: u32, ctx: &mut Context<'_>) {
+        let tx = self.transactions.get_mut(slot);
         assert!(tx.confs_waiting > 0, "abort confirmations counted");
         tx.confs_waiting -= 1;
         if tx.confs_waiting == 0 {
@@ -846,7 +889,7 @@ impl TcBlock {
     }
 
     /// The transaction's one outcome: answer the client and free the record.
-    fn end_transaction(&mut self, slot: u32, committed: bool, ctx: &mut Context<'_>) {
+    pub(crate) fn end_transaction(&mut self, slot: u32, committed: bool, ctx: &mut Context<'_>) {
         let tx = self.transactions.get_mut(slot);
         let tx_id = tx.tx_id;
         let api = tx.api.expect("a transaction has a client");
@@ -914,6 +957,43 @@ impl TcBlock {
     }
 }
 
+/// Sends `body` (a commit or abort) to every participant whose node is
+/// not down, marking the others done; how many will answer.
+fn send_to_live(
+    tx: &mut Transaction,
+    down: &NodeBitmask,
+    body: SignalBody,
+    ctx: &mut Context<'_>,
+) -> u32 {
+    let mut waiting = 0;
+    for p in &mut tx.participants {
+        p.done = down.contains(p.node);
+        if !p.done {
+            waiting += 1;
+            ctx.send(
+                BlockRef::new(p.node, BlockNumber::LOCAL_DATA_MANAGER, p.instance),
+                body.clone(),
+            );
+        }
+    }
+    waiting
+}
+
+/// Marks the participant `from` done; false if it is none waited for.
+fn confirm(tx: &mut Transaction, from: BlockRef) -> bool {
+    match tx
+        .participants
+        .iter_mut()
+        .find(|p| p.node == from.node && p.instance == from.instance && !p.done)
+    {
+        Some(p) => {
+            p.done = true;
+            true
+        }
+        None => false,
+    }
+}
+
 /// An op copied from a batch that fit every limit broke one: a bug.
 fn unreachable_limit(e: &proto::ProtoError) -> ! {
     panic!("a part of a valid op batch broke a batch limit: {e}");
@@ -921,13 +1001,13 @@ fn unreachable_limit(e: &proto::ProtoError) -> ! {
 
 /// The group of an op on `partition` among `groups`, made if new.
 pub(crate) fn group_in(
-    placement: &config::Placement,
+    map: &LiveMap,
     groups: &mut Vec<Group>,
     partition: u32,
     kind: OpKind,
     lock: LockMode,
 ) -> u16 {
-    let home = placement.home(partition);
+    let home = map.home(partition);
     let (primary, instance) = (home.primary(), home.ldm_instance);
     let write = kind != OpKind::Read;
     let locks = write || lock != LockMode::Committed;

@@ -599,7 +599,7 @@ impl TcBlock {
     ) -> Result<(), (u32, u32, String)> {
         let TcBlock {
             tables,
-            config,
+            map,
             scratch,
             ..
         } = self;
@@ -676,7 +676,7 @@ impl TcBlock {
                 }
                 end_op(writer)?;
                 let group = group_in(
-                    &config.placement,
+                    map,
                     &mut scratch.groups,
                     partition,
                     OpKind::Delete,
@@ -704,7 +704,7 @@ impl TcBlock {
                 writer.value(base_key_column(&hidden.def), ValueRef::Bytes(&base_key));
                 end_op(writer)?;
                 let group = group_in(
-                    &config.placement,
+                    map,
                     &mut scratch.groups,
                     partition,
                     OpKind::Insert,
