@@ -21,6 +21,7 @@ use proto::ops::{
 };
 use proto::ProtoError;
 use signal::{BlockNumber, BlockRef, NodeId, SignalBody};
+use smallvec::SmallVec;
 use storage::disk::Disk;
 use storage::fragment::{
     Fragment, FragmentError, Outcome, ReadBatch, ReadMode, RowBuf, READ_BATCH_KEYS_MAX,
@@ -31,6 +32,9 @@ use storage::schema::{RowLayout, TableDef, Value};
 
 use super::encoded::Gathered;
 use super::{LdmBlock, LDM_OPS_MAX, LDM_REQUESTS_MAX, REDO_HIGH_WATER_PERCENT};
+
+/// A run of committed reads of one fragment, parsed once.
+type ReadRun<'a> = SmallVec<[OpView<'a>; 8]>;
 
 /// The index of a request record.
 pub(super) type Slot = u32;
@@ -246,27 +250,33 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         }
     }
 
-    /// Runs a batch of committed reads only, answering each in `out`.
+    /// Runs a batch of committed reads only, answering each in `out`, in
+    /// batch order (the TC passes results in op order through unread).
     fn committed_only(&mut self, reader: &OpBatchReader<'_>, out: &mut Gathered) {
-        let mut ops = reader.iter().enumerate().peekable();
-        while let Some((position, op)) = ops.next() {
+        // Each op is parsed once; a run of one fragment's reads is read in
+        // one `read_batch`. Runs are short in the common case (one op per
+        // transaction), so they stay on the stack.
+        let mut run: ReadRun<'_> = SmallVec::new();
+        for op in reader.iter() {
             if let Err(code) = self.check_op(&op) {
+                self.flush_reads(&mut run, out);
                 out.error(op.header.op_index, code);
                 continue;
             }
-            // This and the reads of the same fragment right after it, in
-            // one `read_batch`.
-            let mut run = 1;
-            while run < READ_BATCH_KEYS_MAX {
-                match ops.peek() {
-                    Some((_, next)) if same_fragment(&op, next) && self.check_op(next).is_ok() => {
-                        ops.next();
-                        run += 1;
-                    }
-                    _ => break,
-                }
+            if run.len() == READ_BATCH_KEYS_MAX
+                || run.first().is_some_and(|h| !same_fragment(h, &op))
+            {
+                self.flush_reads(&mut run, out);
             }
-            self.committed_reads(reader, position, run, out);
+            run.push(op);
+        }
+        self.flush_reads(&mut run, out);
+    }
+
+    fn flush_reads(&mut self, run: &mut ReadRun<'_>, out: &mut Gathered) {
+        if !run.is_empty() {
+            self.committed_reads(run, out);
+            run.clear();
         }
     }
 
@@ -341,22 +351,23 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             if is_committed_read(&op) && self.check_op(&op).is_ok() {
                 // The fast path: this and the committed reads of the same
                 // fragment right after it, in one batch.
-                let mut run = 1;
-                while run < READ_BATCH_KEYS_MAX {
+                let mut run: ReadRun<'_> = SmallVec::new();
+                run.push(op);
+                while run.len() < READ_BATCH_KEYS_MAX {
                     match iter.peek() {
                         Some(next)
                             if same_fragment(&op, next)
                                 && is_committed_read(next)
                                 && self.check_op(next).is_ok() =>
                         {
+                            run.push(*next);
                             iter.next();
-                            run += 1;
                         }
                         _ => break,
                     }
                 }
-                self.committed_reads(&reader, position as usize, run, &mut results);
-                position += run as u32;
+                self.committed_reads(&run, &mut results);
+                position += run.len() as u32;
                 continue;
             }
             match self.run_one(tx_id, op_id, &op, forwarding, &mut results) {
@@ -417,15 +428,9 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         Ok((h.table_id, h.partition))
     }
 
-    /// Committed reads of `run` operations from `first` on, all checked and
-    /// on one fragment, through `Fragment::read_batch`.
-    fn committed_reads(
-        &mut self,
-        reader: &OpBatchReader<'_>,
-        first: usize,
-        run: usize,
-        out: &mut Gathered,
-    ) {
+    /// Committed reads of `ops`, all checked and on one fragment, through
+    /// `Fragment::read_batch`.
+    fn committed_reads(&mut self, ops: &[OpView<'_>], out: &mut Gathered) {
         let LdmBlock {
             schema,
             instance,
@@ -433,29 +438,28 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             ..
         } = self;
         let instance = instance.as_mut().expect("open");
-        let ops = || reader.iter().skip(first).take(run);
-        let head = ops().next().expect("a run has an op").header;
+        let head = ops.first().expect("a run has an op").header;
         let table = &schema.tables[&head.table_id];
         let Some((fragment, pool)) = instance.fragment(head.table_id, head.partition) else {
-            for op in ops() {
+            for op in ops {
                 out.error(op.header.op_index, error::TABLE_NOT_YET_KNOWN);
             }
             return;
         };
         scratch.keys.clear();
-        for op in ops() {
+        for op in ops {
             scratch.keys.extend(op.keys().map(|v| v.to_value()));
         }
         if let Err(e) = fragment.read_batch(pool, &scratch.keys, &mut scratch.batch) {
             let code = fragment_code(table, &e);
-            for op in ops() {
+            for op in ops {
                 out.error(op.header.op_index, code);
             }
             return;
         }
-        for (i, op) in ops().enumerate() {
+        for (i, op) in ops.iter().enumerate() {
             match scratch.batch.row(i) {
-                Some((fixed, var)) => write_row(out, fragment.layout(), table, &op, fixed, var),
+                Some((fixed, var)) => write_row(out, fragment.layout(), table, op, fixed, var),
                 None => out.error(op.header.op_index, error::NO_SUCH_ROW),
             }
         }

@@ -34,6 +34,10 @@ use signal::{tc_flags, BlockNumber, BlockRef, NodeBitmask, NodeId, SignalBody};
 use storage::schema::{distribution_hash, partition_of};
 
 use super::unique::{plan_records, Plan};
+use smallvec::SmallVec;
+
+/// The ops of a request, parsed once.
+type OpViews<'a> = SmallVec<[OpView<'a>; 8]>;
 use super::{Scratch, TcBlock, TcTable};
 use crate::live_map::LiveMap;
 
@@ -348,14 +352,17 @@ impl TcBlock {
                 }
             }
         };
-        let planned = reader.and_then(|r| plan_records(&self.tables, &r));
-        let n = planned.unwrap_or(reader.map_or(0, |r| r.len()) as u32);
+        // Parsed once here, then planned, routed and copied from the views.
+        let views: OpViews<'_> = reader.map_or_else(SmallVec::new, |r| r.iter().collect());
+        let planned = plan_records(&self.tables, &views);
+        let n = planned.unwrap_or(views.len() as u32);
         if self.operations_used + n > self.config.operations_max {
             self.counters.refused_overload += 1;
             let message = format!(
                 "{}: {} of {} operation records in use, {n} more asked (MaxNoOfConcurrentOperations)",
                 self.me, self.operations_used, self.config.operations_max
             );
+            drop(views);
             self.scratch.recycle(request);
             return self.fail(slot, error::OUT_OF_TC_OPERATIONS, u32::MAX, message, ctx);
         }
@@ -369,14 +376,17 @@ impl TcBlock {
         debug_assert!(tx.confs.is_empty());
         self.scratch.groups.clear();
         if planned.is_some() {
+            drop(views);
             return self.start_plan(slot, request, ctx);
         }
-        let Some(reader) = reader else {
+        if reader.is_none() {
+            drop(views);
             self.scratch.recycle(request);
             return self.request_done(slot, ctx);
-        };
+        }
         // Pass 1: check, partition, group.
-        for op in reader.iter() {
+        let mut failed = None;
+        for op in &views {
             let h = op.header;
             let mut op_slot = OpSlot {
                 op_index: h.op_index,
@@ -387,15 +397,15 @@ impl TcBlock {
                 code: 0,
                 answered: false,
             };
-            match route(&self.tables, &mut self.scratch, &op) {
+            match route(&self.tables, &mut self.scratch, op) {
                 Ok(partition) => {
                     op_slot.partition = partition;
                     op_slot.group = self.group_of(partition, h.kind, h.lock);
                 }
                 Err((code, message)) => {
                     if !op_slot.ignore_error {
-                        self.scratch.recycle(request);
-                        return self.fail(slot, code, h.op_index, message, ctx);
+                        failed = Some((code, h.op_index, message));
+                        break;
                     }
                     op_slot.code = code;
                     op_slot.answered = true;
@@ -403,7 +413,13 @@ impl TcBlock {
             }
             self.transactions.get_mut(slot).ops.push(op_slot);
         }
-        let sent = self.send_request(slot, &reader, ctx);
+        if let Some((code, op_index, message)) = failed {
+            drop(views);
+            self.scratch.recycle(request);
+            return self.fail(slot, code, op_index, message, ctx);
+        }
+        let sent = self.send_request(slot, &views, ctx);
+        drop(views);
         self.scratch.recycle(request);
         let deadline = self.deadline_from(ctx.now());
         let one_group = self.scratch.groups.len() == 1;
@@ -425,12 +441,7 @@ impl TcBlock {
 
     /// Sends the routed ops of a plain request, one `LdmKeyReq` per group;
     /// how many ops were sent.
-    fn send_request(
-        &mut self,
-        slot: u32,
-        reader: &OpBatchReader<'_>,
-        ctx: &mut Context<'_>,
-    ) -> u32 {
+    fn send_request(&mut self, slot: u32, views: &[OpView<'_>], ctx: &mut Context<'_>) -> u32 {
         // Pass 2: one LdmKeyReq per group, ops in request order.
         let tx_id = self.transactions.get(slot).tx_id;
         let mut sent = 0u32;
@@ -440,7 +451,7 @@ impl TcBlock {
             {
                 let mut writer = OpBatchWriter::new(&mut batch);
                 let tx = self.transactions.get(slot);
-                for (pos, op) in reader.iter().enumerate() {
+                for (pos, op) in views.iter().enumerate() {
                     let s = &tx.ops[pos];
                     if s.code != 0 || usize::from(s.group) != g {
                         continue;
@@ -448,7 +459,7 @@ impl TcBlock {
                     let mut header = op.header;
                     header.op_index = pos as u32;
                     header.partition = s.partition;
-                    if let Err(e) = writer.copy(&header, &op) {
+                    if let Err(e) = writer.copy(&header, op) {
                         // The request's batch fit the limits, so a part of it does.
                         unreachable_limit(&e);
                     }

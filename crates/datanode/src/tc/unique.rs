@@ -208,20 +208,17 @@ pub(crate) fn maintains(table: &TcTable, op: &OpView<'_>) -> bool {
 /// Operation records a request needs if it must be planned (at most: the
 /// lookup, the pre-read, the base op and a delete and an insert per unique
 /// index, for each op); `None` when the plain path serves it.
-pub(crate) fn plan_records(
-    tables: &super::IdMap<u32, TcTable>,
-    reader: &OpBatchReader<'_>,
-) -> Option<u32> {
+pub(crate) fn plan_records(tables: &super::IdMap<u32, TcTable>, ops: &[OpView<'_>]) -> Option<u32> {
     let mut planned = false;
     let mut records = 0u32;
-    for op in reader.iter() {
+    for op in ops {
         let h = &op.header;
         let Some(table) = tables.get(&h.table_id) else {
             records += 1;
             continue;
         };
         let by_index = h.index_id != NO_INDEX;
-        let maintain = maintains(table, &op);
+        let maintain = maintains(table, op);
         planned |= by_index || maintain;
         records += 1 + u32::from(by_index);
         if maintain {
