@@ -178,7 +178,11 @@ impl ExecutionThread {
             }
             let since = *idle_since.get_or_insert_with(std::time::Instant::now);
             if since.elapsed() < spin {
-                std::hint::spin_loop();
+                // Spinning keeps the thread awake for work that comes soon
+                // (a client's next request: no wake-up on its path), but
+                // must not keep a CPU from another runnable thread, such as
+                // a client on the same small machine: yield while spinning.
+                std::thread::yield_now();
                 continue;
             }
             self.sleep();
