@@ -478,7 +478,7 @@ fn restart_catches_up(seed: u64) -> usize {
             cluster.sim.now() < until,
             "seed {seed}: node {victim} does not catch up"
         );
-        let tc = if rng.next_u64() % 3 == 0 && cluster.sim.now() > reconnected {
+        let tc = if rng.next_u64().is_multiple_of(3) && cluster.sim.now() > reconnected {
             victim
         } else {
             first

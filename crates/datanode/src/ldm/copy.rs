@@ -45,6 +45,7 @@
 //!   (uncommitted) but its insert reaches the starting node in the chain;
 //! - a row deleted before the copy's read is not copied, and the delete
 //!   found the row on the starting node or nothing.
+//!
 //! The copy's upsert on the starting node takes the row lock there too,
 //! so it waits for a commit of the same row still on its way.
 
