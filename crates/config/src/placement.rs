@@ -98,6 +98,38 @@ impl PartitionHome {
     }
 }
 
+impl PartitionHome {
+    /// The same partition served by the replicas for which `serving`
+    /// holds, in placement order (the first is the primary), followed by
+    /// those for which only `receiving` holds: starting replicas that get
+    /// every write as the last backups but serve nothing yet
+    /// (docs/recovery.md, "Node restart"). `None` when no replica serves.
+    pub fn serving_then_receiving(
+        &self,
+        serving: impl Fn(NodeId) -> bool,
+        receiving: impl Fn(NodeId) -> bool,
+    ) -> Option<PartitionHome> {
+        let mut replicas = [None; REPLICAS_MAX];
+        let mut k = 0;
+        for node in self.replicas().filter(|n| serving(*n)) {
+            replicas[k] = Some(node);
+            k += 1;
+        }
+        if k == 0 {
+            return None;
+        }
+        for node in self.replicas().filter(|n| !serving(*n) && receiving(*n)) {
+            replicas[k] = Some(node);
+            k += 1;
+        }
+        Some(PartitionHome {
+            node_group: self.node_group,
+            ldm_instance: self.ldm_instance,
+            replicas,
+        })
+    }
+}
+
 impl Placement {
     /// The placement of a configuration: node groups from the data nodes'
     /// `node_group`, LDM instances from the first data node's thread layout

@@ -45,6 +45,8 @@
 //! `TakeOverDoneRep` tells every member, so that a new master orders only
 //! what is left.
 
+mod node_states;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
@@ -120,6 +122,10 @@ pub struct Distribution {
     /// failed nodes).
     takeover_asked: Option<(u32, NodeBitmask)>,
     next_takeover_id: u32,
+    /// The node states last heard from a master (node restart).
+    known_states: Option<crate::live_map::NodeStates>,
+    /// `Some` while master: the node states it decides.
+    states: Option<node_states::StateMaster>,
 }
 
 impl Distribution {
@@ -144,6 +150,8 @@ impl Distribution {
             takeover_pending: NodeBitmask::new(),
             takeover_asked: None,
             next_takeover_id: 1,
+            known_states: None,
+            states: None,
         }
     }
 
@@ -209,9 +217,11 @@ impl Distribution {
         } else if !president && self.master.is_some() {
             tracing::info!(node = %self.config.node, "no longer global checkpoint master");
             self.master = None;
+            self.states = None;
         }
         self.view = Some(view);
         if self.master.is_some() {
+            self.states_on_view(ctx);
             self.order_takeover(ctx);
             self.follow_members(ctx);
             if !self.timer_armed {
@@ -304,6 +314,11 @@ impl Distribution {
     /// Moves the GCP on: finishes a step whose blocks all answered, starts
     /// the next one, or starts a new GCP when one is due.
     fn advance(&mut self, ctx: &mut Context<'_>) {
+        self.advance_gcp(ctx);
+        self.note_running(ctx);
+    }
+
+    fn advance_gcp(&mut self, ctx: &mut Context<'_>) {
         loop {
             let Some(master) = self.master.as_mut() else {
                 return;
@@ -472,6 +487,20 @@ impl Block for Distribution {
             SignalBody::TakeOverDoneRep { failed } => {
                 self.takeover_pending = self.takeover_pending.difference(&failed);
             }
+            SignalBody::NodeStateReq {
+                view_id,
+                state_id,
+                running,
+                serving,
+                receiving,
+            } => self.on_states(crate::live_map::NodeStates {
+                version: (view_id, state_id),
+                running,
+                serving,
+                receiving,
+            }),
+            SignalBody::NodeStateConf { state_id } => self.on_state_conf(from, state_id, ctx),
+            SignalBody::NodeCopyConf {} => self.on_copy_conf(from, ctx),
             other => {
                 tracing::debug!(node = %self.config.node, "distribution ignores {} from {from}", other.name());
             }

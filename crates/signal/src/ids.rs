@@ -135,6 +135,15 @@ impl NodeBitmask {
         out
     }
 
+    /// The nodes in both.
+    pub fn intersection(&self, other: &NodeBitmask) -> NodeBitmask {
+        let mut out = *self;
+        for (w, o) in out.0.iter_mut().zip(other.0) {
+            *w &= o;
+        }
+        out
+    }
+
     /// Whether a node is in both.
     pub fn intersects(&self, other: &NodeBitmask) -> bool {
         self.0.iter().zip(other.0).any(|(w, o)| w & o != 0)

@@ -466,6 +466,33 @@ signals! {
     /// outcome); GCPs no longer wait for them (NDB: the end of
     /// NODE_FAILREP handling in DIH).
     147 => TakeOverDoneRep { failed: NodeBitmask },
+    /// Distribution master → the distribution block, every TC and every LDM
+    /// instance of every member: the cluster-wide state of the data nodes
+    /// (NDB: DIH's node states and UPDATE_FRAG_STATEREQ). A member of view
+    /// `view_id` that is not in `serving` is *starting*: no reads and no
+    /// primary work go to it; those in `receiving` are starting nodes that
+    /// get every write of their partitions as the last backup. `running`:
+    /// the cluster has handed out a GCI (a node joining now must copy).
+    /// States are ordered by (`view_id`, `state_id`). TCs and LDMs answer
+    /// `NodeStateConf`; see docs/recovery.md, "Node restart".
+    148 => NodeStateReq { view_id: u32, state_id: u32, running: bool, serving: NodeBitmask, receiving: NodeBitmask },
+    /// TC or LDM → master: routing follows state `state_id`; a TC also has
+    /// no transaction left that began before it saw a node in `receiving`;
+    /// an LDM of a starting node has emptied its fragments.
+    149 => NodeStateConf { state_id: u32 },
+    /// Master → every LDM instance of a receiving node: copy every
+    /// fragment from its serving primary, make the copy durable (a local
+    /// checkpoint), then answer `NodeCopyConf` (NDB: START_COPYREQ).
+    150 => NodeCopyReq {},
+    151 => NodeCopyConf {},
+    /// Starting node's LDM → the serving primary's LDM instance: send me
+    /// every row of the fragment (NDB: COPY_FRAGREQ). Rows travel as
+    /// `LdmKeyReq` writes of copy transactions, each committed
+    /// (`LdmCommitReq` with GCI 0: the receiver's own) before the next.
+    152 => CopyFragReq { copy_id: u32, table_id: u32, partition: u32 },
+    /// The source → the starting LDM: the fragment is copied (`code` 0) or
+    /// the copy failed (a `proto::error` code, temporary: ask again).
+    153 => CopyFragConf { copy_id: u32, table_id: u32, partition: u32, rows: u64, code: u32, message: String },
 }
 
 /// Flags of `TcKeyReq`, `TcScanReq` and `TcKeyConf`.

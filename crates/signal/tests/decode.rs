@@ -359,6 +359,29 @@ fn one_of_each() -> Vec<SignalBody> {
         SignalBody::TakeOverDoneRep {
             failed: NodeBitmask::from_iter([node(3)]),
         },
+        SignalBody::NodeStateReq {
+            view_id: 4,
+            state_id: 2,
+            running: true,
+            serving: NodeBitmask::from_iter([node(2)]),
+            receiving: NodeBitmask::from_iter([node(3)]),
+        },
+        SignalBody::NodeStateConf { state_id: 2 },
+        SignalBody::NodeCopyReq {},
+        SignalBody::NodeCopyConf {},
+        SignalBody::CopyFragReq {
+            copy_id: 1,
+            table_id: 5,
+            partition: 3,
+        },
+        SignalBody::CopyFragConf {
+            copy_id: 1,
+            table_id: 5,
+            partition: 3,
+            rows: 1_000,
+            code: 0,
+            message: String::new(),
+        },
     ];
     let mut gsns: Vec<u16> = bodies.iter().map(SignalBody::gsn).collect();
     gsns.sort_unstable();

@@ -87,10 +87,11 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         false
     }
 
-    pub(super) fn on_view(&mut self, view: &MembershipView) {
+    pub(super) fn on_view(&mut self, view: &MembershipView, ctx: &mut Context<'_>) {
         let left = self.live.on_view(view);
         if !left.is_empty() {
             self.nodes_failed(&left);
+            self.copies_on_failure(&left, ctx);
         }
     }
 

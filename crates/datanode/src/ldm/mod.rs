@@ -44,12 +44,14 @@
 
 pub(crate) mod aborted;
 mod alter;
+mod copy;
 mod encoded;
 mod failover;
 mod requests;
 mod scans;
 
 pub use alter::{ALTER_CHECK_INTERVAL, ALTER_WAIT_MAX, SCHEMA_DEFERRED_MAX};
+pub use copy::{COPY_BATCH_BYTES_MAX, COPY_BATCH_ROWS, COPY_OUT_MAX, COPY_RETRY_DELAY};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -201,6 +203,8 @@ pub struct LdmBlock<D> {
     /// An ALTER TABLE waiting for its table's transactions to end, and the
     /// schema signals behind it.
     alter: alter::AlterState,
+    /// Node restart: this node's copy, and copies from here to others.
+    restart: copy::NodeRestart,
 }
 
 impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
@@ -243,6 +247,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             failed: false,
             stats: LdmStats::default(),
             alter: alter::AlterState::default(),
+            restart: copy::NodeRestart::default(),
         }
     }
 }
@@ -279,6 +284,16 @@ impl<D> LdmBlock<D> {
 
     pub fn scans_open(&self) -> usize {
         self.scans.len()
+    }
+
+    /// Fragment copies from here to starting nodes in progress.
+    pub fn copies_out(&self) -> usize {
+        self.restart.copies_out()
+    }
+
+    /// Whether this node is starting (not serving) as the master last said.
+    pub fn is_starting(&self) -> bool {
+        self.restart.starting
     }
 
     /// Commits waiting for redo space.
@@ -447,6 +462,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 for master in std::mem::take(&mut self.gcp_start_waiters) {
                     self.answer_gcp_start(master, ctx);
                 }
+                self.after_open_restart(ctx);
                 ctx.send(
                     sender,
                     SignalBody::SchemaLoadConf {
@@ -487,6 +503,10 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 .add_fragment(&self.schema.tables[&t], p)
                 .map_err(|e| e.to_string())?;
         }
+        for &key in wanted.difference(&have) {
+            self.copy_added_fragment(key);
+        }
+        let instance = self.instance.as_mut().expect("open");
         for &(t, p) in wanted.intersection(&have) {
             let table = &self.schema.tables[&t];
             let from = instance.fragment_ref(t, p).expect("listed").table_version();
@@ -604,6 +624,12 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         if self.failed {
             return;
         }
+        let gci = if copy::is_copy_gci(gci) && self.instance.is_some() {
+            // A node restart's copied rows: a GCI this redo log accepts.
+            self.copy_gci()
+        } else {
+            gci
+        };
         if self.pending_commits.iter().any(|p| p.tx_id == tx_id) {
             // A repeated request: the pending commit answers it.
             return;
@@ -845,6 +871,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 self.check_lcp_due(ctx);
             }
             alter::TIMER_ALTER_CHECK => self.on_alter_timer(ctx),
+            copy::TIMER_COPY_RETRY => self.on_copy_retry_timer(ctx),
             other => tracing::warn!(node = %self.config.node, "LDM: unknown timer {other}"),
         }
     }
@@ -870,6 +897,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
     // ---- local checkpoints ----
 
     fn check_lcp_due(&mut self, ctx: &mut Context<'_>) {
+        self.check_copy_lcp(ctx);
         let Some(instance) = self.instance.as_ref() else {
             return;
         };
@@ -935,6 +963,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 if !self.pending_commits.is_empty() {
                     self.arm_commit_retry(ctx);
                 }
+                self.copy_lcp_completed(ctx);
             }
             Err(error) => {
                 // The round is abandoned; the next one writes full checkpoints.
@@ -963,7 +992,9 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
     }
 
     fn resume(&mut self, grant: Grant, ctx: &mut Context<'_>) {
-        if scans::is_scan_op(grant.op) {
+        if copy::is_copy_op(grant.op) {
+            self.resume_copy(grant, ctx);
+        } else if scans::is_scan_op(grant.op) {
             self.resume_scan(grant, ctx);
         } else {
             self.resume_request(grant, ctx);
@@ -1072,8 +1103,40 @@ impl<D: Disk + Clone + Send + 'static> Block for LdmBlock<D> {
             } => self.on_scan_next(sender, tx_id, scan_id, partition, close, ctx),
             SignalBody::GcpSaveReq { gci } => self.on_gcp_save(sender, gci, ctx),
             SignalBody::MembershipViewRep { view } if sender.node == self.config.node => {
-                self.on_view(&view)
+                self.on_view(&view, ctx)
             }
+            SignalBody::NodeStateReq {
+                view_id,
+                state_id,
+                running,
+                serving,
+                receiving,
+            } => {
+                let states = crate::live_map::NodeStates {
+                    version: (view_id, state_id),
+                    running,
+                    serving,
+                    receiving,
+                };
+                self.on_node_states(sender, states, ctx)
+            }
+            SignalBody::NodeCopyReq {} => self.on_node_copy_req(sender, ctx),
+            SignalBody::CopyFragReq {
+                copy_id,
+                table_id,
+                partition,
+            } => self.on_copy_frag_req(sender, copy_id, table_id, partition, ctx),
+            SignalBody::CopyFragConf {
+                copy_id,
+                table_id,
+                partition,
+                rows,
+                code,
+                message,
+            } => self.on_copy_frag_conf(copy_id, table_id, partition, rows, code, message, ctx),
+            SignalBody::LdmKeyConf { tx_id, results }
+                if self.on_copy_key_conf(tx_id, &results, ctx) => {}
+            SignalBody::LdmCommitConf { tx_id, .. } if self.on_copy_commit_conf(tx_id, ctx) => {}
             SignalBody::LdmTakeOverReq {
                 takeover_id,
                 failed,

@@ -520,6 +520,16 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 out.ok(h.op_index);
                 Step::Answered
             }
+            Ok(OpEnd::NotFound) if writes && self.restart.starting => {
+                // A starting node lacks rows the copy has not brought yet:
+                // the copy brings this row with this change (ldm::copy).
+                if forwarding {
+                    Step::Forward
+                } else {
+                    out.ok(h.op_index);
+                    Step::Answered
+                }
+            }
             Ok(OpEnd::NotFound) => {
                 out.error(h.op_index, error::NO_SUCH_ROW);
                 Step::Answered

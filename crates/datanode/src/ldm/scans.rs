@@ -96,6 +96,12 @@ impl Scans {
         self.by_key.len()
     }
 
+    /// Reused buffers for a locked row image and its key (the copy of a
+    /// node restart uses them too: one LDM thread, one at a time).
+    pub(super) fn scratch(&mut self) -> (&mut RowBuf, &mut Vec<Value>) {
+        (&mut self.row, &mut self.keys)
+    }
+
     pub(super) fn has_tx(&self, tx_id: u64) -> bool {
         self.by_key
             .range((tx_id, 0, 0)..=(tx_id, u32::MAX, u32::MAX))

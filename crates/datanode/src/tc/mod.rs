@@ -25,6 +25,7 @@
 //! at start and reused.
 
 mod failover;
+mod node_restart;
 mod pool;
 pub mod scan;
 pub mod transaction;
@@ -233,6 +234,8 @@ pub struct TcBlock {
     pub(crate) waiting_for_gci: Vec<u32>,
     sweep_armed: bool,
     pub(crate) counters: TcCounters,
+    /// Node restart: the answer to a node state waits for older transactions.
+    pub(crate) drain: node_restart::Drain,
 }
 
 impl TcBlock {
@@ -289,6 +292,7 @@ impl TcBlock {
             waiting_for_gci: Vec::with_capacity(config.transactions_max as usize),
             sweep_armed: false,
             counters: TcCounters::default(),
+            drain: node_restart::Drain::default(),
             config,
         }
     }
@@ -694,6 +698,24 @@ impl Block for TcBlock {
             SignalBody::Timeout {
                 timer_id: TIMER_SWEEP,
             } => self.on_sweep(ctx),
+            SignalBody::Timeout {
+                timer_id: node_restart::TIMER_DRAIN,
+            } => self.on_drain_timer(ctx),
+            SignalBody::NodeStateReq {
+                view_id,
+                state_id,
+                running,
+                serving,
+                receiving,
+            } => {
+                let states = crate::live_map::NodeStates {
+                    version: (view_id, state_id),
+                    running,
+                    serving,
+                    receiving,
+                };
+                self.on_node_states(from, states, ctx)
+            }
             other => {
                 tracing::debug!(tc = %self.me, "TC ignores {} from {from}", other.name());
             }

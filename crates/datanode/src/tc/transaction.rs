@@ -266,6 +266,13 @@ impl TcBlock {
 
     /// Creates a transaction record, or refuses with a temporary error.
     pub(crate) fn begin_transaction(&mut self, api: BlockRef, tx_id: u64) -> Result<u32, OpError> {
+        if !self.knows_node_states() {
+            // Routing needs the master's word on which nodes serve.
+            return Err((
+                error::NOT_STARTED,
+                format!("{}: the data node states are not known yet", self.me),
+            ));
+        }
         if self.by_tx_id.contains_key(&tx_id) {
             return Err((
                 error::BAD_OPERATION,

@@ -623,6 +623,11 @@ impl LdmInstance {
         Ok(())
     }
 
+    /// The highest GCI committed here since the open.
+    pub fn committed_gci(&self) -> Option<Gci> {
+        self.committed_gci
+    }
+
     /// The highest GCI made durable (by a flush, or found complete at open).
     pub fn durable_gci(&self) -> Option<Gci> {
         self.redo.durable_gci()
