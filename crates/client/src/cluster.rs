@@ -312,8 +312,8 @@ impl Shared {
         }
     }
 
-    /// The connection to `node` closed: every session hears it.
-    pub fn on_node_down(&self, node: NodeId) {
+    /// Connection `generation` to `node` closed: every session hears it.
+    pub fn on_node_down(&self, node: NodeId, generation: u64) {
         let mailboxes: Vec<Arc<Mailbox>> = lock(&self.sessions)
             .slots
             .iter()
@@ -321,7 +321,7 @@ impl Shared {
             .cloned()
             .collect();
         for mailbox in mailboxes {
-            mailbox.push_event(Event::NodeDown(node));
+            mailbox.push_event(Event::NodeDown(node, generation));
             mailbox.wake();
         }
         self.state_changed();

@@ -55,7 +55,9 @@ const READS_PER_ROUND_MAX: usize = 16;
 pub(crate) enum Event {
     Signal(Signal),
     /// The connection to this data node closed: its requests are lost.
-    NodeDown(NodeId),
+    /// The connection of this generation to the node closed: requests sent
+    /// on it are lost (not those sent on a later connection).
+    NodeDown(NodeId, u64),
 }
 
 /// The inbox of one session and how to wake its thread.
@@ -359,7 +361,7 @@ impl Receiver {
         let _ = self.poll.registry().deregister(&mut connection.stream);
         let link = &shared.links[connection.link];
         if link.close(connection.generation) {
-            shared.on_node_down(link.node);
+            shared.on_node_down(link.node, connection.generation);
         }
     }
 

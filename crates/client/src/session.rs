@@ -124,11 +124,18 @@ struct Pending {
     node: NodeId,
     /// A commit was asked: a lost connection makes the outcome unknown.
     commit: bool,
+    /// The link's connection generation when it was sent: a session hears
+    /// of a closed connection only when it next pumps its mailbox, after
+    /// it may have sent new requests on the next connection, which that
+    /// old news must not fail.
+    generation: u64,
 }
 
 /// A scan's replies, in arrival order.
 pub(crate) struct ScanInbox {
     pub node: NodeId,
+    /// The connection generation it was opened on (see `Pending`).
+    pub generation: u64,
     pub batches: VecDeque<Result<(Vec<u8>, bool)>>,
 }
 
@@ -309,6 +316,7 @@ impl Session {
         let mut state = self.state.borrow_mut();
         let state = &mut *state;
         encode_frames(std::slice::from_ref(signal), &mut state.send_buffer)?;
+        let generation = shared.links[link].generation.load(Ordering::Acquire);
         let result = shared.send_bytes(link, &state.send_buffer, 1);
         state.send_buffer.clear();
         result?;
@@ -317,6 +325,7 @@ impl Session {
             Pending {
                 node: shared.links[link].node,
                 commit,
+                generation,
             },
         );
         Ok(())
@@ -334,6 +343,7 @@ impl Session {
         let mut state = self.state.borrow_mut();
         let state = &mut *state;
         encode_frames(std::slice::from_ref(&signal), &mut state.send_buffer)?;
+        let generation = shared.links[link].generation.load(Ordering::Acquire);
         let result = shared.send_bytes(link, &state.send_buffer, 1);
         state.send_buffer.clear();
         result?;
@@ -346,6 +356,7 @@ impl Session {
             .entry((tx_id, scan_id))
             .or_insert_with(|| ScanInbox {
                 node: shared.links[link].node,
+                generation,
                 batches: VecDeque::new(),
             });
         Ok(())
@@ -578,6 +589,19 @@ impl Session {
         tables.get(name).cloned()
     }
 
+    /// The data node behind `link` answered that it is stopping (280):
+    /// it counts as not started, so hints and round-robin skip it, until
+    /// its registration says started again (after its restart).
+    pub(crate) fn node_stopping(&self, link: usize) {
+        let link = &self.shared().links[link];
+        if link
+            .started
+            .swap(false, std::sync::atomic::Ordering::AcqRel)
+        {
+            tracing::info!(node = %link.node, "data node is stopping: new transactions go elsewhere");
+        }
+    }
+
     /// Drops the cached definition (after 241/723), so the next
     /// [`Session::table`] fetches it again.
     pub fn forget_table(&self, name: &str) {
@@ -761,6 +785,7 @@ impl Session {
             let group = prepared.iter().filter(|p| p.request.link == link);
             let count = group.clone().count();
             state.send_buffer.clear();
+            let generation = shared.links[link].generation.load(Ordering::Acquire);
             let result = encode_frames(group.map(|p| &p.request.signal), &mut state.send_buffer)
                 .and_then(|()| shared.send_bytes(link, &state.send_buffer, count));
             state.send_buffer.clear();
@@ -790,9 +815,14 @@ impl Session {
                             .counters
                             .tc_key_reqs_sent
                             .fetch_add(1, Ordering::Relaxed);
-                        state
-                            .pending
-                            .insert(ReqKey::Tx(tx_id), Pending { node, commit });
+                        state.pending.insert(
+                            ReqKey::Tx(tx_id),
+                            Pending {
+                                node,
+                                commit,
+                                generation,
+                            },
+                        );
                         sent += 1;
                     }
                     Err(error) => state.file_done(ReqKey::Tx(tx_id), Err(error.clone())),
@@ -980,11 +1010,11 @@ fn handle(state: &mut State, event: Event) {
                 state.file_done(key, Ok(signal.body));
             }
         }
-        Event::NodeDown(node) => {
+        Event::NodeDown(node, closed) => {
             let lost: Vec<ReqKey> = state
                 .pending
                 .iter()
-                .filter(|(_, p)| p.node == node)
+                .filter(|(_, p)| p.node == node && p.generation <= closed)
                 .map(|(k, _)| *k)
                 .collect();
             for key in lost {
@@ -1000,7 +1030,11 @@ fn handle(state: &mut State, event: Event) {
                 );
                 state.file_done(key, Err(error));
             }
-            for inbox in state.scans.values_mut().filter(|s| s.node == node) {
+            for inbox in state
+                .scans
+                .values_mut()
+                .filter(|s| s.node == node && s.generation <= closed)
+            {
                 inbox.batches.push_back(Err(Error::with_context(
                     proto::error::NODE_FAILURE_ABORTED,
                     format!("data node {node} was lost during the scan"),

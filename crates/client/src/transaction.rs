@@ -911,6 +911,11 @@ impl TxRequest {
                 message,
                 ..
             } => {
+                if code == proto::error::NODE_SHUTDOWN {
+                    // The node stops on purpose: no new transaction goes
+                    // there until it registers as started again.
+                    session.node_stopping(self.link);
+                }
                 let meta = self.metas.get(op_index as usize);
                 if let Some(meta) = meta {
                     if matches!(

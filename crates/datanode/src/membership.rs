@@ -61,6 +61,23 @@ const TIMER_JOIN: u32 = 2;
 const TIMER_API_CHECK: u32 = 3;
 const TIMER_STATUS: u32 = 4;
 const TIMER_ARBITRATION: u32 = 5;
+const TIMER_STOP_DRAIN: u32 = 6;
+/// Longest a stopping node waits for its TCs to end their transactions
+/// (see `tc::shutdown`) before it leaves anyway.
+const STOP_DRAIN_MAX: Duration = Duration::from_secs(5);
+/// Least time a stopping node keeps answering after it told its API nodes
+/// it takes no new transactions: requests they sent before the news reach
+/// it get a retryable refusal (280) rather than a closed connection, which
+/// a client must report as an unknown result (4010).
+const STOP_GRACE: Duration = Duration::from_millis(200);
+
+/// A stop ordered by the management server, waiting for the local TCs.
+#[derive(Clone, Copy, Debug)]
+struct PendingStop {
+    restart: bool,
+    tcs_left: usize,
+    since: Instant,
+}
 
 /// What the block needs to know; filled from the cluster configuration.
 #[derive(Clone, Debug)]
@@ -196,6 +213,8 @@ pub struct Membership {
     api_nodes: BTreeMap<NodeId, Instant>,
     /// The TC instances of this node, told when an API node fails.
     local_tcs: Vec<BlockRef>,
+    /// A graceful stop waiting for the local TCs to drain.
+    stop: Option<PendingStop>,
     /// Node groups, each with its data nodes in configuration order.
     node_groups: Vec<Vec<NodeId>>,
     /// NDB's ArbitrationTimeout.
@@ -228,6 +247,7 @@ impl Membership {
             member_start_ids: BTreeMap::new(),
             api_nodes: BTreeMap::new(),
             local_tcs: Vec::new(),
+            stop: None,
             node_groups: vec![config.data_nodes.clone()],
             arbitration_timeout: ARBITRATION_TIMEOUT_DEFAULT,
             arbitration: None,
@@ -1191,20 +1211,25 @@ impl Membership {
         if self.api_nodes.insert(sender, ctx.now()).is_none() {
             self.event(ctx, Severity::Info, format!("API node {sender} registered"));
         }
+        let conf = self.api_reg_conf();
+        ctx.send(reply_to, conf);
+    }
+
+    /// What an API node is told of this node (`ApiRegConf`).
+    fn api_reg_conf(&self) -> SignalBody {
         let (view_id, members) = match &self.view {
             Some(v) => (v.view_id, v.bitmask()),
             None => (0, NodeBitmask::new()),
         };
-        ctx.send(
-            reply_to,
-            SignalBody::ApiRegConf {
-                version: VERSION,
-                started: self.phase == Phase::Started,
-                view_id,
-                members,
-                heartbeat_interval_ms: self.config.api_heartbeat_interval.as_millis() as u32,
-            },
-        );
+        SignalBody::ApiRegConf {
+            version: VERSION,
+            // A stopping node takes no new transactions (`tc::shutdown`):
+            // clients send them elsewhere.
+            started: self.phase == Phase::Started && self.stop.is_none(),
+            view_id,
+            members,
+            heartbeat_interval_ms: self.config.api_heartbeat_interval.as_millis() as u32,
+        }
     }
 
     fn api_failed(&self, node: NodeId, ctx: &mut Context<'_>) {
@@ -1239,6 +1264,78 @@ impl Membership {
     }
 
     fn on_stop_order(&mut self, restart: bool, ctx: &mut Context<'_>) {
+        if self.phase == Phase::Stopping || self.stop.is_some() {
+            return;
+        }
+        if self.phase == Phase::Started && !self.local_tcs.is_empty() {
+            // A graceful stop: the TCs end what they run first, so that
+            // no client is left with an unknown result (`tc::shutdown`).
+            // The node stays a full member meanwhile.
+            self.stop = Some(PendingStop {
+                restart,
+                tcs_left: self.local_tcs.len(),
+                since: ctx.now(),
+            });
+            for &tc in &self.local_tcs {
+                ctx.send(tc, SignalBody::TcShutdownReq {});
+            }
+            // The API nodes hear at once that this node is no longer
+            // started, so they send new transactions elsewhere.
+            let apis: Vec<NodeId> = self.api_nodes.keys().copied().collect();
+            for api in apis {
+                let conf = self.api_reg_conf();
+                ctx.send(BlockRef::new(api, BlockNumber::API_CLUSTER, 0), conf);
+            }
+            ctx.set_timer(STOP_GRACE, TIMER_STOP_DRAIN);
+            ctx.set_timer(STOP_DRAIN_MAX, TIMER_STOP_DRAIN);
+            let what = if restart { "restart" } else { "stop" };
+            self.event(
+                ctx,
+                Severity::Info,
+                format!("{what} ordered by the management server: ending the transactions of its TCs first"),
+            );
+            return;
+        }
+        self.stop_now(restart, ctx);
+    }
+
+    fn on_tc_shutdown_conf(&mut self, ctx: &mut Context<'_>) {
+        let Some(stop) = self.stop.as_mut() else {
+            return;
+        };
+        stop.tcs_left = stop.tcs_left.saturating_sub(1);
+        self.try_stop(ctx);
+    }
+
+    fn on_stop_drain_timer(&mut self, ctx: &mut Context<'_>) {
+        let Some(stop) = self.stop else {
+            return;
+        };
+        if stop.tcs_left > 0 && ctx.now().saturating_since(stop.since) >= STOP_DRAIN_MAX {
+            self.event(
+                ctx,
+                Severity::Warning,
+                format!(
+                    "{} TC(s) still had transactions after {STOP_DRAIN_MAX:?}: stopping anyway",
+                    stop.tcs_left
+                ),
+            );
+            return self.stop_now(stop.restart, ctx);
+        }
+        self.try_stop(ctx);
+    }
+
+    /// Stops once the TCs are drained and the grace time has passed.
+    fn try_stop(&mut self, ctx: &mut Context<'_>) {
+        let Some(stop) = self.stop else {
+            return;
+        };
+        if stop.tcs_left == 0 && ctx.now().saturating_since(stop.since) >= STOP_GRACE {
+            self.stop_now(stop.restart, ctx);
+        }
+    }
+
+    fn stop_now(&mut self, restart: bool, ctx: &mut Context<'_>) {
         if self.phase == Phase::Stopping {
             return;
         }
@@ -1321,6 +1418,7 @@ impl Block for Membership {
                 TIMER_HEARTBEAT => self.on_heartbeat_timer(ctx),
                 TIMER_API_CHECK => self.on_api_check_timer(ctx),
                 TIMER_ARBITRATION => self.on_arbitration_timer(ctx),
+                TIMER_STOP_DRAIN => self.on_stop_drain_timer(ctx),
                 TIMER_STATUS => {
                     if self.phase != Phase::Stopping {
                         self.report_status(ctx);
@@ -1329,6 +1427,7 @@ impl Block for Membership {
                 }
                 other => panic!("membership: unknown timer {other}"),
             },
+            SignalBody::TcShutdownConf {} if sender == self.me() => self.on_tc_shutdown_conf(ctx),
             SignalBody::NodeConnected { node } => self.on_connected(node, ctx),
             SignalBody::NodeDisconnected { node } => self.on_disconnected(node, ctx),
             SignalBody::CmRegReq {

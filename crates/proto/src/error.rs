@@ -76,6 +76,9 @@ pub const REDO_OVERLOADED: u32 = 410;
 pub const SEND_BUFFERS_OVERLOADED: u32 = 1218;
 /// A node failure aborted the transaction; nothing was committed (NDB 286).
 pub const NODE_FAILURE_ABORTED: u32 = 286;
+/// The data node is stopping on purpose (a graceful stop or restart): its
+/// TC starts no new transaction; retry on another node (NDB 280).
+pub const NODE_SHUTDOWN: u32 = 280;
 /// The table's definition has not reached this TC yet (NDB 284).
 pub const TABLE_NOT_YET_KNOWN: u32 = 284;
 
@@ -221,6 +224,11 @@ const ERRORS: &[Entry] = &[
         "a node failure aborted the transaction",
     ),
     entry(
+        NODE_SHUTDOWN,
+        Temporary,
+        "the data node is shutting down: retry the transaction on another node",
+    ),
+    entry(
         TABLE_NOT_YET_KNOWN,
         Temporary,
         "the table is not yet known to this transaction coordinator",
@@ -352,6 +360,7 @@ mod tests {
             (UNSUPPORTED_ALTER, 741),
             (WRONG_SCHEMA_VERSION, 241),
             (NODE_FAILURE, 4010),
+            (NODE_SHUTDOWN, 280),
             (PREPARE_FAILED, 4011),
         ];
         for (ours, theirs) in dictionary {

@@ -402,6 +402,12 @@ signals! {
     /// TC → the distribution master: every transaction of the TCs of
     /// `failed` has its one outcome on every live replica.
     110 => TcTakeOverConf { takeover_id: u32, failed: NodeBitmask },
+    /// Membership → its node's TCs: the node stops on purpose (`skarv admin
+    /// stop`/`restart`); start no new transaction (280) and answer
+    /// `TcShutdownConf` once none is left (NDB's graceful stop).
+    111 => TcShutdownReq {},
+    /// TC → its node's membership: no transaction or scan is left.
+    112 => TcShutdownConf {},
 
     // ---- local data manager (120–139), NDB: DBLQH ----
     /// TC (or the previous replica's LDM) → LDM: operations of one

@@ -346,6 +346,8 @@ fn one_of_each() -> Vec<SignalBody> {
             takeover_id: 2,
             failed: NodeBitmask::from_iter([node(3)]),
         },
+        SignalBody::TcShutdownReq {},
+        SignalBody::TcShutdownConf {},
         SignalBody::LdmTakeOverReq {
             takeover_id: 2,
             failed: NodeBitmask::from_iter([node(3), node(4)]),

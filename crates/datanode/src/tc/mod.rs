@@ -28,6 +28,7 @@ mod failover;
 mod node_restart;
 mod pool;
 pub mod scan;
+mod shutdown;
 pub mod transaction;
 pub mod unique;
 
@@ -216,6 +217,8 @@ pub struct TcBlock {
     /// Operation records held by live transactions.
     pub(crate) operations_used: u32,
     pub(crate) scans: Pool<Scan>,
+    /// A graceful stop in progress (`shutdown`).
+    shutdown: shutdown::Shutdown,
     /// TC-wide scan id (as the LDMs see it) → scan slot.
     pub(crate) scan_by_ldm_id: IdMap<u32, u32>,
     /// (transaction, the client's scan id) → scan slot.
@@ -274,6 +277,7 @@ impl TcBlock {
             ),
             operations_used: 0,
             scans: Pool::new(config.scans_max),
+            shutdown: shutdown::Shutdown::default(),
             scan_by_ldm_id: IdMap::with_capacity_and_hasher(
                 config.scans_max as usize,
                 Default::default(),
@@ -701,6 +705,12 @@ impl Block for TcBlock {
             SignalBody::Timeout {
                 timer_id: node_restart::TIMER_DRAIN,
             } => self.on_drain_timer(ctx),
+            SignalBody::Timeout {
+                timer_id: shutdown::TIMER_SHUTDOWN,
+            } => self.on_shutdown_timer(ctx),
+            SignalBody::TcShutdownReq {} if from.node == self.config.node => {
+                self.on_shutdown_req(from, ctx)
+            }
             SignalBody::NodeStateReq {
                 view_id,
                 state_id,

@@ -273,6 +273,9 @@ impl TcBlock {
                 format!("{}: the data node states are not known yet", self.me),
             ));
         }
+        if let Some(refusal) = self.refuse_while_stopping() {
+            return Err(refusal);
+        }
         if self.by_tx_id.contains_key(&tx_id) {
             return Err((
                 error::BAD_OPERATION,

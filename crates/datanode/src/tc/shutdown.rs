@@ -1,0 +1,77 @@
+//! Graceful stop (`skarv admin stop N` / `restart N`, a rolling restart):
+//! the node leaves only once its TCs have ended their transactions.
+//!
+//! Why: a node that simply exits takes its TCs' transactions with it. Those
+//! still executing are aborted by the survivors (286, temporary), but a
+//! client whose commit was in flight gets 4010, an unknown result, which a
+//! rolling restart must not cause. So membership first sends each local TC
+//! `TcShutdownReq`: from then on the TC starts no new transaction (280,
+//! temporary: the client retries on another node) and lets the ones it has
+//! finish; when none is left it answers `TcShutdownConf`, and membership
+//! leaves the cluster. Membership waits at most `STOP_DRAIN_MAX` (an idle
+//! client transaction must not hold a stop forever); what is left then ends
+//! as at a node failure. The TC checks on a timer, not on every
+//! transaction's end, to keep the hot path as it is.
+
+use std::time::Duration;
+
+use kernel::Context;
+use proto::error;
+use signal::{BlockRef, SignalBody};
+
+use super::TcBlock;
+
+/// The TC timer that checks whether a stopping TC has drained.
+pub(super) const TIMER_SHUTDOWN: u32 = 3;
+/// How often a stopping TC looks for its last transaction to end.
+const SHUTDOWN_POLL: Duration = Duration::from_millis(2);
+
+/// A stop in progress: who to tell when drained.
+#[derive(Debug, Default)]
+pub(crate) struct Shutdown {
+    membership: Option<BlockRef>,
+    answered: bool,
+}
+
+impl TcBlock {
+    pub(crate) fn on_shutdown_req(&mut self, from: BlockRef, ctx: &mut Context<'_>) {
+        if self.shutdown.membership.is_none() {
+            tracing::info!(
+                tc = %self.me,
+                "stopping: no new transaction; {} still running",
+                self.transactions.in_use()
+            );
+        }
+        self.shutdown.membership = Some(from);
+        self.check_shutdown(ctx);
+    }
+
+    pub(crate) fn on_shutdown_timer(&mut self, ctx: &mut Context<'_>) {
+        self.check_shutdown(ctx);
+    }
+
+    fn check_shutdown(&mut self, ctx: &mut Context<'_>) {
+        let Some(membership) = self.shutdown.membership else {
+            return;
+        };
+        if self.shutdown.answered {
+            return;
+        }
+        if self.transactions.in_use() == 0 && self.scans.in_use() == 0 {
+            self.shutdown.answered = true;
+            ctx.send(membership, SignalBody::TcShutdownConf {});
+        } else {
+            ctx.set_timer(SHUTDOWN_POLL, TIMER_SHUTDOWN);
+        }
+    }
+
+    /// The refusal of a new transaction while stopping, if stopping.
+    pub(crate) fn refuse_while_stopping(&self) -> Option<(u32, String)> {
+        self.shutdown.membership.map(|_| {
+            (
+                error::NODE_SHUTDOWN,
+                format!("{}: the data node is stopping", self.me),
+            )
+        })
+    }
+}
