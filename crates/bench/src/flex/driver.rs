@@ -15,6 +15,7 @@ use skarv_client::{
 };
 
 use super::histogram::Histogram;
+use super::service::ServiceLog;
 use super::workload;
 use super::{
     FlexError, FlexOptions, Generations, Phase, Workload, EXECUTOR_QUEUE_MAX, RETRIES_MAX,
@@ -283,6 +284,8 @@ pub(super) struct ThreadResult {
     pub(super) full_pass: bool,
     pub(super) started: Instant,
     pub(super) ended: Instant,
+    /// When transactions succeeded (the gap in service).
+    pub(super) service: ServiceLog,
 }
 
 impl ThreadResult {
@@ -301,6 +304,9 @@ struct Slot {
     first_key: u64,
     attempts: u32,
     started: Instant,
+    /// An earlier attempt ended with an unknown result (4010: its TC's
+    /// node failed during the commit), so it may have committed.
+    maybe_committed: bool,
 }
 
 /// Runs one thread's share of a phase on `engine`.
@@ -318,6 +324,7 @@ fn drive(
             first_key: 0,
             attempts: 0,
             started: Instant::now(),
+            maybe_committed: false,
         };
         plan.parallel
     ];
@@ -345,6 +352,10 @@ fn drive(
         started,
         ended: started,
         full_pass: false,
+        service: ServiceLog::new(
+            started,
+            plan.duration.map_or(1, |d| d.as_secs() as usize + 2),
+        ),
     };
     let mut next_tx = 0u64;
     let mut in_flight = 0usize;
@@ -437,6 +448,7 @@ fn drive(
                 retry.push_back(slot);
             } else {
                 slots[slot as usize].attempts = 0;
+                slots[slot as usize].maybe_committed = false;
                 free.push(slot);
             }
         }
@@ -445,6 +457,7 @@ fn drive(
     }
     result.ended = Instant::now();
     result.full_pass = next_tx >= plan.transactions;
+    result.service.finish();
     result
 }
 
@@ -460,9 +473,22 @@ fn complete(
     let first = slot.first_key;
     let outcome = match completion.result {
         Ok(outcome) => outcome,
+        Err(error) if slot.maybe_committed && settled_by_earlier_commit(plan.phase, error.code) => {
+            // The attempt that ended with 4010 committed after all.
+            *result.errors.entry(error.code).or_default() += 1;
+            committed(result, slot, plan, completion.done_at, u64::from(plan.ops));
+            result.service.success(completion.done_at);
+            return false;
+        }
         Err(error) => {
             *result.errors.entry(error.code).or_default() += 1;
-            if error.is_temporary() && slot.attempts < RETRIES_MAX {
+            // A read or an update is the same when repeated (an update
+            // writes the phase's generation), an insert or a delete is
+            // settled by its retry's 630 or 626: so a transaction whose
+            // outcome is unknown is tried again, like a temporary failure.
+            let retryable = error.is_temporary() || error.is_unknown_result();
+            if retryable && slot.attempts < RETRIES_MAX {
+                slot.maybe_committed |= error.is_unknown_result();
                 slot.attempts += 1;
                 result.retries += 1;
                 return true;
@@ -494,11 +520,7 @@ fn complete(
             return true;
         }
     }
-    let latency = completion.done_at.saturating_duration_since(slot.started);
-    result
-        .histogram
-        .record(u64::try_from(latency.as_nanos()).unwrap_or(u64::MAX));
-    result.transactions += 1;
+    let done_at = completion.done_at;
     let shape = &workload.shape;
     let Generations { low, high } = plan.generations;
     let verifying = plan.verify && plan.phase == Phase::Read;
@@ -521,6 +543,12 @@ fn complete(
                 result.problem(|| format!("read of key {key}: no row came back"));
             }
             OpResult::Done => result.ops += 1,
+            OpResult::Failed(error)
+                if slot.maybe_committed && settled_by_earlier_commit(plan.phase, error.code) =>
+            {
+                *result.errors.entry(error.code).or_default() += 1;
+                result.ops += 1;
+            }
             OpResult::Failed(error) => {
                 *result.errors.entry(error.code).or_default() += 1;
                 if verifying {
@@ -536,10 +564,41 @@ fn complete(
             }
         }
     }
+    committed(result, slot, plan, done_at, 0);
     if op_failed {
         result.failed += 1;
+    } else {
+        result.service.success(done_at);
     }
     false
+}
+
+/// Files a committed transaction: its latency, and `ops` operations
+/// (those its results did not count).
+fn committed(
+    result: &mut ThreadResult,
+    slot: &Slot,
+    plan: &ThreadPlan,
+    done_at: Instant,
+    ops: u64,
+) {
+    assert!(ops <= u64::from(plan.ops), "{ops} ops of {}", plan.ops);
+    let latency = done_at.saturating_duration_since(slot.started);
+    result
+        .histogram
+        .record(u64::try_from(latency.as_nanos()).unwrap_or(u64::MAX));
+    result.transactions += 1;
+    result.ops += ops;
+}
+
+/// Whether `code`, answering the retry of a transaction that may have
+/// committed (4010), says that it did: an insert finds its row, a delete
+/// finds it gone.
+fn settled_by_earlier_commit(phase: Phase, code: u32) -> bool {
+    matches!(
+        (phase, code),
+        (Phase::Insert, codes::DUPLICATE_KEY) | (Phase::Delete, codes::NO_SUCH_ROW)
+    )
 }
 
 /// Runs one phase over every thread; returns the merged results.
