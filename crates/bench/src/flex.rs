@@ -55,7 +55,9 @@ use skarv_client::{
 
 use driver::{run_phase, ThreadPlan, ThreadResult};
 pub use histogram::Histogram;
-pub use service::{GAPS_PER_THREAD_MAX, GAP_RESOLUTION_START_US, SECONDS_COUNTED_MAX};
+pub use service::{
+    GAPS_PER_THREAD_MAX, GAPS_REPORTED_MAX, GAP_RESOLUTION_START_US, SECONDS_COUNTED_MAX,
+};
 use workload::{Shape, GENERATION_SPREAD_MAX, MARKER_KEY};
 
 /// Attempts after the first for a transaction that fails with a temporary error.
@@ -316,8 +318,21 @@ pub struct PhaseReport {
     pub gap_at_s: f64,
     /// Gaps shorter than this (milliseconds) may have been missed.
     pub gap_resolution_ms: f64,
+    /// The longest gaps, longest first (at most [`GAPS_REPORTED_MAX`]).
+    pub gaps: Vec<GapReport>,
+    /// When the phase started, in seconds since the Unix epoch, so a
+    /// script can place what it did (a kill) on the phase's time line.
+    pub started_unix_s: f64,
     /// Transactions that succeeded in each second of the phase.
     pub per_second: Vec<u64>,
+}
+
+/// One gap in service of a phase.
+#[derive(Clone, Debug, Serialize)]
+pub struct GapReport {
+    /// When it began, in seconds from the phase's start.
+    pub at_s: f64,
+    pub ms: f64,
 }
 
 /// A whole run.
@@ -402,6 +417,8 @@ fn report_phase(
         gap_max_ms: 0.0,
         gap_at_s: 0.0,
         gap_resolution_ms: 0.0,
+        gaps: Vec::new(),
+        started_unix_s: 0.0,
         per_second: Vec::new(),
     };
     let started = results.iter().map(|r| r.started).min();
@@ -413,6 +430,19 @@ fn report_phase(
         report.gap_at_s = service.gap_at.as_secs_f64();
         report.gap_resolution_ms = service.resolution.as_secs_f64() * 1e3;
         report.per_second = service.per_second;
+        report.gaps = service
+            .gaps
+            .iter()
+            .map(|&(at, length)| GapReport {
+                at_s: at.as_secs_f64(),
+                ms: length.as_secs_f64() * 1e3,
+            })
+            .collect();
+        // The wall clock now, less the time since the phase started.
+        let unix = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        report.started_unix_s = unix.saturating_sub(started.elapsed()).as_secs_f64();
     }
     for result in results {
         histogram.merge(&result.histogram);

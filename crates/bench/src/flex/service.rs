@@ -24,6 +24,9 @@ pub const GAP_RESOLUTION_START_US: u64 = 1_000;
 pub const GAPS_PER_THREAD_MAX: usize = 1_024;
 /// Seconds counted in `per_second` (a day); later successes count in the last.
 pub const SECONDS_COUNTED_MAX: usize = 86_400;
+/// The longest gaps reported, so a script can tell the one after a kill
+/// from the pauses of a loaded machine.
+pub const GAPS_REPORTED_MAX: usize = 8;
 
 /// An interval without a success of one thread (or, merged, of any).
 /// `None` ends are open: before the first success, after the last.
@@ -130,6 +133,9 @@ pub(super) struct ServiceSummary {
     pub(super) gap_max: Duration,
     /// When it began, from the phase's start.
     pub(super) gap_at: Duration,
+    /// The longest gaps (at most [`GAPS_REPORTED_MAX`]), longest first:
+    /// when each began, from the phase's start, and its length.
+    pub(super) gaps: Vec<(Duration, Duration)>,
     /// Gaps shorter than this may have been missed.
     pub(super) resolution: Duration,
     /// Successes in each second of the phase.
@@ -174,15 +180,26 @@ pub(super) fn merge(logs: &[&ServiceLog], start: Instant, end: Instant) -> Servi
         per_second,
         ..ServiceSummary::default()
     };
-    for gap in &common {
-        let from = gap.from.unwrap_or(start).clamp(start, end);
-        let to = gap.to.unwrap_or(end).clamp(start, end);
-        let length = to.saturating_duration_since(from);
-        if length > summary.gap_max {
-            summary.gap_max = length;
-            summary.gap_at = from.saturating_duration_since(start);
-        }
+    let mut gaps: Vec<(Duration, Duration)> = common
+        .iter()
+        .map(|gap| {
+            let from = gap.from.unwrap_or(start).clamp(start, end);
+            let to = gap.to.unwrap_or(end).clamp(start, end);
+            (
+                from.saturating_duration_since(start),
+                to.saturating_duration_since(from),
+            )
+        })
+        .filter(|(_, length)| !length.is_zero())
+        .collect();
+    // Longest first; of equal ones, the earliest.
+    gaps.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    gaps.truncate(GAPS_REPORTED_MAX);
+    if let Some(&(at, length)) = gaps.first() {
+        summary.gap_at = at;
+        summary.gap_max = length;
     }
+    summary.gaps = gaps;
     summary
 }
 
@@ -239,6 +256,8 @@ mod tests {
         // (390 ms) and 500..900 (400 ms).
         assert_eq!(summary.gap_max, ms(400));
         assert_eq!(summary.gap_at, ms(500));
+        assert_eq!(summary.gaps[..2], [(ms(500), ms(400)), (ms(110), ms(390))]);
+        assert!(summary.gaps.windows(2).all(|w| w[0].1 >= w[1].1));
         assert_eq!(summary.per_second, vec![8, 4]);
         assert_eq!(summary.resolution, ms(1));
     }
