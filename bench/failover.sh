@@ -20,7 +20,7 @@
 # With RESTART=1 the angel restarts it as in production, and the read-back may reach it.
 #
 # Everything listens on 127.0.0.1 only; every step runs under `timeout`; the sandboxes are
-# stopped on exit, whatever happens. Knobs (environment): ROWS (20000), RUN_SECONDS (20),
+# stopped on exit, whatever happens, their logs kept. Knobs (environment): ROWS (20000), RUN_SECONDS (20),
 # KILL_AT (5), THREADS (2), PARALLEL (16), VICTIMS ("other president"), PHASES
 # ("update read"), RESTART (0), PORT_BASE (26200), WORK (a new directory under /tmp), SKARV (a
 # prebuilt binary: skips the build). Raw results (JSON lines, logs) stay in $WORK; the
@@ -76,10 +76,17 @@ cleanup() {
         [[ -n ${SKARV:-} ]] || break
         [[ -d $dir ]] || continue
         if timeout "$SANDBOX_TIMEOUT_S" "$SKARV" sandbox --stop --dir "$dir" >/dev/null 2>&1; then
+            keep_logs "$dir"
             rm -rf "$dir"
         fi
     done
     exit "$status"
+}
+# The sandbox's logs (mgmd, data nodes, cluster log) into $WORK/logs-<round>.
+keep_logs() { # dir
+    local logs=$WORK/logs-${1##*/sandbox-}
+    mkdir -p "$logs"
+    find "$1" -name '*.log' -size -64M -exec cp {} "$logs/" \; 2>/dev/null || true
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -151,6 +158,7 @@ round() { # victim, phase, port
     flex "$label-verify" "$connect" --ops read --verify || verify_status=$?
     timeout "$SANDBOX_TIMEOUT_S" "$SKARV" sandbox --stop --dir "$dir" >/dev/null 2>&1 ||
         say "  (the sandbox in $dir did not stop cleanly)"
+    keep_logs "$dir"
     rm -rf "$dir"
     [[ -s $WORK/flex-$label.json ]] || die "flex $phase left no report: $(tail -3 "$WORK/flex-$label.err")"
     local report=$WORK/flex-$label.json gap at errors verified mismatches per_second kill_s kill_gap

@@ -19,7 +19,7 @@
 //! `-o`, `-b`). Values and the `--verify` rule: see [`workload`].
 //!
 //! A temporary error retries the whole transaction, up to [`RETRIES_MAX`]
-//! times; each failed attempt is counted under its code. So does an
+//! times (after pauses that double, see `driver`); each failed attempt is counted under its code. So does an
 //! unknown result (4010, the TC's node failed during the commit): a read or
 //! an update is the same when repeated, and an insert whose retry finds its
 //! row (630), or a delete whose retry finds it gone (626), counts as done.
@@ -619,12 +619,18 @@ fn write_marker(
     })
 }
 
-/// Runs a synchronous transaction again after temporary errors.
+/// Runs a synchronous transaction again after temporary errors, and after
+/// unknown results (4010): its callers read or overwrite the marker, the
+/// same when repeated.
 fn with_retries<T>(mut attempt: impl FnMut() -> Result<T, Error>) -> Result<T, Error> {
     let mut tries = 0;
     loop {
         match attempt() {
-            Err(error) if error.is_temporary() && tries < RETRIES_MAX => tries += 1,
+            Err(error)
+                if (error.is_temporary() || error.is_unknown_result()) && tries < RETRIES_MAX =>
+            {
+                tries += 1
+            }
             other => return other,
         }
     }

@@ -29,6 +29,21 @@ const POLL_WAIT_MS: u64 = 100;
 const STALL_LIMIT_MS: u64 = 60_000;
 /// Problems (failures, mismatches) described per thread; the rest are counted.
 const PROBLEMS_PER_THREAD_MAX: usize = 10;
+/// The pause before a retry doubles from 1 ms with each attempt after the
+/// first (which goes at once), up to this: a node failure answers the
+/// requests routed to or through the failed node at once, and retries
+/// without a pause would spend every attempt before the client and the
+/// survivors have noticed it. Ten attempts span about half a second.
+const RETRY_PAUSE_MAX_MS: u64 = 256;
+
+/// The pause before attempt `attempts + 1` (after `attempts` failed).
+fn retry_pause(attempts: u32) -> Duration {
+    assert!(attempts >= 1, "a retry follows a failed attempt");
+    match attempts {
+        1 => Duration::ZERO,
+        n => Duration::from_millis((1u64 << (n - 2).min(16)).min(RETRY_PAUSE_MAX_MS)),
+    }
+}
 
 /// One transaction to run: `ops` consecutive keys from `first_key`.
 #[derive(Clone, Copy, Debug)]
@@ -98,8 +113,8 @@ trait Engine {
     fn submit(&mut self, spec: TxSpec) -> Result<(), Error>;
     /// Sends what `submit` prepared.
     fn flush(&mut self) -> Result<(), Error>;
-    /// Waits a little for completions, appending them to `out`.
-    fn wait(&mut self, out: &mut Vec<Completion>);
+    /// Waits for completions, at most `timeout`, appending them to `out`.
+    fn wait(&mut self, out: &mut Vec<Completion>, timeout: Duration);
 }
 
 /// Every thread prepares, sends and polls on its own session. A
@@ -125,8 +140,8 @@ impl Engine for Direct<'_> {
         self.session.send().map(|_| ())
     }
 
-    fn wait(&mut self, out: &mut Vec<Completion>) {
-        self.session.poll(1, Duration::from_millis(POLL_WAIT_MS));
+    fn wait(&mut self, out: &mut Vec<Completion>, timeout: Duration) {
+        self.session.poll(1, timeout);
         self.session.take_completed(&mut self.taken);
         let done_at = Instant::now();
         out.extend(self.taken.drain(..).map(|(slot, result)| Completion {
@@ -183,11 +198,8 @@ impl Engine for Queued<'_> {
         Ok(())
     }
 
-    fn wait(&mut self, out: &mut Vec<Completion>) {
-        match self
-            .receiver
-            .recv_timeout(Duration::from_millis(POLL_WAIT_MS))
-        {
+    fn wait(&mut self, out: &mut Vec<Completion>, timeout: Duration) {
+        match self.receiver.recv_timeout(timeout) {
             Ok(completion) => out.push(completion),
             Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => return,
         }
@@ -329,7 +341,8 @@ fn drive(
         plan.parallel
     ];
     let mut free: Vec<u32> = (0..plan.parallel as u32).rev().collect();
-    let mut retry: VecDeque<u32> = VecDeque::with_capacity(plan.parallel);
+    // Slots to try again, each not before its instant.
+    let mut retry: VecDeque<(u32, Instant)> = VecDeque::with_capacity(plan.parallel);
     let mut completions: Vec<Completion> = Vec::with_capacity(plan.parallel);
     let mut local: Vec<Completion> = Vec::new();
     drop(gate.read().unwrap_or_else(|p| p.into_inner()));
@@ -363,8 +376,9 @@ fn drive(
     loop {
         let now = Instant::now();
         loop {
-            let slot = match retry.pop_front() {
-                Some(slot) => slot,
+            let due = retry.iter().position(|&(_, at)| at <= now);
+            let slot = match due.and_then(|i| retry.remove(i)) {
+                Some((slot, _)) => slot,
                 None => {
                     let more = match deadline {
                         Some(deadline) => now < deadline,
@@ -408,12 +422,23 @@ fn drive(
             result.problem(|| format!("{}: sending failed: {error}", plan.phase.name()));
             break;
         }
+        let next_retry = retry.iter().map(|&(_, at)| at).min();
         if in_flight == 0 {
-            break;
+            match next_retry {
+                None => break,
+                Some(at) => {
+                    std::thread::sleep(at.saturating_duration_since(Instant::now()));
+                    continue;
+                }
+            }
         }
         completions.append(&mut local);
         if completions.is_empty() {
-            engine.wait(&mut completions);
+            let mut timeout = Duration::from_millis(POLL_WAIT_MS);
+            if let Some(at) = next_retry {
+                timeout = timeout.min(at.saturating_duration_since(Instant::now()));
+            }
+            engine.wait(&mut completions, timeout);
         }
         if completions.is_empty() {
             if heard_at.elapsed() > Duration::from_millis(STALL_LIMIT_MS) {
@@ -437,6 +462,7 @@ fn drive(
         for completion in completions.drain(..) {
             in_flight -= 1;
             let slot = completion.slot;
+            let completion_at = completion.done_at;
             let again = complete(
                 &mut result,
                 &mut slots[slot as usize],
@@ -445,7 +471,8 @@ fn drive(
                 completion,
             );
             if again {
-                retry.push_back(slot);
+                let attempts = slots[slot as usize].attempts;
+                retry.push_back((slot, completion_at + retry_pause(attempts)));
             } else {
                 slots[slot as usize].attempts = 0;
                 slots[slot as usize].maybe_committed = false;
@@ -712,4 +739,24 @@ pub(super) fn run_phase(
             None => Ok(results),
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retries_pause_longer_each_time_within_a_bound() {
+        assert_eq!(retry_pause(1), Duration::ZERO);
+        assert_eq!(retry_pause(2), Duration::from_millis(1));
+        assert_eq!(retry_pause(3), Duration::from_millis(2));
+        let pauses: Vec<Duration> = (1..=RETRIES_MAX).map(retry_pause).collect();
+        assert!(pauses.windows(2).all(|w| w[0] <= w[1]), "{pauses:?}");
+        let total: Duration = pauses.iter().sum();
+        // Long enough for a node failure to be noticed, short enough to
+        // keep the gap it measures.
+        assert!(total >= Duration::from_millis(300), "{total:?}");
+        assert!(total <= Duration::from_secs(1), "{total:?}");
+        assert_eq!(retry_pause(60), Duration::from_millis(RETRY_PAUSE_MAX_MS));
+    }
 }
