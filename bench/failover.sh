@@ -10,9 +10,11 @@
 #      (its pid from `skarv admin show --json`): `president` is the oldest member of the view
 #      (it makes views, orders the TC takeover, asks the arbitrator), `other` the other one;
 #   3. reads every row back with `--ops read --verify` from the survivor;
-#   4. stops the sandbox and prints the longest gap in service (flex's `gap_max_ms`: the
-#      longest time no transaction succeeded), when it began, the errors by code, the
-#      successes per second around the kill, and whether every row verified.
+#   4. stops the sandbox and prints the gap in service that spans the kill (from flex's
+#      `gaps`, the longest times in which no transaction succeeded, placed on the phase's time
+#      line by `started_unix_s`), the longest gap of the whole phase (`gap_max_ms`: a loaded
+#      machine pauses too) and when it began, the errors by code, the successes per second
+#      around the longest gap, and whether every row verified.
 #
 # The killed node's angel is SIGKILLed with it unless RESTART=1: a node that rejoins serves
 # its partitions again, and until node restart makes it catch up first (issue 6, item 5) it
@@ -20,10 +22,10 @@
 # With RESTART=1 the angel restarts it as in production, and the read-back may reach it.
 #
 # Everything listens on 127.0.0.1 only; every step runs under `timeout`; the sandboxes are
-# stopped on exit, whatever happens, their logs kept. Knobs (environment): ROWS (20000), RUN_SECONDS (20),
-# KILL_AT (5), THREADS (2), PARALLEL (16), VICTIMS ("other president"), PHASES
-# ("update read"), RESTART (0), PORT_BASE (26200), WORK (a new directory under /tmp), SKARV (a
-# prebuilt binary: skips the build). Raw results (JSON lines, logs) stay in $WORK; the
+# stopped on exit, whatever happens, their logs kept. Knobs (environment): ROWS (20000),
+# RUN_SECONDS (20), KILL_AT (5), THREADS (2), PARALLEL (16), VICTIMS ("other president"),
+# PHASES ("update read"), RESTART (0), GOAL_GAP_MS (1000), GOAL_STRICT (0), PORT_BASE (26200),
+# WORK (a new directory under /tmp), SKARV (a prebuilt binary: skips the build). Raw results (JSON lines, logs) stay in $WORK; the
 # sandboxes' data is removed. Takes about 35 s a round, four rounds by default.
 # Exit status: 0 when every round ran and every row verified (the goal is printed, not
 # enforced: GOAL_STRICT=1 fails the run when a kill's gap is over GOAL_GAP_MS too).
