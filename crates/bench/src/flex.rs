@@ -19,9 +19,18 @@
 //! `-o`, `-b`). Values and the `--verify` rule: see [`workload`].
 //!
 //! A temporary error retries the whole transaction, up to [`RETRIES_MAX`]
-//! times; each failed attempt is counted under its code. A transaction
-//! still failing after that, a permanent error, or (with `--verify`) a
-//! wrong value or a missing row makes the run fail ([`FlexReport::failure`]).
+//! times (after pauses that double, see `driver`); each failed attempt is counted under its code. So does an
+//! unknown result (4010, the TC's node failed during the commit): a read or
+//! an update is the same when repeated, and an insert whose retry finds its
+//! row (630), or a delete whose retry finds it gone (626), counts as done.
+//! A transaction still failing after that, a permanent error, or (with
+//! `--verify`) a wrong value or a missing row makes the run fail
+//! ([`FlexReport::failure`]).
+//!
+//! Each phase also reports its longest gap in service — the longest time in
+//! which no transaction succeeded — and its successes per second
+//! (module `service`), which is what `bench/failover.sh` reads around a SIGKILL
+//! of a data node.
 //!
 //! `--executors N` is seed 004's architecture: the threads become definer
 //! threads, which compute each transaction's data node (the primary
@@ -31,6 +40,7 @@
 
 mod driver;
 mod histogram;
+mod service;
 pub mod workload;
 
 use std::collections::BTreeMap;
@@ -45,6 +55,9 @@ use skarv_client::{
 
 use driver::{run_phase, ThreadPlan, ThreadResult};
 pub use histogram::Histogram;
+pub use service::{
+    GAPS_PER_THREAD_MAX, GAPS_REPORTED_MAX, GAP_RESOLUTION_START_US, SECONDS_COUNTED_MAX,
+};
 use workload::{Shape, GENERATION_SPREAD_MAX, MARKER_KEY};
 
 /// Attempts after the first for a transaction that fails with a temporary error.
@@ -296,6 +309,30 @@ pub struct PhaseReport {
     /// Every thread went over all its rows at least once (a `--duration`
     /// phase may not have).
     pub full_pass: bool,
+    /// The longest time in which no transaction succeeded (committed with
+    /// every operation done), in milliseconds: from the phase's start or a
+    /// success to the next success or the phase's end (see
+    /// `flex::service`).
+    pub gap_max_ms: f64,
+    /// When that gap began, in seconds from the phase's start.
+    pub gap_at_s: f64,
+    /// Gaps shorter than this (milliseconds) may have been missed.
+    pub gap_resolution_ms: f64,
+    /// The longest gaps, longest first (at most [`GAPS_REPORTED_MAX`]).
+    pub gaps: Vec<GapReport>,
+    /// When the phase started, in seconds since the Unix epoch, so a
+    /// script can place what it did (a kill) on the phase's time line.
+    pub started_unix_s: f64,
+    /// Transactions that succeeded in each second of the phase.
+    pub per_second: Vec<u64>,
+}
+
+/// One gap in service of a phase.
+#[derive(Clone, Debug, Serialize)]
+pub struct GapReport {
+    /// When it began, in seconds from the phase's start.
+    pub at_s: f64,
+    pub ms: f64,
 }
 
 /// A whole run.
@@ -377,9 +414,36 @@ fn report_phase(
         signals_received: stats.1.signals_received - stats.0.signals_received,
         client_cpu_us_per_op: None,
         full_pass: results.iter().all(|r| r.full_pass),
+        gap_max_ms: 0.0,
+        gap_at_s: 0.0,
+        gap_resolution_ms: 0.0,
+        gaps: Vec::new(),
+        started_unix_s: 0.0,
+        per_second: Vec::new(),
     };
     let started = results.iter().map(|r| r.started).min();
     let ended = results.iter().map(|r| r.ended).max();
+    if let (Some(started), Some(ended)) = (started, ended) {
+        let logs: Vec<_> = results.iter().map(|r| &r.service).collect();
+        let service = service::merge(&logs, started, ended);
+        report.gap_max_ms = service.gap_max.as_secs_f64() * 1e3;
+        report.gap_at_s = service.gap_at.as_secs_f64();
+        report.gap_resolution_ms = service.resolution.as_secs_f64() * 1e3;
+        report.per_second = service.per_second;
+        report.gaps = service
+            .gaps
+            .iter()
+            .map(|&(at, length)| GapReport {
+                at_s: at.as_secs_f64(),
+                ms: length.as_secs_f64() * 1e3,
+            })
+            .collect();
+        // The wall clock now, less the time since the phase started.
+        let unix = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        report.started_unix_s = unix.saturating_sub(started.elapsed()).as_secs_f64();
+    }
     for result in results {
         histogram.merge(&result.histogram);
         report.transactions += result.transactions;
@@ -555,12 +619,18 @@ fn write_marker(
     })
 }
 
-/// Runs a synchronous transaction again after temporary errors.
+/// Runs a synchronous transaction again after temporary errors, and after
+/// unknown results (4010): its callers read or overwrite the marker, the
+/// same when repeated.
 fn with_retries<T>(mut attempt: impl FnMut() -> Result<T, Error>) -> Result<T, Error> {
     let mut tries = 0;
     loop {
         match attempt() {
-            Err(error) if error.is_temporary() && tries < RETRIES_MAX => tries += 1,
+            Err(error)
+                if (error.is_temporary() || error.is_unknown_result()) && tries < RETRIES_MAX =>
+            {
+                tries += 1
+            }
             other => return other,
         }
     }
@@ -757,6 +827,13 @@ pub fn render_phase(report: &PhaseReport) -> String {
             let _ = write!(text, " {code} ({}) ×{count};", codes::message(*code));
         }
         text.push('\n');
+    }
+    if report.params.duration_s.is_some() {
+        let _ = writeln!(
+            text,
+            "       longest gap in service: {:.0} ms at {:.1} s",
+            report.gap_max_ms, report.gap_at_s
+        );
     }
     if report.params.verify && report.phase == Phase::Read {
         let _ = writeln!(

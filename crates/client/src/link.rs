@@ -55,6 +55,11 @@ pub(crate) struct Link {
     pub connected: AtomicBool,
     /// The node answered `ApiRegConf` with `started` on this connection.
     pub started: AtomicBool,
+    /// A write on this connection failed: the peer is gone (a killed
+    /// node's socket answers writes with a reset). Until the receiver
+    /// reads the close, new transactions must not be sent here, or a
+    /// client retrying at once spends every attempt on the dead node.
+    broken: AtomicBool,
     /// +1 with every new connection; a close names the one it closes.
     pub generation: AtomicU64,
     /// Some pending bytes wait for the send thread.
@@ -81,6 +86,7 @@ impl Link {
             tc_instances,
             connected: AtomicBool::new(false),
             started: AtomicBool::new(false),
+            broken: AtomicBool::new(false),
             generation: AtomicU64::new(0),
             has_pending: AtomicBool::new(false),
             heartbeat_interval_ms: AtomicU64::new(0),
@@ -90,7 +96,9 @@ impl Link {
 
     /// Up and registered with a started data node: transactions may go there.
     pub fn is_live(&self) -> bool {
-        self.connected.load(Ordering::Acquire) && self.started.load(Ordering::Acquire)
+        self.connected.load(Ordering::Acquire)
+            && self.started.load(Ordering::Acquire)
+            && !self.broken.load(Ordering::Acquire)
     }
 
     fn lock_writer(&self) -> std::sync::MutexGuard<'_, Option<Writer>> {
@@ -137,6 +145,7 @@ impl Link {
         });
         self.has_pending.store(false, Ordering::Release);
         self.started.store(false, Ordering::Release);
+        self.broken.store(false, Ordering::Release);
         self.connected.store(true, Ordering::Release);
         Ok((
             NewConnection {
@@ -231,7 +240,9 @@ impl Link {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) => {
                     tracing::debug!(node = %self.node, "write failed: {e}");
-                    // The receiver sees the broken connection and closes it.
+                    // The receiver sees the broken connection and closes it;
+                    // until then no new transaction goes here.
+                    self.broken.store(true, Ordering::Release);
                     return Err(self.not_connected());
                 }
             }
@@ -259,7 +270,11 @@ impl Link {
                 Ok(0) => break,
                 Ok(n) => written += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => break,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(_) => {
+                    self.broken.store(true, Ordering::Release);
+                    break;
+                }
             }
         }
         writer.pending.drain(..written);
@@ -298,4 +313,63 @@ fn resolve(host: &str, port: u16) -> io::Result<SocketAddr> {
         .to_socket_addrs()?
         .next()
         .ok_or_else(|| io::Error::other(format!("{host}:{port} resolves to no address")))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::TcpListener;
+
+    use super::*;
+
+    fn node(id: u8) -> NodeId {
+        NodeId::new(id).expect("a node id")
+    }
+
+    #[test]
+    fn a_failed_write_takes_the_link_out_of_service_until_it_reconnects() {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind on loopback");
+        let port = listener.local_addr().expect("address").port();
+        let (me, data_node) = (node(9), node(2));
+        // The data node: answers the hello, then goes away at once (as a
+        // killed process does).
+        let peer = std::thread::spawn(move || {
+            let (mut stream, _) = listener.accept().expect("accept");
+            let mut chunk = [0u8; 256];
+            let _ = stream.read(&mut chunk).expect("the client's hello");
+            let hello = Signal {
+                receiver: BlockRef::new(me, BlockNumber::PROCESS, 0),
+                sender: BlockRef::new(data_node, BlockNumber::PROCESS, 0),
+                body: SignalBody::TransportHello {
+                    from: data_node,
+                    to: me,
+                    version: VERSION,
+                },
+            };
+            let mut bytes = Vec::new();
+            encode_frame(std::slice::from_ref(&hello), &mut bytes).expect("encode");
+            stream.write_all(&bytes).expect("send the hello");
+        });
+        let link = Link::new(data_node, "127.0.0.1".to_owned(), port, 1);
+        let _connection = link
+            .connect(me, Duration::from_secs(5))
+            .expect("connect and exchange hellos");
+        peer.join().expect("the peer thread");
+        link.started.store(true, Ordering::Release);
+        assert!(link.is_live(), "connected and started");
+        // The first write after the peer's close may still be taken; a
+        // later one fails (the peer's reset).
+        let counters = crate::cluster::Counters::default();
+        let failed = (0..100).find_map(|_| {
+            let sent = link.send(b"x", &counters);
+            std::thread::sleep(Duration::from_millis(10));
+            sent.err()
+        });
+        let error = failed.expect("a write to a closed peer fails");
+        assert_eq!(error.code, proto::error::NODE_FAILURE_ABORTED);
+        assert!(
+            link.connected.load(Ordering::Acquire),
+            "the receiver has not closed it yet"
+        );
+        assert!(!link.is_live(), "no new transaction goes to a broken link");
+    }
 }

@@ -15,6 +15,7 @@ use skarv_client::{
 };
 
 use super::histogram::Histogram;
+use super::service::ServiceLog;
 use super::workload;
 use super::{
     FlexError, FlexOptions, Generations, Phase, Workload, EXECUTOR_QUEUE_MAX, RETRIES_MAX,
@@ -28,6 +29,21 @@ const POLL_WAIT_MS: u64 = 100;
 const STALL_LIMIT_MS: u64 = 60_000;
 /// Problems (failures, mismatches) described per thread; the rest are counted.
 const PROBLEMS_PER_THREAD_MAX: usize = 10;
+/// The pause before a retry doubles from 1 ms with each attempt after the
+/// first (which goes at once), up to this: a node failure answers the
+/// requests routed to or through the failed node at once, and retries
+/// without a pause would spend every attempt before the client and the
+/// survivors have noticed it. Ten attempts span about half a second.
+const RETRY_PAUSE_MAX_MS: u64 = 256;
+
+/// The pause before attempt `attempts + 1` (after `attempts` failed).
+fn retry_pause(attempts: u32) -> Duration {
+    assert!(attempts >= 1, "a retry follows a failed attempt");
+    match attempts {
+        1 => Duration::ZERO,
+        n => Duration::from_millis((1u64 << (n - 2).min(16)).min(RETRY_PAUSE_MAX_MS)),
+    }
+}
 
 /// One transaction to run: `ops` consecutive keys from `first_key`.
 #[derive(Clone, Copy, Debug)]
@@ -97,8 +113,8 @@ trait Engine {
     fn submit(&mut self, spec: TxSpec) -> Result<(), Error>;
     /// Sends what `submit` prepared.
     fn flush(&mut self) -> Result<(), Error>;
-    /// Waits a little for completions, appending them to `out`.
-    fn wait(&mut self, out: &mut Vec<Completion>);
+    /// Waits for completions, at most `timeout`, appending them to `out`.
+    fn wait(&mut self, out: &mut Vec<Completion>, timeout: Duration);
 }
 
 /// Every thread prepares, sends and polls on its own session. A
@@ -124,8 +140,8 @@ impl Engine for Direct<'_> {
         self.session.send().map(|_| ())
     }
 
-    fn wait(&mut self, out: &mut Vec<Completion>) {
-        self.session.poll(1, Duration::from_millis(POLL_WAIT_MS));
+    fn wait(&mut self, out: &mut Vec<Completion>, timeout: Duration) {
+        self.session.poll(1, timeout);
         self.session.take_completed(&mut self.taken);
         let done_at = Instant::now();
         out.extend(self.taken.drain(..).map(|(slot, result)| Completion {
@@ -182,11 +198,8 @@ impl Engine for Queued<'_> {
         Ok(())
     }
 
-    fn wait(&mut self, out: &mut Vec<Completion>) {
-        match self
-            .receiver
-            .recv_timeout(Duration::from_millis(POLL_WAIT_MS))
-        {
+    fn wait(&mut self, out: &mut Vec<Completion>, timeout: Duration) {
+        match self.receiver.recv_timeout(timeout) {
             Ok(completion) => out.push(completion),
             Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => return,
         }
@@ -283,6 +296,8 @@ pub(super) struct ThreadResult {
     pub(super) full_pass: bool,
     pub(super) started: Instant,
     pub(super) ended: Instant,
+    /// When transactions succeeded (the gap in service).
+    pub(super) service: ServiceLog,
 }
 
 impl ThreadResult {
@@ -301,6 +316,9 @@ struct Slot {
     first_key: u64,
     attempts: u32,
     started: Instant,
+    /// An earlier attempt ended with an unknown result (4010: its TC's
+    /// node failed during the commit), so it may have committed.
+    maybe_committed: bool,
 }
 
 /// Runs one thread's share of a phase on `engine`.
@@ -318,11 +336,13 @@ fn drive(
             first_key: 0,
             attempts: 0,
             started: Instant::now(),
+            maybe_committed: false,
         };
         plan.parallel
     ];
     let mut free: Vec<u32> = (0..plan.parallel as u32).rev().collect();
-    let mut retry: VecDeque<u32> = VecDeque::with_capacity(plan.parallel);
+    // Slots to try again, each not before its instant.
+    let mut retry: VecDeque<(u32, Instant)> = VecDeque::with_capacity(plan.parallel);
     let mut completions: Vec<Completion> = Vec::with_capacity(plan.parallel);
     let mut local: Vec<Completion> = Vec::new();
     drop(gate.read().unwrap_or_else(|p| p.into_inner()));
@@ -345,6 +365,10 @@ fn drive(
         started,
         ended: started,
         full_pass: false,
+        service: ServiceLog::new(
+            started,
+            plan.duration.map_or(1, |d| d.as_secs() as usize + 2),
+        ),
     };
     let mut next_tx = 0u64;
     let mut in_flight = 0usize;
@@ -352,8 +376,9 @@ fn drive(
     loop {
         let now = Instant::now();
         loop {
-            let slot = match retry.pop_front() {
-                Some(slot) => slot,
+            let due = retry.iter().position(|&(_, at)| at <= now);
+            let slot = match due.and_then(|i| retry.remove(i)) {
+                Some((slot, _)) => slot,
                 None => {
                     let more = match deadline {
                         Some(deadline) => now < deadline,
@@ -397,12 +422,23 @@ fn drive(
             result.problem(|| format!("{}: sending failed: {error}", plan.phase.name()));
             break;
         }
+        let next_retry = retry.iter().map(|&(_, at)| at).min();
         if in_flight == 0 {
-            break;
+            match next_retry {
+                None => break,
+                Some(at) => {
+                    std::thread::sleep(at.saturating_duration_since(Instant::now()));
+                    continue;
+                }
+            }
         }
         completions.append(&mut local);
         if completions.is_empty() {
-            engine.wait(&mut completions);
+            let mut timeout = Duration::from_millis(POLL_WAIT_MS);
+            if let Some(at) = next_retry {
+                timeout = timeout.min(at.saturating_duration_since(Instant::now()));
+            }
+            engine.wait(&mut completions, timeout);
         }
         if completions.is_empty() {
             if heard_at.elapsed() > Duration::from_millis(STALL_LIMIT_MS) {
@@ -426,6 +462,7 @@ fn drive(
         for completion in completions.drain(..) {
             in_flight -= 1;
             let slot = completion.slot;
+            let completion_at = completion.done_at;
             let again = complete(
                 &mut result,
                 &mut slots[slot as usize],
@@ -434,9 +471,11 @@ fn drive(
                 completion,
             );
             if again {
-                retry.push_back(slot);
+                let attempts = slots[slot as usize].attempts;
+                retry.push_back((slot, completion_at + retry_pause(attempts)));
             } else {
                 slots[slot as usize].attempts = 0;
+                slots[slot as usize].maybe_committed = false;
                 free.push(slot);
             }
         }
@@ -445,6 +484,7 @@ fn drive(
     }
     result.ended = Instant::now();
     result.full_pass = next_tx >= plan.transactions;
+    result.service.finish();
     result
 }
 
@@ -460,9 +500,22 @@ fn complete(
     let first = slot.first_key;
     let outcome = match completion.result {
         Ok(outcome) => outcome,
+        Err(error) if slot.maybe_committed && settled_by_earlier_commit(plan.phase, error.code) => {
+            // The attempt that ended with 4010 committed after all.
+            *result.errors.entry(error.code).or_default() += 1;
+            committed(result, slot, plan, completion.done_at, u64::from(plan.ops));
+            result.service.success(completion.done_at);
+            return false;
+        }
         Err(error) => {
             *result.errors.entry(error.code).or_default() += 1;
-            if error.is_temporary() && slot.attempts < RETRIES_MAX {
+            // A read or an update is the same when repeated (an update
+            // writes the phase's generation), an insert or a delete is
+            // settled by its retry's 630 or 626: so a transaction whose
+            // outcome is unknown is tried again, like a temporary failure.
+            let retryable = error.is_temporary() || error.is_unknown_result();
+            if retryable && slot.attempts < RETRIES_MAX {
+                slot.maybe_committed |= error.is_unknown_result();
                 slot.attempts += 1;
                 result.retries += 1;
                 return true;
@@ -494,11 +547,7 @@ fn complete(
             return true;
         }
     }
-    let latency = completion.done_at.saturating_duration_since(slot.started);
-    result
-        .histogram
-        .record(u64::try_from(latency.as_nanos()).unwrap_or(u64::MAX));
-    result.transactions += 1;
+    let done_at = completion.done_at;
     let shape = &workload.shape;
     let Generations { low, high } = plan.generations;
     let verifying = plan.verify && plan.phase == Phase::Read;
@@ -521,6 +570,12 @@ fn complete(
                 result.problem(|| format!("read of key {key}: no row came back"));
             }
             OpResult::Done => result.ops += 1,
+            OpResult::Failed(error)
+                if slot.maybe_committed && settled_by_earlier_commit(plan.phase, error.code) =>
+            {
+                *result.errors.entry(error.code).or_default() += 1;
+                result.ops += 1;
+            }
             OpResult::Failed(error) => {
                 *result.errors.entry(error.code).or_default() += 1;
                 if verifying {
@@ -536,10 +591,41 @@ fn complete(
             }
         }
     }
+    committed(result, slot, plan, done_at, 0);
     if op_failed {
         result.failed += 1;
+    } else {
+        result.service.success(done_at);
     }
     false
+}
+
+/// Files a committed transaction: its latency, and `ops` operations
+/// (those its results did not count).
+fn committed(
+    result: &mut ThreadResult,
+    slot: &Slot,
+    plan: &ThreadPlan,
+    done_at: Instant,
+    ops: u64,
+) {
+    assert!(ops <= u64::from(plan.ops), "{ops} ops of {}", plan.ops);
+    let latency = done_at.saturating_duration_since(slot.started);
+    result
+        .histogram
+        .record(u64::try_from(latency.as_nanos()).unwrap_or(u64::MAX));
+    result.transactions += 1;
+    result.ops += ops;
+}
+
+/// Whether `code`, answering the retry of a transaction that may have
+/// committed (4010), says that it did: an insert finds its row, a delete
+/// finds it gone.
+fn settled_by_earlier_commit(phase: Phase, code: u32) -> bool {
+    matches!(
+        (phase, code),
+        (Phase::Insert, codes::DUPLICATE_KEY) | (Phase::Delete, codes::NO_SUCH_ROW)
+    )
 }
 
 /// Runs one phase over every thread; returns the merged results.
@@ -653,4 +739,24 @@ pub(super) fn run_phase(
             None => Ok(results),
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retries_pause_longer_each_time_within_a_bound() {
+        assert_eq!(retry_pause(1), Duration::ZERO);
+        assert_eq!(retry_pause(2), Duration::from_millis(1));
+        assert_eq!(retry_pause(3), Duration::from_millis(2));
+        let pauses: Vec<Duration> = (1..=RETRIES_MAX).map(retry_pause).collect();
+        assert!(pauses.windows(2).all(|w| w[0] <= w[1]), "{pauses:?}");
+        let total: Duration = pauses.iter().sum();
+        // Long enough for a node failure to be noticed, short enough to
+        // keep the gap it measures.
+        assert!(total >= Duration::from_millis(300), "{total:?}");
+        assert!(total <= Duration::from_secs(1), "{total:?}");
+        assert_eq!(retry_pause(60), Duration::from_millis(RETRY_PAUSE_MAX_MS));
+    }
 }
