@@ -289,11 +289,16 @@ impl Distribution {
         };
         if member.start_waiting.remove(&from) {
             master.gci = master.gci.max(gci);
-            if member.start_waiting.is_empty() {
+            let joined = member.start_waiting.is_empty();
+            if joined {
                 tracing::debug!(node = %self.config.node, "node {} takes part in global checkpoints", from.node);
             }
-            // The first GCP runs as soon as every member is ready.
-            if !master.first_done {
+            // The first GCP runs as soon as every member is ready; and one
+            // runs as soon as a node joins, whose TC has no GCI to commit
+            // in until its first `GcpPrepareReq` (its commits would wait up
+            // to TimeBetweenGlobalCheckpoints: a gap in service seen after
+            // a node restart).
+            if !master.first_done || joined {
                 master.due = true;
             }
             self.advance(ctx);

@@ -1,8 +1,9 @@
 //! Real processes: a sandbox of 2 data nodes × 2 replicas (one node group)
 //! under a writer, and one data node SIGKILLed (issue 6, item 4): the
 //! president (the survivor must become president, win arbitration and take
-//! over the transactions), or the other one (the president does). The writer inserts one row at a time and retries what may succeed
-//! on a retry; the test asserts that
+//! over the transactions), or the other one (the president does). The
+//! writer inserts one row at a time and retries what may succeed on a
+//! retry; the test asserts that
 //! - it commits again within [`PROGRESS_AFTER_KILL_MAX_MS`] of the kill
 //!   (generous for CI's two slow cores; the goal, 1 s, is measured by
 //!   `bench/failover.sh` on a release build);

@@ -203,11 +203,19 @@ fn rolling_restart_under_load_fails_nothing_and_sigkill_rounds_lose_nothing() {
     std::thread::sleep(Duration::from_secs(2));
     for id in [2u64, 3] {
         let before = sandbox.caught_up(id);
-        let order = skarv(&["admin", "--connect", &sandbox.connect, "restart", &id.to_string()]);
+        let order = skarv(&[
+            "admin",
+            "--connect",
+            &sandbox.connect,
+            "restart",
+            &id.to_string(),
+        ]);
         assert!(order.status.success(), "{}", text(&order));
         sandbox.wait_caught_up(id, before);
     }
-    let load = load.wait_with_output().expect("flex under the rolling restart");
+    let load = load
+        .wait_with_output()
+        .expect("flex under the rolling restart");
     assert!(load.status.success(), "{}", text(&load));
     let update = phases(&load).pop().expect("an update phase");
     assert_eq!(update["failed"], 0, "{update}");

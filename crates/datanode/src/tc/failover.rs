@@ -210,7 +210,12 @@ impl TcBlock {
             return;
         }
         if tx_ids.len() != gcis.len() {
-            tracing::error!(tc = %self.me, "LdmTakeOverConf from {from}: {} transactions, {} GCIs: ignored", tx_ids.len(), gcis.len());
+            tracing::error!(
+                tc = %self.me,
+                "LdmTakeOverConf from {from}: {} transactions, {} GCIs: ignored",
+                tx_ids.len(),
+                gcis.len()
+            );
             return;
         }
         for (&tx_id, &gci) in tx_ids.iter().zip(gcis) {

@@ -743,7 +743,10 @@ impl TcBlock {
             return;
         }
         if !confirm(tx, from) {
-            tracing::warn!(tc = %self.me, "LdmCommitConf for transaction {tx_id:#x} from {from}, not a participant waited for: ignored");
+            tracing::warn!(
+                tc = %self.me,
+                "LdmCommitConf for transaction {tx_id:#x} from {from}, not a participant waited for: ignored"
+            );
             return;
         }
         self.commit_confirmed(slot, ctx);
@@ -893,7 +896,10 @@ impl TcBlock {
             return;
         }
         if !confirm(tx, from) {
-            tracing::warn!(tc = %self.me, "LdmAbortConf for transaction {tx_id:#x} from {from}, not a participant waited for: ignored");
+            tracing::warn!(
+                tc = %self.me,
+                "LdmAbortConf for transaction {tx_id:#x} from {from}, not a participant waited for: ignored"
+            );
             return;
         }
         self.abort_confirmed(slot, ctx);
