@@ -75,6 +75,10 @@ struct Sandbox {
 impl Drop for Sandbox {
     fn drop(&mut self) {
         let _ = skarv(&["sandbox", "--stop", "--dir", self.dir.to_str().unwrap()]);
+        // Half a GB of redo log each: kept only to look at a failure.
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
     }
 }
 
@@ -245,6 +249,8 @@ fn a_bad_config_is_refused_with_the_parameter_and_line() {
 struct Processes {
     connect: String,
     children: Vec<std::process::Child>,
+    /// Their scratch directory, removed after them unless the test failed.
+    dir: PathBuf,
 }
 
 impl Drop for Processes {
@@ -253,6 +259,9 @@ impl Drop for Processes {
         for child in &mut self.children {
             let _ = child.kill();
             let _ = child.wait();
+        }
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.dir);
         }
     }
 }
@@ -290,6 +299,7 @@ fn start_cluster(name: &str, salt: u16, defaults: &str) -> (PathBuf, String, Pro
     let mut processes = Processes {
         connect: connect.clone(),
         children: Vec::new(),
+        dir: dir.clone(),
     };
     processes.children.push(spawn_skarv(
         &["mgmd", "--config-file", config.to_str().unwrap()],
