@@ -1099,6 +1099,7 @@ impl BlobExec {
                 if results.is_empty() {
                     return Ok(());
                 }
+                let results = std::sync::Arc::new(results);
                 let reader = ResultReader::new(&results)?;
                 for result in reader.iter() {
                     let Some(&origin) = self.in_flight.get(result.op_index as usize) else {
@@ -1111,7 +1112,7 @@ impl BlobExec {
                             ),
                         ));
                     };
-                    self.accept_result(origin, &result)?;
+                    self.accept_result(origin, &result, &results)?;
                 }
                 Ok(())
             }
@@ -1122,11 +1123,17 @@ impl BlobExec {
         }
     }
 
-    fn accept_result(&mut self, origin: Planned, result: &proto::OpResult<'_>) -> Result<()> {
+    fn accept_result(
+        &mut self,
+        origin: Planned,
+        result: &proto::OpResult<'_>,
+        bytes: &std::sync::Arc<Vec<u8>>,
+    ) -> Result<()> {
         match origin {
             Planned::User(op) => {
                 let op = op as usize;
-                let mut decoded = crate::transaction::decode_result(&self.metas[op], result)?;
+                let mut decoded =
+                    crate::transaction::decode_result(&self.metas[op], result, bytes)?;
                 let w = self.work_of[op];
                 if w != u32::MAX {
                     let w = w as usize;

@@ -21,10 +21,11 @@ use std::future::Future;
 use std::ops::Range;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::Instant;
 
+use proto::value::EncodedValues;
 use proto::{
     OpBatchReader, OpBatchWriter, OpHeader, OpKind, ResultReader, IGNORE_ERROR, NO_INDEX,
     NO_PARTITION,
@@ -149,19 +150,76 @@ impl Outcome {
 }
 
 /// A row read by key or by a scan.
-#[derive(Clone, Debug, PartialEq)]
+///
+/// A row read by key keeps its values as they came (checked, in the reply's
+/// buffer, shared by the reply's rows) and decodes them the first time they
+/// are asked for: a caller that only needs to know the read succeeded, or
+/// reads one column, does not pay for decoding every column.
+#[derive(Clone, Debug)]
 pub struct Row {
     table: Arc<Table>,
     /// Table positions of `values`.
     columns: Arc<[usize]>,
-    values: Vec<Value>,
+    /// The values and key values as encoded, when not decoded yet.
+    raw: Option<RawRow>,
+    values: OnceLock<Vec<Value>>,
     /// The primary key (key info of a locking scan), else empty.
-    key: Vec<Value>,
+    key: OnceLock<Vec<Value>>,
+}
+
+/// A row's checked, still encoded values: ranges of a reply's buffer.
+#[derive(Clone, Debug)]
+pub(crate) struct RawRow {
+    bytes: Arc<Vec<u8>>,
+    values: (usize, Range<usize>),
+    keys: (usize, Range<usize>),
+}
+
+impl RawRow {
+    /// `values` and `keys` are parts of `bytes` whose every value was
+    /// checked (`OpResult::try_values`).
+    pub(crate) fn new(
+        bytes: &Arc<Vec<u8>>,
+        (value_count, values): EncodedValues<'_>,
+        (key_count, keys): EncodedValues<'_>,
+    ) -> RawRow {
+        let range_of = |part: &[u8]| {
+            let start = part.as_ptr() as usize - bytes.as_ptr() as usize;
+            assert!(
+                start + part.len() <= bytes.len(),
+                "a part of the reply's buffer"
+            );
+            start..start + part.len()
+        };
+        RawRow {
+            values: (value_count, range_of(values)),
+            keys: (key_count, range_of(keys)),
+            bytes: Arc::clone(bytes),
+        }
+    }
+
+    fn decode((count, range): &(usize, Range<usize>), bytes: &[u8]) -> Vec<Value> {
+        let mut out = Vec::with_capacity(*count);
+        out.extend(
+            proto::value::checked_values(&bytes[range.clone()], *count).map(|v| v.to_value()),
+        );
+        debug_assert_eq!(out.len(), *count, "checked values decode");
+        out
+    }
 }
 
 impl PartialEq for Table {
     fn eq(&self, other: &Table) -> bool {
         self.def() == other.def()
+    }
+}
+
+impl PartialEq for Row {
+    fn eq(&self, other: &Row) -> bool {
+        self.table == other.table
+            && self.columns == other.columns
+            && self.values() == other.values()
+            && self.key() == other.key()
     }
 }
 
@@ -176,8 +234,21 @@ impl Row {
         Row {
             table,
             columns,
-            values,
-            key,
+            raw: None,
+            values: OnceLock::from(values),
+            key: OnceLock::from(key),
+        }
+    }
+
+    /// A row decoded when first read (see the type's doc).
+    pub(crate) fn encoded(table: Arc<Table>, columns: Arc<[usize]>, raw: RawRow) -> Row {
+        debug_assert_eq!(columns.len(), raw.values.0);
+        Row {
+            table,
+            columns,
+            raw: Some(raw),
+            values: OnceLock::new(),
+            key: OnceLock::new(),
         }
     }
 
@@ -185,12 +256,18 @@ impl Row {
     pub fn get(&self, column: &str) -> Option<&Value> {
         let position = self.table.column(column)?;
         let at = self.columns.iter().position(|c| *c == position)?;
-        self.values.get(at)
+        self.values().get(at)
     }
 
     /// The values read, in the order of [`Row::columns`].
     pub fn values(&self) -> &[Value] {
-        &self.values
+        self.values.get_or_init(|| {
+            let raw = self
+                .raw
+                .as_ref()
+                .expect("a row is decoded or keeps its bytes");
+            RawRow::decode(&raw.values, &raw.bytes)
+        })
     }
 
     /// Table positions of the values.
@@ -200,7 +277,13 @@ impl Row {
 
     /// The row's primary key, for a row of a locking scan (empty otherwise).
     pub fn key(&self) -> &[Value] {
-        &self.key
+        self.key.get_or_init(|| {
+            let raw = self
+                .raw
+                .as_ref()
+                .expect("a row is decoded or keeps its bytes");
+            RawRow::decode(&raw.keys, &raw.bytes)
+        })
     }
 
     /// The table the row belongs to.
@@ -209,11 +292,13 @@ impl Row {
     }
 
     pub(crate) fn values_mut(&mut self) -> &mut [Value] {
-        &mut self.values
+        self.values();
+        self.values.get_mut().expect("decoded above")
     }
 
     pub(crate) fn take_key(&mut self) -> Vec<Value> {
-        std::mem::take(&mut self.key)
+        self.key();
+        std::mem::take(self.key.get_mut().expect("decoded above"))
     }
 }
 
@@ -887,7 +972,9 @@ impl TxRequest {
                     results: vec![OpResult::Done; self.metas.len()],
                 };
                 if !results.is_empty() {
-                    // Values are checked as `decode_result` reads them.
+                    // Values are checked as `decode_result` reads them; the
+                    // rows keep the buffer.
+                    let results = Arc::new(results);
                     let reader = ResultReader::framed(&results)?;
                     for result in reader.iter() {
                         let Some(meta) = self.metas.get(result.op_index as usize) else {
@@ -900,7 +987,8 @@ impl TxRequest {
                                 ),
                             ));
                         };
-                        outcome.results[result.op_index as usize] = decode_result(meta, &result)?;
+                        outcome.results[result.op_index as usize] =
+                            decode_result(meta, &result, &results)?;
                     }
                 }
                 Ok(outcome)
@@ -942,7 +1030,11 @@ impl TxRequest {
 }
 
 /// One operation's result as the user sees it.
-pub(crate) fn decode_result(meta: &OpMeta, result: &proto::OpResult<'_>) -> Result<OpResult> {
+pub(crate) fn decode_result(
+    meta: &OpMeta,
+    result: &proto::OpResult<'_>,
+    bytes: &Arc<Vec<u8>>,
+) -> Result<OpResult> {
     if !result.is_ok() {
         return Ok(OpResult::Failed(op_error(meta, result.code, "")));
     }
@@ -953,28 +1045,27 @@ pub(crate) fn decode_result(meta: &OpMeta, result: &proto::OpResult<'_>) -> Resu
         Some(columns) => Arc::clone(columns),
         None => Arc::clone(meta.table.all_columns()),
     };
-    // Sized once; every value is checked as it is read (the batch was
-    // checked by frame only: one pass over the values, not two).
-    let mut values: Vec<Value> = Vec::with_capacity(result.value_count());
-    result.try_values(|v| values.push(v.to_value()))?;
-    if values.len() != columns.len() {
+    // Every value is checked here, once (the batch was checked by frame
+    // only); the row decodes them when first asked.
+    let mut values = 0;
+    result.try_values(|_| values += 1)?;
+    if values != columns.len() {
         return Err(Error::new(
             proto::error::MALFORMED_REQUEST,
             format!(
                 "read of `{}`: a row of {} values, {} columns asked",
                 meta.table.name(),
-                values.len(),
+                values,
                 columns.len()
             ),
         ));
     }
-    let mut key = Vec::with_capacity(result.key_count());
-    result.try_keys(|v| key.push(v.to_value()))?;
-    Ok(OpResult::Row(Row::new(
+    result.try_keys(|_| ())?;
+    let raw = RawRow::new(bytes, result.encoded_values(), result.encoded_keys());
+    Ok(OpResult::Row(Row::encoded(
         Arc::clone(&meta.table),
         columns,
-        values,
-        key,
+        raw,
     )))
 }
 

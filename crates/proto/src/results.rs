@@ -348,6 +348,16 @@ impl<'a> OpResult<'a> {
         self.row.keys()
     }
 
+    /// The row's values as encoded (count, bytes), to keep undecoded.
+    pub fn encoded_values(&self) -> EncodedValues<'a> {
+        self.row.encoded_values()
+    }
+
+    /// The row's key values as encoded.
+    pub fn encoded_keys(&self) -> EncodedValues<'a> {
+        self.row.encoded_keys()
+    }
+
     /// Reads and checks the row's values in one pass (see
     /// [`ResultReader::framed`]).
     pub fn try_values(&self, each: impl FnMut(ValueRef<'a>)) -> Result<(), Error> {

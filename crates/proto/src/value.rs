@@ -523,6 +523,16 @@ impl<'a> RowParts<'a> {
         }
     }
 
+    /// The values as encoded, to keep or copy without decoding them.
+    pub fn encoded_values(&self) -> EncodedValues<'a> {
+        (self.value_count(), self.values)
+    }
+
+    /// The key values as encoded.
+    pub fn encoded_keys(&self) -> EncodedValues<'a> {
+        (self.key_count(), self.keys)
+    }
+
     /// Reads and checks every value, in order, handing each to `each`: the
     /// one pass a reader of a batch checked by frame only makes.
     pub fn try_values(&self, each: impl FnMut(ValueRef<'a>)) -> Result<(), ProtoError> {
@@ -532,6 +542,15 @@ impl<'a> RowParts<'a> {
     /// [`RowParts::try_values`] for the key values.
     pub fn try_keys(&self, each: impl FnMut(ValueRef<'a>)) -> Result<(), ProtoError> {
         each_value(self.keys, self.key_count(), "row keys", each)
+    }
+}
+
+/// Decodes values already checked (by a reader's `new`, or by
+/// [`RowParts::try_values`] when they arrived): `count` of them in `bytes`.
+pub fn checked_values(bytes: &[u8], count: usize) -> Values<'_> {
+    Values {
+        r: Reader::new(bytes, "checked values"),
+        left: count,
     }
 }
 
