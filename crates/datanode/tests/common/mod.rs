@@ -1,0 +1,341 @@
+//! The simulated cluster of the node failure and node restart tests: real
+//! membership, dictionary, distribution, TC and LDM blocks on each data node
+//! (simulated disks), an API node whose block records every answer, one
+//! table `accounts (id BIGINT, v BIGINT)`, and the calls the tests make
+//! (batches, one request to its answer, committed reads).
+#![allow(dead_code)] // each test file uses its own part
+
+pub use std::collections::BTreeMap;
+pub use std::path::Path;
+pub use std::sync::{Arc, Mutex};
+pub use std::time::Duration;
+
+pub use config::Placement;
+pub use datanode::dictionary::{schema_dir, Dictionary, DictionaryConfig};
+pub use datanode::distribution::{Distribution, DistributionConfig};
+pub use datanode::ldm::{LdmBlock, LdmBlockConfig};
+pub use datanode::membership::{Membership, MembershipConfig};
+pub use datanode::tc::{TcBlock, TcConfig};
+pub use kernel::simulator::Simulation;
+pub use kernel::{Block, Context, Rng};
+pub use proto::error::{self, ErrorClass};
+pub use proto::ops::{
+    LockMode, OpBatchWriter, OpHeader, OpKind, IGNORE_ERROR, NO_INDEX, NO_PARTITION,
+};
+pub use proto::results::ResultReader;
+pub use signal::{tc_flags, BlockNumber, BlockRef, NodeId, Signal, SignalBody};
+pub use storage::disk::SimDisk;
+pub use storage::ldm::LdmConfig;
+pub use storage::schema::{Column, ColumnType, TableDef, Value};
+
+pub const API: NodeId = match NodeId::new(200) {
+    Some(id) => id,
+    None => unreachable!(),
+};
+pub const LDM_INSTANCES: u32 = 2;
+pub const PARTITIONS: u32 = 8;
+pub const GCP_INTERVAL: Duration = Duration::from_millis(50);
+pub const DEADLOCK_TIMEOUT: Duration = Duration::from_millis(400);
+
+pub fn node(n: u8) -> NodeId {
+    NodeId::new(n).unwrap()
+}
+
+pub fn api() -> BlockRef {
+    BlockRef::new(API, BlockNumber::API_CLUSTER, 0)
+}
+
+pub fn tc_of(n: NodeId) -> BlockRef {
+    BlockRef::new(n, BlockNumber::TRANSACTION_COORDINATOR, 0)
+}
+
+pub fn ldm_of(n: NodeId, i: u32) -> BlockRef {
+    BlockRef::new(n, BlockNumber::LOCAL_DATA_MANAGER, i as u16)
+}
+
+pub struct Recorder {
+    pub got: Arc<Mutex<Vec<Signal>>>,
+}
+
+impl Block for Recorder {
+    fn execute(&mut self, signal: Signal, _ctx: &mut Context<'_>) {
+        self.got.lock().unwrap().push(signal);
+    }
+}
+
+pub struct Cluster {
+    pub sim: Simulation,
+    pub data_nodes: Vec<NodeId>,
+    pub groups: Vec<Vec<NodeId>>,
+    pub got: Arc<Mutex<Vec<Signal>>>,
+    pub table: Option<TableDef>,
+    pub next_tx: u64,
+}
+
+impl Cluster {
+    /// `n` data nodes in groups of `replicas`, one TC and `LDM_INSTANCES`
+    /// LDM instances each.
+    pub fn start(seed: u64, n: u8, replicas: usize) -> Cluster {
+        let mut sim = Simulation::new(seed);
+        let data_nodes: Vec<NodeId> = (0..n).map(|i| node(2 + i)).collect();
+        let groups: Vec<Vec<NodeId>> = data_nodes.chunks(replicas).map(<[_]>::to_vec).collect();
+        let placement = Placement::new(groups.clone(), LDM_INSTANCES);
+        for &id in &data_nodes {
+            let disk = SimDisk::new(seed ^ u64::from(id.get()) << 32);
+            let all = data_nodes.clone();
+            let placement = placement.clone();
+            let node_groups = groups.clone();
+            let mut start_ids = Rng::seeded(seed ^ u64::from(id.get()));
+            sim.add_node(
+                id,
+                Box::new(move |id, incarnation| {
+                    let membership = Membership::new(MembershipConfig {
+                        node: id,
+                        data_nodes: all.clone(),
+                        mgmd: None,
+                        heartbeat_interval: Duration::from_millis(500),
+                        api_heartbeat_interval: Duration::from_millis(300),
+                        start_partial_timeout: Duration::from_secs(3),
+                        start_id: start_ids.next_u64() ^ u64::from(incarnation),
+                        pid: 1000 + u32::from(id.get()),
+                    })
+                    .with_local_tcs(vec![tc_of(id)])
+                    .with_node_groups(node_groups.clone());
+                    let mut local = vec![tc_of(id)];
+                    local.extend((0..LDM_INSTANCES).map(|i| ldm_of(id, i)));
+                    let dictionary = Dictionary::new(
+                        DictionaryConfig {
+                            node: id,
+                            schema_dir: schema_dir(Path::new("/data"), id),
+                        },
+                        Box::new(disk.clone()),
+                    )
+                    .expect("the dictionary loads its schema")
+                    .with_local_blocks(local, placement.default_partitions());
+                    let distribution = Distribution::new(DistributionConfig {
+                        node: id,
+                        gcp_interval: GCP_INTERVAL,
+                        tc_instances: 1,
+                        ldm_instances: LDM_INSTANCES,
+                    });
+                    let tc = TcBlock::new(TcConfig {
+                        node: id,
+                        instance: 0,
+                        placement: placement.clone(),
+                        tc_instances: 1,
+                        transactions_max: 256,
+                        operations_max: 4_096,
+                        scans_max: 8,
+                        deadlock_timeout: DEADLOCK_TIMEOUT,
+                    });
+                    let mut blocks: Vec<(BlockRef, Box<dyn Block>)> = vec![
+                        (
+                            BlockRef::new(id, BlockNumber::MEMBERSHIP, 0),
+                            Box::new(membership),
+                        ),
+                        (
+                            BlockRef::new(id, BlockNumber::DICTIONARY, 0),
+                            Box::new(dictionary),
+                        ),
+                        (Distribution::address(id), Box::new(distribution)),
+                        (tc_of(id), Box::new(tc)),
+                    ];
+                    for i in 0..LDM_INSTANCES {
+                        let mut config = LdmConfig::new(i, format!("/data/ndb_{id}_fs/ldm{i}"));
+                        config.data_memory_bytes = 16 << 20;
+                        config.redo_file_size_bytes = 1 << 20;
+                        config.redo_files = 4;
+                        let ldm = LdmBlock::new(
+                            LdmBlockConfig {
+                                node: id,
+                                instance: i,
+                                placement: placement.clone(),
+                                ldm: config,
+                                lcp_interval: Duration::from_secs(5),
+                            },
+                            disk.clone(),
+                        );
+                        blocks.push((ldm_of(id, i), Box::new(ldm)));
+                    }
+                    blocks
+                }),
+            );
+        }
+        let got = Arc::new(Mutex::new(Vec::new()));
+        let recorded = Arc::clone(&got);
+        sim.add_node(
+            API,
+            Box::new(move |id, _| {
+                let block: Box<dyn Block> = Box::new(Recorder {
+                    got: Arc::clone(&recorded),
+                });
+                vec![(BlockRef::new(id, BlockNumber::API_CLUSTER, 0), block)]
+            }),
+        );
+        let mut cluster = Cluster {
+            sim,
+            data_nodes,
+            groups,
+            got,
+            table: None,
+            next_tx: (u64::from(API.get()) << 48) | 1,
+        };
+        cluster.sim.run_for(Duration::from_secs(2));
+        cluster.create_table();
+        cluster
+    }
+
+    pub fn live_nodes(&self) -> Vec<NodeId> {
+        self.data_nodes
+            .iter()
+            .copied()
+            .filter(|&n| self.sim.is_up(n))
+            .collect()
+    }
+
+    pub fn send(&mut self, to: BlockRef, body: SignalBody) {
+        self.sim.inject(Signal {
+            receiver: to,
+            sender: api(),
+            body,
+        });
+    }
+
+    pub fn tx_id(&mut self) -> u64 {
+        self.next_tx += 1;
+        self.next_tx
+    }
+
+    pub fn create_table(&mut self) {
+        let table = TableDef::new(
+            "accounts",
+            0,
+            vec![
+                Column::new("id", ColumnType::BigInt { unsigned: false }),
+                Column::new("v", ColumnType::BigInt { unsigned: false }).nullable(),
+            ],
+        )
+        .primary_key(vec![0])
+        .partitions(PARTITIONS);
+        let dict = BlockRef::new(self.data_nodes[0], BlockNumber::DICTIONARY, 0);
+        self.send(
+            dict,
+            SignalBody::DictCreateTableReq {
+                request_id: 1,
+                table: table.to_bytes(),
+            },
+        );
+        self.sim.run_for(Duration::from_millis(300));
+        self.send(
+            dict,
+            SignalBody::DictGetTableReq {
+                request_id: 2,
+                table_id: 0,
+                name: "accounts".into(),
+            },
+        );
+        self.sim.run_for(Duration::from_millis(20));
+        let table = std::mem::take(&mut *self.got.lock().unwrap())
+            .into_iter()
+            .find_map(|s| match s.body {
+                SignalBody::DictGetTableConf { group, .. } => {
+                    Some(TableDef::decode(&group.tables[0]).unwrap())
+                }
+                _ => None,
+            })
+            .expect("the table is created");
+        self.table = Some(table);
+    }
+
+    /// An op batch: `kind` on each key with value `v` (reads: committed,
+    /// ignoring a missing row).
+    pub fn batch(&self, kind: OpKind, keys: &[i64], v: i64) -> Vec<u8> {
+        let table = self.table.as_ref().expect("created");
+        let mut out = Vec::new();
+        let mut w = OpBatchWriter::new(&mut out);
+        for (i, &key) in keys.iter().enumerate() {
+            let read = kind == OpKind::Read;
+            w.begin(&OpHeader {
+                op_index: i as u32,
+                table_id: table.id,
+                table_version: table.version,
+                index_id: NO_INDEX,
+                partition: NO_PARTITION,
+                kind,
+                lock: if read {
+                    LockMode::Committed
+                } else {
+                    LockMode::Exclusive
+                },
+                flags: if read { IGNORE_ERROR } else { 0 },
+            });
+            w.key(Value::Int(key).as_ref());
+            if !read && kind != OpKind::Delete {
+                w.value(1, Value::Int(v).as_ref());
+            }
+            w.end().unwrap();
+        }
+        drop(w);
+        out
+    }
+
+    /// Takes the answers to key requests that came: (tx, Ok(flags) or
+    /// Err(code)).
+    pub fn answers(&self) -> Vec<(u64, Result<u32, u32>)> {
+        let mut got = self.got.lock().unwrap();
+        let mut out = Vec::new();
+        got.retain(|s| match &s.body {
+            SignalBody::TcKeyConf { tx_id, flags, .. } => {
+                out.push((*tx_id, Ok(*flags)));
+                false
+            }
+            SignalBody::TcKeyRef { tx_id, code, .. } => {
+                out.push((*tx_id, Err(*code)));
+                false
+            }
+            _ => true,
+        });
+        out
+    }
+
+    /// Runs one request on a live TC to its answer.
+    pub fn run_one(&mut self, flags: u32, ops: Vec<u8>) -> (Result<u32, u32>, Vec<u8>) {
+        let tx_id = self.tx_id();
+        let tc = tc_of(self.live_nodes()[0]);
+        self.send(tc, SignalBody::TcKeyReq { tx_id, flags, ops });
+        let until = self.sim.now() + Duration::from_secs(3);
+        while self.sim.now() < until {
+            self.sim.run_for(Duration::from_millis(1));
+            let mut got = self.got.lock().unwrap();
+            if let Some(at) = got.iter().position(|s| {
+                matches!(s.body, SignalBody::TcKeyConf { tx_id: t, .. } | SignalBody::TcKeyRef { tx_id: t, .. } if t == tx_id)
+            }) {
+                return match got.remove(at).body {
+                    SignalBody::TcKeyConf { flags, results, .. } => (Ok(flags), results),
+                    SignalBody::TcKeyRef { code, .. } => (Err(code), Vec::new()),
+                    _ => unreachable!(),
+                };
+            }
+        }
+        panic!("transaction {tx_id:#x} on {tc}: no answer");
+    }
+
+    /// Committed reads of `keys`: the value of each, or `None`.
+    pub fn read(&mut self, keys: &[i64]) -> Vec<Option<i64>> {
+        let ops = self.batch(OpKind::Read, keys, 0);
+        let (outcome, results) = self.run_one(tc_flags::START | tc_flags::COMMIT, ops);
+        assert_eq!(outcome, Ok(tc_flags::COMMITTED), "reads of {keys:?}");
+        let reader = ResultReader::new(&results).expect("a valid result batch");
+        reader
+            .iter()
+            .map(|r| match r.code {
+                0 => match r.values().nth(1).map(|v| v.to_value()) {
+                    Some(Value::Int(v)) => Some(v),
+                    other => panic!("key {}: value {other:?}", keys[r.op_index as usize]),
+                },
+                error::NO_SUCH_ROW => None,
+                other => panic!("read of key {} answered {other}", keys[r.op_index as usize]),
+            })
+            .collect()
+    }
+}
