@@ -315,6 +315,11 @@ impl Cluster {
     /// Creates the test table with `PARTITIONS` partitions and an ordered
     /// index on `v`, and reads its definition back.
     fn create_table(&mut self) -> TableDef {
+        self.create_table_with(false)
+    }
+
+    /// `accounts`, with `READ_BACKUP` as asked.
+    fn create_table_with(&mut self, read_backup: bool) -> TableDef {
         let table = TableDef::new(
             "accounts",
             0,
@@ -338,7 +343,8 @@ impl Cluster {
             columns: vec![1],
             kind: IndexKind::Ordered,
         })
-        .partitions(PARTITIONS);
+        .partitions(PARTITIONS)
+        .read_backup(read_backup);
         let request_id = self.next_request;
         self.next_request += 1;
         let dict = BlockRef::new(self.data_nodes[0], BlockNumber::DICTIONARY, 0);
@@ -423,8 +429,14 @@ impl Cluster {
 
     /// Sends a request without waiting.
     fn submit(&mut self, tx: u64, flags: u32, ops: &[Op]) {
+        let first = self.data_nodes[0];
+        self.submit_to(first, tx, flags, ops);
+    }
+
+    /// `submit` through the TC of node `n`.
+    fn submit_to(&mut self, n: NodeId, tx: u64, flags: u32, ops: &[Op]) {
         let ops = self.batch(ops);
-        let tc = tc_of(self.data_nodes[0]);
+        let tc = tc_of(n);
         self.send(
             tc,
             SignalBody::TcKeyReq {
@@ -494,11 +506,22 @@ impl Cluster {
 
     /// Committed reads of `keys`: the value of `v` of each, or `None`.
     fn read_values(&mut self, keys: &[i64]) -> Vec<Option<i64>> {
+        let first = self.data_nodes[0];
+        self.read_values_on(first, keys)
+    }
+
+    /// `read_values` through the TC of node `n`.
+    fn read_values_on(&mut self, n: NodeId, keys: &[i64]) -> Vec<Option<i64>> {
         let ops: Vec<Op> = keys
             .iter()
             .map(|&k| Op::read(k, LockMode::Committed).ignoring())
             .collect();
-        match self.commit(&ops) {
+        let tx = self.tx_id();
+        self.submit_to(n, tx, tc_flags::START | tc_flags::COMMIT, &ops);
+        let reply = self
+            .reply_within(tx, ANSWER_WAIT)
+            .unwrap_or_else(|| panic!("reads on {n}: no reply"));
+        match reply {
             Reply::Conf { answers, .. } => answers
                 .iter()
                 .map(|a| match a.code {
@@ -1398,6 +1421,75 @@ fn two_replicas_commit_on_both_nodes_and_gcps_cover_both() {
             "node {n} learned GCI {gci} is durable"
         );
     }
+    cluster.check_idle();
+}
+
+#[test]
+fn read_backup_tables_serve_committed_reads_from_the_tcs_own_replica() {
+    let mut cluster = Cluster::start(21, 2, Limits::default());
+    let table = cluster.create_table_with(true);
+    assert!(table.read_backup, "the dictionary keeps READ_BACKUP");
+    let ops_on = |cluster: &Cluster, n: NodeId| -> u64 {
+        (0..LDM_INSTANCES)
+            .map(|i| {
+                let ldm = cluster
+                    .sim
+                    .block::<LdmBlock<SimDisk>>(ldm_of(n, i))
+                    .unwrap();
+                ldm.stats().ops
+            })
+            .sum()
+    };
+    let keys: Vec<i64> = (0..50).collect();
+    let inserts: Vec<Op> = keys
+        .iter()
+        .map(|&k| Op::write(OpKind::Insert, k, k))
+        .collect();
+    committed(&cluster.commit(&inserts));
+    let (a, b) = (cluster.data_nodes[0], cluster.data_nodes[1]);
+    // One node group of both nodes: each holds a serving replica of every
+    // partition, so every read stays on the node of the TC it went to,
+    // primary or not.
+    for n in [a, b] {
+        let other = if n == a { b } else { a };
+        let before = (ops_on(&cluster, n), ops_on(&cluster, other));
+        let backup_reads = cluster.tc_on(n).counters().backup_reads;
+        let values = cluster.read_values_on(n, &keys);
+        assert!(
+            values.iter().zip(&keys).all(|(v, &k)| *v == Some(k)),
+            "{values:?}"
+        );
+        assert_eq!(
+            ops_on(&cluster, n) - before.0,
+            50,
+            "reads through {n} ran on {n}"
+        );
+        assert_eq!(ops_on(&cluster, other), before.1, "no read went to {other}");
+        assert!(
+            cluster.tc_on(n).counters().backup_reads > backup_reads,
+            "some of the reads through {n} were of partitions whose primary is {other}"
+        );
+    }
+    // A commit is answered once every replica has it: a read right after it
+    // on the backup sees it.
+    let updates: Vec<Op> = keys
+        .iter()
+        .map(|&k| Op::write(OpKind::Update, k, k + 1000))
+        .collect();
+    committed(&cluster.commit(&updates));
+    let values = cluster.read_values_on(b, &keys);
+    assert!(
+        values.iter().zip(&keys).all(|(v, &k)| *v == Some(k + 1000)),
+        "{values:?}"
+    );
+    // Locking reads still go to the primary.
+    let locking: Vec<Op> = keys
+        .iter()
+        .map(|&k| Op::read(k, LockMode::Shared))
+        .collect();
+    let before = cluster.tc_on(a).counters().backup_reads;
+    committed(&cluster.commit(&locking));
+    assert_eq!(cluster.tc_on(a).counters().backup_reads, before);
     cluster.check_idle();
 }
 

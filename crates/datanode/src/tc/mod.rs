@@ -173,6 +173,9 @@ pub struct TcCounters {
     pub node_failure_aborts: u64,
     /// Transactions of failed TCs this TC gave their outcome (takeover).
     pub taken_over: u64,
+    /// Committed reads of `READ_BACKUP` tables served by a backup replica on
+    /// this TC's node.
+    pub backup_reads: u64,
 }
 
 /// Scratch space reused by every request (no allocation once warm).

@@ -85,12 +85,18 @@ pub(crate) struct Participant {
 /// The ops of one request that go to one LDM instance.
 #[derive(Clone, Debug)]
 pub(crate) struct Group {
+    /// The node the group's ops go to: the primary of their partitions, or
+    /// for `backup_read` this TC's own node.
     primary: NodeId,
     instance: u32,
     /// A partition of the group (they share the chain).
     partition: u32,
     has_write: bool,
     has_lock: bool,
+    /// Committed reads of `READ_BACKUP` tables served by a backup on this
+    /// TC's node: a group of their own (no chain, no participant), never
+    /// mixed with the primary work of other partitions on that node.
+    backup_read: bool,
 }
 
 /// What to answer when an abort completes.
@@ -410,7 +416,17 @@ impl TcBlock {
             match route(&self.tables, &mut self.scratch, op) {
                 Ok(partition) => {
                     op_slot.partition = partition;
-                    op_slot.group = self.group_of(partition, h.kind, h.lock);
+                    op_slot.group = if h.kind == OpKind::Read
+                        && h.lock == LockMode::Committed
+                        && self
+                            .tables
+                            .get(&h.table_id)
+                            .is_some_and(|t| t.def.read_backup)
+                    {
+                        self.group_nearest(partition)
+                    } else {
+                        self.group_of(partition, h.kind, h.lock)
+                    };
                 }
                 Err((code, message)) => {
                     if !op_slot.ignore_error {
@@ -492,7 +508,11 @@ impl TcBlock {
         ctx: &mut Context<'_>,
     ) {
         let home = self.map.home(group.partition);
-        debug_assert_eq!(home.primary(), group.primary, "grouped by the live map");
+        debug_assert!(
+            home.primary() == group.primary
+                || (group.backup_read && home.is_replica(group.primary)),
+            "grouped by the live map"
+        );
         let chain: Vec<NodeId> = if group.has_write {
             home.backups().collect()
         } else {
@@ -526,6 +546,39 @@ impl TcBlock {
     /// The group of an op on `partition`, made if new.
     pub(crate) fn group_of(&mut self, partition: u32, kind: OpKind, lock: LockMode) -> u16 {
         group_in(&self.map, &mut self.scratch.groups, partition, kind, lock)
+    }
+
+    /// The group of a committed read of a `READ_BACKUP` table: this TC's own
+    /// node when it holds a serving replica of `partition` (no network hop),
+    /// else the primary. A serving replica has every committed write: a
+    /// commit is answered only once every replica has it.
+    fn group_nearest(&mut self, partition: u32) -> u16 {
+        let me = self.config.node;
+        let home = self.map.home(partition);
+        if home.primary() == me || !home.is_replica(me) || !self.map.is_serving(me) {
+            return self.group_of(partition, OpKind::Read, LockMode::Committed);
+        }
+        let instance = home.ldm_instance;
+        let groups = &mut self.scratch.groups;
+        let g = match groups
+            .iter()
+            .position(|g| g.backup_read && g.primary == me && g.instance == instance)
+        {
+            Some(g) => g,
+            None => {
+                groups.push(Group {
+                    primary: me,
+                    instance,
+                    partition,
+                    has_write: false,
+                    has_lock: false,
+                    backup_read: true,
+                });
+                groups.len() - 1
+            }
+        };
+        self.counters.backup_reads += 1;
+        u16::try_from(g).expect("groups ≤ 2 × data nodes × LDM instances")
     }
 
     pub(crate) fn on_ldm_key_conf(
@@ -1040,7 +1093,7 @@ pub(crate) fn group_in(
     let locks = write || lock != LockMode::Committed;
     let g = match groups
         .iter()
-        .position(|g| g.primary == primary && g.instance == instance)
+        .position(|g| g.primary == primary && g.instance == instance && !g.backup_read)
     {
         Some(g) => g,
         None => {
@@ -1050,6 +1103,7 @@ pub(crate) fn group_in(
                 partition,
                 has_write: false,
                 has_lock: false,
+                backup_read: false,
             });
             groups.len() - 1
         }

@@ -1065,6 +1065,7 @@ impl KeyDecoder {
                 distribution_key: Vec::new(),
                 indexes: Vec::new(),
                 partitions: table.partitions,
+                read_backup: false,
             })
         });
         KeyDecoder {

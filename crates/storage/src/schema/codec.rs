@@ -15,9 +15,10 @@
 //!
 //! ```text
 //! "TD"              magic, 2 bytes
-//! u16               format version (TABLE_DEF_FORMAT_VERSION = 1)
+//! u16               format version (TABLE_DEF_FORMAT_VERSION = 2; 1 is read too)
 //! str               table name
 //! u32 id, u32 version, u32 partitions
+//! u8                table flags (version 2 on): bit 0 READ_BACKUP; others 0
 //! u16               column count, then per column:
 //!     str           name
 //!     type          u8 tag, then the type's parameters (below)
@@ -58,7 +59,9 @@ use super::value::{Date, DateTime, Value};
 /// The two bytes every encoded table definition starts with.
 pub const TABLE_DEF_MAGIC: [u8; 2] = *b"TD";
 /// The format version this build writes and the newest it reads.
-pub const TABLE_DEF_FORMAT_VERSION: u16 = 1;
+pub const TABLE_DEF_FORMAT_VERSION: u16 = 2;
+/// Table flag: `READ_BACKUP` (`TableDef::read_backup`).
+const TABLE_FLAG_READ_BACKUP: u8 = 1;
 /// Longest DECIMAL spelling: a sign, 65 integer digits, a point and 30
 /// fraction digits; it fits the format's one-byte length.
 const DECIMAL_TEXT_BYTES_MAX: usize = 1 + 65 + 1 + 30;
@@ -148,6 +151,11 @@ impl TableDef {
         out.extend_from_slice(&self.id.to_le_bytes());
         out.extend_from_slice(&self.version.to_le_bytes());
         out.extend_from_slice(&self.partitions.to_le_bytes());
+        out.push(if self.read_backup {
+            TABLE_FLAG_READ_BACKUP
+        } else {
+            0
+        });
         put_u16(out, count_u16(self.columns.len(), "column count"));
         for column in &self.columns {
             put_column(out, column);
@@ -486,6 +494,16 @@ impl<'a> Reader<'a> {
         let id = self.u32("table id")?;
         let table_version = self.u32("table version")?;
         let partitions = self.u32("partitions")?;
+        // Version 1 had no table flags.
+        let table_flags = if version >= 2 {
+            let flags = self.u8("table flags")?;
+            if flags & !TABLE_FLAG_READ_BACKUP != 0 {
+                return Err(self.error("table flags", CodecProblem::BadFlags(flags)));
+            }
+            flags
+        } else {
+            0
+        };
         let column_count = self.count(COLUMN_BYTES_MIN, "column count")?;
         let mut columns = Vec::with_capacity(column_count);
         for _ in 0..column_count {
@@ -510,6 +528,7 @@ impl<'a> Reader<'a> {
             distribution_key,
             indexes,
             partitions,
+            read_backup: table_flags & TABLE_FLAG_READ_BACKUP != 0,
         })
     }
 
@@ -851,10 +870,10 @@ mod tests {
         assert_eq!(error.problem, CodecProblem::BadMagic(*b"XD"));
         assert_eq!(error.table, None);
         let mut bad = bytes.clone();
-        bad[2] = 2;
+        bad[2] = 3;
         assert_eq!(
             TableDef::decode(&bad).unwrap_err().problem,
-            CodecProblem::UnsupportedVersion(2)
+            CodecProblem::UnsupportedVersion(3)
         );
         let mut bad = bytes.clone();
         bad.push(0);
@@ -865,9 +884,28 @@ mod tests {
             error.to_string().contains("of `db/def/every_type`"),
             "{error}"
         );
+        // Unknown table flags.
+        let flags_at = 4 + 2 + "db/def/every_type".len() + 12;
+        let mut bad = bytes.clone();
+        bad[flags_at] = 0x80;
+        assert_eq!(
+            TableDef::decode(&bad).unwrap_err().problem,
+            CodecProblem::BadFlags(0x80)
+        );
+        // A version 1 definition (no table flags) still reads, without
+        // READ_BACKUP; version 2 keeps it.
+        let mut v1 = bytes.clone();
+        v1[2] = 1;
+        v1.remove(flags_at);
+        assert_eq!(TableDef::decode(&v1).unwrap(), sample());
+        let read_backup = sample().read_backup(true);
+        assert_eq!(
+            TableDef::decode(&read_backup.to_bytes()).unwrap(),
+            read_backup
+        );
         // The first column's type tag sits after the header, the name, the
-        // three u32s, the column count and the column's name.
-        let at = 4 + 2 + "db/def/every_type".len() + 12 + 2 + 2 + 2;
+        // three u32s, the table flags, the column count and the column's name.
+        let at = 4 + 2 + "db/def/every_type".len() + 12 + 1 + 2 + 2 + 2;
         assert_eq!(bytes[at], 1, "TINYINT's tag");
         let mut bad = bytes.clone();
         bad[at] = 99;

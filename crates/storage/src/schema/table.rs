@@ -82,6 +82,11 @@ pub struct TableDef {
     pub distribution_key: Vec<usize>,
     pub indexes: Vec<IndexDef>,
     pub partitions: u32,
+    /// NDB's `READ_BACKUP=1`: a committed read by key may be served by any
+    /// serving replica of its partition, the coordinator's own node first,
+    /// not only by the primary. Safe because a commit is acknowledged only
+    /// once every replica has it.
+    pub read_backup: bool,
 }
 
 /// Why a table definition is refused. Every variant names the table and,
@@ -183,6 +188,7 @@ impl TableDef {
             distribution_key: Vec::new(),
             indexes: Vec::new(),
             partitions: 1,
+            read_backup: false,
         }
     }
 
@@ -203,6 +209,12 @@ impl TableDef {
 
     pub fn partitions(mut self, partitions: u32) -> TableDef {
         self.partitions = partitions;
+        self
+    }
+
+    /// Sets `READ_BACKUP` (see the `read_backup` field).
+    pub fn read_backup(mut self, on: bool) -> TableDef {
+        self.read_backup = on;
         self
     }
 
@@ -265,6 +277,7 @@ impl TableDef {
                 .cloned()
                 .collect(),
             partitions: self.partitions,
+            read_backup: self.read_backup,
         }
     }
 
@@ -509,6 +522,7 @@ impl TableDef {
             distribution_key: key,
             indexes: Vec::new(),
             partitions: self.partitions,
+            read_backup: self.read_backup,
         }
     }
 
@@ -557,6 +571,7 @@ impl TableDef {
             distribution_key: (0..self.distribution_key.len()).collect(),
             indexes: Vec::new(),
             partitions: self.partitions,
+            read_backup: self.read_backup,
         }
     }
 }
