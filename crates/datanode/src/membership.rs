@@ -62,6 +62,10 @@ const TIMER_API_CHECK: u32 = 3;
 const TIMER_STATUS: u32 = 4;
 const TIMER_ARBITRATION: u32 = 5;
 const TIMER_STOP_DRAIN: u32 = 6;
+const TIMER_STOP_EXIT: u32 = 7;
+/// How long a stopping node lingers after telling the members it leaves,
+/// so that the notice reaches them before its connections close.
+const STOP_NOTICE: Duration = Duration::from_millis(20);
 /// Longest a stopping node waits for its TCs to end their transactions
 /// (see `tc::shutdown`) before it leaves anyway.
 const STOP_DRAIN_MAX: Duration = Duration::from_secs(5);
@@ -203,6 +207,10 @@ pub struct Membership {
     last_heard: BTreeMap<NodeId, Instant>,
     /// Members this node believes failed, awaiting the view that removes them.
     suspected: NodeBitmask,
+    /// Members that announced they leave on purpose (a graceful stop), with
+    /// the view they left: not counted as a side that could go on without
+    /// us, so the rest needs no arbitrator to continue.
+    left_on_purpose: Vec<(NodeId, u32)>,
     /// Starting peers and when they last said so (join phase only).
     starting_peers: BTreeMap<NodeId, Instant>,
     /// The president a member told us about (join phase only).
@@ -215,6 +223,8 @@ pub struct Membership {
     local_tcs: Vec<BlockRef>,
     /// A graceful stop waiting for the local TCs to drain.
     stop: Option<PendingStop>,
+    /// The exit of a stopping node, once its notice is out: (restart, why).
+    exit: Option<(bool, String)>,
     /// Node groups, each with its data nodes in configuration order.
     node_groups: Vec<Vec<NodeId>>,
     /// NDB's ArbitrationTimeout.
@@ -242,12 +252,14 @@ impl Membership {
             connected: NodeBitmask::new(),
             last_heard: BTreeMap::new(),
             suspected: NodeBitmask::new(),
+            left_on_purpose: Vec::new(),
             starting_peers: BTreeMap::new(),
             president_hint: None,
             member_start_ids: BTreeMap::new(),
             api_nodes: BTreeMap::new(),
             local_tcs: Vec::new(),
             stop: None,
+            exit: None,
             node_groups: vec![config.data_nodes.clone()],
             arbitration_timeout: ARBITRATION_TIMEOUT_DEFAULT,
             arbitration: None,
@@ -850,6 +862,10 @@ impl Membership {
         // counts as our own suspicion: it may make this node the acting
         // president (when `failed` is the president).
         self.suspected.insert(failed);
+        if failed == sender {
+            self.left_on_purpose.retain(|&(_, v)| v == view.view_id);
+            self.left_on_purpose.push((failed, view.view_id));
+        }
         if self.acting_president(&view) == self.me() {
             let reason = if failed == sender {
                 FailReason::Stopped
@@ -871,7 +887,14 @@ impl Membership {
             return;
         }
         let side = self.reachable(&view, ctx.now());
-        let verdict = viability(&self.node_groups, &view.members, &side);
+        // A member that left on purpose exits: it is no other side.
+        let before: Vec<NodeId> = view
+            .members
+            .iter()
+            .copied()
+            .filter(|m| !self.left_on_purpose.contains(&(*m, view.view_id)))
+            .collect();
+        let verdict = viability(&self.node_groups, &before, &side);
         match verdict {
             Viability::LoseGroups | Viability::LoseNodes => self.lose(verdict, &side, &view, ctx),
             Viability::WinGroups | Viability::WinNodes => {
@@ -1344,17 +1367,12 @@ impl Membership {
         self.report_status(ctx);
         if was_started {
             let view = self.view.clone().expect("started");
-            // Leaving on purpose: tell the decider now rather than let the
-            // others wait for missed heartbeats.
-            let mut others = view.members.iter().copied().filter(|m| *m != self.me());
-            if let Some(decider) = others.next() {
-                let decider = if view.president == self.me() {
-                    decider
-                } else {
-                    view.president
-                };
+            // Leaving on purpose: tell every member now rather than let them
+            // wait for missed heartbeats, or take the closed connections
+            // for a failure that a tie would send to the arbitrator.
+            for member in view.members.iter().copied().filter(|m| *m != self.me()) {
                 ctx.send(
-                    Self::membership_ref(decider),
+                    Self::membership_ref(member),
                     SignalBody::FailRep {
                         failed: self.me(),
                         reason: FailReason::Stopped,
@@ -1364,12 +1382,21 @@ impl Membership {
             }
         }
         let what = if restart { "restart" } else { "stop" };
-        self.event(
-            ctx,
-            Severity::Info,
-            format!("{what} ordered by the management server"),
-        );
-        ctx.shutdown(restart, format!("{what} ordered by the management server"));
+        let reason = format!("{what} ordered by the management server");
+        self.event(ctx, Severity::Info, reason.clone());
+        if was_started {
+            // The notices go out before the connections close.
+            self.exit = Some((restart, reason));
+            ctx.set_timer(STOP_NOTICE, TIMER_STOP_EXIT);
+        } else {
+            ctx.shutdown(restart, reason);
+        }
+    }
+
+    fn on_stop_exit_timer(&mut self, ctx: &mut Context<'_>) {
+        if let Some((restart, reason)) = self.exit.take() {
+            ctx.shutdown(restart, reason);
+        }
     }
 }
 
@@ -1419,6 +1446,7 @@ impl Block for Membership {
                 TIMER_API_CHECK => self.on_api_check_timer(ctx),
                 TIMER_ARBITRATION => self.on_arbitration_timer(ctx),
                 TIMER_STOP_DRAIN => self.on_stop_drain_timer(ctx),
+                TIMER_STOP_EXIT => self.on_stop_exit_timer(ctx),
                 TIMER_STATUS => {
                     if self.phase != Phase::Stopping {
                         self.report_status(ctx);

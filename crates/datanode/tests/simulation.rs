@@ -459,3 +459,25 @@ fn with_the_arbitrator_down_no_side_wins_a_tie() {
     cluster.check_agreement().unwrap();
     assert_eq!(cluster.started().len(), 4);
 }
+
+#[test]
+fn a_node_stopped_on_purpose_leaves_without_the_arbitrator_being_asked() {
+    // Two nodes, one node group: a crash of either is a tie the arbitrator
+    // decides, but a node that announced its stop is no other side.
+    let mut cluster = grouped_cluster(61, 2, Some(2));
+    cluster.order_stop(node(3), false);
+    cluster.run_checked(Duration::from_secs(2)).unwrap();
+    assert!(!cluster.sim.is_up(node(3)));
+    assert_eq!(cluster.started(), vec![node(2)]);
+    assert!(
+        arbitrations(&cluster).is_empty(),
+        "asked the arbitrator: {:?}",
+        arbitrations(&cluster)
+    );
+    // A crash is still a tie for the arbitrator.
+    let mut cluster = grouped_cluster(62, 2, Some(2));
+    cluster.sim.crash(node(3));
+    cluster.run_checked(Duration::from_secs(3)).unwrap();
+    assert_eq!(cluster.started(), vec![node(2)]);
+    assert!(!arbitrations(&cluster).is_empty());
+}
