@@ -492,18 +492,9 @@ impl Block for Distribution {
             SignalBody::TakeOverDoneRep { failed } => {
                 self.takeover_pending = self.takeover_pending.difference(&failed);
             }
-            SignalBody::NodeStateReq {
-                view_id,
-                state_id,
-                running,
-                serving,
-                receiving,
-            } => self.on_states(crate::live_map::NodeStates {
-                version: (view_id, state_id),
-                running,
-                serving,
-                receiving,
-            }),
+            body @ SignalBody::NodeStateReq { .. } => {
+                self.on_states(crate::live_map::NodeStates::of(&body).expect("matched"))
+            }
             SignalBody::NodeStateConf { state_id } => self.on_state_conf(from, state_id, ctx),
             SignalBody::NodeCopyConf {} => self.on_copy_conf(from, ctx),
             other => {

@@ -46,6 +46,27 @@ pub struct NodeStates {
     pub receiving: NodeBitmask,
 }
 
+impl NodeStates {
+    /// The states a `NodeStateReq` carries (`None` for any other signal).
+    pub fn of(body: &signal::SignalBody) -> Option<NodeStates> {
+        match *body {
+            signal::SignalBody::NodeStateReq {
+                view_id,
+                state_id,
+                running,
+                serving,
+                receiving,
+            } => Some(NodeStates {
+                version: (view_id, state_id),
+                running,
+                serving,
+                receiving,
+            }),
+            _ => None,
+        }
+    }
+}
+
 /// The placement and the nodes that left the view.
 #[derive(Clone, Debug)]
 pub struct LiveMap {

@@ -1105,19 +1105,8 @@ impl<D: Disk + Clone + Send + 'static> Block for LdmBlock<D> {
             SignalBody::MembershipViewRep { view } if sender.node == self.config.node => {
                 self.on_view(&view, ctx)
             }
-            SignalBody::NodeStateReq {
-                view_id,
-                state_id,
-                running,
-                serving,
-                receiving,
-            } => {
-                let states = crate::live_map::NodeStates {
-                    version: (view_id, state_id),
-                    running,
-                    serving,
-                    receiving,
-                };
+            body @ SignalBody::NodeStateReq { .. } => {
+                let states = crate::live_map::NodeStates::of(&body).expect("matched");
                 self.on_node_states(sender, states, ctx)
             }
             SignalBody::NodeCopyReq {} => self.on_node_copy_req(sender, ctx),

@@ -714,19 +714,8 @@ impl Block for TcBlock {
             SignalBody::TcShutdownReq {} if from.node == self.config.node => {
                 self.on_shutdown_req(from, ctx)
             }
-            SignalBody::NodeStateReq {
-                view_id,
-                state_id,
-                running,
-                serving,
-                receiving,
-            } => {
-                let states = crate::live_map::NodeStates {
-                    version: (view_id, state_id),
-                    running,
-                    serving,
-                    receiving,
-                };
+            body @ SignalBody::NodeStateReq { .. } => {
+                let states = crate::live_map::NodeStates::of(&body).expect("matched");
                 self.on_node_states(from, states, ctx)
             }
             other => {
