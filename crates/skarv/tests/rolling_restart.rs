@@ -6,9 +6,10 @@
 //!    load: no transaction fails (temporary errors are retried), and every
 //!    row verifies afterwards.
 //! 2. SIGKILL rounds: each data node killed in turn and restarted by its
-//!    angel, every row read back and verified after each round; then one
-//!    node killed for good (its angel first) and every row read back from
-//!    the other, which was itself restarted and caught up by copying.
+//!    angel, every row read back and verified after each round.
+//! 3. Both data nodes killed at once (a system restart): every row is back.
+//! 4. One node killed for good (its angel first) and every row read back
+//!    from the other, which was itself restarted and caught up by copying.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -109,6 +110,34 @@ impl Sandbox {
             .find(|n| n["id"] == id)
             .and_then(|n| n["pid"].as_u64())
             .unwrap_or_else(|| panic!("no pid for node {id} in {show}"))
+    }
+
+    /// The pid of data node `id` when `show` says it is started.
+    fn pid_if_started(&self, id: u64) -> Option<u64> {
+        let output = skarv(&["admin", "--connect", &self.connect, "show", "--json"]);
+        let show: Value = serde_json::from_slice(&output.stdout).ok()?;
+        let node = show["nodes"]
+            .as_array()?
+            .iter()
+            .find(|n| n["id"] == id)?
+            .clone();
+        (node["state"] == "started")
+            .then(|| node["pid"].as_u64())
+            .flatten()
+    }
+
+    /// `verify`, retried while the cluster is not yet serving (temporary
+    /// refusals right after a restart), for at most `limit`.
+    fn verify_within(&self, when: &str, limit: Duration) {
+        let start = Instant::now();
+        loop {
+            let output = self.flex(&["--ops", "read", "--verify"]);
+            if output.status.success() || start.elapsed() >= limit {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        self.verify(when);
     }
 
     /// How many times a node's log says node `id` caught up and serves.
@@ -238,8 +267,26 @@ fn rolling_restart_under_load_fails_nothing_and_sigkill_rounds_lose_nothing() {
         sandbox.wait_caught_up(id, before);
         sandbox.verify(&format!("after node {id} was killed and caught up"));
     }
-    // Node 2 for good (its angel first): node 3, restarted and caught up by
-    // copying, holds every row on its own.
+    // 3. Both data nodes at once (a system restart): the angels start them
+    // again, each from its own disk, and every row is there.
+    let pids = (sandbox.pid(2), sandbox.pid(3));
+    kill(pids.0);
+    kill(pids.1);
+    let start = Instant::now();
+    while sandbox.pid_if_started(2).is_none_or(|p| p == pids.0)
+        || sandbox.pid_if_started(3).is_none_or(|p| p == pids.1)
+    {
+        assert!(
+            start.elapsed() < CATCH_UP_MAX,
+            "the data nodes did not start again after a SIGKILL of both; logs under {}",
+            sandbox.dir.display()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    sandbox.verify_within("after a SIGKILL of both data nodes", CATCH_UP_MAX);
+
+    // 4. Node 2 for good (its angel first): node 3, restarted and caught up
+    // by copying, holds every row on its own.
     let pid = sandbox.pid(2);
     kill(parent_of(pid));
     kill(pid);
