@@ -28,12 +28,12 @@
 
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Range;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use signal::id_hash::IdMap;
 use signal::{tc_flags, BlockNumber, BlockRef, NodeId, Signal, SignalBody};
 use storage::schema::{IndexDef, IndexKind, TableDef, Value};
 
@@ -54,62 +54,6 @@ const SPARE_BUFFERS_MAX: usize = IN_FLIGHT_MAX;
 const SPARE_BUFFER_BYTES_MAX: usize = 4_096;
 /// A list larger than this (in elements) is freed rather than kept.
 const SPARE_LIST_LEN_MAX: usize = 64;
-
-/// Hashes the session's request keys (transaction ids, request numbers):
-/// numbers the session or its API node chose, so no defence against
-/// chosen collisions is needed; one multiply-rotate per word (as
-/// rustc's FxHasher) instead of SipHash's rounds.
-#[derive(Default, Clone, Copy)]
-pub(crate) struct IdHasher(u64);
-
-impl IdHasher {
-    const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(Self::SEED);
-    }
-}
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            self.add(u64::from_le_bytes(word));
-        }
-    }
-
-    fn write_u8(&mut self, n: u8) {
-        self.add(u64::from(n));
-    }
-
-    fn write_u16(&mut self, n: u16) {
-        self.add(u64::from(n));
-    }
-
-    fn write_u32(&mut self, n: u32) {
-        self.add(u64::from(n));
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.add(n);
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.add(n as u64);
-    }
-
-    fn write_isize(&mut self, n: isize) {
-        self.add(n as u64);
-    }
-}
-
-/// A map keyed by request keys or transaction ids.
-type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
 
 /// What a reply answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -9,6 +9,7 @@
 
 pub mod codec;
 pub mod frame;
+pub mod id_hash;
 pub mod ids;
 pub mod signals;
 
