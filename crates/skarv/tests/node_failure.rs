@@ -17,10 +17,9 @@
 //! rows are read from the survivor alone (a node that rejoins serves before
 //! it has caught up until node restart lands, issue 6 item 5).
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::net::TcpListener;
-use std::path::PathBuf;
-use std::process::{Command, Output};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -29,7 +28,8 @@ use serde_json::Value as Json;
 use skarv_client::schema_types::{Column, ColumnType, TableDef};
 use skarv_client::{codes, Cluster, ErrorClass, ExecMode, Op, Session, Value};
 
-const SKARV: &str = env!("CARGO_BIN_EXE_skarv");
+use common::{sigkill, Sandbox};
+
 /// The writer must commit again this soon after the kill.
 const PROGRESS_AFTER_KILL_MAX_MS: u64 = 10_000;
 /// Commits before the kill, so the kill lands in a steady load.
@@ -47,30 +47,6 @@ const RETRY_PAUSE_MS: u64 = 5;
 /// Attempts of one row before the writer gives up (then the test fails).
 const ATTEMPTS_MAX: u32 = 2_000;
 const TABLE: &str = "failover_rows";
-
-fn text(output: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
-
-fn skarv(args: &[&str]) -> Output {
-    Command::new(SKARV).args(args).output().expect("run skarv")
-}
-
-/// A base port in `range_start..range_start + 500` with the next `count`
-/// ports free; each test has its own range, so tests running at once do
-/// not collide.
-fn free_base_port(range_start: u16, count: u16) -> u16 {
-    let offset = (std::process::id() % 50) as u16 * 10;
-    (0..50u16)
-        .map(|i| range_start + (offset + i * 10) % 500)
-        .find(|base| (0..count).all(|i| TcpListener::bind(("127.0.0.1", base + i)).is_ok()))
-        .unwrap_or_else(|| panic!("a free port range in {range_start}..{}", range_start + 500))
-}
 
 /// Which data node the test kills.
 #[derive(Clone, Copy, Debug)]
@@ -96,80 +72,6 @@ impl Victim {
             Victim::Other => 27_500,
         }
     }
-}
-
-/// A detached sandbox, stopped (and its directory removed) on drop.
-struct Sandbox {
-    dir: PathBuf,
-    connect: String,
-}
-
-impl Sandbox {
-    fn start(victim: Victim) -> Sandbox {
-        let dir = std::env::temp_dir().join(format!(
-            "skarv-node-failure-{}-{}",
-            victim.name(),
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("scratch dir");
-        let base = free_base_port(victim.port_range(), 8).to_string();
-        let dir_text = dir.to_str().expect("a UTF-8 temp dir").to_owned();
-        let output = skarv(&[
-            "sandbox",
-            "--detach",
-            "--dir",
-            &dir_text,
-            "--data-nodes",
-            "2",
-            "--replicas",
-            "2",
-            "--base-port",
-            &base,
-        ]);
-        let sandbox = Sandbox {
-            dir,
-            connect: format!("127.0.0.1:{base}"),
-        };
-        assert!(output.status.success(), "{}", text(&output));
-        sandbox
-    }
-
-    fn show(&self) -> Json {
-        let output = skarv(&["admin", "--connect", &self.connect, "show", "--json"]);
-        assert!(output.status.success(), "{}", text(&output));
-        serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&output)))
-    }
-
-    /// The angel of data node `node` (sandbox.json lists them from node 2).
-    fn angel_pid(&self, node: u64) -> i32 {
-        let record = std::fs::read(self.dir.join("sandbox.json")).expect("sandbox.json");
-        let record: Json = serde_json::from_slice(&record).expect("sandbox.json is JSON");
-        let pid = record["data_node_angel_pids"][(node - 2) as usize]
-            .as_i64()
-            .unwrap_or_else(|| panic!("no angel of node {node} in {record}"));
-        i32::try_from(pid).expect("a pid")
-    }
-}
-
-impl Drop for Sandbox {
-    fn drop(&mut self) {
-        let dir = self.dir.to_str().unwrap_or_default().to_owned();
-        let _ = skarv(&["sandbox", "--stop", "--dir", &dir]);
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn sigkill(pid: i32) {
-    assert!(pid > 0, "pid {pid}");
-    // SAFETY: kill has no memory effects.
-    let killed = unsafe { libc::kill(pid, libc::SIGKILL) };
-    assert_eq!(
-        killed,
-        0,
-        "kill -9 {pid}: {}",
-        std::io::Error::last_os_error()
-    );
 }
 
 /// The value the writer stores under `key`.
@@ -269,7 +171,10 @@ fn a_writer_goes_on_after_a_sigkill_of_the_other_node_and_loses_nothing() {
 }
 
 fn writer_goes_on_after_a_sigkill(victim_kind: Victim) {
-    let sandbox = Sandbox::start(victim_kind);
+    let sandbox = Sandbox::start(
+        &format!("node-failure-{}", victim_kind.name()),
+        victim_kind.port_range(),
+    );
     let cluster = Cluster::connect(&sandbox.connect).expect("connect");
     let session = cluster.session().expect("session");
     let def = TableDef::new(
@@ -327,7 +232,7 @@ fn writer_goes_on_after_a_sigkill(victim_kind: Victim) {
     };
     let killed = victim["id"].as_u64().expect("a node id");
     let survivor = survivor["id"].as_u64().expect("a node id");
-    let pid = i32::try_from(victim["pid"].as_i64().expect("the victim's pid")).expect("a pid");
+    let pid = victim["pid"].as_u64().expect("the victim's pid");
     let before = commits();
     sigkill(sandbox.angel_pid(killed));
     sigkill(pid);

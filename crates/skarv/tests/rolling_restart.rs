@@ -11,72 +11,22 @@
 //! 4. One node killed for good (its angel first) and every row read back
 //!    from the other, which was itself restarted and caught up by copying.
 
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-const SKARV: &str = env!("CARGO_BIN_EXE_skarv");
+use common::{sigkill, skarv, text, Sandbox, SKARV};
+
 /// Rows of the table (2 threads × this / 2 transactions).
 const ROWS: u64 = 20_000;
 /// Longest a restarted node may take to catch up on CI's slow cores.
 const CATCH_UP_MAX: Duration = Duration::from_secs(90);
 
-fn text(output: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
-
-fn skarv(args: &[&str]) -> Output {
-    Command::new(SKARV).args(args).output().expect("run skarv")
-}
-
-/// A base port in 23xxx with the next `count` ports free.
-fn free_base_port(count: u16) -> u16 {
-    let start = 23_000 + (std::process::id() % 100) as u16 * 10;
-    (0..100u16)
-        .map(|i| 23_000 + (start - 23_000 + i * 10) % 1_000)
-        .find(|base| (0..count).all(|i| TcpListener::bind(("127.0.0.1", base + i)).is_ok()))
-        .expect("a free port range in 23000..24000")
-}
-
-struct Sandbox {
-    dir: PathBuf,
-    connect: String,
-}
-
 impl Sandbox {
-    fn start(name: &str) -> Sandbox {
-        let dir = std::env::temp_dir().join(format!("skarv-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("scratch dir");
-        let base = free_base_port(10).to_string();
-        let output = skarv(&[
-            "sandbox",
-            "--detach",
-            "--dir",
-            dir.to_str().unwrap(),
-            "--data-nodes",
-            "2",
-            "--replicas",
-            "2",
-            "--base-port",
-            &base,
-        ]);
-        let sandbox = Sandbox {
-            dir,
-            connect: format!("127.0.0.1:{base}"),
-        };
-        assert!(output.status.success(), "{}", text(&output));
-        sandbox
-    }
-
     fn flex_args<'a>(&'a self, args: &[&'a str]) -> Vec<&'a str> {
         let mut all = vec!["bench", "flex", "--connect", &self.connect];
         all.extend_from_slice(&["--table", "rolling", "-a", "25", "-t", "2", "-p", "16"]);
@@ -96,20 +46,6 @@ impl Sandbox {
             .stderr(Stdio::piped())
             .spawn()
             .expect("start skarv bench flex")
-    }
-
-    /// The pid of data node `id` (the node process, not its angel).
-    fn pid(&self, id: u64) -> u64 {
-        let output = skarv(&["admin", "--connect", &self.connect, "show", "--json"]);
-        assert!(output.status.success(), "{}", text(&output));
-        let show: Value = serde_json::from_slice(&output.stdout).expect("show --json");
-        show["nodes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|n| n["id"] == id)
-            .and_then(|n| n["pid"].as_u64())
-            .unwrap_or_else(|| panic!("no pid for node {id} in {show}"))
     }
 
     /// The pid of data node `id` when `show` says it is started.
@@ -173,15 +109,6 @@ impl Sandbox {
     }
 }
 
-impl Drop for Sandbox {
-    fn drop(&mut self) {
-        let _ = skarv(&["sandbox", "--stop", "--dir", self.dir.to_str().unwrap()]);
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
-    }
-}
-
 fn logs(dir: &Path) -> Vec<String> {
     std::fs::read_dir(dir)
         .map(|entries| {
@@ -203,27 +130,9 @@ fn phases(output: &Output) -> Vec<Value> {
         .collect()
 }
 
-fn kill(pid: u64) {
-    let status = Command::new("kill")
-        .args(["-KILL", &pid.to_string()])
-        .status()
-        .expect("run kill");
-    assert!(status.success(), "kill -KILL {pid}");
-}
-
-/// The parent of `pid` (a data node's angel).
-fn parent_of(pid: u64) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("PPid:"))
-        .and_then(|p| p.trim().parse().ok())
-        .expect("PPid")
-}
-
 #[test]
 fn rolling_restart_under_load_fails_nothing_and_sigkill_rounds_lose_nothing() {
-    let sandbox = Sandbox::start("rolling");
+    let sandbox = Sandbox::start("rolling", 23_000);
     let insert = sandbox.flex(&["--ops", "insert"]);
     assert!(insert.status.success(), "{}", text(&insert));
 
@@ -263,15 +172,15 @@ fn rolling_restart_under_load_fails_nothing_and_sigkill_rounds_lose_nothing() {
     // row verified after each.
     for id in [2u64, 3] {
         let before = sandbox.caught_up(id);
-        kill(sandbox.pid(id));
+        sigkill(sandbox.pid(id));
         sandbox.wait_caught_up(id, before);
         sandbox.verify(&format!("after node {id} was killed and caught up"));
     }
     // 3. Both data nodes at once (a system restart): the angels start them
     // again, each from its own disk, and every row is there.
     let pids = (sandbox.pid(2), sandbox.pid(3));
-    kill(pids.0);
-    kill(pids.1);
+    sigkill(pids.0);
+    sigkill(pids.1);
     let start = Instant::now();
     while sandbox.pid_if_started(2).is_none_or(|p| p == pids.0)
         || sandbox.pid_if_started(3).is_none_or(|p| p == pids.1)
@@ -288,7 +197,7 @@ fn rolling_restart_under_load_fails_nothing_and_sigkill_rounds_lose_nothing() {
     // 4. Node 2 for good (its angel first): node 3, restarted and caught up
     // by copying, holds every row on its own.
     let pid = sandbox.pid(2);
-    kill(parent_of(pid));
-    kill(pid);
+    sigkill(sandbox.angel_pid(2));
+    sigkill(pid);
     sandbox.verify("with node 2 down for good");
 }

@@ -1,0 +1,124 @@
+//! What the real-process failover tests share: running `skarv`, free ports,
+//! a detached sandbox of 2 data nodes × 2 replicas, and SIGKILL.
+#![allow(dead_code)] // each test file uses its own part
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::Value as Json;
+
+pub const SKARV: &str = env!("CARGO_BIN_EXE_skarv");
+
+/// A command's status and output, for assertion messages.
+pub fn text(output: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+pub fn skarv(args: &[&str]) -> Output {
+    Command::new(SKARV).args(args).output().expect("run skarv")
+}
+
+/// A base port in `range_start..range_start + 500` with the next `count`
+/// ports free; each test has its own range, so tests running at once do
+/// not collide.
+pub fn free_base_port(range_start: u16, count: u16) -> u16 {
+    let offset = (std::process::id() % 50) as u16 * 10;
+    (0..50u16)
+        .map(|i| range_start + (offset + i * 10) % 500)
+        .find(|base| (0..count).all(|i| TcpListener::bind(("127.0.0.1", base + i)).is_ok()))
+        .unwrap_or_else(|| panic!("a free port range in {range_start}..{}", range_start + 500))
+}
+
+/// A detached sandbox of 2 data nodes × 2 replicas (one node group),
+/// stopped on drop; its directory (half a GB of redo) is removed unless
+/// the test failed, to be looked at.
+pub struct Sandbox {
+    pub dir: PathBuf,
+    pub connect: String,
+}
+
+impl Sandbox {
+    /// `name` names its directory; its ports are in `port_range..+500`.
+    pub fn start(name: &str, port_range: u16) -> Sandbox {
+        let dir = std::env::temp_dir().join(format!("skarv-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("scratch dir");
+        let base = free_base_port(port_range, 10).to_string();
+        let dir_text = dir.to_str().expect("a UTF-8 temp dir").to_owned();
+        let output = skarv(&[
+            "sandbox",
+            "--detach",
+            "--dir",
+            &dir_text,
+            "--data-nodes",
+            "2",
+            "--replicas",
+            "2",
+            "--base-port",
+            &base,
+        ]);
+        let sandbox = Sandbox {
+            dir,
+            connect: format!("127.0.0.1:{base}"),
+        };
+        assert!(output.status.success(), "{}", text(&output));
+        sandbox
+    }
+
+    /// `skarv admin show --json`.
+    pub fn show(&self) -> Json {
+        let output = skarv(&["admin", "--connect", &self.connect, "show", "--json"]);
+        assert!(output.status.success(), "{}", text(&output));
+        serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&output)))
+    }
+
+    /// The pid of data node `id` (the node process, not its angel).
+    pub fn pid(&self, id: u64) -> u64 {
+        let show = self.show();
+        show["nodes"]
+            .as_array()
+            .expect("nodes")
+            .iter()
+            .find(|n| n["id"] == id)
+            .and_then(|n| n["pid"].as_u64())
+            .unwrap_or_else(|| panic!("no pid for node {id} in {show}"))
+    }
+
+    /// The angel of data node `node` (sandbox.json lists them from node 2).
+    pub fn angel_pid(&self, node: u64) -> u64 {
+        let record = std::fs::read(self.dir.join("sandbox.json")).expect("sandbox.json");
+        let record: Json = serde_json::from_slice(&record).expect("sandbox.json is JSON");
+        record["data_node_angel_pids"][(node - 2) as usize]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no angel of node {node} in {record}"))
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        let dir = self.dir.to_str().unwrap_or_default().to_owned();
+        let _ = skarv(&["sandbox", "--stop", "--dir", &dir]);
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+pub fn sigkill(pid: u64) {
+    let pid = i32::try_from(pid).expect("a pid");
+    assert!(pid > 0, "pid {pid}");
+    // SAFETY: kill has no memory effects.
+    let killed = unsafe { libc::kill(pid, libc::SIGKILL) };
+    assert_eq!(
+        killed,
+        0,
+        "kill -9 {pid}: {}",
+        std::io::Error::last_os_error()
+    );
+}
