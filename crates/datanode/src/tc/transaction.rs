@@ -205,12 +205,12 @@ impl Transaction {
 pub(crate) type OpError = (u32, String);
 
 /// Checks one op by primary key against the schema and computes its
-/// partition.
+/// partition; also whether its table is `READ_BACKUP`.
 pub(crate) fn route(
     tables: &super::IdMap<u32, TcTable>,
     scratch: &mut Scratch,
     op: &OpView<'_>,
-) -> Result<u32, OpError> {
+) -> Result<(u32, bool), OpError> {
     let h = &op.header;
     let Some(table) = tables.get(&h.table_id) else {
         return Err((
@@ -254,7 +254,7 @@ pub(crate) fn route(
             ),
         ));
     }
-    Ok(partition)
+    Ok((partition, table.def.read_backup))
 }
 
 impl TcBlock {
@@ -414,19 +414,14 @@ impl TcBlock {
                 answered: false,
             };
             match route(&self.tables, &mut self.scratch, op) {
-                Ok(partition) => {
+                Ok((partition, read_backup)) => {
                     op_slot.partition = partition;
-                    op_slot.group = if h.kind == OpKind::Read
-                        && h.lock == LockMode::Committed
-                        && self
-                            .tables
-                            .get(&h.table_id)
-                            .is_some_and(|t| t.def.read_backup)
-                    {
-                        self.group_nearest(partition)
-                    } else {
-                        self.group_of(partition, h.kind, h.lock)
-                    };
+                    op_slot.group =
+                        if read_backup && h.kind == OpKind::Read && h.lock == LockMode::Committed {
+                            self.group_nearest(partition)
+                        } else {
+                            self.group_of(partition, h.kind, h.lock)
+                        };
                 }
                 Err((code, message)) => {
                     if !op_slot.ignore_error {

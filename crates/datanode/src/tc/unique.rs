@@ -313,7 +313,7 @@ impl TcBlock {
     ) -> Result<bool, OpError> {
         let h = op.header;
         if h.index_id == NO_INDEX {
-            p.partition = route(&self.tables, &mut self.scratch, op)?;
+            p.partition = route(&self.tables, &mut self.scratch, op)?.0;
             let table = &self.tables[&h.table_id];
             p.maintain = maintains(table, op);
             p.pre_read = p.maintain && h.kind != OpKind::Insert;
