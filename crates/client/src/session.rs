@@ -393,12 +393,32 @@ impl Session {
         state.next_request_id
     }
 
+    /// A started data node to send to, round-robin. With none, nothing is
+    /// sent: a temporary 711 while some are connected (starting, or
+    /// stopping on purpose during a rolling restart, for a moment the only
+    /// ones), else 4009.
     fn live_link(&self) -> Result<usize> {
-        self.shared().any_live_node().ok_or_else(|| {
-            Error::with_context(
-                proto::error::CLUSTER_FAILURE,
-                "no data node is connected and started",
-            )
+        let shared = self.shared();
+        shared.any_live_node().ok_or_else(|| {
+            let connected = shared
+                .links
+                .iter()
+                .filter(|l| l.connected.load(Ordering::Acquire))
+                .count();
+            if connected > 0 {
+                Error::with_context(
+                    proto::error::NOT_STARTED,
+                    format!(
+                        "no data node is started ({connected} connected are starting or stopping); \
+                         nothing was sent"
+                    ),
+                )
+            } else {
+                Error::with_context(
+                    proto::error::CLUSTER_FAILURE,
+                    "no data node is connected and started",
+                )
+            }
         })
     }
 
