@@ -480,12 +480,14 @@ impl InboundSink for InjectorSink {
 }
 
 fn inject(injector: &mut Injector, mut signal: Signal) {
-    let deadline = std::time::Instant::now() + INJECT_WAIT_MAX;
+    // The clock is read only once the queue is full: the common push reads none.
+    let mut deadline = None;
     loop {
         match injector.push(signal) {
             Ok(()) => return,
             Err(back) => {
-                if std::time::Instant::now() >= deadline {
+                let now = std::time::Instant::now();
+                if now >= *deadline.get_or_insert(now + INJECT_WAIT_MAX) {
                     tracing::warn!(
                         "runtime queue for {} full for {} ms: dropped {}",
                         back.receiver,
