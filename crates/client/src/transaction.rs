@@ -1047,8 +1047,8 @@ pub(crate) fn decode_result(
     };
     // Every value is checked here, once (the batch was checked by frame
     // only); the row decodes them when first asked.
-    let mut values = 0;
-    result.try_values(|_| values += 1)?;
+    result.check_row()?;
+    let values = result.value_count();
     if values != columns.len() {
         return Err(Error::new(
             proto::error::MALFORMED_REQUEST,
@@ -1060,7 +1060,6 @@ pub(crate) fn decode_result(
             ),
         ));
     }
-    result.try_keys(|_| ())?;
     let raw = RawRow::new(bytes, result.encoded_values(), result.encoded_keys());
     Ok(OpResult::Row(Row::encoded(
         Arc::clone(&meta.table),

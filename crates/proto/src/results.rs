@@ -368,4 +368,10 @@ impl<'a> OpResult<'a> {
     pub fn try_keys(&self, each: impl FnMut(ValueRef<'a>)) -> Result<(), Error> {
         self.row.try_keys(each)
     }
+
+    /// Checks the row's values and key values without decoding them (one
+    /// pass, as `try_values` and `try_keys`).
+    pub fn check_row(&self) -> Result<(), Error> {
+        self.row.check()
+    }
 }
