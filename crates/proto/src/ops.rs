@@ -46,7 +46,7 @@ use storage::schema::{
     Column, IndexDef, IndexKind, TableDef, ValueRef, BLOB_INLINE_BYTES, COLUMNS_MAX,
 };
 
-use crate::value::{get_value, put_value, Check, Reader};
+use crate::value::{get_value, put_value, skip_value, Check, Reader};
 use crate::ProtoError;
 
 /// The two bytes an op batch starts with.
@@ -457,7 +457,7 @@ fn parse_op<'a>(r: &mut Reader<'a>, check: Check) -> Result<OpView<'a>, ProtoErr
     let projection_count = r.u16()?;
     let keys_at = r.position();
     for _ in 0..key_count {
-        get_value(r)?;
+        skip_value(r)?;
     }
     let values_at = r.position();
     let what = r.what();
@@ -472,7 +472,7 @@ fn parse_op<'a>(r: &mut Reader<'a>, check: Check) -> Result<OpView<'a>, ProtoErr
         Check::Values => {
             for _ in 0..value_count {
                 r.u16()?;
-                get_value(r)?;
+                skip_value(r)?;
             }
             r.position()
         }

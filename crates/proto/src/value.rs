@@ -566,7 +566,7 @@ pub fn checked_values(bytes: &[u8], count: usize) -> Values<'_> {
 /// accepts, without building the value. Fixed-width values (integers,
 /// floats, timestamps, bits) need only their length checked; the rest go
 /// through `get_value`.
-fn skip_value(r: &mut Reader<'_>) -> Result<(), ProtoError> {
+pub(crate) fn skip_value(r: &mut Reader<'_>) -> Result<(), ProtoError> {
     let width = match r.bytes.get(r.pos) {
         Some(&TAG_NULL) => 0,
         Some(&(TAG_INT | TAG_UINT | TAG_DOUBLE | TAG_TIMESTAMP | TAG_BIT)) => 8,

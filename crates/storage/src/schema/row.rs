@@ -261,18 +261,9 @@ impl RowLayout {
         fixed: &mut [u8],
         var: &mut Vec<u8>,
     ) -> Result<(), ValueError> {
-        // Fast path for the most common columns: an integer in range.
-        if let (Some((min, max)), Place::Fixed { offset, bytes }) = (slot.integer_range, slot.place)
-        {
-            let v = match value {
-                ValueRef::Int(v) => Some(i128::from(v)),
-                ValueRef::UInt(v) => Some(i128::from(v)),
-                _ => None,
-            };
-            if let Some(v) = v.filter(|v| (min..=max).contains(v)) {
-                put_integer(&mut fixed[offset..offset + bytes], v, min < 0);
-                return Ok(());
-            }
+        if let Some((v, offset, bytes, signed)) = integer_in_range(slot, value) {
+            put_integer(&mut fixed[offset..offset + bytes], v, signed);
+            return Ok(());
         }
         check_value(value, &slot.name, &slot.ty, slot.nullable)?;
         if value.is_null() {
@@ -315,13 +306,22 @@ impl RowLayout {
                     column: *col,
                     columns: self.slots.len(),
                 })?;
-            check_value(value.as_ref(), &slot.name, &slot.ty, slot.nullable)?;
+            if integer_in_range(slot, value.as_ref()).is_none() {
+                check_value(value.as_ref(), &slot.name, &slot.ty, slot.nullable)?;
+            }
             var_changed |= matches!(slot.place, Place::Var { .. });
         }
         new_fixed.extend_from_slice(old_fixed);
         for (col, value) in changes {
             let slot = &self.slots[*col];
             let value = value.as_ref();
+            if let Some((v, offset, bytes, signed)) = integer_in_range(slot, value) {
+                if slot.nullable {
+                    set_bit(new_fixed, slot.null_bit, false);
+                }
+                put_integer(&mut new_fixed[offset..offset + bytes], v, signed);
+                continue;
+            }
             if slot.nullable {
                 set_bit(new_fixed, slot.null_bit, value.is_null());
             }
@@ -822,6 +822,21 @@ fn fraction_is_valid(bytes: &[u8], fsp: u8) -> bool {
 
 /// Writes an integer (checked to fit `out`) in its stored form: big-endian
 /// at the column's width, the sign bit flipped for signed columns.
+/// The fast path for the most common columns: an integer value in range
+/// of a fixed-size integer column, as (value, offset, bytes, signed); else
+/// none, and the general check and encoder take the value.
+fn integer_in_range(slot: &Slot, value: ValueRef<'_>) -> Option<(i128, usize, usize, bool)> {
+    let (Some((min, max)), Place::Fixed { offset, bytes }) = (slot.integer_range, slot.place) else {
+        return None;
+    };
+    let v = match value {
+        ValueRef::Int(v) => i128::from(v),
+        ValueRef::UInt(v) => i128::from(v),
+        _ => return None,
+    };
+    (min..=max).contains(&v).then_some((v, offset, bytes, min < 0))
+}
+
 fn put_integer(out: &mut [u8], value: i128, signed: bool) {
     let width_bits = out.len() * 8;
     let flip = if signed { 1u64 << (width_bits - 1) } else { 0 };
