@@ -618,7 +618,9 @@ impl<'s> Transaction<'s> {
             writer.end()
         };
         let checked = encoded.map_err(Error::from).and_then(|()| {
-            let reader = OpBatchReader::new(&inner.ops[start..])?;
+            // Just encoded here: its frames are all there is to check before
+            // the op is checked against its table (which reads every value).
+            let reader = OpBatchReader::framed(&inner.ops[start..])?;
             let view = reader.iter().next().expect("one op was written");
             view.check(table.def()).map_err(Error::from)
         });
