@@ -216,18 +216,30 @@ impl<'a> Reader<'a> {
 
 /// Appends one value (see the module doc). Panics only on a string, byte
 /// string or blob head over 4 GiB, which no batch can hold.
+/// [`put_value`] of a `ValueRef::Int`, in one copy.
+#[inline]
+pub fn put_int(out: &mut Vec<u8>, x: i64) {
+    put_tagged_word(out, TAG_INT, x as u64);
+}
+
+/// [`put_value`] of a `ValueRef::UInt`, in one copy.
+#[inline]
+pub fn put_uint(out: &mut Vec<u8>, x: u64) {
+    put_tagged_word(out, TAG_UINT, x);
+}
+
+#[inline]
+fn put_tagged_word(out: &mut Vec<u8>, tag: u8, x: u64) {
+    let [a, b, c, d, e, f, g, h] = x.to_le_bytes();
+    out.extend_from_slice(&[tag, a, b, c, d, e, f, g, h]);
+}
+
 pub fn put_value(out: &mut Vec<u8>, v: ValueRef<'_>) {
     let len32 = |len: usize| u32::try_from(len).expect("a value over 4 GiB cannot be in a batch");
     match v {
         ValueRef::Null => out.push(TAG_NULL),
-        ValueRef::Int(x) => {
-            out.push(TAG_INT);
-            out.extend_from_slice(&x.to_le_bytes());
-        }
-        ValueRef::UInt(x) => {
-            out.push(TAG_UINT);
-            out.extend_from_slice(&x.to_le_bytes());
-        }
+        ValueRef::Int(x) => put_int(out, x),
+        ValueRef::UInt(x) => put_uint(out, x),
         ValueRef::Float(x) => {
             out.push(TAG_FLOAT);
             out.extend_from_slice(&x.to_bits().to_le_bytes());

@@ -11,8 +11,8 @@
 
 use proto::results::ResultWriter;
 use proto::scan::RowBatchWriter;
-use proto::value::{put_value, EncodedValues};
-use storage::schema::ValueRef;
+use proto::value::{put_int, put_uint, put_value, EncodedValues};
+use storage::schema::{RowLayout, ValueRef};
 
 /// One gathered answer: an outcome, or a row whose values end at `end`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -89,11 +89,19 @@ impl Gathered {
         self.open = Some((0, 0, None));
     }
 
-    pub(super) fn value(&mut self, v: ValueRef<'_>) {
+    /// A value of `layout`'s column `col` in a row's bytes: integers are
+    /// copied out without building a value (most columns of key-value
+    /// tables are integers).
+    #[inline]
+    pub(super) fn column(&mut self, layout: &RowLayout, fixed: &[u8], var: &[u8], col: usize) {
         let open = self.open.as_mut().expect("begin_row first");
         debug_assert!(open.2.is_none(), "values before key values");
         open.0 += 1;
-        put_value(&mut self.bytes, v);
+        match layout.integer_column(fixed, col) {
+            Some(Ok(v)) => put_int(&mut self.bytes, v),
+            Some(Err(v)) => put_uint(&mut self.bytes, v),
+            None => put_value(&mut self.bytes, layout.decode_column(fixed, var, col)),
+        }
     }
 
     pub(super) fn key(&mut self, v: ValueRef<'_>) {

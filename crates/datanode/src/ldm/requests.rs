@@ -737,11 +737,11 @@ fn write_row(
     out.begin_row();
     if op.projection_count() == 0 {
         for c in 0..table.columns.len() {
-            out.value(layout.decode_column(fixed, var, c));
+            out.column(layout, fixed, var, c);
         }
     } else {
         for c in op.projection() {
-            out.value(layout.decode_column(fixed, var, usize::from(c)));
+            out.column(layout, fixed, var, usize::from(c));
         }
     }
     if op.has_flag(KEY_INFO) {

@@ -546,13 +546,11 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 record.rows.begin_row();
                 if spec.projection.is_empty() {
                     for c in 0..table.columns.len() {
-                        record.rows.value(layout.decode_column(fixed, var, c));
+                        record.rows.column(layout, fixed, var, c);
                     }
                 } else {
                     for &c in &spec.projection {
-                        record
-                            .rows
-                            .value(layout.decode_column(fixed, var, usize::from(c)));
+                        record.rows.column(layout, fixed, var, usize::from(c));
                     }
                 }
                 if spec.key_info {

@@ -395,6 +395,30 @@ impl RowLayout {
         }
     }
 
+    /// An integer column's value, for encoders that copy rows out without
+    /// building a [`ValueRef`] per column: `Some(Ok(signed))` or
+    /// `Some(Err(unsigned))`; none when the column is not an integer or is
+    /// NULL in this row (then [`RowLayout::decode_column`] gives it).
+    #[inline]
+    pub fn integer_column(&self, fixed: &[u8], col: usize) -> Option<Result<i64, u64>> {
+        debug_assert_eq!(fixed.len(), self.fixed_bytes);
+        let slot = &self.slots[col];
+        let ((min, _), Place::Fixed { offset, bytes }) = (slot.integer_range?, slot.place) else {
+            return None;
+        };
+        if slot.nullable && bit(fixed, slot.null_bit) {
+            return None;
+        }
+        let raw = get_be(&fixed[offset..offset + bytes]);
+        Some(if min < 0 {
+            let width = bytes as u32 * 8;
+            let shift = 64 - width;
+            Ok((((raw ^ (1u64 << (width - 1))) << shift) as i64) >> shift)
+        } else {
+            Err(raw)
+        })
+    }
+
     /// The stored bytes of a fixed-size column (its key form for all but
     /// FLOAT and DOUBLE).
     pub(crate) fn fixed_column<'a>(&self, fixed: &'a [u8], col: usize) -> &'a [u8] {
@@ -861,6 +885,7 @@ pub(crate) fn put_be(out: &mut [u8], value: u64) {
 }
 
 /// Reads up to eight bytes, big-endian.
+#[inline]
 pub(crate) fn get_be(bytes: &[u8]) -> u64 {
     debug_assert!(bytes.len() <= 8);
     match *bytes {

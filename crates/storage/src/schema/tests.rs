@@ -549,6 +549,26 @@ proptest! {
         prop_assert_eq!(from_row, from_values);
     }
 
+    /// An integer column read without building a value reads what
+    /// `decode_column` reads; other columns and NULLs are left to it.
+    #[test]
+    fn integer_columns_read_as_decoded((table, row) in arb_table_row()) {
+        let layout = RowLayout::new(&table);
+        let (mut fixed, mut var) = (Vec::new(), Vec::new());
+        layout.encode(&row, &mut fixed, &mut var).unwrap();
+        for (c, column) in table.columns.iter().enumerate() {
+            let decoded = layout.decode_column(&fixed, &var, c);
+            match layout.integer_column(&fixed, c) {
+                Some(Ok(v)) => prop_assert_eq!(decoded, ValueRef::Int(v)),
+                Some(Err(v)) => prop_assert_eq!(decoded, ValueRef::UInt(v)),
+                None => prop_assert!(
+                    column.ty.integer_range().is_none() || decoded == ValueRef::Null,
+                    "column {} ({}) is an integer, not NULL: {:?}", c, column.ty, decoded
+                ),
+            }
+        }
+    }
+
     /// Updating some columns gives the bytes of encoding the updated row.
     #[test]
     fn update_equals_reencoding(
