@@ -78,12 +78,29 @@ fn decode(bytes: &[u8]) -> Result<TableDef, Refusal> {
 /// ids, version 1, the hidden primary key if it has none, and its hidden
 /// tables. A partition count of 0 means "the default":
 /// `default_partitions` (`Placement::default_partitions`).
+///
+/// `data_nodes`: the cluster's data nodes (0 when not known, as in tests
+/// of the dictionary alone); a fully replicated table is refused when a
+/// copy per data node does not fit a partition's chain
+/// (`config::placement::COPIES_MAX`).
 pub fn plan_create(
     schema: &Schema,
     bytes: &[u8],
     default_partitions: u32,
+    data_nodes: usize,
 ) -> Result<Plan, Refusal> {
     let mut table = decode(bytes)?;
+    if table.fully_replicated && data_nodes > config::placement::COPIES_MAX {
+        return Err(refuse(
+            ERROR_BAD_DEFINITION,
+            format!(
+                "table `{}`: FULLY_REPLICATED needs a copy on each of the {data_nodes} data nodes; \
+                 at most {} are supported",
+                table.name,
+                config::placement::COPIES_MAX
+            ),
+        ));
+    }
     if table.partitions == 0 {
         table.partitions = default_partitions;
     }
@@ -239,6 +256,10 @@ fn check_alter(old: &TableDef, new: &TableDef) -> Result<(), String> {
     }
     if new.partitions != old.partitions {
         return Err("the partition count cannot change".into());
+    }
+    if new.fully_replicated != old.fully_replicated {
+        // The fragments a node holds would change without a copy.
+        return Err("FULLY_REPLICATED cannot change".into());
     }
     if new.primary_key != old.primary_key {
         return Err("the primary key cannot change".into());
