@@ -440,7 +440,9 @@ impl Session {
     // ---- schema ----
 
     /// Creates a table. `partitions` 0 means the cluster's default (one
-    /// partition per LDM instance of every data node). Returns its id.
+    /// partition per LDM instance of every data node); `read_backup` and
+    /// `fully_replicated` are its options (see the crate doc). Returns its
+    /// id.
     pub fn create_table(&self, def: &TableDef) -> Result<u32> {
         let mut def = def.clone();
         if def.partitions == 0 {

@@ -51,8 +51,8 @@ fn write_and_read(session: &Session, name: &str) -> Vec<BTreeSet<u8>> {
                 let tx = session.begin_with_read_hint(&t, &key).expect("begin");
                 nodes.insert(tx.node().get());
                 let read = tx.read(&t, &key, LockMode::Committed).expect("read");
-                tx.execute(ExecMode::Commit).expect("read commits");
-                let row = tx.row(read).expect("the row");
+                let outcome = tx.execute(ExecMode::Commit).expect("read commits");
+                let row = outcome.row(read).expect("the row");
                 assert_eq!(row.get("v"), Some(&Value::Int(id * 10)), "{name}: key {id}");
             }
             nodes
@@ -66,7 +66,11 @@ fn read_hints_spread_over_the_replicas() {
     let cluster = Cluster::connect(&sandbox.connect).expect("connect");
     let until = Instant::now() + Duration::from_secs(30);
     while cluster.live_nodes().len() < 4 {
-        assert!(Instant::now() < until, "4 live data nodes: {:?}", cluster.live_nodes());
+        assert!(
+            Instant::now() < until,
+            "4 live data nodes: {:?}",
+            cluster.live_nodes()
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     let session = cluster.session().expect("session");
@@ -76,7 +80,9 @@ fn read_hints_spread_over_the_replicas() {
     session
         .create_table(&table("backups").read_backup(true))
         .expect("create the READ_BACKUP table");
-    session.create_table(&table("plain")).expect("create the plain table");
+    session
+        .create_table(&table("plain"))
+        .expect("create the plain table");
 
     let everywhere = session.table("everywhere").expect("table");
     assert!(everywhere.def().fully_replicated && everywhere.def().read_backup);
@@ -87,7 +93,10 @@ fn read_hints_spread_over_the_replicas() {
 
     let all: BTreeSet<u8> = cluster.live_nodes().iter().map(|n| n.get()).collect();
     for (id, nodes) in write_and_read(&session, "everywhere").iter().enumerate() {
-        assert_eq!(nodes, &all, "fully replicated, key {id}: every node serves it");
+        assert_eq!(
+            nodes, &all,
+            "fully replicated, key {id}: every node serves it"
+        );
     }
     let placement = cluster.placement().clone();
     let mut scratch = Vec::new();
@@ -96,14 +105,21 @@ fn read_hints_spread_over_the_replicas() {
             .partition_of_key(&[Value::Int(id as i64)], &mut scratch)
             .expect("key");
         let replicas: BTreeSet<u8> = placement.home(p).replicas().map(|n| n.get()).collect();
-        assert_eq!(nodes, &replicas, "READ_BACKUP, key {id}: both replicas serve it");
+        assert_eq!(
+            nodes, &replicas,
+            "READ_BACKUP, key {id}: both replicas serve it"
+        );
     }
     for (id, nodes) in write_and_read(&session, "plain").iter().enumerate() {
         let p = plain
             .partition_of_key(&[Value::Int(id as i64)], &mut scratch)
             .expect("key");
         let primary = placement.home(p).primary().get();
-        assert_eq!(nodes, &BTreeSet::from([primary]), "plain, key {id}: the primary only");
+        assert_eq!(
+            nodes,
+            &BTreeSet::from([primary]),
+            "plain, key {id}: the primary only"
+        );
     }
     for name in ["everywhere", "backups", "plain"] {
         session.drop_table(name).expect("drop");
