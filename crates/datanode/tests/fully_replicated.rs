@@ -5,7 +5,9 @@
 //! read and a committed scan through any node's TC are served by that node
 //! alone; a write while a node is down reaches every surviving copy, and a
 //! node that restarts copies its fragments (those of both groups' partitions)
-//! and ends equal to the others. The harness is `tests/common`.
+//! and ends equal to the others; a TC that fails with writes in flight is
+//! taken over and every surviving copy ends equal, no transaction half
+//! done. The harness is `tests/common`.
 
 mod common;
 
@@ -535,4 +537,99 @@ fn writes_during_a_failure_and_a_restart_keep_every_copy_equal() {
             assert_eq!(ldm.copies_out(), 0, "node {n}: copies left");
         }
     }
+}
+
+/// A TC fails with writes of a fully replicated table in flight: the
+/// surviving TCs take its transactions over, and every surviving copy ends
+/// equal, each row either as before or as a transaction wrote it, and as
+/// written where the commit was answered.
+fn tc_takeover_keeps_every_copy_equal(seed: u64, crash_after: Duration) -> u64 {
+    let mut cluster = start(seed);
+    let mut model = Model::new();
+    let keys: Vec<i64> = (0..ROWS).collect();
+    for chunk in keys.chunks(16) {
+        commit(&mut cluster, &mut model, node(2), OpKind::Insert, chunk, 0);
+    }
+    cluster.sim.run_for(Duration::from_millis(100));
+    let victim = node(4);
+    // One transaction per pair of keys, all at once on the victim's TC.
+    let mut sent = Vec::new();
+    for (i, pair) in keys.chunks(2).enumerate() {
+        let v = 1_000 + i as i64;
+        let ops = cluster.batch(OpKind::Update, pair, v);
+        let tx_id = cluster.tx_id();
+        let flags = tc_flags::START | tc_flags::COMMIT;
+        cluster.send(tc_of(victim), SignalBody::TcKeyReq { tx_id, flags, ops });
+        sent.push((tx_id, pair.to_vec(), v));
+    }
+    cluster.sim.run_for(crash_after);
+    let answered = cluster.answers();
+    cluster.sim.crash(victim);
+    cluster.sim.run_for(Duration::from_secs(2));
+    let copies: Vec<(NodeId, BTreeMap<i64, i64>)> = cluster
+        .live_nodes()
+        .into_iter()
+        .map(|n| (n, stored_on(&cluster, n).0))
+        .collect();
+    assert_eq!(copies.len(), 3);
+    for (n, rows) in &copies[1..] {
+        assert_eq!(
+            rows, &copies[0].1,
+            "seed {seed}: node {n} and node {} differ",
+            copies[0].0
+        );
+    }
+    let rows = &copies[0].1;
+    for (tx_id, pair, v) in &sent {
+        let outcome = answered.iter().find(|(t, _)| t == tx_id).map(|(_, o)| *o);
+        for k in pair {
+            let got = rows[k];
+            match outcome {
+                Some(Ok(flags)) => {
+                    assert_eq!(flags, tc_flags::COMMITTED);
+                    assert_eq!(got, *v, "seed {seed}: key {k} committed as {v}");
+                }
+                // Not answered (or refused): all of it or nothing of it.
+                _ => {
+                    let other = rows[&pair[0]];
+                    assert!(got == 0 || got == *v, "seed {seed}: key {k} is {got}");
+                    assert_eq!(got, other, "seed {seed}: transaction {tx_id:#x} half done");
+                }
+            }
+        }
+    }
+    for n in cluster.live_nodes() {
+        for i in 0..LDM_INSTANCES {
+            let ldm = cluster
+                .sim
+                .block::<LdmBlock<SimDisk>>(ldm_of(n, i))
+                .unwrap();
+            assert_eq!(
+                ldm.transactions(),
+                0,
+                "seed {seed}: node {n} LDM {i}: transactions left"
+            );
+        }
+    }
+    cluster
+        .live_nodes()
+        .iter()
+        .map(|&n| {
+            cluster
+                .sim
+                .block::<TcBlock>(tc_of(n))
+                .unwrap()
+                .counters()
+                .taken_over
+        })
+        .sum()
+}
+
+#[test]
+fn a_tc_failure_is_taken_over_on_every_copy() {
+    let mut taken_over = 0;
+    for (seed, ms) in [(21, 1), (22, 2), (23, 3), (24, 4), (25, 6)] {
+        taken_over += tc_takeover_keeps_every_copy_equal(seed, Duration::from_millis(ms));
+    }
+    assert!(taken_over > 0, "some transactions were taken over");
 }
