@@ -362,3 +362,63 @@ fn check_count(schema: &Schema, group: &TableGroup) -> Result<(), Refusal> {
     debug_assert!(schema.table_count() <= TABLES_MAX);
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use storage::schema::{Column, ColumnType};
+
+    use super::*;
+
+    fn everywhere() -> TableDef {
+        TableDef::new(
+            "everywhere",
+            0,
+            vec![
+                Column::new("id", ColumnType::BigInt { unsigned: false }),
+                Column::new("u", ColumnType::BigInt { unsigned: false }),
+            ],
+        )
+        .primary_key(vec![0])
+        .index(IndexDef {
+            name: "by_u".into(),
+            id: 0,
+            columns: vec![1],
+            kind: storage::schema::IndexKind::Unique,
+        })
+        .fully_replicated(true)
+    }
+
+    #[test]
+    fn fully_replicated_tables_fit_the_cluster_and_keep_the_flag() {
+        let schema = Schema::new();
+        let bytes = everywhere().to_bytes();
+        let too_many = config::placement::COPIES_MAX + 1;
+        let refused = plan_create(&schema, &bytes, 4, too_many).expect_err("too many data nodes");
+        assert_eq!(refused.code, ERROR_BAD_DEFINITION);
+        assert!(
+            refused.message.contains("everywhere"),
+            "{}",
+            refused.message
+        );
+        let plan = plan_create(&schema, &bytes, 4, 4).expect("4 data nodes");
+        let group = plan.group.expect("a created group");
+        assert!(group.base().fully_replicated && group.base().read_backup);
+        assert_eq!(group.tables().len(), 2, "the unique index's hidden table");
+        assert!(
+            group.tables().iter().all(|t| t.fully_replicated),
+            "placed like the base table"
+        );
+        let mut schema = Schema::new();
+        schema.install(group.clone());
+        let mut altered = group.base().clone();
+        altered.fully_replicated = false;
+        let refused =
+            plan_alter(&schema, plan.table_id, &altered.to_bytes()).expect_err("flag change");
+        assert_eq!(refused.code, ERROR_UNSUPPORTED_ALTER);
+        assert!(
+            refused.message.contains("FULLY_REPLICATED"),
+            "{}",
+            refused.message
+        );
+    }
+}
