@@ -27,12 +27,15 @@
 //! data node, each node's copy on the same LDM instance `q mod L`. Its
 //! replica chain ([`Placement::home_of`]) is the chain of the normal rule
 //! (its own group `p mod G`, primary first), then each other group in
-//! group order from `p mod G + 1`, wrapping, each rotated like the own
-//! group so that its node at the primary's position comes first. Why this
-//! order: the primary, which takes every lock and orders the writes of a
-//! row, stays where the normal rule puts it, so primaries spread as
-//! evenly as for any table; the copies in other groups are only backups,
-//! and their order matters only for which node answers a write last.
+//! group order from `p mod G + 1`, wrapping, each group's nodes in
+//! configuration order. Why this order: the primary, which takes every
+//! lock and orders the writes of a row, stays where the normal rule puts
+//! it, so primaries spread as evenly as for any table; the copies in other
+//! groups are only backups. And the chain stays a function of the primary
+//! with nodes down too (the TC batches the writes of one primary along one
+//! chain): dropping nodes from the own group's cyclic order leaves the
+//! cyclic order from the first live one, and the other groups' part does
+//! not depend on the partition.
 //! Every data node holds the whole table: its memory is the table's size
 //! times the data nodes, not times the replicas.
 //!
@@ -243,14 +246,10 @@ impl Placement {
         );
         let group_count = self.groups.len();
         let own = home.node_group as usize;
-        let replica_count = self.groups[own].len();
-        let rotation =
-            (partition / group_count as u32 / self.ldm_instances) as usize % replica_count;
-        let mut k = replica_count;
+        let mut k = self.groups[own].len();
         for step in 1..group_count {
-            let group = &self.groups[(own + step) % group_count];
-            for i in 0..group.len() {
-                home.replicas[k] = Some(group[(rotation + i) % group.len()]);
+            for &node in &self.groups[(own + step) % group_count] {
+                home.replicas[k] = Some(node);
                 k += 1;
             }
         }
@@ -346,20 +345,27 @@ mod tests {
                 "partition {p}: every node once"
             );
         }
-        // Partition 1 (group 1, q = 0: rotation 0), then groups 2 and 0.
-        let chain: Vec<u8> = placement
-            .home_of(1, true)
-            .replicas()
-            .map(NodeId::get)
-            .collect();
-        assert_eq!(chain, vec![3, 4, 5, 6, 1, 2]);
-        // Partition 7 (group 1, q = 2: rotation 1): each group from its second node.
-        let chain: Vec<u8> = placement
-            .home_of(7, true)
-            .replicas()
-            .map(NodeId::get)
-            .collect();
-        assert_eq!(chain, vec![4, 3, 6, 5, 2, 1]);
+        let chain = |p: u32| -> Vec<u8> {
+            placement
+                .home_of(p, true)
+                .replicas()
+                .map(NodeId::get)
+                .collect()
+        };
+        // Partition 1 (group 1, primary 3), then groups 2 and 0 in order.
+        assert_eq!(chain(1), vec![3, 4, 5, 6, 1, 2]);
+        // Partition 7 (group 1, q = 2: primary 4), then groups 2 and 0 in order.
+        assert_eq!(chain(7), vec![4, 3, 5, 6, 1, 2]);
+        // With a node down, the partitions of one live primary share a chain
+        // (the TC sends one primary's writes along one chain).
+        let live = |p: u32| -> Vec<NodeId> {
+            placement
+                .home_of(p, true)
+                .live_only(|node| node != n(3))
+                .replicas()
+                .collect()
+        };
+        assert_eq!(live(1), live(7), "both have primary 4 once node 3 is down");
         let big: Vec<Vec<NodeId>> = (0..9u8).map(|g| vec![n(2 * g + 1), n(2 * g + 2)]).collect();
         assert!(!Placement::new(big, 1).fully_replicated_fits());
     }
