@@ -9,7 +9,8 @@
 //! on an instance, so a read after a write in one batch sees the write).
 //! A group with a write carries the partition's backups as its `chain`
 //! (every partition of a group has the same chain: the placement makes the
-//! chain a function of the primary node). In the LDM batches an op's
+//! chain a function of the primary node; fully replicated tables' partitions
+//! have chains over every node and form groups of their own). In the LDM batches an op's
 //! `op_index` is its position in the request, so that answers map back in
 //! O(1); the reply names the client's `op_index` again and lists results
 //! in request order.
