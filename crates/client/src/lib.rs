@@ -40,6 +40,17 @@
 //! # }
 //! ```
 //!
+//! Table options are fields of the [`schema_types::TableDef`] given to
+//! [`Session::create_table`]: the partition count, `READ_BACKUP`
+//! (`.read_backup(true)`: committed reads by key are served by any
+//! replica, the coordinator's own first) and `FULLY_REPLICATED`
+//! (`.fully_replicated(true)`: every data node holds the whole table;
+//! implies `READ_BACKUP`). For such tables
+//! [`Session::begin_with_read_hint`] starts a transaction that begins with
+//! a committed read on one of the key's replicas, spread over them, rather
+//! than always on the primary (docs/transactions.md, "Placement and
+//! routing").
+//!
 //! BLOB and TEXT values of any size are written and read whole
 //! (`Value::Bytes`, `Value::String`); the client keeps their parts in the
 //! hidden parts tables inside the same transaction, which may take several

@@ -6,7 +6,10 @@
 //! node's id in its top 16 bits and a counter (from a random start) in the
 //! low 48; a transaction started with a key hint goes to the node holding
 //! the primary replica of the key's partition, TC instance
-//! `tx_id mod tc_instances` of that node.
+//! `tx_id mod tc_instances` of that node. A transaction hinted as a
+//! committed read of a `READ_BACKUP` or fully replicated table may start
+//! on any live replica instead ([`read_replica_of`]): its TC serves the
+//! read from its own node.
 
 use config::Placement;
 use signal::NodeId;
@@ -76,6 +79,33 @@ pub fn live_primary_of(
     placement.home(partition).replicas().find(|&n| live(n))
 }
 
+/// The node to start a transaction on whose hint is a committed read of
+/// `partition` of a `READ_BACKUP` (or, `fully_replicated`, a fully
+/// replicated) table: the `turn`-th, modulo their count, of the
+/// partition's replicas for which `live` holds, in placement order (every
+/// data node for a fully replicated table); `None` when none is. Any
+/// serving replica answers such a read on its own node, so spreading the
+/// turns spreads the reads of one partition over its replicas. No
+/// allocation: it runs per hinted transaction.
+pub fn read_replica_of(
+    placement: &Placement,
+    partition: u32,
+    fully_replicated: bool,
+    turn: u32,
+    live: impl Fn(NodeId) -> bool,
+) -> Option<NodeId> {
+    let home = placement.home_of(partition, fully_replicated);
+    let count = home.replicas().filter(|&n| live(n)).count();
+    if count == 0 {
+        return None;
+    }
+    let pick = home
+        .replicas()
+        .filter(|&n| live(n))
+        .nth(turn as usize % count);
+    pick
+}
+
 #[cfg(test)]
 mod tests {
     use storage::schema::{Column, ColumnType};
@@ -112,6 +142,39 @@ mod tests {
             let without = live_primary_of(&placement, p, |node| node != home.primary());
             assert_eq!(without, Some(backup), "partition {p}");
             assert_eq!(live_primary_of(&placement, p, |_| false), None);
+        }
+    }
+
+    #[test]
+    fn read_hints_spread_over_the_live_replicas() {
+        let placement = Placement::new(vec![vec![n(2), n(3)], vec![n(4), n(5)]], 2);
+        for p in 0..16 {
+            let home = placement.home(p);
+            let picked: std::collections::BTreeSet<NodeId> = (0..4)
+                .filter_map(|turn| read_replica_of(&placement, p, false, turn, |_| true))
+                .collect();
+            let replicas: std::collections::BTreeSet<NodeId> = home.replicas().collect();
+            assert_eq!(
+                picked, replicas,
+                "partition {p}: READ_BACKUP reads use both replicas"
+            );
+            let all: std::collections::BTreeSet<NodeId> = (0..8)
+                .filter_map(|turn| read_replica_of(&placement, p, true, turn, |_| true))
+                .collect();
+            assert_eq!(
+                all.len(),
+                4,
+                "partition {p}: fully replicated reads use every node"
+            );
+            // A node down is skipped; with none live there is no pick.
+            let primary = home.primary();
+            for turn in 0..4 {
+                let got = read_replica_of(&placement, p, false, turn, |node| node != primary);
+                assert_eq!(got, home.backups().next(), "partition {p}");
+                let got = read_replica_of(&placement, p, true, turn, |node| node != primary);
+                assert!(got.is_some_and(|node| node != primary));
+            }
+            assert_eq!(read_replica_of(&placement, p, true, 0, |_| false), None);
         }
     }
 

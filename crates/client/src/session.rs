@@ -186,6 +186,8 @@ pub(crate) struct State {
     pub send_buffer: Vec<u8>,
     /// The encoded key of a hinted `begin`.
     key_scratch: Vec<u8>,
+    /// Read-hinted `begin`s so far: which replica the next one picks.
+    read_hint_turn: u32,
     /// The written values of the operation being defined.
     pub values_scratch: Vec<(usize, Value)>,
     pub spares: Spares,
@@ -438,7 +440,9 @@ impl Session {
     // ---- schema ----
 
     /// Creates a table. `partitions` 0 means the cluster's default (one
-    /// partition per LDM instance of every data node). Returns its id.
+    /// partition per LDM instance of every data node); `read_backup` and
+    /// `fully_replicated` are its options (see the crate doc). Returns its
+    /// id.
     pub fn create_table(&self, def: &TableDef) -> Result<u32> {
         let mut def = def.clone();
         if def.partitions == 0 {
@@ -654,6 +658,53 @@ impl Session {
         };
         let link = match crate::routing::live_primary_of(&shared.placement, partition, is_live)
             .and_then(|node| shared.link_index(node))
+        {
+            Some(link) => link,
+            None => self.live_link()?,
+        };
+        Ok(Transaction::new(self, link))
+    }
+
+    /// Starts a transaction whose first work is a committed read of `key`
+    /// in `table`. For a `READ_BACKUP` or fully replicated table any
+    /// replica serves that read where it runs (its TC reads its own copy),
+    /// so the transaction goes to one of the key partition's live replicas
+    /// (for a fully replicated table: any live data node), a different one
+    /// on each call, starting from one that depends on this session: the
+    /// reads of one hot partition use every replica, not only the primary.
+    /// Other tables: as [`Session::begin_with_hint`]. Writes and locking
+    /// reads in such a transaction still run on the primary: they cost a
+    /// hop more than with the plain hint.
+    pub fn begin_with_read_hint(&self, table: &Table, key: &[Value]) -> Result<Transaction<'_>> {
+        let def = table.def();
+        if !def.read_backup && !def.fully_replicated {
+            return self.begin_with_hint(table, key);
+        }
+        let shared = self.shared();
+        let (partition, turn) = {
+            let mut state = self.state.borrow_mut();
+            let partition = table.partition_of_key(key, &mut state.key_scratch)?;
+            let turn = state.read_hint_turn;
+            state.read_hint_turn = turn.wrapping_add(1);
+            (partition, turn)
+        };
+        // The session's own start, so that sessions spread from their first read.
+        let turn = turn
+            .wrapping_add(u32::from(self.mailbox.instance))
+            .wrapping_add(u32::from(shared.me.get()));
+        let is_live = |node| {
+            shared
+                .link_index(node)
+                .is_some_and(|link| shared.links[link].is_live())
+        };
+        let link = match crate::routing::read_replica_of(
+            &shared.placement,
+            partition,
+            def.fully_replicated,
+            turn,
+            is_live,
+        )
+        .and_then(|node| shared.link_index(node))
         {
             Some(link) => link,
             None => self.live_link()?,

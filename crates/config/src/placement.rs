@@ -21,6 +21,24 @@
 //! instances, NDB's one partition per LDM per node) every LDM instance of
 //! every data node is the primary of exactly one partition of each table,
 //! so primaries, and the work of committed reads, spread evenly.
+//!
+//! **Fully replicated tables** (`TableDef::fully_replicated`, NDB's
+//! `FULLY_REPLICATED=1`): partition `p` lives in every node group, on every
+//! data node, each node's copy on the same LDM instance `q mod L`. Its
+//! replica chain ([`Placement::home_of`]) is the chain of the normal rule
+//! (its own group `p mod G`, primary first), then each other group in
+//! group order from `p mod G + 1`, wrapping, each group's nodes in
+//! configuration order. Why this order: the primary, which takes every
+//! lock and orders the writes of a row, stays where the normal rule puts
+//! it, so primaries spread as evenly as for any table; the copies in other
+//! groups are only backups. And the chain stays a function of the primary
+//! with nodes down too (the TC batches the writes of one primary along one
+//! chain): dropping nodes from the own group's cyclic order leaves the
+//! cyclic order from the first live one, and the other groups' part does
+//! not depend on the partition.
+//! Every data node holds the whole table: its memory is the table's size
+//! times the data nodes, not times the replicas.
+//!
 //! Node failure moves primaries: a running node routes by
 //! [`PartitionHome::live_only`], the first live replica in this order
 //! being the primary (docs/transactions.md, "Node failure").
@@ -31,6 +49,10 @@ use crate::ClusterConfig;
 
 /// Most replicas of a partition (NDB's `NoOfReplicas` limit).
 pub const REPLICAS_MAX: usize = 4;
+/// Most copies of a partition of a fully replicated table: one per data
+/// node, so such a table is refused in a cluster of more data nodes.
+pub const COPIES_MAX: usize = 16;
+const _: () = assert!(COPIES_MAX >= REPLICAS_MAX);
 
 /// The node groups of a configuration and the LDM instances per data node.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,7 +67,7 @@ pub struct Placement {
 pub struct PartitionHome {
     pub node_group: u32,
     pub ldm_instance: u32,
-    replicas: [Option<NodeId>; REPLICAS_MAX],
+    replicas: [Option<NodeId>; COPIES_MAX],
 }
 
 impl PartitionHome {
@@ -78,7 +100,7 @@ impl PartitionHome {
     /// that lacks a whole node group, so a running node never routes to
     /// such a partition.
     pub fn live_only(&self, live: impl Fn(NodeId) -> bool) -> PartitionHome {
-        let mut replicas = [None; REPLICAS_MAX];
+        let mut replicas = [None; COPIES_MAX];
         let mut k = 0;
         for node in self.replicas().filter(|n| live(*n)) {
             replicas[k] = Some(node);
@@ -109,7 +131,7 @@ impl PartitionHome {
         serving: impl Fn(NodeId) -> bool,
         receiving: impl Fn(NodeId) -> bool,
     ) -> Option<PartitionHome> {
-        let mut replicas = [None; REPLICAS_MAX];
+        let mut replicas = [None; COPIES_MAX];
         let mut k = 0;
         for node in self.replicas().filter(|n| serving(*n)) {
             replicas[k] = Some(node);
@@ -194,6 +216,46 @@ impl Placement {
         self.groups.len() as u32 * self.replicas_per_group() * self.ldm_instances
     }
 
+    /// Data nodes of the cluster.
+    pub fn data_nodes(&self) -> usize {
+        self.groups.iter().map(Vec::len).sum()
+    }
+
+    /// Whether the cluster can hold a fully replicated table: a copy per
+    /// data node fits a partition's chain ([`COPIES_MAX`]).
+    pub fn fully_replicated_fits(&self) -> bool {
+        self.data_nodes() <= COPIES_MAX
+    }
+
+    /// Where partition `partition` of a table lives: [`Placement::home`],
+    /// or for a fully replicated table every data node (see the module
+    /// doc for the order).
+    ///
+    /// # Panics
+    /// For a fully replicated table when the cluster has more than
+    /// [`COPIES_MAX`] data nodes (the dictionary refuses such a table).
+    pub fn home_of(&self, partition: u32, fully_replicated: bool) -> PartitionHome {
+        let mut home = self.home(partition);
+        if !fully_replicated || self.groups.len() == 1 {
+            return home;
+        }
+        assert!(
+            self.fully_replicated_fits(),
+            "a fully replicated table in a cluster of {} data nodes (at most {COPIES_MAX})",
+            self.data_nodes()
+        );
+        let group_count = self.groups.len();
+        let own = home.node_group as usize;
+        let mut k = self.groups[own].len();
+        for step in 1..group_count {
+            for &node in &self.groups[(own + step) % group_count] {
+                home.replicas[k] = Some(node);
+                k += 1;
+            }
+        }
+        home
+    }
+
     /// Where partition `partition` lives.
     pub fn home(&self, partition: u32) -> PartitionHome {
         let group_count = self.groups.len() as u32;
@@ -203,7 +265,7 @@ impl Placement {
         let group = &self.groups[node_group as usize];
         let replica_count = group.len();
         let primary = (q / self.ldm_instances) as usize % replica_count;
-        let mut replicas = [None; REPLICAS_MAX];
+        let mut replicas = [None; COPIES_MAX];
         for (k, slot) in replicas.iter_mut().take(replica_count).enumerate() {
             *slot = Some(group[(primary + k) % replica_count]);
         }
@@ -253,6 +315,59 @@ mod tests {
             assert_eq!(&replicas, group, "partition {p}: replicas are its group");
         }
         assert_eq!(primaries.len(), 16);
+    }
+
+    #[test]
+    fn a_fully_replicated_partition_lives_on_every_node_own_group_first() {
+        let placement = Placement::new(
+            vec![vec![n(1), n(2)], vec![n(3), n(4)], vec![n(5), n(6)]],
+            2,
+        );
+        for p in 0..placement.default_partitions() {
+            let normal = placement.home(p);
+            let full = placement.home_of(p, true);
+            assert_eq!(placement.home_of(p, false), normal);
+            assert_eq!(
+                full.primary(),
+                normal.primary(),
+                "partition {p}: the primary stays"
+            );
+            assert_eq!(full.ldm_instance, normal.ldm_instance);
+            assert_eq!(full.node_group, normal.node_group);
+            let chain: Vec<NodeId> = full.replicas().collect();
+            let own: Vec<NodeId> = normal.replicas().collect();
+            assert_eq!(&chain[..2], &own[..], "partition {p}: its own group first");
+            let mut all = chain.clone();
+            all.sort();
+            assert_eq!(
+                all,
+                (1..=6).map(n).collect::<Vec<_>>(),
+                "partition {p}: every node once"
+            );
+        }
+        let chain = |p: u32| -> Vec<u8> {
+            placement
+                .home_of(p, true)
+                .replicas()
+                .map(NodeId::get)
+                .collect()
+        };
+        // Partition 1 (group 1, primary 3), then groups 2 and 0 in order.
+        assert_eq!(chain(1), vec![3, 4, 5, 6, 1, 2]);
+        // Partition 7 (group 1, q = 2: primary 4), then groups 2 and 0 in order.
+        assert_eq!(chain(7), vec![4, 3, 5, 6, 1, 2]);
+        // With a node down, the partitions of one live primary share a chain
+        // (the TC sends one primary's writes along one chain).
+        let live = |p: u32| -> Vec<NodeId> {
+            placement
+                .home_of(p, true)
+                .live_only(|node| node != n(3))
+                .replicas()
+                .collect()
+        };
+        assert_eq!(live(1), live(7), "both have primary 4 once node 3 is down");
+        let big: Vec<Vec<NodeId>> = (0..9u8).map(|g| vec![n(2 * g + 1), n(2 * g + 2)]).collect();
+        assert!(!Placement::new(big, 1).fully_replicated_fits());
     }
 
     #[test]

@@ -159,7 +159,14 @@ impl LiveMap {
     /// Where partition `partition` is served now: its live replicas in
     /// placement order (the primary first).
     pub fn home(&self, partition: u32) -> PartitionHome {
-        let home = self.placement.home(partition);
+        self.home_of(partition, false)
+    }
+
+    /// Where partition `partition` of a table is served now: as
+    /// [`LiveMap::home`], over every data node for a fully replicated
+    /// table (`config::Placement::home_of`).
+    pub fn home_of(&self, partition: u32, fully_replicated: bool) -> PartitionHome {
+        let home = self.placement.home_of(partition, fully_replicated);
         if self.plain {
             return home;
         }

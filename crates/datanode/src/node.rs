@@ -173,7 +173,8 @@ pub fn run(options: &NodeOptions) -> Result<NodeExit, NodeError> {
         node,
         what: format!("dictionary: {e}"),
     })?
-    .with_local_blocks(local_schema_blocks, placement.default_partitions());
+    .with_local_blocks(local_schema_blocks, placement.default_partitions())
+    .with_data_nodes(placement.data_nodes());
     let mut blocks = vec![
         BlockPlacement {
             address: BlockRef::new(node, BlockNumber::MEMBERSHIP, 0),

@@ -328,6 +328,9 @@ pub struct Dictionary {
     local_blocks: Vec<BlockRef>,
     /// Partitions of a table created with a count of 0.
     default_partitions: u32,
+    /// Data nodes of the cluster (0: not known): bounds fully replicated
+    /// tables.
+    data_nodes: usize,
     change_in_progress: Option<ChangeInProgress>,
 }
 
@@ -376,6 +379,7 @@ impl Dictionary {
             master: None,
             local_blocks: Vec::new(),
             default_partitions: DEFAULT_PARTITIONS_UNCONFIGURED,
+            data_nodes: 0,
             change_in_progress: None,
         })
     }
@@ -394,6 +398,14 @@ impl Dictionary {
         assert!(default_partitions > 0, "a table has at least one partition");
         self.local_blocks = local_blocks;
         self.default_partitions = default_partitions;
+        self
+    }
+
+    /// The cluster's data nodes: a fully replicated table has a copy on
+    /// each, and is refused when they are more than a partition's chain
+    /// holds (`config::placement::COPIES_MAX`).
+    pub fn with_data_nodes(mut self, data_nodes: usize) -> Dictionary {
+        self.data_nodes = data_nodes;
         self
     }
 
@@ -738,9 +750,12 @@ impl Dictionary {
     fn start(&mut self, request: Request, ctx: &mut Context<'_>) {
         let kind = request.body.kind();
         let planned = match &request.body {
-            RequestBody::Create { table } => {
-                plan::plan_create(&self.schema, table, self.default_partitions)
-            }
+            RequestBody::Create { table } => plan::plan_create(
+                &self.schema,
+                table,
+                self.default_partitions,
+                self.data_nodes,
+            ),
             RequestBody::Alter { table_id, table } => {
                 plan::plan_alter(&self.schema, *table_id, table)
             }

@@ -78,12 +78,29 @@ fn decode(bytes: &[u8]) -> Result<TableDef, Refusal> {
 /// ids, version 1, the hidden primary key if it has none, and its hidden
 /// tables. A partition count of 0 means "the default":
 /// `default_partitions` (`Placement::default_partitions`).
+///
+/// `data_nodes`: the cluster's data nodes (0 when not known, as in tests
+/// of the dictionary alone); a fully replicated table is refused when a
+/// copy per data node does not fit a partition's chain
+/// (`config::placement::COPIES_MAX`).
 pub fn plan_create(
     schema: &Schema,
     bytes: &[u8],
     default_partitions: u32,
+    data_nodes: usize,
 ) -> Result<Plan, Refusal> {
     let mut table = decode(bytes)?;
+    if table.fully_replicated && data_nodes > config::placement::COPIES_MAX {
+        return Err(refuse(
+            ERROR_BAD_DEFINITION,
+            format!(
+                "table `{}`: FULLY_REPLICATED needs a copy on each of the {data_nodes} data nodes; \
+                 at most {} are supported",
+                table.name,
+                config::placement::COPIES_MAX
+            ),
+        ));
+    }
     if table.partitions == 0 {
         table.partitions = default_partitions;
     }
@@ -240,6 +257,10 @@ fn check_alter(old: &TableDef, new: &TableDef) -> Result<(), String> {
     if new.partitions != old.partitions {
         return Err("the partition count cannot change".into());
     }
+    if new.fully_replicated != old.fully_replicated {
+        // The fragments a node holds would change without a copy.
+        return Err("FULLY_REPLICATED cannot change".into());
+    }
     if new.primary_key != old.primary_key {
         return Err("the primary key cannot change".into());
     }
@@ -340,4 +361,64 @@ fn check_count(schema: &Schema, group: &TableGroup) -> Result<(), Refusal> {
         .map_err(|m| refuse(ERROR_TOO_MANY_TABLES, m))?;
     debug_assert!(schema.table_count() <= TABLES_MAX);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use storage::schema::{Column, ColumnType};
+
+    use super::*;
+
+    fn everywhere() -> TableDef {
+        TableDef::new(
+            "everywhere",
+            0,
+            vec![
+                Column::new("id", ColumnType::BigInt { unsigned: false }),
+                Column::new("u", ColumnType::BigInt { unsigned: false }),
+            ],
+        )
+        .primary_key(vec![0])
+        .index(IndexDef {
+            name: "by_u".into(),
+            id: 0,
+            columns: vec![1],
+            kind: storage::schema::IndexKind::Unique,
+        })
+        .fully_replicated(true)
+    }
+
+    #[test]
+    fn fully_replicated_tables_fit_the_cluster_and_keep_the_flag() {
+        let schema = Schema::new();
+        let bytes = everywhere().to_bytes();
+        let too_many = config::placement::COPIES_MAX + 1;
+        let refused = plan_create(&schema, &bytes, 4, too_many).expect_err("too many data nodes");
+        assert_eq!(refused.code, ERROR_BAD_DEFINITION);
+        assert!(
+            refused.message.contains("everywhere"),
+            "{}",
+            refused.message
+        );
+        let plan = plan_create(&schema, &bytes, 4, 4).expect("4 data nodes");
+        let group = plan.group.expect("a created group");
+        assert!(group.base().fully_replicated && group.base().read_backup);
+        assert_eq!(group.tables().len(), 2, "the unique index's hidden table");
+        assert!(
+            group.tables().iter().all(|t| t.fully_replicated),
+            "placed like the base table"
+        );
+        let mut schema = Schema::new();
+        schema.install(group.clone());
+        let mut altered = group.base().clone();
+        altered.fully_replicated = false;
+        let refused =
+            plan_alter(&schema, plan.table_id, &altered.to_bytes()).expect_err("flag change");
+        assert_eq!(refused.code, ERROR_UNSUPPORTED_ALTER);
+        assert!(
+            refused.message.contains("FULLY_REPLICATED"),
+            "{}",
+            refused.message
+        );
+    }
 }

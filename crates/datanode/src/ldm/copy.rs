@@ -122,6 +122,9 @@ struct CopyIn {
     queue: VecDeque<(u32, u32)>,
     /// The fragment being copied: (copy id, table, partition).
     current: Option<(u32, u32, u32)>,
+    /// The node the current fragment is copied from: for a fully
+    /// replicated table it may be in another node group.
+    source: Option<signal::NodeId>,
     rows: u64,
     lcp: DurableLcp,
 }
@@ -291,6 +294,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             masters: vec![master],
             queue,
             current: None,
+            source: None,
             rows: 0,
             lcp: DurableLcp::NotYet,
         });
@@ -325,7 +329,14 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             self.check_copy_lcp(ctx);
             return;
         };
-        let home = self.live.home(partition);
+        // A fully replicated table's fragment of another group's partition
+        // is copied from that partition's primary, whichever group it is in.
+        let fully_replicated = self
+            .schema
+            .tables
+            .get(&table_id)
+            .is_some_and(|t| t.fully_replicated);
+        let home = self.live.home_of(partition, fully_replicated);
         let source = home.primary();
         assert_ne!(
             source, self.config.node,
@@ -334,6 +345,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         self.restart.next_copy_id += 1;
         let copy_id = self.restart.next_copy_id;
         copy.current = Some((copy_id, table_id, partition));
+        copy.source = Some(source);
         ctx.send(
             BlockRef::new(source, BlockNumber::LOCAL_DATA_MANAGER, self.me.instance),
             SignalBody::CopyFragReq {
@@ -362,6 +374,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             return;
         }
         copy.current = None;
+        copy.source = None;
         if code == 0 {
             copy.rows += rows;
             tracing::debug!(
@@ -872,9 +885,11 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             .as_ref()
             .is_some_and(|c| c.lcp == DurableLcp::NotYet);
         let my_group = self.config.placement.group_of(self.config.node);
-        let source_failed = failed
-            .iter()
-            .any(|n| my_group.is_some() && self.config.placement.group_of(n) == my_group);
+        let current_source = self.restart.copy_in.as_ref().and_then(|c| c.source);
+        let source_failed = failed.iter().any(|n| {
+            (my_group.is_some() && self.config.placement.group_of(n) == my_group)
+                || current_source == Some(n)
+        });
         if copying && self.restart.starting && source_failed {
             let reason = format!(
                 "LDM instance {}: node restart: nodes {failed:?} failed while this node copied its data; \

@@ -311,10 +311,12 @@ impl<D> LdmBlock<D> {
         self.config.instance
     }
 
-    /// Whether partition `p` of a table lives on this instance of this node.
-    fn owns(&self, partition: u32) -> bool {
+    /// Whether partition `p` of a table lives on this instance of this node
+    /// (every node holds each partition of a fully replicated table).
+    fn owns(&self, partition: u32, fully_replicated: bool) -> bool {
         let home = self.config.placement.home(partition);
-        home.ldm_instance == self.config.instance && home.is_replica(self.config.node)
+        home.ldm_instance == self.config.instance
+            && (fully_replicated || home.is_replica(self.config.node))
     }
 
     /// Gives up on everything: the node is going down.
@@ -429,7 +431,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         let mut wanted = BTreeSet::new();
         for table in schema.tables.values() {
             for p in 0..table.partitions {
-                if self.owns(p) {
+                if self.owns(p, table.fully_replicated) {
                     wanted.insert((table.id, p));
                 }
             }

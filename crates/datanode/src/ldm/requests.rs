@@ -406,7 +406,9 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         if h.table_version != table.version {
             return Err(error::WRONG_SCHEMA_VERSION);
         }
-        if h.partition == NO_PARTITION || h.partition >= table.partitions || !self.owns(h.partition)
+        if h.partition == NO_PARTITION
+            || h.partition >= table.partitions
+            || !self.owns(h.partition, table.fully_replicated)
         {
             tracing::debug!(
                 node = %self.config.node,

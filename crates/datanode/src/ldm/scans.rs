@@ -290,7 +290,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         if let Err(e) = spec.check(table) {
             return refuse(ctx, e.code(), e.to_string());
         }
-        if partition == NO_PARTITION || !self.owns(partition) {
+        if partition == NO_PARTITION || !self.owns(partition, table.fully_replicated) {
             let message = format!(
                 "table `{}` partition {partition} is not held by LDM instance {} of node {}",
                 table.name, self.config.instance, self.config.node

@@ -119,6 +119,10 @@ pub struct TcCounters {
     /// Committed reads of `READ_BACKUP` tables served by a backup replica on
     /// this TC's node.
     pub backup_reads: u64,
+    /// Committed reads of `READ_BACKUP` or fully replicated tables served
+    /// on this TC's node (by its primary or backup replica): with a
+    /// fully replicated table, every such read of a serving node.
+    pub local_reads: u64,
 }
 
 /// Scratch space reused by every request (no allocation once warm).

@@ -1,7 +1,8 @@
 //! Scans: the TC side of `TcScanReq` (see `docs/transactions.md`, "Scans").
 //!
 //! A scan covers every partition of its table, or the one its spec names.
-//! The TC sends `LdmScanReq` to the primary LDM of at most
+//! The TC sends `LdmScanReq` to the primary LDM (for a committed scan of
+//! a fully replicated table: this node's own copy) of at most
 //! [`SCAN_PARALLELISM_MAX`] partitions at once and starts the next
 //! partition as soon as one is done. Each `LdmScanConf` batch goes on to
 //! the client as one `TcScanConf`, unchanged (no copy of the rows). A
@@ -59,6 +60,9 @@ pub(crate) struct Scan {
     end: u32,
     parts: Vec<Part>,
     locking: bool,
+    /// Its table is fully replicated: a committed scan reads this TC's
+    /// node's copy of each partition.
+    fully_replicated: bool,
     deadline: Instant,
 }
 
@@ -167,6 +171,7 @@ impl TcBlock {
         };
         spec.check(&table.def)
             .map_err(|e| (e.code(), e.to_string()))?;
+        let fully_replicated = table.def.fully_replicated;
         let (next, end) = if spec.partition == NO_PARTITION {
             (0, table.def.partitions)
         } else {
@@ -189,6 +194,7 @@ impl TcBlock {
         scan.api_scan_id = api_scan_id;
         scan.ldm_scan_id = ldm_scan_id;
         scan.locking = spec.lock != LockMode::Committed;
+        scan.fully_replicated = fully_replicated;
         scan.spec = Some(spec);
         scan.next = next;
         scan.end = end;
@@ -222,8 +228,16 @@ impl TcBlock {
         }
         let partition = scan.next;
         scan.next += 1;
-        let home = self.map.home(partition);
-        let (node, instance) = (home.primary(), home.ldm_instance);
+        let home = self.map.home_of(partition, scan.fully_replicated);
+        let me = self.config.node;
+        // The nearest copy: a serving node holds every partition of a fully
+        // replicated table, committed (no lock) as every replica.
+        let local = scan.fully_replicated
+            && !scan.locking
+            && home.is_replica(me)
+            && self.map.is_serving(me);
+        let node = if local { me } else { home.primary() };
+        let instance = home.ldm_instance;
         let spec = scan.spec.as_mut().expect("an open scan has its spec");
         spec.partition = partition;
         let bytes = spec.to_bytes();

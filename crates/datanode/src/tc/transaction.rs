@@ -9,7 +9,8 @@
 //! on an instance, so a read after a write in one batch sees the write).
 //! A group with a write carries the partition's backups as its `chain`
 //! (every partition of a group has the same chain: the placement makes the
-//! chain a function of the primary node). In the LDM batches an op's
+//! chain a function of the primary node; fully replicated tables' partitions
+//! have chains over every node and form groups of their own). In the LDM batches an op's
 //! `op_index` is its position in the request, so that answers map back in
 //! O(1); the reply names the client's `op_index` again and lists results
 //! in request order.
@@ -97,6 +98,10 @@ pub(crate) struct Group {
     /// TC's node: a group of their own (no chain, no participant), never
     /// mixed with the primary work of other partitions on that node.
     backup_read: bool,
+    /// Its partitions are of fully replicated tables: their chain is every
+    /// data node (`config::Placement::home_of`), so they never share a
+    /// group with other tables' partitions of the same primary.
+    fully_replicated: bool,
 }
 
 /// What to answer when an abort completes.
@@ -205,12 +210,13 @@ impl Transaction {
 pub(crate) type OpError = (u32, String);
 
 /// Checks one op by primary key against the schema and computes its
-/// partition; also whether its table is `READ_BACKUP`.
+/// partition; also whether its table is `READ_BACKUP` and whether it is
+/// fully replicated.
 pub(crate) fn route(
     tables: &super::IdMap<u32, TcTable>,
     scratch: &mut Scratch,
     op: &OpView<'_>,
-) -> Result<(u32, bool), OpError> {
+) -> Result<(u32, bool, bool), OpError> {
     let h = &op.header;
     let Some(table) = tables.get(&h.table_id) else {
         return Err((
@@ -254,7 +260,7 @@ pub(crate) fn route(
             ),
         ));
     }
-    Ok((partition, table.def.read_backup))
+    Ok((partition, table.def.read_backup, table.def.fully_replicated))
 }
 
 impl TcBlock {
@@ -414,13 +420,13 @@ impl TcBlock {
                 answered: false,
             };
             match route(&self.tables, &mut self.scratch, op) {
-                Ok((partition, read_backup)) => {
+                Ok((partition, read_backup, full)) => {
                     op_slot.partition = partition;
                     op_slot.group =
                         if read_backup && h.kind == OpKind::Read && h.lock == LockMode::Committed {
-                            self.group_nearest(partition)
+                            self.group_nearest(partition, full)
                         } else {
-                            self.group_of(partition, h.kind, h.lock)
+                            self.group_of(partition, full, h.kind, h.lock)
                         };
                 }
                 Err((code, message)) => {
@@ -502,7 +508,7 @@ impl TcBlock {
         batch: Vec<u8>,
         ctx: &mut Context<'_>,
     ) {
-        let home = self.map.home(group.partition);
+        let home = self.map.home_of(group.partition, group.fully_replicated);
         debug_assert!(
             home.primary() == group.primary
                 || (group.backup_read && home.is_replica(group.primary)),
@@ -539,19 +545,36 @@ impl TcBlock {
     }
 
     /// The group of an op on `partition`, made if new.
-    pub(crate) fn group_of(&mut self, partition: u32, kind: OpKind, lock: LockMode) -> u16 {
-        group_in(&self.map, &mut self.scratch.groups, partition, kind, lock)
+    pub(crate) fn group_of(
+        &mut self,
+        partition: u32,
+        full: bool,
+        kind: OpKind,
+        lock: LockMode,
+    ) -> u16 {
+        group_in(
+            &self.map,
+            &mut self.scratch.groups,
+            partition,
+            full,
+            kind,
+            lock,
+        )
     }
 
     /// The group of a committed read of a `READ_BACKUP` table: this TC's own
     /// node when it holds a serving replica of `partition` (no network hop),
     /// else the primary. A serving replica has every committed write: a
-    /// commit is answered only once every replica has it.
-    fn group_nearest(&mut self, partition: u32) -> u16 {
+    /// commit is answered only once every replica has it. A serving node
+    /// holds every partition of a fully replicated table (`full`).
+    fn group_nearest(&mut self, partition: u32, full: bool) -> u16 {
         let me = self.config.node;
-        let home = self.map.home(partition);
+        let home = self.map.home_of(partition, full);
         if home.primary() == me || !home.is_replica(me) || !self.map.is_serving(me) {
-            return self.group_of(partition, OpKind::Read, LockMode::Committed);
+            if home.primary() == me {
+                self.counters.local_reads += 1;
+            }
+            return self.group_of(partition, full, OpKind::Read, LockMode::Committed);
         }
         let instance = home.ldm_instance;
         let groups = &mut self.scratch.groups;
@@ -568,11 +591,13 @@ impl TcBlock {
                     has_write: false,
                     has_lock: false,
                     backup_read: true,
+                    fully_replicated: full,
                 });
                 groups.len() - 1
             }
         };
         self.counters.backup_reads += 1;
+        self.counters.local_reads += 1;
         u16::try_from(g).expect("groups ≤ 2 × data nodes × LDM instances")
     }
 
@@ -1079,17 +1104,20 @@ pub(crate) fn group_in(
     map: &LiveMap,
     groups: &mut Vec<Group>,
     partition: u32,
+    full: bool,
     kind: OpKind,
     lock: LockMode,
 ) -> u16 {
-    let home = map.home(partition);
+    let home = map.home_of(partition, full);
     let (primary, instance) = (home.primary(), home.ldm_instance);
     let write = kind != OpKind::Read;
     let locks = write || lock != LockMode::Committed;
-    let g = match groups
-        .iter()
-        .position(|g| g.primary == primary && g.instance == instance && !g.backup_read)
-    {
+    let g = match groups.iter().position(|g| {
+        g.primary == primary
+            && g.instance == instance
+            && !g.backup_read
+            && g.fully_replicated == full
+    }) {
         Some(g) => g,
         None => {
             groups.push(Group {
@@ -1099,6 +1127,7 @@ pub(crate) fn group_in(
                 has_write: false,
                 has_lock: false,
                 backup_read: false,
+                fully_replicated: full,
             });
             groups.len() - 1
         }

@@ -499,6 +499,8 @@ impl TcBlock {
                 continue;
             }
             let table = &self.tables[&p.table_id];
+            // A unique index's hidden table is placed like its base table.
+            let full = table.def.fully_replicated;
             match *round {
                 Round::Lookup => {
                     if p.by_index == NO_INDEX {
@@ -521,7 +523,7 @@ impl TcBlock {
                     }
                     writer.project(base_key_column(&hidden.def));
                     end_op(&mut writer)?;
-                    let group = self.group_of(p.partition, OpKind::Read, p.lock);
+                    let group = self.group_of(p.partition, full, OpKind::Read, p.lock);
                     subs.push(sub(pos, Role::Lookup, group));
                 }
                 Round::Base => {
@@ -544,7 +546,8 @@ impl TcBlock {
                             writer.project(c as u16);
                         }
                         end_op(&mut writer)?;
-                        let group = self.group_of(p.partition, OpKind::Read, LockMode::Exclusive);
+                        let group =
+                            self.group_of(p.partition, full, OpKind::Read, LockMode::Exclusive);
                         subs.push(sub(pos, Role::PreRead, group));
                     }
                     let mut header = op.header;
@@ -568,7 +571,7 @@ impl TcBlock {
                         }
                         end_op(&mut writer)?;
                     }
-                    let group = self.group_of(p.partition, p.kind, p.lock);
+                    let group = self.group_of(p.partition, full, p.kind, p.lock);
                     p.base_sub = subs.len() as u32;
                     subs.push(sub(pos, Role::Base, group));
                 }
@@ -676,6 +679,7 @@ impl TcBlock {
                     map,
                     &mut scratch.groups,
                     partition,
+                    hidden.def.fully_replicated,
                     OpKind::Delete,
                     LockMode::Exclusive,
                 );
@@ -704,6 +708,7 @@ impl TcBlock {
                     map,
                     &mut scratch.groups,
                     partition,
+                    hidden.def.fully_replicated,
                     OpKind::Insert,
                     LockMode::Exclusive,
                 );
@@ -1066,6 +1071,7 @@ impl KeyDecoder {
                 indexes: Vec::new(),
                 partitions: table.partitions,
                 read_backup: false,
+                fully_replicated: false,
             })
         });
         KeyDecoder {

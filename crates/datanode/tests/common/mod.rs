@@ -111,7 +111,8 @@ impl Cluster {
                         Box::new(disk.clone()),
                     )
                     .expect("the dictionary loads its schema")
-                    .with_local_blocks(local, placement.default_partitions());
+                    .with_local_blocks(local, placement.default_partitions())
+                    .with_data_nodes(placement.data_nodes());
                     let distribution = Distribution::new(DistributionConfig {
                         node: id,
                         gcp_interval: GCP_INTERVAL,
@@ -217,6 +218,14 @@ impl Cluster {
         )
         .primary_key(vec![0])
         .partitions(PARTITIONS);
+        self.create_table_def(table);
+    }
+
+    /// Creates `table` (columns `id` BIGINT key, `v` BIGINT NULL, as
+    /// [`Cluster::batch`] writes them) and makes it the table of later
+    /// batches.
+    pub fn create_table_def(&mut self, table: TableDef) {
+        let name = table.name.clone();
         let dict = BlockRef::new(self.data_nodes[0], BlockNumber::DICTIONARY, 0);
         self.send(
             dict,
@@ -231,7 +240,7 @@ impl Cluster {
             SignalBody::DictGetTableReq {
                 request_id: 2,
                 table_id: 0,
-                name: "accounts".into(),
+                name,
             },
         );
         self.sim.run_for(Duration::from_millis(20));

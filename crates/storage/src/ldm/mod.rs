@@ -516,6 +516,18 @@ impl LdmInstance {
             .map(|s| &s.fragment)
     }
 
+    /// A fragment and the page pool, to look at: a committed scan
+    /// ([`Fragment::scan`] takes both shared), as tests compare replicas.
+    pub fn fragment_with_pool(
+        &self,
+        table_id: u32,
+        fragment_id: u32,
+    ) -> Option<(&Fragment, &PagePool)> {
+        self.fragments
+            .get(&(table_id, fragment_id))
+            .map(|s| (&s.fragment, &self.pool))
+    }
+
     /// The fragments of this instance, as (table id, fragment id).
     pub fn fragment_ids(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
         self.fragments.keys().copied()

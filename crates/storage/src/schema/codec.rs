@@ -18,7 +18,9 @@
 //! u16               format version (TABLE_DEF_FORMAT_VERSION = 2; 1 is read too)
 //! str               table name
 //! u32 id, u32 version, u32 partitions
-//! u8                table flags (version 2 on): bit 0 READ_BACKUP; others 0
+//! u8                table flags (version 2 on): bit 0 READ_BACKUP, bit 1
+//!                   FULLY_REPLICATED; others 0 (a build that knows only
+//!                   bit 0 refuses bit 1 rather than place the table wrong)
 //! u16               column count, then per column:
 //!     str           name
 //!     type          u8 tag, then the type's parameters (below)
@@ -62,6 +64,8 @@ pub const TABLE_DEF_MAGIC: [u8; 2] = *b"TD";
 pub const TABLE_DEF_FORMAT_VERSION: u16 = 2;
 /// Table flag: `READ_BACKUP` (`TableDef::read_backup`).
 const TABLE_FLAG_READ_BACKUP: u8 = 1;
+/// Table flag: `FULLY_REPLICATED` (`TableDef::fully_replicated`).
+const TABLE_FLAG_FULLY_REPLICATED: u8 = 2;
 /// Longest DECIMAL spelling: a sign, 65 integer digits, a point and 30
 /// fraction digits; it fits the format's one-byte length.
 const DECIMAL_TEXT_BYTES_MAX: usize = 1 + 65 + 1 + 30;
@@ -151,11 +155,14 @@ impl TableDef {
         out.extend_from_slice(&self.id.to_le_bytes());
         out.extend_from_slice(&self.version.to_le_bytes());
         out.extend_from_slice(&self.partitions.to_le_bytes());
-        out.push(if self.read_backup {
-            TABLE_FLAG_READ_BACKUP
-        } else {
-            0
-        });
+        let mut flags = 0;
+        if self.read_backup {
+            flags |= TABLE_FLAG_READ_BACKUP;
+        }
+        if self.fully_replicated {
+            flags |= TABLE_FLAG_FULLY_REPLICATED;
+        }
+        out.push(flags);
         put_u16(out, count_u16(self.columns.len(), "column count"));
         for column in &self.columns {
             put_column(out, column);
@@ -497,7 +504,7 @@ impl<'a> Reader<'a> {
         // Version 1 had no table flags.
         let table_flags = if version >= 2 {
             let flags = self.u8("table flags")?;
-            if flags & !TABLE_FLAG_READ_BACKUP != 0 {
+            if flags & !(TABLE_FLAG_READ_BACKUP | TABLE_FLAG_FULLY_REPLICATED) != 0 {
                 return Err(self.error("table flags", CodecProblem::BadFlags(flags)));
             }
             flags
@@ -529,6 +536,7 @@ impl<'a> Reader<'a> {
             indexes,
             partitions,
             read_backup: table_flags & TABLE_FLAG_READ_BACKUP != 0,
+            fully_replicated: table_flags & TABLE_FLAG_FULLY_REPLICATED != 0,
         })
     }
 
@@ -903,6 +911,11 @@ mod tests {
             TableDef::decode(&read_backup.to_bytes()).unwrap(),
             read_backup
         );
+        let full = sample().fully_replicated(true);
+        assert!(full.read_backup, "a fully replicated table is READ_BACKUP");
+        let full_bytes = full.to_bytes();
+        assert_eq!(full_bytes[flags_at], 3);
+        assert_eq!(TableDef::decode(&full_bytes).unwrap(), full);
         // The first column's type tag sits after the header, the name, the
         // three u32s, the table flags, the column count and the column's name.
         let at = 4 + 2 + "db/def/every_type".len() + 12 + 1 + 2 + 2 + 2;

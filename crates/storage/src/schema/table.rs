@@ -87,6 +87,11 @@ pub struct TableDef {
     /// not only by the primary. Safe because a commit is acknowledged only
     /// once every replica has it.
     pub read_backup: bool,
+    /// NDB's `FULLY_REPLICATED=1`: every node group holds a copy of every
+    /// partition (every data node holds the whole table), so a committed
+    /// read is served by the coordinator's own node. Implies
+    /// [`TableDef::read_backup`]. Writes pass every copy in every group.
+    pub fully_replicated: bool,
 }
 
 /// Why a table definition is refused. Every variant names the table and,
@@ -189,6 +194,7 @@ impl TableDef {
             indexes: Vec::new(),
             partitions: 1,
             read_backup: false,
+            fully_replicated: false,
         }
     }
 
@@ -215,6 +221,14 @@ impl TableDef {
     /// Sets `READ_BACKUP` (see the `read_backup` field).
     pub fn read_backup(mut self, on: bool) -> TableDef {
         self.read_backup = on;
+        self
+    }
+
+    /// Sets `FULLY_REPLICATED` (see the `fully_replicated` field); on, it
+    /// sets `READ_BACKUP` too, which such a table always is.
+    pub fn fully_replicated(mut self, on: bool) -> TableDef {
+        self.fully_replicated = on;
+        self.read_backup |= on;
         self
     }
 
@@ -278,6 +292,7 @@ impl TableDef {
                 .collect(),
             partitions: self.partitions,
             read_backup: self.read_backup,
+            fully_replicated: self.fully_replicated,
         }
     }
 
@@ -523,6 +538,7 @@ impl TableDef {
             indexes: Vec::new(),
             partitions: self.partitions,
             read_backup: self.read_backup,
+            fully_replicated: self.fully_replicated,
         }
     }
 
@@ -572,6 +588,7 @@ impl TableDef {
             indexes: Vec::new(),
             partitions: self.partitions,
             read_backup: self.read_backup,
+            fully_replicated: self.fully_replicated,
         }
     }
 }
