@@ -334,3 +334,141 @@ fn two_nodes_two_replicas_a_node_crashes_at_a_random_moment() {
 fn four_nodes_two_replicas_a_node_crashes_at_a_random_moment() {
     many_seeds(101..=124, 4, 2);
 }
+
+/// The linear commit (docs/transactions.md, "Commit and abort"): a write
+/// to a partition of two replicas prepares at the primary, then the
+/// backup; the commit goes from the TC to the backup, on to the primary,
+/// and the primary answers the TC: three signals, one of them local to
+/// the TC's node when it is the primary's.
+#[test]
+fn a_write_commits_along_its_replicas_from_the_backup_to_the_primary() {
+    for seed in 0..4 {
+        let mut cluster = Cluster::start(seed, 2, 2);
+        cluster.create_table();
+        cluster.sim.enable_trace();
+        let from = cluster.sim.trace().len();
+        let ops = cluster.batch(OpKind::Insert, &[seed as i64], 7);
+        let (outcome, _) = cluster.run_one(tc_flags::START | tc_flags::COMMIT, ops);
+        assert_eq!(outcome, Ok(tc_flags::COMMITTED));
+        let lines: Vec<&String> = cluster.sim.trace()[from..]
+            .iter()
+            .filter(|l| {
+                [
+                    "LdmKeyReq",
+                    "LdmCommitChainReq",
+                    "LdmCommitConf",
+                    "LdmCommitReq",
+                ]
+                .iter()
+                .any(|s| l.contains(s))
+            })
+            .collect();
+        // "exec <receiver> <signal> <- <sender>" (the simulator's trace).
+        let parse = |l: &str| -> (String, String, String) {
+            let rest = &l[l.find("exec ").expect("an exec line") + 5..];
+            let mut words = rest.split_whitespace();
+            let receiver = words.next().unwrap().to_owned();
+            let signal = words.next().unwrap().to_owned();
+            assert_eq!(words.next(), Some("<-"));
+            (receiver, signal, words.next().unwrap().to_owned())
+        };
+        let steps: Vec<_> = lines.iter().map(|l| parse(l)).collect();
+        let names: Vec<&str> = steps.iter().map(|s| s.1.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "LdmKeyReq",
+                "LdmKeyReq",
+                "LdmCommitChainReq",
+                "LdmCommitChainReq",
+                "LdmCommitConf"
+            ],
+            "seed {seed}: {lines:#?}"
+        );
+        let (primary, backup, tc) = (&steps[0].0, &steps[1].0, &steps[0].2);
+        assert_ne!(primary, backup);
+        assert_eq!(&steps[1].2, primary, "prepare: primary → backup");
+        assert_eq!(
+            (&steps[2].0, &steps[2].2),
+            (backup, tc),
+            "commit: TC → backup"
+        );
+        assert_eq!(
+            (&steps[3].0, &steps[3].2),
+            (primary, backup),
+            "commit: backup → primary"
+        );
+        assert_eq!(
+            (&steps[4].0, &steps[4].2),
+            (tc, primary),
+            "conf: primary → TC"
+        );
+        assert_eq!(cluster.read(&[seed as i64]), [Some(7)]);
+    }
+}
+
+/// A commit chain broken by a node failure runs again over the live
+/// replicas: the other node crashes right when the TC starts the commit
+/// (its part of the chain is lost with it); the TC's transaction still
+/// commits, and the survivor has the row.
+#[test]
+fn a_commit_chain_broken_by_a_node_failure_runs_again_without_it() {
+    for seed in 0..6 {
+        let mut cluster = Cluster::start(seed, 2, 2);
+        cluster.create_table();
+        cluster.sim.enable_trace();
+        let from = cluster.sim.trace().len();
+        let tc_node = cluster.data_nodes[(seed % 2) as usize];
+        let other = cluster.data_nodes[1 - (seed % 2) as usize];
+        let tx_id = cluster.tx_id();
+        let ops = cluster.batch(OpKind::Insert, &[40 + seed as i64], 9);
+        cluster.send(
+            tc_of(tc_node),
+            SignalBody::TcKeyReq {
+                tx_id,
+                flags: tc_flags::START | tc_flags::COMMIT,
+                ops,
+            },
+        );
+        let tc = tc_of(tc_node).to_string();
+        let mut steps = 0;
+        // The TC starts the commit as it takes the last LdmKeyConf.
+        while !cluster.sim.trace()[from..]
+            .iter()
+            .any(|l| l.contains(&format!("exec {tc} LdmKeyConf")))
+        {
+            assert!(cluster.sim.step(), "seed {seed}: the simulation ran dry");
+            steps += 1;
+            assert!(steps < 1_000_000, "seed {seed}: no LdmKeyConf at {tc}");
+        }
+        cluster.sim.crash(other);
+        let until = cluster.sim.now() + Duration::from_secs(5);
+        let mut answer = None;
+        while answer.is_none() && cluster.sim.now() < until {
+            cluster.sim.run_for(Duration::from_millis(5));
+            answer = cluster
+                .answers()
+                .into_iter()
+                .find(|(t, _)| *t == tx_id)
+                .map(|(_, a)| a);
+        }
+        assert_eq!(answer, Some(Ok(tc_flags::COMMITTED)), "seed {seed}");
+        let restarted = cluster.sim.trace()[from..]
+            .iter()
+            .filter(|l| {
+                l.contains(&format!(
+                    "exec {} LdmCommitChainReq <- {tc}",
+                    ldm_of(tc_node, 0)
+                )) || l.contains(&format!(
+                    "exec {} LdmCommitChainReq <- {tc}",
+                    ldm_of(tc_node, 1)
+                ))
+            })
+            .count();
+        assert!(
+            restarted >= 1,
+            "seed {seed}: the TC sent the chain to its own node's LDM"
+        );
+        assert_eq!(cluster.read(&[40 + seed as i64]), [Some(9)], "seed {seed}");
+    }
+}

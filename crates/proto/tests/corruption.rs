@@ -59,7 +59,8 @@ fn consume_results(bytes: &[u8]) -> bool {
     });
     assert_eq!(checked, one_pass, "two ways of reading disagree");
     // Checking without decoding (the client's way) accepts the same.
-    let check_only = ResultReader::framed(bytes).is_ok_and(|reader| reader.iter().all(|r| r.check_row().is_ok()));
+    let check_only = ResultReader::framed(bytes)
+        .is_ok_and(|reader| reader.iter().all(|r| r.check_row().is_ok()));
     assert_eq!(checked, check_only, "checking without decoding disagrees");
     checked
 }

@@ -421,9 +421,11 @@ signals! {
     /// LDM → TC: outcomes of some operations (`proto::results`); an
     /// operation is answered exactly once, by the replica that finished it.
     121 => LdmKeyConf { tx_id: u64, results: Vec<u8> },
-    /// TC → every LDM instance the transaction wrote or locked on: commit
-    /// in global checkpoint `gci` (NDB: COMMIT + COMPLETE).
+    /// A TC (taking over a failed TC's transactions) or a copy source → one
+    /// LDM instance: commit in global checkpoint `gci`, answer the sender.
     122 => LdmCommitReq { tx_id: u64, gci: u32 },
+    /// The last LDM instance of a commit chain → `tc`: every instance of the
+    /// chain committed.
     123 => LdmCommitConf { tx_id: u64, gci: u32 },
     /// TC → every LDM instance the transaction reached: drop its changes
     /// and locks, including operations still waiting for a lock (NDB: ABORT).
@@ -445,6 +447,12 @@ signals! {
     /// its id and `gci` = 0 when it is prepared here (locks or changes not
     /// committed), else the GCI it committed in here (NDB: LQH_TRANSCONF).
     131 => LdmTakeOverConf { takeover_id: u32, tx_ids: Vec<u64>, gcis: Vec<u32>, last: bool },
+    /// The linear commit (docs/transactions.md, "Commit and abort"): TC → the
+    /// first LDM instance of a commit chain, then each instance → the next:
+    /// commit in `gci`, then pass this on to `next[0]` with the rest, or,
+    /// when `next` is empty, answer `tc` with `LdmCommitConf` (NDB: COMMIT
+    /// passed along the replicas from the last backup to the primary).
+    132 => LdmCommitChainReq { tx_id: u64, gci: u32, tc: BlockRef, next: Vec<BlockRef> },
 
     // ---- global checkpoints (140–149), NDB: DBDIH's GCP protocol ----
     /// Distribution master → every TC: commits from now on belong to `gci`

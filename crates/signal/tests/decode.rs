@@ -303,6 +303,12 @@ fn one_of_each() -> Vec<SignalBody> {
             results: vec![1],
         },
         SignalBody::LdmCommitReq { tx_id: 7, gci: 12 },
+        SignalBody::LdmCommitChainReq {
+            tx_id: 7,
+            gci: 12,
+            tc: BlockRef::new(node(3), BlockNumber::TRANSACTION_COORDINATOR, 0),
+            next: vec![BlockRef::new(node(4), BlockNumber::LOCAL_DATA_MANAGER, 1)],
+        },
         SignalBody::LdmCommitConf { tx_id: 7, gci: 12 },
         SignalBody::LdmAbortReq { tx_id: 8 },
         SignalBody::LdmAbortConf { tx_id: 8 },

@@ -155,12 +155,35 @@ struct TxRecord {
     queue: std::collections::VecDeque<requests::Slot>,
 }
 
+/// A commit done on this instance: passed on to the next instance of its
+/// chain, or answered at the chain's end.
+fn commit_done(mut done: PendingCommit, ctx: &mut Context<'_>) {
+    let (tx_id, gci) = (done.tx_id, done.gci);
+    if done.next.is_empty() {
+        return ctx.send(done.reply_to, SignalBody::LdmCommitConf { tx_id, gci });
+    }
+    let to = done.next.remove(0);
+    ctx.send(
+        to,
+        SignalBody::LdmCommitChainReq {
+            tx_id,
+            gci,
+            tc: done.reply_to,
+            next: done.next,
+        },
+    );
+}
+
 /// A commit refused for lack of redo space, retried until it succeeds.
 #[derive(Debug)]
 struct PendingCommit {
     tx_id: u64,
     gci: u32,
+    /// Who gets `LdmCommitConf` once the chain ends here.
     reply_to: BlockRef,
+    /// The rest of a commit chain, to pass the commit on to once it is done
+    /// here (empty: answer `reply_to`).
+    next: Vec<BlockRef>,
     /// Fragments not yet committed.
     fragments: Vec<(u32, u32)>,
 }
@@ -622,7 +645,18 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
 
     // ---- commit and abort ----
 
-    fn on_commit(&mut self, sender: BlockRef, tx_id: u64, gci: u32, ctx: &mut Context<'_>) {
+    /// Commits `tx_id` here, then passes the commit on along `next` or,
+    /// at the end of the chain, answers `reply_to`. A transaction unknown
+    /// here committed already (a chain restarted after a node failure, or
+    /// a repeated request) and is passed on at once: commits are idempotent.
+    fn on_commit(
+        &mut self,
+        reply_to: BlockRef,
+        next: Vec<BlockRef>,
+        tx_id: u64,
+        gci: u32,
+        ctx: &mut Context<'_>,
+    ) {
         if self.failed {
             return;
         }
@@ -632,8 +666,11 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         } else {
             gci
         };
-        if self.pending_commits.iter().any(|p| p.tx_id == tx_id) {
-            // A repeated request: the pending commit answers it.
+        if let Some(pending) = self.pending_commits.iter_mut().find(|p| p.tx_id == tx_id) {
+            // A repeated request: the pending commit answers it, along the
+            // newer chain (a TC restarts a chain without its failed nodes).
+            pending.reply_to = reply_to;
+            pending.next = next;
             return;
         }
         let mut tc = None;
@@ -662,11 +699,12 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         let mut pending = PendingCommit {
             tx_id,
             gci,
-            reply_to: sender,
+            reply_to,
+            next,
             fragments,
         };
         if self.try_commit(&mut pending, ctx) {
-            ctx.send(sender, SignalBody::LdmCommitConf { tx_id, gci });
+            commit_done(pending, ctx);
         } else if !self.failed {
             self.pending_commits.push(pending);
             self.arm_commit_retry(ctx);
@@ -721,14 +759,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         let mut i = 0;
         while i < pending.len() && !self.failed {
             if self.try_commit(&mut pending[i], ctx) {
-                let done = pending.remove(i);
-                ctx.send(
-                    done.reply_to,
-                    SignalBody::LdmCommitConf {
-                        tx_id: done.tx_id,
-                        gci: done.gci,
-                    },
-                );
+                commit_done(pending.remove(i), ctx);
             } else {
                 i += 1;
             }
@@ -1090,7 +1121,15 @@ impl<D: Disk + Clone + Send + 'static> Block for LdmBlock<D> {
                 chain,
                 ops,
             } => self.on_key_req(tx_id, tc, chain, ops, ctx),
-            SignalBody::LdmCommitReq { tx_id, gci } => self.on_commit(sender, tx_id, gci, ctx),
+            SignalBody::LdmCommitReq { tx_id, gci } => {
+                self.on_commit(sender, Vec::new(), tx_id, gci, ctx)
+            }
+            SignalBody::LdmCommitChainReq {
+                tx_id,
+                gci,
+                tc,
+                next,
+            } => self.on_commit(tc, next, tx_id, gci, ctx),
             SignalBody::LdmAbortReq { tx_id } => self.on_abort(sender, tx_id, ctx),
             SignalBody::LdmScanReq {
                 tx_id,

@@ -100,8 +100,9 @@ impl TcBlock {
                         self.node_failure_abort(slot, ctx);
                     }
                 }
-                TxState::Committing | TxState::Aborting => {
-                    let committing = tx.state == TxState::Committing;
+                // Its chains through the failed nodes run again without them.
+                TxState::Committing => self.commit_after_failure(slot, ctx),
+                TxState::Aborting => {
                     let tx = self.transactions.get_mut(slot);
                     for p in &mut tx.participants {
                         if down.contains(p.node) {
@@ -110,11 +111,7 @@ impl TcBlock {
                     }
                     // The last of these ends the transaction.
                     for _ in 0..on_down {
-                        if committing {
-                            self.commit_confirmed(slot, ctx);
-                        } else {
-                            self.abort_confirmed(slot, ctx);
-                        }
+                        self.abort_confirmed(slot, ctx);
                     }
                 }
                 // Decided; `start_commit` leaves the failed participants out.

@@ -253,7 +253,7 @@ impl TcBlock {
             if let Some(&tx) = self.by_tx_id.get(&tx_id) {
                 self.transactions
                     .get_mut(tx)
-                    .add_participant(node, instance);
+                    .add_participant(node, instance, &mut None);
             }
         }
         ctx.send(

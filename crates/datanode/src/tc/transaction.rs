@@ -78,6 +78,9 @@ pub(crate) struct OpSlot {
 pub(crate) struct Participant {
     pub(crate) node: NodeId,
     pub(crate) instance: u16,
+    /// The commit chain it is in (`Transaction::chains`): the replicas of
+    /// the write (or the one lock holder) that first named it.
+    pub(crate) chain: u16,
     /// It confirmed the commit or abort in progress, or its node failed
     /// (its live replicas stand for it: docs/transactions.md, "Node failure").
     pub(crate) done: bool,
@@ -148,7 +151,10 @@ pub(crate) struct Transaction {
     /// Operation records held (all requests so far).
     op_records: u32,
     gci: u32,
-    /// Commit or abort confirmations still to come.
+    /// Commit chains so far: each write group's replicas (or a locking
+    /// read's primary) form one, numbered from 0.
+    chains: u16,
+    /// Commit chains, or abort confirmations, still to come.
     confs_waiting: u32,
     abort_reply: AbortReply,
     /// Results to send with the commit's `TcKeyConf`.
@@ -177,6 +183,7 @@ impl Transaction {
         self.routed = NodeBitmask::new();
         self.op_records = 0;
         self.gci = 0;
+        self.chains = 0;
         self.confs_waiting = 0;
         self.abort_reply = AbortReply::None;
         self.reply.clear();
@@ -190,16 +197,26 @@ impl Transaction {
         (self.state == TxState::Executing).then_some(self.deadline)
     }
 
-    pub(crate) fn add_participant(&mut self, node: NodeId, instance: u32) {
+    /// Counts (node, LDM instance) as a participant, unless it is one
+    /// already (in an earlier chain). Participants added with one `chain`
+    /// (`None` at first) form one commit chain, numbered when its first
+    /// participant is new: so there are never more chains than
+    /// participants.
+    pub(crate) fn add_participant(&mut self, node: NodeId, instance: u32, chain: &mut Option<u16>) {
         let instance = instance as u16;
         if !self
             .participants
             .iter()
             .any(|p| p.node == node && p.instance == instance)
         {
+            let chain = *chain.get_or_insert_with(|| {
+                self.chains += 1;
+                self.chains - 1
+            });
             self.participants.push(Participant {
                 node,
                 instance,
+                chain,
                 done: false,
             });
         }
@@ -521,13 +538,14 @@ impl TcBlock {
         };
         let tx = self.transactions.get_mut(slot);
         tx.routed.insert(group.primary);
+        let mut commit_chain = None;
         if group.has_write {
             for node in home.replicas() {
                 tx.routed.insert(node);
-                tx.add_participant(node, group.instance);
+                tx.add_participant(node, group.instance, &mut commit_chain);
             }
         } else if group.has_lock {
-            tx.add_participant(group.primary, group.instance);
+            tx.add_participant(group.primary, group.instance, &mut commit_chain);
         }
         ctx.send(
             BlockRef::new(
@@ -789,8 +807,14 @@ impl TcBlock {
         tx.gci = gci;
         let tx_id = tx.tx_id;
         let down = self.map.down();
+        let me = self.me;
         let tx = self.transactions.get_mut(slot);
-        tx.confs_waiting = send_to_live(tx, &down, SignalBody::LdmCommitReq { tx_id, gci }, ctx);
+        tx.confs_waiting = 0;
+        for chain in 0..tx.chains {
+            if send_chain(tx, chain, &down, me, ctx) {
+                tx.confs_waiting += 1;
+            }
+        }
         // A participant always has a live replica beside a failed one (its
         // node group has a live node), and a write has every replica.
         assert!(
@@ -815,14 +839,50 @@ impl TcBlock {
             tracing::warn!(tc = %self.me, "LdmCommitConf for transaction {tx_id:#x} GCI {gci} not committing: ignored");
             return;
         }
-        if !confirm(tx, from) {
+        let chain = tx
+            .participants
+            .iter()
+            .find(|p| p.node == from.node && p.instance == from.instance)
+            .map(|p| p.chain);
+        let Some(chain) = chain else {
             tracing::warn!(
                 tc = %self.me,
-                "LdmCommitConf for transaction {tx_id:#x} from {from}, not a participant waited for: ignored"
+                "LdmCommitConf for transaction {tx_id:#x} from {from}, not a participant: ignored"
             );
             return;
+        };
+        if tx_chain_done(&tx.participants, chain) {
+            // The first of two runs of a restarted chain answered already.
+            return;
+        }
+        for p in tx.participants.iter_mut().filter(|p| p.chain == chain) {
+            p.done = true;
         }
         self.commit_confirmed(slot, ctx);
+    }
+
+    /// A node failure while `slot` commits: every chain not yet answered
+    /// that had a participant on a failed node runs again over its live
+    /// participants (those that committed already pass it on); a chain with
+    /// none left counts as answered (its replicas elsewhere stand for it).
+    pub(crate) fn commit_after_failure(&mut self, slot: u32, ctx: &mut Context<'_>) {
+        let down = self.map.down();
+        let me = self.me;
+        let tx = self.transactions.get_mut(slot);
+        debug_assert_eq!(tx.state, TxState::Committing);
+        let mut ended = 0;
+        for chain in 0..tx.chains {
+            let hit = tx
+                .participants
+                .iter()
+                .any(|p| p.chain == chain && !p.done && down.contains(p.node));
+            if hit && !send_chain(tx, chain, &down, me, ctx) {
+                ended += 1;
+            }
+        }
+        for _ in 0..ended {
+            self.commit_confirmed(slot, ctx);
+        }
     }
 
     /// One participant more confirmed the commit in progress (or failed).
@@ -1077,6 +1137,60 @@ fn send_to_live(
         }
     }
     waiting
+}
+
+/// Sends commit chain `chain` of `tx`, its live participants from the
+/// last one named to the first (a write's backups, then its primary:
+/// NDB's order), as one `LdmCommitChainReq` passed along them; marks the
+/// failed ones done. False when it has no live participant that is not
+/// done (nothing sent).
+fn send_chain(
+    tx: &mut Transaction,
+    chain: u16,
+    down: &NodeBitmask,
+    tc: BlockRef,
+    ctx: &mut Context<'_>,
+) -> bool {
+    let mut next: Vec<BlockRef> = Vec::new();
+    for p in tx
+        .participants
+        .iter_mut()
+        .rev()
+        .filter(|p| p.chain == chain && !p.done)
+    {
+        if down.contains(p.node) {
+            p.done = true;
+        } else {
+            next.push(BlockRef::new(
+                p.node,
+                BlockNumber::LOCAL_DATA_MANAGER,
+                p.instance,
+            ));
+        }
+    }
+    if next.is_empty() {
+        return false;
+    }
+    let first = next.remove(0);
+    let (tx_id, gci) = (tx.tx_id, tx.gci);
+    ctx.send(
+        first,
+        SignalBody::LdmCommitChainReq {
+            tx_id,
+            gci,
+            tc,
+            next,
+        },
+    );
+    true
+}
+
+/// Whether every participant of `chain` is done (its commit answered).
+fn tx_chain_done(participants: &[Participant], chain: u16) -> bool {
+    participants
+        .iter()
+        .filter(|p| p.chain == chain)
+        .all(|p| p.done)
 }
 
 /// Marks the participant `from` done; false if it is none waited for.

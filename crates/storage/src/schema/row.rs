@@ -850,7 +850,8 @@ fn fraction_is_valid(bytes: &[u8], fsp: u8) -> bool {
 /// of a fixed-size integer column, as (value, offset, bytes, signed); else
 /// none, and the general check and encoder take the value.
 fn integer_in_range(slot: &Slot, value: ValueRef<'_>) -> Option<(i128, usize, usize, bool)> {
-    let (Some((min, max)), Place::Fixed { offset, bytes }) = (slot.integer_range, slot.place) else {
+    let (Some((min, max)), Place::Fixed { offset, bytes }) = (slot.integer_range, slot.place)
+    else {
         return None;
     };
     let v = match value {
@@ -858,7 +859,9 @@ fn integer_in_range(slot: &Slot, value: ValueRef<'_>) -> Option<(i128, usize, us
         ValueRef::UInt(v) => i128::from(v),
         _ => return None,
     };
-    (min..=max).contains(&v).then_some((v, offset, bytes, min < 0))
+    (min..=max)
+        .contains(&v)
+        .then_some((v, offset, bytes, min < 0))
 }
 
 fn put_integer(out: &mut [u8], value: i128, signed: bool) {

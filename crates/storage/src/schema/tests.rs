@@ -833,21 +833,61 @@ fn update_checks_integers_the_way_encode_does() {
         Column::new("k", ColumnType::Int { unsigned: true }),
         Column::new("v", ColumnType::TinyInt { unsigned: false }).nullable(),
     ];
-    let table = TableDef::new("t", 1, columns).primary_key(vec![0]).build().unwrap();
+    let table = TableDef::new("t", 1, columns)
+        .primary_key(vec![0])
+        .build()
+        .unwrap();
     let layout = RowLayout::new(&table);
     let (mut fixed, mut var) = (Vec::new(), Vec::new());
-    layout.encode(&[Value::UInt(1), Value::Null], &mut fixed, &mut var).unwrap();
+    layout
+        .encode(&[Value::UInt(1), Value::Null], &mut fixed, &mut var)
+        .unwrap();
     let (mut new_fixed, mut new_var) = (Vec::new(), Vec::new());
     for bad in [Value::Int(128), Value::Int(-129), Value::UInt(200)] {
         let err = layout
-            .update(&fixed, &var, &[(1, bad.clone())], &mut new_fixed, &mut new_var)
+            .update(
+                &fixed,
+                &var,
+                &[(1, bad.clone())],
+                &mut new_fixed,
+                &mut new_var,
+            )
             .unwrap_err();
-        assert!(matches!(err, ValueError::OutOfRange { .. }), "{bad:?}: {err}");
+        assert!(
+            matches!(err, ValueError::OutOfRange { .. }),
+            "{bad:?}: {err}"
+        );
     }
-    layout.update(&fixed, &var, &[(1, Value::Int(-128))], &mut new_fixed, &mut new_var).unwrap();
-    assert_eq!(layout.decode_column(&new_fixed, &new_var, 1), ValueRef::Int(-128));
+    layout
+        .update(
+            &fixed,
+            &var,
+            &[(1, Value::Int(-128))],
+            &mut new_fixed,
+            &mut new_var,
+        )
+        .unwrap();
+    assert_eq!(
+        layout.decode_column(&new_fixed, &new_var, 1),
+        ValueRef::Int(-128)
+    );
     let (old_fixed, old_var) = (new_fixed.clone(), new_var.clone());
-    layout.update(&old_fixed, &old_var, &[(1, Value::Null)], &mut new_fixed, &mut new_var).unwrap();
-    assert_eq!(layout.decode_column(&new_fixed, &new_var, 1), ValueRef::Null);
-    assert_eq!((new_fixed, new_var), (fixed, var), "back to the first row's bytes");
+    layout
+        .update(
+            &old_fixed,
+            &old_var,
+            &[(1, Value::Null)],
+            &mut new_fixed,
+            &mut new_var,
+        )
+        .unwrap();
+    assert_eq!(
+        layout.decode_column(&new_fixed, &new_var, 1),
+        ValueRef::Null
+    );
+    assert_eq!(
+        (new_fixed, new_var),
+        (fixed, var),
+        "back to the first row's bytes"
+    );
 }
