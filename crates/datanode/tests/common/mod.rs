@@ -117,7 +117,13 @@ impl Cluster {
                         gcp_interval: GCP_INTERVAL,
                         tc_instances: 1,
                         ldm_instances: LDM_INSTANCES,
-                    });
+                    })
+                    .with_sysfile(
+                        Box::new(disk.clone()),
+                        format!("/data/ndb_{id}_fs").into(),
+                        node_groups.clone(),
+                    )
+                    .expect("the sysfile reads");
                     let tc = TcBlock::new(TcConfig {
                         node: id,
                         instance: 0,
