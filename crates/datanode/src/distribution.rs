@@ -170,6 +170,7 @@ pub struct Distribution {
     sysfile: Option<SysfileConfig>,
     /// `Some` while master: where the system restart stands.
     restart: Option<system_restart::Phase>,
+    restarted_to: Option<u32>,
 }
 
 impl Distribution {
@@ -199,6 +200,7 @@ impl Distribution {
             kept: sysfile::Kept::default(),
             sysfile: None,
             restart: None,
+            restarted_to: None,
         }
     }
 

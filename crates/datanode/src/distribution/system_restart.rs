@@ -88,6 +88,12 @@ impl Distribution {
         matches!(self.restart, Some(Phase::Gathering { .. }))
     }
 
+    /// The GCI the system restart this master led restored (`None`: it
+    /// led none).
+    pub fn restart_gci(&self) -> Option<u32> {
+        self.restarted_to
+    }
+
     /// Why the system restart does not go on (a node group with no node
     /// holding the restart GCI), while it waits.
     pub fn restart_refusal(&self) -> Option<&str> {
@@ -273,6 +279,7 @@ impl Distribution {
         let serving = restoring.intersection(&members);
         tracing::info!(node = %self.config.node, "system restart to GCI {gci} done: {serving:?} serve");
         self.restart = Some(Phase::Done);
+        self.restarted_to = Some(gci);
         self.start_after_system_restart(serving, ctx);
         if let Some(master) = self.master.as_mut() {
             master.due = true;
