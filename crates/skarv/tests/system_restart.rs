@@ -255,6 +255,21 @@ fn a_sigkill_of_every_data_node_keeps_the_bank_and_every_durable_transfer() {
     }
     let (balances, rows) = read_bank(&sandbox.connect);
     check(&log, &balances, &rows, "after the system restart");
+    // The master chose one restart GCI (the first start was one to GCI 0).
+    let restarts: Vec<String> = std::fs::read_dir(&sandbox.dir)
+        .expect("the sandbox directory")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".log"))
+        .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+        .flat_map(|text| {
+            text.lines()
+                .filter(|l| l.contains("system restart to GCI") && l.contains("done"))
+                .filter(|l| !l.contains("to GCI 0 done"))
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(restarts.len(), 1, "one system restart: {restarts:?}");
 
     // The other replica: one node of each group down for good (its angel first).
     for id in [2u64, 4] {
