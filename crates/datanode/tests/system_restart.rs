@@ -109,10 +109,10 @@ impl Load {
                         cluster.send(tc, SignalBody::TcWaitGciReq { gci });
                     }
                 }
-                SignalBody::TcKeyRef { tx_id, code, .. } => {
-                    if self.in_flight.remove(&tx_id).is_some() {
-                        assert_eq!(error::class(code), ErrorClass::Temporary, "error {code}");
-                    }
+                SignalBody::TcKeyRef { tx_id, code, .. }
+                    if self.in_flight.remove(&tx_id).is_some() =>
+                {
+                    assert_eq!(error::class(code), ErrorClass::Temporary, "error {code}");
                 }
                 SignalBody::TcWaitGciConf { gci, durable_gci } if durable_gci >= gci => {
                     self.told_durable = self.told_durable.max(gci);
@@ -182,9 +182,10 @@ impl Load {
     fn adopt(&mut self, restart_gci: u32, values: &[Option<i64>]) {
         for (k, history) in self.history.iter_mut() {
             history.retain(|(g, _)| *g <= restart_gci);
-            let got = values[*k as usize];
-            if got.is_some() && history.last().map(|&(_, v)| v) != got {
-                history.push((restart_gci, got.expect("some")));
+            if let Some(got) = values[*k as usize] {
+                if history.last().map(|&(_, v)| v) != Some(got) {
+                    history.push((restart_gci, got));
+                }
             }
         }
         for k in 0..KEYS {
@@ -346,7 +347,7 @@ fn crash_everything_and_restart(seed: u64) -> usize {
         cluster.sim.run_for(Duration::from_millis(1));
         load.poll(&mut cluster);
     }
-    let victims = if seed % 2 == 0 {
+    let victims = if seed.is_multiple_of(2) {
         [nodes[0], nodes[2]]
     } else {
         [nodes[1], nodes[3]]

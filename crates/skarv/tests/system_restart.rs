@@ -59,7 +59,13 @@ struct Log {
 }
 
 /// One transfer; `Ok(Some(gci))` when committed.
-fn transfer(session: &Session, id: i64, from: i64, to: i64, amount: i64) -> skarv_client::Result<Option<u32>> {
+fn transfer(
+    session: &Session,
+    id: i64,
+    from: i64,
+    to: i64,
+    amount: i64,
+) -> skarv_client::Result<Option<u32>> {
     let accounts = session.table("sr_accounts")?;
     let history = session.table("sr_history")?;
     let tx = session.begin_with_hint(&accounts, &[Value::Int(from)])?;
@@ -70,8 +76,16 @@ fn transfer(session: &Session, id: i64, from: i64, to: i64, amount: i64) -> skar
         let row = outcome.row(read).expect("every account exists");
         balances.insert(account, int_of(row, "balance"));
     }
-    tx.update(&accounts, &[Value::Int(from)], &[("balance", Value::Int(balances[&from] - amount))])?;
-    tx.update(&accounts, &[Value::Int(to)], &[("balance", Value::Int(balances[&to] + amount))])?;
+    tx.update(
+        &accounts,
+        &[Value::Int(from)],
+        &[("balance", Value::Int(balances[&from] - amount))],
+    )?;
+    tx.update(
+        &accounts,
+        &[Value::Int(to)],
+        &[("balance", Value::Int(balances[&to] + amount))],
+    )?;
     tx.insert(
         &history,
         &[
@@ -88,7 +102,13 @@ fn transfer(session: &Session, id: i64, from: i64, to: i64, amount: i64) -> skar
 /// Transfers until `stop`; temporary errors are retried before the kill.
 /// After an error once `killed` is set, the transfer's outcome is unknown
 /// and the thread ends.
-fn run_thread(cluster: &Cluster, thread: u64, stop: &AtomicBool, killed: &AtomicBool, log: &Mutex<Log>) {
+fn run_thread(
+    cluster: &Cluster,
+    thread: u64,
+    stop: &AtomicBool,
+    killed: &AtomicBool,
+    log: &Mutex<Log>,
+) {
     let session = cluster.session().expect("session");
     let mut seed = 0x9e37_79b9_7f4a_7c15u64 ^ (thread + 1).wrapping_mul(0xff51_afd7_ed55_8ccd);
     let mut next = move |n: u64| {
@@ -108,7 +128,10 @@ fn run_thread(cluster: &Cluster, thread: u64, stop: &AtomicBool, killed: &Atomic
             let was_killed = killed.load(Ordering::Acquire);
             match transfer(&session, id, from, to, amount) {
                 Ok(Some(gci)) => {
-                    log.lock().unwrap().committed.insert(id, (from, to, amount, gci));
+                    log.lock()
+                        .unwrap()
+                        .committed
+                        .insert(id, (from, to, amount, gci));
                     if n % 4 == 0 {
                         if let Ok(durable) = session.wait_durable(gci) {
                             if durable >= gci && !was_killed {
@@ -132,7 +155,10 @@ fn run_thread(cluster: &Cluster, thread: u64, stop: &AtomicBool, killed: &Atomic
 
 /// The balances and the history rows, read in one transaction; retried
 /// while the cluster comes back.
-fn read_bank(connect: &str) -> (BTreeMap<i64, i64>, BTreeMap<i64, (i64, i64, i64)>) {
+/// Balances by account; history rows by id: (from, to, amount).
+type Bank = (BTreeMap<i64, i64>, BTreeMap<i64, (i64, i64, i64)>);
+
+fn read_bank(connect: &str) -> Bank {
     let mut last = String::new();
     let mut cluster: Option<Cluster> = None;
     for _ in 0..READ_ATTEMPTS_MAX {
@@ -157,7 +183,11 @@ fn read_bank(connect: &str) -> (BTreeMap<i64, i64>, BTreeMap<i64, (i64, i64, i64
                 let row = row?;
                 rows.insert(
                     int_of(&row, "id"),
-                    (int_of(&row, "from_account"), int_of(&row, "to_account"), int_of(&row, "amount")),
+                    (
+                        int_of(&row, "from_account"),
+                        int_of(&row, "to_account"),
+                        int_of(&row, "amount"),
+                    ),
                 );
             }
             tx.execute(ExecMode::Commit)?;
@@ -176,21 +206,43 @@ fn read_bank(connect: &str) -> (BTreeMap<i64, i64>, BTreeMap<i64, (i64, i64, i64
     panic!("the bank cannot be read: {last}");
 }
 
-fn check(log: &Log, balances: &BTreeMap<i64, i64>, rows: &BTreeMap<i64, (i64, i64, i64)>, when: &str) {
-    assert_eq!(balances.len() as i64, ACCOUNTS, "{when}: every account is there");
-    assert_eq!(balances.values().sum::<i64>(), ACCOUNTS * OPENING_BALANCE, "{when}: the bank total");
+fn check(
+    log: &Log,
+    balances: &BTreeMap<i64, i64>,
+    rows: &BTreeMap<i64, (i64, i64, i64)>,
+    when: &str,
+) {
+    assert_eq!(
+        balances.len() as i64,
+        ACCOUNTS,
+        "{when}: every account is there"
+    );
+    assert_eq!(
+        balances.values().sum::<i64>(),
+        ACCOUNTS * OPENING_BALANCE,
+        "{when}: the bank total"
+    );
     let mut expected: BTreeMap<i64, i64> = (0..ACCOUNTS).map(|id| (id, OPENING_BALANCE)).collect();
     for (id, &(from, to, amount)) in rows {
         assert!(
-            log.committed.get(id).is_some_and(|c| (c.0, c.1, c.2) == (from, to, amount)) || log.unknown.contains(id),
+            log.committed
+                .get(id)
+                .is_some_and(|c| (c.0, c.1, c.2) == (from, to, amount))
+                || log.unknown.contains(id),
             "{when}: history row {id} is no transfer the client committed or lost"
         );
         *expected.get_mut(&from).expect("from") -= amount;
         *expected.get_mut(&to).expect("to") += amount;
     }
-    assert_eq!(*balances, expected, "{when}: every balance is explained by the history");
+    assert_eq!(
+        *balances, expected,
+        "{when}: every balance is explained by the history"
+    );
     for id in &log.durable {
-        assert!(rows.contains_key(id), "{when}: transfer {id} was told durable, it is gone");
+        assert!(
+            rows.contains_key(id),
+            "{when}: transfer {id} was told durable, it is gone"
+        );
     }
 }
 
@@ -205,7 +257,12 @@ fn a_sigkill_of_every_data_node_keeps_the_bank_and_every_durable_transfer() {
     let history = TableDef::new(
         "sr_history",
         0,
-        vec![bigint("id"), bigint("from_account"), bigint("to_account"), bigint("amount")],
+        vec![
+            bigint("id"),
+            bigint("from_account"),
+            bigint("to_account"),
+            bigint("amount"),
+        ],
     )
     .primary_key(vec![0])
     .partitions(0);
@@ -214,11 +271,19 @@ fn a_sigkill_of_every_data_node_keeps_the_bank_and_every_durable_transfer() {
     let table = session.table("sr_accounts").expect("accounts");
     let tx = session.begin().expect("begin");
     for id in 0..ACCOUNTS {
-        tx.insert(&table, &[("id", Value::Int(id)), ("balance", Value::Int(OPENING_BALANCE))])
-            .expect("insert account");
+        tx.insert(
+            &table,
+            &[
+                ("id", Value::Int(id)),
+                ("balance", Value::Int(OPENING_BALANCE)),
+            ],
+        )
+        .expect("insert account");
     }
     let opened = tx.execute(ExecMode::Commit).expect("open the accounts");
-    session.wait_durable(opened.gci.expect("a GCI")).expect("the accounts are durable");
+    session
+        .wait_durable(opened.gci.expect("a GCI"))
+        .expect("the accounts are durable");
 
     let log = Mutex::new(Log::default());
     let (stop, killed) = (AtomicBool::new(false), AtomicBool::new(false));
@@ -236,21 +301,31 @@ fn a_sigkill_of_every_data_node_keeps_the_bank_and_every_durable_transfer() {
         stop.store(true, Ordering::Release);
     });
     let log = log.into_inner().unwrap();
-    assert!(log.committed.len() > 20 && !log.durable.is_empty(), "{} transfers committed", log.committed.len());
+    assert!(
+        log.committed.len() > 20 && !log.durable.is_empty(),
+        "{} transfers committed",
+        log.committed.len()
+    );
 
     // The angels start every node again.
     let start = Instant::now();
     loop {
         let show = sandbox.show();
         let started = DATA_NODES.iter().zip(&pids).all(|(&id, &old)| {
-            show["nodes"]
-                .as_array()
-                .is_some_and(|nodes| nodes.iter().any(|n| n["id"] == id && n["state"] == "started" && n["pid"] != old))
+            show["nodes"].as_array().is_some_and(|nodes| {
+                nodes
+                    .iter()
+                    .any(|n| n["id"] == id && n["state"] == "started" && n["pid"] != old)
+            })
         });
         if started {
             break;
         }
-        assert!(start.elapsed() < RESTART_MAX, "the data nodes do not start again; logs under {}", sandbox.dir.display());
+        assert!(
+            start.elapsed() < RESTART_MAX,
+            "the data nodes do not start again; logs under {}",
+            sandbox.dir.display()
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
     let (balances, rows) = read_bank(&sandbox.connect);
@@ -279,5 +354,9 @@ fn a_sigkill_of_every_data_node_keeps_the_bank_and_every_durable_transfer() {
         std::thread::sleep(Duration::from_secs(1));
     }
     let (balances_other, rows_other) = read_bank(&sandbox.connect);
-    assert_eq!((&balances_other, &rows_other), (&balances, &rows), "the other replicas hold the same");
+    assert_eq!(
+        (&balances_other, &rows_other),
+        (&balances, &rows),
+        "the other replicas hold the same"
+    );
 }
