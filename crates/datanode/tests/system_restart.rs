@@ -7,7 +7,8 @@
 //! replica; no commit above R is seen; every GCI a client was told durable
 //! (`TcWaitGciConf`) is ≤ R. And a system restart with a node missing: it
 //! goes on when each node group has a node that holds R, and waits, naming
-//! the node group, when one does not.
+//! the node group, when one does not; and one where both nodes of a group
+//! lost their redo: it refuses, naming the node group.
 
 mod common;
 
@@ -438,4 +439,44 @@ fn a_system_restart_without_a_node_goes_on_only_if_every_node_group_holds_the_gc
     wait_serving(&mut cluster, &nodes, seed);
     let values = read_from_the_others(&mut cluster, &[n4], seed);
     load.check(seed, gci, &values, "node 5 (copied)");
+}
+
+#[test]
+fn a_node_group_whose_nodes_lost_the_restart_gci_refuses_to_start() {
+    let seed = 21;
+    let mut cluster = Cluster::start(seed, 4, 2);
+    let mut load = Load::new(seed);
+    load.run(&mut cluster, Duration::from_millis(600));
+    load.crash_all(&mut cluster);
+    // Both nodes of group 1 lose their redo logs' contents (the first file
+    // cut to its header): neither holds the restart GCI any more.
+    for n in [cluster.data_nodes[2], cluster.data_nodes[3]] {
+        let disk = &cluster.disks[&n];
+        for i in 0..LDM_INSTANCES {
+            let redo = LdmConfig::new(i, format!("/data/ndb_{n}_fs/ldm{i}")).redo_config();
+            disk.truncate(&redo.file_path(0), 4096).unwrap();
+        }
+    }
+    for n in cluster.data_nodes.clone() {
+        cluster.sim.restart(n);
+    }
+    cluster.sim.run_for(Duration::from_secs(15));
+    assert_eq!(
+        restart_gci(&cluster),
+        None,
+        "seed {seed}: the cluster must not start"
+    );
+    let refusal = [cluster.data_nodes[0], cluster.data_nodes[1]]
+        .iter()
+        .find_map(|&n| {
+            cluster
+                .sim
+                .block::<Distribution>(Distribution::address(n))
+                .and_then(|d| d.restart_refusal().map(str::to_string))
+        })
+        .expect("the master says why it does not start");
+    assert!(
+        refusal.contains("no node of node group 1 (nodes 4, 5) could restore it"),
+        "{refusal}"
+    );
 }

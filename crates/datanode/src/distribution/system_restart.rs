@@ -62,7 +62,20 @@ pub(super) enum Phase {
         waiting: BTreeSet<BlockRef>,
         restoring: NodeBitmask,
     },
+    /// No node of a node group could restore the restart GCI: the
+    /// cluster does not start.
+    Refused {
+        message: String,
+    },
     Done,
+}
+
+fn join(nodes: &[NodeId]) -> String {
+    nodes
+        .iter()
+        .map(|n| n.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 impl Distribution {
@@ -99,6 +112,7 @@ impl Distribution {
     pub fn restart_refusal(&self) -> Option<&str> {
         match &self.restart {
             Some(Phase::Gathering { refused, .. }) => refused.as_deref(),
+            Some(Phase::Refused { message }) => Some(message),
             _ => None,
         }
     }
@@ -185,10 +199,7 @@ impl Distribution {
                 .map(|(i, g)| {
                     format!(
                         "node group {i} (nodes {}) has no node present that holds GCI {gci}",
-                        g.iter()
-                            .map(|n| n.to_string())
-                            .collect::<Vec<_>>()
-                            .join(", ")
+                        join(g)
                     )
                 })
                 .collect::<Vec<_>>()
@@ -277,6 +288,28 @@ impl Distribution {
             return;
         }
         let serving = restoring.intersection(&members);
+        let groups = self
+            .sysfile
+            .as_ref()
+            .map_or(&[][..], |s| &s.node_groups[..]);
+        let lost: Vec<String> = groups
+            .iter()
+            .enumerate()
+            .filter(|(_, g)| !g.iter().any(|n| serving.contains(*n)))
+            .map(|(i, g)| format!("node group {i} (nodes {})", join(g)))
+            .collect();
+        if !lost.is_empty() {
+            // Its nodes could not restore GCI `gci` after all (damaged or
+            // short redo): no node could copy to them.
+            let message = format!(
+                "system restart to GCI {gci} cannot start: no node of {} could restore it; \
+                 their data must come from a backup",
+                lost.join(", ")
+            );
+            tracing::error!(node = %self.config.node, "{message}");
+            self.restart = Some(Phase::Refused { message });
+            return;
+        }
         tracing::info!(node = %self.config.node, "system restart to GCI {gci} done: {serving:?} serve");
         self.restart = Some(Phase::Done);
         self.restarted_to = Some(gci);
