@@ -8,7 +8,11 @@
 //!    progress on it.
 //! 2. `GcpSaveReq { g }` to every LDM instance of every member: flush the
 //!    redo log part up to `g`.
-//! 3. `GcpCompleteRep { g }` to every TC: `g` is durable cluster-wide.
+//! 3. `GcpKeepReq { g }` to every member's distribution block: record in
+//!    the node's sysfile that `g` is complete and who was serving
+//!    ([`sysfile`]), tell the local LDMs (LCPs may complete up to `g`).
+//! 4. `GcpCompleteRep { g }` to every TC: `g` is durable cluster-wide, and
+//!    every member keeps it for a system restart.
 //!
 //! The master is the membership president; every distribution block
 //! follows the views that membership reports (`MembershipViewRep`), and
@@ -44,8 +48,18 @@
 //! (`GcpSaveReq { g }` promises an LDM no more commits of GCI ≤ `g`).
 //! `TakeOverDoneRep` tells every member, so that a new master orders only
 //! what is left.
+//!
+//! **System restart** ([`system_restart`]): a master that starts a cluster
+//! from all nodes down first agrees on the restart GCI and has the nodes
+//! that hold it restore exactly to it, before its first GCP.
 
 mod node_states;
+pub mod sysfile;
+mod system_restart;
+
+use std::path::PathBuf;
+
+use storage::disk::Disk;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -55,6 +69,8 @@ use signal::{BlockNumber, BlockRef, MembershipView, NodeBitmask, NodeId, Signal,
 
 /// Timer: time for the next GCP.
 const TIMER_GCP: u32 = 1;
+/// Timer: a system restart's wait for the configured nodes ran out.
+const TIMER_RESTART: u32 = 2;
 
 /// How the distribution block is set up.
 #[derive(Clone, Debug)]
@@ -76,11 +92,33 @@ enum Round {
         gci: u32,
         waiting: BTreeSet<BlockRef>,
     },
-    /// Step 2: LDMs flush up to `gci`.
+    /// Step 2: LDMs flush up to `gci`; `nodes` took part.
     Save {
         gci: u32,
         waiting: BTreeSet<BlockRef>,
+        nodes: NodeBitmask,
     },
+    /// Step 3: distribution blocks keep `gci` in their sysfiles.
+    Keep {
+        gci: u32,
+        waiting: BTreeSet<BlockRef>,
+    },
+}
+
+/// Which step a confirmation answers.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Step {
+    Prepare,
+    Save,
+    Keep,
+}
+
+/// Where a node keeps its sysfile, and the node groups a system restart
+/// must find (see [`Distribution::with_sysfile`]).
+struct SysfileConfig {
+    disk: Box<dyn Disk>,
+    fs_dir: PathBuf,
+    node_groups: Vec<Vec<NodeId>>,
 }
 
 /// What the master knows of one member.
@@ -126,6 +164,13 @@ pub struct Distribution {
     known_states: Option<crate::live_map::NodeStates>,
     /// `Some` while master: the node states it decides.
     states: Option<node_states::StateMaster>,
+    /// What this node keeps for a system restart (in memory only without
+    /// a sysfile).
+    kept: sysfile::Kept,
+    sysfile: Option<SysfileConfig>,
+    /// `Some` while master: where the system restart stands.
+    restart: Option<system_restart::Phase>,
+    restarted_to: Option<u32>,
 }
 
 impl Distribution {
@@ -152,7 +197,43 @@ impl Distribution {
             next_takeover_id: 1,
             known_states: None,
             states: None,
+            kept: sysfile::Kept::default(),
+            sysfile: None,
+            restart: None,
+            restarted_to: None,
         }
+    }
+
+    /// Keeps a sysfile in `fs_dir` (reading what it holds now) and takes
+    /// part in system restarts: as master of a cluster starting from all
+    /// nodes down, waits for the nodes of `node_groups` and restores the
+    /// cluster to the last GCI any of them kept complete. Without it a
+    /// node keeps the complete GCI in memory only and a system restart
+    /// restores each node to its own durable GCI.
+    pub fn with_sysfile(
+        mut self,
+        disk: Box<dyn Disk>,
+        fs_dir: PathBuf,
+        node_groups: Vec<Vec<NodeId>>,
+    ) -> Result<Distribution, String> {
+        self.kept = sysfile::read(&*disk, &fs_dir)?;
+        tracing::info!(
+            node = %self.config.node,
+            "sysfile: GCI {} kept complete, serving {:?}",
+            self.kept.gci,
+            self.kept.serving
+        );
+        self.sysfile = Some(SysfileConfig {
+            disk,
+            fs_dir,
+            node_groups,
+        });
+        Ok(self)
+    }
+
+    /// What this node keeps for a system restart.
+    pub fn kept(&self) -> sysfile::Kept {
+        self.kept
     }
 
     /// Data nodes whose transactions are not yet taken over.
@@ -214,16 +295,21 @@ impl Distribution {
         if president && self.master.is_none() {
             tracing::info!(node = %self.config.node, "global checkpoint master from view {}", view.view_id);
             self.master = Some(Master::default());
+            self.restart = Some(self.first_restart_phase(ctx));
         } else if !president && self.master.is_some() {
             tracing::info!(node = %self.config.node, "no longer global checkpoint master");
             self.master = None;
             self.states = None;
+            self.restart = None;
         }
         self.view = Some(view);
         if self.master.is_some() {
-            self.states_on_view(ctx);
+            if self.restart_done() {
+                self.states_on_view(ctx);
+            }
             self.order_takeover(ctx);
             self.follow_members(ctx);
+            self.restart_on_view(ctx);
             if !self.timer_armed {
                 self.timer_armed = true;
                 ctx.set_timer(self.config.gcp_interval, TIMER_GCP);
@@ -257,11 +343,15 @@ impl Distribution {
             .iter()
             .map(|&n| (n, self.tcs_of(n).chain(self.ldms_of(n)).collect()))
             .collect();
+        let gathering = self.restart_gathering();
         let master = self.master.as_mut().expect("master");
         for node in left {
             master.members.remove(&node);
-            if let Some(Round::Prepare { waiting, .. } | Round::Save { waiting, .. }) =
-                &mut master.round
+            if let Some(
+                Round::Prepare { waiting, .. }
+                | Round::Save { waiting, .. }
+                | Round::Keep { waiting, .. },
+            ) = &mut master.round
             {
                 waiting.retain(|b| b.node != node);
             }
@@ -269,6 +359,9 @@ impl Distribution {
         for (node, blocks) in asked {
             for &block in &blocks {
                 ctx.send(block, SignalBody::GcpStartReq {});
+            }
+            if gathering {
+                ctx.send(Self::address(node), SignalBody::RestartInfoReq {});
             }
             master.members.insert(
                 node,
@@ -289,6 +382,13 @@ impl Distribution {
         };
         if member.start_waiting.remove(&from) {
             master.gci = master.gci.max(gci);
+            if from.block == BlockNumber::TRANSACTION_COORDINATOR && gci > 0 {
+                // A TC was given a GCI: the cluster is running, this is a
+                // master takeover, not a start from all nodes down.
+                self.restart_not_needed(ctx);
+            }
+            let master = self.master.as_mut().expect("master");
+            let member = master.members.get_mut(&from.node).expect("checked");
             let joined = member.start_waiting.is_empty();
             if joined {
                 tracing::debug!(node = %self.config.node, "node {} takes part in global checkpoints", from.node);
@@ -320,10 +420,16 @@ impl Distribution {
     /// the next one, or starts a new GCP when one is due.
     fn advance(&mut self, ctx: &mut Context<'_>) {
         self.advance_gcp(ctx);
-        self.note_running(ctx);
+        if self.restart_done() {
+            self.note_running(ctx);
+        }
     }
 
     fn advance_gcp(&mut self, ctx: &mut Context<'_>) {
+        if !self.restart_done() {
+            // No GCI before the system restart chose what every node holds.
+            return;
+        }
         loop {
             let Some(master) = self.master.as_mut() else {
                 return;
@@ -378,10 +484,32 @@ impl Distribution {
                     for &ldm in &waiting {
                         ctx.send(ldm, SignalBody::GcpSaveReq { gci: save });
                     }
-                    self.master.as_mut().expect("master").round =
-                        Some(Round::Save { gci: save, waiting });
+                    self.master.as_mut().expect("master").round = Some(Round::Save {
+                        gci: save,
+                        waiting,
+                        nodes: ready.iter().copied().collect(),
+                    });
                 }
-                Some(Round::Save { gci, waiting }) if waiting.is_empty() => {
+                Some(Round::Save {
+                    gci,
+                    waiting,
+                    nodes,
+                }) if waiting.is_empty() => {
+                    // The nodes that hold every row and saved `gci`: those a
+                    // system restart to `gci` may restore (the others copy).
+                    let serving = match &self.states {
+                        Some(_) => self.serving_now().intersection(&nodes),
+                        None => nodes,
+                    };
+                    let waiting: BTreeSet<BlockRef> =
+                        ready.iter().map(|&n| Self::address(n)).collect();
+                    for &block in &waiting {
+                        ctx.send(block, SignalBody::GcpKeepReq { gci, serving });
+                    }
+                    self.master.as_mut().expect("master").round =
+                        Some(Round::Keep { gci, waiting });
+                }
+                Some(Round::Keep { gci, waiting }) if waiting.is_empty() => {
                     assert!(
                         gci > master.durable_gci,
                         "GCI {gci} completes once, after {}",
@@ -401,15 +529,20 @@ impl Distribution {
         }
     }
 
-    fn on_step_conf(&mut self, from: BlockRef, prepare: bool, gci: u32, ctx: &mut Context<'_>) {
+    fn on_step_conf(&mut self, from: BlockRef, step: Step, gci: u32, ctx: &mut Context<'_>) {
         let Some(master) = self.master.as_mut() else {
             return;
         };
         match &mut master.round {
-            Some(Round::Prepare { gci: g, waiting }) if prepare && *g == gci => {
+            Some(Round::Prepare { gci: g, waiting }) if step == Step::Prepare && *g == gci => {
                 waiting.remove(&from);
             }
-            Some(Round::Save { gci: g, waiting }) if !prepare && *g == gci => {
+            Some(Round::Save {
+                gci: g, waiting, ..
+            }) if step == Step::Save && *g == gci => {
+                waiting.remove(&from);
+            }
+            Some(Round::Keep { gci: g, waiting }) if step == Step::Keep && *g == gci => {
                 waiting.remove(&from);
             }
             // An answer to an earlier master's round, or a duplicate.
@@ -483,8 +616,29 @@ impl Block for Distribution {
                 timer_id: TIMER_GCP,
             } => self.on_timer(ctx),
             SignalBody::GcpStartConf { gci } => self.on_start_conf(from, gci, ctx),
-            SignalBody::GcpPrepareConf { gci } => self.on_step_conf(from, true, gci, ctx),
-            SignalBody::GcpSaveConf { gci } => self.on_step_conf(from, false, gci, ctx),
+            SignalBody::GcpPrepareConf { gci } => self.on_step_conf(from, Step::Prepare, gci, ctx),
+            SignalBody::GcpSaveConf { gci } => self.on_step_conf(from, Step::Save, gci, ctx),
+            SignalBody::GcpKeepReq { gci, serving } => self.on_keep_req(from, gci, serving, ctx),
+            SignalBody::GcpKeepConf { gci } => self.on_step_conf(from, Step::Keep, gci, ctx),
+            SignalBody::RestartInfoReq {} => {
+                let kept = self.kept;
+                ctx.send(
+                    from,
+                    SignalBody::RestartInfoConf {
+                        kept_gci: kept.gci,
+                        serving: kept.serving,
+                    },
+                );
+            }
+            SignalBody::RestartInfoConf { kept_gci, serving } => {
+                self.on_restart_info(from.node, kept_gci, serving, ctx)
+            }
+            SignalBody::RestartGciConf { gci, restored } => {
+                self.on_restart_gci_conf(from, gci, restored, ctx)
+            }
+            SignalBody::Timeout {
+                timer_id: TIMER_RESTART,
+            } => self.on_restart_timer(ctx),
             SignalBody::TcTakeOverConf {
                 takeover_id,
                 failed,

@@ -161,7 +161,13 @@ pub fn run(options: &NodeOptions) -> Result<NodeExit, NodeError> {
         )),
         tc_instances: tc_blocks.len() as u32,
         ldm_instances: placement.ldm_instances(),
-    });
+    })
+    .with_sysfile(
+        Box::new(RealDisk),
+        me.data_dir.join(format!("ndb_{node}_fs")),
+        placement.node_groups().to_vec(),
+    )
+    .map_err(|what| NodeError::Start { node, what })?;
     let dictionary = Dictionary::new(
         DictionaryConfig {
             node,

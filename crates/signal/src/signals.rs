@@ -464,7 +464,10 @@ signals! {
     /// durable (NDB: GCP_SAVEREQ).
     142 => GcpSaveReq { gci: u32 },
     143 => GcpSaveConf { gci: u32 },
-    /// Master → every TC: `gci` is durable on every live node.
+    /// Master → every TC: `gci` is durable on every live node (and kept
+    /// in every member's sysfile). Distribution block → its node's LDM
+    /// instances: `gci` is kept in this node's sysfile (local checkpoints
+    /// may complete up to it).
     144 => GcpCompleteRep { gci: u32 },
     /// A distribution master that just took office (or saw a node join) →
     /// every TC and LDM instance of a member: the highest GCI you know (an
@@ -507,6 +510,28 @@ signals! {
     /// The source → the starting LDM: the fragment is copied (`code` 0) or
     /// the copy failed (a `proto::error` code, temporary: ask again).
     153 => CopyFragConf { copy_id: u32, table_id: u32, partition: u32, rows: u64, code: u32, message: String },
+
+    // ---- system restart (160–165), NDB: DIH's sysfile (COPY_GCIREQ) and restart GCI ----
+    /// Distribution master → every member's distribution block, after
+    /// every LDM saved `gci`: record durably (the sysfile) that `gci` is
+    /// complete cluster-wide and that `serving` were the serving nodes that
+    /// saved it, then tell the local LDMs (`GcpCompleteRep`) and answer.
+    /// `GcpCompleteRep` reaches the TCs only once every member answered, so
+    /// a GCI a client is told durable is kept on every node's disk.
+    160 => GcpKeepReq { gci: u32, serving: NodeBitmask },
+    161 => GcpKeepConf { gci: u32 },
+    /// A master starting a cluster from all nodes down → every member's
+    /// distribution block: what your sysfile keeps.
+    162 => RestartInfoReq {},
+    /// The answer: the last GCI kept complete (0: none) and the nodes that
+    /// were serving at it.
+    163 => RestartInfoConf { kept_gci: u32, serving: NodeBitmask },
+    /// Master → every LDM instance of a node that was serving at the
+    /// restart GCI `gci`: restore exactly to `gci` (voiding what is above).
+    164 => RestartGciReq { gci: u32 },
+    /// The answer: `restored` when the instance holds exactly `gci` now;
+    /// otherwise the node starts empty and copies (node restart).
+    165 => RestartGciConf { gci: u32, restored: bool },
 }
 
 /// Flags of `TcKeyReq`, `TcScanReq` and `TcKeyConf`.

@@ -344,6 +344,21 @@ fn one_of_each() -> Vec<SignalBody> {
         SignalBody::GcpCompleteRep { gci: 12 },
         SignalBody::GcpStartReq {},
         SignalBody::GcpStartConf { gci: 11 },
+        SignalBody::GcpKeepReq {
+            gci: 12,
+            serving: NodeBitmask::from_iter([node(2), node(3)]),
+        },
+        SignalBody::GcpKeepConf { gci: 12 },
+        SignalBody::RestartInfoReq {},
+        SignalBody::RestartInfoConf {
+            kept_gci: 57,
+            serving: NodeBitmask::from_iter([node(2)]),
+        },
+        SignalBody::RestartGciReq { gci: 57 },
+        SignalBody::RestartGciConf {
+            gci: 57,
+            restored: true,
+        },
         SignalBody::TcTakeOverReq {
             takeover_id: 2,
             failed: NodeBitmask::from_iter([node(3)]),

@@ -303,7 +303,8 @@ enum Kind {
     /// Every record of GCI ≤ `gci` lies before this marker.
     GciComplete = 2,
     /// Written after a restart: records before it with a GCI above its
-    /// `gci` never completed and are void (their GCIs may be reused).
+    /// `gci` are void: they never completed, or a restore to the older
+    /// GCI `gci` voided them (their GCIs may be reused).
     Restart = 3,
     /// The rest of this file is unused; the log goes on in the next file.
     Pad = 4,
@@ -590,6 +591,36 @@ impl RedoLog {
             self.emit(Kind::GciComplete, upto_gci, &durable);
             self.marked_gci = Some(upto_gci);
         }
+        self.sync_all()
+    }
+
+    /// Voids, durably, every record of a GCI above `gci` (a GCI this part
+    /// holds complete): writes a restart marker of `gci` and fsyncs. For a
+    /// restore to a GCI below the local durable one (a system restart to
+    /// the GCI the cluster completed): the records of the GCIs above it are
+    /// durable here but must never be replayed, by this restart or a later
+    /// one, and their GCI-complete markers stop counting. Durable before it
+    /// returns, so no new record can precede it on disk. Returns the
+    /// marker's lsn.
+    pub fn void_above(&mut self, gci: Gci) -> Result<Lsn, RedoError> {
+        self.check_usable()?;
+        assert!(
+            self.marked_gci.is_some_and(|marked| gci < marked),
+            "redo part {}: void above GCI {gci}, but the newest GCI marked is {:?}",
+            self.config.part,
+            self.marked_gci
+        );
+        self.make_room(self.consumption(MARKER_RECORD_BYTES), 0)?;
+        let durable = self.durable.to_le_bytes();
+        let lsn = self.emit(Kind::Restart, gci, &durable);
+        self.marked_gci = Some(gci);
+        self.sync_all()?;
+        Ok(Lsn(lsn))
+    }
+
+    /// Writes what is buffered and fsyncs every file written since its
+    /// last fsync; the last marker appended becomes the durable one.
+    fn sync_all(&mut self) -> Result<(), RedoError> {
         self.write_buffered()?;
         for file in 0..self.files.len() {
             if !self.dirty[file] {
@@ -1275,6 +1306,24 @@ impl Scanner<'_> {
                     records += 1;
                     max_gci_since_restart = max_gci_since_restart.max(Some(header.gci));
                     lsn += size;
+                }
+                Kind::Restart if scan.complete.is_some_and(|gci| header.gci < gci) => {
+                    // A restore below the part's complete GCI voided the
+                    // GCIs above the marker's: their markers stop counting.
+                    let marker = Marker {
+                        lsn,
+                        gci: header.gci,
+                    };
+                    scan.markers.retain(|m| m.gci <= header.gci);
+                    scan.restarts.push(marker);
+                    scan.markers.push(marker);
+                    max_gci_since_restart = None;
+                    scan.complete = Some(header.gci);
+                    lsn += size;
+                    scan.head = lsn;
+                    scan.head_crc = header.crc;
+                    scan.records_kept = records;
+                    scan.orphans = false;
                 }
                 Kind::GciComplete | Kind::Restart => {
                     if scan.complete.is_some_and(|gci| header.gci < gci) {

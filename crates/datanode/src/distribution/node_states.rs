@@ -64,7 +64,7 @@ impl Distribution {
         self.known_states
     }
 
-    fn members(&self) -> NodeBitmask {
+    pub(super) fn members(&self) -> NodeBitmask {
         self.view.as_ref().map(|v| v.bitmask()).unwrap_or_default()
     }
 
@@ -95,6 +95,28 @@ impl Distribution {
             states.serving = members.difference(&states.receiving);
         }
         self.send_states(ctx);
+    }
+
+    /// The serving nodes the master decided (none before it decided).
+    pub(super) fn serving_now(&self) -> NodeBitmask {
+        self.states
+            .as_ref()
+            .map_or(NodeBitmask::new(), |s| s.serving)
+    }
+
+    /// A system restart restored `serving` to the restart GCI: they serve,
+    /// every other member is starting (empties and copies), and a node
+    /// joining later copies too.
+    pub(super) fn start_after_system_restart(
+        &mut self,
+        serving: NodeBitmask,
+        ctx: &mut Context<'_>,
+    ) {
+        let states = self.states.get_or_insert_with(StateMaster::default);
+        states.running = true;
+        states.serving = serving;
+        states.receiving = NodeBitmask::new();
+        self.states_on_view(ctx);
     }
 
     /// The first GCI is handed out: from now on a joining node copies.

@@ -48,6 +48,7 @@ mod copy;
 mod encoded;
 mod failover;
 mod requests;
+mod restart;
 mod scans;
 
 pub use alter::{ALTER_CHECK_INTERVAL, ALTER_WAIT_MAX, SCHEMA_DEFERRED_MAX};
@@ -217,6 +218,8 @@ pub struct LdmBlock<D> {
     /// late is dropped (see `aborted`).
     aborted: aborted::RecentlyAborted,
     gcp_start_waiters: Vec<BlockRef>,
+    /// A `RestartGciReq` that came before the instance was open.
+    restart_gci_waiter: Option<(BlockRef, u32)>,
     /// The placement less the nodes that failed (`failover`).
     live: crate::live_map::LiveMap,
     /// Commits whose GCI is not yet saved, for a takeover (`failover`).
@@ -265,6 +268,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             changed_since_lcp: false,
             last_lcp_start: Instant::ZERO,
             gcp_start_waiters: Vec::new(),
+            restart_gci_waiter: None,
             aborted: aborted::RecentlyAborted::default(),
             recent_commits: failover::RecentCommits::default(),
             failed: false,
@@ -476,7 +480,9 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         let schema_version = schema.version;
         self.schema = schema;
         match LdmInstance::open(self.disk.clone(), self.config.ldm.clone(), &fragments, None) {
-            Ok((instance, report)) => {
+            Ok((mut instance, report)) => {
+                // LCPs wait for the node's sysfile to keep their GCIs.
+                instance.set_kept_gci(0);
                 let rows: u64 = report.fragments.iter().map(|f| f.rows).sum();
                 tracing::info!(
                     node = %self.config.node,
@@ -488,6 +494,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                     self.answer_gcp_start(master, ctx);
                 }
                 self.after_open_restart(ctx);
+                self.after_open_restart_gci(ctx);
                 ctx.send(
                     sender,
                     SignalBody::SchemaLoadConf {
@@ -854,7 +861,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         let gci = self
             .instance
             .as_ref()
-            .and_then(LdmInstance::durable_gci)
+            .and_then(LdmInstance::highest_gci_seen)
             .unwrap_or(0);
         ctx.send(master, SignalBody::GcpStartConf { gci });
     }
@@ -1143,6 +1150,10 @@ impl<D: Disk + Clone + Send + 'static> Block for LdmBlock<D> {
                 close,
             } => self.on_scan_next(sender, tx_id, scan_id, partition, close, ctx),
             SignalBody::GcpSaveReq { gci } => self.on_gcp_save(sender, gci, ctx),
+            SignalBody::GcpCompleteRep { gci } if sender.node == self.config.node => {
+                self.on_gci_kept(gci, ctx)
+            }
+            SignalBody::RestartGciReq { gci } => self.on_restart_gci(sender, gci, ctx),
             SignalBody::MembershipViewRep { view } if sender.node == self.config.node => {
                 self.on_view(&view, ctx)
             }

@@ -67,6 +67,9 @@ pub struct Cluster {
     pub sim: Simulation,
     pub data_nodes: Vec<NodeId>,
     pub groups: Vec<Vec<NodeId>>,
+    /// Each data node's disk (crash it after the node to lose what was
+    /// not synced).
+    pub disks: BTreeMap<NodeId, SimDisk>,
     pub got: Arc<Mutex<Vec<Signal>>>,
     pub table: Option<TableDef>,
     pub next_tx: u64,
@@ -80,8 +83,10 @@ impl Cluster {
         let data_nodes: Vec<NodeId> = (0..n).map(|i| node(2 + i)).collect();
         let groups: Vec<Vec<NodeId>> = data_nodes.chunks(replicas).map(<[_]>::to_vec).collect();
         let placement = Placement::new(groups.clone(), LDM_INSTANCES);
+        let mut disks = BTreeMap::new();
         for &id in &data_nodes {
             let disk = SimDisk::new(seed ^ u64::from(id.get()) << 32);
+            disks.insert(id, disk.clone());
             let all = data_nodes.clone();
             let placement = placement.clone();
             let node_groups = groups.clone();
@@ -118,7 +123,13 @@ impl Cluster {
                         gcp_interval: GCP_INTERVAL,
                         tc_instances: 1,
                         ldm_instances: LDM_INSTANCES,
-                    });
+                    })
+                    .with_sysfile(
+                        Box::new(disk.clone()),
+                        format!("/data/ndb_{id}_fs").into(),
+                        node_groups.clone(),
+                    )
+                    .expect("the sysfile reads");
                     let tc = TcBlock::new(TcConfig {
                         node: id,
                         instance: 0,
@@ -177,6 +188,7 @@ impl Cluster {
             sim,
             data_nodes,
             groups,
+            disks,
             got,
             table: None,
             next_tx: (u64::from(API.get()) << 48) | 1,

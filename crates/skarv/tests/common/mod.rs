@@ -46,10 +46,17 @@ pub struct Sandbox {
 impl Sandbox {
     /// `name` names its directory; its ports are in `port_range..+500`.
     pub fn start(name: &str, port_range: u16) -> Sandbox {
+        Sandbox::start_with(name, port_range, 2)
+    }
+
+    /// As [`Sandbox::start`], with `data_nodes` data nodes in node groups
+    /// of 2 replicas.
+    pub fn start_with(name: &str, port_range: u16, data_nodes: u32) -> Sandbox {
         let dir = std::env::temp_dir().join(format!("skarv-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("scratch dir");
         let base = free_base_port(port_range, 10).to_string();
+        let data_nodes = data_nodes.to_string();
         let dir_text = dir.to_str().expect("a UTF-8 temp dir").to_owned();
         let output = skarv(&[
             "sandbox",
@@ -57,7 +64,7 @@ impl Sandbox {
             "--dir",
             &dir_text,
             "--data-nodes",
-            "2",
+            &data_nodes,
             "--replicas",
             "2",
             "--base-port",

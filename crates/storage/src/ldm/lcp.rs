@@ -242,14 +242,16 @@ impl LdmInstance {
         })
     }
 
-    /// Finishes (makes complete) every waiting LCP whose GCI is durable,
-    /// then removes the files the fragment's restore no longer needs.
+    /// Finishes (makes complete) every waiting LCP whose GCI is durable
+    /// (and kept, see [`LdmInstance::set_kept_gci`]), then removes the files the fragment's restore no longer needs.
     fn finish_durable(&mut self, round: &mut LcpRound) -> Result<(), LdmError> {
         let durable = self.redo.durable_gci();
+        let kept = self.kept_gci();
         let mut i = 0;
         while i < round.awaiting.len() {
             let needs = round.awaiting[i].gci;
-            if needs.is_some_and(|gci| durable.is_none_or(|d| gci > d)) {
+            let waits = |gci: Gci| durable.is_none_or(|d| gci > d) || kept.is_some_and(|k| gci > k);
+            if needs.is_some_and(waits) {
                 i += 1;
                 continue;
             }

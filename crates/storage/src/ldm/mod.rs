@@ -40,7 +40,7 @@ mod recovery;
 pub use lcp::LcpProgress;
 pub use recovery::{FragmentRecovery, RecoveryReport};
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -286,20 +286,6 @@ pub enum LdmError {
         restore_gci: Gci,
         oldest_gci: Gci,
     },
-    #[error(
-        "LDM instance {instance}: restore to GCI {restore_gci} asked, but the redo log holds a \
-         durable change of GCI {gci} (lsn {lsn}, table {table_id} fragment {fragment_id}) above \
-         it; voiding durable changes of a GCI the cluster did not complete is not supported yet: \
-         restore this node from a replica (initial node restart)"
-    )]
-    RedoAboveRestoreGci {
-        instance: u32,
-        restore_gci: Gci,
-        gci: Gci,
-        lsn: Lsn,
-        table_id: u32,
-        fragment_id: u32,
-    },
     #[error("LDM instance {instance}: table `{table}` has {partitions} partitions: there is no fragment {fragment_id}")]
     NoSuchPartition {
         instance: u32,
@@ -357,6 +343,22 @@ struct FragmentState {
     redo_needed_from: Lsn,
 }
 
+/// Most markers of flushes not yet covered by the kept GCI remembered (to
+/// find the kept GCI's marker); beyond, the trim limit just lags.
+const KEPT_MARKERS_MAX: usize = 64;
+
+/// The GCI recorded complete cluster-wide on this node's disk, and what
+/// follows from it for LCPs and trims (see [`LdmInstance::set_kept_gci`]).
+#[derive(Debug)]
+struct KeptGci {
+    gci: Gci,
+    /// The marker of the newest flushed GCI ≤ `gci` known: trims stop
+    /// there (`None`: no trim).
+    marker: Option<Lsn>,
+    /// Flushes above `gci`: (GCI, marker), oldest first.
+    flushed: VecDeque<(Gci, Lsn)>,
+}
+
 /// One LDM instance. See the module documentation.
 pub struct LdmInstance {
     config: LdmConfig,
@@ -368,6 +370,12 @@ pub struct LdmInstance {
     /// The highest GCI of a change installed in a fragment (by a commit, or
     /// by recovery): the newest GCI the fragments may hold.
     committed_gci: Option<Gci>,
+    /// The highest GCI the redo log part completed (found at open, voided
+    /// ones included, or flushed since).
+    highest_gci_seen: Option<Gci>,
+    /// `Some` once the owner bounds LCPs by a kept GCI
+    /// ([`LdmInstance::set_kept_gci`]).
+    kept: Option<KeptGci>,
     /// The lsn of the last GCI-complete (or restart) marker made durable.
     last_marker: Option<Lsn>,
     /// A marker a flush appended before it failed: `(gci, lsn)`; the retry
@@ -632,7 +640,60 @@ impl LdmInstance {
         assert_eq!(marker_gci, gci, "the marker flushed is the one appended");
         assert!(marker >= self.last_marker.unwrap_or(Lsn(0)));
         self.last_marker = Some(marker);
+        self.highest_gci_seen = self.highest_gci_seen.max(Some(gci));
+        if let Some(kept) = self.kept.as_mut() {
+            if kept.flushed.len() == KEPT_MARKERS_MAX {
+                kept.flushed.pop_front();
+            }
+            kept.flushed.push_back((gci, marker));
+        }
         Ok(())
+    }
+
+    /// Bounds local checkpoints by `gci`, the newest GCI this node's disk
+    /// records complete cluster-wide (the datanode's sysfile); from the
+    /// first call on: an LCP completes only once every GCI it may hold is
+    /// at or below the kept GCI (and durable here), and the redo log is
+    /// never trimmed past the marker of the kept GCI. A system restart
+    /// restores to a GCI at or above any node's kept GCI, possibly below
+    /// this instance's durable one: it then needs the newest LCP to hold
+    /// nothing above it and its marker still in the log. Never goes down
+    /// (a lower `gci` is ignored).
+    pub fn set_kept_gci(&mut self, gci: Gci) {
+        let durable = self.redo.durable_gci();
+        let last_marker = self.last_marker;
+        let kept = self.kept.get_or_insert_with(|| KeptGci {
+            gci,
+            marker: None,
+            flushed: VecDeque::new(),
+        });
+        if gci < kept.gci {
+            return;
+        }
+        kept.gci = gci;
+        if durable.is_some_and(|d| d <= gci) {
+            kept.marker = last_marker;
+            kept.flushed.clear();
+        }
+        while let Some(&(flushed, marker)) = kept.flushed.front() {
+            if flushed > gci {
+                break;
+            }
+            kept.marker = Some(marker);
+            kept.flushed.pop_front();
+        }
+    }
+
+    /// The kept GCI set by [`LdmInstance::set_kept_gci`], if any.
+    pub fn kept_gci(&self) -> Option<Gci> {
+        self.kept.as_ref().map(|k| k.gci)
+    }
+
+    /// The highest GCI this instance's redo log part completed: found at
+    /// open (voided ones included) or flushed since. A GCI handed out later
+    /// must be above it.
+    pub fn highest_gci_seen(&self) -> Option<Gci> {
+        self.highest_gci_seen.max(self.redo.durable_gci())
     }
 
     /// The highest GCI committed here since the open.
@@ -747,9 +808,15 @@ impl LdmInstance {
     /// never past the last durable marker (so that a restart always finds
     /// the GCI the state is complete to). Returns the bytes freed.
     fn trim_redo(&mut self) -> Result<u64, LdmError> {
-        let Some(marker) = self.last_marker else {
+        let Some(mut marker) = self.last_marker else {
             return Ok(0);
         };
+        if let Some(kept) = &self.kept {
+            let Some(kept_marker) = kept.marker else {
+                return Ok(0);
+            };
+            marker = marker.min(kept_marker);
+        }
         let tail = self.redo.tail_lsn();
         let needed = self
             .fragments

@@ -19,6 +19,12 @@
 //!    one reached, is applied (an upsert or delete by key); a record of an
 //!    older table version is converted to the current layout first.
 //!
+//! 5. When the GCI reached is below the highest complete GCI of the log (a
+//!    system restart to the GCI the cluster completed, below one this
+//!    instance flushed), void the records above it durably (a restart
+//!    marker of the GCI reached, fsynced) before anything else is written:
+//!    a later restart must not replay them.
+//!
 //! Every check that fails refuses to open with the reason; nothing is
 //! logged here.
 
@@ -66,6 +72,11 @@ pub struct RecoveryReport {
     pub records_in_checkpoints: u64,
     /// Records of fragments not in this instance (dropped tables).
     pub records_of_other_fragments: u64,
+    /// `Some(g)`: the redo log held complete GCIs above the GCI reached
+    /// `g`; their records are voided, durably (`records_voided` of them
+    /// were of fragments here).
+    pub voided_above: Option<Gci>,
+    pub records_voided: u64,
     pub fragments: Vec<FragmentRecovery>,
 }
 
@@ -108,6 +119,13 @@ impl fmt::Display for RecoveryReport {
         if self.redo_created {
             write!(f, "; redo log created")?;
         }
+        if let Some(gci) = self.voided_above {
+            write!(
+                f,
+                "; {} redo records of GCIs above {gci} voided",
+                self.records_voided
+            )?;
+        }
         if let Some(cut) = &self.redo_cut {
             write!(
                 f,
@@ -140,7 +158,7 @@ pub(super) fn open<D: Disk + Clone + 'static>(
         instance,
         source: Box::new(source),
     };
-    let (redo, recovered) =
+    let (mut redo, recovered) =
         RedoLog::open(Box::new(disk.clone()), config.redo_config()).map_err(redo_error)?;
     let disk: Box<dyn Disk> = Box::new(disk);
     let target = replay_target(instance, &recovered, restore_gci)?;
@@ -244,6 +262,8 @@ pub(super) fn open<D: Disk + Clone + 'static>(
         records_replayed: 0,
         records_in_checkpoints: 0,
         records_of_other_fragments: 0,
+        voided_above: target.filter(|&t| recovered.complete_gci.is_some_and(|c| t < c)),
+        records_voided: 0,
         fragments: Vec::new(),
     };
     replay(
@@ -268,10 +288,15 @@ pub(super) fn open<D: Disk + Clone + 'static>(
         .map_or(1, |id| id + 1);
     // The recovered head is the end of the last complete marker (GCI
     // complete or restart), when there is one.
-    let last_marker = recovered
+    let mut last_marker = recovered
         .complete_gci
         .map(|_| Lsn(recovered.head_lsn.0 - REDO_MARKER_RECORD_BYTES));
     assert!(last_marker.is_none_or(|m| m >= recovered.tail_lsn));
+    if let Some(gci) = report.voided_above {
+        // Last, once everything checked out: a refused open changes nothing.
+        let marker = redo.void_above(gci).map_err(redo_error)?;
+        last_marker = Some(marker);
+    }
     let ldm = LdmInstance {
         lcp_dir,
         disk,
@@ -279,6 +304,8 @@ pub(super) fn open<D: Disk + Clone + 'static>(
         pool,
         fragments: states,
         committed_gci: target,
+        highest_gci_seen: recovered.complete_gci,
+        kept: None,
         last_marker,
         unflushed_marker: None,
         lcp: None,
@@ -301,6 +328,12 @@ fn replay_target(
         return Ok(recovered.complete_gci);
     };
     if let Some(oldest) = recovered.oldest_complete_gci() {
+        if asked == 0 && recovered.tail_lsn == Lsn(0) {
+            // Never trimmed: every record is still here, so the empty state
+            // before the first GCI is exact (a system restart before the
+            // cluster completed any GCI); everything is voided.
+            return Ok(Some(0));
+        }
         if asked < oldest {
             return Err(LdmError::RestoreGciTooOld {
                 instance,
@@ -402,7 +435,7 @@ impl LcpCheck<'_> {
         // redo (damage in the last flushed batch) or is newer than the
         // state asked for.
         let ahead = match self.target {
-            None => lcp.rows > 0,
+            None | Some(0) => lcp.rows > 0,
             Some(target) => lcp.max_gci > target,
         };
         if ahead {
@@ -429,8 +462,7 @@ fn replay(
     restoring: &mut BTreeMap<FragmentKey, Restoring>,
     report: &mut RecoveryReport,
 ) -> Result<(), LdmError> {
-    // Every complete record, so that durable changes above the target are
-    // seen (and refused: they cannot be voided yet).
+    // Every complete record: those above the target are counted as voided.
     let mut records = redo.replay(recovered, Gci::MAX);
     let read_error = |source| LdmError::Redo {
         instance,
@@ -450,16 +482,15 @@ fn replay(
             report.records_of_other_fragments += 1;
             continue;
         };
-        if target.is_none_or(|target| gci > target) {
-            return Err(LdmError::RedoAboveRestoreGci {
-                instance,
-                restore_gci: report.restore_gci.unwrap_or(gci),
-                gci,
-                lsn,
-                table_id: key.0,
-                fragment_id: key.1,
-            });
+        if report.voided_above.is_some_and(|target| gci > target) {
+            report.records_voided += 1;
+            continue;
         }
+        assert!(
+            target.is_some_and(|target| gci <= target),
+            "LDM instance {instance}: replay yielded a record of GCI {gci} (lsn {lsn}) above the GCI \
+             {target:?} reached, not voided"
+        );
         if lsn < r.report.replay_from {
             report.records_in_checkpoints += 1;
             continue;

@@ -1,0 +1,161 @@
+//! The sysfile: what a data node keeps on disk for a system restart (NDB:
+//! DIH's sysfile, its `latestGCI_completed` and node states).
+//!
+//! A system restart must bring every node to one GCI that the cluster
+//! completed; the redo logs alone cannot say which (a node may have flushed
+//! a GCI another never did). So every node records, at each GCP, the GCI the
+//! master declared complete and the nodes that were serving (held every
+//! row) when it was saved; at a system restart the master takes the highest
+//! GCI any node recorded (see `docs/recovery.md`, "System restart").
+//!
+//! Format (little endian, `SYSFILE_BYTES`): magic `SKSYSF01`, format
+//! version (u32), kept GCI (u32), serving nodes (the 256-bit node bitmask,
+//! 4 × u64), CRC32C of everything before it (u32). Written whole to
+//! `sysfile.tmp`, fsynced, renamed over `sysfile`, directory fsynced: after
+//! a crash the file holds the old record or the new one, never a mix.
+
+use std::path::{Path, PathBuf};
+
+use signal::NodeBitmask;
+use storage::disk::{write_file_atomically, Disk, OpenMode};
+
+const MAGIC: [u8; 8] = *b"SKSYSF01";
+const VERSION: u32 = 1;
+/// The file's size: magic, version, GCI, bitmask, CRC.
+pub const SYSFILE_BYTES: usize = 8 + 4 + 4 + 32 + 4;
+
+/// What a node keeps.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Kept {
+    /// The newest GCI the master declared complete cluster-wide (0: none).
+    pub gci: u32,
+    /// The nodes serving when `gci` was saved.
+    pub serving: NodeBitmask,
+}
+
+/// Where a node's sysfile lives, in its file system directory.
+pub fn path(fs_dir: &Path) -> PathBuf {
+    fs_dir.join("sysfile")
+}
+
+fn encode(kept: &Kept) -> [u8; SYSFILE_BYTES] {
+    let mut out = [0u8; SYSFILE_BYTES];
+    out[0..8].copy_from_slice(&MAGIC);
+    out[8..12].copy_from_slice(&VERSION.to_le_bytes());
+    out[12..16].copy_from_slice(&kept.gci.to_le_bytes());
+    for (i, word) in kept.serving.0.iter().enumerate() {
+        out[16 + 8 * i..24 + 8 * i].copy_from_slice(&word.to_le_bytes());
+    }
+    let crc = crc32c::crc32c(&out[..SYSFILE_BYTES - 4]);
+    out[SYSFILE_BYTES - 4..].copy_from_slice(&crc.to_le_bytes());
+    out
+}
+
+fn decode(bytes: &[u8], at: &Path) -> Result<Kept, String> {
+    let bad = |why: &str| format!("sysfile {} is damaged ({why})", at.display());
+    if bytes.len() != SYSFILE_BYTES {
+        return Err(bad(&format!(
+            "{} bytes, expected {SYSFILE_BYTES}",
+            bytes.len()
+        )));
+    }
+    let crc = u32::from_le_bytes(
+        bytes[SYSFILE_BYTES - 4..]
+            .try_into()
+            .map_err(|_| bad("crc"))?,
+    );
+    if crc32c::crc32c(&bytes[..SYSFILE_BYTES - 4]) != crc {
+        return Err(bad("checksum mismatch"));
+    }
+    if bytes[0..8] != MAGIC {
+        return Err(bad("not a sysfile"));
+    }
+    let word =
+        |at: usize| u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
+    if word(8) != VERSION {
+        return Err(bad(&format!("format version {}", word(8))));
+    }
+    let mut serving = NodeBitmask::new();
+    for (i, slot) in serving.0.iter_mut().enumerate() {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&bytes[16 + 8 * i..24 + 8 * i]);
+        *slot = u64::from_le_bytes(w);
+    }
+    Ok(Kept {
+        gci: word(12),
+        serving,
+    })
+}
+
+/// Reads the sysfile of `fs_dir`; a missing one is a node that never kept
+/// a GCI (`Kept::default()`). A damaged one is refused: the file is only
+/// ever replaced whole, so damage is not a torn write.
+pub fn read(disk: &dyn Disk, fs_dir: &Path) -> Result<Kept, String> {
+    let at = path(fs_dir);
+    let exists = disk
+        .exists(&at)
+        .map_err(|e| format!("cannot look for sysfile {}: {e}", at.display()))?;
+    if !exists {
+        return Ok(Kept::default());
+    }
+    let file = disk
+        .open(&at, OpenMode::ReadOnly)
+        .map_err(|e| format!("cannot open sysfile {}: {e}", at.display()))?;
+    let mut bytes = [0u8; SYSFILE_BYTES + 1];
+    let read = file
+        .read_full_at(0, &mut bytes)
+        .map_err(|e| format!("cannot read sysfile {}: {e}", at.display()))?;
+    decode(&bytes[..read], &at)
+}
+
+/// Replaces the sysfile of `fs_dir` with `kept`, durably.
+pub fn write(disk: &dyn Disk, fs_dir: &Path, kept: &Kept) -> Result<(), String> {
+    disk.create_dir_all(fs_dir)
+        .map_err(|e| format!("cannot create {}: {e}", fs_dir.display()))?;
+    let at = path(fs_dir);
+    write_file_atomically(disk, &fs_dir.join("sysfile.tmp"), &at, &encode(kept)).map_err(|e| {
+        format!(
+            "cannot write sysfile {} (GCI {}): {} {}: {}",
+            at.display(),
+            kept.gci,
+            e.step,
+            e.path.display(),
+            e.source
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use signal::NodeId;
+    use storage::disk::SimDisk;
+
+    #[test]
+    fn a_sysfile_survives_crashes_whole_and_damage_is_refused() {
+        let disk = SimDisk::new(5);
+        let dir = Path::new("/data/ndb_2_fs");
+        assert_eq!(read(&disk, dir).unwrap(), Kept::default());
+        let serving: NodeBitmask = [NodeId::new(2).unwrap(), NodeId::new(200).unwrap()]
+            .into_iter()
+            .collect();
+        let kept = Kept { gci: 57, serving };
+        write(&disk, dir, &kept).unwrap();
+        disk.crash();
+        assert_eq!(read(&disk, dir).unwrap(), kept);
+        // An unsynced rewrite: the old record or the new one, never a mix.
+        for gci in 58..70 {
+            let next = Kept { gci, serving };
+            let mut file = disk
+                .open(&dir.join("sysfile.tmp"), OpenMode::CreateTruncate)
+                .unwrap();
+            file.write_at(0, &encode(&next)).unwrap();
+            drop(file);
+            disk.crash();
+            assert_eq!(read(&disk, dir).unwrap().gci, 57);
+        }
+        disk.flip_byte(&path(dir), 13).unwrap();
+        let error = read(&disk, dir).unwrap_err();
+        assert!(error.contains("checksum mismatch"), "{error}");
+    }
+}

@@ -1,0 +1,349 @@
+//! System restart: a cluster starting from all data nodes down comes back at
+//! one GCI the cluster completed (NDB: DIH's restart GCI from the sysfile,
+//! and the start phases that restore every node to it). See
+//! `docs/recovery.md`, "System restart".
+//!
+//! Why: each node's redo log is complete to its own newest flushed GCI, and
+//! nodes differ (one flushed GCI 57, another crashed before it did; 57 was
+//! never declared complete). Restoring each to its own would leave replicas
+//! that differ. Every member keeps in its sysfile the newest GCI the master
+//! declared complete and the nodes that were serving then (`GcpKeepReq`,
+//! written before any TC hears the GCI is complete), so:
+//!
+//! 1. A master with no node states heard (a start from all nodes down)
+//!    asks every member's distribution block what it keeps
+//!    (`RestartInfoReq`) and waits until every configured data node
+//!    answered, or `RESTART_WAIT` passed.
+//! 2. The restart GCI R is the highest GCI any member kept; the nodes that
+//!    restore it are the members that the sysfile holding R names serving
+//!    (each saved R, and held every row). Every node group must have one
+//!    (else the master waits, logging which node group lacks one: its
+//!    data is not on any node present).
+//! 3. `RestartGciReq { R }` to every LDM instance of those nodes: each
+//!    restores exactly to R, voiding durably what its redo log holds above
+//!    R. One that cannot (its log does not reach R) answers so, and its
+//!    node starts empty and copies, as every other member does (node
+//!    restart).
+//! 4. The node states follow (`running`: later joiners copy), then the
+//!    first GCP, above every GCI any LDM or TC reported (`GcpStartConf`).
+//!
+//! A master that takes over a running cluster (it heard node states, or a
+//! TC reports a GCI in use) skips all of it. A client told that GCI g is
+//! durable (`TcWaitGciConf`) has g ≤ R: g was kept by every member of its
+//! time before any TC heard it complete, and one of them is present.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use kernel::Context;
+use signal::{BlockRef, NodeBitmask, NodeId, SignalBody};
+
+use super::{sysfile, Distribution, TIMER_RESTART};
+
+/// How long a system restart waits for every configured data node before
+/// it goes on with those present (when each node group has one that holds
+/// the restart GCI).
+pub const RESTART_WAIT: Duration = Duration::from_secs(3);
+
+/// Where the master's system restart stands.
+#[derive(Debug)]
+pub(super) enum Phase {
+    /// Asking the members what they keep.
+    Gathering {
+        kept: BTreeMap<NodeId, sysfile::Kept>,
+        /// `RESTART_WAIT` passed: go on without the absent nodes.
+        waited: bool,
+        /// The last refusal logged (logged again only when it changes).
+        refused: Option<String>,
+    },
+    /// The LDMs of `restoring` restore to `gci`.
+    Restoring {
+        gci: u32,
+        waiting: BTreeSet<BlockRef>,
+        restoring: NodeBitmask,
+    },
+    /// No node of a node group could restore the restart GCI: the
+    /// cluster does not start.
+    Refused {
+        message: String,
+    },
+    Done,
+}
+
+fn join(nodes: &[NodeId]) -> String {
+    nodes
+        .iter()
+        .map(|n| n.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl Distribution {
+    /// The phase a new master starts in: gathering when it keeps a sysfile
+    /// and heard no node states (the cluster starts from all nodes down).
+    pub(super) fn first_restart_phase(&self, ctx: &mut Context<'_>) -> Phase {
+        if self.sysfile.is_none() || self.known_states.is_some() {
+            return Phase::Done;
+        }
+        ctx.set_timer(RESTART_WAIT, TIMER_RESTART);
+        Phase::Gathering {
+            kept: BTreeMap::new(),
+            waited: false,
+            refused: None,
+        }
+    }
+
+    pub(super) fn restart_done(&self) -> bool {
+        matches!(self.restart, None | Some(Phase::Done))
+    }
+
+    pub(super) fn restart_gathering(&self) -> bool {
+        matches!(self.restart, Some(Phase::Gathering { .. }))
+    }
+
+    /// The GCI the system restart this master led restored (`None`: it
+    /// led none).
+    pub fn restart_gci(&self) -> Option<u32> {
+        self.restarted_to
+    }
+
+    /// Why the system restart does not go on (a node group with no node
+    /// holding the restart GCI), while it waits.
+    pub fn restart_refusal(&self) -> Option<&str> {
+        match &self.restart {
+            Some(Phase::Gathering { refused, .. }) => refused.as_deref(),
+            Some(Phase::Refused { message }) => Some(message),
+            _ => None,
+        }
+    }
+
+    /// The cluster was running after all (a master takeover).
+    pub(super) fn restart_not_needed(&mut self, ctx: &mut Context<'_>) {
+        if self.restart_gathering() {
+            tracing::info!(node = %self.config.node, "a TC uses a GCI: no system restart (master takeover)");
+            self.restart = Some(Phase::Done);
+            self.states_on_view(ctx);
+        }
+    }
+
+    pub(super) fn on_restart_info(
+        &mut self,
+        from: NodeId,
+        gci: u32,
+        serving: NodeBitmask,
+        ctx: &mut Context<'_>,
+    ) {
+        if let Some(Phase::Gathering { kept, .. }) = &mut self.restart {
+            kept.insert(from, sysfile::Kept { gci, serving });
+            self.try_decide(ctx);
+        }
+    }
+
+    pub(super) fn on_restart_timer(&mut self, ctx: &mut Context<'_>) {
+        if let Some(Phase::Gathering { waited, .. }) = &mut self.restart {
+            *waited = true;
+            self.try_decide(ctx);
+            if self.restart_gathering() {
+                ctx.set_timer(RESTART_WAIT, TIMER_RESTART);
+            }
+        }
+    }
+
+    /// Chooses the restart GCI and the nodes that restore it, once every
+    /// configured node answered (or the wait ran out and every node group
+    /// has such a node).
+    fn try_decide(&mut self, ctx: &mut Context<'_>) {
+        let members = self.members();
+        let groups = self
+            .sysfile
+            .as_ref()
+            .map(|s| s.node_groups.clone())
+            .unwrap_or_default();
+        let Some(Phase::Gathering {
+            kept,
+            waited,
+            refused,
+        }) = &mut self.restart
+        else {
+            return;
+        };
+        kept.retain(|n, _| members.contains(*n));
+        let all_here = groups.iter().flatten().all(|n| kept.contains_key(n));
+        if !all_here && !*waited {
+            return;
+        }
+        if kept.is_empty() {
+            return;
+        }
+        let gci = kept.values().map(|k| k.gci).max().expect("not empty");
+        let answered: NodeBitmask = kept.keys().copied().collect();
+        let restoring = if gci == 0 {
+            // No GCI was ever completed: every node restores the empty state.
+            answered
+        } else {
+            let serving = kept
+                .values()
+                .find(|k| k.gci == gci)
+                .expect("the max")
+                .serving;
+            serving.intersection(&answered)
+        };
+        let missing: Vec<(usize, &Vec<NodeId>)> = groups
+            .iter()
+            .enumerate()
+            .filter(|(_, g)| !g.iter().any(|n| restoring.contains(*n)))
+            .collect();
+        if !missing.is_empty() {
+            let message = missing
+                .iter()
+                .map(|(i, g)| {
+                    format!(
+                        "node group {i} (nodes {}) has no node present that holds GCI {gci}",
+                        join(g)
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("; ");
+            let message = format!(
+                "system restart to GCI {gci} cannot start: {message} (serving at GCI {gci}: {:?}; present: {:?}); \
+                 start one of its nodes that was serving",
+                kept.values().find(|k| k.gci == gci).map(|k| k.serving).unwrap_or_default(),
+                answered
+            );
+            if refused.as_deref() != Some(&message) {
+                tracing::error!(node = %self.config.node, "{message}");
+                *refused = Some(message);
+            }
+            return;
+        }
+        tracing::info!(
+            node = %self.config.node,
+            "system restart to GCI {gci}: nodes {restoring:?} restore it, the other members {:?} start empty and copy",
+            members.difference(&restoring)
+        );
+        let waiting: BTreeSet<BlockRef> = restoring.iter().flat_map(|n| self.ldms_of(n)).collect();
+        for &ldm in &waiting {
+            ctx.send(ldm, SignalBody::RestartGciReq { gci });
+        }
+        self.restart = Some(Phase::Restoring {
+            gci,
+            waiting,
+            restoring,
+        });
+    }
+
+    /// A new view: a node that left no longer answers.
+    pub(super) fn restart_on_view(&mut self, ctx: &mut Context<'_>) {
+        match &self.restart {
+            Some(Phase::Gathering { .. }) => self.try_decide(ctx),
+            Some(Phase::Restoring { .. }) => self.finish_restoring(ctx),
+            _ => {}
+        }
+    }
+
+    pub(super) fn on_restart_gci_conf(
+        &mut self,
+        from: BlockRef,
+        gci: u32,
+        restored: bool,
+        ctx: &mut Context<'_>,
+    ) {
+        let Some(Phase::Restoring {
+            gci: asked,
+            waiting,
+            restoring,
+        }) = &mut self.restart
+        else {
+            return;
+        };
+        if *asked != gci || !waiting.remove(&from) {
+            return;
+        }
+        if !restored {
+            tracing::warn!(
+                node = %self.config.node,
+                "node {} cannot restore GCI {gci} (LDM instance {}): it starts empty and copies",
+                from.node,
+                from.instance
+            );
+            restoring.remove(from.node);
+        }
+        self.finish_restoring(ctx);
+    }
+
+    /// Once every LDM still a member answered: the restored nodes serve.
+    fn finish_restoring(&mut self, ctx: &mut Context<'_>) {
+        let members = self.members();
+        let Some(Phase::Restoring {
+            gci,
+            waiting,
+            restoring,
+        }) = &mut self.restart
+        else {
+            return;
+        };
+        let gci = *gci;
+        waiting.retain(|b| members.contains(b.node));
+        if !waiting.is_empty() {
+            return;
+        }
+        let serving = restoring.intersection(&members);
+        let groups = self
+            .sysfile
+            .as_ref()
+            .map_or(&[][..], |s| &s.node_groups[..]);
+        let lost: Vec<String> = groups
+            .iter()
+            .enumerate()
+            .filter(|(_, g)| !g.iter().any(|n| serving.contains(*n)))
+            .map(|(i, g)| format!("node group {i} (nodes {})", join(g)))
+            .collect();
+        if !lost.is_empty() {
+            // Its nodes could not restore GCI `gci` after all (damaged or
+            // short redo): no node could copy to them.
+            let message = format!(
+                "system restart to GCI {gci} cannot start: no node of {} could restore it; \
+                 their data must come from a backup",
+                lost.join(", ")
+            );
+            tracing::error!(node = %self.config.node, "{message}");
+            self.restart = Some(Phase::Refused { message });
+            return;
+        }
+        tracing::info!(node = %self.config.node, "system restart to GCI {gci} done: {serving:?} serve");
+        self.restart = Some(Phase::Done);
+        self.restarted_to = Some(gci);
+        self.start_after_system_restart(serving, ctx);
+        if let Some(master) = self.master.as_mut() {
+            master.due = true;
+        }
+        self.advance(ctx);
+    }
+
+    /// Every member: keeps `gci` complete (the sysfile, durably), tells the
+    /// local LDMs, answers the master.
+    pub(super) fn on_keep_req(
+        &mut self,
+        from: BlockRef,
+        gci: u32,
+        serving: NodeBitmask,
+        ctx: &mut Context<'_>,
+    ) {
+        if gci > self.kept.gci {
+            let kept = sysfile::Kept { gci, serving };
+            if let Some(config) = &self.sysfile {
+                if let Err(error) = sysfile::write(&*config.disk, &config.fs_dir, &kept) {
+                    let reason = format!("node {}: {error}; restarting the node", self.config.node);
+                    tracing::error!(node = %self.config.node, "{reason}");
+                    ctx.shutdown(true, reason);
+                    return;
+                }
+            }
+            self.kept = kept;
+        }
+        for ldm in self.ldms_of(self.config.node) {
+            ctx.send(ldm, SignalBody::GcpCompleteRep { gci });
+        }
+        ctx.send(from, SignalBody::GcpKeepConf { gci });
+    }
+}
