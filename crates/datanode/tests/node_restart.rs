@@ -200,3 +200,72 @@ fn a_restarted_node_catches_up_before_it_serves() {
     }
     assert!(writes > 60, "writes ran while the node caught up: {writes}");
 }
+
+/// A transaction left open and idle does not hold a node restart back for
+/// ever: the TC waits at most `DRAIN_WAIT_MAX` for it, then aborts it, and
+/// its client's next request learns so with the temporary 286.
+#[test]
+fn an_idle_open_transaction_does_not_hold_a_restart_back() {
+    let mut cluster = Cluster::start(7, 2, 2);
+    let mut model = BTreeMap::new();
+    let (first, victim) = (node(2), node(3));
+    cluster.create_table();
+    commit(
+        &mut cluster,
+        &mut model,
+        first,
+        OpKind::Insert,
+        &[1, 2, 3],
+        0,
+    );
+    cluster.sim.crash(victim);
+    cluster.sim.run_for(Duration::from_millis(500));
+    // Opened on the live node, one write done, never committed.
+    let idle = cluster.tx_id();
+    let ops = cluster.batch(OpKind::Update, &[1], 5);
+    cluster.send(
+        tc_of(first),
+        SignalBody::TcKeyReq {
+            tx_id: idle,
+            flags: tc_flags::START,
+            ops,
+        },
+    );
+    cluster.sim.run_for(Duration::from_millis(50));
+    assert_eq!(
+        cluster.answers(),
+        vec![(idle, Ok(0))],
+        "the first request is answered, the transaction stays open"
+    );
+    cluster.sim.restart(victim);
+    let restarted = cluster.sim.now();
+    let until = restarted + datanode::tc::DRAIN_WAIT_MAX + Duration::from_secs(10);
+    while !serving(&cluster, victim) {
+        assert!(
+            cluster.sim.now() < until,
+            "node {victim} never serves: the idle transaction holds it back"
+        );
+        cluster.sim.run_for(Duration::from_millis(10));
+    }
+    assert!(
+        cluster.sim.now() >= restarted + datanode::tc::DRAIN_WAIT_MAX,
+        "the TC waited for the open transaction before it gave up on it"
+    );
+    // The open transaction was rolled back: its next request is refused
+    // with the temporary 286, and its write is gone.
+    let ops = cluster.batch(OpKind::Update, &[2], 6);
+    cluster.send(
+        tc_of(first),
+        SignalBody::TcKeyReq {
+            tx_id: idle,
+            flags: tc_flags::COMMIT,
+            ops,
+        },
+    );
+    cluster.sim.run_for(Duration::from_millis(50));
+    assert_eq!(
+        cluster.answers(),
+        vec![(idle, Err(error::NODE_FAILURE_ABORTED))]
+    );
+    assert_eq!(cluster.read(&[1, 2, 3]), [Some(0), Some(0), Some(0)]);
+}

@@ -122,14 +122,24 @@ impl TcBlock {
 
     /// Aborts a transaction that a node failure broke: temporary error 286
     /// to its client now (a request in progress) or at its next request.
-    fn node_failure_abort(&mut self, slot: u32, ctx: &mut Context<'_>) {
+    pub(super) fn node_failure_abort(&mut self, slot: u32, ctx: &mut Context<'_>) {
+        let why = format!(
+            "a data node it used failed (nodes down: {:?})",
+            self.map.down()
+        );
+        self.cluster_change_abort(slot, &why, ctx);
+    }
+
+    /// Aborts a transaction that a change of the cluster's data nodes (a
+    /// failure, a node restart that cannot wait for it) ends: temporary
+    /// error 286 to its client now (a request in progress) or at its next
+    /// request.
+    pub(super) fn cluster_change_abort(&mut self, slot: u32, why: &str, ctx: &mut Context<'_>) {
         let tx = self.transactions.get(slot);
         let (tx_id, executing) = (tx.tx_id, tx.state == TxState::Executing);
         let message = format!(
-            "transaction {tx_id:#x} on {}: a data node it used failed (nodes down: {:?}); \
-             it is rolled back, retry it",
-            self.me,
-            self.map.down()
+            "transaction {tx_id:#x} on {}: {why}; it is rolled back, retry it",
+            self.me
         );
         self.counters.node_failure_aborts += 1;
         self.close_scans_of(slot, error::NODE_FAILURE_ABORTED, &message, ctx);

@@ -26,6 +26,7 @@
 
 mod failover;
 mod node_restart;
+pub use node_restart::DRAIN_WAIT_MAX;
 mod pool;
 pub mod scan;
 mod shutdown;

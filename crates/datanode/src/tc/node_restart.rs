@@ -13,13 +13,19 @@
 //!
 //! The wait is a poll (every [`DRAIN_CHECK_INTERVAL`]) of the transaction
 //! ids noted when the state came, so the transaction paths stay as they
-//! are; those ids are bounded by `MaxNoOfConcurrentTransactions`.
+//! are; those ids are bounded by `MaxNoOfConcurrentTransactions`. It is
+//! bounded in time too: a client may keep a transaction open and idle
+//! for as long as it likes, and the restart must not wait for it. After
+//! [`DRAIN_WAIT_MAX`] the older transactions still idle or executing are
+//! aborted with the temporary error 286 (their clients retry); those
+//! committing or aborting end on their own.
 
 use std::time::Duration;
 
-use kernel::Context;
+use kernel::{Context, Instant};
 use signal::{BlockRef, NodeBitmask, SignalBody};
 
+use super::transaction::TxState;
 use super::TcBlock;
 use crate::live_map::NodeStates;
 
@@ -28,6 +34,9 @@ use crate::live_map::NodeStates;
 pub const DRAIN_CHECK_INTERVAL: Duration = Duration::from_millis(5);
 /// Timer of that check.
 pub(super) const TIMER_DRAIN: u32 = 2;
+/// Longest a TC waits for transactions older than a receiving node before
+/// it aborts those that are not committing or aborting already.
+pub const DRAIN_WAIT_MAX: Duration = Duration::from_secs(2);
 
 /// The transactions a state's answer waits for, and the answer.
 #[derive(Debug, Default)]
@@ -37,6 +46,8 @@ pub(crate) struct Drain {
     /// The answer owed once `older` have ended: (master, state id).
     owed: Option<(BlockRef, u32)>,
     armed: bool,
+    /// When the wait for `older` began (the first state that noted some).
+    since: Option<Instant>,
 }
 
 impl TcBlock {
@@ -54,6 +65,7 @@ impl TcBlock {
         };
         if !gained.is_empty() {
             self.note_older_transactions(gained);
+            self.drain.since.get_or_insert(ctx.now());
         }
         self.drain.owed = Some((master, state_id));
         self.check_drain(ctx);
@@ -82,6 +94,14 @@ impl TcBlock {
         self.drain
             .older
             .retain(|tx_id| by_tx_id.contains_key(tx_id));
+        if !self.drain.older.is_empty()
+            && self
+                .drain
+                .since
+                .is_some_and(|since| ctx.now().saturating_since(since) >= DRAIN_WAIT_MAX)
+        {
+            self.abort_older_transactions(ctx);
+        }
         if !self.drain.older.is_empty() {
             if !self.drain.armed {
                 self.drain.armed = true;
@@ -89,9 +109,36 @@ impl TcBlock {
             }
             return;
         }
+        self.drain.since = None;
         if let Some((master, state_id)) = self.drain.owed.take() {
             ctx.send(master, SignalBody::NodeStateConf { state_id });
         }
+    }
+
+    /// The wait ran out: ends the older transactions that would not end by
+    /// themselves soon (idle ones may stay open for ever).
+    fn abort_older_transactions(&mut self, ctx: &mut Context<'_>) {
+        let why = format!(
+            "a data node is restarting and waited {} ms for the transactions older than it",
+            DRAIN_WAIT_MAX.as_millis()
+        );
+        for i in 0..self.drain.older.len() {
+            let tx_id = self.drain.older[i];
+            let Some(&slot) = self.by_tx_id.get(&tx_id) else {
+                continue;
+            };
+            if matches!(
+                self.transactions.get(slot).state,
+                TxState::Idle | TxState::Executing
+            ) {
+                tracing::warn!(tc = %self.me, "transaction {tx_id:#x}: {why}; aborting it");
+                self.cluster_change_abort(slot, &why, ctx);
+            }
+        }
+        let by_tx_id = &self.by_tx_id;
+        self.drain
+            .older
+            .retain(|tx_id| by_tx_id.contains_key(tx_id));
     }
 
     pub(crate) fn on_drain_timer(&mut self, ctx: &mut Context<'_>) {
