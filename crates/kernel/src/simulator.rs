@@ -751,7 +751,11 @@ impl Simulation {
             } else {
                 self.rng.below(span + 1)
             };
-            let extra = self.link_delay.get(&(from, to)).copied().unwrap_or_default();
+            let extra = self
+                .link_delay
+                .get(&(from, to))
+                .copied()
+                .unwrap_or_default();
             let mut at = self.now + self.network.latency_min + Duration::from_nanos(jitter) + extra;
             if self.network.fifo {
                 let last = self.link_clock.entry((from, to)).or_insert(Instant::ZERO);
