@@ -32,14 +32,13 @@ fn run(seed: u64, kinds: &[FaultKind], shape: (u8, u8), rounds: u32) -> WholeRep
     };
     let (report, _) = whole_scenario(seed, &options);
     if let Err(e) = &report.result {
+        let (nodes, replicas) = shape;
+        let names: Vec<&str> = kinds.iter().map(|k| k.name()).collect();
         panic!(
-            "seed {seed} ({}x{}, faults {:?}): {e}\nreplay: skarv sim --seed {seed} --rounds {rounds} --nodes {} --replicas {} --faults {}",
-            shape.0,
-            shape.1,
+            "seed {seed} ({nodes}x{replicas}, faults {:?}): {e}\nreplay: skarv sim --seed {seed} --rounds {rounds} \
+             --nodes {nodes} --replicas {replicas} --faults {}",
             report.faults,
-            shape.0,
-            shape.1,
-            kinds.iter().map(|k| k.name()).collect::<Vec<_>>().join(",")
+            names.join(",")
         );
     }
     report
