@@ -720,9 +720,11 @@ impl Membership {
         }
         if self.phase == Phase::Starting {
             // Only a view that admits this node (CmRegConf) ends the start.
-            if !view.contains(self.me()) {
-                self.president_hint = Some(view.president);
-            }
+            // Either way a cluster runs: join it, never form one beside it
+            // (an answer to a partial-start question may still come; a node
+            // admitted by the president meanwhile would otherwise start alone
+            // while the president counts it as a member).
+            self.president_hint = Some(view.president);
             return;
         }
         let current = self.view.as_ref().expect("started");
