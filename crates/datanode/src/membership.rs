@@ -235,7 +235,16 @@ pub struct Membership {
     start_grant: Option<NodeBitmask>,
     /// A refused partial start asks the arbitrator again from this time.
     start_arbitration_retry_at: Instant,
+    /// The last views installed here, oldest first (at most
+    /// `VIEW_HISTORY_MAX`): a failure is judged against every member of
+    /// the views since the last one all current members confirmed.
+    view_history: Vec<(u32, Vec<NodeId>)>,
+    /// Per member, the highest view id it heartbeat with while it was ours.
+    confirmed_view: BTreeMap<NodeId, u32>,
 }
+
+/// Views kept to judge failures against (see `judge_base`).
+const VIEW_HISTORY_MAX: usize = 8;
 
 impl Membership {
     pub fn new(config: MembershipConfig) -> Membership {
@@ -265,6 +274,8 @@ impl Membership {
             arbitration: None,
             start_grant: None,
             start_arbitration_retry_at: Instant::ZERO,
+            view_history: Vec::new(),
+            confirmed_view: BTreeMap::new(),
             config,
         }
     }
@@ -690,6 +701,12 @@ impl Membership {
                 SignalBody::MembershipViewRep { view: view.clone() },
             );
         }
+        if self.view_history.last().map(|(id, _)| *id) != Some(view.view_id) {
+            self.view_history.push((view.view_id, view.members.clone()));
+            if self.view_history.len() > VIEW_HISTORY_MAX {
+                self.view_history.remove(0);
+            }
+        }
         self.view = Some(view);
         if was_starting {
             ctx.set_timer(self.config.heartbeat_interval, TIMER_HEARTBEAT);
@@ -703,9 +720,11 @@ impl Membership {
         }
         if self.phase == Phase::Starting {
             // Only a view that admits this node (CmRegConf) ends the start.
-            if !view.contains(self.me()) {
-                self.president_hint = Some(view.president);
-            }
+            // Either way a cluster runs: join it, never form one beside it
+            // (an answer to a partial-start question may still come; a node
+            // admitted by the president meanwhile would otherwise start alone
+            // while the president counts it as a member).
+            self.president_hint = Some(view.president);
             return;
         }
         let current = self.view.as_ref().expect("started");
@@ -788,6 +807,9 @@ impl Membership {
                 );
             }
             return;
+        }
+        if view_id == view.view_id {
+            self.confirmed_view.insert(sender, view_id);
         }
         if view_id < view.view_id && view.president == self.me() {
             // The member missed a view change: send it again.
@@ -888,10 +910,9 @@ impl Membership {
         }
         let side = self.reachable(&view, ctx.now());
         // A member that left on purpose exits: it is no other side.
-        let before: Vec<NodeId> = view
-            .members
-            .iter()
-            .copied()
+        let before: Vec<NodeId> = self
+            .judge_base(&view)
+            .into_iter()
             .filter(|m| !self.left_on_purpose.contains(&(*m, view.view_id)))
             .collect();
         let verdict = viability(&self.node_groups, &before, &side);
@@ -903,6 +924,39 @@ impl Membership {
             }
             Viability::Arbitrate => self.ask_for_vote(&view, &side, reason, ctx),
         }
+    }
+
+    /// The nodes a failure is judged against: the members of the current
+    /// view and of every view since the newest one that every current
+    /// member confirmed (heartbeat with its id). A view this node made is
+    /// not agreed until its members have it: when a link breaks, the other
+    /// end's side may have removed *this* node at the same moment, judged
+    /// against the older view; judging our next loss against our newer,
+    /// smaller view could then let both sides go on (NDB judges against the
+    /// nodes of the last completed failure round for the same reason). A
+    /// larger base only makes going on harder, never easier.
+    fn judge_base(&self, view: &MembershipView) -> Vec<NodeId> {
+        let confirmed = view
+            .members
+            .iter()
+            .filter(|m| **m != self.me())
+            .map(|m| self.confirmed_view.get(m).copied().unwrap_or(0))
+            .min()
+            .unwrap_or(view.view_id);
+        let from = self
+            .view_history
+            .iter()
+            .rposition(|(id, _)| *id <= confirmed)
+            .unwrap_or(0);
+        let mut base = view.members.clone();
+        for (_, members) in &self.view_history[from..] {
+            for m in members {
+                if !base.contains(m) {
+                    base.push(*m);
+                }
+            }
+        }
+        base
     }
 
     /// The members this node can reach: itself, and those not suspected and

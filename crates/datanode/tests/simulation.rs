@@ -481,3 +481,28 @@ fn a_node_stopped_on_purpose_leaves_without_the_arbitrator_being_asked() {
     assert_eq!(cluster.started(), vec![node(2)]);
     assert!(!arbitrations(&cluster).is_empty());
 }
+
+/// A broken link between two members of three (one node group): the
+/// president removes the far end while the far end's report makes the
+/// third node remove the president. The president, then alone, must judge
+/// that loss against the view before its unconfirmed change — not ask the
+/// arbitrator for a tie it would win while the other two go on (split brain
+/// before the fix; the whole-cluster seed 22 found it).
+#[test]
+fn a_broken_link_between_two_of_three_never_splits_the_cluster() {
+    for seed in 1..=30u64 {
+        let mut cluster = started_cluster(seed, 3);
+        // Node 2 is the president; node 4 the far end.
+        cluster.sim.break_link(node(2), node(4));
+        let settle = cluster.detection_time() + cluster.rejoin_time() * 2;
+        cluster
+            .run_checked(settle)
+            .unwrap_or_else(|e| panic!("{e}"));
+        // Whoever stopped restarted and rejoined: one cluster again.
+        cluster
+            .run_checked(cluster.spec.start_partial_timeout)
+            .unwrap_or_else(|e| panic!("{e}"));
+        cluster.check_agreement().unwrap();
+        assert_eq!(cluster.started().len(), 3, "seed {seed}");
+    }
+}

@@ -15,9 +15,31 @@
 //! node crashes its peers receive `NodeDisconnected` after a short delay (the
 //! reset of the TCP connection). A partition does not close connections by
 //! itself — signals just stop arriving — until a block asks for a
-//! `Disconnect`, as a hung peer would look in reality. On top of this the
-//! fault settings may drop, duplicate and delay signals beyond what TCP would
-//! do, to check that the protocols only rely on what they should.
+//! `Disconnect`, as a hung peer would look in reality.
+//!
+//! What a live connection promises is what TCP promises, and what our
+//! protocols (like NDB's) rely on: signals on one connection arrive in the
+//! order sent, once each, none lost — *while the connection lives*. A
+//! connection may break ([`Simulation::break_link`], a crash, a
+//! `Disconnect`): every signal sent on it and not yet delivered is lost, both
+//! ends are told, and a *new* connection (a new epoch: nothing of the old
+//! one is delivered on it) comes up after the reconnect delay. Signals on
+//! different connections are not ordered with each other: latency is random
+//! per signal, and [`Simulation::delay_link`] adds spikes to chosen links,
+//! so a signal relayed through a third node may overtake a direct one.
+//!
+//! `drop_ppm` and `duplicate_ppm` break that promise on purpose: they lose
+//! or duplicate single signals inside a live connection, which TCP never
+//! does. They exist only to check that the heartbeat-based membership
+//! protocol tolerates a lost heartbeat as it would a late one (the
+//! membership scenario uses them); the whole-cluster scenario never sets
+//! them, it breaks links instead.
+//!
+//! A node may also be *paused* ([`Simulation::pause`]): a GC pause or a hung
+//! process. Its blocks stop executing; signals and timers for it wait (as
+//! bytes wait in a socket buffer) and run when it resumes, unless the
+//! connection they came on broke meanwhile — which its peers do when they
+//! declare it dead.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
@@ -77,6 +99,9 @@ enum Event {
         /// Incarnation of the receiving node when the signal was sent; a
         /// signal for an earlier incarnation is lost with it.
         incarnation: u32,
+        /// Epoch of the connection it was sent on; a signal of a connection
+        /// that broke is lost with it. `None`: no connection (local, injected).
+        epoch: Option<u64>,
     },
     Timer {
         block: BlockRef,
@@ -104,6 +129,11 @@ struct SimNode {
     incarnation: u32,
     blocks: BTreeMap<(BlockNumber, u16), Box<dyn Block>>,
     rng: Rng,
+    /// Executes nothing until resumed; its events wait in `held`.
+    paused: bool,
+    held: Vec<Event>,
+    /// The block that hears of connections opening and closing.
+    notice_block: BlockNumber,
     /// Why the node last went down, for tests and traces.
     down_reason: Option<String>,
     shutdowns: u32,
@@ -129,8 +159,11 @@ pub struct Simulation {
     events: BTreeMap<u64, Event>,
     nodes: BTreeMap<NodeId, SimNode>,
     factories: BTreeMap<NodeId, NodeFactory>,
-    /// Connections that are up, as (smaller id, larger id).
-    connections: BTreeSet<(NodeId, NodeId)>,
+    /// Connections that are up, as (smaller id, larger id), with their epoch.
+    connections: BTreeMap<(NodeId, NodeId), u64>,
+    next_epoch: u64,
+    /// Extra latency per directed link (spikes).
+    link_delay: BTreeMap<(NodeId, NodeId), Duration>,
     /// Pairs that cannot reach each other.
     partitions: BTreeSet<(NodeId, NodeId)>,
     /// Last delivery time per directed link, to keep links FIFO.
@@ -162,7 +195,9 @@ impl Simulation {
             events: BTreeMap::new(),
             nodes: BTreeMap::new(),
             factories: BTreeMap::new(),
-            connections: BTreeSet::new(),
+            connections: BTreeMap::new(),
+            next_epoch: 1,
+            link_delay: BTreeMap::new(),
             partitions: BTreeSet::new(),
             link_clock: BTreeMap::new(),
             network: NetworkSettings::default(),
@@ -212,6 +247,9 @@ impl Simulation {
                 incarnation: 0,
                 blocks: BTreeMap::new(),
                 rng,
+                paused: false,
+                held: Vec::new(),
+                notice_block: BlockNumber::MEMBERSHIP,
                 down_reason: None,
                 shutdowns: 0,
             },
@@ -225,6 +263,74 @@ impl Simulation {
 
     pub fn is_up(&self, node: NodeId) -> bool {
         self.nodes.get(&node).is_some_and(|n| n.up)
+    }
+
+    pub fn is_paused(&self, node: NodeId) -> bool {
+        self.nodes.get(&node).is_some_and(|n| n.up && n.paused)
+    }
+
+    /// Connection notices of `node` go to its block `block` (an API node's
+    /// client block; data nodes: membership, the default).
+    pub fn set_notice_block(&mut self, node: NodeId, block: BlockNumber) {
+        if let Some(n) = self.nodes.get_mut(&node) {
+            n.notice_block = block;
+        }
+    }
+
+    /// Stops `node` executing (a GC pause, a hung process) until
+    /// [`Simulation::resume`]: its signals and timers wait.
+    pub fn pause(&mut self, node: NodeId) {
+        if let Some(n) = self.nodes.get_mut(&node) {
+            if n.up && !n.paused {
+                n.paused = true;
+                self.record(format!("pause {node:?}"));
+            }
+        }
+    }
+
+    /// Lets a paused node go on: what waited for it runs now, in order
+    /// (signals of connections that broke meanwhile are dropped at delivery).
+    pub fn resume(&mut self, node: NodeId) {
+        let Some(n) = self.nodes.get_mut(&node) else {
+            return;
+        };
+        if !n.paused {
+            return;
+        }
+        n.paused = false;
+        let held = std::mem::take(&mut n.held);
+        self.record(format!("resume {node:?} ({} waiting)", held.len()));
+        let now = self.now;
+        for event in held {
+            self.push(now, event);
+        }
+    }
+
+    /// Adds `extra` latency to every signal from `from` to `to` until
+    /// [`Simulation::clear_delays`] (order within the link is kept).
+    pub fn delay_link(&mut self, from: NodeId, to: NodeId, extra: Duration) {
+        self.link_delay.insert((from, to), extra);
+        self.record(format!("delay {from:?}->{to:?} {} us", extra.as_micros()));
+    }
+
+    pub fn clear_delays(&mut self) {
+        self.link_delay.clear();
+        self.record("clear delays".to_owned());
+    }
+
+    /// Breaks the connection between `a` and `b` (a TCP reset): what is in
+    /// flight on it is lost, both ends are told, and it reconnects after
+    /// the reconnect delay.
+    pub fn break_link(&mut self, a: NodeId, b: NodeId) {
+        if self.connections.contains_key(&pair(a, b)) {
+            self.record(format!("break {a:?} {b:?}"));
+            self.break_connection(a, b);
+        }
+    }
+
+    /// Whether `a` and `b` have a live connection.
+    pub fn connected(&self, a: NodeId, b: NodeId) -> bool {
+        self.connections.contains_key(&pair(a, b))
     }
 
     pub fn summary(&self, node: NodeId) -> Option<NodeSummary> {
@@ -301,13 +407,15 @@ impl Simulation {
             return;
         }
         sim_node.up = false;
+        sim_node.paused = false;
+        sim_node.held.clear();
         sim_node.incarnation += 1;
         sim_node.blocks.clear();
         sim_node.down_reason = Some(reason.clone());
         self.record(format!("down {node:?}: {reason}"));
         let peers: Vec<NodeId> = self
             .connections
-            .iter()
+            .keys()
             .filter_map(|&(a, b)| {
                 if a == node {
                     Some(b)
@@ -359,7 +467,7 @@ impl Simulation {
     }
 
     fn break_connection(&mut self, a: NodeId, b: NodeId) {
-        if !self.connections.remove(&pair(a, b)) {
+        if self.connections.remove(&pair(a, b)).is_none() {
             return;
         }
         let at = self.now + self.network.disconnect_notice;
@@ -412,11 +520,27 @@ impl Simulation {
         debug_assert!(at >= self.now, "time never goes back");
         self.now = at;
         self.steps += 1;
+        let waits_for = match &event {
+            Event::Deliver { signal, .. } => Some(signal.receiver.node),
+            Event::Timer { block, .. } => Some(block.node),
+            Event::DisconnectNotice { at, .. } => Some(*at),
+            Event::TryConnect { a, b } => Some(if self.is_paused(*a) { *a } else { *b }),
+            Event::Restart { .. } => None,
+        };
+        if let Some(node) = waits_for.filter(|n| self.is_paused(*n)) {
+            self.nodes
+                .get_mut(&node)
+                .expect("a paused node exists")
+                .held
+                .push(event);
+            return true;
+        }
         match event {
             Event::Deliver {
                 signal,
                 incarnation,
-            } => self.deliver(signal, incarnation),
+                epoch,
+            } => self.deliver(signal, incarnation, epoch),
             Event::Timer {
                 block,
                 timer_id,
@@ -432,8 +556,10 @@ impl Simulation {
                 }
             }
             Event::TryConnect { a, b } => {
-                if self.can_talk(a, b) && !self.connections.contains(&pair(a, b)) {
-                    self.connections.insert(pair(a, b));
+                if self.can_talk(a, b) && !self.connections.contains_key(&pair(a, b)) {
+                    let epoch = self.next_epoch;
+                    self.next_epoch += 1;
+                    self.connections.insert(pair(a, b), epoch);
                     self.record(format!("connect {a:?} {b:?}"));
                     for (end, peer) in [(a, b), (b, a)] {
                         self.notify(end, SignalBody::NodeConnected { node: peer });
@@ -460,9 +586,14 @@ impl Simulation {
             .is_some_and(|n| n.up && n.incarnation == incarnation)
     }
 
-    /// Connection notices go to the membership block, as the transport sends them.
+    /// Connection notices go to the node's notice block (membership on a
+    /// data node), as the transport sends them.
     fn notify(&mut self, node: NodeId, body: SignalBody) {
-        let receiver = BlockRef::new(node, BlockNumber::MEMBERSHIP, 0);
+        let block = self
+            .nodes
+            .get(&node)
+            .map_or(BlockNumber::MEMBERSHIP, |n| n.notice_block);
+        let receiver = BlockRef::new(node, block, 0);
         let signal = Signal {
             receiver,
             sender: BlockRef::new(node, BlockNumber::PROCESS, 0),
@@ -471,15 +602,22 @@ impl Simulation {
         self.run_block(receiver, Some(signal));
     }
 
-    fn deliver(&mut self, signal: Signal, incarnation: u32) {
+    fn deliver(&mut self, signal: Signal, incarnation: u32, epoch: Option<u64>) {
         let receiver = signal.receiver;
         if !self.incarnation_is(receiver.node, incarnation) {
             return;
         }
-        let sender = signal.sender.node;
-        if sender != receiver.node && !self.connections.contains(&pair(sender, receiver.node)) {
-            // The connection broke while the signal was in flight.
-            return;
+        if let Some(epoch) = epoch {
+            let sender = signal.sender.node;
+            if self.connections.get(&pair(sender, receiver.node)) != Some(&epoch) {
+                // The connection it came on broke while it was in flight.
+                self.record(format!(
+                    "lost {} {sender:?}->{:?}: its connection broke",
+                    signal.body.name(),
+                    receiver.node
+                ));
+                return;
+            }
         }
         self.run_block(receiver, Some(signal));
     }
@@ -577,12 +715,15 @@ impl Simulation {
                 Event::Deliver {
                     signal,
                     incarnation,
+                    epoch: None,
                 },
             );
             return;
         }
-        if !self.connections.contains(&pair(from, to)) || self.partitions.contains(&pair(from, to))
-        {
+        let Some(&epoch) = self.connections.get(&pair(from, to)) else {
+            return;
+        };
+        if self.partitions.contains(&pair(from, to)) {
             return;
         }
         if self.network.drop_ppm > 0 && self.rng.chance(u64::from(self.network.drop_ppm), 1_000_000)
@@ -610,7 +751,12 @@ impl Simulation {
             } else {
                 self.rng.below(span + 1)
             };
-            let mut at = self.now + self.network.latency_min + Duration::from_nanos(jitter);
+            let extra = self
+                .link_delay
+                .get(&(from, to))
+                .copied()
+                .unwrap_or_default();
+            let mut at = self.now + self.network.latency_min + Duration::from_nanos(jitter) + extra;
             if self.network.fifo {
                 let last = self.link_clock.entry((from, to)).or_insert(Instant::ZERO);
                 if at < *last {
@@ -623,8 +769,17 @@ impl Simulation {
                 Event::Deliver {
                     signal: signal.clone(),
                     incarnation,
+                    epoch: Some(epoch),
                 },
             );
+        }
+    }
+
+    /// Sends `signal` over the simulated network as if its sender block had
+    /// (a test or a scenario driving a node from outside its blocks).
+    pub fn send_as(&mut self, signal: Signal) {
+        if self.is_up(signal.sender.node) {
+            self.send(signal);
         }
     }
 
@@ -635,6 +790,18 @@ impl Simulation {
             return;
         };
         if !receiver.up {
+            return;
+        }
+        if receiver.paused {
+            let (incarnation, now) = (receiver.incarnation, self.now);
+            self.push(
+                now,
+                Event::Deliver {
+                    signal,
+                    incarnation,
+                    epoch: None,
+                },
+            );
             return;
         }
         self.record(format!(

@@ -1,21 +1,45 @@
 //! `skarv sim`: replay one deterministic simulation by its seed, or soak
-//! through seeds until a time limit and print the first that fails.
+//! through seeds until a time limit and print the first that fails. The
+//! default scenario is the whole cluster (`datanode::simulation::cluster`:
+//! every block, data, a workload, every fault kind); `--scenario
+//! membership` runs the membership-only one.
 
 use std::time::{Duration, Instant};
 
+use datanode::simulation::cluster::{whole_scenario, FaultKind, ScenarioOptions, WholeReport};
 use datanode::simulation::{random_scenario, ScenarioReport};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Scenario {
+    /// Every block, a transactional workload, every fault kind.
+    Whole,
+    /// Membership blocks only (crash, hang, split, lost signals).
+    Membership,
+}
 
 #[derive(clap::Args)]
 pub struct SimArgs {
     /// The seed to replay.
     #[arg(long, conflicts_with = "soak")]
     seed: Option<u64>,
-    /// Stop after this many simulation steps.
+    #[arg(long, value_enum, default_value_t = Scenario::Whole)]
+    scenario: Scenario,
+    /// Stop starting fault rounds after this many simulation steps.
     #[arg(long, default_value_t = 5_000_000)]
     steps: u64,
     /// Fault rounds per run.
-    #[arg(long, default_value_t = 6)]
+    #[arg(long, default_value_t = 3)]
     rounds: u32,
+    /// Whole cluster: the fault kinds rounds pick from, comma-separated
+    /// (node-crash, system-restart, isolate, split, latency, link-break,
+    /// disk-full, pause); default all.
+    #[arg(long, value_delimiter = ',')]
+    faults: Vec<String>,
+    /// Whole cluster: data nodes (with --replicas); default from the seed.
+    #[arg(long, requires = "replicas")]
+    nodes: Option<u8>,
+    #[arg(long, requires = "nodes")]
+    replicas: Option<u8>,
     /// Print every step of the run.
     #[arg(long)]
     trace: bool,
@@ -41,28 +65,125 @@ fn print_report(report: &ScenarioReport) {
     );
 }
 
+fn print_whole(report: &WholeReport) {
+    for fault in &report.faults {
+        println!("  {fault}");
+    }
+    let s = &report.stats;
+    println!(
+        "  workload: {} committed, {} aborted ({} retried), {} unknown, {} audits; {} replica checks",
+        s.committed, s.aborted, s.retried, s.unknown, s.audits, report.replica_checks
+    );
+    let verdict = match &report.result {
+        Ok(()) => "ok".to_owned(),
+        Err(e) => format!("FAILED: {e}"),
+    };
+    println!(
+        "seed {}: {} data nodes, {} replicas: {verdict} ({} steps, {:.1} s simulated, trace hash {:016x})",
+        report.seed,
+        report.data_nodes,
+        report.replicas,
+        report.steps,
+        report.sim_time.as_secs_f64(),
+        report.trace_hash
+    );
+}
+
+fn options(args: &SimArgs) -> Result<ScenarioOptions, String> {
+    let mut options = ScenarioOptions {
+        rounds: args.rounds,
+        steps_max: args.steps,
+        trace: args.trace,
+        ..ScenarioOptions::default()
+    };
+    if !args.faults.is_empty() {
+        options.kinds = args
+            .faults
+            .iter()
+            .map(|name| {
+                FaultKind::parse(name).ok_or_else(|| {
+                    let known: Vec<&str> = FaultKind::ALL.iter().map(|k| k.name()).collect();
+                    format!("unknown fault kind {name:?}; known: {}", known.join(", "))
+                })
+            })
+            .collect::<Result<_, _>>()?;
+    }
+    if let (Some(nodes), Some(replicas)) = (args.nodes, args.replicas) {
+        if replicas == 0 || replicas > 4 || nodes == 0 || !nodes.is_multiple_of(replicas) {
+            return Err(format!(
+                "{nodes} data nodes do not make node groups of {replicas}"
+            ));
+        }
+        options.shape = Some((nodes, replicas));
+    }
+    Ok(options)
+}
+
+/// The command line that replays `seed` with these arguments.
+fn replay_command(args: &SimArgs, seed: u64) -> String {
+    let mut line = format!(
+        "skarv sim --seed {seed} --rounds {} --steps {}",
+        args.rounds, args.steps
+    );
+    if args.scenario == Scenario::Membership {
+        line += " --scenario membership";
+    }
+    if !args.faults.is_empty() {
+        line += &format!(" --faults {}", args.faults.join(","));
+    }
+    if let (Some(nodes), Some(replicas)) = (args.nodes, args.replicas) {
+        line += &format!(" --nodes {nodes} --replicas {replicas}");
+    }
+    line
+}
+
+/// Runs one seed; `Err` carries the failure.
+fn run_one(
+    args: &SimArgs,
+    options: &ScenarioOptions,
+    seed: u64,
+    print: bool,
+) -> Result<(), String> {
+    match args.scenario {
+        Scenario::Whole => {
+            let (report, trace) = whole_scenario(seed, options);
+            if print || report.result.is_err() {
+                for line in &trace {
+                    println!("{line}");
+                }
+                print_whole(&report);
+            }
+            report.result
+        }
+        Scenario::Membership => {
+            let (report, trace) = random_scenario(seed, args.rounds, args.steps, options.trace);
+            if print || report.result.is_err() {
+                for line in &trace {
+                    println!("{line}");
+                }
+                for fault in &report.faults {
+                    println!("  {fault}");
+                }
+                print_report(&report);
+            }
+            report.result
+        }
+    }
+}
+
 pub fn run(args: SimArgs) -> Result<(), String> {
     crate::die_quietly_on_broken_pipe();
+    let options = options(&args)?;
     if args.soak {
-        return soak(&args);
+        return soak(&args, &options);
     }
     let seed = args
         .seed
         .ok_or("give --seed N to replay a run, or --soak")?;
-    let (report, trace) = random_scenario(seed, args.rounds, args.steps, args.trace);
-    for line in &trace {
-        println!("{line}");
-    }
-    for fault in &report.faults {
-        println!("  {fault}");
-    }
-    print_report(&report);
-    report
-        .result
-        .map_err(|e| format!("seed {seed} failed: {e}"))
+    run_one(&args, &options, seed, true).map_err(|e| format!("seed {seed} failed: {e}"))
 }
 
-fn soak(args: &SimArgs) -> Result<(), String> {
+fn soak(args: &SimArgs, options: &ScenarioOptions) -> Result<(), String> {
     let limit = Duration::from_secs(args.seconds);
     let started = Instant::now();
     let first = std::time::SystemTime::now()
@@ -71,17 +192,18 @@ fn soak(args: &SimArgs) -> Result<(), String> {
         .unwrap_or(0)
         .wrapping_mul(1_000_003);
     let mut runs = 0u64;
+    // A soak prints only the failing run, never a whole trace.
+    let quiet = ScenarioOptions {
+        trace: false,
+        ..options.clone()
+    };
     while started.elapsed() < limit {
         let seed = first.wrapping_add(runs);
-        let (report, _) = random_scenario(seed, args.rounds, args.steps, false);
         runs += 1;
-        if report.result.is_err() {
-            for fault in &report.faults {
-                println!("  {fault}");
-            }
-            print_report(&report);
+        if run_one(args, &quiet, seed, false).is_err() {
             return Err(format!(
-                "seed {seed} failed; replay with `skarv sim --seed {seed}`"
+                "seed {seed} failed after {runs} runs; replay with `{}`",
+                replay_command(args, seed)
             ));
         }
     }

@@ -360,6 +360,16 @@ impl TcBlock {
             }
         };
         let tx = self.transactions.get_mut(slot);
+        if tx.state == TxState::Aborting && self.node_failure_aborted.contains(tx_id) {
+            // A node failure aborts it and the abort is still under way: the
+            // client's next request learns so (temporary), as it would after.
+            let message = format!(
+                "transaction {tx_id:#x} is being aborted on {} by a data node failure",
+                self.me
+            );
+            return self.refuse(from, tx_id, error::NODE_FAILURE_ABORTED, message, ctx);
+        }
+        let tx = self.transactions.get_mut(slot);
         if tx.state != TxState::Idle {
             let message = format!(
                 "transaction {tx_id:#x} has a request in progress on {}: one at a time",

@@ -2,20 +2,22 @@
 //! membership, dictionary, distribution, TC and LDM blocks on each data node
 //! (simulated disks), an API node whose block records every answer, one
 //! table `accounts (id BIGINT, v BIGINT)`, and the calls the tests make
-//! (batches, one request to its answer, committed reads).
-#![allow(dead_code)] // each test file uses its own part
+//! (batches, one request to its answer, committed reads). The data nodes
+//! are built by the library's whole-cluster harness
+//! (`datanode::simulation::cluster::data_node_blocks`), so these tests and
+//! `skarv sim` run one node wiring.
+#![allow(dead_code, unused_imports)] // each test file uses its own part
 
 pub use std::collections::BTreeMap;
-pub use std::path::Path;
 pub use std::sync::{Arc, Mutex};
 pub use std::time::Duration;
 
 pub use config::Placement;
-pub use datanode::dictionary::{schema_dir, Dictionary, DictionaryConfig};
-pub use datanode::distribution::{Distribution, DistributionConfig};
-pub use datanode::ldm::{LdmBlock, LdmBlockConfig};
-pub use datanode::membership::{Membership, MembershipConfig};
-pub use datanode::tc::{TcBlock, TcConfig};
+pub use datanode::distribution::Distribution;
+pub use datanode::ldm::LdmBlock;
+pub use datanode::simulation::cluster::{data_node_blocks, WholeSpec};
+pub use datanode::tc::TcBlock;
+pub use storage::ldm::LdmConfig;
 pub use kernel::simulator::Simulation;
 pub use kernel::{Block, Context, Rng};
 pub use proto::error::{self, ErrorClass};
@@ -25,7 +27,6 @@ pub use proto::ops::{
 pub use proto::results::ResultReader;
 pub use signal::{tc_flags, BlockNumber, BlockRef, NodeId, Signal, SignalBody};
 pub use storage::disk::SimDisk;
-pub use storage::ldm::LdmConfig;
 pub use storage::schema::{Column, ColumnType, TableDef, Value};
 
 pub const API: NodeId = match NodeId::new(200) {
@@ -83,93 +84,45 @@ impl Cluster {
         let data_nodes: Vec<NodeId> = (0..n).map(|i| node(2 + i)).collect();
         let groups: Vec<Vec<NodeId>> = data_nodes.chunks(replicas).map(<[_]>::to_vec).collect();
         let placement = Placement::new(groups.clone(), LDM_INSTANCES);
+        // The data nodes are the whole-cluster scenario's, without an
+        // arbitrator (a tie goes on) and with this file's timings.
+        let spec = WholeSpec {
+            data_nodes: n,
+            replicas: replicas as u8,
+            ldm_instances: LDM_INSTANCES,
+            partitions: PARTITIONS,
+            gcp_interval: GCP_INTERVAL,
+            heartbeat_interval: Duration::from_millis(500),
+            api_heartbeat_interval: Duration::from_millis(300),
+            start_partial_timeout: Duration::from_secs(3),
+            deadlock_timeout: DEADLOCK_TIMEOUT,
+            ..WholeSpec::default()
+        };
         let mut disks = BTreeMap::new();
         for &id in &data_nodes {
             let disk = SimDisk::new(seed ^ u64::from(id.get()) << 32);
             disks.insert(id, disk.clone());
-            let all = data_nodes.clone();
-            let placement = placement.clone();
-            let node_groups = groups.clone();
+            let (all, placement, node_groups, spec) = (
+                data_nodes.clone(),
+                placement.clone(),
+                groups.clone(),
+                spec.clone(),
+            );
             let mut start_ids = Rng::seeded(seed ^ u64::from(id.get()));
             sim.add_node(
                 id,
                 Box::new(move |id, incarnation| {
-                    let membership = Membership::new(MembershipConfig {
-                        node: id,
-                        data_nodes: all.clone(),
-                        mgmd: None,
-                        heartbeat_interval: Duration::from_millis(500),
-                        api_heartbeat_interval: Duration::from_millis(300),
-                        start_partial_timeout: Duration::from_secs(3),
-                        start_id: start_ids.next_u64() ^ u64::from(incarnation),
-                        pid: 1000 + u32::from(id.get()),
-                    })
-                    .with_local_tcs(vec![tc_of(id)])
-                    .with_node_groups(node_groups.clone());
-                    let mut local = vec![tc_of(id)];
-                    local.extend((0..LDM_INSTANCES).map(|i| ldm_of(id, i)));
-                    let dictionary = Dictionary::new(
-                        DictionaryConfig {
-                            node: id,
-                            schema_dir: schema_dir(Path::new("/data"), id),
-                        },
-                        Box::new(disk.clone()),
+                    let start_id = start_ids.next_u64() ^ u64::from(incarnation);
+                    data_node_blocks(
+                        id,
+                        start_id,
+                        &spec,
+                        &all,
+                        &node_groups,
+                        &placement,
+                        &disk,
+                        None,
                     )
-                    .expect("the dictionary loads its schema")
-                    .with_local_blocks(local, placement.default_partitions())
-                    .with_data_nodes(placement.data_nodes());
-                    let distribution = Distribution::new(DistributionConfig {
-                        node: id,
-                        gcp_interval: GCP_INTERVAL,
-                        tc_instances: 1,
-                        ldm_instances: LDM_INSTANCES,
-                    })
-                    .with_sysfile(
-                        Box::new(disk.clone()),
-                        format!("/data/ndb_{id}_fs").into(),
-                        node_groups.clone(),
-                    )
-                    .expect("the sysfile reads");
-                    let tc = TcBlock::new(TcConfig {
-                        node: id,
-                        instance: 0,
-                        placement: placement.clone(),
-                        tc_instances: 1,
-                        transactions_max: 256,
-                        operations_max: 4_096,
-                        scans_max: 8,
-                        deadlock_timeout: DEADLOCK_TIMEOUT,
-                    });
-                    let mut blocks: Vec<(BlockRef, Box<dyn Block>)> = vec![
-                        (
-                            BlockRef::new(id, BlockNumber::MEMBERSHIP, 0),
-                            Box::new(membership),
-                        ),
-                        (
-                            BlockRef::new(id, BlockNumber::DICTIONARY, 0),
-                            Box::new(dictionary),
-                        ),
-                        (Distribution::address(id), Box::new(distribution)),
-                        (tc_of(id), Box::new(tc)),
-                    ];
-                    for i in 0..LDM_INSTANCES {
-                        let mut config = LdmConfig::new(i, format!("/data/ndb_{id}_fs/ldm{i}"));
-                        config.data_memory_bytes = 16 << 20;
-                        config.redo_file_size_bytes = 1 << 20;
-                        config.redo_files = 4;
-                        let ldm = LdmBlock::new(
-                            LdmBlockConfig {
-                                node: id,
-                                instance: i,
-                                placement: placement.clone(),
-                                ldm: config,
-                                lcp_interval: Duration::from_secs(5),
-                            },
-                            disk.clone(),
-                        );
-                        blocks.push((ldm_of(id, i), Box::new(ldm)));
-                    }
-                    blocks
                 }),
             );
         }

@@ -536,6 +536,27 @@ impl LdmInstance {
             .map(|s| (&s.fragment, &self.pool))
     }
 
+    /// The committed rows of a fragment as byte images (fixed part, then
+    /// variable part), sorted: equal for two replicas that hold the same
+    /// rows, wherever each placed them. Inserts not yet committed are left
+    /// out. For invariant checks (the simulator compares replicas); it
+    /// copies every row, so it is no part of any request path.
+    pub fn committed_row_images(&self, table_id: u32, fragment_id: u32) -> Option<Vec<Vec<u8>>> {
+        let fragment = &self.fragments.get(&(table_id, fragment_id))?.fragment;
+        let store = fragment.row_store();
+        let mut images: Vec<Vec<u8>> = store
+            .rows()
+            .filter_map(|row| {
+                let fixed = store.fixed_if_committed(&self.pool, row)?;
+                let mut image = fixed.to_vec();
+                image.extend_from_slice(store.var(&self.pool, row));
+                Some(image)
+            })
+            .collect();
+        images.sort_unstable();
+        Some(images)
+    }
+
     /// The fragments of this instance, as (table id, fragment id).
     pub fn fragment_ids(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
         self.fragments.keys().copied()

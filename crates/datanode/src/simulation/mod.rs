@@ -5,7 +5,13 @@
 //! lost signals) and end with checks of the invariants; the one against split
 //! brain (never two started sides with disjoint views) holds at every moment.
 //!
+//! This module is the membership-only scenario (`skarv sim --scenario
+//! membership`); [`cluster`] is the whole-cluster one (every block, data,
+//! disks, a workload, every fault kind), the default of `skarv sim`.
+//!
 //! Used by the tests and by `skarv sim --seed N`, which replays one run.
+
+pub mod cluster;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -54,9 +60,9 @@ pub struct ManagementLog {
 /// Records status reports and cluster-log events, like the mgmd would, and
 /// arbitrates with the mgmd's own [`Arbitrator`] (its state is lost when
 /// the stand-in crashes, as a real mgmd's is).
-struct RecordingManagement {
-    log: Arc<Mutex<ManagementLog>>,
-    arbitrator: Arbitrator,
+pub(crate) struct RecordingManagement {
+    pub(crate) log: Arc<Mutex<ManagementLog>>,
+    pub(crate) arbitrator: Arbitrator,
 }
 
 impl Block for RecordingManagement {
@@ -348,29 +354,7 @@ impl ClusterSim {
     /// share no member (two sides of a split both going on). A side waiting
     /// for the arbitrator still holds the view from before the split.
     pub fn check_no_split_brain(&self) -> Result<(), String> {
-        let views: Vec<(NodeId, &signal::MembershipView)> = self
-            .data_nodes
-            .iter()
-            .filter_map(|n| {
-                let membership = self.membership(*n)?;
-                if membership.phase() != Phase::Started {
-                    return None;
-                }
-                Some((*n, membership.view()?))
-            })
-            .collect();
-        for (i, (a, view_a)) in views.iter().enumerate() {
-            for (b, view_b) in &views[i + 1..] {
-                if !view_a.members.iter().any(|m| view_b.contains(*m)) {
-                    return Err(format!(
-                        "seed {}: split brain at {:?}: node {a} runs view {view_a:?} and node {b} runs {view_b:?}",
-                        self.sim.seed(),
-                        self.sim.now()
-                    ));
-                }
-            }
-        }
-        Ok(())
+        check_no_split_brain(&self.sim, &self.data_nodes)
     }
 
     /// Runs for `duration`, checking the split-brain invariant every
@@ -403,6 +387,33 @@ impl ClusterSim {
             body: SignalBody::MgmStopOrd { restart },
         });
     }
+}
+
+/// The split-brain invariant over the membership blocks of `data_nodes`.
+pub fn check_no_split_brain(sim: &Simulation, data_nodes: &[NodeId]) -> Result<(), String> {
+    let views: Vec<(NodeId, &signal::MembershipView)> = data_nodes
+        .iter()
+        .filter_map(|n| {
+            let membership =
+                sim.block::<Membership>(BlockRef::new(*n, BlockNumber::MEMBERSHIP, 0))?;
+            if membership.phase() != Phase::Started {
+                return None;
+            }
+            Some((*n, membership.view()?))
+        })
+        .collect();
+    for (i, (a, view_a)) in views.iter().enumerate() {
+        for (b, view_b) in &views[i + 1..] {
+            if !view_a.members.iter().any(|m| view_b.contains(*m)) {
+                return Err(format!(
+                    "seed {}: split brain at {:?}: node {a} runs view {view_a:?} and node {b} runs {view_b:?}",
+                    sim.seed(),
+                    sim.now()
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// What a random scenario did and whether its checks held.
