@@ -40,6 +40,10 @@ pub const SESSIONS_MAX: usize = 4_096;
 const CLUSTER_TICK_MS: u64 = 20;
 /// Heartbeat interval until a data node has told its own.
 const HEARTBEAT_DEFAULT_MS: u64 = 1_000;
+/// Heartbeat intervals without a registration answer after which a data
+/// node counts as failed, as the data nodes count an API node
+/// (`HEARTBEAT_MISSES_MAX` in datanode's membership).
+const HEARTBEAT_MISSES_MAX: u32 = 4;
 /// Longest TCP connect attempt of the connection thread.
 const CONNECT_ATTEMPT_MAX_MS: u64 = 1_000;
 
@@ -287,6 +291,12 @@ impl Shared {
     /// A signal for the cluster manager (instance 0): registration answers.
     pub fn on_cluster_signal(&self, link: usize, signal: Signal) {
         let link = &self.links[link];
+        if matches!(
+            signal.body,
+            SignalBody::ApiRegConf { .. } | SignalBody::ApiRegRef { .. }
+        ) {
+            link.answers.fetch_add(1, Ordering::AcqRel);
+        }
         match signal.body {
             SignalBody::ApiRegConf {
                 started,
@@ -672,6 +682,8 @@ fn connection_thread(shared: Arc<Shared>) {
     let count = shared.links.len();
     let mut next_attempt = vec![Instant::now(); count];
     let mut next_heartbeat = vec![Instant::now(); count];
+    // Per link: the connection and answer count last seen, and since when.
+    let mut heard: Vec<(u64, u64, Instant)> = vec![(0, 0, Instant::now()); count];
     let mut buffer = Vec::with_capacity(256);
     while !shared.is_shut_down() {
         let now = Instant::now();
@@ -686,11 +698,30 @@ fn connection_thread(shared: Arc<Shared>) {
                 }
                 continue;
             }
+            let interval = match link.heartbeat_interval_ms.load(Ordering::Acquire) {
+                0 => HEARTBEAT_DEFAULT_MS,
+                ms => ms,
+            };
+            let seen = (
+                link.generation.load(Ordering::Acquire),
+                link.answers.load(Ordering::Acquire),
+            );
+            if (heard[index].0, heard[index].1) != seen {
+                heard[index] = (seen.0, seen.1, now);
+            } else if now.duration_since(heard[index].2)
+                > Duration::from_millis(interval) * HEARTBEAT_MISSES_MAX
+            {
+                // A connection that hangs never closes by itself.
+                if link.abandon(seen.0) {
+                    tracing::warn!(
+                        node = %link.node,
+                        "data node silent for {HEARTBEAT_MISSES_MAX} heartbeats of {interval} ms: \
+                         dropping its connection"
+                    );
+                }
+                heard[index].2 = now;
+            }
             if now >= next_heartbeat[index] {
-                let interval = match link.heartbeat_interval_ms.load(Ordering::Acquire) {
-                    0 => HEARTBEAT_DEFAULT_MS,
-                    ms => ms,
-                };
                 next_heartbeat[index] = now + Duration::from_millis(interval);
                 let reg = Signal {
                     receiver: BlockRef::new(link.node, BlockNumber::MEMBERSHIP, 0),

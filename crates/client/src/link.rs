@@ -66,6 +66,9 @@ pub(crate) struct Link {
     pub has_pending: AtomicBool,
     /// Heartbeat interval the node asked for (`ApiRegConf`), in ms; 0 = not yet known.
     pub heartbeat_interval_ms: AtomicU64,
+    /// Registration answers (`ApiRegConf`/`ApiRegRef`) received, ever: the
+    /// connection thread declares a node that stops answering dead.
+    pub answers: AtomicU64,
     writer: Mutex<Option<Writer>>,
 }
 
@@ -90,6 +93,7 @@ impl Link {
             generation: AtomicU64::new(0),
             has_pending: AtomicBool::new(false),
             heartbeat_interval_ms: AtomicU64::new(0),
+            answers: AtomicU64::new(0),
             writer: Mutex::new(None),
         }
     }
@@ -294,6 +298,23 @@ impl Link {
                 self.connected.store(false, Ordering::Release);
                 self.started.store(false, Ordering::Release);
                 self.has_pending.store(false, Ordering::Release);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Gives up on the connection of `generation`, whose node went silent
+    /// (a hung process, a cut network: nothing closes the socket). New
+    /// transactions stop going there at once; the shutdown makes the
+    /// receiver read the close and fail the requests in flight, as for a
+    /// node that crashed. Returns whether it was the current connection.
+    pub fn abandon(&self, generation: u64) -> bool {
+        let guard = self.lock_writer();
+        match guard.as_ref() {
+            Some(writer) if writer.generation == generation => {
+                self.broken.store(true, Ordering::Release);
+                let _ = writer.stream.shutdown(std::net::Shutdown::Both);
                 true
             }
             _ => false,
