@@ -681,7 +681,10 @@ pub(crate) fn random_u64() -> u64 {
 fn connection_thread(shared: Arc<Shared>) {
     let count = shared.links.len();
     let mut next_attempt = vec![Instant::now(); count];
-    let mut next_heartbeat = vec![Instant::now(); count];
+    // When each link's last heartbeat went: the next is due one interval
+    // later, the interval read afresh, so a node's first answer (which
+    // names it) shortens the wait for the second at once.
+    let mut last_heartbeat: Vec<Option<Instant>> = vec![None; count];
     // Per link: the connection and answer count last seen, and since when.
     let mut heard: Vec<(u64, u64, Instant)> = vec![(0, 0, Instant::now()); count];
     let mut buffer = Vec::with_capacity(256);
@@ -693,7 +696,7 @@ fn connection_thread(shared: Arc<Shared>) {
                 if now >= next_attempt[index] {
                     next_attempt[index] = now + shared.options.reconnect_interval;
                     if connect_link(&shared, index) {
-                        next_heartbeat[index] = now;
+                        last_heartbeat[index] = None;
                     }
                 }
                 continue;
@@ -721,8 +724,8 @@ fn connection_thread(shared: Arc<Shared>) {
                 }
                 heard[index].2 = now;
             }
-            if now >= next_heartbeat[index] {
-                next_heartbeat[index] = now + Duration::from_millis(interval);
+            if last_heartbeat[index].is_none_or(|at| now >= at + Duration::from_millis(interval)) {
+                last_heartbeat[index] = Some(now);
                 let reg = Signal {
                     receiver: BlockRef::new(link.node, BlockNumber::MEMBERSHIP, 0),
                     sender: shared.own_ref(),
