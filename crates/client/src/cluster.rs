@@ -44,7 +44,8 @@ const HEARTBEAT_DEFAULT_MS: u64 = 1_000;
 /// node counts as failed, as the data nodes count an API node
 /// (`HEARTBEAT_MISSES_MAX` in datanode's membership).
 const HEARTBEAT_MISSES_MAX: u32 = 4;
-/// Longest TCP connect attempt of the connection thread.
+/// Longest TCP connect attempt of the connection thread; shorter when a
+/// data node asked for a shorter heartbeat interval (see `connect_link`).
 const CONNECT_ATTEMPT_MAX_MS: u64 = 1_000;
 
 /// How a cluster connection behaves.
@@ -742,10 +743,20 @@ fn connection_thread(shared: Arc<Shared>) {
 
 fn connect_link(shared: &Shared, index: usize) -> bool {
     let link = &shared.links[index];
-    let timeout = shared
-        .options
-        .connect_timeout
-        .min(Duration::from_millis(CONNECT_ATTEMPT_MAX_MS));
+    // The attempt blocks this thread, which also sends every other node's
+    // heartbeat: to an address that drops packets (a cut network) it lasts
+    // the whole timeout, and the live nodes must not miss this API node's
+    // heartbeats meanwhile (they drop it after 4 intervals).
+    let heartbeat_ms = shared
+        .links
+        .iter()
+        .map(|l| l.heartbeat_interval_ms.load(Ordering::Acquire))
+        .filter(|&ms| ms > 0)
+        .min()
+        .unwrap_or(CONNECT_ATTEMPT_MAX_MS);
+    let timeout = shared.options.connect_timeout.min(Duration::from_millis(
+        CONNECT_ATTEMPT_MAX_MS.min(heartbeat_ms),
+    ));
     match link.connect(shared.me, timeout) {
         Ok((mut connection, mut send_handle)) => {
             connection.link = index;
