@@ -41,7 +41,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
 use skarv_client::schema_types::{Column, ColumnType, TableDef};
-use skarv_client::{Cluster, ExecMode, Op, Session, Table, Value};
+use skarv_client::{codes, Cluster, ExecMode, Op, Session, Table, Value};
 
 use common::{sigkill, text, SKARV};
 
@@ -303,6 +303,20 @@ fn scratch_dir(layout: u8) -> PathBuf {
     dir
 }
 
+/// Everything the mgmd wrote to its data directory (the cluster log).
+fn cluster_log(dir: &Path) -> String {
+    let mut all = String::new();
+    for entry in std::fs::read_dir(dir.join("mgmd"))
+        .expect("the mgmd's directory")
+        .flatten()
+    {
+        if entry.path().is_file() {
+            all.push_str(&std::fs::read_to_string(entry.path()).unwrap_or_default());
+        }
+    }
+    all
+}
+
 fn config_ini(net: &Net, dir: &Path, nodes: &[u8]) -> String {
     let mut ini = format!(
         "[ndbd default]\nNoOfReplicas=2\nDataMemory=16M\nThreadConfig=ldm={{count=0}}\n\
@@ -439,6 +453,9 @@ struct Log {
     committed: Vec<(u64, Instant)>,
     /// Failed attempts by error code.
     errors: BTreeMap<u32, usize>,
+    /// Errors a writer may not see: neither temporary nor an unknown
+    /// result, nor a duplicate key that settles an unknown result.
+    wrong: Vec<String>,
     /// Rows whose outcome it does not know (an unknown-result error and no
     /// settling retry): each may or may not be there.
     unsettled: Vec<u64>,
@@ -472,11 +489,16 @@ fn writer(session: &Session, base: u64, attempts_max: u32, stop: &AtomicBool, lo
                     break;
                 }
                 Err(error) => {
-                    *lock(log).errors.entry(error.code).or_default() += 1;
-                    if maybe_committed && error.code == skarv_client::codes::DUPLICATE_KEY {
+                    let mut log = lock(log);
+                    *log.errors.entry(error.code).or_default() += 1;
+                    if maybe_committed && error.code == codes::DUPLICATE_KEY {
                         committed = true;
                         break;
                     }
+                    if !error.is_temporary() && !error.is_unknown_result() {
+                        log.wrong.push(format!("row {key}: {error}"));
+                    }
+                    drop(log);
                     maybe_committed |= error.is_unknown_result();
                     std::thread::sleep(Duration::from_millis(RETRY_PAUSE_MS));
                 }
@@ -644,18 +666,20 @@ fn a_data_node_cut_off_from_two_node_groups_shuts_down_and_rejoins() {
         0,
         &[2, 3, 4, 5],
         "a node group has no node left on this side",
+        false,
     );
 }
 
 #[test]
 #[ignore = "needs root and network namespaces: run bench/partition.sh"]
 fn a_split_in_half_is_won_by_the_side_the_arbitrator_picks() {
-    partition(1, &[2, 3], "no answer from the arbitrator");
+    partition(1, &[2, 3], "no answer from the arbitrator", true);
 }
 
 /// Cuts [`CUT_NODE`] off a cluster of `nodes` (2 replicas); its log must
-/// give `reason` for its shutdown.
-fn partition(layout: u8, nodes: &[u8], reason: &str) {
+/// give `reason` for its shutdown; `arbitrated`: the survivors' side had to
+/// win the arbitrator's vote (else no side asks).
+fn partition(layout: u8, nodes: &[u8], reason: &str, arbitrated: bool) {
     let net = Net::create(layout, nodes).unwrap_or_else(|e| {
         panic!("not run: this machine cannot make the network (needs root and ip netns): {e}")
     });
@@ -743,8 +767,30 @@ fn partition(layout: u8, nodes: &[u8], reason: &str) {
         node_log.contains(reason),
         "node {CUT_NODE}'s log gives the reason {reason:?} for its shutdown:\n{node_log}"
     );
+    let cluster_log = cluster_log(&dir);
+    let won = format!("arbitration won by node {}", CUT_NODE + 1);
+    if arbitrated {
+        assert!(
+            cluster_log.contains(&won),
+            "the survivors asked the arbitrator and won:\n{cluster_log}"
+        );
+    } else {
+        assert!(
+            !cluster_log.contains("arbitration"),
+            "nobody needed the arbitrator:\n{cluster_log}"
+        );
+    }
     let (gap, recovered, cut_side_after) = {
         let main_log = lock(&main.log);
+        // The survivors served this writer all along: it never found no
+        // data node started (711) or connected (4009).
+        for code in [codes::NOT_STARTED, codes::CLUSTER_FAILURE] {
+            assert!(
+                !main_log.errors.contains_key(&code),
+                "the main writer lost the survivors: errors by code {:?}",
+                main_log.errors
+            );
+        }
         let first_after = main_log
             .committed
             .iter()
@@ -794,6 +840,13 @@ fn partition(layout: u8, nodes: &[u8], reason: &str) {
     );
     let main_log = main.finish(Duration::from_millis(PROGRESS_AFTER_CUT_MAX_MS));
     let cut_side_log = cut_side.finish(Duration::from_millis(PROGRESS_AFTER_CUT_MAX_MS));
+    for log in [&main_log, &cut_side_log] {
+        assert!(
+            log.wrong.is_empty(),
+            "errors a writer may not see: {:?}",
+            log.wrong
+        );
+    }
     let rows = verify_rows(&session, &[&main_log, &cut_side_log]);
 
     // The rejoined node holds everything: with its node group partner
