@@ -393,4 +393,61 @@ mod tests {
         );
         assert!(!link.is_live(), "no new transaction goes to a broken link");
     }
+
+    #[test]
+    fn an_abandoned_link_leaves_service_and_its_reader_sees_the_close() {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind on loopback");
+        let port = listener.local_addr().expect("address").port();
+        let (me, data_node) = (node(9), node(2));
+        // The data node: answers the hello, then keeps the socket open and
+        // says nothing more (a hung node; a cut network looks the same).
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let peer = std::thread::spawn(move || {
+            let (mut stream, _) = listener.accept().expect("accept");
+            let mut chunk = [0u8; 256];
+            let _ = stream.read(&mut chunk).expect("the client's hello");
+            let hello = Signal {
+                receiver: BlockRef::new(me, BlockNumber::PROCESS, 0),
+                sender: BlockRef::new(data_node, BlockNumber::PROCESS, 0),
+                body: SignalBody::TransportHello {
+                    from: data_node,
+                    to: me,
+                    version: VERSION,
+                },
+            };
+            let mut bytes = Vec::new();
+            encode_frame(std::slice::from_ref(&hello), &mut bytes).expect("encode");
+            stream.write_all(&bytes).expect("send the hello");
+            let _ = done_rx.recv();
+        });
+        let link = Link::new(data_node, "127.0.0.1".to_owned(), port, 1);
+        let (mut connection, _send) = link
+            .connect(me, Duration::from_secs(5))
+            .expect("connect and exchange hellos");
+        link.started.store(true, Ordering::Release);
+        assert!(link.is_live(), "connected and started");
+        let generation = connection.generation;
+        assert!(
+            !link.abandon(generation + 1),
+            "another connection's generation"
+        );
+        assert!(link.is_live(), "a stale abandon changes nothing");
+        assert!(link.abandon(generation));
+        assert!(
+            !link.is_live(),
+            "no new transaction goes to an abandoned link"
+        );
+        // The receiver learns it as a close, and fails what was in flight.
+        let mut chunk = [0u8; 16];
+        let read = (0..100).find_map(|_| match connection.read.read(&mut chunk) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(10));
+                None
+            }
+            other => Some(other.map_err(|e| e.to_string())),
+        });
+        assert_eq!(read, Some(Ok(0)), "the reader sees end of stream");
+        let _ = done_tx.send(());
+        peer.join().expect("the peer thread");
+    }
 }
