@@ -456,6 +456,8 @@ struct Log {
     /// Errors a writer may not see: neither temporary nor an unknown
     /// result, nor a duplicate key that settles an unknown result.
     wrong: Vec<String>,
+    /// Transactions it began, committed or not.
+    attempts: u64,
     /// Rows whose outcome it does not know (an unknown-result error and no
     /// settling retry): each may or may not be there.
     unsettled: Vec<u64>,
@@ -477,6 +479,7 @@ fn writer(session: &Session, base: u64, attempts_max: u32, stop: &AtomicBool, lo
                 break;
             }
             let row = [("id", Value::UInt(key)), ("v", Value::UInt(value_of(key)))];
+            lock(log).attempts += 1;
             let result = session
                 .begin_with_hint(&table, &[Value::UInt(key)])
                 .and_then(|tx| {
@@ -745,11 +748,14 @@ fn partition(layout: u8, nodes: &[u8], reason: &str, arbitrated: bool) {
         || all_started(&show(&connect), &survivors),
     );
     let took_over_at = cut_at + takeover;
+    let probes_at_takeover = lock(&cut_side.log).attempts;
     let exited = wait_until(
         "exit of the cut-off node's process",
         Duration::from_millis(EXIT_MAX_MS),
         || !alive(cut_pid),
     );
+    // How often the cut-off side asked its node while both sides lived.
+    let probes = lock(&cut_side.log).attempts - probes_at_takeover;
     wait_until(
         "main writer's commit after the takeover",
         Duration::from_millis(PROGRESS_AFTER_CUT_MAX_MS),
@@ -877,8 +883,9 @@ fn partition(layout: u8, nodes: &[u8], reason: &str, arbitrated: bool) {
         "layout {nodes:?}: node {CUT_NODE} cut off; survivors' view without it {takeover:?} after the cut, \
          its process gone {exited:?} after; main writer: first commit {recovered:?} after the cut, longest gap \
          spanning the cut {gap:?}, {} commits, errors by code {:?}; cut-off side's writer: {} commits after \
-         the cut (none after the takeover), errors by code {:?}; healed: rejoined {rejoined:?} later \
-         (healed {:?} ago); {rows} rows verified, again from the rejoined node alone",
+         the cut, none after the takeover ({probes} attempts from the takeover to the node's exit), errors by \
+         code {:?}; healed: rejoined {rejoined:?} later (healed {:?} ago); {rows} rows verified, again from the \
+         rejoined node alone",
         main_log.committed.len(),
         main_log.errors,
         cut_side_after,
