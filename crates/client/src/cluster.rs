@@ -40,7 +40,12 @@ pub const SESSIONS_MAX: usize = 4_096;
 const CLUSTER_TICK_MS: u64 = 20;
 /// Heartbeat interval until a data node has told its own.
 const HEARTBEAT_DEFAULT_MS: u64 = 1_000;
-/// Longest TCP connect attempt of the connection thread.
+/// Heartbeat intervals without a registration answer after which a data
+/// node counts as failed, as the data nodes count an API node
+/// (`HEARTBEAT_MISSES_MAX` in datanode's membership).
+const HEARTBEAT_MISSES_MAX: u32 = 4;
+/// Longest TCP connect attempt of the connection thread; shorter when a
+/// data node asked for a shorter heartbeat interval (see `connect_link`).
 const CONNECT_ATTEMPT_MAX_MS: u64 = 1_000;
 
 /// How a cluster connection behaves.
@@ -287,6 +292,12 @@ impl Shared {
     /// A signal for the cluster manager (instance 0): registration answers.
     pub fn on_cluster_signal(&self, link: usize, signal: Signal) {
         let link = &self.links[link];
+        if matches!(
+            signal.body,
+            SignalBody::ApiRegConf { .. } | SignalBody::ApiRegRef { .. }
+        ) {
+            link.answers.fetch_add(1, Ordering::AcqRel);
+        }
         match signal.body {
             SignalBody::ApiRegConf {
                 started,
@@ -671,7 +682,12 @@ pub(crate) fn random_u64() -> u64 {
 fn connection_thread(shared: Arc<Shared>) {
     let count = shared.links.len();
     let mut next_attempt = vec![Instant::now(); count];
-    let mut next_heartbeat = vec![Instant::now(); count];
+    // When each link's last heartbeat went: the next is due one interval
+    // later, the interval read afresh, so a node's first answer (which
+    // names it) shortens the wait for the second at once.
+    let mut last_heartbeat: Vec<Option<Instant>> = vec![None; count];
+    // Per link: the connection and answer count last seen, and since when.
+    let mut heard: Vec<(u64, u64, Instant)> = vec![(0, 0, Instant::now()); count];
     let mut buffer = Vec::with_capacity(256);
     while !shared.is_shut_down() {
         let now = Instant::now();
@@ -681,17 +697,36 @@ fn connection_thread(shared: Arc<Shared>) {
                 if now >= next_attempt[index] {
                     next_attempt[index] = now + shared.options.reconnect_interval;
                     if connect_link(&shared, index) {
-                        next_heartbeat[index] = now;
+                        last_heartbeat[index] = None;
                     }
                 }
                 continue;
             }
-            if now >= next_heartbeat[index] {
-                let interval = match link.heartbeat_interval_ms.load(Ordering::Acquire) {
-                    0 => HEARTBEAT_DEFAULT_MS,
-                    ms => ms,
-                };
-                next_heartbeat[index] = now + Duration::from_millis(interval);
+            let interval = match link.heartbeat_interval_ms.load(Ordering::Acquire) {
+                0 => HEARTBEAT_DEFAULT_MS,
+                ms => ms,
+            };
+            let seen = (
+                link.generation.load(Ordering::Acquire),
+                link.answers.load(Ordering::Acquire),
+            );
+            if (heard[index].0, heard[index].1) != seen {
+                heard[index] = (seen.0, seen.1, now);
+            } else if now.duration_since(heard[index].2)
+                > Duration::from_millis(interval) * HEARTBEAT_MISSES_MAX
+            {
+                // A connection that hangs never closes by itself.
+                if link.abandon(seen.0) {
+                    tracing::warn!(
+                        node = %link.node,
+                        "data node silent for {HEARTBEAT_MISSES_MAX} heartbeats of {interval} ms: \
+                         dropping its connection"
+                    );
+                }
+                heard[index].2 = now;
+            }
+            if last_heartbeat[index].is_none_or(|at| now >= at + Duration::from_millis(interval)) {
+                last_heartbeat[index] = Some(now);
                 let reg = Signal {
                     receiver: BlockRef::new(link.node, BlockNumber::MEMBERSHIP, 0),
                     sender: shared.own_ref(),
@@ -708,10 +743,20 @@ fn connection_thread(shared: Arc<Shared>) {
 
 fn connect_link(shared: &Shared, index: usize) -> bool {
     let link = &shared.links[index];
-    let timeout = shared
-        .options
-        .connect_timeout
-        .min(Duration::from_millis(CONNECT_ATTEMPT_MAX_MS));
+    // The attempt blocks this thread, which also sends every other node's
+    // heartbeat: to an address that drops packets (a cut network) it lasts
+    // the whole timeout, and the live nodes must not miss this API node's
+    // heartbeats meanwhile (they drop it after 4 intervals).
+    let heartbeat_ms = shared
+        .links
+        .iter()
+        .map(|l| l.heartbeat_interval_ms.load(Ordering::Acquire))
+        .filter(|&ms| ms > 0)
+        .min()
+        .unwrap_or(CONNECT_ATTEMPT_MAX_MS);
+    let timeout = shared.options.connect_timeout.min(Duration::from_millis(
+        CONNECT_ATTEMPT_MAX_MS.min(heartbeat_ms),
+    ));
     match link.connect(shared.me, timeout) {
         Ok((mut connection, mut send_handle)) => {
             connection.link = index;

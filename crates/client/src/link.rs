@@ -66,6 +66,9 @@ pub(crate) struct Link {
     pub has_pending: AtomicBool,
     /// Heartbeat interval the node asked for (`ApiRegConf`), in ms; 0 = not yet known.
     pub heartbeat_interval_ms: AtomicU64,
+    /// Registration answers (`ApiRegConf`/`ApiRegRef`) received, ever: the
+    /// connection thread declares a node that stops answering dead.
+    pub answers: AtomicU64,
     writer: Mutex<Option<Writer>>,
 }
 
@@ -90,6 +93,7 @@ impl Link {
             generation: AtomicU64::new(0),
             has_pending: AtomicBool::new(false),
             heartbeat_interval_ms: AtomicU64::new(0),
+            answers: AtomicU64::new(0),
             writer: Mutex::new(None),
         }
     }
@@ -300,6 +304,23 @@ impl Link {
         }
     }
 
+    /// Gives up on the connection of `generation`, whose node went silent
+    /// (a hung process, a cut network: nothing closes the socket). New
+    /// transactions stop going there at once; the shutdown makes the
+    /// receiver read the close and fail the requests in flight, as for a
+    /// node that crashed. Returns whether it was the current connection.
+    pub fn abandon(&self, generation: u64) -> bool {
+        let guard = self.lock_writer();
+        match guard.as_ref() {
+            Some(writer) if writer.generation == generation => {
+                self.broken.store(true, Ordering::Release);
+                let _ = writer.stream.shutdown(std::net::Shutdown::Both);
+                true
+            }
+            _ => false,
+        }
+    }
+
     pub fn not_connected(&self) -> Error {
         Error::with_context(
             proto::error::NODE_FAILURE_ABORTED,
@@ -371,5 +392,62 @@ mod tests {
             "the receiver has not closed it yet"
         );
         assert!(!link.is_live(), "no new transaction goes to a broken link");
+    }
+
+    #[test]
+    fn an_abandoned_link_leaves_service_and_its_reader_sees_the_close() {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind on loopback");
+        let port = listener.local_addr().expect("address").port();
+        let (me, data_node) = (node(9), node(2));
+        // The data node: answers the hello, then keeps the socket open and
+        // says nothing more (a hung node; a cut network looks the same).
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let peer = std::thread::spawn(move || {
+            let (mut stream, _) = listener.accept().expect("accept");
+            let mut chunk = [0u8; 256];
+            let _ = stream.read(&mut chunk).expect("the client's hello");
+            let hello = Signal {
+                receiver: BlockRef::new(me, BlockNumber::PROCESS, 0),
+                sender: BlockRef::new(data_node, BlockNumber::PROCESS, 0),
+                body: SignalBody::TransportHello {
+                    from: data_node,
+                    to: me,
+                    version: VERSION,
+                },
+            };
+            let mut bytes = Vec::new();
+            encode_frame(std::slice::from_ref(&hello), &mut bytes).expect("encode");
+            stream.write_all(&bytes).expect("send the hello");
+            let _ = done_rx.recv();
+        });
+        let link = Link::new(data_node, "127.0.0.1".to_owned(), port, 1);
+        let (mut connection, _send) = link
+            .connect(me, Duration::from_secs(5))
+            .expect("connect and exchange hellos");
+        link.started.store(true, Ordering::Release);
+        assert!(link.is_live(), "connected and started");
+        let generation = connection.generation;
+        assert!(
+            !link.abandon(generation + 1),
+            "another connection's generation"
+        );
+        assert!(link.is_live(), "a stale abandon changes nothing");
+        assert!(link.abandon(generation));
+        assert!(
+            !link.is_live(),
+            "no new transaction goes to an abandoned link"
+        );
+        // The receiver learns it as a close, and fails what was in flight.
+        let mut chunk = [0u8; 16];
+        let read = (0..100).find_map(|_| match connection.read.read(&mut chunk) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(10));
+                None
+            }
+            other => Some(other.map_err(|e| e.to_string())),
+        });
+        assert_eq!(read, Some(Ok(0)), "the reader sees end of stream");
+        let _ = done_tx.send(());
+        peer.join().expect("the peer thread");
     }
 }
