@@ -160,11 +160,11 @@ fn rolling_restart_under_load_fails_nothing_and_sigkill_rounds_lose_nothing() {
     assert!(update["transactions"].as_u64().unwrap() > 0, "{update}");
     // Only retryable refusals: 280 (the node is stopping), 286 (a node
     // failure aborted it), a TC not yet knowing the node states (711), or
-    // 266, the temporary lock-wait timeout: a restarting node's copy holds
-    // each batch of rows under shared locks until the starting node has
-    // committed it, and on a loaded 2-core machine an update can wait
-    // behind that longer than TransactionDeadlockDetectionTimeout (1.2 s;
-    // seen in two full workspace runs, never alone). Each was retried.
+    // 266, the temporary lock-wait timeout: seen in two full workspace runs
+    // on a loaded 2-core machine, never alone; most likely an update waiting
+    // behind a restarting node's copy, which holds each batch of rows under
+    // shared locks until the starting node has committed it, longer than
+    // TransactionDeadlockDetectionTimeout (1.2 s). Each was retried.
     for (code, _) in update["errors"].as_object().expect("errors by code") {
         assert!(
             ["266", "280", "286", "711"].contains(&code.as_str()),
