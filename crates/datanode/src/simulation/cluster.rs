@@ -41,14 +41,14 @@
 //! balances equal the model's from the transfers that committed, no aborted
 //! transfer left a trace, every up node is started in one view.
 //!
-//! A system restart today restores each node from its own disk; the
-//! cluster-wide restart to one GCI is not built yet. So the check for a
-//! system restart is what holds today: every commit whose GCI was reported
-//! complete (`GcpCompleteRep`, sampled from the TCs) before the cluster went
-//! down survives; a commit above that GCI may be lost (it is then resolved
-//! like an unknown outcome). [`WholeSpec::exact_system_restart`] switches
-//! on the stronger check (commits above the restart GCI are gone) for when
-//! the exact system restart exists.
+//! Across a system restart the check is: every commit whose GCI was
+//! reported complete (`GcpCompleteRep`, sampled from the TCs) before the
+//! cluster went down survives; a commit above that GCI may be lost (it is
+//! then resolved like an unknown outcome). The cluster restarts to the
+//! highest GCI any node kept (docs/recovery.md, "System restart"), which
+//! may be above the last one a TC heard of; [`WholeSpec::exact_system_restart`]
+//! switches on the stronger check (commits above it are gone), which needs
+//! that restart GCI to compare with and is off.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;

@@ -17,7 +17,6 @@ pub use datanode::distribution::Distribution;
 pub use datanode::ldm::LdmBlock;
 pub use datanode::simulation::cluster::{data_node_blocks, WholeSpec};
 pub use datanode::tc::TcBlock;
-pub use storage::ldm::LdmConfig;
 pub use kernel::simulator::Simulation;
 pub use kernel::{Block, Context, Rng};
 pub use proto::error::{self, ErrorClass};
@@ -27,6 +26,7 @@ pub use proto::ops::{
 pub use proto::results::ResultReader;
 pub use signal::{tc_flags, BlockNumber, BlockRef, NodeId, Signal, SignalBody};
 pub use storage::disk::SimDisk;
+pub use storage::ldm::LdmConfig;
 pub use storage::schema::{Column, ColumnType, TableDef, Value};
 
 pub const API: NodeId = match NodeId::new(200) {
