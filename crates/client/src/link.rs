@@ -346,6 +346,31 @@ mod tests {
         NodeId::new(id).expect("a node id")
     }
 
+    /// The data node's side of a connection: accepts the client, reads its
+    /// hello and answers with its own.
+    fn accept_and_greet(
+        listener: &TcpListener,
+        me: NodeId,
+        data_node: NodeId,
+    ) -> std::net::TcpStream {
+        let (mut stream, _) = listener.accept().expect("accept");
+        let mut chunk = [0u8; 256];
+        let _ = stream.read(&mut chunk).expect("the client's hello");
+        let hello = Signal {
+            receiver: BlockRef::new(me, BlockNumber::PROCESS, 0),
+            sender: BlockRef::new(data_node, BlockNumber::PROCESS, 0),
+            body: SignalBody::TransportHello {
+                from: data_node,
+                to: me,
+                version: VERSION,
+            },
+        };
+        let mut bytes = Vec::new();
+        encode_frame(std::slice::from_ref(&hello), &mut bytes).expect("encode");
+        stream.write_all(&bytes).expect("send the hello");
+        stream
+    }
+
     #[test]
     fn a_failed_write_takes_the_link_out_of_service_until_it_reconnects() {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind on loopback");
@@ -354,21 +379,7 @@ mod tests {
         // The data node: answers the hello, then goes away at once (as a
         // killed process does).
         let peer = std::thread::spawn(move || {
-            let (mut stream, _) = listener.accept().expect("accept");
-            let mut chunk = [0u8; 256];
-            let _ = stream.read(&mut chunk).expect("the client's hello");
-            let hello = Signal {
-                receiver: BlockRef::new(me, BlockNumber::PROCESS, 0),
-                sender: BlockRef::new(data_node, BlockNumber::PROCESS, 0),
-                body: SignalBody::TransportHello {
-                    from: data_node,
-                    to: me,
-                    version: VERSION,
-                },
-            };
-            let mut bytes = Vec::new();
-            encode_frame(std::slice::from_ref(&hello), &mut bytes).expect("encode");
-            stream.write_all(&bytes).expect("send the hello");
+            accept_and_greet(&listener, me, data_node);
         });
         let link = Link::new(data_node, "127.0.0.1".to_owned(), port, 1);
         let _connection = link
@@ -403,21 +414,7 @@ mod tests {
         // says nothing more (a hung node; a cut network looks the same).
         let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
         let peer = std::thread::spawn(move || {
-            let (mut stream, _) = listener.accept().expect("accept");
-            let mut chunk = [0u8; 256];
-            let _ = stream.read(&mut chunk).expect("the client's hello");
-            let hello = Signal {
-                receiver: BlockRef::new(me, BlockNumber::PROCESS, 0),
-                sender: BlockRef::new(data_node, BlockNumber::PROCESS, 0),
-                body: SignalBody::TransportHello {
-                    from: data_node,
-                    to: me,
-                    version: VERSION,
-                },
-            };
-            let mut bytes = Vec::new();
-            encode_frame(std::slice::from_ref(&hello), &mut bytes).expect("encode");
-            stream.write_all(&bytes).expect("send the hello");
+            let _stream = accept_and_greet(&listener, me, data_node);
             let _ = done_rx.recv();
         });
         let link = Link::new(data_node, "127.0.0.1".to_owned(), port, 1);

@@ -895,6 +895,39 @@ fn ldm_of(n: NodeId, i: u32) -> BlockRef {
     BlockRef::new(n, BlockNumber::LOCAL_DATA_MANAGER, i as u16)
 }
 
+/// Adds `data_nodes` to `sim`, each incarnation built by
+/// [`data_node_blocks`] on its disk in `disks`, with start ids drawn from
+/// `seed` (so the same seed gives the same cluster).
+#[allow(clippy::too_many_arguments)] // one cluster's parts, passed as they are
+pub fn add_data_nodes(
+    sim: &mut Simulation,
+    seed: u64,
+    spec: &WholeSpec,
+    data_nodes: &[NodeId],
+    groups: &[Vec<NodeId>],
+    placement: &Placement,
+    disks: &BTreeMap<NodeId, SimDisk>,
+    mgmd: Option<NodeId>,
+) {
+    for &id in data_nodes {
+        let disk = disks[&id].clone();
+        let (all, groups, placement, spec) = (
+            data_nodes.to_vec(),
+            groups.to_vec(),
+            placement.clone(),
+            spec.clone(),
+        );
+        let mut start_ids = Rng::seeded(seed ^ u64::from(id.get()));
+        sim.add_node(
+            id,
+            Box::new(move |id, incarnation| {
+                let start_id = start_ids.next_u64() ^ u64::from(incarnation);
+                data_node_blocks(id, start_id, &spec, &all, &groups, &placement, &disk, mgmd)
+            }),
+        );
+    }
+}
+
 /// The blocks of one data node incarnation: membership (arbitrating through
 /// `mgmd` when given), dictionary, distribution, one TC and the LDM
 /// instances on `disk`.
@@ -1025,31 +1058,18 @@ impl WholeCluster {
                 keep_percent: keep,
                 tear_percent: tear,
             });
-            disks.insert(id, disk.clone());
-            let (all, groups, placement, spec) = (
-                data_nodes.clone(),
-                groups.clone(),
-                placement.clone(),
-                spec.clone(),
-            );
-            let mut start_ids = Rng::seeded(seed ^ u64::from(id.get()));
-            sim.add_node(
-                id,
-                Box::new(move |id, incarnation| {
-                    let start_id = start_ids.next_u64() ^ u64::from(incarnation);
-                    data_node_blocks(
-                        id,
-                        start_id,
-                        &spec,
-                        &all,
-                        &groups,
-                        &placement,
-                        &disk,
-                        Some(SIM_MGMD),
-                    )
-                }),
-            );
+            disks.insert(id, disk);
         }
+        add_data_nodes(
+            &mut sim,
+            seed,
+            &spec,
+            &data_nodes,
+            &groups,
+            &placement,
+            &disks,
+            Some(SIM_MGMD),
+        );
         let client = Arc::new(Mutex::new(ClientState::new(&spec, data_nodes.clone())));
         let shared = Arc::clone(&client);
         sim.add_node(

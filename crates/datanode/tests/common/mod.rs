@@ -15,7 +15,7 @@ pub use std::time::Duration;
 pub use config::Placement;
 pub use datanode::distribution::Distribution;
 pub use datanode::ldm::LdmBlock;
-pub use datanode::simulation::cluster::{data_node_blocks, WholeSpec};
+pub use datanode::simulation::cluster::{add_data_nodes, data_node_blocks, WholeSpec};
 pub use datanode::tc::TcBlock;
 pub use kernel::simulator::Simulation;
 pub use kernel::{Block, Context, Rng};
@@ -101,31 +101,18 @@ impl Cluster {
         let mut disks = BTreeMap::new();
         for &id in &data_nodes {
             let disk = SimDisk::new(seed ^ u64::from(id.get()) << 32);
-            disks.insert(id, disk.clone());
-            let (all, placement, node_groups, spec) = (
-                data_nodes.clone(),
-                placement.clone(),
-                groups.clone(),
-                spec.clone(),
-            );
-            let mut start_ids = Rng::seeded(seed ^ u64::from(id.get()));
-            sim.add_node(
-                id,
-                Box::new(move |id, incarnation| {
-                    let start_id = start_ids.next_u64() ^ u64::from(incarnation);
-                    data_node_blocks(
-                        id,
-                        start_id,
-                        &spec,
-                        &all,
-                        &node_groups,
-                        &placement,
-                        &disk,
-                        None,
-                    )
-                }),
-            );
+            disks.insert(id, disk);
         }
+        add_data_nodes(
+            &mut sim,
+            seed,
+            &spec,
+            &data_nodes,
+            &groups,
+            &placement,
+            &disks,
+            None,
+        );
         let got = Arc::new(Mutex::new(Vec::new()));
         let recorded = Arc::clone(&got);
         sim.add_node(
