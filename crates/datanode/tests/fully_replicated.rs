@@ -54,7 +54,10 @@ fn commit(
 ) {
     for _ in 0..50 {
         let ops = cluster.batch(kind, keys, v);
-        match run_on(cluster, tc, ops).0 {
+        match cluster
+            .run_one_on(tc, tc_flags::START | tc_flags::COMMIT, ops)
+            .0
+        {
             Ok(flags) => {
                 assert_eq!(flags, tc_flags::COMMITTED);
                 for &k in keys {
@@ -75,32 +78,10 @@ fn commit(
     panic!("{kind:?} of {keys:?} on {tc}: refused 50 times");
 }
 
-/// Runs one request (start and commit) on the TC of `tc` to its answer.
-fn run_on(cluster: &mut Cluster, tc: NodeId, ops: Vec<u8>) -> (Result<u32, u32>, Vec<u8>) {
-    let tx_id = cluster.tx_id();
-    let flags = tc_flags::START | tc_flags::COMMIT;
-    cluster.send(tc_of(tc), SignalBody::TcKeyReq { tx_id, flags, ops });
-    let until = cluster.sim.now() + Duration::from_secs(3);
-    while cluster.sim.now() < until {
-        cluster.sim.run_for(Duration::from_millis(1));
-        let mut got = cluster.got.lock().unwrap();
-        if let Some(at) = got.iter().position(|s| {
-            matches!(s.body, SignalBody::TcKeyConf { tx_id: t, .. } | SignalBody::TcKeyRef { tx_id: t, .. } if t == tx_id)
-        }) {
-            return match got.remove(at).body {
-                SignalBody::TcKeyConf { flags, results, .. } => (Ok(flags), results),
-                SignalBody::TcKeyRef { code, .. } => (Err(code), Vec::new()),
-                _ => unreachable!(),
-            };
-        }
-    }
-    panic!("transaction {tx_id:#x} on {tc}: no answer");
-}
-
 /// Committed reads of `keys` through the TC of `tc`.
 fn read_on(cluster: &mut Cluster, tc: NodeId, keys: &[i64]) -> Vec<Option<i64>> {
     let ops = cluster.batch(OpKind::Read, keys, 0);
-    let (outcome, results) = run_on(cluster, tc, ops);
+    let (outcome, results) = cluster.run_one_on(tc, tc_flags::START | tc_flags::COMMIT, ops);
     assert_eq!(outcome, Ok(tc_flags::COMMITTED), "reads on {tc}");
     ResultReader::new(&results)
         .expect("a valid result batch")
@@ -340,19 +321,6 @@ fn scans(cluster: &Cluster, n: NodeId) -> u64 {
         .sum()
 }
 
-fn serving(cluster: &Cluster, n: NodeId) -> bool {
-    (0..LDM_INSTANCES).all(|i| {
-        cluster
-            .sim
-            .block::<LdmBlock<SimDisk>>(ldm_of(n, i))
-            .is_some_and(|l| l.is_open() && !l.is_starting())
-    }) && cluster
-        .live_nodes()
-        .iter()
-        .filter_map(|&m| cluster.sim.block::<Distribution>(Distribution::address(m)))
-        .all(|d| d.node_states().is_some_and(|s| s.serving.contains(n)))
-}
-
 #[test]
 fn every_node_holds_every_row_and_serves_committed_reads_alone() {
     let mut cluster = start(11);
@@ -445,7 +413,9 @@ fn every_node_holds_every_row_and_serves_committed_reads_alone() {
         let before = key_requests(&cluster, owner);
         let ops = locking_read(&cluster, key);
         assert_eq!(
-            run_on(&mut cluster, n, ops).0,
+            cluster
+                .run_one_on(n, tc_flags::START | tc_flags::COMMIT, ops)
+                .0,
             Ok(tc_flags::COMMITTED),
             "locking read on {n}"
         );
@@ -556,7 +526,7 @@ fn writes_during_a_failure_and_a_restart_keep_every_copy_equal() {
             ),
         }
         writes += 1;
-        if serving(&cluster, victim) {
+        if cluster.serving(victim) {
             after += 1;
         }
     }

@@ -96,19 +96,6 @@ fn commit(
     panic!("{kind:?} of {keys:?} on {tc}: refused 50 times");
 }
 
-fn serving(cluster: &Cluster, n: NodeId) -> bool {
-    (0..LDM_INSTANCES).all(|i| {
-        cluster
-            .sim
-            .block::<LdmBlock<SimDisk>>(ldm_of(n, i))
-            .is_some_and(|l| l.is_open() && !l.is_starting())
-    }) && cluster
-        .live_nodes()
-        .iter()
-        .filter_map(|&m| cluster.sim.block::<Distribution>(Distribution::address(m)))
-        .all(|d| d.node_states().is_some_and(|s| s.serving.contains(n)))
-}
-
 /// The scenario; returns how many writes ran while the node caught up.
 fn restart_catches_up(seed: u64) -> usize {
     let mut cluster = Cluster::start(seed, 2, 2);
@@ -164,7 +151,7 @@ fn restart_catches_up(seed: u64) -> usize {
             _ => commit(&mut cluster, &mut model, tc, OpKind::Write, &[k], v),
         }
         writes += 1;
-        if serving(&cluster, victim) {
+        if cluster.serving(victim) {
             after += 1;
         }
     }
@@ -240,7 +227,7 @@ fn an_idle_open_transaction_does_not_hold_a_restart_back() {
     cluster.sim.restart(victim);
     let restarted = cluster.sim.now();
     let until = restarted + datanode::tc::DRAIN_WAIT_MAX + Duration::from_secs(10);
-    while !serving(&cluster, victim) {
+    while !cluster.serving(victim) {
         assert!(
             cluster.sim.now() < until,
             "node {victim} never serves: the idle transaction holds it back"

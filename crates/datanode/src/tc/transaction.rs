@@ -1161,6 +1161,8 @@ fn send_chain(
     tc: BlockRef,
     ctx: &mut Context<'_>,
 ) -> bool {
+    // The first stays out of `next`: a one-replica chain allocates nothing.
+    let mut first = None;
     let mut next: Vec<BlockRef> = Vec::new();
     for p in tx
         .participants
@@ -1170,18 +1172,18 @@ fn send_chain(
     {
         if down.contains(p.node) {
             p.done = true;
+            continue;
+        }
+        let ldm = BlockRef::new(p.node, BlockNumber::LOCAL_DATA_MANAGER, p.instance);
+        if first.is_none() {
+            first = Some(ldm);
         } else {
-            next.push(BlockRef::new(
-                p.node,
-                BlockNumber::LOCAL_DATA_MANAGER,
-                p.instance,
-            ));
+            next.push(ldm);
         }
     }
-    if next.is_empty() {
+    let Some(first) = first else {
         return false;
-    }
-    let first = next.remove(0);
+    };
     let (tx_id, gci) = (tx.tx_id, tx.gci);
     ctx.send(
         first,

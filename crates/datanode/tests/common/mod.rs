@@ -261,8 +261,33 @@ impl Cluster {
 
     /// Runs one request on a live TC to its answer.
     pub fn run_one(&mut self, flags: u32, ops: Vec<u8>) -> (Result<u32, u32>, Vec<u8>) {
+        let node = self.live_nodes()[0];
+        self.run_one_on(node, flags, ops)
+    }
+
+    /// Whether data node `n` serves: its LDM instances are open and done
+    /// starting, and every live node's distribution block counts it serving.
+    pub fn serving(&self, n: NodeId) -> bool {
+        (0..LDM_INSTANCES).all(|i| {
+            self.sim
+                .block::<LdmBlock<SimDisk>>(ldm_of(n, i))
+                .is_some_and(|l| l.is_open() && !l.is_starting())
+        }) && self
+            .live_nodes()
+            .iter()
+            .filter_map(|&m| self.sim.block::<Distribution>(Distribution::address(m)))
+            .all(|d| d.node_states().is_some_and(|s| s.serving.contains(n)))
+    }
+
+    /// Runs one request on the TC of data node `node` to its answer.
+    pub fn run_one_on(
+        &mut self,
+        node: NodeId,
+        flags: u32,
+        ops: Vec<u8>,
+    ) -> (Result<u32, u32>, Vec<u8>) {
         let tx_id = self.tx_id();
-        let tc = tc_of(self.live_nodes()[0]);
+        let tc = tc_of(node);
         self.send(tc, SignalBody::TcKeyReq { tx_id, flags, ops });
         let until = self.sim.now() + Duration::from_secs(3);
         while self.sim.now() < until {
