@@ -529,6 +529,7 @@ impl<'a> Iterator for OpIter<'a> {
 /// Unwraps a read from bytes a reader's constructor has validated. An
 /// error here is a bug in the validation; in a release build the iteration
 /// then ends early rather than crash the node.
+#[inline]
 pub(crate) fn validated<T>(read: Result<T, ProtoError>) -> Option<T> {
     match read {
         Ok(item) => Some(item),
@@ -791,6 +792,7 @@ pub struct Values<'a> {
 impl<'a> Iterator for Values<'a> {
     type Item = ValueRef<'a>;
 
+    #[inline]
     fn next(&mut self) -> Option<ValueRef<'a>> {
         if self.left == 0 {
             return None;
@@ -814,6 +816,7 @@ pub struct ColumnValues<'a> {
 impl<'a> Iterator for ColumnValues<'a> {
     type Item = (u16, ValueRef<'a>);
 
+    #[inline]
     fn next(&mut self) -> Option<(u16, ValueRef<'a>)> {
         if self.left == 0 {
             return None;

@@ -82,11 +82,13 @@ impl<'a> Reader<'a> {
     }
 
     /// Bytes not yet read.
+    #[inline]
     pub fn remaining(&self) -> usize {
         self.bytes.len() - self.pos
     }
 
     /// Offset of the next byte to read.
+    #[inline]
     pub fn position(&self) -> usize {
         self.pos
     }
@@ -106,6 +108,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The next `len` bytes.
+    #[inline]
     pub fn bytes(&mut self, len: usize) -> Result<&'a [u8], ProtoError> {
         if len > self.remaining() {
             return Err(ProtoError::Truncated {
@@ -120,28 +123,34 @@ impl<'a> Reader<'a> {
         Ok(slice)
     }
 
+    #[inline]
     fn array<const N: usize>(&mut self) -> Result<[u8; N], ProtoError> {
         let mut out = [0u8; N];
         out.copy_from_slice(self.bytes(N)?);
         Ok(out)
     }
 
+    #[inline]
     pub fn u8(&mut self) -> Result<u8, ProtoError> {
         Ok(self.array::<1>()?[0])
     }
 
+    #[inline]
     pub fn u16(&mut self) -> Result<u16, ProtoError> {
         Ok(u16::from_le_bytes(self.array()?))
     }
 
+    #[inline]
     pub fn u32(&mut self) -> Result<u32, ProtoError> {
         Ok(u32::from_le_bytes(self.array()?))
     }
 
+    #[inline]
     pub fn u64(&mut self) -> Result<u64, ProtoError> {
         Ok(u64::from_le_bytes(self.array()?))
     }
 
+    #[inline]
     pub fn i64(&mut self) -> Result<i64, ProtoError> {
         Ok(i64::from_le_bytes(self.array()?))
     }
@@ -314,7 +323,31 @@ fn get_date(r: &mut Reader<'_>) -> Result<Date, ProtoError> {
 
 /// Reads one value, borrowing strings and bytes from the buffer. Allocates
 /// nothing unless it fails.
+#[inline]
 pub fn get_value<'a>(r: &mut Reader<'a>) -> Result<ValueRef<'a>, ProtoError> {
+    // Integers are most of what ops and rows carry (flexAsynch's rows are
+    // all INT UNSIGNED): read them here, inlined, without the general
+    // match and its error paths.
+    if let Some(&[tag, a, b, c, d, e, f, g, h]) = r.bytes.get(r.pos..r.pos + 9) {
+        let v = [a, b, c, d, e, f, g, h];
+        match tag {
+            TAG_UINT => {
+                r.pos += 9;
+                return Ok(ValueRef::UInt(u64::from_le_bytes(v)));
+            }
+            TAG_INT => {
+                r.pos += 9;
+                return Ok(ValueRef::Int(i64::from_le_bytes(v)));
+            }
+            _ => {}
+        }
+    }
+    get_value_general(r)
+}
+
+/// [`get_value`] for every tag.
+#[inline(never)]
+fn get_value_general<'a>(r: &mut Reader<'a>) -> Result<ValueRef<'a>, ProtoError> {
     let at = r.position();
     let tag = r.u8()?;
     Ok(match tag {
@@ -371,6 +404,7 @@ pub fn get_value<'a>(r: &mut Reader<'a>) -> Result<ValueRef<'a>, ProtoError> {
 /// Checks that a value fits a column of `table`: storage's own check
 /// ([`ValueRef::check`]: type, range, length, precision, nullability), with
 /// the table's name added to its error.
+#[inline]
 pub fn check_value(table: &str, column: &Column, v: ValueRef<'_>) -> Result<(), ProtoError> {
     v.check(column).map_err(|source| ProtoError::Value {
         table: table.to_string(),
@@ -578,6 +612,7 @@ pub fn checked_values(bytes: &[u8], count: usize) -> Values<'_> {
 /// accepts, without building the value. Fixed-width values (integers,
 /// floats, timestamps, bits) need only their length checked; the rest go
 /// through `get_value`.
+#[inline]
 pub(crate) fn skip_value(r: &mut Reader<'_>) -> Result<(), ProtoError> {
     let width = match r.bytes.get(r.pos) {
         Some(&TAG_NULL) => 0,

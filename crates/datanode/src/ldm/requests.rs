@@ -154,7 +154,6 @@ pub(super) struct Scratch {
     results: Gathered,
     keys: Vec<Value>,
     row_values: Vec<Value>,
-    changes: Vec<(usize, Value)>,
     row: RowBuf,
     batch: ReadBatch,
 }
@@ -687,11 +686,8 @@ fn run_op(
             }
         }
         OpKind::Update => {
-            scratch.changes.clear();
-            scratch
-                .changes
-                .extend(op.values().map(|(c, v)| (usize::from(c), v.to_value())));
-            fragment.update(pool, tx, op_id, &scratch.keys, &scratch.changes)?
+            let changes = op.values().map(|(c, v)| (usize::from(c), v));
+            fragment.update_refs(pool, tx, op_id, &scratch.keys, changes)?
         }
         OpKind::Delete => {
             let answered = op.projection_count() > 0 && !forwarding;

@@ -697,13 +697,31 @@ impl Fragment {
         key: &[Value],
         changes: &[(usize, Value)],
     ) -> Result<Outcome, FragmentError> {
-        for &(column, _) in changes {
-            if self.in_primary_key.get(column) == Some(&true) {
-                return Err(FragmentError::PrimaryKeyUpdate {
-                    table: self.table.clone(),
-                    column: self.column_names[column].clone(),
-                });
-            }
+        let changes = changes.iter().map(|(c, v)| (*c, v.as_ref()));
+        self.update_refs(pool, tx, op, key, changes)
+    }
+
+    /// [`Fragment::update`] from borrowed values (an op's, read from its
+    /// frame), so that an update decodes nothing into owned values.
+    pub fn update_refs<'v, I>(
+        &mut self,
+        pool: &mut PagePool,
+        tx: TxId,
+        op: OpId,
+        key: &[Value],
+        changes: I,
+    ) -> Result<Outcome, FragmentError>
+    where
+        I: Iterator<Item = (usize, ValueRef<'v>)> + Clone,
+    {
+        let key_column = changes
+            .clone()
+            .find(|&(column, _)| self.in_primary_key.get(column) == Some(&true));
+        if let Some((column, _)) = key_column {
+            return Err(FragmentError::PrimaryKeyUpdate {
+                table: self.table.clone(),
+                column: self.column_names[column].clone(),
+            });
         }
         self.encode_key(key)?;
         let Some(row) = self.find(pool) else {
@@ -725,7 +743,7 @@ impl Fragment {
         };
         let new = &mut self.scratch.image;
         self.layout
-            .update(old_fixed, old_var, changes, &mut new.fixed, &mut new.var)?;
+            .update_refs(old_fixed, old_var, changes, &mut new.fixed, &mut new.var)?;
         self.write_over(pool, row, tx)?;
         Ok(Outcome::Done)
     }

@@ -283,8 +283,8 @@ impl RowLayout {
     /// Produces a new image of a row from an old one and new values for some
     /// columns (`(column, value)`; a column named twice gets its last value).
     /// Columns left out keep their old bytes; when no var column changes,
-    /// the var part is copied as it is. Values are checked first; on an
-    /// error the new buffers are left empty.
+    /// the var part is copied as it is. On an error the new buffers are left
+    /// empty.
     pub fn update(
         &self,
         old_fixed: &[u8],
@@ -293,45 +293,35 @@ impl RowLayout {
         new_fixed: &mut Vec<u8>,
         new_var: &mut Vec<u8>,
     ) -> Result<(), ValueError> {
+        let changes = changes.iter().map(|(c, v)| (*c, v.as_ref()));
+        self.update_refs(old_fixed, old_var, changes, new_fixed, new_var)
+    }
+
+    /// [`RowLayout::update`] from borrowed values, as an op carries them:
+    /// nothing is decoded into owned values. Fixed-size columns are checked
+    /// and written in one pass over `changes` (an update of integer columns
+    /// reads each value once); the pairs are walked again only when a var
+    /// column changes.
+    pub fn update_refs<'v, I>(
+        &self,
+        old_fixed: &[u8],
+        old_var: &[u8],
+        changes: I,
+        new_fixed: &mut Vec<u8>,
+        new_var: &mut Vec<u8>,
+    ) -> Result<(), ValueError>
+    where
+        I: Iterator<Item = (usize, ValueRef<'v>)> + Clone,
+    {
         debug_assert_eq!(old_fixed.len(), self.fixed_bytes);
         new_fixed.clear();
         new_var.clear();
-        let mut var_changed = false;
-        for (col, value) in changes {
-            let slot = self
-                .slots
-                .get(*col)
-                .ok_or_else(|| ValueError::NoSuchColumn {
-                    table: self.table.clone(),
-                    column: *col,
-                    columns: self.slots.len(),
-                })?;
-            if integer_in_range(slot, value.as_ref()).is_none() {
-                check_value(value.as_ref(), &slot.name, &slot.ty, slot.nullable)?;
-            }
-            var_changed |= matches!(slot.place, Place::Var { .. });
-        }
         new_fixed.extend_from_slice(old_fixed);
-        for (col, value) in changes {
-            let slot = &self.slots[*col];
-            let value = value.as_ref();
-            if let Some((v, offset, bytes, signed)) = integer_in_range(slot, value) {
-                if slot.nullable {
-                    set_bit(new_fixed, slot.null_bit, false);
-                }
-                put_integer(&mut new_fixed[offset..offset + bytes], v, signed);
-                continue;
-            }
-            if slot.nullable {
-                set_bit(new_fixed, slot.null_bit, value.is_null());
-            }
-            if let Place::Fixed { offset, bytes } = slot.place {
-                let out = &mut new_fixed[offset..offset + bytes];
-                if value.is_null() {
-                    out.fill(0);
-                } else {
-                    write_fixed(&slot.ty, value, out);
-                }
+        let mut var_changed = false;
+        for (col, value) in changes.clone() {
+            if let Err(error) = self.update_fixed(col, value, new_fixed, &mut var_changed) {
+                new_fixed.clear();
+                return Err(error);
             }
         }
         if !var_changed {
@@ -343,15 +333,56 @@ impl RowLayout {
             let Place::Var { index } = slot.place else {
                 continue;
             };
-            let changed = changes.iter().rev().find(|(col, _)| *col == col_index);
-            match changed {
-                Some((_, value)) => self.push_var(slot, value.as_ref(), index, new_var),
+            match changes.clone().filter(|&(col, _)| col == col_index).last() {
+                Some((_, value)) => self.push_var(slot, value, index, new_var),
                 None => {
                     let old = self.var_data(old_var, index);
                     new_var.extend_from_slice(old);
                     self.set_var_end(new_var, index);
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// Checks one changed column and writes it into a fixed part being
+    /// updated (its NULL bit too); a var column is only noted.
+    fn update_fixed(
+        &self,
+        col: usize,
+        value: ValueRef<'_>,
+        new_fixed: &mut [u8],
+        var_changed: &mut bool,
+    ) -> Result<(), ValueError> {
+        let slot = self
+            .slots
+            .get(col)
+            .ok_or_else(|| ValueError::NoSuchColumn {
+                table: self.table.clone(),
+                column: col,
+                columns: self.slots.len(),
+            })?;
+        if let Some((v, offset, bytes, signed)) = integer_in_range(slot, value) {
+            if slot.nullable {
+                set_bit(new_fixed, slot.null_bit, false);
+            }
+            put_integer(&mut new_fixed[offset..offset + bytes], v, signed);
+            return Ok(());
+        }
+        check_value(value, &slot.name, &slot.ty, slot.nullable)?;
+        if slot.nullable {
+            set_bit(new_fixed, slot.null_bit, value.is_null());
+        }
+        match slot.place {
+            Place::Fixed { offset, bytes } => {
+                let out = &mut new_fixed[offset..offset + bytes];
+                if value.is_null() {
+                    out.fill(0);
+                } else {
+                    write_fixed(&slot.ty, value, out);
+                }
+            }
+            Place::Var { .. } => *var_changed = true,
         }
         Ok(())
     }

@@ -287,6 +287,7 @@ impl ColumnType {
 
     /// The inclusive range of an integer column, as i128 to hold both ends
     /// of signed and unsigned types.
+    #[inline]
     pub fn integer_range(&self) -> Option<(i128, i128)> {
         use ColumnType::*;
         let (bits, unsigned) = match *self {

@@ -235,7 +235,20 @@ impl<'a> ValueRef<'a> {
     }
 
     /// [`Value::check`] for a borrowed value.
+    #[inline]
     pub fn check(&self, column: &Column) -> Result<(), ValueError> {
+        // An integer in its column's range is the common case: decided here,
+        // inlined, before the general check.
+        let integer = match *self {
+            ValueRef::Int(v) => Some(i128::from(v)),
+            ValueRef::UInt(v) => Some(i128::from(v)),
+            _ => None,
+        };
+        if let (Some(v), Some((min, max))) = (integer, column.ty.integer_range()) {
+            if (min..=max).contains(&v) {
+                return Ok(());
+            }
+        }
         check_value(*self, &column.name, &column.ty, column.nullable)
     }
 }
