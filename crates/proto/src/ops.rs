@@ -46,7 +46,7 @@ use storage::schema::{
     Column, IndexDef, IndexKind, TableDef, ValueRef, BLOB_INLINE_BYTES, COLUMNS_MAX,
 };
 
-use crate::value::{get_value, put_value, skip_value, Check, Reader};
+use crate::value::{get_integer, get_value_general, put_value, skip_value, Check, Reader};
 use crate::ProtoError;
 
 /// The two bytes an op batch starts with.
@@ -798,7 +798,10 @@ impl<'a> Iterator for Values<'a> {
             return None;
         }
         self.left -= 1;
-        validated(get_value(&mut self.r))
+        match get_integer(&mut self.r) {
+            Some(v) => Some(v),
+            None => validated(get_value_general(&mut self.r)),
+        }
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -816,14 +819,24 @@ pub struct ColumnValues<'a> {
 impl<'a> Iterator for ColumnValues<'a> {
     type Item = (u16, ValueRef<'a>);
 
-    #[inline]
+    // Always inlined: returned through memory, the (column, value) pair
+    // costs a store-forwarding stall per value (half of an update's decode
+    // time in a profile).
+    #[inline(always)]
     fn next(&mut self) -> Option<(u16, ValueRef<'a>)> {
         if self.left == 0 {
             return None;
         }
         self.left -= 1;
-        let column = validated(self.r.u16())?;
-        Some((column, validated(get_value(&mut self.r))?))
+        let Some(column) = self.r.try_u16() else {
+            debug_assert!(false, "validated bytes end inside a column number");
+            return None;
+        };
+        let value = match get_integer(&mut self.r) {
+            Some(v) => v,
+            None => validated(get_value_general(&mut self.r))?,
+        };
+        Some((column, value))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {

@@ -135,6 +135,17 @@ impl<'a> Reader<'a> {
         Ok(self.array::<1>()?[0])
     }
 
+    /// [`Reader::u16`] without a `Result` (see [`get_integer`] for why):
+    /// for bytes already validated.
+    #[inline(always)]
+    pub(crate) fn try_u16(&mut self) -> Option<u16> {
+        let &[a, b] = self.bytes.get(self.pos..self.pos + 2)? else {
+            return None;
+        };
+        self.pos += 2;
+        Some(u16::from_le_bytes([a, b]))
+    }
+
     #[inline]
     pub fn u16(&mut self) -> Result<u16, ProtoError> {
         Ok(u16::from_le_bytes(self.array()?))
@@ -325,29 +336,35 @@ fn get_date(r: &mut Reader<'_>) -> Result<Date, ProtoError> {
 /// nothing unless it fails.
 #[inline]
 pub fn get_value<'a>(r: &mut Reader<'a>) -> Result<ValueRef<'a>, ProtoError> {
-    // Integers are most of what ops and rows carry (flexAsynch's rows are
-    // all INT UNSIGNED): read them here, inlined, without the general
-    // match and its error paths.
-    if let Some(&[tag, a, b, c, d, e, f, g, h]) = r.bytes.get(r.pos..r.pos + 9) {
-        let v = [a, b, c, d, e, f, g, h];
-        match tag {
-            TAG_UINT => {
-                r.pos += 9;
-                return Ok(ValueRef::UInt(u64::from_le_bytes(v)));
-            }
-            TAG_INT => {
-                r.pos += 9;
-                return Ok(ValueRef::Int(i64::from_le_bytes(v)));
-            }
-            _ => {}
-        }
+    match get_integer(r) {
+        Some(v) => Ok(v),
+        None => get_value_general(r),
     }
-    get_value_general(r)
+}
+
+/// Reads an integer value, the most of what ops and rows carry
+/// (flexAsynch's rows are all INT UNSIGNED); `None` (nothing read) for
+/// any other tag or too few bytes. Returns no `Result`: a `Result` with a
+/// `ProtoError` is built in memory, and reading it back costs a
+/// store-forwarding stall per value in the loops that decode rows.
+#[inline(always)]
+pub(crate) fn get_integer<'a>(r: &mut Reader<'a>) -> Option<ValueRef<'a>> {
+    let &[tag, a, b, c, d, e, f, g, h] = r.bytes.get(r.pos..r.pos + 9)? else {
+        return None;
+    };
+    let v = [a, b, c, d, e, f, g, h];
+    let value = match tag {
+        TAG_UINT => ValueRef::UInt(u64::from_le_bytes(v)),
+        TAG_INT => ValueRef::Int(i64::from_le_bytes(v)),
+        _ => return None,
+    };
+    r.pos += 9;
+    Some(value)
 }
 
 /// [`get_value`] for every tag.
 #[inline(never)]
-fn get_value_general<'a>(r: &mut Reader<'a>) -> Result<ValueRef<'a>, ProtoError> {
+pub(crate) fn get_value_general<'a>(r: &mut Reader<'a>) -> Result<ValueRef<'a>, ProtoError> {
     let at = r.position();
     let tag = r.u8()?;
     Ok(match tag {

@@ -329,6 +329,20 @@ fn write_is_an_upsert_and_bad_input_is_refused() {
         err.to_string(),
         "table orders: column `k` is part of the primary key and cannot be updated"
     );
+    // Refused in the pass that writes the other columns: nothing of the
+    // columns before it stays in the transaction's image.
+    let err = w
+        .fragment
+        .update(
+            &mut w.pool,
+            T1,
+            OP,
+            &key(3),
+            &[(1, Value::Int(9)), (0, Value::UInt(4))],
+        )
+        .unwrap_err();
+    assert!(matches!(err, FragmentError::PrimaryKeyUpdate { .. }), "{err}");
+    assert_eq!(w.read(3, ReadMode::Exclusive { tx: T1, op: OP }), Some(row(3, 2, "second")));
     let err = w
         .fragment
         .insert(&mut w.pool, T1, OP, &[Value::UInt(1)])

@@ -150,7 +150,7 @@ struct TxRecord {
     /// for the transactions of a failed node's TCs.
     tc: Option<BlockRef>,
     /// Fragments it locked or changed here: what commit and abort visit.
-    fragments: Vec<(u32, u32)>,
+    fragments: TxFragments,
     /// Its requests in arrival order; the first one runs, the others wait
     /// for it (operations of one transaction run in order).
     queue: std::collections::VecDeque<requests::Slot>,
@@ -186,8 +186,13 @@ struct PendingCommit {
     /// here (empty: answer `reply_to`).
     next: Vec<BlockRef>,
     /// Fragments not yet committed.
-    fragments: Vec<(u32, u32)>,
+    fragments: TxFragments,
 }
+
+/// (table, partition) pairs a transaction touched on one instance. Inline
+/// for the usual few, so that a commit, which takes them from the
+/// transaction's record, allocates nothing.
+type TxFragments = smallvec::SmallVec<[(u32, u32); 4]>;
 
 /// The LDM block of one instance. See the module documentation.
 pub struct LdmBlock<D> {
@@ -682,7 +687,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         }
         let mut tc = None;
         let fragments = match self.txs.get_mut(&tx_id) {
-            None => Vec::new(),
+            None => TxFragments::new(),
             Some(record) => {
                 tc = record.tc;
                 if !record.queue.is_empty() {
@@ -818,8 +823,8 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         let Some(record) = self.txs.get_mut(&tx_id) else {
             return;
         };
-        let queue = std::mem::take(&mut record.queue);
-        for slot in queue {
+        // Drained, not taken: the record (recycled) keeps its capacity.
+        while let Some(slot) = record.queue.pop_front() {
             self.requests.free(slot);
         }
     }

@@ -414,10 +414,6 @@ pub struct Fragment {
     layout: RowLayout,
     pk: KeyEncoder,
     key_compare: KeyCompare,
-    /// `in_primary_key[c]`: column `c` is a primary-key column.
-    in_primary_key: Vec<bool>,
-    /// Column names, for messages.
-    column_names: Vec<String>,
     ordered: Vec<OrderedIndexState>,
     rows: RowStore,
     hash: HashIndex,
@@ -487,10 +483,6 @@ impl Fragment {
         } else {
             RowStore::new(layout.fixed_bytes())
         };
-        let mut in_primary_key = vec![false; table.columns.len()];
-        for &c in &table.primary_key {
-            in_primary_key[c] = true;
-        }
         let ordered = table
             .indexes
             .iter()
@@ -508,8 +500,6 @@ impl Fragment {
             fragment_id,
             pk: KeyEncoder::primary_key(table),
             key_compare,
-            in_primary_key,
-            column_names: table.columns.iter().map(|c| c.name.clone()).collect(),
             layout,
             ordered,
             rows,
@@ -688,7 +678,8 @@ impl Fragment {
 
     /// Changes some columns of the row with primary key `key`:
     /// `(column, value)` pairs, a column named twice taking its last value.
-    /// Primary-key columns cannot change.
+    /// Primary-key columns cannot change (refused once the row is found
+    /// and locked; the caller's abort releases the lock).
     pub fn update(
         &mut self,
         pool: &mut PagePool,
@@ -714,15 +705,6 @@ impl Fragment {
     where
         I: Iterator<Item = (usize, ValueRef<'v>)> + Clone,
     {
-        let key_column = changes
-            .clone()
-            .find(|&(column, _)| self.in_primary_key.get(column) == Some(&true));
-        if let Some((column, _)) = key_column {
-            return Err(FragmentError::PrimaryKeyUpdate {
-                table: self.table.clone(),
-                column: self.column_names[column].clone(),
-            });
-        }
         self.encode_key(key)?;
         let Some(row) = self.find(pool) else {
             return Ok(Outcome::NotFound);
@@ -742,8 +724,20 @@ impl Fragment {
             }
         };
         let new = &mut self.scratch.image;
-        self.layout
-            .update_refs(old_fixed, old_var, changes, &mut new.fixed, &mut new.var)?;
+        // The layout refuses a primary-key column in the same pass that
+        // writes the others (an update's values are walked once).
+        match self
+            .layout
+            .update_refs(old_fixed, old_var, changes, &mut new.fixed, &mut new.var)
+        {
+            Err(ValueError::KeyColumn { column, .. }) => {
+                return Err(FragmentError::PrimaryKeyUpdate {
+                    table: self.table.clone(),
+                    column,
+                })
+            }
+            result => result?,
+        }
         self.write_over(pool, row, tx)?;
         Ok(Outcome::Done)
     }

@@ -87,6 +87,8 @@ struct Slot {
     place: Place,
     /// The range of an integer column, kept here for the encoder's fast path.
     integer_range: Option<(i128, i128)>,
+    /// In the primary key: an update may not change it.
+    key: bool,
 }
 
 /// The byte layout of one table's rows (see the module doc), computed once
@@ -144,7 +146,7 @@ impl RowLayout {
         let mut var_columns = 0;
         let mut null_bits = 0;
         let mut max_var_data = 0;
-        for column in &table.columns {
+        for (c, column) in table.columns.iter().enumerate() {
             let place = match column.ty.storage() {
                 Storage::Fixed { bytes } => {
                     let place = Place::Fixed { offset, bytes };
@@ -166,6 +168,7 @@ impl RowLayout {
                 null_bit: null_bits,
                 place,
                 integer_range: column.ty.integer_range(),
+                key: table.primary_key.contains(&c),
             });
             null_bits += usize::from(column.nullable);
         }
@@ -281,8 +284,9 @@ impl RowLayout {
     }
 
     /// Produces a new image of a row from an old one and new values for some
-    /// columns (`(column, value)`; a column named twice gets its last value).
-    /// Columns left out keep their old bytes; when no var column changes,
+    /// columns (`(column, value)`; a column named twice gets its last value;
+    /// a primary-key column is refused). Columns left out keep their old
+    /// bytes; when no var column changes,
     /// the var part is copied as it is. On an error the new buffers are left
     /// empty.
     pub fn update(
@@ -362,6 +366,12 @@ impl RowLayout {
                 column: col,
                 columns: self.slots.len(),
             })?;
+        if slot.key {
+            return Err(ValueError::KeyColumn {
+                table: self.table.clone(),
+                column: slot.name.clone(),
+            });
+        }
         if let Some((v, offset, bytes, signed)) = integer_in_range(slot, value) {
             if slot.nullable {
                 set_bit(new_fixed, slot.null_bit, false);

@@ -320,6 +320,8 @@ pub enum ValueError {
         column: usize,
         columns: usize,
     },
+    #[error("table `{table}`: column `{column}` is in the primary key, which an update cannot change")]
+    KeyColumn { table: String, column: String },
 }
 
 /// Checks one value against a column's name, type and nullability: the
