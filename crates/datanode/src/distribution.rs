@@ -3,9 +3,11 @@
 //! master makes each GCI durable on every live node in three steps (see
 //! `docs/transactions.md`, "Global checkpoints"):
 //!
-//! 1. `GcpPrepareReq { g + 1 }` to every TC of every member: new commits
-//!    use `g + 1`; each TC answers once no commit of a lower GCI is in
-//!    progress on it.
+//! 1. `GcpPrepareReq { g + 1 }` to every TC of every member: hold
+//!    commits (answered at once); then, once every TC holds,
+//!    `GcpCommitReq { g + 1 }`: new commits use `g + 1`, and each TC
+//!    answers once no commit of a lower GCI is in progress on it. The two
+//!    phases keep dependency order across TCs (`crate::tc` `gcp` module).
 //! 2. `GcpSaveReq { g }` to every LDM instance of every member: flush the
 //!    redo log part up to `g`.
 //! 3. `GcpKeepReq { g }` to every member's distribution block: record in
@@ -87,8 +89,13 @@ pub struct DistributionConfig {
 /// The step of the GCP in progress, with the blocks still to answer it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Round {
-    /// Step 1: TCs switch to `gci`.
+    /// Step 1a: TCs hold their commits.
     Prepare {
+        gci: u32,
+        waiting: BTreeSet<BlockRef>,
+    },
+    /// Step 1b: TCs switch to `gci` and finish the commits of lower GCIs.
+    Commit {
         gci: u32,
         waiting: BTreeSet<BlockRef>,
     },
@@ -109,6 +116,7 @@ enum Round {
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum Step {
     Prepare,
+    Commit,
     Save,
     Keep,
 }
@@ -349,6 +357,7 @@ impl Distribution {
             master.members.remove(&node);
             if let Some(
                 Round::Prepare { waiting, .. }
+                | Round::Commit { waiting, .. }
                 | Round::Save { waiting, .. }
                 | Round::Keep { waiting, .. },
             ) = &mut master.round
@@ -464,15 +473,25 @@ impl Distribution {
                     self.master.as_mut().expect("master").round =
                         Some(Round::Prepare { gci, waiting });
                 }
-                Some(Round::Prepare { gci, waiting })
+                Some(Round::Prepare { gci, waiting }) if waiting.is_empty() => {
+                    // Every TC holds its commits: switch them all.
+                    let waiting: BTreeSet<BlockRef> =
+                        ready.iter().flat_map(|&n| self.tcs_of(n)).collect();
+                    for &tc in &waiting {
+                        ctx.send(tc, SignalBody::GcpCommitReq { gci });
+                    }
+                    self.master.as_mut().expect("master").round =
+                        Some(Round::Commit { gci, waiting });
+                }
+                Some(Round::Commit { gci, waiting })
                     if waiting.is_empty() && !self.takeover_pending.is_empty() =>
                 {
                     // A taken-over transaction may still commit in a GCI
                     // the save would close: wait for the takeover.
-                    master.round = Some(Round::Prepare { gci, waiting });
+                    master.round = Some(Round::Commit { gci, waiting });
                     return;
                 }
-                Some(Round::Prepare { gci, waiting }) if waiting.is_empty() => {
+                Some(Round::Commit { gci, waiting }) if waiting.is_empty() => {
                     let save = gci - 1;
                     if save == 0 || save <= master.durable_gci {
                         // Nothing committed below the first GCI.
@@ -535,6 +554,9 @@ impl Distribution {
         };
         match &mut master.round {
             Some(Round::Prepare { gci: g, waiting }) if step == Step::Prepare && *g == gci => {
+                waiting.remove(&from);
+            }
+            Some(Round::Commit { gci: g, waiting }) if step == Step::Commit && *g == gci => {
                 waiting.remove(&from);
             }
             Some(Round::Save {
@@ -617,6 +639,7 @@ impl Block for Distribution {
             } => self.on_timer(ctx),
             SignalBody::GcpStartConf { gci } => self.on_start_conf(from, gci, ctx),
             SignalBody::GcpPrepareConf { gci } => self.on_step_conf(from, Step::Prepare, gci, ctx),
+            SignalBody::GcpCommitConf { gci } => self.on_step_conf(from, Step::Commit, gci, ctx),
             SignalBody::GcpSaveConf { gci } => self.on_step_conf(from, Step::Save, gci, ctx),
             SignalBody::GcpKeepReq { gci, serving } => self.on_keep_req(from, gci, serving, ctx),
             SignalBody::GcpKeepConf { gci } => self.on_step_conf(from, Step::Keep, gci, ctx),

@@ -2356,3 +2356,82 @@ fn unique_key_batches_take_a_few_rounds_not_one_per_op() {
     cluster.check_people(&people, &model);
     cluster.check_idle();
 }
+
+/// The GCI switch keeps dependency order: a `GcpPrepareReq` that reaches
+/// one TC before another (here: delivered to TC A alone, as a slow link to
+/// B would) must not let A commit in `g + 1` while B still commits in `g`,
+/// or a transaction on B that read A's commit would land in an earlier GCI
+/// than what it read (a restore to `g` would hold it without its cause).
+#[test]
+fn a_commit_that_read_another_is_never_in_an_earlier_gci() {
+    let mut cluster = Cluster::start(22, 2, Limits::default());
+    cluster.create_table();
+    let (a, b) = (cluster.data_nodes[0], cluster.data_nodes[1]);
+    committed(&cluster.commit(&[Op::write(OpKind::Insert, 1, 1)]));
+    // Just after a switch: the next one is a GCP interval away.
+    let before = cluster.tc_on(a).current_gci();
+    let until = cluster.sim.now() + GCP_INTERVAL * 3;
+    while cluster.tc_on(a).current_gci() == before {
+        assert!(cluster.sim.now() < until, "GCPs run");
+        cluster.sim.run_for(Duration::from_millis(1));
+    }
+    cluster.sim.run_for(Duration::from_millis(5));
+    let g = cluster.tc_on(a).current_gci();
+    assert_eq!(cluster.tc_on(b).current_gci(), g, "both TCs switched");
+    let master = cluster
+        .data_nodes
+        .iter()
+        .copied()
+        .find(|&n| {
+            cluster
+                .sim
+                .block::<Distribution>(Distribution::address(n))
+                .is_some_and(|d| d.is_master())
+        })
+        .expect("a master");
+    cluster.sim.inject(Signal {
+        receiver: tc_of(a),
+        sender: Distribution::address(master),
+        body: SignalBody::GcpPrepareReq { gci: g + 1 },
+    });
+    // T1 on A writes row 1; T2 on B reads row 1 under an exclusive lock
+    // (waiting for T1 if T1 holds it) and writes row 2 from what it read.
+    let t1 = cluster.tx_id();
+    cluster.submit_to(
+        a,
+        t1,
+        tc_flags::START | tc_flags::COMMIT,
+        &[Op::write(OpKind::Update, 1, 2)],
+    );
+    cluster.sim.run_for(Duration::from_millis(3));
+    let t2 = cluster.tx_id();
+    cluster.submit_to(b, t2, tc_flags::START, &[Op::read(1, LockMode::Exclusive)]);
+    let read = cluster
+        .reply_within(t2, ANSWER_WAIT)
+        .expect("T2's read answered");
+    let seen = match &read {
+        Reply::Conf { answers, .. } => int(&answers[0].row.as_ref().expect("row 1 exists")[1]),
+        other => panic!("T2's read failed: {other:?}"),
+    };
+    assert_eq!(seen, 2, "T2 read T1's write (it waited for T1's commit)");
+    cluster.submit_to(
+        b,
+        t2,
+        tc_flags::COMMIT,
+        &[Op::write(OpKind::Write, 2, seen)],
+    );
+    let r2 = cluster.reply_within(t2, ANSWER_WAIT).expect("T2 answered");
+    let r1 = cluster.reply_within(t1, ANSWER_WAIT).expect("T1 answered");
+    let (gci1, _) = committed(&r1);
+    let (gci2, _) = committed(&r2);
+    assert!(
+        gci1 > g,
+        "T1 committed after the injected prepare: GCI {gci1}, prepared from {g}"
+    );
+    assert!(
+        gci2 >= gci1,
+        "T2 read T1 (GCI {gci1}) yet committed in GCI {gci2}: a restore to {gci2} would hold T2 without T1"
+    );
+    cluster.sim.run_for(GCP_INTERVAL * 2);
+    cluster.check_idle();
+}

@@ -455,10 +455,11 @@ signals! {
     132 => LdmCommitChainReq { tx_id: u64, gci: u32, tc: BlockRef, next: Vec<BlockRef> },
 
     // ---- global checkpoints (140–149), NDB: DBDIH's GCP protocol ----
-    /// Distribution master → every TC: commits from now on belong to `gci`
-    /// (NDB: GCP_PREPARE + GCP_COMMIT).
+    /// Distribution master → every TC, the first half of the switch to
+    /// `gci` (NDB: GCP_PREPARE): hand out no commit GCI until
+    /// `GcpCommitReq`; commits that reach their commit point wait.
     140 => GcpPrepareReq { gci: u32 },
-    /// TC → master: no commit of a GCI below `gci` is in progress here.
+    /// TC → master: holding (answered at once).
     141 => GcpPrepareConf { gci: u32 },
     /// Master → every LDM instance: make every change of GCI ≤ `gci`
     /// durable (NDB: GCP_SAVEREQ).
@@ -532,6 +533,15 @@ signals! {
     /// The answer: `restored` when the instance holds exactly `gci` now;
     /// otherwise the node starts empty and copies (node restart).
     165 => RestartGciConf { gci: u32, restored: bool },
+
+    // ---- global checkpoints, continued ----
+    /// Distribution master → every TC, once every TC answered
+    /// `GcpPrepareReq { gci }` (NDB: GCP_COMMIT): commits from now on
+    /// belong to `gci`; the held ones go on.
+    166 => GcpCommitReq { gci: u32 },
+    /// TC → master: no commit of a GCI below `gci` is in progress here
+    /// (NDB: GCP_NODEFINISH).
+    167 => GcpCommitConf { gci: u32 },
 }
 
 /// Flags of `TcKeyReq`, `TcScanReq` and `TcKeyConf`.

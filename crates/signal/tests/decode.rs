@@ -339,6 +339,8 @@ fn one_of_each() -> Vec<SignalBody> {
         },
         SignalBody::GcpPrepareReq { gci: 13 },
         SignalBody::GcpPrepareConf { gci: 13 },
+        SignalBody::GcpCommitReq { gci: 13 },
+        SignalBody::GcpCommitConf { gci: 13 },
         SignalBody::GcpSaveReq { gci: 12 },
         SignalBody::GcpSaveConf { gci: 12 },
         SignalBody::GcpCompleteRep { gci: 12 },

@@ -799,7 +799,8 @@ impl TcBlock {
         Ok(())
     }
 
-    /// Commits with the current GCI, or waits for the first one.
+    /// Commits with the current GCI, or waits for the first one or for a
+    /// GCI switch in progress (`tc::gcp`).
     pub(crate) fn start_commit(&mut self, slot: u32, ctx: &mut Context<'_>) {
         let gci = self.gci;
         let tx = self.transactions.get_mut(slot);
@@ -808,7 +809,7 @@ impl TcBlock {
             tx.gci = gci;
             return self.end_transaction(slot, true, ctx);
         }
-        if gci == 0 {
+        if gci == 0 || self.gci_held.is_some() {
             tx.state = TxState::WaitingForGci;
             self.waiting_for_gci.push(slot);
             return;
@@ -911,7 +912,7 @@ impl TcBlock {
                 self.commits_in_progress.remove(&gci);
             }
             self.end_transaction(slot, true, ctx);
-            self.check_prepare(ctx);
+            self.check_commit(ctx);
         }
     }
 
