@@ -40,6 +40,7 @@ const LDM_INSTANCES: u32 = 2;
 const PARTITIONS: u32 = 8;
 const DEADLOCK_TIMEOUT: Duration = Duration::from_millis(400);
 const GCP_INTERVAL: Duration = Duration::from_millis(100);
+const EPOCH_INTERVAL: Duration = Duration::from_millis(20);
 /// Longest a test waits for an answer that must come.
 const ANSWER_WAIT: Duration = Duration::from_secs(3);
 
@@ -210,6 +211,7 @@ impl Cluster {
                     let distribution = Distribution::new(DistributionConfig {
                         node: id,
                         gcp_interval: GCP_INTERVAL,
+                        epoch_interval: EPOCH_INTERVAL,
                         tc_instances: 1,
                         ldm_instances: LDM_INSTANCES,
                     });
@@ -2392,7 +2394,9 @@ fn a_commit_that_read_another_is_never_in_an_earlier_gci() {
     cluster.sim.inject(Signal {
         receiver: tc_of(a),
         sender: Distribution::address(master),
-        body: SignalBody::GcpPrepareReq { gci: g + 1 },
+        body: SignalBody::GcpPrepareReq {
+            epoch: signal::epoch::make(g + 1, 0),
+        },
     });
     // T1 on A writes row 1; T2 on B reads row 1 under an exclusive lock
     // (waiting for T1 if T1 holds it) and writes row 2 from what it read.
@@ -2433,5 +2437,71 @@ fn a_commit_that_read_another_is_never_in_an_earlier_gci() {
         "T2 read T1 (GCI {gci1}) yet committed in GCI {gci2}: a restore to {gci2} would hold T2 without T1"
     );
     cluster.sim.run_for(GCP_INTERVAL * 2);
+    cluster.check_idle();
+}
+
+/// Micro-GCPs: every `EPOCH_INTERVAL` the epoch's lo advances inside the
+/// GCI, every `GCP_INTERVAL` hi advances with lo back at 0; each switch
+/// round ends with the previous epoch reported complete to every TC, in
+/// increasing order and always below the epoch in use; commits still
+/// carry the GCI (hi), and wait_gci still waits for it.
+#[test]
+fn epochs_advance_between_gcps_and_are_reported_complete_in_order() {
+    let mut cluster = Cluster::start(23, 2, Limits::default());
+    cluster.create_table();
+    let nodes = cluster.data_nodes.clone();
+    let mut seen_lo = 0;
+    let mut last_complete = vec![0u64; nodes.len()];
+    let mut reports = 0;
+    for k in 0..40 {
+        let n = nodes[k as usize % nodes.len()];
+        let tx = cluster.tx_id();
+        cluster.submit_to(
+            n,
+            tx,
+            tc_flags::START | tc_flags::COMMIT,
+            &[Op::write(OpKind::Write, k, k)],
+        );
+        let reply = cluster
+            .reply_within(tx, ANSWER_WAIT)
+            .expect("a commit answered");
+        let (gci, _) = committed(&reply);
+        let epoch = cluster.tc_on(n).current_epoch();
+        assert!(
+            gci <= signal::epoch::hi(epoch),
+            "commit GCI {gci} is at most the epoch's hi ({epoch:#x})"
+        );
+        for (i, &m) in nodes.iter().enumerate() {
+            let tc = cluster.tc_on(m);
+            let complete = tc.complete_epoch();
+            assert!(
+                complete >= last_complete[i],
+                "complete epochs never go back on {m}"
+            );
+            assert!(
+                complete < tc.current_epoch() || complete == 0,
+                "node {m}: epoch {complete:#x} complete while {:#x} in use",
+                tc.current_epoch()
+            );
+            if complete > last_complete[i] {
+                reports += 1;
+            }
+            last_complete[i] = complete;
+        }
+        seen_lo = seen_lo.max(signal::epoch::lo(epoch));
+        cluster.sim.run_for(EPOCH_INTERVAL / 2);
+    }
+    assert!(seen_lo > 0, "micro-GCPs advanced lo");
+    assert!(reports > 10, "epochs were reported complete: {reports}");
+    // A micro-GCP saves nothing: the durable GCI follows the GCPs only.
+    let master = cluster.master();
+    assert!(master.complete_epoch() > 0);
+    assert!(
+        u64::from(master.durable_gci()) < signal::epoch::hi(master.complete_epoch()) as u64 + 1,
+        "durable GCI {} at most the complete epoch's hi",
+        master.durable_gci()
+    );
+    cluster.sim.run_for(GCP_INTERVAL * 2);
+    let _ = cluster.take();
     cluster.check_idle();
 }

@@ -14,8 +14,14 @@
 //! TC. The hold lasts one round trip to the master and back; nothing slow
 //! (no disk) runs inside it.
 //!
-//! A TC answers `GcpCommitConf` once no commit of a GCI below the new one
-//! is in progress here: the master saves `g` only after that.
+//! A TC answers `GcpCommitConf` once no commit of an epoch below the new
+//! one is in progress here: the master saves `g` only after that, and
+//! reports the epoch before the switch complete (`SubGcpCompleteRep`).
+//!
+//! **Epochs.** What is switched is the 64-bit epoch (`signal::epoch`):
+//! every `TimeBetweenEpochs` to `(hi, lo + 1)` (a micro-GCP: the switch
+//! alone), every `TimeBetweenGlobalCheckpoints` to `(hi + 1, 0)`. Only hi
+//! (`gci`) reaches the LDMs, the redo log and the client's commit reply.
 
 use kernel::Context;
 use signal::{BlockRef, SignalBody};
@@ -23,22 +29,34 @@ use signal::{BlockRef, SignalBody};
 use super::{TcBlock, GCI_WAITERS_MAX};
 
 impl TcBlock {
-    /// First phase of a switch: hold commits and answer.
-    pub(super) fn on_gcp_prepare(&mut self, from: BlockRef, gci: u32, ctx: &mut Context<'_>) {
-        if gci > self.gci {
-            self.gci_held = Some(self.gci_held.map_or(gci, |held| held.max(gci)));
-        }
-        ctx.send(from, SignalBody::GcpPrepareConf { gci });
+    /// The epoch new commits use (0 before the first global checkpoint).
+    pub fn current_epoch(&self) -> u64 {
+        self.epoch
     }
 
-    /// Second phase: switch to `gci`, let the held commits go on, and
+    /// The last epoch the master reported complete: no commit of it or
+    /// below is in progress on any TC.
+    pub fn complete_epoch(&self) -> u64 {
+        self.complete_epoch
+    }
+
+    /// First phase of a switch: hold commits and answer.
+    pub(super) fn on_gcp_prepare(&mut self, from: BlockRef, epoch: u64, ctx: &mut Context<'_>) {
+        if epoch > self.epoch {
+            self.gci_held = Some(self.gci_held.map_or(epoch, |held| held.max(epoch)));
+        }
+        ctx.send(from, SignalBody::GcpPrepareConf { epoch });
+    }
+
+    /// Second phase: switch to `epoch`, let the held commits go on, and
     /// answer once the older commits here are done.
-    pub(super) fn on_gcp_commit(&mut self, from: BlockRef, gci: u32, ctx: &mut Context<'_>) {
-        if self.gci_held.is_some_and(|held| held <= gci) {
+    pub(super) fn on_gcp_commit(&mut self, from: BlockRef, epoch: u64, ctx: &mut Context<'_>) {
+        if self.gci_held.is_some_and(|held| held <= epoch) {
             self.gci_held = None;
         }
-        if gci > self.gci {
-            self.gci = gci;
+        if epoch > self.epoch {
+            self.epoch = epoch;
+            self.gci = signal::epoch::hi(epoch);
         }
         if self.gci_held.is_none() && self.gci > 0 {
             let waiting = std::mem::take(&mut self.waiting_for_gci);
@@ -48,21 +66,31 @@ impl TcBlock {
             self.waiting_for_gci = waiting;
             self.waiting_for_gci.clear();
         }
-        self.commit_pending = Some((gci, from));
+        self.commit_pending = Some((epoch, from));
         self.check_commit(ctx);
     }
 
-    /// Answers the pending `GcpCommitReq` once no commit of a lower GCI
+    /// Answers the pending `GcpCommitReq` once no commit of a lower epoch
     /// is in progress.
     pub(crate) fn check_commit(&mut self, ctx: &mut Context<'_>) {
-        let Some((gci, master)) = self.commit_pending else {
+        let Some((epoch, master)) = self.commit_pending else {
             return;
         };
-        if self.commits_in_progress.range(..gci).any(|(_, n)| *n > 0) {
+        if self.commits_in_progress.range(..epoch).any(|(_, n)| *n > 0) {
             return;
         }
         self.commit_pending = None;
-        ctx.send(master, SignalBody::GcpCommitConf { gci });
+        ctx.send(master, SignalBody::GcpCommitConf { epoch });
+    }
+
+    pub(super) fn on_epoch_complete(&mut self, epoch: u64) {
+        // A new master may report again an epoch an old one reported. The
+        // epoch may be above this TC's own: a TC that joined during the
+        // round never committed in it.
+        if epoch > self.complete_epoch {
+            self.complete_epoch = epoch;
+            self.counters.epochs_completed += 1;
+        }
     }
 
     pub(super) fn on_gcp_complete(&mut self, gci: u32, ctx: &mut Context<'_>) {

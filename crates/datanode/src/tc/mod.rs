@@ -127,6 +127,8 @@ pub struct TcCounters {
     /// on this TC's node (by its primary or backup replica): with a
     /// fully replicated table, every such read of a serving node.
     pub local_reads: u64,
+    /// Epochs the master reported complete to this TC (`SubGcpCompleteRep`).
+    pub epochs_completed: u64,
 }
 
 /// Scratch space reused by every request (no allocation once warm).
@@ -181,13 +183,17 @@ pub struct TcBlock {
     pub(crate) scratch: Scratch,
     /// The GCI new commits use; 0 before the first `GcpPrepareReq`.
     pub(crate) gci: u32,
-    /// Commits in progress per GCI.
-    pub(crate) commits_in_progress: BTreeMap<u32, u32>,
-    /// A `GcpCommitReq` not yet answered: (GCI, master).
-    commit_pending: Option<(u32, BlockRef)>,
-    /// A `GcpPrepareReq { gci }` came and its `GcpCommitReq` not yet:
+    /// The epoch new commits use (`signal::epoch`; its hi is `gci`).
+    pub(crate) epoch: u64,
+    /// The last epoch the master reported complete (`SubGcpCompleteRep`).
+    complete_epoch: u64,
+    /// Commits in progress per epoch.
+    pub(crate) commits_in_progress: BTreeMap<u64, u32>,
+    /// A `GcpCommitReq` not yet answered: (epoch, master).
+    commit_pending: Option<(u64, BlockRef)>,
+    /// A `GcpPrepareReq { epoch }` came and its `GcpCommitReq` not yet:
     /// commits wait (see `gcp`).
-    pub(crate) gci_held: Option<u32>,
+    pub(crate) gci_held: Option<u64>,
     durable_gci: u32,
     gci_waiters: Vec<(BlockRef, u32)>,
     /// Transactions whose commit waits for the first GCI or for the end
@@ -247,6 +253,8 @@ impl TcBlock {
             next_ldm_scan_id: 1,
             scratch: Scratch::default(),
             gci: 0,
+            epoch: 0,
+            complete_epoch: 0,
             commits_in_progress: BTreeMap::new(),
             commit_pending: None,
             gci_held: None,
@@ -562,8 +570,9 @@ impl Block for TcBlock {
                 ..
             } => self.on_ldm_scan_ref(scan_id, partition, code, message, ctx),
             SignalBody::TcWaitGciReq { gci } => self.on_wait_gci(from, gci, ctx),
-            SignalBody::GcpPrepareReq { gci } => self.on_gcp_prepare(from, gci, ctx),
-            SignalBody::GcpCommitReq { gci } => self.on_gcp_commit(from, gci, ctx),
+            SignalBody::GcpPrepareReq { epoch } => self.on_gcp_prepare(from, epoch, ctx),
+            SignalBody::GcpCommitReq { epoch } => self.on_gcp_commit(from, epoch, ctx),
+            SignalBody::SubGcpCompleteRep { epoch } => self.on_epoch_complete(epoch),
             SignalBody::GcpCompleteRep { gci } => self.on_gcp_complete(gci, ctx),
             SignalBody::GcpStartReq {} => {
                 ctx.send(from, SignalBody::GcpStartConf { gci: self.gci })
