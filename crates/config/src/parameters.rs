@@ -193,6 +193,8 @@ pub(crate) const HEARTBEAT_INTERVAL_DB_API: Parameter =
 pub(crate) const TIME_BETWEEN_GLOBAL_CHECKPOINTS: Parameter =
     integer("TimeBetweenGlobalCheckpoints", 20, 32000, 2000);
 
+/// Milliseconds between micro-GCPs: the epoch's lo advances inside a global
+/// checkpoint (docs/transactions.md, "Global checkpoints"); 0 runs none.
 pub(crate) const TIME_BETWEEN_EPOCHS: Parameter = integer("TimeBetweenEpochs", 0, 32000, 100);
 
 pub(crate) const TRANSACTION_DEADLOCK_DETECTION_TIMEOUT: Parameter =

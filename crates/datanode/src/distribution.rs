@@ -3,9 +3,11 @@
 //! master makes each GCI durable on every live node in three steps (see
 //! `docs/transactions.md`, "Global checkpoints"):
 //!
-//! 1. `GcpPrepareReq { g + 1 }` to every TC of every member: new commits
-//!    use `g + 1`; each TC answers once no commit of a lower GCI is in
-//!    progress on it.
+//! 1. `GcpPrepareReq { g + 1 }` to every TC of every member: hold
+//!    commits (answered at once); then, once every TC holds,
+//!    `GcpCommitReq { g + 1 }`: new commits use `g + 1`, and each TC
+//!    answers once no commit of a lower GCI is in progress on it. The two
+//!    phases keep dependency order across TCs (`crate::tc` `gcp` module).
 //! 2. `GcpSaveReq { g }` to every LDM instance of every member: flush the
 //!    redo log part up to `g`.
 //! 3. `GcpKeepReq { g }` to every member's distribution block: record in
@@ -65,12 +67,16 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use kernel::{Block, Context};
-use signal::{BlockNumber, BlockRef, MembershipView, NodeBitmask, NodeId, Signal, SignalBody};
+use signal::{
+    epoch, BlockNumber, BlockRef, MembershipView, NodeBitmask, NodeId, Signal, SignalBody,
+};
 
 /// Timer: time for the next GCP.
 const TIMER_GCP: u32 = 1;
 /// Timer: a system restart's wait for the configured nodes ran out.
 const TIMER_RESTART: u32 = 2;
+/// Timer: time for the next micro-GCP (epoch switch).
+const TIMER_EPOCH: u32 = 3;
 
 /// How the distribution block is set up.
 #[derive(Clone, Debug)]
@@ -78,6 +84,8 @@ pub struct DistributionConfig {
     pub node: NodeId,
     /// `TimeBetweenGlobalCheckpoints`.
     pub gcp_interval: Duration,
+    /// `TimeBetweenEpochs`: zero runs no micro-GCPs (every epoch's lo is 0).
+    pub epoch_interval: Duration,
     /// TC instances per data node (the same on every node).
     pub tc_instances: u32,
     /// LDM instances per data node (the same on every node).
@@ -87,9 +95,17 @@ pub struct DistributionConfig {
 /// The step of the GCP in progress, with the blocks still to answer it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Round {
-    /// Step 1: TCs switch to `gci`.
+    /// Step 1a: TCs hold their commits; `prev` is the epoch in use before.
     Prepare {
-        gci: u32,
+        epoch: u64,
+        prev: u64,
+        waiting: BTreeSet<BlockRef>,
+    },
+    /// Step 1b: TCs switch to `epoch` and finish the commits of lower ones.
+    /// A micro-GCP (same hi as `prev`) ends here.
+    Commit {
+        epoch: u64,
+        prev: u64,
         waiting: BTreeSet<BlockRef>,
     },
     /// Step 2: LDMs flush up to `gci`; `nodes` took part.
@@ -109,6 +125,7 @@ enum Round {
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum Step {
     Prepare,
+    Commit,
     Save,
     Keep,
 }
@@ -137,6 +154,12 @@ struct Master {
     gci: u32,
     /// Highest GCI completed (durable on every member that took part).
     durable_gci: u32,
+    /// The epoch handed out last (its hi is `gci`; 0 before the first).
+    epoch: u64,
+    /// The last epoch reported complete (`SubGcpCompleteRep`).
+    complete_epoch: u64,
+    /// The epoch timer fired: run a micro-GCP when no round runs.
+    epoch_due: bool,
     members: BTreeMap<NodeId, Member>,
     round: Option<Round>,
     /// The GCP timer fired while a round ran or before the first members
@@ -260,6 +283,11 @@ impl Distribution {
         self.master.as_ref().map_or(0, |m| m.gci)
     }
 
+    /// The last epoch the master reported complete (0 when not master or none).
+    pub fn complete_epoch(&self) -> u64 {
+        self.master.as_ref().map_or(0, |m| m.complete_epoch)
+    }
+
     fn tcs_of(&self, node: NodeId) -> impl Iterator<Item = BlockRef> {
         (0..self.config.tc_instances)
             .map(move |i| BlockRef::new(node, BlockNumber::TRANSACTION_COORDINATOR, i as u16))
@@ -313,6 +341,9 @@ impl Distribution {
             if !self.timer_armed {
                 self.timer_armed = true;
                 ctx.set_timer(self.config.gcp_interval, TIMER_GCP);
+                if !self.config.epoch_interval.is_zero() {
+                    ctx.set_timer(self.config.epoch_interval, TIMER_EPOCH);
+                }
             }
         }
     }
@@ -349,6 +380,7 @@ impl Distribution {
             master.members.remove(&node);
             if let Some(
                 Round::Prepare { waiting, .. }
+                | Round::Commit { waiting, .. }
                 | Round::Save { waiting, .. }
                 | Round::Keep { waiting, .. },
             ) = &mut master.round
@@ -416,6 +448,15 @@ impl Distribution {
         self.advance(ctx);
     }
 
+    fn on_epoch_timer(&mut self, ctx: &mut Context<'_>) {
+        let Some(master) = self.master.as_mut() else {
+            return;
+        };
+        master.epoch_due = true;
+        ctx.set_timer(self.config.epoch_interval, TIMER_EPOCH);
+        self.advance(ctx);
+    }
+
     /// Moves the GCP on: finishes a step whose blocks all answered, starts
     /// the next one, or starts a new GCP when one is due.
     fn advance(&mut self, ctx: &mut Context<'_>) {
@@ -446,34 +487,99 @@ impl Distribution {
                     // GCPs go on without the members still answering.
                     let all_ready = master.members.values().all(|m| m.start_waiting.is_empty());
                     let can_start = !ready.is_empty() && (master.first_done || all_ready);
-                    if !master.due || !can_start {
+                    // A micro-GCP only switches (hi, lo) to (hi, lo + 1);
+                    // the first epoch is always a GCP's.
+                    let micro = master.epoch_due && master.epoch != 0;
+                    if !(master.due || micro) || !can_start {
                         return;
                     }
-                    master.due = false;
-                    master.first_done = true;
-                    let gci = master
-                        .gci
-                        .checked_add(1)
-                        .expect("GCI counter below u32::MAX");
-                    master.gci = gci;
+                    let prev = master.epoch;
+                    let epoch = if master.due {
+                        master.due = false;
+                        master.first_done = true;
+                        let gci = master
+                            .gci
+                            .checked_add(1)
+                            .expect("GCI counter below u32::MAX");
+                        master.gci = gci;
+                        epoch::make(gci, 0)
+                    } else {
+                        assert!(
+                            epoch::lo(prev) < u32::MAX,
+                            "epoch {prev:#x}: lo below u32::MAX"
+                        );
+                        prev + 1
+                    };
+                    master.epoch_due = false;
+                    master.epoch = epoch;
                     let waiting: BTreeSet<BlockRef> =
                         ready.iter().flat_map(|&n| self.tcs_of(n)).collect();
                     for &tc in &waiting {
-                        ctx.send(tc, SignalBody::GcpPrepareReq { gci });
+                        ctx.send(tc, SignalBody::GcpPrepareReq { epoch });
                     }
-                    self.master.as_mut().expect("master").round =
-                        Some(Round::Prepare { gci, waiting });
+                    self.master.as_mut().expect("master").round = Some(Round::Prepare {
+                        epoch,
+                        prev,
+                        waiting,
+                    });
                 }
-                Some(Round::Prepare { gci, waiting })
-                    if waiting.is_empty() && !self.takeover_pending.is_empty() =>
-                {
-                    // A taken-over transaction may still commit in a GCI
-                    // the save would close: wait for the takeover.
-                    master.round = Some(Round::Prepare { gci, waiting });
+                Some(Round::Prepare {
+                    epoch,
+                    prev,
+                    waiting,
+                }) if waiting.is_empty() => {
+                    // Every TC holds its commits: switch them all.
+                    let waiting: BTreeSet<BlockRef> =
+                        ready.iter().flat_map(|&n| self.tcs_of(n)).collect();
+                    for &tc in &waiting {
+                        ctx.send(tc, SignalBody::GcpCommitReq { epoch });
+                    }
+                    self.master.as_mut().expect("master").round = Some(Round::Commit {
+                        epoch,
+                        prev,
+                        waiting,
+                    });
+                }
+                Some(Round::Commit {
+                    epoch,
+                    prev,
+                    waiting,
+                }) if waiting.is_empty() && !self.takeover_pending.is_empty() => {
+                    // A taken-over transaction may still commit in an epoch
+                    // the save or the report would close: wait for it.
+                    master.round = Some(Round::Commit {
+                        epoch,
+                        prev,
+                        waiting,
+                    });
                     return;
                 }
-                Some(Round::Prepare { gci, waiting }) if waiting.is_empty() => {
-                    let save = gci - 1;
+                Some(Round::Commit {
+                    epoch,
+                    prev,
+                    waiting,
+                }) if waiting.is_empty() => {
+                    if prev != 0 && prev > master.complete_epoch {
+                        // No TC has a commit of `prev` or below in progress.
+                        master.complete_epoch = prev;
+                        for &n in &ready {
+                            for i in 0..self.config.tc_instances {
+                                ctx.send(
+                                    BlockRef::new(
+                                        n,
+                                        BlockNumber::TRANSACTION_COORDINATOR,
+                                        i as u16,
+                                    ),
+                                    SignalBody::SubGcpCompleteRep { epoch: prev },
+                                );
+                            }
+                        }
+                    }
+                    if prev != 0 && epoch::hi(prev) == epoch::hi(epoch) {
+                        // A micro-GCP: nothing to save.
+                        continue;
+                    }
+                    let save = epoch::hi(epoch) - 1;
                     if save == 0 || save <= master.durable_gci {
                         // Nothing committed below the first GCI.
                         master.durable_gci = master.durable_gci.max(save);
@@ -529,20 +635,28 @@ impl Distribution {
         }
     }
 
-    fn on_step_conf(&mut self, from: BlockRef, step: Step, gci: u32, ctx: &mut Context<'_>) {
+    /// A step's answer: `at` is the epoch (switch steps) or the GCI.
+    fn on_step_conf(&mut self, from: BlockRef, step: Step, at: u64, ctx: &mut Context<'_>) {
         let Some(master) = self.master.as_mut() else {
             return;
         };
         match &mut master.round {
-            Some(Round::Prepare { gci: g, waiting }) if step == Step::Prepare && *g == gci => {
+            Some(Round::Prepare {
+                epoch: e, waiting, ..
+            }) if step == Step::Prepare && *e == at => {
+                waiting.remove(&from);
+            }
+            Some(Round::Commit {
+                epoch: e, waiting, ..
+            }) if step == Step::Commit && *e == at => {
                 waiting.remove(&from);
             }
             Some(Round::Save {
                 gci: g, waiting, ..
-            }) if step == Step::Save && *g == gci => {
+            }) if step == Step::Save && u64::from(*g) == at => {
                 waiting.remove(&from);
             }
-            Some(Round::Keep { gci: g, waiting }) if step == Step::Keep && *g == gci => {
+            Some(Round::Keep { gci: g, waiting }) if step == Step::Keep && u64::from(*g) == at => {
                 waiting.remove(&from);
             }
             // An answer to an earlier master's round, or a duplicate.
@@ -616,10 +730,19 @@ impl Block for Distribution {
                 timer_id: TIMER_GCP,
             } => self.on_timer(ctx),
             SignalBody::GcpStartConf { gci } => self.on_start_conf(from, gci, ctx),
-            SignalBody::GcpPrepareConf { gci } => self.on_step_conf(from, Step::Prepare, gci, ctx),
-            SignalBody::GcpSaveConf { gci } => self.on_step_conf(from, Step::Save, gci, ctx),
+            SignalBody::GcpPrepareConf { epoch } => {
+                self.on_step_conf(from, Step::Prepare, epoch, ctx)
+            }
+            SignalBody::GcpCommitConf { epoch } => {
+                self.on_step_conf(from, Step::Commit, epoch, ctx)
+            }
+            SignalBody::GcpSaveConf { gci } => {
+                self.on_step_conf(from, Step::Save, u64::from(gci), ctx)
+            }
             SignalBody::GcpKeepReq { gci, serving } => self.on_keep_req(from, gci, serving, ctx),
-            SignalBody::GcpKeepConf { gci } => self.on_step_conf(from, Step::Keep, gci, ctx),
+            SignalBody::GcpKeepConf { gci } => {
+                self.on_step_conf(from, Step::Keep, u64::from(gci), ctx)
+            }
             SignalBody::RestartInfoReq {} => {
                 let kept = self.kept;
                 ctx.send(
@@ -639,6 +762,9 @@ impl Block for Distribution {
             SignalBody::Timeout {
                 timer_id: TIMER_RESTART,
             } => self.on_restart_timer(ctx),
+            SignalBody::Timeout {
+                timer_id: TIMER_EPOCH,
+            } => self.on_epoch_timer(ctx),
             SignalBody::TcTakeOverConf {
                 takeover_id,
                 failed,

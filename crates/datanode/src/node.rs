@@ -159,6 +159,7 @@ pub fn run(options: &NodeOptions) -> Result<NodeExit, NodeError> {
         gcp_interval: Duration::from_millis(u64::from(
             me.params.time_between_global_checkpoints_ms,
         )),
+        epoch_interval: Duration::from_millis(u64::from(me.params.time_between_epochs_ms)),
         tc_instances: tc_blocks.len() as u32,
         ldm_instances: placement.ldm_instances(),
     })

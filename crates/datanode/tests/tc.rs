@@ -40,6 +40,7 @@ const LDM_INSTANCES: u32 = 2;
 const PARTITIONS: u32 = 8;
 const DEADLOCK_TIMEOUT: Duration = Duration::from_millis(400);
 const GCP_INTERVAL: Duration = Duration::from_millis(100);
+const EPOCH_INTERVAL: Duration = Duration::from_millis(20);
 /// Longest a test waits for an answer that must come.
 const ANSWER_WAIT: Duration = Duration::from_secs(3);
 
@@ -210,6 +211,7 @@ impl Cluster {
                     let distribution = Distribution::new(DistributionConfig {
                         node: id,
                         gcp_interval: GCP_INTERVAL,
+                        epoch_interval: EPOCH_INTERVAL,
                         tc_instances: 1,
                         ldm_instances: LDM_INSTANCES,
                     });
@@ -2354,5 +2356,152 @@ fn unique_key_batches_take_a_few_rounds_not_one_per_op() {
     let used = rounds(&mut cluster, &mut model, &ordered);
     assert!((2..=4).contains(&used), "{used}");
     cluster.check_people(&people, &model);
+    cluster.check_idle();
+}
+
+/// The GCI switch keeps dependency order: a `GcpPrepareReq` that reaches
+/// one TC before another (here: delivered to TC A alone, as a slow link to
+/// B would) must not let A commit in `g + 1` while B still commits in `g`,
+/// or a transaction on B that read A's commit would land in an earlier GCI
+/// than what it read (a restore to `g` would hold it without its cause).
+#[test]
+fn a_commit_that_read_another_is_never_in_an_earlier_gci() {
+    let mut cluster = Cluster::start(22, 2, Limits::default());
+    cluster.create_table();
+    let (a, b) = (cluster.data_nodes[0], cluster.data_nodes[1]);
+    committed(&cluster.commit(&[Op::write(OpKind::Insert, 1, 1)]));
+    // Just after a switch: the next one is a GCP interval away.
+    let before = cluster.tc_on(a).current_gci();
+    let until = cluster.sim.now() + GCP_INTERVAL * 3;
+    while cluster.tc_on(a).current_gci() == before {
+        assert!(cluster.sim.now() < until, "GCPs run");
+        cluster.sim.run_for(Duration::from_millis(1));
+    }
+    cluster.sim.run_for(Duration::from_millis(5));
+    let g = cluster.tc_on(a).current_gci();
+    assert_eq!(cluster.tc_on(b).current_gci(), g, "both TCs switched");
+    let master = cluster
+        .data_nodes
+        .iter()
+        .copied()
+        .find(|&n| {
+            cluster
+                .sim
+                .block::<Distribution>(Distribution::address(n))
+                .is_some_and(|d| d.is_master())
+        })
+        .expect("a master");
+    cluster.sim.inject(Signal {
+        receiver: tc_of(a),
+        sender: Distribution::address(master),
+        body: SignalBody::GcpPrepareReq {
+            epoch: signal::epoch::make(g + 1, 0),
+        },
+    });
+    // T1 on A writes row 1; T2 on B reads row 1 under an exclusive lock
+    // (waiting for T1 if T1 holds it) and writes row 2 from what it read.
+    let t1 = cluster.tx_id();
+    cluster.submit_to(
+        a,
+        t1,
+        tc_flags::START | tc_flags::COMMIT,
+        &[Op::write(OpKind::Update, 1, 2)],
+    );
+    cluster.sim.run_for(Duration::from_millis(3));
+    let t2 = cluster.tx_id();
+    cluster.submit_to(b, t2, tc_flags::START, &[Op::read(1, LockMode::Exclusive)]);
+    let read = cluster
+        .reply_within(t2, ANSWER_WAIT)
+        .expect("T2's read answered");
+    let seen = match &read {
+        Reply::Conf { answers, .. } => int(&answers[0].row.as_ref().expect("row 1 exists")[1]),
+        other => panic!("T2's read failed: {other:?}"),
+    };
+    assert_eq!(seen, 2, "T2 read T1's write (it waited for T1's commit)");
+    cluster.submit_to(
+        b,
+        t2,
+        tc_flags::COMMIT,
+        &[Op::write(OpKind::Write, 2, seen)],
+    );
+    let r2 = cluster.reply_within(t2, ANSWER_WAIT).expect("T2 answered");
+    let r1 = cluster.reply_within(t1, ANSWER_WAIT).expect("T1 answered");
+    let (gci1, _) = committed(&r1);
+    let (gci2, _) = committed(&r2);
+    assert!(
+        gci1 > g,
+        "T1 committed after the injected prepare: GCI {gci1}, prepared from {g}"
+    );
+    assert!(
+        gci2 >= gci1,
+        "T2 read T1 (GCI {gci1}) yet committed in GCI {gci2}: a restore to {gci2} would hold T2 without T1"
+    );
+    cluster.sim.run_for(GCP_INTERVAL * 2);
+    cluster.check_idle();
+}
+
+/// Micro-GCPs: every `EPOCH_INTERVAL` the epoch's lo advances inside the
+/// GCI, every `GCP_INTERVAL` hi advances with lo back at 0; each switch
+/// round ends with the previous epoch reported complete to every TC, in
+/// increasing order and always below the epoch in use; commits still
+/// carry the GCI (hi), and wait_gci still waits for it.
+#[test]
+fn epochs_advance_between_gcps_and_are_reported_complete_in_order() {
+    let mut cluster = Cluster::start(23, 2, Limits::default());
+    cluster.create_table();
+    let nodes = cluster.data_nodes.clone();
+    let mut seen_lo = 0;
+    let mut last_complete = vec![0u64; nodes.len()];
+    let mut reports = 0;
+    for k in 0..40 {
+        let n = nodes[k as usize % nodes.len()];
+        let tx = cluster.tx_id();
+        cluster.submit_to(
+            n,
+            tx,
+            tc_flags::START | tc_flags::COMMIT,
+            &[Op::write(OpKind::Write, k, k)],
+        );
+        let reply = cluster
+            .reply_within(tx, ANSWER_WAIT)
+            .expect("a commit answered");
+        let (gci, _) = committed(&reply);
+        let epoch = cluster.tc_on(n).current_epoch();
+        assert!(
+            gci <= signal::epoch::hi(epoch),
+            "commit GCI {gci} is at most the epoch's hi ({epoch:#x})"
+        );
+        for (i, &m) in nodes.iter().enumerate() {
+            let tc = cluster.tc_on(m);
+            let complete = tc.complete_epoch();
+            assert!(
+                complete >= last_complete[i],
+                "complete epochs never go back on {m}"
+            );
+            assert!(
+                complete < tc.current_epoch() || complete == 0,
+                "node {m}: epoch {complete:#x} complete while {:#x} in use",
+                tc.current_epoch()
+            );
+            if complete > last_complete[i] {
+                reports += 1;
+            }
+            last_complete[i] = complete;
+        }
+        seen_lo = seen_lo.max(signal::epoch::lo(epoch));
+        cluster.sim.run_for(EPOCH_INTERVAL / 2);
+    }
+    assert!(seen_lo > 0, "micro-GCPs advanced lo");
+    assert!(reports > 10, "epochs were reported complete: {reports}");
+    // A micro-GCP saves nothing: the durable GCI follows the GCPs only.
+    let master = cluster.master();
+    assert!(master.complete_epoch() > 0);
+    assert!(
+        u64::from(master.durable_gci()) < signal::epoch::hi(master.complete_epoch()) as u64 + 1,
+        "durable GCI {} at most the complete epoch's hi",
+        master.durable_gci()
+    );
+    cluster.sim.run_for(GCP_INTERVAL * 2);
+    let _ = cluster.take();
     cluster.check_idle();
 }

@@ -55,8 +55,11 @@ fn kind_seeds(kind: FaultKind, first: u64, per_shape: u64, shapes: &[(u8, u8)]) 
                 r.replica_checks >= 1,
                 "seed {seed}: no quiet point was checked"
             );
+            // Audits lock every account and deadlock with transfers now and
+            // then (the lock-wait timeout ends it): a seed may see none
+            // complete, so audits count over the kind, commits per seed.
             assert!(
-                r.stats.committed > 0 && r.stats.audits > 0,
+                r.stats.committed > 0,
                 "seed {seed}: the workload did not run: {:?}",
                 r.stats
             );
@@ -68,6 +71,7 @@ fn kind_seeds(kind: FaultKind, first: u64, per_shape: u64, shapes: &[(u8, u8)]) 
             total.gave_up += r.stats.gave_up;
         }
     }
+    assert!(total.audits > 0, "{kind:?}: no audit completed: {total:?}");
     total
 }
 

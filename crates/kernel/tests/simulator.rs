@@ -37,9 +37,9 @@ impl Block for Probe {
     fn execute(&mut self, signal: Signal, ctx: &mut Context<'_>) {
         let me = ctx.node().get();
         let line = match signal.body {
-            SignalBody::GcpPrepareReq { gci } => {
+            SignalBody::GcpPrepareReq { epoch: gci } => {
                 if let Some(to) = self.relay_to {
-                    ctx.send(probe(to), SignalBody::GcpPrepareReq { gci });
+                    ctx.send(probe(to), SignalBody::GcpPrepareReq { epoch: gci });
                 }
                 format!("{me} got {gci} from {}", signal.sender.node.get())
             }
@@ -85,7 +85,9 @@ fn send(sim: &mut Simulation, from: u8, to: u8, numbers: std::ops::Range<u32>) {
         sim.send_as(Signal {
             receiver: probe(node(to)),
             sender: probe(node(from)),
-            body: SignalBody::GcpPrepareReq { gci },
+            body: SignalBody::GcpPrepareReq {
+                epoch: u64::from(gci),
+            },
         });
     }
 }

@@ -59,3 +59,25 @@ pub enum DecodeError {
         source: Box<DecodeError>,
     },
 }
+
+/// Epochs: a commit's 64-bit position, `(gci_hi << 32) | gci_lo`. `gci_hi`
+/// is the global checkpoint (the unit of durability: redo, local
+/// checkpoints, sysfile, `TcWaitGciReq`), `gci_lo` counts the micro-GCPs
+/// run inside it every `TimeBetweenEpochs` (docs/transactions.md, "Global
+/// checkpoints").
+pub mod epoch {
+    /// The epoch `(hi, lo)`.
+    pub const fn make(hi: u32, lo: u32) -> u64 {
+        ((hi as u64) << 32) | lo as u64
+    }
+
+    /// Its global checkpoint.
+    pub const fn hi(epoch: u64) -> u32 {
+        (epoch >> 32) as u32
+    }
+
+    /// Its micro-GCP within the global checkpoint.
+    pub const fn lo(epoch: u64) -> u32 {
+        epoch as u32
+    }
+}

@@ -455,11 +455,12 @@ signals! {
     132 => LdmCommitChainReq { tx_id: u64, gci: u32, tc: BlockRef, next: Vec<BlockRef> },
 
     // ---- global checkpoints (140–149), NDB: DBDIH's GCP protocol ----
-    /// Distribution master → every TC: commits from now on belong to `gci`
-    /// (NDB: GCP_PREPARE + GCP_COMMIT).
-    140 => GcpPrepareReq { gci: u32 },
-    /// TC → master: no commit of a GCI below `gci` is in progress here.
-    141 => GcpPrepareConf { gci: u32 },
+    /// Distribution master → every TC, the first half of the switch to
+    /// `epoch` (`crate::epoch`; NDB: GCP_PREPARE): hand out no commit
+    /// epoch until `GcpCommitReq`; commits that reach their commit point wait.
+    140 => GcpPrepareReq { epoch: u64 },
+    /// TC → master: holding (answered at once).
+    141 => GcpPrepareConf { epoch: u64 },
     /// Master → every LDM instance: make every change of GCI ≤ `gci`
     /// durable (NDB: GCP_SAVEREQ).
     142 => GcpSaveReq { gci: u32 },
@@ -532,6 +533,19 @@ signals! {
     /// The answer: `restored` when the instance holds exactly `gci` now;
     /// otherwise the node starts empty and copies (node restart).
     165 => RestartGciConf { gci: u32, restored: bool },
+
+    // ---- global checkpoints, continued ----
+    /// Distribution master → every TC, once every TC answered
+    /// `GcpPrepareReq { epoch }` (NDB: GCP_COMMIT): commits from now on
+    /// belong to `epoch`; the held ones go on.
+    166 => GcpCommitReq { epoch: u64 },
+    /// TC → master: no commit of an epoch below `epoch` is in progress
+    /// here (NDB: GCP_NODEFINISH).
+    167 => GcpCommitConf { epoch: u64 },
+    /// Master → every TC: no commit of `epoch` or below can still be in
+    /// progress on any TC (NDB: SUB_GCP_COMPLETE_REP; what change capture
+    /// for replication will consume). Not durability: see `GcpCompleteRep`.
+    168 => SubGcpCompleteRep { epoch: u64 },
 }
 
 /// Flags of `TcKeyReq`, `TcScanReq` and `TcKeyConf`.

@@ -970,6 +970,7 @@ pub fn data_node_blocks(
     let distribution = Distribution::new(DistributionConfig {
         node: id,
         gcp_interval: spec.gcp_interval,
+        epoch_interval: Duration::ZERO,
         tc_instances: 1,
         ldm_instances: spec.ldm_instances,
     })

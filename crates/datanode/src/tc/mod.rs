@@ -13,8 +13,10 @@
 //! - [`failover`]: data node failure: ending this TC's transactions that
 //!   touched the failed node, and taking over the transactions of a
 //!   failed node's TCs.
-//! - this file: the block, its configuration, the schema copy, global
-//!   checkpoints, `TcWaitGciReq`, and the lock-wait timeout sweep.
+//! - [`gcp`]: the TC side of global checkpoints (the two-phase GCI
+//!   switch, `GcpCompleteRep`, `TcWaitGciReq`).
+//! - this file: the block, its configuration, the schema copy, and the
+//!   lock-wait timeout sweep.
 //!
 //! Bounds: transaction records (`MaxNoOfConcurrentTransactions`), scan
 //! records (`MaxNoOfConcurrentScans`) and operation records
@@ -25,6 +27,7 @@
 //! at start and reused.
 
 mod failover;
+mod gcp;
 mod node_restart;
 pub use node_restart::DRAIN_WAIT_MAX;
 mod pool;
@@ -124,6 +127,8 @@ pub struct TcCounters {
     /// on this TC's node (by its primary or backup replica): with a
     /// fully replicated table, every such read of a serving node.
     pub local_reads: u64,
+    /// Epochs the master reported complete to this TC (`SubGcpCompleteRep`).
+    pub epochs_completed: u64,
 }
 
 /// Scratch space reused by every request (no allocation once warm).
@@ -178,13 +183,21 @@ pub struct TcBlock {
     pub(crate) scratch: Scratch,
     /// The GCI new commits use; 0 before the first `GcpPrepareReq`.
     pub(crate) gci: u32,
-    /// Commits in progress per GCI.
-    pub(crate) commits_in_progress: BTreeMap<u32, u32>,
-    /// A `GcpPrepareReq` not yet answered: (GCI, master).
-    prepare_pending: Option<(u32, BlockRef)>,
+    /// The epoch new commits use (`signal::epoch`; its hi is `gci`).
+    pub(crate) epoch: u64,
+    /// The last epoch the master reported complete (`SubGcpCompleteRep`).
+    complete_epoch: u64,
+    /// Commits in progress per epoch.
+    pub(crate) commits_in_progress: BTreeMap<u64, u32>,
+    /// A `GcpCommitReq` not yet answered: (epoch, master).
+    commit_pending: Option<(u64, BlockRef)>,
+    /// A `GcpPrepareReq { epoch }` came and its `GcpCommitReq` not yet:
+    /// commits wait (see `gcp`).
+    pub(crate) gci_held: Option<u64>,
     durable_gci: u32,
     gci_waiters: Vec<(BlockRef, u32)>,
-    /// Transactions whose commit waits for the first GCI.
+    /// Transactions whose commit waits for the first GCI or for the end
+    /// of a held switch.
     pub(crate) waiting_for_gci: Vec<u32>,
     sweep_armed: bool,
     pub(crate) counters: TcCounters,
@@ -240,8 +253,11 @@ impl TcBlock {
             next_ldm_scan_id: 1,
             scratch: Scratch::default(),
             gci: 0,
+            epoch: 0,
+            complete_epoch: 0,
             commits_in_progress: BTreeMap::new(),
-            prepare_pending: None,
+            commit_pending: None,
+            gci_held: None,
             durable_gci: 0,
             gci_waiters: Vec::new(),
             waiting_for_gci: Vec::with_capacity(config.transactions_max as usize),
@@ -376,69 +392,6 @@ impl TcBlock {
                 message,
             },
         );
-    }
-
-    fn on_gcp_prepare(&mut self, from: BlockRef, gci: u32, ctx: &mut Context<'_>) {
-        if gci > self.gci {
-            self.gci = gci;
-            let waiting = std::mem::take(&mut self.waiting_for_gci);
-            for slot in &waiting {
-                self.start_commit(*slot, ctx);
-            }
-            self.waiting_for_gci = waiting;
-            self.waiting_for_gci.clear();
-        }
-        self.prepare_pending = Some((gci, from));
-        self.check_prepare(ctx);
-    }
-
-    /// Answers the pending `GcpPrepareReq` once no commit of a lower GCI
-    /// is in progress.
-    pub(crate) fn check_prepare(&mut self, ctx: &mut Context<'_>) {
-        let Some((gci, master)) = self.prepare_pending else {
-            return;
-        };
-        if self.commits_in_progress.range(..gci).any(|(_, n)| *n > 0) {
-            return;
-        }
-        self.prepare_pending = None;
-        ctx.send(master, SignalBody::GcpPrepareConf { gci });
-    }
-
-    fn on_gcp_complete(&mut self, gci: u32, ctx: &mut Context<'_>) {
-        if gci <= self.durable_gci {
-            return;
-        }
-        self.durable_gci = gci;
-        let durable = self.durable_gci;
-        self.gci_waiters.retain(|&(api, asked)| {
-            if asked <= durable {
-                ctx.send(
-                    api,
-                    SignalBody::TcWaitGciConf {
-                        gci: asked,
-                        durable_gci: durable,
-                    },
-                );
-                false
-            } else {
-                true
-            }
-        });
-    }
-
-    fn on_wait_gci(&mut self, from: BlockRef, gci: u32, ctx: &mut Context<'_>) {
-        if gci <= self.durable_gci || self.gci_waiters.len() >= GCI_WAITERS_MAX {
-            ctx.send(
-                from,
-                SignalBody::TcWaitGciConf {
-                    gci,
-                    durable_gci: self.durable_gci,
-                },
-            );
-            return;
-        }
-        self.gci_waiters.push((from, gci));
     }
 
     /// Makes sure a sweep will look at the transactions waiting for LDMs.
@@ -617,7 +570,9 @@ impl Block for TcBlock {
                 ..
             } => self.on_ldm_scan_ref(scan_id, partition, code, message, ctx),
             SignalBody::TcWaitGciReq { gci } => self.on_wait_gci(from, gci, ctx),
-            SignalBody::GcpPrepareReq { gci } => self.on_gcp_prepare(from, gci, ctx),
+            SignalBody::GcpPrepareReq { epoch } => self.on_gcp_prepare(from, epoch, ctx),
+            SignalBody::GcpCommitReq { epoch } => self.on_gcp_commit(from, epoch, ctx),
+            SignalBody::SubGcpCompleteRep { epoch } => self.on_epoch_complete(epoch),
             SignalBody::GcpCompleteRep { gci } => self.on_gcp_complete(gci, ctx),
             SignalBody::GcpStartReq {} => {
                 ctx.send(from, SignalBody::GcpStartConf { gci: self.gci })

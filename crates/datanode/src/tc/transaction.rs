@@ -151,6 +151,8 @@ pub(crate) struct Transaction {
     /// Operation records held (all requests so far).
     op_records: u32,
     gci: u32,
+    /// The commit's epoch (`signal::epoch`; `gci` is its hi).
+    epoch: u64,
     /// Commit chains so far: each write group's replicas (or a locking
     /// read's primary) form one, numbered from 0.
     chains: u16,
@@ -183,6 +185,7 @@ impl Transaction {
         self.routed = NodeBitmask::new();
         self.op_records = 0;
         self.gci = 0;
+        self.epoch = 0;
         self.chains = 0;
         self.confs_waiting = 0;
         self.abort_reply = AbortReply::None;
@@ -799,7 +802,8 @@ impl TcBlock {
         Ok(())
     }
 
-    /// Commits with the current GCI, or waits for the first one.
+    /// Commits with the current GCI, or waits for the first one or for a
+    /// GCI switch in progress (`tc::gcp`).
     pub(crate) fn start_commit(&mut self, slot: u32, ctx: &mut Context<'_>) {
         let gci = self.gci;
         let tx = self.transactions.get_mut(slot);
@@ -808,7 +812,7 @@ impl TcBlock {
             tx.gci = gci;
             return self.end_transaction(slot, true, ctx);
         }
-        if gci == 0 {
+        if gci == 0 || self.gci_held.is_some() {
             tx.state = TxState::WaitingForGci;
             self.waiting_for_gci.push(slot);
             return;
@@ -831,7 +835,9 @@ impl TcBlock {
             tx.confs_waiting > 0,
             "transaction {tx_id:#x} commits with no live participant"
         );
-        *self.commits_in_progress.entry(gci).or_insert(0) += 1;
+        let epoch = self.epoch;
+        self.transactions.get_mut(slot).epoch = epoch;
+        *self.commits_in_progress.entry(epoch).or_insert(0) += 1;
     }
 
     pub(crate) fn on_commit_conf(
@@ -898,20 +904,20 @@ impl TcBlock {
     /// One participant more confirmed the commit in progress (or failed).
     pub(crate) fn commit_confirmed(&mut self, slot: u32, ctx: &mut Context<'_>) {
         let tx = self.transactions.get_mut(slot);
-        let gci = tx.gci;
+        let epoch = tx.epoch;
         assert!(tx.confs_waiting > 0, "commit confirmations counted");
         tx.confs_waiting -= 1;
         if tx.confs_waiting == 0 {
             let count = self
                 .commits_in_progress
-                .get_mut(&gci)
-                .expect("commit counted in its GCI");
+                .get_mut(&epoch)
+                .expect("commit counted in its epoch");
             *count -= 1;
             if *count == 0 {
-                self.commits_in_progress.remove(&gci);
+                self.commits_in_progress.remove(&epoch);
             }
             self.end_transaction(slot, true, ctx);
-            self.check_prepare(ctx);
+            self.check_commit(ctx);
         }
     }
 

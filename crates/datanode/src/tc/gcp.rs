@@ -1,0 +1,131 @@
+//! The TC side of global checkpoints (docs/transactions.md, "Global
+//! checkpoints").
+//!
+//! **Why the switch has two phases.** A commit's GCI is the TC's current
+//! one when the commit reaches its commit point. If TCs switched to `g + 1`
+//! on one signal, a TC that heard it first could commit T1 in `g + 1`
+//! while a TC that had not yet heard it commits T2, which read T1's row,
+//! in `g`: a restore to `g` would hold T2 without T1. So the master first
+//! sends `GcpPrepareReq { g + 1 }`: each TC stops handing out GCIs (a
+//! commit that reaches its commit point waits in `waiting_for_gci`) and
+//! answers at once. Only when every TC answered does the master send
+//! `GcpCommitReq { g + 1 }`: the TC switches and the held commits go on.
+//! Every commit of `g` then began before any commit of `g + 1`, on every
+//! TC. The hold lasts one round trip to the master and back; nothing slow
+//! (no disk) runs inside it.
+//!
+//! A TC answers `GcpCommitConf` once no commit of an epoch below the new
+//! one is in progress here: the master saves `g` only after that, and
+//! reports the epoch before the switch complete (`SubGcpCompleteRep`).
+//!
+//! **Epochs.** What is switched is the 64-bit epoch (`signal::epoch`):
+//! every `TimeBetweenEpochs` to `(hi, lo + 1)` (a micro-GCP: the switch
+//! alone), every `TimeBetweenGlobalCheckpoints` to `(hi + 1, 0)`. Only hi
+//! (`gci`) reaches the LDMs, the redo log and the client's commit reply.
+
+use kernel::Context;
+use signal::{BlockRef, SignalBody};
+
+use super::{TcBlock, GCI_WAITERS_MAX};
+
+impl TcBlock {
+    /// The epoch new commits use (0 before the first global checkpoint).
+    pub fn current_epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// The last epoch the master reported complete: no commit of it or
+    /// below is in progress on any TC.
+    pub fn complete_epoch(&self) -> u64 {
+        self.complete_epoch
+    }
+
+    /// First phase of a switch: hold commits and answer.
+    pub(super) fn on_gcp_prepare(&mut self, from: BlockRef, epoch: u64, ctx: &mut Context<'_>) {
+        if epoch > self.epoch {
+            self.gci_held = Some(self.gci_held.map_or(epoch, |held| held.max(epoch)));
+        }
+        ctx.send(from, SignalBody::GcpPrepareConf { epoch });
+    }
+
+    /// Second phase: switch to `epoch`, let the held commits go on, and
+    /// answer once the older commits here are done.
+    pub(super) fn on_gcp_commit(&mut self, from: BlockRef, epoch: u64, ctx: &mut Context<'_>) {
+        if self.gci_held.is_some_and(|held| held <= epoch) {
+            self.gci_held = None;
+        }
+        if epoch > self.epoch {
+            self.epoch = epoch;
+            self.gci = signal::epoch::hi(epoch);
+        }
+        if self.gci_held.is_none() && self.gci > 0 {
+            let waiting = std::mem::take(&mut self.waiting_for_gci);
+            for slot in &waiting {
+                self.start_commit(*slot, ctx);
+            }
+            self.waiting_for_gci = waiting;
+            self.waiting_for_gci.clear();
+        }
+        self.commit_pending = Some((epoch, from));
+        self.check_commit(ctx);
+    }
+
+    /// Answers the pending `GcpCommitReq` once no commit of a lower epoch
+    /// is in progress.
+    pub(crate) fn check_commit(&mut self, ctx: &mut Context<'_>) {
+        let Some((epoch, master)) = self.commit_pending else {
+            return;
+        };
+        if self.commits_in_progress.range(..epoch).any(|(_, n)| *n > 0) {
+            return;
+        }
+        self.commit_pending = None;
+        ctx.send(master, SignalBody::GcpCommitConf { epoch });
+    }
+
+    pub(super) fn on_epoch_complete(&mut self, epoch: u64) {
+        // A new master may report again an epoch an old one reported. The
+        // epoch may be above this TC's own: a TC that joined during the
+        // round never committed in it.
+        if epoch > self.complete_epoch {
+            self.complete_epoch = epoch;
+            self.counters.epochs_completed += 1;
+        }
+    }
+
+    pub(super) fn on_gcp_complete(&mut self, gci: u32, ctx: &mut Context<'_>) {
+        if gci <= self.durable_gci {
+            return;
+        }
+        self.durable_gci = gci;
+        let durable = self.durable_gci;
+        self.gci_waiters.retain(|&(api, asked)| {
+            if asked <= durable {
+                ctx.send(
+                    api,
+                    SignalBody::TcWaitGciConf {
+                        gci: asked,
+                        durable_gci: durable,
+                    },
+                );
+                false
+            } else {
+                true
+            }
+        });
+    }
+
+    pub(super) fn on_wait_gci(&mut self, from: BlockRef, gci: u32, ctx: &mut Context<'_>) {
+        if gci <= self.durable_gci || self.gci_waiters.len() >= GCI_WAITERS_MAX {
+            ctx.send(
+                from,
+                SignalBody::TcWaitGciConf {
+                    gci,
+                    durable_gci: self.durable_gci,
+                },
+            );
+            return;
+        }
+        self.gci_waiters.push((from, gci));
+    }
+}
