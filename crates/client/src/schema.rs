@@ -212,7 +212,9 @@ impl Table {
     /// comparing names along the whole table.
     pub(crate) fn require_column_near(&self, name: &str, hint: usize) -> Result<usize> {
         if let Some(column) = self.def.columns.get(hint) {
-            if column.name.eq_ignore_ascii_case(name) {
+            // Byte equality first: callers mostly spell names as the table
+            // does, and it is a memcmp where the case-blind compare is not.
+            if column.name == name || column.name.eq_ignore_ascii_case(name) {
                 return Ok(hint);
             }
         }
