@@ -55,11 +55,29 @@ pub const COPIES_MAX: usize = 16;
 const _: () = assert!(COPIES_MAX >= REPLICAS_MAX);
 
 /// The node groups of a configuration and the LDM instances per data node.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Placement {
     /// Node groups in order; each holds its data nodes in configuration order.
     groups: Vec<Vec<NodeId>>,
     ldm_instances: u32,
+    /// `home(p)` for `p` below the placement's period (groups × LDM
+    /// instances × replicas: every home repeats with it), when that is at
+    /// most [`HOMES_CACHED_MAX`]; empty otherwise. Every key operation
+    /// routes by it, in the TC and in the client: a lookup there, where
+    /// computing a home takes four divisions and a loop.
+    homes: Vec<PartitionHome>,
+}
+
+/// The longest period whose homes a placement keeps computed (40 bytes each).
+pub const HOMES_CACHED_MAX: u32 = 4_096;
+
+impl std::fmt::Debug for Placement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Placement")
+            .field("groups", &self.groups)
+            .field("ldm_instances", &self.ldm_instances)
+            .finish()
+    }
 }
 
 /// Where one partition lives.
@@ -192,10 +210,16 @@ impl Placement {
             ldm_instances > 0,
             "a data node has at least one LDM instance"
         );
-        Placement {
+        let mut placement = Placement {
             groups,
             ldm_instances,
+            homes: Vec::new(),
+        };
+        let period = placement.default_partitions();
+        if period <= HOMES_CACHED_MAX {
+            placement.homes = (0..period).map(|p| placement.compute_home(p)).collect();
         }
+        placement
     }
 
     pub fn node_groups(&self) -> &[Vec<NodeId>] {
@@ -257,7 +281,15 @@ impl Placement {
     }
 
     /// Where partition `partition` lives.
+    #[inline]
     pub fn home(&self, partition: u32) -> PartitionHome {
+        match self.homes.len() {
+            0 => self.compute_home(partition),
+            period => self.homes[partition as usize % period],
+        }
+    }
+
+    fn compute_home(&self, partition: u32) -> PartitionHome {
         let group_count = self.groups.len() as u32;
         let node_group = partition % group_count;
         let q = partition / group_count;
@@ -297,6 +329,31 @@ mod tests {
 
     fn n(id: u8) -> NodeId {
         NodeId::new(id).unwrap()
+    }
+
+    #[test]
+    fn kept_homes_are_the_computed_ones_for_every_partition() {
+        // (groups, replicas, LDM instances); the last has a period above
+        // HOMES_CACHED_MAX, so it computes every home.
+        for (groups, replicas, ldms) in [(1, 1, 1), (2, 2, 4), (3, 3, 2), (4, 1, 3), (24, 2, 100)] {
+            let nodes: Vec<Vec<NodeId>> = (0..groups)
+                .map(|g| {
+                    (0..replicas)
+                        .map(|r| n(1 + (g * replicas + r) as u8))
+                        .collect()
+                })
+                .collect();
+            let placement = Placement::new(nodes, ldms);
+            let period = placement.default_partitions();
+            assert_eq!(placement.homes.is_empty(), period > HOMES_CACHED_MAX);
+            for p in (0..3 * period.min(HOMES_CACHED_MAX)).chain([u32::MAX - 1, u32::MAX]) {
+                assert_eq!(
+                    placement.home(p),
+                    placement.compute_home(p),
+                    "partition {p}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -341,8 +341,14 @@ fn write_is_an_upsert_and_bad_input_is_refused() {
             &[(1, Value::Int(9)), (0, Value::UInt(4))],
         )
         .unwrap_err();
-    assert!(matches!(err, FragmentError::PrimaryKeyUpdate { .. }), "{err}");
-    assert_eq!(w.read(3, ReadMode::Exclusive { tx: T1, op: OP }), Some(row(3, 2, "second")));
+    assert!(
+        matches!(err, FragmentError::PrimaryKeyUpdate { .. }),
+        "{err}"
+    );
+    assert_eq!(
+        w.read(3, ReadMode::Exclusive { tx: T1, op: OP }),
+        Some(row(3, 2, "second"))
+    );
     let err = w
         .fragment
         .insert(&mut w.pool, T1, OP, &[Value::UInt(1)])

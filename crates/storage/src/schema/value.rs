@@ -320,7 +320,9 @@ pub enum ValueError {
         column: usize,
         columns: usize,
     },
-    #[error("table `{table}`: column `{column}` is in the primary key, which an update cannot change")]
+    #[error(
+        "table `{table}`: column `{column}` is in the primary key, which an update cannot change"
+    )]
     KeyColumn { table: String, column: String },
 }
 
