@@ -974,7 +974,8 @@ impl Membership {
         if view.president != self.me() && !self.takeover_agreed(&view, ctx.now()) {
             // Each heartbeat round and each report asks again.
             if self.takeover_waiting.is_none() {
-                tracing::info!(node = %self.me(), "president {} suspected: waiting for the other members' reports before taking over", view.president);
+                let president = view.president;
+                tracing::info!(node = %self.me(), "president {president} suspected: waiting for the others' reports");
             }
             self.takeover_waiting.get_or_insert(reason);
             return;
