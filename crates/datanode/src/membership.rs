@@ -18,7 +18,10 @@
 //!   nothing was heard from it for `heartbeat_misses_max` heartbeat intervals.
 //!   It reports the failure to the president (`FailRep`), which removes the node
 //!   in a new view. If the president itself is suspected, the oldest member not
-//!   suspected takes over as president and makes the new view.
+//!   suspected takes over as president and makes the new view — once every
+//!   member it can reach reported the older members failed: a member that
+//!   lost only its link to the president is removed by the president, not
+//!   followed by a second president (see `takeover_agreed`).
 //! * **Exclusion.** A node that sees a view without itself, or that hears from
 //!   a member of a newer view that excludes it, shuts down (its angel restarts
 //!   it and it joins again as a new incarnation).
@@ -241,6 +244,13 @@ pub struct Membership {
     view_history: Vec<(u32, Vec<NodeId>)>,
     /// Per member, the highest view id it heartbeat with while it was ours.
     confirmed_view: BTreeMap<NodeId, u32>,
+    /// Per member reported failed in the current view, who reported it
+    /// (`FailRep`): a takeover waits until every member this node can
+    /// reach reported every older member (see `takeover_agreed`).
+    reports: BTreeMap<NodeId, NodeBitmask>,
+    /// Why the members suspected here failed, while a takeover waits for
+    /// the others' reports (for the cluster log once it happens).
+    takeover_waiting: Option<FailReason>,
 }
 
 /// Views kept to judge failures against (see `judge_base`).
@@ -276,6 +286,8 @@ impl Membership {
             start_arbitration_retry_at: Instant::ZERO,
             view_history: Vec::new(),
             confirmed_view: BTreeMap::new(),
+            reports: BTreeMap::new(),
+            takeover_waiting: None,
             config,
         }
     }
@@ -686,6 +698,8 @@ impl Membership {
             self.last_heard.entry(*member).or_insert(now);
         }
         self.suspected = NodeBitmask::new();
+        self.reports.clear();
+        self.takeover_waiting = None;
         // A question to the arbitrator was about the view this one replaces.
         self.arbitration = None;
         self.start_grant = None;
@@ -787,6 +801,12 @@ impl Membership {
         // All at once: a node cut off from everyone must see that it lost
         // them all, not shrink the view one member at a time.
         self.suspect(&missed, FailReason::HeartbeatMissed, ctx);
+        if let Some(reason) = self.takeover_waiting {
+            // Members that fell silent no longer need to agree.
+            if self.phase == Phase::Started && self.acting_president(&view) == self.me() {
+                self.handle_failures(&[], reason, ctx);
+            }
+        }
         ctx.set_timer(self.config.heartbeat_interval, TIMER_HEARTBEAT);
     }
 
@@ -841,7 +861,16 @@ impl Membership {
         if decider == self.me() {
             self.handle_failures(&new, reason, ctx);
         } else {
-            for node in new {
+            // Every suspicion, not only the new ones: a decider that became
+            // one because its elders are suspected too takes over only once
+            // every member it reaches reported them (`takeover_agreed`).
+            let suspected: Vec<NodeId> = view
+                .members
+                .iter()
+                .copied()
+                .filter(|m| self.suspected.contains(*m))
+                .collect();
+            for node in suspected {
                 ctx.send(
                     Self::membership_ref(decider),
                     SignalBody::FailRep {
@@ -852,6 +881,30 @@ impl Membership {
                 );
             }
         }
+    }
+
+    /// Whether this node, not the president but the oldest member it does
+    /// not suspect, may take over: every member it can reach reported each
+    /// member older than this node failed (or that member announced it
+    /// leaves). Without that rule one broken link between the president
+    /// and another member made two presidents: the president removed the
+    /// far end while the far end (or its successor, on its report) removed
+    /// the president, and the members in between took views and global
+    /// checkpoint orders from both (seeds 1408 and 1795314160926724 of the
+    /// whole-cluster simulator). With it the president, which still reaches
+    /// the others, decides alone: a broken link costs one node. NDB's
+    /// president likewise settles a failure the others do not see.
+    fn takeover_agreed(&self, view: &MembershipView, now: Instant) -> bool {
+        let side = self.reachable(view, now);
+        view.members
+            .iter()
+            .take_while(|m| **m != self.me())
+            .filter(|elder| !self.left_on_purpose.contains(&(**elder, view.view_id)))
+            .all(|elder| {
+                let reporters = self.reports.get(elder).copied().unwrap_or_default();
+                side.iter()
+                    .all(|n| *n == self.me() || reporters.contains(*n))
+            })
     }
 
     /// The oldest member not suspected: the president if it lives.
@@ -880,9 +933,19 @@ impl Membership {
         {
             return;
         }
-        // Another member's report (or a node's own notice that it leaves)
-        // counts as our own suspicion: it may make this node the acting
-        // president (when `failed` is the president).
+        self.reports.entry(failed).or_default().insert(sender);
+        let elder = view.members.iter().position(|m| *m == failed)
+            < view.members.iter().position(|m| *m == self.me());
+        if elder && failed != sender && !self.suspected.contains(failed) {
+            // A member older than this node (the president, or whoever acts
+            // for it) lives as far as this node can tell: the reporter lost
+            // only its link to it, and the elder removes the reporter. The
+            // report counts should this node lose the elder too.
+            return;
+        }
+        // A report on a younger member, or a node's own notice that it
+        // leaves, counts as our own suspicion: a notice may make this node
+        // the acting president (when `failed` is the president).
         self.suspected.insert(failed);
         if failed == sender {
             self.left_on_purpose.retain(|&(_, v)| v == view.view_id);
@@ -908,6 +971,16 @@ impl Membership {
         if !view.members.iter().any(|m| self.suspected.contains(*m)) {
             return;
         }
+        if view.president != self.me() && !self.takeover_agreed(&view, ctx.now()) {
+            // Each heartbeat round and each report asks again.
+            if self.takeover_waiting.is_none() {
+                let president = view.president;
+                tracing::info!(node = %self.me(), "president {president} suspected: waiting for the others' reports");
+            }
+            self.takeover_waiting.get_or_insert(reason);
+            return;
+        }
+        let reason = self.takeover_waiting.take().unwrap_or(reason);
         let side = self.reachable(&view, ctx.now());
         // A member that left on purpose exits: it is no other side.
         let before: Vec<NodeId> = self

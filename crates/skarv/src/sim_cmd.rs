@@ -74,6 +74,24 @@ fn print_whole(report: &WholeReport) {
         "  workload: {} committed, {} aborted ({} retried), {} unknown, {} audits; {} replica checks",
         s.committed, s.aborted, s.retried, s.unknown, s.audits, report.replica_checks
     );
+    for o in &report.outages {
+        let restart = o
+            .restart_gci
+            .map_or("no system restart seen".to_owned(), |r| {
+                format!("restarted to GCI {r}")
+            });
+        println!(
+            "  cluster down at {:.3} s (GCI {} complete): {restart}",
+            o.at.as_nanos() as f64 / 1e9,
+            o.complete_gci
+        );
+    }
+    if report.lost_by_restart > 0 {
+        println!(
+            "  {} acknowledged commits above a restart GCI checked gone",
+            report.lost_by_restart
+        );
+    }
     let verdict = match &report.result {
         Ok(()) => "ok".to_owned(),
         Err(e) => format!("FAILED: {e}"),

@@ -41,14 +41,15 @@
 //! balances equal the model's from the transfers that committed, no aborted
 //! transfer left a trace, every up node is started in one view.
 //!
-//! Across a system restart the check is: every commit whose GCI was
-//! reported complete (`GcpCompleteRep`, sampled from the TCs) before the
-//! cluster went down survives; a commit above that GCI may be lost (it is
-//! then resolved like an unknown outcome). The cluster restarts to the
-//! highest GCI any node kept (docs/recovery.md, "System restart"), which
-//! may be above the last one a TC heard of; [`WholeSpec::exact_system_restart`]
-//! switches on the stronger check (commits above it are gone), which needs
-//! that restart GCI to compare with and is off.
+//! Across a system restart the check is exact ([`WholeSpec::exact_system_restart`],
+//! on by default): the cluster restarts to the highest GCI any node kept
+//! (docs/recovery.md, "System restart"), which may be above the last one a
+//! TC heard of, so the harness reads that restart GCI R from the master
+//! that led the restart, and a commit acknowledged before the outage
+//! survives iff its GCI is at most R. Where R or the commit's time is not
+//! known, the weaker rule: every commit whose GCI was reported complete
+//! (`GcpCompleteRep`, sampled from the TCs) before the cluster went down
+//! survives; one above may be lost (resolved like an unknown outcome).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -149,8 +150,8 @@ pub struct WholeSpec {
     pub deadlock_timeout: Duration,
     pub network: NetworkSettings,
     /// Check a system restart against the exact restart GCI (commits above
-    /// it gone, all at or below it there). Off until the cluster-wide
-    /// system restart exists; see the module doc.
+    /// it gone, all at or below it there); see the module doc. Off: only
+    /// the GCI reported complete before the outage is checked.
     pub exact_system_restart: bool,
 }
 
@@ -171,7 +172,7 @@ impl Default for WholeSpec {
             start_partial_timeout: Duration::from_secs(1),
             deadlock_timeout: Duration::from_millis(300),
             network: NetworkSettings::default(),
-            exact_system_restart: false,
+            exact_system_restart: true,
         }
     }
 }
@@ -206,6 +207,9 @@ pub struct Transfer {
     pub amount: i64,
     pub outcome: Outcome,
     pub retries: u32,
+    /// Outages seen before the commit was acknowledged (`None`: not
+    /// acknowledged, or settled by a late answer).
+    pub epoch: Option<usize>,
 }
 
 /// One blind upsert of a `kv` key (value unique per upsert).
@@ -215,6 +219,8 @@ pub struct Upsert {
     pub value: i64,
     pub outcome: Outcome,
     pub retries: u32,
+    /// As [`Transfer::epoch`].
+    pub epoch: Option<usize>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -277,6 +283,9 @@ pub struct ClientState {
     pub dict_answers: Vec<SignalBody>,
     /// The text of the last refusal, for the report of a bad one.
     last_refusal: String,
+    /// Outages the harness saw so far: a commit acknowledged now comes
+    /// after them (its GCI is judged against the next outage's restart).
+    pub epoch: usize,
 }
 
 impl ClientState {
@@ -303,6 +312,7 @@ impl ClientState {
             stats: WorkloadStats::default(),
             next_tx: (u64::from(SIM_API.get()) << 48) | 1,
             next_value: 1,
+            epoch: 0,
             dict_answers: Vec::new(),
             last_refusal: String::new(),
         }
@@ -649,6 +659,7 @@ impl Client {
             amount,
             outcome: Outcome::Pending,
             retries,
+            epoch: None,
         });
         let ops = s.batch(
             TableKind::Accounts,
@@ -686,6 +697,7 @@ impl Client {
             value,
             outcome: Outcome::Pending,
             retries,
+            epoch: None,
         });
         let ops = s.batch(
             TableKind::Kv,
@@ -792,6 +804,7 @@ impl Client {
             (Work::TransferCommit(i), Ok((flags, gci, _))) => {
                 if flags & tc_flags::COMMITTED != 0 {
                     s.transfers[i].outcome = Outcome::Committed { gci };
+                    s.transfers[i].epoch = Some(s.epoch);
                     s.stats.committed += 1;
                 } else {
                     s.violation(now, format!("transfer {i}: commit answered flags {flags}"));
@@ -806,6 +819,7 @@ impl Client {
             (Work::Upsert(i), Ok((flags, gci, _))) => {
                 if flags & tc_flags::COMMITTED != 0 {
                     s.upserts[i].outcome = Outcome::Committed { gci };
+                    s.upserts[i].epoch = Some(s.epoch);
                     s.stats.committed += 1;
                 } else {
                     s.violation(now, format!("upsert {i}: answered flags {flags}"));
@@ -862,6 +876,10 @@ impl Client {
 pub struct Outage {
     pub at: Instant,
     pub complete_gci: u32,
+    /// The GCI the system restart after it restored (read from the master's
+    /// distribution block; `None` until a node that went down since led
+    /// one).
+    pub restart_gci: Option<u32>,
 }
 
 /// A simulated whole cluster.
@@ -876,10 +894,20 @@ pub struct WholeCluster {
     /// The highest GCI any TC was told complete so far.
     pub complete_gci: u32,
     pub outages: Vec<Outage>,
+    /// Data nodes seen down since the last outage: only a new incarnation's
+    /// distribution block tells that outage's restart GCI.
+    down_since_outage: BTreeSet<NodeId>,
     was_up: bool,
     pub faults: Vec<String>,
     /// Replica comparisons done (quiet points).
     pub replica_checks: u32,
+    /// Acknowledged commits the final check found gone, as it must: above
+    /// the restart GCI of the next system restart.
+    pub lost_by_restart: u32,
+    /// The fewest data nodes started at once since the workload began.
+    pub least_started: Option<usize>,
+    /// Commits acknowledged before the first fault.
+    pub committed_before_faults: Option<u64>,
 }
 
 /// The address of the client block.
@@ -1093,9 +1121,13 @@ impl WholeCluster {
             client,
             complete_gci: 0,
             outages: Vec::new(),
+            down_since_outage: BTreeSet::new(),
             was_up: false,
             faults: Vec::new(),
             replica_checks: 0,
+            lost_by_restart: 0,
+            least_started: None,
+            committed_before_faults: None,
         };
         cluster.run_checked(Duration::from_secs(2))?;
         cluster.create_tables()?;
@@ -1182,14 +1214,22 @@ impl WholeCluster {
                 self.complete_gci = self.complete_gci.max(tc.durable_gci());
             }
         }
-        let up = !self.started().is_empty();
+        let started = self.started().len();
+        if let Some(least) = &mut self.least_started {
+            *least = (*least).min(started);
+        }
+        let up = started > 0;
         if self.was_up && !up {
             self.outages.push(Outage {
                 at: self.sim.now(),
                 complete_gci: self.complete_gci,
+                restart_gci: None,
             });
+            self.down_since_outage.clear();
+            self.client().epoch = self.outages.len();
         }
         self.was_up = up;
+        self.note_restart_gci()?;
         let client = self.client();
         if let Some(v) = client.violations.first() {
             return Err(format!("seed {}: {v}", self.sim.seed()));
@@ -1485,11 +1525,73 @@ impl WholeCluster {
         out
     }
 
-    /// Whether a commit acknowledged with `gci` may have been lost by a
-    /// system restart (its GCI was not reported complete before an outage
-    /// that came after it).
-    fn endangered(&self, gci: u32) -> bool {
-        self.outages.iter().any(|o| gci > o.complete_gci)
+    /// Fills in the restart GCI of the last outage once a system restart
+    /// after it restored one.
+    fn note_restart_gci(&mut self) -> Result<(), String> {
+        let Some(last) = self.outages.last() else {
+            return Ok(());
+        };
+        if last.restart_gci.is_some() {
+            return Ok(());
+        }
+        for &n in &self.data_nodes {
+            if !self.sim.is_up(n) {
+                self.down_since_outage.insert(n);
+                continue;
+            }
+            if !self.down_since_outage.contains(&n) {
+                continue;
+            }
+            let address = Distribution::address(n);
+            if let Some(r) = self
+                .sim
+                .block::<Distribution>(address)
+                .and_then(Distribution::restart_gci)
+            {
+                let last = self.outages.last_mut().expect("checked");
+                if r < last.complete_gci {
+                    return Err(format!(
+                        "seed {}: node {n} restarted the cluster to GCI {r}, below GCI {} reported complete \
+                         before the outage",
+                        self.sim.seed(),
+                        last.complete_gci
+                    ));
+                }
+                last.restart_gci = Some(r);
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    /// What a system restart did to a commit acknowledged with `gci` after
+    /// `epoch` outages (`None`: unknown when). Judged by the first outage
+    /// after the commit: a later restart restores at least as much (its
+    /// restart GCI is the highest any node kept). With the exact check, a
+    /// commit at or below that outage's restart GCI survives and one above
+    /// is gone; without it (or with the restart GCI unknown), one at or
+    /// below the GCI reported complete before the outage survives and one
+    /// above may or may not.
+    fn fate(&self, gci: u32, epoch: Option<usize>) -> Fate {
+        let next = match epoch {
+            Some(e) => self.outages.get(e),
+            // The most cautious: any outage may have come after it.
+            None => self.outages.iter().min_by_key(|o| o.complete_gci),
+        };
+        let Some(outage) = next else {
+            return Fate::Survives;
+        };
+        match outage.restart_gci {
+            Some(r) if self.spec.exact_system_restart && epoch.is_some() => {
+                if gci <= r {
+                    Fate::Survives
+                } else {
+                    Fate::Gone
+                }
+            }
+            _ if gci <= outage.complete_gci => Fate::Survives,
+            _ => Fate::Maybe,
+        }
     }
 
     /// The final checks: every committed write is there, aborted ones left
@@ -1538,17 +1640,22 @@ impl WholeCluster {
         for (i, t) in transfers.iter().enumerate() {
             let present = ledger[i].is_some();
             match t.outcome {
-                Outcome::Committed { gci } if !present && !self.endangered(gci) => {
-                    return Err(format!(
-                        "seed {seed}: transfer {i} {t:?} committed, its ledger row is gone"
-                    ));
-                }
                 Outcome::Committed { gci }
-                    if present && self.spec.exact_system_restart && self.endangered(gci) =>
+                    if !present && self.fate(gci, t.epoch) == Fate::Survives =>
                 {
                     return Err(format!(
-                        "seed {seed}: transfer {i} {t:?} above the restart GCI survived"
+                        "seed {seed}: transfer {i} {t:?} committed, its ledger row is gone (outages {:?})",
+                        self.outages
                     ));
+                }
+                Outcome::Committed { gci } if present && self.fate(gci, t.epoch) == Fate::Gone => {
+                    return Err(format!(
+                        "seed {seed}: transfer {i} {t:?} above the restart GCI survived (outages {:?})",
+                        self.outages
+                    ));
+                }
+                Outcome::Committed { gci } if self.fate(gci, t.epoch) == Fate::Gone => {
+                    self.lost_by_restart += 1;
                 }
                 Outcome::Aborted { .. } if present => {
                     return Err(format!(
@@ -1588,10 +1695,14 @@ impl WholeCluster {
             let mut possible: BTreeSet<Option<i64>> = BTreeSet::from([None]);
             for u in upserts.iter().filter(|u| u.key == key) {
                 match u.outcome {
-                    Outcome::Committed { gci } if !self.endangered(gci) => {
-                        possible = BTreeSet::from([Some(u.value)])
-                    }
-                    Outcome::Committed { .. } | Outcome::Unknown => {
+                    Outcome::Committed { gci } => match self.fate(gci, u.epoch) {
+                        Fate::Survives => possible = BTreeSet::from([Some(u.value)]),
+                        Fate::Maybe => {
+                            possible.insert(Some(u.value));
+                        }
+                        Fate::Gone => self.lost_by_restart += 1,
+                    },
+                    Outcome::Unknown => {
                         possible.insert(Some(u.value));
                     }
                     Outcome::Aborted { .. } | Outcome::Pending => {}
@@ -1637,6 +1748,14 @@ impl WholeCluster {
     }
 }
 
+/// What a system restart did to a commit (`WholeCluster::fate`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fate {
+    Survives,
+    Gone,
+    Maybe,
+}
+
 /// The fault kinds of a round.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum FaultKind {
@@ -1676,6 +1795,15 @@ pub struct WholeReport {
     pub kinds: Vec<FaultKind>,
     pub stats: WorkloadStats,
     pub replica_checks: u32,
+    /// The cluster outages, with the GCI each system restart restored.
+    pub outages: Vec<Outage>,
+    /// See [`WholeCluster::lost_by_restart`].
+    pub lost_by_restart: u32,
+    /// The fewest data nodes started at once from the workload's start to
+    /// the end (0: the cluster was down).
+    pub least_started: usize,
+    /// Commits acknowledged after the first fault began.
+    pub committed_after_faults: u64,
     pub result: Result<(), String>,
 }
 
@@ -1803,6 +1931,14 @@ pub fn whole_scenario(seed: u64, options: &ScenarioOptions) -> (WholeReport, Vec
             Vec::new(),
         ),
     };
+    let (outages, lost_by_restart) = cluster
+        .as_ref()
+        .map_or((Vec::new(), 0), |c| (c.outages.clone(), c.lost_by_restart));
+    let least_started = cluster.as_ref().and_then(|c| c.least_started).unwrap_or(0);
+    let committed_after_faults = cluster
+        .as_ref()
+        .and_then(|c| c.committed_before_faults)
+        .map_or(0, |before| stats.committed - before);
     let report = WholeReport {
         seed,
         data_nodes,
@@ -1814,6 +1950,10 @@ pub fn whole_scenario(seed: u64, options: &ScenarioOptions) -> (WholeReport, Vec
         kinds,
         stats,
         replica_checks,
+        outages,
+        lost_by_restart,
+        least_started,
+        committed_after_faults,
         result,
     };
     (report, lines)
@@ -1830,6 +1970,7 @@ fn run_rounds(
     assert!(!allowed.is_empty(), "no fault kind to choose from");
     let mut choose = Rng::seeded(seed.wrapping_mul(0x2545_F491_4F6C_DD1D) ^ 0xfa017);
     cluster.start_workload()?;
+    cluster.least_started = Some(cluster.started().len());
     cluster.run_checked(Duration::from_millis(200))?;
     for round in 0..rounds {
         if cluster.sim.steps() >= steps_max {
@@ -1839,6 +1980,10 @@ fn run_rounds(
         kinds.push(kind);
         let at = Duration::from_millis(choose.below(300));
         cluster.run_checked(at)?;
+        if cluster.committed_before_faults.is_none() {
+            let committed = cluster.client().stats.committed;
+            cluster.committed_before_faults = Some(committed);
+        }
         let description = fault(cluster, &mut choose, kind)?;
         cluster.faults.push(format!("round {round}: {description}"));
         cluster
