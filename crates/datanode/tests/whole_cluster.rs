@@ -298,3 +298,23 @@ fn seed_1795314160926724_a_successor_does_not_take_over_from_a_live_president() 
     assert!(report.result.is_ok(), "{:?}", report.result);
     assert_eq!(report.faults[1], r#"round 1: break links ["2-3"]"#);
 }
+
+/// Soak seed (1 group × 2): a broken link, then node 3 paused long enough to
+/// be declared dead while node 2 still copied its data back. Node 2 won the
+/// vote alone and its LDM was told to copy from the partition's primary:
+/// itself (an assertion). A starting node with no serving replica left now
+/// restarts to copy again; the cluster goes down and its system restart
+/// keeps everything complete by then.
+#[test]
+fn seed_1795321514948634_a_starting_node_left_alone_restarts() {
+    let options = ScenarioOptions {
+        rounds: 3,
+        ..ScenarioOptions::default()
+    };
+    let (report, _) = whole_scenario(1_795_321_514_948_634, &options);
+    assert!(report.result.is_ok(), "{:?}", report.result);
+    assert_eq!(
+        report.faults[1],
+        "round 1: pause node 3 for 2219 ms (declared dead)"
+    );
+}

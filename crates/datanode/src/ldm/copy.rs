@@ -338,10 +338,18 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             .is_some_and(|t| t.fully_replicated);
         let home = self.live.home_of(partition, fully_replicated);
         let source = home.primary();
-        assert_ne!(
-            source, self.config.node,
-            "a starting node is never a partition's primary"
-        );
+        if source == self.config.node {
+            // No serving replica is left to copy from: the node that was
+            // serving failed and this starting node is all that remains of
+            // the group (it may even have won a vote alone, the failure
+            // notice not yet here). It cannot serve what it lacks: restart
+            // and copy again, as when a copy source fails mid-copy.
+            let reason = format!(
+                "LDM instance {}: node restart: no serving replica of table {table_id} partition {partition}                  is left to copy from; restarting to copy again",
+                self.config.instance
+            );
+            return self.fail(ctx, true, reason);
+        }
         self.restart.next_copy_id += 1;
         let copy_id = self.restart.next_copy_id;
         copy.current = Some((copy_id, table_id, partition));
