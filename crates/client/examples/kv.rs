@@ -72,7 +72,7 @@ fn run(connect: &str) -> Result<(), skarv_client::Error> {
     let outcome = tx.execute(ExecMode::Commit)?;
     println!(
         "inserted 10 rows in one batch (committed in global checkpoint {})",
-        outcome.gci.unwrap_or(0)
+        outcome.gci().unwrap_or(0)
     );
 
     let tx = session.begin_with_hint(&kv, &[Value::Int(3)])?;

@@ -73,6 +73,7 @@
 
 mod blob;
 mod cluster;
+mod epoch;
 mod error;
 mod link;
 mod pool;
@@ -85,6 +86,7 @@ mod transaction;
 
 pub use blob::BLOB_BYTES_MAX;
 pub use cluster::{Cluster, ClusterOptions, ClusterStats, SESSIONS_MAX};
+pub use epoch::Epoch;
 pub use error::{Error, ErrorClass, Result};
 pub use link::SEND_BUFFER_MAX_BYTES;
 pub use pool::ClusterPool;

@@ -63,7 +63,7 @@ use mgmd::Arbitrator;
 use proto::error::{self, ErrorClass};
 use proto::ops::{LockMode, OpBatchWriter, OpHeader, OpKind, IGNORE_ERROR, NO_INDEX, NO_PARTITION};
 use proto::results::ResultReader;
-use signal::{tc_flags, BlockNumber, BlockRef, NodeId, Signal, SignalBody};
+use signal::{epoch, tc_flags, BlockNumber, BlockRef, NodeId, Signal, SignalBody};
 use storage::disk::{CrashPolicy, SimDisk};
 use storage::ldm::LdmConfig;
 use storage::schema::{Column, ColumnType, TableDef, Value};
@@ -142,6 +142,8 @@ pub struct WholeSpec {
     /// Transactions the client keeps in flight.
     pub parallel: usize,
     pub gcp_interval: Duration,
+    /// `TimeBetweenEpochs`: zero runs no micro-GCPs.
+    pub epoch_interval: Duration,
     pub heartbeat_interval: Duration,
     pub api_heartbeat_interval: Duration,
     pub arbitration_timeout: Duration,
@@ -165,6 +167,7 @@ impl Default for WholeSpec {
             kv_keys: 24,
             parallel: 6,
             gcp_interval: Duration::from_millis(50),
+            epoch_interval: Duration::ZERO,
             heartbeat_interval: Duration::from_millis(100),
             api_heartbeat_interval: Duration::from_millis(100),
             arbitration_timeout: Duration::from_millis(500),
@@ -189,7 +192,8 @@ pub enum Outcome {
     /// In flight.
     Pending,
     Committed {
-        gci: u32,
+        /// The commit's epoch (`signal::epoch`; its hi is the GCI).
+        epoch: u64,
     },
     Aborted {
         code: u32,
@@ -233,6 +237,81 @@ struct InFlight {
     tc: NodeId,
     sent: Instant,
     work: Work,
+    /// What the commit's epoch must be at least, known when it was asked
+    /// for (see [`EpochOrder`]).
+    floor: EpochFloor,
+}
+
+/// The epoch order the client checks (docs/transactions.md, "Global
+/// checkpoints"): per row, committed writes in commit order carry
+/// non-decreasing epochs — a transfer read the rows it writes, so this is
+/// "a commit that read another's row is not in an earlier epoch" (the
+/// client has one write per row in flight, so the order of the answers is
+/// the commit order); and a commit asked of a TC after that TC was told an
+/// epoch complete (`SubGcpCompleteRep`, sampled) is in a later epoch.
+/// A system restart may hand out again epochs whose commits it lost: the
+/// order starts over after each outage (`era`).
+///
+/// Not checked: that a commit asked for after another's answer, on
+/// another TC, is in an epoch at least that one's. The two-phase switch
+/// gives it while one master runs the rounds, but during a view change
+/// that leaves two presidents at once (seed 1405, 4×2, a broken link) the
+/// old one's TC commits in its GCI while the new master's side has
+/// switched to the next.
+#[derive(Debug, Default)]
+struct EpochOrder {
+    era: u32,
+    /// The last committed epoch of each row written: (table, key).
+    rows: BTreeMap<(TableKind, i64), u64>,
+    /// The highest epoch each TC (by node) was told complete.
+    complete: BTreeMap<NodeId, u64>,
+    /// Commits checked.
+    checked: u64,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct EpochFloor {
+    era: u32,
+    complete: u64,
+}
+
+impl EpochOrder {
+    fn floor(&self, tc: NodeId) -> EpochFloor {
+        EpochFloor {
+            era: self.era,
+            complete: self.complete.get(&tc).copied().unwrap_or(0),
+        }
+    }
+
+    /// Checks a commit in `committed` asked for at `floor` that wrote `rows`.
+    fn commit(
+        &mut self,
+        what: &str,
+        committed: u64,
+        floor: EpochFloor,
+        rows: &[(TableKind, i64)],
+    ) -> Result<(), String> {
+        if floor.era != self.era {
+            return Ok(());
+        }
+        self.checked += 1;
+        if committed <= floor.complete {
+            return Err(format!(
+                "{what}: committed in epoch {committed:#x}, its TC was told {:#x} complete before it was asked for",
+                floor.complete
+            ));
+        }
+        for row in rows {
+            let last = self.rows.entry(*row).or_insert(0);
+            if committed < *last {
+                return Err(format!(
+                    "{what}: wrote {row:?} in epoch {committed:#x} after a commit of it in {last:#x}"
+                ));
+            }
+            *last = committed;
+        }
+        Ok(())
+    }
 }
 
 /// Counts of what the workload did, for reports and for tests that check
@@ -245,6 +324,8 @@ pub struct WorkloadStats {
     pub retried: u64,
     pub audits: u64,
     pub gave_up: u64,
+    /// Commits whose epoch order the client checked.
+    pub epoch_checks: u64,
 }
 
 /// The client's state, shared between its block and the harness.
@@ -277,6 +358,7 @@ pub struct ClientState {
     pub dict_answers: Vec<SignalBody>,
     /// The text of the last refusal, for the report of a bad one.
     last_refusal: String,
+    epochs: EpochOrder,
 }
 
 impl ClientState {
@@ -305,11 +387,17 @@ impl ClientState {
             next_value: 1,
             dict_answers: Vec::new(),
             last_refusal: String::new(),
+            epochs: EpochOrder::default(),
         }
     }
 
     pub fn in_flight(&self) -> usize {
         self.inflight.len()
+    }
+
+    /// Commits whose epoch order was checked.
+    pub fn epochs_checked(&self) -> u64 {
+        self.epochs.checked
     }
 
     fn tx_id(&mut self) -> u64 {
@@ -441,9 +529,9 @@ impl Block for Client {
             SignalBody::TcKeyConf {
                 tx_id,
                 flags,
-                gci,
+                epoch,
                 results,
-            } => Self::answer(&mut s, tx_id, Ok((flags, gci, results)), ctx),
+            } => Self::answer(&mut s, tx_id, Ok((flags, epoch, results)), ctx),
             SignalBody::TcKeyRef {
                 tx_id,
                 code,
@@ -561,12 +649,14 @@ impl Client {
         ops: Vec<u8>,
         work: Work,
     ) {
+        let floor = s.epochs.floor(tc);
         s.inflight.insert(
             tx_id,
             InFlight {
                 tc,
                 sent: ctx.now(),
                 work,
+                floor,
             },
         );
         s.tx_work.insert(tx_id, work);
@@ -705,7 +795,7 @@ impl Client {
     fn answer(
         s: &mut ClientState,
         tx_id: u64,
-        answer: Result<(u32, u32, Vec<u8>), u32>,
+        answer: Result<(u32, u64, Vec<u8>), u32>,
         ctx: &mut Context<'_>,
     ) {
         let now = ctx.now();
@@ -725,8 +815,8 @@ impl Client {
             // unknown outcome (checked against the data at the end).
             if is_final {
                 let outcome = match answer {
-                    Ok((flags, gci, _)) if flags & tc_flags::COMMITTED != 0 => {
-                        Outcome::Committed { gci }
+                    Ok((flags, epoch, _)) if flags & tc_flags::COMMITTED != 0 => {
+                        Outcome::Committed { epoch }
                     }
                     Ok(_) => Outcome::Aborted { code: 0 },
                     Err(code) => Outcome::Aborted { code },
@@ -742,11 +832,15 @@ impl Client {
             (Work::Probe, Err(code)) => {
                 s.probes.insert(tx_id, Err(code));
             }
-            (Work::Audit, Ok((flags, _, results))) => {
+            (Work::Audit, Ok((flags, epoch, results))) => {
                 s.stats.audits += 1;
                 if flags & tc_flags::COMMITTED == 0 {
                     s.violation(now, format!("audit {tx_id:#x}: answered flags {flags}"));
                     return;
+                }
+                let what = format!("audit {tx_id:#x} on node {}", f.tc);
+                if let Err(e) = s.epochs.commit(&what, epoch, f.floor, &[]) {
+                    s.violation(now, e);
                 }
                 match read_values(&results) {
                     Ok(values) => {
@@ -789,10 +883,20 @@ impl Client {
                     // Leave the transaction to the TC's timeout.
                 }
             },
-            (Work::TransferCommit(i), Ok((flags, gci, _))) => {
+            (Work::TransferCommit(i), Ok((flags, epoch, _))) => {
                 if flags & tc_flags::COMMITTED != 0 {
-                    s.transfers[i].outcome = Outcome::Committed { gci };
+                    s.transfers[i].outcome = Outcome::Committed { epoch };
                     s.stats.committed += 1;
+                    let t = &s.transfers[i];
+                    let rows = [
+                        (TableKind::Accounts, i64::from(t.from)),
+                        (TableKind::Accounts, i64::from(t.to)),
+                        (TableKind::Kv, LEDGER_BASE + i as i64),
+                    ];
+                    let what = format!("transfer {i} {t:?} on node {}", f.tc);
+                    if let Err(e) = s.epochs.commit(&what, epoch, f.floor, &rows) {
+                        s.violation(now, e);
+                    }
                 } else {
                     s.violation(now, format!("transfer {i}: commit answered flags {flags}"));
                 }
@@ -803,10 +907,16 @@ impl Client {
                 Self::release_transfer(s, i);
                 Self::refused(s, now, tx_id, code, Some((true, i)));
             }
-            (Work::Upsert(i), Ok((flags, gci, _))) => {
+            (Work::Upsert(i), Ok((flags, epoch, _))) => {
                 if flags & tc_flags::COMMITTED != 0 {
-                    s.upserts[i].outcome = Outcome::Committed { gci };
+                    s.upserts[i].outcome = Outcome::Committed { epoch };
                     s.stats.committed += 1;
+                    let u = &s.upserts[i];
+                    let rows = [(TableKind::Kv, u.key)];
+                    let what = format!("upsert {i} {u:?} on node {}", f.tc);
+                    if let Err(e) = s.epochs.commit(&what, epoch, f.floor, &rows) {
+                        s.violation(now, e);
+                    }
                 } else {
                     s.violation(now, format!("upsert {i}: answered flags {flags}"));
                 }
@@ -970,7 +1080,7 @@ pub fn data_node_blocks(
     let distribution = Distribution::new(DistributionConfig {
         node: id,
         gcp_interval: spec.gcp_interval,
-        epoch_interval: Duration::ZERO,
+        epoch_interval: spec.epoch_interval,
         tc_instances: 1,
         ldm_instances: spec.ldm_instances,
     })
@@ -1177,9 +1287,11 @@ impl WholeCluster {
 
     fn check_running(&mut self) -> Result<(), String> {
         check_no_split_brain(&self.sim, &self.data_nodes)?;
+        let mut complete_epochs = Vec::new();
         for &n in &self.data_nodes {
             if let Some(tc) = self.sim.block::<TcBlock>(tc_of(n)) {
                 self.complete_gci = self.complete_gci.max(tc.durable_gci());
+                complete_epochs.push((n, tc.complete_epoch()));
             }
         }
         let up = !self.started().is_empty();
@@ -1188,6 +1300,23 @@ impl WholeCluster {
                 at: self.sim.now(),
                 complete_gci: self.complete_gci,
             });
+            let mut client = self.client();
+            let era = client.epochs.era + 1;
+            client.epochs = EpochOrder {
+                era,
+                checked: client.epochs.checked,
+                ..EpochOrder::default()
+            };
+        }
+        if up {
+            // A restarted node's TC starts again from 0; the epochs it gets
+            // are above those reported before (a GCI is never handed out
+            // twice but across a system restart), so the highest stays.
+            let mut client = self.client();
+            for (n, complete) in complete_epochs {
+                let seen = client.epochs.complete.entry(n).or_insert(0);
+                *seen = (*seen).max(complete);
+            }
         }
         self.was_up = up;
         let client = self.client();
@@ -1211,12 +1340,14 @@ impl WholeCluster {
         let tx_id = {
             let mut client = self.client();
             let tx_id = client.tx_id();
+            let floor = client.epochs.floor(tc);
             client.inflight.insert(
                 tx_id,
                 InFlight {
                     tc,
                     sent: self.sim.now(),
                     work: Work::Probe,
+                    floor,
                 },
             );
             tx_id
@@ -1485,10 +1616,11 @@ impl WholeCluster {
         out
     }
 
-    /// Whether a commit acknowledged with `gci` may have been lost by a
-    /// system restart (its GCI was not reported complete before an outage
-    /// that came after it).
-    fn endangered(&self, gci: u32) -> bool {
+    /// Whether a commit acknowledged in `committed` (an epoch) may have
+    /// been lost by a system restart (its GCI was not reported complete
+    /// before an outage that came after it).
+    fn endangered(&self, committed: u64) -> bool {
+        let gci = epoch::hi(committed);
         self.outages.iter().any(|o| gci > o.complete_gci)
     }
 
@@ -1538,13 +1670,13 @@ impl WholeCluster {
         for (i, t) in transfers.iter().enumerate() {
             let present = ledger[i].is_some();
             match t.outcome {
-                Outcome::Committed { gci } if !present && !self.endangered(gci) => {
+                Outcome::Committed { epoch } if !present && !self.endangered(epoch) => {
                     return Err(format!(
                         "seed {seed}: transfer {i} {t:?} committed, its ledger row is gone"
                     ));
                 }
-                Outcome::Committed { gci }
-                    if present && self.spec.exact_system_restart && self.endangered(gci) =>
+                Outcome::Committed { epoch }
+                    if present && self.spec.exact_system_restart && self.endangered(epoch) =>
                 {
                     return Err(format!(
                         "seed {seed}: transfer {i} {t:?} above the restart GCI survived"
@@ -1588,7 +1720,7 @@ impl WholeCluster {
             let mut possible: BTreeSet<Option<i64>> = BTreeSet::from([None]);
             for u in upserts.iter().filter(|u| u.key == key) {
                 match u.outcome {
-                    Outcome::Committed { gci } if !self.endangered(gci) => {
+                    Outcome::Committed { epoch } if !self.endangered(epoch) => {
                         possible = BTreeSet::from([Some(u.value)])
                     }
                     Outcome::Committed { .. } | Outcome::Unknown => {
@@ -1680,7 +1812,8 @@ pub struct WholeReport {
 }
 
 /// The shape of the cluster for `seed`: 2×2, 4×2, or (less often) 1, 3 or
-/// 4 nodes with 1–3 replicas.
+/// 4 nodes with 1–3 replicas; and its `TimeBetweenEpochs`: 0, 10, 20 or
+/// 50 ms.
 pub fn spec_for_seed(seed: u64) -> WholeSpec {
     let mut choose = Rng::seeded(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xc1u64);
     let (data_nodes, replicas) = match choose.below(8) {
@@ -1690,9 +1823,12 @@ pub fn spec_for_seed(seed: u64) -> WholeSpec {
         6 => (2, 1),
         _ => (4, 1),
     };
+    // Micro-GCPs in most runs, some without (TimeBetweenEpochs = 0).
+    let epoch_interval_ms = [0, 10, 20, 50][choose.below(4) as usize];
     WholeSpec {
         data_nodes,
         replicas,
+        epoch_interval: Duration::from_millis(epoch_interval_ms),
         ..WholeSpec::default()
     }
 }
@@ -1789,7 +1925,13 @@ pub fn whole_scenario(seed: u64, options: &ScenarioOptions) -> (WholeReport, Vec
             Duration::from_nanos(c.sim.now().as_nanos()),
             c.sim.trace_hash(),
             c.faults.clone(),
-            c.client().stats,
+            {
+                let client = c.client();
+                WorkloadStats {
+                    epoch_checks: client.epochs_checked(),
+                    ..client.stats
+                }
+            },
             c.replica_checks,
             c.sim.trace().to_vec(),
         ),
