@@ -70,9 +70,12 @@ fn run(connect: &str) -> Result<(), skarv_client::Error> {
         )?;
     }
     let outcome = tx.execute(ExecMode::Commit)?;
+    let epoch = outcome.epoch.expect("a commit has its epoch");
+    let durable = session.wait_durable(epoch)?;
     println!(
-        "inserted 10 rows in one batch (committed in global checkpoint {})",
-        outcome.gci.unwrap_or(0)
+        "inserted 10 rows in one batch (committed in epoch {epoch}: global checkpoint {}, \
+         durable up to {durable})",
+        epoch.hi()
     );
 
     let tx = session.begin_with_hint(&kv, &[Value::Int(3)])?;

@@ -53,6 +53,7 @@ use storage::schema::{
     blob_part_count, ColumnType, KeyEncoder, Value, ValueRef, BLOB_INLINE_BYTES, BLOB_PART_BYTES,
 };
 
+use crate::epoch::Epoch;
 use crate::error::{Error, Result};
 use crate::schema::{BlobColumn, Table};
 use crate::session::Session;
@@ -518,7 +519,7 @@ pub(crate) struct BlobExec {
     in_flight_final: bool,
     jobs: Vec<ReadJob>,
     results: Vec<OpResult>,
-    gci: Option<u32>,
+    epoch: Option<Epoch>,
     committed: bool,
     rolled_back: bool,
     /// Set when the machine rolls the transaction back because of this error.
@@ -584,7 +585,7 @@ impl BlobExec {
             in_flight_final: false,
             jobs: Vec::new(),
             results,
-            gci: None,
+            epoch: None,
             committed: false,
             rolled_back: false,
             failure: None,
@@ -626,7 +627,7 @@ impl BlobExec {
             in_flight_final: false,
             jobs,
             results: Vec::new(),
-            gci: None,
+            epoch: None,
             committed: false,
             rolled_back: false,
             failure: None,
@@ -718,7 +719,7 @@ impl BlobExec {
 
     fn outcome(&mut self) -> Outcome {
         Outcome::new(
-            self.gci,
+            self.epoch,
             self.committed,
             self.rolled_back,
             self.batch,
@@ -1079,14 +1080,14 @@ impl BlobExec {
         match body {
             SignalBody::TcKeyConf {
                 flags,
-                gci,
+                epoch,
                 results,
                 ..
             } => {
                 self.committed = flags & tc_flags::COMMITTED != 0;
                 self.rolled_back = flags & tc_flags::ROLLED_BACK != 0;
                 if self.committed {
-                    self.gci = Some(gci);
+                    self.epoch = Some(Epoch::from_u64(epoch));
                 } else if final_request && !self.rolled_back {
                     return Err(Error::new(
                         proto::error::MALFORMED_REQUEST,

@@ -57,6 +57,13 @@
 //! requests (docs/transactions.md, "BLOB and TEXT"; at most
 //! [`BLOB_BYTES_MAX`] per value).
 //!
+//! A commit's [`Outcome::epoch`] is its [`Epoch`]: the global checkpoint
+//! ([`Epoch::hi`], the unit of durability) and the micro-GCP within it
+//! ([`Epoch::lo`], every `TimeBetweenEpochs`). A commit is answered once it
+//! is in memory on every replica; [`Session::wait_durable`] with its epoch
+//! returns once its global checkpoint is on disk on every live data node
+//! (docs/transactions.md, "Global checkpoints").
+//!
 //! Errors ([`Error`]) carry NDB-style codes and a class: temporary (retry
 //! the transaction), permanent, or unknown result (it may have committed).
 //! Bad input — an unknown table or column, a value of the wrong type or
@@ -73,6 +80,7 @@
 
 mod blob;
 mod cluster;
+mod epoch;
 mod error;
 mod link;
 mod pool;
@@ -85,6 +93,7 @@ mod transaction;
 
 pub use blob::BLOB_BYTES_MAX;
 pub use cluster::{Cluster, ClusterOptions, ClusterStats, SESSIONS_MAX};
+pub use epoch::Epoch;
 pub use error::{Error, ErrorClass, Result};
 pub use link::SEND_BUFFER_MAX_BYTES;
 pub use pool::ClusterPool;

@@ -39,6 +39,7 @@ use storage::schema::{IndexDef, IndexKind, TableDef, Value};
 
 use crate::blob::{BlobExec, Step};
 use crate::cluster::{encode_frames, Cluster, Shared};
+use crate::epoch::Epoch;
 use crate::error::{Error, Result};
 use crate::receiver::{self, Event, Mailbox};
 use crate::schema::Table;
@@ -712,9 +713,11 @@ impl Session {
         Ok(Transaction::new(self, link))
     }
 
-    /// Waits until global checkpoint `gci` (from a commit's outcome) is
-    /// durable on every live data node.
-    pub fn wait_durable(&self, gci: u32) -> Result<u32> {
+    /// Waits until a commit in `epoch` (its [`Outcome::epoch`](crate::Outcome))
+    /// is durable on every live data node: until its global checkpoint,
+    /// [`Epoch::hi`], is. Returns the durable GCI (at least that).
+    pub fn wait_durable(&self, epoch: Epoch) -> Result<u32> {
+        let gci = epoch.hi();
         let link = self.live_link()?;
         let node = self.shared().links[link].node;
         let signal = Signal {

@@ -36,6 +36,7 @@ use storage::schema::{IndexKind, Value};
 pub use proto::LockMode;
 
 use crate::blob::{self, BlobExec, BlobWork, ExecInput, ReadJob, Step};
+use crate::epoch::Epoch;
 use crate::error::{Error, Result};
 use crate::schema::Table;
 use crate::session::{request_flags, tc_ref, ReqKey, Session};
@@ -77,8 +78,9 @@ pub enum OpResult {
 /// The result of an execute: its end state and each operation's result.
 #[derive(Debug)]
 pub struct Outcome {
-    /// The global checkpoint of the commit (see `Session::wait_durable`).
-    pub gci: Option<u32>,
+    /// The commit's epoch (its [`Epoch::hi`] is the global checkpoint
+    /// [`crate::Session::wait_durable`] waits for); `None` when not committed.
+    pub epoch: Option<Epoch>,
     /// The transaction committed.
     pub committed: bool,
     /// The transaction was rolled back as asked.
@@ -89,19 +91,24 @@ pub struct Outcome {
 
 impl Outcome {
     pub(crate) fn new(
-        gci: Option<u32>,
+        epoch: Option<Epoch>,
         committed: bool,
         rolled_back: bool,
         batch: u32,
         results: Vec<OpResult>,
     ) -> Outcome {
         Outcome {
-            gci,
+            epoch,
             committed,
             rolled_back,
             batch,
             results,
         }
+    }
+
+    /// The global checkpoint of the commit: its epoch's hi.
+    pub fn gci(&self) -> Option<u32> {
+        self.epoch.map(Epoch::hi)
     }
 
     /// The result of an operation of this execute.
@@ -747,7 +754,7 @@ impl<'s> Transaction<'s> {
             ExecMode::Rollback => inner.state = TxState::Aborted,
         }
         Outcome {
-            gci: None,
+            epoch: None,
             committed: mode == ExecMode::Commit,
             rolled_back: mode == ExecMode::Rollback,
             batch,
@@ -960,14 +967,14 @@ impl TxRequest {
         match reply? {
             SignalBody::TcKeyConf {
                 flags,
-                gci,
+                epoch,
                 results,
                 ..
             } => {
                 let committed = flags & tc_flags::COMMITTED != 0;
                 let rolled_back = flags & tc_flags::ROLLED_BACK != 0;
                 let mut outcome = Outcome {
-                    gci: committed.then_some(gci),
+                    epoch: committed.then_some(Epoch::from_u64(epoch)),
                     committed,
                     rolled_back,
                     batch: self.batch,

@@ -216,7 +216,7 @@ fn inserts_reads_updates_writes_deletes(session: &Session, docs: &Arc<Table>, mo
         model.insert(id, doc);
     }
     let outcome = tx.execute(ExecMode::Commit).expect("insert every size");
-    assert!(outcome.committed && outcome.gci.is_some());
+    assert!(outcome.committed && outcome.epoch.is_some());
     check(session, docs, model, "after the inserts");
 
     // Update to longer and shorter values (rotate the sizes), some to NULL.

@@ -23,7 +23,7 @@ use signal::{
     NodeId, Signal, SignalBody, VERSION,
 };
 use skarv_client::schema_types::{Column, ColumnType, TableDef};
-use skarv_client::{codes, Cluster, ClusterOptions, ExecMode, LockMode, Op, Value};
+use skarv_client::{codes, Cluster, ClusterOptions, Epoch, ExecMode, LockMode, Op, Value};
 
 const DATA_NODE: u8 = 2;
 
@@ -173,7 +173,7 @@ fn answer(signal: &Signal, seen: &Seen) -> Option<SignalBody> {
             Some(SignalBody::TcKeyConf {
                 tx_id: *tx_id,
                 flags: if committed { tc_flags::COMMITTED } else { 0 },
-                gci: 7,
+                epoch: signal::epoch::make(7, 3),
                 results,
             })
         }
@@ -315,7 +315,9 @@ fn a_thousand_operations_travel_in_one_request_and_reads_return_rows() {
     assert_eq!(tx.pending_ops(), 1_000);
     let outcome = tx.execute(ExecMode::Commit).expect("committed");
     assert!(outcome.committed);
-    assert_eq!(outcome.gci, Some(7));
+    assert_eq!(outcome.epoch, Some(Epoch::new(7, 3)));
+    assert_eq!(outcome.gci(), Some(7));
+    assert_eq!(outcome.epoch.map(|e| (e.hi(), e.lo())), Some((7, 3)));
     assert_eq!(
         setup.seen.key_requests.load(Ordering::SeqCst),
         1,

@@ -94,8 +94,12 @@ impl Load {
         for signal in got {
             match signal.body {
                 SignalBody::TcKeyConf {
-                    tx_id, flags, gci, ..
+                    tx_id,
+                    flags,
+                    epoch,
+                    ..
                 } => {
+                    let gci = signal::epoch::hi(epoch);
                     let Some((keys, value)) = self.in_flight.remove(&tx_id) else {
                         continue;
                     };

@@ -152,7 +152,8 @@ type ScannedRows = (Vec<Vec<Value>>, usize);
 enum Reply {
     Conf {
         flags: u32,
-        gci: u32,
+        /// The commit's epoch (`signal::epoch`); 0 when not committed.
+        epoch: u64,
         answers: Vec<OpAnswer>,
     },
     Ref {
@@ -472,12 +473,12 @@ impl Cluster {
         Some(match signal.body {
             SignalBody::TcKeyConf {
                 flags,
-                gci,
+                epoch,
                 results,
                 ..
             } => Reply::Conf {
                 flags,
-                gci,
+                epoch,
                 answers: decode_results(&results),
             },
             SignalBody::TcKeyRef {
@@ -692,15 +693,22 @@ fn decode_results(bytes: &[u8]) -> Vec<OpAnswer> {
         .collect()
 }
 
+/// A commit's GCI (its epoch's hi) and answers.
 fn committed(reply: &Reply) -> (u32, &[OpAnswer]) {
+    let (epoch, answers) = committed_epoch(reply);
+    (signal::epoch::hi(epoch), answers)
+}
+
+/// A commit's epoch and answers.
+fn committed_epoch(reply: &Reply) -> (u64, &[OpAnswer]) {
     match reply {
         Reply::Conf {
             flags,
-            gci,
+            epoch,
             answers,
         } => {
             assert_eq!(*flags, tc_flags::COMMITTED, "committed: {reply:?}");
-            (*gci, answers)
+            (*epoch, answers)
         }
         other => panic!("expected a commit, got {other:?}"),
     }
@@ -2443,14 +2451,16 @@ fn a_commit_that_read_another_is_never_in_an_earlier_gci() {
 /// Micro-GCPs: every `EPOCH_INTERVAL` the epoch's lo advances inside the
 /// GCI, every `GCP_INTERVAL` hi advances with lo back at 0; each switch
 /// round ends with the previous epoch reported complete to every TC, in
-/// increasing order and always below the epoch in use; commits still
-/// carry the GCI (hi), and wait_gci still waits for it.
+/// increasing order and always below the epoch in use; the commit reply
+/// carries the epoch, above every epoch reported complete when it comes,
+/// and wait_gci waits for its hi.
 #[test]
 fn epochs_advance_between_gcps_and_are_reported_complete_in_order() {
     let mut cluster = Cluster::start(23, 2, Limits::default());
     cluster.create_table();
     let nodes = cluster.data_nodes.clone();
     let mut seen_lo = 0;
+    let mut last_epoch = 0;
     let mut last_complete = vec![0u64; nodes.len()];
     let mut reports = 0;
     for k in 0..40 {
@@ -2465,12 +2475,13 @@ fn epochs_advance_between_gcps_and_are_reported_complete_in_order() {
         let reply = cluster
             .reply_within(tx, ANSWER_WAIT)
             .expect("a commit answered");
-        let (gci, _) = committed(&reply);
-        let epoch = cluster.tc_on(n).current_epoch();
+        let (epoch, _) = committed_epoch(&reply);
+        let current = cluster.tc_on(n).current_epoch();
         assert!(
-            gci <= signal::epoch::hi(epoch),
-            "commit GCI {gci} is at most the epoch's hi ({epoch:#x})"
+            epoch <= current && epoch >= last_epoch,
+            "commit epoch {epoch:#x}: at most the TC's ({current:#x}), at least the last commit's ({last_epoch:#x})"
         );
+        last_epoch = epoch;
         for (i, &m) in nodes.iter().enumerate() {
             let tc = cluster.tc_on(m);
             let complete = tc.complete_epoch();
@@ -2491,8 +2502,31 @@ fn epochs_advance_between_gcps_and_are_reported_complete_in_order() {
         seen_lo = seen_lo.max(signal::epoch::lo(epoch));
         cluster.sim.run_for(EPOCH_INTERVAL / 2);
     }
-    assert!(seen_lo > 0, "micro-GCPs advanced lo");
+    assert!(seen_lo > 0, "commits answered with lo > 0: {last_epoch:#x}");
     assert!(reports > 10, "epochs were reported complete: {reports}");
+    // wait_gci takes the commit epoch's hi.
+    let gci = signal::epoch::hi(last_epoch);
+    let tc = tc_of(nodes[0]);
+    cluster.send(tc, SignalBody::TcWaitGciReq { gci });
+    let until = cluster.sim.now() + ANSWER_WAIT;
+    let durable = loop {
+        let answer = cluster.take().into_iter().find_map(|s| match s.body {
+            SignalBody::TcWaitGciConf {
+                gci: g,
+                durable_gci,
+            } if g == gci => Some(durable_gci),
+            _ => None,
+        });
+        if let Some(durable) = answer {
+            break durable;
+        }
+        assert!(cluster.sim.now() < until, "TcWaitGciReq answered");
+        cluster.sim.run_for(Duration::from_millis(1));
+    };
+    assert!(
+        durable >= gci,
+        "answered once GCI {gci} is durable: {durable}"
+    );
     // A micro-GCP saves nothing: the durable GCI follows the GCPs only.
     let master = cluster.master();
     assert!(master.complete_epoch() > 0);

@@ -63,9 +63,14 @@ fn kind_seeds(kind: FaultKind, first: u64, per_shape: u64, shapes: &[(u8, u8)]) 
             total.retried += r.stats.retried;
             total.audits += r.stats.audits;
             total.gave_up += r.stats.gave_up;
+            total.epoch_checks += r.stats.epoch_checks;
         }
     }
     assert!(total.audits > 0, "{kind:?}: no audit completed: {total:?}");
+    assert!(
+        total.epoch_checks >= total.committed,
+        "{kind:?}: every answered commit's epoch order checked: {total:?}"
+    );
     total
 }
 

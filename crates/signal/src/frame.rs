@@ -28,7 +28,9 @@ use crate::signals::{Signal, SignalBody};
 use crate::DecodeError;
 
 pub const MAGIC: [u8; 2] = *b"SK";
-pub const WIRE_VERSION: u8 = 1;
+/// The layout of the signals' bodies; a frame of another version is refused
+/// whole. 2: 64-bit epochs in `TcKeyConf` and the GCP switch signals.
+pub const WIRE_VERSION: u8 = 2;
 pub const FRAME_HEADER_BYTES: usize = 16;
 pub const SIGNAL_HEADER_BYTES: usize = 16;
 /// Large enough for a configuration file of 255 nodes, small enough that a

@@ -372,9 +372,10 @@ signals! {
     100 => TcKeyReq { tx_id: u64, flags: u32, ops: Vec<u8> },
     /// TC → API: every operation of the request is done (`proto::results`:
     /// per operation its outcome, and for reads the values). `flags`:
-    /// `tc_flags::COMMITTED` (then `gci` is the commit's global checkpoint)
-    /// or `ROLLED_BACK`.
-    101 => TcKeyConf { tx_id: u64, flags: u32, gci: u32, results: Vec<u8> },
+    /// `tc_flags::COMMITTED` (then `epoch` is the commit's epoch,
+    /// `crate::epoch`: its hi is the global checkpoint `TcWaitGciReq` waits
+    /// for) or `ROLLED_BACK` (`epoch` 0).
+    101 => TcKeyConf { tx_id: u64, flags: u32, epoch: u64, results: Vec<u8> },
     /// TC → API: the transaction failed and is rolled back (NDB: TCKEYREF,
     /// TCROLLBACKREP). `op_index` is the failing operation's, or
     /// `u32::MAX`; `code` is a `proto::error` code.

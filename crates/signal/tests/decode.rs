@@ -255,7 +255,7 @@ fn one_of_each() -> Vec<SignalBody> {
         SignalBody::TcKeyConf {
             tx_id: 5,
             flags: tc_flags::COMMITTED,
-            gci: 12,
+            epoch: (12 << 32) | 3,
             results: vec![0; 6],
         },
         SignalBody::TcKeyRef {
@@ -494,7 +494,7 @@ fn every_flipped_bit_is_refused() {
 
 #[test]
 fn oversized_length_is_refused_from_the_header_alone() {
-    let mut header = vec![b'S', b'K', 1, 0, 1, 0, 0, 0];
+    let mut header = vec![b'S', b'K', signal::frame::WIRE_VERSION, 0, 1, 0, 0, 0];
     header.extend_from_slice(&((FRAME_PAYLOAD_MAX_BYTES + 1) as u32).to_le_bytes());
     header.extend_from_slice(&[0; 4]);
     assert_eq!(header.len(), FRAME_HEADER_BYTES);

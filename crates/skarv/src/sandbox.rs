@@ -101,8 +101,12 @@ pub struct SandboxArgs {
     /// (stop it with `skarv sandbox --stop`).
     #[arg(long)]
     pub detach: bool,
+    /// A data node parameter for config.ini's `[ndbd default]`, e.g.
+    /// `--set TimeBetweenEpochs=20`; repeat for more.
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    pub set: Vec<String>,
     /// Stop the sandbox running in --dir.
-    #[arg(long, conflicts_with_all = ["detach", "data_nodes", "replicas", "base_port"])]
+    #[arg(long, conflicts_with_all = ["detach", "data_nodes", "replicas", "base_port", "set"])]
     pub stop: bool,
 }
 
@@ -122,6 +126,8 @@ struct Layout {
     data_nodes: u32,
     replicas: u32,
     base_port: u16,
+    /// `--set`: (name, value) for `[ndbd default]`, in the order given.
+    ndbd_params: Vec<(String, String)>,
 }
 
 impl Layout {
@@ -188,11 +194,40 @@ fn validate(args: &SandboxArgs) -> Result<Layout, String> {
             args.base_port, args.data_nodes
         ));
     }
+    let ndbd_params = args
+        .set
+        .iter()
+        .map(|set| parse_set(set))
+        .collect::<Result<Vec<_>, String>>()?;
     Ok(Layout {
         data_nodes: args.data_nodes,
         replicas: args.replicas,
         base_port: args.base_port,
+        ndbd_params,
     })
+}
+
+/// One `--set NAME=VALUE`. What the value means is checked when the
+/// written config.ini is parsed (`config_ini`).
+fn parse_set(set: &str) -> Result<(String, String), String> {
+    let Some((name, value)) = set.split_once('=') else {
+        return Err(format!(
+            "--set {set}: expected NAME=VALUE, e.g. --set TimeBetweenEpochs=20"
+        ));
+    };
+    let (name, value) = (name.trim(), value.trim());
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric()) {
+        return Err(format!(
+            "--set {set}: {name:?} is not a parameter name (letters and digits)"
+        ));
+    }
+    // config.ini has no quoting (see `config_path_text`).
+    if value.is_empty() || value.contains(['#', ';', '\n', '\r']) {
+        return Err(format!(
+            "--set {set}: the value must be non-empty without '#', ';' or a line break"
+        ));
+    }
+    Ok((name.to_owned(), value.to_owned()))
 }
 
 // ---------------------------------------------------------------- config.ini
@@ -258,6 +293,11 @@ fn config_ini(layout: &Layout, dir: &Path, cpus: usize) -> Result<String, String
          DataMemory={DATA_MEMORY}\n",
         layout.replicas
     ));
+    for (name, value) in &layout.ndbd_params {
+        text.push_str(&format!(
+            "# Set with `skarv sandbox --set`.\n{name}={value}\n"
+        ));
+    }
     if cpus / layout.data_nodes.max(1) as usize <= FOLD_LDM_CPUS_PER_NODE_MAX {
         text.push_str(&format!(
             "# {cpus} CPU(s) for {} data node(s) and their clients: each node runs its LDM on\n\
@@ -297,6 +337,11 @@ fn config_ini(layout: &Layout, dir: &Path, cpus: usize) -> Result<String, String
              # A slot for an API node: `skarv bench`, `skarv sql` or a program using skarv-client.\n\
              NodeId={node_id}\n\n"
         ));
+    }
+    if !layout.ndbd_params.is_empty() {
+        // An unknown name or a value out of range is refused here, before
+        // any process starts, with the parser's message.
+        config::parse(&text, CONFIG_FILE).map_err(|error| format!("--set: {error}"))?;
     }
     Ok(text)
 }
@@ -1259,7 +1304,8 @@ mod tests {
             Layout {
                 data_nodes: 2,
                 replicas: 2,
-                base_port: 21860
+                base_port: 21860,
+                ndbd_params: Vec::new(),
             }
         );
         assert_eq!(layout.ports(), vec![21860, 21862, 21863]);
@@ -1402,6 +1448,39 @@ mod tests {
         let error = config_ini(&layout, Path::new("/tmp/a#b"), 16).unwrap_err();
         assert!(error.contains("/tmp/a#b"), "{error}");
         assert!(config_ini(&layout, Path::new("/tmp/a\nb"), 16).is_err());
+    }
+
+    #[test]
+    fn set_adds_data_node_parameters_and_refuses_bad_ones() {
+        let args = parse(&[
+            "--set",
+            "TimeBetweenEpochs=20",
+            "--set",
+            "TimeBetweenGlobalCheckpoints = 500",
+        ])
+        .expect("--set parses");
+        let layout = validate(&args).expect("valid");
+        let text = config_ini(&layout, Path::new("/s"), 16).expect("config.ini");
+        let cluster = config::parse(&text, "config.ini").expect("parses");
+        for node in &cluster.data_nodes {
+            assert_eq!(node.params.time_between_epochs_ms, 20);
+            assert_eq!(node.params.time_between_global_checkpoints_ms, 500);
+        }
+        for (bad, says) in [
+            ("TimeBetweenEpochs", "NAME=VALUE"),
+            ("Time Between=1", "parameter name"),
+            ("TimeBetweenEpochs=1;2", "without '#'"),
+        ] {
+            let args = parse(&["--set", bad]).expect("any text parses");
+            let error = validate(&args).unwrap_err();
+            assert!(error.contains(says), "--set {bad}: {error}");
+        }
+        for bad in ["TimeBetweenEpochs=40000", "NoSuchParameter=1"] {
+            let args = parse(&["--set", bad]).expect("any text parses");
+            let layout = validate(&args).expect("checked when config.ini is parsed");
+            let error = config_ini(&layout, Path::new("/s"), 16).unwrap_err();
+            assert!(error.starts_with("--set: "), "--set {bad}: {error}");
+        }
     }
 
     #[test]

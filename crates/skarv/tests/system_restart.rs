@@ -21,7 +21,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use skarv_client::schema_types::{Column, ColumnType, TableDef};
-use skarv_client::{Cluster, ExecMode, LockMode, Row, ScanOptions, Session, Value};
+use skarv_client::{Cluster, Epoch, ExecMode, LockMode, Row, ScanOptions, Session, Value};
 
 use common::{sigkill, Sandbox};
 
@@ -58,14 +58,14 @@ struct Log {
     durable: BTreeSet<i64>,
 }
 
-/// One transfer; `Ok(Some(gci))` when committed.
+/// One transfer; `Ok(Some(epoch))` when committed.
 fn transfer(
     session: &Session,
     id: i64,
     from: i64,
     to: i64,
     amount: i64,
-) -> skarv_client::Result<Option<u32>> {
+) -> skarv_client::Result<Option<Epoch>> {
     let accounts = session.table("sr_accounts")?;
     let history = session.table("sr_history")?;
     let tx = session.begin_with_hint(&accounts, &[Value::Int(from)])?;
@@ -96,7 +96,7 @@ fn transfer(
         ],
     )?;
     let outcome = tx.execute(ExecMode::Commit)?;
-    Ok(outcome.gci.filter(|_| outcome.committed))
+    Ok(outcome.epoch.filter(|_| outcome.committed))
 }
 
 /// Transfers until `stop`; temporary errors are retried before the kill.
@@ -127,13 +127,14 @@ fn run_thread(
         loop {
             let was_killed = killed.load(Ordering::Acquire);
             match transfer(&session, id, from, to, amount) {
-                Ok(Some(gci)) => {
+                Ok(Some(epoch)) => {
+                    let gci = epoch.hi();
                     log.lock()
                         .unwrap()
                         .committed
                         .insert(id, (from, to, amount, gci));
                     if n % 4 == 0 {
-                        if let Ok(durable) = session.wait_durable(gci) {
+                        if let Ok(durable) = session.wait_durable(epoch) {
                             if durable >= gci && !was_killed {
                                 log.lock().unwrap().durable.insert(id);
                             }
@@ -282,7 +283,7 @@ fn a_sigkill_of_every_data_node_keeps_the_bank_and_every_durable_transfer() {
     }
     let opened = tx.execute(ExecMode::Commit).expect("open the accounts");
     session
-        .wait_durable(opened.gci.expect("a GCI"))
+        .wait_durable(opened.epoch.expect("an epoch"))
         .expect("the accounts are durable");
 
     let log = Mutex::new(Log::default());

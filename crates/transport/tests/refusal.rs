@@ -8,7 +8,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
 use common::*;
-use signal::frame::{FRAME_HEADER_BYTES, FRAME_PAYLOAD_MAX_BYTES};
+use signal::frame::{FRAME_HEADER_BYTES, FRAME_PAYLOAD_MAX_BYTES, WIRE_VERSION};
 use signal::{decode_frame, encode_frame, BlockNumber, BlockRef, Signal, SignalBody, VERSION};
 use transport::Transport;
 
@@ -154,6 +154,22 @@ fn hello_from_unconfigured_node_is_refused() {
 #[test]
 fn hello_with_incompatible_version_is_refused() {
     refused_before_handshake(&frame(&[hello_with_version(RAW_NODE, 1, VERSION + 10_000)]));
+}
+
+/// A node of the previous wire version (32-bit GCIs in `TcKeyConf`) is
+/// refused on its first frame, before its hello is read.
+#[test]
+fn frame_of_an_older_wire_version_is_refused() {
+    let mut bytes = frame(&[hello(RAW_NODE, 1)]);
+    bytes[2] = WIRE_VERSION - 1;
+    assert_eq!(
+        signal::frame::check_header(&bytes).map_err(|e| e.to_string()),
+        Err(format!(
+            "unsupported wire version {} (this build speaks {WIRE_VERSION})",
+            WIRE_VERSION - 1
+        ))
+    );
+    refused_before_handshake(&bytes);
 }
 
 #[test]

@@ -64,7 +64,7 @@ use mgmd::Arbitrator;
 use proto::error::{self, ErrorClass};
 use proto::ops::{LockMode, OpBatchWriter, OpHeader, OpKind, IGNORE_ERROR, NO_INDEX, NO_PARTITION};
 use proto::results::ResultReader;
-use signal::{tc_flags, BlockNumber, BlockRef, NodeId, Signal, SignalBody};
+use signal::{epoch, tc_flags, BlockNumber, BlockRef, NodeId, Signal, SignalBody};
 use storage::disk::{CrashPolicy, SimDisk};
 use storage::ldm::LdmConfig;
 use storage::schema::{Column, ColumnType, TableDef, Value};
@@ -143,6 +143,8 @@ pub struct WholeSpec {
     /// Transactions the client keeps in flight.
     pub parallel: usize,
     pub gcp_interval: Duration,
+    /// `TimeBetweenEpochs`: zero runs no micro-GCPs.
+    pub epoch_interval: Duration,
     pub heartbeat_interval: Duration,
     pub api_heartbeat_interval: Duration,
     pub arbitration_timeout: Duration,
@@ -166,6 +168,7 @@ impl Default for WholeSpec {
             kv_keys: 24,
             parallel: 6,
             gcp_interval: Duration::from_millis(50),
+            epoch_interval: Duration::ZERO,
             heartbeat_interval: Duration::from_millis(100),
             api_heartbeat_interval: Duration::from_millis(100),
             arbitration_timeout: Duration::from_millis(500),
@@ -190,7 +193,8 @@ pub enum Outcome {
     /// In flight.
     Pending,
     Committed {
-        gci: u32,
+        /// The commit's epoch (`signal::epoch`; its hi is the GCI).
+        epoch: u64,
     },
     Aborted {
         code: u32,
@@ -209,7 +213,7 @@ pub struct Transfer {
     pub retries: u32,
     /// Outages seen before the commit was acknowledged (`None`: not
     /// acknowledged, or settled by a late answer).
-    pub epoch: Option<usize>,
+    pub after_outages: Option<usize>,
 }
 
 /// One blind upsert of a `kv` key (value unique per upsert).
@@ -219,8 +223,8 @@ pub struct Upsert {
     pub value: i64,
     pub outcome: Outcome,
     pub retries: u32,
-    /// As [`Transfer::epoch`].
-    pub epoch: Option<usize>,
+    /// As [`Transfer::after_outages`].
+    pub after_outages: Option<usize>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -239,6 +243,81 @@ struct InFlight {
     tc: NodeId,
     sent: Instant,
     work: Work,
+    /// What the commit's epoch must be at least, known when it was asked
+    /// for (see [`EpochOrder`]).
+    floor: EpochFloor,
+}
+
+/// The epoch order the client checks (docs/transactions.md, "Global
+/// checkpoints"): per row, committed writes in commit order carry
+/// non-decreasing epochs — a transfer read the rows it writes, so this is
+/// "a commit that read another's row is not in an earlier epoch" (the
+/// client has one write per row in flight, so the order of the answers is
+/// the commit order); and a commit asked of a TC after that TC was told an
+/// epoch complete (`SubGcpCompleteRep`, sampled) is in a later epoch.
+/// A system restart may hand out again epochs whose commits it lost: the
+/// order starts over after each outage (`era`).
+///
+/// Not checked: that a commit asked for after another's answer, on
+/// another TC, is in an epoch at least that one's. The two-phase switch
+/// gives it while one master runs the rounds, but during a view change
+/// that leaves two presidents at once (seed 1405, 4×2, a broken link) the
+/// old one's TC commits in its GCI while the new master's side has
+/// switched to the next.
+#[derive(Debug, Default)]
+struct EpochOrder {
+    era: u32,
+    /// The last committed epoch of each row written: (table, key).
+    rows: BTreeMap<(TableKind, i64), u64>,
+    /// The highest epoch each TC (by node) was told complete.
+    complete: BTreeMap<NodeId, u64>,
+    /// Commits checked.
+    checked: u64,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct EpochFloor {
+    era: u32,
+    complete: u64,
+}
+
+impl EpochOrder {
+    fn floor(&self, tc: NodeId) -> EpochFloor {
+        EpochFloor {
+            era: self.era,
+            complete: self.complete.get(&tc).copied().unwrap_or(0),
+        }
+    }
+
+    /// Checks a commit in `committed` asked for at `floor` that wrote `rows`.
+    fn commit(
+        &mut self,
+        what: &str,
+        committed: u64,
+        floor: EpochFloor,
+        rows: &[(TableKind, i64)],
+    ) -> Result<(), String> {
+        if floor.era != self.era {
+            return Ok(());
+        }
+        self.checked += 1;
+        if committed <= floor.complete {
+            return Err(format!(
+                "{what}: committed in epoch {committed:#x}, its TC was told {:#x} complete before it was asked for",
+                floor.complete
+            ));
+        }
+        for row in rows {
+            let last = self.rows.entry(*row).or_insert(0);
+            if committed < *last {
+                return Err(format!(
+                    "{what}: wrote {row:?} in epoch {committed:#x} after a commit of it in {last:#x}"
+                ));
+            }
+            *last = committed;
+        }
+        Ok(())
+    }
 }
 
 /// Counts of what the workload did, for reports and for tests that check
@@ -251,6 +330,8 @@ pub struct WorkloadStats {
     pub retried: u64,
     pub audits: u64,
     pub gave_up: u64,
+    /// Commits whose epoch order the client checked.
+    pub epoch_checks: u64,
 }
 
 /// The client's state, shared between its block and the harness.
@@ -285,7 +366,8 @@ pub struct ClientState {
     last_refusal: String,
     /// Outages the harness saw so far: a commit acknowledged now comes
     /// after them (its GCI is judged against the next outage's restart).
-    pub epoch: usize,
+    pub after_outages: usize,
+    epochs: EpochOrder,
 }
 
 impl ClientState {
@@ -312,14 +394,20 @@ impl ClientState {
             stats: WorkloadStats::default(),
             next_tx: (u64::from(SIM_API.get()) << 48) | 1,
             next_value: 1,
-            epoch: 0,
+            after_outages: 0,
             dict_answers: Vec::new(),
             last_refusal: String::new(),
+            epochs: EpochOrder::default(),
         }
     }
 
     pub fn in_flight(&self) -> usize {
         self.inflight.len()
+    }
+
+    /// Commits whose epoch order was checked.
+    pub fn epochs_checked(&self) -> u64 {
+        self.epochs.checked
     }
 
     fn tx_id(&mut self) -> u64 {
@@ -451,9 +539,9 @@ impl Block for Client {
             SignalBody::TcKeyConf {
                 tx_id,
                 flags,
-                gci,
+                epoch,
                 results,
-            } => Self::answer(&mut s, tx_id, Ok((flags, gci, results)), ctx),
+            } => Self::answer(&mut s, tx_id, Ok((flags, epoch, results)), ctx),
             SignalBody::TcKeyRef {
                 tx_id,
                 code,
@@ -571,12 +659,14 @@ impl Client {
         ops: Vec<u8>,
         work: Work,
     ) {
+        let floor = s.epochs.floor(tc);
         s.inflight.insert(
             tx_id,
             InFlight {
                 tc,
                 sent: ctx.now(),
                 work,
+                floor,
             },
         );
         s.tx_work.insert(tx_id, work);
@@ -659,7 +749,7 @@ impl Client {
             amount,
             outcome: Outcome::Pending,
             retries,
-            epoch: None,
+            after_outages: None,
         });
         let ops = s.batch(
             TableKind::Accounts,
@@ -697,7 +787,7 @@ impl Client {
             value,
             outcome: Outcome::Pending,
             retries,
-            epoch: None,
+            after_outages: None,
         });
         let ops = s.batch(
             TableKind::Kv,
@@ -717,7 +807,7 @@ impl Client {
     fn answer(
         s: &mut ClientState,
         tx_id: u64,
-        answer: Result<(u32, u32, Vec<u8>), u32>,
+        answer: Result<(u32, u64, Vec<u8>), u32>,
         ctx: &mut Context<'_>,
     ) {
         let now = ctx.now();
@@ -737,8 +827,8 @@ impl Client {
             // unknown outcome (checked against the data at the end).
             if is_final {
                 let outcome = match answer {
-                    Ok((flags, gci, _)) if flags & tc_flags::COMMITTED != 0 => {
-                        Outcome::Committed { gci }
+                    Ok((flags, epoch, _)) if flags & tc_flags::COMMITTED != 0 => {
+                        Outcome::Committed { epoch }
                     }
                     Ok(_) => Outcome::Aborted { code: 0 },
                     Err(code) => Outcome::Aborted { code },
@@ -754,11 +844,15 @@ impl Client {
             (Work::Probe, Err(code)) => {
                 s.probes.insert(tx_id, Err(code));
             }
-            (Work::Audit, Ok((flags, _, results))) => {
+            (Work::Audit, Ok((flags, epoch, results))) => {
                 s.stats.audits += 1;
                 if flags & tc_flags::COMMITTED == 0 {
                     s.violation(now, format!("audit {tx_id:#x}: answered flags {flags}"));
                     return;
+                }
+                let what = format!("audit {tx_id:#x} on node {}", f.tc);
+                if let Err(e) = s.epochs.commit(&what, epoch, f.floor, &[]) {
+                    s.violation(now, e);
                 }
                 match read_values(&results) {
                     Ok(values) => {
@@ -801,11 +895,21 @@ impl Client {
                     // Leave the transaction to the TC's timeout.
                 }
             },
-            (Work::TransferCommit(i), Ok((flags, gci, _))) => {
+            (Work::TransferCommit(i), Ok((flags, epoch, _))) => {
                 if flags & tc_flags::COMMITTED != 0 {
-                    s.transfers[i].outcome = Outcome::Committed { gci };
-                    s.transfers[i].epoch = Some(s.epoch);
+                    s.transfers[i].outcome = Outcome::Committed { epoch };
+                    s.transfers[i].after_outages = Some(s.after_outages);
                     s.stats.committed += 1;
+                    let t = &s.transfers[i];
+                    let rows = [
+                        (TableKind::Accounts, i64::from(t.from)),
+                        (TableKind::Accounts, i64::from(t.to)),
+                        (TableKind::Kv, LEDGER_BASE + i as i64),
+                    ];
+                    let what = format!("transfer {i} {t:?} on node {}", f.tc);
+                    if let Err(e) = s.epochs.commit(&what, epoch, f.floor, &rows) {
+                        s.violation(now, e);
+                    }
                 } else {
                     s.violation(now, format!("transfer {i}: commit answered flags {flags}"));
                 }
@@ -816,11 +920,17 @@ impl Client {
                 Self::release_transfer(s, i);
                 Self::refused(s, now, tx_id, code, Some((true, i)));
             }
-            (Work::Upsert(i), Ok((flags, gci, _))) => {
+            (Work::Upsert(i), Ok((flags, epoch, _))) => {
                 if flags & tc_flags::COMMITTED != 0 {
-                    s.upserts[i].outcome = Outcome::Committed { gci };
-                    s.upserts[i].epoch = Some(s.epoch);
+                    s.upserts[i].outcome = Outcome::Committed { epoch };
+                    s.upserts[i].after_outages = Some(s.after_outages);
                     s.stats.committed += 1;
+                    let u = &s.upserts[i];
+                    let rows = [(TableKind::Kv, u.key)];
+                    let what = format!("upsert {i} {u:?} on node {}", f.tc);
+                    if let Err(e) = s.epochs.commit(&what, epoch, f.floor, &rows) {
+                        s.violation(now, e);
+                    }
                 } else {
                     s.violation(now, format!("upsert {i}: answered flags {flags}"));
                 }
@@ -998,7 +1108,7 @@ pub fn data_node_blocks(
     let distribution = Distribution::new(DistributionConfig {
         node: id,
         gcp_interval: spec.gcp_interval,
-        epoch_interval: Duration::ZERO,
+        epoch_interval: spec.epoch_interval,
         tc_instances: 1,
         ldm_instances: spec.ldm_instances,
     })
@@ -1209,9 +1319,11 @@ impl WholeCluster {
 
     fn check_running(&mut self) -> Result<(), String> {
         check_no_split_brain(&self.sim, &self.data_nodes)?;
+        let mut complete_epochs = Vec::new();
         for &n in &self.data_nodes {
             if let Some(tc) = self.sim.block::<TcBlock>(tc_of(n)) {
                 self.complete_gci = self.complete_gci.max(tc.durable_gci());
+                complete_epochs.push((n, tc.complete_epoch()));
             }
         }
         let started = self.started().len();
@@ -1226,7 +1338,24 @@ impl WholeCluster {
                 restart_gci: None,
             });
             self.down_since_outage.clear();
-            self.client().epoch = self.outages.len();
+            self.client().after_outages = self.outages.len();
+            let mut client = self.client();
+            let era = client.epochs.era + 1;
+            client.epochs = EpochOrder {
+                era,
+                checked: client.epochs.checked,
+                ..EpochOrder::default()
+            };
+        }
+        if up {
+            // A restarted node's TC starts again from 0; the epochs it gets
+            // are above those reported before (a GCI is never handed out
+            // twice but across a system restart), so the highest stays.
+            let mut client = self.client();
+            for (n, complete) in complete_epochs {
+                let seen = client.epochs.complete.entry(n).or_insert(0);
+                *seen = (*seen).max(complete);
+            }
         }
         self.was_up = up;
         self.note_restart_gci()?;
@@ -1251,12 +1380,14 @@ impl WholeCluster {
         let tx_id = {
             let mut client = self.client();
             let tx_id = client.tx_id();
+            let floor = client.epochs.floor(tc);
             client.inflight.insert(
                 tx_id,
                 InFlight {
                     tc,
                     sent: self.sim.now(),
                     work: Work::Probe,
+                    floor,
                 },
             );
             tx_id
@@ -1565,15 +1696,15 @@ impl WholeCluster {
     }
 
     /// What a system restart did to a commit acknowledged with `gci` after
-    /// `epoch` outages (`None`: unknown when). Judged by the first outage
+    /// `after_outages` outages (`None`: unknown when). Judged by the first outage
     /// after the commit: a later restart restores at least as much (its
     /// restart GCI is the highest any node kept). With the exact check, a
     /// commit at or below that outage's restart GCI survives and one above
     /// is gone; without it (or with the restart GCI unknown), one at or
     /// below the GCI reported complete before the outage survives and one
     /// above may or may not.
-    fn fate(&self, gci: u32, epoch: Option<usize>) -> Fate {
-        let next = match epoch {
+    fn fate(&self, gci: u32, after_outages: Option<usize>) -> Fate {
+        let next = match after_outages {
             Some(e) => self.outages.get(e),
             // The most cautious: any outage may have come after it.
             None => self.outages.iter().min_by_key(|o| o.complete_gci),
@@ -1582,7 +1713,7 @@ impl WholeCluster {
             return Fate::Survives;
         };
         match outage.restart_gci {
-            Some(r) if self.spec.exact_system_restart && epoch.is_some() => {
+            Some(r) if self.spec.exact_system_restart && after_outages.is_some() => {
                 if gci <= r {
                     Fate::Survives
                 } else {
@@ -1640,21 +1771,21 @@ impl WholeCluster {
         for (i, t) in transfers.iter().enumerate() {
             let present = ledger[i].is_some();
             match t.outcome {
-                Outcome::Committed { gci }
-                    if !present && self.fate(gci, t.epoch) == Fate::Survives =>
+                Outcome::Committed { epoch }
+                    if !present && self.fate(epoch::hi(epoch), t.after_outages) == Fate::Survives =>
                 {
                     return Err(format!(
                         "seed {seed}: transfer {i} {t:?} committed, its ledger row is gone (outages {:?})",
                         self.outages
                     ));
                 }
-                Outcome::Committed { gci } if present && self.fate(gci, t.epoch) == Fate::Gone => {
+                Outcome::Committed { epoch } if present && self.fate(epoch::hi(epoch), t.after_outages) == Fate::Gone => {
                     return Err(format!(
                         "seed {seed}: transfer {i} {t:?} above the restart GCI survived (outages {:?})",
                         self.outages
                     ));
                 }
-                Outcome::Committed { gci } if self.fate(gci, t.epoch) == Fate::Gone => {
+                Outcome::Committed { epoch } if self.fate(epoch::hi(epoch), t.after_outages) == Fate::Gone => {
                     self.lost_by_restart += 1;
                 }
                 Outcome::Aborted { .. } if present => {
@@ -1695,7 +1826,7 @@ impl WholeCluster {
             let mut possible: BTreeSet<Option<i64>> = BTreeSet::from([None]);
             for u in upserts.iter().filter(|u| u.key == key) {
                 match u.outcome {
-                    Outcome::Committed { gci } => match self.fate(gci, u.epoch) {
+                    Outcome::Committed { epoch } => match self.fate(epoch::hi(epoch), u.after_outages) {
                         Fate::Survives => possible = BTreeSet::from([Some(u.value)]),
                         Fate::Maybe => {
                             possible.insert(Some(u.value));
@@ -1808,7 +1939,8 @@ pub struct WholeReport {
 }
 
 /// The shape of the cluster for `seed`: 2×2, 4×2, or (less often) 1, 3 or
-/// 4 nodes with 1–3 replicas.
+/// 4 nodes with 1–3 replicas; and its `TimeBetweenEpochs`: 0, 10, 20 or
+/// 50 ms.
 pub fn spec_for_seed(seed: u64) -> WholeSpec {
     let mut choose = Rng::seeded(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xc1u64);
     let (data_nodes, replicas) = match choose.below(8) {
@@ -1818,9 +1950,12 @@ pub fn spec_for_seed(seed: u64) -> WholeSpec {
         6 => (2, 1),
         _ => (4, 1),
     };
+    // Micro-GCPs in most runs, some without (TimeBetweenEpochs = 0).
+    let epoch_interval_ms = [0, 10, 20, 50][choose.below(4) as usize];
     WholeSpec {
         data_nodes,
         replicas,
+        epoch_interval: Duration::from_millis(epoch_interval_ms),
         ..WholeSpec::default()
     }
 }
@@ -1917,7 +2052,13 @@ pub fn whole_scenario(seed: u64, options: &ScenarioOptions) -> (WholeReport, Vec
             Duration::from_nanos(c.sim.now().as_nanos()),
             c.sim.trace_hash(),
             c.faults.clone(),
-            c.client().stats,
+            {
+                let client = c.client();
+                WorkloadStats {
+                    epoch_checks: client.epochs_checked(),
+                    ..client.stats
+                }
+            },
             c.replica_checks,
             c.sim.trace().to_vec(),
         ),

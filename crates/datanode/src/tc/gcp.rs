@@ -20,8 +20,9 @@
 //!
 //! **Epochs.** What is switched is the 64-bit epoch (`signal::epoch`):
 //! every `TimeBetweenEpochs` to `(hi, lo + 1)` (a micro-GCP: the switch
-//! alone), every `TimeBetweenGlobalCheckpoints` to `(hi + 1, 0)`. Only hi
-//! (`gci`) reaches the LDMs, the redo log and the client's commit reply.
+//! alone), every `TimeBetweenGlobalCheckpoints` to `(hi + 1, 0)`. The
+//! commit reply (`TcKeyConf`) carries the whole epoch; only hi (`gci`)
+//! reaches the LDMs, the redo log and `TcWaitGciReq`.
 
 use kernel::Context;
 use signal::{BlockRef, SignalBody};
@@ -87,6 +88,11 @@ impl TcBlock {
         // A new master may report again an epoch an old one reported. The
         // epoch may be above this TC's own: a TC that joined during the
         // round never committed in it.
+        assert!(
+            self.commits_in_progress.range(..=epoch).next().is_none(),
+            "{}: epoch {epoch:#x} reported complete with commits of it in progress here",
+            self.me
+        );
         if epoch > self.complete_epoch {
             self.complete_epoch = epoch;
             self.counters.epochs_completed += 1;

@@ -758,7 +758,7 @@ impl TcBlock {
             SignalBody::TcKeyConf {
                 tx_id,
                 flags: 0,
-                gci: 0,
+                epoch: 0,
                 results: out,
             },
         );
@@ -805,11 +805,12 @@ impl TcBlock {
     /// Commits with the current GCI, or waits for the first one or for a
     /// GCI switch in progress (`tc::gcp`).
     pub(crate) fn start_commit(&mut self, slot: u32, ctx: &mut Context<'_>) {
-        let gci = self.gci;
+        let (gci, epoch) = (self.gci, self.epoch);
         let tx = self.transactions.get_mut(slot);
         if tx.participants.is_empty() {
             // Committed reads only: nothing to commit anywhere.
             tx.gci = gci;
+            tx.epoch = epoch;
             return self.end_transaction(slot, true, ctx);
         }
         if gci == 0 || self.gci_held.is_some() {
@@ -835,7 +836,6 @@ impl TcBlock {
             tx.confs_waiting > 0,
             "transaction {tx_id:#x} commits with no live participant"
         );
-        let epoch = self.epoch;
         self.transactions.get_mut(slot).epoch = epoch;
         *self.commits_in_progress.entry(epoch).or_insert(0) += 1;
     }
@@ -916,6 +916,13 @@ impl TcBlock {
             if *count == 0 {
                 self.commits_in_progress.remove(&epoch);
             }
+            // The master reports an epoch complete only once no commit of
+            // it is in progress on any TC (`tc::gcp`).
+            assert!(
+                epoch > self.complete_epoch,
+                "a commit answered in epoch {epoch:#x}, already reported complete ({:#x})",
+                self.complete_epoch
+            );
             self.end_transaction(slot, true, ctx);
             self.check_commit(ctx);
         }
@@ -1073,7 +1080,7 @@ impl TcBlock {
             Some(SignalBody::TcKeyConf {
                 tx_id,
                 flags: tc_flags::COMMITTED,
-                gci: tx.gci,
+                epoch: tx.epoch,
                 results: std::mem::take(&mut tx.reply),
             })
         } else {
@@ -1082,7 +1089,7 @@ impl TcBlock {
                 AbortReply::RolledBack => Some(SignalBody::TcKeyConf {
                     tx_id,
                     flags: tc_flags::ROLLED_BACK,
-                    gci: 0,
+                    epoch: 0,
                     results: Vec::new(),
                 }),
                 AbortReply::Failed {

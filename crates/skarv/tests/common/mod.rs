@@ -52,24 +52,40 @@ impl Sandbox {
     /// As [`Sandbox::start`], with `data_nodes` data nodes in node groups
     /// of 2 replicas.
     pub fn start_with(name: &str, port_range: u16, data_nodes: u32) -> Sandbox {
+        Sandbox::start_configured(name, port_range, data_nodes, &[])
+    }
+
+    /// As [`Sandbox::start_with`], passing `more` to `skarv sandbox` (e.g.
+    /// `--set TimeBetweenEpochs=20`).
+    pub fn start_configured(
+        name: &str,
+        port_range: u16,
+        data_nodes: u32,
+        more: &[&str],
+    ) -> Sandbox {
         let dir = std::env::temp_dir().join(format!("skarv-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("scratch dir");
         let base = free_base_port(port_range, 10).to_string();
         let data_nodes = data_nodes.to_string();
         let dir_text = dir.to_str().expect("a UTF-8 temp dir").to_owned();
-        let output = skarv(&[
-            "sandbox",
-            "--detach",
-            "--dir",
-            &dir_text,
-            "--data-nodes",
-            &data_nodes,
-            "--replicas",
-            "2",
-            "--base-port",
-            &base,
-        ]);
+        let output = skarv(
+            &[
+                "sandbox",
+                "--detach",
+                "--dir",
+                &dir_text,
+                "--data-nodes",
+                &data_nodes,
+                "--replicas",
+                "2",
+                "--base-port",
+                &base,
+            ]
+            .into_iter()
+            .chain(more.iter().copied())
+            .collect::<Vec<_>>(),
+        );
         let sandbox = Sandbox {
             dir,
             connect: format!("127.0.0.1:{base}"),
