@@ -167,6 +167,9 @@ struct Master {
     due: bool,
     /// Whether the first GCP of this master started.
     first_done: bool,
+    /// A GCP waits before its keep step for a node group to serve again
+    /// (logged once).
+    keep_held: bool,
 }
 
 /// The distribution block; see the module doc.
@@ -607,6 +610,30 @@ impl Distribution {
                         Some(_) => self.serving_now().intersection(&nodes),
                         None => nodes,
                     };
+                    if let Some(group) = self.group_without(&serving) {
+                        // Kept, `gci` would be the restart GCI of a cluster
+                        // that cannot restore it: no node of `group` holds
+                        // its rows (its serving node failed while the other
+                        // was starting; membership counts a starting node
+                        // as present, so the cluster may not have stopped
+                        // yet). Hold the GCP: it stays saved but not kept,
+                        // and a system restart goes back to the last GCI
+                        // every group could restore.
+                        let master = self.master.as_mut().expect("master");
+                        if !master.keep_held {
+                            master.keep_held = true;
+                            tracing::warn!(
+                                node = %self.config.node,
+                                "GCI {gci} not kept: node group {group:?} has no serving node that saved it"
+                            );
+                        }
+                        master.round = Some(Round::Save {
+                            gci,
+                            waiting,
+                            nodes,
+                        });
+                        return;
+                    }
                     let waiting: BTreeSet<BlockRef> =
                         ready.iter().map(|&n| Self::address(n)).collect();
                     for &block in &waiting {
@@ -633,6 +660,16 @@ impl Distribution {
                 }
             }
         }
+    }
+
+    /// A node group none of whose nodes is in `serving` (only a node that
+    /// keeps a sysfile knows the groups; without one, none).
+    fn group_without(&self, serving: &NodeBitmask) -> Option<Vec<NodeId>> {
+        let groups = &self.sysfile.as_ref()?.node_groups;
+        groups
+            .iter()
+            .find(|g| !g.iter().any(|n| serving.contains(*n)))
+            .cloned()
     }
 
     /// A step's answer: `at` is the epoch (switch steps) or the GCI.

@@ -323,3 +323,26 @@ fn seed_1795321514948634_a_starting_node_left_alone_restarts() {
         "round 1: pause node 3 for 2219 ms (declared dead)"
     );
 }
+
+/// Soak seed (4 × 2): a broken link costs node 4, which restarts and is
+/// copying when a split cuts node 5, its group's serving node, off. For a
+/// moment the others' view still held node 4 (starting, a partial copy):
+/// - a TC routed a transfer's read to it, as the partition's primary, and
+///   got "no row" (626) for a committed row: a starting instance now
+///   refuses a TC's request with the temporary 286;
+/// - the master kept a GCI that no node of group [4, 5] held, so the system
+///   restart after the cluster stopped refused to start: a GCP now waits
+///   before its keep step while a node group has no serving node.
+#[test]
+fn seed_1795321889950685_a_group_without_a_serving_node_is_neither_read_nor_kept() {
+    let options = ScenarioOptions {
+        rounds: 3,
+        ..ScenarioOptions::default()
+    };
+    let (report, _) = whole_scenario(1_795_321_889_950_685, &options);
+    assert!(report.result.is_ok(), "{:?}", report.result);
+    assert_eq!(
+        report.faults[2],
+        "round 2: split [node5] | [node2, node3, node4], heal after 1700 ms"
+    );
+}

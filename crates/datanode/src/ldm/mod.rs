@@ -132,6 +132,9 @@ pub struct LdmStats {
     pub gcp_saves: u64,
     pub lcps_started: u64,
     pub lcps_completed: u64,
+    /// Key requests a TC sent here while this node was starting (no
+    /// serving replica was left to route to), refused with 286.
+    pub refused_starting: u64,
 }
 
 /// The tables the dictionary told this instance about.
@@ -1132,7 +1135,7 @@ impl<D: Disk + Clone + Send + 'static> Block for LdmBlock<D> {
                 tc,
                 chain,
                 ops,
-            } => self.on_key_req(tx_id, tc, chain, ops, ctx),
+            } => self.on_key_req(sender, tx_id, tc, chain, ops, ctx),
             SignalBody::LdmCommitReq { tx_id, gci } => {
                 self.on_commit(sender, Vec::new(), tx_id, gci, ctx)
             }

@@ -181,6 +181,7 @@ enum OpEnd {
 impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
     pub(super) fn on_key_req(
         &mut self,
+        sender: BlockRef,
         tx_id: u64,
         tc: BlockRef,
         mut chain: Vec<NodeId>,
@@ -221,6 +222,17 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             return;
         }
         if self.is_from_failed_tc(tc, &mut chain) {
+            return;
+        }
+        if self.restart.starting && sender.block == BlockNumber::TRANSACTION_COORDINATOR {
+            // A TC sends straight to an instance only as the partition's
+            // primary (or a serving backup's committed read); a starting
+            // node reaches that role only when no serving replica is left
+            // (`LiveMap::home_of` falls back to the view). Its fragments
+            // are partial copies: an answer from them would miss rows.
+            // Temporary: the next view or the node's restart settles it.
+            self.stats.refused_starting += 1;
+            self.answer_all(tx_id, tc, &ops, error::NODE_FAILURE_ABORTED, ctx);
             return;
         }
         if chain.is_empty()

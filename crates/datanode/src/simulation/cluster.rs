@@ -1772,20 +1772,25 @@ impl WholeCluster {
             let present = ledger[i].is_some();
             match t.outcome {
                 Outcome::Committed { epoch }
-                    if !present && self.fate(epoch::hi(epoch), t.after_outages) == Fate::Survives =>
+                    if !present
+                        && self.fate(epoch::hi(epoch), t.after_outages) == Fate::Survives =>
                 {
                     return Err(format!(
                         "seed {seed}: transfer {i} {t:?} committed, its ledger row is gone (outages {:?})",
                         self.outages
                     ));
                 }
-                Outcome::Committed { epoch } if present && self.fate(epoch::hi(epoch), t.after_outages) == Fate::Gone => {
+                Outcome::Committed { epoch }
+                    if present && self.fate(epoch::hi(epoch), t.after_outages) == Fate::Gone =>
+                {
                     return Err(format!(
                         "seed {seed}: transfer {i} {t:?} above the restart GCI survived (outages {:?})",
                         self.outages
                     ));
                 }
-                Outcome::Committed { epoch } if self.fate(epoch::hi(epoch), t.after_outages) == Fate::Gone => {
+                Outcome::Committed { epoch }
+                    if self.fate(epoch::hi(epoch), t.after_outages) == Fate::Gone =>
+                {
                     self.lost_by_restart += 1;
                 }
                 Outcome::Aborted { .. } if present => {
@@ -1826,13 +1831,15 @@ impl WholeCluster {
             let mut possible: BTreeSet<Option<i64>> = BTreeSet::from([None]);
             for u in upserts.iter().filter(|u| u.key == key) {
                 match u.outcome {
-                    Outcome::Committed { epoch } => match self.fate(epoch::hi(epoch), u.after_outages) {
-                        Fate::Survives => possible = BTreeSet::from([Some(u.value)]),
-                        Fate::Maybe => {
-                            possible.insert(Some(u.value));
+                    Outcome::Committed { epoch } => {
+                        match self.fate(epoch::hi(epoch), u.after_outages) {
+                            Fate::Survives => possible = BTreeSet::from([Some(u.value)]),
+                            Fate::Maybe => {
+                                possible.insert(Some(u.value));
+                            }
+                            Fate::Gone => self.lost_by_restart += 1,
                         }
-                        Fate::Gone => self.lost_by_restart += 1,
-                    },
+                    }
                     Outcome::Unknown => {
                         possible.insert(Some(u.value));
                     }
