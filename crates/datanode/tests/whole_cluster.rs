@@ -317,8 +317,8 @@ fn seed_1795321514948634_a_starting_node_left_alone_restarts() {
 /// copying when a split cuts node 5, its group's serving node, off. For a
 /// moment the others' view still held node 4 (starting, a partial copy):
 /// - a TC routed a transfer's read to it, as the partition's primary, and
-///   got "no row" (626) for a committed row: a starting instance now
-///   refuses a TC's request with the temporary 286;
+///   got "no row" (626) for a committed row: an instance whose copy is not
+///   complete now refuses a TC's request with the temporary 286;
 /// - the master kept a GCI that no node of group [4, 5] held, so the system
 ///   restart after the cluster stopped refused to start: a GCP now waits
 ///   before its keep step while a node group has no serving node.

@@ -177,6 +177,19 @@ pub(super) struct NodeRestart {
 }
 
 impl NodeRestart {
+    /// The fragments were emptied for a node restart and not every one has
+    /// been copied yet: they hold part of the rows at most. Once the last
+    /// fragment is copied they are exact (every later write reached them
+    /// too), before the copy's checkpoint makes them durable and before the
+    /// master's next states say this node serves.
+    pub(super) fn holds_partial_copy(&self) -> bool {
+        self.emptied
+            && self
+                .copy_in
+                .as_ref()
+                .is_none_or(|c| c.lcp == DurableLcp::NotYet)
+    }
+
     /// Copies to other nodes in progress (for tests).
     pub(super) fn copies_out(&self) -> usize {
         self.outs.iter().flatten().count()

@@ -224,7 +224,8 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         if self.is_from_failed_tc(tc, &mut chain) {
             return;
         }
-        if self.restart.starting && sender.block == BlockNumber::TRANSACTION_COORDINATOR {
+        if self.restart.holds_partial_copy() && sender.block == BlockNumber::TRANSACTION_COORDINATOR
+        {
             // A TC sends straight to an instance only as the partition's
             // primary (or a serving backup's committed read); a starting
             // node reaches that role only when no serving replica is left
