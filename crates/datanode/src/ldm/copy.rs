@@ -358,7 +358,8 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             // notice not yet here). It cannot serve what it lacks: restart
             // and copy again, as when a copy source fails mid-copy.
             let reason = format!(
-                "LDM instance {}: node restart: no serving replica of table {table_id} partition {partition}                  is left to copy from; restarting to copy again",
+                "LDM instance {}: node restart: no serving replica of table {table_id} partition {partition} \
+                 is left to copy from; restarting to copy again",
                 self.config.instance
             );
             return self.fail(ctx, true, reason);
