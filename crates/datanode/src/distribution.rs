@@ -168,7 +168,7 @@ struct Master {
     /// Whether the first GCP of this master started.
     first_done: bool,
     /// A GCP waits before its keep step for a node group to serve again
-    /// (logged once).
+    /// (logged once per hold).
     keep_held: bool,
 }
 
@@ -634,6 +634,7 @@ impl Distribution {
                         });
                         return;
                     }
+                    self.master.as_mut().expect("master").keep_held = false;
                     let waiting: BTreeSet<BlockRef> =
                         ready.iter().map(|&n| Self::address(n)).collect();
                     for &block in &waiting {

@@ -798,14 +798,21 @@ impl<'a> Iterator for Values<'a> {
             return None;
         }
         self.left -= 1;
-        match get_integer(&mut self.r) {
-            Some(v) => Some(v),
-            None => validated(get_value_general(&mut self.r)),
-        }
+        validated_value(&mut self.r)
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
         (0, Some(self.left))
+    }
+}
+
+/// The next value of a validated buffer: an integer on the inlined path
+/// (no `Result` in memory, see `get_integer`), any other value in full.
+#[inline(always)]
+fn validated_value<'a>(r: &mut Reader<'a>) -> Option<ValueRef<'a>> {
+    match get_integer(r) {
+        Some(v) => Some(v),
+        None => validated(get_value_general(r)),
     }
 }
 
@@ -832,11 +839,7 @@ impl<'a> Iterator for ColumnValues<'a> {
             debug_assert!(false, "validated bytes end inside a column number");
             return None;
         };
-        let value = match get_integer(&mut self.r) {
-            Some(v) => v,
-            None => validated(get_value_general(&mut self.r))?,
-        };
-        Some((column, value))
+        Some((column, validated_value(&mut self.r)?))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
