@@ -627,8 +627,7 @@ impl<'s> Transaction<'s> {
         let checked = encoded.map_err(Error::from).and_then(|()| {
             // Just encoded here: its frames are all there is to check before
             // the op is checked against its table (which reads every value).
-            let reader = OpBatchReader::framed(&inner.ops[start..])?;
-            let view = reader.iter().next().expect("one op was written");
+            let view = OpBatchReader::framed_one(&inner.ops[start..])?;
             view.check(table.def()).map_err(Error::from)
         });
         if let Err(error) = checked {

@@ -11,8 +11,8 @@
 
 use proto::results::ResultWriter;
 use proto::scan::RowBatchWriter;
-use proto::value::{put_int, put_uint, put_value, EncodedValues};
-use storage::schema::{RowLayout, ValueRef};
+use proto::value::{put_int, put_uint, put_value, EncodedValues, INTEGER_VALUE_BYTES};
+use storage::schema::{IntegerCell, RowLayout, ValueRef};
 
 /// One gathered answer: an outcome, or a row whose values end at `end`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -101,6 +101,35 @@ impl Gathered {
             Some(Ok(v)) => put_int(&mut self.bytes, v),
             Some(Err(v)) => put_uint(&mut self.bytes, v),
             None => put_value(&mut self.bytes, layout.decode_column(fixed, var, col)),
+        }
+    }
+
+    /// Every column of a row in table order (`columns` of them): for a
+    /// table of integers only in one pass over the layout's compact
+    /// description (`RowLayout::integer_cells`), else column by column.
+    pub(super) fn all_columns(
+        &mut self,
+        layout: &RowLayout,
+        fixed: &[u8],
+        var: &[u8],
+        columns: usize,
+    ) {
+        let Some(cells) = layout.integer_cells(fixed) else {
+            for c in 0..columns {
+                self.column(layout, fixed, var, c);
+            }
+            return;
+        };
+        let open = self.open.as_mut().expect("begin_row first");
+        debug_assert!(open.2.is_none(), "values before key values");
+        open.0 += u16::try_from(columns).expect("a table has at most COLUMNS_MAX columns");
+        self.bytes.reserve(columns * INTEGER_VALUE_BYTES);
+        for cell in cells {
+            match cell {
+                IntegerCell::Null => put_value(&mut self.bytes, ValueRef::Null),
+                IntegerCell::Int(v) => put_int(&mut self.bytes, v),
+                IntegerCell::UInt(v) => put_uint(&mut self.bytes, v),
+            }
         }
     }
 

@@ -193,7 +193,14 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         }
         self.stats.key_requests += 1;
         // Built by a TC from operations it checked (`OpBatchReader::framed`).
-        let reader = match OpBatchReader::framed(&ops) {
+        // The views of a short batch are kept as it is read: a batch of
+        // committed reads is then parsed once here.
+        let mut views: ReadRun<'_> = SmallVec::new();
+        let reader = match OpBatchReader::framed_each(&ops, |view| {
+            if views.len() < views.inline_size() {
+                views.push(view);
+            }
+        }) {
             Ok(reader) => reader,
             Err(e) => {
                 // Only a bug sends this: there is no operation to answer.
@@ -238,14 +245,15 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         }
         if chain.is_empty()
             && !self.txs.contains_key(&tx_id)
-            && reader.iter().all(|op| is_committed_read(&op))
+            && views.len() == op_count
+            && views.iter().all(is_committed_read)
         {
             // The common read: nothing of the transaction is queued here
             // and committed reads neither wait nor leave anything behind,
             // so it runs now, with no request or transaction record.
             let mut results = std::mem::take(&mut self.scratch.results);
             results.clear();
-            self.committed_only(&reader, &mut results);
+            self.committed_only(&views, &mut results);
             send_results(tx_id, tc, &results, ctx);
             self.scratch.results = results;
             return;
@@ -254,6 +262,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             self.answer_all(tx_id, tc, &ops, error::OUT_OF_LDM_OPERATIONS, ctx);
             return;
         }
+        drop(views);
         let slot = self.requests.insert(tx_id, tc, chain, ops, op_count as u32);
         let record = self.txs.get_mut(&tx_id).expect("made above");
         record.queue.push_back(slot);
@@ -264,12 +273,12 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
 
     /// Runs a batch of committed reads only, answering each in `out`, in
     /// batch order (the TC passes results in op order through unread).
-    fn committed_only(&mut self, reader: &OpBatchReader<'_>, out: &mut Gathered) {
+    fn committed_only(&mut self, ops: &[OpView<'_>], out: &mut Gathered) {
         // Each op is parsed once; a run of one fragment's reads is read in
         // one `read_batch`. Runs are short in the common case (one op per
         // transaction), so they stay on the stack.
         let mut run: ReadRun<'_> = SmallVec::new();
-        for op in reader.iter() {
+        for &op in ops {
             if let Err(code) = self.check_op(&op) {
                 self.flush_reads(&mut run, out);
                 out.error(op.header.op_index, code);
@@ -747,9 +756,7 @@ fn write_row(
 ) {
     out.begin_row();
     if op.projection_count() == 0 {
-        for c in 0..table.columns.len() {
-            out.column(layout, fixed, var, c);
-        }
+        out.all_columns(layout, fixed, var, table.columns.len());
     } else {
         for c in op.projection() {
             out.column(layout, fixed, var, usize::from(c));

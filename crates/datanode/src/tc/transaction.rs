@@ -393,19 +393,20 @@ impl TcBlock {
     /// that goes by unique indexes or writes them is planned instead
     /// (`super::unique`).
     fn execute_request(&mut self, slot: u32, request: Vec<u8>, ctx: &mut Context<'_>) {
+        // Parsed once here, then planned, routed and copied from the views.
+        let mut views: OpViews<'_> = SmallVec::new();
         let reader = if request.is_empty() {
             None
         } else {
-            match OpBatchReader::new(&request) {
+            match OpBatchReader::new_each(&request, |view| views.push(view)) {
                 Ok(reader) => Some(reader),
                 Err(e) => {
+                    drop(views);
                     self.scratch.recycle(request);
                     return self.fail(slot, e.code(), u32::MAX, e.to_string(), ctx);
                 }
             }
         };
-        // Parsed once here, then planned, routed and copied from the views.
-        let views: OpViews<'_> = reader.map_or_else(SmallVec::new, |r| r.iter().collect());
         let planned = plan_records(&self.tables, &views);
         let n = planned.unwrap_or(views.len() as u32);
         if self.operations_used + n > self.config.operations_max {
