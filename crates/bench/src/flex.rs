@@ -370,11 +370,10 @@ impl FlexReport {
     }
 }
 
-/// The table, its shape and the attribute names, shared by the threads.
+/// The table and its shape, shared by the threads.
 struct Workload {
     table: Arc<Table>,
     shape: Shape,
-    names: Vec<String>,
 }
 
 /// Generations rows may hold (see [`workload`]).
@@ -654,13 +653,7 @@ pub fn run(
     let marker = session
         .table(&workload::marker_table_name(&options.table))
         .map_err(connect_error)?;
-    let workload = Workload {
-        table,
-        shape,
-        names: (0..shape.attributes)
-            .map(workload::attribute_name)
-            .collect(),
-    };
+    let workload = Workload { table, shape };
     let params = FlexParams {
         threads: options.threads,
         parallel: options.parallel,

@@ -128,7 +128,8 @@ pub(crate) struct Shared {
     pub config: ClusterConfig,
     pub placement: Placement,
     pub links: Vec<Link>,
-    link_of_node: HashMap<NodeId, usize>,
+    /// By node id (a lookup per hinted transaction: an index, not a hash).
+    link_of_node: Vec<Option<usize>>,
     sessions: Mutex<Sessions>,
     receiver: Mutex<Receiver>,
     poll_waker: mio::Waker,
@@ -167,7 +168,10 @@ impl Shared {
     }
 
     pub fn link_index(&self, node: NodeId) -> Option<usize> {
-        self.link_of_node.get(&node).copied()
+        self.link_of_node
+            .get(usize::from(node.get()))
+            .copied()
+            .flatten()
     }
 
     pub fn lock_new_connections(&self) -> MutexGuard<'_, Vec<NewConnection>> {
@@ -631,7 +635,10 @@ fn build_shared(
             Link::new(d.node_id, d.host_name.clone(), d.server_port, tc_instances)
         })
         .collect();
-    let link_of_node = links.iter().enumerate().map(|(i, l)| (l.node, i)).collect();
+    let mut link_of_node = vec![None; usize::from(u8::MAX) + 1];
+    for (i, link) in links.iter().enumerate() {
+        link_of_node[usize::from(link.node.get())] = Some(i);
+    }
     let poll = mio::Poll::new().map_err(|e| io("creating the receive poll", e))?;
     let poll_waker =
         mio::Waker::new(poll.registry(), receiver::WAKER).map_err(|e| io("creating a waker", e))?;

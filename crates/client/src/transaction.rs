@@ -31,6 +31,7 @@ use proto::{
     NO_PARTITION,
 };
 use signal::{tc_flags, Signal, SignalBody};
+use smallvec::SmallVec;
 use storage::schema::{IndexKind, Value};
 
 pub use proto::LockMode;
@@ -86,8 +87,12 @@ pub struct Outcome {
     /// The transaction was rolled back as asked.
     pub rolled_back: bool,
     batch: u32,
-    results: Vec<OpResult>,
+    results: OpResults,
 }
+
+/// The results of an execute: inline for one operation (the common
+/// transaction of a key-value workload), so its outcome allocates no list.
+type OpResults = SmallVec<[OpResult; 1]>;
 
 impl Outcome {
     pub(crate) fn new(
@@ -102,7 +107,7 @@ impl Outcome {
             committed,
             rolled_back,
             batch,
-            results,
+            results: SmallVec::from_vec(results),
         }
     }
 
@@ -309,6 +314,47 @@ impl Row {
     }
 }
 
+/// The columns an operation writes: by name, or by table position.
+#[derive(Clone, Copy, Debug)]
+enum Written<'a> {
+    Named(&'a [(&'a str, Value)]),
+    At(&'a [(usize, Value)]),
+}
+
+impl<'a> Written<'a> {
+    /// Each written column's table position and value, in the order
+    /// given; a name the table lacks or a position past its columns is
+    /// error 4004 (`NO_SUCH_COLUMN`).
+    fn resolve(&self, table: &Table, mut each: impl FnMut(usize, &'a Value)) -> Result<()> {
+        match *self {
+            Written::Named(row) => {
+                let mut next = 0;
+                for (name, value) in row {
+                    let c = table.require_column_near(name, next)?;
+                    each(c, value);
+                    next = c + 1;
+                }
+            }
+            Written::At(row) => {
+                for (c, value) in row {
+                    if *c >= table.columns().len() {
+                        return Err(Error::new(
+                            proto::error::NO_SUCH_COLUMN,
+                            format!(
+                                "table `{}` has no column at position {c} (it has {})",
+                                table.name(),
+                                table.columns().len()
+                            ),
+                        ));
+                    }
+                    each(*c, value);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 /// One operation to define: built with [`Op::read`], [`Op::insert`], ...
 /// and refined with the builder methods.
 #[derive(Clone, Debug)]
@@ -316,7 +362,7 @@ pub struct Op<'a> {
     table: &'a Arc<Table>,
     kind: OpKind,
     key: &'a [Value],
-    row: &'a [(&'a str, Value)],
+    row: Written<'a>,
     lock: LockMode,
     index: Option<&'a str>,
     columns: Option<&'a [&'a str]>,
@@ -324,12 +370,7 @@ pub struct Op<'a> {
 }
 
 impl<'a> Op<'a> {
-    fn new(
-        table: &'a Arc<Table>,
-        kind: OpKind,
-        key: &'a [Value],
-        row: &'a [(&'a str, Value)],
-    ) -> Op<'a> {
+    fn new(table: &'a Arc<Table>, kind: OpKind, key: &'a [Value], row: Written<'a>) -> Op<'a> {
         Op {
             table,
             kind,
@@ -344,18 +385,18 @@ impl<'a> Op<'a> {
 
     /// Read the row with `key` (primary-key values in key order).
     pub fn read(table: &'a Arc<Table>, key: &'a [Value]) -> Op<'a> {
-        Op::new(table, OpKind::Read, key, &[])
+        Op::new(table, OpKind::Read, key, Written::Named(&[]))
     }
 
     /// Insert a row: column name and value pairs, the key columns
     /// included; left-out columns get their default, or NULL.
     pub fn insert(table: &'a Arc<Table>, row: &'a [(&'a str, Value)]) -> Op<'a> {
-        Op::new(table, OpKind::Insert, &[], row)
+        Op::new(table, OpKind::Insert, &[], Written::Named(row))
     }
 
     /// Insert or overwrite a row (upsert), given as for [`Op::insert`].
     pub fn write(table: &'a Arc<Table>, row: &'a [(&'a str, Value)]) -> Op<'a> {
-        Op::new(table, OpKind::Write, &[], row)
+        Op::new(table, OpKind::Write, &[], Written::Named(row))
     }
 
     /// Change the given columns of the row with `key`.
@@ -364,12 +405,29 @@ impl<'a> Op<'a> {
         key: &'a [Value],
         changes: &'a [(&'a str, Value)],
     ) -> Op<'a> {
-        Op::new(table, OpKind::Update, key, changes)
+        Op::new(table, OpKind::Update, key, Written::Named(changes))
+    }
+
+    /// [`Op::insert`] with columns given by table position
+    /// ([`Table::column`] finds one by name): no name is compared per
+    /// value, as with NDB's attribute ids.
+    pub fn insert_at(table: &'a Arc<Table>, row: &'a [(usize, Value)]) -> Op<'a> {
+        Op::new(table, OpKind::Insert, &[], Written::At(row))
+    }
+
+    /// [`Op::update`] with columns given by table position (see
+    /// [`Op::insert_at`]).
+    pub fn update_at(
+        table: &'a Arc<Table>,
+        key: &'a [Value],
+        changes: &'a [(usize, Value)],
+    ) -> Op<'a> {
+        Op::new(table, OpKind::Update, key, Written::At(changes))
     }
 
     /// Delete the row with `key`.
     pub fn delete(table: &'a Arc<Table>, key: &'a [Value]) -> Op<'a> {
-        Op::new(table, OpKind::Delete, key, &[])
+        Op::new(table, OpKind::Delete, key, Written::Named(&[]))
     }
 
     /// The lock a read takes (default: committed read, no lock; a read
@@ -591,7 +649,7 @@ impl<'s> Transaction<'s> {
         op: Op<'_>,
         mut header: OpHeader,
         inner: &mut TxInner,
-        values: &mut Written,
+        values: &mut WrittenValues,
     ) -> Result<OpHandle> {
         let table = op.table;
         let key = resolve_values(&op, values)?;
@@ -757,7 +815,7 @@ impl<'s> Transaction<'s> {
             committed: mode == ExecMode::Commit,
             rolled_back: mode == ExecMode::Rollback,
             batch,
-            results: Vec::new(),
+            results: SmallVec::new(),
         }
     }
 
@@ -977,14 +1035,18 @@ impl TxRequest {
                     committed,
                     rolled_back,
                     batch: self.batch,
-                    results: vec![OpResult::Done; self.metas.len()],
+                    results: smallvec::smallvec![OpResult::Done; self.metas.len()],
                 };
                 if !results.is_empty() {
                     // Values are checked as `decode_result` reads them; the
                     // rows keep the buffer.
                     let results = Arc::new(results);
-                    let reader = ResultReader::framed(&results)?;
-                    for result in reader.iter() {
+                    // The common reply holds one result: read once, kept.
+                    let mut first = None;
+                    let reader = ResultReader::framed_each(&results, |result| {
+                        first.get_or_insert(result);
+                    })?;
+                    let mut place = |result: proto::OpResult<'_>| -> Result<()> {
                         let Some(meta) = self.metas.get(result.op_index as usize) else {
                             return Err(Error::new(
                                 proto::error::MALFORMED_REQUEST,
@@ -997,6 +1059,15 @@ impl TxRequest {
                         };
                         outcome.results[result.op_index as usize] =
                             decode_result(meta, &result, &results)?;
+                        Ok(())
+                    };
+                    match first {
+                        Some(result) if reader.len() == 1 => place(result)?,
+                        _ => {
+                            for result in reader.iter() {
+                                place(result)?;
+                            }
+                        }
                     }
                 }
                 Ok(outcome)
@@ -1097,35 +1168,31 @@ pub(crate) fn op_error(meta: &OpMeta, code: u32, message: &str) -> Error {
 }
 
 /// Written columns: (table position, value).
-type Written = Vec<(usize, Value)>;
+type WrittenValues = Vec<(usize, Value)>;
 
 /// The key values of an op (borrowed unless an insert's row gives
 /// them), and its written columns, appended to `values`.
-fn resolve_values<'o>(op: &Op<'o>, values: &mut Written) -> Result<Cow<'o, [Value]>> {
+fn resolve_values<'o>(op: &Op<'o>, values: &mut WrittenValues) -> Result<Cow<'o, [Value]>> {
     let table = op.table;
     match op.kind {
         OpKind::Read | OpKind::Delete => Ok(Cow::Borrowed(op.key)),
         OpKind::Update => {
-            let mut next = 0;
-            for (name, value) in op.row {
-                let c = table.require_column_near(name, next)?;
-                values.push((c, value.clone()));
-                next = c + 1;
-            }
+            op.row
+                .resolve(table, |c, value| values.push((c, value.clone())))?;
             Ok(Cow::Borrowed(op.key))
         }
         OpKind::Insert | OpKind::Write => {
-            let mut given = Vec::with_capacity(op.row.len());
-            let mut next = 0;
-            for (name, value) in op.row {
-                let c = table.require_column_near(name, next)?;
-                given.push((c, value));
-                next = c + 1;
-            }
+            // By position, so that each column is found at once (a search
+            // of the given list per column was quadratic in the row's width).
+            let mut given: SmallVec<[Option<&Value>; 32]> =
+                smallvec::smallvec![None; table.columns().len()];
+            op.row.resolve(table, |c, value| {
+                given[c].get_or_insert(value);
+            })?;
             let mut key = Vec::with_capacity(table.primary_key().len());
             for &c in table.primary_key() {
-                match given.iter().find(|(g, _)| *g == c) {
-                    Some((_, v)) => key.push((*v).clone()),
+                match given[c] {
+                    Some(v) => key.push(v.clone()),
                     None => {
                         return Err(Error::new(
                             proto::error::KEY_MISSING,
@@ -1143,8 +1210,8 @@ fn resolve_values<'o>(op: &Op<'o>, values: &mut Written) -> Result<Cow<'o, [Valu
                 if table.primary_key().contains(&c) {
                     continue;
                 }
-                match given.iter().find(|(g, _)| *g == c) {
-                    Some((_, v)) => values.push((c, (*v).clone())),
+                match given[c] {
+                    Some(v) => values.push((c, v.clone())),
                     None => match (&column.default, column.nullable) {
                         (Some(default), _) => values.push((c, default.clone())),
                         (None, true) => values.push((c, Value::Null)),

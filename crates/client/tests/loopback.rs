@@ -396,6 +396,24 @@ fn bad_input_is_a_permanent_error_naming_table_and_column_and_the_session_stays_
             "k",
         ),
         (
+            tx.define(Op::insert_at(
+                &kv,
+                &[(0, Value::Int(1)), (5, Value::Int(1))],
+            )),
+            codes::NO_SUCH_COLUMN,
+            "position 5",
+        ),
+        (
+            tx.define(Op::update_at(&kv, &[Value::Int(1)], &[(0, Value::Int(2))])),
+            codes::PRIMARY_KEY_UPDATE,
+            "k",
+        ),
+        (
+            tx.define(Op::insert_at(&kv, &[(1, Value::Int(1))])),
+            codes::KEY_MISSING,
+            "k",
+        ),
+        (
             tx.read(&kv, &[], LockMode::Committed),
             codes::KEY_MISSING,
             "kv",
@@ -423,7 +441,17 @@ fn bad_input_is_a_permanent_error_naming_table_and_column_and_the_session_stays_
     );
     tx.insert(&kv, &[("k", Value::Int(1)), ("v", Value::Int(2))])
         .expect("a good op after bad ones");
+    // Columns by position: the same ops as by name.
+    tx.define(Op::insert_at(
+        &kv,
+        &[(1, Value::Int(3)), (0, Value::Int(2))],
+    ))
+    .expect("an insert by position, in any order");
+    tx.define(Op::update_at(&kv, &[Value::Int(2)], &[(1, Value::Int(4))]))
+        .expect("an update by position");
+    assert_eq!(tx.pending_ops(), 3);
     assert!(tx.execute(ExecMode::Commit).expect("commits").committed);
+    assert_eq!(setup.seen.ops.load(Ordering::SeqCst), 3);
 }
 
 #[test]

@@ -294,8 +294,20 @@ impl<'a> OpBatchWriter<'a> {
     /// update: the changed ones).
     pub fn value(&mut self, column: u16, v: ValueRef<'_>) {
         self.enter(Part::Values);
-        self.out.extend_from_slice(&column.to_le_bytes());
-        put_value(self.out, v);
+        // An integer (most values of key-value tables) in one copy of the
+        // pair's 11 bytes; other values through the general encoder.
+        let [c0, c1] = column.to_le_bytes();
+        let (tag, x) = match v {
+            ValueRef::UInt(x) => (crate::value::TAG_UINT, x),
+            ValueRef::Int(x) => (crate::value::TAG_INT, x as u64),
+            _ => {
+                self.out.extend_from_slice(&[c0, c1]);
+                return put_value(self.out, v);
+            }
+        };
+        let [a, b, c, d, e, f, g, h] = x.to_le_bytes();
+        self.out
+            .extend_from_slice(&[c0, c1, tag, a, b, c, d, e, f, g, h]);
     }
 
     /// Adds a column to read; a read without any reads every column.
@@ -774,17 +786,11 @@ impl OpView<'_> {
             let Some((c, v)) = r.integer_pair() else {
                 return false;
             };
-            let Some((min, max)) = table
+            let fits = table
                 .columns
                 .get(usize::from(c))
-                .and_then(|column| column.ty.integer_range())
-            else {
-                return false;
-            };
-            if !(min..=max).contains(&v)
-                || key.contains(usize::from(c))
-                || !given.insert(usize::from(c))
-            {
+                .is_some_and(|column| column.ty.integer_fits(v));
+            if !fits || key.contains(usize::from(c)) || !given.insert(usize::from(c)) {
                 return false;
             }
         }

@@ -212,7 +212,7 @@ pub struct ResultReader<'a> {
 impl<'a> ResultReader<'a> {
     /// Validates the whole batch; afterwards nothing read from it can fail.
     pub fn new(bytes: &'a [u8]) -> Result<ResultReader<'a>, ProtoError> {
-        ResultReader::read(bytes, Check::Values)
+        ResultReader::read(bytes, Check::Values, |_| {})
     }
 
     /// Checks the batch's structure (header, kinds, counts, each row's byte
@@ -220,17 +220,30 @@ impl<'a> ResultReader<'a> {
     /// values are read with [`OpResult::try_values`]. [`OpResult::values`]
     /// of such a batch trusts the values (a bad one ends the iteration).
     pub fn framed(bytes: &'a [u8]) -> Result<ResultReader<'a>, ProtoError> {
-        ResultReader::read(bytes, Check::Frame)
+        ResultReader::read(bytes, Check::Frame, |_| {})
     }
 
-    fn read(bytes: &'a [u8], check: Check) -> Result<ResultReader<'a>, ProtoError> {
+    /// [`ResultReader::framed`] that hands `each` every result as it reads
+    /// it: a reader that needs each result once parses it once.
+    pub fn framed_each(
+        bytes: &'a [u8],
+        each: impl FnMut(OpResult<'a>),
+    ) -> Result<ResultReader<'a>, ProtoError> {
+        ResultReader::read(bytes, Check::Frame, each)
+    }
+
+    fn read(
+        bytes: &'a [u8],
+        check: Check,
+        mut each: impl FnMut(OpResult<'a>),
+    ) -> Result<ResultReader<'a>, ProtoError> {
         let mut r = Reader::new(bytes, "result batch");
         r.limit("batch bytes", bytes.len(), BATCH_BYTES_MAX)?;
         r.header(RESULT_BATCH_MAGIC, RESULT_BATCH_FORMAT_VERSION)?;
         let count = r.u32()? as usize;
         r.limit("result count", count, OPS_PER_BATCH_MAX)?;
         for _ in 0..count {
-            parse_result(&mut r, check)?;
+            each(parse_result(&mut r, check)?);
         }
         r.finish()?;
         Ok(ResultReader {
@@ -265,8 +278,8 @@ impl<'a> IntoIterator for &ResultReader<'a> {
 
 fn parse_result<'a>(r: &mut Reader<'a>, check: Check) -> Result<OpResult<'a>, ProtoError> {
     let at = r.position();
-    let kind = r.u8()?;
-    let op_index = r.u32()?;
+    let [kind, a, b, c, d] = r.array::<5>()?;
+    let op_index = u32::from_le_bytes([a, b, c, d]);
     let mut result = OpResult {
         op_index,
         code: 0,

@@ -45,8 +45,8 @@ use crate::ProtoError;
 
 /// Tags of the value encoding (see the module doc).
 const TAG_NULL: u8 = 0;
-const TAG_INT: u8 = 1;
-const TAG_UINT: u8 = 2;
+pub(crate) const TAG_INT: u8 = 1;
+pub(crate) const TAG_UINT: u8 = 2;
 const TAG_FLOAT: u8 = 3;
 const TAG_DOUBLE: u8 = 4;
 const TAG_DECIMAL: u8 = 5;
@@ -428,15 +428,15 @@ impl<'a> Reader<'a> {
     /// The next (u16 column, integer) pair, if the next pair is one and
     /// whole; else `None`, having read nothing.
     #[inline(always)]
-    pub(crate) fn integer_pair(&mut self) -> Option<(u16, i128)> {
+    pub(crate) fn integer_pair(&mut self) -> Option<(u16, ValueRef<'a>)> {
         let &[c0, c1, tag, a, b, c, d, e, f, g, h] = self.bytes.get(self.pos..self.pos + 11)?
         else {
             return None;
         };
         let v = [a, b, c, d, e, f, g, h];
         let value = match tag {
-            TAG_UINT => i128::from(u64::from_le_bytes(v)),
-            TAG_INT => i128::from(i64::from_le_bytes(v)),
+            TAG_UINT => ValueRef::UInt(u64::from_le_bytes(v)),
+            TAG_INT => ValueRef::Int(i64::from_le_bytes(v)),
             _ => return None,
         };
         self.pos += 11;
@@ -752,10 +752,12 @@ fn each_value<'a>(
 
 /// Reads a row's frame and parts at `r`, checking as asked.
 pub(crate) fn get_row<'a>(r: &mut Reader<'a>, check: Check) -> Result<RowParts<'a>, ProtoError> {
-    let value_count = r.u16()?;
-    let key_count = r.u16()?;
-    let value_bytes = r.u32()? as usize;
-    let key_bytes = r.u32()? as usize;
+    // The frame in one read: each field is then a plain load.
+    let frame = r.array::<ROW_FRAME_BYTES>()?;
+    let value_count = u16::from_le_bytes([frame[0], frame[1]]);
+    let key_count = u16::from_le_bytes([frame[2], frame[3]]);
+    let value_bytes = u32::from_le_bytes([frame[4], frame[5], frame[6], frame[7]]) as usize;
+    let key_bytes = u32::from_le_bytes([frame[8], frame[9], frame[10], frame[11]]) as usize;
     let values_at = r.position();
     let values = r.bytes(value_bytes)?;
     let keys = r.bytes(key_bytes)?;

@@ -68,11 +68,11 @@ struct Completion {
 /// Defines `spec`'s operations on a new transaction started on the node
 /// of its first key. `row` is the caller's list for the written columns,
 /// kept between transactions for its room.
-fn build_tx<'s, 'w>(
+fn build_tx<'s>(
     session: &'s Session,
-    workload: &'w Workload,
+    workload: &Workload,
     spec: &TxSpec,
-    row: &mut Vec<(&'w str, Value)>,
+    row: &mut Vec<(usize, Value)>,
 ) -> Result<Transaction<'s>, Error> {
     let table = &workload.table;
     let shape = &workload.shape;
@@ -89,17 +89,20 @@ fn build_tx<'s, 'w>(
             }
             Phase::Insert | Phase::Update => {
                 row.clear();
+                // Attribute a is column a (the table is made so, and its
+                // definition is checked when the run opens it): columns by
+                // position, as flexAsynch gives NDB attribute ids.
                 if spec.phase == Phase::Insert {
-                    row.push((&workload.names[0], Value::UInt(key)));
+                    row.push((0, Value::UInt(key)));
                 }
                 for a in 1..shape.attributes {
                     let value = workload::value(shape, key, a, spec.generation);
-                    row.push((&workload.names[a], value));
+                    row.push((a, value));
                 }
                 if spec.phase == Phase::Insert {
-                    tx.insert(table, row)?;
+                    tx.define(Op::insert_at(table, row))?;
                 } else {
-                    tx.update(table, &key_value, row)?;
+                    tx.define(Op::update_at(table, &key_value, row))?;
                 }
             }
         }
@@ -124,7 +127,7 @@ struct Direct<'w> {
     session: Session,
     workload: &'w Workload,
     /// The written columns of the transaction being defined.
-    row: Vec<(&'w str, Value)>,
+    row: Vec<(usize, Value)>,
     /// Outcomes taken from the session, by slot.
     taken: Vec<(u64, Result<Outcome, Error>)>,
 }

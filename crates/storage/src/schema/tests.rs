@@ -592,6 +592,38 @@ proptest! {
         }
     }
 
+    /// `integer_fits` decides what `integer_range` does, for every integer
+    /// type, at and around each type's bounds and anywhere else.
+    #[test]
+    fn integer_fits_agrees_with_integer_range(
+        width in 0..5usize,
+        unsigned in any::<bool>(),
+        signed_value in any::<i64>(),
+        unsigned_value in any::<u64>(),
+        near in -2i128..=2,
+    ) {
+        let ty = match width {
+            0 => ColumnType::TinyInt { unsigned },
+            1 => ColumnType::SmallInt { unsigned },
+            2 => ColumnType::MediumInt { unsigned },
+            3 => ColumnType::Int { unsigned },
+            _ => ColumnType::BigInt { unsigned },
+        };
+        let (min, max) = ty.integer_range().expect("an integer type");
+        let mut candidates = vec![i128::from(signed_value), i128::from(unsigned_value)];
+        candidates.extend([min + near, max + near, near]);
+        for v in candidates {
+            let expected = (min..=max).contains(&v);
+            if let Ok(x) = i64::try_from(v) {
+                prop_assert_eq!(ty.integer_fits(ValueRef::Int(x)), expected, "{} as Int in {}", v, ty);
+            }
+            if let Ok(x) = u64::try_from(v) {
+                prop_assert_eq!(ty.integer_fits(ValueRef::UInt(x)), expected, "{} as UInt in {}", v, ty);
+            }
+        }
+        prop_assert!(!ColumnType::Double.integer_fits(ValueRef::UInt(1)));
+    }
+
     /// A row of a table of integers only, read in one pass
     /// (`integer_cells`), reads what `decode_column` reads, NULLs included;
     /// a table with any other column has no such pass.

@@ -9,7 +9,7 @@
 use std::cmp::Ordering;
 use std::fmt;
 
-use super::value::Value;
+use super::value::{Value, ValueRef};
 
 /// Longest CHAR, in characters (MySQL's limit).
 pub const CHAR_CHARS_MAX: u16 = 255;
@@ -303,6 +303,33 @@ impl ColumnType {
         } else {
             (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
         })
+    }
+
+    /// Whether `v`, an integer value, fits this integer column: what
+    /// `integer_range` decides, without its 128-bit arithmetic (this runs
+    /// for every integer a request writes). False for any other value or
+    /// column type.
+    #[inline]
+    pub fn integer_fits(&self, v: ValueRef<'_>) -> bool {
+        use ColumnType::*;
+        let (bits, unsigned) = match *self {
+            TinyInt { unsigned } => (8u32, unsigned),
+            SmallInt { unsigned } => (16, unsigned),
+            MediumInt { unsigned } => (24, unsigned),
+            Int { unsigned } => (32, unsigned),
+            BigInt { unsigned } => (64, unsigned),
+            _ => return false,
+        };
+        match (v, unsigned) {
+            (ValueRef::UInt(x), true) => bits == 64 || x >> bits == 0,
+            (ValueRef::UInt(x), false) => x >> (bits - 1) == 0,
+            (ValueRef::Int(x), true) => x >= 0 && (bits == 64 || (x as u64) >> bits == 0),
+            (ValueRef::Int(x), false) => {
+                let high = x >> (bits - 1);
+                high == 0 || high == -1
+            }
+            _ => false,
+        }
     }
 
     /// Whether an integer column is signed (false for every other type).
