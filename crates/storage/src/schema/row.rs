@@ -101,6 +101,32 @@ struct IntegerSlot {
     signed: bool,
     /// The NULL bit of a nullable column.
     null_bit: Option<u16>,
+    /// In the primary key: an update may not change it.
+    key: bool,
+}
+
+impl IntegerSlot {
+    /// The stored form of `value` in this column (big-endian order key,
+    /// sign bit flipped for a signed column), when `value` is an integer
+    /// that fits; what `put_integer` writes, without 128-bit arithmetic.
+    #[inline]
+    fn stored(&self, value: ValueRef<'_>) -> Option<u64> {
+        let width = u32::from(self.bytes) * 8;
+        let mask = u64::MAX >> (64 - width);
+        let flip = 1u64 << (width - 1);
+        match (value, self.signed) {
+            (ValueRef::UInt(x), false) => (width == 64 || x >> width == 0).then_some(x),
+            (ValueRef::UInt(x), true) => (x >> (width - 1) == 0).then_some(x ^ flip),
+            (ValueRef::Int(x), false) => {
+                (x >= 0 && (width == 64 || (x as u64) >> width == 0)).then_some(x as u64)
+            }
+            (ValueRef::Int(x), true) => {
+                let high = x >> (width - 1);
+                (high == 0 || high == -1).then_some(((x as u64) ^ flip) & mask)
+            }
+            _ => None,
+        }
+    }
 }
 
 /// One column of a row of an all-integer table ([`RowLayout::integer_cells`]).
@@ -218,6 +244,7 @@ impl RowLayout {
                     } else {
                         None
                     },
+                    key: slot.key,
                 }),
                 _ => None,
             })
@@ -363,6 +390,9 @@ impl RowLayout {
         new_fixed.extend_from_slice(old_fixed);
         let mut var_changed = false;
         for (col, value) in changes.clone() {
+            if self.update_integer(col, value, new_fixed) {
+                continue;
+            }
             if let Err(error) = self.update_fixed(col, value, new_fixed, &mut var_changed) {
                 new_fixed.clear();
                 return Err(error);
@@ -387,6 +417,26 @@ impl RowLayout {
             }
         }
         Ok(())
+    }
+
+    /// Writes one changed column of a table of integers from its compact
+    /// slot, inlined in the update's loop, when `value` is an integer that
+    /// fits and the column is not in the key; false leaves it to
+    /// `update_fixed`, which says what is wrong.
+    #[inline(always)]
+    fn update_integer(&self, col: usize, value: ValueRef<'_>, new_fixed: &mut [u8]) -> bool {
+        let Some(slot) = self.integers.as_ref().and_then(|slots| slots.get(col)) else {
+            return false;
+        };
+        let Some(raw) = slot.stored(value).filter(|_| !slot.key) else {
+            return false;
+        };
+        if let Some(n) = slot.null_bit {
+            set_bit(new_fixed, usize::from(n), false);
+        }
+        let offset = usize::from(slot.offset);
+        put_be(&mut new_fixed[offset..offset + usize::from(slot.bytes)], raw);
+        true
     }
 
     /// Checks one changed column and writes it into a fixed part being
@@ -985,6 +1035,7 @@ fn put_integer(out: &mut [u8], value: i128, signed: bool) {
 
 /// Writes the low `out.len()` bytes of `value`, big-endian. The common
 /// widths get fixed-size copies, which compile to single stores.
+#[inline]
 pub(crate) fn put_be(out: &mut [u8], value: u64) {
     debug_assert!(out.len() <= 8);
     debug_assert!(out.len() == 8 || value >> (out.len() * 8) == 0);

@@ -458,6 +458,46 @@ fn arb_integer_table_row() -> BoxedStrategy<(TableDef, Vec<Value>)> {
         .boxed()
 }
 
+/// `RowLayout::update` of the `mask`ed columns of `old` to `new` gives the
+/// bytes of encoding the merged row; a key column among the changes is
+/// refused and leaves the image empty.
+fn update_matches_reencoding(
+    table: &TableDef,
+    old: &[Value],
+    new: &[Value],
+    mask: &[bool],
+) -> Result<(), TestCaseError> {
+    let layout = RowLayout::new(table);
+    let (mut fixed, mut var) = (Vec::new(), Vec::new());
+    layout.encode(old, &mut fixed, &mut var).unwrap();
+    let mut changes: Vec<(usize, Value)> = Vec::new();
+    let mut merged = old.to_vec();
+    for (col, changed) in mask.iter().enumerate() {
+        if *changed && !table.primary_key.contains(&col) {
+            if changes.is_empty() {
+                // Named twice: the last value counts.
+                changes.push((col, old[col].clone()));
+            }
+            changes.push((col, new[col].clone()));
+            merged[col] = new[col].clone();
+        }
+    }
+    let (mut new_fixed, mut new_var) = (Vec::new(), Vec::new());
+    layout.update(&fixed, &var, &changes, &mut new_fixed, &mut new_var).unwrap();
+    let (mut want_fixed, mut want_var) = (Vec::new(), Vec::new());
+    layout.encode(&merged, &mut want_fixed, &mut want_var).unwrap();
+    prop_assert_eq!(&new_fixed, &want_fixed);
+    prop_assert_eq!(&new_var, &want_var);
+    // A primary-key column among the changes is refused, wherever it
+    // comes, and leaves the new image empty.
+    let key = table.primary_key[0];
+    changes.push((key, old[key].clone()));
+    let refused = layout.update(&fixed, &var, &changes, &mut new_fixed, &mut new_var);
+    prop_assert!(matches!(refused, Err(ValueError::KeyColumn { .. })), "{:?}", refused);
+    prop_assert!(new_fixed.is_empty() && new_var.is_empty());
+    Ok(())
+}
+
 /// What decoding a stored value gives back: CHAR without trailing spaces,
 /// BINARY padded, BLOB/TEXT as their head.
 fn stored_form(ty: &ColumnType, value: &Value) -> Value {
@@ -658,34 +698,50 @@ proptest! {
             (Just((table, old)), new, mask)
         })
     ) {
+        update_matches_reencoding(&table, &old, &new, &mask)?;
+    }
+
+    /// The same for tables of integers only, whose updates take the
+    /// compact slots' path.
+    #[test]
+    fn integer_update_equals_reencoding(
+        ((table, old), new, mask) in arb_integer_table_row().prop_flat_map(|(table, old)| {
+            let new: Vec<_> = table.columns.iter().map(|c| arb_cell(c.ty, c.nullable)).collect();
+            let mask = prop::collection::vec(any::<bool>(), table.columns.len());
+            (Just((table, old)), new, mask)
+        })
+    ) {
+        update_matches_reencoding(&table, &old, &new, &mask)?;
         let layout = RowLayout::new(&table);
         let (mut fixed, mut var) = (Vec::new(), Vec::new());
         layout.encode(&old, &mut fixed, &mut var).unwrap();
-        let mut changes: Vec<(usize, Value)> = Vec::new();
-        let mut merged = old.clone();
-        for (col, changed) in mask.iter().enumerate() {
-            if *changed && !table.primary_key.contains(&col) {
-                if changes.is_empty() {
-                    // Named twice: the last value counts.
-                    changes.push((col, old[col].clone()));
-                }
-                changes.push((col, new[col].clone()));
-                merged[col] = new[col].clone();
-            }
-        }
-        let (mut new_fixed, mut new_var) = (Vec::new(), Vec::new());
-        layout.update(&fixed, &var, &changes, &mut new_fixed, &mut new_var).unwrap();
+        // A value given as the other integer kind (a non-negative Int for an
+        // unsigned column, a UInt for a signed one) writes the same bytes.
+        let swapped = |v: &Value| match *v {
+            Value::Int(x) if x >= 0 => Value::UInt(x as u64),
+            Value::UInt(x) if x <= i64::MAX as u64 => Value::Int(x as i64),
+            ref other => other.clone(),
+        };
+        let writable = |c: &usize| !table.primary_key.contains(c);
+        let changes: Vec<(usize, Value)> = (0..new.len()).filter(writable).map(|c| (c, new[c].clone())).collect();
+        let other_kind: Vec<(usize, Value)> = changes.iter().map(|(c, v)| (*c, swapped(v))).collect();
         let (mut want_fixed, mut want_var) = (Vec::new(), Vec::new());
-        layout.encode(&merged, &mut want_fixed, &mut want_var).unwrap();
-        prop_assert_eq!(&new_fixed, &want_fixed);
-        prop_assert_eq!(&new_var, &want_var);
-        // A primary-key column among the changes is refused, wherever it
-        // comes, and leaves the new image empty.
-        let key = table.primary_key[0];
-        changes.push((key, old[key].clone()));
-        let refused = layout.update(&fixed, &var, &changes, &mut new_fixed, &mut new_var);
-        prop_assert!(matches!(refused, Err(ValueError::KeyColumn { .. })), "{:?}", refused);
-        prop_assert!(new_fixed.is_empty() && new_var.is_empty());
+        layout.update(&fixed, &var, &changes, &mut want_fixed, &mut want_var).unwrap();
+        let (mut got_fixed, mut got_var) = (Vec::new(), Vec::new());
+        layout.update(&fixed, &var, &other_kind, &mut got_fixed, &mut got_var).unwrap();
+        prop_assert_eq!(got_fixed, want_fixed);
+        // A value out of its column's range is refused there too.
+        let narrow = (0..table.columns.len()).find(|c| {
+            !table.primary_key.contains(c)
+                && !matches!(table.columns[*c].ty, ColumnType::BigInt { .. })
+        });
+        if let Some(c) = narrow {
+            let (mut new_fixed, mut new_var) = (Vec::new(), Vec::new());
+            let refused = layout.update(&fixed, &var, &[(c, Value::UInt(u64::MAX))], &mut new_fixed, &mut new_var);
+            prop_assert!(matches!(refused, Err(ValueError::OutOfRange { .. })), "{:?}", refused);
+            let refused = layout.update(&fixed, &var, &[(c, Value::Int(i64::MIN))], &mut new_fixed, &mut new_var);
+            prop_assert!(matches!(refused, Err(ValueError::OutOfRange { .. })), "{:?}", refused);
+        }
     }
 
     /// Decimals: the binary format orders as the numbers do and reads back.
