@@ -435,7 +435,10 @@ impl RowLayout {
             set_bit(new_fixed, usize::from(n), false);
         }
         let offset = usize::from(slot.offset);
-        put_be(&mut new_fixed[offset..offset + usize::from(slot.bytes)], raw);
+        put_be(
+            &mut new_fixed[offset..offset + usize::from(slot.bytes)],
+            raw,
+        );
         true
     }
 

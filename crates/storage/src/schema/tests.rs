@@ -483,9 +483,13 @@ fn update_matches_reencoding(
         }
     }
     let (mut new_fixed, mut new_var) = (Vec::new(), Vec::new());
-    layout.update(&fixed, &var, &changes, &mut new_fixed, &mut new_var).unwrap();
+    layout
+        .update(&fixed, &var, &changes, &mut new_fixed, &mut new_var)
+        .unwrap();
     let (mut want_fixed, mut want_var) = (Vec::new(), Vec::new());
-    layout.encode(&merged, &mut want_fixed, &mut want_var).unwrap();
+    layout
+        .encode(&merged, &mut want_fixed, &mut want_var)
+        .unwrap();
     prop_assert_eq!(&new_fixed, &want_fixed);
     prop_assert_eq!(&new_var, &want_var);
     // A primary-key column among the changes is refused, wherever it
@@ -493,7 +497,11 @@ fn update_matches_reencoding(
     let key = table.primary_key[0];
     changes.push((key, old[key].clone()));
     let refused = layout.update(&fixed, &var, &changes, &mut new_fixed, &mut new_var);
-    prop_assert!(matches!(refused, Err(ValueError::KeyColumn { .. })), "{:?}", refused);
+    prop_assert!(
+        matches!(refused, Err(ValueError::KeyColumn { .. })),
+        "{:?}",
+        refused
+    );
     prop_assert!(new_fixed.is_empty() && new_var.is_empty());
     Ok(())
 }

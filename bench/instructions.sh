@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# bench/instructions.sh: instructions per operation of the data node and of the client
+# (flex), counted by valgrind's callgrind. Rates on a shared 2-core machine move by tens of
+# percent from run to run; instruction counts move by a few, so an optimisation's effect
+# shows here when compare.sh cannot rank two builds.
+#
+#   bench/instructions.sh [OPS]        # OPS: flex phases, default "read,update"
+#
+# Starts a sandbox of 1 data node and 1 replica (port PORT_BASE, default 26400) whose
+# processes run under callgrind with instrumentation off, inserts ROWS rows (default 20000)
+# with flex, then for each phase: a warm-up pass, and one pass of ROWS one-operation
+# transactions (-t 1 -p 256) with the data node's instrumentation on; its instruction count
+# divided by the operations is the data node's figure. The client's figure is the
+# difference of two client runs under callgrind (CLIENT_LONG and CLIENT_SHORT
+# transactions, defaults 12000 and 2000), so its start-up cancels out. Under valgrind the
+# data node runs 20 to 50 times slower, so batches are larger than at full speed: compare
+# builds with each other, not with the rates of compare.sh. Loopback only; every step under
+# `timeout`; the sandbox is stopped and removed on exit. Needs valgrind (installed with apt
+# when missing) and a release build (SKARV: a prebuilt binary).
+
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+OPS=${1:-read,update}
+ROWS=${ROWS:-20000}
+CLIENT_LONG=${CLIENT_LONG:-12000}
+CLIENT_SHORT=${CLIENT_SHORT:-2000}
+PORT_BASE=${PORT_BASE:-26400}
+WORK=${WORK:-$(mktemp -d /tmp/skarv-instructions.XXXXXX)}
+STEP_TIMEOUT_S=600
+CONNECT="127.0.0.1:$PORT_BASE"
+
+say() { printf '%s\n' "$*" >&2; }
+die() { say "instructions.sh: $*"; exit 1; }
+
+if ! command -v valgrind >/dev/null || ! command -v callgrind_control >/dev/null; then
+    say "installing valgrind (apt-get)"
+    timeout 600 apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y -qq valgrind jq >/dev/null
+fi
+command -v jq >/dev/null || die "jq is missing"
+if [[ -z ${SKARV:-} ]]; then
+    (cd "$ROOT" && timeout 3600 cargo build --release -q -p skarv)
+    SKARV=$ROOT/target/release/skarv
+fi
+[[ -x $SKARV ]] || die "$SKARV is not an executable"
+
+SANDBOX=$WORK/sandbox
+cleanup() {
+    local status=$?
+    timeout 120 "$SKARV" sandbox --stop --dir "$SANDBOX" >/dev/null 2>&1 || true
+    pkill -f "callgrind-out-file=$WORK/" 2>/dev/null || true
+    rm -rf "$SANDBOX"
+    exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+flex() { timeout "$STEP_TIMEOUT_S" "$SKARV" bench flex --connect "$CONNECT" "$@"; }
+
+say "sandbox under callgrind on $CONNECT (results in $WORK)"
+timeout "$STEP_TIMEOUT_S" valgrind --tool=callgrind --trace-children=yes --instr-atstart=no \
+    --callgrind-out-file="$WORK/callgrind.%p" \
+    "$SKARV" sandbox --dir "$SANDBOX" --data-nodes 1 --replicas 1 --base-port "$PORT_BASE" \
+    --detach >"$WORK/sandbox.log" 2>&1 || die "the sandbox did not start (see $WORK/sandbox.log)"
+# The data node is slow under valgrind: the first insert waits until it serves.
+for attempt in $(seq 1 60); do
+    flex -t 1 -p 256 -o "$ROWS" --ops insert --json >"$WORK/insert.json" 2>"$WORK/insert.err" && break
+    ((attempt < 60)) || die "the insert failed (see $WORK/insert.err)"
+    sleep 3
+done
+DATA_PID=$(pgrep -f "callgrind-out-file=$WORK/.* data --no-angel" | head -1)
+[[ -n $DATA_PID ]] || die "no data node under callgrind"
+
+total() { callgrind_annotate "$1" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}'; }
+
+printf '%-8s %22s %22s\n' phase "data node instr/op" "client instr/op"
+for op in ${OPS//,/ }; do
+    flex -t 1 -p 256 -o "$CLIENT_SHORT" --ops "$op" --json >/dev/null
+    callgrind_control -z "$DATA_PID" >/dev/null 2>&1
+    callgrind_control -i on "$DATA_PID" >/dev/null 2>&1
+    flex -t 1 -p 256 -o "$ROWS" --ops "$op" --json >"$WORK/$op.json"
+    callgrind_control -i off "$DATA_PID" >/dev/null 2>&1
+    callgrind_control -d "$op" "$DATA_PID" >/dev/null 2>&1
+    sleep 1
+    ops=$(jq .ops "$WORK/$op.json")
+    dump=$(ls -t "$WORK"/callgrind."$DATA_PID"* | head -1)
+    data=$(($(total "$dump") / ops))
+    client_run() {
+        timeout "$STEP_TIMEOUT_S" valgrind --tool=callgrind --callgrind-out-file="$WORK/client.$op.$1" \
+            "$SKARV" bench flex --connect "$CONNECT" -t 1 -p 256 -o "$1" --ops "$op" --json \
+            >/dev/null 2>&1
+        total "$WORK/client.$op.$1"
+    }
+    client=$((($(client_run "$CLIENT_LONG") - $(client_run "$CLIENT_SHORT")) / (CLIENT_LONG - CLIENT_SHORT)))
+    printf '%-8s %22d %22d\n' "$op" "$data" "$client"
+done
