@@ -652,7 +652,15 @@ impl<'s> Transaction<'s> {
         values: &mut WrittenValues,
     ) -> Result<OpHandle> {
         let table = op.table;
-        let key = resolve_values(&op, values)?;
+        // An update of a table without BLOB/TEXT columns writes its values
+        // straight from the caller's list into the batch (nothing copied
+        // into `values` first: a clone per value was a tenth of the work).
+        let direct = op.kind == OpKind::Update && !table.has_blobs();
+        let key = if direct {
+            Cow::Borrowed(op.key)
+        } else {
+            resolve_values(&op, values)?
+        };
         let columns = match op.columns {
             Some(names) => Some(
                 names
@@ -674,15 +682,23 @@ impl<'s> Transaction<'s> {
             for v in key.iter() {
                 writer.key(v.as_ref());
             }
-            for (c, v) in values.iter() {
-                writer.value(*c as u16, v.as_ref());
-            }
-            for c in columns.iter().flatten() {
-                writer.project(*c as u16);
-            }
-            writer.end()
+            let written = if direct {
+                op.row
+                    .resolve(table, |c, v| writer.value(c as u16, v.as_ref()))
+            } else {
+                for (c, v) in values.iter() {
+                    writer.value(*c as u16, v.as_ref());
+                }
+                Ok(())
+            };
+            written.and_then(|()| {
+                for c in columns.iter().flatten() {
+                    writer.project(*c as u16);
+                }
+                writer.end().map_err(Error::from)
+            })
         };
-        let checked = encoded.map_err(Error::from).and_then(|()| {
+        let checked = encoded.and_then(|()| {
             // Just encoded here: its frames are all there is to check before
             // the op is checked against its table (which reads every value).
             let view = OpBatchReader::framed_one(&inner.ops[start..])?;

@@ -404,6 +404,15 @@ fn bad_input_is_a_permanent_error_naming_table_and_column_and_the_session_stays_
             "position 5",
         ),
         (
+            tx.update(
+                &kv,
+                &[Value::Int(1)],
+                &[("v", Value::Int(2)), ("zz", Value::Int(2))],
+            ),
+            codes::NO_SUCH_COLUMN,
+            "zz",
+        ),
+        (
             tx.define(Op::update_at(&kv, &[Value::Int(1)], &[(0, Value::Int(2))])),
             codes::PRIMARY_KEY_UPDATE,
             "k",
