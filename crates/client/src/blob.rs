@@ -1133,8 +1133,9 @@ impl BlobExec {
         match origin {
             Planned::User(op) => {
                 let op = op as usize;
+                let owner = crate::transaction::ReplyBytes::Shared(std::sync::Arc::clone(bytes));
                 let mut decoded =
-                    crate::transaction::decode_result(&self.metas[op], result, bytes)?;
+                    crate::transaction::decode_result(&self.metas[op], result, bytes, owner)?;
                 let w = self.work_of[op];
                 if w != u32::MAX {
                     let w = w as usize;

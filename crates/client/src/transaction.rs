@@ -179,19 +179,41 @@ pub struct Row {
     key: OnceLock<Vec<Value>>,
 }
 
+/// The reply buffer a row's values are ranges of: the row's own when the
+/// reply holds one result (no shared count to allocate and drop, the
+/// common read), else shared by the reply's rows.
+#[derive(Clone, Debug)]
+pub(crate) enum ReplyBytes {
+    Own(Vec<u8>),
+    Shared(Arc<Vec<u8>>),
+}
+
+impl std::ops::Deref for ReplyBytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            ReplyBytes::Own(bytes) => bytes,
+            ReplyBytes::Shared(bytes) => bytes,
+        }
+    }
+}
+
 /// A row's checked, still encoded values: ranges of a reply's buffer.
 #[derive(Clone, Debug)]
 pub(crate) struct RawRow {
-    bytes: Arc<Vec<u8>>,
+    bytes: ReplyBytes,
     values: (usize, Range<usize>),
     keys: (usize, Range<usize>),
 }
 
 impl RawRow {
     /// `values` and `keys` are parts of `bytes` whose every value was
-    /// checked (`OpResult::try_values`).
+    /// checked (`OpResult::try_values`); `owner` holds `bytes` (or will:
+    /// see `Row::own_reply`).
     pub(crate) fn new(
-        bytes: &Arc<Vec<u8>>,
+        bytes: &[u8],
+        owner: ReplyBytes,
         (value_count, values): EncodedValues<'_>,
         (key_count, keys): EncodedValues<'_>,
     ) -> RawRow {
@@ -206,7 +228,7 @@ impl RawRow {
         RawRow {
             values: (value_count, range_of(values)),
             keys: (key_count, range_of(keys)),
-            bytes: Arc::clone(bytes),
+            bytes: owner,
         }
     }
 
@@ -250,6 +272,14 @@ impl Row {
             values: OnceLock::from(values),
             key: OnceLock::from(key),
         }
+    }
+
+    /// Hands the row the reply buffer its ranges were taken from, once the
+    /// reply's parse no longer borrows it (`TxRequest::complete`).
+    fn own_reply(&mut self, bytes: Vec<u8>) {
+        let raw = self.raw.as_mut().expect("an encoded row");
+        debug_assert!(raw.values.1.end <= bytes.len() && raw.keys.1.end <= bytes.len());
+        raw.bytes = ReplyBytes::Own(bytes);
     }
 
     /// A row decoded when first read (see the type's doc).
@@ -1055,13 +1085,30 @@ impl TxRequest {
                 };
                 if !results.is_empty() {
                     // Values are checked as `decode_result` reads them; the
-                    // rows keep the buffer.
-                    let results = Arc::new(results);
-                    // The common reply holds one result: read once, kept.
+                    // rows keep the buffer. The common reply holds one
+                    // result: read once, and its row owns the buffer.
                     let mut first = None;
                     let reader = ResultReader::framed_each(&results, |result| {
                         first.get_or_insert(result);
                     })?;
+                    if let Some(result) = first.filter(|_| reader.len() == 1) {
+                        let pos = result.op_index as usize;
+                        let meta = self.metas.get(pos).ok_or_else(|| {
+                            Error::new(
+                                proto::error::MALFORMED_REQUEST,
+                                format!("a result for operation {pos} of {}", self.metas.len()),
+                            )
+                        })?;
+                        let placeholder = ReplyBytes::Own(Vec::new());
+                        let mut decoded = decode_result(meta, &result, &results, placeholder)?;
+                        if let OpResult::Row(row) = &mut decoded {
+                            row.own_reply(results);
+                        }
+                        outcome.results[pos] = decoded;
+                        return Ok(outcome);
+                    }
+                    let results = Arc::new(results);
+                    let reader = ResultReader::framed(&results)?;
                     let mut place = |result: proto::OpResult<'_>| -> Result<()> {
                         let Some(meta) = self.metas.get(result.op_index as usize) else {
                             return Err(Error::new(
@@ -1073,17 +1120,13 @@ impl TxRequest {
                                 ),
                             ));
                         };
+                        let owner = ReplyBytes::Shared(Arc::clone(&results));
                         outcome.results[result.op_index as usize] =
-                            decode_result(meta, &result, &results)?;
+                            decode_result(meta, &result, &results, owner)?;
                         Ok(())
                     };
-                    match first {
-                        Some(result) if reader.len() == 1 => place(result)?,
-                        _ => {
-                            for result in reader.iter() {
-                                place(result)?;
-                            }
-                        }
+                    for result in reader.iter() {
+                        place(result)?;
                     }
                 }
                 Ok(outcome)
@@ -1128,7 +1171,8 @@ impl TxRequest {
 pub(crate) fn decode_result(
     meta: &OpMeta,
     result: &proto::OpResult<'_>,
-    bytes: &Arc<Vec<u8>>,
+    bytes: &[u8],
+    owner: ReplyBytes,
 ) -> Result<OpResult> {
     if !result.is_ok() {
         return Ok(OpResult::Failed(op_error(meta, result.code, "")));
@@ -1155,7 +1199,7 @@ pub(crate) fn decode_result(
             ),
         ));
     }
-    let raw = RawRow::new(bytes, result.encoded_values(), result.encoded_keys());
+    let raw = RawRow::new(bytes, owner, result.encoded_values(), result.encoded_keys());
     Ok(OpResult::Row(Row::encoded(
         Arc::clone(&meta.table),
         columns,
