@@ -29,6 +29,8 @@ pub struct Table {
     /// Every column position, in table order: the columns of a row read
     /// without a projection, shared by all such rows.
     all_columns: Arc<[usize]>,
+    /// What checking an operation needs of `def`, made once.
+    check_plan: proto::CheckPlan,
 }
 
 /// A BLOB/TEXT column and the hidden table holding its parts.
@@ -58,6 +60,7 @@ impl Table {
         Table {
             distribution: KeyEncoder::distribution_key(&def),
             all_columns: (0..def.columns.len()).collect(),
+            check_plan: proto::CheckPlan::new(&def),
             def,
             blobs,
         }
@@ -210,6 +213,10 @@ impl Table {
     /// Like `require_column`, looking at position `hint` first: callers
     /// that name columns in table order find each at once instead of
     /// comparing names along the whole table.
+    pub(crate) fn check_plan(&self) -> &proto::CheckPlan {
+        &self.check_plan
+    }
+
     pub(crate) fn require_column_near(&self, name: &str, hint: usize) -> Result<usize> {
         if let Some(column) = self.def.columns.get(hint) {
             // Byte equality first: callers mostly spell names as the table

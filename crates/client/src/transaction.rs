@@ -732,7 +732,8 @@ impl<'s> Transaction<'s> {
             // Just encoded here: its frames are all there is to check before
             // the op is checked against its table (which reads every value).
             let view = OpBatchReader::framed_one(&inner.ops[start..])?;
-            view.check(table.def()).map_err(Error::from)
+            view.check_with(table.def(), table.check_plan())
+                .map_err(Error::from)
         });
         if let Err(error) = checked {
             inner.ops.truncate(start);

@@ -43,7 +43,8 @@
 //! The whole batch is at most [`BATCH_BYTES_MAX`] bytes.
 
 use storage::schema::{
-    Column, IndexDef, IndexKind, TableDef, ValueRef, BLOB_INLINE_BYTES, COLUMNS_MAX,
+    integer_code_fits, Column, IndexDef, IndexKind, TableDef, ValueRef, BLOB_INLINE_BYTES,
+    COLUMNS_MAX,
 };
 
 use crate::value::{get_integer, get_value_general, put_value, skip_value, Check, Reader};
@@ -663,6 +664,21 @@ impl<'a> OpView<'a> {
     /// the primary key; insert and write give every non-key column) and
     /// the projection. Errors name the table and the column.
     pub fn check(&self, table: &TableDef) -> Result<(), ProtoError> {
+        self.check_planned(table, None)
+    }
+
+    /// [`OpView::check`] with `plan`, made once from the same table: the
+    /// written values' common case then reads one byte per column.
+    pub fn check_with(&self, table: &TableDef, plan: &CheckPlan) -> Result<(), ProtoError> {
+        debug_assert_eq!(
+            plan.columns.len(),
+            table.columns.len(),
+            "a plan of this table"
+        );
+        self.check_planned(table, Some(plan))
+    }
+
+    fn check_planned(&self, table: &TableDef, plan: Option<&CheckPlan>) -> Result<(), ProtoError> {
         let h = &self.header;
         let bad = |problem: String| ProtoError::BadOperation {
             table: table.name.clone(),
@@ -714,7 +730,11 @@ impl<'a> OpView<'a> {
             )));
         }
         let mut given = ColumnSet::default();
-        let values = if self.integer_values_fit(table, &mut given) {
+        let fit = match plan {
+            Some(plan) => self.integer_values_fit_plan(plan, &mut given),
+            None => self.integer_values_fit(table, &mut given),
+        };
+        let values = if fit {
             // Every written value checked already: nothing for the loop below.
             ColumnValues {
                 r: Reader::new(&[], "op values"),
@@ -795,6 +815,51 @@ impl OpView<'_> {
             }
         }
         r.remaining() == 0
+    }
+}
+
+impl OpView<'_> {
+    /// [`OpView::integer_values_fit`] from a plan: a column's byte says
+    /// whether it is a writable integer and its width and sign.
+    #[inline]
+    fn integer_values_fit_plan(&self, plan: &CheckPlan, given: &mut ColumnSet) -> bool {
+        let mut r = Reader::new(self.values, "op values");
+        for _ in 0..self.value_count {
+            let Some((c, v)) = r.integer_pair() else {
+                return false;
+            };
+            let code = plan.columns.get(usize::from(c)).copied().unwrap_or(0);
+            if !integer_code_fits(code, v) || !given.insert(usize::from(c)) {
+                return false;
+            }
+        }
+        r.remaining() == 0
+    }
+}
+
+/// What [`OpView::check_with`] needs of a table, made once per table
+/// definition (a TC or a client keeps it beside the definition): a byte
+/// per column, its `ColumnType::integer_code`, 0 for a key column.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CheckPlan {
+    columns: Vec<u8>,
+}
+
+impl CheckPlan {
+    pub fn new(table: &TableDef) -> CheckPlan {
+        let columns = table
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(c, column)| {
+                if table.primary_key.contains(&c) {
+                    0
+                } else {
+                    column.ty.integer_code()
+                }
+            })
+            .collect();
+        CheckPlan { columns }
     }
 }
 

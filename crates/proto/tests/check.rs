@@ -6,10 +6,10 @@ mod common;
 use common::*;
 use proto::error;
 use proto::{
-    Bound, CmpOp, Filter, LockMode, OpBatchReader, OpHeader, OpKind, ProtoError, ScanSpec,
-    KEY_INFO, NO_INDEX, NO_PARTITION,
+    Bound, CheckPlan, CmpOp, Filter, LockMode, OpBatchReader, OpHeader, OpKind, ProtoError,
+    ScanSpec, KEY_INFO, NO_INDEX, NO_PARTITION,
 };
-use storage::schema::Value;
+use storage::schema::{Collation, Column, ColumnType, TableDef, Value};
 
 fn header(kind: OpKind) -> OpHeader {
     OpHeader {
@@ -33,11 +33,101 @@ fn op(header: OpHeader, keys: Vec<Value>, values: Vec<(u16, Value)>, projection:
     }
 }
 
+/// `check` against `accounts()`, which `check_with` its plan must agree with.
 fn check(op: Op) -> Result<(), ProtoError> {
+    check_in(&accounts(), op)
+}
+
+fn check_in(table: &TableDef, op: Op) -> Result<(), ProtoError> {
     let bytes = write_ops(&[op]);
     let reader = OpBatchReader::new(&bytes).unwrap();
     let view = reader.iter().next().unwrap();
-    view.check(&accounts())
+    let checked = view.check(table);
+    assert_eq!(view.check_with(table, &CheckPlan::new(table)), checked);
+    checked
+}
+
+#[test]
+fn integer_writes_are_checked_alike_with_a_plan() {
+    let table = TableDef::new(
+        "ints",
+        7,
+        vec![
+            Column::new("k", ColumnType::Int { unsigned: true }),
+            Column::new("t", ColumnType::TinyInt { unsigned: false }),
+            Column::new("u", ColumnType::Int { unsigned: true }).nullable(),
+            Column::new("m", ColumnType::MediumInt { unsigned: false }),
+            Column::new("b", ColumnType::BigInt { unsigned: true }),
+            Column::new(
+                "s",
+                ColumnType::VarChar {
+                    max: 4,
+                    collation: Collation::Utf8mb4Bin,
+                },
+            ),
+        ],
+    )
+    .primary_key(vec![0])
+    .build()
+    .unwrap();
+    let update = |values: Vec<(u16, Value)>| {
+        check_in(
+            &table,
+            op(header(OpKind::Update), vec![Value::UInt(1)], values, vec![]),
+        )
+    };
+    assert!(update(vec![
+        (1, Value::Int(-128)),
+        (2, Value::UInt(u64::from(u32::MAX)))
+    ])
+    .is_ok());
+    assert!(update(vec![
+        (3, Value::Int(-(1 << 23))),
+        (4, Value::UInt(u64::MAX))
+    ])
+    .is_ok());
+    assert!(update(vec![(1, Value::UInt(127)), (3, Value::UInt((1 << 23) - 1))]).is_ok());
+    assert!(update(vec![(2, Value::Null), (5, Value::String("ab".into()))]).is_ok());
+    expect_err(
+        update(vec![(1, Value::Int(128))]),
+        error::BAD_VALUE,
+        &["ints", "t"],
+    );
+    expect_err(
+        update(vec![(1, Value::UInt(128))]),
+        error::BAD_VALUE,
+        &["ints", "t"],
+    );
+    expect_err(
+        update(vec![(2, Value::Int(-1))]),
+        error::BAD_VALUE,
+        &["ints", "u"],
+    );
+    expect_err(
+        update(vec![(2, Value::UInt(1 << 32))]),
+        error::BAD_VALUE,
+        &["ints", "u"],
+    );
+    expect_err(
+        update(vec![(3, Value::Int(1 << 23))]),
+        error::BAD_VALUE,
+        &["ints", "m"],
+    );
+    expect_err(
+        update(vec![(0, Value::UInt(2))]),
+        error::PRIMARY_KEY_UPDATE,
+        &["ints", "k"],
+    );
+    expect_err(
+        update(vec![(1, Value::Int(1)), (1, Value::Int(2))]),
+        error::BAD_OPERATION,
+        &["ints", "t"],
+    );
+    expect_err(
+        update(vec![(9, Value::Int(1))]),
+        error::NO_SUCH_COLUMN,
+        &["ints"],
+    );
 }
 
 fn full_row() -> Vec<(u16, Value)> {

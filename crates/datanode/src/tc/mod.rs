@@ -90,6 +90,8 @@ pub struct TcConfig {
 /// encoder (to compute an operation's partition).
 pub(crate) struct TcTable {
     pub(crate) def: TableDef,
+    /// What checking an operation needs of `def`, made once.
+    pub(crate) check_plan: proto::CheckPlan,
     pub(crate) distribution: KeyEncoder,
     /// Ids of the hidden tables of its group (for a base table).
     pub(crate) hidden: Vec<u32>,
@@ -462,6 +464,7 @@ fn decode_group(group: &DictTableGroup, tables: &mut IdMap<u32, TcTable>) -> Res
         tables.insert(
             id,
             TcTable {
+                check_plan: proto::CheckPlan::new(&def),
                 def,
                 distribution,
                 hidden: Vec::new(),

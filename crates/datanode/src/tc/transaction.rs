@@ -244,7 +244,7 @@ pub(crate) fn route(
             format!("no table with id {} on this node", h.table_id),
         ));
     };
-    op.check(&table.def)
+    op.check_with(&table.def, &table.check_plan)
         .map_err(|e| (e.code(), e.to_string()))?;
     debug_assert_eq!(h.index_id, NO_INDEX, "ops by unique key are planned");
     if h.kind != OpKind::Read {

@@ -45,5 +45,8 @@ pub use table::{
     COLUMNS_MAX, HIDDEN_PRIMARY_KEY_COLUMN, INDEXES_MAX, KEY_BYTES_MAX, NAME_BYTES_MAX,
     PARTITIONS_MAX, ROW_BYTES_MAX, TABLE_NAME_BYTES_MAX, UNIQUE_INDEX_BASE_KEY_COLUMN,
 };
-pub use types::{Collation, Column, ColumnType, Storage, BLOB_INLINE_BYTES, BLOB_PART_BYTES};
+pub use types::{
+    integer_code_fits, Collation, Column, ColumnType, Storage, BLOB_INLINE_BYTES, BLOB_PART_BYTES,
+    INTEGER_CODE_UNSIGNED,
+};
 pub use value::{Date, DateTime, Value, ValueError, ValueRef};

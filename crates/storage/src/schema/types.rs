@@ -224,6 +224,29 @@ pub(crate) fn fsp_bytes(fsp: u8) -> usize {
     usize::from(fsp).div_ceil(2)
 }
 
+/// The flag of an unsigned integer in [`ColumnType::integer_code`].
+pub const INTEGER_CODE_UNSIGNED: u8 = 0x80;
+
+/// Whether integer `v` fits a column of integer code `code`
+/// ([`ColumnType::integer_code`]); false for code 0 and any other value.
+#[inline(always)]
+pub fn integer_code_fits(code: u8, v: ValueRef<'_>) -> bool {
+    if code == 0 {
+        return false;
+    }
+    let bits = u32::from(code & !INTEGER_CODE_UNSIGNED);
+    match (v, code & INTEGER_CODE_UNSIGNED != 0) {
+        (ValueRef::UInt(x), true) => bits == 64 || x >> bits == 0,
+        (ValueRef::UInt(x), false) => x >> (bits - 1) == 0,
+        (ValueRef::Int(x), true) => x >= 0 && (bits == 64 || (x as u64) >> bits == 0),
+        (ValueRef::Int(x), false) => {
+            let high = x >> (bits - 1);
+            high == 0 || high == -1
+        }
+        _ => false,
+    }
+}
+
 impl ColumnType {
     /// Where and in how many bytes the column is stored.
     pub fn storage(&self) -> Storage {
@@ -311,25 +334,24 @@ impl ColumnType {
     /// column type.
     #[inline]
     pub fn integer_fits(&self, v: ValueRef<'_>) -> bool {
+        integer_code_fits(self.integer_code(), v)
+    }
+
+    /// The type in one byte, for tables of such codes made once per table
+    /// (a column per byte): 0 for any type but an integer, else its width
+    /// in bits, with [`INTEGER_CODE_UNSIGNED`] for an unsigned one.
+    #[inline]
+    pub fn integer_code(&self) -> u8 {
         use ColumnType::*;
         let (bits, unsigned) = match *self {
-            TinyInt { unsigned } => (8u32, unsigned),
+            TinyInt { unsigned } => (8, unsigned),
             SmallInt { unsigned } => (16, unsigned),
             MediumInt { unsigned } => (24, unsigned),
             Int { unsigned } => (32, unsigned),
             BigInt { unsigned } => (64, unsigned),
-            _ => return false,
+            _ => return 0,
         };
-        match (v, unsigned) {
-            (ValueRef::UInt(x), true) => bits == 64 || x >> bits == 0,
-            (ValueRef::UInt(x), false) => x >> (bits - 1) == 0,
-            (ValueRef::Int(x), true) => x >= 0 && (bits == 64 || (x as u64) >> bits == 0),
-            (ValueRef::Int(x), false) => {
-                let high = x >> (bits - 1);
-                high == 0 || high == -1
-            }
-            _ => false,
-        }
+        bits | if unsigned { INTEGER_CODE_UNSIGNED } else { 0 }
     }
 
     /// Whether an integer column is signed (false for every other type).
