@@ -454,17 +454,16 @@ impl<'a> OpBatchReader<'a> {
     fn read(
         bytes: &'a [u8],
         check: Check,
-        mut each: impl FnMut(OpView<'a>),
+        each: impl FnMut(OpView<'a>),
     ) -> Result<OpBatchReader<'a>, ProtoError> {
-        let mut r = Reader::new(bytes, "op batch");
-        r.limit("batch bytes", bytes.len(), BATCH_BYTES_MAX)?;
-        r.header(OP_BATCH_MAGIC, OP_BATCH_FORMAT_VERSION)?;
-        let count = r.u32()? as usize;
-        r.limit("op count", count, OPS_PER_BATCH_MAX)?;
-        for _ in 0..count {
-            each(parse_op(&mut r, check)?);
-        }
-        r.finish()?;
+        let count = crate::value::read_batch(
+            bytes,
+            "op batch",
+            (OP_BATCH_MAGIC, OP_BATCH_FORMAT_VERSION),
+            ("op count", OPS_PER_BATCH_MAX),
+            |r| parse_op(r, check),
+            each,
+        )?;
         Ok(OpBatchReader {
             ops: &bytes[BATCH_HEADER_BYTES..],
             count,

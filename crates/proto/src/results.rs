@@ -235,17 +235,16 @@ impl<'a> ResultReader<'a> {
     fn read(
         bytes: &'a [u8],
         check: Check,
-        mut each: impl FnMut(OpResult<'a>),
+        each: impl FnMut(OpResult<'a>),
     ) -> Result<ResultReader<'a>, ProtoError> {
-        let mut r = Reader::new(bytes, "result batch");
-        r.limit("batch bytes", bytes.len(), BATCH_BYTES_MAX)?;
-        r.header(RESULT_BATCH_MAGIC, RESULT_BATCH_FORMAT_VERSION)?;
-        let count = r.u32()? as usize;
-        r.limit("result count", count, OPS_PER_BATCH_MAX)?;
-        for _ in 0..count {
-            each(parse_result(&mut r, check)?);
-        }
-        r.finish()?;
+        let count = crate::value::read_batch(
+            bytes,
+            "result batch",
+            (RESULT_BATCH_MAGIC, RESULT_BATCH_FORMAT_VERSION),
+            ("result count", OPS_PER_BATCH_MAX),
+            |r| parse_result(r, check),
+            each,
+        )?;
         Ok(ResultReader {
             results: &bytes[BATCH_HEADER_BYTES..],
             count,

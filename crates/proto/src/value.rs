@@ -365,6 +365,30 @@ pub(crate) fn get_integer<'a>(r: &mut Reader<'a>) -> Option<ValueRef<'a>> {
     Some(value)
 }
 
+/// A batch's header (checked against `magic` and `version`), its item
+/// count (`count_field`, at most `count_max`) and every item, read by
+/// `parse` and handed to `each`; the whole buffer must be read. Returns the
+/// count. What op and result batches share.
+pub(crate) fn read_batch<'a, T>(
+    bytes: &'a [u8],
+    what: &'static str,
+    (magic, version): ([u8; 2], u8),
+    (count_field, count_max): (&'static str, usize),
+    mut parse: impl FnMut(&mut Reader<'a>) -> Result<T, ProtoError>,
+    mut each: impl FnMut(T),
+) -> Result<usize, ProtoError> {
+    let mut r = Reader::new(bytes, what);
+    r.limit("batch bytes", bytes.len(), crate::ops::BATCH_BYTES_MAX)?;
+    r.header(magic, version)?;
+    let count = r.u32()? as usize;
+    r.limit(count_field, count, count_max)?;
+    for _ in 0..count {
+        each(parse(&mut r)?);
+    }
+    r.finish()?;
+    Ok(count)
+}
+
 /// Bytes of the fixed-width values [`Reader::skip_fixed_pairs`] steps over,
 /// by tag; `None` for a tag whose value has a length or needs checking.
 #[inline(always)]
@@ -429,18 +453,15 @@ impl<'a> Reader<'a> {
     /// whole; else `None`, having read nothing.
     #[inline(always)]
     pub(crate) fn integer_pair(&mut self) -> Option<(u16, ValueRef<'a>)> {
-        let &[c0, c1, tag, a, b, c, d, e, f, g, h] = self.bytes.get(self.pos..self.pos + 11)?
-        else {
-            return None;
-        };
-        let v = [a, b, c, d, e, f, g, h];
-        let value = match tag {
-            TAG_UINT => ValueRef::UInt(u64::from_le_bytes(v)),
-            TAG_INT => ValueRef::Int(i64::from_le_bytes(v)),
-            _ => return None,
-        };
-        self.pos += 11;
-        Some((u16::from_le_bytes([c0, c1]), value))
+        let at = self.pos;
+        let column = self.try_u16()?;
+        match get_integer(self) {
+            Some(value) => Some((column, value)),
+            None => {
+                self.pos = at;
+                None
+            }
+        }
     }
 }
 

@@ -422,7 +422,14 @@ fn arb_key_rows() -> BoxedStrategy<KeyRows> {
 
 /// A random table with a row of values for it (hidden key included).
 fn arb_table_row() -> BoxedStrategy<(TableDef, Vec<Value>)> {
-    prop::collection::vec((arb_type(), any::<bool>()), 1..=12)
+    table_row_of(prop::collection::vec((arb_type(), any::<bool>()), 1..=12))
+}
+
+/// A table of the generated (type, nullable) columns and a row of it.
+fn table_row_of(
+    columns: impl Strategy<Value = Vec<(ColumnType, bool)>> + 'static,
+) -> BoxedStrategy<(TableDef, Vec<Value>)> {
+    columns
         .prop_flat_map(|columns| {
             let table = table_of(&columns);
             let row: Vec<_> = table
@@ -445,17 +452,7 @@ fn arb_integer_table_row() -> BoxedStrategy<(TableDef, Vec<Value>)> {
         3 => ColumnType::Int { unsigned },
         _ => ColumnType::BigInt { unsigned },
     });
-    prop::collection::vec((integer, any::<bool>()), 1..=30)
-        .prop_flat_map(|columns| {
-            let table = table_of(&columns);
-            let row: Vec<_> = table
-                .columns
-                .iter()
-                .map(|c| arb_cell(c.ty, c.nullable))
-                .collect();
-            (Just(table), row)
-        })
-        .boxed()
+    table_row_of(prop::collection::vec((integer, any::<bool>()), 1..=30))
 }
 
 /// `RowLayout::update` of the `mask`ed columns of `old` to `new` gives the

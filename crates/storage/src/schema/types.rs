@@ -312,15 +312,7 @@ impl ColumnType {
     /// of signed and unsigned types.
     #[inline]
     pub fn integer_range(&self) -> Option<(i128, i128)> {
-        use ColumnType::*;
-        let (bits, unsigned) = match *self {
-            TinyInt { unsigned } => (8, unsigned),
-            SmallInt { unsigned } => (16, unsigned),
-            MediumInt { unsigned } => (24, unsigned),
-            Int { unsigned } => (32, unsigned),
-            BigInt { unsigned } => (64, unsigned),
-            _ => return None,
-        };
+        let (bits, unsigned) = self.integer_width()?;
         Some(if unsigned {
             (0, (1i128 << bits) - 1)
         } else {
@@ -342,16 +334,24 @@ impl ColumnType {
     /// in bits, with [`INTEGER_CODE_UNSIGNED`] for an unsigned one.
     #[inline]
     pub fn integer_code(&self) -> u8 {
+        match self.integer_width() {
+            Some((bits, unsigned)) => bits | if unsigned { INTEGER_CODE_UNSIGNED } else { 0 },
+            None => 0,
+        }
+    }
+
+    /// An integer type's width in bits and whether it is unsigned.
+    #[inline]
+    fn integer_width(&self) -> Option<(u8, bool)> {
         use ColumnType::*;
-        let (bits, unsigned) = match *self {
+        Some(match *self {
             TinyInt { unsigned } => (8, unsigned),
             SmallInt { unsigned } => (16, unsigned),
             MediumInt { unsigned } => (24, unsigned),
             Int { unsigned } => (32, unsigned),
             BigInt { unsigned } => (64, unsigned),
-            _ => return 0,
-        };
-        bits | if unsigned { INTEGER_CODE_UNSIGNED } else { 0 }
+            _ => return None,
+        })
     }
 
     /// Whether an integer column is signed (false for every other type).
