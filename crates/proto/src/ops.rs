@@ -567,6 +567,17 @@ fn parse_op<'a>(r: &mut Reader<'a>, check: Check) -> Result<OpView<'a>, ProtoErr
     })
 }
 
+/// Offset of the partition in an op's header.
+const PARTITION_OFFSET: usize = 4 * 4;
+
+/// Writes `partition` into the header of the op at `header_at` of `batch`
+/// ([`OpView::header_offset`]): a TC forwarding a client's batch as it came
+/// writes in only the partition it computed.
+pub fn set_partition(batch: &mut [u8], header_at: usize, partition: u32) {
+    let at = header_at + PARTITION_OFFSET;
+    batch[at..at + 4].copy_from_slice(&partition.to_le_bytes());
+}
+
 /// The operations of a validated batch.
 pub struct OpIter<'a> {
     r: Reader<'a>,
@@ -640,6 +651,16 @@ impl<'a> OpView<'a> {
             r: Reader::new(self.keys, "op keys"),
             left: self.key_count(),
         }
+    }
+
+    /// Where this op's header begins in `batch`, the batch it was read
+    /// from (for [`set_partition`]).
+    pub fn header_offset(&self, batch: &[u8]) -> usize {
+        let at = (self.keys.as_ptr() as usize)
+            .checked_sub(batch.as_ptr() as usize + OP_FIXED_BYTES)
+            .expect("an op of this batch");
+        assert!(at + OP_FIXED_BYTES <= batch.len(), "an op of this batch");
+        at
     }
 
     /// The written columns and their values.
