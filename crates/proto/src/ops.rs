@@ -424,22 +424,21 @@ impl<'a> OpBatchReader<'a> {
     /// [`OpBatchReader::framed`] of a batch of exactly one op, parsed once:
     /// that op's view.
     pub fn framed_one(bytes: &'a [u8]) -> Result<OpView<'a>, ProtoError> {
-        let mut r = Reader::new(bytes, "op batch");
-        r.limit("batch bytes", bytes.len(), BATCH_BYTES_MAX)?;
-        r.header(OP_BATCH_MAGIC, OP_BATCH_FORMAT_VERSION)?;
-        let count_at = r.position();
-        let count = r.u32()?;
-        if count != 1 {
-            return Err(ProtoError::BadField {
-                what: r.what(),
-                offset: count_at,
-                field: "op count (one op expected)",
-                value: u64::from(count),
-            });
-        }
-        let view = parse_op(&mut r, Check::Frame)?;
-        r.finish()?;
-        Ok(view)
+        let mut view = None;
+        crate::value::read_batch(
+            bytes,
+            "op batch",
+            (OP_BATCH_MAGIC, OP_BATCH_FORMAT_VERSION),
+            ("op count (one op expected)", 1),
+            |r| parse_op(r, Check::Frame),
+            |v| view = Some(v),
+        )?;
+        view.ok_or(ProtoError::BadField {
+            what: "op batch",
+            offset: OP_COUNT_OFFSET,
+            field: "op count (one op expected)",
+            value: 0,
+        })
     }
 
     /// [`OpBatchReader::framed`] that hands `each` the view of every op as
@@ -751,8 +750,21 @@ impl<'a> OpView<'a> {
         }
         let mut given = ColumnSet::default();
         let fit = match plan {
-            Some(plan) => self.integer_values_fit_plan(plan, &mut given),
-            None => self.integer_values_fit(table, &mut given),
+            Some(plan) => {
+                let code_of = |c: usize| plan.columns.get(c).copied().unwrap_or(0);
+                self.integer_values_fit(code_of, &mut given)
+            }
+            None => {
+                let mut key = ColumnSet::default();
+                for &c in &table.primary_key {
+                    key.insert(c);
+                }
+                let code_of = |c: usize| match table.columns.get(c) {
+                    Some(column) if !key.contains(c) => column.ty.integer_code(),
+                    _ => 0,
+                };
+                self.integer_values_fit(code_of, &mut given)
+            }
         };
         let values = if fit {
             // Every written value checked already: nothing for the loop below.
@@ -812,44 +824,19 @@ impl OpView<'_> {
     /// Whether every written value is an integer in its integer column's
     /// range, each column written once and none in the primary key: the
     /// common case of key-value tables, decided in one tight loop (about a
-    /// third of the general loop's time per value). False sends the check
-    /// through the general loop, which says what is wrong; `given` holds
-    /// the written columns when true.
+    /// third of the general loop's time per value). `code_of` gives a
+    /// column's `ColumnType::integer_code`, 0 for a key column or one past
+    /// the table. False sends the check through the general loop, which
+    /// says what is wrong; `given` holds the written columns when true.
     #[inline]
-    fn integer_values_fit(&self, table: &TableDef, given: &mut ColumnSet) -> bool {
-        let mut key = ColumnSet::default();
-        for &c in &table.primary_key {
-            key.insert(c);
-        }
+    fn integer_values_fit(&self, code_of: impl Fn(usize) -> u8, given: &mut ColumnSet) -> bool {
         let mut r = Reader::new(self.values, "op values");
         for _ in 0..self.value_count {
             let Some((c, v)) = r.integer_pair() else {
                 return false;
             };
-            let fits = table
-                .columns
-                .get(usize::from(c))
-                .is_some_and(|column| column.ty.integer_fits(v));
-            if !fits || key.contains(usize::from(c)) || !given.insert(usize::from(c)) {
-                return false;
-            }
-        }
-        r.remaining() == 0
-    }
-}
-
-impl OpView<'_> {
-    /// [`OpView::integer_values_fit`] from a plan: a column's byte says
-    /// whether it is a writable integer and its width and sign.
-    #[inline]
-    fn integer_values_fit_plan(&self, plan: &CheckPlan, given: &mut ColumnSet) -> bool {
-        let mut r = Reader::new(self.values, "op values");
-        for _ in 0..self.value_count {
-            let Some((c, v)) = r.integer_pair() else {
-                return false;
-            };
-            let code = plan.columns.get(usize::from(c)).copied().unwrap_or(0);
-            if !integer_code_fits(code, v) || !given.insert(usize::from(c)) {
+            let c = usize::from(c);
+            if !integer_code_fits(code_of(c), v) || !given.insert(c) {
                 return false;
             }
         }

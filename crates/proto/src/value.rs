@@ -734,11 +734,8 @@ pub fn checked_values(bytes: &[u8], count: usize) -> Values<'_> {
 /// through `get_value`.
 #[inline]
 pub(crate) fn skip_value(r: &mut Reader<'_>) -> Result<(), ProtoError> {
-    let width = match r.bytes.get(r.pos) {
-        Some(&TAG_NULL) => 0,
-        Some(&(TAG_INT | TAG_UINT | TAG_DOUBLE | TAG_TIMESTAMP | TAG_BIT)) => 8,
-        Some(&TAG_FLOAT) => 4,
-        _ => return get_value(r).map(|_| ()),
+    let Some(width) = r.bytes.get(r.pos).and_then(|&tag| fixed_width(tag)) else {
+        return get_value(r).map(|_| ());
     };
     if r.bytes.len() - r.pos > width {
         r.pos += 1 + width;

@@ -58,7 +58,8 @@
 use super::decimal::Decimal;
 use super::table::{TableDef, ROW_BYTES_MAX};
 use super::types::{
-    fsp_bytes, ColumnType, Storage, BLOB_INLINE_BYTES, BLOB_LENGTH_BYTES, TIMESTAMP_SECONDS_MAX,
+    fsp_bytes, integer_code_fits, ColumnType, Storage, BLOB_INLINE_BYTES, BLOB_LENGTH_BYTES,
+    INTEGER_CODE_UNSIGNED, TIMESTAMP_SECONDS_MAX,
 };
 use super::value::Value;
 use super::value::{
@@ -98,7 +99,8 @@ struct Slot {
 struct IntegerSlot {
     offset: u16,
     bytes: u8,
-    signed: bool,
+    /// `ColumnType::integer_code`: width and sign.
+    code: u8,
     /// The NULL bit of a nullable column.
     null_bit: Option<u16>,
     /// In the primary key: an update may not change it.
@@ -111,21 +113,23 @@ impl IntegerSlot {
     /// that fits; what `put_integer` writes, without 128-bit arithmetic.
     #[inline]
     fn stored(&self, value: ValueRef<'_>) -> Option<u64> {
-        let width = u32::from(self.bytes) * 8;
-        let mask = u64::MAX >> (64 - width);
-        let flip = 1u64 << (width - 1);
-        match (value, self.signed) {
-            (ValueRef::UInt(x), false) => (width == 64 || x >> width == 0).then_some(x),
-            (ValueRef::UInt(x), true) => (x >> (width - 1) == 0).then_some(x ^ flip),
-            (ValueRef::Int(x), false) => {
-                (x >= 0 && (width == 64 || (x as u64) >> width == 0)).then_some(x as u64)
-            }
-            (ValueRef::Int(x), true) => {
-                let high = x >> (width - 1);
-                (high == 0 || high == -1).then_some(((x as u64) ^ flip) & mask)
-            }
-            _ => None,
+        if !integer_code_fits(self.code, value) {
+            return None;
         }
+        let raw = match value {
+            ValueRef::UInt(x) => x,
+            ValueRef::Int(x) => x as u64,
+            _ => return None,
+        };
+        if !self.signed() {
+            return Some(raw);
+        }
+        let width = u32::from(self.bytes) * 8;
+        Some((raw ^ (1u64 << (width - 1))) & (u64::MAX >> (64 - width)))
+    }
+
+    fn signed(&self) -> bool {
+        self.code & INTEGER_CODE_UNSIGNED == 0
     }
 }
 
@@ -235,10 +239,10 @@ impl RowLayout {
         let integers = slots
             .iter()
             .map(|slot| match (slot.place, slot.integer_range) {
-                (Place::Fixed { offset, bytes }, Some((min, _))) => Some(IntegerSlot {
+                (Place::Fixed { offset, bytes }, Some(_)) => Some(IntegerSlot {
                     offset: u16::try_from(offset).ok()?,
                     bytes: u8::try_from(bytes).ok()?,
-                    signed: min < 0,
+                    code: slot.ty.integer_code(),
                     null_bit: if slot.nullable {
                         Some(u16::try_from(slot.null_bit).ok()?)
                     } else {
@@ -543,14 +547,7 @@ impl RowLayout {
         if slot.nullable && bit(fixed, slot.null_bit) {
             return None;
         }
-        let raw = get_be(&fixed[offset..offset + bytes]);
-        Some(if min < 0 {
-            let width = bytes as u32 * 8;
-            let shift = 64 - width;
-            Ok((((raw ^ (1u64 << (width - 1))) << shift) as i64) >> shift)
-        } else {
-            Err(raw)
-        })
+        Some(read_integer(&fixed[offset..offset + bytes], min < 0))
     }
 
     /// Every column of a row, in table order, when every column of the
@@ -570,14 +567,12 @@ impl RowLayout {
                 return IntegerCell::Null;
             }
             let offset = usize::from(slot.offset);
-            let bytes = usize::from(slot.bytes);
-            let raw = get_be(&fixed[offset..offset + bytes]);
-            if slot.signed {
-                let width = bytes as u32 * 8;
-                let shift = 64 - width;
-                IntegerCell::Int((((raw ^ (1u64 << (width - 1))) << shift) as i64) >> shift)
-            } else {
-                IntegerCell::UInt(raw)
+            match read_integer(
+                &fixed[offset..offset + usize::from(slot.bytes)],
+                slot.signed(),
+            ) {
+                Ok(v) => IntegerCell::Int(v),
+                Err(v) => IntegerCell::UInt(v),
             }
         }))
     }
@@ -1025,6 +1020,19 @@ fn integer_in_range(slot: &Slot, value: ValueRef<'_>) -> Option<(i128, usize, us
     (min..=max)
         .contains(&v)
         .then_some((v, offset, bytes, min < 0))
+}
+
+/// An integer column's stored bytes read back: `Ok(signed)` or
+/// `Err(unsigned)` (the sign bit was flipped when stored).
+#[inline]
+fn read_integer(stored: &[u8], signed: bool) -> Result<i64, u64> {
+    let raw = get_be(stored);
+    if !signed {
+        return Err(raw);
+    }
+    let width = stored.len() as u32 * 8;
+    let shift = 64 - width;
+    Ok((((raw ^ (1u64 << (width - 1))) << shift) as i64) >> shift)
 }
 
 fn put_integer(out: &mut [u8], value: i128, signed: bool) {
