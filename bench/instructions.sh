@@ -29,6 +29,7 @@ PORT_BASE=${PORT_BASE:-26400}
 WORK=${WORK:-$(mktemp -d /tmp/skarv-instructions.XXXXXX)}
 STEP_TIMEOUT_S=600
 CONNECT="127.0.0.1:$PORT_BASE"
+mkdir -p "$WORK"
 
 say() { printf '%s\n' "$*" >&2; }
 die() { say "instructions.sh: $*"; exit 1; }
