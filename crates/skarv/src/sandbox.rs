@@ -102,7 +102,8 @@ pub struct SandboxArgs {
     #[arg(long)]
     pub detach: bool,
     /// A data node parameter for config.ini's `[ndbd default]`, e.g.
-    /// `--set TimeBetweenEpochs=20`; repeat for more.
+    /// `--set TimeBetweenEpochs=20`; repeat for more. `DataMemory` and
+    /// `ThreadConfig` replace the sandbox's own; `NoOfReplicas` is --replicas.
     #[arg(long = "set", value_name = "NAME=VALUE")]
     pub set: Vec<String>,
     /// Stop the sandbox running in --dir.
@@ -221,6 +222,11 @@ fn parse_set(set: &str) -> Result<(String, String), String> {
             "--set {set}: {name:?} is not a parameter name (letters and digits)"
         ));
     }
+    if name.eq_ignore_ascii_case("NoOfReplicas") {
+        return Err(format!(
+            "--set {set}: the sandbox's layout comes from --data-nodes and --replicas; use --replicas"
+        ));
+    }
     // config.ini has no quoting (see `config_path_text`).
     if value.is_empty() || value.contains(['#', ';', '\n', '\r']) {
         return Err(format!(
@@ -288,17 +294,30 @@ fn config_ini(layout: &Layout, dir: &Path, cpus: usize) -> Result<String, String
     text.push_str(&format!(
         "[ndbd default]\n\
          # Copies of each row: data nodes form node groups of this many nodes.\n\
-         NoOfReplicas={}\n\
-         # Memory for rows and indexes on each data node (small: this is a sandbox).\n\
-         DataMemory={DATA_MEMORY}\n",
+         NoOfReplicas={}\n",
         layout.replicas
     ));
+    // A `--set` of a parameter the sandbox sets itself replaces the default.
+    let given = |name: &str| {
+        layout
+            .ndbd_params
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case(name))
+    };
+    if !given("DataMemory") {
+        text.push_str(&format!(
+            "# Memory for rows and indexes on each data node (small: this is a sandbox).\n\
+             DataMemory={DATA_MEMORY}\n"
+        ));
+    }
     for (name, value) in &layout.ndbd_params {
         text.push_str(&format!(
             "# Set with `skarv sandbox --set`.\n{name}={value}\n"
         ));
     }
-    if cpus / layout.data_nodes.max(1) as usize <= FOLD_LDM_CPUS_PER_NODE_MAX {
+    if cpus / layout.data_nodes.max(1) as usize <= FOLD_LDM_CPUS_PER_NODE_MAX
+        && !given("ThreadConfig")
+    {
         text.push_str(&format!(
             "# {cpus} CPU(s) for {} data node(s) and their clients: each node runs its LDM on\n\
              # its main thread, beside the TC, rather than handing every operation to another thread.\n\
@@ -1481,6 +1500,31 @@ mod tests {
             let error = config_ini(&layout, Path::new("/s"), 16).unwrap_err();
             assert!(error.starts_with("--set: "), "--set {bad}: {error}");
         }
+    }
+
+    #[test]
+    fn set_replaces_the_sandboxs_own_defaults() {
+        let args = parse(&[
+            "--set",
+            "datamemory=3G",
+            "--set",
+            "ThreadConfig=main,ldm={count=1}",
+        ])
+        .expect("parses");
+        let layout = validate(&args).expect("valid");
+        // 2 CPUs: without the --set, the sandbox would fold the LDM into main.
+        let text = config_ini(&layout, Path::new("/s"), 2).expect("config.ini");
+        let cluster = config::parse(&text, "config.ini").expect("one value per parameter");
+        for node in &cluster.data_nodes {
+            assert_eq!(node.params.data_memory_bytes, 3 << 30);
+            assert_eq!(
+                node.params.thread_config.as_deref(),
+                Some("main,ldm={count=1}")
+            );
+        }
+        let args = parse(&["--set", "NoOfReplicas=2"]).expect("any text parses");
+        let error = validate(&args).unwrap_err();
+        assert!(error.contains("--replicas"), "{error}");
     }
 
     #[test]
