@@ -134,11 +134,30 @@ impl Drop for Processes<'_> {
     }
 }
 
-fn scratch_dir() -> PathBuf {
+/// The test's directory: half a GB of redo logs, removed when the test
+/// passes (kept to look at when it fails).
+struct ScratchDir(PathBuf);
+
+impl std::ops::Deref for ScratchDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+fn scratch_dir() -> ScratchDir {
     let dir = std::env::temp_dir().join(format!("skarv-test-arbit-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    ScratchDir(dir)
 }
 
 /// Data node id → (state, members) as the mgmd shows them.
