@@ -1023,6 +1023,19 @@ impl<'a> Iterator for ColumnValues<'a> {
     }
 }
 
+impl ColumnValues<'_> {
+    /// Hands the leading (column, integer) pairs to `apply`, in order, as
+    /// `(column, Ok(signed) | Err(unsigned))`, while it returns true; the
+    /// pair it refuses, or the first that is not an integer, is then the
+    /// iterator's next. The tight loop of an update of a key-value table
+    /// (the iterator returns each pair through a `ValueRef`).
+    #[inline(always)]
+    pub fn integer_prefix(&mut self, apply: impl FnMut(u16, Result<i64, u64>) -> bool) {
+        let taken = self.r.integer_pairs(self.left, apply);
+        self.left -= taken;
+    }
+}
+
 /// Column positions of a validated op's projection.
 #[derive(Clone, Debug)]
 pub struct Columns<'a> {

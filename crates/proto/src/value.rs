@@ -465,6 +465,50 @@ impl<'a> Reader<'a> {
     }
 }
 
+impl Reader<'_> {
+    /// Reads up to `count` (u16 column, integer) pairs, handing each to
+    /// `apply` as `(column, Ok(signed) | Err(unsigned))` while it returns
+    /// true; returns how many it took. Stops, having read nothing of it, at
+    /// the pair `apply` refuses, at one that is not an integer, or at too
+    /// few bytes. Each pair is a fixed [`INTEGER_PAIR_BYTES`]: one bounds
+    /// check and one tag test, with nothing kept in memory between pairs.
+    #[inline(always)]
+    pub(crate) fn integer_pairs(
+        &mut self,
+        count: usize,
+        mut apply: impl FnMut(u16, Result<i64, u64>) -> bool,
+    ) -> usize {
+        let bytes = self.bytes;
+        let mut pos = self.pos;
+        let mut taken = 0;
+        while taken < count {
+            let Some(pair) = bytes
+                .get(pos..)
+                .and_then(|rest| rest.first_chunk::<INTEGER_PAIR_BYTES>())
+            else {
+                break;
+            };
+            let [c0, c1, tag, v @ ..] = *pair;
+            let value = match tag {
+                TAG_UINT => Err(u64::from_le_bytes(v)),
+                TAG_INT => Ok(i64::from_le_bytes(v)),
+                _ => break,
+            };
+            if !apply(u16::from_le_bytes([c0, c1]), value) {
+                break;
+            }
+            pos += INTEGER_PAIR_BYTES;
+            taken += 1;
+        }
+        self.pos = pos;
+        taken
+    }
+}
+
+/// Bytes of a (u16 column, integer) pair: the column, the tag, the `i64`
+/// or `u64`.
+pub(crate) const INTEGER_PAIR_BYTES: usize = 2 + 1 + 8;
+
 /// [`get_value`] for every tag.
 #[inline(never)]
 pub(crate) fn get_value_general<'a>(r: &mut Reader<'a>) -> Result<ValueRef<'a>, ProtoError> {

@@ -17,7 +17,8 @@
 use kernel::Context;
 use proto::error;
 use proto::ops::{
-    LockMode, OpBatchReader, OpBatchWriter, OpKind, OpView, KEY_INFO, NO_INDEX, NO_PARTITION,
+    ColumnValues, LockMode, OpBatchReader, OpBatchWriter, OpKind, OpView, KEY_INFO, NO_INDEX,
+    NO_PARTITION,
 };
 use proto::ProtoError;
 use signal::{BlockNumber, BlockRef, NodeId, SignalBody};
@@ -28,7 +29,7 @@ use storage::fragment::{
 };
 use storage::locks::{Grant, OpId, TxId};
 use storage::memory::PagePool;
-use storage::schema::{RowLayout, TableDef, Value};
+use storage::schema::{ColumnChanges, RowLayout, TableDef, Value, ValueRef};
 
 use super::encoded::Gathered;
 use super::{LdmBlock, LDM_OPS_MAX, LDM_REQUESTS_MAX, REDO_HIGH_WATER_PERCENT};
@@ -708,8 +709,7 @@ fn run_op(
             }
         }
         OpKind::Update => {
-            let changes = op.values().map(|(c, v)| (usize::from(c), v));
-            fragment.update_refs(pool, tx, op_id, &scratch.keys, changes)?
+            fragment.update_refs(pool, tx, op_id, &scratch.keys, OpChanges(op.values()))?
         }
         OpKind::Delete => {
             let answered = op.projection_count() > 0 && !forwarding;
@@ -742,6 +742,27 @@ fn run_op(
         Outcome::NotFound => OpEnd::NotFound,
         Outcome::Waiting => OpEnd::Waiting,
     })
+}
+
+/// An update op's changes as storage takes them: its leading integers
+/// through proto's tight loop, the rest through the iterator.
+#[derive(Clone)]
+struct OpChanges<'a>(ColumnValues<'a>);
+
+impl<'a> Iterator for OpChanges<'a> {
+    type Item = (usize, ValueRef<'a>);
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<(usize, ValueRef<'a>)> {
+        self.0.next().map(|(c, v)| (usize::from(c), v))
+    }
+}
+
+impl<'a> ColumnChanges<'a> for OpChanges<'a> {
+    #[inline(always)]
+    fn integer_prefix(&mut self, mut apply: impl FnMut(usize, Result<i64, u64>) -> bool) {
+        self.0.integer_prefix(|c, v| apply(usize::from(c), v));
+    }
 }
 
 /// A read's result row: the projected columns (all when none are), then

@@ -92,8 +92,9 @@ use crate::memory::{
 };
 use crate::ordered_index::{BTreeOrderedIndex, OrderedIndex};
 use crate::redo::RedoError;
+use crate::schema::row::Listed;
 use crate::schema::{
-    distribution_hash, ColumnType, IndexKind, KeyEncoder, RowFormatError, RowLayout, TableDef,
+    distribution_hash, ColumnChanges, ColumnType, IndexKind, KeyEncoder, RowFormatError, RowLayout, TableDef,
     Value, ValueError, ValueRef,
 };
 use crate::{Gci, RowId};
@@ -688,23 +689,19 @@ impl Fragment {
         key: &[Value],
         changes: &[(usize, Value)],
     ) -> Result<Outcome, FragmentError> {
-        let changes = changes.iter().map(|(c, v)| (*c, v.as_ref()));
-        self.update_refs(pool, tx, op, key, changes)
+        self.update_refs(pool, tx, op, key, Listed(changes.iter()))
     }
 
     /// [`Fragment::update`] from borrowed values (an op's, read from its
     /// frame), so that an update decodes nothing into owned values.
-    pub fn update_refs<'v, I>(
+    pub fn update_refs<'v>(
         &mut self,
         pool: &mut PagePool,
         tx: TxId,
         op: OpId,
         key: &[Value],
-        changes: I,
-    ) -> Result<Outcome, FragmentError>
-    where
-        I: Iterator<Item = (usize, ValueRef<'v>)> + Clone,
-    {
+        changes: impl ColumnChanges<'v>,
+    ) -> Result<Outcome, FragmentError> {
         self.encode_key(key)?;
         let Some(row) = self.find(pool) else {
             return Ok(Outcome::NotFound);
