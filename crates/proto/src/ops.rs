@@ -441,6 +441,22 @@ impl<'a> OpBatchReader<'a> {
         })
     }
 
+    /// A reader of a batch this process read already (by any constructor
+    /// above, which gave `count`), that reads nothing now: a batch kept
+    /// and read again later, such as an LDM's parked request, is not
+    /// checked twice. Iterating bytes that were not checked reads only
+    /// what is there (a bad op ends the iteration; a debug build asserts).
+    pub fn checked_before(bytes: &'a [u8], count: usize) -> OpBatchReader<'a> {
+        debug_assert!(
+            OpBatchReader::framed(bytes).is_ok_and(|r| r.len() == count),
+            "a batch read before, of {count} ops"
+        );
+        OpBatchReader {
+            ops: bytes.get(BATCH_HEADER_BYTES..).unwrap_or_default(),
+            count,
+        }
+    }
+
     /// [`OpBatchReader::framed`] that hands `each` the view of every op as
     /// it reads it (see [`OpBatchReader::new_each`]).
     pub fn framed_each(

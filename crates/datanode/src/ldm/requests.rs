@@ -245,9 +245,9 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             return;
         }
         if chain.is_empty()
-            && !self.txs.contains_key(&tx_id)
             && views.len() == op_count
             && views.iter().all(is_committed_read)
+            && !self.txs.contains_key(&tx_id)
         {
             // The common read: nothing of the transaction is queued here
             // and committed reads neither wait nor leave anything behind,
@@ -359,13 +359,11 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         let ops = std::mem::take(&mut record.ops);
         let mut results = std::mem::take(&mut record.results);
         let mut forward = std::mem::take(&mut record.forward);
-        let (tx_id, start) = (record.tx_id, record.next);
+        let (tx_id, start, op_count) = (record.tx_id, record.next, record.op_count);
         let forwarding = !record.chain.is_empty();
         let op_id = self.requests.op_id(slot);
-        let reader = match OpBatchReader::framed(&ops) {
-            Ok(reader) => reader,
-            Err(e) => panic!("a batch validated at arrival fails validation: {e}"),
-        };
+        // Framed at arrival (`on_key_req`), which counted its ops.
+        let reader = OpBatchReader::checked_before(&ops, op_count as usize);
         let mut position = start;
         let mut iter = reader.iter().skip(start as usize).peekable();
         let mut waiting = false;
@@ -582,10 +580,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         }
         if !record.forward.is_empty() {
             let next = record.chain[0];
-            let reader = match OpBatchReader::framed(&record.ops) {
-                Ok(reader) => reader,
-                Err(e) => panic!("a batch validated at arrival fails validation: {e}"),
-            };
+            let reader = OpBatchReader::checked_before(&record.ops, record.op_count as usize);
             let mut bytes = Vec::with_capacity(record.ops.len());
             let mut writer = OpBatchWriter::new(&mut bytes);
             let mut wanted = record.forward.iter().copied().peekable();
