@@ -478,17 +478,13 @@ impl Reader<'_> {
         count: usize,
         mut apply: impl FnMut(u16, Result<i64, u64>) -> bool,
     ) -> usize {
-        let bytes = self.bytes;
-        let mut pos = self.pos;
+        // The whole pairs there are, at most `count`: the loop below then
+        // reads fixed-size chunks with no bounds check of its own.
+        let whole = (self.bytes.len() - self.pos) / INTEGER_PAIR_BYTES;
+        let end = self.pos + count.min(whole) * INTEGER_PAIR_BYTES;
+        let (pairs, _) = self.bytes[self.pos..end].as_chunks::<INTEGER_PAIR_BYTES>();
         let mut taken = 0;
-        while taken < count {
-            let Some(pair) = bytes
-                .get(pos..)
-                .and_then(|rest| rest.first_chunk::<INTEGER_PAIR_BYTES>())
-            else {
-                break;
-            };
-            let [c0, c1, tag, v @ ..] = *pair;
+        for &[c0, c1, tag, v @ ..] in pairs {
             let value = match tag {
                 TAG_UINT => Err(u64::from_le_bytes(v)),
                 TAG_INT => Ok(i64::from_le_bytes(v)),
@@ -497,10 +493,9 @@ impl Reader<'_> {
             if !apply(u16::from_le_bytes([c0, c1]), value) {
                 break;
             }
-            pos += INTEGER_PAIR_BYTES;
             taken += 1;
         }
-        self.pos = pos;
+        self.pos += taken * INTEGER_PAIR_BYTES;
         taken
     }
 }
