@@ -94,8 +94,8 @@ use crate::ordered_index::{BTreeOrderedIndex, OrderedIndex};
 use crate::redo::RedoError;
 use crate::schema::row::Listed;
 use crate::schema::{
-    distribution_hash, ColumnChanges, ColumnType, IndexKind, KeyEncoder, RowFormatError, RowLayout, TableDef,
-    Value, ValueError, ValueRef,
+    distribution_hash, ColumnChanges, ColumnType, IndexKind, KeyEncoder, RowFormatError, RowLayout,
+    TableDef, Value, ValueError, ValueRef,
 };
 use crate::{Gci, RowId};
 

@@ -58,8 +58,8 @@
 use super::decimal::Decimal;
 use super::table::{TableDef, ROW_BYTES_MAX};
 use super::types::{
-    fsp_bytes, ColumnType, Storage, BLOB_INLINE_BYTES, BLOB_LENGTH_BYTES,
-    INTEGER_CODE_UNSIGNED, TIMESTAMP_SECONDS_MAX,
+    fsp_bytes, ColumnType, Storage, BLOB_INLINE_BYTES, BLOB_LENGTH_BYTES, INTEGER_CODE_UNSIGNED,
+    TIMESTAMP_SECONDS_MAX,
 };
 use super::value::Value;
 use super::value::{

@@ -503,7 +503,11 @@ fn update_both(
         &mut prefix_var,
     );
     assert_eq!(listed, prefixed, "{changes:?}");
-    assert_eq!((&new_fixed, &new_var), (&prefix_fixed, &prefix_var), "{changes:?}");
+    assert_eq!(
+        (&new_fixed, &new_var),
+        (&prefix_fixed, &prefix_var),
+        "{changes:?}"
+    );
     listed.map(|()| (new_fixed, new_var))
 }
 
@@ -563,7 +567,10 @@ fn update_matches_reencoding(
         refused
     );
     prop_assert!(new_fixed.is_empty() && new_var.is_empty());
-    prop_assert_eq!(update_both(&layout, (&fixed, &var), &changes), refused.map(|()| (new_fixed, new_var)));
+    prop_assert_eq!(
+        update_both(&layout, (&fixed, &var), &changes),
+        refused.map(|()| (new_fixed, new_var))
+    );
     Ok(())
 }
 
