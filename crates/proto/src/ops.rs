@@ -441,6 +441,22 @@ impl<'a> OpBatchReader<'a> {
         })
     }
 
+    /// A reader of a batch this process read already (by any constructor
+    /// above, which gave `count`), that reads nothing now: a batch kept
+    /// and read again later, such as an LDM's parked request, is not
+    /// checked twice. Iterating bytes that were not checked reads only
+    /// what is there (a bad op ends the iteration; a debug build asserts).
+    pub fn checked_before(bytes: &'a [u8], count: usize) -> OpBatchReader<'a> {
+        debug_assert!(
+            OpBatchReader::framed(bytes).is_ok_and(|r| r.len() == count),
+            "a batch read before, of {count} ops"
+        );
+        OpBatchReader {
+            ops: bytes.get(BATCH_HEADER_BYTES..).unwrap_or_default(),
+            count,
+        }
+    }
+
     /// [`OpBatchReader::framed`] that hands `each` the view of every op as
     /// it reads it (see [`OpBatchReader::new_each`]).
     pub fn framed_each(
@@ -1020,6 +1036,19 @@ impl<'a> Iterator for ColumnValues<'a> {
 
     fn size_hint(&self) -> (usize, Option<usize>) {
         (0, Some(self.left))
+    }
+}
+
+impl ColumnValues<'_> {
+    /// Hands the leading (column, integer) pairs to `apply`, in order, as
+    /// `(column, Ok(signed) | Err(unsigned))`, while it returns true; the
+    /// pair it refuses, or the first that is not an integer, is then the
+    /// iterator's next. The tight loop of an update of a key-value table
+    /// (the iterator returns each pair through a `ValueRef`).
+    #[inline(always)]
+    pub fn integer_prefix(&mut self, apply: impl FnMut(u16, Result<i64, u64>) -> bool) {
+        let taken = self.r.integer_pairs(self.left, apply);
+        self.left -= taken;
     }
 }
 

@@ -465,6 +465,45 @@ impl<'a> Reader<'a> {
     }
 }
 
+impl Reader<'_> {
+    /// Reads up to `count` (u16 column, integer) pairs, handing each to
+    /// `apply` as `(column, Ok(signed) | Err(unsigned))` while it returns
+    /// true; returns how many it took. Stops, having read nothing of it, at
+    /// the pair `apply` refuses, at one that is not an integer, or at too
+    /// few bytes. Each pair is a fixed [`INTEGER_PAIR_BYTES`]: one bounds
+    /// check and one tag test, with nothing kept in memory between pairs.
+    #[inline(always)]
+    pub(crate) fn integer_pairs(
+        &mut self,
+        count: usize,
+        mut apply: impl FnMut(u16, Result<i64, u64>) -> bool,
+    ) -> usize {
+        // The whole pairs there are, at most `count`: the loop below then
+        // reads fixed-size chunks with no bounds check of its own.
+        let whole = (self.bytes.len() - self.pos) / INTEGER_PAIR_BYTES;
+        let end = self.pos + count.min(whole) * INTEGER_PAIR_BYTES;
+        let (pairs, _) = self.bytes[self.pos..end].as_chunks::<INTEGER_PAIR_BYTES>();
+        let mut taken = 0;
+        for &[c0, c1, tag, v @ ..] in pairs {
+            let value = match tag {
+                TAG_UINT => Err(u64::from_le_bytes(v)),
+                TAG_INT => Ok(i64::from_le_bytes(v)),
+                _ => break,
+            };
+            if !apply(u16::from_le_bytes([c0, c1]), value) {
+                break;
+            }
+            taken += 1;
+        }
+        self.pos += taken * INTEGER_PAIR_BYTES;
+        taken
+    }
+}
+
+/// Bytes of a (u16 column, integer) pair: the column, the tag, the `i64`
+/// or `u64`.
+pub(crate) const INTEGER_PAIR_BYTES: usize = 2 + 1 + 8;
+
 /// [`get_value`] for every tag.
 #[inline(never)]
 pub(crate) fn get_value_general<'a>(r: &mut Reader<'a>) -> Result<ValueRef<'a>, ProtoError> {

@@ -127,6 +127,42 @@ proptest! {
     }
 }
 
+proptest! {
+    /// An op's values read through `integer_prefix` and then the iterator
+    /// are the values the iterator alone reads: the prefix takes the
+    /// leading integers up to the one refused, in order, and leaves the
+    /// rest.
+    #[test]
+    fn integer_prefix_then_iterator_reads_every_value(
+        header in arb_header(),
+        values in proptest::collection::vec((any::<u16>(), prop_oneof![
+            3 => any::<i64>().prop_map(Value::Int),
+            3 => any::<u64>().prop_map(Value::UInt),
+            1 => arb_value(),
+        ]), 0..12),
+        accept in 0usize..14,
+    ) {
+        let op = Op { header, keys: Vec::new(), values, projection: Vec::new() };
+        let bytes = write_ops(std::slice::from_ref(&op));
+        let reader = OpBatchReader::new(&bytes).unwrap();
+        let view = reader.iter().next().unwrap();
+        let mut values = view.values();
+        let mut read = Vec::new();
+        values.integer_prefix(|c, v| {
+            if read.len() == accept {
+                return false;
+            }
+            read.push((c, v.map_or_else(Value::UInt, Value::Int)));
+            true
+        });
+        let taken = read.len();
+        let leading = op.values.iter().take_while(|(_, v)| matches!(v, Value::Int(_) | Value::UInt(_))).count();
+        prop_assert_eq!(taken, leading.min(accept));
+        read.extend(values.map(|(c, v)| (c, v.to_value())));
+        prop_assert_eq!(read, op.values);
+    }
+}
+
 fn arb_bound() -> impl Strategy<Value = Option<Bound>> {
     proptest::option::of(
         (proptest::collection::vec(arb_value(), 0..3), any::<bool>())

@@ -54,6 +54,7 @@ mod scans;
 pub use alter::{ALTER_CHECK_INTERVAL, ALTER_WAIT_MAX, SCHEMA_DEFERRED_MAX};
 pub use copy::{COPY_BATCH_BYTES_MAX, COPY_BATCH_ROWS, COPY_OUT_MAX, COPY_RETRY_DELAY};
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
@@ -364,17 +365,18 @@ impl<D> LdmBlock<D> {
     }
 
     fn tx_record(&mut self, tx_id: u64, tc: BlockRef) -> Option<&mut TxRecord> {
-        if !self.txs.contains_key(&tx_id) {
-            if self.txs.len() >= LDM_TRANSACTIONS_MAX {
-                return None;
+        let full = self.txs.len() >= LDM_TRANSACTIONS_MAX;
+        match self.txs.entry(tx_id) {
+            Entry::Occupied(entry) => Some(entry.into_mut()),
+            Entry::Vacant(_) if full => None,
+            Entry::Vacant(entry) => {
+                let mut record = self.free_txs.pop().unwrap_or_default();
+                record.tc = Some(tc);
+                record.fragments.clear();
+                record.queue.clear();
+                Some(entry.insert(record))
             }
-            let mut record = self.free_txs.pop().unwrap_or_default();
-            record.tc = Some(tc);
-            record.fragments.clear();
-            record.queue.clear();
-            self.txs.insert(tx_id, record);
         }
-        self.txs.get_mut(&tx_id)
     }
 
     /// Notes that `tx_id` locked or changed fragment `key` here.

@@ -17,7 +17,8 @@
 use kernel::Context;
 use proto::error;
 use proto::ops::{
-    LockMode, OpBatchReader, OpBatchWriter, OpKind, OpView, KEY_INFO, NO_INDEX, NO_PARTITION,
+    ColumnValues, LockMode, OpBatchReader, OpBatchWriter, OpKind, OpView, KEY_INFO, NO_INDEX,
+    NO_PARTITION,
 };
 use proto::ProtoError;
 use signal::{BlockNumber, BlockRef, NodeId, SignalBody};
@@ -28,7 +29,7 @@ use storage::fragment::{
 };
 use storage::locks::{Grant, OpId, TxId};
 use storage::memory::PagePool;
-use storage::schema::{RowLayout, TableDef, Value};
+use storage::schema::{ColumnChanges, RowLayout, TableDef, Value, ValueRef};
 
 use super::encoded::Gathered;
 use super::{LdmBlock, LDM_OPS_MAX, LDM_REQUESTS_MAX, REDO_HIGH_WATER_PERCENT};
@@ -244,9 +245,9 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             return;
         }
         if chain.is_empty()
-            && !self.txs.contains_key(&tx_id)
             && views.len() == op_count
             && views.iter().all(is_committed_read)
+            && !self.txs.contains_key(&tx_id)
         {
             // The common read: nothing of the transaction is queued here
             // and committed reads neither wait nor leave anything behind,
@@ -358,13 +359,11 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         let ops = std::mem::take(&mut record.ops);
         let mut results = std::mem::take(&mut record.results);
         let mut forward = std::mem::take(&mut record.forward);
-        let (tx_id, start) = (record.tx_id, record.next);
+        let (tx_id, start, op_count) = (record.tx_id, record.next, record.op_count);
         let forwarding = !record.chain.is_empty();
         let op_id = self.requests.op_id(slot);
-        let reader = match OpBatchReader::framed(&ops) {
-            Ok(reader) => reader,
-            Err(e) => panic!("a batch validated at arrival fails validation: {e}"),
-        };
+        // Framed at arrival (`on_key_req`), which counted its ops.
+        let reader = OpBatchReader::checked_before(&ops, op_count as usize);
         let mut position = start;
         let mut iter = reader.iter().skip(start as usize).peekable();
         let mut waiting = false;
@@ -581,10 +580,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         }
         if !record.forward.is_empty() {
             let next = record.chain[0];
-            let reader = match OpBatchReader::framed(&record.ops) {
-                Ok(reader) => reader,
-                Err(e) => panic!("a batch validated at arrival fails validation: {e}"),
-            };
+            let reader = OpBatchReader::checked_before(&record.ops, record.op_count as usize);
             let mut bytes = Vec::with_capacity(record.ops.len());
             let mut writer = OpBatchWriter::new(&mut bytes);
             let mut wanted = record.forward.iter().copied().peekable();
@@ -708,8 +704,7 @@ fn run_op(
             }
         }
         OpKind::Update => {
-            let changes = op.values().map(|(c, v)| (usize::from(c), v));
-            fragment.update_refs(pool, tx, op_id, &scratch.keys, changes)?
+            fragment.update_refs(pool, tx, op_id, &scratch.keys, OpChanges(op.values()))?
         }
         OpKind::Delete => {
             let answered = op.projection_count() > 0 && !forwarding;
@@ -742,6 +737,27 @@ fn run_op(
         Outcome::NotFound => OpEnd::NotFound,
         Outcome::Waiting => OpEnd::Waiting,
     })
+}
+
+/// An update op's changes as storage takes them: its leading integers
+/// through proto's tight loop, the rest through the iterator.
+#[derive(Clone)]
+struct OpChanges<'a>(ColumnValues<'a>);
+
+impl<'a> Iterator for OpChanges<'a> {
+    type Item = (usize, ValueRef<'a>);
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<(usize, ValueRef<'a>)> {
+        self.0.next().map(|(c, v)| (usize::from(c), v))
+    }
+}
+
+impl<'a> ColumnChanges<'a> for OpChanges<'a> {
+    #[inline(always)]
+    fn integer_prefix(&mut self, mut apply: impl FnMut(usize, Result<i64, u64>) -> bool) {
+        self.0.integer_prefix(|c, v| apply(usize::from(c), v));
+    }
 }
 
 /// A read's result row: the projected columns (all when none are), then

@@ -92,9 +92,10 @@ use crate::memory::{
 };
 use crate::ordered_index::{BTreeOrderedIndex, OrderedIndex};
 use crate::redo::RedoError;
+use crate::schema::row::Listed;
 use crate::schema::{
-    distribution_hash, ColumnType, IndexKind, KeyEncoder, RowFormatError, RowLayout, TableDef,
-    Value, ValueError, ValueRef,
+    distribution_hash, ColumnChanges, ColumnType, IndexKind, KeyEncoder, RowFormatError, RowLayout,
+    TableDef, Value, ValueError, ValueRef,
 };
 use crate::{Gci, RowId};
 
@@ -688,23 +689,19 @@ impl Fragment {
         key: &[Value],
         changes: &[(usize, Value)],
     ) -> Result<Outcome, FragmentError> {
-        let changes = changes.iter().map(|(c, v)| (*c, v.as_ref()));
-        self.update_refs(pool, tx, op, key, changes)
+        self.update_refs(pool, tx, op, key, Listed(changes.iter()))
     }
 
     /// [`Fragment::update`] from borrowed values (an op's, read from its
     /// frame), so that an update decodes nothing into owned values.
-    pub fn update_refs<'v, I>(
+    pub fn update_refs<'v>(
         &mut self,
         pool: &mut PagePool,
         tx: TxId,
         op: OpId,
         key: &[Value],
-        changes: I,
-    ) -> Result<Outcome, FragmentError>
-    where
-        I: Iterator<Item = (usize, ValueRef<'v>)> + Clone,
-    {
+        changes: impl ColumnChanges<'v>,
+    ) -> Result<Outcome, FragmentError> {
         self.encode_key(key)?;
         let Some(row) = self.find(pool) else {
             return Ok(Outcome::NotFound);
@@ -832,44 +829,72 @@ impl Fragment {
         redo: &mut dyn RedoSink,
         grants: &mut Vec<Grant>,
     ) -> Result<(), FragmentError> {
-        let Some(list) = self.txs.get_mut(&tx).map(std::mem::take) else {
+        // Out of the map until the end (one lookup): back in on an error.
+        let Some(list) = self.txs.remove(&tx) else {
             return Ok(());
         };
-        if let Err(error) = self.log_commit(pool, tx, gci, &list, redo) {
-            *self
-                .txs
-                .get_mut(&tx)
-                .expect("the transaction is still listed") = list;
-            return Err(error);
-        }
+        let (updates, others) = match self.log_commit(pool, tx, gci, &list, redo) {
+            Ok(counts) => counts,
+            Err(error) => {
+                self.txs.insert(tx, list);
+                return Err(error);
+            }
+        };
         // The reserved pages go back to the pool first: the updates below
         // are what may need them, and nothing else allocates in between.
-        for &row in &list {
-            if let Some(pending) = self.pending.get_mut(&row).filter(|p| p.tx == tx) {
-                let reserve = pending.reserve.take();
-                self.free_reserve(pool, reserve);
+        if self.reserve_pages > 0 {
+            for &row in &list {
+                if let Some(pending) = self.pending.get_mut(&row).filter(|p| p.tx == tx) {
+                    let reserve = pending.reserve.take();
+                    self.free_reserve(pool, reserve);
+                }
             }
         }
+        // Each pass stops once it has seen the changes `log_commit`
+        // counted: a one-row commit looks its row up once here.
+        let mut left = updates;
         for &row in &list {
-            if self.pending_of(row, tx) == Some(PendingKind::Update) {
-                let pending = self.pending.remove(&row).expect("pending update");
-                self.install_update(pool, row, &pending.image);
-                self.recycle_image(pending.image);
+            if left == 0 {
+                break;
             }
-        }
-        for &row in &list {
-            let Some(kind) = self.pending_of(row, tx) else {
+            let Entry::Occupied(entry) = self.pending.entry(row) else {
                 continue;
             };
-            let pending = self.pending.remove(&row).expect("pending change");
-            match kind {
+            if entry.get().tx != tx || entry.get().kind != PendingKind::Update {
+                continue;
+            }
+            let pending = entry.remove();
+            self.install_update(pool, row, &pending.image);
+            self.recycle_image(pending.image);
+            left -= 1;
+        }
+        debug_assert_eq!(left, 0, "every pending update was installed");
+        let mut left = others;
+        for &row in &list {
+            if left == 0 {
+                break;
+            }
+            let Entry::Occupied(entry) = self.pending.entry(row) else {
+                continue;
+            };
+            if entry.get().tx != tx {
+                continue;
+            }
+            let pending = entry.remove();
+            match pending.kind {
                 PendingKind::Insert => self.install_insert(pool, row),
                 PendingKind::InsertDeleted => self.remove_reserved(pool, row),
                 PendingKind::Delete => self.remove_committed(pool, row),
                 PendingKind::Update => unreachable!("updates were installed first"),
             }
             self.recycle_image(pending.image);
+            left -= 1;
         }
+        debug_assert_eq!(left, 0, "every pending change was installed");
+        debug_assert!(
+            !list.iter().any(|row| self.pending_of(*row, tx).is_some()),
+            "a change of the committed transaction is left"
+        );
         self.end_transaction(tx, list, grants);
         Ok(())
     }
@@ -879,7 +904,7 @@ impl Fragment {
     /// to `grants`. Cannot fail; aborting a transaction with nothing here
     /// does nothing.
     pub fn abort(&mut self, pool: &mut PagePool, tx: TxId, grants: &mut Vec<Grant>) {
-        let Some(list) = self.txs.get_mut(&tx).map(std::mem::take) else {
+        let Some(list) = self.txs.remove(&tx) else {
             return;
         };
         for &row in &list {
@@ -1710,6 +1735,7 @@ impl Fragment {
 
     /// Builds, checks room for and appends the redo records of `tx`'s
     /// commit. Changes nothing but the pending entries' `redo_seq`.
+    /// Returns how many rows `tx` changed: (updates, other changes).
     fn log_commit(
         &mut self,
         pool: &PagePool,
@@ -1717,7 +1743,7 @@ impl Fragment {
         gci: Gci,
         list: &[RowId],
         sink: &mut dyn RedoSink,
-    ) -> Result<(), FragmentError> {
+    ) -> Result<(usize, usize), FragmentError> {
         self.commit_seq = self.commit_seq.wrapping_add(1).max(1);
         let seq = self.commit_seq;
         let Fragment {
@@ -1734,6 +1760,7 @@ impl Fragment {
         scratch.redo.clear();
         scratch.redo_ends.clear();
         let mut need = RedoNeed::default();
+        let (mut updates, mut others) = (0, 0);
         for &row in list {
             let Some(p) = pending
                 .get_mut(&row)
@@ -1742,6 +1769,11 @@ impl Fragment {
                 continue;
             };
             p.redo_seq = seq;
+            if p.kind == PendingKind::Update {
+                updates += 1;
+            } else {
+                others += 1;
+            }
             let (kind, fixed, var) = match p.kind {
                 PendingKind::InsertDeleted => continue,
                 PendingKind::Insert => {
@@ -1794,7 +1826,7 @@ impl Fragment {
                 .map_err(map)?;
             start = end;
         }
-        Ok(())
+        Ok((updates, others))
     }
 
     /// Installs a pending update of committed `row`: ordered-index keys that
@@ -1901,7 +1933,8 @@ impl Fragment {
         assert!(removed, "{row:?} was in the hash index");
     }
 
-    /// Releases every lock and waiting request of `tx` and forgets it.
+    /// Releases every lock and waiting request of `tx`, whose row list
+    /// `list` the caller took out of `txs`.
     /// Waiters granted a row that no longer exists are released at once
     /// (their grants still go to the caller, whose retry finds no row).
     fn end_transaction(&mut self, tx: TxId, mut list: Vec<RowId>, grants: &mut Vec<Grant>) {
@@ -1915,8 +1948,7 @@ impl Fragment {
             }
             i += 1;
         }
-        let removed = self.txs.remove(&tx);
-        debug_assert!(removed.is_some_and(|l| l.is_empty()));
+        debug_assert!(!self.txs.contains_key(&tx), "the caller took its row list");
         list.clear();
         self.free_row_lists.push(list);
     }

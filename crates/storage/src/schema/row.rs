@@ -58,8 +58,8 @@
 use super::decimal::Decimal;
 use super::table::{TableDef, ROW_BYTES_MAX};
 use super::types::{
-    fsp_bytes, integer_code_fits, ColumnType, Storage, BLOB_INLINE_BYTES, BLOB_LENGTH_BYTES,
-    INTEGER_CODE_UNSIGNED, TIMESTAMP_SECONDS_MAX,
+    fsp_bytes, ColumnType, Storage, BLOB_INLINE_BYTES, BLOB_LENGTH_BYTES, INTEGER_CODE_UNSIGNED,
+    TIMESTAMP_SECONDS_MAX,
 };
 use super::value::Value;
 use super::value::{
@@ -103,33 +103,63 @@ struct IntegerSlot {
     code: u8,
     /// The NULL bit of a nullable column.
     null_bit: Option<u16>,
-    /// In the primary key: an update may not change it.
-    key: bool,
 }
 
 impl IntegerSlot {
-    /// The stored form of `value` in this column (big-endian order key,
-    /// sign bit flipped for a signed column), when `value` is an integer
-    /// that fits; what `put_integer` writes, without 128-bit arithmetic.
-    #[inline]
-    fn stored(&self, value: ValueRef<'_>) -> Option<u64> {
-        if !integer_code_fits(self.code, value) {
-            return None;
-        }
-        let raw = match value {
-            ValueRef::UInt(x) => x,
-            ValueRef::Int(x) => x as u64,
-            _ => return None,
-        };
-        if !self.signed() {
-            return Some(raw);
-        }
-        let width = u32::from(self.bytes) * 8;
-        Some((raw ^ (1u64 << (width - 1))) & (u64::MAX >> (64 - width)))
-    }
-
     fn signed(&self) -> bool {
         self.code & INTEGER_CODE_UNSIGNED == 0
+    }
+}
+
+/// How an update writes an integer value into one column, made once per
+/// layout for every column: a compare, an add and a store per value.
+///
+/// A column's stored form is its value minus the column's minimum (the
+/// sign bit flipped is the same as adding 2^(width-1)), so `bias` is
+/// minus that minimum. An `Int` value that is below the minimum wraps,
+/// added to `bias`, far above `int_stored_max` (whose bound stays below
+/// 2^63 for every column that has values below its minimum).
+#[derive(Clone, Copy, Debug, Default)]
+struct IntegerWrite {
+    /// Added (mod 2^64) to a value to give its stored form.
+    bias: u64,
+    /// The largest `UInt` value that fits.
+    uint_max: u64,
+    /// The largest stored form of an `Int` value that fits.
+    int_stored_max: u64,
+    offset: u16,
+    /// The NULL bit plus one of a nullable column; 0 for NOT NULL.
+    null_bit_plus_one: u16,
+    /// Width in bytes; 0 for a column this path does not write (not an
+    /// integer, or in the primary key): the general path says why.
+    bytes: u8,
+}
+
+impl IntegerWrite {
+    fn new(slot: &Slot) -> IntegerWrite {
+        let (Some((min, max)), Place::Fixed { offset, bytes }, false) =
+            (slot.integer_range, slot.place, slot.key)
+        else {
+            return IntegerWrite::default();
+        };
+        let (Ok(offset), Ok(null_bit_plus_one), Ok(bytes)) = (
+            u16::try_from(offset),
+            u16::try_from(if slot.nullable { slot.null_bit + 1 } else { 0 }),
+            u8::try_from(bytes),
+        ) else {
+            return IntegerWrite::default();
+        };
+        let write = IntegerWrite {
+            bias: (-min) as u64,
+            uint_max: max as u64,
+            int_stored_max: (max.min(i128::from(i64::MAX)) - min) as u64,
+            offset,
+            null_bit_plus_one,
+            bytes,
+        };
+        debug_assert!(min >= i128::from(i64::MIN) && max <= i128::from(u64::MAX) && max > 0);
+        debug_assert!(min == i128::from(i64::MIN) || write.int_stored_max < 1 << 63);
+        write
     }
 }
 
@@ -141,6 +171,37 @@ pub enum IntegerCell {
     UInt(u64),
 }
 
+/// The changes of an update, `(column, value)` pairs in order, as
+/// [`RowLayout::update_refs`] and `Fragment::update_refs` take them.
+pub trait ColumnChanges<'v>: Iterator<Item = (usize, ValueRef<'v>)> + Clone {
+    /// Hands the leading changes whose values are integers to `apply`, in
+    /// order, as `(column, Ok(signed) | Err(unsigned))`, while it returns
+    /// true: the change it refuses, or the first that is not an integer,
+    /// is then the iterator's next, and so is every change after it. A
+    /// source may hand none (the default): the iterator gives them all.
+    /// What an update of a key-value table spends its time on, so a source
+    /// that reads its pairs from bytes reads them here in one tight loop.
+    #[inline(always)]
+    fn integer_prefix(&mut self, apply: impl FnMut(usize, Result<i64, u64>) -> bool) {
+        let _ = apply;
+    }
+}
+
+/// [`ColumnChanges`] of owned values (`RowLayout::update`): all through
+/// the iterator.
+#[derive(Clone)]
+pub(crate) struct Listed<'v>(pub(crate) std::slice::Iter<'v, (usize, Value)>);
+
+impl<'v> Iterator for Listed<'v> {
+    type Item = (usize, ValueRef<'v>);
+
+    fn next(&mut self) -> Option<(usize, ValueRef<'v>)> {
+        self.0.next().map(|(c, v)| (*c, v.as_ref()))
+    }
+}
+
+impl<'v> ColumnChanges<'v> for Listed<'v> {}
+
 /// The byte layout of one table's rows (see the module doc), computed once
 /// per table version and shared by every row of it.
 #[derive(Clone, Debug)]
@@ -150,6 +211,8 @@ pub struct RowLayout {
     /// Every column, when every column is an integer (as in key-value
     /// tables such as flexAsynch's): the fast path of reading a whole row.
     integers: Option<Vec<IntegerSlot>>,
+    /// How an update writes an integer into each column.
+    integer_writes: Vec<IntegerWrite>,
     null_bitmap_bytes: usize,
     fixed_bytes: usize,
     var_columns: usize,
@@ -248,15 +311,16 @@ impl RowLayout {
                     } else {
                         None
                     },
-                    key: slot.key,
                 }),
                 _ => None,
             })
             .collect();
+        let integer_writes = slots.iter().map(IntegerWrite::new).collect();
         RowLayout {
             table: table.name.clone(),
             slots,
             integers,
+            integer_writes,
             null_bitmap_bytes,
             fixed_bytes: offset,
             var_columns,
@@ -368,33 +432,39 @@ impl RowLayout {
         new_fixed: &mut Vec<u8>,
         new_var: &mut Vec<u8>,
     ) -> Result<(), ValueError> {
-        let changes = changes.iter().map(|(c, v)| (*c, v.as_ref()));
+        let changes = Listed(changes.iter());
         self.update_refs(old_fixed, old_var, changes, new_fixed, new_var)
     }
 
     /// [`RowLayout::update`] from borrowed values, as an op carries them:
-    /// nothing is decoded into owned values. Fixed-size columns are checked
-    /// and written in one pass over `changes` (an update of integer columns
-    /// reads each value once); the pairs are walked again only when a var
-    /// column changes.
-    pub fn update_refs<'v, I>(
+    /// nothing is decoded into owned values. The leading integer changes
+    /// go through [`ColumnChanges::integer_prefix`]; fixed-size columns are
+    /// checked and written in one pass over the rest; the pairs are walked
+    /// again only when a var column changes.
+    pub fn update_refs<'v, C: ColumnChanges<'v>>(
         &self,
         old_fixed: &[u8],
         old_var: &[u8],
-        changes: I,
+        mut changes: C,
         new_fixed: &mut Vec<u8>,
         new_var: &mut Vec<u8>,
-    ) -> Result<(), ValueError>
-    where
-        I: Iterator<Item = (usize, ValueRef<'v>)> + Clone,
-    {
+    ) -> Result<(), ValueError> {
         debug_assert_eq!(old_fixed.len(), self.fixed_bytes);
         new_fixed.clear();
         new_var.clear();
         new_fixed.extend_from_slice(old_fixed);
+        // Integer columns only: what a var column's pass below walks again
+        // starts after them.
+        let fixed = new_fixed.as_mut_slice();
+        changes.integer_prefix(|col, value| self.write_integer(col, value, fixed));
         let mut var_changed = false;
         for (col, value) in changes.clone() {
-            if self.update_integer(col, value, new_fixed) {
+            let written = match value {
+                ValueRef::Int(x) => self.write_integer(col, Ok(x), new_fixed),
+                ValueRef::UInt(x) => self.write_integer(col, Err(x), new_fixed),
+                _ => false,
+            };
+            if written {
                 continue;
             }
             if let Err(error) = self.update_fixed(col, value, new_fixed, &mut var_changed) {
@@ -423,26 +493,34 @@ impl RowLayout {
         Ok(())
     }
 
-    /// Writes one changed column of a table of integers from its compact
-    /// slot, inlined in the update's loop, when `value` is an integer that
-    /// fits and the column is not in the key; false leaves it to
-    /// `update_fixed`, which says what is wrong.
+    /// Writes an integer (`Ok(signed)` or `Err(unsigned)`) into column
+    /// `col` of a fixed part being updated, when the column is an integer
+    /// outside the primary key and the value fits; false (nothing written)
+    /// leaves it to `update_fixed`, which says what is wrong.
     #[inline(always)]
-    fn update_integer(&self, col: usize, value: ValueRef<'_>, new_fixed: &mut [u8]) -> bool {
-        let Some(slot) = self.integers.as_ref().and_then(|slots| slots.get(col)) else {
+    fn write_integer(&self, col: usize, value: Result<i64, u64>, new_fixed: &mut [u8]) -> bool {
+        let Some(write) = self.integer_writes.get(col) else {
             return false;
         };
-        let Some(raw) = slot.stored(value).filter(|_| !slot.key) else {
-            return false;
+        let stored = match value {
+            Err(x) if x <= write.uint_max => x.wrapping_add(write.bias),
+            Ok(x) => match (x as u64).wrapping_add(write.bias) {
+                stored if stored <= write.int_stored_max => stored,
+                _ => return false,
+            },
+            Err(_) => return false,
         };
-        if let Some(n) = slot.null_bit {
-            set_bit(new_fixed, usize::from(n), false);
+        let offset = usize::from(write.offset);
+        match write.bytes {
+            0 => return false,
+            // INT first, as a branch: the common width without the jump
+            // table of the others.
+            4 => new_fixed[offset..offset + 4].copy_from_slice(&(stored as u32).to_be_bytes()),
+            bytes => put_be(&mut new_fixed[offset..offset + usize::from(bytes)], stored),
         }
-        let offset = usize::from(slot.offset);
-        put_be(
-            &mut new_fixed[offset..offset + usize::from(slot.bytes)],
-            raw,
-        );
+        if write.null_bit_plus_one != 0 {
+            set_bit(new_fixed, usize::from(write.null_bit_plus_one - 1), false);
+        }
         true
     }
 

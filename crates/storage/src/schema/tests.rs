@@ -455,6 +455,75 @@ fn arb_integer_table_row() -> BoxedStrategy<(TableDef, Vec<Value>)> {
     table_row_of(prop::collection::vec((integer, any::<bool>()), 1..=30))
 }
 
+/// [`ColumnChanges`] that hand their leading integers through
+/// `integer_prefix`, as an op's do.
+#[derive(Clone)]
+struct Prefixed<'v>(std::slice::Iter<'v, (usize, Value)>);
+
+impl<'v> Iterator for Prefixed<'v> {
+    type Item = (usize, ValueRef<'v>);
+
+    fn next(&mut self) -> Option<(usize, ValueRef<'v>)> {
+        self.0.next().map(|(c, v)| (*c, v.as_ref()))
+    }
+}
+
+impl<'v> ColumnChanges<'v> for Prefixed<'v> {
+    fn integer_prefix(&mut self, mut apply: impl FnMut(usize, Result<i64, u64>) -> bool) {
+        while let Some((c, v)) = self.0.as_slice().first() {
+            let value = match *v {
+                Value::Int(x) => Ok(x),
+                Value::UInt(x) => Err(x),
+                _ => break,
+            };
+            if !apply(*c, value) {
+                break;
+            }
+            self.0.next();
+        }
+    }
+}
+
+/// `RowLayout::update` of `changes`, checked to agree with the same
+/// changes handed through `integer_prefix`: the same bytes or the same
+/// error.
+fn update_both(
+    layout: &RowLayout,
+    (fixed, var): (&[u8], &[u8]),
+    changes: &[(usize, Value)],
+) -> Result<(Vec<u8>, Vec<u8>), ValueError> {
+    let (mut new_fixed, mut new_var) = (Vec::new(), Vec::new());
+    let listed = layout.update(fixed, var, changes, &mut new_fixed, &mut new_var);
+    let (mut prefix_fixed, mut prefix_var) = (vec![7], vec![7]);
+    let prefixed = layout.update_refs(
+        fixed,
+        var,
+        Prefixed(changes.iter()),
+        &mut prefix_fixed,
+        &mut prefix_var,
+    );
+    assert_eq!(listed, prefixed, "{changes:?}");
+    assert_eq!(
+        (&new_fixed, &new_var),
+        (&prefix_fixed, &prefix_var),
+        "{changes:?}"
+    );
+    listed.map(|()| (new_fixed, new_var))
+}
+
+/// Changes for `table`: columns in and past it, key columns, columns named
+/// twice; integers in and out of range of either kind, NULL.
+fn arb_changes(columns: usize) -> impl Strategy<Value = Vec<(usize, Value)>> {
+    let value = prop_oneof![
+        any::<i64>().prop_map(Value::Int),
+        any::<u64>().prop_map(Value::UInt),
+        (-300i64..300).prop_map(Value::Int),
+        (0u64..70_000).prop_map(Value::UInt),
+        Just(Value::Null),
+    ];
+    prop::collection::vec((0..columns + 2, value), 0..12)
+}
+
 /// `RowLayout::update` of the `mask`ed columns of `old` to `new` gives the
 /// bytes of encoding the merged row; a key column among the changes is
 /// refused and leaves the image empty.
@@ -479,10 +548,7 @@ fn update_matches_reencoding(
             merged[col] = new[col].clone();
         }
     }
-    let (mut new_fixed, mut new_var) = (Vec::new(), Vec::new());
-    layout
-        .update(&fixed, &var, &changes, &mut new_fixed, &mut new_var)
-        .unwrap();
+    let (new_fixed, new_var) = update_both(&layout, (&fixed, &var), &changes).unwrap();
     let (mut want_fixed, mut want_var) = (Vec::new(), Vec::new());
     layout
         .encode(&merged, &mut want_fixed, &mut want_var)
@@ -493,6 +559,7 @@ fn update_matches_reencoding(
     // comes, and leaves the new image empty.
     let key = table.primary_key[0];
     changes.push((key, old[key].clone()));
+    let (mut new_fixed, mut new_var) = (Vec::new(), Vec::new());
     let refused = layout.update(&fixed, &var, &changes, &mut new_fixed, &mut new_var);
     prop_assert!(
         matches!(refused, Err(ValueError::KeyColumn { .. })),
@@ -500,6 +567,10 @@ fn update_matches_reencoding(
         refused
     );
     prop_assert!(new_fixed.is_empty() && new_var.is_empty());
+    prop_assert_eq!(
+        update_both(&layout, (&fixed, &var), &changes),
+        refused.map(|()| (new_fixed, new_var))
+    );
     Ok(())
 }
 
@@ -730,10 +801,8 @@ proptest! {
         let writable = |c: &usize| !table.primary_key.contains(c);
         let changes: Vec<(usize, Value)> = (0..new.len()).filter(writable).map(|c| (c, new[c].clone())).collect();
         let other_kind: Vec<(usize, Value)> = changes.iter().map(|(c, v)| (*c, swapped(v))).collect();
-        let (mut want_fixed, mut want_var) = (Vec::new(), Vec::new());
-        layout.update(&fixed, &var, &changes, &mut want_fixed, &mut want_var).unwrap();
-        let (mut got_fixed, mut got_var) = (Vec::new(), Vec::new());
-        layout.update(&fixed, &var, &other_kind, &mut got_fixed, &mut got_var).unwrap();
+        let (want_fixed, _) = update_both(&layout, (&fixed, &var), &changes).unwrap();
+        let (got_fixed, _) = update_both(&layout, (&fixed, &var), &other_kind).unwrap();
         prop_assert_eq!(got_fixed, want_fixed);
         // A value out of its column's range is refused there too.
         let narrow = (0..table.columns.len()).find(|c| {
@@ -741,12 +810,43 @@ proptest! {
                 && !matches!(table.columns[*c].ty, ColumnType::BigInt { .. })
         });
         if let Some(c) = narrow {
-            let (mut new_fixed, mut new_var) = (Vec::new(), Vec::new());
-            let refused = layout.update(&fixed, &var, &[(c, Value::UInt(u64::MAX))], &mut new_fixed, &mut new_var);
+            let refused = update_both(&layout, (&fixed, &var), &[(c, Value::UInt(u64::MAX))]);
             prop_assert!(matches!(refused, Err(ValueError::OutOfRange { .. })), "{:?}", refused);
-            let refused = layout.update(&fixed, &var, &[(c, Value::Int(i64::MIN))], &mut new_fixed, &mut new_var);
+            let refused = update_both(&layout, (&fixed, &var), &[(c, Value::Int(i64::MIN))]);
             prop_assert!(matches!(refused, Err(ValueError::OutOfRange { .. })), "{:?}", refused);
         }
+    }
+
+    /// Any changes of a table of integers, handed through
+    /// `integer_prefix` or the iterator alone, give the same image or the
+    /// same error (values in and out of range, key columns, unknown
+    /// columns, columns named twice).
+    #[test]
+    fn integer_prefix_agrees_with_iterator(
+        ((table, old), changes) in arb_integer_table_row().prop_flat_map(|(table, old)| {
+            let changes = arb_changes(table.columns.len());
+            (Just((table, old)), changes)
+        })
+    ) {
+        let layout = RowLayout::new(&table);
+        let (mut fixed, mut var) = (Vec::new(), Vec::new());
+        layout.encode(&old, &mut fixed, &mut var).unwrap();
+        let _ = update_both(&layout, (&fixed, &var), &changes);
+    }
+
+    /// The same for tables of any columns (integers into other types are
+    /// refused by both).
+    #[test]
+    fn integer_prefix_agrees_with_iterator_any_table(
+        ((table, old), changes) in arb_table_row().prop_flat_map(|(table, old)| {
+            let changes = arb_changes(table.columns.len());
+            (Just((table, old)), changes)
+        })
+    ) {
+        let layout = RowLayout::new(&table);
+        let (mut fixed, mut var) = (Vec::new(), Vec::new());
+        layout.encode(&old, &mut fixed, &mut var).unwrap();
+        let _ = update_both(&layout, (&fixed, &var), &changes);
     }
 
     /// Decimals: the binary format orders as the numbers do and reads back.
