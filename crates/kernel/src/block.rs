@@ -58,6 +58,7 @@ pub struct Context<'a> {
 
 impl<'a> Context<'a> {
     /// Made by a runtime for one execution of one block.
+    #[inline]
     pub fn new(now: Instant, me: BlockRef, outbox: &'a mut Vec<Output>, rng: &'a mut Rng) -> Self {
         Context {
             now,
@@ -67,11 +68,13 @@ impl<'a> Context<'a> {
         }
     }
 
+    #[inline]
     pub fn now(&self) -> Instant {
         self.now
     }
 
     /// The address of the executing block.
+    #[inline]
     pub fn me(&self) -> BlockRef {
         self.me
     }
@@ -80,6 +83,7 @@ impl<'a> Context<'a> {
         self.me.node
     }
 
+    #[inline]
     pub fn send(&mut self, receiver: BlockRef, body: SignalBody) {
         self.outbox.push(Output::Send(Signal {
             receiver,

@@ -421,7 +421,10 @@ signals! {
     120 => LdmKeyReq { tx_id: u64, tc: BlockRef, chain: Vec<NodeId>, ops: Vec<u8> },
     /// LDM → TC: outcomes of some operations (`proto::results`); an
     /// operation is answered exactly once, by the replica that finished it.
-    121 => LdmKeyConf { tx_id: u64, results: Vec<u8> },
+    /// `ok_in_order` (wire version 3), when not 0: `results` holds that many
+    /// results, each a success, answering ops 0, 1, … in that order, so a TC
+    /// can account for the common batch without reading it; 0 claims nothing.
+    121 => LdmKeyConf { tx_id: u64, results: Vec<u8>, ok_in_order: u32 },
     /// A TC (taking over a failed TC's transactions) or a copy source → one
     /// LDM instance: commit in global checkpoint `gci`, answer the sender.
     122 => LdmCommitReq { tx_id: u64, gci: u32 },

@@ -542,9 +542,11 @@ impl Block for TcBlock {
             SignalBody::TcKeyReq { tx_id, flags, ops } => {
                 self.on_key_req(from, tx_id, flags, ops, ctx)
             }
-            SignalBody::LdmKeyConf { tx_id, results } => {
-                self.on_ldm_key_conf(from, tx_id, results, ctx)
-            }
+            SignalBody::LdmKeyConf {
+                tx_id,
+                results,
+                ok_in_order,
+            } => self.on_ldm_key_conf(from, tx_id, results, ok_in_order, ctx),
             SignalBody::LdmCommitConf { tx_id, gci } => self.on_commit_conf(from, tx_id, gci, ctx),
             SignalBody::LdmAbortConf { tx_id } => self.on_abort_conf(from, tx_id, ctx),
             SignalBody::TcScanReq {
