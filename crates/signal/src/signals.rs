@@ -567,6 +567,19 @@ pub mod tc_flags {
 }
 
 impl SignalBody {
+    /// The byte payload (op batch or result batch) of a key-operation
+    /// signal, which a runtime can reuse once the signal is sent; `None`
+    /// for every other signal.
+    pub fn into_payload(self) -> Option<Vec<u8>> {
+        match self {
+            SignalBody::TcKeyReq { ops, .. } | SignalBody::LdmKeyReq { ops, .. } => Some(ops),
+            SignalBody::TcKeyConf { results, .. } | SignalBody::LdmKeyConf { results, .. } => {
+                Some(results)
+            }
+            _ => None,
+        }
+    }
+
     /// Signals that only the runtime of a node may create: a frame from the
     /// network carrying one of these is refused.
     pub fn is_local_only(&self) -> bool {

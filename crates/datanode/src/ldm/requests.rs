@@ -645,7 +645,8 @@ fn send_results(tx_id: u64, tc: BlockRef, results: &Gathered, ctx: &mut Context<
     let mut next = 0;
     while next < results.len() {
         let first = next;
-        let mut bytes = Vec::with_capacity(64 + results.len() * 9 + results.value_bytes());
+        let mut bytes = ctx.buffer();
+        bytes.reserve(64 + results.len() * 9 + results.value_bytes());
         results.write_results(&mut next, &mut bytes);
         ctx.send(
             tc,

@@ -139,6 +139,8 @@ pub(crate) struct Scratch {
     pub(crate) key_values: Vec<Value>,
     pub(crate) key_bytes: Vec<u8>,
     pub(crate) groups: Vec<Group>,
+    /// A forwarded request's ops: where each header is, and its partition.
+    pub(crate) forward: Vec<(usize, u32)>,
     /// Free byte buffers.
     pub(crate) buffers: Vec<Vec<u8>>,
 }

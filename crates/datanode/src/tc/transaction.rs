@@ -226,10 +226,6 @@ impl Transaction {
     }
 }
 
-/// Most ops of a request the TC forwards as it came (`forwardable`); a
-/// larger one is copied op by op (its offsets would not fit on the stack).
-const FORWARD_OPS_MAX: usize = 16;
-
 /// Why an op cannot be sent: (code, message).
 pub(crate) type OpError = (u32, String);
 
@@ -480,38 +476,41 @@ impl TcBlock {
             self.scratch.recycle(request);
             return self.fail(slot, code, op_index, message, ctx);
         }
-        let sent = match self.forwardable(slot, &request, &views) {
-            Some(partitions) => {
-                // One LDM instance, ops in request order: the client's batch
-                // goes on as it came, each op's partition written in (no
-                // copy of the ops into a new batch).
-                drop(views);
-                let mut request = request;
-                for &(header_at, partition) in &partitions {
-                    proto::set_partition(&mut request, header_at, partition);
-                }
-                let group = self.scratch.groups[0].clone();
-                let tx_id = self.transactions.get(slot).tx_id;
-                self.send_group(slot, tx_id, &group, request, ctx);
-                partitions.len() as u32
+        let forwarded = self.forwardable(slot);
+        let sent = if forwarded {
+            // One LDM instance, ops in request order: the client's batch
+            // goes on as it came, each op's partition written in (no copy
+            // of the ops into a new batch).
+            let forward = &mut self.scratch.forward;
+            forward.clear();
+            let ops = &self.transactions.get(slot).ops;
+            forward.extend(
+                views
+                    .iter()
+                    .zip(ops)
+                    .map(|(view, op)| (view.header_offset(&request), op.partition)),
+            );
+            drop(views);
+            let mut request = request;
+            for &(header_at, partition) in &self.scratch.forward {
+                proto::set_partition(&mut request, header_at, partition);
             }
-            None => {
-                let sent = self.send_request(slot, &views, ctx);
-                drop(views);
-                self.scratch.recycle(request);
-                sent
-            }
+            let group = self.scratch.groups[0].clone();
+            let tx_id = self.transactions.get(slot).tx_id;
+            self.send_group(slot, tx_id, &group, request, ctx);
+            self.scratch.forward.len() as u32
+        } else {
+            let sent = self.send_request(slot, &views, ctx);
+            drop(views);
+            self.scratch.recycle(request);
+            sent
         };
         let deadline = self.deadline_from(ctx.now());
-        let one_group = self.scratch.groups.len() == 1;
         let tx = self.transactions.get_mut(slot);
         tx.outstanding = sent;
-        tx.pass_through = one_group
-            && tx
-                .ops
-                .iter()
-                .enumerate()
-                .all(|(pos, op)| op.code == 0 && op.op_index as usize == pos);
+        // One group, every op sent, each numbered by its position: what
+        // `forwardable` asks, and what a reply passed on whole needs.
+        tx.pass_through = forwarded;
         if sent == 0 {
             return self.request_done(slot, ctx);
         }
@@ -520,30 +519,18 @@ impl TcBlock {
         self.arm_sweep(ctx);
     }
 
-    /// Where each op's header is in `request` and its partition, when the
-    /// request can go to its one LDM instance as it came: one group, every
-    /// op routed (none refused) and numbered by its position, few ops.
-    fn forwardable(
-        &self,
-        slot: u32,
-        request: &[u8],
-        views: &[OpView<'_>],
-    ) -> Option<SmallVec<[(usize, u32); FORWARD_OPS_MAX]>> {
-        let ops = &self.transactions.get(slot).ops;
-        if self.scratch.groups.len() != 1 || views.len() > FORWARD_OPS_MAX {
-            return None;
-        }
-        let in_order = ops
-            .iter()
-            .enumerate()
-            .all(|(pos, op)| op.code == 0 && op.group == 0 && op.op_index as usize == pos);
-        in_order.then(|| {
-            views
+    /// Whether the routed request can go to its one LDM instance as it
+    /// came: one group, every op routed (none refused) and numbered by its
+    /// position.
+    fn forwardable(&self, slot: u32) -> bool {
+        self.scratch.groups.len() == 1
+            && self
+                .transactions
+                .get(slot)
+                .ops
                 .iter()
-                .zip(ops.iter())
-                .map(|(view, op)| (view.header_offset(request), op.partition))
-                .collect()
-        })
+                .enumerate()
+                .all(|(pos, op)| op.code == 0 && op.group == 0 && op.op_index as usize == pos)
     }
 
     /// Sends the routed ops of a plain request, one `LdmKeyReq` per group;
