@@ -261,15 +261,23 @@ pub(crate) fn route(
     // The distribution key is a prefix of the primary key, whose values
     // the op carries in key order.
     let d = table.distribution.column_count();
-    scratch.key_values.clear();
-    scratch
-        .key_values
-        .extend(op.keys().take(d).map(|v| v.to_value()));
     scratch.key_bytes.clear();
-    table
-        .distribution
-        .encode(&scratch.key_values, &mut scratch.key_bytes)
-        .map_err(|e| (error::BAD_VALUE, format!("table `{}`: {e}", table.def.name)))?;
+    let encoded = match op.keys().next() {
+        // The common key of one column: its value on the stack.
+        Some(first) if d == 1 => table
+            .distribution
+            .encode(&[first.to_value()], &mut scratch.key_bytes),
+        _ => {
+            scratch.key_values.clear();
+            scratch
+                .key_values
+                .extend(op.keys().take(d).map(|v| v.to_value()));
+            table
+                .distribution
+                .encode(&scratch.key_values, &mut scratch.key_bytes)
+        }
+    };
+    encoded.map_err(|e| (error::BAD_VALUE, format!("table `{}`: {e}", table.def.name)))?;
     let partition = partition_of(distribution_hash(&scratch.key_bytes), table.def.partitions);
     if h.partition != NO_PARTITION && h.partition != partition {
         return Err((
