@@ -388,7 +388,7 @@ impl Cluster {
     fn answers(&self, signals: &[Signal], tx: u64) -> BTreeMap<u32, OpAnswer> {
         let mut out = BTreeMap::new();
         for s in signals {
-            if let SignalBody::LdmKeyConf { tx_id, results } = &s.body {
+            if let SignalBody::LdmKeyConf { tx_id, results, .. } = &s.body {
                 if *tx_id != tx {
                     continue;
                 }

@@ -54,24 +54,47 @@ pub struct Context<'a> {
     me: BlockRef,
     outbox: &'a mut Vec<Output>,
     rng: &'a mut Rng,
+    /// Empty byte buffers the runtime kept from signals it sent.
+    buffers: &'a mut Vec<Vec<u8>>,
 }
 
 impl<'a> Context<'a> {
     /// Made by a runtime for one execution of one block.
-    pub fn new(now: Instant, me: BlockRef, outbox: &'a mut Vec<Output>, rng: &'a mut Rng) -> Self {
+    #[inline]
+    pub fn new(
+        now: Instant,
+        me: BlockRef,
+        outbox: &'a mut Vec<Output>,
+        rng: &'a mut Rng,
+        buffers: &'a mut Vec<Vec<u8>>,
+    ) -> Self {
         Context {
             now,
             me,
             outbox,
             rng,
+            buffers,
         }
     }
 
+    /// An empty buffer for a signal's byte payload: one the runtime kept
+    /// from a payload it sent (`SignalBody::into_payload`) when it has one,
+    /// so that a busy thread's result batches reuse memory instead of
+    /// allocating and freeing a buffer per request.
+    #[inline]
+    pub fn buffer(&mut self) -> Vec<u8> {
+        let buffer = self.buffers.pop().unwrap_or_default();
+        debug_assert!(buffer.is_empty(), "a kept buffer is empty");
+        buffer
+    }
+
+    #[inline]
     pub fn now(&self) -> Instant {
         self.now
     }
 
     /// The address of the executing block.
+    #[inline]
     pub fn me(&self) -> BlockRef {
         self.me
     }
@@ -80,6 +103,7 @@ impl<'a> Context<'a> {
         self.me.node
     }
 
+    #[inline]
     pub fn send(&mut self, receiver: BlockRef, body: SignalBody) {
         self.outbox.push(Output::Send(Signal {
             receiver,

@@ -654,7 +654,9 @@ impl Simulation {
                 .blocks
                 .get_mut(&(address.block, address.instance))
                 .expect("checked above");
-            let mut ctx = Context::new(now, address, &mut outbox, &mut node.rng);
+            // No buffers are kept: a simulated block allocates its payloads.
+            let mut buffers = Vec::new();
+            let mut ctx = Context::new(now, address, &mut outbox, &mut node.rng, &mut buffers);
             match signal {
                 None => block.start(&mut ctx),
                 Some(signal) => block.execute(signal, &mut ctx),

@@ -47,7 +47,9 @@ use storage::schema::{
     COLUMNS_MAX,
 };
 
-use crate::value::{get_integer, get_value_general, put_value, skip_value, Check, Reader};
+use crate::value::{
+    get_integer, get_value_general, put_value, skip_value, Check, Reader, TAG_INT, TAG_UINT,
+};
 use crate::ProtoError;
 
 /// The two bytes an op batch starts with.
@@ -699,7 +701,7 @@ impl<'a> OpView<'a> {
     /// the primary key; insert and write give every non-key column) and
     /// the projection. Errors name the table and the column.
     pub fn check(&self, table: &TableDef) -> Result<(), ProtoError> {
-        self.check_planned(table, None)
+        self.check_planned(table, None, true)
     }
 
     /// [`OpView::check`] with `plan`, made once from the same table: the
@@ -710,10 +712,17 @@ impl<'a> OpView<'a> {
             table.columns.len(),
             "a plan of this table"
         );
-        self.check_planned(table, Some(plan))
+        self.check_planned(table, Some(plan), true)
     }
 
-    fn check_planned(&self, table: &TableDef, plan: Option<&CheckPlan>) -> Result<(), ProtoError> {
+    /// `integer_fast`: whether the written values may take
+    /// `integer_values_fit` (tests turn it off to compare).
+    fn check_planned(
+        &self,
+        table: &TableDef,
+        plan: Option<&CheckPlan>,
+        integer_fast: bool,
+    ) -> Result<(), ProtoError> {
         let h = &self.header;
         let bad = |problem: String| ProtoError::BadOperation {
             table: table.name.clone(),
@@ -766,6 +775,7 @@ impl<'a> OpView<'a> {
         }
         let mut given = ColumnSet::default();
         let fit = match plan {
+            _ if !integer_fast => false,
             Some(plan) => {
                 let code_of = |c: usize| plan.columns.get(c).copied().unwrap_or(0);
                 self.integer_values_fit(code_of, &mut given)
@@ -846,19 +856,34 @@ impl OpView<'_> {
     /// says what is wrong; `given` holds the written columns when true.
     #[inline]
     fn integer_values_fit(&self, code_of: impl Fn(usize) -> u8, given: &mut ColumnSet) -> bool {
-        let mut r = Reader::new(self.values, "op values");
-        for _ in 0..self.value_count {
-            let Some((c, v)) = r.integer_pair() else {
-                return false;
+        // Integer pairs only: each is a fixed `INTEGER_PAIR_BYTES` (u16
+        // column, tag, 8 bytes), so the values are exactly that many bytes
+        // per value and are read in fixed-size chunks, without a reader.
+        let pairs = self.values.chunks_exact(INTEGER_PAIR_BYTES);
+        if pairs.len() != usize::from(self.value_count) || !pairs.remainder().is_empty() {
+            return false;
+        }
+        for pair in pairs {
+            let &[c0, c1, tag, a, b, c, d, e, f, g, h] = pair else {
+                unreachable!("chunks of INTEGER_PAIR_BYTES");
             };
-            let c = usize::from(c);
+            let raw = [a, b, c, d, e, f, g, h];
+            let v = match tag {
+                TAG_UINT => ValueRef::UInt(u64::from_le_bytes(raw)),
+                TAG_INT => ValueRef::Int(i64::from_le_bytes(raw)),
+                _ => return false,
+            };
+            let c = usize::from(u16::from_le_bytes([c0, c1]));
             if !integer_code_fits(code_of(c), v) || !given.insert(c) {
                 return false;
             }
         }
-        r.remaining() == 0
+        true
     }
 }
+
+/// A written integer value with its column: u16 column, tag, 8 bytes.
+const INTEGER_PAIR_BYTES: usize = 2 + 1 + 8;
 
 /// What [`OpView::check_with`] needs of a table, made once per table
 /// definition (a TC or a client keeps it beside the definition): a byte
@@ -1098,5 +1123,91 @@ fn check_blob_write(table: &str, column: &Column, v: ValueRef<'_>) -> Result<(),
                 column.name
             ),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use storage::schema::{Collation, ColumnType, Value};
+
+    /// Integer columns of every width and sign, one nullable, one not an
+    /// integer; the key is column 0.
+    fn ints() -> TableDef {
+        TableDef::new(
+            "ints",
+            7,
+            vec![
+                Column::new("k", ColumnType::Int { unsigned: true }),
+                Column::new("t", ColumnType::TinyInt { unsigned: false }),
+                Column::new("u", ColumnType::Int { unsigned: true }).nullable(),
+                Column::new("m", ColumnType::MediumInt { unsigned: false }),
+                Column::new("b", ColumnType::BigInt { unsigned: true }),
+                Column::new("g", ColumnType::BigInt { unsigned: false }),
+                Column::new(
+                    "s",
+                    ColumnType::VarChar {
+                        max: 4,
+                        collation: Collation::Utf8mb4Bin,
+                    },
+                ),
+            ],
+        )
+        .primary_key(vec![0])
+        .build()
+        .expect("a valid table")
+    }
+
+    fn value() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            4 => (-300i64..300).prop_map(Value::Int),
+            4 => (0u64..70_000).prop_map(Value::UInt),
+            2 => any::<i64>().prop_map(Value::Int),
+            2 => any::<u64>().prop_map(Value::UInt),
+            1 => Just(Value::Null),
+            1 => Just(Value::String("ab".into())),
+        ]
+    }
+
+    proptest! {
+        /// The integer loop of a check decides as the general value loop
+        /// does, with a plan and without: the same result, the same error.
+        #[test]
+        fn integer_values_are_checked_as_the_general_loop_checks_them(
+            kind in prop_oneof![Just(OpKind::Update), Just(OpKind::Insert), Just(OpKind::Write)],
+            values in proptest::collection::vec((0u16..9, value()), 0..8),
+        ) {
+            let table = ints();
+            let mut bytes = Vec::new();
+            let mut writer = OpBatchWriter::new(&mut bytes);
+            writer.begin(&OpHeader {
+                op_index: 0,
+                table_id: 7,
+                table_version: 0,
+                index_id: NO_INDEX,
+                partition: NO_PARTITION,
+                kind,
+                lock: LockMode::Committed,
+                flags: 0,
+            });
+            writer.key(Value::UInt(1).as_ref());
+            for (column, v) in &values {
+                writer.value(*column, v.as_ref());
+            }
+            writer.end().expect("a small op fits");
+            drop(writer);
+            let reader = OpBatchReader::new(&bytes).expect("a valid batch");
+            let view = reader.iter().next().expect("one op");
+            let plan = CheckPlan::new(&table);
+            prop_assert_eq!(
+                view.check_planned(&table, Some(&plan), true),
+                view.check_planned(&table, Some(&plan), false)
+            );
+            prop_assert_eq!(
+                view.check_planned(&table, None, true),
+                view.check_planned(&table, None, false)
+            );
+        }
     }
 }

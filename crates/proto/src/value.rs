@@ -448,21 +448,6 @@ impl<'a> Reader<'a> {
         self.pos = pos;
         stepped
     }
-
-    /// The next (u16 column, integer) pair, if the next pair is one and
-    /// whole; else `None`, having read nothing.
-    #[inline(always)]
-    pub(crate) fn integer_pair(&mut self) -> Option<(u16, ValueRef<'a>)> {
-        let at = self.pos;
-        let column = self.try_u16()?;
-        match get_integer(self) {
-            Some(value) => Some((column, value)),
-            None => {
-                self.pos = at;
-                None
-            }
-        }
-    }
 }
 
 impl Reader<'_> {

@@ -13,14 +13,17 @@ pub struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
+    #[inline]
     pub fn new(bytes: &'a [u8]) -> Reader<'a> {
         Reader { bytes, position: 0 }
     }
 
+    #[inline]
     pub fn remaining(&self) -> usize {
         self.bytes.len() - self.position
     }
 
+    #[inline]
     pub fn take(&mut self, len: usize) -> Result<&'a [u8], DecodeError> {
         if len > self.remaining() {
             return Err(DecodeError::Truncated {
@@ -33,7 +36,8 @@ impl<'a> Reader<'a> {
         Ok(slice)
     }
 
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
+    #[inline]
+    pub(crate) fn array<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
         let slice = self.take(N)?;
         let mut out = [0u8; N];
         out.copy_from_slice(slice);
@@ -70,9 +74,11 @@ pub trait Field: Sized {
 macro_rules! int_field {
     ($($ty:ty),*) => {$(
         impl Field for $ty {
+            #[inline]
             fn put(&self, out: &mut Vec<u8>) {
                 out.extend_from_slice(&self.to_le_bytes());
             }
+            #[inline]
             fn take(reader: &mut Reader<'_>) -> Result<Self, DecodeError> {
                 Ok(<$ty>::from_le_bytes(reader.array()?))
             }
@@ -82,15 +88,19 @@ macro_rules! int_field {
 int_field!(u16, u32, u64, i64);
 
 impl Field for u8 {
+    #[inline]
     fn put(&self, out: &mut Vec<u8>) {
         out.push(*self);
     }
+    #[inline]
     fn take(reader: &mut Reader<'_>) -> Result<Self, DecodeError> {
         Ok(reader.array::<1>()?[0])
     }
+    #[inline]
     fn put_all(items: &[u8], out: &mut Vec<u8>) {
         out.extend_from_slice(items);
     }
+    #[inline]
     fn take_all(reader: &mut Reader<'_>, count: usize) -> Result<Vec<u8>, DecodeError> {
         Ok(reader.take(count)?.to_vec())
     }
@@ -113,9 +123,11 @@ impl Field for bool {
 }
 
 impl Field for NodeId {
+    #[inline]
     fn put(&self, out: &mut Vec<u8>) {
         out.push(self.get());
     }
+    #[inline]
     fn take(reader: &mut Reader<'_>) -> Result<Self, DecodeError> {
         let raw = u8::take(reader)?;
         NodeId::new(raw).ok_or(DecodeError::BadValue {
@@ -126,11 +138,13 @@ impl Field for NodeId {
 }
 
 impl Field for BlockRef {
+    #[inline]
     fn put(&self, out: &mut Vec<u8>) {
         self.node.put(out);
         self.block.0.put(out);
         self.instance.put(out);
     }
+    #[inline]
     fn take(reader: &mut Reader<'_>) -> Result<Self, DecodeError> {
         let node = NodeId::take(reader)?;
         let block = BlockNumber(u8::take(reader)?);
@@ -186,11 +200,13 @@ impl Field for String {
 }
 
 impl<T: Field> Field for Vec<T> {
+    #[inline]
     fn put(&self, out: &mut Vec<u8>) {
         let count = u32::try_from(self.len()).expect("list fits a frame");
         count.put(out);
         T::put_all(self, out);
     }
+    #[inline]
     fn take(reader: &mut Reader<'_>) -> Result<Self, DecodeError> {
         let count = u32::take(reader)? as usize;
         // Every element takes at least one byte, so a count beyond the bytes

@@ -30,7 +30,8 @@ use crate::DecodeError;
 pub const MAGIC: [u8; 2] = *b"SK";
 /// The layout of the signals' bodies; a frame of another version is refused
 /// whole. 2: 64-bit epochs in `TcKeyConf` and the GCP switch signals.
-pub const WIRE_VERSION: u8 = 2;
+/// 3: `LdmKeyConf::ok_in_order`.
+pub const WIRE_VERSION: u8 = 3;
 pub const FRAME_HEADER_BYTES: usize = 16;
 pub const SIGNAL_HEADER_BYTES: usize = 16;
 /// Large enough for a configuration file of 255 nodes, small enough that a
@@ -151,20 +152,20 @@ pub fn encode_frame(signals: &[Signal], out: &mut Vec<u8>) -> Result<usize, Enco
     Ok(writer.finish())
 }
 
-fn put_ref(r: BlockRef, out: &mut Vec<u8>) {
-    out.push(r.node.get());
-    out.push(r.block.0);
-    out.extend_from_slice(&r.instance.to_le_bytes());
+fn ref_bytes(r: BlockRef) -> [u8; 4] {
+    let [lo, hi] = r.instance.to_le_bytes();
+    [r.node.get(), r.block.0, lo, hi]
 }
 
 /// Appends one signal (header and body) to `out`; frames are made of these.
 pub fn encode_signal(signal: &Signal, out: &mut Vec<u8>) {
     let start = out.len();
-    out.extend_from_slice(&signal.body.gsn().to_le_bytes());
-    out.extend_from_slice(&[0, 0]);
-    out.extend_from_slice(&[0, 0, 0, 0]);
-    put_ref(signal.receiver, out);
-    put_ref(signal.sender, out);
+    // The header in one write (its body length is filled in below).
+    let mut header = [0u8; SIGNAL_HEADER_BYTES];
+    header[0..2].copy_from_slice(&signal.body.gsn().to_le_bytes());
+    header[8..12].copy_from_slice(&ref_bytes(signal.receiver));
+    header[12..16].copy_from_slice(&ref_bytes(signal.sender));
+    out.extend_from_slice(&header);
     signal.body.encode_fields(out);
     let body_len = out.len() - start - SIGNAL_HEADER_BYTES;
     out[start + 4..start + 8].copy_from_slice(&(body_len as u32).to_le_bytes());
@@ -268,6 +269,30 @@ pub struct SignalIter<'a> {
 
 impl SignalIter<'_> {
     fn next_signal(&mut self) -> Result<Signal, DecodeError> {
+        if self.reader.remaining() < SIGNAL_HEADER_BYTES {
+            // Refused below; field by field, so the error names the field
+            // that is cut short.
+            return self.next_signal_by_field();
+        }
+        // The header in one read: every signal of every frame comes here.
+        let h: [u8; SIGNAL_HEADER_BYTES] = self.reader.array()?;
+        let gsn = u16::from_le_bytes([h[0], h[1]]);
+        let flags = u16::from_le_bytes([h[2], h[3]]);
+        if flags != 0 {
+            return Err(DecodeError::BadValue {
+                field: "signal flags",
+                value: u64::from(flags),
+            });
+        }
+        let body_len = u32::from_le_bytes([h[4], h[5], h[6], h[7]]) as usize;
+        let receiver = ref_from([h[8], h[9], h[10], h[11]])?;
+        let sender = ref_from([h[12], h[13], h[14], h[15]])?;
+        self.body(gsn, body_len, receiver, sender)
+    }
+
+    /// [`SignalIter::next_signal`] for a header that is cut short.
+    #[cold]
+    fn next_signal_by_field(&mut self) -> Result<Signal, DecodeError> {
         let gsn = u16::take(&mut self.reader)?;
         let flags = u16::take(&mut self.reader)?;
         if flags != 0 {
@@ -279,6 +304,17 @@ impl SignalIter<'_> {
         let body_len = u32::take(&mut self.reader)? as usize;
         let receiver = take_ref(&mut self.reader)?;
         let sender = take_ref(&mut self.reader)?;
+        self.body(gsn, body_len, receiver, sender)
+    }
+
+    #[inline]
+    fn body(
+        &mut self,
+        gsn: u16,
+        body_len: usize,
+        receiver: BlockRef,
+        sender: BlockRef,
+    ) -> Result<Signal, DecodeError> {
         let body_bytes = self.reader.take(body_len)?;
         let mut body_reader = Reader::new(body_bytes);
         let body = SignalBody::decode_fields(gsn, &mut body_reader)?;
@@ -321,6 +357,20 @@ impl Iterator for SignalIter<'_> {
     }
 }
 
+/// A block reference from its 4 header bytes: node, block, instance.
+#[inline]
+fn ref_from(b: [u8; 4]) -> Result<BlockRef, DecodeError> {
+    let node = NodeId::new(b[0]).ok_or(DecodeError::BadValue {
+        field: "node id",
+        value: 0,
+    })?;
+    Ok(BlockRef {
+        node,
+        block: BlockNumber(b[1]),
+        instance: u16::from_le_bytes([b[2], b[3]]),
+    })
+}
+
 fn take_ref(reader: &mut Reader<'_>) -> Result<BlockRef, DecodeError> {
     let node = NodeId::take(reader)?;
     let block = BlockNumber(u8::take(reader)?);
@@ -330,4 +380,69 @@ fn take_ref(reader: &mut Reader<'_>) -> Result<BlockRef, DecodeError> {
         block,
         instance,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// An encoded signal (one of a few kinds, picked by `pick`), with
+    /// `noise` written over some of its bytes.
+    fn signal_bytes(pick: usize, noise: &[(usize, u8)], ops: &[u8]) -> Vec<u8> {
+        let node = |n| NodeId::new(n).expect("not 0");
+        let body = match pick % 3 {
+            0 => SignalBody::Heartbeat { view_id: 7 },
+            1 => SignalBody::TcKeyReq {
+                tx_id: 9,
+                flags: 3,
+                ops: ops.to_vec(),
+            },
+            _ => SignalBody::LdmKeyConf {
+                tx_id: 9,
+                results: ops.to_vec(),
+                ok_in_order: 1,
+            },
+        };
+        let signal = Signal {
+            receiver: BlockRef::new(node(2), BlockNumber::TRANSACTION_COORDINATOR, 1),
+            sender: BlockRef::new(node(3), BlockNumber::LOCAL_DATA_MANAGER, 258),
+            body,
+        };
+        let mut bytes = Vec::new();
+        encode_signal(&signal, &mut bytes);
+        for &(at, value) in noise {
+            let at = at % bytes.len();
+            bytes[at] = value;
+        }
+        bytes
+    }
+
+    fn iter(payload: &[u8]) -> SignalIter<'_> {
+        SignalIter {
+            reader: Reader::new(payload),
+            left: 1,
+            index: 0,
+        }
+    }
+
+    proptest! {
+        /// The header read in one piece and the header read field by field
+        /// agree on every input: the same signal, or the same error.
+        #[test]
+        fn header_in_one_read_agrees_with_field_by_field(
+            pick in any::<usize>(),
+            noise in proptest::collection::vec((any::<usize>(), any::<u8>()), 0..3),
+            ops in proptest::collection::vec(any::<u8>(), 0..48),
+            cut in any::<prop::sample::Index>(),
+            whole in any::<bool>(),
+        ) {
+            let bytes = signal_bytes(pick, &noise, &ops);
+            let keep = if whole { bytes.len() } else { cut.index(bytes.len() + 1) };
+            let bytes = &bytes[..keep];
+            let fast = iter(bytes).next_signal();
+            let by_field = iter(bytes).next_signal_by_field();
+            prop_assert_eq!(fast, by_field);
+        }
+    }
 }

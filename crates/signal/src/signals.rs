@@ -421,7 +421,10 @@ signals! {
     120 => LdmKeyReq { tx_id: u64, tc: BlockRef, chain: Vec<NodeId>, ops: Vec<u8> },
     /// LDM → TC: outcomes of some operations (`proto::results`); an
     /// operation is answered exactly once, by the replica that finished it.
-    121 => LdmKeyConf { tx_id: u64, results: Vec<u8> },
+    /// `ok_in_order` (wire version 3), when not 0: `results` holds that many
+    /// results, each a success, answering ops 0, 1, … in that order, so a TC
+    /// can account for the common batch without reading it; 0 claims nothing.
+    121 => LdmKeyConf { tx_id: u64, results: Vec<u8>, ok_in_order: u32 },
     /// A TC (taking over a failed TC's transactions) or a copy source → one
     /// LDM instance: commit in global checkpoint `gci`, answer the sender.
     122 => LdmCommitReq { tx_id: u64, gci: u32 },
@@ -564,6 +567,19 @@ pub mod tc_flags {
 }
 
 impl SignalBody {
+    /// The byte payload (op batch or result batch) of a key-operation
+    /// signal, which a runtime can reuse once the signal is sent; `None`
+    /// for every other signal.
+    pub fn into_payload(self) -> Option<Vec<u8>> {
+        match self {
+            SignalBody::TcKeyReq { ops, .. } | SignalBody::LdmKeyReq { ops, .. } => Some(ops),
+            SignalBody::TcKeyConf { results, .. } | SignalBody::LdmKeyConf { results, .. } => {
+                Some(results)
+            }
+            _ => None,
+        }
+    }
+
     /// Signals that only the runtime of a node may create: a frame from the
     /// network carrying one of these is refused.
     pub fn is_local_only(&self) -> bool {

@@ -301,6 +301,7 @@ fn one_of_each() -> Vec<SignalBody> {
         SignalBody::LdmKeyConf {
             tx_id: 7,
             results: vec![1],
+            ok_in_order: 1,
         },
         SignalBody::LdmCommitReq { tx_id: 7, gci: 12 },
         SignalBody::LdmCommitChainReq {

@@ -769,17 +769,18 @@ fn log_close(node: NodeId, addr: SocketAddr, reason: &CloseReason) {
 
 /// The checks every signal from an up connection passes before delivery.
 fn check_signal(signal: &Signal, peer: NodeId, me: NodeId) -> Result<(), Refusal> {
-    let name = signal.body.name();
+    // The name is for a refusal only: looked up then, not for every signal.
+    let name = || signal.body.name();
     if signal.sender.node != peer {
         return Err(Refusal::ForgedSender {
-            name,
+            name: name(),
             sender: signal.sender.node,
             peer,
         });
     }
     if signal.receiver.node != me {
         return Err(Refusal::WrongReceiver {
-            name,
+            name: name(),
             receiver: signal.receiver.node,
             me,
         });
@@ -788,7 +789,7 @@ fn check_signal(signal: &Signal, peer: NodeId, me: NodeId) -> Result<(), Refusal
         return Err(Refusal::HelloAfterHandshake);
     }
     if signal.body.is_local_only() {
-        return Err(Refusal::LocalOnly { name });
+        return Err(Refusal::LocalOnly { name: name() });
     }
     Ok(())
 }

@@ -156,7 +156,7 @@ fn hello_with_incompatible_version_is_refused() {
     refused_before_handshake(&frame(&[hello_with_version(RAW_NODE, 1, VERSION + 10_000)]));
 }
 
-/// A node of the previous wire version (32-bit GCIs in `TcKeyConf`) is
+/// A node of the previous wire version (no `LdmKeyConf::ok_in_order`) is
 /// refused on its first frame, before its hello is read.
 #[test]
 fn frame_of_an_older_wire_version_is_refused() {

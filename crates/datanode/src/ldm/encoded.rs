@@ -169,6 +169,22 @@ impl Gathered {
         )
     }
 
+    /// What a result batch of `range`'s entries claims as
+    /// `LdmKeyConf::ok_in_order`: their count when every one succeeded and
+    /// they answer ops 0, 1, … in order (the TC then reads nothing of it), else 0.
+    pub(super) fn ok_in_order(&self, range: std::ops::Range<usize>) -> u32 {
+        let entries = &self.entries[range];
+        let in_order = entries
+            .iter()
+            .enumerate()
+            .all(|(i, e)| e.code == 0 && e.op_index as usize == i);
+        if in_order {
+            u32::try_from(entries.len()).expect("results per batch fit a u32")
+        } else {
+            0
+        }
+    }
+
     /// Writes entries from `*next` on as one result batch into `out`
     /// (cleared first), as many as fit; moves `*next` past them.
     pub(super) fn write_results(&self, next: &mut usize, out: &mut Vec<u8>) {

@@ -1185,7 +1185,7 @@ impl<D: Disk + Clone + Send + 'static> Block for LdmBlock<D> {
                 code,
                 message,
             } => self.on_copy_frag_conf(copy_id, table_id, partition, rows, code, message, ctx),
-            SignalBody::LdmKeyConf { tx_id, results }
+            SignalBody::LdmKeyConf { tx_id, results, .. }
                 if self.on_copy_key_conf(tx_id, &results, ctx) => {}
             SignalBody::LdmCommitConf { tx_id, .. } if self.on_copy_commit_conf(tx_id, ctx) => {}
             SignalBody::LdmTakeOverReq {

@@ -640,13 +640,16 @@ fn same_fragment(a: &OpView<'_>, b: &OpView<'_>) -> bool {
 fn send_results(tx_id: u64, tc: BlockRef, results: &Gathered, ctx: &mut Context<'_>) {
     let mut next = 0;
     while next < results.len() {
-        let mut bytes = Vec::with_capacity(64 + results.len() * 9 + results.value_bytes());
+        let first = next;
+        let mut bytes = ctx.buffer();
+        bytes.reserve(64 + results.len() * 9 + results.value_bytes());
         results.write_results(&mut next, &mut bytes);
         ctx.send(
             tc,
             SignalBody::LdmKeyConf {
                 tx_id,
                 results: bytes,
+                ok_in_order: results.ok_in_order(first..next),
             },
         );
     }

@@ -139,6 +139,8 @@ pub(crate) struct Scratch {
     pub(crate) key_values: Vec<Value>,
     pub(crate) key_bytes: Vec<u8>,
     pub(crate) groups: Vec<Group>,
+    /// A forwarded request's ops: where each header is, and its partition.
+    pub(crate) forward: Vec<(usize, u32)>,
     /// Free byte buffers.
     pub(crate) buffers: Vec<Vec<u8>>,
 }
@@ -542,9 +544,11 @@ impl Block for TcBlock {
             SignalBody::TcKeyReq { tx_id, flags, ops } => {
                 self.on_key_req(from, tx_id, flags, ops, ctx)
             }
-            SignalBody::LdmKeyConf { tx_id, results } => {
-                self.on_ldm_key_conf(from, tx_id, results, ctx)
-            }
+            SignalBody::LdmKeyConf {
+                tx_id,
+                results,
+                ok_in_order,
+            } => self.on_ldm_key_conf(from, tx_id, results, ok_in_order, ctx),
             SignalBody::LdmCommitConf { tx_id, gci } => self.on_commit_conf(from, tx_id, gci, ctx),
             SignalBody::LdmAbortConf { tx_id } => self.on_abort_conf(from, tx_id, ctx),
             SignalBody::TcScanReq {

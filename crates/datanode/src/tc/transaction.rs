@@ -226,10 +226,6 @@ impl Transaction {
     }
 }
 
-/// Most ops of a request the TC forwards as it came (`forwardable`); a
-/// larger one is copied op by op (its offsets would not fit on the stack).
-const FORWARD_OPS_MAX: usize = 16;
-
 /// Why an op cannot be sent: (code, message).
 pub(crate) type OpError = (u32, String);
 
@@ -265,15 +261,23 @@ pub(crate) fn route(
     // The distribution key is a prefix of the primary key, whose values
     // the op carries in key order.
     let d = table.distribution.column_count();
-    scratch.key_values.clear();
-    scratch
-        .key_values
-        .extend(op.keys().take(d).map(|v| v.to_value()));
     scratch.key_bytes.clear();
-    table
-        .distribution
-        .encode(&scratch.key_values, &mut scratch.key_bytes)
-        .map_err(|e| (error::BAD_VALUE, format!("table `{}`: {e}", table.def.name)))?;
+    let encoded = match op.keys().next() {
+        // The common key of one column: its value on the stack.
+        Some(first) if d == 1 => table
+            .distribution
+            .encode(&[first.to_value()], &mut scratch.key_bytes),
+        _ => {
+            scratch.key_values.clear();
+            scratch
+                .key_values
+                .extend(op.keys().take(d).map(|v| v.to_value()));
+            table
+                .distribution
+                .encode(&scratch.key_values, &mut scratch.key_bytes)
+        }
+    };
+    encoded.map_err(|e| (error::BAD_VALUE, format!("table `{}`: {e}", table.def.name)))?;
     let partition = partition_of(distribution_hash(&scratch.key_bytes), table.def.partitions);
     if h.partition != NO_PARTITION && h.partition != partition {
         return Err((
@@ -312,12 +316,13 @@ impl TcBlock {
         if let Some(refusal) = self.refuse_while_stopping() {
             return Err(refusal);
         }
-        if self.by_tx_id.contains_key(&tx_id) {
+        // One hash lookup: the entry is filled only once a record is found.
+        let std::collections::hash_map::Entry::Vacant(entry) = self.by_tx_id.entry(tx_id) else {
             return Err((
                 error::BAD_OPERATION,
                 format!("transaction {tx_id:#x} is already started on {}", self.me),
             ));
-        }
+        };
         let Some(slot) = self.transactions.allocate() else {
             self.counters.refused_overload += 1;
             return Err((
@@ -328,9 +333,8 @@ impl TcBlock {
                 ),
             ));
         };
+        entry.insert(slot);
         self.transactions.get_mut(slot).reset(tx_id, api);
-        let previous = self.by_tx_id.insert(tx_id, slot);
-        assert!(previous.is_none(), "transaction {tx_id:#x} mapped twice");
         Ok(slot)
     }
 
@@ -480,38 +484,41 @@ impl TcBlock {
             self.scratch.recycle(request);
             return self.fail(slot, code, op_index, message, ctx);
         }
-        let sent = match self.forwardable(slot, &request, &views) {
-            Some(partitions) => {
-                // One LDM instance, ops in request order: the client's batch
-                // goes on as it came, each op's partition written in (no
-                // copy of the ops into a new batch).
-                drop(views);
-                let mut request = request;
-                for &(header_at, partition) in &partitions {
-                    proto::set_partition(&mut request, header_at, partition);
-                }
-                let group = self.scratch.groups[0].clone();
-                let tx_id = self.transactions.get(slot).tx_id;
-                self.send_group(slot, tx_id, &group, request, ctx);
-                partitions.len() as u32
+        let forwarded = self.forwardable(slot);
+        let sent = if forwarded {
+            // One LDM instance, ops in request order: the client's batch
+            // goes on as it came, each op's partition written in (no copy
+            // of the ops into a new batch).
+            let forward = &mut self.scratch.forward;
+            forward.clear();
+            let ops = &self.transactions.get(slot).ops;
+            forward.extend(
+                views
+                    .iter()
+                    .zip(ops)
+                    .map(|(view, op)| (view.header_offset(&request), op.partition)),
+            );
+            drop(views);
+            let mut request = request;
+            for &(header_at, partition) in &self.scratch.forward {
+                proto::set_partition(&mut request, header_at, partition);
             }
-            None => {
-                let sent = self.send_request(slot, &views, ctx);
-                drop(views);
-                self.scratch.recycle(request);
-                sent
-            }
+            let group = self.scratch.groups[0].clone();
+            let tx_id = self.transactions.get(slot).tx_id;
+            self.send_group(slot, tx_id, &group, request, ctx);
+            self.scratch.forward.len() as u32
+        } else {
+            let sent = self.send_request(slot, &views, ctx);
+            drop(views);
+            self.scratch.recycle(request);
+            sent
         };
         let deadline = self.deadline_from(ctx.now());
-        let one_group = self.scratch.groups.len() == 1;
         let tx = self.transactions.get_mut(slot);
         tx.outstanding = sent;
-        tx.pass_through = one_group
-            && tx
-                .ops
-                .iter()
-                .enumerate()
-                .all(|(pos, op)| op.code == 0 && op.op_index as usize == pos);
+        // One group, every op sent, each numbered by its position: what
+        // `forwardable` asks, and what a reply passed on whole needs.
+        tx.pass_through = forwarded;
         if sent == 0 {
             return self.request_done(slot, ctx);
         }
@@ -520,30 +527,18 @@ impl TcBlock {
         self.arm_sweep(ctx);
     }
 
-    /// Where each op's header is in `request` and its partition, when the
-    /// request can go to its one LDM instance as it came: one group, every
-    /// op routed (none refused) and numbered by its position, few ops.
-    fn forwardable(
-        &self,
-        slot: u32,
-        request: &[u8],
-        views: &[OpView<'_>],
-    ) -> Option<SmallVec<[(usize, u32); FORWARD_OPS_MAX]>> {
-        let ops = &self.transactions.get(slot).ops;
-        if self.scratch.groups.len() != 1 || views.len() > FORWARD_OPS_MAX {
-            return None;
-        }
-        let in_order = ops
-            .iter()
-            .enumerate()
-            .all(|(pos, op)| op.code == 0 && op.group == 0 && op.op_index as usize == pos);
-        in_order.then(|| {
-            views
+    /// Whether the routed request can go to its one LDM instance as it
+    /// came: one group, every op routed (none refused) and numbered by its
+    /// position.
+    fn forwardable(&self, slot: u32) -> bool {
+        self.scratch.groups.len() == 1
+            && self
+                .transactions
+                .get(slot)
+                .ops
                 .iter()
-                .zip(ops.iter())
-                .map(|(view, op)| (view.header_offset(request), op.partition))
-                .collect()
-        })
+                .enumerate()
+                .all(|(pos, op)| op.code == 0 && op.group == 0 && op.op_index as usize == pos)
     }
 
     /// Sends the routed ops of a plain request, one `LdmKeyReq` per group;
@@ -687,6 +682,7 @@ impl TcBlock {
         from: BlockRef,
         tx_id: u64,
         results: Vec<u8>,
+        ok_in_order: u32,
         ctx: &mut Context<'_>,
     ) {
         let Some(&slot) = self.by_tx_id.get(&tx_id) else {
@@ -698,6 +694,35 @@ impl TcBlock {
         }
         if self.transactions.get(slot).plan.active {
             return self.plan_conf(slot, from, results, ctx);
+        }
+        let tx = self.transactions.get_mut(slot);
+        if ok_in_order != 0
+            && ok_in_order == tx.outstanding
+            && tx.pass_through
+            && tx.confs.is_empty()
+        {
+            // The common request: one batch answers every op, in order, none
+            // failed (the LDM says so). `request_done` passes it on whole,
+            // unread, to the client, which checks every value it reads.
+            debug_assert!(
+                agrees_with_batch(&results, ok_in_order),
+                "LdmKeyConf from {from}: ok_in_order {ok_in_order} does not describe its batch"
+            );
+            debug_assert_eq!(
+                tx.ops.len(),
+                ok_in_order as usize,
+                "pass-through sent every op"
+            );
+            for op in &mut tx.ops {
+                debug_assert!(
+                    !op.answered && op.code == 0,
+                    "no op answered before the first batch"
+                );
+                op.answered = true;
+            }
+            tx.outstanding = 0;
+            tx.confs.push(results);
+            return self.request_done(slot, ctx);
         }
         // Made by an LDM of this cluster and passed on to the client, which
         // checks every value as it reads it: the frames are enough here.
@@ -1281,6 +1306,18 @@ fn confirm(tx: &mut Transaction, from: BlockRef) -> bool {
         }
         None => false,
     }
+}
+
+/// Whether `results` is what `LdmKeyConf::ok_in_order` = `claim` says: that
+/// many results, each a success, answering ops 0, 1, … in order.
+pub(crate) fn agrees_with_batch(results: &[u8], claim: u32) -> bool {
+    ResultReader::framed(results).is_ok_and(|reader| {
+        reader.len() == claim as usize
+            && reader
+                .iter()
+                .enumerate()
+                .all(|(pos, r)| r.code == 0 && r.op_index as usize == pos)
+    })
 }
 
 /// An op copied from a batch that fit every limit broke one: a bug.

@@ -47,6 +47,11 @@ const SLEEP_MAX_MS: u64 = 1000;
 
 /// Room in the outbox for one execution's outputs before it first grows.
 const OUTBOX_PREALLOCATED: usize = 64;
+/// Payload buffers a thread keeps for reuse (`Router::keep_buffer`).
+const BUFFERS_KEPT_MAX: usize = 64;
+/// Largest payload buffer kept, in bytes: a rare large batch is freed
+/// rather than held.
+const BUFFER_KEPT_BYTES_MAX: usize = 64 << 10;
 
 /// A block and its address, on the thread that runs it.
 pub(crate) struct PlacedBlock {
@@ -127,6 +132,7 @@ impl ExecutionThread {
             timers: TimerHeap::new(),
             control,
             drops: DropLog::new(),
+            buffers: Vec::with_capacity(BUFFERS_KEPT_MAX),
         };
         ExecutionThread {
             index,
@@ -211,6 +217,7 @@ impl ExecutionThread {
                 placed.address,
                 &mut self.outbox,
                 &mut self.rng,
+                &mut self.router.buffers,
             );
             placed.block.start(&mut ctx);
             for output in self.outbox.drain(..) {
@@ -252,10 +259,10 @@ impl ExecutionThread {
             if self.router.has_pending() {
                 return executed;
             }
-            let Some(signal) = self.router.local.pop_front() else {
+            let Some((slot, signal)) = self.router.local.pop_front() else {
                 break;
             };
-            self.execute_routed(signal);
+            self.execute(slot, signal);
             executed += 1;
         }
         for k in 0..queues {
@@ -295,7 +302,13 @@ impl ExecutionThread {
     fn execute(&mut self, slot: usize, signal: Signal) {
         let placed = &mut self.blocks[slot];
         assert_eq!(placed.address, signal.receiver);
-        let mut ctx = Context::new(self.now, placed.address, &mut self.outbox, &mut self.rng);
+        let mut ctx = Context::new(
+            self.now,
+            placed.address,
+            &mut self.outbox,
+            &mut self.rng,
+            &mut self.router.buffers,
+        );
         placed.block.execute(signal, &mut ctx);
         self.progress += 1;
         self.shared.threads[self.index].publish_progress(self.progress);
@@ -336,8 +349,9 @@ struct Router {
     node: NodeId,
     routes: Arc<RouteTable>,
     shared: Arc<Shared>,
-    /// Signals between blocks of this thread, in send order.
-    local: VecDeque<Signal>,
+    /// Signals between blocks of this thread, in send order, with the
+    /// receiver's slot (routed once, when sent).
+    local: VecDeque<(usize, Signal)>,
     outgoing: Vec<Option<Producer<Signal>>>,
     /// Per target thread: signals its full queue did not take yet, in order.
     pending: Vec<VecDeque<Signal>>,
@@ -350,6 +364,9 @@ struct Router {
     timers: TimerHeap,
     control: Arc<dyn NodeControl>,
     drops: DropLog,
+    /// Empty payload buffers of signals sent to other nodes, for the
+    /// blocks of this thread to fill again (`Context::buffer`).
+    buffers: Vec<Vec<u8>>,
 }
 
 impl Router {
@@ -390,6 +407,7 @@ impl Router {
         if signal.receiver.node != self.node {
             self.remote.send(&signal);
             self.remote_sent = true;
+            self.keep_buffer(signal.body);
             return;
         }
         let Some(route) = self.routes.get(signal.receiver) else {
@@ -404,7 +422,7 @@ impl Router {
             return;
         };
         if route.thread == self.me {
-            self.local.push_back(signal);
+            self.local.push_back((route.slot, signal));
             return;
         }
         let target = route.thread;
@@ -422,6 +440,21 @@ impl Router {
             self.pending[target].push_back(signal);
         }
         self.pending_signals += 1;
+    }
+
+    /// Keeps the byte payload of a signal sent (encoded) to another node
+    /// for reuse, up to `BUFFERS_KEPT_MAX` of at most `BUFFER_KEPT_BYTES_MAX`.
+    #[inline]
+    fn keep_buffer(&mut self, body: SignalBody) {
+        if self.buffers.len() >= BUFFERS_KEPT_MAX {
+            return;
+        }
+        if let Some(mut bytes) = body.into_payload() {
+            if bytes.capacity() > 0 && bytes.capacity() <= BUFFER_KEPT_BYTES_MAX {
+                bytes.clear();
+                self.buffers.push(bytes);
+            }
+        }
     }
 
     /// Moves what fits from the pending lists into their queues.
