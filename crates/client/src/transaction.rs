@@ -32,7 +32,7 @@ use proto::{
 };
 use signal::{tc_flags, Signal, SignalBody};
 use smallvec::SmallVec;
-use storage::schema::{IndexKind, Value};
+use storage::schema::{integer_code_fits, IndexKind, Value};
 
 pub use proto::LockMode;
 
@@ -706,6 +706,7 @@ impl<'s> Transaction<'s> {
             None
         };
         let start = inner.ops.len();
+        let mut fit = IntegerFit::new(table, &header, &key, columns.is_some());
         let encoded = {
             let mut writer = OpBatchWriter::new(&mut inner.ops);
             writer.begin(&header);
@@ -713,8 +714,10 @@ impl<'s> Transaction<'s> {
                 writer.key(v.as_ref());
             }
             let written = if direct {
-                op.row
-                    .resolve(table, |c, v| writer.value(c as u16, v.as_ref()))
+                op.row.resolve(table, |c, v| {
+                    fit.value(c, v);
+                    writer.value(c as u16, v.as_ref())
+                })
             } else {
                 for (c, v) in values.iter() {
                     writer.value(*c as u16, v.as_ref());
@@ -729,11 +732,18 @@ impl<'s> Transaction<'s> {
             })
         };
         let checked = encoded.and_then(|()| {
-            // Just encoded here: its frames are all there is to check before
-            // the op is checked against its table (which reads every value).
-            let view = OpBatchReader::framed_one(&inner.ops[start..])?;
-            view.check_with(table.def(), table.check_plan())
-                .map_err(Error::from)
+            let general = || {
+                // Just encoded here: its frames are all there is to check before
+                // the op is checked against its table (which reads every value).
+                let view = OpBatchReader::framed_one(&inner.ops[start..])?;
+                view.check_with(table.def(), table.check_plan())
+                    .map_err(Error::from)
+            };
+            if fit.passed() {
+                debug_assert!(general().is_ok(), "an op IntegerFit passes passes proto's check");
+                return Ok(());
+            }
+            general()
         });
         if let Err(error) = checked {
             inner.ops.truncate(start);
@@ -1228,6 +1238,72 @@ pub(crate) fn op_error(meta: &OpMeta, code: u32, message: &str) -> Error {
     }
 }
 
+/// Words of a set of column positions (`COLUMNS_MAX` bits).
+const COLUMN_SET_WORDS: usize = storage::schema::COLUMNS_MAX.div_ceil(64);
+
+/// Whether a defined operation passes proto's check (`OpView::check_with`)
+/// without encoding it and reading it back: decided for the common op of
+/// a key-value table — a read, delete or update by primary key of a table
+/// without BLOB/TEXT columns whose key and written values are integers in
+/// their integer columns' ranges, each column written once and no key
+/// column among them — as its values are encoded. Anything else (or any
+/// doubt) is not passed, and `define` runs proto's check, which says what
+/// is wrong: so the errors are proto's, unchanged.
+struct IntegerFit<'t> {
+    /// `Table::value_codes`.
+    codes: &'t [u8],
+    /// The op writes values (proto refuses them in a read or a delete).
+    writes: bool,
+    fits: bool,
+    given: [u64; COLUMN_SET_WORDS],
+}
+
+impl<'t> IntegerFit<'t> {
+    /// Starts with the op's header and key; `projection`: it reads some columns only.
+    fn new(table: &'t Table, header: &OpHeader, key: &[Value], projection: bool) -> IntegerFit<'t> {
+        let shape = match header.kind {
+            OpKind::Read | OpKind::Delete => true,
+            // Proto refuses a projection of an update: its check says so.
+            OpKind::Update => !projection,
+            // An insert or write must give every column: left to proto.
+            OpKind::Insert | OpKind::Write => false,
+        };
+        let key_codes = table.key_codes();
+        let fits = shape
+            && !table.has_blobs()
+            && header.index_id == NO_INDEX
+            && header.partition == NO_PARTITION
+            && header.flags & !IGNORE_ERROR == 0
+            && header.table_id == table.id()
+            && header.table_version == table.version()
+            && key.len() == key_codes.len()
+            && key
+                .iter()
+                .zip(key_codes)
+                .all(|(v, &code)| integer_code_fits(code, v.as_ref()));
+        IntegerFit {
+            codes: table.value_codes(),
+            writes: header.kind == OpKind::Update,
+            fits,
+            given: [0; COLUMN_SET_WORDS],
+        }
+    }
+
+    /// A written value of column `c` (a position within the table).
+    #[inline]
+    fn value(&mut self, c: usize, v: &Value) {
+        let code = self.codes.get(c).copied().unwrap_or(0);
+        let (word, bit) = (c / 64 % COLUMN_SET_WORDS, 1u64 << (c % 64));
+        let fresh = self.given[word] & bit == 0;
+        self.given[word] |= bit;
+        self.fits &= self.writes && fresh && integer_code_fits(code, v.as_ref());
+    }
+
+    fn passed(&self) -> bool {
+        self.fits
+    }
+}
+
 /// Written columns: (table position, value).
 type WrittenValues = Vec<(usize, Value)>;
 
@@ -1415,5 +1491,118 @@ impl Future for ExecuteFuture<'_, '_> {
             cx.waker().wake_by_ref();
         }
         Poll::Pending
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use storage::schema::{Column, ColumnType, TableDef};
+
+    use super::*;
+
+    /// A two-column integer key, integer columns of every width, and one
+    /// column of another type.
+    fn table() -> Table {
+        let columns = vec![
+            Column::new("k0", ColumnType::BigInt { unsigned: true }),
+            Column::new("k1", ColumnType::Int { unsigned: false }),
+            Column::new("tiny", ColumnType::TinyInt { unsigned: true }),
+            Column::new("small", ColumnType::SmallInt { unsigned: false }),
+            Column::new("medium", ColumnType::MediumInt { unsigned: true }),
+            Column::new("int", ColumnType::Int { unsigned: true }),
+            Column::new("big", ColumnType::BigInt { unsigned: false }),
+            Column::new("real", ColumnType::Double).nullable(),
+        ];
+        let def = TableDef::new("fit", 7, columns)
+            .primary_key(vec![0, 1])
+            .build()
+            .expect("valid");
+        Table::new(def)
+    }
+
+    /// Integers around every width's limits, and values of other kinds.
+    fn value() -> impl Strategy<Value = Value> {
+        let edge = (prop::sample::select(vec![0u32, 7, 8, 15, 16, 23, 24, 31, 32, 63]), -2i64..=2);
+        prop_oneof![
+            // Mostly values that fit every column, so that an op's other
+            // faults (a column twice, a key column written) are what decides.
+            12 => (0u64..100).prop_map(Value::UInt),
+            2 => (-100i64..100).prop_map(Value::Int),
+            1 => edge.clone().prop_map(|(bits, d)| Value::UInt((1u64 << bits).wrapping_add_signed(d))),
+            1 => edge.prop_map(|(bits, d)| Value::Int((1i64 << bits).wrapping_neg().wrapping_add(d))),
+            1 => any::<u64>().prop_map(Value::UInt),
+            1 => any::<i64>().prop_map(Value::Int),
+            1 => Just(Value::Null),
+            1 => any::<f64>().prop_map(Value::Double),
+            1 => "[a-z]{0,3}".prop_map(Value::String),
+        ]
+    }
+
+    fn kind() -> impl Strategy<Value = OpKind> {
+        prop::sample::select(vec![
+            OpKind::Read,
+            OpKind::Update,
+            OpKind::Delete,
+            OpKind::Insert,
+            OpKind::Write,
+        ])
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1_024))]
+
+        /// What `IntegerFit` passes, proto's check passes; and for ops of
+        /// integers in integer columns they agree.
+        #[test]
+        fn integer_fit_agrees_with_protos_check(
+            kind in kind(),
+            key in prop_oneof![
+                4 => prop::collection::vec(value(), 2),
+                1 => prop::collection::vec(value(), 0..4),
+            ],
+            values in prop::collection::vec((prop_oneof![3 => 2usize..7, 1 => 0usize..8], value()), 0..5),
+            projection in any::<bool>(),
+            ignore_error in any::<bool>(),
+        ) {
+            let table = table();
+            let header = OpHeader {
+                op_index: 0,
+                table_id: table.id(),
+                table_version: table.version(),
+                index_id: NO_INDEX,
+                partition: NO_PARTITION,
+                kind,
+                lock: LockMode::Exclusive,
+                flags: if ignore_error { IGNORE_ERROR } else { 0 },
+            };
+            let mut fit = IntegerFit::new(&table, &header, &key, projection);
+            let mut batch = Vec::new();
+            let mut writer = OpBatchWriter::new(&mut batch);
+            writer.begin(&header);
+            for v in &key {
+                writer.key(v.as_ref());
+            }
+            for (c, v) in &values {
+                fit.value(*c, v);
+                writer.value(*c as u16, v.as_ref());
+            }
+            if projection {
+                writer.project(2);
+            }
+            writer.end().expect("within every limit");
+            drop(writer);
+            let general = OpBatchReader::framed_one(&batch)
+                .and_then(|view| view.check_with(table.def(), table.check_plan()));
+            prop_assert!(!fit.passed() || general.is_ok(), "passed, proto says {general:?}");
+            let integer = |v: &Value| matches!(v, Value::Int(_) | Value::UInt(_));
+            let in_domain = matches!(kind, OpKind::Read | OpKind::Delete | OpKind::Update)
+                && !(kind == OpKind::Update && projection)
+                && key.iter().all(integer)
+                && values.iter().all(|(c, v)| *c != 7 && integer(v));
+            if in_domain {
+                prop_assert_eq!(fit.passed(), general.is_ok(), "proto says {:?}", general);
+            }
+        }
     }
 }
