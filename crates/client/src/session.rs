@@ -94,14 +94,8 @@ enum Notify {
     Tag(u64),
 }
 
-/// A prepared asynchronous transaction.
-struct Prepared {
-    request: TxRequest,
-    notify: Notify,
-    blob: Option<Box<BlobExec>>,
-}
-
-/// An asynchronous transaction in flight.
+/// An asynchronous transaction prepared (on `State::prepared`) or in
+/// flight (in `State::in_flight`): one type, so that sending moves it once.
 struct InFlight {
     request: TxRequest,
     notify: Notify,
@@ -173,16 +167,14 @@ pub(crate) struct State {
     pending: IdMap<ReqKey, Pending>,
     done: IdMap<ReqKey, Result<SignalBody>>,
     pub scans: HashMap<(u64, u32), ScanInbox>,
-    prepared: Vec<Prepared>,
+    prepared: Vec<InFlight>,
     in_flight: IdMap<u64, InFlight>,
     /// Asynchronous transactions whose reply (or failure) is in `done`, in
     /// the order they got it: `poll` takes these instead of looking at
     /// every transaction in flight. Each is in `in_flight`.
-    ready: Vec<u64>,
+    ready: VecDeque<u64>,
     /// Outcomes of tagged transactions, for `take_completed`.
     completed: Vec<(u64, Result<Outcome>)>,
-    /// `poll`'s list of the transactions it completes, kept for its room.
-    finishing: Vec<(InFlight, Result<SignalBody>)>,
     events: Vec<Event>,
     pub send_buffer: Vec<u8>,
     /// The encoded key of a hinted `begin`.
@@ -202,7 +194,7 @@ impl State {
         debug_assert!(previous.is_none(), "{key:?} ended twice");
         if let ReqKey::Tx(id) = key {
             if self.in_flight.contains_key(&id) {
-                self.ready.push(id);
+                self.ready.push_back(id);
             }
         }
     }
@@ -779,7 +771,7 @@ impl Session {
             ));
         }
         let (request, blob) = tx.into_first_request(mode)?;
-        self.state.borrow_mut().prepared.push(Prepared {
+        self.state.borrow_mut().prepared.push(InFlight {
             request,
             notify: notify(),
             blob,
@@ -808,20 +800,9 @@ impl Session {
                 .and_then(|()| shared.send_bytes(link, &state.send_buffer, count));
             state.send_buffer.clear();
             let node = shared.links[link].node;
-            let mut i = 0;
-            while i < prepared.len() {
-                if prepared[i].request.link != link {
-                    i += 1;
-                    continue;
-                }
-                let p = prepared.swap_remove(i);
-                let tx_id = p.request.tx_id;
-                let commit = p.request.commit;
-                let flight = InFlight {
-                    request: p.request,
-                    notify: p.notify,
-                    blob: p.blob,
-                };
+            let mut file = |flight: InFlight| {
+                let tx_id = flight.request.tx_id;
+                let commit = flight.request.commit;
                 let previous = state.in_flight.insert(tx_id, flight);
                 assert!(
                     previous.is_none(),
@@ -829,10 +810,6 @@ impl Session {
                 );
                 match &result {
                     Ok(()) => {
-                        shared
-                            .counters
-                            .tc_key_reqs_sent
-                            .fetch_add(1, Ordering::Relaxed);
                         state.pending.insert(
                             ReqKey::Tx(tx_id),
                             Pending {
@@ -845,6 +822,25 @@ impl Session {
                     }
                     Err(error) => state.file_done(ReqKey::Tx(tx_id), Err(error.clone())),
                 }
+            };
+            if count == prepared.len() {
+                // All to one data node (always, with one): each moved once.
+                prepared.drain(..).for_each(&mut file);
+            } else {
+                let mut i = 0;
+                while i < prepared.len() {
+                    if prepared[i].request.link == link {
+                        file(prepared.swap_remove(i));
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
+            if result.is_ok() {
+                shared
+                    .counters
+                    .tc_key_reqs_sent
+                    .fetch_add(count as u64, Ordering::Relaxed);
             }
         }
         // The emptied list keeps its room for the next preparations.
@@ -866,26 +862,11 @@ impl Session {
     pub fn poll(&self, min_completed: usize, timeout: Duration) -> usize {
         let deadline = Instant::now() + timeout;
         let mut completed = 0;
-        let mut finished = std::mem::take(&mut self.state.borrow_mut().finishing);
         loop {
             self.pump();
-            {
-                let mut state = self.state.borrow_mut();
-                let state = &mut *state;
-                for id in state.ready.drain(..) {
-                    // Filed once per request, while in flight (`State::file_done`).
-                    let reply = state
-                        .done
-                        .remove(&ReqKey::Tx(id))
-                        .expect("a transaction on the completion queue has its end filed");
-                    let flight = state
-                        .in_flight
-                        .remove(&id)
-                        .expect("a transaction on the completion queue is in flight");
-                    finished.push((flight, reply));
-                }
-            }
-            for (flight, reply) in finished.drain(..) {
+            // One at a time, straight from the queue (a list of them was
+            // two more copies of each transaction's state).
+            while let Some((flight, reply)) = self.next_ready() {
                 let outcome = match flight.blob {
                     Some(mut exec) => match exec.on_reply(self, reply) {
                         Step::Send(request) => {
@@ -912,11 +893,27 @@ impl Session {
                 if now >= deadline && completed < min_completed {
                     self.expire_in_flight();
                 }
-                self.state.borrow_mut().finishing = finished;
                 return completed;
             }
             receiver::wait(self.shared(), &self.mailbox, deadline - now);
         }
+    }
+
+    /// The next transaction on the completion queue, out of the maps, with its end.
+    fn next_ready(&self) -> Option<(InFlight, Result<SignalBody>)> {
+        let mut state = self.state.borrow_mut();
+        let state = &mut *state;
+        let id = state.ready.pop_front()?;
+        // Filed once per request, while in flight (`State::file_done`).
+        let reply = state
+            .done
+            .remove(&ReqKey::Tx(id))
+            .expect("a transaction on the completion queue has its end filed");
+        let flight = state
+            .in_flight
+            .remove(&id)
+            .expect("a transaction on the completion queue is in flight");
+        Some((flight, reply))
     }
 
     /// Moves the outcomes of tagged transactions that [`Session::poll`]

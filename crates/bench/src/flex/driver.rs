@@ -462,7 +462,9 @@ fn drive(
             completions.len() <= in_flight,
             "a completion for a slot not in flight"
         );
-        for completion in completions.drain(..) {
+        // By reference, then cleared: an outcome is some hundred bytes,
+        // each move of it a copy.
+        for completion in &completions {
             in_flight -= 1;
             let slot = completion.slot;
             let completion_at = completion.done_at;
@@ -482,6 +484,7 @@ fn drive(
                 free.push(slot);
             }
         }
+        completions.clear();
         // Every slot is free, waiting for a retry, or in flight.
         assert_eq!(free.len() + retry.len() + in_flight, plan.parallel);
     }
@@ -497,11 +500,11 @@ fn complete(
     slot: &mut Slot,
     plan: &ThreadPlan,
     workload: &Workload,
-    completion: Completion,
+    completion: &Completion,
 ) -> bool {
     let phase = plan.phase.name();
     let first = slot.first_key;
-    let outcome = match completion.result {
+    let outcome = match &completion.result {
         Ok(outcome) => outcome,
         Err(error) if slot.maybe_committed && settled_by_earlier_commit(plan.phase, error.code) => {
             // The attempt that ended with 4010 committed after all.
