@@ -94,13 +94,59 @@ enum Notify {
     Tag(u64),
 }
 
-/// An asynchronous transaction prepared (on `State::prepared`) or in
-/// flight (in `State::in_flight`): one type, so that sending moves it once.
+/// An asynchronous transaction prepared or in flight, in its slot.
 struct InFlight {
     request: TxRequest,
     notify: Notify,
     /// The machine of its blob work: more requests may follow the reply.
     blob: Option<Box<BlobExec>>,
+    /// The end of its request, filed here (not in `State::done`, which
+    /// holds the ends of synchronous requests): one map less to go through.
+    reply: Option<Result<SignalBody>>,
+}
+
+/// The slots of asynchronous transactions: each stays in its slot from its
+/// preparation to its completion, and what moves between the session's
+/// lists is the slot's number (a transaction's state is some hundred
+/// bytes: every move of it was a copy).
+#[derive(Default)]
+struct Slots {
+    slots: Vec<Option<InFlight>>,
+    free: Vec<u32>,
+}
+
+impl Slots {
+    /// Puts `flight` in a free slot; returns its number.
+    fn put(&mut self, flight: InFlight) -> u32 {
+        match self.free.pop() {
+            Some(slot) => {
+                let place = &mut self.slots[slot as usize];
+                debug_assert!(place.is_none(), "a free slot is empty");
+                *place = Some(flight);
+                slot
+            }
+            None => {
+                self.slots.push(Some(flight));
+                u32::try_from(self.slots.len() - 1).expect("slots are bounded by IN_FLIGHT_MAX")
+            }
+        }
+    }
+
+    fn get(&self, slot: u32) -> &InFlight {
+        self.slots[slot as usize].as_ref().expect("a slot in use")
+    }
+
+    fn get_mut(&mut self, slot: u32) -> &mut InFlight {
+        self.slots[slot as usize].as_mut().expect("a slot in use")
+    }
+
+    /// Empties slot `slot`: it serves the next transaction.
+    fn free(&mut self, slot: u32) {
+        let place = &mut self.slots[slot as usize];
+        debug_assert!(place.is_some(), "a slot in use is freed");
+        *place = None;
+        self.free.push(slot);
+    }
 }
 
 /// Buffers of finished transactions, for the next ones (see the module doc).
@@ -153,11 +199,11 @@ impl Spares {
 
     /// Takes back what a finished request holds: its batch and its
     /// operations' descriptions.
-    pub fn put_request(&mut self, request: TxRequest) {
-        if let SignalBody::TcKeyReq { ops, .. } = request.signal.body {
-            self.put_bytes(ops);
+    pub fn put_request(&mut self, request: &mut TxRequest) {
+        if let SignalBody::TcKeyReq { ops, .. } = &mut request.signal.body {
+            self.put_bytes(std::mem::take(ops));
         }
-        self.put_metas(request.metas);
+        self.put_metas(std::mem::take(&mut request.metas));
     }
 }
 
@@ -167,9 +213,13 @@ pub(crate) struct State {
     pending: IdMap<ReqKey, Pending>,
     done: IdMap<ReqKey, Result<SignalBody>>,
     pub scans: HashMap<(u64, u32), ScanInbox>,
-    prepared: Vec<InFlight>,
-    in_flight: IdMap<u64, InFlight>,
-    /// Asynchronous transactions whose reply (or failure) is in `done`, in
+    /// Asynchronous transactions prepared or in flight.
+    slots: Slots,
+    /// The slots of those prepared and not sent, in preparation order.
+    prepared: Vec<u32>,
+    /// The slots of those sent, by transaction id.
+    in_flight: IdMap<u64, u32>,
+    /// Asynchronous transactions whose reply (or failure) is filed, in
     /// the order they got it: `poll` takes these instead of looking at
     /// every transaction in flight. Each is in `in_flight`.
     ready: VecDeque<u64>,
@@ -190,13 +240,17 @@ impl State {
     /// Files the end of request `key`; an asynchronous transaction's goes
     /// on the completion queue.
     fn file_done(&mut self, key: ReqKey, reply: Result<SignalBody>) {
-        let previous = self.done.insert(key, reply);
-        debug_assert!(previous.is_none(), "{key:?} ended twice");
         if let ReqKey::Tx(id) = key {
-            if self.in_flight.contains_key(&id) {
+            if let Some(&slot) = self.in_flight.get(&id) {
+                let flight = self.slots.get_mut(slot);
+                debug_assert!(flight.reply.is_none(), "{key:?} ended twice");
+                flight.reply = Some(reply);
                 self.ready.push_back(id);
+                return;
             }
         }
+        let previous = self.done.insert(key, reply);
+        debug_assert!(previous.is_none(), "{key:?} ended twice");
     }
 }
 
@@ -771,11 +825,14 @@ impl Session {
             ));
         }
         let (request, blob) = tx.into_first_request(mode)?;
-        self.state.borrow_mut().prepared.push(InFlight {
+        let mut state = self.state.borrow_mut();
+        let slot = state.slots.put(InFlight {
             request,
             notify: notify(),
             blob,
+            reply: None,
         });
+        state.prepared.push(slot);
         Ok(())
     }
 
@@ -790,20 +847,24 @@ impl Session {
         let mut sent = 0;
         // One data node's transactions at a time: one write each, the
         // signals in preparation order.
-        while let Some(first) = prepared.first() {
-            let link = first.request.link;
-            let group = prepared.iter().filter(|p| p.request.link == link);
+        while let Some(&first) = prepared.first() {
+            let slots = &state.slots;
+            let link = slots.get(first).request.link;
+            let group = prepared
+                .iter()
+                .map(|&slot| &slots.get(slot).request)
+                .filter(|request| request.link == link);
             let count = group.clone().count();
             state.send_buffer.clear();
             let generation = shared.links[link].generation.load(Ordering::Acquire);
-            let result = encode_frames(group.map(|p| &p.request.signal), &mut state.send_buffer)
+            let result = encode_frames(group.map(|request| &request.signal), &mut state.send_buffer)
                 .and_then(|()| shared.send_bytes(link, &state.send_buffer, count));
             state.send_buffer.clear();
             let node = shared.links[link].node;
-            let mut file = |flight: InFlight| {
-                let tx_id = flight.request.tx_id;
-                let commit = flight.request.commit;
-                let previous = state.in_flight.insert(tx_id, flight);
+            let mut file = |state: &mut State, slot: u32| {
+                let request = &state.slots.get(slot).request;
+                let (tx_id, commit) = (request.tx_id, request.commit);
+                let previous = state.in_flight.insert(tx_id, slot);
                 assert!(
                     previous.is_none(),
                     "transaction {tx_id:#x} is in flight twice"
@@ -824,13 +885,13 @@ impl Session {
                 }
             };
             if count == prepared.len() {
-                // All to one data node (always, with one): each moved once.
-                prepared.drain(..).for_each(&mut file);
+                // All to one data node (always, with one).
+                prepared.drain(..).for_each(|slot| file(state, slot));
             } else {
                 let mut i = 0;
                 while i < prepared.len() {
-                    if prepared[i].request.link == link {
-                        file(prepared.swap_remove(i));
+                    if state.slots.get(prepared[i]).request.link == link {
+                        file(state, prepared.swap_remove(i));
                     } else {
                         i += 1;
                     }
@@ -864,25 +925,46 @@ impl Session {
         let mut completed = 0;
         loop {
             self.pump();
-            // One at a time, straight from the queue (a list of them was
-            // two more copies of each transaction's state).
-            while let Some((flight, reply)) = self.next_ready() {
-                let outcome = match flight.blob {
-                    Some(mut exec) => match exec.on_reply(self, reply) {
-                        Step::Send(request) => {
-                            self.send_next(request, flight.notify, exec);
-                            continue;
+            // One at a time, straight from the queue, read in its slot.
+            while let Some(slot) = self.next_ready() {
+                let (reply, notify, blob, answer) = {
+                    let mut state = self.state.borrow_mut();
+                    let flight = state.slots.get_mut(slot);
+                    let reply = flight
+                        .reply
+                        .take()
+                        .expect("a transaction on the completion queue has its end filed");
+                    let notify = std::mem::replace(&mut flight.notify, Notify::Tag(0));
+                    let blob = flight.blob.take();
+                    let request = &mut flight.request;
+                    let answer = blob.is_none().then(|| request.answer());
+                    (reply, notify, blob, answer)
+                };
+                let outcome = match (blob, answer) {
+                    (Some(mut exec), _) => {
+                        self.state.borrow_mut().slots.free(slot);
+                        match exec.on_reply(self, reply) {
+                            Step::Send(request) => {
+                                self.send_next(request, notify, exec);
+                                continue;
+                            }
+                            Step::Done(outcome) => outcome,
                         }
-                        Step::Done(outcome) => outcome,
-                    },
-                    None => {
-                        let outcome = flight.request.complete(self, reply);
-                        self.state.borrow_mut().spares.put_request(flight.request);
+                    }
+                    (None, Some(answer)) => {
+                        let outcome = answer.complete(self, reply);
+                        let mut state = self.state.borrow_mut();
+                        let state = &mut *state;
+                        let request = &mut state.slots.get_mut(slot).request;
+                        request.metas = answer.metas;
+                        state.spares.put_request(request);
+                        state.slots.free(slot);
                         outcome
                     }
+                    (None, None) => unreachable!("a request without blob work has its answer"),
                 };
                 completed += 1;
-                match flight.notify {
+                match notify {
                     Notify::Callback(callback) => callback(outcome),
                     Notify::Tag(tag) => self.state.borrow_mut().completed.push((tag, outcome)),
                 }
@@ -899,21 +981,15 @@ impl Session {
         }
     }
 
-    /// The next transaction on the completion queue, out of the maps, with its end.
-    fn next_ready(&self) -> Option<(InFlight, Result<SignalBody>)> {
+    /// The slot of the next transaction on the completion queue, no longer in flight.
+    fn next_ready(&self) -> Option<u32> {
         let mut state = self.state.borrow_mut();
-        let state = &mut *state;
         let id = state.ready.pop_front()?;
-        // Filed once per request, while in flight (`State::file_done`).
-        let reply = state
-            .done
-            .remove(&ReqKey::Tx(id))
-            .expect("a transaction on the completion queue has its end filed");
-        let flight = state
+        let slot = state
             .in_flight
             .remove(&id)
             .expect("a transaction on the completion queue is in flight");
-        Some((flight, reply))
+        Some(slot)
     }
 
     /// Moves the outcomes of tagged transactions that [`Session::poll`]
@@ -936,14 +1012,14 @@ impl Session {
         let key = ReqKey::Tx(request.tx_id);
         let sent = self.send_request(request.link, key, request.commit, &request.signal);
         let mut state = self.state.borrow_mut();
-        state.in_flight.insert(
-            request.tx_id,
-            InFlight {
-                request,
-                notify,
-                blob: Some(exec),
-            },
-        );
+        let tx_id = request.tx_id;
+        let slot = state.slots.put(InFlight {
+            request,
+            notify,
+            blob: Some(exec),
+            reply: None,
+        });
+        state.in_flight.insert(tx_id, slot);
         match sent {
             Ok(()) => {
                 self.shared()
@@ -964,8 +1040,8 @@ impl Session {
         let expired: Vec<u64> = state
             .in_flight
             .iter()
-            .filter(|(id, flight)| {
-                now.duration_since(flight.request.sent_at) > timeout
+            .filter(|(id, slot)| {
+                now.duration_since(state.slots.get(**slot).request.sent_at) > timeout
                     && state.pending.contains_key(&ReqKey::Tx(**id))
             })
             .map(|(id, _)| *id)

@@ -32,7 +32,7 @@ use proto::{
 };
 use signal::{tc_flags, Signal, SignalBody};
 use smallvec::SmallVec;
-use storage::schema::{integer_code_fits, IndexKind, Value};
+use storage::schema::{integer_code_fits, IndexKind, Value, ValueRef};
 
 pub use proto::LockMode;
 
@@ -722,8 +722,9 @@ impl<'s> Transaction<'s> {
             }
             let written = if direct {
                 op.row.resolve(table, |c, v| {
+                    let v = v.as_ref();
                     fit.value(c, v);
-                    writer.value(c as u16, v.as_ref())
+                    writer.value(c as u16, v)
                 })
             } else {
                 for (c, v) in values.iter() {
@@ -830,10 +831,10 @@ impl<'s> Transaction<'s> {
         Ok(())
     }
 
-    fn finish(&self, request: TxRequest, reply: Result<signal::SignalBody>) -> Result<Outcome> {
+    fn finish(&self, mut request: TxRequest, reply: Result<signal::SignalBody>) -> Result<Outcome> {
         let mode = request.mode;
         let outcome = request.complete(self.session, reply);
-        self.session.state.borrow_mut().spares.put_request(request);
+        self.session.state.borrow_mut().spares.put_request(&mut request);
         self.settle(mode, true, outcome)
     }
 
@@ -1091,9 +1092,49 @@ impl<'s> Transaction<'s> {
     }
 }
 
+/// What reading the answer to a request needs, taken out of it
+/// (`TxRequest::answer`): a session reads it without its request borrowed.
+pub(crate) struct Answer {
+    tx_id: u64,
+    link: usize,
+    batch: u32,
+    pub metas: Vec<OpMeta>,
+}
+
+impl Answer {
+    /// Reads the TC's answer into an outcome (see `TxRequest::complete`).
+    pub(crate) fn complete(&self, session: &Session, reply: Result<SignalBody>) -> Result<Outcome> {
+        read_answer(session, (self.tx_id, self.link, self.batch), &self.metas, reply)
+    }
+}
+
 impl TxRequest {
     /// Reads the TC's answer into an outcome.
     pub(crate) fn complete(&self, session: &Session, reply: Result<SignalBody>) -> Result<Outcome> {
+        read_answer(session, (self.tx_id, self.link, self.batch), &self.metas, reply)
+    }
+
+    /// Takes out what reading the answer needs (its `metas` go back with
+    /// the request to the session's spares).
+    pub(crate) fn answer(&mut self) -> Answer {
+        Answer {
+            tx_id: self.tx_id,
+            link: self.link,
+            batch: self.batch,
+            metas: std::mem::take(&mut self.metas),
+        }
+    }
+}
+
+/// Reads the TC's answer to request (tx id, link, batch) whose operations
+/// `metas` describes into an outcome.
+fn read_answer(
+    session: &Session,
+    (tx_id, link, batch): (u64, usize, u32),
+    metas: &[OpMeta],
+    reply: Result<SignalBody>,
+) -> Result<Outcome> {
+    {
         match reply? {
             SignalBody::TcKeyConf {
                 flags,
@@ -1107,8 +1148,8 @@ impl TxRequest {
                     epoch: committed.then_some(Epoch::from_u64(epoch)),
                     committed,
                     rolled_back,
-                    batch: self.batch,
-                    results: smallvec::smallvec![OpResult::Done; self.metas.len()],
+                    batch: batch,
+                    results: smallvec::smallvec![OpResult::Done; metas.len()],
                 };
                 if !results.is_empty() {
                     // Values are checked as `decode_result` reads them; the
@@ -1120,10 +1161,10 @@ impl TxRequest {
                     })?;
                     if let Some(result) = first.filter(|_| reader.len() == 1) {
                         let pos = result.op_index as usize;
-                        let meta = self.metas.get(pos).ok_or_else(|| {
+                        let meta = metas.get(pos).ok_or_else(|| {
                             Error::new(
                                 proto::error::MALFORMED_REQUEST,
-                                format!("a result for operation {pos} of {}", self.metas.len()),
+                                format!("a result for operation {pos} of {}", metas.len()),
                             )
                         })?;
                         let placeholder = ReplyBytes::Own(Vec::new());
@@ -1137,13 +1178,13 @@ impl TxRequest {
                     let results = Arc::new(results);
                     let reader = ResultReader::framed(&results)?;
                     let mut place = |result: proto::OpResult<'_>| -> Result<()> {
-                        let Some(meta) = self.metas.get(result.op_index as usize) else {
+                        let Some(meta) = metas.get(result.op_index as usize) else {
                             return Err(Error::new(
                                 proto::error::MALFORMED_REQUEST,
                                 format!(
                                     "a result for operation {} of {}",
                                     result.op_index,
-                                    self.metas.len()
+                                    metas.len()
                                 ),
                             ));
                         };
@@ -1167,9 +1208,9 @@ impl TxRequest {
                 if code == proto::error::NODE_SHUTDOWN {
                     // The node stops on purpose: no new transaction goes
                     // there until it registers as started again.
-                    session.node_stopping(self.link);
+                    session.node_stopping(link);
                 }
-                let meta = self.metas.get(op_index as usize);
+                let meta = metas.get(op_index as usize);
                 if let Some(meta) = meta {
                     if matches!(
                         code,
@@ -1181,7 +1222,7 @@ impl TxRequest {
                 Err(match meta {
                     Some(meta) => op_error(meta, code, &message),
                     None if message.is_empty() => {
-                        Error::with_context(code, format!("transaction {:#x}", self.tx_id))
+                        Error::with_context(code, format!("transaction {:#x}", tx_id))
                     }
                     None => Error::new(code, message),
                 })
@@ -1307,12 +1348,12 @@ impl<'t> IntegerFit<'t> {
 
     /// A written value of column `c` (a position within the table).
     #[inline]
-    fn value(&mut self, c: usize, v: &Value) {
+    fn value(&mut self, c: usize, v: ValueRef<'_>) {
         let code = self.codes.get(c).copied().unwrap_or(0);
         let (word, bit) = (c / 64 % COLUMN_SET_WORDS, 1u64 << (c % 64));
         let fresh = self.given[word] & bit == 0;
         self.given[word] |= bit;
-        self.fits &= self.writes && fresh && integer_code_fits(code, v.as_ref());
+        self.fits &= self.writes && fresh && integer_code_fits(code, v);
     }
 
     fn passed(&self) -> bool {
@@ -1600,7 +1641,7 @@ mod tests {
                 writer.key(v.as_ref());
             }
             for (c, v) in &values {
-                fit.value(*c, v);
+                fit.value(*c, v.as_ref());
                 writer.value(*c as u16, v.as_ref());
             }
             if projection {
