@@ -1066,14 +1066,8 @@ impl<'s> Transaction<'s> {
                 })),
             };
         }
-        self.into_request(mode).map(|request| (request, None))
-    }
-
-    /// The request of an asynchronous execute (see `Session::prepare`).
-    pub(crate) fn into_request(self, mode: ExecMode) -> Result<TxRequest> {
-        self.check_open()?;
         match self.build(mode)? {
-            Some(request) => Ok(request),
+            Some(request) => Ok((request, None)),
             None => Err(Error::usage(
                 "an asynchronous transaction needs at least one operation",
             )),
@@ -1134,7 +1128,6 @@ fn read_answer(
     metas: &[OpMeta],
     reply: Result<SignalBody>,
 ) -> Result<Outcome> {
-    {
         match reply? {
             SignalBody::TcKeyConf {
                 flags,
@@ -1144,13 +1137,14 @@ fn read_answer(
             } => {
                 let committed = flags & tc_flags::COMMITTED != 0;
                 let rolled_back = flags & tc_flags::ROLLED_BACK != 0;
-                let mut outcome = Outcome {
+                let outcome = |results: OpResults| Outcome {
                     epoch: committed.then_some(Epoch::from_u64(epoch)),
                     committed,
                     rolled_back,
-                    batch: batch,
-                    results: smallvec::smallvec![OpResult::Done; metas.len()],
+                    batch,
+                    results,
                 };
+                let all_done = || smallvec::smallvec![OpResult::Done; metas.len()];
                 if !results.is_empty() {
                     // Values are checked as `decode_result` reads them; the
                     // rows keep the buffer. The common reply holds one
@@ -1172,9 +1166,16 @@ fn read_answer(
                         if let OpResult::Row(row) = &mut decoded {
                             row.own_reply(results);
                         }
+                        if metas.len() == 1 {
+                            // The one-op transaction's outcome is made
+                            // around its result (not made, then changed).
+                            return Ok(outcome(SmallVec::from_buf([decoded])));
+                        }
+                        let mut outcome = outcome(all_done());
                         outcome.results[pos] = decoded;
                         return Ok(outcome);
                     }
+                    let mut outcome = outcome(all_done());
                     let results = Arc::new(results);
                     let reader = ResultReader::framed(&results)?;
                     let mut place = |result: proto::OpResult<'_>| -> Result<()> {
@@ -1196,8 +1197,9 @@ fn read_answer(
                     for result in reader.iter() {
                         place(result)?;
                     }
+                    return Ok(outcome);
                 }
-                Ok(outcome)
+                Ok(outcome(all_done()))
             }
             SignalBody::TcKeyRef {
                 code,
@@ -1232,7 +1234,6 @@ fn read_answer(
                 format!("unexpected answer {}", other.name()),
             )),
         }
-    }
 }
 
 /// One operation's result as the user sees it.
