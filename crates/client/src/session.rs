@@ -22,6 +22,9 @@
 //! operations, their ranges and result descriptions, the request's batch)
 //! go back to the session's spares when it completes and serve the next
 //! one; the session's maps hash request keys with one multiplication.
+//! An asynchronous transaction stays in one slot from its preparation to
+//! its completion (its reply is filed there): the session's lists and
+//! maps hold slot numbers, so its state is not copied from list to list.
 //! A transaction whose BLOB/TEXT work takes several requests
 //! (`crate::blob`) sends the next one from `poll` when a reply comes, and
 //! completes after its last.
@@ -857,8 +860,9 @@ impl Session {
             let count = group.clone().count();
             state.send_buffer.clear();
             let generation = shared.links[link].generation.load(Ordering::Acquire);
-            let result = encode_frames(group.map(|request| &request.signal), &mut state.send_buffer)
-                .and_then(|()| shared.send_bytes(link, &state.send_buffer, count));
+            let result =
+                encode_frames(group.map(|request| &request.signal), &mut state.send_buffer)
+                    .and_then(|()| shared.send_bytes(link, &state.send_buffer, count));
             state.send_buffer.clear();
             let node = shared.links[link].node;
             let mut file = |state: &mut State, slot: u32| {

@@ -6,8 +6,11 @@
 //! `proto::ops` batch, and checked at once with proto's own check
 //! (`OpView::check`: key, types, lengths, columns), so bad input is a
 //! permanent error naming the table and column before anything is sent,
-//! and the transaction stays usable. `execute` copies the ops into the
-//! request's batch unchanged (`OpBatchWriter::copy`).
+//! and the transaction stays usable. The common op of a key-value table
+//! (integers only, by primary key) is checked as it is encoded instead
+//! (`IntegerFit`), with what proto's check would find; anything else goes
+//! through proto's check. `execute` copies the ops' bodies into the
+//! request's batch unchanged; a lone op's batch is the request's batch.
 //!
 //! A transaction's methods take `&self`, so a scan can run while the same
 //! transaction updates or deletes the rows it returns (takeover).
@@ -748,7 +751,10 @@ impl<'s> Transaction<'s> {
                     .map_err(Error::from)
             };
             if fit.passed() {
-                debug_assert!(general().is_ok(), "an op IntegerFit passes passes proto's check");
+                debug_assert!(
+                    general().is_ok(),
+                    "an op IntegerFit passes passes proto's check"
+                );
                 return Ok(());
             }
             general()
@@ -834,7 +840,11 @@ impl<'s> Transaction<'s> {
     fn finish(&self, mut request: TxRequest, reply: Result<signal::SignalBody>) -> Result<Outcome> {
         let mode = request.mode;
         let outcome = request.complete(self.session, reply);
-        self.session.state.borrow_mut().spares.put_request(&mut request);
+        self.session
+            .state
+            .borrow_mut()
+            .spares
+            .put_request(&mut request);
         self.settle(mode, true, outcome)
     }
 
@@ -1098,14 +1108,24 @@ pub(crate) struct Answer {
 impl Answer {
     /// Reads the TC's answer into an outcome (see `TxRequest::complete`).
     pub(crate) fn complete(&self, session: &Session, reply: Result<SignalBody>) -> Result<Outcome> {
-        read_answer(session, (self.tx_id, self.link, self.batch), &self.metas, reply)
+        read_answer(
+            session,
+            (self.tx_id, self.link, self.batch),
+            &self.metas,
+            reply,
+        )
     }
 }
 
 impl TxRequest {
     /// Reads the TC's answer into an outcome.
     pub(crate) fn complete(&self, session: &Session, reply: Result<SignalBody>) -> Result<Outcome> {
-        read_answer(session, (self.tx_id, self.link, self.batch), &self.metas, reply)
+        read_answer(
+            session,
+            (self.tx_id, self.link, self.batch),
+            &self.metas,
+            reply,
+        )
     }
 
     /// Takes out what reading the answer needs (its `metas` go back with
@@ -1128,112 +1148,112 @@ fn read_answer(
     metas: &[OpMeta],
     reply: Result<SignalBody>,
 ) -> Result<Outcome> {
-        match reply? {
-            SignalBody::TcKeyConf {
-                flags,
-                epoch,
+    match reply? {
+        SignalBody::TcKeyConf {
+            flags,
+            epoch,
+            results,
+            ..
+        } => {
+            let committed = flags & tc_flags::COMMITTED != 0;
+            let rolled_back = flags & tc_flags::ROLLED_BACK != 0;
+            let outcome = |results: OpResults| Outcome {
+                epoch: committed.then_some(Epoch::from_u64(epoch)),
+                committed,
+                rolled_back,
+                batch,
                 results,
-                ..
-            } => {
-                let committed = flags & tc_flags::COMMITTED != 0;
-                let rolled_back = flags & tc_flags::ROLLED_BACK != 0;
-                let outcome = |results: OpResults| Outcome {
-                    epoch: committed.then_some(Epoch::from_u64(epoch)),
-                    committed,
-                    rolled_back,
-                    batch,
-                    results,
-                };
-                let all_done = || smallvec::smallvec![OpResult::Done; metas.len()];
-                if !results.is_empty() {
-                    // Values are checked as `decode_result` reads them; the
-                    // rows keep the buffer. The common reply holds one
-                    // result: read once, and its row owns the buffer.
-                    let mut first = None;
-                    let reader = ResultReader::framed_each(&results, |result| {
-                        first.get_or_insert(result);
+            };
+            let all_done = || smallvec::smallvec![OpResult::Done; metas.len()];
+            if !results.is_empty() {
+                // Values are checked as `decode_result` reads them; the
+                // rows keep the buffer. The common reply holds one
+                // result: read once, and its row owns the buffer.
+                let mut first = None;
+                let reader = ResultReader::framed_each(&results, |result| {
+                    first.get_or_insert(result);
+                })?;
+                if let Some(result) = first.filter(|_| reader.len() == 1) {
+                    let pos = result.op_index as usize;
+                    let meta = metas.get(pos).ok_or_else(|| {
+                        Error::new(
+                            proto::error::MALFORMED_REQUEST,
+                            format!("a result for operation {pos} of {}", metas.len()),
+                        )
                     })?;
-                    if let Some(result) = first.filter(|_| reader.len() == 1) {
-                        let pos = result.op_index as usize;
-                        let meta = metas.get(pos).ok_or_else(|| {
-                            Error::new(
-                                proto::error::MALFORMED_REQUEST,
-                                format!("a result for operation {pos} of {}", metas.len()),
-                            )
-                        })?;
-                        let placeholder = ReplyBytes::Own(Vec::new());
-                        let mut decoded = decode_result(meta, &result, &results, placeholder)?;
-                        if let OpResult::Row(row) = &mut decoded {
-                            row.own_reply(results);
-                        }
-                        if metas.len() == 1 {
-                            // The one-op transaction's outcome is made
-                            // around its result (not made, then changed).
-                            return Ok(outcome(SmallVec::from_buf([decoded])));
-                        }
-                        let mut outcome = outcome(all_done());
-                        outcome.results[pos] = decoded;
-                        return Ok(outcome);
+                    let placeholder = ReplyBytes::Own(Vec::new());
+                    let mut decoded = decode_result(meta, &result, &results, placeholder)?;
+                    if let OpResult::Row(row) = &mut decoded {
+                        row.own_reply(results);
+                    }
+                    if metas.len() == 1 {
+                        // The one-op transaction's outcome is made
+                        // around its result (not made, then changed).
+                        return Ok(outcome(SmallVec::from_buf([decoded])));
                     }
                     let mut outcome = outcome(all_done());
-                    let results = Arc::new(results);
-                    let reader = ResultReader::framed(&results)?;
-                    let mut place = |result: proto::OpResult<'_>| -> Result<()> {
-                        let Some(meta) = metas.get(result.op_index as usize) else {
-                            return Err(Error::new(
-                                proto::error::MALFORMED_REQUEST,
-                                format!(
-                                    "a result for operation {} of {}",
-                                    result.op_index,
-                                    metas.len()
-                                ),
-                            ));
-                        };
-                        let owner = ReplyBytes::Shared(Arc::clone(&results));
-                        outcome.results[result.op_index as usize] =
-                            decode_result(meta, &result, &results, owner)?;
-                        Ok(())
-                    };
-                    for result in reader.iter() {
-                        place(result)?;
-                    }
+                    outcome.results[pos] = decoded;
                     return Ok(outcome);
                 }
-                Ok(outcome(all_done()))
-            }
-            SignalBody::TcKeyRef {
-                code,
-                op_index,
-                message,
-                ..
-            } => {
-                if code == proto::error::NODE_SHUTDOWN {
-                    // The node stops on purpose: no new transaction goes
-                    // there until it registers as started again.
-                    session.node_stopping(link);
+                let mut outcome = outcome(all_done());
+                let results = Arc::new(results);
+                let reader = ResultReader::framed(&results)?;
+                let mut place = |result: proto::OpResult<'_>| -> Result<()> {
+                    let Some(meta) = metas.get(result.op_index as usize) else {
+                        return Err(Error::new(
+                            proto::error::MALFORMED_REQUEST,
+                            format!(
+                                "a result for operation {} of {}",
+                                result.op_index,
+                                metas.len()
+                            ),
+                        ));
+                    };
+                    let owner = ReplyBytes::Shared(Arc::clone(&results));
+                    outcome.results[result.op_index as usize] =
+                        decode_result(meta, &result, &results, owner)?;
+                    Ok(())
+                };
+                for result in reader.iter() {
+                    place(result)?;
                 }
-                let meta = metas.get(op_index as usize);
-                if let Some(meta) = meta {
-                    if matches!(
-                        code,
-                        proto::error::WRONG_SCHEMA_VERSION | proto::error::NO_SUCH_TABLE
-                    ) {
-                        session.forget_table(meta.table.name());
-                    }
-                }
-                Err(match meta {
-                    Some(meta) => op_error(meta, code, &message),
-                    None if message.is_empty() => {
-                        Error::with_context(code, format!("transaction {:#x}", tx_id))
-                    }
-                    None => Error::new(code, message),
-                })
+                return Ok(outcome);
             }
-            other => Err(Error::new(
-                proto::error::MALFORMED_REQUEST,
-                format!("unexpected answer {}", other.name()),
-            )),
+            Ok(outcome(all_done()))
         }
+        SignalBody::TcKeyRef {
+            code,
+            op_index,
+            message,
+            ..
+        } => {
+            if code == proto::error::NODE_SHUTDOWN {
+                // The node stops on purpose: no new transaction goes
+                // there until it registers as started again.
+                session.node_stopping(link);
+            }
+            let meta = metas.get(op_index as usize);
+            if let Some(meta) = meta {
+                if matches!(
+                    code,
+                    proto::error::WRONG_SCHEMA_VERSION | proto::error::NO_SUCH_TABLE
+                ) {
+                    session.forget_table(meta.table.name());
+                }
+            }
+            Err(match meta {
+                Some(meta) => op_error(meta, code, &message),
+                None if message.is_empty() => {
+                    Error::with_context(code, format!("transaction {:#x}", tx_id))
+                }
+                None => Error::new(code, message),
+            })
+        }
+        other => Err(Error::new(
+            proto::error::MALFORMED_REQUEST,
+            format!("unexpected answer {}", other.name()),
+        )),
+    }
 }
 
 /// One operation's result as the user sees it.
@@ -1581,7 +1601,10 @@ mod tests {
 
     /// Integers around every width's limits, and values of other kinds.
     fn value() -> impl Strategy<Value = Value> {
-        let edge = (prop::sample::select(vec![0u32, 7, 8, 15, 16, 23, 24, 31, 32, 63]), -2i64..=2);
+        let edge = (
+            prop::sample::select(vec![0u32, 7, 8, 15, 16, 23, 24, 31, 32, 63]),
+            -2i64..=2,
+        );
         prop_oneof![
             // Mostly values that fit every column, so that an op's other
             // faults (a column twice, a key column written) are what decides.
