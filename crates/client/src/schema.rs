@@ -31,6 +31,13 @@ pub struct Table {
     all_columns: Arc<[usize]>,
     /// What checking an operation needs of `def`, made once.
     check_plan: proto::CheckPlan,
+    /// `ColumnType::integer_code` of each primary-key column, in key order
+    /// (0: not an integer column): what `transaction::IntegerFit` checks
+    /// a key against.
+    key_codes: Box<[u8]>,
+    /// `ColumnType::integer_code` of each column, 0 for a primary-key
+    /// column (as in `proto::CheckPlan`): what it checks written values against.
+    value_codes: Box<[u8]>,
 }
 
 /// A BLOB/TEXT column and the hidden table holding its parts.
@@ -61,6 +68,23 @@ impl Table {
             distribution: KeyEncoder::distribution_key(&def),
             all_columns: (0..def.columns.len()).collect(),
             check_plan: proto::CheckPlan::new(&def),
+            key_codes: def
+                .primary_key
+                .iter()
+                .map(|&c| def.columns[c].ty.integer_code())
+                .collect(),
+            value_codes: def
+                .columns
+                .iter()
+                .enumerate()
+                .map(|(c, column)| {
+                    if def.primary_key.contains(&c) {
+                        0
+                    } else {
+                        column.ty.integer_code()
+                    }
+                })
+                .collect(),
             def,
             blobs,
         }
@@ -210,13 +234,23 @@ impl Table {
         self.require_column_near(name, 0)
     }
 
-    /// Like `require_column`, looking at position `hint` first: callers
-    /// that name columns in table order find each at once instead of
-    /// comparing names along the whole table.
+    /// See the field `key_codes`.
+    pub(crate) fn key_codes(&self) -> &[u8] {
+        &self.key_codes
+    }
+
+    /// See the field `value_codes`.
+    pub(crate) fn value_codes(&self) -> &[u8] {
+        &self.value_codes
+    }
+
     pub(crate) fn check_plan(&self) -> &proto::CheckPlan {
         &self.check_plan
     }
 
+    /// Like `require_column`, looking at position `hint` first: callers
+    /// that name columns in table order find each at once instead of
+    /// comparing names along the whole table.
     pub(crate) fn require_column_near(&self, name: &str, hint: usize) -> Result<usize> {
         if let Some(column) = self.def.columns.get(hint) {
             // Byte equality first: callers mostly spell names as the table

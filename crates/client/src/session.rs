@@ -22,6 +22,9 @@
 //! operations, their ranges and result descriptions, the request's batch)
 //! go back to the session's spares when it completes and serve the next
 //! one; the session's maps hash request keys with one multiplication.
+//! An asynchronous transaction stays in one slot from its preparation to
+//! its completion (its reply is filed there): the session's lists and
+//! maps hold slot numbers, so its state is not copied from list to list.
 //! A transaction whose BLOB/TEXT work takes several requests
 //! (`crate::blob`) sends the next one from `poll` when a reply comes, and
 //! completes after its last.
@@ -94,19 +97,59 @@ enum Notify {
     Tag(u64),
 }
 
-/// A prepared asynchronous transaction.
-struct Prepared {
-    request: TxRequest,
-    notify: Notify,
-    blob: Option<Box<BlobExec>>,
-}
-
-/// An asynchronous transaction in flight.
+/// An asynchronous transaction prepared or in flight, in its slot.
 struct InFlight {
     request: TxRequest,
     notify: Notify,
     /// The machine of its blob work: more requests may follow the reply.
     blob: Option<Box<BlobExec>>,
+    /// The end of its request, filed here (not in `State::done`, which
+    /// holds the ends of synchronous requests): one map less to go through.
+    reply: Option<Result<SignalBody>>,
+}
+
+/// The slots of asynchronous transactions: each stays in its slot from its
+/// preparation to its completion, and what moves between the session's
+/// lists is the slot's number (a transaction's state is some hundred
+/// bytes: every move of it was a copy).
+#[derive(Default)]
+struct Slots {
+    slots: Vec<Option<InFlight>>,
+    free: Vec<u32>,
+}
+
+impl Slots {
+    /// Puts `flight` in a free slot; returns its number.
+    fn put(&mut self, flight: InFlight) -> u32 {
+        match self.free.pop() {
+            Some(slot) => {
+                let place = &mut self.slots[slot as usize];
+                debug_assert!(place.is_none(), "a free slot is empty");
+                *place = Some(flight);
+                slot
+            }
+            None => {
+                self.slots.push(Some(flight));
+                u32::try_from(self.slots.len() - 1).expect("slots are bounded by IN_FLIGHT_MAX")
+            }
+        }
+    }
+
+    fn get(&self, slot: u32) -> &InFlight {
+        self.slots[slot as usize].as_ref().expect("a slot in use")
+    }
+
+    fn get_mut(&mut self, slot: u32) -> &mut InFlight {
+        self.slots[slot as usize].as_mut().expect("a slot in use")
+    }
+
+    /// Empties slot `slot`: it serves the next transaction.
+    fn free(&mut self, slot: u32) {
+        let place = &mut self.slots[slot as usize];
+        debug_assert!(place.is_some(), "a slot in use is freed");
+        *place = None;
+        self.free.push(slot);
+    }
 }
 
 /// Buffers of finished transactions, for the next ones (see the module doc).
@@ -159,11 +202,11 @@ impl Spares {
 
     /// Takes back what a finished request holds: its batch and its
     /// operations' descriptions.
-    pub fn put_request(&mut self, request: TxRequest) {
-        if let SignalBody::TcKeyReq { ops, .. } = request.signal.body {
-            self.put_bytes(ops);
+    pub fn put_request(&mut self, request: &mut TxRequest) {
+        if let SignalBody::TcKeyReq { ops, .. } = &mut request.signal.body {
+            self.put_bytes(std::mem::take(ops));
         }
-        self.put_metas(request.metas);
+        self.put_metas(std::mem::take(&mut request.metas));
     }
 }
 
@@ -173,16 +216,18 @@ pub(crate) struct State {
     pending: IdMap<ReqKey, Pending>,
     done: IdMap<ReqKey, Result<SignalBody>>,
     pub scans: HashMap<(u64, u32), ScanInbox>,
-    prepared: Vec<Prepared>,
-    in_flight: IdMap<u64, InFlight>,
-    /// Asynchronous transactions whose reply (or failure) is in `done`, in
+    /// Asynchronous transactions prepared or in flight.
+    slots: Slots,
+    /// The slots of those prepared and not sent, in preparation order.
+    prepared: Vec<u32>,
+    /// The slots of those sent, by transaction id.
+    in_flight: IdMap<u64, u32>,
+    /// Asynchronous transactions whose reply (or failure) is filed, in
     /// the order they got it: `poll` takes these instead of looking at
     /// every transaction in flight. Each is in `in_flight`.
-    ready: Vec<u64>,
+    ready: VecDeque<u64>,
     /// Outcomes of tagged transactions, for `take_completed`.
     completed: Vec<(u64, Result<Outcome>)>,
-    /// `poll`'s list of the transactions it completes, kept for its room.
-    finishing: Vec<(InFlight, Result<SignalBody>)>,
     events: Vec<Event>,
     pub send_buffer: Vec<u8>,
     /// The encoded key of a hinted `begin`.
@@ -198,13 +243,17 @@ impl State {
     /// Files the end of request `key`; an asynchronous transaction's goes
     /// on the completion queue.
     fn file_done(&mut self, key: ReqKey, reply: Result<SignalBody>) {
-        let previous = self.done.insert(key, reply);
-        debug_assert!(previous.is_none(), "{key:?} ended twice");
         if let ReqKey::Tx(id) = key {
-            if self.in_flight.contains_key(&id) {
-                self.ready.push(id);
+            if let Some(&slot) = self.in_flight.get(&id) {
+                let flight = self.slots.get_mut(slot);
+                debug_assert!(flight.reply.is_none(), "{key:?} ended twice");
+                flight.reply = Some(reply);
+                self.ready.push_back(id);
+                return;
             }
         }
+        let previous = self.done.insert(key, reply);
+        debug_assert!(previous.is_none(), "{key:?} ended twice");
     }
 }
 
@@ -779,11 +828,14 @@ impl Session {
             ));
         }
         let (request, blob) = tx.into_first_request(mode)?;
-        self.state.borrow_mut().prepared.push(Prepared {
+        let mut state = self.state.borrow_mut();
+        let slot = state.slots.put(InFlight {
             request,
             notify: notify(),
             blob,
+            reply: None,
         });
+        state.prepared.push(slot);
         Ok(())
     }
 
@@ -798,41 +850,31 @@ impl Session {
         let mut sent = 0;
         // One data node's transactions at a time: one write each, the
         // signals in preparation order.
-        while let Some(first) = prepared.first() {
-            let link = first.request.link;
-            let group = prepared.iter().filter(|p| p.request.link == link);
+        while let Some(&first) = prepared.first() {
+            let slots = &state.slots;
+            let link = slots.get(first).request.link;
+            let group = prepared
+                .iter()
+                .map(|&slot| &slots.get(slot).request)
+                .filter(|request| request.link == link);
             let count = group.clone().count();
             state.send_buffer.clear();
             let generation = shared.links[link].generation.load(Ordering::Acquire);
-            let result = encode_frames(group.map(|p| &p.request.signal), &mut state.send_buffer)
-                .and_then(|()| shared.send_bytes(link, &state.send_buffer, count));
+            let result =
+                encode_frames(group.map(|request| &request.signal), &mut state.send_buffer)
+                    .and_then(|()| shared.send_bytes(link, &state.send_buffer, count));
             state.send_buffer.clear();
             let node = shared.links[link].node;
-            let mut i = 0;
-            while i < prepared.len() {
-                if prepared[i].request.link != link {
-                    i += 1;
-                    continue;
-                }
-                let p = prepared.swap_remove(i);
-                let tx_id = p.request.tx_id;
-                let commit = p.request.commit;
-                let flight = InFlight {
-                    request: p.request,
-                    notify: p.notify,
-                    blob: p.blob,
-                };
-                let previous = state.in_flight.insert(tx_id, flight);
+            let mut file = |state: &mut State, slot: u32| {
+                let request = &state.slots.get(slot).request;
+                let (tx_id, commit) = (request.tx_id, request.commit);
+                let previous = state.in_flight.insert(tx_id, slot);
                 assert!(
                     previous.is_none(),
                     "transaction {tx_id:#x} is in flight twice"
                 );
                 match &result {
                     Ok(()) => {
-                        shared
-                            .counters
-                            .tc_key_reqs_sent
-                            .fetch_add(1, Ordering::Relaxed);
                         state.pending.insert(
                             ReqKey::Tx(tx_id),
                             Pending {
@@ -845,6 +887,25 @@ impl Session {
                     }
                     Err(error) => state.file_done(ReqKey::Tx(tx_id), Err(error.clone())),
                 }
+            };
+            if count == prepared.len() {
+                // All to one data node (always, with one).
+                prepared.drain(..).for_each(|slot| file(state, slot));
+            } else {
+                let mut i = 0;
+                while i < prepared.len() {
+                    if state.slots.get(prepared[i]).request.link == link {
+                        file(state, prepared.swap_remove(i));
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
+            if result.is_ok() {
+                shared
+                    .counters
+                    .tc_key_reqs_sent
+                    .fetch_add(count as u64, Ordering::Relaxed);
             }
         }
         // The emptied list keeps its room for the next preparations.
@@ -866,42 +927,48 @@ impl Session {
     pub fn poll(&self, min_completed: usize, timeout: Duration) -> usize {
         let deadline = Instant::now() + timeout;
         let mut completed = 0;
-        let mut finished = std::mem::take(&mut self.state.borrow_mut().finishing);
         loop {
             self.pump();
-            {
-                let mut state = self.state.borrow_mut();
-                let state = &mut *state;
-                for id in state.ready.drain(..) {
-                    // Filed once per request, while in flight (`State::file_done`).
-                    let reply = state
-                        .done
-                        .remove(&ReqKey::Tx(id))
+            // One at a time, straight from the queue, read in its slot.
+            while let Some(slot) = self.next_ready() {
+                let (reply, notify, blob, answer) = {
+                    let mut state = self.state.borrow_mut();
+                    let flight = state.slots.get_mut(slot);
+                    let reply = flight
+                        .reply
+                        .take()
                         .expect("a transaction on the completion queue has its end filed");
-                    let flight = state
-                        .in_flight
-                        .remove(&id)
-                        .expect("a transaction on the completion queue is in flight");
-                    finished.push((flight, reply));
-                }
-            }
-            for (flight, reply) in finished.drain(..) {
-                let outcome = match flight.blob {
-                    Some(mut exec) => match exec.on_reply(self, reply) {
-                        Step::Send(request) => {
-                            self.send_next(request, flight.notify, exec);
-                            continue;
+                    let notify = std::mem::replace(&mut flight.notify, Notify::Tag(0));
+                    let blob = flight.blob.take();
+                    let request = &mut flight.request;
+                    let answer = blob.is_none().then(|| request.answer());
+                    (reply, notify, blob, answer)
+                };
+                let outcome = match (blob, answer) {
+                    (Some(mut exec), _) => {
+                        self.state.borrow_mut().slots.free(slot);
+                        match exec.on_reply(self, reply) {
+                            Step::Send(request) => {
+                                self.send_next(request, notify, exec);
+                                continue;
+                            }
+                            Step::Done(outcome) => outcome,
                         }
-                        Step::Done(outcome) => outcome,
-                    },
-                    None => {
-                        let outcome = flight.request.complete(self, reply);
-                        self.state.borrow_mut().spares.put_request(flight.request);
+                    }
+                    (None, Some(answer)) => {
+                        let outcome = answer.complete(self, reply);
+                        let mut state = self.state.borrow_mut();
+                        let state = &mut *state;
+                        let request = &mut state.slots.get_mut(slot).request;
+                        request.metas = answer.metas;
+                        state.spares.put_request(request);
+                        state.slots.free(slot);
                         outcome
                     }
+                    (None, None) => unreachable!("a request without blob work has its answer"),
                 };
                 completed += 1;
-                match flight.notify {
+                match notify {
                     Notify::Callback(callback) => callback(outcome),
                     Notify::Tag(tag) => self.state.borrow_mut().completed.push((tag, outcome)),
                 }
@@ -912,11 +979,21 @@ impl Session {
                 if now >= deadline && completed < min_completed {
                     self.expire_in_flight();
                 }
-                self.state.borrow_mut().finishing = finished;
                 return completed;
             }
             receiver::wait(self.shared(), &self.mailbox, deadline - now);
         }
+    }
+
+    /// The slot of the next transaction on the completion queue, no longer in flight.
+    fn next_ready(&self) -> Option<u32> {
+        let mut state = self.state.borrow_mut();
+        let id = state.ready.pop_front()?;
+        let slot = state
+            .in_flight
+            .remove(&id)
+            .expect("a transaction on the completion queue is in flight");
+        Some(slot)
     }
 
     /// Moves the outcomes of tagged transactions that [`Session::poll`]
@@ -939,14 +1016,14 @@ impl Session {
         let key = ReqKey::Tx(request.tx_id);
         let sent = self.send_request(request.link, key, request.commit, &request.signal);
         let mut state = self.state.borrow_mut();
-        state.in_flight.insert(
-            request.tx_id,
-            InFlight {
-                request,
-                notify,
-                blob: Some(exec),
-            },
-        );
+        let tx_id = request.tx_id;
+        let slot = state.slots.put(InFlight {
+            request,
+            notify,
+            blob: Some(exec),
+            reply: None,
+        });
+        state.in_flight.insert(tx_id, slot);
         match sent {
             Ok(()) => {
                 self.shared()
@@ -967,8 +1044,8 @@ impl Session {
         let expired: Vec<u64> = state
             .in_flight
             .iter()
-            .filter(|(id, flight)| {
-                now.duration_since(flight.request.sent_at) > timeout
+            .filter(|(id, slot)| {
+                now.duration_since(state.slots.get(**slot).request.sent_at) > timeout
                     && state.pending.contains_key(&ReqKey::Tx(**id))
             })
             .map(|(id, _)| *id)

@@ -6,8 +6,11 @@
 //! `proto::ops` batch, and checked at once with proto's own check
 //! (`OpView::check`: key, types, lengths, columns), so bad input is a
 //! permanent error naming the table and column before anything is sent,
-//! and the transaction stays usable. `execute` copies the ops into the
-//! request's batch unchanged (`OpBatchWriter::copy`).
+//! and the transaction stays usable. The common op of a key-value table
+//! (integers only, by primary key) is checked as it is encoded instead
+//! (`IntegerFit`), with what proto's check would find; anything else goes
+//! through proto's check. `execute` copies the ops' bodies into the
+//! request's batch unchanged; a lone op's batch is the request's batch.
 //!
 //! A transaction's methods take `&self`, so a scan can run while the same
 //! transaction updates or deletes the rows it returns (takeover).
@@ -32,7 +35,7 @@ use proto::{
 };
 use signal::{tc_flags, Signal, SignalBody};
 use smallvec::SmallVec;
-use storage::schema::{IndexKind, Value};
+use storage::schema::{integer_code_fits, IndexKind, Value, ValueRef};
 
 pub use proto::LockMode;
 
@@ -667,7 +670,14 @@ impl<'s> Transaction<'s> {
         }
         // The written values' list comes from the session and goes back
         // (emptied) whatever happens, so that defining allocates nothing.
-        let mut values = std::mem::take(&mut self.session.state.borrow_mut().values_scratch);
+        let mut values = {
+            let mut state = self.session.state.borrow_mut();
+            if inner.ops.capacity() == 0 {
+                // An execute of one op took the buffer with its request.
+                inner.ops = state.spares.bytes();
+            }
+            std::mem::take(&mut state.values_scratch)
+        };
         let defined = Self::define_op(op, header, inner, &mut values);
         values.clear();
         self.session.state.borrow_mut().values_scratch = values;
@@ -706,6 +716,7 @@ impl<'s> Transaction<'s> {
             None
         };
         let start = inner.ops.len();
+        let mut fit = IntegerFit::new(table, &header, &key, columns.is_some());
         let encoded = {
             let mut writer = OpBatchWriter::new(&mut inner.ops);
             writer.begin(&header);
@@ -713,8 +724,11 @@ impl<'s> Transaction<'s> {
                 writer.key(v.as_ref());
             }
             let written = if direct {
-                op.row
-                    .resolve(table, |c, v| writer.value(c as u16, v.as_ref()))
+                op.row.resolve(table, |c, v| {
+                    let v = v.as_ref();
+                    fit.value(c, v);
+                    writer.value(c as u16, v)
+                })
             } else {
                 for (c, v) in values.iter() {
                     writer.value(*c as u16, v.as_ref());
@@ -729,11 +743,21 @@ impl<'s> Transaction<'s> {
             })
         };
         let checked = encoded.and_then(|()| {
-            // Just encoded here: its frames are all there is to check before
-            // the op is checked against its table (which reads every value).
-            let view = OpBatchReader::framed_one(&inner.ops[start..])?;
-            view.check_with(table.def(), table.check_plan())
-                .map_err(Error::from)
+            let general = || {
+                // Just encoded here: its frames are all there is to check before
+                // the op is checked against its table (which reads every value).
+                let view = OpBatchReader::framed_one(&inner.ops[start..])?;
+                view.check_with(table.def(), table.check_plan())
+                    .map_err(Error::from)
+            };
+            if fit.passed() {
+                debug_assert!(
+                    general().is_ok(),
+                    "an op IntegerFit passes passes proto's check"
+                );
+                return Ok(());
+            }
+            general()
         });
         if let Err(error) = checked {
             inner.ops.truncate(start);
@@ -813,10 +837,14 @@ impl<'s> Transaction<'s> {
         Ok(())
     }
 
-    fn finish(&self, request: TxRequest, reply: Result<signal::SignalBody>) -> Result<Outcome> {
+    fn finish(&self, mut request: TxRequest, reply: Result<signal::SignalBody>) -> Result<Outcome> {
         let mode = request.mode;
         let outcome = request.complete(self.session, reply);
-        self.session.state.borrow_mut().spares.put_request(request);
+        self.session
+            .state
+            .borrow_mut()
+            .spares
+            .put_request(&mut request);
         self.settle(mode, true, outcome)
     }
 
@@ -907,17 +935,26 @@ impl<'s> Transaction<'s> {
                 }));
             }
         }
-        let mut batch = self.session.state.borrow_mut().spares.bytes();
-        drop(OpBatchWriter::new(&mut batch));
-        assert_eq!(batch.len(), BATCH_HEADER_BYTES, "proto's op batch header");
-        batch.reserve(body_bytes);
-        for range in &inner.ranges {
-            batch.extend_from_slice(&inner.ops[range.start + BATCH_HEADER_BYTES..range.end]);
-        }
-        let count = u32::try_from(inner.ranges.len()).expect("ops per batch are bounded above");
-        // The batch header ends with the op count (`OpBatchWriter::new`
-        // writes it as 0 and `end` counts).
-        batch[BATCH_HEADER_BYTES - 4..BATCH_HEADER_BYTES].copy_from_slice(&count.to_le_bytes());
+        let batch = if inner.ranges.len() == 1 {
+            // One op (the common transaction of a key-value workload): its
+            // one-op batch is the request's batch as it is; the buffer goes
+            // with the request, and back to the session's spares after it.
+            debug_assert_eq!(inner.ranges[0], 0..inner.ops.len(), "one op, defined alone");
+            std::mem::take(&mut inner.ops)
+        } else {
+            let mut batch = self.session.state.borrow_mut().spares.bytes();
+            drop(OpBatchWriter::new(&mut batch));
+            assert_eq!(batch.len(), BATCH_HEADER_BYTES, "proto's op batch header");
+            batch.reserve(body_bytes);
+            for range in &inner.ranges {
+                batch.extend_from_slice(&inner.ops[range.start + BATCH_HEADER_BYTES..range.end]);
+            }
+            let count = u32::try_from(inner.ranges.len()).expect("ops per batch are bounded above");
+            // The batch header ends with the op count (`OpBatchWriter::new`
+            // writes it as 0 and `end` counts).
+            batch[BATCH_HEADER_BYTES - 4..BATCH_HEADER_BYTES].copy_from_slice(&count.to_le_bytes());
+            batch
+        };
         debug_assert!(
             OpBatchReader::new(&batch).is_ok_and(|reader| reader
                 .iter()
@@ -1039,14 +1076,8 @@ impl<'s> Transaction<'s> {
                 })),
             };
         }
-        self.into_request(mode).map(|request| (request, None))
-    }
-
-    /// The request of an asynchronous execute (see `Session::prepare`).
-    pub(crate) fn into_request(self, mode: ExecMode) -> Result<TxRequest> {
-        self.check_open()?;
         match self.build(mode)? {
-            Some(request) => Ok(request),
+            Some(request) => Ok((request, None)),
             None => Err(Error::usage(
                 "an asynchronous transaction needs at least one operation",
             )),
@@ -1065,106 +1096,163 @@ impl<'s> Transaction<'s> {
     }
 }
 
+/// What reading the answer to a request needs, taken out of it
+/// (`TxRequest::answer`): a session reads it without its request borrowed.
+pub(crate) struct Answer {
+    tx_id: u64,
+    link: usize,
+    batch: u32,
+    pub metas: Vec<OpMeta>,
+}
+
+impl Answer {
+    /// Reads the TC's answer into an outcome (see `TxRequest::complete`).
+    pub(crate) fn complete(&self, session: &Session, reply: Result<SignalBody>) -> Result<Outcome> {
+        read_answer(
+            session,
+            (self.tx_id, self.link, self.batch),
+            &self.metas,
+            reply,
+        )
+    }
+}
+
 impl TxRequest {
     /// Reads the TC's answer into an outcome.
     pub(crate) fn complete(&self, session: &Session, reply: Result<SignalBody>) -> Result<Outcome> {
-        match reply? {
-            SignalBody::TcKeyConf {
-                flags,
-                epoch,
-                results,
-                ..
-            } => {
-                let committed = flags & tc_flags::COMMITTED != 0;
-                let rolled_back = flags & tc_flags::ROLLED_BACK != 0;
-                let mut outcome = Outcome {
-                    epoch: committed.then_some(Epoch::from_u64(epoch)),
-                    committed,
-                    rolled_back,
-                    batch: self.batch,
-                    results: smallvec::smallvec![OpResult::Done; self.metas.len()],
-                };
-                if !results.is_empty() {
-                    // Values are checked as `decode_result` reads them; the
-                    // rows keep the buffer. The common reply holds one
-                    // result: read once, and its row owns the buffer.
-                    let mut first = None;
-                    let reader = ResultReader::framed_each(&results, |result| {
-                        first.get_or_insert(result);
-                    })?;
-                    if let Some(result) = first.filter(|_| reader.len() == 1) {
-                        let pos = result.op_index as usize;
-                        let meta = self.metas.get(pos).ok_or_else(|| {
-                            Error::new(
-                                proto::error::MALFORMED_REQUEST,
-                                format!("a result for operation {pos} of {}", self.metas.len()),
-                            )
-                        })?;
-                        let placeholder = ReplyBytes::Own(Vec::new());
-                        let mut decoded = decode_result(meta, &result, &results, placeholder)?;
-                        if let OpResult::Row(row) = &mut decoded {
-                            row.own_reply(results);
-                        }
-                        outcome.results[pos] = decoded;
-                        return Ok(outcome);
-                    }
-                    let results = Arc::new(results);
-                    let reader = ResultReader::framed(&results)?;
-                    let mut place = |result: proto::OpResult<'_>| -> Result<()> {
-                        let Some(meta) = self.metas.get(result.op_index as usize) else {
-                            return Err(Error::new(
-                                proto::error::MALFORMED_REQUEST,
-                                format!(
-                                    "a result for operation {} of {}",
-                                    result.op_index,
-                                    self.metas.len()
-                                ),
-                            ));
-                        };
-                        let owner = ReplyBytes::Shared(Arc::clone(&results));
-                        outcome.results[result.op_index as usize] =
-                            decode_result(meta, &result, &results, owner)?;
-                        Ok(())
-                    };
-                    for result in reader.iter() {
-                        place(result)?;
-                    }
-                }
-                Ok(outcome)
-            }
-            SignalBody::TcKeyRef {
-                code,
-                op_index,
-                message,
-                ..
-            } => {
-                if code == proto::error::NODE_SHUTDOWN {
-                    // The node stops on purpose: no new transaction goes
-                    // there until it registers as started again.
-                    session.node_stopping(self.link);
-                }
-                let meta = self.metas.get(op_index as usize);
-                if let Some(meta) = meta {
-                    if matches!(
-                        code,
-                        proto::error::WRONG_SCHEMA_VERSION | proto::error::NO_SUCH_TABLE
-                    ) {
-                        session.forget_table(meta.table.name());
-                    }
-                }
-                Err(match meta {
-                    Some(meta) => op_error(meta, code, &message),
-                    None if message.is_empty() => {
-                        Error::with_context(code, format!("transaction {:#x}", self.tx_id))
-                    }
-                    None => Error::new(code, message),
-                })
-            }
-            other => Err(Error::new(
-                proto::error::MALFORMED_REQUEST,
-                format!("unexpected answer {}", other.name()),
-            )),
+        read_answer(
+            session,
+            (self.tx_id, self.link, self.batch),
+            &self.metas,
+            reply,
+        )
+    }
+
+    /// Takes out what reading the answer needs (its `metas` go back with
+    /// the request to the session's spares).
+    pub(crate) fn answer(&mut self) -> Answer {
+        Answer {
+            tx_id: self.tx_id,
+            link: self.link,
+            batch: self.batch,
+            metas: std::mem::take(&mut self.metas),
         }
+    }
+}
+
+/// Reads the TC's answer to request (tx id, link, batch) whose operations
+/// `metas` describes into an outcome.
+fn read_answer(
+    session: &Session,
+    (tx_id, link, batch): (u64, usize, u32),
+    metas: &[OpMeta],
+    reply: Result<SignalBody>,
+) -> Result<Outcome> {
+    match reply? {
+        SignalBody::TcKeyConf {
+            flags,
+            epoch,
+            results,
+            ..
+        } => {
+            let committed = flags & tc_flags::COMMITTED != 0;
+            let rolled_back = flags & tc_flags::ROLLED_BACK != 0;
+            let outcome = |results: OpResults| Outcome {
+                epoch: committed.then_some(Epoch::from_u64(epoch)),
+                committed,
+                rolled_back,
+                batch,
+                results,
+            };
+            let all_done = || smallvec::smallvec![OpResult::Done; metas.len()];
+            if !results.is_empty() {
+                // Values are checked as `decode_result` reads them; the
+                // rows keep the buffer. The common reply holds one
+                // result: read once, and its row owns the buffer.
+                let mut first = None;
+                let reader = ResultReader::framed_each(&results, |result| {
+                    first.get_or_insert(result);
+                })?;
+                if let Some(result) = first.filter(|_| reader.len() == 1) {
+                    let pos = result.op_index as usize;
+                    let meta = metas.get(pos).ok_or_else(|| {
+                        Error::new(
+                            proto::error::MALFORMED_REQUEST,
+                            format!("a result for operation {pos} of {}", metas.len()),
+                        )
+                    })?;
+                    let placeholder = ReplyBytes::Own(Vec::new());
+                    let mut decoded = decode_result(meta, &result, &results, placeholder)?;
+                    if let OpResult::Row(row) = &mut decoded {
+                        row.own_reply(results);
+                    }
+                    if metas.len() == 1 {
+                        // The one-op transaction's outcome is made
+                        // around its result (not made, then changed).
+                        return Ok(outcome(SmallVec::from_buf([decoded])));
+                    }
+                    let mut outcome = outcome(all_done());
+                    outcome.results[pos] = decoded;
+                    return Ok(outcome);
+                }
+                let mut outcome = outcome(all_done());
+                let results = Arc::new(results);
+                let reader = ResultReader::framed(&results)?;
+                let mut place = |result: proto::OpResult<'_>| -> Result<()> {
+                    let Some(meta) = metas.get(result.op_index as usize) else {
+                        return Err(Error::new(
+                            proto::error::MALFORMED_REQUEST,
+                            format!(
+                                "a result for operation {} of {}",
+                                result.op_index,
+                                metas.len()
+                            ),
+                        ));
+                    };
+                    let owner = ReplyBytes::Shared(Arc::clone(&results));
+                    outcome.results[result.op_index as usize] =
+                        decode_result(meta, &result, &results, owner)?;
+                    Ok(())
+                };
+                for result in reader.iter() {
+                    place(result)?;
+                }
+                return Ok(outcome);
+            }
+            Ok(outcome(all_done()))
+        }
+        SignalBody::TcKeyRef {
+            code,
+            op_index,
+            message,
+            ..
+        } => {
+            if code == proto::error::NODE_SHUTDOWN {
+                // The node stops on purpose: no new transaction goes
+                // there until it registers as started again.
+                session.node_stopping(link);
+            }
+            let meta = metas.get(op_index as usize);
+            if let Some(meta) = meta {
+                if matches!(
+                    code,
+                    proto::error::WRONG_SCHEMA_VERSION | proto::error::NO_SUCH_TABLE
+                ) {
+                    session.forget_table(meta.table.name());
+                }
+            }
+            Err(match meta {
+                Some(meta) => op_error(meta, code, &message),
+                None if message.is_empty() => {
+                    Error::with_context(code, format!("transaction {:#x}", tx_id))
+                }
+                None => Error::new(code, message),
+            })
+        }
+        other => Err(Error::new(
+            proto::error::MALFORMED_REQUEST,
+            format!("unexpected answer {}", other.name()),
+        )),
     }
 }
 
@@ -1225,6 +1313,72 @@ pub(crate) fn op_error(meta: &OpMeta, code: u32, message: &str) -> Error {
                 meta.table.name()
             ),
         )
+    }
+}
+
+/// Words of a set of column positions (`COLUMNS_MAX` bits).
+const COLUMN_SET_WORDS: usize = storage::schema::COLUMNS_MAX.div_ceil(64);
+
+/// Whether a defined operation passes proto's check (`OpView::check_with`)
+/// without encoding it and reading it back: decided for the common op of
+/// a key-value table — a read, delete or update by primary key of a table
+/// without BLOB/TEXT columns whose key and written values are integers in
+/// their integer columns' ranges, each column written once and no key
+/// column among them — as its values are encoded. Anything else (or any
+/// doubt) is not passed, and `define` runs proto's check, which says what
+/// is wrong: so the errors are proto's, unchanged.
+struct IntegerFit<'t> {
+    /// `Table::value_codes`.
+    codes: &'t [u8],
+    /// The op writes values (proto refuses them in a read or a delete).
+    writes: bool,
+    fits: bool,
+    given: [u64; COLUMN_SET_WORDS],
+}
+
+impl<'t> IntegerFit<'t> {
+    /// Starts with the op's header and key; `projection`: it reads some columns only.
+    fn new(table: &'t Table, header: &OpHeader, key: &[Value], projection: bool) -> IntegerFit<'t> {
+        let shape = match header.kind {
+            OpKind::Read | OpKind::Delete => true,
+            // Proto refuses a projection of an update: its check says so.
+            OpKind::Update => !projection,
+            // An insert or write must give every column: left to proto.
+            OpKind::Insert | OpKind::Write => false,
+        };
+        let key_codes = table.key_codes();
+        let fits = shape
+            && !table.has_blobs()
+            && header.index_id == NO_INDEX
+            && header.partition == NO_PARTITION
+            && header.flags & !IGNORE_ERROR == 0
+            && header.table_id == table.id()
+            && header.table_version == table.version()
+            && key.len() == key_codes.len()
+            && key
+                .iter()
+                .zip(key_codes)
+                .all(|(v, &code)| integer_code_fits(code, v.as_ref()));
+        IntegerFit {
+            codes: table.value_codes(),
+            writes: header.kind == OpKind::Update,
+            fits,
+            given: [0; COLUMN_SET_WORDS],
+        }
+    }
+
+    /// A written value of column `c` (a position within the table).
+    #[inline]
+    fn value(&mut self, c: usize, v: ValueRef<'_>) {
+        let code = self.codes.get(c).copied().unwrap_or(0);
+        let (word, bit) = (c / 64 % COLUMN_SET_WORDS, 1u64 << (c % 64));
+        let fresh = self.given[word] & bit == 0;
+        self.given[word] |= bit;
+        self.fits &= self.writes && fresh && integer_code_fits(code, v);
+    }
+
+    fn passed(&self) -> bool {
+        self.fits
     }
 }
 
@@ -1415,5 +1569,121 @@ impl Future for ExecuteFuture<'_, '_> {
             cx.waker().wake_by_ref();
         }
         Poll::Pending
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use storage::schema::{Column, ColumnType, TableDef};
+
+    use super::*;
+
+    /// A two-column integer key, integer columns of every width, and one
+    /// column of another type.
+    fn table() -> Table {
+        let columns = vec![
+            Column::new("k0", ColumnType::BigInt { unsigned: true }),
+            Column::new("k1", ColumnType::Int { unsigned: false }),
+            Column::new("tiny", ColumnType::TinyInt { unsigned: true }),
+            Column::new("small", ColumnType::SmallInt { unsigned: false }),
+            Column::new("medium", ColumnType::MediumInt { unsigned: true }),
+            Column::new("int", ColumnType::Int { unsigned: true }),
+            Column::new("big", ColumnType::BigInt { unsigned: false }),
+            Column::new("real", ColumnType::Double).nullable(),
+        ];
+        let def = TableDef::new("fit", 7, columns)
+            .primary_key(vec![0, 1])
+            .build()
+            .expect("valid");
+        Table::new(def)
+    }
+
+    /// Integers around every width's limits, and values of other kinds.
+    fn value() -> impl Strategy<Value = Value> {
+        let edge = (
+            prop::sample::select(vec![0u32, 7, 8, 15, 16, 23, 24, 31, 32, 63]),
+            -2i64..=2,
+        );
+        prop_oneof![
+            // Mostly values that fit every column, so that an op's other
+            // faults (a column twice, a key column written) are what decides.
+            12 => (0u64..100).prop_map(Value::UInt),
+            2 => (-100i64..100).prop_map(Value::Int),
+            1 => edge.clone().prop_map(|(bits, d)| Value::UInt((1u64 << bits).wrapping_add_signed(d))),
+            1 => edge.prop_map(|(bits, d)| Value::Int((1i64 << bits).wrapping_neg().wrapping_add(d))),
+            1 => any::<u64>().prop_map(Value::UInt),
+            1 => any::<i64>().prop_map(Value::Int),
+            1 => Just(Value::Null),
+            1 => any::<f64>().prop_map(Value::Double),
+            1 => "[a-z]{0,3}".prop_map(Value::String),
+        ]
+    }
+
+    fn kind() -> impl Strategy<Value = OpKind> {
+        prop::sample::select(vec![
+            OpKind::Read,
+            OpKind::Update,
+            OpKind::Delete,
+            OpKind::Insert,
+            OpKind::Write,
+        ])
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1_024))]
+
+        /// What `IntegerFit` passes, proto's check passes; and for ops of
+        /// integers in integer columns they agree.
+        #[test]
+        fn integer_fit_agrees_with_protos_check(
+            kind in kind(),
+            key in prop_oneof![
+                4 => prop::collection::vec(value(), 2),
+                1 => prop::collection::vec(value(), 0..4),
+            ],
+            values in prop::collection::vec((prop_oneof![3 => 2usize..7, 1 => 0usize..8], value()), 0..5),
+            projection in any::<bool>(),
+            ignore_error in any::<bool>(),
+        ) {
+            let table = table();
+            let header = OpHeader {
+                op_index: 0,
+                table_id: table.id(),
+                table_version: table.version(),
+                index_id: NO_INDEX,
+                partition: NO_PARTITION,
+                kind,
+                lock: LockMode::Exclusive,
+                flags: if ignore_error { IGNORE_ERROR } else { 0 },
+            };
+            let mut fit = IntegerFit::new(&table, &header, &key, projection);
+            let mut batch = Vec::new();
+            let mut writer = OpBatchWriter::new(&mut batch);
+            writer.begin(&header);
+            for v in &key {
+                writer.key(v.as_ref());
+            }
+            for (c, v) in &values {
+                fit.value(*c, v.as_ref());
+                writer.value(*c as u16, v.as_ref());
+            }
+            if projection {
+                writer.project(2);
+            }
+            writer.end().expect("within every limit");
+            drop(writer);
+            let general = OpBatchReader::framed_one(&batch)
+                .and_then(|view| view.check_with(table.def(), table.check_plan()));
+            prop_assert!(!fit.passed() || general.is_ok(), "passed, proto says {general:?}");
+            let integer = |v: &Value| matches!(v, Value::Int(_) | Value::UInt(_));
+            let in_domain = matches!(kind, OpKind::Read | OpKind::Delete | OpKind::Update)
+                && !(kind == OpKind::Update && projection)
+                && key.iter().all(integer)
+                && values.iter().all(|(c, v)| *c != 7 && integer(v));
+            if in_domain {
+                prop_assert_eq!(fit.passed(), general.is_ok(), "proto says {:?}", general);
+            }
+        }
     }
 }

@@ -272,6 +272,7 @@ impl<'a> OpBatchWriter<'a> {
         });
     }
 
+    #[inline]
     fn enter(&mut self, part: Part) -> &mut OpenOp {
         let op = self
             .open
@@ -294,7 +295,9 @@ impl<'a> OpBatchWriter<'a> {
     }
 
     /// Adds a written column (insert and write: every non-key column;
-    /// update: the changed ones).
+    /// update: the changed ones). Inline: a client writes every value of
+    /// an update through here.
+    #[inline]
     pub fn value(&mut self, column: u16, v: ValueRef<'_>) {
         self.enter(Part::Values);
         // An integer (most values of key-value tables) in one copy of the

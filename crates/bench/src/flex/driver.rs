@@ -65,6 +65,42 @@ struct Completion {
     done_at: Instant,
 }
 
+/// Transactions' ends: (slot, result) as a session hands them over
+/// (`Session::take_completed`, which swaps its list into an empty one:
+/// no outcome is copied), and beside them when each came.
+#[derive(Default)]
+struct Completions {
+    ends: Vec<(u64, Result<Outcome, Error>)>,
+    at: Vec<Instant>,
+}
+
+impl Completions {
+    fn push(&mut self, completion: Completion) {
+        self.ends
+            .push((u64::from(completion.slot), completion.result));
+        self.at.push(completion.done_at);
+    }
+
+    fn append(&mut self, other: &mut Completions) {
+        self.ends.append(&mut other.ends);
+        self.at.append(&mut other.at);
+    }
+
+    fn len(&self) -> usize {
+        debug_assert_eq!(self.ends.len(), self.at.len());
+        self.ends.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn clear(&mut self) {
+        self.ends.clear();
+        self.at.clear();
+    }
+}
+
 /// Defines `spec`'s operations on a new transaction started on the node
 /// of its first key. `row` is the caller's list for the written columns,
 /// kept between transactions for its room.
@@ -117,7 +153,7 @@ trait Engine {
     /// Sends what `submit` prepared.
     fn flush(&mut self) -> Result<(), Error>;
     /// Waits for completions, at most `timeout`, appending them to `out`.
-    fn wait(&mut self, out: &mut Vec<Completion>, timeout: Duration);
+    fn wait(&mut self, out: &mut Completions, timeout: Duration);
 }
 
 /// Every thread prepares, sends and polls on its own session. A
@@ -128,8 +164,6 @@ struct Direct<'w> {
     workload: &'w Workload,
     /// The written columns of the transaction being defined.
     row: Vec<(usize, Value)>,
-    /// Outcomes taken from the session, by slot.
-    taken: Vec<(u64, Result<Outcome, Error>)>,
 }
 
 impl Engine for Direct<'_> {
@@ -143,15 +177,10 @@ impl Engine for Direct<'_> {
         self.session.send().map(|_| ())
     }
 
-    fn wait(&mut self, out: &mut Vec<Completion>, timeout: Duration) {
+    fn wait(&mut self, out: &mut Completions, timeout: Duration) {
         self.session.poll(1, timeout);
-        self.session.take_completed(&mut self.taken);
-        let done_at = Instant::now();
-        out.extend(self.taken.drain(..).map(|(slot, result)| Completion {
-            slot: u32::try_from(slot).expect("tags are slot numbers"),
-            result,
-            done_at,
-        }));
+        self.session.take_completed(&mut out.ends);
+        out.at.resize(out.ends.len(), Instant::now());
     }
 }
 
@@ -201,12 +230,14 @@ impl Engine for Queued<'_> {
         Ok(())
     }
 
-    fn wait(&mut self, out: &mut Vec<Completion>, timeout: Duration) {
+    fn wait(&mut self, out: &mut Completions, timeout: Duration) {
         match self.receiver.recv_timeout(timeout) {
             Ok(completion) => out.push(completion),
             Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => return,
         }
-        out.extend(self.receiver.try_iter());
+        for completion in self.receiver.try_iter() {
+            out.push(completion);
+        }
     }
 }
 
@@ -346,8 +377,11 @@ fn drive(
     let mut free: Vec<u32> = (0..plan.parallel as u32).rev().collect();
     // Slots to try again, each not before its instant.
     let mut retry: VecDeque<(u32, Instant)> = VecDeque::with_capacity(plan.parallel);
-    let mut completions: Vec<Completion> = Vec::with_capacity(plan.parallel);
-    let mut local: Vec<Completion> = Vec::new();
+    let mut completions = Completions {
+        ends: Vec::with_capacity(plan.parallel),
+        at: Vec::with_capacity(plan.parallel),
+    };
+    let mut local = Completions::default();
     drop(gate.read().unwrap_or_else(|p| p.into_inner()));
     let started = Instant::now();
     let deadline = plan
@@ -462,16 +496,17 @@ fn drive(
             completions.len() <= in_flight,
             "a completion for a slot not in flight"
         );
-        for completion in completions.drain(..) {
+        // By reference, then cleared: an outcome is some hundred bytes,
+        // each move of it a copy.
+        for ((tag, end), &completion_at) in completions.ends.iter().zip(&completions.at) {
             in_flight -= 1;
-            let slot = completion.slot;
-            let completion_at = completion.done_at;
+            let slot = u32::try_from(*tag).expect("tags are slot numbers");
             let again = complete(
                 &mut result,
                 &mut slots[slot as usize],
                 plan,
                 workload,
-                completion,
+                (end, completion_at),
             );
             if again {
                 let attempts = slots[slot as usize].attempts;
@@ -482,6 +517,7 @@ fn drive(
                 free.push(slot);
             }
         }
+        completions.clear();
         // Every slot is free, waiting for a retry, or in flight.
         assert_eq!(free.len() + retry.len() + in_flight, plan.parallel);
     }
@@ -497,17 +533,17 @@ fn complete(
     slot: &mut Slot,
     plan: &ThreadPlan,
     workload: &Workload,
-    completion: Completion,
+    (end, done_at): (&Result<Outcome, Error>, Instant),
 ) -> bool {
     let phase = plan.phase.name();
     let first = slot.first_key;
-    let outcome = match completion.result {
+    let outcome = match end {
         Ok(outcome) => outcome,
         Err(error) if slot.maybe_committed && settled_by_earlier_commit(plan.phase, error.code) => {
             // The attempt that ended with 4010 committed after all.
             *result.errors.entry(error.code).or_default() += 1;
-            committed(result, slot, plan, completion.done_at, u64::from(plan.ops));
-            result.service.success(completion.done_at);
+            committed(result, slot, plan, done_at, u64::from(plan.ops));
+            result.service.success(done_at);
             return false;
         }
         Err(error) => {
@@ -550,7 +586,6 @@ fn complete(
             return true;
         }
     }
-    let done_at = completion.done_at;
     let shape = &workload.shape;
     let Generations { low, high } = plan.generations;
     let verifying = plan.verify && plan.phase == Phase::Read;
@@ -686,7 +721,6 @@ pub(super) fn run_phase(
                             session,
                             workload,
                             row: Vec::with_capacity(workload.shape.attributes),
-                            taken: Vec::with_capacity(plan.parallel),
                         };
                         Ok(drive(&mut engine, &plan, workload, gate))
                     } else {

@@ -66,6 +66,11 @@ pub(super) struct ServiceLog {
     resolution: Duration,
     gaps: Vec<Gap>,
     per_second: Vec<u64>,
+    /// The instant of the previous success and its second: completions
+    /// taken together share their instant, and the second success at an
+    /// instant only counts (no gap ends at it: the last success is at
+    /// least that instant).
+    previous: Option<(Instant, usize)>,
 }
 
 impl ServiceLog {
@@ -76,17 +81,31 @@ impl ServiceLog {
             resolution: Duration::from_micros(GAP_RESOLUTION_START_US),
             gaps: Vec::with_capacity(GAPS_PER_THREAD_MAX),
             per_second: Vec::with_capacity(seconds.min(SECONDS_COUNTED_MAX)),
+            previous: None,
         }
     }
 
     /// A transaction completed successfully `at`.
     pub(super) fn success(&mut self, at: Instant) {
+        if let Some((previous, second)) = self.previous {
+            if previous == at {
+                debug_assert!(self.last_success.is_some_and(|last| last >= at));
+                self.per_second[second] += 1;
+                return;
+            }
+        }
+        self.success_general(at);
+    }
+
+    /// [`ServiceLog::success`] without its shortcut for a repeated instant.
+    fn success_general(&mut self, at: Instant) {
         let since_start = at.saturating_duration_since(self.started);
         let second = (since_start.as_secs() as usize).min(SECONDS_COUNTED_MAX - 1);
         if self.per_second.len() <= second {
             self.per_second.resize(second + 1, 0);
         }
         self.per_second[second] += 1;
+        self.previous = Some((at, second));
         let long = match self.last_success {
             None => true,
             Some(last) => at.saturating_duration_since(last) >= self.resolution,
@@ -242,6 +261,42 @@ mod tests {
         }
         log.finish();
         log
+    }
+
+    /// Successes at repeated instants (completions taken together) leave
+    /// the log the general path leaves.
+    #[test]
+    fn a_repeated_instant_counts_as_the_general_path_does() {
+        let t0 = Instant::now();
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for _ in 0..200 {
+            let mut fast = ServiceLog::new(t0, 4);
+            let mut general = ServiceLog::new(t0, 4);
+            let mut at_ms = 0u64;
+            for _ in 0..next(300) {
+                // Mostly forward (by 0 to 2.5 s), at times a step back.
+                match next(10) {
+                    0 => at_ms = at_ms.saturating_sub(next(5)),
+                    1..=4 => {}
+                    _ => at_ms += next(2_500),
+                }
+                let at = t0 + Duration::from_micros(at_ms * 100);
+                fast.success(at);
+                general.success_general(at);
+            }
+            fast.finish();
+            general.finish();
+            assert_eq!(fast.gaps, general.gaps);
+            assert_eq!(fast.per_second, general.per_second);
+            assert_eq!(fast.last_success, general.last_success);
+            assert_eq!(fast.resolution, general.resolution);
+        }
     }
 
     #[test]
