@@ -16,7 +16,7 @@
 # data node runs 20 to 50 times slower, so batches are larger than at full speed: compare
 # builds with each other, not with the rates of compare.sh. Loopback only; every step under
 # `timeout`; the sandbox is stopped and removed on exit. Needs valgrind (installed with apt
-# when missing) and a release build (SKARV: a prebuilt binary).
+# when missing) and a build of the `dist` profile (SKARV: a prebuilt binary).
 
 set -euo pipefail
 
@@ -41,8 +41,8 @@ if ! command -v valgrind >/dev/null || ! command -v callgrind_control >/dev/null
 fi
 command -v jq >/dev/null || die "jq is missing"
 if [[ -z ${SKARV:-} ]]; then
-    (cd "$ROOT" && timeout 3600 cargo build --release -q -p skarv)
-    SKARV=$ROOT/target/release/skarv
+    (cd "$ROOT" && timeout 3600 cargo build --profile dist -q -p skarv)
+    SKARV=$ROOT/target/dist/skarv
 fi
 [[ -x $SKARV ]] || die "$SKARV is not an executable"
 

@@ -11,7 +11,7 @@
 # its ratio to the raw row size. The data memory pool's pages are touched as rows fill them,
 # so the growth counts the rows' pages, the hash index and whatever else grows with rows.
 # Loopback only; every step under `timeout`; the sandbox is stopped and removed on exit.
-# Needs a release build (SKARV: a prebuilt binary) and jq.
+# Needs a build of the `dist` profile (SKARV: a prebuilt binary) and jq.
 
 set -euo pipefail
 
@@ -32,8 +32,8 @@ die() { say "memory.sh: $*"; exit 1; }
 command -v jq >/dev/null || die "jq is missing"
 ((ROWS % THREADS == 0)) || die "ROWS=$ROWS is not a multiple of THREADS=$THREADS"
 if [[ -z ${SKARV:-} ]]; then
-    (cd "$ROOT" && timeout 3600 cargo build --release -q -p skarv)
-    SKARV=$ROOT/target/release/skarv
+    (cd "$ROOT" && timeout 3600 cargo build --profile dist -q -p skarv)
+    SKARV=$ROOT/target/dist/skarv
 fi
 [[ -x $SKARV ]] || die "$SKARV is not an executable"
 
