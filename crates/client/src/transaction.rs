@@ -1099,42 +1099,33 @@ impl<'s> Transaction<'s> {
 /// What reading the answer to a request needs, taken out of it
 /// (`TxRequest::answer`): a session reads it without its request borrowed.
 pub(crate) struct Answer {
-    tx_id: u64,
-    link: usize,
-    batch: u32,
+    /// (transaction id, link, batch) of the request.
+    ids: (u64, usize, u32),
     pub metas: Vec<OpMeta>,
 }
 
 impl Answer {
     /// Reads the TC's answer into an outcome (see `TxRequest::complete`).
     pub(crate) fn complete(&self, session: &Session, reply: Result<SignalBody>) -> Result<Outcome> {
-        read_answer(
-            session,
-            (self.tx_id, self.link, self.batch),
-            &self.metas,
-            reply,
-        )
+        read_answer(session, self.ids, &self.metas, reply)
     }
 }
 
 impl TxRequest {
+    fn ids(&self) -> (u64, usize, u32) {
+        (self.tx_id, self.link, self.batch)
+    }
+
     /// Reads the TC's answer into an outcome.
     pub(crate) fn complete(&self, session: &Session, reply: Result<SignalBody>) -> Result<Outcome> {
-        read_answer(
-            session,
-            (self.tx_id, self.link, self.batch),
-            &self.metas,
-            reply,
-        )
+        read_answer(session, self.ids(), &self.metas, reply)
     }
 
     /// Takes out what reading the answer needs (its `metas` go back with
     /// the request to the session's spares).
     pub(crate) fn answer(&mut self) -> Answer {
         Answer {
-            tx_id: self.tx_id,
-            link: self.link,
-            batch: self.batch,
+            ids: self.ids(),
             metas: std::mem::take(&mut self.metas),
         }
     }

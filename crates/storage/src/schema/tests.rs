@@ -484,6 +484,14 @@ impl<'v> ColumnChanges<'v> for Prefixed<'v> {
     }
 }
 
+/// [`update_both`] of `changes` to row `old` of `table`.
+fn update_both_from(table: &TableDef, old: &[Value], changes: &[(usize, Value)]) {
+    let layout = RowLayout::new(table);
+    let (mut fixed, mut var) = (Vec::new(), Vec::new());
+    layout.encode(old, &mut fixed, &mut var).unwrap();
+    let _ = update_both(&layout, (&fixed, &var), changes);
+}
+
 /// `RowLayout::update` of `changes`, checked to agree with the same
 /// changes handed through `integer_prefix`: the same bytes or the same
 /// error.
@@ -828,10 +836,7 @@ proptest! {
             (Just((table, old)), changes)
         })
     ) {
-        let layout = RowLayout::new(&table);
-        let (mut fixed, mut var) = (Vec::new(), Vec::new());
-        layout.encode(&old, &mut fixed, &mut var).unwrap();
-        let _ = update_both(&layout, (&fixed, &var), &changes);
+        update_both_from(&table, &old, &changes);
     }
 
     /// The same for tables of any columns (integers into other types are
@@ -843,10 +848,7 @@ proptest! {
             (Just((table, old)), changes)
         })
     ) {
-        let layout = RowLayout::new(&table);
-        let (mut fixed, mut var) = (Vec::new(), Vec::new());
-        layout.encode(&old, &mut fixed, &mut var).unwrap();
-        let _ = update_both(&layout, (&fixed, &var), &changes);
+        update_both_from(&table, &old, &changes);
     }
 
     /// Decimals: the binary format orders as the numbers do and reads back.
