@@ -35,9 +35,6 @@ pub struct Table {
     /// (0: not an integer column): what `transaction::IntegerFit` checks
     /// a key against.
     key_codes: Box<[u8]>,
-    /// `ColumnType::integer_code` of each column, 0 for a primary-key
-    /// column (as in `proto::CheckPlan`): what it checks written values against.
-    value_codes: Box<[u8]>,
 }
 
 /// A BLOB/TEXT column and the hidden table holding its parts.
@@ -72,18 +69,6 @@ impl Table {
                 .primary_key
                 .iter()
                 .map(|&c| def.columns[c].ty.integer_code())
-                .collect(),
-            value_codes: def
-                .columns
-                .iter()
-                .enumerate()
-                .map(|(c, column)| {
-                    if def.primary_key.contains(&c) {
-                        0
-                    } else {
-                        column.ty.integer_code()
-                    }
-                })
                 .collect(),
             def,
             blobs,
@@ -239,9 +224,10 @@ impl Table {
         &self.key_codes
     }
 
-    /// See the field `value_codes`.
+    /// `ColumnType::integer_code` of each column, 0 for a primary-key
+    /// column (the check plan's): what `IntegerFit` checks written values against.
     pub(crate) fn value_codes(&self) -> &[u8] {
-        &self.value_codes
+        self.check_plan.codes()
     }
 
     pub(crate) fn check_plan(&self) -> &proto::CheckPlan {

@@ -912,6 +912,11 @@ impl CheckPlan {
             .collect();
         CheckPlan { columns }
     }
+
+    /// Each column's `ColumnType::integer_code`, 0 for a key column.
+    pub fn codes(&self) -> &[u8] {
+        &self.columns
+    }
 }
 
 /// A set of column positions, on the stack: checks allocate only to fail.
