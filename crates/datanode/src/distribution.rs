@@ -19,7 +19,9 @@
 //! The master is the membership president; every distribution block
 //! follows the views that membership reports (`MembershipViewRep`), and
 //! the one on the president's node runs one GCP at a time, every
-//! `gcp_interval`. A member that leaves the view is no longer waited for.
+//! `gcp_interval`, or sooner when an LDM's local checkpoint waits for a
+//! GCI while its redo log part fills (`GcpHurryReq`). A member that leaves
+//! the view is no longer waited for.
 //!
 //! **The first GCI.** A GCI must never be handed out twice, nor at or
 //! below one an LDM has already flushed (its redo log would hold two
@@ -197,6 +199,16 @@ pub struct Distribution {
     /// `Some` while master: where the system restart stands.
     restart: Option<system_restart::Phase>,
     restarted_to: Option<u32>,
+    /// `GcpHurryReq`s passed on to the master, and GCPs this block started
+    /// early because of one (while master).
+    hurries: HurryStats,
+}
+
+/// What [`Distribution::hurries`] counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HurryStats {
+    pub forwarded: u64,
+    pub gcps_started: u64,
 }
 
 impl Distribution {
@@ -227,6 +239,7 @@ impl Distribution {
             sysfile: None,
             restart: None,
             restarted_to: None,
+            hurries: HurryStats::default(),
         }
     }
 
@@ -274,6 +287,11 @@ impl Distribution {
     /// Whether this block is the GCP master now.
     pub fn is_master(&self) -> bool {
         self.master.is_some()
+    }
+
+    /// `GcpHurryReq`s this block passed on and GCPs it started early.
+    pub fn hurries(&self) -> HurryStats {
+        self.hurries
     }
 
     /// The highest GCI the master completed (0 when not master or none).
@@ -449,6 +467,36 @@ impl Distribution {
         self.timer_armed = true;
         ctx.set_timer(self.config.gcp_interval, TIMER_GCP);
         self.advance(ctx);
+    }
+
+    /// An LDM's local checkpoint waits for `gci` while its redo log part
+    /// fills (`GcpHurryReq`). The master runs the GCP that saves `gci` now
+    /// unless one already moved past it; any other member passes a local
+    /// LDM's request to the master once (a request from another node is
+    /// not passed on again: a changing view cannot make it circle).
+    fn on_hurry(&mut self, from: BlockRef, gci: u32, ctx: &mut Context<'_>) {
+        if let Some(master) = self.master.as_mut() {
+            // A round that prepared a GCI above `gci` saves `gci`.
+            if gci >= master.gci && !master.due {
+                tracing::debug!(node = %self.config.node, "GCP hurried for GCI {gci} by {from}");
+                master.due = true;
+                self.hurries.gcps_started += 1;
+                self.advance(ctx);
+            }
+            return;
+        }
+        if from.node != self.config.node {
+            return;
+        }
+        if let Some(view) = &self.view {
+            if view.president != self.config.node {
+                ctx.send(
+                    Self::address(view.president),
+                    SignalBody::GcpHurryReq { gci },
+                );
+                self.hurries.forwarded += 1;
+            }
+        }
     }
 
     fn on_epoch_timer(&mut self, ctx: &mut Context<'_>) {
@@ -777,6 +825,7 @@ impl Block for Distribution {
             SignalBody::GcpSaveConf { gci } => {
                 self.on_step_conf(from, Step::Save, u64::from(gci), ctx)
             }
+            SignalBody::GcpHurryReq { gci } => self.on_hurry(from, gci, ctx),
             SignalBody::GcpKeepReq { gci, serving } => self.on_keep_req(from, gci, serving, ctx),
             SignalBody::GcpKeepConf { gci } => {
                 self.on_step_conf(from, Step::Keep, u64::from(gci), ctx)

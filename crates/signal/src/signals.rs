@@ -516,6 +516,14 @@ signals! {
     /// the copy failed (a `proto::error` code, temporary: ask again).
     153 => CopyFragConf { copy_id: u32, table_id: u32, partition: u32, rows: u64, code: u32, message: String },
 
+    /// An LDM instance whose local checkpoint waits for GCI `gci` to be
+    /// durable while its redo log part fills → its node's distribution
+    /// block, which passes it on to the master once: start the next GCP now
+    /// rather than when `TimeBetweenGlobalCheckpoints` runs out, so that
+    /// the checkpoint completes and frees redo before writes must be
+    /// refused (error 410). Skarv's own (wire version 4).
+    154 => GcpHurryReq { gci: u32 },
+
     // ---- system restart (160–165), NDB: DIH's sysfile (COPY_GCIREQ) and restart GCI ----
     /// Distribution master → every member's distribution block, after
     /// every LDM saved `gci`: record durably (the sysfile) that `gci` is

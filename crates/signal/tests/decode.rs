@@ -350,6 +350,7 @@ fn one_of_each() -> Vec<SignalBody> {
         SignalBody::GcpCompleteRep { gci: 12 },
         SignalBody::GcpStartReq {},
         SignalBody::GcpStartConf { gci: 11 },
+        SignalBody::GcpHurryReq { gci: 12 },
         SignalBody::GcpKeepReq {
             gci: 12,
             serving: NodeBitmask::from_iter([node(2), node(3)]),

@@ -61,7 +61,7 @@ use std::time::Duration;
 use kernel::{Block, Context, Instant};
 use signal::{BlockNumber, BlockRef, DictTableGroup, NodeId, SchemaOp, Signal, SignalBody};
 use storage::disk::Disk;
-use storage::ldm::{LcpProgress, LdmConfig, LdmInstance};
+use storage::ldm::{LcpProgress, LdmConfig, LdmInstance, LCP_PAGES_PER_STEP_MAX};
 use storage::locks::{Grant, TxId};
 use storage::schema::TableDef;
 
@@ -93,6 +93,10 @@ pub const LCP_REDO_TRIGGER_PERCENT: u64 = 50;
 pub const LCP_STEP_DELAY: Duration = Duration::from_millis(2);
 /// Time between steps while the checkpoint waits for a global checkpoint.
 pub const LCP_AWAIT_GCI_DELAY: Duration = Duration::from_millis(50);
+/// How many times `lcp_pages_per_step` a step writes while the redo log
+/// part is at or above [`LCP_REDO_TRIGGER_PERCENT`]: writes keep filling
+/// the log while the checkpoint runs, and only its end frees any.
+pub const LCP_PRESSURE_SPEEDUP: usize = 4;
 /// How often an instance checks whether a local checkpoint is due.
 pub const LCP_CHECK_INTERVAL: Duration = Duration::from_millis(100);
 /// How often an instance with changes starts a local checkpoint when the
@@ -133,6 +137,9 @@ pub struct LdmStats {
     pub gcp_saves: u64,
     pub lcps_started: u64,
     pub lcps_completed: u64,
+    /// `GcpHurryReq`s sent: a checkpoint waited for a GCI while the redo
+    /// log part was at or above [`LCP_REDO_TRIGGER_PERCENT`].
+    pub gcp_hurries: u64,
     /// Key requests a TC sent here while this node was starting (no
     /// serving replica was left to route to), refused with 286.
     pub refused_starting: u64,
@@ -214,6 +221,9 @@ pub struct LdmBlock<D> {
     grants: Vec<Grant>,
     redo_write_armed: bool,
     lcp_step_armed: bool,
+    /// The GCI the running checkpoint last asked the master to hurry:
+    /// asked once per GCI, not on every step that finds it waiting.
+    hurried_gci: Option<u32>,
     commit_retry_armed: bool,
     /// Anything committed since the last local checkpoint started.
     changed_since_lcp: bool,
@@ -273,6 +283,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             grants: Vec::new(),
             redo_write_armed: false,
             lcp_step_armed: false,
+            hurried_gci: None,
             commit_retry_armed: false,
             changed_since_lcp: false,
             last_lcp_start: Instant::ZERO,
@@ -954,9 +965,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         if instance.lcp_running() {
             return;
         }
-        let used = instance.redo_used_bytes();
-        let capacity = instance.redo_capacity_bytes().max(1);
-        if used * 100 >= capacity * LCP_REDO_TRIGGER_PERCENT {
+        if redo_under_pressure(instance) {
             self.start_lcp("redo log part half full", ctx);
         } else if self.changed_since_lcp
             && ctx.now().0 >= self.last_lcp_start.0 + self.config.lcp_interval.as_nanos() as u64
@@ -994,10 +1003,27 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         let Some(instance) = self.instance.as_mut() else {
             return;
         };
-        match instance.lcp_step() {
+        let pressure = redo_under_pressure(instance);
+        let pages = if pressure {
+            (self.config.ldm.lcp_pages_per_step * LCP_PRESSURE_SPEEDUP).min(LCP_PAGES_PER_STEP_MAX)
+        } else {
+            self.config.ldm.lcp_pages_per_step
+        };
+        match instance.lcp_step_pages(pages) {
             Ok(LcpProgress::Idle) => {}
             Ok(LcpProgress::Writing { .. }) => self.arm_lcp_step(ctx, LCP_STEP_DELAY),
-            Ok(LcpProgress::AwaitingGci { .. }) => self.arm_lcp_step(ctx, LCP_AWAIT_GCI_DELAY),
+            Ok(LcpProgress::AwaitingGci { gci, .. }) => {
+                // Waiting out TimeBetweenGlobalCheckpoints (2 s by default)
+                // while writes fill the log would end in error 410 at high
+                // write rates: ask for the GCP now.
+                if pressure && self.hurried_gci != Some(gci) {
+                    self.hurried_gci = Some(gci);
+                    self.stats.gcp_hurries += 1;
+                    let distribution = crate::distribution::Distribution::address(self.config.node);
+                    ctx.send(distribution, SignalBody::GcpHurryReq { gci });
+                }
+                self.arm_lcp_step(ctx, LCP_AWAIT_GCI_DELAY)
+            }
             Ok(LcpProgress::Completed {
                 lcp_id,
                 fragments,
@@ -1050,6 +1076,13 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             self.resume_request(grant, ctx);
         }
     }
+}
+
+/// Whether the redo log part is filled to [`LCP_REDO_TRIGGER_PERCENT`] or
+/// beyond: a checkpoint is due, runs faster, and hurries the GCP it waits for.
+fn redo_under_pressure(instance: &LdmInstance) -> bool {
+    let capacity = instance.redo_capacity_bytes().max(1);
+    instance.redo_used_bytes() * 100 >= capacity * LCP_REDO_TRIGGER_PERCENT
 }
 
 /// Adds a group from the dictionary to `schema`.

@@ -15,7 +15,9 @@
 use crate::checkpoint::{self, CheckpointWriter, LcpStart, Progress};
 use crate::Gci;
 
-use super::{FragmentKey, LdmError, LdmInstance, LCP_FRAGMENTS_AWAITING_MAX};
+use super::{
+    FragmentKey, LdmError, LdmInstance, LCP_FRAGMENTS_AWAITING_MAX, LCP_PAGES_PER_STEP_MAX,
+};
 
 /// What an [`LdmInstance::lcp_step`] left to do.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -143,10 +145,22 @@ impl LdmInstance {
     /// round is abandoned (start another once the cause is gone); the LCPs
     /// it completed stay complete.
     pub fn lcp_step(&mut self) -> Result<LcpProgress, LdmError> {
+        self.lcp_step_pages(self.config.lcp_pages_per_step)
+    }
+
+    /// [`LdmInstance::lcp_step`] with a budget of `pages` (1 to
+    /// `LCP_PAGES_PER_STEP_MAX`) instead of `lcp_pages_per_step`: the
+    /// caller speeds a checkpoint up while the redo log fills.
+    pub fn lcp_step_pages(&mut self, pages: usize) -> Result<LcpProgress, LdmError> {
+        assert!(
+            (1..=LCP_PAGES_PER_STEP_MAX).contains(&pages),
+            "LDM instance {}: an LCP step of {pages} pages is outside 1..={LCP_PAGES_PER_STEP_MAX}",
+            self.config.instance
+        );
         let Some(mut round) = self.lcp.take() else {
             return Ok(LcpProgress::Idle);
         };
-        self.drive(&mut round)?;
+        self.drive(&mut round, pages)?;
         if !round.is_complete() {
             let progress = round.progress();
             self.lcp = Some(round);
@@ -160,9 +174,9 @@ impl LdmInstance {
         })
     }
 
-    fn drive(&mut self, round: &mut LcpRound) -> Result<(), LdmError> {
+    fn drive(&mut self, round: &mut LcpRound, pages: usize) -> Result<(), LdmError> {
         self.finish_durable(round)?;
-        let mut budget = self.config.lcp_pages_per_step;
+        let mut budget = pages;
         while budget > 0 {
             let Some((key, writer)) = &mut round.writing else {
                 if round.awaiting.len() >= LCP_FRAGMENTS_AWAITING_MAX {
