@@ -929,3 +929,41 @@ fn operations_on_unknown_fragments_and_duplicates_are_errors() {
     let full = FragmentError::DuplicateKey { table: "t".into() };
     assert!(!full.is_temporary());
 }
+
+/// `lcp_step_pages` sets a step's page budget: the same checkpoint takes
+/// fewer steps with a larger one (the LDM block quadruples it while the
+/// redo log part is half full), and both restore the same rows.
+#[test]
+fn a_larger_step_budget_writes_the_same_checkpoint_in_fewer_steps() {
+    const ROWS: u64 = 60_000;
+    let steps_with = |pages: usize| -> usize {
+        // A redo log part of 96 small files (about 6 MB) takes the rows.
+        let mut node = Node::new(5, 96, vec![table(1, 1)]);
+        // A budget counts fixed-size row pages: ROWS short rows fill dozens.
+        for first in (0..ROWS).step_by(5_000) {
+            fill(&mut node, 1, first, 5_000, 0);
+            node.flush();
+        }
+        node.ldm().start_lcp().unwrap();
+        let mut steps = 0;
+        loop {
+            steps += 1;
+            match node.ldm().lcp_step_pages(pages).unwrap() {
+                LcpProgress::Writing { .. } => {}
+                LcpProgress::AwaitingGci { .. } => node.flush(),
+                LcpProgress::Completed { .. } => break,
+                LcpProgress::Idle => panic!("the round vanished"),
+            }
+        }
+        let report = node.restart();
+        assert_eq!(report.fragments[0].rows_from_lcp, ROWS);
+        steps
+    };
+    let one = steps_with(1);
+    let sixteen = steps_with(16);
+    assert!(one >= 30, "a page per step: {one} steps");
+    assert!(
+        sixteen * 8 <= one,
+        "16 pages per step: {sixteen} steps against {one}"
+    );
+}
