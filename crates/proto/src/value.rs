@@ -251,6 +251,16 @@ pub fn put_uint(out: &mut Vec<u8>, x: u64) {
     put_tagged_word(out, TAG_UINT, x);
 }
 
+/// The bytes [`put_int`] (`signed`, `x` the two's complement) or
+/// [`put_uint`] appends: for a writer that sized its buffer for a row of
+/// integers once.
+#[inline]
+pub fn integer_value(signed: bool, x: u64) -> [u8; INTEGER_VALUE_BYTES] {
+    let [a, b, c, d, e, f, g, h] = x.to_le_bytes();
+    let tag = if signed { TAG_INT } else { TAG_UINT };
+    [tag, a, b, c, d, e, f, g, h]
+}
+
 #[inline]
 fn put_tagged_word(out: &mut Vec<u8>, tag: u8, x: u64) {
     let [a, b, c, d, e, f, g, h] = x.to_le_bytes();

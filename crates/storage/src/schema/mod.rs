@@ -39,7 +39,10 @@ pub use codec::*;
 pub use decimal::{Decimal, DecimalParseError};
 pub use distribution::{distribution_hash, partition_of, DISTRIBUTION_HASH_SEED};
 pub use key::{KeyEncoder, STRING_KEY_CHUNK_BYTES};
-pub use row::{blob_part_count, blob_parts, ColumnChanges, IntegerCell, RowFormatError, RowLayout};
+pub use row::{
+    blob_part_count, blob_parts, ColumnChanges, IntegerCell, IntegerRead, PaddedRow,
+    RowFormatError, RowLayout, INTEGER_READ_ROW_BYTES_MAX,
+};
 pub use table::{
     IndexDef, IndexKind, SchemaError, TableDef, BLOB_PART_DATA_COLUMN, BLOB_PART_NUMBER_COLUMN,
     COLUMNS_MAX, HIDDEN_PRIMARY_KEY_COLUMN, INDEXES_MAX, KEY_BYTES_MAX, NAME_BYTES_MAX,

@@ -163,6 +163,66 @@ impl IntegerWrite {
     }
 }
 
+/// Rows of at most this many fixed bytes have [`RowLayout::integer_reads`]
+/// (a power of two: a column's offset is masked to it, which proves the
+/// 8-byte load in bounds without a check).
+pub const INTEGER_READ_ROW_BYTES_MAX: usize = 256;
+const PADDED_ROW_BYTES: usize = INTEGER_READ_ROW_BYTES_MAX + 8;
+const _: () = assert!(INTEGER_READ_ROW_BYTES_MAX.is_power_of_two());
+
+/// A row's fixed bytes followed by zeros, so that every column of it can be
+/// loaded as 8 bytes ([`RowLayout::padded`]).
+pub struct PaddedRow([u8; PADDED_ROW_BYTES]);
+
+/// How a read copies one column of an all-integer table without NULLs
+/// out of a row ([`RowLayout::integer_reads`]): an 8-byte load of its
+/// stored (big-endian, sign-flipped) bytes, a shift and an add.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IntegerRead {
+    offset: u16,
+    /// 64 minus the column's width in bits.
+    shift: u8,
+    signed: bool,
+    /// Added (mod 2^64) to the stored form to give the value: minus
+    /// 2^(width-1) for a signed column, 0 for an unsigned one.
+    bias: u64,
+}
+
+impl IntegerRead {
+    fn new(slot: &IntegerSlot) -> IntegerRead {
+        let signed = slot.signed();
+        let width_bits = u32::from(slot.bytes) * 8;
+        debug_assert!((8..=64).contains(&width_bits));
+        IntegerRead {
+            offset: slot.offset,
+            shift: (64 - width_bits) as u8,
+            signed,
+            bias: if signed {
+                (1u64 << (width_bits - 1)).wrapping_neg()
+            } else {
+                0
+            },
+        }
+    }
+
+    /// Whether the column is signed: its value is an `i64`, else a `u64`.
+    #[inline]
+    pub fn signed(&self) -> bool {
+        self.signed
+    }
+
+    /// The column's value in `row` (the row's [`RowLayout::padded`] form):
+    /// a `u64`, or an `i64`'s two's complement when [`IntegerRead::signed`].
+    #[inline]
+    pub fn load(&self, row: &PaddedRow) -> u64 {
+        // Below INTEGER_READ_ROW_BYTES_MAX by construction; the mask lets
+        // the compiler see it.
+        let at = usize::from(self.offset) & (INTEGER_READ_ROW_BYTES_MAX - 1);
+        let word: [u8; 8] = row.0[at..at + 8].try_into().expect("8 bytes");
+        (u64::from_be_bytes(word) >> self.shift).wrapping_add(self.bias)
+    }
+}
+
 /// One column of a row of an all-integer table ([`RowLayout::integer_cells`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IntegerCell {
@@ -211,6 +271,9 @@ pub struct RowLayout {
     /// Every column, when every column is an integer (as in key-value
     /// tables such as flexAsynch's): the fast path of reading a whole row.
     integers: Option<Vec<IntegerSlot>>,
+    /// Every column, when every column is an integer and none is nullable:
+    /// a read's values then have one size each.
+    integer_reads: Option<Vec<IntegerRead>>,
     /// How an update writes an integer into each column.
     integer_writes: Vec<IntegerWrite>,
     null_bitmap_bytes: usize,
@@ -299,7 +362,7 @@ impl RowLayout {
             table.name,
             offset + max_var_bytes
         );
-        let integers = slots
+        let integers: Option<Vec<IntegerSlot>> = slots
             .iter()
             .map(|slot| match (slot.place, slot.integer_range) {
                 (Place::Fixed { offset, bytes }, Some(_)) => Some(IntegerSlot {
@@ -316,10 +379,20 @@ impl RowLayout {
             })
             .collect();
         let integer_writes = slots.iter().map(IntegerWrite::new).collect();
+        let integer_reads = integers
+            .as_ref()
+            .filter(|_| offset <= INTEGER_READ_ROW_BYTES_MAX)
+            .and_then(|integers| {
+                integers
+                    .iter()
+                    .map(|slot| slot.null_bit.is_none().then(|| IntegerRead::new(slot)))
+                    .collect()
+            });
         RowLayout {
             table: table.name.clone(),
             slots,
             integers,
+            integer_reads,
             integer_writes,
             null_bitmap_bytes,
             fixed_bytes: offset,
@@ -653,6 +726,30 @@ impl RowLayout {
                 Err(v) => IntegerCell::UInt(v),
             }
         }))
+    }
+
+    /// Every column's [`IntegerRead`], in table order, when every column
+    /// is a NOT NULL integer and rows have at most
+    /// [`INTEGER_READ_ROW_BYTES_MAX`] fixed bytes; `None` for other tables.
+    #[inline]
+    pub fn integer_reads(&self) -> Option<&[IntegerRead]> {
+        self.integer_reads.as_deref()
+    }
+
+    /// `fixed` (a row of this layout, which has [`RowLayout::integer_reads`])
+    /// padded for [`IntegerRead::load`].
+    #[inline]
+    pub fn padded(&self, fixed: &[u8]) -> PaddedRow {
+        assert!(
+            self.integer_reads.is_some() && fixed.len() == self.fixed_bytes,
+            "table `{}`: a padded row needs integer reads and {} fixed bytes, not {}",
+            self.table,
+            self.fixed_bytes,
+            fixed.len()
+        );
+        let mut row = PaddedRow([0; PADDED_ROW_BYTES]);
+        row.0[..fixed.len()].copy_from_slice(fixed);
+        row
     }
 
     /// The stored bytes of a fixed-size column (its key form for all but

@@ -444,15 +444,35 @@ fn table_row_of(
 
 /// A table of integer columns of every width and sign, some nullable, and
 /// a row of it.
-fn arb_integer_table_row() -> BoxedStrategy<(TableDef, Vec<Value>)> {
-    let integer = (0..5usize, any::<bool>()).prop_map(|(width, unsigned)| match width {
+fn arb_integer_type() -> impl Strategy<Value = ColumnType> {
+    (0..5usize, any::<bool>()).prop_map(|(width, unsigned)| match width {
         0 => ColumnType::TinyInt { unsigned },
         1 => ColumnType::SmallInt { unsigned },
         2 => ColumnType::MediumInt { unsigned },
         3 => ColumnType::Int { unsigned },
         _ => ColumnType::BigInt { unsigned },
-    });
-    table_row_of(prop::collection::vec((integer, any::<bool>()), 1..=30))
+    })
+}
+
+fn arb_integer_table_row() -> BoxedStrategy<(TableDef, Vec<Value>)> {
+    table_row_of(prop::collection::vec(
+        (arb_integer_type(), any::<bool>()),
+        1..=30,
+    ))
+}
+
+/// A table of integers where, half the time, no column is nullable.
+fn arb_maybe_not_null_integer_table_row() -> BoxedStrategy<(TableDef, Vec<Value>)> {
+    let column = (arb_integer_type(), any::<bool>());
+    let columns = (prop::collection::vec(column, 1..=30), any::<bool>()).prop_map(
+        |(columns, not_null)| -> Vec<(ColumnType, bool)> {
+            columns
+                .into_iter()
+                .map(|(ty, nullable)| (ty, nullable && !not_null))
+                .collect()
+        },
+    );
+    table_row_of(columns)
 }
 
 /// [`ColumnChanges`] that hand their leading integers through
@@ -771,6 +791,30 @@ proptest! {
         mixed.push((ColumnType::VarChar { max: 4, collation: Collation::Utf8mb4Bin }, true));
         let mixed = RowLayout::new(&table_of(&mixed));
         prop_assert!(mixed.integer_cells(&vec![0; mixed.fixed_bytes()]).is_none());
+    }
+
+    /// `integer_reads` exists exactly for tables of NOT NULL integers (of
+    /// rows up to INTEGER_READ_ROW_BYTES_MAX fixed bytes), and each
+    /// column's load reads what `decode_column` reads.
+    #[test]
+    fn integer_reads_load_as_decoded((table, row) in arb_maybe_not_null_integer_table_row()) {
+        let layout = RowLayout::new(&table);
+        let (mut fixed, mut var) = (Vec::new(), Vec::new());
+        layout.encode(&row, &mut fixed, &mut var).unwrap();
+        let eligible = table.columns.iter().all(|c| !c.nullable)
+            && layout.fixed_bytes() <= INTEGER_READ_ROW_BYTES_MAX;
+        let Some(reads) = layout.integer_reads() else {
+            prop_assert!(!eligible, "a table of NOT NULL integers has integer reads");
+            return Ok(());
+        };
+        prop_assert!(eligible, "a nullable column or a long row has no integer reads");
+        prop_assert_eq!(reads.len(), table.columns.len());
+        let padded = layout.padded(&fixed);
+        for (c, read) in reads.iter().enumerate() {
+            let x = read.load(&padded);
+            let loaded = if read.signed() { ValueRef::Int(x as i64) } else { ValueRef::UInt(x) };
+            prop_assert_eq!(loaded, layout.decode_column(&fixed, &var, c), "column {}", c);
+        }
     }
 
     /// Updating some columns gives the bytes of encoding the updated row.
