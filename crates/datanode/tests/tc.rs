@@ -2628,7 +2628,10 @@ fn commits_started_together_travel_in_batches_and_each_commits_on_both_replicas(
         let mut total = 0;
         for &n in &cluster.data_nodes {
             for i in 0..LDM_INSTANCES {
-                let ldm = cluster.sim.block::<LdmBlock<SimDisk>>(ldm_of(n, i)).unwrap();
+                let ldm = cluster
+                    .sim
+                    .block::<LdmBlock<SimDisk>>(ldm_of(n, i))
+                    .unwrap();
                 total += ldm.stats().commits;
             }
         }

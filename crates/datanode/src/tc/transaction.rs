@@ -1275,11 +1275,7 @@ fn send_chain(
 /// Commit chain `chain` of `tx`: its first live participant not done, from
 /// the last one named (NDB's order), and the others after it; marks the
 /// failed ones done. `None` when no live participant is left to commit.
-fn chain_of(
-    tx: &mut Transaction,
-    chain: u16,
-    down: &NodeBitmask,
-) -> Option<(BlockRef, ChainRest)> {
+fn chain_of(tx: &mut Transaction, chain: u16, down: &NodeBitmask) -> Option<(BlockRef, ChainRest)> {
     let mut first = None;
     let mut next = ChainRest::new();
     for p in tx
