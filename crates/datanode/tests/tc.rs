@@ -2714,3 +2714,58 @@ fn epochs_advance_between_gcps_and_are_reported_complete_in_order() {
     let _ = cluster.take();
     cluster.check_idle();
 }
+
+#[test]
+fn commits_started_together_travel_in_batches_and_each_commits_on_both_replicas() {
+    let mut cluster = Cluster::start(22, 2, Limits::default());
+    cluster.create_table();
+    let commits = |cluster: &Cluster| -> u64 {
+        let mut total = 0;
+        for &n in &cluster.data_nodes {
+            for i in 0..LDM_INSTANCES {
+                let ldm = cluster
+                    .sim
+                    .block::<LdmBlock<SimDisk>>(ldm_of(n, i))
+                    .unwrap();
+                total += ldm.stats().commits;
+            }
+        }
+        total
+    };
+    let before = commits(&cluster);
+    let batches_before = cluster.tc().counters().commit_batches;
+    // Many one-row inserts in flight at once through one TC: their commits
+    // start close together, and those of one chain share a signal.
+    const TRANSACTIONS: i64 = 64;
+    let txs: Vec<u64> = (0..TRANSACTIONS)
+        .map(|k| {
+            let tx = cluster.tx_id();
+            cluster.submit(
+                tx,
+                tc_flags::START | tc_flags::COMMIT,
+                &[Op::write(OpKind::Insert, k, 10 * k)],
+            );
+            tx
+        })
+        .collect();
+    for tx in txs {
+        let reply = cluster
+            .reply_within(tx, ANSWER_WAIT)
+            .unwrap_or_else(|| panic!("transaction {tx:#x}: no reply"));
+        let (gci, _) = committed(&reply);
+        assert!(gci > 0, "transaction {tx:#x} committed in a GCI");
+    }
+    assert!(
+        cluster.tc().counters().commit_batches > batches_before,
+        "no commit chains were sent together"
+    );
+    assert_eq!(
+        commits(&cluster) - before,
+        2 * TRANSACTIONS as u64,
+        "each insert committed on its primary and its backup, once"
+    );
+    let keys: Vec<i64> = (0..TRANSACTIONS).collect();
+    let values = cluster.read_values(&keys);
+    assert!(values.iter().zip(&keys).all(|(v, k)| *v == Some(10 * k)));
+    cluster.check_idle();
+}

@@ -303,13 +303,17 @@ fn seed_1795314160926724_a_successor_does_not_take_over_from_a_live_president() 
 /// vote alone and its LDM was told to copy from the partition's primary:
 /// itself (an assertion). A starting node with no serving replica left now
 /// restarts to copy again; the cluster goes down and its system restart
-/// keeps everything complete by then.
+/// keeps everything complete by then. That seed's run changed with commit
+/// batches (their `Continue` notes move every later step; even before, it
+/// no longer reached the copy from itself): seed 1795321514948145 brings
+/// the same faults, a broken link that costs node 2, which restarts and
+/// copies from node 3, then node 3 paused until declared dead.
 #[test]
-fn seed_1795321514948634_a_starting_node_left_alone_restarts() {
+fn seed_1795321514948145_a_starting_node_left_alone_restarts() {
     soak_seed(
-        1_795_321_514_948_634,
+        1_795_321_514_948_145,
         1,
-        "round 1: pause node 3 for 2219 ms (declared dead)",
+        "round 1: pause node 3 for 1627 ms (declared dead)",
     );
 }
 

@@ -30,7 +30,8 @@ use crate::DecodeError;
 pub const MAGIC: [u8; 2] = *b"SK";
 /// The layout of the signals' bodies; a frame of another version is refused
 /// whole. 2: 64-bit epochs in `TcKeyConf` and the GCP switch signals.
-/// 3: `LdmKeyConf::ok_in_order`.
+/// 3: `LdmKeyConf::ok_in_order`. 4: `LdmCommitBatchReq`,
+/// `LdmCommitBatchConf` and `GcpHurryReq`.
 pub const WIRE_VERSION: u8 = 4;
 pub const FRAME_HEADER_BYTES: usize = 16;
 pub const SIGNAL_HEADER_BYTES: usize = 16;

@@ -225,6 +225,10 @@ signals! {
     2 => NodeConnected { node: NodeId },
     /// The connection to `node` broke or was closed.
     3 => NodeDisconnected { node: NodeId },
+    /// A block's note to itself, sent to its own address so that the work
+    /// `what` names runs after the signals already queued for its thread
+    /// (NDB: CONTINUEB): a TC gathers the commits those signals start.
+    4 => Continue { what: u32 },
 
     // ---- membership between data nodes (10–29), NDB: QMGR ----
     /// A starting data node asks to join (NDB: CM_REGREQ). `start_id` tells
@@ -457,6 +461,17 @@ signals! {
     /// when `next` is empty, answer `tc` with `LdmCommitConf` (NDB: COMMIT
     /// passed along the replicas from the last backup to the primary).
     132 => LdmCommitChainReq { tx_id: u64, gci: u32, tc: BlockRef, next: Vec<BlockRef> },
+    /// `LdmCommitChainReq` for each of `tx_ids` (wire version 4): commit
+    /// chains that go through the same instances in the same order and
+    /// commit in the same `gci`, started by one TC at once, in one signal.
+    /// Each instance commits every transaction, passes on in one signal
+    /// those it committed now, and the last answers `tc` with
+    /// `LdmCommitBatchConf`; one that must wait (redo log full) goes on
+    /// alone, as `LdmCommitChainReq`, once committed.
+    133 => LdmCommitBatchReq { gci: u32, tc: BlockRef, next: Vec<BlockRef>, tx_ids: Vec<u64> },
+    /// The last LDM instance of the chains of an `LdmCommitBatchReq` → `tc`:
+    /// `LdmCommitConf` for each of `tx_ids` (wire version 4).
+    134 => LdmCommitBatchConf { gci: u32, tx_ids: Vec<u64> },
 
     // ---- global checkpoints (140–149), NDB: DBDIH's GCP protocol ----
     /// Distribution master → every TC, the first half of the switch to

@@ -24,6 +24,7 @@ fn one_of_each() -> Vec<SignalBody> {
         SignalBody::Timeout { timer_id: 9 },
         SignalBody::NodeConnected { node: node(4) },
         SignalBody::NodeDisconnected { node: node(4) },
+        SignalBody::Continue { what: 2 },
         SignalBody::CmRegReq {
             node: node(3),
             version: VERSION,
@@ -311,6 +312,16 @@ fn one_of_each() -> Vec<SignalBody> {
             next: vec![BlockRef::new(node(4), BlockNumber::LOCAL_DATA_MANAGER, 1)],
         },
         SignalBody::LdmCommitConf { tx_id: 7, gci: 12 },
+        SignalBody::LdmCommitBatchReq {
+            gci: 12,
+            tc: BlockRef::new(node(3), BlockNumber::TRANSACTION_COORDINATOR, 0),
+            next: vec![BlockRef::new(node(4), BlockNumber::LOCAL_DATA_MANAGER, 1)],
+            tx_ids: vec![7, 1 << 50, 9],
+        },
+        SignalBody::LdmCommitBatchConf {
+            gci: 12,
+            tx_ids: vec![7, 9],
+        },
         SignalBody::LdmAbortReq { tx_id: 8 },
         SignalBody::LdmAbortConf { tx_id: 8 },
         SignalBody::LdmScanReq {

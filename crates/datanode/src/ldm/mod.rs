@@ -169,19 +169,30 @@ struct TxRecord {
 
 /// A commit done on this instance: passed on to the next instance of its
 /// chain, or answered at the chain's end.
-fn commit_done(mut done: PendingCommit, ctx: &mut Context<'_>) {
-    let (tx_id, gci) = (done.tx_id, done.gci);
-    if done.next.is_empty() {
-        return ctx.send(done.reply_to, SignalBody::LdmCommitConf { tx_id, gci });
+fn commit_done(done: PendingCommit, ctx: &mut Context<'_>) {
+    pass_commit_on(done.tx_id, done.gci, done.reply_to, done.next, ctx);
+}
+
+/// Passes the commit of `tx_id` on to `next[0]` with the rest of its
+/// chain, or answers `reply_to` at the chain's end.
+fn pass_commit_on(
+    tx_id: u64,
+    gci: u32,
+    reply_to: BlockRef,
+    mut next: Vec<BlockRef>,
+    ctx: &mut Context<'_>,
+) {
+    if next.is_empty() {
+        return ctx.send(reply_to, SignalBody::LdmCommitConf { tx_id, gci });
     }
-    let to = done.next.remove(0);
+    let to = next.remove(0);
     ctx.send(
         to,
         SignalBody::LdmCommitChainReq {
             tx_id,
             gci,
-            tc: done.reply_to,
-            next: done.next,
+            tc: reply_to,
+            next,
         },
     );
 }
@@ -688,18 +699,81 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         if self.failed {
             return;
         }
-        let gci = if copy::is_copy_gci(gci) && self.instance.is_some() {
+        let gci = self.commit_gci(gci);
+        if self.commit_here(reply_to, &next, tx_id, gci, ctx) {
+            pass_commit_on(tx_id, gci, reply_to, next, ctx);
+        }
+        self.run_grants(ctx);
+        self.check_alter(ctx);
+    }
+
+    /// `on_commit` for each of `tx_ids`, whose chains go on along the same
+    /// `next`: those committed now go on in one signal, those that wait
+    /// for redo space go on alone once committed (`retry_commits`).
+    fn on_commit_batch(
+        &mut self,
+        tc: BlockRef,
+        mut next: Vec<BlockRef>,
+        mut tx_ids: Vec<u64>,
+        gci: u32,
+        ctx: &mut Context<'_>,
+    ) {
+        if self.failed {
+            return;
+        }
+        let gci = self.commit_gci(gci);
+        tx_ids.retain(|&tx_id| self.commit_here(tc, &next, tx_id, gci, ctx));
+        if !tx_ids.is_empty() {
+            if next.is_empty() {
+                ctx.send(tc, SignalBody::LdmCommitBatchConf { gci, tx_ids });
+            } else {
+                let to = next.remove(0);
+                ctx.send(
+                    to,
+                    SignalBody::LdmCommitBatchReq {
+                        gci,
+                        tc,
+                        next,
+                        tx_ids,
+                    },
+                );
+            }
+        }
+        self.run_grants(ctx);
+        self.check_alter(ctx);
+    }
+
+    /// The GCI a commit in `gci` is logged in here.
+    fn commit_gci(&self, gci: u32) -> u32 {
+        if copy::is_copy_gci(gci) && self.instance.is_some() {
             // A node restart's copied rows: a GCI this redo log accepts.
             self.copy_gci()
         } else {
             gci
-        };
+        }
+    }
+
+    /// Commits `tx_id` here; true when it is done and goes on along `next`,
+    /// false when it waits (for redo space, or as a commit already pending
+    /// here, which now answers along this newer chain).
+    fn commit_here(
+        &mut self,
+        reply_to: BlockRef,
+        next: &[BlockRef],
+        tx_id: u64,
+        gci: u32,
+        ctx: &mut Context<'_>,
+    ) -> bool {
+        if self.failed {
+            // The node is going down (a commit before this one failed).
+            return false;
+        }
         if let Some(pending) = self.pending_commits.iter_mut().find(|p| p.tx_id == tx_id) {
             // A repeated request: the pending commit answers it, along the
             // newer chain (a TC restarts a chain without its failed nodes).
             pending.reply_to = reply_to;
-            pending.next = next;
-            return;
+            pending.next = next.to_vec();
+            return false;
         }
         let mut tc = None;
         let fragments = match self.txs.get_mut(&tx_id) {
@@ -724,21 +798,23 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         if let Some(tc) = tc {
             self.recent_commits.remember(tx_id, tc.node, gci);
         }
+        // The chain is kept only by a commit that waits: it allocates.
         let mut pending = PendingCommit {
             tx_id,
             gci,
             reply_to,
-            next,
+            next: Vec::new(),
             fragments,
         };
         if self.try_commit(&mut pending, ctx) {
-            commit_done(pending, ctx);
-        } else if !self.failed {
+            return true;
+        }
+        if !self.failed {
+            pending.next = next.to_vec();
             self.pending_commits.push(pending);
             self.arm_commit_retry(ctx);
         }
-        self.run_grants(ctx);
-        self.check_alter(ctx);
+        false
     }
 
     /// Commits what is left of `pending`; true when all of it is done.
@@ -1180,6 +1256,12 @@ impl<D: Disk + Clone + Send + 'static> Block for LdmBlock<D> {
                 tc,
                 next,
             } => self.on_commit(tc, next, tx_id, gci, ctx),
+            SignalBody::LdmCommitBatchReq {
+                gci,
+                tc,
+                next,
+                tx_ids,
+            } => self.on_commit_batch(tc, next, tx_ids, gci, ctx),
             SignalBody::LdmAbortReq { tx_id } => self.on_abort(sender, tx_id, ctx),
             SignalBody::LdmScanReq {
                 tx_id,

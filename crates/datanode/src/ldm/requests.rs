@@ -580,21 +580,13 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         }
         if !record.forward.is_empty() {
             let next = record.chain[0];
-            let reader = OpBatchReader::checked_before(&record.ops, record.op_count as usize);
-            let mut bytes = Vec::with_capacity(record.ops.len());
-            let mut writer = OpBatchWriter::new(&mut bytes);
-            let mut wanted = record.forward.iter().copied().peekable();
-            for (position, op) in reader.iter().enumerate() {
-                if wanted.peek() == Some(&(position as u32)) {
-                    wanted.next();
-                    if let Err(e) = writer.copy(&op.header, &op) {
-                        panic!(
-                            "an op copied into a batch no larger than its own does not fit: {e}"
-                        );
-                    }
-                }
-            }
-            drop(writer);
+            let bytes = if record.forward.len() == record.op_count as usize {
+                // Every op goes on (the common write): the batch as it came,
+                // neither copied nor allocated again; the record is freed below.
+                std::mem::take(&mut record.ops)
+            } else {
+                forwarded_ops(&record.ops, record.op_count, &record.forward)
+            };
             let receiver = BlockRef::new(next, BlockNumber::LOCAL_DATA_MANAGER, self.me.instance);
             ctx.send(
                 receiver,
@@ -618,6 +610,24 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         self.requests.records[slot as usize].waiting = false;
         self.run_requests(slot, ctx);
     }
+}
+
+/// The ops of a batch at `forward` (ascending positions), as a batch of their own.
+fn forwarded_ops(ops: &[u8], op_count: u32, forward: &[u32]) -> Vec<u8> {
+    let reader = OpBatchReader::checked_before(ops, op_count as usize);
+    let mut bytes = Vec::with_capacity(ops.len());
+    let mut writer = OpBatchWriter::new(&mut bytes);
+    let mut wanted = forward.iter().copied().peekable();
+    for (position, op) in reader.iter().enumerate() {
+        if wanted.peek() == Some(&(position as u32)) {
+            wanted.next();
+            if let Err(e) = writer.copy(&op.header, &op) {
+                panic!("an op copied into a batch no larger than its own does not fit: {e}");
+            }
+        }
+    }
+    drop(writer);
+    bytes
 }
 
 fn is_committed_read(op: &OpView<'_>) -> bool {

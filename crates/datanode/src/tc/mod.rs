@@ -26,6 +26,7 @@
 //! once with a temporary error and nothing is allocated. Records are made
 //! at start and reused.
 
+mod commits;
 mod failover;
 mod gcp;
 mod node_restart;
@@ -131,6 +132,9 @@ pub struct TcCounters {
     pub local_reads: u64,
     /// Epochs the master reported complete to this TC (`SubGcpCompleteRep`).
     pub epochs_completed: u64,
+    /// `LdmCommitBatchReq`s sent: commit chains of several transactions in
+    /// one signal (`commits`).
+    pub commit_batches: u64,
 }
 
 /// Scratch space reused by every request (no allocation once warm).
@@ -185,6 +189,8 @@ pub struct TcBlock {
     pub(crate) scan_by_api: IdMap<(u64, u32), u32>,
     pub(crate) next_ldm_scan_id: u32,
     pub(crate) scratch: Scratch,
+    /// Commit chains gathered to be sent together (`commits`).
+    pub(crate) commits: commits::CommitBatches,
     /// The GCI new commits use; 0 before the first `GcpPrepareReq`.
     pub(crate) gci: u32,
     /// The epoch new commits use (`signal::epoch`; its hi is `gci`).
@@ -256,6 +262,7 @@ impl TcBlock {
             ),
             next_ldm_scan_id: 1,
             scratch: Scratch::default(),
+            commits: commits::CommitBatches::default(),
             gci: 0,
             epoch: 0,
             complete_epoch: 0,
@@ -550,6 +557,14 @@ impl Block for TcBlock {
                 ok_in_order,
             } => self.on_ldm_key_conf(from, tx_id, results, ok_in_order, ctx),
             SignalBody::LdmCommitConf { tx_id, gci } => self.on_commit_conf(from, tx_id, gci, ctx),
+            SignalBody::LdmCommitBatchConf { gci, tx_ids } => {
+                for tx_id in tx_ids {
+                    self.on_commit_conf(from, tx_id, gci, ctx);
+                }
+            }
+            SignalBody::Continue {
+                what: commits::CONTINUE_COMMITS,
+            } if from == self.me => self.flush_commits(ctx),
             SignalBody::LdmAbortConf { tx_id } => self.on_abort_conf(from, tx_id, ctx),
             SignalBody::TcScanReq {
                 tx_id,

@@ -34,6 +34,7 @@ use proto::{IGNORE_ERROR, NO_INDEX, NO_PARTITION};
 use signal::{tc_flags, BlockNumber, BlockRef, NodeBitmask, NodeId, SignalBody};
 use storage::schema::{distribution_hash, partition_of};
 
+use super::commits::ChainRest;
 use super::unique::{plan_records, Plan};
 use smallvec::SmallVec;
 
@@ -897,21 +898,24 @@ impl TcBlock {
         tx.gci = gci;
         let tx_id = tx.tx_id;
         let down = self.map.down();
-        let me = self.me;
         let tx = self.transactions.get_mut(slot);
         tx.confs_waiting = 0;
         for chain in 0..tx.chains {
-            if send_chain(tx, chain, &down, me, ctx) {
+            // Gathered with the other commits of this round (`commits`).
+            let tx = self.transactions.get_mut(slot);
+            if let Some((first, next)) = chain_of(tx, chain, &down) {
                 tx.confs_waiting += 1;
+                self.queue_commit(tx_id, gci, first, &next, ctx);
             }
         }
+        let tx = self.transactions.get_mut(slot);
         // A participant always has a live replica beside a failed one (its
         // node group has a live node), and a write has every replica.
         assert!(
             tx.confs_waiting > 0,
             "transaction {tx_id:#x} commits with no live participant"
         );
-        self.transactions.get_mut(slot).epoch = epoch;
+        tx.epoch = epoch;
         *self.commits_in_progress.entry(epoch).or_insert(0) += 1;
     }
 
@@ -957,6 +961,9 @@ impl TcBlock {
     /// participants (those that committed already pass it on); a chain with
     /// none left counts as answered (its replicas elsewhere stand for it).
     pub(crate) fn commit_after_failure(&mut self, slot: u32, ctx: &mut Context<'_>) {
+        // The gathered chains leave first, as they would have: the chains
+        // run again below are then the later ones, as without batches.
+        self.flush_commits(ctx);
         let down = self.map.down();
         let me = self.me;
         let tx = self.transactions.get_mut(slot);
@@ -1249,9 +1256,28 @@ fn send_chain(
     tc: BlockRef,
     ctx: &mut Context<'_>,
 ) -> bool {
-    // The first stays out of `next`: a one-replica chain allocates nothing.
+    let Some((first, next)) = chain_of(tx, chain, down) else {
+        return false;
+    };
+    let (tx_id, gci) = (tx.tx_id, tx.gci);
+    ctx.send(
+        first,
+        SignalBody::LdmCommitChainReq {
+            tx_id,
+            gci,
+            tc,
+            next: next.to_vec(),
+        },
+    );
+    true
+}
+
+/// Commit chain `chain` of `tx`: its first live participant not done, from
+/// the last one named (NDB's order), and the others after it; marks the
+/// failed ones done. `None` when no live participant is left to commit.
+fn chain_of(tx: &mut Transaction, chain: u16, down: &NodeBitmask) -> Option<(BlockRef, ChainRest)> {
     let mut first = None;
-    let mut next: Vec<BlockRef> = Vec::new();
+    let mut next = ChainRest::new();
     for p in tx
         .participants
         .iter_mut()
@@ -1269,20 +1295,7 @@ fn send_chain(
             next.push(ldm);
         }
     }
-    let Some(first) = first else {
-        return false;
-    };
-    let (tx_id, gci) = (tx.tx_id, tx.gci);
-    ctx.send(
-        first,
-        SignalBody::LdmCommitChainReq {
-            tx_id,
-            gci,
-            tc,
-            next,
-        },
-    );
-    true
+    Some((first?, next))
 }
 
 /// Whether every participant of `chain` is done (its commit answered).
