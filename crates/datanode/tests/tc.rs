@@ -2715,6 +2715,37 @@ fn epochs_advance_between_gcps_and_are_reported_complete_in_order() {
     cluster.check_idle();
 }
 
+/// With one replica every commit chain starts on the TC's own node: the
+/// chains go at once, none waits to be batched, however many commit together.
+#[test]
+fn commit_chains_that_start_on_the_tcs_node_are_not_batched() {
+    let mut cluster = Cluster::start(25, 1, Limits::default());
+    cluster.create_table();
+    const TRANSACTIONS: i64 = 64;
+    let txs: Vec<u64> = (0..TRANSACTIONS)
+        .map(|k| {
+            let tx = cluster.tx_id();
+            let ops = [Op::write(OpKind::Insert, k, 10 * k)];
+            cluster.submit(tx, tc_flags::START | tc_flags::COMMIT, &ops);
+            tx
+        })
+        .collect();
+    for tx in txs {
+        let reply = cluster
+            .reply_within(tx, ANSWER_WAIT)
+            .unwrap_or_else(|| panic!("transaction {tx:#x}: no reply"));
+        assert!(
+            committed(&reply).0 > 0,
+            "transaction {tx:#x} committed in a GCI"
+        );
+    }
+    assert_eq!(cluster.tc().counters().commit_batches, 0);
+    let keys: Vec<i64> = (0..TRANSACTIONS).collect();
+    let values = cluster.read_values(&keys);
+    assert!(values.iter().zip(&keys).all(|(v, k)| *v == Some(10 * k)));
+    cluster.check_idle();
+}
+
 #[test]
 fn commits_started_together_travel_in_batches_and_each_commits_on_both_replicas() {
     let mut cluster = Cluster::start(22, 2, Limits::default());

@@ -8,7 +8,10 @@
 //! TC's `Continue` note comes back, after the signals queued before it:
 //! one `LdmCommitBatchReq` per chain carries what was one
 //! `LdmCommitChainReq` per transaction, and one `LdmCommitBatchConf` comes
-//! back. A batch of one transaction is sent as `LdmCommitChainReq`.
+//! back. A batch of one transaction is sent as `LdmCommitChainReq`, and so
+//! is a chain that starts on the TC's own node (every chain, with one
+//! replica): batching saves signals between nodes, and waiting for the
+//! `Continue` costs a round of the thread.
 //!
 //! A batch waiting here counts as sent: its transactions are `Committing`
 //! and their participants not done, so a node failure re-runs their
@@ -52,7 +55,8 @@ pub(crate) struct CommitBatches {
 
 impl TcBlock {
     /// Adds the commit of `tx_id` along `first`, then `next`, in `gci` to
-    /// the batch of that chain.
+    /// the batch of that chain, when `first` is on another node; a chain
+    /// that starts on this node goes at once.
     pub(crate) fn queue_commit(
         &mut self,
         tx_id: u64,
@@ -61,6 +65,22 @@ impl TcBlock {
         next: &[BlockRef],
         ctx: &mut Context<'_>,
     ) {
+        if first.node == self.me.node {
+            // What a batch saves is signals between nodes. Waiting for the
+            // `Continue` to come back costs every commit a round of this
+            // thread: 1-replica updates (every chain local) ran about 20 %
+            // slower with it at 128 transactions in flight.
+            ctx.send(
+                first,
+                SignalBody::LdmCommitChainReq {
+                    tx_id,
+                    gci,
+                    tc: self.me,
+                    next: next.to_vec(),
+                },
+            );
+            return;
+        }
         let commits = &mut self.commits;
         let found = commits.batches[..commits.used]
             .iter()
