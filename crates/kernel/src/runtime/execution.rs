@@ -12,6 +12,13 @@
 //! do it spins for `spintime` and then sleeps (see `shared` for why no
 //! wake-up is lost).
 //!
+//! A thread with a [`Poller`] (the receive loop, when the layout has no
+//! `recv` thread) turns it once per round, before the round, so what it
+//! received runs in the same round; and it sleeps in the poller's `wait`
+//! rather than `park`, so that input from the network wakes it as a signal
+//! from another thread does. The poller waits at most until the next timer,
+//! so timers fire on time while it waits.
+//!
 //! # Back-pressure
 //!
 //! A full queue to another thread does not drop the signal: it waits in a
@@ -35,7 +42,7 @@ use super::affinity;
 use super::routing::{DropLog, RouteTable};
 use super::shared::{wake_marked, Shared};
 use super::timers::TimerHeap;
-use super::{NodeControl, RemoteSender};
+use super::{NodeControl, Poller, RemoteSender};
 use crate::block::{Block, Context, Output};
 use crate::random::Rng;
 use crate::thread_config::{ThreadSpec, SPINTIME_MAX_US};
@@ -67,6 +74,7 @@ pub(crate) struct ThreadParts {
     pub(crate) incoming: Vec<Consumer<Signal>>,
     /// Indexed by target execution thread; `None` for this thread itself.
     pub(crate) outgoing: Vec<Option<Producer<Signal>>>,
+    pub(crate) poller: Option<Box<dyn Poller>>,
 }
 
 /// What all execution threads share.
@@ -83,6 +91,7 @@ pub(crate) struct ExecutionThread {
     spec: ThreadSpec,
     blocks: Vec<PlacedBlock>,
     incoming: Vec<Consumer<Signal>>,
+    poller: Option<Box<dyn Poller>>,
     router: Router,
     /// Reused by every execution: no allocation per signal.
     outbox: Vec<Output>,
@@ -139,6 +148,7 @@ impl ExecutionThread {
             spec: parts.spec,
             blocks: parts.blocks,
             incoming: parts.incoming,
+            poller: parts.poller,
             router,
             outbox: Vec::with_capacity(OUTBOX_PREALLOCATED),
             rng: Rng::from_entropy(),
@@ -181,6 +191,9 @@ impl ExecutionThread {
                     std::thread::yield_now();
                     continue;
                 }
+            }
+            if let Some(poller) = self.poller.as_mut() {
+                poller.turn();
             }
             let executed = self.run_round();
             self.router.flush();
@@ -321,7 +334,7 @@ impl ExecutionThread {
         !self.router.local.is_empty() || self.incoming.iter().any(|queue| !queue.is_empty())
     }
 
-    /// Parks until woken, the next timer, or `SLEEP_MAX_MS`.
+    /// Parks (or waits in the poller) until woken, the next timer, or `SLEEP_MAX_MS`.
     fn sleep(&mut self) {
         let sleep_max = Duration::from_millis(SLEEP_MAX_MS);
         let timeout = match self.router.timers.next_deadline() {
@@ -335,7 +348,13 @@ impl ExecutionThread {
         me.prepare_sleep();
         // The re-check of the protocol in `shared`: after `prepare_sleep`'s fence.
         if !self.has_input() && !self.shared.stopping() {
-            std::thread::park_timeout(timeout);
+            match self.poller.as_mut() {
+                // Waits only: what arrived is handled by the next round's
+                // turn, after `end_sleep`, so handing it to this thread's own
+                // queue does not wake this thread a second time.
+                Some(poller) => poller.wait(timeout),
+                None => std::thread::park_timeout(timeout),
+            }
         }
         self.progress += 1;
         me.end_sleep(self.progress);
