@@ -534,10 +534,8 @@ impl ReceiveLoop {
     }
 
     fn read(&mut self, index: usize, connection: &mut Connection) -> Result<(), CloseReason> {
-        if self.held_back(connection) {
-            // `offer_backlogs` brings it back here once the backlog is gone.
-            return Ok(());
-        }
+        // Stalled behind a backlog: `offer_backlogs` brings it back here once
+        // the backlog is gone; until then `decode` stops again at once.
         if connection.stalled {
             connection.stalled = false;
             self.decode(index, connection)?;
