@@ -62,7 +62,7 @@ pub trait RemoteSender: Send {
 
 /// Input an execution thread takes itself, besides its queues: the
 /// transport's receive loop on a node without a receive thread. The thread
-/// calls `turn` once per round and, with nothing to do, `wait`s in place of
+/// calls `turn` every few rounds and, with nothing to do, `wait`s in place of
 /// parking; other threads end the wait through the [`PollWaker`].
 pub trait Poller: Send {
     /// Handles what has arrived, without blocking: typically hands signals
