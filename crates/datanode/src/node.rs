@@ -4,9 +4,11 @@
 //!
 //! The pieces meet here and nowhere else: the runtime routes signals for
 //! other nodes through [`RemoteRouter`] (the transport, or the mgm session
-//! for the management server), the transport's receive thread and the mgm
+//! for the management server), the transport's receive loop and the mgm
 //! session feed the runtime through injectors, and node-level effects
-//! (disconnect a failed node, shut down) arrive through [`Control`].
+//! (disconnect a failed node, shut down) arrive through [`Control`]. The
+//! receive loop runs on a receive thread of the transport's own, or, with
+//! `ThreadConfig` `recv={count=0}`, on the main thread ([`ReceivePoller`]).
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
@@ -17,12 +19,14 @@ use std::time::Duration;
 
 use config::ClusterConfig;
 use kernel::runtime::{
-    BlockPlacement, Injector, NodeControl, RemoteSender, Runtime, RuntimeLimits,
+    BlockPlacement, Injector, NodeControl, PollWaker, Poller, RemoteSender, Runtime, RuntimeLimits,
 };
 use kernel::thread_config::ThreadRole;
 use mgmd::{MgmClient, SessionReader, SessionWriter};
 use signal::{BlockNumber, BlockRef, NodeId, NodeType, Signal};
-use transport::{InboundSink, PeerConfig, Transport, TransportConfig, TransportSender};
+use transport::{
+    InboundSink, PeerConfig, ReceiveWaker, Receiver, Transport, TransportConfig, TransportSender,
+};
 
 use crate::dictionary::{self, Dictionary, DictionaryConfig};
 use crate::distribution::{Distribution, DistributionConfig};
@@ -209,7 +213,17 @@ pub fn run(options: &NodeOptions) -> Result<NodeExit, NodeError> {
     let transport_injector = runtime.injector();
     let session_injector = runtime.injector();
 
-    let transport = Arc::new(start_transport(&config, node, transport_injector)?);
+    let (transport, receiver) = start_transport(&config, node, transport_injector)?;
+    if let Some(receiver) = receiver {
+        let thread = runtime
+            .attach_poller(Box::new(ReceivePoller { receiver }))
+            .map_err(|e| NodeError::Start {
+                node,
+                what: e.to_string(),
+            })?;
+        tracing::info!("node {node}: no receive thread; thread {thread} receives");
+    }
+    let transport = Arc::new(transport);
     let (session_writer, session_reader) = client.into_session();
     let session_writer = Arc::new(Mutex::new(session_writer));
 
@@ -424,12 +438,13 @@ fn resolve(host: &str, port: u16) -> Result<SocketAddr, String> {
 }
 
 /// One connection per pair of nodes: the node with the higher id connects
-/// to the lower; API nodes always connect to data nodes.
+/// to the lower; API nodes always connect to data nodes. Without recv
+/// threads in the layout, the receive loop comes back for the runtime to run.
 fn start_transport(
     config: &ClusterConfig,
     node: NodeId,
     injector: Injector,
-) -> Result<Transport, NodeError> {
+) -> Result<(Transport, Option<Receiver>), NodeError> {
     let fail = |what: String| NodeError::Start { node, what };
     let me = config.data_node(node).expect("checked by the caller");
     let listen = resolve(&me.host_name, me.server_port).map_err(fail)?;
@@ -467,14 +482,35 @@ fn start_transport(
     };
     transport_config.recv_cpubind = thread_cpu(ThreadRole::Recv);
     transport_config.send_cpubind = thread_cpu(ThreadRole::Send);
-    Transport::start(transport_config, Box::new(InjectorSink { injector }))
-        .map_err(|e| fail(format!("transport: {e}")))
+    let fail_transport = |e| fail(format!("transport: {e}"));
+    if layout.count(ThreadRole::Recv) == 0 {
+        let sink = InjectorSink {
+            injector,
+            wait: false,
+        };
+        let (transport, receiver) =
+            Transport::start_polled(transport_config, Box::new(sink)).map_err(fail_transport)?;
+        Ok((transport, Some(receiver)))
+    } else {
+        let sink = InjectorSink {
+            injector,
+            wait: true,
+        };
+        let transport =
+            Transport::start(transport_config, Box::new(sink)).map_err(fail_transport)?;
+        Ok((transport, None))
+    }
 }
 
-/// Feeds received signals into the runtime. A full queue makes the receive
-/// thread wait (so TCP pushes back on the sender) rather than drop.
+/// Feeds received signals into the runtime. On a receive thread (`wait`),
+/// a full queue makes it wait (so TCP pushes back on the sender) rather
+/// than drop. On an execution thread the queue may be its own, which it
+/// cannot drain while it waits: there a full queue refuses the signal, and
+/// the receive loop keeps it and stops reading its connection until a later
+/// turn finds room.
 struct InjectorSink {
     injector: Injector,
+    wait: bool,
 }
 
 impl InboundSink for InjectorSink {
@@ -482,8 +518,44 @@ impl InboundSink for InjectorSink {
         inject(&mut self.injector, signal);
     }
 
+    fn offer(&mut self, signal: Signal) -> Result<(), Signal> {
+        if self.wait {
+            inject(&mut self.injector, signal);
+            return Ok(());
+        }
+        self.injector.push(signal)
+    }
+
     fn flush(&mut self) {
         self.injector.flush();
+    }
+}
+
+/// The transport's receive loop as the main thread's poller (no receive
+/// thread): a turn per round, and the main thread sleeps in its poll.
+struct ReceivePoller {
+    receiver: Receiver,
+}
+
+impl Poller for ReceivePoller {
+    fn turn(&mut self) {
+        self.receiver.turn(Duration::ZERO);
+    }
+
+    fn wait(&mut self, timeout: Duration) {
+        self.receiver.wait(timeout);
+    }
+
+    fn waker(&self) -> Arc<dyn PollWaker> {
+        Arc::new(WakeReceiver(self.receiver.waker()))
+    }
+}
+
+struct WakeReceiver(ReceiveWaker);
+
+impl PollWaker for WakeReceiver {
+    fn wake(&self) {
+        self.0.wake();
     }
 }
 

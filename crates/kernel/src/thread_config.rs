@@ -151,7 +151,14 @@ pub const TC_COUNT_MAX: u32 = 32;
 /// The most send threads NDB allows (0: each thread sends for itself).
 pub const SEND_COUNT_MAX: u32 = 16;
 
-/// The most recv threads NDB allows (there is always at least one).
+/// The most recv threads NDB allows.
+///
+/// 0 (a Skarv extension: NDB's `ndbmtd` always has one) starts no receive
+/// thread: the main thread runs the transport's receive loop between its
+/// rounds and sleeps in its poll, receiving, executing and sending on one
+/// thread as NDB's single-threaded `ndbd` does. For a data node with one or
+/// two CPUs, where handing every received batch to another thread costs a
+/// wake-up and a context switch per batch.
 pub const RECV_COUNT_MAX: u32 = 16;
 
 /// The highest CPU number a `cpubind` or `cpuset` may name: Linux's largest
@@ -174,7 +181,7 @@ impl ThreadRole {
             ThreadRole::Ldm => LDM_COUNTS_ALLOWED.iter().any(|&n| u64::from(n) == count),
             ThreadRole::Tc => count <= u64::from(TC_COUNT_MAX),
             ThreadRole::Send => count <= u64::from(SEND_COUNT_MAX),
-            ThreadRole::Recv => (1..=u64::from(RECV_COUNT_MAX)).contains(&count),
+            ThreadRole::Recv => count <= u64::from(RECV_COUNT_MAX),
             ThreadRole::Main | ThreadRole::Rep | ThreadRole::Io | ThreadRole::Watchdog => {
                 count == 1
             }
@@ -187,7 +194,7 @@ impl ThreadRole {
             ThreadRole::Ldm => "0, 1, 2, 4, 6, 8, 12, 16, 24, 32",
             ThreadRole::Tc => "0..=32",
             ThreadRole::Send => "0..=16",
-            ThreadRole::Recv => "1..=16",
+            ThreadRole::Recv => "0..=16",
             ThreadRole::Main | ThreadRole::Rep | ThreadRole::Io | ThreadRole::Watchdog => "1",
         }
     }
@@ -898,7 +905,8 @@ impl ThreadLayout {
     /// The threads `cfg` describes, in the order ldm*, tc*, main, rep,
     /// recv*, send*, io, wd. Roles the configuration does not name get their
     /// default count. With no tc threads the main thread hosts TC; with no
-    /// send threads nobody hosts Send (every thread sends for itself).
+    /// ldm threads, one LDM; with no recv threads, the receive loop (Recv);
+    /// with no send threads nobody hosts Send (every thread sends for itself).
     ///
     /// # Panics
     /// If `cfg` does not pass [`ThreadConfig::validate`] (a parsed one does).
@@ -935,6 +943,9 @@ impl ThreadLayout {
         }
         if layout.count(ThreadRole::Ldm) == 0 {
             layout.main_thread_mut().hosts.push(ThreadRole::Ldm);
+        }
+        if layout.count(ThreadRole::Recv) == 0 {
+            layout.main_thread_mut().hosts.push(ThreadRole::Recv);
         }
         layout.assert_invariants();
         layout

@@ -168,6 +168,31 @@ fn without_ldm_threads_main_hosts_the_one_ldm_instance() {
 }
 
 #[test]
+fn without_recv_threads_main_hosts_the_receive_loop() {
+    let folded = layout("ldm={count=0},recv={count=0}");
+    assert_eq!(names(&folded), ["main", "rep", "io", "wd"]);
+    assert_eq!(folded.count(Recv), 0);
+    let main = folded.threads.iter().position(|t| t.name == "main");
+    for role in [Ldm, Tc, Main, Recv] {
+        assert_eq!(folded.thread_for(role, 0), main, "{role}");
+    }
+    // With ldm threads, only the receive loop joins main.
+    let with_ldm = layout("ldm={count=2},recv={count=0}");
+    let main = with_ldm.threads.iter().position(|t| t.name == "main");
+    assert_eq!(with_ldm.thread_for(Recv, 0), main);
+    assert_ne!(with_ldm.thread_for(Ldm, 0), main);
+    assert_eq!(
+        names(&with_ldm),
+        ["ldm0", "ldm1", "main", "rep", "io", "wd"]
+    );
+    // Written back, it reads the same.
+    let config = parse("ldm={count=0},recv={count=0}");
+    assert_eq!(config.to_string(), "ldm={count=0},recv={count=0}");
+    assert_eq!(parse(&config.to_string()), config);
+    assert_eq!(config.count(Recv), 0);
+}
+
+#[test]
 fn instances_go_round_robin_over_the_hosting_threads() {
     let layout = layout("ldm={count=4},tc={count=2},recv={count=3}");
     let ldm: Vec<usize> = (0..4)
@@ -281,8 +306,11 @@ fn ndb_rules_are_enforced() {
         ("ldm={count=64}", "64 ldm threads"),
         ("tc={count=33}", "33 tc threads; allowed counts: 0..=32"),
         ("send={count=17}", "17 send threads; allowed counts: 0..=16"),
-        ("recv={count=0}", "0 recv threads; allowed counts: 1..=16"),
-        ("recv={count=17}", "17 recv threads"),
+        ("recv={count=17}", "17 recv threads; allowed counts: 0..=16"),
+        (
+            "recv={count=1},recv={count=16}",
+            "17 recv threads; allowed counts: 0..=16",
+        ),
         ("main={count=2}", "2 main threads; allowed counts: 1"),
         ("rep,rep", "2 rep threads; allowed counts: 1"),
         ("io={count=0}", "0 io threads; allowed counts: 1"),
@@ -310,6 +338,7 @@ fn ndb_rules_are_enforced() {
         "tc={count=32}",
         "send={count=16}",
         "recv={count=16}",
+        "recv={count=0}",
         "tc={count=0}",
         "ldm={spintime=500}",
     ] {

@@ -270,9 +270,10 @@ fn config_path_text(dir: &Path) -> Result<&str, String> {
 }
 
 /// CPUs per data node at or below which a sandbox's data nodes run their
-/// LDM instance on the main thread (`ThreadConfig=ldm={count=0}`): with the
-/// clients on the same CPUs, one more busy thread per node costs a thread
-/// hop on every operation and buys no parallelism.
+/// LDM instance and their receive loop on the main thread
+/// (`ThreadConfig=ldm={count=0},recv={count=0}`): with the clients on the
+/// same CPUs, one more busy thread per node costs a thread hop (a wake-up
+/// and a context switch) on every operation or batch and buys no parallelism.
 const FOLD_LDM_CPUS_PER_NODE_MAX: usize = 2;
 
 /// CPUs this process may run on (1 when unknown).
@@ -320,8 +321,9 @@ fn config_ini(layout: &Layout, dir: &Path, cpus: usize) -> Result<String, String
     {
         text.push_str(&format!(
             "# {cpus} CPU(s) for {} data node(s) and their clients: each node runs its LDM on\n\
-             # its main thread, beside the TC, rather than handing every operation to another thread.\n\
-             ThreadConfig=ldm={{count=0}}\n",
+             # its main thread, beside the TC, rather than handing every operation to another thread,\n\
+             # and its main thread receives from the network itself (no receive thread).\n\
+             ThreadConfig=ldm={{count=0}},recv={{count=0}}\n",
             layout.data_nodes
         ));
     }
@@ -1442,6 +1444,8 @@ mod tests {
                 );
                 let main = threads.threads.iter().position(|t| t.name == "main");
                 assert_eq!(threads.thread_for(ThreadRole::Ldm, 0) == main, folded);
+                assert_eq!(threads.count(ThreadRole::Recv) == 0, folded);
+                assert_eq!(threads.thread_for(ThreadRole::Recv, 0) == main, folded);
             }
         }
     }
@@ -1504,6 +1508,7 @@ mod tests {
 
     #[test]
     fn set_replaces_the_sandboxs_own_defaults() {
+        use kernel::thread_config::ThreadRole;
         let args = parse(&[
             "--set",
             "datamemory=3G",
@@ -1521,6 +1526,8 @@ mod tests {
                 node.params.thread_config.as_deref(),
                 Some("main,ldm={count=1}")
             );
+            // The given ThreadConfig wins: its default recv thread stays.
+            assert_eq!(node.params.threads.count(ThreadRole::Recv), 1);
         }
         let args = parse(&["--set", "NoOfReplicas=2"]).expect("any text parses");
         let error = validate(&args).unwrap_err();

@@ -9,9 +9,14 @@
 //! again every `reconnect_interval_ms`.
 //!
 //! Threads:
-//! - the **receive thread** (one `mio::Poll`) owns the listener, the read
+//! - the **receive loop** (one `mio::Poll`) owns the listener, the read
 //!   side of every socket and all outgoing connects; it decodes frames,
-//!   checks every signal and hands it to the [`InboundSink`];
+//!   checks every signal and hands it to the [`InboundSink`]. It runs in
+//!   turns: [`Transport::start`] gives it a thread of its own (`skarv-recv`)
+//!   that turns it forever; [`Transport::start_polled`] hands it to the
+//!   caller as a [`Receiver`] whose thread calls [`Receiver::turn`] between
+//!   its other work (NDB's single-threaded `ndbd` receives, executes and
+//!   sends on one thread);
 //! - each user thread owns a [`TransportSender`] that encodes signals into
 //!   its own per-peer frame buffers, so many signals share one frame and
 //!   one write;
@@ -36,12 +41,13 @@ use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use signal::{BlockRef, NodeId, Signal};
 
 pub use sender::TransportSender;
 
-use receive_thread::ReceiveThread;
+use receive_thread::ReceiveLoop;
 use send_thread::SendThread;
 use shared::{PeerShared, SendShared, Shared};
 
@@ -51,9 +57,19 @@ pub const RECONNECT_INTERVAL_DEFAULT_MS: u64 = 100;
 pub const SEND_BUFFER_DEFAULT_MAX_BYTES: usize = 16 << 20;
 
 /// Where received signals go: the data node's runtime injector, or an API
-/// node's receiver. Called only on the receive thread.
+/// node's receiver. Called only on the thread that runs the receive loop.
 pub trait InboundSink: Send {
     fn deliver(&mut self, signal: Signal);
+    /// Delivers `signal` if there is room now; `Err` gives it back when
+    /// there is not. The receive loop then keeps it, and every later signal
+    /// from the same peer, in order, stops reading that peer's connection,
+    /// and offers them again on later turns. A sink whose consumer runs on
+    /// the receiving thread itself must refuse rather than wait: waiting
+    /// could never end. By default it delivers and never refuses.
+    fn offer(&mut self, signal: Signal) -> Result<(), Signal> {
+        self.deliver(signal);
+        Ok(())
+    }
     /// End of one receive round: wake whoever got signals.
     fn flush(&mut self);
 }
@@ -153,11 +169,44 @@ pub struct Transport {
 }
 
 impl Transport {
-    /// Binds `listen` now (the error names the address) and starts the threads.
+    /// Binds `listen` now (the error names the address) and starts the
+    /// threads: the receive thread and, if configured, the send thread.
     pub fn start(
         config: TransportConfig,
         sink: Box<dyn InboundSink>,
     ) -> Result<Transport, TransportError> {
+        let cpubind = config.recv_cpubind;
+        let (mut transport, receive) = Transport::start_parts(config, sink)?;
+        let receiver = Receiver { receive };
+        transport.receive_thread = Some(
+            std::thread::Builder::new()
+                .name("skarv-recv".into())
+                .spawn(move || receiver.run(cpubind))
+                .map_err(|source| TransportError::Io {
+                    what: "starting the receive thread",
+                    source,
+                })?,
+        );
+        Ok(transport)
+    }
+
+    /// As [`Transport::start`], but without a receive thread: the caller's
+    /// thread runs the receive loop by calling [`Receiver::turn`]. Nothing is
+    /// received, no connection is made or accepted, between turns.
+    pub fn start_polled(
+        config: TransportConfig,
+        sink: Box<dyn InboundSink>,
+    ) -> Result<(Transport, Receiver), TransportError> {
+        let (transport, receive) = Transport::start_parts(config, sink)?;
+        Ok((transport, Receiver { receive }))
+    }
+
+    /// Everything but the receive thread: the listener, the shared state,
+    /// the send thread if configured, and the receive loop.
+    fn start_parts(
+        config: TransportConfig,
+        sink: Box<dyn InboundSink>,
+    ) -> Result<(Transport, ReceiveLoop), TransportError> {
         validate(&config)?;
         let io = |what: &'static str| move |source| TransportError::Io { what, source };
         let receive_poll = mio::Poll::new().map_err(io("creating the receive poll"))?;
@@ -219,16 +268,9 @@ impl Transport {
                     .map_err(io("starting the send thread"))?,
             );
         }
-        let cpubind = config.recv_cpubind;
-        let thread = ReceiveThread::new(shared, receive_poll, listener, &config, sink)
+        let receive = ReceiveLoop::new(shared, receive_poll, listener, &config, sink)
             .map_err(io("registering the listener"))?;
-        transport.receive_thread = Some(
-            std::thread::Builder::new()
-                .name("skarv-recv".into())
-                .spawn(move || thread.run(cpubind))
-                .map_err(io("starting the receive thread"))?,
-        );
-        Ok(transport)
+        Ok((transport, receive))
     }
 
     /// The address the listener is bound to (the real port when `listen` asked for port 0).
@@ -268,7 +310,8 @@ impl Transport {
     }
 
     /// Stops the threads and closes every socket. No `NodeDisconnected`
-    /// notices are delivered for connections closed by the shutdown.
+    /// notices are delivered for connections closed by the shutdown. A
+    /// polled transport's sockets close when its [`Receiver`] is dropped.
     pub fn shutdown(mut self) {
         self.stop();
     }
@@ -295,6 +338,67 @@ impl Drop for Transport {
         if self.receive_thread.is_some() || self.send_thread.is_some() {
             self.stop();
         }
+    }
+}
+
+/// The receive loop of a transport started with [`Transport::start_polled`],
+/// for the thread that runs it. Dropping it closes every connection without
+/// notices, as stopping a receive thread does.
+pub struct Receiver {
+    receive: ReceiveLoop,
+}
+
+impl Receiver {
+    /// One turn: waits up to `timeout` for input (not at all when it is zero,
+    /// or when input from an earlier [`Receiver::wait`] is still to be
+    /// handled), then accepts, connects, reads, checks and delivers what
+    /// arrived, offers signals the sink refused earlier again, carries out
+    /// disconnect requests, and flushes the sink.
+    pub fn turn(&mut self, timeout: Duration) {
+        self.receive.turn(timeout);
+    }
+
+    /// Waits up to `timeout` until there is input or a [`ReceiveWaker`] was
+    /// woken, and handles nothing: the next [`Receiver::turn`] does. For an
+    /// owner that must do something between waking and receiving.
+    pub fn wait(&mut self, timeout: Duration) {
+        self.receive.wait(timeout);
+    }
+
+    /// A handle that ends a `wait` or a waiting `turn` early, from any thread.
+    pub fn waker(&self) -> ReceiveWaker {
+        ReceiveWaker {
+            shared: Arc::clone(&self.receive.shared),
+        }
+    }
+
+    /// The receive thread's life: turns until the transport stops.
+    fn run(mut self, cpubind: Option<usize>) {
+        if let Some(cpu) = cpubind {
+            bind_to_cpu("receive", cpu);
+        }
+        while !self.receive.shared.is_stopping() {
+            self.receive
+                .turn(Duration::from_millis(receive_thread::IDLE_POLL_MS));
+        }
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        self.receive.close_all();
+    }
+}
+
+/// Wakes the receive loop: see [`Receiver::waker`].
+#[derive(Clone)]
+pub struct ReceiveWaker {
+    shared: Arc<Shared>,
+}
+
+impl ReceiveWaker {
+    pub fn wake(&self) {
+        self.shared.wake_receive_thread();
     }
 }
 
@@ -342,6 +446,9 @@ const _: () = {
     const fn assert_send<T: Send>() {}
     const fn assert_sync<T: Sync>() {}
     assert_send::<TransportSender>();
+    assert_send::<Receiver>();
+    assert_send::<ReceiveWaker>();
+    assert_sync::<ReceiveWaker>();
     assert_send::<Transport>();
     assert_sync::<Transport>();
 };

@@ -1,5 +1,7 @@
-//! The receive thread: owns every connection, from connect or accept through
-//! the hello to close, and turns checked bytes into delivered signals.
+//! The receive loop: owns every connection, from connect or accept through
+//! the hello to close, and turns checked bytes into delivered signals. It
+//! runs in turns, on the transport's receive thread or on a thread of the
+//! owner's (`Receiver`).
 //!
 //! One `mio::Poll` (edge-triggered) carries the listener, every socket's
 //! read side and a waker for commands. Each connection has a receive buffer
@@ -13,7 +15,16 @@
 //! side is up once that answer checks out. Only the receive thread marks a
 //! peer up or down and delivers `NodeConnected`/`NodeDisconnected`, so the
 //! notices for one peer always alternate.
+//!
+//! Back-pressure: a sink may refuse a signal (`InboundSink::offer`). The
+//! refused signal, the rest of its frame and everything later from that
+//! peer (notices included) wait in the peer's backlog, in order; the peer's
+//! connection is not read (its unread bytes stay in its buffer and in the
+//! socket, so TCP pushes back on the sender) until a later turn has handed
+//! the whole backlog over. Nothing is dropped or reordered, and the other
+//! peers go on.
 
+use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr};
 use std::os::fd::AsFd;
@@ -41,8 +52,11 @@ const HANDSHAKE_TIMEOUT_MS: u64 = 5_000;
 const HANDSHAKE_PENDING_MAX: usize = 64;
 /// Reads from one connection per round before the others get their turn.
 const READS_PER_ROUND_MAX: usize = 16;
-/// Sleep bound when idle; deadlines and wake-ups shorten it.
-const IDLE_POLL_MS: u64 = 1_000;
+/// The receive thread's sleep bound when idle; deadlines and wake-ups shorten it.
+pub(crate) const IDLE_POLL_MS: u64 = 1_000;
+/// Longest wait while a backlog is left: the sink's consumer may be another
+/// thread, which does not tell us when it made room.
+const BACKLOG_RETRY_MS: u64 = 1;
 const EVENTS_MAX: usize = 1_024;
 const RECEIVE_BUFFER_BYTES: usize = 2 * FRAME_MAX_BYTES;
 
@@ -72,6 +86,9 @@ struct Connection {
     /// `buffer[start..end]` is received and not yet decoded.
     start: usize,
     end: usize,
+    /// Decoding stopped at a backlog: `buffer[start..end]` may hold whole
+    /// frames, to decode before reading more.
+    stalled: bool,
 }
 
 /// What the receive thread knows of one peer.
@@ -83,11 +100,16 @@ struct PeerLink {
     /// Generation of the last connection that came up.
     generation: u64,
     next_connect: Instant,
+    /// Signals from this peer the sink refused, and everything after them, in order.
+    backlog: VecDeque<Signal>,
 }
 
-pub(crate) struct ReceiveThread {
-    shared: Arc<Shared>,
+pub(crate) struct ReceiveLoop {
+    pub(crate) shared: Arc<Shared>,
     poll: Poll,
+    events: Events,
+    /// `events` came from a `wait` and are not handled yet.
+    events_ready: bool,
     listener: Option<TcpListener>,
     connections: Vec<Option<Connection>>,
     free: Vec<usize>,
@@ -102,6 +124,8 @@ pub(crate) struct ReceiveThread {
     handshaking: usize,
     /// Accepted connections in `AwaitHello`.
     incoming_pending: usize,
+    /// Signals in all peers' backlogs.
+    backlogged: usize,
     delivered: bool,
     /// Set when accepting failed with connections possibly left in the backlog.
     accept_retry_at: Option<Instant>,
@@ -111,14 +135,14 @@ pub(crate) struct ReceiveThread {
     writes_here: bool,
 }
 
-impl ReceiveThread {
+impl ReceiveLoop {
     pub fn new(
         shared: Arc<Shared>,
         poll: Poll,
         mut listener: Option<TcpListener>,
         config: &TransportConfig,
         sink: Box<dyn InboundSink>,
-    ) -> io::Result<ReceiveThread> {
+    ) -> io::Result<ReceiveLoop> {
         if let Some(listener) = listener.as_mut() {
             poll.registry()
                 .register(listener, LISTENER, Interest::READABLE)?;
@@ -133,12 +157,15 @@ impl ReceiveThread {
                 connection: None,
                 generation: 0,
                 next_connect: now,
+                backlog: VecDeque::new(),
             })
             .collect();
-        Ok(ReceiveThread {
+        Ok(ReceiveLoop {
             writes_here: shared.send.is_none(),
             shared,
             poll,
+            events: Events::with_capacity(EVENTS_MAX),
+            events_ready: false,
             listener,
             connections: Vec::new(),
             free: Vec::new(),
@@ -149,6 +176,7 @@ impl ReceiveThread {
             again: Vec::new(),
             handshaking: 0,
             incoming_pending: 0,
+            backlogged: 0,
             delivered: false,
             accept_retry_at: None,
             notify: config.notify,
@@ -156,42 +184,61 @@ impl ReceiveThread {
         })
     }
 
-    pub fn run(mut self, cpubind: Option<usize>) {
-        if let Some(cpu) = cpubind {
-            crate::bind_to_cpu("receive", cpu);
+    /// Waits for input up to `timeout` (shortened by the loop's own
+    /// deadlines) unless input is already waiting; handles nothing.
+    pub fn wait(&mut self, timeout: Duration) {
+        if self.events_ready {
+            return;
         }
-        let mut events = Events::with_capacity(EVENTS_MAX);
-        while !self.shared.is_stopping() {
-            let timeout = self.poll_timeout(Instant::now());
-            if let Err(error) = self.poll.poll(&mut events, Some(timeout)) {
-                if error.kind() != io::ErrorKind::Interrupted {
-                    tracing::error!(%error, "transport receive poll failed");
-                    std::thread::sleep(Duration::from_millis(100));
-                }
-                continue;
-            }
-            for event in events.iter() {
-                match event.token() {
-                    WAKER => {}
-                    LISTENER => self.accept_all(),
-                    Token(token) => self.on_event(
-                        token - CONNECTION_TOKEN_BASE,
-                        event.is_readable() || event.is_read_closed() || event.is_error(),
-                        event.is_writable(),
-                    ),
-                }
-            }
-            self.run_commands();
-            for index in std::mem::take(&mut self.again) {
-                self.on_event(index, true, false);
-            }
-            self.maintain(Instant::now());
-            if self.delivered {
-                self.delivered = false;
-                self.sink.flush();
+        let timeout = if timeout.is_zero() {
+            timeout
+        } else {
+            timeout.min(self.poll_timeout(Instant::now()))
+        };
+        self.poll(timeout);
+    }
+
+    /// One turn of the loop; see `Receiver::turn`.
+    pub fn turn(&mut self, timeout: Duration) {
+        self.wait(timeout);
+        self.events_ready = false;
+        if self.backlogged > 0 {
+            self.offer_backlogs();
+        }
+        let mut events = std::mem::replace(&mut self.events, Events::with_capacity(0));
+        for event in events.iter() {
+            match event.token() {
+                WAKER => {}
+                LISTENER => self.accept_all(),
+                Token(token) => self.on_event(
+                    token - CONNECTION_TOKEN_BASE,
+                    event.is_readable() || event.is_read_closed() || event.is_error(),
+                    event.is_writable(),
+                ),
             }
         }
-        self.close_all();
+        events.clear();
+        self.events = events;
+        self.run_commands();
+        for index in std::mem::take(&mut self.again) {
+            self.on_event(index, true, false);
+        }
+        self.maintain(Instant::now());
+        if self.delivered {
+            self.delivered = false;
+            self.sink.flush();
+        }
+    }
+
+    fn poll(&mut self, timeout: Duration) {
+        match self.poll.poll(&mut self.events, Some(timeout)) {
+            Ok(()) => self.events_ready = true,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(error) => {
+                tracing::error!(%error, "transport receive poll failed");
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
     }
 
     fn poll_timeout(&self, now: Instant) -> Duration {
@@ -204,6 +251,9 @@ impl ReceiveThread {
             return Duration::ZERO;
         }
         let mut wake_at = now + Duration::from_millis(IDLE_POLL_MS);
+        if self.backlogged > 0 {
+            wake_at = wake_at.min(now + Duration::from_millis(BACKLOG_RETRY_MS));
+        }
         if let Some(at) = self.accept_retry_at {
             wake_at = wake_at.min(at);
         }
@@ -220,6 +270,63 @@ impl ReceiveThread {
             }
         }
         wake_at.saturating_duration_since(now)
+    }
+
+    // ---- delivery ----
+
+    /// Hands `signal` from the peer in `slot` to the sink, behind the peer's
+    /// backlog; what the sink refuses starts (or joins) the backlog.
+    fn deliver(&mut self, slot: usize, signal: Signal) {
+        // Also on a refusal: the sink's flush wakes whoever must make room.
+        self.delivered = true;
+        let backlog = &mut self.peers[slot].backlog;
+        let signal = if backlog.is_empty() {
+            match self.sink.offer(signal) {
+                Ok(()) => return,
+                Err(refused) => refused,
+            }
+        } else {
+            signal
+        };
+        backlog.push_back(signal);
+        self.backlogged += 1;
+    }
+
+    /// Offers every backlog again, oldest signal first; a peer whose backlog
+    /// empties has its connection read again this turn.
+    fn offer_backlogs(&mut self) {
+        for slot in 0..self.peers.len() {
+            let peer = &mut self.peers[slot];
+            if peer.backlog.is_empty() {
+                continue;
+            }
+            self.delivered = true;
+            while let Some(signal) = peer.backlog.pop_front() {
+                if let Err(refused) = self.sink.offer(signal) {
+                    peer.backlog.push_front(refused);
+                    break;
+                }
+                self.backlogged -= 1;
+            }
+            if peer.backlog.is_empty() {
+                // Its socket's readiness edge may have passed while it waited.
+                if let Some(index) = peer.connection {
+                    self.again.push(index);
+                }
+            }
+        }
+        assert_eq!(
+            self.backlogged,
+            self.peers.iter().map(|p| p.backlog.len()).sum::<usize>()
+        );
+    }
+
+    /// Whether signals from this connection must wait behind a backlog.
+    fn held_back(&self, connection: &Connection) -> bool {
+        match connection.phase {
+            Phase::Up { slot, .. } => !self.peers[slot].backlog.is_empty(),
+            _ => false,
+        }
     }
 
     // ---- connection setup ----
@@ -303,6 +410,7 @@ impl ReceiveThread {
             buffer: vec![0u8; RECEIVE_BUFFER_BYTES].into_boxed_slice(),
             start: 0,
             end: 0,
+            stalled: false,
         };
         if index == self.connections.len() {
             self.connections.push(Some(connection));
@@ -426,6 +534,15 @@ impl ReceiveThread {
     }
 
     fn read(&mut self, index: usize, connection: &mut Connection) -> Result<(), CloseReason> {
+        // Stalled behind a backlog: `offer_backlogs` brings it back here once
+        // the backlog is gone; until then `decode` stops again at once.
+        if connection.stalled {
+            connection.stalled = false;
+            self.decode(index, connection)?;
+            if connection.stalled {
+                return Ok(());
+            }
+        }
         for _ in 0..READS_PER_ROUND_MAX {
             assert!(connection.end < connection.buffer.len());
             match connection
@@ -437,6 +554,9 @@ impl ReceiveThread {
                     connection.end += read;
                     add(&self.shared.counters.bytes_received, read as u64);
                     self.decode(index, connection)?;
+                    if connection.stalled {
+                        return Ok(());
+                    }
                 }
                 Err(error) if error.kind() == io::ErrorKind::WouldBlock => return Ok(()),
                 Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
@@ -448,9 +568,14 @@ impl ReceiveThread {
         Ok(())
     }
 
-    /// Decodes and handles every whole frame in the buffer.
+    /// Decodes and handles every whole frame in the buffer, or stops
+    /// (`stalled`) when the peer's signals must wait behind its backlog.
     fn decode(&mut self, index: usize, connection: &mut Connection) -> Result<(), CloseReason> {
         loop {
+            if self.held_back(connection) {
+                connection.stalled = true;
+                break;
+            }
             let available = &connection.buffer[connection.start..connection.end];
             let used = match decode_frame(available) {
                 Ok(None) => break,
@@ -473,7 +598,8 @@ impl ReceiveThread {
         if connection.start == connection.end {
             connection.start = 0;
             connection.end = 0;
-        } else if connection.buffer.len() - connection.end < FRAME_MAX_BYTES {
+        } else if !connection.stalled && connection.buffer.len() - connection.end < FRAME_MAX_BYTES
+        {
             // What is left is less than a frame, so after moving it to the
             // front a whole frame always fits behind it.
             connection
@@ -523,10 +649,12 @@ impl ReceiveThread {
                     &self.shared.counters.signals_received,
                     self.staging.len() as u64,
                 );
-                for signal in self.staging.drain(..) {
-                    self.sink.deliver(signal);
+                // Taken out and put back: keeps its allocation for the next frame.
+                let mut staging = std::mem::take(&mut self.staging);
+                for signal in staging.drain(..) {
+                    self.deliver(slot, signal);
                 }
-                self.delivered = true;
+                self.staging = staging;
                 Ok(())
             }
         }
@@ -609,18 +737,18 @@ impl ReceiveThread {
         }
         let node = peer.node;
         tracing::info!(%node, addr = %connection.addr, "connection up");
-        self.notify(SignalBody::NodeConnected { node });
+        self.notify(slot, SignalBody::NodeConnected { node });
         Ok(())
     }
 
-    fn notify(&mut self, body: SignalBody) {
+    /// A notice about the peer in `slot`: in order with that peer's signals.
+    fn notify(&mut self, slot: usize, body: SignalBody) {
         let signal = Signal {
             receiver: self.notify,
             sender: BlockRef::new(self.shared.me, BlockNumber::PROCESS, 0),
             body,
         };
-        self.sink.deliver(signal);
-        self.delivered = true;
+        self.deliver(slot, signal);
     }
 
     // ---- closing ----
@@ -692,7 +820,7 @@ impl ReceiveThread {
                 peer.next_connect = Instant::now() + self.reconnect_interval;
                 let node = peer.node;
                 log_close(node, addr, &reason);
-                self.notify(SignalBody::NodeDisconnected { node });
+                self.notify(slot, SignalBody::NodeDisconnected { node });
             }
             Phase::Connecting { slot }
             | Phase::AwaitHello {
@@ -741,7 +869,7 @@ impl ReceiveThread {
     }
 
     /// Shutdown: close everything without notices (the owner is stopping).
-    fn close_all(&mut self) {
+    pub(crate) fn close_all(&mut self) {
         for index in 0..self.connections.len() {
             let Some(connection) = self.connections[index].take() else {
                 continue;

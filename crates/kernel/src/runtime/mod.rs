@@ -12,7 +12,10 @@
 //! shutdown) and watchdog reports go to the node's [`NodeControl`].
 //!
 //! Not started here: `recv` and `send` threads belong to the transport, and
-//! `io` threads to file I/O. The runtime does start the watchdog thread
+//! `io` threads to file I/O. A layout without `recv` threads has an
+//! execution thread host the `recv` role (`main`); it then runs a
+//! [`Poller`] (the transport's receive loop) itself, between rounds and in
+//! place of parking (see `execution`). The runtime does start the watchdog thread
 //! (`wd`), which reports execution threads stuck for `watchdog_stuck_ms`.
 //!
 //! Bounds: every queue holds `queue_capacity_signals`; a thread whose target
@@ -55,6 +58,30 @@ pub trait RemoteSender: Send {
     fn send(&mut self, signal: &Signal);
     /// End of a batch: hand what was queued to the network.
     fn flush(&mut self);
+}
+
+/// Input an execution thread takes itself, besides its queues: the
+/// transport's receive loop on a node without a receive thread. The thread
+/// calls `turn` every few rounds and, with nothing to do, `wait`s in place of
+/// parking; other threads end the wait through the [`PollWaker`].
+pub trait Poller: Send {
+    /// Handles what has arrived, without blocking: typically hands signals
+    /// to an [`Injector`] (whose queue into this very thread is one of them).
+    /// Must not wait for room in a queue this thread drains: it would wait
+    /// forever. Input that does not fit is kept for a later turn.
+    fn turn(&mut self);
+    /// Blocks until input arrives, the waker is woken or `timeout` passes;
+    /// handles nothing (the next `turn` does). A wake that came before the
+    /// call must make it return at once.
+    fn wait(&mut self, timeout: Duration);
+    /// What other threads call to end a `wait`.
+    fn waker(&self) -> Arc<dyn PollWaker>;
+}
+
+/// Ends a [`Poller::wait`] from any thread; see [`Poller::wait`] for the
+/// wake that comes early.
+pub trait PollWaker: Send + Sync {
+    fn wake(&self);
 }
 
 /// Node-level effects blocks ask for, plus watchdog reports. Called rarely
@@ -145,6 +172,13 @@ pub enum RuntimeError {
     NotAnExecutionRole { address: BlockRef, role: ThreadRole },
     #[error("no thread of the layout hosts role {role}, needed by block {address}")]
     NoThreadForRole { address: BlockRef, role: ThreadRole },
+    #[error(
+        "no execution thread hosts the recv role, so none can run the receive loop \
+         (the layout has recv threads; ThreadConfig recv={{count=0}} puts it on main)"
+    )]
+    NoPollingThread,
+    #[error("a poller is already attached to execution thread {thread}")]
+    PollerTwice { thread: String },
     #[error("cannot start thread {thread}: {source}")]
     Spawn {
         thread: String,
@@ -158,6 +192,8 @@ pub struct Runtime {
     routes: Arc<RouteTable>,
     /// Indexed by execution thread.
     parts: Vec<ThreadParts>,
+    /// The execution thread that hosts the `recv` role, if one does.
+    recv_host: Option<usize>,
     watchdog_spec: ThreadSpec,
     limits: RuntimeLimits,
     clock: MonotonicClock,
@@ -188,8 +224,12 @@ impl Runtime {
                 blocks: Vec::new(),
                 incoming: Vec::new(),
                 outgoing: (0..threads).map(|_| None).collect(),
+                poller: None,
             })
             .collect();
+        let recv_host = layout
+            .thread_for(ThreadRole::Recv, 0)
+            .and_then(|layout_index| execution_threads.binary_search(&layout_index).ok());
         let mut routes = RouteTable::new();
         for (layout_index, placement) in placed {
             let thread = execution_threads
@@ -225,6 +265,7 @@ impl Runtime {
             shared: Arc::new(shared),
             routes: Arc::new(routes),
             parts,
+            recv_host,
             watchdog_spec: watchdog_spec(layout),
             limits,
             clock: MonotonicClock::new(),
@@ -242,6 +283,22 @@ impl Runtime {
             queues.push(producer);
         }
         Injector::new(Arc::clone(&self.shared), Arc::clone(&self.routes), queues)
+    }
+
+    /// Has the execution thread that hosts the `recv` role (ThreadConfig
+    /// `recv={count=0}`: `main`) run `poller` (see [`Poller`]). Returns the
+    /// thread's name. Attach before `start`.
+    pub fn attach_poller(&mut self, poller: Box<dyn Poller>) -> Result<String, RuntimeError> {
+        let thread = self.recv_host.ok_or(RuntimeError::NoPollingThread)?;
+        let parts = &mut self.parts[thread];
+        if parts.poller.is_some() {
+            return Err(RuntimeError::PollerTwice {
+                thread: parts.spec.name.clone(),
+            });
+        }
+        self.shared.threads[thread].set_poll_waker(poller.waker());
+        parts.poller = Some(poller);
+        Ok(parts.spec.name.clone())
     }
 
     /// The clock the blocks will see: feeders that stamp times use it too.
@@ -383,6 +440,9 @@ impl RunningRuntime {
         self.shared.stop.store(true, Ordering::SeqCst);
         for handle in self.execution.iter().chain(self.watchdog.iter()) {
             handle.thread().unpark();
+        }
+        for thread in &self.shared.threads {
+            thread.wake_poller();
         }
         for handle in self.execution.drain(..).chain(self.watchdog.take()) {
             let name = handle.thread().name().unwrap_or("unnamed").to_string();

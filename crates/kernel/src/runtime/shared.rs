@@ -20,14 +20,23 @@
 //! signal is seen. An unpark that lands before the consumer actually parks
 //! is not lost either: `Thread::unpark` leaves a token that makes the next
 //! `park` return at once.
+//!
+//! A thread that runs a `Poller` blocks in `Poller::wait` instead of `park`,
+//! and producers wake it through its `PollWaker` instead of `unpark`. The
+//! protocol above is unchanged: the flag, the fences and the re-check are
+//! the same, only the blocking call differs, and `Poller::wait` promises
+//! what `park` gives: a wake that lands before the wait makes it return at
+//! once (the transport's waker is an eventfd in the poll set: a write before
+//! `epoll_wait` leaves it ready). So the argument holds word for word.
 
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::thread::Thread;
 
 use crossbeam_utils::CachePadded;
 use signal::NodeId;
 
+use super::PollWaker;
 use crate::thread_config::ThreadRole;
 
 /// One execution thread as others see it.
@@ -44,6 +53,9 @@ pub(crate) struct ThreadShared {
     progress: AtomicU64,
     /// Set by the thread itself before it can first sleep.
     handle: OnceLock<Thread>,
+    /// Set before the thread starts when it runs a poller: it sleeps in the
+    /// poller's wait, and this wakes it.
+    poll_waker: OnceLock<Arc<dyn PollWaker>>,
 }
 
 impl ThreadShared {
@@ -55,6 +67,19 @@ impl ThreadShared {
             busy: AtomicBool::new(true),
             progress: AtomicU64::new(0),
             handle: OnceLock::new(),
+            poll_waker: OnceLock::new(),
+        }
+    }
+
+    pub(crate) fn set_poll_waker(&self, waker: Arc<dyn PollWaker>) {
+        let set = self.poll_waker.set(waker);
+        assert!(set.is_ok(), "thread {} has two pollers", self.name);
+    }
+
+    /// Ends a poller's wait (stopping), whether or not it sleeps.
+    pub(crate) fn wake_poller(&self) {
+        if let Some(waker) = self.poll_waker.get() {
+            waker.wake();
         }
     }
 
@@ -107,7 +132,9 @@ impl ThreadShared {
     /// Producer side, after the SeqCst fence in [`wake_marked`].
     fn wake_if_sleeping(&self) {
         if self.sleeping.load(Ordering::SeqCst) {
-            if let Some(thread) = self.handle.get() {
+            if let Some(waker) = self.poll_waker.get() {
+                waker.wake();
+            } else if let Some(thread) = self.handle.get() {
                 thread.unpark();
             }
         }
