@@ -724,8 +724,25 @@ impl Membership {
         self.view = Some(view);
         if was_starting {
             ctx.set_timer(self.config.heartbeat_interval, TIMER_HEARTBEAT);
+            // The API nodes hear at once that this node is started, as they
+            // hear at once when it stops: waiting for their next heartbeat
+            // (up to HeartbeatIntervalDbApi) left a rolling restart that
+            // stops the other node right after this one caught up with no
+            // started node in the clients' eyes for that long (error 711).
+            self.tell_api_nodes(ctx);
         }
         self.report_status(ctx);
+    }
+
+    /// Sends every registered API node this node's `ApiRegConf` now.
+    fn tell_api_nodes(&self, ctx: &mut Context<'_>) {
+        let conf = self.api_reg_conf();
+        for &api in self.api_nodes.keys() {
+            ctx.send(
+                BlockRef::new(api, BlockNumber::API_CLUSTER, 0),
+                conf.clone(),
+            );
+        }
     }
 
     fn on_view_change(&mut self, sender: NodeId, view: MembershipView, ctx: &mut Context<'_>) {
@@ -1431,11 +1448,7 @@ impl Membership {
             }
             // The API nodes hear at once that this node is no longer
             // started, so they send new transactions elsewhere.
-            let apis: Vec<NodeId> = self.api_nodes.keys().copied().collect();
-            for api in apis {
-                let conf = self.api_reg_conf();
-                ctx.send(BlockRef::new(api, BlockNumber::API_CLUSTER, 0), conf);
-            }
+            self.tell_api_nodes(ctx);
             ctx.set_timer(STOP_GRACE, TIMER_STOP_DRAIN);
             ctx.set_timer(STOP_DRAIN_MAX, TIMER_STOP_DRAIN);
             let what = if restart { "restart" } else { "stop" };

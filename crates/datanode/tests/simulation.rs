@@ -176,6 +176,48 @@ fn api_nodes_register_and_are_dropped_when_their_heartbeats_stop() {
         .any(|(_, _, _, text)| text.contains("missed its heartbeats")));
 }
 
+/// A node that joins tells the API nodes that registered with it while it
+/// was starting at once that it is started, not at their next heartbeat:
+/// a rolling restart that stops the other node right after this one joined
+/// would otherwise leave clients without a started node for that long.
+#[test]
+fn a_joining_node_tells_the_api_nodes_at_once_that_it_is_started() {
+    let spec = ClusterSpec {
+        data_nodes: 2,
+        api_heartbeat_interval: Duration::from_millis(800),
+        ..ClusterSpec::default()
+    };
+    let mut cluster = ClusterSim::new(19, spec);
+    cluster.sim.run_for(cluster.rejoin_time());
+    assert_eq!(cluster.started(), vec![node(2), node(3)]);
+    cluster.sim.crash(node(3));
+    cluster.sim.run_for(Duration::from_secs(2));
+    cluster.sim.restart(node(3));
+    // Step until node 3 is started, so that its start is timed to a step.
+    let deadline = cluster.sim.now() + cluster.rejoin_time();
+    while cluster.membership(node(3)).map(|m| m.phase()) != Some(Phase::Started) {
+        assert!(cluster.sim.now() < deadline, "node 3 did not rejoin");
+        cluster.sim.run_for(Duration::from_millis(1));
+    }
+    let joined = cluster.sim.now();
+    cluster.sim.run_for(Duration::from_millis(50));
+    let heard = cluster.api_heard.lock().unwrap().clone();
+    let told = heard
+        .iter()
+        .find(|h| h.from == node(3) && h.started && h.at + Duration::from_millis(2) >= joined);
+    let told =
+        told.unwrap_or_else(|| panic!("node 3 joined at {joined:?}; the API heard: {heard:?}"));
+    assert!(
+        told.at <= joined + Duration::from_millis(50),
+        "the API heard node 3 is started {:?} after it joined",
+        told.at.saturating_since(joined)
+    );
+    assert!(
+        heard.iter().any(|h| h.from == node(3) && !h.started),
+        "the API registered with node 3 while it was starting: {heard:?}"
+    );
+}
+
 #[test]
 fn a_partial_start_waits_for_start_partial_timeout_and_needs_half_the_nodes() {
     let mut cluster = ClusterSim::new(17, ClusterSpec::default());

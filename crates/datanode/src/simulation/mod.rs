@@ -110,6 +110,16 @@ struct SimApi {
     data_nodes: Vec<NodeId>,
     interval: Duration,
     confs: Arc<Mutex<u64>>,
+    heard: Arc<Mutex<Vec<ApiHeard>>>,
+}
+
+/// An `ApiRegConf` the simulated API node got: when, from whom, and
+/// whether it said the data node is started.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ApiHeard {
+    pub at: Instant,
+    pub from: NodeId,
+    pub started: bool,
 }
 
 const API_TIMER: u32 = 1;
@@ -130,8 +140,13 @@ impl Block for SimApi {
                 }
                 ctx.set_timer(self.interval, API_TIMER);
             }
-            SignalBody::ApiRegConf { .. } => {
+            SignalBody::ApiRegConf { started, .. } => {
                 *self.confs.lock().expect("api lock") += 1;
+                self.heard.lock().expect("api lock").push(ApiHeard {
+                    at: ctx.now(),
+                    from: signal.sender.node,
+                    started,
+                });
             }
             _ => {}
         }
@@ -176,6 +191,8 @@ pub struct ClusterSim {
     pub data_nodes: Vec<NodeId>,
     pub management: Arc<Mutex<ManagementLog>>,
     pub api_confs: Arc<Mutex<u64>>,
+    /// Every `ApiRegConf` the API node got, in order.
+    pub api_heard: Arc<Mutex<Vec<ApiHeard>>>,
 }
 
 impl ClusterSim {
@@ -189,6 +206,7 @@ impl ClusterSim {
             .collect();
         let management = Arc::new(Mutex::new(ManagementLog::default()));
         let api_confs = Arc::new(Mutex::new(0u64));
+        let api_heard = Arc::new(Mutex::new(Vec::new()));
         let node_groups: Vec<Vec<NodeId>> = match spec.replicas {
             Some(replicas) => {
                 assert!(
@@ -245,6 +263,7 @@ impl ClusterSim {
         if spec.with_api {
             let all = data_nodes.clone();
             let confs = Arc::clone(&api_confs);
+            let heard = Arc::clone(&api_heard);
             let interval = spec.api_heartbeat_interval;
             sim.add_node(
                 SIM_API,
@@ -253,6 +272,7 @@ impl ClusterSim {
                         data_nodes: all.clone(),
                         interval,
                         confs: Arc::clone(&confs),
+                        heard: Arc::clone(&heard),
                     });
                     vec![(BlockRef::new(node, BlockNumber::API_CLUSTER, 0), block)]
                 }),
@@ -264,6 +284,7 @@ impl ClusterSim {
             data_nodes,
             management,
             api_confs,
+            api_heard,
         }
     }
 
