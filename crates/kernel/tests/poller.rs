@@ -4,6 +4,8 @@
 //! waker without losing a wake-up, and still fires its timers on time.
 //! Every wait is bounded.
 
+mod common;
+
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -14,7 +16,8 @@ use kernel::runtime::{
     Runtime, RuntimeError, RuntimeLimits,
 };
 use kernel::thread_config::{ThreadConfig, ThreadLayout, ThreadRole};
-use kernel::{Block, Context};
+
+use common::place;
 use signal::{BlockNumber, BlockRef, NodeId, Signal, SignalBody};
 
 const WAIT_MAX: Duration = Duration::from_secs(20);
@@ -117,39 +120,6 @@ impl PollWaker for NetWaker {
         let mut state = self.0.state.lock().expect("not poisoned");
         state.woken = true;
         self.0.changed.notify_all();
-    }
-}
-
-type ExecuteFn = Box<dyn FnMut(Signal, &mut Context<'_>) + Send>;
-type StartFn = Box<dyn FnMut(&mut Context<'_>) + Send>;
-
-struct TestBlock {
-    on_start: StartFn,
-    on_execute: ExecuteFn,
-}
-
-impl Block for TestBlock {
-    fn start(&mut self, ctx: &mut Context<'_>) {
-        (self.on_start)(ctx);
-    }
-    fn execute(&mut self, signal: Signal, ctx: &mut Context<'_>) {
-        (self.on_execute)(signal, ctx);
-    }
-}
-
-fn place(
-    address: BlockRef,
-    role: ThreadRole,
-    on_start: impl FnMut(&mut Context<'_>) + Send + 'static,
-    on_execute: impl FnMut(Signal, &mut Context<'_>) + Send + 'static,
-) -> BlockPlacement {
-    BlockPlacement {
-        address,
-        role,
-        block: Box::new(TestBlock {
-            on_start: Box::new(on_start),
-            on_execute: Box::new(on_execute),
-        }),
     }
 }
 

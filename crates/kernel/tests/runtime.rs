@@ -2,16 +2,19 @@
 //! back-pressure, timers, remote signals, node control, the watchdog,
 //! injectors and stopping. Every wait is bounded.
 
+mod common;
+
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use common::place;
 use kernel::runtime::{
     BlockPlacement, Injector, NodeControl, RemoteSender, RunningRuntime, Runtime, RuntimeError,
     RuntimeLimits,
 };
 use kernel::thread_config::{ThreadLayout, ThreadRole, ThreadSpec};
-use kernel::{Block, Context, MonotonicClock};
+use kernel::{Context, MonotonicClock};
 use signal::{BlockNumber, BlockRef, NodeId, Signal, SignalBody};
 
 const WAIT_MAX: Duration = Duration::from_secs(20);
@@ -43,40 +46,6 @@ fn wait_until(mut condition: impl FnMut() -> bool) -> bool {
             return false;
         }
         std::thread::sleep(POLL);
-    }
-}
-
-type StartFn = Box<dyn FnMut(&mut Context<'_>) + Send>;
-type ExecuteFn = Box<dyn FnMut(Signal, &mut Context<'_>) + Send>;
-
-/// A block made of two closures.
-struct TestBlock {
-    on_start: StartFn,
-    on_execute: ExecuteFn,
-}
-
-impl Block for TestBlock {
-    fn start(&mut self, ctx: &mut Context<'_>) {
-        (self.on_start)(ctx);
-    }
-    fn execute(&mut self, signal: Signal, ctx: &mut Context<'_>) {
-        (self.on_execute)(signal, ctx);
-    }
-}
-
-fn place(
-    address: BlockRef,
-    role: ThreadRole,
-    on_start: impl FnMut(&mut Context<'_>) + Send + 'static,
-    on_execute: impl FnMut(Signal, &mut Context<'_>) + Send + 'static,
-) -> BlockPlacement {
-    BlockPlacement {
-        address,
-        role,
-        block: Box::new(TestBlock {
-            on_start: Box::new(on_start),
-            on_execute: Box::new(on_execute),
-        }),
     }
 }
 
