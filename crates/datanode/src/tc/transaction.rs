@@ -34,7 +34,7 @@ use proto::{IGNORE_ERROR, NO_INDEX, NO_PARTITION};
 use signal::{tc_flags, BlockNumber, BlockRef, NodeBitmask, NodeId, SignalBody};
 use storage::schema::{distribution_hash, partition_of};
 
-use super::commits::ChainRest;
+use super::commits::{send_chain_req, ChainRest};
 use super::unique::{plan_records, Plan};
 use smallvec::SmallVec;
 
@@ -1259,16 +1259,7 @@ fn send_chain(
     let Some((first, next)) = chain_of(tx, chain, down) else {
         return false;
     };
-    let (tx_id, gci) = (tx.tx_id, tx.gci);
-    ctx.send(
-        first,
-        SignalBody::LdmCommitChainReq {
-            tx_id,
-            gci,
-            tc,
-            next: next.to_vec(),
-        },
-    );
+    send_chain_req(first, tx.tx_id, tx.gci, tc, &next, ctx);
     true
 }
 
