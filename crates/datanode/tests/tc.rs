@@ -216,9 +216,37 @@ impl Cluster {
 
     /// [`Cluster::start_with`] with the GCP interval and redo file size of `logs`.
     fn start_logged(seed: u64, n: u8, limits: Limits, no_claims: bool, logs: Logs) -> Cluster {
-        let mut sim = Simulation::new(seed);
         let data_nodes: Vec<NodeId> = (0..n).map(|i| node(2 + i)).collect();
         let placement = Placement::new(vec![data_nodes.clone()], LDM_INSTANCES);
+        Cluster::start_placed(seed, placement, limits, no_claims, logs)
+    }
+
+    /// `n` data nodes, each a node group of its own (one replica): a TC
+    /// reaches the other node's partitions over the simulated network.
+    fn start_spread(seed: u64, n: u8, limits: Limits) -> Cluster {
+        let groups = (0..n).map(|i| vec![node(2 + i)]).collect();
+        let logs = Logs {
+            gcp_interval: GCP_INTERVAL,
+            redo_file_size_bytes: 1 << 20,
+        };
+        Cluster::start_placed(
+            seed,
+            Placement::new(groups, LDM_INSTANCES),
+            limits,
+            false,
+            logs,
+        )
+    }
+
+    fn start_placed(
+        seed: u64,
+        placement: Placement,
+        limits: Limits,
+        no_claims: bool,
+        logs: Logs,
+    ) -> Cluster {
+        let mut sim = Simulation::new(seed);
+        let data_nodes: Vec<NodeId> = placement.node_groups().iter().flatten().copied().collect();
         for &id in &data_nodes {
             let disk = SimDisk::new(seed ^ u64::from(id.get()) << 32);
             let all = data_nodes.clone();
@@ -2799,4 +2827,207 @@ fn commits_started_together_travel_in_batches_and_each_commits_on_both_replicas(
     let values = cluster.read_values(&keys);
     assert!(values.iter().zip(&keys).all(|(v, k)| *v == Some(10 * k)));
     cluster.check_idle();
+}
+
+impl Cluster {
+    /// `LdmKeyCommitReq`s committed by every LDM instance so far.
+    fn one_phase_commits(&self) -> u64 {
+        self.data_nodes
+            .iter()
+            .flat_map(|&n| (0..LDM_INSTANCES).map(move |i| ldm_of(n, i)))
+            .map(|at| {
+                let ldm = self.sim.block::<LdmBlock<SimDisk>>(at).unwrap();
+                ldm.stats().one_phase_commits
+            })
+            .sum()
+    }
+}
+
+#[test]
+fn whole_transactions_on_one_replica_commit_with_their_ops() {
+    let mut cluster = started(27, Limits::default());
+    // Wait for the first GCI: before it, commits take the two-phase path.
+    cluster.sim.run_for(GCP_INTERVAL * 3);
+    let (tc_before, ldm_before) = (
+        cluster.tc().counters().one_phase,
+        cluster.one_phase_commits(),
+    );
+    // Two keys of one partition: every op of a transaction goes to one
+    // LDM instance, whose commit is its answer.
+    let p = cluster.partition_of(1);
+    let k = (2..)
+        .find(|k| cluster.partition_of(*k) == p)
+        .expect("a key");
+    let reply = cluster.commit(&[
+        Op::write(OpKind::Insert, 1, 10),
+        Op::write(OpKind::Insert, k, 20),
+    ]);
+    assert!(committed(&reply).0 > 0, "committed in a GCI");
+    committed(&cluster.commit(&[
+        Op::write(OpKind::Update, 1, 11),
+        Op::read(k, LockMode::Exclusive),
+    ]));
+    committed(&cluster.commit(&[Op::delete(k)]));
+    assert_eq!(cluster.tc().counters().one_phase - tc_before, 3);
+    assert_eq!(cluster.one_phase_commits() - ldm_before, 3);
+    assert_eq!(cluster.read_values(&[1, k]), vec![Some(11), None]);
+    // Two partitions (two LDM instances): two phases.
+    let placement = Placement::new(vec![vec![node(2)]], LDM_INSTANCES);
+    let instance = |k: i64| placement.home(cluster.partition_of(k)).ldm_instance;
+    let other = (2..).find(|k| instance(*k) != instance(1));
+    let other = other.expect("a key on the other instance");
+    committed(&cluster.commit(&[
+        Op::write(OpKind::Update, 1, 12),
+        Op::write(OpKind::Insert, other, 1),
+    ]));
+    assert_eq!(cluster.one_phase_commits() - ldm_before, 3);
+    // A transaction of two requests commits in two phases.
+    let tx = cluster.tx_id();
+    assert!(matches!(
+        cluster.execute(tx, tc_flags::START, &[Op::write(OpKind::Update, 1, 12)]),
+        Reply::Conf { .. }
+    ));
+    committed(&cluster.execute(tx, tc_flags::COMMIT, &[]));
+    assert_eq!(cluster.one_phase_commits() - ldm_before, 3);
+    assert_eq!(cluster.read_values(&[1, other]), vec![Some(12), Some(1)]);
+    cluster.check_idle();
+
+    // Two replicas: never one-phase.
+    let mut two = Cluster::start(28, 2, Limits::default());
+    two.create_table();
+    two.sim.run_for(GCP_INTERVAL * 3);
+    committed(&two.commit(&[Op::write(OpKind::Insert, 1, 10)]));
+    assert_eq!(two.tc().counters().one_phase, 0);
+    assert_eq!(two.one_phase_commits(), 0);
+    two.check_idle();
+}
+
+#[test]
+fn a_one_phase_transaction_with_a_failing_op_commits_nothing() {
+    let mut cluster = started(29, Limits::default());
+    cluster.sim.run_for(GCP_INTERVAL * 3);
+    committed(&cluster.commit(&[Op::write(OpKind::Insert, 1, 10)]));
+    let ldm_before = cluster.one_phase_commits();
+    // The update runs, then the insert finds the row: the LDM commits
+    // nothing and the TC aborts, as it would after a prepare.
+    let reply = cluster.commit(&[
+        Op::write(OpKind::Update, 1, 11),
+        Op::write(OpKind::Insert, 1, 12),
+    ]);
+    assert!(
+        matches!(reply, Reply::Ref { code, op_index: 1, .. } if code == error::DUPLICATE_KEY),
+        "{reply:?}"
+    );
+    assert_eq!(cluster.one_phase_commits(), ldm_before);
+    assert_eq!(cluster.read_values(&[1]), vec![Some(10)]);
+    // Nothing is left locked or counted: the row takes a write, and GCPs go on.
+    let epoch = cluster.tc().current_epoch();
+    committed(&cluster.commit(&[Op::write(OpKind::Update, 1, 13)]));
+    cluster.sim.run_for(GCP_INTERVAL * 3);
+    assert!(cluster.tc().complete_epoch() > epoch);
+    assert_eq!(cluster.read_values(&[1]), vec![Some(13)]);
+    cluster.check_idle();
+}
+
+/// How a one-phase update of row `KEY`, waiting for the lock of an open
+/// transaction that commits `commit_after` later (never: `None`), ended:
+/// its reply, when the reply came, whether the TC timed it out, and the
+/// row's value after both ended.
+fn one_phase_behind_a_lock(commit_after: Option<Duration>) -> (Reply, Duration, bool, Option<i64>) {
+    const KEY: i64 = 5;
+    // Node 2's TC, the row on node 3: LDM and TC talk over the network.
+    let mut cluster = Cluster::start_spread(30, 2, Limits::default());
+    cluster.create_table();
+    let placement = Placement::new(vec![vec![node(2)], vec![node(3)]], LDM_INSTANCES);
+    assert_eq!(
+        placement.home(cluster.partition_of(KEY)).primary(),
+        node(3),
+        "the row lives on the other node"
+    );
+    cluster.sim.run_for(GCP_INTERVAL * 3);
+    committed(&cluster.commit(&[Op::write(OpKind::Insert, KEY, 10)]));
+    let holder = cluster.tx_id();
+    assert!(matches!(
+        cluster.execute(
+            holder,
+            tc_flags::START,
+            &[Op::write(OpKind::Update, KEY, 11)]
+        ),
+        Reply::Conf { .. }
+    ));
+    let waiter = cluster.tx_id();
+    let timeouts_before = cluster.tc().counters().lock_timeouts;
+    cluster.submit(
+        waiter,
+        tc_flags::START | tc_flags::COMMIT,
+        &[Op::write(OpKind::Update, KEY, 22)],
+    );
+    let sent = cluster.sim.now();
+    if let Some(after) = commit_after {
+        cluster.sim.run_until(sent + after);
+        cluster.submit(holder, tc_flags::COMMIT, &[]);
+    }
+    let reply = cluster
+        .reply_within(waiter, ANSWER_WAIT)
+        .expect("the waiter is answered");
+    let answered = cluster.sim.now() - sent;
+    if commit_after.is_some() {
+        let holder_reply = cluster
+            .reply_within(holder, ANSWER_WAIT)
+            .expect("the holder is answered");
+        committed(&holder_reply);
+    } else {
+        committed(&cluster.execute(holder, tc_flags::COMMIT, &[]));
+    }
+    let timed_out = cluster.tc().counters().lock_timeouts > timeouts_before;
+    let value = cluster.read_values(&[KEY])[0];
+    cluster.check_idle();
+    (reply, answered, timed_out, value)
+}
+
+#[test]
+fn a_one_phase_commit_racing_its_lock_timeout_has_one_outcome() {
+    // Never granted: the TC times it out and the LDM drops it.
+    let (reply, answered, timed_out, value) = one_phase_behind_a_lock(None);
+    assert!(
+        matches!(reply, Reply::Ref { code, .. } if code == error::LOCK_TIMEOUT),
+        "{reply:?}"
+    );
+    assert!(timed_out && answered >= DEADLOCK_TIMEOUT);
+    assert_eq!(value, Some(11));
+    // The lock is granted at every moment around that timeout: the LDM
+    // commits, or the TC's abort reaches it first, never both. Where the
+    // commit and the abort cross, the LDM's commit stands.
+    let (mut commits, mut aborts, mut crossed) = (0, 0, 0);
+    let step = Duration::from_micros(40);
+    let mut after = answered.saturating_sub(Duration::from_millis(3));
+    while after <= answered + Duration::from_millis(1) {
+        let (reply, _, timed_out, value) = one_phase_behind_a_lock(Some(after));
+        match reply {
+            Reply::Conf { flags, .. } => {
+                assert_eq!(flags, tc_flags::COMMITTED);
+                assert_eq!(value, Some(22), "committed after the holder ({after:?})");
+                commits += 1;
+                crossed += u32::from(timed_out);
+            }
+            Reply::Ref { code, .. } => {
+                assert_eq!(code, error::LOCK_TIMEOUT);
+                assert_eq!(
+                    value,
+                    Some(11),
+                    "the timed-out update left nothing ({after:?})"
+                );
+                aborts += 1;
+            }
+        }
+        after += step;
+    }
+    assert!(
+        commits > 0 && aborts > 0,
+        "{commits} commits, {aborts} timeouts"
+    );
+    assert!(
+        crossed > 0,
+        "no commit crossed the TC's abort ({commits} commits, {aborts} timeouts)"
+    );
 }

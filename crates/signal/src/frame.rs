@@ -31,8 +31,9 @@ pub const MAGIC: [u8; 2] = *b"SK";
 /// The layout of the signals' bodies; a frame of another version is refused
 /// whole. 2: 64-bit epochs in `TcKeyConf` and the GCP switch signals.
 /// 3: `LdmKeyConf::ok_in_order`. 4: `LdmCommitBatchReq`,
-/// `LdmCommitBatchConf` and `GcpHurryReq`.
-pub const WIRE_VERSION: u8 = 4;
+/// `LdmCommitBatchConf` and `GcpHurryReq`. 5: `LdmKeyCommitReq` and
+/// `LdmKeyCommitted` (one-phase commit).
+pub const WIRE_VERSION: u8 = 5;
 pub const FRAME_HEADER_BYTES: usize = 16;
 pub const SIGNAL_HEADER_BYTES: usize = 16;
 /// Large enough for a configuration file of 255 nodes, small enough that a

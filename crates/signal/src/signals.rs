@@ -472,6 +472,18 @@ signals! {
     /// The last LDM instance of the chains of an `LdmCommitBatchReq` → `tc`:
     /// `LdmCommitConf` for each of `tx_ids` (wire version 4).
     134 => LdmCommitBatchConf { gci: u32, tx_ids: Vec<u64> },
+    /// TC → the one LDM instance of a transaction sent whole in one request
+    /// to a partition with one replica (wire version 5; docs/transactions.md,
+    /// "One-phase commit"): run `ops` as `LdmKeyReq` does and, when every
+    /// one succeeded, commit in `gci` at once and answer with
+    /// `LdmKeyCommitted`; when one failed, commit nothing and answer with
+    /// `LdmKeyConf` (the TC aborts, as for any failed op).
+    135 => LdmKeyCommitReq { tx_id: u64, tc: BlockRef, gci: u32, ops: Vec<u8> },
+    /// LDM → TC: the results of an `LdmKeyCommitReq` whose ops all succeeded
+    /// and which is committed in `gci` (as `LdmKeyConf`, in parts when they
+    /// do not fit one; every part says so). `pending` = 1: the commit waits
+    /// here for redo log space and `LdmCommitConf` follows once it is done.
+    136 => LdmKeyCommitted { tx_id: u64, gci: u32, pending: u32, results: Vec<u8>, ok_in_order: u32 },
 
     // ---- global checkpoints (140–149), NDB: DBDIH's GCP protocol ----
     /// Distribution master → every TC, the first half of the switch to
@@ -595,10 +607,12 @@ impl SignalBody {
     /// for every other signal.
     pub fn into_payload(self) -> Option<Vec<u8>> {
         match self {
-            SignalBody::TcKeyReq { ops, .. } | SignalBody::LdmKeyReq { ops, .. } => Some(ops),
-            SignalBody::TcKeyConf { results, .. } | SignalBody::LdmKeyConf { results, .. } => {
-                Some(results)
-            }
+            SignalBody::TcKeyReq { ops, .. }
+            | SignalBody::LdmKeyReq { ops, .. }
+            | SignalBody::LdmKeyCommitReq { ops, .. } => Some(ops),
+            SignalBody::TcKeyConf { results, .. }
+            | SignalBody::LdmKeyConf { results, .. }
+            | SignalBody::LdmKeyCommitted { results, .. } => Some(results),
             _ => None,
         }
     }

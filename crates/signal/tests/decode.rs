@@ -322,6 +322,19 @@ fn one_of_each() -> Vec<SignalBody> {
             gci: 12,
             tx_ids: vec![7, 9],
         },
+        SignalBody::LdmKeyCommitReq {
+            tx_id: 7,
+            tc: BlockRef::new(node(3), BlockNumber::TRANSACTION_COORDINATOR, 0),
+            gci: 12,
+            ops: vec![5; 7],
+        },
+        SignalBody::LdmKeyCommitted {
+            tx_id: 7,
+            gci: 12,
+            pending: 1,
+            results: vec![1],
+            ok_in_order: 1,
+        },
         SignalBody::LdmAbortReq { tx_id: 8 },
         SignalBody::LdmAbortConf { tx_id: 8 },
         SignalBody::LdmScanReq {

@@ -189,6 +189,11 @@ impl Gathered {
         )
     }
 
+    /// Whether every gathered result is a success (a row or ok).
+    pub(super) fn all_succeeded(&self) -> bool {
+        self.entries.iter().all(|e| e.code == 0)
+    }
+
     /// What a result batch of `range`'s entries claims as
     /// `LdmKeyConf::ok_in_order`: their count when every one succeeded and
     /// they answer ops 0, 1, … in order (the TC then reads nothing of it), else 0.

@@ -143,6 +143,8 @@ pub struct LdmStats {
     /// Key requests a TC sent here while this node was starting (no
     /// serving replica was left to route to), refused with 286.
     pub refused_starting: u64,
+    /// `LdmKeyCommitReq`s committed here with their ops (one-phase).
+    pub one_phase_commits: u64,
 }
 
 /// The tables the dictionary told this instance about.
@@ -1246,7 +1248,16 @@ impl<D: Disk + Clone + Send + 'static> Block for LdmBlock<D> {
                 tc,
                 chain,
                 ops,
-            } => self.on_key_req(sender, tx_id, tc, chain, ops, ctx),
+            } => self.on_key_req(sender, tx_id, tc, chain, ops, 0, ctx),
+            SignalBody::LdmKeyCommitReq {
+                tx_id,
+                tc,
+                gci,
+                ops,
+            } => {
+                assert!(gci != 0, "{sender} asked for a one-phase commit in GCI 0");
+                self.on_key_req(sender, tx_id, tc, Vec::new(), ops, gci, ctx)
+            }
             SignalBody::LdmCommitReq { tx_id, gci } => {
                 self.on_commit(sender, Vec::new(), tx_id, gci, ctx)
             }

@@ -57,6 +57,9 @@ pub(super) struct Request {
     chain: Vec<NodeId>,
     ops: Vec<u8>,
     op_count: u32,
+    /// `LdmKeyCommitReq`'s GCI: commit in it once every op succeeded
+    /// (0: an `LdmKeyReq`, which the TC commits later).
+    commit_gci: u32,
     /// The next operation to run (the one waiting, while `waiting`).
     next: u32,
     waiting: bool,
@@ -94,6 +97,7 @@ impl Requests {
         chain: Vec<NodeId>,
         ops: Vec<u8>,
         op_count: u32,
+        commit_gci: u32,
     ) -> Slot {
         assert!(
             self.has_room(op_count as usize),
@@ -115,6 +119,7 @@ impl Requests {
         record.chain = chain;
         record.ops = ops;
         record.op_count = op_count;
+        record.commit_gci = commit_gci;
         record.next = 0;
         record.waiting = false;
         record.results.clear();
@@ -180,6 +185,7 @@ enum OpEnd {
 }
 
 impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn on_key_req(
         &mut self,
         sender: BlockRef,
@@ -187,12 +193,17 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         tc: BlockRef,
         mut chain: Vec<NodeId>,
         ops: Vec<u8>,
+        commit_gci: u32,
         ctx: &mut Context<'_>,
     ) {
         if self.failed {
             return;
         }
         self.stats.key_requests += 1;
+        debug_assert!(
+            commit_gci == 0 || chain.is_empty(),
+            "a one-phase commit has one replica"
+        );
         // Built by a TC from operations it checked (`OpBatchReader::framed`).
         // The views of a short batch are kept as it is read: a batch of
         // committed reads is then parsed once here.
@@ -245,6 +256,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             return;
         }
         if chain.is_empty()
+            && commit_gci == 0
             && views.len() == op_count
             && views.iter().all(is_committed_read)
             && !self.txs.contains_key(&tx_id)
@@ -255,7 +267,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             let mut results = std::mem::take(&mut self.scratch.results);
             results.clear();
             self.committed_only(&views, &mut results);
-            send_results(tx_id, tc, &results, ctx);
+            send_results(tx_id, tc, &results, None, ctx);
             self.scratch.results = results;
             return;
         }
@@ -264,11 +276,17 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             return;
         }
         drop(views);
-        let slot = self.requests.insert(tx_id, tc, chain, ops, op_count as u32);
+        let slot = self
+            .requests
+            .insert(tx_id, tc, chain, ops, op_count as u32, commit_gci);
         let record = self.txs.get_mut(&tx_id).expect("made above");
         record.queue.push_back(slot);
         if record.queue.len() == 1 {
             self.run_requests(slot, ctx);
+            // A one-phase commit released locks: their waiters run now.
+            // (A request resumed by a grant runs inside `run_grants`.)
+            self.run_grants(ctx);
+            self.check_alter(ctx);
         }
     }
 
@@ -318,7 +336,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         for op in reader.iter() {
             gathered.error(op.header.op_index, code);
         }
-        send_results(tx_id, tc, &gathered, ctx);
+        send_results(tx_id, tc, &gathered, None, ctx);
     }
 
     /// Runs request `slot` and, as each finishes, the next one of its
@@ -329,7 +347,11 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             if !self.run_request(slot) {
                 return;
             }
-            let tx_id = self.requests.records[slot as usize].tx_id;
+            let record = &self.requests.records[slot as usize];
+            let tx_id = record.tx_id;
+            if record.commit_gci != 0 {
+                return self.finish_one_phase(slot, ctx);
+            }
             self.finish_request(slot, ctx);
             let record = self
                 .txs
@@ -576,7 +598,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         let record = &mut self.requests.records[slot as usize];
         let tc = record.tc.expect("a request in use has its TC");
         if !record.results.is_empty() {
-            send_results(record.tx_id, tc, &record.results, ctx);
+            send_results(record.tx_id, tc, &record.results, None, ctx);
         }
         if !record.forward.is_empty() {
             let next = record.chain[0];
@@ -598,6 +620,46 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 },
             );
         }
+        self.requests.free(slot);
+    }
+
+    /// Ends a finished `LdmKeyCommitReq`: commits the transaction here when
+    /// every op succeeded and answers `LdmKeyCommitted`; otherwise answers
+    /// `LdmKeyConf` as for any request and leaves the abort to the TC.
+    ///
+    /// Invariant: the request is its transaction's only one (the TC sends a
+    /// one-phase transaction whole), so the commit leaves nothing queued.
+    fn finish_one_phase(&mut self, slot: Slot, ctx: &mut Context<'_>) {
+        let record = &self.requests.records[slot as usize];
+        let (tx_id, gci) = (record.tx_id, record.commit_gci);
+        let commit =
+            record.results.len() == record.op_count as usize && record.results.all_succeeded();
+        let queue = &mut self
+            .txs
+            .get_mut(&tx_id)
+            .expect("a request's transaction has a record")
+            .queue;
+        assert_eq!(
+            queue.pop_front(),
+            Some(slot),
+            "the request that ran is its transaction's first"
+        );
+        assert!(
+            queue.is_empty(),
+            "a one-phase transaction sends one request"
+        );
+        if !commit {
+            self.finish_request(slot, ctx);
+            return self.release_tx_if_idle(tx_id);
+        }
+        let tc = self.requests.records[slot as usize]
+            .tc
+            .expect("a request in use has its TC");
+        self.stats.one_phase_commits += 1;
+        // Committed (or pending) before the answer leaves: what it says.
+        let done = self.commit_here(tc, &[], tx_id, gci, ctx);
+        let results = &self.requests.records[slot as usize].results;
+        send_results(tx_id, tc, results, Some((gci, !done)), ctx);
         self.requests.free(slot);
     }
 
@@ -646,22 +708,38 @@ fn same_fragment(a: &OpView<'_>, b: &OpView<'_>) -> bool {
     )
 }
 
-/// Sends gathered results to the TC, in as few batches as they fit.
-fn send_results(tx_id: u64, tc: BlockRef, results: &Gathered, ctx: &mut Context<'_>) {
+/// Sends gathered results to the TC, in as few batches as they fit: as
+/// `LdmKeyCommitted` when `committed` names the GCI of a one-phase commit
+/// done here (and whether it still waits for redo space), every part so.
+fn send_results(
+    tx_id: u64,
+    tc: BlockRef,
+    results: &Gathered,
+    committed: Option<(u32, bool)>,
+    ctx: &mut Context<'_>,
+) {
     let mut next = 0;
     while next < results.len() {
         let first = next;
         let mut bytes = ctx.buffer();
         bytes.reserve(64 + results.len() * 9 + results.value_bytes());
         results.write_results(&mut next, &mut bytes);
-        ctx.send(
-            tc,
-            SignalBody::LdmKeyConf {
+        let ok_in_order = results.ok_in_order(first..next);
+        let body = match committed {
+            None => SignalBody::LdmKeyConf {
                 tx_id,
                 results: bytes,
-                ok_in_order: results.ok_in_order(first..next),
+                ok_in_order,
             },
-        );
+            Some((gci, pending)) => SignalBody::LdmKeyCommitted {
+                tx_id,
+                gci,
+                pending: u32::from(pending),
+                results: bytes,
+                ok_in_order,
+            },
+        };
+        ctx.send(tc, body);
     }
 }
 

@@ -143,7 +143,19 @@ impl TcBlock {
         );
         self.counters.node_failure_aborts += 1;
         self.close_scans_of(slot, error::NODE_FAILURE_ABORTED, &message, ctx);
-        let reply = if executing {
+        let reply = if executing && self.transactions.get(slot).is_one_phase() {
+            // Its one LDM may have committed it before it failed (one-phase
+            // commit); a live one that did says so before the abort's answer,
+            // and the commit stands.
+            AbortReply::Failed {
+                code: error::NODE_FAILURE,
+                op_index: u32::MAX,
+                message: format!(
+                    "transaction {tx_id:#x} on {}: {why} while committing it; it may have committed",
+                    self.me
+                ),
+            }
+        } else if executing {
             AbortReply::Failed {
                 code: error::NODE_FAILURE_ABORTED,
                 op_index: u32::MAX,

@@ -135,6 +135,9 @@ pub struct TcCounters {
     /// `LdmCommitBatchReq`s sent: commit chains of several transactions in
     /// one signal (`commits`).
     pub commit_batches: u64,
+    /// Transactions sent whole as `LdmKeyCommitReq`, committed by their
+    /// one LDM instance with their ops (one-phase commit).
+    pub one_phase: u64,
 }
 
 /// Scratch space reused by every request (no allocation once warm).
@@ -555,7 +558,17 @@ impl Block for TcBlock {
                 tx_id,
                 results,
                 ok_in_order,
-            } => self.on_ldm_key_conf(from, tx_id, results, ok_in_order, ctx),
+            } => self.on_ldm_key_conf(from, tx_id, results, ok_in_order, None, ctx),
+            SignalBody::LdmKeyCommitted {
+                tx_id,
+                gci,
+                pending,
+                results,
+                ok_in_order,
+            } => {
+                let committed = Some((gci, pending != 0));
+                self.on_ldm_key_conf(from, tx_id, results, ok_in_order, committed, ctx)
+            }
             SignalBody::LdmCommitConf { tx_id, gci } => self.on_commit_conf(from, tx_id, gci, ctx),
             SignalBody::LdmCommitBatchConf { gci, tx_ids } => {
                 for tx_id in tx_ids {

@@ -168,6 +168,12 @@ pub(crate) struct Transaction {
     /// The request in progress, when it goes by unique indexes or writes
     /// them (`super::unique`).
     pub(crate) plan: Plan,
+    /// An `LdmKeyCommitReq` is out (one-phase commit): its LDM decides the
+    /// outcome. Counted in `commits_in_progress` at `epoch` meanwhile.
+    one_phase: bool,
+    /// That LDM committed the transaction (`LdmKeyCommitted`); true while
+    /// its commit waits there for redo space (`LdmCommitConf` follows).
+    ldm_committed: Option<bool>,
 }
 
 impl Transaction {
@@ -194,6 +200,13 @@ impl Transaction {
         self.deadline = Instant::ZERO;
         self.scans = 0;
         self.plan.finish();
+        self.one_phase = false;
+        self.ldm_committed = None;
+    }
+
+    /// Its one LDM instance decides its outcome (`LdmKeyCommitReq` out).
+    pub(crate) fn is_one_phase(&self) -> bool {
+        self.one_phase
     }
 
     /// When the transaction times out, if it waits for LDM answers.
@@ -506,7 +519,8 @@ impl TcBlock {
             }
             let group = self.scratch.groups[0].clone();
             let tx_id = self.transactions.get(slot).tx_id;
-            self.send_group(slot, tx_id, &group, request, ctx);
+            let commit_gci = self.one_phase_gci(slot, &group);
+            self.send_group(slot, tx_id, &group, request, commit_gci, ctx);
             self.scratch.forward.len() as u32
         } else {
             let sent = self.send_request(slot, &views, ctx);
@@ -569,9 +583,33 @@ impl TcBlock {
                     sent += 1;
                 }
             }
-            self.send_group(slot, tx_id, &group, batch, ctx);
+            self.send_group(slot, tx_id, &group, batch, 0, ctx);
         }
         sent
+    }
+
+    /// The GCI `slot` commits in with its ops (one-phase commit,
+    /// docs/transactions.md), or 0: when its request is the whole
+    /// transaction (START and COMMIT), goes whole to `group`, whose
+    /// partitions have one replica configured (no chain, and no other
+    /// replica a node failure could leave them on), has no op whose failure
+    /// is ignored (the LDM commits only when every op succeeded), and a GCI
+    /// is handed out now (none held by a GCP switch).
+    fn one_phase_gci(&self, slot: u32, group: &Group) -> u32 {
+        let tx = self.transactions.get(slot);
+        let whole = tc_flags::START | tc_flags::COMMIT;
+        let one_replica = self.map.placement().replicas_per_group() == 1 && !group.fully_replicated;
+        let one_phase = one_replica
+            && tx.flags & whole == whole
+            && (group.has_write || group.has_lock)
+            && self.gci != 0
+            && self.gci_held.is_none()
+            && !tx.ops.iter().any(|op| op.ignore_error);
+        if one_phase {
+            self.gci
+        } else {
+            0
+        }
     }
 
     /// Sends one group's batch to its LDM instance, with the partition's
@@ -582,6 +620,7 @@ impl TcBlock {
         tx_id: u64,
         group: &Group,
         batch: Vec<u8>,
+        commit_gci: u32,
         ctx: &mut Context<'_>,
     ) {
         let home = self.map.home_of(group.partition, group.fully_replicated);
@@ -606,19 +645,64 @@ impl TcBlock {
         } else if group.has_lock {
             tx.add_participant(group.primary, group.instance, &mut commit_chain);
         }
+        let ldm = BlockRef::new(
+            group.primary,
+            BlockNumber::LOCAL_DATA_MANAGER,
+            group.instance as u16,
+        );
+        if commit_gci == 0 {
+            let tc = self.me;
+            return ctx.send(
+                ldm,
+                SignalBody::LdmKeyReq {
+                    tx_id,
+                    tc,
+                    chain,
+                    ops: batch,
+                },
+            );
+        }
+        // The commit point is now: the GCI is handed out here, as
+        // `start_commit` does, and the commit counts as in progress in its
+        // epoch until the LDM answers (a GCP switch waits for it).
+        debug_assert!(chain.is_empty(), "a one-phase commit has one replica");
+        assert!(
+            !tx.one_phase && tx.participants.len() == 1,
+            "transaction {tx_id:#x}: a one-phase commit is the whole transaction"
+        );
+        assert_eq!(commit_gci, self.gci, "one-phase commits in the current GCI");
+        tx.one_phase = true;
+        tx.gci = commit_gci;
+        tx.epoch = self.epoch;
+        *self.commits_in_progress.entry(self.epoch).or_insert(0) += 1;
+        self.counters.one_phase += 1;
         ctx.send(
-            BlockRef::new(
-                group.primary,
-                BlockNumber::LOCAL_DATA_MANAGER,
-                group.instance as u16,
-            ),
-            SignalBody::LdmKeyReq {
+            ldm,
+            SignalBody::LdmKeyCommitReq {
                 tx_id,
                 tc: self.me,
-                chain,
+                gci: commit_gci,
                 ops: batch,
             },
         );
+    }
+
+    /// A one-phase commit that will not happen (its LDM committed nothing,
+    /// or the transaction aborted) is no longer in progress in its epoch.
+    fn uncount_one_phase(&mut self, slot: u32, ctx: &mut Context<'_>) {
+        let tx = self.transactions.get_mut(slot);
+        debug_assert!(tx.one_phase);
+        tx.one_phase = false;
+        let epoch = tx.epoch;
+        let count = self
+            .commits_in_progress
+            .get_mut(&epoch)
+            .expect("a one-phase commit counted in its epoch");
+        *count -= 1;
+        if *count == 0 {
+            self.commits_in_progress.remove(&epoch);
+        }
+        self.check_commit(ctx);
     }
 
     /// The group of an op on `partition`, made if new.
@@ -684,12 +768,37 @@ impl TcBlock {
         tx_id: u64,
         results: Vec<u8>,
         ok_in_order: u32,
+        committed: Option<(u32, bool)>,
         ctx: &mut Context<'_>,
     ) {
         let Some(&slot) = self.by_tx_id.get(&tx_id) else {
             // The transaction ended (aborted) while this was on its way.
+            assert!(
+                committed.is_none(),
+                "{from} committed transaction {tx_id:#x}, which {} has ended",
+                self.me
+            );
             return self.scratch.recycle(results);
         };
+        let tx = self.transactions.get_mut(slot);
+        if let Some((gci, pending)) = committed {
+            assert!(
+                tx.one_phase && tx.gci == gci,
+                "{from} committed transaction {tx_id:#x} in GCI {gci}, not a one-phase commit of {} in it",
+                self.me
+            );
+            if tx.state == TxState::Aborting {
+                // It timed out, or its client failed, while the LDM ran it,
+                // and the LDM committed before the abort reached it (the
+                // abort comes after this, in order): the commit stands.
+                tx.state = TxState::Executing;
+                tx.abort_reply = AbortReply::None;
+            }
+            tx.ldm_committed = Some(pending);
+        } else if tx.one_phase && tx.state == TxState::Executing {
+            // The LDM committed nothing (an op failed): the usual abort follows.
+            self.uncount_one_phase(slot, ctx);
+        }
         if self.transactions.get(slot).state != TxState::Executing {
             return self.scratch.recycle(results);
         }
@@ -883,6 +992,22 @@ impl TcBlock {
     pub(crate) fn start_commit(&mut self, slot: u32, ctx: &mut Context<'_>) {
         let (gci, epoch) = (self.gci, self.epoch);
         let tx = self.transactions.get_mut(slot);
+        if let Some(pending) = tx.ldm_committed.take() {
+            // One-phase: committed with its ops, in the GCI and epoch
+            // counted when it was sent; done, or done once `LdmCommitConf`
+            // comes (pending).
+            assert!(tx.one_phase, "LdmKeyCommitted for a one-phase commit only");
+            tx.one_phase = false;
+            tx.state = TxState::Committing;
+            tx.confs_waiting = 1;
+            if !pending {
+                for p in &mut tx.participants {
+                    p.done = true;
+                }
+                self.commit_confirmed(slot, ctx);
+            }
+            return;
+        }
         if tx.participants.is_empty() {
             // Committed reads only: nothing to commit anywhere.
             tx.gci = gci;
@@ -1187,6 +1312,7 @@ impl TcBlock {
             }
         };
         let records = tx.op_records;
+        let uncount = tx.one_phase;
         tx.participants.clear();
         let request = tx.plan.finish();
         self.scratch.recycle(request);
@@ -1210,6 +1336,11 @@ impl TcBlock {
             Some(slot),
             "transaction {tx_id:#x} ends exactly once"
         );
+        if uncount {
+            // Aborted with its one-phase commit never done.
+            debug_assert!(!committed);
+            self.uncount_one_phase(slot, ctx);
+        }
         self.transactions.release(slot);
         if committed {
             self.counters.committed += 1;

@@ -735,7 +735,7 @@ impl TcBlock {
                     }
                 }
             }
-            self.send_group(slot, tx_id, &group, batch, ctx);
+            self.send_group(slot, tx_id, &group, batch, 0, ctx);
         }
     }
 
