@@ -54,38 +54,35 @@ pub struct Context<'a> {
     me: BlockRef,
     outbox: &'a mut Vec<Output>,
     rng: &'a mut Rng,
-    /// Empty byte buffers the runtime kept from signals it sent.
-    buffers: &'a mut Vec<Vec<u8>>,
 }
 
 impl<'a> Context<'a> {
     /// Made by a runtime for one execution of one block.
     #[inline]
-    pub fn new(
-        now: Instant,
-        me: BlockRef,
-        outbox: &'a mut Vec<Output>,
-        rng: &'a mut Rng,
-        buffers: &'a mut Vec<Vec<u8>>,
-    ) -> Self {
+    pub fn new(now: Instant, me: BlockRef, outbox: &'a mut Vec<Output>, rng: &'a mut Rng) -> Self {
         Context {
             now,
             me,
             outbox,
             rng,
-            buffers,
         }
     }
 
-    /// An empty buffer for a signal's byte payload: one the runtime kept
-    /// from a payload it sent (`SignalBody::into_payload`) when it has one,
-    /// so that a busy thread's result batches reuse memory instead of
+    /// An empty buffer for a signal's byte payload: one this thread kept
+    /// (`signal::buffers`) from a payload it sent or consumed when it has
+    /// one, so that a busy thread's result batches reuse memory instead of
     /// allocating and freeing a buffer per request.
     #[inline]
     pub fn buffer(&mut self) -> Vec<u8> {
-        let buffer = self.buffers.pop().unwrap_or_default();
-        debug_assert!(buffer.is_empty(), "a kept buffer is empty");
-        buffer
+        signal::buffers::take()
+    }
+
+    /// Gives back the payload of a signal this block consumed (a request's
+    /// op batch it is done with), for [`Context::buffer`] and the decoder
+    /// of received signals to fill again.
+    #[inline]
+    pub fn recycle(&mut self, payload: Vec<u8>) {
+        signal::buffers::keep(payload);
     }
 
     #[inline]

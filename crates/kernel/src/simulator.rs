@@ -654,9 +654,7 @@ impl Simulation {
                 .blocks
                 .get_mut(&(address.block, address.instance))
                 .expect("checked above");
-            // No buffers are kept: a simulated block allocates its payloads.
-            let mut buffers = Vec::new();
-            let mut ctx = Context::new(now, address, &mut outbox, &mut node.rng, &mut buffers);
+            let mut ctx = Context::new(now, address, &mut outbox, &mut node.rng);
             match signal {
                 None => block.start(&mut ctx),
                 Some(signal) => block.execute(signal, &mut ctx),

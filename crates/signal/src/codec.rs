@@ -102,7 +102,8 @@ impl Field for u8 {
     }
     #[inline]
     fn take_all(reader: &mut Reader<'_>, count: usize) -> Result<Vec<u8>, DecodeError> {
-        Ok(reader.take(count)?.to_vec())
+        // Into a buffer this thread kept from a payload it consumed.
+        Ok(crate::buffers::filled(reader.take(count)?))
     }
 }
 

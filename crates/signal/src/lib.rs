@@ -7,6 +7,7 @@
 //! allocates more than the bytes it was given; the property tests in
 //! `tests/decode.rs` feed it random and truncated input.
 
+pub mod buffers;
 pub mod codec;
 pub mod frame;
 pub mod id_hash;

@@ -133,7 +133,8 @@ impl Requests {
         let record = &mut self.records[slot as usize];
         assert!(record.in_use, "request slot {slot} freed twice");
         record.in_use = false;
-        record.ops = Vec::new();
+        // Its op batch (unless forwarded) is for this thread to fill again.
+        signal::buffers::keep(std::mem::take(&mut record.ops));
         record.chain = Vec::new();
         self.used -= 1;
         self.ops_held -= record.op_count as usize;
@@ -269,7 +270,8 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             self.committed_only(&views, &mut results);
             send_results(tx_id, tc, &results, None, ctx);
             self.scratch.results = results;
-            return;
+            drop(views);
+            return ctx.recycle(ops);
         }
         if !self.requests.has_room(op_count) || self.tx_record(tx_id, tc).is_none() {
             self.answer_all(tx_id, tc, &ops, error::OUT_OF_LDM_OPERATIONS, ctx);

@@ -59,9 +59,6 @@ pub const GCI_WAITERS_MAX: usize = 4_096;
 /// answers (the lock-wait timeout is checked by these sweeps, not by a
 /// timer per transaction).
 pub const TIMEOUT_SWEEP_INTERVAL_MAX: Duration = Duration::from_millis(50);
-/// Byte buffers kept for reuse (received results become the next
-/// requests' op batches).
-const BUFFERS_FREE_MAX: usize = 256;
 /// Timer: the lock-wait timeout sweep.
 const TIMER_SWEEP: u32 = 1;
 
@@ -148,20 +145,17 @@ pub(crate) struct Scratch {
     pub(crate) groups: Vec<Group>,
     /// A forwarded request's ops: where each header is, and its partition.
     pub(crate) forward: Vec<(usize, u32)>,
-    /// Free byte buffers.
-    pub(crate) buffers: Vec<Vec<u8>>,
 }
 
 impl Scratch {
+    /// A byte buffer for a batch the TC builds (`signal::buffers`: received
+    /// payloads the TC consumed become its next batches).
     pub(crate) fn buffer(&mut self) -> Vec<u8> {
-        self.buffers.pop().unwrap_or_default()
+        signal::buffers::take()
     }
 
-    pub(crate) fn recycle(&mut self, mut buffer: Vec<u8>) {
-        if self.buffers.len() < BUFFERS_FREE_MAX && buffer.capacity() > 0 {
-            buffer.clear();
-            self.buffers.push(buffer);
-        }
+    pub(crate) fn recycle(&mut self, buffer: Vec<u8>) {
+        signal::buffers::keep(buffer);
     }
 }
 

@@ -63,11 +63,6 @@ const POLLER_TURN_EVERY_ROUNDS: u32 = 4;
 
 /// Room in the outbox for one execution's outputs before it first grows.
 const OUTBOX_PREALLOCATED: usize = 64;
-/// Payload buffers a thread keeps for reuse (`Router::keep_buffer`).
-const BUFFERS_KEPT_MAX: usize = 64;
-/// Largest payload buffer kept, in bytes: a rare large batch is freed
-/// rather than held.
-const BUFFER_KEPT_BYTES_MAX: usize = 64 << 10;
 
 /// A block and its address, on the thread that runs it.
 pub(crate) struct PlacedBlock {
@@ -150,7 +145,6 @@ impl ExecutionThread {
             timers: TimerHeap::new(),
             control,
             drops: DropLog::new(),
-            buffers: Vec::with_capacity(BUFFERS_KEPT_MAX),
         };
         ExecutionThread {
             index,
@@ -247,7 +241,6 @@ impl ExecutionThread {
                 placed.address,
                 &mut self.outbox,
                 &mut self.rng,
-                &mut self.router.buffers,
             );
             placed.block.start(&mut ctx);
             for output in self.outbox.drain(..) {
@@ -332,13 +325,7 @@ impl ExecutionThread {
     fn execute(&mut self, slot: usize, signal: Signal) {
         let placed = &mut self.blocks[slot];
         assert_eq!(placed.address, signal.receiver);
-        let mut ctx = Context::new(
-            self.now,
-            placed.address,
-            &mut self.outbox,
-            &mut self.rng,
-            &mut self.router.buffers,
-        );
+        let mut ctx = Context::new(self.now, placed.address, &mut self.outbox, &mut self.rng);
         placed.block.execute(signal, &mut ctx);
         self.progress += 1;
         self.shared.threads[self.index].publish_progress(self.progress);
@@ -400,9 +387,6 @@ struct Router {
     timers: TimerHeap,
     control: Arc<dyn NodeControl>,
     drops: DropLog,
-    /// Empty payload buffers of signals sent to other nodes, for the
-    /// blocks of this thread to fill again (`Context::buffer`).
-    buffers: Vec<Vec<u8>>,
 }
 
 impl Router {
@@ -443,7 +427,10 @@ impl Router {
         if signal.receiver.node != self.node {
             self.remote.send(&signal);
             self.remote_sent = true;
-            self.keep_buffer(signal.body);
+            // Encoded: its payload is for this thread's blocks to fill again.
+            if let Some(payload) = signal.body.into_payload() {
+                signal::buffers::keep(payload);
+            }
             return;
         }
         let Some(route) = self.routes.get(signal.receiver) else {
@@ -476,21 +463,6 @@ impl Router {
             self.pending[target].push_back(signal);
         }
         self.pending_signals += 1;
-    }
-
-    /// Keeps the byte payload of a signal sent (encoded) to another node
-    /// for reuse, up to `BUFFERS_KEPT_MAX` of at most `BUFFER_KEPT_BYTES_MAX`.
-    #[inline]
-    fn keep_buffer(&mut self, body: SignalBody) {
-        if self.buffers.len() >= BUFFERS_KEPT_MAX {
-            return;
-        }
-        if let Some(mut bytes) = body.into_payload() {
-            if bytes.capacity() > 0 && bytes.capacity() <= BUFFER_KEPT_BYTES_MAX {
-                bytes.clear();
-                self.buffers.push(bytes);
-            }
-        }
     }
 
     /// Moves what fits from the pending lists into their queues.
