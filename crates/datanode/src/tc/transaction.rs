@@ -1162,7 +1162,10 @@ impl TcBlock {
         if matches!(
             tx.state,
             TxState::Committing | TxState::Aborting | TxState::WaitingForGci
-        ) {
+        ) || tx.ldm_committed.is_some()
+        {
+            // Decided: committing, aborting, or committed by its LDM (the
+            // rest of whose answer is on its way).
             return;
         }
         self.counters.lock_timeouts += 1;
@@ -1199,6 +1202,7 @@ impl TcBlock {
                 let tx = self.transactions.get(slot);
                 tx.api.is_some_and(|api| api.node == node)
                     && matches!(tx.state, TxState::Idle | TxState::Executing)
+                    && tx.ldm_committed.is_none()
             })
             .collect();
         // Deterministic order (the map's is not).
