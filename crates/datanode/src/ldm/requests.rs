@@ -496,6 +496,19 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         for op in ops {
             scratch.keys.extend(op.keys().map(|v| v.to_value()));
         }
+        if let [op] = ops {
+            // One key: nothing to overlap, so the batch pipeline's stages
+            // would be overhead; the plain lookup gives the same answer.
+            match fragment.read(pool, &scratch.keys, ReadMode::Committed, &mut scratch.row) {
+                Ok(Outcome::Done) => {
+                    let (fixed, var) = (scratch.row.fixed(), scratch.row.var());
+                    write_row(out, fragment.layout(), table, op, fixed, var);
+                }
+                Ok(_) => out.error(op.header.op_index, error::NO_SUCH_ROW),
+                Err(e) => out.error(op.header.op_index, fragment_code(table, &e)),
+            }
+            return;
+        }
         if let Err(e) = fragment.read_batch(pool, &scratch.keys, &mut scratch.batch) {
             let code = fragment_code(table, &e);
             for op in ops {
