@@ -43,8 +43,8 @@
 //! The whole batch is at most [`BATCH_BYTES_MAX`] bytes.
 
 use storage::schema::{
-    integer_code_fits, Column, IndexDef, IndexKind, TableDef, ValueRef, BLOB_INLINE_BYTES,
-    COLUMNS_MAX,
+    Column, IndexDef, IndexKind, TableDef, ValueRef, BLOB_INLINE_BYTES, COLUMNS_MAX,
+    INTEGER_CODE_UNSIGNED,
 };
 
 use crate::value::{
@@ -703,8 +703,10 @@ impl<'a> OpView<'a> {
     /// fitting), the written columns (existing, each once, fitting; not in
     /// the primary key; insert and write give every non-key column) and
     /// the projection. Errors name the table and the column.
+    /// Makes the table's [`CheckPlan`] on every call: a caller that checks
+    /// many operations keeps the plan and calls [`OpView::check_with`].
     pub fn check(&self, table: &TableDef) -> Result<(), ProtoError> {
-        self.check_planned(table, None, true)
+        self.check_planned(table, &CheckPlan::new(table), true)
     }
 
     /// [`OpView::check`] with `plan`, made once from the same table: the
@@ -715,7 +717,7 @@ impl<'a> OpView<'a> {
             table.columns.len(),
             "a plan of this table"
         );
-        self.check_planned(table, Some(plan), true)
+        self.check_planned(table, plan, true)
     }
 
     /// `integer_fast`: whether the written values may take
@@ -723,7 +725,7 @@ impl<'a> OpView<'a> {
     fn check_planned(
         &self,
         table: &TableDef,
-        plan: Option<&CheckPlan>,
+        plan: &CheckPlan,
         integer_fast: bool,
     ) -> Result<(), ProtoError> {
         let h = &self.header;
@@ -777,24 +779,7 @@ impl<'a> OpView<'a> {
             )));
         }
         let mut given = ColumnSet::default();
-        let fit = match plan {
-            _ if !integer_fast => false,
-            Some(plan) => {
-                let code_of = |c: usize| plan.columns.get(c).copied().unwrap_or(0);
-                self.integer_values_fit(code_of, &mut given)
-            }
-            None => {
-                let mut key = ColumnSet::default();
-                for &c in &table.primary_key {
-                    key.insert(c);
-                }
-                let code_of = |c: usize| match table.columns.get(c) {
-                    Some(column) if !key.contains(c) => column.ty.integer_code(),
-                    _ => 0,
-                };
-                self.integer_values_fit(code_of, &mut given)
-            }
-        };
+        let fit = integer_fast && self.integer_values_fit(plan, &mut given);
         let values = if fit {
             // Every written value checked already: nothing for the loop below.
             ColumnValues {
@@ -852,34 +837,39 @@ impl<'a> OpView<'a> {
 impl OpView<'_> {
     /// Whether every written value is an integer in its integer column's
     /// range, each column written once and none in the primary key: the
-    /// common case of key-value tables, decided in one tight loop (about a
-    /// third of the general loop's time per value). `code_of` gives a
-    /// column's `ColumnType::integer_code`, 0 for a key column or one past
-    /// the table. False sends the check through the general loop, which
-    /// says what is wrong; `given` holds the written columns when true.
+    /// common case of key-value tables, decided in one tight loop of a
+    /// bounds check, a range test ([`CheckPlan`]) and a bit per value.
+    /// False sends the check through the general loop, which says what is
+    /// wrong; `given` holds the written columns when true.
     #[inline]
-    fn integer_values_fit(&self, code_of: impl Fn(usize) -> u8, given: &mut ColumnSet) -> bool {
+    fn integer_values_fit(&self, plan: &CheckPlan, given: &mut ColumnSet) -> bool {
         // Integer pairs only: each is a fixed `INTEGER_PAIR_BYTES` (u16
         // column, tag, 8 bytes), so the values are exactly that many bytes
         // per value and are read in fixed-size chunks, without a reader.
-        let pairs = self.values.chunks_exact(INTEGER_PAIR_BYTES);
-        if pairs.len() != usize::from(self.value_count) || !pairs.remainder().is_empty() {
+        let (pairs, rest) = self.values.as_chunks::<INTEGER_PAIR_BYTES>();
+        if pairs.len() != usize::from(self.value_count) || !rest.is_empty() {
             return false;
         }
-        for pair in pairs {
-            let &[c0, c1, tag, a, b, c, d, e, f, g, h] = pair else {
-                unreachable!("chunks of INTEGER_PAIR_BYTES");
-            };
-            let raw = [a, b, c, d, e, f, g, h];
-            let v = match tag {
-                TAG_UINT => ValueRef::UInt(u64::from_le_bytes(raw)),
-                TAG_INT => ValueRef::Int(i64::from_le_bytes(raw)),
-                _ => return false,
-            };
-            let c = usize::from(u16::from_le_bytes([c0, c1]));
-            if !integer_code_fits(code_of(c), v) || !given.insert(c) {
+        // The columns no integer may be written to start as taken: one bit
+        // test then refuses them and a column written twice alike.
+        given.0 = plan.refused.0;
+        for &[c0, c1, tag, a, b, c, d, e, f, g, h] in pairs {
+            let tag_index = tag.wrapping_sub(TAG_INT);
+            if tag_index > TAG_UINT - TAG_INT {
                 return false;
             }
+            let column = usize::from(u16::from_le_bytes([c0, c1]));
+            let Some(ranges) = plan.ranges.get(column) else {
+                return false;
+            };
+            let range = ranges[usize::from(tag_index)];
+            let raw = u64::from_le_bytes([a, b, c, d, e, f, g, h]);
+            if raw.wrapping_sub(range.low) > range.span || !given.insert(column) {
+                return false;
+            }
+        }
+        for (word, refused) in given.0.iter_mut().zip(plan.refused.0) {
+            *word &= !refused;
         }
         true
     }
@@ -889,16 +879,22 @@ impl OpView<'_> {
 const INTEGER_PAIR_BYTES: usize = 2 + 1 + 8;
 
 /// What [`OpView::check_with`] needs of a table, made once per table
-/// definition (a TC or a client keeps it beside the definition): a byte
-/// per column, its `ColumnType::integer_code`, 0 for a key column.
+/// definition (a TC or a client keeps it beside the definition).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CheckPlan {
+    /// A byte per column, its `ColumnType::integer_code`, 0 for a key column.
     columns: Vec<u8>,
+    /// Per column, the integers of each tag (`TAG_INT`, `TAG_UINT`) that
+    /// fit it; meaningless for a column in `refused`.
+    ranges: Vec<[IntegerRange; 2]>,
+    /// The columns no integer is written to: the key's and those not of
+    /// an integer type.
+    refused: ColumnSet,
 }
 
 impl CheckPlan {
     pub fn new(table: &TableDef) -> CheckPlan {
-        let columns = table
+        let columns: Vec<u8> = table
             .columns
             .iter()
             .enumerate()
@@ -910,7 +906,18 @@ impl CheckPlan {
                 }
             })
             .collect();
-        CheckPlan { columns }
+        let mut refused = ColumnSet::default();
+        for (c, &code) in columns.iter().enumerate() {
+            if code == 0 {
+                refused.insert(c);
+            }
+        }
+        let ranges = columns.iter().map(|&code| IntegerRange::of(code)).collect();
+        CheckPlan {
+            columns,
+            ranges,
+            refused,
+        }
     }
 
     /// Each column's `ColumnType::integer_code`, 0 for a key column.
@@ -919,12 +926,58 @@ impl CheckPlan {
     }
 }
 
+/// The integers of one tag that fit a column, as a test of the value's 8
+/// bytes read as a u64: `raw - low <= span`, wrapping. One subtraction and
+/// one comparison cover both ends of a signed range, and an unsigned
+/// column refuses a negative `Int` (its u64 is above any span such a
+/// column has).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct IntegerRange {
+    low: u64,
+    span: u64,
+}
+
+impl IntegerRange {
+    /// The ranges of an integer code (`ColumnType::integer_code`), by tag:
+    /// `TAG_INT`'s, then `TAG_UINT`'s; what `integer_code_fits` accepts.
+    fn of(code: u8) -> [IntegerRange; 2] {
+        if code == 0 {
+            return [IntegerRange::default(); 2];
+        }
+        let bits = u32::from(code & !INTEGER_CODE_UNSIGNED);
+        assert!((8..=64).contains(&bits), "integer code {code:#x}");
+        // The largest value of `bits` bits: all ones.
+        let ones = |bits: u32| u64::MAX >> (64 - bits);
+        if code & INTEGER_CODE_UNSIGNED != 0 {
+            let max = ones(bits);
+            [
+                IntegerRange {
+                    low: 0,
+                    span: max.min(i64::MAX as u64),
+                },
+                IntegerRange { low: 0, span: max },
+            ]
+        } else {
+            let max = ones(bits - 1);
+            [
+                IntegerRange {
+                    // The smallest value, -2^(bits-1), as a u64.
+                    low: !max,
+                    span: ones(bits),
+                },
+                IntegerRange { low: 0, span: max },
+            ]
+        }
+    }
+}
+
 /// A set of column positions, on the stack: checks allocate only to fail.
-#[derive(Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 struct ColumnSet([u64; COLUMNS_MAX.div_ceil(64)]);
 
 impl ColumnSet {
     /// Adds a column; false if it was there. `c` is below `COLUMNS_MAX`.
+    #[inline(always)]
     fn insert(&mut self, c: usize) -> bool {
         let (word, bit) = (c / 64, 1u64 << (c % 64));
         let fresh = self.0[word] & bit == 0;
@@ -1138,7 +1191,7 @@ fn check_blob_write(table: &str, column: &Column, v: ValueRef<'_>) -> Result<(),
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use storage::schema::{Collation, ColumnType, Value};
+    use storage::schema::{integer_code_fits, Collation, ColumnType, Value};
 
     /// Integer columns of every width and sign, one nullable, one not an
     /// integer; the key is column 0.
@@ -1175,7 +1228,51 @@ mod tests {
             2 => any::<u64>().prop_map(Value::UInt),
             1 => Just(Value::Null),
             1 => Just(Value::String("ab".into())),
+            1 => Just(Value::Float(1.5)),
+            1 => Just(Value::Double(2.5)),
         ]
+    }
+
+    /// A batch of one op on `ints()` writing `values`.
+    fn op_batch(kind: OpKind, values: &[(u16, Value)]) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        let mut writer = OpBatchWriter::new(&mut bytes);
+        writer.begin(&OpHeader {
+            op_index: 0,
+            table_id: 7,
+            table_version: 0,
+            index_id: NO_INDEX,
+            partition: NO_PARTITION,
+            kind,
+            lock: LockMode::Committed,
+            flags: 0,
+        });
+        writer.key(Value::UInt(1).as_ref());
+        for (column, v) in values {
+            writer.value(*column, v.as_ref());
+        }
+        writer.end().expect("a small op fits");
+        drop(writer);
+        bytes
+    }
+
+    /// An insert whose integers all fit still misses the column it does not
+    /// write, though no integer may go to that column.
+    #[test]
+    fn an_insert_of_fitting_integers_misses_its_other_columns() {
+        let table = ints();
+        let integers: Vec<(u16, Value)> = (1..6).map(|c| (c, Value::Int(1))).collect();
+        let bytes = op_batch(OpKind::Insert, &integers);
+        let reader = OpBatchReader::new(&bytes).expect("a valid batch");
+        let view = reader.iter().next().expect("one op");
+        let plan = CheckPlan::new(&table);
+        let missing = ProtoError::MissingColumn {
+            table: "ints".into(),
+            kind: "insert",
+            column: "s".into(),
+        };
+        assert_eq!(view.check_planned(&table, &plan, true), Err(missing.clone()));
+        assert_eq!(view.check_planned(&table, &plan, false), Err(missing));
     }
 
     proptest! {
@@ -1187,35 +1284,49 @@ mod tests {
             values in proptest::collection::vec((0u16..9, value()), 0..8),
         ) {
             let table = ints();
-            let mut bytes = Vec::new();
-            let mut writer = OpBatchWriter::new(&mut bytes);
-            writer.begin(&OpHeader {
-                op_index: 0,
-                table_id: 7,
-                table_version: 0,
-                index_id: NO_INDEX,
-                partition: NO_PARTITION,
-                kind,
-                lock: LockMode::Committed,
-                flags: 0,
-            });
-            writer.key(Value::UInt(1).as_ref());
-            for (column, v) in &values {
-                writer.value(*column, v.as_ref());
-            }
-            writer.end().expect("a small op fits");
-            drop(writer);
+            let bytes = op_batch(kind, &values);
             let reader = OpBatchReader::new(&bytes).expect("a valid batch");
             let view = reader.iter().next().expect("one op");
             let plan = CheckPlan::new(&table);
             prop_assert_eq!(
-                view.check_planned(&table, Some(&plan), true),
-                view.check_planned(&table, Some(&plan), false)
-            );
-            prop_assert_eq!(
-                view.check_planned(&table, None, true),
-                view.check_planned(&table, None, false)
+                view.check_planned(&table, &plan, true),
+                view.check_planned(&table, &plan, false)
             );
         }
+    }
+
+    /// A plan's ranges accept exactly the integers `integer_code_fits`
+    /// accepts, for every integer type, at and around each bound.
+    #[test]
+    fn integer_ranges_accept_what_integer_code_fits_accepts() {
+        let mut probes = vec![0u64, 1, 2, u64::MAX, u64::MAX - 1];
+        for bits in [7, 8, 15, 16, 23, 24, 31, 32, 63] {
+            let edge = 1u64 << bits;
+            probes.extend([edge - 1, edge, edge + 1]);
+            let negative = (edge as i64).wrapping_neg() as u64;
+            probes.extend([negative.wrapping_sub(1), negative, negative + 1]);
+        }
+        let mut codes = 0;
+        for unsigned in [false, true] {
+            for ty in [
+                ColumnType::TinyInt { unsigned },
+                ColumnType::SmallInt { unsigned },
+                ColumnType::MediumInt { unsigned },
+                ColumnType::Int { unsigned },
+                ColumnType::BigInt { unsigned },
+            ] {
+                let code = ty.integer_code();
+                let [int, uint] = IntegerRange::of(code);
+                for &raw in &probes {
+                    let fits = |range: IntegerRange| raw.wrapping_sub(range.low) <= range.span;
+                    let signed = ValueRef::Int(raw as i64);
+                    assert_eq!(fits(int), integer_code_fits(code, signed), "{ty:?} {signed:?}");
+                    let unsigned = ValueRef::UInt(raw);
+                    assert_eq!(fits(uint), integer_code_fits(code, unsigned), "{ty:?} {unsigned:?}");
+                }
+                codes += 1;
+            }
+        }
+        assert_eq!(codes, 10);
     }
 }
