@@ -971,15 +971,22 @@ impl IntegerRange {
     }
 }
 
+/// Words of a [`ColumnSet`]: a power of two, so a column's word index is
+/// kept inside the array by a mask, not a bounds check.
+const COLUMN_SET_WORDS: usize = COLUMNS_MAX.div_ceil(64);
+const _: () = assert!(COLUMN_SET_WORDS.is_power_of_two());
+
 /// A set of column positions, on the stack: checks allocate only to fail.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-struct ColumnSet([u64; COLUMNS_MAX.div_ceil(64)]);
+struct ColumnSet([u64; COLUMN_SET_WORDS]);
 
 impl ColumnSet {
     /// Adds a column; false if it was there. `c` is below `COLUMNS_MAX`.
     #[inline(always)]
     fn insert(&mut self, c: usize) -> bool {
-        let (word, bit) = (c / 64, 1u64 << (c % 64));
+        debug_assert!(c < COLUMNS_MAX, "column {c} of a table");
+        // The mask changes no index below COLUMNS_MAX.
+        let (word, bit) = (c / 64 % COLUMN_SET_WORDS, 1u64 << (c % 64));
         let fresh = self.0[word] & bit == 0;
         self.0[word] |= bit;
         fresh

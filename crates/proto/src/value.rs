@@ -47,6 +47,8 @@ use crate::ProtoError;
 const TAG_NULL: u8 = 0;
 pub(crate) const TAG_INT: u8 = 1;
 pub(crate) const TAG_UINT: u8 = 2;
+// Integer tests take a tag's distance from `TAG_INT`: 0 or 1 for an integer.
+const _: () = assert!(TAG_UINT == TAG_INT + 1);
 const TAG_FLOAT: u8 = 3;
 const TAG_DOUBLE: u8 = 4;
 const TAG_DECIMAL: u8 = 5;
@@ -433,8 +435,18 @@ impl<'a> Reader<'a> {
     #[inline(always)]
     fn skip_fixed<const PREFIX: usize>(&mut self, count: usize) -> usize {
         let bytes = self.bytes;
-        let mut pos = self.pos;
+        // Integers (most values of key-value tables) first, in chunks of
+        // their fixed size: a tag test each, the bounds checked per chunk
+        // by `chunks_exact`. The general loop below takes what follows.
         let mut stepped = 0;
+        let integer_bytes = PREFIX + 1 + 8;
+        for chunk in bytes[self.pos..].chunks_exact(integer_bytes).take(count) {
+            if chunk[PREFIX].wrapping_sub(TAG_INT) > TAG_UINT - TAG_INT {
+                break;
+            }
+            stepped += 1;
+        }
+        let mut pos = self.pos + stepped * integer_bytes;
         while stepped < count {
             let Some(&tag) = bytes.get(pos + PREFIX) else {
                 break;
