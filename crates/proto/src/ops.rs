@@ -551,6 +551,7 @@ fn parse_op<'a>(r: &mut Reader<'a>, check: Check) -> Result<OpView<'a>, ProtoErr
         declared: body,
         actual,
     };
+    let projection_bytes = 2 * usize::from(projection_count);
     let projection_at = match check {
         Check::Values => {
             let fixed = r.skip_fixed_pairs(usize::from(value_count));
@@ -558,23 +559,23 @@ fn parse_op<'a>(r: &mut Reader<'a>, check: Check) -> Result<OpView<'a>, ProtoErr
                 r.u16()?;
                 skip_value(r)?;
             }
-            r.position()
+            let at = r.position();
+            if at + projection_bytes != end {
+                // Refused below, by the reads that say how.
+                r.bytes(projection_bytes)?;
+                return Err(bad_length(r.position() - start - 4));
+            }
+            at
         }
         Check::Frame => {
             // The projection ends the op: the values are what lies between.
-            let projection_bytes = 2 * usize::from(projection_count);
-            let at = end
-                .checked_sub(projection_bytes)
+            end.checked_sub(projection_bytes)
                 .filter(|&at| at >= values_at)
-                .ok_or_else(|| bad_length(values_at + projection_bytes - start - 4))?;
-            r.bytes(at - values_at)?;
-            at
+                .ok_or_else(|| bad_length(values_at + projection_bytes - start - 4))?
         }
     };
-    r.bytes(2 * usize::from(projection_count))?;
-    if r.position() != end {
-        return Err(bad_length(r.position() - start - 4));
-    }
+    // Inside the buffer: `end` is, by the op length's check.
+    r.skip_to(end);
     let whole = r.whole();
     Ok(OpView {
         header,

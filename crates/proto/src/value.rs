@@ -109,6 +109,20 @@ impl<'a> Reader<'a> {
         self.bytes
     }
 
+    /// Moves on to `at`, a position at or after this one that a check has
+    /// found inside the buffer (an op's end, within its checked length).
+    #[inline]
+    pub(crate) fn skip_to(&mut self, at: usize) {
+        assert!(
+            self.pos <= at && at <= self.bytes.len(),
+            "{}: a skip to {at}, from {} in {} bytes",
+            self.what,
+            self.pos,
+            self.bytes.len()
+        );
+        self.pos = at;
+    }
+
     /// The next `len` bytes.
     #[inline]
     pub fn bytes(&mut self, len: usize) -> Result<&'a [u8], ProtoError> {
@@ -439,6 +453,10 @@ impl<'a> Reader<'a> {
         // their fixed size: a tag test each, the bounds checked per chunk
         // by `chunks_exact`. The general loop below takes what follows.
         let mut stepped = 0;
+        if count == 0 {
+            // An op of no values (every read): not even the chunks' setup.
+            return 0;
+        }
         let integer_bytes = PREFIX + 1 + 8;
         for chunk in bytes[self.pos..].chunks_exact(integer_bytes).take(count) {
             if chunk[PREFIX].wrapping_sub(TAG_INT) > TAG_UINT - TAG_INT {
