@@ -1279,7 +1279,10 @@ mod tests {
             kind: "insert",
             column: "s".into(),
         };
-        assert_eq!(view.check_planned(&table, &plan, true), Err(missing.clone()));
+        assert_eq!(
+            view.check_planned(&table, &plan, true),
+            Err(missing.clone())
+        );
         assert_eq!(view.check_planned(&table, &plan, false), Err(missing));
     }
 
@@ -1328,9 +1331,17 @@ mod tests {
                 for &raw in &probes {
                     let fits = |range: IntegerRange| raw.wrapping_sub(range.low) <= range.span;
                     let signed = ValueRef::Int(raw as i64);
-                    assert_eq!(fits(int), integer_code_fits(code, signed), "{ty:?} {signed:?}");
+                    assert_eq!(
+                        fits(int),
+                        integer_code_fits(code, signed),
+                        "{ty:?} {signed:?}"
+                    );
                     let unsigned = ValueRef::UInt(raw);
-                    assert_eq!(fits(uint), integer_code_fits(code, unsigned), "{ty:?} {unsigned:?}");
+                    assert_eq!(
+                        fits(uint),
+                        integer_code_fits(code, unsigned),
+                        "{ty:?} {unsigned:?}"
+                    );
                 }
                 codes += 1;
             }
