@@ -335,6 +335,22 @@ fn one_of_each() -> Vec<SignalBody> {
             results: vec![1],
             ok_in_order: 1,
         },
+        SignalBody::LdmKeyBatchReq {
+            tx_ids: vec![7, 1 << 50],
+            tcs: vec![
+                BlockRef::new(node(3), BlockNumber::TRANSACTION_COORDINATOR, 0),
+                BlockRef::new(node(4), BlockNumber::TRANSACTION_COORDINATOR, 1),
+            ],
+            chains: vec![Vec::new(), vec![node(5)]],
+            ends: vec![3, 7],
+            ops: vec![5; 7],
+        },
+        SignalBody::LdmKeyConfBatch {
+            tx_ids: vec![7, 1 << 50, 9],
+            ok_in_order: vec![1, 0, 2],
+            ends: vec![1, 1, 4],
+            results: vec![1, 2, 3, 4],
+        },
         SignalBody::LdmAbortReq { tx_id: 8 },
         SignalBody::LdmAbortConf { tx_id: 8 },
         SignalBody::LdmScanReq {

@@ -44,6 +44,7 @@
 
 pub(crate) mod aborted;
 mod alter;
+pub(crate) mod batches;
 mod copy;
 mod encoded;
 mod failover;
@@ -145,6 +146,12 @@ pub struct LdmStats {
     pub refused_starting: u64,
     /// `LdmKeyCommitReq`s committed here with their ops (one-phase).
     pub one_phase_commits: u64,
+    /// `LdmKeyBatchReq`s sent: requests of several transactions passed on
+    /// to the next replica in one signal (`batches`).
+    pub key_batches: u64,
+    /// `LdmKeyConfBatch`s sent: answers of several transactions to one TC
+    /// in one signal (`batches`).
+    pub key_conf_batches: u64,
 }
 
 /// The tables the dictionary told this instance about.
@@ -258,6 +265,8 @@ pub struct LdmBlock<D> {
     recent_commits: failover::RecentCommits,
     failed: bool,
     stats: LdmStats,
+    /// Requests passed on and answers gathered for other nodes (`batches`).
+    key_batches: batches::KeyBatches,
     /// An ALTER TABLE waiting for its table's transactions to end, and the
     /// schema signals behind it.
     alter: alter::AlterState,
@@ -306,6 +315,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             recent_commits: failover::RecentCommits::default(),
             failed: false,
             stats: LdmStats::default(),
+            key_batches: batches::KeyBatches::default(),
             alter: alter::AlterState::default(),
             restart: copy::NodeRestart::default(),
         }
@@ -1249,6 +1259,16 @@ impl<D: Disk + Clone + Send + 'static> Block for LdmBlock<D> {
                 chain,
                 ops,
             } => self.on_key_req(sender, tx_id, tc, chain, ops, 0, ctx),
+            SignalBody::LdmKeyBatchReq {
+                tx_ids,
+                tcs,
+                chains,
+                ends,
+                ops,
+            } => self.on_key_batch_req(sender, tx_ids, tcs, chains, ends, ops, ctx),
+            SignalBody::Continue {
+                what: batches::CONTINUE_KEY_BATCHES,
+            } if sender == self.me => self.flush_key_batches(ctx),
             SignalBody::LdmKeyCommitReq {
                 tx_id,
                 tc,

@@ -559,6 +559,12 @@ impl Block for TcBlock {
                 results,
                 ok_in_order,
             } => self.on_ldm_key_conf(from, tx_id, results, ok_in_order, None, ctx),
+            SignalBody::LdmKeyConfBatch {
+                tx_ids,
+                ok_in_order,
+                ends,
+                results,
+            } => self.on_ldm_key_conf_batch(from, &tx_ids, &ok_in_order, &ends, results, ctx),
             SignalBody::LdmKeyCommitted {
                 tx_id,
                 gci,

@@ -34,6 +34,7 @@ use proto::{IGNORE_ERROR, NO_INDEX, NO_PARTITION};
 use signal::{tc_flags, BlockNumber, BlockRef, NodeBitmask, NodeId, SignalBody};
 use storage::schema::{distribution_hash, partition_of};
 
+use crate::ldm::batches::{check_entries, entry_ranges};
 use super::commits::{send_chain_req, ChainRest};
 use super::unique::{plan_records, Plan};
 use smallvec::SmallVec;
@@ -760,6 +761,31 @@ impl TcBlock {
         self.counters.backup_reads += 1;
         self.counters.local_reads += 1;
         u16::try_from(g).expect("groups ≤ 2 × data nodes × LDM instances")
+    }
+
+    /// Takes each answer of an `LdmKeyConfBatch` as its `LdmKeyConf`, in order.
+    pub(crate) fn on_ldm_key_conf_batch(
+        &mut self,
+        from: BlockRef,
+        tx_ids: &[u64],
+        ok_in_order: &[u32],
+        ends: &[u32],
+        results: Vec<u8>,
+        ctx: &mut Context<'_>,
+    ) {
+        let checked = check_entries(tx_ids.len(), &[ok_in_order.len()], ends, results.len());
+        if let Err(e) = checked {
+            // Only a bug sends this; its transactions end by their timeout.
+            tracing::error!(tc = %self.me, "malformed LdmKeyConfBatch from {from}: {e}");
+            return self.scratch.recycle(results);
+        }
+        for (i, range) in entry_ranges(ends).enumerate() {
+            // A buffer the client's answer gives back (`Context::buffer`).
+            let mut bytes = ctx.buffer();
+            bytes.extend_from_slice(&results[range]);
+            self.on_ldm_key_conf(from, tx_ids[i], bytes, ok_in_order[i], None, ctx);
+        }
+        self.scratch.recycle(results);
     }
 
     pub(crate) fn on_ldm_key_conf(
