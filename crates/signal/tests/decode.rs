@@ -336,20 +336,23 @@ fn one_of_each() -> Vec<SignalBody> {
             ok_in_order: 1,
         },
         SignalBody::LdmKeyBatchReq {
-            tx_ids: vec![7, 1 << 50],
-            tcs: vec![
-                BlockRef::new(node(3), BlockNumber::TRANSACTION_COORDINATOR, 0),
-                BlockRef::new(node(4), BlockNumber::TRANSACTION_COORDINATOR, 1),
-            ],
-            chains: vec![Vec::new(), vec![node(5)]],
-            ends: vec![3, 7],
-            ops: vec![5; 7],
+            count: 2,
+            entries: {
+                let tc = BlockRef::new(node(3), BlockNumber::TRANSACTION_COORDINATOR, 0);
+                let mut entries = Vec::new();
+                key_batch::put_key_req(&mut entries, 7, tc, &[], &[5; 7]);
+                key_batch::put_key_req(&mut entries, 1 << 50, tc, &[node(5)], &[6; 3]);
+                entries
+            },
         },
         SignalBody::LdmKeyConfBatch {
-            tx_ids: vec![7, 1 << 50, 9],
-            ok_in_order: vec![1, 0, 2],
-            ends: vec![1, 1, 4],
-            results: vec![1, 2, 3, 4],
+            count: 2,
+            entries: {
+                let mut entries = Vec::new();
+                key_batch::put_key_conf(&mut entries, 7, 1, &[1]);
+                key_batch::put_key_conf(&mut entries, 9, 0, &[2, 3]);
+                entries
+            },
         },
         SignalBody::LdmAbortReq { tx_id: 8 },
         SignalBody::LdmAbortConf { tx_id: 8 },

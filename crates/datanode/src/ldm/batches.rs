@@ -28,6 +28,7 @@
 //! to a TC keep their order the same way.
 
 use kernel::Context;
+use signal::key_batch::{key_reqs, put_key_conf, put_key_req};
 use signal::{BlockNumber, BlockRef, NodeId, SignalBody};
 
 use super::encoded::Gathered;
@@ -36,31 +37,45 @@ use super::{LdmBlock, LdmStats};
 /// `Continue::what` of an LDM instance: send the gathered key batches.
 pub(super) const CONTINUE_KEY_BATCHES: u32 = 1;
 /// Most entries in one key batch: a full batch leaves at once.
-pub(crate) const KEY_BATCH_ENTRIES_MAX: usize = 256;
-/// Most bytes of op or result batches in one key batch: a batch that
-/// reaches it leaves at once. Far below a frame (1 MiB), and within the
-/// payload buffers a thread keeps for reuse (64 KiB).
+pub(crate) const KEY_BATCH_ENTRIES_MAX: u32 = 256;
+/// Most bytes of one key batch's entries: a batch that reaches it leaves
+/// at once. Far below a frame (1 MiB), and within the payload buffers a
+/// thread keeps for reuse (64 KiB).
 pub(crate) const KEY_BATCH_BYTES_MAX: usize = 32 << 10;
+
+/// A request gathered alone so far: it goes on as it came if it stays so.
+#[derive(Debug)]
+struct LoneRequest {
+    tx_id: u64,
+    tc: BlockRef,
+    chain: Vec<NodeId>,
+    ops: Vec<u8>,
+}
 
 /// Requests passed on to one node, gathered so far.
 #[derive(Debug, Default)]
 struct Forwards {
     to: Option<NodeId>,
-    tx_ids: Vec<u64>,
-    tcs: Vec<BlockRef>,
-    chains: Vec<Vec<NodeId>>,
-    ends: Vec<u32>,
-    ops: Vec<u8>,
+    count: u32,
+    /// The first entry while it is the only one.
+    lone: Option<LoneRequest>,
+    /// The entries once there are two (`signal::key_batch`).
+    entries: Vec<u8>,
+    /// The bytes of the last batch sent: room the next one reserves at once.
+    last_bytes: usize,
 }
 
-/// Answers to one TC, gathered so far.
+/// Answers to one TC, gathered so far (as `Forwards` are).
 #[derive(Debug, Default)]
 struct Answers {
     tc: Option<BlockRef>,
-    tx_ids: Vec<u64>,
-    ok_in_order: Vec<u32>,
-    ends: Vec<u32>,
-    results: Vec<u8>,
+    count: u32,
+    /// The first entry's `tx_id` and `ok_in_order` while it is the only
+    /// one; its result batch is in `lone_results`.
+    lone: Option<(u64, u32)>,
+    lone_results: Vec<u8>,
+    entries: Vec<u8>,
+    last_bytes: usize,
 }
 
 /// The key batches of an instance, reused from round to round.
@@ -72,8 +87,12 @@ pub(super) struct KeyBatches {
     answers: Vec<Answers>,
     /// Answer batches in use: `answers[..answers_used]`.
     answers_used: usize,
-    /// One result batch, before it joins a batch that has entries.
+    /// One result batch, before it joins a batch.
     part: Vec<u8>,
+    /// Empty op batch buffers of requests gathered into a batch, for the
+    /// requests of batches received (`on_key_batch_req`): an instance that
+    /// passes requests on receives about as many from the other replica.
+    spare: Vec<Vec<u8>>,
     /// A `Continue { CONTINUE_KEY_BATCHES }` is on its way to the instance.
     flush_due: bool,
 }
@@ -82,6 +101,10 @@ pub(super) struct KeyBatches {
 pub(super) fn gathers_answers(me: BlockRef, tc: BlockRef) -> bool {
     tc.node != me.node && tc.block == BlockNumber::TRANSACTION_COORDINATOR
 }
+
+/// Bytes of an entry beyond its op or result batch (at most: a chain of
+/// up to 4 replicas).
+const ENTRY_OVERHEAD_BYTES_MAX: usize = 32;
 
 impl KeyBatches {
     /// Adds the request of `tx_id` passed on to the instance `me.instance`
@@ -109,30 +132,39 @@ impl KeyBatches {
                     self.forwards.push(Forwards::default());
                 }
                 let batch = &mut self.forwards[self.forwards_used];
-                debug_assert!(batch.tx_ids.is_empty(), "a batch not in use is empty");
+                debug_assert!(batch.count == 0, "a batch not in use is empty");
                 batch.to = Some(to);
                 self.forwards_used += 1;
                 self.forwards_used - 1
             }
         };
-        if !self.forwards[b].tx_ids.is_empty()
-            && self.forwards[b].ops.len() + ops.len() > KEY_BATCH_BYTES_MAX
-        {
-            send_forwards(&mut self.forwards[b], me, stats, ctx);
-        }
         let batch = &mut self.forwards[b];
-        if batch.tx_ids.is_empty() {
-            // The first entry's buffer becomes the batch's: a lone one goes
-            // on as it came, neither copied nor allocated again.
-            batch.ops = ops;
-        } else {
-            batch.ops.extend_from_slice(&ops);
+        if batch.count > 0 && batch.bytes() + ops.len() + ENTRY_OVERHEAD_BYTES_MAX > KEY_BATCH_BYTES_MAX {
+            send_forwards(batch, me, stats, ctx);
         }
-        batch.tx_ids.push(tx_id);
-        batch.tcs.push(tc);
-        batch.chains.push(chain);
-        batch.ends.push(u32::try_from(batch.ops.len()).expect("a key batch is far below 4 GiB"));
-        if batch.tx_ids.len() >= KEY_BATCH_ENTRIES_MAX || batch.ops.len() >= KEY_BATCH_BYTES_MAX {
+        if batch.count == 1 {
+            let lone = batch.lone.take().expect("a batch of one holds its request");
+            debug_assert!(batch.entries.is_empty());
+            if batch.entries.capacity() == 0 {
+                batch.entries = ctx.buffer();
+            }
+            batch.entries.reserve(batch.last_bytes);
+            put_key_req(&mut batch.entries, lone.tx_id, lone.tc, &lone.chain, &lone.ops);
+            keep_spare(&mut self.spare, lone.ops);
+        }
+        if batch.count == 0 {
+            batch.lone = Some(LoneRequest {
+                tx_id,
+                tc,
+                chain,
+                ops,
+            });
+        } else {
+            put_key_req(&mut batch.entries, tx_id, tc, &chain, &ops);
+            keep_spare(&mut self.spare, ops);
+        }
+        batch.count += 1;
+        if batch.count >= KEY_BATCH_ENTRIES_MAX || batch.bytes() >= KEY_BATCH_BYTES_MAX {
             send_forwards(batch, me, stats, ctx);
         } else {
             self.flush_later(me, ctx);
@@ -161,7 +193,7 @@ impl KeyBatches {
                     self.answers.push(Answers::default());
                 }
                 let batch = &mut self.answers[self.answers_used];
-                debug_assert!(batch.tx_ids.is_empty(), "a batch not in use is empty");
+                debug_assert!(batch.count == 0, "a batch not in use is empty");
                 batch.tc = Some(tc);
                 self.answers_used += 1;
                 self.answers_used - 1
@@ -171,24 +203,35 @@ impl KeyBatches {
         while next < results.len() {
             let first = next;
             let batch = &mut self.answers[b];
-            if batch.tx_ids.is_empty() {
-                // Written in place: a lone answer is the single signal's buffer.
-                if batch.results.capacity() == 0 {
-                    batch.results = ctx.buffer();
-                }
-                results.write_results(&mut next, &mut batch.results);
-            } else {
-                results.write_results(&mut next, &mut self.part);
-                if batch.results.len() + self.part.len() > KEY_BATCH_BYTES_MAX {
-                    send_answers(batch, me, stats, ctx);
-                    batch.results = ctx.buffer();
-                }
-                batch.results.extend_from_slice(&self.part);
+            if self.part.capacity() == 0 {
+                self.part = ctx.buffer();
             }
-            batch.tx_ids.push(tx_id);
-            batch.ok_in_order.push(results.ok_in_order(first..next));
-            batch.ends.push(u32::try_from(batch.results.len()).expect("a key batch is far below 4 GiB"));
-            if batch.tx_ids.len() >= KEY_BATCH_ENTRIES_MAX || batch.results.len() >= KEY_BATCH_BYTES_MAX {
+            results.write_results(&mut next, &mut self.part);
+            let ok_in_order = results.ok_in_order(first..next);
+            if batch.count > 0
+                && batch.bytes() + self.part.len() + ENTRY_OVERHEAD_BYTES_MAX > KEY_BATCH_BYTES_MAX
+            {
+                send_answers(batch, me, stats, ctx);
+            }
+            if batch.count == 1 {
+                let (lone_tx, lone_ok) = batch.lone.take().expect("a batch of one holds its answer");
+                debug_assert!(batch.entries.is_empty());
+                if batch.entries.capacity() == 0 {
+                    batch.entries = ctx.buffer();
+                }
+                batch.entries.reserve(batch.last_bytes);
+                put_key_conf(&mut batch.entries, lone_tx, lone_ok, &batch.lone_results);
+                batch.lone_results.clear();
+            }
+            if batch.count == 0 {
+                // A lone answer is sent in the buffer it was written to.
+                batch.lone = Some((tx_id, ok_in_order));
+                std::mem::swap(&mut batch.lone_results, &mut self.part);
+            } else {
+                put_key_conf(&mut batch.entries, tx_id, ok_in_order, &self.part);
+            }
+            batch.count += 1;
+            if batch.count >= KEY_BATCH_ENTRIES_MAX || batch.bytes() >= KEY_BATCH_BYTES_MAX {
                 send_answers(batch, me, stats, ctx);
             } else {
                 self.flush_later(me, ctx);
@@ -222,6 +265,39 @@ impl KeyBatches {
         }
         self.answers_used = 0;
     }
+
+    /// An empty buffer for an op batch received in a key batch.
+    fn op_buffer(&mut self, ctx: &mut Context<'_>) -> Vec<u8> {
+        self.spare.pop().unwrap_or_else(|| ctx.buffer())
+    }
+}
+
+impl Forwards {
+    /// The bytes gathered (those of the lone request's ops alone).
+    fn bytes(&self) -> usize {
+        match &self.lone {
+            Some(lone) => lone.ops.len(),
+            None => self.entries.len(),
+        }
+    }
+}
+
+impl Answers {
+    /// The bytes gathered (those of the lone answer's results alone).
+    fn bytes(&self) -> usize {
+        match self.lone {
+            Some(_) => self.lone_results.len(),
+            None => self.entries.len(),
+        }
+    }
+}
+
+/// Keeps an op batch buffer for a request received in a batch.
+fn keep_spare(spare: &mut Vec<Vec<u8>>, mut buffer: Vec<u8>) {
+    if spare.len() < KEY_BATCH_ENTRIES_MAX as usize && buffer.capacity() > 0 {
+        buffer.clear();
+        spare.push(buffer);
+    }
 }
 
 /// Sends a forward batch (it stays in use, empty, until the flush).
@@ -230,36 +306,21 @@ fn send_forwards(batch: &mut Forwards, me: BlockRef, stats: &mut LdmStats, ctx: 
         return;
     };
     let receiver = BlockRef::new(to, BlockNumber::LOCAL_DATA_MANAGER, me.instance);
-    match batch.tx_ids.len() {
+    match batch.count {
         0 => return,
-        1 => ctx.send(
-            receiver,
-            SignalBody::LdmKeyReq {
-                tx_id: batch.tx_ids[0],
-                tc: batch.tcs[0],
-                chain: std::mem::take(&mut batch.chains[0]),
-                ops: std::mem::take(&mut batch.ops),
-            },
-        ),
-        _ => {
+        1 => {
+            let lone = batch.lone.take().expect("a batch of one holds its request");
+            let (tx_id, tc, chain, ops) = (lone.tx_id, lone.tc, lone.chain, lone.ops);
+            ctx.send(receiver, SignalBody::LdmKeyReq { tx_id, tc, chain, ops });
+        }
+        count => {
             stats.key_batches += 1;
-            ctx.send(
-                receiver,
-                SignalBody::LdmKeyBatchReq {
-                    tx_ids: std::mem::take(&mut batch.tx_ids),
-                    tcs: std::mem::take(&mut batch.tcs),
-                    chains: std::mem::take(&mut batch.chains),
-                    ends: std::mem::take(&mut batch.ends),
-                    ops: std::mem::take(&mut batch.ops),
-                },
-            );
+            batch.last_bytes = batch.entries.len();
+            let entries = std::mem::take(&mut batch.entries);
+            ctx.send(receiver, SignalBody::LdmKeyBatchReq { count, entries });
         }
     }
-    batch.tx_ids.clear();
-    batch.tcs.clear();
-    batch.chains.clear();
-    batch.ends.clear();
-    batch.ops.clear();
+    batch.count = 0;
 }
 
 /// Sends an answer batch (it stays in use, empty, until the flush).
@@ -268,90 +329,48 @@ fn send_answers(batch: &mut Answers, me: BlockRef, stats: &mut LdmStats, ctx: &m
         return;
     };
     debug_assert!(gathers_answers(me, tc));
-    match batch.tx_ids.len() {
+    match batch.count {
         0 => return,
-        1 => ctx.send(
-            tc,
-            SignalBody::LdmKeyConf {
-                tx_id: batch.tx_ids[0],
-                results: std::mem::take(&mut batch.results),
-                ok_in_order: batch.ok_in_order[0],
-            },
-        ),
-        _ => {
+        1 => {
+            let (tx_id, ok_in_order) = batch.lone.take().expect("a batch of one holds its answer");
+            let results = std::mem::take(&mut batch.lone_results);
+            ctx.send(tc, SignalBody::LdmKeyConf { tx_id, results, ok_in_order });
+        }
+        count => {
             stats.key_conf_batches += 1;
-            ctx.send(
-                tc,
-                SignalBody::LdmKeyConfBatch {
-                    tx_ids: std::mem::take(&mut batch.tx_ids),
-                    ok_in_order: std::mem::take(&mut batch.ok_in_order),
-                    ends: std::mem::take(&mut batch.ends),
-                    results: std::mem::take(&mut batch.results),
-                },
-            );
+            batch.last_bytes = batch.entries.len();
+            let entries = std::mem::take(&mut batch.entries);
+            ctx.send(tc, SignalBody::LdmKeyConfBatch { count, entries });
         }
     }
-    batch.tx_ids.clear();
-    batch.ok_in_order.clear();
-    batch.ends.clear();
-    batch.results.clear();
-}
-
-/// Checks that `ends` describe `count` entries of a batch's `bytes_len`
-/// bytes (each end at or after the one before, the last at the end), and
-/// that every other list of entries (`lens`) has `count` too.
-pub(crate) fn check_entries(
-    count: usize,
-    lens: &[usize],
-    ends: &[u32],
-    bytes_len: usize,
-) -> Result<(), String> {
-    if let Some(len) = lens.iter().chain([&ends.len()]).find(|&&len| len != count) {
-        return Err(format!("{count} transactions but a list of {len} entries"));
-    }
-    if let Some(pair) = ends.windows(2).find(|pair| pair[1] < pair[0]) {
-        return Err(format!("entry ends {} then {}", pair[0], pair[1]));
-    }
-    let last = ends.last().map_or(0, |&end| end as usize);
-    if last != bytes_len {
-        return Err(format!("entries end at byte {last} of {bytes_len}"));
-    }
-    Ok(())
-}
-
-/// The byte range of each entry of a batch checked by [`check_entries`].
-pub(crate) fn entry_ranges(ends: &[u32]) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
-    let starts = std::iter::once(0).chain(ends.iter().map(|&end| end as usize));
-    starts.zip(ends).map(|(start, &end)| start..end as usize)
+    batch.count = 0;
 }
 
 impl<D: storage::disk::Disk + Clone + Send + 'static> LdmBlock<D> {
     /// Runs each request of an `LdmKeyBatchReq` as its `LdmKeyReq`, in order.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn on_key_batch_req(
         &mut self,
         sender: BlockRef,
-        tx_ids: Vec<u64>,
-        tcs: Vec<BlockRef>,
-        mut chains: Vec<Vec<NodeId>>,
-        ends: Vec<u32>,
-        ops: Vec<u8>,
+        count: u32,
+        entries: Vec<u8>,
         ctx: &mut Context<'_>,
     ) {
-        if let Err(e) = check_entries(tx_ids.len(), &[tcs.len(), chains.len()], &ends, ops.len()) {
-            // Only a bug sends this: there is no request to answer.
-            tracing::error!(
-                node = %self.config.node,
-                "LDM instance {}: malformed LdmKeyBatchReq from {sender}: {e}",
-                self.config.instance
-            );
-            return;
-        }
-        for (i, range) in entry_ranges(&ends).enumerate() {
-            let mut bytes = ctx.buffer();
-            bytes.extend_from_slice(&ops[range]);
-            let chain = std::mem::take(&mut chains[i]);
-            self.on_key_req(sender, tx_ids[i], tcs[i], chain, bytes, 0, ctx);
+        let requests = match key_reqs(&entries, count) {
+            Ok(requests) => requests,
+            Err(e) => {
+                // Only a bug sends this: there is no request to answer.
+                tracing::error!(
+                    node = %self.config.node,
+                    "LDM instance {}: malformed LdmKeyBatchReq from {sender}: {e}",
+                    self.config.instance
+                );
+                return;
+            }
+        };
+        for request in requests {
+            let mut ops = self.key_batches.op_buffer(ctx);
+            ops.extend_from_slice(request.ops);
+            self.on_key_req(sender, request.tx_id, request.tc, request.chain, ops, 0, ctx);
         }
     }
 

@@ -1259,13 +1259,9 @@ impl<D: Disk + Clone + Send + 'static> Block for LdmBlock<D> {
                 chain,
                 ops,
             } => self.on_key_req(sender, tx_id, tc, chain, ops, 0, ctx),
-            SignalBody::LdmKeyBatchReq {
-                tx_ids,
-                tcs,
-                chains,
-                ends,
-                ops,
-            } => self.on_key_batch_req(sender, tx_ids, tcs, chains, ends, ops, ctx),
+            SignalBody::LdmKeyBatchReq { count, entries } => {
+                self.on_key_batch_req(sender, count, entries, ctx)
+            }
             SignalBody::Continue {
                 what: batches::CONTINUE_KEY_BATCHES,
             } if sender == self.me => self.flush_key_batches(ctx),

@@ -34,7 +34,6 @@ use proto::{IGNORE_ERROR, NO_INDEX, NO_PARTITION};
 use signal::{tc_flags, BlockNumber, BlockRef, NodeBitmask, NodeId, SignalBody};
 use storage::schema::{distribution_hash, partition_of};
 
-use crate::ldm::batches::{check_entries, entry_ranges};
 use super::commits::{send_chain_req, ChainRest};
 use super::unique::{plan_records, Plan};
 use smallvec::SmallVec;
@@ -767,25 +766,25 @@ impl TcBlock {
     pub(crate) fn on_ldm_key_conf_batch(
         &mut self,
         from: BlockRef,
-        tx_ids: &[u64],
-        ok_in_order: &[u32],
-        ends: &[u32],
-        results: Vec<u8>,
+        count: u32,
+        entries: Vec<u8>,
         ctx: &mut Context<'_>,
     ) {
-        let checked = check_entries(tx_ids.len(), &[ok_in_order.len()], ends, results.len());
-        if let Err(e) = checked {
-            // Only a bug sends this; its transactions end by their timeout.
-            tracing::error!(tc = %self.me, "malformed LdmKeyConfBatch from {from}: {e}");
-            return self.scratch.recycle(results);
+        let answers = match signal::key_batch::key_confs(&entries, count) {
+            Ok(answers) => answers,
+            Err(e) => {
+                // Only a bug sends this; its transactions end by their timeout.
+                tracing::error!(tc = %self.me, "malformed LdmKeyConfBatch from {from}: {e}");
+                return self.scratch.recycle(entries);
+            }
+        };
+        for answer in answers {
+            // A buffer the client's answer gave back (`Context::buffer`).
+            let mut results = ctx.buffer();
+            results.extend_from_slice(answer.results);
+            self.on_ldm_key_conf(from, answer.tx_id, results, answer.ok_in_order, None, ctx);
         }
-        for (i, range) in entry_ranges(ends).enumerate() {
-            // A buffer the client's answer gives back (`Context::buffer`).
-            let mut bytes = ctx.buffer();
-            bytes.extend_from_slice(&results[range]);
-            self.on_ldm_key_conf(from, tx_ids[i], bytes, ok_in_order[i], None, ctx);
-        }
-        self.scratch.recycle(results);
+        self.scratch.recycle(entries);
     }
 
     pub(crate) fn on_ldm_key_conf(
