@@ -2812,7 +2812,11 @@ fn writes_started_together_cross_between_nodes_in_key_batches_and_each_commits_o
             .iter()
             .map(|&k| {
                 let tx = cluster.tx_id();
-                let kind = if round == 0 { OpKind::Insert } else { OpKind::Update };
+                let kind = if round == 0 {
+                    OpKind::Insert
+                } else {
+                    OpKind::Update
+                };
                 let ops = [Op::write(kind, k, value * k + 1)];
                 cluster.submit(tx, tc_flags::START | tc_flags::COMMIT, &ops);
                 tx
@@ -2840,7 +2844,10 @@ fn writes_started_together_cross_between_nodes_in_key_batches_and_each_commits_o
         let local_reads = cluster.tc_on(n).counters().local_reads;
         let values = cluster.read_values_on(n, &keys);
         assert!(
-            values.iter().zip(&keys).all(|(v, &k)| *v == Some(20 * k + 1)),
+            values
+                .iter()
+                .zip(&keys)
+                .all(|(v, &k)| *v == Some(20 * k + 1)),
             "through node {n}: {values:?}"
         );
         assert_eq!(

@@ -42,6 +42,8 @@ pub struct KeyConfEntry<'a> {
 
 /// Appends a request entry to `out`.
 pub fn put_key_req(out: &mut Vec<u8>, tx_id: u64, tc: BlockRef, chain: &[NodeId], ops: &[u8]) {
+    // tx_id, tc, two counts: one growth at most for the whole entry.
+    out.reserve(8 + 4 + 4 + chain.len() + 4 + ops.len());
     tx_id.put(out);
     tc.put(out);
     put_list(out, chain);
@@ -50,6 +52,7 @@ pub fn put_key_req(out: &mut Vec<u8>, tx_id: u64, tc: BlockRef, chain: &[NodeId]
 
 /// Appends an answer entry to `out`.
 pub fn put_key_conf(out: &mut Vec<u8>, tx_id: u64, ok_in_order: u32, results: &[u8]) {
+    out.reserve(8 + 4 + 4 + results.len());
     tx_id.put(out);
     ok_in_order.put(out);
     put_bytes(out, results);
@@ -137,9 +140,18 @@ mod tests {
 
     #[test]
     fn the_gsns_are_the_signals() {
-        let req = crate::SignalBody::LdmKeyBatchReq { count: 0, entries: Vec::new() };
-        let conf = crate::SignalBody::LdmKeyConfBatch { count: 0, entries: Vec::new() };
-        assert_eq!((req.gsn(), conf.gsn()), (KEY_BATCH_REQ_GSN, KEY_CONF_BATCH_GSN));
+        let req = crate::SignalBody::LdmKeyBatchReq {
+            count: 0,
+            entries: Vec::new(),
+        };
+        let conf = crate::SignalBody::LdmKeyConfBatch {
+            count: 0,
+            entries: Vec::new(),
+        };
+        assert_eq!(
+            (req.gsn(), conf.gsn()),
+            (KEY_BATCH_REQ_GSN, KEY_CONF_BATCH_GSN)
+        );
     }
 
     #[test]
@@ -152,20 +164,56 @@ mod tests {
         assert_eq!(
             read,
             vec![
-                KeyReqEntry { tx_id: 7, tc, chain: vec![], ops: &[1, 2, 3] },
-                KeyReqEntry { tx_id: 1 << 50, tc, chain: vec![node(4), node(5)], ops: &[] },
+                KeyReqEntry {
+                    tx_id: 7,
+                    tc,
+                    chain: vec![],
+                    ops: &[1, 2, 3]
+                },
+                KeyReqEntry {
+                    tx_id: 1 << 50,
+                    tc,
+                    chain: vec![node(4), node(5)],
+                    ops: &[]
+                },
             ]
         );
         let mut confs = Vec::new();
         put_key_conf(&mut confs, 9, 2, &[4, 5]);
         put_key_conf(&mut confs, 10, 0, &[6]);
         let read = key_confs(&confs, 2).unwrap();
-        assert_eq!(read[0], KeyConfEntry { tx_id: 9, ok_in_order: 2, results: &[4, 5] });
-        assert_eq!(read[1], KeyConfEntry { tx_id: 10, ok_in_order: 0, results: &[6] });
-        let trailing = DecodeError::TrailingBytes { gsn: 138, bytes: 17 };
+        assert_eq!(
+            read[0],
+            KeyConfEntry {
+                tx_id: 9,
+                ok_in_order: 2,
+                results: &[4, 5]
+            }
+        );
+        assert_eq!(
+            read[1],
+            KeyConfEntry {
+                tx_id: 10,
+                ok_in_order: 0,
+                results: &[6]
+            }
+        );
+        let trailing = DecodeError::TrailingBytes {
+            gsn: 138,
+            bytes: 17,
+        };
         assert_eq!(key_confs(&confs, 1), Err(trailing));
-        assert!(matches!(key_confs(&confs, 3), Err(DecodeError::Truncated { .. })));
-        assert!(matches!(key_reqs(&reqs[..reqs.len() - 1], 2), Err(DecodeError::Truncated { .. })));
-        assert!(matches!(key_reqs(&reqs, u32::MAX), Err(DecodeError::Truncated { .. })));
+        assert!(matches!(
+            key_confs(&confs, 3),
+            Err(DecodeError::Truncated { .. })
+        ));
+        assert!(matches!(
+            key_reqs(&reqs[..reqs.len() - 1], 2),
+            Err(DecodeError::Truncated { .. })
+        ));
+        assert!(matches!(
+            key_reqs(&reqs, u32::MAX),
+            Err(DecodeError::Truncated { .. })
+        ));
     }
 }

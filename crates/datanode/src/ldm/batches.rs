@@ -25,7 +25,10 @@
 //! a path between two blocks that keeps its order. So the next replica
 //! receives the requests of a transaction in the order they ran here, as
 //! the operations of a transaction must run on an instance. The answers
-//! to a TC keep their order the same way.
+//! to a TC keep their order the same way; those sent at once (refusals at
+//! arrival, committed reads of the fast path) answer other requests, and
+//! a TC takes the answers of its requests in any order (each names its
+//! ops), as it must for answers from different instances.
 
 use kernel::Context;
 use signal::key_batch::{key_reqs, put_key_conf, put_key_req};
@@ -139,7 +142,9 @@ impl KeyBatches {
             }
         };
         let batch = &mut self.forwards[b];
-        if batch.count > 0 && batch.bytes() + ops.len() + ENTRY_OVERHEAD_BYTES_MAX > KEY_BATCH_BYTES_MAX {
+        if batch.count > 0
+            && batch.bytes() + ops.len() + ENTRY_OVERHEAD_BYTES_MAX > KEY_BATCH_BYTES_MAX
+        {
             send_forwards(batch, me, stats, ctx);
         }
         if batch.count == 1 {
@@ -149,7 +154,13 @@ impl KeyBatches {
                 batch.entries = ctx.buffer();
             }
             batch.entries.reserve(batch.last_bytes);
-            put_key_req(&mut batch.entries, lone.tx_id, lone.tc, &lone.chain, &lone.ops);
+            put_key_req(
+                &mut batch.entries,
+                lone.tx_id,
+                lone.tc,
+                &lone.chain,
+                &lone.ops,
+            );
             keep_spare(&mut self.spare, lone.ops);
         }
         if batch.count == 0 {
@@ -214,7 +225,8 @@ impl KeyBatches {
                 send_answers(batch, me, stats, ctx);
             }
             if batch.count == 1 {
-                let (lone_tx, lone_ok) = batch.lone.take().expect("a batch of one holds its answer");
+                let (lone_tx, lone_ok) =
+                    batch.lone.take().expect("a batch of one holds its answer");
                 debug_assert!(batch.entries.is_empty());
                 if batch.entries.capacity() == 0 {
                     batch.entries = ctx.buffer();
@@ -311,7 +323,15 @@ fn send_forwards(batch: &mut Forwards, me: BlockRef, stats: &mut LdmStats, ctx: 
         1 => {
             let lone = batch.lone.take().expect("a batch of one holds its request");
             let (tx_id, tc, chain, ops) = (lone.tx_id, lone.tc, lone.chain, lone.ops);
-            ctx.send(receiver, SignalBody::LdmKeyReq { tx_id, tc, chain, ops });
+            ctx.send(
+                receiver,
+                SignalBody::LdmKeyReq {
+                    tx_id,
+                    tc,
+                    chain,
+                    ops,
+                },
+            );
         }
         count => {
             stats.key_batches += 1;
@@ -334,7 +354,14 @@ fn send_answers(batch: &mut Answers, me: BlockRef, stats: &mut LdmStats, ctx: &m
         1 => {
             let (tx_id, ok_in_order) = batch.lone.take().expect("a batch of one holds its answer");
             let results = std::mem::take(&mut batch.lone_results);
-            ctx.send(tc, SignalBody::LdmKeyConf { tx_id, results, ok_in_order });
+            ctx.send(
+                tc,
+                SignalBody::LdmKeyConf {
+                    tx_id,
+                    results,
+                    ok_in_order,
+                },
+            );
         }
         count => {
             stats.key_conf_batches += 1;
@@ -370,7 +397,15 @@ impl<D: storage::disk::Disk + Clone + Send + 'static> LdmBlock<D> {
         for request in requests {
             let mut ops = self.key_batches.op_buffer(ctx);
             ops.extend_from_slice(request.ops);
-            self.on_key_req(sender, request.tx_id, request.tc, request.chain, ops, 0, ctx);
+            self.on_key_req(
+                sender,
+                request.tx_id,
+                request.tc,
+                request.chain,
+                ops,
+                0,
+                ctx,
+            );
         }
     }
 

@@ -20,6 +20,9 @@
 //!   serves wrong data.
 //! - Key operations ([`requests`]): in order per transaction; a request
 //!   that waits for a lock holds back the transaction's later requests.
+//! - Key batches ([`batches`]): the requests passed on to another node
+//!   and the answers to a TC on another node, gathered over a round of
+//!   the thread into one signal per destination.
 //! - Scans ([`scans`]): one partition each, in batches, filtered and
 //!   projected here; locking scans lock each row they return.
 //! - Commit and abort: on every fragment the transaction touched here. A

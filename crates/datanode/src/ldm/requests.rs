@@ -628,7 +628,15 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             if next == me.node {
                 let receiver = BlockRef::new(next, BlockNumber::LOCAL_DATA_MANAGER, me.instance);
                 let (tx_id, ops) = (record.tx_id, bytes);
-                ctx.send(receiver, SignalBody::LdmKeyReq { tx_id, tc, chain, ops });
+                ctx.send(
+                    receiver,
+                    SignalBody::LdmKeyReq {
+                        tx_id,
+                        tc,
+                        chain,
+                        ops,
+                    },
+                );
             } else {
                 key_batches.queue_forward(me, next, record.tx_id, tc, chain, bytes, stats, ctx);
             }
