@@ -594,9 +594,8 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
     }
 
     /// Sends a finished request's results and passes its writes on, then
-    /// frees its record.
-    /// Answers and passes on to another node go through the key batches
-    /// (`batches`), which keep their order.
+    /// frees its record. What goes to another node goes through the key
+    /// batches (`batches`), which keep its order.
     fn finish_request(&mut self, slot: Slot, ctx: &mut Context<'_>) {
         let LdmBlock {
             me,
