@@ -2774,6 +2774,91 @@ fn commit_chains_that_start_on_the_tcs_node_are_not_batched() {
     cluster.check_idle();
 }
 
+/// With two replicas, writes started together cross between the nodes in
+/// key batches: a primary passes the requests of a round on to the backup
+/// in one `LdmKeyBatchReq`, the backup answers a TC on the other node in
+/// one `LdmKeyConfBatch`. Every write commits once on each replica, with
+/// its value, and nothing is left behind.
+#[test]
+fn writes_started_together_cross_between_nodes_in_key_batches_and_each_commits_on_both_replicas() {
+    let mut cluster = Cluster::start(24, 2, Limits::default());
+    // READ_BACKUP: a committed read stays on its TC's node, so reading
+    // through each node reads each replica.
+    cluster.create_table_with(true);
+    // (requests passed on in batches, answers in batches, commits), all instances.
+    let stats = |cluster: &Cluster| -> (u64, u64, u64) {
+        let mut total = (0, 0, 0);
+        for &n in &cluster.data_nodes {
+            for i in 0..LDM_INSTANCES {
+                let ldm = cluster
+                    .sim
+                    .block::<LdmBlock<SimDisk>>(ldm_of(n, i))
+                    .unwrap();
+                let s = ldm.stats();
+                total.0 += s.key_batches;
+                total.1 += s.key_conf_batches;
+                total.2 += s.commits;
+            }
+        }
+        total
+    };
+    let before = stats(&cluster);
+    const TRANSACTIONS: i64 = 64;
+    let keys: Vec<i64> = (0..TRANSACTIONS).collect();
+    // Inserts, then updates of the same rows: each round in flight at once
+    // through one TC.
+    for (round, value) in [(0, 10), (1, 20)] {
+        let txs: Vec<u64> = keys
+            .iter()
+            .map(|&k| {
+                let tx = cluster.tx_id();
+                let kind = if round == 0 {
+                    OpKind::Insert
+                } else {
+                    OpKind::Update
+                };
+                let ops = [Op::write(kind, k, value * k + 1)];
+                cluster.submit(tx, tc_flags::START | tc_flags::COMMIT, &ops);
+                tx
+            })
+            .collect();
+        for tx in txs {
+            let reply = cluster
+                .reply_within(tx, ANSWER_WAIT)
+                .unwrap_or_else(|| panic!("transaction {tx:#x}: no reply"));
+            assert!(
+                committed(&reply).0 > 0,
+                "transaction {tx:#x} committed in a GCI"
+            );
+        }
+    }
+    let after = stats(&cluster);
+    assert!(after.0 > before.0, "no requests were passed on together");
+    assert!(after.1 > before.1, "no answers went to a TC together");
+    assert_eq!(
+        after.2 - before.2,
+        2 * 2 * TRANSACTIONS as u64,
+        "each write committed on its primary and its backup, once"
+    );
+    for n in cluster.data_nodes.clone() {
+        let local_reads = cluster.tc_on(n).counters().local_reads;
+        let values = cluster.read_values_on(n, &keys);
+        assert!(
+            values
+                .iter()
+                .zip(&keys)
+                .all(|(v, &k)| *v == Some(20 * k + 1)),
+            "through node {n}: {values:?}"
+        );
+        assert_eq!(
+            cluster.tc_on(n).counters().local_reads - local_reads,
+            TRANSACTIONS as u64,
+            "every read through {n} read its replica on {n}"
+        );
+    }
+    cluster.check_idle();
+}
+
 #[test]
 fn commits_started_together_travel_in_batches_and_each_commits_on_both_replicas() {
     let mut cluster = Cluster::start(22, 2, Limits::default());

@@ -32,7 +32,8 @@ pub const MAGIC: [u8; 2] = *b"SK";
 /// whole. 2: 64-bit epochs in `TcKeyConf` and the GCP switch signals.
 /// 3: `LdmKeyConf::ok_in_order`. 4: `LdmCommitBatchReq`,
 /// `LdmCommitBatchConf` and `GcpHurryReq`. 5: `LdmKeyCommitReq` and
-/// `LdmKeyCommitted` (one-phase commit).
+/// `LdmKeyCommitted` (one-phase commit), `LdmKeyBatchReq` and
+/// `LdmKeyConfBatch` (key batches between nodes).
 pub const WIRE_VERSION: u8 = 5;
 pub const FRAME_HEADER_BYTES: usize = 16;
 pub const SIGNAL_HEADER_BYTES: usize = 16;

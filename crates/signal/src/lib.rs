@@ -12,6 +12,7 @@ pub mod codec;
 pub mod frame;
 pub mod id_hash;
 pub mod ids;
+pub mod key_batch;
 pub mod signals;
 
 pub use frame::{decode_frame, encode_frame, EncodeError, FrameRef, FrameWriter};

@@ -484,6 +484,16 @@ signals! {
     /// do not fit one; every part says so). `pending` = 1: the commit waits
     /// here for redo log space and `LdmCommitConf` follows once it is done.
     136 => LdmKeyCommitted { tx_id: u64, gci: u32, pending: u32, results: Vec<u8>, ok_in_order: u32 },
+    /// `LdmKeyReq` for each of `count` entries (wire version 5): the writes
+    /// one LDM instance passes on to the same instance on the next replica's
+    /// node, gathered over a round of its thread (docs/transactions.md, "Key
+    /// batches"). `entries`: each request's fields back to back
+    /// (`key_batch`); the receiver runs each as that `LdmKeyReq`, in order.
+    137 => LdmKeyBatchReq { count: u32, entries: Vec<u8> },
+    /// `LdmKeyConf` for each of `count` entries (wire version 5): the answers
+    /// of one LDM instance to one TC gathered over a round of its thread,
+    /// each answer's fields back to back (`key_batch`), taken in order.
+    138 => LdmKeyConfBatch { count: u32, entries: Vec<u8> },
 
     // ---- global checkpoints (140–149), NDB: DBDIH's GCP protocol ----
     /// Distribution master → every TC, the first half of the switch to
@@ -609,10 +619,14 @@ impl SignalBody {
         match self {
             SignalBody::TcKeyReq { ops, .. }
             | SignalBody::LdmKeyReq { ops, .. }
-            | SignalBody::LdmKeyCommitReq { ops, .. } => Some(ops),
+            | SignalBody::LdmKeyCommitReq { ops, .. }
+            | SignalBody::LdmKeyBatchReq { entries: ops, .. } => Some(ops),
             SignalBody::TcKeyConf { results, .. }
             | SignalBody::LdmKeyConf { results, .. }
-            | SignalBody::LdmKeyCommitted { results, .. } => Some(results),
+            | SignalBody::LdmKeyCommitted { results, .. }
+            | SignalBody::LdmKeyConfBatch {
+                entries: results, ..
+            } => Some(results),
             _ => None,
         }
     }

@@ -335,6 +335,25 @@ fn one_of_each() -> Vec<SignalBody> {
             results: vec![1],
             ok_in_order: 1,
         },
+        SignalBody::LdmKeyBatchReq {
+            count: 2,
+            entries: {
+                let tc = BlockRef::new(node(3), BlockNumber::TRANSACTION_COORDINATOR, 0);
+                let mut entries = Vec::new();
+                key_batch::put_key_req(&mut entries, 7, tc, &[], &[5; 7]);
+                key_batch::put_key_req(&mut entries, 1 << 50, tc, &[node(5)], &[6; 3]);
+                entries
+            },
+        },
+        SignalBody::LdmKeyConfBatch {
+            count: 2,
+            entries: {
+                let mut entries = Vec::new();
+                key_batch::put_key_conf(&mut entries, 7, 1, &[1]);
+                key_batch::put_key_conf(&mut entries, 9, 0, &[2, 3]);
+                entries
+            },
+        },
         SignalBody::LdmAbortReq { tx_id: 8 },
         SignalBody::LdmAbortConf { tx_id: 8 },
         SignalBody::LdmScanReq {

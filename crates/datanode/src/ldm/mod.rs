@@ -20,6 +20,9 @@
 //!   serves wrong data.
 //! - Key operations ([`requests`]): in order per transaction; a request
 //!   that waits for a lock holds back the transaction's later requests.
+//! - Key batches ([`batches`]): the requests passed on to another node
+//!   and the answers to a TC on another node, gathered over a round of
+//!   the thread into one signal per destination.
 //! - Scans ([`scans`]): one partition each, in batches, filtered and
 //!   projected here; locking scans lock each row they return.
 //! - Commit and abort: on every fragment the transaction touched here. A
@@ -44,6 +47,7 @@
 
 pub(crate) mod aborted;
 mod alter;
+pub(crate) mod batches;
 mod copy;
 mod encoded;
 mod failover;
@@ -145,6 +149,12 @@ pub struct LdmStats {
     pub refused_starting: u64,
     /// `LdmKeyCommitReq`s committed here with their ops (one-phase).
     pub one_phase_commits: u64,
+    /// `LdmKeyBatchReq`s sent: requests of several transactions passed on
+    /// to the next replica in one signal (`batches`).
+    pub key_batches: u64,
+    /// `LdmKeyConfBatch`s sent: answers of several transactions to one TC
+    /// in one signal (`batches`).
+    pub key_conf_batches: u64,
 }
 
 /// The tables the dictionary told this instance about.
@@ -258,6 +268,8 @@ pub struct LdmBlock<D> {
     recent_commits: failover::RecentCommits,
     failed: bool,
     stats: LdmStats,
+    /// Requests passed on and answers gathered for other nodes (`batches`).
+    key_batches: batches::KeyBatches,
     /// An ALTER TABLE waiting for its table's transactions to end, and the
     /// schema signals behind it.
     alter: alter::AlterState,
@@ -306,6 +318,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             recent_commits: failover::RecentCommits::default(),
             failed: false,
             stats: LdmStats::default(),
+            key_batches: batches::KeyBatches::default(),
             alter: alter::AlterState::default(),
             restart: copy::NodeRestart::default(),
         }
@@ -1249,6 +1262,12 @@ impl<D: Disk + Clone + Send + 'static> Block for LdmBlock<D> {
                 chain,
                 ops,
             } => self.on_key_req(sender, tx_id, tc, chain, ops, 0, ctx),
+            SignalBody::LdmKeyBatchReq { count, entries } => {
+                self.on_key_batch_req(sender, count, entries, ctx)
+            }
+            SignalBody::Continue {
+                what: batches::CONTINUE_KEY_BATCHES,
+            } if sender == self.me => self.flush_key_batches(ctx),
             SignalBody::LdmKeyCommitReq {
                 tx_id,
                 tc,

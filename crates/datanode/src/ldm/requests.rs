@@ -31,6 +31,7 @@ use storage::locks::{Grant, OpId, TxId};
 use storage::memory::PagePool;
 use storage::schema::{ColumnChanges, RowLayout, TableDef, Value, ValueRef};
 
+use super::batches::gathers_answers;
 use super::encoded::Gathered;
 use super::{LdmBlock, LDM_OPS_MAX, LDM_REQUESTS_MAX, REDO_HIGH_WATER_PERCENT};
 
@@ -608,12 +609,25 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
     }
 
     /// Sends a finished request's results and passes its writes on, then
-    /// frees its record.
+    /// frees its record. What goes to another node goes through the key
+    /// batches (`batches`), which keep its order.
     fn finish_request(&mut self, slot: Slot, ctx: &mut Context<'_>) {
-        let record = &mut self.requests.records[slot as usize];
+        let LdmBlock {
+            me,
+            requests,
+            key_batches,
+            stats,
+            ..
+        } = self;
+        let me = *me;
+        let record = &mut requests.records[slot as usize];
         let tc = record.tc.expect("a request in use has its TC");
         if !record.results.is_empty() {
-            send_results(record.tx_id, tc, &record.results, None, ctx);
+            if gathers_answers(me, tc) {
+                key_batches.queue_answer(me, record.tx_id, tc, &record.results, stats, ctx);
+            } else {
+                send_results(record.tx_id, tc, &record.results, None, ctx);
+            }
         }
         if !record.forward.is_empty() {
             let next = record.chain[0];
@@ -624,18 +638,24 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             } else {
                 forwarded_ops(&record.ops, record.op_count, &record.forward)
             };
-            let receiver = BlockRef::new(next, BlockNumber::LOCAL_DATA_MANAGER, self.me.instance);
-            ctx.send(
-                receiver,
-                SignalBody::LdmKeyReq {
-                    tx_id: record.tx_id,
-                    tc,
-                    chain: record.chain[1..].to_vec(),
-                    ops: bytes,
-                },
-            );
+            let chain = record.chain[1..].to_vec();
+            if next == me.node {
+                let receiver = BlockRef::new(next, BlockNumber::LOCAL_DATA_MANAGER, me.instance);
+                let (tx_id, ops) = (record.tx_id, bytes);
+                ctx.send(
+                    receiver,
+                    SignalBody::LdmKeyReq {
+                        tx_id,
+                        tc,
+                        chain,
+                        ops,
+                    },
+                );
+            } else {
+                key_batches.queue_forward(me, next, record.tx_id, tc, chain, bytes, stats, ctx);
+            }
         }
-        self.requests.free(slot);
+        requests.free(slot);
     }
 
     /// Ends a finished `LdmKeyCommitReq`: commits the transaction here when

@@ -553,6 +553,9 @@ impl Block for TcBlock {
                 results,
                 ok_in_order,
             } => self.on_ldm_key_conf(from, tx_id, results, ok_in_order, None, ctx),
+            SignalBody::LdmKeyConfBatch { count, entries } => {
+                self.on_ldm_key_conf_batch(from, count, entries, ctx)
+            }
             SignalBody::LdmKeyCommitted {
                 tx_id,
                 gci,

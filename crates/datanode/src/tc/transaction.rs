@@ -762,6 +762,31 @@ impl TcBlock {
         u16::try_from(g).expect("groups ≤ 2 × data nodes × LDM instances")
     }
 
+    /// Takes each answer of an `LdmKeyConfBatch` as its `LdmKeyConf`, in order.
+    pub(crate) fn on_ldm_key_conf_batch(
+        &mut self,
+        from: BlockRef,
+        count: u32,
+        entries: Vec<u8>,
+        ctx: &mut Context<'_>,
+    ) {
+        let answers = match signal::key_batch::key_confs(&entries, count) {
+            Ok(answers) => answers,
+            Err(e) => {
+                // Only a bug sends this; its transactions end by their timeout.
+                tracing::error!(tc = %self.me, "malformed LdmKeyConfBatch from {from}: {e}");
+                return self.scratch.recycle(entries);
+            }
+        };
+        for answer in answers {
+            // A buffer the client's answer gave back (`Context::buffer`).
+            let mut results = ctx.buffer();
+            results.extend_from_slice(answer.results);
+            self.on_ldm_key_conf(from, answer.tx_id, results, answer.ok_in_order, None, ctx);
+        }
+        self.scratch.recycle(entries);
+    }
+
     pub(crate) fn on_ldm_key_conf(
         &mut self,
         from: BlockRef,
