@@ -407,6 +407,8 @@ impl<D: storage::disk::Disk + Clone + Send + 'static> LdmBlock<D> {
                 ctx,
             );
         }
+        // Each entry's ops were copied out: the batch's buffer is free again.
+        ctx.recycle(entries);
     }
 
     /// The `Continue` note came back: the gathered batches leave.
