@@ -576,6 +576,29 @@ impl Cluster {
             .unwrap_or_else(|| panic!("transaction {tx:#x}: no reply"))
     }
 
+    /// One whole transaction per key of `keys`, the op `op_of(k)`, all
+    /// submitted before any is waited for (in flight together); each must
+    /// commit in a GCI.
+    fn commit_together(&mut self, keys: &[i64], op_of: impl Fn(i64) -> Op) {
+        let txs: Vec<u64> = keys
+            .iter()
+            .map(|&k| {
+                let tx = self.tx_id();
+                self.submit(tx, tc_flags::START | tc_flags::COMMIT, &[op_of(k)]);
+                tx
+            })
+            .collect();
+        for tx in txs {
+            let reply = self
+                .reply_within(tx, ANSWER_WAIT)
+                .unwrap_or_else(|| panic!("transaction {tx:#x}: no reply"));
+            assert!(
+                committed(&reply).0 > 0,
+                "transaction {tx:#x} committed in a GCI"
+            );
+        }
+    }
+
     /// One transaction that runs `ops` and commits.
     fn commit(&mut self, ops: &[Op]) -> Reply {
         let tx = self.tx_id();
@@ -2750,25 +2773,9 @@ fn commit_chains_that_start_on_the_tcs_node_are_not_batched() {
     let mut cluster = Cluster::start(25, 1, Limits::default());
     cluster.create_table();
     const TRANSACTIONS: i64 = 64;
-    let txs: Vec<u64> = (0..TRANSACTIONS)
-        .map(|k| {
-            let tx = cluster.tx_id();
-            let ops = [Op::write(OpKind::Insert, k, 10 * k)];
-            cluster.submit(tx, tc_flags::START | tc_flags::COMMIT, &ops);
-            tx
-        })
-        .collect();
-    for tx in txs {
-        let reply = cluster
-            .reply_within(tx, ANSWER_WAIT)
-            .unwrap_or_else(|| panic!("transaction {tx:#x}: no reply"));
-        assert!(
-            committed(&reply).0 > 0,
-            "transaction {tx:#x} committed in a GCI"
-        );
-    }
-    assert_eq!(cluster.tc().counters().commit_batches, 0);
     let keys: Vec<i64> = (0..TRANSACTIONS).collect();
+    cluster.commit_together(&keys, |k| Op::write(OpKind::Insert, k, 10 * k));
+    assert_eq!(cluster.tc().counters().commit_batches, 0);
     let values = cluster.read_values(&keys);
     assert!(values.iter().zip(&keys).all(|(v, k)| *v == Some(10 * k)));
     cluster.check_idle();
@@ -2807,30 +2814,8 @@ fn writes_started_together_cross_between_nodes_in_key_batches_and_each_commits_o
     let keys: Vec<i64> = (0..TRANSACTIONS).collect();
     // Inserts, then updates of the same rows: each round in flight at once
     // through one TC.
-    for (round, value) in [(0, 10), (1, 20)] {
-        let txs: Vec<u64> = keys
-            .iter()
-            .map(|&k| {
-                let tx = cluster.tx_id();
-                let kind = if round == 0 {
-                    OpKind::Insert
-                } else {
-                    OpKind::Update
-                };
-                let ops = [Op::write(kind, k, value * k + 1)];
-                cluster.submit(tx, tc_flags::START | tc_flags::COMMIT, &ops);
-                tx
-            })
-            .collect();
-        for tx in txs {
-            let reply = cluster
-                .reply_within(tx, ANSWER_WAIT)
-                .unwrap_or_else(|| panic!("transaction {tx:#x}: no reply"));
-            assert!(
-                committed(&reply).0 > 0,
-                "transaction {tx:#x} committed in a GCI"
-            );
-        }
+    for (kind, value) in [(OpKind::Insert, 10), (OpKind::Update, 20)] {
+        cluster.commit_together(&keys, |k| Op::write(kind, k, value * k + 1));
     }
     let after = stats(&cluster);
     assert!(after.0 > before.0, "no requests were passed on together");
@@ -2881,24 +2866,8 @@ fn commits_started_together_travel_in_batches_and_each_commits_on_both_replicas(
     // Many one-row inserts in flight at once through one TC: their commits
     // start close together, and those of one chain share a signal.
     const TRANSACTIONS: i64 = 64;
-    let txs: Vec<u64> = (0..TRANSACTIONS)
-        .map(|k| {
-            let tx = cluster.tx_id();
-            cluster.submit(
-                tx,
-                tc_flags::START | tc_flags::COMMIT,
-                &[Op::write(OpKind::Insert, k, 10 * k)],
-            );
-            tx
-        })
-        .collect();
-    for tx in txs {
-        let reply = cluster
-            .reply_within(tx, ANSWER_WAIT)
-            .unwrap_or_else(|| panic!("transaction {tx:#x}: no reply"));
-        let (gci, _) = committed(&reply);
-        assert!(gci > 0, "transaction {tx:#x} committed in a GCI");
-    }
+    let keys: Vec<i64> = (0..TRANSACTIONS).collect();
+    cluster.commit_together(&keys, |k| Op::write(OpKind::Insert, k, 10 * k));
     assert!(
         cluster.tc().counters().commit_batches > batches_before,
         "no commit chains were sent together"
@@ -2908,7 +2877,6 @@ fn commits_started_together_travel_in_batches_and_each_commits_on_both_replicas(
         2 * TRANSACTIONS as u64,
         "each insert committed on its primary and its backup, once"
     );
-    let keys: Vec<i64> = (0..TRANSACTIONS).collect();
     let values = cluster.read_values(&keys);
     assert!(values.iter().zip(&keys).all(|(v, k)| *v == Some(10 * k)));
     cluster.check_idle();
