@@ -14,7 +14,7 @@ use std::time::Duration;
 use config::Placement;
 use datanode::dictionary::{schema_dir, Dictionary, DictionaryConfig};
 use datanode::distribution::{Distribution, DistributionConfig};
-use datanode::ldm::{LdmBlock, LdmBlockConfig};
+use datanode::ldm::{LdmBlock, LdmBlockConfig, LdmStats};
 use datanode::membership::{Membership, MembershipConfig};
 use datanode::tc::{TcBlock, TcConfig};
 use kernel::simulator::Simulation;
@@ -2536,19 +2536,18 @@ fn hidden_index_tables_are_not_written_directly() {
 }
 
 impl Cluster {
-    /// `LdmKeyReq`s received by every LDM instance so far.
-    fn key_requests(&self) -> u64 {
+    /// The sum of one counter of every LDM instance's stats.
+    fn ldm_total(&self, counter: impl Fn(&LdmStats) -> u64) -> u64 {
         self.data_nodes
             .iter()
             .flat_map(|&n| (0..LDM_INSTANCES).map(move |i| ldm_of(n, i)))
-            .map(|at| {
-                self.sim
-                    .block::<LdmBlock<SimDisk>>(at)
-                    .unwrap()
-                    .stats()
-                    .key_requests
-            })
+            .map(|at| counter(self.sim.block::<LdmBlock<SimDisk>>(at).unwrap().stats()))
             .sum()
+    }
+
+    /// `LdmKeyReq`s received by every LDM instance so far.
+    fn key_requests(&self) -> u64 {
+        self.ldm_total(|s| s.key_requests)
     }
 }
 
@@ -2794,20 +2793,11 @@ fn writes_started_together_cross_between_nodes_in_key_batches_and_each_commits_o
     cluster.create_table_with(true);
     // (requests passed on in batches, answers in batches, commits), all instances.
     let stats = |cluster: &Cluster| -> (u64, u64, u64) {
-        let mut total = (0, 0, 0);
-        for &n in &cluster.data_nodes {
-            for i in 0..LDM_INSTANCES {
-                let ldm = cluster
-                    .sim
-                    .block::<LdmBlock<SimDisk>>(ldm_of(n, i))
-                    .unwrap();
-                let s = ldm.stats();
-                total.0 += s.key_batches;
-                total.1 += s.key_conf_batches;
-                total.2 += s.commits;
-            }
-        }
-        total
+        (
+            cluster.ldm_total(|s| s.key_batches),
+            cluster.ldm_total(|s| s.key_conf_batches),
+            cluster.ldm_total(|s| s.commits),
+        )
     };
     let before = stats(&cluster);
     const TRANSACTIONS: i64 = 64;
@@ -2848,19 +2838,7 @@ fn writes_started_together_cross_between_nodes_in_key_batches_and_each_commits_o
 fn commits_started_together_travel_in_batches_and_each_commits_on_both_replicas() {
     let mut cluster = Cluster::start(22, 2, Limits::default());
     cluster.create_table();
-    let commits = |cluster: &Cluster| -> u64 {
-        let mut total = 0;
-        for &n in &cluster.data_nodes {
-            for i in 0..LDM_INSTANCES {
-                let ldm = cluster
-                    .sim
-                    .block::<LdmBlock<SimDisk>>(ldm_of(n, i))
-                    .unwrap();
-                total += ldm.stats().commits;
-            }
-        }
-        total
-    };
+    let commits = |cluster: &Cluster| cluster.ldm_total(|s| s.commits);
     let before = commits(&cluster);
     let batches_before = cluster.tc().counters().commit_batches;
     // Many one-row inserts in flight at once through one TC: their commits
@@ -2885,14 +2863,7 @@ fn commits_started_together_travel_in_batches_and_each_commits_on_both_replicas(
 impl Cluster {
     /// `LdmKeyCommitReq`s committed by every LDM instance so far.
     fn one_phase_commits(&self) -> u64 {
-        self.data_nodes
-            .iter()
-            .flat_map(|&n| (0..LDM_INSTANCES).map(move |i| ldm_of(n, i)))
-            .map(|at| {
-                let ldm = self.sim.block::<LdmBlock<SimDisk>>(at).unwrap();
-                ldm.stats().one_phase_commits
-            })
-            .sum()
+        self.ldm_total(|s| s.one_phase_commits)
     }
 }
 
