@@ -3055,3 +3055,140 @@ fn a_one_phase_commit_racing_its_lock_timeout_has_one_outcome() {
         "no commit crossed the TC's abort ({commits} commits, {aborts} timeouts)"
     );
 }
+
+impl Cluster {
+    /// (TC reads handed to an LDM, `LdmReadReq`s the LDMs answered, TC
+    /// commits) on node `n`.
+    fn hand_offs(&self, n: NodeId) -> (u64, u64, u64) {
+        let counters = self.tc_on(n).counters();
+        let answered = (0..LDM_INSTANCES)
+            .map(|i| {
+                let ldm = self.sim.block::<LdmBlock<SimDisk>>(ldm_of(n, i));
+                ldm.expect("an LDM instance").stats().reads_answered
+            })
+            .sum();
+        (counters.reads_handed_off, answered, counters.committed)
+    }
+}
+
+#[test]
+fn whole_transactions_of_committed_reads_are_answered_by_their_ldm_as_the_tc_would() {
+    let mut cluster = started(31, Limits::default());
+    cluster.sim.run_for(GCP_INTERVAL * 3);
+    let me = cluster.data_nodes[0];
+    // Keys of one LDM instance (a transaction on one instance goes whole),
+    // and one of the other instance.
+    let placement = Placement::new(vec![vec![me]], LDM_INSTANCES);
+    let instance = |c: &Cluster, k: i64| placement.home(c.partition_of(k)).ldm_instance;
+    let same = (2..).filter(|&k| instance(&cluster, k) == instance(&cluster, 1));
+    let same: Vec<i64> = same.take(2).collect();
+    let (k2, missing) = (same[0], same[1]);
+    let other = (2..).find(|&k| instance(&cluster, k) != instance(&cluster, 1));
+    let other = other.expect("a key on the other instance");
+    committed(&cluster.commit(&[Op::write(OpKind::Insert, 1, 10)]));
+    committed(&cluster.commit(&[Op::write(OpKind::Insert, k2, 20)]));
+    committed(&cluster.commit(&[Op::write(OpKind::Insert, other, 30)]));
+    let read = |k: i64| Op::read(k, LockMode::Committed);
+    let cases = [
+        vec![read(1)],
+        vec![read(1), read(k2)],
+        vec![read(1).ignoring(), read(missing).ignoring(), read(k2)],
+        vec![read(1), read(missing), read(k2)],
+    ];
+    for ops in &cases {
+        let before = cluster.hand_offs(me);
+        let epoch_before = cluster.tc().current_epoch();
+        let direct = cluster.commit(ops);
+        let after = cluster.hand_offs(me);
+        assert_eq!(
+            (after.0 - before.0, after.1 - before.1, after.2 - before.2),
+            (1, 1, 0),
+            "{ops:?}: handed to the LDM, answered there, not counted as the TC's commit"
+        );
+        // The same reads taking shared locks go through the TC (which
+        // commits them): its reply is the one the LDM must have given.
+        let shared: Vec<Op> = ops
+            .iter()
+            .map(|op| Op {
+                lock: LockMode::Shared,
+                ..op.clone()
+            })
+            .collect();
+        let through_tc = cluster.commit(&shared);
+        assert_eq!(
+            cluster.hand_offs(me).0,
+            after.0,
+            "a locking read is the TC's"
+        );
+        match (&direct, &through_tc) {
+            (
+                Reply::Conf {
+                    flags,
+                    epoch,
+                    answers,
+                },
+                Reply::Conf {
+                    flags: tc_flags,
+                    answers: tc_answers,
+                    ..
+                },
+            ) => {
+                assert_eq!((flags, answers), (tc_flags, tc_answers), "{ops:?}");
+                assert!(
+                    (epoch_before..=cluster.tc().current_epoch()).contains(epoch),
+                    "{ops:?}: committed in the TC's epoch {epoch:#x}"
+                );
+            }
+            (Reply::Ref { .. }, Reply::Ref { .. }) => assert_eq!(direct, through_tc),
+            _ => panic!("{ops:?}: the LDM answered {direct:?}, the TC {through_tc:?}"),
+        }
+    }
+    let reply = cluster.commit(&cases[2]);
+    let (_, answers) = committed(&reply);
+    assert_eq!(
+        answers[1].code,
+        error::NO_SUCH_ROW,
+        "an ignored error is answered"
+    );
+    assert_eq!(answers[2].row.as_ref().map(|r| int(&r[1])), Some(20));
+    let Reply::Ref { code, op_index, .. } = cluster.commit(&cases[3]) else {
+        panic!("a missing row fails the transaction")
+    };
+    assert_eq!((code, op_index), (error::NO_SUCH_ROW, 1));
+
+    // Not handed over: reads on two instances, a transaction of two
+    // requests.
+    let before = cluster.hand_offs(me).0;
+    let reply = cluster.commit(&[read(1), read(other)]);
+    let (_, answers) = committed(&reply);
+    assert_eq!(answers[1].row.as_ref().map(|r| int(&r[1])), Some(30));
+    let tx = cluster.tx_id();
+    assert!(matches!(
+        cluster.execute(tx, tc_flags::START, &[read(1)]),
+        Reply::Conf { flags: 0, .. }
+    ));
+    committed(&cluster.execute(tx, tc_flags::COMMIT, &[]));
+    assert_eq!(cluster.hand_offs(me).0, before);
+    cluster.check_idle();
+
+    // Two nodes, one replica each: a read of the other node's partition
+    // goes through the TC; one of its own node's is handed over.
+    let mut spread = Cluster::start_spread(32, 2, Limits::default());
+    spread.create_table();
+    let (a, b) = (spread.data_nodes[0], spread.data_nodes[1]);
+    let placement = Placement::new(vec![vec![a], vec![b]], LDM_INSTANCES);
+    let on = |c: &Cluster, n: NodeId| {
+        (1..)
+            .find(|&k| placement.home(c.partition_of(k)).primary() == n)
+            .expect("a key")
+    };
+    let (on_a, on_b) = (on(&spread, a), on(&spread, b));
+    committed(&spread.commit(&[Op::write(OpKind::Insert, on_a, 1)]));
+    committed(&spread.commit(&[Op::write(OpKind::Insert, on_b, 2)]));
+    let before = (spread.hand_offs(a).0, spread.hand_offs(b).1);
+    assert_eq!(spread.read_values_on(a, &[on_b]), vec![Some(2)]);
+    assert_eq!((spread.hand_offs(a).0, spread.hand_offs(b).1), before);
+    assert_eq!(spread.read_values_on(a, &[on_a]), vec![Some(1)]);
+    assert_eq!(spread.hand_offs(a).0, before.0 + 1);
+    spread.check_idle();
+}

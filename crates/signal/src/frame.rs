@@ -33,8 +33,9 @@ pub const MAGIC: [u8; 2] = *b"SK";
 /// 3: `LdmKeyConf::ok_in_order`. 4: `LdmCommitBatchReq`,
 /// `LdmCommitBatchConf` and `GcpHurryReq`. 5: `LdmKeyCommitReq` and
 /// `LdmKeyCommitted` (one-phase commit), `LdmKeyBatchReq` and
-/// `LdmKeyConfBatch` (key batches between nodes).
-pub const WIRE_VERSION: u8 = 5;
+/// `LdmKeyConfBatch` (key batches between nodes). 6: `LdmReadReq` (reads
+/// answered by the LDM).
+pub const WIRE_VERSION: u8 = 6;
 pub const FRAME_HEADER_BYTES: usize = 16;
 pub const SIGNAL_HEADER_BYTES: usize = 16;
 /// Large enough for a configuration file of 255 nodes, small enough that a

@@ -494,6 +494,14 @@ signals! {
     /// of one LDM instance to one TC gathered over a round of its thread,
     /// each answer's fields back to back (`key_batch`), taken in order.
     138 => LdmKeyConfBatch { count: u32, entries: Vec<u8> },
+    /// TC → an LDM instance on the TC's own node (wire version 6;
+    /// docs/transactions.md, "Reads answered by the LDM"): a transaction
+    /// sent whole (`START | COMMIT`) whose ops are all committed reads of
+    /// this instance's partitions. The TC keeps no record of it: the LDM
+    /// runs the reads and answers the client `api` itself, as the TC would
+    /// have (`TcKeyConf` committed in `epoch`, or `TcKeyRef` for the first
+    /// failed op that did not ask to ignore its error).
+    139 => LdmReadReq { tx_id: u64, api: BlockRef, epoch: u64, ops: Vec<u8> },
 
     // ---- global checkpoints (140–149), NDB: DBDIH's GCP protocol ----
     /// Distribution master → every TC, the first half of the switch to
@@ -620,6 +628,7 @@ impl SignalBody {
             SignalBody::TcKeyReq { ops, .. }
             | SignalBody::LdmKeyReq { ops, .. }
             | SignalBody::LdmKeyCommitReq { ops, .. }
+            | SignalBody::LdmReadReq { ops, .. }
             | SignalBody::LdmKeyBatchReq { entries: ops, .. } => Some(ops),
             SignalBody::TcKeyConf { results, .. }
             | SignalBody::LdmKeyConf { results, .. }

@@ -335,6 +335,12 @@ fn one_of_each() -> Vec<SignalBody> {
             results: vec![1],
             ok_in_order: 1,
         },
+        SignalBody::LdmReadReq {
+            tx_id: 7,
+            api: BlockRef::new(node(9), BlockNumber(70), 2),
+            epoch: (12 << 32) | 3,
+            ops: vec![5; 7],
+        },
         SignalBody::LdmKeyBatchReq {
             count: 2,
             entries: {

@@ -14,6 +14,7 @@ use proto::scan::RowBatchWriter;
 use proto::value::{
     integer_value, put_int, put_uint, put_value, EncodedValues, INTEGER_VALUE_BYTES,
 };
+use proto::ProtoError;
 use storage::schema::{IntegerCell, RowLayout, ValueRef};
 
 /// One gathered answer: an outcome, or a row whose values end at `end`.
@@ -210,9 +211,18 @@ impl Gathered {
         }
     }
 
+    /// The failed entries, in order: (op_index, code).
+    pub(super) fn failures(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        self.entries
+            .iter()
+            .filter(|e| e.code != 0)
+            .map(|e| (e.op_index, e.code))
+    }
+
     /// Writes entries from `*next` on as one result batch into `out`
-    /// (cleared first), as many as fit; moves `*next` past them.
-    pub(super) fn write_results(&self, next: &mut usize, out: &mut Vec<u8>) {
+    /// (cleared first), as many as fit; moves `*next` past them. When some
+    /// did not fit, the limit the first of them broke.
+    pub(super) fn write_results(&self, next: &mut usize, out: &mut Vec<u8>) -> Option<ProtoError> {
         out.clear();
         let mut writer = ResultWriter::new(out);
         let first = *next;
@@ -228,12 +238,13 @@ impl Gathered {
                 let (values, keys) = self.parts_of(*next);
                 writer.encoded_row(entry.op_index, values, keys)
             };
-            if fits.is_err() {
+            if let Err(e) = fits {
                 assert!(*next > first, "one result always fits a batch");
-                return;
+                return Some(e);
             }
             *next += 1;
         }
+        None
     }
 
     /// Writes entries from `*next` on as one batch of scanned rows into
@@ -259,6 +270,29 @@ mod tests {
     use storage::schema::{Column, ColumnType, TableDef, Value};
 
     use super::*;
+
+    /// Results beyond one batch's limit go in the next batch, and the
+    /// first batch says which limit stopped it (what a reply to a client
+    /// that must fit one batch is refused with).
+    #[test]
+    fn results_over_a_batch_say_which_limit_they_broke() {
+        let mut gathered = Gathered::default();
+        let count = proto::ops::OPS_PER_BATCH_MAX + 1;
+        for i in 0..count {
+            gathered.ok(i as u32);
+        }
+        let (mut next, mut out) = (0, Vec::new());
+        let stopped = gathered.write_results(&mut next, &mut out);
+        assert_eq!(next, count - 1);
+        match stopped {
+            Some(ProtoError::OverLimit { field, value, .. }) => {
+                assert_eq!((field, value), ("results per batch", count as u64));
+            }
+            other => panic!("stopped by {other:?}"),
+        }
+        assert_eq!(gathered.write_results(&mut next, &mut out), None);
+        assert_eq!(next, count);
+    }
 
     /// A row of NOT NULL integers is read in one pass (`integer_reads`):
     /// the same bytes as column by column, at every width and sign and at

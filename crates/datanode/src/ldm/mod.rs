@@ -48,6 +48,7 @@
 pub(crate) mod aborted;
 mod alter;
 pub(crate) mod batches;
+mod client_reads;
 mod copy;
 mod encoded;
 mod failover;
@@ -155,6 +156,9 @@ pub struct LdmStats {
     /// `LdmKeyConfBatch`s sent: answers of several transactions to one TC
     /// in one signal (`batches`).
     pub key_conf_batches: u64,
+    /// `LdmReadReq`s: transactions of committed reads a TC of this node
+    /// handed over whole, answered here to the client (`client_reads`).
+    pub reads_answered: u64,
 }
 
 /// The tables the dictionary told this instance about.
@@ -1262,6 +1266,12 @@ impl<D: Disk + Clone + Send + 'static> Block for LdmBlock<D> {
                 chain,
                 ops,
             } => self.on_key_req(sender, tx_id, tc, chain, ops, 0, ctx),
+            SignalBody::LdmReadReq {
+                tx_id,
+                api,
+                epoch,
+                ops,
+            } => self.on_read_req(tx_id, api, epoch, ops, ctx),
             SignalBody::LdmKeyBatchReq { count, entries } => {
                 self.on_key_batch_req(sender, count, entries, ctx)
             }

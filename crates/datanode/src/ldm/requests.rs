@@ -159,7 +159,7 @@ impl Requests {
 #[derive(Debug, Default)]
 pub(super) struct Scratch {
     /// The answers of a request run at once (see `committed_only`).
-    results: Gathered,
+    pub(super) results: Gathered,
     keys: Vec<Value>,
     row_values: Vec<Value>,
     row: RowBuf,
@@ -295,7 +295,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
 
     /// Runs a batch of committed reads only, answering each in `out`, in
     /// batch order (the TC passes results in op order through unread).
-    fn committed_only(&mut self, ops: &[OpView<'_>], out: &mut Gathered) {
+    pub(super) fn committed_only(&mut self, ops: &[OpView<'_>], out: &mut Gathered) {
         // Each op is parsed once; a run of one fragment's reads is read in
         // one `read_batch`. Runs are short in the common case (one op per
         // transaction), so they stay on the stack.
@@ -727,7 +727,7 @@ fn forwarded_ops(ops: &[u8], op_count: u32, forward: &[u32]) -> Vec<u8> {
     bytes
 }
 
-fn is_committed_read(op: &OpView<'_>) -> bool {
+pub(super) fn is_committed_read(op: &OpView<'_>) -> bool {
     op.header.kind == OpKind::Read && op.header.lock == LockMode::Committed
 }
 

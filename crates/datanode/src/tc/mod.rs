@@ -135,6 +135,10 @@ pub struct TcCounters {
     /// Transactions sent whole as `LdmKeyCommitReq`, committed by their
     /// one LDM instance with their ops (one-phase commit).
     pub one_phase: u64,
+    /// Transactions of committed reads handed to an LDM instance of this
+    /// node, which answered the client itself (`LdmReadReq`); they are not
+    /// counted in `committed` or `aborted`, whose outcome the LDM decides.
+    pub reads_handed_off: u64,
 }
 
 /// Scratch space reused by every request (no allocation once warm).

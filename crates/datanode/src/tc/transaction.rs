@@ -519,6 +519,9 @@ impl TcBlock {
             }
             let group = self.scratch.groups[0].clone();
             let tx_id = self.transactions.get(slot).tx_id;
+            if self.answered_by_ldm(slot, &group) {
+                return self.hand_off_reads(slot, tx_id, &group, request, ctx);
+            }
             let commit_gci = self.one_phase_gci(slot, &group);
             self.send_group(slot, tx_id, &group, request, commit_gci, ctx);
             self.scratch.forward.len() as u32
@@ -554,6 +557,68 @@ impl TcBlock {
                 .iter()
                 .enumerate()
                 .all(|(pos, op)| op.code == 0 && op.group == 0 && op.op_index as usize == pos)
+    }
+
+    /// Whether the request of `slot`, routed to the one `group`, is a
+    /// transaction the group's LDM instance answers itself (`LdmReadReq`,
+    /// docs/transactions.md): the whole transaction (START and COMMIT),
+    /// committed reads only (nothing to lock, commit or abort anywhere), on
+    /// an instance of this node (whose failure is this TC's: the client
+    /// learns it from the lost connection, as it would of this TC's).
+    fn answered_by_ldm(&self, slot: u32, group: &Group) -> bool {
+        let whole = tc_flags::START | tc_flags::COMMIT;
+        self.transactions.get(slot).flags & whole == whole
+            && !group.has_write
+            && !group.has_lock
+            && group.primary == self.config.node
+    }
+
+    /// Sends the request of `slot` to its LDM instance as `LdmReadReq` and
+    /// frees the record: the LDM answers the client, and nothing of the
+    /// transaction is left here to time out, abort or take over.
+    fn hand_off_reads(
+        &mut self,
+        slot: u32,
+        tx_id: u64,
+        group: &Group,
+        ops: Vec<u8>,
+        ctx: &mut Context<'_>,
+    ) {
+        let tx = self.transactions.get(slot);
+        debug_assert!(tx.participants.is_empty() && tx.confs.is_empty() && tx.scans == 0);
+        let api = tx.api.expect("a transaction has a client");
+        let ldm = BlockRef::new(
+            group.primary,
+            BlockNumber::LOCAL_DATA_MANAGER,
+            group.instance as u16,
+        );
+        ctx.send(
+            ldm,
+            SignalBody::LdmReadReq {
+                tx_id,
+                api,
+                epoch: self.epoch,
+                ops,
+            },
+        );
+        self.counters.reads_handed_off += 1;
+        self.unregister(slot);
+        self.transactions.release(slot);
+    }
+
+    /// Gives back the operation records of `slot` and forgets its
+    /// transaction id (the record itself is released by the caller).
+    fn unregister(&mut self, slot: u32) {
+        let tx = self.transactions.get(slot);
+        let (tx_id, records) = (tx.tx_id, tx.op_records);
+        assert!(self.operations_used >= records, "operation records counted");
+        self.operations_used -= records;
+        let removed = self.by_tx_id.remove(&tx_id);
+        assert_eq!(
+            removed,
+            Some(slot),
+            "transaction {tx_id:#x} ends exactly once"
+        );
     }
 
     /// Sends the routed ops of a plain request, one `LdmKeyReq` per group;
@@ -896,15 +961,8 @@ impl TcBlock {
         tx.confs.push(results);
         if let Some((pos, code)) = tx.failed {
             let op = tx.ops[pos];
-            let table = self
-                .tables
-                .get(&op.table_id)
-                .map_or_else(|| format!("id {}", op.table_id), |t| t.def.name.clone());
-            let message = format!(
-                "table `{table}`, operation {}: {}",
-                op.op_index,
-                error::message(code)
-            );
+            let table = self.tables.get(&op.table_id).map(|t| t.def.name.as_str());
+            let message = failed_op_message(table, op.table_id, op.op_index, code);
             return self.fail(slot, code, op.op_index, message, ctx);
         }
         if tx.outstanding == 0 {
@@ -944,13 +1002,7 @@ impl TcBlock {
         let request = self.transactions.get_mut(slot).plan.finish();
         self.scratch.recycle(request);
         if let Err(e) = written {
-            return self.fail(
-                slot,
-                e.code(),
-                u32::MAX,
-                format!("the reply does not fit in one batch: {e}"),
-                ctx,
-            );
+            return self.fail(slot, e.code(), u32::MAX, reply_too_large_message(&e), ctx);
         }
         let tx = self.transactions.get_mut(slot);
         for conf in tx.confs.drain(..) {
@@ -1340,7 +1392,6 @@ impl TcBlock {
                 }),
             }
         };
-        let records = tx.op_records;
         let uncount = tx.one_phase;
         tx.participants.clear();
         let request = tx.plan.finish();
@@ -1357,14 +1408,7 @@ impl TcBlock {
                 ctx,
             );
         }
-        assert!(self.operations_used >= records, "operation records counted");
-        self.operations_used -= records;
-        let removed = self.by_tx_id.remove(&tx_id);
-        assert_eq!(
-            removed,
-            Some(slot),
-            "transaction {tx_id:#x} ends exactly once"
-        );
+        self.unregister(slot);
         if uncount {
             // Aborted with its one-phase commit never done.
             debug_assert!(!committed);
@@ -1380,6 +1424,27 @@ impl TcBlock {
             ctx.send(api, reply);
         }
     }
+}
+
+/// What a client is told of a transaction failed by operation `op_index`,
+/// which an LDM answered with `code`, on table `table_id` (`table`: its
+/// name, when this node knows it).
+pub(crate) fn failed_op_message(
+    table: Option<&str>,
+    table_id: u32,
+    op_index: u32,
+    code: u32,
+) -> String {
+    let message = error::message(code);
+    match table {
+        Some(name) => format!("table `{name}`, operation {op_index}: {message}"),
+        None => format!("table `id {table_id}`, operation {op_index}: {message}"),
+    }
+}
+
+/// The message of a reply whose results do not fit one batch.
+pub(crate) fn reply_too_large_message(e: &proto::ProtoError) -> String {
+    format!("the reply does not fit in one batch: {e}")
 }
 
 /// Sends `body` (a commit or abort) to every participant whose node is
