@@ -3192,3 +3192,64 @@ fn whole_transactions_of_committed_reads_are_answered_by_their_ldm_as_the_tc_wou
     assert_eq!(spread.hand_offs(a).0, before.0 + 1);
     spread.check_idle();
 }
+
+#[test]
+fn read_transactions_arriving_together_are_read_together_and_each_answered() {
+    let mut cluster = started(33, Limits::default());
+    let me = cluster.data_nodes[0];
+    let keys: Vec<i64> = (0..40).collect();
+    let inserts: Vec<Op> = keys
+        .iter()
+        .map(|&k| Op::write(OpKind::Insert, k, k * 7))
+        .collect();
+    committed(&cluster.commit(&inserts));
+    let rounds = |c: &Cluster| c.ldm_total(|s| s.client_read_rounds);
+    let (before, rounds_before) = (cluster.hand_offs(me), rounds(&cluster));
+    // One transaction per key (one of them a key no row has, one reading
+    // two keys of one instance when there are two), all in flight at once.
+    let placement = Placement::new(vec![vec![me]], LDM_INSTANCES);
+    let instance = |c: &Cluster, k: i64| placement.home(c.partition_of(k)).ldm_instance;
+    let pair = (1..40)
+        .find(|&k| instance(&cluster, k) == instance(&cluster, 0))
+        .expect("two keys on one instance");
+    let mut txs: Vec<(u64, Vec<i64>)> = keys.iter().map(|&k| (cluster.tx_id(), vec![k])).collect();
+    txs.push((cluster.tx_id(), vec![1_000]));
+    txs.push((cluster.tx_id(), vec![0, pair]));
+    for (tx, ks) in &txs {
+        let ops: Vec<Op> = ks
+            .iter()
+            .map(|&k| Op::read(k, LockMode::Committed).ignoring())
+            .collect();
+        cluster.submit(*tx, tc_flags::START | tc_flags::COMMIT, &ops);
+    }
+    for (tx, ks) in &txs {
+        let reply = cluster
+            .reply_within(*tx, ANSWER_WAIT)
+            .unwrap_or_else(|| panic!("transaction {tx:#x}: no reply"));
+        let (_, answers) = committed(&reply);
+        let values: Vec<Option<i64>> = answers
+            .iter()
+            .map(|a| a.row.as_ref().map(|r| int(&r[1])))
+            .collect();
+        let expected: Vec<Option<i64>> = ks.iter().map(|&k| (k < 40).then_some(k * 7)).collect();
+        assert_eq!(values, expected, "transaction {tx:#x} of keys {ks:?}");
+    }
+    let after = cluster.hand_offs(me);
+    assert_eq!(
+        after.0 - before.0,
+        txs.len() as u64,
+        "every one handed over"
+    );
+    assert_eq!(
+        after.1 - before.1,
+        txs.len() as u64,
+        "and answered by its LDM"
+    );
+    let rounds = rounds(&cluster) - rounds_before;
+    assert!(
+        rounds > 0 && rounds * 4 <= txs.len() as u64,
+        "{} transactions read in {rounds} rounds: gathered",
+        txs.len()
+    );
+    cluster.check_idle();
+}

@@ -159,6 +159,9 @@ pub struct LdmStats {
     /// `LdmReadReq`s: transactions of committed reads a TC of this node
     /// handed over whole, answered here to the client (`client_reads`).
     pub reads_answered: u64,
+    /// Rounds of gathered `LdmReadReq`s run (`reads_answered` / this: the
+    /// transactions whose reads went through one pipeline on average).
+    pub client_read_rounds: u64,
 }
 
 /// The tables the dictionary told this instance about.
@@ -244,6 +247,8 @@ pub struct LdmBlock<D> {
     requests: Requests,
     scans: Scans,
     scratch: requests::Scratch,
+    /// Handed-over read transactions gathered for the round (`client_reads`).
+    client_reads: client_reads::ClientReads,
     pending_commits: Vec<PendingCommit>,
     grants: Vec<Grant>,
     redo_write_armed: bool,
@@ -308,6 +313,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             requests: Requests::new(),
             scans: Scans::new(),
             scratch: requests::Scratch::default(),
+            client_reads: client_reads::ClientReads::default(),
             pending_commits: Vec::new(),
             grants: Vec::new(),
             redo_write_armed: false,
@@ -1278,6 +1284,9 @@ impl<D: Disk + Clone + Send + 'static> Block for LdmBlock<D> {
             SignalBody::Continue {
                 what: batches::CONTINUE_KEY_BATCHES,
             } if sender == self.me => self.flush_key_batches(ctx),
+            SignalBody::Continue {
+                what: client_reads::CONTINUE_CLIENT_READS,
+            } if sender == self.me => self.on_client_reads_due(ctx),
             SignalBody::LdmKeyCommitReq {
                 tx_id,
                 tc,

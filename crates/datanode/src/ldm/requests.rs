@@ -160,7 +160,7 @@ impl Requests {
 pub(super) struct Scratch {
     /// The answers of a request run at once (see `committed_only`).
     pub(super) results: Gathered,
-    keys: Vec<Value>,
+    pub(super) keys: Vec<Value>,
     row_values: Vec<Value>,
     row: RowBuf,
     batch: ReadBatch,
@@ -295,7 +295,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
 
     /// Runs a batch of committed reads only, answering each in `out`, in
     /// batch order (the TC passes results in op order through unread).
-    pub(super) fn committed_only(&mut self, ops: &[OpView<'_>], out: &mut Gathered) {
+    fn committed_only(&mut self, ops: &[OpView<'_>], out: &mut Gathered) {
         // Each op is parsed once; a run of one fragment's reads is read in
         // one `read_batch`. Runs are short in the common case (one op per
         // transaction), so they stay on the stack.
@@ -437,7 +437,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
 
     /// Checks an operation against this instance's schema; the fragment it
     /// names, or the error code.
-    fn check_op(&self, op: &OpView<'_>) -> Result<(u32, u32), u32> {
+    pub(super) fn check_op(&self, op: &OpView<'_>) -> Result<(u32, u32), u32> {
         let h = &op.header;
         let table = self
             .schema
@@ -888,7 +888,7 @@ impl<'a> ColumnChanges<'a> for OpChanges<'a> {
 
 /// A read's result row: the projected columns (all when none are), then
 /// the primary key with key info.
-fn write_row(
+pub(super) fn write_row(
     out: &mut Gathered,
     layout: &RowLayout,
     table: &TableDef,
