@@ -3253,3 +3253,67 @@ fn read_transactions_arriving_together_are_read_together_and_each_answered() {
     );
     cluster.check_idle();
 }
+
+#[test]
+fn a_read_transaction_handed_over_wrongly_is_refused_with_a_clear_error() {
+    let mut cluster = started(34, Limits::default());
+    let me = cluster.data_nodes[0];
+    committed(&cluster.commit(&[Op::write(OpKind::Insert, 1, 10)]));
+    let partition = cluster.partition_of(1);
+    let placement = Placement::new(vec![vec![me]], LDM_INSTANCES);
+    let ldm = ldm_of(me, placement.home(partition).ldm_instance);
+    let mut ops = cluster.batch(&[Op::read(1, LockMode::Committed)]);
+    let header_at = proto::ops::OpBatchReader::framed(&ops)
+        .expect("a batch")
+        .iter()
+        .next()
+        .expect("an op")
+        .header_offset(&ops);
+    proto::set_partition(&mut ops, header_at, partition);
+    let read_req = |tx_id: u64, ops: Vec<u8>| SignalBody::LdmReadReq {
+        tx_id,
+        api: api(),
+        epoch: 0,
+        ops,
+    };
+    // From the client itself, not a TC of the node: refused, naming why.
+    let tx = cluster.tx_id();
+    cluster.sim.inject(Signal {
+        receiver: ldm,
+        sender: api(),
+        body: read_req(tx, ops.clone()),
+    });
+    match cluster.reply_within(tx, ANSWER_WAIT) {
+        Some(Reply::Ref { code, message, .. }) => {
+            assert_eq!(code, error::BAD_OPERATION);
+            assert!(message.contains("only a TC of that node"), "{message}");
+        }
+        other => panic!("refused: {other:?}"),
+    }
+    // From the node's TC, well formed: answered as a commit.
+    let tx = cluster.tx_id();
+    cluster.sim.inject(Signal {
+        receiver: ldm,
+        sender: tc_of(me),
+        body: read_req(tx, ops.clone()),
+    });
+    let reply = cluster.reply_within(tx, ANSWER_WAIT).expect("a reply");
+    let (_, answers) = committed_epoch(&reply);
+    assert_eq!(answers[0].row.as_ref().map(|r| int(&r[1])), Some(10));
+    // Malformed (only a bug sends it): refused, not left unanswered.
+    let tx = cluster.tx_id();
+    ops.truncate(ops.len() - 3);
+    cluster.sim.inject(Signal {
+        receiver: ldm,
+        sender: tc_of(me),
+        body: read_req(tx, ops),
+    });
+    match cluster.reply_within(tx, ANSWER_WAIT) {
+        Some(Reply::Ref { code, message, .. }) => {
+            assert_eq!(code, error::MALFORMED_REQUEST);
+            assert!(message.contains("malformed op batch"), "{message}");
+        }
+        other => panic!("refused: {other:?}"),
+    }
+    cluster.check_idle();
+}

@@ -18,7 +18,7 @@
 use kernel::Context;
 use proto::error;
 use proto::ops::{OpBatchReader, OpView, IGNORE_ERROR};
-use signal::{tc_flags, BlockRef, SignalBody};
+use signal::{tc_flags, BlockNumber, BlockRef, SignalBody};
 use storage::disk::Disk;
 use storage::fragment::{Fragment, ReadBatch, READ_BATCH_KEYS_MAX};
 
@@ -78,6 +78,7 @@ enum ReadOutcome {
 impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
     pub(super) fn on_read_req(
         &mut self,
+        sender: BlockRef,
         tx_id: u64,
         api: BlockRef,
         epoch: u64,
@@ -88,6 +89,27 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             // This node is failing: the client learns so from the lost
             // connection, as for any request of this node's TC.
             return ctx.recycle(ops);
+        }
+        if sender.node != self.me.node || sender.block != BlockNumber::TRANSACTION_COORDINATOR {
+            // A TC hands over only to an instance of its own node, whose
+            // failure the client learns from the TC's connection.
+            tracing::warn!(
+                node = %self.config.node,
+                "LDM instance {}: LdmReadReq of transaction {tx_id:#x} from {sender}, not a TC of this node: refused",
+                self.config.instance
+            );
+            ctx.recycle(ops);
+            let message = format!(
+                "{sender} sent LdmReadReq to {}: only a TC of that node may",
+                self.me
+            );
+            let reply = SignalBody::TcKeyRef {
+                tx_id,
+                code: error::BAD_OPERATION,
+                op_index: u32::MAX,
+                message,
+            };
+            return ctx.send(api, reply);
         }
         self.stats.key_requests += 1;
         self.stats.reads_answered += 1;

@@ -1277,7 +1277,7 @@ impl<D: Disk + Clone + Send + 'static> Block for LdmBlock<D> {
                 api,
                 epoch,
                 ops,
-            } => self.on_read_req(tx_id, api, epoch, ops, ctx),
+            } => self.on_read_req(sender, tx_id, api, epoch, ops, ctx),
             SignalBody::LdmKeyBatchReq { count, entries } => {
                 self.on_key_batch_req(sender, count, entries, ctx)
             }
