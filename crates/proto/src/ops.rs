@@ -835,6 +835,70 @@ impl<'a> OpView<'a> {
     }
 }
 
+/// Where a parsed op lies in its batch: an [`OpView`] without the borrow,
+/// for a reader that keeps the batch (moved into a record) and takes the
+/// op up again later without parsing it a second time
+/// ([`OpSpan::view`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpSpan {
+    header: OpHeader,
+    key_count: u16,
+    value_count: u16,
+    projection_count: u16,
+    /// Offsets in the batch: keys, values and projection follow each
+    /// other, the projection ending at `end`.
+    keys_at: u32,
+    values_at: u32,
+    projection_at: u32,
+    end: u32,
+}
+
+impl OpSpan {
+    /// The op again, from `batch`: the batch its view was read from
+    /// ([`OpView::span`]), moved or not. Another batch is a bug: it
+    /// panics if the span falls outside it.
+    #[inline]
+    pub fn view<'a>(&self, batch: &'a [u8]) -> OpView<'a> {
+        let at = |offset: u32| offset as usize;
+        let view = OpView {
+            header: self.header,
+            key_count: self.key_count,
+            value_count: self.value_count,
+            projection_count: self.projection_count,
+            keys: &batch[at(self.keys_at)..at(self.values_at)],
+            values: &batch[at(self.values_at)..at(self.projection_at)],
+            projection: &batch[at(self.projection_at)..at(self.end)],
+        };
+        debug_assert_eq!(view.span(batch), *self, "a span of this batch");
+        view
+    }
+}
+
+impl<'a> OpView<'a> {
+    /// Where this op lies in `batch`, the batch it was read from.
+    pub fn span(&self, batch: &[u8]) -> OpSpan {
+        let offset = |part: &[u8]| {
+            let at = (part.as_ptr() as usize)
+                .checked_sub(batch.as_ptr() as usize)
+                .filter(|at| at + part.len() <= batch.len())
+                .expect("an op of this batch");
+            // A batch is at most BATCH_BYTES_MAX, far below u32::MAX.
+            at as u32
+        };
+        let projection_at = offset(self.projection);
+        OpSpan {
+            header: self.header,
+            key_count: self.key_count,
+            value_count: self.value_count,
+            projection_count: self.projection_count,
+            keys_at: offset(self.keys),
+            values_at: offset(self.values),
+            projection_at,
+            end: projection_at + self.projection.len() as u32,
+        }
+    }
+}
+
 impl OpView<'_> {
     /// Whether every written value is an integer in its integer column's
     /// range, each column written once and none in the primary key: the
@@ -1262,6 +1326,54 @@ mod tests {
         writer.end().expect("a small op fits");
         drop(writer);
         bytes
+    }
+
+    /// A span taken from each op of a batch gives back the same op from
+    /// the batch moved elsewhere: header, keys, values and projection.
+    #[test]
+    fn spans_give_back_each_op_of_a_moved_batch() {
+        let mut bytes = Vec::new();
+        let mut writer = OpBatchWriter::new(&mut bytes);
+        for (i, kind) in [OpKind::Update, OpKind::Read, OpKind::Delete].into_iter().enumerate() {
+            writer.begin(&OpHeader {
+                op_index: i as u32,
+                table_id: 7,
+                table_version: 3,
+                index_id: NO_INDEX,
+                partition: 5 + i as u32,
+                kind,
+                lock: LockMode::Exclusive,
+                flags: 0,
+            });
+            writer.key(Value::UInt(10 + i as u64).as_ref());
+            if kind == OpKind::Update {
+                writer.value(1, Value::Int(-4).as_ref());
+                writer.value(6, Value::String("ab".into()).as_ref());
+            } else {
+                writer.project(2);
+                writer.project(4);
+            }
+            writer.end().expect("a small op fits");
+        }
+        drop(writer);
+        let reader = OpBatchReader::framed(&bytes).expect("a valid batch");
+        let spans: Vec<OpSpan> = reader.iter().map(|view| view.span(&bytes)).collect();
+        // Somewhere else in memory, with bytes in front, as a record holds it.
+        let mut moved = vec![0xAA; 3];
+        moved.extend_from_slice(&bytes);
+        let moved = &moved[3..];
+        for (span, view) in spans.iter().zip(reader.iter()) {
+            let again = span.view(moved);
+            assert_eq!(again.header, view.header);
+            assert!(again.keys().eq(view.keys()));
+            assert!(again.values().eq(view.values()));
+            assert!(again.projection().eq(view.projection()));
+            assert_eq!(again.value_count(), view.value_count());
+            assert_eq!(again.projection_count(), view.projection_count());
+        }
+        assert_eq!(spans[0].view(moved).values().count(), 2);
+        assert_eq!(spans[2].view(moved).projection().collect::<Vec<_>>(), [2, 4]);
+        assert_eq!(spans[1].view(moved).header.partition, 6);
     }
 
     /// An insert whose integers all fit still misses the column it does not
