@@ -580,8 +580,10 @@ fn parse_op<'a, 'p>(
     let projection_at = match check {
         Check::Values => {
             let count = usize::from(value_count);
-            let fixed = match plan_of(header.table_id) {
-                Some(plan) if count > 0 => {
+            // An op with no values (every read) looks up no plan.
+            let plan = if count > 0 { plan_of(header.table_id) } else { None };
+            let fixed = match plan {
+                Some(plan) => {
                     let (stepped, fit) = step_fitting_pairs(r, count, plan);
                     if fit && stepped == count {
                         fitted_plan = plan.id;
