@@ -581,7 +581,11 @@ fn parse_op<'a, 'p>(
         Check::Values => {
             let count = usize::from(value_count);
             // An op with no values (every read) looks up no plan.
-            let plan = if count > 0 { plan_of(header.table_id) } else { None };
+            let plan = if count > 0 {
+                plan_of(header.table_id)
+            } else {
+                None
+            };
             let fixed = match plan {
                 Some(plan) => {
                     let (stepped, fit) = step_fitting_pairs(r, count, plan);

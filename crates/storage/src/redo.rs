@@ -77,7 +77,11 @@ const DATA_RESERVE_BYTES: u64 = 2 * MARKER_SLOT_BYTES;
 const FLUSH_RESERVE_BYTES: u64 = MARKER_SLOT_BYTES;
 const FILE_HEADER_USED_BYTES: usize = 36;
 const CONTROL_BYTES: usize = 44;
-const FORMAT_VERSION: u32 = 1;
+/// Version 2: a record's CRC covers the record with its CRC field taken as
+/// zero (version 1: the header before the field, then the payload).
+const FORMAT_VERSION: u32 = 2;
+/// Where a record header keeps its CRC.
+const RECORD_CRC_AT: usize = 28;
 
 const RECORD_MAGIC: [u8; 4] = *b"SKRL";
 const FILE_MAGIC: [u8; 8] = *b"SKARVRDO";
@@ -360,10 +364,11 @@ impl Header {
             gci: le_u32(bytes, 12),
             lsn: le_u64(bytes, 16),
             prev_crc: le_u32(bytes, 24),
-            crc: le_u32(bytes, 28),
+            crc: le_u32(bytes, RECORD_CRC_AT),
         }
     }
 
+    /// The header with its CRC field zero, for [`RedoLog::seal_record`].
     fn encode(kind: Kind, payload_len: usize, gci: Gci, lsn: u64, prev_crc: u32) -> [u8; 32] {
         let mut h = [0u8; REDO_RECORD_HEADER_BYTES];
         h[0..4].copy_from_slice(&RECORD_MAGIC);
@@ -376,9 +381,17 @@ impl Header {
     }
 }
 
-/// CRC32C over the header (without its CRC field) and the payload.
-fn record_crc(header: &[u8], payload: &[u8]) -> u32 {
-    crc32c::crc32c_append(crc32c::crc32c(&header[..28]), payload)
+/// CRC32C of a whole record, header and payload, with its CRC field taken
+/// as zero. A record being appended still has a zero field and is one run
+/// of bytes in the buffer: one checksum call, not one for the header and
+/// another for the payload. A record read back has its CRC in the field.
+fn record_crc(record: &[u8]) -> u32 {
+    let field = RECORD_CRC_AT..RECORD_CRC_AT + 4;
+    if record[field.clone()] == [0; 4] {
+        return crc32c::crc32c(record);
+    }
+    let head = crc32c::crc32c_append(crc32c::crc32c(&record[..field.start]), &[0; 4]);
+    crc32c::crc32c_append(head, &record[field.end..])
 }
 
 /// A recovered part: what the scan at open found.
@@ -789,17 +802,25 @@ impl RedoLog {
         let lsn = self.next;
         debug_assert!(lsn + size <= self.tail + self.ring.capacity);
         debug_assert_eq!(lsn % RECORD_ALIGN_BYTES, 0);
-        let mut header = Header::encode(kind, payload.len(), gci, lsn, self.last_crc);
-        let crc = record_crc(&header, payload);
-        header[28..32].copy_from_slice(&crc.to_le_bytes());
+        let header = Header::encode(kind, payload.len(), gci, lsn, self.last_crc);
         let start = self.buffer.len();
         self.buffer.extend_from_slice(&header);
         self.buffer.extend_from_slice(payload);
+        let crc = self.seal_record(start);
         self.buffer.resize(start + size as usize, 0);
         self.next += size;
         self.next_file_remaining -= size;
         self.last_crc = crc;
         lsn
+    }
+
+    /// Writes the CRC of the record that starts at `start` of the buffer
+    /// and runs to its end into the record's header; returns it.
+    fn seal_record(&mut self, start: usize) -> u32 {
+        let crc = record_crc(&self.buffer[start..]);
+        let at = start + RECORD_CRC_AT;
+        self.buffer[at..at + 4].copy_from_slice(&crc.to_le_bytes());
+        crc
     }
 
     /// Skips the last `remaining` bytes of the current file: a pad record
@@ -808,11 +829,9 @@ impl RedoLog {
     fn emit_skip(&mut self, remaining: u64) {
         let start = self.buffer.len();
         if remaining >= REDO_RECORD_HEADER_BYTES as u64 {
-            let mut header = Header::encode(Kind::Pad, 0, 0, self.next, self.last_crc);
-            let crc = record_crc(&header, &[]);
-            header[28..32].copy_from_slice(&crc.to_le_bytes());
+            let header = Header::encode(Kind::Pad, 0, 0, self.next, self.last_crc);
             self.buffer.extend_from_slice(&header);
-            self.last_crc = crc;
+            self.last_crc = self.seal_record(start);
         }
         self.buffer.resize(start + remaining as usize, 0);
         self.next += remaining;
@@ -1458,7 +1477,7 @@ fn check_record(log: &RedoLog, reader: &mut LogReader, lsn: u64) -> Result<Found
         );
         return Ok(Found::Not(Stop::Truncated(why)));
     };
-    let crc = record_crc(bytes, &bytes[REDO_RECORD_HEADER_BYTES..]);
+    let crc = record_crc(bytes);
     if crc != header.crc {
         return Ok(Found::Not(Stop::Torn("checksum mismatch".into())));
     }
@@ -1561,5 +1580,29 @@ fn changed(log: &RedoLog, lsn: u64) -> RedoError {
         offset,
         lsn: Lsn(lsn),
         detail: "a record checked at open changed on disk before replay".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A record's CRC is that of the whole record with its CRC field zero:
+    /// the same whether the field is still zero (appending) or holds the
+    /// CRC (reading back), and every other byte counts.
+    #[test]
+    fn a_record_crc_takes_its_crc_field_as_zero() {
+        let mut record = Header::encode(Kind::Data, 5, 7, 64, 0xDEAD_BEEF).to_vec();
+        record.extend_from_slice(b"hello");
+        let crc = record_crc(&record);
+        assert_eq!(crc, crc32c::crc32c(&record));
+        record[RECORD_CRC_AT..RECORD_CRC_AT + 4].copy_from_slice(&crc.to_le_bytes());
+        assert_eq!(record_crc(&record), crc);
+        let field = RECORD_CRC_AT..RECORD_CRC_AT + 4;
+        for at in (0..record.len()).filter(|at| !field.contains(at)) {
+            let mut damaged = record.clone();
+            damaged[at] ^= 1;
+            assert_ne!(record_crc(&damaged), crc, "byte {at} is covered");
+        }
     }
 }
