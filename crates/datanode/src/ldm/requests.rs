@@ -99,9 +99,8 @@ impl Requests {
         tx_id: u64,
         tc: BlockRef,
         chain: Vec<NodeId>,
-        ops: Vec<u8>,
-        op_count: u32,
-        only_op: Option<OpSpan>,
+        // The batch, its op count and the span of a lone op.
+        (ops, op_count, only_op): (Vec<u8>, u32, Option<OpSpan>),
         commit_gci: u32,
     ) -> Slot {
         assert!(
@@ -292,9 +291,13 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             _ => None,
         };
         drop(views);
-        let slot =
-            self.requests
-                .insert(tx_id, tc, chain, ops, op_count as u32, only_op, commit_gci);
+        let slot = self.requests.insert(
+            tx_id,
+            tc,
+            chain,
+            (ops, op_count as u32, only_op),
+            commit_gci,
+        );
         let record = self.txs.get_mut(&tx_id).expect("made above");
         record.queue.push_back(slot);
         if record.queue.len() == 1 {

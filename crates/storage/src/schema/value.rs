@@ -193,11 +193,11 @@ impl<'a> ValueRef<'a> {
         match *self {
             ValueRef::Int(v) => Value::Int(v),
             ValueRef::UInt(v) => Value::UInt(v),
-            _ => self.to_value_general(),
+            _ => self.owned_general(),
         }
     }
 
-    fn to_value_general(&self) -> Value {
+    fn owned_general(&self) -> Value {
         match *self {
             ValueRef::Null => Value::Null,
             ValueRef::Int(v) => Value::Int(v),
