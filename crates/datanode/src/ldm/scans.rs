@@ -103,20 +103,16 @@ impl Scans {
     }
 
     pub(super) fn has_tx(&self, tx_id: u64) -> bool {
-        self.of_tx(tx_id).next().is_some()
+        // With no scan open (every key transaction's end asks) not even a
+        // tree walk.
+        !self.by_key.is_empty() && self.of_tx(tx_id).next().is_some()
     }
 
-    /// The scans of transaction `tx_id`. With no scan open (every key
-    /// transaction's end asks) not even a tree walk.
+    /// The scans of transaction `tx_id`.
     fn of_tx(&self, tx_id: u64) -> impl Iterator<Item = u32> + '_ {
-        let open = !self.by_key.is_empty();
-        open.then(|| {
-            self.by_key
-                .range((tx_id, 0, 0)..=(tx_id, u32::MAX, u32::MAX))
-                .map(|(_, &slot)| slot)
-        })
-        .into_iter()
-        .flatten()
+        self.by_key
+            .range((tx_id, 0, 0)..=(tx_id, u32::MAX, u32::MAX))
+            .map(|(_, &slot)| slot)
     }
 
     fn open(
@@ -169,6 +165,9 @@ impl Scans {
 
     /// Closes every scan of a transaction that ended.
     pub(super) fn close_tx(&mut self, tx_id: u64) {
+        if self.by_key.is_empty() {
+            return;
+        }
         let slots: Vec<u32> = self.of_tx(tx_id).collect();
         for slot in slots {
             self.close(slot);
