@@ -991,6 +991,52 @@ fn scans_filter_project_batch_and_lock() {
     );
     c.end(0x33, Some(4));
     assert_eq!(c.ldm_block(node(2)).transactions(), 0);
+
+    // Scans left open mid-way end with their transactions, and only theirs:
+    // a commit closes its transaction's scan, an abort the other's.
+    for tx in [0x34, 0x35] {
+        c.inject(
+            ldm(node(2)),
+            SignalBody::LdmScanReq {
+                tx_id: tx,
+                scan_id: 1,
+                spec: spec(LockMode::Shared).to_bytes(),
+            },
+        );
+        c.settle();
+        let first = c.take().into_iter().find_map(|s| match s.body {
+            SignalBody::LdmScanConf { tx_id, done, .. } if tx_id == tx => Some(done),
+            _ => None,
+        });
+        assert_eq!(
+            first,
+            Some(false),
+            "scan of {tx:#x}: a first batch, more to come"
+        );
+    }
+    assert_eq!(c.ldm_block(node(2)).scans_open(), 2);
+    c.inject(
+        ldm(node(2)),
+        SignalBody::LdmCommitReq {
+            tx_id: 0x34,
+            gci: 5,
+        },
+    );
+    c.settle();
+    assert_eq!(
+        c.ldm_block(node(2)).scans_open(),
+        1,
+        "the committed one's scan closed"
+    );
+    c.inject(ldm(node(2)), SignalBody::LdmAbortReq { tx_id: 0x35 });
+    c.settle();
+    c.take();
+    assert_eq!(
+        c.ldm_block(node(2)).scans_open(),
+        0,
+        "the aborted one's scan closed"
+    );
+    assert_eq!(c.ldm_block(node(2)).transactions(), 0);
 }
 
 #[test]

@@ -33,8 +33,8 @@ pub use error::ErrorClass;
 pub use filter::{CmpOp, Filter, FILTER_DEPTH_MAX, FILTER_NODES_MAX};
 pub use ops::set_partition;
 pub use ops::{
-    CheckPlan, LockMode, OpBatchReader, OpBatchWriter, OpHeader, OpKind, OpView, BATCH_BYTES_MAX,
-    IGNORE_ERROR, KEY_INFO, NO_INDEX, NO_PARTITION, OPS_PER_BATCH_MAX,
+    CheckPlan, LockMode, OpBatchReader, OpBatchWriter, OpHeader, OpKind, OpSpan, OpView,
+    BATCH_BYTES_MAX, IGNORE_ERROR, KEY_INFO, NO_INDEX, NO_PARTITION, OPS_PER_BATCH_MAX,
 };
 pub use proto_error::ProtoError;
 pub use results::{OpResult, ResultReader, ResultWriter};

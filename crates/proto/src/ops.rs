@@ -14,6 +14,9 @@
 //! single operation, so a bad batch is refused as a whole and iteration
 //! afterwards cannot fail halfway: the iterators yield plain values. Whether
 //! an operation fits its table is a second question, [`OpView::check`].
+//! A reader that has the tables' [`CheckPlan`]s at hand
+//! ([`OpBatchReader::new_each_planned`], the TC) answers the common part of
+//! that question in the same pass: integer values that fit their columns.
 //!
 //! The TC does both for a client's batch. The LDM reads batches its TC
 //! built from checked operations, so it checks their frames only
@@ -51,6 +54,7 @@ use crate::value::{
     get_integer, get_value_general, put_value, skip_value, Check, Reader, TAG_INT, TAG_UINT,
 };
 use crate::ProtoError;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The two bytes an op batch starts with.
 pub const OP_BATCH_MAGIC: [u8; 2] = *b"OB";
@@ -403,7 +407,7 @@ impl<'a> OpBatchReader<'a> {
     /// Validates the whole batch; afterwards nothing read from it can fail.
     /// Allocates nothing unless it fails.
     pub fn new(bytes: &'a [u8]) -> Result<OpBatchReader<'a>, ProtoError> {
-        OpBatchReader::read(bytes, Check::Values, |_| {})
+        OpBatchReader::read(bytes, Check::Values, |_| None, |_| {})
     }
 
     /// [`OpBatchReader::new`] that hands `each` the view of every op as it
@@ -414,7 +418,21 @@ impl<'a> OpBatchReader<'a> {
         bytes: &'a [u8],
         each: impl FnMut(OpView<'a>),
     ) -> Result<OpBatchReader<'a>, ProtoError> {
-        OpBatchReader::read(bytes, Check::Values, each)
+        OpBatchReader::read(bytes, Check::Values, |_| None, each)
+    }
+
+    /// [`OpBatchReader::new_each`] that also tries, in the same pass over
+    /// each op's values, the integer check of [`OpView::check_with`] with
+    /// the plan `plan_of` gives for the op's table id: an op whose values
+    /// are all integers fitting that plan is marked, and `check_with` with
+    /// the same plan does not walk its values again. The batch is checked
+    /// and refused exactly as by `new_each`; the mark only saves work.
+    pub fn new_each_planned<'p>(
+        bytes: &'a [u8],
+        plan_of: impl Fn(u32) -> Option<&'p CheckPlan>,
+        each: impl FnMut(OpView<'a>),
+    ) -> Result<OpBatchReader<'a>, ProtoError> {
+        OpBatchReader::read(bytes, Check::Values, plan_of, each)
     }
 
     /// Checks the batch's frames (header, each op's length, header fields,
@@ -423,7 +441,7 @@ impl<'a> OpBatchReader<'a> {
     /// a batch are trusted by [`OpView::values`] (a bad one ends the
     /// iteration; a debug build asserts).
     pub fn framed(bytes: &'a [u8]) -> Result<OpBatchReader<'a>, ProtoError> {
-        OpBatchReader::read(bytes, Check::Frame, |_| {})
+        OpBatchReader::read(bytes, Check::Frame, |_| None, |_| {})
     }
 
     /// [`OpBatchReader::framed`] of a batch of exactly one op, parsed once:
@@ -435,7 +453,7 @@ impl<'a> OpBatchReader<'a> {
             "op batch",
             (OP_BATCH_MAGIC, OP_BATCH_FORMAT_VERSION),
             ("op count (one op expected)", 1),
-            |r| parse_op(r, Check::Frame),
+            |r| parse_op(r, Check::Frame, |_| None),
             |v| view = Some(v),
         )?;
         view.ok_or(ProtoError::BadField {
@@ -468,12 +486,13 @@ impl<'a> OpBatchReader<'a> {
         bytes: &'a [u8],
         each: impl FnMut(OpView<'a>),
     ) -> Result<OpBatchReader<'a>, ProtoError> {
-        OpBatchReader::read(bytes, Check::Frame, each)
+        OpBatchReader::read(bytes, Check::Frame, |_| None, each)
     }
 
-    fn read(
+    fn read<'p>(
         bytes: &'a [u8],
         check: Check,
+        plan_of: impl Fn(u32) -> Option<&'p CheckPlan>,
         each: impl FnMut(OpView<'a>),
     ) -> Result<OpBatchReader<'a>, ProtoError> {
         let count = crate::value::read_batch(
@@ -481,7 +500,7 @@ impl<'a> OpBatchReader<'a> {
             "op batch",
             (OP_BATCH_MAGIC, OP_BATCH_FORMAT_VERSION),
             ("op count", OPS_PER_BATCH_MAX),
-            |r| parse_op(r, check),
+            |r| parse_op(r, check, &plan_of),
             each,
         )?;
         Ok(OpBatchReader {
@@ -517,8 +536,13 @@ impl<'a> IntoIterator for &OpBatchReader<'a> {
 }
 
 /// Reads one op, returning its view; checks its values too with
-/// [`Check::Values`].
-fn parse_op<'a>(r: &mut Reader<'a>, check: Check) -> Result<OpView<'a>, ProtoError> {
+/// [`Check::Values`], and then, if `plan_of` gives a plan for the op's
+/// table, whether they are integers that fit it (`OpView::fitted_plan`).
+fn parse_op<'a, 'p>(
+    r: &mut Reader<'a>,
+    check: Check,
+    plan_of: impl Fn(u32) -> Option<&'p CheckPlan>,
+) -> Result<OpView<'a>, ProtoError> {
     let start = r.position();
     let body = r.u32()? as usize;
     if body > r.remaining() || body < OP_FIXED_BYTES {
@@ -552,10 +576,27 @@ fn parse_op<'a>(r: &mut Reader<'a>, check: Check) -> Result<OpView<'a>, ProtoErr
         actual,
     };
     let projection_bytes = 2 * usize::from(projection_count);
+    let mut fitted_plan = 0;
     let projection_at = match check {
         Check::Values => {
-            let fixed = r.skip_fixed_pairs(usize::from(value_count));
-            for _ in fixed..usize::from(value_count) {
+            let count = usize::from(value_count);
+            // An op with no values (every read) looks up no plan.
+            let plan = if count > 0 {
+                plan_of(header.table_id)
+            } else {
+                None
+            };
+            let fixed = match plan {
+                Some(plan) => {
+                    let (stepped, fit) = step_fitting_pairs(r, count, plan);
+                    if fit && stepped == count {
+                        fitted_plan = plan.id;
+                    }
+                    stepped
+                }
+                _ => r.skip_fixed_pairs(count),
+            };
+            for _ in fixed..count {
                 r.u16()?;
                 skip_value(r)?;
             }
@@ -585,7 +626,56 @@ fn parse_op<'a>(r: &mut Reader<'a>, check: Check) -> Result<OpView<'a>, ProtoErr
         keys: &whole[keys_at..values_at],
         values: &whole[values_at..projection_at],
         projection: &whole[projection_at..end],
+        fitted_plan,
     })
+}
+
+/// Steps `r` over the leading integer pairs of an op's `count` values, as
+/// `Reader::skip_fixed_pairs` does (the caller's general loop reads what
+/// follows), and decides on the way what `OpView::integer_values_fit`
+/// decides of them with `plan`: (pairs stepped, whether each fit). The
+/// values fit as a whole when every one was such a pair.
+#[inline(always)]
+fn step_fitting_pairs(r: &mut Reader<'_>, count: usize, plan: &CheckPlan) -> (usize, bool) {
+    let at = r.position();
+    let (pairs, _) = r.whole()[at..].as_chunks::<INTEGER_PAIR_BYTES>();
+    let pairs = &pairs[..count.min(pairs.len())];
+    let mut given = ColumnSet(plan.refused.0);
+    let mut stepped = pairs.len();
+    for (i, pair) in pairs.iter().enumerate() {
+        if !is_integer_tag(pair[2]) {
+            stepped = i;
+            break;
+        }
+        if !pair_fits(plan, pair, &mut given) {
+            // Not the fast case: the rest only has its structure stepped.
+            r.skip_to(at + (i + 1) * INTEGER_PAIR_BYTES);
+            return (i + 1 + r.skip_fixed_pairs(count - (i + 1)), false);
+        }
+    }
+    r.skip_to(at + stepped * INTEGER_PAIR_BYTES);
+    (stepped, true)
+}
+
+/// Whether a tag is `TAG_INT` or `TAG_UINT`.
+#[inline(always)]
+fn is_integer_tag(tag: u8) -> bool {
+    tag.wrapping_sub(TAG_INT) <= TAG_UINT - TAG_INT
+}
+
+/// Whether an integer pair (its tag tested already) fits `plan`: a column
+/// of the table that takes an integer, the value in its range, the column
+/// not in `given` (which it joins).
+#[inline(always)]
+fn pair_fits(plan: &CheckPlan, pair: &[u8; INTEGER_PAIR_BYTES], given: &mut ColumnSet) -> bool {
+    let &[c0, c1, tag, a, b, c, d, e, f, g, h] = pair;
+    let column = usize::from(u16::from_le_bytes([c0, c1]));
+    let Some(ranges) = plan.ranges.get(column) else {
+        return false;
+    };
+    let range = ranges[usize::from(tag.wrapping_sub(TAG_INT))];
+    let raw = u64::from_le_bytes([a, b, c, d, e, f, g, h]);
+    raw.wrapping_sub(range.low) <= range.span && given.insert(column)
 }
 
 /// Offset of the partition in an op's header.
@@ -614,7 +704,7 @@ impl<'a> Iterator for OpIter<'a> {
         }
         self.left -= 1;
         // Checked as the reader was made: the frames are enough now.
-        validated(parse_op(&mut self.r, Check::Frame))
+        validated(parse_op(&mut self.r, Check::Frame, |_| None))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -646,6 +736,9 @@ pub struct OpView<'a> {
     keys: &'a [u8],
     values: &'a [u8],
     projection: &'a [u8],
+    /// The id of the [`CheckPlan`] whose integer check these values passed
+    /// as they were read (`OpBatchReader::new_each_planned`); 0: none.
+    fitted_plan: u64,
 }
 
 impl<'a> OpView<'a> {
@@ -780,7 +873,15 @@ impl<'a> OpView<'a> {
             )));
         }
         let mut given = ColumnSet::default();
-        let fit = integer_fast && self.integer_values_fit(plan, &mut given);
+        // Inserts and writes need `given` below, which the mark does not keep.
+        let marked = self.fitted_plan != 0
+            && self.fitted_plan == plan.id
+            && !matches!(h.kind, OpKind::Insert | OpKind::Write);
+        debug_assert!(
+            !marked || self.integer_values_fit(plan, &mut ColumnSet::default()),
+            "an op marked as fitting its plan fits it"
+        );
+        let fit = integer_fast && (marked || self.integer_values_fit(plan, &mut given));
         let values = if fit {
             // Every written value checked already: nothing for the loop below.
             ColumnValues {
@@ -835,6 +936,71 @@ impl<'a> OpView<'a> {
     }
 }
 
+/// Where a parsed op lies in its batch: an [`OpView`] without the borrow,
+/// for a reader that keeps the batch (moved into a record) and takes the
+/// op up again later without parsing it a second time
+/// ([`OpSpan::view`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpSpan {
+    header: OpHeader,
+    key_count: u16,
+    value_count: u16,
+    projection_count: u16,
+    /// Offsets in the batch: keys, values and projection follow each
+    /// other, the projection ending at `end`.
+    keys_at: u32,
+    values_at: u32,
+    projection_at: u32,
+    end: u32,
+}
+
+impl OpSpan {
+    /// The op again, from `batch`: the batch its view was read from
+    /// ([`OpView::span`]), moved or not. Another batch is a bug: it
+    /// panics if the span falls outside it.
+    #[inline]
+    pub fn view<'a>(&self, batch: &'a [u8]) -> OpView<'a> {
+        let at = |offset: u32| offset as usize;
+        let view = OpView {
+            header: self.header,
+            key_count: self.key_count,
+            value_count: self.value_count,
+            projection_count: self.projection_count,
+            keys: &batch[at(self.keys_at)..at(self.values_at)],
+            values: &batch[at(self.values_at)..at(self.projection_at)],
+            projection: &batch[at(self.projection_at)..at(self.end)],
+            fitted_plan: 0,
+        };
+        debug_assert_eq!(view.span(batch), *self, "a span of this batch");
+        view
+    }
+}
+
+impl<'a> OpView<'a> {
+    /// Where this op lies in `batch`, the batch it was read from.
+    pub fn span(&self, batch: &[u8]) -> OpSpan {
+        let offset = |part: &[u8]| {
+            let at = (part.as_ptr() as usize)
+                .checked_sub(batch.as_ptr() as usize)
+                .filter(|at| at + part.len() <= batch.len())
+                .expect("an op of this batch");
+            // A batch is at most BATCH_BYTES_MAX, far below u32::MAX.
+            at as u32
+        };
+        let projection_at = offset(self.projection);
+        OpSpan {
+            header: self.header,
+            key_count: self.key_count,
+            value_count: self.value_count,
+            projection_count: self.projection_count,
+            keys_at: offset(self.keys),
+            values_at: offset(self.values),
+            projection_at,
+            end: projection_at + self.projection.len() as u32,
+        }
+    }
+}
+
 impl OpView<'_> {
     /// Whether every written value is an integer in its integer column's
     /// range, each column written once and none in the primary key: the
@@ -854,18 +1020,8 @@ impl OpView<'_> {
         // The columns no integer may be written to start as taken: one bit
         // test then refuses them and a column written twice alike.
         given.0 = plan.refused.0;
-        for &[c0, c1, tag, a, b, c, d, e, f, g, h] in pairs {
-            let tag_index = tag.wrapping_sub(TAG_INT);
-            if tag_index > TAG_UINT - TAG_INT {
-                return false;
-            }
-            let column = usize::from(u16::from_le_bytes([c0, c1]));
-            let Some(ranges) = plan.ranges.get(column) else {
-                return false;
-            };
-            let range = ranges[usize::from(tag_index)];
-            let raw = u64::from_le_bytes([a, b, c, d, e, f, g, h]);
-            if raw.wrapping_sub(range.low) > range.span || !given.insert(column) {
+        for pair in pairs {
+            if !is_integer_tag(pair[2]) || !pair_fits(plan, pair, given) {
                 return false;
             }
         }
@@ -881,8 +1037,12 @@ const INTEGER_PAIR_BYTES: usize = 2 + 1 + 8;
 
 /// What [`OpView::check_with`] needs of a table, made once per table
 /// definition (a TC or a client keeps it beside the definition).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default)]
 pub struct CheckPlan {
+    /// Names this plan (and its clones) for the mark of
+    /// `OpBatchReader::new_each_planned`; 0 for the default plan, which
+    /// marks nothing.
+    id: u64,
     /// A byte per column, its `ColumnType::integer_code`, 0 for a key column.
     columns: Vec<u8>,
     /// Per column, the integers of each tag (`TAG_INT`, `TAG_UINT`) that
@@ -914,7 +1074,9 @@ impl CheckPlan {
             }
         }
         let ranges = columns.iter().map(|&code| IntegerRange::of(code)).collect();
+        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
         CheckPlan {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             columns,
             ranges,
             refused,
@@ -926,6 +1088,16 @@ impl CheckPlan {
         &self.columns
     }
 }
+
+/// Plans are equal when they check alike, whatever their ids.
+impl PartialEq for CheckPlan {
+    fn eq(&self, other: &CheckPlan) -> bool {
+        (&self.columns, &self.ranges, &self.refused)
+            == (&other.columns, &other.ranges, &other.refused)
+    }
+}
+
+impl Eq for CheckPlan {}
 
 /// The integers of one tag that fit a column, as a test of the value's 8
 /// bytes read as a u64: `raw - low <= span`, wrapping. One subtraction and
@@ -1264,6 +1436,60 @@ mod tests {
         bytes
     }
 
+    /// A span taken from each op of a batch gives back the same op from
+    /// the batch moved elsewhere: header, keys, values and projection.
+    #[test]
+    fn spans_give_back_each_op_of_a_moved_batch() {
+        let mut bytes = Vec::new();
+        let mut writer = OpBatchWriter::new(&mut bytes);
+        for (i, kind) in [OpKind::Update, OpKind::Read, OpKind::Delete]
+            .into_iter()
+            .enumerate()
+        {
+            writer.begin(&OpHeader {
+                op_index: i as u32,
+                table_id: 7,
+                table_version: 3,
+                index_id: NO_INDEX,
+                partition: 5 + i as u32,
+                kind,
+                lock: LockMode::Exclusive,
+                flags: 0,
+            });
+            writer.key(Value::UInt(10 + i as u64).as_ref());
+            if kind == OpKind::Update {
+                writer.value(1, Value::Int(-4).as_ref());
+                writer.value(6, Value::String("ab".into()).as_ref());
+            } else {
+                writer.project(2);
+                writer.project(4);
+            }
+            writer.end().expect("a small op fits");
+        }
+        drop(writer);
+        let reader = OpBatchReader::framed(&bytes).expect("a valid batch");
+        let spans: Vec<OpSpan> = reader.iter().map(|view| view.span(&bytes)).collect();
+        // Somewhere else in memory, with bytes in front, as a record holds it.
+        let mut moved = vec![0xAA; 3];
+        moved.extend_from_slice(&bytes);
+        let moved = &moved[3..];
+        for (span, view) in spans.iter().zip(reader.iter()) {
+            let again = span.view(moved);
+            assert_eq!(again.header, view.header);
+            assert!(again.keys().eq(view.keys()));
+            assert!(again.values().eq(view.values()));
+            assert!(again.projection().eq(view.projection()));
+            assert_eq!(again.value_count(), view.value_count());
+            assert_eq!(again.projection_count(), view.projection_count());
+        }
+        assert_eq!(spans[0].view(moved).values().count(), 2);
+        assert_eq!(
+            spans[2].view(moved).projection().collect::<Vec<_>>(),
+            [2, 4]
+        );
+        assert_eq!(spans[1].view(moved).header.partition, 6);
+    }
+
     /// An insert whose integers all fit still misses the column it does not
     /// write, though no integer may go to that column.
     #[test]
@@ -1304,6 +1530,90 @@ mod tests {
                 view.check_planned(&table, &plan, false)
             );
         }
+    }
+
+    /// The op of a one-op batch read by `new_each_planned` with `plan` for
+    /// table 7, or the reader's error.
+    fn planned_op<'a>(bytes: &'a [u8], plan: &CheckPlan) -> Result<OpView<'a>, ProtoError> {
+        let mut view = None;
+        OpBatchReader::new_each_planned(bytes, |id| (id == 7).then_some(plan), |v| view = Some(v))?;
+        Ok(view.expect("one op"))
+    }
+
+    proptest! {
+        /// Reading with a plan marks exactly the ops whose values all fit
+        /// it, and checks them as the general loop does.
+        #[test]
+        fn a_planned_read_marks_what_fits_and_checks_alike(
+            kind in prop_oneof![Just(OpKind::Update), Just(OpKind::Insert), Just(OpKind::Write)],
+            values in proptest::collection::vec((0u16..9, value()), 0..8),
+        ) {
+            let table = ints();
+            let plan = CheckPlan::new(&table);
+            let bytes = op_batch(kind, &values);
+            let plain = OpBatchReader::new(&bytes).expect("a valid batch").iter().next().expect("one op");
+            let planned = planned_op(&bytes, &plan).expect("a valid batch");
+            let fits = !values.is_empty() && plain.integer_values_fit(&plan, &mut ColumnSet::default());
+            prop_assert_eq!(planned.fitted_plan == plan.id, fits);
+            prop_assert_eq!(
+                planned.check_with(&table, &plan),
+                plain.check_planned(&table, &plan, false)
+            );
+        }
+
+        /// A damaged batch is refused by the planned read as by the plain
+        /// one, with the same error.
+        #[test]
+        fn a_planned_read_refuses_what_the_plain_read_refuses(
+            values in proptest::collection::vec((0u16..9, value()), 1..8),
+            at in any::<prop::sample::Index>(),
+            byte in any::<u8>(),
+            cut in any::<bool>(),
+        ) {
+            let plan = CheckPlan::new(&ints());
+            let mut bytes = op_batch(OpKind::Update, &values);
+            let at = at.index(bytes.len());
+            if cut {
+                bytes.truncate(at);
+            } else {
+                bytes[at] = byte;
+            }
+            let plain = OpBatchReader::new(&bytes).map(|r| r.len());
+            let planned = planned_op(&bytes, &plan).map(|_| 1);
+            prop_assert_eq!(planned, plain);
+        }
+    }
+
+    /// A mark made with one plan is not taken by a check with another: the
+    /// value that fits the wide table's plan is refused for `ints()`.
+    #[test]
+    fn a_mark_holds_for_its_own_plan_only() {
+        let mut wide = ints();
+        wide.columns[1].ty = ColumnType::BigInt { unsigned: false };
+        let wide_plan = CheckPlan::new(&wide);
+        let bytes = op_batch(
+            OpKind::Update,
+            &[(1, Value::Int(1000)), (2, Value::UInt(5))],
+        );
+        let view = planned_op(&bytes, &wide_plan).expect("a valid batch");
+        assert_eq!(view.fitted_plan, wide_plan.id);
+        assert_eq!(view.check_with(&wide, &wide_plan), Ok(()));
+        let table = ints();
+        let plan = CheckPlan::new(&table);
+        let refused = view.check_with(&table, &plan);
+        assert!(refused.is_err());
+        assert_eq!(refused, view.check_planned(&table, &plan, false));
+        // A clone names the same plan; a default plan marks nothing.
+        assert_eq!(
+            planned_op(&bytes, &wide_plan.clone()).unwrap().fitted_plan,
+            wide_plan.id
+        );
+        assert_eq!(
+            planned_op(&bytes, &CheckPlan::default())
+                .unwrap()
+                .fitted_plan,
+            0
+        );
     }
 
     /// A plan's ranges accept exactly the integers `integer_code_fits`

@@ -111,7 +111,7 @@ impl<'a> Reader<'a> {
 
     /// Moves on to `at`, a position at or after this one that a check has
     /// found inside the buffer (an op's end, within its checked length).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn skip_to(&mut self, at: usize) {
         assert!(
             self.pos <= at && at <= self.bytes.len(),

@@ -800,26 +800,15 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             pending.next = next.to_vec();
             return false;
         }
-        let mut tc = None;
-        let fragments = match self.txs.get_mut(&tx_id) {
-            None => TxFragments::new(),
-            Some(record) => {
-                tc = record.tc;
-                if !record.queue.is_empty() {
-                    tracing::warn!(
-                        node = %self.config.node,
-                        "LDM instance {}: commit of transaction {tx_id:#x} with {} requests still here; \
-                         they are dropped",
-                        self.config.instance,
-                        record.queue.len()
-                    );
-                }
-                std::mem::take(&mut record.fragments)
-            }
-        };
-        self.drop_requests_of(tx_id);
-        self.scans.close_tx(tx_id);
-        self.release_tx_if_idle(tx_id);
+        let (tc, dropped, fragments) = self.end_tx_records(tx_id);
+        if dropped > 0 {
+            tracing::warn!(
+                node = %self.config.node,
+                "LDM instance {}: commit of transaction {tx_id:#x} with {dropped} requests still here; \
+                 they are dropped",
+                self.config.instance,
+            );
+        }
         if let Some(tc) = tc {
             self.recent_commits.remember(tx_id, tc.node, gci);
         }
@@ -914,36 +903,40 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             return;
         }
         self.aborted.remember(tx_id);
-        let fragments = self
-            .txs
-            .get_mut(&tx_id)
-            .map(|r| std::mem::take(&mut r.fragments))
-            .unwrap_or_default();
+        let (_, _, fragments) = self.end_tx_records(tx_id);
         if let Some(instance) = self.instance.as_mut() {
             for &(t, p) in &fragments {
                 // A fragment dropped meanwhile has nothing of it left.
                 let _ = instance.abort(t, p, TxId(tx_id), &mut self.grants);
             }
         }
-        self.drop_requests_of(tx_id);
-        self.scans.close_tx(tx_id);
-        self.release_tx_if_idle(tx_id);
         self.stats.aborts += 1;
         ctx.send(sender, SignalBody::LdmAbortConf { tx_id });
         self.run_grants(ctx);
         self.check_alter(ctx);
     }
 
-    /// Drops the requests of a transaction that ended (no answers: its TC
-    /// decided its outcome).
-    fn drop_requests_of(&mut self, tx_id: u64) {
-        let Some(record) = self.txs.get_mut(&tx_id) else {
-            return;
+    /// Ends the records of a transaction that commits or aborts here, with
+    /// one lookup of its record: drops its queued requests (no answers: its
+    /// TC decided its outcome), closes its scans and recycles its record.
+    /// Returns its TC, how many requests were dropped and the fragments it
+    /// touched, which the caller commits or aborts.
+    fn end_tx_records(&mut self, tx_id: u64) -> (Option<BlockRef>, usize, TxFragments) {
+        self.scans.close_tx(tx_id);
+        let Entry::Occupied(mut entry) = self.txs.entry(tx_id) else {
+            return (None, 0, TxFragments::new());
         };
+        let record = entry.get_mut();
+        let dropped = record.queue.len();
         // Drained, not taken: the record (recycled) keeps its capacity.
         while let Some(slot) = record.queue.pop_front() {
             self.requests.free(slot);
         }
+        let fragments = std::mem::take(&mut record.fragments);
+        let tc = record.tc;
+        // Idle now: no request, no scan, its fragments with the caller.
+        self.free_txs.push(entry.remove());
+        (tc, dropped, fragments)
     }
 
     // ---- global checkpoints ----

@@ -17,8 +17,8 @@
 use kernel::Context;
 use proto::error;
 use proto::ops::{
-    ColumnValues, LockMode, OpBatchReader, OpBatchWriter, OpKind, OpView, KEY_INFO, NO_INDEX,
-    NO_PARTITION,
+    ColumnValues, LockMode, OpBatchReader, OpBatchWriter, OpKind, OpSpan, OpView, KEY_INFO,
+    NO_INDEX, NO_PARTITION,
 };
 use proto::ProtoError;
 use signal::{BlockNumber, BlockRef, NodeId, SignalBody};
@@ -58,6 +58,9 @@ pub(super) struct Request {
     chain: Vec<NodeId>,
     ops: Vec<u8>,
     op_count: u32,
+    /// The op of a one-op request, as `on_key_req` parsed it: the first run
+    /// takes it up without parsing the batch again.
+    only_op: Option<OpSpan>,
     /// `LdmKeyCommitReq`'s GCI: commit in it once every op succeeded
     /// (0: an `LdmKeyReq`, which the TC commits later).
     commit_gci: u32,
@@ -96,8 +99,8 @@ impl Requests {
         tx_id: u64,
         tc: BlockRef,
         chain: Vec<NodeId>,
-        ops: Vec<u8>,
-        op_count: u32,
+        // The batch, its op count and the span of a lone op.
+        (ops, op_count, only_op): (Vec<u8>, u32, Option<OpSpan>),
         commit_gci: u32,
     ) -> Slot {
         assert!(
@@ -120,6 +123,11 @@ impl Requests {
         record.chain = chain;
         record.ops = ops;
         record.op_count = op_count;
+        debug_assert!(
+            only_op.is_none() || op_count == 1,
+            "a span of a one-op batch"
+        );
+        record.only_op = only_op;
         record.commit_gci = commit_gci;
         record.next = 0;
         record.waiting = false;
@@ -278,10 +286,18 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             self.answer_all(tx_id, tc, &ops, error::OUT_OF_LDM_OPERATIONS, ctx);
             return;
         }
+        let only_op = match views.as_slice() {
+            [view] if op_count == 1 => Some(view.span(&ops)),
+            _ => None,
+        };
         drop(views);
-        let slot = self
-            .requests
-            .insert(tx_id, tc, chain, ops, op_count as u32, commit_gci);
+        let slot = self.requests.insert(
+            tx_id,
+            tc,
+            chain,
+            (ops, op_count as u32, only_op),
+            commit_gci,
+        );
         let record = self.txs.get_mut(&tx_id).expect("made above");
         record.queue.push_back(slot);
         if record.queue.len() == 1 {
@@ -385,12 +401,22 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         let mut results = std::mem::take(&mut record.results);
         let mut forward = std::mem::take(&mut record.forward);
         let (tx_id, start, op_count) = (record.tx_id, record.next, record.op_count);
+        let only_op = record.only_op;
         let forwarding = !record.chain.is_empty();
         let op_id = self.requests.op_id(slot);
-        // Framed at arrival (`on_key_req`), which counted its ops.
-        let reader = OpBatchReader::checked_before(&ops, op_count as usize);
+        // Framed at arrival (`on_key_req`), which counted its ops and kept
+        // the span of a lone op: that one is not parsed again.
+        let only = only_op.filter(|_| start == 0).map(|span| span.view(&ops));
+        let rest = only.is_none().then(|| {
+            OpBatchReader::checked_before(&ops, op_count as usize)
+                .iter()
+                .skip(start as usize)
+        });
         let mut position = start;
-        let mut iter = reader.iter().skip(start as usize).peekable();
+        let mut iter = only
+            .into_iter()
+            .chain(rest.into_iter().flatten())
+            .peekable();
         let mut waiting = false;
         while let Some(op) = iter.next() {
             if is_committed_read(&op) && self.check_op(&op).is_ok() {

@@ -103,10 +103,16 @@ impl Scans {
     }
 
     pub(super) fn has_tx(&self, tx_id: u64) -> bool {
+        // With no scan open (every key transaction's end asks) not even a
+        // tree walk.
+        !self.by_key.is_empty() && self.of_tx(tx_id).next().is_some()
+    }
+
+    /// The scans of transaction `tx_id`.
+    fn of_tx(&self, tx_id: u64) -> impl Iterator<Item = u32> + '_ {
         self.by_key
             .range((tx_id, 0, 0)..=(tx_id, u32::MAX, u32::MAX))
-            .next()
-            .is_some()
+            .map(|(_, &slot)| slot)
     }
 
     fn open(
@@ -159,11 +165,10 @@ impl Scans {
 
     /// Closes every scan of a transaction that ended.
     pub(super) fn close_tx(&mut self, tx_id: u64) {
-        let slots: Vec<u32> = self
-            .by_key
-            .range((tx_id, 0, 0)..=(tx_id, u32::MAX, u32::MAX))
-            .map(|(_, &slot)| slot)
-            .collect();
+        if self.by_key.is_empty() {
+            return;
+        }
+        let slots: Vec<u32> = self.of_tx(tx_id).collect();
         for slot in slots {
             self.close(slot);
         }

@@ -420,7 +420,11 @@ impl TcBlock {
         let reader = if request.is_empty() {
             None
         } else {
-            match OpBatchReader::new_each(&request, |view| views.push(view)) {
+            // The integer values are checked against their table's plan in
+            // the same pass (`route` then need not walk them again).
+            let tables = &self.tables;
+            let plan_of = |table_id| tables.get(&table_id).map(|t: &TcTable| &t.check_plan);
+            match OpBatchReader::new_each_planned(&request, plan_of, |view| views.push(view)) {
                 Ok(reader) => Some(reader),
                 Err(e) => {
                     drop(views);

@@ -334,7 +334,18 @@ impl RowStore {
     }
 
     /// The variable-size part of a live row (empty when it has none).
+    /// Inlined for the test of a store without variable-size parts (an
+    /// update of a table of integers asks four times): no call for them.
+    #[inline(always)]
     pub fn var<'p>(&self, pool: &'p PagePool, row: RowId) -> &'p [u8] {
+        if !self.with_var {
+            return &[];
+        }
+        self.var_stored(pool, row)
+    }
+
+    /// [`RowStore::var`] of a store with variable-size parts.
+    fn var_stored<'p>(&self, pool: &'p PagePool, row: RowId) -> &'p [u8] {
         let var_ref = self.var_ref(pool, row);
         if var_ref == VAR_REF_NONE {
             return &[];

@@ -186,8 +186,18 @@ impl Value {
 }
 
 impl<'a> ValueRef<'a> {
-    /// An owned copy.
+    /// An owned copy. Integers (every key of a key-value table, copied by
+    /// the TC and the LDM for each operation) inline, the rest in a call.
+    #[inline(always)]
     pub fn to_value(&self) -> Value {
+        match *self {
+            ValueRef::Int(v) => Value::Int(v),
+            ValueRef::UInt(v) => Value::UInt(v),
+            _ => self.owned_general(),
+        }
+    }
+
+    fn owned_general(&self) -> Value {
         match *self {
             ValueRef::Null => Value::Null,
             ValueRef::Int(v) => Value::Int(v),
