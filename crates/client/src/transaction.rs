@@ -187,7 +187,7 @@ pub struct Row {
 /// common read), else shared by the reply's rows.
 #[derive(Clone, Debug)]
 pub(crate) enum ReplyBytes {
-    Own(Vec<u8>),
+    Own(PooledBytes),
     Shared(Arc<Vec<u8>>),
 }
 
@@ -196,9 +196,39 @@ impl std::ops::Deref for ReplyBytes {
 
     fn deref(&self) -> &[u8] {
         match self {
-            ReplyBytes::Own(bytes) => bytes,
+            ReplyBytes::Own(bytes) => &bytes.0,
             ReplyBytes::Shared(bytes) => bytes,
         }
+    }
+}
+
+/// A reply's payload, which goes back to the payload buffers of the thread
+/// that drops it (`signal::buffers::keep`, bounded) rather than to the
+/// allocator: the decoder of the next reply on the receiving thread fills
+/// it again (`signal::buffers::filled`), so a read costs no malloc and no
+/// free for its reply once warm. A row dropped on another thread leaves
+/// the buffer in that thread's pool, within the same bounds.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PooledBytes(Vec<u8>);
+
+impl PooledBytes {
+    /// The bytes, no longer given back on drop (for a shared owner).
+    fn into_vec(mut self) -> Vec<u8> {
+        std::mem::take(&mut self.0)
+    }
+}
+
+impl std::ops::Deref for PooledBytes {
+    type Target = Vec<u8>;
+
+    fn deref(&self) -> &Vec<u8> {
+        &self.0
+    }
+}
+
+impl Drop for PooledBytes {
+    fn drop(&mut self) {
+        signal::buffers::keep(std::mem::take(&mut self.0));
     }
 }
 
@@ -279,7 +309,7 @@ impl Row {
 
     /// Hands the row the reply buffer its ranges were taken from, once the
     /// reply's parse no longer borrows it (`TxRequest::complete`).
-    fn own_reply(&mut self, bytes: Vec<u8>) {
+    fn own_reply(&mut self, bytes: PooledBytes) {
         let raw = self.raw.as_mut().expect("an encoded row");
         debug_assert!(raw.values.1.end <= bytes.len() && raw.keys.1.end <= bytes.len());
         raw.bytes = ReplyBytes::Own(bytes);
@@ -724,15 +754,25 @@ impl<'s> Transaction<'s> {
                 writer.key(v.as_ref());
             }
             let written = if direct {
-                op.row.resolve(table, |c, v| {
-                    let v = v.as_ref();
-                    fit.value(c, v);
-                    writer.value(c as u16, v)
-                })
-            } else {
-                for (c, v) in values.iter() {
-                    writer.value(*c as u16, v.as_ref());
+                match op.row {
+                    // By position: the positions are checked and the values
+                    // fitted first, then written in one call (a wide update
+                    // of integers costs a copy per value).
+                    Written::At(row) => {
+                        op.row
+                            .resolve(table, |c, v| fit.value(c, v.as_ref()))
+                            .map(|()| {
+                                writer.values(row.iter().map(|(c, v)| (*c as u16, v.as_ref())));
+                            })
+                    }
+                    Written::Named(_) => op.row.resolve(table, |c, v| {
+                        let v = v.as_ref();
+                        fit.value(c, v);
+                        writer.value(c as u16, v)
+                    }),
                 }
+            } else {
+                writer.values(values.iter().map(|(c, v)| (*c as u16, v.as_ref())));
                 Ok(())
             };
             written.and_then(|()| {
@@ -1146,6 +1186,9 @@ fn read_answer(
             results,
             ..
         } => {
+            // Whatever happens to the reply, its buffer goes back to this
+            // thread's pool, unless a row keeps it.
+            let results = PooledBytes(results);
             let committed = flags & tc_flags::COMMITTED != 0;
             let rolled_back = flags & tc_flags::ROLLED_BACK != 0;
             let outcome = |results: OpResults| Outcome {
@@ -1172,7 +1215,7 @@ fn read_answer(
                             format!("a result for operation {pos} of {}", metas.len()),
                         )
                     })?;
-                    let placeholder = ReplyBytes::Own(Vec::new());
+                    let placeholder = ReplyBytes::Own(PooledBytes::default());
                     let mut decoded = decode_result(meta, &result, &results, placeholder)?;
                     if let OpResult::Row(row) = &mut decoded {
                         row.own_reply(results);
@@ -1187,7 +1230,7 @@ fn read_answer(
                     return Ok(outcome);
                 }
                 let mut outcome = outcome(all_done());
-                let results = Arc::new(results);
+                let results = Arc::new(results.into_vec());
                 let reader = ResultReader::framed(&results)?;
                 let mut place = |result: proto::OpResult<'_>| -> Result<()> {
                     let Some(meta) = metas.get(result.op_index as usize) else {
@@ -1619,6 +1662,43 @@ mod tests {
             OpKind::Insert,
             OpKind::Write,
         ])
+    }
+
+    /// A row that owns its reply's buffer gives it to this thread's pool
+    /// of payload buffers when dropped, where the decoder of the next
+    /// reply finds it; a shared buffer's last row frees it as before.
+    #[test]
+    fn a_dropped_rows_reply_buffer_goes_back_to_the_threads_pool() {
+        // Each test runs on its own thread: its pool starts empty.
+        assert_eq!(signal::buffers::kept(), 0);
+        let table = Arc::new(table());
+        let row = |bytes: ReplyBytes| {
+            Row::encoded(
+                Arc::clone(&table),
+                Arc::from(Vec::new()),
+                RawRow {
+                    bytes,
+                    values: (0, 0..0),
+                    keys: (0, 0..0),
+                },
+            )
+        };
+        let mut buffer = Vec::with_capacity(512);
+        buffer.extend_from_slice(b"a reply");
+        let at = buffer.as_ptr();
+        let own = row(ReplyBytes::Own(PooledBytes(buffer)));
+        let copy = own.clone();
+        drop(own);
+        assert_eq!(signal::buffers::kept(), 1, "the row's buffer is kept");
+        let again = signal::buffers::filled(b"the next reply");
+        assert_eq!(again.as_ptr(), at, "and filled again by the decoder");
+        drop(copy);
+        drop(row(ReplyBytes::Shared(Arc::new(Vec::with_capacity(512)))));
+        assert_eq!(
+            signal::buffers::kept(),
+            0,
+            "a clone's exact-size copy is too small to keep; a shared one is freed"
+        );
     }
 
     proptest! {
