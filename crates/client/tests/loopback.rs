@@ -688,3 +688,93 @@ fn a_future_executes_and_a_lost_node_gives_the_ndb_error() {
             .committed
     );
 }
+
+/// Asynchronous transactions whose node goes away before it answers end
+/// with NDB's error (a commit: unknown result, 4010), those that wait too
+/// long with 4012 (and their late answers are dropped), and the session
+/// goes on.
+#[test]
+fn asynchronous_transactions_lost_with_their_node_or_too_late_end_with_ndbs_errors() {
+    let setup = setup("async-lost", Duration::ZERO);
+    let cluster = Cluster::connect_with(&setup.connect, options(8)).expect("connects");
+    let session = cluster.session().expect("session");
+    let kv = session.table("kv").expect("table");
+    let prepare = |tag: u64| {
+        let tx = session.begin().expect("begin");
+        let k = tag as i64;
+        tx.write(&kv, &[("k", Value::Int(k)), ("v", Value::Int(k))])
+            .expect("write");
+        session
+            .prepare_tagged(tx, ExecMode::Commit, tag)
+            .expect("prepared");
+    };
+    // The stand-in closes the connection on the first commit: the frame's
+    // other requests are lost unanswered with it.
+    setup.seen.drop_on_commit.store(true, Ordering::SeqCst);
+    for tag in 0..5 {
+        prepare(tag);
+    }
+    assert_eq!(session.send().expect("sent"), 5);
+    let mut completed = 0;
+    while completed < 5 {
+        let n = session.poll(5 - completed, Duration::from_secs(10));
+        assert!(n > 0, "progress");
+        completed += n;
+    }
+    assert_eq!(session.in_flight(), 0);
+    let mut out = Vec::new();
+    assert_eq!(session.take_completed(&mut out), 5);
+    out.sort_by_key(|(tag, _)| *tag);
+    for (tag, outcome) in &out {
+        let error = outcome.as_ref().expect_err("lost with the node");
+        assert_eq!(error.code, codes::NODE_FAILURE, "tag {tag}: {error}");
+        assert!(error.is_unknown_result());
+        assert!(error.to_string().contains("was lost"), "{error}");
+    }
+    // The connection thread reconnects; asynchronous transactions go on.
+    assert_eq!(cluster.wait_until_ready(Duration::from_secs(10)), 1);
+    prepare(5);
+    assert_eq!(session.send().expect("sent"), 1);
+    assert_eq!(session.poll(1, Duration::from_secs(10)), 1);
+    out.clear();
+    session.take_completed(&mut out);
+    assert!(out[0].1.as_ref().expect("commits").committed);
+
+    // Answers that take longer than the request timeout.
+    let setup = setup_late();
+    let options = ClusterOptions {
+        request_timeout: Duration::from_millis(30),
+        ..options(8)
+    };
+    let cluster = Cluster::connect_with(&setup.connect, options).expect("connects");
+    let session = cluster.session().expect("session");
+    let kv = session.table("kv").expect("table");
+    let tx = session.begin().expect("begin");
+    tx.read(&kv, &[Value::Int(1)], LockMode::Committed)
+        .expect("read");
+    session
+        .prepare_tagged(tx, ExecMode::Commit, 7)
+        .expect("prepared");
+    assert_eq!(session.send().expect("sent"), 1);
+    // The wait ends before the answer: the request has expired by then.
+    assert_eq!(session.poll(1, Duration::from_millis(100)), 0);
+    assert_eq!(session.poll(1, Duration::from_millis(50)), 1);
+    out.clear();
+    session.take_completed(&mut out);
+    let error = out[0].1.as_ref().expect_err("expired");
+    assert_eq!(error.code, codes::REQUEST_TIMEOUT, "{error}");
+    assert_eq!(session.in_flight(), 0);
+    // The late answer comes and is dropped; nothing completes twice.
+    std::thread::sleep(LATE_ANSWER_DELAY);
+    assert_eq!(session.poll(1, Duration::from_millis(100)), 0);
+    assert_eq!(session.in_flight(), 0);
+}
+
+/// How late `setup_late`'s stand-in answers key requests: well within the
+/// 4 heartbeats of 100 ms (which it does not answer meanwhile) after which
+/// the client would count its node as failed.
+const LATE_ANSWER_DELAY: Duration = Duration::from_millis(200);
+
+fn setup_late() -> Setup {
+    setup("async-late", LATE_ANSWER_DELAY)
+}
