@@ -21,7 +21,9 @@
 //! only the completed ones; the buffers of a transaction (its defined
 //! operations, their ranges and result descriptions, the request's batch)
 //! go back to the session's spares when it completes and serve the next
-//! one; the session's maps hash request keys with one multiplication.
+//! one, and so does the boxed state of a dropped `Transaction` (which
+//! therefore moves as two words); the session's maps hash request keys
+//! with one multiplication.
 //! An asynchronous transaction stays in one slot from its preparation to
 //! its completion (its reply is filed there): the session's lists and
 //! maps hold slot numbers, so its state is not copied from list to list.
@@ -33,7 +35,6 @@
 
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
-use std::ops::Range;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -48,7 +49,7 @@ use crate::epoch::Epoch;
 use crate::error::{Error, Result};
 use crate::receiver::{self, Event, Mailbox};
 use crate::schema::Table;
-use crate::transaction::{ExecMode, OpMeta, Outcome, Transaction, TxRequest};
+use crate::transaction::{ExecMode, OpMeta, Outcome, Transaction, TxInner, TxRequest};
 
 /// Most transactions one session has prepared or in flight at once
 /// (tagged outcomes not yet taken count too).
@@ -60,6 +61,9 @@ const SPARE_BUFFERS_MAX: usize = IN_FLIGHT_MAX;
 const SPARE_BUFFER_BYTES_MAX: usize = 4_096;
 /// A list larger than this (in elements) is freed rather than kept.
 const SPARE_LIST_LEN_MAX: usize = 64;
+/// States of dropped transactions a session keeps for its next ones (a
+/// thread defines one transaction at a time, or a few).
+const SPARE_TRANSACTIONS_MAX: usize = 64;
 
 /// What a reply answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -161,18 +165,39 @@ impl Slots {
 #[derive(Default)]
 pub(crate) struct Spares {
     bytes: Vec<Vec<u8>>,
-    ranges: Vec<Vec<Range<usize>>>,
     metas: Vec<Vec<OpMeta>>,
+    transactions: Vec<Box<RefCell<TxInner>>>,
 }
 
 impl Spares {
+    /// Whether a byte buffer is worth keeping: it has room, not too much.
+    pub fn bytes_fit(buffer: &Vec<u8>) -> bool {
+        (1..=SPARE_BUFFER_BYTES_MAX).contains(&buffer.capacity())
+    }
+
+    /// Whether a list is worth keeping: it has room, not too much.
+    pub fn list_fits<T>(list: &Vec<T>) -> bool {
+        (1..=SPARE_LIST_LEN_MAX).contains(&list.capacity())
+    }
+
+    /// The state of new transaction `tx_id` on `link`: a dropped
+    /// transaction's when one is kept.
+    pub fn transaction(&mut self, tx_id: u64, link: usize) -> Box<RefCell<TxInner>> {
+        let boxed = self.transactions.pop().unwrap_or_else(TxInner::new_boxed);
+        TxInner::renew(boxed, tx_id, link, self)
+    }
+
+    /// Keeps a dropped transaction's state (emptied) unless enough are kept.
+    pub fn put_transaction(&mut self, mut boxed: Box<RefCell<TxInner>>) {
+        if self.transactions.len() < SPARE_TRANSACTIONS_MAX {
+            boxed.get_mut().recycle();
+            self.transactions.push(boxed);
+        }
+    }
+
     /// An empty byte buffer, with room if a spare has some.
     pub fn bytes(&mut self) -> Vec<u8> {
         self.bytes.pop().unwrap_or_default()
-    }
-
-    pub fn ranges(&mut self) -> Vec<Range<usize>> {
-        self.ranges.pop().unwrap_or_default()
     }
 
     pub fn metas(&mut self) -> Vec<OpMeta> {
@@ -181,25 +206,15 @@ impl Spares {
 
     /// Keeps `buffer` (emptied) unless it is large or enough are kept.
     pub fn put_bytes(&mut self, mut buffer: Vec<u8>) {
-        let cap = buffer.capacity();
-        if cap > 0 && cap <= SPARE_BUFFER_BYTES_MAX && self.bytes.len() < SPARE_BUFFERS_MAX {
+        if Spares::bytes_fit(&buffer) && self.bytes.len() < SPARE_BUFFERS_MAX {
             buffer.clear();
             self.bytes.push(buffer);
         }
     }
 
-    pub fn put_ranges(&mut self, mut list: Vec<Range<usize>>) {
-        let cap = list.capacity();
-        if cap > 0 && cap <= SPARE_LIST_LEN_MAX && self.ranges.len() < SPARE_BUFFERS_MAX {
-            list.clear();
-            self.ranges.push(list);
-        }
-    }
-
     /// Keeps `list` emptied: its `Arc<Table>`s are released now.
     pub fn put_metas(&mut self, mut list: Vec<OpMeta>) {
-        let cap = list.capacity();
-        if cap > 0 && cap <= SPARE_LIST_LEN_MAX && self.metas.len() < SPARE_BUFFERS_MAX {
+        if Spares::list_fits(&list) && self.metas.len() < SPARE_BUFFERS_MAX {
             list.clear();
             self.metas.push(list);
         }

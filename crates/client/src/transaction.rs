@@ -43,7 +43,7 @@ use crate::blob::{self, BlobExec, BlobWork, ExecInput, ReadJob, Step};
 use crate::epoch::Epoch;
 use crate::error::{Error, Result};
 use crate::schema::Table;
-use crate::session::{request_flags, tc_ref, ReqKey, Session};
+use crate::session::{request_flags, tc_ref, ReqKey, Session, Spares};
 
 /// Bytes of `proto::ops`' batch header (magic, format version, op count),
 /// before each defined op and once before a request's ops; `build`
@@ -536,7 +536,7 @@ enum TxState {
     Aborted,
 }
 
-struct TxInner {
+pub(crate) struct TxInner {
     tx_id: u64,
     link: usize,
     /// A request with START reached the TC.
@@ -559,7 +559,11 @@ struct TxInner {
 /// A transaction (see the module doc). Started with `Session::begin`.
 pub struct Transaction<'s> {
     pub(crate) session: &'s Session,
-    inner: RefCell<TxInner>,
+    /// Its state, in a box the session reuses (`Spares::transaction`): a
+    /// transaction moves (from `begin` to `prepare`) as two words, and a
+    /// dropped one's box, with its buffers, serves the next. None only
+    /// while it drops.
+    state: Option<Box<RefCell<TxInner>>>,
 }
 
 /// A built `TcKeyReq` and what is needed to read its answer.
@@ -575,59 +579,119 @@ pub(crate) struct TxRequest {
 }
 
 impl Drop for Transaction<'_> {
-    /// The buffers go back to the session for the next transaction.
+    /// The state and its buffers go back to the session for the next transaction.
     fn drop(&mut self) {
-        let inner = self.inner.get_mut();
-        let Ok(mut state) = self.session.state.try_borrow_mut() else {
+        let Some(boxed) = self.state.take() else {
             return;
         };
-        let spares = &mut state.spares;
-        spares.put_bytes(std::mem::take(&mut inner.ops));
-        spares.put_ranges(std::mem::take(&mut inner.ranges));
-        spares.put_metas(std::mem::take(&mut inner.metas));
+        if let Ok(mut state) = self.session.state.try_borrow_mut() {
+            state.spares.put_transaction(boxed);
+        }
+    }
+}
+
+impl TxInner {
+    /// The state of new transaction `tx_id` on `link` in `boxed` (a
+    /// dropped transaction's, emptied by `recycle`), with the buffers of
+    /// finished transactions, so that defining allocates nothing once warm.
+    pub(crate) fn renew(
+        mut boxed: Box<RefCell<TxInner>>,
+        tx_id: u64,
+        link: usize,
+        spares: &mut Spares,
+    ) -> Box<RefCell<TxInner>> {
+        let old = boxed.get_mut();
+        debug_assert!(old.ops.is_empty() && old.ranges.is_empty() && old.metas.is_empty());
+        debug_assert!(old.works.is_empty() && old.failure.is_none());
+        // An execute's request took the buffers it needs: spares replace them.
+        if old.ops.capacity() == 0 {
+            old.ops = spares.bytes();
+        }
+        if old.metas.capacity() == 0 {
+            old.metas = spares.metas();
+        }
+        *old = TxInner {
+            tx_id,
+            link,
+            started: false,
+            state: TxState::Open,
+            ops: std::mem::take(&mut old.ops),
+            ranges: std::mem::take(&mut old.ranges),
+            metas: std::mem::take(&mut old.metas),
+            works: std::mem::take(&mut old.works),
+            batch: 0,
+            next_scan_id: 0,
+            failure: None,
+        };
+        boxed
+    }
+
+    /// A new state, for a session without a spare one.
+    pub(crate) fn new_boxed() -> Box<RefCell<TxInner>> {
+        Box::new(RefCell::new(TxInner {
+            tx_id: 0,
+            link: 0,
+            started: false,
+            state: TxState::Open,
+            ops: Vec::new(),
+            ranges: Vec::new(),
+            metas: Vec::new(),
+            works: Vec::new(),
+            batch: 0,
+            next_scan_id: 0,
+            failure: None,
+        }))
+    }
+
+    /// Empties a dropped transaction's state for the next: its operations'
+    /// descriptions release their tables now; a buffer over the spares'
+    /// bounds (`Spares::fits`) is freed rather than kept.
+    pub(crate) fn recycle(&mut self) {
+        fn keep<T>(list: &mut Vec<T>, fits: fn(&Vec<T>) -> bool) {
+            if fits(list) {
+                list.clear();
+            } else {
+                *list = Vec::new();
+            }
+        }
+        keep(&mut self.ops, Spares::bytes_fit);
+        keep(&mut self.ranges, Spares::list_fits);
+        keep(&mut self.metas, Spares::list_fits);
+        keep(&mut self.works, Spares::list_fits);
+        self.failure = None;
     }
 }
 
 impl<'s> Transaction<'s> {
     pub(crate) fn new(session: &'s Session, link: usize) -> Transaction<'s> {
         let tx_id = session.shared().next_tx_id();
-        // The buffers of finished transactions, so that defining allocates nothing once warm.
-        let (ops, ranges, metas) = {
-            let mut state = session.state.borrow_mut();
-            let spares = &mut state.spares;
-            (spares.bytes(), spares.ranges(), spares.metas())
-        };
+        let boxed = session.state.borrow_mut().spares.transaction(tx_id, link);
         Transaction {
             session,
-            inner: RefCell::new(TxInner {
-                tx_id,
-                link,
-                started: false,
-                state: TxState::Open,
-                ops,
-                ranges,
-                metas,
-                works: Vec::new(),
-                batch: 0,
-                next_scan_id: 0,
-                failure: None,
-            }),
+            state: Some(boxed),
         }
+    }
+
+    #[inline]
+    fn inner(&self) -> &RefCell<TxInner> {
+        self.state
+            .as_deref()
+            .expect("a transaction has its state until it drops")
     }
 
     /// The transaction id (API node id in the top 16 bits).
     pub fn id(&self) -> u64 {
-        self.inner.borrow().tx_id
+        self.inner().borrow().tx_id
     }
 
     /// The data node whose TC coordinates the transaction.
     pub fn node(&self) -> signal::NodeId {
-        self.session.shared().links[self.inner.borrow().link].node
+        self.session.shared().links[self.inner().borrow().link].node
     }
 
     /// Operations defined and not yet executed.
     pub fn pending_ops(&self) -> usize {
-        self.inner.borrow().ranges.len()
+        self.inner().borrow().ranges.len()
     }
 
     /// Reads a row by primary key.
@@ -661,7 +725,7 @@ impl<'s> Transaction<'s> {
     }
 
     fn check_open(&self) -> Result<()> {
-        let inner = self.inner.borrow();
+        let inner = self.inner().borrow();
         match inner.state {
             TxState::Open => Ok(()),
             TxState::Committed => Err(Error::usage(format!(
@@ -679,7 +743,7 @@ impl<'s> Transaction<'s> {
     pub fn define(&self, op: Op<'_>) -> Result<OpHandle> {
         self.check_open()?;
         let table = op.table;
-        let mut inner = self.inner.borrow_mut();
+        let mut inner = self.inner().borrow_mut();
         let inner = &mut *inner;
         let mut header = OpHeader {
             op_index: inner.ranges.len() as u32,
@@ -755,16 +819,17 @@ impl<'s> Transaction<'s> {
             }
             let written = if direct {
                 match op.row {
-                    // By position: the positions are checked and the values
-                    // fitted first, then written in one call (a wide update
-                    // of integers costs a copy per value).
-                    Written::At(row) => {
-                        op.row
-                            .resolve(table, |c, v| fit.value(c, v.as_ref()))
-                            .map(|()| {
-                                writer.values(row.iter().map(|(c, v)| (*c as u16, v.as_ref())));
-                            })
-                    }
+                    // By position: the positions are checked first, then the
+                    // values fitted and written in one pass and one call (a
+                    // wide update of integers costs little more than a copy
+                    // per value).
+                    Written::At(row) => op.row.resolve(table, |_, _| ()).map(|()| {
+                        writer.values(row.iter().map(|(c, v)| {
+                            let v = v.as_ref();
+                            fit.value(*c, v);
+                            (*c as u16, v)
+                        }))
+                    }),
                     Written::Named(_) => op.row.resolve(table, |c, v| {
                         let v = v.as_ref();
                         fit.value(c, v);
@@ -890,7 +955,7 @@ impl<'s> Transaction<'s> {
 
     /// Records how an execute ended; `started`: the TC knows the transaction.
     fn settle(&self, mode: ExecMode, started: bool, outcome: Result<Outcome>) -> Result<Outcome> {
-        let mut inner = self.inner.borrow_mut();
+        let mut inner = self.inner().borrow_mut();
         inner.batch += 1;
         match &outcome {
             Ok(outcome) => {
@@ -910,14 +975,14 @@ impl<'s> Transaction<'s> {
     }
 
     fn abort_with(&self, error: Error) {
-        let mut inner = self.inner.borrow_mut();
+        let mut inner = self.inner().borrow_mut();
         inner.state = TxState::Aborted;
         inner.failure = Some(error);
     }
 
     /// An end that needs no request: nothing was sent to a TC yet.
     fn local_end(&self, mode: ExecMode) -> Outcome {
-        let mut inner = self.inner.borrow_mut();
+        let mut inner = self.inner().borrow_mut();
         let batch = inner.batch;
         inner.batch += 1;
         match mode {
@@ -937,7 +1002,7 @@ impl<'s> Transaction<'s> {
     /// Builds the request of an execute; None when nothing must be sent.
     fn build(&self, mode: ExecMode) -> Result<Option<TxRequest>> {
         let shared = self.session.shared();
-        let mut inner = self.inner.borrow_mut();
+        let mut inner = self.inner().borrow_mut();
         let inner = &mut *inner;
         if mode == ExecMode::Rollback {
             inner.ops.clear();
@@ -1037,7 +1102,7 @@ impl<'s> Transaction<'s> {
     /// none has, or `mode` is Rollback, which drops them). It takes the
     /// defined operations.
     fn blob_exec(&self, mode: ExecMode) -> Option<BlobExec> {
-        let mut inner = self.inner.borrow_mut();
+        let mut inner = self.inner().borrow_mut();
         let inner = &mut *inner;
         if inner.works.is_empty() || mode == ExecMode::Rollback {
             return None;
@@ -1064,7 +1129,7 @@ impl<'s> Transaction<'s> {
     pub(crate) fn read_parts(&self, jobs: Vec<ReadJob>) -> Result<Vec<(usize, usize, Value)>> {
         self.check_open()?;
         let (tx_id, link) = {
-            let inner = self.inner.borrow();
+            let inner = self.inner().borrow();
             assert!(inner.started, "a scan started the transaction");
             (inner.tx_id, inner.link)
         };
@@ -1127,7 +1192,7 @@ impl<'s> Transaction<'s> {
     /// A new scan id of this transaction, and whether the scan starts it.
     pub(crate) fn scan_start(&self) -> Result<(u64, usize, u32, bool)> {
         self.check_open()?;
-        let mut inner = self.inner.borrow_mut();
+        let mut inner = self.inner().borrow_mut();
         let scan_id = inner.next_scan_id;
         inner.next_scan_id += 1;
         let starts = !inner.started;
@@ -1362,8 +1427,8 @@ const COLUMN_SET_WORDS: usize = storage::schema::COLUMNS_MAX.div_ceil(64);
 /// doubt) is not passed, and `define` runs proto's check, which says what
 /// is wrong: so the errors are proto's, unchanged.
 struct IntegerFit<'t> {
-    /// `Table::value_codes`.
-    codes: &'t [u8],
+    /// `Table::check_plan`: its ranges test each value.
+    plan: &'t proto::CheckPlan,
     /// The op writes values (proto refuses them in a read or a delete).
     writes: bool,
     fits: bool,
@@ -1394,7 +1459,7 @@ impl<'t> IntegerFit<'t> {
                 .zip(key_codes)
                 .all(|(v, &code)| integer_code_fits(code, v.as_ref()));
         IntegerFit {
-            codes: table.value_codes(),
+            plan: table.check_plan(),
             writes: header.kind == OpKind::Update,
             fits,
             given: [0; COLUMN_SET_WORDS],
@@ -1404,11 +1469,10 @@ impl<'t> IntegerFit<'t> {
     /// A written value of column `c` (a position within the table).
     #[inline]
     fn value(&mut self, c: usize, v: ValueRef<'_>) {
-        let code = self.codes.get(c).copied().unwrap_or(0);
         let (word, bit) = (c / 64 % COLUMN_SET_WORDS, 1u64 << (c % 64));
         let fresh = self.given[word] & bit == 0;
         self.given[word] |= bit;
-        self.fits &= self.writes && fresh && integer_code_fits(code, v);
+        self.fits &= self.writes && fresh && self.plan.integer_fits(c, v);
     }
 
     fn passed(&self) -> bool {

@@ -778,3 +778,47 @@ const LATE_ANSWER_DELAY: Duration = Duration::from_millis(200);
 fn setup_late() -> Setup {
     setup("async-late", LATE_ANSWER_DELAY)
 }
+
+/// A dropped transaction's state (kept by the session for the next one)
+/// comes back empty: the next transaction has none of its operations, its
+/// own id, and is open even if the dropped one had ended.
+#[test]
+fn a_dropped_transactions_state_serves_the_next_one_emptied() {
+    let setup = setup("reuse", Duration::ZERO);
+    let cluster = Cluster::connect_with(&setup.connect, options(8)).expect("connects");
+    let session = cluster.session().expect("session");
+    let kv = session.table("kv").expect("table");
+    let dropped = session.begin().expect("begin");
+    for k in 0..3 {
+        dropped
+            .write(&kv, &[("k", Value::Int(k)), ("v", Value::Int(k))])
+            .expect("write");
+    }
+    assert_eq!(dropped.pending_ops(), 3);
+    let dropped_id = dropped.id();
+    drop(dropped);
+    let ops_before = setup.seen.ops.load(Ordering::SeqCst);
+    let tx = session.begin().expect("begin");
+    assert_eq!(tx.pending_ops(), 0, "none of the dropped one's operations");
+    assert_ne!(tx.id(), dropped_id);
+    let read = tx
+        .read(&kv, &[Value::Int(2)], LockMode::Committed)
+        .expect("read");
+    let outcome = tx.execute(ExecMode::Commit).expect("commits");
+    assert_eq!(outcome.results().len(), 1);
+    assert_eq!(
+        outcome.row(read).and_then(|r| r.get("v")),
+        Some(&Value::Int(20))
+    );
+    assert_eq!(setup.seen.ops.load(Ordering::SeqCst), ops_before + 1);
+    // Committed, then dropped: the next transaction is open.
+    drop(tx);
+    let tx = session.begin().expect("begin");
+    tx.write(&kv, &[("k", Value::Int(5)), ("v", Value::Int(5))])
+        .expect("an open transaction takes operations");
+    assert!(tx.execute(ExecMode::Commit).expect("commits").committed);
+    // Two at once have their own states.
+    let (a, b) = (session.begin().expect("a"), session.begin().expect("b"));
+    a.delete(&kv, &[Value::Int(1)]).expect("delete");
+    assert_eq!((a.pending_ops(), b.pending_ops()), (1, 0));
+}

@@ -948,6 +948,26 @@ impl CheckPlan {
     pub fn codes(&self) -> &[u8] {
         &self.columns
     }
+
+    /// Whether `v` is an integer that fits column `column` (a position
+    /// past the table's, a key column or one of another type: false):
+    /// what `integer_code_fits` says of the column's code, by the plan's
+    /// ranges (one subtraction and one comparison).
+    #[inline]
+    pub fn integer_fits(&self, column: usize, v: ValueRef<'_>) -> bool {
+        let (tag_index, raw) = match v {
+            ValueRef::Int(x) => (usize::from(TAG_INT - TAG_INT), x as u64),
+            ValueRef::UInt(x) => (usize::from(TAG_UINT - TAG_INT), x),
+            _ => return false,
+        };
+        match (self.columns.get(column), self.ranges.get(column)) {
+            (Some(&code), Some(ranges)) if code != 0 => {
+                let range = ranges[tag_index];
+                raw.wrapping_sub(range.low) <= range.span
+            }
+            _ => false,
+        }
+    }
 }
 
 /// The integers of one tag that fit a column, as a test of the value's 8
@@ -1414,5 +1434,26 @@ mod tests {
             }
         }
         assert_eq!(codes, 10);
+    }
+
+    proptest! {
+        /// A plan's `integer_fits` is `integer_code_fits` of the column's
+        /// code, for every column, past the last, and every kind of value.
+        #[test]
+        fn a_plans_integer_fits_is_integer_code_fits(column in 0usize..9, v in value(), edge in any::<bool>()) {
+            let table = ints();
+            let plan = CheckPlan::new(&table);
+            // Values at the edges of 8, 24 and 64 bits as well as small ones.
+            let v = match (v, edge) {
+                (Value::Int(x), true) => Value::Int(x.wrapping_mul(1 << 23)),
+                (Value::UInt(x), true) => Value::UInt(x.wrapping_mul(1 << 57)),
+                (v, _) => v,
+            };
+            let code = plan.codes().get(column).copied().unwrap_or(0);
+            prop_assert_eq!(
+                plan.integer_fits(column, v.as_ref()),
+                integer_code_fits(code, v.as_ref())
+            );
+        }
     }
 }
