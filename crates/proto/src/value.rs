@@ -813,11 +813,15 @@ pub(crate) fn skip_value(r: &mut Reader<'_>) -> Result<(), ProtoError> {
 fn check_all(bytes: &[u8], count: usize, what: &'static str) -> Result<(), ProtoError> {
     // Integers only (a row of a key-value table), known from the length
     // and every value's tag, tested at a fixed stride: no value's position
-    // waits for the one before it.
+    // waits for the one before it, and no branch is taken per value (the
+    // tags' distances from `TAG_INT` are 0 or 1 exactly when every bit
+    // but the lowest is clear in all of them).
     if bytes.len() == count * INTEGER_VALUE_BYTES
-        && bytes
+        && (bytes
             .chunks_exact(INTEGER_VALUE_BYTES)
-            .all(|value| value[0] == TAG_UINT || value[0] == TAG_INT)
+            .fold(0u8, |others, value| others | value[0].wrapping_sub(TAG_INT))
+            & !1)
+            == 0
     {
         return Ok(());
     }
