@@ -224,6 +224,12 @@ impl Table {
         &self.key_codes
     }
 
+    /// `ColumnType::integer_code` of each column, 0 for a primary-key
+    /// column (the check plan's): what `IntegerFit` checks written values against.
+    pub(crate) fn value_codes(&self) -> &[u8] {
+        self.check_plan.codes()
+    }
+
     pub(crate) fn check_plan(&self) -> &proto::CheckPlan {
         &self.check_plan
     }

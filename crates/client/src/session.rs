@@ -129,6 +129,7 @@ struct Slots {
 
 impl Slots {
     /// Puts `flight` in a free slot; returns its number.
+    #[inline]
     fn put(&mut self, flight: InFlight) -> u32 {
         match self.free.pop() {
             Some(slot) => {

@@ -762,16 +762,19 @@ impl<'s> Transaction<'s> {
         if let Some(name) = op.index {
             header.index_id = table.require_index(name, IndexKind::Unique)?.id;
         }
+        if inner.ops.capacity() == 0 {
+            // An execute of one op took the buffer with its request.
+            inner.ops = self.session.state.borrow_mut().spares.bytes();
+        }
+        // Only an insert or a write, or an op on a table with BLOB/TEXT
+        // columns, lists its written values before encoding them (see
+        // `define_op`); the others need no list.
+        if !(table.has_blobs() || matches!(op.kind, OpKind::Insert | OpKind::Write)) {
+            return Self::define_op(op, header, inner, &mut Vec::new());
+        }
         // The written values' list comes from the session and goes back
         // (emptied) whatever happens, so that defining allocates nothing.
-        let mut values = {
-            let mut state = self.session.state.borrow_mut();
-            if inner.ops.capacity() == 0 {
-                // An execute of one op took the buffer with its request.
-                inner.ops = state.spares.bytes();
-            }
-            std::mem::take(&mut state.values_scratch)
-        };
+        let mut values = std::mem::take(&mut self.session.state.borrow_mut().values_scratch);
         let defined = Self::define_op(op, header, inner, &mut values);
         values.clear();
         self.session.state.borrow_mut().values_scratch = values;
@@ -819,17 +822,27 @@ impl<'s> Transaction<'s> {
             }
             let written = if direct {
                 match op.row {
-                    // By position: the positions are checked first, then the
-                    // values fitted and written in one pass and one call (a
-                    // wide update of integers costs little more than a copy
-                    // per value).
-                    Written::At(row) => op.row.resolve(table, |_, _| ()).map(|()| {
-                        writer.values(row.iter().map(|(c, v)| {
-                            let v = v.as_ref();
-                            fit.value(*c, v);
-                            (*c as u16, v)
-                        }))
-                    }),
+                    // By position: the positions are checked and the values
+                    // fitted first, then written in one call; integers that
+                    // all fit (the common update) into room made once.
+                    Written::At(row) => {
+                        op.row
+                            .resolve(table, |c, v| fit.value(c, v.as_ref()))
+                            .map(|()| {
+                                if fit.passed() {
+                                    writer.integer_values(row.iter().map(|(c, v)| {
+                                        let (signed, x) = match *v {
+                                            Value::Int(x) => (true, x as u64),
+                                            Value::UInt(x) => (false, x),
+                                            _ => unreachable!("IntegerFit passes integers only"),
+                                        };
+                                        (*c as u16, signed, x)
+                                    }));
+                                } else {
+                                    writer.values(row.iter().map(|(c, v)| (*c as u16, v.as_ref())));
+                                }
+                            })
+                    }
                     Written::Named(_) => op.row.resolve(table, |c, v| {
                         let v = v.as_ref();
                         fit.value(c, v);
@@ -1427,8 +1440,8 @@ const COLUMN_SET_WORDS: usize = storage::schema::COLUMNS_MAX.div_ceil(64);
 /// doubt) is not passed, and `define` runs proto's check, which says what
 /// is wrong: so the errors are proto's, unchanged.
 struct IntegerFit<'t> {
-    /// `Table::check_plan`: its ranges test each value.
-    plan: &'t proto::CheckPlan,
+    /// `Table::value_codes`.
+    codes: &'t [u8],
     /// The op writes values (proto refuses them in a read or a delete).
     writes: bool,
     fits: bool,
@@ -1459,7 +1472,7 @@ impl<'t> IntegerFit<'t> {
                 .zip(key_codes)
                 .all(|(v, &code)| integer_code_fits(code, v.as_ref()));
         IntegerFit {
-            plan: table.check_plan(),
+            codes: table.value_codes(),
             writes: header.kind == OpKind::Update,
             fits,
             given: [0; COLUMN_SET_WORDS],
@@ -1469,10 +1482,11 @@ impl<'t> IntegerFit<'t> {
     /// A written value of column `c` (a position within the table).
     #[inline]
     fn value(&mut self, c: usize, v: ValueRef<'_>) {
+        let code = self.codes.get(c).copied().unwrap_or(0);
         let (word, bit) = (c / 64 % COLUMN_SET_WORDS, 1u64 << (c % 64));
         let fresh = self.given[word] & bit == 0;
         self.given[word] |= bit;
-        self.fits &= self.writes && fresh && self.plan.integer_fits(c, v);
+        self.fits &= self.writes && fresh && integer_code_fits(code, v);
     }
 
     fn passed(&self) -> bool {
