@@ -610,19 +610,23 @@ impl TxInner {
         if old.metas.capacity() == 0 {
             old.metas = spares.metas();
         }
-        *old = TxInner {
-            tx_id,
-            link,
-            started: false,
-            state: TxState::Open,
-            ops: std::mem::take(&mut old.ops),
-            ranges: std::mem::take(&mut old.ranges),
-            metas: std::mem::take(&mut old.metas),
-            works: std::mem::take(&mut old.works),
-            batch: 0,
-            next_scan_id: 0,
-            failure: None,
-        };
+        // Field by field (the pattern names them all), not a new value
+        // over the old: that would run the old one's drop glue.
+        let TxInner {
+            tx_id: old_tx_id,
+            link: old_link,
+            started,
+            state,
+            ops: _,
+            ranges: _,
+            metas: _,
+            works: _,
+            batch,
+            next_scan_id,
+            failure: _,
+        } = old;
+        (*old_tx_id, *old_link, *started, *state) = (tx_id, link, false, TxState::Open);
+        (*batch, *next_scan_id) = (0, 0);
         boxed
     }
 
@@ -724,7 +728,17 @@ impl<'s> Transaction<'s> {
         self.define(Op::delete(table, key))
     }
 
+    /// Every define and execute asks: the open case inline, the errors apart.
+    #[inline]
     fn check_open(&self) -> Result<()> {
+        if self.inner().borrow().state == TxState::Open {
+            return Ok(());
+        }
+        self.not_open()
+    }
+
+    #[cold]
+    fn not_open(&self) -> Result<()> {
         let inner = self.inner().borrow();
         match inner.state {
             TxState::Open => Ok(()),
