@@ -155,17 +155,19 @@ pub struct OpHeader {
 }
 
 impl OpHeader {
-    fn put(&self, out: &mut Vec<u8>) {
-        for field in [
+    /// Writes the header into `out`, its place in an op's fixed part.
+    fn write(&self, out: &mut [u8; OP_COUNTS_OFFSET - 4]) {
+        let fields = [
             self.op_index,
             self.table_id,
             self.table_version,
             self.index_id,
             self.partition,
-        ] {
-            out.extend_from_slice(&field.to_le_bytes());
+        ];
+        for (place, field) in out.chunks_exact_mut(4).zip(fields) {
+            place.copy_from_slice(&field.to_le_bytes());
         }
-        out.extend_from_slice(&[self.kind as u8, self.lock as u8, self.flags]);
+        out[5 * 4..].copy_from_slice(&[self.kind as u8, self.lock as u8, self.flags]);
     }
 
     /// Reads the header from the op's fixed part, `fixed` (which `parse_op`
@@ -262,9 +264,13 @@ impl<'a> OpBatchWriter<'a> {
             "OpBatchWriter::begin inside an op: end() the previous one"
         );
         let start = self.out.len();
-        self.out.extend_from_slice(&0u32.to_le_bytes());
-        header.put(self.out);
-        self.out.extend_from_slice(&[0u8; 6]);
+        // The op's length, header and counts in one write; `end` fills in
+        // the length and the counts.
+        let mut fixed = [0u8; 4 + OP_FIXED_BYTES];
+        let (_, rest) = fixed.split_at_mut(4);
+        let (header_bytes, _) = rest.split_first_chunk_mut().expect("the header fits");
+        header.write(header_bytes);
+        self.out.extend_from_slice(&fixed);
         self.open = Some(OpenOp {
             start,
             part: Part::Keys,
@@ -359,6 +365,34 @@ impl<'a> OpBatchWriter<'a> {
     /// the error says which: send the batch and put the op in the next one.
     pub fn end(&mut self) -> Result<(), ProtoError> {
         let op = self.open.take().expect("OpBatchWriter::end without begin");
+        let (ops, bytes) = (self.ops + 1, self.out.len() - self.start);
+        let counts_max = usize::from(u16::MAX);
+        if ops > OPS_PER_BATCH_MAX
+            || bytes > BATCH_BYTES_MAX
+            || op.counts.iter().any(|&count| count > counts_max)
+        {
+            return Err(self.over_limit(op));
+        }
+        let body =
+            u32::try_from(self.out.len() - op.start - 4).expect("an op within BATCH_BYTES_MAX");
+        // The length and the counts in place, in the op's fixed part.
+        let fixed: &mut [u8; 4 + OP_FIXED_BYTES] = (&mut self.out
+            [op.start..op.start + 4 + OP_FIXED_BYTES])
+            .try_into()
+            .expect("an op's fixed part");
+        fixed[..4].copy_from_slice(&body.to_le_bytes());
+        for (place, count) in fixed[OP_COUNTS_OFFSET..].chunks_exact_mut(2).zip(op.counts) {
+            place.copy_from_slice(&(count as u16).to_le_bytes());
+        }
+        self.ops = ops;
+        let count_at = self.start + OP_COUNT_OFFSET;
+        self.out[count_at..count_at + 4].copy_from_slice(&(self.ops as u32).to_le_bytes());
+        Ok(())
+    }
+
+    /// The error of an op that breaks a limit (see `end`), removed from the batch.
+    #[cold]
+    fn over_limit(&mut self, op: OpenOp) -> ProtoError {
         let limits = [
             ("ops per batch", self.ops + 1, OPS_PER_BATCH_MAX),
             ("batch bytes", self.out.len() - self.start, BATCH_BYTES_MAX),
@@ -370,30 +404,17 @@ impl<'a> OpBatchWriter<'a> {
                 usize::from(u16::MAX),
             ),
         ];
-        for (field, value, max) in limits {
-            if value > max {
-                self.out.truncate(op.start);
-                return Err(ProtoError::OverLimit {
-                    what: "op batch",
-                    field,
-                    value: value as u64,
-                    max: max as u64,
-                });
-            }
+        let (field, value, max) = limits
+            .into_iter()
+            .find(|&(_, value, max)| value > max)
+            .expect("an op over a limit");
+        self.out.truncate(op.start);
+        ProtoError::OverLimit {
+            what: "op batch",
+            field,
+            value: value as u64,
+            max: max as u64,
         }
-        let body = self.out.len() - op.start - 4;
-        let body = u32::try_from(body).expect("an op within BATCH_BYTES_MAX");
-        self.out[op.start..op.start + 4].copy_from_slice(&body.to_le_bytes());
-        let counts_at = op.start + OP_COUNTS_OFFSET;
-        for (k, count) in op.counts.iter().enumerate() {
-            let count = *count as u16;
-            self.out[counts_at + 2 * k..counts_at + 2 * k + 2]
-                .copy_from_slice(&count.to_le_bytes());
-        }
-        self.ops += 1;
-        let count_at = self.start + OP_COUNT_OFFSET;
-        self.out[count_at..count_at + 4].copy_from_slice(&(self.ops as u32).to_le_bytes());
-        Ok(())
     }
 
     /// Appends an op read from another batch under a new header, copying
