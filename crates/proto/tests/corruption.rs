@@ -108,7 +108,8 @@ fn rows_bytes(values: &[storage::schema::Value]) -> Vec<u8> {
 #[test]
 fn a_row_of_integers_with_any_tag_is_checked_as_the_full_check_does() {
     use storage::schema::Value;
-    let values = [Value::UInt(1), Value::UInt(u64::MAX), Value::UInt(7)];
+    // More values than one step of the integer check takes, and a rest.
+    let values: Vec<Value> = (0..19u64).map(|x| Value::UInt(x * 1_000_003)).collect();
     let bytes = results_bytes(&values);
     // The batch header, the ok result, the error result, the row's kind,
     // op index and frame come before its values (9 bytes each).
