@@ -58,12 +58,18 @@ pub fn take() -> Vec<u8> {
 }
 
 /// A buffer holding a copy of `bytes`: a kept one when the thread has one
-/// (it grows if it is too small), else one of exactly that size.
+/// (it grows if it is too small), else a new one with room for at least
+/// [`BUFFER_KEPT_BYTES_MIN`] bytes, so that a small payload's buffer (an
+/// answer of a few results) can be kept when consumed rather than freed.
+/// Empty bytes take no buffer.
 #[inline]
 pub fn filled(bytes: &[u8]) -> Vec<u8> {
+    if bytes.is_empty() {
+        return Vec::new();
+    }
     let mut buffer = take();
     if buffer.capacity() == 0 {
-        return bytes.to_vec();
+        buffer.reserve_exact(bytes.len().max(BUFFER_KEPT_BYTES_MIN));
     }
     buffer.extend_from_slice(bytes);
     buffer
@@ -113,11 +119,21 @@ mod tests {
         assert_eq!(again, b"new bytes");
         assert_eq!(again.as_ptr(), at, "the kept buffer came back, cleared");
         assert_eq!(kept(), 0);
-        assert_eq!(
-            filled(b"fresh").capacity(),
-            5,
-            "none kept: exactly the bytes"
+        let fresh = filled(b"fresh");
+        assert_eq!(fresh, b"fresh");
+        assert!(
+            fresh.capacity() >= BUFFER_KEPT_BYTES_MIN,
+            "none kept: a new one that can be kept"
         );
+        keep(fresh);
+        assert_eq!(kept(), 1, "a small payload's buffer is kept");
+        let empty = filled(b"");
+        assert_eq!(
+            (empty.capacity(), kept()),
+            (0, 1),
+            "empty bytes take no buffer"
+        );
+        drop(take());
         for _ in 0..BUFFERS_KEPT_MAX + 10 {
             keep(Vec::with_capacity(BUFFER_KEPT_BYTES_MIN));
         }
