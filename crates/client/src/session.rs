@@ -167,6 +167,9 @@ impl Slots {
 pub(crate) struct Spares {
     bytes: Vec<Vec<u8>>,
     metas: Vec<Vec<OpMeta>>,
+    /// Boxed as a `Transaction` holds them: handed over without a move
+    /// of the state.
+    #[allow(clippy::vec_box)]
     transactions: Vec<Box<RefCell<TxInner>>>,
 }
 
