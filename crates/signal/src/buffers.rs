@@ -58,10 +58,9 @@ pub fn take() -> Vec<u8> {
 }
 
 /// A buffer holding a copy of `bytes`: a kept one when the thread has one
-/// (it grows if it is too small), else a new one with room for at least
-/// [`BUFFER_KEPT_BYTES_MIN`] bytes, so that a small payload's buffer (an
-/// answer of a few results) can be kept when consumed rather than freed.
-/// Empty bytes take no buffer.
+/// (it grows if it is too small), else one of exactly that size. Empty
+/// bytes take no buffer (a kept one would be freed by a consumer that
+/// does not keep an empty payload).
 #[inline]
 pub fn filled(bytes: &[u8]) -> Vec<u8> {
     if bytes.is_empty() {
@@ -69,7 +68,7 @@ pub fn filled(bytes: &[u8]) -> Vec<u8> {
     }
     let mut buffer = take();
     if buffer.capacity() == 0 {
-        buffer.reserve_exact(bytes.len().max(BUFFER_KEPT_BYTES_MIN));
+        return bytes.to_vec();
     }
     buffer.extend_from_slice(bytes);
     buffer
@@ -119,14 +118,12 @@ mod tests {
         assert_eq!(again, b"new bytes");
         assert_eq!(again.as_ptr(), at, "the kept buffer came back, cleared");
         assert_eq!(kept(), 0);
-        let fresh = filled(b"fresh");
-        assert_eq!(fresh, b"fresh");
-        assert!(
-            fresh.capacity() >= BUFFER_KEPT_BYTES_MIN,
-            "none kept: a new one that can be kept"
+        assert_eq!(
+            filled(b"fresh").capacity(),
+            5,
+            "none kept: exactly the bytes"
         );
-        keep(fresh);
-        assert_eq!(kept(), 1, "a small payload's buffer is kept");
+        keep(Vec::with_capacity(BUFFER_KEPT_BYTES_MIN));
         let empty = filled(b"");
         assert_eq!(
             (empty.capacity(), kept()),

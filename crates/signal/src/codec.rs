@@ -1,9 +1,7 @@
 //! Field encoding: little-endian integers at fixed positions, length-prefixed
 //! variable parts. Every read is bounds-checked; a length is trusted only after
 //! it has been checked against the bytes that are really there, so a hostile
-//! length can never make the decoder allocate more than the frame it came in
-//! (a byte string's buffer has room for at least `buffers::BUFFER_KEPT_BYTES_MIN`
-//! bytes, so that it can be reused: a constant, not a length).
+//! length can never make the decoder allocate more than the frame it came in.
 
 use crate::ids::{BlockNumber, BlockRef, NodeBitmask, NodeId};
 use crate::DecodeError;

@@ -4,9 +4,7 @@
 //! instance ([`BlockRef`]) to another. Between processes signals travel in
 //! frames ([`frame`]): versioned, length-prefixed and CRC32C-checksummed.
 //! The decoder validates every length and field, never panics and never
-//! allocates more than the bytes it was given (beyond the small constant
-//! room of a reusable payload buffer, `buffers::BUFFER_KEPT_BYTES_MIN`);
-//! the property tests in
+//! allocates more than the bytes it was given; the property tests in
 //! `tests/decode.rs` feed it random and truncated input.
 
 pub mod buffers;
