@@ -21,17 +21,20 @@
 //! only the completed ones; the buffers of a transaction (its defined
 //! operations, their ranges and result descriptions, the request's batch)
 //! go back to the session's spares when it completes and serve the next
-//! one; the session's maps hash request keys with one multiplication.
+//! one, and so does the boxed state of a dropped `Transaction` (which
+//! therefore moves as two words); the session's maps hash request keys
+//! with one multiplication.
 //! An asynchronous transaction stays in one slot from its preparation to
 //! its completion (its reply is filed there): the session's lists and
 //! maps hold slot numbers, so its state is not copied from list to list.
+//! Where its request went is kept in the slot too, so one map (transaction
+//! id to slot, while it is sent and unanswered) is all its reply looks up.
 //! A transaction whose BLOB/TEXT work takes several requests
 //! (`crate::blob`) sends the next one from `poll` when a reply comes, and
 //! completes after its last.
 
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
-use std::ops::Range;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -46,7 +49,7 @@ use crate::epoch::Epoch;
 use crate::error::{Error, Result};
 use crate::receiver::{self, Event, Mailbox};
 use crate::schema::Table;
-use crate::transaction::{ExecMode, OpMeta, Outcome, Transaction, TxRequest};
+use crate::transaction::{ExecMode, OpMeta, Outcome, Transaction, TxInner, TxRequest};
 
 /// Most transactions one session has prepared or in flight at once
 /// (tagged outcomes not yet taken count too).
@@ -58,6 +61,9 @@ const SPARE_BUFFERS_MAX: usize = IN_FLIGHT_MAX;
 const SPARE_BUFFER_BYTES_MAX: usize = 4_096;
 /// A list larger than this (in elements) is freed rather than kept.
 const SPARE_LIST_LEN_MAX: usize = 64;
+/// States of dropped transactions a session keeps for its next ones (a
+/// thread defines one transaction at a time, or a few).
+const SPARE_TRANSACTIONS_MAX: usize = 64;
 
 /// What a reply answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -106,6 +112,9 @@ struct InFlight {
     /// The end of its request, filed here (not in `State::done`, which
     /// holds the ends of synchronous requests): one map less to go through.
     reply: Option<Result<SignalBody>>,
+    /// Where its request went while it is sent and unanswered (kept here,
+    /// not in `State::pending`: one map less per transaction).
+    sent: Option<Pending>,
 }
 
 /// The slots of asynchronous transactions: each stays in its slot from its
@@ -120,6 +129,7 @@ struct Slots {
 
 impl Slots {
     /// Puts `flight` in a free slot; returns its number.
+    #[inline]
     fn put(&mut self, flight: InFlight) -> u32 {
         match self.free.pop() {
             Some(slot) => {
@@ -156,18 +166,42 @@ impl Slots {
 #[derive(Default)]
 pub(crate) struct Spares {
     bytes: Vec<Vec<u8>>,
-    ranges: Vec<Vec<Range<usize>>>,
     metas: Vec<Vec<OpMeta>>,
+    /// Boxed as a `Transaction` holds them: handed over without a move
+    /// of the state.
+    #[allow(clippy::vec_box)]
+    transactions: Vec<Box<RefCell<TxInner>>>,
 }
 
 impl Spares {
+    /// Whether a byte buffer is worth keeping: it has room, not too much.
+    pub fn bytes_fit(buffer: &Vec<u8>) -> bool {
+        (1..=SPARE_BUFFER_BYTES_MAX).contains(&buffer.capacity())
+    }
+
+    /// Whether a list is worth keeping: it has room, not too much.
+    pub fn list_fits<T>(list: &Vec<T>) -> bool {
+        (1..=SPARE_LIST_LEN_MAX).contains(&list.capacity())
+    }
+
+    /// The state of new transaction `tx_id` on `link`: a dropped
+    /// transaction's when one is kept.
+    pub fn transaction(&mut self, tx_id: u64, link: usize) -> Box<RefCell<TxInner>> {
+        let boxed = self.transactions.pop().unwrap_or_else(TxInner::new_boxed);
+        TxInner::renew(boxed, tx_id, link, self)
+    }
+
+    /// Keeps a dropped transaction's state (emptied) unless enough are kept.
+    pub fn put_transaction(&mut self, mut boxed: Box<RefCell<TxInner>>) {
+        if self.transactions.len() < SPARE_TRANSACTIONS_MAX {
+            boxed.get_mut().recycle();
+            self.transactions.push(boxed);
+        }
+    }
+
     /// An empty byte buffer, with room if a spare has some.
     pub fn bytes(&mut self) -> Vec<u8> {
         self.bytes.pop().unwrap_or_default()
-    }
-
-    pub fn ranges(&mut self) -> Vec<Range<usize>> {
-        self.ranges.pop().unwrap_or_default()
     }
 
     pub fn metas(&mut self) -> Vec<OpMeta> {
@@ -176,25 +210,15 @@ impl Spares {
 
     /// Keeps `buffer` (emptied) unless it is large or enough are kept.
     pub fn put_bytes(&mut self, mut buffer: Vec<u8>) {
-        let cap = buffer.capacity();
-        if cap > 0 && cap <= SPARE_BUFFER_BYTES_MAX && self.bytes.len() < SPARE_BUFFERS_MAX {
+        if Spares::bytes_fit(&buffer) && self.bytes.len() < SPARE_BUFFERS_MAX {
             buffer.clear();
             self.bytes.push(buffer);
         }
     }
 
-    pub fn put_ranges(&mut self, mut list: Vec<Range<usize>>) {
-        let cap = list.capacity();
-        if cap > 0 && cap <= SPARE_LIST_LEN_MAX && self.ranges.len() < SPARE_BUFFERS_MAX {
-            list.clear();
-            self.ranges.push(list);
-        }
-    }
-
     /// Keeps `list` emptied: its `Arc<Table>`s are released now.
     pub fn put_metas(&mut self, mut list: Vec<OpMeta>) {
-        let cap = list.capacity();
-        if cap > 0 && cap <= SPARE_LIST_LEN_MAX && self.metas.len() < SPARE_BUFFERS_MAX {
+        if Spares::list_fits(&list) && self.metas.len() < SPARE_BUFFERS_MAX {
             list.clear();
             self.metas.push(list);
         }
@@ -220,12 +244,13 @@ pub(crate) struct State {
     slots: Slots,
     /// The slots of those prepared and not sent, in preparation order.
     prepared: Vec<u32>,
-    /// The slots of those sent, by transaction id.
+    /// The slots of those sent and not answered, by transaction id: each
+    /// has its `InFlight::sent`.
     in_flight: IdMap<u64, u32>,
-    /// Asynchronous transactions whose reply (or failure) is filed, in
-    /// the order they got it: `poll` takes these instead of looking at
-    /// every transaction in flight. Each is in `in_flight`.
-    ready: VecDeque<u64>,
+    /// The slots of asynchronous transactions whose reply (or failure) is
+    /// filed, in the order they got it: `poll` takes these instead of
+    /// looking at every transaction in flight. None is in `in_flight`.
+    ready: VecDeque<u32>,
     /// Outcomes of tagged transactions, for `take_completed`.
     completed: Vec<(u64, Result<Outcome>)>,
     events: Vec<Event>,
@@ -244,16 +269,28 @@ impl State {
     /// on the completion queue.
     fn file_done(&mut self, key: ReqKey, reply: Result<SignalBody>) {
         if let ReqKey::Tx(id) = key {
-            if let Some(&slot) = self.in_flight.get(&id) {
-                let flight = self.slots.get_mut(slot);
-                debug_assert!(flight.reply.is_none(), "{key:?} ended twice");
-                flight.reply = Some(reply);
-                self.ready.push_back(id);
+            if let Some(slot) = self.in_flight.remove(&id) {
+                self.file_in_slot(slot, reply);
                 return;
             }
         }
         let previous = self.done.insert(key, reply);
         debug_assert!(previous.is_none(), "{key:?} ended twice");
+    }
+
+    /// Files the end of the asynchronous transaction in `slot` (no longer
+    /// in `in_flight`) and queues it for `poll`.
+    fn file_in_slot(&mut self, slot: u32, reply: Result<SignalBody>) {
+        let flight = self.slots.get_mut(slot);
+        debug_assert!(flight.reply.is_none(), "a transaction ended twice");
+        flight.sent = None;
+        flight.reply = Some(reply);
+        self.ready.push_back(slot);
+    }
+
+    /// Asynchronous transactions prepared, in flight, or answered and not polled.
+    fn held(&self) -> usize {
+        self.prepared.len() + self.in_flight.len() + self.ready.len()
     }
 }
 
@@ -308,6 +345,13 @@ impl Session {
         commit: bool,
         signal: &Signal,
     ) -> Result<()> {
+        let pending = self.send_signal(link, commit, signal)?;
+        self.state.borrow_mut().pending.insert(key, pending);
+        Ok(())
+    }
+
+    /// Sends one signal; returns what a request it makes waits with.
+    fn send_signal(&self, link: usize, commit: bool, signal: &Signal) -> Result<Pending> {
         let shared = self.shared();
         let mut state = self.state.borrow_mut();
         let state = &mut *state;
@@ -316,15 +360,11 @@ impl Session {
         let result = shared.send_bytes(link, &state.send_buffer, 1);
         state.send_buffer.clear();
         result?;
-        state.pending.insert(
-            key,
-            Pending {
-                node: shared.links[link].node,
-                commit,
-                generation,
-            },
-        );
-        Ok(())
+        Ok(Pending {
+            node: shared.links[link].node,
+            commit,
+            generation,
+        })
     }
 
     /// Sends a scan signal; its replies go to the scan's inbox.
@@ -816,7 +856,7 @@ impl Session {
         }
         let held = {
             let state = self.state.borrow();
-            state.prepared.len() + state.in_flight.len() + state.completed.len()
+            state.held() + state.completed.len()
         };
         if held >= IN_FLIGHT_MAX {
             return Err(Error::new(
@@ -834,6 +874,7 @@ impl Session {
             notify: notify(),
             blob,
             reply: None,
+            sent: None,
         });
         state.prepared.push(slot);
         Ok(())
@@ -865,28 +906,23 @@ impl Session {
                     .and_then(|()| shared.send_bytes(link, &state.send_buffer, count));
             state.send_buffer.clear();
             let node = shared.links[link].node;
-            let mut file = |state: &mut State, slot: u32| {
-                let request = &state.slots.get(slot).request;
-                let (tx_id, commit) = (request.tx_id, request.commit);
-                let previous = state.in_flight.insert(tx_id, slot);
-                assert!(
-                    previous.is_none(),
-                    "transaction {tx_id:#x} is in flight twice"
-                );
-                match &result {
-                    Ok(()) => {
-                        state.pending.insert(
-                            ReqKey::Tx(tx_id),
-                            Pending {
-                                node,
-                                commit,
-                                generation,
-                            },
-                        );
-                        sent += 1;
-                    }
-                    Err(error) => state.file_done(ReqKey::Tx(tx_id), Err(error.clone())),
+            let mut file = |state: &mut State, slot: u32| match &result {
+                Ok(()) => {
+                    let flight = state.slots.get_mut(slot);
+                    let (tx_id, commit) = (flight.request.tx_id, flight.request.commit);
+                    flight.sent = Some(Pending {
+                        node,
+                        commit,
+                        generation,
+                    });
+                    let previous = state.in_flight.insert(tx_id, slot);
+                    assert!(
+                        previous.is_none(),
+                        "transaction {tx_id:#x} is in flight twice"
+                    );
+                    sent += 1;
                 }
+                Err(error) => state.file_in_slot(slot, Err(error.clone())),
             };
             if count == prepared.len() {
                 // All to one data node (always, with one).
@@ -916,8 +952,7 @@ impl Session {
 
     /// Transactions prepared or in flight.
     pub fn in_flight(&self) -> usize {
-        let state = self.state.borrow();
-        state.prepared.len() + state.in_flight.len()
+        self.state.borrow().held()
     }
 
     /// Receives until at least `min_completed` sent transactions completed
@@ -974,7 +1009,10 @@ impl Session {
                 }
             }
             let now = Instant::now();
-            let in_flight = self.state.borrow().in_flight.len();
+            let in_flight = {
+                let state = self.state.borrow();
+                state.in_flight.len() + state.ready.len()
+            };
             if completed >= min_completed || in_flight == 0 || now >= deadline {
                 if now >= deadline && completed < min_completed {
                     self.expire_in_flight();
@@ -985,15 +1023,9 @@ impl Session {
         }
     }
 
-    /// The slot of the next transaction on the completion queue, no longer in flight.
+    /// The slot of the next transaction on the completion queue.
     fn next_ready(&self) -> Option<u32> {
-        let mut state = self.state.borrow_mut();
-        let id = state.ready.pop_front()?;
-        let slot = state
-            .in_flight
-            .remove(&id)
-            .expect("a transaction on the completion queue is in flight");
-        Some(slot)
+        self.state.borrow_mut().ready.pop_front()
     }
 
     /// Moves the outcomes of tagged transactions that [`Session::poll`]
@@ -1013,8 +1045,7 @@ impl Session {
     /// Sends the next request of an asynchronous transaction with blob
     /// work; a failure to send completes it in the next poll.
     fn send_next(&self, request: TxRequest, notify: Notify, exec: Box<BlobExec>) {
-        let key = ReqKey::Tx(request.tx_id);
-        let sent = self.send_request(request.link, key, request.commit, &request.signal);
+        let sent = self.send_signal(request.link, request.commit, &request.signal);
         let mut state = self.state.borrow_mut();
         let tx_id = request.tx_id;
         let slot = state.slots.put(InFlight {
@@ -1022,16 +1053,18 @@ impl Session {
             notify,
             blob: Some(exec),
             reply: None,
+            sent: None,
         });
-        state.in_flight.insert(tx_id, slot);
         match sent {
-            Ok(()) => {
+            Ok(pending) => {
+                state.slots.get_mut(slot).sent = Some(pending);
+                state.in_flight.insert(tx_id, slot);
                 self.shared()
                     .counters
                     .tc_key_reqs_sent
                     .fetch_add(1, Ordering::Relaxed);
             }
-            Err(error) => state.file_done(key, Err(error)),
+            Err(error) => state.file_in_slot(slot, Err(error)),
         }
     }
 
@@ -1041,17 +1074,16 @@ impl Session {
         let mut state = self.state.borrow_mut();
         let state = &mut *state;
         let now = Instant::now();
+        // Those in flight are the sent and unanswered ones.
         let expired: Vec<u64> = state
             .in_flight
             .iter()
-            .filter(|(id, slot)| {
+            .filter(|(_, slot)| {
                 now.duration_since(state.slots.get(**slot).request.sent_at) > timeout
-                    && state.pending.contains_key(&ReqKey::Tx(**id))
             })
             .map(|(id, _)| *id)
             .collect();
         for id in expired {
-            state.pending.remove(&ReqKey::Tx(id));
             let error = Error::with_context(
                 proto::error::REQUEST_TIMEOUT,
                 format!("transaction {id:#x}"),
@@ -1106,11 +1138,43 @@ fn handle(state: &mut State, event: Event) {
                     return;
                 }
             };
+            // An asynchronous transaction's reply goes to its slot; a
+            // synchronous request's to `done`.
+            if let ReqKey::Tx(id) = key {
+                if let Some(slot) = state.in_flight.remove(&id) {
+                    state.file_in_slot(slot, Ok(signal.body));
+                    return;
+                }
+            }
             if state.pending.remove(&key).is_some() {
                 state.file_done(key, Ok(signal.body));
             }
         }
         Event::NodeDown(node, closed) => {
+            let lost_in_flight: Vec<u64> = state
+                .in_flight
+                .iter()
+                .filter(|(_, slot)| {
+                    state
+                        .slots
+                        .get(**slot)
+                        .sent
+                        .as_ref()
+                        .is_some_and(|p| p.node == node && p.generation <= closed)
+                })
+                .map(|(id, _)| *id)
+                .collect();
+            for id in lost_in_flight {
+                let slot = state.in_flight.remove(&id).expect("listed above");
+                let commit = state
+                    .slots
+                    .get(slot)
+                    .sent
+                    .as_ref()
+                    .is_some_and(|p| p.commit);
+                let error = lost_request(node, ReqKey::Tx(id), commit);
+                state.file_in_slot(slot, Err(error));
+            }
             let lost: Vec<ReqKey> = state
                 .pending
                 .iter()
@@ -1119,15 +1183,7 @@ fn handle(state: &mut State, event: Event) {
                 .collect();
             for key in lost {
                 let pending = state.pending.remove(&key).expect("listed above");
-                let code = match key {
-                    ReqKey::Tx(_) if pending.commit => proto::error::NODE_FAILURE,
-                    ReqKey::Dict(_) => proto::error::NODE_FAILURE,
-                    _ => proto::error::NODE_FAILURE_ABORTED,
-                };
-                let error = Error::with_context(
-                    code,
-                    format!("data node {node} was lost with the request ({key:?})"),
-                );
+                let error = lost_request(node, key, pending.commit);
                 state.file_done(key, Err(error));
             }
             for inbox in state
@@ -1142,6 +1198,20 @@ fn handle(state: &mut State, event: Event) {
             }
         }
     }
+}
+
+/// The error of request `key` (`commit`: it asked to commit) lost with
+/// data node `node`'s connection, by NDB's rules (see the module doc).
+fn lost_request(node: NodeId, key: ReqKey, commit: bool) -> Error {
+    let code = match key {
+        ReqKey::Tx(_) if commit => proto::error::NODE_FAILURE,
+        ReqKey::Dict(_) => proto::error::NODE_FAILURE,
+        _ => proto::error::NODE_FAILURE_ABORTED,
+    };
+    Error::with_context(
+        code,
+        format!("data node {node} was lost with the request ({key:?})"),
+    )
 }
 
 fn schema_error(code: u32, table: &str, message: String) -> Error {

@@ -43,7 +43,7 @@ use crate::blob::{self, BlobExec, BlobWork, ExecInput, ReadJob, Step};
 use crate::epoch::Epoch;
 use crate::error::{Error, Result};
 use crate::schema::Table;
-use crate::session::{request_flags, tc_ref, ReqKey, Session};
+use crate::session::{request_flags, tc_ref, ReqKey, Session, Spares};
 
 /// Bytes of `proto::ops`' batch header (magic, format version, op count),
 /// before each defined op and once before a request's ops; `build`
@@ -187,7 +187,7 @@ pub struct Row {
 /// common read), else shared by the reply's rows.
 #[derive(Clone, Debug)]
 pub(crate) enum ReplyBytes {
-    Own(Vec<u8>),
+    Own(PooledBytes),
     Shared(Arc<Vec<u8>>),
 }
 
@@ -196,9 +196,39 @@ impl std::ops::Deref for ReplyBytes {
 
     fn deref(&self) -> &[u8] {
         match self {
-            ReplyBytes::Own(bytes) => bytes,
+            ReplyBytes::Own(bytes) => &bytes.0,
             ReplyBytes::Shared(bytes) => bytes,
         }
+    }
+}
+
+/// A reply's payload, which goes back to the payload buffers of the thread
+/// that drops it (`signal::buffers::keep`, bounded) rather than to the
+/// allocator: the decoder of the next reply on the receiving thread fills
+/// it again (`signal::buffers::filled`), so a read costs no malloc and no
+/// free for its reply once warm. A row dropped on another thread leaves
+/// the buffer in that thread's pool, within the same bounds.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PooledBytes(Vec<u8>);
+
+impl PooledBytes {
+    /// The bytes, no longer given back on drop (for a shared owner).
+    fn into_vec(mut self) -> Vec<u8> {
+        std::mem::take(&mut self.0)
+    }
+}
+
+impl std::ops::Deref for PooledBytes {
+    type Target = Vec<u8>;
+
+    fn deref(&self) -> &Vec<u8> {
+        &self.0
+    }
+}
+
+impl Drop for PooledBytes {
+    fn drop(&mut self) {
+        signal::buffers::keep(std::mem::take(&mut self.0));
     }
 }
 
@@ -279,7 +309,7 @@ impl Row {
 
     /// Hands the row the reply buffer its ranges were taken from, once the
     /// reply's parse no longer borrows it (`TxRequest::complete`).
-    fn own_reply(&mut self, bytes: Vec<u8>) {
+    fn own_reply(&mut self, bytes: PooledBytes) {
         let raw = self.raw.as_mut().expect("an encoded row");
         debug_assert!(raw.values.1.end <= bytes.len() && raw.keys.1.end <= bytes.len());
         raw.bytes = ReplyBytes::Own(bytes);
@@ -506,7 +536,7 @@ enum TxState {
     Aborted,
 }
 
-struct TxInner {
+pub(crate) struct TxInner {
     tx_id: u64,
     link: usize,
     /// A request with START reached the TC.
@@ -529,7 +559,11 @@ struct TxInner {
 /// A transaction (see the module doc). Started with `Session::begin`.
 pub struct Transaction<'s> {
     pub(crate) session: &'s Session,
-    inner: RefCell<TxInner>,
+    /// Its state, in a box the session reuses (`Spares::transaction`): a
+    /// transaction moves (from `begin` to `prepare`) as two words, and a
+    /// dropped one's box, with its buffers, serves the next. None only
+    /// while it drops.
+    state: Option<Box<RefCell<TxInner>>>,
 }
 
 /// A built `TcKeyReq` and what is needed to read its answer.
@@ -545,59 +579,123 @@ pub(crate) struct TxRequest {
 }
 
 impl Drop for Transaction<'_> {
-    /// The buffers go back to the session for the next transaction.
+    /// The state and its buffers go back to the session for the next transaction.
     fn drop(&mut self) {
-        let inner = self.inner.get_mut();
-        let Ok(mut state) = self.session.state.try_borrow_mut() else {
+        let Some(boxed) = self.state.take() else {
             return;
         };
-        let spares = &mut state.spares;
-        spares.put_bytes(std::mem::take(&mut inner.ops));
-        spares.put_ranges(std::mem::take(&mut inner.ranges));
-        spares.put_metas(std::mem::take(&mut inner.metas));
+        if let Ok(mut state) = self.session.state.try_borrow_mut() {
+            state.spares.put_transaction(boxed);
+        }
+    }
+}
+
+impl TxInner {
+    /// The state of new transaction `tx_id` on `link` in `boxed` (a
+    /// dropped transaction's, emptied by `recycle`), with the buffers of
+    /// finished transactions, so that defining allocates nothing once warm.
+    pub(crate) fn renew(
+        mut boxed: Box<RefCell<TxInner>>,
+        tx_id: u64,
+        link: usize,
+        spares: &mut Spares,
+    ) -> Box<RefCell<TxInner>> {
+        let old = boxed.get_mut();
+        debug_assert!(old.ops.is_empty() && old.ranges.is_empty() && old.metas.is_empty());
+        debug_assert!(old.works.is_empty() && old.failure.is_none());
+        // An execute's request took the buffers it needs: spares replace them.
+        if old.ops.capacity() == 0 {
+            old.ops = spares.bytes();
+        }
+        if old.metas.capacity() == 0 {
+            old.metas = spares.metas();
+        }
+        // Field by field (the pattern names them all), not a new value
+        // over the old: that would run the old one's drop glue.
+        let TxInner {
+            tx_id: old_tx_id,
+            link: old_link,
+            started,
+            state,
+            ops: _,
+            ranges: _,
+            metas: _,
+            works: _,
+            batch,
+            next_scan_id,
+            failure: _,
+        } = old;
+        (*old_tx_id, *old_link, *started, *state) = (tx_id, link, false, TxState::Open);
+        (*batch, *next_scan_id) = (0, 0);
+        boxed
+    }
+
+    /// A new state, for a session without a spare one.
+    pub(crate) fn new_boxed() -> Box<RefCell<TxInner>> {
+        Box::new(RefCell::new(TxInner {
+            tx_id: 0,
+            link: 0,
+            started: false,
+            state: TxState::Open,
+            ops: Vec::new(),
+            ranges: Vec::new(),
+            metas: Vec::new(),
+            works: Vec::new(),
+            batch: 0,
+            next_scan_id: 0,
+            failure: None,
+        }))
+    }
+
+    /// Empties a dropped transaction's state for the next: its operations'
+    /// descriptions release their tables now; a buffer over the spares'
+    /// bounds (`Spares::fits`) is freed rather than kept.
+    pub(crate) fn recycle(&mut self) {
+        fn keep<T>(list: &mut Vec<T>, fits: fn(&Vec<T>) -> bool) {
+            if fits(list) {
+                list.clear();
+            } else {
+                *list = Vec::new();
+            }
+        }
+        keep(&mut self.ops, Spares::bytes_fit);
+        keep(&mut self.ranges, Spares::list_fits);
+        keep(&mut self.metas, Spares::list_fits);
+        keep(&mut self.works, Spares::list_fits);
+        self.failure = None;
     }
 }
 
 impl<'s> Transaction<'s> {
     pub(crate) fn new(session: &'s Session, link: usize) -> Transaction<'s> {
         let tx_id = session.shared().next_tx_id();
-        // The buffers of finished transactions, so that defining allocates nothing once warm.
-        let (ops, ranges, metas) = {
-            let mut state = session.state.borrow_mut();
-            let spares = &mut state.spares;
-            (spares.bytes(), spares.ranges(), spares.metas())
-        };
+        let boxed = session.state.borrow_mut().spares.transaction(tx_id, link);
         Transaction {
             session,
-            inner: RefCell::new(TxInner {
-                tx_id,
-                link,
-                started: false,
-                state: TxState::Open,
-                ops,
-                ranges,
-                metas,
-                works: Vec::new(),
-                batch: 0,
-                next_scan_id: 0,
-                failure: None,
-            }),
+            state: Some(boxed),
         }
+    }
+
+    #[inline]
+    fn inner(&self) -> &RefCell<TxInner> {
+        self.state
+            .as_deref()
+            .expect("a transaction has its state until it drops")
     }
 
     /// The transaction id (API node id in the top 16 bits).
     pub fn id(&self) -> u64 {
-        self.inner.borrow().tx_id
+        self.inner().borrow().tx_id
     }
 
     /// The data node whose TC coordinates the transaction.
     pub fn node(&self) -> signal::NodeId {
-        self.session.shared().links[self.inner.borrow().link].node
+        self.session.shared().links[self.inner().borrow().link].node
     }
 
     /// Operations defined and not yet executed.
     pub fn pending_ops(&self) -> usize {
-        self.inner.borrow().ranges.len()
+        self.inner().borrow().ranges.len()
     }
 
     /// Reads a row by primary key.
@@ -630,8 +728,18 @@ impl<'s> Transaction<'s> {
         self.define(Op::delete(table, key))
     }
 
+    /// Every define and execute asks: the open case inline, the errors apart.
+    #[inline]
     fn check_open(&self) -> Result<()> {
-        let inner = self.inner.borrow();
+        if self.inner().borrow().state == TxState::Open {
+            return Ok(());
+        }
+        self.not_open()
+    }
+
+    #[cold]
+    fn not_open(&self) -> Result<()> {
+        let inner = self.inner().borrow();
         match inner.state {
             TxState::Open => Ok(()),
             TxState::Committed => Err(Error::usage(format!(
@@ -649,7 +757,7 @@ impl<'s> Transaction<'s> {
     pub fn define(&self, op: Op<'_>) -> Result<OpHandle> {
         self.check_open()?;
         let table = op.table;
-        let mut inner = self.inner.borrow_mut();
+        let mut inner = self.inner().borrow_mut();
         let inner = &mut *inner;
         let mut header = OpHeader {
             op_index: inner.ranges.len() as u32,
@@ -668,16 +776,19 @@ impl<'s> Transaction<'s> {
         if let Some(name) = op.index {
             header.index_id = table.require_index(name, IndexKind::Unique)?.id;
         }
+        if inner.ops.capacity() == 0 {
+            // An execute of one op took the buffer with its request.
+            inner.ops = self.session.state.borrow_mut().spares.bytes();
+        }
+        // Only an insert or a write, or an op on a table with BLOB/TEXT
+        // columns, lists its written values before encoding them (see
+        // `define_op`); the others need no list.
+        if !(table.has_blobs() || matches!(op.kind, OpKind::Insert | OpKind::Write)) {
+            return Self::define_op(op, header, inner, &mut Vec::new());
+        }
         // The written values' list comes from the session and goes back
         // (emptied) whatever happens, so that defining allocates nothing.
-        let mut values = {
-            let mut state = self.session.state.borrow_mut();
-            if inner.ops.capacity() == 0 {
-                // An execute of one op took the buffer with its request.
-                inner.ops = state.spares.bytes();
-            }
-            std::mem::take(&mut state.values_scratch)
-        };
+        let mut values = std::mem::take(&mut self.session.state.borrow_mut().values_scratch);
         let defined = Self::define_op(op, header, inner, &mut values);
         values.clear();
         self.session.state.borrow_mut().values_scratch = values;
@@ -724,15 +835,36 @@ impl<'s> Transaction<'s> {
                 writer.key(v.as_ref());
             }
             let written = if direct {
-                op.row.resolve(table, |c, v| {
-                    let v = v.as_ref();
-                    fit.value(c, v);
-                    writer.value(c as u16, v)
-                })
-            } else {
-                for (c, v) in values.iter() {
-                    writer.value(*c as u16, v.as_ref());
+                match op.row {
+                    // By position: the positions are checked and the values
+                    // fitted first, then written in one call; integers that
+                    // all fit (the common update) into room made once.
+                    Written::At(row) => {
+                        op.row
+                            .resolve(table, |c, v| fit.value(c, v.as_ref()))
+                            .map(|()| {
+                                if fit.passed() {
+                                    writer.integer_values(row.iter().map(|(c, v)| {
+                                        let (signed, x) = match *v {
+                                            Value::Int(x) => (true, x as u64),
+                                            Value::UInt(x) => (false, x),
+                                            _ => unreachable!("IntegerFit passes integers only"),
+                                        };
+                                        (*c as u16, signed, x)
+                                    }));
+                                } else {
+                                    writer.values(row.iter().map(|(c, v)| (*c as u16, v.as_ref())));
+                                }
+                            })
+                    }
+                    Written::Named(_) => op.row.resolve(table, |c, v| {
+                        let v = v.as_ref();
+                        fit.value(c, v);
+                        writer.value(c as u16, v)
+                    }),
                 }
+            } else {
+                writer.values(values.iter().map(|(c, v)| (*c as u16, v.as_ref())));
                 Ok(())
             };
             written.and_then(|()| {
@@ -850,7 +982,7 @@ impl<'s> Transaction<'s> {
 
     /// Records how an execute ended; `started`: the TC knows the transaction.
     fn settle(&self, mode: ExecMode, started: bool, outcome: Result<Outcome>) -> Result<Outcome> {
-        let mut inner = self.inner.borrow_mut();
+        let mut inner = self.inner().borrow_mut();
         inner.batch += 1;
         match &outcome {
             Ok(outcome) => {
@@ -870,14 +1002,14 @@ impl<'s> Transaction<'s> {
     }
 
     fn abort_with(&self, error: Error) {
-        let mut inner = self.inner.borrow_mut();
+        let mut inner = self.inner().borrow_mut();
         inner.state = TxState::Aborted;
         inner.failure = Some(error);
     }
 
     /// An end that needs no request: nothing was sent to a TC yet.
     fn local_end(&self, mode: ExecMode) -> Outcome {
-        let mut inner = self.inner.borrow_mut();
+        let mut inner = self.inner().borrow_mut();
         let batch = inner.batch;
         inner.batch += 1;
         match mode {
@@ -897,7 +1029,7 @@ impl<'s> Transaction<'s> {
     /// Builds the request of an execute; None when nothing must be sent.
     fn build(&self, mode: ExecMode) -> Result<Option<TxRequest>> {
         let shared = self.session.shared();
-        let mut inner = self.inner.borrow_mut();
+        let mut inner = self.inner().borrow_mut();
         let inner = &mut *inner;
         if mode == ExecMode::Rollback {
             inner.ops.clear();
@@ -997,7 +1129,7 @@ impl<'s> Transaction<'s> {
     /// none has, or `mode` is Rollback, which drops them). It takes the
     /// defined operations.
     fn blob_exec(&self, mode: ExecMode) -> Option<BlobExec> {
-        let mut inner = self.inner.borrow_mut();
+        let mut inner = self.inner().borrow_mut();
         let inner = &mut *inner;
         if inner.works.is_empty() || mode == ExecMode::Rollback {
             return None;
@@ -1024,7 +1156,7 @@ impl<'s> Transaction<'s> {
     pub(crate) fn read_parts(&self, jobs: Vec<ReadJob>) -> Result<Vec<(usize, usize, Value)>> {
         self.check_open()?;
         let (tx_id, link) = {
-            let inner = self.inner.borrow();
+            let inner = self.inner().borrow();
             assert!(inner.started, "a scan started the transaction");
             (inner.tx_id, inner.link)
         };
@@ -1087,7 +1219,7 @@ impl<'s> Transaction<'s> {
     /// A new scan id of this transaction, and whether the scan starts it.
     pub(crate) fn scan_start(&self) -> Result<(u64, usize, u32, bool)> {
         self.check_open()?;
-        let mut inner = self.inner.borrow_mut();
+        let mut inner = self.inner().borrow_mut();
         let scan_id = inner.next_scan_id;
         inner.next_scan_id += 1;
         let starts = !inner.started;
@@ -1146,6 +1278,9 @@ fn read_answer(
             results,
             ..
         } => {
+            // Whatever happens to the reply, its buffer goes back to this
+            // thread's pool, unless a row keeps it.
+            let results = PooledBytes(results);
             let committed = flags & tc_flags::COMMITTED != 0;
             let rolled_back = flags & tc_flags::ROLLED_BACK != 0;
             let outcome = |results: OpResults| Outcome {
@@ -1172,7 +1307,7 @@ fn read_answer(
                             format!("a result for operation {pos} of {}", metas.len()),
                         )
                     })?;
-                    let placeholder = ReplyBytes::Own(Vec::new());
+                    let placeholder = ReplyBytes::Own(PooledBytes::default());
                     let mut decoded = decode_result(meta, &result, &results, placeholder)?;
                     if let OpResult::Row(row) = &mut decoded {
                         row.own_reply(results);
@@ -1187,7 +1322,7 @@ fn read_answer(
                     return Ok(outcome);
                 }
                 let mut outcome = outcome(all_done());
-                let results = Arc::new(results);
+                let results = Arc::new(results.into_vec());
                 let reader = ResultReader::framed(&results)?;
                 let mut place = |result: proto::OpResult<'_>| -> Result<()> {
                     let Some(meta) = metas.get(result.op_index as usize) else {
@@ -1619,6 +1754,43 @@ mod tests {
             OpKind::Insert,
             OpKind::Write,
         ])
+    }
+
+    /// A row that owns its reply's buffer gives it to this thread's pool
+    /// of payload buffers when dropped, where the decoder of the next
+    /// reply finds it; a shared buffer's last row frees it as before.
+    #[test]
+    fn a_dropped_rows_reply_buffer_goes_back_to_the_threads_pool() {
+        // Each test runs on its own thread: its pool starts empty.
+        assert_eq!(signal::buffers::kept(), 0);
+        let table = Arc::new(table());
+        let row = |bytes: ReplyBytes| {
+            Row::encoded(
+                Arc::clone(&table),
+                Arc::from(Vec::new()),
+                RawRow {
+                    bytes,
+                    values: (0, 0..0),
+                    keys: (0, 0..0),
+                },
+            )
+        };
+        let mut buffer = Vec::with_capacity(512);
+        buffer.extend_from_slice(b"a reply");
+        let at = buffer.as_ptr();
+        let own = row(ReplyBytes::Own(PooledBytes(buffer)));
+        let copy = own.clone();
+        drop(own);
+        assert_eq!(signal::buffers::kept(), 1, "the row's buffer is kept");
+        let again = signal::buffers::filled(b"the next reply");
+        assert_eq!(again.as_ptr(), at, "and filled again by the decoder");
+        drop(copy);
+        drop(row(ReplyBytes::Shared(Arc::new(Vec::with_capacity(512)))));
+        assert_eq!(
+            signal::buffers::kept(),
+            0,
+            "a clone's exact-size copy is too small to keep; a shared one is freed"
+        );
     }
 
     proptest! {

@@ -58,9 +58,14 @@ pub fn take() -> Vec<u8> {
 }
 
 /// A buffer holding a copy of `bytes`: a kept one when the thread has one
-/// (it grows if it is too small), else one of exactly that size.
+/// (it grows if it is too small), else one of exactly that size. Empty
+/// bytes take no buffer (a kept one would be freed by a consumer that
+/// does not keep an empty payload).
 #[inline]
 pub fn filled(bytes: &[u8]) -> Vec<u8> {
+    if bytes.is_empty() {
+        return Vec::new();
+    }
     let mut buffer = take();
     if buffer.capacity() == 0 {
         return bytes.to_vec();
@@ -118,6 +123,14 @@ mod tests {
             5,
             "none kept: exactly the bytes"
         );
+        keep(Vec::with_capacity(BUFFER_KEPT_BYTES_MIN));
+        let empty = filled(b"");
+        assert_eq!(
+            (empty.capacity(), kept()),
+            (0, 1),
+            "empty bytes take no buffer"
+        );
+        drop(take());
         for _ in 0..BUFFERS_KEPT_MAX + 10 {
             keep(Vec::with_capacity(BUFFER_KEPT_BYTES_MIN));
         }

@@ -124,16 +124,22 @@ fn build_tx<'s>(
                 tx.delete(table, &key_value)?;
             }
             Phase::Insert | Phase::Update => {
-                row.clear();
                 // Attribute a is column a (the table is made so, and its
                 // definition is checked when the run opens it): columns by
-                // position, as flexAsynch gives NDB attribute ids.
-                if spec.phase == Phase::Insert {
-                    row.push((0, Value::UInt(key)));
+                // position, as flexAsynch gives NDB attribute ids. The list
+                // keeps its columns from one transaction of the phase to the
+                // next: only the values are written again.
+                let first = usize::from(spec.phase == Phase::Update);
+                if row.len() != shape.attributes - first || row.first().map(|w| w.0) != Some(first)
+                {
+                    row.clear();
+                    row.extend((first..shape.attributes).map(|a| (a, Value::Null)));
                 }
-                for a in 1..shape.attributes {
-                    let value = workload::value(shape, key, a, spec.generation);
-                    row.push((a, value));
+                for (a, value) in row.iter_mut() {
+                    *value = match *a {
+                        0 => Value::UInt(key),
+                        a => workload::value(shape, key, a, spec.generation),
+                    };
                 }
                 if spec.phase == Phase::Insert {
                     tx.define(Op::insert_at(table, row))?;
