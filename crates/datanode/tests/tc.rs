@@ -20,7 +20,9 @@ use datanode::tc::{TcBlock, TcConfig};
 use kernel::simulator::Simulation;
 use kernel::{Block, Context, Rng};
 use proto::error;
-use proto::ops::{LockMode, OpBatchWriter, OpHeader, OpKind, IGNORE_ERROR, NO_INDEX, NO_PARTITION};
+use proto::ops::{
+    LockMode, OpBatchWriter, OpHeader, OpKind, IGNORE_ERROR, KEY_INFO, NO_INDEX, NO_PARTITION,
+};
 use proto::results::ResultReader;
 use proto::scan::{Bound, RowBatchReader, ScanSpec};
 use proto::{CmpOp, Filter};
@@ -3315,5 +3317,87 @@ fn a_read_transaction_handed_over_wrongly_is_refused_with_a_clear_error() {
         }
         other => panic!("refused: {other:?}"),
     }
+    cluster.check_idle();
+}
+
+#[test]
+fn handed_over_reads_with_projection_and_key_info_answer_the_tcs_bytes() {
+    let mut cluster = started(35, Limits::default());
+    let me = cluster.data_nodes[0];
+    let placement = Placement::new(vec![vec![me]], LDM_INSTANCES);
+    let instance = |c: &Cluster, k: i64| placement.home(c.partition_of(k)).ldm_instance;
+    let same = (2..).filter(|&k| instance(&cluster, k) == instance(&cluster, 1));
+    let same: Vec<i64> = same.take(2).collect();
+    let (k2, missing) = (same[0], same[1]);
+    committed(&cluster.commit(&[Op::write(OpKind::Insert, 1, 10)]));
+    committed(&cluster.commit(&[Op::write(OpKind::Insert, k2, 20)]));
+    let (table_id, table_version) = (cluster.table().id, cluster.table().version);
+    // (key, projection, flags) of each read.
+    let reads: [(i64, &[u16], u8); 3] = [
+        (1, &[2, 0], KEY_INFO),
+        (k2, &[], KEY_INFO),
+        (missing, &[1], IGNORE_ERROR),
+    ];
+    let batch = |lock: LockMode| {
+        let mut out = Vec::new();
+        let mut w = OpBatchWriter::new(&mut out);
+        for (i, &(key, projection, flags)) in reads.iter().enumerate() {
+            w.begin(&OpHeader {
+                op_index: i as u32,
+                table_id,
+                table_version,
+                index_id: NO_INDEX,
+                partition: NO_PARTITION,
+                kind: OpKind::Read,
+                lock,
+                flags,
+            });
+            w.key(Value::Int(key).as_ref());
+            for &c in projection {
+                w.project(c);
+            }
+            w.end().unwrap();
+        }
+        drop(w);
+        out
+    };
+    let reply_bytes = |cluster: &mut Cluster, lock: LockMode| {
+        let tx = cluster.tx_id();
+        let ops = batch(lock);
+        cluster.send(
+            tc_of(me),
+            SignalBody::TcKeyReq {
+                tx_id: tx,
+                flags: tc_flags::START | tc_flags::COMMIT,
+                ops,
+            },
+        );
+        cluster.sim.run_for(Duration::from_millis(50));
+        let replies: Vec<Signal> = cluster.take();
+        let mine: Vec<SignalBody> = replies
+            .into_iter()
+            .map(|s| s.body)
+            .filter(|b| matches!(b, SignalBody::TcKeyConf { tx_id, .. } if *tx_id == tx))
+            .collect();
+        match mine.as_slice() {
+            [SignalBody::TcKeyConf { flags, results, .. }] => (*flags, results.clone()),
+            other => panic!("one commit: {other:?}"),
+        }
+    };
+    let handed_before = cluster.hand_offs(me).0;
+    let direct = reply_bytes(&mut cluster, LockMode::Committed);
+    assert_eq!(
+        cluster.hand_offs(me).0,
+        handed_before + 1,
+        "handed to the LDM"
+    );
+    let through_tc = reply_bytes(&mut cluster, LockMode::Shared);
+    assert_eq!(direct, through_tc, "the same result batch, byte for byte");
+    let reader = ResultReader::new(&direct.1).expect("a result batch");
+    let first = reader.iter().next().expect("a result");
+    let values: Vec<Value> = first.values().map(|v| v.to_value()).collect();
+    let keys: Vec<Value> = first.keys().map(|v| v.to_value()).collect();
+    assert_eq!(values, vec![Value::String("s10".into()), Value::Int(1)]);
+    assert_eq!(keys, vec![Value::Int(1)]);
     cluster.check_idle();
 }

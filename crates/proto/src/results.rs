@@ -123,6 +123,17 @@ impl<'a> ResultWriter<'a> {
         self.end_row()
     }
 
+    /// All of the open row's `count` values, written by `encode` at the
+    /// end of the batch's buffer, each as [`crate::put_value`] encodes it:
+    /// a row copied out of storage in the wire encoding goes in with no
+    /// copy in between. Key values may follow; then [`ResultWriter::end_row`].
+    pub fn values_encoded(&mut self, count: usize, encode: impl FnOnce(&mut Vec<u8>)) {
+        self.open
+            .as_mut()
+            .expect("ResultWriter::values_encoded outside row()/end_row()")
+            .encoded_values(self.out, count, encode);
+    }
+
     /// The next projected column's value.
     pub fn value(&mut self, v: ValueRef<'_>) {
         self.open

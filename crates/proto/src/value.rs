@@ -647,6 +647,28 @@ impl OpenRow {
         put_value(out, v);
     }
 
+    /// Appends `values` values that `encode` writes at the end of `out`,
+    /// each as [`put_value`] encodes it (a row copied out of storage in its
+    /// wire encoding, not value by value); key values may follow.
+    pub(crate) fn encoded_values(
+        &mut self,
+        out: &mut Vec<u8>,
+        values: usize,
+        encode: impl FnOnce(&mut Vec<u8>),
+    ) {
+        assert!(
+            self.keys_at.is_none() && self.values == 0,
+            "encoded values are all of a row's values, before its key values"
+        );
+        let at = out.len();
+        encode(out);
+        debug_assert!(
+            each_value(&out[at..], values, "encoded values", |_| ()).is_ok(),
+            "`encode` wrote exactly {values} values"
+        );
+        self.values = values;
+    }
+
     /// Appends values and key values already encoded by [`put_value`] (as
     /// read from another batch), `values` of them and `keys` of them.
     pub(crate) fn encoded(

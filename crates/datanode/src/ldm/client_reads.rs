@@ -18,12 +18,12 @@
 use kernel::Context;
 use proto::error;
 use proto::ops::{OpBatchReader, OpView, IGNORE_ERROR};
+use proto::results::ResultWriter;
 use signal::{tc_flags, BlockNumber, BlockRef, SignalBody};
 use storage::disk::Disk;
 use storage::fragment::{Fragment, ReadBatch, READ_BATCH_KEYS_MAX};
 
-use super::encoded::Gathered;
-use super::requests::{fragment_code, is_committed_read, write_row};
+use super::requests::{fragment_code, is_committed_read, write_row_values};
 use super::LdmBlock;
 use crate::tc::transaction::{failed_op_message, reply_too_large_message};
 
@@ -53,7 +53,6 @@ pub(super) struct ClientReads {
     outcomes: Vec<ReadOutcome>,
     fragments: Vec<(u32, u32, usize)>,
     batches: Vec<ReadBatch>,
-    results: Gathered,
 }
 
 #[derive(Debug)]
@@ -63,6 +62,10 @@ struct HandedRead {
     epoch: u64,
     ops: Vec<u8>,
 }
+
+/// A read op answered with a row: the op, its fragment (for the row's
+/// layout) and the row image (fixed and variable-size parts).
+type Answered<'r> = (&'r OpView<'r>, &'r Fragment, (&'r [u8], &'r [u8]));
 
 /// What became of one op of a round.
 #[derive(Copy, Clone, Debug)]
@@ -197,7 +200,6 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         }
         self.stats.ops += views.len() as u64;
         self.read_gathered(&views);
-        let mut results = std::mem::take(&mut self.client_reads.results);
         let instance = self.instance.as_ref();
         // Each batch's fragment, for its row layout.
         let fragments: Vec<Option<&Fragment>> = self
@@ -216,30 +218,27 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             if malformed {
                 continue; // answered above
             }
-            results.clear();
-            for (op, outcome) in ops.iter().zip(outcomes) {
-                let h = op.header;
-                let (batch, index) = match *outcome {
-                    ReadOutcome::Failed(code) => {
-                        results.error(h.op_index, code);
-                        continue;
+            // What became of each op: its row, or its error code.
+            let answers = ops
+                .iter()
+                .zip(outcomes)
+                .map(|(op, outcome)| match *outcome {
+                    ReadOutcome::Failed(code) => Err(code),
+                    ReadOutcome::Read { batch, index } => {
+                        let (batch, index) = (usize::from(batch), usize::from(index));
+                        match (
+                            self.client_reads.batches[batch].row(index),
+                            fragments[batch],
+                        ) {
+                            (Some(row), Some(fragment)) => Ok((op, fragment, row)),
+                            _ => Err(error::NO_SUCH_ROW),
+                        }
                     }
-                    ReadOutcome::Read { batch, index } => (usize::from(batch), usize::from(index)),
-                };
-                let row = self.client_reads.batches[batch].row(index);
-                match (row, fragments[batch]) {
-                    (Some((fixed, var)), Some(fragment)) => {
-                        let table = &self.schema.tables[&h.table_id];
-                        write_row(&mut results, fragment.layout(), table, op, fixed, var);
-                    }
-                    _ => results.error(h.op_index, error::NO_SUCH_ROW),
-                }
-            }
-            let reply = self.client_reply(request.tx_id, request.epoch, ops, &results, ctx);
+                });
+            let reply = self.client_reply(request.tx_id, request.epoch, ops, answers, ctx);
             ctx.send(request.api, reply);
         }
         drop(fragments);
-        self.client_reads.results = results;
         drop(views);
         for request in requests.drain(..) {
             ctx.recycle(request.ops);
@@ -332,31 +331,54 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         client_reads.fragments = fragments;
     }
 
-    /// What the TC would answer the client for these results of the whole
-    /// transaction `views`.
-    fn client_reply(
+    /// What the TC would answer the client for these `answers` (each op's
+    /// row, or its error code) of the whole transaction `ops`: the rows go
+    /// straight from the read batches into the reply's result batch.
+    fn client_reply<'r>(
         &self,
         tx_id: u64,
         epoch: u64,
-        views: &[OpView<'_>],
-        results: &Gathered,
+        ops: &[OpView<'_>],
+        answers: impl Iterator<Item = Result<Answered<'r>, u32>> + Clone,
         ctx: &mut Context<'_>,
     ) -> SignalBody {
-        let ignored = |op_index: u32| views[op_index as usize].has_flag(IGNORE_ERROR);
-        if let Some((op_index, code)) = results.failures().find(|&(i, _)| !ignored(i)) {
-            let table_id = views[op_index as usize].header.table_id;
-            let table = self.schema.tables.get(&table_id).map(|t| t.name.as_str());
+        let failed = answers
+            .clone()
+            .zip(ops)
+            .find_map(|(answer, op)| match answer {
+                Err(code) if !op.has_flag(IGNORE_ERROR) => Some((op.header, code)),
+                _ => None,
+            });
+        if let Some((h, code)) = failed {
+            let table = self.schema.tables.get(&h.table_id).map(|t| t.name.as_str());
             return SignalBody::TcKeyRef {
                 tx_id,
                 code,
-                op_index,
-                message: failed_op_message(table, table_id, op_index, code),
+                op_index: h.op_index,
+                message: failed_op_message(table, h.table_id, h.op_index, code),
             };
         }
         let mut bytes = ctx.buffer();
-        bytes.reserve(64 + results.len() * 9 + results.value_bytes());
-        let mut next = 0;
-        if let Some(e) = results.write_results(&mut next, &mut bytes) {
+        let mut writer = ResultWriter::new(&mut bytes);
+        let mut written = Ok(());
+        for (answer, op) in answers.zip(ops) {
+            let op_index = op.header.op_index;
+            written = match answer {
+                Err(code) => writer.error(op_index, code),
+                Ok((op, fragment, row)) => {
+                    let table = &self.schema.tables[&op.header.table_id];
+                    writer.row(op_index);
+                    write_row_values(&mut writer, fragment.layout(), table, op, row);
+                    writer.end_row()
+                }
+            };
+            if written.is_err() {
+                break;
+            }
+        }
+        drop(writer);
+        if let Err(e) = written {
+            // As the TC refuses a reply that does not fit one batch.
             ctx.recycle(bytes);
             return SignalBody::TcKeyRef {
                 tx_id,

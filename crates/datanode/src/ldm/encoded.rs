@@ -14,7 +14,6 @@ use proto::scan::RowBatchWriter;
 use proto::value::{
     integer_value, put_int, put_uint, put_value, EncodedValues, INTEGER_VALUE_BYTES,
 };
-use proto::ProtoError;
 use storage::schema::{IntegerCell, RowLayout, ValueRef};
 
 /// One gathered answer: an outcome, or a row whose values end at `end`.
@@ -92,68 +91,6 @@ impl Gathered {
         self.open = Some((0, 0, None));
     }
 
-    /// A value of `layout`'s column `col` in a row's bytes: integers are
-    /// copied out without building a value (most columns of key-value
-    /// tables are integers).
-    #[inline]
-    pub(super) fn column(&mut self, layout: &RowLayout, fixed: &[u8], var: &[u8], col: usize) {
-        let open = self.open.as_mut().expect("begin_row first");
-        debug_assert!(open.2.is_none(), "values before key values");
-        open.0 += 1;
-        match layout.integer_column(fixed, col) {
-            Some(Ok(v)) => put_int(&mut self.bytes, v),
-            Some(Err(v)) => put_uint(&mut self.bytes, v),
-            None => put_value(&mut self.bytes, layout.decode_column(fixed, var, col)),
-        }
-    }
-
-    /// Every column of a row in table order (`columns` of them): for a
-    /// table of integers only in one pass over the layout's compact
-    /// description (`RowLayout::integer_cells`), else column by column.
-    pub(super) fn all_columns(
-        &mut self,
-        layout: &RowLayout,
-        fixed: &[u8],
-        var: &[u8],
-        columns: usize,
-    ) {
-        if let Some(reads) = layout.integer_reads() {
-            // NOT NULL integers only: every value takes the same bytes, so
-            // the row is sized once and each value is a load, an add and
-            // a store.
-            debug_assert_eq!(reads.len(), columns);
-            let open = self.open.as_mut().expect("begin_row first");
-            debug_assert!(open.2.is_none(), "values before key values");
-            open.0 += u16::try_from(columns).expect("a table has at most COLUMNS_MAX columns");
-            let start = self.bytes.len();
-            self.bytes.resize(start + columns * INTEGER_VALUE_BYTES, 0);
-            let (out, rest) = self.bytes[start..].as_chunks_mut::<INTEGER_VALUE_BYTES>();
-            debug_assert!(rest.is_empty());
-            let row = layout.padded(fixed);
-            for (out, read) in out.iter_mut().zip(reads) {
-                *out = integer_value(read.signed(), read.load(&row));
-            }
-            return;
-        }
-        let Some(cells) = layout.integer_cells(fixed) else {
-            for c in 0..columns {
-                self.column(layout, fixed, var, c);
-            }
-            return;
-        };
-        let open = self.open.as_mut().expect("begin_row first");
-        debug_assert!(open.2.is_none(), "values before key values");
-        open.0 += u16::try_from(columns).expect("a table has at most COLUMNS_MAX columns");
-        self.bytes.reserve(columns * INTEGER_VALUE_BYTES);
-        for cell in cells {
-            match cell {
-                IntegerCell::Null => put_value(&mut self.bytes, ValueRef::Null),
-                IntegerCell::Int(v) => put_int(&mut self.bytes, v),
-                IntegerCell::UInt(v) => put_uint(&mut self.bytes, v),
-            }
-        }
-    }
-
     pub(super) fn key(&mut self, v: ValueRef<'_>) {
         let open = self.open.as_mut().expect("begin_row first");
         open.2.get_or_insert(self.bytes.len());
@@ -211,18 +148,9 @@ impl Gathered {
         }
     }
 
-    /// The failed entries, in order: (op_index, code).
-    pub(super) fn failures(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
-        self.entries
-            .iter()
-            .filter(|e| e.code != 0)
-            .map(|e| (e.op_index, e.code))
-    }
-
     /// Writes entries from `*next` on as one result batch into `out`
-    /// (cleared first), as many as fit; moves `*next` past them. When some
-    /// did not fit, the limit the first of them broke.
-    pub(super) fn write_results(&self, next: &mut usize, out: &mut Vec<u8>) -> Option<ProtoError> {
+    /// (cleared first), as many as fit; moves `*next` past them.
+    pub(super) fn write_results(&self, next: &mut usize, out: &mut Vec<u8>) {
         out.clear();
         let mut writer = ResultWriter::new(out);
         let first = *next;
@@ -238,13 +166,12 @@ impl Gathered {
                 let (values, keys) = self.parts_of(*next);
                 writer.encoded_row(entry.op_index, values, keys)
             };
-            if let Err(e) = fits {
+            if fits.is_err() {
                 assert!(*next > first, "one result always fits a batch");
-                return Some(e);
+                return;
             }
             *next += 1;
         }
-        None
     }
 
     /// Writes entries from `*next` on as one batch of scanned rows into
@@ -265,34 +192,106 @@ impl Gathered {
     }
 }
 
+/// Where a read's row values go: gathered across lock waits ([`Gathered`])
+/// or straight into a reply's result batch ([`ResultWriter`]).
+pub(super) trait RowSink {
+    /// All of the open row's `count` values, written by `encode` at the end
+    /// of `bytes` in the wire encoding ([`put_value`]'s).
+    fn values(&mut self, count: usize, encode: impl FnOnce(&mut Vec<u8>));
+    /// The next primary-key value (key info), after the values.
+    fn key(&mut self, v: ValueRef<'_>);
+}
+
+impl RowSink for Gathered {
+    fn values(&mut self, count: usize, encode: impl FnOnce(&mut Vec<u8>)) {
+        let open = self.open.as_mut().expect("begin_row first");
+        debug_assert!(
+            open.0 == 0 && open.2.is_none(),
+            "all values, once, before key values"
+        );
+        open.0 = u16::try_from(count).expect("a row has at most COLUMNS_MAX values");
+        encode(&mut self.bytes);
+    }
+
+    fn key(&mut self, v: ValueRef<'_>) {
+        Gathered::key(self, v);
+    }
+}
+
+impl RowSink for ResultWriter<'_> {
+    fn values(&mut self, count: usize, encode: impl FnOnce(&mut Vec<u8>)) {
+        self.values_encoded(count, encode);
+    }
+
+    fn key(&mut self, v: ValueRef<'_>) {
+        ResultWriter::key(self, v);
+    }
+}
+
+/// A value of `layout`'s column `col` in a row's bytes, encoded at the end
+/// of `out`: integers are copied out without building a value (most
+/// columns of key-value tables are integers).
+#[inline]
+pub(super) fn put_column(
+    out: &mut Vec<u8>,
+    layout: &RowLayout,
+    fixed: &[u8],
+    var: &[u8],
+    col: usize,
+) {
+    match layout.integer_column(fixed, col) {
+        Some(Ok(v)) => put_int(out, v),
+        Some(Err(v)) => put_uint(out, v),
+        None => put_value(out, layout.decode_column(fixed, var, col)),
+    }
+}
+
+/// Every column of a row in table order (`columns` of them), encoded at
+/// the end of `out`: for a table of integers only in one pass over the
+/// layout's compact description (`RowLayout::integer_cells`), else column
+/// by column.
+pub(super) fn put_all_columns(
+    out: &mut Vec<u8>,
+    layout: &RowLayout,
+    fixed: &[u8],
+    var: &[u8],
+    columns: usize,
+) {
+    if let Some(reads) = layout.integer_reads() {
+        // NOT NULL integers only: every value takes the same bytes, so the
+        // row is sized once and each value is a load, an add and a store.
+        debug_assert_eq!(reads.len(), columns);
+        let start = out.len();
+        out.resize(start + columns * INTEGER_VALUE_BYTES, 0);
+        let (values, rest) = out[start..].as_chunks_mut::<INTEGER_VALUE_BYTES>();
+        debug_assert!(rest.is_empty());
+        let row = layout.padded(fixed);
+        for (value, read) in values.iter_mut().zip(reads) {
+            *value = integer_value(read.signed(), read.load(&row));
+        }
+        return;
+    }
+    let Some(cells) = layout.integer_cells(fixed) else {
+        for c in 0..columns {
+            put_column(out, layout, fixed, var, c);
+        }
+        return;
+    };
+    out.reserve(columns * INTEGER_VALUE_BYTES);
+    for cell in cells {
+        match cell {
+            IntegerCell::Null => put_value(out, ValueRef::Null),
+            IntegerCell::Int(v) => put_int(out, v),
+            IntegerCell::UInt(v) => put_uint(out, v),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use storage::schema::{Column, ColumnType, TableDef, Value};
 
     use super::*;
-
-    /// Results beyond one batch's limit go in the next batch, and the
-    /// first batch says which limit stopped it (what a reply to a client
-    /// that must fit one batch is refused with).
-    #[test]
-    fn results_over_a_batch_say_which_limit_they_broke() {
-        let mut gathered = Gathered::default();
-        let count = proto::ops::OPS_PER_BATCH_MAX + 1;
-        for i in 0..count {
-            gathered.ok(i as u32);
-        }
-        let (mut next, mut out) = (0, Vec::new());
-        let stopped = gathered.write_results(&mut next, &mut out);
-        assert_eq!(next, count - 1);
-        match stopped {
-            Some(ProtoError::OverLimit { field, value, .. }) => {
-                assert_eq!((field, value), ("results per batch", count as u64));
-            }
-            other => panic!("stopped by {other:?}"),
-        }
-        assert_eq!(gathered.write_results(&mut next, &mut out), None);
-        assert_eq!(next, count);
-    }
 
     /// A row of NOT NULL integers is read in one pass (`integer_reads`):
     /// the same bytes as column by column, at every width and sign and at
@@ -334,13 +333,17 @@ mod tests {
             layout.encode(&row, &mut fixed, &mut var).unwrap();
             let mut whole = Gathered::default();
             whole.begin_row();
-            whole.all_columns(&layout, &fixed, &var, types.len());
+            whole.values(types.len(), |out| {
+                put_all_columns(out, &layout, &fixed, &var, types.len())
+            });
             whole.end_row(0);
             let mut each = Gathered::default();
             each.begin_row();
-            for c in 0..types.len() {
-                each.column(&layout, &fixed, &var, c);
-            }
+            each.values(types.len(), |out| {
+                for c in 0..types.len() {
+                    put_column(out, &layout, &fixed, &var, c);
+                }
+            });
             each.end_row(0);
             assert_eq!(whole.bytes, each.bytes, "row {pick}: {row:?}");
             assert_eq!(whole.entries, each.entries, "row {pick}");

@@ -32,7 +32,7 @@ use storage::memory::PagePool;
 use storage::schema::{ColumnChanges, RowLayout, TableDef, Value, ValueRef};
 
 use super::batches::gathers_answers;
-use super::encoded::Gathered;
+use super::encoded::{put_all_columns, put_column, Gathered, RowSink};
 use super::{LdmBlock, LDM_OPS_MAX, LDM_REQUESTS_MAX, REDO_HIGH_WATER_PERCENT};
 
 /// A run of committed reads of one fragment, parsed once.
@@ -923,19 +923,36 @@ pub(super) fn write_row(
     var: &[u8],
 ) {
     out.begin_row();
+    write_row_values(out, layout, table, op, (fixed, var));
+    out.end_row(op.header.op_index);
+}
+
+/// The values (and key values) of a read's result row into an open row of
+/// `out` (see [`write_row`]).
+pub(super) fn write_row_values(
+    out: &mut impl RowSink,
+    layout: &RowLayout,
+    table: &TableDef,
+    op: &OpView<'_>,
+    (fixed, var): (&[u8], &[u8]),
+) {
     if op.projection_count() == 0 {
-        out.all_columns(layout, fixed, var, table.columns.len());
+        let columns = table.columns.len();
+        out.values(columns, |bytes| {
+            put_all_columns(bytes, layout, fixed, var, columns)
+        });
     } else {
-        for c in op.projection() {
-            out.column(layout, fixed, var, usize::from(c));
-        }
+        out.values(op.projection_count(), |bytes| {
+            for c in op.projection() {
+                put_column(bytes, layout, fixed, var, usize::from(c));
+            }
+        });
     }
     if op.has_flag(KEY_INFO) {
         for &c in &table.primary_key {
             out.key(layout.decode_column(fixed, var, c));
         }
     }
-    out.end_row(op.header.op_index);
 }
 
 /// The `proto::error` code of a fragment error.

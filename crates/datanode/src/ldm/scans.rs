@@ -30,7 +30,7 @@ use storage::locks::{Grant, OpId, TxId};
 use storage::ordered_index::Direction;
 use storage::schema::Value;
 
-use super::encoded::Gathered;
+use super::encoded::{put_all_columns, put_column, Gathered, RowSink};
 use super::requests::fragment_code;
 use super::{LdmBlock, LDM_SCANS_MAX};
 
@@ -550,13 +550,16 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 let layout = fragment.layout();
                 record.rows.begin_row();
                 if spec.projection.is_empty() {
-                    for c in 0..table.columns.len() {
-                        record.rows.column(layout, fixed, var, c);
-                    }
+                    let columns = table.columns.len();
+                    record.rows.values(columns, |out| {
+                        put_all_columns(out, layout, fixed, var, columns)
+                    });
                 } else {
-                    for &c in &spec.projection {
-                        record.rows.column(layout, fixed, var, usize::from(c));
-                    }
+                    record.rows.values(spec.projection.len(), |out| {
+                        for &c in &spec.projection {
+                            put_column(out, layout, fixed, var, usize::from(c));
+                        }
+                    });
                 }
                 if spec.key_info {
                     for &c in &table.primary_key {
