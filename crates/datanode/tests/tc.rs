@@ -3059,6 +3059,23 @@ fn a_one_phase_commit_racing_its_lock_timeout_has_one_outcome() {
 }
 
 impl Cluster {
+    /// The LDM instance of `key`'s partition on the first data node (a
+    /// cluster of one node group of that node alone).
+    fn instance_of(&self, key: i64) -> u32 {
+        let placement = Placement::new(vec![vec![self.data_nodes[0]]], LDM_INSTANCES);
+        placement.home(self.partition_of(key)).ldm_instance
+    }
+
+    /// `n` keys above 1 on the LDM instance of key 1: a transaction of
+    /// them and key 1 goes whole to that instance.
+    fn keys_beside_1(&self, n: usize) -> Vec<i64> {
+        let instance = self.instance_of(1);
+        (2..)
+            .filter(|&k| self.instance_of(k) == instance)
+            .take(n)
+            .collect()
+    }
+
     /// (TC reads handed to an LDM, `LdmReadReq`s the LDMs answered, TC
     /// commits) on node `n`.
     fn hand_offs(&self, n: NodeId) -> (u64, u64, u64) {
@@ -3080,12 +3097,9 @@ fn whole_transactions_of_committed_reads_are_answered_by_their_ldm_as_the_tc_wou
     let me = cluster.data_nodes[0];
     // Keys of one LDM instance (a transaction on one instance goes whole),
     // and one of the other instance.
-    let placement = Placement::new(vec![vec![me]], LDM_INSTANCES);
-    let instance = |c: &Cluster, k: i64| placement.home(c.partition_of(k)).ldm_instance;
-    let same = (2..).filter(|&k| instance(&cluster, k) == instance(&cluster, 1));
-    let same: Vec<i64> = same.take(2).collect();
+    let same = cluster.keys_beside_1(2);
     let (k2, missing) = (same[0], same[1]);
-    let other = (2..).find(|&k| instance(&cluster, k) != instance(&cluster, 1));
+    let other = (2..).find(|&k| cluster.instance_of(k) != cluster.instance_of(1));
     let other = other.expect("a key on the other instance");
     committed(&cluster.commit(&[Op::write(OpKind::Insert, 1, 10)]));
     committed(&cluster.commit(&[Op::write(OpKind::Insert, k2, 20)]));
@@ -3209,10 +3223,8 @@ fn read_transactions_arriving_together_are_read_together_and_each_answered() {
     let (before, rounds_before) = (cluster.hand_offs(me), rounds(&cluster));
     // One transaction per key (one of them a key no row has, one reading
     // two keys of one instance when there are two), all in flight at once.
-    let placement = Placement::new(vec![vec![me]], LDM_INSTANCES);
-    let instance = |c: &Cluster, k: i64| placement.home(c.partition_of(k)).ldm_instance;
     let pair = (1..40)
-        .find(|&k| instance(&cluster, k) == instance(&cluster, 0))
+        .find(|&k| cluster.instance_of(k) == cluster.instance_of(0))
         .expect("two keys on one instance");
     let mut txs: Vec<(u64, Vec<i64>)> = keys.iter().map(|&k| (cluster.tx_id(), vec![k])).collect();
     txs.push((cluster.tx_id(), vec![1_000]));
@@ -3262,8 +3274,7 @@ fn a_read_transaction_handed_over_wrongly_is_refused_with_a_clear_error() {
     let me = cluster.data_nodes[0];
     committed(&cluster.commit(&[Op::write(OpKind::Insert, 1, 10)]));
     let partition = cluster.partition_of(1);
-    let placement = Placement::new(vec![vec![me]], LDM_INSTANCES);
-    let ldm = ldm_of(me, placement.home(partition).ldm_instance);
+    let ldm = ldm_of(me, cluster.instance_of(1));
     let mut ops = cluster.batch(&[Op::read(1, LockMode::Committed)]);
     let header_at = proto::ops::OpBatchReader::framed(&ops)
         .expect("a batch")
@@ -3324,10 +3335,7 @@ fn a_read_transaction_handed_over_wrongly_is_refused_with_a_clear_error() {
 fn handed_over_reads_with_projection_and_key_info_answer_the_tcs_bytes() {
     let mut cluster = started(35, Limits::default());
     let me = cluster.data_nodes[0];
-    let placement = Placement::new(vec![vec![me]], LDM_INSTANCES);
-    let instance = |c: &Cluster, k: i64| placement.home(c.partition_of(k)).ldm_instance;
-    let same = (2..).filter(|&k| instance(&cluster, k) == instance(&cluster, 1));
-    let same: Vec<i64> = same.take(2).collect();
+    let same = cluster.keys_beside_1(2);
     let (k2, missing) = (same[0], same[1]);
     committed(&cluster.commit(&[Op::write(OpKind::Insert, 1, 10)]));
     committed(&cluster.commit(&[Op::write(OpKind::Insert, k2, 20)]));
