@@ -253,10 +253,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
     fn read_gathered(&mut self, views: &[OpView<'_>]) {
         let refusal = if self.instance.is_none() {
             Some(error::NOT_STARTED)
-        } else if self.restart.holds_partial_copy() {
-            // As for a TC's `LdmKeyReq` (`on_key_req`): a starting node's
-            // fragments are partial copies, and an answer would miss rows.
-            self.stats.refused_starting += 1;
+        } else if self.refuses_partial_copy() {
             Some(error::NODE_FAILURE_ABORTED)
         } else {
             None

@@ -167,7 +167,7 @@ impl Requests {
 #[derive(Debug, Default)]
 pub(super) struct Scratch {
     /// The answers of a request run at once (see `committed_only`).
-    pub(super) results: Gathered,
+    results: Gathered,
     pub(super) keys: Vec<Value>,
     row_values: Vec<Value>,
     row: RowBuf,
@@ -253,15 +253,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         if self.is_from_failed_tc(tc, &mut chain) {
             return;
         }
-        if self.restart.holds_partial_copy() && sender.block == BlockNumber::TRANSACTION_COORDINATOR
-        {
-            // A TC sends straight to an instance only as the partition's
-            // primary (or a serving backup's committed read); a starting
-            // node reaches that role only when no serving replica is left
-            // (`LiveMap::home_of` falls back to the view). Its fragments
-            // are partial copies: an answer from them would miss rows.
-            // Temporary: the next view or the node's restart settles it.
-            self.stats.refused_starting += 1;
+        if sender.block == BlockNumber::TRANSACTION_COORDINATOR && self.refuses_partial_copy() {
             self.answer_all(tx_id, tc, &ops, error::NODE_FAILURE_ABORTED, ctx);
             return;
         }
@@ -337,6 +329,21 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             self.committed_reads(run, out);
             run.clear();
         }
+    }
+
+    /// Whether a request straight from a TC is refused (286, counted)
+    /// because this node's fragments are partial copies. A TC sends
+    /// straight to an instance only as the partition's primary (or a
+    /// serving backup's committed read); a starting node reaches that role
+    /// only when no serving replica is left (`LiveMap::home_of` falls back
+    /// to the view), and an answer from partial copies would miss rows.
+    /// Temporary: the next view or the node's restart settles it.
+    pub(super) fn refuses_partial_copy(&mut self) -> bool {
+        let refused = self.restart.holds_partial_copy();
+        if refused {
+            self.stats.refused_starting += 1;
+        }
+        refused
     }
 
     /// Answers every operation of a batch with `code`.
