@@ -463,12 +463,14 @@ fn start_transport(
         transport_config.peers.push(PeerConfig {
             node: peer.node_id,
             connect_to,
+            api: false,
         });
     }
     for api in &config.api_nodes {
         transport_config.peers.push(PeerConfig {
             node: api.node_id,
             connect_to: None,
+            api: true,
         });
     }
     let layout = &me.params.threads;

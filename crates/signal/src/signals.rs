@@ -645,6 +645,27 @@ impl SignalBody {
     pub fn is_local_only(&self) -> bool {
         self.gsn() < 10
     }
+
+    /// Signals an API node may send a data node: its registration and its
+    /// requests to a TC or a dictionary. Everything else between blocks
+    /// (LDM, commit, checkpoint, membership, schema distribution) comes only
+    /// from data nodes, which trust each other's signals; a frame from an
+    /// API node carrying one is refused. A new signal is not an API request
+    /// until it is listed here.
+    pub fn is_api_request(&self) -> bool {
+        matches!(
+            self,
+            SignalBody::ApiRegReq { .. }
+                | SignalBody::TcKeyReq { .. }
+                | SignalBody::TcScanReq { .. }
+                | SignalBody::TcScanNextReq { .. }
+                | SignalBody::TcWaitGciReq { .. }
+                | SignalBody::DictCreateTableReq { .. }
+                | SignalBody::DictDropTableReq { .. }
+                | SignalBody::DictAlterTableReq { .. }
+                | SignalBody::DictGetTableReq { .. }
+        )
+    }
 }
 
 /// A signal: a typed message from one block to another.

@@ -80,6 +80,9 @@ pub struct PeerConfig {
     pub node: NodeId,
     /// Some: we connect to this address. None: the peer connects to us.
     pub connect_to: Option<SocketAddr>,
+    /// An API node: only its requests are taken from it
+    /// (`SignalBody::is_api_request`); any other signal closes its connection.
+    pub api: bool,
 }
 
 #[derive(Clone, Debug)]

@@ -94,6 +94,8 @@ struct Connection {
 /// What the receive thread knows of one peer.
 struct PeerLink {
     node: NodeId,
+    /// An API node (`PeerConfig::api`).
+    api: bool,
     connect_to: Option<SocketAddr>,
     /// The connection that is up, or our outgoing one being set up.
     connection: Option<usize>,
@@ -153,6 +155,7 @@ impl ReceiveLoop {
             .iter()
             .map(|peer| PeerLink {
                 node: peer.node,
+                api: peer.api,
                 connect_to: peer.connect_to,
                 connection: None,
                 generation: 0,
@@ -639,9 +642,10 @@ impl ReceiveLoop {
                 self.go_up(index, connection, slot)
             }
             Phase::Up { slot, .. } => {
-                let peer = self.peers[slot].node;
+                let peer = &self.peers[slot];
+                let (peer, api) = (peer.node, peer.api);
                 for signal in &self.staging {
-                    if let Err(refusal) = check_signal(signal, peer, self.shared.me) {
+                    if let Err(refusal) = check_signal(signal, peer, api, self.shared.me) {
                         return Err(self.refuse(refusal));
                     }
                 }
@@ -896,7 +900,7 @@ fn log_close(node: NodeId, addr: SocketAddr, reason: &CloseReason) {
 }
 
 /// The checks every signal from an up connection passes before delivery.
-fn check_signal(signal: &Signal, peer: NodeId, me: NodeId) -> Result<(), Refusal> {
+fn check_signal(signal: &Signal, peer: NodeId, api: bool, me: NodeId) -> Result<(), Refusal> {
     // The name is for a refusal only: looked up then, not for every signal.
     let name = || signal.body.name();
     if signal.sender.node != peer {
@@ -918,6 +922,9 @@ fn check_signal(signal: &Signal, peer: NodeId, me: NodeId) -> Result<(), Refusal
     }
     if signal.body.is_local_only() {
         return Err(Refusal::LocalOnly { name: name() });
+    }
+    if api && !signal.body.is_api_request() {
+        return Err(Refusal::NotAnApiRequest { name: name(), peer });
     }
     Ok(())
 }

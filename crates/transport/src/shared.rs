@@ -141,6 +141,10 @@ pub(crate) enum Refusal {
     },
     #[error("signal {name} may only be created inside a node")]
     LocalOnly { name: &'static str },
+    #[error(
+        "signal {name} from API node {peer}, which may only send requests to a TC or a dictionary"
+    )]
+    NotAnApiRequest { name: &'static str, peer: NodeId },
     #[error("TransportHello after the handshake")]
     HelloAfterHandshake,
 }

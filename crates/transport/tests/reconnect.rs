@@ -17,7 +17,7 @@ fn connected(id: u8) -> SignalBody {
 fn disconnect_and_reconnect(send_thread: bool) {
     // Node 2 waits long enough before reconnecting that the drop check below
     // runs while the link is surely down.
-    let ((one, inbox_one), (two, inbox_two)) = pair_with(send_thread, &[], 300);
+    let ((one, inbox_one), (two, inbox_two)) = pair_with(send_thread, &[], &[], 300);
     send_sequence(&one, 1, 2, 0, 1_000, 10);
     inbox_two.expect_sequence(1, 0, 1_000);
 

@@ -180,14 +180,33 @@ fn signal_before_hello_is_refused() {
 /// Completes the handshake as `RAW_NODE`, then sends `bad`: the connection
 /// goes up, the bad frame closes it, and nothing of it is delivered.
 fn refused_after_handshake(bad: Signal) {
-    let ((one, inbox_one), (two, inbox_two)) = pair(true, &[RAW_NODE]);
+    refused_after_handshake_as(Peer::DataNode, heartbeat(RAW_NODE, 1, 1), bad);
+}
+
+/// What node 1 is configured to take `RAW_NODE` for.
+#[derive(Clone, Copy, PartialEq)]
+enum Peer {
+    DataNode,
+    Api,
+}
+
+fn pair_with_raw(peer: Peer) -> ((Transport, Inbox), (Transport, Inbox)) {
+    match peer {
+        Peer::DataNode => pair_with(true, &[RAW_NODE], &[], 20),
+        Peer::Api => pair_with(true, &[], &[RAW_NODE], 20),
+    }
+}
+
+/// `refused_after_handshake` from a `peer`, whose frame starts with `good`
+/// (a signal it may send: the frame is refused whole).
+fn refused_after_handshake_as(peer: Peer, good: Signal, bad: Signal) {
+    let ((one, inbox_one), (two, inbox_two)) = pair_with_raw(peer);
     let addr = one.local_addr().expect("node 1 listens");
     let mut raw = raw_handshake(addr);
     inbox_one.expect_body(SignalBody::NodeConnected {
         node: node(RAW_NODE),
     });
-    // A good signal first in the same frame: a frame is refused whole.
-    raw.write_all(&frame(&[heartbeat(RAW_NODE, 1, 1), bad]))
+    raw.write_all(&frame(&[good, bad]))
         .expect("write to node 1");
     assert_closed(&mut raw);
     inbox_one.expect_body(SignalBody::NodeDisconnected {
@@ -222,6 +241,86 @@ fn local_only_signal_is_refused() {
 #[test]
 fn second_hello_is_refused() {
     refused_after_handshake(hello(RAW_NODE, 1));
+}
+
+fn tc(id: u8) -> BlockRef {
+    BlockRef::new(node(id), BlockNumber::TRANSACTION_COORDINATOR, 0)
+}
+
+fn api_request(body: SignalBody) -> Signal {
+    Signal {
+        receiver: tc(1),
+        sender: BlockRef::new(node(RAW_NODE), BlockNumber::API_CLUSTER, 0),
+        body,
+    }
+}
+
+fn key_req() -> Signal {
+    api_request(SignalBody::TcKeyReq {
+        tx_id: 7,
+        flags: 3,
+        ops: vec![1, 2, 3],
+    })
+}
+
+/// An API node's requests go through; a signal between data node blocks
+/// from it closes its connection, though a data node may send the same.
+#[test]
+fn api_node_sends_requests_only() {
+    let ldm_key_req = |sender: BlockRef| Signal {
+        receiver: tc(1),
+        sender,
+        body: SignalBody::LdmKeyReq {
+            tx_id: 7,
+            tc: tc(1),
+            chain: vec![node(1)],
+            ops: vec![1, 2, 3],
+        },
+    };
+    let requests = [
+        key_req(),
+        api_request(SignalBody::ApiRegReq { version: VERSION }),
+        api_request(SignalBody::TcScanNextReq {
+            tx_id: 7,
+            scan_id: 1,
+            close: true,
+        }),
+        api_request(SignalBody::TcWaitGciReq { gci: 3 }),
+        api_request(SignalBody::DictGetTableReq {
+            request_id: 1,
+            table_id: 0,
+            name: "t".to_string(),
+        }),
+    ];
+    assert!(requests.iter().all(|r| r.body.is_api_request()));
+    let ((one, inbox_one), (two, _inbox_two)) = pair_with_raw(Peer::Api);
+    let mut raw = raw_handshake(one.local_addr().expect("node 1 listens"));
+    inbox_one.expect_body(SignalBody::NodeConnected {
+        node: node(RAW_NODE),
+    });
+    raw.write_all(&frame(&requests)).expect("write to node 1");
+    for request in requests {
+        assert_eq!(inbox_one.next(), request);
+    }
+    drop(raw);
+    one.shutdown();
+    two.shutdown();
+
+    let from_raw = BlockRef::new(node(RAW_NODE), BlockNumber::LOCAL_DATA_MANAGER, 0);
+    refused_after_handshake_as(Peer::Api, key_req(), ldm_key_req(from_raw));
+    refused_after_handshake_as(Peer::Api, key_req(), heartbeat(RAW_NODE, 1, 1));
+
+    let ((one, inbox_one), (two, _inbox_two)) = pair_with_raw(Peer::DataNode);
+    let mut raw = raw_handshake(one.local_addr().expect("node 1 listens"));
+    inbox_one.expect_body(SignalBody::NodeConnected {
+        node: node(RAW_NODE),
+    });
+    raw.write_all(&frame(&[ldm_key_req(from_raw)]))
+        .expect("write to node 1");
+    assert_eq!(inbox_one.next(), ldm_key_req(from_raw));
+    drop(raw);
+    one.shutdown();
+    two.shutdown();
 }
 
 #[test]

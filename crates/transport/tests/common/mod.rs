@@ -100,6 +100,7 @@ pub fn config(
         .map(|&(id, connect_to)| PeerConfig {
             node: node(id),
             connect_to,
+            api: false,
         })
         .collect();
     config.reconnect_interval_ms = 20;
@@ -117,19 +118,25 @@ pub fn start(config: TransportConfig) -> (Transport, Inbox) {
 /// Node 1 listens (and accepts nodes 2 and `extra_peers`), node 2 connects
 /// to it; returns once both saw `NodeConnected`.
 pub fn pair(send_thread: bool, extra_peers: &[u8]) -> ((Transport, Inbox), (Transport, Inbox)) {
-    pair_with(send_thread, extra_peers, 20)
+    pair_with(send_thread, extra_peers, &[], 20)
 }
 
-/// `pair`, with node 2 retrying its connect every `reconnect_ms`.
+/// `pair`, with node 2 retrying its connect every `reconnect_ms`, and
+/// `api_peers` connecting to node 1 as API nodes.
 pub fn pair_with(
     send_thread: bool,
     extra_peers: &[u8],
+    api_peers: &[u8],
     reconnect_ms: u64,
 ) -> ((Transport, Inbox), (Transport, Inbox)) {
     init_tracing();
     let mut peers = vec![(2, None)];
-    peers.extend(extra_peers.iter().map(|&id| (id, None)));
-    let one = start(config(1, true, &peers, send_thread));
+    peers.extend(extra_peers.iter().chain(api_peers).map(|&id| (id, None)));
+    let mut config_one = config(1, true, &peers, send_thread);
+    for peer in &mut config_one.peers {
+        peer.api = api_peers.iter().any(|&id| node(id) == peer.node);
+    }
+    let one = start(config_one);
     let addr = one.0.local_addr().expect("node 1 listens");
     let mut config_two = config(2, false, &[(1, Some(addr))], send_thread);
     config_two.reconnect_interval_ms = reconnect_ms;
