@@ -24,10 +24,76 @@
 //! commit reply (`TcKeyConf`) carries the whole epoch; only hi (`gci`)
 //! reaches the LDMs, the redo log and `TcWaitGciReq`.
 
+use std::collections::VecDeque;
+
 use kernel::Context;
 use signal::{BlockRef, SignalBody};
 
 use super::{TcBlock, GCI_WAITERS_MAX};
+
+/// Commits in progress per epoch: (epoch, count) ascending by epoch, each
+/// count above 0 (an epoch leaves when its last commit is done).
+///
+/// Every commit is counted in the TC's current epoch, which never goes
+/// down (`on_gcp_commit`), so a new count is always at the back: the
+/// common case is one or two epochs, the current one last, and counting a
+/// commit in or out is a look at the back or near it (this was a
+/// `BTreeMap`, whose entry and removal cost more on every commit).
+#[derive(Debug, Default)]
+pub(crate) struct EpochCommits {
+    counts: VecDeque<(u64, u32)>,
+}
+
+impl EpochCommits {
+    /// One commit more in progress in `epoch`.
+    ///
+    /// # Panics
+    /// When `epoch` is below an epoch counted already: commits are counted
+    /// in the current epoch, which never goes down.
+    #[inline]
+    pub(crate) fn add(&mut self, epoch: u64) {
+        match self.counts.back_mut() {
+            Some((last, count)) if *last == epoch => *count += 1,
+            Some(&mut (last, _)) => {
+                assert!(
+                    last < epoch,
+                    "a commit counted in epoch {epoch:#x}, below epoch {last:#x} counted before"
+                );
+                self.counts.push_back((epoch, 1));
+            }
+            None => self.counts.push_back((epoch, 1)),
+        }
+    }
+
+    /// One commit of `epoch` is no longer in progress.
+    ///
+    /// # Panics
+    /// When no commit is counted in `epoch`.
+    #[inline]
+    pub(crate) fn remove(&mut self, epoch: u64) {
+        // Commits mostly end in the current epoch, the last one.
+        let at = self
+            .counts
+            .iter()
+            .rposition(|&(e, _)| e == epoch)
+            .unwrap_or_else(|| panic!("a commit counted in epoch {epoch:#x}"));
+        let count = &mut self.counts[at].1;
+        *count -= 1;
+        if *count == 0 {
+            self.counts.remove(at);
+        }
+    }
+
+    /// Whether a commit of an epoch below `epoch` is in progress.
+    pub(crate) fn any_below(&self, epoch: u64) -> bool {
+        self.counts.front().is_some_and(|&(e, _)| e < epoch)
+    }
+
+    /// Whether a commit of `epoch` or below is in progress.
+    pub(crate) fn any_up_to(&self, epoch: u64) -> bool {
+        self.counts.front().is_some_and(|&(e, _)| e <= epoch)
+    }
+}
 
 impl TcBlock {
     /// The epoch new commits use (0 before the first global checkpoint).
@@ -72,12 +138,20 @@ impl TcBlock {
     }
 
     /// Answers the pending `GcpCommitReq` once no commit of a lower epoch
-    /// is in progress.
+    /// is in progress. Runs after every commit: inlined, so that the usual
+    /// case (no switch pending) is one test.
+    #[inline]
     pub(crate) fn check_commit(&mut self, ctx: &mut Context<'_>) {
+        if self.commit_pending.is_some() {
+            self.check_pending_commit(ctx);
+        }
+    }
+
+    fn check_pending_commit(&mut self, ctx: &mut Context<'_>) {
         let Some((epoch, master)) = self.commit_pending else {
             return;
         };
-        if self.commits_in_progress.range(..epoch).any(|(_, n)| *n > 0) {
+        if self.commits_in_progress.any_below(epoch) {
             return;
         }
         self.commit_pending = None;
@@ -89,7 +163,7 @@ impl TcBlock {
         // epoch may be above this TC's own: a TC that joined during the
         // round never committed in it.
         assert!(
-            self.commits_in_progress.range(..=epoch).next().is_none(),
+            !self.commits_in_progress.any_up_to(epoch),
             "{}: epoch {epoch:#x} reported complete with commits of it in progress here",
             self.me
         );

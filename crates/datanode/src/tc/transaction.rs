@@ -32,6 +32,7 @@ use proto::{
 };
 use proto::{IGNORE_ERROR, NO_INDEX, NO_PARTITION};
 use signal::{tc_flags, BlockNumber, BlockRef, NodeBitmask, NodeId, SignalBody};
+use config::PartitionHome;
 use storage::schema::{distribution_hash, partition_of};
 
 use super::commits::{send_chain_req, ChainRest};
@@ -94,7 +95,12 @@ pub(crate) struct Group {
     /// for `backup_read` this TC's own node.
     primary: NodeId,
     instance: u32,
-    /// A partition of the group (they share the chain).
+    /// Where the group's first partition is served, as the live map said
+    /// when the group was made (every partition of a group has the same
+    /// chain); the group is sent in the same signal's execution, so the
+    /// map has not changed since (`send_group` asserts it).
+    home: PartitionHome,
+    /// The group's first partition.
     partition: u32,
     has_write: bool,
     has_lock: bool,
@@ -692,7 +698,11 @@ impl TcBlock {
         commit_gci: u32,
         ctx: &mut Context<'_>,
     ) {
-        let home = self.map.home_of(group.partition, group.fully_replicated);
+        let home = &group.home;
+        debug_assert!(
+            self.map.home_of(group.partition, group.fully_replicated) == *home,
+            "a group is sent before the live map changes"
+        );
         debug_assert!(
             home.primary() == group.primary
                 || (group.backup_read && home.is_replica(group.primary)),
@@ -743,7 +753,7 @@ impl TcBlock {
         tx.one_phase = true;
         tx.gci = commit_gci;
         tx.epoch = self.epoch;
-        *self.commits_in_progress.entry(self.epoch).or_insert(0) += 1;
+        self.commits_in_progress.add(self.epoch);
         self.counters.one_phase += 1;
         ctx.send(
             ldm,
@@ -763,14 +773,7 @@ impl TcBlock {
         debug_assert!(tx.one_phase);
         tx.one_phase = false;
         let epoch = tx.epoch;
-        let count = self
-            .commits_in_progress
-            .get_mut(&epoch)
-            .expect("a one-phase commit counted in its epoch");
-        *count -= 1;
-        if *count == 0 {
-            self.commits_in_progress.remove(&epoch);
-        }
+        self.commits_in_progress.remove(epoch);
         self.check_commit(ctx);
     }
 
@@ -804,7 +807,14 @@ impl TcBlock {
             if home.primary() == me {
                 self.counters.local_reads += 1;
             }
-            return self.group_of(partition, full, OpKind::Read, LockMode::Committed);
+            return group_at(
+                home,
+                &mut self.scratch.groups,
+                partition,
+                full,
+                OpKind::Read,
+                LockMode::Committed,
+            );
         }
         let instance = home.ldm_instance;
         let groups = &mut self.scratch.groups;
@@ -817,6 +827,7 @@ impl TcBlock {
                 groups.push(Group {
                     primary: me,
                     instance,
+                    home,
                     partition,
                     has_write: false,
                     has_lock: false,
@@ -917,6 +928,9 @@ impl TcBlock {
                 ok_in_order as usize,
                 "pass-through sent every op"
             );
+            if tx.ldm_committed == Some(false) {
+                return self.one_phase_done(slot, results, ctx);
+            }
             for op in &mut tx.ops {
                 debug_assert!(
                     !op.answered && op.code == 0,
@@ -974,6 +988,34 @@ impl TcBlock {
         }
     }
 
+    /// The one-phase commit of `slot` is done (its LDM committed and needs
+    /// no redo space, `LdmKeyCommitted { pending: 0 }`) and `results`, the
+    /// LDM's batch, answers every op of its one request in order: what
+    /// `request_done`, `start_commit` and `commit_confirmed` would do for
+    /// it, straight (the common update). Its request was the whole
+    /// transaction, so it has no plan, scan or other batch, and its one
+    /// participant is the LDM that answered.
+    fn one_phase_done(&mut self, slot: u32, results: Vec<u8>, ctx: &mut Context<'_>) {
+        let tx = self.transactions.get_mut(slot);
+        debug_assert!(
+            tx.one_phase
+                && tx.state == TxState::Executing
+                && tx.flags & tc_flags::COMMIT != 0
+                && !tx.plan.active
+                && tx.scans == 0
+                && tx.confs.is_empty()
+                && tx.participants.len() == 1,
+            "a one-phase commit is one request, the whole transaction"
+        );
+        tx.ldm_committed = None;
+        tx.one_phase = false;
+        tx.outstanding = 0;
+        tx.state = TxState::Committing;
+        tx.reply = results;
+        let epoch = tx.epoch;
+        self.commit_done(slot, epoch, ctx);
+    }
+
     /// Every op of the request is answered, none failed: reply, or commit.
     ///
     /// The common request (one LDM batch, results in request order, the
@@ -1003,8 +1045,10 @@ impl TcBlock {
         } else {
             self.write_results(slot, &mut out)
         };
-        let request = self.transactions.get_mut(slot).plan.finish();
-        self.scratch.recycle(request);
+        self.transactions
+            .get_mut(slot)
+            .plan
+            .end(&mut self.scratch);
         if let Err(e) = written {
             return self.fail(slot, e.code(), u32::MAX, reply_too_large_message(&e), ctx);
         }
@@ -1122,7 +1166,7 @@ impl TcBlock {
             "transaction {tx_id:#x} commits with no live participant"
         );
         tx.epoch = epoch;
-        *self.commits_in_progress.entry(epoch).or_insert(0) += 1;
+        self.commits_in_progress.add(epoch);
     }
 
     pub(crate) fn on_commit_conf(
@@ -1196,24 +1240,23 @@ impl TcBlock {
         assert!(tx.confs_waiting > 0, "commit confirmations counted");
         tx.confs_waiting -= 1;
         if tx.confs_waiting == 0 {
-            let count = self
-                .commits_in_progress
-                .get_mut(&epoch)
-                .expect("commit counted in its epoch");
-            *count -= 1;
-            if *count == 0 {
-                self.commits_in_progress.remove(&epoch);
-            }
-            // The master reports an epoch complete only once no commit of
-            // it is in progress on any TC (`tc::gcp`).
-            assert!(
-                epoch > self.complete_epoch,
-                "a commit answered in epoch {epoch:#x}, already reported complete ({:#x})",
-                self.complete_epoch
-            );
-            self.end_transaction(slot, true, ctx);
-            self.check_commit(ctx);
+            self.commit_done(slot, epoch, ctx);
         }
+    }
+
+    /// Every participant of `slot` confirmed its commit in `epoch`: the
+    /// commit is no longer in progress there, and the client is answered.
+    fn commit_done(&mut self, slot: u32, epoch: u64, ctx: &mut Context<'_>) {
+        self.commits_in_progress.remove(epoch);
+        // The master reports an epoch complete only once no commit of
+        // it is in progress on any TC (`tc::gcp`).
+        assert!(
+            epoch > self.complete_epoch,
+            "a commit answered in epoch {epoch:#x}, already reported complete ({:#x})",
+            self.complete_epoch
+        );
+        self.end_transaction(slot, true, ctx);
+        self.check_commit(ctx);
     }
 
     /// Aborts because of a failed op, a bad request or overload, answering
@@ -1398,9 +1441,7 @@ impl TcBlock {
         };
         let uncount = tx.one_phase;
         tx.participants.clear();
-        let request = tx.plan.finish();
-        self.scratch.recycle(request);
-        let tx = self.transactions.get_mut(slot);
+        tx.plan.end(&mut self.scratch);
         for conf in tx.confs.drain(..) {
             self.scratch.recycle(conf);
         }
@@ -1567,7 +1608,25 @@ pub(crate) fn group_in(
     kind: OpKind,
     lock: LockMode,
 ) -> u16 {
-    let home = map.home_of(partition, full);
+    group_at(
+        map.home_of(partition, full),
+        groups,
+        partition,
+        full,
+        kind,
+        lock,
+    )
+}
+
+/// [`group_in`] with the partition's `home` known.
+fn group_at(
+    home: PartitionHome,
+    groups: &mut Vec<Group>,
+    partition: u32,
+    full: bool,
+    kind: OpKind,
+    lock: LockMode,
+) -> u16 {
     let (primary, instance) = (home.primary(), home.ldm_instance);
     let write = kind != OpKind::Read;
     let locks = write || lock != LockMode::Committed;
@@ -1582,6 +1641,7 @@ pub(crate) fn group_in(
             groups.push(Group {
                 primary,
                 instance,
+                home,
                 partition,
                 has_write: false,
                 has_lock: false,
