@@ -24,8 +24,6 @@
 //! commit reply (`TcKeyConf`) carries the whole epoch; only hi (`gci`)
 //! reaches the LDMs, the redo log and `TcWaitGciReq`.
 
-use std::collections::VecDeque;
-
 use kernel::Context;
 use signal::{BlockRef, SignalBody};
 
@@ -35,13 +33,13 @@ use super::{TcBlock, GCI_WAITERS_MAX};
 /// count above 0 (an epoch leaves when its last commit is done).
 ///
 /// Every commit is counted in the TC's current epoch, which never goes
-/// down (`on_gcp_commit`), so a new count is always at the back: the
-/// common case is one or two epochs, the current one last, and counting a
-/// commit in or out is a look at the back or near it (this was a
-/// `BTreeMap`, whose entry and removal cost more on every commit).
+/// down (`on_gcp_commit`), so a new count is always at the end: the usual
+/// list is one or two epochs, the current one last, and counting a commit
+/// in or out is a look at the last entry (this was a `BTreeMap`, whose
+/// entry and removal cost more on every commit).
 #[derive(Debug, Default)]
 pub(crate) struct EpochCommits {
-    counts: VecDeque<(u64, u32)>,
+    counts: Vec<(u64, u32)>,
 }
 
 impl EpochCommits {
@@ -52,17 +50,21 @@ impl EpochCommits {
     /// in the current epoch, which never goes down.
     #[inline]
     pub(crate) fn add(&mut self, epoch: u64) {
-        match self.counts.back_mut() {
+        match self.counts.last_mut() {
             Some((last, count)) if *last == epoch => *count += 1,
-            Some(&mut (last, _)) => {
-                assert!(
-                    last < epoch,
-                    "a commit counted in epoch {epoch:#x}, below epoch {last:#x} counted before"
-                );
-                self.counts.push_back((epoch, 1));
-            }
-            None => self.counts.push_back((epoch, 1)),
+            _ => self.add_epoch(epoch),
         }
+    }
+
+    #[cold]
+    fn add_epoch(&mut self, epoch: u64) {
+        if let Some(&(last, _)) = self.counts.last() {
+            assert!(
+                last < epoch,
+                "a commit counted in epoch {epoch:#x}, below epoch {last:#x} counted before"
+            );
+        }
+        self.counts.push((epoch, 1));
     }
 
     /// One commit of `epoch` is no longer in progress.
@@ -71,12 +73,21 @@ impl EpochCommits {
     /// When no commit is counted in `epoch`.
     #[inline]
     pub(crate) fn remove(&mut self, epoch: u64) {
-        // Commits mostly end in the current epoch, the last one.
+        match self.counts.last_mut() {
+            Some((last, count)) if *last == epoch && *count > 1 => *count -= 1,
+            _ => self.remove_at(epoch),
+        }
+    }
+
+    /// [`EpochCommits::remove`] of an epoch's last commit, or of a commit
+    /// in an older epoch.
+    #[cold]
+    fn remove_at(&mut self, epoch: u64) {
         let at = self
             .counts
             .iter()
             .rposition(|&(e, _)| e == epoch)
-            .unwrap_or_else(|| panic!("a commit counted in epoch {epoch:#x}"));
+            .unwrap_or_else(|| panic!("no commit is counted in epoch {epoch:#x}"));
         let count = &mut self.counts[at].1;
         *count -= 1;
         if *count == 0 {
@@ -86,12 +97,12 @@ impl EpochCommits {
 
     /// Whether a commit of an epoch below `epoch` is in progress.
     pub(crate) fn any_below(&self, epoch: u64) -> bool {
-        self.counts.front().is_some_and(|&(e, _)| e < epoch)
+        self.counts.first().is_some_and(|&(e, _)| e < epoch)
     }
 
     /// Whether a commit of `epoch` or below is in progress.
     pub(crate) fn any_up_to(&self, epoch: u64) -> bool {
-        self.counts.front().is_some_and(|&(e, _)| e <= epoch)
+        self.counts.first().is_some_and(|&(e, _)| e <= epoch)
     }
 }
 
@@ -207,5 +218,55 @@ impl TcBlock {
             return;
         }
         self.gci_waiters.push((from, gci));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn epoch_commits_count_each_epoch_until_its_last_commit_ends() {
+        let mut commits = EpochCommits::default();
+        assert!(!commits.any_up_to(u64::MAX));
+        commits.add(5);
+        commits.add(5);
+        commits.add(7);
+        assert_eq!(commits.counts, vec![(5, 2), (7, 1)]);
+        assert!(!commits.any_below(5));
+        assert!(commits.any_below(6));
+        assert!(commits.any_up_to(5));
+        assert!(!commits.any_up_to(4));
+        // The newest epoch's last commit, then an older one's.
+        commits.remove(7);
+        assert_eq!(commits.counts, vec![(5, 2)]);
+        commits.add(7);
+        commits.remove(5);
+        assert_eq!(commits.counts, vec![(5, 1), (7, 1)]);
+        commits.remove(5);
+        assert_eq!(commits.counts, vec![(7, 1)]);
+        assert!(!commits.any_below(7));
+        assert!(commits.any_up_to(7));
+        commits.add(7);
+        commits.remove(7);
+        commits.remove(7);
+        assert!(commits.counts.is_empty());
+        assert!(!commits.any_up_to(u64::MAX));
+    }
+
+    #[test]
+    #[should_panic(expected = "below epoch")]
+    fn a_commit_in_an_epoch_below_a_counted_one_is_refused() {
+        let mut commits = EpochCommits::default();
+        commits.add(7);
+        commits.add(5);
+    }
+
+    #[test]
+    #[should_panic(expected = "no commit is counted in epoch")]
+    fn a_commit_never_counted_cannot_end() {
+        let mut commits = EpochCommits::default();
+        commits.add(7);
+        commits.remove(5);
     }
 }
