@@ -25,6 +25,7 @@
 //! ([`TcBlock::end_transaction`] asserts it is removed from the map once);
 //! a commit, once decided, is never turned into an abort.
 
+use config::PartitionHome;
 use kernel::{Context, Instant};
 use proto::error;
 use proto::{
@@ -32,7 +33,6 @@ use proto::{
 };
 use proto::{IGNORE_ERROR, NO_INDEX, NO_PARTITION};
 use signal::{tc_flags, BlockNumber, BlockRef, NodeBitmask, NodeId, SignalBody};
-use config::PartitionHome;
 use storage::schema::{distribution_hash, partition_of};
 
 use super::commits::{send_chain_req, ChainRest};
@@ -939,8 +939,9 @@ impl TcBlock {
                 op.answered = true;
             }
             tx.outstanding = 0;
-            tx.confs.push(results);
-            return self.request_done(slot, ctx);
+            // What `request_done` does with the one batch of a request
+            // passed through, without keeping it first.
+            return self.answer_request(slot, results, ctx);
         }
         // Made by an LDM of this cluster and passed on to the client, which
         // checks every value as it reads it: the frames are enough here.
@@ -1045,10 +1046,7 @@ impl TcBlock {
         } else {
             self.write_results(slot, &mut out)
         };
-        self.transactions
-            .get_mut(slot)
-            .plan
-            .end(&mut self.scratch);
+        self.transactions.get_mut(slot).plan.end(&mut self.scratch);
         if let Err(e) = written {
             return self.fail(slot, e.code(), u32::MAX, reply_too_large_message(&e), ctx);
         }
@@ -1056,7 +1054,17 @@ impl TcBlock {
         for conf in tx.confs.drain(..) {
             self.scratch.recycle(conf);
         }
+        self.answer_request(slot, out, ctx);
+    }
+
+    /// The request of `slot` is done and `out` is its reply's results:
+    /// commit (the reply waits for the outcome), or answer now.
+    fn answer_request(&mut self, slot: u32, out: Vec<u8>, ctx: &mut Context<'_>) {
         let tx = self.transactions.get_mut(slot);
+        debug_assert!(
+            tx.confs.is_empty() && !tx.plan.active,
+            "a request's batches are used up before it is answered"
+        );
         if tx.flags & tc_flags::COMMIT != 0 {
             tx.reply = out;
             return self.start_commit(slot, ctx);
@@ -1536,6 +1544,8 @@ fn send_chain(
 /// Commit chain `chain` of `tx`: its first live participant not done, from
 /// the last one named (NDB's order), and the others after it; marks the
 /// failed ones done. `None` when no live participant is left to commit.
+/// Inlined: every commit of a write with replicas runs it.
+#[inline]
 fn chain_of(tx: &mut Transaction, chain: u16, down: &NodeBitmask) -> Option<(BlockRef, ChainRest)> {
     let mut first = None;
     let mut next = ChainRest::new();
@@ -1619,6 +1629,7 @@ pub(crate) fn group_in(
 }
 
 /// [`group_in`] with the partition's `home` known.
+#[inline]
 fn group_at(
     home: PartitionHome,
     groups: &mut Vec<Group>,
