@@ -711,17 +711,18 @@ fn step_fitting_pairs_in(
     let at = r.position();
     let (pairs, _) = r.whole()[at..].as_chunks::<INTEGER_PAIR_BYTES>();
     let pairs = &pairs[..count.min(pairs.len())];
-    let mut stepped = pairs.len();
-    for (i, pair) in pairs.iter().enumerate() {
+    let mut stepped = 0;
+    for pair in pairs {
         if !is_integer_tag(pair[2]) {
-            stepped = i;
             break;
         }
         if !pair_fits(plan, pair, &mut given) {
             // Not the fast case: the rest only has its structure stepped.
-            r.skip_to(at + (i + 1) * INTEGER_PAIR_BYTES);
-            return (i + 1 + r.skip_fixed_pairs(count - (i + 1)), false);
+            let i = stepped + 1;
+            r.skip_to(at + i * INTEGER_PAIR_BYTES);
+            return (i + r.skip_fixed_pairs(count - i), false);
         }
+        stepped += 1;
     }
     r.skip_to(at + stepped * INTEGER_PAIR_BYTES);
     (stepped, true)
@@ -742,14 +743,20 @@ fn pair_fits(
     pair: &[u8; INTEGER_PAIR_BYTES],
     given: &mut impl TakenColumns,
 ) -> bool {
-    let &[c0, c1, tag, a, b, c, d, e, f, g, h] = pair;
-    let column = usize::from(u16::from_le_bytes([c0, c1]));
+    let &[_, _, tag, a, b, c, d, e, f, g, h] = pair;
+    let column = usize::from(u16::from_le_bytes(
+        *pair.first_chunk().expect("a column first"),
+    ));
     let Some(ranges) = plan.ranges.get(column) else {
         return false;
     };
     let range = ranges[usize::from(tag.wrapping_sub(TAG_INT))];
     let raw = u64::from_le_bytes([a, b, c, d, e, f, g, h]);
-    raw.wrapping_sub(range.low) <= range.span && given.insert(column)
+    if raw.wrapping_sub(range.low) > range.span || given.has(column) {
+        return false;
+    }
+    given.add(column);
+    true
 }
 
 /// Offset of the partition in an op's header.
@@ -1248,26 +1255,35 @@ struct ColumnSet([u64; COLUMN_SET_WORDS]);
 /// A set of the columns an op writes, as [`pair_fits`] fills it: a
 /// [`ColumnSet`], or for a table of at most 64 columns one word.
 trait TakenColumns {
-    /// Adds a column of the table; false if it was there.
-    fn insert(&mut self, c: usize) -> bool;
+    /// Whether it holds column `c` of the table.
+    fn has(&self, c: usize) -> bool;
+    /// Adds column `c` of the table.
+    fn add(&mut self, c: usize);
 }
 
 impl TakenColumns for ColumnSet {
     #[inline(always)]
-    fn insert(&mut self, c: usize) -> bool {
-        ColumnSet::insert(self, c)
+    fn has(&self, c: usize) -> bool {
+        self.0[c / 64 % COLUMN_SET_WORDS] & (1u64 << (c % 64)) != 0
+    }
+
+    #[inline(always)]
+    fn add(&mut self, c: usize) {
+        self.0[c / 64 % COLUMN_SET_WORDS] |= 1u64 << (c % 64);
     }
 }
 
 /// Columns below 64: bit `c`.
 impl TakenColumns for u64 {
     #[inline(always)]
-    fn insert(&mut self, c: usize) -> bool {
+    fn has(&self, c: usize) -> bool {
         debug_assert!(c < 64, "column {c} of a table of at most 64 columns");
-        let bit = 1u64 << (c % 64);
-        let fresh = *self & bit == 0;
-        *self |= bit;
-        fresh
+        *self & (1u64 << (c % 64)) != 0
+    }
+
+    #[inline(always)]
+    fn add(&mut self, c: usize) {
+        *self |= 1u64 << (c % 64);
     }
 }
 
