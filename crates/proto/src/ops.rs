@@ -687,8 +687,11 @@ fn parse_op<'a, 'p>(
 /// `Reader::skip_fixed_pairs` does (the caller's general loop reads what
 /// follows), and decides on the way what `OpView::integer_values_fit`
 /// decides of them with `plan`: (pairs stepped, whether each fit). The
-/// values fit as a whole when every one was such a pair.
-#[inline(always)]
+/// values fit as a whole when every one was such a pair. Not inlined: in
+/// its own function the loop keeps everything in registers (inlined into
+/// a TC's request handling it spilled three moves a pair, more than the
+/// call costs an op of a few values).
+#[inline(never)]
 fn step_fitting_pairs(r: &mut Reader<'_>, count: usize, plan: &CheckPlan) -> (usize, bool) {
     // A table of at most 64 columns (most) keeps the columns written so
     // far in one word, which stays in a register.
