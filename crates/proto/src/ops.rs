@@ -1547,7 +1547,7 @@ mod tests {
             } else {
                 ColumnType::BigInt { unsigned: false }
             };
-            columns.push(Column::new(&format!("w{c}"), ty));
+            columns.push(Column::new(format!("w{c}"), ty));
         }
         TableDef::new("ints", 7, columns)
             .primary_key(vec![0])
