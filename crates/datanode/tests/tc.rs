@@ -2889,10 +2889,22 @@ fn whole_transactions_on_one_replica_commit_with_their_ops() {
         Op::write(OpKind::Insert, k, 20),
     ]);
     assert!(committed(&reply).0 > 0, "committed in a GCI");
-    committed(&cluster.commit(&[
+    // The commit's reply is the LDM's answer to the ops: each op answered,
+    // in order, the locked read with its row.
+    let reply = cluster.commit(&[
         Op::write(OpKind::Update, 1, 11),
         Op::read(k, LockMode::Exclusive),
-    ]));
+    ]);
+    let (_, answers) = committed(&reply);
+    assert_eq!(
+        answers
+            .iter()
+            .map(|a| (a.op_index, a.code))
+            .collect::<Vec<_>>(),
+        vec![(0, 0), (1, 0)]
+    );
+    assert_eq!(answers[0].row, None);
+    assert_eq!(answers[1].row.as_ref().map(|r| int(&r[1])), Some(20));
     committed(&cluster.commit(&[Op::delete(k)]));
     assert_eq!(cluster.tc().counters().one_phase - tc_before, 3);
     assert_eq!(cluster.one_phase_commits() - ldm_before, 3);

@@ -687,24 +687,45 @@ fn parse_op<'a, 'p>(
 /// `Reader::skip_fixed_pairs` does (the caller's general loop reads what
 /// follows), and decides on the way what `OpView::integer_values_fit`
 /// decides of them with `plan`: (pairs stepped, whether each fit). The
-/// values fit as a whole when every one was such a pair.
-#[inline(always)]
+/// values fit as a whole when every one was such a pair. Not inlined: in
+/// its own function the loop keeps everything in registers (inlined into
+/// a TC's request handling it spilled three moves a pair, more than the
+/// call costs an op of a few values).
+#[inline(never)]
 fn step_fitting_pairs(r: &mut Reader<'_>, count: usize, plan: &CheckPlan) -> (usize, bool) {
+    // A table of at most 64 columns (most) keeps the columns written so
+    // far in one word, which stays in a register.
+    if plan.ranges.len() <= 64 {
+        step_fitting_pairs_in(r, count, plan, plan.refused.0[0])
+    } else {
+        step_fitting_pairs_in(r, count, plan, plan.refused.clone())
+    }
+}
+
+/// [`step_fitting_pairs`] with `given` (the refused columns) as its set of
+/// the columns taken.
+#[inline(always)]
+fn step_fitting_pairs_in(
+    r: &mut Reader<'_>,
+    count: usize,
+    plan: &CheckPlan,
+    mut given: impl TakenColumns,
+) -> (usize, bool) {
     let at = r.position();
     let (pairs, _) = r.whole()[at..].as_chunks::<INTEGER_PAIR_BYTES>();
     let pairs = &pairs[..count.min(pairs.len())];
-    let mut given = ColumnSet(plan.refused.0);
-    let mut stepped = pairs.len();
-    for (i, pair) in pairs.iter().enumerate() {
+    let mut stepped = 0;
+    for pair in pairs {
         if !is_integer_tag(pair[2]) {
-            stepped = i;
             break;
         }
         if !pair_fits(plan, pair, &mut given) {
             // Not the fast case: the rest only has its structure stepped.
-            r.skip_to(at + (i + 1) * INTEGER_PAIR_BYTES);
-            return (i + 1 + r.skip_fixed_pairs(count - (i + 1)), false);
+            let i = stepped + 1;
+            r.skip_to(at + i * INTEGER_PAIR_BYTES);
+            return (i + r.skip_fixed_pairs(count - i), false);
         }
+        stepped += 1;
     }
     r.skip_to(at + stepped * INTEGER_PAIR_BYTES);
     (stepped, true)
@@ -720,15 +741,25 @@ fn is_integer_tag(tag: u8) -> bool {
 /// of the table that takes an integer, the value in its range, the column
 /// not in `given` (which it joins).
 #[inline(always)]
-fn pair_fits(plan: &CheckPlan, pair: &[u8; INTEGER_PAIR_BYTES], given: &mut ColumnSet) -> bool {
-    let &[c0, c1, tag, a, b, c, d, e, f, g, h] = pair;
-    let column = usize::from(u16::from_le_bytes([c0, c1]));
+fn pair_fits(
+    plan: &CheckPlan,
+    pair: &[u8; INTEGER_PAIR_BYTES],
+    given: &mut impl TakenColumns,
+) -> bool {
+    let &[_, _, tag, a, b, c, d, e, f, g, h] = pair;
+    let column = usize::from(u16::from_le_bytes(
+        *pair.first_chunk().expect("a column first"),
+    ));
     let Some(ranges) = plan.ranges.get(column) else {
         return false;
     };
     let range = ranges[usize::from(tag.wrapping_sub(TAG_INT))];
     let raw = u64::from_le_bytes([a, b, c, d, e, f, g, h]);
-    raw.wrapping_sub(range.low) <= range.span && given.insert(column)
+    if raw.wrapping_sub(range.low) > range.span || given.has(column) {
+        return false;
+    }
+    given.add(column);
+    true
 }
 
 /// Offset of the partition in an op's header.
@@ -1224,6 +1255,41 @@ const _: () = assert!(COLUMN_SET_WORDS.is_power_of_two());
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 struct ColumnSet([u64; COLUMN_SET_WORDS]);
 
+/// A set of the columns an op writes, as [`pair_fits`] fills it: a
+/// [`ColumnSet`], or for a table of at most 64 columns one word.
+trait TakenColumns {
+    /// Whether it holds column `c` of the table.
+    fn has(&self, c: usize) -> bool;
+    /// Adds column `c` of the table.
+    fn add(&mut self, c: usize);
+}
+
+impl TakenColumns for ColumnSet {
+    #[inline(always)]
+    fn has(&self, c: usize) -> bool {
+        self.0[c / 64 % COLUMN_SET_WORDS] & (1u64 << (c % 64)) != 0
+    }
+
+    #[inline(always)]
+    fn add(&mut self, c: usize) {
+        self.0[c / 64 % COLUMN_SET_WORDS] |= 1u64 << (c % 64);
+    }
+}
+
+/// Columns below 64: bit `c`.
+impl TakenColumns for u64 {
+    #[inline(always)]
+    fn has(&self, c: usize) -> bool {
+        debug_assert!(c < 64, "column {c} of a table of at most 64 columns");
+        *self & (1u64 << (c % 64)) != 0
+    }
+
+    #[inline(always)]
+    fn add(&mut self, c: usize) {
+        *self |= 1u64 << (c % 64);
+    }
+}
+
 impl ColumnSet {
     /// Adds a column; false if it was there. `c` is below `COLUMNS_MAX`.
     #[inline(always)]
@@ -1471,6 +1537,24 @@ mod tests {
         .expect("a valid table")
     }
 
+    /// `ints()` with 63 more columns, 70 in all, of `BIGINT` from column 64
+    /// on (`INT UNSIGNED` before): more than one word of columns.
+    fn ints_wide() -> TableDef {
+        let mut columns = ints().columns;
+        for c in columns.len()..70 {
+            let ty = if c < 64 {
+                ColumnType::Int { unsigned: true }
+            } else {
+                ColumnType::BigInt { unsigned: false }
+            };
+            columns.push(Column::new(format!("w{c}"), ty));
+        }
+        TableDef::new("ints", 7, columns)
+            .primary_key(vec![0])
+            .build()
+            .expect("a valid table")
+    }
+
     fn value() -> impl Strategy<Value = Value> {
         prop_oneof![
             4 => (-300i64..300).prop_map(Value::Int),
@@ -1691,6 +1775,30 @@ mod tests {
             );
         }
 
+        /// The same of a table of more than 64 columns, whose columns
+        /// written so far the planned read keeps in a `ColumnSet`, not one
+        /// word: columns on both sides of 64, some written twice.
+        #[test]
+        fn a_planned_read_of_a_wide_table_marks_what_fits_and_checks_alike(
+            kind in prop_oneof![Just(OpKind::Update), Just(OpKind::Insert), Just(OpKind::Write)],
+            values in proptest::collection::vec(
+                (prop_oneof![0u16..4, 60u16..72], value()),
+                0..8,
+            ),
+        ) {
+            let table = ints_wide();
+            let plan = CheckPlan::new(&table);
+            let bytes = op_batch(kind, &values);
+            let plain = OpBatchReader::new(&bytes).expect("a valid batch").iter().next().expect("one op");
+            let planned = planned_op(&bytes, &plan).expect("a valid batch");
+            let fits = !values.is_empty() && plain.integer_values_fit(&plan, &mut ColumnSet::default());
+            prop_assert_eq!(planned.fitted_plan == plan.id, fits);
+            prop_assert_eq!(
+                planned.check_with(&table, &plan),
+                plain.check_planned(&table, &plan, false)
+            );
+        }
+
         /// A damaged batch is refused by the planned read as by the plain
         /// one, with the same error.
         #[test]
@@ -1711,6 +1819,33 @@ mod tests {
             let plain = OpBatchReader::new(&bytes).map(|r| r.len());
             let planned = planned_op(&bytes, &plan).map(|_| 1);
             prop_assert_eq!(planned, plain);
+        }
+    }
+
+    /// Integers that each fit their column are not marked when one names a
+    /// column twice, or names the key (refused to integers: its range is
+    /// the default one, which 0 fits), in a table of one word of columns
+    /// and in one of more; the check then says what is wrong.
+    #[test]
+    fn fitting_integers_twice_on_a_column_or_on_the_key_are_not_marked() {
+        for (table, c) in [(ints(), 2u16), (ints_wide(), 65)] {
+            let plan = CheckPlan::new(&table);
+            let once = op_batch(OpKind::Update, &[(c, Value::UInt(5)), (4, Value::UInt(6))]);
+            assert_eq!(planned_op(&once, &plan).unwrap().fitted_plan, plan.id);
+            let twice = op_batch(OpKind::Update, &[(c, Value::UInt(5)), (c, Value::UInt(6))]);
+            let view = planned_op(&twice, &plan).expect("a valid batch");
+            assert_eq!(view.fitted_plan, 0, "{} columns", table.columns.len());
+            assert!(matches!(
+                view.check_with(&table, &plan),
+                Err(ProtoError::DuplicateColumn { .. })
+            ));
+            let key = op_batch(OpKind::Update, &[(c, Value::UInt(5)), (0, Value::UInt(0))]);
+            let view = planned_op(&key, &plan).expect("a valid batch");
+            assert_eq!(view.fitted_plan, 0, "{} columns", table.columns.len());
+            assert!(matches!(
+                view.check_with(&table, &plan),
+                Err(ProtoError::PrimaryKeyUpdate { .. })
+            ));
         }
     }
 

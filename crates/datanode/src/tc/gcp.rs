@@ -29,6 +29,83 @@ use signal::{BlockRef, SignalBody};
 
 use super::{TcBlock, GCI_WAITERS_MAX};
 
+/// Commits in progress per epoch: (epoch, count) ascending by epoch, each
+/// count above 0 (an epoch leaves when its last commit is done).
+///
+/// Every commit is counted in the TC's current epoch, which never goes
+/// down (`on_gcp_commit`), so a new count is always at the end: the usual
+/// list is one or two epochs, the current one last, and counting a commit
+/// in or out is a look at the last entry (this was a `BTreeMap`, whose
+/// entry and removal cost more on every commit).
+#[derive(Debug, Default)]
+pub(crate) struct EpochCommits {
+    counts: Vec<(u64, u32)>,
+}
+
+impl EpochCommits {
+    /// One commit more in progress in `epoch`.
+    ///
+    /// # Panics
+    /// When `epoch` is below an epoch counted already: commits are counted
+    /// in the current epoch, which never goes down.
+    #[inline]
+    pub(crate) fn add(&mut self, epoch: u64) {
+        match self.counts.last_mut() {
+            Some((last, count)) if *last == epoch => *count += 1,
+            _ => self.add_epoch(epoch),
+        }
+    }
+
+    #[cold]
+    fn add_epoch(&mut self, epoch: u64) {
+        if let Some(&(last, _)) = self.counts.last() {
+            assert!(
+                last < epoch,
+                "a commit counted in epoch {epoch:#x}, below epoch {last:#x} counted before"
+            );
+        }
+        self.counts.push((epoch, 1));
+    }
+
+    /// One commit of `epoch` is no longer in progress.
+    ///
+    /// # Panics
+    /// When no commit is counted in `epoch`.
+    #[inline]
+    pub(crate) fn remove(&mut self, epoch: u64) {
+        match self.counts.last_mut() {
+            Some((last, count)) if *last == epoch && *count > 1 => *count -= 1,
+            _ => self.remove_at(epoch),
+        }
+    }
+
+    /// [`EpochCommits::remove`] of an epoch's last commit, or of a commit
+    /// in an older epoch.
+    #[cold]
+    fn remove_at(&mut self, epoch: u64) {
+        let at = self
+            .counts
+            .iter()
+            .rposition(|&(e, _)| e == epoch)
+            .unwrap_or_else(|| panic!("no commit is counted in epoch {epoch:#x}"));
+        let count = &mut self.counts[at].1;
+        *count -= 1;
+        if *count == 0 {
+            self.counts.remove(at);
+        }
+    }
+
+    /// Whether a commit of an epoch below `epoch` is in progress.
+    pub(crate) fn any_below(&self, epoch: u64) -> bool {
+        self.counts.first().is_some_and(|&(e, _)| e < epoch)
+    }
+
+    /// Whether a commit of `epoch` or below is in progress.
+    pub(crate) fn any_up_to(&self, epoch: u64) -> bool {
+        self.counts.first().is_some_and(|&(e, _)| e <= epoch)
+    }
+}
+
 impl TcBlock {
     /// The epoch new commits use (0 before the first global checkpoint).
     pub fn current_epoch(&self) -> u64 {
@@ -72,12 +149,20 @@ impl TcBlock {
     }
 
     /// Answers the pending `GcpCommitReq` once no commit of a lower epoch
-    /// is in progress.
+    /// is in progress. Runs after every commit: inlined, so that the usual
+    /// case (no switch pending) is one test.
+    #[inline]
     pub(crate) fn check_commit(&mut self, ctx: &mut Context<'_>) {
+        if self.commit_pending.is_some() {
+            self.check_pending_commit(ctx);
+        }
+    }
+
+    fn check_pending_commit(&mut self, ctx: &mut Context<'_>) {
         let Some((epoch, master)) = self.commit_pending else {
             return;
         };
-        if self.commits_in_progress.range(..epoch).any(|(_, n)| *n > 0) {
+        if self.commits_in_progress.any_below(epoch) {
             return;
         }
         self.commit_pending = None;
@@ -89,7 +174,7 @@ impl TcBlock {
         // epoch may be above this TC's own: a TC that joined during the
         // round never committed in it.
         assert!(
-            self.commits_in_progress.range(..=epoch).next().is_none(),
+            !self.commits_in_progress.any_up_to(epoch),
             "{}: epoch {epoch:#x} reported complete with commits of it in progress here",
             self.me
         );
@@ -133,5 +218,55 @@ impl TcBlock {
             return;
         }
         self.gci_waiters.push((from, gci));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn epoch_commits_count_each_epoch_until_its_last_commit_ends() {
+        let mut commits = EpochCommits::default();
+        assert!(!commits.any_up_to(u64::MAX));
+        commits.add(5);
+        commits.add(5);
+        commits.add(7);
+        assert_eq!(commits.counts, vec![(5, 2), (7, 1)]);
+        assert!(!commits.any_below(5));
+        assert!(commits.any_below(6));
+        assert!(commits.any_up_to(5));
+        assert!(!commits.any_up_to(4));
+        // The newest epoch's last commit, then an older one's.
+        commits.remove(7);
+        assert_eq!(commits.counts, vec![(5, 2)]);
+        commits.add(7);
+        commits.remove(5);
+        assert_eq!(commits.counts, vec![(5, 1), (7, 1)]);
+        commits.remove(5);
+        assert_eq!(commits.counts, vec![(7, 1)]);
+        assert!(!commits.any_below(7));
+        assert!(commits.any_up_to(7));
+        commits.add(7);
+        commits.remove(7);
+        commits.remove(7);
+        assert!(commits.counts.is_empty());
+        assert!(!commits.any_up_to(u64::MAX));
+    }
+
+    #[test]
+    #[should_panic(expected = "below epoch")]
+    fn a_commit_in_an_epoch_below_a_counted_one_is_refused() {
+        let mut commits = EpochCommits::default();
+        commits.add(7);
+        commits.add(5);
+    }
+
+    #[test]
+    #[should_panic(expected = "no commit is counted in epoch")]
+    fn a_commit_never_counted_cannot_end() {
+        let mut commits = EpochCommits::default();
+        commits.add(7);
+        commits.remove(5);
     }
 }

@@ -37,7 +37,6 @@ mod shutdown;
 pub mod transaction;
 pub mod unique;
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use kernel::{Block, Context, Instant};
@@ -199,7 +198,7 @@ pub struct TcBlock {
     /// The last epoch the master reported complete (`SubGcpCompleteRep`).
     complete_epoch: u64,
     /// Commits in progress per epoch.
-    pub(crate) commits_in_progress: BTreeMap<u64, u32>,
+    pub(crate) commits_in_progress: gcp::EpochCommits,
     /// A `GcpCommitReq` not yet answered: (epoch, master).
     commit_pending: Option<(u64, BlockRef)>,
     /// A `GcpPrepareReq { epoch }` came and its `GcpCommitReq` not yet:
@@ -267,7 +266,7 @@ impl TcBlock {
             gci: 0,
             epoch: 0,
             complete_epoch: 0,
-            commits_in_progress: BTreeMap::new(),
+            commits_in_progress: gcp::EpochCommits::default(),
             commit_pending: None,
             gci_held: None,
             durable_gci: 0,

@@ -25,6 +25,7 @@
 //! ([`TcBlock::end_transaction`] asserts it is removed from the map once);
 //! a commit, once decided, is never turned into an abort.
 
+use config::PartitionHome;
 use kernel::{Context, Instant};
 use proto::error;
 use proto::{
@@ -94,7 +95,12 @@ pub(crate) struct Group {
     /// for `backup_read` this TC's own node.
     primary: NodeId,
     instance: u32,
-    /// A partition of the group (they share the chain).
+    /// Where the group's first partition is served, as the live map said
+    /// when the group was made (every partition of a group has the same
+    /// chain); the group is sent in the same signal's execution, so the
+    /// map has not changed since (`send_group` asserts it).
+    home: PartitionHome,
+    /// The group's first partition.
     partition: u32,
     has_write: bool,
     has_lock: bool,
@@ -692,7 +698,11 @@ impl TcBlock {
         commit_gci: u32,
         ctx: &mut Context<'_>,
     ) {
-        let home = self.map.home_of(group.partition, group.fully_replicated);
+        let home = &group.home;
+        debug_assert!(
+            self.map.home_of(group.partition, group.fully_replicated) == *home,
+            "a group is sent before the live map changes"
+        );
         debug_assert!(
             home.primary() == group.primary
                 || (group.backup_read && home.is_replica(group.primary)),
@@ -743,7 +753,7 @@ impl TcBlock {
         tx.one_phase = true;
         tx.gci = commit_gci;
         tx.epoch = self.epoch;
-        *self.commits_in_progress.entry(self.epoch).or_insert(0) += 1;
+        self.commits_in_progress.add(self.epoch);
         self.counters.one_phase += 1;
         ctx.send(
             ldm,
@@ -763,14 +773,7 @@ impl TcBlock {
         debug_assert!(tx.one_phase);
         tx.one_phase = false;
         let epoch = tx.epoch;
-        let count = self
-            .commits_in_progress
-            .get_mut(&epoch)
-            .expect("a one-phase commit counted in its epoch");
-        *count -= 1;
-        if *count == 0 {
-            self.commits_in_progress.remove(&epoch);
-        }
+        self.commits_in_progress.remove(epoch);
         self.check_commit(ctx);
     }
 
@@ -804,7 +807,14 @@ impl TcBlock {
             if home.primary() == me {
                 self.counters.local_reads += 1;
             }
-            return self.group_of(partition, full, OpKind::Read, LockMode::Committed);
+            return group_at(
+                home,
+                &mut self.scratch.groups,
+                partition,
+                full,
+                OpKind::Read,
+                LockMode::Committed,
+            );
         }
         let instance = home.ldm_instance;
         let groups = &mut self.scratch.groups;
@@ -817,6 +827,7 @@ impl TcBlock {
                 groups.push(Group {
                     primary: me,
                     instance,
+                    home,
                     partition,
                     has_write: false,
                     has_lock: false,
@@ -917,6 +928,9 @@ impl TcBlock {
                 ok_in_order as usize,
                 "pass-through sent every op"
             );
+            if tx.ldm_committed == Some(false) {
+                return self.one_phase_done(slot, results, ctx);
+            }
             for op in &mut tx.ops {
                 debug_assert!(
                     !op.answered && op.code == 0,
@@ -925,8 +939,9 @@ impl TcBlock {
                 op.answered = true;
             }
             tx.outstanding = 0;
-            tx.confs.push(results);
-            return self.request_done(slot, ctx);
+            // What `request_done` does with the one batch of a request
+            // passed through, without keeping it first.
+            return self.answer_request(slot, results, ctx);
         }
         // Made by an LDM of this cluster and passed on to the client, which
         // checks every value as it reads it: the frames are enough here.
@@ -974,6 +989,34 @@ impl TcBlock {
         }
     }
 
+    /// The one-phase commit of `slot` is done (its LDM committed and needs
+    /// no redo space, `LdmKeyCommitted { pending: 0 }`) and `results`, the
+    /// LDM's batch, answers every op of its one request in order: what
+    /// `request_done`, `start_commit` and `commit_confirmed` would do for
+    /// it, straight (the common update). Its request was the whole
+    /// transaction, so it has no plan, scan or other batch, and its one
+    /// participant is the LDM that answered.
+    fn one_phase_done(&mut self, slot: u32, results: Vec<u8>, ctx: &mut Context<'_>) {
+        let tx = self.transactions.get_mut(slot);
+        debug_assert!(
+            tx.one_phase
+                && tx.state == TxState::Executing
+                && tx.flags & tc_flags::COMMIT != 0
+                && !tx.plan.active
+                && tx.scans == 0
+                && tx.confs.is_empty()
+                && tx.participants.len() == 1,
+            "a one-phase commit is one request, the whole transaction"
+        );
+        tx.ldm_committed = None;
+        tx.one_phase = false;
+        tx.outstanding = 0;
+        tx.state = TxState::Committing;
+        tx.reply = results;
+        let epoch = tx.epoch;
+        self.commit_done(slot, epoch, ctx);
+    }
+
     /// Every op of the request is answered, none failed: reply, or commit.
     ///
     /// The common request (one LDM batch, results in request order, the
@@ -1003,8 +1046,7 @@ impl TcBlock {
         } else {
             self.write_results(slot, &mut out)
         };
-        let request = self.transactions.get_mut(slot).plan.finish();
-        self.scratch.recycle(request);
+        self.transactions.get_mut(slot).plan.end(&mut self.scratch);
         if let Err(e) = written {
             return self.fail(slot, e.code(), u32::MAX, reply_too_large_message(&e), ctx);
         }
@@ -1012,7 +1054,17 @@ impl TcBlock {
         for conf in tx.confs.drain(..) {
             self.scratch.recycle(conf);
         }
+        self.answer_request(slot, out, ctx);
+    }
+
+    /// The request of `slot` is done and `out` is its reply's results:
+    /// commit (the reply waits for the outcome), or answer now.
+    fn answer_request(&mut self, slot: u32, out: Vec<u8>, ctx: &mut Context<'_>) {
         let tx = self.transactions.get_mut(slot);
+        debug_assert!(
+            tx.confs.is_empty() && !tx.plan.active,
+            "a request's batches are used up before it is answered"
+        );
         if tx.flags & tc_flags::COMMIT != 0 {
             tx.reply = out;
             return self.start_commit(slot, ctx);
@@ -1122,7 +1174,7 @@ impl TcBlock {
             "transaction {tx_id:#x} commits with no live participant"
         );
         tx.epoch = epoch;
-        *self.commits_in_progress.entry(epoch).or_insert(0) += 1;
+        self.commits_in_progress.add(epoch);
     }
 
     pub(crate) fn on_commit_conf(
@@ -1196,24 +1248,23 @@ impl TcBlock {
         assert!(tx.confs_waiting > 0, "commit confirmations counted");
         tx.confs_waiting -= 1;
         if tx.confs_waiting == 0 {
-            let count = self
-                .commits_in_progress
-                .get_mut(&epoch)
-                .expect("commit counted in its epoch");
-            *count -= 1;
-            if *count == 0 {
-                self.commits_in_progress.remove(&epoch);
-            }
-            // The master reports an epoch complete only once no commit of
-            // it is in progress on any TC (`tc::gcp`).
-            assert!(
-                epoch > self.complete_epoch,
-                "a commit answered in epoch {epoch:#x}, already reported complete ({:#x})",
-                self.complete_epoch
-            );
-            self.end_transaction(slot, true, ctx);
-            self.check_commit(ctx);
+            self.commit_done(slot, epoch, ctx);
         }
+    }
+
+    /// Every participant of `slot` confirmed its commit in `epoch`: the
+    /// commit is no longer in progress there, and the client is answered.
+    fn commit_done(&mut self, slot: u32, epoch: u64, ctx: &mut Context<'_>) {
+        self.commits_in_progress.remove(epoch);
+        // The master reports an epoch complete only once no commit of
+        // it is in progress on any TC (`tc::gcp`).
+        assert!(
+            epoch > self.complete_epoch,
+            "a commit answered in epoch {epoch:#x}, already reported complete ({:#x})",
+            self.complete_epoch
+        );
+        self.end_transaction(slot, true, ctx);
+        self.check_commit(ctx);
     }
 
     /// Aborts because of a failed op, a bad request or overload, answering
@@ -1398,9 +1449,7 @@ impl TcBlock {
         };
         let uncount = tx.one_phase;
         tx.participants.clear();
-        let request = tx.plan.finish();
-        self.scratch.recycle(request);
-        let tx = self.transactions.get_mut(slot);
+        tx.plan.end(&mut self.scratch);
         for conf in tx.confs.drain(..) {
             self.scratch.recycle(conf);
         }
@@ -1495,6 +1544,8 @@ fn send_chain(
 /// Commit chain `chain` of `tx`: its first live participant not done, from
 /// the last one named (NDB's order), and the others after it; marks the
 /// failed ones done. `None` when no live participant is left to commit.
+/// Inlined: every commit of a write with replicas runs it.
+#[inline]
 fn chain_of(tx: &mut Transaction, chain: u16, down: &NodeBitmask) -> Option<(BlockRef, ChainRest)> {
     let mut first = None;
     let mut next = ChainRest::new();
@@ -1567,7 +1618,26 @@ pub(crate) fn group_in(
     kind: OpKind,
     lock: LockMode,
 ) -> u16 {
-    let home = map.home_of(partition, full);
+    group_at(
+        map.home_of(partition, full),
+        groups,
+        partition,
+        full,
+        kind,
+        lock,
+    )
+}
+
+/// [`group_in`] with the partition's `home` known.
+#[inline]
+fn group_at(
+    home: PartitionHome,
+    groups: &mut Vec<Group>,
+    partition: u32,
+    full: bool,
+    kind: OpKind,
+    lock: LockMode,
+) -> u16 {
     let (primary, instance) = (home.primary(), home.ldm_instance);
     let write = kind != OpKind::Read;
     let locks = write || lock != LockMode::Committed;
@@ -1582,6 +1652,7 @@ pub(crate) fn group_in(
             groups.push(Group {
                 primary,
                 instance,
+                home,
                 partition,
                 has_write: false,
                 has_lock: false,

@@ -60,7 +60,7 @@ use storage::schema::{
 };
 
 use super::transaction::{group_in, route, OpError, TxState};
-use super::{TcBlock, TcTable};
+use super::{Scratch, TcBlock, TcTable};
 
 /// A unique index of a base table, as the TC maintains it.
 #[derive(Clone, Debug)]
@@ -159,6 +159,25 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
+    /// [`Plan::finish`] of a plan in use, its op batch kept for reuse
+    /// (`Scratch::recycle`). A plan not in use is finished already: only
+    /// `start_plan` makes one active, and only `finish` ends it. Inlined:
+    /// every request ends its plan, and most have none.
+    #[inline]
+    pub(crate) fn end(&mut self, scratch: &mut Scratch) {
+        if self.active {
+            scratch.recycle(self.finish());
+        }
+        debug_assert!(
+            self.request.is_empty()
+                && self.ops.is_empty()
+                && self.subs.is_empty()
+                && self.segments.is_empty()
+                && self.stage.is_empty(),
+            "a plan not in use is finished"
+        );
+    }
+
     /// Forgets the request; its op batch goes back to the caller for reuse.
     pub(crate) fn finish(&mut self) -> Vec<u8> {
         self.active = false;
