@@ -186,6 +186,29 @@ struct TxRecord {
     queue: std::collections::VecDeque<requests::Slot>,
 }
 
+/// The record of `tx_id` in `txs`, made (from `free`, the recycled ones)
+/// if it has none; `None` when it has none and `txs` is full. Over the
+/// fields, not the block: the caller goes on with the block's others.
+fn tx_record<'t>(
+    txs: &'t mut crate::tc::IdMap<u64, TxRecord>,
+    free: &mut Vec<TxRecord>,
+    tx_id: u64,
+    tc: BlockRef,
+) -> Option<&'t mut TxRecord> {
+    let full = txs.len() >= LDM_TRANSACTIONS_MAX;
+    match txs.entry(tx_id) {
+        Entry::Occupied(entry) => Some(entry.into_mut()),
+        Entry::Vacant(_) if full => None,
+        Entry::Vacant(entry) => {
+            let mut record = free.pop().unwrap_or_default();
+            record.tc = Some(tc);
+            record.fragments.clear();
+            record.queue.clear();
+            Some(entry.insert(record))
+        }
+    }
+}
+
 /// A commit done on this instance: passed on to the next instance of its
 /// chain, or answered at the chain's end.
 fn commit_done(done: PendingCommit, ctx: &mut Context<'_>) {
@@ -408,21 +431,6 @@ impl<D> LdmBlock<D> {
         if !self.failed {
             self.failed = true;
             ctx.shutdown(restart, reason);
-        }
-    }
-
-    fn tx_record(&mut self, tx_id: u64, tc: BlockRef) -> Option<&mut TxRecord> {
-        let full = self.txs.len() >= LDM_TRANSACTIONS_MAX;
-        match self.txs.entry(tx_id) {
-            Entry::Occupied(entry) => Some(entry.into_mut()),
-            Entry::Vacant(_) if full => None,
-            Entry::Vacant(entry) => {
-                let mut record = self.free_txs.pop().unwrap_or_default();
-                record.tc = Some(tc);
-                record.fragments.clear();
-                record.queue.clear();
-                Some(entry.insert(record))
-            }
         }
     }
 

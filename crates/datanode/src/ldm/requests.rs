@@ -33,7 +33,7 @@ use storage::schema::{ColumnChanges, RowLayout, TableDef, Value, ValueRef};
 
 use super::batches::gathers_answers;
 use super::encoded::{put_all_columns, put_column, Gathered, RowSink};
-use super::{LdmBlock, LDM_OPS_MAX, LDM_REQUESTS_MAX, REDO_HIGH_WATER_PERCENT};
+use super::{tx_record, LdmBlock, LDM_OPS_MAX, LDM_REQUESTS_MAX, REDO_HIGH_WATER_PERCENT};
 
 /// A run of committed reads of one fragment, parsed once.
 type ReadRun<'a> = SmallVec<[OpView<'a>; 8]>;
@@ -174,6 +174,19 @@ pub(super) struct Scratch {
     batch: ReadBatch,
 }
 
+/// A request's operations being run (`run_ops`): whose, and where the
+/// results go.
+struct OpsRun<'r> {
+    tx_id: u64,
+    op_id: OpId,
+    forwarding: bool,
+    /// Position in the batch of the next operation to run.
+    position: u32,
+    results: &'r mut Gathered,
+    /// Positions of the writes that go on to the next replica.
+    forward: &'r mut Vec<u32>,
+}
+
 /// How one operation ended at this replica.
 enum Step {
     /// Answered (a result is in the request's results).
@@ -274,23 +287,32 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             drop(views);
             return ctx.recycle(ops);
         }
-        if !self.requests.has_room(op_count) || self.tx_record(tx_id, tc).is_none() {
-            self.answer_all(tx_id, tc, &ops, error::OUT_OF_LDM_OPERATIONS, ctx);
-            return;
-        }
         let only_op = match views.as_slice() {
             [view] if op_count == 1 => Some(view.span(&ops)),
             _ => None,
         };
         drop(views);
-        let slot = self.requests.insert(
+        let LdmBlock {
+            txs,
+            free_txs,
+            requests,
+            ..
+        } = self;
+        let record = match requests.has_room(op_count) {
+            true => tx_record(txs, free_txs, tx_id, tc),
+            false => None,
+        };
+        let Some(record) = record else {
+            self.answer_all(tx_id, tc, &ops, error::OUT_OF_LDM_OPERATIONS, ctx);
+            return;
+        };
+        let slot = requests.insert(
             tx_id,
             tc,
             chain,
             (ops, op_count as u32, only_op),
             commit_gci,
         );
-        let record = self.txs.get_mut(&tx_id).expect("made above");
         record.queue.push_back(slot);
         if record.queue.len() == 1 {
             self.run_requests(slot, ctx);
@@ -411,54 +433,25 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         let only_op = record.only_op;
         let forwarding = !record.chain.is_empty();
         let op_id = self.requests.op_id(slot);
+        let mut run = OpsRun {
+            tx_id,
+            op_id,
+            forwarding,
+            position: start,
+            results: &mut results,
+            forward: &mut forward,
+        };
         // Framed at arrival (`on_key_req`), which counted its ops and kept
-        // the span of a lone op: that one is not parsed again.
-        let only = only_op.filter(|_| start == 0).map(|span| span.view(&ops));
-        let rest = only.is_none().then(|| {
-            OpBatchReader::checked_before(&ops, op_count as usize)
-                .iter()
-                .skip(start as usize)
-        });
-        let mut position = start;
-        let mut iter = only
-            .into_iter()
-            .chain(rest.into_iter().flatten())
-            .peekable();
-        let mut waiting = false;
-        while let Some(op) = iter.next() {
-            if is_committed_read(&op) && self.check_op(&op).is_ok() {
-                // The fast path: this and the committed reads of the same
-                // fragment right after it, in one batch.
-                let mut run: ReadRun<'_> = SmallVec::new();
-                run.push(op);
-                while run.len() < READ_BATCH_KEYS_MAX {
-                    match iter.peek() {
-                        Some(next)
-                            if same_fragment(&op, next)
-                                && is_committed_read(next)
-                                && self.check_op(next).is_ok() =>
-                        {
-                            run.push(*next);
-                            iter.next();
-                        }
-                        _ => break,
-                    }
-                }
-                self.committed_reads(&run, &mut results);
-                position += run.len() as u32;
-                continue;
+        // the span of a lone op: that one is not parsed again, nor walked
+        // through the batch's iterator.
+        let waiting = match only_op.filter(|_| start == 0) {
+            Some(span) => self.run_ops(std::iter::once(span.view(&ops)), &mut run),
+            None => {
+                let reader = OpBatchReader::checked_before(&ops, op_count as usize);
+                self.run_ops(reader.iter().skip(start as usize), &mut run)
             }
-            match self.run_one(tx_id, op_id, &op, forwarding, &mut results) {
-                Step::Answered => {}
-                Step::Forward => forward.push(position),
-                Step::Wait => {
-                    waiting = true;
-                    self.stats.ops_waited += 1;
-                    break;
-                }
-            }
-            position += 1;
-        }
+        };
+        let position = run.position;
         let record = &mut self.requests.records[slot as usize];
         record.ops = ops;
         record.results = results;
@@ -466,6 +459,46 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         record.next = position;
         record.waiting = waiting;
         !waiting
+    }
+
+    /// Runs `ops`, the operations of a request from `run.position` on, in
+    /// order, until one waits (true) or all are done (false).
+    fn run_ops<'o>(&mut self, ops: impl Iterator<Item = OpView<'o>>, run: &mut OpsRun<'_>) -> bool {
+        let mut iter = ops.peekable();
+        while let Some(op) = iter.next() {
+            if is_committed_read(&op) && self.check_op(&op).is_ok() {
+                // The fast path: this and the committed reads of the same
+                // fragment right after it, in one batch.
+                let mut reads: ReadRun<'_> = SmallVec::new();
+                reads.push(op);
+                while reads.len() < READ_BATCH_KEYS_MAX {
+                    match iter.peek() {
+                        Some(next)
+                            if same_fragment(&op, next)
+                                && is_committed_read(next)
+                                && self.check_op(next).is_ok() =>
+                        {
+                            reads.push(*next);
+                            iter.next();
+                        }
+                        _ => break,
+                    }
+                }
+                self.committed_reads(&reads, run.results);
+                run.position += reads.len() as u32;
+                continue;
+            }
+            match self.run_one(run.tx_id, run.op_id, &op, run.forwarding, run.results) {
+                Step::Answered => {}
+                Step::Forward => run.forward.push(run.position),
+                Step::Wait => {
+                    self.stats.ops_waited += 1;
+                    return true;
+                }
+            }
+            run.position += 1;
+        }
+        false
     }
 
     /// Checks an operation against this instance's schema; the fragment it
