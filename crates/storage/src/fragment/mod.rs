@@ -735,7 +735,12 @@ impl Fragment {
             }
             result => result?,
         }
-        self.write_over(pool, row, tx)?;
+        // The view says what `write_over` would look up again.
+        if view == View::OwnInsert {
+            self.overwrite_own_insert(pool, row)?;
+        } else {
+            self.stage_update(pool, row, tx)?;
+        }
         Ok(Outcome::Done)
     }
 
@@ -1657,18 +1662,28 @@ impl Fragment {
     ) -> Result<(), FragmentError> {
         match self.pending_of(row, tx) {
             Some(PendingKind::Insert | PendingKind::InsertDeleted) => {
-                // Its own reserved row: the row store holds its image.
-                let image = &self.scratch.image;
-                self.rows
-                    .update(pool, row, &image.fixed, &image.var)
-                    .map_err(|e| self.memory_error(e))?;
-                self.pending.get_mut(&row).expect("pending insert").kind = PendingKind::Insert;
-                Ok(())
+                self.overwrite_own_insert(pool, row)
             }
             Some(PendingKind::Update | PendingKind::Delete) | None => {
                 self.stage_update(pool, row, tx)
             }
         }
+    }
+
+    /// Makes the image in `scratch.image` that of `row`, a reserved insert
+    /// of the transaction (deleted again by it or not): the row store holds
+    /// its image.
+    fn overwrite_own_insert(
+        &mut self,
+        pool: &mut PagePool,
+        row: RowId,
+    ) -> Result<(), FragmentError> {
+        let image = &self.scratch.image;
+        self.rows
+            .update(pool, row, &image.fixed, &image.var)
+            .map_err(|e| self.memory_error(e))?;
+        self.pending.get_mut(&row).expect("pending insert").kind = PendingKind::Insert;
+        Ok(())
     }
 
     /// Stages `scratch.image` as the pending update of committed `row`,
@@ -1681,15 +1696,27 @@ impl Fragment {
         tx: TxId,
     ) -> Result<(), FragmentError> {
         let grows = self.scratch.image.var.len() > self.rows.var(pool, row).len();
-        let has_reserve = self.pending.get(&row).is_some_and(|p| p.reserve.is_some());
+        // One lookup of the row's pending change, for the reserve and the
+        // image both.
+        let Fragment {
+            pending,
+            free_images,
+            scratch,
+            reserve_pages,
+            ..
+        } = self;
+        let entry = pending.entry(row);
+        let has_reserve = matches!(&entry, Entry::Occupied(o) if o.get().reserve.is_some());
         let mut new_reserve = None;
         if grows && !has_reserve {
-            let page = pool.alloc_page().map_err(|e| self.memory_error(e))?;
-            new_reserve = Some(page);
-            self.reserve_pages += 1;
+            match pool.alloc_page() {
+                Ok(page) => new_reserve = Some(page),
+                // Nothing changed: a vacant entry inserts nothing.
+                Err(e) => return Err(self.memory_error(e)),
+            }
+            *reserve_pages += 1;
         }
-        let free_images = &mut self.free_images;
-        let pending = match self.pending.entry(row) {
+        let pending = match entry {
             Entry::Occupied(occupied) => occupied.into_mut(),
             Entry::Vacant(vacant) => vacant.insert(Pending {
                 tx,
@@ -1708,13 +1735,14 @@ impl Fragment {
         }
         pending.kind = PendingKind::Update;
         // The old buffers become the scratch for the next image.
-        std::mem::swap(&mut pending.image, &mut self.scratch.image);
+        std::mem::swap(&mut pending.image, &mut scratch.image);
         if new_reserve.is_some() {
             pending.reserve = new_reserve;
         }
         if !grows {
-            let reserve = pending.reserve.take();
-            self.free_reserve(pool, reserve);
+            if let Some(page) = pending.reserve.take() {
+                self.free_reserve(pool, Some(page));
+            }
         }
         Ok(())
     }
