@@ -797,6 +797,21 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         gci: u32,
         ctx: &mut Context<'_>,
     ) -> bool {
+        self.commit_tx(reply_to, next, tx_id, gci, None, ctx)
+    }
+
+    /// [`Self::commit_here`]; `lone`, for a transaction that has no record
+    /// here (a one-phase commit run at its arrival, `one_phase_at_once`):
+    /// its TC and the fragments its operation touched.
+    fn commit_tx(
+        &mut self,
+        reply_to: BlockRef,
+        next: &[BlockRef],
+        tx_id: u64,
+        gci: u32,
+        lone: Option<(BlockRef, TxFragments)>,
+        ctx: &mut Context<'_>,
+    ) -> bool {
         if self.failed {
             // The node is going down (a commit before this one failed).
             return false;
@@ -808,15 +823,28 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             pending.next = next.to_vec();
             return false;
         }
-        let (tc, dropped, fragments) = self.end_tx_records(tx_id);
-        if dropped > 0 {
-            tracing::warn!(
-                node = %self.config.node,
-                "LDM instance {}: commit of transaction {tx_id:#x} with {dropped} requests still here; \
-                 they are dropped",
-                self.config.instance,
-            );
-        }
+        let (tc, fragments) = match lone {
+            Some((tc, fragments)) => {
+                debug_assert!(
+                    !self.txs.contains_key(&tx_id),
+                    "a lone commit has no record"
+                );
+                self.scans.close_tx(tx_id);
+                (Some(tc), fragments)
+            }
+            None => {
+                let (tc, dropped, fragments) = self.end_tx_records(tx_id);
+                if dropped > 0 {
+                    tracing::warn!(
+                        node = %self.config.node,
+                        "LDM instance {}: commit of transaction {tx_id:#x} with {dropped} requests \
+                         still here; they are dropped",
+                        self.config.instance,
+                    );
+                }
+                (tc, fragments)
+            }
+        };
         if let Some(tc) = tc {
             self.recent_commits.remember(tx_id, tc.node, gci);
         }

@@ -31,9 +31,12 @@ use storage::locks::{Grant, OpId, TxId};
 use storage::memory::PagePool;
 use storage::schema::{ColumnChanges, RowLayout, TableDef, Value, ValueRef};
 
-use super::batches::gathers_answers;
+use super::batches::{gathers_answers, KeyBatches};
 use super::encoded::{put_all_columns, put_column, Gathered, RowSink};
-use super::{tx_record, LdmBlock, LDM_OPS_MAX, LDM_REQUESTS_MAX, REDO_HIGH_WATER_PERCENT};
+use super::{
+    tx_record, LdmBlock, LdmStats, LDM_OPS_MAX, LDM_REQUESTS_MAX, LDM_TRANSACTIONS_MAX,
+    REDO_HIGH_WATER_PERCENT,
+};
 
 /// A run of committed reads of one fragment, parsed once.
 type ReadRun<'a> = SmallVec<[OpView<'a>; 8]>;
@@ -148,6 +151,18 @@ impl Requests {
         self.used -= 1;
         self.ops_held -= record.op_count as usize;
         self.free.push(slot);
+    }
+
+    /// The op id of the record the next [`Requests::insert`] hands out:
+    /// an operation that runs before its request has a record (see
+    /// `one_phase_at_once`) waits for a lock under it, and the record it
+    /// then gets is that one.
+    fn next_op_id(&self) -> OpId {
+        let (slot, generation) = match self.free.last() {
+            Some(&slot) => (slot, self.records[slot as usize].generation),
+            None => (self.records.len() as Slot, Request::default().generation),
+        };
+        OpId(((generation + 1) & GENERATION_MASK) << SLOT_BITS | slot)
     }
 
     fn op_id(&self, slot: Slot) -> OpId {
@@ -291,7 +306,17 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             [view] if op_count == 1 => Some(view.span(&ops)),
             _ => None,
         };
+        let lone_write = matches!(views.as_slice(), [view] if !is_committed_read(view));
         drop(views);
+        if let Some(span) = only_op.filter(|_| {
+            commit_gci != 0
+                && lone_write
+                && self.requests.has_room(1)
+                && self.txs.len() < LDM_TRANSACTIONS_MAX
+                && !self.txs.contains_key(&tx_id)
+        }) {
+            return self.one_phase_at_once(tx_id, tc, ops, span, commit_gci, ctx);
+        }
         let LdmBlock {
             txs,
             free_txs,
@@ -321,6 +346,76 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             self.run_grants(ctx);
             self.check_alter(ctx);
         }
+    }
+
+    /// A one-phase commit of one write (the common update) of a
+    /// transaction with nothing here: runs its op at once, with neither a
+    /// request record nor a transaction record, and commits. Only what
+    /// must outlive this call gets a record, as the general path
+    /// (`run_requests`, `finish_one_phase`) would leave it: an op waiting
+    /// for a lock parks in a request record (the one its op id names) of
+    /// the transaction's record; an op that failed leaves its fragment in
+    /// the transaction's record, for the TC's abort.
+    fn one_phase_at_once(
+        &mut self,
+        tx_id: u64,
+        tc: BlockRef,
+        ops: Vec<u8>,
+        span: OpSpan,
+        gci: u32,
+        ctx: &mut Context<'_>,
+    ) {
+        let op_id = self.requests.next_op_id();
+        let mut results = std::mem::take(&mut self.scratch.results);
+        results.clear();
+        let (step, touched) = self.run_one(tx_id, op_id, &span.view(&ops), false, &mut results);
+        match step {
+            Step::Wait => {
+                self.stats.ops_waited += 1;
+                let LdmBlock {
+                    txs,
+                    free_txs,
+                    requests,
+                    ..
+                } = self;
+                let record = tx_record(txs, free_txs, tx_id, tc).expect("room checked at arrival");
+                record.fragments.extend(touched);
+                let slot = requests.insert(tx_id, tc, Vec::new(), (ops, 1, Some(span)), gci);
+                assert_eq!(
+                    requests.op_id(slot),
+                    op_id,
+                    "the waiting op's request takes the record its op id names"
+                );
+                record.queue.push_back(slot);
+                requests.records[slot as usize].waiting = true;
+            }
+            Step::Forward => unreachable!("a one-phase commit has no replica to pass ops on to"),
+            Step::Answered if results.len() == 1 && results.all_succeeded() => {
+                self.stats.one_phase_commits += 1;
+                let fragments = touched.into_iter().collect();
+                let done = self.commit_tx(tc, &[], tx_id, gci, Some((tc, fragments)), ctx);
+                send_results(tx_id, tc, &results, Some((gci, !done)), ctx);
+                ctx.recycle(ops);
+            }
+            Step::Answered => {
+                if let Some(key) = touched {
+                    let record = tx_record(&mut self.txs, &mut self.free_txs, tx_id, tc)
+                        .expect("room checked at arrival");
+                    record.fragments.push(key);
+                }
+                let LdmBlock {
+                    me,
+                    key_batches,
+                    stats,
+                    ..
+                } = self;
+                answer(*me, key_batches, stats, tx_id, tc, &results, ctx);
+                ctx.recycle(ops);
+            }
+        }
+        self.scratch.results = results;
+        self.run_grants(ctx);
+        self.check_alter(ctx);
     }
 
     /// Runs a batch of committed reads only, answering each in `out`, in
@@ -488,7 +583,12 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 run.position += reads.len() as u32;
                 continue;
             }
-            match self.run_one(run.tx_id, run.op_id, &op, run.forwarding, run.results) {
+            let (step, touched) =
+                self.run_one(run.tx_id, run.op_id, &op, run.forwarding, run.results);
+            if let Some(key) = touched {
+                self.touch(run.tx_id, key);
+            }
+            match step {
                 Step::Answered => {}
                 Step::Forward => run.forward.push(run.position),
                 Step::Wait => {
@@ -591,8 +691,38 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         }
     }
 
-    /// Runs one operation (not a committed read of the fast path).
+    /// Runs one operation (not a committed read of the fast path) of
+    /// transaction `tx_id`. Returns how it ended and the fragment it
+    /// touched: one it may have left a lock (or a queued request) in, even
+    /// when it waits or fails, which the transaction's end must release
+    /// (the caller notes it in the transaction's record).
     fn run_one(
+        &mut self,
+        tx_id: u64,
+        op_id: OpId,
+        op: &OpView<'_>,
+        forwarding: bool,
+        out: &mut Gathered,
+    ) -> (Step, Option<(u32, u32)>) {
+        let h = op.header;
+        let (table_id, partition) = match self.check_op(op) {
+            Ok(key) => key,
+            Err(code) => {
+                out.error(h.op_index, code);
+                return (Step::Answered, None);
+            }
+        };
+        let writes = h.kind != OpKind::Read;
+        if writes && self.redo_over_high_water() {
+            out.error(h.op_index, error::REDO_OVERLOADED);
+            return (Step::Answered, None);
+        }
+        let touched = (writes || h.lock != LockMode::Committed).then_some((table_id, partition));
+        (self.run_checked(tx_id, op_id, op, forwarding, out), touched)
+    }
+
+    /// `run_one` past the checks.
+    fn run_checked(
         &mut self,
         tx_id: u64,
         op_id: OpId,
@@ -601,23 +731,8 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         out: &mut Gathered,
     ) -> Step {
         let h = op.header;
-        let (table_id, partition) = match self.check_op(op) {
-            Ok(key) => key,
-            Err(code) => {
-                out.error(h.op_index, code);
-                return Step::Answered;
-            }
-        };
+        let (table_id, partition) = (h.table_id, h.partition);
         let writes = h.kind != OpKind::Read;
-        if writes && self.redo_over_high_water() {
-            out.error(h.op_index, error::REDO_OVERLOADED);
-            return Step::Answered;
-        }
-        if writes || h.lock != LockMode::Committed {
-            // Even a waiting or failed operation may leave a lock (or a
-            // queued request) that the transaction's end must release.
-            self.touch(tx_id, (table_id, partition));
-        }
         let LdmBlock {
             schema,
             instance,
@@ -688,13 +803,15 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         let me = *me;
         let record = &mut requests.records[slot as usize];
         let tc = record.tc.expect("a request in use has its TC");
-        if !record.results.is_empty() {
-            if gathers_answers(me, tc) {
-                key_batches.queue_answer(me, record.tx_id, tc, &record.results, stats, ctx);
-            } else {
-                send_results(record.tx_id, tc, &record.results, None, ctx);
-            }
-        }
+        answer(
+            me,
+            key_batches,
+            stats,
+            record.tx_id,
+            tc,
+            &record.results,
+            ctx,
+        );
         if !record.forward.is_empty() {
             let next = record.chain[0];
             let bytes = if record.forward.len() == record.op_count as usize {
@@ -772,6 +889,27 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         };
         self.requests.records[slot as usize].waiting = false;
         self.run_requests(slot, ctx);
+    }
+}
+
+/// Sends a request's results (if any) to its TC: gathered with others for a
+/// TC of another node (`batches`), else alone.
+fn answer(
+    me: BlockRef,
+    key_batches: &mut KeyBatches,
+    stats: &mut LdmStats,
+    tx_id: u64,
+    tc: BlockRef,
+    results: &Gathered,
+    ctx: &mut Context<'_>,
+) {
+    if results.is_empty() {
+        return;
+    }
+    if gathers_answers(me, tc) {
+        key_batches.queue_answer(me, tx_id, tc, results, stats, ctx);
+    } else {
+        send_results(tx_id, tc, results, None, ctx);
     }
 }
 
