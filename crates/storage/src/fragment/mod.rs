@@ -1867,14 +1867,17 @@ impl Fragment {
             scratch,
             ..
         } = self;
-        move_entries(
-            ordered,
-            layout,
-            (&mut scratch.old_key, &mut scratch.new_key),
-            row,
-            (rows.fixed(pool, row), rows.var(pool, row)),
-            (&image.fixed, &image.var),
-        );
+        if !ordered.is_empty() {
+            // The committed image is read only for an index to compare.
+            move_entries(
+                ordered,
+                layout,
+                (&mut scratch.old_key, &mut scratch.new_key),
+                row,
+                (rows.fixed(pool, row), rows.var(pool, row)),
+                (&image.fixed, &image.var),
+            );
+        }
         if let Err(e) = self.rows.update(pool, row, &image.fixed, &image.var) {
             panic!(
                 "table `{}` fragment {}: commit of {row:?} failed after its memory was \
