@@ -128,6 +128,14 @@ pub struct LdmBlockConfig {
     pub lcp_interval: Duration,
 }
 
+impl LdmBlockConfig {
+    /// [`LdmBlock::owns`], from the configuration alone.
+    fn owns(&self, partition: u32, fully_replicated: bool) -> bool {
+        let home = self.placement.home(partition);
+        home.ldm_instance == self.instance && (fully_replicated || home.is_replica(self.node))
+    }
+}
+
 /// Counters, for tests and observability.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LdmStats {
@@ -420,9 +428,7 @@ impl<D> LdmBlock<D> {
     /// Whether partition `p` of a table lives on this instance of this node
     /// (every node holds each partition of a fully replicated table).
     fn owns(&self, partition: u32, fully_replicated: bool) -> bool {
-        let home = self.config.placement.home(partition);
-        home.ldm_instance == self.config.instance
-            && (fully_replicated || home.is_replica(self.config.node))
+        self.config.owns(partition, fully_replicated)
     }
 
     /// Gives up on everything: the node is going down.

@@ -31,11 +31,12 @@ use storage::locks::{Grant, OpId, TxId};
 use storage::memory::PagePool;
 use storage::schema::{ColumnChanges, RowLayout, TableDef, Value, ValueRef};
 
+use super::alter::AlterState;
 use super::batches::{gathers_answers, KeyBatches};
 use super::encoded::{put_all_columns, put_column, Gathered, RowSink};
 use super::{
-    tx_record, LdmBlock, LdmStats, LDM_OPS_MAX, LDM_REQUESTS_MAX, LDM_TRANSACTIONS_MAX,
-    REDO_HIGH_WATER_PERCENT,
+    tx_record, LdmBlock, LdmBlockConfig, LdmStats, LocalSchema, LDM_OPS_MAX, LDM_REQUESTS_MAX,
+    LDM_TRANSACTIONS_MAX, REDO_HIGH_WATER_PERCENT,
 };
 
 /// A run of committed reads of one fragment, parsed once.
@@ -604,41 +605,8 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
     /// Checks an operation against this instance's schema; the fragment it
     /// names, or the error code.
     pub(super) fn check_op(&self, op: &OpView<'_>) -> Result<(u32, u32), u32> {
-        let h = &op.header;
-        let table = self
-            .schema
-            .tables
-            .get(&h.table_id)
-            .ok_or(error::NO_SUCH_TABLE)?;
-        if self.altering(h.table_id) {
-            // An ALTER TABLE waits for the transactions on the table.
-            return Err(error::BUSY);
-        }
-        if h.table_version != table.version {
-            return Err(error::WRONG_SCHEMA_VERSION);
-        }
-        if h.partition == NO_PARTITION
-            || h.partition >= table.partitions
-            || !self.owns(h.partition, table.fully_replicated)
-        {
-            tracing::debug!(
-                node = %self.config.node,
-                "LDM instance {}: table `{}` partition {} is not held here",
-                self.config.instance,
-                table.name,
-                h.partition
-            );
-            return Err(error::BAD_OPERATION);
-        }
-        if h.index_id != NO_INDEX {
-            // The TC turns unique-key operations into primary-key ones.
-            return Err(error::BAD_OPERATION);
-        }
-        // The TC checked the op against this table version (`OpView::check`)
-        // and storage checks every value it writes (a bad one is answered
-        // with the same code); checking it here again cost a third of an
-        // update's time on the data node.
-        Ok((h.table_id, h.partition))
+        checked_table(&self.schema, &self.alter, &self.config, op)
+            .map(|_| (op.header.table_id, op.header.partition))
     }
 
     /// Committed reads of `ops`, all checked and on one fragment, through
@@ -705,47 +673,36 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         out: &mut Gathered,
     ) -> (Step, Option<(u32, u32)>) {
         let h = op.header;
-        let (table_id, partition) = match self.check_op(op) {
-            Ok(key) => key,
+        let (table_id, partition) = (h.table_id, h.partition);
+        // The checked table stays borrowed for the op: one lookup.
+        let LdmBlock {
+            schema,
+            alter,
+            config,
+            instance,
+            scratch,
+            restart,
+            ..
+        } = self;
+        let table = match checked_table(schema, alter, config, op) {
+            Ok(table) => table,
             Err(code) => {
                 out.error(h.op_index, code);
                 return (Step::Answered, None);
             }
         };
+        let instance = instance.as_mut().expect("open");
         let writes = h.kind != OpKind::Read;
-        if writes && self.redo_over_high_water() {
+        if writes && redo_over_high_water(instance) {
             out.error(h.op_index, error::REDO_OVERLOADED);
             return (Step::Answered, None);
         }
         let touched = (writes || h.lock != LockMode::Committed).then_some((table_id, partition));
-        (self.run_checked(tx_id, op_id, op, forwarding, out), touched)
-    }
-
-    /// `run_one` past the checks.
-    fn run_checked(
-        &mut self,
-        tx_id: u64,
-        op_id: OpId,
-        op: &OpView<'_>,
-        forwarding: bool,
-        out: &mut Gathered,
-    ) -> Step {
-        let h = op.header;
-        let (table_id, partition) = (h.table_id, h.partition);
-        let writes = h.kind != OpKind::Read;
-        let LdmBlock {
-            schema,
-            instance,
-            scratch,
-            ..
-        } = self;
-        let table = &schema.tables[&table_id];
-        let instance = instance.as_mut().expect("open");
         let Some((fragment, pool)) = instance.fragment(table_id, partition) else {
             out.error(h.op_index, error::TABLE_NOT_YET_KNOWN);
-            return Step::Answered;
+            return (Step::Answered, touched);
         };
-        match run_op(
+        let step = match run_op(
             table,
             fragment,
             pool,
@@ -761,7 +718,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 out.ok(h.op_index);
                 Step::Answered
             }
-            Ok(OpEnd::NotFound) if writes && self.restart.starting => {
+            Ok(OpEnd::NotFound) if writes && restart.starting => {
                 // A starting node lacks rows the copy has not brought yet:
                 // the copy brings this row with this change (ldm::copy).
                 if forwarding {
@@ -777,16 +734,12 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             }
             Ok(OpEnd::Waiting) => Step::Wait,
             Err(e) => {
-                tracing::debug!(node = %self.config.node, "LDM instance {}: {e}", self.config.instance);
+                tracing::debug!(node = %config.node, "LDM instance {}: {e}", config.instance);
                 out.error(h.op_index, fragment_code(table, &e));
                 Step::Answered
             }
-        }
-    }
-
-    fn redo_over_high_water(&self) -> bool {
-        let instance = self.instance.as_ref().expect("open");
-        instance.redo_used_bytes() * 100 > instance.redo_capacity_bytes() * REDO_HIGH_WATER_PERCENT
+        };
+        (step, touched)
     }
 
     /// Sends a finished request's results and passes its writes on, then
@@ -890,6 +843,53 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         self.requests.records[slot as usize].waiting = false;
         self.run_requests(slot, ctx);
     }
+}
+
+/// Whether the redo log part is too full for new writes (error 410).
+fn redo_over_high_water(instance: &storage::ldm::LdmInstance) -> bool {
+    instance.redo_used_bytes() * 100 > instance.redo_capacity_bytes() * REDO_HIGH_WATER_PERCENT
+}
+
+/// [`LdmBlock::check_op`] over the parts of the block it reads: the table
+/// the op names (borrowed from `schema` alone, so that the caller may
+/// change the block's other parts while it holds it), or the error code.
+fn checked_table<'s>(
+    schema: &'s LocalSchema,
+    alter: &AlterState,
+    config: &LdmBlockConfig,
+    op: &OpView<'_>,
+) -> Result<&'s TableDef, u32> {
+    let h = &op.header;
+    let table = schema.tables.get(&h.table_id).ok_or(error::NO_SUCH_TABLE)?;
+    if alter.blocks(h.table_id) {
+        // An ALTER TABLE waits for the transactions on the table.
+        return Err(error::BUSY);
+    }
+    if h.table_version != table.version {
+        return Err(error::WRONG_SCHEMA_VERSION);
+    }
+    if h.partition == NO_PARTITION
+        || h.partition >= table.partitions
+        || !config.owns(h.partition, table.fully_replicated)
+    {
+        tracing::debug!(
+            node = %config.node,
+            "LDM instance {}: table `{}` partition {} is not held here",
+            config.instance,
+            table.name,
+            h.partition
+        );
+        return Err(error::BAD_OPERATION);
+    }
+    if h.index_id != NO_INDEX {
+        // The TC turns unique-key operations into primary-key ones.
+        return Err(error::BAD_OPERATION);
+    }
+    // The TC checked the op against this table version (`OpView::check`)
+    // and storage checks every value it writes (a bad one is answered
+    // with the same code); checking it here again cost a third of an
+    // update's time on the data node.
+    Ok(table)
 }
 
 /// Sends a request's results (if any) to its TC: gathered with others for a
