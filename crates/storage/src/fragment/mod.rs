@@ -321,6 +321,10 @@ impl RowBuf {
 struct Image {
     fixed: Vec<u8>,
     var: Vec<u8>,
+    /// Of a pending update: the row's primary key, memcomparable, for its
+    /// redo record (kept from the op, which had it encoded, rather than
+    /// encoded from the row again at commit). Empty otherwise.
+    key: Vec<u8>,
 }
 
 /// What a transaction has pending on a row, relative to the committed
@@ -1736,6 +1740,10 @@ impl Fragment {
         pending.kind = PendingKind::Update;
         // The old buffers become the scratch for the next image.
         std::mem::swap(&mut pending.image, &mut scratch.image);
+        // Every caller looked the row up by `scratch.key`: the row's key
+        // (primary keys never change), the same bytes its row encodes to.
+        pending.image.key.clear();
+        pending.image.key.extend_from_slice(&scratch.key);
         if new_reserve.is_some() {
             pending.reserve = new_reserve;
         }
@@ -1823,12 +1831,26 @@ impl Fragment {
             // The key of the committed (or reserved) row: the same as the
             // new image's, primary keys never change.
             let key_start = scratch.redo.len();
-            pk.encode_from_row(
-                layout,
-                rows.fixed(pool, row),
-                rows.var(pool, row),
-                &mut scratch.redo,
-            );
+            if p.kind == PendingKind::Update {
+                scratch.redo.extend_from_slice(&p.image.key);
+                debug_assert!(
+                    {
+                        // A scratch buffer: a warm commit allocates nothing.
+                        let key = &mut scratch.candidate;
+                        key.clear();
+                        pk.encode_from_row(layout, rows.fixed(pool, row), rows.var(pool, row), key);
+                        *key == p.image.key
+                    },
+                    "{row:?}: a pending update keeps its row's key"
+                );
+            } else {
+                pk.encode_from_row(
+                    layout,
+                    rows.fixed(pool, row),
+                    rows.var(pool, row),
+                    &mut scratch.redo,
+                );
+            }
             let key = scratch.redo.len() - key_start;
             scratch.redo.extend_from_slice(fixed);
             scratch.redo.extend_from_slice(var);
