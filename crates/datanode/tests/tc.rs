@@ -763,6 +763,7 @@ impl Cluster {
             for i in 0..LDM_INSTANCES {
                 let ldm = &self.sim.block::<LdmBlock<SimDisk>>(ldm_of(n, i)).unwrap();
                 assert_eq!(ldm.transactions(), 0, "node {n} LDM {i}: transactions left");
+                assert_eq!(ldm.requests_held(), 0, "node {n} LDM {i}: requests left");
                 assert_eq!(ldm.scans_open(), 0, "node {n} LDM {i}: scans left");
             }
         }
@@ -2967,6 +2968,44 @@ fn a_one_phase_transaction_with_a_failing_op_commits_nothing() {
     cluster.check_idle();
 }
 
+/// A one-phase transaction of one write runs at its arrival on the LDM,
+/// with no request record: it commits, or fails as before, and a failed
+/// one leaves what the TC's abort releases. An insert of a key that exists
+/// takes the row's lock before it fails: the abort releases it, so the
+/// next write of the row commits at once; an update of a missing key
+/// leaves nothing.
+#[test]
+fn a_one_phase_write_alone_commits_at_once_or_fails_leaving_its_lock_to_the_abort() {
+    let mut cluster = started(31, Limits::default());
+    cluster.sim.run_for(GCP_INTERVAL * 3);
+    let before = cluster.one_phase_commits();
+    committed(&cluster.commit(&[Op::write(OpKind::Insert, 1, 10)]));
+    committed(&cluster.commit(&[Op::write(OpKind::Update, 1, 11)]));
+    assert_eq!(cluster.one_phase_commits() - before, 2);
+    for (op, code) in [
+        (Op::write(OpKind::Insert, 1, 12), error::DUPLICATE_KEY),
+        (Op::write(OpKind::Update, 2, 12), error::NO_SUCH_ROW),
+        (Op::delete(3), error::NO_SUCH_ROW),
+    ] {
+        let reply = cluster.commit(&[op]);
+        assert!(
+            matches!(reply, Reply::Ref { code: c, op_index: 0, .. } if c == code),
+            "{reply:?}"
+        );
+        cluster.check_idle();
+    }
+    assert_eq!(cluster.one_phase_commits() - before, 2);
+    let started = cluster.sim.now();
+    committed(&cluster.commit(&[Op::write(OpKind::Update, 1, 13)]));
+    assert!(
+        cluster.sim.now() - started < DEADLOCK_TIMEOUT,
+        "the failed insert's lock was released by its abort"
+    );
+    assert_eq!(cluster.one_phase_commits() - before, 3);
+    assert_eq!(cluster.read_values(&[1, 2, 3]), vec![Some(13), None, None]);
+    cluster.check_idle();
+}
+
 /// How a one-phase update of row `KEY`, waiting for the lock of an open
 /// transaction that commits `commit_after` later (never: `None`), ended:
 /// its reply, when the reply came, whether the TC timed it out, and the
@@ -3019,6 +3058,11 @@ fn one_phase_behind_a_lock(commit_after: Option<Duration>) -> (Reply, Duration, 
     }
     let timed_out = cluster.tc().counters().lock_timeouts > timeouts_before;
     let value = cluster.read_values(&[KEY])[0];
+    // Neither left a lock behind (the waiter's is released by its commit
+    // or abort): the row takes a write at once.
+    let started = cluster.sim.now();
+    committed(&cluster.commit(&[Op::write(OpKind::Update, KEY, 33)]));
+    assert!(cluster.sim.now() - started < DEADLOCK_TIMEOUT);
     cluster.check_idle();
     (reply, answered, timed_out, value)
 }

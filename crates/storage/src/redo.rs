@@ -77,9 +77,22 @@ const DATA_RESERVE_BYTES: u64 = 2 * MARKER_SLOT_BYTES;
 const FLUSH_RESERVE_BYTES: u64 = MARKER_SLOT_BYTES;
 const FILE_HEADER_USED_BYTES: usize = 36;
 const CONTROL_BYTES: usize = 44;
-const FORMAT_VERSION: u32 = 1;
+/// The format version this build writes into the control file and into
+/// the ring files it creates. Version 2 changed only the record checksum
+/// (see [`RecordFormat`]); a part of version 1 is read and continued (its
+/// control file is rewritten as version 2 before anything is appended, so
+/// that an older build refuses the mixed log instead of cutting it).
+const FORMAT_VERSION: u32 = 2;
+/// The oldest format version this build opens.
+const FORMAT_VERSION_MIN: u32 = 1;
+/// Where a record header keeps its CRC.
+const RECORD_CRC_AT: usize = 28;
 
-const RECORD_MAGIC: [u8; 4] = *b"SKRL";
+/// Magic of a record of [`RecordFormat::V2`], the one this build writes.
+const RECORD_MAGIC: [u8; 4] = *b"SKR2";
+/// Magic of a record of [`RecordFormat::V1`], read only, in ring files
+/// created by a build of format version 1.
+const RECORD_MAGIC_V1: [u8; 4] = *b"SKRL";
 const FILE_MAGIC: [u8; 8] = *b"SKARVRDO";
 const CONTROL_MAGIC: [u8; 8] = *b"SKARVRCF";
 
@@ -364,6 +377,9 @@ impl Header {
         }
     }
 
+    /// A header of the format this build writes, its CRC field zero (the
+    /// CRC is computed over the record with the field so, see
+    /// [`RedoLog::seal_record`]).
     fn encode(kind: Kind, payload_len: usize, gci: Gci, lsn: u64, prev_crc: u32) -> [u8; 32] {
         let mut h = [0u8; REDO_RECORD_HEADER_BYTES];
         h[0..4].copy_from_slice(&RECORD_MAGIC);
@@ -376,9 +392,43 @@ impl Header {
     }
 }
 
-/// CRC32C over the header (without its CRC field) and the payload.
-fn record_crc(header: &[u8], payload: &[u8]) -> u32 {
-    crc32c::crc32c_append(crc32c::crc32c(&header[..28]), payload)
+/// How a record's CRC is computed; its magic says which. A log part may
+/// hold both: records of a version-1 build before those appended after an
+/// upgrade.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum RecordFormat {
+    /// CRC32C of the header's bytes before the CRC field, then of the
+    /// payload (format version 1).
+    V1,
+    /// CRC32C of the whole record, header and payload, with the CRC field
+    /// taken as zero: a record being appended is one run of bytes in the
+    /// buffer, checksummed in one call (format version 2).
+    V2,
+}
+
+impl RecordFormat {
+    /// The format a record's magic names, if it is a record's.
+    fn of_magic(magic: &[u8]) -> Option<RecordFormat> {
+        if magic == RECORD_MAGIC {
+            Some(RecordFormat::V2)
+        } else if magic == RECORD_MAGIC_V1 {
+            Some(RecordFormat::V1)
+        } else {
+            None
+        }
+    }
+
+    /// The CRC of `record` (header and payload, no padding) as it lies on
+    /// disk, its CRC field holding the CRC.
+    fn crc_of_written(self, record: &[u8]) -> u32 {
+        let field = RECORD_CRC_AT..RECORD_CRC_AT + 4;
+        let head = crc32c::crc32c(&record[..field.start]);
+        let head = match self {
+            RecordFormat::V1 => head,
+            RecordFormat::V2 => crc32c::crc32c_append(head, &[0; 4]),
+        };
+        crc32c::crc32c_append(head, &record[field.end..])
+    }
 }
 
 /// A recovered part: what the scan at open found.
@@ -448,6 +498,9 @@ pub struct RedoLog {
     files: Vec<Box<dyn DiskFile>>,
     /// Files written since their last fsync.
     dirty: Vec<bool>,
+    /// The format version each file was created in: records of format 1
+    /// are taken only in files of version 1.
+    file_versions: Vec<u32>,
     /// `tail ≤ durable ≤ written ≤ next ≤ tail + capacity`.
     tail: u64,
     /// End of the last flush: everything before is on disk and synced.
@@ -510,6 +563,7 @@ impl RedoLog {
             ring,
             files: Vec::new(),
             dirty: Vec::new(),
+            file_versions: Vec::new(),
             tail: 0,
             durable: 0,
             written: 0,
@@ -523,7 +577,7 @@ impl RedoLog {
         };
         let recovered = match log.read_control()? {
             None => log.create()?,
-            Some(tail) => log.recover(tail)?,
+            Some((tail, version)) => log.recover(tail, version)?,
         };
         log.check_invariants();
         Ok((log, recovered))
@@ -789,17 +843,27 @@ impl RedoLog {
         let lsn = self.next;
         debug_assert!(lsn + size <= self.tail + self.ring.capacity);
         debug_assert_eq!(lsn % RECORD_ALIGN_BYTES, 0);
-        let mut header = Header::encode(kind, payload.len(), gci, lsn, self.last_crc);
-        let crc = record_crc(&header, payload);
-        header[28..32].copy_from_slice(&crc.to_le_bytes());
         let start = self.buffer.len();
+        let header = Header::encode(kind, payload.len(), gci, lsn, self.last_crc);
         self.buffer.extend_from_slice(&header);
         self.buffer.extend_from_slice(payload);
+        self.last_crc = self.seal_record(start);
         self.buffer.resize(start + size as usize, 0);
         self.next += size;
         self.next_file_remaining -= size;
-        self.last_crc = crc;
         lsn
+    }
+
+    /// Checksums the record that starts at `start` of the buffer and runs
+    /// to its end (its CRC field still zero, as [`Header::encode`] left
+    /// it), in one call over the bytes in place, and writes the CRC into
+    /// its field; returns it.
+    fn seal_record(&mut self, start: usize) -> u32 {
+        let record = &mut self.buffer[start..];
+        debug_assert_eq!(record[RECORD_CRC_AT..RECORD_CRC_AT + 4], [0; 4]);
+        let crc = crc32c::crc32c(record);
+        record[RECORD_CRC_AT..RECORD_CRC_AT + 4].copy_from_slice(&crc.to_le_bytes());
+        crc
     }
 
     /// Skips the last `remaining` bytes of the current file: a pad record
@@ -808,11 +872,9 @@ impl RedoLog {
     fn emit_skip(&mut self, remaining: u64) {
         let start = self.buffer.len();
         if remaining >= REDO_RECORD_HEADER_BYTES as u64 {
-            let mut header = Header::encode(Kind::Pad, 0, 0, self.next, self.last_crc);
-            let crc = record_crc(&header, &[]);
-            header[28..32].copy_from_slice(&crc.to_le_bytes());
+            let header = Header::encode(Kind::Pad, 0, 0, self.next, self.last_crc);
             self.buffer.extend_from_slice(&header);
-            self.last_crc = crc;
+            self.last_crc = self.seal_record(start);
         }
         self.buffer.resize(start + remaining as usize, 0);
         self.next += remaining;
@@ -841,7 +903,9 @@ impl RedoLog {
             .map_err(|source| self.io_error("read", file, offset, source))?;
         let header = Header::decode(&bytes);
         assert!(
-            read == bytes.len() && bytes[0..4] == RECORD_MAGIC && header.lsn == lsn,
+            read == bytes.len()
+                && RecordFormat::of_magic(&bytes[0..4]).is_some()
+                && header.lsn == lsn,
             "redo part {}: trim to lsn {lsn}, which is not the start of a record",
             self.config.part
         );
@@ -878,8 +942,9 @@ impl RedoLog {
         }
     }
 
-    /// The tail from the control file, or `None` on a first start.
-    fn read_control(&self) -> Result<Option<u64>, RedoError> {
+    /// The tail and the format version from the control file, or `None`
+    /// on a first start.
+    fn read_control(&self) -> Result<Option<(u64, u32)>, RedoError> {
         let path = self.config.control_path();
         let file = match self.disk.open(&path, OpenMode::ReadOnly) {
             Ok(file) => file,
@@ -900,8 +965,11 @@ impl RedoLog {
             return Err(self.bad_file(&path, detail));
         }
         let version = le_u32(&bytes, 8);
-        if version != FORMAT_VERSION {
-            let detail = format!("format version {version}, this build reads {FORMAT_VERSION}");
+        if !(FORMAT_VERSION_MIN..=FORMAT_VERSION).contains(&version) {
+            let detail = format!(
+                "format version {version}, this build reads versions \
+                 {FORMAT_VERSION_MIN} to {FORMAT_VERSION}"
+            );
             return Err(self.bad_file(&path, detail));
         }
         let part = le_u32(&bytes, 12);
@@ -920,7 +988,7 @@ impl RedoLog {
                 file_size_bytes: self.config.file_size_bytes,
             });
         }
-        Ok(Some(le_u64(&bytes, 32)))
+        Ok(Some((le_u64(&bytes, 32), version)))
     }
 
     /// Writes the control file atomically: temp file, fsync, rename,
@@ -941,10 +1009,12 @@ impl RedoLog {
             .map_err(|e| self.path_error(e.step, &e.path, e.source))
     }
 
-    fn file_header(&self, index: u32) -> [u8; FILE_HEADER_USED_BYTES] {
+    /// The header of ring file `index` as a build of format `version`
+    /// created it.
+    fn file_header(&self, index: u32, version: u32) -> [u8; FILE_HEADER_USED_BYTES] {
         let mut bytes = [0u8; FILE_HEADER_USED_BYTES];
         bytes[0..8].copy_from_slice(&FILE_MAGIC);
-        bytes[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        bytes[8..12].copy_from_slice(&version.to_le_bytes());
         bytes[12..16].copy_from_slice(&self.config.part.to_le_bytes());
         bytes[16..20].copy_from_slice(&index.to_le_bytes());
         bytes[20..24].copy_from_slice(&self.config.files.to_le_bytes());
@@ -966,12 +1036,13 @@ impl RedoLog {
                 .map_err(|e| self.path_error("create", &path, e))?;
             file.allocate(self.config.file_size_bytes)
                 .map_err(|e| self.path_error("allocate", &path, e))?;
-            file.write_at(0, &self.file_header(index))
+            file.write_at(0, &self.file_header(index, FORMAT_VERSION))
                 .map_err(|e| self.path_error("write header of", &path, e))?;
             file.sync()
                 .map_err(|e| self.path_error("fsync", &path, e))?;
             self.files.push(file);
             self.dirty.push(false);
+            self.file_versions.push(FORMAT_VERSION);
         }
         self.disk
             .sync_dir(&self.config.dir)
@@ -1001,7 +1072,7 @@ impl RedoLog {
         let read = file
             .read_full_at(REDO_FILE_HEADER_BYTES, &mut magic)
             .map_err(|e| self.path_error("read", &path, e))?;
-        if read == magic.len() && magic == RECORD_MAGIC {
+        if read == magic.len() && RecordFormat::of_magic(&magic).is_some() {
             let detail = format!(
                 "holds redo records but the control file {} is missing; restore it, or empty \
                  the directory for an initial restart of the node",
@@ -1012,10 +1083,12 @@ impl RedoLog {
         Ok(())
     }
 
-    /// Opens the existing files and checks their headers; returns their
-    /// lengths. Syncs them, so that what the scan reads (perhaps still in
-    /// the page cache after a process crash) is durable before it is used.
-    fn open_files(&mut self) -> Result<Vec<u64>, RedoError> {
+    /// Opens the existing files and checks their headers (of a format
+    /// version up to `control_version`, that of the control file: a file is
+    /// never newer than its part); returns their lengths. Syncs them, so
+    /// that what the scan reads (perhaps still in the page cache after a
+    /// process crash) is durable before it is used.
+    fn open_files(&mut self, control_version: u32) -> Result<Vec<u64>, RedoError> {
         let mut lengths = Vec::with_capacity(self.config.files as usize);
         for index in 0..self.config.files {
             let path = self.config.file_path(index);
@@ -1027,21 +1100,28 @@ impl RedoLog {
             let read = file
                 .read_full_at(0, &mut header)
                 .map_err(|e| self.path_error("read", &path, e))?;
-            if read < header.len() || header != self.file_header(index) {
-                let detail = "file header is missing, damaged or from another part".to_string();
+            let version = (FORMAT_VERSION_MIN..=control_version).find(|&version| {
+                read == header.len() && header == self.file_header(index, version)
+            });
+            let Some(version) = version else {
+                let detail = format!(
+                    "file header is missing, damaged, from another part or of a format version \
+                     above the control file's ({control_version})"
+                );
                 return Err(self.bad_file(&path, detail));
-            }
+            };
             file.sync()
                 .map_err(|e| self.path_error("fsync", &path, e))?;
             lengths.push(file.len().map_err(|e| self.path_error("stat", &path, e))?);
             self.files.push(file);
             self.dirty.push(false);
+            self.file_versions.push(version);
         }
         Ok(lengths)
     }
 
-    fn recover(&mut self, tail: u64) -> Result<Recovered, RedoError> {
-        let lengths = self.open_files()?;
+    fn recover(&mut self, tail: u64, control_version: u32) -> Result<Recovered, RedoError> {
+        let lengths = self.open_files(control_version)?;
         let scan = Scanner {
             log: self,
             reader: LogReader::new(lengths.clone()),
@@ -1066,6 +1146,12 @@ impl RedoLog {
                     .and_then(|()| file.sync())
                     .map_err(|e| self.path_error("extend", &path, e))?;
             }
+        }
+        if control_version < FORMAT_VERSION {
+            // Records of this build's format follow: from now on the part
+            // is of this version, and an older build refuses it rather
+            // than reading the newer records as the end of the log.
+            self.write_control(tail)?;
         }
         let cut = self.tail_cut(&scan, &short);
         self.tail = tail;
@@ -1391,7 +1477,7 @@ impl Scanner<'_> {
                 lsn += remaining;
                 continue;
             };
-            let plausible = bytes[0..4] == RECORD_MAGIC
+            let plausible = RecordFormat::of_magic(&bytes[0..4]).is_some()
                 && Kind::from_byte(bytes[4]).is_some_and(Kind::is_marker)
                 && le_u64(bytes, 16) == lsn;
             if plausible {
@@ -1426,9 +1512,9 @@ fn check_record(log: &RedoLog, reader: &mut LogReader, lsn: u64) -> Result<Found
         return Ok(Found::Not(Stop::Truncated(why)));
     };
     let header = Header::decode(bytes);
-    if bytes[0..4] != RECORD_MAGIC {
+    let Some(format) = RecordFormat::of_magic(&bytes[0..4]) else {
         return Ok(Found::Not(Stop::End("no record header".into())));
-    }
+    };
     if header.lsn != lsn {
         let why = format!("a record of lsn {} from another lap", header.lsn);
         return Ok(Found::Not(Stop::End(why)));
@@ -1458,8 +1544,11 @@ fn check_record(log: &RedoLog, reader: &mut LogReader, lsn: u64) -> Result<Found
         );
         return Ok(Found::Not(Stop::Truncated(why)));
     };
-    let crc = record_crc(bytes, &bytes[REDO_RECORD_HEADER_BYTES..]);
-    if crc != header.crc {
+    if format == RecordFormat::V1 && log.file_versions[file] > 1 {
+        let why = "a record of format 1 in a file created by format version 2".to_string();
+        return Ok(Found::Not(Stop::Torn(why)));
+    }
+    if format.crc_of_written(bytes) != header.crc {
         return Ok(Found::Not(Stop::Torn("checksum mismatch".into())));
     }
     Ok(Found::Record(header, kind))
@@ -1561,5 +1650,54 @@ fn changed(log: &RedoLog, lsn: u64) -> RedoError {
         offset,
         lsn: Lsn(lsn),
         detail: "a record checked at open changed on disk before replay".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(kind: Kind, payload: &[u8]) -> Vec<u8> {
+        let mut record = Header::encode(kind, payload.len(), 7, 64, 0xDEAD_BEEF).to_vec();
+        record.extend_from_slice(payload);
+        record
+    }
+
+    /// What the append path writes (one call over the record with its CRC
+    /// field zero) is what a read of format 2 checks (the field taken as
+    /// zero), and every byte but the field counts.
+    #[test]
+    fn a_format_2_crc_covers_the_whole_record_with_its_crc_field_as_zero() {
+        let mut record = record(Kind::Data, b"hello");
+        let crc = crc32c::crc32c(&record);
+        record[RECORD_CRC_AT..RECORD_CRC_AT + 4].copy_from_slice(&crc.to_le_bytes());
+        assert_eq!(RecordFormat::V2.crc_of_written(&record), crc);
+        assert_ne!(RecordFormat::V1.crc_of_written(&record), crc);
+        let field = RECORD_CRC_AT..RECORD_CRC_AT + 4;
+        for at in (0..record.len()).filter(|at| !field.contains(at)) {
+            let mut damaged = record.clone();
+            damaged[at] ^= 1;
+            assert_ne!(
+                RecordFormat::V2.crc_of_written(&damaged),
+                crc,
+                "byte {at} is covered"
+            );
+        }
+    }
+
+    /// Format 1: the header before the CRC field, then the payload.
+    #[test]
+    fn a_format_1_crc_is_that_of_the_header_before_its_field_and_the_payload() {
+        let record = record(Kind::Data, b"hello");
+        let v1 = crc32c::crc32c_append(crc32c::crc32c(&record[..RECORD_CRC_AT]), b"hello");
+        assert_eq!(RecordFormat::V1.crc_of_written(&record), v1);
+    }
+
+    #[test]
+    fn a_record_magic_names_its_format() {
+        assert_eq!(RecordFormat::of_magic(b"SKR2"), Some(RecordFormat::V2));
+        assert_eq!(RecordFormat::of_magic(b"SKRL"), Some(RecordFormat::V1));
+        assert_eq!(RecordFormat::of_magic(&[0; 4]), None);
+        assert_eq!(RecordFormat::of_magic(b"SKR1"), None);
     }
 }

@@ -387,8 +387,13 @@ fn table_full_leaves_nothing_half_done_and_deletes_make_room() {
     w.fragment.check_invariants(&w.pool);
     w.commit(T1);
 
-    // An update whose var part grows needs a reserve page: refused, with
-    // its old pending image intact.
+    // An update whose var part grows needs a reserve page: refused. As the
+    // row's first change, it leaves no pending change behind; after
+    // another, that one's image intact.
+    let err = w.update_s(T2, 0, &"x".repeat(780)).unwrap_err();
+    assert!(matches!(err, FragmentError::TableFull { .. }), "{err}");
+    assert_eq!(w.fragment.pending_rows(), 0);
+    w.fragment.check_invariants(&w.pool);
     w.update_s(T2, 0, "short").unwrap();
     let err = w.update_s(T2, 0, &"x".repeat(780)).unwrap_err();
     assert!(matches!(err, FragmentError::TableFull { .. }), "{err}");

@@ -19,6 +19,8 @@ use storage::redo::RedoError;
 use storage::schema::{Collation, Column, ColumnType, IndexDef, IndexKind, TableDef, Value};
 use storage::Gci;
 
+mod redo_format_1;
+
 const DIR: &str = "/data/ndb_1_fs/ldm0";
 const REDO_FILE_BYTES: u64 = 64 << 10;
 
@@ -318,6 +320,44 @@ fn a_restart_restores_every_flushed_gci_and_nothing_after() {
     assert_eq!(report.recovered_gci, Some(3));
     assert!(!node.rows(1).contains_key(&7) && node.rows(1).contains_key(&5));
     assert!(report.to_string().contains("restored to GCI 3"), "{report}");
+}
+
+/// An instance whose redo log part a build of format version 1 wrote
+/// restarts on it (no initial restart) with every row it committed, logs
+/// its new commits after those records in format 2, and a later restart
+/// replays both: with a checkpoint taken before the change of format, and
+/// without one.
+#[test]
+fn a_redo_log_of_format_1_restores_the_same_rows_and_goes_on_in_format_2() {
+    for checkpoint in [false, true] {
+        let mut node = Node::new(16, 4, vec![table(1, 1), table(2, 1)]);
+        fill(&mut node, 1, 0, 50, 10);
+        fill(&mut node, 2, 0, 20, 0);
+        node.flush();
+        if checkpoint {
+            node.run_lcp();
+        }
+        node.commit(1, &[(3, None), (4, row(-4, 300)), (100, row(1, 1))])
+            .unwrap();
+        node.flush();
+        node.ldm = None;
+        let redo = node.config.redo_config();
+        let rewritten = redo_format_1::rewrite_as_format_1(&node.disk, &redo, true);
+        assert!(rewritten >= 5, "records of format 1: {rewritten}");
+        assert_eq!(redo_format_1::control_version(&node.disk, &redo), 1);
+        let report = node.restart();
+        assert_eq!(report.recovered_gci, Some(node.gci - 1));
+        assert!(!report.redo_created);
+        assert!(report.records_replayed >= 3, "{report}");
+        assert!(node.rows(1).contains_key(&100) && !node.rows(1).contains_key(&3));
+
+        fill(&mut node, 1, 200, 30, 40);
+        node.commit(2, &[(1, None)]).unwrap();
+        node.flush();
+        let report = node.restart();
+        assert_eq!(report.recovered_gci, Some(node.gci - 1));
+        assert!(node.rows(1).contains_key(&229) && !node.rows(2).contains_key(&1));
+    }
 }
 
 #[test]

@@ -13,6 +13,8 @@ use storage::redo::{
 };
 use storage::Gci;
 
+mod redo_format_1;
+
 const FILE_BYTES: u64 = 64 << 10;
 
 fn config(files: u32) -> RedoConfig {
@@ -535,6 +537,164 @@ fn a_damaged_control_file_is_refused() {
     disk.flip_byte(&config.control_path(), 33).unwrap();
     let err = open(&disk, &config).unwrap_err();
     assert!(matches!(err, RedoError::BadFile { .. }), "{err}");
+}
+
+// ---------------------------------------------------------------------------
+// Format version 1 (older builds)
+
+/// Appends `count` records of `gci` (sizes that make the log skip file ends,
+/// some with a pad record) and flushes; returns their payloads.
+fn logged(log: &mut RedoLog, gci: Gci, first: usize, count: usize) -> Vec<Vec<u8>> {
+    let records: Vec<Vec<u8>> = (first..first + count)
+        .map(|i| payload(i, 700 + i * 37 % 900))
+        .collect();
+    for record in &records {
+        log.append(gci, record).unwrap();
+    }
+    log.flush(gci).unwrap();
+    records
+}
+
+/// A node upgraded from a build of format 1 restarts on its log without an
+/// initial restart: the records of format 1 are recovered and replayed, new
+/// ones (format 2) follow them in the same files, and a later restart
+/// recovers both, chained across the change of format.
+#[test]
+fn a_log_of_format_1_is_recovered_and_continued_in_format_2() {
+    let disk = SimDisk::new(40);
+    let config = config(4);
+    let (mut log, _) = open(&disk, &config).unwrap();
+    let mut want = Vec::new();
+    for gci in 1..=3 {
+        want.extend(logged(&mut log, gci, want.len(), 30));
+    }
+    let old_head = log.head_lsn();
+    drop(log);
+    let rewritten = redo_format_1::rewrite_as_format_1(&disk, &config, true);
+    assert!(rewritten > 90, "records, markers and pads: {rewritten}");
+    assert_eq!(redo_format_1::control_version(&disk, &config), 1);
+    assert_eq!(&redo_format_1::magic_at(&disk, &config, Lsn(0)), b"SKRL");
+
+    let (mut log, recovered) = open(&disk, &config).unwrap();
+    assert_eq!(recovered.cut, None, "the whole log of format 1 is taken");
+    assert_eq!(recovered.complete_gci, Some(3));
+    assert_eq!(recovered.head_lsn, old_head);
+    assert_eq!(payloads(&replay_all(&log, &recovered, Gci::MAX)), want);
+    assert_eq!(
+        redo_format_1::control_version(&disk, &config),
+        2,
+        "the part is of format 2 before anything of format 2 is appended"
+    );
+    for gci in 4..=5 {
+        want.extend(logged(&mut log, gci, want.len(), 30));
+    }
+    assert!(
+        log.head_lsn().0 > 2 * (FILE_BYTES - REDO_FILE_HEADER_BYTES),
+        "records of both formats share files"
+    );
+    disk.crash();
+    drop(log);
+
+    let (log, recovered) = open(&disk, &config).unwrap();
+    assert_eq!(recovered.cut, None);
+    assert_eq!(recovered.complete_gci, Some(5));
+    assert_eq!(payloads(&replay_all(&log, &recovered, Gci::MAX)), want);
+    assert_eq!(&redo_format_1::magic_at(&disk, &config, Lsn(0)), b"SKRL");
+    assert_eq!(&redo_format_1::magic_at(&disk, &config, old_head), b"SKR2");
+    let upto_3 = replay_all(&log, &recovered, 3);
+    assert_eq!(payloads(&upto_3), want[..90].to_vec());
+}
+
+/// A log of format 1 is checked as strictly as one of format 2: a flipped
+/// byte in a durable record refuses the open, one in the unflushed tail is
+/// cut; and its files without a control file are not recreated.
+#[test]
+fn damage_to_a_log_of_format_1_is_found_as_in_format_2() {
+    let disk = SimDisk::new(41);
+    let config = config(2);
+    let (mut log, _) = open(&disk, &config).unwrap();
+    let first = log.head_lsn();
+    logged(&mut log, 1, 0, 10);
+    logged(&mut log, 2, 10, 10);
+    let tail = log.append(3, b"never flushed").unwrap();
+    log.write_buffered().unwrap();
+    drop(log);
+    redo_format_1::rewrite_as_format_1(&disk, &config, true);
+    let before = disk.durable_contents(&config.file_path(0)).unwrap();
+
+    let (file, offset) = config.locate(tail);
+    disk.flip_byte(&config.file_path(file), offset + 40)
+        .unwrap();
+    let (log, recovered) = open(&disk, &config).unwrap();
+    assert_eq!(recovered.complete_gci, Some(2));
+    let cut = recovered.cut.expect("the damaged unflushed record is cut");
+    assert!(cut.reason.contains("checksum mismatch"), "{}", cut.reason);
+    drop(log);
+
+    // Back to the log as format 1 left it, then damage a record that the
+    // marker of GCI 2 shows durable.
+    let mut file0 = disk.open(&config.file_path(0), OpenMode::Existing).unwrap();
+    file0.write_at(0, &before).unwrap();
+    file0.sync().unwrap();
+    drop(file0);
+    redo_format_1::set_control_version(&disk, &config, 1);
+    let (file, offset) = config.locate(first);
+    disk.flip_byte(&config.file_path(file), offset + 40)
+        .unwrap();
+    let err = open(&disk, &config).unwrap_err();
+    assert!(matches!(err, RedoError::Corrupt { .. }), "{err}");
+
+    disk.remove_file(&config.control_path()).unwrap();
+    let err = open(&disk, &config).unwrap_err();
+    assert!(err.to_string().contains("control file"), "{err}");
+}
+
+/// Only files created by a build of format 1 hold records of format 1: in
+/// a file of format 2 such a record is damage, not the log.
+#[test]
+fn a_record_of_format_1_in_a_file_of_format_2_is_not_taken() {
+    let disk = SimDisk::new(42);
+    let config = config(2);
+    let (mut log, _) = open(&disk, &config).unwrap();
+    logged(&mut log, 1, 0, 5);
+    drop(log);
+    redo_format_1::rewrite_as_format_1(&disk, &config, false);
+    let (_, recovered) = open(&disk, &config).unwrap();
+    assert_eq!(recovered.complete_gci, None);
+    let cut = recovered.cut.expect("nothing is taken");
+    assert!(
+        cut.reason
+            .contains("a record of format 1 in a file created by format version 2"),
+        "{}",
+        cut.reason
+    );
+}
+
+/// Control files of a version this build does not know, and ring files
+/// newer than their control file, are refused with what is wrong.
+#[test]
+fn unknown_and_inconsistent_format_versions_are_refused() {
+    let disk = SimDisk::new(43);
+    let config = config(2);
+    drop(open(&disk, &config).unwrap());
+    redo_format_1::set_control_version(&disk, &config, 3);
+    let err = open(&disk, &config).unwrap_err();
+    assert!(matches!(err, RedoError::BadFile { .. }), "{err}");
+    assert!(
+        err.to_string()
+            .contains("format version 3, this build reads versions 1 to 2"),
+        "{err}"
+    );
+    redo_format_1::set_control_version(&disk, &config, 1);
+    let err = open(&disk, &config).unwrap_err();
+    assert!(matches!(err, RedoError::BadFile { .. }), "{err}");
+    assert!(
+        err.to_string()
+            .contains("of a format version above the control file's (1)"),
+        "{err}"
+    );
+    redo_format_1::set_control_version(&disk, &config, 2);
+    open(&disk, &config).unwrap();
 }
 
 // ---------------------------------------------------------------------------

@@ -94,14 +94,20 @@ impl AlterState {
     }
 }
 
-impl<D> LdmBlock<D> {
+impl AlterState {
     /// Whether operations on `table_id` are refused: an alter of its group
     /// waits for the transactions on it to end.
-    pub(super) fn altering(&self, table_id: u32) -> bool {
-        self.alter
-            .pending
+    pub(super) fn blocks(&self, table_id: u32) -> bool {
+        self.pending
             .as_ref()
             .is_some_and(|p| p.tables.binary_search(&table_id).is_ok())
+    }
+}
+
+impl<D> LdmBlock<D> {
+    /// [`AlterState::blocks`] of this block's alter.
+    pub(super) fn altering(&self, table_id: u32) -> bool {
+        self.alter.blocks(table_id)
     }
 
     /// Whether no transaction holds a lock or change on a fragment of

@@ -128,6 +128,14 @@ pub struct LdmBlockConfig {
     pub lcp_interval: Duration,
 }
 
+impl LdmBlockConfig {
+    /// [`LdmBlock::owns`], from the configuration alone.
+    fn owns(&self, partition: u32, fully_replicated: bool) -> bool {
+        let home = self.placement.home(partition);
+        home.ldm_instance == self.instance && (fully_replicated || home.is_replica(self.node))
+    }
+}
+
 /// Counters, for tests and observability.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LdmStats {
@@ -184,6 +192,29 @@ struct TxRecord {
     /// Its requests in arrival order; the first one runs, the others wait
     /// for it (operations of one transaction run in order).
     queue: std::collections::VecDeque<requests::Slot>,
+}
+
+/// The record of `tx_id` in `txs`, made (from `free`, the recycled ones)
+/// if it has none; `None` when it has none and `txs` is full. Over the
+/// fields, not the block: the caller goes on with the block's others.
+fn tx_record<'t>(
+    txs: &'t mut crate::tc::IdMap<u64, TxRecord>,
+    free: &mut Vec<TxRecord>,
+    tx_id: u64,
+    tc: BlockRef,
+) -> Option<&'t mut TxRecord> {
+    let full = txs.len() >= LDM_TRANSACTIONS_MAX;
+    match txs.entry(tx_id) {
+        Entry::Occupied(entry) => Some(entry.into_mut()),
+        Entry::Vacant(_) if full => None,
+        Entry::Vacant(entry) => {
+            let mut record = free.pop().unwrap_or_default();
+            record.tc = Some(tc);
+            record.fragments.clear();
+            record.queue.clear();
+            Some(entry.insert(record))
+        }
+    }
 }
 
 /// A commit done on this instance: passed on to the next instance of its
@@ -397,9 +428,7 @@ impl<D> LdmBlock<D> {
     /// Whether partition `p` of a table lives on this instance of this node
     /// (every node holds each partition of a fully replicated table).
     fn owns(&self, partition: u32, fully_replicated: bool) -> bool {
-        let home = self.config.placement.home(partition);
-        home.ldm_instance == self.config.instance
-            && (fully_replicated || home.is_replica(self.config.node))
+        self.config.owns(partition, fully_replicated)
     }
 
     /// Gives up on everything: the node is going down.
@@ -408,21 +437,6 @@ impl<D> LdmBlock<D> {
         if !self.failed {
             self.failed = true;
             ctx.shutdown(restart, reason);
-        }
-    }
-
-    fn tx_record(&mut self, tx_id: u64, tc: BlockRef) -> Option<&mut TxRecord> {
-        let full = self.txs.len() >= LDM_TRANSACTIONS_MAX;
-        match self.txs.entry(tx_id) {
-            Entry::Occupied(entry) => Some(entry.into_mut()),
-            Entry::Vacant(_) if full => None,
-            Entry::Vacant(entry) => {
-                let mut record = self.free_txs.pop().unwrap_or_default();
-                record.tc = Some(tc);
-                record.fragments.clear();
-                record.queue.clear();
-                Some(entry.insert(record))
-            }
         }
     }
 
@@ -789,6 +803,21 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         gci: u32,
         ctx: &mut Context<'_>,
     ) -> bool {
+        self.commit_tx(reply_to, next, tx_id, gci, None, ctx)
+    }
+
+    /// [`Self::commit_here`]; `lone`, for a transaction that has no record
+    /// here (a one-phase commit run at its arrival, `one_phase_at_once`):
+    /// its TC and the fragments its operation touched.
+    fn commit_tx(
+        &mut self,
+        reply_to: BlockRef,
+        next: &[BlockRef],
+        tx_id: u64,
+        gci: u32,
+        lone: Option<(BlockRef, TxFragments)>,
+        ctx: &mut Context<'_>,
+    ) -> bool {
         if self.failed {
             // The node is going down (a commit before this one failed).
             return false;
@@ -800,15 +829,28 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             pending.next = next.to_vec();
             return false;
         }
-        let (tc, dropped, fragments) = self.end_tx_records(tx_id);
-        if dropped > 0 {
-            tracing::warn!(
-                node = %self.config.node,
-                "LDM instance {}: commit of transaction {tx_id:#x} with {dropped} requests still here; \
-                 they are dropped",
-                self.config.instance,
-            );
-        }
+        let (tc, fragments) = match lone {
+            Some((tc, fragments)) => {
+                debug_assert!(
+                    !self.txs.contains_key(&tx_id),
+                    "a lone commit has no record"
+                );
+                self.scans.close_tx(tx_id);
+                (Some(tc), fragments)
+            }
+            None => {
+                let (tc, dropped, fragments) = self.end_tx_records(tx_id);
+                if dropped > 0 {
+                    tracing::warn!(
+                        node = %self.config.node,
+                        "LDM instance {}: commit of transaction {tx_id:#x} with {dropped} requests \
+                         still here; they are dropped",
+                        self.config.instance,
+                    );
+                }
+                (tc, fragments)
+            }
+        };
         if let Some(tc) = tc {
             self.recent_commits.remember(tx_id, tc.node, gci);
         }

@@ -31,9 +31,13 @@ use storage::locks::{Grant, OpId, TxId};
 use storage::memory::PagePool;
 use storage::schema::{ColumnChanges, RowLayout, TableDef, Value, ValueRef};
 
-use super::batches::gathers_answers;
+use super::alter::AlterState;
+use super::batches::{gathers_answers, KeyBatches};
 use super::encoded::{put_all_columns, put_column, Gathered, RowSink};
-use super::{LdmBlock, LDM_OPS_MAX, LDM_REQUESTS_MAX, REDO_HIGH_WATER_PERCENT};
+use super::{
+    tx_record, LdmBlock, LdmBlockConfig, LdmStats, LocalSchema, LDM_OPS_MAX, LDM_REQUESTS_MAX,
+    LDM_TRANSACTIONS_MAX, REDO_HIGH_WATER_PERCENT,
+};
 
 /// A run of committed reads of one fragment, parsed once.
 type ReadRun<'a> = SmallVec<[OpView<'a>; 8]>;
@@ -150,6 +154,18 @@ impl Requests {
         self.free.push(slot);
     }
 
+    /// The op id of the record the next [`Requests::insert`] hands out:
+    /// an operation that runs before its request has a record (see
+    /// `one_phase_at_once`) waits for a lock under it, and the record it
+    /// then gets is that one.
+    fn next_op_id(&self) -> OpId {
+        let (slot, generation) = match self.free.last() {
+            Some(&slot) => (slot, self.records[slot as usize].generation),
+            None => (self.records.len() as Slot, Request::default().generation),
+        };
+        OpId(((generation + 1) & GENERATION_MASK) << SLOT_BITS | slot)
+    }
+
     fn op_id(&self, slot: Slot) -> OpId {
         OpId(self.records[slot as usize].generation << SLOT_BITS | slot)
     }
@@ -172,6 +188,19 @@ pub(super) struct Scratch {
     row_values: Vec<Value>,
     row: RowBuf,
     batch: ReadBatch,
+}
+
+/// A request's operations being run (`run_ops`): whose, and where the
+/// results go.
+struct OpsRun<'r> {
+    tx_id: u64,
+    op_id: OpId,
+    forwarding: bool,
+    /// Position in the batch of the next operation to run.
+    position: u32,
+    results: &'r mut Gathered,
+    /// Positions of the writes that go on to the next replica.
+    forward: &'r mut Vec<u32>,
 }
 
 /// How one operation ended at this replica.
@@ -274,23 +303,42 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             drop(views);
             return ctx.recycle(ops);
         }
-        if !self.requests.has_room(op_count) || self.tx_record(tx_id, tc).is_none() {
-            self.answer_all(tx_id, tc, &ops, error::OUT_OF_LDM_OPERATIONS, ctx);
-            return;
-        }
         let only_op = match views.as_slice() {
             [view] if op_count == 1 => Some(view.span(&ops)),
             _ => None,
         };
+        let lone_write = matches!(views.as_slice(), [view] if !is_committed_read(view));
         drop(views);
-        let slot = self.requests.insert(
+        if let Some(span) = only_op.filter(|_| {
+            commit_gci != 0
+                && lone_write
+                && self.requests.has_room(1)
+                && self.txs.len() < LDM_TRANSACTIONS_MAX
+                && !self.txs.contains_key(&tx_id)
+        }) {
+            return self.one_phase_at_once(tx_id, tc, ops, span, commit_gci, ctx);
+        }
+        let LdmBlock {
+            txs,
+            free_txs,
+            requests,
+            ..
+        } = self;
+        let record = match requests.has_room(op_count) {
+            true => tx_record(txs, free_txs, tx_id, tc),
+            false => None,
+        };
+        let Some(record) = record else {
+            self.answer_all(tx_id, tc, &ops, error::OUT_OF_LDM_OPERATIONS, ctx);
+            return;
+        };
+        let slot = requests.insert(
             tx_id,
             tc,
             chain,
             (ops, op_count as u32, only_op),
             commit_gci,
         );
-        let record = self.txs.get_mut(&tx_id).expect("made above");
         record.queue.push_back(slot);
         if record.queue.len() == 1 {
             self.run_requests(slot, ctx);
@@ -299,6 +347,76 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             self.run_grants(ctx);
             self.check_alter(ctx);
         }
+    }
+
+    /// A one-phase commit of one write (the common update) of a
+    /// transaction with nothing here: runs its op at once, with neither a
+    /// request record nor a transaction record, and commits. Only what
+    /// must outlive this call gets a record, as the general path
+    /// (`run_requests`, `finish_one_phase`) would leave it: an op waiting
+    /// for a lock parks in a request record (the one its op id names) of
+    /// the transaction's record; an op that failed leaves its fragment in
+    /// the transaction's record, for the TC's abort.
+    fn one_phase_at_once(
+        &mut self,
+        tx_id: u64,
+        tc: BlockRef,
+        ops: Vec<u8>,
+        span: OpSpan,
+        gci: u32,
+        ctx: &mut Context<'_>,
+    ) {
+        let op_id = self.requests.next_op_id();
+        let mut results = std::mem::take(&mut self.scratch.results);
+        results.clear();
+        let (step, touched) = self.run_one(tx_id, op_id, &span.view(&ops), false, &mut results);
+        match step {
+            Step::Wait => {
+                self.stats.ops_waited += 1;
+                let LdmBlock {
+                    txs,
+                    free_txs,
+                    requests,
+                    ..
+                } = self;
+                let record = tx_record(txs, free_txs, tx_id, tc).expect("room checked at arrival");
+                record.fragments.extend(touched);
+                let slot = requests.insert(tx_id, tc, Vec::new(), (ops, 1, Some(span)), gci);
+                assert_eq!(
+                    requests.op_id(slot),
+                    op_id,
+                    "the waiting op's request takes the record its op id names"
+                );
+                record.queue.push_back(slot);
+                requests.records[slot as usize].waiting = true;
+            }
+            Step::Forward => unreachable!("a one-phase commit has no replica to pass ops on to"),
+            Step::Answered if results.len() == 1 && results.all_succeeded() => {
+                self.stats.one_phase_commits += 1;
+                let fragments = touched.into_iter().collect();
+                let done = self.commit_tx(tc, &[], tx_id, gci, Some((tc, fragments)), ctx);
+                send_results(tx_id, tc, &results, Some((gci, !done)), ctx);
+                ctx.recycle(ops);
+            }
+            Step::Answered => {
+                if let Some(key) = touched {
+                    let record = tx_record(&mut self.txs, &mut self.free_txs, tx_id, tc)
+                        .expect("room checked at arrival");
+                    record.fragments.push(key);
+                }
+                let LdmBlock {
+                    me,
+                    key_batches,
+                    stats,
+                    ..
+                } = self;
+                answer(*me, key_batches, stats, tx_id, tc, &results, ctx);
+                ctx.recycle(ops);
+            }
+        }
+        self.scratch.results = results;
+        self.run_grants(ctx);
+        self.check_alter(ctx);
     }
 
     /// Runs a batch of committed reads only, answering each in `out`, in
@@ -411,54 +529,25 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         let only_op = record.only_op;
         let forwarding = !record.chain.is_empty();
         let op_id = self.requests.op_id(slot);
+        let mut run = OpsRun {
+            tx_id,
+            op_id,
+            forwarding,
+            position: start,
+            results: &mut results,
+            forward: &mut forward,
+        };
         // Framed at arrival (`on_key_req`), which counted its ops and kept
-        // the span of a lone op: that one is not parsed again.
-        let only = only_op.filter(|_| start == 0).map(|span| span.view(&ops));
-        let rest = only.is_none().then(|| {
-            OpBatchReader::checked_before(&ops, op_count as usize)
-                .iter()
-                .skip(start as usize)
-        });
-        let mut position = start;
-        let mut iter = only
-            .into_iter()
-            .chain(rest.into_iter().flatten())
-            .peekable();
-        let mut waiting = false;
-        while let Some(op) = iter.next() {
-            if is_committed_read(&op) && self.check_op(&op).is_ok() {
-                // The fast path: this and the committed reads of the same
-                // fragment right after it, in one batch.
-                let mut run: ReadRun<'_> = SmallVec::new();
-                run.push(op);
-                while run.len() < READ_BATCH_KEYS_MAX {
-                    match iter.peek() {
-                        Some(next)
-                            if same_fragment(&op, next)
-                                && is_committed_read(next)
-                                && self.check_op(next).is_ok() =>
-                        {
-                            run.push(*next);
-                            iter.next();
-                        }
-                        _ => break,
-                    }
-                }
-                self.committed_reads(&run, &mut results);
-                position += run.len() as u32;
-                continue;
+        // the span of a lone op: that one is not parsed again, nor walked
+        // through the batch's iterator.
+        let waiting = match only_op.filter(|_| start == 0) {
+            Some(span) => self.run_ops(std::iter::once(span.view(&ops)), &mut run),
+            None => {
+                let reader = OpBatchReader::checked_before(&ops, op_count as usize);
+                self.run_ops(reader.iter().skip(start as usize), &mut run)
             }
-            match self.run_one(tx_id, op_id, &op, forwarding, &mut results) {
-                Step::Answered => {}
-                Step::Forward => forward.push(position),
-                Step::Wait => {
-                    waiting = true;
-                    self.stats.ops_waited += 1;
-                    break;
-                }
-            }
-            position += 1;
-        }
+        };
+        let position = run.position;
         let record = &mut self.requests.records[slot as usize];
         record.ops = ops;
         record.results = results;
@@ -468,44 +557,56 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         !waiting
     }
 
+    /// Runs `ops`, the operations of a request from `run.position` on, in
+    /// order, until one waits (true) or all are done (false).
+    fn run_ops<'o>(&mut self, ops: impl Iterator<Item = OpView<'o>>, run: &mut OpsRun<'_>) -> bool {
+        let mut iter = ops.peekable();
+        while let Some(op) = iter.next() {
+            if is_committed_read(&op) && self.check_op(&op).is_ok() {
+                // The fast path: this and the committed reads of the same
+                // fragment right after it, in one batch.
+                let mut reads: ReadRun<'_> = SmallVec::new();
+                reads.push(op);
+                while reads.len() < READ_BATCH_KEYS_MAX {
+                    match iter.peek() {
+                        Some(next)
+                            if same_fragment(&op, next)
+                                && is_committed_read(next)
+                                && self.check_op(next).is_ok() =>
+                        {
+                            reads.push(*next);
+                            iter.next();
+                        }
+                        _ => break,
+                    }
+                }
+                self.committed_reads(&reads, run.results);
+                run.position += reads.len() as u32;
+                continue;
+            }
+            let (step, touched) =
+                self.run_one(run.tx_id, run.op_id, &op, run.forwarding, run.results);
+            if let Some(key) = touched {
+                self.touch(run.tx_id, key);
+            }
+            match step {
+                Step::Answered => {}
+                Step::Forward => run.forward.push(run.position),
+                Step::Wait => {
+                    self.stats.ops_waited += 1;
+                    return true;
+                }
+            }
+            run.position += 1;
+        }
+        false
+    }
+
     /// Checks an operation against this instance's schema; the fragment it
     /// names, or the error code.
     pub(super) fn check_op(&self, op: &OpView<'_>) -> Result<(u32, u32), u32> {
-        let h = &op.header;
-        let table = self
-            .schema
-            .tables
-            .get(&h.table_id)
-            .ok_or(error::NO_SUCH_TABLE)?;
-        if self.altering(h.table_id) {
-            // An ALTER TABLE waits for the transactions on the table.
-            return Err(error::BUSY);
-        }
-        if h.table_version != table.version {
-            return Err(error::WRONG_SCHEMA_VERSION);
-        }
-        if h.partition == NO_PARTITION
-            || h.partition >= table.partitions
-            || !self.owns(h.partition, table.fully_replicated)
-        {
-            tracing::debug!(
-                node = %self.config.node,
-                "LDM instance {}: table `{}` partition {} is not held here",
-                self.config.instance,
-                table.name,
-                h.partition
-            );
-            return Err(error::BAD_OPERATION);
-        }
-        if h.index_id != NO_INDEX {
-            // The TC turns unique-key operations into primary-key ones.
-            return Err(error::BAD_OPERATION);
-        }
-        // The TC checked the op against this table version (`OpView::check`)
-        // and storage checks every value it writes (a bad one is answered
-        // with the same code); checking it here again cost a third of an
-        // update's time on the data node.
-        Ok((h.table_id, h.partition))
+        checked_table(&self.schema, &self.alter, &self.config, op)
+            .map(|_| (op.header.table_id, op.header.partition))
     }
 
     /// Committed reads of `ops`, all checked and on one fragment, through
@@ -558,7 +659,11 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         }
     }
 
-    /// Runs one operation (not a committed read of the fast path).
+    /// Runs one operation (not a committed read of the fast path) of
+    /// transaction `tx_id`. Returns how it ended and the fragment it
+    /// touched: one it may have left a lock (or a queued request) in, even
+    /// when it waits or fails, which the transaction's end must release
+    /// (the caller notes it in the transaction's record).
     fn run_one(
         &mut self,
         tx_id: u64,
@@ -566,38 +671,38 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         op: &OpView<'_>,
         forwarding: bool,
         out: &mut Gathered,
-    ) -> Step {
+    ) -> (Step, Option<(u32, u32)>) {
         let h = op.header;
-        let (table_id, partition) = match self.check_op(op) {
-            Ok(key) => key,
-            Err(code) => {
-                out.error(h.op_index, code);
-                return Step::Answered;
-            }
-        };
-        let writes = h.kind != OpKind::Read;
-        if writes && self.redo_over_high_water() {
-            out.error(h.op_index, error::REDO_OVERLOADED);
-            return Step::Answered;
-        }
-        if writes || h.lock != LockMode::Committed {
-            // Even a waiting or failed operation may leave a lock (or a
-            // queued request) that the transaction's end must release.
-            self.touch(tx_id, (table_id, partition));
-        }
+        let (table_id, partition) = (h.table_id, h.partition);
+        // The checked table stays borrowed for the op: one lookup.
         let LdmBlock {
             schema,
+            alter,
+            config,
             instance,
             scratch,
+            restart,
             ..
         } = self;
-        let table = &schema.tables[&table_id];
+        let table = match checked_table(schema, alter, config, op) {
+            Ok(table) => table,
+            Err(code) => {
+                out.error(h.op_index, code);
+                return (Step::Answered, None);
+            }
+        };
         let instance = instance.as_mut().expect("open");
+        let writes = h.kind != OpKind::Read;
+        if writes && redo_over_high_water(instance) {
+            out.error(h.op_index, error::REDO_OVERLOADED);
+            return (Step::Answered, None);
+        }
+        let touched = (writes || h.lock != LockMode::Committed).then_some((table_id, partition));
         let Some((fragment, pool)) = instance.fragment(table_id, partition) else {
             out.error(h.op_index, error::TABLE_NOT_YET_KNOWN);
-            return Step::Answered;
+            return (Step::Answered, touched);
         };
-        match run_op(
+        let step = match run_op(
             table,
             fragment,
             pool,
@@ -613,7 +718,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 out.ok(h.op_index);
                 Step::Answered
             }
-            Ok(OpEnd::NotFound) if writes && self.restart.starting => {
+            Ok(OpEnd::NotFound) if writes && restart.starting => {
                 // A starting node lacks rows the copy has not brought yet:
                 // the copy brings this row with this change (ldm::copy).
                 if forwarding {
@@ -629,16 +734,12 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             }
             Ok(OpEnd::Waiting) => Step::Wait,
             Err(e) => {
-                tracing::debug!(node = %self.config.node, "LDM instance {}: {e}", self.config.instance);
+                tracing::debug!(node = %config.node, "LDM instance {}: {e}", config.instance);
                 out.error(h.op_index, fragment_code(table, &e));
                 Step::Answered
             }
-        }
-    }
-
-    fn redo_over_high_water(&self) -> bool {
-        let instance = self.instance.as_ref().expect("open");
-        instance.redo_used_bytes() * 100 > instance.redo_capacity_bytes() * REDO_HIGH_WATER_PERCENT
+        };
+        (step, touched)
     }
 
     /// Sends a finished request's results and passes its writes on, then
@@ -655,13 +756,15 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         let me = *me;
         let record = &mut requests.records[slot as usize];
         let tc = record.tc.expect("a request in use has its TC");
-        if !record.results.is_empty() {
-            if gathers_answers(me, tc) {
-                key_batches.queue_answer(me, record.tx_id, tc, &record.results, stats, ctx);
-            } else {
-                send_results(record.tx_id, tc, &record.results, None, ctx);
-            }
-        }
+        answer(
+            me,
+            key_batches,
+            stats,
+            record.tx_id,
+            tc,
+            &record.results,
+            ctx,
+        );
         if !record.forward.is_empty() {
             let next = record.chain[0];
             let bytes = if record.forward.len() == record.op_count as usize {
@@ -739,6 +842,74 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         };
         self.requests.records[slot as usize].waiting = false;
         self.run_requests(slot, ctx);
+    }
+}
+
+/// Whether the redo log part is too full for new writes (error 410).
+fn redo_over_high_water(instance: &storage::ldm::LdmInstance) -> bool {
+    instance.redo_used_bytes() * 100 > instance.redo_capacity_bytes() * REDO_HIGH_WATER_PERCENT
+}
+
+/// [`LdmBlock::check_op`] over the parts of the block it reads: the table
+/// the op names (borrowed from `schema` alone, so that the caller may
+/// change the block's other parts while it holds it), or the error code.
+fn checked_table<'s>(
+    schema: &'s LocalSchema,
+    alter: &AlterState,
+    config: &LdmBlockConfig,
+    op: &OpView<'_>,
+) -> Result<&'s TableDef, u32> {
+    let h = &op.header;
+    let table = schema.tables.get(&h.table_id).ok_or(error::NO_SUCH_TABLE)?;
+    if alter.blocks(h.table_id) {
+        // An ALTER TABLE waits for the transactions on the table.
+        return Err(error::BUSY);
+    }
+    if h.table_version != table.version {
+        return Err(error::WRONG_SCHEMA_VERSION);
+    }
+    if h.partition == NO_PARTITION
+        || h.partition >= table.partitions
+        || !config.owns(h.partition, table.fully_replicated)
+    {
+        tracing::debug!(
+            node = %config.node,
+            "LDM instance {}: table `{}` partition {} is not held here",
+            config.instance,
+            table.name,
+            h.partition
+        );
+        return Err(error::BAD_OPERATION);
+    }
+    if h.index_id != NO_INDEX {
+        // The TC turns unique-key operations into primary-key ones.
+        return Err(error::BAD_OPERATION);
+    }
+    // The TC checked the op against this table version (`OpView::check`)
+    // and storage checks every value it writes (a bad one is answered
+    // with the same code); checking it here again cost a third of an
+    // update's time on the data node.
+    Ok(table)
+}
+
+/// Sends a request's results (if any) to its TC: gathered with others for a
+/// TC of another node (`batches`), else alone.
+fn answer(
+    me: BlockRef,
+    key_batches: &mut KeyBatches,
+    stats: &mut LdmStats,
+    tx_id: u64,
+    tc: BlockRef,
+    results: &Gathered,
+    ctx: &mut Context<'_>,
+) {
+    if results.is_empty() {
+        return;
+    }
+    if gathers_answers(me, tc) {
+        key_batches.queue_answer(me, tx_id, tc, results, stats, ctx);
+    } else {
+        send_results(tx_id, tc, results, None, ctx);
     }
 }
 

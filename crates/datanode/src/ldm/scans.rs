@@ -317,7 +317,9 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             );
             return refuse(ctx, error::TOO_MANY_SCANS, message);
         }
-        if spec.lock != LockMode::Committed && self.tx_record(tx_id, tc).is_none() {
+        if spec.lock != LockMode::Committed
+            && super::tx_record(&mut self.txs, &mut self.free_txs, tx_id, tc).is_none()
+        {
             let message = format!(
                 "LDM instance {}: too many transactions",
                 self.config.instance

@@ -321,6 +321,10 @@ impl RowBuf {
 struct Image {
     fixed: Vec<u8>,
     var: Vec<u8>,
+    /// Of a pending update: the row's primary key, memcomparable, for its
+    /// redo record (kept from the op, which had it encoded, rather than
+    /// encoded from the row again at commit). Empty otherwise.
+    key: Vec<u8>,
 }
 
 /// What a transaction has pending on a row, relative to the committed
@@ -735,7 +739,12 @@ impl Fragment {
             }
             result => result?,
         }
-        self.write_over(pool, row, tx)?;
+        // The view says what `write_over` would look up again.
+        if view == View::OwnInsert {
+            self.overwrite_own_insert(pool, row)?;
+        } else {
+            self.stage_update(pool, row, tx)?;
+        }
         Ok(Outcome::Done)
     }
 
@@ -1657,18 +1666,28 @@ impl Fragment {
     ) -> Result<(), FragmentError> {
         match self.pending_of(row, tx) {
             Some(PendingKind::Insert | PendingKind::InsertDeleted) => {
-                // Its own reserved row: the row store holds its image.
-                let image = &self.scratch.image;
-                self.rows
-                    .update(pool, row, &image.fixed, &image.var)
-                    .map_err(|e| self.memory_error(e))?;
-                self.pending.get_mut(&row).expect("pending insert").kind = PendingKind::Insert;
-                Ok(())
+                self.overwrite_own_insert(pool, row)
             }
             Some(PendingKind::Update | PendingKind::Delete) | None => {
                 self.stage_update(pool, row, tx)
             }
         }
+    }
+
+    /// Makes the image in `scratch.image` that of `row`, a reserved insert
+    /// of the transaction (deleted again by it or not): the row store holds
+    /// its image.
+    fn overwrite_own_insert(
+        &mut self,
+        pool: &mut PagePool,
+        row: RowId,
+    ) -> Result<(), FragmentError> {
+        let image = &self.scratch.image;
+        self.rows
+            .update(pool, row, &image.fixed, &image.var)
+            .map_err(|e| self.memory_error(e))?;
+        self.pending.get_mut(&row).expect("pending insert").kind = PendingKind::Insert;
+        Ok(())
     }
 
     /// Stages `scratch.image` as the pending update of committed `row`,
@@ -1681,15 +1700,27 @@ impl Fragment {
         tx: TxId,
     ) -> Result<(), FragmentError> {
         let grows = self.scratch.image.var.len() > self.rows.var(pool, row).len();
-        let has_reserve = self.pending.get(&row).is_some_and(|p| p.reserve.is_some());
+        // One lookup of the row's pending change, for the reserve and the
+        // image both.
+        let Fragment {
+            pending,
+            free_images,
+            scratch,
+            reserve_pages,
+            ..
+        } = self;
+        let entry = pending.entry(row);
+        let has_reserve = matches!(&entry, Entry::Occupied(o) if o.get().reserve.is_some());
         let mut new_reserve = None;
         if grows && !has_reserve {
-            let page = pool.alloc_page().map_err(|e| self.memory_error(e))?;
-            new_reserve = Some(page);
-            self.reserve_pages += 1;
+            match pool.alloc_page() {
+                Ok(page) => new_reserve = Some(page),
+                // Nothing changed: a vacant entry inserts nothing.
+                Err(e) => return Err(self.memory_error(e)),
+            }
+            *reserve_pages += 1;
         }
-        let free_images = &mut self.free_images;
-        let pending = match self.pending.entry(row) {
+        let pending = match entry {
             Entry::Occupied(occupied) => occupied.into_mut(),
             Entry::Vacant(vacant) => vacant.insert(Pending {
                 tx,
@@ -1708,13 +1739,18 @@ impl Fragment {
         }
         pending.kind = PendingKind::Update;
         // The old buffers become the scratch for the next image.
-        std::mem::swap(&mut pending.image, &mut self.scratch.image);
+        std::mem::swap(&mut pending.image, &mut scratch.image);
+        // Every caller looked the row up by `scratch.key`: the row's key
+        // (primary keys never change), the same bytes its row encodes to.
+        pending.image.key.clear();
+        pending.image.key.extend_from_slice(&scratch.key);
         if new_reserve.is_some() {
             pending.reserve = new_reserve;
         }
         if !grows {
-            let reserve = pending.reserve.take();
-            self.free_reserve(pool, reserve);
+            if let Some(page) = pending.reserve.take() {
+                self.free_reserve(pool, Some(page));
+            }
         }
         Ok(())
     }
@@ -1795,12 +1831,26 @@ impl Fragment {
             // The key of the committed (or reserved) row: the same as the
             // new image's, primary keys never change.
             let key_start = scratch.redo.len();
-            pk.encode_from_row(
-                layout,
-                rows.fixed(pool, row),
-                rows.var(pool, row),
-                &mut scratch.redo,
-            );
+            if p.kind == PendingKind::Update {
+                scratch.redo.extend_from_slice(&p.image.key);
+                debug_assert!(
+                    {
+                        // A scratch buffer: a warm commit allocates nothing.
+                        let key = &mut scratch.candidate;
+                        key.clear();
+                        pk.encode_from_row(layout, rows.fixed(pool, row), rows.var(pool, row), key);
+                        *key == p.image.key
+                    },
+                    "{row:?}: a pending update keeps its row's key"
+                );
+            } else {
+                pk.encode_from_row(
+                    layout,
+                    rows.fixed(pool, row),
+                    rows.var(pool, row),
+                    &mut scratch.redo,
+                );
+            }
             let key = scratch.redo.len() - key_start;
             scratch.redo.extend_from_slice(fixed);
             scratch.redo.extend_from_slice(var);
@@ -1839,14 +1889,17 @@ impl Fragment {
             scratch,
             ..
         } = self;
-        move_entries(
-            ordered,
-            layout,
-            (&mut scratch.old_key, &mut scratch.new_key),
-            row,
-            (rows.fixed(pool, row), rows.var(pool, row)),
-            (&image.fixed, &image.var),
-        );
+        if !ordered.is_empty() {
+            // The committed image is read only for an index to compare.
+            move_entries(
+                ordered,
+                layout,
+                (&mut scratch.old_key, &mut scratch.new_key),
+                row,
+                (rows.fixed(pool, row), rows.var(pool, row)),
+                (&image.fixed, &image.var),
+            );
+        }
         if let Err(e) = self.rows.update(pool, row, &image.fixed, &image.var) {
             panic!(
                 "table `{}` fragment {}: commit of {row:?} failed after its memory was \

@@ -207,14 +207,16 @@ pub(super) fn push_header(
     fragment_id: u32,
     columns: u16,
 ) {
-    out.push(REDO_RECORD_VERSION);
-    out.push(kind.code());
-    out.extend_from_slice(&[0, 0]);
-    out.extend_from_slice(&table_id.to_le_bytes());
-    out.extend_from_slice(&table_version.to_le_bytes());
-    out.extend_from_slice(&fragment_id.to_le_bytes());
-    out.extend_from_slice(&[0, 0, 0, 0]);
-    out.extend_from_slice(&columns.to_le_bytes());
+    // Built whole and appended in one call: a push per field cost a
+    // capacity check each, on every commit.
+    let mut header = [0u8; REDO_RECORD_FIXED_HEADER_BYTES];
+    header[0] = REDO_RECORD_VERSION;
+    header[1] = kind.code();
+    header[4..8].copy_from_slice(&table_id.to_le_bytes());
+    header[8..12].copy_from_slice(&table_version.to_le_bytes());
+    header[12..16].copy_from_slice(&fragment_id.to_le_bytes());
+    header[20..22].copy_from_slice(&columns.to_le_bytes());
+    out.extend_from_slice(&header);
 }
 
 /// Writes the lengths into the header of the record that starts at
