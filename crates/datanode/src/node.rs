@@ -282,9 +282,24 @@ pub fn run(options: &NodeOptions) -> Result<NodeExit, NodeError> {
     Ok(exit)
 }
 
+/// The redo log parts of `NoOfFragmentLogParts` (`parts`) that LDM instance
+/// `instance` of `instances` has: as in NDB, part `p` belongs to instance
+/// `p mod instances`. An instance keeps one ring of files here, holding its
+/// parts' files (`NoOfFragmentLogFiles` each), so a node's redo log holds
+/// `parts × NoOfFragmentLogFiles × FragmentLogFileSize` bytes whatever its
+/// LDM thread count.
+fn log_parts_of(instance: u32, instances: u32, parts: u32) -> u32 {
+    assert!(
+        instance < instances && parts >= instances,
+        "LDM instance {instance} of {instances} with {parts} redo log parts (the config checks parts >= instances)"
+    );
+    parts / instances + u32::from(instance < parts % instances)
+}
+
 /// One LDM block per LDM instance of this node (its `ldm` threads, or one
 /// on `main`), each with its directory `<data dir>/ndb_<node>_fs/ldm<i>`, an
-/// even share of `DataMemory`, and the configured redo log part size.
+/// even share of `DataMemory`, and its share of the redo log
+/// (`log_parts_of`).
 fn ldm_blocks(
     node: NodeId,
     me: &config::DataNode,
@@ -306,7 +321,12 @@ fn ldm_blocks(
             let mut ldm = LdmConfig::new(instance, fs_dir.join(format!("ldm{instance}")));
             ldm.data_memory_bytes = me.params.data_memory_bytes / u64::from(instances);
             ldm.redo_file_size_bytes = me.params.fragment_log_file_size_bytes;
-            ldm.redo_files = me.params.no_of_fragment_log_files;
+            let parts = log_parts_of(instance, instances, me.params.no_of_fragment_log_parts);
+            let files = me.params.no_of_fragment_log_files;
+            // Past `u32::MAX` is past the part's file limit too, which its
+            // open reports.
+            ldm.redo_files = files.saturating_mul(parts);
+            ldm.redo_earlier_files = (parts != 1).then_some(files);
             let block = LdmBlock::new(
                 LdmBlockConfig {
                     node,
@@ -733,6 +753,43 @@ impl NodeControl for Control {
         };
         if let Ok(mut session) = self.session.lock() {
             let _ = session.send(&event);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::log_parts_of;
+
+    #[test]
+    fn redo_log_parts_are_shared_out_round_robin() {
+        // NDB's default 4 parts on one LDM instance (the sandbox's layout
+        // on a small machine): all four, so 4 × the files of one part.
+        assert_eq!(log_parts_of(0, 1, 4), 4);
+        assert_eq!(
+            (0..2).map(|i| log_parts_of(i, 2, 4)).collect::<Vec<_>>(),
+            [2, 2]
+        );
+        assert_eq!(
+            (0..4).map(|i| log_parts_of(i, 4, 6)).collect::<Vec<_>>(),
+            [2, 2, 1, 1]
+        );
+        assert_eq!((0..8).map(|i| log_parts_of(i, 8, 8)).sum::<u32>(), 8);
+        for instances in 1..=32 {
+            for parts in [4, 6, 8, 12, 16, 24, 32]
+                .into_iter()
+                .filter(|&p| p >= instances)
+            {
+                let shares: Vec<u32> = (0..instances)
+                    .map(|i| log_parts_of(i, instances, parts))
+                    .collect();
+                assert_eq!(
+                    shares.iter().sum::<u32>(),
+                    parts,
+                    "{parts} parts on {instances}"
+                );
+                assert!(shares.iter().all(|&s| s >= 1));
+            }
         }
     }
 }

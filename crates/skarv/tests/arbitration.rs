@@ -228,6 +228,7 @@ fn a_split_of_two_data_nodes_leaves_one_running_and_heals() {
     let config = dir.join("config.ini");
     let mut ini = format!(
         "[ndbd default]\nNoOfReplicas=2\nDataMemory=16M\nHeartbeatIntervalDbDb=100\n\
+         NoOfFragmentLogFiles=3\nFragmentLogFileSize=4M\n\
          ArbitrationTimeout=2000\nStartPartialTimeout=1000\n\
          [ndb_mgmd]\nNodeId=1\nHostName=127.0.0.1\nPortNumber={MGMD_PORT}\nDataDir={}/mgmd\n",
         dir.display()

@@ -286,6 +286,7 @@ fn start_cluster(name: &str, salt: u16, defaults: &str) -> (PathBuf, String, Pro
         &config,
         format!(
             "[ndbd default]\nNoOfReplicas=2\nDataMemory=16M\n{defaults}\
+             NoOfFragmentLogFiles=3\nFragmentLogFileSize=4M\n\
              [ndb_mgmd]\nNodeId=1\nHostName=127.0.0.1\nPortNumber={base}\nDataDir={dir}/mgmd\n\
              [ndbd]\nNodeId=2\nHostName=127.0.0.1\nServerPort={p2}\nDataDir={dir}/n2\n\
              [ndbd]\nNodeId=3\nHostName=127.0.0.1\nServerPort={p3}\nDataDir={dir}/n3\n",

@@ -137,6 +137,13 @@ pub struct RedoConfig {
     pub part: u32,
     pub file_size_bytes: u64,
     pub files: u32,
+    /// The file count an earlier build made this part with for the same
+    /// configuration (before an instance's part counted its share of
+    /// `NoOfFragmentLogParts`): a part found with that many files of
+    /// `file_size_bytes` is opened as it is, not refused as a changed
+    /// geometry, so that upgrading needs no initial restart. The new size
+    /// applies once the part is made again (an initial start).
+    pub earlier_files: Option<u32>,
 }
 
 impl RedoConfig {
@@ -147,6 +154,7 @@ impl RedoConfig {
             part,
             file_size_bytes: REDO_FILE_SIZE_DEFAULT_BYTES,
             files: REDO_FILES_DEFAULT,
+            earlier_files: None,
         }
     }
 
@@ -204,7 +212,8 @@ impl RedoConfig {
         }
         if !(1..=REDO_FILES_MAX).contains(&self.files) {
             return bad(format!(
-                "NoOfFragmentLogFiles={} is outside 1..={REDO_FILES_MAX}",
+                "{} files (NoOfFragmentLogFiles times the instance's share of \
+                 NoOfFragmentLogParts) is outside 1..={REDO_FILES_MAX}",
                 self.files
             ));
         }
@@ -759,6 +768,8 @@ impl RedoLog {
         }
     }
 
+    /// The part's geometry as opened: the configured one, or the one it
+    /// was made with when that was its `earlier_files`.
     pub fn config(&self) -> &RedoConfig {
         &self.config
     }
@@ -943,8 +954,9 @@ impl RedoLog {
     }
 
     /// The tail and the format version from the control file, or `None`
-    /// on a first start.
-    fn read_control(&self) -> Result<Option<(u64, u32)>, RedoError> {
+    /// on a first start. A part made with its `earlier_files` takes that
+    /// geometry (`RedoConfig::earlier_files`).
+    fn read_control(&mut self) -> Result<Option<(u64, u32)>, RedoError> {
         let path = self.config.control_path();
         let file = match self.disk.open(&path, OpenMode::ReadOnly) {
             Ok(file) => file,
@@ -978,7 +990,14 @@ impl RedoLog {
             return Err(self.bad_file(&path, detail));
         }
         let (files, file_size) = (le_u32(&bytes, 16), le_u64(&bytes, 24));
-        if files != self.config.files || file_size != self.config.file_size_bytes {
+        let earlier = file_size == self.config.file_size_bytes
+            && files != self.config.files
+            && self.config.earlier_files == Some(files);
+        if earlier {
+            self.config.files = files;
+            self.ring = self.config.ring();
+            self.next_file_remaining = self.ring.data_per_file;
+        } else if files != self.config.files || file_size != self.config.file_size_bytes {
             return Err(RedoError::GeometryChanged {
                 part,
                 dir: self.config.dir.clone(),

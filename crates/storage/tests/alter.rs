@@ -433,6 +433,7 @@ impl World {
                 data_memory_bytes: 8 << 20,
                 redo_file_size_bytes: 256 << 10,
                 redo_files: 4,
+                redo_earlier_files: None,
                 lcp_pages_per_step: 1,
             },
             ldm: None,

@@ -502,6 +502,7 @@ fn commits_through_a_real_redo_log_replay_into_an_equal_fragment() {
         part: 0,
         file_size_bytes: 64 << 10,
         files: 2,
+        earlier_files: None,
     };
     let (mut log, _) = RedoLog::open(Box::new(disk.clone()), config.clone()).unwrap();
     let mut w = World::new(256);

@@ -61,6 +61,7 @@ fn config(redo_files: u32) -> LdmConfig {
         data_memory_bytes: 16 << 20,
         redo_file_size_bytes: REDO_FILE_BYTES,
         redo_files,
+        redo_earlier_files: None,
         lcp_pages_per_step: 4,
     }
 }
@@ -358,6 +359,43 @@ fn a_redo_log_of_format_1_restores_the_same_rows_and_goes_on_in_format_2() {
         assert_eq!(report.recovered_gci, Some(node.gci - 1));
         assert!(node.rows(1).contains_key(&229) && !node.rows(2).contains_key(&1));
     }
+}
+
+/// An instance whose redo log part an earlier build made with fewer files
+/// (before a part counted its instance's share of `NoOfFragmentLogParts`)
+/// restarts on it as it was made, says so, and keeps logging, checkpointing
+/// and restoring exactly around that smaller ring.
+#[test]
+fn a_redo_part_of_its_earlier_file_count_restarts_as_it_was_made() {
+    let mut node = Node::new(17, 4, vec![table(1, 1)]);
+    fill(&mut node, 1, 0, 40, 10);
+    node.flush();
+    let made = node.ldm().redo_capacity_bytes();
+    node.config.redo_files = 16;
+    node.config.redo_earlier_files = Some(4);
+    let report = node.restart();
+    assert_eq!(report.redo_files_kept, Some(4));
+    assert!(
+        report.to_string().contains("kept at the 4 files"),
+        "{report}"
+    );
+    assert_eq!(node.ldm().redo_capacity_bytes(), made);
+    assert_eq!(node.rows(1).len(), 40);
+    // Several laps of the four files' ring, checkpoints freeing it.
+    for round in 0..12u64 {
+        fill(&mut node, 1, 1000 + round * 30, 30, 1500);
+        node.commit(1, &[(round, None)]).unwrap();
+        node.flush();
+        if round % 2 == 1 {
+            node.run_lcp();
+        }
+    }
+    assert!(node.ldm().redo_head_lsn().0 > 2 * made, "two laps at least");
+    let report = node.restart();
+    assert_eq!(report.redo_files_kept, Some(4));
+    let expected = node.model_at(1, report.recovered_gci);
+    assert_eq!(node.rows(1), expected);
+    assert_eq!(node.rows(1).len(), 40 - 12 + 12 * 30);
 }
 
 #[test]

@@ -427,6 +427,7 @@ impl World {
                 data_memory_bytes: 8 << 20,
                 redo_file_size_bytes: 64 << 10,
                 redo_files: 1 + u32::from(lcps),
+                redo_earlier_files: None,
                 lcp_pages_per_step: 1,
             },
             tables: kinds.iter().map(|k| k.table()).collect(),

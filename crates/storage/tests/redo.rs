@@ -23,6 +23,7 @@ fn config(files: u32) -> RedoConfig {
         part: 1,
         file_size_bytes: FILE_BYTES,
         files,
+        earlier_files: None,
     }
 }
 
@@ -722,6 +723,7 @@ fn real_config(dir: &Path) -> RedoConfig {
         part: 0,
         file_size_bytes: FILE_BYTES,
         files: 3,
+        earlier_files: None,
     }
 }
 
@@ -1042,4 +1044,74 @@ proptest! {
         let tear_percent = ((100 - keep_percent) as u16 * tear_split as u16 / 100) as u8;
         run(seed, files, CrashPolicy { keep_percent, tear_percent }, &ops);
     }
+}
+
+/// A part an earlier build made with fewer files (before an instance's
+/// part counted its share of `NoOfFragmentLogParts`) opens as it was made,
+/// keeps working around its ring, and is refused like any other changed
+/// geometry when its file count is not the earlier one.
+#[test]
+fn a_part_of_its_earlier_file_count_opens_as_it_was_made() {
+    let disk = SimDisk::new(41);
+    let made = config(2);
+    let (mut log, _) = open(&disk, &made).unwrap();
+    log.append(1, b"before").unwrap();
+    log.flush(1).unwrap();
+    drop(log);
+
+    let grown = RedoConfig {
+        files: 8,
+        earlier_files: Some(2),
+        ..made.clone()
+    };
+    let (mut log, recovered) = open(&disk, &grown).unwrap();
+    assert_eq!(log.config().files, 2);
+    assert_eq!(log.capacity_bytes(), made.capacity_bytes());
+    assert!(log.capacity_bytes() < grown.capacity_bytes());
+    assert_eq!(
+        payloads(&replay_all(&log, &recovered, 1)),
+        vec![b"before".to_vec()]
+    );
+    // Around the two files' ring several times: each GCI's records
+    // trimmed once durable, as checkpoints do.
+    let record = payload(7, 4000);
+    for gci in 2..60 {
+        for _ in 0..4 {
+            log.append(gci, &record).unwrap();
+        }
+        log.flush(gci).unwrap();
+        let durable = log.durable_lsn();
+        log.trim(durable).unwrap();
+    }
+    log.append(60, b"last").unwrap();
+    log.flush(60).unwrap();
+    drop(log);
+    assert!(
+        !disk.exists(&grown.file_path(2)).unwrap(),
+        "no file beyond the part's two"
+    );
+
+    let (log, recovered) = open(&disk, &grown).unwrap();
+    assert_eq!(log.config().files, 2);
+    assert_eq!(
+        payloads(&replay_all(&log, &recovered, 60)).last(),
+        Some(&b"last".to_vec())
+    );
+    drop(log);
+
+    let other = RedoConfig {
+        earlier_files: Some(3),
+        ..grown.clone()
+    };
+    let err = open(&disk, &other).unwrap_err();
+    assert!(matches!(err, RedoError::GeometryChanged { .. }), "{err}");
+
+    // A new part takes the configured count.
+    let fresh = RedoConfig {
+        dir: PathBuf::from("/node/redo-new"),
+        ..grown
+    };
+    let (log, _) = open(&disk, &fresh).unwrap();
+    assert_eq!(log.config().files, 8);
+    assert_eq!(log.capacity_bytes(), fresh.capacity_bytes());
 }

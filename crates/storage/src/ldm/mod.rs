@@ -100,6 +100,8 @@ pub struct LdmConfig {
     pub data_memory_bytes: u64,
     pub redo_file_size_bytes: u64,
     pub redo_files: u32,
+    /// `RedoConfig::earlier_files`.
+    pub redo_earlier_files: Option<u32>,
     /// Pages an [`LdmInstance::lcp_step`] writes at most.
     pub lcp_pages_per_step: usize,
 }
@@ -113,6 +115,7 @@ impl LdmConfig {
             data_memory_bytes: DATA_MEMORY_DEFAULT_BYTES,
             redo_file_size_bytes: REDO_FILE_SIZE_DEFAULT_BYTES,
             redo_files: REDO_FILES_DEFAULT,
+            redo_earlier_files: None,
             lcp_pages_per_step: LCP_PAGES_PER_STEP_DEFAULT,
         }
     }
@@ -127,6 +130,7 @@ impl LdmConfig {
             part: self.instance,
             file_size_bytes: self.redo_file_size_bytes,
             files: self.redo_files,
+            earlier_files: self.redo_earlier_files,
         }
     }
 
@@ -862,8 +866,10 @@ impl LdmInstance {
     /// record: the log skips the rest of a file too short for a record
     /// header without writing a record there (`docs/redo-format.md`).
     fn record_start_at_or_after(&self, lsn: Lsn) -> Lsn {
-        let data_per_file = self.config.redo_file_size_bytes - REDO_FILE_HEADER_BYTES;
-        let capacity = data_per_file * u64::from(self.config.redo_files);
+        // The part's geometry as opened (`RedoConfig::earlier_files`).
+        let redo = self.redo.config();
+        let data_per_file = redo.file_size_bytes - REDO_FILE_HEADER_BYTES;
+        let capacity = data_per_file * u64::from(redo.files);
         let remaining = data_per_file - (lsn.0 % capacity) % data_per_file;
         if remaining < REDO_RECORD_HEADER_BYTES as u64 {
             Lsn(lsn.0 + remaining)

@@ -50,6 +50,10 @@ pub struct RecoveryReport {
     pub instance: u32,
     /// The redo log part was created by this open (a first start).
     pub redo_created: bool,
+    /// `Some(n)`: the redo log part was made by an earlier build with `n`
+    /// files, not the configured count, and keeps them
+    /// (`RedoConfig::earlier_files`) until an initial start.
+    pub redo_files_kept: Option<u32>,
     /// The GCI asked for (`None`: the highest complete one).
     pub restore_gci: Option<Gci>,
     /// The GCI the restored state is exact to: every change of a GCI up to
@@ -119,6 +123,13 @@ impl fmt::Display for RecoveryReport {
         if self.redo_created {
             write!(f, "; redo log created")?;
         }
+        if let Some(files) = self.redo_files_kept {
+            write!(
+                f,
+                "; redo log part kept at the {files} files it was made with (an initial start \
+                 makes it at the configured size)"
+            )?;
+        }
         if let Some(gci) = self.voided_above {
             write!(
                 f,
@@ -148,7 +159,7 @@ struct Restoring {
 
 pub(super) fn open<D: Disk + Clone + 'static>(
     disk: D,
-    config: LdmConfig,
+    mut config: LdmConfig,
     fragments: &[(TableDef, u32)],
     restore_gci: Option<Gci>,
 ) -> Result<(LdmInstance, RecoveryReport), LdmError> {
@@ -160,6 +171,10 @@ pub(super) fn open<D: Disk + Clone + 'static>(
     };
     let (mut redo, recovered) =
         RedoLog::open(Box::new(disk.clone()), config.redo_config()).map_err(redo_error)?;
+    let redo_files_kept = (redo.config().files != config.redo_files).then_some(redo.config().files);
+    if let Some(files) = redo_files_kept {
+        config.redo_files = files;
+    }
     let disk: Box<dyn Disk> = Box::new(disk);
     let target = replay_target(instance, &recovered, restore_gci)?;
     let lcp_dir = config.lcp_dir();
@@ -253,6 +268,7 @@ pub(super) fn open<D: Disk + Clone + 'static>(
     let mut report = RecoveryReport {
         instance,
         redo_created: recovered.created,
+        redo_files_kept,
         restore_gci,
         recovered_gci: target,
         redo_complete_gci: recovered.complete_gci,
