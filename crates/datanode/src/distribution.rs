@@ -470,9 +470,10 @@ impl Distribution {
     }
 
     /// An LDM's local checkpoint waits for `gci` while its redo log part
-    /// fills (`GcpHurryReq`). The master runs the GCP that saves `gci` now
-    /// unless one already moved past it; any other member passes a local
-    /// LDM's request to the master once (a request from another node is
+    /// fills, or a stopping TC for the GCI of its commits (`GcpHurryReq`).
+    /// The master runs the GCP that saves `gci` now unless one already
+    /// moved past it; any other member passes a local block's request to
+    /// the master once (a request from another node is
     /// not passed on again: a changing view cannot make it circle).
     fn on_hurry(&mut self, from: BlockRef, gci: u32, ctx: &mut Context<'_>) {
         if let Some(master) = self.master.as_mut() {

@@ -562,11 +562,13 @@ signals! {
     153 => CopyFragConf { copy_id: u32, table_id: u32, partition: u32, rows: u64, code: u32, message: String },
 
     /// An LDM instance whose local checkpoint waits for GCI `gci` to be
-    /// durable while its redo log part fills → its node's distribution
+    /// durable while its redo log part fills, or a stopping TC whose
+    /// commits are in `gci` (`tc::shutdown`) → its node's distribution
     /// block, which passes it on to the master once: start the next GCP now
     /// rather than when `TimeBetweenGlobalCheckpoints` runs out, so that
     /// the checkpoint completes and frees redo before writes must be
-    /// refused (error 410). Skarv's own (wire version 4).
+    /// refused (error 410), or the stop loses no commit. Skarv's own (wire
+    /// version 4).
     154 => GcpHurryReq { gci: u32 },
 
     // ---- system restart (160–165), NDB: DIH's sysfile (COPY_GCIREQ) and restart GCI ----

@@ -12,12 +12,23 @@
 //! client transaction must not hold a stop forever); what is left then ends
 //! as at a node failure. The TC checks on a timer, not on every
 //! transaction's end, to keep the hot path as it is.
+//!
+//! Drained, the TC answers only once the GCI its commits are in (the
+//! current one: every commit of this TC is in a GCI up to it) is durable
+//! cluster-wide, and hurries that GCI's GCP (`GcpHurryReq` to its node's
+//! distribution block, as a filling redo log does). Why: a commit is
+//! durable once its GCI is; a stop of the whole cluster (`skarv admin
+//! shutdown`, `skarv sandbox --stop`) would otherwise lose the commits of
+//! the last `TimeBetweenGlobalCheckpoints`, since the restart restores the
+//! GCIs every node completed. Invariant: a TC answers `TcShutdownConf` only
+//! with no transaction left and `durable_gci` at least the GCI of its last
+//! commit. Bounded like the drain (`STOP_DRAIN_MAX`).
 
 use std::time::Duration;
 
 use kernel::Context;
 use proto::error;
-use signal::{BlockRef, SignalBody};
+use signal::{epoch, BlockNumber, BlockRef, SignalBody};
 
 use super::TcBlock;
 
@@ -31,6 +42,8 @@ const SHUTDOWN_POLL: Duration = Duration::from_millis(2);
 pub(crate) struct Shutdown {
     membership: Option<BlockRef>,
     answered: bool,
+    /// The GCI whose GCP this TC hurried, once drained.
+    hurried: Option<u32>,
 }
 
 impl TcBlock {
@@ -58,11 +71,25 @@ impl TcBlock {
             return;
         }
         if self.transactions.in_use() == 0 && self.scans.in_use() == 0 {
-            self.shutdown.answered = true;
-            ctx.send(membership, SignalBody::TcShutdownConf {});
-        } else {
-            ctx.set_timer(SHUTDOWN_POLL, TIMER_SHUTDOWN);
+            // Every commit of this TC is in a GCI up to the current one.
+            let needed = epoch::hi(self.epoch);
+            if self.durable_gci >= needed {
+                self.shutdown.answered = true;
+                ctx.send(membership, SignalBody::TcShutdownConf {});
+                return;
+            }
+            if self.shutdown.hurried != Some(needed) {
+                self.shutdown.hurried = Some(needed);
+                tracing::info!(
+                    tc = %self.me,
+                    "stopping: drained; waiting for GCI {needed} to be durable (durable: {})",
+                    self.durable_gci
+                );
+                let distribution = BlockRef::new(self.me.node, BlockNumber::DISTRIBUTION, 0);
+                ctx.send(distribution, SignalBody::GcpHurryReq { gci: needed });
+            }
         }
+        ctx.set_timer(SHUTDOWN_POLL, TIMER_SHUTDOWN);
     }
 
     /// The refusal of a new transaction while stopping, if stopping.
