@@ -1754,6 +1754,31 @@ mod tests {
         Ok(view.expect("one op"))
     }
 
+    /// A planned read of an op of `kind` writing `values` to `table` marks
+    /// it fitted exactly when the general loop finds every value fits, and
+    /// checks it alike.
+    fn planned_read_checks_alike(
+        table: &TableDef,
+        kind: OpKind,
+        values: &[(u16, Value)],
+    ) -> Result<(), proptest::test_runner::TestCaseError> {
+        let plan = CheckPlan::new(table);
+        let bytes = op_batch(kind, values);
+        let plain = OpBatchReader::new(&bytes)
+            .expect("a valid batch")
+            .iter()
+            .next()
+            .expect("one op");
+        let planned = planned_op(&bytes, &plan).expect("a valid batch");
+        let fits = !values.is_empty() && plain.integer_values_fit(&plan, &mut ColumnSet::default());
+        prop_assert_eq!(planned.fitted_plan == plan.id, fits);
+        prop_assert_eq!(
+            planned.check_with(table, &plan),
+            plain.check_planned(table, &plan, false)
+        );
+        Ok(())
+    }
+
     proptest! {
         /// Reading with a plan marks exactly the ops whose values all fit
         /// it, and checks them as the general loop does.
@@ -1762,17 +1787,7 @@ mod tests {
             kind in prop_oneof![Just(OpKind::Update), Just(OpKind::Insert), Just(OpKind::Write)],
             values in proptest::collection::vec((0u16..9, value()), 0..8),
         ) {
-            let table = ints();
-            let plan = CheckPlan::new(&table);
-            let bytes = op_batch(kind, &values);
-            let plain = OpBatchReader::new(&bytes).expect("a valid batch").iter().next().expect("one op");
-            let planned = planned_op(&bytes, &plan).expect("a valid batch");
-            let fits = !values.is_empty() && plain.integer_values_fit(&plan, &mut ColumnSet::default());
-            prop_assert_eq!(planned.fitted_plan == plan.id, fits);
-            prop_assert_eq!(
-                planned.check_with(&table, &plan),
-                plain.check_planned(&table, &plan, false)
-            );
+            planned_read_checks_alike(&ints(), kind, &values)?;
         }
 
         /// The same of a table of more than 64 columns, whose columns
@@ -1786,17 +1801,7 @@ mod tests {
                 0..8,
             ),
         ) {
-            let table = ints_wide();
-            let plan = CheckPlan::new(&table);
-            let bytes = op_batch(kind, &values);
-            let plain = OpBatchReader::new(&bytes).expect("a valid batch").iter().next().expect("one op");
-            let planned = planned_op(&bytes, &plan).expect("a valid batch");
-            let fits = !values.is_empty() && plain.integer_values_fit(&plan, &mut ColumnSet::default());
-            prop_assert_eq!(planned.fitted_plan == plan.id, fits);
-            prop_assert_eq!(
-                planned.check_with(&table, &plan),
-                plain.check_planned(&table, &plan, false)
-            );
+            planned_read_checks_alike(&ints_wide(), kind, &values)?;
         }
 
         /// A damaged batch is refused by the planned read as by the plain
