@@ -18,9 +18,9 @@ use datanode::dictionary::{
 use datanode::membership::{Membership, MembershipConfig};
 use kernel::simulator::Simulation;
 use kernel::{Block, Context, Rng};
+use schema::{Collation, Column, ColumnType, IndexDef, IndexKind, TableDef};
 use signal::{BlockNumber, BlockRef, NodeId, Signal, SignalBody};
 use storage::disk::SimDisk;
-use storage::schema::{Collation, Column, ColumnType, IndexDef, IndexKind, TableDef};
 
 const API: NodeId = match NodeId::new(200) {
     Some(id) => id,

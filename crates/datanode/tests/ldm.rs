@@ -22,12 +22,12 @@ use proto::ops::{LockMode, OpBatchWriter, OpHeader, OpKind, KEY_INFO, NO_INDEX};
 use proto::results::ResultReader;
 use proto::scan::{RowBatchReader, ScanSpec};
 use proto::{CmpOp, Filter};
+use schema::{
+    distribution_hash, partition_of, Collation, Column, ColumnType, KeyEncoder, TableDef, Value,
+};
 use signal::{BlockNumber, BlockRef, NodeId, Signal, SignalBody};
 use storage::disk::SimDisk;
 use storage::ldm::LdmConfig;
-use storage::schema::{
-    distribution_hash, partition_of, Collation, Column, ColumnType, KeyEncoder, TableDef, Value,
-};
 
 const API: NodeId = match NodeId::new(200) {
     Some(id) => id,
@@ -1326,11 +1326,11 @@ fn adding_a_unique_index_by_alter_is_refused_and_a_drop_reaches_the_ldm() {
     let mut c = Cluster::start(21, 1);
     let table = c.create_table();
     let mut unique = table.clone();
-    unique.indexes.push(storage::schema::IndexDef {
+    unique.indexes.push(schema::IndexDef {
         name: "u_s".into(),
         id: 0,
         columns: vec![2],
-        kind: storage::schema::IndexKind::Unique,
+        kind: schema::IndexKind::Unique,
     });
     c.send_alter(79, &unique);
     c.sim.run_for(Duration::from_millis(200));

@@ -26,13 +26,13 @@ use proto::ops::{
 use proto::results::ResultReader;
 use proto::scan::{Bound, RowBatchReader, ScanSpec};
 use proto::{CmpOp, Filter};
-use signal::{tc_flags, BlockNumber, BlockRef, NodeId, Signal, SignalBody};
-use storage::disk::SimDisk;
-use storage::ldm::LdmConfig;
-use storage::schema::{
+use schema::{
     distribution_hash, partition_of, Column, ColumnType, IndexDef, IndexKind, KeyEncoder, TableDef,
     Value,
 };
+use signal::{tc_flags, BlockNumber, BlockRef, NodeId, Signal, SignalBody};
+use storage::disk::SimDisk;
+use storage::ldm::LdmConfig;
 
 const API: NodeId = match NodeId::new(200) {
     Some(id) => id,
@@ -410,7 +410,7 @@ impl Cluster {
                     "s",
                     ColumnType::VarChar {
                         max: 20,
-                        collation: storage::schema::Collation::Utf8mb4Bin,
+                        collation: schema::Collation::Utf8mb4Bin,
                     },
                 )
                 .nullable(),
@@ -1960,7 +1960,7 @@ fn model_apply(model: &mut People, op: &KeyOp) -> Result<(u32, Option<Vec<Value>
 impl Cluster {
     /// Creates `people` and reads back its group (base and hidden tables).
     fn create_people(&mut self) -> PeopleTables {
-        let ci = storage::schema::Collation::Utf8mb4GeneralCi;
+        let ci = schema::Collation::Utf8mb4GeneralCi;
         let table = TableDef::new(
             "people",
             0,

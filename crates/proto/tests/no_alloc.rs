@@ -9,7 +9,7 @@ use common::{write_ops, Op};
 use proto::{
     LockMode, OpBatchReader, OpBatchWriter, OpHeader, OpKind, ResultReader, ResultWriter, NO_INDEX,
 };
-use storage::schema::{Date, DateTime, Decimal, Value};
+use schema::{Date, DateTime, Decimal, Value};
 
 fn batch() -> Vec<u8> {
     let values = vec![

@@ -170,7 +170,7 @@ wire_enum! {
 wire_struct! {
     /// A table with the hidden tables that belong to it (unique-index
     /// tables, BLOB parts tables), each an encoded `TableDef`
-    /// (`storage::schema::codec`): the base table first. The dictionary
+    /// (`schema::codec`): the base table first. The dictionary
     /// changes, stores and ships such a group as one unit.
     pub struct DictTableGroup {
         pub tables: Vec<Vec<u8>>,

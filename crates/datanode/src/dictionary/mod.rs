@@ -44,13 +44,13 @@ pub mod schema;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 
+use ::schema::TableDef;
 use kernel::{Block, Context};
 use signal::{
     BlockNumber, BlockRef, DictTableGroup, MembershipView, NodeBitmask, NodeId, SchemaOp,
     SchemaTransState, Signal, SignalBody,
 };
 use storage::disk::Disk;
-use storage::schema::TableDef;
 
 pub use files::{DictionaryError, LoadReport, SchemaStore, TransRecord};
 pub use plan::{Plan, Refusal};

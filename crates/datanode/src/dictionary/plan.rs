@@ -7,8 +7,8 @@
 //! that two creates of one name queued together see each other: the first
 //! wins, the second is refused as a duplicate.
 
+use schema::{IndexDef, SchemaError, TableDef};
 use signal::SchemaOp;
-use storage::schema::{IndexDef, SchemaError, TableDef};
 
 use super::schema::{Schema, TableGroup, TABLES_MAX};
 use super::{
@@ -298,7 +298,7 @@ fn check_alter(old: &TableDef, new: &TableDef) -> Result<(), String> {
                     ));
                 }
             }
-            None if index.kind == storage::schema::IndexKind::Unique => {
+            None if index.kind == schema::IndexKind::Unique => {
                 // Its hidden table would need a build from the existing
                 // rows, spread by the index key over every LDM instance and
                 // node (a distributed build), which is not there yet.
@@ -334,7 +334,7 @@ fn with_hidden_tables(
 ) -> Result<TableGroup, Refusal> {
     let mut tables = Vec::new();
     for (i, index) in table.indexes.iter().enumerate() {
-        if index.kind == storage::schema::IndexKind::Unique {
+        if index.kind == schema::IndexKind::Unique {
             tables.push(table.unique_index_table(i));
         }
     }
@@ -365,7 +365,7 @@ fn check_count(schema: &Schema, group: &TableGroup) -> Result<(), Refusal> {
 
 #[cfg(test)]
 mod tests {
-    use storage::schema::{Column, ColumnType};
+    use schema::{Column, ColumnType};
 
     use super::*;
 
@@ -383,7 +383,7 @@ mod tests {
             name: "by_u".into(),
             id: 0,
             columns: vec![1],
-            kind: storage::schema::IndexKind::Unique,
+            kind: schema::IndexKind::Unique,
         })
         .fully_replicated(true)
     }

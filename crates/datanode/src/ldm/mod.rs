@@ -64,11 +64,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use kernel::{Block, Context, Instant};
+use schema::TableDef;
 use signal::{BlockNumber, BlockRef, DictTableGroup, NodeId, SchemaOp, Signal, SignalBody};
 use storage::disk::Disk;
 use storage::ldm::{LcpProgress, LdmConfig, LdmInstance, LCP_PAGES_PER_STEP_MAX};
 use storage::locks::{Grant, TxId};
-use storage::schema::TableDef;
 
 use requests::Requests;
 use scans::Scans;

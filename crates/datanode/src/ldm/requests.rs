@@ -21,6 +21,7 @@ use proto::ops::{
     NO_INDEX, NO_PARTITION,
 };
 use proto::ProtoError;
+use schema::{ColumnChanges, RowLayout, TableDef, Value, ValueRef};
 use signal::{BlockNumber, BlockRef, NodeId, SignalBody};
 use smallvec::SmallVec;
 use storage::disk::Disk;
@@ -29,7 +30,6 @@ use storage::fragment::{
 };
 use storage::locks::{Grant, OpId, TxId};
 use storage::memory::PagePool;
-use storage::schema::{ColumnChanges, RowLayout, TableDef, Value, ValueRef};
 
 use super::alter::AlterState;
 use super::batches::{gathers_answers, KeyBatches};

@@ -21,6 +21,7 @@ use kernel::Context;
 use proto::error;
 use proto::ops::{LockMode, NO_INDEX, NO_PARTITION};
 use proto::scan::Bound;
+use schema::Value;
 use signal::{BlockRef, SignalBody};
 use storage::disk::Disk;
 use storage::fragment::{
@@ -28,7 +29,6 @@ use storage::fragment::{
 };
 use storage::locks::{Grant, OpId, TxId};
 use storage::ordered_index::Direction;
-use storage::schema::Value;
 
 use super::encoded::{put_all_columns, put_column, Gathered, RowSink};
 use super::requests::fragment_code;

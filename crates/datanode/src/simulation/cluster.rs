@@ -64,10 +64,10 @@ use mgmd::Arbitrator;
 use proto::error::{self, ErrorClass};
 use proto::ops::{LockMode, OpBatchWriter, OpHeader, OpKind, IGNORE_ERROR, NO_INDEX, NO_PARTITION};
 use proto::results::ResultReader;
+use schema::{Column, ColumnType, TableDef, Value};
 use signal::{epoch, tc_flags, BlockNumber, BlockRef, NodeId, Signal, SignalBody};
 use storage::disk::{CrashPolicy, SimDisk};
 use storage::ldm::LdmConfig;
-use storage::schema::{Column, ColumnType, TableDef, Value};
 
 use super::{check_no_split_brain, ManagementLog, RecordingManagement, SIM_API, SIM_MGMD};
 use crate::dictionary::{schema_dir, Dictionary, DictionaryConfig};

@@ -40,8 +40,8 @@ pub mod unique;
 use std::time::Duration;
 
 use kernel::{Block, Context, Instant};
+use schema::{IndexKind, KeyEncoder, TableDef, Value};
 use signal::{BlockNumber, BlockRef, DictTableGroup, NodeId, SchemaOp, Signal, SignalBody};
-use storage::schema::{IndexKind, KeyEncoder, TableDef, Value};
 
 use crate::ldm::aborted::RecentlyAborted;
 use crate::live_map::LiveMap;

@@ -32,8 +32,8 @@ use proto::{
     LockMode, OpBatchReader, OpBatchWriter, OpKind, OpResult, OpView, ResultReader, ResultWriter,
 };
 use proto::{IGNORE_ERROR, NO_INDEX, NO_PARTITION};
+use schema::{distribution_hash, partition_of};
 use signal::{tc_flags, BlockNumber, BlockRef, NodeBitmask, NodeId, SignalBody};
-use storage::schema::{distribution_hash, partition_of};
 
 use super::commits::{send_chain_req, ChainRest};
 use super::unique::{plan_records, Plan};

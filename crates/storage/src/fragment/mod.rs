@@ -92,12 +92,12 @@ use crate::memory::{
 };
 use crate::ordered_index::{BTreeOrderedIndex, OrderedIndex};
 use crate::redo::RedoError;
-use crate::schema::row::Listed;
-use crate::schema::{
+use crate::{Gci, RowId};
+use schema::row::Listed;
+use schema::{
     distribution_hash, ColumnChanges, ColumnType, IndexKind, KeyEncoder, RowFormatError, RowLayout,
     TableDef, Value, ValueError, ValueRef,
 };
-use crate::{Gci, RowId};
 
 /// How a read locks.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
