@@ -40,8 +40,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use schema::{IndexDef, IndexKind, TableDef, Value};
-use signal::id_hash::IdMap;
 use signal::{tc_flags, BlockNumber, BlockRef, NodeId, Signal, SignalBody};
+use stdx::IdMap;
 
 use crate::blob::{BlobExec, Step};
 use crate::cluster::{encode_frames, Cluster, Shared};

@@ -12,7 +12,7 @@
 
 use std::collections::VecDeque;
 
-use crate::tc::IdSet;
+use stdx::IdSet;
 
 /// Aborted transaction ids an instance remembers.
 pub const ABORTED_REMEMBERED_MAX: usize = 8192;

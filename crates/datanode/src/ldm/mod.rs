@@ -198,7 +198,7 @@ struct TxRecord {
 /// if it has none; `None` when it has none and `txs` is full. Over the
 /// fields, not the block: the caller goes on with the block's others.
 fn tx_record<'t>(
-    txs: &'t mut crate::tc::IdMap<u64, TxRecord>,
+    txs: &'t mut stdx::IdMap<u64, TxRecord>,
     free: &mut Vec<TxRecord>,
     tx_id: u64,
     tc: BlockRef,
@@ -273,7 +273,7 @@ pub struct LdmBlock<D> {
     me: BlockRef,
     instance: Option<LdmInstance>,
     schema: LocalSchema,
-    txs: crate::tc::IdMap<u64, TxRecord>,
+    txs: stdx::IdMap<u64, TxRecord>,
     free_txs: Vec<TxRecord>,
     requests: Requests,
     scans: Scans,
@@ -339,7 +339,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             disk,
             instance: None,
             schema: LocalSchema::default(),
-            txs: crate::tc::IdMap::default(),
+            txs: stdx::IdMap::default(),
             free_txs: Vec::new(),
             requests: Requests::new(),
             scans: Scans::new(),

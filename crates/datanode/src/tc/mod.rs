@@ -61,9 +61,8 @@ pub const TIMEOUT_SWEEP_INTERVAL_MAX: Duration = Duration::from_millis(50);
 /// Timer: the lock-wait timeout sweep.
 const TIMER_SWEEP: u32 = 1;
 
-/// Maps and sets keyed by ids (transaction, table, scan), which the TC and
-/// the LDM look up for every operation (`signal::id_hash`).
-pub(crate) use signal::id_hash::{IdMap, IdSet};
+// Maps keyed by ids (transaction, table, scan) looked up for every operation.
+use stdx::IdMap;
 
 /// How a TC instance is set up.
 #[derive(Clone, Debug)]

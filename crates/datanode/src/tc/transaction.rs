@@ -253,7 +253,7 @@ pub(crate) type OpError = (u32, String);
 /// partition; also whether its table is `READ_BACKUP` and whether it is
 /// fully replicated.
 pub(crate) fn route(
-    tables: &super::IdMap<u32, TcTable>,
+    tables: &stdx::IdMap<u32, TcTable>,
     scratch: &mut Scratch,
     op: &OpView<'_>,
 ) -> Result<(u32, bool, bool), OpError> {

@@ -227,7 +227,7 @@ pub(crate) fn maintains(table: &TcTable, op: &OpView<'_>) -> bool {
 /// Operation records a request needs if it must be planned (at most: the
 /// lookup, the pre-read, the base op and a delete and an insert per unique
 /// index, for each op); `None` when the plain path serves it.
-pub(crate) fn plan_records(tables: &super::IdMap<u32, TcTable>, ops: &[OpView<'_>]) -> Option<u32> {
+pub(crate) fn plan_records(tables: &stdx::IdMap<u32, TcTable>, ops: &[OpView<'_>]) -> Option<u32> {
     let mut planned = false;
     let mut records = 0u32;
     for op in ops {
