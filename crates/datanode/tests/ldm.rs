@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use config::Placement;
-use datanode::dictionary::{schema_dir, Dictionary, DictionaryConfig, ERROR_UNSUPPORTED_ALTER};
+use datanode::dictionary::{schema_dir, Dictionary, DictionaryConfig};
 use datanode::ldm::{LdmBlock, LdmBlockConfig};
 use datanode::membership::{Membership, MembershipConfig};
 use kernel::simulator::Simulation;
@@ -1283,10 +1283,7 @@ fn an_alter_waits_for_the_transactions_on_its_table_and_refuses_new_ones_meanwhi
     // New work on the table is refused with a temporary error meanwhile.
     let busy = c.run_ops(0x72, &[Op::write(OpKind::Insert, 3, 3)]);
     assert_eq!(busy[0].code, error::BUSY);
-    assert_eq!(
-        proto::error::class(error::BUSY),
-        proto::error::ErrorClass::Temporary
-    );
+    assert_eq!(error::class(error::BUSY), error::ErrorClass::Temporary);
 
     // The holder commits: the alter goes through.
     c.inject(
@@ -1336,7 +1333,7 @@ fn adding_a_unique_index_by_alter_is_refused_and_a_drop_reaches_the_ldm() {
     c.sim.run_for(Duration::from_millis(200));
     let refused = c.take().into_iter().any(|s| {
         matches!(s.body, SignalBody::DictAlterTableRef { request_id: 79, code, ref message }
-            if code == ERROR_UNSUPPORTED_ALTER && message.contains("unique index `u_s`")
+            if code == error::UNSUPPORTED_ALTER && message.contains("unique index `u_s`")
                 && message.contains("not supported yet"))
     });
     assert!(
