@@ -10,6 +10,8 @@
 //!   LDM instances, and the order to take over a failed node's
 //!   transactions (NDB: DBDIH).
 //! - [`live_map`]: where partitions are served while nodes are down.
+//! - `recently_aborted`: a bounded memory of aborted transaction ids, which
+//!   the LDM and the TC blocks each keep their own of.
 //! - [`node`]: the data node process — configuration from the mgmd, the
 //!   runtime, the transport, and the wiring between them.
 //! - [`angel`]: the parent process that restarts the data node when it dies.
@@ -22,5 +24,6 @@ pub mod ldm;
 pub mod live_map;
 pub mod membership;
 pub mod node;
+mod recently_aborted;
 pub mod simulation;
 pub mod tc;

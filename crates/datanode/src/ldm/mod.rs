@@ -45,13 +45,13 @@
 //! redo flush or a redo I/O error at commit (restart). Everything else
 //! fails one operation with a `proto::error` code.
 
-pub(crate) mod aborted;
 mod alter;
 pub(crate) mod batches;
 mod client_reads;
 mod copy;
 mod encoded;
 mod failover;
+mod op_id;
 mod requests;
 mod restart;
 mod scans;
@@ -70,6 +70,7 @@ use storage::disk::Disk;
 use storage::ldm::{LcpProgress, LdmConfig, LdmInstance, LCP_PAGES_PER_STEP_MAX};
 use storage::locks::{Grant, TxId};
 
+use crate::recently_aborted::RecentlyAborted;
 use requests::Requests;
 use scans::Scans;
 
@@ -298,7 +299,7 @@ pub struct LdmBlock<D> {
     /// handed out again).
     /// Transactions aborted here: a request of one of them arriving
     /// late is dropped (see `aborted`).
-    aborted: aborted::RecentlyAborted,
+    aborted: RecentlyAborted,
     gcp_start_waiters: Vec<BlockRef>,
     /// A `RestartGciReq` that came before the instance was open.
     restart_gci_waiter: Option<(BlockRef, u32)>,
@@ -355,7 +356,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             last_lcp_start: Instant::ZERO,
             gcp_start_waiters: Vec::new(),
             restart_gci_waiter: None,
-            aborted: aborted::RecentlyAborted::default(),
+            aborted: RecentlyAborted::default(),
             recent_commits: failover::RecentCommits::default(),
             failed: false,
             stats: LdmStats::default(),
@@ -1204,9 +1205,9 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
     }
 
     fn resume(&mut self, grant: Grant, ctx: &mut Context<'_>) {
-        if copy::is_copy_op(grant.op) {
+        if op_id::is_copy(grant.op) {
             self.resume_copy(grant, ctx);
-        } else if scans::is_scan_op(grant.op) {
+        } else if op_id::is_scan_space(grant.op) {
             self.resume_scan(grant, ctx);
         } else {
             self.resume_request(grant, ctx);

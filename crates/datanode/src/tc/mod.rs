@@ -43,8 +43,8 @@ use kernel::{Block, Context, Instant};
 use schema::{IndexKind, KeyEncoder, TableDef, Value};
 use signal::{BlockNumber, BlockRef, DictTableGroup, NodeId, SchemaOp, Signal, SignalBody};
 
-use crate::ldm::aborted::RecentlyAborted;
 use crate::live_map::LiveMap;
+use crate::recently_aborted::RecentlyAborted;
 use failover::Takeover;
 use pool::Pool;
 use scan::Scan;
