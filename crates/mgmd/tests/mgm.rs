@@ -490,13 +490,56 @@ fn shutdown_stops_the_data_nodes_then_the_server() {
     assert!(matches!(refused, Err(MgmError::Connect { .. })));
 }
 
+/// The process that owns the server (`skarv mgmd` on a signal, the
+/// sandbox) stops it with `shutdown`: `wait` returns although a data node's
+/// session is still open, returns again at once, and afterwards nothing
+/// listens and the session is closed. Each wait is bounded, so a server
+/// that never stops fails the test instead of hanging it.
 #[test]
 fn shutdown_by_the_owner_ends_wait() {
     let cluster = Cluster::start("owner", HEARTBEAT_SLOW_MS);
-    let (_writer, _reader) = cluster.data_node(2, 1200);
-    cluster.server.shutdown();
-    cluster.server.wait();
-    cluster.server.wait();
+    let address = cluster.connect_string();
+    let (_writer, mut reader) = cluster.data_node(2, 1200);
+    let Cluster {
+        dir: _dir, server, ..
+    } = cluster;
+    let server = std::sync::Arc::new(server);
+    let waiting = {
+        let server = std::sync::Arc::clone(&server);
+        bounded(move || server.wait())
+    };
+    server.shutdown();
+    waiting
+        .recv_timeout(TIMEOUT)
+        .expect("wait returns after the owner's shutdown");
+    bounded(move || server.wait())
+        .recv_timeout(TIMEOUT)
+        .expect("a second wait returns at once");
+    let refused = MgmClient::connect(&address, TIMEOUT);
+    assert!(
+        matches!(refused, Err(MgmError::Connect { .. })),
+        "nothing listens after the shutdown: {:?}",
+        refused.err()
+    );
+    let session_end = bounded(move || reader.recv().map(|signal| signal.body))
+        .recv_timeout(TIMEOUT)
+        .expect("the data node's session ends");
+    assert!(
+        session_end.is_err(),
+        "the session is closed, not answered: {session_end:?}"
+    );
+}
+
+/// Runs `work` on a thread of its own; its result comes on the channel, so
+/// that the caller waits for it with a bound.
+fn bounded<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> std::sync::mpsc::Receiver<T> {
+    let (done, result) = std::sync::mpsc::channel();
+    thread::spawn(move || {
+        let _ = done.send(work());
+    });
+    result
 }
 
 #[test]
