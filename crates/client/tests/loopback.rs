@@ -13,7 +13,7 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use mgmd::{MgmServer, ServerOptions};
@@ -82,6 +82,29 @@ struct Seen {
     largest: AtomicU64,
     /// Close the connection on the next request with COMMIT.
     drop_on_commit: AtomicBool,
+    /// While true, answers to key requests wait (the test decides when a
+    /// late answer comes, not a clock).
+    confs_held: Mutex<bool>,
+    confs_released: Condvar,
+    /// Answers to key requests written to the client.
+    confs_sent: AtomicU64,
+}
+
+impl Seen {
+    fn hold_confs(&self, hold: bool) {
+        *self.confs_held.lock().expect("not poisoned") = hold;
+        self.confs_released.notify_all();
+    }
+
+    /// Waits while answers are held.
+    fn pass_confs(&self) {
+        let held = self.confs_held.lock().expect("not poisoned");
+        drop(
+            self.confs_released
+                .wait_while(held, |held| *held)
+                .expect("not poisoned"),
+        );
+    }
 }
 
 fn table_def() -> TableDef {
@@ -211,8 +234,10 @@ fn serve(mut stream: TcpStream, seen: Arc<Seen>, delay: Duration) {
             let Some(body) = answer(&signal, &seen) else {
                 continue;
             };
-            if matches!(body, SignalBody::TcKeyConf { .. }) {
+            let conf = matches!(body, SignalBody::TcKeyConf { .. });
+            if conf {
                 std::thread::sleep(delay);
+                seen.pass_confs();
             }
             let reply = Signal {
                 receiver: signal.sender,
@@ -223,6 +248,9 @@ fn serve(mut stream: TcpStream, seen: Arc<Seen>, delay: Duration) {
             encode_frame(&[reply], &mut out).expect("encodes");
             if stream.write_all(&out).is_err() {
                 return;
+            }
+            if conf {
+                seen.confs_sent.fetch_add(1, Ordering::SeqCst);
             }
         }
     }
@@ -743,13 +771,15 @@ fn asynchronous_transactions_lost_with_their_node_or_too_late_end_with_ndbs_erro
     session.take_completed(&mut out);
     assert!(out[0].1.as_ref().expect("commits").committed);
 
-    // Answers that take longer than the request timeout.
-    let setup = setup_late();
+    // Answers that take longer than the request timeout: the stand-in holds
+    // them until the request has expired.
+    let late = crate::setup("async-late", Duration::ZERO);
+    late.seen.hold_confs(true);
     let options = ClusterOptions {
         request_timeout: Duration::from_millis(30),
         ..options(8)
     };
-    let cluster = Cluster::connect_with(&setup.connect, options).expect("connects");
+    let cluster = Cluster::connect_with(&late.connect, options).expect("connects");
     let session = cluster.session().expect("session");
     let kv = session.table("kv").expect("table");
     let tx = session.begin().expect("begin");
@@ -759,27 +789,33 @@ fn asynchronous_transactions_lost_with_their_node_or_too_late_end_with_ndbs_erro
         .prepare_tagged(tx, ExecMode::Commit, 7)
         .expect("prepared");
     assert_eq!(session.send().expect("sent"), 1);
-    // The wait ends before the answer: the request has expired by then.
+    // No answer can come while they are held: the wait ends empty, three
+    // request timeouts after the send, and expires the request, which the
+    // next poll completes at once.
     assert_eq!(session.poll(1, Duration::from_millis(100)), 0);
-    assert_eq!(session.poll(1, Duration::from_millis(50)), 1);
+    assert_eq!(session.poll(1, Duration::ZERO), 1);
     out.clear();
     session.take_completed(&mut out);
     let error = out[0].1.as_ref().expect_err("expired");
     assert_eq!(error.code, codes::REQUEST_TIMEOUT, "{error}");
     assert_eq!(session.in_flight(), 0);
-    // The late answer comes and is dropped; nothing completes twice.
-    std::thread::sleep(LATE_ANSWER_DELAY);
-    assert_eq!(session.poll(1, Duration::from_millis(100)), 0);
+    // The late answer comes and is dropped; nothing completes twice. Polls
+    // go on until the client has received it (bounded), each completing
+    // nothing.
+    let received = cluster.stats().signals_received;
+    late.seen.hold_confs(false);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while late.seen.confs_sent.load(Ordering::SeqCst) == 0
+        || cluster.stats().signals_received == received
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the late answer never reached the client"
+        );
+        assert_eq!(session.poll(1, Duration::from_millis(10)), 0);
+    }
+    assert_eq!(session.poll(1, Duration::ZERO), 0);
     assert_eq!(session.in_flight(), 0);
-}
-
-/// How late `setup_late`'s stand-in answers key requests: well within the
-/// 4 heartbeats of 100 ms (which it does not answer meanwhile) after which
-/// the client would count its node as failed.
-const LATE_ANSWER_DELAY: Duration = Duration::from_millis(200);
-
-fn setup_late() -> Setup {
-    setup("async-late", LATE_ANSWER_DELAY)
 }
 
 /// A dropped transaction's state (kept by the session for the next one)
