@@ -10,8 +10,11 @@
 //!   LDM instances, and the order to take over a failed node's
 //!   transactions (NDB: DBDIH).
 //! - [`live_map`]: where partitions are served while nodes are down.
+//! - [`wiring`]: the blocks that make a data node and how they are
+//!   connected, the one list that the process, the simulator and the tests
+//!   build their data nodes from.
 //! - [`node`]: the data node process — configuration from the mgmd, the
-//!   runtime, the transport, and the wiring between them.
+//!   runtime, the transport, and the connections between them.
 //! - [`angel`]: the parent process that restarts the data node when it dies.
 //! - [`simulation`]: whole clusters of these blocks in the deterministic simulator.
 
@@ -24,3 +27,4 @@ pub mod membership;
 pub mod node;
 pub mod simulation;
 pub mod tc;
+pub mod wiring;

@@ -10,6 +10,8 @@
 //! done. The harness is `tests/common`.
 
 mod common;
+#[path = "common/accounts.rs"]
+mod accounts;
 
 use common::*;
 use proto::RowBatchReader;

@@ -11,6 +11,8 @@
 //! lost their redo: it refuses, naming the node group.
 
 mod common;
+#[path = "common/accounts.rs"]
+mod accounts;
 
 use std::collections::BTreeSet;
 
