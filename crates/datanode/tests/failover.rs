@@ -15,9 +15,9 @@
 //! is left in TCs and LDMs; the replicas of a node group that are both up
 //! hold the same rows; no takeover is pending.
 
-mod common;
 #[path = "common/accounts.rs"]
 mod accounts;
+mod common;
 
 use common::*;
 

@@ -9,9 +9,9 @@
 //! taken over and every surviving copy ends equal, no transaction half
 //! done. The harness is `tests/common`.
 
-mod common;
 #[path = "common/accounts.rs"]
 mod accounts;
+mod common;
 
 use common::*;
 use proto::RowBatchReader;

@@ -7,9 +7,9 @@
 //! while it was down. The harness is `tests/common`, shared with
 //! `failover.rs`.
 
-mod common;
 #[path = "common/accounts.rs"]
 mod accounts;
+mod common;
 
 use common::*;
 

@@ -10,9 +10,9 @@
 //! the node group, when one does not; and one where both nodes of a group
 //! lost their redo: it refuses, naming the node group.
 
-mod common;
 #[path = "common/accounts.rs"]
 mod accounts;
+mod common;
 
 use std::collections::BTreeSet;
 
