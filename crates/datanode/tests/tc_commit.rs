@@ -13,15 +13,62 @@ use common::*;
 use transactions::*;
 
 /// With one replica every commit chain starts on the TC's own node: the
-/// chains go at once, none waits to be batched, however many commit together.
+/// chains go at once, none waits to be batched, however many commit
+/// together. Each transaction writes a row on each of the two LDM
+/// instances, so that it commits in two phases, along a chain per
+/// instance (a one-phase commit, a lone write's, has no chain to batch).
 #[test]
 fn commit_chains_that_start_on_the_tcs_node_are_not_batched() {
     let mut cluster = Cluster::start(25, 1, Limits::default());
     cluster.create_table();
-    const TRANSACTIONS: i64 = 64;
-    let keys: Vec<i64> = (0..TRANSACTIONS).collect();
-    cluster.commit_together(&keys, |k| Op::write(OpKind::Insert, k, 10 * k));
-    assert_eq!(cluster.tc().counters().commit_batches, 0);
+    // One key per instance: a transaction writing `k` and its partner
+    // `partner[k]` has a participant on each.
+    let instance_of = |cluster: &Cluster, k: i64| {
+        let partition = cluster.partition_of(k);
+        cluster.placement.home(partition).ldm_instance
+    };
+    let (on_0, on_1): (Vec<i64>, Vec<i64>) = (0..400).partition(|&k| instance_of(&cluster, k) == 0);
+    const TRANSACTIONS: usize = 64;
+    assert!(on_0.len() >= TRANSACTIONS && on_1.len() >= TRANSACTIONS);
+    let pairs: Vec<(i64, i64)> = on_0.into_iter().zip(on_1).take(TRANSACTIONS).collect();
+    let tc = cluster.tc().counters();
+    let ldm_commits = cluster.ldm_total(|s| s.commits);
+    // All in flight at once through the one TC: their commits start
+    // close together, as those that are batched between nodes do.
+    let txs: Vec<u64> = pairs
+        .iter()
+        .map(|&(a, b)| {
+            let tx = cluster.tx_id();
+            let ops = [
+                Op::write(OpKind::Insert, a, 10 * a),
+                Op::write(OpKind::Insert, b, 10 * b),
+            ];
+            cluster.submit(tx, tc_flags::START | tc_flags::COMMIT, &ops);
+            tx
+        })
+        .collect();
+    for tx in txs {
+        let reply = cluster.reply_within(tx, ANSWER_WAIT);
+        let reply = reply.unwrap_or_else(|| panic!("transaction {tx:#x}: no reply"));
+        assert!(committed(&reply).0 > 0, "{tx:#x} committed in a GCI");
+    }
+    let after = cluster.tc().counters();
+    assert_eq!(
+        after.committed - tc.committed,
+        TRANSACTIONS as u64,
+        "every transaction committed"
+    );
+    assert_eq!(after.one_phase, tc.one_phase, "none in one phase");
+    assert_eq!(
+        cluster.ldm_total(|s| s.commits) - ldm_commits,
+        2 * TRANSACTIONS as u64,
+        "each transaction committed along its two chains"
+    );
+    assert_eq!(
+        after.commit_batches, tc.commit_batches,
+        "no commit chain starting on the TC's node waited to be batched"
+    );
+    let keys: Vec<i64> = pairs.iter().flat_map(|&(a, b)| [a, b]).collect();
     let values = cluster.read_values(&keys);
     assert!(values.iter().zip(&keys).all(|(v, k)| *v == Some(10 * k)));
     cluster.check_idle();
