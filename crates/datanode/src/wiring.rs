@@ -404,7 +404,116 @@ pub fn for_simulation(blocks: Vec<BlockPlacement>) -> Vec<(BlockRef, Box<dyn Blo
 
 #[cfg(test)]
 mod tests {
-    use super::log_parts_of;
+    use kernel::thread_config::ThreadRole;
+    use signal::{BlockNumber, BlockRef, NodeId};
+    use storage::disk::SimDisk;
+
+    use super::{data_node_blocks, log_parts_of, replace_block, NodeSpec};
+
+    fn configured(node: u8) -> NodeSpec {
+        let ini = "[ndbd default]\nNoOfReplicas=2\nDataMemory=32M\n\
+                   ThreadConfig=ldm={count=2},tc={count=2},main,recv\n\
+                   [ndb_mgmd]\n[ndbd]\n[ndbd]\n";
+        let config = config::parse(ini, "test.ini").expect("a valid config");
+        let me = config
+            .data_node(NodeId::new(node).unwrap())
+            .expect("a data node");
+        NodeSpec::from_config(me, &config, 7, 1).expect("a valid node")
+    }
+
+    /// (block, instance, role) of each block built.
+    fn layout(spec: &NodeSpec) -> Vec<(BlockNumber, u16, ThreadRole)> {
+        let blocks = data_node_blocks(spec, SimDisk::new(1)).expect("wired");
+        for b in &blocks {
+            assert_eq!(b.address.node, spec.node, "{}", b.address);
+        }
+        blocks
+            .iter()
+            .map(|b| (b.address.block, b.address.instance, b.role))
+            .collect()
+    }
+
+    #[test]
+    fn a_configured_node_runs_every_block_on_its_threads() {
+        let spec = configured(2);
+        assert_eq!((spec.tc_instances, spec.placement.ldm_instances()), (2, 2));
+        assert_eq!(spec.data_memory_bytes, 32 << 20);
+        assert_eq!(spec.fs_dir(), spec.data_dir.join("ndb_2_fs"));
+        use BlockNumber as B;
+        use ThreadRole::{Ldm, Main, Tc};
+        assert_eq!(
+            layout(&spec),
+            [
+                (B::MEMBERSHIP, 0, Main),
+                (B::DICTIONARY, 0, Main),
+                (B::DISTRIBUTION, 0, Main),
+                (B::LOCAL_DATA_MANAGER, 0, Ldm),
+                (B::LOCAL_DATA_MANAGER, 1, Ldm),
+                (B::TRANSACTION_COORDINATOR, 0, Tc),
+                (B::TRANSACTION_COORDINATOR, 1, Tc),
+            ]
+        );
+    }
+
+    #[test]
+    fn blocks_left_out_are_not_built() {
+        let mut spec = NodeSpec::simulated(
+            NodeId::new(3).unwrap(),
+            config::Placement::new(vec![vec![NodeId::new(3).unwrap()]], 1),
+        );
+        spec.left_out = vec![
+            BlockNumber::TRANSACTION_COORDINATOR,
+            BlockNumber::DISTRIBUTION,
+        ];
+        let built: Vec<BlockNumber> = layout(&spec).into_iter().map(|b| b.0).collect();
+        assert_eq!(
+            built,
+            [
+                BlockNumber::MEMBERSHIP,
+                BlockNumber::DICTIONARY,
+                BlockNumber::LOCAL_DATA_MANAGER
+            ]
+        );
+    }
+
+    #[test]
+    fn a_node_with_another_ldm_count_is_refused() {
+        let ini = "[ndb_mgmd]\n[ndbd]\nThreadConfig=ldm={count=2}\n\
+                   [ndbd]\nThreadConfig=ldm={count=1}\n";
+        let config = config::parse(ini, "test.ini").expect("a valid config");
+        let second = &config.data_nodes[1];
+        let error = NodeSpec::from_config(second, &config, 7, 1).expect_err("refused");
+        assert!(
+            error.contains("every data node must run the same number"),
+            "{error}"
+        );
+    }
+
+    /// A block of a test's own in place of the wired one.
+    struct Stand;
+
+    impl kernel::Block for Stand {
+        fn execute(&mut self, _signal: signal::Signal, _ctx: &mut kernel::Context<'_>) {}
+    }
+
+    #[test]
+    fn a_block_is_replaced_at_its_address() {
+        let spec = configured(3);
+        let mut blocks = data_node_blocks(&spec, SimDisk::new(1)).expect("wired");
+        let tc = BlockRef::new(spec.node, BlockNumber::TRANSACTION_COORDINATOR, 1);
+        let mut was_tc = false;
+        replace_block(&mut blocks, tc, |real| {
+            was_tc = real.as_any().is::<crate::tc::TcBlock>();
+            Box::new(Stand)
+        });
+        assert!(was_tc);
+        let placed = blocks
+            .iter()
+            .find(|b| b.address == tc)
+            .expect("still there");
+        assert!(placed.block.as_any().is::<Stand>());
+        assert_eq!(placed.role, ThreadRole::Tc);
+    }
 
     #[test]
     fn redo_log_parts_are_shared_out_round_robin() {
