@@ -73,8 +73,8 @@ impl Block for Recorder {
 }
 
 /// Data node `id` of `placement` as this harness runs it: the simulator's
-/// node ([`NodeSpec::simulated`]) with slower heartbeats, so that a test
-/// that stops the clock for a while loses no node.
+/// node ([`NodeSpec::simulated`]) with the slower heartbeats and start
+/// timeout that these tests' timings were written for.
 pub fn harness_spec(id: NodeId, placement: &Placement) -> NodeSpec {
     NodeSpec {
         heartbeat_interval: Duration::from_millis(500),
