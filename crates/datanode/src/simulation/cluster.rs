@@ -1,7 +1,8 @@
 //! The whole cluster in the deterministic simulator: data nodes with every
 //! real block (membership, dictionary, distribution, TC, LDM on a
-//! [`SimDisk`]), the stand-in management server that arbitrates, and an API
-//! node whose [`Client`] block runs a workload of short transactions —
+//! [`SimDisk`]), wired by [`crate::wiring`] as a real node is; the
+//! stand-in management server that arbitrates; and an API node whose
+//! [`Client`] block runs a workload of short transactions —
 //! while faults of every kind hit, chosen from the seed — and the checks
 //! that must hold through all of it.
 //!
