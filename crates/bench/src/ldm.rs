@@ -23,6 +23,7 @@
 
 use std::time::{Duration, Instant};
 
+use schema::{Column, ColumnType, IndexDef, IndexKind, TableDef, Value, ValueRef};
 use serde::Serialize;
 use storage::fragment::{
     Fragment, FragmentError, Outcome, ReadBatch, ReadMode, RedoNeed, RedoSink, RowBuf, ScanBatch,
@@ -32,7 +33,6 @@ use storage::locks::{Grant, OpId, TxId};
 use storage::memory::PagePool;
 use storage::ordered_index::Direction;
 use storage::redo::RedoError;
-use storage::schema::{Column, ColumnType, IndexDef, IndexKind, TableDef, Value, ValueRef};
 use storage::Gci;
 
 /// Columns of a bench row: 25 four-byte integers, 100 bytes of data.

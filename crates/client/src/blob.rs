@@ -48,10 +48,10 @@ use proto::{
     LockMode, OpBatchReader, OpBatchWriter, OpHeader, OpKind, ResultReader, BATCH_BYTES_MAX,
     IGNORE_ERROR, KEY_INFO, NO_INDEX, NO_PARTITION,
 };
-use signal::{tc_flags, BlockRef, Signal, SignalBody};
-use storage::schema::{
+use schema::{
     blob_part_count, ColumnType, KeyEncoder, Value, ValueRef, BLOB_INLINE_BYTES, BLOB_PART_BYTES,
 };
+use signal::{tc_flags, BlockRef, Signal, SignalBody};
 
 use crate::epoch::Epoch;
 use crate::error::{Error, Result};
@@ -82,7 +82,7 @@ const HEAD_RESULT_BYTES: usize = 8 + BLOB_INLINE_BYTES + 16;
 
 /// Result bytes of the primary key returned with a pre-read by unique
 /// key (key info): the largest key a table may have, with framing.
-const KEY_INFO_RESULT_BYTES: usize = storage::schema::KEY_BYTES_MAX + 256;
+const KEY_INFO_RESULT_BYTES: usize = schema::KEY_BYTES_MAX + 256;
 
 const _: () = assert!(RESULT_BYTES_BUDGET / PART_RESULT_BYTES >= 64);
 const _: () = assert!((BLOB_BYTES_MAX as u64).div_ceil(BLOB_PART_BYTES as u64) < u32::MAX as u64);
@@ -1458,7 +1458,7 @@ fn segments(works: &[BlobWork], ops: usize) -> Vec<Range<usize>> {
 
 #[cfg(test)]
 mod tests {
-    use storage::schema::{Column, TableDef};
+    use schema::{Column, TableDef};
 
     use super::*;
 

@@ -91,6 +91,7 @@ mod schema;
 mod session;
 mod transaction;
 
+pub use ::schema::Value;
 pub use blob::BLOB_BYTES_MAX;
 pub use cluster::{Cluster, ClusterOptions, ClusterStats, SESSIONS_MAX};
 pub use epoch::Epoch;
@@ -102,14 +103,13 @@ pub use proto::{CmpOp, Filter};
 pub use scan::{ScanIter, ScanOptions, SCAN_BATCH_ROWS_DEFAULT};
 pub use schema::Table;
 pub use session::{Callback, Session, IN_FLIGHT_MAX};
-pub use storage::schema::Value;
 pub use transaction::{
     ExecMode, ExecuteFuture, LockMode, Op, OpHandle, OpResult, Outcome, Row, Transaction,
 };
 
-/// The schema types a table definition is made of (from `storage::schema`).
+/// The schema types a table definition is made of (from the `schema` crate).
 pub mod schema_types {
-    pub use storage::schema::{
+    pub use ::schema::{
         Collation, Column, ColumnType, Date, DateTime, Decimal, IndexDef, IndexKind, TableDef,
     };
 }

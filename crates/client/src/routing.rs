@@ -12,8 +12,8 @@
 //! read from its own node.
 
 use config::Placement;
+use schema::{distribution_hash, partition_of, KeyEncoder, TableDef, Value};
 use signal::NodeId;
-use storage::schema::{distribution_hash, partition_of, KeyEncoder, TableDef, Value};
 
 use crate::error::{Error, Result};
 
@@ -108,7 +108,7 @@ pub fn read_replica_of(
 
 #[cfg(test)]
 mod tests {
-    use storage::schema::{Column, ColumnType};
+    use schema::{Column, ColumnType};
 
     use super::*;
 

@@ -17,8 +17,8 @@ use std::sync::Arc;
 
 use proto::scan::SCAN_BATCH_ROWS_MAX;
 use proto::{Bound, Filter, RowBatchReader, ScanSpec, NO_INDEX, NO_PARTITION};
+use schema::{IndexKind, Value};
 use signal::{tc_flags, Signal, SignalBody};
-use storage::schema::{IndexKind, Value};
 
 use crate::blob::{self, ReadJob};
 use crate::error::{Error, Result};

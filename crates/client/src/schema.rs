@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use storage::schema::{
+use schema::{
     distribution_hash, partition_of, Column, IndexDef, IndexKind, KeyEncoder, TableDef, Value,
 };
 
@@ -271,7 +271,7 @@ impl Table {
 
 #[cfg(test)]
 mod tests {
-    use storage::schema::ColumnType;
+    use schema::ColumnType;
 
     use super::*;
 

@@ -39,9 +39,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use signal::id_hash::IdMap;
+use schema::{IndexDef, IndexKind, TableDef, Value};
 use signal::{tc_flags, BlockNumber, BlockRef, NodeId, Signal, SignalBody};
-use storage::schema::{IndexDef, IndexKind, TableDef, Value};
+use stdx::IdMap;
 
 use crate::blob::{BlobExec, Step};
 use crate::cluster::{encode_frames, Cluster, Shared};

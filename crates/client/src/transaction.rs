@@ -33,9 +33,9 @@ use proto::{
     OpBatchReader, OpBatchWriter, OpHeader, OpKind, ResultReader, IGNORE_ERROR, NO_INDEX,
     NO_PARTITION,
 };
+use schema::{integer_code_fits, IndexKind, Value, ValueRef};
 use signal::{tc_flags, Signal, SignalBody};
 use smallvec::SmallVec;
-use storage::schema::{integer_code_fits, IndexKind, Value, ValueRef};
 
 pub use proto::LockMode;
 
@@ -1443,7 +1443,7 @@ pub(crate) fn op_error(meta: &OpMeta, code: u32, message: &str) -> Error {
 }
 
 /// Words of a set of column positions (`COLUMNS_MAX` bits).
-const COLUMN_SET_WORDS: usize = storage::schema::COLUMNS_MAX.div_ceil(64);
+const COLUMN_SET_WORDS: usize = schema::COLUMNS_MAX.div_ceil(64);
 
 /// Whether a defined operation passes proto's check (`OpView::check_with`)
 /// without encoding it and reading it back: decided for the common op of
@@ -1701,7 +1701,7 @@ impl Future for ExecuteFuture<'_, '_> {
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
-    use storage::schema::{Column, ColumnType, TableDef};
+    use schema::{Column, ColumnType, TableDef};
 
     use super::*;
 

@@ -19,7 +19,7 @@ use skarv_client::{
 mod common;
 use common::*;
 
-/// Bytes inline in the row and bytes per part (storage::schema).
+/// Bytes inline in the row and bytes per part (schema).
 const INLINE: usize = 256;
 const PART: usize = 8_000;
 

@@ -10,6 +10,8 @@
 //!   LDM instances, and the order to take over a failed node's
 //!   transactions (NDB: DBDIH).
 //! - [`live_map`]: where partitions are served while nodes are down.
+//! - `recently_aborted`: a bounded memory of aborted transaction ids, which
+//!   the LDM and the TC blocks each keep their own of.
 //! - [`wiring`]: the blocks that make a data node and how they are
 //!   connected, the one list that the process, the simulator and the tests
 //!   build their data nodes from.
@@ -25,6 +27,7 @@ pub mod ldm;
 pub mod live_map;
 pub mod membership;
 pub mod node;
+mod recently_aborted;
 pub mod simulation;
 pub mod tc;
 pub mod wiring;

@@ -682,7 +682,7 @@ impl Membership {
         );
         if let Some(old) = &self.view {
             assert!(
-                supersedes(&view, old),
+                view.supersedes(old),
                 "view {view:?} does not supersede {old:?}"
             );
             for gone in old.members.iter().filter(|m| !view.contains(**m)) {
@@ -759,7 +759,7 @@ impl Membership {
             return;
         }
         let current = self.view.as_ref().expect("started");
-        if !supersedes(&view, current) {
+        if !view.supersedes(current) {
             return;
         }
         if !view.contains(self.me()) {
@@ -1543,22 +1543,6 @@ impl Membership {
 /// Answers a `CmRegReq` with a refusal.
 fn refuse(ctx: &mut Context<'_>, to: BlockRef, reason: RegRefReason, president: Option<NodeId>) {
     ctx.send(to, SignalBody::CmRegRef { reason, president });
-}
-
-/// Whether `new` replaces `old`.
-pub fn supersedes(new: &MembershipView, old: &MembershipView) -> bool {
-    use std::cmp::Ordering;
-    match new.view_id.cmp(&old.view_id) {
-        Ordering::Greater => true,
-        Ordering::Less => false,
-        // Two presidents made views with the same id (a split): the larger
-        // side wins, then the lower president id.
-        Ordering::Equal => match new.members.len().cmp(&old.members.len()) {
-            Ordering::Greater => true,
-            Ordering::Less => false,
-            Ordering::Equal => new.president < old.president,
-        },
-    }
 }
 
 impl Block for Membership {

@@ -10,12 +10,10 @@ use std::path::{Path, PathBuf};
 
 use common::*;
 use datanode::dictionary::{
-    schema_dir, Dictionary, DictionaryConfig, DictionaryError, ERROR_ALREADY_EXISTS,
-    ERROR_BAD_DEFINITION, ERROR_BUSY, ERROR_MASTER_FAILED, ERROR_NO_SUCH_TABLE,
-    ERROR_PREPARE_FAILED, ERROR_UNSUPPORTED_ALTER, ERROR_WRONG_VERSION, FIRST_OBJECT_ID,
-    SCHEMA_QUEUE_MAX,
+    schema_dir, Dictionary, DictionaryConfig, DictionaryError, FIRST_OBJECT_ID, SCHEMA_QUEUE_MAX,
 };
-use storage::schema::{Collation, Column, ColumnType, IndexDef, IndexKind, TableDef};
+use proto::error;
+use schema::{Collation, Column, ColumnType, IndexDef, IndexKind, TableDef};
 
 fn data_dir() -> &'static Path {
     Path::new("/data")
@@ -337,7 +335,7 @@ fn alters_add_a_column_add_an_index_drop_an_index_and_bump_the_version() {
     assert!(matches!(
         cluster.wait(request),
         Outcome::Ref {
-            code: ERROR_WRONG_VERSION,
+            code: error::WRONG_SCHEMA_VERSION,
             ..
         }
     ));
@@ -346,7 +344,7 @@ fn alters_add_a_column_add_an_index_drop_an_index_and_bump_the_version() {
     let request = cluster.alter(node(3), &changed);
     match cluster.wait(request) {
         Outcome::Ref { code, message } => {
-            assert_eq!(code, ERROR_UNSUPPORTED_ALTER);
+            assert_eq!(code, error::UNSUPPORTED_ALTER);
             assert!(message.contains("column `id` changed"), "{message}");
         }
         other => panic!("{other:?}"),
@@ -356,7 +354,7 @@ fn alters_add_a_column_add_an_index_drop_an_index_and_bump_the_version() {
     assert!(matches!(
         cluster.wait(request),
         Outcome::Ref {
-            code: ERROR_UNSUPPORTED_ALTER,
+            code: error::UNSUPPORTED_ALTER,
             ..
         }
     ));
@@ -399,7 +397,7 @@ fn a_drop_removes_the_table_its_hidden_tables_and_its_file_everywhere() {
     let request = cluster.drop_table(node(3), b + 1);
     match cluster.wait(request) {
         Outcome::Ref { code, message } => {
-            assert_eq!(code, ERROR_NO_SUCH_TABLE);
+            assert_eq!(code, error::NO_SUCH_TABLE);
             assert!(message.contains("hidden table of `b`"), "{message}");
         }
         other => panic!("{other:?}"),
@@ -408,7 +406,7 @@ fn a_drop_removes_the_table_its_hidden_tables_and_its_file_everywhere() {
     assert!(matches!(
         cluster.wait(request),
         Outcome::Ref {
-            code: ERROR_NO_SUCH_TABLE,
+            code: error::NO_SUCH_TABLE,
             ..
         }
     ));
@@ -434,7 +432,7 @@ fn of_two_concurrent_creates_of_one_name_exactly_one_succeeds() {
         assert_eq!(
             loser,
             Outcome::Ref {
-                code: ERROR_ALREADY_EXISTS,
+                code: error::ALREADY_EXISTS,
                 message: "table `same` already exists".into()
             }
         );
@@ -454,7 +452,7 @@ fn invalid_tables_are_refused_with_the_limit_named() {
     let request = cluster.create(node(3), &wide);
     match cluster.wait(request) {
         Outcome::Ref { code, message } => {
-            assert_eq!(code, ERROR_BAD_DEFINITION);
+            assert_eq!(code, error::BAD_DEFINITION);
             assert!(
                 message.contains("600 columns") && message.contains("512"),
                 "{message}"
@@ -480,7 +478,7 @@ fn invalid_tables_are_refused_with_the_limit_named() {
     let request = cluster.create(node(2), &long);
     match cluster.wait(request) {
         Outcome::Ref { code, message } => {
-            assert_eq!(code, ERROR_BAD_DEFINITION);
+            assert_eq!(code, error::BAD_DEFINITION);
             assert!(
                 message.contains("30406 bytes") && message.contains("at most 30000"),
                 "{message}"
@@ -496,7 +494,7 @@ fn invalid_tables_are_refused_with_the_limit_named() {
     assert!(matches!(
         cluster.wait(request),
         Outcome::Ref {
-            code: ERROR_BAD_DEFINITION,
+            code: error::BAD_DEFINITION,
             ..
         }
     ));
@@ -506,7 +504,7 @@ fn invalid_tables_are_refused_with_the_limit_named() {
     assert!(matches!(
         cluster.wait(request),
         Outcome::Ref {
-            code: ERROR_BAD_DEFINITION,
+            code: error::BAD_DEFINITION,
             ..
         }
     ));
@@ -514,7 +512,7 @@ fn invalid_tables_are_refused_with_the_limit_named() {
     assert!(matches!(
         cluster.wait(request),
         Outcome::Ref {
-            code: ERROR_BAD_DEFINITION,
+            code: error::BAD_DEFINITION,
             ..
         }
     ));
@@ -639,7 +637,7 @@ fn a_master_failing_mid_transaction_is_taken_over_consistently() {
         let exists = cluster.dict(node(4)).table_by_name("t").is_some();
         match &outcome {
             Outcome::Conf { .. } => assert!(exists, "after {delay_us} µs"),
-            Outcome::Ref { code, .. } => assert_eq!(*code, ERROR_MASTER_FAILED),
+            Outcome::Ref { code, .. } => assert_eq!(*code, error::NODE_FAILURE),
         }
         for n in cluster.up() {
             assert!(!cluster.dict(n).has_prepared(), "node {n} still prepared");
@@ -667,7 +665,7 @@ fn a_disk_failing_at_prepare_aborts_the_change_everywhere() {
     let request = cluster.create(node(3), &orders("t"));
     match cluster.wait(request) {
         Outcome::Ref { code, message } => {
-            assert_eq!(code, ERROR_PREPARE_FAILED);
+            assert_eq!(code, error::PREPARE_FAILED);
             assert!(message.contains("node 4 could not prepare"), "{message}");
             assert!(message.contains("trans.prepared.tmp"), "{message}");
         }
@@ -722,7 +720,7 @@ fn a_full_queue_refuses_with_a_temporary_error() {
             matches!(
                 o,
                 Outcome::Ref {
-                    code: ERROR_BUSY,
+                    code: error::BUSY,
                     ..
                 }
             )
@@ -734,7 +732,7 @@ fn a_full_queue_refuses_with_a_temporary_error() {
         .count();
     // One runs, SCHEMA_QUEUE_MAX wait, the rest are refused.
     assert_eq!((done, busy), (SCHEMA_QUEUE_MAX + 1, 7));
-    assert!(datanode::dictionary::error_is_temporary(ERROR_BUSY));
+    assert!(datanode::dictionary::error_is_temporary(error::BUSY));
     cluster.sim.run_for(Duration::from_millis(10));
     cluster.check_agreement().unwrap();
 }

@@ -398,13 +398,10 @@ fn every_node_holds_every_row_and_serves_committed_reads_alone() {
         let primary = |cluster: &Cluster, key: i64| {
             let table = cluster.table.as_ref().expect("created");
             let mut bytes = Vec::new();
-            storage::schema::KeyEncoder::distribution_key(table)
+            schema::KeyEncoder::distribution_key(table)
                 .encode(&[Value::Int(key)], &mut bytes)
                 .expect("fits");
-            let p = storage::schema::partition_of(
-                storage::schema::distribution_hash(&bytes),
-                PARTITIONS,
-            );
+            let p = schema::partition_of(schema::distribution_hash(&bytes), PARTITIONS);
             let groups = cluster.groups.clone();
             Placement::new(groups, LDM_INSTANCES).home(p).primary()
         };

@@ -12,13 +12,12 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::*;
-use datanode::dictionary::ERROR_UNSUPPORTED_ALTER;
 use proto::error;
 use proto::ops::{LockMode, OpBatchWriter, OpHeader, OpKind, KEY_INFO, NO_INDEX};
 use proto::results::ResultReader;
 use proto::scan::{RowBatchReader, ScanSpec};
 use proto::{CmpOp, Filter};
-use storage::schema::{
+use schema::{
     distribution_hash, partition_of, Collation, Column, ColumnType, KeyEncoder, TableDef, Value,
 };
 
@@ -1166,10 +1165,7 @@ fn an_alter_waits_for_the_transactions_on_its_table_and_refuses_new_ones_meanwhi
     // New work on the table is refused with a temporary error meanwhile.
     let busy = c.run_ops(0x72, &[Op::write(OpKind::Insert, 3, 3)]);
     assert_eq!(busy[0].code, error::BUSY);
-    assert_eq!(
-        proto::error::class(error::BUSY),
-        proto::error::ErrorClass::Temporary
-    );
+    assert_eq!(error::class(error::BUSY), error::ErrorClass::Temporary);
 
     // The holder commits: the alter goes through.
     c.send(
@@ -1209,17 +1205,17 @@ fn adding_a_unique_index_by_alter_is_refused_and_a_drop_reaches_the_ldm() {
     let mut c = Cluster::start(21, 1);
     let table = c.create_table();
     let mut unique = table.clone();
-    unique.indexes.push(storage::schema::IndexDef {
+    unique.indexes.push(schema::IndexDef {
         name: "u_s".into(),
         id: 0,
         columns: vec![2],
-        kind: storage::schema::IndexKind::Unique,
+        kind: schema::IndexKind::Unique,
     });
     c.send_alter(79, &unique);
     c.sim.run_for(Duration::from_millis(200));
     let refused = c.take().into_iter().any(|s| {
         matches!(s.body, SignalBody::DictAlterTableRef { request_id: 79, code, ref message }
-            if code == ERROR_UNSUPPORTED_ALTER && message.contains("unique index `u_s`")
+            if code == error::UNSUPPORTED_ALTER && message.contains("unique index `u_s`")
                 && message.contains("not supported yet"))
     });
     assert!(

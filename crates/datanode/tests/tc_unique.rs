@@ -211,7 +211,7 @@ fn model_apply(model: &mut People, op: &KeyOp) -> Result<(u32, Option<Vec<Value>
 impl Cluster {
     /// Creates `people` and reads back its group (base and hidden tables).
     fn create_people(&mut self) -> PeopleTables {
-        let ci = storage::schema::Collation::Utf8mb4GeneralCi;
+        let ci = schema::Collation::Utf8mb4GeneralCi;
         let table = TableDef::new(
             "people",
             0,

@@ -318,6 +318,23 @@ pub fn message(code: u32) -> &'static str {
     lookup(code).map_or("unknown error code", |e| e.message)
 }
 
+/// What a client is told of a transaction failed by operation `op_index`,
+/// answered with `code`, on table `table_id` (`table`: its name, when the
+/// answering node knows it). The TC and an LDM answering a read itself
+/// word it alike.
+pub fn failed_op_message(table: Option<&str>, table_id: u32, op_index: u32, code: u32) -> String {
+    let message = message(code);
+    match table {
+        Some(name) => format!("table `{name}`, operation {op_index}: {message}"),
+        None => format!("table `id {table_id}`, operation {op_index}: {message}"),
+    }
+}
+
+/// The message of a reply whose results do not fit one batch.
+pub fn reply_too_large_message(e: &crate::ProtoError) -> String {
+    format!("the reply does not fit in one batch: {e}")
+}
+
 /// Whether the code is in the table.
 pub fn is_known(code: u32) -> bool {
     lookup(code).is_some()

@@ -8,7 +8,7 @@
 //! is unknown, NOT unknown is unknown, AND/OR combine as SQL says, and a
 //! row passes only if the whole filter is true. Values compare in their
 //! column type's SQL order; strings under the column's collation, through
-//! storage's own [`storage::schema::Collation::compare`] (the order that
+//! the schema's own [`schema::Collation::compare`] (the order that
 //! `KeyEncoder` turns into key bytes), so a filter and an ordered index
 //! never disagree.
 //!
@@ -34,7 +34,7 @@
 
 use std::cmp::Ordering;
 
-use storage::schema::{Collation, ColumnType, Decimal, TableDef, Value, ValueRef};
+use schema::{Collation, ColumnType, Decimal, TableDef, Value, ValueRef};
 
 use crate::ops::column_at;
 use crate::value::{check_value, get_value, put_value, Reader};
@@ -232,7 +232,7 @@ impl Filter {
     }
 
     fn check_node(&self, table: &TableDef) -> Result<(), ProtoError> {
-        let not_filterable = |c: &storage::schema::Column, operation| ProtoError::NotFilterable {
+        let not_filterable = |c: &schema::Column, operation| ProtoError::NotFilterable {
             table: table.name.clone(),
             column: c.name.clone(),
             ty: c.ty.to_string(),

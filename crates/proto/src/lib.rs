@@ -4,7 +4,7 @@
 //! signals) carry their operations and results as one byte buffer each, in
 //! the formats defined here, so that a batch of N operations costs one
 //! allocation, not N, and readers parse in place: a value read from a batch
-//! is a [`storage::schema::ValueRef`] borrowing the buffer. The client writes
+//! is a [`schema::ValueRef`] borrowing the buffer. The client writes
 //! op batches and reads results; the transaction coordinator reads op
 //! batches and writes per-LDM batches (copying an op's key and value bytes
 //! without re-encoding them); the LDM reads those and writes results.

@@ -45,7 +45,7 @@
 //!
 //! The whole batch is at most [`BATCH_BYTES_MAX`] bytes.
 
-use storage::schema::{
+use schema::{
     Column, IndexDef, IndexKind, TableDef, ValueRef, BLOB_INLINE_BYTES, COLUMNS_MAX,
     INTEGER_CODE_UNSIGNED,
 };
@@ -1345,7 +1345,7 @@ pub(crate) fn find_index(
     table: &TableDef,
     index_id: u32,
     kind: IndexKind,
-) -> Result<&storage::schema::IndexDef, ProtoError> {
+) -> Result<&schema::IndexDef, ProtoError> {
     table
         .indexes
         .iter()
@@ -1365,7 +1365,7 @@ pub(crate) fn column_at<'t>(
     table: &'t TableDef,
     role: &'static str,
     c: u16,
-) -> Result<&'t storage::schema::Column, ProtoError> {
+) -> Result<&'t schema::Column, ProtoError> {
     table
         .columns
         .get(usize::from(c))
@@ -1508,7 +1508,7 @@ fn check_blob_write(table: &str, column: &Column, v: ValueRef<'_>) -> Result<(),
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use storage::schema::{integer_code_fits, Collation, ColumnType, Value};
+    use schema::{integer_code_fits, Collation, ColumnType, Value};
 
     /// Integer columns of every width and sign, one nullable, one not an
     /// integer; the key is column 0.

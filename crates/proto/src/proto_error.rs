@@ -7,7 +7,7 @@
 //! [`ProtoError::code`] maps each to the error code (see [`crate::error`])
 //! that the data node sends back.
 
-use storage::schema::ValueError;
+use schema::ValueError;
 
 use crate::error;
 
@@ -143,7 +143,7 @@ impl ProtoError {
     /// decode errors are a malformed request; check errors map to NDB's
     /// application errors where NDB has one.
     pub fn code(&self) -> u32 {
-        use storage::schema::ValueError as V;
+        use schema::ValueError as V;
         match self {
             ProtoError::Truncated { .. }
             | ProtoError::BadMagic { .. }

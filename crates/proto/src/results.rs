@@ -31,7 +31,7 @@
 //!
 //! The whole batch is at most [`BATCH_BYTES_MAX`] bytes.
 
-use storage::schema::ValueRef;
+use schema::ValueRef;
 
 use crate::ops::{validated, Values, BATCH_BYTES_MAX, OPS_PER_BATCH_MAX};
 use crate::value::{get_row, Check, EncodedValues, OpenRow, Reader, RowParts};

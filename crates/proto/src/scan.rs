@@ -37,7 +37,7 @@
 //!
 //! A row batch is at most [`BATCH_BYTES_MAX`] bytes.
 
-use storage::schema::{IndexKind, TableDef, Value, ValueRef};
+use schema::{IndexKind, TableDef, Value, ValueRef};
 
 use crate::filter::Filter;
 use crate::ops::{

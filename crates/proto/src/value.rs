@@ -27,7 +27,7 @@
 //! | 12 | blob head | `u64` total bytes, `u32` inline length, then the inline bytes |
 //!
 //! The tags and payloads are those of a default value in the table
-//! definition format (`storage::schema` codec), so one spelling of a value
+//! definition format (`schema` codec), so one spelling of a value
 //! serves both. DECIMAL travels as its shortest exact text: storage's
 //! compact binary form (MySQL's `decimal2bin`) needs the column's precision
 //! and scale to be read, which a reader of a batch does not have, and the
@@ -37,7 +37,7 @@
 
 use std::io::Write as _;
 
-use storage::schema::{Column, Date, DateTime, Decimal, ValueRef};
+use schema::{Column, Date, DateTime, Decimal, ValueRef};
 
 use crate::ops::Values;
 

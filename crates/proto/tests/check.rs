@@ -9,7 +9,7 @@ use proto::{
     Bound, CheckPlan, CmpOp, Filter, LockMode, OpBatchReader, OpHeader, OpKind, ProtoError,
     ScanSpec, KEY_INFO, NO_INDEX, NO_PARTITION,
 };
-use storage::schema::{Collation, Column, ColumnType, TableDef, Value};
+use schema::{Collation, Column, ColumnType, TableDef, Value};
 
 fn header(kind: OpKind) -> OpHeader {
     OpHeader {

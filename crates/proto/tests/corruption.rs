@@ -76,7 +76,7 @@ fn consume_rows(bytes: &[u8]) -> bool {
         .is_ok()
 }
 
-fn results_bytes(values: &[storage::schema::Value]) -> Vec<u8> {
+fn results_bytes(values: &[schema::Value]) -> Vec<u8> {
     let mut out = Vec::new();
     let mut w = ResultWriter::new(&mut out);
     w.ok(1).unwrap();
@@ -89,7 +89,7 @@ fn results_bytes(values: &[storage::schema::Value]) -> Vec<u8> {
     out
 }
 
-fn rows_bytes(values: &[storage::schema::Value]) -> Vec<u8> {
+fn rows_bytes(values: &[schema::Value]) -> Vec<u8> {
     let mut out = Vec::new();
     let mut w = RowBatchWriter::new(&mut out);
     for _ in 0..2 {
@@ -107,7 +107,7 @@ fn rows_bytes(values: &[storage::schema::Value]) -> Vec<u8> {
 /// what the full check accepts, for each position of the changed tag.
 #[test]
 fn a_row_of_integers_with_any_tag_is_checked_as_the_full_check_does() {
-    use storage::schema::Value;
+    use schema::Value;
     // More values than one step of the integer check takes, and a rest.
     let values: Vec<Value> = (0..19u64).map(|x| Value::UInt(x * 1_000_003)).collect();
     let bytes = results_bytes(&values);
@@ -170,7 +170,7 @@ proptest! {
             table_id: 1,
             table_version: 2,
             index_id: 3,
-            lower: Some(proto::Bound { values: vec![storage::schema::Value::Int(1)], inclusive: true }),
+            lower: Some(proto::Bound { values: vec![schema::Value::Int(1)], inclusive: true }),
             upper: None,
             descending: true,
             lock: proto::LockMode::Shared,

@@ -4,7 +4,7 @@
 
 use proptest::prelude::*;
 use proto::{CmpOp, Filter};
-use storage::schema::{Collation, Column, ColumnType, TableDef, Value, ValueRef};
+use schema::{Collation, Column, ColumnType, TableDef, Value, ValueRef};
 
 /// `t(id, a INT NULL, b INT NULL, s VARCHAR ci NULL, u VARCHAR ci NULL)`.
 fn table() -> TableDef {
@@ -276,7 +276,7 @@ fn strings_follow_the_collation() {
 
 #[test]
 fn numbers_compare_across_representations() {
-    use storage::schema::Decimal;
+    use schema::Decimal;
     let row = [ValueRef::Int(-1), ValueRef::UInt(u64::MAX)];
     let t = TableDef::new(
         "n",

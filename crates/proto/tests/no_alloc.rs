@@ -8,7 +8,7 @@ use common::{write_ops, Op};
 use proto::{
     LockMode, OpBatchReader, OpBatchWriter, OpHeader, OpKind, ResultReader, ResultWriter, NO_INDEX,
 };
-use storage::schema::{Date, DateTime, Decimal, Value};
+use schema::{Date, DateTime, Decimal, Value};
 use testkit::allocations;
 
 // This binary counts each thread's allocations (testkit::CountingAllocator).

@@ -10,7 +10,7 @@ use proto::{
     get_value, put_value, Bound, Filter, OpBatchReader, OpBatchWriter, Reader, ResultReader,
     ResultWriter, RowBatchReader, RowBatchWriter, ScanSpec, NO_INDEX, NO_PARTITION,
 };
-use storage::schema::Value;
+use schema::Value;
 
 proptest! {
     #[test]

@@ -10,7 +10,6 @@
 pub mod buffers;
 pub mod codec;
 pub mod frame;
-pub mod id_hash;
 pub mod ids;
 pub mod key_batch;
 pub mod signals;

@@ -112,6 +112,23 @@ wire_struct! {
 }
 
 impl MembershipView {
+    /// Whether this view replaces `old`: a later view id, or for two views
+    /// of one id (two presidents after a split) the larger side, then the
+    /// lower president id. Membership and the dictionary both follow views
+    /// by this order.
+    pub fn supersedes(&self, old: &MembershipView) -> bool {
+        use std::cmp::Ordering;
+        match self.view_id.cmp(&old.view_id) {
+            Ordering::Greater => true,
+            Ordering::Less => false,
+            Ordering::Equal => match self.members.len().cmp(&old.members.len()) {
+                Ordering::Greater => true,
+                Ordering::Less => false,
+                Ordering::Equal => self.president < old.president,
+            },
+        }
+    }
+
     pub fn contains(&self, node: NodeId) -> bool {
         self.members.contains(&node)
     }
@@ -170,7 +187,7 @@ wire_enum! {
 wire_struct! {
     /// A table with the hidden tables that belong to it (unique-index
     /// tables, BLOB parts tables), each an encoded `TableDef`
-    /// (`storage::schema::codec`): the base table first. The dictionary
+    /// (`schema::codec`): the base table first. The dictionary
     /// changes, stores and ships such a group as one unit.
     pub struct DictTableGroup {
         pub tables: Vec<Vec<u8>>,

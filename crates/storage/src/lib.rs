@@ -7,9 +7,9 @@
 //! simulated one keeps them in memory and can fail, tear or lose unsynced
 //! writes on command.
 //!
-//! - [`schema`]: column types, table and index definitions and their limits,
-//!   values, the row format, memcomparable keys, collations, and the
-//!   distribution hash shared with clients.
+//! The row format, keys and table definitions it stores are the `schema`
+//! crate's, shared with the API nodes, which need them but not this crate.
+//!
 //! - [`memory`]: the page pool (the `DataMemory` budget) and the row store.
 //! - [`hash_index`]: the primary-key index (linear hashing).
 //! - [`ordered_index`]: ordered indexes over memcomparable keys.
@@ -29,7 +29,6 @@ pub mod locks;
 pub mod memory;
 pub mod ordered_index;
 pub mod redo;
-pub mod schema;
 
 /// Where a row lives in its partition's row store. The row store decides the
 /// bit layout (page number and slot); everyone else treats it as opaque.

@@ -40,7 +40,7 @@
 //! warm table locks and unlocks without allocating.
 
 use std::collections::hash_map::{Entry, HashMap};
-use std::hash::{BuildHasherDefault, Hasher};
+use stdx::IdMap;
 
 use crate::RowId;
 
@@ -124,7 +124,7 @@ pub enum LockError {
 /// The row locks of one partition. Single-threaded: the LDM instance that
 /// owns the partition owns its lock table.
 pub struct LockTable {
-    entries: HashMap<RowId, LockEntry, BuildHasherDefault<RowIdHasher>>,
+    entries: IdMap<RowId, LockEntry>,
     pool: NodePool,
     /// Requests waiting, all rows together; at most `waiters_max`.
     waiters: u32,
@@ -701,38 +701,6 @@ fn grant_waiters(
     granted
 }
 
-/// The hasher of the lock map. Row ids are not chosen by users, so there is
-/// nothing to defend against; one folded 64×64→128-bit multiply spreads both
-/// the slot and the page bits of a row id over the whole hash (the map takes
-/// buckets from the low bits and tags from the high bits).
-#[derive(Default, Clone, Copy)]
-struct RowIdHasher(u64);
-
-impl RowIdHasher {
-    const MULTIPLIER: u64 = 0x9E37_79B9_7F4A_7C15;
-
-    fn mix(&mut self, value: u64) {
-        let product = u128::from(self.0 ^ value) * u128::from(Self::MULTIPLIER);
-        self.0 = (product as u64) ^ ((product >> 64) as u64);
-    }
-}
-
-impl Hasher for RowIdHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for &byte in bytes {
-            self.mix(u64::from(byte));
-        }
-    }
-
-    fn write_u32(&mut self, value: u32) {
-        self.mix(u64::from(value));
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
@@ -1282,20 +1250,5 @@ mod tests {
             prop_assert_eq!(table.waiting(), 0);
             table.check_invariants();
         }
-    }
-
-    #[test]
-    fn the_row_id_hash_spreads_page_bits_into_the_low_bits() {
-        use std::hash::{BuildHasher, BuildHasherDefault};
-        let build = BuildHasherDefault::<RowIdHasher>::default();
-        // Row ids that differ only in high (page) bits must not share bucket bits.
-        let buckets: std::collections::HashSet<u64> = (0..1024u32)
-            .map(|page| build.hash_one(RowId(page << 16)) & 0xFFF)
-            .collect();
-        assert!(
-            buckets.len() > 900,
-            "only {} distinct buckets of 1024",
-            buckets.len()
-        );
     }
 }

@@ -19,7 +19,7 @@
 //!   store).
 //!
 //! The row store never interprets row bytes: the row *format* (columns, NULL
-//! bits) belongs to [`crate::schema`]. Every structure here is
+//! bits) belongs to [`schema`]. Every structure here is
 //! single-threaded; operations take the pool as `&PagePool` or
 //! `&mut PagePool`, so there is no shared ownership and no locking.
 

@@ -19,6 +19,7 @@ use std::ops::Bound;
 
 use proptest::prelude::*;
 use proptest::test_runner::RngSeed;
+use schema::{Collation, Column, ColumnType, IndexDef, IndexKind, TableDef, Value};
 use storage::disk::SimDisk;
 use storage::fragment::{
     Fragment, FragmentError, Outcome, ReadMode, RowBuf, ScanBatch, ScanCursor, ScanProgress,
@@ -28,7 +29,6 @@ use storage::ldm::{LcpProgress, LdmConfig, LdmError, LdmInstance};
 use storage::locks::{OpId, TxId};
 use storage::memory::PagePool;
 use storage::ordered_index::Direction;
-use storage::schema::{Collation, Column, ColumnType, IndexDef, IndexKind, TableDef, Value};
 use storage::Gci;
 
 const TABLE: u32 = 7;

@@ -5,6 +5,7 @@
 use std::ops::Bound;
 use std::path::PathBuf;
 
+use schema::{Collation, Column, ColumnType, IndexDef, IndexKind, TableDef, Value};
 use storage::disk::SimDisk;
 use storage::fragment::{
     Fragment, FragmentError, Outcome, ReadMode, RedoKind, RedoNeed, RedoRecord, RedoSink, RowBuf,
@@ -14,7 +15,6 @@ use storage::locks::{Grant, OpId, TxId};
 use storage::memory::PagePool;
 use storage::ordered_index::Direction;
 use storage::redo::{RedoConfig, RedoError, RedoLog};
-use storage::schema::{Collation, Column, ColumnType, IndexDef, IndexKind, TableDef, Value};
 use storage::Gci;
 
 fn table() -> TableDef {

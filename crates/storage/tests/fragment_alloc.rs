@@ -9,11 +9,11 @@
 //! use allocates a node now and then when keys change (see
 //! `ordered_index`).
 
+use schema::{Column, ColumnType, TableDef, Value};
 use storage::fragment::{Fragment, Outcome, ReadMode, RedoNeed, RedoSink, RowBuf};
 use storage::locks::{Grant, OpId, TxId};
 use storage::memory::PagePool;
 use storage::redo::RedoError;
-use storage::schema::{Column, ColumnType, TableDef, Value};
 use storage::Gci;
 
 use testkit::allocations;

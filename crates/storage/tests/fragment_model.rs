@@ -18,6 +18,7 @@ use std::ops::Bound;
 
 use proptest::prelude::*;
 use proptest::test_runner::RngSeed;
+use schema::{Collation, Column, ColumnType, IndexDef, IndexKind, TableDef, Value};
 use storage::fragment::{
     Fragment, FragmentError, Outcome, ReadMode, RowBuf, ScanBatch, ScanCursor, ScanProgress,
     ScanRange, ScanSpec,
@@ -25,7 +26,6 @@ use storage::fragment::{
 use storage::locks::{Grant, OpId, TxId};
 use storage::memory::PagePool;
 use storage::ordered_index::Direction;
-use storage::schema::{Collation, Column, ColumnType, IndexDef, IndexKind, TableDef, Value};
 use storage::Gci;
 
 const KEYS: u64 = 10;

@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use schema::{Collation, Column, ColumnType, IndexDef, IndexKind, TableDef, Value};
 use storage::checkpoint::CheckpointError;
 use storage::disk::{Disk, SimDisk};
 use storage::fragment::{
@@ -16,7 +17,6 @@ use storage::fragment::{
 use storage::ldm::{LcpProgress, LdmConfig, LdmError, LdmInstance, RecoveryReport};
 use storage::locks::{OpId, TxId};
 use storage::redo::RedoError;
-use storage::schema::{Collation, Column, ColumnType, IndexDef, IndexKind, TableDef, Value};
 use storage::Gci;
 
 mod redo_format_1;

@@ -24,6 +24,10 @@ use std::collections::BTreeMap;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::RngSeed;
+use schema::{
+    distribution_hash, partition_of, Collation, Column, ColumnType, Date, Decimal, IndexDef,
+    IndexKind, KeyEncoder, TableDef, Value,
+};
 use storage::disk::SimDisk;
 use storage::fragment::{
     FragmentError, Outcome, ReadMode, RowBuf, ScanBatch, ScanCursor, ScanProgress, ScanRange,
@@ -32,10 +36,6 @@ use storage::fragment::{
 use storage::ldm::{LcpProgress, LdmConfig, LdmError, LdmInstance};
 use storage::locks::{OpId, TxId};
 use storage::ordered_index::Direction;
-use storage::schema::{
-    distribution_hash, partition_of, Collation, Column, ColumnType, Date, Decimal, IndexDef,
-    IndexKind, KeyEncoder, TableDef, Value,
-};
 use storage::Gci;
 
 const DIR: &str = "/data/ndb_2_fs/ldm1";

@@ -7,6 +7,7 @@
 //! VARCHAR + INT key with variable-size parts (compared encoded). Enough
 //! rows that many hash buckets have overflow buckets.
 
+use schema::{Collation, Column, ColumnType, TableDef, Value};
 use storage::fragment::{
     Fragment, FragmentError, Outcome, ReadBatch, ReadMode, RedoNeed, RedoSink, RowBuf,
     READ_BATCH_KEYS_MAX,
@@ -14,7 +15,6 @@ use storage::fragment::{
 use storage::locks::{Grant, OpId, TxId};
 use storage::memory::PagePool;
 use storage::redo::RedoError;
-use storage::schema::{Collation, Column, ColumnType, TableDef, Value};
 use storage::Gci;
 
 /// Rows committed before the reads.
@@ -292,8 +292,8 @@ fn an_empty_fragment_finds_nothing() {
 /// send it on to the full lookup.
 #[test]
 fn keys_with_equal_hash_fragments_are_told_apart() {
+    use schema::{distribution_hash, KeyEncoder};
     use std::collections::HashMap;
-    use storage::schema::{distribution_hash, KeyEncoder};
 
     let shape = int_key_shape();
     let encoder = KeyEncoder::primary_key(&shape.table);

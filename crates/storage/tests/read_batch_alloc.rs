@@ -4,11 +4,11 @@
 //! that counts the allocations of the current thread (tests run in
 //! parallel). Rows with and without variable-size parts.
 
+use schema::{Collation, Column, ColumnType, TableDef, Value};
 use storage::fragment::{Fragment, Outcome, ReadBatch, RedoNeed, RedoSink, READ_BATCH_KEYS_MAX};
 use storage::locks::{Grant, OpId, TxId};
 use storage::memory::PagePool;
 use storage::redo::RedoError;
-use storage::schema::{Collation, Column, ColumnType, TableDef, Value};
 use storage::Gci;
 
 use testkit::allocations;

@@ -6,13 +6,13 @@
 //! leaving the batch empty and the next batch unaffected. Values given as
 //! `Int` or `UInt` name the same key.
 
+use schema::{Column, ColumnType, TableDef, Value};
 use storage::fragment::{
     Fragment, FragmentError, Outcome, ReadBatch, ReadMode, RedoNeed, RedoSink, RowBuf,
 };
 use storage::locks::{Grant, OpId, TxId};
 use storage::memory::PagePool;
 use storage::redo::RedoError;
-use storage::schema::{Column, ColumnType, TableDef, Value};
 use storage::Gci;
 
 /// Rows committed, keys `(k, k * 3)` for `k` in `0..ROWS`.

@@ -13,13 +13,13 @@
 
 use std::collections::BTreeMap;
 
+use schema::{Collation, Column, ColumnType, TableDef, Value, ValueRef};
 use storage::fragment::{
     Fragment, FragmentError, Outcome, ReadBatch, ReadMode, RedoNeed, RedoSink, RowBuf,
 };
 use storage::locks::{Grant, OpId, TxId};
 use storage::memory::PagePool;
 use storage::redo::RedoError;
-use storage::schema::{Collation, Column, ColumnType, TableDef, Value, ValueRef};
 use storage::Gci;
 
 /// Committed rows of each shape.

@@ -577,8 +577,8 @@ impl<'a> BodyReader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use schema::{Column, ColumnType, TableDef};
     use storage::disk::SimDisk;
-    use storage::schema::{Column, ColumnType, TableDef};
 
     fn dir() -> PathBuf {
         PathBuf::from("/data/ndb_2_fs/schema")

@@ -25,7 +25,7 @@
 //!   (`DictTakeoverReq`). If any member committed the transaction in
 //!   flight, the new master commits it on every member that prepared it;
 //!   otherwise they abort it. Requests forwarded to the failed master are
-//!   answered [`ERROR_MASTER_FAILED`] (temporary; the outcome is whatever
+//!   answered [`error::NODE_FAILURE`] (temporary; the outcome is whatever
 //!   the takeover decided, which the requester can read back).
 //! * **Joining.** A node that joins asks the master for its schema
 //!   (`DictGetSchemaReq`); the master answers when no transaction is in
@@ -44,19 +44,18 @@ pub mod schema;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 
+use ::schema::TableDef;
 use kernel::{Block, Context};
+use proto::error;
 use signal::{
     BlockNumber, BlockRef, DictTableGroup, MembershipView, NodeBitmask, NodeId, SchemaOp,
     SchemaTransState, Signal, SignalBody,
 };
 use storage::disk::Disk;
-use storage::schema::TableDef;
 
 pub use files::{DictionaryError, LoadReport, SchemaStore, TransRecord};
 pub use plan::{Plan, Refusal};
 pub use schema::{Schema, TableGroup, FIRST_OBJECT_ID, TABLES_MAX};
-
-use crate::membership::supersedes;
 
 /// Most requests the master queues behind the transaction in flight.
 pub const SCHEMA_QUEUE_MAX: usize = 32;
@@ -68,41 +67,15 @@ pub const SCHEMA_REP_PART_BYTES_MAX: usize = 256 << 10;
 /// Most nodes waiting for the master's schema: one per possible node id.
 const SCHEMA_WAITERS_MAX: usize = 255;
 
-// Error codes of Ref signals, NDB's where NDB has one.
-/// Temporary: too many schema requests queued (NDB 701, busy with another
-/// schema operation).
-pub const ERROR_BUSY: u32 = 701;
-/// Permanent: the definition does not decode or breaks a limit (NDB 703,
-/// invalid table format); the message names the table and the limit.
-pub const ERROR_BAD_DEFINITION: u32 = 703;
-/// Permanent: no more table ids or room for tables (NDB 707).
-pub const ERROR_TOO_MANY_TABLES: u32 = 707;
-/// Temporary: this node is not a cluster member yet (NDB 711, busy with
-/// node restart).
-pub const ERROR_NOT_STARTED: u32 = 711;
-/// Permanent: a table of that name exists (NDB 721).
-pub const ERROR_ALREADY_EXISTS: u32 = 721;
-/// Permanent: no such table (NDB 723).
-pub const ERROR_NO_SUCH_TABLE: u32 = 723;
-/// Permanent: the alter changes something only add column, add index and
-/// drop index may change (NDB 741, unsupported alter table).
-pub const ERROR_UNSUPPORTED_ALTER: u32 = 741;
-/// Permanent: the alter was made from an older version of the table (NDB
-/// 241, invalid schema object version).
-pub const ERROR_WRONG_VERSION: u32 = 241;
-/// Temporary, outcome unknown: the master failed while the request was in
-/// its hands (NDB 4010, node failure caused abort of transaction); read
-/// the schema back to learn whether it happened.
-pub const ERROR_MASTER_FAILED: u32 = 4010;
-/// Temporary: a member could not prepare the change (its disk failed);
-/// nothing was changed.
-pub const ERROR_PREPARE_FAILED: u32 = 4011;
+// The codes of its Ref signals are `proto::error`'s schema codes (BUSY,
+// BAD_DEFINITION, ..., NODE_FAILURE for a master that failed holding the
+// request), one definition shared with the API nodes that read them.
 
 /// Whether a Ref with this code may succeed if sent again.
 pub fn error_is_temporary(code: u32) -> bool {
     matches!(
         code,
-        ERROR_BUSY | ERROR_NOT_STARTED | ERROR_MASTER_FAILED | ERROR_PREPARE_FAILED
+        error::BUSY | error::NOT_STARTED | error::NODE_FAILURE | error::PREPARE_FAILED
     )
 }
 
@@ -493,7 +466,7 @@ impl Dictionary {
             return;
         }
         if let Some(old) = &self.view {
-            if !supersedes(&view, old) {
+            if !view.supersedes(old) {
                 return;
             }
         }
@@ -535,7 +508,7 @@ impl Dictionary {
                 f.kind,
                 f.request_id,
                 Answer::Refused {
-                    code: ERROR_MASTER_FAILED,
+                    code: error::NODE_FAILURE,
                     message: format!(
                         "dictionary master node {} failed with the request in hand; \
                          the change may or may not have been made",
@@ -590,7 +563,7 @@ impl Dictionary {
         let state = self.master.take().expect("master");
         tracing::warn!(node = %self.me(), "dictionary: no longer master");
         let refusal = |node: NodeId| Answer::Refused {
-            code: ERROR_MASTER_FAILED,
+            code: error::NODE_FAILURE,
             message: format!("dictionary master node {node} lost its mastership"),
         };
         if let Some(ActiveTrans {
@@ -640,14 +613,14 @@ impl Dictionary {
                 kind,
                 request.request_id,
                 Answer::Refused {
-                    code: ERROR_NOT_STARTED,
+                    code: error::NOT_STARTED,
                     message: format!("node {} is not a cluster member yet", self.me()),
                 },
             );
             return;
         };
         let busy = |what: &str, max: usize| Answer::Refused {
-            code: ERROR_BUSY,
+            code: error::BUSY,
             message: format!("{what}: {max} schema requests are waiting already; retry"),
         };
         if let Some(state) = &mut self.master {
@@ -762,7 +735,7 @@ impl Dictionary {
             RequestBody::Drop { table_id } => plan::plan_drop(&self.schema, *table_id),
         };
         let next_version = self.schema.version().checked_add(1).ok_or(Refusal {
-            code: ERROR_TOO_MANY_TABLES,
+            code: error::TOO_MANY_TABLES,
             message: "the schema has reached its last version".into(),
         });
         let (plan, schema_version) = match planned.and_then(|p| Ok((p, next_version?))) {
@@ -862,7 +835,7 @@ impl Dictionary {
                 kind,
                 request_id,
                 Answer::Refused {
-                    code: ERROR_PREPARE_FAILED,
+                    code: error::PREPARE_FAILED,
                     message: format!("node {sender} could not prepare the change: {message}"),
                 },
             );
@@ -1173,7 +1146,7 @@ impl Dictionary {
             },
             None => SignalBody::DictGetTableRef {
                 request_id,
-                code: ERROR_NO_SUCH_TABLE,
+                code: error::NO_SUCH_TABLE,
                 message: if table_id == 0 {
                     format!("no table `{name}`")
                 } else {

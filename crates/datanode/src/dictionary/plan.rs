@@ -7,13 +7,13 @@
 //! that two creates of one name queued together see each other: the first
 //! wins, the second is refused as a duplicate.
 
+use schema::{IndexDef, SchemaError, TableDef};
 use signal::SchemaOp;
-use storage::schema::{IndexDef, SchemaError, TableDef};
 
 use super::schema::{Schema, TableGroup, TABLES_MAX};
-use super::{
-    ERROR_ALREADY_EXISTS, ERROR_BAD_DEFINITION, ERROR_NO_SUCH_TABLE, ERROR_TOO_MANY_TABLES,
-    ERROR_UNSUPPORTED_ALTER, ERROR_WRONG_VERSION,
+use proto::error::{
+    ALREADY_EXISTS, BAD_DEFINITION, NO_SUCH_TABLE, TOO_MANY_TABLES, UNSUPPORTED_ALTER,
+    WRONG_SCHEMA_VERSION,
 };
 
 /// Prefix of the names of hidden tables; user tables may not use it.
@@ -49,7 +49,7 @@ fn refuse(code: u32, message: impl Into<String>) -> Refusal {
 }
 
 fn bad_definition(error: SchemaError) -> Refusal {
-    refuse(ERROR_BAD_DEFINITION, error.to_string())
+    refuse(BAD_DEFINITION, error.to_string())
 }
 
 /// Hands out ids from the schema's counter; ids are never reused.
@@ -62,7 +62,7 @@ impl Ids {
         let id = self.next;
         self.next = id.checked_add(1).ok_or_else(|| {
             refuse(
-                ERROR_TOO_MANY_TABLES,
+                TOO_MANY_TABLES,
                 "the dictionary has handed out every object id",
             )
         })?;
@@ -71,7 +71,7 @@ impl Ids {
 }
 
 fn decode(bytes: &[u8]) -> Result<TableDef, Refusal> {
-    TableDef::decode(bytes).map_err(|e| refuse(ERROR_BAD_DEFINITION, e.to_string()))
+    TableDef::decode(bytes).map_err(|e| refuse(BAD_DEFINITION, e.to_string()))
 }
 
 /// Plans `CREATE TABLE`: the definition (id 0) gets its id, its indexes'
@@ -92,7 +92,7 @@ pub fn plan_create(
     let mut table = decode(bytes)?;
     if table.fully_replicated && data_nodes > config::placement::COPIES_MAX {
         return Err(refuse(
-            ERROR_BAD_DEFINITION,
+            BAD_DEFINITION,
             format!(
                 "table `{}`: FULLY_REPLICATED needs a copy on each of the {data_nodes} data nodes; \
                  at most {} are supported",
@@ -106,7 +106,7 @@ pub fn plan_create(
     }
     if table.id != 0 {
         return Err(refuse(
-            ERROR_BAD_DEFINITION,
+            BAD_DEFINITION,
             format!(
                 "table `{}`: id {} given; the dictionary assigns ids (send 0)",
                 table.name, table.id
@@ -115,7 +115,7 @@ pub fn plan_create(
     }
     if table.name.starts_with(HIDDEN_NAME_PREFIX) {
         return Err(refuse(
-            ERROR_BAD_DEFINITION,
+            BAD_DEFINITION,
             format!(
                 "table `{}`: names starting with `{HIDDEN_NAME_PREFIX}` are kept for hidden tables",
                 table.name
@@ -124,7 +124,7 @@ pub fn plan_create(
     }
     if schema.table_by_name(&table.name).is_some() {
         return Err(refuse(
-            ERROR_ALREADY_EXISTS,
+            ALREADY_EXISTS,
             format!("table `{}` already exists", table.name),
         ));
     }
@@ -159,7 +159,7 @@ pub fn plan_alter(schema: &Schema, table_id: u32, bytes: &[u8]) -> Result<Plan, 
     let mut table = decode(bytes)?;
     if table.id != 0 && table.id != table_id {
         return Err(refuse(
-            ERROR_BAD_DEFINITION,
+            BAD_DEFINITION,
             format!(
                 "alter of table {table_id} carries a definition of table {}",
                 table.id
@@ -169,7 +169,7 @@ pub fn plan_alter(schema: &Schema, table_id: u32, bytes: &[u8]) -> Result<Plan, 
     table.id = table_id;
     if table.version != current.version {
         return Err(refuse(
-            ERROR_WRONG_VERSION,
+            WRONG_SCHEMA_VERSION,
             format!(
                 "table `{}` is at version {}, the alter was made from version {}",
                 current.name, current.version, table.version
@@ -178,7 +178,7 @@ pub fn plan_alter(schema: &Schema, table_id: u32, bytes: &[u8]) -> Result<Plan, 
     }
     check_alter(current, &table).map_err(|m| {
         refuse(
-            ERROR_UNSUPPORTED_ALTER,
+            UNSUPPORTED_ALTER,
             format!("alter of table `{}`: {m}", current.name),
         )
     })?;
@@ -193,7 +193,7 @@ pub fn plan_alter(schema: &Schema, table_id: u32, bytes: &[u8]) -> Result<Plan, 
     }
     table.version = current.version.checked_add(1).ok_or_else(|| {
         refuse(
-            ERROR_UNSUPPORTED_ALTER,
+            UNSUPPORTED_ALTER,
             format!("table `{}` has reached its last version", current.name),
         )
     })?;
@@ -225,7 +225,7 @@ pub fn plan_drop(schema: &Schema, table_id: u32) -> Result<Plan, Refusal> {
 fn base_table(schema: &Schema, table_id: u32) -> Result<(&TableDef, &TableGroup), Refusal> {
     if let Some(owner) = schema.hidden_owner(table_id) {
         return Err(refuse(
-            ERROR_NO_SUCH_TABLE,
+            NO_SUCH_TABLE,
             format!(
                 "table {table_id} is a hidden table of `{}`; change `{}` instead",
                 owner.name, owner.name
@@ -235,7 +235,7 @@ fn base_table(schema: &Schema, table_id: u32) -> Result<(&TableDef, &TableGroup)
     match schema.group(table_id) {
         Some(group) => Ok((group.base(), group)),
         None => Err(refuse(
-            ERROR_NO_SUCH_TABLE,
+            NO_SUCH_TABLE,
             format!("no table with id {table_id}"),
         )),
     }
@@ -298,7 +298,7 @@ fn check_alter(old: &TableDef, new: &TableDef) -> Result<(), String> {
                     ));
                 }
             }
-            None if index.kind == storage::schema::IndexKind::Unique => {
+            None if index.kind == schema::IndexKind::Unique => {
                 // Its hidden table would need a build from the existing
                 // rows, spread by the index key over every LDM instance and
                 // node (a distributed build), which is not there yet.
@@ -334,7 +334,7 @@ fn with_hidden_tables(
 ) -> Result<TableGroup, Refusal> {
     let mut tables = Vec::new();
     for (i, index) in table.indexes.iter().enumerate() {
-        if index.kind == storage::schema::IndexKind::Unique {
+        if index.kind == schema::IndexKind::Unique {
             tables.push(table.unique_index_table(i));
         }
     }
@@ -358,14 +358,14 @@ fn with_hidden_tables(
 fn check_count(schema: &Schema, group: &TableGroup) -> Result<(), Refusal> {
     schema
         .check_install(group)
-        .map_err(|m| refuse(ERROR_TOO_MANY_TABLES, m))?;
+        .map_err(|m| refuse(TOO_MANY_TABLES, m))?;
     debug_assert!(schema.table_count() <= TABLES_MAX);
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
-    use storage::schema::{Column, ColumnType};
+    use schema::{Column, ColumnType};
 
     use super::*;
 
@@ -383,7 +383,7 @@ mod tests {
             name: "by_u".into(),
             id: 0,
             columns: vec![1],
-            kind: storage::schema::IndexKind::Unique,
+            kind: schema::IndexKind::Unique,
         })
         .fully_replicated(true)
     }
@@ -394,7 +394,7 @@ mod tests {
         let bytes = everywhere().to_bytes();
         let too_many = config::placement::COPIES_MAX + 1;
         let refused = plan_create(&schema, &bytes, 4, too_many).expect_err("too many data nodes");
-        assert_eq!(refused.code, ERROR_BAD_DEFINITION);
+        assert_eq!(refused.code, BAD_DEFINITION);
         assert!(
             refused.message.contains("everywhere"),
             "{}",
@@ -414,7 +414,7 @@ mod tests {
         altered.fully_replicated = false;
         let refused =
             plan_alter(&schema, plan.table_id, &altered.to_bytes()).expect_err("flag change");
-        assert_eq!(refused.code, ERROR_UNSUPPORTED_ALTER);
+        assert_eq!(refused.code, UNSUPPORTED_ALTER);
         assert!(
             refused.message.contains("FULLY_REPLICATED"),
             "{}",

@@ -9,8 +9,8 @@
 
 use std::collections::BTreeMap;
 
+use schema::{SchemaCodecError, TableDef};
 use signal::DictTableGroup;
-use storage::schema::{SchemaCodecError, TableDef};
 
 /// The first id the dictionary hands out; lower ids are kept for system
 /// tables (NDB keeps its own, e.g. SYSTAB_0, in the lowest ids).

@@ -28,9 +28,9 @@ use std::time::Duration;
 
 use kernel::{Context, Instant};
 use proto::error;
+use schema::TableDef;
 use signal::{BlockRef, DictTableGroup, SchemaOp, SignalBody};
 use storage::disk::Disk;
-use storage::schema::TableDef;
 
 use super::LdmBlock;
 

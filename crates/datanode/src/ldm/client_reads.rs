@@ -25,7 +25,6 @@ use storage::fragment::{Fragment, ReadBatch, READ_BATCH_KEYS_MAX};
 
 use super::requests::{fragment_code, is_committed_read, write_row_values};
 use super::LdmBlock;
-use crate::tc::transaction::{failed_op_message, reply_too_large_message};
 
 /// `Continue::what` of an LDM instance: run the gathered `LdmReadReq`s.
 pub(super) const CONTINUE_CLIENT_READS: u32 = 2;
@@ -352,7 +351,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 tx_id,
                 code,
                 op_index: h.op_index,
-                message: failed_op_message(table, h.table_id, h.op_index, code),
+                message: error::failed_op_message(table, h.table_id, h.op_index, code),
             };
         }
         let mut bytes = ctx.buffer();
@@ -381,7 +380,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 tx_id,
                 code: e.code(),
                 op_index: u32::MAX,
-                message: reply_too_large_message(&e),
+                message: error::reply_too_large_message(&e),
             };
         }
         SignalBody::TcKeyConf {

@@ -63,6 +63,7 @@ use storage::fragment::{
 };
 use storage::locks::{Grant, OpId, TxId};
 
+use super::op_id;
 use super::LdmBlock;
 use crate::live_map::NodeStates;
 
@@ -82,20 +83,11 @@ const COPY_SCAN_CHUNK_ROWS: usize = 256;
 /// Copy transactions: the top 16 bits are this marker and the source
 /// node; client transaction ids have an API node id (≤ 255) there.
 const COPY_TX_MARKER: u64 = 0xFF00;
-/// Copy lock ids live in the scan op-id space, above every scan slot.
-const COPY_OP_SLOT_BASE: u32 = 0x8000;
-const SCAN_OP_BIT: u32 = 1 << 31;
-const SLOT_MASK: u32 = 0xFFFF;
 
 pub(super) const TIMER_COPY_RETRY: u32 = 6;
 
-const _: () = assert!(super::LDM_SCANS_MAX <= COPY_OP_SLOT_BASE as usize);
-const _: () = assert!(COPY_OUT_MAX <= (SLOT_MASK - COPY_OP_SLOT_BASE) as usize);
-
-/// Whether a lock grant is for a copy's read.
-pub(super) fn is_copy_op(op: OpId) -> bool {
-    op.0 & SCAN_OP_BIT != 0 && op.0 & SLOT_MASK >= COPY_OP_SLOT_BASE
-}
+// Copy lock ids live in the scan op-id space, above every scan slot.
+const _: () = assert!(COPY_OUT_MAX <= op_id::COPY_SLOTS_MAX);
 
 /// Whether a GCI in `LdmCommitReq` asks for the receiver's own.
 pub(super) fn is_copy_gci(gci: u32) -> bool {
@@ -571,7 +563,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             | (self.restart.next_tx & ((1 << 40) - 1));
         let out = self.restart.outs[slot as usize].as_mut().expect("in use");
         out.tx_id = tx_id;
-        out.generation = (out.generation + 1) & 0x7FFF;
+        out.generation = op_id::next_generation(out.generation);
         out.phase = OutPhase::Filling;
         out.ops.clear();
         out.op_count = 0;
@@ -579,11 +571,11 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
 
     fn copy_op_id(&self, slot: u32) -> OpId {
         let out = self.restart.outs[slot as usize].as_ref().expect("in use");
-        OpId(SCAN_OP_BIT | out.generation << 16 | (COPY_OP_SLOT_BASE + slot))
+        op_id::copy(out.generation, slot)
     }
 
     pub(super) fn resume_copy(&mut self, grant: Grant, ctx: &mut Context<'_>) {
-        let slot = (grant.op.0 & SLOT_MASK) - COPY_OP_SLOT_BASE;
+        let slot = op_id::slot(grant.op);
         let live = self
             .restart
             .outs

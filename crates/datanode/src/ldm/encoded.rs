@@ -14,7 +14,7 @@ use proto::scan::RowBatchWriter;
 use proto::value::{
     integer_value, put_int, put_uint, put_value, EncodedValues, INTEGER_VALUE_BYTES,
 };
-use storage::schema::{IntegerCell, RowLayout, ValueRef};
+use schema::{IntegerCell, RowLayout, ValueRef};
 
 /// One gathered answer: an outcome, or a row whose values end at `end`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -289,7 +289,7 @@ pub(super) fn put_all_columns(
 
 #[cfg(test)]
 mod tests {
-    use storage::schema::{Column, ColumnType, TableDef, Value};
+    use schema::{Column, ColumnType, TableDef, Value};
 
     use super::*;
 

@@ -45,13 +45,13 @@
 //! redo flush or a redo I/O error at commit (restart). Everything else
 //! fails one operation with a `proto::error` code.
 
-pub(crate) mod aborted;
 mod alter;
 pub(crate) mod batches;
 mod client_reads;
 mod copy;
 mod encoded;
 mod failover;
+mod op_id;
 mod requests;
 mod restart;
 mod scans;
@@ -64,12 +64,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use kernel::{Block, Context, Instant};
+use schema::TableDef;
 use signal::{BlockNumber, BlockRef, DictTableGroup, NodeId, SchemaOp, Signal, SignalBody};
 use storage::disk::Disk;
 use storage::ldm::{LcpProgress, LdmConfig, LdmInstance, LCP_PAGES_PER_STEP_MAX};
 use storage::locks::{Grant, TxId};
-use storage::schema::TableDef;
 
+use crate::recently_aborted::RecentlyAborted;
 use requests::Requests;
 use scans::Scans;
 
@@ -198,7 +199,7 @@ struct TxRecord {
 /// if it has none; `None` when it has none and `txs` is full. Over the
 /// fields, not the block: the caller goes on with the block's others.
 fn tx_record<'t>(
-    txs: &'t mut crate::tc::IdMap<u64, TxRecord>,
+    txs: &'t mut stdx::IdMap<u64, TxRecord>,
     free: &mut Vec<TxRecord>,
     tx_id: u64,
     tc: BlockRef,
@@ -273,7 +274,7 @@ pub struct LdmBlock<D> {
     me: BlockRef,
     instance: Option<LdmInstance>,
     schema: LocalSchema,
-    txs: crate::tc::IdMap<u64, TxRecord>,
+    txs: stdx::IdMap<u64, TxRecord>,
     free_txs: Vec<TxRecord>,
     requests: Requests,
     scans: Scans,
@@ -298,7 +299,7 @@ pub struct LdmBlock<D> {
     /// handed out again).
     /// Transactions aborted here: a request of one of them arriving
     /// late is dropped (see `aborted`).
-    aborted: aborted::RecentlyAborted,
+    aborted: RecentlyAborted,
     gcp_start_waiters: Vec<BlockRef>,
     /// A `RestartGciReq` that came before the instance was open.
     restart_gci_waiter: Option<(BlockRef, u32)>,
@@ -339,7 +340,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             disk,
             instance: None,
             schema: LocalSchema::default(),
-            txs: crate::tc::IdMap::default(),
+            txs: stdx::IdMap::default(),
             free_txs: Vec::new(),
             requests: Requests::new(),
             scans: Scans::new(),
@@ -355,7 +356,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             last_lcp_start: Instant::ZERO,
             gcp_start_waiters: Vec::new(),
             restart_gci_waiter: None,
-            aborted: aborted::RecentlyAborted::default(),
+            aborted: RecentlyAborted::default(),
             recent_commits: failover::RecentCommits::default(),
             failed: false,
             stats: LdmStats::default(),
@@ -1204,9 +1205,9 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
     }
 
     fn resume(&mut self, grant: Grant, ctx: &mut Context<'_>) {
-        if copy::is_copy_op(grant.op) {
+        if op_id::is_copy(grant.op) {
             self.resume_copy(grant, ctx);
-        } else if scans::is_scan_op(grant.op) {
+        } else if op_id::is_scan_space(grant.op) {
             self.resume_scan(grant, ctx);
         } else {
             self.resume_request(grant, ctx);

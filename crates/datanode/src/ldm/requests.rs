@@ -21,6 +21,7 @@ use proto::ops::{
     NO_INDEX, NO_PARTITION,
 };
 use proto::ProtoError;
+use schema::{ColumnChanges, RowLayout, TableDef, Value, ValueRef};
 use signal::{BlockNumber, BlockRef, NodeId, SignalBody};
 use smallvec::SmallVec;
 use storage::disk::Disk;
@@ -29,11 +30,11 @@ use storage::fragment::{
 };
 use storage::locks::{Grant, OpId, TxId};
 use storage::memory::PagePool;
-use storage::schema::{ColumnChanges, RowLayout, TableDef, Value, ValueRef};
 
 use super::alter::AlterState;
 use super::batches::{gathers_answers, KeyBatches};
 use super::encoded::{put_all_columns, put_column, Gathered, RowSink};
+use super::op_id;
 use super::{
     tx_record, LdmBlock, LdmBlockConfig, LdmStats, LocalSchema, LDM_OPS_MAX, LDM_REQUESTS_MAX,
     LDM_TRANSACTIONS_MAX, REDO_HIGH_WATER_PERCENT,
@@ -45,12 +46,7 @@ type ReadRun<'a> = SmallVec<[OpView<'a>; 8]>;
 /// The index of a request record.
 pub(super) type Slot = u32;
 
-/// Bits of an `OpId` that name the record; the bits above hold its
-/// generation (bit 31 is kept for scans, see `scans::SCAN_OP_BIT`).
-const SLOT_BITS: u32 = 16;
-const SLOT_MASK: u32 = (1 << SLOT_BITS) - 1;
-const GENERATION_MASK: u32 = (1 << (31 - SLOT_BITS)) - 1;
-const _: () = assert!(LDM_REQUESTS_MAX <= 1 << SLOT_BITS);
+const _: () = assert!(LDM_REQUESTS_MAX <= op_id::REQUEST_SLOTS_MAX);
 
 /// One `LdmKeyReq` between its arrival and its answer.
 #[derive(Debug, Default)]
@@ -121,7 +117,7 @@ impl Requests {
         let record = &mut self.records[slot as usize];
         assert!(!record.in_use, "request slot {slot} handed out twice");
         record.in_use = true;
-        record.generation = (record.generation + 1) & GENERATION_MASK;
+        record.generation = op_id::next_generation(record.generation);
         record.tx_id = tx_id;
         record.tc = Some(tc);
         record.chain = chain;
@@ -163,16 +159,16 @@ impl Requests {
             Some(&slot) => (slot, self.records[slot as usize].generation),
             None => (self.records.len() as Slot, Request::default().generation),
         };
-        OpId(((generation + 1) & GENERATION_MASK) << SLOT_BITS | slot)
+        op_id::request(op_id::next_generation(generation), slot)
     }
 
     fn op_id(&self, slot: Slot) -> OpId {
-        OpId(self.records[slot as usize].generation << SLOT_BITS | slot)
+        op_id::request(self.records[slot as usize].generation, slot)
     }
 
     /// The waiting request a grant for `op` of `tx` resumes, if any.
     fn granted(&self, tx: TxId, op: OpId) -> Option<Slot> {
-        let slot = op.0 & SLOT_MASK;
+        let slot = op_id::slot(op);
         let record = self.records.get(slot as usize)?;
         let live = record.in_use && record.waiting && record.tx_id == tx.0;
         (live && self.op_id(slot) == op).then_some(slot)

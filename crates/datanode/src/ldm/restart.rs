@@ -17,10 +17,10 @@
 //! the kept one finds its LCP and redo.
 
 use kernel::Context;
+use schema::TableDef;
 use signal::{BlockRef, SignalBody};
 use storage::disk::Disk;
 use storage::ldm::LdmInstance;
-use storage::schema::TableDef;
 
 use super::{LdmBlock, LCP_STEP_DELAY};
 

@@ -21,6 +21,7 @@ use kernel::Context;
 use proto::error;
 use proto::ops::{LockMode, NO_INDEX, NO_PARTITION};
 use proto::scan::Bound;
+use schema::Value;
 use signal::{BlockRef, SignalBody};
 use storage::disk::Disk;
 use storage::fragment::{
@@ -28,9 +29,9 @@ use storage::fragment::{
 };
 use storage::locks::{Grant, OpId, TxId};
 use storage::ordered_index::Direction;
-use storage::schema::Value;
 
 use super::encoded::{put_all_columns, put_column, Gathered, RowSink};
+use super::op_id;
 use super::requests::fragment_code;
 use super::{LdmBlock, LDM_SCANS_MAX};
 
@@ -38,16 +39,7 @@ use super::{LdmBlock, LDM_SCANS_MAX};
 pub const SCAN_ROWS_EXAMINED_MAX: usize = 16_384;
 /// Rows asked from the fragment per call.
 const FRAGMENT_SCAN_CHUNK_ROWS: usize = 256;
-/// `OpId`s of scans have this bit set; the rest is the generation and slot.
-const SCAN_OP_BIT: u32 = 1 << 31;
-const SLOT_BITS: u32 = 16;
-const SLOT_MASK: u32 = (1 << SLOT_BITS) - 1;
-const GENERATION_MASK: u32 = (1 << (31 - SLOT_BITS)) - 1;
-const _: () = assert!(LDM_SCANS_MAX <= 1 << SLOT_BITS);
-
-pub(super) fn is_scan_op(op: OpId) -> bool {
-    op.0 & SCAN_OP_BIT != 0
-}
+const _: () = assert!(LDM_SCANS_MAX <= op_id::SCAN_SLOTS_MAX);
 
 /// A scan's identity: transaction, scan id and partition.
 type ScanKey = (u64, u32, u32);
@@ -136,7 +128,7 @@ impl Scans {
         let record = &mut self.records[slot as usize];
         assert!(!record.in_use, "scan slot {slot} handed out twice");
         record.in_use = true;
-        record.generation = (record.generation + 1) & GENERATION_MASK;
+        record.generation = op_id::next_generation(record.generation);
         record.key = key;
         record.tc = Some(tc);
         record.spec = Some(spec);
@@ -215,7 +207,7 @@ impl Scans {
     }
 
     fn op_id(&self, slot: u32) -> OpId {
-        OpId(SCAN_OP_BIT | self.records[slot as usize].generation << SLOT_BITS | slot)
+        op_id::scan(self.records[slot as usize].generation, slot)
     }
 }
 
@@ -390,7 +382,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
     }
 
     pub(super) fn resume_scan(&mut self, grant: Grant, ctx: &mut Context<'_>) {
-        let slot = grant.op.0 & SLOT_MASK;
+        let slot = op_id::slot(grant.op);
         let live = self
             .scans
             .records

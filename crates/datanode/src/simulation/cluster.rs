@@ -64,9 +64,9 @@ use mgmd::Arbitrator;
 use proto::error::{self, ErrorClass};
 use proto::ops::{LockMode, OpBatchWriter, OpHeader, OpKind, IGNORE_ERROR, NO_INDEX, NO_PARTITION};
 use proto::results::ResultReader;
+use schema::{Column, ColumnType, TableDef, Value};
 use signal::{epoch, tc_flags, BlockNumber, BlockRef, NodeId, Signal, SignalBody};
 use storage::disk::{CrashPolicy, SimDisk};
-use storage::schema::{Column, ColumnType, TableDef, Value};
 
 use super::{
     add_data_node, check_no_split_brain, ManagementLog, RecordingManagement, SIM_API, SIM_MGMD,

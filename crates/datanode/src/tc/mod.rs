@@ -40,11 +40,11 @@ pub mod unique;
 use std::time::Duration;
 
 use kernel::{Block, Context, Instant};
+use schema::{IndexKind, KeyEncoder, TableDef, Value};
 use signal::{BlockNumber, BlockRef, DictTableGroup, NodeId, SchemaOp, Signal, SignalBody};
-use storage::schema::{IndexKind, KeyEncoder, TableDef, Value};
 
-use crate::ldm::aborted::RecentlyAborted;
 use crate::live_map::LiveMap;
+use crate::recently_aborted::RecentlyAborted;
 use failover::Takeover;
 use pool::Pool;
 use scan::Scan;
@@ -61,9 +61,8 @@ pub const TIMEOUT_SWEEP_INTERVAL_MAX: Duration = Duration::from_millis(50);
 /// Timer: the lock-wait timeout sweep.
 const TIMER_SWEEP: u32 = 1;
 
-/// Maps and sets keyed by ids (transaction, table, scan), which the TC and
-/// the LDM look up for every operation (`signal::id_hash`).
-pub(crate) use signal::id_hash::{IdMap, IdSet};
+// Maps keyed by ids (transaction, table, scan) looked up for every operation.
+use stdx::IdMap;
 
 /// How a TC instance is set up.
 #[derive(Clone, Debug)]

@@ -32,8 +32,8 @@ use proto::{
     LockMode, OpBatchReader, OpBatchWriter, OpKind, OpResult, OpView, ResultReader, ResultWriter,
 };
 use proto::{IGNORE_ERROR, NO_INDEX, NO_PARTITION};
+use schema::{distribution_hash, partition_of};
 use signal::{tc_flags, BlockNumber, BlockRef, NodeBitmask, NodeId, SignalBody};
-use storage::schema::{distribution_hash, partition_of};
 
 use super::commits::{send_chain_req, ChainRest};
 use super::unique::{plan_records, Plan};
@@ -253,7 +253,7 @@ pub(crate) type OpError = (u32, String);
 /// partition; also whether its table is `READ_BACKUP` and whether it is
 /// fully replicated.
 pub(crate) fn route(
-    tables: &super::IdMap<u32, TcTable>,
+    tables: &stdx::IdMap<u32, TcTable>,
     scratch: &mut Scratch,
     op: &OpView<'_>,
 ) -> Result<(u32, bool, bool), OpError> {
@@ -981,7 +981,7 @@ impl TcBlock {
         if let Some((pos, code)) = tx.failed {
             let op = tx.ops[pos];
             let table = self.tables.get(&op.table_id).map(|t| t.def.name.as_str());
-            let message = failed_op_message(table, op.table_id, op.op_index, code);
+            let message = error::failed_op_message(table, op.table_id, op.op_index, code);
             return self.fail(slot, code, op.op_index, message, ctx);
         }
         if tx.outstanding == 0 {
@@ -1048,7 +1048,13 @@ impl TcBlock {
         };
         self.transactions.get_mut(slot).plan.end(&mut self.scratch);
         if let Err(e) = written {
-            return self.fail(slot, e.code(), u32::MAX, reply_too_large_message(&e), ctx);
+            return self.fail(
+                slot,
+                e.code(),
+                u32::MAX,
+                error::reply_too_large_message(&e),
+                ctx,
+            );
         }
         let tx = self.transactions.get_mut(slot);
         for conf in tx.confs.drain(..) {
@@ -1477,27 +1483,6 @@ impl TcBlock {
             ctx.send(api, reply);
         }
     }
-}
-
-/// What a client is told of a transaction failed by operation `op_index`,
-/// which an LDM answered with `code`, on table `table_id` (`table`: its
-/// name, when this node knows it).
-pub(crate) fn failed_op_message(
-    table: Option<&str>,
-    table_id: u32,
-    op_index: u32,
-    code: u32,
-) -> String {
-    let message = error::message(code);
-    match table {
-        Some(name) => format!("table `{name}`, operation {op_index}: {message}"),
-        None => format!("table `id {table_id}`, operation {op_index}: {message}"),
-    }
-}
-
-/// The message of a reply whose results do not fit one batch.
-pub(crate) fn reply_too_large_message(e: &proto::ProtoError) -> String {
-    format!("the reply does not fit in one batch: {e}")
 }
 
 /// Sends `body` (a commit or abort) to every participant whose node is

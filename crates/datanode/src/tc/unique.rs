@@ -53,11 +53,11 @@ use proto::{
     ResultWriter,
 };
 use proto::{IGNORE_ERROR, NO_INDEX, NO_PARTITION};
-use signal::BlockRef;
-use storage::schema::{
+use schema::{
     distribution_hash, partition_of, ColumnType, RowLayout, Storage, TableDef, Value, ValueRef,
     STRING_KEY_CHUNK_BYTES,
 };
+use signal::BlockRef;
 
 use super::transaction::{group_in, route, OpError, TxState};
 use super::{Scratch, TcBlock, TcTable};
@@ -227,7 +227,7 @@ pub(crate) fn maintains(table: &TcTable, op: &OpView<'_>) -> bool {
 /// Operation records a request needs if it must be planned (at most: the
 /// lookup, the pre-read, the base op and a delete and an insert per unique
 /// index, for each op); `None` when the plain path serves it.
-pub(crate) fn plan_records(tables: &super::IdMap<u32, TcTable>, ops: &[OpView<'_>]) -> Option<u32> {
+pub(crate) fn plan_records(tables: &stdx::IdMap<u32, TcTable>, ops: &[OpView<'_>]) -> Option<u32> {
     let mut planned = false;
     let mut records = 0u32;
     for op in ops {
@@ -656,7 +656,7 @@ impl TcBlock {
             let has_new = !new_values.is_empty() && !new_values.iter().any(Value::is_null);
             old_key.clear();
             new_key.clear();
-            let encode_error = |e: storage::schema::ValueError| {
+            let encode_error = |e: schema::ValueError| {
                 (
                     error::BAD_VALUE,
                     p.op_index,
@@ -1045,7 +1045,7 @@ pub(crate) struct KeyDecoder {
     /// their stored bytes back to back), if there are any.
     fixed: Option<RowLayout>,
     /// The key's encoder, to check a decoded key encodes back the same.
-    encoder: storage::schema::KeyEncoder,
+    encoder: schema::KeyEncoder,
 }
 
 impl KeyDecoder {
@@ -1097,7 +1097,7 @@ impl KeyDecoder {
             table: table.name.clone(),
             parts,
             fixed,
-            encoder: storage::schema::KeyEncoder::primary_key(table),
+            encoder: schema::KeyEncoder::primary_key(table),
         }
     }
 
@@ -1220,7 +1220,7 @@ impl KeyDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use storage::schema::{Collation, Column, Date, DateTime, Decimal, KeyEncoder};
+    use schema::{Collation, Column, Date, DateTime, Decimal, KeyEncoder};
 
     #[test]
     fn keys_of_every_key_type_decode_to_values_that_encode_the_same() {

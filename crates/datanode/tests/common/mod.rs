@@ -30,10 +30,10 @@ pub use proto::ops::{
     LockMode, OpBatchWriter, OpHeader, OpKind, IGNORE_ERROR, NO_INDEX, NO_PARTITION,
 };
 pub use proto::results::ResultReader;
+pub use schema::{Column, ColumnType, TableDef, Value};
 pub use signal::{tc_flags, BlockNumber, BlockRef, NodeId, Signal, SignalBody};
 pub use storage::disk::SimDisk;
 pub use storage::ldm::LdmConfig;
-pub use storage::schema::{Column, ColumnType, TableDef, Value};
 
 pub const API: NodeId = match NodeId::new(200) {
     Some(id) => id,

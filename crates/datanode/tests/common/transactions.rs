@@ -22,12 +22,12 @@ pub use proto::ops::{
 pub use proto::results::ResultReader;
 pub use proto::scan::{Bound, RowBatchReader, ScanSpec};
 pub use proto::{CmpOp, Filter};
-pub use signal::{tc_flags, BlockNumber, BlockRef, NodeId, Signal, SignalBody};
-pub use storage::disk::SimDisk;
-pub use storage::schema::{
+pub use schema::{
     distribution_hash, partition_of, Column, ColumnType, IndexDef, IndexKind, KeyEncoder, TableDef,
     Value,
 };
+pub use signal::{tc_flags, BlockNumber, BlockRef, NodeId, Signal, SignalBody};
+pub use storage::disk::SimDisk;
 
 use crate::common::*;
 
@@ -257,7 +257,7 @@ impl Cluster {
                     "s",
                     ColumnType::VarChar {
                         max: 20,
-                        collation: storage::schema::Collation::Utf8mb4Bin,
+                        collation: schema::Collation::Utf8mb4Bin,
                     },
                 )
                 .nullable(),

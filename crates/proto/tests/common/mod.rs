@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 use proto::{CmpOp, Filter, LockMode, OpHeader, OpKind, NO_INDEX, NO_PARTITION};
-use storage::schema::{Date, DateTime, Decimal, Value};
+use schema::{Date, DateTime, Decimal, Value};
 
 /// Any value of any type (finite floats, so that equality holds).
 pub fn arb_value() -> impl Strategy<Value = Value> {
@@ -164,7 +164,7 @@ pub fn arb_filter() -> impl Strategy<Value = Filter> {
     })
 }
 
-use storage::schema::{Collation, Column, ColumnType, IndexDef, IndexKind, TableDef};
+use schema::{Collation, Column, ColumnType, IndexDef, IndexKind, TableDef};
 
 /// `accounts(id INT PK, owner VARCHAR(10) ci, balance BIGINT, note VARCHAR(20) NULL,
 /// code BINARY(4) NULL, body TEXT NULL)`, unique index `by_owner`, ordered

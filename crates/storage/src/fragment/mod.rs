@@ -82,8 +82,8 @@ pub use redo_record::{
 };
 pub use scan::{ScanBatch, ScanCursor, ScanProgress, ScanRange, ScanSpec, SCAN_BATCH_ROWS_MAX};
 
-use std::collections::hash_map::{Entry, HashMap};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::hash_map::Entry;
+use stdx::IdMap;
 
 use crate::hash_index::HashIndex;
 use crate::locks::{Acquire, Grant, LockError, LockMode, LockTable, OpId, TxId};
@@ -92,12 +92,12 @@ use crate::memory::{
 };
 use crate::ordered_index::{BTreeOrderedIndex, OrderedIndex};
 use crate::redo::RedoError;
-use crate::schema::row::Listed;
-use crate::schema::{
+use crate::{Gci, RowId};
+use schema::row::Listed;
+use schema::{
     distribution_hash, ColumnChanges, ColumnType, IndexKind, KeyEncoder, RowFormatError, RowLayout,
     TableDef, Value, ValueError, ValueRef,
 };
-use crate::{Gci, RowId};
 
 /// How a read locks.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -363,33 +363,6 @@ struct OrderedIndexState {
     encoder: KeyEncoder,
     index: BTreeOrderedIndex,
 }
-
-/// A multiplicative hasher for row ids and transaction ids (small
-/// integers, not attacker-chosen: the maps are per fragment).
-#[derive(Default)]
-struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(26)
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 << 8 | u64::from(b)).wrapping_mul(0x100_0000_01B3);
-        }
-    }
-
-    fn write_u32(&mut self, v: u32) {
-        self.0 = u64::from(v);
-    }
-
-    fn write_u64(&mut self, v: u64) {
-        self.0 = v;
-    }
-}
-
-type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
 
 /// Reused buffers of the operation paths.
 #[derive(Default)]

@@ -48,7 +48,7 @@
 
 use crate::hash_index::{OverflowBucket, Probe};
 use crate::memory::PagePool;
-use crate::schema::{distribution_hash, KeyEncoder, RowLayout, Value, ValueRef};
+use schema::{distribution_hash, KeyEncoder, RowLayout, Value, ValueRef};
 
 use super::{Fragment, FragmentError, Outcome};
 

@@ -37,8 +37,8 @@
 //! ([`RedoLog`]), or a `Vec` in tests.
 
 use crate::redo::{RedoError, RedoLog, REDO_RECORD_HEADER_BYTES, REDO_RECORD_PAYLOAD_MAX_BYTES};
-use crate::schema::{KEY_BYTES_MAX, ROW_BYTES_MAX};
 use crate::Gci;
+use schema::{KEY_BYTES_MAX, ROW_BYTES_MAX};
 
 /// Format version of LDM records.
 pub const REDO_RECORD_VERSION: u8 = 2;

@@ -18,8 +18,8 @@ use std::ops::Bound;
 
 use crate::memory::{row_page, row_slot, PagePool};
 use crate::ordered_index::{Direction, KeyRange, OrderedIndex};
-use crate::schema::{RowLayout, Value, ValueRef};
 use crate::RowId;
+use schema::{RowLayout, Value, ValueRef};
 
 use super::{Fragment, FragmentError};
 
@@ -336,10 +336,10 @@ enum BoundKind {
 }
 
 fn encode_bound(
-    encoder: &crate::schema::KeyEncoder,
+    encoder: &schema::KeyEncoder,
     bound: &Bound<Vec<Value>>,
     out: &mut Vec<u8>,
-) -> Result<BoundKind, crate::schema::ValueError> {
+) -> Result<BoundKind, schema::ValueError> {
     out.clear();
     Ok(match bound {
         Bound::Unbounded => BoundKind::Unbounded,

@@ -53,8 +53,8 @@ use crate::redo::{
     Lsn, RedoConfig, RedoError, RedoLog, REDO_FILES_DEFAULT, REDO_FILE_HEADER_BYTES,
     REDO_FILE_SIZE_DEFAULT_BYTES, REDO_RECORD_HEADER_BYTES,
 };
-use crate::schema::TableDef;
 use crate::Gci;
+use schema::TableDef;
 
 /// The local checkpoints of an instance live in this folder of its
 /// directory; the redo log part's files lie in the directory itself.

@@ -36,8 +36,8 @@ use crate::disk::Disk;
 use crate::fragment::{Fragment, RedoRecord};
 use crate::memory::PagePool;
 use crate::redo::{Lsn, Recovered, RedoLog, TailCut};
-use crate::schema::TableDef;
 use crate::Gci;
+use schema::TableDef;
 
 use super::{
     check_partition, control_file_damage_check, list_lcp_files, FragmentKey, FragmentState,

@@ -598,8 +598,8 @@ const _: () = assert!(BLOB_PART_BYTES <= u16::MAX as usize);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::types::Collation;
-    use crate::schema::value::Value;
+    use crate::types::Collation;
+    use crate::value::Value;
 
     fn int(name: &str) -> Column {
         Column::new(name, ColumnType::Int { unsigned: false })

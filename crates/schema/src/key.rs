@@ -540,7 +540,7 @@ fn encode_escaped_bytes(bytes: &[u8], out: &mut Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::types::Column;
+    use crate::types::Column;
 
     fn padded(collation: Collation, s: &str) -> Vec<u8> {
         let mut out = vec![0xAA];

@@ -1,18 +1,23 @@
-//! The transactions an LDM instance aborted recently.
+//! A bounded memory of recently aborted transaction ids. Each block that
+//! needs one keeps its own (no block reaches into another's state):
 //!
-//! Why: a write reaches a backup replica by way of the primary's LDM
-//! (`LdmKeyReq` forwarded along the chain), while the TC's `LdmAbortReq`
-//! reaches the backup directly. The abort can overtake the forwarded
-//! request; executed after the abort, that request would take locks that
-//! no commit or abort ever releases. Transaction ids are never reused, so
-//! a request for a transaction this instance already aborted is late and
-//! must be dropped. The memory is bounded ([`ABORTED_REMEMBERED_MAX`]):
-//! a request later than that many aborts is not expected — a forwarded
-//! request is one hop behind the abort.
+//! - The LDM: a write reaches a backup replica by way of the primary's LDM
+//!   (`LdmKeyReq` forwarded along the chain), while the TC's `LdmAbortReq`
+//!   reaches the backup directly. The abort can overtake the forwarded
+//!   request; executed after the abort, that request would take locks that
+//!   no commit or abort ever releases. Transaction ids are never reused, so
+//!   a request for a transaction this instance already aborted is late and
+//!   must be dropped.
+//! - The TC: transactions aborted by a node failure while no request of
+//!   theirs was at the TC; their next request is told so.
+//!
+//! The memory is bounded ([`ABORTED_REMEMBERED_MAX`]): a request later than
+//! that many aborts is not expected — a forwarded request is one hop
+//! behind the abort.
 
 use std::collections::VecDeque;
 
-use crate::tc::IdSet;
+use stdx::IdSet;
 
 /// Aborted transaction ids an instance remembers.
 pub const ABORTED_REMEMBERED_MAX: usize = 8192;

@@ -518,7 +518,7 @@ pub(crate) fn micros_fit_fsp(micros: i64, fsp: u8) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::types::Collation::Utf8mb4Bin;
+    use crate::types::Collation::Utf8mb4Bin;
 
     fn col(ty: ColumnType) -> Column {
         Column::new("c", ty)

@@ -720,7 +720,7 @@ impl<'a> Reader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::table::{COLUMNS_MAX, HIDDEN_PRIMARY_KEY_COLUMN};
+    use crate::table::{COLUMNS_MAX, HIDDEN_PRIMARY_KEY_COLUMN};
     use proptest::prelude::*;
 
     fn every_type() -> Vec<ColumnType> {

@@ -2,7 +2,9 @@
 //!
 //! The dictionary keeps table definitions, the LDM stores rows and keys,
 //! and clients encode keys and pick partitions; all of them must agree to
-//! the byte. This module is that agreement, in one place:
+//! the byte. This crate is that agreement, in one place. It is a crate of
+//! its own, under `storage`, `proto` and `skarv-client`, so that an API node
+//! links the schema without the page pool, redo log and checkpoints:
 //!
 //! - [`types`]: column types and collations, and [`Column`].
 //! - [`table`]: [`TableDef`] and [`IndexDef`], every limit a table must keep

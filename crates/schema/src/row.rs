@@ -250,7 +250,7 @@ pub trait ColumnChanges<'v>: Iterator<Item = (usize, ValueRef<'v>)> + Clone {
 /// [`ColumnChanges`] of owned values (`RowLayout::update`): all through
 /// the iterator.
 #[derive(Clone)]
-pub(crate) struct Listed<'v>(pub(crate) std::slice::Iter<'v, (usize, Value)>);
+pub struct Listed<'v>(pub std::slice::Iter<'v, (usize, Value)>);
 
 impl<'v> Iterator for Listed<'v> {
     type Item = (usize, ValueRef<'v>);
@@ -754,7 +754,7 @@ impl RowLayout {
 
     /// The stored bytes of a fixed-size column (its key form for all but
     /// FLOAT and DOUBLE).
-    pub(crate) fn fixed_column<'a>(&self, fixed: &'a [u8], col: usize) -> &'a [u8] {
+    pub fn fixed_column<'a>(&self, fixed: &'a [u8], col: usize) -> &'a [u8] {
         match self.slots[col].place {
             Place::Fixed { offset, bytes } => &fixed[offset..offset + bytes],
             Place::Var { .. } => panic!("column {col} of `{}` is not fixed-size", self.table),

@@ -1,0 +1,10 @@
+//! Small things the standard library lacks, shared by crates that have no
+//! other dependency in common (`storage` knows nothing of signals, `signal`
+//! nothing of rows). TigerBeetle calls its equivalent `stdx`. Only what at
+//! least two crates need belongs here; nothing here knows the database.
+//!
+//! - [`id_hash`]: the hasher of every map keyed by ids on the hot paths.
+
+pub mod id_hash;
+
+pub use id_hash::{IdHasher, IdMap, IdSet};
