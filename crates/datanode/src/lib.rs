@@ -12,8 +12,11 @@
 //! - [`live_map`]: where partitions are served while nodes are down.
 //! - `recently_aborted`: a bounded memory of aborted transaction ids, which
 //!   the LDM and the TC blocks each keep their own of.
+//! - [`wiring`]: the blocks that make a data node and how they are
+//!   connected, the one list that the process, the simulator and the tests
+//!   build their data nodes from.
 //! - [`node`]: the data node process — configuration from the mgmd, the
-//!   runtime, the transport, and the wiring between them.
+//!   runtime, the transport, and the connections between them.
 //! - [`angel`]: the parent process that restarts the data node when it dies.
 //! - [`simulation`]: whole clusters of these blocks in the deterministic simulator.
 
@@ -27,3 +30,4 @@ pub mod node;
 mod recently_aborted;
 pub mod simulation;
 pub mod tc;
+pub mod wiring;

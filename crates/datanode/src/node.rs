@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use config::ClusterConfig;
 use kernel::runtime::{
-    BlockPlacement, Injector, NodeControl, PollWaker, Poller, RemoteSender, Runtime, RuntimeLimits,
+    Injector, NodeControl, PollWaker, Poller, RemoteSender, Runtime, RuntimeLimits,
 };
 use kernel::thread_config::ThreadRole;
 use mgmd::{MgmClient, SessionReader, SessionWriter};
@@ -28,13 +28,8 @@ use transport::{
     InboundSink, PeerConfig, ReceiveWaker, Receiver, Transport, TransportConfig, TransportSender,
 };
 
-use crate::dictionary::{self, Dictionary, DictionaryConfig};
-use crate::distribution::{Distribution, DistributionConfig};
-use crate::ldm::{LdmBlock, LdmBlockConfig, LCP_INTERVAL_DEFAULT};
-use crate::membership::{Membership, MembershipConfig};
-use crate::tc::{TcBlock, TcConfig};
+use crate::wiring::{self, NodeSpec};
 use storage::disk::RealDisk;
-use storage::ldm::LdmConfig;
 
 /// Exit status that asks the angel for a restart.
 pub const EXIT_RESTART: i32 = 75;
@@ -129,82 +124,10 @@ pub fn run(options: &NodeOptions) -> Result<NodeExit, NodeError> {
     );
 
     let mgmd_node = config.mgmd().node_id;
-    let membership = Membership::new(MembershipConfig {
-        node,
-        data_nodes: config.data_nodes.iter().map(|d| d.node_id).collect(),
-        mgmd: Some(mgmd_node),
-        heartbeat_interval: Duration::from_millis(u64::from(me.params.heartbeat_interval_db_db_ms)),
-        api_heartbeat_interval: Duration::from_millis(u64::from(
-            me.params.heartbeat_interval_db_api_ms,
-        )),
-        start_partial_timeout: Duration::from_millis(u64::from(me.params.start_partial_timeout_ms)),
-        start_id: kernel::Rng::from_entropy().next_u64(),
-        pid,
-    });
-    let placement = config::Placement::of(&config);
-    let ldm_blocks = ldm_blocks(node, &me, &placement)?;
-    let tc_blocks = tc_blocks(node, &me, &placement);
-    let membership = membership.with_local_tcs(tc_blocks.iter().map(|b| b.address).collect());
-    // A side of a split that lacks a whole node group stops (it cannot hold
-    // all data); see docs/membership.md.
-    let membership = membership.with_node_groups(placement.node_groups().to_vec());
-    // Arbitration after a split waits ArbitrationTimeout (docs/membership.md).
-    let membership = membership.with_arbitration_timeout(Duration::from_millis(u64::from(
-        me.params.arbitration_timeout_ms,
-    )));
-    // The blocks that hold the schema besides the dictionary.
-    let local_schema_blocks: Vec<BlockRef> = ldm_blocks
-        .iter()
-        .chain(&tc_blocks)
-        .map(|b| b.address)
-        .collect();
-    let distribution = Distribution::new(DistributionConfig {
-        node,
-        gcp_interval: Duration::from_millis(u64::from(
-            me.params.time_between_global_checkpoints_ms,
-        )),
-        epoch_interval: Duration::from_millis(u64::from(me.params.time_between_epochs_ms)),
-        tc_instances: tc_blocks.len() as u32,
-        ldm_instances: placement.ldm_instances(),
-    })
-    .with_sysfile(
-        Box::new(RealDisk),
-        me.data_dir.join(format!("ndb_{node}_fs")),
-        placement.node_groups().to_vec(),
-    )
-    .map_err(|what| NodeError::Start { node, what })?;
-    let dictionary = Dictionary::new(
-        DictionaryConfig {
-            node,
-            schema_dir: dictionary::schema_dir(&me.data_dir, node),
-        },
-        Box::new(RealDisk),
-    )
-    .map_err(|e| NodeError::Start {
-        node,
-        what: format!("dictionary: {e}"),
-    })?
-    .with_local_blocks(local_schema_blocks, placement.default_partitions())
-    .with_data_nodes(placement.data_nodes());
-    let mut blocks = vec![
-        BlockPlacement {
-            address: BlockRef::new(node, BlockNumber::MEMBERSHIP, 0),
-            role: ThreadRole::Main,
-            block: Box::new(membership),
-        },
-        BlockPlacement {
-            address: BlockRef::new(node, BlockNumber::DICTIONARY, 0),
-            role: ThreadRole::Main,
-            block: Box::new(dictionary),
-        },
-    ];
-    blocks.push(BlockPlacement {
-        address: Distribution::address(node),
-        role: ThreadRole::Main,
-        block: Box::new(distribution),
-    });
-    blocks.extend(ldm_blocks);
-    blocks.extend(tc_blocks);
+    let spec = NodeSpec::from_config(&me, &config, kernel::Rng::from_entropy().next_u64(), pid)
+        .map_err(NodeError::Config)?;
+    let blocks = wiring::data_node_blocks(&spec, RealDisk)
+        .map_err(|what| NodeError::Start { node, what })?;
     let mut runtime = Runtime::new(node, &me.params.threads, blocks, RuntimeLimits::default())
         .map_err(|e| NodeError::Start {
             node,
@@ -280,101 +203,6 @@ pub fn run(options: &NodeOptions) -> Result<NodeExit, NodeError> {
         ),
     }
     Ok(exit)
-}
-
-/// The redo log parts of `NoOfFragmentLogParts` (`parts`) that LDM instance
-/// `instance` of `instances` has: as in NDB, part `p` belongs to instance
-/// `p mod instances`. An instance keeps one ring of files here, holding its
-/// parts' files (`NoOfFragmentLogFiles` each), so a node's redo log holds
-/// `parts × NoOfFragmentLogFiles × FragmentLogFileSize` bytes whatever its
-/// LDM thread count.
-fn log_parts_of(instance: u32, instances: u32, parts: u32) -> u32 {
-    assert!(
-        instance < instances && parts >= instances,
-        "LDM instance {instance} of {instances} with {parts} redo log parts (the config checks parts >= instances)"
-    );
-    parts / instances + u32::from(instance < parts % instances)
-}
-
-/// One LDM block per LDM instance of this node (its `ldm` threads, or one
-/// on `main`), each with its directory `<data dir>/ndb_<node>_fs/ldm<i>`, an
-/// even share of `DataMemory`, and its share of the redo log
-/// (`log_parts_of`).
-fn ldm_blocks(
-    node: NodeId,
-    me: &config::DataNode,
-    placement: &config::Placement,
-) -> Result<Vec<BlockPlacement>, NodeError> {
-    let instances = config::placement::ldm_instances_of(&me.params.threads);
-    if instances != placement.ldm_instances() {
-        // Partitions are placed on LDM instance numbers that every node and
-        // client compute alike.
-        return Err(NodeError::Config(format!(
-            "node {node} runs {instances} LDM threads, the first data node {}: \
-             every data node must run the same number (ThreadConfig ldm count)",
-            placement.ldm_instances()
-        )));
-    }
-    let fs_dir = me.data_dir.join(format!("ndb_{node}_fs"));
-    Ok((0..instances)
-        .map(|instance| {
-            let mut ldm = LdmConfig::new(instance, fs_dir.join(format!("ldm{instance}")));
-            ldm.data_memory_bytes = me.params.data_memory_bytes / u64::from(instances);
-            ldm.redo_file_size_bytes = me.params.fragment_log_file_size_bytes;
-            let parts = log_parts_of(instance, instances, me.params.no_of_fragment_log_parts);
-            let files = me.params.no_of_fragment_log_files;
-            // Past `u32::MAX` is past the part's file limit too, which its
-            // open reports.
-            ldm.redo_files = files.saturating_mul(parts);
-            ldm.redo_earlier_files = (parts != 1).then_some(files);
-            let block = LdmBlock::new(
-                LdmBlockConfig {
-                    node,
-                    instance,
-                    placement: placement.clone(),
-                    ldm,
-                    lcp_interval: LCP_INTERVAL_DEFAULT,
-                },
-                RealDisk,
-            );
-            BlockPlacement {
-                address: block.address(),
-                role: ThreadRole::Ldm,
-                block: Box::new(block),
-            }
-        })
-        .collect())
-}
-
-/// One TC block per `tc` thread of this node, or one on `main` when it
-/// has none.
-fn tc_blocks(
-    node: NodeId,
-    me: &config::DataNode,
-    placement: &config::Placement,
-) -> Vec<BlockPlacement> {
-    let instances = me.params.threads.count(ThreadRole::Tc).max(1);
-    (0..instances)
-        .map(|instance| {
-            let block = TcBlock::new(TcConfig {
-                node,
-                instance,
-                placement: placement.clone(),
-                tc_instances: instances,
-                transactions_max: me.params.max_no_of_concurrent_transactions,
-                operations_max: me.params.max_no_of_concurrent_operations,
-                scans_max: me.params.max_no_of_concurrent_scans,
-                deadlock_timeout: Duration::from_millis(u64::from(
-                    me.params.transaction_deadlock_detection_timeout_ms,
-                )),
-            });
-            BlockPlacement {
-                address: TcBlock::address(node, instance),
-                role: ThreadRole::Tc,
-                block: Box::new(block),
-            }
-        })
-        .collect()
 }
 
 fn connect_to_mgmd(connect: &str) -> Result<MgmClient, NodeError> {
@@ -753,43 +581,6 @@ impl NodeControl for Control {
         };
         if let Ok(mut session) = self.session.lock() {
             let _ = session.send(&event);
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::log_parts_of;
-
-    #[test]
-    fn redo_log_parts_are_shared_out_round_robin() {
-        // NDB's default 4 parts on one LDM instance (the sandbox's layout
-        // on a small machine): all four, so 4 × the files of one part.
-        assert_eq!(log_parts_of(0, 1, 4), 4);
-        assert_eq!(
-            (0..2).map(|i| log_parts_of(i, 2, 4)).collect::<Vec<_>>(),
-            [2, 2]
-        );
-        assert_eq!(
-            (0..4).map(|i| log_parts_of(i, 4, 6)).collect::<Vec<_>>(),
-            [2, 2, 1, 1]
-        );
-        assert_eq!((0..8).map(|i| log_parts_of(i, 8, 8)).sum::<u32>(), 8);
-        for instances in 1..=32 {
-            for parts in [4, 6, 8, 12, 16, 24, 32]
-                .into_iter()
-                .filter(|&p| p >= instances)
-            {
-                let shares: Vec<u32> = (0..instances)
-                    .map(|i| log_parts_of(i, instances, parts))
-                    .collect();
-                assert_eq!(
-                    shares.iter().sum::<u32>(),
-                    parts,
-                    "{parts} parts on {instances}"
-                );
-                assert!(shares.iter().all(|&s| s >= 1));
-            }
         }
     }
 }

@@ -1,47 +1,22 @@
-//! The dictionary in the deterministic simulator: real membership and
-//! dictionary blocks on every data node, a simulated disk per node, and a
-//! client on an API node that sends schema requests and records the
-//! answers. Each test ends by checking that every data node holds the same
+//! The dictionary in the deterministic simulator: data nodes of the shared
+//! harness (`common`) with membership and dictionary alone, a simulated
+//! disk per node, and the API node's recorder, through which the tests
+//! send schema requests and read the answers. Each test ends by checking that every data node holds the same
 //! schema, in memory and on its disk, to the byte.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+mod common;
 
+use std::path::{Path, PathBuf};
+
+use common::*;
 use datanode::dictionary::{
     schema_dir, Dictionary, DictionaryConfig, DictionaryError, FIRST_OBJECT_ID, SCHEMA_QUEUE_MAX,
 };
-use datanode::membership::{Membership, MembershipConfig};
-use kernel::simulator::Simulation;
-use kernel::{Block, Context, Rng};
 use proto::error;
 use schema::{Collation, Column, ColumnType, IndexDef, IndexKind, TableDef};
-use signal::{BlockNumber, BlockRef, NodeId, Signal, SignalBody};
-use storage::disk::SimDisk;
-
-const API: NodeId = match NodeId::new(200) {
-    Some(id) => id,
-    None => unreachable!(),
-};
-
-fn node(n: u8) -> NodeId {
-    NodeId::new(n).unwrap()
-}
 
 fn data_dir() -> &'static Path {
     Path::new("/data")
-}
-
-/// An API node's block that records every answer it gets.
-struct Client {
-    answers: Arc<Mutex<Vec<SignalBody>>>,
-}
-
-impl Block for Client {
-    fn execute(&mut self, signal: Signal, _ctx: &mut Context<'_>) {
-        self.answers.lock().unwrap().push(signal.body);
-    }
 }
 
 /// What a request got back.
@@ -51,74 +26,23 @@ enum Outcome {
     Ref { code: u32, message: String },
 }
 
-struct Cluster {
-    sim: Simulation,
-    data_nodes: Vec<NodeId>,
-    disks: BTreeMap<NodeId, SimDisk>,
-    answers: Arc<Mutex<Vec<SignalBody>>>,
-    next_request: u32,
-}
-
 impl Cluster {
     /// `n` data nodes (ids 2…), started and agreed on a view.
     fn start(seed: u64, n: u8) -> Cluster {
-        let mut sim = Simulation::new(seed);
         let data_nodes: Vec<NodeId> = (0..n).map(|i| node(2 + i)).collect();
-        let mut disks = BTreeMap::new();
-        for &id in &data_nodes {
-            let disk = SimDisk::new(seed ^ u64::from(id.get()) << 32);
-            disks.insert(id, disk.clone());
-            let all = data_nodes.clone();
-            let mut start_ids = Rng::seeded(seed ^ u64::from(id.get()));
-            sim.add_node(
-                id,
-                Box::new(move |id, incarnation| {
-                    let membership = Membership::new(MembershipConfig {
-                        node: id,
-                        data_nodes: all.clone(),
-                        mgmd: None,
-                        heartbeat_interval: Duration::from_millis(500),
-                        api_heartbeat_interval: Duration::from_millis(300),
-                        start_partial_timeout: Duration::from_secs(3),
-                        start_id: start_ids.next_u64() ^ u64::from(incarnation),
-                        pid: 1000 + u32::from(id.get()),
-                    });
-                    let dictionary = Dictionary::new(
-                        DictionaryConfig {
-                            node: id,
-                            schema_dir: schema_dir(data_dir(), id),
-                        },
-                        Box::new(disk.clone()),
-                    )
-                    .expect("the dictionary loads its schema");
-                    let membership: Box<dyn Block> = Box::new(membership);
-                    let dictionary: Box<dyn Block> = Box::new(dictionary);
-                    vec![
-                        (BlockRef::new(id, BlockNumber::MEMBERSHIP, 0), membership),
-                        (BlockRef::new(id, BlockNumber::DICTIONARY, 0), dictionary),
-                    ]
-                }),
-            );
-        }
-        let answers = Arc::new(Mutex::new(Vec::new()));
-        let recorded = Arc::clone(&answers);
-        sim.add_node(
-            API,
-            Box::new(move |id, _| {
-                let client: Box<dyn Block> = Box::new(Client {
-                    answers: Arc::clone(&recorded),
-                });
-                vec![(BlockRef::new(id, BlockNumber::API_CLUSTER, 0), client)]
-            }),
-        );
-        let mut cluster = Cluster {
-            sim,
-            data_nodes,
-            disks,
-            answers,
-            next_request: 1,
+        let placement = Placement::new(vec![data_nodes], 1);
+        let tune = |spec: &mut NodeSpec| {
+            // The schema files the tests read are where the node keeps them.
+            assert_eq!(spec.data_dir, data_dir());
+            // The dictionary alone: schema transactions among the nodes.
+            spec.left_out = vec![
+                BlockNumber::DISTRIBUTION,
+                BlockNumber::TRANSACTION_COORDINATOR,
+                BlockNumber::LOCAL_DATA_MANAGER,
+            ];
         };
-        cluster.sim.run_for(Duration::from_secs(2));
+        let mut cluster = Cluster::wire(seed, placement, tune, |_| {});
+        cluster.sim.run_for(START_TIME);
         cluster.check_agreement().unwrap();
         for &id in &cluster.data_nodes {
             assert!(cluster.dict(id).is_synced(), "node {id} is not synced");
@@ -141,20 +65,18 @@ impl Cluster {
             .collect()
     }
 
-    fn send(&mut self, via: NodeId, body: impl FnOnce(u32) -> SignalBody) -> u32 {
-        let request_id = self.next_request;
-        self.next_request += 1;
-        self.sim.inject(Signal {
-            receiver: BlockRef::new(via, BlockNumber::DICTIONARY, 0),
-            sender: BlockRef::new(API, BlockNumber::API_CLUSTER, 0),
-            body: body(request_id),
-        });
+    /// Sends the request `body` makes of a new request id to the dictionary
+    /// of `via`.
+    fn request(&mut self, via: NodeId, body: impl FnOnce(u32) -> SignalBody) -> u32 {
+        let request_id = self.request_id();
+        let dict = BlockRef::new(via, BlockNumber::DICTIONARY, 0);
+        self.send(dict, body(request_id));
         request_id
     }
 
     fn create(&mut self, via: NodeId, table: &TableDef) -> u32 {
         let bytes = table.to_bytes();
-        self.send(via, |request_id| SignalBody::DictCreateTableReq {
+        self.request(via, |request_id| SignalBody::DictCreateTableReq {
             request_id,
             table: bytes,
         })
@@ -163,7 +85,7 @@ impl Cluster {
     fn alter(&mut self, via: NodeId, table: &TableDef) -> u32 {
         let bytes = table.to_bytes();
         let table_id = table.id;
-        self.send(via, |request_id| SignalBody::DictAlterTableReq {
+        self.request(via, |request_id| SignalBody::DictAlterTableReq {
             request_id,
             table_id,
             table: bytes,
@@ -171,17 +93,17 @@ impl Cluster {
     }
 
     fn drop_table(&mut self, via: NodeId, table_id: u32) -> u32 {
-        self.send(via, |request_id| SignalBody::DictDropTableReq {
+        self.request(via, |request_id| SignalBody::DictDropTableReq {
             request_id,
             table_id,
         })
     }
 
     fn outcome(&self, request_id: u32) -> Option<Outcome> {
-        let answers = self.answers.lock().unwrap();
+        let answers = self.got.lock().unwrap();
         let mine: Vec<Outcome> = answers
             .iter()
-            .filter_map(|body| match body.clone() {
+            .filter_map(|signal| match signal.body.clone() {
                 SignalBody::DictCreateTableConf {
                     request_id: r,
                     table_id,
@@ -565,7 +487,7 @@ fn invalid_tables_are_refused_with_the_limit_named() {
         other => panic!("{other:?}"),
     }
     // Bytes that are no table definition, a given id, a reserved name.
-    let request = cluster.send(node(3), |request_id| SignalBody::DictCreateTableReq {
+    let request = cluster.request(node(3), |request_id| SignalBody::DictCreateTableReq {
         request_id,
         table: vec![1, 2, 3],
     });

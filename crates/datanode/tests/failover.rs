@@ -15,6 +15,8 @@
 //! is left in TCs and LDMs; the replicas of a node group that are both up
 //! hold the same rows; no takeover is pending.
 
+#[path = "common/accounts.rs"]
+mod accounts;
 mod common;
 
 use common::*;
@@ -344,7 +346,6 @@ fn four_nodes_two_replicas_a_node_crashes_at_a_random_moment() {
 fn a_write_commits_along_its_replicas_from_the_backup_to_the_primary() {
     for seed in 0..4 {
         let mut cluster = Cluster::start(seed, 2, 2);
-        cluster.create_table();
         cluster.sim.enable_trace();
         let from = cluster.sim.trace().len();
         let ops = cluster.batch(OpKind::Insert, &[seed as i64], 7);
@@ -415,7 +416,6 @@ fn a_write_commits_along_its_replicas_from_the_backup_to_the_primary() {
 fn a_commit_chain_broken_by_a_node_failure_runs_again_without_it() {
     for seed in 0..6 {
         let mut cluster = Cluster::start(seed, 2, 2);
-        cluster.create_table();
         cluster.sim.enable_trace();
         let from = cluster.sim.trace().len();
         let tc_node = cluster.data_nodes[(seed % 2) as usize];

@@ -9,6 +9,8 @@
 //! taken over and every surviving copy ends equal, no transaction half
 //! done. The harness is `tests/common`.
 
+#[path = "common/accounts.rs"]
+mod accounts;
 mod common;
 
 use common::*;

@@ -1,22 +1,17 @@
-//! The LDM block in the deterministic simulator: real membership,
-//! dictionary and LDM blocks on one or two data nodes with simulated disks,
-//! and a test block on an API node that plays the transaction coordinator:
+//! The LDM block in the deterministic simulator: data nodes of the shared
+//! harness (`common`) without their TC and distribution blocks (membership,
+//! dictionary and one LDM instance, on simulated disks), and the API
+//! node's recorder, whose test plays the transaction coordinator:
 //! it sends `LdmKeyReq` batches, commits, aborts, scans and global
 //! checkpoint saves, and records every answer. Results are checked against
 //! a model (a `BTreeMap`), and each test ends with checks of what the
 //! instances hold.
 
-use std::collections::BTreeMap;
-use std::path::Path;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+mod common;
 
-use config::Placement;
-use datanode::dictionary::{schema_dir, Dictionary, DictionaryConfig};
-use datanode::ldm::{LdmBlock, LdmBlockConfig};
-use datanode::membership::{Membership, MembershipConfig};
-use kernel::simulator::Simulation;
-use kernel::{Block, Context, Rng};
+use std::collections::BTreeMap;
+
+use common::*;
 use proto::error;
 use proto::ops::{LockMode, OpBatchWriter, OpHeader, OpKind, KEY_INFO, NO_INDEX};
 use proto::results::ResultReader;
@@ -25,36 +20,15 @@ use proto::{CmpOp, Filter};
 use schema::{
     distribution_hash, partition_of, Collation, Column, ColumnType, KeyEncoder, TableDef, Value,
 };
-use signal::{BlockNumber, BlockRef, NodeId, Signal, SignalBody};
-use storage::disk::SimDisk;
-use storage::ldm::LdmConfig;
 
-const API: NodeId = match NodeId::new(200) {
-    Some(id) => id,
-    None => unreachable!(),
-};
-
-fn node(n: u8) -> NodeId {
-    NodeId::new(n).unwrap()
-}
-
+/// The block the LDM instances answer: the API node's recorder, playing
+/// the TC.
 fn tc() -> BlockRef {
     BlockRef::new(API, BlockNumber::API_CLUSTER, 0)
 }
 
 fn ldm(n: NodeId) -> BlockRef {
     BlockRef::new(n, BlockNumber::LOCAL_DATA_MANAGER, 0)
-}
-
-/// The API node's block: plays the TC and records what comes back.
-struct Recorder {
-    got: Arc<Mutex<Vec<Signal>>>,
-}
-
-impl Block for Recorder {
-    fn execute(&mut self, signal: Signal, _ctx: &mut Context<'_>) {
-        self.got.lock().unwrap().push(signal);
-    }
 }
 
 /// The answer to one operation.
@@ -111,101 +85,21 @@ impl Op {
     }
 }
 
-struct Cluster {
-    sim: Simulation,
-    data_nodes: Vec<NodeId>,
-    disks: BTreeMap<NodeId, SimDisk>,
-    placement: Placement,
-    got: Arc<Mutex<Vec<Signal>>>,
-    next_request: u32,
-    table: Option<TableDef>,
-}
-
 impl Cluster {
     /// `n` data nodes in one node group (`n` replicas), one LDM instance each.
     fn start(seed: u64, n: u8) -> Cluster {
-        let mut sim = Simulation::new(seed);
         let data_nodes: Vec<NodeId> = (0..n).map(|i| node(2 + i)).collect();
-        let placement = Placement::new(vec![data_nodes.clone()], 1);
-        let mut disks = BTreeMap::new();
-        for &id in &data_nodes {
-            let disk = SimDisk::new(seed ^ u64::from(id.get()) << 32);
-            disks.insert(id, disk.clone());
-            let all = data_nodes.clone();
-            let placement = placement.clone();
-            let mut start_ids = Rng::seeded(seed ^ u64::from(id.get()));
-            sim.add_node(
-                id,
-                Box::new(move |id, incarnation| {
-                    let membership = Membership::new(MembershipConfig {
-                        node: id,
-                        data_nodes: all.clone(),
-                        mgmd: None,
-                        heartbeat_interval: Duration::from_millis(500),
-                        api_heartbeat_interval: Duration::from_millis(300),
-                        start_partial_timeout: Duration::from_secs(3),
-                        start_id: start_ids.next_u64() ^ u64::from(incarnation),
-                        pid: 1000 + u32::from(id.get()),
-                    });
-                    let dictionary = Dictionary::new(
-                        DictionaryConfig {
-                            node: id,
-                            schema_dir: schema_dir(Path::new("/data"), id),
-                        },
-                        Box::new(disk.clone()),
-                    )
-                    .expect("the dictionary loads its schema")
-                    .with_local_blocks(vec![ldm(id)], placement.default_partitions());
-                    let mut config = LdmConfig::new(0, format!("/data/ndb_{id}_fs/ldm0"));
-                    config.data_memory_bytes = 16 << 20;
-                    config.redo_file_size_bytes = 1 << 20;
-                    config.redo_files = 4;
-                    let ldm_block = LdmBlock::new(
-                        LdmBlockConfig {
-                            node: id,
-                            instance: 0,
-                            placement: placement.clone(),
-                            ldm: config,
-                            lcp_interval: Duration::from_millis(500),
-                        },
-                        disk.clone(),
-                    );
-                    let blocks: Vec<(BlockRef, Box<dyn Block>)> = vec![
-                        (
-                            BlockRef::new(id, BlockNumber::MEMBERSHIP, 0),
-                            Box::new(membership),
-                        ),
-                        (
-                            BlockRef::new(id, BlockNumber::DICTIONARY, 0),
-                            Box::new(dictionary),
-                        ),
-                        (ldm(id), Box::new(ldm_block)),
-                    ];
-                    blocks
-                }),
-            );
-        }
-        let got = Arc::new(Mutex::new(Vec::new()));
-        let recorded = Arc::clone(&got);
-        sim.add_node(
-            API,
-            Box::new(move |id, _| {
-                let block: Box<dyn Block> = Box::new(Recorder {
-                    got: Arc::clone(&recorded),
-                });
-                vec![(BlockRef::new(id, BlockNumber::API_CLUSTER, 0), block)]
-            }),
-        );
-        let mut cluster = Cluster {
-            sim,
-            data_nodes,
-            disks,
-            placement,
-            got,
-            next_request: 1,
-            table: None,
+        let placement = Placement::new(vec![data_nodes], 1);
+        let tune = |spec: &mut NodeSpec| {
+            spec.lcp_interval = Duration::from_millis(500);
+            // The test plays the TC, and saves global checkpoints itself.
+            spec.left_out = vec![
+                BlockNumber::TRANSACTION_COORDINATOR,
+                BlockNumber::DISTRIBUTION,
+            ];
         };
-        cluster.sim.run_for(Duration::from_secs(2));
+        let mut cluster = Cluster::wire(seed, placement, tune, |_| {});
+        cluster.sim.run_for(START_TIME);
         for &id in &cluster.data_nodes {
             assert!(
                 cluster.ldm_block(id).is_open(),
@@ -219,18 +113,6 @@ impl Cluster {
         self.sim
             .block::<LdmBlock<SimDisk>>(ldm(id))
             .unwrap_or_else(|| panic!("node {id} is down"))
-    }
-
-    fn take(&self) -> Vec<Signal> {
-        std::mem::take(&mut *self.got.lock().unwrap())
-    }
-
-    fn inject(&mut self, to: BlockRef, body: SignalBody) {
-        self.sim.inject(Signal {
-            receiver: to,
-            sender: tc(),
-            body,
-        });
     }
 
     fn settle(&mut self) {
@@ -258,7 +140,7 @@ impl Cluster {
         let request_id = self.next_request;
         self.next_request += 1;
         let dict = BlockRef::new(self.data_nodes[0], BlockNumber::DICTIONARY, 0);
-        self.inject(
+        self.send(
             dict,
             SignalBody::DictCreateTableReq {
                 request_id,
@@ -271,7 +153,7 @@ impl Cluster {
             answers.iter().any(|s| matches!(s.body, SignalBody::DictCreateTableConf { request_id: r, .. } if r == request_id)),
             "create answered: {answers:?}"
         );
-        self.inject(
+        self.send(
             dict,
             SignalBody::DictGetTableReq {
                 request_id,
@@ -279,7 +161,7 @@ impl Cluster {
                 name: "accounts".into(),
             },
         );
-        self.inject(
+        self.send(
             dict,
             SignalBody::DictGetTableReq {
                 request_id: request_id + 1000,
@@ -373,7 +255,7 @@ impl Cluster {
         };
         let version = self.table().version;
         let ops = self.batch(ops, version);
-        self.inject(
+        self.send(
             ldm(home.primary()),
             SignalBody::LdmKeyReq {
                 tx_id: tx,
@@ -432,7 +314,7 @@ impl Cluster {
                 Some(gci) => SignalBody::LdmCommitReq { tx_id: tx, gci },
                 None => SignalBody::LdmAbortReq { tx_id: tx },
             };
-            self.inject(ldm(id), body);
+            self.send(ldm(id), body);
         }
         self.settle();
         let confs =
@@ -457,7 +339,7 @@ impl Cluster {
         let mut out = BTreeMap::new();
         for &key in keys {
             let ops = self.batch(&[Op::read(key, LockMode::Committed)], self.table().version);
-            self.inject(
+            self.send(
                 ldm(at),
                 SignalBody::LdmKeyReq {
                     tx_id: tx,
@@ -659,7 +541,7 @@ fn batched_committed_reads_key_info_and_bad_operations() {
 
     // Wrong version, too long a value, a duplicate key.
     let stale = c.batch(&[Op::read(1, LockMode::Committed)], table.version + 1);
-    c.inject(
+    c.send(
         ldm(node(2)),
         SignalBody::LdmKeyReq {
             tx_id: 0x3,
@@ -718,7 +600,7 @@ fn a_conflicting_write_waits_for_the_lock_and_an_aborted_waiter_leaves_nothing()
     c.send_ops(0xB, &[Op::read(5, LockMode::Exclusive)]);
     c.settle();
     assert!(c.answers(&c.take(), 0xB).is_empty());
-    c.inject(
+    c.send(
         ldm(node(2)),
         SignalBody::LdmCommitReq { tx_id: 0xA, gci: 3 },
     );
@@ -788,7 +670,7 @@ fn the_waiting_write_is_answered_when_the_holder_commits() {
     );
     c.settle();
     assert!(c.answers(&c.take(), 0xB).is_empty(), "B waits");
-    c.inject(
+    c.send(
         ldm(node(2)),
         SignalBody::LdmCommitReq { tx_id: 0xA, gci: 3 },
     );
@@ -907,7 +789,7 @@ fn scans_filter_project_batch_and_lock() {
     assert!(expected.len() > 8, "several batches");
 
     let scan = |c: &mut Cluster, tx: u64, lock: LockMode| -> BTreeMap<i64, String> {
-        c.inject(
+        c.send(
             ldm(node(2)),
             SignalBody::LdmScanReq {
                 tx_id: tx,
@@ -948,7 +830,7 @@ fn scans_filter_project_batch_and_lock() {
             if done {
                 return rows;
             }
-            c.inject(
+            c.send(
                 ldm(node(2)),
                 SignalBody::LdmScanNextReq {
                     tx_id: tx,
@@ -976,7 +858,7 @@ fn scans_filter_project_batch_and_lock() {
         c.answers(&c.take(), 0x33).is_empty(),
         "the scanned row is locked"
     );
-    c.inject(
+    c.send(
         ldm(node(2)),
         SignalBody::LdmCommitReq {
             tx_id: 0x32,
@@ -995,7 +877,7 @@ fn scans_filter_project_batch_and_lock() {
     // Scans left open mid-way end with their transactions, and only theirs:
     // a commit closes its transaction's scan, an abort the other's.
     for tx in [0x34, 0x35] {
-        c.inject(
+        c.send(
             ldm(node(2)),
             SignalBody::LdmScanReq {
                 tx_id: tx,
@@ -1015,7 +897,7 @@ fn scans_filter_project_batch_and_lock() {
         );
     }
     assert_eq!(c.ldm_block(node(2)).scans_open(), 2);
-    c.inject(
+    c.send(
         ldm(node(2)),
         SignalBody::LdmCommitReq {
             tx_id: 0x34,
@@ -1028,7 +910,7 @@ fn scans_filter_project_batch_and_lock() {
         1,
         "the committed one's scan closed"
     );
-    c.inject(ldm(node(2)), SignalBody::LdmAbortReq { tx_id: 0x35 });
+    c.send(ldm(node(2)), SignalBody::LdmAbortReq { tx_id: 0x35 });
     c.settle();
     c.take();
     assert_eq!(
@@ -1049,7 +931,7 @@ fn rows_of_a_saved_gci_survive_a_crash_and_uncommitted_ones_do_not() {
         .collect();
     c.run_ops(0x40, &durable);
     c.end(0x40, Some(2));
-    c.inject(ldm(n), SignalBody::GcpSaveReq { gci: 2 });
+    c.send(ldm(n), SignalBody::GcpSaveReq { gci: 2 });
     c.settle();
     assert!(c
         .take()
@@ -1103,7 +985,7 @@ fn a_failed_fsync_of_a_global_checkpoint_shuts_the_node_down() {
     c.run_ops(0x50, &[Op::write(OpKind::Insert, 1, 1)]);
     c.end(0x50, Some(2));
     c.disks[&n].fail_next_sync();
-    c.inject(ldm(n), SignalBody::GcpSaveReq { gci: 2 });
+    c.send(ldm(n), SignalBody::GcpSaveReq { gci: 2 });
     let signals = c.take();
     assert!(
         !signals
@@ -1123,7 +1005,7 @@ impl Cluster {
     /// first node; does not run the simulation.
     fn send_alter(&mut self, request_id: u32, table: &TableDef) {
         let dict = BlockRef::new(self.data_nodes[0], BlockNumber::DICTIONARY, 0);
-        self.inject(
+        self.send(
             dict,
             SignalBody::DictAlterTableReq {
                 request_id,
@@ -1147,7 +1029,7 @@ impl Cluster {
     /// The whole row of `key` read committed on `at`, `None` if absent.
     fn read_row_at(&mut self, at: NodeId, key: i64) -> Option<Vec<Value>> {
         let ops = self.batch(&[Op::read(key, LockMode::Committed)], self.table().version);
-        self.inject(
+        self.send(
             ldm(at),
             SignalBody::LdmKeyReq {
                 tx_id: 0xEEEF,
@@ -1233,7 +1115,7 @@ fn alter_table_adds_a_column_to_every_replica_with_rows_and_survives_a_restart()
     assert!(answers.iter().all(|a| a.code == 0), "{answers:?}");
     c.end(0x62, Some(3));
     let n = node(3);
-    c.inject(ldm(n), SignalBody::GcpSaveReq { gci: 3 });
+    c.send(ldm(n), SignalBody::GcpSaveReq { gci: 3 });
     c.settle();
     assert!(c
         .take()
@@ -1286,7 +1168,7 @@ fn an_alter_waits_for_the_transactions_on_its_table_and_refuses_new_ones_meanwhi
     assert_eq!(error::class(error::BUSY), error::ErrorClass::Temporary);
 
     // The holder commits: the alter goes through.
-    c.inject(
+    c.send(
         ldm(n),
         SignalBody::LdmCommitReq {
             tx_id: 0x71,
@@ -1343,7 +1225,7 @@ fn adding_a_unique_index_by_alter_is_refused_and_a_drop_reaches_the_ldm() {
     assert_eq!(c.fragment_versions(node(2)), vec![1]);
     let dict = BlockRef::new(node(2), BlockNumber::DICTIONARY, 0);
     // A drop reaches the LDM: its fragments go.
-    c.inject(
+    c.send(
         dict,
         SignalBody::DictDropTableReq {
             request_id: 78,
@@ -1372,7 +1254,7 @@ fn an_alter_that_waits_too_long_restarts_the_node_which_restores_the_new_version
     let n = node(2);
     c.run_ops(0x80, &[Op::write(OpKind::Insert, 1, 1)]);
     c.end(0x80, Some(2));
-    c.inject(ldm(n), SignalBody::GcpSaveReq { gci: 2 });
+    c.send(ldm(n), SignalBody::GcpSaveReq { gci: 2 });
     c.settle();
     // A transaction that never ends holds a lock on the table.
     c.run_ops(0x81, &[Op::read(1, LockMode::Shared)]);
@@ -1412,12 +1294,12 @@ fn a_write_that_arrives_after_its_transactions_abort_is_dropped() {
     let home = c.placement.home(c.partition_of(key));
     let backup = home.backups().next().expect("two replicas");
     let late = 0x30;
-    c.inject(ldm(backup), SignalBody::LdmAbortReq { tx_id: late });
+    c.send(ldm(backup), SignalBody::LdmAbortReq { tx_id: late });
     c.settle();
     // What the primary forwards: the rest of the chain is empty.
     let version = c.table().version;
     let ops = c.batch(&[Op::write(OpKind::Insert, key, 1)], version);
-    c.inject(
+    c.send(
         ldm(backup),
         SignalBody::LdmKeyReq {
             tx_id: late,

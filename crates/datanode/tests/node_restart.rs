@@ -7,6 +7,8 @@
 //! while it was down. The harness is `tests/common`, shared with
 //! `failover.rs`.
 
+#[path = "common/accounts.rs"]
+mod accounts;
 mod common;
 
 use common::*;
@@ -196,7 +198,6 @@ fn an_idle_open_transaction_does_not_hold_a_restart_back() {
     let mut cluster = Cluster::start(7, 2, 2);
     let mut model = BTreeMap::new();
     let (first, victim) = (node(2), node(3));
-    cluster.create_table();
     commit(
         &mut cluster,
         &mut model,

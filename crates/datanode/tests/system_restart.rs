@@ -10,6 +10,8 @@
 //! the node group, when one does not; and one where both nodes of a group
 //! lost their redo: it refuses, naming the node group.
 
+#[path = "common/accounts.rs"]
+mod accounts;
 mod common;
 
 use std::collections::BTreeSet;

@@ -3,13 +3,17 @@
 //! room. (This binary's global allocator counts allocations per thread.)
 
 mod common;
-mod counting_alloc;
 
 use common::{write_ops, Op};
 use proto::{
     LockMode, OpBatchReader, OpBatchWriter, OpHeader, OpKind, ResultReader, ResultWriter, NO_INDEX,
 };
 use schema::{Date, DateTime, Decimal, Value};
+use testkit::allocations;
+
+// This binary counts each thread's allocations (testkit::CountingAllocator).
+#[global_allocator]
+static ALLOCATOR: testkit::CountingAllocator = testkit::CountingAllocator;
 
 fn batch() -> Vec<u8> {
     let values = vec![
@@ -59,7 +63,7 @@ fn batch() -> Vec<u8> {
 fn reading_an_op_batch_allocates_nothing() {
     let bytes = batch();
     let mut copy = Vec::with_capacity(2 * bytes.len());
-    let before = counting_alloc::allocations();
+    let before = allocations();
     let reader = OpBatchReader::new(&bytes).unwrap();
     let mut seen = 0usize;
     let mut writer = OpBatchWriter::new(&mut copy);
@@ -79,7 +83,7 @@ fn reading_an_op_batch_allocates_nothing() {
     }
     drop(writer);
     let copied = OpBatchReader::new(&copy).unwrap();
-    let after = counting_alloc::allocations();
+    let after = allocations();
     assert_eq!(
         after - before,
         0,
@@ -102,9 +106,9 @@ fn reading_results_allocates_nothing() {
         w.error(i + 100, 626).unwrap();
     }
     drop(w);
-    let before = counting_alloc::allocations();
+    let before = allocations();
     let reader = ResultReader::new(&out).unwrap();
     let values: usize = reader.iter().map(|r| r.values().count()).sum();
-    assert_eq!(counting_alloc::allocations() - before, 0);
+    assert_eq!(allocations() - before, 0);
     assert_eq!(values, 100);
 }

@@ -6,9 +6,11 @@
 use storage::locks::{Acquire, Grant, LockMode, LockTable, OpId, TxId};
 use storage::RowId;
 
-mod counting_alloc;
+use testkit::allocations;
 
-use counting_alloc::allocations;
+// This binary counts each thread's allocations (testkit::CountingAllocator).
+#[global_allocator]
+static ALLOCATOR: testkit::CountingAllocator = testkit::CountingAllocator;
 
 const ROWS: u32 = 1_000;
 

@@ -3,56 +3,13 @@
 //! bytes actually allocated, counted by a global allocator, and scans are
 //! checked to allocate nothing.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
 use storage::ordered_index::{BTreeOrderedIndex, Direction, KeyRange, OrderedIndex};
 use storage::RowId;
+use testkit::{allocations, live_bytes};
 
-struct CountingAllocator;
-
-thread_local! {
-    /// Bytes allocated and not yet freed by this thread (tests run in
-    /// parallel threads), and allocations made.
-    static LIVE_BYTES: Cell<i64> = const { Cell::new(0) };
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-fn count(bytes: i64) {
-    LIVE_BYTES.with(|live| live.set(live.get() + bytes));
-    if bytes > 0 {
-        ALLOCATIONS.with(|count| count.set(count.get() + 1));
-    }
-}
-
-// SAFETY: forwards every call to the system allocator unchanged; counting
-// touches only const-initialized thread-locals, which do not allocate.
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count(layout.size() as i64);
-        // SAFETY: the caller's contract for `alloc` is passed on unchanged.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        count(-(layout.size() as i64));
-        // SAFETY: `ptr` came from `System.alloc` with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count(new_size as i64 - layout.size() as i64);
-        // SAFETY: the caller's contract for `realloc` is passed on unchanged.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
+// This binary counts each thread's allocations (testkit::CountingAllocator).
 #[global_allocator]
-static ALLOCATOR: CountingAllocator = CountingAllocator;
-
-fn live_bytes() -> i64 {
-    LIVE_BYTES.with(Cell::get)
-}
+static ALLOCATOR: testkit::CountingAllocator = testkit::CountingAllocator;
 
 const ENTRIES: u32 = 50_000;
 
@@ -119,7 +76,7 @@ fn scans_and_lookups_do_not_allocate() {
         std::ops::Bound::Excluded(&lower),
         std::ops::Bound::Included(&upper),
     );
-    let before = ALLOCATIONS.with(Cell::get);
+    let before = allocations();
     let mut seen = 0;
     for direction in [Direction::Ascending, Direction::Descending] {
         seen += index.scan(range, direction).count();
@@ -127,11 +84,7 @@ fn scans_and_lookups_do_not_allocate() {
         seen += index.scan_from(range, direction, after).count();
     }
     let found = index.contains(&5u32.to_be_bytes(), RowId(15));
-    assert_eq!(
-        ALLOCATIONS.with(Cell::get) - before,
-        0,
-        "allocations in scans"
-    );
+    assert_eq!(allocations() - before, 0, "allocations in scans");
     assert!(found);
     // Keys 101..=2000, three rows each: twice the whole range, then the
     // rows of key 2000 after row 0 (all three) ascending, and everything

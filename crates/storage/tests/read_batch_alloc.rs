@@ -11,9 +11,11 @@ use storage::memory::PagePool;
 use storage::redo::RedoError;
 use storage::Gci;
 
-mod counting_alloc;
+use testkit::allocations;
 
-use counting_alloc::allocations;
+// This binary counts each thread's allocations (testkit::CountingAllocator).
+#[global_allocator]
+static ALLOCATOR: testkit::CountingAllocator = testkit::CountingAllocator;
 
 const ROWS: u64 = 5_000;
 

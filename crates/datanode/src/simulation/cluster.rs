@@ -1,7 +1,8 @@
 //! The whole cluster in the deterministic simulator: data nodes with every
 //! real block (membership, dictionary, distribution, TC, LDM on a
-//! [`SimDisk`]), the stand-in management server that arbitrates, and an API
-//! node whose [`Client`] block runs a workload of short transactions —
+//! [`SimDisk`]), wired by [`crate::wiring`] as a real node is; the
+//! stand-in management server that arbitrates; and an API node whose
+//! [`Client`] block runs a workload of short transactions —
 //! while faults of every kind hit, chosen from the seed — and the checks
 //! that must hold through all of it.
 //!
@@ -53,7 +54,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
-use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -67,14 +67,15 @@ use proto::results::ResultReader;
 use schema::{Column, ColumnType, TableDef, Value};
 use signal::{epoch, tc_flags, BlockNumber, BlockRef, NodeId, Signal, SignalBody};
 use storage::disk::{CrashPolicy, SimDisk};
-use storage::ldm::LdmConfig;
 
-use super::{check_no_split_brain, ManagementLog, RecordingManagement, SIM_API, SIM_MGMD};
-use crate::dictionary::{schema_dir, Dictionary, DictionaryConfig};
-use crate::distribution::{Distribution, DistributionConfig};
-use crate::ldm::{LdmBlock, LdmBlockConfig};
-use crate::membership::{Membership, MembershipConfig, Phase, HEARTBEAT_MISSES_MAX};
-use crate::tc::{TcBlock, TcConfig};
+use super::{
+    add_data_node, check_no_split_brain, ManagementLog, RecordingManagement, SIM_API, SIM_MGMD,
+};
+use crate::distribution::Distribution;
+use crate::ldm::LdmBlock;
+use crate::membership::{Membership, Phase, HEARTBEAT_MISSES_MAX};
+use crate::tc::TcBlock;
+use crate::wiring::NodeSpec;
 
 /// Simulated time between two checks of the running invariants.
 pub const CHECK_INTERVAL: Duration = Duration::from_millis(10);
@@ -1033,131 +1034,42 @@ fn ldm_of(n: NodeId, i: u32) -> BlockRef {
     BlockRef::new(n, BlockNumber::LOCAL_DATA_MANAGER, i as u16)
 }
 
-/// Adds `data_nodes` to `sim`, each incarnation built by
-/// [`data_node_blocks`] on its disk in `disks`, with start ids drawn from
-/// `seed` (so the same seed gives the same cluster).
-#[allow(clippy::too_many_arguments)] // one cluster's parts, passed as they are
+/// Adds `data_nodes` to `sim`, each wired as [`node_spec`] says on its disk
+/// in `disks`, with start ids drawn from `seed` (so the same seed gives the
+/// same cluster).
 pub fn add_data_nodes(
     sim: &mut Simulation,
     seed: u64,
     spec: &WholeSpec,
-    data_nodes: &[NodeId],
-    groups: &[Vec<NodeId>],
     placement: &Placement,
     disks: &BTreeMap<NodeId, SimDisk>,
     mgmd: Option<NodeId>,
 ) {
-    for &id in data_nodes {
-        let disk = disks[&id].clone();
-        let (all, groups, placement, spec) = (
-            data_nodes.to_vec(),
-            groups.to_vec(),
-            placement.clone(),
-            spec.clone(),
-        );
-        let mut start_ids = Rng::seeded(seed ^ u64::from(id.get()));
-        sim.add_node(
-            id,
-            Box::new(move |id, incarnation| {
-                let start_id = start_ids.next_u64() ^ u64::from(incarnation);
-                data_node_blocks(id, start_id, &spec, &all, &groups, &placement, &disk, mgmd)
-            }),
-        );
+    for (&id, disk) in disks {
+        let node = node_spec(spec, id, placement, mgmd);
+        add_data_node(sim, seed, node, disk.clone(), |_| {});
     }
 }
 
-/// The blocks of one data node incarnation: membership (arbitrating through
-/// `mgmd` when given), dictionary, distribution, one TC and the LDM
-/// instances on `disk`.
-#[allow(clippy::too_many_arguments)]
-pub fn data_node_blocks(
-    id: NodeId,
-    start_id: u64,
+/// Data node `id` of a cluster of `spec` on `placement`, arbitrating
+/// through `mgmd` when given: the simulator's node with the spec's timings.
+pub fn node_spec(
     spec: &WholeSpec,
-    data_nodes: &[NodeId],
-    groups: &[Vec<NodeId>],
+    id: NodeId,
     placement: &Placement,
-    disk: &SimDisk,
     mgmd: Option<NodeId>,
-) -> Vec<(BlockRef, Box<dyn Block>)> {
-    let membership = Membership::new(MembershipConfig {
-        node: id,
-        data_nodes: data_nodes.to_vec(),
+) -> NodeSpec {
+    NodeSpec {
         mgmd,
         heartbeat_interval: spec.heartbeat_interval,
         api_heartbeat_interval: spec.api_heartbeat_interval,
         start_partial_timeout: spec.start_partial_timeout,
-        start_id,
-        pid: 1000 + u32::from(id.get()),
-    })
-    .with_local_tcs(vec![tc_of(id)])
-    .with_node_groups(groups.to_vec())
-    .with_arbitration_timeout(spec.arbitration_timeout);
-    let mut local = vec![tc_of(id)];
-    local.extend((0..spec.ldm_instances).map(|i| ldm_of(id, i)));
-    let dictionary = Dictionary::new(
-        DictionaryConfig {
-            node: id,
-            schema_dir: schema_dir(Path::new("/data"), id),
-        },
-        Box::new(disk.clone()),
-    )
-    .expect("the dictionary loads its schema")
-    .with_local_blocks(local, placement.default_partitions())
-    .with_data_nodes(placement.data_nodes());
-    let distribution = Distribution::new(DistributionConfig {
-        node: id,
+        arbitration_timeout: spec.arbitration_timeout,
         gcp_interval: spec.gcp_interval,
         epoch_interval: spec.epoch_interval,
-        tc_instances: 1,
-        ldm_instances: spec.ldm_instances,
-    })
-    .with_sysfile(
-        Box::new(disk.clone()),
-        format!("/data/ndb_{id}_fs").into(),
-        groups.to_vec(),
-    )
-    .expect("the sysfile reads");
-    let tc = TcBlock::new(TcConfig {
-        node: id,
-        instance: 0,
-        placement: placement.clone(),
-        tc_instances: 1,
-        transactions_max: 256,
-        operations_max: 4_096,
-        scans_max: 8,
         deadlock_timeout: spec.deadlock_timeout,
-    });
-    let mut blocks: Vec<(BlockRef, Box<dyn Block>)> = vec![
-        (
-            BlockRef::new(id, BlockNumber::MEMBERSHIP, 0),
-            Box::new(membership),
-        ),
-        (
-            BlockRef::new(id, BlockNumber::DICTIONARY, 0),
-            Box::new(dictionary),
-        ),
-        (Distribution::address(id), Box::new(distribution)),
-        (tc_of(id), Box::new(tc)),
-    ];
-    for i in 0..spec.ldm_instances {
-        let mut config = LdmConfig::new(i, format!("/data/ndb_{id}_fs/ldm{i}"));
-        config.data_memory_bytes = 16 << 20;
-        config.redo_file_size_bytes = 1 << 20;
-        config.redo_files = 4;
-        let ldm = LdmBlock::new(
-            LdmBlockConfig {
-                node: id,
-                instance: i,
-                placement: placement.clone(),
-                ldm: config,
-                lcp_interval: Duration::from_secs(5),
-            },
-            disk.clone(),
-        );
-        blocks.push((ldm_of(id, i), Box::new(ldm)));
+        ..NodeSpec::simulated(id, placement.clone())
     }
-    blocks
 }
 
 impl WholeCluster {
@@ -1199,16 +1111,7 @@ impl WholeCluster {
             });
             disks.insert(id, disk);
         }
-        add_data_nodes(
-            &mut sim,
-            seed,
-            &spec,
-            &data_nodes,
-            &groups,
-            &placement,
-            &disks,
-            Some(SIM_MGMD),
-        );
+        add_data_nodes(&mut sim, seed, &spec, &placement, &disks, Some(SIM_MGMD));
         let client = Arc::new(Mutex::new(ClientState::new(&spec, data_nodes.clone())));
         let shared = Arc::clone(&client);
         sim.add_node(

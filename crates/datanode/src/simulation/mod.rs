@@ -16,14 +16,48 @@ pub mod cluster;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use kernel::runtime::BlockPlacement;
 use kernel::simulator::{NetworkSettings, Simulation};
 use kernel::{Block, Context, Instant, Rng};
 use mgmd::{ArbitDecision, Arbitrator};
 use signal::{
     BlockNumber, BlockRef, NodeBitmask, NodeId, NodeState, Severity, Signal, SignalBody, VERSION,
 };
+use storage::disk::SimDisk;
 
 use crate::membership::{Membership, MembershipConfig, Phase, HEARTBEAT_MISSES_MAX};
+use crate::wiring::{self, NodeSpec};
+
+/// Adds data node `spec.node` to `sim`. Each incarnation is wired by
+/// [`wiring::data_node_blocks`] from `spec` on `disk`, with a start id of
+/// its own drawn from `seed` (so the same seed gives the same cluster),
+/// and then handed to `adapt`, where a test may replace blocks
+/// ([`wiring::replace_block`]).
+///
+/// # Panics
+/// When an incarnation cannot be wired: its schema or sysfile on `disk`
+/// does not read.
+pub fn add_data_node(
+    sim: &mut Simulation,
+    seed: u64,
+    mut spec: NodeSpec,
+    disk: SimDisk,
+    mut adapt: impl FnMut(&mut Vec<BlockPlacement>) + 'static,
+) {
+    let id = spec.node;
+    let mut start_ids = Rng::seeded(seed ^ u64::from(id.get()));
+    sim.add_node(
+        id,
+        Box::new(move |node, incarnation| {
+            assert_eq!(node, spec.node);
+            spec.start_id = start_ids.next_u64() ^ u64::from(incarnation);
+            let mut blocks = wiring::data_node_blocks(&spec, disk.clone())
+                .unwrap_or_else(|e| panic!("data node {node}: {e}"));
+            adapt(&mut blocks);
+            wiring::for_simulation(blocks)
+        }),
+    );
+}
 
 /// Simulated time between two checks of the split-brain invariant.
 pub const SPLIT_BRAIN_CHECK_INTERVAL: Duration = Duration::from_millis(10);

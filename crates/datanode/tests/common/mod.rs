@@ -1,11 +1,15 @@
-//! The simulated cluster of the node failure and node restart tests: real
-//! membership, dictionary, distribution, TC and LDM blocks on each data node
-//! (simulated disks), an API node whose block records every answer, one
-//! table `accounts (id BIGINT, v BIGINT)`, and the calls the tests make
-//! (batches, one request to its answer, committed reads). The data nodes
-//! are built by the library's whole-cluster harness
-//! (`datanode::simulation::cluster::data_node_blocks`), so these tests and
-//! `skarv sim` run one node wiring.
+//! The simulated cluster that the datanode tests share: data nodes wired
+//! by `datanode::wiring` (the blocks a real node runs, with simulated
+//! disks and this harness's timings), an API node whose [`Recorder`] keeps
+//! every answer, and the plumbing every test needs (send, take the answers,
+//! create a table). A test tunes each node's spec, leaves out blocks it
+//! plays itself, or replaces blocks (`Cluster::wire`).
+//!
+//! The tests of one subject add their calls to [`Cluster`] in a module of
+//! their own beside this one, which their files include by path:
+//! `accounts.rs` (the node failure and restart tests: one `accounts`
+//! table, batches of key operations) and `transactions.rs` (the TC tests:
+//! operations checked against a model, scans, unique indexes).
 #![allow(dead_code, unused_imports)] // each test file uses its own part
 
 pub use std::collections::BTreeMap;
@@ -15,8 +19,10 @@ pub use std::time::Duration;
 pub use config::Placement;
 pub use datanode::distribution::Distribution;
 pub use datanode::ldm::LdmBlock;
-pub use datanode::simulation::cluster::{add_data_nodes, data_node_blocks, WholeSpec};
+pub use datanode::simulation::add_data_node;
 pub use datanode::tc::TcBlock;
+pub use datanode::wiring::{replace_block, NodeSpec};
+pub use kernel::runtime::BlockPlacement;
 pub use kernel::simulator::Simulation;
 pub use kernel::{Block, Context, Rng};
 pub use proto::error::{self, ErrorClass};
@@ -35,8 +41,9 @@ pub const API: NodeId = match NodeId::new(200) {
 };
 pub const LDM_INSTANCES: u32 = 2;
 pub const PARTITIONS: u32 = 8;
-pub const GCP_INTERVAL: Duration = Duration::from_millis(50);
 pub const DEADLOCK_TIMEOUT: Duration = Duration::from_millis(400);
+/// Simulated time the data nodes get to start and agree on a view.
+pub const START_TIME: Duration = Duration::from_secs(2);
 
 pub fn node(n: u8) -> NodeId {
     NodeId::new(n).unwrap()
@@ -54,6 +61,7 @@ pub fn ldm_of(n: NodeId, i: u32) -> BlockRef {
     BlockRef::new(n, BlockNumber::LOCAL_DATA_MANAGER, i as u16)
 }
 
+/// The API node's block: records every signal that comes.
 pub struct Recorder {
     pub got: Arc<Mutex<Vec<Signal>>>,
 }
@@ -64,55 +72,57 @@ impl Block for Recorder {
     }
 }
 
+/// Data node `id` of `placement` as this harness runs it: the simulator's
+/// node ([`NodeSpec::simulated`]) with the slower heartbeats and start
+/// timeout that these tests' timings were written for.
+pub fn harness_spec(id: NodeId, placement: &Placement) -> NodeSpec {
+    NodeSpec {
+        heartbeat_interval: Duration::from_millis(500),
+        api_heartbeat_interval: Duration::from_millis(300),
+        start_partial_timeout: Duration::from_secs(3),
+        deadlock_timeout: DEADLOCK_TIMEOUT,
+        ..NodeSpec::simulated(id, placement.clone())
+    }
+}
+
 pub struct Cluster {
     pub sim: Simulation,
     pub data_nodes: Vec<NodeId>,
     pub groups: Vec<Vec<NodeId>>,
+    pub placement: Placement,
     /// Each data node's disk (crash it after the node to lose what was
     /// not synced).
     pub disks: BTreeMap<NodeId, SimDisk>,
+    /// What the API node's [`Recorder`] got.
     pub got: Arc<Mutex<Vec<Signal>>>,
+    /// The table of later requests, once created.
     pub table: Option<TableDef>,
     pub next_tx: u64,
+    pub next_request: u32,
 }
 
 impl Cluster {
-    /// `n` data nodes in groups of `replicas`, one TC and `LDM_INSTANCES`
-    /// LDM instances each.
-    pub fn start(seed: u64, n: u8, replicas: usize) -> Cluster {
+    /// The data nodes of `placement`, each incarnation wired from
+    /// [`harness_spec`] changed by `tune`, its blocks then handed to
+    /// `adapt` (to replace some, [`replace_block`]); and the API node.
+    /// Nothing has run yet.
+    pub fn wire(
+        seed: u64,
+        placement: Placement,
+        tune: impl Fn(&mut NodeSpec),
+        adapt: impl FnMut(&mut Vec<BlockPlacement>) + Clone + 'static,
+    ) -> Cluster {
         let mut sim = Simulation::new(seed);
-        let data_nodes: Vec<NodeId> = (0..n).map(|i| node(2 + i)).collect();
-        let groups: Vec<Vec<NodeId>> = data_nodes.chunks(replicas).map(<[_]>::to_vec).collect();
-        let placement = Placement::new(groups.clone(), LDM_INSTANCES);
-        // The data nodes are the whole-cluster scenario's, without an
-        // arbitrator (a tie goes on) and with this file's timings.
-        let spec = WholeSpec {
-            data_nodes: n,
-            replicas: replicas as u8,
-            ldm_instances: LDM_INSTANCES,
-            partitions: PARTITIONS,
-            gcp_interval: GCP_INTERVAL,
-            heartbeat_interval: Duration::from_millis(500),
-            api_heartbeat_interval: Duration::from_millis(300),
-            start_partial_timeout: Duration::from_secs(3),
-            deadlock_timeout: DEADLOCK_TIMEOUT,
-            ..WholeSpec::default()
-        };
+        let groups = placement.node_groups().to_vec();
+        let data_nodes: Vec<NodeId> = groups.iter().flatten().copied().collect();
         let mut disks = BTreeMap::new();
         for &id in &data_nodes {
             let disk = SimDisk::new(seed ^ u64::from(id.get()) << 32);
-            disks.insert(id, disk);
+            disks.insert(id, disk.clone());
+            let mut spec = harness_spec(id, &placement);
+            tune(&mut spec);
+            add_data_node(&mut sim, seed, spec, disk, adapt.clone());
         }
-        add_data_nodes(
-            &mut sim,
-            seed,
-            &spec,
-            &data_nodes,
-            &groups,
-            &placement,
-            &disks,
-            None,
-        );
         let got = Arc::new(Mutex::new(Vec::new()));
         let recorded = Arc::clone(&got);
         sim.add_node(
@@ -124,18 +134,84 @@ impl Cluster {
                 vec![(BlockRef::new(id, BlockNumber::API_CLUSTER, 0), block)]
             }),
         );
-        let mut cluster = Cluster {
+        Cluster {
             sim,
             data_nodes,
             groups,
+            placement,
             disks,
             got,
             table: None,
             next_tx: (u64::from(API.get()) << 48) | 1,
-        };
-        cluster.sim.run_for(Duration::from_secs(2));
-        cluster.create_table();
-        cluster
+            next_request: 1,
+        }
+    }
+
+    /// Takes every signal the API node got so far.
+    pub fn take(&self) -> Vec<Signal> {
+        std::mem::take(&mut *self.got.lock().unwrap())
+    }
+
+    pub fn request_id(&mut self) -> u32 {
+        let request_id = self.next_request;
+        self.next_request += 1;
+        request_id
+    }
+
+    pub fn tc_on(&self, n: NodeId) -> &TcBlock {
+        self.sim.block::<TcBlock>(tc_of(n)).expect("the TC is up")
+    }
+
+    pub fn ldm_on(&self, n: NodeId, instance: u32) -> &LdmBlock<SimDisk> {
+        self.sim
+            .block::<LdmBlock<SimDisk>>(ldm_of(n, instance))
+            .unwrap_or_else(|| panic!("node {n} LDM {instance} is down"))
+    }
+
+    /// Creates `table` through the dictionary of the first data node,
+    /// reads its definition back by name and makes it the table of later
+    /// requests.
+    pub fn create_table_def(&mut self, table: TableDef) -> TableDef {
+        let name = table.name.clone();
+        let request_id = self.request_id();
+        let dict = BlockRef::new(self.data_nodes[0], BlockNumber::DICTIONARY, 0);
+        self.send(
+            dict,
+            SignalBody::DictCreateTableReq {
+                request_id,
+                table: table.to_bytes(),
+            },
+        );
+        self.sim.run_for(Duration::from_millis(300));
+        let answers = self.take();
+        assert!(
+            answers.iter().any(|s| matches!(
+                s.body,
+                SignalBody::DictCreateTableConf { request_id: r, .. } if r == request_id
+            )),
+            "create answered: {answers:?}"
+        );
+        self.send(
+            dict,
+            SignalBody::DictGetTableReq {
+                request_id,
+                table_id: 0,
+                name,
+            },
+        );
+        self.sim.run_for(Duration::from_millis(20));
+        let table = self
+            .take()
+            .into_iter()
+            .find_map(|s| match s.body {
+                SignalBody::DictGetTableConf { group, .. } => {
+                    Some(TableDef::decode(&group.tables[0]).unwrap())
+                }
+                _ => None,
+            })
+            .expect("the table is found by name");
+        self.table = Some(table.clone());
+        table
     }
 
     pub fn live_nodes(&self) -> Vec<NodeId> {
@@ -157,171 +233,5 @@ impl Cluster {
     pub fn tx_id(&mut self) -> u64 {
         self.next_tx += 1;
         self.next_tx
-    }
-
-    pub fn create_table(&mut self) {
-        let table = TableDef::new(
-            "accounts",
-            0,
-            vec![
-                Column::new("id", ColumnType::BigInt { unsigned: false }),
-                Column::new("v", ColumnType::BigInt { unsigned: false }).nullable(),
-            ],
-        )
-        .primary_key(vec![0])
-        .partitions(PARTITIONS);
-        self.create_table_def(table);
-    }
-
-    /// Creates `table` (columns `id` BIGINT key, `v` BIGINT NULL, as
-    /// [`Cluster::batch`] writes them) and makes it the table of later
-    /// batches.
-    pub fn create_table_def(&mut self, table: TableDef) {
-        let name = table.name.clone();
-        let dict = BlockRef::new(self.data_nodes[0], BlockNumber::DICTIONARY, 0);
-        self.send(
-            dict,
-            SignalBody::DictCreateTableReq {
-                request_id: 1,
-                table: table.to_bytes(),
-            },
-        );
-        self.sim.run_for(Duration::from_millis(300));
-        self.send(
-            dict,
-            SignalBody::DictGetTableReq {
-                request_id: 2,
-                table_id: 0,
-                name,
-            },
-        );
-        self.sim.run_for(Duration::from_millis(20));
-        let table = std::mem::take(&mut *self.got.lock().unwrap())
-            .into_iter()
-            .find_map(|s| match s.body {
-                SignalBody::DictGetTableConf { group, .. } => {
-                    Some(TableDef::decode(&group.tables[0]).unwrap())
-                }
-                _ => None,
-            })
-            .expect("the table is created");
-        self.table = Some(table);
-    }
-
-    /// An op batch: `kind` on each key with value `v` (reads: committed,
-    /// ignoring a missing row).
-    pub fn batch(&self, kind: OpKind, keys: &[i64], v: i64) -> Vec<u8> {
-        let table = self.table.as_ref().expect("created");
-        let mut out = Vec::new();
-        let mut w = OpBatchWriter::new(&mut out);
-        for (i, &key) in keys.iter().enumerate() {
-            let read = kind == OpKind::Read;
-            w.begin(&OpHeader {
-                op_index: i as u32,
-                table_id: table.id,
-                table_version: table.version,
-                index_id: NO_INDEX,
-                partition: NO_PARTITION,
-                kind,
-                lock: if read {
-                    LockMode::Committed
-                } else {
-                    LockMode::Exclusive
-                },
-                flags: if read { IGNORE_ERROR } else { 0 },
-            });
-            w.key(Value::Int(key).as_ref());
-            if !read && kind != OpKind::Delete {
-                w.value(1, Value::Int(v).as_ref());
-            }
-            w.end().unwrap();
-        }
-        drop(w);
-        out
-    }
-
-    /// Takes the answers to key requests that came: (tx, Ok(flags) or
-    /// Err(code)).
-    pub fn answers(&self) -> Vec<(u64, Result<u32, u32>)> {
-        let mut got = self.got.lock().unwrap();
-        let mut out = Vec::new();
-        got.retain(|s| match &s.body {
-            SignalBody::TcKeyConf { tx_id, flags, .. } => {
-                out.push((*tx_id, Ok(*flags)));
-                false
-            }
-            SignalBody::TcKeyRef { tx_id, code, .. } => {
-                out.push((*tx_id, Err(*code)));
-                false
-            }
-            _ => true,
-        });
-        out
-    }
-
-    /// Runs one request on a live TC to its answer.
-    pub fn run_one(&mut self, flags: u32, ops: Vec<u8>) -> (Result<u32, u32>, Vec<u8>) {
-        let node = self.live_nodes()[0];
-        self.run_one_on(node, flags, ops)
-    }
-
-    /// Whether data node `n` serves: its LDM instances are open and done
-    /// starting, and every live node's distribution block counts it serving.
-    pub fn serving(&self, n: NodeId) -> bool {
-        (0..LDM_INSTANCES).all(|i| {
-            self.sim
-                .block::<LdmBlock<SimDisk>>(ldm_of(n, i))
-                .is_some_and(|l| l.is_open() && !l.is_starting())
-        }) && self
-            .live_nodes()
-            .iter()
-            .filter_map(|&m| self.sim.block::<Distribution>(Distribution::address(m)))
-            .all(|d| d.node_states().is_some_and(|s| s.serving.contains(n)))
-    }
-
-    /// Runs one request on the TC of data node `node` to its answer.
-    pub fn run_one_on(
-        &mut self,
-        node: NodeId,
-        flags: u32,
-        ops: Vec<u8>,
-    ) -> (Result<u32, u32>, Vec<u8>) {
-        let tx_id = self.tx_id();
-        let tc = tc_of(node);
-        self.send(tc, SignalBody::TcKeyReq { tx_id, flags, ops });
-        let until = self.sim.now() + Duration::from_secs(3);
-        while self.sim.now() < until {
-            self.sim.run_for(Duration::from_millis(1));
-            let mut got = self.got.lock().unwrap();
-            if let Some(at) = got.iter().position(|s| {
-                matches!(s.body, SignalBody::TcKeyConf { tx_id: t, .. } | SignalBody::TcKeyRef { tx_id: t, .. } if t == tx_id)
-            }) {
-                return match got.remove(at).body {
-                    SignalBody::TcKeyConf { flags, results, .. } => (Ok(flags), results),
-                    SignalBody::TcKeyRef { code, .. } => (Err(code), Vec::new()),
-                    _ => unreachable!(),
-                };
-            }
-        }
-        panic!("transaction {tx_id:#x} on {tc}: no answer");
-    }
-
-    /// Committed reads of `keys`: the value of each, or `None`.
-    pub fn read(&mut self, keys: &[i64]) -> Vec<Option<i64>> {
-        let ops = self.batch(OpKind::Read, keys, 0);
-        let (outcome, results) = self.run_one(tc_flags::START | tc_flags::COMMIT, ops);
-        assert_eq!(outcome, Ok(tc_flags::COMMITTED), "reads of {keys:?}");
-        let reader = ResultReader::new(&results).expect("a valid result batch");
-        reader
-            .iter()
-            .map(|r| match r.code {
-                0 => match r.values().nth(1).map(|v| v.to_value()) {
-                    Some(Value::Int(v)) => Some(v),
-                    other => panic!("key {}: value {other:?}", keys[r.op_index as usize]),
-                },
-                error::NO_SUCH_ROW => None,
-                other => panic!("read of key {} answered {other}", keys[r.op_index as usize]),
-            })
-            .collect()
     }
 }

@@ -1,0 +1,11 @@
+//! Test helpers that several crates' tests need, kept once here rather
+//! than copied into each crate's `tests/`. A dev-dependency only: nothing
+//! that ships links it (`publish = false`).
+//!
+//! - [`CountingAllocator`]: the global allocator of the tests that show a
+//!   warm path allocates nothing, or hold a memory estimate against what
+//!   was really allocated.
+
+mod counting_alloc;
+
+pub use counting_alloc::{allocations, live_bytes, CountingAllocator};
