@@ -154,6 +154,64 @@ impl Requests {
         self.free.push(slot);
     }
 
+    /// Panics when the records disagree with the counts kept of them (in
+    /// use, free, operations held). O(records).
+    pub(super) fn check_invariants(&self, ldm: BlockRef) {
+        let mut used = 0usize;
+        let mut ops = 0usize;
+        for record in self.records.iter().filter(|r| r.in_use) {
+            used += 1;
+            ops += record.op_count as usize;
+            assert!(
+                record.tc.is_some() && (record.commit_gci == 0 || record.chain.is_empty()),
+                "{ldm}: request of transaction {:#x} without a TC, or a one-phase commit with a chain",
+                record.tx_id
+            );
+            assert!(
+                record.next <= record.op_count,
+                "{ldm}: request of transaction {:#x} is at op {} of {}",
+                record.tx_id,
+                record.next,
+                record.op_count
+            );
+        }
+        assert!(
+            used == self.used && used + self.free.len() == self.records.len(),
+            "{ldm}: {used} request records in use, {} counted, {} free, of {}",
+            self.used,
+            self.free.len(),
+            self.records.len()
+        );
+        assert_eq!(
+            ops, self.ops_held,
+            "{ldm}: ops of the requests in use against the ops held"
+        );
+        assert!(
+            used <= LDM_REQUESTS_MAX && ops <= LDM_OPS_MAX,
+            "{ldm}: {used} requests and {ops} ops held, above {LDM_REQUESTS_MAX} and {LDM_OPS_MAX}"
+        );
+        for &slot in &self.free {
+            assert!(
+                !self.records[slot as usize].in_use,
+                "{ldm}: request slot {slot} is free and in use"
+            );
+        }
+    }
+
+    /// Panics unless `slot` is a request of `tx_id` in use, waiting only
+    /// when it is the first of its transaction's queue (`first`).
+    pub(super) fn check_queued(&self, ldm: BlockRef, tx_id: u64, slot: Slot, first: bool) {
+        let record = &self.records[slot as usize];
+        assert!(
+            record.in_use && record.tx_id == tx_id,
+            "{ldm}: transaction {tx_id:#x} queues request slot {slot}, which is not its request"
+        );
+        assert!(
+            first || (!record.waiting && record.next == 0),
+            "{ldm}: request slot {slot} of transaction {tx_id:#x} ran behind an earlier one"
+        );
+    }
+
     /// The op id of the record the next [`Requests::insert`] hands out:
     /// an operation that runs before its request has a record (see
     /// `one_phase_at_once`) waits for a lock under it, and the record it
