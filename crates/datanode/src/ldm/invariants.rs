@@ -59,7 +59,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         };
         let checks = self.checks.get().wrapping_add(1);
         self.checks.set(checks);
-        let full = checks % FULL_CHECK_EVERY == 0;
+        let full = checks.is_multiple_of(FULL_CHECK_EVERY);
         for (table_id, fragment_id) in instance.fragment_ids() {
             let (fragment, pool) = instance
                 .fragment_with_pool(table_id, fragment_id)

@@ -57,7 +57,7 @@ impl<T: Default> Pool<T> {
 
     /// Panics when the free list and the used marks disagree: a slot on
     /// the free list in use, or a used count that is not the pool less the
-    /// free list. O(free slots).
+    /// free list. O(capacity): for the simulator's small pools.
     pub(crate) fn check_invariants(&self, what: &str) {
         let used = self.used.iter().filter(|u| **u).count();
         assert_eq!(
