@@ -146,6 +146,9 @@ struct Member {
     /// Its TC and LDM instances that have not yet answered `GcpStartReq`;
     /// it takes part in GCPs once this is empty.
     start_waiting: BTreeSet<BlockRef>,
+    /// The highest GCI its instances answered (`GcpStartConf`): the
+    /// master's counter is never below it (no GCI handed out twice).
+    reported_gci: u32,
 }
 
 /// State of the master (only on the president's node).
@@ -420,6 +423,7 @@ impl Distribution {
                 node,
                 Member {
                     start_waiting: blocks.into_iter().collect(),
+                    reported_gci: 0,
                 },
             );
         }
@@ -434,6 +438,7 @@ impl Distribution {
             return;
         };
         if member.start_waiting.remove(&from) {
+            member.reported_gci = member.reported_gci.max(gci);
             master.gci = master.gci.max(gci);
             if from.block == BlockNumber::TRANSACTION_COORDINATOR && gci > 0 {
                 // A TC was given a GCI: the cluster is running, this is a
@@ -856,6 +861,12 @@ impl Distribution {
                 "distribution master on node {node}: member {member} is not in view {}",
                 view.view_id
             );
+            assert!(
+                state.reported_gci <= master.gci,
+                "distribution master on node {node}: member {member} reported GCI {}, above the counter {}",
+                state.reported_gci,
+                master.gci
+            );
             for block in &state.start_waiting {
                 assert!(
                     block.node == member
@@ -911,10 +922,21 @@ impl Distribution {
             }
         };
         for block in waiting {
+            // Only members that answered GcpStartConf take part in rounds.
             assert!(
-                block.block == answers && master.members.contains_key(&block.node),
-                "distribution master on node {node}: round {round:?} waits for {block}, not a member's {answers:?}"
+                block.block == answers
+                    && master
+                        .members
+                        .get(&block.node)
+                        .is_some_and(|m| m.start_waiting.is_empty()),
+                "distribution master on node {node}: round {round:?} waits for {block}, not a ready member's {answers:?}"
             );
+            if let Round::Save { nodes, .. } = round {
+                assert!(
+                    nodes.contains(block.node),
+                    "distribution master on node {node}: GCI save waits for {block}, of a node not in it"
+                );
+            }
         }
     }
 }

@@ -180,3 +180,57 @@ impl TcBlock {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use config::Placement;
+    use signal::NodeId;
+
+    use super::super::{TcBlock, TcConfig};
+
+    fn tc() -> TcBlock {
+        let node = NodeId::new(2).expect("a node id");
+        TcBlock::new(TcConfig {
+            node,
+            instance: 0,
+            placement: Placement::new(vec![vec![node]], 1),
+            tc_instances: 1,
+            transactions_max: 4,
+            operations_max: 16,
+            scans_max: 2,
+            deadlock_timeout: Duration::from_millis(100),
+        })
+    }
+
+    #[test]
+    fn a_fresh_tc_is_consistent() {
+        tc().check_tc_invariants();
+    }
+
+    #[test]
+    #[should_panic(expected = "operation records held by transactions against the count in use")]
+    fn a_leaked_operation_record_is_caught() {
+        let mut tc = tc();
+        tc.operations_used += 1;
+        tc.check_tc_invariants();
+    }
+
+    #[test]
+    #[should_panic(expected = "transaction records in use against transaction ids known")]
+    fn a_leaked_transaction_record_is_caught() {
+        let mut tc = tc();
+        tc.transactions.allocate().expect("a free record");
+        tc.check_tc_invariants();
+    }
+
+    #[test]
+    #[should_panic(expected = "the GCI is the hi of the epoch")]
+    fn an_epoch_apart_from_its_gci_is_caught() {
+        let mut tc = tc();
+        tc.epoch = signal::epoch::make(3, 1);
+        tc.gci = 2;
+        tc.check_tc_invariants();
+    }
+}
