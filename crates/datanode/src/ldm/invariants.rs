@@ -1,10 +1,11 @@
 //! The LDM block's own consistency check ([`LdmBlock::check_ldm_invariants`]),
 //! run by the simulator after every signal in debug builds: the request
-//! records against their counts, each transaction's request queue against
-//! the records, the transactions of each fragment against the block's
-//! transaction records (a commit or abort reaches a fragment only through
-//! them: a fragment transaction without one holds its locks for ever), and
-//! every so often the storage's own checks of every fragment.
+//! and scan records against their counts and maps, each transaction's
+//! request queue against the records, the transactions of each fragment
+//! against the block's transaction records (a commit or abort reaches a
+//! fragment only through them: a fragment transaction without one holds
+//! its locks for ever), and every so often the storage's own checks of
+//! every fragment.
 //!
 //! Cost: O(requests, transactions and fragments) per step; the storage
 //! walk, O(rows), every [`FULL_CHECK_EVERY`] steps of the block.
@@ -22,6 +23,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
     pub(super) fn check_ldm_invariants(&self) {
         let me = self.me;
         self.requests.check_invariants(me);
+        self.scans.check_invariants(me);
         assert!(
             self.txs.len() <= LDM_TRANSACTIONS_MAX && self.scans.len() <= LDM_SCANS_MAX,
             "{me}: {} transactions and {} scans, above {LDM_TRANSACTIONS_MAX} and {LDM_SCANS_MAX}",
