@@ -146,6 +146,9 @@ struct Member {
     /// Its TC and LDM instances that have not yet answered `GcpStartReq`;
     /// it takes part in GCPs once this is empty.
     start_waiting: BTreeSet<BlockRef>,
+    /// The highest GCI its instances answered (`GcpStartConf`): the
+    /// master's counter is never below it (no GCI handed out twice).
+    reported_gci: u32,
 }
 
 /// State of the master (only on the president's node).
@@ -420,6 +423,7 @@ impl Distribution {
                 node,
                 Member {
                     start_waiting: blocks.into_iter().collect(),
+                    reported_gci: 0,
                 },
             );
         }
@@ -434,6 +438,7 @@ impl Distribution {
             return;
         };
         if member.start_waiting.remove(&from) {
+            member.reported_gci = member.reported_gci.max(gci);
             master.gci = master.gci.max(gci);
             if from.block == BlockNumber::TRANSACTION_COORDINATOR && gci > 0 {
                 // A TC was given a GCI: the cluster is running, this is a
@@ -804,7 +809,143 @@ impl Distribution {
     }
 }
 
+impl Distribution {
+    /// Panics, naming what broke, when the GCP state contradicts itself:
+    /// the master's counters against each other, the round in progress
+    /// against the epoch and GCI it runs and the members that answer it,
+    /// the takeover state against the view. Run by the simulator after
+    /// every signal (debug builds). O(members × instances).
+    fn check_distribution_invariants(&self) {
+        let node = self.config.node;
+        let view = self.view.as_ref();
+        if let Some(view) = view {
+            assert_eq!(
+                self.master.is_some(),
+                view.president == node,
+                "distribution on node {node}: master while president only (president {})",
+                view.president
+            );
+            for failed in self.takeover_pending.iter() {
+                assert!(
+                    !view.contains(failed),
+                    "distribution on node {node}: node {failed} awaits takeover yet is in view {}",
+                    view.view_id
+                );
+            }
+        } else {
+            assert!(
+                self.master.is_none(),
+                "distribution on node {node}: master without a view"
+            );
+        }
+        let Some(master) = &self.master else {
+            return;
+        };
+        let view = view.expect("checked above: a master has a view");
+        assert!(
+            epoch::hi(master.epoch) <= master.gci && master.durable_gci <= master.gci,
+            "distribution master on node {node}: epoch {:#x} and durable GCI {} above the GCI counter {}",
+            master.epoch,
+            master.durable_gci,
+            master.gci
+        );
+        assert!(
+            master.complete_epoch <= master.epoch,
+            "distribution master on node {node}: epoch {:#x} complete, above the epoch handed out {:#x}",
+            master.complete_epoch,
+            master.epoch
+        );
+        for (&member, state) in &master.members {
+            assert!(
+                view.contains(member),
+                "distribution master on node {node}: member {member} is not in view {}",
+                view.view_id
+            );
+            assert!(
+                state.reported_gci <= master.gci,
+                "distribution master on node {node}: member {member} reported GCI {}, above the counter {}",
+                state.reported_gci,
+                master.gci
+            );
+            for block in &state.start_waiting {
+                assert!(
+                    block.node == member
+                        && matches!(
+                            block.block,
+                            BlockNumber::TRANSACTION_COORDINATOR | BlockNumber::LOCAL_DATA_MANAGER
+                        ),
+                    "distribution master on node {node}: member {member} waits for GcpStartConf from {block}"
+                );
+            }
+        }
+        let Some(round) = &master.round else {
+            return;
+        };
+        // Which blocks answer the step, and that the step is the one the
+        // master's counters say is in progress.
+        let (answers, waiting) = match round {
+            Round::Prepare {
+                epoch,
+                prev,
+                waiting,
+            }
+            | Round::Commit {
+                epoch,
+                prev,
+                waiting,
+            } => {
+                assert!(
+                    *epoch == master.epoch && prev < epoch && *prev >= master.complete_epoch,
+                    "distribution master on node {node}: switch {prev:#x} -> {epoch:#x} runs with epoch {:#x}, {:#x} complete",
+                    master.epoch,
+                    master.complete_epoch
+                );
+                (BlockNumber::TRANSACTION_COORDINATOR, waiting)
+            }
+            Round::Save { gci, waiting, .. } => {
+                assert!(
+                    *gci > master.durable_gci && *gci < epoch::hi(master.epoch),
+                    "distribution master on node {node}: saves GCI {gci}, durable {}, epoch {:#x}",
+                    master.durable_gci,
+                    master.epoch
+                );
+                (BlockNumber::LOCAL_DATA_MANAGER, waiting)
+            }
+            Round::Keep { gci, waiting } => {
+                assert!(
+                    *gci > master.durable_gci && *gci < epoch::hi(master.epoch),
+                    "distribution master on node {node}: keeps GCI {gci}, durable {}, epoch {:#x}",
+                    master.durable_gci,
+                    master.epoch
+                );
+                (BlockNumber::DISTRIBUTION, waiting)
+            }
+        };
+        for block in waiting {
+            // Only members that answered GcpStartConf take part in rounds.
+            assert!(
+                block.block == answers
+                    && master
+                        .members
+                        .get(&block.node)
+                        .is_some_and(|m| m.start_waiting.is_empty()),
+                "distribution master on node {node}: round {round:?} waits for {block}, not a ready member's {answers:?}"
+            );
+            if let Round::Save { nodes, .. } = round {
+                assert!(
+                    nodes.contains(block.node),
+                    "distribution master on node {node}: GCI save waits for {block}, of a node not in it"
+                );
+            }
+        }
+    }
+}
+
 impl Block for Distribution {
+    fn check_invariants(&self) {
+        self.check_distribution_invariants();
+    }
+
     fn execute(&mut self, signal: Signal, ctx: &mut Context<'_>) {
         let from = signal.sender;
         match signal.body {

@@ -1545,7 +1545,69 @@ fn refuse(ctx: &mut Context<'_>, to: BlockRef, reason: RegRefReason, president: 
     ctx.send(to, SignalBody::CmRegRef { reason, president });
 }
 
+impl Membership {
+    /// Panics, naming what broke, when the view and what is kept of it
+    /// disagree: a started node is a member of its view, whose president
+    /// is a member; the view history ends with the view, ascending and
+    /// bounded; only configured peers are suspected or connected. Run by
+    /// the simulator after every signal (debug builds). O(members).
+    fn check_membership_invariants(&self) {
+        let node = self.config.node;
+        if let Some(view) = &self.view {
+            assert!(
+                view.contains(view.president),
+                "membership on node {node}: president {} is not in view {} {:?}",
+                view.president,
+                view.view_id,
+                view.members
+            );
+            let mut members = view.members.clone();
+            members.sort_unstable();
+            members.dedup();
+            assert_eq!(
+                members.len(),
+                view.members.len(),
+                "membership on node {node}: view {} names a member twice: {:?}",
+                view.view_id,
+                view.members
+            );
+            if let Some(&(last, _)) = self.view_history.last() {
+                assert_eq!(
+                    last, view.view_id,
+                    "membership on node {node}: the view history ends with another view"
+                );
+            }
+        }
+        if self.phase == Phase::Started {
+            assert!(
+                self.view.as_ref().is_some_and(|v| v.contains(node)),
+                "membership on node {node}: started outside its view {:?}",
+                self.view
+            );
+        }
+        assert!(
+            self.view_history.len() <= VIEW_HISTORY_MAX
+                && self.view_history.windows(2).all(|w| w[0].0 < w[1].0),
+            "membership on node {node}: view history {:?} not ascending within {VIEW_HISTORY_MAX}",
+            self.view_history
+                .iter()
+                .map(|(id, _)| id)
+                .collect::<Vec<_>>()
+        );
+        for peer in self.suspected.iter().chain(self.connected.iter()) {
+            assert!(
+                peer != node && self.config.data_nodes.contains(&peer),
+                "membership on node {node}: suspects or connects to {peer}, not a configured peer"
+            );
+        }
+    }
+}
+
 impl Block for Membership {
+    fn check_invariants(&self) {
+        self.check_membership_invariants();
+    }
+
     fn start(&mut self, ctx: &mut Context<'_>) {
         self.started_at = ctx.now();
         self.report_status(ctx);

@@ -18,6 +18,13 @@ pub trait Block: AsAny + Send + 'static {
     fn start(&mut self, _ctx: &mut Context<'_>) {}
 
     fn execute(&mut self, signal: Signal, ctx: &mut Context<'_>);
+
+    /// Panics, naming what broke, when the block's state contradicts
+    /// itself (a leaked record, a count that disagrees with the records it
+    /// counts). The simulator calls it after every `start` and `execute`
+    /// in debug builds; the real runtime never does, so it may cost
+    /// O(records in use), not more. The default checks nothing.
+    fn check_invariants(&self) {}
 }
 
 /// An effect a block asks its runtime for.

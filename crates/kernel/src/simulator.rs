@@ -659,6 +659,11 @@ impl Simulation {
                 None => block.start(&mut ctx),
                 Some(signal) => block.execute(signal, &mut ctx),
             }
+            // Every step ends with the block's own check (debug builds):
+            // a broken invariant is caught at the signal that broke it.
+            if cfg!(debug_assertions) {
+                block.check_invariants();
+            }
         }
         for output in outbox.drain(..) {
             self.carry_out(address.node, output);

@@ -1401,7 +1401,38 @@ fn prepare_record(
     })
 }
 
+impl Dictionary {
+    /// Panics, naming what broke, when the schema transaction state
+    /// disagrees with itself: a prepared transaction is the last one seen,
+    /// in state prepared; a change being installed waits for local blocks
+    /// only. Run by the simulator after every signal (debug builds).
+    fn check_dictionary_invariants(&self) {
+        let node = self.config.node;
+        if let Some(prepared) = &self.prepared {
+            let trans_id = prepared.record.trans_id;
+            assert_eq!(
+                self.last_trans,
+                Some((trans_id, SchemaTransState::Prepared)),
+                "dictionary on node {node}: transaction {trans_id:#x} prepared, yet not the last one seen as prepared"
+            );
+        }
+        if let Some(change) = &self.change_in_progress {
+            for block in &change.waiting {
+                assert!(
+                    self.local_blocks.contains(block),
+                    "dictionary on node {node}: change {:#x} waits for {block}, not a local block",
+                    change.trans_id
+                );
+            }
+        }
+    }
+}
+
 impl Block for Dictionary {
+    fn check_invariants(&self) {
+        self.check_dictionary_invariants();
+    }
+
     fn start(&mut self, ctx: &mut Context<'_>) {
         // The schema loaded from disk; a joining node sends the master's
         // again once it has taken it.

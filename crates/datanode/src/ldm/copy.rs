@@ -828,7 +828,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         true
     }
 
-    fn copy_slot_of(&self, tx_id: u64) -> Option<u32> {
+    pub(super) fn copy_slot_of(&self, tx_id: u64) -> Option<u32> {
         self.restart
             .outs
             .iter()

@@ -51,6 +51,7 @@ mod client_reads;
 mod copy;
 mod encoded;
 mod failover;
+mod invariants;
 mod op_id;
 mod requests;
 mod restart;
@@ -316,6 +317,8 @@ pub struct LdmBlock<D> {
     alter: alter::AlterState,
     /// Node restart: this node's copy, and copies from here to others.
     restart: copy::NodeRestart,
+    /// Checks run (`invariants`): every so many walk every row.
+    checks: std::cell::Cell<u32>,
 }
 
 impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
@@ -363,6 +366,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             key_batches: batches::KeyBatches::default(),
             alter: alter::AlterState::default(),
             restart: copy::NodeRestart::default(),
+            checks: std::cell::Cell::new(0),
         }
     }
 }
@@ -1248,6 +1252,10 @@ fn install_group(schema: &mut LocalSchema, group: DictTableGroup) -> Result<(), 
 }
 
 impl<D: Disk + Clone + Send + 'static> Block for LdmBlock<D> {
+    fn check_invariants(&self) {
+        self.check_ldm_invariants();
+    }
+
     fn start(&mut self, ctx: &mut Context<'_>) {
         assert_eq!(
             ctx.me(),

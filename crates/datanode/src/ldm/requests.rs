@@ -150,6 +150,64 @@ impl Requests {
         self.free.push(slot);
     }
 
+    /// Panics when the records disagree with the counts kept of them (in
+    /// use, free, operations held). O(records).
+    pub(super) fn check_invariants(&self, ldm: BlockRef) {
+        let mut used = 0usize;
+        let mut ops = 0usize;
+        for record in self.records.iter().filter(|r| r.in_use) {
+            used += 1;
+            ops += record.op_count as usize;
+            assert!(
+                record.tc.is_some() && (record.commit_gci == 0 || record.chain.is_empty()),
+                "{ldm}: request of transaction {:#x} without a TC, or a one-phase commit with a chain",
+                record.tx_id
+            );
+            assert!(
+                record.next <= record.op_count,
+                "{ldm}: request of transaction {:#x} is at op {} of {}",
+                record.tx_id,
+                record.next,
+                record.op_count
+            );
+        }
+        assert!(
+            used == self.used && used + self.free.len() == self.records.len(),
+            "{ldm}: {used} request records in use, {} counted, {} free, of {}",
+            self.used,
+            self.free.len(),
+            self.records.len()
+        );
+        assert_eq!(
+            ops, self.ops_held,
+            "{ldm}: ops of the requests in use against the ops held"
+        );
+        assert!(
+            used <= LDM_REQUESTS_MAX && ops <= LDM_OPS_MAX,
+            "{ldm}: {used} requests and {ops} ops held, above {LDM_REQUESTS_MAX} and {LDM_OPS_MAX}"
+        );
+        for &slot in &self.free {
+            assert!(
+                !self.records[slot as usize].in_use,
+                "{ldm}: request slot {slot} is free and in use"
+            );
+        }
+    }
+
+    /// Panics unless `slot` is a request of `tx_id` in use, waiting only
+    /// when it is the first of its transaction's queue (`first`).
+    pub(super) fn check_queued(&self, ldm: BlockRef, tx_id: u64, slot: Slot, first: bool) {
+        let record = &self.records[slot as usize];
+        assert!(
+            record.in_use && record.tx_id == tx_id,
+            "{ldm}: transaction {tx_id:#x} queues request slot {slot}, which is not its request"
+        );
+        assert!(
+            first || (!record.waiting && record.next == 0),
+            "{ldm}: request slot {slot} of transaction {tx_id:#x} ran behind an earlier one"
+        );
+    }
+
     /// The op id of the record the next [`Requests::insert`] hands out:
     /// an operation that runs before its request has a record (see
     /// `one_phase_at_once`) waits for a lock under it, and the record it
@@ -219,7 +277,34 @@ enum OpEnd {
     Waiting,
 }
 
+/// The one path a key request takes (`LdmBlock::classify_key_req`).
+#[derive(Clone, Copy, Debug)]
+enum KeyReqPath {
+    /// Dropped unanswered: a malformed batch (only a bug sends one), a
+    /// late request of a transaction aborted here, or one from a TC whose
+    /// node failed (its transaction is ended by the takeover).
+    Drop,
+    /// Every op answered with this error, nothing run: the instance is
+    /// not open, its fragments are partial copies, or no record is free.
+    Refuse(u32),
+    /// Committed reads only, of a transaction with nothing here: run now,
+    /// with no request or transaction record.
+    CommittedReads,
+    /// A one-phase commit of one write of a transaction with nothing here:
+    /// run and committed now (`one_phase_at_once`).
+    OnePhaseAtOnce(OpSpan),
+    /// Kept in a request record behind the transaction's earlier ones.
+    Queue {
+        op_count: u32,
+        only_op: Option<OpSpan>,
+    },
+}
+
 impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
+    /// `LdmKeyReq` (`commit_gci` 0) or `LdmKeyCommitReq`: classifies the
+    /// request, then runs its one path; the op batch is given back in one
+    /// place (by the paths that do not keep it), and the lock waiters that
+    /// the path's commit released run in one place.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn on_key_req(
         &mut self,
@@ -239,11 +324,71 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             commit_gci == 0 || chain.is_empty(),
             "a one-phase commit has one replica"
         );
-        // Built by a TC from operations it checked (`OpBatchReader::framed`).
         // The views of a short batch are kept as it is read: a batch of
         // committed reads is then parsed once here.
         let mut views: ReadRun<'_> = SmallVec::new();
-        let reader = match OpBatchReader::framed_each(&ops, |view| {
+        let path =
+            self.classify_key_req(sender, tx_id, tc, &mut chain, &ops, commit_gci, &mut views);
+        let (unused, ran) = match path {
+            KeyReqPath::Drop => {
+                drop(views);
+                (Some(ops), false)
+            }
+            KeyReqPath::Refuse(code) => {
+                drop(views);
+                self.answer_all(tx_id, tc, &ops, code, ctx);
+                (Some(ops), false)
+            }
+            KeyReqPath::CommittedReads => {
+                let mut results = std::mem::take(&mut self.scratch.results);
+                results.clear();
+                self.committed_only(&views, &mut results);
+                send_results(tx_id, tc, &results, None, ctx);
+                self.scratch.results = results;
+                drop(views);
+                (Some(ops), false)
+            }
+            KeyReqPath::OnePhaseAtOnce(span) => {
+                drop(views);
+                self.one_phase_at_once(tx_id, tc, ops, span, commit_gci, ctx);
+                (None, true)
+            }
+            KeyReqPath::Queue { op_count, only_op } => {
+                drop(views);
+                let batch = (ops, op_count, only_op);
+                (
+                    None,
+                    self.queue_request(tx_id, tc, chain, batch, commit_gci, ctx),
+                )
+            }
+        };
+        if let Some(ops) = unused {
+            ctx.recycle(ops);
+        }
+        if ran {
+            // A commit released locks: their waiters run now. (A request
+            // resumed by a grant runs inside `run_grants`.)
+            self.run_grants(ctx);
+            self.check_alter(ctx);
+        }
+    }
+
+    /// Decides the path of a key request (see [`KeyReqPath`]), reading
+    /// its batch into `views` (those of a short batch); counts its ops and
+    /// leaves the failed nodes out of its `chain`. Runs nothing.
+    #[allow(clippy::too_many_arguments)]
+    fn classify_key_req<'o>(
+        &mut self,
+        sender: BlockRef,
+        tx_id: u64,
+        tc: BlockRef,
+        chain: &mut Vec<NodeId>,
+        ops: &'o [u8],
+        commit_gci: u32,
+        views: &mut ReadRun<'o>,
+    ) -> KeyReqPath {
+        // Built by a TC from operations it checked (`OpBatchReader::framed`).
+        let reader = match OpBatchReader::framed_each(ops, |view| {
             if views.len() < views.inline_size() {
                 views.push(view);
             }
@@ -256,7 +401,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                     "LDM instance {}: malformed op batch of transaction {tx_id:#x} from {tc}: {e}",
                     self.config.instance
                 );
-                return;
+                return KeyReqPath::Drop;
             }
         };
         let op_count = reader.len();
@@ -269,80 +414,72 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 "LDM instance {}: dropped a late request of aborted transaction {tx_id:#x}",
                 self.config.instance
             );
-            return;
+            return KeyReqPath::Drop;
         }
         if self.instance.is_none() {
-            self.answer_all(tx_id, tc, &ops, error::NOT_STARTED, ctx);
-            return;
+            return KeyReqPath::Refuse(error::NOT_STARTED);
         }
-        if self.is_from_failed_tc(tc, &mut chain) {
-            return;
+        if self.is_from_failed_tc(tc, chain) {
+            return KeyReqPath::Drop;
         }
         if sender.block == BlockNumber::TRANSACTION_COORDINATOR && self.refuses_partial_copy() {
-            self.answer_all(tx_id, tc, &ops, error::NODE_FAILURE_ABORTED, ctx);
-            return;
+            return KeyReqPath::Refuse(error::NODE_FAILURE_ABORTED);
         }
+        let known = self.txs.contains_key(&tx_id);
         if chain.is_empty()
             && commit_gci == 0
             && views.len() == op_count
             && views.iter().all(is_committed_read)
-            && !self.txs.contains_key(&tx_id)
+            && !known
         {
             // The common read: nothing of the transaction is queued here
-            // and committed reads neither wait nor leave anything behind,
-            // so it runs now, with no request or transaction record.
-            let mut results = std::mem::take(&mut self.scratch.results);
-            results.clear();
-            self.committed_only(&views, &mut results);
-            send_results(tx_id, tc, &results, None, ctx);
-            self.scratch.results = results;
-            drop(views);
-            return ctx.recycle(ops);
+            // and committed reads neither wait nor leave anything behind.
+            return KeyReqPath::CommittedReads;
         }
         let only_op = match views.as_slice() {
-            [view] if op_count == 1 => Some(view.span(&ops)),
+            [view] if op_count == 1 => Some(view.span(ops)),
             _ => None,
         };
         let lone_write = matches!(views.as_slice(), [view] if !is_committed_read(view));
-        drop(views);
-        if let Some(span) = only_op.filter(|_| {
-            commit_gci != 0
-                && lone_write
-                && self.requests.has_room(1)
-                && self.txs.len() < LDM_TRANSACTIONS_MAX
-                && !self.txs.contains_key(&tx_id)
-        }) {
-            return self.one_phase_at_once(tx_id, tc, ops, span, commit_gci, ctx);
+        let room = self.requests.has_room(op_count);
+        let tx_room = known || self.txs.len() < LDM_TRANSACTIONS_MAX;
+        match only_op {
+            Some(span) if commit_gci != 0 && lone_write && room && tx_room && !known => {
+                KeyReqPath::OnePhaseAtOnce(span)
+            }
+            _ if room && tx_room => KeyReqPath::Queue {
+                op_count: op_count as u32,
+                only_op,
+            },
+            _ => KeyReqPath::Refuse(error::OUT_OF_LDM_OPERATIONS),
         }
+    }
+
+    /// Keeps a request in a record behind its transaction's earlier ones,
+    /// and runs it when it is the first; whether it ran.
+    fn queue_request(
+        &mut self,
+        tx_id: u64,
+        tc: BlockRef,
+        chain: Vec<NodeId>,
+        batch: (Vec<u8>, u32, Option<OpSpan>),
+        commit_gci: u32,
+        ctx: &mut Context<'_>,
+    ) -> bool {
         let LdmBlock {
             txs,
             free_txs,
             requests,
             ..
         } = self;
-        let record = match requests.has_room(op_count) {
-            true => tx_record(txs, free_txs, tx_id, tc),
-            false => None,
-        };
-        let Some(record) = record else {
-            self.answer_all(tx_id, tc, &ops, error::OUT_OF_LDM_OPERATIONS, ctx);
-            return;
-        };
-        let slot = requests.insert(
-            tx_id,
-            tc,
-            chain,
-            (ops, op_count as u32, only_op),
-            commit_gci,
-        );
+        let record = tx_record(txs, free_txs, tx_id, tc).expect("room checked by classify_key_req");
+        let slot = requests.insert(tx_id, tc, chain, batch, commit_gci);
         record.queue.push_back(slot);
-        if record.queue.len() == 1 {
+        let first = record.queue.len() == 1;
+        if first {
             self.run_requests(slot, ctx);
-            // A one-phase commit released locks: their waiters run now.
-            // (A request resumed by a grant runs inside `run_grants`.)
-            self.run_grants(ctx);
-            self.check_alter(ctx);
         }
+        first
     }
 
     /// A one-phase commit of one write (the common update) of a
@@ -411,8 +548,6 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             }
         }
         self.scratch.results = results;
-        self.run_grants(ctx);
-        self.check_alter(ctx);
     }
 
     /// Runs a batch of committed reads only, answering each in `out`, in

@@ -94,6 +94,33 @@ impl Scans {
         (&mut self.row, &mut self.keys)
     }
 
+    /// Panics when the scan records disagree with their key map and free
+    /// list: each key names a record in use under that key, every record
+    /// in use has its key, no free slot is in use. O(scan records).
+    pub(super) fn check_invariants(&self, ldm: BlockRef) {
+        for (key, &slot) in &self.by_key {
+            let record = &self.records[slot as usize];
+            assert!(
+                record.in_use && record.key == *key,
+                "{ldm}: scan {key:?} maps to slot {slot}, which is not that scan"
+            );
+        }
+        let in_use = self.records.iter().filter(|r| r.in_use).count();
+        assert!(
+            in_use == self.by_key.len() && in_use + self.free.len() == self.records.len(),
+            "{ldm}: {in_use} scan records in use, {} scans by key, {} free, of {}",
+            self.by_key.len(),
+            self.free.len(),
+            self.records.len()
+        );
+        for &slot in &self.free {
+            assert!(
+                !self.records[slot as usize].in_use,
+                "{ldm}: scan slot {slot} is free and in use"
+            );
+        }
+    }
+
     pub(super) fn has_tx(&self, tx_id: u64) -> bool {
         // With no scan open (every key transaction's end asks) not even a
         // tree walk.

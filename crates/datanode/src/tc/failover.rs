@@ -92,9 +92,9 @@ impl TcBlock {
                 .filter(|p| !p.done && down.contains(p.node))
                 .count();
             match tx.state {
-                TxState::Idle | TxState::Executing => {
+                TxState::Idle | TxState::Executing { .. } => {
                     let touches = on_down > 0
-                        || (tx.state == TxState::Executing && tx.routed.intersects(&down))
+                        || (tx.state.is_executing() && tx.routed.intersects(&down))
                         || scanning.contains(&tx.tx_id);
                     if touches {
                         self.node_failure_abort(slot, ctx);
@@ -102,7 +102,7 @@ impl TcBlock {
                 }
                 // Its chains through the failed nodes run again without them.
                 TxState::Committing => self.commit_after_failure(slot, ctx),
-                TxState::Aborting => {
+                TxState::Aborting { .. } => {
                     let tx = self.transactions.get_mut(slot);
                     for p in &mut tx.participants {
                         if down.contains(p.node) {
@@ -136,7 +136,7 @@ impl TcBlock {
     /// request.
     pub(super) fn cluster_change_abort(&mut self, slot: u32, why: &str, ctx: &mut Context<'_>) {
         let tx = self.transactions.get(slot);
-        let (tx_id, executing) = (tx.tx_id, tx.state == TxState::Executing);
+        let (tx_id, executing) = (tx.tx_id, tx.state.is_executing());
         let message = format!(
             "transaction {tx_id:#x} on {}: {why}; it is rolled back, retry it",
             self.me

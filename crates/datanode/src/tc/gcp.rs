@@ -95,6 +95,11 @@ impl EpochCommits {
         }
     }
 
+    /// (epoch, commits in progress) ascending by epoch (for the checker).
+    pub(crate) fn counts(&self) -> Vec<(u64, u32)> {
+        self.counts.clone()
+    }
+
     /// Whether a commit of an epoch below `epoch` is in progress.
     pub(crate) fn any_below(&self, epoch: u64) -> bool {
         self.counts.first().is_some_and(|&(e, _)| e < epoch)

@@ -29,6 +29,7 @@
 mod commits;
 mod failover;
 mod gcp;
+mod invariants;
 mod node_restart;
 pub use node_restart::DRAIN_WAIT_MAX;
 mod pool;
@@ -544,6 +545,10 @@ fn decode_group(group: &DictTableGroup, tables: &mut IdMap<u32, TcTable>) -> Res
 }
 
 impl Block for TcBlock {
+    fn check_invariants(&self) {
+        self.check_tc_invariants();
+    }
+
     fn execute(&mut self, signal: Signal, ctx: &mut Context<'_>) {
         let from = signal.sender;
         match signal.body {

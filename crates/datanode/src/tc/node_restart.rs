@@ -129,7 +129,7 @@ impl TcBlock {
             };
             if matches!(
                 self.transactions.get(slot).state,
-                TxState::Idle | TxState::Executing
+                TxState::Idle | TxState::Executing { .. }
             ) {
                 tracing::warn!(tc = %self.me, "transaction {tx_id:#x}: {why}; aborting it");
                 self.cluster_change_abort(slot, &why, ctx);

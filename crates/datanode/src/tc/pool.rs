@@ -55,6 +55,26 @@ impl<T: Default> Pool<T> {
         self.records.len() - self.free.len()
     }
 
+    /// Panics when the free list and the used marks disagree: a slot on
+    /// the free list in use, or a used count that is not the pool less the
+    /// free list. O(capacity): for the simulator's small pools.
+    pub(crate) fn check_invariants(&self, what: &str) {
+        let used = self.used.iter().filter(|u| **u).count();
+        assert_eq!(
+            used + self.free.len(),
+            self.records.len(),
+            "{what} pool: {used} records marked in use and {} free, of {}",
+            self.free.len(),
+            self.records.len()
+        );
+        for &slot in &self.free {
+            assert!(
+                !self.used[slot as usize],
+                "{what} pool: slot {slot} is on the free list and in use"
+            );
+        }
+    }
+
     /// The slots in use, in slot order.
     pub(crate) fn used_slots(&self) -> impl Iterator<Item = u32> + '_ {
         self.used

@@ -72,6 +72,16 @@ impl Scan {
         self.parts.iter().any(|p| nodes.contains(p.node))
     }
 
+    /// The client's id of the scan.
+    pub(crate) fn api_scan_id(&self) -> u32 {
+        self.api_scan_id
+    }
+
+    /// The TC-wide id the LDMs know the scan by.
+    pub(crate) fn ldm_scan_id(&self) -> u32 {
+        self.ldm_scan_id
+    }
+
     /// When the scan times out, if it waits for an LDM.
     pub(crate) fn waiting_deadline(&self) -> Option<Instant> {
         self.parts
@@ -150,7 +160,7 @@ impl TcBlock {
     ) -> Result<(), (u32, String)> {
         let tx = self.transactions.get(tx_slot);
         let tx_id = tx.tx_id;
-        if !matches!(tx.state, TxState::Idle | TxState::Executing) {
+        if !matches!(tx.state, TxState::Idle | TxState::Executing { .. }) {
             return Err((
                 error::BAD_OPERATION,
                 format!("transaction {tx_id:#x} is committing or aborting"),

@@ -44,20 +44,90 @@ type OpViews<'a> = SmallVec<[OpView<'a>; 8]>;
 use super::{Scratch, TcBlock, TcTable};
 use crate::live_map::LiveMap;
 
-/// Where a transaction is.
+/// Where a transaction is. What only some states know (whether a
+/// request's answer passes through whole, where a one-phase commit
+/// stands) is part of those states, not flags beside the state that could
+/// disagree with it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) enum TxState {
     /// No request in progress.
     #[default]
     Idle,
     /// A request's operations are at the LDMs.
-    Executing,
+    Executing {
+        /// The request can be answered with its one result batch as it
+        /// came from the LDM: every op was sent, each op's client op_index
+        /// is its position, and the results so far came in position order
+        /// (see [`TcBlock::request_done`]).
+        pass_through: bool,
+        one_phase: OnePhase,
+    },
     /// Commit decided; waiting for the first GCI.
     WaitingForGci,
     /// `LdmCommitReq` sent; waiting for every `LdmCommitConf`.
     Committing,
     /// `LdmAbortReq` sent; waiting for every `LdmAbortConf`.
-    Aborting,
+    Aborting {
+        /// Aborted while its `LdmKeyCommitReq` was out: still counted in
+        /// `commits_in_progress`, and its LDM may have committed it (its
+        /// `LdmKeyCommitted` then comes before the abort's answer, and
+        /// the commit stands).
+        one_phase: bool,
+    },
+}
+
+impl TxState {
+    /// A request's first state: executing, nothing passed through yet.
+    pub(crate) const EXECUTING: TxState = TxState::Executing {
+        pass_through: false,
+        one_phase: OnePhase::No,
+    };
+
+    /// Whether a request's operations are at the LDMs.
+    pub(crate) fn is_executing(self) -> bool {
+        matches!(self, TxState::Executing { .. })
+    }
+
+    /// Whether the outcome is not decided yet: idle, or executing with no
+    /// commit by its LDM (an abort may still end it).
+    pub(crate) fn is_open(self) -> bool {
+        matches!(
+            self,
+            TxState::Idle
+                | TxState::Executing {
+                    one_phase: OnePhase::No | OnePhase::Sent,
+                    ..
+                }
+        )
+    }
+
+    /// Whether an `LdmKeyCommitReq` of it is out or committed and not yet
+    /// taken into `Committing` (counted in `commits_in_progress`).
+    pub(crate) fn one_phase_out(self) -> bool {
+        matches!(
+            self,
+            TxState::Executing {
+                one_phase: OnePhase::Sent | OnePhase::Committed { .. },
+                ..
+            } | TxState::Aborting { one_phase: true }
+        )
+    }
+}
+
+/// Where a one-phase commit (`LdmKeyCommitReq`: the whole transaction to
+/// its one LDM instance, which decides the outcome) stands.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum OnePhase {
+    /// The request is no one-phase commit.
+    #[default]
+    No,
+    /// `LdmKeyCommitReq` is out: counted in `commits_in_progress` at the
+    /// transaction's epoch meanwhile.
+    Sent,
+    /// Its LDM committed it (`LdmKeyCommitted`), while the answer is
+    /// taken in; `pending`: its commit waits there for redo space
+    /// (`LdmCommitConf` follows).
+    Committed { pending: bool },
 }
 
 /// One operation of the request in progress.
@@ -146,11 +216,6 @@ pub(crate) struct Transaction {
     failed: Option<(usize, u32)>,
     /// `LdmKeyConf` result batches of the request in progress.
     pub(crate) confs: Vec<Vec<u8>>,
-    /// The request in progress can be answered with its one result batch
-    /// as it came from the LDM: every op was sent, each op's client
-    /// op_index is its position, and the results so far came in position
-    /// order (see [`TcBlock::request_done`]).
-    pass_through: bool,
     pub(crate) participants: Vec<Participant>,
     /// Nodes the request in progress sent operations to (primaries and
     /// chains): a failure of one of them aborts the transaction.
@@ -174,12 +239,6 @@ pub(crate) struct Transaction {
     /// The request in progress, when it goes by unique indexes or writes
     /// them (`super::unique`).
     pub(crate) plan: Plan,
-    /// An `LdmKeyCommitReq` is out (one-phase commit): its LDM decides the
-    /// outcome. Counted in `commits_in_progress` at `epoch` meanwhile.
-    one_phase: bool,
-    /// That LDM committed the transaction (`LdmKeyCommitted`); true while
-    /// its commit waits there for redo space (`LdmCommitConf` follows).
-    ldm_committed: Option<bool>,
 }
 
 impl Transaction {
@@ -193,7 +252,6 @@ impl Transaction {
         self.outstanding = 0;
         self.failed = None;
         self.confs.clear();
-        self.pass_through = false;
         self.participants.clear();
         self.routed = NodeBitmask::new();
         self.op_records = 0;
@@ -206,18 +264,104 @@ impl Transaction {
         self.deadline = Instant::ZERO;
         self.scans = 0;
         self.plan.finish();
-        self.one_phase = false;
-        self.ldm_committed = None;
     }
 
     /// Its one LDM instance decides its outcome (`LdmKeyCommitReq` out).
     pub(crate) fn is_one_phase(&self) -> bool {
-        self.one_phase
+        matches!(
+            self.state,
+            TxState::Executing {
+                one_phase: OnePhase::Sent | OnePhase::Committed { .. },
+                ..
+            }
+        )
+    }
+
+    /// Operation records it holds (all its requests so far).
+    pub(crate) fn op_records(&self) -> u32 {
+        self.op_records
+    }
+
+    /// The epoch its commit is counted in (`commit_counted`).
+    pub(crate) fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// Whether its commit is counted in progress in `epoch` (the TC's
+    /// `commits_in_progress`): from the commit point to the last answer.
+    pub(crate) fn commit_counted(&self) -> bool {
+        self.state == TxState::Committing || self.state.one_phase_out()
+    }
+
+    /// Panics when its state disagrees with its counts: the answers and
+    /// confirmations it waits for, its participants and chains.
+    pub(crate) fn check_state(&self, tc: BlockRef) {
+        let tx_id = self.tx_id;
+        let not_done = |p: &&Participant| !p.done;
+        assert!(
+            usize::from(self.chains) <= self.participants.len()
+                && self.participants.iter().all(|p| p.chain < self.chains),
+            "{tc}: transaction {tx_id:#x} has {} chains over {} participants",
+            self.chains,
+            self.participants.len()
+        );
+        match self.state {
+            TxState::Idle => assert!(
+                self.outstanding == 0
+                    && self.confs_waiting == 0
+                    && self.confs.is_empty()
+                    && !self.plan.active,
+                "{tc}: idle transaction {tx_id:#x} waits for {} ops, {} confirmations, {} batches",
+                self.outstanding,
+                self.confs_waiting,
+                self.confs.len()
+            ),
+            TxState::Executing { one_phase, .. } => {
+                assert!(
+                    !matches!(one_phase, OnePhase::Committed { .. }),
+                    "{tc}: transaction {tx_id:#x} left committed by its LDM between signals"
+                );
+                assert!(
+                    self.outstanding > 0,
+                    "{tc}: transaction {tx_id:#x} executes with no op outstanding"
+                );
+                if !self.plan.active {
+                    let unanswered = self.ops.iter().filter(|op| !op.answered).count();
+                    assert_eq!(
+                        self.outstanding as usize, unanswered,
+                        "{tc}: transaction {tx_id:#x}: ops outstanding against ops not answered"
+                    );
+                }
+            }
+            TxState::WaitingForGci => assert!(
+                self.confs_waiting == 0 && self.outstanding == 0 && !self.participants.is_empty(),
+                "{tc}: transaction {tx_id:#x} waits for a GCI with {} confirmations due",
+                self.confs_waiting
+            ),
+            TxState::Committing => {
+                let open = (0..self.chains)
+                    .filter(|&c| !tx_chain_done(&self.participants, c))
+                    .count();
+                assert!(
+                    self.confs_waiting > 0 && self.confs_waiting as usize == open,
+                    "{tc}: transaction {tx_id:#x} commits waiting for {} chains, {open} not done",
+                    self.confs_waiting
+                );
+            }
+            TxState::Aborting { .. } => {
+                let open = self.participants.iter().filter(not_done).count();
+                assert!(
+                    self.confs_waiting > 0 && self.confs_waiting as usize == open,
+                    "{tc}: transaction {tx_id:#x} aborts waiting for {} confirmations, {open} participants not done",
+                    self.confs_waiting
+                );
+            }
+        }
     }
 
     /// When the transaction times out, if it waits for LDM answers.
     pub(crate) fn waiting_deadline(&self) -> Option<Instant> {
-        (self.state == TxState::Executing).then_some(self.deadline)
+        self.state.is_executing().then_some(self.deadline)
     }
 
     /// Counts (node, LDM instance) as a participant, unless it is one
@@ -248,6 +392,26 @@ impl Transaction {
 
 /// Why an op cannot be sent: (code, message).
 pub(crate) type OpError = (u32, String);
+
+/// The one path a request takes ([`TcBlock::classify_request`]).
+#[derive(Debug)]
+enum RequestPath {
+    /// Refused before anything was sent: the transaction aborts with
+    /// (code, op_index, message).
+    Fail((u32, u32, String)),
+    /// It goes by unique indexes or writes them: planned (`super::unique`).
+    Plan,
+    /// No operation: answered at once.
+    Empty,
+    /// The whole transaction, committed reads of one LDM instance of this
+    /// node: handed over (`LdmReadReq`).
+    HandOff,
+    /// To one LDM instance, ops in request order: the client's batch goes
+    /// on as it came, as a one-phase commit in `commit_gci` when not 0.
+    Forward { commit_gci: u32 },
+    /// Split into one new batch per LDM instance.
+    Split,
+}
 
 /// Checks one op by primary key against the schema and computes its
 /// partition; also whether its table is `READ_BACKUP` and whether it is
@@ -391,7 +555,8 @@ impl TcBlock {
             }
         };
         let tx = self.transactions.get_mut(slot);
-        if tx.state == TxState::Aborting && self.node_failure_aborted.contains(tx_id) {
+        if matches!(tx.state, TxState::Aborting { .. }) && self.node_failure_aborted.contains(tx_id)
+        {
             // A node failure aborts it and the abort is still under way: the
             // client's next request learns so (temporary), as it would after.
             let message = format!(
@@ -419,27 +584,69 @@ impl TcBlock {
 
     /// Checks, routes and sends the operations of a request; a request
     /// that goes by unique indexes or writes them is planned instead
-    /// (`super::unique`).
+    /// (`super::unique`). Classifies the request first
+    /// ([`TcBlock::classify_request`]), then runs its one path: the
+    /// request's buffer is given back in one place, by the paths that do
+    /// not send it on.
     fn execute_request(&mut self, slot: u32, request: Vec<u8>, ctx: &mut Context<'_>) {
         // Parsed once here, then planned, routed and copied from the views.
         let mut views: OpViews<'_> = SmallVec::new();
-        let reader = if request.is_empty() {
-            None
-        } else {
+        let path = self.classify_request(slot, &request, &mut views);
+        // The split path copies the ops out of the views into new batches;
+        // the others are done with the views.
+        let split_sent = match path {
+            RequestPath::Split => {
+                self.transactions.get_mut(slot).state = TxState::EXECUTING;
+                self.send_request(slot, &views, ctx)
+            }
+            _ => 0,
+        };
+        drop(views);
+        let request = match path {
+            RequestPath::Plan | RequestPath::HandOff | RequestPath::Forward { .. } => request,
+            RequestPath::Fail(..) | RequestPath::Empty | RequestPath::Split => {
+                self.scratch.recycle(request);
+                Vec::new()
+            }
+        };
+        match path {
+            RequestPath::Fail((code, op_index, message)) => {
+                self.fail(slot, code, op_index, message, ctx)
+            }
+            RequestPath::Plan => self.start_plan(slot, request, ctx),
+            RequestPath::Empty => self.request_done(slot, ctx),
+            RequestPath::HandOff => self.hand_off_reads(slot, request, ctx),
+            RequestPath::Forward { commit_gci } => {
+                let sent = self.forward_request(slot, request, commit_gci, ctx);
+                self.await_answers(slot, sent, ctx);
+            }
+            RequestPath::Split => self.await_answers(slot, split_sent, ctx),
+        }
+    }
+
+    /// Admits the request of `slot` (its operation records) and decides
+    /// its path: parses it into `views`, plans or routes its ops into
+    /// `self.scratch.groups` and the transaction's op slots, and for a
+    /// request that goes on as it came, notes where each op's header is
+    /// (`self.scratch.forward`). Sends nothing.
+    fn classify_request<'r>(
+        &mut self,
+        slot: u32,
+        request: &'r [u8],
+        views: &mut OpViews<'r>,
+    ) -> RequestPath {
+        if !request.is_empty() {
             // The integer values are checked against their table's plan in
             // the same pass (`route` then need not walk them again).
             let tables = &self.tables;
             let plan_of = |table_id| tables.get(&table_id).map(|t: &TcTable| &t.check_plan);
-            match OpBatchReader::new_each_planned(&request, plan_of, |view| views.push(view)) {
-                Ok(reader) => Some(reader),
-                Err(e) => {
-                    drop(views);
-                    self.scratch.recycle(request);
-                    return self.fail(slot, e.code(), u32::MAX, e.to_string(), ctx);
-                }
+            if let Err(e) =
+                OpBatchReader::new_each_planned(request, plan_of, |view| views.push(view))
+            {
+                return RequestPath::Fail((e.code(), u32::MAX, e.to_string()));
             }
-        };
-        let planned = plan_records(&self.tables, &views);
+        }
+        let planned = plan_records(&self.tables, views);
         let n = planned.unwrap_or(views.len() as u32);
         if self.operations_used + n > self.config.operations_max {
             self.counters.refused_overload += 1;
@@ -447,31 +654,54 @@ impl TcBlock {
                 "{}: {} of {} operation records in use, {n} more asked (MaxNoOfConcurrentOperations)",
                 self.me, self.operations_used, self.config.operations_max
             );
-            drop(views);
-            self.scratch.recycle(request);
-            return self.fail(slot, error::OUT_OF_TC_OPERATIONS, u32::MAX, message, ctx);
+            return RequestPath::Fail((error::OUT_OF_TC_OPERATIONS, u32::MAX, message));
         }
         self.operations_used += n;
         let tx = self.transactions.get_mut(slot);
         tx.op_records += n;
         tx.ops.clear();
         tx.failed = None;
-        tx.pass_through = false;
         tx.routed = NodeBitmask::new();
         debug_assert!(tx.confs.is_empty());
         self.scratch.groups.clear();
         if planned.is_some() {
-            drop(views);
-            return self.start_plan(slot, request, ctx);
+            return RequestPath::Plan;
         }
-        if reader.is_none() {
-            drop(views);
-            self.scratch.recycle(request);
-            return self.request_done(slot, ctx);
+        if views.is_empty() {
+            return RequestPath::Empty;
         }
-        // Pass 1: check, partition, group.
-        let mut failed = None;
-        for op in &views {
+        if let Some(failed) = self.route_request(slot, views) {
+            return RequestPath::Fail(failed);
+        }
+        if !self.forwardable(slot) {
+            return RequestPath::Split;
+        }
+        // One LDM instance, ops in request order: the client's batch goes
+        // on as it came, each op's partition written in (no copy of the
+        // ops into a new batch).
+        let forward = &mut self.scratch.forward;
+        forward.clear();
+        let ops = &self.transactions.get(slot).ops;
+        forward.extend(
+            views
+                .iter()
+                .zip(ops)
+                .map(|(view, op)| (view.header_offset(request), op.partition)),
+        );
+        let group = &self.scratch.groups[0];
+        if self.answered_by_ldm(slot, group) {
+            return RequestPath::HandOff;
+        }
+        RequestPath::Forward {
+            commit_gci: self.one_phase_gci(slot, group),
+        }
+    }
+
+    /// Pass 1 of a plain request: checks each op, gives it its partition
+    /// and its group (`self.scratch.groups`); the first error of an op
+    /// without `IGNORE_ERROR`, as (code, op_index, message).
+    fn route_request(&mut self, slot: u32, views: &[OpView<'_>]) -> Option<(u32, u32, String)> {
+        for op in views {
             let h = op.header;
             let mut op_slot = OpSlot {
                 op_index: h.op_index,
@@ -494,8 +724,7 @@ impl TcBlock {
                 }
                 Err((code, message)) => {
                     if !op_slot.ignore_error {
-                        failed = Some((code, h.op_index, message));
-                        break;
+                        return Some((code, h.op_index, message));
                     }
                     op_slot.code = code;
                     op_slot.answered = true;
@@ -503,54 +732,46 @@ impl TcBlock {
             }
             self.transactions.get_mut(slot).ops.push(op_slot);
         }
-        if let Some((code, op_index, message)) = failed {
-            drop(views);
-            self.scratch.recycle(request);
-            return self.fail(slot, code, op_index, message, ctx);
+        None
+    }
+
+    /// Sends the client's batch on to its one LDM instance, each op's
+    /// partition written in (`self.scratch.forward`), as `LdmKeyReq` or,
+    /// with a `commit_gci`, as a one-phase commit; how many ops were sent.
+    fn forward_request(
+        &mut self,
+        slot: u32,
+        mut request: Vec<u8>,
+        commit_gci: u32,
+        ctx: &mut Context<'_>,
+    ) -> u32 {
+        for &(header_at, partition) in &self.scratch.forward {
+            proto::set_partition(&mut request, header_at, partition);
         }
-        let forwarded = self.forwardable(slot);
-        let sent = if forwarded {
-            // One LDM instance, ops in request order: the client's batch
-            // goes on as it came, each op's partition written in (no copy
-            // of the ops into a new batch).
-            let forward = &mut self.scratch.forward;
-            forward.clear();
-            let ops = &self.transactions.get(slot).ops;
-            forward.extend(
-                views
-                    .iter()
-                    .zip(ops)
-                    .map(|(view, op)| (view.header_offset(&request), op.partition)),
-            );
-            drop(views);
-            let mut request = request;
-            for &(header_at, partition) in &self.scratch.forward {
-                proto::set_partition(&mut request, header_at, partition);
-            }
-            let group = self.scratch.groups[0].clone();
-            let tx_id = self.transactions.get(slot).tx_id;
-            if self.answered_by_ldm(slot, &group) {
-                return self.hand_off_reads(slot, tx_id, &group, request, ctx);
-            }
-            let commit_gci = self.one_phase_gci(slot, &group);
-            self.send_group(slot, tx_id, &group, request, commit_gci, ctx);
-            self.scratch.forward.len() as u32
-        } else {
-            let sent = self.send_request(slot, &views, ctx);
-            drop(views);
-            self.scratch.recycle(request);
-            sent
-        };
-        let deadline = self.deadline_from(ctx.now());
+        let group = self.scratch.groups[0].clone();
         let tx = self.transactions.get_mut(slot);
-        tx.outstanding = sent;
         // One group, every op sent, each numbered by its position: what
         // `forwardable` asks, and what a reply passed on whole needs.
-        tx.pass_through = forwarded;
+        tx.state = TxState::Executing {
+            pass_through: true,
+            one_phase: OnePhase::No,
+        };
+        let tx_id = tx.tx_id;
+        self.send_group(slot, tx_id, &group, request, commit_gci, ctx);
+        self.scratch.forward.len() as u32
+    }
+
+    /// `sent` ops of the request of `slot` went to the LDMs: wait for
+    /// their answers (the lock-wait sweep watches the wait), or, with none
+    /// sent, answer now.
+    fn await_answers(&mut self, slot: u32, sent: u32, ctx: &mut Context<'_>) {
+        let deadline = self.deadline_from(ctx.now());
+        let tx = self.transactions.get_mut(slot);
+        debug_assert!(tx.state.is_executing(), "sent ops execute");
+        tx.outstanding = sent;
         if sent == 0 {
             return self.request_done(slot, ctx);
         }
-        tx.state = TxState::Executing;
         tx.deadline = deadline;
         self.arm_sweep(ctx);
     }
@@ -586,15 +807,13 @@ impl TcBlock {
     /// Sends the request of `slot` to its LDM instance as `LdmReadReq` and
     /// frees the record: the LDM answers the client, and nothing of the
     /// transaction is left here to time out, abort or take over.
-    fn hand_off_reads(
-        &mut self,
-        slot: u32,
-        tx_id: u64,
-        group: &Group,
-        ops: Vec<u8>,
-        ctx: &mut Context<'_>,
-    ) {
+    fn hand_off_reads(&mut self, slot: u32, mut ops: Vec<u8>, ctx: &mut Context<'_>) {
+        for &(header_at, partition) in &self.scratch.forward {
+            proto::set_partition(&mut ops, header_at, partition);
+        }
+        let group = &self.scratch.groups[0];
         let tx = self.transactions.get(slot);
+        let tx_id = tx.tx_id;
         debug_assert!(tx.participants.is_empty() && tx.confs.is_empty() && tx.scans == 0);
         let api = tx.api.expect("a transaction has a client");
         let ldm = BlockRef::new(
@@ -745,12 +964,22 @@ impl TcBlock {
         // `start_commit` does, and the commit counts as in progress in its
         // epoch until the LDM answers (a GCP switch waits for it).
         debug_assert!(chain.is_empty(), "a one-phase commit has one replica");
+        let TxState::Executing {
+            one_phase: one_phase @ OnePhase::No,
+            ..
+        } = &mut tx.state
+        else {
+            panic!(
+                "transaction {tx_id:#x}: a one-phase commit from state {:?}",
+                tx.state
+            );
+        };
+        *one_phase = OnePhase::Sent;
         assert!(
-            !tx.one_phase && tx.participants.len() == 1,
+            tx.participants.len() == 1,
             "transaction {tx_id:#x}: a one-phase commit is the whole transaction"
         );
         assert_eq!(commit_gci, self.gci, "one-phase commits in the current GCI");
-        tx.one_phase = true;
         tx.gci = commit_gci;
         tx.epoch = self.epoch;
         self.commits_in_progress.add(self.epoch);
@@ -770,8 +999,20 @@ impl TcBlock {
     /// or the transaction aborted) is no longer in progress in its epoch.
     fn uncount_one_phase(&mut self, slot: u32, ctx: &mut Context<'_>) {
         let tx = self.transactions.get_mut(slot);
-        debug_assert!(tx.one_phase);
-        tx.one_phase = false;
+        match &mut tx.state {
+            TxState::Executing { one_phase, .. } => {
+                assert_eq!(*one_phase, OnePhase::Sent, "a one-phase commit out");
+                *one_phase = OnePhase::No;
+            }
+            TxState::Aborting { one_phase } => {
+                assert!(*one_phase, "a one-phase commit out");
+                *one_phase = false;
+            }
+            state => panic!(
+                "transaction {:#x}: a one-phase commit uncounted in state {state:?}",
+                tx.tx_id
+            ),
+        }
         let epoch = tx.epoch;
         self.commits_in_progress.remove(epoch);
         self.check_commit(ctx);
@@ -888,33 +1129,54 @@ impl TcBlock {
         let tx = self.transactions.get_mut(slot);
         if let Some((gci, pending)) = committed {
             assert!(
-                tx.one_phase && tx.gci == gci,
+                tx.gci == gci
+                    && matches!(
+                        tx.state,
+                        TxState::Executing {
+                            one_phase: OnePhase::Sent,
+                            ..
+                        } | TxState::Aborting { one_phase: true }
+                    ),
                 "{from} committed transaction {tx_id:#x} in GCI {gci}, not a one-phase commit of {} in it",
                 self.me
             );
-            if tx.state == TxState::Aborting {
+            if matches!(tx.state, TxState::Aborting { .. }) {
                 // It timed out, or its client failed, while the LDM ran it,
                 // and the LDM committed before the abort reached it (the
                 // abort comes after this, in order): the commit stands.
-                tx.state = TxState::Executing;
                 tx.abort_reply = AbortReply::None;
             }
-            tx.ldm_committed = Some(pending);
-        } else if tx.one_phase && tx.state == TxState::Executing {
+            // Its one request went on as it came (`forward_request`), and
+            // this is its one answer.
+            tx.state = TxState::Executing {
+                pass_through: true,
+                one_phase: OnePhase::Committed { pending },
+            };
+        } else if matches!(
+            tx.state,
+            TxState::Executing {
+                one_phase: OnePhase::Sent,
+                ..
+            }
+        ) {
             // The LDM committed nothing (an op failed): the usual abort follows.
             self.uncount_one_phase(slot, ctx);
         }
-        if self.transactions.get(slot).state != TxState::Executing {
+        if !self.transactions.get(slot).state.is_executing() {
             return self.scratch.recycle(results);
         }
         if self.transactions.get(slot).plan.active {
             return self.plan_conf(slot, from, results, ctx);
         }
         let tx = self.transactions.get_mut(slot);
-        if ok_in_order != 0
-            && ok_in_order == tx.outstanding
-            && tx.pass_through
-            && tx.confs.is_empty()
+        let pass_through = matches!(
+            tx.state,
+            TxState::Executing {
+                pass_through: true,
+                ..
+            }
+        );
+        if ok_in_order != 0 && ok_in_order == tx.outstanding && pass_through && tx.confs.is_empty()
         {
             // The common request: one batch answers every op, in order, none
             // failed (the LDM says so). `request_done` passes it on whole,
@@ -928,7 +1190,11 @@ impl TcBlock {
                 ok_in_order as usize,
                 "pass-through sent every op"
             );
-            if tx.ldm_committed == Some(false) {
+            if let TxState::Executing {
+                one_phase: OnePhase::Committed { pending: false },
+                ..
+            } = tx.state
+            {
                 return self.one_phase_done(slot, results, ctx);
             }
             for op in &mut tx.ops {
@@ -976,7 +1242,9 @@ impl TcBlock {
         }
         assert!(counted <= tx.outstanding, "every op is answered once");
         tx.outstanding -= counted;
-        tx.pass_through &= in_order && counted as usize == reader.len();
+        if let TxState::Executing { pass_through, .. } = &mut tx.state {
+            *pass_through &= in_order && counted as usize == reader.len();
+        }
         tx.confs.push(results);
         if let Some((pos, code)) = tx.failed {
             let op = tx.ops[pos];
@@ -999,8 +1267,11 @@ impl TcBlock {
     fn one_phase_done(&mut self, slot: u32, results: Vec<u8>, ctx: &mut Context<'_>) {
         let tx = self.transactions.get_mut(slot);
         debug_assert!(
-            tx.one_phase
-                && tx.state == TxState::Executing
+            tx.state
+                == TxState::Executing {
+                    pass_through: true,
+                    one_phase: OnePhase::Committed { pending: false },
+                }
                 && tx.flags & tc_flags::COMMIT != 0
                 && !tx.plan.active
                 && tx.scans == 0
@@ -1008,8 +1279,6 @@ impl TcBlock {
                 && tx.participants.len() == 1,
             "a one-phase commit is one request, the whole transaction"
         );
-        tx.ldm_committed = None;
-        tx.one_phase = false;
         tx.outstanding = 0;
         tx.state = TxState::Committing;
         tx.reply = results;
@@ -1025,7 +1294,14 @@ impl TcBlock {
     /// neither parsed again nor re-encoded.
     pub(crate) fn request_done(&mut self, slot: u32, ctx: &mut Context<'_>) {
         let tx = self.transactions.get_mut(slot);
-        let whole = tx.pass_through && !tx.plan.active && tx.confs.len() == 1;
+        let pass_through = matches!(
+            tx.state,
+            TxState::Executing {
+                pass_through: true,
+                ..
+            }
+        );
+        let whole = pass_through && !tx.plan.active && tx.confs.len() == 1;
         let mut out = if whole {
             let conf = tx.confs.pop().expect("one batch");
             debug_assert!(
@@ -1131,12 +1407,14 @@ impl TcBlock {
     pub(crate) fn start_commit(&mut self, slot: u32, ctx: &mut Context<'_>) {
         let (gci, epoch) = (self.gci, self.epoch);
         let tx = self.transactions.get_mut(slot);
-        if let Some(pending) = tx.ldm_committed.take() {
+        if let TxState::Executing {
+            one_phase: OnePhase::Committed { pending },
+            ..
+        } = tx.state
+        {
             // One-phase: committed with its ops, in the GCI and epoch
             // counted when it was sent; done, or done once `LdmCommitConf`
             // comes (pending).
-            assert!(tx.one_phase, "LdmKeyCommitted for a one-phase commit only");
-            tx.one_phase = false;
             tx.state = TxState::Committing;
             tx.confs_waiting = 1;
             if !pending {
@@ -1297,17 +1575,13 @@ impl TcBlock {
     /// A lock wait (of a key request or a scan) timed out.
     pub(crate) fn lock_timeout(&mut self, slot: u32, ctx: &mut Context<'_>) {
         let tx = self.transactions.get(slot);
-        if matches!(
-            tx.state,
-            TxState::Committing | TxState::Aborting | TxState::WaitingForGci
-        ) || tx.ldm_committed.is_some()
-        {
+        if !tx.state.is_open() {
             // Decided: committing, aborting, or committed by its LDM (the
             // rest of whose answer is on its way).
             return;
         }
         self.counters.lock_timeouts += 1;
-        let executing = tx.state == TxState::Executing;
+        let executing = tx.state.is_executing();
         let message = format!(
             "transaction {:#x} waited longer than TransactionDeadlockDetectionTimeout ({} ms) for a lock, \
              probably a deadlock: aborted",
@@ -1338,9 +1612,7 @@ impl TcBlock {
             .copied()
             .filter(|&slot| {
                 let tx = self.transactions.get(slot);
-                tx.api.is_some_and(|api| api.node == node)
-                    && matches!(tx.state, TxState::Idle | TxState::Executing)
-                    && tx.ldm_committed.is_none()
+                tx.api.is_some_and(|api| api.node == node) && tx.state.is_open()
             })
             .collect();
         // Deterministic order (the map's is not).
@@ -1366,13 +1638,13 @@ impl TcBlock {
     /// Sends `LdmAbortReq` to every participant; answers when all confirm.
     pub(crate) fn abort(&mut self, slot: u32, reply: AbortReply, ctx: &mut Context<'_>) {
         let tx = self.transactions.get_mut(slot);
-        assert!(
-            matches!(tx.state, TxState::Idle | TxState::Executing),
-            "transaction {:#x} aborted in state {:?}",
-            tx.tx_id,
-            tx.state
-        );
-        tx.state = TxState::Aborting;
+        let one_phase = match tx.state {
+            TxState::Idle => false,
+            // Still counted in its epoch until it ends (`end_transaction`).
+            TxState::Executing { one_phase, .. } => one_phase != OnePhase::No,
+            state => panic!("transaction {:#x} aborted in state {state:?}", tx.tx_id),
+        };
+        tx.state = TxState::Aborting { one_phase };
         tx.abort_reply = reply;
         let tx_id = tx.tx_id;
         let down = self.map.down();
@@ -1396,7 +1668,7 @@ impl TcBlock {
             return self.takeover_conf(from, tx_id, ctx);
         };
         let tx = self.transactions.get_mut(slot);
-        if tx.state != TxState::Aborting {
+        if !matches!(tx.state, TxState::Aborting { .. }) {
             tracing::warn!(tc = %self.me, "LdmAbortConf for transaction {tx_id:#x} not aborting: ignored");
             return;
         }
@@ -1453,7 +1725,7 @@ impl TcBlock {
                 }),
             }
         };
-        let uncount = tx.one_phase;
+        let uncount = tx.state.one_phase_out();
         tx.participants.clear();
         tx.plan.end(&mut self.scratch);
         for conf in tx.confs.drain(..) {

@@ -459,7 +459,7 @@ impl TcBlock {
                 let deadline = self.deadline_from(ctx.now());
                 let tx = self.transactions.get_mut(slot);
                 tx.outstanding = sent;
-                tx.state = TxState::Executing;
+                tx.state = TxState::EXECUTING;
                 tx.deadline = deadline;
                 self.arm_sweep(ctx);
                 return;

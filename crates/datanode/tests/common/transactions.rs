@@ -51,6 +51,10 @@ impl Block for NoClaims {
         }
         self.0.execute(signal, ctx);
     }
+
+    fn check_invariants(&self) {
+        self.0.check_invariants();
+    }
 }
 
 /// Limits of the TC under test.

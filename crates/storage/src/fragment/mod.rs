@@ -558,6 +558,12 @@ impl Fragment {
         self.txs.len()
     }
 
+    /// The transactions with anything in this fragment (any order), for
+    /// the LDM block's checker: each must have its record there.
+    pub fn transaction_ids(&self) -> impl Iterator<Item = TxId> + '_ {
+        self.txs.keys().copied()
+    }
+
     /// `DataMemory` held: row pages, hash-index pages and pages reserved for
     /// pending updates.
     pub fn data_memory_bytes(&self) -> u64 {
