@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use datanode::simulation::cluster::{whole_scenario, FaultKind, ScenarioOptions, WholeReport};
 use datanode::simulation::{random_scenario, ScenarioReport};
+use kernel::simulator::Adversary;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Scenario {
@@ -49,6 +50,13 @@ pub struct SimArgs {
     /// Time limit of --soak.
     #[arg(long, default_value_t = 60)]
     seconds: u64,
+    /// Whole cluster: deliver a node's signals in one FIFO instead of per
+    /// (sender thread, receiver thread) pair in an order the seed chooses.
+    #[arg(long)]
+    no_reorder: bool,
+    /// Whole cluster: leave the blocks' buggify points off.
+    #[arg(long)]
+    no_buggify: bool,
 }
 
 fn print_report(report: &ScenarioReport) {
@@ -97,10 +105,11 @@ fn print_whole(report: &WholeReport) {
         Err(e) => format!("FAILED: {e}"),
     };
     println!(
-        "seed {}: {} data nodes, {} replicas: {verdict} ({} steps, {:.1} s simulated, trace hash {:016x})",
+        "seed {}: {} data nodes, {} replicas, {}: {verdict} ({} steps, {:.1} s simulated, trace hash {:016x})",
         report.seed,
         report.data_nodes,
         report.replicas,
+        report.adversary,
         report.steps,
         report.sim_time.as_secs_f64(),
         report.trace_hash
@@ -112,6 +121,10 @@ fn options(args: &SimArgs) -> Result<ScenarioOptions, String> {
         rounds: args.rounds,
         steps_max: args.steps,
         trace: args.trace,
+        adversary: Adversary {
+            reorder: !args.no_reorder,
+            buggify: !args.no_buggify,
+        },
         ..ScenarioOptions::default()
     };
     if !args.faults.is_empty() {
@@ -151,6 +164,12 @@ fn replay_command(args: &SimArgs, seed: u64) -> String {
     }
     if let (Some(nodes), Some(replicas)) = (args.nodes, args.replicas) {
         line += &format!(" --nodes {nodes} --replicas {replicas}");
+    }
+    if args.no_reorder {
+        line += " --no-reorder";
+    }
+    if args.no_buggify {
+        line += " --no-buggify";
     }
     line
 }
@@ -226,8 +245,9 @@ fn soak(args: &SimArgs, options: &ScenarioOptions) -> Result<(), String> {
         }
     }
     println!(
-        "soak: {runs} seeds passed in {} s",
-        started.elapsed().as_secs()
+        "soak: {runs} seeds passed in {} s ({})",
+        started.elapsed().as_secs(),
+        options.adversary
     );
     Ok(())
 }

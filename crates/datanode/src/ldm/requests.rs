@@ -35,8 +35,8 @@ use super::alter::AlterState;
 use super::batches::{gathers_answers, KeyBatches};
 use super::encoded::{put_all_columns, put_column, Gathered, RowSink};
 use super::{
-    tx_record, LdmBlock, LdmBlockConfig, LdmStats, LocalSchema, LDM_OPS_MAX, LDM_REQUESTS_MAX,
-    LDM_TRANSACTIONS_MAX, REDO_HIGH_WATER_PERCENT,
+    tx_record, LdmBlock, LdmBlockConfig, LdmStats, LocalSchema, BUGGIFY_LIMIT_PPM, LDM_OPS_MAX,
+    LDM_REQUESTS_MAX, LDM_TRANSACTIONS_MAX, REDO_HIGH_WATER_PERCENT,
 };
 
 /// A run of committed reads of one fragment, parsed once.
@@ -324,7 +324,8 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             requests,
             ..
         } = self;
-        let record = match requests.has_room(op_count) {
+        // Buggify: the LDM request limit (1217), as under a burst.
+        let record = match requests.has_room(op_count) && !ctx.buggify_ppm(BUGGIFY_LIMIT_PPM) {
             true => tx_record(txs, free_txs, tx_id, tc),
             false => None,
         };
@@ -682,6 +683,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             instance,
             scratch,
             restart,
+            redo_full_buggified,
             ..
         } = self;
         let table = match checked_table(schema, alter, config, op) {
@@ -693,7 +695,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         };
         let instance = instance.as_mut().expect("open");
         let writes = h.kind != OpKind::Read;
-        if writes && redo_over_high_water(instance) {
+        if writes && (redo_over_high_water(instance) || *redo_full_buggified) {
             out.error(h.op_index, error::REDO_OVERLOADED);
             return (Step::Answered, None);
         }

@@ -58,7 +58,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use config::Placement;
-use kernel::simulator::{NetworkSettings, Simulation};
+use kernel::simulator::{Adversary, NetworkSettings, Simulation};
 use kernel::{Block, Context, Instant, Rng};
 use mgmd::Arbitrator;
 use proto::error::{self, ErrorClass};
@@ -155,6 +155,9 @@ pub struct WholeSpec {
     /// it gone, all at or below it there); see the module doc. Off: only
     /// the GCI reported complete before the outage is checked.
     pub exact_system_restart: bool,
+    /// Per thread-pair signal order and buggify (`kernel::simulator`);
+    /// off by default, so that seeds recorded before keep their runs.
+    pub adversary: Adversary,
 }
 
 impl Default for WholeSpec {
@@ -176,6 +179,7 @@ impl Default for WholeSpec {
             deadlock_timeout: Duration::from_millis(300),
             network: NetworkSettings::default(),
             exact_system_restart: true,
+            adversary: Adversary::default(),
         }
     }
 }
@@ -1167,6 +1171,15 @@ impl WholeCluster {
         assert!(spec.replicas > 0 && spec.data_nodes.is_multiple_of(spec.replicas));
         let mut sim = Simulation::new(seed);
         sim.network = spec.network.clone();
+        sim.set_reorder(spec.adversary.reorder);
+        sim.set_buggify(spec.adversary.buggify);
+        // Every ThreadConfig runs these on `main` (node.rs); each TC and
+        // LDM instance may have a thread of its own.
+        sim.share_thread(&[
+            BlockNumber::MEMBERSHIP,
+            BlockNumber::DICTIONARY,
+            BlockNumber::DISTRIBUTION,
+        ]);
         let data_nodes: Vec<NodeId> = (0..spec.data_nodes)
             .map(|i| NodeId::new(2 + i).expect("nonzero"))
             .collect();
@@ -1942,6 +1955,8 @@ pub struct WholeReport {
     pub least_started: usize,
     /// Commits acknowledged after the first fault began.
     pub committed_after_faults: u64,
+    /// The switches the run had on: part of what replays it.
+    pub adversary: Adversary,
     pub result: Result<(), String>,
 }
 
@@ -1978,6 +1993,9 @@ pub struct ScenarioOptions {
     /// (data nodes, replicas); `None`: chosen from the seed.
     pub shape: Option<(u8, u8)>,
     pub trace: bool,
+    /// Per thread-pair order and buggify; off by default (the seeds kept as
+    /// tests were found without), on in `skarv sim`.
+    pub adversary: Adversary,
 }
 
 impl Default for ScenarioOptions {
@@ -1988,6 +2006,7 @@ impl Default for ScenarioOptions {
             kinds: FaultKind::ALL.to_vec(),
             shape: None,
             trace: false,
+            adversary: Adversary::default(),
         }
     }
 }
@@ -2022,6 +2041,7 @@ pub fn whole_scenario(seed: u64, options: &ScenarioOptions) -> (WholeReport, Vec
         spec.data_nodes = data_nodes;
         spec.replicas = replicas;
     }
+    spec.adversary = options.adversary;
     let (data_nodes, replicas) = (spec.data_nodes, spec.replicas);
     let mut kinds = Vec::new();
     let (result, cluster) = match WholeCluster::new(seed, spec) {
@@ -2102,7 +2122,9 @@ pub fn whole_scenario(seed: u64, options: &ScenarioOptions) -> (WholeReport, Vec
         lost_by_restart,
         least_started,
         committed_after_faults,
-        result,
+        adversary: options.adversary,
+        // The switches replay the seed as much as the seed does.
+        result: result.map_err(|e| format!("{e} [{}]", options.adversary)),
     };
     (report, lines)
 }
