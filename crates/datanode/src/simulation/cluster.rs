@@ -490,6 +490,19 @@ impl ClientState {
     }
 }
 
+/// The first temporary per-op error of a result batch. The harness's
+/// committed reads ignore errors (`IGNORE_ERROR`, to see missing rows), so
+/// a transaction of them commits with an op refused for a while (the LDM
+/// request limit, 1217): asked again, as a refused transaction is.
+fn temporary_op_error(results: &[u8]) -> Option<u32> {
+    let reader = ResultReader::new(results).ok()?;
+    let code = reader
+        .iter()
+        .map(|r| r.code)
+        .find(|&code| code != 0 && error::class(code) == ErrorClass::Temporary);
+    code
+}
+
 /// Reads the values of a result batch: per op, `Some(v)`, or `None` when
 /// the row does not exist; `Err` for any other per-op error.
 fn read_values(results: &[u8]) -> Result<Vec<Option<i64>>, String> {
@@ -857,6 +870,9 @@ impl Client {
                 let what = format!("audit {tx_id:#x} on node {}", f.tc);
                 if let Err(e) = s.epochs.commit(&what, epoch, f.floor, &[]) {
                     s.violation(now, e);
+                }
+                if let Some(code) = temporary_op_error(&results) {
+                    return Self::refused(s, now, tx_id, code, None);
                 }
                 match read_values(&results) {
                     Ok(values) => {
@@ -1430,6 +1446,11 @@ impl WholeCluster {
                 .collect();
             let ops = self.client().batch(kind, &ops);
             match self.request(tc_flags::START | tc_flags::COMMIT, ops)? {
+                Ok((_, results)) if temporary_op_error(&results).is_some() => {
+                    let code = temporary_op_error(&results).unwrap_or_default();
+                    last = format!("op error {code}");
+                    self.run_checked(Duration::from_millis(50))?;
+                }
                 Ok((_, results)) => return read_values(&results),
                 Err(code) if error::class(code) == ErrorClass::Temporary => {
                     last = format!("error {code}");
