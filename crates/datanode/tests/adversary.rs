@@ -4,6 +4,8 @@
 //! blocks' buggify points on. `skarv sim` runs with both; the seeds its
 //! soak found bugs with are kept here, each with the fault that found it.
 
+use std::collections::BTreeMap;
+
 use datanode::simulation::cluster::{whole_scenario, ScenarioOptions, WholeReport};
 use kernel::simulator::Adversary;
 
@@ -61,15 +63,34 @@ fn a_failing_run_names_its_switches() {
 }
 
 #[test]
-fn seeds_pass_with_reordering_and_buggify() {
+fn seeds_pass_with_reordering_and_buggify_and_every_point_fires() {
     let mut failures = Vec::new();
+    let mut fired: BTreeMap<String, u64> = BTreeMap::new();
     for seed in 100..106 {
         let report = soak_run(seed, BOTH);
         if let Err(e) = report.result {
             failures.push(format!("seed {seed}: {e}"));
         }
+        for (site, times) in report.buggify_fired {
+            *fired.entry(site).or_default() += times;
+        }
     }
     assert!(failures.is_empty(), "{failures:#?}");
+    // Each rare branch is taken in these runs: redo full and the
+    // checkpoint write (ldm/mod.rs), the request limit, both key-batch
+    // timings, the early sweep and the one-phase timeout, the copy source.
+    for file in [
+        "ldm/mod.rs",
+        "ldm/requests.rs",
+        "ldm/batches.rs",
+        "tc/mod.rs",
+        "ldm/copy.rs",
+    ] {
+        assert!(
+            fired.keys().any(|site| site.contains(file)),
+            "no buggify point of {file} fired: {fired:?}"
+        );
+    }
 }
 
 /// Buggify's LDM request limit refused a committed read of the harness
@@ -83,5 +104,19 @@ fn seed_1795876666613841_a_read_refused_by_the_request_limit_is_asked_again() {
         1_795_876_666_613_841,
         2,
         "round 2: split [node2] | [node3], heal after 1700 ms",
+    );
+}
+
+/// The president and two links failed at once (4×2): the president shut
+/// down, the member that took over waited for the other's report on the
+/// president, which had been sent while their link was down and was
+/// dropped, so the cluster never settled. A member now repeats its
+/// reports each heartbeat round until a view settles them.
+#[test]
+fn seed_1795877217615743_a_report_lost_on_a_broken_link_is_sent_again() {
+    soak_seed(
+        1_795_877_217_615_743,
+        0,
+        r#"round 0: break links ["2-4", "5-3"]"#,
     );
 }

@@ -57,6 +57,9 @@ pub struct Context<'a> {
     /// The run's buggify salt when the simulator turned buggify on for this
     /// run; `None` (always, in the real runtime): every buggify point is off.
     buggify: Option<u64>,
+    /// The buggify points that fired in this execution, for the
+    /// simulator's trace (empty, never allocated, in the real runtime).
+    fired: Vec<&'static std::panic::Location<'static>>,
 }
 
 /// Share (percent) of buggify points active in one run. As in FoundationDB,
@@ -97,7 +100,13 @@ impl<'a> Context<'a> {
             outbox,
             rng,
             buggify: None,
+            fired: Vec::new(),
         }
+    }
+
+    /// The buggify points that fired in this execution so far.
+    pub fn buggify_fired(&self) -> &[&'static std::panic::Location<'static>] {
+        &self.fired
     }
 
     /// Turns buggify on for this execution (the simulator, for a run that
@@ -129,8 +138,12 @@ impl<'a> Context<'a> {
         let Some(salt) = self.buggify else {
             return false;
         };
-        buggify_point_active(salt, std::panic::Location::caller())
-            && self.rng.chance(u64::from(ppm), 1_000_000)
+        let site = std::panic::Location::caller();
+        let fires = buggify_point_active(salt, site) && self.rng.chance(u64::from(ppm), 1_000_000);
+        if fires {
+            self.fired.push(site);
+        }
+        fires
     }
 
     /// An empty buffer for a signal's byte payload: one this thread kept

@@ -254,6 +254,8 @@ pub struct Simulation {
     shared_threads: BTreeMap<BlockNumber, u16>,
     /// Salt of the buggify points when buggify is on.
     buggify_salt: Option<u64>,
+    /// How often each buggify point fired, by "file:line".
+    buggify_fired: BTreeMap<String, u64>,
 }
 
 fn pair(a: NodeId, b: NodeId) -> (NodeId, NodeId) {
@@ -289,7 +291,13 @@ impl Simulation {
             adversary: Adversary::default(),
             shared_threads: BTreeMap::new(),
             buggify_salt: None,
+            buggify_fired: BTreeMap::new(),
         }
+    }
+
+    /// How often each buggify point fired so far, by "file:line".
+    pub fn buggify_fired(&self) -> &BTreeMap<String, u64> {
+        &self.buggify_fired
     }
 
     /// Delivers signals inside a node per (sender thread, receiver thread)
@@ -837,6 +845,7 @@ impl Simulation {
         let now = self.now;
         let mut outbox = std::mem::take(&mut self.outbox);
         outbox.clear();
+        let mut fired = Vec::new();
         {
             let node = self.nodes.get_mut(&address.node).expect("checked above");
             let block = node
@@ -849,6 +858,12 @@ impl Simulation {
                 None => block.start(&mut ctx),
                 Some(signal) => block.execute(signal, &mut ctx),
             }
+            fired.extend_from_slice(ctx.buggify_fired());
+        }
+        for site in fired {
+            let site = format!("{}:{}", site.file(), site.line());
+            self.record(format!("buggify {address} at {site}"));
+            *self.buggify_fired.entry(site).or_default() += 1;
         }
         for output in outbox.drain(..) {
             self.carry_out(address.node, output);

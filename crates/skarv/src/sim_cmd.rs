@@ -4,6 +4,7 @@
 //! every block, data, a workload, every fault kind); `--scenario
 //! membership` runs the membership-only one.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use datanode::simulation::cluster::{whole_scenario, FaultKind, ScenarioOptions, WholeReport};
@@ -76,6 +77,9 @@ fn print_report(report: &ScenarioReport) {
 fn print_whole(report: &WholeReport) {
     for fault in &report.faults {
         println!("  {fault}");
+    }
+    for (site, times) in &report.buggify_fired {
+        println!("  buggify {site}: fired {times} times");
     }
     let s = &report.stats;
     println!(
@@ -174,12 +178,14 @@ fn replay_command(args: &SimArgs, seed: u64) -> String {
     line
 }
 
-/// Runs one seed; `Err` carries the failure.
+/// Runs one seed; `Err` carries the failure. Adds the buggify points that
+/// fired to `fired`.
 fn run_one(
     args: &SimArgs,
     options: &ScenarioOptions,
     seed: u64,
     print: bool,
+    fired: &mut BTreeMap<String, u64>,
 ) -> Result<(), String> {
     match args.scenario {
         Scenario::Whole => {
@@ -189,6 +195,9 @@ fn run_one(
                     println!("{line}");
                 }
                 print_whole(&report);
+            }
+            for (site, times) in &report.buggify_fired {
+                *fired.entry(site.clone()).or_default() += times;
             }
             report.result
         }
@@ -217,7 +226,8 @@ pub fn run(args: SimArgs) -> Result<(), String> {
     let seed = args
         .seed
         .ok_or("give --seed N to replay a run, or --soak")?;
-    run_one(&args, &options, seed, true).map_err(|e| format!("seed {seed} failed: {e}"))
+    run_one(&args, &options, seed, true, &mut BTreeMap::new())
+        .map_err(|e| format!("seed {seed} failed: {e}"))
 }
 
 fn soak(args: &SimArgs, options: &ScenarioOptions) -> Result<(), String> {
@@ -229,6 +239,7 @@ fn soak(args: &SimArgs, options: &ScenarioOptions) -> Result<(), String> {
         .unwrap_or(0)
         .wrapping_mul(1_000_003);
     let mut runs = 0u64;
+    let mut fired = BTreeMap::new();
     // A soak prints only the failing run, never a whole trace.
     let quiet = ScenarioOptions {
         trace: false,
@@ -237,7 +248,7 @@ fn soak(args: &SimArgs, options: &ScenarioOptions) -> Result<(), String> {
     while started.elapsed() < limit {
         let seed = first.wrapping_add(runs);
         runs += 1;
-        if run_one(args, &quiet, seed, false).is_err() {
+        if run_one(args, &quiet, seed, false, &mut fired).is_err() {
             return Err(format!(
                 "seed {seed} failed after {runs} runs; replay with `{}`",
                 replay_command(args, seed)
@@ -249,5 +260,8 @@ fn soak(args: &SimArgs, options: &ScenarioOptions) -> Result<(), String> {
         started.elapsed().as_secs(),
         options.adversary
     );
+    for (site, times) in &fired {
+        println!("  buggify {site}: fired {times} times");
+    }
     Ok(())
 }

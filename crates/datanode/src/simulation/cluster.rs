@@ -1978,6 +1978,8 @@ pub struct WholeReport {
     pub committed_after_faults: u64,
     /// The switches the run had on: part of what replays it.
     pub adversary: Adversary,
+    /// How often each buggify point fired, by "file:line".
+    pub buggify_fired: BTreeMap<String, u64>,
     pub result: Result<(), String>,
 }
 
@@ -2124,6 +2126,10 @@ pub fn whole_scenario(seed: u64, options: &ScenarioOptions) -> (WholeReport, Vec
         .as_ref()
         .map_or((Vec::new(), 0), |c| (c.outages.clone(), c.lost_by_restart));
     let least_started = cluster.as_ref().and_then(|c| c.least_started).unwrap_or(0);
+    let buggify_fired = cluster
+        .as_ref()
+        .map(|c| c.sim.buggify_fired().clone())
+        .unwrap_or_default();
     let committed_after_faults = cluster
         .as_ref()
         .and_then(|c| c.committed_before_faults)
@@ -2144,6 +2150,7 @@ pub fn whole_scenario(seed: u64, options: &ScenarioOptions) -> (WholeReport, Vec
         least_started,
         committed_after_faults,
         adversary: options.adversary,
+        buggify_fired,
         // The switches replay the seed as much as the seed does.
         result: result.map_err(|e| format!("{e} [{}]", options.adversary)),
     };
