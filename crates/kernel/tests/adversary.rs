@@ -216,3 +216,97 @@ fn a_context_of_the_real_runtime_never_buggifies() {
     let mut ctx = Context::new(Instant::ZERO, me, &mut outbox, &mut rng);
     assert!((0..1_000).all(|_| !ctx.buggify() && !ctx.buggify_ppm(1_000_000)));
 }
+
+/// Sends `0..40` to the receiver of node 2 once the connection is up.
+struct RemoteSender;
+
+impl Block for RemoteSender {
+    fn execute(&mut self, signal: Signal, ctx: &mut Context<'_>) {
+        if let SignalBody::NodeConnected { node: peer } = signal.body {
+            let to = BlockRef::new(peer, RECEIVER, 0);
+            for epoch in 0..40 {
+                ctx.send(to, SignalBody::GcpPrepareReq { epoch });
+            }
+        }
+    }
+}
+
+/// Forwards what it gets from another node to the receiver of its own
+/// node, numbered from 1000, so that the receiver sees a local lane
+/// (membership→LDM) race the network's (node 1→LDM).
+struct Relay;
+
+impl Block for Relay {
+    fn execute(&mut self, signal: Signal, ctx: &mut Context<'_>) {
+        if let SignalBody::NodeConnected { .. } = signal.body {
+            let to = BlockRef::new(ctx.node(), RECEIVER, 0);
+            for epoch in 1000..1040 {
+                ctx.send(to, SignalBody::GcpPrepareReq { epoch });
+            }
+        }
+    }
+}
+
+#[test]
+fn signals_from_another_node_keep_their_order_and_race_local_lanes() {
+    let mut interleaved = 0;
+    // Which lane ran at each step: chosen by the seed, not by arrival.
+    let mut patterns = std::collections::BTreeSet::new();
+    for seed in 0..10 {
+        let mut sim = Simulation::new(seed);
+        sim.set_reorder(true);
+        // Both connection notices at one instant, so both bursts race.
+        sim.network.latency_min = Duration::ZERO;
+        sim.network.latency_max = Duration::ZERO;
+        let log: Log = Arc::new(Mutex::new(Vec::new()));
+        sim.add_node(
+            node(1),
+            Box::new(|id, _| {
+                let block: Box<dyn Block> = Box::new(RemoteSender);
+                vec![(BlockRef::new(id, BlockNumber::MEMBERSHIP, 0), block)]
+            }),
+        );
+        let factory_log = Arc::clone(&log);
+        sim.add_node(
+            node(2),
+            Box::new(move |id, _| {
+                let relay: Box<dyn Block> = Box::new(Relay);
+                let receiver: Box<dyn Block> = Box::new(Receiver {
+                    log: Arc::clone(&factory_log),
+                });
+                vec![
+                    (BlockRef::new(id, BlockNumber::MEMBERSHIP, 0), relay),
+                    (BlockRef::new(id, RECEIVER, 0), receiver),
+                ]
+            }),
+        );
+        sim.run_for(Duration::from_millis(200));
+        let seen: Vec<u64> = log.lock().unwrap().iter().map(|(_, n)| *n).collect();
+        assert_eq!(seen.len(), 80, "seed {seed}");
+        let remote: Vec<u64> = seen.iter().copied().filter(|n| *n < 1000).collect();
+        assert_eq!(
+            remote,
+            (0..40).collect::<Vec<_>>(),
+            "seed {seed}: 1→2 in order"
+        );
+        let local: Vec<u64> = seen.iter().copied().filter(|n| *n >= 1000).collect();
+        assert_eq!(local, (1000..1040).collect::<Vec<_>>(), "seed {seed}");
+        let first_local = seen.iter().position(|n| *n >= 1000).unwrap();
+        let last_remote = seen.iter().rposition(|n| *n < 1000).unwrap();
+        let first_remote = seen.iter().position(|n| *n < 1000).unwrap();
+        let last_local = seen.iter().rposition(|n| *n >= 1000).unwrap();
+        if first_local < last_remote && first_remote < last_local {
+            interleaved += 1;
+        }
+        patterns.insert(seen.iter().map(|n| *n < 1000).collect::<Vec<bool>>());
+    }
+    assert!(
+        interleaved >= 5,
+        "only {interleaved} of 10 seeds interleaved"
+    );
+    assert!(
+        patterns.len() >= 8,
+        "{} patterns in 10 seeds",
+        patterns.len()
+    );
+}
