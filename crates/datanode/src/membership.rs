@@ -817,7 +817,16 @@ impl Membership {
         }
         // All at once: a node cut off from everyone must see that it lost
         // them all, not shrink the view one member at a time.
+        let reported = !missed.is_empty();
         self.suspect(&missed, FailReason::HeartbeatMissed, ctx);
+        if !reported && self.phase == Phase::Started {
+            // Again each round until a view settles them: a report sent while
+            // the link to the acting president was down was dropped, and a
+            // successor waiting for it (`takeover_agreed`) would wait forever
+            // (the whole-cluster soak's seed 1795877217615743: the president
+            // and two links failed at once).
+            self.report_suspicions(&view, FailReason::Disconnected, ctx);
+        }
         if let Some(reason) = self.takeover_waiting {
             // Members that fell silent no longer need to agree.
             if self.phase == Phase::Started && self.acting_president(&view) == self.me() {
@@ -878,25 +887,34 @@ impl Membership {
         if decider == self.me() {
             self.handle_failures(&new, reason, ctx);
         } else {
-            // Every suspicion, not only the new ones: a decider that became
-            // one because its elders are suspected too takes over only once
-            // every member it reaches reported them (`takeover_agreed`).
-            let suspected: Vec<NodeId> = view
-                .members
-                .iter()
-                .copied()
-                .filter(|m| self.suspected.contains(*m))
-                .collect();
-            for node in suspected {
-                ctx.send(
-                    Self::membership_ref(decider),
-                    SignalBody::FailRep {
-                        failed: node,
-                        reason,
-                        view_id: view.view_id,
-                    },
-                );
-            }
+            self.report_suspicions(&view, reason, ctx);
+        }
+    }
+
+    /// Reports every member this node suspects to the acting president, if
+    /// that is another node. Every suspicion, not only the new ones: a
+    /// decider that became one because its elders are suspected too takes
+    /// over only once every member it reaches reported them
+    /// (`takeover_agreed`).
+    fn report_suspicions(&self, view: &MembershipView, reason: FailReason, ctx: &mut Context<'_>) {
+        let decider = self.acting_president(view);
+        if decider == self.me() {
+            return;
+        }
+        let suspected = view
+            .members
+            .iter()
+            .copied()
+            .filter(|m| self.suspected.contains(*m));
+        for node in suspected {
+            ctx.send(
+                Self::membership_ref(decider),
+                SignalBody::FailRep {
+                    failed: node,
+                    reason,
+                    view_id: view.view_id,
+                },
+            );
         }
     }
 

@@ -61,6 +61,40 @@ pub struct Context<'a> {
     me: BlockRef,
     outbox: &'a mut Vec<Output>,
     rng: &'a mut Rng,
+    /// The run's buggify salt when the simulator turned buggify on for this
+    /// run; `None` (always, in the real runtime): every buggify point is off.
+    buggify: Option<u64>,
+    /// The buggify points that fired in this execution, for the
+    /// simulator's trace (empty, never allocated, in the real runtime).
+    fired: Vec<&'static std::panic::Location<'static>>,
+}
+
+/// Share (percent) of buggify points active in one run. As in FoundationDB,
+/// a point is on or off for a whole run (decided by the run's salt and the
+/// point's place in the source), so a run that hammers one rare branch
+/// leaves others alone and the common paths still get exercised.
+pub const BUGGIFY_POINT_ACTIVE_PERCENT: u64 = 50;
+
+/// How often an active point fires when it names no rate (FoundationDB's
+/// `BUGGIFY`: 25 %).
+pub const BUGGIFY_FIRE_PPM: u32 = 250_000;
+
+/// Whether the buggify point at `site` is active in the run salted `salt`:
+/// FNV-1a of the salt, file, line and column.
+fn buggify_point_active(salt: u64, site: &std::panic::Location<'_>) -> bool {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let bytes = salt
+        .to_le_bytes()
+        .into_iter()
+        .chain(site.file().bytes())
+        .chain(site.line().to_le_bytes())
+        .chain(site.column().to_le_bytes());
+    for byte in bytes {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    // The high bits: FNV's low bits mix poorly.
+    (hash >> 32) % 100 < BUGGIFY_POINT_ACTIVE_PERCENT
 }
 
 impl<'a> Context<'a> {
@@ -72,7 +106,51 @@ impl<'a> Context<'a> {
             me,
             outbox,
             rng,
+            buggify: None,
+            fired: Vec::new(),
         }
+    }
+
+    /// The buggify points that fired in this execution so far.
+    pub fn buggify_fired(&self) -> &[&'static std::panic::Location<'static>] {
+        &self.fired
+    }
+
+    /// Turns buggify on for this execution (the simulator, for a run that
+    /// asked for it): points are active or not by `salt`, fixed per run.
+    /// The real runtime never calls this.
+    pub fn with_buggify(mut self, salt: Option<u64>) -> Self {
+        self.buggify = salt;
+        self
+    }
+
+    /// FoundationDB's `BUGGIFY`: true, now and then, at a rare branch that a
+    /// block should take more often under test than the machine makes it
+    /// (a full redo log, a request limit, a failing write), so the seed
+    /// explores it. Always false in the real runtime, and in a simulation
+    /// without buggify, and then costs one branch and no randomness.
+    /// Fires [`BUGGIFY_FIRE_PPM`] of the time where active.
+    #[inline]
+    #[track_caller]
+    pub fn buggify(&mut self) -> bool {
+        self.buggify_ppm(BUGGIFY_FIRE_PPM)
+    }
+
+    /// [`Context::buggify`] firing `ppm` parts per million of the calls at
+    /// an active point (for points on a hot path, where 25 % would starve
+    /// the common branch).
+    #[inline]
+    #[track_caller]
+    pub fn buggify_ppm(&mut self, ppm: u32) -> bool {
+        let Some(salt) = self.buggify else {
+            return false;
+        };
+        let site = std::panic::Location::caller();
+        let fires = buggify_point_active(salt, site) && self.rng.chance(u64::from(ppm), 1_000_000);
+        if fires {
+            self.fired.push(site);
+        }
+        fires
     }
 
     /// An empty buffer for a signal's byte payload: one this thread kept

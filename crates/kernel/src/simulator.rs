@@ -40,9 +40,40 @@
 //! bytes wait in a socket buffer) and run when it resumes, unless the
 //! connection they came on broke meanwhile — which its peers do when they
 //! declare it dead.
+//!
+//! Order inside a node. The real runtime (`runtime`) keeps signals in order
+//! only per (sender thread, receiver thread) pair: one SPSC queue per pair
+//! of execution threads, a local FIFO for a thread's signals to itself, and
+//! one queue per receiving thread from each feeder (the transport's
+//! receive thread), while a thread drains its queues in a rotating order.
+//! By default the simulator is stronger than that: every signal of a node
+//! goes through one global FIFO, so interleavings such as
+//! distribution→LDM overtaken by TC→LDM never happen. With
+//! [`Simulation::set_reorder`] it models exactly the runtime's guarantee,
+//! for the *weakest* layout a `ThreadConfig` allows (code that is right
+//! only for some layouts is wrong): each block instance is a thread of its
+//! own (LDM and TC instances each get one with `ldm`/`tc` threads), except
+//! the blocks declared with [`Simulation::share_thread`], which every
+//! layout runs on one thread (a data node's membership, dictionary and
+//! distribution are all `main`). A signal between two blocks queues on its
+//! (sender thread, receiver thread) lane; a signal arriving from another
+//! node, and a connection notice, queues on its (sending node, receiver
+//! thread) lane (the receive thread handles a connection's bytes in order,
+//! then hands them to each execution thread's queue). Each step of a node
+//! with queued signals runs the head of one non-empty lane, chosen by the
+//! seed; lanes drain at the same simulated instant, interleaved with the
+//! other events of that instant. Timers keep their times.
+//!
+//! Buggify. With [`Simulation::set_buggify`] every block's [`Context`]
+//! answers `buggify()` from the run's seed (FoundationDB's `BUGGIFY`):
+//! rare branches — a full redo log, a request limit, a failing write — are
+//! taken far more often than the machine takes them. Off by default, and
+//! never on in the real runtime. A failing run reports both switches
+//! ([`Simulation::adversary`]): the same seed with the same switches is the
+//! same run.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, VecDeque};
 use std::time::Duration;
 
 use signal::{BlockNumber, BlockRef, NodeId, Signal, SignalBody};
@@ -122,6 +153,45 @@ enum Event {
     Restart {
         node: NodeId,
     },
+    /// Run the head of one of the node's lanes (reordering on).
+    RunLane {
+        node: NodeId,
+        incarnation: u32,
+    },
+}
+
+/// A thread of the order model (reordering on): the end of a lane.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Thread {
+    /// The thread that every layout runs these blocks on
+    /// ([`Simulation::share_thread`]), by group.
+    Shared(u16),
+    /// A block instance on a thread of its own.
+    Block(BlockNumber, u16),
+    /// Signals and notices from another node (its connection).
+    Peer(NodeId),
+}
+
+/// The switches that make a run more adversarial than the default; part of
+/// what a seed needs to replay.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Adversary {
+    /// Per (sender thread, receiver thread) order, the lane chosen by the seed.
+    pub reorder: bool,
+    /// `Context::buggify` points active.
+    pub buggify: bool,
+}
+
+impl std::fmt::Display for Adversary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let on = |b: bool| if b { "on" } else { "off" };
+        write!(
+            f,
+            "reorder {}, buggify {}",
+            on(self.reorder),
+            on(self.buggify)
+        )
+    }
 }
 
 struct SimNode {
@@ -137,6 +207,11 @@ struct SimNode {
     /// Why the node last went down, for tests and traces.
     down_reason: Option<String>,
     shutdowns: u32,
+    /// Signals waiting to execute, by (sender thread, receiver thread)
+    /// lane (reordering on).
+    lanes: BTreeMap<(Thread, Thread), VecDeque<Signal>>,
+    /// A `RunLane` event for this incarnation is queued.
+    lane_run_queued: bool,
 }
 
 /// What happened to a node, for checks at the end of a scenario.
@@ -174,6 +249,13 @@ pub struct Simulation {
     trace_enabled: bool,
     trace_hash: u64,
     steps: u64,
+    adversary: Adversary,
+    /// Blocks every layout runs on one thread, with their group.
+    shared_threads: BTreeMap<BlockNumber, u16>,
+    /// Salt of the buggify points when buggify is on.
+    buggify_salt: Option<u64>,
+    /// How often each buggify point fired, by "file:line".
+    buggify_fired: BTreeMap<String, u64>,
 }
 
 fn pair(a: NodeId, b: NodeId) -> (NodeId, NodeId) {
@@ -206,6 +288,54 @@ impl Simulation {
             trace_enabled: false,
             trace_hash: 0xcbf2_9ce4_8422_2325,
             steps: 0,
+            adversary: Adversary::default(),
+            shared_threads: BTreeMap::new(),
+            buggify_salt: None,
+            buggify_fired: BTreeMap::new(),
+        }
+    }
+
+    /// How often each buggify point fired so far, by "file:line".
+    pub fn buggify_fired(&self) -> &BTreeMap<String, u64> {
+        &self.buggify_fired
+    }
+
+    /// Delivers signals inside a node per (sender thread, receiver thread)
+    /// lane, the lane to run next chosen by the seed (see the module doc),
+    /// instead of in one FIFO. Set before the run starts.
+    pub fn set_reorder(&mut self, on: bool) {
+        self.adversary.reorder = on;
+    }
+
+    /// Turns the blocks' buggify points on (see the module doc). Set before
+    /// the run starts.
+    pub fn set_buggify(&mut self, on: bool) {
+        self.adversary.buggify = on;
+        // Its own generator, so that the salt does not depend on how much
+        // of the run's randomness was drawn before.
+        self.buggify_salt = on.then(|| Rng::seeded(self.seed ^ 0xb066_1f1e).next_u64());
+    }
+
+    /// Which of the adversarial switches this run has on.
+    pub fn adversary(&self) -> Adversary {
+        self.adversary
+    }
+
+    /// Declares that every thread layout runs `blocks` on one thread (so
+    /// signals among them keep their order, and signals from them to
+    /// another thread share one lane). Without it each block instance is a
+    /// thread of its own. Matters only with reordering on.
+    pub fn share_thread(&mut self, blocks: &[BlockNumber]) {
+        let group = self.shared_threads.values().max().map_or(0, |g| g + 1);
+        for &block in blocks {
+            self.shared_threads.insert(block, group);
+        }
+    }
+
+    fn thread_of(&self, block: BlockRef) -> Thread {
+        match self.shared_threads.get(&block.block) {
+            Some(&group) => Thread::Shared(group),
+            None => Thread::Block(block.block, block.instance),
         }
     }
 
@@ -252,6 +382,8 @@ impl Simulation {
                 notice_block: BlockNumber::MEMBERSHIP,
                 down_reason: None,
                 shutdowns: 0,
+                lanes: BTreeMap::new(),
+                lane_run_queued: false,
             },
         );
         self.boot(node);
@@ -409,6 +541,8 @@ impl Simulation {
         sim_node.up = false;
         sim_node.paused = false;
         sim_node.held.clear();
+        sim_node.lanes.clear();
+        sim_node.lane_run_queued = false;
         sim_node.incarnation += 1;
         sim_node.blocks.clear();
         sim_node.down_reason = Some(reason.clone());
@@ -525,6 +659,7 @@ impl Simulation {
             Event::Timer { block, .. } => Some(block.node),
             Event::DisconnectNotice { at, .. } => Some(*at),
             Event::TryConnect { a, b } => Some(if self.is_paused(*a) { *a } else { *b }),
+            Event::RunLane { node, .. } => Some(*node),
             Event::Restart { .. } => None,
         };
         if let Some(node) = waits_for.filter(|n| self.is_paused(*n)) {
@@ -576,8 +711,56 @@ impl Simulation {
                 }
             }
             Event::Restart { node } => self.restart(node),
+            Event::RunLane { node, incarnation } => self.run_lane(node, incarnation),
         }
         true
+    }
+
+    /// Queues `signal` on its lane of the receiving node and makes sure a
+    /// `RunLane` follows (reordering on).
+    fn enqueue(&mut self, from: Thread, signal: Signal) {
+        let node = signal.receiver.node;
+        let to = self.thread_of(signal.receiver);
+        let now = self.now;
+        let Some(n) = self.nodes.get_mut(&node) else {
+            return;
+        };
+        n.lanes.entry((from, to)).or_default().push_back(signal);
+        if !n.lane_run_queued {
+            n.lane_run_queued = true;
+            let incarnation = n.incarnation;
+            self.push(now, Event::RunLane { node, incarnation });
+        }
+    }
+
+    /// Runs the head of one non-empty lane of `node`, the lane chosen by
+    /// the seed.
+    fn run_lane(&mut self, node: NodeId, incarnation: u32) {
+        if !self.incarnation_is(node, incarnation) {
+            return;
+        }
+        let n = self.nodes.get(&node).expect("an up node exists");
+        let count = n.lanes.len() as u64;
+        if count == 0 {
+            self.nodes.get_mut(&node).expect("exists").lane_run_queued = false;
+            return;
+        }
+        let pick = self.rng.below(count) as usize;
+        let n = self.nodes.get_mut(&node).expect("exists");
+        let lane = *n.lanes.keys().nth(pick).expect("picked below the count");
+        let queue = n.lanes.get_mut(&lane).expect("exists");
+        let signal = queue.pop_front().expect("lanes kept are not empty");
+        if queue.is_empty() {
+            n.lanes.remove(&lane);
+        }
+        // The next turn, after the other events of this instant.
+        let more = !n.lanes.is_empty();
+        n.lane_run_queued = more;
+        if more {
+            let now = self.now;
+            self.push(now, Event::RunLane { node, incarnation });
+        }
+        self.run_block(signal.receiver, Some(signal));
     }
 
     fn incarnation_is(&self, node: NodeId, incarnation: u32) -> bool {
@@ -599,6 +782,16 @@ impl Simulation {
             sender: BlockRef::new(node, BlockNumber::PROCESS, 0),
             body,
         };
+        if self.adversary.reorder {
+            // Behind what the connection delivered before it (the
+            // transport's receive thread reports the close after its bytes).
+            let peer = match signal.body {
+                SignalBody::NodeConnected { node: peer }
+                | SignalBody::NodeDisconnected { node: peer } => peer,
+                _ => node,
+            };
+            return self.enqueue(Thread::Peer(peer), signal);
+        }
         self.run_block(receiver, Some(signal));
     }
 
@@ -617,6 +810,10 @@ impl Simulation {
                     receiver.node
                 ));
                 return;
+            }
+            if self.adversary.reorder {
+                let from = Thread::Peer(signal.sender.node);
+                return self.enqueue(from, signal);
             }
         }
         self.run_block(receiver, Some(signal));
@@ -648,13 +845,15 @@ impl Simulation {
         let now = self.now;
         let mut outbox = std::mem::take(&mut self.outbox);
         outbox.clear();
+        let mut fired = Vec::new();
         {
             let node = self.nodes.get_mut(&address.node).expect("checked above");
             let block = node
                 .blocks
                 .get_mut(&(address.block, address.instance))
                 .expect("checked above");
-            let mut ctx = Context::new(now, address, &mut outbox, &mut node.rng);
+            let mut ctx = Context::new(now, address, &mut outbox, &mut node.rng)
+                .with_buggify(self.buggify_salt);
             match signal {
                 None => block.start(&mut ctx),
                 Some(signal) => block.execute(signal, &mut ctx),
@@ -664,6 +863,12 @@ impl Simulation {
             if cfg!(debug_assertions) {
                 block.check_invariants();
             }
+            fired.extend_from_slice(ctx.buggify_fired());
+        }
+        for site in fired {
+            let site = format!("{}:{}", site.file(), site.line());
+            self.record(format!("buggify {address} at {site}"));
+            *self.buggify_fired.entry(site).or_default() += 1;
         }
         for output in outbox.drain(..) {
             self.carry_out(address.node, output);
@@ -713,6 +918,10 @@ impl Simulation {
             return;
         };
         let incarnation = receiver.incarnation;
+        if from == to && self.adversary.reorder && receiver.up {
+            let from = self.thread_of(signal.sender);
+            return self.enqueue(from, signal);
+        }
         if from == to {
             let at = self.now;
             self.push(

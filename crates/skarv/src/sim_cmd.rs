@@ -4,10 +4,12 @@
 //! every block, data, a workload, every fault kind); `--scenario
 //! membership` runs the membership-only one.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use datanode::simulation::cluster::{whole_scenario, FaultKind, ScenarioOptions, WholeReport};
 use datanode::simulation::{random_scenario, ScenarioReport};
+use kernel::simulator::Adversary;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Scenario {
@@ -49,6 +51,13 @@ pub struct SimArgs {
     /// Time limit of --soak.
     #[arg(long, default_value_t = 60)]
     seconds: u64,
+    /// Whole cluster: deliver a node's signals in one FIFO instead of per
+    /// (sender thread, receiver thread) pair in an order the seed chooses.
+    #[arg(long)]
+    no_reorder: bool,
+    /// Whole cluster: leave the blocks' buggify points off.
+    #[arg(long)]
+    no_buggify: bool,
 }
 
 fn print_report(report: &ScenarioReport) {
@@ -68,6 +77,9 @@ fn print_report(report: &ScenarioReport) {
 fn print_whole(report: &WholeReport) {
     for fault in &report.faults {
         println!("  {fault}");
+    }
+    for (site, times) in &report.buggify_fired {
+        println!("  buggify {site}: fired {times} times");
     }
     let s = &report.stats;
     println!(
@@ -97,10 +109,11 @@ fn print_whole(report: &WholeReport) {
         Err(e) => format!("FAILED: {e}"),
     };
     println!(
-        "seed {}: {} data nodes, {} replicas: {verdict} ({} steps, {:.1} s simulated, trace hash {:016x})",
+        "seed {}: {} data nodes, {} replicas, {}: {verdict} ({} steps, {:.1} s simulated, trace hash {:016x})",
         report.seed,
         report.data_nodes,
         report.replicas,
+        report.adversary,
         report.steps,
         report.sim_time.as_secs_f64(),
         report.trace_hash
@@ -112,6 +125,10 @@ fn options(args: &SimArgs) -> Result<ScenarioOptions, String> {
         rounds: args.rounds,
         steps_max: args.steps,
         trace: args.trace,
+        adversary: Adversary {
+            reorder: !args.no_reorder,
+            buggify: !args.no_buggify,
+        },
         ..ScenarioOptions::default()
     };
     if !args.faults.is_empty() {
@@ -152,15 +169,23 @@ fn replay_command(args: &SimArgs, seed: u64) -> String {
     if let (Some(nodes), Some(replicas)) = (args.nodes, args.replicas) {
         line += &format!(" --nodes {nodes} --replicas {replicas}");
     }
+    if args.no_reorder {
+        line += " --no-reorder";
+    }
+    if args.no_buggify {
+        line += " --no-buggify";
+    }
     line
 }
 
-/// Runs one seed; `Err` carries the failure.
+/// Runs one seed; `Err` carries the failure. Adds the buggify points that
+/// fired to `fired`.
 fn run_one(
     args: &SimArgs,
     options: &ScenarioOptions,
     seed: u64,
     print: bool,
+    fired: &mut BTreeMap<String, u64>,
 ) -> Result<(), String> {
     match args.scenario {
         Scenario::Whole => {
@@ -170,6 +195,9 @@ fn run_one(
                     println!("{line}");
                 }
                 print_whole(&report);
+            }
+            for (site, times) in &report.buggify_fired {
+                *fired.entry(site.clone()).or_default() += times;
             }
             report.result
         }
@@ -198,7 +226,8 @@ pub fn run(args: SimArgs) -> Result<(), String> {
     let seed = args
         .seed
         .ok_or("give --seed N to replay a run, or --soak")?;
-    run_one(&args, &options, seed, true).map_err(|e| format!("seed {seed} failed: {e}"))
+    run_one(&args, &options, seed, true, &mut BTreeMap::new())
+        .map_err(|e| format!("seed {seed} failed: {e}"))
 }
 
 fn soak(args: &SimArgs, options: &ScenarioOptions) -> Result<(), String> {
@@ -210,6 +239,7 @@ fn soak(args: &SimArgs, options: &ScenarioOptions) -> Result<(), String> {
         .unwrap_or(0)
         .wrapping_mul(1_000_003);
     let mut runs = 0u64;
+    let mut fired = BTreeMap::new();
     // A soak prints only the failing run, never a whole trace.
     let quiet = ScenarioOptions {
         trace: false,
@@ -218,7 +248,7 @@ fn soak(args: &SimArgs, options: &ScenarioOptions) -> Result<(), String> {
     while started.elapsed() < limit {
         let seed = first.wrapping_add(runs);
         runs += 1;
-        if run_one(args, &quiet, seed, false).is_err() {
+        if run_one(args, &quiet, seed, false, &mut fired).is_err() {
             return Err(format!(
                 "seed {seed} failed after {runs} runs; replay with `{}`",
                 replay_command(args, seed)
@@ -226,8 +256,12 @@ fn soak(args: &SimArgs, options: &ScenarioOptions) -> Result<(), String> {
         }
     }
     println!(
-        "soak: {runs} seeds passed in {} s",
-        started.elapsed().as_secs()
+        "soak: {runs} seeds passed in {} s ({})",
+        started.elapsed().as_secs(),
+        options.adversary
     );
+    for (site, times) in &fired {
+        println!("  buggify {site}: fired {times} times");
+    }
     Ok(())
 }

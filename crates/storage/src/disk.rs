@@ -55,6 +55,10 @@ pub trait Disk: Send {
     fn exists(&self, path: &Path) -> io::Result<bool>;
     /// Makes the directory's entries durable (fsync of the directory).
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    /// Buggify (simulation only): the next write to a file whose name
+    /// contains `name_part` fails with an I/O error. A real disk has no
+    /// fault hooks: nothing happens.
+    fn fail_next_write_to(&self, _name_part: &str) {}
 }
 
 /// An open file. Offsets are absolute; there is no cursor.
@@ -314,6 +318,8 @@ struct SimState {
     /// Bytes that may still be written before writes fail as "disk full".
     write_budget_bytes: Option<u64>,
     fail_next_sync: bool,
+    /// The next write to a file whose name contains this fails.
+    fail_write_to: Option<String>,
     stats: SimDiskStats,
 }
 
@@ -415,6 +421,7 @@ impl SimDisk {
                 generation: 0,
                 write_budget_bytes: None,
                 fail_next_sync: false,
+                fail_write_to: None,
                 stats: SimDiskStats::default(),
             })),
         }
@@ -507,6 +514,7 @@ impl SimDisk {
         let mut state = self.lock();
         state.write_budget_bytes = None;
         state.fail_next_sync = false;
+        state.fail_write_to = None;
     }
 
     /// Flips every bit of the byte at `offset`, durably (media corruption).
@@ -611,6 +619,10 @@ fn disk_full(path: &Path) -> io::Error {
 }
 
 impl Disk for SimDisk {
+    fn fail_next_write_to(&self, name_part: &str) {
+        self.lock().fail_write_to = Some(name_part.to_owned());
+    }
+
     fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn DiskFile>> {
         let mut state = self.lock();
         if !state.parent_exists(path) {
@@ -787,6 +799,18 @@ impl DiskFile for SimFile {
     fn write_at(&mut self, offset: u64, data: &[u8]) -> io::Result<()> {
         self.check_writable()?;
         self.with(|state, id| {
+            let named = |part: &String| {
+                self.path
+                    .file_name()
+                    .is_some_and(|n| n.to_string_lossy().contains(part.as_str()))
+            };
+            if state.fail_write_to.as_ref().is_some_and(named) {
+                state.fail_write_to = None;
+                return Err(io::Error::other(format!(
+                    "{}: simulated write failure (EIO)",
+                    self.path.display()
+                )));
+            }
             let granted = state.charge(data.len() as u64) as usize;
             state.stats.writes += 1;
             state.stats.bytes_written += granted as u64;

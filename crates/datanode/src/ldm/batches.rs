@@ -175,7 +175,11 @@ impl KeyBatches {
             keep_spare(&mut self.spare, ops);
         }
         batch.count += 1;
-        if batch.count >= KEY_BATCH_ENTRIES_MAX || batch.bytes() >= KEY_BATCH_BYTES_MAX {
+        // Buggify: a batch leaves early, as if full.
+        if batch.count >= KEY_BATCH_ENTRIES_MAX
+            || batch.bytes() >= KEY_BATCH_BYTES_MAX
+            || ctx.buggify()
+        {
             send_forwards(batch, me, stats, ctx);
         } else {
             self.flush_later(me, ctx);
@@ -243,7 +247,11 @@ impl KeyBatches {
                 put_key_conf(&mut batch.entries, tx_id, ok_in_order, &self.part);
             }
             batch.count += 1;
-            if batch.count >= KEY_BATCH_ENTRIES_MAX || batch.bytes() >= KEY_BATCH_BYTES_MAX {
+            // Buggify: a batch leaves early, as if full.
+            if batch.count >= KEY_BATCH_ENTRIES_MAX
+                || batch.bytes() >= KEY_BATCH_BYTES_MAX
+                || ctx.buggify()
+            {
                 send_answers(batch, me, stats, ctx);
             } else {
                 self.flush_later(me, ctx);
@@ -268,6 +276,11 @@ impl KeyBatches {
     /// Sends every batch gathered (the `Continue` note came back).
     pub(super) fn flush(&mut self, me: BlockRef, stats: &mut LdmStats, ctx: &mut Context<'_>) {
         self.flush_due = false;
+        if ctx.buggify() {
+            // Buggify: the flush comes later, after more of the thread's
+            // signals (and more entries) than usual.
+            return self.flush_later(me, ctx);
+        }
         for batch in &mut self.forwards[..self.forwards_used] {
             send_forwards(batch, me, stats, ctx);
         }

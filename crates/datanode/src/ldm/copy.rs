@@ -603,6 +603,13 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                     self.end_copy(slot, 0, String::new(), ctx);
                     return;
                 }
+                if ctx.buggify_ppm(super::BUGGIFY_COPY_FAIL_PPM) {
+                    // Buggify: the source fails mid-fragment (temporarily);
+                    // the starting node asks for the fragment again.
+                    let message = "buggify: copy source failed mid-fragment".to_owned();
+                    self.end_copy(slot, error::OUT_OF_LDM_OPERATIONS, message, ctx);
+                    return;
+                }
                 out.phase = OutPhase::Sent {
                     answers_left: out.op_count,
                 };

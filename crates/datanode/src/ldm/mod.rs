@@ -94,6 +94,15 @@ pub const REDO_WRITE_DELAY: Duration = Duration::from_millis(1);
 /// Above this share of the redo log part in use, new writes are refused
 /// (error 410) so that commits of running transactions always find room.
 pub const REDO_HIGH_WATER_PERCENT: u64 = 80;
+/// Buggify rates (`Context::buggify_ppm`, simulation only) of the LDM's
+/// rare branches, per chance where a point is active in a run: the redo
+/// log refusing writes (410) for one signal's execution; the request
+/// limit refusing a request (1217); a copy source ending a fragment's copy
+/// midway with a temporary error; a local checkpoint's file write failing.
+pub(crate) const BUGGIFY_REDO_FULL_PPM: u32 = 20_000;
+pub(crate) const BUGGIFY_LIMIT_PPM: u32 = 20_000;
+pub(crate) const BUGGIFY_COPY_FAIL_PPM: u32 = 100_000;
+pub(crate) const BUGGIFY_LCP_WRITE_PPM: u32 = 50_000;
 /// At this share of the redo log part in use a local checkpoint starts.
 pub const LCP_REDO_TRIGGER_PERCENT: u64 = 50;
 /// Time between two steps of a running local checkpoint.
@@ -285,6 +294,10 @@ pub struct LdmBlock<D> {
     pending_commits: Vec<PendingCommit>,
     grants: Vec<Grant>,
     redo_write_armed: bool,
+    /// Buggify: this signal's execution sees the redo log part over its
+    /// high water (every write refused with 410). Always false in the
+    /// real runtime.
+    redo_full_buggified: bool,
     lcp_step_armed: bool,
     /// The GCI the running checkpoint last asked the master to hurry:
     /// asked once per GCI, not on every step that finds it waiting.
@@ -341,6 +354,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             live: crate::live_map::LiveMap::new(config.placement.clone()),
             config,
             disk,
+            redo_full_buggified: false,
             instance: None,
             schema: LocalSchema::default(),
             txs: stdx::IdMap::default(),
@@ -1150,6 +1164,11 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         } else {
             self.config.ldm.lcp_pages_per_step
         };
+        if ctx.buggify_ppm(BUGGIFY_LCP_WRITE_PPM) {
+            // Buggify: the next checkpoint file write fails (simulated
+            // disks only; a real disk ignores it).
+            self.disk.fail_next_write_to("-lcp");
+        }
         match instance.lcp_step_pages(pages) {
             Ok(LcpProgress::Idle) => {}
             Ok(LcpProgress::Writing { .. }) => self.arm_lcp_step(ctx, LCP_STEP_DELAY),
@@ -1269,6 +1288,7 @@ impl<D: Disk + Clone + Send + 'static> Block for LdmBlock<D> {
     }
 
     fn execute(&mut self, signal: Signal, ctx: &mut Context<'_>) {
+        self.redo_full_buggified = ctx.buggify_ppm(BUGGIFY_REDO_FULL_PPM);
         let sender = signal.sender;
         let local_dictionary =
             sender.node == self.config.node && sender.block == BlockNumber::DICTIONARY;

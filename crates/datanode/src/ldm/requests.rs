@@ -36,8 +36,8 @@ use super::batches::{gathers_answers, KeyBatches};
 use super::encoded::{put_all_columns, put_column, Gathered, RowSink};
 use super::op_id;
 use super::{
-    tx_record, LdmBlock, LdmBlockConfig, LdmStats, LocalSchema, LDM_OPS_MAX, LDM_REQUESTS_MAX,
-    LDM_TRANSACTIONS_MAX, REDO_HIGH_WATER_PERCENT,
+    tx_record, LdmBlock, LdmBlockConfig, LdmStats, LocalSchema, BUGGIFY_LIMIT_PPM, LDM_OPS_MAX,
+    LDM_REQUESTS_MAX, LDM_TRANSACTIONS_MAX, REDO_HIGH_WATER_PERCENT,
 };
 
 /// A run of committed reads of one fragment, parsed once.
@@ -327,8 +327,15 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         // The views of a short batch are kept as it is read: a batch of
         // committed reads is then parsed once here.
         let mut views: ReadRun<'_> = SmallVec::new();
-        let path =
-            self.classify_key_req(sender, tx_id, tc, &mut chain, &ops, commit_gci, &mut views);
+        let path = match self
+            .classify_key_req(sender, tx_id, tc, &mut chain, &ops, commit_gci, &mut views)
+        {
+            // Buggify: the LDM request limit (1217), as under a burst.
+            KeyReqPath::Queue { .. } if ctx.buggify_ppm(BUGGIFY_LIMIT_PPM) => {
+                KeyReqPath::Refuse(error::OUT_OF_LDM_OPERATIONS)
+            }
+            path => path,
+        };
         let (unused, ran) = match path {
             KeyReqPath::Drop => {
                 drop(views);
@@ -813,6 +820,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             instance,
             scratch,
             restart,
+            redo_full_buggified,
             ..
         } = self;
         let table = match checked_table(schema, alter, config, op) {
@@ -824,7 +832,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         };
         let instance = instance.as_mut().expect("open");
         let writes = h.kind != OpKind::Read;
-        if writes && redo_over_high_water(instance) {
+        if writes && (redo_over_high_water(instance) || *redo_full_buggified) {
             out.error(h.op_index, error::REDO_OVERLOADED);
             return (Step::Answered, None);
         }

@@ -58,7 +58,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use config::Placement;
-use kernel::simulator::{NetworkSettings, Simulation};
+use kernel::simulator::{Adversary, NetworkSettings, Simulation};
 use kernel::{Block, Context, Instant, Rng};
 use mgmd::Arbitrator;
 use proto::error::{self, ErrorClass};
@@ -156,6 +156,9 @@ pub struct WholeSpec {
     /// it gone, all at or below it there); see the module doc. Off: only
     /// the GCI reported complete before the outage is checked.
     pub exact_system_restart: bool,
+    /// Per thread-pair signal order and buggify (`kernel::simulator`);
+    /// off by default, so that seeds recorded before keep their runs.
+    pub adversary: Adversary,
 }
 
 impl Default for WholeSpec {
@@ -177,6 +180,7 @@ impl Default for WholeSpec {
             deadlock_timeout: Duration::from_millis(300),
             network: NetworkSettings::default(),
             exact_system_restart: true,
+            adversary: Adversary::default(),
         }
     }
 }
@@ -485,6 +489,19 @@ impl ClientState {
         self.violations
             .push(format!("at {:.3} s: {text}", now.as_nanos() as f64 / 1e9));
     }
+}
+
+/// The first temporary per-op error of a result batch. The harness's
+/// committed reads ignore errors (`IGNORE_ERROR`, to see missing rows), so
+/// a transaction of them commits with an op refused for a while (the LDM
+/// request limit, 1217): asked again, as a refused transaction is.
+fn temporary_op_error(results: &[u8]) -> Option<u32> {
+    let reader = ResultReader::new(results).ok()?;
+    let code = reader
+        .iter()
+        .map(|r| r.code)
+        .find(|&code| code != 0 && error::class(code) == ErrorClass::Temporary);
+    code
 }
 
 /// Reads the values of a result batch: per op, `Some(v)`, or `None` when
@@ -855,6 +872,9 @@ impl Client {
                 if let Err(e) = s.epochs.commit(&what, epoch, f.floor, &[]) {
                     s.violation(now, e);
                 }
+                if let Some(code) = temporary_op_error(&results) {
+                    return Self::refused(s, now, tx_id, code, None);
+                }
                 match read_values(&results) {
                     Ok(values) => {
                         let missing = values.iter().filter(|v| v.is_none()).count();
@@ -1079,6 +1099,15 @@ impl WholeCluster {
         assert!(spec.replicas > 0 && spec.data_nodes.is_multiple_of(spec.replicas));
         let mut sim = Simulation::new(seed);
         sim.network = spec.network.clone();
+        sim.set_reorder(spec.adversary.reorder);
+        sim.set_buggify(spec.adversary.buggify);
+        // Every ThreadConfig runs these on `main` (node.rs); each TC and
+        // LDM instance may have a thread of its own.
+        sim.share_thread(&[
+            BlockNumber::MEMBERSHIP,
+            BlockNumber::DICTIONARY,
+            BlockNumber::DISTRIBUTION,
+        ]);
         let data_nodes: Vec<NodeId> = (0..spec.data_nodes)
             .map(|i| NodeId::new(2 + i).expect("nonzero"))
             .collect();
@@ -1320,6 +1349,11 @@ impl WholeCluster {
                 .collect();
             let ops = self.client().batch(kind, &ops);
             match self.request(tc_flags::START | tc_flags::COMMIT, ops)? {
+                Ok((_, results)) if temporary_op_error(&results).is_some() => {
+                    let code = temporary_op_error(&results).unwrap_or_default();
+                    last = format!("op error {code}");
+                    self.run_checked(Duration::from_millis(50))?;
+                }
                 Ok((_, results)) => return read_values(&results),
                 Err(code) if error::class(code) == ErrorClass::Temporary => {
                     last = format!("error {code}");
@@ -1845,6 +1879,10 @@ pub struct WholeReport {
     pub least_started: usize,
     /// Commits acknowledged after the first fault began.
     pub committed_after_faults: u64,
+    /// The switches the run had on: part of what replays it.
+    pub adversary: Adversary,
+    /// How often each buggify point fired, by "file:line".
+    pub buggify_fired: BTreeMap<String, u64>,
     pub result: Result<(), String>,
 }
 
@@ -1881,6 +1919,9 @@ pub struct ScenarioOptions {
     /// (data nodes, replicas); `None`: chosen from the seed.
     pub shape: Option<(u8, u8)>,
     pub trace: bool,
+    /// Per thread-pair order and buggify; off by default (the seeds kept as
+    /// tests were found without), on in `skarv sim`.
+    pub adversary: Adversary,
 }
 
 impl Default for ScenarioOptions {
@@ -1891,6 +1932,7 @@ impl Default for ScenarioOptions {
             kinds: FaultKind::ALL.to_vec(),
             shape: None,
             trace: false,
+            adversary: Adversary::default(),
         }
     }
 }
@@ -1925,6 +1967,7 @@ pub fn whole_scenario(seed: u64, options: &ScenarioOptions) -> (WholeReport, Vec
         spec.data_nodes = data_nodes;
         spec.replicas = replicas;
     }
+    spec.adversary = options.adversary;
     let (data_nodes, replicas) = (spec.data_nodes, spec.replicas);
     let mut kinds = Vec::new();
     let (result, cluster) = match WholeCluster::new(seed, spec) {
@@ -1986,6 +2029,10 @@ pub fn whole_scenario(seed: u64, options: &ScenarioOptions) -> (WholeReport, Vec
         .as_ref()
         .map_or((Vec::new(), 0), |c| (c.outages.clone(), c.lost_by_restart));
     let least_started = cluster.as_ref().and_then(|c| c.least_started).unwrap_or(0);
+    let buggify_fired = cluster
+        .as_ref()
+        .map(|c| c.sim.buggify_fired().clone())
+        .unwrap_or_default();
     let committed_after_faults = cluster
         .as_ref()
         .and_then(|c| c.committed_before_faults)
@@ -2005,7 +2052,10 @@ pub fn whole_scenario(seed: u64, options: &ScenarioOptions) -> (WholeReport, Vec
         lost_by_restart,
         least_started,
         committed_after_faults,
-        result,
+        adversary: options.adversary,
+        buggify_fired,
+        // The switches replay the seed as much as the seed does.
+        result: result.map_err(|e| format!("{e} [{}]", options.adversary)),
     };
     (report, lines)
 }

@@ -409,7 +409,12 @@ impl TcBlock {
     pub(crate) fn arm_sweep(&mut self, ctx: &mut Context<'_>) {
         if !self.sweep_armed {
             self.sweep_armed = true;
-            ctx.set_timer(self.sweep_interval(), TIMER_SWEEP);
+            // Buggify: a sweep soon, to race the answers in flight.
+            let after = match ctx.buggify() {
+                true => Duration::from_micros(ctx.random() % 1_000),
+                false => self.sweep_interval(),
+            };
+            ctx.set_timer(after, TIMER_SWEEP);
         }
     }
 
@@ -426,9 +431,12 @@ impl TcBlock {
         let mut waiting = false;
         let mut expired: Vec<u32> = Vec::new();
         for slot in self.transactions.used_slots() {
-            if let Some(deadline) = self.transactions.get(slot).waiting_deadline() {
+            let tx = self.transactions.get(slot);
+            if let Some(deadline) = tx.waiting_deadline() {
                 waiting = true;
-                if now >= deadline {
+                // Buggify: a one-phase commit times out while its LDM's
+                // answer is on the way (as after a long stall of that LDM).
+                if now >= deadline || (tx.is_one_phase() && ctx.buggify()) {
                     expired.push(slot);
                 }
             }
