@@ -33,7 +33,7 @@ use crate::distribution::{Distribution, DistributionConfig};
 use crate::ldm::{LdmBlock, LdmBlockConfig, LCP_INTERVAL_DEFAULT};
 use crate::membership::{Membership, MembershipConfig};
 use crate::tc::{TcBlock, TcConfig};
-use storage::disk::RealDisk;
+use storage::disk::{RealDisk, SlowDisk};
 use storage::ldm::LdmConfig;
 
 /// Exit status that asks the angel for a restart.
@@ -168,7 +168,7 @@ pub fn run(options: &NodeOptions) -> Result<NodeExit, NodeError> {
         ldm_instances: placement.ldm_instances(),
     })
     .with_sysfile(
-        Box::new(RealDisk),
+        Box::new(node_disk(node)?),
         me.data_dir.join(format!("ndb_{node}_fs")),
         placement.node_groups().to_vec(),
     )
@@ -178,7 +178,7 @@ pub fn run(options: &NodeOptions) -> Result<NodeExit, NodeError> {
             node,
             schema_dir: dictionary::schema_dir(&me.data_dir, node),
         },
-        Box::new(RealDisk),
+        Box::new(node_disk(node)?),
     )
     .map_err(|e| NodeError::Start {
         node,
@@ -316,6 +316,7 @@ fn ldm_blocks(
         )));
     }
     let fs_dir = me.data_dir.join(format!("ndb_{node}_fs"));
+    let disk = node_disk(node)?;
     Ok((0..instances)
         .map(|instance| {
             let mut ldm = LdmConfig::new(instance, fs_dir.join(format!("ldm{instance}")));
@@ -335,7 +336,7 @@ fn ldm_blocks(
                     ldm,
                     lcp_interval: LCP_INTERVAL_DEFAULT,
                 },
-                RealDisk,
+                disk,
             );
             BlockPlacement {
                 address: block.address(),
@@ -792,4 +793,19 @@ mod tests {
             }
         }
     }
+}
+
+/// The node's disk: the real one, with syncs made slower by the hidden
+/// `SKARV_SLOW_SYNC_MS` (`storage::disk::SLOW_SYNC_ENV`), for measurements
+/// of a slow disk only.
+fn node_disk(node: NodeId) -> Result<SlowDisk<RealDisk>, NodeError> {
+    let disk = SlowDisk::from_env(RealDisk).map_err(|what| NodeError::Start { node, what })?;
+    if !disk.sync_delay().is_zero() {
+        tracing::warn!(
+            "node {node}: every sync takes {:?} more ({}): a measurement of a slow disk",
+            disk.sync_delay(),
+            storage::disk::SLOW_SYNC_ENV
+        );
+    }
+    Ok(disk)
 }

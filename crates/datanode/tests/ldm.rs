@@ -15,7 +15,7 @@ use config::Placement;
 use datanode::dictionary::{schema_dir, Dictionary, DictionaryConfig, ERROR_UNSUPPORTED_ALTER};
 use datanode::ldm::{LdmBlock, LdmBlockConfig};
 use datanode::membership::{Membership, MembershipConfig};
-use kernel::simulator::Simulation;
+use kernel::simulator::{IoSettings, Simulation};
 use kernel::{Block, Context, Rng};
 use proto::error;
 use proto::ops::{LockMode, OpBatchWriter, OpHeader, OpKind, KEY_INFO, NO_INDEX};
@@ -1104,6 +1104,8 @@ fn a_failed_fsync_of_a_global_checkpoint_shuts_the_node_down() {
     c.end(0x50, Some(2));
     c.disks[&n].fail_next_sync();
     c.inject(ldm(n), SignalBody::GcpSaveReq { gci: 2 });
+    // The sync runs on an io thread: its failure comes back with its FsConf.
+    c.settle();
     let signals = c.take();
     assert!(
         !signals
@@ -1116,6 +1118,57 @@ fn a_failed_fsync_of_a_global_checkpoint_shuts_the_node_down() {
     assert_eq!(summary.shutdowns, 1);
     let reason = summary.down_reason.unwrap();
     assert!(reason.contains("cannot make GCI 2 durable"), "{reason}");
+}
+
+/// The redo sync of a global checkpoint runs on an io thread: while it is
+/// in flight (a slow disk: 200 ms here) the instance goes on reading and
+/// writing, and `GcpSaveConf` comes only once the sync completed, with
+/// the GCI durable in the redo log part by then and not before.
+#[test]
+fn key_operations_go_on_while_a_redo_sync_is_in_flight() {
+    let mut c = Cluster::start(19, 1);
+    c.create_table();
+    let n = node(2);
+    let slow = Duration::from_millis(200);
+    c.sim.io = IoSettings {
+        latency_min: slow,
+        latency_max: slow,
+    };
+    c.run_ops(0x60, &[Op::write(OpKind::Insert, 1, 1)]);
+    c.end(0x60, Some(2));
+    let saved = |signals: &[Signal]| {
+        signals
+            .iter()
+            .any(|s| s.body == SignalBody::GcpSaveConf { gci: 2 })
+    };
+    c.inject(ldm(n), SignalBody::GcpSaveReq { gci: 2 });
+    let asked_at = c.sim.now();
+    c.sim.run_for(Duration::from_millis(5));
+    assert!(!saved(&c.take()), "not confirmed before the sync completed");
+    // Reads and writes of later GCIs go on meanwhile, answered at once.
+    let read = c.run_ops(0x61, &[Op::read(1, LockMode::Shared)]);
+    assert_eq!(read[0].code, 0);
+    c.end(0x61, Some(3));
+    let written = c.run_ops(0x62, &[Op::write(OpKind::Update, 1, 7)]);
+    assert_eq!(written[0].code, 0);
+    c.end(0x62, Some(3));
+    assert!(
+        c.sim.now() < asked_at + slow,
+        "all of it before the sync completed"
+    );
+    let instance = c.ldm_block(n).storage().unwrap();
+    assert!(instance.flush_in_flight());
+    assert!(
+        instance.durable_gci().is_none_or(|d| d < 2),
+        "GCI 2 is not durable before its sync completed"
+    );
+    assert!(!saved(&c.take()), "still not confirmed");
+    c.sim.run_for(slow);
+    assert!(saved(&c.take()), "confirmed once the sync completed");
+    let instance = c.ldm_block(n).storage().unwrap();
+    assert!(!instance.flush_in_flight());
+    assert_eq!(instance.durable_gci(), Some(2));
+    assert_eq!(c.ldm_block(n).stats().gcp_saves, 1);
 }
 
 impl Cluster {

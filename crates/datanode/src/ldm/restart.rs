@@ -86,6 +86,15 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             .iter()
             .map(|&(t, p)| (self.schema.tables[&t].clone(), p))
             .collect();
+        assert!(
+            self.redo_flush.is_none(),
+            "node {} LDM instance {}: a redo flush before the system restart chose its GCI",
+            self.config.node,
+            self.config.instance
+        );
+        // Reopening reads and voids files: nothing is served yet.
+        let _restore =
+            storage::disk::allow_sync("restore to the restart GCI: nothing is served yet");
         // The open instance holds the redo log part's files: close it first.
         self.instance = None;
         let config = self.config.ldm.clone();
