@@ -1171,6 +1171,58 @@ fn key_operations_go_on_while_a_redo_sync_is_in_flight() {
     assert_eq!(c.ldm_block(n).stats().gcp_saves, 1);
 }
 
+/// A local checkpoint's file syncs (finishing the LCP, the redo trim's
+/// control file) run on an io thread: on a slow disk the checkpoint
+/// completes only after them, while key operations are answered at once.
+#[test]
+fn a_local_checkpoint_completes_after_its_syncs_and_key_operations_go_on() {
+    let mut c = Cluster::start(20, 1);
+    c.create_table();
+    let n = node(2);
+    let slow = Duration::from_millis(200);
+    c.sim.io = IoSettings {
+        latency_min: slow,
+        latency_max: slow,
+    };
+    c.run_ops(0x70, &[Op::write(OpKind::Insert, 1, 1)]);
+    c.end(0x70, Some(2));
+    c.inject(ldm(n), SignalBody::GcpSaveReq { gci: 2 });
+    c.sim.run_for(slow + Duration::from_millis(10));
+    assert!(c
+        .take()
+        .iter()
+        .any(|s| s.body == SignalBody::GcpSaveConf { gci: 2 }));
+    // The node's sysfile keeps GCI 2 (as its distribution block says), so
+    // an LCP holding it may complete.
+    c.sim.inject(Signal {
+        receiver: ldm(n),
+        sender: BlockRef::new(n, BlockNumber::DISTRIBUTION, 0),
+        body: SignalBody::GcpCompleteRep { gci: 2 },
+    });
+    // The checkpoint interval of this harness starts one soon.
+    let deadline = c.sim.now() + Duration::from_secs(3);
+    while c.ldm_block(n).stats().lcps_started == 0 && c.sim.now() < deadline {
+        c.sim.run_for(Duration::from_millis(1));
+    }
+    assert_eq!(c.ldm_block(n).stats().lcps_started, 1);
+    let started = c.sim.now();
+    for round in 0..5 {
+        let answer = c.run_ops(0x71 + round, &[Op::read(1, LockMode::Committed)]);
+        assert_eq!(answer[0].code, 0);
+    }
+    assert!(
+        c.sim.now() < started + slow,
+        "answered while the sync is in flight"
+    );
+    assert_eq!(
+        c.ldm_block(n).stats().lcps_completed,
+        0,
+        "not complete before its files are synced"
+    );
+    c.sim.run_for(3 * slow);
+    assert_eq!(c.ldm_block(n).stats().lcps_completed, 1);
+}
+
 impl Cluster {
     /// Sends an ALTER TABLE of the test table to the dictionary of the
     /// first node; does not run the simulation.

@@ -590,6 +590,39 @@ impl RedoSync {
     }
 }
 
+/// The control file write of a begun trim ([`RedoLog::begin_trim`]), to
+/// run on any thread.
+#[derive(Debug)]
+pub struct RedoTrim {
+    part: u32,
+    temp: PathBuf,
+    path: PathBuf,
+    bytes: [u8; CONTROL_BYTES],
+    /// The new tail.
+    upto: u64,
+}
+
+impl RedoTrim {
+    /// Writes the control file naming the new tail atomically (temporary
+    /// file, fsync, rename, directory fsync) on `disk`, the log's.
+    pub fn run(&self, disk: &dyn Disk) -> Result<(), String> {
+        crate::disk::write_file_atomically(disk, &self.temp, &self.path, &self.bytes).map_err(|e| {
+            format!(
+                "redo log part {}: {} {}: {}",
+                self.part,
+                e.step,
+                e.path.display(),
+                e.source
+            )
+        })
+    }
+
+    /// The tail it moves to.
+    pub fn upto(&self) -> Lsn {
+        Lsn(self.upto)
+    }
+}
+
 impl fmt::Debug for RedoLog {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RedoLog")
@@ -837,6 +870,19 @@ impl RedoLog {
     /// [`RedoLog::durable_lsn`]. The new tail is durable (control file)
     /// before the space is reused.
     pub fn trim(&mut self, upto_lsn: Lsn) -> Result<(), RedoError> {
+        let Some(trim) = self.begin_trim(upto_lsn)? else {
+            return Ok(());
+        };
+        let outcome = trim.run(self.disk.as_ref());
+        self.complete_trim(&trim, outcome)
+    }
+
+    /// Begins [`RedoLog::trim`] without writing: returns the control file
+    /// write to run on any thread ([`RedoTrim::run`]), whose outcome goes
+    /// to [`RedoLog::complete_trim`]; the tail moves (and the space is
+    /// free for appends) only then, once the new tail is durable. `None`:
+    /// nothing to trim.
+    pub fn begin_trim(&mut self, upto_lsn: Lsn) -> Result<Option<RedoTrim>, RedoError> {
         self.check_usable()?;
         let upto = upto_lsn.0;
         assert!(
@@ -847,13 +893,50 @@ impl RedoLog {
             self.durable
         );
         if upto == self.tail {
-            return Ok(());
+            return Ok(None);
         }
         if upto < self.durable {
             self.assert_record_boundary(upto)?;
         }
-        self.write_control(upto)?;
-        self.tail = upto;
+        Ok(Some(RedoTrim {
+            part: self.config.part,
+            temp: self.config.control_temp_path(),
+            path: self.config.control_path(),
+            bytes: self.control_bytes(upto),
+            upto,
+        }))
+    }
+
+    /// Completes a trim begun by [`RedoLog::begin_trim`] with the outcome
+    /// of its [`RedoTrim::run`]: on `Ok` the tail moves to the new one
+    /// (durable in the control file by then). A failed write changes
+    /// nothing here (the old control file or the new one is on disk, both
+    /// valid: the records between the two tails are still in the log).
+    pub fn complete_trim(
+        &mut self,
+        trim: &RedoTrim,
+        outcome: Result<(), String>,
+    ) -> Result<(), RedoError> {
+        assert_eq!(trim.part, self.config.part, "a trim of another part");
+        if let Err(reason) = outcome {
+            return Err(RedoError::Io {
+                part: self.config.part,
+                op: "write control file",
+                path: trim.path.clone(),
+                offset: 0,
+                source: io::Error::other(reason),
+            });
+        }
+        // Tails only grow: a later trim began from this one's state.
+        assert!(
+            trim.upto >= self.tail && trim.upto <= self.durable,
+            "redo part {}: trim to lsn {} completed outside [{}, {}]",
+            self.config.part,
+            trim.upto,
+            self.tail,
+            self.durable
+        );
+        self.tail = trim.upto;
         self.check_invariants();
         Ok(())
     }
@@ -1145,6 +1228,15 @@ impl RedoLog {
     /// Writes the control file atomically: temp file, fsync, rename,
     /// directory fsync.
     fn write_control(&self, tail: u64) -> Result<(), RedoError> {
+        let bytes = self.control_bytes(tail);
+        let temp = self.config.control_temp_path();
+        let path = self.config.control_path();
+        crate::disk::write_file_atomically(self.disk.as_ref(), &temp, &path, &bytes)
+            .map_err(|e| self.path_error(e.step, &e.path, e.source))
+    }
+
+    /// The control file naming `tail`.
+    fn control_bytes(&self, tail: u64) -> [u8; CONTROL_BYTES] {
         let mut bytes = [0u8; CONTROL_BYTES];
         bytes[0..8].copy_from_slice(&CONTROL_MAGIC);
         bytes[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
@@ -1154,10 +1246,7 @@ impl RedoLog {
         bytes[32..40].copy_from_slice(&tail.to_le_bytes());
         let crc = crc32c::crc32c(&bytes[..40]);
         bytes[40..44].copy_from_slice(&crc.to_le_bytes());
-        let temp = self.config.control_temp_path();
-        let path = self.config.control_path();
-        crate::disk::write_file_atomically(self.disk.as_ref(), &temp, &path, &bytes)
-            .map_err(|e| self.path_error(e.step, &e.path, e.source))
+        bytes
     }
 
     /// The header of ring file `index` as a build of format `version`

@@ -39,9 +39,12 @@
 //!   refuses work until a restart).
 //! - No fsync on this block's thread: every signal it executes runs under
 //!   `storage::disk::forbid_sync`, so a sync here panics; the restore at
-//!   start-up (nothing serves yet) and the steps not yet moved to the `io`
-//!   threads (local checkpoint files, the redo control file of a trim,
-//!   dropping a fragment's files) say so with `allow_sync`.
+//!   start-up (nothing serves yet) and the schema changes that remove a
+//!   fragment's checkpoint files say so with `allow_sync`.
+//! - Local checkpoints write their pages here, a step at a time; finishing
+//!   an LCP (the data file's fsync, its control file, pruning) and the redo
+//!   trim's control file run on an `io` thread (`storage::ldm::LcpSync`),
+//!   one at a time, and count only from their `FsConf` on.
 //! - Local checkpoints start when the redo log part is half full, or every
 //!   `lcp_interval` when anything changed, and run a step at a time from a
 //!   short timer so that transactions interleave.
@@ -315,6 +318,9 @@ pub struct LdmBlock<D> {
     gcp_saves_waiting: Vec<(BlockRef, u32)>,
     /// The next `Context::io` request number.
     next_io_request: u64,
+    /// The LCP sync in flight: its request number and the sync, which the
+    /// io thread runs and hands back.
+    lcp_sync: Option<(u64, std::sync::Arc<std::sync::Mutex<storage::ldm::LcpSync>>)>,
     lcp_step_armed: bool,
     /// The GCI the running checkpoint last asked the master to hurry:
     /// asked once per GCI, not on every step that finds it waiting.
@@ -383,6 +389,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             redo_flush: None,
             gcp_saves_waiting: Vec::new(),
             next_io_request: 1,
+            lcp_sync: None,
             lcp_step_armed: false,
             hurried_gci: None,
             commit_retry_armed: false,
@@ -1085,9 +1092,14 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         }
     }
 
-    /// `FsConf` of a file request: the redo flush's sync.
+    /// `FsConf` of a file request: the redo flush's sync or the LCP's.
     fn on_fs_conf(&mut self, request: u64, error: String, ctx: &mut Context<'_>) {
         if self.failed {
+            return;
+        }
+        if self.lcp_sync.as_ref().is_some_and(|(r, _)| *r == request) {
+            // Its failures, if any, are in the sync's outcomes.
+            self.on_lcp_sync_done(ctx);
             return;
         }
         let Some(flush) = self.redo_flush.take_if(|f| f.request == request) else {
@@ -1279,14 +1291,60 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         } else {
             self.config.ldm.lcp_pages_per_step
         };
-        let progress = {
-            let _lcp = storage::disk::allow_sync(
-                "local checkpoint files and the redo trim: not yet on the io threads",
-            );
-            instance.lcp_step_pages(pages)
+        let progress = match instance.lcp_step_begin(pages) {
+            Ok((progress, Some(sync))) => {
+                // Finishing LCPs (fsyncs, control files) or the redo trim:
+                // on an io thread; the step goes on at its FsConf.
+                let request = self.next_io_request;
+                self.next_io_request += 1;
+                let slot = std::sync::Arc::new(std::sync::Mutex::new(sync));
+                let job_slot = std::sync::Arc::clone(&slot);
+                ctx.io(
+                    request,
+                    Box::new(move || {
+                        let mut sync = job_slot
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner);
+                        sync.run()
+                    }),
+                );
+                assert!(self.lcp_sync.is_none(), "one LCP sync in flight");
+                self.lcp_sync = Some((request, slot));
+                Ok(progress)
+            }
+            Ok((progress, None)) => Ok(progress),
+            Err(error) => Err(error),
         };
+        self.on_lcp_progress(progress, pressure, ctx);
+    }
+
+    /// `FsConf` of the LCP sync in flight: its outcome goes to the
+    /// instance (LCPs complete, the trim takes effect), and the round
+    /// steps on.
+    fn on_lcp_sync_done(&mut self, ctx: &mut Context<'_>) {
+        let (_, slot) = self.lcp_sync.take().expect("an LCP sync was in flight");
+        let sync = std::sync::Arc::try_unwrap(slot)
+            .expect("the io thread let go of the LCP sync before its FsConf")
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some(instance) = self.instance.as_mut() else {
+            return;
+        };
+        let pressure = redo_under_pressure(instance);
+        let progress = instance.lcp_step_complete(sync);
+        self.on_lcp_progress(progress, pressure, ctx);
+    }
+
+    fn on_lcp_progress(
+        &mut self,
+        progress: Result<LcpProgress, storage::ldm::LdmError>,
+        pressure: bool,
+        ctx: &mut Context<'_>,
+    ) {
         match progress {
             Ok(LcpProgress::Idle) => {}
+            // Stepped on by the sync's FsConf.
+            Ok(LcpProgress::Syncing { .. }) => {}
             Ok(LcpProgress::Writing { .. }) => self.arm_lcp_step(ctx, LCP_STEP_DELAY),
             Ok(LcpProgress::AwaitingGci { gci, .. }) => {
                 // Waiting out TimeBetweenGlobalCheckpoints (2 s by default)

@@ -87,8 +87,8 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             .map(|&(t, p)| (self.schema.tables[&t].clone(), p))
             .collect();
         assert!(
-            self.redo_flush.is_none(),
-            "node {} LDM instance {}: a redo flush before the system restart chose its GCI",
+            self.redo_flush.is_none() && self.lcp_sync.is_none(),
+            "node {} LDM instance {}: file syncs in flight before the system restart chose its GCI",
             self.config.node,
             self.config.instance
         );

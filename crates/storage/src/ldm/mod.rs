@@ -37,12 +37,13 @@
 mod lcp;
 mod recovery;
 
-pub use lcp::LcpProgress;
+pub use lcp::{LcpProgress, LcpSync};
 pub use recovery::{FragmentRecovery, RecoveryReport};
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use crate::checkpoint::{CheckpointError, CompletedLcp};
 use crate::disk::Disk;
@@ -368,6 +369,8 @@ struct KeptGci {
 pub struct LdmInstance {
     config: LdmConfig,
     disk: Box<dyn Disk>,
+    /// The disk again, for [`LcpSync`]s to use on an `io` thread.
+    lcp_disk: Arc<Mutex<Box<dyn Disk>>>,
     lcp_dir: PathBuf,
     redo: RedoLog,
     pool: PagePool,
@@ -878,16 +881,18 @@ impl LdmInstance {
         }
     }
 
-    /// Trims the redo log to the oldest position any fragment still needs,
-    /// never past the last durable marker (so that a restart always finds
-    /// the GCI the state is complete to). Returns the bytes freed.
-    fn trim_redo(&mut self) -> Result<u64, LdmError> {
+    /// Begins the trim of the redo log to the oldest position any fragment
+    /// still needs, never past the last durable marker (so that a restart
+    /// always finds the GCI the state is complete to): `None` when there
+    /// is nothing to trim, else the control file write to run
+    /// ([`LcpSync`]).
+    fn begin_trim_redo(&mut self) -> Result<Option<crate::redo::RedoTrim>, LdmError> {
         let Some(mut marker) = self.last_marker else {
-            return Ok(0);
+            return Ok(None);
         };
         if let Some(kept) = &self.kept {
             let Some(kept_marker) = kept.marker else {
-                return Ok(0);
+                return Ok(None);
             };
             marker = marker.min(kept_marker);
         }
@@ -905,10 +910,9 @@ impl LdmInstance {
         );
         let target = self.record_start_at_or_after(needed).min(marker);
         if target <= tail {
-            return Ok(0);
+            return Ok(None);
         }
-        self.redo.trim(target).map_err(|e| self.redo_error(e))?;
-        Ok(target.0 - tail.0)
+        self.redo.begin_trim(target).map_err(|e| self.redo_error(e))
     }
 
     /// The first record position at or after `lsn`, which is the end of a
