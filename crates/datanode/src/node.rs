@@ -758,6 +758,21 @@ impl NodeControl for Control {
     }
 }
 
+/// The node's disk: the real one, with syncs made slower by the hidden
+/// `SKARV_SLOW_SYNC_MS` (`storage::disk::SLOW_SYNC_ENV`), for measurements
+/// of a slow disk only.
+fn node_disk(node: NodeId) -> Result<SlowDisk<RealDisk>, NodeError> {
+    let disk = SlowDisk::from_env(RealDisk).map_err(|what| NodeError::Start { node, what })?;
+    if !disk.sync_delay().is_zero() {
+        tracing::warn!(
+            "node {node}: every sync takes {:?} more ({}): a measurement of a slow disk",
+            disk.sync_delay(),
+            storage::disk::SLOW_SYNC_ENV
+        );
+    }
+    Ok(disk)
+}
+
 #[cfg(test)]
 mod tests {
     use super::log_parts_of;
@@ -793,19 +808,4 @@ mod tests {
             }
         }
     }
-}
-
-/// The node's disk: the real one, with syncs made slower by the hidden
-/// `SKARV_SLOW_SYNC_MS` (`storage::disk::SLOW_SYNC_ENV`), for measurements
-/// of a slow disk only.
-fn node_disk(node: NodeId) -> Result<SlowDisk<RealDisk>, NodeError> {
-    let disk = SlowDisk::from_env(RealDisk).map_err(|what| NodeError::Start { node, what })?;
-    if !disk.sync_delay().is_zero() {
-        tracing::warn!(
-            "node {node}: every sync takes {:?} more ({}): a measurement of a slow disk",
-            disk.sync_delay(),
-            storage::disk::SLOW_SYNC_ENV
-        );
-    }
-    Ok(disk)
 }
