@@ -15,8 +15,9 @@
 //! runtime starts the `io` threads (see `io`): file requests of the blocks
 //! ([`Context::io`](crate::Context::io)) run there, one thread per `ldm`
 //! thread (at least one, at most [`IO_THREADS_MAX`]), so that redo parts
-//! sync in parallel and no execution thread waits for a disk. A layout without `recv` threads has an
-//! execution thread host the `recv` role (`main`); it then runs a
+//! sync in parallel and no execution thread waits for a disk. A layout
+//! without `recv` threads has an execution thread host the `recv` role
+//! (`main`); it then runs a
 //! [`Poller`] (the transport's receive loop) itself, between rounds and in
 //! place of parking (see `execution`). The runtime does start the watchdog thread
 //! (`wd`), which reports execution threads stuck for `watchdog_stuck_ms`.
