@@ -135,7 +135,8 @@ enum Step {
 /// Where a node keeps its sysfile, and the node groups a system restart
 /// must find (see [`Distribution::with_sysfile`]).
 struct SysfileConfig {
-    disk: Box<dyn Disk>,
+    /// Shared with the sysfile writes that run on an `io` thread.
+    disk: std::sync::Arc<std::sync::Mutex<Box<dyn Disk>>>,
     fs_dir: PathBuf,
     node_groups: Vec<Vec<NodeId>>,
 }
@@ -205,6 +206,11 @@ pub struct Distribution {
     /// `GcpHurryReq`s passed on to the master, and GCPs this block started
     /// early because of one (while master).
     hurries: HurryStats,
+    /// The sysfile write in flight on an `io` thread, if any.
+    keep_write: Option<system_restart::KeepWrite>,
+    /// `GcpKeepReq`s that came while a sysfile write was in flight.
+    keeps_waiting: Vec<(BlockRef, u32, NodeBitmask)>,
+    next_io_request: u64,
 }
 
 /// What [`Distribution::hurries`] counts.
@@ -243,6 +249,9 @@ impl Distribution {
             restart: None,
             restarted_to: None,
             hurries: HurryStats::default(),
+            keep_write: None,
+            keeps_waiting: Vec::new(),
+            next_io_request: 1,
         }
     }
 
@@ -266,7 +275,7 @@ impl Distribution {
             self.kept.serving
         );
         self.sysfile = Some(SysfileConfig {
-            disk,
+            disk: std::sync::Arc::new(std::sync::Mutex::new(disk)),
             fs_dir,
             node_groups,
         });
@@ -969,6 +978,11 @@ impl Block for Distribution {
             }
             SignalBody::GcpHurryReq { gci } => self.on_hurry(from, gci, ctx),
             SignalBody::GcpKeepReq { gci, serving } => self.on_keep_req(from, gci, serving, ctx),
+            SignalBody::FsConf { request, error }
+                if from.node == self.config.node && from.block == BlockNumber::FILE_SYSTEM =>
+            {
+                self.on_keep_written(request, error, ctx)
+            }
             SignalBody::GcpKeepConf { gci } => {
                 self.on_step_conf(from, Step::Keep, u64::from(gci), ctx)
             }

@@ -29,7 +29,7 @@ use transport::{
 };
 
 use crate::wiring::{self, NodeSpec};
-use storage::disk::RealDisk;
+use storage::disk::{RealDisk, SlowDisk};
 
 /// Exit status that asks the angel for a restart.
 pub const EXIT_RESTART: i32 = 75;
@@ -126,7 +126,7 @@ pub fn run(options: &NodeOptions) -> Result<NodeExit, NodeError> {
     let mgmd_node = config.mgmd().node_id;
     let spec = NodeSpec::from_config(&me, &config, kernel::Rng::from_entropy().next_u64(), pid)
         .map_err(NodeError::Config)?;
-    let blocks = wiring::data_node_blocks(&spec, RealDisk)
+    let blocks = wiring::data_node_blocks(&spec, node_disk(node)?)
         .map_err(|what| NodeError::Start { node, what })?;
     let mut runtime = Runtime::new(node, &me.params.threads, blocks, RuntimeLimits::default())
         .map_err(|e| NodeError::Start {
@@ -583,4 +583,19 @@ impl NodeControl for Control {
             let _ = session.send(&event);
         }
     }
+}
+
+/// The node's disk: the real one, with syncs made slower by the hidden
+/// `SKARV_SLOW_SYNC_MS` (`storage::disk::SLOW_SYNC_ENV`), for measurements
+/// of a slow disk only.
+fn node_disk(node: NodeId) -> Result<SlowDisk<RealDisk>, NodeError> {
+    let disk = SlowDisk::from_env(RealDisk).map_err(|what| NodeError::Start { node, what })?;
+    if !disk.sync_delay().is_zero() {
+        tracing::warn!(
+            "node {node}: every sync takes {:?} more ({}): a measurement of a slow disk",
+            disk.sync_delay(),
+            storage::disk::SLOW_SYNC_ENV
+        );
+    }
+    Ok(disk)
 }

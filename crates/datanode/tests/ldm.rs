@@ -12,6 +12,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::*;
+use kernel::simulator::IoSettings;
 use proto::error;
 use proto::ops::{LockMode, OpBatchWriter, OpHeader, OpKind, KEY_INFO, NO_INDEX};
 use proto::results::ResultReader;
@@ -986,6 +987,8 @@ fn a_failed_fsync_of_a_global_checkpoint_shuts_the_node_down() {
     c.end(0x50, Some(2));
     c.disks[&n].fail_next_sync();
     c.send(ldm(n), SignalBody::GcpSaveReq { gci: 2 });
+    // The sync runs on an io thread: its failure comes back with its FsConf.
+    c.settle();
     let signals = c.take();
     assert!(
         !signals
@@ -998,6 +1001,109 @@ fn a_failed_fsync_of_a_global_checkpoint_shuts_the_node_down() {
     assert_eq!(summary.shutdowns, 1);
     let reason = summary.down_reason.unwrap();
     assert!(reason.contains("cannot make GCI 2 durable"), "{reason}");
+}
+
+/// The redo sync of a global checkpoint runs on an io thread: while it is
+/// in flight (a slow disk: 200 ms here) the instance goes on reading and
+/// writing, and `GcpSaveConf` comes only once the sync completed, with
+/// the GCI durable in the redo log part by then and not before.
+#[test]
+fn key_operations_go_on_while_a_redo_sync_is_in_flight() {
+    let mut c = Cluster::start(19, 1);
+    c.create_table();
+    let n = node(2);
+    let slow = Duration::from_millis(200);
+    c.sim.io = IoSettings {
+        latency_min: slow,
+        latency_max: slow,
+    };
+    c.run_ops(0x60, &[Op::write(OpKind::Insert, 1, 1)]);
+    c.end(0x60, Some(2));
+    let saved = |signals: &[Signal]| {
+        signals
+            .iter()
+            .any(|s| s.body == SignalBody::GcpSaveConf { gci: 2 })
+    };
+    c.send(ldm(n), SignalBody::GcpSaveReq { gci: 2 });
+    let asked_at = c.sim.now();
+    c.sim.run_for(Duration::from_millis(5));
+    assert!(!saved(&c.take()), "not confirmed before the sync completed");
+    // Reads and writes of later GCIs go on meanwhile, answered at once.
+    let read = c.run_ops(0x61, &[Op::read(1, LockMode::Shared)]);
+    assert_eq!(read[0].code, 0);
+    c.end(0x61, Some(3));
+    let written = c.run_ops(0x62, &[Op::write(OpKind::Update, 1, 7)]);
+    assert_eq!(written[0].code, 0);
+    c.end(0x62, Some(3));
+    assert!(
+        c.sim.now() < asked_at + slow,
+        "all of it before the sync completed"
+    );
+    let instance = c.ldm_block(n).storage().unwrap();
+    assert!(instance.flush_in_flight());
+    assert!(
+        instance.durable_gci().is_none_or(|d| d < 2),
+        "GCI 2 is not durable before its sync completed"
+    );
+    assert!(!saved(&c.take()), "still not confirmed");
+    c.sim.run_for(slow);
+    assert!(saved(&c.take()), "confirmed once the sync completed");
+    let instance = c.ldm_block(n).storage().unwrap();
+    assert!(!instance.flush_in_flight());
+    assert_eq!(instance.durable_gci(), Some(2));
+    assert_eq!(c.ldm_block(n).stats().gcp_saves, 1);
+}
+
+/// A local checkpoint's file syncs (finishing the LCP, the redo trim's
+/// control file) run on an io thread: on a slow disk the checkpoint
+/// completes only after them, while key operations are answered at once.
+#[test]
+fn a_local_checkpoint_completes_after_its_syncs_and_key_operations_go_on() {
+    let mut c = Cluster::start(20, 1);
+    c.create_table();
+    let n = node(2);
+    let slow = Duration::from_millis(200);
+    c.sim.io = IoSettings {
+        latency_min: slow,
+        latency_max: slow,
+    };
+    c.run_ops(0x70, &[Op::write(OpKind::Insert, 1, 1)]);
+    c.end(0x70, Some(2));
+    c.send(ldm(n), SignalBody::GcpSaveReq { gci: 2 });
+    c.sim.run_for(slow + Duration::from_millis(10));
+    assert!(c
+        .take()
+        .iter()
+        .any(|s| s.body == SignalBody::GcpSaveConf { gci: 2 }));
+    // The node's sysfile keeps GCI 2 (as its distribution block says), so
+    // an LCP holding it may complete.
+    c.sim.inject(Signal {
+        receiver: ldm(n),
+        sender: BlockRef::new(n, BlockNumber::DISTRIBUTION, 0),
+        body: SignalBody::GcpCompleteRep { gci: 2 },
+    });
+    // The checkpoint interval of this harness starts one soon.
+    let deadline = c.sim.now() + Duration::from_secs(3);
+    while c.ldm_block(n).stats().lcps_started == 0 && c.sim.now() < deadline {
+        c.sim.run_for(Duration::from_millis(1));
+    }
+    assert_eq!(c.ldm_block(n).stats().lcps_started, 1);
+    let started = c.sim.now();
+    for round in 0..5 {
+        let answer = c.run_ops(0x71 + round, &[Op::read(1, LockMode::Committed)]);
+        assert_eq!(answer[0].code, 0);
+    }
+    assert!(
+        c.sim.now() < started + slow,
+        "answered while the sync is in flight"
+    );
+    assert_eq!(
+        c.ldm_block(n).stats().lcps_completed,
+        0,
+        "not complete before its files are synced"
+    );
+    c.sim.run_for(3 * slow);
+    assert_eq!(c.ldm_block(n).stats().lcps_completed, 1);
 }
 
 impl Cluster {

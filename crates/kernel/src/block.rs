@@ -27,8 +27,58 @@ pub trait Block: AsAny + Send + 'static {
     fn check_invariants(&self) {}
 }
 
+/// The work of a file request: runs on one of the node's `io` threads (in
+/// the simulator: between two steps, at a time the seed chooses), never on
+/// the thread of the block that asked. `Err` says what failed, in words.
+pub type IoJob = Box<dyn FnOnce() -> Result<(), String> + Send>;
+
+/// A file request a block hands to its node's `io` threads (NDB: a request
+/// to NDBFS): `job` runs there and the block receives
+/// `FsConf { request, error }` once it has. Requests of one block may
+/// complete in any order (several `io` threads; the simulator's seed
+/// picks): a block that needs an order issues the next request after the
+/// previous one's `FsConf`. A request of a node that crashes may never run.
+pub struct IoRequest {
+    /// Who gets the `FsConf`.
+    pub block: BlockRef,
+    /// The block's own number for the request, echoed in the `FsConf`.
+    pub request: u64,
+    pub job: IoJob,
+}
+
+impl std::fmt::Debug for IoRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IoRequest")
+            .field("block", &self.block)
+            .field("request", &self.request)
+            .finish_non_exhaustive()
+    }
+}
+
+impl IoRequest {
+    /// Runs the job (on the calling thread: an `io` thread, or the
+    /// simulator between steps) and returns the `FsConf` for the block.
+    pub fn run(self) -> Signal {
+        let error = match (self.job)() {
+            Ok(()) => String::new(),
+            Err(error) => {
+                assert!(!error.is_empty(), "an I/O error says what failed");
+                error
+            }
+        };
+        Signal {
+            receiver: self.block,
+            sender: BlockRef::new(self.block.node, signal::BlockNumber::FILE_SYSTEM, 0),
+            body: SignalBody::FsConf {
+                request: self.request,
+                error,
+            },
+        }
+    }
+}
+
 /// An effect a block asks its runtime for.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum Output {
     /// Deliver a signal (to this node or another).
     Send(Signal),
@@ -42,6 +92,8 @@ pub enum Output {
     Disconnect(NodeId),
     /// Stop this node process. With `restart`, its angel starts it again.
     Shutdown { restart: bool, reason: String },
+    /// Run a file request off this thread ([`IoRequest`]).
+    Io(IoRequest),
 }
 
 /// Lets tests and the simulator look at a block's state by its concrete type.
@@ -202,6 +254,17 @@ impl<'a> Context<'a> {
             at: self.now + after,
             timer_id,
         });
+    }
+
+    /// Hands a file request to the node's `io` threads: `job` runs there,
+    /// and this block receives `FsConf { request, error }` when it is done
+    /// (see [`IoRequest`]). The way to fsync without stalling the thread.
+    pub fn io(&mut self, request: u64, job: IoJob) {
+        self.outbox.push(Output::Io(IoRequest {
+            block: self.me,
+            request,
+            job,
+        }));
     }
 
     pub fn random(&mut self) -> u64 {

@@ -17,6 +17,6 @@ pub mod simulator;
 pub mod thread_config;
 pub mod time;
 
-pub use block::{Block, Context, Output};
+pub use block::{Block, Context, IoJob, IoRequest, Output};
 pub use random::Rng;
 pub use time::{Clock, Instant, MonotonicClock};

@@ -71,6 +71,12 @@
 //! never on in the real runtime. A failing run reports both switches
 //! ([`Simulation::adversary`]): the same seed with the same switches is the
 //! same run.
+//!
+//! File requests ([`Context::io`]) model a node's `io` threads: each runs
+//! after its own latency, drawn from [`IoSettings`] by the seed, so
+//! requests complete in an order the seed chooses, and its `FsConf`
+//! reaches the block at that moment. A request of a node that goes down
+//! before it ran never runs (the crash came before the write or sync).
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, VecDeque};
@@ -78,7 +84,7 @@ use std::time::Duration;
 
 use signal::{BlockNumber, BlockRef, NodeId, Signal, SignalBody};
 
-use crate::block::{Block, Context, Output};
+use crate::block::{Block, Context, IoRequest, Output};
 use crate::random::Rng;
 use crate::time::Instant;
 
@@ -112,6 +118,22 @@ impl Default for NetworkSettings {
             duplicate_ppm: 0,
             disconnect_notice: Duration::from_millis(1),
             reconnect_delay: Duration::from_millis(100),
+        }
+    }
+}
+
+/// How long file requests take (see the module documentation).
+#[derive(Clone, Debug)]
+pub struct IoSettings {
+    pub latency_min: Duration,
+    pub latency_max: Duration,
+}
+
+impl Default for IoSettings {
+    fn default() -> Self {
+        IoSettings {
+            latency_min: Duration::from_micros(20),
+            latency_max: Duration::from_millis(2),
         }
     }
 }
@@ -156,6 +178,12 @@ enum Event {
     /// Run the head of one of the node's lanes (reordering on).
     RunLane {
         node: NodeId,
+        incarnation: u32,
+    },
+    /// Run the file request kept under this number in `io_requests`.
+    Io {
+        node: NodeId,
+        request: u64,
         incarnation: u32,
     },
 }
@@ -244,6 +272,9 @@ pub struct Simulation {
     /// Last delivery time per directed link, to keep links FIFO.
     link_clock: BTreeMap<(NodeId, NodeId), Instant>,
     pub network: NetworkSettings,
+    pub io: IoSettings,
+    /// File requests not yet run, by the sequence number of their event.
+    io_requests: BTreeMap<u64, IoRequest>,
     outbox: Vec<Output>,
     trace: Vec<String>,
     trace_enabled: bool,
@@ -283,6 +314,8 @@ impl Simulation {
             partitions: BTreeSet::new(),
             link_clock: BTreeMap::new(),
             network: NetworkSettings::default(),
+            io: IoSettings::default(),
+            io_requests: BTreeMap::new(),
             outbox: Vec::new(),
             trace: Vec::new(),
             trace_enabled: false,
@@ -546,6 +579,8 @@ impl Simulation {
         sim_node.incarnation += 1;
         sim_node.blocks.clear();
         sim_node.down_reason = Some(reason.clone());
+        // Its file requests not yet run never run: the crash came first.
+        self.io_requests.retain(|_, r| r.block.node != node);
         self.record(format!("down {node:?}: {reason}"));
         let peers: Vec<NodeId> = self
             .connections
@@ -661,6 +696,7 @@ impl Simulation {
             Event::TryConnect { a, b } => Some(if self.is_paused(*a) { *a } else { *b }),
             Event::RunLane { node, .. } => Some(*node),
             Event::Restart { .. } => None,
+            Event::Io { node, .. } => Some(*node),
         };
         if let Some(node) = waits_for.filter(|n| self.is_paused(*n)) {
             self.nodes
@@ -712,6 +748,25 @@ impl Simulation {
             }
             Event::Restart { node } => self.restart(node),
             Event::RunLane { node, incarnation } => self.run_lane(node, incarnation),
+            Event::Io {
+                node,
+                request,
+                incarnation,
+            } => {
+                let request = self.io_requests.remove(&request);
+                if let Some(request) = request.filter(|_| self.incarnation_is(node, incarnation)) {
+                    self.record(format!("io {} #{}", request.block, request.request));
+                    let conf = request.run();
+                    self.push(
+                        self.now,
+                        Event::Deliver {
+                            signal: conf,
+                            incarnation,
+                            epoch: None,
+                        },
+                    );
+                }
+            }
         }
         true
     }
@@ -907,6 +962,31 @@ impl Simulation {
                     let at = self.now + ANGEL_RESTART_DELAY;
                     self.push(at, Event::Restart { node: from });
                 }
+            }
+            Output::Io(request) => {
+                assert_eq!(request.block.node, from, "a file request of another node");
+                let span = self
+                    .io
+                    .latency_max
+                    .saturating_sub(self.io.latency_min)
+                    .as_nanos() as u64;
+                let jitter = if span == 0 {
+                    0
+                } else {
+                    self.rng.below(span + 1)
+                };
+                let at = self.now + self.io.latency_min + Duration::from_nanos(jitter);
+                let incarnation = self.nodes[&from].incarnation;
+                let key = self.sequence;
+                self.io_requests.insert(key, request);
+                self.push(
+                    at,
+                    Event::Io {
+                        node: from,
+                        request: key,
+                        incarnation,
+                    },
+                );
             }
         }
     }

@@ -978,3 +978,88 @@ fn threads_waiting_on_each_others_full_queues_are_reported_and_still_stop() {
     assert!(wait_until(|| reported("ldm0") && reported("tc0")));
     running.stop();
 }
+
+/// File requests (`Context::io`) run on an `io` thread, never on the
+/// block's own, while the block goes on executing signals; each comes back
+/// as `FsConf` with its number and its error.
+#[test]
+fn file_requests_run_on_io_threads_and_answer_with_fs_conf() {
+    const REQUESTS: u64 = 8;
+    let ldm = addr(LDM, 0);
+    let ran_on: Arc<Mutex<Vec<String>>> = Arc::default();
+    let confs: Arc<Mutex<Vec<(u64, String)>>> = Arc::default();
+    let release = Arc::new(AtomicBool::new(false));
+    let pings = Arc::new(AtomicU64::new(0));
+    let (ran, seen, gate, pinged) = (
+        Arc::clone(&ran_on),
+        Arc::clone(&confs),
+        Arc::clone(&release),
+        Arc::clone(&pings),
+    );
+    let blocks = vec![place(
+        ldm,
+        ThreadRole::Ldm,
+        move |ctx| {
+            for request in 0..REQUESTS {
+                let (ran, gate) = (Arc::clone(&ran), Arc::clone(&gate));
+                ctx.io(
+                    request,
+                    Box::new(move || {
+                        // A slow disk: the sync waits until the test lets it go.
+                        let deadline = std::time::Instant::now() + WAIT_MAX;
+                        while !gate.load(Ordering::SeqCst) && std::time::Instant::now() < deadline {
+                            std::thread::sleep(POLL);
+                        }
+                        let me = std::thread::current().name().unwrap_or("").to_string();
+                        ran.lock().expect("not poisoned").push(me);
+                        if request % 2 == 0 {
+                            Ok(())
+                        } else {
+                            Err(format!("request {request} failed"))
+                        }
+                    }),
+                );
+            }
+            ctx.send(ctx.me(), heartbeat(0));
+        },
+        move |signal, ctx| match signal.body {
+            SignalBody::FsConf { request, error } => {
+                assert_eq!(signal.sender.block, BlockNumber::FILE_SYSTEM);
+                seen.lock().expect("not poisoned").push((request, error));
+            }
+            SignalBody::Heartbeat { view_id } => {
+                // The block's thread is free while the requests wait.
+                pinged.fetch_add(1, Ordering::SeqCst);
+                if view_id < 100 {
+                    ctx.send(ctx.me(), heartbeat(view_id + 1));
+                }
+            }
+            _ => {}
+        },
+    )];
+    let runtime = Runtime::new(node(ME), &layout(), blocks, quiet_limits()).expect("built");
+    let (running, _, _) = start(runtime);
+    assert!(
+        wait_until(|| pings.load(Ordering::SeqCst) == 101),
+        "the block runs on while its file requests wait"
+    );
+    assert!(confs.lock().expect("not poisoned").is_empty());
+    release.store(true, Ordering::SeqCst);
+    assert!(wait_until(
+        || confs.lock().expect("not poisoned").len() == REQUESTS as usize
+    ));
+    running.stop();
+    let mut confs = confs.lock().expect("not poisoned").clone();
+    confs.sort();
+    for (request, (number, error)) in confs.iter().enumerate() {
+        assert_eq!(*number, request as u64);
+        assert_eq!(error.is_empty(), request % 2 == 0, "{error}");
+    }
+    let ran_on = ran_on.lock().expect("not poisoned");
+    assert_eq!(ran_on.len(), REQUESTS as usize);
+    // Two ldm threads in the layout: two io threads, io0 and io1.
+    assert!(
+        ran_on.iter().all(|name| name == "io0" || name == "io1"),
+        "{ran_on:?}"
+    );
+}

@@ -57,6 +57,9 @@ impl BlockNumber {
     pub const API_CLUSTER: BlockNumber = BlockNumber(65);
     /// The process glue of a node outside any block (mgm session, angel control).
     pub const PROCESS: BlockNumber = BlockNumber(66);
+    /// The node's file system service on its `io` threads, the sender of
+    /// `FsConf` (NDB: NDBFS). Not a block: the runtime runs file requests.
+    pub const FILE_SYSTEM: BlockNumber = BlockNumber(67);
 }
 
 /// Address of one block instance on one node.

@@ -246,6 +246,11 @@ signals! {
     /// `what` names runs after the signals already queued for its thread
     /// (NDB: CONTINUEB): a TC gathers the commits those signals start.
     4 => Continue { what: u32 },
+    /// A file request the receiving block handed to its node's `io` threads
+    /// (`kernel::Context::io`) is done: `error` is empty when it succeeded,
+    /// and says what failed otherwise (NDB: FSWRITECONF/FSSYNCCONF and their
+    /// REFs, from NDBFS).
+    5 => FsConf { request: u64, error: String },
 
     // ---- membership between data nodes (10–29), NDB: QMGR ----
     /// A starting data node asks to join (NDB: CM_REGREQ). `start_id` tells

@@ -25,6 +25,10 @@ fn one_of_each() -> Vec<SignalBody> {
         SignalBody::NodeConnected { node: node(4) },
         SignalBody::NodeDisconnected { node: node(4) },
         SignalBody::Continue { what: 2 },
+        SignalBody::FsConf {
+            request: 7,
+            error: "fsync of redo file 3 failed".into(),
+        },
         SignalBody::CmRegReq {
             node: node(3),
             version: VERSION,

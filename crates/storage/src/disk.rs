@@ -15,11 +15,98 @@
 //! File I/O is not per row (the redo log writes batches), so the seam is a
 //! pair of trait objects. Both traits are `Send` because the blocks that
 //! own files move to their thread at start (`kernel::Block: Send`).
+//!
+//! Who may wait for a disk: an fsync takes milliseconds (tens on a slow
+//! disk), and a thread that waits for one stalls every transaction it
+//! runs. So a thread that runs transactions marks itself with
+//! [`forbid_sync`] (the LDM block does, for every signal it executes), and
+//! every sync here — [`DiskFile::sync`], [`Disk::sync_dir`], a
+//! [`FileSync`] — panics on a thread so marked, in every build (a check of
+//! one thread-local beside a system call that takes milliseconds). Such a
+//! thread hands its syncs to the node's `io` threads instead (a
+//! [`DiskFile::sync_handle`] moves there). Work that may wait, because
+//! nothing runs behind it yet (restoring at start-up), says so with
+//! [`allow_sync`] and its reason.
 
+use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+thread_local! {
+    /// Open [`forbid_sync`] guards of this thread.
+    static SYNC_FORBIDDEN: Cell<u32> = const { Cell::new(0) };
+    /// The reason of the innermost open [`allow_sync`] guard, if any.
+    static SYNC_ALLOWED: Cell<Option<&'static str>> = const { Cell::new(None) };
+}
+
+/// While the returned guard lives, a sync on this thread panics (unless an
+/// [`allow_sync`] guard opened later lifts it). See the module
+/// documentation. Guards nest.
+#[must_use = "the thread may sync again once the guard is dropped"]
+pub fn forbid_sync() -> SyncForbidden {
+    SYNC_FORBIDDEN.with(|depth| depth.set(depth.get() + 1));
+    SyncForbidden {
+        _not_send: std::marker::PhantomData,
+    }
+}
+
+/// Guard of [`forbid_sync`].
+pub struct SyncForbidden {
+    _not_send: std::marker::PhantomData<*const ()>,
+}
+
+impl Drop for SyncForbidden {
+    fn drop(&mut self) {
+        SYNC_FORBIDDEN.with(|depth| {
+            assert!(depth.get() > 0, "forbid_sync guards nest");
+            depth.set(depth.get() - 1);
+        });
+    }
+}
+
+/// While the returned guard lives, this thread may sync even where
+/// [`forbid_sync`] forbids it, for `reason` (work that nothing waits
+/// behind, such as a restore before the node serves).
+#[must_use = "the sync is allowed only while the guard lives"]
+pub fn allow_sync(reason: &'static str) -> SyncAllowed {
+    assert!(!reason.is_empty(), "an exception says why");
+    let outer = SYNC_ALLOWED.with(|allowed| allowed.replace(Some(reason)));
+    SyncAllowed {
+        outer,
+        _not_send: std::marker::PhantomData,
+    }
+}
+
+/// Guard of [`allow_sync`].
+pub struct SyncAllowed {
+    outer: Option<&'static str>,
+    _not_send: std::marker::PhantomData<*const ()>,
+}
+
+impl Drop for SyncAllowed {
+    fn drop(&mut self) {
+        SYNC_ALLOWED.with(|allowed| allowed.set(self.outer));
+    }
+}
+
+/// Whether this thread may wait for a disk now (see [`forbid_sync`]).
+pub fn sync_allowed_here() -> bool {
+    SYNC_FORBIDDEN.with(Cell::get) == 0 || SYNC_ALLOWED.with(Cell::get).is_some()
+}
+
+/// Panics when this thread must not wait for a disk; called by every sync.
+fn assert_sync_allowed(what: &str, path: &Path) {
+    assert!(
+        sync_allowed_here(),
+        "{what} of {} on thread {:?}, which runs transactions and must not wait for a disk: \
+         hand it to an io thread (kernel::Context::io)",
+        path.display(),
+        std::thread::current().name().unwrap_or("unnamed")
+    );
+}
 
 /// How [`Disk::open`] opens a file. Every mode but `ReadOnly` reads and
 /// writes.
@@ -61,6 +148,14 @@ pub trait Disk: Send {
     fn fail_next_write_to(&self, _name_part: &str) {}
 }
 
+/// What syncs one open file from another thread than its owner's (an `io`
+/// thread): see [`DiskFile::sync_handle`].
+pub trait FileSync: Send {
+    /// [`DiskFile::sync`] of the file: every write to it that returned
+    /// before this call is durable when it returns `Ok`.
+    fn sync(&self) -> io::Result<()>;
+}
+
 /// An open file. Offsets are absolute; there is no cursor.
 pub trait DiskFile: Send {
     /// Reads at most `buf.len()` bytes at `offset`; returns how many were
@@ -71,6 +166,10 @@ pub trait DiskFile: Send {
     fn write_at(&mut self, offset: u64, data: &[u8]) -> io::Result<()>;
     /// Makes every write to this file durable (fdatasync).
     fn sync(&mut self) -> io::Result<()>;
+    /// A handle that syncs this file from another thread while the owner
+    /// goes on writing (writes made after the sync began may or may not be
+    /// covered). Valid as long as the file exists.
+    fn sync_handle(&self) -> Box<dyn FileSync>;
     /// The current length in bytes.
     fn len(&self) -> io::Result<u64>;
     /// Whether the file is empty.
@@ -151,7 +250,22 @@ pub fn write_file_atomically(
 pub struct RealDisk;
 
 struct RealFile {
-    file: std::fs::File,
+    /// Shared with the [`FileSync`] handles (`pwrite`, `pread` and
+    /// `fdatasync` take no cursor, so threads do not disturb each other).
+    file: Arc<std::fs::File>,
+    path: Arc<Path>,
+}
+
+struct RealSync {
+    file: Arc<std::fs::File>,
+    path: Arc<Path>,
+}
+
+impl FileSync for RealSync {
+    fn sync(&self) -> io::Result<()> {
+        assert_sync_allowed("fsync", &self.path);
+        self.file.sync_data()
+    }
 }
 
 impl Disk for RealDisk {
@@ -171,7 +285,10 @@ impl Disk for RealDisk {
             }
         }
         let file = options.open(path)?;
-        Ok(Box::new(RealFile { file }))
+        Ok(Box::new(RealFile {
+            file: Arc::new(file),
+            path: Arc::from(path),
+        }))
     }
 
     fn remove_file(&self, path: &Path) -> io::Result<()> {
@@ -200,23 +317,32 @@ impl Disk for RealDisk {
     }
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        assert_sync_allowed("fsync", dir);
         std::fs::File::open(dir)?.sync_all()
     }
 }
 
 impl DiskFile for RealFile {
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
-        std::os::unix::fs::FileExt::read_at(&self.file, buf, offset)
+        std::os::unix::fs::FileExt::read_at(&*self.file, buf, offset)
     }
 
     fn write_at(&mut self, offset: u64, data: &[u8]) -> io::Result<()> {
-        std::os::unix::fs::FileExt::write_all_at(&self.file, data, offset)
+        std::os::unix::fs::FileExt::write_all_at(&*self.file, data, offset)
     }
 
     fn sync(&mut self) -> io::Result<()> {
+        assert_sync_allowed("fsync", &self.path);
         // fdatasync: also flushes the size when it changed, which is all the
         // metadata a reader of the data needs.
         self.file.sync_data()
+    }
+
+    fn sync_handle(&self) -> Box<dyn FileSync> {
+        Box::new(RealSync {
+            file: Arc::clone(&self.file),
+            path: Arc::clone(&self.path),
+        })
     }
 
     fn len(&self) -> io::Result<u64> {
@@ -236,6 +362,157 @@ impl DiskFile for RealFile {
             let n = (len - at).min(ALLOCATE_CHUNK_BYTES as u64) as usize;
             self.write_at(at, &ZEROS[..n])?;
             at += n as u64;
+        }
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------
+// SlowDisk
+
+/// Environment variable that makes a data node's disk slow: every file and
+/// directory sync takes this many milliseconds more (for measurements of a
+/// slow disk, like a `dm-delay` device; see [`SlowDisk`]).
+pub const SLOW_SYNC_ENV: &str = "SKARV_SLOW_SYNC_MS";
+
+/// Longest extra time per sync [`SlowDisk`] takes.
+pub const SLOW_SYNC_MAX: Duration = Duration::from_secs(10);
+
+/// A disk whose syncs take `sync_delay` longer than its inner disk's: a
+/// test back end for a slow disk (a sleep per sync). With a zero delay it
+/// is its inner disk.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct SlowDisk<D> {
+    inner: D,
+    sync_delay: Duration,
+}
+
+impl<D: Disk> SlowDisk<D> {
+    pub fn new(inner: D, sync_delay: Duration) -> SlowDisk<D> {
+        assert!(
+            sync_delay <= SLOW_SYNC_MAX,
+            "a sync delay of {sync_delay:?}"
+        );
+        SlowDisk { inner, sync_delay }
+    }
+
+    /// `inner` with the delay [`SLOW_SYNC_ENV`] names (none when unset);
+    /// an unreadable value is an error in words.
+    pub fn from_env(inner: D) -> Result<SlowDisk<D>, String> {
+        let delay = match std::env::var(SLOW_SYNC_ENV) {
+            Err(_) => Duration::ZERO,
+            Ok(text) => match text.trim().parse::<u64>() {
+                Ok(ms) if Duration::from_millis(ms) <= SLOW_SYNC_MAX => Duration::from_millis(ms),
+                _ => {
+                    return Err(format!(
+                        "{SLOW_SYNC_ENV}={text:?}: expected milliseconds, at most {}",
+                        SLOW_SYNC_MAX.as_millis()
+                    ))
+                }
+            },
+        };
+        Ok(SlowDisk::new(inner, delay))
+    }
+
+    pub fn sync_delay(&self) -> Duration {
+        self.sync_delay
+    }
+
+    fn delay(&self) {
+        if !self.sync_delay.is_zero() {
+            std::thread::sleep(self.sync_delay);
+        }
+    }
+}
+
+struct SlowFile {
+    inner: Box<dyn DiskFile>,
+    sync_delay: Duration,
+}
+
+struct SlowSync {
+    inner: Box<dyn FileSync>,
+    sync_delay: Duration,
+}
+
+impl<D: Disk> Disk for SlowDisk<D> {
+    fn open(&self, path: &Path, mode: OpenMode) -> io::Result<Box<dyn DiskFile>> {
+        let inner = self.inner.open(path, mode)?;
+        Ok(Box::new(SlowFile {
+            inner,
+            sync_delay: self.sync_delay,
+        }))
+    }
+
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        self.inner.remove_file(path)
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.inner.rename(from, to)
+    }
+
+    fn create_dir_all(&self, path: &Path) -> io::Result<()> {
+        self.inner.create_dir_all(path)
+    }
+
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+        self.inner.list_dir(dir)
+    }
+
+    fn exists(&self, path: &Path) -> io::Result<bool> {
+        self.inner.exists(path)
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        self.inner.sync_dir(dir)?;
+        self.delay();
+        Ok(())
+    }
+}
+
+impl DiskFile for SlowFile {
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        self.inner.read_at(offset, buf)
+    }
+
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> io::Result<()> {
+        self.inner.write_at(offset, data)
+    }
+
+    fn sync(&mut self) -> io::Result<()> {
+        self.inner.sync()?;
+        if !self.sync_delay.is_zero() {
+            std::thread::sleep(self.sync_delay);
+        }
+        Ok(())
+    }
+
+    fn sync_handle(&self) -> Box<dyn FileSync> {
+        Box::new(SlowSync {
+            inner: self.inner.sync_handle(),
+            sync_delay: self.sync_delay,
+        })
+    }
+
+    fn len(&self) -> io::Result<u64> {
+        self.inner.len()
+    }
+
+    fn set_len(&mut self, len: u64) -> io::Result<()> {
+        self.inner.set_len(len)
+    }
+
+    fn allocate(&mut self, len: u64) -> io::Result<()> {
+        self.inner.allocate(len)
+    }
+}
+
+impl FileSync for SlowSync {
+    fn sync(&self) -> io::Result<()> {
+        self.inner.sync()?;
+        if !self.sync_delay.is_zero() {
+            std::thread::sleep(self.sync_delay);
         }
         Ok(())
     }
@@ -726,6 +1003,7 @@ impl Disk for SimDisk {
     }
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        assert_sync_allowed("fsync", dir);
         let mut guard = self.lock();
         let state = &mut *guard;
         if !state.dirs.contains(dir) {
@@ -774,6 +1052,38 @@ impl SimFile {
                 format!("{}: opened read-only", self.path.display()),
             ))
         }
+    }
+}
+
+/// Syncs a [`SimFile`]'s inode from anywhere (see [`DiskFile::sync_handle`]).
+struct SimSync {
+    disk: SimDisk,
+    path: PathBuf,
+    inode: InodeId,
+    generation: u64,
+}
+
+impl FileSync for SimSync {
+    fn sync(&self) -> io::Result<()> {
+        assert_sync_allowed("fsync", &self.path);
+        let mut guard = self.disk.lock();
+        let state = &mut *guard;
+        if state.generation != self.generation || !state.inodes.contains_key(&self.inode) {
+            return Err(stale_handle());
+        }
+        SimDisk::take_sync_failure(state)?;
+        state.stats.file_syncs += 1;
+        let file = inode(state, self.inode);
+        for write in file.pending.drain(..) {
+            match write {
+                PendingWrite::Write { offset, data } => {
+                    apply_write(&mut file.durable, offset, &data)
+                }
+                PendingWrite::SetLen(len) => file.durable.resize(len as usize, 0),
+            }
+        }
+        debug_assert!(file.durable == file.volatile);
+        Ok(())
     }
 }
 
@@ -830,20 +1140,15 @@ impl DiskFile for SimFile {
     }
 
     fn sync(&mut self) -> io::Result<()> {
-        self.with(|state, id| {
-            SimDisk::take_sync_failure(state)?;
-            state.stats.file_syncs += 1;
-            let file = inode(state, id);
-            for write in file.pending.drain(..) {
-                match write {
-                    PendingWrite::Write { offset, data } => {
-                        apply_write(&mut file.durable, offset, &data)
-                    }
-                    PendingWrite::SetLen(len) => file.durable.resize(len as usize, 0),
-                }
-            }
-            debug_assert!(file.durable == file.volatile);
-            Ok(())
+        self.sync_handle().sync()
+    }
+
+    fn sync_handle(&self) -> Box<dyn FileSync> {
+        Box::new(SimSync {
+            disk: self.disk.clone(),
+            path: self.path.clone(),
+            inode: self.inode,
+            generation: self.generation,
         })
     }
 
@@ -911,6 +1216,54 @@ mod tests {
         let mut buf = vec![0; file.len().unwrap() as usize];
         assert_eq!(file.read_full_at(0, &mut buf).unwrap(), buf.len());
         buf
+    }
+
+    #[test]
+    #[should_panic(expected = "must not wait for a disk")]
+    fn a_file_sync_where_syncs_are_forbidden_panics() {
+        let disk = sim(40);
+        disk.create_dir_all(&dir()).unwrap();
+        let mut file = disk
+            .open(&dir().join("f"), OpenMode::CreateTruncate)
+            .unwrap();
+        file.write_at(0, b"x").unwrap();
+        let _no_sync = forbid_sync();
+        let _ = file.sync();
+    }
+
+    #[test]
+    #[should_panic(expected = "must not wait for a disk")]
+    fn a_directory_sync_where_syncs_are_forbidden_panics() {
+        let disk = RealDisk;
+        let _no_sync = forbid_sync();
+        let _ = disk.sync_dir(Path::new("/"));
+    }
+
+    #[test]
+    fn syncs_are_allowed_again_by_an_exception_and_after_the_guard() {
+        let disk = sim(41);
+        disk.create_dir_all(&dir()).unwrap();
+        let mut file = disk
+            .open(&dir().join("f"), OpenMode::CreateTruncate)
+            .unwrap();
+        let handle = file.sync_handle();
+        {
+            let _no_sync = forbid_sync();
+            assert!(!sync_allowed_here());
+            {
+                let _restore = allow_sync("a test's restore");
+                assert!(sync_allowed_here());
+                file.sync().unwrap();
+            }
+            assert!(!sync_allowed_here());
+            // Another thread (an io thread) may sync the same file.
+            std::thread::spawn(move || handle.sync().unwrap())
+                .join()
+                .unwrap();
+        }
+        assert!(sync_allowed_here());
+        file.sync().unwrap();
+        assert_eq!(disk.stats().file_syncs, 3);
     }
 
     #[test]

@@ -30,14 +30,22 @@
 //! a trim outside the durable log or not at a record start) is a bug in
 //! the node's own state and panics.
 //!
-//! All I/O here is synchronous and goes through [`crate::disk`]; nothing in
-//! the append path allocates.
+//! I/O goes through [`crate::disk`]; nothing in the append path allocates.
+//! Writes are synchronous; the fsync of a flush need not be: a flush is
+//! begun ([`RedoLog::begin_flush`]: the marker and the buffered records
+//! written), synced elsewhere ([`RedoSync::run`], on an `io` thread) while
+//! appends and writes go on, and completed ([`RedoLog::complete_flush`])
+//! with the sync's outcome. The flush's GCI and lsn become durable only at
+//! completion, and only then does anything rely on them (answers to the
+//! global checkpoint, checkpoints that wait for a GCI, trims): a GCI is
+//! reported durable only after its redo is synced. [`RedoLog::flush`] is
+//! the three steps in one call, on the calling thread.
 
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::disk::{Disk, DiskFile, OpenMode};
+use crate::disk::{Disk, DiskFile, FileSync, OpenMode};
 use crate::Gci;
 
 /// `FragmentLogFileSize` default (NDB: 16M).
@@ -530,6 +538,89 @@ pub struct RedoLog {
     durable_gci: Option<Gci>,
     /// Set after an fsync failed: the part refuses all work.
     poisoned: Option<String>,
+    /// The flush begun and not yet completed: what it makes durable.
+    in_flight: Option<FlushTarget>,
+}
+
+/// What a flush makes durable once its sync succeeds.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+struct FlushTarget {
+    /// `written` when it began: everything before is in its files.
+    lsn: u64,
+    /// The marker it wrote (or the one before, unchanged).
+    gci: Option<Gci>,
+}
+
+/// The sync of a begun flush ([`RedoLog::begin_flush`]): the files it
+/// wrote, to fsync on any thread. Holds no reference to the log.
+pub struct RedoSync {
+    part: u32,
+    files: Vec<(PathBuf, Box<dyn FileSync>)>,
+}
+
+impl fmt::Debug for RedoSync {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let paths: Vec<&PathBuf> = self.files.iter().map(|(path, _)| path).collect();
+        f.debug_struct("RedoSync")
+            .field("part", &self.part)
+            .field("files", &paths)
+            .finish()
+    }
+}
+
+impl RedoSync {
+    /// Fsyncs every file the flush wrote; `Err` names the file that failed
+    /// (what reached the disk is then unknown).
+    pub fn run(&self) -> Result<(), String> {
+        for (path, file) in &self.files {
+            if let Err(source) = file.sync() {
+                return Err(format!(
+                    "redo log part {}: fsync of {} failed: {source}",
+                    self.part,
+                    path.display()
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Files to sync (0 when the flush wrote nothing new).
+    pub fn files(&self) -> usize {
+        self.files.len()
+    }
+}
+
+/// The control file write of a begun trim ([`RedoLog::begin_trim`]), to
+/// run on any thread.
+#[derive(Debug)]
+pub struct RedoTrim {
+    part: u32,
+    temp: PathBuf,
+    path: PathBuf,
+    bytes: [u8; CONTROL_BYTES],
+    /// The new tail.
+    upto: u64,
+}
+
+impl RedoTrim {
+    /// Writes the control file naming the new tail atomically (temporary
+    /// file, fsync, rename, directory fsync) on `disk`, the log's.
+    pub fn run(&self, disk: &dyn Disk) -> Result<(), String> {
+        crate::disk::write_file_atomically(disk, &self.temp, &self.path, &self.bytes).map_err(|e| {
+            format!(
+                "redo log part {}: {} {}: {}",
+                self.part,
+                e.step,
+                e.path.display(),
+                e.source
+            )
+        })
+    }
+
+    /// The tail it moves to.
+    pub fn upto(&self) -> Lsn {
+        Lsn(self.upto)
+    }
 }
 
 impl fmt::Debug for RedoLog {
@@ -542,6 +633,7 @@ impl fmt::Debug for RedoLog {
             .field("next", &self.next)
             .field("durable_gci", &self.durable_gci)
             .field("poisoned", &self.poisoned)
+            .field("in_flight", &self.in_flight)
             .finish_non_exhaustive()
     }
 }
@@ -583,6 +675,7 @@ impl RedoLog {
             marked_gci: None,
             durable_gci: None,
             poisoned: None,
+            in_flight: None,
         };
         let recovered = match log.read_control()? {
             None => log.create()?,
@@ -641,7 +734,20 @@ impl RedoLog {
     /// GCI-complete marker and what is buffered, then fsyncs. `upto_gci`
     /// never goes down. After a failed fsync the part refuses all work.
     pub fn flush(&mut self, upto_gci: Gci) -> Result<(), RedoError> {
+        let sync = self.begin_flush(upto_gci)?;
+        let outcome = sync.run();
+        self.complete_flush(outcome)
+    }
+
+    /// Begins [`RedoLog::flush`]: appends the GCI-complete marker of
+    /// `upto_gci` (once: a retry after a failure does not append it again)
+    /// and writes what is buffered. Returns the sync to run (on any
+    /// thread); hand its outcome to [`RedoLog::complete_flush`]. Nothing
+    /// counts as durable before that. One flush at a time; appends and
+    /// writes may go on meanwhile.
+    pub fn begin_flush(&mut self, upto_gci: Gci) -> Result<RedoSync, RedoError> {
         self.check_usable()?;
+        self.assert_no_flush_in_flight();
         assert!(
             self.marked_gci.is_none_or(|marked| upto_gci >= marked),
             "redo part {}: flush of GCI {upto_gci} after GCI {:?}",
@@ -654,7 +760,50 @@ impl RedoLog {
             self.emit(Kind::GciComplete, upto_gci, &durable);
             self.marked_gci = Some(upto_gci);
         }
-        self.sync_all()
+        self.begin_sync()
+    }
+
+    fn assert_no_flush_in_flight(&self) {
+        assert!(
+            self.in_flight.is_none(),
+            "redo part {}: a flush begun while another is in flight",
+            self.config.part
+        );
+    }
+
+    /// Whether a flush was begun and not completed.
+    pub fn flush_in_flight(&self) -> bool {
+        self.in_flight.is_some()
+    }
+
+    /// Completes the flush begun last with the outcome of its
+    /// [`RedoSync::run`]: on `Ok` its marker's GCI and everything written
+    /// before it are durable; on `Err` the part refuses all work (what
+    /// reached the disk is unknown) and the error says so.
+    pub fn complete_flush(&mut self, outcome: Result<(), String>) -> Result<(), RedoError> {
+        let target = self.in_flight.take().unwrap_or_else(|| {
+            panic!(
+                "redo part {}: a flush completed that was not begun",
+                self.config.part
+            )
+        });
+        if let Err(reason) = outcome {
+            self.poisoned = Some(reason.clone());
+            return Err(RedoError::SyncFailed {
+                part: self.config.part,
+                path: self.config.dir.clone(),
+                source: io::Error::other(reason),
+            });
+        }
+        // The durable log only grows, and only to what was written when the
+        // flush began (later writes may or may not be on disk). Its GCI is
+        // the marker's, which a restart marker (`void_above`) lowers.
+        assert!(target.lsn >= self.durable && target.lsn <= self.written);
+        assert!(target.gci <= self.marked_gci);
+        self.durable = target.lsn;
+        self.durable_gci = target.gci;
+        self.check_invariants();
+        Ok(())
     }
 
     /// Voids, durably, every record of a GCI above `gci` (a GCI this part
@@ -682,28 +831,38 @@ impl RedoLog {
     }
 
     /// Writes what is buffered and fsyncs every file written since its
-    /// last fsync; the last marker appended becomes the durable one.
+    /// last fsync, on this thread; the last marker appended becomes the
+    /// durable one.
     fn sync_all(&mut self) -> Result<(), RedoError> {
+        let sync = self.begin_sync()?;
+        let outcome = sync.run();
+        self.complete_flush(outcome)
+    }
+
+    /// Writes what is buffered and takes the sync handles of every file
+    /// written since its last sync; the flush is in flight from here.
+    fn begin_sync(&mut self) -> Result<RedoSync, RedoError> {
+        self.assert_no_flush_in_flight();
         self.write_buffered()?;
+        let mut files = Vec::new();
         for file in 0..self.files.len() {
-            if !self.dirty[file] {
-                continue;
-            }
-            if let Err(source) = self.files[file].sync() {
+            if self.dirty[file] {
+                // Clean from here: a write after this point makes it dirty
+                // again, for the next flush. After a failed sync the part
+                // refuses all work, so nothing is lost by clearing early.
+                self.dirty[file] = false;
                 let path = self.config.file_path(file as u32);
-                self.poisoned = Some(format!("fsync of {} failed: {source}", path.display()));
-                return Err(RedoError::SyncFailed {
-                    part: self.config.part,
-                    path,
-                    source,
-                });
+                files.push((path, self.files[file].sync_handle()));
             }
-            self.dirty[file] = false;
         }
-        self.durable = self.written;
-        self.durable_gci = self.marked_gci;
-        self.check_invariants();
-        Ok(())
+        self.in_flight = Some(FlushTarget {
+            lsn: self.written,
+            gci: self.marked_gci,
+        });
+        Ok(RedoSync {
+            part: self.config.part,
+            files,
+        })
     }
 
     /// Frees the records before `upto_lsn` (a local checkpoint covers
@@ -711,6 +870,19 @@ impl RedoLog {
     /// [`RedoLog::durable_lsn`]. The new tail is durable (control file)
     /// before the space is reused.
     pub fn trim(&mut self, upto_lsn: Lsn) -> Result<(), RedoError> {
+        let Some(trim) = self.begin_trim(upto_lsn)? else {
+            return Ok(());
+        };
+        let outcome = trim.run(self.disk.as_ref());
+        self.complete_trim(&trim, outcome)
+    }
+
+    /// Begins [`RedoLog::trim`] without writing: returns the control file
+    /// write to run on any thread ([`RedoTrim::run`]), whose outcome goes
+    /// to [`RedoLog::complete_trim`]; the tail moves (and the space is
+    /// free for appends) only then, once the new tail is durable. `None`:
+    /// nothing to trim.
+    pub fn begin_trim(&mut self, upto_lsn: Lsn) -> Result<Option<RedoTrim>, RedoError> {
         self.check_usable()?;
         let upto = upto_lsn.0;
         assert!(
@@ -721,13 +893,50 @@ impl RedoLog {
             self.durable
         );
         if upto == self.tail {
-            return Ok(());
+            return Ok(None);
         }
         if upto < self.durable {
             self.assert_record_boundary(upto)?;
         }
-        self.write_control(upto)?;
-        self.tail = upto;
+        Ok(Some(RedoTrim {
+            part: self.config.part,
+            temp: self.config.control_temp_path(),
+            path: self.config.control_path(),
+            bytes: self.control_bytes(upto),
+            upto,
+        }))
+    }
+
+    /// Completes a trim begun by [`RedoLog::begin_trim`] with the outcome
+    /// of its [`RedoTrim::run`]: on `Ok` the tail moves to the new one
+    /// (durable in the control file by then). A failed write changes
+    /// nothing here (the old control file or the new one is on disk, both
+    /// valid: the records between the two tails are still in the log).
+    pub fn complete_trim(
+        &mut self,
+        trim: &RedoTrim,
+        outcome: Result<(), String>,
+    ) -> Result<(), RedoError> {
+        assert_eq!(trim.part, self.config.part, "a trim of another part");
+        if let Err(reason) = outcome {
+            return Err(RedoError::Io {
+                part: self.config.part,
+                op: "write control file",
+                path: trim.path.clone(),
+                offset: 0,
+                source: io::Error::other(reason),
+            });
+        }
+        // Tails only grow: a later trim began from this one's state.
+        assert!(
+            trim.upto >= self.tail && trim.upto <= self.durable,
+            "redo part {}: trim to lsn {} completed outside [{}, {}]",
+            self.config.part,
+            trim.upto,
+            self.tail,
+            self.durable
+        );
+        self.tail = trim.upto;
         self.check_invariants();
         Ok(())
     }
@@ -793,6 +1002,12 @@ impl RedoLog {
     /// The highest GCI made durable by a flush (or found complete at open).
     pub fn durable_gci(&self) -> Option<Gci> {
         self.durable_gci
+    }
+
+    /// The GCI of the last marker appended: durable, or being flushed.
+    /// Appends must be of a higher GCI.
+    pub fn marked_gci(&self) -> Option<Gci> {
+        self.marked_gci
     }
 
     /// Bytes between tail and head.
@@ -1013,6 +1228,15 @@ impl RedoLog {
     /// Writes the control file atomically: temp file, fsync, rename,
     /// directory fsync.
     fn write_control(&self, tail: u64) -> Result<(), RedoError> {
+        let bytes = self.control_bytes(tail);
+        let temp = self.config.control_temp_path();
+        let path = self.config.control_path();
+        crate::disk::write_file_atomically(self.disk.as_ref(), &temp, &path, &bytes)
+            .map_err(|e| self.path_error(e.step, &e.path, e.source))
+    }
+
+    /// The control file naming `tail`.
+    fn control_bytes(&self, tail: u64) -> [u8; CONTROL_BYTES] {
         let mut bytes = [0u8; CONTROL_BYTES];
         bytes[0..8].copy_from_slice(&CONTROL_MAGIC);
         bytes[8..12].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
@@ -1022,10 +1246,7 @@ impl RedoLog {
         bytes[32..40].copy_from_slice(&tail.to_le_bytes());
         let crc = crc32c::crc32c(&bytes[..40]);
         bytes[40..44].copy_from_slice(&crc.to_le_bytes());
-        let temp = self.config.control_temp_path();
-        let path = self.config.control_path();
-        crate::disk::write_file_atomically(self.disk.as_ref(), &temp, &path, &bytes)
-            .map_err(|e| self.path_error(e.step, &e.path, e.source))
+        bytes
     }
 
     /// The header of ring file `index` as a build of format `version`

@@ -553,6 +553,7 @@ impl World {
                 LcpProgress::AwaitingGci { .. } => self.flush(),
                 LcpProgress::Writing { .. } => {}
                 LcpProgress::Idle => panic!("the round vanished"),
+                LcpProgress::Syncing { .. } => panic!("lcp_step syncs on its own thread"),
             }
         }
         panic!("the LCP round does not end");

@@ -264,6 +264,7 @@ impl Node {
                 }
                 LcpProgress::Writing { .. } => {}
                 LcpProgress::Idle => panic!("the round vanished"),
+                LcpProgress::Syncing { .. } => panic!("lcp_step syncs on its own thread"),
             }
         }
         panic!("the LCP round did not complete");
@@ -543,6 +544,7 @@ fn a_fragment_without_a_checkpoint_keeps_its_redo_from_trims() {
             LcpProgress::AwaitingGci { .. } => node.flush(),
             LcpProgress::Writing { .. } => {}
             LcpProgress::Idle => panic!("the round vanished"),
+            LcpProgress::Syncing { .. } => panic!("lcp_step syncs on its own thread"),
         }
     };
     assert_eq!(
@@ -1031,6 +1033,7 @@ fn a_larger_step_budget_writes_the_same_checkpoint_in_fewer_steps() {
                 LcpProgress::AwaitingGci { .. } => node.flush(),
                 LcpProgress::Completed { .. } => break,
                 LcpProgress::Idle => panic!("the round vanished"),
+                LcpProgress::Syncing { .. } => panic!("lcp_step syncs on its own thread"),
             }
         }
         let report = node.restart();

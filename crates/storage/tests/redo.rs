@@ -498,6 +498,84 @@ fn a_failed_fsync_is_an_error_and_the_part_refuses_work_until_reopened() {
     );
 }
 
+/// A flush whose sync runs elsewhere (an io thread): appends and writes
+/// of the next GCI go on while it is in flight; its GCI is durable only
+/// once it completes, and what a crash before that leaves is at most what
+/// the flush before made durable.
+#[test]
+fn a_flush_in_flight_lets_appends_go_on_and_is_durable_only_once_completed() {
+    let disk = SimDisk::new(21);
+    nothing_survives_unsynced(&disk);
+    let config = config(2);
+    let (mut log, _) = open(&disk, &config).unwrap();
+    log.append(1, b"one").unwrap();
+    log.flush(1).unwrap();
+    let durable_before = log.durable_lsn();
+    log.append(2, b"two").unwrap();
+    let sync = log.begin_flush(2).unwrap();
+    assert!(sync.files() >= 1);
+    assert!(log.flush_in_flight());
+    assert_eq!(log.durable_gci(), Some(1), "not durable before the sync");
+    assert_eq!(log.durable_lsn(), durable_before);
+    // The sync runs on another thread while this one appends and writes.
+    let syncing = std::thread::spawn(move || sync.run());
+    log.append(3, b"three").unwrap();
+    log.write_buffered().unwrap();
+    let outcome = syncing.join().unwrap();
+    log.complete_flush(outcome).unwrap();
+    assert_eq!(log.durable_gci(), Some(2));
+    assert!(log.durable_lsn() < log.head_lsn(), "GCI 3 is not durable");
+    drop(log);
+    disk.crash();
+    let (log, recovered) = open(&disk, &config).unwrap();
+    assert_eq!(recovered.complete_gci, Some(2));
+    assert_eq!(
+        payloads(&replay_all(&log, &recovered, 9)),
+        vec![b"one".to_vec(), b"two".to_vec()]
+    );
+}
+
+/// A crash while the flush's sync is in flight keeps nothing it did not
+/// already make durable (this disk keeps no unsynced write).
+#[test]
+fn a_crash_before_the_sync_completed_keeps_the_gci_before() {
+    let disk = SimDisk::new(22);
+    nothing_survives_unsynced(&disk);
+    let config = config(2);
+    let (mut log, _) = open(&disk, &config).unwrap();
+    log.append(1, b"one").unwrap();
+    log.flush(1).unwrap();
+    log.append(2, b"two").unwrap();
+    let _sync = log.begin_flush(2).unwrap();
+    drop(log);
+    disk.crash();
+    let (log, recovered) = open(&disk, &config).unwrap();
+    assert_eq!(recovered.complete_gci, Some(1));
+    assert_eq!(
+        payloads(&replay_all(&log, &recovered, 9)),
+        vec![b"one".to_vec()]
+    );
+}
+
+/// A sync that fails on the io thread poisons the part at completion.
+#[test]
+fn a_failed_sync_in_flight_poisons_the_part_at_completion() {
+    let disk = SimDisk::new(23);
+    let (mut log, _) = open(&disk, &config(2)).unwrap();
+    log.append(1, b"one").unwrap();
+    let sync = log.begin_flush(1).unwrap();
+    disk.fail_next_sync();
+    let outcome = sync.run();
+    assert!(outcome.is_err());
+    let err = log.complete_flush(outcome).unwrap_err();
+    assert!(matches!(err, RedoError::SyncFailed { .. }), "{err}");
+    assert_eq!(log.durable_gci(), None);
+    assert!(matches!(
+        log.append(2, b"two"),
+        Err(RedoError::Poisoned { .. })
+    ));
+}
+
 #[test]
 fn limits_and_configuration_are_checked() {
     let disk = SimDisk::new(14);

@@ -321,7 +321,10 @@ impl Distribution {
     }
 
     /// Every member: keeps `gci` complete (the sysfile, durably), tells the
-    /// local LDMs, answers the master.
+    /// local LDMs, answers the master. The sysfile is written (two fsyncs)
+    /// on an `io` thread, so that this thread — which with `ldm=0` runs the
+    /// LDM instance too — goes on meanwhile; the LDMs and the master hear
+    /// of `gci` only once it is durable ([`Distribution::on_keep_written`]).
     pub(super) fn on_keep_req(
         &mut self,
         from: BlockRef,
@@ -329,21 +332,79 @@ impl Distribution {
         serving: NodeBitmask,
         ctx: &mut Context<'_>,
     ) {
+        if self.keep_write.is_some() {
+            if self.keeps_waiting.len() >= KEEPS_WAITING_MAX {
+                self.keeps_waiting.remove(0);
+            }
+            self.keeps_waiting.push((from, gci, serving));
+            return;
+        }
         if gci > self.kept.gci {
             let kept = sysfile::Kept { gci, serving };
             if let Some(config) = &self.sysfile {
-                if let Err(error) = sysfile::write(&*config.disk, &config.fs_dir, &kept) {
-                    let reason = format!("node {}: {error}; restarting the node", self.config.node);
-                    tracing::error!(node = %self.config.node, "{reason}");
-                    ctx.shutdown(true, reason);
-                    return;
-                }
+                let disk = std::sync::Arc::clone(&config.disk);
+                let fs_dir = config.fs_dir.clone();
+                let request = self.next_io_request;
+                self.next_io_request += 1;
+                ctx.io(
+                    request,
+                    Box::new(move || {
+                        let disk = disk
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner);
+                        sysfile::write(&**disk, &fs_dir, &kept)
+                    }),
+                );
+                self.keep_write = Some(KeepWrite {
+                    request,
+                    kept,
+                    from,
+                });
+                return;
             }
             self.kept = kept;
         }
+        self.keep_done(from, gci, ctx);
+    }
+
+    /// `FsConf` of the sysfile write in flight.
+    pub(super) fn on_keep_written(&mut self, request: u64, error: String, ctx: &mut Context<'_>) {
+        let Some(write) = self.keep_write.take_if(|w| w.request == request) else {
+            tracing::warn!(node = %self.config.node, "FsConf of unknown file request {request}");
+            return;
+        };
+        if !error.is_empty() {
+            let reason = format!("node {}: {error}; restarting the node", self.config.node);
+            tracing::error!(node = %self.config.node, "{reason}");
+            ctx.shutdown(true, reason);
+            return;
+        }
+        assert!(write.kept.gci > self.kept.gci, "the kept GCI only grows");
+        self.kept = write.kept;
+        self.keep_done(write.from, write.kept.gci, ctx);
+        for (from, gci, serving) in std::mem::take(&mut self.keeps_waiting) {
+            self.on_keep_req(from, gci, serving, ctx);
+        }
+    }
+
+    /// `gci` is kept (durably, with a sysfile): the local LDMs and the
+    /// master hear of it.
+    fn keep_done(&mut self, from: BlockRef, gci: u32, ctx: &mut Context<'_>) {
+        assert!(self.kept.gci >= gci, "GCI {gci} reported kept before it is");
         for ldm in self.ldms_of(self.config.node) {
             ctx.send(ldm, SignalBody::GcpCompleteRep { gci });
         }
         ctx.send(from, SignalBody::GcpKeepConf { gci });
     }
+}
+
+/// `GcpKeepReq`s held while a sysfile write is in flight.
+const KEEPS_WAITING_MAX: usize = 64;
+
+/// A sysfile write on an `io` thread: what it keeps, for whom.
+#[derive(Debug)]
+pub(super) struct KeepWrite {
+    request: u64,
+    kept: sysfile::Kept,
+    from: BlockRef,
 }

@@ -232,6 +232,9 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         let fragments: Vec<(u32, u32)> = instance.fragment_ids().collect();
         let mut rows = 0;
         let mut failure = None;
+        // Emptying a fragment removes its checkpoint files (and syncs the
+        // removal) here; the node does not serve yet.
+        let _files = storage::disk::allow_sync("emptying fragments for a node restart");
         for &(t, p) in &fragments {
             rows += instance.fragment_ref(t, p).map_or(0, |f| f.row_count());
             let Some(table) = self.schema.tables.get(&t) else {
@@ -468,14 +471,15 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
     }
 
     /// The GCI a copy commit uses here: above every GCI this redo log
-    /// part flushed, and not below one already committed.
+    /// part flushed or is flushing (a sync on an io thread), and not below
+    /// one already committed.
     pub(super) fn copy_gci(&self) -> u32 {
         let instance = self
             .instance
             .as_ref()
             .expect("a copy commits on an open instance");
-        let durable = instance.durable_gci().unwrap_or(0);
-        (durable + 1).max(instance.committed_gci().unwrap_or(0))
+        let flushed = instance.flushed_gci().unwrap_or(0);
+        (flushed + 1).max(instance.committed_gci().unwrap_or(0))
     }
 
     // ---- the source ----

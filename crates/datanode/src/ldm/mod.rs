@@ -29,8 +29,22 @@
 //!   commit that finds the redo log full is retried from a timer until it
 //!   succeeds: a commit decision is never undone.
 //! - Redo is written in batches ([`REDO_WRITE_DELAY`] after the first
-//!   buffered commit), made durable by `GcpSaveReq`; a failed fsync stops
-//!   the node (the redo log part refuses work until a restart).
+//!   buffered commit), made durable by `GcpSaveReq`: the marker and the
+//!   records are written here, the fsync runs on an `io` thread
+//!   (`Context::io`) while key operations and commits of later GCIs go on
+//!   here, and `GcpSaveConf` is sent only when its `FsConf` says the sync
+//!   succeeded (a GCI is reported durable only after its redo is synced).
+//!   One flush is in flight at a time; `GcpSaveReq`s arriving meanwhile
+//!   wait for the next. A failed fsync stops the node (the redo log part
+//!   refuses work until a restart).
+//! - No fsync on this block's thread: every signal it executes runs under
+//!   `storage::disk::forbid_sync`, so a sync here panics; the restore at
+//!   start-up (nothing serves yet) and the schema changes that remove a
+//!   fragment's checkpoint files say so with `allow_sync`.
+//! - Local checkpoints write their pages here, a step at a time; finishing
+//!   an LCP (the data file's fsync, its control file, pruning) and the redo
+//!   trim's control file run on an `io` thread (`storage::ldm::LcpSync`),
+//!   one at a time, and count only from their `FsConf` on.
 //! - Local checkpoints start when the redo log part is half full, or every
 //!   `lcp_interval` when anything changed, and run a step at a time from a
 //!   short timer so that transactions interleave.
@@ -125,6 +139,21 @@ const TIMER_REDO_WRITE: u32 = 1;
 const TIMER_LCP_STEP: u32 = 2;
 const TIMER_LCP_CHECK: u32 = 3;
 const TIMER_COMMIT_RETRY: u32 = 4;
+
+/// `GcpSaveReq`s held while a redo flush is in flight (each master asks
+/// for one GCI at a time; a new master may ask again).
+pub const GCP_SAVES_WAITING_MAX: usize = 64;
+
+/// The redo flush whose sync runs on an `io` thread.
+#[derive(Debug)]
+struct RedoFlush {
+    /// The `Context::io` request number, echoed by its `FsConf`.
+    request: u64,
+    gci: u32,
+    /// Who gets `GcpSaveConf { gci }` once the sync succeeded: masters
+    /// that asked for this GCI or a lower one.
+    waiters: Vec<(BlockRef, u32)>,
+}
 
 /// What an LDM block needs to know. The data node fills it from its
 /// configuration (see `node.rs`).
@@ -298,6 +327,15 @@ pub struct LdmBlock<D> {
     /// high water (every write refused with 410). Always false in the
     /// real runtime.
     redo_full_buggified: bool,
+    /// The redo flush in flight, if any (at most one).
+    redo_flush: Option<RedoFlush>,
+    /// `GcpSaveReq`s that came while a flush was in flight: (master, GCI).
+    gcp_saves_waiting: Vec<(BlockRef, u32)>,
+    /// The next `Context::io` request number.
+    next_io_request: u64,
+    /// The LCP sync in flight: its request number and the sync, which the
+    /// io thread runs and hands back.
+    lcp_sync: Option<(u64, std::sync::Arc<std::sync::Mutex<storage::ldm::LcpSync>>)>,
     lcp_step_armed: bool,
     /// The GCI the running checkpoint last asked the master to hurry:
     /// asked once per GCI, not on every step that finds it waiting.
@@ -366,6 +404,10 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             pending_commits: Vec::new(),
             grants: Vec::new(),
             redo_write_armed: false,
+            redo_flush: None,
+            gcp_saves_waiting: Vec::new(),
+            next_io_request: 1,
+            lcp_sync: None,
             lcp_step_armed: false,
             hurried_gci: None,
             commit_retry_armed: false,
@@ -569,7 +611,11 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             .collect();
         let schema_version = schema.version;
         self.schema = schema;
-        match LdmInstance::open(self.disk.clone(), self.config.ldm.clone(), &fragments, None) {
+        let opened = {
+            let _restore = storage::disk::allow_sync("restore at start-up: nothing is served yet");
+            LdmInstance::open(self.disk.clone(), self.config.ldm.clone(), &fragments, None)
+        };
+        match opened {
             Ok((mut instance, report)) => {
                 // LCPs wait for the node's sysfile to keep their GCIs.
                 instance.set_kept_gci(0);
@@ -614,6 +660,11 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
 
     /// Adds and drops fragments so that the instance holds `wanted`.
     fn reconcile_fragments(&mut self, wanted: &BTreeSet<(u32, u32)>) -> Result<(), String> {
+        // A new or dropped fragment's old checkpoint files are removed, and
+        // the removal synced, here (a schema change, not a transaction).
+        let _files = storage::disk::allow_sync(
+            "removing a fragment's checkpoint files: not yet on the io threads",
+        );
         let instance = self.instance.as_mut().expect("open");
         let have: BTreeSet<(u32, u32)> = instance.fragment_ids().collect();
         for &(t, p) in have.difference(wanted) {
@@ -1011,20 +1062,115 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             "LDM instance {}: GcpSaveReq for GCI {gci} while a commit of GCI ≤ {gci} is still pending here",
             self.config.instance
         );
-        if let Some(instance) = self.instance.as_mut() {
-            let result = instance.write_redo().and_then(|()| instance.flush_gci(gci));
-            if let Err(error) = result {
+        if self.redo_flush.is_some() {
+            // Flushed after the one in flight completes (its marker is
+            // written already; a later GCI needs a marker of its own).
+            if self.gcp_saves_waiting.len() >= GCP_SAVES_WAITING_MAX {
+                self.gcp_saves_waiting.remove(0);
+            }
+            self.gcp_saves_waiting.push((sender, gci));
+            return;
+        }
+        self.begin_redo_flush(vec![(sender, gci)], ctx);
+    }
+
+    /// Begins the flush of the highest GCI `waiters` asked for and hands
+    /// its fsync to an `io` thread; answers at once when nothing needs a
+    /// sync (no instance, or the GCI is durable already).
+    fn begin_redo_flush(&mut self, waiters: Vec<(BlockRef, u32)>, ctx: &mut Context<'_>) {
+        assert!(self.redo_flush.is_none(), "one redo flush at a time");
+        let Some(gci) = waiters.iter().map(|&(_, gci)| gci).max() else {
+            return;
+        };
+        let Some(instance) = self.instance.as_mut() else {
+            self.redo_flush_done(gci, waiters, ctx);
+            return;
+        };
+        let begun = instance
+            .write_redo()
+            .and_then(|()| instance.begin_flush_gci(gci));
+        match begun {
+            Err(error) => {
                 let reason = format!(
                     "LDM instance {}: cannot make GCI {gci} durable: {error}; restarting the node",
                     self.config.instance
                 );
                 self.fail(ctx, true, reason);
-                return;
+            }
+            Ok(None) => self.redo_flush_done(gci, waiters, ctx),
+            Ok(Some(sync)) => {
+                let request = self.next_io_request;
+                self.next_io_request += 1;
+                self.redo_flush = Some(RedoFlush {
+                    request,
+                    gci,
+                    waiters,
+                });
+                ctx.io(request, Box::new(move || sync.run()));
             }
         }
+    }
+
+    /// `FsConf` of a file request: the redo flush's sync or the LCP's.
+    fn on_fs_conf(&mut self, request: u64, error: String, ctx: &mut Context<'_>) {
+        if self.failed {
+            return;
+        }
+        if self.lcp_sync.as_ref().is_some_and(|(r, _)| *r == request) {
+            // Its failures, if any, are in the sync's outcomes.
+            self.on_lcp_sync_done(ctx);
+            return;
+        }
+        let Some(flush) = self.redo_flush.take_if(|f| f.request == request) else {
+            tracing::warn!(
+                node = %self.config.node,
+                "LDM instance {}: FsConf of unknown file request {request}",
+                self.config.instance
+            );
+            return;
+        };
+        let instance = self
+            .instance
+            .as_mut()
+            .expect("a flush in flight belongs to the open instance");
+        let outcome = if error.is_empty() { Ok(()) } else { Err(error) };
+        match instance.complete_flush_gci(outcome) {
+            Err(error) => {
+                let reason = format!(
+                    "LDM instance {}: cannot make GCI {} durable: {error}; restarting the node",
+                    self.config.instance, flush.gci
+                );
+                self.fail(ctx, true, reason);
+            }
+            Ok(durable) => {
+                assert_eq!(durable, flush.gci, "the flush made its own GCI durable");
+                self.redo_flush_done(flush.gci, flush.waiters, ctx);
+                let waiting = std::mem::take(&mut self.gcp_saves_waiting);
+                if !waiting.is_empty() {
+                    self.begin_redo_flush(waiting, ctx);
+                }
+            }
+        }
+    }
+
+    /// GCI `gci` is durable here: answers the masters that asked for it
+    /// (or a lower one, which it covers).
+    fn redo_flush_done(&mut self, gci: u32, waiters: Vec<(BlockRef, u32)>, ctx: &mut Context<'_>) {
+        // The durability promise: a GCI is reported only once the redo
+        // log part holds it durable (no instance: nothing to hold).
+        assert!(
+            self.instance
+                .as_ref()
+                .is_none_or(|i| i.durable_gci().is_some_and(|d| d >= gci)),
+            "LDM instance {}: GCI {gci} reported saved before its redo is synced",
+            self.config.instance
+        );
         self.stats.gcp_saves += 1;
         self.recent_commits.saved(gci);
-        ctx.send(sender, SignalBody::GcpSaveConf { gci });
+        for (master, asked) in waiters {
+            assert!(asked <= gci);
+            ctx.send(master, SignalBody::GcpSaveConf { gci: asked });
+        }
         // An LCP waiting for this GCI can complete now.
         if self.instance.as_ref().is_some_and(LdmInstance::lcp_running) {
             self.arm_lcp_step(ctx, LCP_STEP_DELAY);
@@ -1169,8 +1315,60 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             // disks only; a real disk ignores it).
             self.disk.fail_next_write_to("-lcp");
         }
-        match instance.lcp_step_pages(pages) {
+        let progress = match instance.lcp_step_begin(pages) {
+            Ok((progress, Some(sync))) => {
+                // Finishing LCPs (fsyncs, control files) or the redo trim:
+                // on an io thread; the step goes on at its FsConf.
+                let request = self.next_io_request;
+                self.next_io_request += 1;
+                let slot = std::sync::Arc::new(std::sync::Mutex::new(sync));
+                let job_slot = std::sync::Arc::clone(&slot);
+                ctx.io(
+                    request,
+                    Box::new(move || {
+                        let mut sync = job_slot
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner);
+                        sync.run()
+                    }),
+                );
+                assert!(self.lcp_sync.is_none(), "one LCP sync in flight");
+                self.lcp_sync = Some((request, slot));
+                Ok(progress)
+            }
+            Ok((progress, None)) => Ok(progress),
+            Err(error) => Err(error),
+        };
+        self.on_lcp_progress(progress, pressure, ctx);
+    }
+
+    /// `FsConf` of the LCP sync in flight: its outcome goes to the
+    /// instance (LCPs complete, the trim takes effect), and the round
+    /// steps on.
+    fn on_lcp_sync_done(&mut self, ctx: &mut Context<'_>) {
+        let (_, slot) = self.lcp_sync.take().expect("an LCP sync was in flight");
+        let sync = std::sync::Arc::try_unwrap(slot)
+            .expect("the io thread let go of the LCP sync before its FsConf")
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some(instance) = self.instance.as_mut() else {
+            return;
+        };
+        let pressure = redo_under_pressure(instance);
+        let progress = instance.lcp_step_complete(sync);
+        self.on_lcp_progress(progress, pressure, ctx);
+    }
+
+    fn on_lcp_progress(
+        &mut self,
+        progress: Result<LcpProgress, storage::ldm::LdmError>,
+        pressure: bool,
+        ctx: &mut Context<'_>,
+    ) {
+        match progress {
             Ok(LcpProgress::Idle) => {}
+            // Stepped on by the sync's FsConf.
+            Ok(LcpProgress::Syncing { .. }) => {}
             Ok(LcpProgress::Writing { .. }) => self.arm_lcp_step(ctx, LCP_STEP_DELAY),
             Ok(LcpProgress::AwaitingGci { gci, .. }) => {
                 // Waiting out TimeBetweenGlobalCheckpoints (2 s by default)
@@ -1276,6 +1474,7 @@ impl<D: Disk + Clone + Send + 'static> Block for LdmBlock<D> {
     }
 
     fn start(&mut self, ctx: &mut Context<'_>) {
+        let _no_sync = storage::disk::forbid_sync();
         assert_eq!(
             ctx.me(),
             self.me,
@@ -1288,6 +1487,9 @@ impl<D: Disk + Clone + Send + 'static> Block for LdmBlock<D> {
     }
 
     fn execute(&mut self, signal: Signal, ctx: &mut Context<'_>) {
+        // This thread runs transactions: it never waits for a disk (file
+        // syncs go to the io threads; see the module documentation).
+        let _no_sync = storage::disk::forbid_sync();
         self.redo_full_buggified = ctx.buggify_ppm(BUGGIFY_REDO_FULL_PPM);
         let sender = signal.sender;
         let local_dictionary =
@@ -1388,6 +1590,11 @@ impl<D: Disk + Clone + Send + 'static> Block for LdmBlock<D> {
                 close,
             } => self.on_scan_next(sender, tx_id, scan_id, partition, close, ctx),
             SignalBody::GcpSaveReq { gci } => self.on_gcp_save(sender, gci, ctx),
+            SignalBody::FsConf { request, error }
+                if sender.node == self.config.node && sender.block == BlockNumber::FILE_SYSTEM =>
+            {
+                self.on_fs_conf(request, error, ctx)
+            }
             SignalBody::GcpCompleteRep { gci } if sender.node == self.config.node => {
                 self.on_gci_kept(gci, ctx)
             }

@@ -86,6 +86,22 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             .iter()
             .map(|&(t, p)| (self.schema.tables[&t].clone(), p))
             .collect();
+        // No GCI was handed out yet, so no GcpSaveReq came.
+        assert!(
+            self.redo_flush.is_none(),
+            "node {} LDM instance {}: a redo flush before the system restart chose its GCI",
+            self.config.node,
+            self.config.instance
+        );
+        // A checkpoint begun since the open (a redo log part half full) is
+        // dropped with the instance; a sync of it still running finishes
+        // only LCPs of fragments with nothing committed (the kept GCI is 0
+        // until the restart, so no other LCP may complete), and its FsConf
+        // finds no sync in flight.
+        self.lcp_sync = None;
+        // Reopening reads and voids files: nothing is served yet.
+        let _restore =
+            storage::disk::allow_sync("restore to the restart GCI: nothing is served yet");
         // The open instance holds the redo log part's files: close it first.
         self.instance = None;
         let config = self.config.ldm.clone();

@@ -84,6 +84,8 @@ pub(crate) struct ThreadParts {
 /// What all execution threads share.
 pub(crate) struct Common {
     pub(crate) shared: Arc<Shared>,
+    /// Where file requests go (`io`).
+    pub(crate) io: Arc<super::io::IoQueue>,
     pub(crate) routes: Arc<RouteTable>,
     pub(crate) clock: MonotonicClock,
     pub(crate) batch_signals_max: usize,
@@ -144,6 +146,7 @@ impl ExecutionThread {
             remote_sent: false,
             timers: TimerHeap::new(),
             control,
+            io: Arc::clone(&common.io),
             drops: DropLog::new(),
         };
         ExecutionThread {
@@ -386,6 +389,7 @@ struct Router {
     remote_sent: bool,
     timers: TimerHeap,
     control: Arc<dyn NodeControl>,
+    io: Arc<super::io::IoQueue>,
     drops: DropLog,
 }
 
@@ -413,6 +417,7 @@ impl Router {
             },
             Output::Disconnect(node) => self.control.disconnect(node),
             Output::Shutdown { restart, reason } => self.control.shutdown(restart, &reason),
+            Output::Io(request) => self.io.submit(request),
         }
     }
 

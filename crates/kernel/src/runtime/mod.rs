@@ -11,9 +11,13 @@
 //! the sending thread's [`RemoteSender`]; node-level requests (disconnect,
 //! shutdown) and watchdog reports go to the node's [`NodeControl`].
 //!
-//! Not started here: `recv` and `send` threads belong to the transport, and
-//! `io` threads to file I/O. A layout without `recv` threads has an
-//! execution thread host the `recv` role (`main`); it then runs a
+//! Not started here: `recv` and `send` threads belong to the transport. The
+//! runtime starts the `io` threads (see `io`): file requests of the blocks
+//! ([`Context::io`](crate::Context::io)) run there, one thread per `ldm`
+//! thread (at least one, at most [`IO_THREADS_MAX`]), so that redo parts
+//! sync in parallel and no execution thread waits for a disk. A layout
+//! without `recv` threads has an execution thread host the `recv` role
+//! (`main`); it then runs a
 //! [`Poller`] (the transport's receive loop) itself, between rounds and in
 //! place of parking (see `execution`). The runtime does start the watchdog thread
 //! (`wd`), which reports execution threads stuck for `watchdog_stuck_ms`.
@@ -27,6 +31,7 @@
 mod affinity;
 mod execution;
 mod injector;
+mod io;
 mod routing;
 mod shared;
 mod timers;
@@ -42,11 +47,16 @@ use rtrb::RingBuffer;
 use signal::{BlockRef, NodeId, Signal};
 
 pub use injector::Injector;
+pub use io::IO_QUEUE_REQUESTS_MAX;
+
+/// Most `io` threads a node starts.
+pub const IO_THREADS_MAX: usize = 8;
 
 use crate::block::Block;
 use crate::thread_config::{ThreadLayout, ThreadRole, ThreadSpec};
 use crate::time::MonotonicClock;
 use execution::{Common, ExecutionThread, PlacedBlock, ThreadParts};
+use io::IoQueue;
 use routing::{Route, RouteTable};
 use shared::{Shared, ThreadShared};
 use watchdog::Watchdog;
@@ -195,6 +205,9 @@ pub struct Runtime {
     /// The execution thread that hosts the `recv` role, if one does.
     recv_host: Option<usize>,
     watchdog_spec: ThreadSpec,
+    /// The layout's `io` thread (its CPU binding), and how many to start.
+    io_spec: ThreadSpec,
+    io_threads: usize,
     limits: RuntimeLimits,
     clock: MonotonicClock,
 }
@@ -267,6 +280,8 @@ impl Runtime {
             parts,
             recv_host,
             watchdog_spec: watchdog_spec(layout),
+            io_spec: io_spec(layout),
+            io_threads: (layout.count(ThreadRole::Ldm) as usize).clamp(1, IO_THREADS_MAX),
             limits,
             clock: MonotonicClock::new(),
         })
@@ -311,11 +326,14 @@ impl Runtime {
     /// [`RunningRuntime::thread_names`]), for that thread's sender to other
     /// nodes. On error, the threads already started are stopped again.
     pub fn start(
-        self,
+        mut self,
         remote: &mut dyn FnMut(usize) -> Box<dyn RemoteSender>,
         control: Arc<dyn NodeControl>,
     ) -> Result<RunningRuntime, RuntimeError> {
+        let io_queue = Arc::new(IoQueue::new());
+        let io_injectors: Vec<Injector> = (0..self.io_threads).map(|_| self.injector()).collect();
         let common = Common {
+            io: Arc::clone(&io_queue),
             shared: Arc::clone(&self.shared),
             routes: Arc::clone(&self.routes),
             clock: self.clock,
@@ -327,6 +345,8 @@ impl Runtime {
             execution: Vec::with_capacity(self.parts.len()),
             watchdog: None,
             watchdog_name: self.watchdog_spec.name.clone(),
+            io_queue: Arc::clone(&io_queue),
+            io: Vec::with_capacity(self.io_threads),
         };
         for (index, parts) in self.parts.into_iter().enumerate() {
             let name = parts.spec.name.clone();
@@ -356,6 +376,22 @@ impl Runtime {
                 source,
             })?;
         running.watchdog = Some(handle);
+        for (index, injector) in io_injectors.into_iter().enumerate() {
+            let name = format!("{}{index}", ThreadRole::Io.config_name());
+            let spec = self.io_spec.clone();
+            let (queue, shared) = (Arc::clone(&io_queue), Arc::clone(&self.shared));
+            let handle = std::thread::Builder::new()
+                .name(name.clone())
+                .spawn(move || {
+                    affinity::apply_to_current_thread(&spec);
+                    io::run_io_thread(queue, shared, injector);
+                })
+                .map_err(|source| RuntimeError::Spawn {
+                    thread: name,
+                    source,
+                })?;
+            running.io.push(handle);
+        }
         Ok(running)
     }
 }
@@ -403,6 +439,27 @@ fn watchdog_spec(layout: &ThreadLayout) -> ThreadSpec {
         })
 }
 
+/// The layout's `io` thread, or a default one when the layout has none of
+/// its own (io threads are not execution threads: they bind as the `io`
+/// entry says, or not at all).
+fn io_spec(layout: &ThreadLayout) -> ThreadSpec {
+    layout
+        .threads
+        .iter()
+        .find(|t| t.role == ThreadRole::Io)
+        .cloned()
+        .unwrap_or_else(|| ThreadSpec {
+            name: ThreadRole::Io.config_name().to_string(),
+            role: ThreadRole::Io,
+            index: 0,
+            hosts: vec![ThreadRole::Io],
+            cpubind: None,
+            cpuset: None,
+            realtime: false,
+            spintime_us: 0,
+        })
+}
+
 /// A started runtime. Dropping it stops it too.
 pub struct RunningRuntime {
     shared: Arc<Shared>,
@@ -410,6 +467,9 @@ pub struct RunningRuntime {
     execution: Vec<JoinHandle<()>>,
     watchdog: Option<JoinHandle<()>>,
     watchdog_name: String,
+    io_queue: Arc<IoQueue>,
+    /// The io threads; empty once stopped.
+    io: Vec<JoinHandle<()>>,
 }
 
 impl RunningRuntime {
@@ -438,13 +498,20 @@ impl RunningRuntime {
 
     fn stop_threads(&mut self) {
         self.shared.stop.store(true, Ordering::SeqCst);
+        self.io_queue.stop();
         for handle in self.execution.iter().chain(self.watchdog.iter()) {
             handle.thread().unpark();
         }
         for thread in &self.shared.threads {
             thread.wake_poller();
         }
-        for handle in self.execution.drain(..).chain(self.watchdog.take()) {
+        let io = std::mem::take(&mut self.io);
+        for handle in self
+            .execution
+            .drain(..)
+            .chain(self.watchdog.take())
+            .chain(io)
+        {
             let name = handle.thread().name().unwrap_or("unnamed").to_string();
             if handle.join().is_err() {
                 // The thread's exit guard has logged and reported it already.

@@ -37,18 +37,20 @@
 mod lcp;
 mod recovery;
 
-pub use lcp::LcpProgress;
+pub use lcp::{LcpProgress, LcpSync};
 pub use recovery::{FragmentRecovery, RecoveryReport};
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use crate::checkpoint::{CheckpointError, CompletedLcp};
 use crate::disk::Disk;
 use crate::fragment::{AlterOutcome, Fragment, FragmentError, RedoRecordError};
 use crate::locks::{Grant, TxId};
 use crate::memory::PagePool;
+pub use crate::redo::RedoSync;
 use crate::redo::{
     Lsn, RedoConfig, RedoError, RedoLog, REDO_FILES_DEFAULT, REDO_FILE_HEADER_BYTES,
     REDO_FILE_SIZE_DEFAULT_BYTES, REDO_RECORD_HEADER_BYTES,
@@ -367,6 +369,8 @@ struct KeptGci {
 pub struct LdmInstance {
     config: LdmConfig,
     disk: Box<dyn Disk>,
+    /// The disk again, for [`LcpSync`]s to use on an `io` thread.
+    lcp_disk: Arc<Mutex<Box<dyn Disk>>>,
     lcp_dir: PathBuf,
     redo: RedoLog,
     pool: PagePool,
@@ -641,15 +645,31 @@ impl LdmInstance {
     /// below the last one flushed is already durable: nothing to do. After
     /// a failed fsync the redo log part refuses all work until a restart.
     pub fn flush_gci(&mut self, gci: Gci) -> Result<(), LdmError> {
+        let Some(sync) = self.begin_flush_gci(gci)? else {
+            return Ok(());
+        };
+        let outcome = sync.run();
+        self.complete_flush_gci(outcome).map(|_| ())
+    }
+
+    /// Begins [`LdmInstance::flush_gci`] without waiting for the disk: the
+    /// marker and the buffered records are written, and the returned sync
+    /// is to run on an `io` thread; its outcome goes to
+    /// [`LdmInstance::complete_flush_gci`], and until then the GCI is not
+    /// durable (checkpoints do not count on it, the redo log is not
+    /// trimmed to it). `None`: the GCI is durable already. One flush at a
+    /// time ([`LdmInstance::flush_in_flight`]); commits of later GCIs go on
+    /// meanwhile.
+    pub fn begin_flush_gci(&mut self, gci: Gci) -> Result<Option<RedoSync>, LdmError> {
         if self
             .redo
             .durable_gci()
             .is_some_and(|durable| gci <= durable)
         {
-            return Ok(());
+            return Ok(None);
         }
         let head = self.redo.head_lsn();
-        let result = self.redo.flush(gci);
+        let result = self.redo.begin_flush(gci);
         let after = self.redo.head_lsn();
         if after != head {
             // The marker is the last record a flush appends: it ends at the
@@ -657,12 +677,38 @@ impl LdmInstance {
             // on retry.
             self.unflushed_marker = Some((gci, Lsn(after.0 - REDO_MARKER_RECORD_BYTES)));
         }
-        result.map_err(|e| self.redo_error(e))?;
-        let (marker_gci, marker) = self
+        let sync = result.map_err(|e| self.redo_error(e))?;
+        assert!(
+            self.unflushed_marker
+                .is_some_and(|(marked, _)| marked == gci),
+            "LDM instance {}: a flush of GCI {gci} in flight without its marker",
+            self.config.instance
+        );
+        Ok(Some(sync))
+    }
+
+    /// Whether a flush begun by [`LdmInstance::begin_flush_gci`] waits for
+    /// its completion.
+    pub fn flush_in_flight(&self) -> bool {
+        self.redo.flush_in_flight()
+    }
+
+    /// Completes the flush in flight with the outcome of its
+    /// [`RedoSync::run`]: on `Ok` its GCI is durable (returned); on `Err`
+    /// the redo log part refuses all work until a restart.
+    pub fn complete_flush_gci(&mut self, outcome: Result<(), String>) -> Result<Gci, LdmError> {
+        self.redo
+            .complete_flush(outcome)
+            .map_err(|e| self.redo_error(e))?;
+        let (gci, marker) = self
             .unflushed_marker
             .take()
             .expect("a flush that completed a GCI appended its marker");
-        assert_eq!(marker_gci, gci, "the marker flushed is the one appended");
+        assert_eq!(
+            self.redo.durable_gci(),
+            Some(gci),
+            "the marker flushed is the one appended"
+        );
         assert!(marker >= self.last_marker.unwrap_or(Lsn(0)));
         self.last_marker = Some(marker);
         self.highest_gci_seen = self.highest_gci_seen.max(Some(gci));
@@ -672,7 +718,7 @@ impl LdmInstance {
             }
             kept.flushed.push_back((gci, marker));
         }
-        Ok(())
+        Ok(gci)
     }
 
     /// Bounds local checkpoints by `gci`, the newest GCI this node's disk
@@ -729,6 +775,12 @@ impl LdmInstance {
     /// The highest GCI made durable (by a flush, or found complete at open).
     pub fn durable_gci(&self) -> Option<Gci> {
         self.redo.durable_gci()
+    }
+
+    /// The highest GCI flushed or being flushed
+    /// ([`LdmInstance::begin_flush_gci`]): commits must be of a higher one.
+    pub fn flushed_gci(&self) -> Option<Gci> {
+        self.redo.marked_gci().max(self.redo.durable_gci())
     }
 
     /// Bytes of the redo log part holding records a restore may still need
@@ -829,16 +881,18 @@ impl LdmInstance {
         }
     }
 
-    /// Trims the redo log to the oldest position any fragment still needs,
-    /// never past the last durable marker (so that a restart always finds
-    /// the GCI the state is complete to). Returns the bytes freed.
-    fn trim_redo(&mut self) -> Result<u64, LdmError> {
+    /// Begins the trim of the redo log to the oldest position any fragment
+    /// still needs, never past the last durable marker (so that a restart
+    /// always finds the GCI the state is complete to): `None` when there
+    /// is nothing to trim, else the control file write to run
+    /// ([`LcpSync`]).
+    fn begin_trim_redo(&mut self) -> Result<Option<crate::redo::RedoTrim>, LdmError> {
         let Some(mut marker) = self.last_marker else {
-            return Ok(0);
+            return Ok(None);
         };
         if let Some(kept) = &self.kept {
             let Some(kept_marker) = kept.marker else {
-                return Ok(0);
+                return Ok(None);
             };
             marker = marker.min(kept_marker);
         }
@@ -856,10 +910,9 @@ impl LdmInstance {
         );
         let target = self.record_start_at_or_after(needed).min(marker);
         if target <= tail {
-            return Ok(0);
+            return Ok(None);
         }
-        self.redo.trim(target).map_err(|e| self.redo_error(e))?;
-        Ok(target.0 - tail.0)
+        self.redo.begin_trim(target).map_err(|e| self.redo_error(e))
     }
 
     /// The first record position at or after `lsn`, which is the end of a

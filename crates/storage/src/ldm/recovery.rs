@@ -175,6 +175,7 @@ pub(super) fn open<D: Disk + Clone + 'static>(
     if let Some(files) = redo_files_kept {
         config.redo_files = files;
     }
+    let lcp_disk: Box<dyn Disk> = Box::new(disk.clone());
     let disk: Box<dyn Disk> = Box::new(disk);
     let target = replay_target(instance, &recovered, restore_gci)?;
     let lcp_dir = config.lcp_dir();
@@ -316,6 +317,7 @@ pub(super) fn open<D: Disk + Clone + 'static>(
     let ldm = LdmInstance {
         lcp_dir,
         disk,
+        lcp_disk: std::sync::Arc::new(std::sync::Mutex::new(lcp_disk)),
         redo,
         pool,
         fragments: states,
