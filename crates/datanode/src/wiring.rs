@@ -21,7 +21,7 @@ use kernel::thread_config::ThreadRole;
 use kernel::Block;
 use signal::{BlockNumber, BlockRef, NodeId};
 use storage::disk::Disk;
-use storage::ldm::LdmConfig;
+use storage::instance::LdmConfig;
 
 use crate::dictionary::{self, Dictionary, DictionaryConfig};
 use crate::distribution::{Distribution, DistributionConfig};

@@ -18,13 +18,15 @@
 //! - [`redo`]: the redo log part of one LDM instance.
 //! - [`fragment`]: one partition of a table: rows, indexes, locks and uncommitted versions.
 //! - [`checkpoint`]: local checkpoints of one fragment's rows, full and partial, and restore.
-//! - [`ldm`]: one LDM instance: its fragments, redo log part and checkpoint rounds, and restart from disk.
+//! - [`instance`]: the storage of one LDM instance (the block that runs it
+//!   is `datanode::ldm`): its fragments, redo log part and checkpoint
+//!   rounds, and restart from disk.
 
 pub mod checkpoint;
 pub mod disk;
 pub mod fragment;
 pub mod hash_index;
-pub mod ldm;
+pub mod instance;
 pub mod locks;
 pub mod memory;
 pub mod ordered_index;

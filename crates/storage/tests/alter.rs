@@ -25,7 +25,7 @@ use storage::fragment::{
     Fragment, FragmentError, Outcome, ReadMode, RowBuf, ScanBatch, ScanCursor, ScanProgress,
     ScanRange, ScanSpec,
 };
-use storage::ldm::{LcpProgress, LdmConfig, LdmError, LdmInstance};
+use storage::instance::{LcpProgress, LdmConfig, LdmError, LdmInstance};
 use storage::locks::{OpId, TxId};
 use storage::memory::PagePool;
 use storage::ordered_index::Direction;

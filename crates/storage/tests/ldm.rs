@@ -14,7 +14,7 @@ use storage::disk::{Disk, SimDisk};
 use storage::fragment::{
     FragmentError, Outcome, ScanBatch, ScanCursor, ScanProgress, ScanRange, ScanSpec,
 };
-use storage::ldm::{LcpProgress, LdmConfig, LdmError, LdmInstance, RecoveryReport};
+use storage::instance::{LcpProgress, LdmConfig, LdmError, LdmInstance, RecoveryReport};
 use storage::locks::{OpId, TxId};
 use storage::redo::RedoError;
 use storage::Gci;

@@ -33,7 +33,7 @@ use storage::fragment::{
     FragmentError, Outcome, ReadMode, RowBuf, ScanBatch, ScanCursor, ScanProgress, ScanRange,
     ScanSpec,
 };
-use storage::ldm::{LcpProgress, LdmConfig, LdmError, LdmInstance};
+use storage::instance::{LcpProgress, LdmConfig, LdmError, LdmInstance};
 use storage::locks::{OpId, TxId};
 use storage::ordered_index::Direction;
 use storage::Gci;

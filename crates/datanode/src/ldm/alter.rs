@@ -11,7 +11,7 @@
 //! before and after the alter) with the temporary error 701 ("busy with a
 //! schema operation"); transactions already on them end by commit, abort
 //! or the TC's timeouts. Once none is left, the fragments are altered
-//! (`storage::ldm::LdmInstance::alter_fragment`: rows rewritten when
+//! (`storage::instance::LdmInstance::alter_fragment`: rows rewritten when
 //! columns were added, ordered indexes built or dropped, the version
 //! raised), committed-read scans still open on them are ended with 701
 //! (their cursors point into the old rows or indexes), and the answer goes

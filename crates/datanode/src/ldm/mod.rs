@@ -1,5 +1,5 @@
 //! The LDM block (NDB: DBLQH with DBACC, DBTUP and DBTUX): one instance per
-//! `ldm` thread, each running one `storage::ldm::LdmInstance` — the
+//! `ldm` thread, each running one `storage::instance::LdmInstance` — the
 //! partitions of this node whose `Placement::home(p).ldm_instance` is the
 //! instance, their row locks, the instance's redo log part and its local
 //! checkpoints. See `docs/transactions.md`.
@@ -43,7 +43,7 @@
 //!   fragment's checkpoint files say so with `allow_sync`.
 //! - Local checkpoints write their pages here, a step at a time; finishing
 //!   an LCP (the data file's fsync, its control file, pruning) and the redo
-//!   trim's control file run on an `io` thread (`storage::ldm::LcpSync`),
+//!   trim's control file run on an `io` thread (`storage::instance::LcpSync`),
 //!   one at a time, and count only from their `FsConf` on.
 //! - Local checkpoints start when the redo log part is half full, or every
 //!   `lcp_interval` when anything changed, and run a step at a time from a
@@ -82,7 +82,7 @@ use kernel::{Block, Context, Instant};
 use schema::TableDef;
 use signal::{BlockNumber, BlockRef, DictTableGroup, NodeId, SchemaOp, Signal, SignalBody};
 use storage::disk::Disk;
-use storage::ldm::{LcpProgress, LdmConfig, LdmInstance, LCP_PAGES_PER_STEP_MAX};
+use storage::instance::{LcpProgress, LdmConfig, LdmInstance, LCP_PAGES_PER_STEP_MAX};
 use storage::locks::{Grant, TxId};
 
 use crate::recently_aborted::RecentlyAborted;
@@ -335,7 +335,7 @@ pub struct LdmBlock<D> {
     next_io_request: u64,
     /// The LCP sync in flight: its request number and the sync, which the
     /// io thread runs and hands back.
-    lcp_sync: Option<(u64, std::sync::Arc<std::sync::Mutex<storage::ldm::LcpSync>>)>,
+    lcp_sync: Option<(u64, std::sync::Arc<std::sync::Mutex<storage::instance::LcpSync>>)>,
     lcp_step_armed: bool,
     /// The GCI the running checkpoint last asked the master to hurry:
     /// asked once per GCI, not on every step that finds it waiting.
@@ -958,7 +958,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                     pending.fragments.pop();
                     self.changed_since_lcp = true;
                 }
-                Err(storage::ldm::LdmError::NoSuchFragment { .. }) => {
+                Err(storage::instance::LdmError::NoSuchFragment { .. }) => {
                     // Dropped with its table: nothing left to commit.
                     pending.fragments.pop();
                 }
@@ -1361,7 +1361,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
 
     fn on_lcp_progress(
         &mut self,
-        progress: Result<LcpProgress, storage::ldm::LdmError>,
+        progress: Result<LcpProgress, storage::instance::LdmError>,
         pressure: bool,
         ctx: &mut Context<'_>,
     ) {

@@ -985,7 +985,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
 }
 
 /// Whether the redo log part is too full for new writes (error 410).
-fn redo_over_high_water(instance: &storage::ldm::LdmInstance) -> bool {
+fn redo_over_high_water(instance: &storage::instance::LdmInstance) -> bool {
     instance.redo_used_bytes() * 100 > instance.redo_capacity_bytes() * REDO_HIGH_WATER_PERCENT
 }
 

@@ -20,7 +20,7 @@ use kernel::Context;
 use schema::TableDef;
 use signal::{BlockRef, SignalBody};
 use storage::disk::Disk;
-use storage::ldm::LdmInstance;
+use storage::instance::LdmInstance;
 
 use super::{LdmBlock, LCP_STEP_DELAY};
 

@@ -33,7 +33,7 @@ pub use proto::results::ResultReader;
 pub use schema::{Column, ColumnType, TableDef, Value};
 pub use signal::{tc_flags, BlockNumber, BlockRef, NodeId, Signal, SignalBody};
 pub use storage::disk::SimDisk;
-pub use storage::ldm::LdmConfig;
+pub use storage::instance::LdmConfig;
 
 pub const API: NodeId = match NodeId::new(200) {
     Some(id) => id,
