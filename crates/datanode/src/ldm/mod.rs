@@ -335,7 +335,10 @@ pub struct LdmBlock<D> {
     next_io_request: u64,
     /// The LCP sync in flight: its request number and the sync, which the
     /// io thread runs and hands back.
-    lcp_sync: Option<(u64, std::sync::Arc<std::sync::Mutex<storage::instance::LcpSync>>)>,
+    lcp_sync: Option<(
+        u64,
+        std::sync::Arc<std::sync::Mutex<storage::instance::LcpSync>>,
+    )>,
     lcp_step_armed: bool,
     /// The GCI the running checkpoint last asked the master to hurry:
     /// asked once per GCI, not on every step that finds it waiting.
