@@ -773,8 +773,25 @@ impl Membership {
             .copied()
             .filter(|m| !view.contains(*m))
             .collect();
+        // Members this node suspects and still has no connection to, that
+        // the new view keeps: its president made it before it heard of the
+        // broken link. Installing a view forgets every suspicion, but the
+        // signals sent on that link are lost, and blocks rely on a member
+        // never losing a signal to another (a TC's `LdmAbortReq` to a
+        // participant was lost and its transaction never ended: the
+        // whole-cluster soak's seed 1795877217615743). They are suspected
+        // again below, so that the president removes one end of the link.
+        let unreachable: Vec<NodeId> = view
+            .members
+            .iter()
+            .copied()
+            .filter(|m| {
+                *m != self.me() && self.suspected.contains(*m) && !self.connected.contains(*m)
+            })
+            .collect();
         let president = view.president;
         self.install_view(view, ctx);
+        self.suspect(&unreachable, FailReason::Disconnected, ctx);
         if president != old_president {
             tracing::info!(node = %self.me(), "node {president} is now president");
         }

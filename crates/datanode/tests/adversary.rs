@@ -111,7 +111,13 @@ fn seed_1795876666613841_a_read_refused_by_the_request_limit_is_asked_again() {
 /// down, the member that took over waited for the other's report on the
 /// president, which had been sent while their link was down and was
 /// dropped, so the cluster never settled. A member now repeats its
-/// reports each heartbeat round until a view settles them.
+/// reports each heartbeat round until a view settles them. Then, with the
+/// io threads and buggify merged in: nodes 3 and 5 suspected each other
+/// (link 5-3 broken) and reported it to president 2, whose view removing
+/// node 4, made before the reports came, made both forget theirs; their TCs'
+/// `LdmAbortReq`s to each other, lost on that link, were never answered,
+/// so a node restart's `NodeStateConf` never came. A member now suspects
+/// again, after a new view, the members it still has no connection to.
 #[test]
 fn seed_1795877217615743_a_report_lost_on_a_broken_link_is_sent_again() {
     soak_seed(
