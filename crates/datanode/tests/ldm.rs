@@ -1003,22 +1003,29 @@ fn a_failed_fsync_of_a_global_checkpoint_shuts_the_node_down() {
     assert!(reason.contains("cannot make GCI 2 durable"), "{reason}");
 }
 
+/// A one-node cluster whose file requests each take 200 ms (the returned
+/// latency), with one row inserted by transaction `tx` in GCI 2, not yet
+/// saved.
+fn with_slow_io(seed: u64, tx: u64) -> (Cluster, NodeId, Duration) {
+    let mut c = Cluster::start(seed, 1);
+    c.create_table();
+    let slow = Duration::from_millis(200);
+    c.sim.io = IoSettings {
+        latency_min: slow,
+        latency_max: slow,
+    };
+    c.run_ops(tx, &[Op::write(OpKind::Insert, 1, 1)]);
+    c.end(tx, Some(2));
+    (c, node(2), slow)
+}
+
 /// The redo sync of a global checkpoint runs on an io thread: while it is
 /// in flight (a slow disk: 200 ms here) the instance goes on reading and
 /// writing, and `GcpSaveConf` comes only once the sync completed, with
 /// the GCI durable in the redo log part by then and not before.
 #[test]
 fn key_operations_go_on_while_a_redo_sync_is_in_flight() {
-    let mut c = Cluster::start(19, 1);
-    c.create_table();
-    let n = node(2);
-    let slow = Duration::from_millis(200);
-    c.sim.io = IoSettings {
-        latency_min: slow,
-        latency_max: slow,
-    };
-    c.run_ops(0x60, &[Op::write(OpKind::Insert, 1, 1)]);
-    c.end(0x60, Some(2));
+    let (mut c, n, slow) = with_slow_io(19, 0x60);
     let saved = |signals: &[Signal]| {
         signals
             .iter()
@@ -1059,16 +1066,7 @@ fn key_operations_go_on_while_a_redo_sync_is_in_flight() {
 /// completes only after them, while key operations are answered at once.
 #[test]
 fn a_local_checkpoint_completes_after_its_syncs_and_key_operations_go_on() {
-    let mut c = Cluster::start(20, 1);
-    c.create_table();
-    let n = node(2);
-    let slow = Duration::from_millis(200);
-    c.sim.io = IoSettings {
-        latency_min: slow,
-        latency_max: slow,
-    };
-    c.run_ops(0x70, &[Op::write(OpKind::Insert, 1, 1)]);
-    c.end(0x70, Some(2));
+    let (mut c, n, slow) = with_slow_io(20, 0x70);
     c.send(ldm(n), SignalBody::GcpSaveReq { gci: 2 });
     c.sim.run_for(slow + Duration::from_millis(10));
     assert!(c

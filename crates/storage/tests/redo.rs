@@ -45,6 +45,15 @@ fn payloads(records: &[(u64, Gci, Vec<u8>)]) -> Vec<Vec<u8>> {
     records.iter().map(|r| r.2.clone()).collect()
 }
 
+/// Crashes `disk` and opens the part again: the GCI it recovers as
+/// complete, and the payloads it replays.
+fn after_crash(disk: &SimDisk, config: &RedoConfig) -> (Option<Gci>, Vec<Vec<u8>>) {
+    disk.crash();
+    let (log, recovered) = open(disk, config).unwrap();
+    let replayed = payloads(&replay_all(&log, &recovered, 9));
+    (recovered.complete_gci, replayed)
+}
+
 fn payload(i: usize, len: usize) -> Vec<u8> {
     (0..len).map(|j| (i * 31 + j) as u8).collect()
 }
@@ -526,12 +535,9 @@ fn a_flush_in_flight_lets_appends_go_on_and_is_durable_only_once_completed() {
     assert_eq!(log.durable_gci(), Some(2));
     assert!(log.durable_lsn() < log.head_lsn(), "GCI 3 is not durable");
     drop(log);
-    disk.crash();
-    let (log, recovered) = open(&disk, &config).unwrap();
-    assert_eq!(recovered.complete_gci, Some(2));
     assert_eq!(
-        payloads(&replay_all(&log, &recovered, 9)),
-        vec![b"one".to_vec(), b"two".to_vec()]
+        after_crash(&disk, &config),
+        (Some(2), vec![b"one".to_vec(), b"two".to_vec()])
     );
 }
 
@@ -548,12 +554,9 @@ fn a_crash_before_the_sync_completed_keeps_the_gci_before() {
     log.append(2, b"two").unwrap();
     let _sync = log.begin_flush(2).unwrap();
     drop(log);
-    disk.crash();
-    let (log, recovered) = open(&disk, &config).unwrap();
-    assert_eq!(recovered.complete_gci, Some(1));
     assert_eq!(
-        payloads(&replay_all(&log, &recovered, 9)),
-        vec![b"one".to_vec()]
+        after_crash(&disk, &config),
+        (Some(1), vec![b"one".to_vec()])
     );
 }
 
