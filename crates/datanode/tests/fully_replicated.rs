@@ -102,20 +102,7 @@ fn read_on(cluster: &mut Cluster, tc: NodeId, keys: &[i64]) -> Vec<Option<i64>> 
 /// A committed full scan through the TC of `tc`: every (id, v).
 fn scan_on(cluster: &mut Cluster, tc: NodeId) -> BTreeMap<i64, i64> {
     let table = cluster.table.clone().expect("created");
-    let spec = proto::ScanSpec {
-        table_id: table.id,
-        table_version: table.version,
-        index_id: NO_INDEX,
-        lower: None,
-        upper: None,
-        descending: false,
-        lock: LockMode::Committed,
-        partition: NO_PARTITION,
-        batch_rows: 16,
-        projection: Vec::new(),
-        filter: None,
-        key_info: false,
-    };
+    let spec = full_scan_spec(&table);
     let (tx_id, scan_id) = (cluster.tx_id(), 1);
     cluster.send(
         tc_of(tc),

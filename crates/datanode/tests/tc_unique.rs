@@ -243,47 +243,7 @@ impl Cluster {
             kind: IndexKind::Unique,
         })
         .partitions(PARTITIONS);
-        let request_id = self.next_request;
-        self.next_request += 1;
-        let dict = BlockRef::new(self.data_nodes[0], BlockNumber::DICTIONARY, 0);
-        self.send(
-            dict,
-            SignalBody::DictCreateTableReq {
-                request_id,
-                table: table.to_bytes(),
-            },
-        );
-        self.sim.run_for(Duration::from_millis(300));
-        let answers = self.take();
-        assert!(
-            answers.iter().any(
-                |s| matches!(s.body, SignalBody::DictCreateTableConf { request_id: r, .. } if r == request_id)
-            ),
-            "create answered: {answers:?}"
-        );
-        self.send(
-            dict,
-            SignalBody::DictGetTableReq {
-                request_id,
-                table_id: 0,
-                name: "people".into(),
-            },
-        );
-        self.sim.run_for(Duration::from_millis(20));
-        let tables: Vec<TableDef> = self
-            .take()
-            .into_iter()
-            .find_map(|s| match s.body {
-                SignalBody::DictGetTableConf { group, .. } => Some(
-                    group
-                        .tables
-                        .iter()
-                        .map(|t| TableDef::decode(t).unwrap())
-                        .collect(),
-                ),
-                _ => None,
-            })
-            .expect("people is found by name");
+        let tables = self.create_table_group(table);
         let base = tables[0].clone();
         let hidden = |name: &str| {
             let id = base.indexes.iter().find(|i| i.name == name).unwrap().id;
@@ -356,21 +316,7 @@ impl Cluster {
 
     /// Every row of a table, by a full scan.
     fn scan_table(&mut self, table: &TableDef) -> Vec<Vec<Value>> {
-        let spec = ScanSpec {
-            table_id: table.id,
-            table_version: table.version,
-            index_id: NO_INDEX,
-            lower: None,
-            upper: None,
-            descending: false,
-            lock: LockMode::Committed,
-            partition: NO_PARTITION,
-            batch_rows: 16,
-            projection: Vec::new(),
-            filter: None,
-            key_info: false,
-        };
-        self.scan(&spec).expect("a full scan").0
+        self.scan(&full_scan_spec(table)).expect("a full scan").0
     }
 
     /// The table and both unique indexes hold exactly the model.

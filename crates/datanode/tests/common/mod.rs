@@ -172,6 +172,15 @@ impl Cluster {
     /// reads its definition back by name and makes it the table of later
     /// requests.
     pub fn create_table_def(&mut self, table: TableDef) -> TableDef {
+        let table = self.create_table_group(table).swap_remove(0);
+        self.table = Some(table.clone());
+        table
+    }
+
+    /// Creates `table` through the dictionary of the first data node and
+    /// reads back by name its group: the table, then the hidden tables
+    /// derived from it (unique indexes, blob parts).
+    pub fn create_table_group(&mut self, table: TableDef) -> Vec<TableDef> {
         let name = table.name.clone();
         let request_id = self.request_id();
         let dict = BlockRef::new(self.data_nodes[0], BlockNumber::DICTIONARY, 0);
@@ -200,18 +209,19 @@ impl Cluster {
             },
         );
         self.sim.run_for(Duration::from_millis(20));
-        let table = self
-            .take()
+        self.take()
             .into_iter()
             .find_map(|s| match s.body {
-                SignalBody::DictGetTableConf { group, .. } => {
-                    Some(TableDef::decode(&group.tables[0]).unwrap())
-                }
+                SignalBody::DictGetTableConf { group, .. } => Some(
+                    group
+                        .tables
+                        .iter()
+                        .map(|t| TableDef::decode(t).unwrap())
+                        .collect(),
+                ),
                 _ => None,
             })
-            .expect("the table is found by name");
-        self.table = Some(table.clone());
-        table
+            .expect("the table is found by name")
     }
 
     pub fn live_nodes(&self) -> Vec<NodeId> {
@@ -233,5 +243,23 @@ impl Cluster {
     pub fn tx_id(&mut self) -> u64 {
         self.next_tx += 1;
         self.next_tx
+    }
+}
+
+/// A committed full scan of `table` in batches of 16 rows.
+pub fn full_scan_spec(table: &TableDef) -> proto::ScanSpec {
+    proto::ScanSpec {
+        table_id: table.id,
+        table_version: table.version,
+        index_id: NO_INDEX,
+        lower: None,
+        upper: None,
+        descending: false,
+        lock: LockMode::Committed,
+        partition: NO_PARTITION,
+        batch_rows: 16,
+        projection: Vec::new(),
+        filter: None,
+        key_info: false,
     }
 }

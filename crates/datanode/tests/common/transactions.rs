@@ -528,21 +528,7 @@ impl Cluster {
     }
 
     pub fn full_scan_spec(&self) -> ScanSpec {
-        let table = self.table();
-        ScanSpec {
-            table_id: table.id,
-            table_version: table.version,
-            index_id: NO_INDEX,
-            lower: None,
-            upper: None,
-            descending: false,
-            lock: LockMode::Committed,
-            partition: NO_PARTITION,
-            batch_rows: 16,
-            projection: Vec::new(),
-            filter: None,
-            key_info: false,
-        }
+        full_scan_spec(self.table())
     }
 
     /// Every row as (id, v), by a full scan.
