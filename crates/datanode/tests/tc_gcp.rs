@@ -336,3 +336,39 @@ fn epochs_advance_between_gcps_and_are_reported_complete_in_order() {
     let _ = cluster.take();
     cluster.check_idle();
 }
+
+/// A graceful stop of an idle node (`skarv admin stop N`): its TC drains at
+/// once, waits for the GCI its commits are in — one hurried GCP — and the
+/// node leaves well within a second of simulated time, its last commit
+/// durable on the node that stays. (The TC once waited for the open GCI
+/// read again at every check: each hurried GCP opened the next, so every
+/// stop ran into the drain limit and stopped "anyway" after 5 s.)
+#[test]
+fn a_graceful_stop_of_an_idle_node_waits_for_one_gcp_only() {
+    const STOP_MAX: Duration = Duration::from_millis(500);
+    let mut cluster = Cluster::start(29, 2, Limits::default());
+    cluster.create_table();
+    let (gci, _) = committed(&cluster.commit(&[Op::write(OpKind::Insert, 1, 1)])).to_owned();
+    let leaving = cluster.data_nodes[1];
+    let stays = cluster.data_nodes[0];
+    cluster.sim.inject(Signal {
+        receiver: BlockRef::new(leaving, BlockNumber::MEMBERSHIP, 0),
+        sender: BlockRef::new(node(1), BlockNumber::MANAGEMENT, 0),
+        body: SignalBody::MgmStopOrd { restart: false },
+    });
+    let ordered = cluster.sim.now();
+    while cluster.sim.summary(leaving).unwrap().shutdowns == 0 {
+        assert!(
+            cluster.sim.now().saturating_since(ordered) < STOP_MAX,
+            "node {leaving} still up {STOP_MAX:?} after an idle stop (TC durable GCI {}, node durable {})",
+            cluster.tc_on(leaving).durable_gci(),
+            cluster.master().durable_gci(),
+        );
+        cluster.sim.run_for(Duration::from_millis(1));
+    }
+    assert!(
+        cluster.tc_on(stays).durable_gci() >= gci,
+        "the commit in GCI {gci} is durable when the node leaves: {}",
+        cluster.tc_on(stays).durable_gci()
+    );
+}

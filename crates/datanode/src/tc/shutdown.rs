@@ -14,8 +14,8 @@
 //! transaction's end, to keep the hot path as it is.
 //!
 //! Drained, the TC answers only once the GCI its commits are in (the
-//! current one: every commit of this TC is in a GCI up to it) is durable
-//! cluster-wide, and hurries that GCI's GCP (`GcpHurryReq` to its node's
+//! current one when it drained: every commit of this TC is in a GCI up to
+//! it) is durable cluster-wide, and hurries that GCI's GCP (`GcpHurryReq` to its node's
 //! distribution block, as a filling redo log does). Why: a commit is
 //! durable once its GCI is; a stop of the whole cluster (`skarv admin
 //! shutdown`, `skarv sandbox --stop`) would otherwise lose the commits of
@@ -23,6 +23,12 @@
 //! GCIs every node completed. Invariant: a TC answers `TcShutdownConf` only
 //! with no transaction left and `durable_gci` at least the GCI of its last
 //! commit. Bounded like the drain (`STOP_DRAIN_MAX`).
+//!
+//! The GCI waited for is fixed when the TC drains, not read again at each
+//! check: the hurried GCP opens the next GCI at once, so a target taken
+//! from the current epoch moves up with every GCP it completes and is
+//! never reached (every stop ran into `STOP_DRAIN_MAX`, ~370 fsyncing GCPs
+//! a second meanwhile).
 
 use std::time::Duration;
 
@@ -42,8 +48,9 @@ const SHUTDOWN_POLL: Duration = Duration::from_millis(2);
 pub(crate) struct Shutdown {
     membership: Option<BlockRef>,
     answered: bool,
-    /// The GCI whose GCP this TC hurried, once drained.
-    hurried: Option<u32>,
+    /// The GCI this TC waits to be durable, fixed when it drained (the
+    /// open GCI then: no commit of this TC is in a later one).
+    needed: Option<u32>,
 }
 
 impl TcBlock {
@@ -71,15 +78,16 @@ impl TcBlock {
             return;
         }
         if self.transactions.in_use() == 0 && self.scans.in_use() == 0 {
-            // Every commit of this TC is in a GCI up to the current one.
-            let needed = epoch::hi(self.epoch);
+            // Drained: every commit of this TC is in a GCI up to the one
+            // open now, and no later commit comes.
+            let first = self.shutdown.needed.is_none();
+            let needed = *self.shutdown.needed.get_or_insert(epoch::hi(self.epoch));
             if self.durable_gci >= needed {
                 self.shutdown.answered = true;
                 ctx.send(membership, SignalBody::TcShutdownConf {});
                 return;
             }
-            if self.shutdown.hurried != Some(needed) {
-                self.shutdown.hurried = Some(needed);
+            if first {
                 tracing::info!(
                     tc = %self.me,
                     "stopping: drained; waiting for GCI {needed} to be durable (durable: {})",
