@@ -194,6 +194,9 @@ pub struct Distribution {
     next_takeover_id: u32,
     /// The node states last heard from a master (node restart).
     known_states: Option<crate::live_map::NodeStates>,
+    /// What this block last told its membership block of whether this
+    /// node serves (`NodeServingRep`).
+    told_serving: Option<bool>,
     /// `Some` while master: the node states it decides.
     states: Option<node_states::StateMaster>,
     /// What this node keeps for a system restart (in memory only without
@@ -243,6 +246,7 @@ impl Distribution {
             takeover_asked: None,
             next_takeover_id: 1,
             known_states: None,
+            told_serving: None,
             states: None,
             kept: sysfile::Kept::default(),
             sysfile: None,
@@ -1015,9 +1019,10 @@ impl Block for Distribution {
             SignalBody::TakeOverDoneRep { failed } => {
                 self.takeover_pending = self.takeover_pending.difference(&failed);
             }
-            body @ SignalBody::NodeStateReq { .. } => {
-                self.on_states(crate::live_map::NodeStates::of(&body).expect("matched"))
-            }
+            body @ SignalBody::NodeStateReq { .. } => self.on_states(
+                crate::live_map::NodeStates::of(&body).expect("matched"),
+                ctx,
+            ),
             SignalBody::NodeStateConf { state_id } => self.on_state_conf(from, state_id, ctx),
             SignalBody::NodeCopyConf {} => self.on_copy_conf(from, ctx),
             other => {

@@ -224,6 +224,9 @@ pub struct Membership {
     api_nodes: BTreeMap<NodeId, Instant>,
     /// The TC instances of this node, told when an API node fails.
     local_tcs: Vec<BlockRef>,
+    /// Whether this node serves (its distribution block's `NodeServingRep`):
+    /// until then a started member is reported *starting* to the mgmd.
+    serving: bool,
     /// A graceful stop waiting for the local TCs to drain.
     stop: Option<PendingStop>,
     /// The exit of a stopping node, once its notice is out: (restart, why).
@@ -277,6 +280,7 @@ impl Membership {
             member_start_ids: BTreeMap::new(),
             api_nodes: BTreeMap::new(),
             local_tcs: Vec::new(),
+            serving: false,
             stop: None,
             exit: None,
             node_groups: vec![config.data_nodes.clone()],
@@ -327,6 +331,18 @@ impl Membership {
     }
 
     /// True while this node waits for the arbitrator's vote.
+    /// A node without a distribution block (the membership-only
+    /// simulation) has no node states to wait for: started is serving.
+    pub fn serving_from_start(mut self) -> Membership {
+        self.serving = true;
+        self
+    }
+
+    /// The state this block reports to the mgmd (`skarv admin show`).
+    pub fn reported_state(&self) -> NodeState {
+        self.node_state()
+    }
+
     pub fn arbitrating(&self) -> bool {
         self.arbitration.is_some()
     }
@@ -365,9 +381,14 @@ impl Membership {
         self.view.as_ref().is_some_and(|v| v.contains(node))
     }
 
+    /// What the mgmd shows: a member that does not serve yet (a node
+    /// restart still copying) is starting, so that an operator who waits
+    /// for "started" before stopping its partner never stops the only
+    /// node that holds the rows.
     fn node_state(&self) -> NodeState {
         match self.phase {
             Phase::Starting => NodeState::Starting,
+            Phase::Started if !self.serving => NodeState::Starting,
             Phase::Started => NodeState::Started,
             Phase::Stopping => NodeState::Stopping,
         }
@@ -1677,6 +1698,12 @@ impl Block for Membership {
                 other => panic!("membership: unknown timer {other}"),
             },
             SignalBody::TcShutdownConf {} if sender == self.me() => self.on_tc_shutdown_conf(ctx),
+            SignalBody::NodeServingRep { serving } if sender == self.me() => {
+                if self.serving != serving {
+                    self.serving = serving;
+                    self.report_status(ctx);
+                }
+            }
             SignalBody::NodeConnected { node } => self.on_connected(node, ctx),
             SignalBody::NodeDisconnected { node } => self.on_disconnected(node, ctx),
             SignalBody::CmRegReq {

@@ -12,6 +12,8 @@ mod accounts;
 mod common;
 
 use common::*;
+use datanode::membership::Membership;
+use signal::NodeState;
 
 const ROWS: i64 = 300;
 /// Most simulated time the restarted node may take to catch up.
@@ -153,8 +155,28 @@ fn restart_catches_up(seed: u64) -> usize {
             _ => commit(&mut cluster, &mut model, tc, OpKind::Write, &[k], v),
         }
         writes += 1;
+        // What `skarv admin show` says: starting until it serves (a
+        // rolling restart that waits for "started" must not take the copy
+        // source down while the copy runs), then started.
+        let reported = cluster
+            .sim
+            .block::<Membership>(BlockRef::new(victim, BlockNumber::MEMBERSHIP, 0))
+            .map(Membership::reported_state);
         if cluster.serving(victim) {
             after += 1;
+        } else {
+            assert_ne!(
+                reported,
+                Some(NodeState::Started),
+                "seed {seed}: node {victim} reported started while it copies"
+            );
+        }
+        if after == 20 {
+            assert_eq!(
+                reported,
+                Some(NodeState::Started),
+                "seed {seed}: node {victim} serves"
+            );
         }
     }
     cluster.sim.run_for(Duration::from_millis(300));

@@ -131,9 +131,19 @@ impl MgmClient {
     }
 
     /// Stops (or restarts) data node `node`, or all when `None`; returns the
-    /// nodes that were ordered.
-    pub fn stop(&mut self, node: Option<NodeId>, restart: bool) -> Result<Vec<NodeId>, MgmError> {
-        let request = SignalBody::MgmStopReq { node, restart };
+    /// nodes that were ordered. Without `force`, the mgmd refuses to stop
+    /// the only started node of a node group.
+    pub fn stop(
+        &mut self,
+        node: Option<NodeId>,
+        restart: bool,
+        force: bool,
+    ) -> Result<Vec<NodeId>, MgmError> {
+        let request = SignalBody::MgmStopReq {
+            node,
+            restart,
+            force,
+        };
         let what = if restart { "restart" } else { "stop" };
         match self.request(request, what, is_stop_answer)? {
             SignalBody::MgmStopConf { nodes } => Ok(nodes),

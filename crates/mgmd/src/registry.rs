@@ -385,6 +385,7 @@ impl Registry {
         &mut self,
         target: Option<NodeId>,
         restart: bool,
+        force: bool,
     ) -> Result<Vec<(NodeId, ConnectionId)>, String> {
         let targets: Vec<NodeId> = match target {
             Some(node) => {
@@ -403,6 +404,9 @@ impl Registry {
                         NodeState::NotConnected => format!("node {node} is not connected"),
                         state => format!("node {node} is not connected (it is {})", state.as_str()),
                     });
+                }
+                if !force {
+                    self.check_group_keeps_serving(node, restart)?;
                 }
                 vec![node]
             }
@@ -428,6 +432,48 @@ impl Registry {
             self.log(Severity::Info, node, verb.to_owned());
         }
         Ok(ordered)
+    }
+
+    /// Refuses to stop `node` when it is the only started (serving) node of
+    /// its node group (NDB: "Node shutdown would cause system crash"):
+    /// the group's rows would then be on no serving node and the whole
+    /// cluster would shut down. The trap this closes is a rolling restart
+    /// that stops the copy source of a partner still starting.
+    fn check_group_keeps_serving(&self, node: NodeId, restart: bool) -> Result<(), String> {
+        let slot = &self.slots[&node];
+        let group = slot.config.node_group;
+        if slot.state != NodeState::Started || group == NO_NODE_GROUP {
+            return Ok(());
+        }
+        let partners: Vec<(NodeId, NodeState)> = self
+            .slots
+            .iter()
+            .filter(|(n, s)| {
+                **n != node && s.config.node_type == NodeType::Data && s.config.node_group == group
+            })
+            .map(|(n, s)| (*n, s.state))
+            .collect();
+        if partners
+            .iter()
+            .any(|(_, state)| *state == NodeState::Started)
+        {
+            return Ok(());
+        }
+        let verb = if restart { "restart" } else { "stop" };
+        let others = if partners.is_empty() {
+            "it has no other node".to_owned()
+        } else {
+            partners
+                .iter()
+                .map(|(n, state)| format!("node {n} is {}", state.as_str()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        Err(format!(
+            "node {node} is the only started node of node group {group} ({others}): \
+             to {verb} it would leave the group with no serving node and shut the cluster \
+             down; wait until another node of the group is started, or force it"
+        ))
     }
 
     /// Ends the sessions of data nodes not heard from for
@@ -668,10 +714,13 @@ mod tests {
         r.alloc(&request(Some(3), NodeType::Data, 11), 2, now)
             .expect("free");
         assert_eq!(
-            r.order_stop(Some(node(7)), false),
+            r.order_stop(Some(node(7)), false, false),
             Err("node 7 is not a data node (it is an api node)".to_owned())
         );
-        assert_eq!(r.order_stop(Some(node(2)), false), Ok(vec![(node(2), 1)]));
+        assert_eq!(
+            r.order_stop(Some(node(2)), false, false),
+            Ok(vec![(node(2), 1)])
+        );
         assert_eq!(state(&r, 2), NodeState::Stopping);
         // The node's own report does not hide the order.
         r.status_report(node(2), 1, &report(NodeState::Started), now)
@@ -680,14 +729,57 @@ mod tests {
         r.session_closed(node(2), 1);
         assert_eq!(state(&r, 2), NodeState::NotConnected);
         assert_eq!(
-            r.order_stop(Some(node(2)), false),
+            r.order_stop(Some(node(2)), false, false),
             Err("node 2 is not connected".to_owned())
         );
-        assert_eq!(r.order_stop(None, true), Ok(vec![(node(3), 2)]));
+        assert_eq!(r.order_stop(None, true, false), Ok(vec![(node(3), 2)]));
         assert_eq!(state(&r, 3), NodeState::Restarting);
         r.session_closed(node(3), 2);
         assert_eq!(state(&r, 3), NodeState::Restarting);
         assert!(r.data_sessions().is_empty());
+    }
+
+    /// A node group whose other node is still starting (copying): its
+    /// only started node is not stopped or restarted unless forced.
+    #[test]
+    fn the_only_started_node_of_a_group_is_stopped_only_by_force() {
+        let mut r = registry();
+        let now = Instant::now();
+        r.alloc(&request(Some(2), NodeType::Data, 10), 1, now)
+            .expect("free");
+        r.alloc(&request(Some(3), NodeType::Data, 11), 2, now)
+            .expect("free");
+        r.status_report(node(2), 1, &report(NodeState::Started), now)
+            .expect("valid");
+        r.status_report(node(3), 2, &report(NodeState::Starting), now)
+            .expect("valid");
+        let refused = r.order_stop(Some(node(2)), true, false).unwrap_err();
+        assert!(
+            refused.contains("node 2 is the only started node of node group 0")
+                && refused.contains("node 3 is starting"),
+            "{refused}"
+        );
+        assert_eq!(state(&r, 2), NodeState::Started, "nothing was ordered");
+        // The starting node itself may go, and once both serve either may.
+        assert_eq!(
+            r.order_stop(Some(node(3)), false, false),
+            Ok(vec![(node(3), 2)])
+        );
+        r.session_closed(node(3), 2);
+        r.alloc(&request(Some(3), NodeType::Data, 12), 3, now)
+            .expect("free again");
+        r.status_report(node(3), 3, &report(NodeState::Started), now)
+            .expect("valid");
+        assert_eq!(
+            r.order_stop(Some(node(2)), true, false),
+            Ok(vec![(node(2), 1)])
+        );
+        // With its partner restarting, node 3 is the only one left: forced only.
+        assert!(r.order_stop(Some(node(3)), false, false).is_err());
+        assert_eq!(
+            r.order_stop(Some(node(3)), false, true),
+            Ok(vec![(node(3), 3)])
+        );
     }
 
     #[test]

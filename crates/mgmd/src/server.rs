@@ -649,8 +649,12 @@ impl Shared {
                 let nodes = lock(&self.registry).show();
                 reply(SignalBody::MgmShowConf { nodes })
             }
-            SignalBody::MgmStopReq { node, restart } => {
-                let body = match self.order_stop(node, restart) {
+            SignalBody::MgmStopReq {
+                node,
+                restart,
+                force,
+            } => {
+                let body = match self.order_stop(node, restart, force) {
                     Ok(nodes) => SignalBody::MgmStopConf { nodes },
                     Err(message) => SignalBody::MgmStopRef { message },
                 };
@@ -664,7 +668,7 @@ impl Shared {
                         self.own.node, connection.peer
                     ),
                 );
-                let nodes = self.order_stop(None, false)?;
+                let nodes = self.order_stop(None, false, true)?;
                 reply(SignalBody::MgmStopConf { nodes })?;
                 self.wait_for_data_nodes(Duration::from_millis(SHUTDOWN_WAIT_MS));
                 self.request_shutdown();
@@ -706,8 +710,13 @@ impl Shared {
     }
 
     /// Orders the stop and sends the orders; answers the nodes ordered.
-    fn order_stop(&self, target: Option<NodeId>, restart: bool) -> Result<Vec<NodeId>, String> {
-        let ordered = self.with_registry(|r| r.order_stop(target, restart))?;
+    fn order_stop(
+        &self,
+        target: Option<NodeId>,
+        restart: bool,
+        force: bool,
+    ) -> Result<Vec<NodeId>, String> {
+        let ordered = self.with_registry(|r| r.order_stop(target, restart, force))?;
         let mut nodes = Vec::with_capacity(ordered.len());
         for (node, id) in ordered {
             let Some(session) = self.connection(id) else {

@@ -317,7 +317,7 @@ fn stop_order_reaches_the_node_and_it_ends_not_connected() {
 
     let mut admin = cluster.client();
     assert_eq!(
-        admin.stop(Some(node(2)), false).expect("stop"),
+        admin.stop(Some(node(2)), false, false).expect("stop"),
         vec![node(2)]
     );
     let order = reader.recv().expect("stop order arrives");
@@ -330,20 +330,20 @@ fn stop_order_reaches_the_node_and_it_ends_not_connected() {
     cluster.wait_for_log_line("Node 2: stopped");
     assert!(!cluster.cluster_log().contains("Node 2: lost connection"));
 
-    let message = refusal(admin.stop(Some(node(2)), false));
+    let message = refusal(admin.stop(Some(node(2)), false, false));
     assert!(message.starts_with("node 2 is not connected"), "{message}");
-    let message = refusal(admin.stop(Some(node(7)), false));
+    let message = refusal(admin.stop(Some(node(7)), false, false));
     assert!(
         message.starts_with("node 7 is not a data node"),
         "{message}"
     );
-    let message = refusal(admin.stop(Some(node(9)), true));
+    let message = refusal(admin.stop(Some(node(9)), true, false));
     assert!(
         message.starts_with("node 9 is not a data node"),
         "{message}"
     );
     assert_eq!(
-        admin.stop(None, false).expect("stop all"),
+        admin.stop(None, false, false).expect("stop all"),
         Vec::<NodeId>::new()
     );
 }
@@ -357,7 +357,10 @@ fn restart_order_keeps_the_node_restarting_until_it_connects() {
     status_report(&mut writer3, NodeState::Started, 701);
     cluster.wait_for_state(3, NodeState::Started);
 
-    let ordered = cluster.client().stop(None, true).expect("restart all");
+    let ordered = cluster
+        .client()
+        .stop(None, true, false)
+        .expect("restart all");
     assert_eq!(ordered, vec![node(2), node(3)]);
     for reader in [&mut reader2, &mut reader3] {
         let order = reader.recv().expect("restart order arrives");

@@ -304,7 +304,9 @@ signals! {
     45 => MgmShowReq {},
     46 => MgmShowConf { nodes: Vec<NodeStatusEntry> },
     /// Stop (or restart) one data node, or all when `node` is none.
-    47 => MgmStopReq { node: Option<NodeId>, restart: bool },
+    /// Without `force`, a stop or restart of one node that would leave its
+    /// node group with no serving node is refused (`MgmStopRef`).
+    47 => MgmStopReq { node: Option<NodeId>, restart: bool, force: bool },
     48 => MgmStopConf { nodes: Vec<NodeId> },
     49 => MgmStopRef { message: String },
     /// The mgmd orders a data node to stop; with `restart` its angel starts it again.
@@ -627,6 +629,12 @@ signals! {
     /// progress on any TC (NDB: SUB_GCP_COMPLETE_REP; what change capture
     /// for replication will consume). Not durability: see `GcpCompleteRep`.
     168 => SubGcpCompleteRep { epoch: u64 },
+    /// Distribution → its own node's membership block: whether the node
+    /// serves now (the master's last `NodeStateReq` lists it serving), sent
+    /// when that changes. Membership reports the node started to the mgmd
+    /// only while it serves: a node restart copying its fragments is still
+    /// starting, as NDB's `ndb_mgm` shows it.
+    169 => NodeServingRep { serving: bool },
 }
 
 /// Flags of `TcKeyReq`, `TcScanReq` and `TcKeyConf`.

@@ -111,6 +111,7 @@ fn one_of_each() -> Vec<SignalBody> {
         SignalBody::MgmStopReq {
             node: Some(node(3)),
             restart: true,
+            force: false,
         },
         SignalBody::MgmStopConf {
             nodes: vec![node(2), node(3)],
@@ -398,6 +399,7 @@ fn one_of_each() -> Vec<SignalBody> {
         SignalBody::GcpCommitReq { epoch: u64::MAX },
         SignalBody::GcpCommitConf { epoch: 13 },
         SignalBody::SubGcpCompleteRep { epoch: 12 << 32 },
+        SignalBody::NodeServingRep { serving: true },
         SignalBody::GcpSaveReq { gci: 12 },
         SignalBody::GcpSaveConf { gci: 12 },
         SignalBody::GcpCompleteRep { gci: 12 },

@@ -8,7 +8,7 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 use mgmd::MgmClient;
 use serde_json::{json, Value};
-use signal::{NodeId, NodeStatusEntry, NO_NODE_GROUP};
+use signal::{NodeId, NodeState, NodeStatusEntry, NodeType, NO_NODE_GROUP};
 
 /// How long to wait for the management server to accept the connection.
 const CONNECT_TIMEOUT_MS: u64 = 5_000;
@@ -35,12 +35,20 @@ enum AdminCommand {
         /// A data node id, or `all`.
         #[arg(value_name = "N|all")]
         target: String,
+        /// Stop even the only started node of a node group (the cluster
+        /// shuts down).
+        #[arg(long, short)]
+        force: bool,
     },
     /// Restart a data node, or all data nodes (their angels start them again).
     Restart {
         /// A data node id, or `all`.
         #[arg(value_name = "N|all")]
         target: String,
+        /// Restart even the only started node of a node group (the cluster
+        /// shuts down and restarts).
+        #[arg(long, short)]
+        force: bool,
     },
     /// Stop every data node, then the management server.
     Shutdown,
@@ -50,7 +58,9 @@ pub fn run(args: AdminArgs) -> Result<(), String> {
     crate::die_quietly_on_broken_pipe();
     // Parse the target first: a typo should not need a running cluster to be told.
     let target = match &args.command {
-        AdminCommand::Stop { target } | AdminCommand::Restart { target } => parse_target(target)?,
+        AdminCommand::Stop { target, .. } | AdminCommand::Restart { target, .. } => {
+            parse_target(target)?
+        }
         AdminCommand::Show { .. } | AdminCommand::Shutdown => None,
     };
     let mut client = MgmClient::connect(&args.connect, Duration::from_millis(CONNECT_TIMEOUT_MS))
@@ -67,12 +77,16 @@ pub fn run(args: AdminArgs) -> Result<(), String> {
                 print!("{}", render_table(&nodes));
             }
         }
-        AdminCommand::Stop { .. } => {
-            let nodes = client.stop(target, false).map_err(|e| e.to_string())?;
+        AdminCommand::Stop { force, .. } => {
+            let nodes = client
+                .stop(target, false, force)
+                .map_err(|e| e.to_string())?;
             println!("{}", ordered("Stop", &nodes));
         }
-        AdminCommand::Restart { .. } => {
-            let nodes = client.stop(target, true).map_err(|e| e.to_string())?;
+        AdminCommand::Restart { force, .. } => {
+            let nodes = client
+                .stop(target, true, force)
+                .map_err(|e| e.to_string())?;
             println!("{}", ordered("Restart", &nodes));
         }
         AdminCommand::Shutdown => {
@@ -176,6 +190,9 @@ pub fn render_json(connect: &str, nodes: &[NodeStatusEntry]) -> Value {
                 "host": node.host,
                 "node_group": (node.node_group != NO_NODE_GROUP).then_some(node.node_group),
                 "state": node.state.as_str(),
+                // A data node is started only once it serves: a node
+                // restart is starting while it copies.
+                "serving": node.node_type == NodeType::Data && node.state == NodeState::Started,
                 "pid": (node.pid != 0).then_some(node.pid),
                 "version": (node.version != 0).then(|| signal::version_string(node.version)),
                 "start_count": node.start_count,
@@ -268,6 +285,9 @@ mod tests {
         assert_eq!(second["node_group"], 0);
         assert_eq!(second["pid"], Value::Null);
         assert_eq!(second["state"], "not connected");
+        assert_eq!(second["serving"], false);
+        // A management node never serves rows.
+        assert_eq!(first["serving"], false);
     }
 
     #[test]

@@ -35,7 +35,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use kernel::Context;
-use signal::{BlockRef, NodeBitmask, NodeId, SignalBody};
+use signal::{BlockNumber, BlockRef, NodeBitmask, NodeId, SignalBody};
 
 use super::Distribution;
 use crate::live_map::NodeStates;
@@ -234,9 +234,15 @@ impl Distribution {
 
     /// A state from the master (this block's own included): kept, so that
     /// a new master goes on from it.
-    pub(super) fn on_states(&mut self, states: NodeStates) {
+    pub(super) fn on_states(&mut self, states: NodeStates, ctx: &mut Context<'_>) {
         if self.known_states.is_none_or(|k| k.version < states.version) {
             self.known_states = Some(states);
+            let serving = states.serving.contains(self.config.node);
+            if self.told_serving != Some(serving) {
+                self.told_serving = Some(serving);
+                let membership = BlockRef::new(self.config.node, BlockNumber::MEMBERSHIP, 0);
+                ctx.send(membership, SignalBody::NodeServingRep { serving });
+            }
         }
     }
 }

@@ -288,7 +288,8 @@ impl ClusterSim {
                     };
                     let membership = Membership::new(config)
                         .with_node_groups(groups.clone())
-                        .with_arbitration_timeout(spec_for_node.arbitration_timeout);
+                        .with_arbitration_timeout(spec_for_node.arbitration_timeout)
+                        .serving_from_start();
                     let block: Box<dyn Block> = Box::new(membership);
                     vec![(BlockRef::new(node, BlockNumber::MEMBERSHIP, 0), block)]
                 }),
