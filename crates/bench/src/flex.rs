@@ -66,6 +66,11 @@ pub const RETRIES_MAX: u32 = 10;
 pub const THREADS_MAX: usize = 256;
 /// Operations per transaction (`-b`).
 pub const OPS_PER_TRANSACTION_MAX: usize = 1_000;
+/// Most rows a pass may touch (`-t` × `-o` × `-b`): 2^40 rows of the
+/// smallest kind (`-a 2`) are 12 TiB of DataMemory, more than a data node
+/// may have (16T) once replicated; a larger count is a typo that would
+/// run for days (or overflow), not a benchmark.
+pub const ROWS_MAX: u64 = 1 << 40;
 /// Attributes of the table, the key included (`-a`).
 pub const ATTRIBUTES_MAX: usize = 512;
 /// 32-bit words per attribute (`-s`): 8 KiB.
@@ -198,6 +203,16 @@ impl FlexOptions {
         }
         if self.transactions == 0 {
             return bad("-o 0: at least one transaction per thread".to_owned());
+        }
+        let rows = (self.threads as u64)
+            .checked_mul(self.transactions)
+            .and_then(|r| r.checked_mul(self.ops_per_transaction as u64));
+        if rows.is_none_or(|rows| rows > ROWS_MAX) {
+            return bad(format!(
+                "-t {} × -o {} × -b {}: a pass touches more than {ROWS_MAX} rows; allowed: at \
+                 most {ROWS_MAX} (give --duration to run longer over fewer rows)",
+                self.threads, self.transactions, self.ops_per_transaction
+            ));
         }
         if !(1..=OPS_PER_TRANSACTION_MAX).contains(&self.ops_per_transaction) {
             return bad(format!(
@@ -848,10 +863,19 @@ mod tests {
         assert!(good.check().is_ok());
         assert_eq!(good.rows(), 500);
         type Change = fn(&mut FlexOptions);
-        let cases: [(&str, Change); 6] = [
+        let cases: [(&str, Change); 8] = [
             ("-t 0", |o| o.threads = 0),
             ("-p 1025", |o| o.parallel = IN_FLIGHT_MAX + 1),
             ("-o 0", |o| o.transactions = 0),
+            // It overflowed nothing but ran for ever, printing nothing.
+            ("-t 1 × -o 18446744073709551615", |o| {
+                o.transactions = u64::MAX
+            }),
+            ("-t 4 × -o 4611686018427387904 × -b 4", |o| {
+                o.threads = 4;
+                o.transactions = 1 << 62;
+                o.ops_per_transaction = 4;
+            }),
             ("-a 1", |o| o.attributes = 1),
             ("-b 0", |o| o.ops_per_transaction = 0),
             ("--ops", |o| o.phases.clear()),

@@ -199,7 +199,55 @@ pub(crate) fn assemble(
         }
     }
     assign_node_groups(&mut config, &nodes, &defaults.data, source_name)?;
+    check_ports(&config, source_name)?;
     Ok(config)
+}
+
+/// The host a listening port is taken on: the loopback names (and an
+/// empty `HostName`, which is this machine) are one host.
+fn port_host(host: &str) -> String {
+    match host.to_ascii_lowercase().as_str() {
+        "" | "localhost" | "localhost.localdomain" | "127.0.0.1" | "::1" => "localhost".to_owned(),
+        other => other.to_owned(),
+    }
+}
+
+/// No two nodes listen on one port of one host: the second would fail to
+/// bind at start (or, with `SO_REUSEPORT`, share the first's connections),
+/// far from the line that caused it.
+fn check_ports(config: &ClusterConfig, source_name: &str) -> Result<(), ConfigError> {
+    let mgmds = config
+        .management_nodes
+        .iter()
+        .map(|m| (m.node_id, port_host(&m.host_name), m.port, "PortNumber"));
+    let data = config.data_nodes.iter().map(|d| {
+        (
+            d.node_id,
+            port_host(&d.host_name),
+            d.server_port,
+            "ServerPort",
+        )
+    });
+    let listeners: Vec<_> = mgmds.chain(data).collect();
+    for (i, (node, host, port, what)) in listeners.iter().enumerate() {
+        if let Some((other, _, _, other_what)) = listeners[..i]
+            .iter()
+            .find(|(_, h, p, _)| h == host && p == port)
+        {
+            return Err(ConfigError::whole_file(
+                source_name,
+                ConfigErrorKind::PortClash {
+                    node_id: node.get(),
+                    parameter: what,
+                    other_node_id: other.get(),
+                    other_parameter: other_what,
+                    host: host.clone(),
+                    port: *port,
+                },
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn read_settings(

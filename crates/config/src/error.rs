@@ -149,4 +149,17 @@ pub enum ConfigErrorKind {
          65535; allowed: an explicit ServerPort for this node"
     )]
     ServerPortOverflow { node_id: u8, port_number: u16 },
+    #[error(
+        "node {node_id} listens on {host}:{port} ({parameter}), as node {other_node_id} does \
+         ({other_parameter}); allowed: one node per port of a host (set ServerPort, or \
+         HostName)"
+    )]
+    PortClash {
+        node_id: u8,
+        parameter: &'static str,
+        other_node_id: u8,
+        other_parameter: &'static str,
+        host: String,
+        port: u16,
+    },
 }

@@ -30,6 +30,7 @@ use kernel::thread_config::ThreadLayout;
 use signal::{NodeId, NodeType};
 
 pub use error::{ConfigError, ConfigErrorKind};
+
 pub use placement::{PartitionHome, Placement};
 
 /// The largest configuration file [`load`] reads: far above any real
@@ -185,4 +186,25 @@ impl ClusterConfig {
             .first()
             .expect("a cluster configuration has at least one management server")
     }
+}
+
+/// Checks at a data node's start what the file cannot know: that the
+/// node's `DataMemory` fits the machine it runs on (`machine_memory_bytes`,
+/// `MemTotal` of /proc/meminfo). Pages are taken as rows come, so a budget
+/// past the machine's memory would not fail at start but when the kernel
+/// kills the node under load.
+pub fn check_fits_machine(
+    node: NodeId,
+    params: &DataNodeParams,
+    machine_memory_bytes: u64,
+) -> Result<(), String> {
+    if params.data_memory_bytes > machine_memory_bytes {
+        return Err(format!(
+            "DataMemory={} of node {node} is more than this machine's {} of memory: the kernel \
+             would kill the node once its rows fill it; allowed: at most the machine's memory",
+            parameters::size_text(params.data_memory_bytes),
+            parameters::size_text(machine_memory_bytes)
+        ));
+    }
+    Ok(())
 }

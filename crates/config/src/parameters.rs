@@ -224,9 +224,12 @@ pub(crate) const FRAGMENT_LOG_FILE_SIZE: Parameter = Parameter {
     per_node: false,
 };
 
-/// Redo log files per log part (NDB: NoOfFragmentLogFiles).
+/// Redo log files per log part (NDB: NoOfFragmentLogFiles). NDB allows
+/// up to 4,294,967,039; every file is created when a node starts
+/// initially, so a count past 65,536 (1 TiB per part at the default file
+/// size) is a typo that would fill the disk, not a plan.
 pub(crate) const NO_OF_FRAGMENT_LOG_FILES: Parameter =
-    integer("NoOfFragmentLogFiles", 3, 4_294_967_039, 16);
+    integer("NoOfFragmentLogFiles", 3, 65_536, 16);
 
 /// How long starting data nodes wait for all of them before a partial start.
 pub(crate) const START_PARTIAL_TIMEOUT: Parameter =

@@ -491,6 +491,56 @@ fn server_port_past_65535_needs_an_explicit_one() {
 }
 
 #[test]
+fn two_nodes_on_one_port_of_one_host_are_refused() {
+    let message = refused("[ndb_mgmd]\n[ndbd default]\nServerPort=2202\n[ndbd]\n[ndbd]\n");
+    assert_eq!(
+        message,
+        "config.ini: node 3 listens on localhost:2202 (ServerPort), as node 2 does (ServerPort); \
+         allowed: one node per port of a host (set ServerPort, or HostName)"
+    );
+    // 127.0.0.1 and an empty HostName are the same machine.
+    let message = refused(
+        "[ndb_mgmd]\nHostName=127.0.0.1\nPortNumber=1188\n[ndbd]\nNodeId=2\nServerPort=1188\n[ndbd]\n",
+    );
+    assert!(
+        message
+            .contains("node 2 listens on localhost:1188 (ServerPort), as node 1 does (PortNumber)"),
+        "{message}"
+    );
+    // One port on two hosts is fine.
+    let config =
+        ok("[ndb_mgmd]\n[ndbd default]\nServerPort=2202\n[ndbd]\nHostName=a\n[ndbd]\nHostName=b\n");
+    assert_eq!(config.data_nodes[1].server_port, 2202);
+}
+
+#[test]
+fn a_redo_log_of_millions_of_files_is_refused() {
+    let message = refused("[ndb_mgmd]\n[ndbd default]\nNoOfFragmentLogFiles=4000000\n[ndbd]\n");
+    assert!(
+        message.starts_with(
+            "config.ini:3: NoOfFragmentLogFiles=4000000: out of range; allowed 3..=65536"
+        ),
+        "{message}"
+    );
+}
+
+#[test]
+fn data_memory_must_fit_the_machine() {
+    let config = ok("[ndb_mgmd]\n[ndbd]\nNoOfReplicas=1\nDataMemory=16T\n");
+    let params = &config.data_nodes[0].params;
+    let message = config::check_fits_machine(node(2), params, 24 << 30).expect_err("refused");
+    assert_eq!(
+        message,
+        "DataMemory=16T of node 2 is more than this machine's 24G of memory: the kernel would \
+         kill the node once its rows fill it; allowed: at most the machine's memory"
+    );
+    assert_eq!(
+        config::check_fits_machine(node(2), params, 32 << 40),
+        Ok(())
+    );
+}
+
+#[test]
 fn load_reads_a_file_and_names_it() {
     let dir = std::env::temp_dir().join(format!("skarv-config-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");

@@ -92,6 +92,15 @@ fn install_signal_handlers() {
     }
 }
 
+/// This machine's memory (`MemTotal` of /proc/meminfo); `None` where that
+/// cannot be read (the check it serves is then skipped, not failed).
+fn machine_memory_bytes() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
 /// Runs one data node process to its end.
 pub fn run(options: &NodeOptions) -> Result<NodeExit, NodeError> {
     install_signal_handlers();
@@ -115,6 +124,9 @@ pub fn run(options: &NodeOptions) -> Result<NodeExit, NodeError> {
         "{ANGEL_CONTROL_PREFIX} node_id={node} stop_on_error={}",
         u8::from(me.params.stop_on_error)
     );
+    if let Some(machine) = machine_memory_bytes() {
+        config::check_fits_machine(node, &me.params, machine).map_err(NodeError::Config)?;
+    }
     prepare_data_dir(node, &me.data_dir, options.initial)?;
     tracing::info!(
         "node {node}: configured from {} ({} data nodes, {} threads)",
