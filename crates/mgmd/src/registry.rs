@@ -472,7 +472,7 @@ impl Registry {
         Err(format!(
             "node {node} is the only started node of node group {group} ({others}): \
              to {verb} it would leave the group with no serving node and shut the cluster \
-             down; wait until another node of the group is started, or force it"
+             down; wait until another node of the group is started, or force it (--force)"
         ))
     }
 
