@@ -316,8 +316,17 @@ fn stop_order_reaches_the_node_and_it_ends_not_connected() {
     cluster.wait_for_state(2, NodeState::Started);
 
     let mut admin = cluster.client();
+    // Node 3, its node group's other node, is not connected: node 2 is the
+    // only started node of the group and is stopped only by force.
+    let message = refusal(admin.stop(Some(node(2)), false, false));
+    assert!(
+        message.starts_with(
+            "node 2 is the only started node of node group 0 (node 3 is not connected)"
+        ),
+        "{message}"
+    );
     assert_eq!(
-        admin.stop(Some(node(2)), false, false).expect("stop"),
+        admin.stop(Some(node(2)), false, true).expect("stop"),
         vec![node(2)]
     );
     let order = reader.recv().expect("stop order arrives");
