@@ -25,7 +25,7 @@ use config::{ClusterConfig, Placement};
 use kernel::thread_config::ThreadRole;
 use mgmd::MgmClient;
 use signal::frame::FrameWriter;
-use signal::{BlockNumber, BlockRef, NodeId, NodeType, Signal, SignalBody, VERSION};
+use signal::{BlockNumber, BlockRef, NodeBitmask, NodeId, NodeType, Signal, SignalBody, VERSION};
 
 use crate::error::{Error, Result};
 use crate::link::{Handshake, Link, NewConnection, Progress};
@@ -156,6 +156,8 @@ pub(crate) struct Shared {
     pub counters: Counters,
     tx_counter: AtomicU64,
     round_robin: AtomicUsize,
+    /// The newest membership view id a data node told (`ApiRegConf`).
+    newest_view: AtomicU64,
     pub tables: Mutex<HashMap<String, Arc<Table>>>,
 }
 
@@ -318,8 +320,11 @@ impl Shared {
             SignalBody::ApiRegConf {
                 started,
                 heartbeat_interval_ms,
+                view_id,
+                members,
                 ..
             } => {
+                self.on_view(view_id, &members);
                 link.heartbeat_interval_ms
                     .store(u64::from(heartbeat_interval_ms), Ordering::Release);
                 let was = link.started.swap(started, Ordering::AcqRel);
@@ -335,6 +340,31 @@ impl Shared {
             }
             other => {
                 tracing::debug!(node = %link.node, "cluster manager: unexpected {}", other.name())
+            }
+        }
+    }
+
+    /// A data node told its view of the cluster. A newer view than any seen
+    /// before settles which data nodes are members: a connection to one it
+    /// left out is abandoned, as the data nodes did (a hung node never
+    /// closes its connections, and would hold the transactions sent to it
+    /// until this node's own heartbeat check gives up on it).
+    fn on_view(&self, view_id: u32, members: &NodeBitmask) {
+        if members.is_empty() {
+            return; // Not started: no view yet.
+        }
+        let view_id = u64::from(view_id);
+        if self.newest_view.fetch_max(view_id, Ordering::AcqRel) >= view_id {
+            return;
+        }
+        for link in self.links.iter().filter(|l| !members.contains(l.node)) {
+            let generation = link.generation.load(Ordering::Acquire);
+            if link.started.load(Ordering::Acquire) && link.abandon(generation) {
+                tracing::warn!(
+                    node = %link.node,
+                    view_id,
+                    "data node left out of the cluster's view: dropping its connection"
+                );
             }
         }
     }
@@ -698,6 +728,7 @@ fn build_shared(
         counters: Counters::default(),
         tx_counter: AtomicU64::new(random_u64()),
         round_robin: AtomicUsize::new(random_u64() as usize),
+        newest_view: AtomicU64::new(0),
         tables: Mutex::new(HashMap::new()),
     };
     Ok((shared, send_poll))
@@ -866,7 +897,7 @@ mod tests {
     use std::net::TcpListener;
     use std::sync::mpsc;
 
-    use signal::{decode_frame, encode_frame, NodeBitmask};
+    use signal::{decode_frame, encode_frame};
 
     use super::*;
 
