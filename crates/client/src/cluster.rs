@@ -1055,6 +1055,51 @@ mod tests {
     }
 
     #[test]
+    fn a_newer_view_without_a_node_drops_its_connection() {
+        let listeners = [(); 2].map(|_| TcpListener::bind("127.0.0.1:0").expect("bind"));
+        let ports = [&listeners[0], &listeners[1]].map(|l| l.local_addr().expect("address").port());
+        let mut peers = Vec::new();
+        let mut stops = Vec::new();
+        for (listener, id) in listeners.into_iter().zip([1, 2]) {
+            let (heartbeats_tx, _heartbeats) = mpsc::channel();
+            let (stop_tx, stop_rx) = mpsc::channel();
+            stops.push(stop_tx);
+            peers.push(std::thread::spawn(move || {
+                healthy_data_node(listener, node(id), heartbeats_tx, stop_rx)
+            }));
+        }
+        let shared = shared_for(ports);
+        let threads = start(&shared);
+        assert_eq!(shared.wait_for_nodes(Duration::from_secs(10)), 2);
+        let view = |view_id: u32, members: &[u8]| Signal {
+            receiver: BlockRef::new(node(API_NODE), BlockNumber::API_CLUSTER, 0),
+            sender: BlockRef::new(node(2), BlockNumber::MEMBERSHIP, 0),
+            body: SignalBody::ApiRegConf {
+                version: VERSION,
+                started: true,
+                view_id,
+                members: members.iter().map(|&id| node(id)).collect(),
+                heartbeat_interval_ms: 1_000,
+            },
+        };
+        // Node 2 tells of view 5, which left node 1 (hung) out.
+        shared.on_cluster_signal(1, view(5, &[2]));
+        let dropped = !shared.links[0].is_live();
+        // A view older than one seen changes nothing.
+        shared.on_cluster_signal(0, view(4, &[1]));
+        let kept = shared.links[1].is_live();
+        for stop in stops {
+            let _ = stop.send(());
+        }
+        stop(&shared, threads);
+        for peer in peers {
+            peer.join().expect("a data node thread");
+        }
+        assert!(dropped, "node 1 is still live after a view without it");
+        assert!(kept, "an older view dropped node 2");
+    }
+
+    #[test]
     fn connecting_uses_the_nodes_that_are_up_without_waiting_for_one_that_is_down() {
         // Node 1 is down: nothing listens on its port.
         let down_port = TcpListener::bind("127.0.0.1:0")
