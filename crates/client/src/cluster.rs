@@ -25,10 +25,10 @@ use config::{ClusterConfig, Placement};
 use kernel::thread_config::ThreadRole;
 use mgmd::MgmClient;
 use signal::frame::FrameWriter;
-use signal::{BlockNumber, BlockRef, NodeId, NodeType, Signal, SignalBody, VERSION};
+use signal::{BlockNumber, BlockRef, NodeBitmask, NodeId, NodeType, Signal, SignalBody, VERSION};
 
 use crate::error::{Error, Result};
-use crate::link::{Link, NewConnection};
+use crate::link::{Handshake, Link, NewConnection, Progress};
 use crate::receiver::{self, Event, Mailbox, Receiver};
 use crate::schema::Table;
 use crate::session::Session;
@@ -44,9 +44,15 @@ const HEARTBEAT_DEFAULT_MS: u64 = 1_000;
 /// node counts as failed, as the data nodes count an API node
 /// (`HEARTBEAT_MISSES_MAX` in datanode's membership).
 const HEARTBEAT_MISSES_MAX: u32 = 4;
-/// Longest TCP connect attempt of the connection thread; shorter when a
-/// data node asked for a shorter heartbeat interval (see `connect_link`).
-const CONNECT_ATTEMPT_MAX_MS: u64 = 1_000;
+/// Longest connection attempt to a data node: the TCP connect and the
+/// node's hello. The attempt never blocks the connection thread (see
+/// `Link::start_connect`), so this only bounds how long a hung node's
+/// half-open connection is kept before the next try.
+const HANDSHAKE_TIMEOUT_MS: u64 = 2_000;
+/// The connection thread's tick while a handshake is under way: a hello
+/// is usually there within a millisecond, and a connect should not wait
+/// a whole `CLUSTER_TICK_MS` for it.
+const HANDSHAKE_TICK_MS: u64 = 2;
 
 /// How a cluster connection behaves.
 #[derive(Clone, Debug)]
@@ -150,6 +156,8 @@ pub(crate) struct Shared {
     pub counters: Counters,
     tx_counter: AtomicU64,
     round_robin: AtomicUsize,
+    /// The newest membership view id a data node told (`ApiRegConf`).
+    newest_view: AtomicU64,
     pub tables: Mutex<HashMap<String, Arc<Table>>>,
 }
 
@@ -312,8 +320,11 @@ impl Shared {
             SignalBody::ApiRegConf {
                 started,
                 heartbeat_interval_ms,
+                view_id,
+                members,
                 ..
             } => {
+                self.on_view(view_id, &members);
                 link.heartbeat_interval_ms
                     .store(u64::from(heartbeat_interval_ms), Ordering::Release);
                 let was = link.started.swap(started, Ordering::AcqRel);
@@ -329,6 +340,31 @@ impl Shared {
             }
             other => {
                 tracing::debug!(node = %link.node, "cluster manager: unexpected {}", other.name())
+            }
+        }
+    }
+
+    /// A data node told its view of the cluster. A newer view than any seen
+    /// before settles which data nodes are members: a connection to one it
+    /// left out is abandoned, as the data nodes did (a hung node never
+    /// closes its connections, and would hold the transactions sent to it
+    /// until this node's own heartbeat check gives up on it).
+    fn on_view(&self, view_id: u32, members: &NodeBitmask) {
+        if members.is_empty() {
+            return; // Not started: no view yet.
+        }
+        let view_id = u64::from(view_id);
+        if self.newest_view.fetch_max(view_id, Ordering::AcqRel) >= view_id {
+            return;
+        }
+        for link in self.links.iter().filter(|l| !members.contains(l.node)) {
+            let generation = link.generation.load(Ordering::Acquire);
+            if link.started.load(Ordering::Acquire) && link.abandon(generation) {
+                tracing::warn!(
+                    node = %link.node,
+                    view_id,
+                    "data node left out of the cluster's view: dropping its connection"
+                );
             }
         }
     }
@@ -355,12 +391,27 @@ impl Shared {
 
     /// Waits until every data node is live, or `timeout`; returns how many are.
     fn wait_for_nodes(&self, timeout: Duration) -> usize {
+        self.wait_until(timeout, |live| live == self.links.len())
+    }
+
+    /// Waits until some data node is live and every other one is live or
+    /// down (its connection attempt failed), or `timeout`; returns how many
+    /// are live. A connecting client uses the nodes that are up, and does
+    /// not wait its whole timeout for one that is down.
+    fn wait_for_reachable_nodes(&self, timeout: Duration) -> usize {
+        self.wait_until(timeout, |live| {
+            live > 0 && self.links.iter().all(|l| l.is_live() || l.seems_down())
+        })
+    }
+
+    /// Waits until `done(live count)` or `timeout`; returns the live count.
+    fn wait_until(&self, timeout: Duration, done: impl Fn(usize) -> bool) -> usize {
         let deadline = Instant::now() + timeout;
         let mut guard = lock(&self.state.0);
         loop {
             let live = self.links.iter().filter(|l| l.is_live()).count();
             let now = Instant::now();
-            if live == self.links.len() || now >= deadline {
+            if done(live) || now >= deadline {
                 return live;
             }
             guard = self
@@ -483,8 +534,8 @@ impl Cluster {
 
     /// Connects with `options`: gets a node id and the configuration from
     /// the management server, connects and registers with every data node,
-    /// and waits (up to `connect_timeout`) until all are live. Fails when
-    /// none is.
+    /// and waits (up to `connect_timeout`) until each is live or down
+    /// (its connection attempt failed). Fails when none is live.
     pub fn connect_with(connect_string: &str, options: ClusterOptions) -> Result<Cluster> {
         assert!(options.recv_thread_activation_threshold < usize::MAX);
         let mgm_error = |e: mgmd::MgmError| {
@@ -535,7 +586,7 @@ impl Cluster {
                 _mgm: Mutex::new(mgm),
             }),
         };
-        let live = shared.wait_for_nodes(shared.options.connect_timeout);
+        let live = shared.wait_for_reachable_nodes(shared.options.connect_timeout);
         if live == 0 {
             return Err(Error::new(
                 proto::error::CLUSTER_FAILURE,
@@ -677,6 +728,7 @@ fn build_shared(
         counters: Counters::default(),
         tx_counter: AtomicU64::new(random_u64()),
         round_robin: AtomicUsize::new(random_u64() as usize),
+        newest_view: AtomicU64::new(0),
         tables: Mutex::new(HashMap::new()),
     };
     Ok((shared, send_poll))
@@ -701,15 +753,20 @@ fn connection_thread(shared: Arc<Shared>) {
     let mut last_heartbeat: Vec<Option<Instant>> = vec![None; count];
     // Per link: the connection and answer count last seen, and since when.
     let mut heard: Vec<(u64, u64, Instant)> = vec![(0, 0, Instant::now()); count];
+    let mut handshakes: Vec<Option<Handshake>> = (0..count).map(|_| None).collect();
     let mut buffer = Vec::with_capacity(256);
     while !shared.is_shut_down() {
         let now = Instant::now();
         for index in 0..count {
             let link = &shared.links[index];
             if !link.connected.load(Ordering::Acquire) {
-                if now >= next_attempt[index] {
+                if handshakes[index].is_none() && now >= next_attempt[index] {
                     next_attempt[index] = now + shared.options.reconnect_interval;
-                    if connect_link(&shared, index) {
+                    handshakes[index] = start_handshake(&shared, index);
+                }
+                if let Some(handshake) = handshakes[index].take() {
+                    handshakes[index] = advance_handshake(&shared, index, handshake);
+                    if link.connected.load(Ordering::Acquire) {
                         last_heartbeat[index] = None;
                     }
                 }
@@ -750,28 +807,44 @@ fn connection_thread(shared: Arc<Shared>) {
                 }
             }
         }
-        std::thread::park_timeout(Duration::from_millis(CLUSTER_TICK_MS));
+        let tick_ms = if handshakes.iter().any(Option::is_some) {
+            HANDSHAKE_TICK_MS
+        } else {
+            CLUSTER_TICK_MS
+        };
+        std::thread::park_timeout(Duration::from_millis(tick_ms));
     }
 }
 
-fn connect_link(shared: &Shared, index: usize) -> bool {
+/// Starts connecting to link `index`; None when even that failed.
+fn start_handshake(shared: &Shared, index: usize) -> Option<Handshake> {
     let link = &shared.links[index];
-    // The attempt blocks this thread, which also sends every other node's
-    // heartbeat: to an address that drops packets (a cut network) it lasts
-    // the whole timeout, and the live nodes must not miss this API node's
-    // heartbeats meanwhile (they drop it after 4 intervals).
-    let heartbeat_ms = shared
-        .links
-        .iter()
-        .map(|l| l.heartbeat_interval_ms.load(Ordering::Acquire))
-        .filter(|&ms| ms > 0)
-        .min()
-        .unwrap_or(CONNECT_ATTEMPT_MAX_MS);
-    let timeout = shared.options.connect_timeout.min(Duration::from_millis(
-        CONNECT_ATTEMPT_MAX_MS.min(heartbeat_ms),
-    ));
-    match link.connect(shared.me, timeout) {
-        Ok((mut connection, mut send_handle)) => {
+    let timeout = shared
+        .options
+        .connect_timeout
+        .min(Duration::from_millis(HANDSHAKE_TIMEOUT_MS));
+    match link.start_connect(timeout) {
+        Ok(handshake) => Some(handshake),
+        Err(error) => {
+            connect_failed(shared, index, &error);
+            None
+        }
+    }
+}
+
+fn connect_failed(shared: &Shared, index: usize, error: &std::io::Error) {
+    let link = &shared.links[index];
+    tracing::debug!(node = %link.node, "cannot connect to data node {}:{}: {error}", link.host, link.port);
+    link.attempts_failed.fetch_add(1, Ordering::AcqRel);
+    shared.state_changed();
+}
+
+/// Drives a handshake without waiting; returns it while it is under way.
+fn advance_handshake(shared: &Shared, index: usize, handshake: Handshake) -> Option<Handshake> {
+    let link = &shared.links[index];
+    match link.advance(handshake, shared.me) {
+        Ok(Progress::Pending(handshake)) => Some(handshake),
+        Ok(Progress::Up(mut connection, mut send_handle)) => {
             connection.link = index;
             let token = mio::Token(index);
             if let Err(error) =
@@ -786,11 +859,11 @@ fn connect_link(shared: &Shared, index: usize) -> bool {
             shared.wake_poll();
             tracing::info!(node = %link.node, "connected to data node");
             shared.state_changed();
-            true
+            None
         }
         Err(error) => {
-            tracing::debug!(node = %link.node, "cannot connect to data node {}:{}: {error}", link.host, link.port);
-            false
+            connect_failed(shared, index, &error);
+            None
         }
     }
 }
@@ -815,5 +888,244 @@ fn send_thread(shared: Arc<Shared>, mut poll: mio::Poll) {
                 link.flush_pending(&shared.counters);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+    use std::sync::mpsc;
+
+    use signal::{decode_frame, encode_frame};
+
+    use super::*;
+
+    const API_NODE: u8 = 60;
+
+    fn node(id: u8) -> NodeId {
+        NodeId::new(id).expect("a node id")
+    }
+
+    /// A cluster of data nodes 1 and 2 at `ports`, as the API node sees it.
+    fn shared_for(ports: [u16; 2]) -> Arc<Shared> {
+        let ini = format!(
+            "[ndbd default]\nNoOfReplicas=1\n[ndb_mgmd]\nNodeId=50\n\
+             [ndbd]\nNodeId=1\nHostName=127.0.0.1\nServerPort={}\n\
+             [ndbd]\nNodeId=2\nHostName=127.0.0.1\nServerPort={}\n\
+             [api]\nNodeId={API_NODE}\n",
+            ports[0], ports[1]
+        );
+        let config = config::parse(&ini, "test.ini").expect("a valid configuration");
+        let (shared, _send_poll) = build_shared(node(API_NODE), ClusterOptions::default(), config)
+            .expect("the cluster's shared state");
+        Arc::new(shared)
+    }
+
+    fn frame(signal: Signal) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        encode_frame(std::slice::from_ref(&signal), &mut bytes).expect("encode");
+        bytes
+    }
+
+    /// A data node that answers the hello and each `ApiRegReq` (with a
+    /// started `ApiRegConf`), and reports when each `ApiRegReq` came,
+    /// until `stop` closes.
+    fn healthy_data_node(
+        listener: TcpListener,
+        me: NodeId,
+        heartbeats: mpsc::Sender<Instant>,
+        stop: mpsc::Receiver<()>,
+    ) {
+        let (mut stream, _) = listener.accept().expect("accept");
+        stream
+            .set_read_timeout(Some(Duration::from_millis(20)))
+            .expect("read timeout");
+        let api = node(API_NODE);
+        let mut greeted = false;
+        let mut buffer = Vec::new();
+        let mut chunk = [0u8; 4_096];
+        while stop.try_recv() == Err(mpsc::TryRecvError::Empty) {
+            match stream.read(&mut chunk) {
+                Ok(0) => return,
+                Ok(n) => buffer.extend_from_slice(&chunk[..n]),
+                Err(_) => continue,
+            }
+            while let Some((frame_ref, used)) = decode_frame(&buffer).expect("a valid frame") {
+                let bodies: Vec<SignalBody> = frame_ref
+                    .signals()
+                    .map(|s| s.expect("a valid signal").body)
+                    .collect();
+                buffer.drain(..used);
+                for body in bodies {
+                    let reply = match body {
+                        SignalBody::TransportHello { .. } if !greeted => {
+                            greeted = true;
+                            SignalBody::TransportHello {
+                                from: me,
+                                to: api,
+                                version: VERSION,
+                            }
+                        }
+                        SignalBody::ApiRegReq { .. } => {
+                            let _ = heartbeats.send(Instant::now());
+                            SignalBody::ApiRegConf {
+                                version: VERSION,
+                                started: true,
+                                view_id: 1,
+                                members: NodeBitmask::new(),
+                                heartbeat_interval_ms: 1_000,
+                            }
+                        }
+                        other => panic!("unexpected {}", other.name()),
+                    };
+                    let block = match reply {
+                        SignalBody::TransportHello { .. } => BlockNumber::PROCESS,
+                        _ => BlockNumber::API_CLUSTER,
+                    };
+                    let receiver = BlockRef::new(api, block, 0);
+                    let signal = Signal {
+                        receiver,
+                        sender: BlockRef::new(me, BlockNumber::MEMBERSHIP, 0),
+                        body: reply,
+                    };
+                    stream.write_all(&frame(signal)).expect("answer");
+                }
+            }
+        }
+    }
+
+    /// Starts the threads of `shared` that the tests need.
+    fn start(shared: &Arc<Shared>) -> Vec<JoinHandle<()>> {
+        let runs: [fn(Arc<Shared>); 2] = [connection_thread, receiver::receive_thread];
+        runs.into_iter()
+            .map(|run| {
+                let shared = Arc::clone(shared);
+                std::thread::spawn(move || run(shared))
+            })
+            .collect()
+    }
+
+    fn stop(shared: &Arc<Shared>, threads: Vec<JoinHandle<()>>) {
+        shared.shutdown.store(true, Ordering::Release);
+        shared.activate_receive_thread();
+        shared.wake_poll();
+        for thread in threads {
+            thread.join().expect("a client thread");
+        }
+    }
+
+    #[test]
+    fn a_hung_data_node_never_delays_the_heartbeats_to_the_others() {
+        // Node 1 hangs: the kernel completes connections (the listener's
+        // backlog) but nobody ever answers, as under SIGSTOP.
+        let hung = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let healthy = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let ports = [&hung, &healthy].map(|l| l.local_addr().expect("address").port());
+        let (heartbeats_tx, heartbeats) = mpsc::channel();
+        let (stop_tx, stop_rx) = mpsc::channel();
+        let peer =
+            std::thread::spawn(move || healthy_data_node(healthy, node(2), heartbeats_tx, stop_rx));
+        let shared = shared_for(ports);
+        let started = Instant::now();
+        let threads = start(&shared);
+        // Heartbeats go every 1 000 ms; the data node drops an API node
+        // after 4 missed ones. Watch several hung handshakes go by.
+        let window = Duration::from_millis(HANDSHAKE_TIMEOUT_MS * 2 + 500);
+        let mut last = started;
+        let mut gap_max = Duration::ZERO;
+        let mut count = 0;
+        while started.elapsed() < window {
+            let Ok(at) = heartbeats.recv_timeout(Duration::from_millis(50)) else {
+                continue;
+            };
+            gap_max = gap_max.max(at - last);
+            last = at;
+            count += 1;
+        }
+        gap_max = gap_max.max(started.elapsed() - (last - started));
+        let _ = stop_tx.send(());
+        stop(&shared, threads);
+        peer.join().expect("the data node thread");
+        assert!(count >= 3, "{count} heartbeats in {window:?}");
+        assert!(
+            gap_max < Duration::from_millis(1_500),
+            "the healthy node went {gap_max:?} without a heartbeat"
+        );
+    }
+
+    #[test]
+    fn a_newer_view_without_a_node_drops_its_connection() {
+        let listeners = [(); 2].map(|_| TcpListener::bind("127.0.0.1:0").expect("bind"));
+        let ports = [&listeners[0], &listeners[1]].map(|l| l.local_addr().expect("address").port());
+        let mut peers = Vec::new();
+        let mut stops = Vec::new();
+        for (listener, id) in listeners.into_iter().zip([1, 2]) {
+            let (heartbeats_tx, _heartbeats) = mpsc::channel();
+            let (stop_tx, stop_rx) = mpsc::channel();
+            stops.push(stop_tx);
+            peers.push(std::thread::spawn(move || {
+                healthy_data_node(listener, node(id), heartbeats_tx, stop_rx)
+            }));
+        }
+        let shared = shared_for(ports);
+        let threads = start(&shared);
+        assert_eq!(shared.wait_for_nodes(Duration::from_secs(10)), 2);
+        let view = |view_id: u32, members: &[u8]| Signal {
+            receiver: BlockRef::new(node(API_NODE), BlockNumber::API_CLUSTER, 0),
+            sender: BlockRef::new(node(2), BlockNumber::MEMBERSHIP, 0),
+            body: SignalBody::ApiRegConf {
+                version: VERSION,
+                started: true,
+                view_id,
+                members: members.iter().map(|&id| node(id)).collect(),
+                heartbeat_interval_ms: 1_000,
+            },
+        };
+        // Node 2 tells of view 5, which left node 1 (hung) out.
+        shared.on_cluster_signal(1, view(5, &[2]));
+        let dropped = !shared.links[0].is_live();
+        // A view older than one seen changes nothing.
+        shared.on_cluster_signal(0, view(4, &[1]));
+        let kept = shared.links[1].is_live();
+        for stop in stops {
+            let _ = stop.send(());
+        }
+        stop(&shared, threads);
+        for peer in peers {
+            peer.join().expect("a data node thread");
+        }
+        assert!(dropped, "node 1 is still live after a view without it");
+        assert!(kept, "an older view dropped node 2");
+    }
+
+    #[test]
+    fn connecting_uses_the_nodes_that_are_up_without_waiting_for_one_that_is_down() {
+        // Node 1 is down: nothing listens on its port.
+        let down_port = TcpListener::bind("127.0.0.1:0")
+            .expect("bind")
+            .local_addr()
+            .expect("address")
+            .port();
+        let up = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let up_port = up.local_addr().expect("address").port();
+        let (heartbeats_tx, _heartbeats) = mpsc::channel();
+        let (stop_tx, stop_rx) = mpsc::channel();
+        let peer =
+            std::thread::spawn(move || healthy_data_node(up, node(2), heartbeats_tx, stop_rx));
+        let shared = shared_for([down_port, up_port]);
+        let threads = start(&shared);
+        let started = Instant::now();
+        let timeout = Duration::from_secs(10);
+        let live = shared.wait_for_reachable_nodes(timeout);
+        let waited = started.elapsed();
+        let _ = stop_tx.send(());
+        stop(&shared, threads);
+        peer.join().expect("the data node thread");
+        assert_eq!(live, 1, "node 2 is live");
+        assert!(
+            waited < Duration::from_secs(3),
+            "waited {waited:?} of {timeout:?} for a node that is down"
+        );
     }
 }

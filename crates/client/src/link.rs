@@ -33,8 +33,27 @@ use crate::error::{Error, Result};
 /// Bytes queued towards one data node before sends are refused (temporary
 /// error 1218): the same bound as the data nodes' transport.
 pub const SEND_BUFFER_MAX_BYTES: usize = 16 << 20;
-/// Longest wait for the data node's hello after connecting.
-const HELLO_TIMEOUT_MS: u64 = 5_000;
+/// Bytes a data node may send before its hello frame is complete (a
+/// hello frame takes some tens).
+const HELLO_BYTES_MAX: usize = 4_096;
+
+/// A connection on its way up: connecting, then waiting for the data
+/// node's hello. Owned by the connection thread, which drives it with
+/// [`Link::advance`] on each tick and never blocks on it.
+pub(crate) struct Handshake {
+    stream: mio::net::TcpStream,
+    deadline: Instant,
+    timeout: Duration,
+    hello_sent: bool,
+    /// The data node's bytes so far.
+    received: Vec<u8>,
+}
+
+/// Where a handshake stands after [`Link::advance`].
+pub(crate) enum Progress {
+    Pending(Handshake),
+    Up(NewConnection, mio::net::TcpStream),
+}
 
 /// The write side of an up connection.
 struct Writer {
@@ -69,6 +88,9 @@ pub(crate) struct Link {
     /// Registration answers (`ApiRegConf`/`ApiRegRef`) received, ever: the
     /// connection thread declares a node that stops answering dead.
     pub answers: AtomicU64,
+    /// Connection attempts that failed, ever: `Cluster::connect` stops
+    /// waiting for a node that is down.
+    pub attempts_failed: AtomicU64,
     writer: Mutex<Option<Writer>>,
 }
 
@@ -94,6 +116,7 @@ impl Link {
             has_pending: AtomicBool::new(false),
             heartbeat_interval_ms: AtomicU64::new(0),
             answers: AtomicU64::new(0),
+            attempts_failed: AtomicU64::new(0),
             writer: Mutex::new(None),
         }
     }
@@ -105,23 +128,102 @@ impl Link {
             && !self.broken.load(Ordering::Acquire)
     }
 
+    /// Not connected, and the last connection attempt failed: the node
+    /// is down (or hung), as far as a connecting client can tell.
+    pub fn seems_down(&self) -> bool {
+        !self.connected.load(Ordering::Acquire) && self.attempts_failed.load(Ordering::Acquire) > 0
+    }
+
     fn lock_writer(&self) -> std::sync::MutexGuard<'_, Option<Writer>> {
         self.writer
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Connects, exchanges hellos (blocking, bounded by `timeout`), and
-    /// installs the write side. Returns the read side for the receiver and
-    /// the send thread's handle on the socket.
-    pub fn connect(
-        &self,
-        me: NodeId,
-        timeout: Duration,
-    ) -> io::Result<(NewConnection, mio::net::TcpStream)> {
+    /// Starts a connection: a non-blocking connect, to be driven by
+    /// [`Link::advance`] until it is up or fails. Nothing here waits on the
+    /// peer: the connection thread also sends every other node's heartbeat,
+    /// and a hung node (SIGSTOP accepts connections in the kernel but never
+    /// answers) must not hold it up.
+    pub fn start_connect(&self, timeout: Duration) -> io::Result<Handshake> {
+        assert!(!timeout.is_zero());
         let addr = resolve(&self.host, self.port)?;
-        let mut stream = TcpStream::connect_timeout(&addr, timeout)?;
-        stream.set_nodelay(true)?;
+        let stream = mio::net::TcpStream::connect(addr)?;
+        Ok(Handshake {
+            stream,
+            deadline: Instant::now() + timeout,
+            timeout,
+            hello_sent: false,
+            received: Vec::with_capacity(256),
+        })
+    }
+
+    /// Drives `handshake` as far as it goes without waiting: the connect,
+    /// our hello, the node's hello. When both hellos are through, installs
+    /// the write side and returns the read side for the receiver and the
+    /// send thread's handle on the socket.
+    pub fn advance(&self, mut handshake: Handshake, me: NodeId) -> io::Result<Progress> {
+        if Instant::now() >= handshake.deadline {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "no {} within {} ms",
+                    if handshake.hello_sent {
+                        "hello from the data node"
+                    } else {
+                        "connection"
+                    },
+                    handshake.timeout.as_millis()
+                ),
+            ));
+        }
+        if !handshake.hello_sent {
+            if let Some(error) = handshake.stream.take_error()? {
+                return Err(error);
+            }
+            match handshake.stream.peer_addr() {
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotConnected => {
+                    return Ok(Progress::Pending(handshake))
+                }
+                Err(e) => return Err(e),
+            }
+            handshake.stream.set_nodelay(true)?;
+            self.send_hello(&mut handshake.stream, me)?;
+            handshake.hello_sent = true;
+        }
+        let mut chunk = [0u8; 256];
+        loop {
+            match handshake.stream.read(&mut chunk) {
+                Ok(0) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::ConnectionAborted,
+                        "the data node closed the connection during the hello (is this API node id configured?)",
+                    ))
+                }
+                Ok(n) => handshake.received.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    return Ok(Progress::Pending(handshake))
+                }
+                Err(e) => return Err(e),
+            }
+            // Checked after each read: what follows the hello (a close, if
+            // the node died at once) belongs to the connection, not to it.
+            if self.check_hello(&handshake.received, me)? {
+                break;
+            }
+            if handshake.received.len() > HELLO_BYTES_MAX {
+                return Err(io::Error::other(format!(
+                    "more than {HELLO_BYTES_MAX} bytes before the hello ended"
+                )));
+            }
+        }
+        let (connection, send_handle) = self.install(handshake.stream)?;
+        Ok(Progress::Up(connection, send_handle))
+    }
+
+    fn send_hello(&self, stream: &mut mio::net::TcpStream, me: NodeId) -> io::Result<()> {
         let hello = Signal {
             receiver: BlockRef::new(self.node, BlockNumber::PROCESS, 0),
             sender: BlockRef::new(me, BlockNumber::PROCESS, 0),
@@ -134,9 +236,61 @@ impl Link {
         let mut bytes = Vec::with_capacity(64);
         encode_frame(std::slice::from_ref(&hello), &mut bytes)
             .map_err(|e| io::Error::other(format!("encoding the hello: {e}")))?;
-        stream.set_write_timeout(Some(timeout))?;
-        stream.write_all(&bytes)?;
-        self.await_hello(&mut stream, me)?;
+        // A new socket's send buffer is empty: the hello goes out whole or
+        // the socket is broken.
+        let written = stream.write(&bytes)?;
+        if written != bytes.len() {
+            return Err(io::Error::other(format!(
+                "hello cut short after {written} of {} bytes",
+                bytes.len()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Checks the bytes received so far: false while the hello frame is
+    /// incomplete, true for exactly one frame with one `TransportHello`
+    /// from the node we connected to, addressed to us; an error otherwise.
+    fn check_hello(&self, buffer: &[u8], me: NodeId) -> io::Result<bool> {
+        let frame =
+            decode_frame(buffer).map_err(|e| io::Error::other(format!("bad hello: {e}")))?;
+        let Some((frame, used)) = frame else {
+            return Ok(false);
+        };
+        let signals: Vec<_> = frame.signals().collect();
+        let hello = match signals.as_slice() {
+            [Ok(signal)] => signal.clone(),
+            _ => {
+                return Err(io::Error::other(
+                    "the data node's first frame is not one hello",
+                ))
+            }
+        };
+        let SignalBody::TransportHello { from, to, version } = hello.body else {
+            return Err(io::Error::other(format!(
+                "expected a hello, got {}",
+                hello.body.name()
+            )));
+        };
+        if from != self.node || to != me || version / 10_000 != VERSION / 10_000 {
+            return Err(io::Error::other(format!(
+                "hello from node {from} to {to} version {version}: expected node {} to {me}",
+                self.node
+            )));
+        }
+        if used != buffer.len() {
+            // The node sends nothing after its hello until we register.
+            return Err(io::Error::other("bytes after the hello"));
+        }
+        Ok(true)
+    }
+
+    /// The hellos are through: installs the write side of `stream`.
+    fn install(
+        &self,
+        stream: mio::net::TcpStream,
+    ) -> io::Result<(NewConnection, mio::net::TcpStream)> {
+        let stream = TcpStream::from(stream.as_fd().try_clone_to_owned()?);
         stream.set_nonblocking(true)?;
         let read = mio::net::TcpStream::from_std(stream.try_clone()?);
         let send_handle =
@@ -159,62 +313,6 @@ impl Link {
             },
             send_handle,
         ))
-    }
-
-    /// Reads the data node's hello: exactly one frame with one
-    /// `TransportHello` from the node we connected to, addressed to us.
-    fn await_hello(&self, stream: &mut TcpStream, me: NodeId) -> io::Result<()> {
-        let deadline = Instant::now() + Duration::from_millis(HELLO_TIMEOUT_MS);
-        let mut buffer = Vec::with_capacity(256);
-        let mut chunk = [0u8; 256];
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    "no hello from the data node",
-                ));
-            }
-            stream.set_read_timeout(Some(left))?;
-            let n = stream.read(&mut chunk)?;
-            if n == 0 {
-                return Err(io::Error::new(
-                    io::ErrorKind::ConnectionAborted,
-                    "the data node closed the connection during the hello (is this API node id configured?)",
-                ));
-            }
-            buffer.extend_from_slice(&chunk[..n]);
-            let frame =
-                decode_frame(&buffer).map_err(|e| io::Error::other(format!("bad hello: {e}")))?;
-            let Some((frame, used)) = frame else { continue };
-            let signals: Vec<_> = frame.signals().collect();
-            let hello = match signals.as_slice() {
-                [Ok(signal)] => signal.clone(),
-                _ => {
-                    return Err(io::Error::other(
-                        "the data node's first frame is not one hello",
-                    ))
-                }
-            };
-            let SignalBody::TransportHello { from, to, version } = hello.body else {
-                return Err(io::Error::other(format!(
-                    "expected a hello, got {}",
-                    hello.body.name()
-                )));
-            };
-            if from != self.node || to != me || version / 10_000 != VERSION / 10_000 {
-                return Err(io::Error::other(format!(
-                    "hello from node {from} to {to} version {version}: expected node {} to {me}",
-                    self.node
-                )));
-            }
-            if used != buffer.len() {
-                // The node sends nothing after its hello until we register.
-                return Err(io::Error::other("bytes after the hello"));
-            }
-            stream.set_read_timeout(None)?;
-            return Ok(());
-        }
     }
 
     /// Sends one or more encoded frames (`bytes`), in one write when the
@@ -346,6 +444,24 @@ mod tests {
         NodeId::new(id).expect("a node id")
     }
 
+    /// Drives a handshake until it ends (the tests' peers answer at once).
+    fn connect(
+        link: &Link,
+        me: NodeId,
+        timeout: Duration,
+    ) -> io::Result<(NewConnection, mio::net::TcpStream)> {
+        let mut handshake = link.start_connect(timeout)?;
+        loop {
+            match link.advance(handshake, me)? {
+                Progress::Up(connection, send) => return Ok((connection, send)),
+                Progress::Pending(pending) => {
+                    handshake = pending;
+                    std::thread::yield_now();
+                }
+            }
+        }
+    }
+
     /// The data node's side of a connection: accepts the client, reads its
     /// hello and answers with its own.
     fn accept_and_greet(
@@ -382,9 +498,8 @@ mod tests {
             accept_and_greet(&listener, me, data_node);
         });
         let link = Link::new(data_node, "127.0.0.1".to_owned(), port, 1);
-        let _connection = link
-            .connect(me, Duration::from_secs(5))
-            .expect("connect and exchange hellos");
+        let _connection =
+            connect(&link, me, Duration::from_secs(5)).expect("connect and exchange hellos");
         peer.join().expect("the peer thread");
         link.started.store(true, Ordering::Release);
         assert!(link.is_live(), "connected and started");
@@ -418,9 +533,8 @@ mod tests {
             let _ = done_rx.recv();
         });
         let link = Link::new(data_node, "127.0.0.1".to_owned(), port, 1);
-        let (mut connection, _send) = link
-            .connect(me, Duration::from_secs(5))
-            .expect("connect and exchange hellos");
+        let (mut connection, _send) =
+            connect(&link, me, Duration::from_secs(5)).expect("connect and exchange hellos");
         link.started.store(true, Ordering::Release);
         assert!(link.is_live(), "connected and started");
         let generation = connection.generation;

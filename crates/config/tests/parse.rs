@@ -171,7 +171,7 @@ fn defaults_are_ndbs() {
         assert_eq!(params.threads.count(ThreadRole::Ldm), 1);
         assert_eq!(params.threads.count(ThreadRole::Tc), 0);
         assert_eq!(params.no_of_fragment_log_parts, 4);
-        assert_eq!(params.heartbeat_interval_db_db_ms, 5000);
+        assert_eq!(params.heartbeat_interval_db_db_ms, 250);
         assert_eq!(params.heartbeat_interval_db_api_ms, 1500);
         assert_eq!(params.time_between_global_checkpoints_ms, 2000);
         assert_eq!(params.time_between_epochs_ms, 100);

@@ -745,13 +745,16 @@ impl Membership {
         self.view = Some(view);
         if was_starting {
             ctx.set_timer(self.config.heartbeat_interval, TIMER_HEARTBEAT);
-            // The API nodes hear at once that this node is started, as they
-            // hear at once when it stops: waiting for their next heartbeat
-            // (up to HeartbeatIntervalDbApi) left a rolling restart that
-            // stops the other node right after this one caught up with no
-            // started node in the clients' eyes for that long (error 711).
-            self.tell_api_nodes(ctx);
         }
+        // The API nodes hear at once that this node is started, as they
+        // hear at once when it stops: waiting for their next heartbeat
+        // (up to HeartbeatIntervalDbApi) left a rolling restart that stops
+        // the other node right after this one caught up with no started
+        // node in the clients' eyes for that long (error 711). And they
+        // hear every new view: a member that hung says nothing, and an API
+        // node that learns only from its own heartbeats sends transactions
+        // to it for 4 of them (6 s by default) after the cluster gave up.
+        self.tell_api_nodes(ctx);
         self.report_status(ctx);
     }
 

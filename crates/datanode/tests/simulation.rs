@@ -218,6 +218,52 @@ fn a_joining_node_tells_the_api_nodes_at_once_that_it_is_started() {
     );
 }
 
+/// When a member fails, the survivors tell the API nodes their new view at
+/// once: a hung member closes no connection, and an API node that waited
+/// for its next heartbeat (or its own check, 4 of them) would go on sending
+/// transactions to it.
+#[test]
+fn the_api_nodes_hear_at_once_of_a_view_without_a_failed_member() {
+    let spec = ClusterSpec {
+        data_nodes: 3,
+        api_heartbeat_interval: Duration::from_secs(5),
+        ..ClusterSpec::default()
+    };
+    let mut cluster = ClusterSim::new(23, spec);
+    cluster.sim.run_for(cluster.rejoin_time());
+    assert_eq!(cluster.started(), vec![node(2), node(3), node(4)]);
+    // The API node registers at its first heartbeat; the next is far off.
+    while cluster.membership(node(2)).unwrap().api_nodes().is_empty() {
+        cluster.sim.run_for(Duration::from_millis(100));
+    }
+    cluster.sim.run_for(Duration::from_millis(100));
+    cluster.sim.crash(node(4));
+    let deadline = cluster.sim.now() + Duration::from_secs(10);
+    let without_4 = |cluster: &ClusterSim| {
+        cluster
+            .membership(node(2))
+            .and_then(|m| m.view())
+            .is_some_and(|v| !v.contains(node(4)))
+    };
+    while !without_4(&cluster) {
+        assert!(cluster.sim.now() < deadline, "node 4 was not excluded");
+        cluster.sim.run_for(Duration::from_millis(1));
+    }
+    let excluded = cluster.sim.now();
+    cluster.sim.run_for(Duration::from_millis(50));
+    let heard = cluster.api_heard.lock().unwrap().clone();
+    let told = heard.iter().find(|h| {
+        h.from == node(2) && h.started && !h.members.is_empty() && !h.members.contains(node(4))
+    });
+    let told =
+        told.unwrap_or_else(|| panic!("node 4 excluded at {excluded:?}; the API heard: {heard:?}"));
+    assert!(
+        told.at <= excluded + Duration::from_millis(50),
+        "the API heard of the view {:?} after it was installed",
+        told.at.saturating_since(excluded)
+    );
+}
+
 #[test]
 fn a_partial_start_waits_for_start_partial_timeout_and_needs_half_the_nodes() {
     let mut cluster = ClusterSim::new(17, ClusterSpec::default());

@@ -45,4 +45,4 @@ pub use arbitrator::{ArbitDecision, Arbitrator, VoteHolder};
 pub use client::{Allocation, MgmClient, SessionReader, SessionWriter};
 pub use error::MgmError;
 pub use registry::HEARTBEATS_MISSED_MAX;
-pub use server::{MgmServer, ServerOptions, CONNECTIONS_MAX};
+pub use server::{MgmServer, ServerOptions, CONNECTIONS_MAX, UNREGISTERED_IDLE_TIMEOUT_MS};

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use signal::frame::FRAME_PAYLOAD_MAX_BYTES;
 use signal::{BlockNumber, BlockRef, NodeId, Severity, Signal, SignalBody};
+use stdx::RateLimit;
 
 use crate::arbitrator::{ArbitDecision, Arbitrator};
 use crate::cluster_log::ClusterLog;
@@ -24,10 +25,19 @@ use crate::error::MgmError;
 use crate::registry::{AllocRequest, ConnectionId, Registry, StatusReport};
 use crate::wire::{write_signal, FrameReader, ReadError};
 
-/// Open connections at most; more are closed at once, with a log line.
+/// Open connections at most. When they are all open, a new one closes the
+/// oldest connection that holds no node id (a flood of idle sockets must
+/// not lock out `skarv admin` or a node of the cluster); it is refused only
+/// when every open connection holds a node id.
 pub const CONNECTIONS_MAX: usize = 512;
-/// A connection that holds no node id and sends nothing for this long is closed.
-pub const UNREGISTERED_IDLE_TIMEOUT_MS: u64 = 60_000;
+/// A connection that holds no node id and sends nothing for this long is
+/// closed: a client asks at once, and an idle socket must not hold a
+/// thread and a place for long (it was 60 s: 510 idle sockets locked
+/// `skarv admin` out).
+pub const UNREGISTERED_IDLE_TIMEOUT_MS: u64 = 3_000;
+/// Warnings about closed and refused connections per second: a flood of
+/// bad connections must not flood the log.
+const CONNECTION_WARNINGS_PER_SECOND_MAX: u32 = 10;
 /// A peer that does not take our bytes for this long is given up.
 pub const WRITE_TIMEOUT_MS: u64 = 5_000;
 /// On `MgmShutdownReq`, how long to wait for the data nodes to go.
@@ -79,13 +89,26 @@ struct Shared {
     stopped_changed: Condvar,
 }
 
-#[derive(Default)]
 struct Connections {
     next_id: ConnectionId,
     open: HashMap<ConnectionId, Arc<Connection>>,
     threads: Vec<JoinHandle<()>>,
     /// True after a refusal, so a flood of refusals logs one line.
     refusing: bool,
+    /// Warnings about connections closed for a newer one or with an error.
+    warnings: RateLimit,
+}
+
+impl Default for Connections {
+    fn default() -> Connections {
+        Connections {
+            next_id: 0,
+            open: HashMap::new(),
+            threads: Vec::new(),
+            refusing: false,
+            warnings: RateLimit::new(CONNECTION_WARNINGS_PER_SECOND_MAX, Duration::from_secs(1)),
+        }
+    }
 }
 
 /// One accepted connection; its thread reads, any thread may write.
@@ -95,6 +118,10 @@ struct Connection {
     stream: TcpStream,
     /// Whole frames only: replies and stop orders come from different threads.
     write_lock: Mutex<()>,
+    /// It holds a node id: never closed to make room.
+    registered: AtomicBool,
+    /// Closed to make room for a newer connection; its thread is ending.
+    evicted: AtomicBool,
 }
 
 impl Connection {
@@ -409,7 +436,9 @@ impl Shared {
                 tracing::error!("a management connection thread panicked");
             }
         }
-        if connections.open.len() >= CONNECTIONS_MAX {
+        if connections.open.len() >= CONNECTIONS_MAX
+            && !Self::evict_oldest_unregistered(&mut connections)
+        {
             let first = !connections.refusing;
             connections.refusing = true;
             drop(connections);
@@ -437,6 +466,8 @@ impl Shared {
             peer,
             stream,
             write_lock: Mutex::new(()),
+            registered: AtomicBool::new(false),
+            evicted: AtomicBool::new(false),
         });
         let spawned = thread::Builder::new()
             .name(format!("mgmd-conn-{id}"))
@@ -452,6 +483,32 @@ impl Shared {
             }
             Err(error) => tracing::warn!("cannot start a thread for {peer}: {error}"),
         }
+    }
+
+    /// Closes the oldest open connection that holds no node id, to make
+    /// room for a new one. Returns false when there is none.
+    fn evict_oldest_unregistered(connections: &mut Connections) -> bool {
+        let oldest = connections
+            .open
+            .values()
+            .filter(|c| !c.registered.load(Ordering::Acquire) && !c.evicted.load(Ordering::Acquire))
+            .min_by_key(|c| c.id)
+            .cloned();
+        let Some(oldest) = oldest else {
+            return false;
+        };
+        // Its thread removes it from `open` when it sees the close; until
+        // then the count may exceed the limit by the connections closing.
+        oldest.evicted.store(true, Ordering::Release);
+        oldest.close();
+        if let Some(suppressed) = connections.warnings.admit(Instant::now()) {
+            tracing::warn!(
+                suppressed,
+                "{CONNECTIONS_MAX} connections are open: closing the oldest without a node id, from {}",
+                oldest.peer
+            );
+        }
+        true
     }
 
     fn close_all(&self) {
@@ -523,8 +580,15 @@ impl Shared {
                 break Some(reason);
             }
         };
-        if let Some(reason) = reason {
-            tracing::warn!("closing the connection from {}: {reason}", connection.peer);
+        if let Some(reason) = reason.filter(|_| !connection.evicted.load(Ordering::Acquire)) {
+            let admitted = lock(&self.connections).warnings.admit(Instant::now());
+            if let Some(suppressed) = admitted {
+                tracing::warn!(
+                    suppressed,
+                    "closing the connection from {}: {reason}",
+                    connection.peer
+                );
+            }
         }
         connection.close();
         if let Some(node) = session {
@@ -696,6 +760,7 @@ impl Shared {
             Err(message) => return reply(SignalBody::MgmAllocNodeIdRef { message }),
         };
         *session = Some(node_id);
+        connection.registered.store(true, Ordering::Release);
         // Sessions live as long as the node; silence is judged by the
         // heartbeat monitor, not by a read timeout.
         connection

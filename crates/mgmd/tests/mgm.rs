@@ -10,7 +10,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use mgmd::{MgmClient, MgmError, MgmServer, ServerOptions, SessionReader, SessionWriter};
+use mgmd::{
+    MgmClient, MgmError, MgmServer, ServerOptions, SessionReader, SessionWriter, CONNECTIONS_MAX,
+    UNREGISTERED_IDLE_TIMEOUT_MS,
+};
 use signal::{
     BlockNumber, BlockRef, NodeBitmask, NodeId, NodeState, NodeStatusEntry, NodeType, Severity,
     SignalBody, NO_NODE_GROUP,
@@ -639,4 +642,46 @@ fn wrong_management_node_id_is_refused() {
             config_path.display()
         )
     );
+}
+
+/// Connections that never ask anything are closed soon, and when they
+/// fill every place a new one takes the place of the oldest: `skarv admin`
+/// and the cluster's nodes always get in.
+#[test]
+fn a_flood_of_idle_connections_never_locks_out_admin_or_nodes() {
+    /// How soon an idle connection must be closed (NDB-like 60 s was too late).
+    const IDLE_CLOSED_WITHIN: Duration = Duration::from_secs(10);
+    assert!(Duration::from_millis(UNREGISTERED_IDLE_TIMEOUT_MS) < IDLE_CLOSED_WITHIN);
+    let cluster = Cluster::start("flood", HEARTBEAT_SLOW_MS);
+    let addr = cluster.server.local_addr();
+    let connect = || {
+        let stream = TcpStream::connect(addr).expect("connects");
+        stream
+            .set_read_timeout(Some(IDLE_CLOSED_WITHIN))
+            .expect("timeout");
+        stream
+    };
+    // One idle connection is closed by the server after its idle timeout.
+    let mut idle = connect();
+    let opened = Instant::now();
+    let mut buffer = [0u8; 16];
+    assert!(
+        matches!(idle.read(&mut buffer), Ok(0)),
+        "an idle connection without a node id stays open past {IDLE_CLOSED_WITHIN:?}"
+    );
+    assert!(opened.elapsed() >= Duration::from_millis(UNREGISTERED_IDLE_TIMEOUT_MS / 2));
+
+    // A data node holds a node id, then a flood fills every place.
+    let (_writer, _reader) = cluster.data_node(2, 1000);
+    let flood: Vec<TcpStream> = (0..CONNECTIONS_MAX).map(|_| connect()).collect();
+    let started = Instant::now();
+    assert_eq!(cluster.client().show().expect("show").len(), 5);
+    let (_writer, _reader) = cluster.data_node(3, 1001);
+    assert!(
+        started.elapsed() < Duration::from_millis(UNREGISTERED_IDLE_TIMEOUT_MS),
+        "got in only after {:?}, when the flood timed out",
+        started.elapsed()
+    );
+    assert_eq!(cluster.entry(2).state, NodeState::Starting);
+    drop(flood);
 }

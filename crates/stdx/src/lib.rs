@@ -4,7 +4,10 @@
 //! least two crates need belongs here; nothing here knows the database.
 //!
 //! - [`id_hash`]: the hasher of every map keyed by ids on the hot paths.
+//! - [`rate_limit`]: a bound on how often a warning is logged.
 
 pub mod id_hash;
+pub mod rate_limit;
 
 pub use id_hash::{IdHasher, IdMap, IdSet};
+pub use rate_limit::RateLimit;

@@ -38,6 +38,8 @@ use signal::{
     decode_frame, encode_frame, BlockNumber, BlockRef, NodeId, Signal, SignalBody, VERSION,
 };
 
+use stdx::RateLimit;
+
 use crate::shared::{add, CloseReason, Command, Refusal, Shared};
 use crate::writer::Writer;
 use crate::{InboundSink, TransportConfig};
@@ -46,10 +48,20 @@ pub(crate) const WAKER: Token = Token(0);
 const LISTENER: Token = Token(1);
 const CONNECTION_TOKEN_BASE: usize = 2;
 
-/// Time a new connection has to connect and complete the hello.
+/// Time an outgoing connection has to connect and complete the hello.
 const HANDSHAKE_TIMEOUT_MS: u64 = 5_000;
-/// Accepted connections that have not sent their hello yet; more are refused at once.
+/// Time an accepted connection has to send its hello: a node sends it as
+/// soon as it is connected, and an idle socket (a port flood) must not
+/// hold a place for long.
+const ACCEPTED_HELLO_TIMEOUT_MS: u64 = 1_000;
+/// Accepted connections that have not sent their hello yet; a new one
+/// beyond that closes the oldest, so that a flood of idle sockets never
+/// keeps a node of the cluster out (it sends its hello at once, and is
+/// never the oldest for long).
 const HANDSHAKE_PENDING_MAX: usize = 64;
+/// Warnings about refused connections and frames, per reason and second:
+/// a flood of bad input must not flood the log.
+const REFUSAL_WARNINGS_PER_SECOND_MAX: u32 = 10;
 /// Reads from one connection per round before the others get their turn.
 const READS_PER_ROUND_MAX: usize = 16;
 /// The receive thread's sleep bound when idle; deadlines and wake-ups shorten it.
@@ -102,6 +114,10 @@ struct PeerLink {
     /// Generation of the last connection that came up.
     generation: u64,
     next_connect: Instant,
+    /// An API node's connection sent its `ApiRegReq`: until then it may
+    /// send nothing else (transactions from an API node the data node
+    /// does not know of would never be cleaned up when it fails).
+    registered: bool,
     /// Signals from this peer the sink refused, and everything after them, in order.
     backlog: VecDeque<Signal>,
 }
@@ -135,6 +151,10 @@ pub(crate) struct ReceiveLoop {
     reconnect_interval: Duration,
     /// true without a send thread: flushing senders may leave bytes for us to write.
     writes_here: bool,
+    /// Warnings about connections that never sent their hello.
+    handshake_log: RateLimit,
+    /// Warnings about refused frames and connections.
+    refusal_log: RateLimit,
 }
 
 impl ReceiveLoop {
@@ -160,6 +180,7 @@ impl ReceiveLoop {
                 connection: None,
                 generation: 0,
                 next_connect: now,
+                registered: false,
                 backlog: VecDeque::new(),
             })
             .collect();
@@ -184,6 +205,8 @@ impl ReceiveLoop {
             accept_retry_at: None,
             notify: config.notify,
             reconnect_interval: Duration::from_millis(config.reconnect_interval_ms),
+            handshake_log: RateLimit::new(REFUSAL_WARNINGS_PER_SECOND_MAX, Duration::from_secs(1)),
+            refusal_log: RateLimit::new(REFUSAL_WARNINGS_PER_SECOND_MAX, Duration::from_secs(1)),
         })
     }
 
@@ -352,11 +375,7 @@ impl ReceiveLoop {
                 }
             };
             if self.incoming_pending >= HANDSHAKE_PENDING_MAX {
-                tracing::warn!(
-                    %addr,
-                    "refusing a connection: {HANDSHAKE_PENDING_MAX} connections already wait for their hello"
-                );
-                continue;
+                self.close_oldest_incoming();
             }
             if let Err(error) = stream.set_nodelay(true) {
                 tracing::warn!(%addr, %error, "refusing a connection: cannot set TCP_NODELAY");
@@ -367,6 +386,24 @@ impl ReceiveLoop {
                 self.incoming_pending += 1;
             }
         }
+    }
+
+    /// Closes the accepted connection that has waited longest for its hello.
+    fn close_oldest_incoming(&mut self) {
+        let oldest = self
+            .connections
+            .iter()
+            .enumerate()
+            .filter_map(|(index, c)| match c {
+                Some(c) if matches!(c.phase, Phase::AwaitHello { expected: None }) => {
+                    Some((c.deadline, index))
+                }
+                _ => None,
+            })
+            .min();
+        let (_, index) = oldest.expect("incoming_pending counts accepted connections");
+        let pending_max = HANDSHAKE_PENDING_MAX;
+        self.close_index(index, CloseReason::HandshakeEvicted { pending_max });
     }
 
     fn connect(&mut self, slot: usize, now: Instant) {
@@ -405,11 +442,15 @@ impl ReceiveLoop {
             }
             return None;
         }
+        let timeout_ms = match phase {
+            Phase::AwaitHello { expected: None } => ACCEPTED_HELLO_TIMEOUT_MS,
+            _ => HANDSHAKE_TIMEOUT_MS,
+        };
         let connection = Connection {
             stream,
             addr,
             phase,
-            deadline: Instant::now() + Duration::from_millis(HANDSHAKE_TIMEOUT_MS),
+            deadline: Instant::now() + Duration::from_millis(timeout_ms),
             buffer: vec![0u8; RECEIVE_BUFFER_BYTES].into_boxed_slice(),
             start: 0,
             end: 0,
@@ -644,11 +685,20 @@ impl ReceiveLoop {
             Phase::Up { slot, .. } => {
                 let peer = &self.peers[slot];
                 let (peer, api) = (peer.node, peer.api);
+                let mut registered = self.peers[slot].registered;
                 for signal in &self.staging {
                     if let Err(refusal) = check_signal(signal, peer, api, self.shared.me) {
                         return Err(self.refuse(refusal));
                     }
+                    if api && !registered {
+                        if !matches!(signal.body, SignalBody::ApiRegReq { .. }) {
+                            let name = signal.body.name();
+                            return Err(self.refuse(Refusal::NotRegistered { name, peer }));
+                        }
+                        registered = true;
+                    }
                 }
+                self.peers[slot].registered = registered;
                 add(
                     &self.shared.counters.signals_received,
                     self.staging.len() as u64,
@@ -731,6 +781,7 @@ impl ReceiveLoop {
         }
         peer.generation = generation;
         peer.connection = Some(index);
+        peer.registered = false;
         let shared_peer = &self.shared.peers[slot];
         *shared_peer.lock_writer() = Some(Writer::new(write_half, slot, generation));
         shared_peer.set_up(generation);
@@ -786,7 +837,12 @@ impl ReceiveLoop {
                     Some(c) if !matches!(c.phase, Phase::Up { .. }) && c.deadline <= now
                 );
                 if overdue {
-                    let timeout_ms = HANDSHAKE_TIMEOUT_MS;
+                    let timeout_ms = match &self.connections[index] {
+                        Some(c) if matches!(c.phase, Phase::AwaitHello { expected: None }) => {
+                            ACCEPTED_HELLO_TIMEOUT_MS
+                        }
+                        _ => HANDSHAKE_TIMEOUT_MS,
+                    };
                     self.close_index(index, CloseReason::HandshakeTimeout { timeout_ms });
                 }
             }
@@ -823,7 +879,13 @@ impl ReceiveLoop {
                 peer.connection = None;
                 peer.next_connect = Instant::now() + self.reconnect_interval;
                 let node = peer.node;
-                log_close(node, addr, &reason);
+                if matches!(reason, CloseReason::Refused(_)) {
+                    if let Some(suppressed) = self.refusal_log.admit(Instant::now()) {
+                        tracing::warn!(%node, %addr, %reason, suppressed, "connection closed");
+                    }
+                } else {
+                    log_close(node, addr, &reason);
+                }
                 self.notify(slot, SignalBody::NodeDisconnected { node });
             }
             Phase::Connecting { slot }
@@ -845,8 +907,15 @@ impl ReceiveLoop {
                 self.handshaking -= 1;
                 self.incoming_pending -= 1;
                 match reason {
-                    CloseReason::Refused(_) | CloseReason::HandshakeTimeout { .. } => {
-                        tracing::warn!(%addr, %reason, "incoming connection refused")
+                    CloseReason::Refused(_) => {
+                        if let Some(suppressed) = self.refusal_log.admit(Instant::now()) {
+                            tracing::warn!(%addr, %reason, suppressed, "incoming connection refused")
+                        }
+                    }
+                    CloseReason::HandshakeTimeout { .. } | CloseReason::HandshakeEvicted { .. } => {
+                        if let Some(suppressed) = self.handshake_log.admit(Instant::now()) {
+                            tracing::warn!(%addr, %reason, suppressed, "incoming connection closed")
+                        }
                     }
                     _ => {
                         tracing::debug!(%addr, %reason, "incoming connection closed before its hello")

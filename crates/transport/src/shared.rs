@@ -98,6 +98,10 @@ pub(crate) enum CloseReason {
     Refused(Refusal),
     #[error("no hello within {timeout_ms} ms")]
     HandshakeTimeout { timeout_ms: u64 },
+    #[error(
+        "closed for a newer connection: {pending_max} connections already waited for their hello"
+    )]
+    HandshakeEvicted { pending_max: usize },
     #[error("replaced by a new connection from the same node (it restarted)")]
     Replaced,
 }
@@ -147,6 +151,8 @@ pub(crate) enum Refusal {
     NotAnApiRequest { name: &'static str, peer: NodeId },
     #[error("TransportHello after the handshake")]
     HelloAfterHandshake,
+    #[error("signal {name} from API node {peer} before its registration (ApiRegReq)")]
+    NotRegistered { name: &'static str, peer: NodeId },
 }
 
 /// A request to the receive thread: close the connection of `generation`.

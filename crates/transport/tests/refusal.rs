@@ -278,8 +278,8 @@ fn api_node_sends_requests_only() {
         },
     };
     let requests = [
-        key_req(),
         api_request(SignalBody::ApiRegReq { version: VERSION }),
+        key_req(),
         api_request(SignalBody::TcScanNextReq {
             tx_id: 7,
             scan_id: 1,
@@ -307,8 +307,9 @@ fn api_node_sends_requests_only() {
     two.shutdown();
 
     let from_raw = BlockRef::new(node(RAW_NODE), BlockNumber::LOCAL_DATA_MANAGER, 0);
-    refused_after_handshake_as(Peer::Api, key_req(), ldm_key_req(from_raw));
-    refused_after_handshake_as(Peer::Api, key_req(), heartbeat(RAW_NODE, 1, 1));
+    let registration = api_request(SignalBody::ApiRegReq { version: VERSION });
+    refused_after_handshake_as(Peer::Api, registration.clone(), ldm_key_req(from_raw));
+    refused_after_handshake_as(Peer::Api, registration, heartbeat(RAW_NODE, 1, 1));
 
     let ((one, inbox_one), (two, _inbox_two)) = pair_with_raw(Peer::DataNode);
     let mut raw = raw_handshake(one.local_addr().expect("node 1 listens"));
@@ -367,6 +368,70 @@ fn restarted_peer_replaces_its_old_connection() {
         .write_all(&frame(&[heartbeat(RAW_NODE, 1, 7)]))
         .expect("write to node 1");
     inbox_one.expect_sequence(RAW_NODE, 7, 1);
+    one.shutdown();
+    two.shutdown();
+}
+
+/// An API node's first signal is its registration: a transaction from an
+/// API node the data node does not know of would outlive the API node.
+#[test]
+fn api_node_requests_before_its_registration_are_refused() {
+    let ((one, inbox_one), (two, inbox_two)) = pair_with_raw(Peer::Api);
+    let mut raw = raw_handshake(one.local_addr().expect("node 1 listens"));
+    inbox_one.expect_body(SignalBody::NodeConnected {
+        node: node(RAW_NODE),
+    });
+    raw.write_all(&frame(&[key_req()]))
+        .expect("write to node 1");
+    assert_closed(&mut raw);
+    inbox_one.expect_body(SignalBody::NodeDisconnected {
+        node: node(RAW_NODE),
+    });
+    assert_eq!(one.stats().frames_refused, 1);
+    assert_eq!(one.stats().signals_received, 0);
+    // A new connection registers again before its requests.
+    let mut raw = raw_handshake(one.local_addr().expect("node 1 listens"));
+    inbox_one.expect_body(SignalBody::NodeConnected {
+        node: node(RAW_NODE),
+    });
+    let registration = api_request(SignalBody::ApiRegReq { version: VERSION });
+    raw.write_all(&frame(std::slice::from_ref(&registration)))
+        .expect("write to node 1");
+    raw.write_all(&frame(&[key_req()]))
+        .expect("write to node 1");
+    assert_eq!(inbox_one.next(), registration);
+    assert_eq!(inbox_one.next(), key_req());
+    drop(raw);
+    inbox_one.expect_body(SignalBody::NodeDisconnected {
+        node: node(RAW_NODE),
+    });
+    assert_good_link_works(&one, &inbox_one, &two, &inbox_two);
+    one.shutdown();
+    two.shutdown();
+}
+
+/// Idle sockets that never send a hello (a port flood) do not keep a node
+/// out: the newest connection takes the place of the oldest idle one.
+#[test]
+fn a_flood_of_idle_connections_never_keeps_a_node_out() {
+    /// Above the transport's limit of connections waiting for a hello (64).
+    const IDLE_CONNECTIONS: usize = 200;
+    let ((one, inbox_one), (two, inbox_two)) = pair(true, &[RAW_NODE]);
+    let addr = one.local_addr().expect("node 1 listens");
+    let idle: Vec<TcpStream> = (0..IDLE_CONNECTIONS).map(|_| raw_connect(addr)).collect();
+    let mut raw = raw_handshake(addr);
+    inbox_one.expect_body(SignalBody::NodeConnected {
+        node: node(RAW_NODE),
+    });
+    raw.write_all(&frame(&[heartbeat(RAW_NODE, 1, 0)]))
+        .expect("write to node 1");
+    inbox_one.expect_sequence(RAW_NODE, 0, 1);
+    drop(idle);
+    drop(raw);
+    inbox_one.expect_body(SignalBody::NodeDisconnected {
+        node: node(RAW_NODE),
+    });
+    assert_good_link_works(&one, &inbox_one, &two, &inbox_two);
     one.shutdown();
     two.shutdown();
 }

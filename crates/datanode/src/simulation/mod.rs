@@ -154,6 +154,8 @@ pub struct ApiHeard {
     pub at: Instant,
     pub from: NodeId,
     pub started: bool,
+    /// The members of the sender's view.
+    pub members: NodeBitmask,
 }
 
 const API_TIMER: u32 = 1;
@@ -174,12 +176,15 @@ impl Block for SimApi {
                 }
                 ctx.set_timer(self.interval, API_TIMER);
             }
-            SignalBody::ApiRegConf { started, .. } => {
+            SignalBody::ApiRegConf {
+                started, members, ..
+            } => {
                 *self.confs.lock().expect("api lock") += 1;
                 self.heard.lock().expect("api lock").push(ApiHeard {
                     at: ctx.now(),
                     from: signal.sender.node,
                     started,
+                    members,
                 });
             }
             _ => {}
