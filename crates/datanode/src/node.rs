@@ -35,6 +35,10 @@ use storage::disk::{RealDisk, SlowDisk};
 pub const EXIT_RESTART: i32 = 75;
 /// Exit status of a node whose thread died: a crash, as far as the angel goes.
 pub const EXIT_CRASHED: i32 = 70;
+/// Exit status of a node that stopped on a failure a restart would meet
+/// again (its files cannot be restored or written): the angel leaves it down
+/// and exits non-zero itself.
+pub const EXIT_FAILED: i32 = 71;
 /// How long to keep trying to reach the management server at start.
 pub const MGMD_CONNECT_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a feeder waits for room in a full runtime queue before dropping.
@@ -62,6 +66,8 @@ pub enum NodeExit {
     Restart,
     /// A thread died: end as a crashed process, for the angel to judge.
     Crashed,
+    /// Stopped on a failure a restart would meet again (`Context::shutdown_failed`).
+    Failed,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -556,6 +562,11 @@ impl NodeControl for Control {
             NodeExit::Stop
         };
         let _ = self.exit.lock().expect("exit lock").send(exit);
+    }
+
+    fn shutdown_failed(&self, reason: &str) {
+        tracing::error!("stopping as failed: {reason}");
+        let _ = self.exit.lock().expect("exit lock").send(NodeExit::Failed);
     }
 
     fn thread_failed(&self, thread: &str, role: ThreadRole, reason: &str) {

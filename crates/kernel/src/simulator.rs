@@ -953,7 +953,9 @@ impl Simulation {
                 self.record(format!("disconnect {from:?} {peer:?}"));
                 self.break_connection(from, peer);
             }
-            Output::Shutdown { restart, reason } => {
+            Output::Shutdown {
+                restart, reason, ..
+            } => {
                 if let Some(n) = self.nodes.get_mut(&from) {
                     n.shutdowns += 1;
                 }

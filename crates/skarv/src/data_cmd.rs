@@ -1,6 +1,6 @@
 //! `skarv data`: a data node, under its angel unless told otherwise.
 
-use datanode::node::{NodeExit, NodeOptions, EXIT_CRASHED, EXIT_RESTART};
+use datanode::node::{NodeExit, NodeOptions, EXIT_CRASHED, EXIT_FAILED, EXIT_RESTART};
 use signal::NodeId;
 
 #[derive(clap::Args)]
@@ -49,5 +49,6 @@ pub fn run(args: DataArgs) -> Result<(), String> {
         NodeExit::Stop => Ok(()),
         NodeExit::Restart => std::process::exit(EXIT_RESTART),
         NodeExit::Crashed => std::process::exit(EXIT_CRASHED),
+        NodeExit::Failed => std::process::exit(EXIT_FAILED),
     }
 }

@@ -495,12 +495,18 @@ impl<D> LdmBlock<D> {
         self.config.owns(partition, fully_replicated)
     }
 
-    /// Gives up on everything: the node is going down.
+    /// Gives up on everything: the node is going down. Without `restart`
+    /// the node stops as failed (a restart would meet the same files):
+    /// its process ends non-zero and its angel leaves it down.
     fn fail(&mut self, ctx: &mut Context<'_>, restart: bool, reason: String) {
         tracing::error!(node = %self.config.node, instance = self.config.instance, "{reason}");
         if !self.failed {
             self.failed = true;
-            ctx.shutdown(restart, reason);
+            if restart {
+                ctx.shutdown(true, reason);
+            } else {
+                ctx.shutdown_failed(reason);
+            }
         }
     }
 
