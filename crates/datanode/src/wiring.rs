@@ -294,6 +294,7 @@ pub fn data_node_blocks<D: Disk + Clone + Send + 'static>(
             tc_instances: tcs.len() as u32,
             ldm_instances: ldms.len() as u32,
         })
+        .with_cluster_log(spec.mgmd)
         .with_sysfile(
             Box::new(disk.clone()),
             spec.fs_dir(),
