@@ -924,6 +924,41 @@ fn a_full_disk_during_redo_or_checkpoint_writes_loses_nothing() {
 }
 
 #[test]
+fn checkpoints_abandoned_on_a_full_disk_leave_no_files_behind() {
+    let mut node = Node::new(14, 4, vec![table(1, 1), table(2, 1)]);
+    fill(&mut node, 1, 0, 50, 100);
+    fill(&mut node, 2, 0, 50, 100);
+    node.flush();
+    let lcp_dir = node.config.lcp_dir();
+    let files = |node: &Node| node.disk.list_dir(&lcp_dir).unwrap_or_default();
+    let before = files(&node);
+    // Each round creates its first fragment's data file, then fails to
+    // write it: the disk has no room at all.
+    node.disk.fail_writes_after(0);
+    for round in 0..3 {
+        node.ldm().start_lcp().unwrap();
+        let error = loop {
+            match node.ldm().lcp_step() {
+                Ok(LcpProgress::Completed { .. }) => panic!("the LCP wrote through a full disk"),
+                Ok(_) => {}
+                Err(e) => break e,
+            }
+        };
+        assert!(matches!(error, LdmError::Checkpoint { .. }), "{error}");
+        assert_eq!(files(&node), before, "round {round} left files behind");
+    }
+    node.disk.allow_writes();
+    node.run_lcp();
+    let report = node.restart();
+    assert_eq!(node.rows(1).len(), 50);
+    assert_eq!(node.rows(2).len(), 50);
+    assert!(
+        report.fragments.iter().all(|f| f.lcp_id == Some(4)),
+        "{report}"
+    );
+}
+
+#[test]
 fn a_failed_fsync_stops_the_instance_and_a_restart_recovers() {
     let mut node = Node::new(12, 4, vec![table(1, 1)]);
     fill(&mut node, 1, 0, 10, 10);
