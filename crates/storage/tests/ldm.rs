@@ -865,6 +865,7 @@ fn damaged_or_truncated_checkpoint_files_refuse_to_open() {
         }
         let error = node.open(Some(1)).unwrap_err();
         let message = error.to_string();
+        assert!(error.is_damage(), "{message}");
         match damage {
             "control byte" => {
                 assert!(
@@ -912,6 +913,7 @@ fn a_full_disk_during_redo_or_checkpoint_writes_loses_nothing() {
         }
     };
     assert!(matches!(error, LdmError::Checkpoint { .. }), "{error}");
+    assert!(!error.is_damage(), "a full disk is no damage: {error}");
     assert!(!node.ldm().lcp_running());
     // Commits go on (the redo log has its files).
     node.disk.allow_writes();
