@@ -55,14 +55,17 @@
 //!   their TCs' transactions here (`LdmTakeOverReq`). Commits are
 //!   remembered until their GCI is saved, for that.
 //!
-//! Failures that crash the node: corrupt files at restore (stop), a failed
-//! redo flush or a redo I/O error at commit (restart). Everything else
-//! fails one operation with a `proto::error` code.
+//! Failures that crash the node: corrupt files at restore (stop as failed,
+//! or with `--discard-corrupt` and a serving partner, move them aside and
+//! restart empty: [`discard`]), a failed redo flush or a redo I/O error at
+//! commit (restart). Everything else fails one operation with a
+//! `proto::error` code.
 
 mod alter;
 pub(crate) mod batches;
 mod client_reads;
 mod copy;
+mod discard;
 mod encoded;
 mod failover;
 mod invariants;
@@ -73,6 +76,7 @@ mod scans;
 
 pub use alter::{ALTER_CHECK_INTERVAL, ALTER_WAIT_MAX, SCHEMA_DEFERRED_MAX};
 pub use copy::{COPY_BATCH_BYTES_MAX, COPY_BATCH_ROWS, COPY_OUT_MAX, COPY_RETRY_DELAY};
+pub use discard::{DiscardCorrupt, DISCARD_DECISION_WAIT};
 
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
@@ -373,6 +377,11 @@ pub struct LdmBlock<D> {
     restart: copy::NodeRestart,
     /// Checks run (`invariants`): every so many walk every row.
     checks: std::cell::Cell<u32>,
+    /// `--discard-corrupt`: where to ask for this node's files to be
+    /// moved aside ([`discard`]).
+    discard: Option<DiscardCorrupt>,
+    /// A restore that found damage, waiting for the node states to decide.
+    damaged: Option<discard::DamagedRestore>,
 }
 
 impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
@@ -426,7 +435,17 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             alter: alter::AlterState::default(),
             restart: copy::NodeRestart::default(),
             checks: std::cell::Cell::new(0),
+            discard: None,
+            damaged: None,
         }
+    }
+
+    /// Runs with `skarv data --discard-corrupt`: a restore that finds the
+    /// files damaged asks through `discard` to move them aside when a
+    /// partner serves their data ([`discard`]).
+    pub fn with_discard_corrupt(mut self, discard: DiscardCorrupt) -> LdmBlock<D> {
+        self.discard = Some(discard);
+        self
     }
 }
 
@@ -649,21 +668,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                     },
                 );
             }
-            Err(error) => {
-                let message = format!(
-                    "LDM instance {} of node {} cannot restore its data: {error}; stopping the node",
-                    self.config.instance, self.config.node
-                );
-                ctx.send(
-                    sender,
-                    SignalBody::SchemaLoadConf {
-                        schema_version,
-                        code: proto::error::NOT_STARTED,
-                        message: message.clone(),
-                    },
-                );
-                self.fail(ctx, false, message);
-            }
+            Err(error) => self.on_restore_failed(sender, schema_version, &error, ctx),
         }
     }
 
@@ -1241,6 +1246,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 ctx.set_timer(LCP_CHECK_INTERVAL, TIMER_LCP_CHECK);
                 self.check_lcp_due(ctx);
             }
+            discard::TIMER_DISCARD_DECISION => self.decide_discard(true, ctx),
             alter::TIMER_ALTER_CHECK => self.on_alter_timer(ctx),
             copy::TIMER_COPY_RETRY => self.on_copy_retry_timer(ctx),
             other => tracing::warn!(node = %self.config.node, "LDM: unknown timer {other}"),
@@ -1613,7 +1619,9 @@ impl<D: Disk + Clone + Send + 'static> Block for LdmBlock<D> {
             }
             body @ SignalBody::NodeStateReq { .. } => {
                 let states = crate::live_map::NodeStates::of(&body).expect("matched");
-                self.on_node_states(sender, states, ctx)
+                self.on_node_states(sender, states, ctx);
+                // A damaged restore waits for these to decide.
+                self.decide_discard(false, ctx);
             }
             SignalBody::NodeCopyReq {} => self.on_node_copy_req(sender, ctx),
             SignalBody::CopyFragReq {
