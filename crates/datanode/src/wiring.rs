@@ -329,6 +329,7 @@ pub fn data_node_blocks_with<D: Disk + Clone + Send + 'static>(
             },
             disk.clone(),
         );
+        let ldm = ldm.with_cluster_log(spec.mgmd);
         let ldm = match &discard {
             Some(discard) => ldm.with_discard_corrupt(discard.clone()),
             None => ldm,
