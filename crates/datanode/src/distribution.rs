@@ -79,6 +79,8 @@ const TIMER_GCP: u32 = 1;
 const TIMER_RESTART: u32 = 2;
 /// Timer: time for the next micro-GCP (epoch switch).
 const TIMER_EPOCH: u32 = 3;
+/// Timer: try a failed sysfile write again.
+const TIMER_KEEP_RETRY: u32 = 4;
 
 /// How the distribution block is set up.
 #[derive(Clone, Debug)]
@@ -214,6 +216,8 @@ pub struct Distribution {
     /// `GcpKeepReq`s that came while a sysfile write was in flight.
     keeps_waiting: Vec<(BlockRef, u32, NodeBitmask)>,
     next_io_request: u64,
+    /// The management server, whose cluster log hears this block's alarms.
+    mgmd: Option<NodeId>,
 }
 
 /// What [`Distribution::hurries`] counts.
@@ -256,6 +260,29 @@ impl Distribution {
             keep_write: None,
             keeps_waiting: Vec::new(),
             next_io_request: 1,
+            mgmd: None,
+        }
+    }
+
+    /// Reports alarms (a sysfile that cannot be written) to the cluster
+    /// log of the management server `mgmd`, besides this node's log.
+    pub fn with_cluster_log(mut self, mgmd: Option<NodeId>) -> Distribution {
+        self.mgmd = mgmd;
+        self
+    }
+
+    /// Logs `text` here and, with a management server, in its cluster log.
+    fn cluster_log(&self, severity: signal::Severity, text: String, ctx: &mut Context<'_>) {
+        match severity {
+            signal::Severity::Info => tracing::info!(node = %self.config.node, "{text}"),
+            signal::Severity::Warning => tracing::warn!(node = %self.config.node, "{text}"),
+            signal::Severity::Alert => tracing::error!(node = %self.config.node, "{text}"),
+        }
+        if let Some(mgmd) = self.mgmd {
+            ctx.send(
+                BlockRef::new(mgmd, BlockNumber::MANAGEMENT, 0),
+                SignalBody::MgmEventRep { severity, text },
+            );
         }
     }
 
@@ -1012,6 +1039,9 @@ impl Block for Distribution {
             SignalBody::Timeout {
                 timer_id: TIMER_EPOCH,
             } => self.on_epoch_timer(ctx),
+            SignalBody::Timeout {
+                timer_id: TIMER_KEEP_RETRY,
+            } => self.on_keep_retry_timer(ctx),
             SignalBody::TcTakeOverConf {
                 takeover_id,
                 failed,

@@ -35,6 +35,10 @@ use storage::disk::{RealDisk, SlowDisk};
 pub const EXIT_RESTART: i32 = 75;
 /// Exit status of a node whose thread died: a crash, as far as the angel goes.
 pub const EXIT_CRASHED: i32 = 70;
+/// Exit status of a node that stopped on a failure a restart would meet
+/// again (its files cannot be restored or written): the angel leaves it down
+/// and exits non-zero itself.
+pub const EXIT_FAILED: i32 = 71;
 /// How long to keep trying to reach the management server at start.
 pub const MGMD_CONNECT_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a feeder waits for room in a full runtime queue before dropping.
@@ -51,6 +55,10 @@ pub struct NodeOptions {
     pub node_id: Option<NodeId>,
     /// Start from an empty file system.
     pub initial: bool,
+    /// Damaged files found at the restore are moved aside (into
+    /// `discarded-<time>/` of the data directory) and the node restarts
+    /// empty, when a partner serves their data (`ldm::discard`).
+    pub discard_corrupt: bool,
 }
 
 /// Why the node process ended.
@@ -62,6 +70,8 @@ pub enum NodeExit {
     Restart,
     /// A thread died: end as a crashed process, for the angel to judge.
     Crashed,
+    /// Stopped on a failure a restart would meet again (`Context::shutdown_failed`).
+    Failed,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -138,7 +148,10 @@ pub fn run(options: &NodeOptions) -> Result<NodeExit, NodeError> {
     let mgmd_node = config.mgmd().node_id;
     let spec = NodeSpec::from_config(&me, &config, kernel::Rng::from_entropy().next_u64(), pid)
         .map_err(NodeError::Config)?;
-    let blocks = wiring::data_node_blocks(&spec, node_disk(node)?)
+    let discard = options
+        .discard_corrupt
+        .then(crate::ldm::DiscardCorrupt::default);
+    let blocks = wiring::data_node_blocks_with(&spec, node_disk(node)?, discard.clone())
         .map_err(|what| NodeError::Start { node, what })?;
     let mut runtime = Runtime::new(node, &me.params.threads, blocks, RuntimeLimits::default())
         .map_err(|e| NodeError::Start {
@@ -214,7 +227,77 @@ pub fn run(options: &NodeOptions) -> Result<NodeExit, NodeError> {
             "node {node}: transport still shared at exit; leaving it to the process exit"
         ),
     }
+    let reasons = discard.map(|d| d.requested()).unwrap_or_default();
+    if !reasons.is_empty() {
+        // Every thread has stopped: no file of the node is in use.
+        discard_files(node, &me.data_dir, &reasons)?;
+        return Ok(NodeExit::Restart);
+    }
     Ok(exit)
+}
+
+/// Moves the node's file system (`ndb_<node>_fs`) into a new
+/// `discarded-<unix seconds>/` of `data_dir`, with a `REASON` file, and
+/// logs what moved. Nothing is deleted: an operator may still look at the
+/// files or remove them.
+fn discard_files(
+    node: NodeId,
+    data_dir: &std::path::Path,
+    reasons: &[String],
+) -> Result<(), NodeError> {
+    let fail = |what: String| NodeError::Start { node, what };
+    let fs_dir = data_dir.join(format!("ndb_{node}_fs"));
+    let seconds = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let aside = data_dir.join(format!("discarded-{seconds}"));
+    std::fs::create_dir_all(&aside).map_err(|e| {
+        fail(format!(
+            "--discard-corrupt: cannot create {}: {e}",
+            aside.display()
+        ))
+    })?;
+    let (files, bytes) = count_files(&fs_dir);
+    let to = aside.join(format!("ndb_{node}_fs"));
+    std::fs::rename(&fs_dir, &to).map_err(|e| {
+        fail(format!(
+            "--discard-corrupt: cannot move {} to {}: {e}",
+            fs_dir.display(),
+            to.display()
+        ))
+    })?;
+    let reason_file = aside.join("REASON");
+    if let Err(e) = std::fs::write(&reason_file, reasons.join("\n") + "\n") {
+        tracing::warn!("node {node}: cannot write {}: {e}", reason_file.display());
+    }
+    tracing::warn!(
+        "node {node}: --discard-corrupt: moved {} ({files} files, {bytes} bytes) to {}; \
+         restarting empty to copy from its node group. Why: {}",
+        fs_dir.display(),
+        to.display(),
+        reasons.join(" / ")
+    );
+    Ok(())
+}
+
+/// Files under `dir` and their bytes, for the log (0 where unreadable).
+fn count_files(dir: &std::path::Path) -> (u64, u64) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return (0, 0);
+    };
+    let mut total = (0, 0);
+    for entry in entries.flatten() {
+        let Ok(meta) = entry.metadata() else {
+            continue;
+        };
+        if meta.is_dir() {
+            let (files, bytes) = count_files(&entry.path());
+            total = (total.0 + files, total.1 + bytes);
+        } else {
+            total = (total.0 + 1, total.1 + meta.len());
+        }
+    }
+    total
 }
 
 fn connect_to_mgmd(connect: &str) -> Result<MgmClient, NodeError> {
@@ -568,6 +651,11 @@ impl NodeControl for Control {
             NodeExit::Stop
         };
         let _ = self.exit.lock().expect("exit lock").send(exit);
+    }
+
+    fn shutdown_failed(&self, reason: &str) {
+        tracing::error!("stopping as failed: {reason}");
+        let _ = self.exit.lock().expect("exit lock").send(NodeExit::Failed);
     }
 
     fn thread_failed(&self, thread: &str, role: ThreadRole, reason: &str) {

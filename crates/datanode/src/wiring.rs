@@ -226,6 +226,16 @@ pub fn data_node_blocks<D: Disk + Clone + Send + 'static>(
     spec: &NodeSpec,
     disk: D,
 ) -> Result<Vec<BlockPlacement>, String> {
+    data_node_blocks_with(spec, disk, None)
+}
+
+/// [`data_node_blocks`] of a node run with `--discard-corrupt`: its LDM
+/// instances ask through `discard` to move damaged files aside.
+pub fn data_node_blocks_with<D: Disk + Clone + Send + 'static>(
+    spec: &NodeSpec,
+    disk: D,
+    discard: Option<crate::ldm::DiscardCorrupt>,
+) -> Result<Vec<BlockPlacement>, String> {
     assert!(
         spec.builds(BlockNumber::MEMBERSHIP),
         "a data node has a membership block"
@@ -294,6 +304,7 @@ pub fn data_node_blocks<D: Disk + Clone + Send + 'static>(
             tc_instances: tcs.len() as u32,
             ldm_instances: ldms.len() as u32,
         })
+        .with_cluster_log(spec.mgmd)
         .with_sysfile(
             Box::new(disk.clone()),
             spec.fs_dir(),
@@ -318,6 +329,11 @@ pub fn data_node_blocks<D: Disk + Clone + Send + 'static>(
             },
             disk.clone(),
         );
+        let ldm = ldm.with_cluster_log(spec.mgmd);
+        let ldm = match &discard {
+            Some(discard) => ldm.with_discard_corrupt(discard.clone()),
+            None => ldm,
+        };
         debug_assert_eq!(ldm.address(), address);
         push(address, ThreadRole::Ldm, Box::new(ldm));
     }

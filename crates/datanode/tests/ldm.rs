@@ -1430,3 +1430,72 @@ fn a_write_that_arrives_after_its_transactions_abort_is_dropped() {
         assert!(seen[&key].is_some(), "node {n} holds the second write");
     }
 }
+
+#[test]
+fn a_full_disk_fails_checkpoints_at_a_growing_pause_and_they_resume_with_room() {
+    let mut c = Cluster::start(21, 1);
+    c.create_table();
+    let n = node(2);
+    let rows: Vec<Op> = (0..40)
+        .map(|k| Op::write(OpKind::Insert, k, k + 1))
+        .collect();
+    c.run_ops(0x90, &rows);
+    c.end(0x90, Some(2));
+    c.send(ldm(n), SignalBody::GcpSaveReq { gci: 2 });
+    c.settle();
+    c.sim.inject(Signal {
+        receiver: ldm(n),
+        sender: BlockRef::new(n, BlockNumber::DISTRIBUTION, 0),
+        body: SignalBody::GcpCompleteRep { gci: 2 },
+    });
+    // No free space: a checkpoint's files cannot grow, the redo log's
+    // allocated files still take records.
+    c.disks[&n].fill();
+    let full_for = Duration::from_secs(8);
+    c.sim.run_for(full_for);
+    let stats = c.ldm_block(n).stats().clone();
+    assert!(stats.lcps_failed >= 2, "checkpoints were tried: {stats:?}");
+    assert_eq!(stats.lcps_completed, 0, "{stats:?}");
+    // Every 500 ms without a pause; 1 + 2 + 4 s with one.
+    assert!(
+        stats.lcps_started <= 4,
+        "{} checkpoints started in {full_for:?}: no growing pause",
+        stats.lcps_started
+    );
+    let summary = c.sim.summary(n).unwrap();
+    assert!(
+        summary.up && summary.shutdowns == 0,
+        "the node stays up: {summary:?}"
+    );
+    // Reads and writes go on while the redo log has room.
+    c.run_ops(0x91, &[Op::write(OpKind::Update, 1, 100)]);
+    c.end(0x91, Some(3));
+    let answer = c.run_ops(0x92, &[Op::read(2, LockMode::Committed)]);
+    assert_eq!(answer[0].code, 0);
+    c.end(0x92, None);
+    // GCI 3 is saved (the redo log has its space) and kept, so that a
+    // checkpoint holding it may complete.
+    c.send(ldm(n), SignalBody::GcpSaveReq { gci: 3 });
+    c.settle();
+    assert!(c
+        .take()
+        .iter()
+        .any(|s| s.body == SignalBody::GcpSaveConf { gci: 3 }));
+    c.sim.inject(Signal {
+        receiver: ldm(n),
+        sender: BlockRef::new(n, BlockNumber::DISTRIBUTION, 0),
+        body: SignalBody::GcpCompleteRep { gci: 3 },
+    });
+
+    c.disks[&n].allow_writes();
+    // The next try comes within the longest pause so far (8 s).
+    let deadline = c.sim.now() + Duration::from_secs(10);
+    while c.ldm_block(n).stats().lcps_completed == 0 && c.sim.now() < deadline {
+        c.sim.run_for(Duration::from_millis(10));
+    }
+    assert!(
+        c.ldm_block(n).stats().lcps_completed >= 1,
+        "a checkpoint completes once there is room: {:?}",
+        c.ldm_block(n).stats()
+    );
+}

@@ -91,7 +91,14 @@ pub enum Output {
     /// Close the connection to `node` (it was declared failed).
     Disconnect(NodeId),
     /// Stop this node process. With `restart`, its angel starts it again.
-    Shutdown { restart: bool, reason: String },
+    /// With `failed` (never with `restart`), the stop is a failure the
+    /// node cannot get past by itself: the process ends non-zero and its
+    /// angel does not start it again.
+    Shutdown {
+        restart: bool,
+        failed: bool,
+        reason: String,
+    },
     /// Run a file request off this thread ([`IoRequest`]).
     Io(IoRequest),
 }
@@ -278,6 +285,18 @@ impl<'a> Context<'a> {
     pub fn shutdown(&mut self, restart: bool, reason: impl Into<String>) {
         self.outbox.push(Output::Shutdown {
             restart,
+            failed: false,
+            reason: reason.into(),
+        });
+    }
+
+    /// Stops this node process as failed: a fault that a restart would
+    /// meet again (corrupt or unwritable files at start), for an operator
+    /// to resolve. The process ends non-zero and is not started again.
+    pub fn shutdown_failed(&mut self, reason: impl Into<String>) {
+        self.outbox.push(Output::Shutdown {
+            restart: false,
+            failed: true,
             reason: reason.into(),
         });
     }

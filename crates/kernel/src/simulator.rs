@@ -235,6 +235,9 @@ struct SimNode {
     /// Why the node last went down, for tests and traces.
     down_reason: Option<String>,
     shutdowns: u32,
+    /// Shutdowns as failed (`Context::shutdown_failed`): a process would
+    /// have exited non-zero and its angel left it down.
+    failed_stops: u32,
     /// Signals waiting to execute, by (sender thread, receiver thread)
     /// lane (reordering on).
     lanes: BTreeMap<(Thread, Thread), VecDeque<Signal>>,
@@ -250,6 +253,8 @@ pub struct NodeSummary {
     pub incarnation: u32,
     pub down_reason: Option<String>,
     pub shutdowns: u32,
+    /// Of `shutdowns`, those as failed (`Context::shutdown_failed`).
+    pub failed_stops: u32,
 }
 
 /// One simulated cluster.
@@ -415,6 +420,7 @@ impl Simulation {
                 notice_block: BlockNumber::MEMBERSHIP,
                 down_reason: None,
                 shutdowns: 0,
+                failed_stops: 0,
                 lanes: BTreeMap::new(),
                 lane_run_queued: false,
             },
@@ -505,6 +511,7 @@ impl Simulation {
             incarnation: n.incarnation,
             down_reason: n.down_reason.clone(),
             shutdowns: n.shutdowns,
+            failed_stops: n.failed_stops,
         })
     }
 
@@ -953,9 +960,14 @@ impl Simulation {
                 self.record(format!("disconnect {from:?} {peer:?}"));
                 self.break_connection(from, peer);
             }
-            Output::Shutdown { restart, reason } => {
+            Output::Shutdown {
+                restart,
+                failed,
+                reason,
+            } => {
                 if let Some(n) = self.nodes.get_mut(&from) {
                     n.shutdowns += 1;
+                    n.failed_stops += u32::from(failed);
                 }
                 self.take_down(from, format!("shutdown: {reason}"));
                 if restart {

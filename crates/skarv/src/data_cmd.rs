@@ -1,6 +1,6 @@
 //! `skarv data`: a data node, under its angel unless told otherwise.
 
-use datanode::node::{NodeExit, NodeOptions, EXIT_CRASHED, EXIT_RESTART};
+use datanode::node::{NodeExit, NodeOptions, EXIT_CRASHED, EXIT_FAILED, EXIT_RESTART};
 use signal::NodeId;
 
 #[derive(clap::Args)]
@@ -14,6 +14,13 @@ pub struct DataArgs {
     /// Start with an empty file system (the node's own files are removed).
     #[arg(long)]
     initial: bool,
+    /// When the node's redo or checkpoint files turn out damaged at its
+    /// start and another node of its node group serves, move them aside
+    /// (into `discarded-<time>/` in the data directory) and restart empty,
+    /// copying everything from that node. Refused (the node stops, its
+    /// files untouched) when no other node of the group serves.
+    #[arg(long)]
+    discard_corrupt: bool,
     /// Run the node process itself, without an angel (the angel starts it so).
     #[arg(long, hide = true)]
     no_angel: bool,
@@ -32,6 +39,10 @@ pub fn run(args: DataArgs) -> Result<(), String> {
         if let Some(id) = args.node_id {
             child_args.extend(["--node-id".to_owned(), id.to_string()]);
         }
+        if args.discard_corrupt {
+            // On every start: it acts only on damage found at a start.
+            child_args.push("--discard-corrupt".to_owned());
+        }
         let initial: Vec<String> = if args.initial {
             vec!["--initial".to_owned()]
         } else {
@@ -44,10 +55,12 @@ pub fn run(args: DataArgs) -> Result<(), String> {
         connect: args.connect,
         node_id: args.node_id.and_then(NodeId::new),
         initial: args.initial,
+        discard_corrupt: args.discard_corrupt,
     };
     match datanode::node::run(&options).map_err(|e| e.to_string())? {
         NodeExit::Stop => Ok(()),
         NodeExit::Restart => std::process::exit(EXIT_RESTART),
         NodeExit::Crashed => std::process::exit(EXIT_CRASHED),
+        NodeExit::Failed => std::process::exit(EXIT_FAILED),
     }
 }

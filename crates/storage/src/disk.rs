@@ -594,6 +594,8 @@ struct SimState {
     generation: u64,
     /// Bytes that may still be written before writes fail as "disk full".
     write_budget_bytes: Option<u64>,
+    /// No free space ([`SimDisk::fill`]): what would grow a file fails.
+    full: bool,
     fail_next_sync: bool,
     /// The next write to a file whose name contains this fails.
     fail_write_to: Option<String>,
@@ -697,6 +699,7 @@ impl SimDisk {
                 next_inode: 1,
                 generation: 0,
                 write_budget_bytes: None,
+                full: false,
                 fail_next_sync: false,
                 fail_write_to: None,
                 stats: SimDiskStats::default(),
@@ -775,9 +778,19 @@ impl SimDisk {
         self.lock().write_budget_bytes = Some(bytes);
     }
 
+    /// The disk has no free space left, as a real full disk: a write or
+    /// an allocation that would grow a file fails with "disk full", while
+    /// writes inside a file's length (space allocated before, as the redo
+    /// log's) still land. Until [`SimDisk::allow_writes`].
+    pub fn fill(&self) {
+        self.lock().full = true;
+    }
+
     /// Space is back: writes no longer fail.
     pub fn allow_writes(&self) {
-        self.lock().write_budget_bytes = None;
+        let mut state = self.lock();
+        state.write_budget_bytes = None;
+        state.full = false;
     }
 
     /// The next sync (of a file or a directory) fails with an I/O error and
@@ -790,6 +803,7 @@ impl SimDisk {
     pub fn clear_faults(&self) {
         let mut state = self.lock();
         state.write_budget_bytes = None;
+        state.full = false;
         state.fail_next_sync = false;
         state.fail_write_to = None;
     }
@@ -1121,6 +1135,10 @@ impl DiskFile for SimFile {
                     self.path.display()
                 )));
             }
+            let grows = offset + data.len() as u64 > inode(state, id).volatile.len() as u64;
+            if state.full && grows {
+                return Err(disk_full(&self.path));
+            }
             let granted = state.charge(data.len() as u64) as usize;
             state.stats.writes += 1;
             state.stats.bytes_written += granted as u64;
@@ -1173,7 +1191,7 @@ impl DiskFile for SimFile {
             if len <= current {
                 return Ok(());
             }
-            if state.charge(len - current) < len - current {
+            if state.full || state.charge(len - current) < len - current {
                 return Err(disk_full(&self.path));
             }
             let file = inode(state, id);
@@ -1395,6 +1413,23 @@ mod tests {
         disk.allow_writes();
         file.write_at(8, &[2; 8]).unwrap();
         assert_eq!(read_all(&*file), [[1; 8], [2; 8]].concat());
+    }
+
+    #[test]
+    fn a_filled_disk_refuses_growth_but_not_writes_in_allocated_space() {
+        let disk = sim(3);
+        let path = dir().join("f");
+        let mut file = disk.open(&path, OpenMode::CreateTruncate).unwrap();
+        file.allocate(16).unwrap();
+        disk.fill();
+        file.write_at(0, &[1; 16]).unwrap();
+        let err = file.write_at(12, &[2; 8]).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::StorageFull);
+        assert_eq!(file.len().unwrap(), 16, "nothing of a growing write lands");
+        assert!(file.allocate(32).is_err());
+        disk.allow_writes();
+        file.write_at(16, &[2; 4]).unwrap();
+        assert_eq!(file.len().unwrap(), 20);
     }
 
     #[test]

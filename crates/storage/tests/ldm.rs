@@ -865,6 +865,7 @@ fn damaged_or_truncated_checkpoint_files_refuse_to_open() {
         }
         let error = node.open(Some(1)).unwrap_err();
         let message = error.to_string();
+        assert!(error.is_damage(), "{message}");
         match damage {
             "control byte" => {
                 assert!(
@@ -912,6 +913,7 @@ fn a_full_disk_during_redo_or_checkpoint_writes_loses_nothing() {
         }
     };
     assert!(matches!(error, LdmError::Checkpoint { .. }), "{error}");
+    assert!(!error.is_damage(), "a full disk is no damage: {error}");
     assert!(!node.ldm().lcp_running());
     // Commits go on (the redo log has its files).
     node.disk.allow_writes();
@@ -921,6 +923,41 @@ fn a_full_disk_during_redo_or_checkpoint_writes_loses_nothing() {
     let report = node.restart();
     assert_eq!(report.fragments[0].lcp_id, Some(2));
     assert_eq!(node.rows(1).len(), 110);
+}
+
+#[test]
+fn checkpoints_abandoned_on_a_full_disk_leave_no_files_behind() {
+    let mut node = Node::new(14, 4, vec![table(1, 1), table(2, 1)]);
+    fill(&mut node, 1, 0, 50, 100);
+    fill(&mut node, 2, 0, 50, 100);
+    node.flush();
+    let lcp_dir = node.config.lcp_dir();
+    let files = |node: &Node| node.disk.list_dir(&lcp_dir).unwrap_or_default();
+    let before = files(&node);
+    // Each round creates its first fragment's data file, then fails to
+    // write it: the disk has no room at all.
+    node.disk.fail_writes_after(0);
+    for round in 0..3 {
+        node.ldm().start_lcp().unwrap();
+        let error = loop {
+            match node.ldm().lcp_step() {
+                Ok(LcpProgress::Completed { .. }) => panic!("the LCP wrote through a full disk"),
+                Ok(_) => {}
+                Err(e) => break e,
+            }
+        };
+        assert!(matches!(error, LdmError::Checkpoint { .. }), "{error}");
+        assert_eq!(files(&node), before, "round {round} left files behind");
+    }
+    node.disk.allow_writes();
+    node.run_lcp();
+    let report = node.restart();
+    assert_eq!(node.rows(1).len(), 50);
+    assert_eq!(node.rows(2).len(), 50);
+    assert!(
+        report.fragments.iter().all(|f| f.lcp_id == Some(4)),
+        "{report}"
+    );
 }
 
 #[test]

@@ -38,7 +38,7 @@ use std::time::Duration;
 use kernel::Context;
 use signal::{BlockRef, NodeBitmask, NodeId, SignalBody};
 
-use super::{sysfile, Distribution, TIMER_RESTART};
+use super::{sysfile, Distribution, TIMER_KEEP_RETRY, TIMER_RESTART};
 
 /// How long a system restart waits for every configured data node before
 /// it goes on with those present (when each node group has one that holds
@@ -341,24 +341,13 @@ impl Distribution {
         }
         if gci > self.kept.gci {
             let kept = sysfile::Kept { gci, serving };
-            if let Some(config) = &self.sysfile {
-                let disk = std::sync::Arc::clone(&config.disk);
-                let fs_dir = config.fs_dir.clone();
-                let request = self.next_io_request;
-                self.next_io_request += 1;
-                ctx.io(
-                    request,
-                    Box::new(move || {
-                        let disk = disk
-                            .lock()
-                            .unwrap_or_else(std::sync::PoisonError::into_inner);
-                        sysfile::write(&**disk, &fs_dir, &kept)
-                    }),
-                );
+            if self.sysfile.is_some() {
+                let request = self.submit_keep_write(kept, ctx);
                 self.keep_write = Some(KeepWrite {
                     request,
                     kept,
                     from,
+                    failures: 0,
                 });
                 return;
             }
@@ -367,17 +356,65 @@ impl Distribution {
         self.keep_done(from, gci, ctx);
     }
 
+    /// Hands the write of `kept` to an `io` thread; its `FsConf` carries
+    /// the returned request id.
+    fn submit_keep_write(&mut self, kept: sysfile::Kept, ctx: &mut Context<'_>) -> u64 {
+        let config = self.sysfile.as_ref().expect("a sysfile to write");
+        let disk = std::sync::Arc::clone(&config.disk);
+        let fs_dir = config.fs_dir.clone();
+        let request = self.next_io_request;
+        self.next_io_request += 1;
+        ctx.io(
+            request,
+            Box::new(move || {
+                let disk = disk
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                sysfile::write(&**disk, &fs_dir, &kept)
+            }),
+        );
+        request
+    }
+
     /// `FsConf` of the sysfile write in flight.
+    ///
+    /// A failed write (a full disk, most often) is no reason to restart:
+    /// the sysfile is replaced whole, so the one on disk still holds the
+    /// GCI kept before, and a restart would meet the same disk. The write
+    /// is tried again after a pause that doubles up to
+    /// [`KEEP_RETRY_DELAY_MAX`], with an alarm in the cluster log; global
+    /// checkpoints wait for this node meanwhile (commits go on until the
+    /// redo logs fill and refuse writes with 410), and resume by
+    /// themselves once a write succeeds.
     pub(super) fn on_keep_written(&mut self, request: u64, error: String, ctx: &mut Context<'_>) {
-        let Some(write) = self.keep_write.take_if(|w| w.request == request) else {
+        let Some(mut write) = self.keep_write.take_if(|w| w.request == request) else {
             tracing::warn!(node = %self.config.node, "FsConf of unknown file request {request}");
             return;
         };
         if !error.is_empty() {
-            let reason = format!("node {}: {error}; restarting the node", self.config.node);
-            tracing::error!(node = %self.config.node, "{reason}");
-            ctx.shutdown(true, reason);
+            write.failures += 1;
+            let delay = keep_retry_delay(write.failures);
+            if write.failures == 1 {
+                let text = format!(
+                    "node {}: {error}; global checkpoints wait for this node until its disk has \
+                     room (retrying, every {} s at most); it keeps serving reads",
+                    self.config.node,
+                    KEEP_RETRY_DELAY_MAX.as_secs()
+                );
+                self.cluster_log(signal::Severity::Alert, text, ctx);
+            } else {
+                tracing::warn!(node = %self.config.node, "sysfile write failed again (try {}): {error}", write.failures);
+            }
+            self.keep_write = Some(write);
+            ctx.set_timer(delay, TIMER_KEEP_RETRY);
             return;
+        }
+        if write.failures > 0 {
+            let text = format!(
+                "node {}: sysfile written after {} failed tries; global checkpoints resume",
+                self.config.node, write.failures
+            );
+            self.cluster_log(signal::Severity::Info, text, ctx);
         }
         assert!(write.kept.gci > self.kept.gci, "the kept GCI only grows");
         self.kept = write.kept;
@@ -385,6 +422,15 @@ impl Distribution {
         for (from, gci, serving) in std::mem::take(&mut self.keeps_waiting) {
             self.on_keep_req(from, gci, serving, ctx);
         }
+    }
+
+    /// The pause after a failed sysfile write ran out: write it again.
+    pub(super) fn on_keep_retry_timer(&mut self, ctx: &mut Context<'_>) {
+        let Some(kept) = self.keep_write.as_ref().map(|w| w.kept) else {
+            return;
+        };
+        let request = self.submit_keep_write(kept, ctx);
+        self.keep_write.as_mut().expect("checked above").request = request;
     }
 
     /// `gci` is kept (durably, with a sysfile): the local LDMs and the
@@ -401,10 +447,26 @@ impl Distribution {
 /// `GcpKeepReq`s held while a sysfile write is in flight.
 const KEEPS_WAITING_MAX: usize = 64;
 
-/// A sysfile write on an `io` thread: what it keeps, for whom.
+/// First pause before a failed sysfile write is tried again; doubled per
+/// failed try up to [`KEEP_RETRY_DELAY_MAX`].
+pub const KEEP_RETRY_DELAY: Duration = Duration::from_millis(100);
+/// The longest pause between tries of a failing sysfile write.
+pub const KEEP_RETRY_DELAY_MAX: Duration = Duration::from_secs(5);
+
+/// The pause after `failures` (≥ 1) failed tries of a sysfile write.
+fn keep_retry_delay(failures: u32) -> Duration {
+    assert!(failures > 0, "a pause follows a failure");
+    KEEP_RETRY_DELAY
+        .saturating_mul(1 << (failures - 1).min(16))
+        .min(KEEP_RETRY_DELAY_MAX)
+}
+
+/// A sysfile write on an `io` thread (or waiting to be tried again after
+/// `failures` failed tries): what it keeps, for whom.
 #[derive(Debug)]
 pub(super) struct KeepWrite {
     request: u64,
     kept: sysfile::Kept,
     from: BlockRef,
+    failures: u32,
 }

@@ -55,14 +55,17 @@
 //!   their TCs' transactions here (`LdmTakeOverReq`). Commits are
 //!   remembered until their GCI is saved, for that.
 //!
-//! Failures that crash the node: corrupt files at restore (stop), a failed
-//! redo flush or a redo I/O error at commit (restart). Everything else
-//! fails one operation with a `proto::error` code.
+//! Failures that crash the node: corrupt files at restore (stop as failed,
+//! or with `--discard-corrupt` and a serving partner, move them aside and
+//! restart empty: [`discard`]), a failed redo flush or a redo I/O error at
+//! commit (restart). Everything else fails one operation with a
+//! `proto::error` code.
 
 mod alter;
 pub(crate) mod batches;
 mod client_reads;
 mod copy;
+mod discard;
 mod encoded;
 mod failover;
 mod invariants;
@@ -73,6 +76,7 @@ mod scans;
 
 pub use alter::{ALTER_CHECK_INTERVAL, ALTER_WAIT_MAX, SCHEMA_DEFERRED_MAX};
 pub use copy::{COPY_BATCH_BYTES_MAX, COPY_BATCH_ROWS, COPY_OUT_MAX, COPY_RETRY_DELAY};
+pub use discard::{DiscardCorrupt, DISCARD_DECISION_WAIT};
 
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
@@ -117,6 +121,12 @@ pub(crate) const BUGGIFY_REDO_FULL_PPM: u32 = 20_000;
 pub(crate) const BUGGIFY_LIMIT_PPM: u32 = 20_000;
 pub(crate) const BUGGIFY_COPY_FAIL_PPM: u32 = 100_000;
 pub(crate) const BUGGIFY_LCP_WRITE_PPM: u32 = 50_000;
+/// Pause after a failed local checkpoint (a full disk) before another may
+/// start; doubled per failure in a row up to [`LCP_RETRY_DELAY_MAX`], so a
+/// disk that stays full costs a try now and then, not one per check.
+pub const LCP_RETRY_DELAY: Duration = Duration::from_secs(1);
+/// The longest pause between tries of a failing local checkpoint.
+pub const LCP_RETRY_DELAY_MAX: Duration = Duration::from_secs(30);
 /// At this share of the redo log part in use a local checkpoint starts.
 pub const LCP_REDO_TRIGGER_PERCENT: u64 = 50;
 /// Time between two steps of a running local checkpoint.
@@ -198,6 +208,8 @@ pub struct LdmStats {
     pub refused_starting: u64,
     /// `LdmKeyCommitReq`s committed here with their ops (one-phase).
     pub one_phase_commits: u64,
+    /// Local checkpoint rounds that failed (a full disk, an I/O error).
+    pub lcps_failed: u64,
     /// `LdmKeyBatchReq`s sent: requests of several transactions passed on
     /// to the next replica in one signal (`batches`).
     pub key_batches: u64,
@@ -373,6 +385,16 @@ pub struct LdmBlock<D> {
     restart: copy::NodeRestart,
     /// Checks run (`invariants`): every so many walk every row.
     checks: std::cell::Cell<u32>,
+    /// `--discard-corrupt`: where to ask for this node's files to be
+    /// moved aside ([`discard`]).
+    discard: Option<DiscardCorrupt>,
+    /// A restore that found damage, waiting for the node states to decide.
+    damaged: Option<discard::DamagedRestore>,
+    /// Local checkpoints that failed in a row, and when the next may start.
+    lcp_failures: u32,
+    lcp_retry_at: Instant,
+    /// The management server, whose cluster log hears this block's alarms.
+    mgmd: Option<NodeId>,
 }
 
 impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
@@ -426,7 +448,42 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             alter: alter::AlterState::default(),
             restart: copy::NodeRestart::default(),
             checks: std::cell::Cell::new(0),
+            discard: None,
+            damaged: None,
+            lcp_failures: 0,
+            lcp_retry_at: Instant::ZERO,
+            mgmd: None,
         }
+    }
+
+    /// Reports alarms (local checkpoints failing) to the cluster log of
+    /// the management server `mgmd`, besides this node's log.
+    pub fn with_cluster_log(mut self, mgmd: Option<NodeId>) -> LdmBlock<D> {
+        self.mgmd = mgmd;
+        self
+    }
+
+    /// Logs `text` here and, with a management server, in its cluster log.
+    fn cluster_log(&self, severity: signal::Severity, text: String, ctx: &mut Context<'_>) {
+        match severity {
+            signal::Severity::Info => tracing::info!(node = %self.config.node, "{text}"),
+            signal::Severity::Warning => tracing::warn!(node = %self.config.node, "{text}"),
+            signal::Severity::Alert => tracing::error!(node = %self.config.node, "{text}"),
+        }
+        if let Some(mgmd) = self.mgmd {
+            ctx.send(
+                BlockRef::new(mgmd, BlockNumber::MANAGEMENT, 0),
+                SignalBody::MgmEventRep { severity, text },
+            );
+        }
+    }
+
+    /// Runs with `skarv data --discard-corrupt`: a restore that finds the
+    /// files damaged asks through `discard` to move them aside when a
+    /// partner serves their data ([`discard`]).
+    pub fn with_discard_corrupt(mut self, discard: DiscardCorrupt) -> LdmBlock<D> {
+        self.discard = Some(discard);
+        self
     }
 }
 
@@ -495,12 +552,18 @@ impl<D> LdmBlock<D> {
         self.config.owns(partition, fully_replicated)
     }
 
-    /// Gives up on everything: the node is going down.
+    /// Gives up on everything: the node is going down. Without `restart`
+    /// the node stops as failed (a restart would meet the same files):
+    /// its process ends non-zero and its angel leaves it down.
     fn fail(&mut self, ctx: &mut Context<'_>, restart: bool, reason: String) {
         tracing::error!(node = %self.config.node, instance = self.config.instance, "{reason}");
         if !self.failed {
             self.failed = true;
-            ctx.shutdown(restart, reason);
+            if restart {
+                ctx.shutdown(true, reason);
+            } else {
+                ctx.shutdown_failed(reason);
+            }
         }
     }
 
@@ -643,21 +706,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                     },
                 );
             }
-            Err(error) => {
-                let message = format!(
-                    "LDM instance {} of node {} cannot restore its data: {error}; stopping the node",
-                    self.config.instance, self.config.node
-                );
-                ctx.send(
-                    sender,
-                    SignalBody::SchemaLoadConf {
-                        schema_version,
-                        code: proto::error::NOT_STARTED,
-                        message: message.clone(),
-                    },
-                );
-                self.fail(ctx, false, message);
-            }
+            Err(error) => self.on_restore_failed(sender, schema_version, &error, ctx),
         }
     }
 
@@ -1207,6 +1256,40 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         }
     }
 
+    /// A local checkpoint round failed and was abandoned (the next one
+    /// writes full checkpoints). Not a reason to stop: reads and commits go
+    /// on until the redo log part fills, and then writes are refused with
+    /// 410 until a checkpoint completes. The next round waits a pause that
+    /// grows while they keep failing; the first failure of a streak raises
+    /// an alarm in the cluster log.
+    fn on_lcp_failed(&mut self, error: &storage::instance::LdmError, ctx: &mut Context<'_>) {
+        self.stats.lcps_failed += 1;
+        self.lcp_failures += 1;
+        // What changed before it is in no checkpoint yet: try again.
+        self.changed_since_lcp = true;
+        let delay = LCP_RETRY_DELAY
+            .saturating_mul(1 << (self.lcp_failures - 1).min(16))
+            .min(LCP_RETRY_DELAY_MAX);
+        self.lcp_retry_at = Instant(ctx.now().0 + delay.as_nanos() as u64);
+        if self.lcp_failures == 1 {
+            let text = format!(
+                "node {} LDM instance {}: local checkpoint failed: {error}; retrying (every {} s at \
+                 most); writes are refused (410) once the redo log fills, reads go on",
+                self.config.node,
+                self.config.instance,
+                LCP_RETRY_DELAY_MAX.as_secs()
+            );
+            self.cluster_log(signal::Severity::Alert, text, ctx);
+        } else {
+            tracing::warn!(
+                node = %self.config.node,
+                "LDM instance {}: local checkpoint failed again ({} in a row): {error}",
+                self.config.instance,
+                self.lcp_failures
+            );
+        }
+    }
+
     fn arm_lcp_step(&mut self, ctx: &mut Context<'_>, after: Duration) {
         if !self.lcp_step_armed {
             self.lcp_step_armed = true;
@@ -1235,6 +1318,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 ctx.set_timer(LCP_CHECK_INTERVAL, TIMER_LCP_CHECK);
                 self.check_lcp_due(ctx);
             }
+            discard::TIMER_DISCARD_DECISION => self.decide_discard(true, ctx),
             alter::TIMER_ALTER_CHECK => self.on_alter_timer(ctx),
             copy::TIMER_COPY_RETRY => self.on_copy_retry_timer(ctx),
             other => tracing::warn!(node = %self.config.node, "LDM: unknown timer {other}"),
@@ -1279,6 +1363,10 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
     }
 
     fn start_lcp(&mut self, why: &str, ctx: &mut Context<'_>) {
+        if ctx.now() < self.lcp_retry_at {
+            // The last one failed: wait out its pause (see LCP_RETRY_DELAY).
+            return;
+        }
         let Some(instance) = self.instance.as_mut() else {
             return;
         };
@@ -1397,19 +1485,21 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                      {redo_freed_bytes} redo bytes freed",
                     self.config.instance
                 );
+                if self.lcp_failures > 0 {
+                    let text = format!(
+                        "node {} LDM instance {}: local checkpoint {lcp_id} complete after {} \
+                         failed: checkpoints and redo trims resume",
+                        self.config.node, self.config.instance, self.lcp_failures
+                    );
+                    self.cluster_log(signal::Severity::Info, text, ctx);
+                    self.lcp_failures = 0;
+                }
                 if !self.pending_commits.is_empty() {
                     self.arm_commit_retry(ctx);
                 }
                 self.copy_lcp_completed(ctx);
             }
-            Err(error) => {
-                // The round is abandoned; the next one writes full checkpoints.
-                tracing::error!(
-                    node = %self.config.node,
-                    "LDM instance {}: local checkpoint failed: {error}",
-                    self.config.instance
-                );
-            }
+            Err(error) => self.on_lcp_failed(&error, ctx),
         }
     }
 
@@ -1607,7 +1697,9 @@ impl<D: Disk + Clone + Send + 'static> Block for LdmBlock<D> {
             }
             body @ SignalBody::NodeStateReq { .. } => {
                 let states = crate::live_map::NodeStates::of(&body).expect("matched");
-                self.on_node_states(sender, states, ctx)
+                self.on_node_states(sender, states, ctx);
+                // A damaged restore waits for these to decide.
+                self.decide_discard(false, ctx);
             }
             SignalBody::NodeCopyReq {} => self.on_node_copy_req(sender, ctx),
             SignalBody::CopyFragReq {

@@ -416,7 +416,14 @@ impl Router {
                 }
             },
             Output::Disconnect(node) => self.control.disconnect(node),
-            Output::Shutdown { restart, reason } => self.control.shutdown(restart, &reason),
+            Output::Shutdown {
+                failed: true,
+                reason,
+                ..
+            } => self.control.shutdown_failed(&reason),
+            Output::Shutdown {
+                restart, reason, ..
+            } => self.control.shutdown(restart, &reason),
             Output::Io(request) => self.io.submit(request),
         }
     }

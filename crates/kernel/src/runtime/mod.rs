@@ -101,6 +101,12 @@ pub trait NodeControl: Send + Sync {
     fn disconnect(&self, node: NodeId);
     /// Stop this node process; with `restart`, its angel starts it again.
     fn shutdown(&self, restart: bool, reason: &str);
+    /// Stop this node process as failed (`Context::shutdown_failed`): it
+    /// ends non-zero and its angel does not start it again. By default a
+    /// plain stop.
+    fn shutdown_failed(&self, reason: &str) {
+        self.shutdown(false, reason);
+    }
     /// Execution thread `thread` (of `role`) died: a block broke one of its
     /// invariants. The node must end as a crashed process would (its angel
     /// applies `StopOnError`).

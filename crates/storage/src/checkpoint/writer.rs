@@ -440,6 +440,21 @@ impl CheckpointWriter {
         at
     }
 
+    /// Abandons this LCP and removes its data file (no control file names
+    /// it, so nothing reads it): an LCP round that fails on a full disk
+    /// must not leave a file behind per try. A file already gone is fine.
+    /// The removal is not synced: a name that a crash brings back is
+    /// debris that [`super::prune`] removes.
+    pub fn discard(self, disk: &dyn Disk) -> Result<(), CheckpointError> {
+        let path = self.path.clone();
+        drop(self);
+        match disk.remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(io_error("remove", &path, 0, e)),
+        }
+    }
+
     /// Fills in the header of the record that starts at `at` and appends
     /// its CRC.
     fn end_record(&mut self, at: usize, tag: u8, a: u32, c: u32) {

@@ -8,9 +8,11 @@
 //! LCP finished (made complete): a complete LCP must never hold a change
 //! that recovery would not replay. When every fragment's LCP is complete
 //! the round trims the redo log to what the fragments still need. A round
-//! that fails is abandoned as a whole: its writers are dropped (their files
-//! are debris that the next complete LCP prunes) and the next LCP of each
-//! of those fragments is a full one (the checkpoint module enforces it).
+//! that fails is abandoned as a whole: the data files its writers began are
+//! removed (a full disk would otherwise gain a file per failed round; what
+//! a crash leaves is debris that the next complete LCP prunes) and the next
+//! LCP of each of those fragments is a full one (the checkpoint module
+//! enforces it).
 //!
 //! File syncs off the caller's thread: pages are written by the step
 //! itself ([`LdmInstance::lcp_step_begin`]), but finishing an LCP (the
@@ -321,7 +323,10 @@ impl LdmInstance {
             self.lcp = Some(round);
             return Ok((progress, Some(sync)));
         }
-        self.write_pages(&mut round, pages)?;
+        if let Err(error) = self.write_pages(&mut round, pages) {
+            self.abandon(round);
+            return Err(error);
+        }
         let finishing = self.take_durable(&mut round);
         let sync = (!finishing.is_empty()).then(|| {
             round.syncing = true;
@@ -351,15 +356,18 @@ impl LdmInstance {
             };
             round.in_flight.remove(at);
             let (table_id, fragment_id) = item.key;
-            let completed = item
-                .result
-                .expect("a finish not cancelled ran")
-                .map_err(|source| LdmError::Checkpoint {
-                    instance,
-                    table_id,
-                    fragment_id,
-                    source: Box::new(source),
-                })?;
+            let completed = match item.result.expect("a finish not cancelled ran") {
+                Ok(completed) => completed,
+                Err(source) => {
+                    self.abandon(round);
+                    return Err(LdmError::Checkpoint {
+                        instance,
+                        table_id,
+                        fragment_id,
+                        source: Box::new(source),
+                    });
+                }
+            };
             let state = self
                 .fragments
                 .get_mut(&item.key)
@@ -384,6 +392,21 @@ impl LdmInstance {
         let progress = round.progress();
         self.lcp = Some(round);
         Ok(progress)
+    }
+
+    /// Ends a failed round: the data files its unfinished writers began
+    /// are removed. A removal that fails is let be: the caller hears the
+    /// error that ended the round, and the file is debris that the next
+    /// complete LCP of its fragment prunes.
+    fn abandon(&self, round: LcpRound) {
+        let writers = round
+            .writing
+            .map(|(_, writer)| writer)
+            .into_iter()
+            .chain(round.awaiting.into_iter().map(|a| a.writer));
+        for writer in writers {
+            let _ = writer.discard(&*self.disk);
+        }
     }
 
     fn lcp_sync(&self, finishing: Vec<Finishing>, trim: Option<RedoTrim>) -> LcpSync {

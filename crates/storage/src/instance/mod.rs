@@ -333,6 +333,31 @@ impl LdmError {
             _ => false,
         }
     }
+
+    /// Whether the error says the instance's files cannot be restored as
+    /// they are (damaged, or missing or out of step with one another), as
+    /// opposed to a fault of the disk or the configuration: a node with
+    /// such files can only get its data back from a replica.
+    pub fn is_damage(&self) -> bool {
+        match self {
+            LdmError::Redo { source, .. } => {
+                matches!(
+                    **source,
+                    RedoError::Corrupt { .. } | RedoError::BadFile { .. }
+                )
+            }
+            LdmError::Checkpoint { source, .. } => {
+                matches!(**source, CheckpointError::Corrupt { .. })
+            }
+            LdmError::BadRedoRecord { .. }
+            | LdmError::RedoMissing { .. }
+            | LdmError::RedoGap { .. }
+            | LdmError::CheckpointAhead { .. }
+            | LdmError::CheckpointControlDamaged { .. }
+            | LdmError::RestoreGciTooOld { .. } => true,
+            _ => false,
+        }
+    }
 }
 
 type FragmentKey = (u32, u32);
