@@ -349,6 +349,58 @@ impl Membership {
         self.api_nodes.keys().copied().collect()
     }
 
+    /// Members this node believes failed, awaiting the view that removes them.
+    pub fn suspected(&self) -> Vec<NodeId> {
+        self.suspected.iter().collect()
+    }
+
+    /// One line for a simulator's failure message: the phase, the view,
+    /// the suspicions and what a node asking to join hears from this one
+    /// (a cluster that never settles is usually one node refusing the
+    /// rejoins of the others).
+    pub fn describe(&self) -> String {
+        let view = match &self.view {
+            Some(v) => format!(
+                "view {} president {} members {:?}",
+                v.view_id,
+                v.president,
+                v.members.iter().map(|n| n.get()).collect::<Vec<_>>()
+            ),
+            None => "no view".to_owned(),
+        };
+        let joins = match self.phase {
+            Phase::Starting => match self.president_hint {
+                Some(p) => format!("asks president {p} to join"),
+                None => "refuses joins (Starting)".to_owned(),
+            },
+            Phase::Stopping => "refuses joins (Stopping)".to_owned(),
+            Phase::Started if !self.is_president() => {
+                let president = self.view.as_ref().map(|v| v.president);
+                format!("refuses joins (NotPresident: ask {president:?})")
+            }
+            Phase::Started if !self.suspected.is_empty() || self.arbitration.is_some() => {
+                "refuses joins (FailureHandling)".to_owned()
+            }
+            Phase::Started => "admits joins".to_owned(),
+        };
+        format!(
+            "{:?}, {view}, suspects {:?}, connected {:?}{}{}, {joins}",
+            self.phase,
+            self.suspected(),
+            self.connected.iter().collect::<Vec<_>>(),
+            if self.arbitration.is_some() {
+                ", awaiting the arbitrator"
+            } else {
+                ""
+            },
+            if self.takeover_waiting.is_some() {
+                ", awaiting reports to take over"
+            } else {
+                ""
+            },
+        )
+    }
+
     fn me(&self) -> NodeId {
         self.config.node
     }
