@@ -276,7 +276,7 @@ fn random_faults_over_many_seeds() {
 // ---- splits and arbitration ----
 
 use datanode::membership::{viability, Viability};
-use datanode::simulation::{ArbitrationRecord, SIM_MGMD};
+use datanode::simulation::{ArbitrationRecord, LIVENESS_MAX, SIM_MGMD};
 
 fn nodes(ids: &[u8]) -> Vec<NodeId> {
     ids.iter().map(|n| node(*n)).collect()
@@ -547,4 +547,40 @@ fn a_broken_link_between_two_of_three_never_splits_the_cluster() {
         cluster.check_agreement().unwrap();
         assert_eq!(cluster.started().len(), 3, "seed {seed}");
     }
+}
+
+/// The liveness check (issue 25): a cluster that does not serve again
+/// within `LIVENESS_MAX` of the faults' end fails, naming the seed and
+/// each node's membership state: started or not, its view, whom it
+/// suspects and what a joining node hears from it. Here node 3 stays cut
+/// off from the other data nodes (a fault that never stops).
+#[test]
+fn the_liveness_check_fails_a_cluster_that_does_not_serve_again() {
+    let mut cluster = grouped_cluster(9, 3, None);
+    cluster.split(&nodes(&[3]), &nodes(&[2, 4]));
+    let since = cluster.sim.now();
+    let detection = cluster.detection_time();
+    cluster.run_checked(detection).unwrap();
+    let err = cluster.await_liveness(since).unwrap_err();
+    assert!(
+        cluster.sim.now() >= since + LIVENESS_MAX,
+        "gave up before the bound: {err}"
+    );
+    for part in [
+        "seed 9: liveness:",
+        "node 2: up true",
+        "node 3: up",
+        "president 2",
+        "refuses joins (NotPresident",
+    ] {
+        assert!(err.contains(part), "{part:?} missing from: {err}");
+    }
+    // The same cluster healed serves again within the bound.
+    cluster.sim.heal();
+    let healed = cluster.sim.now();
+    cluster
+        .await_liveness(healed)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(cluster.sim.now() < healed + LIVENESS_MAX);
+    cluster.check_agreement().unwrap();
 }
