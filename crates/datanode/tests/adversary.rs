@@ -137,7 +137,8 @@ fn seed_1795877217615743_a_report_lost_on_a_broken_link_is_sent_again() {
 /// served and answered every rejoin with "ask node 2". Fixed by members
 /// sending their suspicions again each heartbeat round; the simulator's
 /// liveness bound (`SETTLE_MAX`) fails such a run with each node's
-/// membership state.
+/// membership state. Since, the president also removes node 3 rather
+/// than node 5 and goes on with [2, 5] (`Membership::end_to_remove`).
 #[test]
 fn seed_1795870277594936_a_successor_waiting_for_a_lost_report_takes_over() {
     soak_seed(

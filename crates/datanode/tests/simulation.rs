@@ -584,3 +584,42 @@ fn the_liveness_check_fails_a_cluster_that_does_not_serve_again() {
     assert!(cluster.sim.now() < healed + LIVENESS_MAX);
     cluster.check_agreement().unwrap();
 }
+
+/// Two links broken at once in a 4×2 cluster (groups [2, 3] and [4, 5]),
+/// as in the whole-cluster seed 1795870277594936: one between president
+/// 2 and a member, one between the other two members. Either end of the
+/// second link settles it; the president removes the end whose loss
+/// leaves its side viable, so it goes on rather than shutting down for
+/// lack of a node group, and the cluster serves again within the bound.
+#[test]
+fn two_broken_links_the_president_keeps_a_viable_side() {
+    let mut stayed = 0;
+    for seed in 1..=24u64 {
+        let mut cluster = grouped_cluster(seed, 4, Some(2));
+        let view = cluster.membership(node(2)).unwrap().view().unwrap().clone();
+        let incarnation = cluster.sim.summary(node(2)).unwrap().incarnation;
+        // The member 2 loses, and the two members whose link breaks.
+        let lost = view.members[3];
+        let (a, b) = (view.members[1], view.members[2]);
+        cluster.sim.break_link(node(2), lost);
+        cluster.sim.break_link(a, b);
+        let broke = cluster.sim.now();
+        // The failures are handled (whoever shuts down restarts), then the
+        // cluster must serve again within the bound.
+        let settle = cluster.detection_time() + cluster.rejoin_time();
+        cluster.run_checked(settle).unwrap();
+        cluster
+            .await_liveness(broke)
+            .unwrap_or_else(|e| panic!("seed {seed}, view {view:?}: {e}"));
+        cluster.check_agreement().unwrap();
+        if cluster.sim.summary(node(2)).unwrap().incarnation == incarnation {
+            stayed += 1;
+        }
+    }
+    assert_eq!(
+        stayed,
+        24,
+        "president 2 shut down in {} of 24 seeds",
+        24 - stayed
+    );
+}
