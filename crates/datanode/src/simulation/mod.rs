@@ -392,7 +392,9 @@ impl ClusterSim {
     }
 
     /// The liveness invariant: within [`LIVENESS_MAX`] of `faults_stopped`
-    /// every data node is up, started and in one view.
+    /// every data node is up, started and in one view. It passes at once
+    /// when that holds now: call it once the failures had time to be
+    /// noticed (`detection_time`), not the instant the faults stop.
     /// Nodes that are down are restarted each second, as their angels
     /// would. The split-brain check runs meanwhile.
     pub fn await_liveness(&mut self, faults_stopped: Instant) -> Result<(), String> {
