@@ -365,6 +365,58 @@ impl Membership {
         self.api_nodes.keys().copied().collect()
     }
 
+    /// Members this node believes failed, awaiting the view that removes them.
+    pub fn suspected(&self) -> Vec<NodeId> {
+        self.suspected.iter().collect()
+    }
+
+    /// One line for a simulator's failure message: the phase, the view,
+    /// the suspicions and what a node asking to join hears from this one
+    /// (a cluster that never settles is usually one node refusing the
+    /// rejoins of the others).
+    pub fn describe(&self) -> String {
+        let view = match &self.view {
+            Some(v) => format!(
+                "view {} president {} members {:?}",
+                v.view_id,
+                v.president,
+                v.members.iter().map(|n| n.get()).collect::<Vec<_>>()
+            ),
+            None => "no view".to_owned(),
+        };
+        let joins = match self.phase {
+            Phase::Starting => match self.president_hint {
+                Some(p) => format!("asks president {p} to join"),
+                None => "refuses joins (Starting)".to_owned(),
+            },
+            Phase::Stopping => "refuses joins (Stopping)".to_owned(),
+            Phase::Started if !self.is_president() => {
+                let president = self.view.as_ref().map(|v| v.president);
+                format!("refuses joins (NotPresident: ask {president:?})")
+            }
+            Phase::Started if !self.suspected.is_empty() || self.arbitration.is_some() => {
+                "refuses joins (FailureHandling)".to_owned()
+            }
+            Phase::Started => "admits joins".to_owned(),
+        };
+        format!(
+            "{:?}, {view}, suspects {:?}, connected {:?}{}{}, {joins}",
+            self.phase,
+            self.suspected(),
+            self.connected.iter().collect::<Vec<_>>(),
+            if self.arbitration.is_some() {
+                ", awaiting the arbitrator"
+            } else {
+                ""
+            },
+            if self.takeover_waiting.is_some() {
+                ", awaiting reports to take over"
+            } else {
+                ""
+            },
+        )
+    }
+
     fn me(&self) -> NodeId {
         self.config.node
     }
@@ -1019,22 +1071,74 @@ impl Membership {
             // report counts should this node lose the elder too.
             return;
         }
+        let notice = failed == sender;
+        let mut failed = failed;
+        if !notice && !self.suspected.contains(failed) {
+            if self.suspected.contains(sender) {
+                // The reporter is being removed itself (it repeats its
+                // reports until a view removes it): its broken link ends
+                // with it, and taking its word too would remove both ends.
+                return;
+            }
+            if self.acting_president(&view) == self.me() {
+                // A link between two younger members broke: pick the end.
+                failed = self.end_to_remove(&view, sender, failed, ctx.now());
+            }
+        }
         // A report on a younger member, or a node's own notice that it
         // leaves, counts as our own suspicion: a notice may make this node
         // the acting president (when `failed` is the president).
         self.suspected.insert(failed);
-        if failed == sender {
+        if notice {
             self.left_on_purpose.retain(|&(_, v)| v == view.view_id);
             self.left_on_purpose.push((failed, view.view_id));
         }
         if self.acting_president(&view) == self.me() {
-            let reason = if failed == sender {
-                FailReason::Stopped
-            } else {
-                reason
-            };
+            let reason = if notice { FailReason::Stopped } else { reason };
             self.handle_failures(&[failed], reason, ctx);
         }
+    }
+
+    /// Which end of the broken link between `reporter` and `reported`
+    /// (both younger members) this node, deciding, removes: `reported`,
+    /// unless the side without it may not go on and the side without
+    /// `reporter` may. Either end settles the link, but removing the wrong
+    /// one can cost the whole cluster: in the whole-cluster seed
+    /// 1795870277594936 (4×2, view [2, 3, 5, 4], links 3-5 and 4-2 broken
+    /// at once) president 2 removed node 4, then took node 3's report on
+    /// node 5 and shut down for lack of group [4, 5], where removing node 3
+    /// left [2, 5], a tie the arbitrator could grant.
+    fn end_to_remove(
+        &self,
+        view: &MembershipView,
+        reporter: NodeId,
+        reported: NodeId,
+        now: Instant,
+    ) -> NodeId {
+        let position = |n: NodeId| view.members.iter().position(|m| *m == n);
+        debug_assert!(
+            position(reporter) > position(self.me()) && position(reported) > position(self.me()),
+            "both ends of the link are younger than the deciding node"
+        );
+        let verdict_without = |gone: NodeId| {
+            let side: Vec<NodeId> = self
+                .reachable(view, now)
+                .into_iter()
+                .filter(|n| *n != gone)
+                .collect();
+            let before: Vec<NodeId> = self
+                .judge_base(view)
+                .into_iter()
+                .filter(|m| !self.left_on_purpose.contains(&(*m, view.view_id)))
+                .collect();
+            viability(&self.node_groups, &before, &side)
+        };
+        let loses = |v: Viability| matches!(v, Viability::LoseGroups | Viability::LoseNodes);
+        if loses(verdict_without(reported)) && !loses(verdict_without(reporter)) {
+            tracing::info!(node = %self.me(), "node {reporter} lost its link to node {reported}: removing node {reporter}, as this side could not go on without node {reported}");
+            return reporter;
+        }
+        reported
     }
 
     /// As (acting) president: remove `failed` and every suspected member in

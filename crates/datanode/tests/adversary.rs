@@ -126,3 +126,24 @@ fn seed_1795877217615743_a_report_lost_on_a_broken_link_is_sent_again() {
         r#"round 0: break links ["2-4", "5-3"]"#,
     );
 }
+
+/// Issue 25: after a pause and a system restart (view [2, 3, 5, 4], 4×2)
+/// the links 3-5 and 4-2 broke at once. President 2 removed node 4, then
+/// took node 3's report on node 5 and shut down (its side lacked group
+/// [4, 5]); node 4 shut down too. Node 3, the successor, waited for node
+/// 5's report on the president, sent once while their link was down and
+/// lost: it stayed started in the old view, took the others' closed
+/// connections for failures it already knew, claimed all four nodes
+/// served and answered every rejoin with "ask node 2". Fixed by members
+/// sending their suspicions again each heartbeat round; the simulator's
+/// liveness bound (`SETTLE_MAX`) fails such a run with each node's
+/// membership state. Since, the president also removes node 3 rather
+/// than node 5 and goes on with [2, 5] (`Membership::end_to_remove`).
+#[test]
+fn seed_1795870277594936_a_successor_waiting_for_a_lost_report_takes_over() {
+    soak_seed(
+        1_795_870_277_594_936,
+        2,
+        r#"round 2: break links ["3-5", "4-2"]"#,
+    );
+}

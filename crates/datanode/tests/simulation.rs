@@ -322,7 +322,7 @@ fn random_faults_over_many_seeds() {
 // ---- splits and arbitration ----
 
 use datanode::membership::{viability, Viability};
-use datanode::simulation::{ArbitrationRecord, SIM_MGMD};
+use datanode::simulation::{ArbitrationRecord, LIVENESS_MAX, SIM_MGMD};
 
 fn nodes(ids: &[u8]) -> Vec<NodeId> {
     ids.iter().map(|n| node(*n)).collect()
@@ -593,4 +593,79 @@ fn a_broken_link_between_two_of_three_never_splits_the_cluster() {
         cluster.check_agreement().unwrap();
         assert_eq!(cluster.started().len(), 3, "seed {seed}");
     }
+}
+
+/// The liveness check (issue 25): a cluster that does not serve again
+/// within `LIVENESS_MAX` of the faults' end fails, naming the seed and
+/// each node's membership state: started or not, its view, whom it
+/// suspects and what a joining node hears from it. Here node 3 stays cut
+/// off from the other data nodes (a fault that never stops).
+#[test]
+fn the_liveness_check_fails_a_cluster_that_does_not_serve_again() {
+    let mut cluster = grouped_cluster(9, 3, None);
+    cluster.split(&nodes(&[3]), &nodes(&[2, 4]));
+    let since = cluster.sim.now();
+    let detection = cluster.detection_time();
+    cluster.run_checked(detection).unwrap();
+    let err = cluster.await_liveness(since).unwrap_err();
+    assert!(
+        cluster.sim.now() >= since + LIVENESS_MAX,
+        "gave up before the bound: {err}"
+    );
+    for part in [
+        "seed 9: liveness:",
+        "node 2: up true",
+        "node 3: up",
+        "president 2",
+        "refuses joins (NotPresident",
+    ] {
+        assert!(err.contains(part), "{part:?} missing from: {err}");
+    }
+    // The same cluster healed serves again within the bound.
+    cluster.sim.heal();
+    let healed = cluster.sim.now();
+    cluster
+        .await_liveness(healed)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(cluster.sim.now() < healed + LIVENESS_MAX);
+    cluster.check_agreement().unwrap();
+}
+
+/// Two links broken at once in a 4×2 cluster (groups [2, 3] and [4, 5]),
+/// as in the whole-cluster seed 1795870277594936: one between president
+/// 2 and a member, one between the other two members. Either end of the
+/// second link settles it; the president removes the end whose loss
+/// leaves its side viable, so it goes on rather than shutting down for
+/// lack of a node group, and the cluster serves again within the bound.
+#[test]
+fn two_broken_links_the_president_keeps_a_viable_side() {
+    let mut stayed = 0;
+    for seed in 1..=24u64 {
+        let mut cluster = grouped_cluster(seed, 4, Some(2));
+        let view = cluster.membership(node(2)).unwrap().view().unwrap().clone();
+        let incarnation = cluster.sim.summary(node(2)).unwrap().incarnation;
+        // The member 2 loses, and the two members whose link breaks.
+        let lost = view.members[3];
+        let (a, b) = (view.members[1], view.members[2]);
+        cluster.sim.break_link(node(2), lost);
+        cluster.sim.break_link(a, b);
+        let broke = cluster.sim.now();
+        // The failures are handled (whoever shuts down restarts), then the
+        // cluster must serve again within the bound.
+        let settle = cluster.detection_time() + cluster.rejoin_time();
+        cluster.run_checked(settle).unwrap();
+        cluster
+            .await_liveness(broke)
+            .unwrap_or_else(|e| panic!("seed {seed}, view {view:?}: {e}"));
+        cluster.check_agreement().unwrap();
+        if cluster.sim.summary(node(2)).unwrap().incarnation == incarnation {
+            stayed += 1;
+        }
+    }
+    assert_eq!(
+        stayed,
+        24,
+        "president 2 shut down in {} of 24 seeds",
+        24 - stayed
+    );
 }

@@ -90,7 +90,15 @@ pub const RETRIES_MAX: u32 = 5;
 pub const INITIAL_BALANCE: i64 = 1_000;
 /// Ledger rows live in `kv` from this key on (key = base + transfer id).
 pub const LEDGER_BASE: i64 = 1_000_000;
-/// Longest wait for the cluster to settle (all up, started, serving).
+/// Longest wait for the cluster to settle (all up, started, serving) once
+/// a round's faults stop: the simulator's liveness bound. The slowest
+/// recovery without a bug, with `WholeSpec`'s default timings, is a system
+/// restart: detection (0.7 s), a tie's ArbitrationTimeout (0.5 s), the
+/// angel's restart (0.5 s), StartPartialTimeout (1 s), then restoring the
+/// checkpoint and redo and copying the fragments to restarted nodes, a few
+/// seconds of simulated time. 30 s leaves room for such a restart to fail
+/// and begin again; a cluster that has not settled by then is stuck (issue
+/// 25's seed 1795870277594936: one node refused every rejoin).
 pub const SETTLE_MAX: Duration = Duration::from_secs(30);
 /// Longest wait for the client's transactions to drain at a quiet point.
 pub const DRAIN_MAX: Duration = Duration::from_secs(5);
@@ -1570,6 +1578,9 @@ impl WholeCluster {
             );
             if let Some(tc) = self.sim.block::<TcBlock>(tc_of(n)) {
                 let _ = write!(out, " tc txs {}", tc.transactions_in_use());
+            }
+            if let Some(membership) = self.membership(n) {
+                let _ = write!(out, "\n    membership: {}", membership.describe());
             }
             for i in 0..self.spec.ldm_instances {
                 if let Some(l) = self.sim.block::<LdmBlock<SimDisk>>(ldm_of(n, i)) {

@@ -62,6 +62,23 @@ pub fn add_data_node(
 /// Simulated time between two checks of the split-brain invariant.
 pub const SPLIT_BRAIN_CHECK_INTERVAL: Duration = Duration::from_millis(10);
 
+/// The liveness bound of the membership scenario: once a round's faults
+/// stop, every data node must be up, started and in one view within this
+/// long. The slowest recovery without a bug, with `ClusterSpec`'s default
+/// timings (see [`ClusterSim::recovery_time`]): failure detection (3.1 s),
+/// a tied side waiting for the arbitrator (1.5 s) before it shuts down,
+/// the angel's restart and the rejoin (1.8 s), and a cluster that lost
+/// every node waiting StartPartialTimeout (3 s) — about 9.5 s. Twice that,
+/// because one recovery may be cut short and begin again: a restarted
+/// node's first request only removes its old incarnation, and a node
+/// that restarted early finds the others still removing it. Anything
+/// longer is a cluster stuck for good (issue 25's seed 1795870277594936
+/// refused every rejoin for 30 s).
+pub const LIVENESS_MAX: Duration = Duration::from_secs(20);
+/// How often the liveness wait restarts data nodes that are down, as an
+/// angel would (the simulator's angel only restarts nodes that asked).
+const LIVENESS_RESTART_INTERVAL: Duration = Duration::from_secs(1);
+
 /// The management server's node id in simulated clusters.
 pub const SIM_MGMD: NodeId = match NodeId::new(1) {
     Some(id) => id,
@@ -357,6 +374,72 @@ impl ClusterSim {
             + Duration::from_millis(1000)
     }
 
+    /// The slowest recovery after a fault stops, without a bug: detection,
+    /// a tie's wait for the arbitrator, the angel's restart and rejoin, and
+    /// a partial start (see [`LIVENESS_MAX`]).
+    pub fn recovery_time(&self) -> Duration {
+        self.detection_time()
+            + self.spec.arbitration_timeout
+            + self.rejoin_time()
+            + self.spec.start_partial_timeout
+    }
+
+    /// Whether every data node is up and started, all in one view that
+    /// lists every data node.
+    pub fn live(&self) -> bool {
+        let all = self.data_nodes.len();
+        self.started().len() == all
+            && self.data_nodes.iter().all(|n| {
+                self.membership(*n)
+                    .and_then(Membership::view)
+                    .is_some_and(|v| v.members.len() == all)
+            })
+            && self.check_agreement().is_ok()
+    }
+
+    /// The liveness invariant: within [`LIVENESS_MAX`] of `faults_stopped`
+    /// every data node is up, started and in one view. It passes at once
+    /// when that holds now: call it once the failures had time to be
+    /// noticed (`detection_time`), not the instant the faults stop.
+    /// Nodes that are down are restarted each second, as their angels
+    /// would. The split-brain check runs meanwhile.
+    pub fn await_liveness(&mut self, faults_stopped: Instant) -> Result<(), String> {
+        assert!(
+            self.recovery_time() * 2 <= LIVENESS_MAX,
+            "LIVENESS_MAX {LIVENESS_MAX:?} is below twice this cluster's recovery time {:?}",
+            self.recovery_time()
+        );
+        assert!(faults_stopped <= self.sim.now(), "faults stop in the past");
+        let until = faults_stopped + LIVENESS_MAX;
+        let mut next_restart = self.sim.now();
+        while !self.live() {
+            if self.sim.now() >= until {
+                return Err(format!(
+                    "seed {}: liveness: the cluster is not serving {} ms after the faults stopped (LIVENESS_MAX): {}",
+                    self.sim.seed(),
+                    LIVENESS_MAX.as_millis(),
+                    self.describe()
+                ));
+            }
+            if self.sim.now() >= next_restart {
+                for node in self.data_nodes.clone() {
+                    if !self.sim.is_up(node) {
+                        self.sim.restart(node);
+                    }
+                }
+                next_restart = self.sim.now() + LIVENESS_RESTART_INTERVAL;
+            }
+            self.run_checked(Duration::from_millis(50))?;
+        }
+        Ok(())
+    }
+
+    /// A line per data node: up, and its membership's state
+    /// ([`Membership::describe`]).
+    pub fn describe(&self) -> String {
+        describe_memberships(&self.sim, &self.data_nodes)
+    }
+
     /// The invariant after the cluster has settled: every up data node is
     /// started, and all of them hold the same view, which lists exactly them
     /// with the oldest as president.
@@ -450,6 +533,23 @@ impl ClusterSim {
     }
 }
 
+/// A line per data node of `sim`: up, and its membership's state
+/// ([`Membership::describe`]).
+pub fn describe_memberships(sim: &Simulation, data_nodes: &[NodeId]) -> String {
+    let mut out = String::new();
+    for &n in data_nodes {
+        let state = sim
+            .block::<Membership>(BlockRef::new(n, BlockNumber::MEMBERSHIP, 0))
+            .map_or("no membership block".to_owned(), Membership::describe);
+        out.push_str(&format!(
+            "\n  node {n}: up {} paused {}: {state}",
+            sim.is_up(n),
+            sim.is_paused(n)
+        ));
+    }
+    out
+}
+
 /// The split-brain invariant over the membership blocks of `data_nodes`.
 pub fn check_no_split_brain(sim: &Simulation, data_nodes: &[NodeId]) -> Result<(), String> {
     let views: Vec<(NodeId, &signal::MembershipView)> = data_nodes
@@ -492,8 +592,9 @@ pub struct ScenarioReport {
 /// of them in one or two node groups), then `rounds` rounds of a random
 /// fault (crash, crash and restart, partition and heal, stop order, restart
 /// order, lost signals, a split into two sides, maybe with one side cut off
-/// from the arbitrator), each followed by a settle period and the agreement
-/// check; the split-brain check runs all the time. Stops early after
+/// from the arbitrator), each followed by the liveness check (every data
+/// node started in one view within [`LIVENESS_MAX`] of the fault's end)
+/// and the agreement check; the split-brain check runs all the time. Stops early after
 /// `steps_max` steps.
 pub fn random_scenario(
     seed: u64,
@@ -641,18 +742,17 @@ fn random_round(
             format!("round {round}: crash nodes {victim} and {other}, restart both")
         }
     };
-    // Excluded nodes restart through their angel; give everyone time to rejoin.
+    // The faults have stopped: give everyone time to rejoin (excluded
+    // nodes restart through their angels, a cluster that vanished waits
+    // for StartPartialTimeout), and the cluster must serve again within
+    // the liveness bound of the faults' end.
+    let stopped = cluster.sim.now();
     let settle =
         cluster.detection_time() + cluster.rejoin_time() + cluster.spec.start_partial_timeout;
     run(cluster, settle);
-    // Nodes whose whole cluster vanished wait for StartPartialTimeout; a
-    // node still down after a shutdown comes back through its angel.
-    for node in cluster.data_nodes.clone() {
-        if !cluster.sim.is_up(node) {
-            cluster.sim.restart(node);
-        }
+    if checked.is_ok() {
+        checked = cluster.await_liveness(stopped);
     }
-    run(cluster, settle);
     match checked {
         Ok(()) => Ok(description),
         Err(e) => Err((description.clone(), format!("during {description}: {e}"))),
