@@ -66,6 +66,13 @@ const TIMER_STATUS: u32 = 4;
 const TIMER_ARBITRATION: u32 = 5;
 const TIMER_STOP_DRAIN: u32 = 6;
 const TIMER_STOP_EXIT: u32 = 7;
+/// Timer: a node that cannot start has told the peers it could reach.
+const TIMER_START_FAILED: u32 = 8;
+/// How long a node that cannot start waits for connections to the other
+/// data nodes to tell them not to wait for it: the transport connects to a
+/// peer that is up within a few of its retries (100 ms each); peers not up
+/// by then will wait `StartPartialTimeout` as before.
+const START_FAILED_NOTICE_MAX: Duration = Duration::from_secs(2);
 /// How long a stopping node lingers after telling the members it leaves,
 /// so that the notice reaches them before its connections close.
 const STOP_NOTICE: Duration = Duration::from_millis(20);
@@ -198,6 +205,15 @@ pub enum Phase {
     Stopping,
 }
 
+/// A node that cannot start, telling the others before it stops.
+#[derive(Debug)]
+struct StartFailed {
+    reason: String,
+    since: Instant,
+    /// When the last `CmNotJoiningRep` went out.
+    last_notice: Instant,
+}
+
 /// The membership block of one data node.
 pub struct Membership {
     config: MembershipConfig,
@@ -224,6 +240,13 @@ pub struct Membership {
     api_nodes: BTreeMap<NodeId, Instant>,
     /// The TC instances of this node, told when an API node fails.
     local_tcs: Vec<BlockRef>,
+    /// Data nodes that said they will not take part in this start
+    /// (`CmNotJoiningRep`: damaged files) and were not heard from since:
+    /// the join phase does not wait for them (join phase only).
+    not_joining: NodeBitmask,
+    /// This node cannot start and is telling the other data nodes so
+    /// before it stops (see `on_start_failed`).
+    start_failed: Option<StartFailed>,
     /// Whether this node serves (its distribution block's `NodeServingRep`):
     /// until then a started member is reported *starting* to the mgmd.
     serving: bool,
@@ -280,6 +303,8 @@ impl Membership {
             member_start_ids: BTreeMap::new(),
             api_nodes: BTreeMap::new(),
             local_tcs: Vec::new(),
+            not_joining: NodeBitmask::new(),
+            start_failed: None,
             serving: false,
             stop: None,
             exit: None,
@@ -534,7 +559,11 @@ impl Membership {
             .data_nodes
             .iter()
             .all(|n| *n == self.me() || fresh_starting.contains(n));
-        let waited = now - self.started_at >= self.config.start_partial_timeout;
+        // Every absent node said it will not come: no reason to wait.
+        let rest_not_joining = self.config.data_nodes.iter().all(|n| {
+            *n == self.me() || fresh_starting.contains(n) || self.not_joining.contains(*n)
+        });
+        let waited = now - self.started_at >= self.config.start_partial_timeout || rest_not_joining;
         let everyone = all_connected && all_heard;
         if !everyone {
             if !waited {
@@ -621,6 +650,8 @@ impl Membership {
         ctx: &mut Context<'_>,
     ) {
         let reply_to = Self::membership_ref(sender);
+        // It starts again (after an operator's fix): wait for it as for any.
+        self.not_joining.remove(sender);
         if node != sender || !self.is_data_node(node) {
             refuse(ctx, reply_to, RegRefReason::NotConfigured, None);
             return;
@@ -704,6 +735,9 @@ impl Membership {
     ) {
         if self.phase != Phase::Starting {
             return;
+        }
+        if reason != RegRefReason::Stopping {
+            self.not_joining.remove(sender);
         }
         match reason {
             RegRefReason::Starting => {
@@ -1481,6 +1515,16 @@ impl Membership {
         }
         self.connected.insert(node);
         self.last_heard.insert(node, ctx.now());
+        if let Some(failed) = &mut self.start_failed {
+            // The notice goes out before the connection closes: the stop
+            // waits `STOP_NOTICE` from the last one sent.
+            failed.last_notice = ctx.now();
+            let reason = failed.reason.clone();
+            ctx.send(
+                Self::membership_ref(node),
+                SignalBody::CmNotJoiningRep { reason },
+            );
+        }
         if let (Phase::Started, Some(view)) = (self.phase, &self.view) {
             // If the peer is a started node of another view, the heartbeat
             // makes one side learn of the other's view (see `on_heartbeat`).
@@ -1591,6 +1635,61 @@ impl Membership {
             );
         }
         ctx.set_timer(self.config.api_heartbeat_interval, TIMER_API_CHECK);
+    }
+
+    /// This node cannot start (an LDM found its files damaged). Stopping at
+    /// once would leave the other starting nodes waiting
+    /// `StartPartialTimeout` for a node that will not come, so in the join
+    /// phase it first tells every data node it reaches (`CmNotJoiningRep`),
+    /// and those it connects to within `START_FAILED_NOTICE_MAX`.
+    fn on_start_failed(&mut self, reason: String, ctx: &mut Context<'_>) {
+        if self.start_failed.is_some() {
+            return;
+        }
+        self.event(ctx, Severity::Alert, reason.clone());
+        if self.phase != Phase::Starting {
+            self.phase = Phase::Stopping;
+            ctx.shutdown_failed(reason);
+            return;
+        }
+        for peer in self.connected.iter().filter(|n| self.is_data_node(*n)) {
+            ctx.send(
+                Self::membership_ref(peer),
+                SignalBody::CmNotJoiningRep {
+                    reason: reason.clone(),
+                },
+            );
+        }
+        // No more joining: it answers the others' requests `Stopping`.
+        self.phase = Phase::Stopping;
+        self.start_failed = Some(StartFailed {
+            reason,
+            since: ctx.now(),
+            last_notice: ctx.now(),
+        });
+        ctx.set_timer(STOP_NOTICE, TIMER_START_FAILED);
+    }
+
+    /// Stops a node that cannot start once every other data node heard
+    /// it will not come, or `START_FAILED_NOTICE_MAX` has passed.
+    fn maybe_stop_failed(&mut self, ctx: &mut Context<'_>) {
+        let Some(failed) = &self.start_failed else {
+            return;
+        };
+        let all_told = self
+            .config
+            .data_nodes
+            .iter()
+            .all(|n| *n == self.me() || self.connected.contains(*n));
+        let now = ctx.now();
+        let told = now.saturating_since(failed.last_notice) >= STOP_NOTICE;
+        if (all_told && told) || now.saturating_since(failed.since) >= START_FAILED_NOTICE_MAX {
+            let reason = failed.reason.clone();
+            self.start_failed = None;
+            ctx.shutdown_failed(reason);
+        } else {
+            ctx.set_timer(STOP_NOTICE, TIMER_START_FAILED);
+        }
     }
 
     fn on_stop_order(&mut self, restart: bool, ctx: &mut Context<'_>) {
@@ -1796,6 +1895,7 @@ impl Block for Membership {
                 TIMER_ARBITRATION => self.on_arbitration_timer(ctx),
                 TIMER_STOP_DRAIN => self.on_stop_drain_timer(ctx),
                 TIMER_STOP_EXIT => self.on_stop_exit_timer(ctx),
+                TIMER_START_FAILED => self.maybe_stop_failed(ctx),
                 TIMER_STATUS => {
                     if self.phase != Phase::Stopping {
                         self.report_status(ctx);
@@ -1805,6 +1905,20 @@ impl Block for Membership {
                 other => panic!("membership: unknown timer {other}"),
             },
             SignalBody::TcShutdownConf {} if sender == self.me() => self.on_tc_shutdown_conf(ctx),
+            SignalBody::StartFailedRep { reason } if sender == self.me() => {
+                self.on_start_failed(reason, ctx)
+            }
+            SignalBody::CmNotJoiningRep { reason } => {
+                if self.phase == Phase::Starting && self.is_data_node(sender) {
+                    tracing::warn!(
+                        node = %self.me(),
+                        "node {sender} will not take part in this start: {reason}"
+                    );
+                    self.not_joining.insert(sender);
+                    self.starting_peers.remove(&sender);
+                    self.maybe_form_cluster(ctx);
+                }
+            }
             SignalBody::NodeServingRep { serving } if sender == self.me() => {
                 if self.serving != serving {
                     self.serving = serving;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use datanode::membership::Phase;
 use datanode::simulation::{random_scenario, ClusterSim, ClusterSpec, SIM_API};
-use signal::NodeId;
+use signal::{BlockNumber, BlockRef, NodeId, Signal, SignalBody};
 
 fn node(n: u8) -> NodeId {
     NodeId::new(n).unwrap()
@@ -291,6 +291,31 @@ fn a_partial_start_waits_for_start_partial_timeout_and_needs_half_the_nodes() {
     cluster.sim.restart(node(3));
     cluster.sim.run_for(cluster.spec.start_partial_timeout * 2);
     assert_eq!(cluster.started(), vec![node(2), node(3)]);
+}
+
+/// A whole-cluster start where one node cannot start (an LDM found its
+/// files damaged: `StartFailedRep`): it tells the others it will not come
+/// and stops as failed; they start at once without it rather than wait
+/// `StartPartialTimeout` for it. When it comes back it joins as usual.
+#[test]
+fn a_node_that_cannot_start_is_not_waited_for() {
+    let mut cluster = ClusterSim::new(19, ClusterSpec::default());
+    let damaged = node(4);
+    cluster.sim.inject(Signal {
+        receiver: BlockRef::new(damaged, BlockNumber::MEMBERSHIP, 0),
+        sender: BlockRef::new(damaged, BlockNumber::LOCAL_DATA_MANAGER, 0),
+        body: SignalBody::StartFailedRep {
+            reason: "LDM instance 0 of node 4 cannot restore its data: damaged".to_owned(),
+        },
+    });
+    cluster.sim.run_for(cluster.spec.start_partial_timeout / 3);
+    assert_eq!(cluster.started(), vec![node(2), node(3)]);
+    let summary = cluster.sim.summary(damaged).unwrap();
+    assert_eq!(summary.failed_stops, 1, "node 4 stopped as failed");
+    cluster.sim.restart(damaged);
+    cluster.sim.run_for(cluster.rejoin_time());
+    assert_eq!(cluster.started(), vec![node(2), node(3), node(4)]);
+    cluster.check_agreement().unwrap();
 }
 
 #[test]

@@ -635,6 +635,15 @@ signals! {
     /// only while it serves: a node restart copying its fragments is still
     /// starting, as NDB's `ndb_mgm` shows it.
     169 => NodeServingRep { serving: bool },
+    /// An LDM instance → its own node's membership block: this node cannot
+    /// start (its files are damaged and no flag lets it discard them). In
+    /// the join phase membership tells the other data nodes first
+    /// (`CmNotJoiningRep`), then stops the node as failed.
+    170 => StartFailedRep { reason: String },
+    /// Membership of a node that will not take part in this start → the
+    /// membership blocks of the other data nodes: do not wait for me
+    /// (`StartPartialTimeout`); what is left may start without me.
+    171 => CmNotJoiningRep { reason: String },
 }
 
 /// Flags of `TcKeyReq`, `TcScanReq` and `TcKeyConf`.

@@ -400,6 +400,12 @@ fn one_of_each() -> Vec<SignalBody> {
         SignalBody::GcpCommitConf { epoch: 13 },
         SignalBody::SubGcpCompleteRep { epoch: 12 << 32 },
         SignalBody::NodeServingRep { serving: true },
+        SignalBody::StartFailedRep {
+            reason: "damaged".to_owned(),
+        },
+        SignalBody::CmNotJoiningRep {
+            reason: "damaged".to_owned(),
+        },
         SignalBody::GcpSaveReq { gci: 12 },
         SignalBody::GcpSaveConf { gci: 12 },
         SignalBody::GcpCompleteRep { gci: 12 },

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use kernel::Context;
-use signal::{BlockRef, NodeId, SignalBody};
+use signal::{BlockNumber, BlockRef, NodeId, SignalBody};
 use storage::disk::Disk;
 use storage::instance::LdmError;
 
@@ -207,6 +207,14 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 message: message.clone(),
             },
         );
-        self.fail(ctx, false, message);
+        // Membership stops the node as failed, once it has told the other
+        // starting nodes not to wait for this one (a whole-cluster restart
+        // would otherwise wait `StartPartialTimeout` for it).
+        tracing::error!(node = %self.config.node, instance = self.config.instance, "{message}");
+        if !self.failed {
+            self.failed = true;
+            let membership = BlockRef::new(self.config.node, BlockNumber::MEMBERSHIP, 0);
+            ctx.send(membership, SignalBody::StartFailedRep { reason: message });
+        }
     }
 }
