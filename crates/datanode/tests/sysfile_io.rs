@@ -68,7 +68,11 @@ fn a_gci_is_reported_kept_only_once_its_sysfile_is_durable() {
     sim.inject(Signal {
         receiver: Distribution::address(node),
         sender: master,
-        body: SignalBody::GcpKeepReq { gci: 5, serving },
+        body: SignalBody::GcpKeepReq {
+            gci: 5,
+            serving,
+            incarnation: 0x1234,
+        },
     });
     let reported = |log: &Log| {
         let log = log.lock().unwrap();
