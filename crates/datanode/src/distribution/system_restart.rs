@@ -25,7 +25,10 @@
 //!    node starts empty and copies, as every other member does (node
 //!    restart).
 //! 4. The node states follow (`running`: later joiners copy), then the
-//!    first GCP, above every GCI any LDM or TC reported (`GcpStartConf`).
+//!    first GCP, above every GCI any LDM or TC reported (`GcpStartConf`),
+//!    in a new cluster incarnation (`super::incarnation`): the GCIs above
+//!    R that the last one handed out are handed out again, and a client's
+//!    wait for one of the last incarnation's is judged against R.
 //!
 //! A master that takes over a running cluster (it heard node states, or a
 //! TC reports a GCI in use) skips all of it. A client told that GCI g is
