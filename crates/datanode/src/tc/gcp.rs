@@ -257,20 +257,25 @@ impl TcBlock {
             Judgement::Lost => Some(refuse(
                 proto::error::COMMIT_LOST_BY_RESTART,
                 format!(
-                    "GCI {gci} of cluster incarnation {incarnation:#x} was lost: a system restart went back to GCI {} (now incarnation {:#x})",
+                    "GCI {gci} of cluster incarnation {incarnation:#x} was lost: \
+                     a system restart went back to GCI {} (now incarnation {:#x})",
                     now.restart_gci, now.id
                 ),
             )),
             Judgement::Unknown => Some(refuse(
                 proto::error::DURABILITY_UNKNOWN,
                 format!(
-                    "GCI {gci} of cluster incarnation {incarnation:#x}: the cluster restarted more than once since (incarnation {:#x}, restored to GCI {} of {:#x}); read the row to find out",
+                    "GCI {gci} of cluster incarnation {incarnation:#x}: the cluster restarted more \
+                     than once since (incarnation {:#x}, restored to GCI {} of {:#x}); read the row to find out",
                     now.id, now.restart_gci, now.previous
                 ),
             )),
             Judgement::NotStarted => Some(refuse(
                 proto::error::NOT_STARTED,
-                format!("GCI {gci} of cluster incarnation {incarnation:#x}: this TC has not learned the cluster's incarnation yet; ask again"),
+                format!(
+                    "GCI {gci} of cluster incarnation {incarnation:#x}: this TC has not learned \
+                     the cluster's incarnation yet; ask again"
+                ),
             )),
         };
         if let Some(answer) = answer {
