@@ -189,6 +189,18 @@ impl Distribution {
             .find(|k| k.gci == gci)
             .expect("the max")
             .incarnation;
+        if kept
+            .values()
+            .any(|k| k.gci == gci && k.incarnation != previous)
+        {
+            // Only after an earlier restart went on without the node that
+            // kept the highest GCI (RESTART_WAIT): two incarnations kept
+            // the same number, and their rows may differ.
+            tracing::warn!(
+                node = %self.config.node,
+                "GCI {gci} is kept by more than one cluster incarnation: {kept:?}"
+            );
+        }
         let answered: NodeBitmask = kept.keys().copied().collect();
         let restoring = if gci == 0 {
             // No GCI was ever completed: every node restores the empty state.
