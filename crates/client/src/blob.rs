@@ -1081,13 +1081,14 @@ impl BlobExec {
             SignalBody::TcKeyConf {
                 flags,
                 epoch,
+                incarnation,
                 results,
                 ..
             } => {
                 self.committed = flags & tc_flags::COMMITTED != 0;
                 self.rolled_back = flags & tc_flags::ROLLED_BACK != 0;
                 if self.committed {
-                    self.epoch = Some(Epoch::from_u64(epoch));
+                    self.epoch = Some(Epoch::from_u64(epoch).in_incarnation(incarnation));
                 } else if final_request && !self.rolled_back {
                     return Err(Error::new(
                         proto::error::MALFORMED_REQUEST,

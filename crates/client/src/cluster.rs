@@ -100,6 +100,7 @@ pub(crate) struct Counters {
     pub receive_rounds: Counter,
     pub receive_thread_rounds: Counter,
     pub wakeups_offloaded: Counter,
+    pub cluster_failures: Counter,
 }
 
 type Counter = crossbeam_utils::CachePadded<AtomicU64>;
@@ -125,6 +126,11 @@ pub struct ClusterStats {
     pub receive_thread_rounds: u64,
     /// Wakeups the receive thread left to the wakeup thread.
     pub wakeups_offloaded: u64,
+    /// Cluster failures seen (NDB's cluster failure event): the last
+    /// connected data node went down. A system restart may follow, which
+    /// may lose commits not yet durable: `Session::wait_durable` answers
+    /// for each commit whether it survived.
+    pub cluster_failures: u64,
 }
 
 /// What the threads and sessions of one cluster connection share.
@@ -371,6 +377,20 @@ impl Shared {
 
     /// Connection `generation` to `node` closed: every session hears it.
     pub fn on_node_down(&self, node: NodeId, generation: u64) {
+        if !self
+            .links
+            .iter()
+            .any(|l| l.connected.load(Ordering::Acquire))
+        {
+            self.counters
+                .cluster_failures
+                .fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(
+                node = %self.me,
+                "cluster failure: data node {node} was the last one connected; \
+                 commits not yet durable may be lost by a system restart"
+            );
+        }
         let mailboxes: Vec<Arc<Mailbox>> = lock(&self.sessions)
             .slots
             .iter()
@@ -652,6 +672,7 @@ impl Cluster {
             receive_rounds: get(&c.receive_rounds),
             receive_thread_rounds: get(&c.receive_thread_rounds),
             wakeups_offloaded: get(&c.wakeups_offloaded),
+            cluster_failures: get(&c.cluster_failures),
         }
     }
 

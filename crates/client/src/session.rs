@@ -805,6 +805,17 @@ impl Session {
     /// Waits until a commit in `epoch` (its [`Outcome::epoch`](crate::Outcome))
     /// is durable on every live data node: until its global checkpoint,
     /// [`Epoch::hi`], is. Returns the durable GCI (at least that).
+    ///
+    /// The epoch names the cluster incarnation of its commit; a system
+    /// restart since then (every data node went down) ends the wait at
+    /// once: durable when the restart restored the commit's GCI, else the
+    /// definite error 9006 (`COMMIT_LOST_BY_RESTART`: the commit is not in
+    /// the database), or 9007 (`DURABILITY_UNKNOWN`, an unknown result:
+    /// the cluster restarted more than once since; read the row). A
+    /// wait on a data node that is still starting answers the temporary
+    /// 711 (`NOT_STARTED`): ask again; so does a wait whose data node
+    /// failed (286). While no data node is live it answers 4009
+    /// (`CLUSTER_FAILURE`); ask again once the cluster is back.
     pub fn wait_durable(&self, epoch: Epoch) -> Result<u32> {
         let gci = epoch.hi();
         let link = self.live_link()?;
@@ -812,11 +823,18 @@ impl Session {
         let signal = Signal {
             receiver: BlockRef::new(node, BlockNumber::TRANSACTION_COORDINATOR, 0),
             sender: self.own_ref(),
-            body: SignalBody::TcWaitGciReq { gci },
+            body: SignalBody::TcWaitGciReq {
+                gci,
+                incarnation: epoch.incarnation(),
+            },
         };
         self.send_request(link, ReqKey::Gci(gci), false, &signal)?;
         match self.wait_reply(ReqKey::Gci(gci))? {
             SignalBody::TcWaitGciConf { durable_gci, .. } => Ok(durable_gci),
+            SignalBody::TcWaitGciRef { code, message, .. } => Err(Error::with_context(
+                code,
+                format!("wait_durable(epoch {epoch}): {message}"),
+            )),
             other => Err(unexpected(&other)),
         }
     }
@@ -1106,7 +1124,9 @@ fn handle(state: &mut State, event: Event) {
                 SignalBody::TcKeyConf { tx_id, .. } | SignalBody::TcKeyRef { tx_id, .. } => {
                     ReqKey::Tx(*tx_id)
                 }
-                SignalBody::TcWaitGciConf { gci, .. } => ReqKey::Gci(*gci),
+                SignalBody::TcWaitGciConf { gci, .. } | SignalBody::TcWaitGciRef { gci, .. } => {
+                    ReqKey::Gci(*gci)
+                }
                 SignalBody::DictCreateTableConf { request_id, .. }
                 | SignalBody::DictCreateTableRef { request_id, .. }
                 | SignalBody::DictDropTableConf { request_id, .. }

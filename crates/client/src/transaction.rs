@@ -1275,6 +1275,7 @@ fn read_answer(
         SignalBody::TcKeyConf {
             flags,
             epoch,
+            incarnation,
             results,
             ..
         } => {
@@ -1284,7 +1285,7 @@ fn read_answer(
             let committed = flags & tc_flags::COMMITTED != 0;
             let rolled_back = flags & tc_flags::ROLLED_BACK != 0;
             let outcome = |results: OpResults| Outcome {
-                epoch: committed.then_some(Epoch::from_u64(epoch)),
+                epoch: committed.then_some(Epoch::from_u64(epoch).in_incarnation(incarnation)),
                 committed,
                 rolled_back,
                 batch,

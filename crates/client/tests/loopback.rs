@@ -154,6 +154,7 @@ fn answer(signal: &Signal, seen: &Seen) -> Option<SignalBody> {
                 tx_id: *tx_id,
                 flags: if committed { tc_flags::COMMITTED } else { 0 },
                 epoch: signal::epoch::make(7, 3),
+                incarnation: 0x51,
                 results,
             })
         }
@@ -300,7 +301,7 @@ fn a_thousand_operations_travel_in_one_request_and_reads_return_rows() {
     assert_eq!(tx.pending_ops(), 1_000);
     let outcome = tx.execute(ExecMode::Commit).expect("committed");
     assert!(outcome.committed);
-    assert_eq!(outcome.epoch, Some(Epoch::new(7, 3)));
+    assert_eq!(outcome.epoch, Some(Epoch::new(7, 3).in_incarnation(0x51)));
     assert_eq!(outcome.gci(), Some(7));
     assert_eq!(outcome.epoch.map(|e| (e.hi(), e.lo())), Some((7, 3)));
     assert_eq!(

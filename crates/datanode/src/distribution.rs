@@ -57,6 +57,7 @@
 //! from all nodes down first agrees on the restart GCI and has the nodes
 //! that hold it restore exactly to it, before its first GCP.
 
+pub mod incarnation;
 mod node_states;
 pub mod sysfile;
 mod system_restart;
@@ -178,6 +179,11 @@ struct Master {
     /// A GCP waits before its keep step for a node group to serve again
     /// (logged once per hold).
     keep_held: bool,
+    /// The cluster incarnation this master's GCPs hand out epochs in
+    /// (`incarnation`): chosen by the system restart this master led, or
+    /// learned from the TCs (a takeover), or new at the first GCP of a
+    /// first start.
+    incarnation: Option<incarnation::Incarnation>,
 }
 
 /// The distribution block; see the module doc.
@@ -214,7 +220,7 @@ pub struct Distribution {
     /// The sysfile write in flight on an `io` thread, if any.
     keep_write: Option<system_restart::KeepWrite>,
     /// `GcpKeepReq`s that came while a sysfile write was in flight.
-    keeps_waiting: Vec<(BlockRef, u32, NodeBitmask)>,
+    keeps_waiting: Vec<(BlockRef, sysfile::Kept)>,
     next_io_request: u64,
     /// The management server, whose cluster log hears this block's alarms.
     mgmd: Option<NodeId>,
@@ -470,7 +476,13 @@ impl Distribution {
         self.advance(ctx);
     }
 
-    fn on_start_conf(&mut self, from: BlockRef, gci: u32, ctx: &mut Context<'_>) {
+    fn on_start_conf(
+        &mut self,
+        from: BlockRef,
+        gci: u32,
+        told: incarnation::Incarnation,
+        ctx: &mut Context<'_>,
+    ) {
         let Some(master) = self.master.as_mut() else {
             return;
         };
@@ -478,6 +490,11 @@ impl Distribution {
             return;
         };
         if member.start_waiting.remove(&from) {
+            if told.id != 0 && master.incarnation.is_none() {
+                // A takeover: the cluster goes on in the incarnation its
+                // TCs commit in (every TC that has one has the same).
+                master.incarnation = Some(told);
+            }
             member.reported_gci = member.reported_gci.max(gci);
             master.gci = master.gci.max(gci);
             if from.block == BlockNumber::TRANSACTION_COORDINATOR && gci > 0 {
@@ -594,6 +611,17 @@ impl Distribution {
                     let epoch = if master.due {
                         master.due = false;
                         master.first_done = true;
+                        if master.incarnation.is_none() {
+                            // A first start (no system restart chose one,
+                            // no TC knew one).
+                            let id = incarnation::Incarnation::fresh_id(0, || ctx.random());
+                            tracing::info!(node = %self.config.node, "cluster incarnation {id:#x} (first start)");
+                            master.incarnation = Some(incarnation::Incarnation {
+                                id,
+                                previous: 0,
+                                restart_gci: 0,
+                            });
+                        }
                         let gci = master
                             .gci
                             .checked_add(1)
@@ -626,10 +654,21 @@ impl Distribution {
                     waiting,
                 }) if waiting.is_empty() => {
                     // Every TC holds its commits: switch them all.
+                    let told = master
+                        .incarnation
+                        .expect("the first GCP chose the incarnation");
                     let waiting: BTreeSet<BlockRef> =
                         ready.iter().flat_map(|&n| self.tcs_of(n)).collect();
                     for &tc in &waiting {
-                        ctx.send(tc, SignalBody::GcpCommitReq { epoch });
+                        ctx.send(
+                            tc,
+                            SignalBody::GcpCommitReq {
+                                epoch,
+                                incarnation: told.id,
+                                previous_incarnation: told.previous,
+                                restart_gci: told.restart_gci,
+                            },
+                        );
                     }
                     self.master.as_mut().expect("master").round = Some(Round::Commit {
                         epoch,
@@ -728,11 +767,20 @@ impl Distribution {
                         });
                         return;
                     }
-                    self.master.as_mut().expect("master").keep_held = false;
+                    let master = self.master.as_mut().expect("master");
+                    master.keep_held = false;
+                    let incarnation = master.incarnation.expect("a GCP ran").id;
                     let waiting: BTreeSet<BlockRef> =
                         ready.iter().map(|&n| Self::address(n)).collect();
                     for &block in &waiting {
-                        ctx.send(block, SignalBody::GcpKeepReq { gci, serving });
+                        ctx.send(
+                            block,
+                            SignalBody::GcpKeepReq {
+                                gci,
+                                serving,
+                                incarnation,
+                            },
+                        );
                     }
                     self.master.as_mut().expect("master").round =
                         Some(Round::Keep { gci, waiting });
@@ -997,7 +1045,19 @@ impl Block for Distribution {
             SignalBody::Timeout {
                 timer_id: TIMER_GCP,
             } => self.on_timer(ctx),
-            SignalBody::GcpStartConf { gci } => self.on_start_conf(from, gci, ctx),
+            SignalBody::GcpStartConf {
+                gci,
+                incarnation,
+                previous_incarnation,
+                restart_gci,
+            } => {
+                let told = incarnation::Incarnation {
+                    id: incarnation,
+                    previous: previous_incarnation,
+                    restart_gci,
+                };
+                self.on_start_conf(from, gci, told, ctx)
+            }
             SignalBody::GcpPrepareConf { epoch } => {
                 self.on_step_conf(from, Step::Prepare, epoch, ctx)
             }
@@ -1008,7 +1068,18 @@ impl Block for Distribution {
                 self.on_step_conf(from, Step::Save, u64::from(gci), ctx)
             }
             SignalBody::GcpHurryReq { gci } => self.on_hurry(from, gci, ctx),
-            SignalBody::GcpKeepReq { gci, serving } => self.on_keep_req(from, gci, serving, ctx),
+            SignalBody::GcpKeepReq {
+                gci,
+                serving,
+                incarnation,
+            } => {
+                let kept = sysfile::Kept {
+                    gci,
+                    serving,
+                    incarnation,
+                };
+                self.on_keep_req(from, kept, ctx)
+            }
             SignalBody::FsConf { request, error }
                 if from.node == self.config.node && from.block == BlockNumber::FILE_SYSTEM =>
             {
@@ -1024,11 +1095,21 @@ impl Block for Distribution {
                     SignalBody::RestartInfoConf {
                         kept_gci: kept.gci,
                         serving: kept.serving,
+                        incarnation: kept.incarnation,
                     },
                 );
             }
-            SignalBody::RestartInfoConf { kept_gci, serving } => {
-                self.on_restart_info(from.node, kept_gci, serving, ctx)
+            SignalBody::RestartInfoConf {
+                kept_gci,
+                serving,
+                incarnation,
+            } => {
+                let kept = sysfile::Kept {
+                    gci: kept_gci,
+                    serving,
+                    incarnation,
+                };
+                self.on_restart_info(from.node, kept, ctx)
             }
             SignalBody::RestartGciConf { gci, restored } => {
                 self.on_restart_gci_conf(from, gci, restored, ctx)

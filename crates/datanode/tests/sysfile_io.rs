@@ -70,7 +70,11 @@ fn a_gci_is_reported_kept_only_once_its_sysfile_is_durable() {
     sim.inject(Signal {
         receiver: Distribution::address(node),
         sender: master,
-        body: SignalBody::GcpKeepReq { gci: 5, serving },
+        body: SignalBody::GcpKeepReq {
+            gci: 5,
+            serving,
+            incarnation: 0x1234,
+        },
     });
     let reported = |log: &Log| {
         let log = log.lock().unwrap();
@@ -152,7 +156,11 @@ fn a_full_disk_holds_the_sysfile_write_with_an_alarm_and_it_resumes_with_room() 
     sim.inject(Signal {
         receiver: Distribution::address(node),
         sender: BlockRef::new(node, BlockNumber(9), 0),
-        body: SignalBody::GcpKeepReq { gci: 7, serving },
+        body: SignalBody::GcpKeepReq {
+            gci: 7,
+            serving,
+            incarnation: 1,
+        },
     });
     // Several tries fail: long enough for the pause to reach its bound.
     sim.run_for(Duration::from_secs(12));

@@ -99,6 +99,7 @@ impl Load {
                     tx_id,
                     flags,
                     epoch,
+                    incarnation,
                     ..
                 } => {
                     let gci = signal::epoch::hi(epoch);
@@ -113,7 +114,7 @@ impl Load {
                     self.commits += 1;
                     if self.rng.next_u64().is_multiple_of(3) {
                         let tc = signal.sender;
-                        cluster.send(tc, SignalBody::TcWaitGciReq { gci });
+                        cluster.send(tc, SignalBody::TcWaitGciReq { gci, incarnation });
                     }
                 }
                 SignalBody::TcKeyRef { tx_id, code, .. }
@@ -121,7 +122,9 @@ impl Load {
                 {
                     assert_eq!(error::class(code), ErrorClass::Temporary, "error {code}");
                 }
-                SignalBody::TcWaitGciConf { gci, durable_gci } if durable_gci >= gci => {
+                SignalBody::TcWaitGciConf {
+                    gci, durable_gci, ..
+                } if durable_gci >= gci => {
                     self.told_durable = self.told_durable.max(gci);
                 }
                 _ => {}

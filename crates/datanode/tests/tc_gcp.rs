@@ -25,11 +25,19 @@ fn gcis_increase_and_wait_gci_is_answered_when_durable() {
     }
     assert!(last > 2, "GCIs advance with time: {last}");
     let tc = tc_of(cluster.data_nodes[0]);
-    cluster.send(tc, SignalBody::TcWaitGciReq { gci: last });
+    cluster.send(
+        tc,
+        SignalBody::TcWaitGciReq {
+            gci: last,
+            incarnation: 0,
+        },
+    );
     let until = cluster.sim.now() + ANSWER_WAIT;
     let durable = loop {
         let answer = cluster.take().into_iter().find_map(|s| match s.body {
-            SignalBody::TcWaitGciConf { gci, durable_gci } => Some((gci, durable_gci)),
+            SignalBody::TcWaitGciConf {
+                gci, durable_gci, ..
+            } => Some((gci, durable_gci)),
             _ => None,
         });
         if let Some((gci, durable)) = answer {
@@ -304,13 +312,20 @@ fn epochs_advance_between_gcps_and_are_reported_complete_in_order() {
     // wait_gci takes the commit epoch's hi.
     let gci = signal::epoch::hi(last_epoch);
     let tc = tc_of(nodes[0]);
-    cluster.send(tc, SignalBody::TcWaitGciReq { gci });
+    cluster.send(
+        tc,
+        SignalBody::TcWaitGciReq {
+            gci,
+            incarnation: 0,
+        },
+    );
     let until = cluster.sim.now() + ANSWER_WAIT;
     let durable = loop {
         let answer = cluster.take().into_iter().find_map(|s| match s.body {
             SignalBody::TcWaitGciConf {
                 gci: g,
                 durable_gci,
+                ..
             } if g == gci => Some(durable_gci),
             _ => None,
         });

@@ -141,6 +141,13 @@ pub const UNKNOWN_SCAN: u32 = 9003;
 pub const MALFORMED_REQUEST: u32 = 9004;
 /// The request breaks a size limit (ops per batch, batch bytes).
 pub const REQUEST_TOO_LARGE: u32 = 9005;
+/// `wait_durable`: the commit's global checkpoint was lost: a system
+/// restart went back below it (the commit is not in the database).
+pub const COMMIT_LOST_BY_RESTART: u32 = 9006;
+/// `wait_durable`: whether the commit survived cannot be told (the cluster
+/// restarted more than once since, or the commit came before a restart the
+/// TC knows no more of); read the row to find out.
+pub const DURABILITY_UNKNOWN: u32 = 9007;
 
 /// One entry of the error table.
 struct Entry {
@@ -247,6 +254,16 @@ const ERRORS: &[Entry] = &[
         REQUEST_TIMEOUT,
         UnknownResult,
         "no answer from the data node in time",
+    ),
+    entry(
+        COMMIT_LOST_BY_RESTART,
+        Permanent,
+        "the commit was lost: a system restart went back to an earlier global checkpoint",
+    ),
+    entry(
+        DURABILITY_UNKNOWN,
+        UnknownResult,
+        "unknown whether the commit survived the cluster's restarts: read the row to find out",
     ),
     entry(BUSY, Temporary, "busy with another schema operation"),
     entry(BAD_DEFINITION, Permanent, "invalid table definition"),

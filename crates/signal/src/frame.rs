@@ -34,8 +34,9 @@ pub const MAGIC: [u8; 2] = *b"SK";
 /// `LdmCommitBatchConf` and `GcpHurryReq`. 5: `LdmKeyCommitReq` and
 /// `LdmKeyCommitted` (one-phase commit), `LdmKeyBatchReq` and
 /// `LdmKeyConfBatch` (key batches between nodes). 6: `LdmReadReq` (reads
-/// answered by the LDM).
-pub const WIRE_VERSION: u8 = 6;
+/// answered by the LDM). 7: cluster incarnations in `TcKeyConf`,
+/// `TcWaitGciReq`, the GCP switch and the sysfile signals; `TcWaitGciRef`.
+pub const WIRE_VERSION: u8 = 7;
 pub const FRAME_HEADER_BYTES: usize = 16;
 pub const SIGNAL_HEADER_BYTES: usize = 16;
 /// Large enough for a configuration file of 255 nodes, small enough that a

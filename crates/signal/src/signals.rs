@@ -402,8 +402,11 @@ signals! {
     /// per operation its outcome, and for reads the values). `flags`:
     /// `tc_flags::COMMITTED` (then `epoch` is the commit's epoch,
     /// `crate::epoch`: its hi is the global checkpoint `TcWaitGciReq` waits
-    /// for) or `ROLLED_BACK` (`epoch` 0).
-    101 => TcKeyConf { tx_id: u64, flags: u32, epoch: u64, results: Vec<u8> },
+    /// for) or `ROLLED_BACK` (`epoch` 0). `incarnation` names the cluster
+    /// incarnation the epoch belongs to (docs/transactions.md, "Global
+    /// checkpoints": GCI numbers start over above the restored one after
+    /// a system restart); 0 when the sender does not know it.
+    101 => TcKeyConf { tx_id: u64, flags: u32, epoch: u64, incarnation: u32, results: Vec<u8> },
     /// TC → API: the transaction failed and is rolled back (NDB: TCKEYREF,
     /// TCROLLBACKREP). `op_index` is the failing operation's, or
     /// `u32::MAX`; `code` is a `proto::error` code.
@@ -419,10 +422,14 @@ signals! {
     /// TC → API: the scan failed and is closed; the transaction is rolled
     /// back when the error is not the scan's alone (NDB: SCAN_TABREF).
     106 => TcScanRef { tx_id: u64, scan_id: u32, code: u32, message: String },
-    /// API → TC: answer when global checkpoint `gci` is durable.
-    107 => TcWaitGciReq { gci: u32 },
-    /// TC → API: `durable_gci` ≥ the GCI asked for is durable cluster-wide.
-    108 => TcWaitGciConf { gci: u32, durable_gci: u32 },
+    /// API → TC: answer when global checkpoint `gci` of cluster
+    /// `incarnation` (as `TcKeyConf` named it; 0: the current one) is
+    /// durable.
+    107 => TcWaitGciReq { gci: u32, incarnation: u32 },
+    /// TC → API: `durable_gci` ≥ the GCI asked for is durable cluster-wide
+    /// (for an earlier incarnation: the GCI the system restart restored).
+    /// `gci` and `incarnation` are the request's.
+    108 => TcWaitGciConf { gci: u32, incarnation: u32, durable_gci: u32 },
     /// Distribution master → its own node's TC instance 0: take over the
     /// transactions whose TC was on a node of `failed` (NDB: TAKE_OVERTCREQ).
     /// A new request (a larger `takeover_id`, for the union of the failed
@@ -550,8 +557,10 @@ signals! {
     /// master never hands out a GCI at or below one (NDB: GCP_NODEFINISH /
     /// the restart's GCI from DIH's sysfile).
     145 => GcpStartReq {},
-    /// The answer: `gci` is that highest GCI, 0 when none.
-    146 => GcpStartConf { gci: u32 },
+    /// The answer: `gci` is that highest GCI, 0 when none. A TC adds the
+    /// cluster incarnation it was told (`GcpCommitReq`; zeros: none), so
+    /// that a master that takes over keeps it.
+    146 => GcpStartConf { gci: u32, incarnation: u32, previous_incarnation: u32, restart_gci: u32 },
     /// Distribution master → every member's distribution block: the
     /// transactions of the TCs of `failed` are taken over (each has its one
     /// outcome); GCPs no longer wait for them (NDB: the end of
@@ -602,14 +611,15 @@ signals! {
     /// saved it, then tell the local LDMs (`GcpCompleteRep`) and answer.
     /// `GcpCompleteRep` reaches the TCs only once every member answered, so
     /// a GCI a client is told durable is kept on every node's disk.
-    160 => GcpKeepReq { gci: u32, serving: NodeBitmask },
+    /// `incarnation`: the cluster incarnation that completed `gci`.
+    160 => GcpKeepReq { gci: u32, serving: NodeBitmask, incarnation: u32 },
     161 => GcpKeepConf { gci: u32 },
     /// A master starting a cluster from all nodes down → every member's
     /// distribution block: what your sysfile keeps.
     162 => RestartInfoReq {},
     /// The answer: the last GCI kept complete (0: none) and the nodes that
-    /// were serving at it.
-    163 => RestartInfoConf { kept_gci: u32, serving: NodeBitmask },
+    /// were serving at it, and the cluster incarnation that completed it.
+    163 => RestartInfoConf { kept_gci: u32, serving: NodeBitmask, incarnation: u32 },
     /// Master → every LDM instance of a node that was serving at the
     /// restart GCI `gci`: restore exactly to `gci` (voiding what is above).
     164 => RestartGciReq { gci: u32 },
@@ -620,8 +630,11 @@ signals! {
     // ---- global checkpoints, continued ----
     /// Distribution master → every TC, once every TC answered
     /// `GcpPrepareReq { epoch }` (NDB: GCP_COMMIT): commits from now on
-    /// belong to `epoch`; the held ones go on.
-    166 => GcpCommitReq { epoch: u64 },
+    /// belong to `epoch`; the held ones go on. `incarnation` is the
+    /// cluster's incarnation (a random id chosen at each system restart or
+    /// first start), `previous_incarnation` the one whose kept GCI the
+    /// last system restart restored, `restart_gci` that GCI (0, 0: none).
+    166 => GcpCommitReq { epoch: u64, incarnation: u32, previous_incarnation: u32, restart_gci: u32 },
     /// TC → master: no commit of an epoch below `epoch` is in progress
     /// here (NDB: GCP_NODEFINISH).
     167 => GcpCommitConf { epoch: u64 },
@@ -629,21 +642,26 @@ signals! {
     /// progress on any TC (NDB: SUB_GCP_COMPLETE_REP; what change capture
     /// for replication will consume). Not durability: see `GcpCompleteRep`.
     168 => SubGcpCompleteRep { epoch: u64 },
+    /// TC → API: global checkpoint `gci` of `incarnation` will never be
+    /// durable (`proto::error::COMMIT_LOST_BY_RESTART`: a system restart
+    /// went back below it) or the TC cannot tell (`DURABILITY_UNKNOWN`,
+    /// `NOT_STARTED`).
+    169 => TcWaitGciRef { gci: u32, incarnation: u32, code: u32, message: String },
     /// Distribution → its own node's membership block: whether the node
     /// serves now (the master's last `NodeStateReq` lists it serving), sent
     /// when that changes. Membership reports the node started to the mgmd
     /// only while it serves: a node restart copying its fragments is still
     /// starting, as NDB's `ndb_mgm` shows it.
-    169 => NodeServingRep { serving: bool },
+    170 => NodeServingRep { serving: bool },
     /// An LDM instance → its own node's membership block: this node cannot
     /// start (its files are damaged and no flag lets it discard them). In
     /// the join phase membership tells the other data nodes first
     /// (`CmNotJoiningRep`), then stops the node as failed.
-    170 => StartFailedRep { reason: String },
+    171 => StartFailedRep { reason: String },
     /// Membership of a node that will not take part in this start → the
     /// membership blocks of the other data nodes: do not wait for me
     /// (`StartPartialTimeout`); what is left may start without me.
-    171 => CmNotJoiningRep { reason: String },
+    172 => CmNotJoiningRep { reason: String },
 }
 
 /// Flags of `TcKeyReq`, `TcScanReq` and `TcKeyConf`.

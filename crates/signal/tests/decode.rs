@@ -262,6 +262,7 @@ fn one_of_each() -> Vec<SignalBody> {
             tx_id: 5,
             flags: tc_flags::COMMITTED,
             epoch: (12 << 32) | 3,
+            incarnation: 0xdead_beef,
             results: vec![0; 6],
         },
         SignalBody::TcKeyRef {
@@ -293,10 +294,20 @@ fn one_of_each() -> Vec<SignalBody> {
             code: 723,
             message: "no such table".to_owned(),
         },
-        SignalBody::TcWaitGciReq { gci: 40 },
+        SignalBody::TcWaitGciReq {
+            gci: 40,
+            incarnation: 7,
+        },
         SignalBody::TcWaitGciConf {
             gci: 40,
+            incarnation: 7,
             durable_gci: 41,
+        },
+        SignalBody::TcWaitGciRef {
+            gci: 40,
+            incarnation: 7,
+            code: 9006,
+            message: "lost".to_owned(),
         },
         SignalBody::LdmKeyReq {
             tx_id: 7,
@@ -396,7 +407,12 @@ fn one_of_each() -> Vec<SignalBody> {
         SignalBody::GcpPrepareConf {
             epoch: (13 << 32) | 2,
         },
-        SignalBody::GcpCommitReq { epoch: u64::MAX },
+        SignalBody::GcpCommitReq {
+            epoch: u64::MAX,
+            incarnation: 9,
+            previous_incarnation: 8,
+            restart_gci: 57,
+        },
         SignalBody::GcpCommitConf { epoch: 13 },
         SignalBody::SubGcpCompleteRep { epoch: 12 << 32 },
         SignalBody::NodeServingRep { serving: true },
@@ -410,17 +426,24 @@ fn one_of_each() -> Vec<SignalBody> {
         SignalBody::GcpSaveConf { gci: 12 },
         SignalBody::GcpCompleteRep { gci: 12 },
         SignalBody::GcpStartReq {},
-        SignalBody::GcpStartConf { gci: 11 },
+        SignalBody::GcpStartConf {
+            gci: 11,
+            incarnation: 9,
+            previous_incarnation: 8,
+            restart_gci: 57,
+        },
         SignalBody::GcpHurryReq { gci: 12 },
         SignalBody::GcpKeepReq {
             gci: 12,
             serving: NodeBitmask::from_iter([node(2), node(3)]),
+            incarnation: 9,
         },
         SignalBody::GcpKeepConf { gci: 12 },
         SignalBody::RestartInfoReq {},
         SignalBody::RestartInfoConf {
             kept_gci: 57,
             serving: NodeBitmask::from_iter([node(2)]),
+            incarnation: 8,
         },
         SignalBody::RestartGciReq { gci: 57 },
         SignalBody::RestartGciConf {

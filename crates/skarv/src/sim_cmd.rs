@@ -98,6 +98,10 @@ fn print_whole(report: &WholeReport) {
             o.complete_gci
         );
     }
+    println!(
+        "  wait_durable: {} transfers answered durable, {} lost by a system restart",
+        s.durable_confirmed, s.durable_lost
+    );
     if report.lost_by_restart > 0 {
         println!(
             "  {} acknowledged commits above a restart GCI checked gone",
@@ -180,12 +184,23 @@ fn replay_command(args: &SimArgs, seed: u64) -> String {
 
 /// Runs one seed; `Err` carries the failure. Adds the buggify points that
 /// fired to `fired`.
+/// What a soak sums over its runs.
+#[derive(Default)]
+struct Tally {
+    /// Buggify sites: times fired.
+    fired: BTreeMap<String, u64>,
+    /// Transfers `wait_durable` answered durable, and lost, that the
+    /// final checks held to their rows.
+    durable_confirmed: u64,
+    durable_lost: u64,
+}
+
 fn run_one(
     args: &SimArgs,
     options: &ScenarioOptions,
     seed: u64,
     print: bool,
-    fired: &mut BTreeMap<String, u64>,
+    tally: &mut Tally,
 ) -> Result<(), String> {
     match args.scenario {
         Scenario::Whole => {
@@ -197,8 +212,10 @@ fn run_one(
                 print_whole(&report);
             }
             for (site, times) in &report.buggify_fired {
-                *fired.entry(site.clone()).or_default() += times;
+                *tally.fired.entry(site.clone()).or_default() += times;
             }
+            tally.durable_confirmed += report.stats.durable_confirmed;
+            tally.durable_lost += report.stats.durable_lost;
             report.result
         }
         Scenario::Membership => {
@@ -226,7 +243,7 @@ pub fn run(args: SimArgs) -> Result<(), String> {
     let seed = args
         .seed
         .ok_or("give --seed N to replay a run, or --soak")?;
-    run_one(&args, &options, seed, true, &mut BTreeMap::new())
+    run_one(&args, &options, seed, true, &mut Tally::default())
         .map_err(|e| format!("seed {seed} failed: {e}"))
 }
 
@@ -239,7 +256,7 @@ fn soak(args: &SimArgs, options: &ScenarioOptions) -> Result<(), String> {
         .unwrap_or(0)
         .wrapping_mul(1_000_003);
     let mut runs = 0u64;
-    let mut fired = BTreeMap::new();
+    let mut tally = Tally::default();
     // A soak prints only the failing run, never a whole trace.
     let quiet = ScenarioOptions {
         trace: false,
@@ -248,7 +265,7 @@ fn soak(args: &SimArgs, options: &ScenarioOptions) -> Result<(), String> {
     while started.elapsed() < limit {
         let seed = first.wrapping_add(runs);
         runs += 1;
-        if run_one(args, &quiet, seed, false, &mut fired).is_err() {
+        if run_one(args, &quiet, seed, false, &mut tally).is_err() {
             return Err(format!(
                 "seed {seed} failed after {runs} runs; replay with `{}`",
                 replay_command(args, seed)
@@ -260,7 +277,11 @@ fn soak(args: &SimArgs, options: &ScenarioOptions) -> Result<(), String> {
         started.elapsed().as_secs(),
         options.adversary
     );
-    for (site, times) in &fired {
+    println!(
+        "  wait_durable: {} transfers answered durable, {} lost by a system restart, each checked against its row",
+        tally.durable_confirmed, tally.durable_lost
+    );
+    for (site, times) in &tally.fired {
         println!("  buggify {site}: fired {times} times");
     }
     Ok(())

@@ -285,7 +285,10 @@ fn api_node_sends_requests_only() {
             scan_id: 1,
             close: true,
         }),
-        api_request(SignalBody::TcWaitGciReq { gci: 3 }),
+        api_request(SignalBody::TcWaitGciReq {
+            gci: 3,
+            incarnation: 0,
+        }),
         api_request(SignalBody::DictGetTableReq {
             request_id: 1,
             table_id: 0,

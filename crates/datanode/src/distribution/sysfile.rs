@@ -8,9 +8,14 @@
 //! row) when it was saved; at a system restart the master takes the highest
 //! GCI any node recorded (see `docs/recovery.md`, "System restart").
 //!
+//! It also keeps the cluster incarnation that completed the kept GCI: GCI
+//! numbers above the restored one are handed out again after a system
+//! restart, so a GCI alone does not say whether a commit survived
+//! (docs/transactions.md, "Global checkpoints").
+//!
 //! Format (little endian, `SYSFILE_BYTES`): magic `SKSYSF01`, format
-//! version (u32), kept GCI (u32), serving nodes (the 256-bit node bitmask,
-//! 4 × u64), CRC32C of everything before it (u32). Written whole to
+//! version (u32, 2), kept GCI (u32), incarnation (u32), serving nodes (the
+//! 256-bit node bitmask, 4 × u64), CRC32C of everything before it (u32). Written whole to
 //! `sysfile.tmp`, fsynced, renamed over `sysfile`, directory fsynced: after
 //! a crash the file holds the old record or the new one, never a mix.
 
@@ -20,9 +25,11 @@ use signal::NodeBitmask;
 use storage::disk::{write_file_atomically, Disk, OpenMode};
 
 const MAGIC: [u8; 8] = *b"SKSYSF01";
-const VERSION: u32 = 1;
-/// The file's size: magic, version, GCI, bitmask, CRC.
-pub const SYSFILE_BYTES: usize = 8 + 4 + 4 + 32 + 4;
+const VERSION: u32 = 2;
+/// The file's size: magic, version, GCI, incarnation, bitmask, CRC.
+pub const SYSFILE_BYTES: usize = 8 + 4 + 4 + 4 + 32 + 4;
+/// Where the serving nodes' bitmask starts.
+const SERVING_AT: usize = 20;
 
 /// What a node keeps.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -31,6 +38,8 @@ pub struct Kept {
     pub gci: u32,
     /// The nodes serving when `gci` was saved.
     pub serving: NodeBitmask,
+    /// The cluster incarnation that completed `gci` (0: none).
+    pub incarnation: u32,
 }
 
 /// Where a node's sysfile lives, in its file system directory.
@@ -43,8 +52,10 @@ fn encode(kept: &Kept) -> [u8; SYSFILE_BYTES] {
     out[0..8].copy_from_slice(&MAGIC);
     out[8..12].copy_from_slice(&VERSION.to_le_bytes());
     out[12..16].copy_from_slice(&kept.gci.to_le_bytes());
+    out[16..20].copy_from_slice(&kept.incarnation.to_le_bytes());
     for (i, word) in kept.serving.0.iter().enumerate() {
-        out[16 + 8 * i..24 + 8 * i].copy_from_slice(&word.to_le_bytes());
+        let at = SERVING_AT + 8 * i;
+        out[at..at + 8].copy_from_slice(&word.to_le_bytes());
     }
     let crc = crc32c::crc32c(&out[..SYSFILE_BYTES - 4]);
     out[SYSFILE_BYTES - 4..].copy_from_slice(&crc.to_le_bytes());
@@ -78,12 +89,13 @@ fn decode(bytes: &[u8], at: &Path) -> Result<Kept, String> {
     let mut serving = NodeBitmask::new();
     for (i, slot) in serving.0.iter_mut().enumerate() {
         let mut w = [0u8; 8];
-        w.copy_from_slice(&bytes[16 + 8 * i..24 + 8 * i]);
+        w.copy_from_slice(&bytes[SERVING_AT + 8 * i..SERVING_AT + 8 + 8 * i]);
         *slot = u64::from_le_bytes(w);
     }
     Ok(Kept {
         gci: word(12),
         serving,
+        incarnation: word(16),
     })
 }
 
@@ -139,13 +151,21 @@ mod tests {
         let serving: NodeBitmask = [NodeId::new(2).unwrap(), NodeId::new(200).unwrap()]
             .into_iter()
             .collect();
-        let kept = Kept { gci: 57, serving };
+        let kept = Kept {
+            gci: 57,
+            serving,
+            incarnation: 0x5eed_0001,
+        };
         write(&disk, dir, &kept).unwrap();
         disk.crash();
         assert_eq!(read(&disk, dir).unwrap(), kept);
         // An unsynced rewrite: the old record or the new one, never a mix.
         for gci in 58..70 {
-            let next = Kept { gci, serving };
+            let next = Kept {
+                gci,
+                serving,
+                incarnation: 0x5eed_0002,
+            };
             let mut file = disk
                 .open(&dir.join("sysfile.tmp"), OpenMode::CreateTruncate)
                 .unwrap();

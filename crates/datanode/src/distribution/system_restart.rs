@@ -25,7 +25,10 @@
 //!    node starts empty and copies, as every other member does (node
 //!    restart).
 //! 4. The node states follow (`running`: later joiners copy), then the
-//!    first GCP, above every GCI any LDM or TC reported (`GcpStartConf`).
+//!    first GCP, above every GCI any LDM or TC reported (`GcpStartConf`),
+//!    in a new cluster incarnation (`super::incarnation`): the GCIs above
+//!    R that the last one handed out are handed out again, and a client's
+//!    wait for one of the last incarnation's is judged against R.
 //!
 //! A master that takes over a running cluster (it heard node states, or a
 //! TC reports a GCI in use) skips all of it. A client told that GCI g is
@@ -56,9 +59,11 @@ pub(super) enum Phase {
         /// The last refusal logged (logged again only when it changes).
         refused: Option<String>,
     },
-    /// The LDMs of `restoring` restore to `gci`.
+    /// The LDMs of `restoring` restore to `gci`, which incarnation
+    /// `previous` completed.
     Restoring {
         gci: u32,
+        previous: u32,
         waiting: BTreeSet<BlockRef>,
         restoring: NodeBitmask,
     },
@@ -129,12 +134,11 @@ impl Distribution {
     pub(super) fn on_restart_info(
         &mut self,
         from: NodeId,
-        gci: u32,
-        serving: NodeBitmask,
+        answer: sysfile::Kept,
         ctx: &mut Context<'_>,
     ) {
         if let Some(Phase::Gathering { kept, .. }) = &mut self.restart {
-            kept.insert(from, sysfile::Kept { gci, serving });
+            kept.insert(from, answer);
             self.try_decide(ctx);
         }
     }
@@ -176,6 +180,27 @@ impl Distribution {
             return;
         }
         let gci = kept.values().map(|k| k.gci).max().expect("not empty");
+        // The incarnation that completed `gci`: one GCP's keep step writes
+        // one incarnation, and GCIs above a restart GCI are only completed
+        // in the incarnation after it, so every sysfile keeping `gci`
+        // names the same one (0 when no GCI was completed).
+        let previous = kept
+            .values()
+            .find(|k| k.gci == gci)
+            .expect("the max")
+            .incarnation;
+        if kept
+            .values()
+            .any(|k| k.gci == gci && k.incarnation != previous)
+        {
+            // Only after an earlier restart went on without the node that
+            // kept the highest GCI (RESTART_WAIT): two incarnations kept
+            // the same number, and their rows may differ.
+            tracing::warn!(
+                node = %self.config.node,
+                "GCI {gci} is kept by more than one cluster incarnation: {kept:?}"
+            );
+        }
         let answered: NodeBitmask = kept.keys().copied().collect();
         let restoring = if gci == 0 {
             // No GCI was ever completed: every node restores the empty state.
@@ -227,6 +252,7 @@ impl Distribution {
         }
         self.restart = Some(Phase::Restoring {
             gci,
+            previous,
             waiting,
             restoring,
         });
@@ -252,6 +278,7 @@ impl Distribution {
             gci: asked,
             waiting,
             restoring,
+            ..
         }) = &mut self.restart
         else {
             return;
@@ -276,13 +303,14 @@ impl Distribution {
         let members = self.members();
         let Some(Phase::Restoring {
             gci,
+            previous,
             waiting,
             restoring,
         }) = &mut self.restart
         else {
             return;
         };
-        let gci = *gci;
+        let (gci, previous) = (*gci, *previous);
         waiting.retain(|b| members.contains(b.node));
         if !waiting.is_empty() {
             return;
@@ -316,6 +344,19 @@ impl Distribution {
         self.start_after_system_restart(serving, ctx);
         if let Some(master) = self.master.as_mut() {
             master.due = true;
+            // A new incarnation: the GCIs above `gci` that the last one
+            // handed out are handed out again, and a wait for one of the
+            // last incarnation's must not be answered by this one's.
+            let id = super::incarnation::Incarnation::fresh_id(previous, || ctx.random());
+            tracing::info!(
+                node = %self.config.node,
+                "cluster incarnation {id:#x}: after {previous:#x}, restored to GCI {gci}"
+            );
+            master.incarnation = Some(super::incarnation::Incarnation {
+                id,
+                previous,
+                restart_gci: gci,
+            });
         }
         self.advance(ctx);
     }
@@ -328,19 +369,18 @@ impl Distribution {
     pub(super) fn on_keep_req(
         &mut self,
         from: BlockRef,
-        gci: u32,
-        serving: NodeBitmask,
+        kept: sysfile::Kept,
         ctx: &mut Context<'_>,
     ) {
+        let gci = kept.gci;
         if self.keep_write.is_some() {
             if self.keeps_waiting.len() >= KEEPS_WAITING_MAX {
                 self.keeps_waiting.remove(0);
             }
-            self.keeps_waiting.push((from, gci, serving));
+            self.keeps_waiting.push((from, kept));
             return;
         }
         if gci > self.kept.gci {
-            let kept = sysfile::Kept { gci, serving };
             if self.sysfile.is_some() {
                 let request = self.submit_keep_write(kept, ctx);
                 self.keep_write = Some(KeepWrite {
@@ -419,8 +459,8 @@ impl Distribution {
         assert!(write.kept.gci > self.kept.gci, "the kept GCI only grows");
         self.kept = write.kept;
         self.keep_done(write.from, write.kept.gci, ctx);
-        for (from, gci, serving) in std::mem::take(&mut self.keeps_waiting) {
-            self.on_keep_req(from, gci, serving, ctx);
+        for (from, kept) in std::mem::take(&mut self.keeps_waiting) {
+            self.on_keep_req(from, kept, ctx);
         }
     }
 

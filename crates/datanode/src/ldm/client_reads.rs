@@ -387,6 +387,8 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             tx_id,
             flags: tc_flags::COMMITTED,
             epoch,
+            // Reads alone: nothing of them to wait durable for.
+            incarnation: 0,
             results: bytes,
         }
     }

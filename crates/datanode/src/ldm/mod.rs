@@ -1237,7 +1237,15 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             .as_ref()
             .and_then(LdmInstance::highest_gci_seen)
             .unwrap_or(0);
-        ctx.send(master, SignalBody::GcpStartConf { gci });
+        ctx.send(
+            master,
+            SignalBody::GcpStartConf {
+                gci,
+                incarnation: 0,
+                previous_incarnation: 0,
+                restart_gci: 0,
+            },
+        );
     }
 
     // ---- timers ----

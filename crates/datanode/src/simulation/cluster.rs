@@ -86,6 +86,12 @@ pub const CLIENT_TICK: Duration = Duration::from_millis(1);
 pub const REQUEST_TIMEOUT: Duration = Duration::from_millis(1500);
 /// Retries of a transaction refused with a temporary error.
 pub const RETRIES_MAX: u32 = 5;
+/// Durability waits (`TcWaitGciReq`) the client has out at once.
+pub const DURABLE_WAITS_MAX: usize = 8;
+/// A durability wait not answered "durable" or "lost" for this long is
+/// asked again (of any connected TC): its TC may have failed, refused it
+/// for now (not started, too many waiting) or still wait.
+pub const DURABLE_REASK: Duration = Duration::from_millis(300);
 /// Balance of every account at the start.
 pub const INITIAL_BALANCE: i64 = 1_000;
 /// Ledger rows live in `kv` from this key on (key = base + transfer id).
@@ -227,6 +233,21 @@ pub struct Transfer {
     /// Outages seen before the commit was acknowledged (`None`: not
     /// acknowledged, or settled by a late answer).
     pub after_outages: Option<usize>,
+    /// The cluster incarnation the commit reply named.
+    pub incarnation: u32,
+    /// What `TcWaitGciReq` answered for its commit: `Some(true)` durable,
+    /// `Some(false)` lost by a system restart (`None`: not answered yet).
+    /// The final check holds the ledger row to it.
+    pub durable: Option<bool>,
+}
+
+/// Durability waits of acknowledged transfers that share one GCI of one
+/// incarnation: the client asks once for all of them.
+#[derive(Debug, Default)]
+struct DurableWait {
+    transfers: Vec<usize>,
+    /// The TC asked last, and when.
+    asked: Option<(NodeId, Instant)>,
 }
 
 /// One blind upsert of a `kv` key (value unique per upsert).
@@ -345,6 +366,9 @@ pub struct WorkloadStats {
     pub gave_up: u64,
     /// Commits whose epoch order the client checked.
     pub epoch_checks: u64,
+    /// Transfers `TcWaitGciReq` answered durable, and lost.
+    pub durable_confirmed: u64,
+    pub durable_lost: u64,
 }
 
 /// The client's state, shared between its block and the harness.
@@ -381,6 +405,8 @@ pub struct ClientState {
     /// after them (its GCI is judged against the next outage's restart).
     pub after_outages: usize,
     epochs: EpochOrder,
+    /// Durability waits by (GCI, incarnation).
+    durable_waits: BTreeMap<(u32, u32), DurableWait>,
 }
 
 impl ClientState {
@@ -411,6 +437,7 @@ impl ClientState {
             dict_answers: Vec::new(),
             last_refusal: String::new(),
             epochs: EpochOrder::default(),
+            durable_waits: BTreeMap::new(),
         }
     }
 
@@ -550,6 +577,7 @@ impl Block for Client {
         match signal.body {
             SignalBody::Timeout { .. } => {
                 Self::give_up_slow(&mut s, ctx);
+                Self::ask_durable(&mut s, ctx);
                 if s.running {
                     Self::start_work(&mut s, ctx);
                 }
@@ -560,14 +588,40 @@ impl Block for Client {
             }
             SignalBody::NodeDisconnected { node } => {
                 s.connected.remove(&node);
+                for wait in s.durable_waits.values_mut() {
+                    if wait.asked.is_some_and(|(n, _)| n == node) {
+                        wait.asked = None;
+                    }
+                }
                 Self::lost_node(&mut s, node, ctx.now());
             }
             SignalBody::TcKeyConf {
                 tx_id,
                 flags,
                 epoch,
+                incarnation,
                 results,
-            } => Self::answer(&mut s, tx_id, Ok((flags, epoch, results)), ctx),
+            } => Self::answer(&mut s, tx_id, Ok((flags, epoch, results)), incarnation, ctx),
+            SignalBody::TcWaitGciConf {
+                gci,
+                incarnation,
+                durable_gci,
+            } if durable_gci >= gci => Self::durable_answer(&mut s, gci, incarnation, true),
+            SignalBody::TcWaitGciRef {
+                gci,
+                incarnation,
+                code: error::COMMIT_LOST_BY_RESTART,
+                ..
+            } => Self::durable_answer(&mut s, gci, incarnation, false),
+            SignalBody::TcWaitGciRef {
+                gci,
+                incarnation,
+                code: error::DURABILITY_UNKNOWN,
+                ..
+            } => {
+                // Not a claim either way: the wait ends.
+                s.durable_waits.remove(&(gci, incarnation));
+            }
             SignalBody::TcKeyRef {
                 tx_id,
                 code,
@@ -575,7 +629,7 @@ impl Block for Client {
                 ..
             } => {
                 s.last_refusal = message;
-                Self::answer(&mut s, tx_id, Err(code), ctx);
+                Self::answer(&mut s, tx_id, Err(code), 0, ctx);
             }
             body @ (SignalBody::DictCreateTableConf { .. }
             | SignalBody::DictCreateTableRef { .. }
@@ -776,6 +830,8 @@ impl Client {
             outcome: Outcome::Pending,
             retries,
             after_outages: None,
+            incarnation: 0,
+            durable: None,
         });
         let ops = s.batch(
             TableKind::Accounts,
@@ -830,10 +886,59 @@ impl Client {
         true
     }
 
+    /// Asks the TCs whether acknowledged transfers are durable: each wait
+    /// not out (or out too long) goes to a connected TC, at most
+    /// `DURABLE_WAITS_MAX` out at once. The waits outlive outages: one of
+    /// an incarnation a system restart ended is asked of the next one.
+    fn ask_durable(s: &mut ClientState, ctx: &mut Context<'_>) {
+        let now = ctx.now();
+        let out = s
+            .durable_waits
+            .values()
+            .filter(|w| w.asked.is_some_and(|(n, _)| s.connected.contains(&n)))
+            .count();
+        let due: Vec<(u32, u32)> = s
+            .durable_waits
+            .iter()
+            .filter(|(_, w)| {
+                w.asked.is_none_or(|(n, at)| {
+                    !s.connected.contains(&n) || now.saturating_since(at) >= DURABLE_REASK
+                })
+            })
+            .map(|(key, _)| *key)
+            .take(DURABLE_WAITS_MAX.saturating_sub(out))
+            .collect();
+        for (gci, incarnation) in due {
+            let Some(tc) = Self::pick_tc(s, ctx) else {
+                return;
+            };
+            ctx.send(tc_of(tc), SignalBody::TcWaitGciReq { gci, incarnation });
+            if let Some(wait) = s.durable_waits.get_mut(&(gci, incarnation)) {
+                wait.asked = Some((tc, now));
+            }
+        }
+    }
+
+    /// A TC answered the transfers of `gci` of `incarnation` durable or lost.
+    fn durable_answer(s: &mut ClientState, gci: u32, incarnation: u32, durable: bool) {
+        let Some(wait) = s.durable_waits.remove(&(gci, incarnation)) else {
+            return;
+        };
+        for i in wait.transfers {
+            s.transfers[i].durable = Some(durable);
+            if durable {
+                s.stats.durable_confirmed += 1;
+            } else {
+                s.stats.durable_lost += 1;
+            }
+        }
+    }
+
     fn answer(
         s: &mut ClientState,
         tx_id: u64,
         answer: Result<(u32, u64, Vec<u8>), u32>,
+        incarnation: u32,
         ctx: &mut Context<'_>,
     ) {
         let now = ctx.now();
@@ -928,7 +1033,13 @@ impl Client {
                 if flags & tc_flags::COMMITTED != 0 {
                     s.transfers[i].outcome = Outcome::Committed { epoch };
                     s.transfers[i].after_outages = Some(s.after_outages);
+                    s.transfers[i].incarnation = incarnation;
                     s.stats.committed += 1;
+                    s.durable_waits
+                        .entry((epoch::hi(epoch), incarnation))
+                        .or_default()
+                        .transfers
+                        .push(i);
                     let t = &s.transfers[i];
                     let rows = [
                         (TableKind::Accounts, i64::from(t.from)),
@@ -1718,6 +1829,26 @@ impl WholeCluster {
         let mut balances: Vec<i64> = vec![INITIAL_BALANCE; accounts as usize];
         for (i, t) in transfers.iter().enumerate() {
             let present = ledger[i].is_some();
+            // The durability invariant: what `TcWaitGciReq` answered
+            // durable is here after every restart, and what it answered
+            // lost is not.
+            match t.durable {
+                Some(true) if !present => {
+                    return Err(format!(
+                        "seed {seed}: transfer {i} {t:?} was answered durable (TcWaitGciConf), its ledger row is gone \
+                         after the restarts (outages {:?})",
+                        self.outages
+                    ));
+                }
+                Some(false) if present => {
+                    return Err(format!(
+                        "seed {seed}: transfer {i} {t:?} was answered lost by a system restart (TcWaitGciRef), \
+                         its ledger row is there (outages {:?})",
+                        self.outages
+                    ));
+                }
+                _ => {}
+            }
             match t.outcome {
                 Outcome::Committed { epoch }
                     if !present

@@ -28,6 +28,7 @@ use kernel::Context;
 use signal::{BlockRef, SignalBody};
 
 use super::{TcBlock, GCI_WAITERS_MAX};
+use crate::distribution::incarnation::{Incarnation, Judgement};
 
 /// Commits in progress per epoch: (epoch, count) ascending by epoch, each
 /// count above 0 (an epoch leaves when its last commit is done).
@@ -195,12 +196,13 @@ impl TcBlock {
         }
         self.durable_gci = gci;
         let durable = self.durable_gci;
-        self.gci_waiters.retain(|&(api, asked)| {
+        self.gci_waiters.retain(|&(api, asked, incarnation)| {
             if asked <= durable {
                 ctx.send(
                     api,
                     SignalBody::TcWaitGciConf {
                         gci: asked,
+                        incarnation,
                         durable_gci: durable,
                     },
                 );
@@ -211,18 +213,87 @@ impl TcBlock {
         });
     }
 
-    pub(super) fn on_wait_gci(&mut self, from: BlockRef, gci: u32, ctx: &mut Context<'_>) {
+    /// The incarnation a `GcpCommitReq` names. It never changes in a TC's
+    /// life: a new incarnation begins only with a system restart, which
+    /// starts every node's blocks anew, and a master that takes over keeps
+    /// the one its TCs report (`GcpStartConf`).
+    pub(super) fn on_incarnation(&mut self, told: Incarnation) {
+        assert_ne!(told.id, 0, "{}: GcpCommitReq names no incarnation", self.me);
+        if self.incarnation.id == 0 {
+            self.incarnation = told;
+        }
+        assert_eq!(
+            self.incarnation, told,
+            "{}: the cluster incarnation changed while this TC ran",
+            self.me
+        );
+    }
+
+    /// `TcWaitGciReq { gci, incarnation }`: a GCI of another incarnation
+    /// than this TC's is judged at once against the system restart that
+    /// began this one (`Incarnation::judge`); one of this incarnation (or
+    /// of none named) waits until it is durable.
+    pub(super) fn on_wait_gci(
+        &mut self,
+        from: BlockRef,
+        gci: u32,
+        incarnation: u32,
+        ctx: &mut Context<'_>,
+    ) {
+        let now = self.incarnation;
+        let refuse = |code: u32, message: String| SignalBody::TcWaitGciRef {
+            gci,
+            incarnation,
+            code,
+            message,
+        };
+        let answer = match now.judge(incarnation, gci) {
+            Judgement::Current => None,
+            Judgement::Restored => Some(SignalBody::TcWaitGciConf {
+                gci,
+                incarnation,
+                durable_gci: now.restart_gci,
+            }),
+            Judgement::Lost => Some(refuse(
+                proto::error::COMMIT_LOST_BY_RESTART,
+                format!(
+                    "GCI {gci} of cluster incarnation {incarnation:#x} was lost: \
+                     a system restart went back to GCI {} (now incarnation {:#x})",
+                    now.restart_gci, now.id
+                ),
+            )),
+            Judgement::Unknown => Some(refuse(
+                proto::error::DURABILITY_UNKNOWN,
+                format!(
+                    "GCI {gci} of cluster incarnation {incarnation:#x}: the cluster restarted more \
+                     than once since (incarnation {:#x}, restored to GCI {} of {:#x}); read the row to find out",
+                    now.id, now.restart_gci, now.previous
+                ),
+            )),
+            Judgement::NotStarted => Some(refuse(
+                proto::error::NOT_STARTED,
+                format!(
+                    "GCI {gci} of cluster incarnation {incarnation:#x}: this TC has not learned \
+                     the cluster's incarnation yet; ask again"
+                ),
+            )),
+        };
+        if let Some(answer) = answer {
+            ctx.send(from, answer);
+            return;
+        }
         if gci <= self.durable_gci || self.gci_waiters.len() >= GCI_WAITERS_MAX {
             ctx.send(
                 from,
                 SignalBody::TcWaitGciConf {
                     gci,
+                    incarnation,
                     durable_gci: self.durable_gci,
                 },
             );
             return;
         }
-        self.gci_waiters.push((from, gci));
+        self.gci_waiters.push((from, gci, incarnation));
     }
 }
 

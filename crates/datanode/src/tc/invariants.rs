@@ -171,7 +171,7 @@ impl TcBlock {
             "{me}: {} TcWaitGciReq waiting, above {GCI_WAITERS_MAX}",
             self.gci_waiters.len()
         );
-        for &(api, gci) in &self.gci_waiters {
+        for &(api, gci, _) in &self.gci_waiters {
             assert!(
                 gci > self.durable_gci,
                 "{me}: {api} waits for GCI {gci}, durable already ({})",

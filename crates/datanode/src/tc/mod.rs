@@ -205,7 +205,12 @@ pub struct TcBlock {
     /// commits wait (see `gcp`).
     pub(crate) gci_held: Option<u64>,
     durable_gci: u32,
-    gci_waiters: Vec<(BlockRef, u32)>,
+    /// `TcWaitGciReq`s waiting: (client, GCI, the incarnation it named).
+    gci_waiters: Vec<(BlockRef, u32, u32)>,
+    /// The cluster incarnation commits here belong to (`GcpCommitReq`;
+    /// `distribution::incarnation`): named in every commit reply, and
+    /// what a `TcWaitGciReq` of another incarnation is judged against.
+    pub(crate) incarnation: crate::distribution::incarnation::Incarnation,
     /// Transactions whose commit waits for the first GCI or for the end
     /// of a held switch.
     pub(crate) waiting_for_gci: Vec<u32>,
@@ -271,6 +276,7 @@ impl TcBlock {
             gci_held: None,
             durable_gci: 0,
             gci_waiters: Vec::new(),
+            incarnation: Default::default(),
             waiting_for_gci: Vec::with_capacity(config.transactions_max as usize),
             sweep_armed: false,
             counters: TcCounters::default(),
@@ -306,6 +312,11 @@ impl TcBlock {
     /// The highest GCI known to be durable cluster-wide.
     pub fn durable_gci(&self) -> u32 {
         self.durable_gci
+    }
+
+    /// The cluster incarnation this TC commits in (id 0: none yet).
+    pub fn incarnation(&self) -> crate::distribution::incarnation::Incarnation {
+        self.incarnation
     }
 
     pub fn counters(&self) -> TcCounters {
@@ -616,14 +627,34 @@ impl Block for TcBlock {
                 message,
                 ..
             } => self.on_ldm_scan_ref(scan_id, partition, code, message, ctx),
-            SignalBody::TcWaitGciReq { gci } => self.on_wait_gci(from, gci, ctx),
+            SignalBody::TcWaitGciReq { gci, incarnation } => {
+                self.on_wait_gci(from, gci, incarnation, ctx)
+            }
             SignalBody::GcpPrepareReq { epoch } => self.on_gcp_prepare(from, epoch, ctx),
-            SignalBody::GcpCommitReq { epoch } => self.on_gcp_commit(from, epoch, ctx),
+            SignalBody::GcpCommitReq {
+                epoch,
+                incarnation,
+                previous_incarnation,
+                restart_gci,
+            } => {
+                self.on_incarnation(crate::distribution::incarnation::Incarnation {
+                    id: incarnation,
+                    previous: previous_incarnation,
+                    restart_gci,
+                });
+                self.on_gcp_commit(from, epoch, ctx)
+            }
             SignalBody::SubGcpCompleteRep { epoch } => self.on_epoch_complete(epoch),
             SignalBody::GcpCompleteRep { gci } => self.on_gcp_complete(gci, ctx),
-            SignalBody::GcpStartReq {} => {
-                ctx.send(from, SignalBody::GcpStartConf { gci: self.gci })
-            }
+            SignalBody::GcpStartReq {} => ctx.send(
+                from,
+                SignalBody::GcpStartConf {
+                    gci: self.gci,
+                    incarnation: self.incarnation.id,
+                    previous_incarnation: self.incarnation.previous,
+                    restart_gci: self.incarnation.restart_gci,
+                },
+            ),
             SignalBody::SchemaLoadReq {
                 tables,
                 schema_version,

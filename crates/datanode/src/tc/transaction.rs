@@ -1359,6 +1359,7 @@ impl TcBlock {
                 tx_id,
                 flags: 0,
                 epoch: 0,
+                incarnation: 0,
                 results: out,
             },
         );
@@ -1694,6 +1695,7 @@ impl TcBlock {
 
     /// The transaction's one outcome: answer the client and free the record.
     pub(crate) fn end_transaction(&mut self, slot: u32, committed: bool, ctx: &mut Context<'_>) {
+        let incarnation = self.incarnation.id;
         let tx = self.transactions.get_mut(slot);
         let tx_id = tx.tx_id;
         let api = tx.api.expect("a transaction has a client");
@@ -1702,6 +1704,7 @@ impl TcBlock {
                 tx_id,
                 flags: tc_flags::COMMITTED,
                 epoch: tx.epoch,
+                incarnation,
                 results: std::mem::take(&mut tx.reply),
             })
         } else {
@@ -1711,6 +1714,7 @@ impl TcBlock {
                     tx_id,
                     flags: tc_flags::ROLLED_BACK,
                     epoch: 0,
+                    incarnation: 0,
                     results: Vec::new(),
                 }),
                 AbortReply::Failed {
