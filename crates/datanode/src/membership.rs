@@ -1169,7 +1169,11 @@ impl Membership {
         };
         let loses = |v: Viability| matches!(v, Viability::LoseGroups | Viability::LoseNodes);
         if loses(verdict_without(reported)) && !loses(verdict_without(reporter)) {
-            tracing::info!(node = %self.me(), "node {reporter} lost its link to node {reported}: removing node {reporter}, as this side could not go on without node {reported}");
+            tracing::info!(
+                node = %self.me(),
+                "node {reporter} lost its link to node {reported}: removing node {reporter}, \
+                 as this side could not go on without node {reported}"
+            );
             return reporter;
         }
         reported

@@ -30,6 +30,12 @@ const VERSION: u32 = 2;
 pub const SYSFILE_BYTES: usize = 8 + 4 + 4 + 4 + 32 + 4;
 /// Where the serving nodes' bitmask starts.
 const SERVING_AT: usize = 20;
+/// Format version 1 (before incarnations): no incarnation field, so the
+/// bitmask starts 4 bytes earlier. Read, never written: a node upgraded
+/// from it keeps its data (a refusal would leave only an initial start,
+/// which loses every row); its kept GCI counts as of incarnation 0, none.
+const V1_BYTES: usize = SYSFILE_BYTES - 4;
+const V1_SERVING_AT: usize = 16;
 
 /// What a node keeps.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -64,18 +70,24 @@ fn encode(kept: &Kept) -> [u8; SYSFILE_BYTES] {
 
 fn decode(bytes: &[u8], at: &Path) -> Result<Kept, String> {
     let bad = |why: &str| format!("sysfile {} is damaged ({why})", at.display());
-    if bytes.len() != SYSFILE_BYTES {
+    let version_1 = bytes.len() == V1_BYTES && bytes[8..12] == 1u32.to_le_bytes();
+    let (bytes_expected, serving_at) = if version_1 {
+        (V1_BYTES, V1_SERVING_AT)
+    } else {
+        (SYSFILE_BYTES, SERVING_AT)
+    };
+    if bytes.len() != bytes_expected {
         return Err(bad(&format!(
             "{} bytes, expected {SYSFILE_BYTES}",
             bytes.len()
         )));
     }
     let crc = u32::from_le_bytes(
-        bytes[SYSFILE_BYTES - 4..]
+        bytes[bytes_expected - 4..]
             .try_into()
             .map_err(|_| bad("crc"))?,
     );
-    if crc32c::crc32c(&bytes[..SYSFILE_BYTES - 4]) != crc {
+    if crc32c::crc32c(&bytes[..bytes_expected - 4]) != crc {
         return Err(bad("checksum mismatch"));
     }
     if bytes[0..8] != MAGIC {
@@ -83,19 +95,19 @@ fn decode(bytes: &[u8], at: &Path) -> Result<Kept, String> {
     }
     let word =
         |at: usize| u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
-    if word(8) != VERSION {
+    if word(8) != VERSION && !version_1 {
         return Err(bad(&format!("format version {}", word(8))));
     }
     let mut serving = NodeBitmask::new();
     for (i, slot) in serving.0.iter_mut().enumerate() {
         let mut w = [0u8; 8];
-        w.copy_from_slice(&bytes[SERVING_AT + 8 * i..SERVING_AT + 8 + 8 * i]);
+        w.copy_from_slice(&bytes[serving_at + 8 * i..serving_at + 8 + 8 * i]);
         *slot = u64::from_le_bytes(w);
     }
     Ok(Kept {
         gci: word(12),
         serving,
-        incarnation: word(16),
+        incarnation: if version_1 { 0 } else { word(16) },
     })
 }
 
@@ -177,5 +189,38 @@ mod tests {
         disk.flip_byte(&path(dir), 13).unwrap();
         let error = read(&disk, dir).unwrap_err();
         assert!(error.contains("checksum mismatch"), "{error}");
+    }
+
+    /// A sysfile of format 1 (written before incarnations) is read, as of
+    /// incarnation 0: an upgraded node keeps its data.
+    #[test]
+    fn a_sysfile_of_format_1_is_read() {
+        let disk = SimDisk::new(6);
+        let dir = Path::new("/data/ndb_3_fs");
+        let mut v1 = Vec::with_capacity(V1_BYTES);
+        v1.extend_from_slice(&MAGIC);
+        v1.extend_from_slice(&1u32.to_le_bytes());
+        v1.extend_from_slice(&41u32.to_le_bytes());
+        let serving: NodeBitmask = [NodeId::new(3).unwrap()].into_iter().collect();
+        for word in serving.0 {
+            v1.extend_from_slice(&word.to_le_bytes());
+        }
+        let crc = crc32c::crc32c(&v1);
+        v1.extend_from_slice(&crc.to_le_bytes());
+        assert_eq!(v1.len(), V1_BYTES);
+        disk.create_dir_all(dir).unwrap();
+        let mut file = disk.open(&path(dir), OpenMode::CreateTruncate).unwrap();
+        file.write_at(0, &v1).unwrap();
+        file.sync().unwrap();
+        drop(file);
+        let kept = read(&disk, dir).unwrap();
+        assert_eq!(
+            kept,
+            Kept {
+                gci: 41,
+                serving,
+                incarnation: 0
+            }
+        );
     }
 }
