@@ -279,17 +279,7 @@ impl Distribution {
 
     /// Logs `text` here and, with a management server, in its cluster log.
     fn cluster_log(&self, severity: signal::Severity, text: String, ctx: &mut Context<'_>) {
-        match severity {
-            signal::Severity::Info => tracing::info!(node = %self.config.node, "{text}"),
-            signal::Severity::Warning => tracing::warn!(node = %self.config.node, "{text}"),
-            signal::Severity::Alert => tracing::error!(node = %self.config.node, "{text}"),
-        }
-        if let Some(mgmd) = self.mgmd {
-            ctx.send(
-                BlockRef::new(mgmd, BlockNumber::MANAGEMENT, 0),
-                SignalBody::MgmEventRep { severity, text },
-            );
-        }
+        crate::cluster_log::report(ctx, self.config.node, self.mgmd, severity, text);
     }
 
     /// Keeps a sysfile in `fs_dir` (reading what it holds now) and takes

@@ -493,17 +493,7 @@ impl Membership {
     }
 
     fn event(&self, ctx: &mut Context<'_>, severity: Severity, text: String) {
-        match severity {
-            Severity::Info => tracing::info!(node = %self.me(), "{text}"),
-            Severity::Warning => tracing::warn!(node = %self.me(), "{text}"),
-            Severity::Alert => tracing::error!(node = %self.me(), "{text}"),
-        }
-        if let Some(mgmd) = self.config.mgmd {
-            ctx.send(
-                BlockRef::new(mgmd, BlockNumber::MANAGEMENT, 0),
-                SignalBody::MgmEventRep { severity, text },
-            );
-        }
+        crate::cluster_log::report(ctx, self.me(), self.config.mgmd, severity, text);
     }
 
     // ---- joining ----

@@ -14,10 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use skarv_client::schema_types::{Column, ColumnType, TableDef};
 use skarv_client::{Cluster, ExecMode, Value};
 
-use common::{sigkill, Sandbox, SKARV};
+use common::{id_value_table, sigkill, Sandbox, SKARV};
 
 const TABLE: &str = "damaged_rows";
 const ROWS: u64 = 300;
@@ -124,15 +123,7 @@ fn a_damaged_node_stops_non_zero_and_discard_corrupt_copies_from_its_partner() {
     let sandbox = Sandbox::start("damaged-files", 27_000);
     let cluster = Cluster::connect(&sandbox.connect).expect("connect");
     let session = cluster.session().expect("session");
-    let def = TableDef::new(
-        TABLE,
-        0,
-        vec![
-            Column::new("id", ColumnType::BigInt { unsigned: true }),
-            Column::new("v", ColumnType::BigInt { unsigned: true }),
-        ],
-    )
-    .primary_key(vec![0]);
+    let def = id_value_table(TABLE);
     session.create_table(&def).expect("create the table");
     let table = session.table(TABLE).expect("the table");
     for key in 0..ROWS {

@@ -12,10 +12,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use skarv_client::schema_types::{Column, ColumnType, TableDef};
 use skarv_client::{Cluster, ExecMode, Session, Value};
 
-use common::Sandbox;
+use common::{id_value_table, Sandbox};
 
 /// The longest gap between two commits allowed while a node hangs:
 /// generous for CI's two slow cores and a debug build (the default
@@ -83,15 +82,7 @@ fn commits_stall_briefly_while_a_data_node_hangs() {
     let sandbox = Sandbox::start("hung-node", 33_000);
     let cluster = Cluster::connect(&sandbox.connect).expect("connect");
     let session = cluster.session().expect("session");
-    let def = TableDef::new(
-        TABLE,
-        0,
-        vec![
-            Column::new("id", ColumnType::BigInt { unsigned: true }),
-            Column::new("v", ColumnType::BigInt { unsigned: true }),
-        ],
-    )
-    .primary_key(vec![0]);
+    let def = id_value_table(TABLE);
     session.create_table(&def).expect("create the table");
     let table = session.table(TABLE).expect("the table");
     let tx = session.begin().expect("begin");

@@ -25,10 +25,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
-use skarv_client::schema_types::{Column, ColumnType, TableDef};
 use skarv_client::{codes, Cluster, ErrorClass, ExecMode, Op, Session, Value};
 
-use common::{sigkill, Sandbox};
+use common::{id_value_table, sigkill, Sandbox};
 
 /// The writer must commit again this soon after the kill.
 const PROGRESS_AFTER_KILL_MAX_MS: u64 = 10_000;
@@ -177,15 +176,7 @@ fn writer_goes_on_after_a_sigkill(victim_kind: Victim) {
     );
     let cluster = Cluster::connect(&sandbox.connect).expect("connect");
     let session = cluster.session().expect("session");
-    let def = TableDef::new(
-        TABLE,
-        0,
-        vec![
-            Column::new("id", ColumnType::BigInt { unsigned: true }),
-            Column::new("v", ColumnType::BigInt { unsigned: true }),
-        ],
-    )
-    .primary_key(vec![0]);
+    let def = id_value_table(TABLE);
     session.create_table(&def).expect("create the table");
 
     let stop = Arc::new(AtomicBool::new(false));

@@ -40,10 +40,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
-use skarv_client::schema_types::{Column, ColumnType, TableDef};
 use skarv_client::{codes, Cluster, ExecMode, Op, Session, Table, Value};
 
-use common::{sigkill, text, SKARV};
+use common::{id_value_table, sigkill, text, SKARV};
 
 /// The mgmd's port on the bridge address; every node has an address of its
 /// own, so fixed ports do not collide with anything else on the machine.
@@ -695,15 +694,7 @@ fn partition(layout: u8, nodes: &[u8], reason: &str, arbitrated: bool) {
 
     let cluster = Cluster::connect(&connect).expect("connect");
     let session = cluster.session().expect("session");
-    let def = TableDef::new(
-        TABLE,
-        0,
-        vec![
-            Column::new("id", ColumnType::BigInt { unsigned: true }),
-            Column::new("v", ColumnType::BigInt { unsigned: true }),
-        ],
-    )
-    .primary_key(vec![0]);
+    let def = id_value_table(TABLE);
     session.create_table(&def).expect("create the table");
 
     // The main writer retries a row until it commits; the cut-off side's

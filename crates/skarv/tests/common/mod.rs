@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use serde_json::Value as Json;
+use skarv_client::schema_types::{Column, ColumnType, TableDef};
 
 pub const SKARV: &str = env!("CARGO_BIN_EXE_skarv");
 
@@ -144,4 +145,18 @@ pub fn sigkill(pid: u64) {
         "kill -9 {pid}: {}",
         std::io::Error::last_os_error()
     );
+}
+
+/// The table most of these tests write: `id` and `v`, both BIGINT
+/// UNSIGNED, keyed by `id`.
+pub fn id_value_table(name: &str) -> TableDef {
+    TableDef::new(
+        name,
+        0,
+        vec![
+            Column::new("id", ColumnType::BigInt { unsigned: true }),
+            Column::new("v", ColumnType::BigInt { unsigned: true }),
+        ],
+    )
+    .primary_key(vec![0])
 }

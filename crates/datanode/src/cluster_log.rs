@@ -1,0 +1,28 @@
+//! One way for a block to report an event: to this node's log and, with a
+//! management server, to its cluster log (NDB's event reports), where an
+//! operator looks first.
+
+use kernel::Context;
+use signal::{BlockNumber, BlockRef, NodeId, Severity, SignalBody};
+
+/// Logs `text` on `node` at `severity` and sends it to `mgmd`'s cluster
+/// log (`MgmEventRep`) when there is one.
+pub(crate) fn report(
+    ctx: &mut Context<'_>,
+    node: NodeId,
+    mgmd: Option<NodeId>,
+    severity: Severity,
+    text: String,
+) {
+    match severity {
+        Severity::Info => tracing::info!(node = %node, "{text}"),
+        Severity::Warning => tracing::warn!(node = %node, "{text}"),
+        Severity::Alert => tracing::error!(node = %node, "{text}"),
+    }
+    if let Some(mgmd) = mgmd {
+        ctx.send(
+            BlockRef::new(mgmd, BlockNumber::MANAGEMENT, 0),
+            SignalBody::MgmEventRep { severity, text },
+        );
+    }
+}
