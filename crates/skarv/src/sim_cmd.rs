@@ -277,10 +277,13 @@ fn soak(args: &SimArgs, options: &ScenarioOptions) -> Result<(), String> {
         started.elapsed().as_secs(),
         options.adversary
     );
-    println!(
-        "  wait_durable: {} transfers answered durable, {} lost by a system restart, each checked against its row",
-        tally.durable_confirmed, tally.durable_lost
-    );
+    if args.scenario == Scenario::Whole {
+        println!(
+            "  wait_durable: {} transfers answered durable, {} lost by a system restart, each \
+             checked against its row",
+            tally.durable_confirmed, tally.durable_lost
+        );
+    }
     for (site, times) in &tally.fired {
         println!("  buggify {site}: fired {times} times");
     }
