@@ -434,6 +434,32 @@ impl Registry {
         Ok(ordered)
     }
 
+    /// What `node` is, as far as the cluster knows: a data node that says
+    /// it is started but was left out of a newer view that a started data
+    /// node reported is failed. Why: a hung node sends nothing, so its own
+    /// last report stands until `HEARTBEATS_MISSED_MAX` of its heartbeat
+    /// intervals pass (6 s by default), while the data nodes declare it
+    /// dead in about 1 s and report their new view at once; `admin show`
+    /// would disagree with the cluster meanwhile. Only what is shown and
+    /// judged changes: the node's session stays until its heartbeats stop.
+    fn effective_state(&self, node: NodeId) -> NodeState {
+        let slot = &self.slots[&node];
+        if slot.config.node_type != NodeType::Data || slot.state != NodeState::Started {
+            return slot.state;
+        }
+        let left_out = self.slots.values().any(|other| {
+            other.config.node_type == NodeType::Data
+                && other.state == NodeState::Started
+                && other.view_id > slot.view_id
+                && !other.members.contains(node)
+        });
+        if left_out {
+            NodeState::Failed
+        } else {
+            slot.state
+        }
+    }
+
     /// Refuses to stop `node` when it is the only started (serving) node of
     /// its node group (NDB: "Node shutdown would cause system crash"):
     /// the group's rows would then be on no serving node and the whole
@@ -442,7 +468,7 @@ impl Registry {
     fn check_group_keeps_serving(&self, node: NodeId, restart: bool) -> Result<(), String> {
         let slot = &self.slots[&node];
         let group = slot.config.node_group;
-        if slot.state != NodeState::Started || group == NO_NODE_GROUP {
+        if self.effective_state(node) != NodeState::Started || group == NO_NODE_GROUP {
             return Ok(());
         }
         let partners: Vec<(NodeId, NodeState)> = self
@@ -451,7 +477,7 @@ impl Registry {
             .filter(|(n, s)| {
                 **n != node && s.config.node_type == NodeType::Data && s.config.node_group == group
             })
-            .map(|(n, s)| (*n, s.state))
+            .map(|(n, _)| (*n, self.effective_state(*n)))
             .collect();
         if partners
             .iter()
@@ -547,7 +573,11 @@ impl Registry {
                     node_type: slot.config.node_type,
                     host: slot.config.host.clone(),
                     node_group: slot.config.node_group,
-                    state: if own { NodeState::Started } else { slot.state },
+                    state: if own {
+                        NodeState::Started
+                    } else {
+                        self.effective_state(*node)
+                    },
                     pid: if own { self.own_pid } else { slot.pid },
                     version: if own { signal::VERSION } else { slot.version },
                     start_count: if own { 1 } else { slot.start_count },
@@ -780,6 +810,40 @@ mod tests {
             r.order_stop(Some(node(3)), false, true),
             Ok(vec![(node(3), 3)])
         );
+    }
+
+    /// A hung node reports nothing; the others' new view without it makes
+    /// it show failed at once, not after its heartbeats time out.
+    #[test]
+    fn a_node_left_out_of_a_newer_view_shows_failed_at_once() {
+        let mut r = registry();
+        let now = Instant::now();
+        r.alloc(&request(Some(2), NodeType::Data, 10), 1, now)
+            .expect("free");
+        r.alloc(&request(Some(3), NodeType::Data, 11), 2, now)
+            .expect("free");
+        for (n, connection) in [(2, 1), (3, 2)] {
+            r.status_report(node(n), connection, &report(NodeState::Started), now)
+                .expect("valid");
+        }
+        assert_eq!(state(&r, 3), NodeState::Started);
+        // Node 3 hangs; node 2 reports view 4 without it.
+        let without_3 = StatusReport {
+            view_id: 4,
+            members: [node(2)].into_iter().collect(),
+            ..report(NodeState::Started)
+        };
+        r.status_report(node(2), 1, &without_3, now).expect("valid");
+        assert_eq!(state(&r, 3), NodeState::Failed);
+        assert_eq!(state(&r, 2), NodeState::Started);
+        // It rejoins: view 5 holds it again.
+        let both = StatusReport {
+            view_id: 5,
+            ..report(NodeState::Started)
+        };
+        r.status_report(node(2), 1, &both, now).expect("valid");
+        r.status_report(node(3), 2, &both, now).expect("valid");
+        assert_eq!(state(&r, 3), NodeState::Started);
     }
 
     #[test]
