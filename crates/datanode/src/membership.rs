@@ -454,6 +454,14 @@ impl Membership {
         self.config.data_nodes.contains(&node)
     }
 
+    /// Whether this node has a connection to every other data node.
+    fn connected_to_every_data_node(&self) -> bool {
+        self.config
+            .data_nodes
+            .iter()
+            .all(|n| *n == self.me() || self.connected.contains(*n))
+    }
+
     fn is_member(&self, node: NodeId) -> bool {
         self.view.as_ref().is_some_and(|v| v.contains(node))
     }
@@ -539,11 +547,7 @@ impl Membership {
         if fresh_starting.iter().any(|n| *n < self.me()) {
             return;
         }
-        let all_connected = self
-            .config
-            .data_nodes
-            .iter()
-            .all(|n| *n == self.me() || self.connected.contains(*n));
+        let all_connected = self.connected_to_every_data_node();
         let all_heard = self
             .config
             .data_nodes
@@ -1670,11 +1674,15 @@ impl Membership {
         let Some(failed) = &self.start_failed else {
             return;
         };
-        let all_told = self
-            .config
-            .data_nodes
-            .iter()
-            .all(|n| *n == self.me() || self.connected.contains(*n));
+        // A node that cannot start no longer joins: it answers `Stopping`,
+        // so no peer counts it as starting again while it tells them.
+        assert_eq!(
+            self.phase,
+            Phase::Stopping,
+            "membership on node {}: a node that cannot start is stopping",
+            self.config.node
+        );
+        let all_told = self.connected_to_every_data_node();
         let now = ctx.now();
         let told = now.saturating_since(failed.last_notice) >= STOP_NOTICE;
         if (all_told && told) || now.saturating_since(failed.since) >= START_FAILED_NOTICE_MAX {

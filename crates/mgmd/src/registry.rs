@@ -668,6 +668,17 @@ mod tests {
         }
     }
 
+    /// [`registry`] with data nodes 2 and 3 holding sessions on
+    /// connections 1 and 2.
+    fn with_both_data_nodes(now: Instant) -> Registry {
+        let mut r = registry();
+        r.alloc(&request(Some(2), NodeType::Data, 10), 1, now)
+            .expect("free");
+        r.alloc(&request(Some(3), NodeType::Data, 11), 2, now)
+            .expect("free");
+        r
+    }
+
     #[test]
     fn alloc_grants_requested_then_lowest_free() {
         let mut r = registry();
@@ -737,12 +748,8 @@ mod tests {
 
     #[test]
     fn stop_and_restart_orders() {
-        let mut r = registry();
         let now = Instant::now();
-        r.alloc(&request(Some(2), NodeType::Data, 10), 1, now)
-            .expect("free");
-        r.alloc(&request(Some(3), NodeType::Data, 11), 2, now)
-            .expect("free");
+        let mut r = with_both_data_nodes(now);
         assert_eq!(
             r.order_stop(Some(node(7)), false, false),
             Err("node 7 is not a data node (it is an api node)".to_owned())
@@ -773,12 +780,8 @@ mod tests {
     /// only started node is not stopped or restarted unless forced.
     #[test]
     fn the_only_started_node_of_a_group_is_stopped_only_by_force() {
-        let mut r = registry();
         let now = Instant::now();
-        r.alloc(&request(Some(2), NodeType::Data, 10), 1, now)
-            .expect("free");
-        r.alloc(&request(Some(3), NodeType::Data, 11), 2, now)
-            .expect("free");
+        let mut r = with_both_data_nodes(now);
         r.status_report(node(2), 1, &report(NodeState::Started), now)
             .expect("valid");
         r.status_report(node(3), 2, &report(NodeState::Starting), now)
@@ -816,12 +819,8 @@ mod tests {
     /// it show failed at once, not after its heartbeats time out.
     #[test]
     fn a_node_left_out_of_a_newer_view_shows_failed_at_once() {
-        let mut r = registry();
         let now = Instant::now();
-        r.alloc(&request(Some(2), NodeType::Data, 10), 1, now)
-            .expect("free");
-        r.alloc(&request(Some(3), NodeType::Data, 11), 2, now)
-            .expect("free");
+        let mut r = with_both_data_nodes(now);
         for (n, connection) in [(2, 1), (3, 2)] {
             r.status_report(node(n), connection, &report(NodeState::Started), now)
                 .expect("valid");

@@ -17,6 +17,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+mod common;
+use common::wait_for;
+
 const SKARV: &str = env!("CARGO_BIN_EXE_skarv");
 /// Ports inside the private namespace: nothing else listens there.
 const MGMD_PORT: u16 = 31_000;
@@ -208,17 +211,6 @@ fn cluster_log(dir: &Path) -> String {
         }
     }
     all
-}
-
-fn wait_for(what: &str, limit: Duration, mut check: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !check() {
-        assert!(
-            start.elapsed() < limit,
-            "timed out after {limit:?} waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 #[test]

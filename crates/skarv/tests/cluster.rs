@@ -9,6 +9,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+mod common;
+use common::walk;
+
 const SKARV: &str = env!("CARGO_BIN_EXE_skarv");
 
 fn skarv(args: &[&str]) -> Output {
@@ -90,21 +93,6 @@ fn cluster_log(dir: &Path) -> String {
         }
     }
     all
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                out.extend(walk(&path));
-            } else {
-                out.push(path);
-            }
-        }
-    }
-    out
 }
 
 #[test]

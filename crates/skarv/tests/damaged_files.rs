@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use skarv_client::{Cluster, ExecMode, Value};
 
-use common::{id_value_table, sigkill, Sandbox, SKARV};
+use common::{id_value_table, sigkill, wait_for, walk, Sandbox, SKARV};
 
 const TABLE: &str = "damaged_rows";
 const ROWS: u64 = 300;
@@ -31,44 +31,6 @@ const ATTEMPTS_MAX: u32 = 400;
 const RETRY_PAUSE: Duration = Duration::from_millis(50);
 const DAMAGED: u64 = 3;
 const PARTNER: u64 = 2;
-
-fn wait_for(what: &str, limit: Duration, mut check: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !check() {
-        assert!(
-            start.elapsed() < limit,
-            "timed out after {limit:?} waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                out.extend(walk(&path));
-            } else {
-                out.push(path);
-            }
-        }
-    }
-    out
-}
-
-fn state(sandbox: &Sandbox, id: u64) -> String {
-    let show = sandbox.show();
-    show["nodes"]
-        .as_array()
-        .expect("nodes")
-        .iter()
-        .find(|n| n["id"] == id)
-        .and_then(|n| n["state"].as_str())
-        .unwrap_or_default()
-        .to_owned()
-}
 
 /// `skarv data` for node `DAMAGED` with `more`, its output in `log`.
 fn start_data_node(sandbox: &Sandbox, more: &[&str], log: &Path) -> Child {
@@ -143,7 +105,7 @@ fn a_damaged_node_stops_non_zero_and_discard_corrupt_copies_from_its_partner() {
     sigkill(angel);
     sigkill(pid);
     wait_for("node 3 to be down", Duration::from_secs(20), || {
-        state(&sandbox, DAMAGED) != "started"
+        sandbox.state(DAMAGED) != "started"
     });
     let fs_dir = walk(&sandbox.dir)
         .into_iter()

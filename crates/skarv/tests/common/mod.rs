@@ -3,8 +3,9 @@
 #![allow(dead_code)] // each test file uses its own part
 
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
 use skarv_client::schema_types::{Column, ColumnType, TableDef};
@@ -105,13 +106,18 @@ impl Sandbox {
     /// The pid of data node `id` (the node process, not its angel).
     pub fn pid(&self, id: u64) -> u64 {
         let show = self.show();
-        show["nodes"]
-            .as_array()
-            .expect("nodes")
-            .iter()
-            .find(|n| n["id"] == id)
+        node_entry(&show, id)
             .and_then(|n| n["pid"].as_u64())
             .unwrap_or_else(|| panic!("no pid for node {id} in {show}"))
+    }
+
+    /// The state `skarv admin show` gives node `id` ("" when not listed).
+    pub fn state(&self, id: u64) -> String {
+        let show = self.show();
+        node_entry(&show, id)
+            .and_then(|n| n["state"].as_str())
+            .unwrap_or_default()
+            .to_owned()
     }
 
     /// The angel of data node `node` (sandbox.json lists them from node 2).
@@ -159,4 +165,41 @@ pub fn id_value_table(name: &str) -> TableDef {
         ],
     )
     .primary_key(vec![0])
+}
+
+/// Node `id`'s entry in a `show --json` document.
+fn node_entry(show: &Json, id: u64) -> Option<&Json> {
+    show["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .find(|n| n["id"] == id)
+}
+
+/// Polls `check` every 50 ms until it holds; fails naming `what` after `limit`.
+pub fn wait_for(what: &str, limit: Duration, mut check: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !check() {
+        assert!(
+            start.elapsed() < limit,
+            "timed out after {limit:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Every file below `dir`, recursively (none when it cannot be read).
+pub fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                out.extend(walk(&path));
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    out
 }
