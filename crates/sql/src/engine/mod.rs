@@ -1,0 +1,397 @@
+//! SQL over the native API. A statement is parsed by `sqlparser`
+//! (MySQL dialect), lowered into Skarv's own plan types (`plan`), and run
+//! by the executors (`exec`) with a `skarv_client::Session`; nothing is run
+//! by interpreting the parser's tree directly.
+//!
+//! Who owns what:
+//! - [`Engine`]: one per SQL node — the cluster connection, the registry of
+//!   connections (`SHOW PROCESSLIST`, `KILL`), global variables.
+//! - [`Conn`]: one per client connection, borrowing the connection
+//!   thread's `Session`; it implements [`Backend`] for the protocol.
+//! - `catalog`: databases, tables and their mapping onto cluster tables
+//!   (`db/def/name`, as NDB names them), MySQL column metadata of a table.
+//! - `users`: accounts and grants, kept in cluster tables.
+//! - `session`: session variables, `SET`, warnings.
+//! - `ddl`, `show`: schema statements, `SHOW` and `information_schema`.
+//! - `expr`, `plan`, `exec`, `txn`, `prepared`: queries, writes,
+//!   transactions and prepared statements.
+
+pub mod catalog;
+pub mod ddl;
+pub mod exec;
+pub mod expr;
+pub mod plan;
+pub mod prepared;
+pub mod session;
+pub mod show;
+pub mod txn;
+pub mod users;
+
+use std::collections::HashMap;
+use std::io;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use skarv_client::{Cluster, Session};
+use sqlparser::ast::Statement;
+use sqlparser::dialect::MySqlDialect;
+use sqlparser::parser::Parser;
+
+use crate::backend::{Backend, Credentials, Login, OkInfo, Prepared, ResultSink};
+use crate::error::{codes, SqlError, SqlResult};
+use crate::value::{ColumnMeta, SqlValue};
+
+/// Longest statement text accepted, in bytes (MySQL's default
+/// `max_allowed_packet`, which bounds it there too).
+pub const STATEMENT_BYTES_MAX: usize = 64 << 20;
+
+/// What the whole SQL node shares.
+pub struct Engine {
+    /// The cluster connection.
+    pub cluster: Cluster,
+    /// Live connections by id.
+    pub connections: Mutex<HashMap<u32, Arc<ConnInfo>>>,
+    next_connection_id: AtomicU32,
+    /// Global variables (`SET GLOBAL`), by lowercase name.
+    pub globals: Mutex<session::Variables>,
+    /// The catalog's shared caches.
+    pub catalog: catalog::Shared,
+    /// When the SQL node started (`Uptime`).
+    pub started: Instant,
+}
+
+/// What `SHOW PROCESSLIST` and `KILL` see of a connection.
+#[derive(Debug)]
+pub struct ConnInfo {
+    /// The connection id.
+    pub id: u32,
+    /// The client's address.
+    pub host: IpAddr,
+    /// User, database, command and statement text, as the connection
+    /// updates them.
+    pub state: Mutex<ConnState>,
+    /// `KILL` (the connection ends after its statement).
+    pub killed: AtomicBool,
+    /// `KILL QUERY` (the running statement stops with 1317).
+    pub query_killed: AtomicBool,
+}
+
+/// The changing part of [`ConnInfo`].
+#[derive(Clone, Debug, Default)]
+pub struct ConnState {
+    /// Logged-in user ("" before).
+    pub user: String,
+    /// Current database.
+    pub database: Option<String>,
+    /// "Sleep", "Query", …
+    pub command: &'static str,
+    /// The statement running.
+    pub info: Option<String>,
+    /// Since when in this command.
+    pub since: Option<Instant>,
+}
+
+impl Engine {
+    /// An engine over a connected cluster; makes sure the SQL node's system
+    /// tables exist (`catalog::bootstrap`).
+    pub fn start(cluster: Cluster) -> SqlResult<Arc<Engine>> {
+        let engine = Arc::new(Engine {
+            cluster,
+            connections: Mutex::new(HashMap::new()),
+            next_connection_id: AtomicU32::new(1),
+            globals: Mutex::new(session::Variables::defaults()),
+            catalog: catalog::Shared::default(),
+            started: Instant::now(),
+        });
+        let session = engine
+            .cluster
+            .session()
+            .map_err(|e| txn::native_error(&e))?;
+        catalog::bootstrap(&engine, &session)?;
+        Ok(engine)
+    }
+
+    /// A connection's SQL side, over its thread's session.
+    pub fn open<'s>(self: &Arc<Engine>, session: &'s Session, host: IpAddr) -> Conn<'s> {
+        let id = self.next_connection_id.fetch_add(1, Ordering::Relaxed);
+        let info = Arc::new(ConnInfo {
+            id,
+            host,
+            state: Mutex::new(ConnState {
+                command: "Connect",
+                since: Some(Instant::now()),
+                ..ConnState::default()
+            }),
+            killed: AtomicBool::new(false),
+            query_killed: AtomicBool::new(false),
+        });
+        self.connections
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id, Arc::clone(&info));
+        let globals = self
+            .globals
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        Conn {
+            engine: Arc::clone(self),
+            native: session,
+            info,
+            session: session::SessionState::new(globals),
+            tx: txn::TxState::default(),
+            prepared: prepared::Statements::default(),
+        }
+    }
+}
+
+/// One client connection's SQL side (see the module doc).
+pub struct Conn<'s> {
+    /// The SQL node.
+    pub engine: Arc<Engine>,
+    /// The connection thread's native session.
+    pub native: &'s Session,
+    /// What others see of this connection.
+    pub info: Arc<ConnInfo>,
+    /// User, database, variables, warnings.
+    pub session: session::SessionState,
+    /// The open transaction, if any.
+    pub tx: txn::TxState<'s>,
+    /// Prepared statements.
+    pub prepared: prepared::Statements,
+}
+
+impl Drop for Conn<'_> {
+    fn drop(&mut self) {
+        self.disconnect();
+        self.engine
+            .connections
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.info.id);
+    }
+}
+
+/// Parses statement text (MySQL dialect). A parse error is 1064 naming
+/// where the parser stopped.
+pub fn parse(sql: &str) -> SqlResult<Vec<Statement>> {
+    if sql.len() > STATEMENT_BYTES_MAX {
+        return Err(SqlError::new(
+            codes::NET_PACKET_TOO_LARGE,
+            format!(
+                "statement of {} bytes: at most {STATEMENT_BYTES_MAX} allowed",
+                sql.len()
+            ),
+        ));
+    }
+    Parser::parse_sql(&MySqlDialect {}, sql).map_err(|e| SqlError::syntax(e))
+}
+
+impl<'s> Conn<'s> {
+    /// Runs one parsed statement, its answer to `sink` (`more` sets
+    /// `more_results` on it). Returns whether it succeeded, or the sink's
+    /// I/O error.
+    pub fn run_statement(
+        &mut self,
+        statement: &Stmt,
+        params: &[SqlValue],
+        more: bool,
+        sink: &mut dyn ResultSink,
+    ) -> io::Result<bool> {
+        self.session.start_statement();
+        let outcome = self.dispatch(statement, params, more, sink);
+        match outcome {
+            Ok(Answered::Done) => Ok(true),
+            Ok(Answered::Ok(mut info)) => {
+                info.more_results = more;
+                info.warnings = self.session.warning_count();
+                sink.ok(&info)?;
+                Ok(true)
+            }
+            Err(error) => {
+                self.session.note_error(&error);
+                sink.error(&error)?;
+                Ok(false)
+            }
+        }
+    }
+
+    /// The statement dispatch: every statement kind goes to the module
+    /// that owns it.
+    fn dispatch(
+        &mut self,
+        statement: &Stmt,
+        params: &[SqlValue],
+        more: bool,
+        sink: &mut dyn ResultSink,
+    ) -> SqlResult<Answered> {
+        use Statement as S;
+        let statement = match statement {
+            Stmt::Sql(statement) => &**statement,
+            Stmt::Extra(extra) => return session::extra(self, extra, more, sink),
+        };
+        match statement {
+            S::Query(_) => exec::query(self, statement, params, more, sink),
+            S::Insert(_) | S::Update(_) | S::Delete(_) => exec::write(self, statement, params),
+            S::StartTransaction { .. } | S::Commit { .. } | S::Rollback { .. } => {
+                txn::statement(self, statement)
+            }
+            S::Set(_) => session::set(self, statement),
+            S::Use(_) => session::use_statement(self, statement),
+            S::CreateDatabase { .. }
+            | S::CreateSchema { .. }
+            | S::CreateTable(_)
+            | S::CreateIndex(_)
+            | S::AlterTable { .. }
+            | S::Drop { .. }
+            | S::Truncate(_)
+            | S::RenameTable(_) => ddl::statement(self, statement),
+            S::CreateUser(_) | S::Grant { .. } | S::Revoke { .. } => {
+                users::statement(self, statement)
+            }
+            S::ShowTables { .. }
+            | S::ShowColumns { .. }
+            | S::ShowDatabases { .. }
+            | S::ShowSchemas { .. }
+            | S::ShowVariables { .. }
+            | S::ShowStatus { .. }
+            | S::ShowCreate { .. }
+            | S::ShowVariable { .. }
+            | S::ShowCollation { .. }
+            | S::ShowProcessList { .. }
+            | S::ExplainTable { .. }
+            | S::Kill { .. } => show::statement(self, statement, more, sink),
+            other => Err(SqlError::unsupported(format_args!(
+                "the statement `{}`",
+                stdx_truncate(&other.to_string(), 80)
+            ))),
+        }
+    }
+}
+
+/// A statement to run: one `sqlparser` parses, or one of MySQL's that it
+/// does not (`session::Extra`: `SHOW WARNINGS`, `CREATE USER 'u'@'h'`, …),
+/// recognised before parsing.
+#[derive(Clone, Debug)]
+pub enum Stmt {
+    /// Parsed by `sqlparser`.
+    Sql(Box<Statement>),
+    /// Recognised by `session::parse_query`.
+    Extra(session::Extra),
+}
+
+/// What a statement's executor did: answered by itself (a result set
+/// written to the sink), or succeeded without rows (the caller sends OK).
+pub enum Answered {
+    /// The executor wrote its whole answer to the sink.
+    Done,
+    /// Send this OK (warnings and `more_results` are filled in by the caller).
+    Ok(OkInfo),
+}
+
+/// At most `max` characters of `s`, for messages quoting a statement.
+pub fn stdx_truncate(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &s[..at]),
+        None => s.to_owned(),
+    }
+}
+
+impl<'s> Backend for Conn<'s> {
+    fn connection_id(&self) -> u32 {
+        self.info.id
+    }
+
+    fn credentials(&mut self, login: &Login<'_>) -> Result<Credentials, SqlError> {
+        users::credentials(self, login)
+    }
+
+    fn logged_in(&mut self, login: &Login<'_>) -> Result<(), SqlError> {
+        users::logged_in(self, login)
+    }
+
+    fn query(&mut self, sql: &str, multi: bool, sink: &mut dyn ResultSink) -> io::Result<()> {
+        self.set_command("Query", Some(sql));
+        let result = self.query_inner(sql, multi, sink);
+        self.set_command("Sleep", None);
+        result
+    }
+
+    fn prepare(&mut self, sql: &str) -> Result<Prepared, SqlError> {
+        prepared::prepare(self, sql)
+    }
+
+    fn execute(
+        &mut self,
+        id: u32,
+        params: &[SqlValue],
+        sink: &mut dyn ResultSink,
+    ) -> io::Result<()> {
+        prepared::execute(self, id, params, sink)
+    }
+
+    fn close(&mut self, id: u32) {
+        self.prepared.close(id);
+    }
+
+    fn has_statement(&self, id: u32) -> bool {
+        self.prepared.contains(id)
+    }
+
+    fn use_database(&mut self, database: &str) -> Result<(), SqlError> {
+        session::use_database(self, database)
+    }
+
+    fn field_list(&mut self, table: &str) -> Result<Vec<ColumnMeta>, SqlError> {
+        show::field_list(self, table)
+    }
+
+    fn reset(&mut self) {
+        txn::rollback_quietly(self);
+        self.prepared = prepared::Statements::default();
+        session::reset(self);
+    }
+
+    fn status_flags(&self) -> u16 {
+        self.session.status_flags() | self.tx.status_flags()
+    }
+
+    fn disconnect(&mut self) {
+        txn::rollback_quietly(self);
+    }
+
+    fn killed(&self) -> bool {
+        self.info.killed.load(Ordering::Relaxed)
+    }
+}
+
+impl<'s> Conn<'s> {
+    /// Tells `SHOW PROCESSLIST` what this connection does now.
+    pub fn set_command(&self, command: &'static str, statement: Option<&str>) {
+        let mut state = self.info.state.lock().unwrap_or_else(|p| p.into_inner());
+        state.command = command;
+        state.info = statement.map(|s| stdx_truncate(s, 1024));
+        state.since = Some(Instant::now());
+    }
+
+    fn query_inner(&mut self, sql: &str, multi: bool, sink: &mut dyn ResultSink) -> io::Result<()> {
+        let statements = match session::parse_query(self, sql, multi) {
+            Ok(statements) => statements,
+            Err(error) => {
+                self.session.start_statement();
+                self.session.note_error(&error);
+                return sink.error(&error);
+            }
+        };
+        let count = statements.len();
+        for (at, statement) in statements.iter().enumerate() {
+            let more = at + 1 < count;
+            if !self.run_statement(statement, &[], more, sink)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+}

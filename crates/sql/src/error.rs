@@ -1,0 +1,205 @@
+//! MySQL errors: a code, its SQLSTATE and a message, as an ERR packet
+//! carries them. Every refusal of the SQL node is one of these, with
+//! MySQL's code where MySQL has one (docs/sql.md lists them).
+
+use std::fmt;
+
+/// An error to send to the client.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SqlError {
+    /// MySQL's error number (1064, 1146, …).
+    pub code: u16,
+    /// Five-character SQLSTATE ("42S02", …).
+    pub state: &'static str,
+    /// The message, naming what was wrong.
+    pub message: String,
+}
+
+/// Result of the engine's work.
+pub type SqlResult<T> = Result<T, SqlError>;
+
+impl SqlError {
+    /// An error of a code whose SQLSTATE is known ([`state_of`]).
+    pub fn new(code: u16, message: impl Into<String>) -> SqlError {
+        SqlError {
+            code,
+            state: state_of(code),
+            message: message.into(),
+        }
+    }
+
+    /// 1105: what the SQL node does not support (yet), naming it.
+    pub fn unsupported(what: impl fmt::Display) -> SqlError {
+        SqlError::new(codes::UNKNOWN, format!("not supported by Skarv: {what}"))
+    }
+
+    /// 1064: a syntax error near a piece of the statement.
+    pub fn syntax(detail: impl fmt::Display) -> SqlError {
+        SqlError::new(
+            codes::PARSE,
+            format!(
+                "You have an error in your SQL syntax; check the manual that corresponds to \
+                 your Skarv version for the right syntax to use: {detail}"
+            ),
+        )
+    }
+}
+
+impl fmt::Display for SqlError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ERROR {} ({}): {}", self.code, self.state, self.message)
+    }
+}
+
+impl std::error::Error for SqlError {}
+
+/// MySQL error numbers the SQL node sends.
+pub mod codes {
+    #![allow(missing_docs)]
+    pub const CON_COUNT: u16 = 1040;
+    pub const HANDSHAKE: u16 = 1043;
+    pub const DBACCESS_DENIED: u16 = 1044;
+    pub const ACCESS_DENIED: u16 = 1045;
+    pub const NO_DB: u16 = 1046;
+    pub const UNKNOWN_COM: u16 = 1047;
+    pub const BAD_NULL: u16 = 1048;
+    pub const BAD_DB: u16 = 1049;
+    pub const TABLE_EXISTS: u16 = 1050;
+    pub const BAD_TABLE: u16 = 1051;
+    pub const NON_UNIQ: u16 = 1052;
+    pub const SERVER_SHUTDOWN: u16 = 1053;
+    pub const BAD_FIELD: u16 = 1054;
+    pub const WRONG_FIELD_WITH_GROUP: u16 = 1055;
+    pub const DUP_FIELDNAME: u16 = 1060;
+    pub const DUP_KEYNAME: u16 = 1061;
+    pub const DUP_ENTRY: u16 = 1062;
+    pub const PARSE: u16 = 1064;
+    pub const EMPTY_QUERY: u16 = 1065;
+    pub const NONUNIQ_TABLE: u16 = 1066;
+    pub const INVALID_DEFAULT: u16 = 1067;
+    pub const MULTIPLE_PRI_KEY: u16 = 1068;
+    pub const TOO_LONG_KEY: u16 = 1071;
+    pub const NET_PACKET_TOO_LARGE: u16 = 1153;
+    pub const TOO_MANY_ROWS: u16 = 1172;
+    pub const RECORD_FILE_FULL: u16 = 1114;
+    pub const UNKNOWN_TABLE: u16 = 1109;
+    pub const UNKNOWN: u16 = 1105;
+    pub const TABLE_NOT_FOUND: u16 = 1146;
+    pub const TABLEACCESS_DENIED: u16 = 1142;
+    pub const NOT_ALLOWED_COMMAND: u16 = 1148;
+    pub const UNKNOWN_SYSTEM_VARIABLE: u16 = 1193;
+    pub const LOCK_WAIT_TIMEOUT: u16 = 1205;
+    pub const LOCK_DEADLOCK: u16 = 1213;
+    pub const WRONG_VALUE_FOR_VAR: u16 = 1231;
+    pub const WRONG_TYPE_FOR_VAR: u16 = 1232;
+    pub const WRONG_ARGUMENTS: u16 = 1210;
+    pub const UNKNOWN_STMT_HANDLER: u16 = 1243;
+    pub const UNSUPPORTED_PS: u16 = 1295;
+    pub const GET_TEMPORARY_ERRMSG: u16 = 1297;
+    pub const OUT_OF_RANGE: u16 = 1264;
+    pub const TRUNCATED_WRONG_VALUE: u16 = 1292;
+    pub const WARN_DATA_TRUNCATED: u16 = 1265;
+    pub const DATA_TOO_LONG: u16 = 1406;
+    pub const TRUNCATED_WRONG_VALUE_FOR_FIELD: u16 = 1366;
+    pub const NO_SUCH_INDEX: u16 = 1176;
+    pub const CANT_DROP_FIELD_OR_KEY: u16 = 1091;
+    pub const DB_CREATE_EXISTS: u16 = 1007;
+    pub const DB_DROP_EXISTS: u16 = 1008;
+    pub const QUERY_INTERRUPTED: u16 = 1317;
+    pub const NO_SUCH_THREAD: u16 = 1094;
+    pub const CANNOT_USER: u16 = 1396;
+    pub const NONEXISTING_GRANT: u16 = 1141;
+    pub const SPECIFIC_ACCESS_DENIED: u16 = 1227;
+    pub const MALFORMED_PACKET: u16 = 1835;
+    pub const QUERY_TIMEOUT: u16 = 3024;
+    pub const UNKNOWN_STORAGE_ENGINE: u16 = 1286;
+    pub const WARN_USING_OTHER_HANDLER: u16 = 1266;
+    pub const DIVISION_BY_ZERO: u16 = 1365;
+    pub const WRONG_VALUE_COUNT_ON_ROW: u16 = 1136;
+    pub const FIELD_SPECIFIED_TWICE: u16 = 1110;
+    pub const REQUIRES_PRIMARY_KEY: u16 = 1173;
+    pub const BAD_FIELD_SPEC: u16 = 1063;
+    pub const TOO_BIG_FIELDLENGTH: u16 = 1074;
+    pub const TOO_BIG_ROWSIZE: u16 = 1118;
+    pub const CANT_REOPEN_TABLE: u16 = 1137;
+    pub const WRONG_AUTO_KEY: u16 = 1075;
+    pub const KEY_COLUMN_DOES_NOT_EXIST: u16 = 1072;
+    pub const NO_DEFAULT_FOR_FIELD: u16 = 1364;
+    pub const CANT_LOCK: u16 = 1015;
+    pub const ERROR_DURING_COMMIT: u16 = 1180;
+    pub const ERROR_DURING_ROLLBACK: u16 = 1181;
+    pub const UNKNOWN_CHARACTER_SET: u16 = 1115;
+    pub const UNKNOWN_COLLATION: u16 = 1273;
+    pub const OPTION_PREVENTS_STATEMENT: u16 = 1290;
+    pub const NOT_SUPPORTED_YET: u16 = 1235;
+    pub const INCORRECT_GLOBAL_LOCAL_VAR: u16 = 1238;
+    pub const GLOBAL_VARIABLE: u16 = 1229;
+    pub const LOCAL_VARIABLE: u16 = 1228;
+    pub const VAR_CANT_BE_READ: u16 = 1233;
+    pub const TRANS_CACHE_FULL: u16 = 1197;
+    pub const TABLE_CANT_HANDLE_AUTO_INCREMENT: u16 = 1164;
+    pub const NO_SUCH_USER: u16 = 1449;
+    pub const OPERAND_COLUMNS: u16 = 1241;
+    pub const SUBQUERY_NO_1_ROW: u16 = 1242;
+    pub const INVALID_GROUP_FUNC_USE: u16 = 1111;
+    pub const MIX_OF_GROUP_FUNC_AND_FIELDS: u16 = 1140;
+    pub const WRONG_NUMBER_OF_COLUMNS_IN_SELECT: u16 = 1222;
+    pub const NO_TABLES_USED: u16 = 1096;
+    pub const WRONG_DB_NAME: u16 = 1102;
+    pub const WRONG_TABLE_NAME: u16 = 1103;
+    pub const WRONG_COLUMN_NAME: u16 = 1166;
+    pub const TOO_LONG_IDENT: u16 = 1059;
+    pub const ILLEGAL_VALUE_FOR_TYPE: u16 = 1367;
+}
+
+/// The SQLSTATE MySQL gives an error number ("HY000" when it gives none).
+pub fn state_of(code: u16) -> &'static str {
+    use codes::*;
+    match code {
+        CON_COUNT => "08004",
+        HANDSHAKE => "08S01",
+        DBACCESS_DENIED
+        | ACCESS_DENIED
+        | TABLEACCESS_DENIED
+        | SPECIFIC_ACCESS_DENIED
+        | NONEXISTING_GRANT => "42000",
+        NO_DB => "3D000",
+        UNKNOWN_COM => "08S01",
+        BAD_NULL => "23000",
+        BAD_DB => "42000",
+        TABLE_EXISTS => "42S01",
+        BAD_TABLE | UNKNOWN_TABLE => "42S02",
+        NON_UNIQ => "23000",
+        SERVER_SHUTDOWN => "08S01",
+        BAD_FIELD => "42S22",
+        WRONG_FIELD_WITH_GROUP | MIX_OF_GROUP_FUNC_AND_FIELDS => "42000",
+        DUP_FIELDNAME => "42S21",
+        DUP_KEYNAME => "42000",
+        DUP_ENTRY => "23000",
+        PARSE | EMPTY_QUERY | NONUNIQ_TABLE | INVALID_DEFAULT | MULTIPLE_PRI_KEY | TOO_LONG_KEY => {
+            "42000"
+        }
+        NET_PACKET_TOO_LARGE => "08S01",
+        TABLE_NOT_FOUND => "42S02",
+        UNKNOWN_SYSTEM_VARIABLE | WRONG_VALUE_FOR_VAR | WRONG_TYPE_FOR_VAR => "42000",
+        LOCK_WAIT_TIMEOUT => "HY000",
+        LOCK_DEADLOCK => "40001",
+        OUT_OF_RANGE => "22003",
+        DATA_TOO_LONG => "22001",
+        TRUNCATED_WRONG_VALUE_FOR_FIELD => "HY000",
+        NO_SUCH_INDEX => "HY000",
+        CANT_DROP_FIELD_OR_KEY => "42000",
+        DB_CREATE_EXISTS | DB_DROP_EXISTS => "HY000",
+        QUERY_INTERRUPTED => "70100",
+        DIVISION_BY_ZERO => "22012",
+        WRONG_VALUE_COUNT_ON_ROW => "21S01",
+        FIELD_SPECIFIED_TWICE => "42000",
+        BAD_FIELD_SPEC | TOO_BIG_FIELDLENGTH | TOO_BIG_ROWSIZE | WRONG_AUTO_KEY => "42000",
+        KEY_COLUMN_DOES_NOT_EXIST => "42000",
+        OPERAND_COLUMNS | SUBQUERY_NO_1_ROW => "21000",
+        WRONG_DB_NAME | WRONG_TABLE_NAME | WRONG_COLUMN_NAME | TOO_LONG_IDENT => "42000",
+        UNSUPPORTED_PS => "HY000",
+        NOT_SUPPORTED_YET => "42000",
+        _ => "HY000",
+    }
+}
