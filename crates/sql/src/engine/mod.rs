@@ -186,7 +186,7 @@ pub fn parse(sql: &str) -> SqlResult<Vec<Statement>> {
             ),
         ));
     }
-    Parser::parse_sql(&MySqlDialect {}, sql).map_err(|e| SqlError::syntax(e))
+    Parser::parse_sql(&MySqlDialect {}, sql).map_err(SqlError::syntax)
 }
 
 impl<'s> Conn<'s> {
