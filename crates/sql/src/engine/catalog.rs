@@ -12,12 +12,12 @@
 
 use std::sync::Arc;
 
-use schema::Collation;
+use schema::{Collation, ColumnType as NativeType};
 use skarv_client::{Session, Table};
 
 use super::{Conn, Engine};
 use crate::error::{codes, SqlError, SqlResult};
-use crate::value::ColumnMeta;
+use crate::value::{charset, flags, ColumnMeta};
 
 /// The size class of a TEXT or BLOB column (MySQL's four).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -158,16 +158,235 @@ pub fn bootstrap(_engine: &Arc<Engine>, _session: &Session) -> SqlResult<()> {
 }
 
 /// A table, by the database the statement named or the session's current
-/// one: 1046 when neither, 1049 for an unknown database, 1146 for an
-/// unknown table.
+/// one: 1046 when neither, 1146 for an unknown table.
 pub fn table(conn: &Conn<'_>, db: Option<&str>, name: &str) -> SqlResult<Arc<TableInfo>> {
     let Some(db) = db.or(conn.session.database.as_deref()) else {
         return Err(SqlError::new(codes::NO_DB, "No database selected"));
     };
-    Err(SqlError::new(
-        codes::TABLE_NOT_FOUND,
-        format!("Table '{db}.{name}' doesn't exist"),
-    ))
+    let native = match conn.native.table(&cluster_name(db, name)) {
+        Ok(native) => native,
+        Err(e) if e.code == skarv_client::codes::NO_SUCH_TABLE => {
+            return Err(SqlError::new(
+                codes::TABLE_NOT_FOUND,
+                format!("Table '{db}.{name}' doesn't exist"),
+            ))
+        }
+        Err(e) => return Err(super::txn::native_error(&e)),
+    };
+    Ok(Arc::new(table_info(db, name, native)))
+}
+
+/// The SQL view of a native table, each column's type taken from its
+/// storage type (what a table made outside SQL has).
+pub fn table_info(db: &str, name: &str, native: Arc<Table>) -> TableInfo {
+    let def = native.def();
+    let mut columns = Vec::with_capacity(def.columns.len());
+    let mut hidden_key = false;
+    for (at, column) in def.columns.iter().enumerate() {
+        if column.name == schema::HIDDEN_PRIMARY_KEY_COLUMN {
+            hidden_key = true;
+            continue;
+        }
+        let ty = SqlType::of_native(column.ty);
+        let mut meta = column_meta(&ty, column.nullable);
+        if def.primary_key.contains(&at) {
+            meta.flags |= flags::PRI_KEY | flags::NOT_NULL;
+        }
+        meta.schema = db.to_owned();
+        meta.table = name.to_owned();
+        meta.org_table = name.to_owned();
+        meta.name = column.name.clone();
+        meta.org_name = column.name.clone();
+        columns.push(SqlColumn {
+            name: column.name.clone(),
+            native: at,
+            ty,
+            nullable: column.nullable,
+            auto_increment: false,
+            meta,
+        });
+    }
+    TableInfo {
+        db: db.to_owned(),
+        name: name.to_owned(),
+        native,
+        columns,
+        hidden_key,
+    }
+}
+
+impl SqlType {
+    /// The SQL type of a storage type, for columns without SQL metadata.
+    pub fn of_native(ty: NativeType) -> SqlType {
+        match ty {
+            NativeType::TinyInt { unsigned } => SqlType::TinyInt { unsigned },
+            NativeType::SmallInt { unsigned } => SqlType::SmallInt { unsigned },
+            NativeType::MediumInt { unsigned } => SqlType::MediumInt { unsigned },
+            NativeType::Int { unsigned } => SqlType::Int { unsigned },
+            NativeType::BigInt { unsigned } => SqlType::BigInt { unsigned },
+            NativeType::Float => SqlType::Float,
+            NativeType::Double => SqlType::Double,
+            NativeType::Decimal { precision, scale } => SqlType::Decimal { precision, scale },
+            NativeType::Char { len, collation } => SqlType::Char {
+                length: len,
+                collation,
+            },
+            NativeType::VarChar { max, collation } => SqlType::VarChar { max, collation },
+            NativeType::Binary { len } => SqlType::Binary { length: len },
+            NativeType::VarBinary { max } => SqlType::VarBinary { max },
+            NativeType::Date => SqlType::Date,
+            NativeType::DateTime { fsp } => SqlType::DateTime { fsp },
+            NativeType::Timestamp { fsp } => SqlType::Timestamp { fsp },
+            NativeType::Bit { bits } => SqlType::Bit { bits },
+            NativeType::Blob => SqlType::Blob {
+                size: BlobSize::Long,
+            },
+            NativeType::Text { collation } => SqlType::Text {
+                size: BlobSize::Long,
+                collation,
+            },
+        }
+    }
+}
+
+fn collation_charset(collation: Collation) -> u16 {
+    match collation {
+        Collation::Utf8mb4Bin => charset::UTF8MB4_BIN,
+        Collation::Utf8mb4GeneralCi => charset::UTF8MB4_GENERAL_CI,
+    }
+}
+
+/// The result-set metadata MySQL gives a column of this type (names left
+/// empty for the caller).
+pub fn column_meta(ty: &SqlType, nullable: bool) -> ColumnMeta {
+    use crate::value::ColumnType as T;
+    let int = |t: T, length: u32, unsigned: bool| {
+        let flags = flags::NUM | if unsigned { flags::UNSIGNED } else { 0 };
+        (t, charset::BINARY, length, flags, 0u8)
+    };
+    let blob_length = |size: BlobSize| match size {
+        BlobSize::Tiny => 255,
+        BlobSize::Normal => 65_535,
+        BlobSize::Medium => 16_777_215,
+        BlobSize::Long => u32::MAX,
+    };
+    // MySQL's display lengths count bytes of the character set: 4 per
+    // utf8mb4 character.
+    let chars = |n: u16| u32::from(n) * 4;
+    let (ty, charset, length, mut flags, decimals) = match ty {
+        SqlType::TinyInt { unsigned } => int(T::Tiny, 4 - u32::from(*unsigned), *unsigned),
+        SqlType::SmallInt { unsigned } => int(T::Short, 6 - u32::from(*unsigned), *unsigned),
+        SqlType::MediumInt { unsigned } => int(T::Int24, 9 - u32::from(*unsigned), *unsigned),
+        SqlType::Int { unsigned } => int(T::Long, 11 - u32::from(*unsigned), *unsigned),
+        SqlType::BigInt { unsigned } => int(T::LongLong, 20, *unsigned),
+        SqlType::Float => (T::Float, charset::BINARY, 12, flags::NUM, 31),
+        SqlType::Double => (T::Double, charset::BINARY, 22, flags::NUM, 31),
+        SqlType::Decimal { precision, scale } => {
+            let length = u32::from(*precision) + u32::from(*scale > 0) + 1;
+            (T::NewDecimal, charset::BINARY, length, flags::NUM, *scale)
+        }
+        SqlType::Char { length, collation } => (
+            T::String,
+            collation_charset(*collation),
+            chars(*length),
+            0,
+            0,
+        ),
+        SqlType::VarChar { max, collation } => (
+            T::VarString,
+            collation_charset(*collation),
+            chars(*max),
+            0,
+            0,
+        ),
+        SqlType::Binary { length } => (
+            T::String,
+            charset::BINARY,
+            u32::from(*length),
+            flags::BINARY,
+            0,
+        ),
+        SqlType::VarBinary { max } => (
+            T::VarString,
+            charset::BINARY,
+            u32::from(*max),
+            flags::BINARY,
+            0,
+        ),
+        SqlType::Text { size, collation } => (
+            T::Blob,
+            collation_charset(*collation),
+            blob_length(*size),
+            flags::BLOB,
+            0,
+        ),
+        SqlType::Blob { size } => (
+            T::Blob,
+            charset::BINARY,
+            blob_length(*size),
+            flags::BLOB | flags::BINARY,
+            0,
+        ),
+        SqlType::Date => (T::Date, charset::BINARY, 10, flags::BINARY, 0),
+        SqlType::Time { fsp } => {
+            let length = 10 + u32::from(*fsp) + u32::from(*fsp > 0);
+            (T::Time, charset::BINARY, length, flags::BINARY, *fsp)
+        }
+        SqlType::DateTime { fsp } => {
+            let length = 19 + u32::from(*fsp) + u32::from(*fsp > 0);
+            (T::DateTime, charset::BINARY, length, flags::BINARY, *fsp)
+        }
+        SqlType::Timestamp { fsp } => {
+            let length = 19 + u32::from(*fsp) + u32::from(*fsp > 0);
+            let flags = flags::BINARY | flags::TIMESTAMP;
+            (T::Timestamp, charset::BINARY, length, flags, *fsp)
+        }
+        SqlType::Year => (T::Year, charset::BINARY, 4, flags::UNSIGNED | flags::NUM, 0),
+        SqlType::Bit { bits } => (
+            T::Bit,
+            charset::BINARY,
+            u32::from(*bits),
+            flags::UNSIGNED,
+            0,
+        ),
+        SqlType::Enum(members) => {
+            let longest = members.iter().map(|m| m.chars().count()).max().unwrap_or(0);
+            let length = u32::try_from(longest).unwrap_or(u32::MAX).saturating_mul(4);
+            (
+                T::String,
+                charset::UTF8MB4_GENERAL_CI,
+                length,
+                flags::ENUM,
+                0,
+            )
+        }
+        SqlType::Set(members) => {
+            let total: usize = members.iter().map(|m| m.chars().count() + 1).sum();
+            let length = u32::try_from(total).unwrap_or(u32::MAX).saturating_mul(4);
+            (
+                T::String,
+                charset::UTF8MB4_GENERAL_CI,
+                length,
+                flags::SET,
+                0,
+            )
+        }
+    };
+    if !nullable {
+        flags |= flags::NOT_NULL;
+    }
+    ColumnMeta {
+        schema: String::new(),
+        table: String::new(),
+        org_table: String::new(),
+        name: String::new(),
+        org_name: String::new(),
+        charset,
+        length,
+        ty,
+        flags,
+        decimals,
+    }
 }
 
 /// The next `count` values of a table's auto-increment (for its
