@@ -28,3 +28,10 @@ pub fn write(
 ) -> SqlResult<Answered> {
     Err(SqlError::unsupported(format_args!("`{statement}`")))
 }
+
+/// The value of a constant expression (`SET @x = expr`).
+pub fn eval_constant(_conn: &mut Conn<'_>, expr: &sqlparser::ast::Expr) -> SqlResult<SqlValue> {
+    Err(SqlError::unsupported(format_args!(
+        "the expression `{expr}`"
+    )))
+}

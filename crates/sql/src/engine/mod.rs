@@ -109,6 +109,7 @@ impl Engine {
             .cluster
             .session()
             .map_err(|e| txn::native_error(&e))?;
+        users::bootstrap(&engine, &session)?;
         catalog::bootstrap(&engine, &session)?;
         Ok(engine)
     }
@@ -143,6 +144,7 @@ impl Engine {
             session: session::SessionState::new(globals),
             tx: txn::TxState::default(),
             prepared: prepared::Statements::default(),
+            grants: users::Grants::default(),
         }
     }
 }
@@ -161,6 +163,8 @@ pub struct Conn<'s> {
     pub tx: txn::TxState<'s>,
     /// Prepared statements.
     pub prepared: prepared::Statements,
+    /// What the logged-in account may do.
+    pub grants: users::Grants,
 }
 
 impl Drop for Conn<'_> {
@@ -200,7 +204,10 @@ impl<'s> Conn<'s> {
         more: bool,
         sink: &mut dyn ResultSink,
     ) -> io::Result<bool> {
-        self.session.start_statement();
+        if !session::keeps_warnings(statement) {
+            self.session.start_statement();
+        }
+        self.info.query_killed.store(false, Ordering::Relaxed);
         let outcome = self.dispatch(statement, params, more, sink);
         match outcome {
             Ok(Answered::Done) => Ok(true),
@@ -232,6 +239,7 @@ impl<'s> Conn<'s> {
             Stmt::Sql(statement) => &**statement,
             Stmt::Extra(extra) => return session::extra(self, extra, more, sink),
         };
+        users::authorize(self, statement)?;
         match statement {
             S::Query(_) => exec::query(self, statement, params, more, sink),
             S::Insert(_) | S::Update(_) | S::Delete(_) => exec::write(self, statement, params),
@@ -248,9 +256,6 @@ impl<'s> Conn<'s> {
             | S::Drop { .. }
             | S::Truncate(_)
             | S::RenameTable(_) => ddl::statement(self, statement),
-            S::CreateUser(_) | S::Grant { .. } | S::Revoke { .. } => {
-                users::statement(self, statement)
-            }
             S::ShowTables { .. }
             | S::ShowColumns { .. }
             | S::ShowDatabases { .. }
@@ -289,6 +294,27 @@ pub enum Answered {
     Done,
     /// Send this OK (warnings and `more_results` are filled in by the caller).
     Ok(OkInfo),
+}
+
+/// Sends a whole result set (for answers small enough to build first:
+/// SHOW, variables). A failed write is returned as an error whose sending
+/// fails too, which ends the connection.
+pub fn send_rows(
+    sink: &mut dyn ResultSink,
+    columns: &[ColumnMeta],
+    rows: Vec<Vec<SqlValue>>,
+    more: bool,
+) -> SqlResult<()> {
+    let io = |e: io::Error| SqlError::new(codes::UNKNOWN, format!("writing the result: {e}"));
+    sink.columns(columns).map_err(io)?;
+    for row in &rows {
+        sink.row(row).map_err(io)?;
+    }
+    let info = OkInfo {
+        more_results: more,
+        ..OkInfo::default()
+    };
+    sink.end_rows(&info).map_err(io)
 }
 
 /// At most `max` characters of `s`, for messages quoting a statement.

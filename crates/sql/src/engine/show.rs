@@ -25,3 +25,15 @@ pub fn field_list(_conn: &mut Conn<'_>, table: &str) -> SqlResult<Vec<ColumnMeta
         "COM_FIELD_LIST of `{table}`"
     )))
 }
+
+/// A SHOW statement the parser does not take (`session::Extra::Text`):
+/// `head` names it ("SHOW ENGINES", "SHOW CREATE DATABASE", …).
+pub fn text_statement(
+    _conn: &mut Conn<'_>,
+    head: &str,
+    _sql: &str,
+    _more: bool,
+    _sink: &mut dyn ResultSink,
+) -> SqlResult<Answered> {
+    Err(SqlError::unsupported(format_args!("`{head}`")))
+}

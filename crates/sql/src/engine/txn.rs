@@ -35,3 +35,9 @@ pub fn rollback_quietly(_conn: &mut Conn<'_>) {}
 pub fn native_error(error: &skarv_client::Error) -> SqlError {
     SqlError::new(codes::UNKNOWN, error.to_string())
 }
+
+/// `SET autocommit`: turning it on commits an open transaction.
+pub fn set_autocommit(conn: &mut Conn<'_>, on: bool) -> SqlResult<()> {
+    conn.session.autocommit = on;
+    Ok(())
+}
