@@ -1089,6 +1089,16 @@ impl Membership {
         {
             return;
         }
+        if reason == FailReason::GcpStop {
+            // The GCP master — the distribution block of the president's
+            // own node — excludes a node that stalls global checkpoints.
+            // It is no broken link between two members: no end to pick.
+            if sender == self.me() && self.acting_president(&view) == self.me() {
+                self.suspected.insert(failed);
+                self.handle_failures(&[failed], reason, ctx);
+            }
+            return;
+        }
         self.reports.entry(failed).or_default().insert(sender);
         let elder = view.members.iter().position(|m| *m == failed)
             < view.members.iter().position(|m| *m == self.me());

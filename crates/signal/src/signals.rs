@@ -78,6 +78,10 @@ wire_enum! {
         Excluded = 3,
         /// The node stopped on request.
         Stopped = 4,
+        /// Excluded by the master for stalling global checkpoints (its
+        /// flush or sysfile write did not finish in
+        /// `TimeBetweenGlobalCheckpointsTimeout`; NDB's GCP stop).
+        GcpStop = 5,
     }
 }
 
