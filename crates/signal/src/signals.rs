@@ -317,6 +317,12 @@ signals! {
     50 => MgmStopOrd { restart: bool },
     /// Stop every data node, then the mgmd itself (answered with `MgmStopConf` first).
     51 => MgmShutdownReq {},
+    /// The mgmd → a starting data node's membership: data node `node` said
+    /// it will not take part in a start (`CmNotJoiningRep`, damaged files)
+    /// and has not started since; the join phase need not wait for it. The
+    /// relay reaches the nodes that start after the damaged one stopped,
+    /// which its own notice no longer can.
+    52 => MgmNotJoiningRep { node: NodeId, reason: String },
 
     // ---- transport (60–69): consumed by the transport itself ----
     /// First frame on a new connection, from each side: who I am, whom I
