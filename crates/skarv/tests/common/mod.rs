@@ -83,6 +83,9 @@ impl Sandbox {
                 "2",
                 "--base-port",
                 &base,
+                // These tests drive the data nodes natively: no SQL node.
+                "--sql-nodes",
+                "0",
             ]
             .into_iter()
             .chain(more.iter().copied())
