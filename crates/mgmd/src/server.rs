@@ -645,6 +645,7 @@ impl Shared {
                     version,
                     pid,
                     hostname,
+                    address: connection.peer.ip().to_string(),
                 };
                 self.alloc(connection, session, &request, reply)
             }

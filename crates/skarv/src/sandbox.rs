@@ -1418,6 +1418,11 @@ impl Sandbox {
         }
         say!();
         say!("{}", crate::admin::render_table(nodes).trim_end());
+        let sql = crate::admin::render_sql_nodes(nodes);
+        if !sql.is_empty() {
+            say!();
+            say!("{}", sql.trim_end());
+        }
     }
 
     /// Runs until a stop signal, printing node state changes. Returns an
@@ -2078,6 +2083,8 @@ mod tests {
             start_count: 1,
             view_id: 1,
             members: signal::NodeBitmask::new(),
+            mysqld: false,
+            address: String::new(),
         };
         let nodes = [entry(3, NodeState::Failed), entry(4, NodeState::Started)];
         assert_eq!(
