@@ -134,11 +134,14 @@ fn the_sandbox_starts_its_sql_node_or_says_why() {
     );
     TcpStream::connect_timeout(&([127, 0, 0, 1], sql_port).into(), Duration::from_secs(5))
         .expect("the SQL node accepts connections");
-    let record: Json = serde_json::from_slice(
-        &std::fs::read(dir.join("sandbox.json")).expect("sandbox.json"),
-    )
-    .expect("sandbox.json is JSON");
-    assert_eq!(record["sql_ports"], serde_json::json!([sql_port]), "{record}");
+    let record: Json =
+        serde_json::from_slice(&std::fs::read(dir.join("sandbox.json")).expect("sandbox.json"))
+            .expect("sandbox.json is JSON");
+    assert_eq!(
+        record["sql_ports"],
+        serde_json::json!([sql_port]),
+        "{record}"
+    );
     let sql_pid = record["sql_node_pids"][0].as_u64().expect("a SQL node pid");
 
     let show = skarv(&["admin", "--connect", &connect, "show"]);
