@@ -88,6 +88,11 @@ for name in "${names[@]}"; do
     fi
     status=0
     timeout "$timeout_s" "$MYSQLTEST" "${args[@]}" >"$logs/$name.out" 2>&1 || status=$?
+    # mysqltest leaves the output that differed beside the .result: move it
+    # to the logs, out of the source tree.
+    if [ -f "$here/$name.reject" ]; then
+        mv "$here/$name.reject" "$logs/$name.reject"
+    fi
     if [ "$status" -eq 0 ]; then
         echo "pass $name"
         passed=$((passed + 1))
@@ -96,7 +101,7 @@ for name in "${names[@]}"; do
         124) why="timed out after ${timeout_s} s" ;;
         *) why="mysqltest exit status $status" ;;
         esac
-        echo "FAIL $name ($why; output in $logs/$name.out)"
+        echo "FAIL $name ($why; output in $logs/$name.out, $name.reject beside it)"
         sed -n '1,15p' "$logs/$name.out" | sed 's/^/    /'
         failed+=("$name")
     fi
