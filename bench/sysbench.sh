@@ -7,7 +7,10 @@
 #   bench/sysbench.sh HOST PORT [THREADS [SECONDS]]      (default 8 threads, 10 s)
 #
 # Environment: TABLE_SIZE (rows per table, default 10000), TABLES (default
-# 1), SB_DB (the database, created if missing; default sbtest), SB_USER
+# 1), SB_IGNORE_ERRORS (MySQL error codes sysbench retries, counted in the
+# "retried" column, e.g. 1213,1205 as sysbench does by default; default
+# none: every error fails, as issue 20 asks), SB_DB (the database, created
+# if missing; default sbtest), SB_USER
 # (root), SB_PASSWORD (empty), SB_ENGINE (the CREATE TABLE engine, default
 # innodb; every engine name is stored in the cluster by Skarv), TESTS (a
 # space-separated subset), WORK (where the outputs go; a new directory
@@ -16,7 +19,7 @@
 set -euo pipefail
 
 if [ $# -lt 2 ]; then
-    sed -n '2,15p' "$0" >&2
+    sed -n '2,18p' "$0" >&2
     exit 2
 fi
 host="$1"
@@ -29,6 +32,7 @@ db="${SB_DB:-sbtest}"
 user="${SB_USER:-root}"
 password="${SB_PASSWORD:-}"
 engine="${SB_ENGINE:-innodb}"
+ignore_errors="${SB_IGNORE_ERRORS:-none}"
 tests="${TESTS:-oltp_point_select oltp_read_only oltp_read_write oltp_update_index \
 oltp_update_non_index oltp_insert oltp_delete select_random_points select_random_ranges bulk_insert}"
 work="${WORK:-$(mktemp -d /tmp/skarv-sysbench.XXXXXX)}"
@@ -54,9 +58,9 @@ mysql_cli="$(command -v mysql || command -v mariadb || true)"
 common=(--db-driver=mysql --mysql-host="$host" --mysql-port="$port" --mysql-user="$user"
     --mysql-password="$password" --mysql-db="$db" --mysql-storage-engine="$engine"
     --tables="$tables" --table-size="$table_size" --threads="$threads"
-    # Every error fails the run: sysbench otherwise retries deadlocks and
-    # lock wait timeouts (1213, 1205) and counts them as "ignored errors".
-    --mysql-ignore-errors=none)
+    # By default every error fails the run: sysbench otherwise retries
+    # deadlocks and lock wait timeouts (1213, 1205), as "ignored errors".
+    --mysql-ignore-errors="$ignore_errors")
 
 # step TEST COMMAND TIMEOUT_S [ARGS...]: runs one sysbench step; its wall time
 # in milliseconds goes to $step_ms.
@@ -84,7 +88,7 @@ number() {
     grep -E "$1" "$2" | head -1 | sed -E "s/.*$1[^0-9]*([0-9.]+).*/\\1/"
 }
 
-printf '%-22s %10s %10s %9s %8s %8s %8s\n' test "tps" "qps" "p95 ms" prep_s run_s clean_s
+printf '%-22s %10s %10s %9s %7s %7s %7s %7s\n' test tps qps "p95 ms" retried prep_s run_s clean_s
 for test in $tests; do
     # A leftover of an interrupted earlier run would fail prepare.
     step "$test" cleanup "$CLEANUP_TIMEOUT_S"
@@ -93,16 +97,22 @@ for test in $tests; do
     step "$test" run $((seconds + RUN_GRACE_S)) --time="$seconds" --report-interval=0
     run_ms=$step_ms
     out="$work/$test.run.log"
-    ignored=$(number 'ignored errors:' "$out")
-    [ "${ignored:-0}" = 0 ] || die "$test run: $ignored ignored errors (see $out)"
+    retried=$(number 'ignored errors:' "$out")
+    if [ "$ignore_errors" = none ] && [ "${retried:-0}" != 0 ]; then
+        die "$test run: $retried errors (see $out)"
+    fi
     tps=$(grep -E 'transactions:' "$out" | sed -E 's/.*\(([0-9.]+) per sec.*/\1/')
     qps=$(grep -E 'queries:' "$out" | head -1 | sed -E 's/.*\(([0-9.]+) per sec.*/\1/')
     p95=$(grep -E '95th percentile:' "$out" | sed -E 's/.*: *([0-9.]+).*/\1/')
     step "$test" cleanup "$CLEANUP_TIMEOUT_S"
     cleanup_ms=$step_ms
     awk -v t="$test" -v tps="${tps:-?}" -v qps="${qps:-?}" -v p95="${p95:-?}" \
-        -v p="$prepare_ms" -v r="$run_ms" -v c="$cleanup_ms" \
-        'BEGIN { printf "%-22s %10s %10s %9s %8.1f %8.1f %8.1f\n", t, tps, qps, p95,
+        -v e="${retried:-?}" -v p="$prepare_ms" -v r="$run_ms" -v c="$cleanup_ms" \
+        'BEGIN { printf "%-22s %10s %10s %9s %7s %7.1f %7.1f %7.1f\n", t, tps, qps, p95, e,
                  p / 1000, r / 1000, c / 1000 }'
 done
-echo "all $(echo "$tests" | wc -w) tests passed with 0 errors; outputs in $work"
+if [ "$ignore_errors" = none ]; then
+    echo "all $(echo "$tests" | wc -w) tests passed with 0 errors; outputs in $work"
+else
+    echo "all $(echo "$tests" | wc -w) tests passed (errors $ignore_errors retried); outputs in $work"
+fi
