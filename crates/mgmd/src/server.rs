@@ -652,6 +652,7 @@ impl Shared {
                     version,
                     pid,
                     hostname,
+                    address: connection.peer.ip().to_string(),
                 };
                 self.alloc(connection, session, &request, reply)
             }

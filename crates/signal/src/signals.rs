@@ -163,6 +163,11 @@ wire_struct! {
         /// The data node's view of the membership when it last reported.
         pub view_id: u32,
         pub members: NodeBitmask,
+        /// A `[mysqld]` slot: for a SQL node (`skarv sql`).
+        pub mysqld: bool,
+        /// The IP address the node's process connected from; empty when
+        /// it is not connected.
+        pub address: String,
     }
 }
 

@@ -106,6 +106,8 @@ fn one_of_each() -> Vec<SignalBody> {
                 start_count: 1,
                 view_id: 0,
                 members: NodeBitmask::new(),
+                mysqld: true,
+                address: "127.0.0.1".to_owned(),
             }],
         },
         SignalBody::MgmStopReq {
