@@ -719,10 +719,12 @@ fn unknown_statement(id: u32, to: &str) -> SqlError {
 
 fn access_denied(user: &str, host: IpAddr, with_password: bool) -> SqlError {
     let using = if with_password { "YES" } else { "NO" };
-    SqlError::new(
-        codes::ACCESS_DENIED,
-        format!("Access denied for user '{user}'@'{host}' (using password: {using})"),
-    )
+    SqlError {
+        code: codes::ACCESS_DENIED,
+        // MySQL's SQLSTATE for 1045 (invalid authorization).
+        state: "28000",
+        message: format!("Access denied for user '{user}'@'{host}' (using password: {using})"),
+    }
 }
 
 fn bad_handshake(detail: &str) -> SqlError {
@@ -865,7 +867,11 @@ fn write_ok<S: Read + Write>(
     let status_at = out.len();
     put_u16(out, status_of(info, status));
     put_u16(out, info.warnings);
-    out.extend_from_slice(info.info.as_bytes());
+    if !info.info.is_empty() {
+        // `string<lenenc>`, as MySQL's `net_send_ok` writes it (its manual
+        // says `string<EOF>`; clients read what the server sends).
+        put_lenenc_bytes(out, info.info.as_bytes());
+    }
     io.mark_status(status_at);
     io.end(at)
 }
