@@ -1123,3 +1123,437 @@ impl<S: Read + Write> ResultSink for Sink<'_, S> {
         write_err(self.io, error)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::net::Ipv4Addr;
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::backend::{Credentials, Prepared};
+    use crate::protocol::testing::Duplex;
+    use crate::value::{charset, ColumnType};
+
+    /// A backend for the wire tests: root without a password, a few
+    /// statements, prepared statements that answer OK.
+    #[derive(Default)]
+    struct Echo {
+        in_transaction: bool,
+        queries: Vec<String>,
+        statements: Vec<u32>,
+        executed: Vec<Vec<SqlValue>>,
+        disconnected: bool,
+    }
+
+    impl Backend for Echo {
+        fn connection_id(&self) -> u32 {
+            7
+        }
+        fn credentials(&mut self, login: &Login<'_>) -> Result<Credentials, SqlError> {
+            match login.user {
+                "root" => Ok(auth::credentials_for(b"")),
+                _ => Err(SqlError::new(codes::ACCESS_DENIED, "no such user")),
+            }
+        }
+        fn logged_in(&mut self, _login: &Login<'_>) -> Result<(), SqlError> {
+            Ok(())
+        }
+        fn query(&mut self, sql: &str, _multi: bool, sink: &mut dyn ResultSink) -> io::Result<()> {
+            self.queries.push(sql.to_owned());
+            match sql {
+                "select 1" => {
+                    let column = ColumnMeta::expr("1", ColumnType::LongLong, charset::BINARY, 1);
+                    sink.columns(&[column])?;
+                    sink.row(&[SqlValue::Int(1)])?;
+                    sink.end_rows(&OkInfo::default())
+                }
+                "begin" => {
+                    self.in_transaction = true;
+                    sink.ok(&OkInfo::default())
+                }
+                "silent" => Ok(()),
+                _ => sink.error(&SqlError::syntax(sql)),
+            }
+        }
+        fn prepare(&mut self, sql: &str) -> Result<Prepared, SqlError> {
+            let id = self.statements.len() as u32 + 1;
+            self.statements.push(id);
+            let param = ColumnMeta::expr("?", ColumnType::VarString, charset::BINARY, 0);
+            Ok(Prepared {
+                id,
+                params: vec![param; sql.matches('?').count()],
+                columns: Vec::new(),
+            })
+        }
+        fn execute(
+            &mut self,
+            _id: u32,
+            params: &[SqlValue],
+            sink: &mut dyn ResultSink,
+        ) -> io::Result<()> {
+            self.executed.push(params.to_vec());
+            sink.ok(&OkInfo::default())
+        }
+        fn close(&mut self, id: u32) {
+            self.statements.retain(|&s| s != id);
+        }
+        fn has_statement(&self, id: u32) -> bool {
+            self.statements.contains(&id)
+        }
+        fn use_database(&mut self, _database: &str) -> Result<(), SqlError> {
+            Ok(())
+        }
+        fn field_list(&mut self, _table: &str) -> Result<Vec<ColumnMeta>, SqlError> {
+            Ok(vec![ColumnMeta::expr(
+                "a",
+                ColumnType::Long,
+                charset::BINARY,
+                11,
+            )])
+        }
+        fn reset(&mut self) {
+            self.in_transaction = false;
+        }
+        fn status_flags(&self) -> u16 {
+            status::AUTOCOMMIT
+                | if self.in_transaction {
+                    status::IN_TRANS
+                } else {
+                    0
+                }
+        }
+        fn disconnect(&mut self) {
+            self.disconnected = true;
+        }
+        fn killed(&self) -> bool {
+            false
+        }
+    }
+
+    const CLIENT_CAPS: u32 = caps::PROTOCOL_41
+        | caps::SECURE_CONNECTION
+        | caps::PLUGIN_AUTH
+        | caps::PLUGIN_AUTH_LENENC_CLIENT_DATA
+        | caps::MULTI_STATEMENTS
+        | caps::MULTI_RESULTS;
+
+    fn frame(seq: u8, payload: &[u8]) -> Vec<u8> {
+        let mut out = (payload.len() as u32).to_le_bytes()[..3].to_vec();
+        out.push(seq);
+        out.extend_from_slice(payload);
+        out
+    }
+
+    fn login(caps: u32, user: &str, response: &[u8], plugin: Option<&str>) -> Vec<u8> {
+        let mut out = Vec::new();
+        put_u32(&mut out, caps);
+        put_u32(&mut out, 1 << 24);
+        out.push(45);
+        out.extend_from_slice(&[0; 23]);
+        put_nul_bytes(&mut out, user.as_bytes());
+        put_lenenc_bytes(&mut out, response);
+        if let Some(plugin) = plugin {
+            put_nul_bytes(&mut out, plugin.as_bytes());
+        }
+        frame(1, &out)
+    }
+
+    /// Command packets, each starting a sequence.
+    fn commands(packets: &[&[u8]]) -> Vec<u8> {
+        packets.iter().flat_map(|p| frame(0, p)).collect()
+    }
+
+    /// Serves `input` and returns the backend and the payloads written.
+    fn serve_bytes(input: Vec<u8>) -> (Echo, Vec<Vec<u8>>) {
+        let mut backend = Echo::default();
+        let mut stream = Duplex::new(input);
+        let peer = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        let _ = serve(&mut stream, &mut backend, peer, &ProtocolOptions::default());
+        assert!(
+            backend.disconnected,
+            "disconnect is called however the connection ends"
+        );
+        (backend, frames(&stream.output))
+    }
+
+    /// Splits what the server wrote into payloads, checking the framing.
+    fn frames(mut wire: &[u8]) -> Vec<Vec<u8>> {
+        let mut payloads = Vec::new();
+        while !wire.is_empty() {
+            assert!(wire.len() >= 4, "a cut header");
+            let len = usize::from(wire[0]) | usize::from(wire[1]) << 8 | usize::from(wire[2]) << 16;
+            assert!(wire.len() >= 4 + len, "a cut payload");
+            payloads.push(wire[4..4 + len].to_vec());
+            wire = &wire[4 + len..];
+        }
+        payloads
+    }
+
+    fn root(caps: u32) -> Vec<u8> {
+        login(caps, "root", b"", Some("mysql_native_password"))
+    }
+
+    fn err_code(payload: &[u8]) -> Option<u16> {
+        (payload.first() == Some(&ERR_HEADER)).then(|| u16::from_le_bytes([payload[1], payload[2]]))
+    }
+
+    fn ok_status(payload: &[u8]) -> u16 {
+        let mut cursor = Cursor::new(&payload[1..]);
+        cursor.lenenc_int().unwrap();
+        cursor.lenenc_int().unwrap();
+        cursor.u16().unwrap()
+    }
+
+    #[test]
+    fn the_greeting_announces_version_capabilities_and_a_nonce() {
+        let (_, out) = serve_bytes(Vec::new());
+        let greeting = &out[0];
+        assert_eq!(greeting[0], PROTOCOL_VERSION);
+        let mut cursor = Cursor::new(&greeting[1..]);
+        assert!(cursor.nul_bytes().unwrap().starts_with(b"8.0.36-Skarv-"));
+        assert_eq!(cursor.u32().unwrap(), 7);
+        let nonce_start = cursor.bytes(8).unwrap().to_vec();
+        assert_eq!(cursor.u8().unwrap(), 0);
+        let low = cursor.u16().unwrap();
+        cursor.bytes(3).unwrap();
+        let high = cursor.u16().unwrap();
+        assert_eq!(u32::from(low) | u32::from(high) << 16, SERVER_CAPS);
+        assert_eq!(cursor.u8().unwrap(), 21);
+        cursor.bytes(10).unwrap();
+        let nonce_end = cursor.nul_bytes().unwrap();
+        assert_eq!(nonce_start.len() + nonce_end.len(), NONCE_BYTES);
+        assert_eq!(cursor.nul_bytes().unwrap(), b"mysql_native_password");
+    }
+
+    #[test]
+    fn with_deprecate_eof_a_result_set_ends_with_an_ok_and_has_no_eof() {
+        let mut input = root(CLIENT_CAPS | caps::DEPRECATE_EOF);
+        input.extend(commands(&[b"\x03select 1"]));
+        let (_, out) = serve_bytes(input);
+        // Greeting, OK, then: count, column, row, terminator.
+        assert_eq!(out.len(), 6, "{out:?}");
+        assert_eq!(out[2], [1]);
+        assert_eq!(out[4], [1, b'1']);
+        assert_eq!(out[5][0], EOF_HEADER);
+        assert_eq!(ok_status(&out[5]), status::AUTOCOMMIT);
+    }
+
+    #[test]
+    fn without_deprecate_eof_columns_and_rows_end_with_eof() {
+        let mut input = root(CLIENT_CAPS);
+        input.extend(commands(&[b"\x03select 1"]));
+        let (_, out) = serve_bytes(input);
+        assert_eq!(out.len(), 7, "{out:?}");
+        assert_eq!(out[4][0], EOF_HEADER);
+        assert_eq!(out[4].len(), 5);
+        assert_eq!(out[5], [1, b'1']);
+        assert_eq!(out[6][0], EOF_HEADER);
+        assert_eq!(out[6].len(), 5);
+    }
+
+    #[test]
+    fn an_ok_carries_the_status_after_its_statement() {
+        let mut input = root(CLIENT_CAPS);
+        input.extend(commands(&[b"\x03begin"]));
+        let (_, out) = serve_bytes(input);
+        assert_eq!(ok_status(&out[2]), status::AUTOCOMMIT | status::IN_TRANS);
+    }
+
+    #[test]
+    fn an_unknown_plugin_is_switched_to_native_password() {
+        let mut input = login(CLIENT_CAPS, "root", b"", Some("sha256_password"));
+        input.extend(frame(3, b""));
+        let (_, out) = serve_bytes(input);
+        assert_eq!(out[1][0], EOF_HEADER);
+        let mut cursor = Cursor::new(&out[1][1..]);
+        assert_eq!(cursor.nul_bytes().unwrap(), b"mysql_native_password");
+        assert_eq!(cursor.rest().len(), NONCE_BYTES + 1);
+        assert_eq!(out[2][0], OK_HEADER);
+    }
+
+    #[test]
+    fn an_ssl_request_or_an_unknown_user_is_refused_and_closed() {
+        let mut ssl = Vec::new();
+        put_u32(&mut ssl, CLIENT_CAPS | caps::SSL);
+        ssl.extend_from_slice(&[0; 28]);
+        let (_, out) = serve_bytes(frame(1, &ssl));
+        assert_eq!(err_code(&out[1]), Some(codes::HANDSHAKE));
+        assert!(String::from_utf8_lossy(&out[1]).contains("TLS"));
+        let mut input = login(CLIENT_CAPS, "bob", b"", None);
+        input.extend(commands(&[b"\x03select 1"]));
+        let (backend, out) = serve_bytes(input);
+        assert_eq!(out.len(), 2);
+        assert_eq!(err_code(&out[1]), Some(codes::ACCESS_DENIED));
+        assert!(backend.queries.is_empty());
+    }
+
+    #[test]
+    fn bad_commands_get_errors_and_the_connection_goes_on() {
+        let mut input = root(CLIENT_CAPS);
+        input.extend(commands(&[
+            b"",
+            b"\x63",
+            b"\x17\x01\x00",
+            b"\x1a\x09\x00\x00\x00",
+            b"\x03\xff\xfe",
+            b"\x0e",
+        ]));
+        let (_, out) = serve_bytes(input);
+        let codes: Vec<_> = out[2..].iter().map(|p| err_code(p)).collect();
+        assert_eq!(
+            codes,
+            [
+                Some(codes::MALFORMED_PACKET),
+                Some(codes::UNKNOWN_COM),
+                Some(codes::MALFORMED_PACKET),
+                Some(codes::UNKNOWN_STMT_HANDLER),
+                Some(INVALID_CHARACTER_STRING),
+                None,
+            ]
+        );
+    }
+
+    #[test]
+    fn execute_decodes_parameters_and_remembers_their_types() {
+        let mut input = root(CLIENT_CAPS);
+        // Two parameters: bound as LONGLONG and VAR_STRING, then executed
+        // again without binding, then with an unknown type.
+        let mut first = vec![0x17, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0b00, 1, 0x08, 0, 0xfd, 0];
+        first.extend_from_slice(&(-2i64).to_le_bytes());
+        first.extend_from_slice(&[2, b'h', b'i']);
+        let mut second = vec![0x17, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0b10, 0];
+        second.extend_from_slice(&5i64.to_le_bytes());
+        let third = vec![0x17, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0x42, 0, 0xfd, 0];
+        input.extend(commands(&[b"\x16echo ?, ?", &first, &second, &third]));
+        let (backend, out) = serve_bytes(input);
+        assert_eq!(
+            backend.executed,
+            [
+                vec![SqlValue::Int(-2), SqlValue::Bytes(b"hi".to_vec())],
+                vec![SqlValue::Int(5), SqlValue::Null],
+            ]
+        );
+        assert_eq!(err_code(out.last().unwrap()), Some(codes::WRONG_ARGUMENTS));
+    }
+
+    #[test]
+    fn long_data_stands_in_for_a_parameter_once() {
+        let mut input = root(CLIENT_CAPS);
+        let long = |chunk: &[u8]| {
+            let mut p = vec![0x18, 1, 0, 0, 0, 0, 0];
+            p.extend_from_slice(chunk);
+            p
+        };
+        let execute = vec![0x17, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0xfc, 0];
+        let mut again = execute.clone();
+        again.extend_from_slice(&[1, b'z']);
+        input.extend(commands(&[
+            b"\x16echo ?",
+            &long(b"ab"),
+            &long(b"cd"),
+            &execute,
+            &again,
+        ]));
+        let (backend, out) = serve_bytes(input);
+        let expected = [
+            vec![SqlValue::Bytes(b"abcd".to_vec())],
+            vec![SqlValue::Bytes(b"z".to_vec())],
+        ];
+        assert_eq!(backend.executed, expected);
+        // PREPARE_OK, its parameter and EOF; the long data has no answer.
+        assert_eq!(out.len(), 2 + 3 + 2);
+    }
+
+    #[test]
+    fn set_option_field_list_statistics_and_kill() {
+        let mut input = root(CLIENT_CAPS);
+        input.extend(commands(&[
+            b"\x1b\x01\x00",
+            b"\x04t\x00",
+            b"\x09",
+            b"\x0c\x05\x00\x00\x00",
+        ]));
+        let (backend, out) = serve_bytes(input);
+        assert_eq!(out[2][0], EOF_HEADER);
+        // The field list: one column (with its default) and EOF.
+        assert_eq!(*out[3].last().unwrap(), 0xfb);
+        assert_eq!(out[4][0], EOF_HEADER);
+        assert!(out[5].starts_with(b"Uptime: "));
+        assert_eq!(backend.queries, ["KILL 5"]);
+    }
+
+    #[test]
+    fn a_backend_that_sends_nothing_still_answers_the_client() {
+        let mut input = root(CLIENT_CAPS);
+        input.extend(commands(&[b"\x03silent"]));
+        let (_, out) = serve_bytes(input);
+        assert_eq!(err_code(&out[2]), Some(codes::UNKNOWN));
+    }
+
+    #[test]
+    fn a_packet_out_of_sequence_gets_1156_and_closes() {
+        let mut input = root(CLIENT_CAPS);
+        input.extend(frame(3, b"\x03select 1"));
+        input.extend(commands(&[b"\x03select 1"]));
+        let (backend, out) = serve_bytes(input);
+        assert_eq!(out.len(), 3);
+        assert_eq!(err_code(&out[2]), Some(NET_PACKETS_OUT_OF_ORDER));
+        assert!(backend.queries.is_empty());
+    }
+
+    /// Command bytes the decoder knows, and some it does not.
+    fn command_byte() -> impl Strategy<Value = u8> {
+        prop_oneof![
+            Just(command::QUERY),
+            Just(command::INIT_DB),
+            Just(command::FIELD_LIST),
+            Just(command::PROCESS_KILL),
+            Just(command::CHANGE_USER),
+            Just(command::STMT_PREPARE),
+            Just(command::STMT_EXECUTE),
+            Just(command::STMT_SEND_LONG_DATA),
+            Just(command::STMT_CLOSE),
+            Just(command::STMT_RESET),
+            Just(command::SET_OPTION),
+            Just(command::RESET_CONNECTION),
+            any::<u8>(),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// Random commands (after a prepare, so executes find their
+        /// statement), each framed, then random bytes: the server answers
+        /// each with well-framed packets or closes, and never panics.
+        #[test]
+        fn random_and_mutated_packets_never_panic(
+            packets in prop::collection::vec(
+                (command_byte(), prop::collection::vec(any::<u8>(), 0..40)), 0..12),
+            tail in prop::collection::vec(any::<u8>(), 0..64),
+            flip in any::<(usize, u8)>(),
+        ) {
+            let mut input = root(CLIENT_CAPS);
+            input.extend(commands(&[b"\x16echo ?, ?, ?"]));
+            for (command, payload) in &packets {
+                let mut packet = vec![*command];
+                packet.extend_from_slice(payload);
+                // Most executes name statement 1, as a client would.
+                if *command == command::STMT_EXECUTE && packet.len() >= 5 && payload[0] % 2 == 0 {
+                    packet[1..5].copy_from_slice(&1u32.to_le_bytes());
+                }
+                input.extend(frame(0, &packet));
+            }
+            input.extend_from_slice(&tail);
+            // Mutate one byte somewhere after the login.
+            let login_len = root(CLIENT_CAPS).len();
+            if input.len() > login_len {
+                let index = login_len + flip.0 % (input.len() - login_len);
+                input[index] ^= flip.1;
+            }
+            let (_, out) = serve_bytes(input);
+            prop_assert!(!out.is_empty());
+        }
+    }
+}
