@@ -903,3 +903,19 @@ fn serve_the_toy_for_clients_by_hand() {
     // Not synchronisation: how long the server stays up for a person.
     thread::sleep(Duration::from_secs(seconds));
 }
+
+#[test]
+fn a_thousand_idle_connections_are_served() {
+    const CONNECTIONS: usize = 1_000;
+    let server = toy();
+    let mut connections: Vec<Conn> = (0..CONNECTIONS).map(|_| connect(&server)).collect();
+    let first: Option<i64> = connections[0].query_first("select 1").unwrap();
+    let last: Option<i64> = connections[CONNECTIONS - 1]
+        .query_first("select 1")
+        .unwrap();
+    assert_eq!((first, last), (Some(1), Some(1)));
+    for conn in &mut connections {
+        conn.ping().unwrap();
+    }
+    assert_eq!(server.shared.logins.load(Ordering::Relaxed), CONNECTIONS);
+}

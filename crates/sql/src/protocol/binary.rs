@@ -12,8 +12,8 @@
 //! | LONG, INT24 | 4 |
 //! | LONGLONG | 8 |
 //! | FLOAT / DOUBLE | 4 / 8, IEEE little endian |
-//! | DATE, DATETIME, TIMESTAMP | length 0, 4, 7 or 11, then year u16, month, day, hour, minute, second, micros u32 |
-//! | TIME | length 0, 8 or 12, then negative, days u32, hour, minute, second, micros u32 |
+//! | DATE, DATETIME, TIMESTAMP | length 0, 4, 7 or 11; year u16, month, day, h, m, s, micros u32 |
+//! | TIME | length 0, 8 or 12; negative, days u32, h, m, s, micros u32 |
 //! | the rest (strings, DECIMAL, BLOB, BIT, JSON, …) | `string<lenenc>` |
 
 use crate::error::{codes, SqlError};

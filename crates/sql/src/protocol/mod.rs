@@ -93,8 +93,10 @@ impl Default for ProtocolOptions {
 }
 
 /// Serves one client connection until it ends: the handshake, then one
-/// command after another. `Backend::disconnect` is called however it ends.
-/// An error of the stream is returned (the connection is over either way).
+/// command after another. `Backend::disconnect` is called however it ends,
+/// unless the backend panicked (it is not called again while unwinding; the
+/// caller drops it). An error of the stream is returned (the connection is
+/// over either way).
 pub fn serve_connection<S: Read + Write>(
     stream: S,
     backend: &mut dyn Backend,

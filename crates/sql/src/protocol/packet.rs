@@ -147,7 +147,7 @@ impl<S: Read + Write> PacketIo<S> {
             let mut frames = payload.chunks(FRAME_PAYLOAD_BYTES_MAX);
             // An exact multiple of the frame size ends with an empty frame.
             let trailer: &[u8] = &[];
-            let exact = payload.len() % FRAME_PAYLOAD_BYTES_MAX == 0;
+            let exact = payload.len().is_multiple_of(FRAME_PAYLOAD_BYTES_MAX);
             for frame in frames.by_ref().chain(exact.then_some(trailer)) {
                 self.out
                     .extend_from_slice(&(frame.len() as u32).to_le_bytes()[..3]);
