@@ -272,20 +272,31 @@ impl<'a, S: Read + Write> Connection<'a, S> {
     ) -> io::Result<bool> {
         let mut response = response.to_vec();
         let plugin_auth = self.caps & caps::PLUGIN_AUTH != 0;
+        let announced = self.options.auth_plugin;
         let plugin = match plugin {
             _ if !plugin_auth => Plugin::Native,
-            None | Some(b"") => self.options.auth_plugin,
-            Some(name) => match Plugin::from_name(name) {
-                Some(plugin) => plugin,
-                None => {
-                    let Some(answer) = self.switch_to_native()? else {
+            None | Some(b"") => announced,
+            Some(name) => {
+                // A client that answered with another plugin than the one
+                // announced had no nonce for it (libmysql and MariaDB's
+                // client send an empty answer then and wait for a switch):
+                // switch it to its own plugin, or to native for one Skarv
+                // does not speak.
+                let plugin = Plugin::from_name(name).unwrap_or(Plugin::Native);
+                if Plugin::from_name(name) != Some(announced) {
+                    let Some(answer) = self.switch_to(plugin)? else {
                         return Ok(false);
                     };
                     response = answer;
-                    Plugin::Native
                 }
-            },
+                plugin
+            }
         };
+        // An empty password's answer: nothing, or one NUL (libmysql's
+        // `caching_sha2_password` client sends that).
+        if response == [0] {
+            response.clear();
+        }
         let credentials = match self.backend.credentials(login) {
             Ok(credentials) => Some(credentials),
             Err(error) if error.code == codes::ACCESS_DENIED => None,
@@ -307,13 +318,13 @@ impl<'a, S: Read + Write> Connection<'a, S> {
         Ok(true)
     }
 
-    /// AuthSwitchRequest to `mysql_native_password` with the same nonce;
-    /// the client's answer, or None when it went away.
-    fn switch_to_native(&mut self) -> io::Result<Option<Vec<u8>>> {
+    /// AuthSwitchRequest to `plugin` with the same nonce; the client's
+    /// answer, or None when it went away.
+    fn switch_to(&mut self, plugin: Plugin) -> io::Result<Option<Vec<u8>>> {
         let at = self.io.begin();
         let out = self.io.out();
         out.push(EOF_HEADER);
-        put_nul_bytes(out, Plugin::Native.name().as_bytes());
+        put_nul_bytes(out, plugin.name().as_bytes());
         out.extend_from_slice(&self.nonce);
         out.push(0);
         self.io.end(at)?;
@@ -1370,6 +1381,20 @@ mod tests {
         assert_eq!(cursor.nul_bytes().unwrap(), b"mysql_native_password");
         assert_eq!(cursor.rest().len(), NONCE_BYTES + 1);
         assert_eq!(out[2][0], OK_HEADER);
+    }
+
+    #[test]
+    fn another_plugin_than_announced_is_switched_to_itself() {
+        // As MariaDB's client with --default-auth=caching_sha2_password
+        // and no password: an empty answer, then one NUL after the switch.
+        let mut input = login(CLIENT_CAPS, "root", b"", Some("caching_sha2_password"));
+        input.extend(frame(3, b"\0"));
+        let (_, out) = serve_bytes(input);
+        assert_eq!(out[1][0], EOF_HEADER);
+        let mut cursor = Cursor::new(&out[1][1..]);
+        assert_eq!(cursor.nul_bytes().unwrap(), b"caching_sha2_password");
+        assert_eq!(out[2][0], OK_HEADER, "{out:?}");
+        assert_eq!(out.len(), 3);
     }
 
     #[test]
