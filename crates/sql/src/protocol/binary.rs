@@ -371,6 +371,8 @@ fn clock_ok(time: &Time) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
     use crate::value::charset;
 
@@ -467,6 +469,66 @@ mod tests {
             };
             let decoded = param_value(&mut Cursor::new(&out), param).unwrap();
             assert_eq!(decoded, value);
+        }
+    }
+
+    fn any_value() -> impl Strategy<Value = SqlValue> {
+        let date = (any::<u16>(), any::<u8>(), any::<u8>()).prop_map(|(year, month, day)| Date {
+            year,
+            month,
+            day,
+        });
+        let time = (any::<u8>(), any::<u8>(), any::<u8>(), any::<u32>()).prop_map(
+            |(hour, minute, second, micros)| Time {
+                hour,
+                minute,
+                second,
+                micros,
+            },
+        );
+        prop_oneof![
+            Just(SqlValue::Null),
+            any::<i64>().prop_map(SqlValue::Int),
+            any::<u64>().prop_map(SqlValue::UInt),
+            any::<f32>().prop_map(SqlValue::Float),
+            any::<f64>().prop_map(SqlValue::Double),
+            "[-0-9.]{0,12}".prop_map(SqlValue::Decimal),
+            prop::collection::vec(any::<u8>(), 0..16).prop_map(SqlValue::Bytes),
+            date.clone().prop_map(SqlValue::Date),
+            (date, time.clone()).prop_map(|(d, t)| SqlValue::DateTime(d, t)),
+            (any::<bool>(), any::<u32>(), time).prop_map(|(negative, days, time)| {
+                SqlValue::Time {
+                    negative,
+                    days,
+                    time,
+                }
+            }),
+        ]
+    }
+
+    proptest! {
+        /// Any value in any column: a row, or a refusal; never a panic.
+        /// Parameters decode from any bytes the same way.
+        #[test]
+        fn any_value_in_any_column_encodes_or_is_refused(
+            code in any::<u8>(),
+            unsigned in any::<bool>(),
+            decimals in any::<u8>(),
+            length in any::<u32>(),
+            value in any_value(),
+            bytes in prop::collection::vec(any::<u8>(), 0..24),
+        ) {
+            let Some(ty) = ColumnType::from_code(code) else {
+                return Ok(());
+            };
+            let mut column = column(ty, unsigned);
+            column.decimals = decimals;
+            column.length = length;
+            let mut out = Vec::new();
+            let _ = encode_row(std::slice::from_ref(&column), &[value.clone()], &mut out);
+            let mut text = Vec::new();
+            text::render(&value, &column, &mut text);
+            let _ = param_value(&mut Cursor::new(&bytes), ParamType { ty, unsigned });
         }
     }
 

@@ -1242,6 +1242,9 @@ mod tests {
         }
     }
 
+    /// A frame header's bytes.
+    const HEADER: usize = 4;
+
     const CLIENT_CAPS: u32 = caps::PROTOCOL_41
         | caps::SECURE_CONNECTION
         | caps::PLUGIN_AUTH
@@ -1586,6 +1589,25 @@ mod tests {
                 let index = login_len + flip.0 % (input.len() - login_len);
                 input[index] ^= flip.1;
             }
+            let (_, out) = serve_bytes(input);
+            prop_assert!(!out.is_empty());
+        }
+
+        /// Random logins (a valid one mutated, or random bytes, in random
+        /// frames): refused or accepted, never a panic.
+        #[test]
+        fn random_logins_never_panic(
+            caps in any::<u32>(),
+            user in "[a-z]{0,6}",
+            response in prop::collection::vec(any::<u8>(), 0..40),
+            plugin in prop::option::of("[a-z_0-9]{0,24}"),
+            junk in prop::collection::vec(any::<u8>(), 0..80),
+            cut in any::<usize>(),
+        ) {
+            let mut input = login(caps, &user, &response, plugin.as_deref());
+            let keep = HEADER + cut % (input.len() - HEADER + 1);
+            input.truncate(keep);
+            input.extend_from_slice(&junk);
             let (_, out) = serve_bytes(input);
             prop_assert!(!out.is_empty());
         }
