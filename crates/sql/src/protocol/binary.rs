@@ -525,7 +525,7 @@ mod tests {
             column.decimals = decimals;
             column.length = length;
             let mut out = Vec::new();
-            let _ = encode_row(std::slice::from_ref(&column), &[value.clone()], &mut out);
+            let _ = encode_row(std::slice::from_ref(&column), std::slice::from_ref(&value), &mut out);
             let mut text = Vec::new();
             text::render(&value, &column, &mut text);
             let _ = param_value(&mut Cursor::new(&bytes), ParamType { ty, unsigned });
