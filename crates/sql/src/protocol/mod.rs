@@ -19,6 +19,22 @@
 //! - `connection`: the handshake and the command loop;
 //! - `text` and `binary`: values as the text and binary protocols send
 //!   them.
+//!
+//! Where it differs from MySQL's server:
+//! - no TLS (an SSL request gets ERR 1043 naming it) and no compression;
+//! - `caching_sha2_password` is fast auth only: the account's
+//!   SHA256(SHA256(pw)) is stored, so full authentication (RSA or TLS) is
+//!   never needed; a client that answers the handshake with another plugin
+//!   than the one announced is switched to its own (to native for one
+//!   Skarv does not speak);
+//! - no cursors: `COM_STMT_EXECUTE` sends the whole result whatever cursor
+//!   it asks for, and `COM_STMT_FETCH` is an unknown command (1047);
+//! - statement text, names and user names must be UTF-8 (1300 otherwise);
+//! - `COM_FIELD_LIST` ignores its wildcard; a failed `COM_CHANGE_USER`
+//!   closes the connection;
+//! - the OK and EOF packets of one `COM_QUERY` carry the status flags the
+//!   backend reports once the whole query is done (a multi-statement's
+//!   earlier results included).
 
 pub mod auth;
 mod binary;
