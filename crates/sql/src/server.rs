@@ -60,7 +60,7 @@ pub struct ServerOptions {
 /// Connects to the cluster and serves MySQL clients until the process is
 /// stopped.
 pub fn serve(options: ServerOptions) -> Result<(), SqlError> {
-    let cluster = Cluster::connect_with(&options.connect, cluster_options(&options))
+    let cluster = Cluster::connect_with(&options.connect, cluster_options(&options)?)
         .map_err(|error| txn::native_error(&error))?;
     let engine = Engine::start(cluster)?;
     let listener = TcpListener::bind((options.bind, options.port)).map_err(|error| {
@@ -75,18 +75,27 @@ pub fn serve(options: ServerOptions) -> Result<(), SqlError> {
     serve_on(listener, engine, options)
 }
 
-/// The cluster connection's options for `options`.
-fn cluster_options(options: &ServerOptions) -> ClusterOptions {
-    // NODE-ID: the one place `options.node_id` goes into the cluster
-    // connection, once `ClusterOptions` has its node-id field:
-    //     ClusterOptions { node_id: options.node_id, ..ClusterOptions::default() }
-    if let Some(node_id) = options.node_id {
-        tracing::warn!(
-            node_id,
-            "the node id is not passed to the cluster yet: any free slot"
-        );
-    }
-    ClusterOptions::default()
+/// The cluster connection's options for `options`: the `[mysqld]` or
+/// `[api]` slot asked for, 1..=255 (a node id of the configuration).
+fn cluster_options(options: &ServerOptions) -> Result<ClusterOptions, SqlError> {
+    let node_id = match options.node_id {
+        None => None,
+        Some(n) => Some(
+            u8::try_from(n)
+                .ok()
+                .and_then(signal::NodeId::new)
+                .ok_or_else(|| {
+                    SqlError::new(
+                        crate::error::codes::UNKNOWN,
+                        format!("--node-id {n}: node ids are 1..=255"),
+                    )
+                })?,
+        ),
+    };
+    Ok(ClusterOptions {
+        node_id,
+        ..ClusterOptions::default()
+    })
 }
 
 /// Serves MySQL clients accepted on `listener` with `engine`, until the

@@ -18,8 +18,6 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use schema::{Collation, Column, ColumnType as NativeType, TableDef, Value};
-use sha1::{Digest, Sha1};
-use sha2::Sha256;
 use skarv_client::{ExecMode, LockMode, ScanOptions, Session, Table};
 use sqlparser::ast::Statement;
 use sqlparser::dialect::MySqlDialect;
@@ -191,13 +189,7 @@ pub fn bootstrap(_engine: &Arc<Engine>, session: &Session) -> SqlResult<()> {
 /// The hashes stored for a password (both plugins'; the empty password is
 /// flagged so that an empty answer passes whatever the plugin).
 pub fn hash_password(password: &str) -> Credentials {
-    let native: [u8; 20] = Sha1::digest(Sha1::digest(password.as_bytes())).into();
-    let sha2: [u8; 32] = Sha256::digest(Sha256::digest(password.as_bytes())).into();
-    Credentials {
-        empty: password.is_empty(),
-        native,
-        sha2,
-    }
+    crate::protocol::auth::credentials_for(password.as_bytes())
 }
 
 fn bytes_of(value: Option<&Value>) -> Vec<u8> {
