@@ -18,7 +18,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use schema::{Collation, Column, ColumnType as NativeType, TableDef, Value};
-use skarv_client::{ExecMode, LockMode, ScanOptions, Session, Table};
+use skarv_client::{ExecMode, LockMode, Op, ScanOptions, Session, Table};
 use sqlparser::ast::Statement;
 use sqlparser::dialect::MySqlDialect;
 use sqlparser::tokenizer::{Token, Tokenizer};
@@ -786,7 +786,14 @@ fn delete_account(conn: &Conn<'_>, user: &str, host: &str) -> SqlResult<bool> {
         Value::String(user.to_owned()),
         Value::String(host.to_owned()),
     ];
-    let found = tx.read(&users, &key, LockMode::Exclusive).map_err(native)?;
+    // A missing row is an answer here, not an error of the transaction.
+    let found = tx
+        .define(
+            Op::read(&users, &key)
+                .lock(LockMode::Exclusive)
+                .ignore_error(),
+        )
+        .map_err(native)?;
     let outcome = tx.execute(ExecMode::NoCommit).map_err(native)?;
     if outcome.row(found).is_none() {
         return Ok(false);
@@ -1077,7 +1084,13 @@ fn write_db_grant(
         Value::String(db.to_owned()),
     ];
     let tx = session.begin().map_err(native)?;
-    let read = tx.read(&table, &key, LockMode::Exclusive).map_err(native)?;
+    let read = tx
+        .define(
+            Op::read(&table, &key)
+                .lock(LockMode::Exclusive)
+                .ignore_error(),
+        )
+        .map_err(native)?;
     let outcome = tx.execute(ExecMode::NoCommit).map_err(native)?;
     let before = outcome.row(read).map_or(0, |r| u64_of(r.get("privileges")));
     let after = if give { before | bits } else { before & !bits };
