@@ -504,7 +504,19 @@ fn charset_collation(
     let collation = collation.map(str::to_ascii_lowercase);
     let charset = match (&charset, &collation) {
         (Some(c), _) => c.clone(),
-        (None, Some(coll)) => coll.split('_').next().unwrap_or("").to_owned(),
+        (None, Some(coll)) => {
+            let cs = coll.split('_').next().unwrap_or("");
+            if !matches!(
+                cs,
+                "utf8mb4" | "utf8" | "utf8mb3" | "latin1" | "ascii" | "binary"
+            ) {
+                return Err(SqlError::new(
+                    codes::UNKNOWN_COLLATION,
+                    format!("Unknown collation: '{coll}'"),
+                ));
+            }
+            cs.to_owned()
+        }
         (None, None) => return Ok((inherited.0.to_owned(), inherited.1.to_owned())),
     };
     let charset = match charset.as_str() {
@@ -1158,12 +1170,26 @@ fn table_def(
     };
     def = def.sql_meta(table_meta.encode());
     // Validate here for MySQL's errors; the dictionary checks again.
-    let partitions_asked = def.partitions;
+    check_def(&def)
+        .build()
+        .map_err(|e| schema_error(&e, name))?;
+    Ok(def)
+}
+
+/// A definition to validate here, for MySQL's errors before the
+/// dictionary's: what the dictionary fills in (partitions, the ids of new
+/// indexes) filled with stand-ins.
+fn check_def(def: &TableDef) -> TableDef {
     let mut check = def.clone();
     check.partitions = check.partitions.max(1);
-    check.build().map_err(|e| schema_error(&e, name))?;
-    def.partitions = partitions_asked;
-    Ok(def)
+    let mut next = check.indexes.iter().map(|i| i.id).max().unwrap_or(0) + 1;
+    for index in &mut check.indexes {
+        if index.id == 0 {
+            index.id = next;
+            next += 1;
+        }
+    }
+    check
 }
 
 /// The native indexes of a key: an ordered index, and for a UNIQUE key
@@ -2178,9 +2204,7 @@ impl Change {
             || self.def.indexes != before.indexes;
         if changed {
             self.def.sql_meta = encoded;
-            let mut check = self.def.clone();
-            check.partitions = check.partitions.max(1);
-            check
+            check_def(&self.def)
                 .validate()
                 .map_err(|e| schema_error(&e, &self.info.name))?;
             conn.native
