@@ -1974,7 +1974,7 @@ fn parse_date(text: &str) -> Option<(u16, u8, u8)> {
 
 fn days_in_month(y: u16, m: u8) -> u8 {
     match m {
-        2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
+        2 if (y.is_multiple_of(4) && !y.is_multiple_of(100)) || y.is_multiple_of(400) => 29,
         2 => 28,
         4 | 6 | 9 | 11 => 30,
         _ => 31,

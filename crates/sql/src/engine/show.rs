@@ -1047,9 +1047,7 @@ fn lengths(c: &SqlColumn) -> [Option<u64>; 5] {
         BlobSize::Long => 4_294_967_295,
     };
     match &c.ty {
-        SqlType::TinyInt { unsigned } => {
-            [None, None, Some(3), Some(0), None].map(|v| v.map(|v| v + u64::from(!unsigned) * 0))
-        }
+        SqlType::TinyInt { .. } => [None, None, Some(3), Some(0), None],
         SqlType::SmallInt { .. } => [None, None, Some(5), Some(0), None],
         SqlType::MediumInt { .. } => [None, None, Some(7), Some(0), None],
         SqlType::Int { .. } => [None, None, Some(10), Some(0), None],
