@@ -923,7 +923,10 @@ fn ndb_table_options(conn: &mut Conn<'_>, comment: &str) -> SqlResult<(bool, boo
                 return Err(err(
                     1478,
                     "HY000",
-                    format!("Table storage engine 'ndbcluster' does not support the create option '{option}'"),
+                    format!(
+                        "Table storage engine 'ndbcluster' does not support the create option \
+                         '{option}'"
+                    ),
                 ))
             }
         };
@@ -939,7 +942,10 @@ fn ndb_table_options(conn: &mut Conn<'_>, comment: &str) -> SqlResult<(bool, boo
                 return Err(err(
                     1478,
                     "HY000",
-                    format!("Table storage engine 'ndbcluster' does not support the create option '{option}'"),
+                    format!(
+                        "Table storage engine 'ndbcluster' does not support the create option \
+                         '{option}'"
+                    ),
                 ))
             }
         }
@@ -1684,7 +1690,7 @@ fn column_spec(
                     ));
                 }
             }
-            ColumnOption::DialectSpecific(tokens) if matches!(tokens.as_slice(), [Token::Word(w)] if w.keyword == Keyword::AUTO_INCREMENT) => {
+            ColumnOption::DialectSpecific(tokens) if is_auto_increment(tokens) => {
                 auto_increment = true
             }
             other => {
@@ -1751,7 +1757,10 @@ fn column_spec(
                         return Err(err(
                             1101,
                             "42000",
-                            format!("BLOB, TEXT, GEOMETRY or JSON column '{name}' can't have a default value"),
+                            format!(
+                                "BLOB, TEXT, GEOMETRY or JSON column '{name}' can't have a \
+                                 default value"
+                            ),
                         ));
                     }
                     let value = default_value(&ty, &text).ok_or_else(invalid)?;
@@ -1767,6 +1776,10 @@ fn column_spec(
         primary,
         unique,
     })
+}
+
+fn is_auto_increment(tokens: &[Token]) -> bool {
+    matches!(tokens, [Token::Word(w)] if w.keyword == Keyword::AUTO_INCREMENT)
 }
 
 fn is_now(expr: &Expr) -> bool {
@@ -2025,6 +2038,8 @@ struct Change {
     def: TableDef,
     sql: meta::TableMeta,
     auto_increment: Option<u64>,
+    /// A column was added by this change (the next goes after it).
+    added: bool,
 }
 
 impl Change {
@@ -2055,6 +2070,7 @@ impl Change {
             def,
             sql,
             auto_increment: None,
+            added: false,
         }
     }
 
@@ -2149,7 +2165,7 @@ impl Change {
                 .map(|c| c.name.as_str())
                 .unwrap_or("");
             let at_end = matches!(p, sqlparser::ast::MySQLColumnPosition::After(c)
-                if c.value.eq_ignore_ascii_case(last) && self.def.columns.len() == self.info.columns.len() + usize::from(self.info.hidden_key));
+                if c.value.eq_ignore_ascii_case(last) && !self.added);
             if !at_end {
                 return Err(SqlError::unsupported(format_args!(
                     "ADD COLUMN … {p}: the cluster adds columns at the end only"
@@ -2190,6 +2206,7 @@ impl Change {
         let name = spec.column.name.clone();
         self.def.columns.push(spec.column);
         self.sql.columns.push(spec.meta);
+        self.added = true;
         if unique {
             self.add_index(None, vec![name], true)?;
         }
@@ -2207,9 +2224,24 @@ impl Change {
             check_def(&self.def)
                 .validate()
                 .map_err(|e| schema_error(&e, &self.info.name))?;
-            conn.native
-                .alter_table(self.def)
-                .map_err(|e| catalog::native_error(&e))?;
+            let name = self.def.name.clone();
+            match conn.native.alter_table(self.def) {
+                Ok(()) => {}
+                Err(e) if e.code == skarv_client::codes::WRONG_SCHEMA_VERSION => {
+                    // Another SQL node altered the table since this one
+                    // read it: read it again next time.
+                    conn.native.forget_table(&name);
+                    return Err(err(
+                        1412,
+                        "HY000",
+                        format!(
+                            "Table definition has changed, please retry transaction ({})",
+                            e.message
+                        ),
+                    ));
+                }
+                Err(e) => return Err(catalog::native_error(&e)),
+            }
         }
         if let Some(n) = self.auto_increment {
             catalog::set_auto_increment(conn, self.info.id(), n.max(1), false)?;

@@ -21,7 +21,10 @@ use crate::backend::{OkInfo, ResultSink};
 use crate::error::{codes, SqlError, SqlResult};
 use crate::value::{charset, flags, ColumnMeta, ColumnType, SqlValue};
 
-/// The tables of `information_schema` this SQL node answers.
+/// The tables of `information_schema` this SQL node answers. Result
+/// layouts follow MariaDB's (the project's reference), which differs from
+/// MySQL 8's in places (`Ignored` instead of `Visible` in SHOW INDEX,
+/// `current_timestamp()`, unquoted numeric defaults).
 pub const INFORMATION_SCHEMA_TABLES: &[&str] = &[
     "COLUMNS",
     "KEY_COLUMN_USAGE",
@@ -417,25 +420,47 @@ fn column_key(info: &TableInfo, column: &SqlColumn) -> &'static str {
     key
 }
 
+/// `CURRENT_TIMESTAMP` as MariaDB (the reference) shows it.
+const NOW: &str = "current_timestamp()";
+
 fn extra(column: &SqlColumn) -> String {
     let mut parts = Vec::new();
     if column.auto_increment {
-        parts.push("auto_increment");
-    }
-    if column.default_now {
-        parts.push("DEFAULT_GENERATED");
+        parts.push("auto_increment".to_owned());
     }
     if column.on_update_now {
-        parts.push("on update CURRENT_TIMESTAMP");
+        parts.push(format!("on update {NOW}"));
     }
     parts.join(" ")
 }
 
 fn default_shown(column: &SqlColumn) -> Option<String> {
     if column.default_now {
-        return Some("CURRENT_TIMESTAMP".to_owned());
+        return Some(NOW.to_owned());
     }
     column.default.clone()
+}
+
+/// A default as SHOW CREATE TABLE writes it: numbers bare, BIT as
+/// `b'…'`, the rest quoted (MariaDB's spelling).
+fn default_sql(column: &SqlColumn, default: &str) -> String {
+    match &column.ty {
+        SqlType::TinyInt { .. }
+        | SqlType::SmallInt { .. }
+        | SqlType::MediumInt { .. }
+        | SqlType::Int { .. }
+        | SqlType::BigInt { .. }
+        | SqlType::Float
+        | SqlType::Double
+        | SqlType::Decimal { .. }
+        | SqlType::Year => default.to_owned(),
+        SqlType::Bit { .. } if default.starts_with("b'") => default.to_owned(),
+        SqlType::Bit { .. } => match default.parse::<u64>() {
+            Ok(v) => format!("b'{v:b}'"),
+            Err(_) => quote_string(default),
+        },
+        _ => quote_string(default),
+    }
 }
 
 fn show_columns(
@@ -547,8 +572,7 @@ fn show_index(info: &TableInfo, more: bool, sink: &mut dyn ResultSink) -> SqlRes
         text_col("Index_type", 16),
         text_col("Comment", 16),
         text_col("Index_comment", 1024),
-        text_col("Visible", 3),
-        text_col("Expression", 64),
+        text_col("Ignored", 3),
     ];
     let rows: Vec<Vec<SqlValue>> = index_rows(info)
         .into_iter()
@@ -560,15 +584,14 @@ fn show_index(info: &TableInfo, more: bool, sink: &mut dyn ResultSink) -> SqlRes
                 SqlValue::UInt(seq as u64),
                 text(column),
                 text(if kind == "HASH" { "" } else { "A" }),
-                SqlValue::Null,
+                SqlValue::UInt(0),
                 SqlValue::Null,
                 SqlValue::Null,
                 text(if nullable { "YES" } else { "" }),
                 text(kind),
                 text(""),
                 text(""),
-                text("YES"),
-                SqlValue::Null,
+                text("NO"),
             ]
         })
         .collect();
@@ -603,14 +626,14 @@ pub fn show_create_table(conn: &Conn<'_>, info: &TableInfo) -> SqlResult<String>
             line.push_str(" NULL");
         }
         if c.default_now {
-            line.push_str(" DEFAULT CURRENT_TIMESTAMP");
+            line.push_str(&format!(" DEFAULT {NOW}"));
         } else if let Some(d) = &c.default {
-            line.push_str(&format!(" DEFAULT {}", quote_string(d)));
-        } else if c.nullable && !matches!(c.ty, SqlType::Text { .. } | SqlType::Blob { .. }) {
+            line.push_str(&format!(" DEFAULT {}", default_sql(c, d)));
+        } else if c.nullable {
             line.push_str(" DEFAULT NULL");
         }
         if c.on_update_now {
-            line.push_str(" ON UPDATE CURRENT_TIMESTAMP");
+            line.push_str(&format!(" ON UPDATE {NOW}"));
         }
         if c.auto_increment {
             line.push_str(" AUTO_INCREMENT");
@@ -743,7 +766,6 @@ fn show_collation(
         text_col("Default", 3),
         text_col("Compiled", 3),
         int_col("Sortlen"),
-        text_col("Pad_attribute", 9),
     ];
     let rows: Vec<Vec<SqlValue>> = [
         ("utf8mb4_bin", charset::UTF8MB4_BIN, ""),
@@ -759,7 +781,6 @@ fn show_collation(
             text(default),
             text("Yes"),
             SqlValue::UInt(1),
-            text("PAD SPACE"),
         ]
     })
     .collect();
@@ -825,6 +846,8 @@ pub fn show_table_status(
         int_col("Checksum"),
         text_col("Create_options", 256),
         text_col("Comment", 2048),
+        int_col("Max_index_length"),
+        text_col("Temporary", 1),
     ];
     let mut rows = Vec::new();
     for name in catalog::table_names(conn, &db)? {
@@ -860,6 +883,8 @@ pub fn show_table_status(
             SqlValue::Null,
             text(create_options(&info)),
             text(info.sql.comment.clone()),
+            SqlValue::UInt(0),
+            text("N"),
         ]);
     }
     send(sink, &columns, &rows, more)
@@ -1183,6 +1208,7 @@ fn statistics(conn: &Conn<'_>) -> SqlResult<Rows> {
         text_col("INDEX_TYPE", 16),
         text_col("COMMENT", 16),
         text_col("INDEX_COMMENT", 1024),
+        text_col("IGNORED", 3),
     ];
     let mut rows = Vec::new();
     for info in all_tables(conn)? {
@@ -1197,13 +1223,14 @@ fn statistics(conn: &Conn<'_>) -> SqlResult<Rows> {
                 SqlValue::UInt(seq as u64),
                 text(column),
                 text(if kind == "HASH" { "" } else { "A" }),
-                SqlValue::Null,
+                SqlValue::UInt(0),
                 SqlValue::Null,
                 SqlValue::Null,
                 text(if nullable { "YES" } else { "" }),
                 text(kind),
                 text(""),
                 text(""),
+                text("NO"),
             ]);
         }
     }
