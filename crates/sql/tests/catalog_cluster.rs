@@ -278,6 +278,7 @@ fn the_catalog_against_a_cluster() {
     errors(conn);
     alters(conn);
     auto_increment(conn, &other);
+    two_sql_nodes_alter(conn, &other);
     partition_and_ndb_options(conn);
     drops(conn);
 }
@@ -559,6 +560,18 @@ fn alters(conn: &mut Conn<'_>) {
          `w` varchar(10) DEFAULT 'z',\n  PRIMARY KEY (`id`),\n  KEY `iv` (`v`),\n  KEY `iw` (`w`)\n\
          ) ENGINE=ndbcluster DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci"
     );
+    // Table options alone change only the SQL metadata (an alter the
+    // dictionary takes without a column or index change).
+    let version = catalog::table(conn, None, "a1").unwrap().native.version();
+    exec(conn, "ALTER TABLE a1 COMMENT='changed', ENGINE=InnoDB");
+    let info = catalog::table(conn, None, "a1").unwrap();
+    assert_eq!(info.native.version(), version + 1);
+    assert_eq!(info.sql.comment, "changed");
+    assert!(rows(conn, "SHOW CREATE TABLE a1")[0][1].ends_with("COMMENT='changed'"));
+    assert_eq!(
+        code(conn, "ALTER TABLE a1 COMMENT='NDB_TABLE=READ_BACKUP=1'"),
+        1105
+    );
     exec(conn, "DROP INDEX iw ON a1");
     exec(conn, "ALTER TABLE a1 DROP INDEX iv");
     assert_eq!(code(conn, "ALTER TABLE a1 DROP INDEX iv"), 1091);
@@ -622,6 +635,22 @@ fn auto_increment(conn: &mut Conn<'_>, other: &Arc<Engine>) {
     assert_eq!(nokey.columns.len(), 1);
     assert_eq!(catalog::next_auto_increment(conn, &nokey, 1).unwrap(), 1);
     drop(other_conn);
+}
+
+/// An alter through a SQL node whose cached definition is older than the
+/// cluster's is refused with 1412 and goes through when retried.
+fn two_sql_nodes_alter(conn: &mut Conn<'_>, other: &Arc<Engine>) {
+    exec(conn, "CREATE TABLE c2 (id INT PRIMARY KEY, v INT, w INT)");
+    let other_session = other.cluster.session().unwrap();
+    let mut theirs = other.open(&other_session, LOCALHOST);
+    theirs.use_database("d1").unwrap();
+    assert_eq!(rows(&mut theirs, "SHOW INDEX FROM c2").len(), 1);
+    exec(conn, "CREATE INDEX iv ON c2 (v)");
+    assert_eq!(code(&mut theirs, "CREATE INDEX iw ON c2 (w)"), 1412);
+    exec(&mut theirs, "CREATE INDEX iw ON c2 (w)");
+    let index = rows(conn, "SHOW INDEX FROM c2");
+    let names: Vec<&str> = index.iter().map(|r| r[2].as_str()).collect();
+    assert_eq!(names, vec!["PRIMARY", "iv", "iw"]);
 }
 
 fn partition_and_ndb_options(conn: &mut Conn<'_>) {

@@ -139,6 +139,20 @@ pub enum CatalogStmt {
         /// `IF NOT EXISTS` (shown in the answer, as MySQL does).
         if_not_exists: bool,
     },
+    /// `ALTER TABLE t` with table options only (`COMMENT`, `ENGINE`,
+    /// `AUTO_INCREMENT`), which sqlparser refuses in ALTER.
+    AlterTableOptions {
+        /// The table's database, if named.
+        db: Option<String>,
+        /// The table.
+        table: String,
+        /// `COMMENT [=] '…'`.
+        comment: Option<String>,
+        /// `ENGINE [=] name`.
+        engine: Option<String>,
+        /// `AUTO_INCREMENT [=] n`.
+        auto_increment: Option<u64>,
+    },
     /// `SHOW TABLE STATUS [FROM|IN db] [LIKE 'pattern']`.
     ShowTableStatus {
         /// The database named.
@@ -217,8 +231,78 @@ pub fn recognise(sql: &str) -> Option<SqlResult<CatalogStmt>> {
             Some(Ok(CatalogStmt::ShowTableStatus { db, like }))
         }
         ("CREATE", Some("TABLE")) => create_table_extras(sql, &tokens),
+        ("ALTER", Some("TABLE")) => alter_table_options(&words[2..]),
         _ => None,
     }
+}
+
+/// `[db.]t option [,] option …` after `ALTER TABLE`, where every option
+/// is a table option sqlparser does not take in ALTER; None otherwise.
+fn alter_table_options(words: &[(usize, &Token)]) -> Option<SqlResult<CatalogStmt>> {
+    let ident = |t: &Token| match t {
+        Token::Word(w) => Some(w.value.clone()),
+        _ => None,
+    };
+    let (db, table, mut at) = match words {
+        [(_, a), (_, Token::Period), (_, b), ..] => (Some(ident(a)?), ident(b)?, 3),
+        [(_, a), ..] => (None, ident(a)?, 1),
+        [] => return None,
+    };
+    let mut comment = None;
+    let mut engine = None;
+    let mut auto_increment = None;
+    let mut any = false;
+    while at < words.len() {
+        let token = words[at].1;
+        if matches!(token, Token::Comma) {
+            at += 1;
+            continue;
+        }
+        if matches!(token, Token::SemiColon | Token::EOF) {
+            break;
+        }
+        let Token::Word(w) = token else {
+            return None;
+        };
+        let key = w.value.to_ascii_uppercase();
+        if !matches!(key.as_str(), "COMMENT" | "ENGINE" | "AUTO_INCREMENT") {
+            return None;
+        }
+        at += 1;
+        if matches!(words.get(at), Some((_, Token::Eq))) {
+            at += 1;
+        }
+        let value = match words.get(at) {
+            Some((_, Token::SingleQuotedString(v) | Token::DoubleQuotedString(v))) => v.clone(),
+            Some((_, Token::Word(v))) => v.value.clone(),
+            Some((_, Token::Number(n, _))) => n.clone(),
+            _ => return Some(Err(SqlError::syntax(format_args!("{key} needs a value")))),
+        };
+        at += 1;
+        any = true;
+        match key.as_str() {
+            "COMMENT" => comment = Some(value),
+            "ENGINE" => engine = Some(value),
+            _ => match value.parse::<u64>() {
+                Ok(n) => auto_increment = Some(n),
+                Err(_) => {
+                    return Some(Err(SqlError::syntax(format_args!(
+                        "AUTO_INCREMENT={value}"
+                    ))))
+                }
+            },
+        }
+    }
+    if !any {
+        return None;
+    }
+    Some(Ok(CatalogStmt::AlterTableOptions {
+        db,
+        table,
+        comment,
+        engine,
+        auto_increment,
+    }))
 }
 
 fn rest_is_empty(rest: &[(usize, &Token)]) -> bool {
@@ -384,6 +468,53 @@ pub fn run(
             name,
             if_not_exists,
         } => super::show::show_create_database(conn, name, *if_not_exists, more, sink),
+        CatalogStmt::AlterTableOptions {
+            db,
+            table,
+            comment,
+            engine,
+            auto_increment,
+        } => {
+            let info = catalog::table(conn, db.as_deref(), table)?;
+            let mut change = Change::new(&info);
+            if let Some(comment) = comment {
+                if comment.chars().count() > COMMENT_CHARS_MAX {
+                    return Err(err(
+                        1628,
+                        "HY000",
+                        format!(
+                            "Comment for table '{table}' is too long (max = {COMMENT_CHARS_MAX})"
+                        ),
+                    ));
+                }
+                let (read_backup, fully_replicated) = ndb_table_options(conn, comment)?;
+                if read_backup != change.def.read_backup
+                    || fully_replicated != change.def.fully_replicated
+                {
+                    return Err(SqlError::unsupported(
+                        "changing NDB_TABLE=READ_BACKUP/FULLY_REPLICATED of an existing table",
+                    ));
+                }
+                change.sql.comment = comment.clone();
+            }
+            if let Some(engine) = engine {
+                change.sql.engine = match engine.to_ascii_lowercase().as_str() {
+                    "ndb" | "ndbcluster" => "ndbcluster".to_owned(),
+                    "innodb" => "InnoDB".to_owned(),
+                    _ => {
+                        catalog::warn(
+                            conn,
+                            codes::WARN_USING_OTHER_HANDLER,
+                            format!("Using storage engine ndbcluster for table '{table}'"),
+                        );
+                        change.sql.engine.clone()
+                    }
+                };
+            }
+            change.auto_increment = *auto_increment;
+            change.apply(conn)?;
+            ok()
+        }
         CatalogStmt::ShowTableStatus { db, like } => {
             super::show::show_table_status(conn, db.as_deref(), like.as_deref(), more, sink)
         }
