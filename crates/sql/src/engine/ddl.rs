@@ -1432,6 +1432,9 @@ fn schema_error(e: &schema::SchemaError, table: &str) -> SqlError {
 }
 
 fn index_columns(columns: &[sqlparser::ast::IndexColumn]) -> SqlResult<Vec<String>> {
+    if columns.is_empty() {
+        return Err(SqlError::syntax("a key needs at least one column"));
+    }
     columns
         .iter()
         .map(|c| match &c.column.expr {
