@@ -226,7 +226,16 @@ pub struct Shared {
     /// re-created table has a new id, so an entry never outlives its
     /// table's meaning).
     sequences: Mutex<HashMap<u32, Reserved>>,
+    /// The SQL view of each table by cluster name, kept while the client's
+    /// cached native definition is the one it was made from (a new
+    /// definition is a new `Arc<Table>`), so a statement does not decode
+    /// the SQL metadata again.
+    tables: Mutex<HashMap<String, Arc<TableInfo>>>,
 }
+
+/// Most tables whose SQL view [`Shared`] keeps; past it the cache starts
+/// over (a cheap bound: entries are rebuilt from the client's cache).
+const TABLE_INFO_CACHE_MAX: usize = 4_096;
 
 /// Makes sure the SQL node's system tables exist: creating one that
 /// another SQL node created at the same moment is success (721).
@@ -357,12 +366,29 @@ pub fn table(conn: &Conn<'_>, db: Option<&str>, name: &str) -> SqlResult<Arc<Tab
     if name.contains('/') || db.contains('/') || is_virtual_db(db) {
         return Err(missing());
     }
-    let native = match conn.native.table(&cluster_name(db, name)) {
+    let cluster = cluster_name(db, name);
+    let native = match conn.native.table(&cluster) {
         Ok(native) => native,
         Err(e) if e.code == skarv_client::codes::NO_SUCH_TABLE => return Err(missing()),
         Err(e) => return Err(native_error(&e)),
     };
-    Ok(Arc::new(table_info(db, name, native)))
+    let mut tables = conn
+        .engine
+        .catalog
+        .tables
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    if let Some(info) = tables.get(&cluster) {
+        if Arc::ptr_eq(&info.native, &native) {
+            return Ok(Arc::clone(info));
+        }
+    }
+    let info = Arc::new(table_info(db, name, native));
+    if tables.len() >= TABLE_INFO_CACHE_MAX {
+        tables.clear();
+    }
+    tables.insert(cluster, Arc::clone(&info));
+    Ok(info)
 }
 
 /// The SQL view of a native table: each column's type from the table's
