@@ -477,6 +477,13 @@ fn show_and_information_schema(conn: &mut Conn<'_>) {
         1109
     );
     assert!(show::is_virtual_db("INFORMATION_SCHEMA"));
+    let described = rows(conn, "DESCRIBE information_schema.TABLES");
+    assert_eq!(
+        described[2][..2],
+        ["TABLE_NAME".to_owned(), "varchar(64)".to_owned()]
+    );
+    assert_eq!(described.len(), 21);
+    assert_eq!(code(conn, "DESCRIBE information_schema.nope"), 1146);
     assert_eq!(
         rows(conn, "SHOW TABLES FROM information_schema").len(),
         show::INFORMATION_SCHEMA_TABLES.len()

@@ -167,11 +167,19 @@ pub fn statement(
                 return Err(SqlError::syntax("SHOW COLUMNS needs FROM table"));
             };
             let pattern = like_of(show_options)?;
+            if let Some(answer) =
+                virtual_columns(conn, db.as_deref(), &table, pattern.as_deref(), more, sink)
+            {
+                return answer;
+            }
             let info = catalog::table(conn, db.as_deref(), &table)?;
             show_columns(&info, *full, pattern.as_deref(), more, sink)
         }
         Statement::ExplainTable { table_name, .. } => {
             let (db, table) = ddl::object_name(table_name)?;
+            if let Some(answer) = virtual_columns(conn, db.as_deref(), &table, None, more, sink) {
+                return answer;
+            }
             let info = catalog::table(conn, db.as_deref(), &table)?;
             show_columns(&info, false, None, more, sink)
         }
@@ -507,6 +515,73 @@ fn show_columns(
         })
         .collect();
     send(sink, &columns, &rows, more)
+}
+
+/// `DESCRIBE` of an `information_schema` table (GUI tools ask): None when
+/// the table is not in the virtual database.
+fn virtual_columns(
+    conn: &Conn<'_>,
+    db: Option<&str>,
+    table: &str,
+    pattern: Option<&str>,
+    more: bool,
+    sink: &mut dyn ResultSink,
+) -> Option<SqlResult<Answered>> {
+    let db = db
+        .map(str::to_owned)
+        .or_else(|| conn.session.database.clone())?;
+    if !catalog::is_virtual_db(&db) {
+        return None;
+    }
+    let metas = match information_schema_columns(table) {
+        Some(metas) => metas,
+        None => {
+            return Some(Err(SqlError::new(
+                codes::TABLE_NOT_FOUND,
+                format!("Table '{db}.{table}' doesn't exist"),
+            )))
+        }
+    };
+    let rows: Vec<Vec<SqlValue>> = metas
+        .iter()
+        .filter(|m| pattern.is_none_or(|p| like(p, &m.name, true)))
+        .map(|m| {
+            let ty = if m.ty == ColumnType::LongLong {
+                "bigint(21) unsigned".to_owned()
+            } else {
+                format!("varchar({})", m.length / 4)
+            };
+            vec![
+                text(m.name.clone()),
+                text(ty),
+                text("YES"),
+                text(""),
+                SqlValue::Null,
+                text(""),
+            ]
+        })
+        .collect();
+    let columns = [
+        text_col("Field", 64),
+        text_col("Type", 256),
+        text_col("Null", 3),
+        text_col("Key", 3),
+        text_col("Default", 256),
+        text_col("Extra", 256),
+    ];
+    Some(send(sink, &columns, &rows, more))
+}
+
+/// The columns of an `information_schema` table, without reading rows.
+fn information_schema_columns(table: &str) -> Option<Vec<ColumnMeta>> {
+    Some(match table.to_ascii_uppercase().as_str() {
+        "SCHEMATA" => schemata_columns(),
+        "TABLES" => tables_columns(),
+        "COLUMNS" => columns_columns(),
+        "STATISTICS" => statistics_columns(),
+        "KEY_COLUMN_USAGE" => key_column_usage_columns(),
+        _ => return None,
+    })
 }
 
 /// One row per index column: `(name, non_unique, seq, column, nullable,
@@ -965,14 +1040,18 @@ fn all_tables(conn: &Conn<'_>) -> SqlResult<Vec<std::sync::Arc<TableInfo>>> {
     Ok(out)
 }
 
-fn schemata(conn: &Conn<'_>) -> SqlResult<Rows> {
-    let columns = vec![
+fn schemata_columns() -> Vec<ColumnMeta> {
+    vec![
         text_col("CATALOG_NAME", 64),
         text_col("SCHEMA_NAME", 64),
         text_col("DEFAULT_CHARACTER_SET_NAME", 64),
         text_col("DEFAULT_COLLATION_NAME", 64),
         text_col("SQL_PATH", 512),
-    ];
+    ]
+}
+
+fn schemata(conn: &Conn<'_>) -> SqlResult<Rows> {
+    let columns = schemata_columns();
     let rows = catalog::databases(conn)?
         .into_iter()
         .map(|d| {
@@ -988,8 +1067,8 @@ fn schemata(conn: &Conn<'_>) -> SqlResult<Rows> {
     Ok((columns, rows))
 }
 
-fn tables(conn: &Conn<'_>) -> SqlResult<Rows> {
-    let columns = vec![
+fn tables_columns() -> Vec<ColumnMeta> {
+    vec![
         text_col("TABLE_CATALOG", 64),
         text_col("TABLE_SCHEMA", 64),
         text_col("TABLE_NAME", 64),
@@ -1011,7 +1090,11 @@ fn tables(conn: &Conn<'_>) -> SqlResult<Rows> {
         int_col("CHECKSUM"),
         text_col("CREATE_OPTIONS", 256),
         text_col("TABLE_COMMENT", 2048),
-    ];
+    ]
+}
+
+fn tables(conn: &Conn<'_>) -> SqlResult<Rows> {
+    let columns = tables_columns();
     let mut rows = Vec::new();
     for name in INFORMATION_SCHEMA_TABLES {
         let mut row = vec![
@@ -1135,8 +1218,8 @@ fn lengths(c: &SqlColumn) -> [Option<u64>; 5] {
     }
 }
 
-fn columns(conn: &Conn<'_>) -> SqlResult<Rows> {
-    let columns = vec![
+fn columns_columns() -> Vec<ColumnMeta> {
+    vec![
         text_col("TABLE_CATALOG", 64),
         text_col("TABLE_SCHEMA", 64),
         text_col("TABLE_NAME", 64),
@@ -1158,7 +1241,11 @@ fn columns(conn: &Conn<'_>) -> SqlResult<Rows> {
         text_col("PRIVILEGES", 80),
         text_col("COLUMN_COMMENT", 1024),
         text_col("GENERATION_EXPRESSION", 1024),
-    ];
+    ]
+}
+
+fn columns(conn: &Conn<'_>) -> SqlResult<Rows> {
+    let columns = columns_columns();
     let mut rows = Vec::new();
     for info in all_tables(conn)? {
         for (k, c) in info.columns.iter().enumerate() {
@@ -1190,8 +1277,8 @@ fn columns(conn: &Conn<'_>) -> SqlResult<Rows> {
     Ok((columns, rows))
 }
 
-fn statistics(conn: &Conn<'_>) -> SqlResult<Rows> {
-    let columns = vec![
+fn statistics_columns() -> Vec<ColumnMeta> {
+    vec![
         text_col("TABLE_CATALOG", 64),
         text_col("TABLE_SCHEMA", 64),
         text_col("TABLE_NAME", 64),
@@ -1209,7 +1296,11 @@ fn statistics(conn: &Conn<'_>) -> SqlResult<Rows> {
         text_col("COMMENT", 16),
         text_col("INDEX_COMMENT", 1024),
         text_col("IGNORED", 3),
-    ];
+    ]
+}
+
+fn statistics(conn: &Conn<'_>) -> SqlResult<Rows> {
+    let columns = statistics_columns();
     let mut rows = Vec::new();
     for info in all_tables(conn)? {
         for (name, non_unique, seq, column, nullable, kind) in index_rows(&info) {
@@ -1237,8 +1328,8 @@ fn statistics(conn: &Conn<'_>) -> SqlResult<Rows> {
     Ok((columns, rows))
 }
 
-fn key_column_usage(conn: &Conn<'_>) -> SqlResult<Rows> {
-    let columns = vec![
+fn key_column_usage_columns() -> Vec<ColumnMeta> {
+    vec![
         text_col("CONSTRAINT_CATALOG", 64),
         text_col("CONSTRAINT_SCHEMA", 64),
         text_col("CONSTRAINT_NAME", 64),
@@ -1251,7 +1342,11 @@ fn key_column_usage(conn: &Conn<'_>) -> SqlResult<Rows> {
         text_col("REFERENCED_TABLE_SCHEMA", 64),
         text_col("REFERENCED_TABLE_NAME", 64),
         text_col("REFERENCED_COLUMN_NAME", 64),
-    ];
+    ]
+}
+
+fn key_column_usage(conn: &Conn<'_>) -> SqlResult<Rows> {
+    let columns = key_column_usage_columns();
     let mut rows = Vec::new();
     for info in all_tables(conn)? {
         for (name, non_unique, seq, column, _, _) in index_rows(&info) {
