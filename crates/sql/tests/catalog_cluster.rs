@@ -369,6 +369,14 @@ fn every_type(conn: &mut Conn<'_>) {
         Some("y")
     );
     assert!(info.columns[info.column("upd").unwrap()].default_now);
+    use sql::value::flags::{MULTIPLE_KEY, PRI_KEY, UNIQUE_KEY};
+    let key_flags = |name: &str| {
+        info.columns[info.column(name).unwrap()].meta.flags & (PRI_KEY | UNIQUE_KEY | MULTIPLE_KEY)
+    };
+    assert_eq!(key_flags("id"), PRI_KEY);
+    assert_eq!(key_flags("vc"), UNIQUE_KEY);
+    assert_eq!(key_flags("ti"), MULTIPLE_KEY);
+    assert_eq!(key_flags("si"), 0);
     // COM_FIELD_LIST gives the same metadata.
     let fields = show::field_list(conn, "every_type").unwrap();
     assert_eq!(fields.len(), 33);

@@ -425,7 +425,14 @@ pub fn table_info(db: &str, name: &str, native: Arc<Table>) -> TableInfo {
             meta.flags |= flags::PRI_KEY | flags::NOT_NULL;
         }
         for index in &def.indexes {
-            if index.columns.first() == Some(&at) {
+            // The ordered twins NDB keeps of a primary or unique key are
+            // not keys of their own to MySQL.
+            let twin = index.name == super::ddl::PRIMARY
+                || (index.kind == schema::IndexKind::Ordered
+                    && def.indexes.iter().any(|u| {
+                        u.name.strip_suffix(super::ddl::UNIQUE_SUFFIX) == Some(index.name.as_str())
+                    }));
+            if !twin && index.columns.first() == Some(&at) {
                 meta.flags |= match index.kind {
                     schema::IndexKind::Unique if index.columns.len() == 1 => flags::UNIQUE_KEY,
                     _ => flags::MULTIPLE_KEY,

@@ -2517,6 +2517,46 @@ mod tests {
         ));
     }
 
+    proptest::proptest! {
+        /// The recogniser takes statement text from any client: it answers
+        /// or declines, and never panics.
+        #[test]
+        fn recognise_never_panics(
+            head in proptest::sample::select(vec![
+                "CREATE TABLE ", "ALTER TABLE ", "SHOW CREATE DATABASE ", "SHOW TABLE STATUS ",
+                "SHOW CREATE SCHEMA IF NOT EXISTS ", "",
+            ]),
+            tail in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "t", "(", ")", ",", "a", "INT", "PARTITION", "BY", "KEY", "PARTITIONS", "4",
+                    "COMMENT", "=", "\"x\"", "'y'", "ENGINE", "AUTO_INCREMENT", "LIKE", "FROM",
+                    ".", ";", "LINEAR", "-1", "99999999999",
+                ]),
+                0..16,
+            ),
+        ) {
+            let sql = format!("{head}{}", tail.join(" "));
+            let _ = recognise(&sql);
+        }
+
+        #[test]
+        fn defaults_never_panic(text in ".{0,24}") {
+            for ty in [
+                SqlType::Time { fsp: 0 },
+                SqlType::DateTime { fsp: 6 },
+                SqlType::Timestamp { fsp: 0 },
+                SqlType::Date,
+                SqlType::Year,
+                SqlType::Bit { bits: 3 },
+                SqlType::Set(vec!["a".into()]),
+                SqlType::Decimal { precision: 5, scale: 2 },
+                SqlType::BigInt { unsigned: true },
+            ] {
+                let _ = default_value(&ty, &text);
+            }
+        }
+    }
+
     #[test]
     fn defaults_convert_to_what_the_storage_holds() {
         assert_eq!(
