@@ -377,6 +377,28 @@ fn every_type(conn: &mut Conn<'_>) {
     assert_eq!(key_flags("vc"), UNIQUE_KEY);
     assert_eq!(key_flags("ti"), MULTIPLE_KEY);
     assert_eq!(key_flags("si"), 0);
+    // The keys and the native indexes that serve them, for the planner.
+    let keys: Vec<(&str, bool, Option<&str>, Option<&str>)> = info
+        .keys
+        .iter()
+        .map(|k| {
+            (
+                k.name.as_str(),
+                k.unique,
+                k.ordered.as_deref(),
+                k.hash.as_deref(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        keys,
+        vec![
+            ("PRIMARY", true, Some("PRIMARY"), None),
+            ("u_vc", true, Some("u_vc"), Some("u_vc$unique")),
+            ("k_multi", false, Some("k_multi"), None),
+            ("mi", false, Some("mi"), None),
+        ]
+    );
     // COM_FIELD_LIST gives the same metadata.
     let fields = show::field_list(conn, "every_type").unwrap();
     assert_eq!(fields.len(), 33);

@@ -154,6 +154,81 @@ pub struct TableInfo {
     /// The SQL metadata the table was created with (defaults for a table
     /// made outside SQL).
     pub sql: meta::TableMeta,
+    /// Its keys as SQL sees them, with the native indexes that serve them.
+    pub keys: Vec<KeyInfo>,
+}
+
+/// A key of a table (PRIMARY, UNIQUE or KEY) and the native indexes that
+/// serve it: NDB's layout, where a primary key is the table's hash key plus
+/// an ordered index `PRIMARY`, a UNIQUE key `u` a unique hash index
+/// `u$unique` plus an ordered index `u`, and a KEY an ordered index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyInfo {
+    /// MySQL's name (`PRIMARY` for the primary key).
+    pub name: String,
+    /// Its columns' positions in the native table, in key order.
+    pub columns: Vec<usize>,
+    /// The primary key (lookups by `Op::read` on the table itself).
+    pub primary: bool,
+    /// PRIMARY or UNIQUE.
+    pub unique: bool,
+    /// The native ordered index for ranges and `ORDER BY`
+    /// (`ScanOptions::index`), if it has one.
+    pub ordered: Option<String>,
+    /// The native unique hash index for lookups (`Op::index`), for a
+    /// UNIQUE key.
+    pub hash: Option<String>,
+}
+
+/// The keys of a native table as SQL sees them (see [`KeyInfo`]).
+pub fn keys_of(def: &TableDef) -> Vec<KeyInfo> {
+    use super::ddl::{PRIMARY, UNIQUE_SUFFIX};
+    let mut keys = Vec::new();
+    if !def.has_hidden_primary_key() {
+        let ordered = def.indexes.iter().find(|i| i.name == PRIMARY);
+        keys.push(KeyInfo {
+            name: PRIMARY.to_owned(),
+            columns: ordered.map_or(def.primary_key.clone(), |i| i.columns.clone()),
+            primary: true,
+            unique: true,
+            ordered: ordered.map(|i| i.name.clone()),
+            hash: None,
+        });
+    }
+    for index in &def.indexes {
+        if index.name == PRIMARY {
+            continue;
+        }
+        match index.kind {
+            schema::IndexKind::Ordered => {
+                let hash = format!("{}{UNIQUE_SUFFIX}", index.name);
+                let hash = def.indexes.iter().find(|i| i.name == hash);
+                keys.push(KeyInfo {
+                    name: index.name.clone(),
+                    columns: index.columns.clone(),
+                    primary: false,
+                    unique: hash.is_some(),
+                    ordered: Some(index.name.clone()),
+                    hash: hash.map(|h| h.name.clone()),
+                });
+            }
+            schema::IndexKind::Unique => {
+                let base = index.name.strip_suffix(UNIQUE_SUFFIX);
+                if base.is_some_and(|b| def.indexes.iter().any(|i| i.name == b)) {
+                    continue;
+                }
+                keys.push(KeyInfo {
+                    name: base.unwrap_or(&index.name).to_owned(),
+                    columns: index.columns.clone(),
+                    primary: false,
+                    unique: true,
+                    ordered: None,
+                    hash: Some(index.name.clone()),
+                });
+            }
+        }
+    }
+    keys
 }
 
 impl TableInfo {
@@ -477,6 +552,7 @@ pub fn table_info(db: &str, name: &str, native: Arc<Table>) -> TableInfo {
             comment: declared.map(|d| d.comment.clone()).unwrap_or_default(),
         });
     }
+    let keys = keys_of(def);
     TableInfo {
         db: db.to_owned(),
         name: name.to_owned(),
@@ -484,6 +560,7 @@ pub fn table_info(db: &str, name: &str, native: Arc<Table>) -> TableInfo {
         columns,
         hidden_key,
         sql,
+        keys,
     }
 }
 

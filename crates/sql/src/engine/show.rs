@@ -15,7 +15,7 @@ use sqlparser::ast::{
 };
 
 use super::catalog::{self, BlobSize, SqlColumn, SqlType, TableInfo};
-use super::ddl::{self, PRIMARY, UNIQUE_SUFFIX};
+use super::ddl::{self, PRIMARY};
 use super::{Answered, Conn};
 use crate::backend::{OkInfo, ResultSink};
 use crate::error::{codes, SqlError, SqlResult};
@@ -588,8 +588,7 @@ fn information_schema_columns(table: &str) -> Option<Vec<ColumnMeta>> {
 /// type)`.
 type IndexRow = (String, bool, usize, String, bool, &'static str);
 
-/// The table's keys as SQL sees them: PRIMARY, then each key (a UNIQUE
-/// key's `$unique` hash index folded into it).
+/// The table's keys as SQL sees them (`TableInfo::keys`), a row per column.
 fn index_rows(info: &TableInfo) -> Vec<IndexRow> {
     let def = info.native.def();
     let name_of = |c: usize| {
@@ -600,33 +599,21 @@ fn index_rows(info: &TableInfo) -> Vec<IndexRow> {
     };
     let nullable = |c: usize| def.columns.get(c).is_some_and(|c| c.nullable);
     let mut out = Vec::new();
-    if !info.hidden_key {
-        let pk = def
-            .indexes
-            .iter()
-            .find(|i| i.name == PRIMARY)
-            .map_or(def.primary_key.clone(), |i| i.columns.clone());
-        for (k, &c) in pk.iter().enumerate() {
-            out.push((PRIMARY.to_owned(), false, k + 1, name_of(c), false, "BTREE"));
-        }
-    }
-    for index in &def.indexes {
-        if index.name == PRIMARY {
-            continue;
-        }
-        let (name, unique, kind) = if let Some(base) = index.name.strip_suffix(UNIQUE_SUFFIX) {
-            if def.indexes.iter().any(|i| i.name == base) {
-                continue;
-            }
-            (base.to_owned(), true, "HASH")
+    for key in &info.keys {
+        let kind = if key.ordered.is_some() || key.primary {
+            "BTREE"
         } else {
-            let hash = format!("{}{UNIQUE_SUFFIX}", index.name);
-            let unique = index.kind == schema::IndexKind::Unique
-                || def.indexes.iter().any(|i| i.name == hash);
-            (index.name.clone(), unique, "BTREE")
+            "HASH"
         };
-        for (k, &c) in index.columns.iter().enumerate() {
-            out.push((name.clone(), !unique, k + 1, name_of(c), nullable(c), kind));
+        for (k, &c) in key.columns.iter().enumerate() {
+            out.push((
+                key.name.clone(),
+                !key.unique,
+                k + 1,
+                name_of(c),
+                nullable(c),
+                kind,
+            ));
         }
     }
     out
