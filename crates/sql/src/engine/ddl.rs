@@ -2496,6 +2496,18 @@ mod tests {
             text.contains("COMMENT = 'NDB_TABLE=READ_BACKUP=1'") || text.contains("COMMENT 'NDB"),
             "{text}"
         );
+        // As mysqldump writes it, in a versioned comment.
+        let dumped = "CREATE TABLE t (a INT PRIMARY KEY) ENGINE=ndbcluster\n\
+                      /*!50100 PARTITION BY KEY (a) */";
+        assert!(
+            matches!(
+                recognise(dumped),
+                Some(Ok(CatalogStmt::CreateTable { ref partition_key, .. }))
+                    if partition_key == &["a".to_owned()]
+            ),
+            "{:?}",
+            recognise(dumped)
+        );
         assert!(recognise("CREATE TABLE t (a INT)").is_none());
         assert!(recognise("SELECT 1").is_none());
         assert!(matches!(
