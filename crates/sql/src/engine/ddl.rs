@@ -433,7 +433,7 @@ fn create_table_extras(_sql: &str, tokens: &[Token]) -> Option<SqlResult<Catalog
     if !changed {
         return None;
     }
-    let text: String = out.iter().map(|t| t.to_string()).collect();
+    let text: String = out.iter().map(token_text).collect();
     let statement = match super::parse(&text) {
         Ok(mut statements) if statements.len() == 1 => statements.remove(0),
         Ok(_) => return Some(Err(SqlError::syntax("one CREATE TABLE expected"))),
@@ -444,6 +444,19 @@ fn create_table_extras(_sql: &str, tokens: &[Token]) -> Option<SqlResult<Catalog
         partition_key,
         partitions,
     }))
+}
+
+/// A token as SQL text again: strings quoted and escaped (the tokenizer
+/// took their escapes out, and its `Display` does not put them back).
+fn token_text(token: &Token) -> String {
+    let escape = |s: &str| s.replace('\\', "\\\\").replace('\'', "''");
+    match token {
+        Token::SingleQuotedString(s) => format!("'{}'", escape(s)),
+        Token::DoubleQuotedString(s) => {
+            format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\"\""))
+        }
+        other => other.to_string(),
+    }
 }
 
 /// Runs a statement [`recognise`] made.
@@ -928,6 +941,16 @@ struct TableOptions {
     auto_increment: Option<u64>,
 }
 
+fn table_options_list(create: &CreateTable) -> &[SqlOption] {
+    match &create.table_options {
+        CreateTableOptions::None => &[],
+        CreateTableOptions::Plain(o)
+        | CreateTableOptions::With(o)
+        | CreateTableOptions::Options(o)
+        | CreateTableOptions::TableProperties(o) => o,
+    }
+}
+
 fn table_options(conn: &mut Conn<'_>, create: &CreateTable, name: &str) -> SqlResult<TableOptions> {
     let mut out = TableOptions {
         engine: "ndbcluster".to_owned(),
@@ -936,13 +959,7 @@ fn table_options(conn: &mut Conn<'_>, create: &CreateTable, name: &str) -> SqlRe
         collation: None,
         auto_increment: None,
     };
-    let options: &[SqlOption] = match &create.table_options {
-        CreateTableOptions::None => &[],
-        CreateTableOptions::Plain(o)
-        | CreateTableOptions::With(o)
-        | CreateTableOptions::Options(o)
-        | CreateTableOptions::TableProperties(o) => o,
-    };
+    let options = table_options_list(create);
     if let Some(comment) = &create.comment {
         out.comment = comment_text(comment);
     }
@@ -2495,6 +2512,24 @@ mod tests {
         assert!(
             text.contains("COMMENT = 'NDB_TABLE=READ_BACKUP=1'") || text.contains("COMMENT 'NDB"),
             "{text}"
+        );
+        // Strings keep their quotes and backslashes through the rewrite.
+        let quoted = "CREATE TABLE t (a INT PRIMARY KEY, b VARCHAR(9) DEFAULT 'it''s \\\\') \
+                      COMMENT \"say \"\"hi\"\"\" PARTITION BY KEY (a)";
+        let Some(Ok(CatalogStmt::CreateTable { statement, .. })) = recognise(quoted) else {
+            panic!("not recognised: {:?}", recognise(quoted));
+        };
+        let Statement::CreateTable(create) = &*statement else {
+            panic!("{statement}");
+        };
+        let ColumnOption::Default(default) = &create.columns[1].options[0].option else {
+            panic!("{statement}");
+        };
+        assert_eq!(literal(default).unwrap().as_deref(), Some("it's \\"));
+        let options = table_options_list(create);
+        assert!(
+            matches!(options, [SqlOption::Comment(c)] if comment_text(c) == "say \"hi\""),
+            "{options:?}"
         );
         // As mysqldump writes it, in a versioned comment.
         let dumped = "CREATE TABLE t (a INT PRIMARY KEY) ENGINE=ndbcluster\n\
