@@ -747,4 +747,14 @@ fn drops(conn: &mut Conn<'_>) {
     exec(conn, "DROP DATABASE d1");
     exec(conn, "DROP DATABASE d2");
     assert_eq!(code(conn, "DROP DATABASE mysql"), 1044);
+    assert_eq!(code(conn, "DROP TABLE mysql.skarv_sequences"), 1044);
+    assert_eq!(code(conn, "TRUNCATE TABLE mysql.skarv_databases"), 1044);
+    assert_eq!(
+        code(conn, "CREATE INDEX i ON mysql.skarv_databases (charset)"),
+        1044
+    );
+    let system = rows(conn, "SHOW TABLES FROM mysql");
+    for table in ["skarv_databases", "skarv_sequences"] {
+        assert!(system.contains(&vec![table.to_owned()]), "{system:?}");
+    }
 }

@@ -795,7 +795,21 @@ fn drop_database(conn: &mut Conn<'_>, name: &str, if_exists: bool) -> SqlResult<
 // ---- tables ----
 
 /// Drops one table and its sequence; `Ok(false)` when it did not exist.
+/// 1044 for the SQL node's own tables (`mysql.skarv_*`): dropping or
+/// changing them would break every SQL node.
+fn check_not_system(db: &str, name: &str) -> SqlResult<()> {
+    let cluster = catalog::cluster_name(db, name);
+    if cluster == catalog::DATABASES_TABLE || cluster == catalog::SEQUENCES_TABLE {
+        return Err(SqlError::new(
+            codes::DBACCESS_DENIED,
+            format!("Access denied to '{db}.{name}': a system table of the SQL nodes"),
+        ));
+    }
+    Ok(())
+}
+
 fn drop_one(conn: &mut Conn<'_>, db: &str, name: &str) -> SqlResult<bool> {
+    check_not_system(db, name)?;
     let info = match catalog::table(conn, Some(db), name) {
         Ok(info) => info,
         Err(e) if e.code == codes::TABLE_NOT_FOUND => return Ok(false),
@@ -838,6 +852,7 @@ fn drop_tables(conn: &mut Conn<'_>, names: &[ObjectName], if_exists: bool) -> Sq
 
 fn truncate_table(conn: &mut Conn<'_>, db: Option<&str>, name: &str) -> SqlResult<()> {
     let info = catalog::table(conn, db, name)?;
+    check_not_system(&info.db, &info.name)?;
     let mut def = info.native.def().clone();
     def.id = 0;
     def.version = 0;
@@ -891,6 +906,12 @@ fn create_table(
             format!("Table '{name}' already exists"),
         )
     };
+    // MySQL answers IF NOT EXISTS before looking at the definition.
+    if create.if_not_exists && catalog::table(conn, Some(&db), &name).is_ok() {
+        let e = exists();
+        catalog::warn(conn, e.code, e.message);
+        return ok();
+    }
     let def = if let Some(like) = &create.like {
         let source = match like {
             sqlparser::ast::CreateTableLikeKind::Plain(l)
@@ -2365,6 +2386,7 @@ impl Change {
     }
 
     fn apply(mut self, conn: &mut Conn<'_>) -> SqlResult<()> {
+        check_not_system(&self.info.db, &self.info.name)?;
         let encoded = self.sql.encode();
         let before = self.info.native.def();
         let changed = encoded != before.sql_meta
@@ -2408,6 +2430,7 @@ fn alter_table(
 ) -> SqlResult<Answered> {
     let (db, table) = object_name(name)?;
     let info = catalog::table(conn, db.as_deref(), &table)?;
+    check_not_system(&info.db, &info.name)?;
     let mut change = Change::new(&info);
     for op in operations {
         match op {
