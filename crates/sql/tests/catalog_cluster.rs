@@ -279,6 +279,7 @@ fn the_catalog_against_a_cluster() {
     alters(conn);
     auto_increment(conn, &other);
     two_sql_nodes_alter(conn, &other);
+    sysbench(conn);
     partition_and_ndb_options(conn);
     drops(conn);
 }
@@ -688,6 +689,21 @@ fn two_sql_nodes_alter(conn: &mut Conn<'_>, other: &Arc<Engine>) {
     let index = rows(conn, "SHOW INDEX FROM c2");
     let names: Vec<&str> = index.iter().map(|r| r[2].as_str()).collect();
     assert_eq!(names, vec!["PRIMARY", "iv", "iw"]);
+}
+
+/// sysbench's own schema statements.
+fn sysbench(conn: &mut Conn<'_>) {
+    exec(
+        conn,
+        "CREATE TABLE sbtest1(\n  id INTEGER NOT NULL AUTO_INCREMENT,\n  \
+         k INTEGER DEFAULT '0' NOT NULL,\n  c CHAR(120) DEFAULT '' NOT NULL,\n  \
+         pad CHAR(60) DEFAULT '' NOT NULL,\n  PRIMARY KEY (id)\n) /*! ENGINE = innodb */",
+    );
+    exec(conn, "CREATE INDEX k_1 ON sbtest1(k)");
+    let info = catalog::table(conn, None, "sbtest1").unwrap();
+    assert_eq!(info.columns[1].default.as_deref(), Some("0"));
+    assert_eq!(info.keys[1].ordered.as_deref(), Some("k_1"));
+    exec(conn, "DROP TABLE IF EXISTS sbtest1");
 }
 
 fn partition_and_ndb_options(conn: &mut Conn<'_>) {
