@@ -194,6 +194,14 @@ wire_enum! {
 }
 
 wire_struct! {
+    /// A base table's id and name, as `DictListTablesConf` lists them.
+    pub struct DictTableName {
+        pub id: u32,
+        pub name: String,
+    }
+}
+
+wire_struct! {
     /// A table with the hidden tables that belong to it (unique-index
     /// tables, BLOB parts tables), each an encoded `TableDef`
     /// (`schema::codec`): the base table first. The dictionary
@@ -677,6 +685,18 @@ signals! {
     /// membership blocks of the other data nodes: do not wait for me
     /// (`StartPartialTimeout`); what is left may start without me.
     172 => CmNotJoiningRep { reason: String },
+
+    // ---- schema towards API nodes, continued ----
+    /// API → any dictionary: list the base tables whose id is above
+    /// `after_id` (SQL's `SHOW TABLES`; NDB: LIST_TABLES_REQ). A long list
+    /// comes in parts, each asked for by a request of its own (the API's
+    /// requests take one answer each): the next part's `after_id` is the
+    /// last id of the part before.
+    173 => DictListTablesReq { request_id: u32, after_id: u32 },
+    /// The base tables the answering node knows (hidden ones left out), by
+    /// ascending id, at most `SCHEMA_REP_PART_BYTES_MAX` of names; `last`
+    /// when no table with a larger id is left (NDB: LIST_TABLES_CONF).
+    174 => DictListTablesConf { request_id: u32, tables: Vec<DictTableName>, last: bool },
 }
 
 /// Flags of `TcKeyReq`, `TcScanReq` and `TcKeyConf`.
@@ -738,6 +758,7 @@ impl SignalBody {
                 | SignalBody::DictDropTableReq { .. }
                 | SignalBody::DictAlterTableReq { .. }
                 | SignalBody::DictGetTableReq { .. }
+                | SignalBody::DictListTablesReq { .. }
         )
     }
 }

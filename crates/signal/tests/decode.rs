@@ -424,6 +424,18 @@ fn one_of_each() -> Vec<SignalBody> {
         SignalBody::CmNotJoiningRep {
             reason: "damaged".to_owned(),
         },
+        SignalBody::DictListTablesReq {
+            request_id: 5,
+            after_id: 9,
+        },
+        SignalBody::DictListTablesConf {
+            request_id: 5,
+            tables: vec![DictTableName {
+                id: 7,
+                name: "db/def/t1".to_owned(),
+            }],
+            last: true,
+        },
         SignalBody::GcpSaveReq { gci: 12 },
         SignalBody::GcpSaveConf { gci: 12 },
         SignalBody::GcpCompleteRep { gci: 12 },

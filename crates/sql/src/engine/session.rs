@@ -15,9 +15,8 @@ use sqlparser::ast::{
     ContextModifier, Expr, Set, ShowStatementFilter, Statement, Value as AstValue,
 };
 use sqlparser::dialect::MySqlDialect;
-use sqlparser::keywords::Keyword;
 use sqlparser::parser::Parser;
-use sqlparser::tokenizer::{Token, Tokenizer, Word};
+use sqlparser::tokenizer::{Token, Tokenizer};
 
 use super::{send_rows, Answered, Conn, Stmt};
 use crate::backend::{status, OkInfo, ResultSink};
@@ -271,7 +270,7 @@ impl Variables {
 }
 
 /// Statements `sqlparser` does not parse, recognised before it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub enum Extra {
     /// `SHOW WARNINGS` / `SHOW ERRORS` [`LIMIT n`]; `count`: `SHOW COUNT(*) …`.
     ShowWarnings {
@@ -280,7 +279,9 @@ pub enum Extra {
         /// `SHOW COUNT(*) WARNINGS`.
         count: bool,
     },
-    /// A statement the catalog or accounts handle, with its text:
+    /// A schema statement the catalog recognised (`ddl::recognise`).
+    Catalog(Box<super::ddl::CatalogStmt>),
+    /// An account statement, with its text:
     /// `SHOW CREATE DATABASE`, `SHOW ENGINES`, `SHOW TABLE STATUS`,
     /// `SHOW INDEX`, `SHOW GRANTS`, `CREATE/DROP/ALTER USER`, `CREATE TABLE
     /// … PARTITION BY KEY`.
@@ -522,14 +523,6 @@ fn parse_piece(mut tokens: Vec<Token>) -> SqlResult<Stmt> {
                 count: true,
             }));
         }
-        ("SHOW", "CREATE", "DATABASE" | "SCHEMA") => {
-            return extra_text("SHOW CREATE DATABASE", text())
-        }
-        ("SHOW", "ENGINES", _) | ("SHOW", "STORAGE", "ENGINES") => {
-            return extra_text("SHOW ENGINES", text())
-        }
-        ("SHOW", "TABLE", "STATUS") => return extra_text("SHOW TABLE STATUS", text()),
-        ("SHOW", "INDEX" | "INDEXES" | "KEYS", _) => return extra_text("SHOW INDEX", text()),
         ("SHOW", "GRANTS", _) => return extra_text("SHOW GRANTS", text()),
         ("CREATE" | "DROP" | "ALTER" | "RENAME", "USER", _) => {
             let head = format!("{} USER", word(0));
@@ -540,8 +533,11 @@ fn parse_piece(mut tokens: Vec<Token>) -> SqlResult<Stmt> {
         ("REVOKE", _, _) => return extra_text("REVOKE", text()),
         _ => {}
     }
-    if word(0) == "CREATE" && has_partition_by(&tokens) {
-        return extra_text("CREATE TABLE PARTITIONED", text());
+    // Schema statements the parser does not take (PARTITION BY KEY, SHOW
+    // CREATE DATABASE, SHOW TABLE STATUS's LIKE, ALTER TABLE of table
+    // options only): the catalog recognises them from the text.
+    if let Some(recognised) = super::ddl::recognise(&text()) {
+        return Ok(Stmt::Extra(Extra::Catalog(Box::new(recognised?))));
     }
     if word(0) == "SELECT" {
         mend_lock_in_share_mode(&mut tokens);
@@ -551,30 +547,6 @@ fn parse_piece(mut tokens: Vec<Token>) -> SqlResult<Stmt> {
         .parse_statement()
         .map_err(SqlError::syntax)?;
     Ok(Stmt::Sql(Box::new(statement)))
-}
-
-/// Whether a CREATE statement has a `PARTITION BY` clause (which the
-/// parser does not take for MySQL).
-fn has_partition_by(tokens: &[Token]) -> bool {
-    let words: Vec<&Token> = tokens
-        .iter()
-        .filter(|t| !matches!(t, Token::Whitespace(_)))
-        .collect();
-    words.windows(2).any(|w| {
-        matches!(
-            w[0],
-            Token::Word(Word {
-                keyword: Keyword::PARTITION,
-                ..
-            })
-        ) && matches!(
-            w[1],
-            Token::Word(Word {
-                keyword: Keyword::BY,
-                ..
-            })
-        )
-    })
 }
 
 /// `… LOCK IN SHARE MODE` at the end of a SELECT becomes `… FOR SHARE`,
@@ -614,13 +586,8 @@ pub fn extra(
 ) -> SqlResult<Answered> {
     match extra {
         Extra::ShowWarnings { errors, count } => show_warnings(conn, *errors, *count, more, sink),
-        Extra::Text { head, sql } => match head.as_str() {
-            "CREATE USER" | "DROP USER" | "ALTER USER" | "RENAME USER" | "SET PASSWORD"
-            | "SHOW GRANTS" | "GRANT" | "REVOKE" => {
-                super::users::text_statement(conn, head, sql, more, sink)
-            }
-            _ => super::show::text_statement(conn, head, sql, more, sink),
-        },
+        Extra::Catalog(statement) => super::ddl::run(conn, statement, more, sink),
+        Extra::Text { head, sql } => super::users::text_statement(conn, head, sql, more, sink),
     }
 }
 
@@ -1391,9 +1358,7 @@ mod tests {
         );
 
         let stmts = parse_one("CREATE TABLE t (a INT) PARTITION BY KEY(a)", false).unwrap();
-        assert!(
-            matches!(&stmts[0], Stmt::Extra(Extra::Text { head, .. }) if head == "CREATE TABLE PARTITIONED")
-        );
+        assert!(matches!(&stmts[0], Stmt::Extra(Extra::Catalog(_))));
 
         assert_eq!(parse_one("SELECT 1; SELECT 2;", true).unwrap().len(), 2);
         assert!(parse_one("SELECT 1; SELECT 2", false).is_err());
