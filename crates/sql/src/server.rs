@@ -118,6 +118,14 @@ pub fn serve_on(
             }
         };
         let mut conn = engine.open(&session, peer.ip());
+        match stream.try_clone() {
+            Ok(handle) => {
+                *conn.info.socket.lock().unwrap_or_else(|p| p.into_inner()) = Some(handle)
+            }
+            Err(e) => {
+                tracing::debug!(%peer, "no second socket handle, KILL waits for a command: {e}")
+            }
+        }
         if let Err(error) = protocol::serve_connection(&stream, &mut conn, peer.ip(), protocol) {
             tracing::debug!(%peer, "connection ended: {error}");
         }

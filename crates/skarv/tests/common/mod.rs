@@ -131,9 +131,15 @@ impl Sandbox {
     /// Where MySQL clients reach the sandbox's first SQL node (started
     /// with `--sql-nodes 1` in `more`).
     pub fn sql_port(&self) -> u16 {
+        self.sql_port_of(0)
+    }
+
+    /// Where MySQL clients reach the sandbox's SQL node number `at`
+    /// (from 0).
+    pub fn sql_port_of(&self, at: usize) -> u16 {
         let record = std::fs::read(self.dir.join("sandbox.json")).expect("sandbox.json");
         let record: Json = serde_json::from_slice(&record).expect("sandbox.json is JSON");
-        record["sql_ports"][0]
+        record["sql_ports"][at]
             .as_u64()
             .and_then(|port| u16::try_from(port).ok())
             .unwrap_or_else(|| panic!("no SQL node in {record}"))

@@ -76,6 +76,9 @@ pub struct ConnInfo {
     pub killed: AtomicBool,
     /// `KILL QUERY` (the running statement stops with 1317).
     pub query_killed: AtomicBool,
+    /// The client's socket (a second handle), which `KILL` shuts so that a
+    /// connection waiting for its client's next command ends at once.
+    pub socket: Mutex<Option<std::net::TcpStream>>,
 }
 
 /// The changing part of [`ConnInfo`].
@@ -127,6 +130,7 @@ impl Engine {
             }),
             killed: AtomicBool::new(false),
             query_killed: AtomicBool::new(false),
+            socket: Mutex::new(None),
         });
         self.connections
             .lock()
@@ -256,18 +260,25 @@ impl<'s> Conn<'s> {
             | S::Drop { .. }
             | S::Truncate(_)
             | S::RenameTable(_) => ddl::statement(self, statement),
+            S::ShowVariables { filter, global, .. } => {
+                session::show_variables(self, filter, *global, more, sink)
+            }
+            S::ShowStatus { filter, .. } => session::show_status(self, filter, more, sink),
+            S::ShowProcessList { full } => session::show_processlist(self, *full, more, sink),
+            S::Kill { modifier, id } => session::kill(
+                self,
+                *id,
+                matches!(modifier, Some(sqlparser::ast::KillType::Query)),
+            ),
             S::ShowTables { .. }
             | S::ShowColumns { .. }
             | S::ShowDatabases { .. }
             | S::ShowSchemas { .. }
-            | S::ShowVariables { .. }
-            | S::ShowStatus { .. }
             | S::ShowCreate { .. }
             | S::ShowVariable { .. }
             | S::ShowCollation { .. }
-            | S::ShowProcessList { .. }
-            | S::ExplainTable { .. }
-            | S::Kill { .. } => show::statement(self, statement, more, sink),
+            | S::ShowCharset(_)
+            | S::ExplainTable { .. } => show::statement(self, statement, more, sink),
             other => Err(SqlError::unsupported(format_args!(
                 "the statement `{}`",
                 stdx_truncate(&other.to_string(), 80)

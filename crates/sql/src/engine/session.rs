@@ -1276,6 +1276,11 @@ pub fn kill(conn: &mut Conn<'_>, id: u64, query_only: bool) -> SqlResult<Answere
     } else {
         target.killed.store(true, Ordering::Relaxed);
         target.query_killed.store(true, Ordering::Relaxed);
+        // A connection blocked reading its client's next command ends now.
+        let socket = target.socket.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(socket) = socket.as_ref() {
+            let _ = socket.shutdown(std::net::Shutdown::Both);
+        }
     }
     Ok(Answered::Ok(OkInfo::default()))
 }
