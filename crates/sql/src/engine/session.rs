@@ -74,8 +74,8 @@ const fn int(min: u64, max: u64) -> Kind {
     Kind::Int { min, max }
 }
 
-/// The server version clients see (they read the leading MySQL version).
-pub const VERSION: &str = concat!("8.0.36-Skarv-", env!("CARGO_PKG_VERSION"));
+/// The server version clients see (`@@version`, the handshake's).
+pub const VERSION: &str = crate::protocol::SERVER_VERSION;
 
 /// Every system variable the SQL node knows, sorted by name (`SHOW
 /// VARIABLES` lists them in this order). Setting an unknown one is 1193.
