@@ -414,19 +414,26 @@ impl<'s> Conn<'s> {
     }
 
     fn query_inner(&mut self, sql: &str, multi: bool, sink: &mut dyn ResultSink) -> io::Result<()> {
-        let statements = match session::parse_query(self, sql, multi) {
+        let refuse = |conn: &mut Conn<'_>, error: &SqlError, sink: &mut dyn ResultSink| {
+            conn.session.start_statement();
+            conn.session.note_error(error);
+            sink.error(error)
+        };
+        let statements = match session::parse_text(sql, multi) {
             Ok(statements) => statements,
-            Err(error) => {
-                self.session.start_statement();
-                self.session.note_error(&error);
-                return sink.error(&error);
-            }
+            Err(error) => return refuse(self, &error, sink),
         };
         let count = statements.len();
         for (at, statement) in statements.iter().enumerate() {
             let more = at + 1 < count;
-            if !self.run_statement(statement, &[], more, sink)? {
-                break;
+            match statement {
+                Ok(statement) => {
+                    if !self.run_statement(statement, &[], more, sink)? {
+                        break;
+                    }
+                }
+                // The statements before it ran; the run stops here.
+                Err(error) => return refuse(self, error, sink),
             }
         }
         Ok(())

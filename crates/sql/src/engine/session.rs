@@ -407,9 +407,19 @@ impl SessionState {
     }
 }
 
-/// Splits and parses `COM_QUERY` text (see the module doc). Without
-/// `multi`, more than one statement is 1064, as MySQL answers.
+/// Splits and parses statement text; the first statement that does not
+/// parse fails the whole (for `COM_STMT_PREPARE`, which takes one).
 pub fn parse_query(_conn: &mut Conn<'_>, sql: &str, multi: bool) -> SqlResult<Vec<Stmt>> {
+    parse_text(sql, multi)?.into_iter().collect()
+}
+
+/// Splits `COM_QUERY` text into statements, each parsed on its own (see
+/// the module doc): as MySQL runs a multi-statement, the statements before
+/// one that does not parse still run, and the run stops at it. The outer
+/// error is for the text as a whole (too long, not tokenizable, empty, or
+/// several statements when the client did not enable multi-statements:
+/// 1064, as MySQL answers).
+pub fn parse_text(sql: &str, multi: bool) -> SqlResult<Vec<SqlResult<Stmt>>> {
     if sql.len() > super::STATEMENT_BYTES_MAX {
         return Err(SqlError::new(
             codes::NET_PACKET_TOO_LARGE,
@@ -444,7 +454,7 @@ pub fn parse_query(_conn: &mut Conn<'_>, sql: &str, multi: bool) -> SqlResult<Ve
             super::stdx_truncate(second.trim(), 40)
         )));
     }
-    pieces.into_iter().map(parse_piece).collect()
+    Ok(pieces.into_iter().map(parse_piece).collect())
 }
 
 /// One statement's tokens (whitespace and comments kept out of the ends)
@@ -1316,14 +1326,7 @@ mod tests {
     }
 
     fn parse_one(sql: &str, multi: bool) -> SqlResult<Vec<Stmt>> {
-        let tokens = Tokenizer::new(&MySqlDialect {}, sql)
-            .tokenize()
-            .map_err(SqlError::syntax)?;
-        let pieces = split_statements(tokens);
-        if pieces.len() > 1 && !multi {
-            return Err(SqlError::syntax("several"));
-        }
-        pieces.into_iter().map(parse_piece).collect()
+        parse_text(sql, multi)?.into_iter().collect()
     }
 
     #[test]
@@ -1367,7 +1370,13 @@ mod tests {
 
         assert_eq!(parse_one("SELECT 1; SELECT 2;", true).unwrap().len(), 2);
         assert!(parse_one("SELECT 1; SELECT 2", false).is_err());
-        assert_eq!(parse_one(" ; ; ", true).unwrap().len(), 0);
+        assert_eq!(
+            parse_one(" ; ; ", true).unwrap_err().code,
+            codes::EMPTY_QUERY
+        );
+        // Each statement parses on its own: the ones before a bad one run.
+        let run = parse_text("SELECT 1; SELEC 2; SELECT 3", true).unwrap();
+        assert!(run[0].is_ok() && run[1].is_err() && run[2].is_ok());
         // A semicolon inside a string is not a separator.
         assert_eq!(parse_one("SELECT 'a;b'", false).unwrap().len(), 1);
     }
@@ -1394,5 +1403,51 @@ mod tests {
         );
         assert_eq!(check_time_zone(Some("+02:00".into())).unwrap(), "+02:00");
         assert!(check_time_zone(Some("Europe/Oslo".into())).is_err());
+    }
+
+    /// Statements MySQL clients send, the seeds of the front end's fuzz.
+    const CORPUS: &[&str] = &[
+        "SELECT c FROM sbtest1 WHERE id = ?",
+        "INSERT INTO t (a, b) VALUES (1, 'x'), (2, \"y\") ON DUPLICATE KEY UPDATE b = VALUES(b)",
+        "CREATE TABLE t (a INT PRIMARY KEY, b VARCHAR(10)) ENGINE=ndb PARTITION BY KEY(a)",
+        "SELECT * FROM t WHERE a IN (1, 2) LOCK IN SHARE MODE",
+        "CREATE USER 'u'@'%' IDENTIFIED BY 'p'; GRANT ALL ON *.* TO u",
+        "SET @@session.autocommit = 0, NAMES utf8mb4",
+        "SHOW COUNT(*) WARNINGS",
+        "SHOW CREATE DATABASE d",
+        "ALTER TABLE t ADD COLUMN c INT DEFAULT 5, AUTO_INCREMENT = 7",
+        "UPDATE t SET a = a + 1 WHERE b LIKE 'x%' ORDER BY a DESC LIMIT 3",
+    ];
+
+    proptest::proptest! {
+        /// Whatever the text, the front end answers statements or an
+        /// error; it never panics.
+        #[test]
+        fn the_front_end_never_panics_on_random_text(text in "[ -~\n\t'\"`;()@*]{0,200}") {
+            let _ = parse_text(&text, true);
+            let _ = parse_text(&text, false);
+        }
+
+        /// Statements of the corpus cut, spliced and with bytes replaced.
+        #[test]
+        fn the_front_end_never_panics_on_mutated_statements(
+            seed in 0..CORPUS.len(),
+            other in 0..CORPUS.len(),
+            cut in 0usize..200,
+            at in 0usize..200,
+            byte in 32u8..127,
+        ) {
+            let base = CORPUS[seed].as_bytes();
+            let mut text = base[..cut.min(base.len())].to_vec();
+            let splice = CORPUS[other].as_bytes();
+            text.extend_from_slice(&splice[at.min(splice.len())..]);
+            let len = text.len();
+            if len > 0 {
+                text[at % len] = byte;
+            }
+            let text = String::from_utf8_lossy(&text);
+            let _ = parse_text(&text, true);
+            let _ = parse_text(&text, false);
+        }
     }
 }
