@@ -6,7 +6,7 @@
 //! cluster: they are 0, and `Cardinality` is NULL.
 //!
 //! `SHOW VARIABLES`, `STATUS`, `WARNINGS`, `PROCESSLIST`, `GRANTS` and
-//! `KILL` are the session's: their arms here answer 1105 until routed.
+//! `KILL` are the session's and the accounts' (`session`, `users`).
 
 use std::io;
 
