@@ -123,6 +123,10 @@ fn one_of_each() -> Vec<SignalBody> {
         },
         SignalBody::MgmStopOrd { restart: false },
         SignalBody::MgmShutdownReq {},
+        SignalBody::MgmNotJoiningRep {
+            node: node(3),
+            reason: "damaged redo control file".into(),
+        },
         SignalBody::TransportHello {
             from: node(2),
             to: node(3),
