@@ -86,8 +86,8 @@ fn retrying<T>(what: &str, mut attempt: impl FnMut() -> skarv_client::Result<T>)
 }
 
 /// Node 3's redo control files under `sandbox`, damaged in place (its
-/// process must be down).
-fn damage_control_files(sandbox: &Sandbox) -> PathBuf {
+/// process must be down): its file system and the files damaged.
+fn damage_control_files(sandbox: &Sandbox) -> (PathBuf, Vec<PathBuf>) {
     let fs_dir = walk(&sandbox.dir)
         .into_iter()
         .find(|p| p.to_string_lossy().contains(&format!("ndb_{DAMAGED}_fs")))
@@ -111,7 +111,7 @@ fn damage_control_files(sandbox: &Sandbox) -> PathBuf {
         bytes[0] ^= 0xff;
         std::fs::write(control, bytes).expect("damage a control file");
     }
-    fs_dir
+    (fs_dir, controls)
 }
 
 /// `StartPartialTimeout` of the sandbox (NDB's default, 30 s): a node
@@ -202,29 +202,7 @@ fn a_damaged_node_stops_non_zero_and_discard_corrupt_copies_from_its_partner() {
     wait_for("node 3 to be down", Duration::from_secs(20), || {
         sandbox.state(DAMAGED) != "started"
     });
-    let fs_dir = walk(&sandbox.dir)
-        .into_iter()
-        .find(|p| p.to_string_lossy().contains(&format!("ndb_{DAMAGED}_fs")))
-        .and_then(|p| {
-            p.ancestors()
-                .find(|a| a.ends_with(format!("ndb_{DAMAGED}_fs")))
-                .map(Path::to_path_buf)
-        })
-        .expect("node 3's file system");
-    let controls: Vec<PathBuf> = walk(&fs_dir)
-        .into_iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "control"))
-        .collect();
-    assert!(
-        !controls.is_empty(),
-        "no redo control file in {}",
-        fs_dir.display()
-    );
-    for control in &controls {
-        let mut bytes = std::fs::read(control).expect("read a control file");
-        bytes[0] ^= 0xff;
-        std::fs::write(control, bytes).expect("damage a control file");
-    }
+    let (fs_dir, controls) = damage_control_files(&sandbox);
 
     // Without the flag: it stops for good, non-zero, and says what to do.
     let log = sandbox.dir.join("node3-refused.log");
