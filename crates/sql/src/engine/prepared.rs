@@ -1,42 +1,150 @@
-//! Prepared statements (`COM_STMT_PREPARE` / `EXECUTE`).
-//!
-//! (Stub: filled in by the query work of issue 20.)
+//! Prepared statements (`COM_STMT_PREPARE` / `EXECUTE`): the text is
+//! parsed once, its `?` placeholders located, and each EXECUTE runs the
+//! parsed statement with the bound values. `BEGIN`/`COMMIT` prepare too
+//! (sysbench prepares them).
 
+use std::collections::HashMap;
 use std::io;
 
-use super::Conn;
+use sqlparser::ast::Statement;
+use sqlparser::tokenizer::Location;
+
+use super::{exec, Conn, Stmt};
 use crate::backend::{Prepared, ResultSink};
-use crate::error::{SqlError, SqlResult};
-use crate::value::SqlValue;
+use crate::error::{codes, SqlError, SqlResult};
+use crate::value::{charset, ColumnMeta, ColumnType, SqlValue};
+
+/// Most prepared statements a connection holds (MySQL's
+/// `max_prepared_stmt_count` default bounds the whole server; here each
+/// connection).
+pub const PREPARED_STATEMENTS_MAX: usize = 16_382;
+
+/// One prepared statement.
+struct Entry {
+    statement: Stmt,
+    placeholders: Vec<Location>,
+}
 
 /// A connection's prepared statements.
 #[derive(Default)]
-pub struct Statements {}
+pub struct Statements {
+    by_id: HashMap<u32, Entry>,
+    next_id: u32,
+    /// Placeholders of the statement executing now.
+    running: Vec<Location>,
+}
 
 impl Statements {
     /// Forgets a statement.
-    pub fn close(&mut self, _id: u32) {}
+    pub fn close(&mut self, id: u32) {
+        self.by_id.remove(&id);
+    }
 
     /// Whether `id` is prepared.
-    pub fn contains(&self, _id: u32) -> bool {
-        false
+    pub fn contains(&self, id: u32) -> bool {
+        self.by_id.contains_key(&id)
+    }
+
+    /// The placeholders of the statement executing now (none for a text
+    /// query).
+    pub fn running_placeholders(&self) -> &[Location] {
+        &self.running
     }
 }
 
 /// Prepares a statement.
-pub fn prepare(_conn: &mut Conn<'_>, _sql: &str) -> SqlResult<Prepared> {
-    Err(SqlError::unsupported("prepared statements"))
+pub fn prepare(conn: &mut Conn<'_>, sql: &str) -> SqlResult<Prepared> {
+    if conn.prepared.by_id.len() >= PREPARED_STATEMENTS_MAX {
+        return Err(SqlError::new(
+            1461,
+            format!(
+                "Can't create more than max_prepared_stmt_count statements \
+                 (current value: {PREPARED_STATEMENTS_MAX})"
+            ),
+        ));
+    }
+    let mut statements = super::parse(sql)?;
+    if statements.len() != 1 {
+        return Err(SqlError::new(
+            codes::UNSUPPORTED_PS,
+            "This command is not supported in the prepared statement protocol yet",
+        ));
+    }
+    let statement = statements.remove(0);
+    let placeholders = super::expr::placeholders(sql)?;
+    match &statement {
+        Statement::Query(_)
+        | Statement::Insert(_)
+        | Statement::Update(_)
+        | Statement::Delete(_)
+        | Statement::StartTransaction { .. }
+        | Statement::Commit { .. }
+        | Statement::Rollback { .. }
+        | Statement::Set(_) => {}
+        _ => {
+            return Err(SqlError::new(
+                codes::UNSUPPORTED_PS,
+                "This command is not supported in the prepared statement protocol yet",
+            ))
+        }
+    }
+    let columns = match &statement {
+        Statement::Query(q) => {
+            conn.prepared.running = placeholders.clone();
+            let described = exec::describe(conn, q, &placeholders);
+            conn.prepared.running.clear();
+            described?
+        }
+        _ => Vec::new(),
+    };
+    let params = placeholders
+        .iter()
+        .map(|_| {
+            let mut m = ColumnMeta::expr("?", ColumnType::VarString, charset::BINARY, 0);
+            m.flags = crate::value::flags::BINARY;
+            m
+        })
+        .collect();
+    conn.prepared.next_id = conn.prepared.next_id.wrapping_add(1).max(1);
+    let id = conn.prepared.next_id;
+    conn.prepared.by_id.insert(
+        id,
+        Entry {
+            statement: Stmt::Sql(Box::new(statement)),
+            placeholders,
+        },
+    );
+    Ok(Prepared {
+        id,
+        params,
+        columns,
+    })
 }
 
 /// Executes a prepared statement.
 pub fn execute(
-    _conn: &mut Conn<'_>,
+    conn: &mut Conn<'_>,
     id: u32,
-    _params: &[SqlValue],
+    params: &[SqlValue],
     sink: &mut dyn ResultSink,
 ) -> io::Result<()> {
-    sink.error(&SqlError::new(
-        crate::error::codes::UNKNOWN_STMT_HANDLER,
-        format!("Unknown prepared statement handler ({id}) given to mysqld_stmt_execute"),
-    ))
+    let Some(entry) = conn.prepared.by_id.get(&id) else {
+        return sink.error(&SqlError::new(
+            codes::UNKNOWN_STMT_HANDLER,
+            format!("Unknown prepared statement handler ({id}) given to mysqld_stmt_execute"),
+        ));
+    };
+    if params.len() != entry.placeholders.len() {
+        return sink.error(&SqlError::new(
+            codes::WRONG_ARGUMENTS,
+            "Incorrect arguments to mysqld_stmt_execute",
+        ));
+    }
+    let statement = entry.statement.clone();
+    conn.prepared.running = entry.placeholders.clone();
+    conn.set_command("Execute", None);
+    let result = conn.run_statement(&statement, params, false, sink);
+    conn.set_command("Sleep", None);
+    conn.prepared.running.clear();
+    result.map(|_| ())
 }

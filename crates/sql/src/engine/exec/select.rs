@@ -1,0 +1,759 @@
+//! `SELECT`: one table (or none), WHERE through the plan, hash
+//! aggregation, DISTINCT, ORDER BY, LIMIT, UNION.
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use schema::Collation;
+use skarv_client::LockMode;
+use sqlparser::ast::{self, SetExpr, SetOperator, SetQuantifier};
+use sqlparser::tokenizer::Location;
+
+use super::{convert, env, fetch, keep_warnings, table_of, table_scope, with_scope};
+use crate::backend::{OkInfo, ResultSink};
+use crate::engine::catalog::TableInfo;
+use crate::engine::expr::eval::compare;
+use crate::engine::expr::{self, AggFn, AggSpec, Ctx, Dec, Expr, Kind, Val};
+use crate::engine::plan::{self, Access};
+use crate::engine::{txn, Answered, Conn};
+use crate::error::{codes, SqlError, SqlResult};
+use crate::value::ColumnMeta;
+
+/// Most groups hash aggregation keeps in memory (past it the query fails
+/// with 1105 rather than exhaust the SQL node).
+pub const GROUPS_IN_MEMORY_MAX: usize = 1_000_000;
+/// Most rows a query sorts or de-duplicates in memory.
+pub const ROWS_IN_MEMORY_MAX: usize = 10_000_000;
+
+/// A planned single-table (or table-less) SELECT.
+struct Planned {
+    table: Option<Arc<TableInfo>>,
+    items: Vec<Expr>,
+    metas: Vec<ColumnMeta>,
+    cond: Option<Expr>,
+    group: Vec<Expr>,
+    having: Option<Expr>,
+    aggs: Vec<AggSpec>,
+    order: Vec<(Expr, bool)>,
+    distinct: bool,
+    limit: Option<u64>,
+    offset: u64,
+    lock: Option<LockMode>,
+}
+
+/// The result columns of a query without running it (for PREPARE).
+pub fn describe(
+    conn: &mut Conn<'_>,
+    q: &ast::Query,
+    placeholders: &[Location],
+) -> SqlResult<Vec<ColumnMeta>> {
+    Ok(plan_query(conn, q, placeholders, &[])?.0)
+}
+
+type Plans = (Vec<ColumnMeta>, Vec<Planned>, bool);
+
+fn plan_query(
+    conn: &mut Conn<'_>,
+    q: &ast::Query,
+    placeholders: &[Location],
+    params: &[Val],
+) -> SqlResult<Plans> {
+    if q.with.is_some() {
+        return Err(SqlError::unsupported("WITH"));
+    }
+    let mut selects = Vec::new();
+    let mut union_distinct = false;
+    collect_selects(&q.body, &mut selects, &mut union_distinct)?;
+    let mut planned = Vec::new();
+    for s in &selects {
+        planned.push(plan_select(conn, s, placeholders)?);
+    }
+    let metas = planned.first().map(|p| p.metas.clone()).unwrap_or_default();
+    for p in &planned {
+        if p.metas.len() != metas.len() {
+            return Err(SqlError::new(
+                codes::WRONG_NUMBER_OF_COLUMNS_IN_SELECT,
+                "The used SELECT statements have a different number of columns",
+            ));
+        }
+    }
+    // ORDER BY / LIMIT of the whole query.
+    let single = planned.len() == 1;
+    let environment = env(conn);
+    let mut ctx = Ctx::new(params, &environment);
+    let limit = match &q.limit_clause {
+        Some(ast::LimitClause::LimitOffset { limit, offset, .. }) => (
+            limit
+                .as_ref()
+                .map(|l| const_u64(conn, l, placeholders, &mut ctx))
+                .transpose()?,
+            offset
+                .as_ref()
+                .map(|o| const_u64(conn, &o.value, placeholders, &mut ctx))
+                .transpose()?,
+        ),
+        Some(ast::LimitClause::OffsetCommaLimit { offset, limit }) => (
+            Some(const_u64(conn, limit, placeholders, &mut ctx)?),
+            Some(const_u64(conn, offset, placeholders, &mut ctx)?),
+        ),
+        None => (None, None),
+    };
+    let lock = q.locks.first().map(|l| match l.lock_type {
+        ast::LockType::Update => LockMode::Exclusive,
+        ast::LockType::Share => LockMode::Shared,
+    });
+    if single {
+        let p = &mut planned[0];
+        p.limit = limit.0;
+        p.offset = limit.1.unwrap_or(0);
+        if lock.is_some() {
+            p.lock = lock;
+        }
+        if let Some(ob) = &q.order_by {
+            let sel = &selects[0];
+            p.order = order_exprs(conn, ob, sel, p, placeholders)?;
+        }
+        return Ok((metas, planned, false));
+    }
+    if q.order_by.is_some() || limit.0.is_some() {
+        return Err(SqlError::unsupported("ORDER BY or LIMIT on a UNION"));
+    }
+    Ok((metas, planned, union_distinct))
+}
+
+fn collect_selects<'q>(
+    body: &'q SetExpr,
+    out: &mut Vec<&'q ast::Select>,
+    distinct: &mut bool,
+) -> SqlResult<()> {
+    match body {
+        SetExpr::Select(s) => {
+            out.push(s);
+            Ok(())
+        }
+        SetExpr::Query(q) if q.order_by.is_none() && q.limit_clause.is_none() => {
+            collect_selects(&q.body, out, distinct)
+        }
+        SetExpr::SetOperation {
+            op: SetOperator::Union,
+            set_quantifier,
+            left,
+            right,
+        } => {
+            if !matches!(set_quantifier, SetQuantifier::All) {
+                *distinct = true;
+            }
+            collect_selects(left, out, distinct)?;
+            collect_selects(right, out, distinct)
+        }
+        other => Err(SqlError::unsupported(format_args!(
+            "the query `{}`",
+            crate::engine::stdx_truncate(&other.to_string(), 80)
+        ))),
+    }
+}
+
+fn const_u64(
+    conn: &Conn<'_>,
+    e: &ast::Expr,
+    placeholders: &[Location],
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<u64> {
+    let lowered = with_scope(conn, Vec::new(), placeholders, |s| s.lower(e))?;
+    let v = lowered.eval(&[], ctx)?;
+    match v {
+        Val::Int(i) if i >= 0 => Ok(i as u64),
+        Val::UInt(u) => Ok(u),
+        // A parameter not bound yet (PREPARE): no limit.
+        Val::Null if !ctx.params.is_empty() || matches!(lowered, Expr::Param(_)) => Ok(u64::MAX),
+        other => match other.to_text().parse::<u64>() {
+            Ok(u) => Ok(u),
+            Err(_) => Err(SqlError::new(
+                codes::WRONG_ARGUMENTS,
+                "Incorrect arguments to LIMIT",
+            )),
+        },
+    }
+}
+
+fn plan_select(
+    conn: &mut Conn<'_>,
+    s: &ast::Select,
+    placeholders: &[Location],
+) -> SqlResult<Planned> {
+    let (table, alias) = match s.from.as_slice() {
+        [] => (None, String::new()),
+        [twj] => {
+            if !twj.joins.is_empty() {
+                return Err(SqlError::unsupported("joins"));
+            }
+            match &twj.relation {
+                ast::TableFactor::Table { name, alias, .. } => {
+                    let t = table_of(conn, name)?;
+                    let a = alias
+                        .as_ref()
+                        .map_or_else(|| t.name.clone(), |a| a.name.value.clone());
+                    (Some(t), a)
+                }
+                other => {
+                    return Err(SqlError::unsupported(format_args!("FROM {other}")));
+                }
+            }
+        }
+        _ => return Err(SqlError::unsupported("joins")),
+    };
+    let columns = table
+        .as_ref()
+        .map_or_else(Vec::new, |t| table_scope(t, &alias));
+    let sql_text = String::new();
+    with_scope(conn, columns, placeholders, |scope| {
+        scope.aggs = Some(Vec::new());
+        let mut items = Vec::new();
+        let mut metas = Vec::new();
+        let mut aliases: Vec<Option<(String, ast::Expr)>> = Vec::new();
+        for item in &s.projection {
+            match item {
+                ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(..) => {
+                    if scope.columns.is_empty() {
+                        return Err(SqlError::new(codes::NO_TABLES_USED, "No tables used"));
+                    }
+                    for (at, c) in scope.columns.iter().enumerate() {
+                        items.push(Expr::Col(at));
+                        metas.push(c.meta.clone());
+                        aliases.push(None);
+                    }
+                }
+                ast::SelectItem::UnnamedExpr(e) => {
+                    let lowered = scope.lower(e)?;
+                    let name = expr::item_name(e, &sql_text);
+                    metas.push(scope.meta(&lowered, &name));
+                    items.push(lowered);
+                    aliases.push(Some((name, e.clone())));
+                }
+                ast::SelectItem::ExprWithAlias { expr: e, alias } => {
+                    let lowered = scope.lower(e)?;
+                    metas.push(scope.meta(&lowered, &alias.value));
+                    items.push(lowered);
+                    aliases.push(Some((alias.value.clone(), e.clone())));
+                }
+                other => return Err(SqlError::unsupported(format_args!("{other}"))),
+            }
+        }
+        let saved = scope.aggs.take();
+        let cond = s.selection.as_ref().map(|w| scope.lower(w)).transpose()?;
+        let mut group = Vec::new();
+        if let ast::GroupByExpr::Expressions(exprs, _) = &s.group_by {
+            for g in exprs {
+                group.push(resolve_alias(scope, g, &items, &aliases)?);
+            }
+        } else {
+            return Err(SqlError::unsupported("GROUP BY ALL"));
+        }
+        scope.aggs = saved;
+        let having = match &s.having {
+            Some(h) => Some(resolve_alias(scope, h, &items, &aliases)?),
+            None => None,
+        };
+        let aggs = scope.aggs.clone().unwrap_or_default();
+        Ok(Planned {
+            table: table.clone(),
+            items,
+            metas,
+            cond,
+            group,
+            having,
+            aggs,
+            order: Vec::new(),
+            distinct: matches!(s.distinct, Some(ast::Distinct::Distinct)),
+            limit: None,
+            offset: 0,
+            lock: None,
+        })
+    })
+}
+
+/// An expression of GROUP BY, HAVING or ORDER BY: a select item's alias or
+/// position names that item.
+fn resolve_alias(
+    scope: &mut expr::Scope<'_>,
+    e: &ast::Expr,
+    items: &[Expr],
+    aliases: &[Option<(String, ast::Expr)>],
+) -> SqlResult<Expr> {
+    if let ast::Expr::Identifier(ident) = e {
+        let is_column = scope.resolve(None, &ident.value).is_ok();
+        if !is_column {
+            for (at, a) in aliases.iter().enumerate() {
+                if let Some((name, _)) = a {
+                    if name.eq_ignore_ascii_case(&ident.value) {
+                        return Ok(items[at].clone());
+                    }
+                }
+            }
+        }
+    }
+    if let ast::Expr::Value(v) = e {
+        if let ast::Value::Number(n, _) = &v.value {
+            if let Ok(pos) = n.parse::<usize>() {
+                return items.get(pos.wrapping_sub(1)).cloned().ok_or_else(|| {
+                    SqlError::new(
+                        codes::BAD_FIELD,
+                        format!("Unknown column '{pos}' in 'order clause'"),
+                    )
+                });
+            }
+        }
+    }
+    // Scope.aggs was lent to items; a HAVING/ORDER BY aggregate adds to it.
+    scope.lower(e)
+}
+
+fn order_exprs(
+    conn: &mut Conn<'_>,
+    ob: &ast::OrderBy,
+    s: &ast::Select,
+    p: &mut Planned,
+    placeholders: &[Location],
+) -> SqlResult<Vec<(Expr, bool)>> {
+    let ast::OrderByKind::Expressions(exprs) = &ob.kind else {
+        return Err(SqlError::unsupported("ORDER BY ALL"));
+    };
+    let alias = p
+        .table
+        .as_ref()
+        .map(|t| match s.from.first().map(|f| &f.relation) {
+            Some(ast::TableFactor::Table { alias: Some(a), .. }) => a.name.value.clone(),
+            _ => t.name.clone(),
+        });
+    let columns = match (&p.table, &alias) {
+        (Some(t), Some(a)) => table_scope(t, a),
+        _ => Vec::new(),
+    };
+    let aliases: Vec<Option<(String, ast::Expr)>> = p
+        .metas
+        .iter()
+        .map(|m| {
+            Some((
+                m.name.clone(),
+                ast::Expr::Identifier(ast::Ident::new(&m.name)),
+            ))
+        })
+        .collect();
+    let items = p.items.clone();
+    let mut aggs = std::mem::take(&mut p.aggs);
+    let out = with_scope(conn, columns, placeholders, |scope| {
+        scope.aggs = Some(std::mem::take(&mut aggs));
+        let mut out = Vec::new();
+        for o in exprs {
+            let e = resolve_alias(scope, &o.expr, &items, &aliases)?;
+            out.push((e, matches!(o.options.sort, Some(ast::OrderBySort::Desc))));
+        }
+        aggs = scope.aggs.take().unwrap_or_default();
+        Ok(out)
+    });
+    p.aggs = aggs;
+    out
+}
+
+/// Runs a query.
+pub fn run(
+    conn: &mut Conn<'_>,
+    q: &ast::Query,
+    params: &[Val],
+    placeholders: &[Location],
+    sink: &mut dyn ResultSink,
+) -> SqlResult<Answered> {
+    let (metas, planned, union_distinct) = plan_query(conn, q, placeholders, params)?;
+    let environment = env(conn);
+    let mut ctx = Ctx::new(params, &environment);
+    let needs_tx = planned.iter().any(|p| p.table.is_some());
+    let mut rows: Vec<Vec<Val>> = Vec::new();
+    if needs_tx {
+        let tx = txn::take(conn)?;
+        let result = (|| {
+            let mut all = Vec::new();
+            for p in &planned {
+                all.extend(run_one(&tx, p, &mut ctx)?);
+            }
+            Ok(all)
+        })();
+        rows = txn::finish(conn, tx, result)?;
+    } else {
+        for p in &planned {
+            rows.extend(run_one_without_table(p, &mut ctx)?);
+        }
+    }
+    if union_distinct {
+        rows = distinct(rows);
+    }
+    keep_warnings(conn, &mut ctx);
+    send(sink, &metas, &rows)
+}
+
+fn send(sink: &mut dyn ResultSink, metas: &[ColumnMeta], rows: &[Vec<Val>]) -> SqlResult<Answered> {
+    let io = |e: std::io::Error| SqlError::new(codes::UNKNOWN, format!("sending rows: {e}"));
+    sink.columns(metas).map_err(io)?;
+    let mut out = Vec::with_capacity(metas.len());
+    for row in rows {
+        out.clear();
+        out.extend(row.iter().zip(metas).map(|(v, m)| convert::to_sql(v, m)));
+        sink.row(&out).map_err(io)?;
+    }
+    sink.end_rows(&OkInfo::default()).map_err(io)?;
+    Ok(Answered::Done)
+}
+
+fn run_one_without_table(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Vec<Vec<Val>>> {
+    let source = vec![(Vec::new(), Vec::new())];
+    let pass = match &p.cond {
+        Some(c) => c.test(&[], ctx)?,
+        None => true,
+    };
+    shape(p, if pass { source } else { Vec::new() }, ctx)
+}
+
+fn run_one(
+    tx: &skarv_client::Transaction<'_>,
+    p: &Planned,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Vec<Vec<Val>>> {
+    let Some(table) = &p.table else {
+        return run_one_without_table(p, ctx);
+    };
+    let (access, filter) = plan::access(table, p.cond.as_ref(), ctx)?;
+    let plain = p.group.is_empty() && p.aggs.is_empty() && !p.distinct;
+    // An ordered index already gives the order ORDER BY asks for.
+    let (descending, sorted) = match (&access, p.order.as_slice()) {
+        (Access::Range { columns, .. }, order) if !order.is_empty() && plain => {
+            let desc = order[0].1;
+            let same_dir = order.iter().all(|(_, d)| *d == desc);
+            let prefix = order.len() <= columns.len()
+                && order
+                    .iter()
+                    .zip(columns)
+                    .all(|((e, _), c)| matches!(e, Expr::Col(x) if x == c));
+            (desc && same_dir && prefix, same_dir && prefix)
+        }
+        _ => (false, p.order.is_empty()),
+    };
+    let stop_after = match p.limit {
+        Some(l) if plain && sorted => {
+            Some(usize::try_from(l.saturating_add(p.offset)).unwrap_or(usize::MAX))
+        }
+        _ => None,
+    };
+    if stop_after == Some(0) {
+        return Ok(Vec::new());
+    }
+    let found = fetch(
+        tx,
+        table,
+        &access,
+        filter,
+        p.lock,
+        descending,
+        p.cond.as_ref(),
+        ctx,
+        stop_after,
+    )?;
+    let mut p2 = None;
+    let p = if sorted && !p.order.is_empty() {
+        // Keep the index order: no sort.
+        let mut q = Planned {
+            order: Vec::new(),
+            ..clone_planned(p)
+        };
+        q.order.clear();
+        p2 = Some(q);
+        p2.as_ref().unwrap_or(p)
+    } else {
+        p
+    };
+    let _ = &p2;
+    shape(p, found, ctx)
+}
+
+fn clone_planned(p: &Planned) -> Planned {
+    Planned {
+        table: p.table.clone(),
+        items: p.items.clone(),
+        metas: p.metas.clone(),
+        cond: p.cond.clone(),
+        group: p.group.clone(),
+        having: p.having.clone(),
+        aggs: p.aggs.clone(),
+        order: p.order.clone(),
+        distinct: p.distinct,
+        limit: p.limit,
+        offset: p.offset,
+        lock: p.lock,
+    }
+}
+
+/// Grouping, HAVING, the select items, DISTINCT, ORDER BY and LIMIT over
+/// the rows that passed WHERE.
+fn shape(
+    p: &Planned,
+    found: Vec<(Vec<Val>, Vec<schema::Value>)>,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Vec<Vec<Val>>> {
+    // (source row, aggregate values) per output candidate.
+    let groups: Vec<(Vec<Val>, Vec<Val>)> = if p.group.is_empty() && p.aggs.is_empty() {
+        found.into_iter().map(|(r, _)| (r, Vec::new())).collect()
+    } else {
+        aggregate(p, found, ctx)?
+    };
+    let mut out: Vec<(Vec<Val>, Vec<Val>)> = Vec::new();
+    for (row, aggs) in &groups {
+        let mut c = Ctx {
+            params: ctx.params,
+            aggs,
+            insert_values: &[],
+            env: ctx.env,
+            warnings: std::mem::take(&mut ctx.warnings),
+        };
+        let pass = match &p.having {
+            Some(h) => h.test(row, &mut c)?,
+            None => true,
+        };
+        if pass {
+            let mut values = Vec::with_capacity(p.items.len());
+            for item in &p.items {
+                values.push(item.eval(row, &mut c)?);
+            }
+            let mut keys = Vec::with_capacity(p.order.len());
+            for (e, _) in &p.order {
+                keys.push(e.eval(row, &mut c)?);
+            }
+            out.push((values, keys));
+            if out.len() > ROWS_IN_MEMORY_MAX {
+                return Err(SqlError::unsupported(format_args!(
+                    "queries of more than {ROWS_IN_MEMORY_MAX} rows"
+                )));
+            }
+        }
+        ctx.warnings = c.warnings;
+    }
+    if p.distinct {
+        let mut seen = HashMap::new();
+        out.retain(|(v, _)| seen.insert(group_key(v), ()).is_none());
+    }
+    if !p.order.is_empty() {
+        let desc: Vec<bool> = p.order.iter().map(|(_, d)| *d).collect();
+        out.sort_by(|a, b| {
+            for (i, (x, y)) in a.1.iter().zip(&b.1).enumerate() {
+                let o = order_cmp(x, y);
+                let o = if desc[i] { o.reverse() } else { o };
+                if o != Ordering::Equal {
+                    return o;
+                }
+            }
+            Ordering::Equal
+        });
+    }
+    let offset = usize::try_from(p.offset).unwrap_or(usize::MAX);
+    let limit = p
+        .limit
+        .map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
+    Ok(out
+        .into_iter()
+        .skip(offset)
+        .take(limit)
+        .map(|(v, _)| v)
+        .collect())
+}
+
+/// Sort order: NULL first, then values as MySQL compares them.
+fn order_cmp(x: &Val, y: &Val) -> Ordering {
+    match (x.is_null(), y.is_null()) {
+        (true, true) => Ordering::Equal,
+        (true, false) => Ordering::Less,
+        (false, true) => Ordering::Greater,
+        _ => {
+            let env = expr::eval::Env::default();
+            let mut ctx = Ctx::new(&[], &env);
+            compare(x, y, Some(Collation::Utf8mb4GeneralCi), &mut ctx)
+        }
+    }
+}
+
+/// A hashable key for grouping and DISTINCT: strings fold as
+/// utf8mb4_general_ci does, numbers by value.
+fn group_key(values: &[Val]) -> Vec<u8> {
+    let mut key = Vec::new();
+    for v in values {
+        match v {
+            Val::Null => key.push(0),
+            Val::Str(b) => {
+                key.push(1);
+                let text = String::from_utf8_lossy(b);
+                key.extend(text.trim_end_matches(' ').to_lowercase().as_bytes());
+            }
+            Val::Int(_) | Val::UInt(_) | Val::Dec(_) => {
+                key.push(2);
+                let d = match v {
+                    Val::Int(i) => Dec::new(i128::from(*i), 0),
+                    Val::UInt(u) => Dec::new(i128::from(*u), 0),
+                    Val::Dec(d) => *d,
+                    _ => Dec::new(0, 0),
+                };
+                // Normalised: trailing fractional zeros dropped.
+                let mut d = d;
+                while d.scale > 0 && d.mantissa % 10 == 0 {
+                    d = Dec::new(d.mantissa / 10, d.scale - 1);
+                }
+                key.extend(d.to_text().as_bytes());
+            }
+            other => {
+                key.push(3);
+                key.extend(other.to_text().as_bytes());
+            }
+        }
+        key.push(0xff);
+    }
+    key
+}
+
+fn distinct(rows: Vec<Vec<Val>>) -> Vec<Vec<Val>> {
+    let mut seen = HashMap::new();
+    rows.into_iter()
+        .filter(|r| seen.insert(group_key(r), ()).is_none())
+        .collect()
+}
+
+/// One aggregate's running state.
+#[derive(Clone)]
+struct AggState {
+    count: i64,
+    sum: Val,
+    best: Val,
+    seen: Option<HashMap<Vec<u8>, ()>>,
+}
+
+fn aggregate(
+    p: &Planned,
+    found: Vec<(Vec<Val>, Vec<schema::Value>)>,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Vec<(Vec<Val>, Vec<Val>)>> {
+    let fresh: Vec<AggState> = p
+        .aggs
+        .iter()
+        .map(|a| AggState {
+            count: 0,
+            sum: Val::Null,
+            best: Val::Null,
+            seen: a.distinct.then(HashMap::new),
+        })
+        .collect();
+    let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
+    let mut groups: Vec<(Vec<Val>, Vec<AggState>)> = Vec::new();
+    for (row, _) in found {
+        let mut key_values = Vec::with_capacity(p.group.len());
+        for g in &p.group {
+            key_values.push(g.eval(&row, ctx)?);
+        }
+        let key = group_key(&key_values);
+        let at = match index.get(&key) {
+            Some(at) => *at,
+            None => {
+                if groups.len() >= GROUPS_IN_MEMORY_MAX {
+                    return Err(SqlError::unsupported(format_args!(
+                        "more than {GROUPS_IN_MEMORY_MAX} groups"
+                    )));
+                }
+                groups.push((row.clone(), fresh.clone()));
+                index.insert(key, groups.len() - 1);
+                groups.len() - 1
+            }
+        };
+        let states = &mut groups[at].1;
+        for (spec, st) in p.aggs.iter().zip(states.iter_mut()) {
+            let v = match &spec.arg {
+                Some(a) => a.eval(&row, ctx)?,
+                None => Val::Int(1),
+            };
+            if v.is_null() {
+                continue;
+            }
+            if let Some(seen) = &mut st.seen {
+                if seen
+                    .insert(group_key(std::slice::from_ref(&v)), ())
+                    .is_some()
+                {
+                    continue;
+                }
+            }
+            st.count += 1;
+            match spec.func {
+                AggFn::Sum | AggFn::Avg => {
+                    st.sum = if st.sum.is_null() {
+                        match (&v, spec.arg_kind) {
+                            (_, Kind::Double) | (Val::Str(_) | Val::Double(_), _) => {
+                                Val::Double(ctx.num_f64(&v))
+                            }
+                            (Val::Int(i), _) => Val::Dec(Dec::new(i128::from(*i), 0)),
+                            (Val::UInt(u), _) => Val::Dec(Dec::new(i128::from(*u), 0)),
+                            _ => v.clone(),
+                        }
+                    } else {
+                        expr::eval::arith(
+                            expr::Arith::Add,
+                            std::mem::replace(&mut st.sum, Val::Null),
+                            v.clone(),
+                            ctx,
+                        )?
+                    };
+                }
+                AggFn::Min | AggFn::Max => {
+                    let better = st.best.is_null() || {
+                        let o = order_cmp(&v, &st.best);
+                        if spec.func == AggFn::Min {
+                            o.is_lt()
+                        } else {
+                            o.is_gt()
+                        }
+                    };
+                    if better {
+                        st.best = v;
+                    }
+                }
+                AggFn::Count | AggFn::CountStar => {}
+            }
+        }
+    }
+    if groups.is_empty() && p.group.is_empty() {
+        let width = p.table.as_ref().map_or(0, |t| t.columns.len());
+        groups.push((vec![Val::Null; width], fresh));
+    }
+    let mut out = Vec::with_capacity(groups.len());
+    for (row, states) in groups {
+        let mut values = Vec::with_capacity(states.len());
+        for (spec, st) in p.aggs.iter().zip(states) {
+            values.push(match spec.func {
+                AggFn::Count | AggFn::CountStar => Val::Int(st.count),
+                AggFn::Sum => st.sum,
+                AggFn::Min | AggFn::Max => st.best,
+                AggFn::Avg => {
+                    if st.count == 0 {
+                        Val::Null
+                    } else {
+                        match expr::eval::arith(expr::Arith::Div, st.sum, Val::Int(st.count), ctx)?
+                        {
+                            Val::Dec(d) => {
+                                let scale = match spec.arg_kind {
+                                    Kind::Dec { scale } => scale + 4,
+                                    _ => 4,
+                                };
+                                Val::Dec(d.rescale(scale).unwrap_or(d))
+                            }
+                            other => other,
+                        }
+                    }
+                }
+            });
+        }
+        out.push((row, values));
+    }
+    Ok(out)
+}

@@ -1,0 +1,780 @@
+//! `INSERT`, `REPLACE`, `UPDATE` and `DELETE`.
+
+use std::sync::Arc;
+
+use schema::Value;
+use skarv_client::{codes as native, ExecMode, LockMode, Op, OpResult, Transaction};
+use sqlparser::ast::{self, Statement};
+use sqlparser::tokenizer::Location;
+
+use super::convert::{to_native, Target};
+use super::{env, fetch, keep_warnings, table_of, table_scope, with_scope, OPS_PER_EXECUTE_MAX};
+use crate::backend::OkInfo;
+use crate::engine::catalog::{self, TableInfo};
+use crate::engine::expr::eval::compare;
+use crate::engine::expr::{Ctx, Expr, Val};
+use crate::engine::plan;
+use crate::engine::{txn, Answered, Conn};
+use crate::error::{codes, SqlError, SqlResult};
+
+/// Runs a write statement.
+pub fn run(
+    conn: &mut Conn<'_>,
+    statement: &Statement,
+    params: &[Val],
+    placeholders: &[Location],
+) -> SqlResult<Answered> {
+    match statement {
+        Statement::Insert(ins) => insert(conn, ins, params, placeholders),
+        Statement::Update(up) => update(conn, up, params, placeholders),
+        Statement::Delete(del) => delete(conn, del, params, placeholders),
+        other => Err(SqlError::unsupported(format_args!("`{other}`"))),
+    }
+}
+
+/// A row to insert: its stored values by native position, and the same
+/// row as SQL values (what `VALUES(col)` reads).
+type NativeRow = (Vec<(usize, Value)>, Vec<Val>);
+
+/// One value of an INSERT row: an expression, or DEFAULT.
+enum Given {
+    Value(Val),
+    Default,
+}
+
+fn insert(
+    conn: &mut Conn<'_>,
+    ins: &ast::Insert,
+    params: &[Val],
+    placeholders: &[Location],
+) -> SqlResult<Answered> {
+    let ast::TableObject::TableName(name) = &ins.table else {
+        return Err(SqlError::unsupported("INSERT INTO TABLE FUNCTION"));
+    };
+    let table = table_of(conn, name)?;
+    let replace = ins.replace_into;
+    let ignore = ins.ignore;
+    // Target columns, as SQL positions.
+    let mut targets: Vec<usize> = Vec::new();
+    let names: Vec<String> = if !ins.assignments.is_empty() {
+        ins.assignments
+            .iter()
+            .map(|a| match &a.target {
+                ast::AssignmentTarget::ColumnName(n) => Ok(last_ident(n)),
+                other => Err(SqlError::unsupported(format_args!("SET {other}"))),
+            })
+            .collect::<SqlResult<_>>()?
+    } else if ins.columns.is_empty() {
+        table.columns.iter().map(|c| c.name.clone()).collect()
+    } else {
+        ins.columns.iter().map(last_ident).collect()
+    };
+    for n in &names {
+        let at = table.column(n).ok_or_else(|| {
+            SqlError::new(
+                codes::BAD_FIELD,
+                format!("Unknown column '{n}' in 'field list'"),
+            )
+        })?;
+        if targets.contains(&at) {
+            return Err(SqlError::new(
+                codes::FIELD_SPECIFIED_TWICE,
+                format!("Column '{n}' specified twice"),
+            ));
+        }
+        targets.push(at);
+    }
+    let environment = env(conn);
+    let mut ctx = Ctx::new(params, &environment);
+    // The rows, evaluated before anything is written.
+    let mut rows: Vec<Vec<Given>> = Vec::new();
+    if !ins.assignments.is_empty() {
+        let values: Vec<&ast::Expr> = ins.assignments.iter().map(|a| &a.value).collect();
+        rows.push(eval_row(conn, &values, placeholders, &mut ctx)?);
+    } else if let Some(source) = &ins.source {
+        match &*source.body {
+            ast::SetExpr::Values(v) => {
+                for (n, row) in v.rows.iter().enumerate() {
+                    let exprs: Vec<&ast::Expr> = row.content.iter().collect();
+                    if exprs.len() != targets.len() {
+                        return Err(SqlError::new(
+                            codes::WRONG_VALUE_COUNT_ON_ROW,
+                            format!("Column count doesn't match value count at row {}", n + 1),
+                        ));
+                    }
+                    rows.push(eval_row(conn, &exprs, placeholders, &mut ctx)?);
+                }
+            }
+            _ => {
+                let mut sink = Collect::default();
+                super::select::run(conn, source, params, placeholders, &mut sink)?;
+                for r in sink.rows {
+                    if r.len() != targets.len() {
+                        return Err(SqlError::new(
+                            codes::WRONG_VALUE_COUNT_ON_ROW,
+                            "Column count doesn't match value count at row 1",
+                        ));
+                    }
+                    rows.push(r.into_iter().map(Given::Value).collect());
+                }
+            }
+        }
+    } else {
+        return Err(SqlError::unsupported("INSERT without values"));
+    }
+    // ON DUPLICATE KEY UPDATE assignments, over the table's columns with
+    // VALUES(col) reading the row being inserted.
+    let odku: Vec<(usize, Expr)> = match &ins.on {
+        Some(ast::OnInsert::DuplicateKeyUpdate(assignments)) => {
+            let columns = table_scope(&table, &table.name);
+            with_scope(conn, columns.clone(), placeholders, |scope| {
+                scope.insert_values = Some(columns);
+                assignments
+                    .iter()
+                    .map(|a| {
+                        let ast::AssignmentTarget::ColumnName(n) = &a.target else {
+                            return Err(SqlError::unsupported("tuple assignments"));
+                        };
+                        let c = scope.resolve(None, &last_ident(n))?;
+                        Ok((c, scope.lower(&a.value)?))
+                    })
+                    .collect::<SqlResult<Vec<_>>>()
+            })?
+        }
+        Some(other) => return Err(SqlError::unsupported(format_args!("{other}"))),
+        None => Vec::new(),
+    };
+    // Auto-increment values: one reservation for the statement.
+    let auto_col = table.columns.iter().position(|c| c.auto_increment);
+    let need_auto = rows
+        .iter()
+        .filter(
+            |r| match auto_col.and_then(|c| targets.iter().position(|t| *t == c)) {
+                Some(at) => match &r[at] {
+                    Given::Default => true,
+                    Given::Value(v) => v.is_null() || matches!(v, Val::Int(0) | Val::UInt(0)),
+                },
+                None => auto_col.is_some(),
+            },
+        )
+        .count() as u64;
+    let mut next_auto = if need_auto > 0 {
+        catalog::next_auto_increment(conn, &table, need_auto)?
+    } else {
+        0
+    };
+    let first_auto = next_auto;
+    let mut next_hidden = if table.hidden_key {
+        catalog::next_auto_increment(conn, &table, rows.len() as u64)?
+    } else {
+        0
+    };
+    let def = table.native.def();
+    let hidden_pos = def
+        .columns
+        .iter()
+        .position(|c| c.name == schema::HIDDEN_PRIMARY_KEY_COLUMN);
+    // Full native rows.
+    let mut native_rows: Vec<NativeRow> = Vec::with_capacity(rows.len());
+    for (n, row) in rows.iter().enumerate() {
+        let mut out = Vec::with_capacity(table.columns.len() + 1);
+        let mut sql_row = vec![Val::Null; table.columns.len()];
+        for (at, col) in table.columns.iter().enumerate() {
+            let given = targets.iter().position(|t| *t == at).map(|i| &row[i]);
+            let mut value = match given {
+                Some(Given::Value(v)) => Some(v.clone()),
+                _ => None,
+            };
+            if Some(at) == auto_col
+                && value
+                    .as_ref()
+                    .is_none_or(|v| v.is_null() || matches!(v, Val::Int(0) | Val::UInt(0)))
+            {
+                value = Some(Val::UInt(next_auto));
+                next_auto += 1;
+            }
+            let target = Target {
+                column: col,
+                db: &table.db,
+                table: &table.name,
+                row: n + 1,
+            };
+            match value {
+                Some(v) => {
+                    let stored = to_native(&v, &target, false)?;
+                    sql_row[at] = super::convert::from_native(&stored, &col.ty);
+                    out.push((col.native, stored));
+                }
+                None => {
+                    let native_col = &def.columns[col.native];
+                    match &native_col.default {
+                        Some(d) => {
+                            sql_row[at] = super::convert::from_native(d, &col.ty);
+                        }
+                        None if col.nullable => {}
+                        None => {
+                            return Err(SqlError::new(
+                                codes::NO_DEFAULT_FOR_FIELD,
+                                format!("Field '{}' doesn't have a default value", col.name),
+                            ))
+                        }
+                    }
+                }
+            }
+        }
+        if let (true, Some(pos)) = (table.hidden_key, hidden_pos) {
+            out.push((pos, Value::UInt(next_hidden)));
+            next_hidden += 1;
+        }
+        native_rows.push((out, sql_row));
+    }
+    keep_warnings(conn, &mut ctx);
+    let tx = txn::take(conn)?;
+    let result = if !odku.is_empty() {
+        upsert_rows(conn, &tx, &table, &native_rows, &odku, params)
+    } else {
+        insert_rows(conn, &tx, &table, &native_rows, replace, ignore)
+    };
+    let affected = txn::finish(conn, tx, result)?;
+    if first_auto > 0 {
+        conn.tx.last_insert_id = first_auto;
+    }
+    let info = if rows.len() > 1 {
+        format!(
+            "Records: {}  Duplicates: {}  Warnings: {}",
+            rows.len(),
+            0,
+            conn.tx.warnings.len()
+        )
+    } else {
+        String::new()
+    };
+    Ok(Answered::Ok(OkInfo {
+        affected_rows: affected,
+        last_insert_id: if first_auto > 0 { first_auto } else { 0 },
+        info,
+        ..OkInfo::default()
+    }))
+}
+
+fn last_ident(n: &ast::ObjectName) -> String {
+    n.0.last()
+        .map(|p| match p.as_ident() {
+            Some(i) => i.value.clone(),
+            None => p.to_string(),
+        })
+        .unwrap_or_default()
+}
+
+fn eval_row(
+    conn: &Conn<'_>,
+    exprs: &[&ast::Expr],
+    placeholders: &[Location],
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Vec<Given>> {
+    let mut out = Vec::with_capacity(exprs.len());
+    for e in exprs {
+        if let ast::Expr::Identifier(i) = e {
+            if i.quote_style.is_none() && i.value.eq_ignore_ascii_case("DEFAULT") {
+                out.push(Given::Default);
+                continue;
+            }
+        }
+        let lowered = with_scope(conn, Vec::new(), placeholders, |s| s.lower(e))?;
+        out.push(Given::Value(lowered.eval(&[], ctx)?));
+    }
+    Ok(out)
+}
+
+/// The text of a duplicate key for 1062: the key's values joined by '-'.
+fn duplicate_error(table: &TableInfo, row: &[(usize, Value)], code: u32) -> SqlError {
+    let def = table.native.def();
+    let (key_name, columns): (String, Vec<usize>) = if code == native::DUPLICATE_KEY {
+        ("PRIMARY".into(), def.primary_key.clone())
+    } else {
+        // Which unique index is not named by the error: the first whose
+        // values are all given.
+        def.indexes
+            .iter()
+            .find(|i| i.kind == schema::IndexKind::Unique)
+            .map_or(("PRIMARY".into(), def.primary_key.clone()), |i| {
+                (i.name.clone(), i.columns.clone())
+            })
+    };
+    let text: Vec<String> = columns
+        .iter()
+        .map(|c| {
+            row.iter()
+                .find(|(p, _)| p == c)
+                .map_or_else(String::new, |(p, v)| {
+                    let ty = table
+                        .columns
+                        .iter()
+                        .find(|sc| sc.native == *p)
+                        .map(|sc| sc.ty.clone());
+                    match ty {
+                        Some(ty) => super::convert::from_native(v, &ty).to_text(),
+                        None => format!("{v:?}"),
+                    }
+                })
+        })
+        .collect();
+    SqlError::new(
+        codes::DUP_ENTRY,
+        format!("Duplicate entry '{}' for key '{key_name}'", text.join("-")),
+    )
+}
+
+fn insert_rows(
+    conn: &mut Conn<'_>,
+    tx: &Transaction<'_>,
+    table: &Arc<TableInfo>,
+    rows: &[NativeRow],
+    replace: bool,
+    ignore: bool,
+) -> SqlResult<u64> {
+    let native_table = &table.native;
+    let def = native_table.def();
+    let mut affected = 0u64;
+    let per_row = if replace { 2 } else { 1 };
+    for chunk in rows.chunks((OPS_PER_EXECUTE_MAX / per_row).max(1)) {
+        // REPLACE: a locking read of the key tells whether a row went.
+        let keys: Vec<Vec<Value>> = chunk
+            .iter()
+            .map(|(r, _)| {
+                def.primary_key
+                    .iter()
+                    .map(|k| {
+                        r.iter()
+                            .find(|(p, _)| p == k)
+                            .map_or(Value::Null, |(_, v)| v.clone())
+                    })
+                    .collect()
+            })
+            .collect();
+        let names: Vec<Vec<(&str, Value)>> = if replace {
+            chunk
+                .iter()
+                .map(|(r, _)| {
+                    r.iter()
+                        .map(|(p, v)| (def.columns[*p].name.as_str(), v.clone()))
+                        .collect()
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let mut handles = Vec::with_capacity(chunk.len());
+        for (i, (row, _)) in chunk.iter().enumerate() {
+            let h = if replace {
+                let read = tx
+                    .define(
+                        Op::read(native_table, &keys[i])
+                            .lock(LockMode::Exclusive)
+                            .ignore_error(),
+                    )
+                    .map_err(|e| txn::native_error(&e))?;
+                let write = tx
+                    .define(Op::write(native_table, &names[i]))
+                    .map_err(|e| txn::native_error(&e))?;
+                (Some(read), write)
+            } else {
+                let op = Op::insert_at(native_table, row).ignore_error();
+                (None, tx.define(op).map_err(|e| txn::native_error(&e))?)
+            };
+            handles.push(h);
+        }
+        let outcome = tx
+            .execute(ExecMode::NoCommit)
+            .map_err(|e| txn::native_error(&e))?;
+        for ((read, write), (row, _)) in handles.into_iter().zip(chunk) {
+            if let Some(read) = read {
+                if matches!(outcome.result(read), Some(OpResult::Row(_))) {
+                    affected += 1;
+                }
+            }
+            match outcome.result(write) {
+                Some(OpResult::Failed(e))
+                    if e.code == native::DUPLICATE_KEY || e.code == native::UNIQUE_VIOLATION =>
+                {
+                    let err = duplicate_error(table, row, e.code);
+                    if ignore {
+                        txn::warn(conn, err.code, err.message);
+                    } else {
+                        return Err(err);
+                    }
+                }
+                Some(OpResult::Failed(e)) => return Err(txn::native_error(e)),
+                _ => affected += 1,
+            }
+        }
+    }
+    Ok(affected)
+}
+
+/// INSERT … ON DUPLICATE KEY UPDATE, a row at a time: insert; on a
+/// duplicate primary key read the row and update it.
+fn upsert_rows(
+    conn: &mut Conn<'_>,
+    tx: &Transaction<'_>,
+    table: &Arc<TableInfo>,
+    rows: &[NativeRow],
+    assignments: &[(usize, Expr)],
+    params: &[Val],
+) -> SqlResult<u64> {
+    let native_table = &table.native;
+    let def = native_table.def();
+    let environment = env(conn);
+    let mut affected = 0;
+    for (n, (row, sql_row)) in rows.iter().enumerate() {
+        let h = tx
+            .define(Op::insert_at(native_table, row).ignore_error())
+            .map_err(|e| txn::native_error(&e))?;
+        let outcome = tx
+            .execute(ExecMode::NoCommit)
+            .map_err(|e| txn::native_error(&e))?;
+        match outcome.result(h) {
+            Some(OpResult::Failed(e)) if e.code == native::DUPLICATE_KEY => {}
+            Some(OpResult::Failed(e)) if e.code == native::UNIQUE_VIOLATION => {
+                return Err(SqlError::unsupported(
+                    "ON DUPLICATE KEY UPDATE on a unique index conflict",
+                ))
+            }
+            Some(OpResult::Failed(e)) => return Err(txn::native_error(e)),
+            _ => {
+                affected += 1;
+                continue;
+            }
+        }
+        let key: Vec<Value> = def
+            .primary_key
+            .iter()
+            .map(|k| {
+                row.iter()
+                    .find(|(p, _)| p == k)
+                    .map_or(Value::Null, |(_, v)| v.clone())
+            })
+            .collect();
+        let access = plan::Access::Keys(vec![key]);
+        let mut ctx = Ctx::new(params, &environment);
+        let found = fetch(
+            tx,
+            table,
+            &access,
+            None,
+            Some(LockMode::Exclusive),
+            false,
+            None,
+            &mut ctx,
+            None,
+        )?;
+        let Some((old, key)) = found.into_iter().next() else {
+            continue;
+        };
+        ctx.insert_values = sql_row;
+        let changed = update_one(tx, table, &old, &key, assignments, &mut ctx, n + 1)?;
+        keep_warnings(conn, &mut ctx);
+        if changed {
+            affected += 2;
+        }
+    }
+    Ok(affected)
+}
+
+/// Applies assignments to one row: defines the update when something
+/// changes. Returns whether it did.
+fn update_one(
+    tx: &Transaction<'_>,
+    table: &TableInfo,
+    old: &[Val],
+    key: &[Value],
+    assignments: &[(usize, Expr)],
+    ctx: &mut Ctx<'_>,
+    row_number: usize,
+) -> SqlResult<bool> {
+    let changes = changes_of(table, old, assignments, ctx, row_number)?;
+    if changes.is_empty() {
+        return Ok(false);
+    }
+    tx.define(Op::update_at(&table.native, key, &changes))
+        .map_err(|e| txn::native_error(&e))?;
+    Ok(true)
+}
+
+fn changes_of(
+    table: &TableInfo,
+    old: &[Val],
+    assignments: &[(usize, Expr)],
+    ctx: &mut Ctx<'_>,
+    row_number: usize,
+) -> SqlResult<Vec<(usize, Value)>> {
+    let mut row = old.to_vec();
+    let mut changes = Vec::new();
+    let pk = &table.native.def().primary_key;
+    for (col, e) in assignments {
+        let v = e.eval(&row, ctx)?;
+        let column = &table.columns[*col];
+        let target = Target {
+            column,
+            db: &table.db,
+            table: &table.name,
+            row: row_number,
+        };
+        let stored = to_native(&v, &target, false)?;
+        let new = super::convert::from_native(&stored, &column.ty);
+        let same = match (&new, &row[*col]) {
+            (Val::Null, Val::Null) => true,
+            (Val::Null, _) | (_, Val::Null) => false,
+            (a, b) => a == b || (!matches!(a, Val::Str(_)) && compare(a, b, None, ctx).is_eq()),
+        };
+        if same {
+            continue;
+        }
+        if pk.contains(&column.native) {
+            return Err(SqlError::unsupported(format_args!(
+                "changing the primary key column `{}` in UPDATE",
+                column.name
+            )));
+        }
+        row[*col] = new;
+        changes.retain(|(p, _)| *p != column.native);
+        changes.push((column.native, stored));
+    }
+    Ok(changes)
+}
+
+/// The rows an UPDATE or DELETE touches, locked, in ORDER BY order and cut
+/// at LIMIT.
+#[allow(clippy::too_many_arguments)]
+fn target_rows(
+    conn: &Conn<'_>,
+    tx: &Transaction<'_>,
+    table: &Arc<TableInfo>,
+    selection: Option<&ast::Expr>,
+    order_by: &[ast::OrderByExpr],
+    limit: Option<&ast::Expr>,
+    placeholders: &[Location],
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Vec<(Vec<Val>, Vec<Value>)>> {
+    let columns = table_scope(table, &table.name);
+    let (cond, order, limit) = with_scope(conn, columns, placeholders, |scope| {
+        let cond = selection.map(|w| scope.lower(w)).transpose()?;
+        let order = order_by
+            .iter()
+            .map(|o| {
+                Ok((
+                    scope.lower(&o.expr)?,
+                    matches!(o.options.sort, Some(ast::OrderBySort::Desc)),
+                ))
+            })
+            .collect::<SqlResult<Vec<_>>>()?;
+        let limit = limit.map(|l| scope.lower(l)).transpose()?;
+        Ok((cond, order, limit))
+    })?;
+    let limit = match limit {
+        Some(l) => match l.eval(&[], ctx)? {
+            Val::Int(i) if i >= 0 => Some(i as usize),
+            Val::UInt(u) => Some(usize::try_from(u).unwrap_or(usize::MAX)),
+            _ => {
+                return Err(SqlError::new(
+                    codes::WRONG_ARGUMENTS,
+                    "Incorrect arguments to LIMIT",
+                ))
+            }
+        },
+        None => None,
+    };
+    let (access, filter) = plan::access(table, cond.as_ref(), ctx)?;
+    let stop = if order.is_empty() { limit } else { None };
+    let mut rows = fetch(
+        tx,
+        table,
+        &access,
+        filter,
+        Some(LockMode::Exclusive),
+        false,
+        cond.as_ref(),
+        ctx,
+        stop,
+    )?;
+    if !order.is_empty() {
+        let mut keyed = Vec::with_capacity(rows.len());
+        for r in rows {
+            let keys = order
+                .iter()
+                .map(|(e, _)| e.eval(&r.0, ctx))
+                .collect::<SqlResult<Vec<_>>>()?;
+            keyed.push((keys, r));
+        }
+        keyed.sort_by(|a, b| {
+            for (i, (x, y)) in a.0.iter().zip(&b.0).enumerate() {
+                let env = crate::engine::expr::eval::Env::default();
+                let mut c = Ctx::new(&[], &env);
+                let o = match (x.is_null(), y.is_null()) {
+                    (true, true) => std::cmp::Ordering::Equal,
+                    (true, false) => std::cmp::Ordering::Less,
+                    (false, true) => std::cmp::Ordering::Greater,
+                    _ => compare(x, y, Some(schema::Collation::Utf8mb4GeneralCi), &mut c),
+                };
+                let o = if order[i].1 { o.reverse() } else { o };
+                if o.is_ne() {
+                    return o;
+                }
+            }
+            std::cmp::Ordering::Equal
+        });
+        rows = keyed.into_iter().map(|(_, r)| r).collect();
+        if let Some(l) = limit {
+            rows.truncate(l);
+        }
+    }
+    Ok(rows)
+}
+
+fn single_table(from: &ast::TableWithJoins) -> SqlResult<&ast::ObjectName> {
+    if !from.joins.is_empty() {
+        return Err(SqlError::unsupported("multi-table UPDATE and DELETE"));
+    }
+    match &from.relation {
+        ast::TableFactor::Table { name, .. } => Ok(name),
+        other => Err(SqlError::unsupported(format_args!("{other}"))),
+    }
+}
+
+fn update(
+    conn: &mut Conn<'_>,
+    up: &ast::Update,
+    params: &[Val],
+    placeholders: &[Location],
+) -> SqlResult<Answered> {
+    let table = table_of(conn, single_table(&up.table)?)?;
+    let columns = table_scope(&table, &table.name);
+    let assignments = with_scope(conn, columns, placeholders, |scope| {
+        up.assignments
+            .iter()
+            .map(|a| {
+                let ast::AssignmentTarget::ColumnName(n) = &a.target else {
+                    return Err(SqlError::unsupported("tuple assignments"));
+                };
+                let c = scope.resolve(None, &last_ident(n))?;
+                Ok((c, scope.lower(&a.value)?))
+            })
+            .collect::<SqlResult<Vec<_>>>()
+    })?;
+    let environment = env(conn);
+    let mut ctx = Ctx::new(params, &environment);
+    let tx = txn::take(conn)?;
+    let result = (|| {
+        let rows = target_rows(
+            conn,
+            &tx,
+            &table,
+            up.selection.as_ref(),
+            &up.order_by,
+            up.limit.as_ref(),
+            placeholders,
+            &mut ctx,
+        )?;
+        let matched = rows.len() as u64;
+        let mut changed = 0u64;
+        for (n, (old, key)) in rows.iter().enumerate() {
+            if update_one(&tx, &table, old, key, &assignments, &mut ctx, n + 1)? {
+                changed += 1;
+            }
+            if tx.pending_ops() >= OPS_PER_EXECUTE_MAX {
+                tx.execute(ExecMode::NoCommit)
+                    .map_err(|e| txn::native_error(&e))?;
+            }
+        }
+        if tx.pending_ops() > 0 {
+            tx.execute(ExecMode::NoCommit)
+                .map_err(|e| txn::native_error(&e))?;
+        }
+        Ok((matched, changed))
+    })();
+    let (matched, changed) = txn::finish(conn, tx, result)?;
+    keep_warnings(conn, &mut ctx);
+    Ok(Answered::Ok(OkInfo {
+        affected_rows: changed,
+        info: format!(
+            "Rows matched: {matched}  Changed: {changed}  Warnings: {}",
+            conn.tx.warnings.len()
+        ),
+        ..OkInfo::default()
+    }))
+}
+
+fn delete(
+    conn: &mut Conn<'_>,
+    del: &ast::Delete,
+    params: &[Val],
+    placeholders: &[Location],
+) -> SqlResult<Answered> {
+    let from = match &del.from {
+        ast::FromTable::WithFromKeyword(f) | ast::FromTable::WithoutKeyword(f) => f,
+    };
+    if !del.tables.is_empty() || from.len() != 1 || del.using.is_some() {
+        return Err(SqlError::unsupported("multi-table DELETE"));
+    }
+    let table = table_of(conn, single_table(&from[0])?)?;
+    let environment = env(conn);
+    let mut ctx = Ctx::new(params, &environment);
+    let tx = txn::take(conn)?;
+    let result = (|| {
+        let rows = target_rows(
+            conn,
+            &tx,
+            &table,
+            del.selection.as_ref(),
+            &del.order_by,
+            del.limit.as_ref(),
+            placeholders,
+            &mut ctx,
+        )?;
+        for (_, key) in &rows {
+            tx.define(Op::delete(&table.native, key))
+                .map_err(|e| txn::native_error(&e))?;
+            if tx.pending_ops() >= OPS_PER_EXECUTE_MAX {
+                tx.execute(ExecMode::NoCommit)
+                    .map_err(|e| txn::native_error(&e))?;
+            }
+        }
+        if tx.pending_ops() > 0 {
+            tx.execute(ExecMode::NoCommit)
+                .map_err(|e| txn::native_error(&e))?;
+        }
+        Ok(rows.len() as u64)
+    })();
+    let affected = txn::finish(conn, tx, result)?;
+    keep_warnings(conn, &mut ctx);
+    Ok(Answered::Ok(OkInfo {
+        affected_rows: affected,
+        ..OkInfo::default()
+    }))
+}
+
+/// A sink that keeps the rows (INSERT … SELECT).
+#[derive(Default)]
+struct Collect {
+    rows: Vec<Vec<Val>>,
+}
+
+impl crate::backend::ResultSink for Collect {
+    fn columns(&mut self, _: &[crate::value::ColumnMeta]) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn row(&mut self, values: &[crate::value::SqlValue]) -> std::io::Result<()> {
+        self.rows
+            .push(values.iter().map(super::convert::from_sql).collect());
+        Ok(())
+    }
+    fn end_rows(&mut self, _: &OkInfo) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn ok(&mut self, _: &OkInfo) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn error(&mut self, _: &SqlError) -> std::io::Result<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,1 @@
+//! Expression tests: MySQL expressions and what MariaDB gives.
