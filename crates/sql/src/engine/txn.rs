@@ -25,6 +25,9 @@ pub struct TxState<'s> {
     pub explicit: bool,
     /// `START TRANSACTION READ ONLY`.
     pub read_only: bool,
+    /// The open transaction wrote: its reads lock (shared), so that they
+    /// see its own writes.
+    pub wrote: bool,
     /// `autocommit` (kept here until the session module holds it).
     pub autocommit: bool,
     /// Warnings of the running statement (kept here until the session
@@ -40,6 +43,7 @@ impl Default for TxState<'_> {
             tx: None,
             explicit: false,
             read_only: false,
+            wrote: false,
             autocommit: true,
             warnings: Vec::new(),
             last_insert_id: 0,
@@ -133,6 +137,7 @@ pub fn set_autocommit(conn: &mut Conn<'_>, on: bool) -> SqlResult<()> {
 pub fn commit(conn: &mut Conn<'_>) -> SqlResult<()> {
     conn.tx.explicit = false;
     conn.tx.read_only = false;
+    conn.tx.wrote = false;
     let Some(tx) = conn.tx.tx.take() else {
         return Ok(());
     };
@@ -145,6 +150,7 @@ pub fn commit(conn: &mut Conn<'_>) -> SqlResult<()> {
 pub fn rollback(conn: &mut Conn<'_>) {
     conn.tx.explicit = false;
     conn.tx.read_only = false;
+    conn.tx.wrote = false;
     if let Some(tx) = conn.tx.tx.take() {
         let _ = tx.execute(ExecMode::Rollback);
     }
@@ -177,6 +183,7 @@ pub fn finish<'s, T>(
                 conn.tx.tx = Some(tx);
                 Ok(value)
             } else {
+                conn.tx.wrote = false;
                 tx.execute(ExecMode::Commit).map_err(|e| commit_error(&e))?;
                 Ok(value)
             }
@@ -188,6 +195,7 @@ pub fn finish<'s, T>(
             if conn.tx.in_transaction() && usable {
                 conn.tx.tx = Some(tx);
             } else {
+                conn.tx.wrote = false;
                 let _ = tx.execute(ExecMode::Rollback);
             }
             Err(error)

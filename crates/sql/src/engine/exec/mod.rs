@@ -35,6 +35,7 @@ pub fn query(
     _more: bool,
     sink: &mut dyn ResultSink,
 ) -> SqlResult<Answered> {
+    conn.tx.warnings.clear();
     let Statement::Query(q) = statement else {
         return Err(SqlError::unsupported(format_args!("`{statement}`")));
     };
@@ -49,6 +50,7 @@ pub fn write(
     statement: &Statement,
     params: &[SqlValue],
 ) -> SqlResult<Answered> {
+    conn.tx.warnings.clear();
     if conn.tx.read_only && conn.tx.explicit {
         return Err(SqlError::new(
             1792,
@@ -57,6 +59,7 @@ pub fn write(
     }
     let params: Vec<Val> = params.iter().map(convert::from_sql).collect();
     let placeholders = placeholder_locations(conn, statement);
+    conn.tx.wrote = true;
     write::run(conn, statement, &params, &placeholders)
 }
 

@@ -368,6 +368,13 @@ pub fn run(
     let environment = env(conn);
     let mut ctx = Ctx::new(params, &environment);
     let needs_tx = planned.iter().any(|p| p.table.is_some());
+    // Reads of a transaction that wrote see its writes through a lock.
+    let mut planned = planned;
+    if conn.tx.wrote && conn.tx.in_transaction() {
+        for p in &mut planned {
+            p.lock.get_or_insert(LockMode::Shared);
+        }
+    }
     let mut rows: Vec<Vec<Val>> = Vec::new();
     if needs_tx {
         let tx = txn::take(conn)?;

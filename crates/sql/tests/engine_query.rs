@@ -1,0 +1,494 @@
+//! The SQL engine against a real cluster: a `skarv sandbox` of one data
+//! node (the `skarv` binary built next to this test: `cargo build -p skarv`
+//! first, or set `SKARV_BIN`). Native tables named `db/def/t` are created
+//! with the native API and SQL runs over them through `engine::Conn` with a
+//! sink that collects what the protocol would send.
+
+use std::io;
+use std::net::{IpAddr, Ipv4Addr};
+use std::time::Duration;
+
+use skarv_client::schema_types::{Collation, Column, ColumnType, IndexDef, IndexKind, TableDef};
+use skarv_client::{Cluster, ClusterOptions, Session};
+use sql::backend::{Backend, OkInfo, ResultSink};
+use sql::engine::{Conn, Engine};
+use sql::error::SqlError;
+use sql::value::{ColumnMeta, ColumnType as MyType, SqlValue};
+
+mod common;
+use common::*;
+
+/// What one statement answered.
+#[derive(Debug, Default)]
+struct Answer {
+    columns: Vec<ColumnMeta>,
+    rows: Vec<Vec<SqlValue>>,
+    ok: Option<OkInfo>,
+    error: Option<SqlError>,
+}
+
+#[derive(Default)]
+struct Sink {
+    answers: Vec<Answer>,
+}
+
+impl Sink {
+    fn current(&mut self) -> &mut Answer {
+        if self.answers.is_empty() {
+            self.answers.push(Answer::default());
+        }
+        self.answers.last_mut().expect("one answer")
+    }
+}
+
+impl ResultSink for Sink {
+    fn columns(&mut self, columns: &[ColumnMeta]) -> io::Result<()> {
+        self.answers.push(Answer {
+            columns: columns.to_vec(),
+            ..Answer::default()
+        });
+        Ok(())
+    }
+    fn row(&mut self, values: &[SqlValue]) -> io::Result<()> {
+        self.current().rows.push(values.to_vec());
+        Ok(())
+    }
+    fn end_rows(&mut self, info: &OkInfo) -> io::Result<()> {
+        self.current().ok = Some(info.clone());
+        Ok(())
+    }
+    fn ok(&mut self, info: &OkInfo) -> io::Result<()> {
+        self.answers.push(Answer {
+            ok: Some(info.clone()),
+            ..Answer::default()
+        });
+        Ok(())
+    }
+    fn error(&mut self, error: &SqlError) -> io::Result<()> {
+        self.answers.push(Answer {
+            error: Some(error.clone()),
+            ..Answer::default()
+        });
+        Ok(())
+    }
+}
+
+fn run(conn: &mut Conn<'_>, sql: &str) -> Answer {
+    let mut sink = Sink::default();
+    conn.query(sql, false, &mut sink).expect("sink never fails");
+    assert_eq!(sink.answers.len(), 1, "one answer to {sql}");
+    sink.answers.pop().expect("an answer")
+}
+
+/// Rows as text, as the text protocol would show them.
+fn text(a: &Answer) -> Vec<Vec<String>> {
+    if let Some(e) = &a.error {
+        panic!("unexpected error {e}");
+    }
+    a.rows
+        .iter()
+        .map(|r| {
+            r.iter()
+                .map(|v| match v {
+                    SqlValue::Null => "NULL".to_owned(),
+                    SqlValue::Int(i) => i.to_string(),
+                    SqlValue::UInt(u) => u.to_string(),
+                    SqlValue::Float(f) => f.to_string(),
+                    SqlValue::Double(f) => f.to_string(),
+                    SqlValue::Decimal(d) => d.clone(),
+                    SqlValue::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
+                    SqlValue::Date(d) => format!("{:04}-{:02}-{:02}", d.year, d.month, d.day),
+                    SqlValue::DateTime(d, t) => format!(
+                        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}",
+                        d.year, d.month, d.day, t.hour, t.minute, t.second
+                    ),
+                    other => format!("{other:?}"),
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn q(conn: &mut Conn<'_>, sql: &str) -> Vec<Vec<String>> {
+    text(&run(conn, sql))
+}
+
+fn ok(conn: &mut Conn<'_>, sql: &str) -> OkInfo {
+    let a = run(conn, sql);
+    if let Some(e) = a.error {
+        panic!("{sql}: {e}");
+    }
+    a.ok.expect("an OK")
+}
+
+fn err(conn: &mut Conn<'_>, sql: &str) -> SqlError {
+    run(conn, sql)
+        .error
+        .unwrap_or_else(|| panic!("{sql} should fail"))
+}
+
+fn rows(spec: &[&[&str]]) -> Vec<Vec<String>> {
+    spec.iter()
+        .map(|r| r.iter().map(|s| (*s).to_owned()).collect())
+        .collect()
+}
+
+/// `db/def/t`: id INT primary key, k INT (ordered index `k`), c VARCHAR(20)
+/// (unique index `c`), n DECIMAL(10,2) NULL. Plus an ordered index on id.
+fn create_t(session: &Session) {
+    let def = TableDef::new(
+        "db/def/t",
+        0,
+        vec![
+            Column::new("id", ColumnType::Int { unsigned: false }),
+            Column::new("k", ColumnType::Int { unsigned: false }),
+            Column::new(
+                "c",
+                ColumnType::VarChar {
+                    max: 20,
+                    collation: Collation::Utf8mb4GeneralCi,
+                },
+            ),
+            Column::new(
+                "n",
+                ColumnType::Decimal {
+                    precision: 10,
+                    scale: 2,
+                },
+            )
+            .nullable(),
+        ],
+    )
+    .primary_key(vec![0])
+    .index(IndexDef {
+        name: "PRIMARY".into(),
+        id: 1,
+        columns: vec![0],
+        kind: IndexKind::Ordered,
+    })
+    .index(IndexDef {
+        name: "k".into(),
+        id: 2,
+        columns: vec![1],
+        kind: IndexKind::Ordered,
+    })
+    .index(IndexDef {
+        name: "c".into(),
+        id: 3,
+        columns: vec![2],
+        kind: IndexKind::Unique,
+    })
+    .partitions(0);
+    session.create_table(&def).expect("create db/def/t");
+}
+
+#[test]
+fn sql_over_a_sandbox() {
+    let sandbox = Sandbox::start("sql-engine", 1, 1, 28000);
+    let options = ClusterOptions {
+        request_timeout: Duration::from_secs(10),
+        ..ClusterOptions::default()
+    };
+    let cluster = Cluster::connect_with(&sandbox.connect, options).expect("connects");
+    let engine = Engine::start(cluster).expect("engine");
+    let session = engine.cluster.session().expect("session");
+    create_t(&session);
+    let mut conn = engine.open(&session, IpAddr::V4(Ipv4Addr::LOCALHOST));
+    conn.use_database("db").expect("use db");
+
+    without_tables(&mut conn);
+    inserts_and_key_reads(&mut conn);
+    scans_filters_and_ranges(&mut conn);
+    aggregates_and_order(&mut conn);
+    updates_and_deletes(&mut conn);
+    transactions(&engine, &session, &mut conn);
+    prepared_statements(&mut conn);
+}
+
+fn without_tables(conn: &mut Conn<'_>) {
+    let a = run(conn, "SELECT 1");
+    assert_eq!(text(&a), rows(&[&["1"]]));
+    assert_eq!(a.columns[0].ty, MyType::LongLong);
+    assert_eq!(a.columns[0].name, "1");
+    assert_eq!(
+        q(conn, "SELECT @@version_comment LIMIT 1"),
+        rows(&[&["Skarv"]])
+    );
+    assert_eq!(q(conn, "SELECT DATABASE()"), rows(&[&["db"]]));
+    let a = run(conn, "SELECT 1.5, 'a', 7 DIV 2, 7 / 2, 1 + 1.25, NULL");
+    assert_eq!(
+        text(&a),
+        rows(&[&["1.5", "a", "3", "3.5000", "2.25", "NULL"]])
+    );
+    assert_eq!(a.columns[0].ty, MyType::NewDecimal);
+    assert_eq!(a.columns[0].decimals, 1);
+    assert_eq!(a.columns[1].ty, MyType::VarString);
+    let now = q(conn, "SELECT NOW()");
+    assert_eq!(now[0][0].len(), 19);
+}
+
+fn inserts_and_key_reads(conn: &mut Conn<'_>) {
+    let info = ok(
+        conn,
+        "INSERT INTO t (id, k, c, n) VALUES (1, 10, 'one', 1.5), (2, 20, 'two', NULL), \
+         (3, 30, 'three', 3)",
+    );
+    assert_eq!(info.affected_rows, 3);
+    ok(conn, "INSERT INTO t SET id = 4, k = 40, c = 'four'");
+    assert_eq!(
+        q(conn, "SELECT id, k, c, n FROM t WHERE id = 1"),
+        rows(&[&["1", "10", "one", "1.50"]])
+    );
+    assert_eq!(
+        q(conn, "SELECT c FROM t WHERE id IN (3, 1, 99) ORDER BY id"),
+        rows(&[&["one"], &["three"]])
+    );
+    assert_eq!(q(conn, "SELECT id FROM t WHERE c = 'TWO'"), rows(&[&["2"]]));
+    assert!(q(conn, "SELECT id FROM t WHERE id = 99").is_empty());
+    // Duplicates and strict mode.
+    let e = err(conn, "INSERT INTO t VALUES (1, 11, 'x', NULL)");
+    assert_eq!(e.code, 1062, "{e}");
+    assert_eq!(e.message, "Duplicate entry '1' for key 'PRIMARY'");
+    let e = err(conn, "INSERT INTO t VALUES (5, 50, 'one', NULL)");
+    assert_eq!(e.code, 1062, "{e}");
+    let e = err(
+        conn,
+        "INSERT INTO t VALUES (5, 50, 'a string longer than twenty', NULL)",
+    );
+    assert_eq!(e.code, 1406, "{e}");
+    let e = err(conn, "INSERT INTO t VALUES (5, 99999999999, 'x', NULL)");
+    assert_eq!(e.code, 1264, "{e}");
+    let e = err(conn, "INSERT INTO t VALUES (5, NULL, 'x', NULL)");
+    assert_eq!(e.code, 1048, "{e}");
+    let e = err(conn, "INSERT INTO t (id, c) VALUES (5, 'x')");
+    assert_eq!(e.code, 1364, "{e}");
+    let e = err(conn, "INSERT INTO t VALUES (5, 'abc', 'x', NULL)");
+    assert_eq!(e.code, 1366, "{e}");
+    // A failed autocommit statement leaves nothing.
+    let e = err(
+        conn,
+        "INSERT INTO t VALUES (6, 60, 's', NULL), (1, 1, 'dup', NULL)",
+    );
+    assert_eq!(e.code, 1062);
+    assert!(q(conn, "SELECT id FROM t WHERE id = 6").is_empty());
+    // INSERT IGNORE: the duplicate is a warning.
+    let info = ok(
+        conn,
+        "INSERT IGNORE INTO t VALUES (6, 60, 'six', NULL), (1, 1, 'dup', NULL)",
+    );
+    assert_eq!(info.affected_rows, 1);
+    ok(conn, "DELETE FROM t WHERE id = 6");
+    // REPLACE counts the row it replaced.
+    let info = ok(conn, "REPLACE INTO t VALUES (4, 41, 'four', NULL)");
+    assert_eq!(info.affected_rows, 2);
+    assert_eq!(q(conn, "SELECT k FROM t WHERE id = 4"), rows(&[&["41"]]));
+    // ON DUPLICATE KEY UPDATE.
+    let info = ok(
+        conn,
+        "INSERT INTO t VALUES (4, 42, 'four', NULL) ON DUPLICATE KEY UPDATE k = VALUES(k) + 1",
+    );
+    assert_eq!(info.affected_rows, 2);
+    assert_eq!(q(conn, "SELECT k FROM t WHERE id = 4"), rows(&[&["43"]]));
+}
+
+fn scans_filters_and_ranges(conn: &mut Conn<'_>) {
+    assert_eq!(
+        q(
+            conn,
+            "SELECT id FROM t WHERE k > 15 AND c LIKE 't%' ORDER BY id"
+        ),
+        rows(&[&["2"], &["3"]])
+    );
+    assert_eq!(
+        q(conn, "SELECT id FROM t WHERE id BETWEEN 2 AND 3"),
+        rows(&[&["2"], &["3"]])
+    );
+    assert_eq!(
+        q(
+            conn,
+            "SELECT id FROM t WHERE id >= 2 ORDER BY id DESC LIMIT 2"
+        ),
+        rows(&[&["4"], &["3"]])
+    );
+    assert_eq!(
+        q(conn, "SELECT id FROM t WHERE n IS NULL ORDER BY id"),
+        rows(&[&["2"], &["4"]])
+    );
+    assert_eq!(
+        q(conn, "SELECT id, k * 2 AS kk FROM t WHERE k + 0 = 20"),
+        rows(&[&["2", "40"]])
+    );
+    assert_eq!(
+        q(conn, "SELECT * FROM t ORDER BY id LIMIT 1 OFFSET 1"),
+        rows(&[&["2", "20", "two", "NULL"]])
+    );
+    assert_eq!(
+        q(
+            conn,
+            "SELECT id FROM t WHERE c = 'one' OR c = 'two' ORDER BY 1"
+        ),
+        rows(&[&["1"], &["2"]])
+    );
+    let e = err(conn, "SELECT nope FROM t");
+    assert_eq!(e.code, 1054);
+    let e = err(conn, "SELECT 1 FROM missing");
+    assert_eq!(e.code, 1146);
+}
+
+fn aggregates_and_order(conn: &mut Conn<'_>) {
+    assert_eq!(
+        q(
+            conn,
+            "SELECT COUNT(*), SUM(k), MIN(c), MAX(id), AVG(k) FROM t"
+        ),
+        rows(&[&["4", "103", "four", "4", "25.7500"]])
+    );
+    assert_eq!(
+        q(conn, "SELECT COUNT(n), SUM(n) FROM t WHERE id < 10"),
+        rows(&[&["2", "4.50"]])
+    );
+    assert_eq!(
+        q(conn, "SELECT COUNT(*) FROM t WHERE id > 100"),
+        rows(&[&["0"]])
+    );
+    assert_eq!(
+        q(
+            conn,
+            "SELECT n IS NULL AS nul, COUNT(*) FROM t GROUP BY nul HAVING COUNT(*) > 1 ORDER BY nul"
+        ),
+        rows(&[&["0", "2"], &["1", "2"]])
+    );
+    assert_eq!(
+        q(conn, "SELECT DISTINCT n IS NULL FROM t ORDER BY 1"),
+        rows(&[&["0"], &["1"]])
+    );
+    assert_eq!(
+        q(conn, "SELECT c FROM t ORDER BY c DESC LIMIT 2"),
+        rows(&[&["two"], &["three"]])
+    );
+    assert_eq!(
+        q(conn, "SELECT 1 UNION SELECT 1 UNION ALL SELECT 2"),
+        rows(&[&["1"], &["2"]])
+    );
+}
+
+fn updates_and_deletes(conn: &mut Conn<'_>) {
+    let info = ok(conn, "UPDATE t SET k = k + 1 WHERE id = 1");
+    assert_eq!(info.affected_rows, 1);
+    assert_eq!(info.info, "Rows matched: 1  Changed: 1  Warnings: 0");
+    let info = ok(conn, "UPDATE t SET k = 11 WHERE id = 1");
+    assert_eq!(info.affected_rows, 0, "an unchanged row is not affected");
+    assert_eq!(info.info, "Rows matched: 1  Changed: 0  Warnings: 0");
+    let info = ok(conn, "UPDATE t SET n = 9.99 WHERE k >= 20");
+    assert_eq!(info.affected_rows, 3);
+    assert_eq!(q(conn, "SELECT SUM(n) FROM t"), rows(&[&["31.47"]]));
+    let info = ok(conn, "UPDATE t SET k = k + 100 ORDER BY id DESC LIMIT 1");
+    assert_eq!(info.affected_rows, 1);
+    assert_eq!(q(conn, "SELECT k FROM t WHERE id = 4"), rows(&[&["143"]]));
+    let e = err(conn, "UPDATE t SET k = 'nope' WHERE id = 1");
+    assert_eq!(e.code, 1366);
+    ok(
+        conn,
+        "INSERT INTO t VALUES (7, 70, 'seven', NULL), (8, 80, 'eight', NULL)",
+    );
+    let info = ok(conn, "DELETE FROM t WHERE id IN (7, 8)");
+    assert_eq!(info.affected_rows, 2);
+    ok(
+        conn,
+        "INSERT INTO t VALUES (7, 70, 'seven', NULL), (8, 80, 'eight', NULL)",
+    );
+    let info = ok(conn, "DELETE FROM t WHERE k >= 70 AND k < 100");
+    assert_eq!(info.affected_rows, 2);
+    assert_eq!(q(conn, "SELECT COUNT(*) FROM t"), rows(&[&["4"]]));
+}
+
+fn transactions(engine: &std::sync::Arc<Engine>, session: &Session, conn: &mut Conn<'_>) {
+    let other_session = engine.cluster.session().expect("session");
+    let mut other = engine.open(&other_session, IpAddr::V4(Ipv4Addr::LOCALHOST));
+    other.use_database("db").expect("use");
+    ok(conn, "BEGIN");
+    ok(conn, "INSERT INTO t VALUES (9, 90, 'nine', NULL)");
+    assert_eq!(q(conn, "SELECT c FROM t WHERE id = 9"), rows(&[&["nine"]]));
+    assert!(
+        q(&mut other, "SELECT c FROM t WHERE id = 9").is_empty(),
+        "not visible before COMMIT"
+    );
+    ok(conn, "ROLLBACK");
+    assert!(q(conn, "SELECT c FROM t WHERE id = 9").is_empty());
+    ok(conn, "START TRANSACTION");
+    ok(conn, "INSERT INTO t VALUES (9, 90, 'nine', NULL)");
+    ok(conn, "UPDATE t SET k = 91 WHERE id = 9");
+    ok(conn, "COMMIT");
+    assert_eq!(
+        q(&mut other, "SELECT k FROM t WHERE id = 9"),
+        rows(&[&["91"]])
+    );
+    // autocommit off: statements wait for COMMIT.
+    sql::engine::txn::set_autocommit(conn, false).expect("autocommit off");
+    ok(conn, "DELETE FROM t WHERE id = 9");
+    assert_eq!(
+        q(&mut other, "SELECT k FROM t WHERE id = 9"),
+        rows(&[&["91"]])
+    );
+    sql::engine::txn::set_autocommit(conn, true).expect("autocommit on commits");
+    assert!(q(&mut other, "SELECT k FROM t WHERE id = 9").is_empty());
+    let _ = session;
+}
+
+fn prepared_statements(conn: &mut Conn<'_>) {
+    let p = conn
+        .prepare("SELECT c, k FROM t WHERE id = ?")
+        .expect("prepare");
+    assert_eq!(p.params.len(), 1);
+    assert_eq!(p.columns.len(), 2);
+    assert_eq!(p.columns[0].name, "c");
+    let mut sink = Sink::default();
+    conn.execute(p.id, &[SqlValue::Int(2)], &mut sink)
+        .expect("execute");
+    assert_eq!(text(&sink.answers[0]), rows(&[&["two", "20"]]));
+    let ins = conn
+        .prepare("INSERT INTO t (id, k, c, n) VALUES (?, ?, ?, ?)")
+        .expect("prepare insert");
+    let mut sink = Sink::default();
+    conn.execute(
+        ins.id,
+        &[
+            SqlValue::Int(10),
+            SqlValue::Int(100),
+            SqlValue::Bytes(b"ten".to_vec()),
+            SqlValue::Null,
+        ],
+        &mut sink,
+    )
+    .expect("execute");
+    assert_eq!(
+        sink.answers[0].ok.as_ref().map(|o| o.affected_rows),
+        Some(1)
+    );
+    let begin = conn.prepare("BEGIN").expect("prepare BEGIN");
+    let commit = conn.prepare("COMMIT").expect("prepare COMMIT");
+    let mut sink = Sink::default();
+    conn.execute(begin.id, &[], &mut sink).expect("begin");
+    conn.execute(p.id, &[SqlValue::Int(10)], &mut sink)
+        .expect("read");
+    conn.execute(commit.id, &[], &mut sink).expect("commit");
+    assert!(
+        sink.answers.iter().all(|a| a.error.is_none()),
+        "{:?}",
+        sink.answers
+    );
+    assert_eq!(text(&sink.answers[1]), rows(&[&["ten", "100"]]));
+    let range = conn
+        .prepare("SELECT SUM(k) FROM t WHERE id BETWEEN ? AND ?")
+        .expect("prepare range");
+    let mut sink = Sink::default();
+    conn.execute(range.id, &[SqlValue::Int(1), SqlValue::Int(2)], &mut sink)
+        .expect("range");
+    assert_eq!(text(&sink.answers[0]), rows(&[&["31"]]));
+    conn.close(p.id);
+    assert!(!conn.has_statement(p.id));
+    let mut sink = Sink::default();
+    conn.execute(p.id, &[SqlValue::Int(2)], &mut sink)
+        .expect("answers");
+    assert_eq!(sink.answers[0].error.as_ref().map(|e| e.code), Some(1243));
+}
