@@ -196,6 +196,7 @@ fn sql_over_a_sandbox() {
     let mut conn = engine.open(&session, IpAddr::V4(Ipv4Addr::LOCALHOST));
     conn.use_database("db").expect("use db");
 
+    plans(&mut conn);
     without_tables(&mut conn);
     inserts_and_key_reads(&mut conn);
     scans_filters_and_ranges(&mut conn);
@@ -203,6 +204,68 @@ fn sql_over_a_sandbox() {
     updates_and_deletes(&mut conn);
     transactions(&engine, &session, &mut conn);
     prepared_statements(&mut conn);
+}
+
+/// The access path each WHERE gets, and the filter pushed with it.
+fn plans(conn: &mut Conn<'_>) {
+    use skarv_client::Filter;
+    use sql::engine::exec::{table_scope, with_scope};
+    use sql::engine::expr::{Ctx, Env};
+    use sql::engine::plan::{access, Access};
+    let table = sql::engine::catalog::table(conn, None, "t").expect("t");
+    let plan = |conn: &mut Conn<'_>, cond: &str| {
+        let sql = format!("SELECT 1 FROM t WHERE {cond}");
+        let parsed = sql::engine::parse(&sql).expect("parses");
+        let sqlparser::ast::Statement::Query(q) = &parsed[0] else {
+            panic!("a query")
+        };
+        let sqlparser::ast::SetExpr::Select(s) = &*q.body else {
+            panic!("a select")
+        };
+        let where_ = s.selection.clone().expect("where");
+        let lowered = with_scope(conn, table_scope(&table, "t"), &[], |scope| {
+            scope.lower(&where_)
+        })
+        .expect("lowers");
+        let env = Env::default();
+        let mut ctx = Ctx::new(&[], &env);
+        access(&table, Some(&lowered), &mut ctx).expect("plans")
+    };
+    let key = |v: i64| vec![skarv_client::Value::Int(v)];
+    assert_eq!(plan(conn, "id = 1").0, Access::Keys(vec![key(1)]));
+    assert_eq!(plan(conn, "1 = id AND k > 3").0, Access::Keys(vec![key(1)]));
+    assert_eq!(
+        plan(conn, "id IN (1, 2, 2)").0,
+        Access::Keys(vec![key(1), key(2)])
+    );
+    assert!(matches!(
+        plan(conn, "c = 'x'").0,
+        Access::Unique { ref index, .. } if index == "c"
+    ));
+    assert!(matches!(
+        plan(conn, "k BETWEEN 1 AND 5").0,
+        Access::Range { ref index, lower: Some(_), upper: Some(_), .. } if index == "k"
+    ));
+    assert!(matches!(
+        plan(conn, "id >= 2").0,
+        Access::Range { ref index, lower: Some(_), upper: None, .. } if index == "PRIMARY"
+    ));
+    // Not exact in the column's type: no key read, and nothing pushed.
+    assert_eq!(plan(conn, "id = 1.5"), (Access::Scan, None));
+    assert_eq!(plan(conn, "c = 5"), (Access::Scan, None));
+    let (a, f) = plan(conn, "n IS NULL AND c LIKE 'ab%'");
+    assert_eq!(a, Access::Scan);
+    assert_eq!(
+        f,
+        Some(Filter::And(vec![
+            Filter::IsNull(3),
+            Filter::LikePrefix {
+                column: 2,
+                prefix: "ab".into()
+            }
+        ]))
+    );
+    assert_eq!(plan(conn, "1 = 0").0, Access::Nothing);
 }
 
 fn without_tables(conn: &mut Conn<'_>) {

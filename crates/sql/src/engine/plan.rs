@@ -161,6 +161,41 @@ pub fn access(
     Ok((best.map_or(Access::Scan, |(_, a)| a), filter))
 }
 
+/// An unbounded scan of the ordered index whose leading columns are the
+/// ORDER BY columns (all one direction), if there is one.
+pub fn ordered_index_for(table: &TableInfo, order: &[(Expr, bool)]) -> Option<Access> {
+    let desc = order.first()?.1;
+    let wanted: Vec<usize> = order
+        .iter()
+        .map(|(e, d)| match e {
+            Expr::Col(c) if *d == desc => Some(*c),
+            _ => None,
+        })
+        .collect::<Option<_>>()?;
+    let sql_of = |native: usize| table.columns.iter().position(|c| c.native == native);
+    table
+        .native
+        .def()
+        .indexes
+        .iter()
+        .filter(|i| i.kind == IndexKind::Ordered)
+        .find_map(|index| {
+            let columns: Vec<usize> = index
+                .columns
+                .iter()
+                .map(|n| sql_of(*n))
+                .collect::<Option<_>>()?;
+            (columns.len() >= wanted.len() && columns[..wanted.len()] == wanted[..]).then(|| {
+                Access::Range {
+                    index: index.name.clone(),
+                    lower: None,
+                    upper: None,
+                    columns,
+                }
+            })
+        })
+}
+
 /// Key value lists for `columns` (native positions) when every one is
 /// fixed by equality, or all but one are and that one by `IN`.
 fn key_lists(

@@ -430,6 +430,14 @@ fn run_one(
     };
     let (access, filter) = plan::access(table, p.cond.as_ref(), ctx)?;
     let plain = p.group.is_empty() && p.aggs.is_empty() && !p.distinct;
+    // A whole-table scan ordered by an ordered index's leading columns
+    // scans that index instead: rows come sorted and LIMIT stops early.
+    let access = match access {
+        Access::Scan if plain && !p.order.is_empty() => {
+            plan::ordered_index_for(table, &p.order).unwrap_or(Access::Scan)
+        }
+        other => other,
+    };
     // An ordered index already gives the order ORDER BY asks for.
     let (descending, sorted) = match (&access, p.order.as_slice()) {
         (Access::Range { columns, .. }, order) if !order.is_empty() && plain => {
