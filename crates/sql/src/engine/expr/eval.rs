@@ -544,11 +544,11 @@ pub fn arith(op: Arith, x: Val, y: Val, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
         return if unsigned {
             u64::try_from(r)
                 .map(Val::UInt)
-                .map_err(|_| out_of_range("BIGINT UNSIGNED", format!("({})", text())))
+                .map_err(|_| out_of_range("BIGINT UNSIGNED", text()))
         } else {
             i64::try_from(r)
                 .map(Val::Int)
-                .map_err(|_| out_of_range("BIGINT", format!("({})", text())))
+                .map_err(|_| out_of_range("BIGINT", text()))
         };
     }
     let overflow = || out_of_range("DECIMAL", text());

@@ -176,13 +176,7 @@ impl Func {
             | F::Minute
             | F::Second => Kind::Int { unsigned: false },
             F::LastInsertId | F::ConnectionId => Kind::Int { unsigned: true },
-            F::UnixTimestamp => {
-                if args.is_empty() {
-                    Kind::Int { unsigned: false }
-                } else {
-                    Kind::Dec { scale: 6 }
-                }
-            }
+            F::UnixTimestamp => Kind::Int { unsigned: false },
             F::Abs | F::Mod => match arg(0) {
                 k if k.is_numeric() => k,
                 _ => Kind::Double,
@@ -509,8 +503,7 @@ impl Func {
                 None => Val::Int(ctx.env.now_micros.div_euclid(MICROS_PER_SECOND)),
                 Some(x) => match to_datetime(x, ctx) {
                     Some((d, t)) => {
-                        let m = datetime_micros(d, t).max(0);
-                        Val::Dec(Dec::new(i128::from(m), 6))
+                        Val::Int(datetime_micros(d, t).max(0).div_euclid(MICROS_PER_SECOND))
                     }
                     None => Val::Null,
                 },
@@ -554,7 +547,12 @@ impl Func {
                 if self == F::DateSub {
                     amount = -amount;
                 }
-                let was_date = matches!(v[0], Val::Date(_));
+                let was_date = match &v[0] {
+                    Val::Date(_) => true,
+                    Val::Str(b) => super::value::parse_datetime(&String::from_utf8_lossy(b))
+                        .is_some_and(|(_, t)| t.is_none()),
+                    _ => false,
+                };
                 date_add(d, t, amount, &unit, was_date)?
             }
             F::DateFormat => match to_datetime(&v[0], ctx) {

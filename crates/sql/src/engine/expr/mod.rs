@@ -880,7 +880,11 @@ fn kind_meta(kind: Kind, e: &Expr, scope: &Scope<'_>) -> ColumnMeta {
                         Collation::Utf8mb4Bin => charset::UTF8MB4_BIN,
                         Collation::Utf8mb4GeneralCi => charset::UTF8MB4_GENERAL_CI,
                     };
-                    ColumnMeta::expr("", ColumnType::VarString, cs, chars.saturating_mul(4))
+                    let mut m =
+                        ColumnMeta::expr("", ColumnType::VarString, cs, chars.saturating_mul(4));
+                    // MySQL's "not fixed" scale of a string expression.
+                    m.decimals = 31;
+                    m
                 }
             }
         }
