@@ -495,6 +495,39 @@ fn transactions(engine: &std::sync::Arc<Engine>, session: &Session, conn: &mut C
     );
     sql::engine::txn::set_autocommit(conn, true).expect("autocommit on commits");
     assert!(q(&mut other, "SELECT k FROM t WHERE id = 9").is_empty());
+    // A failed INSERT in a transaction takes back its rows; the
+    // transaction goes on.
+    ok(conn, "BEGIN");
+    ok(conn, "INSERT INTO t VALUES (20, 200, 'twenty', NULL)");
+    let e = err(
+        conn,
+        "INSERT INTO t VALUES (21, 210, 'twenty-one', NULL), (1, 1, 'dup', NULL)",
+    );
+    assert_eq!(e.code, 1062);
+    ok(conn, "COMMIT");
+    assert_eq!(
+        q(&mut other, "SELECT id FROM t WHERE id IN (20, 21)"),
+        rows(&[&["20"]])
+    );
+    ok(conn, "DELETE FROM t WHERE id = 20");
+    // A lock held by one transaction: the other waits, then gets 1205 and
+    // its transaction is rolled back.
+    ok(conn, "BEGIN");
+    ok(conn, "UPDATE t SET k = k + 1 WHERE id = 1");
+    ok(&mut other, "BEGIN");
+    ok(&mut other, "INSERT INTO t VALUES (22, 220, 'x', NULL)");
+    let e = err(&mut other, "UPDATE t SET k = 5 WHERE id = 1");
+    assert_eq!(e.code, 1205, "{e}");
+    assert_eq!(
+        e.message,
+        "Lock wait timeout exceeded; try restarting transaction"
+    );
+    assert!(!other.tx.explicit, "the transaction ended");
+    ok(conn, "ROLLBACK");
+    assert!(
+        q(&mut other, "SELECT id FROM t WHERE id = 22").is_empty(),
+        "rolled back with it"
+    );
     let _ = session;
 }
 

@@ -195,7 +195,11 @@ pub fn finish<'s, T>(
             if conn.tx.in_transaction() && usable {
                 conn.tx.tx = Some(tx);
             } else {
+                // The whole transaction is gone (as InnoDB's deadlock and
+                // NDB's errors end it): later statements start afresh.
                 conn.tx.wrote = false;
+                conn.tx.explicit = false;
+                conn.tx.read_only = false;
                 let _ = tx.execute(ExecMode::Rollback);
             }
             Err(error)

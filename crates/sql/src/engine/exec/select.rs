@@ -161,12 +161,16 @@ fn const_u64(
     ctx: &mut Ctx<'_>,
 ) -> SqlResult<u64> {
     let lowered = with_scope(conn, Vec::new(), placeholders, |s| s.lower(e))?;
+    if let Expr::Param(i) = lowered {
+        if i >= ctx.params.len() {
+            // PREPARE: the value comes with EXECUTE.
+            return Ok(u64::MAX);
+        }
+    }
     let v = lowered.eval(&[], ctx)?;
     match v {
         Val::Int(i) if i >= 0 => Ok(i as u64),
         Val::UInt(u) => Ok(u),
-        // A parameter not bound yet (PREPARE): no limit.
-        Val::Null if !ctx.params.is_empty() || matches!(lowered, Expr::Param(_)) => Ok(u64::MAX),
         other => match other.to_text().parse::<u64>() {
             Ok(u) => Ok(u),
             Err(_) => Err(SqlError::new(

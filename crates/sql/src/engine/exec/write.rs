@@ -337,6 +337,7 @@ fn insert_rows(
     let def = native_table.def();
     let mut affected = 0u64;
     let per_row = if replace { 2 } else { 1 };
+    let mut inserted: Vec<Vec<Value>> = Vec::new();
     for chunk in rows.chunks((OPS_PER_EXECUTE_MAX / per_row).max(1)) {
         // REPLACE: a locking read of the key tells whether a row went.
         let keys: Vec<Vec<Value>> = chunk
@@ -387,7 +388,7 @@ fn insert_rows(
         let outcome = tx
             .execute(ExecMode::NoCommit)
             .map_err(|e| txn::native_error(&e))?;
-        for ((read, write), (row, _)) in handles.into_iter().zip(chunk) {
+        for (((read, write), (row, _)), key) in handles.into_iter().zip(chunk).zip(keys) {
             if let Some(read) = read {
                 if matches!(outcome.result(read), Some(OpResult::Row(_))) {
                     affected += 1;
@@ -401,15 +402,38 @@ fn insert_rows(
                     if ignore {
                         txn::warn(conn, err.code, err.message);
                     } else {
+                        undo_inserts(tx, table, &inserted);
                         return Err(err);
                     }
                 }
                 Some(OpResult::Failed(e)) => return Err(txn::native_error(e)),
-                _ => affected += 1,
+                _ => {
+                    affected += 1;
+                    if !replace {
+                        inserted.push(key);
+                    }
+                }
             }
         }
     }
     Ok(affected)
+}
+
+/// Takes back the rows a failed INSERT wrote, so that inside a
+/// transaction the statement leaves nothing (MySQL's statement rollback).
+/// Best effort: when it fails the caller's error still stands and the
+/// transaction is rolled back as unusable.
+fn undo_inserts(tx: &Transaction<'_>, table: &TableInfo, keys: &[Vec<Value>]) {
+    for chunk in keys.chunks(OPS_PER_EXECUTE_MAX) {
+        for key in chunk {
+            if tx.define(Op::delete(&table.native, key)).is_err() {
+                return;
+            }
+        }
+        if tx.execute(ExecMode::NoCommit).is_err() {
+            return;
+        }
+    }
 }
 
 /// INSERT … ON DUPLICATE KEY UPDATE, a row at a time: insert; on a
