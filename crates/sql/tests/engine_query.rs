@@ -204,6 +204,58 @@ fn sql_over_a_sandbox() {
     updates_and_deletes(&mut conn);
     transactions(&engine, &session, &mut conn);
     prepared_statements(&mut conn);
+    sysbench_statements(&mut conn);
+}
+
+/// The statements of sysbench's oltp_read_write, prepared, in a
+/// transaction.
+fn sysbench_statements(conn: &mut Conn<'_>) {
+    let texts = [
+        "SELECT c FROM t WHERE id=?",
+        "SELECT c FROM t WHERE id BETWEEN ? AND ?",
+        "SELECT SUM(k) FROM t WHERE id BETWEEN ? AND ?",
+        "SELECT c FROM t WHERE id BETWEEN ? AND ? ORDER BY c",
+        "SELECT DISTINCT c FROM t WHERE id BETWEEN ? AND ? ORDER BY c",
+        "UPDATE t SET k=k+1 WHERE id=?",
+        "UPDATE t SET c=? WHERE id=?",
+        "DELETE FROM t WHERE id=?",
+        "INSERT INTO t (id, k, c, n) VALUES (?, ?, ?, ?)",
+    ];
+    let ids: Vec<u32> = texts
+        .iter()
+        .map(|t| conn.prepare(t).unwrap_or_else(|e| panic!("{t}: {e}")).id)
+        .collect();
+    let begin = conn.prepare("BEGIN").expect("BEGIN").id;
+    let commit = conn.prepare("COMMIT").expect("COMMIT").id;
+    let int = |i: i64| SqlValue::Int(i);
+    let s = |t: &str| SqlValue::Bytes(t.as_bytes().to_vec());
+    let mut sink = Sink::default();
+    let mut exec = |conn: &mut Conn<'_>, id: u32, params: &[SqlValue]| {
+        conn.execute(id, params, &mut sink).expect("sink");
+        let a = sink.answers.pop().expect("an answer");
+        if let Some(e) = &a.error {
+            panic!("statement {id}: {e}");
+        }
+        text(&a)
+    };
+    exec(conn, begin, &[]);
+    assert_eq!(exec(conn, ids[0], &[int(2)]), rows(&[&["two"]]));
+    assert_eq!(exec(conn, ids[1], &[int(1), int(3)]).len(), 3);
+    assert_eq!(exec(conn, ids[2], &[int(1), int(2)]), rows(&[&["31"]]));
+    assert_eq!(
+        exec(conn, ids[3], &[int(1), int(3)]),
+        rows(&[&["one"], &["three"], &["two"]])
+    );
+    assert_eq!(exec(conn, ids[4], &[int(1), int(3)]).len(), 3);
+    exec(conn, ids[5], &[int(2)]);
+    exec(conn, ids[6], &[s("deux"), int(2)]);
+    exec(conn, ids[7], &[int(10)]);
+    exec(conn, ids[8], &[int(10), int(1), s("again"), SqlValue::Null]);
+    exec(conn, commit, &[]);
+    assert_eq!(
+        q(conn, "SELECT k, c FROM t WHERE id IN (2, 10) ORDER BY id"),
+        rows(&[&["21", "deux"], &["1", "again"]])
+    );
 }
 
 /// The access path each WHERE gets, and the filter pushed with it.

@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::io;
+use std::sync::Arc;
 
 use sqlparser::ast::Statement;
 use sqlparser::tokenizer::Location;
@@ -21,7 +22,7 @@ pub const PREPARED_STATEMENTS_MAX: usize = 16_382;
 
 /// One prepared statement.
 struct Entry {
-    statement: Stmt,
+    statement: Arc<Stmt>,
     placeholders: Vec<Location>,
 }
 
@@ -110,7 +111,7 @@ pub fn prepare(conn: &mut Conn<'_>, sql: &str) -> SqlResult<Prepared> {
     conn.prepared.by_id.insert(
         id,
         Entry {
-            statement: Stmt::Sql(Box::new(statement)),
+            statement: Arc::new(Stmt::Sql(Box::new(statement))),
             placeholders,
         },
     );
@@ -140,7 +141,7 @@ pub fn execute(
             "Incorrect arguments to mysqld_stmt_execute",
         ));
     }
-    let statement = entry.statement.clone();
+    let statement = Arc::clone(&entry.statement);
     conn.prepared.running = entry.placeholders.clone();
     conn.set_command("Execute", None);
     let result = conn.run_statement(&statement, params, false, sink);
