@@ -596,3 +596,149 @@ pub fn from_sql(v: &SqlValue) -> Val {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::catalog::column_meta;
+
+    fn column(ty: SqlType, nullable: bool) -> SqlColumn {
+        SqlColumn {
+            name: "c".into(),
+            native: 0,
+            meta: column_meta(&ty, nullable),
+            ty,
+            nullable,
+            auto_increment: false,
+        }
+    }
+
+    fn store(ty: SqlType, v: Val) -> SqlResult<Value> {
+        let col = column(ty, true);
+        let target = Target {
+            column: &col,
+            db: "db",
+            table: "t",
+            row: 1,
+        };
+        to_native(&v, &target, false)
+    }
+
+    fn code(r: SqlResult<Value>) -> u16 {
+        r.expect_err("refused").code
+    }
+
+    #[test]
+    fn integers_are_range_checked_and_rounded() {
+        let tiny = SqlType::TinyInt { unsigned: false };
+        assert_eq!(store(tiny.clone(), Val::Int(127)), Ok(Value::Int(127)));
+        assert_eq!(code(store(tiny.clone(), Val::Int(128))), 1264);
+        assert_eq!(store(tiny.clone(), Val::str("12")), Ok(Value::Int(12)));
+        assert_eq!(code(store(tiny.clone(), Val::str("12x"))), 1366);
+        let d = Dec::parse("2.5").expect("decimal");
+        assert_eq!(store(tiny, Val::Dec(d)), Ok(Value::Int(3)));
+        let u = SqlType::Int { unsigned: true };
+        assert_eq!(code(store(u, Val::Int(-1))), 1264);
+    }
+
+    #[test]
+    fn strings_decimals_and_dates_are_checked() {
+        let vc = SqlType::VarChar {
+            max: 3,
+            collation: Collation::Utf8mb4GeneralCi,
+        };
+        assert_eq!(
+            store(vc.clone(), Val::str("héé")),
+            Ok(Value::String("héé".into()))
+        );
+        assert_eq!(code(store(vc, Val::str("abcd"))), 1406);
+        let dec = SqlType::Decimal {
+            precision: 4,
+            scale: 2,
+        };
+        let stored = store(dec.clone(), Val::str("12.345")).expect("rounds");
+        assert_eq!(from_native(&stored, &dec), Val::Dec(Dec::new(1235, 2)));
+        assert_eq!(code(store(dec, Val::Int(100))), 1264);
+        assert_eq!(code(store(SqlType::Date, Val::str("2024-02-30"))), 1292);
+        let dt = SqlType::Timestamp { fsp: 0 };
+        let stored = store(dt.clone(), Val::str("1970-01-02 00:00:01")).expect("timestamp");
+        assert_eq!(stored, Value::Timestamp(86_401_000_000));
+        assert_eq!(from_native(&stored, &dt).to_text(), "1970-01-02 00:00:01");
+        let col = column(SqlType::Int { unsigned: false }, false);
+        let target = Target {
+            column: &col,
+            db: "db",
+            table: "t",
+            row: 1,
+        };
+        assert_eq!(
+            to_native(&Val::Null, &target, false)
+                .expect_err("null")
+                .code,
+            1048
+        );
+    }
+
+    #[test]
+    fn types_the_storage_lacks_round_trip() {
+        let time = SqlType::Time { fsp: 0 };
+        let stored = store(time.clone(), Val::str("-01:02:03")).expect("time");
+        assert_eq!(stored, Value::Int(-3_723_000_000));
+        assert_eq!(from_native(&stored, &time).to_text(), "-01:02:03");
+        assert_eq!(store(SqlType::Year, Val::Int(24)), Ok(Value::UInt(2024)));
+        assert_eq!(code(store(SqlType::Year, Val::Int(1800))), 1264);
+        let e = SqlType::Enum(vec!["a".into(), "b".into()]);
+        assert_eq!(store(e.clone(), Val::str("B")), Ok(Value::UInt(2)));
+        assert_eq!(from_native(&Value::UInt(2), &e), Val::str("b"));
+        assert_eq!(code(store(e, Val::str("z"))), 1265);
+        let s = SqlType::Set(vec!["x".into(), "y".into(), "z".into()]);
+        assert_eq!(store(s.clone(), Val::str("z,x")), Ok(Value::UInt(0b101)));
+        assert_eq!(from_native(&Value::UInt(0b101), &s), Val::str("x,z"));
+        assert_eq!(
+            store(SqlType::Bit { bits: 4 }, Val::Int(9)),
+            Ok(Value::Bit(9))
+        );
+        assert_eq!(code(store(SqlType::Bit { bits: 4 }, Val::Int(16))), 1264);
+    }
+
+    #[test]
+    fn exact_conversion_refuses_what_would_round() {
+        let col = column(SqlType::Int { unsigned: false }, false);
+        let target = Target {
+            column: &col,
+            db: "db",
+            table: "t",
+            row: 1,
+        };
+        let half = Val::Dec(Dec::new(15, 1));
+        assert!(to_native(&half, &target, true).is_err());
+        let whole = Val::Dec(Dec::new(20, 1));
+        assert_eq!(to_native(&whole, &target, true), Ok(Value::Int(2)));
+    }
+
+    #[test]
+    fn result_values_take_their_column_form() {
+        let m = column_meta(
+            &SqlType::Decimal {
+                precision: 5,
+                scale: 2,
+            },
+            true,
+        );
+        assert_eq!(to_sql(&Val::Int(3), &m), SqlValue::Decimal("3.00".into()));
+        let m = column_meta(&SqlType::BigInt { unsigned: true }, true);
+        assert_eq!(to_sql(&Val::Int(3), &m), SqlValue::UInt(3));
+        let m = column_meta(&SqlType::Time { fsp: 0 }, true);
+        assert_eq!(
+            to_sql(&Val::Time(-(25 * 3600) * 1_000_000), &m),
+            SqlValue::Time {
+                negative: true,
+                days: 1,
+                time: Time {
+                    hour: 1,
+                    ..Time::default()
+                }
+            }
+        );
+    }
+}
