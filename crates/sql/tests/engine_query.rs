@@ -485,6 +485,20 @@ fn aggregates_and_order(conn: &mut Conn<'_>) {
         q(conn, "SELECT 1 UNION SELECT 1 UNION ALL SELECT 2"),
         rows(&[&["1"], &["2"]])
     );
+    assert_eq!(
+        q(conn, "SELECT COUNT(DISTINCT n IS NULL), COUNT(DISTINCT id) FROM t"),
+        rows(&[&["2", "4"]])
+    );
+    // A column keeps its metadata under an alias.
+    let a = run(conn, "SELECT id AS x, k + 1 AS y FROM t WHERE id = 1");
+    assert_eq!(a.columns[0].name, "x");
+    assert_eq!(a.columns[0].org_name, "id");
+    assert_eq!(a.columns[0].table, "t");
+    assert_eq!(a.columns[0].ty, MyType::Long);
+    assert_eq!(a.columns[1].ty, MyType::LongLong);
+    assert_eq!(a.columns[1].table, "");
+    let e = err(conn, "SELECT k FROM t GROUP BY COUNT(*)");
+    assert_eq!(e.code, 1111);
 }
 
 fn updates_and_deletes(conn: &mut Conn<'_>) {
@@ -562,6 +576,17 @@ fn transactions(engine: &std::sync::Arc<Engine>, session: &Session, conn: &mut C
         rows(&[&["20"]])
     );
     ok(conn, "DELETE FROM t WHERE id = 20");
+    // INSERT … SELECT.
+    let info = ok(
+        conn,
+        "INSERT INTO t (id, k, c) SELECT id + 100, k, CONCAT(c, '!') FROM t WHERE id <= 2",
+    );
+    assert_eq!(info.affected_rows, 2);
+    assert_eq!(
+        q(conn, "SELECT c FROM t WHERE id > 100 ORDER BY id"),
+        rows(&[&["one!"], &["two!"]])
+    );
+    ok(conn, "DELETE FROM t WHERE id > 100");
     // A lock held by one transaction: the other waits, then gets 1205 and
     // its transaction is rolled back.
     ok(conn, "BEGIN");
