@@ -486,7 +486,10 @@ fn aggregates_and_order(conn: &mut Conn<'_>) {
         rows(&[&["1"], &["2"]])
     );
     assert_eq!(
-        q(conn, "SELECT COUNT(DISTINCT n IS NULL), COUNT(DISTINCT id) FROM t"),
+        q(
+            conn,
+            "SELECT COUNT(DISTINCT n IS NULL), COUNT(DISTINCT id) FROM t"
+        ),
         rows(&[&["2", "4"]])
     );
     // A column keeps its metadata under an alias.

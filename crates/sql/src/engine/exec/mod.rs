@@ -179,7 +179,9 @@ fn sql_row(table: &TableInfo, values: &[Value], positions: &[usize]) -> Vec<Val>
 /// The rows a plan finds (every row the condition may hold for; the
 /// caller tests the condition), with their primary keys when `lock` is
 /// set (for updates and deletes). `stop_after`: enough rows passing the
-/// condition were seen (a LIMIT without ORDER BY).
+/// condition were seen (a LIMIT without ORDER BY). `commit`: key reads
+/// may commit the transaction with their execute (an autocommit read);
+/// the flag says they did.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn fetch(
     tx: &Transaction<'_>,
@@ -191,6 +193,7 @@ pub(crate) fn fetch(
     cond: Option<&Expr>,
     ctx: &mut Ctx<'_>,
     stop_after: Option<usize>,
+    mut commit: Option<&mut bool>,
 ) -> SqlResult<Vec<(Vec<Val>, Vec<Value>)>> {
     let mut out = Vec::new();
     let native = &table.native;
@@ -221,9 +224,18 @@ pub(crate) fn fetch(
                     }
                     handles.push(tx.define(op).map_err(|e| txn::native_error(&e))?);
                 }
-                let outcome = tx
-                    .execute(ExecMode::NoCommit)
-                    .map_err(|e| txn::native_error(&e))?;
+                // An autocommit read of one batch commits with it: one
+                // round trip.
+                let mode = match (&commit, keys.len() <= OPS_PER_EXECUTE_MAX) {
+                    (Some(_), true) => ExecMode::Commit,
+                    _ => ExecMode::NoCommit,
+                };
+                let outcome = tx.execute(mode).map_err(|e| txn::native_error(&e))?;
+                if mode == ExecMode::Commit {
+                    if let Some(flag) = commit.as_deref_mut() {
+                        *flag = true;
+                    }
+                }
                 for (h, key) in handles.into_iter().zip(chunk) {
                     match outcome.result(h) {
                         Some(OpResult::Row(r)) => {

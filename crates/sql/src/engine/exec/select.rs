@@ -382,14 +382,22 @@ pub fn run(
     let mut rows: Vec<Vec<Val>> = Vec::new();
     if needs_tx {
         let tx = txn::take(conn)?;
+        let autocommit_read =
+            planned.len() == 1 && planned[0].lock.is_none() && !conn.tx.in_transaction();
+        let mut committed = false;
         let result = (|| {
             let mut all = Vec::new();
             for p in &planned {
-                all.extend(run_one(&tx, p, &mut ctx)?);
+                let commit = autocommit_read.then_some(&mut committed);
+                all.extend(run_one(&tx, p, &mut ctx, commit)?);
             }
             Ok(all)
         })();
-        rows = txn::finish(conn, tx, result)?;
+        rows = if committed {
+            result?
+        } else {
+            txn::finish(conn, tx, result)?
+        };
     } else {
         for p in &planned {
             rows.extend(run_one_without_table(p, &mut ctx)?);
@@ -428,6 +436,7 @@ fn run_one(
     tx: &skarv_client::Transaction<'_>,
     p: &Planned,
     ctx: &mut Ctx<'_>,
+    commit: Option<&mut bool>,
 ) -> SqlResult<Vec<Vec<Val>>> {
     let Some(table) = &p.table else {
         return run_one_without_table(p, ctx);
@@ -475,6 +484,7 @@ fn run_one(
         p.cond.as_ref(),
         ctx,
         stop_after,
+        commit,
     )?;
     let mut p2 = None;
     let p = if sorted && !p.order.is_empty() {

@@ -491,6 +491,7 @@ fn upsert_rows(
             None,
             &mut ctx,
             None,
+            None,
         )?;
         let Some((old, key)) = found.into_iter().next() else {
             continue;
@@ -620,6 +621,7 @@ fn target_rows(
         cond.as_ref(),
         ctx,
         stop,
+        None,
     )?;
     if !order.is_empty() {
         let mut keyed = Vec::with_capacity(rows.len());
