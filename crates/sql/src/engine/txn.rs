@@ -170,13 +170,21 @@ pub fn take<'s>(conn: &mut Conn<'s>) -> SqlResult<Transaction<'s>> {
 }
 
 /// A statement is done with its transaction: on success it stays open
-/// inside a transaction and commits otherwise; on failure it is rolled
-/// back when the error ended it (or always, outside a transaction).
+/// inside a transaction (its pending operations sent) and commits with
+/// them otherwise; on failure it is rolled back when the error ended it
+/// (or always, outside a transaction).
 pub fn finish<'s, T>(
     conn: &mut Conn<'s>,
     tx: Transaction<'s>,
     result: SqlResult<T>,
 ) -> SqlResult<T> {
+    let result = match result {
+        Ok(value) if conn.tx.in_transaction() && tx.pending_ops() > 0 => tx
+            .execute(ExecMode::NoCommit)
+            .map(|_| value)
+            .map_err(|e| native_error(&e)),
+        other => other,
+    };
     match result {
         Ok(value) => {
             if conn.tx.in_transaction() {

@@ -712,10 +712,7 @@ fn update(
                     .map_err(|e| txn::native_error(&e))?;
             }
         }
-        if tx.pending_ops() > 0 {
-            tx.execute(ExecMode::NoCommit)
-                .map_err(|e| txn::native_error(&e))?;
-        }
+        // The last batch goes with the commit (or `txn::finish` sends it).
         Ok((matched, changed))
     })();
     let (matched, changed) = txn::finish(conn, tx, result)?;
@@ -764,10 +761,6 @@ fn delete(
                 tx.execute(ExecMode::NoCommit)
                     .map_err(|e| txn::native_error(&e))?;
             }
-        }
-        if tx.pending_ops() > 0 {
-            tx.execute(ExecMode::NoCommit)
-                .map_err(|e| txn::native_error(&e))?;
         }
         Ok(rows.len() as u64)
     })();
