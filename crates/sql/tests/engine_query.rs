@@ -500,6 +500,13 @@ fn aggregates_and_order(conn: &mut Conn<'_>) {
     assert_eq!(a.columns[0].ty, MyType::Long);
     assert_eq!(a.columns[1].ty, MyType::LongLong);
     assert_eq!(a.columns[1].table, "");
+    // Unaliased items are named by their text as written.
+    let a = run(
+        conn,
+        "SELECT k+1, COUNT( * ), id FROM t GROUP BY k ORDER BY k LIMIT 1",
+    );
+    let names: Vec<&str> = a.columns.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["k+1", "COUNT( * )", "id"]);
     let e = err(conn, "SELECT k FROM t GROUP BY COUNT(*)");
     assert_eq!(e.code, 1111);
 }

@@ -23,6 +23,7 @@ pub const PREPARED_STATEMENTS_MAX: usize = 16_382;
 /// One prepared statement.
 struct Entry {
     statement: Arc<Stmt>,
+    text: String,
     placeholders: Vec<Location>,
 }
 
@@ -92,7 +93,9 @@ pub fn prepare(conn: &mut Conn<'_>, sql: &str) -> SqlResult<Prepared> {
     let columns = match &statement {
         Statement::Query(q) => {
             conn.prepared.running = placeholders.clone();
+            conn.set_command("Prepare", Some(sql));
             let described = exec::describe(conn, q, &placeholders);
+            conn.set_command("Sleep", None);
             conn.prepared.running.clear();
             described?
         }
@@ -112,6 +115,7 @@ pub fn prepare(conn: &mut Conn<'_>, sql: &str) -> SqlResult<Prepared> {
         id,
         Entry {
             statement: Arc::new(Stmt::Sql(Box::new(statement))),
+            text: sql.to_owned(),
             placeholders,
         },
     );
@@ -143,7 +147,8 @@ pub fn execute(
     }
     let statement = Arc::clone(&entry.statement);
     conn.prepared.running = entry.placeholders.clone();
-    conn.set_command("Execute", None);
+    let text = entry.text.clone();
+    conn.set_command("Execute", Some(&text));
     let result = conn.run_statement(&statement, params, false, sink);
     conn.set_command("Sleep", None);
     conn.prepared.running.clear();

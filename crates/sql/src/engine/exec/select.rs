@@ -210,7 +210,14 @@ fn plan_select(
     let columns = table
         .as_ref()
         .map_or_else(Vec::new, |t| table_scope(t, &alias));
-    let sql_text = String::new();
+    // The statement text, for the names MySQL gives unaliased items (the
+    // text as written); what `SHOW PROCESSLIST` shows of the statement.
+    let sql_text = conn
+        .info
+        .state
+        .lock()
+        .map(|s| s.info.clone().unwrap_or_default())
+        .unwrap_or_default();
     with_scope(conn, columns, placeholders, |scope| {
         scope.aggs = Some(Vec::new());
         let mut items = Vec::new();

@@ -997,15 +997,61 @@ pub fn item_name(e: &ast::Expr, sql: &str) -> String {
         }
     }
     let span = e.span();
-    if let Some(text) = span_text(sql, span) {
+    let is_call = matches!(e, ast::Expr::Function(_));
+    if let Some(text) = span_text(sql, span, is_call) {
         return text;
     }
     e.to_string()
 }
 
+/// The end of a slice of `sql` extended past the parentheses it leaves
+/// open (a span may stop before a call's closing parenthesis, or cover
+/// only its name).
+fn balanced_end(sql: &str, start: usize, end: usize, is_call: bool) -> usize {
+    let bytes = sql.as_bytes();
+    let mut depth: i64 = 0;
+    let mut i = start;
+    let mut quote: Option<u8> = None;
+    let mut step = |b: u8, depth: &mut i64, quote: &mut Option<u8>| match *quote {
+        Some(q) if b == q => *quote = None,
+        Some(_) => {}
+        None => match b {
+            b'\'' | b'"' | b'`' => *quote = Some(b),
+            b'(' => *depth += 1,
+            b')' => *depth -= 1,
+            _ => {}
+        },
+    };
+    while i < end {
+        step(bytes[i], &mut depth, &mut quote);
+        i += 1;
+    }
+    if depth == 0 {
+        if !is_call {
+            return end;
+        }
+        let mut j = end;
+        while j < bytes.len() && bytes[j] == b' ' {
+            j += 1;
+        }
+        if bytes.get(j) != Some(&b'(') {
+            return end;
+        }
+        i = j;
+    }
+    while i < bytes.len() {
+        step(bytes[i], &mut depth, &mut quote);
+        i += 1;
+        if depth <= 0 && quote.is_none() {
+            break;
+        }
+    }
+    i.max(end)
+}
+
 /// The source text a span covers (None when the span is empty or out of
 /// the text).
-pub fn span_text(sql: &str, span: sqlparser::tokenizer::Span) -> Option<String> {
+pub fn span_text(sql: &str, span: sqlparser::tokenizer::Span, is_call: bool) -> Option<String> {
     let offset = |l: Location| -> Option<usize> {
         if l.line == 0 || l.column == 0 {
             return None;
@@ -1026,7 +1072,8 @@ pub fn span_text(sql: &str, span: sqlparser::tokenizer::Span) -> Option<String> 
     if end <= start || end > sql.len() {
         return None;
     }
-    Some(sql[start..end].to_owned())
+    let end = balanced_end(sql, start, end, is_call);
+    sql.get(start..end).map(str::to_owned)
 }
 
 /// Positions of the `?` placeholders of a statement text, in order.

@@ -202,3 +202,35 @@ fn like_matches_as_mysql() {
     assert!(like("", "%", '\\', false));
     assert!(like("aXbXc", "a%b%c", '\\', false));
 }
+
+#[test]
+fn unaliased_items_are_named_by_their_text() {
+    let name = |item: &str| {
+        let sql = format!("SELECT {item} FROM t");
+        let statements = crate::engine::parse(&sql).expect("parses");
+        let Statement::Query(q) = &statements[0] else {
+            panic!("a query")
+        };
+        let SetExpr::Select(s) = &*q.body else {
+            panic!("a select")
+        };
+        let SelectItem::UnnamedExpr(e) = &s.projection[0] else {
+            panic!("an expression")
+        };
+        super::item_name(e, &sql)
+    };
+    for item in [
+        "COUNT( * )",
+        "k+1",
+        "SUM(k)",
+        "CONCAT('a(', b)",
+        "NOW()",
+        "IFNULL(a, (1 + 2))",
+        "a",
+        "t.a",
+    ] {
+        let want = if item == "t.a" { "a" } else { item };
+        assert_eq!(name(item), want);
+    }
+    assert_eq!(name("'x'"), "x");
+}
