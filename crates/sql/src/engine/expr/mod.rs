@@ -1012,7 +1012,7 @@ fn balanced_end(sql: &str, start: usize, end: usize, is_call: bool) -> usize {
     let mut depth: i64 = 0;
     let mut i = start;
     let mut quote: Option<u8> = None;
-    let mut step = |b: u8, depth: &mut i64, quote: &mut Option<u8>| match *quote {
+    let step = |b: u8, depth: &mut i64, quote: &mut Option<u8>| match *quote {
         Some(q) if b == q => *quote = None,
         Some(_) => {}
         None => match b {
