@@ -392,6 +392,7 @@ fn inserts_and_key_reads(conn: &mut Conn<'_>) {
         "INSERT IGNORE INTO t VALUES (6, 60, 'six', NULL), (1, 1, 'dup', NULL)",
     );
     assert_eq!(info.affected_rows, 1);
+    assert_eq!(info.info, "Records: 2  Duplicates: 1  Warnings: 1");
     ok(conn, "DELETE FROM t WHERE id = 6");
     // REPLACE counts the row it replaced.
     let info = ok(conn, "REPLACE INTO t VALUES (4, 41, 'four', NULL)");
@@ -615,6 +616,10 @@ fn transactions(engine: &std::sync::Arc<Engine>, session: &Session, conn: &mut C
         q(&mut other, "SELECT id FROM t WHERE id = 22").is_empty(),
         "rolled back with it"
     );
+    // A read-only transaction refuses writes.
+    ok(conn, "START TRANSACTION READ ONLY");
+    assert_eq!(err(conn, "DELETE FROM t WHERE id = 1").code, 1792);
+    ok(conn, "ROLLBACK");
     let _ = session;
 }
 
@@ -668,6 +673,14 @@ fn prepared_statements(conn: &mut Conn<'_>) {
     conn.execute(range.id, &[SqlValue::Int(1), SqlValue::Int(2)], &mut sink)
         .expect("range");
     assert_eq!(text(&sink.answers[0]), rows(&[&["31"]]));
+    let limited = conn
+        .prepare("SELECT id FROM t ORDER BY id LIMIT ?")
+        .expect("prepare LIMIT ?");
+    assert_eq!(limited.columns.len(), 1);
+    let mut sink = Sink::default();
+    conn.execute(limited.id, &[SqlValue::Int(2)], &mut sink)
+        .expect("limit");
+    assert_eq!(text(&sink.answers[0]), rows(&[&["1"], &["2"]]));
     conn.close(p.id);
     assert!(!conn.has_statement(p.id));
     let mut sink = Sink::default();

@@ -24,6 +24,10 @@ pub use select::describe;
 
 /// Key reads or writes defined per execute (one round trip each).
 pub const OPS_PER_EXECUTE_MAX: usize = 256;
+/// Most rows one table access keeps in the SQL node (what it sorts,
+/// groups or changes); past it the statement fails rather than exhaust
+/// the node's memory.
+pub const FETCH_ROWS_MAX: usize = 10_000_000;
 /// The server version `VERSION()` and `@@version` give.
 pub const SERVER_VERSION: &str = "8.0.36-Skarv";
 
@@ -202,6 +206,11 @@ pub(crate) fn fetch(
             if !c.test(&row, ctx)? {
                 return Ok(true);
             }
+        }
+        if out.len() >= FETCH_ROWS_MAX {
+            return Err(SqlError::unsupported(format_args!(
+                "statements that keep more than {FETCH_ROWS_MAX} rows in the SQL node"
+            )));
         }
         out.push((row, key));
         Ok(stop_after.is_none_or(|n| out.len() < n))

@@ -235,7 +235,7 @@ fn insert(
     } else {
         insert_rows(conn, &tx, &table, &native_rows, replace, ignore)
     };
-    let affected = txn::finish(conn, tx, result)?;
+    let (affected, duplicates) = txn::finish(conn, tx, result)?;
     if first_auto > 0 {
         conn.tx.last_insert_id = first_auto;
     }
@@ -243,7 +243,7 @@ fn insert(
         format!(
             "Records: {}  Duplicates: {}  Warnings: {}",
             rows.len(),
-            0,
+            duplicates,
             conn.tx.warnings.len()
         )
     } else {
@@ -332,11 +332,12 @@ fn insert_rows(
     rows: &[NativeRow],
     replace: bool,
     ignore: bool,
-) -> SqlResult<u64> {
+) -> SqlResult<(u64, u64)> {
     let native_table = &table.native;
     let def = native_table.def();
     let mut affected = 0u64;
     let per_row = if replace { 2 } else { 1 };
+    let mut duplicates = 0u64;
     let mut inserted: Vec<Vec<Value>> = Vec::new();
     for chunk in rows.chunks((OPS_PER_EXECUTE_MAX / per_row).max(1)) {
         // REPLACE: a locking read of the key tells whether a row went.
@@ -392,6 +393,7 @@ fn insert_rows(
             if let Some(read) = read {
                 if matches!(outcome.result(read), Some(OpResult::Row(_))) {
                     affected += 1;
+                    duplicates += 1;
                 }
             }
             match outcome.result(write) {
@@ -400,6 +402,7 @@ fn insert_rows(
                 {
                     let err = duplicate_error(table, row, e.code);
                     if ignore {
+                        duplicates += 1;
                         txn::warn(conn, err.code, err.message);
                     } else {
                         undo_inserts(tx, table, &inserted);
@@ -416,7 +419,7 @@ fn insert_rows(
             }
         }
     }
-    Ok(affected)
+    Ok((affected, duplicates))
 }
 
 /// Takes back the rows a failed INSERT wrote, so that inside a
@@ -445,11 +448,12 @@ fn upsert_rows(
     rows: &[NativeRow],
     assignments: &[(usize, Expr)],
     params: &[Val],
-) -> SqlResult<u64> {
+) -> SqlResult<(u64, u64)> {
     let native_table = &table.native;
     let def = native_table.def();
     let environment = env(conn);
     let mut affected = 0;
+    let mut duplicates = 0;
     for (n, (row, sql_row)) in rows.iter().enumerate() {
         let h = tx
             .define(Op::insert_at(native_table, row).ignore_error())
@@ -458,7 +462,7 @@ fn upsert_rows(
             .execute(ExecMode::NoCommit)
             .map_err(|e| txn::native_error(&e))?;
         match outcome.result(h) {
-            Some(OpResult::Failed(e)) if e.code == native::DUPLICATE_KEY => {}
+            Some(OpResult::Failed(e)) if e.code == native::DUPLICATE_KEY => duplicates += 1,
             Some(OpResult::Failed(e)) if e.code == native::UNIQUE_VIOLATION => {
                 return Err(SqlError::unsupported(
                     "ON DUPLICATE KEY UPDATE on a unique index conflict",
@@ -503,7 +507,7 @@ fn upsert_rows(
             affected += 2;
         }
     }
-    Ok(affected)
+    Ok((affected, duplicates))
 }
 
 /// Applies assignments to one row: defines the update when something
