@@ -17,6 +17,9 @@ use super::{Answered, Conn};
 use crate::backend::{status, OkInfo};
 use crate::error::{codes, SqlError, SqlResult};
 
+/// MySQL's ER_TABLE_DEF_CHANGED.
+const TABLE_DEF_CHANGED: u16 = 1412;
+
 /// A connection's transaction state.
 pub struct TxState<'s> {
     /// The open native transaction (none until a statement needs one).
@@ -228,9 +231,25 @@ fn commit_error(e: &skarv_client::Error) -> SqlError {
     native_error(e)
 }
 
+/// [`native_error`] of an operation on `table`, for the messages that
+/// name it.
+pub fn native_error_in(error: &skarv_client::Error, table: &str) -> SqlError {
+    match error.code {
+        native::DATA_MEMORY_FULL => SqlError::new(
+            codes::RECORD_FILE_FULL,
+            format!("The table '{table}' is full"),
+        ),
+        _ => native_error(error),
+    }
+}
+
 /// A native API error as the MySQL error a client understands.
 pub fn native_error(error: &skarv_client::Error) -> SqlError {
     match error.code {
+        native::WRONG_SCHEMA_VERSION => SqlError::new(
+            TABLE_DEF_CHANGED,
+            "Table definition has changed, please retry transaction",
+        ),
         native::LOCK_TIMEOUT | native::TRANSACTION_TIMEOUT | 274 => SqlError::new(
             codes::LOCK_WAIT_TIMEOUT,
             "Lock wait timeout exceeded; try restarting transaction",
@@ -282,5 +301,11 @@ mod tests {
         assert_eq!(e(native::NODE_FAILURE_ABORTED).code, 1297);
         assert_eq!(e(native::NODE_FAILURE).code, 1180);
         assert_eq!(e(native::BAD_FILTER).code, 1296);
+        assert_eq!(e(native::WRONG_SCHEMA_VERSION).code, 1412);
+        let full = native_error_in(
+            &skarv_client::Error::new(native::DATA_MEMORY_FULL, "m"),
+            "t",
+        );
+        assert_eq!(full.message, "The table 't' is full");
     }
 }

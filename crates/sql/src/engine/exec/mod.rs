@@ -231,7 +231,10 @@ pub(crate) fn fetch(
                     if let Some(name) = index {
                         op = op.index(name);
                     }
-                    handles.push(tx.define(op).map_err(|e| txn::native_error(&e))?);
+                    handles.push(
+                        tx.define(op)
+                            .map_err(|e| txn::native_error_in(&e, &table.name))?,
+                    );
                 }
                 // An autocommit read of one batch commits with it: one
                 // round trip.
@@ -239,7 +242,9 @@ pub(crate) fn fetch(
                     (Some(_), true) => ExecMode::Commit,
                     _ => ExecMode::NoCommit,
                 };
-                let outcome = tx.execute(mode).map_err(|e| txn::native_error(&e))?;
+                let outcome = tx
+                    .execute(mode)
+                    .map_err(|e| txn::native_error_in(&e, &table.name))?;
                 if mode == ExecMode::Commit {
                     if let Some(flag) = commit.as_deref_mut() {
                         *flag = true;
@@ -260,7 +265,9 @@ pub(crate) fn fetch(
                         }
                         Some(OpResult::Failed(e)) if e.code == skarv_client::codes::NO_SUCH_ROW => {
                         }
-                        Some(OpResult::Failed(e)) => return Err(txn::native_error(e)),
+                        Some(OpResult::Failed(e)) => {
+                            return Err(txn::native_error_in(e, &table.name))
+                        }
                         _ => {}
                     }
                 }
@@ -286,9 +293,9 @@ pub(crate) fn fetch(
             }
             let scan = tx
                 .scan(native, options)
-                .map_err(|e| txn::native_error(&e))?;
+                .map_err(|e| txn::native_error_in(&e, &table.name))?;
             for r in scan {
-                let r = r.map_err(|e| txn::native_error(&e))?;
+                let r = r.map_err(|e| txn::native_error_in(&e, &table.name))?;
                 let row = sql_row(table, r.values(), r.columns());
                 let key = if lock.is_some() {
                     r.key().to_vec()

@@ -375,20 +375,24 @@ fn insert_rows(
                             .lock(LockMode::Exclusive)
                             .ignore_error(),
                     )
-                    .map_err(|e| txn::native_error(&e))?;
+                    .map_err(|e| txn::native_error_in(&e, &table.name))?;
                 let write = tx
                     .define(Op::write(native_table, &names[i]))
-                    .map_err(|e| txn::native_error(&e))?;
+                    .map_err(|e| txn::native_error_in(&e, &table.name))?;
                 (Some(read), write)
             } else {
                 let op = Op::insert_at(native_table, row).ignore_error();
-                (None, tx.define(op).map_err(|e| txn::native_error(&e))?)
+                (
+                    None,
+                    tx.define(op)
+                        .map_err(|e| txn::native_error_in(&e, &table.name))?,
+                )
             };
             handles.push(h);
         }
         let outcome = tx
             .execute(ExecMode::NoCommit)
-            .map_err(|e| txn::native_error(&e))?;
+            .map_err(|e| txn::native_error_in(&e, &table.name))?;
         for (((read, write), (row, _)), key) in handles.into_iter().zip(chunk).zip(keys) {
             if let Some(read) = read {
                 if matches!(outcome.result(read), Some(OpResult::Row(_))) {
@@ -409,7 +413,7 @@ fn insert_rows(
                         return Err(err);
                     }
                 }
-                Some(OpResult::Failed(e)) => return Err(txn::native_error(e)),
+                Some(OpResult::Failed(e)) => return Err(txn::native_error_in(e, &table.name)),
                 _ => {
                     affected += 1;
                     if !replace {
@@ -457,10 +461,10 @@ fn upsert_rows(
     for (n, (row, sql_row)) in rows.iter().enumerate() {
         let h = tx
             .define(Op::insert_at(native_table, row).ignore_error())
-            .map_err(|e| txn::native_error(&e))?;
+            .map_err(|e| txn::native_error_in(&e, &table.name))?;
         let outcome = tx
             .execute(ExecMode::NoCommit)
-            .map_err(|e| txn::native_error(&e))?;
+            .map_err(|e| txn::native_error_in(&e, &table.name))?;
         match outcome.result(h) {
             Some(OpResult::Failed(e)) if e.code == native::DUPLICATE_KEY => duplicates += 1,
             Some(OpResult::Failed(e)) if e.code == native::UNIQUE_VIOLATION => {
@@ -468,7 +472,7 @@ fn upsert_rows(
                     "ON DUPLICATE KEY UPDATE on a unique index conflict",
                 ))
             }
-            Some(OpResult::Failed(e)) => return Err(txn::native_error(e)),
+            Some(OpResult::Failed(e)) => return Err(txn::native_error_in(e, &table.name)),
             _ => {
                 affected += 1;
                 continue;
@@ -526,7 +530,7 @@ fn update_one(
         return Ok(false);
     }
     tx.define(Op::update_at(&table.native, key, &changes))
-        .map_err(|e| txn::native_error(&e))?;
+        .map_err(|e| txn::native_error_in(&e, &table.name))?;
     Ok(true)
 }
 
@@ -713,7 +717,7 @@ fn update(
             }
             if tx.pending_ops() >= OPS_PER_EXECUTE_MAX {
                 tx.execute(ExecMode::NoCommit)
-                    .map_err(|e| txn::native_error(&e))?;
+                    .map_err(|e| txn::native_error_in(&e, &table.name))?;
             }
         }
         // The last batch goes with the commit (or `txn::finish` sends it).
@@ -760,10 +764,10 @@ fn delete(
         )?;
         for (_, key) in &rows {
             tx.define(Op::delete(&table.native, key))
-                .map_err(|e| txn::native_error(&e))?;
+                .map_err(|e| txn::native_error_in(&e, &table.name))?;
             if tx.pending_ops() >= OPS_PER_EXECUTE_MAX {
                 tx.execute(ExecMode::NoCommit)
-                    .map_err(|e| txn::native_error(&e))?;
+                    .map_err(|e| txn::native_error_in(&e, &table.name))?;
             }
         }
         Ok(rows.len() as u64)
