@@ -4,6 +4,7 @@ pub mod convert;
 mod select;
 mod write;
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -40,6 +41,7 @@ pub fn query(
     sink: &mut dyn ResultSink,
 ) -> SqlResult<Answered> {
     conn.tx.warnings.clear();
+    conn.info.query_killed.store(false, Ordering::Relaxed);
     let Statement::Query(q) = statement else {
         return Err(SqlError::unsupported(format_args!("`{statement}`")));
     };
@@ -55,6 +57,7 @@ pub fn write(
     params: &[SqlValue],
 ) -> SqlResult<Answered> {
     conn.tx.warnings.clear();
+    conn.info.query_killed.store(false, Ordering::Relaxed);
     if conn.tx.read_only && conn.tx.explicit {
         return Err(SqlError::new(
             1792,
@@ -202,6 +205,7 @@ pub(crate) fn fetch(
     let mut out = Vec::new();
     let native = &table.native;
     let mut keep = |row: Vec<Val>, key: Vec<Value>, ctx: &mut Ctx<'_>| -> SqlResult<bool> {
+        ctx.check_killed()?;
         if let Some(c) = cond {
             if !c.test(&row, ctx)? {
                 return Ok(true);

@@ -377,7 +377,9 @@ pub fn run(
 ) -> SqlResult<Answered> {
     let (metas, planned, union_distinct) = plan_query(conn, q, placeholders, params)?;
     let environment = env(conn);
+    let info = Arc::clone(&conn.info);
     let mut ctx = Ctx::new(params, &environment);
+    ctx.killed = Some(&info.query_killed);
     let needs_tx = planned.iter().any(|p| p.table.is_some());
     // Reads of a transaction that wrote see its writes through a lock.
     let mut planned = planned;
@@ -548,6 +550,7 @@ fn shape(
             insert_values: &[],
             env: ctx.env,
             warnings: std::mem::take(&mut ctx.warnings),
+            killed: ctx.killed,
         };
         let pass = match &p.having {
             Some(h) => h.test(row, &mut c)?,

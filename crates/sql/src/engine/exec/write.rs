@@ -696,7 +696,9 @@ fn update(
             .collect::<SqlResult<Vec<_>>>()
     })?;
     let environment = env(conn);
+    let info = Arc::clone(&conn.info);
     let mut ctx = Ctx::new(params, &environment);
+    ctx.killed = Some(&info.query_killed);
     let tx = txn::take(conn)?;
     let result = (|| {
         let rows = target_rows(
@@ -749,7 +751,9 @@ fn delete(
     }
     let table = table_of(conn, single_table(&from[0])?)?;
     let environment = env(conn);
+    let info = Arc::clone(&conn.info);
     let mut ctx = Ctx::new(params, &environment);
+    ctx.killed = Some(&info.query_killed);
     let tx = txn::take(conn)?;
     let result = (|| {
         let rows = target_rows(

@@ -1,6 +1,7 @@
 //! Evaluation of lowered expressions, and the kind of their values.
 
 use std::cmp::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 
 use schema::Collation;
 
@@ -24,6 +25,8 @@ pub struct Ctx<'a> {
     pub env: &'a Env,
     /// Warnings (code, message) left so far.
     pub warnings: Vec<(u16, String)>,
+    /// Set by `KILL QUERY`: long loops stop with 1317.
+    pub killed: Option<&'a AtomicBool>,
 }
 
 /// The session facts functions read (`NOW()`, `DATABASE()`, …).
@@ -53,6 +56,18 @@ impl<'a> Ctx<'a> {
             insert_values: &[],
             env,
             warnings: Vec::new(),
+            killed: None,
+        }
+    }
+
+    /// 1317 when `KILL QUERY` asked the statement to stop.
+    pub fn check_killed(&self) -> SqlResult<()> {
+        match self.killed {
+            Some(k) if k.load(AtomicOrdering::Relaxed) => Err(SqlError::new(
+                codes::QUERY_INTERRUPTED,
+                "Query execution was interrupted",
+            )),
+            _ => Ok(()),
         }
     }
 

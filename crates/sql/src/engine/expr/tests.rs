@@ -234,3 +234,14 @@ fn unaliased_items_are_named_by_their_text() {
     }
     assert_eq!(name("'x'"), "x");
 }
+
+#[test]
+fn a_killed_statement_stops_with_1317() {
+    let env = Env::default();
+    let flag = std::sync::atomic::AtomicBool::new(false);
+    let mut ctx = Ctx::new(&[], &env);
+    ctx.killed = Some(&flag);
+    assert!(ctx.check_killed().is_ok());
+    flag.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(ctx.check_killed().expect_err("killed").code, 1317);
+}
