@@ -525,6 +525,16 @@ fn updates_and_deletes(conn: &mut Conn<'_>) {
     let info = ok(conn, "UPDATE t SET k = k + 100 ORDER BY id DESC LIMIT 1");
     assert_eq!(info.affected_rows, 1);
     assert_eq!(q(conn, "SELECT k FROM t WHERE id = 4"), rows(&[&["143"]]));
+    // A new primary key moves the row.
+    ok(conn, "INSERT INTO t VALUES (30, 300, 'thirty', NULL)");
+    let info = ok(conn, "UPDATE t SET id = 31 WHERE id = 30");
+    assert_eq!(info.affected_rows, 1);
+    assert_eq!(
+        q(conn, "SELECT id, k, c FROM t WHERE id IN (30, 31)"),
+        rows(&[&["31", "300", "thirty"]])
+    );
+    assert_eq!(err(conn, "UPDATE t SET id = 1 WHERE id = 31").code, 1062);
+    ok(conn, "DELETE FROM t WHERE id = 31");
     let e = err(conn, "UPDATE t SET k = 'nope' WHERE id = 1");
     assert_eq!(e.code, 1366);
     ok(

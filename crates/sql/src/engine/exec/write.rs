@@ -529,6 +529,32 @@ fn update_one(
     if changes.is_empty() {
         return Ok(false);
     }
+    let pk = &table.native.def().primary_key;
+    if changes.iter().any(|(p, _)| pk.contains(p)) {
+        // A new primary key is a new row: delete the old one and insert
+        // the whole row under the new key (as NDB's handler does).
+        let mut row = Vec::with_capacity(table.columns.len());
+        for (at, column) in table.columns.iter().enumerate() {
+            let value = match changes.iter().find(|(p, _)| *p == column.native) {
+                Some((_, v)) => v.clone(),
+                None => {
+                    let target = Target {
+                        column,
+                        db: &table.db,
+                        table: &table.name,
+                        row: row_number,
+                    };
+                    to_native(&old[at], &target, false)?
+                }
+            };
+            row.push((column.native, value));
+        }
+        tx.define(Op::delete(&table.native, key))
+            .map_err(|e| txn::native_error_in(&e, &table.name))?;
+        tx.define(Op::insert_at(&table.native, &row))
+            .map_err(|e| txn::native_error_in(&e, &table.name))?;
+        return Ok(true);
+    }
     tx.define(Op::update_at(&table.native, key, &changes))
         .map_err(|e| txn::native_error_in(&e, &table.name))?;
     Ok(true)
@@ -543,7 +569,6 @@ fn changes_of(
 ) -> SqlResult<Vec<(usize, Value)>> {
     let mut row = old.to_vec();
     let mut changes = Vec::new();
-    let pk = &table.native.def().primary_key;
     for (col, e) in assignments {
         let v = e.eval(&row, ctx)?;
         let column = &table.columns[*col];
@@ -562,12 +587,6 @@ fn changes_of(
         };
         if same {
             continue;
-        }
-        if pk.contains(&column.native) {
-            return Err(SqlError::unsupported(format_args!(
-                "changing the primary key column `{}` in UPDATE",
-                column.name
-            )));
         }
         row[*col] = new;
         changes.retain(|(p, _)| *p != column.native);
