@@ -366,6 +366,7 @@ fn inserts_and_key_reads(conn: &mut Conn<'_>) {
     assert_eq!(e.message, "Duplicate entry '1' for key 'PRIMARY'");
     let e = err(conn, "INSERT INTO t VALUES (5, 50, 'one', NULL)");
     assert_eq!(e.code, 1062, "{e}");
+    assert_eq!(e.message, "Duplicate entry 'one' for key 'c'");
     let e = err(
         conn,
         "INSERT INTO t VALUES (5, 50, 'a string longer than twenty', NULL)",
@@ -394,6 +395,16 @@ fn inserts_and_key_reads(conn: &mut Conn<'_>) {
     assert_eq!(info.affected_rows, 1);
     assert_eq!(info.info, "Records: 2  Duplicates: 1  Warnings: 1");
     ok(conn, "DELETE FROM t WHERE id = 6");
+    let info = ok(
+        conn,
+        "INSERT IGNORE INTO t VALUES (6, 60, 'six', NULL), (7, 1, 'one', NULL)",
+    );
+    assert_eq!(
+        info.affected_rows, 1,
+        "the unique index conflict is skipped"
+    );
+    assert_eq!(conn.tx.warnings[0].1, "Duplicate entry 'one' for key 'c'");
+    ok(conn, "DELETE FROM t WHERE id = 6");
     // REPLACE counts the row it replaced.
     let info = ok(conn, "REPLACE INTO t VALUES (4, 41, 'four', NULL)");
     assert_eq!(info.affected_rows, 2);
@@ -405,6 +416,17 @@ fn inserts_and_key_reads(conn: &mut Conn<'_>) {
     );
     assert_eq!(info.affected_rows, 2);
     assert_eq!(q(conn, "SELECT k FROM t WHERE id = 4"), rows(&[&["43"]]));
+    // A conflict on the unique index `c` updates the row holding 'four'.
+    let info = ok(
+        conn,
+        "INSERT INTO t VALUES (44, 1, 'four', NULL) ON DUPLICATE KEY UPDATE k = k + 1",
+    );
+    assert_eq!(info.affected_rows, 2);
+    assert_eq!(
+        q(conn, "SELECT id, k FROM t WHERE c = 'four'"),
+        rows(&[&["4", "44"]])
+    );
+    ok(conn, "UPDATE t SET k = 43 WHERE id = 4");
 }
 
 fn scans_filters_and_ranges(conn: &mut Conn<'_>) {

@@ -286,20 +286,27 @@ fn eval_row(
     Ok(out)
 }
 
-/// The text of a duplicate key for 1062: the key's values joined by '-'.
-fn duplicate_error(table: &TableInfo, row: &[(usize, Value)], code: u32) -> SqlError {
+/// The text of a duplicate key for 1062: the key's values joined by '-',
+/// and the key's name (PRIMARY, or the unique index the error names).
+fn duplicate_error(
+    table: &TableInfo,
+    row: &[(usize, Value)],
+    error: &skarv_client::Error,
+) -> SqlError {
     let def = table.native.def();
-    let (key_name, columns): (String, Vec<usize>) = if code == native::DUPLICATE_KEY {
-        ("PRIMARY".into(), def.primary_key.clone())
-    } else {
-        // Which unique index is not named by the error: the first whose
-        // values are all given.
-        def.indexes
-            .iter()
-            .find(|i| i.kind == schema::IndexKind::Unique)
-            .map_or(("PRIMARY".into(), def.primary_key.clone()), |i| {
-                (i.name.clone(), i.columns.clone())
-            })
+    let named = error
+        .message
+        .split("unique index `")
+        .nth(1)
+        .and_then(|rest| rest.split('`').next());
+    let index = def
+        .indexes
+        .iter()
+        .filter(|i| i.kind == schema::IndexKind::Unique)
+        .find(|i| named.is_none_or(|n| n == i.name));
+    let (key_name, columns): (String, Vec<usize>) = match index {
+        Some(i) if error.code == native::UNIQUE_VIOLATION => (i.name.clone(), i.columns.clone()),
+        _ => ("PRIMARY".into(), def.primary_key.clone()),
     };
     let text: Vec<String> = columns
         .iter()
@@ -339,7 +346,25 @@ fn insert_rows(
     let per_row = if replace { 2 } else { 1 };
     let mut duplicates = 0u64;
     let mut inserted: Vec<Vec<Value>> = Vec::new();
+    let unique = def
+        .indexes
+        .iter()
+        .any(|i| i.kind == schema::IndexKind::Unique);
     for chunk in rows.chunks((OPS_PER_EXECUTE_MAX / per_row).max(1)) {
+        // INSERT IGNORE: a unique index conflict would abort the
+        // transaction, so rows whose values are taken are found first.
+        let mut kept: Vec<&NativeRow> = Vec::with_capacity(chunk.len());
+        for r in chunk {
+            if ignore && !replace && unique {
+                if let Some((error, _)) = unique_holder(tx, table, &r.0)? {
+                    duplicates += 1;
+                    txn::warn(conn, error.code, error.message);
+                    continue;
+                }
+            }
+            kept.push(r);
+        }
+        let chunk = kept;
         // REPLACE: a locking read of the key tells whether a row went.
         let keys: Vec<Vec<Value>> = chunk
             .iter()
@@ -390,9 +415,22 @@ fn insert_rows(
             };
             handles.push(h);
         }
-        let outcome = tx
-            .execute(ExecMode::NoCommit)
-            .map_err(|e| txn::native_error_in(&e, &table.name))?;
+        let outcome = tx.execute(ExecMode::NoCommit).map_err(|e| {
+            // A unique index violation aborts the transaction: the error
+            // names the operation, so the row.
+            let op = e
+                .message
+                .split("operation ")
+                .nth(1)
+                .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+                .and_then(|n| n.parse::<usize>().ok());
+            match op.and_then(|n| chunk.get(n / per_row)) {
+                Some((row, _)) if e.code == native::UNIQUE_VIOLATION => {
+                    duplicate_error(table, row, &e)
+                }
+                _ => txn::native_error_in(&e, &table.name),
+            }
+        })?;
         for (((read, write), (row, _)), key) in handles.into_iter().zip(chunk).zip(keys) {
             if let Some(read) = read {
                 if matches!(outcome.result(read), Some(OpResult::Row(_))) {
@@ -404,7 +442,7 @@ fn insert_rows(
                 Some(OpResult::Failed(e))
                     if e.code == native::DUPLICATE_KEY || e.code == native::UNIQUE_VIOLATION =>
                 {
-                    let err = duplicate_error(table, row, e.code);
+                    let err = duplicate_error(table, row, e);
                     if ignore {
                         duplicates += 1;
                         txn::warn(conn, err.code, err.message);
@@ -424,6 +462,51 @@ fn insert_rows(
         }
     }
     Ok((affected, duplicates))
+}
+
+/// The row holding one of `row`'s unique-index values, locked: the 1062
+/// that inserting `row` would give and the holder's primary key.
+fn unique_holder(
+    tx: &Transaction<'_>,
+    table: &Arc<TableInfo>,
+    row: &[(usize, Value)],
+) -> SqlResult<Option<(SqlError, Vec<Value>)>> {
+    let def = table.native.def();
+    let env = crate::engine::expr::Env::default();
+    for index in def
+        .indexes
+        .iter()
+        .filter(|i| i.kind == schema::IndexKind::Unique)
+    {
+        let key: Option<Vec<Value>> = index
+            .columns
+            .iter()
+            .map(|k| {
+                row.iter()
+                    .find(|(p, _)| p == k)
+                    .map(|(_, v)| v.clone())
+                    .filter(|v| !v.is_null())
+            })
+            .collect();
+        let Some(key) = key else { continue };
+        let probe = plan::Access::Unique {
+            index: index.name.clone(),
+            keys: vec![key],
+        };
+        let mut ctx = Ctx::new(&[], &env);
+        let lock = Some(LockMode::Exclusive);
+        let hit = fetch(
+            tx, table, &probe, None, lock, false, None, &mut ctx, None, None,
+        )?;
+        if let Some((_, pk)) = hit.into_iter().next() {
+            let error = skarv_client::Error::new(
+                native::UNIQUE_VIOLATION,
+                format!("unique index `{}`", index.name),
+            );
+            return Ok(Some((duplicate_error(table, row, &error), pk)));
+        }
+    }
+    Ok(None)
 }
 
 /// Takes back the rows a failed INSERT wrote, so that inside a
@@ -455,10 +538,28 @@ fn upsert_rows(
 ) -> SqlResult<(u64, u64)> {
     let native_table = &table.native;
     let def = native_table.def();
-    let environment = env(conn);
     let mut affected = 0;
     let mut duplicates = 0;
+    let unique = def
+        .indexes
+        .iter()
+        .any(|i| i.kind == schema::IndexKind::Unique);
     for (n, (row, sql_row)) in rows.iter().enumerate() {
+        // A unique index conflict would abort the transaction: its holder
+        // is looked for first.
+        let holder = if unique {
+            unique_holder(tx, table, row)?
+        } else {
+            None
+        };
+        if let Some((_, pk)) = holder {
+            duplicates += 1;
+            let access = plan::Access::Keys(vec![pk]);
+            if upsert_update(conn, tx, table, &access, sql_row, assignments, params, n)? {
+                affected += 2;
+            }
+            continue;
+        }
         let h = tx
             .define(Op::insert_at(native_table, row).ignore_error())
             .map_err(|e| txn::native_error_in(&e, &table.name))?;
@@ -466,19 +567,20 @@ fn upsert_rows(
             .execute(ExecMode::NoCommit)
             .map_err(|e| txn::native_error_in(&e, &table.name))?;
         match outcome.result(h) {
-            Some(OpResult::Failed(e)) if e.code == native::DUPLICATE_KEY => duplicates += 1,
-            Some(OpResult::Failed(e)) if e.code == native::UNIQUE_VIOLATION => {
-                return Err(SqlError::unsupported(
-                    "ON DUPLICATE KEY UPDATE on a unique index conflict",
-                ))
+            Some(OpResult::Failed(e)) if e.code == native::DUPLICATE_KEY => {}
+            Some(OpResult::Failed(e)) => {
+                return Err(match e.code {
+                    native::UNIQUE_VIOLATION => duplicate_error(table, row, e),
+                    _ => txn::native_error_in(e, &table.name),
+                })
             }
-            Some(OpResult::Failed(e)) => return Err(txn::native_error_in(e, &table.name)),
             _ => {
                 affected += 1;
                 continue;
             }
         }
-        let key: Vec<Value> = def
+        duplicates += 1;
+        let key = def
             .primary_key
             .iter()
             .map(|k| {
@@ -488,30 +590,39 @@ fn upsert_rows(
             })
             .collect();
         let access = plan::Access::Keys(vec![key]);
-        let mut ctx = Ctx::new(params, &environment);
-        let found = fetch(
-            tx,
-            table,
-            &access,
-            None,
-            Some(LockMode::Exclusive),
-            false,
-            None,
-            &mut ctx,
-            None,
-            None,
-        )?;
-        let Some((old, key)) = found.into_iter().next() else {
-            continue;
-        };
-        ctx.insert_values = sql_row;
-        let changed = update_one(tx, table, &old, &key, assignments, &mut ctx, n + 1)?;
-        keep_warnings(conn, &mut ctx);
-        if changed {
+        if upsert_update(conn, tx, table, &access, sql_row, assignments, params, n)? {
             affected += 2;
         }
     }
     Ok((affected, duplicates))
+}
+
+/// The update half of ON DUPLICATE KEY UPDATE: the row `access` finds,
+/// with VALUES(col) reading `inserted`. Returns whether it changed.
+#[allow(clippy::too_many_arguments)]
+fn upsert_update(
+    conn: &mut Conn<'_>,
+    tx: &Transaction<'_>,
+    table: &Arc<TableInfo>,
+    access: &plan::Access,
+    inserted: &[Val],
+    assignments: &[(usize, Expr)],
+    params: &[Val],
+    n: usize,
+) -> SqlResult<bool> {
+    let environment = env(conn);
+    let mut ctx = Ctx::new(params, &environment);
+    let lock = Some(LockMode::Exclusive);
+    let found = fetch(
+        tx, table, access, None, lock, false, None, &mut ctx, None, None,
+    )?;
+    let Some((old, key)) = found.into_iter().next() else {
+        return Ok(false);
+    };
+    ctx.insert_values = inserted;
+    let changed = update_one(tx, table, &old, &key, assignments, &mut ctx, n + 1)?;
+    keep_warnings(conn, &mut ctx);
+    Ok(changed)
 }
 
 /// Applies assignments to one row: defines the update when something
