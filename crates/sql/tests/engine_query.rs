@@ -515,6 +515,20 @@ fn aggregates_and_order(conn: &mut Conn<'_>) {
         ),
         rows(&[&["2", "4"]])
     );
+    assert_eq!(
+        q(
+            conn,
+            "SELECT id FROM t WHERE id < 3 UNION SELECT k FROM t WHERE id = 1 ORDER BY 1 DESC LIMIT 2"
+        ),
+        rows(&[&["10"], &["2"]])
+    );
+    assert_eq!(
+        q(
+            conn,
+            "SELECT k > 20 AS big, COUNT(*) FROM t GROUP BY big ORDER BY COUNT(*) DESC, big"
+        ),
+        rows(&[&["0", "2"], &["1", "2"]])
+    );
     // A column keeps its metadata under an alias.
     let a = run(conn, "SELECT id AS x, k + 1 AS y FROM t WHERE id = 1");
     assert_eq!(a.columns[0].name, "x");

@@ -48,10 +48,20 @@ pub fn describe(
     q: &ast::Query,
     placeholders: &[Location],
 ) -> SqlResult<Vec<ColumnMeta>> {
-    Ok(plan_query(conn, q, placeholders, &[])?.0)
+    Ok(plan_query(conn, q, placeholders, &[])?.metas)
 }
 
-type Plans = (Vec<ColumnMeta>, Vec<Planned>, bool);
+/// A query's plan: its columns, its SELECTs, and what applies to the
+/// whole UNION.
+struct Plans {
+    metas: Vec<ColumnMeta>,
+    planned: Vec<Planned>,
+    union_distinct: bool,
+    /// ORDER BY of a UNION: result columns and descending.
+    union_order: Vec<(usize, bool)>,
+    union_limit: Option<u64>,
+    union_offset: u64,
+}
 
 fn plan_query(
     conn: &mut Conn<'_>,
@@ -114,12 +124,54 @@ fn plan_query(
             let sel = &selects[0];
             p.order = order_exprs(conn, ob, sel, p, placeholders)?;
         }
-        return Ok((metas, planned, false));
+        return Ok(Plans {
+            metas,
+            planned,
+            union_distinct: false,
+            union_order: Vec::new(),
+            union_limit: None,
+            union_offset: 0,
+        });
     }
-    if q.order_by.is_some() || limit.0.is_some() {
-        return Err(SqlError::unsupported("ORDER BY or LIMIT on a UNION"));
+    // ORDER BY of a UNION names result columns, by name or position.
+    let mut union_order = Vec::new();
+    if let Some(ob) = &q.order_by {
+        let ast::OrderByKind::Expressions(exprs) = &ob.kind else {
+            return Err(SqlError::unsupported("ORDER BY ALL"));
+        };
+        for o in exprs {
+            let at = match &o.expr {
+                ast::Expr::Identifier(i) => metas
+                    .iter()
+                    .position(|m| m.name.eq_ignore_ascii_case(&i.value)),
+                ast::Expr::Value(v) => match &v.value {
+                    ast::Value::Number(n, _) => n
+                        .parse::<usize>()
+                        .ok()
+                        .and_then(|p| p.checked_sub(1))
+                        .filter(|p| *p < metas.len()),
+                    _ => None,
+                },
+                _ => None,
+            };
+            let Some(at) = at else {
+                return Err(SqlError::new(
+                    codes::BAD_FIELD,
+                    format!("Unknown column '{}' in 'order clause'", o.expr),
+                ));
+            };
+            let desc = matches!(o.options.sort, Some(ast::OrderBySort::Desc));
+            union_order.push((at, desc));
+        }
     }
-    Ok((metas, planned, union_distinct))
+    Ok(Plans {
+        metas,
+        planned,
+        union_distinct,
+        union_order,
+        union_limit: limit.0,
+        union_offset: limit.1.unwrap_or(0),
+    })
 }
 
 fn collect_selects<'q>(
@@ -207,6 +259,9 @@ fn plan_select(
         }
         _ => return Err(SqlError::unsupported("joins")),
     };
+    if s.into.is_some() {
+        return Err(SqlError::unsupported("SELECT … INTO"));
+    }
     let columns = table
         .as_ref()
         .map_or_else(Vec::new, |t| table_scope(t, &alias));
@@ -375,7 +430,14 @@ pub fn run(
     placeholders: &[Location],
     sink: &mut dyn ResultSink,
 ) -> SqlResult<Answered> {
-    let (metas, planned, union_distinct) = plan_query(conn, q, placeholders, params)?;
+    let Plans {
+        metas,
+        planned,
+        union_distinct,
+        union_order,
+        union_limit,
+        union_offset,
+    } = plan_query(conn, q, placeholders, params)?;
     let environment = env(conn);
     let info = Arc::clone(&conn.info);
     let mut ctx = Ctx::new(params, &environment);
@@ -414,6 +476,23 @@ pub fn run(
     }
     if union_distinct {
         rows = distinct(rows);
+    }
+    if !union_order.is_empty() {
+        rows.sort_by(|a, b| {
+            for (at, desc) in &union_order {
+                let o = order_cmp(&a[*at], &b[*at]);
+                let o = if *desc { o.reverse() } else { o };
+                if o.is_ne() {
+                    return o;
+                }
+            }
+            Ordering::Equal
+        });
+    }
+    if union_limit.is_some() || union_offset > 0 {
+        let offset = usize::try_from(union_offset).unwrap_or(usize::MAX);
+        let limit = union_limit.map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
+        rows = rows.into_iter().skip(offset).take(limit).collect();
     }
     keep_warnings(conn, &mut ctx);
     send(sink, &metas, &rows)
