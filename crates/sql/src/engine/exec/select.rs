@@ -574,20 +574,17 @@ fn run_one(
         stop_after,
         commit,
     )?;
-    let mut p2 = None;
+    // Rows in index order need no sort.
+    let unsorted;
     let p = if sorted && !p.order.is_empty() {
-        // Keep the index order: no sort.
-        let mut q = Planned {
+        unsorted = Planned {
             order: Vec::new(),
             ..clone_planned(p)
         };
-        q.order.clear();
-        p2 = Some(q);
-        p2.as_ref().unwrap_or(p)
+        &unsorted
     } else {
         p
     };
-    let _ = &p2;
     shape(p, found, ctx)
 }
 

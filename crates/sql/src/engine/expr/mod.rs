@@ -639,6 +639,7 @@ impl<'a> Scope<'a> {
             B::And => Expr::And(bl, br),
             B::Or => Expr::Or(bl, br),
             B::Xor => Expr::Xor(bl, br),
+            // `||` is OR in MySQL's default sql_mode (not PIPES_AS_CONCAT).
             B::StringConcat => Expr::Or(bl, br),
             other => return Err(SqlError::unsupported(format_args!("the operator {other}"))),
         })
@@ -838,10 +839,8 @@ fn kind_meta(kind: Kind, e: &Expr, scope: &Scope<'_>) -> ColumnMeta {
             m
         }
         Kind::Int { unsigned } => {
-            let length = length_of_lit(e).unwrap_or(match e {
-                Expr::Agg(_) => 21,
-                _ => 21,
-            });
+            // A literal's own digits; MySQL's 21 for a computed BIGINT.
+            let length = length_of_lit(e).unwrap_or(21);
             let mut m = ColumnMeta::expr("", ColumnType::LongLong, charset::BINARY, length);
             m.flags = flags::BINARY | flags::NUM | if unsigned { flags::UNSIGNED } else { 0 };
             m
