@@ -811,7 +811,10 @@ pub fn cast(v: Val, to: CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
             }
             .unwrap_or(Dec::new(0, 0));
             let d = d.rescale(s).unwrap_or(Dec::new(0, s));
-            let max = 10i128.pow(u32::from(p)) - 1;
+            // Past what an i128 holds every value fits.
+            let max = 10i128
+                .checked_pow(u32::from(p))
+                .map_or(i128::MAX, |m| m - 1);
             if d.mantissa.abs() > max {
                 ctx.warn(
                     codes::OUT_OF_RANGE,

@@ -384,7 +384,7 @@ impl Func {
                     Some(l) => ctx.num_i64(l).max(0),
                     None => n,
                 };
-                let end = (start + len).min(n);
+                let end = start.saturating_add(len).min(n);
                 Val::str(
                     chars[start as usize..end as usize]
                         .iter()
@@ -607,7 +607,10 @@ fn round(v: &Val, digits: i64, truncate: bool, ctx: &mut Ctx<'_>) -> Val {
                         q
                     }
                 };
-                Dec::new(q * p, 0)
+                match q.checked_mul(p) {
+                    Some(m) => Dec::new(m, 0),
+                    None => return Val::Null,
+                }
             } else {
                 r
             };
@@ -654,11 +657,11 @@ fn date_add(d: Date, t: Time, amount: i64, unit: &str, was_date: bool) -> SqlRes
     }
     let months = match unit {
         "MONTH" => amount,
-        "QUARTER" => amount * 3,
-        "YEAR" => amount * 12,
+        "QUARTER" => amount.saturating_mul(3),
+        "YEAR" => amount.saturating_mul(12),
         _ => return Err(bad()),
     };
-    let total = i64::from(d.year) * 12 + i64::from(d.month) - 1 + months;
+    let total = (i64::from(d.year) * 12 + i64::from(d.month) - 1).saturating_add(months);
     let (y, m) = (total.div_euclid(12), total.rem_euclid(12) + 1);
     if !(0..=9999).contains(&y) {
         return Ok(Val::Null);

@@ -245,3 +245,112 @@ fn a_killed_statement_stops_with_1317() {
     flag.store(true, std::sync::atomic::Ordering::Relaxed);
     assert_eq!(ctx.check_killed().expect_err("killed").code, 1317);
 }
+
+mod no_panics {
+    use proptest::prelude::*;
+
+    fn literal() -> impl Strategy<Value = String> {
+        prop_oneof![
+            any::<i64>().prop_map(|v| v.to_string()),
+            any::<u64>().prop_map(|v| v.to_string()),
+            (any::<i32>(), 0u32..40).prop_map(|(m, s)| format!("{m}.{}", "9".repeat(s as usize))),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(|f| format!("{f:e}")),
+            "[a-z0-9 %_:.-]{0,12}".prop_map(|s| format!("'{s}'")),
+            Just("NULL".to_owned()),
+            Just("'2024-02-29 23:59:59.999999'".to_owned()),
+            Just("'838:59:59'".to_owned()),
+            Just("'-99999999 12:00:00'".to_owned()),
+            Just("'9999-12-31'".to_owned()),
+        ]
+    }
+
+    fn expr() -> impl Strategy<Value = String> {
+        literal().prop_recursive(4, 32, 4, |inner| {
+            let two = (inner.clone(), inner.clone());
+            let three = (inner.clone(), inner.clone(), inner.clone());
+            prop_oneof![
+                (
+                    two.clone(),
+                    prop::sample::select(vec![
+                        "+", "-", "*", "/", "DIV", "%", "=", "<", "<=>", "AND", "OR", "XOR",
+                        "LIKE",
+                    ])
+                )
+                    .prop_map(|((a, b), op)| format!("({a} {op} {b})")),
+                (
+                    two.clone(),
+                    prop::sample::select(vec![
+                        "CONCAT",
+                        "LEFT",
+                        "RIGHT",
+                        "REPEAT_NOT",
+                        "ROUND",
+                        "TRUNCATE",
+                        "MOD",
+                        "IFNULL",
+                        "NULLIF",
+                        "GREATEST",
+                        "LEAST",
+                        "DATE_FORMAT",
+                        "CONCAT_WS",
+                        "SUBSTRING",
+                    ])
+                )
+                    .prop_map(|((a, b), f)| format!("{f}({a}, {b})")),
+                (
+                    three,
+                    prop::sample::select(vec!["LPAD", "RPAD", "REPLACE", "IF", "SUBSTRING"])
+                )
+                    .prop_map(|((a, b, c), f)| format!("{f}({a}, {b}, {c})")),
+                (
+                    inner.clone(),
+                    prop::sample::select(vec![
+                        "ABS",
+                        "CEIL",
+                        "FLOOR",
+                        "UPPER",
+                        "LENGTH",
+                        "DATE",
+                        "YEAR",
+                        "MONTH",
+                        "UNIX_TIMESTAMP",
+                        "-",
+                    ])
+                )
+                    .prop_map(|(a, f)| format!("{f}({a})")),
+                (
+                    inner.clone(),
+                    prop::sample::select(vec![
+                        "SIGNED",
+                        "UNSIGNED",
+                        "CHAR",
+                        "DECIMAL(65,30)",
+                        "DECIMAL(5,2)",
+                        "DATE",
+                        "DATETIME",
+                        "TIME",
+                        "DOUBLE",
+                    ])
+                )
+                    .prop_map(|(a, t)| format!("CAST({a} AS {t})")),
+                (
+                    two,
+                    prop::sample::select(vec!["DAY", "MONTH", "YEAR", "SECOND", "QUARTER"])
+                )
+                    .prop_map(|((a, b), u)| format!("DATE_ADD({a}, INTERVAL {b} {u})")),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2_000, ..ProptestConfig::default() })]
+        /// Whatever the expression, evaluation answers (a value or an
+        /// error), never a panic.
+        #[test]
+        fn evaluation_never_panics(e in expr()) {
+            let _ = super::eval(&e);
+        }
+    }
+}

@@ -318,7 +318,9 @@ pub fn parse_time(text: &str) -> Option<i64> {
     } else {
         digits.parse::<i64>().ok()? * 10i64.pow(6 - digits.len() as u32)
     };
-    let total = ((days * 24 + h) * 3600 + m * 60 + s) * MICROS_PER_SECOND + micros;
+    let hours = days.checked_mul(24)?.checked_add(h)?;
+    let secs = hours.checked_mul(3600)?.checked_add(m * 60 + s)?;
+    let total = secs.checked_mul(MICROS_PER_SECOND)?.checked_add(micros)?;
     Some(if neg { -total } else { total })
 }
 
