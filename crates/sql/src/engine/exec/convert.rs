@@ -414,7 +414,7 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
             let unit = 10i64.pow(6 - u32::from((*fsp).min(6)));
             let m = m / unit * unit;
             // MySQL's TIME range: ±838:59:59.
-            if m.abs() > (838 * 3600 + 59 * 60 + 59) * 1_000_000 + 999_999 {
+            if m.unsigned_abs() > (838 * 3600 + 59 * 60 + 59) * 1_000_000 + 999_999 {
                 return fail(Misfit::OutOfRange);
             }
             Value::Int(m)
@@ -740,5 +740,71 @@ mod tests {
                 }
             }
         );
+    }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn types() -> Vec<SqlType> {
+            vec![
+                SqlType::TinyInt { unsigned: false },
+                SqlType::SmallInt { unsigned: true },
+                SqlType::MediumInt { unsigned: false },
+                SqlType::Int { unsigned: true },
+                SqlType::BigInt { unsigned: false },
+                SqlType::BigInt { unsigned: true },
+                SqlType::Float,
+                SqlType::Double,
+                SqlType::Decimal {
+                    precision: 10,
+                    scale: 3,
+                },
+                SqlType::Decimal {
+                    precision: 65,
+                    scale: 30,
+                },
+                SqlType::VarChar {
+                    max: 5,
+                    collation: Collation::Utf8mb4Bin,
+                },
+                SqlType::VarBinary { max: 5 },
+                SqlType::Date,
+                SqlType::DateTime { fsp: 3 },
+                SqlType::Timestamp { fsp: 0 },
+                SqlType::Time { fsp: 2 },
+                SqlType::Year,
+                SqlType::Bit { bits: 7 },
+                SqlType::Enum(vec!["a".into(), "b".into()]),
+                SqlType::Set(vec!["a".into(), "b".into()]),
+            ]
+        }
+
+        fn val() -> impl Strategy<Value = Val> {
+            prop_oneof![
+                Just(Val::Null),
+                any::<i64>().prop_map(Val::Int),
+                any::<u64>().prop_map(Val::UInt),
+                (any::<i64>(), 0u8..31).prop_map(|(m, s)| Val::Dec(Dec::new(i128::from(m), s))),
+                any::<f64>().prop_map(Val::Double),
+                "[a-b0-9 ,:.-]{0,20}".prop_map(Val::str),
+                any::<i64>().prop_map(Val::Time),
+                (0u16..10_000, 0u8..13, 0u8..32)
+                    .prop_map(|(year, month, day)| { Val::Date(Date { year, month, day }) }),
+            ]
+        }
+
+        proptest! {
+            /// Storing never panics, and what is stored reads back as a
+            /// value that stores the same.
+            #[test]
+            fn stored_values_round_trip(v in val(), at in 0usize..20) {
+                let ty = types()[at].clone();
+                if let Ok(stored) = store(ty.clone(), v) {
+                    let back = from_native(&stored, &ty);
+                    prop_assert_eq!(store(ty, back), Ok(stored));
+                }
+            }
+        }
     }
 }

@@ -815,7 +815,7 @@ pub fn cast(v: Val, to: CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
             let max = 10i128
                 .checked_pow(u32::from(p))
                 .map_or(i128::MAX, |m| m - 1);
-            if d.mantissa.abs() > max {
+            if d.mantissa.unsigned_abs() > max.unsigned_abs() {
                 ctx.warn(
                     codes::OUT_OF_RANGE,
                     "Out of range value for column 'CAST' at row 1".to_owned(),

@@ -458,7 +458,7 @@ impl Func {
                     SqlError::new(1690, format!("BIGINT value is out of range in 'abs({x})'"))
                 })?),
                 Val::UInt(x) => Val::UInt(*x),
-                Val::Dec(d) => Val::Dec(Dec::new(d.mantissa.abs(), d.scale)),
+                Val::Dec(d) => Val::Dec(Dec::new(d.mantissa.saturating_abs(), d.scale)),
                 other => Val::Double(ctx.num_f64(other).abs()),
             },
             F::Ceil | F::Floor => match &v[0] {
