@@ -205,6 +205,77 @@ fn sql_over_a_sandbox() {
     transactions(&engine, &session, &mut conn);
     prepared_statements(&mut conn);
     sysbench_statements(&mut conn);
+    plans_agree_with_a_full_scan(&mut conn);
+}
+
+/// Whatever access path and pushed filter a WHERE gets, its rows are the
+/// rows for which the condition, evaluated in the SQL node over a full
+/// scan, is true.
+fn plans_agree_with_a_full_scan(conn: &mut Conn<'_>) {
+    ok(
+        conn,
+        "INSERT INTO t VALUES (50, -5, 'Alpha', 0.5), (51, 0, 'alpha x', NULL), \
+         (52, 7, 'beta', -2.25), (53, 7, 'BETA%x', 100), (54, 2147483647, '', 7)",
+    );
+    // A small deterministic generator (xorshift): the same conditions on
+    // every run.
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = move |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    };
+    let columns = ["id", "k", "c", "n"];
+    let constants = [
+        "0",
+        "1",
+        "2",
+        "7",
+        "50",
+        "52",
+        "-5",
+        "2.5",
+        "'7'",
+        "'beta'",
+        "'ALPHA'",
+        "'alpha'",
+        "NULL",
+        "100.00",
+        "'2'",
+        "2147483647",
+    ];
+    let ops = ["=", "<>", "<", "<=", ">", ">=", "<=>"];
+    fn atom(next: &mut dyn FnMut(usize) -> usize, c: &[&str], k: &[&str], o: &[&str]) -> String {
+        let col = c[next(c.len())];
+        match next(6) {
+            0 => format!("{col} IS NULL"),
+            1 => format!("{col} IN ({}, {})", k[next(k.len())], k[next(k.len())]),
+            2 => format!(
+                "{col} BETWEEN {} AND {}",
+                k[next(k.len())],
+                k[next(k.len())]
+            ),
+            3 => format!("{col} LIKE '{}%'", ["a", "B", "", "al", "beta\\%"][next(5)]),
+            _ => format!("{col} {} {}", o[next(o.len())], k[next(k.len())]),
+        }
+    }
+    for _ in 0..1_000 {
+        let mut cond = atom(&mut next, &columns, &constants, &ops);
+        for _ in 0..next(3) {
+            let joiner = ["AND", "OR", "AND NOT"][next(3)];
+            let more = atom(&mut next, &columns, &constants, &ops);
+            cond = format!("{cond} {joiner} {more}");
+        }
+        let planned = q(conn, &format!("SELECT id FROM t WHERE {cond} ORDER BY id"));
+        let scanned: Vec<Vec<String>> = q(conn, &format!("SELECT id, ({cond}) FROM t ORDER BY id"))
+            .into_iter()
+            .filter(|r| r[1] == "1")
+            .map(|r| vec![r[0].clone()])
+            .collect();
+        assert_eq!(planned, scanned, "WHERE {cond}");
+    }
+    ok(conn, "DELETE FROM t WHERE id BETWEEN 50 AND 54");
 }
 
 /// The statements of sysbench's oltp_read_write, prepared, in a

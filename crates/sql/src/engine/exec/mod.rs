@@ -226,6 +226,8 @@ pub(crate) fn fetch(
                 Access::Unique { index, .. } => Some(index.as_str()),
                 _ => None,
             };
+            // Two values a collation deems equal find one row once.
+            let mut seen = std::collections::HashSet::new();
             for chunk in keys.chunks(OPS_PER_EXECUTE_MAX) {
                 let mut handles = Vec::with_capacity(chunk.len());
                 for key in chunk {
@@ -254,15 +256,14 @@ pub(crate) fn fetch(
                         *flag = true;
                     }
                 }
-                for (h, key) in handles.into_iter().zip(chunk) {
+                for h in handles {
                     match outcome.result(h) {
                         Some(OpResult::Row(r)) => {
+                            let key = primary_key_of(table, r.values(), r.columns());
+                            if !seen.insert(format!("{key:?}")) {
+                                continue;
+                            }
                             let row = sql_row(table, r.values(), r.columns());
-                            let key = if index.is_none() {
-                                key.clone()
-                            } else {
-                                primary_key_of(table, r.values(), r.columns())
-                            };
                             if !keep(row, key, ctx)? {
                                 return Ok(out);
                             }
