@@ -274,6 +274,24 @@ fn plans_agree_with_a_full_scan(conn: &mut Conn<'_>) {
             .map(|r| vec![r[0].clone()])
             .collect();
         assert_eq!(planned, scanned, "WHERE {cond}");
+        // UPDATE and DELETE find the same rows (the DELETE rolled back).
+        if next(10) == 0 {
+            let info = ok(conn, &format!("UPDATE t SET n = n WHERE {cond}"));
+            let matched = format!("Rows matched: {}  Changed: 0  ", scanned.len());
+            assert!(
+                info.info.starts_with(&matched),
+                "UPDATE … WHERE {cond}: {}",
+                info.info
+            );
+            ok(conn, "BEGIN");
+            let info = ok(conn, &format!("DELETE FROM t WHERE {cond}"));
+            assert_eq!(
+                info.affected_rows,
+                scanned.len() as u64,
+                "DELETE … WHERE {cond}"
+            );
+            ok(conn, "ROLLBACK");
+        }
     }
     ok(conn, "DELETE FROM t WHERE id BETWEEN 50 AND 54");
 }
