@@ -136,8 +136,13 @@ fn rows(spec: &[&[&str]]) -> Vec<Vec<String>> {
 /// `db/def/t`: id INT primary key, k INT (ordered index `k`), c VARCHAR(20)
 /// (unique index `c`), n DECIMAL(10,2) NULL. Plus an ordered index on id.
 fn create_t(session: &Session) {
+    create_like_t(session, "db/def/t");
+}
+
+/// A table of `t`'s shape.
+fn create_like_t(session: &Session, name: &str) {
     let def = TableDef::new(
-        "db/def/t",
+        name,
         0,
         vec![
             Column::new("id", ColumnType::Int { unsigned: false }),
@@ -179,7 +184,7 @@ fn create_t(session: &Session) {
         kind: IndexKind::Unique,
     })
     .partitions(0);
-    session.create_table(&def).expect("create db/def/t");
+    session.create_table(&def).expect("create a table like t");
 }
 
 #[test]
@@ -206,6 +211,338 @@ fn sql_over_a_sandbox() {
     prepared_statements(&mut conn);
     sysbench_statements(&mut conn);
     plans_agree_with_a_full_scan(&mut conn);
+    conditions_as_mariadb(&session, &mut conn);
+}
+
+/// Conditions and the ids MariaDB 10.11 selects with them from the rows
+/// below (table `m` as `t`, c utf8mb4_general_ci; recorded with
+/// `SELECT GROUP_CONCAT(id ORDER BY id) FROM m WHERE …`).
+const MARIADB_CONDITIONS: &[(&str, &str)] = &[
+    ("n IS NULL AND id <= '2' OR id IN (100.00, 7)", "2,7"),
+    ("n IN (7.0, 'ALPHA') AND NOT id = 'beta'", "7"),
+    ("n LIKE 'al%' OR k IS NULL AND NOT c <> '7'", ""),
+    ("n IS NULL", "2,4"),
+    ("k LIKE 'al%' OR k <> 'one '", "1,2,3,5,6,7,8,9"),
+    ("c LIKE '%'", "1,2,3,4,5,6,7,8,9"),
+    ("id IN ('beta', 2)", "2"),
+    ("id IS NULL OR id = '2' AND c <= 100.00", "2"),
+    ("c IN (1, 'beta')", "5"),
+    ("k > '7' AND NOT n <= 7.0", ""),
+    (
+        "id BETWEEN NULL AND 1 OR n LIKE 'a%' AND NOT id <=> 2147483647",
+        "",
+    ),
+    (
+        "n IN (1, '2') AND NOT id BETWEEN 'ALPHA' AND 2147483647",
+        "",
+    ),
+    (
+        "k BETWEEN 7.0 AND 1 AND id IN (2147483647, 7) AND id IN ('alpha', 100.00)",
+        "",
+    ),
+    ("n BETWEEN -5 AND 2 AND NOT n <> '7abc'", ""),
+    ("n = 2 OR k LIKE 'a%' AND NOT c >= 2", "8"),
+    ("k IS NULL", ""),
+    ("id LIKE 'al%' OR n LIKE 'a%' OR k IN (-5, 'beta')", "4,6"),
+    ("n IN ('7abc', -5) OR k IN ('ALPHA', 2)", "4,7,8"),
+    ("id <= '7abc'", "1,2,3,4,5,6,7"),
+    ("c > 'alpha' OR k > 'ALPHA'", "1,2,3,4,5,6,7,8,9"),
+    ("c = '7' AND k BETWEEN 2.5 AND 'one '", ""),
+    ("c = 'ALPHA'", "3"),
+    ("n <=> 2", "8"),
+    ("c IS NULL AND c BETWEEN 7 AND 2.5", ""),
+    ("c IN ('ALPHA', NULL) AND NOT k > 7.0", "3"),
+    ("n LIKE 'beta\\\\%%' AND c LIKE 'B%'", ""),
+    ("id IN (1, 0) AND n IN ('ALPHA', NULL)", ""),
+    ("id LIKE 'B%' OR k LIKE 'beta\\\\%%'", ""),
+    ("n IS NULL OR id LIKE '%' AND k IN (0, 'ALPHA')", "2,4"),
+    ("k <> 'beta' OR c LIKE 'beta\\\\%%'", "1,2,3,5,6,7,8,9"),
+    (
+        "n BETWEEN 0 AND '2' AND c BETWEEN 'one ' AND 100.00",
+        "1,3,8",
+    ),
+    ("k IN (1, 0)", "4"),
+    ("k <> 7 AND id LIKE '%'", "1,2,4,6,7,8"),
+    ("id LIKE 'al%' AND NOT k LIKE 'a%'", ""),
+    ("id BETWEEN '7' AND 2 OR k LIKE '%'", "1,2,3,4,5,6,7,8,9"),
+    ("c LIKE 'al%'", "3,4"),
+    ("k <> NULL OR c <= -5", ""),
+    (
+        "k >= 'beta' AND NOT id BETWEEN 'one ' AND 2147483647 AND k LIKE '_e%%'",
+        "",
+    ),
+    ("c IS NULL AND NOT n IS NULL", ""),
+    ("id = 'beta'", ""),
+    ("id LIKE 'al%' AND n IS NULL AND NOT n IS NULL", ""),
+    ("id LIKE 'a%' AND k <=> 0", ""),
+    ("c BETWEEN 1 AND NULL", ""),
+    ("c LIKE 'beta\\\\%%' OR c IS NULL OR k <=> 7.0", "3,5,6,9"),
+    ("c IS NULL OR c LIKE 'a%'", "3,4"),
+    ("n LIKE 'B%'", ""),
+    ("c IN ('one ', 0)", "1,2,3,4,5,6,7"),
+    ("id >= 7", "7,8,9"),
+    ("k IS NULL OR id BETWEEN 1 AND '2' AND NOT k > 7", ""),
+    ("k <=> 2.5 AND id BETWEEN 7 AND 2.5 AND c IS NULL", ""),
+    ("c IN (2147483647, 2147483647)", ""),
+    ("id BETWEEN 7.0 AND 2 AND n IN (7.0, 1) OR c IS NULL", ""),
+    (
+        "k BETWEEN 100.00 AND 'ALPHA' AND k BETWEEN '2' AND NULL AND NOT c LIKE '_e%%'",
+        "",
+    ),
+    (
+        "n <> 2147483647 AND NOT n IN (2.5, 2147483647)",
+        "1,3,5,6,7,8,9",
+    ),
+    (
+        "n IN ('one ', -5) AND k IN ('7abc', 7.0) AND NOT n LIKE '%'",
+        "",
+    ),
+    ("n <> 7.0 AND n LIKE 'al%'", ""),
+    ("k IN ('2', 0) OR n = 2147483647 AND NOT n LIKE '%'", "4,8"),
+    ("k IN (1, 'beta') OR id LIKE 'B%'", "4"),
+    ("k IN ('one ', 7.0)", "3,4,5,9"),
+    (
+        "n < 0 OR id > -5 OR n LIKE 'beta\\\\%%'",
+        "1,2,3,4,5,6,7,8,9",
+    ),
+    ("id BETWEEN -5 AND 100.00 AND n IN (2147483647, 0)", ""),
+    ("id = '7' AND n <= 2", ""),
+    ("n IN ('2', 1) AND c = 2147483647", ""),
+    ("c LIKE '_e%%'", "5,6"),
+    (
+        "c >= 7 OR id BETWEEN 1 AND 7.0 AND n LIKE '%'",
+        "1,3,5,6,7,9",
+    ),
+    ("n IS NULL AND c IN (1, 7.0) AND NOT n <= 2147483647", ""),
+    ("id IS NULL", ""),
+    ("k IN (2.5, -5)", "6"),
+    ("n LIKE 'B%' OR n IN (7.0, 'alpha')", "7"),
+    ("c < -5 AND id LIKE '_e%%'", ""),
+    (
+        "id LIKE '_e%%' AND NOT id <> NULL AND NOT c IN ('alpha', 7)",
+        "",
+    ),
+    ("id >= '2' OR n IS NULL OR id LIKE 'B%'", "2,3,4,5,6,7,8,9"),
+    (
+        "c >= 'one ' AND NOT n BETWEEN 0 AND 100.00 AND NOT id = NULL",
+        "",
+    ),
+    (
+        "n = 'beta' AND NOT id IN (100.00, 100.00) AND NOT id IN ('7abc', 7.0)",
+        "",
+    ),
+    ("c <> -5 AND NOT c IN ('7', 'beta')", "1,2,3,4,6,7,8,9"),
+    ("k <> -5", "1,2,3,4,5,7,8,9"),
+    ("c <> 'one ' AND NOT id LIKE '%' OR c <=> 7", "9"),
+    ("n LIKE '_e%%' AND NOT id BETWEEN 1 AND 'ALPHA'", ""),
+    ("c IN (-5, 1) AND n >= '7' AND c IS NULL", ""),
+    ("id IS NULL AND NOT c IS NULL", ""),
+    ("k > 'ALPHA' AND NOT n < 7", "7,9"),
+    ("k < '7'", "4,6,8"),
+    (
+        "k LIKE 'beta\\\\%%' AND NOT c <=> '7abc' OR id BETWEEN 'alpha' AND 'ALPHA'",
+        "",
+    ),
+    ("id <= -5 OR n IN (0, 'alpha')", ""),
+    (
+        "n BETWEEN 0 AND 2.5 OR id IS NULL AND NOT k BETWEEN '7abc' AND NULL",
+        "1,3,8",
+    ),
+    (
+        "c IN ('one ', 'ALPHA') AND id BETWEEN '7' AND '7' OR c <= NULL",
+        "",
+    ),
+    ("c LIKE 'a%' AND n <= 'ALPHA' OR c IN (7.0, 'alpha')", "3,9"),
+    (
+        "c BETWEEN -5 AND '2' AND NOT c BETWEEN NULL AND 'alpha'",
+        "1,2,4,5,6",
+    ),
+    ("n BETWEEN 7 AND 1", ""),
+    (
+        "k IS NULL AND id LIKE 'a%' AND NOT id BETWEEN '7abc' AND 100.00",
+        "",
+    ),
+    ("c IN ('ALPHA', 100.00)", "3"),
+    ("id IS NULL OR id BETWEEN NULL AND 2147483647", ""),
+    ("c IN ('7', 100.00) AND id IS NULL AND NOT id >= 'one '", ""),
+    ("c <> 2.5 AND id IN ('7abc', 7.0)", "7"),
+    ("c IN (NULL, '7abc')", "9"),
+    ("k <> 2147483647 OR k IS NULL", "1,2,3,4,5,6,8,9"),
+    (
+        "k IN (1, 100.00) AND NOT id BETWEEN 7.0 AND '2' AND c BETWEEN 'alpha' AND '2'",
+        "",
+    ),
+    ("k <> 'beta'", "1,2,3,5,6,7,8,9"),
+    ("k LIKE 'beta\\\\%%'", ""),
+    ("c IN ('ALPHA', 2) OR n <=> -5", "3,8"),
+    ("id BETWEEN -5 AND 100.00", "1,2,3,4,5,6,7,8,9"),
+    ("id IN (NULL, '7abc')", "7"),
+    ("id LIKE 'B%' AND c BETWEEN 100.00 AND '7'", ""),
+    ("id LIKE 'B%' AND NOT c BETWEEN -5 AND '7abc'", ""),
+    ("n IS NULL OR n IN (NULL, 'one ')", "2,4"),
+    ("k LIKE '_e%%' AND NOT k > 'beta'", ""),
+    ("id IN (1, 'ALPHA') OR id BETWEEN -5 AND 1", "1"),
+    ("n BETWEEN 2.5 AND 'beta'", ""),
+    ("n >= 'alpha'", "1,3,6,7,8,9"),
+    ("id = 1 AND NOT id <> 100.00 AND n <= 2147483647", ""),
+    ("c >= 100.00 AND NOT n LIKE 'al%'", ""),
+    ("c BETWEEN 1 AND '7abc'", "8,9"),
+    ("c <= 2147483647 AND n BETWEEN 7 AND 'one '", ""),
+    ("k LIKE '%' AND NOT k IS NULL", "1,2,3,4,5,6,7,8,9"),
+    ("c <= 100.00 AND NOT n IS NULL", "1,3,5,6,7,8,9"),
+    ("id LIKE 'a%'", ""),
+    ("c <= 'beta' OR id > 'one '", "1,2,3,4,5,6,7,8,9"),
+    ("c > 0 OR c IS NULL", "8,9"),
+    (
+        "c BETWEEN '7abc' AND 0 AND NOT k BETWEEN 0 AND 2147483647 AND n > 'beta'",
+        "",
+    ),
+    (
+        "n <= 2.5 OR id IS NULL AND c BETWEEN 0 AND 'beta'",
+        "1,3,5,8",
+    ),
+    (
+        "c >= NULL AND NOT n IN (NULL, 'beta') OR c LIKE 'beta\\\\%%'",
+        "6",
+    ),
+    ("c LIKE 'beta\\\\%%' AND NOT c LIKE '%'", ""),
+    ("k BETWEEN 7 AND 0 AND c IS NULL AND c LIKE '%'", ""),
+    ("k > 2.5 OR n BETWEEN 1 AND '2'", "1,2,3,5,7,8,9"),
+    (
+        "id BETWEEN '7' AND 'one ' OR n IS NULL OR c >= 'alpha'",
+        "1,2,3,4,5,6",
+    ),
+    ("c BETWEEN 2 AND 2 AND c <=> 7.0", ""),
+    ("id <=> 0", ""),
+    ("n <=> 0", ""),
+    ("k LIKE 'B%'", ""),
+    ("k LIKE 'beta\\\\%%' AND NOT n IN (1, 1)", ""),
+    ("n LIKE 'a%' AND k LIKE 'beta\\\\%%'", ""),
+    (
+        "c = NULL AND id IN (7, 2147483647) OR n IN (-5, 'ALPHA')",
+        "",
+    ),
+    ("k <=> 'ALPHA'", "4"),
+    ("n LIKE 'a%'", ""),
+    ("id LIKE '_e%%' OR c LIKE 'a%' AND NOT id LIKE 'B%'", "3,4"),
+    ("n >= 2 OR id BETWEEN 2147483647 AND 2", "6,7,8,9"),
+    ("c LIKE 'a%'", "3,4"),
+    ("k IS NULL AND c IS NULL AND NOT c < NULL", ""),
+    ("id BETWEEN 2.5 AND 'one '", ""),
+    ("n >= 'ALPHA'", "1,3,6,7,8,9"),
+    (
+        "k BETWEEN 'alpha' AND '7' AND NOT id <= 0 AND id IN ('beta', NULL)",
+        "",
+    ),
+    ("n < 100.00", "1,3,5,7,8,9"),
+    ("n LIKE '%' AND NOT k IS NULL", "1,3,5,6,7,8,9"),
+    ("c BETWEEN 0 AND 'beta' OR id IS NULL", "1,2,3,4,5,6,7"),
+    ("n >= 2.5", "6,7,9"),
+    ("id BETWEEN 'one ' AND 100.00", "1,2,3,4,5,6,7,8,9"),
+    ("id BETWEEN 'ALPHA' AND 2 AND id LIKE 'al%'", ""),
+    ("k > 0 AND c IS NULL AND k BETWEEN 7.0 AND 2.5", ""),
+    ("n IS NULL AND NOT id BETWEEN 7 AND '2'", "2,4"),
+    ("k >= 7.0", "1,2,3,5,7,9"),
+    ("id < 2.5 AND id = NULL", ""),
+    ("c > 0 OR k < 2", "4,6,8,9"),
+    ("c < -5 AND id LIKE 'beta\\\\%%'", ""),
+    ("id LIKE '%' AND id LIKE 'B%'", ""),
+    ("c LIKE 'B%' AND NOT c BETWEEN 0 AND 'beta'", ""),
+    ("id IS NULL OR k <> '7abc' AND NOT k <> 'beta'", "4"),
+    ("n IS NULL AND k < 2.5", "4"),
+    ("n <=> NULL OR n = '2' OR n BETWEEN 'one ' AND 0", "2,4,8"),
+    ("n <=> '2'", "8"),
+    ("c BETWEEN 7.0 AND 7.0 OR k BETWEEN 2.5 AND 'beta'", "9"),
+    ("c IS NULL AND NOT id IS NULL", ""),
+    ("id LIKE '%'", "1,2,3,4,5,6,7,8,9"),
+    ("k < 2.5 OR n IS NULL AND id < NULL", "4,6,8"),
+    ("c LIKE 'beta\\\\%%'", "6"),
+    ("c LIKE 'a%' OR n IS NULL OR k IS NULL", "2,3,4"),
+    ("id >= '2' AND id LIKE '_e%%'", ""),
+    ("c IS NULL OR id IN ('7', 7.0) AND NOT c <> 0", "7"),
+    ("id IN (1, 'one ')", "1"),
+    (
+        "k IS NULL OR c LIKE 'beta\\\\%%' AND n IN ('2', 'alpha')",
+        "",
+    ),
+    ("k = NULL AND NOT c <= 'beta' OR n = 'one '", ""),
+    (
+        "id <= 100.00 AND id BETWEEN 'beta' AND NULL AND NOT n <= '7abc'",
+        "",
+    ),
+    ("id BETWEEN '7abc' AND 'ALPHA' AND id LIKE 'beta\\\\%%'", ""),
+    ("id >= 100.00", ""),
+    ("n <=> 'one ' OR n >= 2", "6,7,8,9"),
+    ("c = '7abc' AND c LIKE 'beta\\\\%%'", ""),
+    (
+        "n BETWEEN 2147483647 AND 'ALPHA' OR c IN (0, -5)",
+        "1,2,3,4,5,6,7",
+    ),
+    ("id BETWEEN 'one ' AND 1", "1"),
+    (
+        "k BETWEEN NULL AND 7.0 AND NOT id IS NULL OR c BETWEEN 'ALPHA' AND 2.5",
+        "1,2,3,4,5,6,7,8",
+    ),
+    ("n IN ('one ', '7')", "7"),
+    ("n <> NULL AND k <> 2.5 AND c LIKE 'al%'", ""),
+    (
+        "id LIKE 'B%' AND k >= -5 AND NOT n BETWEEN 'one ' AND 1",
+        "",
+    ),
+    ("c = 'beta'", "5"),
+    ("id <= 7", "1,2,3,4,5,6,7"),
+    ("n BETWEEN 7.0 AND '7'", "7"),
+    ("id < '7' OR id IS NULL", "1,2,3,4,5,6"),
+    ("n IN (NULL, '7abc') AND k IS NULL", ""),
+    ("n BETWEEN 'ALPHA' AND 2.5", "1,3,8"),
+    ("id LIKE '_e%%' AND NOT id LIKE 'B%' AND id >= -5", ""),
+    ("k IN ('2', '2') AND n IN ('one ', 100.00)", ""),
+    (
+        "k <=> 100.00 AND NOT id IN ('one ', 'alpha') OR k IS NULL",
+        "",
+    ),
+    ("n IS NULL AND id BETWEEN '2' AND 'one '", ""),
+    ("c IN (NULL, 2147483647) AND n IS NULL AND id < 1", ""),
+    ("id BETWEEN NULL AND 'ALPHA'", ""),
+    ("id BETWEEN 0 AND 2 AND n LIKE 'B%'", ""),
+    ("id <=> 2147483647", ""),
+    (
+        "n IS NULL AND NOT c BETWEEN 7 AND 'one ' OR k = 'beta'",
+        "2,4",
+    ),
+    ("k IN ('alpha', 100.00)", "4"),
+    ("k BETWEEN 'beta' AND '2'", "4,8"),
+    (
+        "c IN ('beta', 0) AND NOT n <> 2 OR k BETWEEN 'ALPHA' AND 2.5",
+        "4,8",
+    ),
+    ("n > 2.5", "6,7,9"),
+];
+
+fn conditions_as_mariadb(session: &Session, conn: &mut Conn<'_>) {
+    create_like_t(session, "db/def/m");
+    ok(
+        conn,
+        "INSERT INTO m VALUES (1, 10, 'one', 1.5), (2, 20, 'two', NULL), (3, 7, 'Alpha', 0.5), \
+         (4, 0, 'alpha x', NULL), (5, 7, 'beta', -2.25), (6, -5, 'BETA%x', 100), \
+         (7, 2147483647, '', 7), (8, 2, '2', 2.00), (9, 7, '7abc', 7.01)",
+    );
+    let mut wrong = Vec::new();
+    for (cond, want) in MARIADB_CONDITIONS {
+        let a = run(conn, &format!("SELECT id FROM m WHERE {cond} ORDER BY id"));
+        let got = match &a.error {
+            Some(e) => format!("error {e}"),
+            None => text(&a)
+                .into_iter()
+                .map(|r| r[0].clone())
+                .collect::<Vec<_>>()
+                .join(","),
+        };
+        if got != *want {
+            wrong.push(format!("WHERE {cond}: got [{got}], MariaDB [{want}]"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
 /// Whatever access path and pushed filter a WHERE gets, its rows are the

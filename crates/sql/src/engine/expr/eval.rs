@@ -421,11 +421,37 @@ impl Expr {
                 let x = a.eval(row, ctx)?;
                 let l = lo.eval(row, ctx)?;
                 let h = hi.eval(row, ctx)?;
-                if x.is_null() || l.is_null() || h.is_null() {
+                if x.is_null() {
                     return Ok(Val::Null);
                 }
-                let inside = compare(&x, &l, *coll, ctx) != Ordering::Less
-                    && compare(&x, &h, *coll, ctx) != Ordering::Greater;
+                // `x >= low AND x <= high` in three-valued logic, the three
+                // compared under one type: strings as strings, numbers
+                // exactly, and a mix of strings and numbers as doubles.
+                let is_str = |v: &Val| matches!(v, Val::Str(_));
+                let is_num = |v: &Val| {
+                    matches!(v, Val::Int(_) | Val::UInt(_) | Val::Dec(_) | Val::Double(_))
+                };
+                let all = [&x, &l, &h];
+                let mixed = all.iter().any(|v| is_str(v)) && all.iter().any(|v| is_num(v));
+                let mut side = |bound: &Val, want: Ordering| -> Option<bool> {
+                    if bound.is_null() {
+                        return None;
+                    }
+                    let o = if mixed {
+                        let (a, b) = (ctx.num_f64(&x), ctx.num_f64(bound));
+                        a.partial_cmp(&b).unwrap_or(Ordering::Equal)
+                    } else {
+                        compare(&x, bound, *coll, ctx)
+                    };
+                    Some(o != want)
+                };
+                let above = side(&l, Ordering::Less);
+                let below = side(&h, Ordering::Greater);
+                let inside = match (above, below) {
+                    (Some(false), _) | (_, Some(false)) => false,
+                    (Some(true), Some(true)) => true,
+                    _ => return Ok(Val::Null),
+                };
                 Val::Int(i64::from(inside != *negated))
             }
             Expr::Like(a, p, escape, negated, coll) => {
