@@ -519,6 +519,67 @@ const MARIADB_CONDITIONS: &[(&str, &str)] = &[
     ("n > 2.5", "6,7,9"),
 ];
 
+/// Expressions over the columns of `m` and the values MariaDB 10.11 gives
+/// for its rows in id order (`mysql -N -B -e "SELECT … FROM m ORDER BY
+/// id"`, joined by '|').
+const MARIADB_EXPRESSIONS: &[(&str, &str)] = &[
+    ("k + 1", "11|21|8|1|8|-4|2147483648|3|8"),
+    ("k - n", "8.50|NULL|6.50|NULL|9.25|-105.00|2147483640.00|0.00|-0.01"),
+    ("n * 2", "3.00|NULL|1.00|NULL|-4.50|200.00|14.00|4.00|14.02"),
+    ("k / 4", "2.5000|5.0000|1.7500|0.0000|1.7500|-1.2500|536870911.7500|0.5000|1.7500"),
+    ("k DIV 3", "3|6|2|0|2|-1|715827882|0|2"),
+    ("k % 4", "2|0|3|0|3|-1|3|2|3"),
+    ("n + 0.005", "1.505|NULL|0.505|NULL|-2.245|100.005|7.005|2.005|7.015"),
+    ("-n", "-1.50|NULL|-0.50|NULL|2.25|-100.00|-7.00|-2.00|-7.01"),
+    ("k * 1000000000", "10000000000|20000000000|7000000000|0|7000000000|-5000000000|2147483647000000000|2000000000|7000000000"),
+    ("c = 7", "0|0|0|0|0|0|0|0|1"),
+    ("c = 'ALPHA'", "0|0|1|0|0|0|0|0|0"),
+    ("c < 'b'", "0|0|1|1|0|0|1|1|1"),
+    ("n = 2", "0|NULL|0|NULL|0|0|0|1|0"),
+    ("n <=> NULL", "0|1|0|1|0|0|0|0|0"),
+    ("k IN (7, 20)", "0|1|1|0|1|0|0|0|1"),
+    ("c IN ('beta', 'two')", "0|1|0|0|1|0|0|0|0"),
+    ("c LIKE '%a%'", "0|0|1|1|1|1|0|0|1"),
+    ("c LIKE 'a_pha'", "0|0|1|0|0|0|0|0|0"),
+    ("n IS NULL", "0|1|0|1|0|0|0|0|0"),
+    ("NOT n", "0|NULL|0|NULL|0|0|0|0|0"),
+    ("k AND n", "1|NULL|1|0|1|1|1|1|1"),
+    ("k XOR 0", "1|1|1|0|1|1|1|1|1"),
+    ("CONCAT(c, '-', n)", "one-1.50|NULL|Alpha-0.50|NULL|beta--2.25|BETA%x-100.00|-7.00|2-2.00|7abc-7.01"),
+    ("CONCAT_WS(',', c, n, k)", "one,1.50,10|two,20|Alpha,0.50,7|alpha x,0|beta,-2.25,7|BETA%x,100.00,-5|,7.00,2147483647|2,2.00,2|7abc,7.01,7"),
+    ("LENGTH(c)", "3|3|5|7|4|6|0|1|4"),
+    ("UPPER(c)", "ONE|TWO|ALPHA|ALPHA X|BETA|BETA%X||2|7ABC"),
+    ("LOWER(c)", "one|two|alpha|alpha x|beta|beta%x||2|7abc"),
+    ("SUBSTRING(c, 2, 2)", "ne|wo|lp|lp|et|ET|||ab"),
+    ("LEFT(c, 3)", "one|two|Alp|alp|bet|BET||2|7ab"),
+    ("RIGHT(c, 2)", "ne|wo|ha| x|ta|%x||2|bc"),
+    ("LPAD(k, 5, '*')", "***10|***20|****7|****0|****7|***-5|21474|****2|****7"),
+    ("REPLACE(c, 'a', 'A')", "one|two|AlphA|AlphA x|betA|BETA%x||2|7Abc"),
+    ("TRIM(CONCAT('  ', c, '  '))", "one|two|Alpha|alpha x|beta|BETA%x||2|7abc"),
+    ("ABS(n)", "1.50|NULL|0.50|NULL|2.25|100.00|7.00|2.00|7.01"),
+    ("CEIL(n)", "2|NULL|1|NULL|-2|100|7|2|8"),
+    ("FLOOR(n)", "1|NULL|0|NULL|-3|100|7|2|7"),
+    ("ROUND(n, 1)", "1.5|NULL|0.5|NULL|-2.3|100.0|7.0|2.0|7.0"),
+    ("ROUND(n)", "2|NULL|1|NULL|-2|100|7|2|7"),
+    ("TRUNCATE(n, 0)", "1|NULL|0|NULL|-2|100|7|2|7"),
+    ("MOD(k, 3)", "1|2|1|0|1|-2|1|2|1"),
+    ("GREATEST(k, 5)", "10|20|7|5|7|5|2147483647|5|7"),
+    ("LEAST(k, n)", "1.50|NULL|0.50|NULL|-2.25|-5.00|7.00|2.00|7.00"),
+    ("IFNULL(n, -1)", "1.50|-1.00|0.50|-1.00|-2.25|100.00|7.00|2.00|7.01"),
+    ("NULLIF(k, 7)", "10|20|NULL|0|NULL|-5|2147483647|2|NULL"),
+    ("COALESCE(n, k)", "1.50|20.00|0.50|0.00|-2.25|100.00|7.00|2.00|7.01"),
+    ("IF(n > 1, 'big', 'small')", "big|small|small|small|small|big|big|big|big"),
+    ("CASE WHEN k > 5 THEN k ELSE n END", "10.00|20.00|7.00|NULL|7.00|100.00|2147483647.00|2.00|7.00"),
+    ("CASE c WHEN 'beta' THEN 1 WHEN 'BETA%x' THEN 2 ELSE 0 END", "0|0|0|0|1|2|0|0|0"),
+    ("CAST(c AS SIGNED)", "0|0|0|0|0|0|0|2|7"),
+    ("CAST(n AS SIGNED)", "2|NULL|1|NULL|-2|100|7|2|7"),
+    ("CAST(k AS CHAR)", "10|20|7|0|7|-5|2147483647|2|7"),
+    ("CAST(n AS DECIMAL(6,3))", "1.500|NULL|0.500|NULL|-2.250|100.000|7.000|2.000|7.010"),
+    ("k + c", "10|20|7|0|7|-5|2147483647|4|14"),
+    ("n BETWEEN 0 AND 2", "1|NULL|1|NULL|0|0|0|1|0"),
+    ("c + 0", "0|0|0|0|0|0|0|2|7"),
+];
+
 fn conditions_as_mariadb(session: &Session, conn: &mut Conn<'_>) {
     create_like_t(session, "db/def/m");
     ok(
@@ -540,6 +601,20 @@ fn conditions_as_mariadb(session: &Session, conn: &mut Conn<'_>) {
         };
         if got != *want {
             wrong.push(format!("WHERE {cond}: got [{got}], MariaDB [{want}]"));
+        }
+    }
+    for (expr, want) in MARIADB_EXPRESSIONS {
+        let a = run(conn, &format!("SELECT {expr} FROM m ORDER BY id"));
+        let got = match &a.error {
+            Some(e) => format!("error {e}"),
+            None => text(&a)
+                .into_iter()
+                .map(|r| r[0].clone())
+                .collect::<Vec<_>>()
+                .join("|"),
+        };
+        if got != *want {
+            wrong.push(format!("SELECT {expr}: got [{got}], MariaDB [{want}]"));
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));

@@ -68,6 +68,9 @@ pub fn from_native(v: &Value, ty: &SqlType) -> Val {
         (Value::UInt(u), _) => Val::UInt(*u),
         (Value::Float(f), _) => Val::Double(f64::from(*f)),
         (Value::Double(f), _) => Val::Double(*f),
+        // The column's scale, as MySQL shows a DECIMAL column's values.
+        (Value::Decimal(d), SqlType::Decimal { scale, .. }) => Dec::parse(&d.to_string())
+            .map_or(Val::Null, |x| Val::Dec(x.rescale(*scale).unwrap_or(x))),
         (Value::Decimal(d), _) => Dec::parse(&d.to_string()).map_or(Val::Null, Val::Dec),
         (Value::String(s), _) => Val::Str(s.clone().into_bytes()),
         (Value::Bytes(b), _) => Val::Str(b.clone()),
