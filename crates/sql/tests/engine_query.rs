@@ -580,6 +580,26 @@ const MARIADB_EXPRESSIONS: &[(&str, &str)] = &[
     ("c + 0", "0|0|0|0|0|0|0|2|7"),
 ];
 
+/// Queries over `m` and MariaDB 10.11's answers (`mysql -N -B`: columns
+/// joined by ',', rows by '|').
+const MARIADB_QUERIES: &[(&str, &str)] = &[
+    ("SELECT COUNT(*), SUM(k), AVG(n), MIN(c), MAX(c), SUM(n), AVG(k), COUNT(DISTINCT k) FROM m", "9,2147483695,16.537143,,two,115.76,238609299.4444,7"),
+    ("SELECT k, COUNT(*), SUM(n) FROM m GROUP BY k ORDER BY k", "-5,1,100.00|0,1,NULL|2,1,2.00|7,3,5.26|10,1,1.50|20,1,NULL|2147483647,1,7.00"),
+    ("SELECT c FROM m ORDER BY c", "|2|7abc|Alpha|alpha x|beta|BETA%x|one|two"),
+    ("SELECT c FROM m ORDER BY c DESC LIMIT 4", "two|one|BETA%x|beta"),
+    ("SELECT DISTINCT k FROM m ORDER BY k DESC", "2147483647|20|10|7|2|0|-5"),
+    ("SELECT k, n FROM m ORDER BY n, k", "0,NULL|20,NULL|7,-2.25|7,0.50|10,1.50|2,2.00|2147483647,7.00|7,7.01|-5,100.00"),
+    ("SELECT id FROM m ORDER BY k DESC, id LIMIT 3 OFFSET 1", "2|1|3"),
+    ("SELECT n IS NULL, AVG(k) FROM m GROUP BY 1 ORDER BY 1", "0,306783382.1429|1,10.0000"),
+    ("SELECT UPPER(c) u, COUNT(*) FROM m GROUP BY u HAVING COUNT(*) >= 1 ORDER BY u", ",1|2,1|7ABC,1|ALPHA,1|ALPHA X,1|BETA,1|BETA%X,1|ONE,1|TWO,1"),
+    ("SELECT k, MAX(n), MIN(n) FROM m WHERE k < 100 GROUP BY k HAVING MAX(n) IS NOT NULL ORDER BY 2 DESC", "-5,100.00,100.00|7,7.01,-2.25|2,2.00,2.00|10,1.50,1.50"),
+    ("SELECT SUM(k * 2), AVG(n * 2), MAX(k) - MIN(k) FROM m WHERE id > 3", "4294967316,45.504000,2147483652"),
+    ("SELECT COUNT(n), COUNT(*) FROM m WHERE n > 1000", "0,0"),
+    ("SELECT id FROM m WHERE k = 7 ORDER BY n DESC", "9|3|5"),
+    ("SELECT k DIV 5 AS b, COUNT(*) FROM m GROUP BY b ORDER BY b", "-1,1|0,2|1,3|2,1|4,1|429496729,1"),
+    ("SELECT id FROM m UNION SELECT k FROM m ORDER BY 1 LIMIT 5", "-5|0|1|2|3"),
+];
+
 fn conditions_as_mariadb(session: &Session, conn: &mut Conn<'_>) {
     create_like_t(session, "db/def/m");
     ok(
@@ -615,6 +635,20 @@ fn conditions_as_mariadb(session: &Session, conn: &mut Conn<'_>) {
         };
         if got != *want {
             wrong.push(format!("SELECT {expr}: got [{got}], MariaDB [{want}]"));
+        }
+    }
+    for (query, want) in MARIADB_QUERIES {
+        let a = run(conn, query);
+        let got = match &a.error {
+            Some(e) => format!("error {e}"),
+            None => text(&a)
+                .into_iter()
+                .map(|r| r.join(","))
+                .collect::<Vec<_>>()
+                .join("|"),
+        };
+        if got != *want {
+            wrong.push(format!("{query}: got [{got}], MariaDB [{want}]"));
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
