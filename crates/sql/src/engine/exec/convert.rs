@@ -116,6 +116,8 @@ pub struct Target<'a> {
 /// Why a value does not go into its column.
 enum Misfit {
     OutOfRange,
+    /// A string with a number and then more (`'12abc'`): 1265.
+    Truncated,
     TooLong,
     Bad(&'static str),
 }
@@ -127,6 +129,10 @@ impl Target<'_> {
             Misfit::OutOfRange => SqlError::new(
                 codes::OUT_OF_RANGE,
                 format!("Out of range value for column '{name}' at row {}", self.row),
+            ),
+            Misfit::Truncated => SqlError::new(
+                codes::WARN_DATA_TRUNCATED,
+                format!("Data truncated for column '{name}' at row {}", self.row),
             ),
             Misfit::TooLong => SqlError::new(
                 codes::DATA_TOO_LONG,
@@ -217,6 +223,18 @@ fn integer_of(v: &Val, exact: bool) -> Option<i128> {
     }
 }
 
+/// Why a value that is not a number does not go into a numeric column: a
+/// string that starts with one is truncated (1265), anything else is not
+/// a number of that kind (1366).
+fn not_a_number(v: &Val, kind: &'static str) -> Misfit {
+    match v {
+        Val::Str(b) if !str_number_prefix(&String::from_utf8_lossy(b)).0.is_empty() => {
+            Misfit::Truncated
+        }
+        _ => Misfit::Bad(kind),
+    }
+}
+
 /// A SQL value as the stored value of `target`'s column, with MySQL's
 /// strict-mode checks (1048, 1264, 1406, 1366, 1292). `exact`: refuse
 /// anything that would be rounded or converted loosely (for key lookups
@@ -241,7 +259,7 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
         | SqlType::Int { unsigned }
         | SqlType::BigInt { unsigned }) => {
             let Some(i) = integer_of(v, exact) else {
-                return fail(Misfit::Bad("integer"));
+                return fail(not_a_number(v, "integer"));
             };
             let (lo, hi) = int_range(ty).unwrap_or((i128::MIN, i128::MAX));
             if i < lo || i > hi {
@@ -255,7 +273,7 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
         }
         SqlType::Year => {
             let Some(i) = integer_of(v, exact) else {
-                return fail(Misfit::Bad("integer"));
+                return fail(not_a_number(v, "integer"));
             };
             let y = match i {
                 0 if matches!(v, Val::Str(_)) => 2000,
@@ -288,7 +306,7 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
                     let text = String::from_utf8_lossy(b);
                     let (prefix, whole) = str_number_prefix(&text);
                     if !whole {
-                        return fail(Misfit::Bad("double"));
+                        return fail(not_a_number(v, "double"));
                     }
                     prefix.parse::<f64>().unwrap_or(0.0)
                 }
@@ -314,7 +332,7 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
                     let text = String::from_utf8_lossy(b);
                     let (prefix, whole) = str_number_prefix(&text);
                     if !whole {
-                        return fail(Misfit::Bad("decimal"));
+                        return fail(not_a_number(v, "decimal"));
                     }
                     Dec::parse(prefix).or_else(|| {
                         let f: f64 = prefix.parse().ok()?;
@@ -324,7 +342,7 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
                 other => Some(other.temporal_number()),
             };
             let Some(d) = d else {
-                return fail(Misfit::Bad("decimal"));
+                return fail(not_a_number(v, "decimal"));
             };
             let Some(r) = d.rescale(*scale) else {
                 return fail(Misfit::OutOfRange);
@@ -637,7 +655,8 @@ mod tests {
         assert_eq!(store(tiny.clone(), Val::Int(127)), Ok(Value::Int(127)));
         assert_eq!(code(store(tiny.clone(), Val::Int(128))), 1264);
         assert_eq!(store(tiny.clone(), Val::str("12")), Ok(Value::Int(12)));
-        assert_eq!(code(store(tiny.clone(), Val::str("12x"))), 1366);
+        assert_eq!(code(store(tiny.clone(), Val::str("12x"))), 1265);
+        assert_eq!(code(store(tiny.clone(), Val::str("x"))), 1366);
         let d = Dec::parse("2.5").expect("decimal");
         assert_eq!(store(tiny, Val::Dec(d)), Ok(Value::Int(3)));
         let u = SqlType::Int { unsigned: true };

@@ -418,13 +418,7 @@ fn insert_rows(
         let outcome = tx.execute(ExecMode::NoCommit).map_err(|e| {
             // A unique index violation aborts the transaction: the error
             // names the operation, so the row.
-            let op = e
-                .message
-                .split("operation ")
-                .nth(1)
-                .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
-                .and_then(|n| n.parse::<usize>().ok());
-            match op.and_then(|n| chunk.get(n / per_row)) {
+            match failed_op(&e).and_then(|n| chunk.get(n / per_row)) {
                 Some((row, _)) if e.code == native::UNIQUE_VIOLATION => {
                     duplicate_error(table, row, &e)
                 }
@@ -622,11 +616,12 @@ fn upsert_update(
     ctx.insert_values = inserted;
     let changed = update_one(tx, table, &old, &key, assignments, &mut ctx, n + 1)?;
     keep_warnings(conn, &mut ctx);
-    Ok(changed)
+    Ok(changed.is_some())
 }
 
 /// Applies assignments to one row: defines the update when something
-/// changes. Returns whether it did.
+/// changes. Returns the changes (stored values by native position), or
+/// None when nothing changed.
 fn update_one(
     tx: &Transaction<'_>,
     table: &TableInfo,
@@ -635,10 +630,10 @@ fn update_one(
     assignments: &[(usize, Expr)],
     ctx: &mut Ctx<'_>,
     row_number: usize,
-) -> SqlResult<bool> {
+) -> SqlResult<Option<Vec<(usize, Value)>>> {
     let changes = changes_of(table, old, assignments, ctx, row_number)?;
     if changes.is_empty() {
-        return Ok(false);
+        return Ok(None);
     }
     let pk = &table.native.def().primary_key;
     if changes.iter().any(|(p, _)| pk.contains(p)) {
@@ -664,11 +659,48 @@ fn update_one(
             .map_err(|e| txn::native_error_in(&e, &table.name))?;
         tx.define(Op::insert_at(&table.native, &row))
             .map_err(|e| txn::native_error_in(&e, &table.name))?;
-        return Ok(true);
+        return Ok(Some(changes));
     }
     tx.define(Op::update_at(&table.native, key, &changes))
         .map_err(|e| txn::native_error_in(&e, &table.name))?;
-    Ok(true)
+    Ok(Some(changes))
+}
+
+/// The 1062 of an update that broke a unique index: the row as it was
+/// to become, and the index the native error names.
+fn update_duplicate(
+    table: &TableInfo,
+    old: &[Val],
+    changes: &[(usize, Value)],
+    error: &skarv_client::Error,
+) -> SqlError {
+    let mut row = Vec::with_capacity(table.columns.len());
+    for (at, column) in table.columns.iter().enumerate() {
+        let value = match changes.iter().find(|(p, _)| *p == column.native) {
+            Some((_, v)) => v.clone(),
+            None => {
+                let target = Target {
+                    column,
+                    db: &table.db,
+                    table: &table.name,
+                    row: 1,
+                };
+                to_native(&old[at], &target, false).unwrap_or(Value::Null)
+            }
+        };
+        row.push((column.native, value));
+    }
+    duplicate_error(table, &row, error)
+}
+
+/// The operation a native error names ("operation N"), if it does.
+fn failed_op(error: &skarv_client::Error) -> Option<usize> {
+    error
+        .message
+        .split("operation ")
+        .nth(1)
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
 }
 
 fn changes_of(
@@ -843,13 +875,37 @@ fn update(
         )?;
         let matched = rows.len() as u64;
         let mut changed = 0u64;
+        // A unique index an update may break: the batch is sent here so
+        // that a 1062 can name the value (the error names the operation).
+        let unique = table
+            .native
+            .def()
+            .indexes
+            .iter()
+            .any(|i| i.kind == schema::IndexKind::Unique);
+        // The row and changes of each operation of the batch.
+        let mut ops: Vec<(usize, Vec<(usize, Value)>)> = Vec::new();
+        let count = rows.len();
         for (n, (old, key)) in rows.iter().enumerate() {
-            if update_one(&tx, &table, old, key, &assignments, &mut ctx, n + 1)? {
+            let before = tx.pending_ops();
+            if let Some(changes) = update_one(&tx, &table, old, key, &assignments, &mut ctx, n + 1)?
+            {
                 changed += 1;
+                for _ in before..tx.pending_ops() {
+                    ops.push((n, changes.clone()));
+                }
             }
-            if tx.pending_ops() >= OPS_PER_EXECUTE_MAX {
-                tx.execute(ExecMode::NoCommit)
-                    .map_err(|e| txn::native_error_in(&e, &table.name))?;
+            let full = tx.pending_ops() >= OPS_PER_EXECUTE_MAX;
+            if full || (unique && n + 1 == count && tx.pending_ops() > 0) {
+                tx.execute(ExecMode::NoCommit).map_err(|e| {
+                    match failed_op(&e).and_then(|op| ops.get(op)) {
+                        Some((row, changes)) if e.code == native::UNIQUE_VIOLATION => {
+                            update_duplicate(&table, &rows[*row].0, changes, &e)
+                        }
+                        _ => txn::native_error_in(&e, &table.name),
+                    }
+                })?;
+                ops.clear();
             }
         }
         // The last batch goes with the commit (or `txn::finish` sends it).
