@@ -77,24 +77,14 @@ impl TxState<'_> {
 pub fn statement(conn: &mut Conn<'_>, statement: &Statement) -> SqlResult<Answered> {
     match statement {
         Statement::StartTransaction { modes, .. } => {
-            // MySQL commits an open transaction at BEGIN.
-            commit(conn)?;
-            conn.tx.explicit = true;
-            conn.tx.read_only = modes.iter().any(|m| {
+            let read_only = modes.iter().any(|m| {
                 matches!(
                     m,
                     TransactionMode::AccessMode(TransactionAccessMode::ReadOnly)
                 )
             });
             let text = statement.to_string().to_ascii_uppercase();
-            if text.contains("CONSISTENT SNAPSHOT") {
-                warn(
-                    conn,
-                    codes::UNKNOWN,
-                    "WITH CONSISTENT SNAPSHOT is ignored: Skarv reads committed rows".into(),
-                );
-            }
-            Ok(Answered::Ok(OkInfo::default()))
+            begin(conn, read_only, text.contains("CONSISTENT SNAPSHOT"))
         }
         Statement::Commit { chain, .. } => {
             commit(conn)?;
@@ -115,6 +105,25 @@ pub fn statement(conn: &mut Conn<'_>, statement: &Statement) -> SqlResult<Answer
         }
         other => Err(SqlError::unsupported(format_args!("`{other}`"))),
     }
+}
+
+/// `BEGIN` / `START TRANSACTION [READ ONLY] [WITH CONSISTENT SNAPSHOT]`
+/// (the session's statement splitter calls it for the forms `sqlparser`
+/// does not parse): commits what is open, as MySQL does, and opens an
+/// explicit transaction. A consistent snapshot is not something Skarv
+/// reads give: a warning says so.
+pub fn begin(conn: &mut Conn<'_>, read_only: bool, snapshot: bool) -> SqlResult<Answered> {
+    commit(conn)?;
+    conn.tx.explicit = true;
+    conn.tx.read_only = read_only;
+    if snapshot {
+        warn(
+            conn,
+            codes::UNKNOWN,
+            "WITH CONSISTENT SNAPSHOT was ignored: Skarv reads the latest committed rows".into(),
+        );
+    }
+    Ok(Answered::Ok(OkInfo::default()))
 }
 
 /// Leaves a warning for the running statement.
