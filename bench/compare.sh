@@ -183,7 +183,7 @@ start_sandbox() { # dir, data nodes, replicas, port
     # sandbox's data nodes keep a CPU each (no effect on 1 node; README, "Sandbox options":
     # updates faster, reads slower).
     timeout "$SANDBOX_TIMEOUT_S" "$SKARV" sandbox --detach --dir "$1" --data-nodes "$2" --replicas "$3" \
-        --base-port "$4" --set NoOfFragmentLogFiles=16 --bind-cpus >"$WORK/sandbox-$2x$3.txt"
+        --base-port "$4" --set NoOfFragmentLogFiles=16 --bind-cpus --sql-nodes 0 >"$WORK/sandbox-$2x$3.txt"
 }
 stop_sandbox() { # dir (its data, hundreds of MB of redo and checkpoints, goes too)
     timeout "$SANDBOX_TIMEOUT_S" "$SKARV" sandbox --stop --dir "$1" >/dev/null

@@ -125,7 +125,7 @@ round() { # victim, phase, port
     rm -rf "$dir"
     SANDBOXES+=("$dir")
     timeout "$SANDBOX_TIMEOUT_S" "$SKARV" sandbox --detach --dir "$dir" --data-nodes 2 --replicas 2 \
-        --base-port "$port" >"$WORK/sandbox-$label.txt"
+        --base-port "$port" --sql-nodes 0 >"$WORK/sandbox-$label.txt"
     say "  insert $ROWS rows"
     flex "$label-insert" "$connect" --ops insert || die "the insert failed: $(tail -3 "$WORK/flex-$label-insert.err")"
     local status members president node pid angel

@@ -75,7 +75,7 @@ flex() { timeout "$STEP_TIMEOUT_S" "$SKARV" bench flex --connect "$CONNECT" "$@"
 say "sandbox under callgrind on $CONNECT (results in $WORK)"
 timeout "$STEP_TIMEOUT_S" valgrind --tool=callgrind --trace-children=yes --instr-atstart=no \
     --callgrind-out-file="$WORK/callgrind.%p" \
-    "$SKARV" sandbox --dir "$SANDBOX" "${SANDBOX_ARGS[@]}" --base-port "$PORT_BASE" \
+    "$SKARV" sandbox --dir "$SANDBOX" "${SANDBOX_ARGS[@]}" --base-port "$PORT_BASE" --sql-nodes 0 \
     --detach >"$WORK/sandbox.log" 2>&1 || die "the sandbox did not start (see $WORK/sandbox.log)"
 # The data node is slow under valgrind: the first insert waits until it serves.
 for attempt in $(seq 1 60); do

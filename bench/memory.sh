@@ -48,7 +48,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 say "sandbox on $CONNECT, DataMemory=$DATA_MEMORY (results in $WORK)"
-timeout 120 "$SKARV" sandbox --dir "$SANDBOX" --data-nodes 1 --replicas 1 --base-port "$PORT_BASE" \
+timeout 120 "$SKARV" sandbox --dir "$SANDBOX" --data-nodes 1 --replicas 1 --base-port "$PORT_BASE" --sql-nodes 0 \
     --set "DataMemory=$DATA_MEMORY" --detach >"$WORK/sandbox.log" 2>&1 ||
     die "the sandbox did not start (see $WORK/sandbox.log)"
 angel=$(jq -r '.data_node_angel_pids[0]' "$SANDBOX/sandbox.json")

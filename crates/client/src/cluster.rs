@@ -70,6 +70,11 @@ pub struct ClusterOptions {
     pub pool_size: usize,
     /// Pause between connection attempts to a data node that is down.
     pub reconnect_interval: Duration,
+    /// The `[api]` or `[mysqld]` slot of config.ini to take (NDB's
+    /// `--ndb-nodeid`); `None`: the lowest free API slot. The management
+    /// server refuses a slot that is taken or not an API slot. A pool's
+    /// connections each need a slot: this one is the first's.
+    pub node_id: Option<NodeId>,
 }
 
 impl Default for ClusterOptions {
@@ -80,6 +85,7 @@ impl Default for ClusterOptions {
             recv_thread_activation_threshold: 8,
             pool_size: 1,
             reconnect_interval: Duration::from_millis(100),
+            node_id: None,
         }
     }
 }
@@ -567,7 +573,7 @@ impl Cluster {
         let mut mgm =
             MgmClient::connect(connect_string, options.connect_timeout).map_err(mgm_error)?;
         let allocation = mgm
-            .alloc_node_id(None, NodeType::Api, std::process::id())
+            .alloc_node_id(options.node_id, NodeType::Api, std::process::id())
             .map_err(mgm_error)?;
         let config =
             config::parse(&allocation.config_ini, &allocation.config_name).map_err(|e| {

@@ -24,8 +24,19 @@ impl ClusterPool {
     /// Opens `options.pool_size` connections (at least one) to the cluster.
     pub fn connect(connect_string: &str, options: ClusterOptions) -> Result<ClusterPool> {
         let size = options.pool_size.clamp(1, POOL_SIZE_MAX);
+        // A node id names one slot: the first connection takes the one
+        // asked for, the others any free one.
         let connections = (0..size)
-            .map(|_| Cluster::connect_with(connect_string, options.clone()))
+            .map(|index| {
+                let node_id = if index == 0 { options.node_id } else { None };
+                Cluster::connect_with(
+                    connect_string,
+                    ClusterOptions {
+                        node_id,
+                        ..options.clone()
+                    },
+                )
+            })
             .collect::<Result<Vec<_>>>()?;
         Ok(ClusterPool {
             connections,

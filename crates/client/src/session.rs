@@ -611,7 +611,10 @@ impl Session {
         self.alter_table(def)
     }
 
-    fn alter_table(&self, def: TableDef) -> Result<()> {
+    /// Alters a table: `def` is its new definition, made from the current
+    /// one (same id and version; see the dictionary's alter rules: columns
+    /// added at the end, indexes added or dropped, `sql_meta` changed).
+    pub fn alter_table(&self, def: TableDef) -> Result<()> {
         let name = def.name.clone();
         let table_id = def.id;
         let bytes = def.to_bytes();
@@ -627,6 +630,46 @@ impl Session {
                 Err(schema_error(code, &name, message))
             }
             other => Err(unexpected(&other)),
+        }
+    }
+
+    /// The names of the cluster's base tables (hidden unique-index and
+    /// BLOB parts tables left out), by ascending id, as the data node
+    /// asked knows them: asked for in parts (`DictListTablesReq`).
+    pub fn list_tables(&self) -> Result<Vec<String>> {
+        let mut names = Vec::new();
+        let mut after_id = 0;
+        loop {
+            let reply = self.dictionary_request(|request_id| SignalBody::DictListTablesReq {
+                request_id,
+                after_id,
+            })?;
+            let SignalBody::DictListTablesConf { tables, last, .. } = reply else {
+                return Err(unexpected(&reply));
+            };
+            if tables.is_empty() && !last {
+                return Err(Error::new(
+                    proto::error::MALFORMED_REQUEST,
+                    format!("table list: an empty part after id {after_id} that is not the last"),
+                ));
+            }
+            for table in tables {
+                // Ids grow, so a part never repeats one; a node that sent
+                // otherwise would make the loop go on forever.
+                if table.id <= after_id {
+                    return Err(Error::new(
+                        proto::error::MALFORMED_REQUEST,
+                        format!("table list: id {} after {after_id}", table.id),
+                    ));
+                }
+                after_id = table.id;
+                if !table.name.starts_with('$') {
+                    names.push(table.name);
+                }
+            }
+            if last {
+                return Ok(names);
+            }
         }
     }
 
@@ -1134,7 +1177,8 @@ fn handle(state: &mut State, event: Event) {
                 | SignalBody::DictAlterTableConf { request_id, .. }
                 | SignalBody::DictAlterTableRef { request_id, .. }
                 | SignalBody::DictGetTableConf { request_id, .. }
-                | SignalBody::DictGetTableRef { request_id, .. } => ReqKey::Dict(*request_id),
+                | SignalBody::DictGetTableRef { request_id, .. }
+                | SignalBody::DictListTablesConf { request_id, .. } => ReqKey::Dict(*request_id),
                 SignalBody::TcScanConf { tx_id, scan_id, .. }
                 | SignalBody::TcScanRef { tx_id, scan_id, .. } => {
                     let id = (*tx_id, *scan_id);

@@ -464,6 +464,8 @@ fn data_node(
         heartbeat_interval_db_db_ms: view.number_u32(&p::HEARTBEAT_INTERVAL_DB_DB),
         heartbeat_interval_db_api_ms: view.number_u32(&p::HEARTBEAT_INTERVAL_DB_API),
         time_between_global_checkpoints_ms: view.number_u32(&p::TIME_BETWEEN_GLOBAL_CHECKPOINTS),
+        time_between_global_checkpoints_timeout_ms: view
+            .number_u32(&p::TIME_BETWEEN_GLOBAL_CHECKPOINTS_TIMEOUT),
         time_between_epochs_ms: view.number_u32(&p::TIME_BETWEEN_EPOCHS),
         transaction_deadlock_detection_timeout_ms: view
             .number_u32(&p::TRANSACTION_DEADLOCK_DETECTION_TIMEOUT),

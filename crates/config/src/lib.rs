@@ -120,6 +120,8 @@ pub struct DataNodeParams {
     pub heartbeat_interval_db_db_ms: u32,
     pub heartbeat_interval_db_api_ms: u32,
     pub time_between_global_checkpoints_ms: u32,
+    /// 0: a stalled GCP never excludes a node.
+    pub time_between_global_checkpoints_timeout_ms: u32,
     pub time_between_epochs_ms: u32,
     pub transaction_deadlock_detection_timeout_ms: u32,
     /// Transaction records per TC instance.

@@ -197,6 +197,18 @@ pub(crate) const HEARTBEAT_INTERVAL_DB_API: Parameter =
 pub(crate) const TIME_BETWEEN_GLOBAL_CHECKPOINTS: Parameter =
     integer("TimeBetweenGlobalCheckpoints", 20, 32000, 2000);
 
+/// Milliseconds a global checkpoint may wait for one node's flush or
+/// sysfile write (a full or failing disk) before the master excludes that
+/// node, when another node of its group serves: a GCP stop ends with the
+/// slow node failed rather than the whole cluster's durability stalled.
+/// 0 never excludes. NDB's default.
+pub(crate) const TIME_BETWEEN_GLOBAL_CHECKPOINTS_TIMEOUT: Parameter = integer(
+    "TimeBetweenGlobalCheckpointsTimeout",
+    0,
+    TIME_MAX_MS,
+    120_000,
+);
+
 /// Milliseconds between micro-GCPs: the epoch's lo advances inside a global
 /// checkpoint (docs/transactions.md, "Global checkpoints"); 0 runs none.
 pub(crate) const TIME_BETWEEN_EPOCHS: Parameter = integer("TimeBetweenEpochs", 0, 32000, 100);
@@ -273,6 +285,7 @@ const DATA_NODE_PARAMETERS: &[&Parameter] = &[
     &HEARTBEAT_INTERVAL_DB_DB,
     &HEARTBEAT_INTERVAL_DB_API,
     &TIME_BETWEEN_GLOBAL_CHECKPOINTS,
+    &TIME_BETWEEN_GLOBAL_CHECKPOINTS_TIMEOUT,
     &TIME_BETWEEN_EPOCHS,
     &TRANSACTION_DEADLOCK_DETECTION_TIMEOUT,
     &MAX_NO_OF_CONCURRENT_TRANSACTIONS,

@@ -89,6 +89,10 @@ pub struct DistributionConfig {
     pub node: NodeId,
     /// `TimeBetweenGlobalCheckpoints`.
     pub gcp_interval: Duration,
+    /// `TimeBetweenGlobalCheckpointsTimeout`: how long a GCP's flush or
+    /// keep step may wait for one node before the master excludes it
+    /// (see [`Distribution::check_gcp_stop`]); zero never excludes.
+    pub gcp_stop_timeout: Duration,
     /// `TimeBetweenEpochs`: zero runs no micro-GCPs (every epoch's lo is 0).
     pub epoch_interval: Duration,
     /// TC instances per data node (the same on every node).
@@ -184,6 +188,18 @@ struct Master {
     /// learned from the TCs (a takeover), or new at the first GCP of a
     /// first start.
     incarnation: Option<incarnation::Incarnation>,
+    /// A flush or keep step waiting for some node since a GCP timer tick
+    /// (`check_gcp_stop`).
+    stall: Option<Stall>,
+}
+
+/// A GCP step the master has waited on: which GCI, since when, and the
+/// nodes it already excluded or reported for it (each once).
+#[derive(Debug)]
+struct Stall {
+    gci: u32,
+    since: kernel::Instant,
+    handled: NodeBitmask,
 }
 
 /// The distribution block; see the module doc.
@@ -518,7 +534,110 @@ impl Distribution {
         master.due = true;
         self.timer_armed = true;
         ctx.set_timer(self.config.gcp_interval, TIMER_GCP);
+        self.check_gcp_stop(ctx);
         self.advance(ctx);
+    }
+
+    /// NDB's GCP stop, as master: a flush (`GcpSaveReq`) or sysfile write
+    /// (`GcpKeepReq`) that one node has not answered for
+    /// `gcp_stop_timeout` (a full or failing disk) holds every later GCI,
+    /// so commits stop becoming durable cluster-wide and the redo logs
+    /// fill until writes are refused. When another node of the slow node's
+    /// group serves (and is not slow itself), the slow node is excluded
+    /// (`FailRep` with `GcpStop` to this node's membership, or, when the
+    /// slow node is this one, a restart): the step stops waiting for it and
+    /// durability goes on with its partner. A node that is the last
+    /// serving one of its group is never excluded (its rows would be
+    /// unavailable); the master raises an alarm and waits.
+    fn check_gcp_stop(&mut self, ctx: &mut Context<'_>) {
+        let timeout = self.config.gcp_stop_timeout;
+        let now = ctx.now();
+        let serving = self.serving_now();
+        let groups = self
+            .sysfile
+            .as_ref()
+            .map(|s| s.node_groups.clone())
+            .unwrap_or_default();
+        let me = self.config.node;
+        let Some(master) = self.master.as_mut() else {
+            return;
+        };
+        let (gci, waiting) = match &master.round {
+            Some(Round::Save { gci, waiting, .. }) | Some(Round::Keep { gci, waiting })
+                if !waiting.is_empty() && !timeout.is_zero() =>
+            {
+                (*gci, waiting)
+            }
+            _ => {
+                master.stall = None;
+                return;
+            }
+        };
+        let step = if matches!(master.round, Some(Round::Save { .. })) {
+            "redo flush"
+        } else {
+            "sysfile write"
+        };
+        let stall = match &mut master.stall {
+            Some(stall) if stall.gci == gci => stall,
+            other => other.insert(Stall {
+                gci,
+                since: now,
+                handled: NodeBitmask::new(),
+            }),
+        };
+        let waited = now.saturating_since(stall.since);
+        if waited < timeout {
+            return;
+        }
+        let slow: NodeBitmask = waiting.iter().map(|b| b.node).collect();
+        let mut reports = Vec::new();
+        for node in slow.iter() {
+            if stall.handled.contains(node) {
+                continue;
+            }
+            stall.handled.insert(node);
+            let group = groups.iter().find(|g| g.contains(&node));
+            let partner = group.and_then(|g| {
+                g.iter()
+                    .copied()
+                    .find(|p| *p != node && !slow.contains(*p) && serving.contains(*p))
+            });
+            reports.push((node, partner, group.cloned()));
+        }
+        let view_id = self.view.as_ref().map_or(0, |v| v.view_id);
+        for (node, partner, group) in reports {
+            let waited_ms = waited.as_millis();
+            match partner {
+                Some(partner) => {
+                    let text = format!(
+                        "GCP stop: GCI {gci} waited {waited_ms} ms for the {step} of node {node}; \
+                         excluding node {node} (node {partner} serves its node group)"
+                    );
+                    self.cluster_log(signal::Severity::Alert, text.clone(), ctx);
+                    if node == me {
+                        ctx.shutdown(true, text);
+                    } else {
+                        ctx.send(
+                            BlockRef::new(me, BlockNumber::MEMBERSHIP, 0),
+                            SignalBody::FailRep {
+                                failed: node,
+                                reason: signal::FailReason::GcpStop,
+                                view_id,
+                            },
+                        );
+                    }
+                }
+                None => {
+                    let text = format!(
+                        "GCP stop: GCI {gci} waited {waited_ms} ms for the {step} of node {node}, \
+                         the only serving node of node group {group:?}: not excluded, so \
+                         durability waits for it (free its disk)"
+                    );
+                    self.cluster_log(signal::Severity::Alert, text, ctx);
+                }
+            }
+        }
     }
 
     /// An LDM's local checkpoint waits for `gci` while its redo log part

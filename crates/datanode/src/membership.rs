@@ -1089,6 +1089,16 @@ impl Membership {
         {
             return;
         }
+        if reason == FailReason::GcpStop {
+            // The GCP master — the distribution block of the president's
+            // own node — excludes a node that stalls global checkpoints.
+            // It is no broken link between two members: no end to pick.
+            if sender == self.me() && self.acting_president(&view) == self.me() {
+                self.suspected.insert(failed);
+                self.handle_failures(&[failed], reason, ctx);
+            }
+            return;
+        }
         self.reports.entry(failed).or_default().insert(sender);
         let elder = view.members.iter().position(|m| *m == failed)
             < view.members.iter().position(|m| *m == self.me());
@@ -1640,6 +1650,26 @@ impl Membership {
     /// `StartPartialTimeout` for a node that will not come, so in the join
     /// phase it first tells every data node it reaches (`CmNotJoiningRep`),
     /// and those it connects to within `START_FAILED_NOTICE_MAX`.
+    /// Data node `node` will not take part in this start (its own
+    /// `CmNotJoiningRep`, or the mgmd's relay of it): the join phase stops
+    /// waiting for it.
+    fn on_not_joining(&mut self, node: NodeId, reason: &str, ctx: &mut Context<'_>) {
+        if self.phase != Phase::Starting
+            || !self.is_data_node(node)
+            || node == self.me()
+            || self.not_joining.contains(node)
+        {
+            return;
+        }
+        tracing::warn!(
+            node = %self.me(),
+            "node {node} will not take part in this start: {reason}"
+        );
+        self.not_joining.insert(node);
+        self.starting_peers.remove(&node);
+        self.maybe_form_cluster(ctx);
+    }
+
     fn on_start_failed(&mut self, reason: String, ctx: &mut Context<'_>) {
         if self.start_failed.is_some() {
             return;
@@ -1653,6 +1683,15 @@ impl Membership {
         for peer in self.connected.iter().filter(|n| self.is_data_node(*n)) {
             ctx.send(
                 Self::membership_ref(peer),
+                SignalBody::CmNotJoiningRep {
+                    reason: reason.clone(),
+                },
+            );
+        }
+        if let Some(mgmd) = self.config.mgmd {
+            // The mgmd tells the data nodes that start later (MgmNotJoiningRep).
+            ctx.send(
+                BlockRef::new(mgmd, BlockNumber::MANAGEMENT, 0),
                 SignalBody::CmNotJoiningRep {
                     reason: reason.clone(),
                 },
@@ -1910,16 +1949,9 @@ impl Block for Membership {
             SignalBody::StartFailedRep { reason } if sender == self.me() => {
                 self.on_start_failed(reason, ctx)
             }
-            SignalBody::CmNotJoiningRep { reason } => {
-                if self.phase == Phase::Starting && self.is_data_node(sender) {
-                    tracing::warn!(
-                        node = %self.me(),
-                        "node {sender} will not take part in this start: {reason}"
-                    );
-                    self.not_joining.insert(sender);
-                    self.starting_peers.remove(&sender);
-                    self.maybe_form_cluster(ctx);
-                }
+            SignalBody::CmNotJoiningRep { reason } => self.on_not_joining(sender, &reason, ctx),
+            SignalBody::MgmNotJoiningRep { node, reason } if Some(sender) == self.config.mgmd => {
+                self.on_not_joining(node, &reason, ctx)
             }
             SignalBody::NodeServingRep { serving } if sender == self.me() => {
                 if self.serving != serving {

@@ -59,6 +59,8 @@ pub struct NodeSpec {
     pub arbitration_timeout: Duration,
     /// `TimeBetweenGlobalCheckpoints`.
     pub gcp_interval: Duration,
+    /// `TimeBetweenGlobalCheckpointsTimeout`: zero never excludes.
+    pub gcp_stop_timeout: Duration,
     /// `TimeBetweenEpochs`: zero runs no micro-GCPs.
     pub epoch_interval: Duration,
     /// `TransactionDeadlockDetectionTimeout`.
@@ -115,6 +117,7 @@ impl NodeSpec {
             start_partial_timeout: Duration::from_secs(1),
             arbitration_timeout: Duration::from_millis(500),
             gcp_interval: Duration::from_millis(50),
+            gcp_stop_timeout: Duration::from_secs(2),
             epoch_interval: Duration::ZERO,
             deadlock_timeout: Duration::from_millis(300),
             transactions_max: 256,
@@ -169,6 +172,7 @@ impl NodeSpec {
             start_partial_timeout: ms(params.start_partial_timeout_ms),
             arbitration_timeout: ms(params.arbitration_timeout_ms),
             gcp_interval: ms(params.time_between_global_checkpoints_ms),
+            gcp_stop_timeout: ms(params.time_between_global_checkpoints_timeout_ms),
             epoch_interval: ms(params.time_between_epochs_ms),
             deadlock_timeout: ms(params.transaction_deadlock_detection_timeout_ms),
             transactions_max: params.max_no_of_concurrent_transactions,
@@ -300,6 +304,7 @@ pub fn data_node_blocks_with<D: Disk + Clone + Send + 'static>(
         let distribution = Distribution::new(DistributionConfig {
             node,
             gcp_interval: spec.gcp_interval,
+            gcp_stop_timeout: spec.gcp_stop_timeout,
             epoch_interval: spec.epoch_interval,
             tc_instances: tcs.len() as u32,
             ldm_instances: ldms.len() as u32,

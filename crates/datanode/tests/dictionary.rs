@@ -787,3 +787,95 @@ fn a_corrupt_schema_file_stops_the_node_with_the_file_named() {
     .expect("a truncated file is found");
     assert!(error.to_string().contains("header"), "{error}");
 }
+
+impl Cluster {
+    /// Asks `via` for the base tables with an id above `after_id`; runs
+    /// until the answer comes.
+    fn list_tables(&mut self, via: NodeId, after_id: u32) -> (Vec<(u32, String)>, bool) {
+        let request_id = self.request(via, |request_id| SignalBody::DictListTablesReq {
+            request_id,
+            after_id,
+        });
+        for _ in 0..1000 {
+            let answer =
+                self.got
+                    .lock()
+                    .unwrap()
+                    .iter()
+                    .find_map(|signal| match signal.body.clone() {
+                        SignalBody::DictListTablesConf {
+                            request_id: r,
+                            tables,
+                            last,
+                        } if r == request_id => {
+                            Some((tables.into_iter().map(|t| (t.id, t.name)).collect(), last))
+                        }
+                        _ => None,
+                    });
+            if let Some(answer) = answer {
+                return answer;
+            }
+            self.sim.run_for(Duration::from_millis(1));
+        }
+        panic!("list request {request_id} was not answered");
+    }
+}
+
+#[test]
+fn any_node_lists_the_base_tables_without_hidden_ones_after_an_id() {
+    let mut cluster = Cluster::start(21, 3);
+    let request = cluster.create(node(2), &orders("db/def/a"));
+    let (a, _) = conf(cluster.wait(request));
+    let request = cluster.create(node(3), &orders("db/def/b"));
+    let (b, _) = conf(cluster.wait(request));
+    cluster.sim.run_for(Duration::from_millis(10));
+    // Each `orders` has a unique-index table and a BLOB parts table too.
+    assert_eq!(cluster.dict(node(4)).tables().count(), 6);
+    let (all, last) = cluster.list_tables(node(4), 0);
+    assert!(last);
+    assert_eq!(
+        all,
+        vec![(a, "db/def/a".to_owned()), (b, "db/def/b".to_owned())]
+    );
+    let (rest, last) = cluster.list_tables(node(2), a);
+    assert!(last);
+    assert_eq!(rest, vec![(b, "db/def/b".to_owned())]);
+    let request = cluster.drop_table(node(2), a);
+    conf(cluster.wait(request));
+    cluster.sim.run_for(Duration::from_millis(10));
+    let (left, _) = cluster.list_tables(node(3), 0);
+    assert_eq!(left, vec![(b, "db/def/b".to_owned())]);
+}
+
+#[test]
+fn an_alter_may_change_the_sql_metadata_alone() {
+    let mut cluster = Cluster::start(22, 2);
+    let request = cluster.create(node(2), &orders("db/def/m").sql_meta(vec![1, 2, 3]));
+    let (id, _) = conf(cluster.wait(request));
+    let mut table = cluster.dict(node(3)).table(id).unwrap().clone();
+    assert_eq!(
+        table.sql_meta,
+        vec![1, 2, 3],
+        "the metadata travels with the table"
+    );
+    // Unchanged: still "changes nothing".
+    let request = cluster.alter(node(3), &table);
+    assert!(matches!(
+        cluster.wait(request),
+        Outcome::Ref {
+            code: error::UNSUPPORTED_ALTER,
+            ..
+        }
+    ));
+    table.sql_meta = vec![9; 100];
+    let request = cluster.alter(node(3), &table);
+    assert_eq!(conf(cluster.wait(request)), (id, 2));
+    cluster.sim.run_for(Duration::from_millis(10));
+    cluster.check_agreement().unwrap();
+    for node_id in cluster.up() {
+        assert_eq!(
+            cluster.dict(node_id).table(id).unwrap().sql_meta,
+            vec![9; 100]
+        );
+    }
+}

@@ -45,6 +45,7 @@ fn a_gci_is_reported_kept_only_once_its_sysfile_is_durable() {
             let distribution = Distribution::new(DistributionConfig {
                 node: n,
                 gcp_interval: Duration::from_secs(3600),
+                gcp_stop_timeout: Duration::ZERO,
                 epoch_interval: Duration::ZERO,
                 tc_instances: 1,
                 ldm_instances: 1,
@@ -120,6 +121,7 @@ fn keeping_node(disk: &SimDisk, fs_dir: &std::path::Path, log: &Log) -> (Simulat
             let distribution = Distribution::new(DistributionConfig {
                 node: n,
                 gcp_interval: Duration::from_secs(3600),
+                gcp_stop_timeout: Duration::ZERO,
                 epoch_interval: Duration::ZERO,
                 tc_instances: 1,
                 ldm_instances: 1,

@@ -24,6 +24,14 @@
 //! only to views made after the grant by a president inside it, so it never
 //! comes to list the other side's president while that side still asks.
 //!
+//! A node of the holder's side that is given its node id again (a new
+//! process: `node_restarted`) leaves the holder: the process that was part
+//! of the side that went on is gone. A holder left with no member is no
+//! holder (every process of the side that went on is gone), so that after
+//! a whole-cluster crash whose last survivor won the vote, the others may
+//! start without it (issue 25: a survivor whose files are then damaged
+//! would otherwise keep every partial start refused).
+//!
 //! Limits, as in NDB: a restarted management server has no holder and grants
 //! the first side that asks; after a whole-cluster restart view ids begin
 //! again, so the holder stays as it was until its next grant (a tie is then
@@ -88,6 +96,25 @@ impl Arbitrator {
             view_id,
         });
         ArbitDecision::Granted
+    }
+
+    /// Data node `node` was given its node id again: a new process. It
+    /// leaves the holder's side; an empty side holds no vote.
+    pub fn node_restarted(&mut self, node: NodeId) {
+        let Some(holder) = &mut self.holder else {
+            return;
+        };
+        if !holder.members.contains(node) {
+            return;
+        }
+        holder.members.remove(node);
+        if holder.members.is_empty() {
+            self.holder = None;
+        } else if holder.president == node {
+            // Informational only (messages, successor checks): the lowest
+            // member left stands for the side.
+            holder.president = holder.members.iter().next().expect("not empty");
+        }
     }
 
     /// A data node's status report: keeps the holder's members up to date
@@ -186,5 +213,42 @@ mod tests {
         b.request(node(2), 3, &set(&[2, 4]));
         b.view_report(node(4), 5, Some(node(4)), &set(&[4, 2, 5]));
         assert_eq!(b.holder().map(|h| h.members), Some(set(&[2, 4])));
+    }
+
+    #[test]
+    fn a_side_whose_every_process_restarted_holds_no_vote() {
+        let mut a = Arbitrator::new();
+        // Node 3 won after node 2 died, then died too (a cascade).
+        assert_eq!(a.request(node(3), 2, &set(&[3])), ArbitDecision::Granted);
+        assert!(matches!(
+            a.request(node(2), 0, &set(&[2])),
+            ArbitDecision::Refused(_)
+        ));
+        // A node of another side restarting changes nothing.
+        a.node_restarted(node(2));
+        assert!(matches!(
+            a.request(node(2), 0, &set(&[2])),
+            ArbitDecision::Refused(_)
+        ));
+        // Node 3's process is gone once its id is given again.
+        a.node_restarted(node(3));
+        assert_eq!(a.holder(), None);
+        assert_eq!(a.request(node(2), 0, &set(&[2])), ArbitDecision::Granted);
+    }
+
+    #[test]
+    fn a_side_keeps_the_vote_while_one_of_its_processes_lives() {
+        let mut a = Arbitrator::new();
+        assert_eq!(a.request(node(3), 2, &set(&[3, 5])), ArbitDecision::Granted);
+        a.node_restarted(node(3));
+        assert_eq!(
+            a.holder().map(|h| (h.members, h.president)),
+            Some((set(&[5]), node(5)))
+        );
+        assert!(matches!(
+            a.request(node(2), 0, &set(&[2, 4])),
+            ArbitDecision::Refused(_)
+        ));
+        assert_eq!(a.request(node(5), 0, &set(&[5])), ArbitDecision::Granted);
     }
 }

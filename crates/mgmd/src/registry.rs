@@ -39,6 +39,8 @@ pub(crate) struct NodeSlotConfig {
     pub node_group: u32,
     /// Data nodes: `HeartbeatIntervalDbApi` of that node.
     pub heartbeat_interval_ms: Option<u32>,
+    /// A `[mysqld]` slot.
+    pub mysqld: bool,
 }
 
 /// What a node says about itself when it asks for a node id.
@@ -49,6 +51,8 @@ pub(crate) struct AllocRequest {
     pub version: u32,
     pub pid: u32,
     pub hostname: String,
+    /// The IP address the request came from.
+    pub address: String,
 }
 
 /// The fields of one `MgmNodeStatusRep`.
@@ -84,6 +88,8 @@ struct Slot {
     view_id: u32,
     members: NodeBitmask,
     session: Option<Session>,
+    /// Where the node holding the slot connected from.
+    address: String,
 }
 
 impl Slot {
@@ -100,6 +106,7 @@ impl Slot {
         self.pid = 0;
         self.view_id = 0;
         self.members = NodeBitmask::new();
+        self.address.clear();
         session
     }
 }
@@ -134,6 +141,7 @@ impl Registry {
                     view_id: 0,
                     members: NodeBitmask::new(),
                     session: None,
+                    address: String::new(),
                 },
             );
             assert!(previous.is_none(), "node id {node} configured twice");
@@ -161,6 +169,7 @@ impl Registry {
             host: m.host_name.clone(),
             node_group: NO_NODE_GROUP,
             heartbeat_interval_ms: None,
+            mysqld: false,
         });
         let data = config.data_nodes.iter().map(|d| NodeSlotConfig {
             node: d.node_id,
@@ -168,6 +177,7 @@ impl Registry {
             host: d.host_name.clone(),
             node_group: d.node_group,
             heartbeat_interval_ms: Some(d.params.heartbeat_interval_db_api_ms),
+            mysqld: false,
         });
         let api = config.api_nodes.iter().map(|a| NodeSlotConfig {
             node: a.node_id,
@@ -175,6 +185,7 @@ impl Registry {
             host: a.host_name.clone().unwrap_or_default(),
             node_group: NO_NODE_GROUP,
             heartbeat_interval_ms: None,
+            mysqld: a.mysqld,
         });
         Registry::new(own, own_pid, config_name, management.chain(data).chain(api))
     }
@@ -217,6 +228,7 @@ impl Registry {
         slot.version = request.version;
         slot.view_id = 0;
         slot.members = NodeBitmask::new();
+        slot.address.clone_from(&request.address);
         let what = if request.node_type == NodeType::Data {
             slot.state = NodeState::Starting;
             "starting"
@@ -583,6 +595,8 @@ impl Registry {
                     start_count: if own { 1 } else { slot.start_count },
                     view_id: slot.view_id,
                     members: slot.members,
+                    mysqld: slot.config.mysqld,
+                    address: slot.address.clone(),
                 }
             })
             .collect()
@@ -624,6 +638,7 @@ mod tests {
                 NO_NODE_GROUP
             },
             heartbeat_interval_ms: (node_type == NodeType::Data).then_some(100),
+            mysqld: false,
         }
     }
 
@@ -649,6 +664,7 @@ mod tests {
             version: signal::VERSION,
             pid,
             hostname: "h".to_owned(),
+            address: "192.0.2.1".to_owned(),
         }
     }
 
@@ -728,9 +744,12 @@ mod tests {
             (entry.state, entry.pid, entry.view_id),
             (NodeState::Started, 1000, 3)
         );
+        assert_eq!(entry.address, "192.0.2.1");
         r.take_log();
         r.session_closed(node(2), 1);
         assert_eq!(state(&r, 2), NodeState::Failed);
+        // Where a node connected from is forgotten with its session.
+        assert_eq!(r.show()[1].address, "");
         assert_eq!(
             r.take_log(),
             vec![(

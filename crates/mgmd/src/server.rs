@@ -5,7 +5,7 @@
 //! traffic is small, so blocking sockets and a thread each keep this simple;
 //! the number of connections is bounded by [`CONNECTIONS_MAX`].
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::io::{self, Read};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -16,7 +16,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use signal::frame::FRAME_PAYLOAD_MAX_BYTES;
-use signal::{BlockNumber, BlockRef, NodeId, Severity, Signal, SignalBody};
+use signal::{BlockNumber, BlockRef, NodeId, NodeState, Severity, Signal, SignalBody};
 use stdx::RateLimit;
 
 use crate::arbitrator::{ArbitDecision, Arbitrator};
@@ -87,6 +87,12 @@ struct Shared {
     shutdown_requested: AtomicBool,
     stopped: Mutex<bool>,
     stopped_changed: Condvar,
+    /// Data nodes that said they will not take part in a start (damaged
+    /// files; their `CmNotJoiningRep`), with why, until they are given a
+    /// node id again: told to every data node that reports itself
+    /// starting (`MgmNotJoiningRep`), so that a node started later does
+    /// not wait `StartPartialTimeout` for them.
+    not_joining: Mutex<BTreeMap<NodeId, String>>,
 }
 
 struct Connections {
@@ -215,6 +221,7 @@ impl MgmServer {
             shutdown_requested: AtomicBool::new(false),
             stopped: Mutex::new(false),
             stopped_changed: Condvar::new(),
+            not_joining: Mutex::new(BTreeMap::new()),
         });
         let listener_thread = spawn("listener", "mgmd-listener", {
             let shared = Arc::clone(&shared);
@@ -645,6 +652,7 @@ impl Shared {
                     version,
                     pid,
                     hostname,
+                    address: connection.peer.ip().to_string(),
                 };
                 self.alloc(connection, session, &request, reply)
             }
@@ -668,6 +676,28 @@ impl Shared {
                     r.status_report(node, connection.id, &report, Instant::now())
                 })?;
                 lock(&self.arbitrator).view_report(node, view_id, president, &members);
+                if state == NodeState::Starting {
+                    let absent: Vec<(NodeId, String)> = lock(&self.not_joining)
+                        .iter()
+                        .filter(|(n, _)| **n != node)
+                        .map(|(n, r)| (*n, r.clone()))
+                        .collect();
+                    for (absent, reason) in absent {
+                        reply(SignalBody::MgmNotJoiningRep {
+                            node: absent,
+                            reason,
+                        })?;
+                    }
+                }
+                Ok(())
+            }
+            SignalBody::CmNotJoiningRep { reason } => {
+                let node =
+                    session.ok_or("a not-joining notice on a connection without a node id")?;
+                if !lock(&self.registry).is_data_node(node) {
+                    return Err(format!("node {node} is not a data node"));
+                }
+                lock(&self.not_joining).insert(node, reason);
                 Ok(())
             }
             SignalBody::ArbitReq { view_id, members } => {
@@ -760,6 +790,12 @@ impl Shared {
             Err(message) => return reply(SignalBody::MgmAllocNodeIdRef { message }),
         };
         *session = Some(node_id);
+        // A new start of the node: whatever it said of the last one is
+        // old, and the process that may have held the vote is gone.
+        lock(&self.not_joining).remove(&node_id);
+        if lock(&self.registry).is_data_node(node_id) {
+            lock(&self.arbitrator).node_restarted(node_id);
+        }
         connection.registered.store(true, Ordering::Release);
         // Sessions live as long as the node; silence is judged by the
         // heartbeat monitor, not by a read timeout.

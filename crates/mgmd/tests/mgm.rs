@@ -243,6 +243,12 @@ fn node_ids_are_granted_and_refused_with_reasons() {
     assert_eq!(message, "this connection already holds node id 7");
     assert_eq!(cluster.entry(7).state, NodeState::Started);
     assert_eq!(cluster.entry(3).state, NodeState::Starting);
+    // Show tells a [mysqld] slot from an [api] one, and where a
+    // connected node connected from.
+    assert_eq!(cluster.entry(7).address, "127.0.0.1");
+    assert!(!cluster.entry(7).mysqld);
+    assert!(cluster.entry(8).mysqld);
+    assert_eq!(cluster.entry(8).address, "");
 }
 
 #[test]

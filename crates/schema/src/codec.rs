@@ -15,7 +15,7 @@
 //!
 //! ```text
 //! "TD"              magic, 2 bytes
-//! u16               format version (TABLE_DEF_FORMAT_VERSION = 2; 1 is read too)
+//! u16               format version (TABLE_DEF_FORMAT_VERSION = 3; 1 and 2 are read too)
 //! str               table name
 //! u32 id, u32 version, u32 partitions
 //! u8                table flags (version 2 on): bit 0 READ_BACKUP, bit 1
@@ -30,6 +30,7 @@
 //! u16 n, n × u16    distribution-key column positions
 //! u16               index count, then per index:
 //!     str name, u32 id, u8 kind (1 unique, 2 ordered), u16 n, n × u16 columns
+//! u32 n, n bytes    SQL metadata (version 3 on; opaque, `TableDef::sql_meta`)
 //! ```
 //!
 //! Type tags and parameters: 1 TINYINT, 2 SMALLINT, 3 MEDIUMINT, 4 INT,
@@ -61,7 +62,7 @@ use super::value::{Date, DateTime, Value};
 /// The two bytes every encoded table definition starts with.
 pub const TABLE_DEF_MAGIC: [u8; 2] = *b"TD";
 /// The format version this build writes and the newest it reads.
-pub const TABLE_DEF_FORMAT_VERSION: u16 = 2;
+pub const TABLE_DEF_FORMAT_VERSION: u16 = 3;
 /// Table flag: `READ_BACKUP` (`TableDef::read_backup`).
 const TABLE_FLAG_READ_BACKUP: u8 = 1;
 /// Table flag: `FULLY_REPLICATED` (`TableDef::fully_replicated`).
@@ -179,6 +180,8 @@ impl TableDef {
             });
             put_positions(out, &index.columns);
         }
+        put_u32_len(out, self.sql_meta.len());
+        out.extend_from_slice(&self.sql_meta);
         debug_assert!(out.len() - start >= TABLE_DEF_MAGIC.len() + 2);
     }
 
@@ -523,6 +526,13 @@ impl<'a> Reader<'a> {
         for _ in 0..index_count {
             indexes.push(self.index()?);
         }
+        // Versions 1 and 2 had no SQL metadata.
+        let sql_meta = if version >= 3 {
+            let len = self.len_u32("sql metadata")?;
+            self.take(len, "sql metadata")?.to_vec()
+        } else {
+            Vec::new()
+        };
         if self.remaining() != 0 {
             return Err(self.error("end", CodecProblem::TrailingBytes(self.remaining())));
         }
@@ -537,6 +547,7 @@ impl<'a> Reader<'a> {
             partitions,
             read_backup: table_flags & TABLE_FLAG_READ_BACKUP != 0,
             fully_replicated: table_flags & TABLE_FLAG_FULLY_REPLICATED != 0,
+            sql_meta,
         })
     }
 
@@ -878,10 +889,10 @@ mod tests {
         assert_eq!(error.problem, CodecProblem::BadMagic(*b"XD"));
         assert_eq!(error.table, None);
         let mut bad = bytes.clone();
-        bad[2] = 3;
+        bad[2] = 4;
         assert_eq!(
             TableDef::decode(&bad).unwrap_err().problem,
-            CodecProblem::UnsupportedVersion(3)
+            CodecProblem::UnsupportedVersion(4)
         );
         let mut bad = bytes.clone();
         bad.push(0);
@@ -900,12 +911,32 @@ mod tests {
             TableDef::decode(&bad).unwrap_err().problem,
             CodecProblem::BadFlags(0x80)
         );
-        // A version 1 definition (no table flags) still reads, without
-        // READ_BACKUP; version 2 keeps it.
-        let mut v1 = bytes.clone();
+        // A version 2 definition (no SQL metadata: the empty one's u32
+        // length is the last four bytes) still reads; version 1 (no table
+        // flags either) too, without READ_BACKUP.
+        assert_eq!(bytes[bytes.len() - 4..], [0; 4]);
+        let mut v2 = bytes[..bytes.len() - 4].to_vec();
+        v2[2] = 2;
+        assert_eq!(TableDef::decode(&v2).unwrap(), sample());
+        let mut v1 = v2.clone();
         v1[2] = 1;
         v1.remove(flags_at);
         assert_eq!(TableDef::decode(&v1).unwrap(), sample());
+        // Version 3's SQL metadata travels as it is; a length past the end
+        // is refused, and so is metadata in a version 2 definition.
+        let with_meta = sample().sql_meta(vec![1, 0, 255, 7]);
+        let meta_bytes = with_meta.to_bytes();
+        assert_eq!(TableDef::decode(&meta_bytes).unwrap(), with_meta);
+        let mut lying = meta_bytes.clone();
+        let len_at = lying.len() - 8;
+        lying[len_at] = 5;
+        assert_eq!(TableDef::decode(&lying).unwrap_err().field, "sql metadata");
+        let mut old_with_meta = meta_bytes.clone();
+        old_with_meta[2] = 2;
+        assert!(matches!(
+            TableDef::decode(&old_with_meta).unwrap_err().problem,
+            CodecProblem::TrailingBytes(_)
+        ));
         let read_backup = sample().read_backup(true);
         assert_eq!(
             TableDef::decode(&read_backup.to_bytes()).unwrap(),
@@ -961,7 +992,9 @@ mod tests {
             .with_default(Value::Decimal(Decimal::parse("1.5").unwrap()))],
         );
         let bytes = table.to_bytes();
-        let text_at = bytes.len() - 2 - 2 - 2 - 3;
+        // After the text: the empty keys and index list (2 + 2 + 2 bytes)
+        // and the empty SQL metadata's length (4).
+        let text_at = bytes.len() - 4 - 2 - 2 - 2 - 3;
         assert_eq!(&bytes[text_at..text_at + 3], b"1.5");
         let mut bad = bytes.clone();
         bad[text_at + 1] = b'x';
@@ -1092,7 +1125,10 @@ mod tests {
                         column.nullable = false;
                         column.default = None;
                     }
-                    let mut table = TableDef::new(name, id, columns).partitions(partitions);
+                    let meta = name.as_bytes().to_vec();
+                    let mut table = TableDef::new(name, id, columns)
+                        .partitions(partitions)
+                        .sql_meta(meta);
                     table.version = version;
                     if !hidden_key {
                         table = table.primary_key(vec![0, 1]).distribution_key(vec![0]);

@@ -31,6 +31,10 @@ pub const NAME_BYTES_MAX: usize = 64;
 pub const INDEXES_MAX: usize = 64;
 /// Most partitions of a table (NDB 7.x's limit).
 pub const PARTITIONS_MAX: u32 = 2_048;
+/// Largest [`TableDef::sql_meta`], in bytes: what a SQL node declares of a
+/// table of [`COLUMNS_MAX`] columns (ENUM members, comments) with room to
+/// spare, and still a small part of a schema signal.
+pub const SQL_META_BYTES_MAX: usize = 256 << 10;
 /// Name of the hidden primary-key column of a table created without a
 /// primary key: BIGINT UNSIGNED, given by the inserting transaction (NDB's
 /// `$PK`, filled from the table's auto-increment).
@@ -92,6 +96,12 @@ pub struct TableDef {
     /// read is served by the coordinator's own node. Implies
     /// [`TableDef::read_backup`]. Writes pass every copy in every group.
     pub fully_replicated: bool,
+    /// What a SQL node declares of the table that the storage has no type
+    /// for (TIME, ENUM, the declared spelling, AUTO_INCREMENT, comments),
+    /// in the SQL node's own format (NDB keeps MySQL's `.frm` the same
+    /// way). Opaque here: the data nodes store and ship it, never read it;
+    /// an alter may change it. Empty for a table made outside SQL.
+    pub sql_meta: Vec<u8>,
 }
 
 /// Why a table definition is refused. Every variant names the table and,
@@ -177,6 +187,10 @@ pub enum SchemaError {
     DuplicateIndexId { table: String, id: u32 },
     #[error("table `{table}`: index `{index}` has no columns")]
     EmptyIndex { table: String, index: String },
+    #[error(
+        "table `{table}`: SQL metadata of {bytes} bytes, at most {SQL_META_BYTES_MAX} allowed"
+    )]
+    SqlMetaTooLarge { table: String, bytes: usize },
 }
 
 impl TableDef {
@@ -195,7 +209,14 @@ impl TableDef {
             partitions: 1,
             read_backup: false,
             fully_replicated: false,
+            sql_meta: Vec::new(),
         }
+    }
+
+    /// Sets the SQL node's metadata (see the `sql_meta` field).
+    pub fn sql_meta(mut self, meta: Vec<u8>) -> TableDef {
+        self.sql_meta = meta;
+        self
     }
 
     pub fn primary_key(mut self, columns: Vec<usize>) -> TableDef {
@@ -293,6 +314,7 @@ impl TableDef {
             partitions: self.partitions,
             read_backup: self.read_backup,
             fully_replicated: self.fully_replicated,
+            sql_meta: self.sql_meta.clone(),
         }
     }
 
@@ -370,6 +392,12 @@ impl TableDef {
             return Err(SchemaError::RowTooLarge {
                 table: table(),
                 bytes: row_bytes,
+            });
+        }
+        if self.sql_meta.len() > SQL_META_BYTES_MAX {
+            return Err(SchemaError::SqlMetaTooLarge {
+                table: table(),
+                bytes: self.sql_meta.len(),
             });
         }
         self.validate_primary_key()?;
@@ -539,6 +567,7 @@ impl TableDef {
             partitions: self.partitions,
             read_backup: self.read_backup,
             fully_replicated: self.fully_replicated,
+            sql_meta: Vec::new(),
         }
     }
 
@@ -589,6 +618,7 @@ impl TableDef {
             partitions: self.partitions,
             read_backup: self.read_backup,
             fully_replicated: self.fully_replicated,
+            sql_meta: Vec::new(),
         }
     }
 }

@@ -78,6 +78,10 @@ wire_enum! {
         Excluded = 3,
         /// The node stopped on request.
         Stopped = 4,
+        /// Excluded by the master for stalling global checkpoints (its
+        /// flush or sysfile write did not finish in
+        /// `TimeBetweenGlobalCheckpointsTimeout`; NDB's GCP stop).
+        GcpStop = 5,
     }
 }
 
@@ -159,6 +163,11 @@ wire_struct! {
         /// The data node's view of the membership when it last reported.
         pub view_id: u32,
         pub members: NodeBitmask,
+        /// A `[mysqld]` slot: for a SQL node (`skarv sql`).
+        pub mysqld: bool,
+        /// The IP address the node's process connected from; empty when
+        /// it is not connected.
+        pub address: String,
     }
 }
 
@@ -181,6 +190,14 @@ wire_enum! {
         Prepared = 1,
         /// Committed.
         Committed = 2,
+    }
+}
+
+wire_struct! {
+    /// A base table's id and name, as `DictListTablesConf` lists them.
+    pub struct DictTableName {
+        pub id: u32,
+        pub name: String,
     }
 }
 
@@ -313,6 +330,12 @@ signals! {
     50 => MgmStopOrd { restart: bool },
     /// Stop every data node, then the mgmd itself (answered with `MgmStopConf` first).
     51 => MgmShutdownReq {},
+    /// The mgmd → a starting data node's membership: data node `node` said
+    /// it will not take part in a start (`CmNotJoiningRep`, damaged files)
+    /// and has not started since; the join phase need not wait for it. The
+    /// relay reaches the nodes that start after the damaged one stopped,
+    /// which its own notice no longer can.
+    52 => MgmNotJoiningRep { node: NodeId, reason: String },
 
     // ---- transport (60–69): consumed by the transport itself ----
     /// First frame on a new connection, from each side: who I am, whom I
@@ -662,6 +685,18 @@ signals! {
     /// membership blocks of the other data nodes: do not wait for me
     /// (`StartPartialTimeout`); what is left may start without me.
     172 => CmNotJoiningRep { reason: String },
+
+    // ---- schema towards API nodes, continued ----
+    /// API → any dictionary: list the base tables whose id is above
+    /// `after_id` (SQL's `SHOW TABLES`; NDB: LIST_TABLES_REQ). A long list
+    /// comes in parts, each asked for by a request of its own (the API's
+    /// requests take one answer each): the next part's `after_id` is the
+    /// last id of the part before.
+    173 => DictListTablesReq { request_id: u32, after_id: u32 },
+    /// The base tables the answering node knows (hidden ones left out), by
+    /// ascending id, at most `SCHEMA_REP_PART_BYTES_MAX` of names; `last`
+    /// when no table with a larger id is left (NDB: LIST_TABLES_CONF).
+    174 => DictListTablesConf { request_id: u32, tables: Vec<DictTableName>, last: bool },
 }
 
 /// Flags of `TcKeyReq`, `TcScanReq` and `TcKeyConf`.
@@ -723,6 +758,7 @@ impl SignalBody {
                 | SignalBody::DictDropTableReq { .. }
                 | SignalBody::DictAlterTableReq { .. }
                 | SignalBody::DictGetTableReq { .. }
+                | SignalBody::DictListTablesReq { .. }
         )
     }
 }

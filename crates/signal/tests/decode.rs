@@ -106,6 +106,8 @@ fn one_of_each() -> Vec<SignalBody> {
                 start_count: 1,
                 view_id: 0,
                 members: NodeBitmask::new(),
+                mysqld: true,
+                address: "127.0.0.1".to_owned(),
             }],
         },
         SignalBody::MgmStopReq {
@@ -421,6 +423,18 @@ fn one_of_each() -> Vec<SignalBody> {
         },
         SignalBody::CmNotJoiningRep {
             reason: "damaged".to_owned(),
+        },
+        SignalBody::DictListTablesReq {
+            request_id: 5,
+            after_id: 9,
+        },
+        SignalBody::DictListTablesConf {
+            request_id: 5,
+            tables: vec![DictTableName {
+                id: 7,
+                name: "db/def/t1".to_owned(),
+            }],
+            last: true,
         },
         SignalBody::GcpSaveReq { gci: 12 },
         SignalBody::GcpSaveConf { gci: 12 },

@@ -24,7 +24,8 @@ pub struct AdminArgs {
 
 #[derive(Subcommand)]
 enum AdminCommand {
-    /// List every configured node and its state.
+    /// List every configured node and its state, then the SQL nodes
+    /// (`[mysqld]` slots) as NDB's ndb_mgm lists `[mysqld(API)]`.
     Show {
         /// Print one JSON document instead of a table.
         #[arg(long)]
@@ -75,6 +76,10 @@ pub fn run(args: AdminArgs) -> Result<(), String> {
                 println!("{text}");
             } else {
                 print!("{}", render_table(&nodes));
+                let sql = render_sql_nodes(&nodes);
+                if !sql.is_empty() {
+                    print!("\n{sql}");
+                }
             }
         }
         AdminCommand::Stop { force, .. } => {
@@ -130,11 +135,29 @@ const TABLE_HEADER: [&str; 7] = [
     "version",
 ];
 
+/// "mysqld" for a `[mysqld]` slot, else the node type.
+fn type_name(node: &NodeStatusEntry) -> &'static str {
+    if node.mysqld {
+        "mysqld"
+    } else {
+        node.node_type.as_str()
+    }
+}
+
+/// Where the node connected from when connected, else its configured host.
+fn host_cell(node: &NodeStatusEntry) -> String {
+    if node.address.is_empty() {
+        node.host.clone()
+    } else {
+        node.address.clone()
+    }
+}
+
 fn table_row(node: &NodeStatusEntry) -> [String; 7] {
     [
         node.node.to_string(),
-        node.node_type.as_str().to_owned(),
-        node.host.clone(),
+        type_name(node).to_owned(),
+        host_cell(node),
         if node.node_group == NO_NODE_GROUP {
             "-".to_owned()
         } else {
@@ -177,6 +200,44 @@ pub fn render_table(nodes: &[NodeStatusEntry]) -> String {
     out
 }
 
+/// The SQL nodes (`[mysqld]` slots), connected or not, one line each, as
+/// ndb_mgm's `[mysqld(API)]` section; empty when none is configured.
+pub fn render_sql_nodes(nodes: &[NodeStatusEntry]) -> String {
+    let sql: Vec<&NodeStatusEntry> = nodes.iter().filter(|node| node.mysqld).collect();
+    if sql.is_empty() {
+        return String::new();
+    }
+    let connected = sql.iter().filter(|node| !node.address.is_empty()).count();
+    let mut out = format!(
+        "[mysqld(API)]  {} node(s), {connected} connected\n",
+        sql.len()
+    );
+    for node in sql {
+        if node.address.is_empty() {
+            let from = if node.host.is_empty() {
+                "any host"
+            } else {
+                node.host.as_str()
+            };
+            out.push_str(&format!(
+                "id={}  (not connected, accepting connect from {from})\n",
+                node.node
+            ));
+        } else {
+            let version = if node.version == 0 {
+                "version unknown".to_owned()
+            } else {
+                format!("skarv {}", signal::version_string(node.version))
+            };
+            out.push_str(&format!(
+                "id={}  @{}  ({version}, pid {})\n",
+                node.node, node.address, node.pid
+            ));
+        }
+    }
+    out
+}
+
 /// The nodes as one JSON document; unknown values (no node group, pid or
 /// version) are `null`.
 pub fn render_json(connect: &str, nodes: &[NodeStatusEntry]) -> Value {
@@ -187,7 +248,11 @@ pub fn render_json(connect: &str, nodes: &[NodeStatusEntry]) -> Value {
             json!({
                 "id": node.node.get(),
                 "type": node.node_type.as_str(),
+                // A [mysqld] slot: a SQL node's.
+                "mysqld": node.mysqld,
                 "host": node.host,
+                // Where the node connected from; null when not connected.
+                "address": (!node.address.is_empty()).then_some(&node.address),
                 "node_group": (node.node_group != NO_NODE_GROUP).then_some(node.node_group),
                 "state": node.state.as_str(),
                 // A data node is started only once it serves: a node
@@ -226,6 +291,8 @@ mod tests {
                 start_count: 1,
                 view_id: 0,
                 members: NodeBitmask::new(),
+                mysqld: false,
+                address: String::new(),
             },
             NodeStatusEntry {
                 node: node(2),
@@ -238,6 +305,8 @@ mod tests {
                 start_count: 0,
                 view_id: 0,
                 members: NodeBitmask::new(),
+                mysqld: false,
+                address: String::new(),
             },
             NodeStatusEntry {
                 node: node(50),
@@ -250,6 +319,36 @@ mod tests {
                 start_count: 0,
                 view_id: 0,
                 members: NodeBitmask::new(),
+                mysqld: false,
+                address: String::new(),
+            },
+            NodeStatusEntry {
+                node: node(51),
+                node_type: NodeType::Api,
+                host: "127.0.0.1".to_owned(),
+                node_group: NO_NODE_GROUP,
+                state: NodeState::Started,
+                pid: 4711,
+                version: signal::VERSION,
+                start_count: 1,
+                view_id: 0,
+                members: NodeBitmask::new(),
+                mysqld: true,
+                address: "127.0.0.1".to_owned(),
+            },
+            NodeStatusEntry {
+                node: node(52),
+                node_type: NodeType::Api,
+                host: String::new(),
+                node_group: NO_NODE_GROUP,
+                state: NodeState::NotConnected,
+                pid: 0,
+                version: 0,
+                start_count: 0,
+                view_id: 0,
+                members: NodeBitmask::new(),
+                mysqld: true,
+                address: String::new(),
             },
         ]
     }
@@ -261,12 +360,29 @@ mod tests {
         assert_eq!(
             lines,
             vec![
-                "id  type  host       node group  state          pid  version",
-                "1   mgmd  localhost  -           started        123  0.1.0",
-                "2   data  127.0.0.1  0           not connected  -    -",
-                "50  api              -           not connected  -    -",
+                "id  type    host       node group  state          pid   version",
+                "1   mgmd    localhost  -           started        123   0.1.0",
+                "2   data    127.0.0.1  0           not connected  -     -",
+                "50  api                -           not connected  -     -",
+                "51  mysqld  127.0.0.1  -           started        4711  0.1.0",
+                "52  mysqld             -           not connected  -     -",
             ]
         );
+    }
+
+    #[test]
+    fn sql_nodes_are_listed_as_ndb_mgm_lists_mysqld_slots() {
+        let text = render_sql_nodes(&entries());
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines,
+            vec![
+                "[mysqld(API)]  2 node(s), 1 connected",
+                "id=51  @127.0.0.1  (skarv 0.1.0, pid 4711)",
+                "id=52  (not connected, accepting connect from any host)",
+            ]
+        );
+        assert_eq!(render_sql_nodes(&entries()[..3]), "");
     }
 
     #[test]
@@ -288,6 +404,12 @@ mod tests {
         assert_eq!(second["serving"], false);
         // A management node never serves rows.
         assert_eq!(first["serving"], false);
+        assert_eq!(first["mysqld"], false);
+        assert_eq!(first["address"], Value::Null);
+        let sql = &document["nodes"][3];
+        assert_eq!(sql["type"], "api");
+        assert_eq!(sql["mysqld"], true);
+        assert_eq!(sql["address"], "127.0.0.1");
     }
 
     #[test]

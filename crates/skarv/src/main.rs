@@ -6,6 +6,7 @@ mod data_cmd;
 mod mgmd_cmd;
 mod sandbox;
 mod sim_cmd;
+mod sql_cmd;
 
 use std::process::ExitCode;
 
@@ -36,6 +37,8 @@ enum Command {
     Sim(sim_cmd::SimArgs),
     /// Run a benchmark.
     Bench(bench_cmd::BenchArgs),
+    /// Run a SQL node: an API node that speaks MySQL's protocol (NDB's mysqld).
+    Sql(sql_cmd::SqlArgs),
 }
 
 /// Logs to stderr; `SKARV_LOG` sets the filter (default `info`).
@@ -70,6 +73,7 @@ fn main() -> ExitCode {
         Command::Sandbox(args) => sandbox::run(args),
         Command::Sim(args) => sim_cmd::run(args),
         Command::Bench(args) => bench_cmd::run(args),
+        Command::Sql(args) => sql_cmd::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -3,9 +3,11 @@
 //! This is the first thing a new user runs, so it must work with no flags:
 //! it writes a small `config.ini` into a directory of its own, starts one
 //! management server and the data nodes as child processes of this binary,
-//! waits until every data node is started, and tells the user how to connect.
+//! waits until every data node is started, then starts the SQL nodes
+//! (`skarv sql`, one by default) and waits until each accepts MySQL
+//! connections, and tells the user how to connect.
 //! In the foreground it stays until Ctrl-C and then stops the cluster in
-//! order (data nodes, then the mgmd); with `--detach` it leaves the cluster
+//! order (SQL nodes, data nodes, then the mgmd); with `--detach` it leaves the cluster
 //! running and records the process ids in `sandbox.json`, which
 //! `skarv sandbox --stop` reads to stop it later.
 //!
@@ -16,7 +18,7 @@
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::net::TcpListener;
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -51,7 +53,11 @@ const REPLICAS_DEFAULT: u32 = 2;
 const REPLICAS_MAX: u32 = 4;
 /// Not NDB's 1186, so a sandbox never collides with a real mgmd.
 const BASE_PORT_DEFAULT: u16 = 21860;
+/// `[api]` slots left free for native clients (`skarv bench`, tests).
 const API_SLOTS: u32 = 4;
+/// SQL nodes (`skarv sql`, each in a `[mysqld]` slot of its own).
+const SQL_NODES_DEFAULT: u32 = 1;
+const SQL_NODES_MAX: u32 = 16;
 const MGMD_NODE_ID: u32 = 1;
 const FIRST_DATA_NODE_ID: u32 = 2;
 /// Everything listens on loopback only: a sandbox is not reachable from other machines.
@@ -67,10 +73,18 @@ const NO_OF_FRAGMENT_LOG_FILES: u32 = 4;
 const CONFIG_FILE: &str = "config.ini";
 const RECORD_FILE: &str = "sandbox.json";
 const MGMD_LOG_FILE: &str = "mgmd.log";
+/// Most connections a sandbox's SQL node serves at once: above MySQL's
+/// default (151), for tests and benchmarks with many clients.
+const SQL_MAX_CONNECTIONS: u32 = 1_024;
 
 /// How long the whole cluster may take to start before the sandbox gives up.
 const START_TIMEOUT_MS: u64 = 60_000;
 const START_POLL_MS: u64 = 100;
+/// How long the SQL nodes may take, once the data nodes are started, to
+/// accept connections: a SQL node that cannot start is told, not awaited.
+const SQL_START_TIMEOUT_MS: u64 = 30_000;
+/// How long one probe of a SQL node's port may take.
+const SQL_PROBE_TIMEOUT_MS: u64 = 500;
 /// How often the foreground sandbox asks the mgmd for node states.
 const WATCH_POLL_MS: u64 = 500;
 /// How often waits look at the stop flag and at the children.
@@ -99,7 +113,11 @@ pub struct SandboxArgs {
     /// Copies of each row (NoOfReplicas, 1 to 4).
     #[arg(long, default_value_t = REPLICAS_DEFAULT)]
     pub replicas: u32,
-    /// Port of the mgmd; data node N listens on base port + N.
+    /// Number of SQL nodes (`skarv sql`, MySQL's protocol; 0 to 16), each
+    /// in a `[mysqld]` slot, numbered after the data nodes.
+    #[arg(long, default_value_t = SQL_NODES_DEFAULT)]
+    pub sql_nodes: u32,
+    /// Port of the mgmd; data node or SQL node N listens on base port + N.
     #[arg(long, default_value_t = BASE_PORT_DEFAULT)]
     pub base_port: u16,
     /// Return once the cluster is started and leave it running
@@ -121,7 +139,9 @@ pub struct SandboxArgs {
     #[arg(long)]
     pub bind_cpus: bool,
     /// Stop the sandbox running in --dir.
-    #[arg(long, conflicts_with_all = ["detach", "data_nodes", "replicas", "base_port", "set", "bind_cpus"])]
+    #[arg(long, conflicts_with_all = [
+        "detach", "data_nodes", "replicas", "sql_nodes", "base_port", "set", "bind_cpus",
+    ])]
     pub stop: bool,
 }
 
@@ -140,6 +160,7 @@ pub fn run(args: SandboxArgs) -> Result<(), String> {
 struct Layout {
     data_nodes: u32,
     replicas: u32,
+    sql_nodes: u32,
     base_port: u16,
     /// `--set`: (name, value) for `[ndbd default]`, in the order given.
     ndbd_params: Vec<(String, String)>,
@@ -152,8 +173,14 @@ impl Layout {
         FIRST_DATA_NODE_ID..FIRST_DATA_NODE_ID + self.data_nodes
     }
 
-    fn api_node_ids(&self) -> impl Iterator<Item = u32> {
+    /// The `[mysqld]` slots, right after the data nodes.
+    fn sql_node_ids(&self) -> impl Iterator<Item = u32> {
         let first = FIRST_DATA_NODE_ID + self.data_nodes;
+        first..first + self.sql_nodes
+    }
+
+    fn api_node_ids(&self) -> impl Iterator<Item = u32> {
+        let first = FIRST_DATA_NODE_ID + self.data_nodes + self.sql_nodes;
         first..first + API_SLOTS
     }
 
@@ -161,16 +188,38 @@ impl Layout {
         self.base_port
     }
 
-    fn data_node_port(&self, node_id: u32) -> u16 {
-        assert!(self.data_node_ids().any(|id| id == node_id));
+    /// Data node or SQL node `node_id` listens on base port + `node_id`.
+    fn node_port(&self, node_id: u32) -> u16 {
+        assert!(self
+            .data_node_ids()
+            .chain(self.sql_node_ids())
+            .any(|id| id == node_id));
         let port = u32::from(self.base_port) + node_id;
         u16::try_from(port).expect("validate() keeps every port within u16")
+    }
+
+    fn data_node_port(&self, node_id: u32) -> u16 {
+        assert!(self.data_node_ids().any(|id| id == node_id));
+        self.node_port(node_id)
+    }
+
+    /// Where MySQL clients reach SQL node `node_id`.
+    fn sql_node_port(&self, node_id: u32) -> u16 {
+        assert!(self.sql_node_ids().any(|id| id == node_id));
+        self.node_port(node_id)
+    }
+
+    fn sql_ports(&self) -> Vec<u16> {
+        self.sql_node_ids()
+            .map(|id| self.sql_node_port(id))
+            .collect()
     }
 
     /// Every port the sandbox listens on, the mgmd's first.
     fn ports(&self) -> Vec<u16> {
         let mut ports = vec![self.mgmd_port()];
         ports.extend(self.data_node_ids().map(|id| self.data_node_port(id)));
+        ports.extend(self.sql_ports());
         ports
     }
 
@@ -196,19 +245,27 @@ fn validate(args: &SandboxArgs) -> Result<Layout, String> {
             args.data_nodes
         ));
     }
+    if args.sql_nodes > SQL_NODES_MAX {
+        return Err(format!(
+            "--sql-nodes {} is not allowed: use 0 to {SQL_NODES_MAX}",
+            args.sql_nodes
+        ));
+    }
     if !args.data_nodes.is_multiple_of(args.replicas) {
         return Err(format!(
             "--data-nodes {} is not a multiple of --replicas {}: every node group needs {} data nodes",
             args.data_nodes, args.replicas, args.replicas
         ));
     }
-    let last_node_id = FIRST_DATA_NODE_ID + args.data_nodes - 1;
+    let last_node_id = FIRST_DATA_NODE_ID + args.data_nodes + args.sql_nodes - 1;
     let port_max = u32::from(u16::MAX) - last_node_id;
     if args.base_port == 0 || u32::from(args.base_port) > port_max {
         return Err(format!(
-            "--base-port {} is not allowed: with {} data nodes use 1 to {port_max} \
-             (data node N listens on base port + N)",
-            args.base_port, args.data_nodes
+            "--base-port {} is not allowed: with {} data nodes and {} use 1 to {port_max} \
+             (data node or SQL node N listens on base port + N)",
+            args.base_port,
+            args.data_nodes,
+            count(args.sql_nodes, "SQL node")
         ));
     }
     let ndbd_params = args
@@ -219,6 +276,7 @@ fn validate(args: &SandboxArgs) -> Result<Layout, String> {
     Ok(Layout {
         data_nodes: args.data_nodes,
         replicas: args.replicas,
+        sql_nodes: args.sql_nodes,
         base_port: args.base_port,
         ndbd_params,
         bind_cpus: args.bind_cpus,
@@ -265,6 +323,10 @@ fn data_node_dir(dir: &Path, node_id: u32) -> PathBuf {
 
 fn data_node_log(dir: &Path, node_id: u32) -> PathBuf {
     dir.join(format!("node{node_id}.log"))
+}
+
+fn sql_node_log(dir: &Path, node_id: u32) -> PathBuf {
+    dir.join(format!("sql{node_id}.log"))
 }
 
 /// `dir` as text that config.ini can hold.
@@ -418,6 +480,15 @@ fn config_ini(layout: &Layout, dir: &Path, cpu_list: &[usize]) -> Result<String,
         }
         text.push('\n');
     }
+    for node_id in layout.sql_node_ids() {
+        text.push_str(&format!(
+            "[mysqld]\n\
+             # SQL node {node_id} (`skarv sql`): MySQL clients connect to {HOST}:{}.\n\
+             NodeId={node_id}\n\
+             HostName={HOST}\n\n",
+            layout.sql_node_port(node_id)
+        ));
+    }
     for node_id in layout.api_node_ids() {
         text.push_str(&format!(
             "[api]\n\
@@ -480,9 +551,14 @@ fn check_ports_free(layout: &Layout) -> Result<(), String> {
         if let Err(error) = TcpListener::bind((HOST, port)) {
             let first = layout.data_node_port(FIRST_DATA_NODE_ID);
             let last = layout.data_node_port(FIRST_DATA_NODE_ID + layout.data_nodes - 1);
+            let sql = match layout.sql_ports()[..] {
+                [] => String::new(),
+                [one] => format!(", {one} for the SQL node"),
+                [first, .., last] => format!(", {first} to {last} for the SQL nodes"),
+            };
             return Err(format!(
                 "port {port} on {HOST} is not free ({error}); the sandbox needs port {} for the \
-                 mgmd and {first} to {last} for the data nodes: choose others with --base-port",
+                 mgmd, {first} to {last} for the data nodes{sql}: choose others with --base-port",
                 layout.mgmd_port()
             ));
         }
@@ -500,6 +576,13 @@ struct SandboxRecord {
     mgmd_pid: u32,
     data_node_angel_pids: Vec<u32>,
     base_port: u16,
+    /// SQL nodes in node id order (after the data nodes). Absent from
+    /// the records of sandboxes older than SQL nodes.
+    #[serde(default)]
+    sql_node_pids: Vec<u32>,
+    /// Where MySQL clients connect, one port per SQL node.
+    #[serde(default)]
+    sql_ports: Vec<u16>,
 }
 
 /// `Ok(None)` when there is no record.
@@ -562,6 +645,7 @@ fn refuse_if_running(dir: &Path, dir_shown: &str) -> Result<(), String> {
 enum Role {
     Mgmd,
     DataNode(u32),
+    SqlNode(u32),
 }
 
 impl Role {
@@ -571,6 +655,7 @@ impl Role {
         match self {
             Role::Mgmd => "mgmd",
             Role::DataNode(_) => "data",
+            Role::SqlNode(_) => "sql",
         }
     }
 
@@ -578,6 +663,7 @@ impl Role {
         match self {
             Role::Mgmd => format!("the management server (node {MGMD_NODE_ID})"),
             Role::DataNode(node_id) => format!("data node {node_id}"),
+            Role::SqlNode(node_id) => format!("SQL node {node_id}"),
         }
     }
 
@@ -585,6 +671,7 @@ impl Role {
         match self {
             Role::Mgmd => dir.join(MGMD_LOG_FILE),
             Role::DataNode(node_id) => data_node_log(dir, node_id),
+            Role::SqlNode(node_id) => sql_node_log(dir, node_id),
         }
     }
 }
@@ -776,13 +863,20 @@ fn install_stop_handlers() -> Result<(), String> {
 struct Processes {
     /// The mgmd's connect string.
     connect: String,
-    /// Data nodes in node id order, then the mgmd: the order of stopping by signal.
+    /// SQL nodes, then data nodes, each in node id order, then the mgmd:
+    /// the order of stopping by signal.
     list: Vec<Process>,
 }
 
 impl Processes {
     fn from_record(record: &SandboxRecord) -> Processes {
         let mut list: Vec<Process> = Vec::new();
+        let first_sql = FIRST_DATA_NODE_ID
+            + u32::try_from(record.data_node_angel_pids.len()).unwrap_or(u32::MAX);
+        for (position, pid) in record.sql_node_pids.iter().enumerate() {
+            let node_id = first_sql.saturating_add(u32::try_from(position).unwrap_or(u32::MAX));
+            list.push(Process::recorded(Role::SqlNode(node_id), *pid));
+        }
         for (position, pid) in record.data_node_angel_pids.iter().enumerate() {
             let node_id = FIRST_DATA_NODE_ID + u32::try_from(position).unwrap_or(u32::MAX);
             list.push(Process::recorded(Role::DataNode(node_id), *pid));
@@ -794,17 +888,23 @@ impl Processes {
         }
     }
 
-    fn record(&self, base_port: u16) -> SandboxRecord {
+    fn record(&self, layout: &Layout) -> SandboxRecord {
         let mut record = SandboxRecord {
             connect: self.connect.clone(),
             mgmd_pid: 0,
             data_node_angel_pids: Vec::new(),
-            base_port,
+            base_port: layout.base_port,
+            sql_node_pids: Vec::new(),
+            sql_ports: Vec::new(),
         };
         for process in &self.list {
             match process.role {
                 Role::Mgmd => record.mgmd_pid = process.pid,
                 Role::DataNode(_) => record.data_node_angel_pids.push(process.pid),
+                Role::SqlNode(node_id) => {
+                    record.sql_node_pids.push(process.pid);
+                    record.sql_ports.push(layout.sql_node_port(node_id));
+                }
             }
         }
         assert!(record.mgmd_pid != 0, "the mgmd is started first");
@@ -816,6 +916,18 @@ impl Processes {
         assert!(matches!(process.role, Role::DataNode(_)));
         let mgmd = self.mgmd_index();
         self.list.insert(mgmd, process);
+    }
+
+    /// Adds a SQL node after the others, ahead of the data nodes: SQL
+    /// nodes are clients of the cluster and stop first.
+    fn push_sql_node(&mut self, process: Process) {
+        assert!(matches!(process.role, Role::SqlNode(_)));
+        let after = self
+            .list
+            .iter()
+            .take_while(|p| matches!(p.role, Role::SqlNode(_)))
+            .count();
+        self.list.insert(after, process);
     }
 
     fn mgmd_index(&self) -> usize {
@@ -865,6 +977,7 @@ impl Processes {
         if !self.any_alive() {
             return true;
         }
+        self.stop_sql_nodes();
         let grace_ms = match self.request_shutdown() {
             Ok(()) => SHUTDOWN_WAIT_MS,
             Err(error) => {
@@ -897,6 +1010,33 @@ impl Processes {
             warn!("skarv sandbox: some processes outlived SIGKILL; see `ps`");
         }
         gone
+    }
+
+    /// Stops the SQL nodes (clients of the cluster, which the mgmd does not
+    /// stop) by SIGTERM, then SIGKILL after the grace time.
+    fn stop_sql_nodes(&mut self) {
+        let is_sql = |process: &Process| matches!(process.role, Role::SqlNode(_));
+        let mut sql: Vec<&mut Process> = self.list.iter_mut().filter(|p| is_sql(p)).collect();
+        for process in &mut sql {
+            process.signal(libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_millis(TERM_WAIT_MS);
+        while sql.iter_mut().any(|process| process.is_alive()) {
+            if Instant::now() >= deadline || stop_signals() >= 2 {
+                for process in &mut sql {
+                    if process.is_alive() {
+                        warn!(
+                            "skarv sandbox: {} (pid {}) did not stop: killing it",
+                            process.role.describe(),
+                            process.pid
+                        );
+                        process.signal(libc::SIGKILL);
+                    }
+                }
+                return;
+            }
+            thread::sleep(Duration::from_millis(WAIT_POLL_MS));
+        }
     }
 
     fn request_shutdown(&mut self) -> Result<(), String> {
@@ -932,6 +1072,8 @@ enum StartFailure {
     /// The process at this index of `Processes::list` exited.
     Exited(usize),
     TimedOut,
+    /// These SQL nodes did not accept connections in time.
+    SqlTimedOut(Vec<u32>),
 }
 
 fn start(args: &SandboxArgs) -> Result<(), String> {
@@ -991,8 +1133,9 @@ fn prepare_dir(dir: &Path, layout: &Layout) -> Result<(), String> {
 }
 
 impl Sandbox {
-    /// Starts the mgmd, then (once it answers) the data nodes, and waits
-    /// until every data node is started. On failure says why, with the logs
+    /// Starts the mgmd, then (once it answers) the data nodes, waits until
+    /// every data node is started, then starts the SQL nodes and waits
+    /// until each accepts connections. On failure says why, with the logs
     /// that explain it; the caller stops what was started.
     fn start_processes(&mut self, exe: &Path) -> Result<Vec<NodeStatusEntry>, String> {
         let deadline = Instant::now() + Duration::from_millis(START_TIMEOUT_MS);
@@ -1019,14 +1162,78 @@ impl Sandbox {
             self.processes.push_data_node(process);
         }
         self.write_record()?;
-        match self.wait_for_data_nodes(client, deadline) {
-            Ok(nodes) => Ok(nodes),
-            Err((failure, nodes)) => Err(self.explain_start_failure(failure, nodes.as_deref())),
+        let nodes = match self.wait_for_data_nodes(client, deadline) {
+            Ok(nodes) => nodes,
+            Err((failure, nodes)) => {
+                return Err(self.explain_start_failure(failure, nodes.as_deref()))
+            }
+        };
+        if self.layout.sql_nodes == 0 {
+            return Ok(nodes);
+        }
+        let sql_node_ids: Vec<u32> = self.layout.sql_node_ids().collect();
+        for &node_id in &sql_node_ids {
+            let arguments = vec![
+                "sql".to_owned(),
+                "--connect".to_owned(),
+                self.processes.connect.clone(),
+                "--node-id".to_owned(),
+                node_id.to_string(),
+                "--bind".to_owned(),
+                HOST.to_owned(),
+                "--port".to_owned(),
+                self.layout.sql_node_port(node_id).to_string(),
+                "--max-connections".to_owned(),
+                SQL_MAX_CONNECTIONS.to_string(),
+            ];
+            let process = Process::spawn(exe, Role::SqlNode(node_id), &arguments, &self.dir)?;
+            self.processes.push_sql_node(process);
+        }
+        self.write_record()?;
+        let sql_deadline = Instant::now() + Duration::from_millis(SQL_START_TIMEOUT_MS);
+        if let Err(failure) = self.wait_for_sql_nodes(&sql_node_ids, sql_deadline) {
+            return Err(self.explain_start_failure(failure, Some(&nodes)));
+        }
+        // The table again, now with the SQL nodes connected.
+        Ok(self
+            .processes
+            .connect_mgmd()
+            .and_then(|mut client| client.show().ok())
+            .unwrap_or(nodes))
+    }
+
+    /// Waits until every SQL node accepts a TCP connection on its port.
+    fn wait_for_sql_nodes(
+        &mut self,
+        node_ids: &[u32],
+        deadline: Instant,
+    ) -> Result<(), StartFailure> {
+        let mut waiting: Vec<u32> = node_ids.to_vec();
+        loop {
+            if stop_signals() > 0 {
+                return Err(StartFailure::Interrupted);
+            }
+            if let Some(index) = self.processes.first_exited() {
+                return Err(StartFailure::Exited(index));
+            }
+            waiting.retain(|&node_id| {
+                let address =
+                    SocketAddr::from(([127, 0, 0, 1], self.layout.sql_node_port(node_id)));
+                TcpStream::connect_timeout(&address, Duration::from_millis(SQL_PROBE_TIMEOUT_MS))
+                    .is_err()
+            });
+            if waiting.is_empty() {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(StartFailure::SqlTimedOut(waiting));
+            }
+            thread::sleep(Duration::from_millis(START_POLL_MS));
         }
     }
 
     fn write_record(&self) -> Result<(), String> {
-        write_record(&self.dir, &self.processes.record(self.layout.base_port))
+        write_record(&self.dir, &self.processes.record(&self.layout))
     }
 
     /// Stops every process and forgets the sandbox, unless something lives on.
@@ -1118,10 +1325,32 @@ impl Sandbox {
                 let how = describe_exit(process.exit_status());
                 let log_path = process.role.log_path(&self.dir);
                 print_log_tail(&log_path);
+                let hint = if matches!(process.role, Role::SqlNode(_)) {
+                    " (--sql-nodes 0 starts the cluster without SQL nodes)"
+                } else {
+                    ""
+                };
                 format!(
-                    "{} {how} while the cluster was starting; see {}",
+                    "{} {how} while the cluster was starting; see {}{hint}",
                     process.role.describe(),
                     log_path.display()
+                )
+            }
+            StartFailure::SqlTimedOut(node_ids) => {
+                let mut names = Vec::new();
+                for node_id in node_ids {
+                    print_log_tail(&sql_node_log(&self.dir, node_id));
+                    names.push(format!(
+                        "SQL node {node_id} on port {}",
+                        self.layout.sql_node_port(node_id)
+                    ));
+                }
+                format!(
+                    "the data nodes started, but {} did not accept connections within {} s; \
+                     logs are in {} (--sql-nodes 0 starts the cluster without SQL nodes)",
+                    names.join(", "),
+                    SQL_START_TIMEOUT_MS / 1000,
+                    self.dir_shown
                 )
             }
             StartFailure::TimedOut => {
@@ -1165,14 +1394,23 @@ impl Sandbox {
         let connect = &self.processes.connect;
         let dir = &self.dir_shown;
         say!(
-            "Skarv sandbox started: 1 management server, {} ({}, {}).",
+            "Skarv sandbox started: 1 management server, {} ({}, {}), {}.",
             count(self.layout.data_nodes, "data node"),
             count(self.layout.replicas, "replica"),
-            count(self.layout.node_groups(), "node group")
+            count(self.layout.node_groups(), "node group"),
+            count(self.layout.sql_nodes, "SQL node"),
         );
+        for port in self.layout.sql_ports() {
+            say!("  SQL prompt:      mysql -h {HOST} -P {port} -u root");
+        }
         say!("  connect string:  {connect}");
         say!("  see the cluster: skarv admin --connect {connect} show");
-        say!("  files:           {dir} (config.ini, mgmd.log, node<N>.log, data)");
+        let logs = if self.layout.sql_nodes == 0 {
+            "node<N>.log"
+        } else {
+            "node<N>.log, sql<N>.log"
+        };
+        say!("  files:           {dir} (config.ini, mgmd.log, {logs}, data)");
         if detach {
             say!("  stop it with:    skarv sandbox --stop --dir {dir}");
         } else {
@@ -1180,6 +1418,11 @@ impl Sandbox {
         }
         say!();
         say!("{}", crate::admin::render_table(nodes).trim_end());
+        let sql = crate::admin::render_sql_nodes(nodes);
+        if !sql.is_empty() {
+            say!();
+            say!("{}", sql.trim_end());
+        }
     }
 
     /// Runs until a stop signal, printing node state changes. Returns an
@@ -1396,12 +1639,15 @@ mod tests {
             Layout {
                 data_nodes: 2,
                 replicas: 2,
+                sql_nodes: 1,
                 base_port: 21860,
                 ndbd_params: Vec::new(),
                 bind_cpus: false,
             }
         );
-        assert_eq!(layout.ports(), vec![21860, 21862, 21863]);
+        // The SQL node is node 4, after the data nodes 2 and 3.
+        assert_eq!(layout.ports(), vec![21860, 21862, 21863, 21864]);
+        assert_eq!(layout.sql_ports(), vec![21864]);
         assert_eq!(layout.connect_string(), "127.0.0.1:21860");
     }
 
@@ -1416,6 +1662,7 @@ mod tests {
             &["--stop", "--replicas", "1"],
             &["--stop", "--base-port", "3000"],
             &["--stop", "--bind-cpus"],
+            &["--stop", "--sql-nodes", "0"],
         ] {
             assert!(parse(flag).is_err(), "{flag:?} must be refused");
         }
@@ -1441,15 +1688,44 @@ mod tests {
         assert!(error.contains("--replicas 5"), "{error}");
         let error = layout(2, 2, 0).unwrap_err();
         assert!(error.contains("--base-port 0"), "{error}");
-        // Data node 49 would listen on 65486 + 49 = 65535: the highest base allowed.
-        assert!(layout(48, 4, 65486).is_ok());
-        let error = layout(48, 4, 65487).unwrap_err();
+        // SQL node 50 (after data node 49) would listen on 65485 + 50 =
+        // 65535: the highest base allowed.
+        assert!(layout(48, 4, 65485).is_ok());
+        let error = layout(48, 4, 65486).unwrap_err();
         assert!(
-            error.contains("--base-port 65487") && error.contains("1 to 65486"),
+            error.contains("--base-port 65486") && error.contains("1 to 65485"),
             "{error}"
         );
         assert!(layout(1, 1, 21860).is_ok());
         assert!(layout(48, 3, 21860).is_ok());
+    }
+
+    #[test]
+    fn sql_nodes_are_counted_and_fit_the_ports() {
+        let args = parse(&["--sql-nodes", "17"]).expect("parses");
+        let error = validate(&args).unwrap_err();
+        assert!(
+            error.contains("--sql-nodes 17") && error.contains("0 to 16"),
+            "{error}"
+        );
+        let args = parse(&["--sql-nodes", "0"]).expect("parses");
+        let layout = validate(&args).expect("no SQL node is valid");
+        assert_eq!(layout.ports(), vec![21860, 21862, 21863]);
+        assert_eq!(layout.sql_node_ids().count(), 0);
+        // 48 data nodes and 16 SQL nodes: the last SQL node is node 65,
+        // which listens on base + 65.
+        let args =
+            parse(&["--data-nodes", "48", "--replicas", "4", "--sql-nodes", "16"]).expect("parses");
+        let mut args = args;
+        args.base_port = 65535 - 65;
+        let layout = validate(&args).expect("the highest base allowed");
+        assert_eq!(layout.sql_ports().last(), Some(&65535));
+        args.base_port += 1;
+        let error = validate(&args).unwrap_err();
+        assert!(
+            error.contains("16 SQL nodes") && error.contains("SQL node N listens"),
+            "{error}"
+        );
     }
 
     #[test]
@@ -1486,9 +1762,21 @@ mod tests {
             assert_eq!(node.params.fragment_log_file_size_bytes, 16 << 20);
         }
 
-        let api: Vec<u8> = cluster.api_nodes.iter().map(|n| n.node_id.get()).collect();
-        assert_eq!(api, vec![6, 7, 8, 9]);
-        assert!(cluster.api_nodes.iter().all(|n| !n.mysqld));
+        // One [mysqld] slot for the SQL node, then 4 [api] slots.
+        let api: Vec<(u8, bool)> = cluster
+            .api_nodes
+            .iter()
+            .map(|n| (n.node_id.get(), n.mysqld))
+            .collect();
+        assert_eq!(
+            api,
+            vec![(6, true), (7, false), (8, false), (9, false), (10, false)]
+        );
+        assert_eq!(cluster.api_nodes[0].host_name.as_deref(), Some("127.0.0.1"));
+        assert!(
+            text.contains("MySQL clients connect to 127.0.0.1:30006"),
+            "{text}"
+        );
         // Every line that sets a value is explained by a comment.
         assert!(text.lines().filter(|line| line.starts_with('#')).count() >= 5);
         // 16 CPUs for 4 nodes: each node keeps its own LDM thread.
@@ -1588,7 +1876,7 @@ mod tests {
         assert_eq!(cluster.data_nodes[3].node_group, 0);
         assert_eq!(cluster.data_nodes[4].node_group, 1);
         let api: Vec<u8> = cluster.api_nodes.iter().map(|n| n.node_id.get()).collect();
-        assert_eq!(api, vec![50, 51, 52, 53]);
+        assert_eq!(api, vec![50, 51, 52, 53, 54]);
     }
 
     #[test]
@@ -1684,9 +1972,34 @@ mod tests {
             mgmd_pid: 12,
             data_node_angel_pids: vec![13, 14],
             base_port: 21860,
+            sql_node_pids: vec![15],
+            sql_ports: vec![21864],
         };
         write_record(&dir, &record).expect("write");
-        assert_eq!(read_record(&dir), Ok(Some(record)));
+        assert_eq!(read_record(&dir), Ok(Some(record.clone())));
+        // SQL nodes stop first, then the data nodes, then the mgmd.
+        let roles: Vec<(Role, u32)> = Processes::from_record(&record)
+            .list
+            .iter()
+            .map(|p| (p.role, p.pid))
+            .collect();
+        assert_eq!(
+            roles,
+            vec![
+                (Role::SqlNode(4), 15),
+                (Role::DataNode(2), 13),
+                (Role::DataNode(3), 14),
+                (Role::Mgmd, 12)
+            ]
+        );
+        // A record of a sandbox from before SQL nodes still reads.
+        fs::write(
+            dir.join(RECORD_FILE),
+            r#"{"connect":"c","mgmd_pid":1,"data_node_angel_pids":[2],"base_port":3}"#,
+        )
+        .expect("write");
+        let old = read_record(&dir).expect("reads").expect("a record");
+        assert!(old.sql_node_pids.is_empty() && old.sql_ports.is_empty());
         fs::write(dir.join(RECORD_FILE), "{not json").expect("write");
         let error = read_record(&dir).unwrap_err();
         assert!(error.contains("sandbox.json"), "{error}");
@@ -1721,6 +2034,8 @@ mod tests {
             mgmd_pid: live.id(),
             data_node_angel_pids: vec![],
             base_port: 21860,
+            sql_node_pids: vec![],
+            sql_ports: vec![],
         };
         write_record(&dir, &record).expect("write");
         let error = refuse_if_running(&dir, "D").unwrap_err();
@@ -1768,6 +2083,8 @@ mod tests {
             start_count: 1,
             view_id: 1,
             members: signal::NodeBitmask::new(),
+            mysqld: false,
+            address: String::new(),
         };
         let nodes = [entry(3, NodeState::Failed), entry(4, NodeState::Started)];
         assert_eq!(

@@ -44,7 +44,15 @@ impl Sandbox {
         let output = Command::new(SKARV)
             .args(["sandbox", "--detach", "--dir"])
             .arg(&dir)
-            .args(["--data-nodes", "1", "--replicas", "1", "--base-port"])
+            .args([
+                "--sql-nodes",
+                "0",
+                "--data-nodes",
+                "1",
+                "--replicas",
+                "1",
+                "--base-port",
+            ])
             .arg(base.to_string())
             .output()
             .expect("run skarv sandbox");

@@ -107,6 +107,9 @@ fn a_killed_data_node_is_reported_failed_and_restarted_by_its_angel() {
         dir.to_str().unwrap(),
         "--base-port",
         &base_text,
+        // About data nodes: sql_node.rs covers the SQL node.
+        "--sql-nodes",
+        "0",
     ]);
     let _sandbox = Sandbox { dir: dir.clone() };
     assert!(output.status.success(), "{}", text(&output));

@@ -34,6 +34,11 @@ const PARTNER: u64 = 2;
 
 /// `skarv data` for node `DAMAGED` with `more`, its output in `log`.
 fn start_data_node(sandbox: &Sandbox, more: &[&str], log: &Path) -> Child {
+    start_node(sandbox, DAMAGED, more, log)
+}
+
+/// `skarv data` for node `node` with `more`, its output in `log`.
+fn start_node(sandbox: &Sandbox, node: u64, more: &[&str], log: &Path) -> Child {
     let out = std::fs::File::create(log).expect("a log file");
     Command::new(SKARV)
         .args([
@@ -41,7 +46,7 @@ fn start_data_node(sandbox: &Sandbox, more: &[&str], log: &Path) -> Child {
             "--connect",
             &sandbox.connect,
             "--node-id",
-            &DAMAGED.to_string(),
+            &node.to_string(),
         ])
         .args(more)
         .stdout(out.try_clone().expect("the log file"))
@@ -78,6 +83,96 @@ fn retrying<T>(what: &str, mut attempt: impl FnMut() -> skarv_client::Result<T>)
         std::thread::sleep(RETRY_PAUSE);
     }
     panic!("{what}: {ATTEMPTS_MAX} attempts failed, the last with: {last}");
+}
+
+/// Node 3's redo control files under `sandbox`, damaged in place (its
+/// process must be down).
+fn damage_control_files(sandbox: &Sandbox) -> PathBuf {
+    let fs_dir = walk(&sandbox.dir)
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains(&format!("ndb_{DAMAGED}_fs")))
+        .and_then(|p| {
+            p.ancestors()
+                .find(|a| a.ends_with(format!("ndb_{DAMAGED}_fs")))
+                .map(Path::to_path_buf)
+        })
+        .expect("node 3's file system");
+    let controls: Vec<PathBuf> = walk(&fs_dir)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "control"))
+        .collect();
+    assert!(
+        !controls.is_empty(),
+        "no redo control file in {}",
+        fs_dir.display()
+    );
+    for control in &controls {
+        let mut bytes = std::fs::read(control).expect("read a control file");
+        bytes[0] ^= 0xff;
+        std::fs::write(control, bytes).expect("damage a control file");
+    }
+    fs_dir
+}
+
+/// `StartPartialTimeout` of the sandbox (NDB's default, 30 s): a node
+/// that waited for the damaged one would start only after it.
+const START_PARTIAL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Issue 25, item 7: the whole cluster crashed, node 3's files are
+/// damaged, and node 3 is started first: it stops as failed, and its
+/// notice reaches no data node (none is up). Node 2, started after node 3
+/// ended, hears it from the mgmd (`MgmNotJoiningRep`) and starts alone at
+/// once, rather than after `StartPartialTimeout`.
+#[test]
+fn a_node_started_after_a_damaged_one_stopped_does_not_wait_for_it() {
+    let sandbox = Sandbox::start("late-starter", 27_100);
+    let cluster = Cluster::connect(&sandbox.connect).expect("connect");
+    let session = cluster.session().expect("session");
+    session
+        .create_table(&id_value_table(TABLE))
+        .expect("create the table");
+    drop(session);
+    drop(cluster);
+    for node in [PARTNER, DAMAGED] {
+        sigkill(sandbox.angel_pid(node));
+        sigkill(sandbox.pid(node));
+    }
+    wait_for(
+        "both data nodes to be down",
+        Duration::from_secs(20),
+        || sandbox.state(PARTNER) != "started" && sandbox.state(DAMAGED) != "started",
+    );
+    damage_control_files(&sandbox);
+
+    let log = sandbox.dir.join("node3-first.log");
+    let mut damaged = Angel(start_data_node(&sandbox, &[], &log));
+    let mut status = None;
+    wait_for("node 3 to stop as failed", STOP_MAX, || {
+        status = damaged.0.try_wait().expect("wait for skarv data");
+        status.is_some()
+    });
+    assert!(
+        !status.expect("ended").success(),
+        "node 3 stopped as failed"
+    );
+
+    let log = sandbox.dir.join("node2-late.log");
+    let began = Instant::now();
+    let _late = Angel(start_node(&sandbox, PARTNER, &[], &log));
+    wait_for("node 2 to start alone", START_PARTIAL_TIMEOUT * 2, || {
+        sandbox.state(PARTNER) == "started"
+    });
+    let took = began.elapsed();
+    let output = std::fs::read_to_string(&log).unwrap_or_default();
+    eprintln!("node 2 started alone after {took:?}");
+    assert!(
+        took < START_PARTIAL_TIMEOUT,
+        "node 2 waited {took:?} for a node that will not come\n{output}"
+    );
+    assert!(
+        output.contains("node 3 will not take part in this start"),
+        "node 2 was told why:\n{output}"
+    );
 }
 
 #[test]

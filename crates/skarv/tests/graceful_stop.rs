@@ -102,6 +102,8 @@ fn a_graceful_stop_of_the_whole_cluster_keeps_every_commit() {
         &base,
         "--set",
         "TimeBetweenGlobalCheckpoints=30000",
+        "--sql-nodes",
+        "0",
     ]);
     assert!(started.status.success(), "{}", text(&started));
     let expected: Vec<(i64, i64)> = (0..ROWS).map(|id| (id, id * 3)).collect();

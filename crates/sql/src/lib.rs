@@ -24,4 +24,4 @@ pub mod protocol;
 mod server;
 pub mod value;
 
-pub use server::{serve, ServerOptions};
+pub use server::{serve, serve_on, serve_with, ServerOptions, MAX_CONNECTIONS_DEFAULT};

@@ -199,6 +199,13 @@ fn sql_over_a_sandbox() {
     let session = engine.cluster.session().expect("session");
     create_t(&session);
     let mut conn = engine.open(&session, IpAddr::V4(Ipv4Addr::LOCALHOST));
+    let root = sql::backend::Login {
+        user: "root",
+        host: IpAddr::V4(Ipv4Addr::LOCALHOST),
+        database: None,
+    };
+    conn.logged_in(&root).expect("root@localhost logs in");
+    ok(&mut conn, "CREATE DATABASE db");
     conn.use_database("db").expect("use db");
 
     plans(&mut conn);
@@ -991,10 +998,8 @@ fn without_tables(conn: &mut Conn<'_>) {
     assert_eq!(text(&a), rows(&[&["1"]]));
     assert_eq!(a.columns[0].ty, MyType::LongLong);
     assert_eq!(a.columns[0].name, "1");
-    assert_eq!(
-        q(conn, "SELECT @@version_comment LIMIT 1"),
-        rows(&[&["Skarv"]])
-    );
+    let comment = q(conn, "SELECT @@version_comment LIMIT 1");
+    assert!(comment[0][0].starts_with("Skarv"), "{comment:?}");
     assert_eq!(q(conn, "SELECT DATABASE()"), rows(&[&["db"]]));
     let a = run(conn, "SELECT 1.5, 'a', 7 DIV 2, 7 / 2, 1 + 1.25, NULL");
     assert_eq!(
@@ -1069,7 +1074,10 @@ fn inserts_and_key_reads(conn: &mut Conn<'_>) {
         info.affected_rows, 1,
         "the unique index conflict is skipped"
     );
-    assert_eq!(conn.tx.warnings[0].1, "Duplicate entry 'one' for key 'c'");
+    assert_eq!(
+        conn.session.notes()[0].message,
+        "Duplicate entry 'one' for key 'c'"
+    );
     ok(conn, "DELETE FROM t WHERE id = 6");
     // REPLACE counts the row it replaced.
     let info = ok(conn, "REPLACE INTO t VALUES (4, 41, 'four', NULL)");
@@ -1257,7 +1265,12 @@ fn updates_and_deletes(conn: &mut Conn<'_>) {
 fn transactions(engine: &std::sync::Arc<Engine>, session: &Session, conn: &mut Conn<'_>) {
     let other_session = engine.cluster.session().expect("session");
     let mut other = engine.open(&other_session, IpAddr::V4(Ipv4Addr::LOCALHOST));
-    other.use_database("db").expect("use");
+    let root = sql::backend::Login {
+        user: "root",
+        host: IpAddr::V4(Ipv4Addr::LOCALHOST),
+        database: Some("db"),
+    };
+    other.logged_in(&root).expect("root@localhost logs in");
     ok(conn, "BEGIN");
     ok(conn, "INSERT INTO t VALUES (9, 90, 'nine', NULL)");
     assert_eq!(q(conn, "SELECT c FROM t WHERE id = 9"), rows(&[&["nine"]]));

@@ -75,6 +75,8 @@ impl Sandbox {
             .args(["--data-nodes", &data_nodes.to_string()])
             .args(["--replicas", &replicas.to_string()])
             .args(["--base-port", &base.to_string()])
+            // The native client's tests need no SQL node.
+            .args(["--sql-nodes", "0"])
             .output()
             .expect("run skarv sandbox");
         let sandbox = Sandbox {

@@ -48,8 +48,8 @@ use ::schema::TableDef;
 use kernel::{Block, Context};
 use proto::error;
 use signal::{
-    BlockNumber, BlockRef, DictTableGroup, MembershipView, NodeBitmask, NodeId, SchemaOp,
-    SchemaTransState, Signal, SignalBody,
+    BlockNumber, BlockRef, DictTableGroup, DictTableName, MembershipView, NodeBitmask, NodeId,
+    SchemaOp, SchemaTransState, Signal, SignalBody,
 };
 use storage::disk::Disk;
 
@@ -1157,6 +1157,47 @@ impl Dictionary {
         ctx.send(sender, body);
     }
 
+    /// The base tables with an id above `after_id`, for anyone who asks
+    /// (API nodes' `SHOW TABLES`): one part of at most
+    /// `SCHEMA_REP_PART_BYTES_MAX` bytes of names; the asker asks again
+    /// after the part's last id until `last`.
+    fn on_list_tables(
+        &self,
+        sender: BlockRef,
+        request_id: u32,
+        after_id: u32,
+        ctx: &mut Context<'_>,
+    ) {
+        let mut tables = Vec::new();
+        let mut bytes = 0;
+        let mut last = true;
+        for group in self.schema.groups() {
+            let base = group.base();
+            if base.id <= after_id {
+                continue;
+            }
+            // An id and a length per name, as the wire counts them.
+            let entry_bytes = base.name.len() + 8;
+            if !tables.is_empty() && bytes + entry_bytes > SCHEMA_REP_PART_BYTES_MAX {
+                last = false;
+                break;
+            }
+            bytes += entry_bytes;
+            tables.push(DictTableName {
+                id: base.id,
+                name: base.name.clone(),
+            });
+        }
+        ctx.send(
+            sender,
+            SignalBody::DictListTablesConf {
+                request_id,
+                tables,
+                last,
+            },
+        );
+    }
+
     /// Makes a prepared transaction durable and installs it in memory.
     fn install(&mut self, record: &TransRecord) -> Result<(), String> {
         if let Some(group) = &record.group {
@@ -1567,6 +1608,10 @@ impl Block for Dictionary {
                 table_id,
                 name,
             } => self.on_get_table(sender, request_id, table_id, name, ctx),
+            SignalBody::DictListTablesReq {
+                request_id,
+                after_id,
+            } => self.on_list_tables(sender, request_id, after_id, ctx),
             SignalBody::DictTakeoverConf {
                 view_id,
                 trans_id,

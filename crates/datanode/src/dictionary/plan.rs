@@ -150,8 +150,8 @@ pub fn plan_create(
 
 /// Plans `ALTER TABLE`: `bytes` is the new definition, made from version
 /// `current.version` of the table; only added columns (nullable or with a
-/// default, since existing rows need a value), added ordered indexes and
-/// dropped indexes are allowed (adding a unique index is refused: its
+/// default, since existing rows need a value), added ordered indexes,
+/// dropped indexes and changed SQL metadata are allowed (adding a unique index is refused: its
 /// hidden table would need a distributed build from the rows). Kept
 /// indexes and BLOB parts tables keep their ids.
 pub fn plan_alter(schema: &Schema, table_id: u32, bytes: &[u8]) -> Result<Plan, Refusal> {
@@ -318,7 +318,9 @@ fn check_alter(old: &TableDef, new: &TableDef) -> Result<(), String> {
     {
         indexes_changed = true;
     }
-    if added.is_empty() && !indexes_changed {
+    // The SQL node's metadata is opaque here; it may change alone (a
+    // comment, an AUTO_INCREMENT start, ENUM members appended).
+    if added.is_empty() && !indexes_changed && new.sql_meta == old.sql_meta {
         return Err("the new definition changes nothing".into());
     }
     Ok(())

@@ -1091,6 +1091,7 @@ impl KeyDecoder {
                 partitions: table.partitions,
                 read_backup: false,
                 fully_replicated: false,
+                sql_meta: Vec::new(),
             })
         });
         KeyDecoder {

@@ -71,6 +71,13 @@ impl Sandbox {
         let base = free_base_port(port_range, 10).to_string();
         let data_nodes = data_nodes.to_string();
         let dir_text = dir.to_str().expect("a UTF-8 temp dir").to_owned();
+        // Most tests drive the data nodes natively: no SQL node unless
+        // `more` asks for one.
+        let sql_nodes: &[&str] = if more.contains(&"--sql-nodes") {
+            &[]
+        } else {
+            &["--sql-nodes", "0"]
+        };
         let output = skarv(
             &[
                 "sandbox",
@@ -85,6 +92,7 @@ impl Sandbox {
                 &base,
             ]
             .into_iter()
+            .chain(sql_nodes.iter().copied())
             .chain(more.iter().copied())
             .collect::<Vec<_>>(),
         );
@@ -118,6 +126,23 @@ impl Sandbox {
             .and_then(|n| n["state"].as_str())
             .unwrap_or_default()
             .to_owned()
+    }
+
+    /// Where MySQL clients reach the sandbox's first SQL node (started
+    /// with `--sql-nodes 1` in `more`).
+    pub fn sql_port(&self) -> u16 {
+        self.sql_port_of(0)
+    }
+
+    /// Where MySQL clients reach the sandbox's SQL node number `at`
+    /// (from 0).
+    pub fn sql_port_of(&self, at: usize) -> u16 {
+        let record = std::fs::read(self.dir.join("sandbox.json")).expect("sandbox.json");
+        let record: Json = serde_json::from_slice(&record).expect("sandbox.json is JSON");
+        record["sql_ports"][at]
+            .as_u64()
+            .and_then(|port| u16::try_from(port).ok())
+            .unwrap_or_else(|| panic!("no SQL node in {record}"))
     }
 
     /// The angel of data node `node` (sandbox.json lists them from node 2).

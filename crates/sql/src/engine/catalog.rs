@@ -7,13 +7,17 @@
 //! table definition ([`SqlType`] per column), and values are converted at
 //! the edge (`exec`).
 //!
-//! (Partly a stub: the interface the executors use is fixed here; the
-//! catalog work of issue 20 fills in the bodies.)
+//! Databases are rows of the cluster table `mysql/def/skarv_databases`;
+//! auto-increment sequences rows of `mysql/def/skarv_sequences`, keyed by
+//! table id (NDB's `SYSTAB_0`); both are made by [`bootstrap`].
 
-use std::sync::Arc;
+pub mod meta;
 
-use schema::{Collation, ColumnType as NativeType};
-use skarv_client::{Session, Table};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use schema::{Collation, ColumnType as NativeType, TableDef};
+use skarv_client::{ExecMode, LockMode, Op, ScanOptions, Session, Table, Value};
 
 use super::{Conn, Engine};
 use crate::error::{codes, SqlError, SqlResult};
@@ -116,6 +120,21 @@ pub struct SqlColumn {
     pub auto_increment: bool,
     /// Its result-set metadata (schema, table and names filled in).
     pub meta: ColumnMeta,
+    /// The default as SQL shows it, unquoted (None: no default, or NULL
+    /// for a nullable column). The native column holds it too, converted
+    /// (TIME as microseconds, ENUM as its index, …), where it has one.
+    pub default: Option<String>,
+    /// `DEFAULT CURRENT_TIMESTAMP` (DATETIME/TIMESTAMP): the executor fills
+    /// the statement's time when the column is not given.
+    pub default_now: bool,
+    /// `ON UPDATE CURRENT_TIMESTAMP`: the executor sets it on every update.
+    pub on_update_now: bool,
+    /// ZEROFILL was declared (values are not padded: MySQL 8 deprecates it).
+    pub zerofill: bool,
+    /// The declared integer display width (`INT(11)`), if any.
+    pub width: Option<u16>,
+    /// `COMMENT '…'`.
+    pub comment: String,
 }
 
 /// A table as the SQL node sees it.
@@ -132,6 +151,84 @@ pub struct TableInfo {
     /// The table has no declared primary key: the hidden `$PK` (BIGINT
     /// UNSIGNED) is its key, filled from the table's auto-increment.
     pub hidden_key: bool,
+    /// The SQL metadata the table was created with (defaults for a table
+    /// made outside SQL).
+    pub sql: meta::TableMeta,
+    /// Its keys as SQL sees them, with the native indexes that serve them.
+    pub keys: Vec<KeyInfo>,
+}
+
+/// A key of a table (PRIMARY, UNIQUE or KEY) and the native indexes that
+/// serve it: NDB's layout, where a primary key is the table's hash key plus
+/// an ordered index `PRIMARY`, a UNIQUE key `u` a unique hash index
+/// `u$unique` plus an ordered index `u`, and a KEY an ordered index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyInfo {
+    /// MySQL's name (`PRIMARY` for the primary key).
+    pub name: String,
+    /// Its columns' positions in the native table, in key order.
+    pub columns: Vec<usize>,
+    /// The primary key (lookups by `Op::read` on the table itself).
+    pub primary: bool,
+    /// PRIMARY or UNIQUE.
+    pub unique: bool,
+    /// The native ordered index for ranges and `ORDER BY`
+    /// (`ScanOptions::index`), if it has one.
+    pub ordered: Option<String>,
+    /// The native unique hash index for lookups (`Op::index`), for a
+    /// UNIQUE key.
+    pub hash: Option<String>,
+}
+
+/// The keys of a native table as SQL sees them (see [`KeyInfo`]).
+pub fn keys_of(def: &TableDef) -> Vec<KeyInfo> {
+    use super::ddl::{PRIMARY, UNIQUE_SUFFIX};
+    let mut keys = Vec::new();
+    if !def.has_hidden_primary_key() {
+        let ordered = def.indexes.iter().find(|i| i.name == PRIMARY);
+        keys.push(KeyInfo {
+            name: PRIMARY.to_owned(),
+            columns: ordered.map_or(def.primary_key.clone(), |i| i.columns.clone()),
+            primary: true,
+            unique: true,
+            ordered: ordered.map(|i| i.name.clone()),
+            hash: None,
+        });
+    }
+    for index in &def.indexes {
+        if index.name == PRIMARY {
+            continue;
+        }
+        match index.kind {
+            schema::IndexKind::Ordered => {
+                let hash = format!("{}{UNIQUE_SUFFIX}", index.name);
+                let hash = def.indexes.iter().find(|i| i.name == hash);
+                keys.push(KeyInfo {
+                    name: index.name.clone(),
+                    columns: index.columns.clone(),
+                    primary: false,
+                    unique: hash.is_some(),
+                    ordered: Some(index.name.clone()),
+                    hash: hash.map(|h| h.name.clone()),
+                });
+            }
+            schema::IndexKind::Unique => {
+                let base = index.name.strip_suffix(UNIQUE_SUFFIX);
+                if base.is_some_and(|b| def.indexes.iter().any(|i| i.name == b)) {
+                    continue;
+                }
+                keys.push(KeyInfo {
+                    name: base.unwrap_or(&index.name).to_owned(),
+                    columns: index.columns.clone(),
+                    primary: false,
+                    unique: true,
+                    ordered: None,
+                    hash: Some(index.name.clone()),
+                });
+            }
+        }
+    }
+    keys
 }
 
 impl TableInfo {
@@ -141,6 +238,16 @@ impl TableInfo {
             .iter()
             .position(|c| c.name.eq_ignore_ascii_case(name))
     }
+
+    /// The AUTO_INCREMENT column, if the table has one.
+    pub fn auto_increment_column(&self) -> Option<usize> {
+        self.columns.iter().position(|c| c.auto_increment)
+    }
+
+    /// The table's id in the cluster (the auto-increment sequence's key).
+    pub fn id(&self) -> u32 {
+        self.native.id()
+    }
 }
 
 /// The cluster table that holds `db`.`table`.
@@ -148,13 +255,174 @@ pub fn cluster_name(db: &str, table: &str) -> String {
     format!("{db}/def/{table}")
 }
 
+/// The database and table of a cluster table name, if it is one SQL sees
+/// (`db/def/name`, no hidden `$` table).
+pub fn split_cluster_name(name: &str) -> Option<(&str, &str)> {
+    let (db, rest) = name.split_once("/def/")?;
+    if db.is_empty() || rest.is_empty() || rest.contains('/') || name.starts_with('$') {
+        return None;
+    }
+    Some((db, rest))
+}
+
+/// The database the SQL node keeps its system tables in.
+pub const SYSTEM_DB: &str = "mysql";
+/// The virtual, read-only database of views on the catalog.
+pub const INFORMATION_SCHEMA: &str = "information_schema";
+/// The cluster table of databases: one row per database.
+pub const DATABASES_TABLE: &str = "mysql/def/skarv_databases";
+/// The cluster table of auto-increment sequences, keyed by table id (NDB's
+/// `SYSTAB_0`).
+pub const SEQUENCES_TABLE: &str = "mysql/def/skarv_sequences";
+/// Values a SQL node reserves from a table's sequence at once (NDB's
+/// `ndb_autoincrement_prefetch_sz` default is 1; 32 keeps inserts from
+/// going to the sequence table for every row while gaps stay small).
+pub const AUTO_INCREMENT_PREFETCH: u64 = 32;
+/// Longest database, table, column and index name, in characters
+/// (MySQL's `NAME_CHAR_LEN`).
+pub const IDENTIFIER_CHARS_MAX: usize = 64;
+/// Tries of a system-table transaction that met a temporary error (a
+/// busy dictionary, a node failure, two SQL nodes racing).
+const SYSTEM_RETRIES_MAX: u32 = 10;
+/// Wait between those tries, in milliseconds.
+const SYSTEM_RETRY_WAIT_MS: u64 = 50;
+
+/// A range of auto-increment values reserved by this SQL node.
+#[derive(Clone, Copy, Debug)]
+struct Reserved {
+    next: u64,
+    end: u64,
+}
+
 /// Caches the SQL node shares between connections.
 #[derive(Default)]
-pub struct Shared {}
+pub struct Shared {
+    /// Reserved auto-increment ranges by table id (a dropped and
+    /// re-created table has a new id, so an entry never outlives its
+    /// table's meaning).
+    sequences: Mutex<HashMap<u32, Reserved>>,
+    /// The SQL view of each table by cluster name, kept while the client's
+    /// cached native definition is the one it was made from (a new
+    /// definition is a new `Arc<Table>`), so a statement does not decode
+    /// the SQL metadata again.
+    tables: Mutex<HashMap<String, Arc<TableInfo>>>,
+}
 
-/// Makes sure the SQL node's system tables exist.
-pub fn bootstrap(_engine: &Arc<Engine>, _session: &Session) -> SqlResult<()> {
+/// Most tables whose SQL view [`Shared`] keeps; past it the cache starts
+/// over (a cheap bound: entries are rebuilt from the client's cache).
+const TABLE_INFO_CACHE_MAX: usize = 4_096;
+
+/// Makes sure the SQL node's system tables exist: creating one that
+/// another SQL node created at the same moment is success (721).
+pub fn bootstrap(_engine: &Arc<Engine>, session: &Session) -> SqlResult<()> {
+    let name_type = NativeType::VarChar {
+        max: IDENTIFIER_CHARS_MAX as u16,
+        collation: Collation::Utf8mb4Bin,
+    };
+    let databases = TableDef::new(
+        DATABASES_TABLE,
+        0,
+        vec![
+            schema::Column::new("name", name_type),
+            schema::Column::new("charset", name_type),
+            schema::Column::new("collation", name_type),
+        ],
+    )
+    .primary_key(vec![0])
+    .partitions(0);
+    let sequences = TableDef::new(
+        SEQUENCES_TABLE,
+        0,
+        vec![
+            schema::Column::new("table_id", NativeType::Int { unsigned: true }),
+            schema::Column::new("next", NativeType::BigInt { unsigned: true }),
+        ],
+    )
+    .primary_key(vec![0])
+    .partitions(0);
+    for def in [databases, sequences] {
+        retry(|| match session.table(&def.name) {
+            Ok(_) => Ok(()),
+            Err(e) if e.code == skarv_client::codes::NO_SUCH_TABLE => {
+                match session.create_table(&def) {
+                    Ok(_) => Ok(()),
+                    Err(e) if e.code == skarv_client::codes::ALREADY_EXISTS => Ok(()),
+                    Err(e) => Err(e),
+                }
+            }
+            Err(e) => Err(e),
+        })?;
+    }
     Ok(())
+}
+
+/// Runs `f` again while it fails with a temporary error, a few times.
+fn retry<T>(mut f: impl FnMut() -> skarv_client::Result<T>) -> SqlResult<T> {
+    let mut tries = 0;
+    loop {
+        match f() {
+            Ok(v) => return Ok(v),
+            Err(e) if e.is_temporary() && tries + 1 < SYSTEM_RETRIES_MAX => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(SYSTEM_RETRY_WAIT_MS));
+            }
+            Err(e) => return Err(native_error(&e)),
+        }
+    }
+}
+
+/// A native error as a MySQL one: the schema codes SQL has its own
+/// numbers for, else the query helper's mapping.
+pub fn native_error(e: &skarv_client::Error) -> SqlError {
+    use skarv_client::codes as n;
+    match e.code {
+        n::BAD_DEFINITION if e.message.contains("rows of up to") => SqlError::new(
+            codes::TOO_BIG_ROWSIZE,
+            format!(
+                "Row size too large. The maximum row size for the used table type is {}: {}",
+                schema::ROW_BYTES_MAX,
+                e.message
+            ),
+        ),
+        n::BAD_DEFINITION if e.message.contains("keys take up to") => SqlError::new(
+            codes::TOO_LONG_KEY,
+            format!("Specified key was too long: {}", e.message),
+        ),
+        n::BAD_DEFINITION | n::UNSUPPORTED_ALTER => SqlError::unsupported(&e.message),
+        _ => super::txn::native_error(e),
+    }
+}
+
+/// A warning of the running statement (`SHOW WARNINGS`).
+pub fn warn(conn: &mut Conn<'_>, code: u16, message: impl Into<String>) {
+    conn.session.warn(code, message.into());
+}
+
+/// 1102/1103 for a name MySQL refuses: empty, longer than 64
+/// characters, ending in a space, or holding what a cluster table name
+/// cannot (`/`, and `.`/`\` in a database name, as MySQL's files).
+pub fn check_name(name: &str, database: bool) -> SqlResult<()> {
+    let bad = name.is_empty()
+        || name.chars().count() > IDENTIFIER_CHARS_MAX
+        || name.ends_with(' ')
+        || name.contains('/')
+        || name.contains('\0')
+        || (database && (name.contains('\\') || name.contains('.')))
+        || name.starts_with('$');
+    if !bad {
+        return Ok(());
+    }
+    if database {
+        Err(SqlError::new(
+            codes::WRONG_DB_NAME,
+            format!("Incorrect database name '{name}'"),
+        ))
+    } else {
+        Err(SqlError::new(
+            codes::WRONG_TABLE_NAME,
+            format!("Incorrect table name '{name}'"),
+        ))
+    }
 }
 
 /// A table, by the database the statement named or the session's current
@@ -163,23 +431,56 @@ pub fn table(conn: &Conn<'_>, db: Option<&str>, name: &str) -> SqlResult<Arc<Tab
     let Some(db) = db.or(conn.session.database.as_deref()) else {
         return Err(SqlError::new(codes::NO_DB, "No database selected"));
     };
-    let native = match conn.native.table(&cluster_name(db, name)) {
-        Ok(native) => native,
-        Err(e) if e.code == skarv_client::codes::NO_SUCH_TABLE => {
-            return Err(SqlError::new(
-                codes::TABLE_NOT_FOUND,
-                format!("Table '{db}.{name}' doesn't exist"),
-            ))
-        }
-        Err(e) => return Err(super::txn::native_error(&e)),
+    let missing = || {
+        SqlError::new(
+            codes::TABLE_NOT_FOUND,
+            format!("Table '{db}.{name}' doesn't exist"),
+        )
     };
-    Ok(Arc::new(table_info(db, name, native)))
+    if name.contains('/') || db.contains('/') || is_virtual_db(db) {
+        return Err(missing());
+    }
+    let cluster = cluster_name(db, name);
+    let native = match conn.native.table(&cluster) {
+        Ok(native) => native,
+        Err(e) if e.code == skarv_client::codes::NO_SUCH_TABLE => return Err(missing()),
+        Err(e) => return Err(native_error(&e)),
+    };
+    let mut tables = conn
+        .engine
+        .catalog
+        .tables
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    if let Some(info) = tables.get(&cluster) {
+        if Arc::ptr_eq(&info.native, &native) {
+            return Ok(Arc::clone(info));
+        }
+    }
+    let info = Arc::new(table_info(db, name, native));
+    if tables.len() >= TABLE_INFO_CACHE_MAX {
+        tables.clear();
+    }
+    tables.insert(cluster, Arc::clone(&info));
+    Ok(info)
 }
 
-/// The SQL view of a native table, each column's type taken from its
-/// storage type (what a table made outside SQL has).
+/// The SQL view of a native table: each column's type from the table's
+/// SQL metadata when it has some, else from its storage type (a table made
+/// outside SQL, or metadata this build cannot read).
 pub fn table_info(db: &str, name: &str, native: Arc<Table>) -> TableInfo {
     let def = native.def();
+    let sql = if def.sql_meta.is_empty() {
+        meta::TableMeta::default()
+    } else {
+        match meta::TableMeta::decode(&def.sql_meta) {
+            Ok(sql) => sql,
+            Err(e) => {
+                tracing::warn!(table = %def.name, "{e}; columns are shown by their storage types");
+                meta::TableMeta::default()
+            }
+        }
+    };
     let mut columns = Vec::with_capacity(def.columns.len());
     let mut hidden_key = false;
     for (at, column) in def.columns.iter().enumerate() {
@@ -187,10 +488,48 @@ pub fn table_info(db: &str, name: &str, native: Arc<Table>) -> TableInfo {
             hidden_key = true;
             continue;
         }
-        let ty = SqlType::of_native(column.ty);
+        let declared = sql.columns.iter().find(|c| usize::from(c.native) == at);
+        let ty = match declared {
+            Some(d) if d.ty.native() == column.ty => d.ty.clone(),
+            _ => SqlType::of_native(column.ty),
+        };
+        let declared = declared.filter(|d| d.ty == ty);
         let mut meta = column_meta(&ty, column.nullable);
         if def.primary_key.contains(&at) {
             meta.flags |= flags::PRI_KEY | flags::NOT_NULL;
+        }
+        for index in &def.indexes {
+            // The ordered twins NDB keeps of a primary or unique key are
+            // not keys of their own to MySQL.
+            let twin = index.name == super::ddl::PRIMARY
+                || (index.kind == schema::IndexKind::Ordered
+                    && def.indexes.iter().any(|u| {
+                        u.name.strip_suffix(super::ddl::UNIQUE_SUFFIX) == Some(index.name.as_str())
+                    }));
+            if !twin && index.columns.first() == Some(&at) {
+                meta.flags |= match index.kind {
+                    schema::IndexKind::Unique if index.columns.len() == 1 => flags::UNIQUE_KEY,
+                    _ => flags::MULTIPLE_KEY,
+                };
+            }
+        }
+        let auto_increment = declared.is_some_and(|d| d.auto_increment);
+        if auto_increment {
+            meta.flags |= flags::AUTO_INCREMENT;
+        }
+        if declared.is_some_and(|d| d.zerofill) {
+            meta.flags |= flags::ZEROFILL | flags::UNSIGNED;
+        }
+        if declared.is_some_and(|d| d.on_update_now) {
+            meta.flags |= flags::ON_UPDATE_NOW;
+        }
+        let default = match declared {
+            Some(d) => d.default.clone(),
+            None => column.default.as_ref().and_then(native_default_text),
+        };
+        let default_now = declared.is_some_and(|d| d.default_now);
+        if default.is_none() && !default_now && !column.nullable && !auto_increment {
+            meta.flags |= flags::NO_DEFAULT_VALUE;
         }
         meta.schema = db.to_owned();
         meta.table = name.to_owned();
@@ -202,20 +541,476 @@ pub fn table_info(db: &str, name: &str, native: Arc<Table>) -> TableInfo {
             native: at,
             ty,
             nullable: column.nullable,
-            auto_increment: false,
+            auto_increment,
             meta,
+            default,
+            default_now,
+            on_update_now: declared.is_some_and(|d| d.on_update_now),
+            zerofill: declared.is_some_and(|d| d.zerofill),
+            width: declared.and_then(|d| d.width),
+            comment: declared.map(|d| d.comment.clone()).unwrap_or_default(),
         });
     }
+    let keys = keys_of(def);
     TableInfo {
         db: db.to_owned(),
         name: name.to_owned(),
         native,
         columns,
         hidden_key,
+        sql,
+        keys,
     }
 }
 
+/// A native default as SQL shows it (tables made outside SQL).
+fn native_default_text(value: &Value) -> Option<String> {
+    Some(match value {
+        Value::Null => return None,
+        Value::Int(v) => v.to_string(),
+        Value::UInt(v) | Value::Bit(v) => v.to_string(),
+        Value::Float(v) => v.to_string(),
+        Value::Double(v) => v.to_string(),
+        Value::Decimal(v) => v.to_string(),
+        Value::String(s) => s.clone(),
+        Value::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
+        Value::Date(d) => format!("{:04}-{:02}-{:02}", d.year, d.month, d.day),
+        Value::DateTime(_) | Value::Timestamp(_) | Value::BlobHead { .. } => return None,
+    })
+}
+
+/// Whether a database name is one of the virtual ones
+/// (`information_schema`), read-only and without cluster tables.
+pub fn is_virtual_db(name: &str) -> bool {
+    name.eq_ignore_ascii_case(INFORMATION_SCHEMA)
+}
+
+/// 1049 for `performance_schema`, which Skarv has not.
+fn performance_schema(name: &str) -> Option<SqlError> {
+    name.eq_ignore_ascii_case("performance_schema").then(|| {
+        SqlError::new(
+            codes::BAD_DB,
+            "Unknown database 'performance_schema' (Skarv has no performance_schema)",
+        )
+    })
+}
+
+/// A database as the catalog keeps it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Database {
+    /// Its name.
+    pub name: String,
+    /// Its default character set.
+    pub charset: String,
+    /// Its default collation.
+    pub collation: String,
+}
+
+fn system_database(name: &str) -> Database {
+    Database {
+        name: name.to_owned(),
+        charset: "utf8mb4".to_owned(),
+        collation: "utf8mb4_general_ci".to_owned(),
+    }
+}
+
+fn text_of(row: &skarv_client::Row, column: &str) -> String {
+    match row.get(column) {
+        Some(Value::String(s)) => s.clone(),
+        _ => String::new(),
+    }
+}
+
+/// Every database: `information_schema`, `mysql` and the cluster's, by
+/// name.
+pub fn databases(conn: &Conn<'_>) -> SqlResult<Vec<Database>> {
+    let table = system_table(conn, DATABASES_TABLE)?;
+    let mut out = retry(|| {
+        let tx = conn.native.begin()?;
+        let mut out = Vec::new();
+        for row in tx.scan(&table, ScanOptions::default())? {
+            let row = row?;
+            out.push(Database {
+                name: text_of(&row, "name"),
+                charset: text_of(&row, "charset"),
+                collation: text_of(&row, "collation"),
+            });
+        }
+        Ok(out)
+    })?;
+    for name in [INFORMATION_SCHEMA, SYSTEM_DB] {
+        if !out.iter().any(|d| d.name == name) {
+            out.push(system_database(name));
+        }
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
+}
+
+/// One database, or 1049.
+pub fn database(conn: &Conn<'_>, name: &str) -> SqlResult<Database> {
+    if let Some(e) = performance_schema(name) {
+        return Err(e);
+    }
+    if is_virtual_db(name) {
+        return Ok(system_database(INFORMATION_SCHEMA));
+    }
+    if name == SYSTEM_DB {
+        return Ok(system_database(SYSTEM_DB));
+    }
+    let unknown = || SqlError::new(codes::BAD_DB, format!("Unknown database '{name}'"));
+    if check_name(name, true).is_err() {
+        return Err(unknown());
+    }
+    let table = system_table(conn, DATABASES_TABLE)?;
+    let key = [Value::String(name.to_owned())];
+    let row = retry(|| {
+        let tx = conn.native.begin()?;
+        let read = tx.define(Op::read(&table, &key).ignore_error())?;
+        let mut outcome = tx.execute(ExecMode::Commit)?;
+        Ok(outcome.take_row(read))
+    })?;
+    match row {
+        Some(row) => Ok(Database {
+            name: text_of(&row, "name"),
+            charset: text_of(&row, "charset"),
+            collation: text_of(&row, "collation"),
+        }),
+        None => Err(unknown()),
+    }
+}
+
+/// Whether a database exists (for `USE` and `COM_INIT_DB`): `Ok(false)`
+/// for an unknown one; 1049 with a message for `performance_schema`.
+pub fn database_exists(conn: &Conn<'_>, name: &str) -> SqlResult<bool> {
+    match database(conn, name) {
+        Ok(_) => Ok(true),
+        Err(e) if e.code == codes::BAD_DB && performance_schema(name).is_none() => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Adds a database row: `Ok(false)` when it exists already.
+pub fn insert_database(conn: &Conn<'_>, db: &Database) -> SqlResult<bool> {
+    let table = system_table(conn, DATABASES_TABLE)?;
+    retry(|| {
+        let tx = conn.native.begin()?;
+        tx.insert(
+            &table,
+            &[
+                ("name", Value::String(db.name.clone())),
+                ("charset", Value::String(db.charset.clone())),
+                ("collation", Value::String(db.collation.clone())),
+            ],
+        )?;
+        match tx.execute(ExecMode::Commit) {
+            Ok(_) => Ok(true),
+            Err(e) if e.code == skarv_client::codes::DUPLICATE_KEY => Ok(false),
+            Err(e) => Err(e),
+        }
+    })
+}
+
+/// Removes a database row: `Ok(false)` when there was none.
+pub fn delete_database(conn: &Conn<'_>, name: &str) -> SqlResult<bool> {
+    let table = system_table(conn, DATABASES_TABLE)?;
+    let key = [Value::String(name.to_owned())];
+    retry(|| {
+        let tx = conn.native.begin()?;
+        tx.delete(&table, &key)?;
+        match tx.execute(ExecMode::Commit) {
+            Ok(_) => Ok(true),
+            Err(e) if e.code == skarv_client::codes::NO_SUCH_ROW => Ok(false),
+            Err(e) => Err(e),
+        }
+    })
+}
+
+/// The names of a database's tables, sorted (the cluster's list, as the
+/// data node asked knows it).
+pub fn table_names(conn: &Conn<'_>, db: &str) -> SqlResult<Vec<String>> {
+    if is_virtual_db(db) {
+        return Ok(super::show::INFORMATION_SCHEMA_TABLES
+            .iter()
+            .map(|t| (*t).to_owned())
+            .collect());
+    }
+    let all = retry(|| conn.native.list_tables())?;
+    let mut names: Vec<String> = all
+        .iter()
+        .filter_map(|n| split_cluster_name(n))
+        .filter(|(d, _)| *d == db)
+        .map(|(_, t)| t.to_owned())
+        .collect();
+    names.sort();
+    Ok(names)
+}
+
+fn system_table(conn: &Conn<'_>, name: &str) -> SqlResult<Arc<Table>> {
+    retry(|| conn.native.table(name))
+}
+
+/// The next `count` values of a table's auto-increment (for its
+/// AUTO_INCREMENT column or hidden key): the first of them. Values are
+/// unique cluster-wide; a SQL node reserves them in ranges of at least
+/// [`AUTO_INCREMENT_PREFETCH`] (one locking read and update of the
+/// sequence row, in a transaction of its own, not the user's), so values
+/// from two SQL nodes interleave, as NDB's do.
+pub fn next_auto_increment(conn: &Conn<'_>, table: &TableInfo, count: u64) -> SqlResult<u64> {
+    let count = count.max(1);
+    let id = table.id();
+    let mut sequences = conn
+        .engine
+        .catalog
+        .sequences
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    if let Some(range) = sequences.get_mut(&id) {
+        if range.end - range.next >= count {
+            let first = range.next;
+            range.next += count;
+            return Ok(first);
+        }
+    }
+    let want = count.max(AUTO_INCREMENT_PREFETCH);
+    let first = reserve(conn, table, want, None)?;
+    sequences.insert(
+        id,
+        Reserved {
+            next: first + count,
+            end: first + want,
+        },
+    );
+    Ok(first)
+}
+
+/// An explicit value was stored in the AUTO_INCREMENT column: later
+/// generated values must be above it (MySQL's rule), on every SQL node.
+pub fn note_explicit_auto_increment(
+    conn: &Conn<'_>,
+    table: &TableInfo,
+    value: u64,
+) -> SqlResult<()> {
+    let id = table.id();
+    let mut sequences = conn
+        .engine
+        .catalog
+        .sequences
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    if let Some(range) = sequences.get_mut(&id) {
+        if value < range.next {
+            return Ok(());
+        }
+        if value < range.end {
+            // Inside this node's reservation: skip past it here.
+            range.next = value + 1;
+            return Ok(());
+        }
+        sequences.remove(&id);
+    }
+    let next = value.saturating_add(1);
+    reserve(conn, table, 0, Some(next)).map(|_| ())
+}
+
+/// Sets a table's sequence so that the next value is at least `next`
+/// (`ALTER TABLE … AUTO_INCREMENT=n`, TRUNCATE's restart with `Some(1)`
+/// and `exact`).
+pub fn set_auto_increment(conn: &Conn<'_>, table_id: u32, next: u64, exact: bool) -> SqlResult<()> {
+    conn.engine
+        .catalog
+        .sequences
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(&table_id);
+    let seq = system_table(conn, SEQUENCES_TABLE)?;
+    let key = [Value::UInt(u64::from(table_id))];
+    retry(|| {
+        let tx = conn.native.begin()?;
+        if exact {
+            tx.write(
+                &seq,
+                &[
+                    ("table_id", Value::UInt(u64::from(table_id))),
+                    ("next", Value::UInt(next)),
+                ],
+            )?;
+            tx.execute(ExecMode::Commit)?;
+            return Ok(());
+        }
+        let read = tx.define(
+            Op::read(&seq, &key)
+                .lock(LockMode::Exclusive)
+                .ignore_error(),
+        )?;
+        let outcome = tx.execute(ExecMode::NoCommit)?;
+        let current = outcome.row(read).and_then(|r| match r.get("next") {
+            Some(Value::UInt(v)) => Some(*v),
+            _ => None,
+        });
+        match current {
+            Some(current) if current >= next => {
+                tx.execute(ExecMode::Rollback)?;
+            }
+            Some(_) => {
+                tx.update(&seq, &key, &[("next", Value::UInt(next))])?;
+                tx.execute(ExecMode::Commit)?;
+            }
+            None => {
+                tx.insert(
+                    &seq,
+                    &[
+                        ("table_id", Value::UInt(u64::from(table_id))),
+                        ("next", Value::UInt(next)),
+                    ],
+                )?;
+                tx.execute(ExecMode::Commit)?;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Forgets a dropped table's sequence (its row and this node's range).
+pub fn drop_sequence(conn: &Conn<'_>, table_id: u32) -> SqlResult<()> {
+    conn.engine
+        .catalog
+        .sequences
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(&table_id);
+    let seq = system_table(conn, SEQUENCES_TABLE)?;
+    let key = [Value::UInt(u64::from(table_id))];
+    retry(|| {
+        let tx = conn.native.begin()?;
+        tx.define(Op::delete(&seq, &key).ignore_error())?;
+        tx.execute(ExecMode::Commit).map(|_| ())
+    })
+}
+
+/// The next value the sequence would give (SHOW TABLE STATUS,
+/// information_schema.TABLES): this node's cached next, else the
+/// sequence row's, else the table's start.
+pub fn peek_auto_increment(conn: &Conn<'_>, table: &TableInfo) -> SqlResult<u64> {
+    if let Some(range) = conn
+        .engine
+        .catalog
+        .sequences
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(&table.id())
+    {
+        return Ok(range.next);
+    }
+    let seq = system_table(conn, SEQUENCES_TABLE)?;
+    let key = [Value::UInt(u64::from(table.id()))];
+    let next = retry(|| {
+        let tx = conn.native.begin()?;
+        let read = tx.define(Op::read(&seq, &key).ignore_error())?;
+        let outcome = tx.execute(ExecMode::Commit)?;
+        Ok(outcome.row(read).and_then(|r| match r.get("next") {
+            Some(Value::UInt(v)) => Some(*v),
+            _ => None,
+        }))
+    })?;
+    Ok(next.unwrap_or(table.sql.auto_increment_start.max(1)))
+}
+
+/// Takes `want` values from the table's sequence row (or, with
+/// `at_least`, moves it up to that and takes none): the first value taken.
+fn reserve(conn: &Conn<'_>, table: &TableInfo, want: u64, at_least: Option<u64>) -> SqlResult<u64> {
+    let seq = system_table(conn, SEQUENCES_TABLE)?;
+    let id = u64::from(table.id());
+    let key = [Value::UInt(id)];
+    let start = table.sql.auto_increment_start.max(1);
+    retry(|| {
+        let tx = conn.native.begin()?;
+        let read = tx.define(
+            Op::read(&seq, &key)
+                .lock(LockMode::Exclusive)
+                .ignore_error(),
+        )?;
+        let outcome = tx.execute(ExecMode::NoCommit)?;
+        let current = outcome.row(read).and_then(|r| match r.get("next") {
+            Some(Value::UInt(v)) => Some(*v),
+            _ => None,
+        });
+        let first = current.unwrap_or(start);
+        let first = at_least.map_or(first, |n| first.max(n));
+        let next = first.checked_add(want).ok_or_else(|| {
+            skarv_client::Error::new(
+                skarv_client::codes::BAD_VALUE,
+                format!("the auto-increment of table {id} is exhausted"),
+            )
+        })?;
+        if current.is_some() {
+            tx.update(&seq, &key, &[("next", Value::UInt(next))])?;
+        } else {
+            // Two SQL nodes inserting at once: one gets 630 and tries again.
+            tx.insert(
+                &seq,
+                &[("table_id", Value::UInt(id)), ("next", Value::UInt(next))],
+            )?;
+        }
+        match tx.execute(ExecMode::Commit) {
+            Ok(_) => Ok(first),
+            Err(e) if e.code == skarv_client::codes::DUPLICATE_KEY => Err(
+                skarv_client::Error::new(skarv_client::codes::BUSY, "sequence row raced"),
+            ),
+            Err(e) => Err(e),
+        }
+    })
+}
+
 impl SqlType {
+    /// The storage type that holds this type's values.
+    pub fn native(&self) -> NativeType {
+        match self {
+            SqlType::TinyInt { unsigned } => NativeType::TinyInt {
+                unsigned: *unsigned,
+            },
+            SqlType::SmallInt { unsigned } => NativeType::SmallInt {
+                unsigned: *unsigned,
+            },
+            SqlType::MediumInt { unsigned } => NativeType::MediumInt {
+                unsigned: *unsigned,
+            },
+            SqlType::Int { unsigned } => NativeType::Int {
+                unsigned: *unsigned,
+            },
+            SqlType::BigInt { unsigned } => NativeType::BigInt {
+                unsigned: *unsigned,
+            },
+            SqlType::Float => NativeType::Float,
+            SqlType::Double => NativeType::Double,
+            SqlType::Decimal { precision, scale } => NativeType::Decimal {
+                precision: *precision,
+                scale: *scale,
+            },
+            SqlType::Char { length, collation } => NativeType::Char {
+                len: *length,
+                collation: *collation,
+            },
+            SqlType::VarChar { max, collation } => NativeType::VarChar {
+                max: *max,
+                collation: *collation,
+            },
+            SqlType::Binary { length } => NativeType::Binary { len: *length },
+            SqlType::VarBinary { max } => NativeType::VarBinary { max: *max },
+            SqlType::Text { collation, .. } => NativeType::Text {
+                collation: *collation,
+            },
+            SqlType::Blob { .. } => NativeType::Blob,
+            SqlType::Date => NativeType::Date,
+            SqlType::Time { .. } => NativeType::BigInt { unsigned: false },
+            SqlType::DateTime { fsp } => NativeType::DateTime { fsp: *fsp },
+            SqlType::Timestamp { fsp } => NativeType::Timestamp { fsp: *fsp },
+            SqlType::Year | SqlType::Enum(_) => NativeType::SmallInt { unsigned: true },
+            SqlType::Set(_) => NativeType::BigInt { unsigned: true },
+            SqlType::Bit { bits } => NativeType::Bit { bits: *bits },
+        }
+    }
+
     /// The SQL type of a storage type, for columns without SQL metadata.
     pub fn of_native(ty: NativeType) -> SqlType {
         match ty {
@@ -387,15 +1182,4 @@ pub fn column_meta(ty: &SqlType, nullable: bool) -> ColumnMeta {
         flags,
         decimals,
     }
-}
-
-/// The next `count` values of a table's auto-increment (for its
-/// AUTO_INCREMENT column or hidden key): the first of them. Values are
-/// unique cluster-wide; a SQL node reserves them in ranges, so values from
-/// two SQL nodes interleave (as NDB's do).
-pub fn next_auto_increment(_conn: &Conn<'_>, table: &TableInfo, _count: u64) -> SqlResult<u64> {
-    Err(SqlError::unsupported(format_args!(
-        "AUTO_INCREMENT of `{}`.`{}`",
-        table.db, table.name
-    )))
 }

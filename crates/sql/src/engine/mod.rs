@@ -76,6 +76,9 @@ pub struct ConnInfo {
     pub killed: AtomicBool,
     /// `KILL QUERY` (the running statement stops with 1317).
     pub query_killed: AtomicBool,
+    /// The client's socket (a second handle), which `KILL` shuts so that a
+    /// connection waiting for its client's next command ends at once.
+    pub socket: Mutex<Option<std::net::TcpStream>>,
 }
 
 /// The changing part of [`ConnInfo`].
@@ -109,6 +112,7 @@ impl Engine {
             .cluster
             .session()
             .map_err(|e| txn::native_error(&e))?;
+        users::bootstrap(&engine, &session)?;
         catalog::bootstrap(&engine, &session)?;
         Ok(engine)
     }
@@ -126,6 +130,7 @@ impl Engine {
             }),
             killed: AtomicBool::new(false),
             query_killed: AtomicBool::new(false),
+            socket: Mutex::new(None),
         });
         self.connections
             .lock()
@@ -143,6 +148,7 @@ impl Engine {
             session: session::SessionState::new(globals),
             tx: txn::TxState::default(),
             prepared: prepared::Statements::default(),
+            grants: users::Grants::default(),
         }
     }
 }
@@ -161,6 +167,8 @@ pub struct Conn<'s> {
     pub tx: txn::TxState<'s>,
     /// Prepared statements.
     pub prepared: prepared::Statements,
+    /// What the logged-in account may do.
+    pub grants: users::Grants,
 }
 
 impl Drop for Conn<'_> {
@@ -200,7 +208,10 @@ impl<'s> Conn<'s> {
         more: bool,
         sink: &mut dyn ResultSink,
     ) -> io::Result<bool> {
-        self.session.start_statement();
+        if !session::keeps_warnings(statement) {
+            self.session.start_statement();
+        }
+        self.info.query_killed.store(false, Ordering::Relaxed);
         let outcome = self.dispatch(statement, params, more, sink);
         match outcome {
             Ok(Answered::Done) => Ok(true),
@@ -232,6 +243,7 @@ impl<'s> Conn<'s> {
             Stmt::Sql(statement) => &**statement,
             Stmt::Extra(extra) => return session::extra(self, extra, more, sink),
         };
+        users::authorize(self, statement)?;
         match statement {
             S::Query(_) => exec::query(self, statement, params, more, sink),
             S::Insert(_) | S::Update(_) | S::Delete(_) => exec::write(self, statement, params),
@@ -248,21 +260,25 @@ impl<'s> Conn<'s> {
             | S::Drop { .. }
             | S::Truncate(_)
             | S::RenameTable(_) => ddl::statement(self, statement),
-            S::CreateUser(_) | S::Grant { .. } | S::Revoke { .. } => {
-                users::statement(self, statement)
+            S::ShowVariables { filter, global, .. } => {
+                session::show_variables(self, filter, *global, more, sink)
             }
+            S::ShowStatus { filter, .. } => session::show_status(self, filter, more, sink),
+            S::ShowProcessList { full } => session::show_processlist(self, *full, more, sink),
+            S::Kill { modifier, id } => session::kill(
+                self,
+                *id,
+                matches!(modifier, Some(sqlparser::ast::KillType::Query)),
+            ),
             S::ShowTables { .. }
             | S::ShowColumns { .. }
             | S::ShowDatabases { .. }
             | S::ShowSchemas { .. }
-            | S::ShowVariables { .. }
-            | S::ShowStatus { .. }
             | S::ShowCreate { .. }
             | S::ShowVariable { .. }
             | S::ShowCollation { .. }
-            | S::ShowProcessList { .. }
-            | S::ExplainTable { .. }
-            | S::Kill { .. } => show::statement(self, statement, more, sink),
+            | S::ShowCharset(_)
+            | S::ExplainTable { .. } => show::statement(self, statement, more, sink),
             other => Err(SqlError::unsupported(format_args!(
                 "the statement `{}`",
                 stdx_truncate(&other.to_string(), 80)
@@ -289,6 +305,27 @@ pub enum Answered {
     Done,
     /// Send this OK (warnings and `more_results` are filled in by the caller).
     Ok(OkInfo),
+}
+
+/// Sends a whole result set (for answers small enough to build first:
+/// SHOW, variables). A failed write is returned as an error whose sending
+/// fails too, which ends the connection.
+pub fn send_rows(
+    sink: &mut dyn ResultSink,
+    columns: &[ColumnMeta],
+    rows: Vec<Vec<SqlValue>>,
+    more: bool,
+) -> SqlResult<()> {
+    let io = |e: io::Error| SqlError::new(codes::UNKNOWN, format!("writing the result: {e}"));
+    sink.columns(columns).map_err(io)?;
+    for row in &rows {
+        sink.row(row).map_err(io)?;
+    }
+    let info = OkInfo {
+        more_results: more,
+        ..OkInfo::default()
+    };
+    sink.end_rows(&info).map_err(io)
 }
 
 /// At most `max` characters of `s`, for messages quoting a statement.
@@ -377,19 +414,26 @@ impl<'s> Conn<'s> {
     }
 
     fn query_inner(&mut self, sql: &str, multi: bool, sink: &mut dyn ResultSink) -> io::Result<()> {
-        let statements = match session::parse_query(self, sql, multi) {
+        let refuse = |conn: &mut Conn<'_>, error: &SqlError, sink: &mut dyn ResultSink| {
+            conn.session.start_statement();
+            conn.session.note_error(error);
+            sink.error(error)
+        };
+        let statements = match session::parse_text(sql, multi) {
             Ok(statements) => statements,
-            Err(error) => {
-                self.session.start_statement();
-                self.session.note_error(&error);
-                return sink.error(&error);
-            }
+            Err(error) => return refuse(self, &error, sink),
         };
         let count = statements.len();
         for (at, statement) in statements.iter().enumerate() {
             let more = at + 1 < count;
-            if !self.run_statement(statement, &[], more, sink)? {
-                break;
+            match statement {
+                Ok(statement) => {
+                    if !self.run_statement(statement, &[], more, sink)? {
+                        break;
+                    }
+                }
+                // The statements before it ran; the run stops here.
+                Err(error) => return refuse(self, error, sink),
             }
         }
         Ok(())

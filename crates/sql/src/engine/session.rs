@@ -1,49 +1,345 @@
-//! A connection's session: variables, `SET`, `USE`, warnings, and the
-//! statement splitter that recognises what `sqlparser` does not parse.
+//! A connection's session: system and user variables, `SET`, `USE`,
+//! warnings, `SHOW VARIABLES/STATUS/WARNINGS/ERRORS/PROCESSLIST`, `KILL`,
+//! and the front end that turns statement text into [`Stmt`]s.
 //!
-//! (Stub: filled in by the catalog work of issue 20.)
+//! The front end tokenizes with `sqlparser` and mends, token by token, the
+//! MySQL spellings its parser does not take (double-quoted strings,
+//! `LOCK IN SHARE MODE`), then parses from the tokens; statements it does
+//! not parse at all (`SHOW CREATE DATABASE`, account statements) are
+//! recognised from their leading words ([`Extra`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::Ordering;
 
-use sqlparser::ast::Statement;
+use sqlparser::ast::{
+    ContextModifier, Expr, Set, ShowStatementFilter, Statement, Value as AstValue,
+};
+use sqlparser::dialect::MySqlDialect;
+use sqlparser::parser::Parser;
+use sqlparser::tokenizer::{Token, Tokenizer};
 
-use super::{Answered, Conn, Stmt};
-use crate::backend::{status, ResultSink};
-use crate::error::{SqlError, SqlResult};
+use super::{send_rows, Answered, Conn, Stmt};
+use crate::backend::{status, OkInfo, ResultSink};
+use crate::error::{codes, SqlError, SqlResult};
+use crate::value::{charset, ColumnMeta, ColumnType, SqlValue};
 
-/// Variables by lowercase name.
+/// Warnings kept per statement (MySQL's `max_error_count` default); more
+/// are counted but not listed.
+pub const WARNINGS_KEPT_MAX: usize = 1_024;
+/// Statements in one multi-statement `COM_QUERY`.
+pub const STATEMENTS_PER_QUERY_MAX: usize = 10_000;
+
+/// The kind of a system variable's value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// ON/OFF, shown as 1/0 by `SELECT @@x`.
+    Bool,
+    /// An unsigned integer within bounds.
+    Int { min: u64, max: u64 },
+    /// Free text.
+    Text,
+}
+
+/// Where a system variable may be set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Scope {
+    /// Session and global.
+    Both,
+    /// Global only (`SET GLOBAL`).
+    Global,
+    /// Nobody sets it.
+    ReadOnly,
+}
+
+/// One system variable the SQL node knows.
+struct SysVar {
+    name: &'static str,
+    kind: Kind,
+    scope: Scope,
+    default: &'static str,
+}
+
+const fn var(name: &'static str, kind: Kind, scope: Scope, default: &'static str) -> SysVar {
+    SysVar {
+        name,
+        kind,
+        scope,
+        default,
+    }
+}
+
+const BOOL: Kind = Kind::Bool;
+const TEXT: Kind = Kind::Text;
+const fn int(min: u64, max: u64) -> Kind {
+    Kind::Int { min, max }
+}
+
+/// The server version clients see (`@@version`, the handshake's).
+pub const VERSION: &str = crate::protocol::SERVER_VERSION;
+
+/// Every system variable the SQL node knows, sorted by name (`SHOW
+/// VARIABLES` lists them in this order). Setting an unknown one is 1193.
+const SYSTEM_VARIABLES: &[SysVar] = &[
+    var("auto_increment_increment", int(1, 65_535), Scope::Both, "1"),
+    var("auto_increment_offset", int(1, 65_535), Scope::Both, "1"),
+    var("autocommit", BOOL, Scope::Both, "ON"),
+    var("character_set_client", TEXT, Scope::Both, "utf8mb4"),
+    var("character_set_connection", TEXT, Scope::Both, "utf8mb4"),
+    var("character_set_database", TEXT, Scope::Both, "utf8mb4"),
+    var("character_set_results", TEXT, Scope::Both, "utf8mb4"),
+    var("character_set_server", TEXT, Scope::Both, "utf8mb4"),
+    var("character_set_system", TEXT, Scope::ReadOnly, "utf8mb3"),
+    var(
+        "collation_connection",
+        TEXT,
+        Scope::Both,
+        "utf8mb4_general_ci",
+    ),
+    var(
+        "collation_database",
+        TEXT,
+        Scope::Both,
+        "utf8mb4_general_ci",
+    ),
+    var("collation_server", TEXT, Scope::Both, "utf8mb4_general_ci"),
+    var("default_storage_engine", TEXT, Scope::Both, "ndbcluster"),
+    var("div_precision_increment", int(0, 30), Scope::Both, "4"),
+    var("explicit_defaults_for_timestamp", BOOL, Scope::Both, "ON"),
+    var("foreign_key_checks", BOOL, Scope::Both, "ON"),
+    var(
+        "group_concat_max_len",
+        int(4, u32::MAX as u64),
+        Scope::Both,
+        "1024",
+    ),
+    var("have_ssl", TEXT, Scope::ReadOnly, "DISABLED"),
+    var(
+        "innodb_lock_wait_timeout",
+        int(1, 1_073_741_824),
+        Scope::Both,
+        "50",
+    ),
+    var(
+        "interactive_timeout",
+        int(1, 31_536_000),
+        Scope::Both,
+        "28800",
+    ),
+    var("license", TEXT, Scope::ReadOnly, "Apache-2.0"),
+    var(
+        "lock_wait_timeout",
+        int(1, 31_536_000),
+        Scope::Both,
+        "31536000",
+    ),
+    var("lower_case_table_names", int(0, 2), Scope::ReadOnly, "0"),
+    var(
+        "max_allowed_packet",
+        int(1024, 1_073_741_824),
+        Scope::Global,
+        "67108864",
+    ),
+    var("max_connections", int(1, 100_000), Scope::Global, "2000"),
+    var("max_error_count", int(0, 65_535), Scope::Both, "1024"),
+    var(
+        "max_execution_time",
+        int(0, u32::MAX as u64),
+        Scope::Both,
+        "0",
+    ),
+    var(
+        "max_prepared_stmt_count",
+        int(0, 4_194_304),
+        Scope::Global,
+        "16382",
+    ),
+    var(
+        "ndb_autoincrement_prefetch_sz",
+        int(1, 65_536),
+        Scope::Both,
+        "32",
+    ),
+    var(
+        "ndb_batch_size",
+        int(0, 2_147_483_648),
+        Scope::Both,
+        "32768",
+    ),
+    var(
+        "ndb_cluster_connection_pool",
+        int(1, 63),
+        Scope::ReadOnly,
+        "1",
+    ),
+    var("ndb_use_exact_count", BOOL, Scope::Both, "OFF"),
+    var(
+        "net_buffer_length",
+        int(1024, 1_048_576),
+        Scope::Both,
+        "16384",
+    ),
+    var("net_read_timeout", int(1, 31_536_000), Scope::Both, "30"),
+    var("net_write_timeout", int(1, 31_536_000), Scope::Both, "60"),
+    var("performance_schema", BOOL, Scope::ReadOnly, "OFF"),
+    var("port", int(0, 65_535), Scope::ReadOnly, "3306"),
+    var("protocol_version", int(0, 255), Scope::ReadOnly, "10"),
+    var("query_cache_size", int(0, 0), Scope::ReadOnly, "0"),
+    var("query_cache_type", TEXT, Scope::ReadOnly, "OFF"),
+    var("server_id", int(0, u32::MAX as u64), Scope::Global, "1"),
+    var("sql_auto_is_null", BOOL, Scope::Both, "OFF"),
+    var(
+        "sql_mode",
+        TEXT,
+        Scope::Both,
+        "STRICT_TRANS_TABLES,NO_ENGINE_SUBSTITUTION",
+    ),
+    var("sql_notes", BOOL, Scope::Both, "ON"),
+    var("sql_safe_updates", BOOL, Scope::Both, "OFF"),
+    var(
+        "sql_select_limit",
+        int(0, u64::MAX),
+        Scope::Both,
+        "18446744073709551615",
+    ),
+    var("sql_warnings", BOOL, Scope::Both, "OFF"),
+    var("system_time_zone", TEXT, Scope::ReadOnly, "UTC"),
+    var("time_zone", TEXT, Scope::Both, "SYSTEM"),
+    var("transaction_allow_batching", BOOL, Scope::Both, "OFF"),
+    var("transaction_isolation", TEXT, Scope::Both, "READ-COMMITTED"),
+    var("transaction_read_only", BOOL, Scope::Both, "OFF"),
+    var("tx_isolation", TEXT, Scope::Both, "READ-COMMITTED"),
+    var("tx_read_only", BOOL, Scope::Both, "OFF"),
+    var("unique_checks", BOOL, Scope::Both, "ON"),
+    var("version", TEXT, Scope::ReadOnly, VERSION),
+    var(
+        "version_comment",
+        TEXT,
+        Scope::ReadOnly,
+        "Skarv SQL node (MySQL Cluster compatible)",
+    ),
+    var(
+        "version_compile_machine",
+        TEXT,
+        Scope::ReadOnly,
+        std::env::consts::ARCH,
+    ),
+    var(
+        "version_compile_os",
+        TEXT,
+        Scope::ReadOnly,
+        std::env::consts::OS,
+    ),
+    var("wait_timeout", int(1, 31_536_000), Scope::Both, "28800"),
+];
+
+fn sys_var(name: &str) -> Option<&'static SysVar> {
+    SYSTEM_VARIABLES
+        .binary_search_by(|v| v.name.cmp(name))
+        .ok()
+        .map(|at| &SYSTEM_VARIABLES[at])
+}
+
+/// System variables by lowercase name, their values as text (ON/OFF for
+/// booleans, as `SHOW VARIABLES` shows them).
 #[derive(Clone, Debug, Default)]
 pub struct Variables {
-    /// Name → value as text.
+    /// Name → value.
     pub values: BTreeMap<String, String>,
 }
 
 impl Variables {
     /// The server's defaults.
     pub fn defaults() -> Variables {
-        Variables::default()
+        Variables {
+            values: SYSTEM_VARIABLES
+                .iter()
+                .map(|v| (v.name.to_owned(), v.default.to_owned()))
+                .collect(),
+        }
+    }
+
+    /// A variable's value as text.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.values.get(name).map(String::as_str)
+    }
+
+    /// A boolean variable.
+    pub fn flag(&self, name: &str) -> bool {
+        matches!(self.get(name), Some("ON"))
     }
 }
 
 /// Statements `sqlparser` does not parse, recognised before it.
 #[derive(Clone, Debug)]
-pub enum Extra {}
+pub enum Extra {
+    /// `SHOW WARNINGS` / `SHOW ERRORS` [`LIMIT n`]; `count`: `SHOW COUNT(*) …`.
+    ShowWarnings {
+        /// Errors only.
+        errors: bool,
+        /// `SHOW COUNT(*) WARNINGS`.
+        count: bool,
+    },
+    /// A schema statement the catalog recognised (`ddl::recognise`).
+    Catalog(Box<super::ddl::CatalogStmt>),
+    /// An account statement, with its text:
+    /// `SHOW CREATE DATABASE`, `SHOW ENGINES`, `SHOW TABLE STATUS`,
+    /// `SHOW INDEX`, `SHOW GRANTS`, `CREATE/DROP/ALTER USER`, `CREATE TABLE
+    /// … PARTITION BY KEY`.
+    Text {
+        /// Its leading words, uppercase, single-spaced ("SHOW ENGINES").
+        head: String,
+        /// The whole statement.
+        sql: String,
+    },
+}
+
+/// A warning or error note of the last statement.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Note {
+    /// "Note", "Warning" or "Error".
+    pub level: &'static str,
+    /// MySQL's code.
+    pub code: u16,
+    /// The message.
+    pub message: String,
+}
 
 /// A connection's session state.
 pub struct SessionState {
-    /// Session variables.
+    /// System variables, session scope.
     pub vars: Variables,
+    /// User variables (`@x`), by lowercase name.
+    pub user_vars: HashMap<String, SqlValue>,
     /// Current database.
     pub database: Option<String>,
+    /// The logged-in user and the host it matched ("" before login).
+    pub user: String,
+    /// The host part of the account.
+    pub host: String,
+    /// Autocommit (`SET autocommit`; `txn::set_autocommit` owns changes).
+    pub autocommit: bool,
+    /// `LAST_INSERT_ID()`.
+    pub last_insert_id: u64,
+    /// Rows the last statement found (`FOUND_ROWS()`).
+    pub found_rows: u64,
+    notes: Vec<Note>,
     warnings: u16,
 }
 
 impl SessionState {
     /// A fresh session with the global variables' values.
     pub fn new(globals: Variables) -> SessionState {
+        let autocommit = globals.flag("autocommit");
         SessionState {
             vars: globals,
+            user_vars: HashMap::new(),
             database: None,
+            user: String::new(),
+            host: String::new(),
+            autocommit,
+            last_insert_id: 0,
+            found_rows: 0,
+            notes: Vec::new(),
             warnings: 0,
         }
     }
@@ -51,57 +347,696 @@ impl SessionState {
     /// A statement starts: the last one's warnings are cleared.
     pub fn start_statement(&mut self) {
         self.warnings = 0;
+        self.notes.clear();
+    }
+
+    /// A warning of the running statement.
+    pub fn warn(&mut self, code: u16, message: String) {
+        self.note("Warning", code, message);
+    }
+
+    /// A note (level "Note") of the running statement.
+    pub fn note_only(&mut self, code: u16, message: String) {
+        if self.vars.flag("sql_notes") {
+            self.note("Note", code, message);
+        }
+    }
+
+    fn note(&mut self, level: &'static str, code: u16, message: String) {
+        self.warnings = self.warnings.saturating_add(1);
+        if self.notes.len() < WARNINGS_KEPT_MAX {
+            self.notes.push(Note {
+                level,
+                code,
+                message,
+            });
+        }
     }
 
     /// The statement failed with `error` (`SHOW ERRORS` lists it).
-    pub fn note_error(&mut self, _error: &SqlError) {}
+    pub fn note_error(&mut self, error: &SqlError) {
+        self.note("Error", error.code, error.message.clone());
+    }
 
-    /// Warnings of the last statement.
+    /// Warnings (and errors) of the last statement.
     pub fn warning_count(&self) -> u16 {
         self.warnings
     }
 
-    /// `status::AUTOCOMMIT` and the like.
+    /// The notes of the last statement.
+    pub fn notes(&self) -> &[Note] {
+        &self.notes
+    }
+
+    /// Whether `sql_mode` makes bad values errors (STRICT_TRANS_TABLES or
+    /// STRICT_ALL_TABLES), rather than warnings.
+    pub fn sql_mode_strict(&self) -> bool {
+        self.vars.get("sql_mode").is_some_and(|m| {
+            m.split(',')
+                .any(|f| f == "STRICT_TRANS_TABLES" || f == "STRICT_ALL_TABLES")
+        })
+    }
+
+    /// `status::AUTOCOMMIT` when on.
     pub fn status_flags(&self) -> u16 {
-        status::AUTOCOMMIT
+        if self.autocommit {
+            status::AUTOCOMMIT
+        } else {
+            0
+        }
     }
 }
 
-/// Splits and parses `COM_QUERY` text.
-pub fn parse_query(_conn: &mut Conn<'_>, sql: &str, _multi: bool) -> SqlResult<Vec<Stmt>> {
-    Ok(super::parse(sql)?
-        .into_iter()
-        .map(|s| Stmt::Sql(Box::new(s)))
-        .collect())
+/// Splits and parses statement text; the first statement that does not
+/// parse fails the whole (for `COM_STMT_PREPARE`, which takes one).
+pub fn parse_query(_conn: &mut Conn<'_>, sql: &str, multi: bool) -> SqlResult<Vec<Stmt>> {
+    parse_text(sql, multi)?.into_iter().collect()
+}
+
+/// Splits `COM_QUERY` text into statements, each parsed on its own (see
+/// the module doc): as MySQL runs a multi-statement, the statements before
+/// one that does not parse still run, and the run stops at it. The outer
+/// error is for the text as a whole (too long, not tokenizable, empty, or
+/// several statements when the client did not enable multi-statements:
+/// 1064, as MySQL answers).
+pub fn parse_text(sql: &str, multi: bool) -> SqlResult<Vec<SqlResult<Stmt>>> {
+    if sql.len() > super::STATEMENT_BYTES_MAX {
+        return Err(SqlError::new(
+            codes::NET_PACKET_TOO_LARGE,
+            format!(
+                "statement of {} bytes: at most {} allowed",
+                sql.len(),
+                super::STATEMENT_BYTES_MAX
+            ),
+        ));
+    }
+    let dialect = MySqlDialect {};
+    let tokens = Tokenizer::new(&dialect, sql)
+        .tokenize()
+        .map_err(SqlError::syntax)?;
+    let pieces = split_statements(tokens);
+    if pieces.is_empty() {
+        return Err(SqlError::new(codes::EMPTY_QUERY, "Query was empty"));
+    }
+    if pieces.len() > STATEMENTS_PER_QUERY_MAX {
+        return Err(SqlError::unsupported(format_args!(
+            "{} statements in one query: at most {STATEMENTS_PER_QUERY_MAX}",
+            pieces.len()
+        )));
+    }
+    if pieces.len() > 1 && !multi {
+        let second = pieces[1]
+            .iter()
+            .map(ToString::to_string)
+            .collect::<String>();
+        return Err(SqlError::syntax(format_args!(
+            "near '{}' (several statements, and the client did not enable multi-statements)",
+            super::stdx_truncate(second.trim(), 40)
+        )));
+    }
+    Ok(pieces.into_iter().map(parse_piece).collect())
+}
+
+/// One statement's tokens (whitespace and comments kept out of the ends)
+/// per `;`-separated piece; empty pieces dropped.
+fn split_statements(tokens: Vec<Token>) -> Vec<Vec<Token>> {
+    let mut pieces = Vec::new();
+    let mut piece: Vec<Token> = Vec::new();
+    for token in tokens {
+        match token {
+            Token::SemiColon => {
+                if piece.iter().any(|t| !matches!(t, Token::Whitespace(_))) {
+                    pieces.push(std::mem::take(&mut piece));
+                } else {
+                    piece.clear();
+                }
+            }
+            // MySQL reads "text" as a string unless ANSI_QUOTES is set.
+            Token::DoubleQuotedString(s) => piece.push(Token::SingleQuotedString(s)),
+            other => piece.push(other),
+        }
+    }
+    if piece.iter().any(|t| !matches!(t, Token::Whitespace(_))) {
+        pieces.push(piece);
+    }
+    pieces
+}
+
+/// The uppercase leading words of a statement's tokens, at most `n`.
+fn head_words(tokens: &[Token], n: usize) -> Vec<String> {
+    tokens
+        .iter()
+        .filter(|t| !matches!(t, Token::Whitespace(_)))
+        .take(n)
+        .map(|t| match t {
+            Token::Word(w) => w.value.to_ascii_uppercase(),
+            other => other.to_string(),
+        })
+        .collect()
+}
+
+fn parse_piece(mut tokens: Vec<Token>) -> SqlResult<Stmt> {
+    let words = head_words(&tokens, 4);
+    let word = |i: usize| words.get(i).map(String::as_str).unwrap_or("");
+    let text = || {
+        tokens
+            .iter()
+            .map(ToString::to_string)
+            .collect::<String>()
+            .trim()
+            .to_owned()
+    };
+    let extra_text = |head: &str, sql: String| {
+        Ok(Stmt::Extra(Extra::Text {
+            head: head.to_owned(),
+            sql,
+        }))
+    };
+    match (word(0), word(1), word(2)) {
+        ("SHOW", "WARNINGS", _) => {
+            return Ok(Stmt::Extra(Extra::ShowWarnings {
+                errors: false,
+                count: false,
+            }))
+        }
+        ("SHOW", "ERRORS", _) => {
+            return Ok(Stmt::Extra(Extra::ShowWarnings {
+                errors: true,
+                count: false,
+            }))
+        }
+        ("SHOW", "COUNT", _) => {
+            let errors = words.get(3).is_some_and(|w| w == "ERRORS")
+                || text().to_ascii_uppercase().ends_with("ERRORS");
+            return Ok(Stmt::Extra(Extra::ShowWarnings {
+                errors,
+                count: true,
+            }));
+        }
+        ("SHOW", "GRANTS", _) => return extra_text("SHOW GRANTS", text()),
+        ("CREATE" | "DROP" | "ALTER" | "RENAME", "USER", _) => {
+            let head = format!("{} USER", word(0));
+            return extra_text(&head, text());
+        }
+        ("SET", "PASSWORD", _) => return extra_text("SET PASSWORD", text()),
+        ("GRANT", _, _) => return extra_text("GRANT", text()),
+        ("REVOKE", _, _) => return extra_text("REVOKE", text()),
+        _ => {}
+    }
+    // Schema statements the parser does not take (PARTITION BY KEY, SHOW
+    // CREATE DATABASE, SHOW TABLE STATUS's LIKE, ALTER TABLE of table
+    // options only): the catalog recognises them from the text.
+    if let Some(recognised) = super::ddl::recognise(&text()) {
+        return Ok(Stmt::Extra(Extra::Catalog(Box::new(recognised?))));
+    }
+    if word(0) == "SELECT" {
+        mend_lock_in_share_mode(&mut tokens);
+    }
+    let statement = Parser::new(&MySqlDialect {})
+        .with_tokens(tokens)
+        .parse_statement()
+        .map_err(SqlError::syntax)?;
+    Ok(Stmt::Sql(Box::new(statement)))
+}
+
+/// `… LOCK IN SHARE MODE` at the end of a SELECT becomes `… FOR SHARE`,
+/// its MySQL 8 spelling, which the parser takes.
+fn mend_lock_in_share_mode(tokens: &mut Vec<Token>) {
+    while matches!(tokens.last(), Some(Token::Whitespace(_))) {
+        tokens.pop();
+    }
+    let significant: Vec<usize> = tokens
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| !matches!(t, Token::Whitespace(_)))
+        .map(|(at, _)| at)
+        .collect();
+    if significant.len() < 4 {
+        return;
+    }
+    let tail = &significant[significant.len() - 4..];
+    let spelled: Vec<String> = tail
+        .iter()
+        .map(|&at| tokens[at].to_string().to_ascii_uppercase())
+        .collect();
+    if spelled == ["LOCK", "IN", "SHARE", "MODE"] {
+        tokens.truncate(tail[0]);
+        tokens.push(Token::make_keyword("FOR"));
+        tokens.push(Token::Whitespace(sqlparser::tokenizer::Whitespace::Space));
+        tokens.push(Token::make_keyword("SHARE"));
+    }
 }
 
 /// Runs an [`Extra`] statement.
 pub fn extra(
-    _conn: &mut Conn<'_>,
+    conn: &mut Conn<'_>,
     extra: &Extra,
-    _more: bool,
-    _sink: &mut dyn ResultSink,
+    more: bool,
+    sink: &mut dyn ResultSink,
 ) -> SqlResult<Answered> {
-    match *extra {}
+    match extra {
+        Extra::ShowWarnings { errors, count } => show_warnings(conn, *errors, *count, more, sink),
+        Extra::Catalog(statement) => super::ddl::run(conn, statement, more, sink),
+        Extra::Text { head, sql } => super::users::text_statement(conn, head, sql, more, sink),
+    }
+}
+
+fn show_warnings(
+    conn: &mut Conn<'_>,
+    errors: bool,
+    count: bool,
+    more: bool,
+    sink: &mut dyn ResultSink,
+) -> SqlResult<Answered> {
+    // SHOW WARNINGS must not clear what it shows: take a copy before the
+    // dispatch's start_statement of a later statement.
+    let notes: Vec<Note> = conn
+        .session
+        .notes()
+        .iter()
+        .filter(|n| !errors || n.level == "Error")
+        .cloned()
+        .collect();
+    if count {
+        let name = if errors {
+            "@@session.error_count"
+        } else {
+            "@@session.warning_count"
+        };
+        let columns = [ColumnMeta::expr(
+            name,
+            ColumnType::LongLong,
+            charset::BINARY,
+            21,
+        )];
+        let rows = vec![vec![SqlValue::Int(notes.len() as i64)]];
+        send_rows(sink, &columns, rows, more)?;
+        return Ok(Answered::Done);
+    }
+    let columns = [
+        ColumnMeta::expr(
+            "Level",
+            ColumnType::VarString,
+            charset::UTF8MB4_GENERAL_CI,
+            28,
+        ),
+        ColumnMeta::expr("Code", ColumnType::Long, charset::BINARY, 4),
+        ColumnMeta::expr(
+            "Message",
+            ColumnType::VarString,
+            charset::UTF8MB4_GENERAL_CI,
+            2048,
+        ),
+    ];
+    let rows = notes
+        .into_iter()
+        .map(|n| {
+            vec![
+                SqlValue::Bytes(n.level.as_bytes().to_vec()),
+                SqlValue::Int(i64::from(n.code)),
+                SqlValue::Bytes(n.message.into_bytes()),
+            ]
+        })
+        .collect();
+    send_rows(sink, &columns, rows, more)?;
+    Ok(Answered::Done)
+}
+
+/// Whether a statement keeps the last statement's warnings (MySQL: `SHOW
+/// WARNINGS` and `SHOW ERRORS` do not reset them).
+pub fn keeps_warnings(statement: &Stmt) -> bool {
+    matches!(statement, Stmt::Extra(Extra::ShowWarnings { .. }))
+}
+
+/// The value of `@@name` (`global`: `@@global.name`).
+pub fn variable(conn: &Conn<'_>, name: &str, global: bool) -> SqlResult<SqlValue> {
+    let name = name.to_ascii_lowercase();
+    let name = name.as_str();
+    match name {
+        "warning_count" | "error_count" => {
+            let n = if name == "error_count" {
+                conn.session
+                    .notes()
+                    .iter()
+                    .filter(|n| n.level == "Error")
+                    .count() as i64
+            } else {
+                i64::from(conn.session.warning_count())
+            };
+            return Ok(SqlValue::Int(n));
+        }
+        "last_insert_id" | "identity" => return Ok(SqlValue::UInt(conn.session.last_insert_id)),
+        "hostname" => return Ok(SqlValue::Bytes(hostname().into_bytes())),
+        _ => {}
+    }
+    let Some(sys) = sys_var(name) else {
+        return Err(SqlError::new(
+            codes::UNKNOWN_SYSTEM_VARIABLE,
+            format!("Unknown system variable '{name}'"),
+        ));
+    };
+    let text = if global || sys.scope == Scope::Global {
+        conn.engine
+            .globals
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(name)
+            .unwrap_or(sys.default)
+            .to_owned()
+    } else if name == "autocommit" {
+        if conn.session.autocommit { "ON" } else { "OFF" }.to_owned()
+    } else {
+        conn.session
+            .vars
+            .get(name)
+            .unwrap_or(sys.default)
+            .to_owned()
+    };
+    Ok(match sys.kind {
+        Kind::Bool => SqlValue::Int(i64::from(text == "ON")),
+        Kind::Int { .. } => text
+            .parse::<u64>()
+            .map(SqlValue::UInt)
+            .unwrap_or(SqlValue::Bytes(text.into_bytes())),
+        Kind::Text => SqlValue::Bytes(text.into_bytes()),
+    })
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_else(|_| "localhost".to_owned())
+}
+
+/// A constant of a `SET` right-hand side: a literal, `ON`/`OFF`/`DEFAULT`
+/// or another bare word, a signed number, or a user variable.
+fn set_value(conn: &Conn<'_>, expr: &Expr) -> SqlResult<Option<String>> {
+    Ok(Some(match expr {
+        Expr::Value(v) => match &v.value {
+            AstValue::Number(n, _) => n.clone(),
+            AstValue::SingleQuotedString(s) | AstValue::DoubleQuotedString(s) => s.clone(),
+            AstValue::Boolean(b) => if *b { "1" } else { "0" }.to_owned(),
+            AstValue::Null => return Ok(None),
+            other => {
+                return Err(SqlError::unsupported(format_args!(
+                    "the value {other} in SET"
+                )))
+            }
+        },
+        Expr::Identifier(ident) if ident.value.eq_ignore_ascii_case("DEFAULT") => return Ok(None),
+        Expr::Identifier(ident)
+            if ident.value.starts_with('@') && !ident.value.starts_with("@@") =>
+        {
+            match conn
+                .session
+                .user_vars
+                .get(&ident.value[1..].to_ascii_lowercase())
+            {
+                Some(SqlValue::Int(i)) => i.to_string(),
+                Some(SqlValue::UInt(u)) => u.to_string(),
+                Some(SqlValue::Bytes(b)) => String::from_utf8_lossy(b).into_owned(),
+                Some(SqlValue::Double(d)) => d.to_string(),
+                Some(SqlValue::Decimal(d)) => d.clone(),
+                _ => return Ok(None),
+            }
+        }
+        Expr::Identifier(ident) => ident.value.clone(),
+        Expr::UnaryOp { op, expr } if op.to_string() == "-" => match set_value(conn, expr)? {
+            Some(v) => format!("-{v}"),
+            None => return Err(SqlError::unsupported("SET to -NULL")),
+        },
+        other => {
+            return Err(SqlError::unsupported(format_args!(
+                "the expression `{other}` in SET of a system variable (give a constant)"
+            )))
+        }
+    }))
+}
+
+/// Checks and normalises a value for a system variable: ON/OFF for
+/// booleans, a number within bounds, MySQL's error otherwise (1231, 1232).
+fn normalise(sys: &SysVar, value: Option<String>) -> SqlResult<String> {
+    let Some(value) = value else {
+        return Ok(sys.default.to_owned());
+    };
+    let bad = || {
+        SqlError::new(
+            codes::WRONG_VALUE_FOR_VAR,
+            format!(
+                "Variable '{}' can't be set to the value of '{value}'",
+                sys.name
+            ),
+        )
+    };
+    match sys.kind {
+        Kind::Bool => match value.to_ascii_uppercase().as_str() {
+            "1" | "ON" | "TRUE" => Ok("ON".to_owned()),
+            "0" | "OFF" | "FALSE" => Ok("OFF".to_owned()),
+            _ => Err(bad()),
+        },
+        Kind::Int { min, max } => {
+            let n: i128 = value.parse().map_err(|_| {
+                SqlError::new(
+                    codes::WRONG_TYPE_FOR_VAR,
+                    format!("Incorrect argument type to variable '{}'", sys.name),
+                )
+            })?;
+            // MySQL clamps out-of-range integers with a warning; we refuse
+            // rather than silently change what the user asked.
+            if n < i128::from(min) || n > i128::from(max) {
+                return Err(bad());
+            }
+            Ok(n.to_string())
+        }
+        Kind::Text => Ok(value),
+    }
 }
 
 /// `SET …`.
-pub fn set(_conn: &mut Conn<'_>, statement: &Statement) -> SqlResult<Answered> {
-    Err(SqlError::unsupported(format_args!("`{statement}`")))
+pub fn set(conn: &mut Conn<'_>, statement: &Statement) -> SqlResult<Answered> {
+    let Statement::Set(set) = statement else {
+        return Err(SqlError::unsupported(format_args!("`{statement}`")));
+    };
+    match set {
+        Set::SingleAssignment {
+            scope,
+            variable,
+            values,
+            ..
+        } => {
+            let name = variable.to_string();
+            let [value] = values.as_slice() else {
+                return Err(SqlError::syntax(format_args!("near '{set}'")));
+            };
+            assign(conn, scope.as_ref(), &name, value)?;
+        }
+        Set::MultipleAssignments { assignments } => {
+            for a in assignments {
+                assign(conn, a.scope.as_ref(), &a.name.to_string(), &a.value)?;
+            }
+        }
+        Set::SetNames {
+            charset_name,
+            collation_name,
+        } => {
+            let charset = charset_name.value.to_ascii_lowercase();
+            check_charset(&charset)?;
+            let collation = match collation_name {
+                Some(c) => c.to_ascii_lowercase(),
+                None => "utf8mb4_general_ci".to_owned(),
+            };
+            for name in [
+                "character_set_client",
+                "character_set_connection",
+                "character_set_results",
+            ] {
+                conn.session
+                    .vars
+                    .values
+                    .insert(name.to_owned(), charset.clone());
+            }
+            conn.session
+                .vars
+                .values
+                .insert("collation_connection".to_owned(), collation);
+        }
+        Set::SetNamesDefault {} => {}
+        Set::SetTransaction { modes, .. } => {
+            for mode in modes {
+                let spelled = mode.to_string().to_ascii_uppercase();
+                if spelled.contains("ISOLATION LEVEL") && !spelled.contains("READ COMMITTED") {
+                    conn.session.warn(
+                        codes::UNKNOWN,
+                        format!(
+                            "{spelled} is not supported by Skarv: transactions are READ COMMITTED \
+                             (as NDB's)"
+                        ),
+                    );
+                }
+            }
+        }
+        Set::SetTimeZone { value, .. } => {
+            let value = set_value(conn, value)?;
+            let zone = check_time_zone(value)?;
+            conn.session
+                .vars
+                .values
+                .insert("time_zone".to_owned(), zone);
+        }
+        other => return Err(SqlError::unsupported(format_args!("`{other}`"))),
+    }
+    Ok(Answered::Ok(OkInfo::default()))
 }
 
-/// `USE db`.
-pub fn use_statement(_conn: &mut Conn<'_>, statement: &Statement) -> SqlResult<Answered> {
-    Err(SqlError::unsupported(format_args!("`{statement}`")))
+fn check_charset(charset: &str) -> SqlResult<()> {
+    match charset {
+        "utf8mb4" | "utf8" | "utf8mb3" | "binary" | "ascii" | "latin1" => Ok(()),
+        other => Err(SqlError::new(
+            codes::UNKNOWN_CHARACTER_SET,
+            format!("Unknown character set: '{other}'"),
+        )),
+    }
 }
 
-/// `COM_INIT_DB`.
-pub fn use_database(conn: &mut Conn<'_>, database: &str) -> SqlResult<()> {
-    conn.session.database = Some(database.to_owned());
+/// `SYSTEM`, `UTC` or an offset `±HH:MM`; named zones need tz tables the
+/// SQL node does not have (1298, as MySQL without them).
+fn check_time_zone(value: Option<String>) -> SqlResult<String> {
+    let value = value.unwrap_or_else(|| "SYSTEM".to_owned());
+    let upper = value.to_ascii_uppercase();
+    if upper == "SYSTEM" || upper == "UTC" {
+        return Ok(upper);
+    }
+    let offset_ok = value.len() == 6
+        && matches!(value.as_bytes()[0], b'+' | b'-')
+        && value[1..3].parse::<u8>().is_ok_and(|h| h <= 14)
+        && &value[3..4] == ":"
+        && value[4..6].parse::<u8>().is_ok_and(|m| m < 60);
+    if offset_ok {
+        Ok(value)
+    } else {
+        Err(SqlError::new(
+            1298,
+            format!("Unknown or incorrect time zone: '{value}'"),
+        ))
+    }
+}
+
+fn assign(
+    conn: &mut Conn<'_>,
+    scope: Option<&ContextModifier>,
+    name: &str,
+    value: &Expr,
+) -> SqlResult<()> {
+    // `@@global.x`, `@@session.x`, `@@x`, `@x`, `GLOBAL x`, `x`.
+    let mut global = matches!(scope, Some(ContextModifier::Global));
+    let lower = name.to_ascii_lowercase();
+    let name: &str = if let Some(rest) = lower.strip_prefix("@@global.") {
+        global = true;
+        rest
+    } else if let Some(rest) = lower
+        .strip_prefix("@@session.")
+        .or_else(|| lower.strip_prefix("@@local."))
+        .or_else(|| lower.strip_prefix("@@"))
+    {
+        rest
+    } else if let Some(user_var) = lower.strip_prefix('@') {
+        let value = super::exec::eval_constant(conn, value)?;
+        conn.session.user_vars.insert(user_var.to_owned(), value);
+        return Ok(());
+    } else {
+        &lower
+    };
+    let Some(sys) = sys_var(name) else {
+        return Err(SqlError::new(
+            codes::UNKNOWN_SYSTEM_VARIABLE,
+            format!("Unknown system variable '{name}'"),
+        ));
+    };
+    match (sys.scope, global) {
+        (Scope::ReadOnly, _) => {
+            return Err(SqlError::new(
+                codes::INCORRECT_GLOBAL_LOCAL_VAR,
+                format!("Variable '{name}' is a read only variable"),
+            ))
+        }
+        (Scope::Global, false) => {
+            return Err(SqlError::new(
+                codes::GLOBAL_VARIABLE,
+                format!("Variable '{name}' is a GLOBAL variable and should be set with SET GLOBAL"),
+            ))
+        }
+        _ => {}
+    }
+    let value = set_value(conn, value)?;
+    let value = if name == "time_zone" {
+        check_time_zone(value)?
+    } else {
+        normalise(sys, value)?
+    };
+    if name.starts_with("character_set_") && name != "character_set_system" {
+        check_charset(&value.to_ascii_lowercase())?;
+    }
+    if name == "transaction_isolation" || name == "tx_isolation" {
+        let level = value.to_ascii_uppercase().replace(' ', "-");
+        if level != "READ-COMMITTED" {
+            conn.session.warn(
+                codes::UNKNOWN,
+                format!(
+                    "{level} is not supported by Skarv: transactions are READ-COMMITTED (as NDB's)"
+                ),
+            );
+        }
+    }
+    if global {
+        conn.engine
+            .globals
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values
+            .insert(name.to_owned(), value);
+        return Ok(());
+    }
+    if name == "autocommit" {
+        return super::txn::set_autocommit(conn, value == "ON");
+    }
+    conn.session.vars.values.insert(name.to_owned(), value);
     Ok(())
 }
 
-/// `COM_RESET_CONNECTION`'s session part.
+/// `USE db`.
+pub fn use_statement(conn: &mut Conn<'_>, statement: &Statement) -> SqlResult<Answered> {
+    let Statement::Use(use_) = statement else {
+        return Err(SqlError::unsupported(format_args!("`{statement}`")));
+    };
+    let name = match use_ {
+        sqlparser::ast::Use::Object(name) => name.to_string(),
+        other => return Err(SqlError::unsupported(format_args!("`USE {other}`"))),
+    };
+    let name = name.trim_matches('`').to_owned();
+    use_database(conn, &name)?;
+    Ok(Answered::Ok(OkInfo::default()))
+}
+
+/// `COM_INIT_DB` and `USE`: 1049 for an unknown database.
+pub fn use_database(conn: &mut Conn<'_>, database: &str) -> SqlResult<()> {
+    if !super::catalog::database_exists(conn, database)? {
+        return Err(SqlError::new(
+            codes::BAD_DB,
+            format!("Unknown database '{database}'"),
+        ));
+    }
+    super::users::check_database_access(conn, database)?;
+    conn.session.database = Some(database.to_owned());
+    conn.info
+        .state
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .database = Some(database.to_owned());
+    Ok(())
+}
+
+/// `COM_RESET_CONNECTION`'s session part: variables back to the globals',
+/// user variables and warnings gone; user and database kept.
 pub fn reset(conn: &mut Conn<'_>) {
     let globals = conn
         .engine
@@ -110,6 +1045,409 @@ pub fn reset(conn: &mut Conn<'_>) {
         .unwrap_or_else(|p| p.into_inner())
         .clone();
     let database = conn.session.database.take();
+    let user = std::mem::take(&mut conn.session.user);
+    let host = std::mem::take(&mut conn.session.host);
     conn.session = SessionState::new(globals);
     conn.session.database = database;
+    conn.session.user = user;
+    conn.session.host = host;
+}
+
+fn like_filter(filter: &Option<ShowStatementFilter>) -> SqlResult<Option<String>> {
+    match filter {
+        None => Ok(None),
+        Some(ShowStatementFilter::Like(pattern)) | Some(ShowStatementFilter::ILike(pattern)) => {
+            Ok(Some(pattern.clone()))
+        }
+        Some(ShowStatementFilter::Where(_)) => Err(SqlError::unsupported(
+            "SHOW … WHERE (use LIKE, or SELECT from information_schema)",
+        )),
+        Some(other) => Err(SqlError::unsupported(format_args!("SHOW … {other}"))),
+    }
+}
+
+/// MySQL's LIKE for SHOW patterns: `%` any run, `_` one character,
+/// case-insensitive, `\` escapes.
+pub fn like_matches(pattern: &str, text: &str) -> bool {
+    fn go(p: &[char], t: &[char]) -> bool {
+        match p.split_first() {
+            None => t.is_empty(),
+            Some(('%', rest)) => (0..=t.len()).any(|skip| go(rest, &t[skip..])),
+            Some(('_', rest)) => !t.is_empty() && go(rest, &t[1..]),
+            Some(('\\', rest)) if !rest.is_empty() => {
+                !t.is_empty()
+                    && t[0].to_lowercase().eq(rest[0].to_lowercase())
+                    && go(&rest[1..], &t[1..])
+            }
+            Some((c, rest)) => {
+                !t.is_empty() && t[0].to_lowercase().eq(c.to_lowercase()) && go(rest, &t[1..])
+            }
+        }
+    }
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    go(&p, &t)
+}
+
+fn name_value_columns() -> [ColumnMeta; 2] {
+    [
+        ColumnMeta::expr(
+            "Variable_name",
+            ColumnType::VarString,
+            charset::UTF8MB4_GENERAL_CI,
+            256,
+        ),
+        ColumnMeta::expr(
+            "Value",
+            ColumnType::VarString,
+            charset::UTF8MB4_GENERAL_CI,
+            4096,
+        ),
+    ]
+}
+
+/// `SHOW [GLOBAL|SESSION] VARIABLES [LIKE 'p']`.
+pub fn show_variables(
+    conn: &mut Conn<'_>,
+    filter: &Option<ShowStatementFilter>,
+    global: bool,
+    more: bool,
+    sink: &mut dyn ResultSink,
+) -> SqlResult<Answered> {
+    let pattern = like_filter(filter)?;
+    let globals = conn
+        .engine
+        .globals
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    let mut rows = Vec::new();
+    for sys in SYSTEM_VARIABLES {
+        if pattern
+            .as_deref()
+            .is_some_and(|p| !like_matches(p, sys.name))
+        {
+            continue;
+        }
+        let value = if sys.name == "autocommit" && !global {
+            if conn.session.autocommit { "ON" } else { "OFF" }.to_owned()
+        } else if global || sys.scope == Scope::Global {
+            globals.get(sys.name).unwrap_or(sys.default).to_owned()
+        } else {
+            conn.session
+                .vars
+                .get(sys.name)
+                .unwrap_or(sys.default)
+                .to_owned()
+        };
+        rows.push(vec![
+            SqlValue::Bytes(sys.name.as_bytes().to_vec()),
+            SqlValue::Bytes(value.into_bytes()),
+        ]);
+    }
+    send_rows(sink, &name_value_columns(), rows, more)?;
+    Ok(Answered::Done)
+}
+
+/// `SHOW [GLOBAL|SESSION] STATUS [LIKE 'p']`.
+pub fn show_status(
+    conn: &mut Conn<'_>,
+    filter: &Option<ShowStatementFilter>,
+    more: bool,
+    sink: &mut dyn ResultSink,
+) -> SqlResult<Answered> {
+    let pattern = like_filter(filter)?;
+    let connections = conn
+        .engine
+        .connections
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    let threads_connected = connections.len();
+    let threads_running = connections
+        .values()
+        .filter(|c| c.state.lock().unwrap_or_else(|p| p.into_inner()).command == "Query")
+        .count();
+    drop(connections);
+    let figures: Vec<(&str, String)> = vec![
+        ("Connections", conn.info.id.to_string()),
+        ("Ssl_cipher", String::new()),
+        ("Threads_connected", threads_connected.to_string()),
+        ("Threads_running", threads_running.to_string()),
+        (
+            "Uptime",
+            conn.engine.started.elapsed().as_secs().to_string(),
+        ),
+    ];
+    let rows = figures
+        .into_iter()
+        .filter(|(name, _)| pattern.as_deref().is_none_or(|p| like_matches(p, name)))
+        .map(|(name, value)| {
+            vec![
+                SqlValue::Bytes(name.as_bytes().to_vec()),
+                SqlValue::Bytes(value.into_bytes()),
+            ]
+        })
+        .collect();
+    send_rows(sink, &name_value_columns(), rows, more)?;
+    Ok(Answered::Done)
+}
+
+/// `SHOW [FULL] PROCESSLIST`.
+pub fn show_processlist(
+    conn: &mut Conn<'_>,
+    full: bool,
+    more: bool,
+    sink: &mut dyn ResultSink,
+) -> SqlResult<Answered> {
+    let text = |name: &str, length: u32| {
+        ColumnMeta::expr(
+            name,
+            ColumnType::VarString,
+            charset::UTF8MB4_GENERAL_CI,
+            length,
+        )
+    };
+    let columns = [
+        ColumnMeta::expr("Id", ColumnType::LongLong, charset::BINARY, 21),
+        text("User", 128),
+        text("Host", 261),
+        text("db", 256),
+        text("Command", 64),
+        ColumnMeta::expr("Time", ColumnType::Long, charset::BINARY, 7),
+        text("State", 120),
+        text("Info", if full { 400_000 } else { 400 }),
+    ];
+    let mut list: Vec<_> = conn
+        .engine
+        .connections
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .values()
+        .cloned()
+        .collect();
+    list.sort_by_key(|c| c.id);
+    let bytes = |s: &str| SqlValue::Bytes(s.as_bytes().to_vec());
+    let rows = list
+        .iter()
+        .map(|c| {
+            let state = c.state.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            let info = state.info.map(|i| {
+                if full {
+                    i
+                } else {
+                    i.chars().take(100).collect()
+                }
+            });
+            vec![
+                SqlValue::Int(i64::from(c.id)),
+                bytes(&state.user),
+                bytes(&c.host.to_string()),
+                state.database.as_deref().map_or(SqlValue::Null, bytes),
+                bytes(state.command),
+                SqlValue::Int(state.since.map_or(0, |s| s.elapsed().as_secs() as i64)),
+                bytes(""),
+                info.as_deref().map_or(SqlValue::Null, bytes),
+            ]
+        })
+        .collect();
+    send_rows(sink, &columns, rows, more)?;
+    Ok(Answered::Done)
+}
+
+/// `KILL [CONNECTION|QUERY] id`: 1094 for an unknown id. A connection may
+/// kill its own statements and connection; others' need the SUPER-like
+/// privilege (`users::may_kill`).
+pub fn kill(conn: &mut Conn<'_>, id: u64, query_only: bool) -> SqlResult<Answered> {
+    let target = u32::try_from(id).ok().and_then(|id| {
+        conn.engine
+            .connections
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&id)
+            .cloned()
+    });
+    let Some(target) = target else {
+        return Err(SqlError::new(
+            codes::NO_SUCH_THREAD,
+            format!("Unknown thread id: {id}"),
+        ));
+    };
+    if target.id != conn.info.id {
+        let owner = target
+            .state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .user
+            .clone();
+        super::users::may_kill(conn, &owner, id)?;
+    }
+    if query_only {
+        target.query_killed.store(true, Ordering::Relaxed);
+    } else {
+        target.killed.store(true, Ordering::Relaxed);
+        target.query_killed.store(true, Ordering::Relaxed);
+        // A connection blocked reading its client's next command ends now.
+        let socket = target.socket.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(socket) = socket.as_ref() {
+            let _ = socket.shutdown(std::net::Shutdown::Both);
+        }
+    }
+    Ok(Answered::Ok(OkInfo::default()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn system_variables_are_sorted_for_the_binary_search() {
+        for pair in SYSTEM_VARIABLES.windows(2) {
+            assert!(
+                pair[0].name < pair[1].name,
+                "{} before {}",
+                pair[0].name,
+                pair[1].name
+            );
+        }
+        assert!(sys_var("autocommit").is_some());
+        assert!(sys_var("no_such_variable").is_none());
+    }
+
+    #[test]
+    fn like_patterns_match_as_mysql_show() {
+        assert!(like_matches("auto%", "autocommit"));
+        assert!(like_matches("AUTO%", "autocommit"));
+        assert!(like_matches("%commit", "autocommit"));
+        assert!(like_matches("a_tocommit", "autocommit"));
+        assert!(!like_matches("a_commit", "autocommit"));
+        assert!(like_matches("sql\\_mode", "sql_mode"));
+        assert!(!like_matches("sql\\_mode", "sqlxmode"));
+        assert!(like_matches("%", ""));
+    }
+
+    fn parse_one(sql: &str, multi: bool) -> SqlResult<Vec<Stmt>> {
+        parse_text(sql, multi)?.into_iter().collect()
+    }
+
+    #[test]
+    fn the_front_end_mends_what_the_parser_does_not_take() {
+        let stmts = parse_one("SELECT * FROM t WHERE id = 1 LOCK IN SHARE MODE", false).unwrap();
+        let Stmt::Sql(s) = &stmts[0] else {
+            panic!("parsed")
+        };
+        assert!(s.to_string().ends_with("FOR SHARE"), "{s}");
+
+        let stmts = parse_one(r#"SELECT "a""#, false).unwrap();
+        let Stmt::Sql(s) = &stmts[0] else {
+            panic!("parsed")
+        };
+        assert_eq!(s.to_string(), "SELECT 'a'");
+
+        let stmts = parse_one("show warnings", false).unwrap();
+        assert!(matches!(
+            &stmts[0],
+            Stmt::Extra(Extra::ShowWarnings {
+                errors: false,
+                count: false
+            })
+        ));
+        let stmts = parse_one("SHOW COUNT(*) ERRORS", false).unwrap();
+        assert!(matches!(
+            &stmts[0],
+            Stmt::Extra(Extra::ShowWarnings {
+                errors: true,
+                count: true
+            })
+        ));
+
+        let stmts = parse_one("CREATE USER 'u'@'%' IDENTIFIED BY 'p'", false).unwrap();
+        assert!(
+            matches!(&stmts[0], Stmt::Extra(Extra::Text { head, .. }) if head == "CREATE USER")
+        );
+
+        let stmts = parse_one("CREATE TABLE t (a INT) PARTITION BY KEY(a)", false).unwrap();
+        assert!(matches!(&stmts[0], Stmt::Extra(Extra::Catalog(_))));
+
+        assert_eq!(parse_one("SELECT 1; SELECT 2;", true).unwrap().len(), 2);
+        assert!(parse_one("SELECT 1; SELECT 2", false).is_err());
+        assert_eq!(
+            parse_one(" ; ; ", true).unwrap_err().code,
+            codes::EMPTY_QUERY
+        );
+        // Each statement parses on its own: the ones before a bad one run.
+        let run = parse_text("SELECT 1; SELEC 2; SELECT 3", true).unwrap();
+        assert!(run[0].is_ok() && run[1].is_err() && run[2].is_ok());
+        // A semicolon inside a string is not a separator.
+        assert_eq!(parse_one("SELECT 'a;b'", false).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn values_are_checked_and_normalised_per_kind() {
+        let ac = sys_var("autocommit").unwrap();
+        assert_eq!(normalise(ac, Some("1".into())).unwrap(), "ON");
+        assert_eq!(normalise(ac, Some("off".into())).unwrap(), "OFF");
+        assert_eq!(normalise(ac, None).unwrap(), "ON");
+        assert_eq!(
+            normalise(ac, Some("2".into())).unwrap_err().code,
+            codes::WRONG_VALUE_FOR_VAR
+        );
+        let inc = sys_var("auto_increment_increment").unwrap();
+        assert_eq!(normalise(inc, Some("7".into())).unwrap(), "7");
+        assert_eq!(
+            normalise(inc, Some("0".into())).unwrap_err().code,
+            codes::WRONG_VALUE_FOR_VAR
+        );
+        assert_eq!(
+            normalise(inc, Some("x".into())).unwrap_err().code,
+            codes::WRONG_TYPE_FOR_VAR
+        );
+        assert_eq!(check_time_zone(Some("+02:00".into())).unwrap(), "+02:00");
+        assert!(check_time_zone(Some("Europe/Oslo".into())).is_err());
+    }
+
+    /// Statements MySQL clients send, the seeds of the front end's fuzz.
+    const CORPUS: &[&str] = &[
+        "SELECT c FROM sbtest1 WHERE id = ?",
+        "INSERT INTO t (a, b) VALUES (1, 'x'), (2, \"y\") ON DUPLICATE KEY UPDATE b = VALUES(b)",
+        "CREATE TABLE t (a INT PRIMARY KEY, b VARCHAR(10)) ENGINE=ndb PARTITION BY KEY(a)",
+        "SELECT * FROM t WHERE a IN (1, 2) LOCK IN SHARE MODE",
+        "CREATE USER 'u'@'%' IDENTIFIED BY 'p'; GRANT ALL ON *.* TO u",
+        "SET @@session.autocommit = 0, NAMES utf8mb4",
+        "SHOW COUNT(*) WARNINGS",
+        "SHOW CREATE DATABASE d",
+        "ALTER TABLE t ADD COLUMN c INT DEFAULT 5, AUTO_INCREMENT = 7",
+        "UPDATE t SET a = a + 1 WHERE b LIKE 'x%' ORDER BY a DESC LIMIT 3",
+    ];
+
+    proptest::proptest! {
+        /// Whatever the text, the front end answers statements or an
+        /// error; it never panics.
+        #[test]
+        fn the_front_end_never_panics_on_random_text(text in "[ -~\n\t'\"`;()@*]{0,200}") {
+            let _ = parse_text(&text, true);
+            let _ = parse_text(&text, false);
+        }
+
+        /// Statements of the corpus cut, spliced and with bytes replaced.
+        #[test]
+        fn the_front_end_never_panics_on_mutated_statements(
+            seed in 0..CORPUS.len(),
+            other in 0..CORPUS.len(),
+            cut in 0usize..200,
+            at in 0usize..200,
+            byte in 32u8..127,
+        ) {
+            let base = CORPUS[seed].as_bytes();
+            let mut text = base[..cut.min(base.len())].to_vec();
+            let splice = CORPUS[other].as_bytes();
+            text.extend_from_slice(&splice[at.min(splice.len())..]);
+            let len = text.len();
+            if len > 0 {
+                text[at % len] = byte;
+            }
+            let text = String::from_utf8_lossy(&text);
+            let _ = parse_text(&text, true);
+            let _ = parse_text(&text, false);
+        }
+    }
 }

@@ -1,27 +1,1377 @@
-//! `SHOW`, `DESCRIBE`, `KILL` and `information_schema`.
+//! `SHOW`, `DESCRIBE`, `COM_FIELD_LIST` and `information_schema`.
 //!
-//! (Stub: filled in by the catalog work of issue 20.)
+//! Every answer is made from the catalog (the cluster's dictionary and the
+//! tables' SQL metadata) with MySQL's column names. Row counts and sizes
+//! (`SHOW TABLE STATUS`, `information_schema.TABLES`) are not kept by the
+//! cluster: they are 0, and `Cardinality` is NULL.
+//!
+//! `SHOW VARIABLES`, `STATUS`, `WARNINGS`, `PROCESSLIST`, `GRANTS` and
+//! `KILL` are the session's: their arms here answer 1105 until routed.
 
-use sqlparser::ast::Statement;
+use std::io;
 
+use sqlparser::ast::{
+    Ident, ShowStatementFilter, ShowStatementFilterPosition, ShowStatementOptions, Statement,
+};
+
+use super::catalog::{self, BlobSize, SqlColumn, SqlType, TableInfo};
+use super::ddl::{self, PRIMARY};
 use super::{Answered, Conn};
-use crate::backend::ResultSink;
-use crate::error::{SqlError, SqlResult};
-use crate::value::ColumnMeta;
+use crate::backend::{OkInfo, ResultSink};
+use crate::error::{codes, SqlError, SqlResult};
+use crate::value::{charset, flags, ColumnMeta, ColumnType, SqlValue};
+
+/// The tables of `information_schema` this SQL node answers. Result
+/// layouts follow MariaDB's (the project's reference), which differs from
+/// MySQL 8's in places (`Ignored` instead of `Visible` in SHOW INDEX,
+/// `current_timestamp()`, unquoted numeric defaults).
+pub const INFORMATION_SCHEMA_TABLES: &[&str] = &[
+    "COLUMNS",
+    "KEY_COLUMN_USAGE",
+    "SCHEMATA",
+    "STATISTICS",
+    "TABLES",
+];
+
+/// The `TABLE_CATALOG` of every table (MySQL's).
+const CATALOG: &str = "def";
+
+fn io_error(e: io::Error) -> SqlError {
+    SqlError::new(codes::UNKNOWN, format!("sending the result: {e}"))
+}
+
+/// A text column of a result (`chars` characters of utf8mb4).
+fn text_col(name: &str, chars: u32) -> ColumnMeta {
+    ColumnMeta::expr(
+        name,
+        ColumnType::VarString,
+        charset::UTF8MB4_GENERAL_CI,
+        chars * 4,
+    )
+}
+
+/// An unsigned integer column of a result.
+fn int_col(name: &str) -> ColumnMeta {
+    let mut meta = ColumnMeta::expr(name, ColumnType::LongLong, charset::BINARY, 21);
+    meta.flags = flags::UNSIGNED | flags::NUM;
+    meta
+}
+
+fn text(s: impl Into<String>) -> SqlValue {
+    SqlValue::Bytes(s.into().into_bytes())
+}
+
+fn opt_text(s: Option<impl Into<String>>) -> SqlValue {
+    s.map_or(SqlValue::Null, text)
+}
+
+/// Sends a whole result set.
+fn send(
+    sink: &mut dyn ResultSink,
+    columns: &[ColumnMeta],
+    rows: &[Vec<SqlValue>],
+    more: bool,
+) -> SqlResult<Answered> {
+    sink.columns(columns).map_err(io_error)?;
+    for row in rows {
+        sink.row(row).map_err(io_error)?;
+    }
+    sink.end_rows(&OkInfo {
+        more_results: more,
+        ..OkInfo::default()
+    })
+    .map_err(io_error)?;
+    Ok(Answered::Done)
+}
+
+/// MySQL's LIKE: `%` any run, `_` one character, `\` escapes.
+pub fn like(pattern: &str, value: &str, case_insensitive: bool) -> bool {
+    let fold = |s: &str| {
+        if case_insensitive {
+            s.to_lowercase()
+        } else {
+            s.to_owned()
+        }
+    };
+    let p: Vec<char> = fold(pattern).chars().collect();
+    let v: Vec<char> = fold(value).chars().collect();
+    fn go(p: &[char], v: &[char]) -> bool {
+        match p.first() {
+            None => v.is_empty(),
+            Some('%') => (0..=v.len()).any(|k| go(&p[1..], &v[k..])),
+            Some('_') => !v.is_empty() && go(&p[1..], &v[1..]),
+            Some('\\') if p.len() > 1 => v.first() == Some(&p[1]) && go(&p[2..], &v[1..]),
+            Some(c) => v.first() == Some(c) && go(&p[1..], &v[1..]),
+        }
+    }
+    go(&p, &v)
+}
+
+fn like_of(options: &ShowStatementOptions) -> SqlResult<Option<String>> {
+    match &options.filter_position {
+        None => Ok(None),
+        Some(ShowStatementFilterPosition::Suffix(f) | ShowStatementFilterPosition::Infix(f)) => {
+            filter_like(f)
+        }
+    }
+}
+
+fn filter_like(filter: &ShowStatementFilter) -> SqlResult<Option<String>> {
+    match filter {
+        ShowStatementFilter::Like(p) | ShowStatementFilter::ILike(p) => Ok(Some(p.clone())),
+        ShowStatementFilter::Where(_) => Err(SqlError::unsupported(
+            "SHOW … WHERE (use LIKE, or SELECT from information_schema)",
+        )),
+        ShowStatementFilter::NoKeyword(p) => Ok(Some(p.clone())),
+    }
+}
+
+fn in_name(options: &ShowStatementOptions) -> SqlResult<Option<(Option<String>, String)>> {
+    match &options.show_in {
+        None => Ok(None),
+        Some(show_in) => match &show_in.parent_name {
+            None => Ok(None),
+            Some(name) => ddl::object_name(name).map(Some),
+        },
+    }
+}
 
 /// Runs a `SHOW`-like statement.
 pub fn statement(
-    _conn: &mut Conn<'_>,
+    conn: &mut Conn<'_>,
     statement: &Statement,
-    _more: bool,
-    _sink: &mut dyn ResultSink,
+    more: bool,
+    sink: &mut dyn ResultSink,
 ) -> SqlResult<Answered> {
-    Err(SqlError::unsupported(format_args!("`{statement}`")))
+    match statement {
+        Statement::ShowDatabases { show_options, .. }
+        | Statement::ShowSchemas { show_options, .. } => {
+            let pattern = like_of(show_options)?;
+            show_databases(conn, pattern.as_deref(), more, sink)
+        }
+        Statement::ShowTables {
+            full, show_options, ..
+        } => {
+            let db = match in_name(show_options)? {
+                Some((None, db)) => Some(db),
+                Some((Some(_), _)) => return Err(SqlError::syntax("SHOW TABLES FROM db")),
+                None => None,
+            };
+            let pattern = like_of(show_options)?;
+            show_tables(conn, db, *full, pattern.as_deref(), more, sink)
+        }
+        Statement::ShowColumns {
+            full, show_options, ..
+        } => {
+            let Some((db, table)) = in_name(show_options)? else {
+                return Err(SqlError::syntax("SHOW COLUMNS needs FROM table"));
+            };
+            let pattern = like_of(show_options)?;
+            if let Some(answer) =
+                virtual_columns(conn, db.as_deref(), &table, pattern.as_deref(), more, sink)
+            {
+                return answer;
+            }
+            let info = catalog::table(conn, db.as_deref(), &table)?;
+            show_columns(&info, *full, pattern.as_deref(), more, sink)
+        }
+        Statement::ExplainTable { table_name, .. } => {
+            let (db, table) = ddl::object_name(table_name)?;
+            if let Some(answer) = virtual_columns(conn, db.as_deref(), &table, None, more, sink) {
+                return answer;
+            }
+            let info = catalog::table(conn, db.as_deref(), &table)?;
+            show_columns(&info, false, None, more, sink)
+        }
+        Statement::ShowCreate { obj_type, obj_name } => match obj_type {
+            sqlparser::ast::ShowCreateObject::Table => {
+                let (db, table) = ddl::object_name(obj_name)?;
+                let info = catalog::table(conn, db.as_deref(), &table)?;
+                let create = show_create_table(conn, &info)?;
+                send(
+                    sink,
+                    &[text_col("Table", 64), text_col("Create Table", 1024)],
+                    &[vec![text(info.name.clone()), text(create)]],
+                    more,
+                )
+            }
+            other => Err(SqlError::unsupported(format_args!("SHOW CREATE {other}"))),
+        },
+        Statement::ShowCollation { filter } => {
+            let pattern = match filter {
+                Some(f) => filter_like(f)?,
+                None => None,
+            };
+            show_collation(pattern.as_deref(), more, sink)
+        }
+        Statement::ShowCharset(show) => {
+            let pattern = match &show.filter {
+                Some(f) => filter_like(f)?,
+                None => None,
+            };
+            show_charset(pattern.as_deref(), more, sink)
+        }
+        Statement::ShowVariable { variable } => show_words(conn, variable, more, sink),
+        other => Err(SqlError::unsupported(format_args!("`{other}`"))),
+    }
 }
 
-/// `COM_FIELD_LIST`.
-pub fn field_list(_conn: &mut Conn<'_>, table: &str) -> SqlResult<Vec<ColumnMeta>> {
-    Err(SqlError::unsupported(format_args!(
-        "COM_FIELD_LIST of `{table}`"
-    )))
+/// `SHOW INDEX|INDEXES|KEYS FROM t [FROM db]`, `SHOW ENGINES`, `SHOW
+/// TABLE STATUS` (without its LIKE, which sqlparser drops: `ddl::recognise`
+/// keeps it), which sqlparser hands over as words.
+fn show_words(
+    conn: &mut Conn<'_>,
+    words: &[Ident],
+    more: bool,
+    sink: &mut dyn ResultSink,
+) -> SqlResult<Answered> {
+    let upper: Vec<String> = words.iter().map(|w| w.value.to_ascii_uppercase()).collect();
+    let upper: Vec<&str> = upper.iter().map(String::as_str).collect();
+    match upper.as_slice() {
+        ["ENGINES"] | ["STORAGE", "ENGINES"] => show_engines(more, sink),
+        ["INDEX" | "INDEXES" | "KEYS", "FROM" | "IN", ..] => {
+            let table = words.get(2).map(|w| w.value.clone()).unwrap_or_default();
+            let (db, table) = match (upper.get(3), words.get(4)) {
+                (Some(&("FROM" | "IN")), Some(db)) => (Some(db.value.clone()), table),
+                _ => match table.split_once('.') {
+                    Some((d, t)) => (Some(d.to_owned()), t.to_owned()),
+                    None => (None, table),
+                },
+            };
+            let info = catalog::table(conn, db.as_deref(), &table)?;
+            show_index(&info, more, sink)
+        }
+        ["TABLE", "STATUS", rest @ ..] => {
+            let db = match rest {
+                ["FROM" | "IN", ..] => words.get(3).map(|w| w.value.clone()),
+                _ => None,
+            };
+            show_table_status(conn, db.as_deref(), None, more, sink)
+        }
+        _ => Err(SqlError::unsupported(format_args!(
+            "SHOW {}",
+            words
+                .iter()
+                .map(|w| w.value.as_str())
+                .collect::<Vec<_>>()
+                .join(" ")
+        ))),
+    }
+}
+
+fn show_databases(
+    conn: &mut Conn<'_>,
+    pattern: Option<&str>,
+    more: bool,
+    sink: &mut dyn ResultSink,
+) -> SqlResult<Answered> {
+    let name = match pattern {
+        Some(p) => format!("Database ({p})"),
+        None => "Database".to_owned(),
+    };
+    let rows: Vec<Vec<SqlValue>> = catalog::databases(conn)?
+        .into_iter()
+        .filter(|d| pattern.is_none_or(|p| like(p, &d.name, false)))
+        .map(|d| vec![text(d.name)])
+        .collect();
+    send(sink, &[text_col(&name, 64)], &rows, more)
+}
+
+fn show_tables(
+    conn: &mut Conn<'_>,
+    db: Option<String>,
+    full: bool,
+    pattern: Option<&str>,
+    more: bool,
+    sink: &mut dyn ResultSink,
+) -> SqlResult<Answered> {
+    let Some(db) = db.or_else(|| conn.session.database.clone()) else {
+        return Err(SqlError::new(codes::NO_DB, "No database selected"));
+    };
+    catalog::database(conn, &db)?;
+    let mut name = format!("Tables_in_{db}");
+    if let Some(p) = pattern {
+        name.push_str(&format!(" ({p})"));
+    }
+    let kind = if catalog::is_virtual_db(&db) {
+        "SYSTEM VIEW"
+    } else {
+        "BASE TABLE"
+    };
+    let rows: Vec<Vec<SqlValue>> = catalog::table_names(conn, &db)?
+        .into_iter()
+        .filter(|t| pattern.is_none_or(|p| like(p, t, false)))
+        .map(|t| {
+            let mut row = vec![text(t)];
+            if full {
+                row.push(text(kind));
+            }
+            row
+        })
+        .collect();
+    let mut columns = vec![text_col(&name, 64)];
+    if full {
+        columns.push(text_col("Table_type", 64));
+    }
+    send(sink, &columns, &rows, more)
+}
+
+/// MySQL's `COLUMN_TYPE`: `int(11) unsigned`, `varchar(20)`,
+/// `enum('a','b')`, …
+pub fn column_type(column: &SqlColumn) -> String {
+    let width = |default: u16| column.width.unwrap_or(default);
+    let int = |name: &str, signed: u16, unsigned: bool| {
+        let w = width(if unsigned { signed - 1 } else { signed });
+        let mut s = format!("{name}({w})");
+        if unsigned {
+            s.push_str(" unsigned");
+        }
+        if column.zerofill {
+            s.push_str(" zerofill");
+        }
+        s
+    };
+    let members = |m: &[String]| {
+        m.iter()
+            .map(|m| format!("'{}'", m.replace('\'', "''")))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let fsp = |name: &str, fsp: u8| {
+        if fsp > 0 {
+            format!("{name}({fsp})")
+        } else {
+            name.to_owned()
+        }
+    };
+    let blob = |prefix: &str, size: BlobSize| {
+        let size = match size {
+            BlobSize::Tiny => "tiny",
+            BlobSize::Normal => "",
+            BlobSize::Medium => "medium",
+            BlobSize::Long => "long",
+        };
+        format!("{size}{prefix}")
+    };
+    match &column.ty {
+        SqlType::TinyInt { unsigned } => int("tinyint", 4, *unsigned),
+        SqlType::SmallInt { unsigned } => int("smallint", 6, *unsigned),
+        SqlType::MediumInt { unsigned } => int("mediumint", 9, *unsigned),
+        SqlType::Int { unsigned } => int("int", 11, *unsigned),
+        SqlType::BigInt { unsigned } => {
+            let w = width(20);
+            let mut s = format!("bigint({w})");
+            if *unsigned {
+                s.push_str(" unsigned");
+            }
+            if column.zerofill {
+                s.push_str(" zerofill");
+            }
+            s
+        }
+        SqlType::Float => "float".to_owned(),
+        SqlType::Double => "double".to_owned(),
+        SqlType::Decimal { precision, scale } => format!("decimal({precision},{scale})"),
+        SqlType::Char { length, .. } => format!("char({length})"),
+        SqlType::VarChar { max, .. } => format!("varchar({max})"),
+        SqlType::Binary { length } => format!("binary({length})"),
+        SqlType::VarBinary { max } => format!("varbinary({max})"),
+        SqlType::Text { size, .. } => blob("text", *size),
+        SqlType::Blob { size } => blob("blob", *size),
+        SqlType::Date => "date".to_owned(),
+        SqlType::Time { fsp: f } => fsp("time", *f),
+        SqlType::DateTime { fsp: f } => fsp("datetime", *f),
+        SqlType::Timestamp { fsp: f } => fsp("timestamp", *f),
+        SqlType::Year => "year(4)".to_owned(),
+        SqlType::Bit { bits } => format!("bit({bits})"),
+        SqlType::Enum(m) => format!("enum({})", members(m)),
+        SqlType::Set(m) => format!("set({})", members(m)),
+    }
+}
+
+/// MySQL's `DATA_TYPE`: the type's name alone.
+fn data_type(column: &SqlColumn) -> String {
+    let full = column_type(column);
+    full.split(['(', ' ']).next().unwrap_or("").to_owned()
+}
+
+fn collation_name(ty: &SqlType) -> Option<&'static str> {
+    let c = match ty {
+        SqlType::Char { collation, .. }
+        | SqlType::VarChar { collation, .. }
+        | SqlType::Text { collation, .. } => *collation,
+        SqlType::Enum(_) | SqlType::Set(_) => schema::Collation::Utf8mb4GeneralCi,
+        _ => return None,
+    };
+    Some(match c {
+        schema::Collation::Utf8mb4Bin => "utf8mb4_bin",
+        schema::Collation::Utf8mb4GeneralCi => "utf8mb4_general_ci",
+    })
+}
+
+/// `PRI`, `UNI`, `MUL` or "" (MySQL's `COLUMN_KEY`).
+fn column_key(info: &TableInfo, column: &SqlColumn) -> &'static str {
+    let def = info.native.def();
+    if !info.hidden_key && def.primary_key.contains(&column.native) {
+        return "PRI";
+    }
+    let mut key = "";
+    for index in &def.indexes {
+        if index.columns.first() != Some(&column.native) || index.name == PRIMARY {
+            continue;
+        }
+        if index.kind == schema::IndexKind::Unique && index.columns.len() == 1 {
+            return "UNI";
+        }
+        key = "MUL";
+    }
+    key
+}
+
+/// `CURRENT_TIMESTAMP` as MariaDB (the reference) shows it.
+const NOW: &str = "current_timestamp()";
+
+fn extra(column: &SqlColumn) -> String {
+    let mut parts = Vec::new();
+    if column.auto_increment {
+        parts.push("auto_increment".to_owned());
+    }
+    if column.on_update_now {
+        parts.push(format!("on update {NOW}"));
+    }
+    parts.join(" ")
+}
+
+fn default_shown(column: &SqlColumn) -> Option<String> {
+    if column.default_now {
+        return Some(NOW.to_owned());
+    }
+    column.default.clone()
+}
+
+/// A default as SHOW CREATE TABLE writes it: numbers bare, BIT as
+/// `b'…'`, the rest quoted (MariaDB's spelling).
+fn default_sql(column: &SqlColumn, default: &str) -> String {
+    match &column.ty {
+        SqlType::TinyInt { .. }
+        | SqlType::SmallInt { .. }
+        | SqlType::MediumInt { .. }
+        | SqlType::Int { .. }
+        | SqlType::BigInt { .. }
+        | SqlType::Float
+        | SqlType::Double
+        | SqlType::Decimal { .. }
+        | SqlType::Year => default.to_owned(),
+        SqlType::Bit { .. } if default.starts_with("b'") => default.to_owned(),
+        SqlType::Bit { .. } => match default.parse::<u64>() {
+            Ok(v) => format!("b'{v:b}'"),
+            Err(_) => quote_string(default),
+        },
+        _ => quote_string(default),
+    }
+}
+
+fn show_columns(
+    info: &TableInfo,
+    full: bool,
+    pattern: Option<&str>,
+    more: bool,
+    sink: &mut dyn ResultSink,
+) -> SqlResult<Answered> {
+    let mut columns = vec![text_col("Field", 64), text_col("Type", 256)];
+    if full {
+        columns.push(text_col("Collation", 64));
+    }
+    columns.extend([
+        text_col("Null", 3),
+        text_col("Key", 3),
+        text_col("Default", 256),
+        text_col("Extra", 256),
+    ]);
+    if full {
+        columns.push(text_col("Privileges", 80));
+        columns.push(text_col("Comment", 1024));
+    }
+    let rows: Vec<Vec<SqlValue>> = info
+        .columns
+        .iter()
+        .filter(|c| pattern.is_none_or(|p| like(p, &c.name, true)))
+        .map(|c| {
+            let mut row = vec![text(c.name.clone()), text(column_type(c))];
+            if full {
+                row.push(opt_text(collation_name(&c.ty)));
+            }
+            row.extend([
+                text(if c.nullable { "YES" } else { "NO" }),
+                text(column_key(info, c)),
+                opt_text(default_shown(c)),
+                text(extra(c)),
+            ]);
+            if full {
+                row.push(text("select,insert,update,references"));
+                row.push(text(c.comment.clone()));
+            }
+            row
+        })
+        .collect();
+    send(sink, &columns, &rows, more)
+}
+
+/// `DESCRIBE` of an `information_schema` table (GUI tools ask): None when
+/// the table is not in the virtual database.
+fn virtual_columns(
+    conn: &Conn<'_>,
+    db: Option<&str>,
+    table: &str,
+    pattern: Option<&str>,
+    more: bool,
+    sink: &mut dyn ResultSink,
+) -> Option<SqlResult<Answered>> {
+    let db = db
+        .map(str::to_owned)
+        .or_else(|| conn.session.database.clone())?;
+    if !catalog::is_virtual_db(&db) {
+        return None;
+    }
+    let metas = match information_schema_columns(table) {
+        Some(metas) => metas,
+        None => {
+            return Some(Err(SqlError::new(
+                codes::TABLE_NOT_FOUND,
+                format!("Table '{db}.{table}' doesn't exist"),
+            )))
+        }
+    };
+    let rows: Vec<Vec<SqlValue>> = metas
+        .iter()
+        .filter(|m| pattern.is_none_or(|p| like(p, &m.name, true)))
+        .map(|m| {
+            let ty = if m.ty == ColumnType::LongLong {
+                "bigint(21) unsigned".to_owned()
+            } else {
+                format!("varchar({})", m.length / 4)
+            };
+            vec![
+                text(m.name.clone()),
+                text(ty),
+                text("YES"),
+                text(""),
+                SqlValue::Null,
+                text(""),
+            ]
+        })
+        .collect();
+    let columns = [
+        text_col("Field", 64),
+        text_col("Type", 256),
+        text_col("Null", 3),
+        text_col("Key", 3),
+        text_col("Default", 256),
+        text_col("Extra", 256),
+    ];
+    Some(send(sink, &columns, &rows, more))
+}
+
+/// The columns of an `information_schema` table, without reading rows.
+fn information_schema_columns(table: &str) -> Option<Vec<ColumnMeta>> {
+    Some(match table.to_ascii_uppercase().as_str() {
+        "SCHEMATA" => schemata_columns(),
+        "TABLES" => tables_columns(),
+        "COLUMNS" => columns_columns(),
+        "STATISTICS" => statistics_columns(),
+        "KEY_COLUMN_USAGE" => key_column_usage_columns(),
+        _ => return None,
+    })
+}
+
+/// One row per index column: `(name, non_unique, seq, column, nullable,
+/// type)`.
+type IndexRow = (String, bool, usize, String, bool, &'static str);
+
+/// The table's keys as SQL sees them (`TableInfo::keys`), a row per column.
+fn index_rows(info: &TableInfo) -> Vec<IndexRow> {
+    let def = info.native.def();
+    let name_of = |c: usize| {
+        def.columns
+            .get(c)
+            .map(|c| c.name.clone())
+            .unwrap_or_default()
+    };
+    let nullable = |c: usize| def.columns.get(c).is_some_and(|c| c.nullable);
+    let mut out = Vec::new();
+    for key in &info.keys {
+        let kind = if key.ordered.is_some() || key.primary {
+            "BTREE"
+        } else {
+            "HASH"
+        };
+        for (k, &c) in key.columns.iter().enumerate() {
+            out.push((
+                key.name.clone(),
+                !key.unique,
+                k + 1,
+                name_of(c),
+                nullable(c),
+                kind,
+            ));
+        }
+    }
+    out
+}
+
+fn show_index(info: &TableInfo, more: bool, sink: &mut dyn ResultSink) -> SqlResult<Answered> {
+    let columns = [
+        text_col("Table", 64),
+        int_col("Non_unique"),
+        text_col("Key_name", 64),
+        int_col("Seq_in_index"),
+        text_col("Column_name", 64),
+        text_col("Collation", 1),
+        int_col("Cardinality"),
+        int_col("Sub_part"),
+        text_col("Packed", 10),
+        text_col("Null", 3),
+        text_col("Index_type", 16),
+        text_col("Comment", 16),
+        text_col("Index_comment", 1024),
+        text_col("Ignored", 3),
+    ];
+    let rows: Vec<Vec<SqlValue>> = index_rows(info)
+        .into_iter()
+        .map(|(name, non_unique, seq, column, nullable, kind)| {
+            vec![
+                text(info.name.clone()),
+                SqlValue::UInt(u64::from(non_unique)),
+                text(name),
+                SqlValue::UInt(seq as u64),
+                text(column),
+                text(if kind == "HASH" { "" } else { "A" }),
+                SqlValue::UInt(0),
+                SqlValue::Null,
+                SqlValue::Null,
+                text(if nullable { "YES" } else { "" }),
+                text(kind),
+                text(""),
+                text(""),
+                text("NO"),
+            ]
+        })
+        .collect();
+    send(sink, &columns, &rows, more)
+}
+
+fn quote_ident(name: &str) -> String {
+    format!("`{}`", name.replace('`', "``"))
+}
+
+fn quote_string(s: &str) -> String {
+    format!("'{}'", s.replace('\\', "\\\\").replace('\'', "''"))
+}
+
+/// `SHOW CREATE TABLE`'s text, in MySQL's layout; it creates the same
+/// table again.
+pub fn show_create_table(conn: &Conn<'_>, info: &TableInfo) -> SqlResult<String> {
+    let def = info.native.def();
+    let table_collation = info.sql.collation.as_str();
+    let mut lines = Vec::new();
+    for c in &info.columns {
+        let mut line = format!("  {} {}", quote_ident(&c.name), column_type(c));
+        if let Some(coll) = collation_name(&c.ty) {
+            if coll != table_collation && !matches!(c.ty, SqlType::Enum(_) | SqlType::Set(_)) {
+                line.push_str(&format!(" CHARACTER SET utf8mb4 COLLATE {coll}"));
+            }
+        }
+        let is_timestamp = matches!(c.ty, SqlType::Timestamp { .. });
+        if !c.nullable {
+            line.push_str(" NOT NULL");
+        } else if is_timestamp {
+            line.push_str(" NULL");
+        }
+        if c.default_now {
+            line.push_str(&format!(" DEFAULT {NOW}"));
+        } else if let Some(d) = &c.default {
+            line.push_str(&format!(" DEFAULT {}", default_sql(c, d)));
+        } else if c.nullable {
+            line.push_str(" DEFAULT NULL");
+        }
+        if c.on_update_now {
+            line.push_str(&format!(" ON UPDATE {NOW}"));
+        }
+        if c.auto_increment {
+            line.push_str(" AUTO_INCREMENT");
+        }
+        if !c.comment.is_empty() {
+            line.push_str(&format!(" COMMENT {}", quote_string(&c.comment)));
+        }
+        lines.push(line);
+    }
+    let mut keys: Vec<(String, bool, Vec<String>)> = Vec::new();
+    for (name, non_unique, seq, column, _, _) in index_rows(info) {
+        if seq == 1 {
+            keys.push((name, !non_unique, vec![column]));
+        } else if let Some(last) = keys.last_mut() {
+            last.2.push(column);
+        }
+    }
+    for (name, unique, columns) in keys {
+        let columns = columns
+            .iter()
+            .map(|c| quote_ident(c))
+            .collect::<Vec<_>>()
+            .join(",");
+        if name == PRIMARY {
+            lines.push(format!("  PRIMARY KEY ({columns})"));
+        } else if unique {
+            lines.push(format!("  UNIQUE KEY {} ({columns})", quote_ident(&name)));
+        } else {
+            lines.push(format!("  KEY {} ({columns})", quote_ident(&name)));
+        }
+    }
+    let mut out = format!(
+        "CREATE TABLE {} (\n{}\n) ENGINE=ndbcluster",
+        quote_ident(&info.name),
+        lines.join(",\n")
+    );
+    if info.auto_increment_column().is_some() {
+        let next = catalog::peek_auto_increment(conn, info)?;
+        if next > 1 {
+            out.push_str(&format!(" AUTO_INCREMENT={next}"));
+        }
+    }
+    out.push_str(&format!(
+        " DEFAULT CHARSET={} COLLATE={}",
+        info.sql.charset, info.sql.collation
+    ));
+    if !info.sql.comment.is_empty() {
+        out.push_str(&format!(" COMMENT={}", quote_string(&info.sql.comment)));
+    }
+    if !info.hidden_key && def.distribution_key.len() != def.primary_key.len() {
+        let columns = def
+            .distribution_key
+            .iter()
+            .filter_map(|&c| def.columns.get(c))
+            .map(|c| quote_ident(&c.name))
+            .collect::<Vec<_>>()
+            .join(",");
+        out.push_str(&format!("\nPARTITION BY KEY ({columns})"));
+    }
+    Ok(out)
+}
+
+/// `SHOW CREATE DATABASE`.
+pub fn show_create_database(
+    conn: &mut Conn<'_>,
+    name: &str,
+    if_not_exists: bool,
+    more: bool,
+    sink: &mut dyn ResultSink,
+) -> SqlResult<Answered> {
+    let db = catalog::database(conn, name)?;
+    let create = format!(
+        "CREATE DATABASE {}{} /*!40100 DEFAULT CHARACTER SET {} COLLATE {} */",
+        if if_not_exists {
+            "/*!32312 IF NOT EXISTS*/ "
+        } else {
+            ""
+        },
+        quote_ident(&db.name),
+        db.charset,
+        db.collation
+    );
+    send(
+        sink,
+        &[text_col("Database", 64), text_col("Create Database", 1024)],
+        &[vec![text(db.name), text(create)]],
+        more,
+    )
+}
+
+fn show_engines(more: bool, sink: &mut dyn ResultSink) -> SqlResult<Answered> {
+    let columns = [
+        text_col("Engine", 64),
+        text_col("Support", 8),
+        text_col("Comment", 80),
+        text_col("Transactions", 3),
+        text_col("XA", 3),
+        text_col("Savepoints", 3),
+    ];
+    let rows = vec![
+        vec![
+            text("ndbcluster"),
+            text("DEFAULT"),
+            text("Clustered, fault-tolerant tables (Skarv)"),
+            text("YES"),
+            text("NO"),
+            text("NO"),
+        ],
+        vec![
+            text("InnoDB"),
+            text("YES"),
+            text("An alias of ndbcluster: its tables live in the cluster"),
+            text("YES"),
+            text("NO"),
+            text("NO"),
+        ],
+    ];
+    send(sink, &columns, &rows, more)
+}
+
+fn show_collation(
+    pattern: Option<&str>,
+    more: bool,
+    sink: &mut dyn ResultSink,
+) -> SqlResult<Answered> {
+    let columns = [
+        text_col("Collation", 64),
+        text_col("Charset", 64),
+        int_col("Id"),
+        text_col("Default", 3),
+        text_col("Compiled", 3),
+        int_col("Sortlen"),
+    ];
+    let rows: Vec<Vec<SqlValue>> = [
+        ("utf8mb4_bin", charset::UTF8MB4_BIN, ""),
+        ("utf8mb4_general_ci", charset::UTF8MB4_GENERAL_CI, "Yes"),
+    ]
+    .into_iter()
+    .filter(|(name, _, _)| pattern.is_none_or(|p| like(p, name, true)))
+    .map(|(name, id, default)| {
+        vec![
+            text(name),
+            text("utf8mb4"),
+            SqlValue::UInt(u64::from(id)),
+            text(default),
+            text("Yes"),
+            SqlValue::UInt(1),
+        ]
+    })
+    .collect();
+    send(sink, &columns, &rows, more)
+}
+
+fn show_charset(
+    pattern: Option<&str>,
+    more: bool,
+    sink: &mut dyn ResultSink,
+) -> SqlResult<Answered> {
+    let columns = [
+        text_col("Charset", 64),
+        text_col("Description", 64),
+        text_col("Default collation", 64),
+        int_col("Maxlen"),
+    ];
+    let rows: Vec<Vec<SqlValue>> = if pattern.is_none_or(|p| like(p, "utf8mb4", true)) {
+        vec![vec![
+            text("utf8mb4"),
+            text("UTF-8 Unicode"),
+            text("utf8mb4_general_ci"),
+            SqlValue::UInt(4),
+        ]]
+    } else {
+        Vec::new()
+    };
+    send(sink, &columns, &rows, more)
+}
+
+/// `SHOW TABLE STATUS`: rows and sizes are 0 (the cluster keeps no
+/// statistics yet).
+pub fn show_table_status(
+    conn: &mut Conn<'_>,
+    db: Option<&str>,
+    pattern: Option<&str>,
+    more: bool,
+    sink: &mut dyn ResultSink,
+) -> SqlResult<Answered> {
+    let Some(db) = db
+        .map(str::to_owned)
+        .or_else(|| conn.session.database.clone())
+    else {
+        return Err(SqlError::new(codes::NO_DB, "No database selected"));
+    };
+    catalog::database(conn, &db)?;
+    let columns = [
+        text_col("Name", 64),
+        text_col("Engine", 64),
+        int_col("Version"),
+        text_col("Row_format", 10),
+        int_col("Rows"),
+        int_col("Avg_row_length"),
+        int_col("Data_length"),
+        int_col("Max_data_length"),
+        int_col("Index_length"),
+        int_col("Data_free"),
+        int_col("Auto_increment"),
+        text_col("Create_time", 19),
+        text_col("Update_time", 19),
+        text_col("Check_time", 19),
+        text_col("Collation", 64),
+        int_col("Checksum"),
+        text_col("Create_options", 256),
+        text_col("Comment", 2048),
+        int_col("Max_index_length"),
+        text_col("Temporary", 1),
+    ];
+    let mut rows = Vec::new();
+    for name in catalog::table_names(conn, &db)? {
+        if pattern.is_some_and(|p| !like(p, &name, false)) || catalog::is_virtual_db(&db) {
+            continue;
+        }
+        let info = match catalog::table(conn, Some(&db), &name) {
+            Ok(info) => info,
+            Err(e) if e.code == codes::TABLE_NOT_FOUND => continue,
+            Err(e) => return Err(e),
+        };
+        let auto = if info.auto_increment_column().is_some() {
+            SqlValue::UInt(catalog::peek_auto_increment(conn, &info)?)
+        } else {
+            SqlValue::Null
+        };
+        rows.push(vec![
+            text(name),
+            text("ndbcluster"),
+            SqlValue::UInt(10),
+            text("Dynamic"),
+            SqlValue::UInt(0),
+            SqlValue::UInt(0),
+            SqlValue::UInt(0),
+            SqlValue::UInt(0),
+            SqlValue::UInt(0),
+            SqlValue::UInt(0),
+            auto,
+            SqlValue::Null,
+            SqlValue::Null,
+            SqlValue::Null,
+            text(info.sql.collation.clone()),
+            SqlValue::Null,
+            text(create_options(&info)),
+            text(info.sql.comment.clone()),
+            SqlValue::UInt(0),
+            text("N"),
+        ]);
+    }
+    send(sink, &columns, &rows, more)
+}
+
+fn create_options(info: &TableInfo) -> String {
+    let def = info.native.def();
+    if def.distribution_key.len() != def.primary_key.len() && !info.hidden_key {
+        "partitioned".to_owned()
+    } else {
+        String::new()
+    }
+}
+
+/// `COM_FIELD_LIST`: the columns of a table of the current database.
+pub fn field_list(conn: &mut Conn<'_>, table: &str) -> SqlResult<Vec<ColumnMeta>> {
+    let info = catalog::table(conn, None, table)?;
+    Ok(info.columns.iter().map(|c| c.meta.clone()).collect())
+}
+
+// ---- information_schema ----
+
+/// Whether `name` is a virtual database (`information_schema`).
+pub fn is_virtual_db(name: &str) -> bool {
+    catalog::is_virtual_db(name)
+}
+
+/// The columns and rows of `information_schema.<table_name>` (any case):
+/// every row (the executor filters). 1109 for a table it has not.
+pub fn information_schema_rows(
+    conn: &Conn<'_>,
+    table_name: &str,
+) -> SqlResult<(Vec<ColumnMeta>, Vec<Vec<SqlValue>>)> {
+    let upper = table_name.to_ascii_uppercase();
+    let (columns, rows) = match upper.as_str() {
+        "SCHEMATA" => schemata(conn)?,
+        "TABLES" => tables(conn)?,
+        "COLUMNS" => columns(conn)?,
+        "STATISTICS" => statistics(conn)?,
+        "KEY_COLUMN_USAGE" => key_column_usage(conn)?,
+        _ => {
+            return Err(SqlError::new(
+                codes::UNKNOWN_TABLE,
+                format!("Unknown table '{table_name}' in information_schema"),
+            ))
+        }
+    };
+    let columns = columns
+        .into_iter()
+        .map(|mut c| {
+            c.schema = catalog::INFORMATION_SCHEMA.to_owned();
+            c.table = upper.clone();
+            c.org_table = upper.clone();
+            c.org_name = c.name.clone();
+            c
+        })
+        .collect();
+    Ok((columns, rows))
+}
+
+type Rows = (Vec<ColumnMeta>, Vec<Vec<SqlValue>>);
+
+/// Every SQL table of every database, skipping ones dropped meanwhile.
+fn all_tables(conn: &Conn<'_>) -> SqlResult<Vec<std::sync::Arc<TableInfo>>> {
+    let mut out = Vec::new();
+    for db in catalog::databases(conn)? {
+        if catalog::is_virtual_db(&db.name) {
+            continue;
+        }
+        for name in catalog::table_names(conn, &db.name)? {
+            match catalog::table(conn, Some(&db.name), &name) {
+                Ok(info) => out.push(info),
+                Err(e) if e.code == codes::TABLE_NOT_FOUND => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn schemata_columns() -> Vec<ColumnMeta> {
+    vec![
+        text_col("CATALOG_NAME", 64),
+        text_col("SCHEMA_NAME", 64),
+        text_col("DEFAULT_CHARACTER_SET_NAME", 64),
+        text_col("DEFAULT_COLLATION_NAME", 64),
+        text_col("SQL_PATH", 512),
+    ]
+}
+
+fn schemata(conn: &Conn<'_>) -> SqlResult<Rows> {
+    let columns = schemata_columns();
+    let rows = catalog::databases(conn)?
+        .into_iter()
+        .map(|d| {
+            vec![
+                text(CATALOG),
+                text(d.name),
+                text(d.charset),
+                text(d.collation),
+                SqlValue::Null,
+            ]
+        })
+        .collect();
+    Ok((columns, rows))
+}
+
+fn tables_columns() -> Vec<ColumnMeta> {
+    vec![
+        text_col("TABLE_CATALOG", 64),
+        text_col("TABLE_SCHEMA", 64),
+        text_col("TABLE_NAME", 64),
+        text_col("TABLE_TYPE", 64),
+        text_col("ENGINE", 64),
+        int_col("VERSION"),
+        text_col("ROW_FORMAT", 10),
+        int_col("TABLE_ROWS"),
+        int_col("AVG_ROW_LENGTH"),
+        int_col("DATA_LENGTH"),
+        int_col("MAX_DATA_LENGTH"),
+        int_col("INDEX_LENGTH"),
+        int_col("DATA_FREE"),
+        int_col("AUTO_INCREMENT"),
+        text_col("CREATE_TIME", 19),
+        text_col("UPDATE_TIME", 19),
+        text_col("CHECK_TIME", 19),
+        text_col("TABLE_COLLATION", 64),
+        int_col("CHECKSUM"),
+        text_col("CREATE_OPTIONS", 256),
+        text_col("TABLE_COMMENT", 2048),
+    ]
+}
+
+fn tables(conn: &Conn<'_>) -> SqlResult<Rows> {
+    let columns = tables_columns();
+    let mut rows = Vec::new();
+    for name in INFORMATION_SCHEMA_TABLES {
+        let mut row = vec![
+            text(CATALOG),
+            text(catalog::INFORMATION_SCHEMA),
+            text(*name),
+            text("SYSTEM VIEW"),
+        ];
+        row.extend(std::iter::repeat_n(SqlValue::Null, 13));
+        row.extend([
+            text("utf8mb4_general_ci"),
+            SqlValue::Null,
+            text(""),
+            text(""),
+        ]);
+        rows.push(row);
+    }
+    for info in all_tables(conn)? {
+        let auto = if info.auto_increment_column().is_some() {
+            SqlValue::UInt(catalog::peek_auto_increment(conn, &info)?)
+        } else {
+            SqlValue::Null
+        };
+        rows.push(vec![
+            text(CATALOG),
+            text(info.db.clone()),
+            text(info.name.clone()),
+            text("BASE TABLE"),
+            text("ndbcluster"),
+            SqlValue::UInt(10),
+            text("Dynamic"),
+            SqlValue::UInt(0),
+            SqlValue::UInt(0),
+            SqlValue::UInt(0),
+            SqlValue::UInt(0),
+            SqlValue::UInt(0),
+            SqlValue::UInt(0),
+            auto,
+            SqlValue::Null,
+            SqlValue::Null,
+            SqlValue::Null,
+            text(info.sql.collation.clone()),
+            SqlValue::Null,
+            text(create_options(&info)),
+            text(info.sql.comment.clone()),
+        ]);
+    }
+    Ok((columns, rows))
+}
+
+/// `(CHARACTER_MAXIMUM_LENGTH, CHARACTER_OCTET_LENGTH, NUMERIC_PRECISION,
+/// NUMERIC_SCALE, DATETIME_PRECISION)` of a column.
+fn lengths(c: &SqlColumn) -> [Option<u64>; 5] {
+    let blob = |s: BlobSize| match s {
+        BlobSize::Tiny => 255,
+        BlobSize::Normal => 65_535,
+        BlobSize::Medium => 16_777_215,
+        BlobSize::Long => 4_294_967_295,
+    };
+    match &c.ty {
+        SqlType::TinyInt { .. } => [None, None, Some(3), Some(0), None],
+        SqlType::SmallInt { .. } => [None, None, Some(5), Some(0), None],
+        SqlType::MediumInt { .. } => [None, None, Some(7), Some(0), None],
+        SqlType::Int { .. } => [None, None, Some(10), Some(0), None],
+        SqlType::BigInt { unsigned } => {
+            [None, None, Some(19 + u64::from(*unsigned)), Some(0), None]
+        }
+        SqlType::Float => [None, None, Some(12), None, None],
+        SqlType::Double => [None, None, Some(22), None, None],
+        SqlType::Decimal { precision, scale } => [
+            None,
+            None,
+            Some(u64::from(*precision)),
+            Some(u64::from(*scale)),
+            None,
+        ],
+        SqlType::Char { length, .. } => [
+            Some(u64::from(*length)),
+            Some(u64::from(*length) * 4),
+            None,
+            None,
+            None,
+        ],
+        SqlType::VarChar { max, .. } => [
+            Some(u64::from(*max)),
+            Some(u64::from(*max) * 4),
+            None,
+            None,
+            None,
+        ],
+        SqlType::Binary { length } => [
+            Some(u64::from(*length)),
+            Some(u64::from(*length)),
+            None,
+            None,
+            None,
+        ],
+        SqlType::VarBinary { max } => [
+            Some(u64::from(*max)),
+            Some(u64::from(*max)),
+            None,
+            None,
+            None,
+        ],
+        SqlType::Text { size, .. } => [Some(blob(*size) / 4), Some(blob(*size)), None, None, None],
+        SqlType::Blob { size } => [Some(blob(*size)), Some(blob(*size)), None, None, None],
+        SqlType::Bit { bits } => [None, None, Some(u64::from(*bits)), None, None],
+        SqlType::Time { fsp } | SqlType::DateTime { fsp } | SqlType::Timestamp { fsp } => {
+            [None, None, None, None, Some(u64::from(*fsp))]
+        }
+        SqlType::Date => [None, None, None, None, None],
+        SqlType::Year => [None, None, None, None, None],
+        SqlType::Enum(m) | SqlType::Set(m) => {
+            let n = m
+                .iter()
+                .map(|m| m.chars().count() as u64)
+                .max()
+                .unwrap_or(0);
+            [Some(n), Some(n * 4), None, None, None]
+        }
+    }
+}
+
+fn columns_columns() -> Vec<ColumnMeta> {
+    vec![
+        text_col("TABLE_CATALOG", 64),
+        text_col("TABLE_SCHEMA", 64),
+        text_col("TABLE_NAME", 64),
+        text_col("COLUMN_NAME", 64),
+        int_col("ORDINAL_POSITION"),
+        text_col("COLUMN_DEFAULT", 1024),
+        text_col("IS_NULLABLE", 3),
+        text_col("DATA_TYPE", 64),
+        int_col("CHARACTER_MAXIMUM_LENGTH"),
+        int_col("CHARACTER_OCTET_LENGTH"),
+        int_col("NUMERIC_PRECISION"),
+        int_col("NUMERIC_SCALE"),
+        int_col("DATETIME_PRECISION"),
+        text_col("CHARACTER_SET_NAME", 64),
+        text_col("COLLATION_NAME", 64),
+        text_col("COLUMN_TYPE", 1024),
+        text_col("COLUMN_KEY", 3),
+        text_col("EXTRA", 256),
+        text_col("PRIVILEGES", 80),
+        text_col("COLUMN_COMMENT", 1024),
+        text_col("GENERATION_EXPRESSION", 1024),
+    ]
+}
+
+fn columns(conn: &Conn<'_>) -> SqlResult<Rows> {
+    let columns = columns_columns();
+    let mut rows = Vec::new();
+    for info in all_tables(conn)? {
+        for (k, c) in info.columns.iter().enumerate() {
+            let collation = collation_name(&c.ty);
+            let mut row = vec![
+                text(CATALOG),
+                text(info.db.clone()),
+                text(info.name.clone()),
+                text(c.name.clone()),
+                SqlValue::UInt(k as u64 + 1),
+                opt_text(default_shown(c)),
+                text(if c.nullable { "YES" } else { "NO" }),
+                text(data_type(c)),
+            ];
+            row.extend(lengths(c).map(|v| v.map_or(SqlValue::Null, SqlValue::UInt)));
+            row.extend([
+                opt_text(collation.map(|_| "utf8mb4")),
+                opt_text(collation),
+                text(column_type(c)),
+                text(column_key(&info, c)),
+                text(extra(c)),
+                text("select,insert,update,references"),
+                text(c.comment.clone()),
+                text(""),
+            ]);
+            rows.push(row);
+        }
+    }
+    Ok((columns, rows))
+}
+
+fn statistics_columns() -> Vec<ColumnMeta> {
+    vec![
+        text_col("TABLE_CATALOG", 64),
+        text_col("TABLE_SCHEMA", 64),
+        text_col("TABLE_NAME", 64),
+        int_col("NON_UNIQUE"),
+        text_col("INDEX_SCHEMA", 64),
+        text_col("INDEX_NAME", 64),
+        int_col("SEQ_IN_INDEX"),
+        text_col("COLUMN_NAME", 64),
+        text_col("COLLATION", 1),
+        int_col("CARDINALITY"),
+        int_col("SUB_PART"),
+        text_col("PACKED", 10),
+        text_col("NULLABLE", 3),
+        text_col("INDEX_TYPE", 16),
+        text_col("COMMENT", 16),
+        text_col("INDEX_COMMENT", 1024),
+        text_col("IGNORED", 3),
+    ]
+}
+
+fn statistics(conn: &Conn<'_>) -> SqlResult<Rows> {
+    let columns = statistics_columns();
+    let mut rows = Vec::new();
+    for info in all_tables(conn)? {
+        for (name, non_unique, seq, column, nullable, kind) in index_rows(&info) {
+            rows.push(vec![
+                text(CATALOG),
+                text(info.db.clone()),
+                text(info.name.clone()),
+                SqlValue::UInt(u64::from(non_unique)),
+                text(info.db.clone()),
+                text(name),
+                SqlValue::UInt(seq as u64),
+                text(column),
+                text(if kind == "HASH" { "" } else { "A" }),
+                SqlValue::UInt(0),
+                SqlValue::Null,
+                SqlValue::Null,
+                text(if nullable { "YES" } else { "" }),
+                text(kind),
+                text(""),
+                text(""),
+                text("NO"),
+            ]);
+        }
+    }
+    Ok((columns, rows))
+}
+
+fn key_column_usage_columns() -> Vec<ColumnMeta> {
+    vec![
+        text_col("CONSTRAINT_CATALOG", 64),
+        text_col("CONSTRAINT_SCHEMA", 64),
+        text_col("CONSTRAINT_NAME", 64),
+        text_col("TABLE_CATALOG", 64),
+        text_col("TABLE_SCHEMA", 64),
+        text_col("TABLE_NAME", 64),
+        text_col("COLUMN_NAME", 64),
+        int_col("ORDINAL_POSITION"),
+        int_col("POSITION_IN_UNIQUE_CONSTRAINT"),
+        text_col("REFERENCED_TABLE_SCHEMA", 64),
+        text_col("REFERENCED_TABLE_NAME", 64),
+        text_col("REFERENCED_COLUMN_NAME", 64),
+    ]
+}
+
+fn key_column_usage(conn: &Conn<'_>) -> SqlResult<Rows> {
+    let columns = key_column_usage_columns();
+    let mut rows = Vec::new();
+    for info in all_tables(conn)? {
+        for (name, non_unique, seq, column, _, _) in index_rows(&info) {
+            if non_unique {
+                continue;
+            }
+            rows.push(vec![
+                text(CATALOG),
+                text(info.db.clone()),
+                text(name),
+                text(CATALOG),
+                text(info.db.clone()),
+                text(info.name.clone()),
+                text(column),
+                SqlValue::UInt(seq as u64),
+                SqlValue::Null,
+                SqlValue::Null,
+                SqlValue::Null,
+                SqlValue::Null,
+            ]);
+        }
+    }
+    Ok((columns, rows))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::like;
+
+    #[test]
+    fn like_matches_as_mysql() {
+        assert!(like("t%", "t1", false));
+        assert!(like("t_", "t1", false));
+        assert!(!like("t_", "t12", false));
+        assert!(like("a\\_b", "a_b", false));
+        assert!(!like("a\\_b", "axb", false));
+        assert!(!like("T%", "t1", false));
+        assert!(like("T%", "t1", true));
+        assert!(like("%", "", false));
+    }
 }

@@ -21,6 +21,7 @@ use crate::error::{codes, SqlError, SqlResult};
 const TABLE_DEF_CHANGED: u16 = 1412;
 
 /// A connection's transaction state.
+#[derive(Default)]
 pub struct TxState<'s> {
     /// The open native transaction (none until a statement needs one).
     pub tx: Option<Transaction<'s>>,
@@ -31,27 +32,6 @@ pub struct TxState<'s> {
     /// The open transaction wrote: its reads lock (shared), so that they
     /// see its own writes.
     pub wrote: bool,
-    /// `autocommit` (kept here until the session module holds it).
-    pub autocommit: bool,
-    /// Warnings of the running statement (kept here until the session
-    /// module collects them).
-    pub warnings: Vec<(u16, String)>,
-    /// `LAST_INSERT_ID()` (kept here until the session module holds it).
-    pub last_insert_id: u64,
-}
-
-impl Default for TxState<'_> {
-    fn default() -> Self {
-        TxState {
-            tx: None,
-            explicit: false,
-            read_only: false,
-            wrote: false,
-            autocommit: true,
-            warnings: Vec::new(),
-            last_insert_id: 0,
-        }
-    }
 }
 
 impl TxState<'_> {
@@ -66,11 +46,12 @@ impl TxState<'_> {
         }
         flags
     }
+}
 
-    /// Whether statements run inside a transaction that outlives them.
-    pub fn in_transaction(&self) -> bool {
-        self.explicit || !self.autocommit
-    }
+/// Whether statements run inside a transaction that outlives them
+/// (`BEGIN`, or autocommit off).
+pub fn in_transaction(conn: &Conn<'_>) -> bool {
+    conn.tx.explicit || !conn.session.autocommit
 }
 
 /// `BEGIN`, `COMMIT`, `ROLLBACK`.
@@ -128,20 +109,20 @@ pub fn begin(conn: &mut Conn<'_>, read_only: bool, snapshot: bool) -> SqlResult<
 
 /// Leaves a warning for the running statement.
 pub fn warn(conn: &mut Conn<'_>, code: u16, message: String) {
-    conn.tx.warnings.push((code, message));
+    conn.session.warn(code, message);
 }
 
 /// `SET autocommit = on`: commits an open transaction (as MySQL does);
 /// off: later statements run in one transaction until `COMMIT`.
 pub fn set_autocommit(conn: &mut Conn<'_>, on: bool) -> SqlResult<()> {
-    if on && !conn.tx.autocommit {
-        conn.tx.autocommit = true;
+    if on && !conn.session.autocommit {
+        conn.session.autocommit = true;
         if !conn.tx.explicit {
             commit(conn)?;
         }
         return Ok(());
     }
-    conn.tx.autocommit = on;
+    conn.session.autocommit = on;
     Ok(())
 }
 
@@ -191,7 +172,7 @@ pub fn finish<'s, T>(
     result: SqlResult<T>,
 ) -> SqlResult<T> {
     let result = match result {
-        Ok(value) if conn.tx.in_transaction() && tx.pending_ops() > 0 => tx
+        Ok(value) if in_transaction(conn) && tx.pending_ops() > 0 => tx
             .execute(ExecMode::NoCommit)
             .map(|_| value)
             .map_err(|e| native_error(&e)),
@@ -199,7 +180,7 @@ pub fn finish<'s, T>(
     };
     match result {
         Ok(value) => {
-            if conn.tx.in_transaction() {
+            if in_transaction(conn) {
                 conn.tx.tx = Some(tx);
                 Ok(value)
             } else {
@@ -212,7 +193,7 @@ pub fn finish<'s, T>(
             // Still usable: nothing pending and the transaction open (an
             // execute of nothing only checks that).
             let usable = tx.pending_ops() == 0 && tx.execute(ExecMode::NoCommit).is_ok();
-            if conn.tx.in_transaction() && usable {
+            if in_transaction(conn) && usable {
                 conn.tx.tx = Some(tx);
             } else {
                 // The whole transaction is gone (as InnoDB's deadlock and

@@ -631,6 +631,12 @@ mod tests {
             ty,
             nullable,
             auto_increment: false,
+            default: None,
+            default_now: false,
+            on_update_now: false,
+            zerofill: false,
+            width: None,
+            comment: String::new(),
         }
     }
 

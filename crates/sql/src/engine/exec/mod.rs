@@ -18,7 +18,7 @@ use super::expr::{Ctx, Env, Expr, Scope, ScopeColumn, Val};
 use super::plan::Access;
 use super::{txn, Answered, Conn};
 use crate::backend::ResultSink;
-use crate::error::{codes, SqlError, SqlResult};
+use crate::error::{SqlError, SqlResult};
 use crate::value::SqlValue;
 
 pub use select::describe;
@@ -29,8 +29,6 @@ pub const OPS_PER_EXECUTE_MAX: usize = 256;
 /// groups or changes); past it the statement fails rather than exhaust
 /// the node's memory.
 pub const FETCH_ROWS_MAX: usize = 10_000_000;
-/// The server version `VERSION()` and `@@version` give.
-pub const SERVER_VERSION: &str = "8.0.36-Skarv";
 
 /// Runs a query (`SELECT`, `UNION`, …), its rows to `sink`.
 pub fn query(
@@ -40,7 +38,6 @@ pub fn query(
     _more: bool,
     sink: &mut dyn ResultSink,
 ) -> SqlResult<Answered> {
-    conn.tx.warnings.clear();
     conn.info.query_killed.store(false, Ordering::Relaxed);
     let Statement::Query(q) = statement else {
         return Err(SqlError::unsupported(format_args!("`{statement}`")));
@@ -56,7 +53,6 @@ pub fn write(
     statement: &Statement,
     params: &[SqlValue],
 ) -> SqlResult<Answered> {
-    conn.tx.warnings.clear();
     conn.info.query_killed.store(false, Ordering::Relaxed);
     if conn.tx.read_only && conn.tx.explicit {
         return Err(SqlError::new(
@@ -81,63 +77,40 @@ pub fn env(conn: &Conn<'_>) -> Env {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
-    let user = conn
-        .info
-        .state
-        .lock()
-        .map(|s| s.user.clone())
-        .unwrap_or_default();
+    let user = if conn.session.user.is_empty() {
+        String::new()
+    } else {
+        format!("{}@{}", conn.session.user, conn.session.host)
+    };
     Env {
         connection_id: conn.info.id,
         database: conn.session.database.clone(),
-        user: format!("{user}@{}", conn.info.host),
-        last_insert_id: conn.tx.last_insert_id,
+        user,
+        last_insert_id: conn.session.last_insert_id,
         now_micros: now,
-        version: SERVER_VERSION.to_owned(),
+        version: super::session::VERSION.to_owned(),
     }
 }
 
-/// `@@name` (a shim until the session module answers it).
-pub fn variable(conn: &Conn<'_>, name: &str, _global: bool) -> SqlResult<Val> {
-    if let Some(v) = conn.session.vars.values.get(name) {
-        return Ok(match v.parse::<i64>() {
-            Ok(i) => Val::Int(i),
-            Err(_) => Val::str(v.clone()),
-        });
-    }
-    Ok(match name {
-        "version_comment" => Val::str("Skarv"),
-        "version" => Val::str(SERVER_VERSION),
-        "autocommit" => Val::Int(i64::from(conn.tx.autocommit)),
-        "max_allowed_packet" => Val::Int(super::STATEMENT_BYTES_MAX as i64),
-        "sql_mode" => {
-            Val::str("STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION")
-        }
-        "tx_isolation" | "transaction_isolation" => Val::str("READ-COMMITTED"),
-        "tx_read_only" | "transaction_read_only" => Val::Int(i64::from(conn.tx.read_only)),
-        "time_zone" => Val::str("SYSTEM"),
-        "system_time_zone" => Val::str("UTC"),
-        "character_set_client"
-        | "character_set_connection"
-        | "character_set_results"
-        | "character_set_server"
-        | "character_set_database" => Val::str("utf8mb4"),
-        "collation_connection" | "collation_server" | "collation_database" => {
-            Val::str("utf8mb4_general_ci")
-        }
-        "lower_case_table_names" => Val::Int(0),
-        "wait_timeout" | "interactive_timeout" => Val::Int(28_800),
-        "net_write_timeout" => Val::Int(60),
-        "last_insert_id" | "identity" => Val::UInt(conn.tx.last_insert_id),
-        "max_prepared_stmt_count" => Val::Int(super::prepared::PREPARED_STATEMENTS_MAX as i64),
-        "warning_count" => Val::Int(i64::from(conn.session.warning_count())),
-        _ => {
-            return Err(SqlError::new(
-                codes::UNKNOWN_SYSTEM_VARIABLE,
-                format!("Unknown system variable '{name}'"),
-            ))
-        }
-    })
+/// `@@name`, as the session module answers it.
+pub fn variable(conn: &Conn<'_>, name: &str, global: bool) -> SqlResult<Val> {
+    super::session::variable(conn, name, global).map(|v| convert::from_sql(&v))
+}
+
+/// The value of a constant expression (`SET @x = expr`), in the form its
+/// kind's result column takes.
+pub fn eval_constant(conn: &mut Conn<'_>, expr: &sqlparser::ast::Expr) -> SqlResult<SqlValue> {
+    let placeholders = conn.prepared.running_placeholders().to_vec();
+    let (lowered, meta) = with_scope(conn, Vec::new(), &placeholders, |s| {
+        let lowered = s.lower(expr)?;
+        let meta = s.meta(&lowered, "");
+        Ok((lowered, meta))
+    })?;
+    let environment = env(conn);
+    let mut ctx = Ctx::new(&[], &environment);
+    let v = lowered.eval(&[], &mut ctx)?;
+    keep_warnings(conn, &mut ctx);
+    Ok(convert::to_sql(&v, &meta))
 }
 
 /// The columns of a table as an expression scope.
@@ -167,7 +140,12 @@ pub fn with_scope<R>(
     f: impl FnOnce(&mut Scope<'_>) -> SqlResult<R>,
 ) -> SqlResult<R> {
     let var = |name: &str, global: bool| variable(conn, name, global);
-    let user_var = |_name: &str| Val::Null;
+    let user_var = |name: &str| {
+        conn.session
+            .user_vars
+            .get(name)
+            .map_or(Val::Null, convert::from_sql)
+    };
     let mut scope = Scope::new(columns, placeholders, &var, &user_var);
     f(&mut scope)
 }

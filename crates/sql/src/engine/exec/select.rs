@@ -273,6 +273,7 @@ fn plan_select(
         .lock()
         .map(|s| s.info.clone().unwrap_or_default())
         .unwrap_or_default();
+    let written = written_names(s, &sql_text);
     with_scope(conn, columns, placeholders, |scope| {
         scope.aggs = Some(Vec::new());
         let mut items = Vec::new();
@@ -292,7 +293,10 @@ fn plan_select(
                 }
                 ast::SelectItem::UnnamedExpr(e) => {
                     let lowered = scope.lower(e)?;
-                    let name = expr::item_name(e, &sql_text);
+                    let name = written
+                        .as_ref()
+                        .and_then(|w| w.get(items.len()).cloned().flatten())
+                        .unwrap_or_else(|| expr::item_name(e, &sql_text));
                     metas.push(scope.meta(&lowered, &name));
                     items.push(lowered);
                     aliases.push(Some((name, e.clone())));
@@ -337,6 +341,49 @@ fn plan_select(
             lock: None,
         })
     })
+}
+
+/// The names of a SELECT's unaliased items as written, when the parsed
+/// statement lost where its items were in the text (the session's
+/// statement splitter parses from tokens without locations): the text of
+/// a single-SELECT statement is parsed again with them. None when that
+/// is not needed or does not apply; per item, None for `*`.
+fn written_names(s: &ast::Select, sql: &str) -> Option<Vec<Option<String>>> {
+    let needs = s.projection.iter().any(|i| {
+        matches!(i, ast::SelectItem::UnnamedExpr(e)
+            if !matches!(e, ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_))
+                && sqlparser::ast::Spanned::span(e).start.line == 0)
+    });
+    if !needs
+        || s.projection.iter().any(|i| {
+            !matches!(
+                i,
+                ast::SelectItem::UnnamedExpr(_) | ast::SelectItem::ExprWithAlias { .. }
+            )
+        })
+    {
+        return None;
+    }
+    let statements = crate::engine::parse(sql).ok()?;
+    let [ast::Statement::Query(q)] = statements.as_slice() else {
+        return None;
+    };
+    let SetExpr::Select(again) = &*q.body else {
+        return None;
+    };
+    if again.projection.len() != s.projection.len() {
+        return None;
+    }
+    Some(
+        again
+            .projection
+            .iter()
+            .map(|i| match i {
+                ast::SelectItem::UnnamedExpr(e) => Some(expr::item_name(e, sql)),
+                _ => None,
+            })
+            .collect(),
+    )
 }
 
 /// An expression of GROUP BY, HAVING or ORDER BY: a select item's alias or
@@ -445,7 +492,7 @@ pub fn run(
     let needs_tx = planned.iter().any(|p| p.table.is_some());
     // Reads of a transaction that wrote see its writes through a lock.
     let mut planned = planned;
-    if conn.tx.wrote && conn.tx.in_transaction() {
+    if conn.tx.wrote && txn::in_transaction(conn) {
         for p in &mut planned {
             p.lock.get_or_insert(LockMode::Shared);
         }
@@ -454,7 +501,7 @@ pub fn run(
     if needs_tx {
         let tx = txn::take(conn)?;
         let autocommit_read =
-            planned.len() == 1 && planned[0].lock.is_none() && !conn.tx.in_transaction();
+            planned.len() == 1 && planned[0].lock.is_none() && !txn::in_transaction(conn);
         let mut committed = false;
         let result = (|| {
             let mut all = Vec::new();

@@ -237,14 +237,14 @@ fn insert(
     };
     let (affected, duplicates) = txn::finish(conn, tx, result)?;
     if first_auto > 0 {
-        conn.tx.last_insert_id = first_auto;
+        conn.session.last_insert_id = first_auto;
     }
     let info = if rows.len() > 1 {
         format!(
             "Records: {}  Duplicates: {}  Warnings: {}",
             rows.len(),
             duplicates,
-            conn.tx.warnings.len()
+            conn.session.warning_count()
         )
     } else {
         String::new()
@@ -304,8 +304,12 @@ fn duplicate_error(
         .iter()
         .filter(|i| i.kind == schema::IndexKind::Unique)
         .find(|i| named.is_none_or(|n| n == i.name));
+    // A UNIQUE key `u` is served by the native unique index `u$unique`.
     let (key_name, columns): (String, Vec<usize>) = match index {
-        Some(i) if error.code == native::UNIQUE_VIOLATION => (i.name.clone(), i.columns.clone()),
+        Some(i) if error.code == native::UNIQUE_VIOLATION => {
+            let name = i.name.strip_suffix("$unique").unwrap_or(&i.name);
+            (name.to_owned(), i.columns.clone())
+        }
         _ => ("PRIMARY".into(), def.primary_key.clone()),
     };
     let text: Vec<String> = columns
@@ -917,7 +921,7 @@ fn update(
         affected_rows: changed,
         info: format!(
             "Rows matched: {matched}  Changed: {changed}  Warnings: {}",
-            conn.tx.warnings.len()
+            conn.session.warning_count()
         ),
         ..OkInfo::default()
     }))

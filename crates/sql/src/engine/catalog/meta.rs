@@ -1,0 +1,556 @@
+//! The SQL node's metadata of a table, kept in the table definition
+//! (`schema::TableDef::sql_meta`, opaque to the data nodes) so that it
+//! changes atomically with the table, as NDB keeps MySQL's `.frm`.
+//!
+//! Layout (little-endian; `str` is a `u16` byte length and UTF-8 bytes):
+//!
+//! ```text
+//! "SQ"            magic
+//! u8              format version (SQL_META_FORMAT_VERSION = 1)
+//! str engine, str comment, str charset, str collation   (as declared)
+//! u64             AUTO_INCREMENT start (the table option; 1 by default)
+//! u16             column count, then per column:
+//!     u16         position in the native table
+//!     type        u8 tag and parameters (below)
+//!     u8          flags: 1 AUTO_INCREMENT, 2 ZEROFILL, 4 DEFAULT
+//!                 CURRENT_TIMESTAMP, 8 ON UPDATE CURRENT_TIMESTAMP,
+//!                 16 has a default (the str follows), 32 has a display width
+//!     [u16]       the display width (flag 32)
+//!     [str]       the default as SQL shows it, unquoted (flag 16)
+//!     str         comment
+//! ```
+//!
+//! Type tags: 1 TINYINT … 5 BIGINT (`u8` unsigned), 6 FLOAT, 7 DOUBLE,
+//! 8 DECIMAL (`u8` precision, `u8` scale), 9 CHAR and 10 VARCHAR (`u16`
+//! length, `u8` collation: 1 utf8mb4_bin, 2 utf8mb4_general_ci), 11 BINARY
+//! and 12 VARBINARY (`u16`), 13 TEXT (`u8` size 0–3: tiny…long, `u8`
+//! collation), 14 BLOB (`u8` size), 15 DATE, 16 TIME, 17 DATETIME and
+//! 18 TIMESTAMP (`u8` fsp), 19 YEAR, 20 BIT (`u8` bits), 21 ENUM and 22 SET
+//! (`u16` n, n × str).
+//!
+//! [`TableMeta::decode`] reads bytes from the cluster: it checks every
+//! length, refuses unknown tags, flags and versions, and never panics.
+
+use schema::Collation;
+
+use super::{BlobSize, SqlType};
+
+/// The format version [`TableMeta::encode`] writes and the newest read.
+pub const SQL_META_FORMAT_VERSION: u8 = 1;
+const SQL_META_MAGIC: [u8; 2] = *b"SQ";
+
+const FLAG_AUTO_INCREMENT: u8 = 1;
+const FLAG_ZEROFILL: u8 = 2;
+const FLAG_DEFAULT_NOW: u8 = 4;
+const FLAG_ON_UPDATE_NOW: u8 = 8;
+const FLAG_DEFAULT: u8 = 16;
+const FLAG_WIDTH: u8 = 32;
+const FLAGS_KNOWN: u8 = 63;
+
+/// What SQL declared of a table beyond its storage definition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TableMeta {
+    /// The engine as declared (`ndbcluster`, `InnoDB`, …).
+    pub engine: String,
+    /// `COMMENT='…'`.
+    pub comment: String,
+    /// The table's default character set (`utf8mb4`).
+    pub charset: String,
+    /// The table's default collation.
+    pub collation: String,
+    /// `AUTO_INCREMENT=n`: the first value of the sequence.
+    pub auto_increment_start: u64,
+    /// Per visible column.
+    pub columns: Vec<ColumnMeta>,
+}
+
+/// What SQL declared of one column.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ColumnMeta {
+    /// Its position in the native table.
+    pub native: u16,
+    /// Its declared type.
+    pub ty: SqlType,
+    /// AUTO_INCREMENT.
+    pub auto_increment: bool,
+    /// ZEROFILL (kept for SHOW CREATE TABLE; values are not padded).
+    pub zerofill: bool,
+    /// `DEFAULT CURRENT_TIMESTAMP`.
+    pub default_now: bool,
+    /// `ON UPDATE CURRENT_TIMESTAMP`.
+    pub on_update_now: bool,
+    /// The declared display width of an integer (`INT(11)`).
+    pub width: Option<u16>,
+    /// The default as SQL shows it, unquoted (`None`: none, or NULL).
+    pub default: Option<String>,
+    /// `COMMENT '…'`.
+    pub comment: String,
+}
+
+impl Default for TableMeta {
+    fn default() -> TableMeta {
+        TableMeta {
+            engine: "ndbcluster".to_owned(),
+            comment: String::new(),
+            charset: "utf8mb4".to_owned(),
+            collation: "utf8mb4_general_ci".to_owned(),
+            auto_increment_start: 1,
+            columns: Vec::new(),
+        }
+    }
+}
+
+fn put_u16(out: &mut Vec<u8>, v: u16) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+/// Strings longer than the format's `u16` are cut at a character boundary
+/// (only comments can be; MySQL's own limit is 2,048 characters).
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    let mut end = s.len().min(usize::from(u16::MAX));
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    put_u16(out, end as u16);
+    out.extend_from_slice(&s.as_bytes()[..end]);
+}
+
+fn collation_tag(c: Collation) -> u8 {
+    match c {
+        Collation::Utf8mb4Bin => 1,
+        Collation::Utf8mb4GeneralCi => 2,
+    }
+}
+
+fn size_tag(s: BlobSize) -> u8 {
+    match s {
+        BlobSize::Tiny => 0,
+        BlobSize::Normal => 1,
+        BlobSize::Medium => 2,
+        BlobSize::Long => 3,
+    }
+}
+
+fn put_members(out: &mut Vec<u8>, members: &[String]) {
+    put_u16(out, u16::try_from(members.len()).unwrap_or(u16::MAX));
+    for m in members.iter().take(usize::from(u16::MAX)) {
+        put_str(out, m);
+    }
+}
+
+fn put_type(out: &mut Vec<u8>, ty: &SqlType) {
+    match ty {
+        SqlType::TinyInt { unsigned } => out.extend_from_slice(&[1, u8::from(*unsigned)]),
+        SqlType::SmallInt { unsigned } => out.extend_from_slice(&[2, u8::from(*unsigned)]),
+        SqlType::MediumInt { unsigned } => out.extend_from_slice(&[3, u8::from(*unsigned)]),
+        SqlType::Int { unsigned } => out.extend_from_slice(&[4, u8::from(*unsigned)]),
+        SqlType::BigInt { unsigned } => out.extend_from_slice(&[5, u8::from(*unsigned)]),
+        SqlType::Float => out.push(6),
+        SqlType::Double => out.push(7),
+        SqlType::Decimal { precision, scale } => out.extend_from_slice(&[8, *precision, *scale]),
+        SqlType::Char { length, collation } => {
+            out.push(9);
+            put_u16(out, *length);
+            out.push(collation_tag(*collation));
+        }
+        SqlType::VarChar { max, collation } => {
+            out.push(10);
+            put_u16(out, *max);
+            out.push(collation_tag(*collation));
+        }
+        SqlType::Binary { length } => {
+            out.push(11);
+            put_u16(out, *length);
+        }
+        SqlType::VarBinary { max } => {
+            out.push(12);
+            put_u16(out, *max);
+        }
+        SqlType::Text { size, collation } => {
+            out.extend_from_slice(&[13, size_tag(*size), collation_tag(*collation)])
+        }
+        SqlType::Blob { size } => out.extend_from_slice(&[14, size_tag(*size)]),
+        SqlType::Date => out.push(15),
+        SqlType::Time { fsp } => out.extend_from_slice(&[16, *fsp]),
+        SqlType::DateTime { fsp } => out.extend_from_slice(&[17, *fsp]),
+        SqlType::Timestamp { fsp } => out.extend_from_slice(&[18, *fsp]),
+        SqlType::Year => out.push(19),
+        SqlType::Bit { bits } => out.extend_from_slice(&[20, *bits]),
+        SqlType::Enum(members) => {
+            out.push(21);
+            put_members(out, members);
+        }
+        SqlType::Set(members) => {
+            out.push(22);
+            put_members(out, members);
+        }
+    }
+}
+
+impl TableMeta {
+    /// The encoding (see the module doc).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(64 + self.columns.len() * 16);
+        out.extend_from_slice(&SQL_META_MAGIC);
+        out.push(SQL_META_FORMAT_VERSION);
+        put_str(&mut out, &self.engine);
+        put_str(&mut out, &self.comment);
+        put_str(&mut out, &self.charset);
+        put_str(&mut out, &self.collation);
+        out.extend_from_slice(&self.auto_increment_start.to_le_bytes());
+        put_u16(
+            &mut out,
+            u16::try_from(self.columns.len()).unwrap_or(u16::MAX),
+        );
+        for c in self.columns.iter().take(usize::from(u16::MAX)) {
+            put_u16(&mut out, c.native);
+            put_type(&mut out, &c.ty);
+            let mut flags = 0;
+            for (on, flag) in [
+                (c.auto_increment, FLAG_AUTO_INCREMENT),
+                (c.zerofill, FLAG_ZEROFILL),
+                (c.default_now, FLAG_DEFAULT_NOW),
+                (c.on_update_now, FLAG_ON_UPDATE_NOW),
+                (c.default.is_some(), FLAG_DEFAULT),
+                (c.width.is_some(), FLAG_WIDTH),
+            ] {
+                if on {
+                    flags |= flag;
+                }
+            }
+            out.push(flags);
+            if let Some(width) = c.width {
+                put_u16(&mut out, width);
+            }
+            if let Some(default) = &c.default {
+                put_str(&mut out, default);
+            }
+            put_str(&mut out, &c.comment);
+        }
+        out
+    }
+
+    /// Reads [`TableMeta::encode`]'s bytes; `Err` names what is wrong.
+    pub fn decode(bytes: &[u8]) -> Result<TableMeta, String> {
+        let mut r = Reader { bytes, at: 0 };
+        let magic = r.take(2, "magic")?;
+        if magic != SQL_META_MAGIC {
+            return Err("SQL metadata: bad magic".to_owned());
+        }
+        let version = r.u8("version")?;
+        if version == 0 || version > SQL_META_FORMAT_VERSION {
+            return Err(format!(
+                "SQL metadata: format version {version} (this build reads up to \
+                 {SQL_META_FORMAT_VERSION})"
+            ));
+        }
+        let engine = r.str("engine")?;
+        let comment = r.str("comment")?;
+        let charset = r.str("charset")?;
+        let collation = r.str("collation")?;
+        let auto_increment_start = r.u64("auto_increment")?;
+        let count = usize::from(r.u16("column count")?);
+        // Every column takes at least 6 bytes: refuse a lying count first.
+        if count * 6 > r.remaining() {
+            return Err("SQL metadata: column count past the end".to_owned());
+        }
+        let mut columns = Vec::with_capacity(count);
+        for _ in 0..count {
+            let native = r.u16("column position")?;
+            let ty = r.sql_type()?;
+            let flags = r.u8("column flags")?;
+            if flags & !FLAGS_KNOWN != 0 {
+                return Err(format!("SQL metadata: unknown column flags {flags:#x}"));
+            }
+            let width = if flags & FLAG_WIDTH != 0 {
+                Some(r.u16("width")?)
+            } else {
+                None
+            };
+            let default = if flags & FLAG_DEFAULT != 0 {
+                Some(r.str("default")?)
+            } else {
+                None
+            };
+            let comment = r.str("column comment")?;
+            columns.push(ColumnMeta {
+                native,
+                ty,
+                auto_increment: flags & FLAG_AUTO_INCREMENT != 0,
+                zerofill: flags & FLAG_ZEROFILL != 0,
+                default_now: flags & FLAG_DEFAULT_NOW != 0,
+                on_update_now: flags & FLAG_ON_UPDATE_NOW != 0,
+                width,
+                default,
+                comment,
+            });
+        }
+        if r.remaining() != 0 {
+            return Err(format!("SQL metadata: {} trailing bytes", r.remaining()));
+        }
+        Ok(TableMeta {
+            engine,
+            comment,
+            charset,
+            collation,
+            auto_increment_start,
+            columns,
+        })
+    }
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn remaining(&self) -> usize {
+        self.bytes.len() - self.at
+    }
+
+    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], String> {
+        if n > self.remaining() {
+            return Err(format!(
+                "SQL metadata: {what} at byte {} is cut short",
+                self.at
+            ));
+        }
+        let slice = &self.bytes[self.at..self.at + n];
+        self.at += n;
+        Ok(slice)
+    }
+
+    fn u8(&mut self, what: &str) -> Result<u8, String> {
+        Ok(self.take(1, what)?[0])
+    }
+
+    fn u16(&mut self, what: &str) -> Result<u16, String> {
+        let b = self.take(2, what)?;
+        Ok(u16::from_le_bytes([b[0], b[1]]))
+    }
+
+    fn u64(&mut self, what: &str) -> Result<u64, String> {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(self.take(8, what)?);
+        Ok(u64::from_le_bytes(a))
+    }
+
+    fn bool(&mut self, what: &str) -> Result<bool, String> {
+        match self.u8(what)? {
+            0 => Ok(false),
+            1 => Ok(true),
+            other => Err(format!("SQL metadata: {what} is {other}, not 0 or 1")),
+        }
+    }
+
+    fn str(&mut self, what: &str) -> Result<String, String> {
+        let n = usize::from(self.u16(what)?);
+        let bytes = self.take(n, what)?;
+        std::str::from_utf8(bytes)
+            .map(str::to_owned)
+            .map_err(|_| format!("SQL metadata: {what} is not UTF-8"))
+    }
+
+    fn collation(&mut self) -> Result<Collation, String> {
+        match self.u8("collation")? {
+            1 => Ok(Collation::Utf8mb4Bin),
+            2 => Ok(Collation::Utf8mb4GeneralCi),
+            other => Err(format!("SQL metadata: unknown collation {other}")),
+        }
+    }
+
+    fn size(&mut self) -> Result<BlobSize, String> {
+        match self.u8("size")? {
+            0 => Ok(BlobSize::Tiny),
+            1 => Ok(BlobSize::Normal),
+            2 => Ok(BlobSize::Medium),
+            3 => Ok(BlobSize::Long),
+            other => Err(format!("SQL metadata: unknown TEXT/BLOB size {other}")),
+        }
+    }
+
+    fn members(&mut self) -> Result<Vec<String>, String> {
+        let n = usize::from(self.u16("member count")?);
+        if n * 2 > self.remaining() {
+            return Err("SQL metadata: member count past the end".to_owned());
+        }
+        (0..n).map(|_| self.str("member")).collect()
+    }
+
+    fn sql_type(&mut self) -> Result<SqlType, String> {
+        Ok(match self.u8("type")? {
+            1 => SqlType::TinyInt {
+                unsigned: self.bool("unsigned")?,
+            },
+            2 => SqlType::SmallInt {
+                unsigned: self.bool("unsigned")?,
+            },
+            3 => SqlType::MediumInt {
+                unsigned: self.bool("unsigned")?,
+            },
+            4 => SqlType::Int {
+                unsigned: self.bool("unsigned")?,
+            },
+            5 => SqlType::BigInt {
+                unsigned: self.bool("unsigned")?,
+            },
+            6 => SqlType::Float,
+            7 => SqlType::Double,
+            8 => SqlType::Decimal {
+                precision: self.u8("precision")?,
+                scale: self.u8("scale")?,
+            },
+            9 => SqlType::Char {
+                length: self.u16("length")?,
+                collation: self.collation()?,
+            },
+            10 => SqlType::VarChar {
+                max: self.u16("length")?,
+                collation: self.collation()?,
+            },
+            11 => SqlType::Binary {
+                length: self.u16("length")?,
+            },
+            12 => SqlType::VarBinary {
+                max: self.u16("length")?,
+            },
+            13 => SqlType::Text {
+                size: self.size()?,
+                collation: self.collation()?,
+            },
+            14 => SqlType::Blob { size: self.size()? },
+            15 => SqlType::Date,
+            16 => SqlType::Time {
+                fsp: self.u8("fsp")?,
+            },
+            17 => SqlType::DateTime {
+                fsp: self.u8("fsp")?,
+            },
+            18 => SqlType::Timestamp {
+                fsp: self.u8("fsp")?,
+            },
+            19 => SqlType::Year,
+            20 => SqlType::Bit {
+                bits: self.u8("bits")?,
+            },
+            21 => SqlType::Enum(self.members()?),
+            22 => SqlType::Set(self.members()?),
+            other => return Err(format!("SQL metadata: unknown type tag {other}")),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn sample() -> TableMeta {
+        let column = |native: u16, ty: SqlType| ColumnMeta {
+            native,
+            ty,
+            auto_increment: false,
+            zerofill: false,
+            default_now: false,
+            on_update_now: false,
+            width: None,
+            default: None,
+            comment: String::new(),
+        };
+        let gci = Collation::Utf8mb4GeneralCi;
+        let types = vec![
+            SqlType::TinyInt { unsigned: true },
+            SqlType::SmallInt { unsigned: false },
+            SqlType::MediumInt { unsigned: true },
+            SqlType::Int { unsigned: false },
+            SqlType::BigInt { unsigned: true },
+            SqlType::Float,
+            SqlType::Double,
+            SqlType::Decimal {
+                precision: 10,
+                scale: 2,
+            },
+            SqlType::Char {
+                length: 3,
+                collation: gci,
+            },
+            SqlType::VarChar {
+                max: 300,
+                collation: Collation::Utf8mb4Bin,
+            },
+            SqlType::Binary { length: 4 },
+            SqlType::VarBinary { max: 9 },
+            SqlType::Text {
+                size: BlobSize::Tiny,
+                collation: gci,
+            },
+            SqlType::Blob {
+                size: BlobSize::Medium,
+            },
+            SqlType::Date,
+            SqlType::Time { fsp: 3 },
+            SqlType::DateTime { fsp: 6 },
+            SqlType::Timestamp { fsp: 0 },
+            SqlType::Year,
+            SqlType::Bit { bits: 5 },
+            SqlType::Enum(vec!["a".into(), "bé".into()]),
+            SqlType::Set(vec!["x".into(), String::new()]),
+        ];
+        let mut columns: Vec<ColumnMeta> = types
+            .into_iter()
+            .enumerate()
+            .map(|(i, ty)| column(i as u16, ty))
+            .collect();
+        columns[0].auto_increment = true;
+        columns[0].zerofill = true;
+        columns[0].width = Some(3);
+        columns[3].default = Some("-5".into());
+        columns[3].comment = "a comment".into();
+        columns[17].default_now = true;
+        columns[17].on_update_now = true;
+        TableMeta {
+            engine: "InnoDB".into(),
+            comment: "NDB_TABLE=READ_BACKUP=1".into(),
+            auto_increment_start: 1000,
+            columns,
+            ..TableMeta::default()
+        }
+    }
+
+    #[test]
+    fn every_type_and_flag_round_trips() {
+        let meta = sample();
+        let bytes = meta.encode();
+        assert_eq!(TableMeta::decode(&bytes), Ok(meta));
+    }
+
+    #[test]
+    fn truncations_trailing_bytes_and_unknown_tags_are_refused() {
+        let bytes = sample().encode();
+        for end in 0..bytes.len() {
+            assert!(TableMeta::decode(&bytes[..end]).is_err(), "cut at {end}");
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(TableMeta::decode(&longer).unwrap_err().contains("trailing"));
+        let mut newer = bytes.clone();
+        newer[2] = SQL_META_FORMAT_VERSION + 1;
+        assert!(TableMeta::decode(&newer).unwrap_err().contains("version"));
+    }
+
+    proptest! {
+        #[test]
+        fn random_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..256)) {
+            let _ = TableMeta::decode(&bytes);
+        }
+
+        #[test]
+        fn corrupted_metadata_never_panics(at in 0usize..400, byte in any::<u8>()) {
+            let mut bytes = sample().encode();
+            let at = at % bytes.len();
+            bytes[at] = byte;
+            let _ = TableMeta::decode(&bytes);
+        }
+    }
+}

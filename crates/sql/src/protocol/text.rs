@@ -1,0 +1,319 @@
+//! Values as the text protocol sends them: what `COM_QUERY` rows carry and
+//! what the `mysql` client prints, spelled as MariaDB spells them.
+//!
+//! Floating point follows MariaDB's `my_gcvt`: DOUBLE with the shortest
+//! digits that read back to the same value, FLOAT rounded to 6
+//! significant digits (`FLT_DIG`), both in fixed notation while the
+//! decimal exponent is within [`FIXED_EXPONENT_MIN`]..=[`FIXED_EXPONENT_MAX`]
+//! (`1e14` is `100000000000000`, `1e15` is `1e15`; `1e-15` is
+//! `0.000000000000001`, `1e-16` is `1e-16`), and as `<digits>e<exp>`
+//! beyond it (`1.2345678901234568e17`, `1e-16`; no `+`, no padding).
+
+use std::io::Write as _;
+
+use crate::value::{ColumnMeta, ColumnType, Date, SqlValue, Time};
+
+/// Smallest decimal exponent (of `d.ddd × 10^e`) printed in fixed notation.
+pub const FIXED_EXPONENT_MIN: i32 = -15;
+/// Largest decimal exponent printed in fixed notation (`DBL_DIG` − 1).
+pub const FIXED_EXPONENT_MAX: i32 = 14;
+/// Significant digits of a FLOAT (`FLT_DIG`).
+pub const FLOAT_DIGITS: usize = 6;
+/// Fractional-second digits at most (microseconds).
+pub const FRACTION_DIGITS_MAX: u8 = 6;
+
+/// Appends the text form of `value` (never NULL: the caller sends NULL as
+/// 0xFB) for a column described by `column`.
+pub fn render(value: &SqlValue, column: &ColumnMeta, out: &mut Vec<u8>) {
+    let decimals = column.decimals;
+    match value {
+        SqlValue::Null => {}
+        SqlValue::Int(v) if column.ty == ColumnType::Bit => bit_bytes(*v as u64, column, out),
+        SqlValue::UInt(v) if column.ty == ColumnType::Bit => bit_bytes(*v, column, out),
+        SqlValue::Int(v) => push_display(out, v),
+        SqlValue::UInt(v) => push_display(out, v),
+        SqlValue::Float(v) => float(*v, out),
+        SqlValue::Double(v) => double(*v, out),
+        SqlValue::Decimal(text) => out.extend_from_slice(text.as_bytes()),
+        SqlValue::Bytes(bytes) => out.extend_from_slice(bytes),
+        SqlValue::Date(date) => push_date(out, date),
+        SqlValue::DateTime(date, time) => {
+            push_date(out, date);
+            out.push(b' ');
+            push_clock(out, u32::from(time.hour), time, decimals);
+        }
+        SqlValue::Time {
+            negative,
+            days,
+            time,
+        } => {
+            if *negative {
+                out.push(b'-');
+            }
+            let hours = days.saturating_mul(24).saturating_add(u32::from(time.hour));
+            push_clock(out, hours, time, decimals);
+        }
+    }
+}
+
+/// A DOUBLE as MariaDB prints it.
+pub fn double(value: f64, out: &mut Vec<u8>) {
+    if !value.is_finite() {
+        return non_finite(value, out);
+    }
+    // `{:e}` gives the shortest digits that read back to `value`.
+    let text = format!("{value:e}");
+    scientific_to_mysql(&text, out);
+}
+
+/// A FLOAT as MariaDB prints it.
+pub fn float(value: f32, out: &mut Vec<u8>) {
+    if !value.is_finite() {
+        return non_finite(f64::from(value), out);
+    }
+    let text = format!("{:.*e}", FLOAT_DIGITS - 1, f64::from(value));
+    scientific_to_mysql(&text, out);
+}
+
+fn non_finite(value: f64, out: &mut Vec<u8>) {
+    // MySQL has no such values; they can only come from a bug upstream.
+    let text: &[u8] = if value.is_nan() {
+        b"nan"
+    } else if value > 0.0 {
+        b"inf"
+    } else {
+        b"-inf"
+    };
+    out.extend_from_slice(text);
+}
+
+/// Rewrites Rust's `[-]d[.ddd]e[-]x` into MariaDB's notation.
+fn scientific_to_mysql(text: &str, out: &mut Vec<u8>) {
+    let (negative, text) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let (mantissa, exponent) = text.split_once('e').unwrap_or((text, "0"));
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    let mut digits: Vec<u8> = mantissa.bytes().filter(|b| b.is_ascii_digit()).collect();
+    while digits.len() > 1 && digits.last() == Some(&b'0') {
+        digits.pop();
+    }
+    if digits == b"0" {
+        // Zero, negative zero included, prints as 0.
+        out.push(b'0');
+        return;
+    }
+    if negative {
+        out.push(b'-');
+    }
+    if (FIXED_EXPONENT_MIN..=FIXED_EXPONENT_MAX).contains(&exponent) {
+        if exponent >= 0 {
+            let int_len = exponent as usize + 1;
+            if digits.len() <= int_len {
+                out.extend_from_slice(&digits);
+                out.extend(std::iter::repeat_n(b'0', int_len - digits.len()));
+            } else {
+                out.extend_from_slice(&digits[..int_len]);
+                out.push(b'.');
+                out.extend_from_slice(&digits[int_len..]);
+            }
+        } else {
+            out.extend_from_slice(b"0.");
+            out.extend(std::iter::repeat_n(b'0', (-exponent - 1) as usize));
+            out.extend_from_slice(&digits);
+        }
+    } else {
+        out.push(digits[0]);
+        if digits.len() > 1 {
+            out.push(b'.');
+            out.extend_from_slice(&digits[1..]);
+        }
+        push_display(out, &format_args!("e{exponent}"));
+    }
+}
+
+/// BIT(n) sends its value as ⌈n/8⌉ big-endian bytes (`length` is n).
+fn bit_bytes(value: u64, column: &ColumnMeta, out: &mut Vec<u8>) {
+    let bytes = (column.length as usize).div_ceil(8).clamp(1, 8);
+    out.extend_from_slice(&value.to_be_bytes()[8 - bytes..]);
+}
+
+fn push_display(out: &mut Vec<u8>, value: &dyn std::fmt::Display) {
+    // Writing into a Vec cannot fail.
+    let _ = write!(out, "{value}");
+}
+
+fn push_date(out: &mut Vec<u8>, date: &Date) {
+    let _ = write!(out, "{:04}-{:02}-{:02}", date.year, date.month, date.day);
+}
+
+/// `HH:MM:SS[.ffffff]`: as many fraction digits as the column declares;
+/// when it declares none that MySQL knows (0x1f), six if there is a
+/// fraction at all.
+fn push_clock(out: &mut Vec<u8>, hours: u32, time: &Time, decimals: u8) {
+    let _ = write!(out, "{:02}:{:02}:{:02}", hours, time.minute, time.second);
+    let digits = match decimals {
+        0 => 0,
+        1..=FRACTION_DIGITS_MAX => decimals,
+        _ if time.micros != 0 => FRACTION_DIGITS_MAX,
+        _ => 0,
+    };
+    if digits > 0 {
+        let fraction = format!("{:06}", time.micros.min(999_999));
+        out.push(b'.');
+        out.extend_from_slice(&fraction.as_bytes()[..usize::from(digits)]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::charset;
+
+    fn d(value: f64) -> String {
+        let mut out = Vec::new();
+        double(value, &mut out);
+        String::from_utf8(out).unwrap()
+    }
+
+    fn f(value: f32) -> String {
+        let mut out = Vec::new();
+        float(value, &mut out);
+        String::from_utf8(out).unwrap()
+    }
+
+    /// Every pair was printed by MariaDB 10.11 (`select <literal>e0`).
+    #[test]
+    fn doubles_print_as_mariadb_prints_them() {
+        let cases: &[(f64, &str)] = &[
+            (1.1, "1.1"),
+            (1e20, "1e20"),
+            (0.1 + 0.2, "0.30000000000000004"),
+            (1e15, "1e15"),
+            (1e14, "100000000000000"),
+            (1e16, "1e16"),
+            (123456789012345678.0, "1.2345678901234568e17"),
+            (1e-4, "0.0001"),
+            (1e-5, "0.00001"),
+            (0.0001234, "0.0001234"),
+            (-0.0, "0"),
+            (0.0, "0"),
+            (1.5e300, "1.5e300"),
+            (12345678901234567890.0, "1.2345678901234567e19"),
+            (100.0, "100"),
+            (123456789012345.6, "123456789012345.6"),
+            (2e-7, "0.0000002"),
+            (1e-15, "0.000000000000001"),
+            (1e-16, "1e-16"),
+            (1.2345e-15, "0.0000000000000012345"),
+            (1.2345e-16, "1.2345e-16"),
+            (-1e15, "-1e15"),
+            (-1e14, "-100000000000000"),
+            (-1.5e-7, "-0.00000015"),
+            (5e-324, "5e-324"),
+            (1.7976931348623157e308, "1.7976931348623157e308"),
+            (1234567890123456.0, "1.234567890123456e15"),
+            (1e301, "1e301"),
+        ];
+        for &(value, text) in cases {
+            assert_eq!(d(value), text, "{value:e}");
+        }
+    }
+
+    /// Every pair was printed by MariaDB 10.11 from a FLOAT column.
+    #[test]
+    // The literals are those MariaDB was given, more digits than an f32 keeps.
+    #[allow(clippy::excessive_precision)]
+    fn floats_print_six_significant_digits_as_mariadb_does() {
+        let cases: &[(f32, &str)] = &[
+            (1.1, "1.1"),
+            (1e20, "1e20"),
+            (0.1 + 0.2, "0.3"),
+            (123456789.0, "123457000"),
+            (1e-5, "0.00001"),
+            (3.4e38, "3.4e38"),
+            (1.17549e-38, "1.17549e-38"),
+            (0.000123456789, "0.000123457"),
+            (1234567.0, "1234570"),
+            (123456.7, "123457"),
+            (-2.5e-10, "-0.00000000025"),
+            (1e15, "1e15"),
+            (1e16, "1e16"),
+            (100000.0, "100000"),
+            (999999.5, "1000000"),
+            (1e-15, "0.000000000000001"),
+            (1.5e-16, "1.5e-16"),
+        ];
+        for &(value, text) in cases {
+            assert_eq!(f(value), text, "{value:e}");
+        }
+    }
+
+    fn rendered(value: SqlValue, ty: ColumnType, decimals: u8) -> String {
+        let mut column = ColumnMeta::expr("c", ty, charset::BINARY, 26);
+        column.decimals = decimals;
+        let mut out = Vec::new();
+        render(&value, &column, &mut out);
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    #[test]
+    fn temporal_values_print_with_the_columns_fraction_digits() {
+        let date = Date {
+            year: 2024,
+            month: 2,
+            day: 9,
+        };
+        let time = Time {
+            hour: 7,
+            minute: 5,
+            second: 3,
+            micros: 120_000,
+        };
+        assert_eq!(
+            rendered(SqlValue::Date(date), ColumnType::Date, 0),
+            "2024-02-09"
+        );
+        let dt = SqlValue::DateTime(date, time);
+        assert_eq!(
+            rendered(dt.clone(), ColumnType::DateTime, 0),
+            "2024-02-09 07:05:03"
+        );
+        assert_eq!(
+            rendered(dt.clone(), ColumnType::DateTime, 2),
+            "2024-02-09 07:05:03.12"
+        );
+        assert_eq!(
+            rendered(dt, ColumnType::DateTime, 6),
+            "2024-02-09 07:05:03.120000"
+        );
+        let t = SqlValue::Time {
+            negative: true,
+            days: 4,
+            time,
+        };
+        assert_eq!(rendered(t.clone(), ColumnType::Time, 0), "-103:05:03");
+        assert_eq!(rendered(t, ColumnType::Time, 1), "-103:05:03.1");
+        let zero = SqlValue::Date(Date::default());
+        assert_eq!(rendered(zero, ColumnType::Date, 0), "0000-00-00");
+    }
+
+    #[test]
+    fn numbers_and_bits() {
+        assert_eq!(rendered(SqlValue::Int(-42), ColumnType::Long, 0), "-42");
+        assert_eq!(
+            rendered(SqlValue::UInt(u64::MAX), ColumnType::LongLong, 0),
+            u64::MAX.to_string()
+        );
+        assert_eq!(
+            rendered(SqlValue::Decimal("-1.50".into()), ColumnType::NewDecimal, 2),
+            "-1.50"
+        );
+        let mut column = ColumnMeta::expr("b", ColumnType::Bit, charset::BINARY, 10);
+        column.decimals = 0;
+        let mut out = Vec::new();
+        render(&SqlValue::UInt(0x201), &column, &mut out);
+        assert_eq!(out, [0x02, 0x01]);
+    }
+}
