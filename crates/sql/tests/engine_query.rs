@@ -553,7 +553,8 @@ const MARIADB_EXPRESSIONS: &[(&str, &str)] = &[
     ("k AND n", "1|NULL|1|0|1|1|1|1|1"),
     ("k XOR 0", "1|1|1|0|1|1|1|1|1"),
     ("CONCAT(c, '-', n)", "one-1.50|NULL|Alpha-0.50|NULL|beta--2.25|BETA%x-100.00|-7.00|2-2.00|7abc-7.01"),
-    ("CONCAT_WS(',', c, n, k)", "one,1.50,10|two,20|Alpha,0.50,7|alpha x,0|beta,-2.25,7|BETA%x,100.00,-5|,7.00,2147483647|2,2.00,2|7abc,7.01,7"),
+    ("CONCAT_WS(',', c, n, k)", "one,1.50,10|two,20|Alpha,0.50,7|alpha \
+        x,0|beta,-2.25,7|BETA%x,100.00,-5|,7.00,2147483647|2,2.00,2|7abc,7.01,7"),
     ("LENGTH(c)", "3|3|5|7|4|6|0|1|4"),
     ("UPPER(c)", "ONE|TWO|ALPHA|ALPHA X|BETA|BETA%X||2|7ABC"),
     ("LOWER(c)", "one|two|alpha|alpha x|beta|beta%x||2|7abc"),
@@ -576,7 +577,8 @@ const MARIADB_EXPRESSIONS: &[(&str, &str)] = &[
     ("NULLIF(k, 7)", "10|20|NULL|0|NULL|-5|2147483647|2|NULL"),
     ("COALESCE(n, k)", "1.50|20.00|0.50|0.00|-2.25|100.00|7.00|2.00|7.01"),
     ("IF(n > 1, 'big', 'small')", "big|small|small|small|small|big|big|big|big"),
-    ("CASE WHEN k > 5 THEN k ELSE n END", "10.00|20.00|7.00|NULL|7.00|100.00|2147483647.00|2.00|7.00"),
+    ("CASE WHEN k > 5 THEN k ELSE n \
+        END", "10.00|20.00|7.00|NULL|7.00|100.00|2147483647.00|2.00|7.00"),
     ("CASE c WHEN 'beta' THEN 1 WHEN 'BETA%x' THEN 2 ELSE 0 END", "0|0|0|0|1|2|0|0|0"),
     ("CAST(c AS SIGNED)", "0|0|0|0|0|0|0|2|7"),
     ("CAST(n AS SIGNED)", "2|NULL|1|NULL|-2|100|7|2|7"),
@@ -590,21 +592,67 @@ const MARIADB_EXPRESSIONS: &[(&str, &str)] = &[
 /// Queries over `m` and MariaDB 10.11's answers (`mysql -N -B`: columns
 /// joined by ',', rows by '|').
 const MARIADB_QUERIES: &[(&str, &str)] = &[
-    ("SELECT COUNT(*), SUM(k), AVG(n), MIN(c), MAX(c), SUM(n), AVG(k), COUNT(DISTINCT k) FROM m", "9,2147483695,16.537143,,two,115.76,238609299.4444,7"),
-    ("SELECT k, COUNT(*), SUM(n) FROM m GROUP BY k ORDER BY k", "-5,1,100.00|0,1,NULL|2,1,2.00|7,3,5.26|10,1,1.50|20,1,NULL|2147483647,1,7.00"),
-    ("SELECT c FROM m ORDER BY c", "|2|7abc|Alpha|alpha x|beta|BETA%x|one|two"),
-    ("SELECT c FROM m ORDER BY c DESC LIMIT 4", "two|one|BETA%x|beta"),
-    ("SELECT DISTINCT k FROM m ORDER BY k DESC", "2147483647|20|10|7|2|0|-5"),
-    ("SELECT k, n FROM m ORDER BY n, k", "0,NULL|20,NULL|7,-2.25|7,0.50|10,1.50|2,2.00|2147483647,7.00|7,7.01|-5,100.00"),
-    ("SELECT id FROM m ORDER BY k DESC, id LIMIT 3 OFFSET 1", "2|1|3"),
-    ("SELECT n IS NULL, AVG(k) FROM m GROUP BY 1 ORDER BY 1", "0,306783382.1429|1,10.0000"),
-    ("SELECT UPPER(c) u, COUNT(*) FROM m GROUP BY u HAVING COUNT(*) >= 1 ORDER BY u", ",1|2,1|7ABC,1|ALPHA,1|ALPHA X,1|BETA,1|BETA%X,1|ONE,1|TWO,1"),
-    ("SELECT k, MAX(n), MIN(n) FROM m WHERE k < 100 GROUP BY k HAVING MAX(n) IS NOT NULL ORDER BY 2 DESC", "-5,100.00,100.00|7,7.01,-2.25|2,2.00,2.00|10,1.50,1.50"),
-    ("SELECT SUM(k * 2), AVG(n * 2), MAX(k) - MIN(k) FROM m WHERE id > 3", "4294967316,45.504000,2147483652"),
+    (
+        "SELECT COUNT(*), SUM(k), AVG(n), MIN(c), MAX(c), SUM(n), AVG(k), COUNT(DISTINCT k) \
+        FROM m",
+        "9,2147483695,16.537143,,two,115.76,238609299.4444,7",
+    ),
+    (
+        "SELECT k, COUNT(*), SUM(n) FROM m GROUP BY k ORDER BY \
+        k",
+        "-5,1,100.00|0,1,NULL|2,1,2.00|7,3,5.26|10,1,1.50|20,1,NULL|2147483647,1,7.00",
+    ),
+    (
+        "SELECT c FROM m ORDER BY c",
+        "|2|7abc|Alpha|alpha x|beta|BETA%x|one|two",
+    ),
+    (
+        "SELECT c FROM m ORDER BY c DESC LIMIT 4",
+        "two|one|BETA%x|beta",
+    ),
+    (
+        "SELECT DISTINCT k FROM m ORDER BY k DESC",
+        "2147483647|20|10|7|2|0|-5",
+    ),
+    (
+        "SELECT k, n FROM m ORDER BY n, \
+        k",
+        "0,NULL|20,NULL|7,-2.25|7,0.50|10,1.50|2,2.00|2147483647,7.00|7,7.01|-5,100.00",
+    ),
+    (
+        "SELECT id FROM m ORDER BY k DESC, id LIMIT 3 OFFSET 1",
+        "2|1|3",
+    ),
+    (
+        "SELECT n IS NULL, AVG(k) FROM m GROUP BY 1 ORDER BY 1",
+        "0,306783382.1429|1,10.0000",
+    ),
+    (
+        "SELECT UPPER(c) u, COUNT(*) FROM m GROUP BY u HAVING COUNT(*) >= 1 ORDER BY \
+        u",
+        ",1|2,1|7ABC,1|ALPHA,1|ALPHA X,1|BETA,1|BETA%X,1|ONE,1|TWO,1",
+    ),
+    (
+        "SELECT k, MAX(n), MIN(n) FROM m WHERE k < 100 GROUP BY k HAVING MAX(n) IS NOT NULL \
+        ORDER BY 2 DESC",
+        "-5,100.00,100.00|7,7.01,-2.25|2,2.00,2.00|10,1.50,1.50",
+    ),
+    (
+        "SELECT SUM(k * 2), AVG(n * 2), MAX(k) - MIN(k) FROM m WHERE id > \
+        3",
+        "4294967316,45.504000,2147483652",
+    ),
     ("SELECT COUNT(n), COUNT(*) FROM m WHERE n > 1000", "0,0"),
     ("SELECT id FROM m WHERE k = 7 ORDER BY n DESC", "9|3|5"),
-    ("SELECT k DIV 5 AS b, COUNT(*) FROM m GROUP BY b ORDER BY b", "-1,1|0,2|1,3|2,1|4,1|429496729,1"),
-    ("SELECT id FROM m UNION SELECT k FROM m ORDER BY 1 LIMIT 5", "-5|0|1|2|3"),
+    (
+        "SELECT k DIV 5 AS b, COUNT(*) FROM m GROUP BY b ORDER BY \
+        b",
+        "-1,1|0,2|1,3|2,1|4,1|429496729,1",
+    ),
+    (
+        "SELECT id FROM m UNION SELECT k FROM m ORDER BY 1 LIMIT 5",
+        "-5|0|1|2|3",
+    ),
 ];
 
 /// Writes to `m` and the error MariaDB 10.11 gives each under its default
@@ -1192,7 +1240,8 @@ fn aggregates_and_order(conn: &mut Conn<'_>) {
     assert_eq!(
         q(
             conn,
-            "SELECT id FROM t WHERE id < 3 UNION SELECT k FROM t WHERE id = 1 ORDER BY 1 DESC LIMIT 2"
+            "SELECT id FROM t WHERE id < 3 UNION SELECT k FROM t WHERE id = 1 ORDER BY 1 \
+        DESC LIMIT 2"
         ),
         rows(&[&["10"], &["2"]])
     );
