@@ -218,6 +218,7 @@ fn sql_over_a_sandbox() {
     prepared_statements(&mut conn);
     sysbench_statements(&mut conn);
     plans_agree_with_a_full_scan(&mut conn);
+    tables_made_by_sql(&mut conn);
     conditions_as_mariadb(&session, &mut conn);
 }
 
@@ -1461,4 +1462,64 @@ fn prepared_statements(conn: &mut Conn<'_>) {
     conn.execute(p.id, &[SqlValue::Int(2)], &mut sink)
         .expect("answers");
     assert_eq!(sink.answers[0].error.as_ref().map(|e| e.code), Some(1243));
+}
+
+/// Tables made with CREATE TABLE: AUTO_INCREMENT and LAST_INSERT_ID(), a
+/// table without a primary key (its hidden key), and CURRENT_TIMESTAMP
+/// defaults and updates.
+fn tables_made_by_sql(conn: &mut Conn<'_>) {
+    ok(
+        conn,
+        "CREATE TABLE ai (id INT AUTO_INCREMENT PRIMARY KEY, v INT)",
+    );
+    let info = ok(conn, "INSERT INTO ai (v) VALUES (10), (20)");
+    assert_eq!(info.affected_rows, 2);
+    let first = info.last_insert_id;
+    assert!(first > 0);
+    assert_eq!(
+        q(conn, "SELECT LAST_INSERT_ID()"),
+        rows(&[&[first.to_string().as_str()]])
+    );
+    let ids = q(conn, "SELECT id, v FROM ai ORDER BY id");
+    assert_eq!(ids.len(), 2);
+    assert_eq!(ids[0][0], first.to_string());
+    assert_eq!(ids[1][1], "20");
+    ok(conn, "INSERT INTO ai VALUES (100, 30)");
+    assert_eq!(q(conn, "SELECT v FROM ai WHERE id = 100"), rows(&[&["30"]]));
+
+    ok(conn, "CREATE TABLE nopk (v INT, w VARCHAR(10))");
+    ok(conn, "INSERT INTO nopk VALUES (1, 'a'), (2, 'b'), (1, 'c')");
+    assert_eq!(
+        q(conn, "SELECT COUNT(*) FROM nopk WHERE v = 1"),
+        rows(&[&["2"]])
+    );
+    let info = ok(conn, "UPDATE nopk SET w = 'z' WHERE v = 1");
+    assert_eq!(info.affected_rows, 2);
+    let info = ok(conn, "DELETE FROM nopk WHERE w = 'z'");
+    assert_eq!(info.affected_rows, 2);
+    assert_eq!(q(conn, "SELECT v, w FROM nopk"), rows(&[&["2", "b"]]));
+
+    ok(
+        conn,
+        "CREATE TABLE ts (id INT PRIMARY KEY, v INT, \
+         at DATETIME DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP)",
+    );
+    ok(conn, "INSERT INTO ts (id, v) VALUES (1, 1)");
+    assert_eq!(
+        q(conn, "SELECT at > '2020-01-01' FROM ts WHERE id = 1"),
+        rows(&[&["1"]])
+    );
+    ok(
+        conn,
+        "UPDATE ts SET at = '2000-01-02 03:04:05' WHERE id = 1",
+    );
+    assert_eq!(
+        q(conn, "SELECT at FROM ts WHERE id = 1"),
+        rows(&[&["2000-01-02 03:04:05"]])
+    );
+    ok(conn, "UPDATE ts SET v = 2 WHERE id = 1");
+    assert_eq!(
+        q(conn, "SELECT at > '2020-01-01' FROM ts WHERE id = 1"),
+        rows(&[&["1"]])
+    );
 }

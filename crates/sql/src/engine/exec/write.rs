@@ -185,6 +185,10 @@ fn insert(
                 Some(Given::Value(v)) => Some(v.clone()),
                 _ => None,
             };
+            // DEFAULT CURRENT_TIMESTAMP: the statement's time.
+            if value.is_none() && col.default_now {
+                value = Some(now_value(environment.now_micros));
+            }
             if Some(at) == auto_col
                 && value
                     .as_ref()
@@ -739,7 +743,34 @@ fn changes_of(
         changes.retain(|(p, _)| *p != column.native);
         changes.push((column.native, stored));
     }
+    // ON UPDATE CURRENT_TIMESTAMP: a changed row takes the statement's
+    // time in such columns it does not set itself.
+    if !changes.is_empty() {
+        for column in &table.columns {
+            let assigned = assignments
+                .iter()
+                .any(|(c, _)| table.columns[*c].native == column.native);
+            if column.on_update_now && !assigned {
+                let target = Target {
+                    column,
+                    db: &table.db,
+                    table: &table.name,
+                    row: row_number,
+                };
+                let now = to_native(&now_value(ctx.env.now_micros), &target, false)?;
+                changes.push((column.native, now));
+            }
+        }
+    }
     Ok(changes)
+}
+
+/// The statement's time as a DATETIME value.
+fn now_value(now_micros: i64) -> Val {
+    match crate::engine::expr::value::datetime_of_micros(now_micros) {
+        Some((d, t)) => Val::DateTime(d, t),
+        None => Val::Null,
+    }
 }
 
 /// The rows an UPDATE or DELETE touches, locked, in ORDER BY order and cut
