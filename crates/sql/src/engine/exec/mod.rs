@@ -35,7 +35,7 @@ pub fn query(
     conn: &mut Conn<'_>,
     statement: &Statement,
     params: &[SqlValue],
-    _more: bool,
+    more: bool,
     sink: &mut dyn ResultSink,
 ) -> SqlResult<Answered> {
     conn.info.query_killed.store(false, Ordering::Relaxed);
@@ -44,7 +44,7 @@ pub fn query(
     };
     let params: Vec<Val> = params.iter().map(convert::from_sql).collect();
     let placeholders = placeholder_locations(conn, statement);
-    select::run(conn, q, &params, &placeholders, sink)
+    select::run(conn, q, &params, &placeholders, more, sink)
 }
 
 /// Runs `INSERT`, `REPLACE`, `UPDATE` or `DELETE`.

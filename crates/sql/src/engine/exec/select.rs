@@ -276,6 +276,7 @@ fn plan_select(
     let written = written_names(s, &sql_text);
     with_scope(conn, columns, placeholders, |scope| {
         scope.aggs = Some(Vec::new());
+        scope.clause = "SELECT";
         let mut items = Vec::new();
         let mut metas = Vec::new();
         let mut aliases: Vec<Option<(String, ast::Expr)>> = Vec::new();
@@ -311,7 +312,9 @@ fn plan_select(
             }
         }
         let saved = scope.aggs.take();
+        scope.clause = "WHERE";
         let cond = s.selection.as_ref().map(|w| scope.lower(w)).transpose()?;
+        scope.clause = "GROUP BY";
         let mut group = Vec::new();
         if let ast::GroupByExpr::Expressions(exprs, _) = &s.group_by {
             for g in exprs {
@@ -321,6 +324,8 @@ fn plan_select(
             return Err(SqlError::unsupported("GROUP BY ALL"));
         }
         scope.aggs = saved;
+        scope.clause = "HAVING";
+        scope.aliases = named_items(&items, &aliases);
         let having = match &s.having {
             Some(h) => Some(resolve_alias(scope, h, &items, &aliases)?),
             None => None,
@@ -354,36 +359,44 @@ fn written_names(s: &ast::Select, sql: &str) -> Option<Vec<Option<String>>> {
             if !matches!(e, ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_))
                 && sqlparser::ast::Spanned::span(e).start.line == 0)
     });
-    if !needs
-        || s.projection.iter().any(|i| {
-            !matches!(
-                i,
-                ast::SelectItem::UnnamedExpr(_) | ast::SelectItem::ExprWithAlias { .. }
-            )
-        })
-    {
+    if !needs {
         return None;
     }
-    let statements = crate::engine::parse(sql).ok()?;
-    let [ast::Statement::Query(q)] = statements.as_slice() else {
-        return None;
-    };
-    let SetExpr::Select(again) = &*q.body else {
-        return None;
-    };
-    if again.projection.len() != s.projection.len() {
+    let texts = expr::select_item_texts(sql)?;
+    if texts.len() != s.projection.len() {
         return None;
     }
     Some(
-        again
-            .projection
+        s.projection
             .iter()
-            .map(|i| match i {
-                ast::SelectItem::UnnamedExpr(e) => Some(expr::item_name(e, sql)),
+            .zip(texts)
+            .map(|(item, text)| match item {
+                // A lone string literal or NULL is named by its value.
+                ast::SelectItem::UnnamedExpr(e @ ast::Expr::Value(v))
+                    if matches!(
+                        v.value,
+                        ast::Value::SingleQuotedString(_)
+                            | ast::Value::DoubleQuotedString(_)
+                            | ast::Value::Null
+                    ) =>
+                {
+                    Some(expr::item_name(e, ""))
+                }
+                ast::SelectItem::UnnamedExpr(_) => Some(text),
                 _ => None,
             })
             .collect(),
     )
+}
+
+/// The select items by alias (or written name), for the names HAVING and
+/// ORDER BY may use.
+fn named_items(items: &[Expr], aliases: &[Option<(String, ast::Expr)>]) -> Vec<(String, Expr)> {
+    items
+        .iter()
+        .zip(aliases)
+        .filter_map(|(e, a)| a.as_ref().map(|(name, _)| (name.clone(), e.clone())))
+        .collect()
 }
 
 /// An expression of GROUP BY, HAVING or ORDER BY: a select item's alias or
@@ -457,6 +470,8 @@ fn order_exprs(
     let mut aggs = std::mem::take(&mut p.aggs);
     let out = with_scope(conn, columns, placeholders, |scope| {
         scope.aggs = Some(std::mem::take(&mut aggs));
+        scope.clause = "ORDER BY";
+        scope.aliases = named_items(&items, &aliases);
         let mut out = Vec::new();
         for o in exprs {
             let e = resolve_alias(scope, &o.expr, &items, &aliases)?;
@@ -475,6 +490,7 @@ pub fn run(
     q: &ast::Query,
     params: &[Val],
     placeholders: &[Location],
+    more: bool,
     sink: &mut dyn ResultSink,
 ) -> SqlResult<Answered> {
     let Plans {
@@ -542,10 +558,20 @@ pub fn run(
         rows = rows.into_iter().skip(offset).take(limit).collect();
     }
     keep_warnings(conn, &mut ctx);
-    send(sink, &metas, &rows)
+    let end = OkInfo {
+        warnings: conn.session.warning_count(),
+        more_results: more,
+        ..OkInfo::default()
+    };
+    send(sink, &metas, &rows, &end)
 }
 
-fn send(sink: &mut dyn ResultSink, metas: &[ColumnMeta], rows: &[Vec<Val>]) -> SqlResult<Answered> {
+fn send(
+    sink: &mut dyn ResultSink,
+    metas: &[ColumnMeta],
+    rows: &[Vec<Val>],
+    end: &OkInfo,
+) -> SqlResult<Answered> {
     let io = |e: std::io::Error| SqlError::new(codes::UNKNOWN, format!("sending rows: {e}"));
     sink.columns(metas).map_err(io)?;
     let mut out = Vec::with_capacity(metas.len());
@@ -554,7 +580,7 @@ fn send(sink: &mut dyn ResultSink, metas: &[ColumnMeta], rows: &[Vec<Val>]) -> S
         out.extend(row.iter().zip(metas).map(|(v, m)| convert::to_sql(v, m)));
         sink.row(&out).map_err(io)?;
     }
-    sink.end_rows(&OkInfo::default()).map_err(io)?;
+    sink.end_rows(end).map_err(io)?;
     Ok(Answered::Done)
 }
 

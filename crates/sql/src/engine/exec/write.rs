@@ -73,7 +73,7 @@ fn insert(
         let at = table.column(n).ok_or_else(|| {
             SqlError::new(
                 codes::BAD_FIELD,
-                format!("Unknown column '{n}' in 'field list'"),
+                format!("Unknown column '{n}' in 'INSERT INTO'"),
             )
         })?;
         if targets.contains(&at) {
@@ -107,7 +107,7 @@ fn insert(
             }
             _ => {
                 let mut sink = Collect::default();
-                super::select::run(conn, source, params, placeholders, &mut sink)?;
+                super::select::run(conn, source, params, placeholders, false, &mut sink)?;
                 for r in sink.rows {
                     if r.len() != targets.len() {
                         return Err(SqlError::new(
@@ -164,6 +164,8 @@ fn insert(
         0
     };
     let first_auto = next_auto;
+    // The largest value given explicitly to the AUTO_INCREMENT column.
+    let mut explicit_auto = 0u64;
     let mut next_hidden = if table.hidden_key {
         catalog::next_auto_increment(conn, &table, rows.len() as u64)?
     } else {
@@ -196,6 +198,12 @@ fn insert(
             {
                 value = Some(Val::UInt(next_auto));
                 next_auto += 1;
+            } else if Some(at) == auto_col {
+                explicit_auto = explicit_auto.max(value.as_ref().map_or(0, |v| match v {
+                    Val::Int(i) => u64::try_from(*i).unwrap_or(0),
+                    Val::UInt(u) => *u,
+                    other => other.to_text().parse().unwrap_or(0),
+                }));
             }
             let target = Target {
                 column: col,
@@ -233,6 +241,9 @@ fn insert(
         native_rows.push((out, sql_row));
     }
     keep_warnings(conn, &mut ctx);
+    if explicit_auto > 0 {
+        catalog::note_explicit_auto_increment(conn, &table, explicit_auto)?;
+    }
     let tx = txn::take(conn)?;
     let result = if !odku.is_empty() {
         upsert_rows(conn, &tx, &table, &native_rows, &odku, params)
@@ -788,7 +799,9 @@ fn target_rows(
 ) -> SqlResult<Vec<(Vec<Val>, Vec<Value>)>> {
     let columns = table_scope(table, &table.name);
     let (cond, order, limit) = with_scope(conn, columns, placeholders, |scope| {
+        scope.clause = "WHERE";
         let cond = selection.map(|w| scope.lower(w)).transpose()?;
+        scope.clause = "ORDER BY";
         let order = order_by
             .iter()
             .map(|o| {
@@ -881,6 +894,7 @@ fn update(
     let table = table_of(conn, single_table(&up.table)?)?;
     let columns = table_scope(&table, &table.name);
     let assignments = with_scope(conn, columns, placeholders, |scope| {
+        scope.clause = "SET";
         up.assignments
             .iter()
             .map(|a| {

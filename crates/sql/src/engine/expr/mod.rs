@@ -238,6 +238,11 @@ pub struct Scope<'a> {
     pub user_variable: &'a dyn Fn(&str) -> Val,
     /// Columns of the row `VALUES(col)` reads (ON DUPLICATE KEY UPDATE).
     pub insert_values: Option<Vec<ScopeColumn>>,
+    /// Select-item aliases a name may mean when no column has it (HAVING,
+    /// ORDER BY).
+    pub aliases: Vec<(String, Expr)>,
+    /// The clause being lowered, for 1054's "in '…'".
+    pub clause: &'static str,
     depth: usize,
 }
 
@@ -256,6 +261,8 @@ impl<'a> Scope<'a> {
             variable,
             user_variable,
             insert_values: None,
+            aliases: Vec::new(),
+            clause: "field list",
             depth: 0,
         }
     }
@@ -283,7 +290,7 @@ impl<'a> Scope<'a> {
             };
             SqlError::new(
                 codes::BAD_FIELD,
-                format!("Unknown column '{full}' in 'field list'"),
+                format!("Unknown column '{full}' in '{}'", self.clause),
             )
         })
     }
@@ -575,7 +582,17 @@ impl<'a> Scope<'a> {
             // MySQL's default sql_mode reads "x" as a string.
             return Ok(Expr::Lit(Val::str(name.clone())));
         }
-        Ok(Expr::Col(self.resolve(table, name)?))
+        match self.resolve(table, name) {
+            Ok(c) => Ok(Expr::Col(c)),
+            Err(e) => match self
+                .aliases
+                .iter()
+                .find(|(a, _)| a.eq_ignore_ascii_case(name))
+            {
+                Some((_, aliased)) if table.is_none() => Ok(aliased.clone()),
+                _ => Err(e),
+            },
+        }
     }
 
     fn value(&mut self, v: &ast::ValueWithSpan) -> SqlResult<Expr> {
@@ -589,6 +606,12 @@ impl<'a> Scope<'a> {
             | V::EscapedStringLiteral(s)
             | V::NationalStringLiteral(s)
             | V::UnicodeStringLiteral(s) => Val::str(s.clone()),
+            // MySQL's b'0101' is a bit-value literal: its bits, as bytes.
+            V::SingleQuotedByteStringLiteral(s) | V::DoubleQuotedByteStringLiteral(s)
+                if s.bytes().all(|b| b == b'0' || b == b'1') =>
+            {
+                Val::Str(bit_bytes(s))
+            }
             V::SingleQuotedByteStringLiteral(s) | V::DoubleQuotedByteStringLiteral(s) => {
                 Val::Str(s.clone().into_bytes())
             }
@@ -928,6 +951,16 @@ pub fn number_literal(text: &str) -> SqlResult<Val> {
         .map_err(|_| SqlError::syntax(format_args!("near '{text}'")))
 }
 
+/// The bytes of a bit-value literal (`b'101'` is one byte, 0x05).
+fn bit_bytes(bits: &str) -> Vec<u8> {
+    let padded = format!("{}{bits}", "0".repeat((8 - bits.len() % 8) % 8));
+    padded
+        .as_bytes()
+        .chunks(8)
+        .map(|c| c.iter().fold(0u8, |acc, b| (acc << 1) | (b - b'0')))
+        .collect()
+}
+
 fn hex_bytes(h: &str) -> SqlResult<Vec<u8>> {
     let h = if h.len() % 2 == 1 {
         format!("0{h}")
@@ -1073,6 +1106,96 @@ pub fn span_text(sql: &str, span: sqlparser::tokenizer::Span, is_call: bool) -> 
     }
     let end = balanced_end(sql, start, end, is_call);
     sql.get(start..end).map(str::to_owned)
+}
+
+/// The text of each item of the first SELECT list of `sql`, as written
+/// (MySQL names an unaliased item by it), found by tokens: the items are
+/// what lies between SELECT and FROM (or the end) at parenthesis depth 0,
+/// split at commas. None when the text does not tokenize or has no
+/// SELECT.
+pub fn select_item_texts(sql: &str) -> Option<Vec<String>> {
+    use sqlparser::keywords::Keyword as K;
+    use sqlparser::tokenizer::{Token, Tokenizer};
+    let dialect = sqlparser::dialect::MySqlDialect {};
+    let tokens = Tokenizer::new(&dialect, sql)
+        .tokenize_with_location()
+        .ok()?;
+    let start = tokens
+        .iter()
+        .position(|t| matches!(&t.token, Token::Word(w) if w.keyword == K::SELECT))?;
+    let mut items: Vec<String> = Vec::new();
+    let mut first: Option<usize> = None;
+    let mut last_end: Option<usize> = None;
+    let mut depth = 0i32;
+    let flush = |items: &mut Vec<String>, first: &mut Option<usize>, last: &mut Option<usize>| {
+        if let (Some(a), Some(b)) = (first.take(), last.take()) {
+            items.push(sql.get(a..b).unwrap_or_default().to_owned());
+        }
+    };
+    for t in &tokens[start + 1..] {
+        match &t.token {
+            Token::Whitespace(_) => continue,
+            Token::Word(w)
+                if depth == 0
+                    && items.is_empty()
+                    && first.is_none()
+                    && matches!(w.keyword, K::DISTINCT | K::ALL | K::DISTINCTROW) =>
+            {
+                continue
+            }
+            Token::Word(w)
+                if depth == 0
+                    && matches!(
+                        w.keyword,
+                        K::FROM
+                            | K::WHERE
+                            | K::GROUP
+                            | K::HAVING
+                            | K::ORDER
+                            | K::LIMIT
+                            | K::INTO
+                            | K::UNION
+                            | K::FOR
+                            | K::LOCK
+                            | K::WINDOW
+                    ) =>
+            {
+                break
+            }
+            Token::SemiColon if depth == 0 => break,
+            Token::Comma if depth == 0 => {
+                flush(&mut items, &mut first, &mut last_end);
+                continue;
+            }
+            Token::LParen => depth += 1,
+            Token::RParen => depth -= 1,
+            _ => {}
+        }
+        if first.is_none() {
+            first = Some(location_offset(sql, t.span.start)?);
+        }
+        last_end = Some(location_offset(sql, t.span.end)?);
+    }
+    flush(&mut items, &mut first, &mut last_end);
+    Some(items)
+}
+
+/// The byte offset of a location (1-based line and column) in `sql`.
+fn location_offset(sql: &str, l: Location) -> Option<usize> {
+    if l.line == 0 || l.column == 0 {
+        return None;
+    }
+    let mut at = 0usize;
+    for (n, line) in sql.split_inclusive('\n').enumerate() {
+        if n as u64 + 1 == l.line {
+            let col = usize::try_from(l.column).ok()? - 1;
+            let byte = line.char_indices().nth(col).map_or(line.len(), |(b, _)| b);
+            return Some(at + byte);
+        }
+        at += line.len();
+    }
+    // The end of the last line.
+    (l.line == sql.split_inclusive('\n').count() as u64 + 1 && l.column == 1).then_some(at)
 }
 
 /// Positions of the `?` placeholders of a statement text, in order.
