@@ -176,6 +176,8 @@ fn insert(
         .columns
         .iter()
         .position(|c| c.name == schema::HIDDEN_PRIMARY_KEY_COLUMN);
+    // Notes of values rounded to their column's scale (MySQL's 1265 note).
+    let mut notes = Vec::new();
     // Full native rows.
     let mut native_rows: Vec<NativeRow> = Vec::with_capacity(rows.len());
     for (n, row) in rows.iter().enumerate() {
@@ -214,6 +216,13 @@ fn insert(
             match value {
                 Some(v) => {
                     let stored = to_native(&v, &target, false)?;
+                    if rounded(&v, &col.ty) {
+                        notes.push(format!(
+                            "Data truncated for column '{}' at row {}",
+                            col.name,
+                            n + 1
+                        ));
+                    }
                     sql_row[at] = super::convert::from_native(&stored, &col.ty);
                     out.push((col.native, stored));
                 }
@@ -241,6 +250,9 @@ fn insert(
         native_rows.push((out, sql_row));
     }
     keep_warnings(conn, &mut ctx);
+    for note in notes {
+        conn.session.note_only(codes::WARN_DATA_TRUNCATED, note);
+    }
     if explicit_auto > 0 {
         catalog::note_explicit_auto_increment(conn, &table, explicit_auto)?;
     }
@@ -270,6 +282,25 @@ fn insert(
         info,
         ..OkInfo::default()
     }))
+}
+
+/// Whether storing `v` in a DECIMAL column of `ty` drops nonzero digits
+/// past its scale.
+fn rounded(v: &Val, ty: &catalog::SqlType) -> bool {
+    let catalog::SqlType::Decimal { scale, .. } = ty else {
+        return false;
+    };
+    let exact = match v {
+        Val::Dec(d) => Some(*d),
+        Val::Str(b) => crate::engine::expr::Dec::parse(&String::from_utf8_lossy(b)),
+        _ => None,
+    };
+    exact.is_some_and(|d| {
+        d.scale > *scale
+            && d.rescale(*scale)
+                .and_then(|r| r.rescale(d.scale))
+                .is_some_and(|back| back != d)
+    })
 }
 
 fn last_ident(n: &ast::ObjectName) -> String {

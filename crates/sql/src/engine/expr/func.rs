@@ -65,6 +65,19 @@ pub enum Func {
     NullIf,
     Coalesce,
     Collate(Collation),
+    Repeat,
+    Hex,
+    SubstringIndex,
+    StrToDate,
+    Sqrt,
+    Sign,
+    Reverse,
+    Power,
+    Locate,
+    Instr,
+    LastDay,
+    DayOfWeek,
+    DateDiff,
 }
 
 fn arity(name: &str, args: &[Expr], min: usize, max: usize) -> SqlResult<()> {
@@ -126,6 +139,19 @@ pub fn lower_call(name: &str, args: Vec<Expr>) -> SqlResult<Expr> {
         "IFNULL" => (F::IfNull, 2, 2),
         "NULLIF" => (F::NullIf, 2, 2),
         "COALESCE" => (F::Coalesce, 1, usize::MAX),
+        "REPEAT" => (F::Repeat, 2, 2),
+        "HEX" => (F::Hex, 1, 1),
+        "SUBSTRING_INDEX" => (F::SubstringIndex, 3, 3),
+        "STR_TO_DATE" => (F::StrToDate, 2, 2),
+        "SQRT" => (F::Sqrt, 1, 1),
+        "SIGN" => (F::Sign, 1, 1),
+        "REVERSE" => (F::Reverse, 1, 1),
+        "POWER" | "POW" => (F::Power, 2, 2),
+        "LOCATE" | "POSITION" => (F::Locate, 2, 3),
+        "INSTR" => (F::Instr, 2, 2),
+        "LAST_DAY" => (F::LastDay, 1, 1),
+        "DAYOFWEEK" => (F::DayOfWeek, 1, 1),
+        "DATEDIFF" => (F::DateDiff, 2, 2),
         _ => {
             return Err(SqlError::new(
                 1305,
@@ -165,7 +191,34 @@ impl Func {
                 Kind::Str { collation } => Kind::Str { collation },
                 _ => text_kind(),
             },
-            F::DateFormat | F::Database | F::Version | F::User => text_kind(),
+            F::DateFormat | F::Database | F::Version | F::User | F::Hex => text_kind(),
+            F::Repeat | F::SubstringIndex | F::Reverse => match arg(0) {
+                Kind::Str { collation } => Kind::Str { collation },
+                _ => text_kind(),
+            },
+            F::Sqrt | F::Power => Kind::Double,
+            F::Sign | F::Locate | F::Instr | F::DayOfWeek | F::DateDiff => {
+                Kind::Int { unsigned: false }
+            }
+            F::LastDay => Kind::Date,
+            F::StrToDate => match args.get(1) {
+                Some(Expr::Lit(f)) => {
+                    let f = f.to_text();
+                    let timed = [
+                        "%H", "%i", "%s", "%S", "%T", "%h", "%I", "%k", "%l", "%f", "%r",
+                    ]
+                    .iter()
+                    .any(|x| f.contains(x));
+                    if timed {
+                        Kind::DateTime {
+                            fsp: if f.contains("%f") { 6 } else { 0 },
+                        }
+                    } else {
+                        Kind::Date
+                    }
+                }
+                _ => Kind::DateTime { fsp: 0 },
+            },
             F::Collate(c) => Kind::Str { collation: Some(c) },
             F::Length
             | F::CharLength
@@ -559,6 +612,149 @@ impl Func {
                 Some((d, t)) => Val::str(date_format(d, t, &s(1))),
                 None => Val::Null,
             },
+            F::Repeat => {
+                let n = ctx.num_i64(&v[1]).max(0) as usize;
+                let unit = match &v[0] {
+                    Val::Str(b) => b.clone(),
+                    other => other.to_text().into_bytes(),
+                };
+                if unit.len().saturating_mul(n) > STRING_RESULT_BYTES_MAX {
+                    return Ok(Val::Null);
+                }
+                Val::Str(unit.repeat(n))
+            }
+            F::Hex => match &v[0] {
+                Val::Str(b) => Val::str(b.iter().map(|x| format!("{x:02X}")).collect::<String>()),
+                other => {
+                    let n = match other {
+                        Val::Int(i) => *i as u64,
+                        Val::UInt(u) => *u,
+                        x => ctx.num_f64(x).round() as i64 as u64,
+                    };
+                    Val::str(format!("{n:X}"))
+                }
+            },
+            F::SubstringIndex => {
+                let text = s(0);
+                let delim = s(1);
+                let count = ctx.num_i64(&v[2]);
+                if delim.is_empty() || count == 0 {
+                    return Ok(Val::str(""));
+                }
+                let parts: Vec<&str> = text.split(delim.as_str()).collect();
+                let n = usize::try_from(count.unsigned_abs()).unwrap_or(usize::MAX);
+                if n >= parts.len() {
+                    return Ok(Val::str(text));
+                }
+                Val::str(if count > 0 {
+                    parts[..n].join(&delim)
+                } else {
+                    parts[parts.len() - n..].join(&delim)
+                })
+            }
+            F::StrToDate => match str_to_date(&s(0), &s(1)) {
+                Some((d, Some(t))) => Val::DateTime(d, t),
+                Some((d, None)) => Val::Date(d),
+                None => {
+                    ctx.warn(
+                        codes_truncated(),
+                        format!(
+                            "Incorrect datetime value: '{}' for function str_to_date",
+                            s(0)
+                        ),
+                    );
+                    Val::Null
+                }
+            },
+            F::Sqrt => {
+                let x = ctx.num_f64(&v[0]);
+                if x < 0.0 {
+                    Val::Null
+                } else {
+                    Val::Double(x.sqrt())
+                }
+            }
+            F::Power => {
+                let r = ctx.num_f64(&v[0]).powf(ctx.num_f64(&v[1]));
+                if r.is_finite() {
+                    Val::Double(r)
+                } else {
+                    return Err(SqlError::new(
+                        1690,
+                        format!("DOUBLE value is out of range in 'pow({},{})'", s(0), s(1)),
+                    ));
+                }
+            }
+            F::Sign => Val::Int(match &v[0] {
+                Val::Int(i) => i.signum(),
+                Val::UInt(u) => i64::from(*u > 0),
+                Val::Dec(d) => d.mantissa.signum() as i64,
+                other => {
+                    let x = ctx.num_f64(other);
+                    if x > 0.0 {
+                        1
+                    } else if x < 0.0 {
+                        -1
+                    } else {
+                        0
+                    }
+                }
+            }),
+            F::Reverse => Val::str(s(0).chars().rev().collect::<String>()),
+            F::Locate | F::Instr => {
+                let (needle, hay) = if self == F::Locate {
+                    (s(0), s(1))
+                } else {
+                    (s(1), s(0))
+                };
+                let hay: Vec<char> = hay.to_lowercase().chars().collect();
+                let needle: Vec<char> = needle.to_lowercase().chars().collect();
+                let from = match v.get(2) {
+                    Some(p) => ctx.num_i64(p),
+                    None => 1,
+                };
+                if from < 1 {
+                    return Ok(Val::Int(0));
+                }
+                let start = usize::try_from(from - 1).unwrap_or(usize::MAX);
+                if needle.is_empty() {
+                    return Ok(Val::Int(if start <= hay.len() { from } else { 0 }));
+                }
+                let found = (start..hay.len().saturating_sub(needle.len()) + 1)
+                    .find(|i| hay[*i..].starts_with(&needle));
+                Val::Int(found.map_or(0, |i| i as i64 + 1))
+            }
+            F::LastDay => match to_datetime(&v[0], ctx) {
+                Some((d, _)) => {
+                    let (y, m) = (i64::from(d.year), i64::from(d.month));
+                    let next = if m == 12 {
+                        days_from_civil(y + 1, 1, 1)
+                    } else {
+                        days_from_civil(y, m + 1, 1)
+                    };
+                    let last = (next - days_from_civil(y, m, 1)) as u8;
+                    Val::Date(Date { day: last, ..d })
+                }
+                None => Val::Null,
+            },
+            F::DayOfWeek => match to_datetime(&v[0], ctx) {
+                Some((d, _)) => {
+                    let days =
+                        days_from_civil(i64::from(d.year), i64::from(d.month), i64::from(d.day));
+                    // 1970-01-01 was a Thursday (5 in MySQL's Sunday = 1).
+                    Val::Int((days + 4).rem_euclid(7) + 1)
+                }
+                None => Val::Null,
+            },
+            F::DateDiff => match (to_datetime(&v[0], ctx), to_datetime(&v[1], ctx)) {
+                (Some((a, _)), Some((b, _))) => {
+                    let day = |d: Date| {
+                        days_from_civil(i64::from(d.year), i64::from(d.month), i64::from(d.day))
+                    };
+                    Val::Int(day(a) - day(b))
+                }
+                _ => Val::Null,
+            },
             F::LastInsertId => Val::UInt(ctx.env.last_insert_id),
             F::ConnectionId => Val::UInt(u64::from(ctx.env.connection_id)),
             F::Database => match &ctx.env.database {
@@ -765,4 +961,108 @@ pub fn date_format(d: Date, t: Time, format: &str) -> String {
         out.push_str(&piece);
     }
     out
+}
+
+fn codes_truncated() -> u16 {
+    crate::error::codes::TRUNCATED_WRONG_VALUE
+}
+
+/// `STR_TO_DATE`: the text read by the format's specifiers (the common
+/// ones); None when it does not match.
+fn str_to_date(text: &str, format: &str) -> Option<(Date, Option<Time>)> {
+    let mut d = Date::default();
+    let mut t = Time::default();
+    let mut timed = false;
+    let mut pm: Option<bool> = None;
+    let b = text.as_bytes();
+    let mut at = 0usize;
+    let num = |at: &mut usize, max: usize| -> Option<u32> {
+        let start = *at;
+        while *at < b.len() && *at - start < max && b[*at].is_ascii_digit() {
+            *at += 1;
+        }
+        text.get(start..*at)?.parse().ok()
+    };
+    let mut spec = format.chars();
+    while let Some(c) = spec.next() {
+        if c != '%' {
+            if at < b.len() && b[at] as char == c {
+                at += 1;
+                continue;
+            }
+            return None;
+        }
+        match spec.next()? {
+            'Y' => d.year = u16::try_from(num(&mut at, 4)?).ok()?,
+            'y' => {
+                let y = num(&mut at, 2)?;
+                d.year = u16::try_from(if y < 70 { 2000 + y } else { 1900 + y }).ok()?;
+            }
+            'm' | 'c' => d.month = u8::try_from(num(&mut at, 2)?).ok()?,
+            'd' | 'e' => d.day = u8::try_from(num(&mut at, 2)?).ok()?,
+            'H' | 'k' | 'h' | 'I' | 'l' => {
+                t.hour = u8::try_from(num(&mut at, 2)?).ok()?;
+                timed = true;
+            }
+            'i' => {
+                t.minute = u8::try_from(num(&mut at, 2)?).ok()?;
+                timed = true;
+            }
+            's' | 'S' => {
+                t.second = u8::try_from(num(&mut at, 2)?).ok()?;
+                timed = true;
+            }
+            'f' => {
+                let start = at;
+                let v = num(&mut at, 6)?;
+                t.micros = v * 10u32.pow(6 - (at - start) as u32);
+                timed = true;
+            }
+            'p' => {
+                let word = text.get(at..at + 2)?.to_ascii_uppercase();
+                pm = Some(word == "PM");
+                at += 2;
+            }
+            'T' => {
+                t.hour = u8::try_from(num(&mut at, 2)?).ok()?;
+                at += usize::from(b.get(at) == Some(&b':'));
+                t.minute = u8::try_from(num(&mut at, 2)?).ok()?;
+                at += usize::from(b.get(at) == Some(&b':'));
+                t.second = u8::try_from(num(&mut at, 2)?).ok()?;
+                timed = true;
+            }
+            'M' | 'b' => {
+                let rest = text.get(at..)?.to_ascii_lowercase();
+                let (i, name) = MONTH_NAMES.iter().enumerate().find_map(|(i, m)| {
+                    let m = m.to_ascii_lowercase();
+                    if rest.starts_with(&m) {
+                        Some((i, m.len()))
+                    } else if rest.starts_with(&m[..3]) {
+                        Some((i, 3))
+                    } else {
+                        None
+                    }
+                })?;
+                d.month = (i + 1) as u8;
+                at += name;
+            }
+            '%' => {
+                if b.get(at) != Some(&b'%') {
+                    return None;
+                }
+                at += 1;
+            }
+            _ => return None,
+        }
+    }
+    if let Some(pm) = pm {
+        t.hour = t.hour % 12 + if pm { 12 } else { 0 };
+    }
+    if d.month > 12 || d.day > 31 || t.hour > 23 || t.minute > 59 || t.second > 59 {
+        return None;
+    }
+    if d != Date::default() && !super::value::date_valid(d) {
+        return None;
+    }
+    Some((d, timed.then_some(t)))
 }
