@@ -1517,6 +1517,15 @@ fn tables_made_by_sql(conn: &mut Conn<'_>) {
         q(conn, "SELECT at FROM ts WHERE id = 1"),
         rows(&[&["2000-01-02 03:04:05"]])
     );
+    // information_schema: rows the catalog gives, filtered and sorted here.
+    assert_eq!(
+        q(
+            conn,
+            "SELECT TABLE_NAME FROM information_schema.TABLES \
+             WHERE TABLE_SCHEMA = 'db' AND TABLE_NAME LIKE 'n%' ORDER BY TABLE_NAME"
+        ),
+        rows(&[&["nopk"]])
+    );
     ok(conn, "UPDATE ts SET v = 2 WHERE id = 1");
     assert_eq!(
         q(conn, "SELECT at > '2020-01-01' FROM ts WHERE id = 1"),

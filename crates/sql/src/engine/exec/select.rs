@@ -14,7 +14,7 @@ use super::{convert, env, fetch, keep_warnings, table_of, table_scope, with_scop
 use crate::backend::{OkInfo, ResultSink};
 use crate::engine::catalog::TableInfo;
 use crate::engine::expr::eval::compare;
-use crate::engine::expr::{self, AggFn, AggSpec, Ctx, Dec, Expr, Kind, Val};
+use crate::engine::expr::{self, AggFn, AggSpec, Ctx, Dec, Expr, Kind, ScopeColumn, Val};
 use crate::engine::plan::{self, Access};
 use crate::engine::{txn, Answered, Conn};
 use crate::error::{codes, SqlError, SqlResult};
@@ -40,6 +40,11 @@ struct Planned {
     limit: Option<u64>,
     offset: u64,
     lock: Option<LockMode>,
+    /// The rows of a virtual table (`information_schema`) when the FROM
+    /// names one; `table` is None then.
+    rows: Option<Arc<Vec<Vec<Val>>>>,
+    /// The columns the query reads from (a table's or a virtual one's).
+    source: Vec<ScopeColumn>,
 }
 
 /// The result columns of a query without running it (for PREPARE).
@@ -121,8 +126,7 @@ fn plan_query(
             p.lock = lock;
         }
         if let Some(ob) = &q.order_by {
-            let sel = &selects[0];
-            p.order = order_exprs(conn, ob, sel, p, placeholders)?;
+            p.order = order_exprs(conn, ob, p, placeholders)?;
         }
         return Ok(Plans {
             metas,
@@ -238,6 +242,7 @@ fn plan_select(
     s: &ast::Select,
     placeholders: &[Location],
 ) -> SqlResult<Planned> {
+    let mut virtual_source: Option<(Vec<ScopeColumn>, Vec<Vec<Val>>)> = None;
     let (table, alias) = match s.from.as_slice() {
         [] => (None, String::new()),
         [twj] => {
@@ -245,6 +250,32 @@ fn plan_select(
                 return Err(SqlError::unsupported("joins"));
             }
             match &twj.relation {
+                ast::TableFactor::Table { name, alias, .. }
+                    if virtual_table(conn, name).is_some() =>
+                {
+                    let table_name = virtual_table(conn, name).unwrap_or_default();
+                    let (metas, rows) =
+                        crate::engine::show::information_schema_rows(conn, &table_name)?;
+                    let a = alias
+                        .as_ref()
+                        .map_or_else(|| table_name.clone(), |a| a.name.value.clone());
+                    let columns = metas
+                        .into_iter()
+                        .map(|meta| ScopeColumn {
+                            name: meta.name.clone(),
+                            table: a.clone(),
+                            kind: meta_kind(&meta),
+                            nullable: true,
+                            meta,
+                        })
+                        .collect();
+                    let rows = rows
+                        .iter()
+                        .map(|r| r.iter().map(convert::from_sql).collect())
+                        .collect();
+                    virtual_source = Some((columns, rows));
+                    (None, a)
+                }
                 ast::TableFactor::Table { name, alias, .. } => {
                     let t = table_of(conn, name)?;
                     let a = alias
@@ -262,9 +293,16 @@ fn plan_select(
     if s.into.is_some() {
         return Err(SqlError::unsupported("SELECT … INTO"));
     }
-    let columns = table
-        .as_ref()
-        .map_or_else(Vec::new, |t| table_scope(t, &alias));
+    let (columns, virtual_rows) = match virtual_source {
+        Some((columns, rows)) => (columns, Some(Arc::new(rows))),
+        None => (
+            table
+                .as_ref()
+                .map_or_else(Vec::new, |t| table_scope(t, &alias)),
+            None,
+        ),
+    };
+    let source = columns.clone();
     // The statement text, for the names MySQL gives unaliased items (the
     // text as written); what `SHOW PROCESSLIST` shows of the statement.
     let sql_text = conn
@@ -344,8 +382,55 @@ fn plan_select(
             limit: None,
             offset: 0,
             lock: None,
+            rows: virtual_rows.clone(),
+            source: source.clone(),
         })
     })
+}
+
+/// The `information_schema` table a FROM names (qualified, or in the
+/// current database), if it names one.
+fn virtual_table(conn: &Conn<'_>, name: &ast::ObjectName) -> Option<String> {
+    let parts: Vec<String> = name
+        .0
+        .iter()
+        .map(|p| {
+            p.as_ident()
+                .map_or_else(|| p.to_string(), |i| i.value.clone())
+        })
+        .collect();
+    match parts.as_slice() {
+        [db, t] if crate::engine::catalog::is_virtual_db(db) => Some(t.clone()),
+        [t] if conn
+            .session
+            .database
+            .as_deref()
+            .is_some_and(crate::engine::catalog::is_virtual_db) =>
+        {
+            Some(t.clone())
+        }
+        _ => None,
+    }
+}
+
+/// The kind of a virtual table's column, from its type.
+fn meta_kind(meta: &ColumnMeta) -> Kind {
+    use crate::value::ColumnType as T;
+    match meta.ty {
+        T::Tiny | T::Short | T::Long | T::Int24 | T::LongLong | T::Year => Kind::Int {
+            unsigned: meta.flags & crate::value::flags::UNSIGNED != 0,
+        },
+        T::NewDecimal | T::Decimal => Kind::Dec {
+            scale: meta.decimals,
+        },
+        T::Float | T::Double => Kind::Double,
+        T::Date => Kind::Date,
+        T::DateTime | T::Timestamp => Kind::DateTime { fsp: 0 },
+        T::Time => Kind::Time { fsp: 0 },
+        _ => Kind::Str {
+            collation: Some(Collation::Utf8mb4GeneralCi),
+        },
+    }
 }
 
 /// The names of a SELECT's unaliased items as written, when the parsed
@@ -438,24 +523,15 @@ fn resolve_alias(
 fn order_exprs(
     conn: &mut Conn<'_>,
     ob: &ast::OrderBy,
-    s: &ast::Select,
     p: &mut Planned,
     placeholders: &[Location],
 ) -> SqlResult<Vec<(Expr, bool)>> {
     let ast::OrderByKind::Expressions(exprs) = &ob.kind else {
         return Err(SqlError::unsupported("ORDER BY ALL"));
     };
-    let alias = p
-        .table
-        .as_ref()
-        .map(|t| match s.from.first().map(|f| &f.relation) {
-            Some(ast::TableFactor::Table { alias: Some(a), .. }) => a.name.value.clone(),
-            _ => t.name.clone(),
-        });
-    let columns = match (&p.table, &alias) {
-        (Some(t), Some(a)) => table_scope(t, a),
-        _ => Vec::new(),
-    };
+    // The columns the query reads (the table's under its alias, or a
+    // virtual table's).
+    let columns = p.source.clone();
     let aliases: Vec<Option<(String, ast::Expr)>> = p
         .metas
         .iter()
@@ -585,6 +661,21 @@ fn send(
 }
 
 fn run_one_without_table(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Vec<Vec<Val>>> {
+    if let Some(rows) = &p.rows {
+        // A virtual table: every row, filtered here.
+        let mut found = Vec::new();
+        for row in rows.iter() {
+            ctx.check_killed()?;
+            let pass = match &p.cond {
+                Some(c) => c.test(row, ctx)?,
+                None => true,
+            };
+            if pass {
+                found.push((row.clone(), Vec::new()));
+            }
+        }
+        return shape(p, found, ctx);
+    }
     let source = vec![(Vec::new(), Vec::new())];
     let pass = match &p.cond {
         Some(c) => c.test(&[], ctx)?,
@@ -675,6 +766,8 @@ fn clone_planned(p: &Planned) -> Planned {
         limit: p.limit,
         offset: p.offset,
         lock: p.lock,
+        rows: p.rows.clone(),
+        source: p.source.clone(),
     }
 }
 
@@ -911,7 +1004,7 @@ fn aggregate(
         }
     }
     if groups.is_empty() && p.group.is_empty() {
-        let width = p.table.as_ref().map_or(0, |t| t.columns.len());
+        let width = p.source.len();
         groups.push((vec![Val::Null; width], fresh));
     }
     let mut out = Vec::with_capacity(groups.len());
