@@ -65,33 +65,31 @@ pub fn prepare(conn: &mut Conn<'_>, sql: &str) -> SqlResult<Prepared> {
             ),
         ));
     }
-    let mut statements = super::parse(sql)?;
-    if statements.len() != 1 {
-        return Err(SqlError::new(
-            codes::UNSUPPORTED_PS,
-            "This command is not supported in the prepared statement protocol yet",
-        ));
-    }
-    let statement = statements.remove(0);
     let placeholders = super::expr::placeholders(sql)?;
-    match &statement {
-        Statement::Query(_)
-        | Statement::Insert(_)
-        | Statement::Update(_)
-        | Statement::Delete(_)
-        | Statement::StartTransaction { .. }
-        | Statement::Commit { .. }
-        | Statement::Rollback { .. }
-        | Statement::Set(_) => {}
-        _ => {
+    // Parsed with locations (the placeholders are found by them); what
+    // sqlparser does not parse, the session's splitter may recognise
+    // (`SHOW WARNINGS`, …), without placeholders.
+    let statement = match super::parse(sql) {
+        Ok(mut statements) if statements.len() == 1 => Stmt::Sql(Box::new(statements.remove(0))),
+        Ok(_) => {
             return Err(SqlError::new(
                 codes::UNSUPPORTED_PS,
                 "This command is not supported in the prepared statement protocol yet",
             ))
         }
-    }
+        Err(error) => {
+            let mut parsed = super::session::parse_text(sql, false)?;
+            match (parsed.len(), placeholders.is_empty()) {
+                (1, true) => parsed.remove(0)?,
+                _ => return Err(error),
+            }
+        }
+    };
     let columns = match &statement {
-        Statement::Query(q) => {
+        Stmt::Sql(q) if matches!(**q, Statement::Query(_)) => {
+            let Statement::Query(q) = &**q else {
+                return Err(SqlError::unsupported("a query"));
+            };
             conn.prepared.running = placeholders.clone();
             conn.set_command("Prepare", Some(sql));
             let described = exec::describe(conn, q, &placeholders);
@@ -114,7 +112,7 @@ pub fn prepare(conn: &mut Conn<'_>, sql: &str) -> SqlResult<Prepared> {
     conn.prepared.by_id.insert(
         id,
         Entry {
-            statement: Arc::new(Stmt::Sql(Box::new(statement))),
+            statement: Arc::new(statement),
             text: sql.to_owned(),
             placeholders,
         },

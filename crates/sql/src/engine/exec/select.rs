@@ -433,16 +433,15 @@ fn meta_kind(meta: &ColumnMeta) -> Kind {
     }
 }
 
-/// The names of a SELECT's unaliased items as written, when the parsed
-/// statement lost where its items were in the text (the session's
-/// statement splitter parses from tokens without locations): the text of
-/// a single-SELECT statement is parsed again with them. None when that
-/// is not needed or does not apply; per item, None for `*`.
+/// The names of a SELECT's unaliased expression items as written (the
+/// parsed statement's spans do not always cover an item, and the
+/// session's splitter parses without locations): the items of the
+/// statement text's first SELECT list, found by tokens. None when not
+/// needed or the counts differ; per item, None for `*` and aliased ones.
 fn written_names(s: &ast::Select, sql: &str) -> Option<Vec<Option<String>>> {
     let needs = s.projection.iter().any(|i| {
         matches!(i, ast::SelectItem::UnnamedExpr(e)
-            if !matches!(e, ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_))
-                && sqlparser::ast::Spanned::span(e).start.line == 0)
+            if !matches!(e, ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_)))
     });
     if !needs {
         return None;
