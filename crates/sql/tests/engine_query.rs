@@ -1486,6 +1486,25 @@ fn tables_made_by_sql(conn: &mut Conn<'_>) {
     assert_eq!(ids[1][1], "20");
     ok(conn, "INSERT INTO ai VALUES (100, 30)");
     assert_eq!(q(conn, "SELECT v FROM ai WHERE id = 100"), rows(&[&["30"]]));
+    // Outside strict mode a value that does not fit is adjusted, with a
+    // warning, as MySQL does.
+    ok(conn, "SET sql_mode = ''");
+    let info = ok(
+        conn,
+        "INSERT INTO ai VALUES (200, 99999999999), (201, 'abc')",
+    );
+    assert_eq!(info.affected_rows, 2);
+    assert_eq!(info.warnings, 2);
+    assert_eq!(conn.session.notes()[0].code, 1264);
+    assert_eq!(
+        q(conn, "SELECT v FROM ai WHERE id IN (200, 201) ORDER BY id"),
+        rows(&[&["2147483647"], &["0"]])
+    );
+    ok(conn, "SET sql_mode = 'STRICT_TRANS_TABLES'");
+    assert_eq!(
+        err(conn, "INSERT INTO ai VALUES (202, 99999999999)").code,
+        1264
+    );
 
     ok(conn, "CREATE TABLE nopk (v INT, w VARCHAR(10))");
     ok(conn, "INSERT INTO nopk VALUES (1, 'a'), (2, 'b'), (1, 'c')");

@@ -8,7 +8,7 @@ use crate::engine::catalog::{SqlColumn, SqlType};
 use crate::engine::expr::value::{
     datetime_micros, datetime_of_micros, parse_datetime, parse_time, str_number_prefix, Dec,
 };
-use crate::engine::expr::{Kind, Val};
+use crate::engine::expr::{Ctx, Kind, Val};
 use crate::error::{codes, SqlError, SqlResult};
 use crate::value::{flags, ColumnMeta, ColumnType, Date, SqlValue, Time};
 
@@ -471,6 +471,84 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
             Value::UInt(bits)
         }
     })
+}
+
+/// [`to_native`] under the session's sql_mode: outside strict mode a
+/// value that does not fit (1264, 1406, 1366, 1265) is adjusted as MySQL
+/// does (clamped to the range, cut to the length, a bad number as 0) and
+/// the error becomes a warning.
+pub fn to_native_in_mode(v: &Val, target: &Target<'_>, ctx: &mut Ctx<'_>) -> SqlResult<Value> {
+    let error = match to_native(v, target, false) {
+        Ok(value) => return Ok(value),
+        Err(error) => error,
+    };
+    let adjustable = matches!(
+        error.code,
+        codes::OUT_OF_RANGE
+            | codes::DATA_TOO_LONG
+            | codes::TRUNCATED_WRONG_VALUE_FOR_FIELD
+            | codes::WARN_DATA_TRUNCATED
+    );
+    if ctx.strict || !adjustable {
+        return Err(error);
+    }
+    let adjusted = match &target.column.ty {
+        ty @ (SqlType::TinyInt { .. }
+        | SqlType::SmallInt { .. }
+        | SqlType::MediumInt { .. }
+        | SqlType::Int { .. }
+        | SqlType::BigInt { .. }) => {
+            let (lo, hi) = int_range(ty).unwrap_or((0, 0));
+            let i = integer_of(v, false).unwrap_or_else(|| {
+                let text = v.to_text();
+                let (prefix, _) = str_number_prefix(&text);
+                prefix
+                    .parse::<f64>()
+                    .map_or(0, |f| f.round().clamp(-1.8e19, 1.8e19) as i128)
+            });
+            Val::Dec(Dec::new(i.clamp(lo, hi), 0))
+        }
+        SqlType::Char { length: max, .. } | SqlType::VarChar { max, .. } => Val::str(
+            v.to_text()
+                .chars()
+                .take(usize::from(*max))
+                .collect::<String>(),
+        ),
+        SqlType::Binary { length: max } | SqlType::VarBinary { max } => {
+            let mut b = bytes_of(v);
+            b.truncate(usize::from(*max));
+            Val::Str(b)
+        }
+        SqlType::Decimal { precision, scale } => {
+            let text = v.to_text();
+            let (prefix, _) = str_number_prefix(&text);
+            let d = Dec::parse(prefix)
+                .or_else(|| Dec::parse(&format!("{:.*}", usize::from(*scale), v.to_f64().0)))
+                .unwrap_or(Dec::new(0, 0));
+            let max = 10i128
+                .checked_pow(u32::from(*precision))
+                .map_or(i128::MAX, |m| m - 1);
+            let d = d.rescale(*scale).unwrap_or(Dec::new(0, *scale));
+            Val::Dec(Dec::new(d.mantissa.clamp(-max, max), *scale))
+        }
+        _ => return Err(error),
+    };
+    let value = to_native(&adjusted, target, false)?;
+    let code = if error.code == codes::DATA_TOO_LONG {
+        codes::WARN_DATA_TRUNCATED
+    } else {
+        error.code
+    };
+    let message = if code == codes::WARN_DATA_TRUNCATED {
+        format!(
+            "Data truncated for column '{}' at row {}",
+            target.column.name, target.row
+        )
+    } else {
+        error.message
+    };
+    ctx.warn(code, message);
+    Ok(value)
 }
 
 fn blob_bytes(size: crate::engine::catalog::BlobSize) -> usize {

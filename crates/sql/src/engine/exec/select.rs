@@ -792,6 +792,7 @@ fn shape(
             env: ctx.env,
             warnings: std::mem::take(&mut ctx.warnings),
             killed: ctx.killed,
+            strict: ctx.strict,
         };
         let pass = match &p.having {
             Some(h) => h.test(row, &mut c)?,

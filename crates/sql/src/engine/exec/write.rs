@@ -7,7 +7,7 @@ use skarv_client::{codes as native, ExecMode, LockMode, Op, OpResult, Transactio
 use sqlparser::ast::{self, Statement};
 use sqlparser::tokenizer::Location;
 
-use super::convert::{to_native, Target};
+use super::convert::{to_native, to_native_in_mode, Target};
 use super::{env, fetch, keep_warnings, table_of, table_scope, with_scope, OPS_PER_EXECUTE_MAX};
 use crate::backend::OkInfo;
 use crate::engine::catalog::{self, TableInfo};
@@ -86,6 +86,7 @@ fn insert(
     }
     let environment = env(conn);
     let mut ctx = Ctx::new(params, &environment);
+    ctx.strict = conn.session.sql_mode_strict();
     // The rows, evaluated before anything is written.
     let mut rows: Vec<Vec<Given>> = Vec::new();
     if !ins.assignments.is_empty() {
@@ -215,7 +216,7 @@ fn insert(
             };
             match value {
                 Some(v) => {
-                    let stored = to_native(&v, &target, false)?;
+                    let stored = to_native_in_mode(&v, &target, &mut ctx)?;
                     if rounded(&v, &col.ty) {
                         notes.push(format!(
                             "Data truncated for column '{}' at row {}",
@@ -656,6 +657,7 @@ fn upsert_update(
 ) -> SqlResult<bool> {
     let environment = env(conn);
     let mut ctx = Ctx::new(params, &environment);
+    ctx.strict = conn.session.sql_mode_strict();
     let lock = Some(LockMode::Exclusive);
     let found = fetch(
         tx, table, access, None, lock, false, None, &mut ctx, None, None,
@@ -771,7 +773,7 @@ fn changes_of(
             table: &table.name,
             row: row_number,
         };
-        let stored = to_native(&v, &target, false)?;
+        let stored = to_native_in_mode(&v, &target, ctx)?;
         let new = super::convert::from_native(&stored, &column.ty);
         let same = match (&new, &row[*col]) {
             (Val::Null, Val::Null) => true,
@@ -941,6 +943,7 @@ fn update(
     let info = Arc::clone(&conn.info);
     let mut ctx = Ctx::new(params, &environment);
     ctx.killed = Some(&info.query_killed);
+    ctx.strict = conn.session.sql_mode_strict();
     let tx = txn::take(conn)?;
     let result = (|| {
         let rows = target_rows(
@@ -1020,6 +1023,7 @@ fn delete(
     let info = Arc::clone(&conn.info);
     let mut ctx = Ctx::new(params, &environment);
     ctx.killed = Some(&info.query_killed);
+    ctx.strict = conn.session.sql_mode_strict();
     let tx = txn::take(conn)?;
     let result = (|| {
         let rows = target_rows(

@@ -27,6 +27,9 @@ pub struct Ctx<'a> {
     pub warnings: Vec<(u16, String)>,
     /// Set by `KILL QUERY`: long loops stop with 1317.
     pub killed: Option<&'a AtomicBool>,
+    /// Strict sql_mode: a value that does not fit its column is an error
+    /// (else it is adjusted, with a warning).
+    pub strict: bool,
 }
 
 /// The session facts functions read (`NOW()`, `DATABASE()`, …).
@@ -57,6 +60,7 @@ impl<'a> Ctx<'a> {
             env,
             warnings: Vec::new(),
             killed: None,
+            strict: true,
         }
     }
 
