@@ -1,4 +1,416 @@
-//! Plans: what a statement does, in native operations (key reads, batches
-//! of keys, index ranges, scans with pushed filters, batched writes).
-//!
-//! (Stub: filled in by the query work of issue 20.)
+//! Plans: what a statement does in native operations. From a WHERE clause
+//! and the table's keys: a key read, a batch of key reads (`pk IN (…)`), a
+//! unique-index read, an ordered-index range, or a full scan; and the part
+//! of the condition the data nodes can evaluate (`skarv_client::Filter`).
+//! The whole condition is still evaluated in the SQL node on the rows that
+//! come back, so a plan only has to be a superset of the answer.
+
+use schema::{IndexKind, Value};
+use skarv_client::{CmpOp as NCmp, Filter};
+
+use super::catalog::{SqlType, TableInfo};
+use super::exec::convert::{to_native, Target};
+use super::expr::{CmpOp, Ctx, Expr, Val};
+use crate::error::SqlResult;
+
+/// Most key reads one `IN` list turns into (past it: a scan).
+pub const KEY_READS_MAX: usize = 4_096;
+
+/// How the rows are found.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Access {
+    /// Primary-key reads, one per key (key values in key order).
+    Keys(Vec<Vec<Value>>),
+    /// Reads by a unique index.
+    Unique {
+        /// The index.
+        index: String,
+        /// Its values, one list per read.
+        keys: Vec<Vec<Value>>,
+    },
+    /// An ordered-index scan between bounds.
+    Range {
+        /// The index.
+        index: String,
+        /// Lower bound and whether inclusive.
+        lower: Option<(Vec<Value>, bool)>,
+        /// Upper bound.
+        upper: Option<(Vec<Value>, bool)>,
+        /// SQL positions of the index columns, in order (for ORDER BY).
+        columns: Vec<usize>,
+    },
+    /// Every row.
+    Scan,
+    /// No row can match.
+    Nothing,
+}
+
+/// What a condition says about one column.
+#[derive(Default, Clone)]
+struct Facts {
+    eq: Option<Value>,
+    any_of: Option<Vec<Value>>,
+    lower: Option<(Value, bool)>,
+    upper: Option<(Value, bool)>,
+}
+
+/// The plan for a WHERE clause over `table` (`cond` over its SQL columns).
+pub fn access(
+    table: &TableInfo,
+    cond: Option<&Expr>,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<(Access, Option<Filter>)> {
+    let Some(cond) = cond else {
+        return Ok((Access::Scan, None));
+    };
+    let mut facts = vec![Facts::default(); table.columns.len()];
+    let mut filters = Vec::new();
+    for c in cond.conjuncts() {
+        if let Some(v) = c.is_constant().then(|| c.eval(&[], ctx)).transpose()? {
+            if v.truth() != Some(true) {
+                return Ok((Access::Nothing, None));
+            }
+            continue;
+        }
+        learn(table, c, &mut facts, ctx)?;
+        if let Some(f) = filter(table, c, ctx)? {
+            filters.push(f);
+        }
+    }
+    let filter = match filters.len() {
+        0 => None,
+        1 => filters.pop(),
+        _ => Some(Filter::And(filters)),
+    };
+    let def = table.native.def();
+    let sql_of = |native: usize| table.columns.iter().position(|c| c.native == native);
+    // The primary key: equality on each column, or IN on one of them.
+    if !table.hidden_key {
+        if let Some(keys) = key_lists(&def.primary_key, &facts, &sql_of) {
+            return Ok((Access::Keys(keys), filter));
+        }
+    }
+    for index in &def.indexes {
+        if index.kind == IndexKind::Unique {
+            if let Some(keys) = key_lists(&index.columns, &facts, &sql_of) {
+                return Ok((
+                    Access::Unique {
+                        index: index.name.clone(),
+                        keys,
+                    },
+                    filter,
+                ));
+            }
+        }
+    }
+    // The ordered index with the longest equal prefix, then a range.
+    let mut best: Option<(usize, Access)> = None;
+    for index in def.indexes.iter().filter(|i| i.kind == IndexKind::Ordered) {
+        let Some(columns) = index
+            .columns
+            .iter()
+            .map(|n| sql_of(*n))
+            .collect::<Option<Vec<usize>>>()
+        else {
+            continue;
+        };
+        let mut prefix = Vec::new();
+        for c in &columns {
+            match &facts[*c].eq {
+                Some(v) => prefix.push(v.clone()),
+                None => break,
+            }
+        }
+        let mut lower = None;
+        let mut upper = None;
+        let mut score = prefix.len() * 2;
+        if let Some(next) = columns.get(prefix.len()) {
+            let f = &facts[*next];
+            if let Some((v, inc)) = &f.lower {
+                let mut b = prefix.clone();
+                b.push(v.clone());
+                lower = Some((b, *inc));
+                score += 1;
+            }
+            if let Some((v, inc)) = &f.upper {
+                let mut b = prefix.clone();
+                b.push(v.clone());
+                upper = Some((b, *inc));
+                score += 1;
+            }
+        }
+        if score == 0 {
+            continue;
+        }
+        if !prefix.is_empty() {
+            lower.get_or_insert((prefix.clone(), true));
+            upper.get_or_insert((prefix.clone(), true));
+        }
+        if best.as_ref().is_none_or(|(s, _)| score > *s) {
+            best = Some((
+                score,
+                Access::Range {
+                    index: index.name.clone(),
+                    lower,
+                    upper,
+                    columns,
+                },
+            ));
+        }
+    }
+    Ok((best.map_or(Access::Scan, |(_, a)| a), filter))
+}
+
+/// An unbounded scan of the ordered index whose leading columns are the
+/// ORDER BY columns (all one direction), if there is one.
+pub fn ordered_index_for(table: &TableInfo, order: &[(Expr, bool)]) -> Option<Access> {
+    let desc = order.first()?.1;
+    let wanted: Vec<usize> = order
+        .iter()
+        .map(|(e, d)| match e {
+            Expr::Col(c) if *d == desc => Some(*c),
+            _ => None,
+        })
+        .collect::<Option<_>>()?;
+    let sql_of = |native: usize| table.columns.iter().position(|c| c.native == native);
+    table
+        .native
+        .def()
+        .indexes
+        .iter()
+        .filter(|i| i.kind == IndexKind::Ordered)
+        .find_map(|index| {
+            let columns: Vec<usize> = index
+                .columns
+                .iter()
+                .map(|n| sql_of(*n))
+                .collect::<Option<_>>()?;
+            (columns.len() >= wanted.len() && columns[..wanted.len()] == wanted[..]).then(|| {
+                Access::Range {
+                    index: index.name.clone(),
+                    lower: None,
+                    upper: None,
+                    columns,
+                }
+            })
+        })
+}
+
+/// Key value lists for `columns` (native positions) when every one is
+/// fixed by equality, or all but one are and that one by `IN`.
+fn key_lists(
+    columns: &[usize],
+    facts: &[Facts],
+    sql_of: &dyn Fn(usize) -> Option<usize>,
+) -> Option<Vec<Vec<Value>>> {
+    if columns.is_empty() {
+        return None;
+    }
+    let mut keys: Vec<Vec<Value>> = vec![Vec::new()];
+    for n in columns {
+        let f = &facts[sql_of(*n)?];
+        if let Some(v) = &f.eq {
+            keys.iter_mut().for_each(|k| k.push(v.clone()));
+        } else if let (Some(list), 1) = (&f.any_of, keys.len()) {
+            let base = keys.pop()?;
+            for v in list {
+                let mut k = base.clone();
+                k.push(v.clone());
+                keys.push(k);
+            }
+        } else {
+            return None;
+        }
+    }
+    (keys.len() <= KEY_READS_MAX).then_some(keys)
+}
+
+/// `col op constant` (either way round) with the constant exactly in the
+/// column's stored form.
+fn column_vs_const(
+    table: &TableInfo,
+    a: &Expr,
+    b: &Expr,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Option<(usize, Value, bool)>> {
+    let (col, other, flipped) = match (a, b) {
+        (Expr::Col(c), o) if o.is_constant() => (*c, o, false),
+        (o, Expr::Col(c)) if o.is_constant() => (*c, o, true),
+        _ => return Ok(None),
+    };
+    let v = other.eval(&[], ctx)?;
+    Ok(exact(table, col, &v).map(|v| (col, v, flipped)))
+}
+
+/// A constant in a column's stored form, when it converts exactly (and is
+/// not NULL: a comparison with NULL matches nothing, left to the SQL side).
+fn exact(table: &TableInfo, col: usize, v: &Val) -> Option<Value> {
+    if v.is_null() {
+        return None;
+    }
+    let column = table.columns.get(col)?;
+    // ENUM and SET compare as strings in SQL, as numbers when stored.
+    if matches!(column.ty, SqlType::Enum(_) | SqlType::Set(_)) {
+        return None;
+    }
+    let text = matches!(
+        column.ty,
+        SqlType::Char { .. } | SqlType::VarChar { .. } | SqlType::Text { .. }
+    );
+    if text && !matches!(v, Val::Str(_)) {
+        return None;
+    }
+    // Text compares by its collation in both; other strings only when the
+    // value is a string too (MySQL compares '1e0' = 1 numerically).
+    let target = Target {
+        column,
+        db: &table.db,
+        table: &table.name,
+        row: 1,
+    };
+    to_native(v, &target, true).ok()
+}
+
+fn learn(table: &TableInfo, c: &Expr, facts: &mut [Facts], ctx: &mut Ctx<'_>) -> SqlResult<()> {
+    match c {
+        Expr::Cmp(op, a, b, _) => {
+            let Some((col, v, flipped)) = column_vs_const(table, a, b, ctx)? else {
+                return Ok(());
+            };
+            let op = if flipped { flip(*op) } else { *op };
+            let f = &mut facts[col];
+            match op {
+                CmpOp::Eq | CmpOp::NullSafeEq => f.eq = Some(v),
+                CmpOp::Gt => f.lower = Some((v, false)),
+                CmpOp::Ge => f.lower = Some((v, true)),
+                CmpOp::Lt => f.upper = Some((v, false)),
+                CmpOp::Le => f.upper = Some((v, true)),
+                CmpOp::Ne => {}
+            }
+        }
+        Expr::In(x, list, false, _) => {
+            let Expr::Col(col) = **x else { return Ok(()) };
+            if !list.iter().all(Expr::is_constant) {
+                return Ok(());
+            }
+            let mut values = Vec::with_capacity(list.len());
+            for item in list {
+                let v = item.eval(&[], ctx)?;
+                match exact(table, col, &v) {
+                    Some(v) => {
+                        if !values.contains(&v) {
+                            values.push(v);
+                        }
+                    }
+                    None if v.is_null() => {}
+                    None => return Ok(()),
+                }
+            }
+            facts[col].any_of = Some(values);
+        }
+        Expr::Between(x, lo, hi, false, _) => {
+            let Expr::Col(col) = **x else { return Ok(()) };
+            if !(lo.is_constant() && hi.is_constant()) {
+                return Ok(());
+            }
+            let (l, h) = (lo.eval(&[], ctx)?, hi.eval(&[], ctx)?);
+            if let (Some(l), Some(h)) = (exact(table, col, &l), exact(table, col, &h)) {
+                facts[col].lower = Some((l, true));
+                facts[col].upper = Some((h, true));
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+fn flip(op: CmpOp) -> CmpOp {
+    match op {
+        CmpOp::Lt => CmpOp::Gt,
+        CmpOp::Le => CmpOp::Ge,
+        CmpOp::Gt => CmpOp::Lt,
+        CmpOp::Ge => CmpOp::Le,
+        other => other,
+    }
+}
+
+/// The part of a condition the data nodes can evaluate, when all of it is.
+fn filter(table: &TableInfo, c: &Expr, ctx: &mut Ctx<'_>) -> SqlResult<Option<Filter>> {
+    let native = |col: usize| table.columns.get(col).map(|c| c.native as u16);
+    Ok(match c {
+        Expr::Cmp(op, a, b, _) if *op != CmpOp::NullSafeEq => {
+            let Some((col, value, flipped)) = column_vs_const(table, a, b, ctx)? else {
+                return Ok(None);
+            };
+            let op = match if flipped { flip(*op) } else { *op } {
+                CmpOp::Eq | CmpOp::NullSafeEq => NCmp::Eq,
+                CmpOp::Ne => NCmp::Ne,
+                CmpOp::Lt => NCmp::Lt,
+                CmpOp::Le => NCmp::Le,
+                CmpOp::Gt => NCmp::Gt,
+                CmpOp::Ge => NCmp::Ge,
+            };
+            native(col).map(|column| Filter::Cmp { column, op, value })
+        }
+        Expr::IsNull(x, negated) => match **x {
+            Expr::Col(col) => native(col).map(|c| {
+                if *negated {
+                    Filter::IsNotNull(c)
+                } else {
+                    Filter::IsNull(c)
+                }
+            }),
+            _ => None,
+        },
+        Expr::Like(x, p, '\\', false, _) => {
+            let (Expr::Col(col), Expr::Lit(Val::Str(pat))) = (&**x, &**p) else {
+                return Ok(None);
+            };
+            let is_text = matches!(
+                table.columns.get(*col).map(|c| &c.ty),
+                Some(SqlType::Char { .. } | SqlType::VarChar { .. } | SqlType::Text { .. })
+            );
+            let Ok(pat) = std::str::from_utf8(pat) else {
+                return Ok(None);
+            };
+            let Some(prefix) = pat.strip_suffix('%') else {
+                return Ok(None);
+            };
+            if !is_text || prefix.contains(['%', '_', '\\']) {
+                return Ok(None);
+            }
+            native(*col).map(|column| Filter::LikePrefix {
+                column,
+                prefix: prefix.to_owned(),
+            })
+        }
+        Expr::Between(x, lo, hi, false, coll) => {
+            let ge = Expr::Cmp(CmpOp::Ge, x.clone(), lo.clone(), *coll);
+            let le = Expr::Cmp(CmpOp::Le, x.clone(), hi.clone(), *coll);
+            match (filter(table, &ge, ctx)?, filter(table, &le, ctx)?) {
+                (Some(a), Some(b)) => Some(Filter::And(vec![a, b])),
+                _ => None,
+            }
+        }
+        Expr::In(x, list, false, coll) if list.len() <= KEY_READS_MAX => {
+            let mut any = Vec::with_capacity(list.len());
+            for item in list {
+                let eq = Expr::Cmp(CmpOp::Eq, x.clone(), Box::new(item.clone()), *coll);
+                match filter(table, &eq, ctx)? {
+                    Some(f) => any.push(f),
+                    None => return Ok(None),
+                }
+            }
+            Some(Filter::Or(any))
+        }
+        Expr::And(a, b) | Expr::Or(a, b) => {
+            match (filter(table, a, ctx)?, filter(table, b, ctx)?) {
+                (Some(x), Some(y)) if matches!(c, Expr::And(..)) => Some(Filter::And(vec![x, y])),
+                (Some(x), Some(y)) => Some(Filter::Or(vec![x, y])),
+                _ => None,
+            }
+        }
+        Expr::Not(a) => filter(table, a, ctx)?.map(|f| Filter::Not(Box::new(f))),
+        _ => None,
+    })
+}

@@ -1,42 +1,154 @@
-//! Prepared statements (`COM_STMT_PREPARE` / `EXECUTE`).
-//!
-//! (Stub: filled in by the query work of issue 20.)
+//! Prepared statements (`COM_STMT_PREPARE` / `EXECUTE`): the text is
+//! parsed once, its `?` placeholders located, and each EXECUTE runs the
+//! parsed statement with the bound values. `BEGIN`/`COMMIT` prepare too
+//! (sysbench prepares them).
 
+use std::collections::HashMap;
 use std::io;
+use std::sync::Arc;
 
-use super::Conn;
+use sqlparser::ast::Statement;
+use sqlparser::tokenizer::Location;
+
+use super::{exec, Conn, Stmt};
 use crate::backend::{Prepared, ResultSink};
-use crate::error::{SqlError, SqlResult};
-use crate::value::SqlValue;
+use crate::error::{codes, SqlError, SqlResult};
+use crate::value::{charset, ColumnMeta, ColumnType, SqlValue};
+
+/// Most prepared statements a connection holds (MySQL's
+/// `max_prepared_stmt_count` default bounds the whole server; here each
+/// connection).
+pub const PREPARED_STATEMENTS_MAX: usize = 16_382;
+
+/// One prepared statement.
+struct Entry {
+    statement: Arc<Stmt>,
+    text: String,
+    placeholders: Vec<Location>,
+}
 
 /// A connection's prepared statements.
 #[derive(Default)]
-pub struct Statements {}
+pub struct Statements {
+    by_id: HashMap<u32, Entry>,
+    next_id: u32,
+    /// Placeholders of the statement executing now.
+    running: Vec<Location>,
+}
 
 impl Statements {
     /// Forgets a statement.
-    pub fn close(&mut self, _id: u32) {}
+    pub fn close(&mut self, id: u32) {
+        self.by_id.remove(&id);
+    }
 
     /// Whether `id` is prepared.
-    pub fn contains(&self, _id: u32) -> bool {
-        false
+    pub fn contains(&self, id: u32) -> bool {
+        self.by_id.contains_key(&id)
+    }
+
+    /// The placeholders of the statement executing now (none for a text
+    /// query).
+    pub fn running_placeholders(&self) -> &[Location] {
+        &self.running
     }
 }
 
 /// Prepares a statement.
-pub fn prepare(_conn: &mut Conn<'_>, _sql: &str) -> SqlResult<Prepared> {
-    Err(SqlError::unsupported("prepared statements"))
+pub fn prepare(conn: &mut Conn<'_>, sql: &str) -> SqlResult<Prepared> {
+    if conn.prepared.by_id.len() >= PREPARED_STATEMENTS_MAX {
+        return Err(SqlError::new(
+            1461,
+            format!(
+                "Can't create more than max_prepared_stmt_count statements \
+                 (current value: {PREPARED_STATEMENTS_MAX})"
+            ),
+        ));
+    }
+    let placeholders = super::expr::placeholders(sql)?;
+    // Parsed with locations (the placeholders are found by them); what
+    // sqlparser does not parse, the session's splitter may recognise
+    // (`SHOW WARNINGS`, …), without placeholders.
+    let statement = match super::parse(sql) {
+        Ok(mut statements) if statements.len() == 1 => Stmt::Sql(Box::new(statements.remove(0))),
+        Ok(_) => {
+            return Err(SqlError::new(
+                codes::UNSUPPORTED_PS,
+                "This command is not supported in the prepared statement protocol yet",
+            ))
+        }
+        Err(error) => {
+            let mut parsed = super::session::parse_text(sql, false)?;
+            match (parsed.len(), placeholders.is_empty()) {
+                (1, true) => parsed.remove(0)?,
+                _ => return Err(error),
+            }
+        }
+    };
+    let columns = match &statement {
+        Stmt::Sql(q) if matches!(**q, Statement::Query(_)) => {
+            let Statement::Query(q) = &**q else {
+                return Err(SqlError::unsupported("a query"));
+            };
+            conn.prepared.running = placeholders.clone();
+            conn.set_command("Prepare", Some(sql));
+            let described = exec::describe(conn, q, &placeholders);
+            conn.set_command("Sleep", None);
+            conn.prepared.running.clear();
+            described?
+        }
+        _ => Vec::new(),
+    };
+    let params = placeholders
+        .iter()
+        .map(|_| {
+            let mut m = ColumnMeta::expr("?", ColumnType::VarString, charset::BINARY, 0);
+            m.flags = crate::value::flags::BINARY;
+            m
+        })
+        .collect();
+    conn.prepared.next_id = conn.prepared.next_id.wrapping_add(1).max(1);
+    let id = conn.prepared.next_id;
+    conn.prepared.by_id.insert(
+        id,
+        Entry {
+            statement: Arc::new(statement),
+            text: sql.to_owned(),
+            placeholders,
+        },
+    );
+    Ok(Prepared {
+        id,
+        params,
+        columns,
+    })
 }
 
 /// Executes a prepared statement.
 pub fn execute(
-    _conn: &mut Conn<'_>,
+    conn: &mut Conn<'_>,
     id: u32,
-    _params: &[SqlValue],
+    params: &[SqlValue],
     sink: &mut dyn ResultSink,
 ) -> io::Result<()> {
-    sink.error(&SqlError::new(
-        crate::error::codes::UNKNOWN_STMT_HANDLER,
-        format!("Unknown prepared statement handler ({id}) given to mysqld_stmt_execute"),
-    ))
+    let Some(entry) = conn.prepared.by_id.get(&id) else {
+        return sink.error(&SqlError::new(
+            codes::UNKNOWN_STMT_HANDLER,
+            format!("Unknown prepared statement handler ({id}) given to mysqld_stmt_execute"),
+        ));
+    };
+    if params.len() != entry.placeholders.len() {
+        return sink.error(&SqlError::new(
+            codes::WRONG_ARGUMENTS,
+            "Incorrect arguments to mysqld_stmt_execute",
+        ));
+    }
+    let statement = Arc::clone(&entry.statement);
+    conn.prepared.running = entry.placeholders.clone();
+    let text = entry.text.clone();
+    conn.set_command("Execute", Some(&text));
+    let result = conn.run_statement(&statement, params, false, sink);
+    conn.set_command("Sleep", None);
+    conn.prepared.running.clear();
+    result.map(|_| ())
 }

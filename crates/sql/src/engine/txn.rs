@@ -1,43 +1,301 @@
 //! Transactions: autocommit, `BEGIN`/`COMMIT`/`ROLLBACK`, and the native
 //! API's errors as MySQL errors.
 //!
-//! (Stub: filled in by the query work of issue 20.)
+//! A connection holds at most one native [`Transaction`] across
+//! statements. Outside an explicit transaction (and with autocommit on)
+//! every statement begins its own and commits it at its end; a statement
+//! that fails rolls its transaction back, so it leaves nothing. Inside one
+//! (`BEGIN`, or autocommit off) statements execute without committing and
+//! `COMMIT` commits. As in NDB, an error that aborts the native transaction
+//! (a lock wait timeout, a node failure, a duplicate key) rolls back the
+//! whole transaction, not only the statement.
 
-use std::marker::PhantomData;
-
-use sqlparser::ast::Statement;
+use skarv_client::{codes as native, ExecMode, Transaction};
+use sqlparser::ast::{Statement, TransactionAccessMode, TransactionMode};
 
 use super::{Answered, Conn};
+use crate::backend::{status, OkInfo};
 use crate::error::{codes, SqlError, SqlResult};
+
+/// MySQL's ER_TABLE_DEF_CHANGED.
+const TABLE_DEF_CHANGED: u16 = 1412;
 
 /// A connection's transaction state.
 #[derive(Default)]
 pub struct TxState<'s> {
-    _session: PhantomData<&'s ()>,
+    /// The open native transaction (none until a statement needs one).
+    pub tx: Option<Transaction<'s>>,
+    /// `BEGIN`/`START TRANSACTION` was run and not yet ended.
+    pub explicit: bool,
+    /// `START TRANSACTION READ ONLY`.
+    pub read_only: bool,
+    /// The open transaction wrote: its reads lock (shared), so that they
+    /// see its own writes.
+    pub wrote: bool,
 }
 
 impl TxState<'_> {
     /// `status::IN_TRANS` while a transaction is open.
     pub fn status_flags(&self) -> u16 {
-        0
+        let mut flags = 0;
+        if self.explicit || self.tx.is_some() {
+            flags |= status::IN_TRANS;
+        }
+        if self.explicit && self.read_only {
+            flags |= status::IN_TRANS_READONLY;
+        }
+        flags
     }
 }
 
+/// Whether statements run inside a transaction that outlives them
+/// (`BEGIN`, or autocommit off).
+pub fn in_transaction(conn: &Conn<'_>) -> bool {
+    conn.tx.explicit || !conn.session.autocommit
+}
+
 /// `BEGIN`, `COMMIT`, `ROLLBACK`.
-pub fn statement(_conn: &mut Conn<'_>, statement: &Statement) -> SqlResult<Answered> {
-    Err(SqlError::unsupported(format_args!("`{statement}`")))
+pub fn statement(conn: &mut Conn<'_>, statement: &Statement) -> SqlResult<Answered> {
+    match statement {
+        Statement::StartTransaction { modes, .. } => {
+            let read_only = modes.iter().any(|m| {
+                matches!(
+                    m,
+                    TransactionMode::AccessMode(TransactionAccessMode::ReadOnly)
+                )
+            });
+            let text = statement.to_string().to_ascii_uppercase();
+            begin(conn, read_only, text.contains("CONSISTENT SNAPSHOT"))
+        }
+        Statement::Commit { chain, .. } => {
+            commit(conn)?;
+            if *chain {
+                conn.tx.explicit = true;
+            }
+            Ok(Answered::Ok(OkInfo::default()))
+        }
+        Statement::Rollback { chain, savepoint } => {
+            if savepoint.is_some() {
+                return Err(SqlError::unsupported("savepoints"));
+            }
+            rollback(conn);
+            if *chain {
+                conn.tx.explicit = true;
+            }
+            Ok(Answered::Ok(OkInfo::default()))
+        }
+        other => Err(SqlError::unsupported(format_args!("`{other}`"))),
+    }
+}
+
+/// `BEGIN` / `START TRANSACTION [READ ONLY] [WITH CONSISTENT SNAPSHOT]`
+/// (the session's statement splitter calls it for the forms `sqlparser`
+/// does not parse): commits what is open, as MySQL does, and opens an
+/// explicit transaction. A consistent snapshot is not something Skarv
+/// reads give: a warning says so.
+pub fn begin(conn: &mut Conn<'_>, read_only: bool, snapshot: bool) -> SqlResult<Answered> {
+    commit(conn)?;
+    conn.tx.explicit = true;
+    conn.tx.read_only = read_only;
+    if snapshot {
+        warn(
+            conn,
+            codes::UNKNOWN,
+            "WITH CONSISTENT SNAPSHOT was ignored: Skarv reads the latest committed rows".into(),
+        );
+    }
+    Ok(Answered::Ok(OkInfo::default()))
+}
+
+/// Leaves a warning for the running statement.
+pub fn warn(conn: &mut Conn<'_>, code: u16, message: String) {
+    conn.session.warn(code, message);
+}
+
+/// `SET autocommit = on`: commits an open transaction (as MySQL does);
+/// off: later statements run in one transaction until `COMMIT`.
+pub fn set_autocommit(conn: &mut Conn<'_>, on: bool) -> SqlResult<()> {
+    if on && !conn.session.autocommit {
+        conn.session.autocommit = true;
+        if !conn.tx.explicit {
+            commit(conn)?;
+        }
+        return Ok(());
+    }
+    conn.session.autocommit = on;
+    Ok(())
+}
+
+/// Commits whatever is open; the transaction ends either way.
+pub fn commit(conn: &mut Conn<'_>) -> SqlResult<()> {
+    conn.tx.explicit = false;
+    conn.tx.read_only = false;
+    conn.tx.wrote = false;
+    let Some(tx) = conn.tx.tx.take() else {
+        return Ok(());
+    };
+    tx.execute(ExecMode::Commit)
+        .map(|_| ())
+        .map_err(|e| commit_error(&e))
+}
+
+/// Rolls back whatever is open.
+pub fn rollback(conn: &mut Conn<'_>) {
+    conn.tx.explicit = false;
+    conn.tx.read_only = false;
+    conn.tx.wrote = false;
+    if let Some(tx) = conn.tx.tx.take() {
+        let _ = tx.execute(ExecMode::Rollback);
+    }
 }
 
 /// Rolls back whatever is open, ignoring errors (the connection is going).
-pub fn rollback_quietly(_conn: &mut Conn<'_>) {}
+pub fn rollback_quietly(conn: &mut Conn<'_>) {
+    rollback(conn);
+}
+
+/// The transaction a statement runs in: the open one, or a new one.
+pub fn take<'s>(conn: &mut Conn<'s>) -> SqlResult<Transaction<'s>> {
+    match conn.tx.tx.take() {
+        Some(tx) => Ok(tx),
+        None => conn.native.begin().map_err(|e| native_error(&e)),
+    }
+}
+
+/// A statement is done with its transaction: on success it stays open
+/// inside a transaction (its pending operations sent) and commits with
+/// them otherwise; on failure it is rolled back when the error ended it
+/// (or always, outside a transaction).
+pub fn finish<'s, T>(
+    conn: &mut Conn<'s>,
+    tx: Transaction<'s>,
+    result: SqlResult<T>,
+) -> SqlResult<T> {
+    let result = match result {
+        Ok(value) if in_transaction(conn) && tx.pending_ops() > 0 => tx
+            .execute(ExecMode::NoCommit)
+            .map(|_| value)
+            .map_err(|e| native_error(&e)),
+        other => other,
+    };
+    match result {
+        Ok(value) => {
+            if in_transaction(conn) {
+                conn.tx.tx = Some(tx);
+                Ok(value)
+            } else {
+                conn.tx.wrote = false;
+                tx.execute(ExecMode::Commit).map_err(|e| commit_error(&e))?;
+                Ok(value)
+            }
+        }
+        Err(error) => {
+            // Still usable: nothing pending and the transaction open (an
+            // execute of nothing only checks that).
+            let usable = tx.pending_ops() == 0 && tx.execute(ExecMode::NoCommit).is_ok();
+            if in_transaction(conn) && usable {
+                conn.tx.tx = Some(tx);
+            } else {
+                // The whole transaction is gone (as InnoDB's deadlock and
+                // NDB's errors end it): later statements start afresh.
+                conn.tx.wrote = false;
+                conn.tx.explicit = false;
+                conn.tx.read_only = false;
+                let _ = tx.execute(ExecMode::Rollback);
+            }
+            Err(error)
+        }
+    }
+}
+
+fn commit_error(e: &skarv_client::Error) -> SqlError {
+    if e.is_unknown_result() {
+        return SqlError::new(
+            codes::ERROR_DURING_COMMIT,
+            format!(
+                "Got error {} '{}' during COMMIT: the commit may or may not have happened",
+                e.code, e.message
+            ),
+        );
+    }
+    native_error(e)
+}
+
+/// [`native_error`] of an operation on `table`, for the messages that
+/// name it.
+pub fn native_error_in(error: &skarv_client::Error, table: &str) -> SqlError {
+    match error.code {
+        native::DATA_MEMORY_FULL => SqlError::new(
+            codes::RECORD_FILE_FULL,
+            format!("The table '{table}' is full"),
+        ),
+        _ => native_error(error),
+    }
+}
 
 /// A native API error as the MySQL error a client understands.
 pub fn native_error(error: &skarv_client::Error) -> SqlError {
-    SqlError::new(codes::UNKNOWN, error.to_string())
+    match error.code {
+        native::WRONG_SCHEMA_VERSION => SqlError::new(
+            TABLE_DEF_CHANGED,
+            "Table definition has changed, please retry transaction",
+        ),
+        native::LOCK_TIMEOUT | native::TRANSACTION_TIMEOUT | 274 => SqlError::new(
+            codes::LOCK_WAIT_TIMEOUT,
+            "Lock wait timeout exceeded; try restarting transaction",
+        ),
+        native::DUPLICATE_KEY | native::UNIQUE_VIOLATION => SqlError::new(
+            codes::DUP_ENTRY,
+            format!("Duplicate entry for key: {}", error.message),
+        ),
+        native::DATA_MEMORY_FULL => SqlError::new(
+            codes::RECORD_FILE_FULL,
+            format!("The table is full ({})", error.message),
+        ),
+        native::NO_SUCH_TABLE => SqlError::new(codes::TABLE_NOT_FOUND, error.message.clone()),
+        _ if error.is_unknown_result() => SqlError::new(
+            codes::ERROR_DURING_COMMIT,
+            format!(
+                "Got error {} '{}' from NDBCLUSTER: the outcome of the transaction is unknown",
+                error.code, error.message
+            ),
+        ),
+        _ if error.is_temporary() => SqlError::new(
+            codes::GET_TEMPORARY_ERRMSG,
+            format!(
+                "Got temporary error {} '{}' from NDBCLUSTER",
+                error.code, error.message
+            ),
+        ),
+        _ => SqlError::new(
+            1296,
+            format!(
+                "Got error {} '{}' from NDBCLUSTER",
+                error.code, error.message
+            ),
+        ),
+    }
 }
 
-/// `SET autocommit`: turning it on commits an open transaction.
-pub fn set_autocommit(conn: &mut Conn<'_>, on: bool) -> SqlResult<()> {
-    conn.session.autocommit = on;
-    Ok(())
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn native_errors_map_to_mysql_codes() {
+        let e = |code| native_error(&skarv_client::Error::new(code, "m"));
+        assert_eq!(e(native::LOCK_TIMEOUT).code, 1205);
+        assert_eq!(e(native::DUPLICATE_KEY).code, 1062);
+        assert_eq!(e(native::UNIQUE_VIOLATION).code, 1062);
+        assert_eq!(e(native::DATA_MEMORY_FULL).code, 1114);
+        assert_eq!(e(native::NODE_FAILURE_ABORTED).code, 1297);
+        assert_eq!(e(native::NODE_FAILURE).code, 1180);
+        assert_eq!(e(native::BAD_FILTER).code, 1296);
+        assert_eq!(e(native::WRONG_SCHEMA_VERSION).code, 1412);
+        let full = native_error_in(
+            &skarv_client::Error::new(native::DATA_MEMORY_FULL, "m"),
+            "t",
+        );
+        assert_eq!(full.message, "The table 't' is full");
+    }
 }

@@ -1,0 +1,916 @@
+//! Values between storage and SQL: `schema::Value` ↔ [`Val`] per the
+//! column's [`SqlType`], with MySQL's strict-mode checks on the way in, and
+//! [`Val`] → [`SqlValue`] for result rows per the column's metadata.
+
+use schema::{Collation, Value};
+
+use crate::engine::catalog::{SqlColumn, SqlType};
+use crate::engine::expr::value::{
+    datetime_micros, datetime_of_micros, parse_datetime, parse_time, str_number_prefix, Dec,
+};
+use crate::engine::expr::{Ctx, Kind, Val};
+use crate::error::{codes, SqlError, SqlResult};
+use crate::value::{flags, ColumnMeta, ColumnType, Date, SqlValue, Time};
+
+/// The kind of a column's values.
+pub fn column_kind(ty: &SqlType) -> Kind {
+    match ty {
+        SqlType::TinyInt { unsigned }
+        | SqlType::SmallInt { unsigned }
+        | SqlType::MediumInt { unsigned }
+        | SqlType::Int { unsigned }
+        | SqlType::BigInt { unsigned } => Kind::Int {
+            unsigned: *unsigned,
+        },
+        SqlType::Year => Kind::Int { unsigned: true },
+        SqlType::Bit { .. } => Kind::Int { unsigned: true },
+        SqlType::Float | SqlType::Double => Kind::Double,
+        SqlType::Decimal { scale, .. } => Kind::Dec { scale: *scale },
+        SqlType::Char { collation, .. }
+        | SqlType::VarChar { collation, .. }
+        | SqlType::Text { collation, .. } => Kind::Str {
+            collation: Some(*collation),
+        },
+        SqlType::Enum(_) | SqlType::Set(_) => Kind::Str {
+            collation: Some(Collation::Utf8mb4GeneralCi),
+        },
+        SqlType::Binary { .. } | SqlType::VarBinary { .. } | SqlType::Blob { .. } => {
+            Kind::Str { collation: None }
+        }
+        SqlType::Date => Kind::Date,
+        SqlType::DateTime { fsp } | SqlType::Timestamp { fsp } => Kind::DateTime { fsp: *fsp },
+        SqlType::Time { fsp } => Kind::Time { fsp: *fsp },
+    }
+}
+
+/// A stored value as SQL sees it.
+pub fn from_native(v: &Value, ty: &SqlType) -> Val {
+    match (v, ty) {
+        (Value::Null, _) => Val::Null,
+        (Value::Int(m), SqlType::Time { .. }) => Val::Time(*m),
+        (Value::UInt(i) | Value::Bit(i), SqlType::Enum(members)) => {
+            match usize::try_from(*i).ok().and_then(|i| i.checked_sub(1)) {
+                Some(at) => Val::str(members.get(at).cloned().unwrap_or_default()),
+                None => Val::str(""),
+            }
+        }
+        (Value::UInt(bits), SqlType::Set(members)) => {
+            let names: Vec<&str> = members
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| *i < 64 && bits & (1 << i) != 0)
+                .map(|(_, m)| m.as_str())
+                .collect();
+            Val::str(names.join(","))
+        }
+        (Value::UInt(y), SqlType::Year) => Val::Int(*y as i64),
+        (Value::Int(i), _) => Val::Int(*i),
+        (Value::UInt(u), _) => Val::UInt(*u),
+        (Value::Float(f), _) => Val::Double(f64::from(*f)),
+        (Value::Double(f), _) => Val::Double(*f),
+        // The column's scale, as MySQL shows a DECIMAL column's values.
+        (Value::Decimal(d), SqlType::Decimal { scale, .. }) => Dec::parse(&d.to_string())
+            .map_or(Val::Null, |x| Val::Dec(x.rescale(*scale).unwrap_or(x))),
+        (Value::Decimal(d), _) => Dec::parse(&d.to_string()).map_or(Val::Null, Val::Dec),
+        (Value::String(s), _) => Val::Str(s.clone().into_bytes()),
+        (Value::Bytes(b), _) => Val::Str(b.clone()),
+        (Value::Date(d), _) => Val::Date(Date {
+            year: d.year,
+            month: d.month,
+            day: d.day,
+        }),
+        (Value::DateTime(dt), _) => Val::DateTime(
+            Date {
+                year: dt.date.year,
+                month: dt.date.month,
+                day: dt.date.day,
+            },
+            Time {
+                hour: dt.hour,
+                minute: dt.minute,
+                second: dt.second,
+                micros: dt.micros,
+            },
+        ),
+        (Value::Timestamp(m), _) => match datetime_of_micros(*m) {
+            Some((d, t)) => Val::DateTime(d, t),
+            None => Val::Null,
+        },
+        (Value::Bit(b), _) => Val::UInt(*b),
+        (Value::BlobHead { inline, .. }, _) => Val::Str(inline.clone()),
+    }
+}
+
+/// Where a value goes, for the messages of the strict checks.
+pub struct Target<'a> {
+    /// The column.
+    pub column: &'a SqlColumn,
+    /// Database and table, for 1366's message.
+    pub db: &'a str,
+    /// The table.
+    pub table: &'a str,
+    /// 1-based row of the statement.
+    pub row: usize,
+}
+
+/// Why a value does not go into its column.
+enum Misfit {
+    OutOfRange,
+    /// A string with a number and then more (`'12abc'`): 1265.
+    Truncated,
+    TooLong,
+    Bad(&'static str),
+}
+
+impl Target<'_> {
+    fn error(&self, misfit: Misfit, v: &Val) -> SqlError {
+        let name = &self.column.name;
+        match misfit {
+            Misfit::OutOfRange => SqlError::new(
+                codes::OUT_OF_RANGE,
+                format!("Out of range value for column '{name}' at row {}", self.row),
+            ),
+            Misfit::Truncated => SqlError::new(
+                codes::WARN_DATA_TRUNCATED,
+                format!("Data truncated for column '{name}' at row {}", self.row),
+            ),
+            Misfit::TooLong => SqlError::new(
+                codes::DATA_TOO_LONG,
+                format!("Data too long for column '{name}' at row {}", self.row),
+            ),
+            Misfit::Bad(what) if what == "date" || what == "datetime" || what == "time" => {
+                SqlError::new(
+                    codes::TRUNCATED_WRONG_VALUE,
+                    format!(
+                        "Incorrect {what} value: '{}' for column `{}`.`{}`.`{name}` at row {}",
+                        v.to_text(),
+                        self.db,
+                        self.table,
+                        self.row
+                    ),
+                )
+            }
+            Misfit::Bad("enum") => SqlError::new(
+                codes::WARN_DATA_TRUNCATED,
+                format!("Data truncated for column '{name}' at row {}", self.row),
+            ),
+            Misfit::Bad(what) => SqlError::new(
+                codes::TRUNCATED_WRONG_VALUE_FOR_FIELD,
+                format!(
+                    "Incorrect {what} value: '{}' for column `{}`.`{}`.`{name}` at row {}",
+                    v.to_text(),
+                    self.db,
+                    self.table,
+                    self.row
+                ),
+            ),
+        }
+    }
+}
+
+fn int_range(ty: &SqlType) -> Option<(i128, i128)> {
+    let (bits, unsigned) = match ty {
+        SqlType::TinyInt { unsigned } => (8, *unsigned),
+        SqlType::SmallInt { unsigned } => (16, *unsigned),
+        SqlType::MediumInt { unsigned } => (24, *unsigned),
+        SqlType::Int { unsigned } => (32, *unsigned),
+        SqlType::BigInt { unsigned } => (64, *unsigned),
+        _ => return None,
+    };
+    Some(if unsigned {
+        (0, (1i128 << bits) - 1)
+    } else {
+        (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+    })
+}
+
+/// A value as an integer, rounded as MySQL rounds; `exact` refuses any
+/// rounding. None: not a number.
+fn integer_of(v: &Val, exact: bool) -> Option<i128> {
+    match v {
+        Val::Int(i) => Some(i128::from(*i)),
+        Val::UInt(u) => Some(i128::from(*u)),
+        Val::Dec(d) => {
+            let r = d.rescale(0)?;
+            if exact && d.rescale(d.scale)?.mantissa != r.rescale(d.scale)?.mantissa {
+                return None;
+            }
+            Some(r.mantissa)
+        }
+        Val::Double(f) => {
+            if exact && f.fract() != 0.0 {
+                return None;
+            }
+            if f.is_finite() && f.abs() < 1.8e19 {
+                Some(f.round() as i128)
+            } else {
+                Some(if *f < 0.0 { i128::MIN } else { i128::MAX })
+            }
+        }
+        Val::Str(b) => {
+            let text = std::str::from_utf8(b).ok()?;
+            let (prefix, whole) = str_number_prefix(text);
+            if !whole {
+                return None;
+            }
+            if let Ok(i) = prefix.parse::<i128>() {
+                return Some(i);
+            }
+            integer_of(&Val::Dec(Dec::parse(prefix)?), exact)
+                .or_else(|| integer_of(&Val::Double(prefix.parse().ok()?), exact))
+        }
+        other => other.temporal_number().rescale(0).map(|d| d.mantissa),
+    }
+}
+
+/// Why a value that is not a number does not go into a numeric column: a
+/// string that starts with one is truncated (1265), anything else is not
+/// a number of that kind (1366).
+fn not_a_number(v: &Val, kind: &'static str) -> Misfit {
+    match v {
+        Val::Str(b) if !str_number_prefix(&String::from_utf8_lossy(b)).0.is_empty() => {
+            Misfit::Truncated
+        }
+        _ => Misfit::Bad(kind),
+    }
+}
+
+/// A SQL value as the stored value of `target`'s column, with MySQL's
+/// strict-mode checks (1048, 1264, 1406, 1366, 1292). `exact`: refuse
+/// anything that would be rounded or converted loosely (for key lookups
+/// and pushed filters, which must mean what the SQL comparison means);
+/// the error then only says it does not fit.
+pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> {
+    let col = target.column;
+    if v.is_null() {
+        if !col.nullable && !exact {
+            return Err(SqlError::new(
+                codes::BAD_NULL,
+                format!("Column '{}' cannot be null", col.name),
+            ));
+        }
+        return Ok(Value::Null);
+    }
+    let fail = |m: Misfit| Err(target.error(m, v));
+    Ok(match &col.ty {
+        ty @ (SqlType::TinyInt { unsigned }
+        | SqlType::SmallInt { unsigned }
+        | SqlType::MediumInt { unsigned }
+        | SqlType::Int { unsigned }
+        | SqlType::BigInt { unsigned }) => {
+            let Some(i) = integer_of(v, exact) else {
+                return fail(not_a_number(v, "integer"));
+            };
+            let (lo, hi) = int_range(ty).unwrap_or((i128::MIN, i128::MAX));
+            if i < lo || i > hi {
+                return fail(Misfit::OutOfRange);
+            }
+            if *unsigned {
+                Value::UInt(i as u64)
+            } else {
+                Value::Int(i as i64)
+            }
+        }
+        SqlType::Year => {
+            let Some(i) = integer_of(v, exact) else {
+                return fail(not_a_number(v, "integer"));
+            };
+            let y = match i {
+                0 if matches!(v, Val::Str(_)) => 2000,
+                0 => 0,
+                1..=69 => 2000 + i,
+                70..=99 => 1900 + i,
+                1901..=2155 => i,
+                _ => return fail(Misfit::OutOfRange),
+            };
+            Value::UInt(y as u64)
+        }
+        SqlType::Bit { bits } => {
+            let n = match v {
+                Val::Str(b) if b.len() <= 8 => {
+                    b.iter().fold(0u64, |acc, x| (acc << 8) | u64::from(*x))
+                }
+                other => match integer_of(other, exact) {
+                    Some(i) if i >= 0 && i <= i128::from(u64::MAX) => i as u64,
+                    _ => return fail(Misfit::OutOfRange),
+                },
+            };
+            if *bits < 64 && n >> bits != 0 {
+                return fail(Misfit::OutOfRange);
+            }
+            Value::Bit(n)
+        }
+        SqlType::Float | SqlType::Double => {
+            let f = match v {
+                Val::Str(b) => {
+                    let text = String::from_utf8_lossy(b);
+                    let (prefix, whole) = str_number_prefix(&text);
+                    if !whole {
+                        return fail(not_a_number(v, "double"));
+                    }
+                    prefix.parse::<f64>().unwrap_or(0.0)
+                }
+                Val::Date(_) | Val::DateTime(..) | Val::Time(_) => v.temporal_number().to_f64(),
+                other => other.to_f64().0,
+            };
+            if matches!(col.ty, SqlType::Float) {
+                if f.abs() > f64::from(f32::MAX) {
+                    return fail(Misfit::OutOfRange);
+                }
+                Value::Float(f as f32)
+            } else {
+                Value::Double(f)
+            }
+        }
+        SqlType::Decimal { precision, scale } => {
+            let d = match v {
+                Val::Dec(d) => Some(*d),
+                Val::Int(i) => Some(Dec::new(i128::from(*i), 0)),
+                Val::UInt(u) => Some(Dec::new(i128::from(*u), 0)),
+                Val::Double(f) => Dec::parse(&format!("{f:.*}", usize::from(*scale) + 1)),
+                Val::Str(b) => {
+                    let text = String::from_utf8_lossy(b);
+                    let (prefix, whole) = str_number_prefix(&text);
+                    if !whole {
+                        return fail(not_a_number(v, "decimal"));
+                    }
+                    Dec::parse(prefix).or_else(|| {
+                        let f: f64 = prefix.parse().ok()?;
+                        Dec::parse(&format!("{f:.*}", usize::from(*scale) + 1))
+                    })
+                }
+                other => Some(other.temporal_number()),
+            };
+            let Some(d) = d else {
+                return fail(not_a_number(v, "decimal"));
+            };
+            let Some(r) = d.rescale(*scale) else {
+                return fail(Misfit::OutOfRange);
+            };
+            if exact && r.cmp_dec(d).is_ne() {
+                return fail(Misfit::OutOfRange);
+            }
+            let int_digits_max = u32::from(precision.saturating_sub(*scale));
+            if r.mantissa != 0 && r.int_digits() > int_digits_max.max(1)
+                || (int_digits_max == 0 && r.rescale(0).is_some_and(|w| w.mantissa != 0))
+            {
+                return fail(Misfit::OutOfRange);
+            }
+            match schema::Decimal::parse(&r.to_text()) {
+                Ok(d) => Value::Decimal(d),
+                Err(_) => return fail(Misfit::OutOfRange),
+            }
+        }
+        SqlType::Char { length: max, .. } | SqlType::VarChar { max, .. } => {
+            let text = v.to_text();
+            if text.chars().count() > usize::from(*max) {
+                return fail(Misfit::TooLong);
+            }
+            Value::String(text)
+        }
+        SqlType::Text { size, .. } => {
+            let text = v.to_text();
+            if text.len() > blob_bytes(*size) {
+                return fail(Misfit::TooLong);
+            }
+            Value::String(text)
+        }
+        SqlType::Binary { length: max } | SqlType::VarBinary { max } => {
+            let bytes = bytes_of(v);
+            if bytes.len() > usize::from(*max) {
+                return fail(Misfit::TooLong);
+            }
+            Value::Bytes(bytes)
+        }
+        SqlType::Blob { size } => {
+            let bytes = bytes_of(v);
+            if bytes.len() > blob_bytes(*size) {
+                return fail(Misfit::TooLong);
+            }
+            Value::Bytes(bytes)
+        }
+        SqlType::Date => match date_time_of(v) {
+            Some((d, t)) if !exact || t == Time::default() => {
+                Value::Date(schema::Date::new(d.year, d.month, d.day))
+            }
+            _ => return fail(Misfit::Bad("date")),
+        },
+        SqlType::DateTime { fsp } => match date_time_of(v) {
+            Some((d, t)) => {
+                let t = round_fsp(t, *fsp);
+                Value::DateTime(schema::DateTime::new(
+                    schema::Date::new(d.year, d.month, d.day),
+                    t.hour,
+                    t.minute,
+                    t.second,
+                    t.micros,
+                ))
+            }
+            None => return fail(Misfit::Bad("datetime")),
+        },
+        SqlType::Timestamp { fsp } => match date_time_of(v) {
+            Some((d, t)) => {
+                let m = datetime_micros(d, round_fsp(t, *fsp));
+                if m < 0 {
+                    return fail(Misfit::OutOfRange);
+                }
+                Value::Timestamp(m)
+            }
+            None => return fail(Misfit::Bad("datetime")),
+        },
+        SqlType::Time { fsp } => {
+            let m = match v {
+                Val::Time(m) => Some(*m),
+                Val::DateTime(_, t) => Some(
+                    (i64::from(t.hour) * 3600 + i64::from(t.minute) * 60 + i64::from(t.second))
+                        * 1_000_000
+                        + i64::from(t.micros),
+                ),
+                Val::Int(i) => parse_time(&i.to_string()),
+                other => parse_time(&other.to_text()),
+            };
+            let Some(m) = m else {
+                return fail(Misfit::Bad("time"));
+            };
+            let unit = 10i64.pow(6 - u32::from((*fsp).min(6)));
+            let m = m / unit * unit;
+            // MySQL's TIME range: ±838:59:59.
+            if m.unsigned_abs() > (838 * 3600 + 59 * 60 + 59) * 1_000_000 + 999_999 {
+                return fail(Misfit::OutOfRange);
+            }
+            Value::Int(m)
+        }
+        SqlType::Enum(members) => {
+            let text = v.to_text();
+            let index = match v {
+                Val::Int(_) | Val::UInt(_) => integer_of(v, true)
+                    .filter(|i| *i >= 0 && *i <= members.len() as i128)
+                    .map(|i| i as u64),
+                _ => members
+                    .iter()
+                    .position(|m| Collation::Utf8mb4GeneralCi.compare(m, &text).is_eq())
+                    .map(|i| i as u64 + 1),
+            };
+            match index {
+                Some(i) => Value::UInt(i),
+                None => return fail(Misfit::Bad("enum")),
+            }
+        }
+        SqlType::Set(members) => {
+            let text = v.to_text();
+            let mut bits = 0u64;
+            for part in text.split(',').filter(|p| !p.is_empty()) {
+                match members
+                    .iter()
+                    .position(|m| Collation::Utf8mb4GeneralCi.compare(m, part).is_eq())
+                {
+                    Some(i) if i < 64 => bits |= 1 << i,
+                    _ => return fail(Misfit::Bad("enum")),
+                }
+            }
+            Value::UInt(bits)
+        }
+    })
+}
+
+/// [`to_native`] under the session's sql_mode: outside strict mode a
+/// value that does not fit (1264, 1406, 1366, 1265) is adjusted as MySQL
+/// does (clamped to the range, cut to the length, a bad number as 0) and
+/// the error becomes a warning.
+pub fn to_native_in_mode(v: &Val, target: &Target<'_>, ctx: &mut Ctx<'_>) -> SqlResult<Value> {
+    let error = match to_native(v, target, false) {
+        Ok(value) => return Ok(value),
+        Err(error) => error,
+    };
+    let adjustable = matches!(
+        error.code,
+        codes::OUT_OF_RANGE
+            | codes::DATA_TOO_LONG
+            | codes::TRUNCATED_WRONG_VALUE_FOR_FIELD
+            | codes::WARN_DATA_TRUNCATED
+    );
+    if ctx.strict || !adjustable {
+        return Err(error);
+    }
+    let adjusted = match &target.column.ty {
+        ty @ (SqlType::TinyInt { .. }
+        | SqlType::SmallInt { .. }
+        | SqlType::MediumInt { .. }
+        | SqlType::Int { .. }
+        | SqlType::BigInt { .. }) => {
+            let (lo, hi) = int_range(ty).unwrap_or((0, 0));
+            let i = integer_of(v, false).unwrap_or_else(|| {
+                let text = v.to_text();
+                let (prefix, _) = str_number_prefix(&text);
+                prefix
+                    .parse::<f64>()
+                    .map_or(0, |f| f.round().clamp(-1.8e19, 1.8e19) as i128)
+            });
+            Val::Dec(Dec::new(i.clamp(lo, hi), 0))
+        }
+        SqlType::Char { length: max, .. } | SqlType::VarChar { max, .. } => Val::str(
+            v.to_text()
+                .chars()
+                .take(usize::from(*max))
+                .collect::<String>(),
+        ),
+        SqlType::Binary { length: max } | SqlType::VarBinary { max } => {
+            let mut b = bytes_of(v);
+            b.truncate(usize::from(*max));
+            Val::Str(b)
+        }
+        SqlType::Decimal { precision, scale } => {
+            let text = v.to_text();
+            let (prefix, _) = str_number_prefix(&text);
+            let d = Dec::parse(prefix)
+                .or_else(|| Dec::parse(&format!("{:.*}", usize::from(*scale), v.to_f64().0)))
+                .unwrap_or(Dec::new(0, 0));
+            let max = 10i128
+                .checked_pow(u32::from(*precision))
+                .map_or(i128::MAX, |m| m - 1);
+            let d = d.rescale(*scale).unwrap_or(Dec::new(0, *scale));
+            Val::Dec(Dec::new(d.mantissa.clamp(-max, max), *scale))
+        }
+        _ => return Err(error),
+    };
+    let value = to_native(&adjusted, target, false)?;
+    let code = if error.code == codes::DATA_TOO_LONG {
+        codes::WARN_DATA_TRUNCATED
+    } else {
+        error.code
+    };
+    let message = if code == codes::WARN_DATA_TRUNCATED {
+        format!(
+            "Data truncated for column '{}' at row {}",
+            target.column.name, target.row
+        )
+    } else {
+        error.message
+    };
+    ctx.warn(code, message);
+    Ok(value)
+}
+
+fn blob_bytes(size: crate::engine::catalog::BlobSize) -> usize {
+    use crate::engine::catalog::BlobSize;
+    match size {
+        BlobSize::Tiny => 255,
+        BlobSize::Normal => 65_535,
+        BlobSize::Medium => 16_777_215,
+        BlobSize::Long => skarv_client::BLOB_BYTES_MAX,
+    }
+}
+
+fn bytes_of(v: &Val) -> Vec<u8> {
+    match v {
+        Val::Str(b) => b.clone(),
+        other => other.to_text().into_bytes(),
+    }
+}
+
+fn round_fsp(t: Time, fsp: u8) -> Time {
+    let unit = 10u32.pow(6 - u32::from(fsp.min(6)));
+    Time {
+        micros: t.micros / unit * unit,
+        ..t
+    }
+}
+
+fn date_time_of(v: &Val) -> Option<(Date, Time)> {
+    match v {
+        Val::Date(d) => Some((*d, Time::default())),
+        Val::DateTime(d, t) => Some((*d, *t)),
+        Val::Int(_) | Val::UInt(_) => {
+            let (d, t) = parse_datetime(&v.to_text())?;
+            Some((d, t.unwrap_or_default()))
+        }
+        Val::Str(b) => {
+            let (d, t) = parse_datetime(std::str::from_utf8(b).ok()?)?;
+            Some((d, t.unwrap_or_default()))
+        }
+        _ => None,
+    }
+}
+
+/// A value as a result column of `meta` carries it (the form its type
+/// asks for; see `crate::value`).
+pub fn to_sql(v: &Val, meta: &ColumnMeta) -> SqlValue {
+    use ColumnType as T;
+    if v.is_null() {
+        return SqlValue::Null;
+    }
+    match meta.ty {
+        T::Null => SqlValue::Null,
+        T::Tiny | T::Short | T::Long | T::Int24 | T::LongLong | T::Year | T::Bit => {
+            let unsigned = meta.flags & flags::UNSIGNED != 0;
+            let i: i128 = match v {
+                Val::Int(i) => i128::from(*i),
+                Val::UInt(u) => i128::from(*u),
+                Val::Dec(d) => d.rescale(0).map_or(0, |d| d.mantissa),
+                Val::Double(f) => f.round() as i128,
+                other => integer_of(other, false).unwrap_or(0),
+            };
+            if unsigned || i > i128::from(i64::MAX) {
+                SqlValue::UInt(i.clamp(0, i128::from(u64::MAX)) as u64)
+            } else {
+                SqlValue::Int(i.max(i128::from(i64::MIN)) as i64)
+            }
+        }
+        T::Float => SqlValue::Float(v.to_f64().0 as f32),
+        T::Double => SqlValue::Double(v.to_f64().0),
+        T::Decimal | T::NewDecimal => {
+            let d = match v {
+                Val::Dec(d) => *d,
+                Val::Int(i) => Dec::new(i128::from(*i), 0),
+                Val::UInt(u) => Dec::new(i128::from(*u), 0),
+                other => Dec::parse(&format!(
+                    "{:.*}",
+                    usize::from(meta.decimals),
+                    other.to_f64().0
+                ))
+                .unwrap_or(Dec::new(0, 0)),
+            };
+            let d = d.rescale(meta.decimals.min(30)).unwrap_or(d);
+            SqlValue::Decimal(d.to_text())
+        }
+        T::Date => match date_time_of(v) {
+            Some((d, _)) => SqlValue::Date(d),
+            None => SqlValue::Null,
+        },
+        T::DateTime | T::Timestamp => match date_time_of(v) {
+            Some((d, t)) => SqlValue::DateTime(d, t),
+            None => SqlValue::Null,
+        },
+        T::Time => {
+            let m = match v {
+                Val::Time(m) => *m,
+                other => parse_time(&other.to_text()).unwrap_or(0),
+            };
+            let abs = m.unsigned_abs();
+            let secs = abs / 1_000_000;
+            SqlValue::Time {
+                negative: m < 0,
+                days: (secs / 86_400) as u32,
+                time: Time {
+                    hour: (secs / 3600 % 24) as u8,
+                    minute: (secs / 60 % 60) as u8,
+                    second: (secs % 60) as u8,
+                    micros: (abs % 1_000_000) as u32,
+                },
+            }
+        }
+        _ => SqlValue::Bytes(match v {
+            Val::Str(b) => b.clone(),
+            Val::DateTime(d, t) => {
+                crate::engine::expr::value::datetime_text(*d, *t, meta.decimals).into_bytes()
+            }
+            other => other.to_text().into_bytes(),
+        }),
+    }
+}
+
+/// A parameter as bound by `COM_STMT_EXECUTE`.
+pub fn from_sql(v: &SqlValue) -> Val {
+    match v {
+        SqlValue::Null => Val::Null,
+        SqlValue::Int(i) => Val::Int(*i),
+        SqlValue::UInt(u) => Val::UInt(*u),
+        SqlValue::Float(f) => Val::Double(f64::from(*f)),
+        SqlValue::Double(f) => Val::Double(*f),
+        SqlValue::Decimal(s) => Dec::parse(s).map_or_else(|| Val::str(s.clone()), Val::Dec),
+        SqlValue::Bytes(b) => Val::Str(b.clone()),
+        SqlValue::Date(d) => Val::Date(*d),
+        SqlValue::DateTime(d, t) => Val::DateTime(*d, *t),
+        SqlValue::Time {
+            negative,
+            days,
+            time,
+        } => {
+            let m = ((i64::from(*days) * 24 + i64::from(time.hour)) * 3600
+                + i64::from(time.minute) * 60
+                + i64::from(time.second))
+                * 1_000_000
+                + i64::from(time.micros);
+            Val::Time(if *negative { -m } else { m })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::catalog::column_meta;
+
+    fn column(ty: SqlType, nullable: bool) -> SqlColumn {
+        SqlColumn {
+            name: "c".into(),
+            native: 0,
+            meta: column_meta(&ty, nullable),
+            ty,
+            nullable,
+            auto_increment: false,
+            default: None,
+            default_now: false,
+            on_update_now: false,
+            zerofill: false,
+            width: None,
+            comment: String::new(),
+        }
+    }
+
+    fn store(ty: SqlType, v: Val) -> SqlResult<Value> {
+        let col = column(ty, true);
+        let target = Target {
+            column: &col,
+            db: "db",
+            table: "t",
+            row: 1,
+        };
+        to_native(&v, &target, false)
+    }
+
+    fn code(r: SqlResult<Value>) -> u16 {
+        r.expect_err("refused").code
+    }
+
+    #[test]
+    fn integers_are_range_checked_and_rounded() {
+        let tiny = SqlType::TinyInt { unsigned: false };
+        assert_eq!(store(tiny.clone(), Val::Int(127)), Ok(Value::Int(127)));
+        assert_eq!(code(store(tiny.clone(), Val::Int(128))), 1264);
+        assert_eq!(store(tiny.clone(), Val::str("12")), Ok(Value::Int(12)));
+        assert_eq!(code(store(tiny.clone(), Val::str("12x"))), 1265);
+        assert_eq!(code(store(tiny.clone(), Val::str("x"))), 1366);
+        let d = Dec::parse("2.5").expect("decimal");
+        assert_eq!(store(tiny, Val::Dec(d)), Ok(Value::Int(3)));
+        let u = SqlType::Int { unsigned: true };
+        assert_eq!(code(store(u, Val::Int(-1))), 1264);
+    }
+
+    #[test]
+    fn strings_decimals_and_dates_are_checked() {
+        let vc = SqlType::VarChar {
+            max: 3,
+            collation: Collation::Utf8mb4GeneralCi,
+        };
+        assert_eq!(
+            store(vc.clone(), Val::str("héé")),
+            Ok(Value::String("héé".into()))
+        );
+        assert_eq!(code(store(vc, Val::str("abcd"))), 1406);
+        let dec = SqlType::Decimal {
+            precision: 4,
+            scale: 2,
+        };
+        let stored = store(dec.clone(), Val::str("12.345")).expect("rounds");
+        assert_eq!(from_native(&stored, &dec), Val::Dec(Dec::new(1235, 2)));
+        assert_eq!(code(store(dec, Val::Int(100))), 1264);
+        assert_eq!(code(store(SqlType::Date, Val::str("2024-02-30"))), 1292);
+        let dt = SqlType::Timestamp { fsp: 0 };
+        let stored = store(dt.clone(), Val::str("1970-01-02 00:00:01")).expect("timestamp");
+        assert_eq!(stored, Value::Timestamp(86_401_000_000));
+        assert_eq!(from_native(&stored, &dt).to_text(), "1970-01-02 00:00:01");
+        let col = column(SqlType::Int { unsigned: false }, false);
+        let target = Target {
+            column: &col,
+            db: "db",
+            table: "t",
+            row: 1,
+        };
+        assert_eq!(
+            to_native(&Val::Null, &target, false)
+                .expect_err("null")
+                .code,
+            1048
+        );
+    }
+
+    #[test]
+    fn types_the_storage_lacks_round_trip() {
+        let time = SqlType::Time { fsp: 0 };
+        let stored = store(time.clone(), Val::str("-01:02:03")).expect("time");
+        assert_eq!(stored, Value::Int(-3_723_000_000));
+        assert_eq!(from_native(&stored, &time).to_text(), "-01:02:03");
+        assert_eq!(store(SqlType::Year, Val::Int(24)), Ok(Value::UInt(2024)));
+        assert_eq!(code(store(SqlType::Year, Val::Int(1800))), 1264);
+        let e = SqlType::Enum(vec!["a".into(), "b".into()]);
+        assert_eq!(store(e.clone(), Val::str("B")), Ok(Value::UInt(2)));
+        assert_eq!(from_native(&Value::UInt(2), &e), Val::str("b"));
+        assert_eq!(code(store(e, Val::str("z"))), 1265);
+        let s = SqlType::Set(vec!["x".into(), "y".into(), "z".into()]);
+        assert_eq!(store(s.clone(), Val::str("z,x")), Ok(Value::UInt(0b101)));
+        assert_eq!(from_native(&Value::UInt(0b101), &s), Val::str("x,z"));
+        assert_eq!(
+            store(SqlType::Bit { bits: 4 }, Val::Int(9)),
+            Ok(Value::Bit(9))
+        );
+        assert_eq!(code(store(SqlType::Bit { bits: 4 }, Val::Int(16))), 1264);
+    }
+
+    #[test]
+    fn exact_conversion_refuses_what_would_round() {
+        let col = column(SqlType::Int { unsigned: false }, false);
+        let target = Target {
+            column: &col,
+            db: "db",
+            table: "t",
+            row: 1,
+        };
+        let half = Val::Dec(Dec::new(15, 1));
+        assert!(to_native(&half, &target, true).is_err());
+        let whole = Val::Dec(Dec::new(20, 1));
+        assert_eq!(to_native(&whole, &target, true), Ok(Value::Int(2)));
+    }
+
+    #[test]
+    fn result_values_take_their_column_form() {
+        let m = column_meta(
+            &SqlType::Decimal {
+                precision: 5,
+                scale: 2,
+            },
+            true,
+        );
+        assert_eq!(to_sql(&Val::Int(3), &m), SqlValue::Decimal("3.00".into()));
+        let m = column_meta(&SqlType::BigInt { unsigned: true }, true);
+        assert_eq!(to_sql(&Val::Int(3), &m), SqlValue::UInt(3));
+        let m = column_meta(&SqlType::Time { fsp: 0 }, true);
+        assert_eq!(
+            to_sql(&Val::Time(-(25 * 3600) * 1_000_000), &m),
+            SqlValue::Time {
+                negative: true,
+                days: 1,
+                time: Time {
+                    hour: 1,
+                    ..Time::default()
+                }
+            }
+        );
+    }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn types() -> Vec<SqlType> {
+            vec![
+                SqlType::TinyInt { unsigned: false },
+                SqlType::SmallInt { unsigned: true },
+                SqlType::MediumInt { unsigned: false },
+                SqlType::Int { unsigned: true },
+                SqlType::BigInt { unsigned: false },
+                SqlType::BigInt { unsigned: true },
+                SqlType::Float,
+                SqlType::Double,
+                SqlType::Decimal {
+                    precision: 10,
+                    scale: 3,
+                },
+                SqlType::Decimal {
+                    precision: 65,
+                    scale: 30,
+                },
+                SqlType::VarChar {
+                    max: 5,
+                    collation: Collation::Utf8mb4Bin,
+                },
+                SqlType::VarBinary { max: 5 },
+                SqlType::Date,
+                SqlType::DateTime { fsp: 3 },
+                SqlType::Timestamp { fsp: 0 },
+                SqlType::Time { fsp: 2 },
+                SqlType::Year,
+                SqlType::Bit { bits: 7 },
+                SqlType::Enum(vec!["a".into(), "b".into()]),
+                SqlType::Set(vec!["a".into(), "b".into()]),
+            ]
+        }
+
+        fn val() -> impl Strategy<Value = Val> {
+            prop_oneof![
+                Just(Val::Null),
+                any::<i64>().prop_map(Val::Int),
+                any::<u64>().prop_map(Val::UInt),
+                (any::<i64>(), 0u8..31).prop_map(|(m, s)| Val::Dec(Dec::new(i128::from(m), s))),
+                any::<f64>().prop_map(Val::Double),
+                "[a-b0-9 ,:.-]{0,20}".prop_map(Val::str),
+                any::<i64>().prop_map(Val::Time),
+                (0u16..10_000, 0u8..13, 0u8..32)
+                    .prop_map(|(year, month, day)| { Val::Date(Date { year, month, day }) }),
+            ]
+        }
+
+        proptest! {
+            /// Storing never panics, and what is stored reads back as a
+            /// value that stores the same.
+            #[test]
+            fn stored_values_round_trip(v in val(), at in 0usize..20) {
+                let ty = types()[at].clone();
+                if let Ok(stored) = store(ty.clone(), v) {
+                    let back = from_native(&stored, &ty);
+                    prop_assert_eq!(store(ty, back), Ok(stored));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,335 @@
+//! The executors: queries and writes run with the native API.
+
+pub mod convert;
+mod select;
+mod write;
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use schema::Value;
+use skarv_client::{ExecMode, Filter, LockMode, Op, OpResult, ScanOptions, Transaction};
+use sqlparser::ast::Statement;
+use sqlparser::tokenizer::Location;
+
+use super::catalog::TableInfo;
+use super::expr::{Ctx, Env, Expr, Scope, ScopeColumn, Val};
+use super::plan::Access;
+use super::{txn, Answered, Conn};
+use crate::backend::ResultSink;
+use crate::error::{SqlError, SqlResult};
+use crate::value::SqlValue;
+
+pub use select::describe;
+
+/// Key reads or writes defined per execute (one round trip each).
+pub const OPS_PER_EXECUTE_MAX: usize = 256;
+/// Most rows one table access keeps in the SQL node (what it sorts,
+/// groups or changes); past it the statement fails rather than exhaust
+/// the node's memory.
+pub const FETCH_ROWS_MAX: usize = 10_000_000;
+
+/// Runs a query (`SELECT`, `UNION`, …), its rows to `sink`.
+pub fn query(
+    conn: &mut Conn<'_>,
+    statement: &Statement,
+    params: &[SqlValue],
+    more: bool,
+    sink: &mut dyn ResultSink,
+) -> SqlResult<Answered> {
+    conn.info.query_killed.store(false, Ordering::Relaxed);
+    let Statement::Query(q) = statement else {
+        return Err(SqlError::unsupported(format_args!("`{statement}`")));
+    };
+    let params: Vec<Val> = params.iter().map(convert::from_sql).collect();
+    let placeholders = placeholder_locations(conn, statement);
+    select::run(conn, q, &params, &placeholders, more, sink)
+}
+
+/// Runs `INSERT`, `REPLACE`, `UPDATE` or `DELETE`.
+pub fn write(
+    conn: &mut Conn<'_>,
+    statement: &Statement,
+    params: &[SqlValue],
+) -> SqlResult<Answered> {
+    conn.info.query_killed.store(false, Ordering::Relaxed);
+    if conn.tx.read_only && conn.tx.explicit {
+        return Err(SqlError::new(
+            1792,
+            "Cannot execute statement in a READ ONLY transaction.",
+        ));
+    }
+    let params: Vec<Val> = params.iter().map(convert::from_sql).collect();
+    let placeholders = placeholder_locations(conn, statement);
+    conn.tx.wrote = true;
+    write::run(conn, statement, &params, &placeholders)
+}
+
+/// Placeholders of the statement: a prepared statement's text is known to
+/// the prepared-statement module; a text query has none.
+fn placeholder_locations(conn: &Conn<'_>, _statement: &Statement) -> Vec<Location> {
+    conn.prepared.running_placeholders().to_vec()
+}
+
+/// The facts functions read, as of now.
+pub fn env(conn: &Conn<'_>) -> Env {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
+    let user = if conn.session.user.is_empty() {
+        String::new()
+    } else {
+        format!("{}@{}", conn.session.user, conn.session.host)
+    };
+    Env {
+        connection_id: conn.info.id,
+        database: conn.session.database.clone(),
+        user,
+        last_insert_id: conn.session.last_insert_id,
+        now_micros: now,
+        version: super::session::VERSION.to_owned(),
+    }
+}
+
+/// `@@name`, as the session module answers it.
+pub fn variable(conn: &Conn<'_>, name: &str, global: bool) -> SqlResult<Val> {
+    super::session::variable(conn, name, global).map(|v| convert::from_sql(&v))
+}
+
+/// The value of a constant expression (`SET @x = expr`), in the form its
+/// kind's result column takes.
+pub fn eval_constant(conn: &mut Conn<'_>, expr: &sqlparser::ast::Expr) -> SqlResult<SqlValue> {
+    let placeholders = conn.prepared.running_placeholders().to_vec();
+    let (lowered, meta) = with_scope(conn, Vec::new(), &placeholders, |s| {
+        let lowered = s.lower(expr)?;
+        let meta = s.meta(&lowered, "");
+        Ok((lowered, meta))
+    })?;
+    let environment = env(conn);
+    let mut ctx = Ctx::new(&[], &environment);
+    let v = lowered.eval(&[], &mut ctx)?;
+    keep_warnings(conn, &mut ctx);
+    Ok(convert::to_sql(&v, &meta))
+}
+
+/// The columns of a table as an expression scope.
+pub fn table_scope(table: &TableInfo, alias: &str) -> Vec<ScopeColumn> {
+    table
+        .columns
+        .iter()
+        .map(|c| {
+            let mut meta = c.meta.clone();
+            meta.table = alias.to_owned();
+            ScopeColumn {
+                name: c.name.clone(),
+                table: alias.to_owned(),
+                kind: convert::column_kind(&c.ty),
+                nullable: c.nullable,
+                meta,
+            }
+        })
+        .collect()
+}
+
+/// A lowering scope over `columns` with the session's variables.
+pub fn with_scope<R>(
+    conn: &Conn<'_>,
+    columns: Vec<ScopeColumn>,
+    placeholders: &[Location],
+    f: impl FnOnce(&mut Scope<'_>) -> SqlResult<R>,
+) -> SqlResult<R> {
+    let var = |name: &str, global: bool| variable(conn, name, global);
+    let user_var = |name: &str| {
+        conn.session
+            .user_vars
+            .get(name)
+            .map_or(Val::Null, convert::from_sql)
+    };
+    let mut scope = Scope::new(columns, placeholders, &var, &user_var);
+    f(&mut scope)
+}
+
+/// A table row as SQL values, from a native row of all columns.
+fn sql_row(table: &TableInfo, values: &[Value], positions: &[usize]) -> Vec<Val> {
+    let mut row = vec![Val::Null; table.columns.len()];
+    for (v, pos) in values.iter().zip(positions) {
+        if let Some(at) = table.columns.iter().position(|c| c.native == *pos) {
+            row[at] = convert::from_native(v, &table.columns[at].ty);
+        }
+    }
+    row
+}
+
+/// The rows a plan finds (every row the condition may hold for; the
+/// caller tests the condition), with their primary keys when `lock` is
+/// set (for updates and deletes). `stop_after`: enough rows passing the
+/// condition were seen (a LIMIT without ORDER BY). `commit`: key reads
+/// may commit the transaction with their execute (an autocommit read);
+/// the flag says they did.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn fetch(
+    tx: &Transaction<'_>,
+    table: &Arc<TableInfo>,
+    access: &Access,
+    filter: Option<Filter>,
+    lock: Option<LockMode>,
+    descending: bool,
+    cond: Option<&Expr>,
+    ctx: &mut Ctx<'_>,
+    stop_after: Option<usize>,
+    mut commit: Option<&mut bool>,
+) -> SqlResult<Vec<(Vec<Val>, Vec<Value>)>> {
+    let mut out = Vec::new();
+    let native = &table.native;
+    let mut keep = |row: Vec<Val>, key: Vec<Value>, ctx: &mut Ctx<'_>| -> SqlResult<bool> {
+        ctx.check_killed()?;
+        if let Some(c) = cond {
+            if !c.test(&row, ctx)? {
+                return Ok(true);
+            }
+        }
+        if out.len() >= FETCH_ROWS_MAX {
+            return Err(SqlError::unsupported(format_args!(
+                "statements that keep more than {FETCH_ROWS_MAX} rows in the SQL node"
+            )));
+        }
+        out.push((row, key));
+        Ok(stop_after.is_none_or(|n| out.len() < n))
+    };
+    match access {
+        Access::Nothing => {}
+        Access::Keys(keys) | Access::Unique { keys, .. } => {
+            let index = match access {
+                Access::Unique { index, .. } => Some(index.as_str()),
+                _ => None,
+            };
+            // Two values a collation deems equal find one row once.
+            let mut seen = std::collections::HashSet::new();
+            for chunk in keys.chunks(OPS_PER_EXECUTE_MAX) {
+                let mut handles = Vec::with_capacity(chunk.len());
+                for key in chunk {
+                    let mut op = Op::read(native, key)
+                        .lock(lock.unwrap_or(LockMode::Committed))
+                        .ignore_error();
+                    if let Some(name) = index {
+                        op = op.index(name);
+                    }
+                    handles.push(
+                        tx.define(op)
+                            .map_err(|e| txn::native_error_in(&e, &table.name))?,
+                    );
+                }
+                // An autocommit read of one batch commits with it: one
+                // round trip.
+                let mode = match (&commit, keys.len() <= OPS_PER_EXECUTE_MAX) {
+                    (Some(_), true) => ExecMode::Commit,
+                    _ => ExecMode::NoCommit,
+                };
+                let outcome = tx
+                    .execute(mode)
+                    .map_err(|e| txn::native_error_in(&e, &table.name))?;
+                if mode == ExecMode::Commit {
+                    if let Some(flag) = commit.as_deref_mut() {
+                        *flag = true;
+                    }
+                }
+                for h in handles {
+                    match outcome.result(h) {
+                        Some(OpResult::Row(r)) => {
+                            let key = primary_key_of(table, r.values(), r.columns());
+                            if !seen.insert(format!("{key:?}")) {
+                                continue;
+                            }
+                            let row = sql_row(table, r.values(), r.columns());
+                            if !keep(row, key, ctx)? {
+                                return Ok(out);
+                            }
+                        }
+                        Some(OpResult::Failed(e)) if e.code == skarv_client::codes::NO_SUCH_ROW => {
+                        }
+                        Some(OpResult::Failed(e)) => {
+                            return Err(txn::native_error_in(e, &table.name))
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+        Access::Range { .. } | Access::Scan => {
+            let mut options = ScanOptions {
+                filter,
+                lock,
+                ..ScanOptions::default()
+            };
+            if let Access::Range {
+                index,
+                lower,
+                upper,
+                ..
+            } = access
+            {
+                options.index = Some(index.as_str());
+                options.lower = lower.clone();
+                options.upper = upper.clone();
+                options.descending = descending;
+            }
+            let scan = tx
+                .scan(native, options)
+                .map_err(|e| txn::native_error_in(&e, &table.name))?;
+            for r in scan {
+                let r = r.map_err(|e| txn::native_error_in(&e, &table.name))?;
+                let row = sql_row(table, r.values(), r.columns());
+                let key = if lock.is_some() {
+                    r.key().to_vec()
+                } else {
+                    Vec::new()
+                };
+                if !keep(row, key, ctx)? {
+                    break;
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn primary_key_of(table: &TableInfo, values: &[Value], positions: &[usize]) -> Vec<Value> {
+    table
+        .native
+        .def()
+        .primary_key
+        .iter()
+        .map(|k| {
+            positions
+                .iter()
+                .position(|p| p == k)
+                .and_then(|at| values.get(at).cloned())
+                .unwrap_or(Value::Null)
+        })
+        .collect()
+}
+
+/// Moves the warnings of an evaluation to the statement's.
+fn keep_warnings(conn: &mut Conn<'_>, ctx: &mut Ctx<'_>) {
+    for (code, message) in ctx.warnings.drain(..) {
+        txn::warn(conn, code, message);
+    }
+}
+
+/// The table a name names (`db.t` or `t`).
+fn table_of(conn: &Conn<'_>, name: &sqlparser::ast::ObjectName) -> SqlResult<Arc<TableInfo>> {
+    let parts: Vec<String> = name
+        .0
+        .iter()
+        .map(|p| match p.as_ident() {
+            Some(i) => i.value.clone(),
+            None => p.to_string(),
+        })
+        .collect();
+    match parts.as_slice() {
+        [t] => super::catalog::table(conn, None, t),
+        [db, t] => super::catalog::table(conn, Some(db), t),
+        _ => Err(SqlError::unsupported(format_args!("the table name {name}"))),
+    }
+}

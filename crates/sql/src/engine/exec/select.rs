@@ -1,0 +1,1040 @@
+//! `SELECT`: one table (or none), WHERE through the plan, hash
+//! aggregation, DISTINCT, ORDER BY, LIMIT, UNION.
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use schema::Collation;
+use skarv_client::LockMode;
+use sqlparser::ast::{self, SetExpr, SetOperator, SetQuantifier};
+use sqlparser::tokenizer::Location;
+
+use super::{convert, env, fetch, keep_warnings, table_of, table_scope, with_scope};
+use crate::backend::{OkInfo, ResultSink};
+use crate::engine::catalog::TableInfo;
+use crate::engine::expr::eval::compare;
+use crate::engine::expr::{self, AggFn, AggSpec, Ctx, Dec, Expr, Kind, ScopeColumn, Val};
+use crate::engine::plan::{self, Access};
+use crate::engine::{txn, Answered, Conn};
+use crate::error::{codes, SqlError, SqlResult};
+use crate::value::ColumnMeta;
+
+/// Most groups hash aggregation keeps in memory (past it the query fails
+/// with 1105 rather than exhaust the SQL node).
+pub const GROUPS_IN_MEMORY_MAX: usize = 1_000_000;
+/// Most rows a query sorts or de-duplicates in memory.
+pub const ROWS_IN_MEMORY_MAX: usize = 10_000_000;
+
+/// A planned single-table (or table-less) SELECT.
+struct Planned {
+    table: Option<Arc<TableInfo>>,
+    items: Vec<Expr>,
+    metas: Vec<ColumnMeta>,
+    cond: Option<Expr>,
+    group: Vec<Expr>,
+    having: Option<Expr>,
+    aggs: Vec<AggSpec>,
+    order: Vec<(Expr, bool)>,
+    distinct: bool,
+    limit: Option<u64>,
+    offset: u64,
+    lock: Option<LockMode>,
+    /// The rows of a virtual table (`information_schema`) when the FROM
+    /// names one; `table` is None then.
+    rows: Option<Arc<Vec<Vec<Val>>>>,
+    /// The columns the query reads from (a table's or a virtual one's).
+    source: Vec<ScopeColumn>,
+}
+
+/// The result columns of a query without running it (for PREPARE).
+pub fn describe(
+    conn: &mut Conn<'_>,
+    q: &ast::Query,
+    placeholders: &[Location],
+) -> SqlResult<Vec<ColumnMeta>> {
+    Ok(plan_query(conn, q, placeholders, &[])?.metas)
+}
+
+/// A query's plan: its columns, its SELECTs, and what applies to the
+/// whole UNION.
+struct Plans {
+    metas: Vec<ColumnMeta>,
+    planned: Vec<Planned>,
+    union_distinct: bool,
+    /// ORDER BY of a UNION: result columns and descending.
+    union_order: Vec<(usize, bool)>,
+    union_limit: Option<u64>,
+    union_offset: u64,
+}
+
+fn plan_query(
+    conn: &mut Conn<'_>,
+    q: &ast::Query,
+    placeholders: &[Location],
+    params: &[Val],
+) -> SqlResult<Plans> {
+    if q.with.is_some() {
+        return Err(SqlError::unsupported("WITH"));
+    }
+    let mut selects = Vec::new();
+    let mut union_distinct = false;
+    collect_selects(&q.body, &mut selects, &mut union_distinct)?;
+    let mut planned = Vec::new();
+    for s in &selects {
+        planned.push(plan_select(conn, s, placeholders)?);
+    }
+    let metas = planned.first().map(|p| p.metas.clone()).unwrap_or_default();
+    for p in &planned {
+        if p.metas.len() != metas.len() {
+            return Err(SqlError::new(
+                codes::WRONG_NUMBER_OF_COLUMNS_IN_SELECT,
+                "The used SELECT statements have a different number of columns",
+            ));
+        }
+    }
+    // ORDER BY / LIMIT of the whole query.
+    let single = planned.len() == 1;
+    let environment = env(conn);
+    let mut ctx = Ctx::new(params, &environment);
+    let limit = match &q.limit_clause {
+        Some(ast::LimitClause::LimitOffset { limit, offset, .. }) => (
+            limit
+                .as_ref()
+                .map(|l| const_u64(conn, l, placeholders, &mut ctx))
+                .transpose()?,
+            offset
+                .as_ref()
+                .map(|o| const_u64(conn, &o.value, placeholders, &mut ctx))
+                .transpose()?,
+        ),
+        Some(ast::LimitClause::OffsetCommaLimit { offset, limit }) => (
+            Some(const_u64(conn, limit, placeholders, &mut ctx)?),
+            Some(const_u64(conn, offset, placeholders, &mut ctx)?),
+        ),
+        None => (None, None),
+    };
+    let lock = q.locks.first().map(|l| match l.lock_type {
+        ast::LockType::Update => LockMode::Exclusive,
+        ast::LockType::Share => LockMode::Shared,
+    });
+    if single {
+        let p = &mut planned[0];
+        p.limit = limit.0;
+        p.offset = limit.1.unwrap_or(0);
+        if lock.is_some() {
+            p.lock = lock;
+        }
+        if let Some(ob) = &q.order_by {
+            p.order = order_exprs(conn, ob, p, placeholders)?;
+        }
+        return Ok(Plans {
+            metas,
+            planned,
+            union_distinct: false,
+            union_order: Vec::new(),
+            union_limit: None,
+            union_offset: 0,
+        });
+    }
+    // ORDER BY of a UNION names result columns, by name or position.
+    let mut union_order = Vec::new();
+    if let Some(ob) = &q.order_by {
+        let ast::OrderByKind::Expressions(exprs) = &ob.kind else {
+            return Err(SqlError::unsupported("ORDER BY ALL"));
+        };
+        for o in exprs {
+            let at = match &o.expr {
+                ast::Expr::Identifier(i) => metas
+                    .iter()
+                    .position(|m| m.name.eq_ignore_ascii_case(&i.value)),
+                ast::Expr::Value(v) => match &v.value {
+                    ast::Value::Number(n, _) => n
+                        .parse::<usize>()
+                        .ok()
+                        .and_then(|p| p.checked_sub(1))
+                        .filter(|p| *p < metas.len()),
+                    _ => None,
+                },
+                _ => None,
+            };
+            let Some(at) = at else {
+                return Err(SqlError::new(
+                    codes::BAD_FIELD,
+                    format!("Unknown column '{}' in 'order clause'", o.expr),
+                ));
+            };
+            let desc = matches!(o.options.sort, Some(ast::OrderBySort::Desc));
+            union_order.push((at, desc));
+        }
+    }
+    Ok(Plans {
+        metas,
+        planned,
+        union_distinct,
+        union_order,
+        union_limit: limit.0,
+        union_offset: limit.1.unwrap_or(0),
+    })
+}
+
+fn collect_selects<'q>(
+    body: &'q SetExpr,
+    out: &mut Vec<&'q ast::Select>,
+    distinct: &mut bool,
+) -> SqlResult<()> {
+    match body {
+        SetExpr::Select(s) => {
+            out.push(s);
+            Ok(())
+        }
+        SetExpr::Query(q) if q.order_by.is_none() && q.limit_clause.is_none() => {
+            collect_selects(&q.body, out, distinct)
+        }
+        SetExpr::SetOperation {
+            op: SetOperator::Union,
+            set_quantifier,
+            left,
+            right,
+        } => {
+            if !matches!(set_quantifier, SetQuantifier::All) {
+                *distinct = true;
+            }
+            collect_selects(left, out, distinct)?;
+            collect_selects(right, out, distinct)
+        }
+        other => Err(SqlError::unsupported(format_args!(
+            "the query `{}`",
+            crate::engine::stdx_truncate(&other.to_string(), 80)
+        ))),
+    }
+}
+
+fn const_u64(
+    conn: &Conn<'_>,
+    e: &ast::Expr,
+    placeholders: &[Location],
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<u64> {
+    let lowered = with_scope(conn, Vec::new(), placeholders, |s| s.lower(e))?;
+    if let Expr::Param(i) = lowered {
+        if i >= ctx.params.len() {
+            // PREPARE: the value comes with EXECUTE.
+            return Ok(u64::MAX);
+        }
+    }
+    let v = lowered.eval(&[], ctx)?;
+    match v {
+        Val::Int(i) if i >= 0 => Ok(i as u64),
+        Val::UInt(u) => Ok(u),
+        other => match other.to_text().parse::<u64>() {
+            Ok(u) => Ok(u),
+            Err(_) => Err(SqlError::new(
+                codes::WRONG_ARGUMENTS,
+                "Incorrect arguments to LIMIT",
+            )),
+        },
+    }
+}
+
+fn plan_select(
+    conn: &mut Conn<'_>,
+    s: &ast::Select,
+    placeholders: &[Location],
+) -> SqlResult<Planned> {
+    let mut virtual_source: Option<(Vec<ScopeColumn>, Vec<Vec<Val>>)> = None;
+    let (table, alias) = match s.from.as_slice() {
+        [] => (None, String::new()),
+        [twj] => {
+            if !twj.joins.is_empty() {
+                return Err(SqlError::unsupported("joins"));
+            }
+            match &twj.relation {
+                ast::TableFactor::Table { name, alias, .. }
+                    if virtual_table(conn, name).is_some() =>
+                {
+                    let table_name = virtual_table(conn, name).unwrap_or_default();
+                    let (metas, rows) =
+                        crate::engine::show::information_schema_rows(conn, &table_name)?;
+                    let a = alias
+                        .as_ref()
+                        .map_or_else(|| table_name.clone(), |a| a.name.value.clone());
+                    let columns = metas
+                        .into_iter()
+                        .map(|meta| ScopeColumn {
+                            name: meta.name.clone(),
+                            table: a.clone(),
+                            kind: meta_kind(&meta),
+                            nullable: true,
+                            meta,
+                        })
+                        .collect();
+                    let rows = rows
+                        .iter()
+                        .map(|r| r.iter().map(convert::from_sql).collect())
+                        .collect();
+                    virtual_source = Some((columns, rows));
+                    (None, a)
+                }
+                ast::TableFactor::Table { name, alias, .. } => {
+                    let t = table_of(conn, name)?;
+                    let a = alias
+                        .as_ref()
+                        .map_or_else(|| t.name.clone(), |a| a.name.value.clone());
+                    (Some(t), a)
+                }
+                other => {
+                    return Err(SqlError::unsupported(format_args!("FROM {other}")));
+                }
+            }
+        }
+        _ => return Err(SqlError::unsupported("joins")),
+    };
+    if s.into.is_some() {
+        return Err(SqlError::unsupported("SELECT … INTO"));
+    }
+    let (columns, virtual_rows) = match virtual_source {
+        Some((columns, rows)) => (columns, Some(Arc::new(rows))),
+        None => (
+            table
+                .as_ref()
+                .map_or_else(Vec::new, |t| table_scope(t, &alias)),
+            None,
+        ),
+    };
+    let source = columns.clone();
+    // The statement text, for the names MySQL gives unaliased items (the
+    // text as written); what `SHOW PROCESSLIST` shows of the statement.
+    let sql_text = conn
+        .info
+        .state
+        .lock()
+        .map(|s| s.info.clone().unwrap_or_default())
+        .unwrap_or_default();
+    let written = written_names(s, &sql_text);
+    with_scope(conn, columns, placeholders, |scope| {
+        scope.aggs = Some(Vec::new());
+        scope.clause = "SELECT";
+        let mut items = Vec::new();
+        let mut metas = Vec::new();
+        let mut aliases: Vec<Option<(String, ast::Expr)>> = Vec::new();
+        for item in &s.projection {
+            match item {
+                ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(..) => {
+                    if scope.columns.is_empty() {
+                        return Err(SqlError::new(codes::NO_TABLES_USED, "No tables used"));
+                    }
+                    for (at, c) in scope.columns.iter().enumerate() {
+                        items.push(Expr::Col(at));
+                        metas.push(c.meta.clone());
+                        aliases.push(None);
+                    }
+                }
+                ast::SelectItem::UnnamedExpr(e) => {
+                    let lowered = scope.lower(e)?;
+                    let name = written
+                        .as_ref()
+                        .and_then(|w| w.get(items.len()).cloned().flatten())
+                        .unwrap_or_else(|| expr::item_name(e, &sql_text));
+                    metas.push(scope.meta(&lowered, &name));
+                    items.push(lowered);
+                    aliases.push(Some((name, e.clone())));
+                }
+                ast::SelectItem::ExprWithAlias { expr: e, alias } => {
+                    let lowered = scope.lower(e)?;
+                    metas.push(scope.meta(&lowered, &alias.value));
+                    items.push(lowered);
+                    aliases.push(Some((alias.value.clone(), e.clone())));
+                }
+                other => return Err(SqlError::unsupported(format_args!("{other}"))),
+            }
+        }
+        let saved = scope.aggs.take();
+        scope.clause = "WHERE";
+        let cond = s.selection.as_ref().map(|w| scope.lower(w)).transpose()?;
+        scope.clause = "GROUP BY";
+        let mut group = Vec::new();
+        if let ast::GroupByExpr::Expressions(exprs, _) = &s.group_by {
+            for g in exprs {
+                group.push(resolve_alias(scope, g, &items, &aliases)?);
+            }
+        } else {
+            return Err(SqlError::unsupported("GROUP BY ALL"));
+        }
+        scope.aggs = saved;
+        scope.clause = "HAVING";
+        scope.aliases = named_items(&items, &aliases);
+        let having = match &s.having {
+            Some(h) => Some(resolve_alias(scope, h, &items, &aliases)?),
+            None => None,
+        };
+        let aggs = scope.aggs.clone().unwrap_or_default();
+        Ok(Planned {
+            table: table.clone(),
+            items,
+            metas,
+            cond,
+            group,
+            having,
+            aggs,
+            order: Vec::new(),
+            distinct: matches!(s.distinct, Some(ast::Distinct::Distinct)),
+            limit: None,
+            offset: 0,
+            lock: None,
+            rows: virtual_rows.clone(),
+            source: source.clone(),
+        })
+    })
+}
+
+/// The `information_schema` table a FROM names (qualified, or in the
+/// current database), if it names one.
+fn virtual_table(conn: &Conn<'_>, name: &ast::ObjectName) -> Option<String> {
+    let parts: Vec<String> = name
+        .0
+        .iter()
+        .map(|p| {
+            p.as_ident()
+                .map_or_else(|| p.to_string(), |i| i.value.clone())
+        })
+        .collect();
+    match parts.as_slice() {
+        [db, t] if crate::engine::catalog::is_virtual_db(db) => Some(t.clone()),
+        [t] if conn
+            .session
+            .database
+            .as_deref()
+            .is_some_and(crate::engine::catalog::is_virtual_db) =>
+        {
+            Some(t.clone())
+        }
+        _ => None,
+    }
+}
+
+/// The kind of a virtual table's column, from its type.
+fn meta_kind(meta: &ColumnMeta) -> Kind {
+    use crate::value::ColumnType as T;
+    match meta.ty {
+        T::Tiny | T::Short | T::Long | T::Int24 | T::LongLong | T::Year => Kind::Int {
+            unsigned: meta.flags & crate::value::flags::UNSIGNED != 0,
+        },
+        T::NewDecimal | T::Decimal => Kind::Dec {
+            scale: meta.decimals,
+        },
+        T::Float | T::Double => Kind::Double,
+        T::Date => Kind::Date,
+        T::DateTime | T::Timestamp => Kind::DateTime { fsp: 0 },
+        T::Time => Kind::Time { fsp: 0 },
+        _ => Kind::Str {
+            collation: Some(Collation::Utf8mb4GeneralCi),
+        },
+    }
+}
+
+/// The names of a SELECT's unaliased expression items as written (the
+/// parsed statement's spans do not always cover an item, and the
+/// session's splitter parses without locations): the items of the
+/// statement text's first SELECT list, found by tokens. None when not
+/// needed or the counts differ; per item, None for `*` and aliased ones.
+fn written_names(s: &ast::Select, sql: &str) -> Option<Vec<Option<String>>> {
+    let needs = s.projection.iter().any(|i| {
+        matches!(i, ast::SelectItem::UnnamedExpr(e)
+            if !matches!(e, ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_)))
+    });
+    if !needs {
+        return None;
+    }
+    let texts = expr::select_item_texts(sql)?;
+    if texts.len() != s.projection.len() {
+        return None;
+    }
+    Some(
+        s.projection
+            .iter()
+            .zip(texts)
+            .map(|(item, text)| match item {
+                // A lone string literal or NULL is named by its value.
+                ast::SelectItem::UnnamedExpr(e @ ast::Expr::Value(v))
+                    if matches!(
+                        v.value,
+                        ast::Value::SingleQuotedString(_)
+                            | ast::Value::DoubleQuotedString(_)
+                            | ast::Value::Null
+                    ) =>
+                {
+                    Some(expr::item_name(e, ""))
+                }
+                ast::SelectItem::UnnamedExpr(_) => Some(text),
+                _ => None,
+            })
+            .collect(),
+    )
+}
+
+/// The select items by alias (or written name), for the names HAVING and
+/// ORDER BY may use.
+fn named_items(items: &[Expr], aliases: &[Option<(String, ast::Expr)>]) -> Vec<(String, Expr)> {
+    items
+        .iter()
+        .zip(aliases)
+        .filter_map(|(e, a)| a.as_ref().map(|(name, _)| (name.clone(), e.clone())))
+        .collect()
+}
+
+/// An expression of GROUP BY, HAVING or ORDER BY: a select item's alias or
+/// position names that item.
+fn resolve_alias(
+    scope: &mut expr::Scope<'_>,
+    e: &ast::Expr,
+    items: &[Expr],
+    aliases: &[Option<(String, ast::Expr)>],
+) -> SqlResult<Expr> {
+    if let ast::Expr::Identifier(ident) = e {
+        let is_column = scope.resolve(None, &ident.value).is_ok();
+        if !is_column {
+            for (at, a) in aliases.iter().enumerate() {
+                if let Some((name, _)) = a {
+                    if name.eq_ignore_ascii_case(&ident.value) {
+                        return Ok(items[at].clone());
+                    }
+                }
+            }
+        }
+    }
+    if let ast::Expr::Value(v) = e {
+        if let ast::Value::Number(n, _) = &v.value {
+            if let Ok(pos) = n.parse::<usize>() {
+                return items.get(pos.wrapping_sub(1)).cloned().ok_or_else(|| {
+                    SqlError::new(
+                        codes::BAD_FIELD,
+                        format!("Unknown column '{pos}' in 'order clause'"),
+                    )
+                });
+            }
+        }
+    }
+    // Scope.aggs was lent to items; a HAVING/ORDER BY aggregate adds to it.
+    scope.lower(e)
+}
+
+fn order_exprs(
+    conn: &mut Conn<'_>,
+    ob: &ast::OrderBy,
+    p: &mut Planned,
+    placeholders: &[Location],
+) -> SqlResult<Vec<(Expr, bool)>> {
+    let ast::OrderByKind::Expressions(exprs) = &ob.kind else {
+        return Err(SqlError::unsupported("ORDER BY ALL"));
+    };
+    // The columns the query reads (the table's under its alias, or a
+    // virtual table's).
+    let columns = p.source.clone();
+    let aliases: Vec<Option<(String, ast::Expr)>> = p
+        .metas
+        .iter()
+        .map(|m| {
+            Some((
+                m.name.clone(),
+                ast::Expr::Identifier(ast::Ident::new(&m.name)),
+            ))
+        })
+        .collect();
+    let items = p.items.clone();
+    let mut aggs = std::mem::take(&mut p.aggs);
+    let out = with_scope(conn, columns, placeholders, |scope| {
+        scope.aggs = Some(std::mem::take(&mut aggs));
+        scope.clause = "ORDER BY";
+        scope.aliases = named_items(&items, &aliases);
+        let mut out = Vec::new();
+        for o in exprs {
+            let e = resolve_alias(scope, &o.expr, &items, &aliases)?;
+            out.push((e, matches!(o.options.sort, Some(ast::OrderBySort::Desc))));
+        }
+        aggs = scope.aggs.take().unwrap_or_default();
+        Ok(out)
+    });
+    p.aggs = aggs;
+    out
+}
+
+/// Runs a query.
+pub fn run(
+    conn: &mut Conn<'_>,
+    q: &ast::Query,
+    params: &[Val],
+    placeholders: &[Location],
+    more: bool,
+    sink: &mut dyn ResultSink,
+) -> SqlResult<Answered> {
+    let Plans {
+        metas,
+        planned,
+        union_distinct,
+        union_order,
+        union_limit,
+        union_offset,
+    } = plan_query(conn, q, placeholders, params)?;
+    let environment = env(conn);
+    let info = Arc::clone(&conn.info);
+    let mut ctx = Ctx::new(params, &environment);
+    ctx.killed = Some(&info.query_killed);
+    let needs_tx = planned.iter().any(|p| p.table.is_some());
+    // Reads of a transaction that wrote see its writes through a lock.
+    let mut planned = planned;
+    if conn.tx.wrote && txn::in_transaction(conn) {
+        for p in &mut planned {
+            p.lock.get_or_insert(LockMode::Shared);
+        }
+    }
+    let mut rows: Vec<Vec<Val>> = Vec::new();
+    if needs_tx {
+        let tx = txn::take(conn)?;
+        let autocommit_read =
+            planned.len() == 1 && planned[0].lock.is_none() && !txn::in_transaction(conn);
+        let mut committed = false;
+        let result = (|| {
+            let mut all = Vec::new();
+            for p in &planned {
+                let commit = autocommit_read.then_some(&mut committed);
+                all.extend(run_one(&tx, p, &mut ctx, commit)?);
+            }
+            Ok(all)
+        })();
+        rows = if committed {
+            result?
+        } else {
+            txn::finish(conn, tx, result)?
+        };
+    } else {
+        for p in &planned {
+            rows.extend(run_one_without_table(p, &mut ctx)?);
+        }
+    }
+    if union_distinct {
+        rows = distinct(rows);
+    }
+    if !union_order.is_empty() {
+        rows.sort_by(|a, b| {
+            for (at, desc) in &union_order {
+                let o = order_cmp(&a[*at], &b[*at]);
+                let o = if *desc { o.reverse() } else { o };
+                if o.is_ne() {
+                    return o;
+                }
+            }
+            Ordering::Equal
+        });
+    }
+    if union_limit.is_some() || union_offset > 0 {
+        let offset = usize::try_from(union_offset).unwrap_or(usize::MAX);
+        let limit = union_limit.map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
+        rows = rows.into_iter().skip(offset).take(limit).collect();
+    }
+    keep_warnings(conn, &mut ctx);
+    let end = OkInfo {
+        warnings: conn.session.warning_count(),
+        more_results: more,
+        ..OkInfo::default()
+    };
+    send(sink, &metas, &rows, &end)
+}
+
+fn send(
+    sink: &mut dyn ResultSink,
+    metas: &[ColumnMeta],
+    rows: &[Vec<Val>],
+    end: &OkInfo,
+) -> SqlResult<Answered> {
+    let io = |e: std::io::Error| SqlError::new(codes::UNKNOWN, format!("sending rows: {e}"));
+    sink.columns(metas).map_err(io)?;
+    let mut out = Vec::with_capacity(metas.len());
+    for row in rows {
+        out.clear();
+        out.extend(row.iter().zip(metas).map(|(v, m)| convert::to_sql(v, m)));
+        sink.row(&out).map_err(io)?;
+    }
+    sink.end_rows(end).map_err(io)?;
+    Ok(Answered::Done)
+}
+
+fn run_one_without_table(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Vec<Vec<Val>>> {
+    if let Some(rows) = &p.rows {
+        // A virtual table: every row, filtered here.
+        let mut found = Vec::new();
+        for row in rows.iter() {
+            ctx.check_killed()?;
+            let pass = match &p.cond {
+                Some(c) => c.test(row, ctx)?,
+                None => true,
+            };
+            if pass {
+                found.push((row.clone(), Vec::new()));
+            }
+        }
+        return shape(p, found, ctx);
+    }
+    let source = vec![(Vec::new(), Vec::new())];
+    let pass = match &p.cond {
+        Some(c) => c.test(&[], ctx)?,
+        None => true,
+    };
+    shape(p, if pass { source } else { Vec::new() }, ctx)
+}
+
+fn run_one(
+    tx: &skarv_client::Transaction<'_>,
+    p: &Planned,
+    ctx: &mut Ctx<'_>,
+    commit: Option<&mut bool>,
+) -> SqlResult<Vec<Vec<Val>>> {
+    let Some(table) = &p.table else {
+        return run_one_without_table(p, ctx);
+    };
+    let (access, filter) = plan::access(table, p.cond.as_ref(), ctx)?;
+    let plain = p.group.is_empty() && p.aggs.is_empty() && !p.distinct;
+    // A whole-table scan ordered by an ordered index's leading columns
+    // scans that index instead: rows come sorted and LIMIT stops early.
+    let access = match access {
+        Access::Scan if plain && !p.order.is_empty() => {
+            plan::ordered_index_for(table, &p.order).unwrap_or(Access::Scan)
+        }
+        other => other,
+    };
+    // An ordered index already gives the order ORDER BY asks for.
+    let (descending, sorted) = match (&access, p.order.as_slice()) {
+        (Access::Range { columns, .. }, order) if !order.is_empty() && plain => {
+            let desc = order[0].1;
+            let same_dir = order.iter().all(|(_, d)| *d == desc);
+            let prefix = order.len() <= columns.len()
+                && order
+                    .iter()
+                    .zip(columns)
+                    .all(|((e, _), c)| matches!(e, Expr::Col(x) if x == c));
+            (desc && same_dir && prefix, same_dir && prefix)
+        }
+        _ => (false, p.order.is_empty()),
+    };
+    let stop_after = match p.limit {
+        Some(l) if plain && sorted => {
+            Some(usize::try_from(l.saturating_add(p.offset)).unwrap_or(usize::MAX))
+        }
+        _ => None,
+    };
+    if stop_after == Some(0) {
+        return Ok(Vec::new());
+    }
+    let found = fetch(
+        tx,
+        table,
+        &access,
+        filter,
+        p.lock,
+        descending,
+        p.cond.as_ref(),
+        ctx,
+        stop_after,
+        commit,
+    )?;
+    // Rows in index order need no sort.
+    let unsorted;
+    let p = if sorted && !p.order.is_empty() {
+        unsorted = Planned {
+            order: Vec::new(),
+            ..clone_planned(p)
+        };
+        &unsorted
+    } else {
+        p
+    };
+    shape(p, found, ctx)
+}
+
+fn clone_planned(p: &Planned) -> Planned {
+    Planned {
+        table: p.table.clone(),
+        items: p.items.clone(),
+        metas: p.metas.clone(),
+        cond: p.cond.clone(),
+        group: p.group.clone(),
+        having: p.having.clone(),
+        aggs: p.aggs.clone(),
+        order: p.order.clone(),
+        distinct: p.distinct,
+        limit: p.limit,
+        offset: p.offset,
+        lock: p.lock,
+        rows: p.rows.clone(),
+        source: p.source.clone(),
+    }
+}
+
+/// Grouping, HAVING, the select items, DISTINCT, ORDER BY and LIMIT over
+/// the rows that passed WHERE.
+fn shape(
+    p: &Planned,
+    found: Vec<(Vec<Val>, Vec<schema::Value>)>,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Vec<Vec<Val>>> {
+    // (source row, aggregate values) per output candidate.
+    let groups: Vec<(Vec<Val>, Vec<Val>)> = if p.group.is_empty() && p.aggs.is_empty() {
+        found.into_iter().map(|(r, _)| (r, Vec::new())).collect()
+    } else {
+        aggregate(p, found, ctx)?
+    };
+    let mut out: Vec<(Vec<Val>, Vec<Val>)> = Vec::new();
+    for (row, aggs) in &groups {
+        let mut c = Ctx {
+            params: ctx.params,
+            aggs,
+            insert_values: &[],
+            env: ctx.env,
+            warnings: std::mem::take(&mut ctx.warnings),
+            killed: ctx.killed,
+            strict: ctx.strict,
+        };
+        let pass = match &p.having {
+            Some(h) => h.test(row, &mut c)?,
+            None => true,
+        };
+        if pass {
+            let mut values = Vec::with_capacity(p.items.len());
+            for item in &p.items {
+                values.push(item.eval(row, &mut c)?);
+            }
+            let mut keys = Vec::with_capacity(p.order.len());
+            for (e, _) in &p.order {
+                keys.push(e.eval(row, &mut c)?);
+            }
+            out.push((values, keys));
+            if out.len() > ROWS_IN_MEMORY_MAX {
+                return Err(SqlError::unsupported(format_args!(
+                    "queries of more than {ROWS_IN_MEMORY_MAX} rows"
+                )));
+            }
+        }
+        ctx.warnings = c.warnings;
+    }
+    if p.distinct {
+        let mut seen = HashMap::new();
+        out.retain(|(v, _)| seen.insert(group_key(v), ()).is_none());
+    }
+    if !p.order.is_empty() {
+        let desc: Vec<bool> = p.order.iter().map(|(_, d)| *d).collect();
+        out.sort_by(|a, b| {
+            for (i, (x, y)) in a.1.iter().zip(&b.1).enumerate() {
+                let o = order_cmp(x, y);
+                let o = if desc[i] { o.reverse() } else { o };
+                if o != Ordering::Equal {
+                    return o;
+                }
+            }
+            Ordering::Equal
+        });
+    }
+    let offset = usize::try_from(p.offset).unwrap_or(usize::MAX);
+    let limit = p
+        .limit
+        .map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
+    Ok(out
+        .into_iter()
+        .skip(offset)
+        .take(limit)
+        .map(|(v, _)| v)
+        .collect())
+}
+
+/// Sort order: NULL first, then values as MySQL compares them.
+fn order_cmp(x: &Val, y: &Val) -> Ordering {
+    match (x.is_null(), y.is_null()) {
+        (true, true) => Ordering::Equal,
+        (true, false) => Ordering::Less,
+        (false, true) => Ordering::Greater,
+        _ => {
+            let env = expr::eval::Env::default();
+            let mut ctx = Ctx::new(&[], &env);
+            compare(x, y, Some(Collation::Utf8mb4GeneralCi), &mut ctx)
+        }
+    }
+}
+
+/// A hashable key for grouping and DISTINCT: strings fold as
+/// utf8mb4_general_ci does, numbers by value.
+fn group_key(values: &[Val]) -> Vec<u8> {
+    let mut key = Vec::new();
+    for v in values {
+        match v {
+            Val::Null => key.push(0),
+            Val::Str(b) => {
+                key.push(1);
+                let text = String::from_utf8_lossy(b);
+                key.extend(text.trim_end_matches(' ').to_lowercase().as_bytes());
+            }
+            Val::Int(_) | Val::UInt(_) | Val::Dec(_) => {
+                key.push(2);
+                let d = match v {
+                    Val::Int(i) => Dec::new(i128::from(*i), 0),
+                    Val::UInt(u) => Dec::new(i128::from(*u), 0),
+                    Val::Dec(d) => *d,
+                    _ => Dec::new(0, 0),
+                };
+                // Normalised: trailing fractional zeros dropped.
+                let mut d = d;
+                while d.scale > 0 && d.mantissa % 10 == 0 {
+                    d = Dec::new(d.mantissa / 10, d.scale - 1);
+                }
+                key.extend(d.to_text().as_bytes());
+            }
+            other => {
+                key.push(3);
+                key.extend(other.to_text().as_bytes());
+            }
+        }
+        key.push(0xff);
+    }
+    key
+}
+
+fn distinct(rows: Vec<Vec<Val>>) -> Vec<Vec<Val>> {
+    let mut seen = HashMap::new();
+    rows.into_iter()
+        .filter(|r| seen.insert(group_key(r), ()).is_none())
+        .collect()
+}
+
+/// One aggregate's running state.
+#[derive(Clone)]
+struct AggState {
+    count: i64,
+    sum: Val,
+    best: Val,
+    seen: Option<HashMap<Vec<u8>, ()>>,
+}
+
+fn aggregate(
+    p: &Planned,
+    found: Vec<(Vec<Val>, Vec<schema::Value>)>,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Vec<(Vec<Val>, Vec<Val>)>> {
+    let fresh: Vec<AggState> = p
+        .aggs
+        .iter()
+        .map(|a| AggState {
+            count: 0,
+            sum: Val::Null,
+            best: Val::Null,
+            seen: a.distinct.then(HashMap::new),
+        })
+        .collect();
+    let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
+    let mut groups: Vec<(Vec<Val>, Vec<AggState>)> = Vec::new();
+    for (row, _) in found {
+        let mut key_values = Vec::with_capacity(p.group.len());
+        for g in &p.group {
+            key_values.push(g.eval(&row, ctx)?);
+        }
+        let key = group_key(&key_values);
+        let at = match index.get(&key) {
+            Some(at) => *at,
+            None => {
+                if groups.len() >= GROUPS_IN_MEMORY_MAX {
+                    return Err(SqlError::unsupported(format_args!(
+                        "more than {GROUPS_IN_MEMORY_MAX} groups"
+                    )));
+                }
+                groups.push((row.clone(), fresh.clone()));
+                index.insert(key, groups.len() - 1);
+                groups.len() - 1
+            }
+        };
+        let states = &mut groups[at].1;
+        for (spec, st) in p.aggs.iter().zip(states.iter_mut()) {
+            let v = match &spec.arg {
+                Some(a) => a.eval(&row, ctx)?,
+                None => Val::Int(1),
+            };
+            if v.is_null() {
+                continue;
+            }
+            if let Some(seen) = &mut st.seen {
+                if seen
+                    .insert(group_key(std::slice::from_ref(&v)), ())
+                    .is_some()
+                {
+                    continue;
+                }
+            }
+            st.count += 1;
+            match spec.func {
+                AggFn::Sum | AggFn::Avg => {
+                    st.sum = if st.sum.is_null() {
+                        match (&v, spec.arg_kind) {
+                            (_, Kind::Double) | (Val::Str(_) | Val::Double(_), _) => {
+                                Val::Double(ctx.num_f64(&v))
+                            }
+                            (Val::Int(i), _) => Val::Dec(Dec::new(i128::from(*i), 0)),
+                            (Val::UInt(u), _) => Val::Dec(Dec::new(i128::from(*u), 0)),
+                            _ => v.clone(),
+                        }
+                    } else {
+                        expr::eval::arith(
+                            expr::Arith::Add,
+                            std::mem::replace(&mut st.sum, Val::Null),
+                            v.clone(),
+                            ctx,
+                        )?
+                    };
+                }
+                AggFn::Min | AggFn::Max => {
+                    let better = st.best.is_null() || {
+                        let o = order_cmp(&v, &st.best);
+                        if spec.func == AggFn::Min {
+                            o.is_lt()
+                        } else {
+                            o.is_gt()
+                        }
+                    };
+                    if better {
+                        st.best = v;
+                    }
+                }
+                AggFn::Count | AggFn::CountStar => {}
+            }
+        }
+    }
+    if groups.is_empty() && p.group.is_empty() {
+        let width = p.source.len();
+        groups.push((vec![Val::Null; width], fresh));
+    }
+    let mut out = Vec::with_capacity(groups.len());
+    for (row, states) in groups {
+        let mut values = Vec::with_capacity(states.len());
+        for (spec, st) in p.aggs.iter().zip(states) {
+            values.push(match spec.func {
+                AggFn::Count | AggFn::CountStar => Val::Int(st.count),
+                AggFn::Sum => st.sum,
+                AggFn::Min | AggFn::Max => st.best,
+                AggFn::Avg => {
+                    if st.count == 0 {
+                        Val::Null
+                    } else {
+                        match expr::eval::arith(expr::Arith::Div, st.sum, Val::Int(st.count), ctx)?
+                        {
+                            Val::Dec(d) => {
+                                let scale = match spec.arg_kind {
+                                    Kind::Dec { scale } => scale + 4,
+                                    _ => 4,
+                                };
+                                Val::Dec(d.rescale(scale).unwrap_or(d))
+                            }
+                            other => other,
+                        }
+                    }
+                }
+            });
+        }
+        out.push((row, values));
+    }
+    Ok(out)
+}

@@ -1,0 +1,1081 @@
+//! `INSERT`, `REPLACE`, `UPDATE` and `DELETE`.
+
+use std::sync::Arc;
+
+use schema::Value;
+use skarv_client::{codes as native, ExecMode, LockMode, Op, OpResult, Transaction};
+use sqlparser::ast::{self, Statement};
+use sqlparser::tokenizer::Location;
+
+use super::convert::{to_native, to_native_in_mode, Target};
+use super::{env, fetch, keep_warnings, table_of, table_scope, with_scope, OPS_PER_EXECUTE_MAX};
+use crate::backend::OkInfo;
+use crate::engine::catalog::{self, TableInfo};
+use crate::engine::expr::eval::compare;
+use crate::engine::expr::{Ctx, Expr, Val};
+use crate::engine::plan;
+use crate::engine::{txn, Answered, Conn};
+use crate::error::{codes, SqlError, SqlResult};
+
+/// Runs a write statement.
+pub fn run(
+    conn: &mut Conn<'_>,
+    statement: &Statement,
+    params: &[Val],
+    placeholders: &[Location],
+) -> SqlResult<Answered> {
+    match statement {
+        Statement::Insert(ins) => insert(conn, ins, params, placeholders),
+        Statement::Update(up) => update(conn, up, params, placeholders),
+        Statement::Delete(del) => delete(conn, del, params, placeholders),
+        other => Err(SqlError::unsupported(format_args!("`{other}`"))),
+    }
+}
+
+/// A row to insert: its stored values by native position, and the same
+/// row as SQL values (what `VALUES(col)` reads).
+type NativeRow = (Vec<(usize, Value)>, Vec<Val>);
+
+/// One value of an INSERT row: an expression, or DEFAULT.
+enum Given {
+    Value(Val),
+    Default,
+}
+
+fn insert(
+    conn: &mut Conn<'_>,
+    ins: &ast::Insert,
+    params: &[Val],
+    placeholders: &[Location],
+) -> SqlResult<Answered> {
+    let ast::TableObject::TableName(name) = &ins.table else {
+        return Err(SqlError::unsupported("INSERT INTO TABLE FUNCTION"));
+    };
+    let table = table_of(conn, name)?;
+    let replace = ins.replace_into;
+    let ignore = ins.ignore;
+    // Target columns, as SQL positions.
+    let mut targets: Vec<usize> = Vec::new();
+    let names: Vec<String> = if !ins.assignments.is_empty() {
+        ins.assignments
+            .iter()
+            .map(|a| match &a.target {
+                ast::AssignmentTarget::ColumnName(n) => Ok(last_ident(n)),
+                other => Err(SqlError::unsupported(format_args!("SET {other}"))),
+            })
+            .collect::<SqlResult<_>>()?
+    } else if ins.columns.is_empty() {
+        table.columns.iter().map(|c| c.name.clone()).collect()
+    } else {
+        ins.columns.iter().map(last_ident).collect()
+    };
+    for n in &names {
+        let at = table.column(n).ok_or_else(|| {
+            SqlError::new(
+                codes::BAD_FIELD,
+                format!("Unknown column '{n}' in 'INSERT INTO'"),
+            )
+        })?;
+        if targets.contains(&at) {
+            return Err(SqlError::new(
+                codes::FIELD_SPECIFIED_TWICE,
+                format!("Column '{n}' specified twice"),
+            ));
+        }
+        targets.push(at);
+    }
+    let environment = env(conn);
+    let mut ctx = Ctx::new(params, &environment);
+    ctx.strict = conn.session.sql_mode_strict();
+    // The rows, evaluated before anything is written.
+    let mut rows: Vec<Vec<Given>> = Vec::new();
+    if !ins.assignments.is_empty() {
+        let values: Vec<&ast::Expr> = ins.assignments.iter().map(|a| &a.value).collect();
+        rows.push(eval_row(conn, &values, placeholders, &mut ctx)?);
+    } else if let Some(source) = &ins.source {
+        match &*source.body {
+            ast::SetExpr::Values(v) => {
+                for (n, row) in v.rows.iter().enumerate() {
+                    let exprs: Vec<&ast::Expr> = row.content.iter().collect();
+                    if exprs.len() != targets.len() {
+                        return Err(SqlError::new(
+                            codes::WRONG_VALUE_COUNT_ON_ROW,
+                            format!("Column count doesn't match value count at row {}", n + 1),
+                        ));
+                    }
+                    rows.push(eval_row(conn, &exprs, placeholders, &mut ctx)?);
+                }
+            }
+            _ => {
+                let mut sink = Collect::default();
+                super::select::run(conn, source, params, placeholders, false, &mut sink)?;
+                for r in sink.rows {
+                    if r.len() != targets.len() {
+                        return Err(SqlError::new(
+                            codes::WRONG_VALUE_COUNT_ON_ROW,
+                            "Column count doesn't match value count at row 1",
+                        ));
+                    }
+                    rows.push(r.into_iter().map(Given::Value).collect());
+                }
+            }
+        }
+    } else {
+        return Err(SqlError::unsupported("INSERT without values"));
+    }
+    // ON DUPLICATE KEY UPDATE assignments, over the table's columns with
+    // VALUES(col) reading the row being inserted.
+    let odku: Vec<(usize, Expr)> = match &ins.on {
+        Some(ast::OnInsert::DuplicateKeyUpdate(assignments)) => {
+            let columns = table_scope(&table, &table.name);
+            with_scope(conn, columns.clone(), placeholders, |scope| {
+                scope.insert_values = Some(columns);
+                assignments
+                    .iter()
+                    .map(|a| {
+                        let ast::AssignmentTarget::ColumnName(n) = &a.target else {
+                            return Err(SqlError::unsupported("tuple assignments"));
+                        };
+                        let c = scope.resolve(None, &last_ident(n))?;
+                        Ok((c, scope.lower(&a.value)?))
+                    })
+                    .collect::<SqlResult<Vec<_>>>()
+            })?
+        }
+        Some(other) => return Err(SqlError::unsupported(format_args!("{other}"))),
+        None => Vec::new(),
+    };
+    // Auto-increment values: one reservation for the statement.
+    let auto_col = table.columns.iter().position(|c| c.auto_increment);
+    let need_auto = rows
+        .iter()
+        .filter(
+            |r| match auto_col.and_then(|c| targets.iter().position(|t| *t == c)) {
+                Some(at) => match &r[at] {
+                    Given::Default => true,
+                    Given::Value(v) => v.is_null() || matches!(v, Val::Int(0) | Val::UInt(0)),
+                },
+                None => auto_col.is_some(),
+            },
+        )
+        .count() as u64;
+    let mut next_auto = if need_auto > 0 {
+        catalog::next_auto_increment(conn, &table, need_auto)?
+    } else {
+        0
+    };
+    let first_auto = next_auto;
+    // The largest value given explicitly to the AUTO_INCREMENT column.
+    let mut explicit_auto = 0u64;
+    let mut next_hidden = if table.hidden_key {
+        catalog::next_auto_increment(conn, &table, rows.len() as u64)?
+    } else {
+        0
+    };
+    let def = table.native.def();
+    let hidden_pos = def
+        .columns
+        .iter()
+        .position(|c| c.name == schema::HIDDEN_PRIMARY_KEY_COLUMN);
+    // Notes of values rounded to their column's scale (MySQL's 1265 note).
+    let mut notes = Vec::new();
+    // Full native rows.
+    let mut native_rows: Vec<NativeRow> = Vec::with_capacity(rows.len());
+    for (n, row) in rows.iter().enumerate() {
+        let mut out = Vec::with_capacity(table.columns.len() + 1);
+        let mut sql_row = vec![Val::Null; table.columns.len()];
+        for (at, col) in table.columns.iter().enumerate() {
+            let given = targets.iter().position(|t| *t == at).map(|i| &row[i]);
+            let mut value = match given {
+                Some(Given::Value(v)) => Some(v.clone()),
+                _ => None,
+            };
+            // DEFAULT CURRENT_TIMESTAMP: the statement's time.
+            if value.is_none() && col.default_now {
+                value = Some(now_value(environment.now_micros));
+            }
+            if Some(at) == auto_col
+                && value
+                    .as_ref()
+                    .is_none_or(|v| v.is_null() || matches!(v, Val::Int(0) | Val::UInt(0)))
+            {
+                value = Some(Val::UInt(next_auto));
+                next_auto += 1;
+            } else if Some(at) == auto_col {
+                explicit_auto = explicit_auto.max(value.as_ref().map_or(0, |v| match v {
+                    Val::Int(i) => u64::try_from(*i).unwrap_or(0),
+                    Val::UInt(u) => *u,
+                    other => other.to_text().parse().unwrap_or(0),
+                }));
+            }
+            let target = Target {
+                column: col,
+                db: &table.db,
+                table: &table.name,
+                row: n + 1,
+            };
+            match value {
+                Some(v) => {
+                    let stored = to_native_in_mode(&v, &target, &mut ctx)?;
+                    if rounded(&v, &col.ty) {
+                        notes.push(format!(
+                            "Data truncated for column '{}' at row {}",
+                            col.name,
+                            n + 1
+                        ));
+                    }
+                    sql_row[at] = super::convert::from_native(&stored, &col.ty);
+                    out.push((col.native, stored));
+                }
+                None => {
+                    let native_col = &def.columns[col.native];
+                    match &native_col.default {
+                        Some(d) => {
+                            sql_row[at] = super::convert::from_native(d, &col.ty);
+                        }
+                        None if col.nullable => {}
+                        None => {
+                            return Err(SqlError::new(
+                                codes::NO_DEFAULT_FOR_FIELD,
+                                format!("Field '{}' doesn't have a default value", col.name),
+                            ))
+                        }
+                    }
+                }
+            }
+        }
+        if let (true, Some(pos)) = (table.hidden_key, hidden_pos) {
+            out.push((pos, Value::UInt(next_hidden)));
+            next_hidden += 1;
+        }
+        native_rows.push((out, sql_row));
+    }
+    keep_warnings(conn, &mut ctx);
+    for note in notes {
+        conn.session.note_only(codes::WARN_DATA_TRUNCATED, note);
+    }
+    if explicit_auto > 0 {
+        catalog::note_explicit_auto_increment(conn, &table, explicit_auto)?;
+    }
+    let tx = txn::take(conn)?;
+    let result = if !odku.is_empty() {
+        upsert_rows(conn, &tx, &table, &native_rows, &odku, params)
+    } else {
+        insert_rows(conn, &tx, &table, &native_rows, replace, ignore)
+    };
+    let (affected, duplicates) = txn::finish(conn, tx, result)?;
+    if first_auto > 0 {
+        conn.session.last_insert_id = first_auto;
+    }
+    let info = if rows.len() > 1 {
+        format!(
+            "Records: {}  Duplicates: {}  Warnings: {}",
+            rows.len(),
+            duplicates,
+            conn.session.warning_count()
+        )
+    } else {
+        String::new()
+    };
+    Ok(Answered::Ok(OkInfo {
+        affected_rows: affected,
+        last_insert_id: if first_auto > 0 { first_auto } else { 0 },
+        info,
+        ..OkInfo::default()
+    }))
+}
+
+/// Whether storing `v` in a DECIMAL column of `ty` drops nonzero digits
+/// past its scale.
+fn rounded(v: &Val, ty: &catalog::SqlType) -> bool {
+    let catalog::SqlType::Decimal { scale, .. } = ty else {
+        return false;
+    };
+    let exact = match v {
+        Val::Dec(d) => Some(*d),
+        Val::Str(b) => crate::engine::expr::Dec::parse(&String::from_utf8_lossy(b)),
+        _ => None,
+    };
+    exact.is_some_and(|d| {
+        d.scale > *scale
+            && d.rescale(*scale)
+                .and_then(|r| r.rescale(d.scale))
+                .is_some_and(|back| back != d)
+    })
+}
+
+fn last_ident(n: &ast::ObjectName) -> String {
+    n.0.last()
+        .map(|p| match p.as_ident() {
+            Some(i) => i.value.clone(),
+            None => p.to_string(),
+        })
+        .unwrap_or_default()
+}
+
+fn eval_row(
+    conn: &Conn<'_>,
+    exprs: &[&ast::Expr],
+    placeholders: &[Location],
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Vec<Given>> {
+    let mut out = Vec::with_capacity(exprs.len());
+    for e in exprs {
+        if let ast::Expr::Identifier(i) = e {
+            if i.quote_style.is_none() && i.value.eq_ignore_ascii_case("DEFAULT") {
+                out.push(Given::Default);
+                continue;
+            }
+        }
+        let lowered = with_scope(conn, Vec::new(), placeholders, |s| s.lower(e))?;
+        out.push(Given::Value(lowered.eval(&[], ctx)?));
+    }
+    Ok(out)
+}
+
+/// The text of a duplicate key for 1062: the key's values joined by '-',
+/// and the key's name (PRIMARY, or the unique index the error names).
+fn duplicate_error(
+    table: &TableInfo,
+    row: &[(usize, Value)],
+    error: &skarv_client::Error,
+) -> SqlError {
+    let def = table.native.def();
+    let named = error
+        .message
+        .split("unique index `")
+        .nth(1)
+        .and_then(|rest| rest.split('`').next());
+    let index = def
+        .indexes
+        .iter()
+        .filter(|i| i.kind == schema::IndexKind::Unique)
+        .find(|i| named.is_none_or(|n| n == i.name));
+    // A UNIQUE key `u` is served by the native unique index `u$unique`.
+    let (key_name, columns): (String, Vec<usize>) = match index {
+        Some(i) if error.code == native::UNIQUE_VIOLATION => {
+            let name = i.name.strip_suffix("$unique").unwrap_or(&i.name);
+            (name.to_owned(), i.columns.clone())
+        }
+        _ => ("PRIMARY".into(), def.primary_key.clone()),
+    };
+    let text: Vec<String> = columns
+        .iter()
+        .map(|c| {
+            row.iter()
+                .find(|(p, _)| p == c)
+                .map_or_else(String::new, |(p, v)| {
+                    let ty = table
+                        .columns
+                        .iter()
+                        .find(|sc| sc.native == *p)
+                        .map(|sc| sc.ty.clone());
+                    match ty {
+                        Some(ty) => super::convert::from_native(v, &ty).to_text(),
+                        None => format!("{v:?}"),
+                    }
+                })
+        })
+        .collect();
+    SqlError::new(
+        codes::DUP_ENTRY,
+        format!("Duplicate entry '{}' for key '{key_name}'", text.join("-")),
+    )
+}
+
+fn insert_rows(
+    conn: &mut Conn<'_>,
+    tx: &Transaction<'_>,
+    table: &Arc<TableInfo>,
+    rows: &[NativeRow],
+    replace: bool,
+    ignore: bool,
+) -> SqlResult<(u64, u64)> {
+    let native_table = &table.native;
+    let def = native_table.def();
+    let mut affected = 0u64;
+    let per_row = if replace { 2 } else { 1 };
+    let mut duplicates = 0u64;
+    let mut inserted: Vec<Vec<Value>> = Vec::new();
+    let unique = def
+        .indexes
+        .iter()
+        .any(|i| i.kind == schema::IndexKind::Unique);
+    for chunk in rows.chunks((OPS_PER_EXECUTE_MAX / per_row).max(1)) {
+        // INSERT IGNORE: a unique index conflict would abort the
+        // transaction, so rows whose values are taken are found first.
+        let mut kept: Vec<&NativeRow> = Vec::with_capacity(chunk.len());
+        for r in chunk {
+            if ignore && !replace && unique {
+                if let Some((error, _)) = unique_holder(tx, table, &r.0)? {
+                    duplicates += 1;
+                    txn::warn(conn, error.code, error.message);
+                    continue;
+                }
+            }
+            kept.push(r);
+        }
+        let chunk = kept;
+        // REPLACE: a locking read of the key tells whether a row went.
+        let keys: Vec<Vec<Value>> = chunk
+            .iter()
+            .map(|(r, _)| {
+                def.primary_key
+                    .iter()
+                    .map(|k| {
+                        r.iter()
+                            .find(|(p, _)| p == k)
+                            .map_or(Value::Null, |(_, v)| v.clone())
+                    })
+                    .collect()
+            })
+            .collect();
+        let names: Vec<Vec<(&str, Value)>> = if replace {
+            chunk
+                .iter()
+                .map(|(r, _)| {
+                    r.iter()
+                        .map(|(p, v)| (def.columns[*p].name.as_str(), v.clone()))
+                        .collect()
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let mut handles = Vec::with_capacity(chunk.len());
+        for (i, (row, _)) in chunk.iter().enumerate() {
+            let h = if replace {
+                let read = tx
+                    .define(
+                        Op::read(native_table, &keys[i])
+                            .lock(LockMode::Exclusive)
+                            .ignore_error(),
+                    )
+                    .map_err(|e| txn::native_error_in(&e, &table.name))?;
+                let write = tx
+                    .define(Op::write(native_table, &names[i]))
+                    .map_err(|e| txn::native_error_in(&e, &table.name))?;
+                (Some(read), write)
+            } else {
+                let op = Op::insert_at(native_table, row).ignore_error();
+                (
+                    None,
+                    tx.define(op)
+                        .map_err(|e| txn::native_error_in(&e, &table.name))?,
+                )
+            };
+            handles.push(h);
+        }
+        let outcome = tx.execute(ExecMode::NoCommit).map_err(|e| {
+            // A unique index violation aborts the transaction: the error
+            // names the operation, so the row.
+            match failed_op(&e).and_then(|n| chunk.get(n / per_row)) {
+                Some((row, _)) if e.code == native::UNIQUE_VIOLATION => {
+                    duplicate_error(table, row, &e)
+                }
+                _ => txn::native_error_in(&e, &table.name),
+            }
+        })?;
+        for (((read, write), (row, _)), key) in handles.into_iter().zip(chunk).zip(keys) {
+            if let Some(read) = read {
+                if matches!(outcome.result(read), Some(OpResult::Row(_))) {
+                    affected += 1;
+                    duplicates += 1;
+                }
+            }
+            match outcome.result(write) {
+                Some(OpResult::Failed(e))
+                    if e.code == native::DUPLICATE_KEY || e.code == native::UNIQUE_VIOLATION =>
+                {
+                    let err = duplicate_error(table, row, e);
+                    if ignore {
+                        duplicates += 1;
+                        txn::warn(conn, err.code, err.message);
+                    } else {
+                        undo_inserts(tx, table, &inserted);
+                        return Err(err);
+                    }
+                }
+                Some(OpResult::Failed(e)) => return Err(txn::native_error_in(e, &table.name)),
+                _ => {
+                    affected += 1;
+                    if !replace {
+                        inserted.push(key);
+                    }
+                }
+            }
+        }
+    }
+    Ok((affected, duplicates))
+}
+
+/// The row holding one of `row`'s unique-index values, locked: the 1062
+/// that inserting `row` would give and the holder's primary key.
+fn unique_holder(
+    tx: &Transaction<'_>,
+    table: &Arc<TableInfo>,
+    row: &[(usize, Value)],
+) -> SqlResult<Option<(SqlError, Vec<Value>)>> {
+    let def = table.native.def();
+    let env = crate::engine::expr::Env::default();
+    for index in def
+        .indexes
+        .iter()
+        .filter(|i| i.kind == schema::IndexKind::Unique)
+    {
+        let key: Option<Vec<Value>> = index
+            .columns
+            .iter()
+            .map(|k| {
+                row.iter()
+                    .find(|(p, _)| p == k)
+                    .map(|(_, v)| v.clone())
+                    .filter(|v| !v.is_null())
+            })
+            .collect();
+        let Some(key) = key else { continue };
+        let probe = plan::Access::Unique {
+            index: index.name.clone(),
+            keys: vec![key],
+        };
+        let mut ctx = Ctx::new(&[], &env);
+        let lock = Some(LockMode::Exclusive);
+        let hit = fetch(
+            tx, table, &probe, None, lock, false, None, &mut ctx, None, None,
+        )?;
+        if let Some((_, pk)) = hit.into_iter().next() {
+            let error = skarv_client::Error::new(
+                native::UNIQUE_VIOLATION,
+                format!("unique index `{}`", index.name),
+            );
+            return Ok(Some((duplicate_error(table, row, &error), pk)));
+        }
+    }
+    Ok(None)
+}
+
+/// Takes back the rows a failed INSERT wrote, so that inside a
+/// transaction the statement leaves nothing (MySQL's statement rollback).
+/// Best effort: when it fails the caller's error still stands and the
+/// transaction is rolled back as unusable.
+fn undo_inserts(tx: &Transaction<'_>, table: &TableInfo, keys: &[Vec<Value>]) {
+    for chunk in keys.chunks(OPS_PER_EXECUTE_MAX) {
+        for key in chunk {
+            if tx.define(Op::delete(&table.native, key)).is_err() {
+                return;
+            }
+        }
+        if tx.execute(ExecMode::NoCommit).is_err() {
+            return;
+        }
+    }
+}
+
+/// INSERT … ON DUPLICATE KEY UPDATE, a row at a time: insert; on a
+/// duplicate primary key read the row and update it.
+fn upsert_rows(
+    conn: &mut Conn<'_>,
+    tx: &Transaction<'_>,
+    table: &Arc<TableInfo>,
+    rows: &[NativeRow],
+    assignments: &[(usize, Expr)],
+    params: &[Val],
+) -> SqlResult<(u64, u64)> {
+    let native_table = &table.native;
+    let def = native_table.def();
+    let mut affected = 0;
+    let mut duplicates = 0;
+    let unique = def
+        .indexes
+        .iter()
+        .any(|i| i.kind == schema::IndexKind::Unique);
+    for (n, (row, sql_row)) in rows.iter().enumerate() {
+        // A unique index conflict would abort the transaction: its holder
+        // is looked for first.
+        let holder = if unique {
+            unique_holder(tx, table, row)?
+        } else {
+            None
+        };
+        if let Some((_, pk)) = holder {
+            duplicates += 1;
+            let access = plan::Access::Keys(vec![pk]);
+            if upsert_update(conn, tx, table, &access, sql_row, assignments, params, n)? {
+                affected += 2;
+            }
+            continue;
+        }
+        let h = tx
+            .define(Op::insert_at(native_table, row).ignore_error())
+            .map_err(|e| txn::native_error_in(&e, &table.name))?;
+        let outcome = tx
+            .execute(ExecMode::NoCommit)
+            .map_err(|e| txn::native_error_in(&e, &table.name))?;
+        match outcome.result(h) {
+            Some(OpResult::Failed(e)) if e.code == native::DUPLICATE_KEY => {}
+            Some(OpResult::Failed(e)) => {
+                return Err(match e.code {
+                    native::UNIQUE_VIOLATION => duplicate_error(table, row, e),
+                    _ => txn::native_error_in(e, &table.name),
+                })
+            }
+            _ => {
+                affected += 1;
+                continue;
+            }
+        }
+        duplicates += 1;
+        let key = def
+            .primary_key
+            .iter()
+            .map(|k| {
+                row.iter()
+                    .find(|(p, _)| p == k)
+                    .map_or(Value::Null, |(_, v)| v.clone())
+            })
+            .collect();
+        let access = plan::Access::Keys(vec![key]);
+        if upsert_update(conn, tx, table, &access, sql_row, assignments, params, n)? {
+            affected += 2;
+        }
+    }
+    Ok((affected, duplicates))
+}
+
+/// The update half of ON DUPLICATE KEY UPDATE: the row `access` finds,
+/// with VALUES(col) reading `inserted`. Returns whether it changed.
+#[allow(clippy::too_many_arguments)]
+fn upsert_update(
+    conn: &mut Conn<'_>,
+    tx: &Transaction<'_>,
+    table: &Arc<TableInfo>,
+    access: &plan::Access,
+    inserted: &[Val],
+    assignments: &[(usize, Expr)],
+    params: &[Val],
+    n: usize,
+) -> SqlResult<bool> {
+    let environment = env(conn);
+    let mut ctx = Ctx::new(params, &environment);
+    ctx.strict = conn.session.sql_mode_strict();
+    let lock = Some(LockMode::Exclusive);
+    let found = fetch(
+        tx, table, access, None, lock, false, None, &mut ctx, None, None,
+    )?;
+    let Some((old, key)) = found.into_iter().next() else {
+        return Ok(false);
+    };
+    ctx.insert_values = inserted;
+    let changed = update_one(tx, table, &old, &key, assignments, &mut ctx, n + 1)?;
+    keep_warnings(conn, &mut ctx);
+    Ok(changed.is_some())
+}
+
+/// Applies assignments to one row: defines the update when something
+/// changes. Returns the changes (stored values by native position), or
+/// None when nothing changed.
+fn update_one(
+    tx: &Transaction<'_>,
+    table: &TableInfo,
+    old: &[Val],
+    key: &[Value],
+    assignments: &[(usize, Expr)],
+    ctx: &mut Ctx<'_>,
+    row_number: usize,
+) -> SqlResult<Option<Vec<(usize, Value)>>> {
+    let changes = changes_of(table, old, assignments, ctx, row_number)?;
+    if changes.is_empty() {
+        return Ok(None);
+    }
+    let pk = &table.native.def().primary_key;
+    if changes.iter().any(|(p, _)| pk.contains(p)) {
+        // A new primary key is a new row: delete the old one and insert
+        // the whole row under the new key (as NDB's handler does).
+        let mut row = Vec::with_capacity(table.columns.len());
+        for (at, column) in table.columns.iter().enumerate() {
+            let value = match changes.iter().find(|(p, _)| *p == column.native) {
+                Some((_, v)) => v.clone(),
+                None => {
+                    let target = Target {
+                        column,
+                        db: &table.db,
+                        table: &table.name,
+                        row: row_number,
+                    };
+                    to_native(&old[at], &target, false)?
+                }
+            };
+            row.push((column.native, value));
+        }
+        tx.define(Op::delete(&table.native, key))
+            .map_err(|e| txn::native_error_in(&e, &table.name))?;
+        tx.define(Op::insert_at(&table.native, &row))
+            .map_err(|e| txn::native_error_in(&e, &table.name))?;
+        return Ok(Some(changes));
+    }
+    tx.define(Op::update_at(&table.native, key, &changes))
+        .map_err(|e| txn::native_error_in(&e, &table.name))?;
+    Ok(Some(changes))
+}
+
+/// The 1062 of an update that broke a unique index: the row as it was
+/// to become, and the index the native error names.
+fn update_duplicate(
+    table: &TableInfo,
+    old: &[Val],
+    changes: &[(usize, Value)],
+    error: &skarv_client::Error,
+) -> SqlError {
+    let mut row = Vec::with_capacity(table.columns.len());
+    for (at, column) in table.columns.iter().enumerate() {
+        let value = match changes.iter().find(|(p, _)| *p == column.native) {
+            Some((_, v)) => v.clone(),
+            None => {
+                let target = Target {
+                    column,
+                    db: &table.db,
+                    table: &table.name,
+                    row: 1,
+                };
+                to_native(&old[at], &target, false).unwrap_or(Value::Null)
+            }
+        };
+        row.push((column.native, value));
+    }
+    duplicate_error(table, &row, error)
+}
+
+/// The operation a native error names ("operation N"), if it does.
+fn failed_op(error: &skarv_client::Error) -> Option<usize> {
+    error
+        .message
+        .split("operation ")
+        .nth(1)
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+}
+
+fn changes_of(
+    table: &TableInfo,
+    old: &[Val],
+    assignments: &[(usize, Expr)],
+    ctx: &mut Ctx<'_>,
+    row_number: usize,
+) -> SqlResult<Vec<(usize, Value)>> {
+    let mut row = old.to_vec();
+    let mut changes = Vec::new();
+    for (col, e) in assignments {
+        let v = e.eval(&row, ctx)?;
+        let column = &table.columns[*col];
+        let target = Target {
+            column,
+            db: &table.db,
+            table: &table.name,
+            row: row_number,
+        };
+        let stored = to_native_in_mode(&v, &target, ctx)?;
+        let new = super::convert::from_native(&stored, &column.ty);
+        let same = match (&new, &row[*col]) {
+            (Val::Null, Val::Null) => true,
+            (Val::Null, _) | (_, Val::Null) => false,
+            (a, b) => a == b || (!matches!(a, Val::Str(_)) && compare(a, b, None, ctx).is_eq()),
+        };
+        if same {
+            continue;
+        }
+        row[*col] = new;
+        changes.retain(|(p, _)| *p != column.native);
+        changes.push((column.native, stored));
+    }
+    // ON UPDATE CURRENT_TIMESTAMP: a changed row takes the statement's
+    // time in such columns it does not set itself.
+    if !changes.is_empty() {
+        for column in &table.columns {
+            let assigned = assignments
+                .iter()
+                .any(|(c, _)| table.columns[*c].native == column.native);
+            if column.on_update_now && !assigned {
+                let target = Target {
+                    column,
+                    db: &table.db,
+                    table: &table.name,
+                    row: row_number,
+                };
+                let now = to_native(&now_value(ctx.env.now_micros), &target, false)?;
+                changes.push((column.native, now));
+            }
+        }
+    }
+    Ok(changes)
+}
+
+/// The statement's time as a DATETIME value.
+fn now_value(now_micros: i64) -> Val {
+    match crate::engine::expr::value::datetime_of_micros(now_micros) {
+        Some((d, t)) => Val::DateTime(d, t),
+        None => Val::Null,
+    }
+}
+
+/// The rows an UPDATE or DELETE touches, locked, in ORDER BY order and cut
+/// at LIMIT.
+#[allow(clippy::too_many_arguments)]
+fn target_rows(
+    conn: &Conn<'_>,
+    tx: &Transaction<'_>,
+    table: &Arc<TableInfo>,
+    selection: Option<&ast::Expr>,
+    order_by: &[ast::OrderByExpr],
+    limit: Option<&ast::Expr>,
+    placeholders: &[Location],
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Vec<(Vec<Val>, Vec<Value>)>> {
+    let columns = table_scope(table, &table.name);
+    let (cond, order, limit) = with_scope(conn, columns, placeholders, |scope| {
+        scope.clause = "WHERE";
+        let cond = selection.map(|w| scope.lower(w)).transpose()?;
+        scope.clause = "ORDER BY";
+        let order = order_by
+            .iter()
+            .map(|o| {
+                Ok((
+                    scope.lower(&o.expr)?,
+                    matches!(o.options.sort, Some(ast::OrderBySort::Desc)),
+                ))
+            })
+            .collect::<SqlResult<Vec<_>>>()?;
+        let limit = limit.map(|l| scope.lower(l)).transpose()?;
+        Ok((cond, order, limit))
+    })?;
+    let limit = match limit {
+        Some(l) => match l.eval(&[], ctx)? {
+            Val::Int(i) if i >= 0 => Some(i as usize),
+            Val::UInt(u) => Some(usize::try_from(u).unwrap_or(usize::MAX)),
+            _ => {
+                return Err(SqlError::new(
+                    codes::WRONG_ARGUMENTS,
+                    "Incorrect arguments to LIMIT",
+                ))
+            }
+        },
+        None => None,
+    };
+    let (access, filter) = plan::access(table, cond.as_ref(), ctx)?;
+    let stop = if order.is_empty() { limit } else { None };
+    let mut rows = fetch(
+        tx,
+        table,
+        &access,
+        filter,
+        Some(LockMode::Exclusive),
+        false,
+        cond.as_ref(),
+        ctx,
+        stop,
+        None,
+    )?;
+    if !order.is_empty() {
+        let mut keyed = Vec::with_capacity(rows.len());
+        for r in rows {
+            let keys = order
+                .iter()
+                .map(|(e, _)| e.eval(&r.0, ctx))
+                .collect::<SqlResult<Vec<_>>>()?;
+            keyed.push((keys, r));
+        }
+        keyed.sort_by(|a, b| {
+            for (i, (x, y)) in a.0.iter().zip(&b.0).enumerate() {
+                let env = crate::engine::expr::eval::Env::default();
+                let mut c = Ctx::new(&[], &env);
+                let o = match (x.is_null(), y.is_null()) {
+                    (true, true) => std::cmp::Ordering::Equal,
+                    (true, false) => std::cmp::Ordering::Less,
+                    (false, true) => std::cmp::Ordering::Greater,
+                    _ => compare(x, y, Some(schema::Collation::Utf8mb4GeneralCi), &mut c),
+                };
+                let o = if order[i].1 { o.reverse() } else { o };
+                if o.is_ne() {
+                    return o;
+                }
+            }
+            std::cmp::Ordering::Equal
+        });
+        rows = keyed.into_iter().map(|(_, r)| r).collect();
+        if let Some(l) = limit {
+            rows.truncate(l);
+        }
+    }
+    Ok(rows)
+}
+
+fn single_table(from: &ast::TableWithJoins) -> SqlResult<&ast::ObjectName> {
+    if !from.joins.is_empty() {
+        return Err(SqlError::unsupported("multi-table UPDATE and DELETE"));
+    }
+    match &from.relation {
+        ast::TableFactor::Table { name, .. } => Ok(name),
+        other => Err(SqlError::unsupported(format_args!("{other}"))),
+    }
+}
+
+fn update(
+    conn: &mut Conn<'_>,
+    up: &ast::Update,
+    params: &[Val],
+    placeholders: &[Location],
+) -> SqlResult<Answered> {
+    let table = table_of(conn, single_table(&up.table)?)?;
+    let columns = table_scope(&table, &table.name);
+    let assignments = with_scope(conn, columns, placeholders, |scope| {
+        scope.clause = "SET";
+        up.assignments
+            .iter()
+            .map(|a| {
+                let ast::AssignmentTarget::ColumnName(n) = &a.target else {
+                    return Err(SqlError::unsupported("tuple assignments"));
+                };
+                let c = scope.resolve(None, &last_ident(n))?;
+                Ok((c, scope.lower(&a.value)?))
+            })
+            .collect::<SqlResult<Vec<_>>>()
+    })?;
+    let environment = env(conn);
+    let info = Arc::clone(&conn.info);
+    let mut ctx = Ctx::new(params, &environment);
+    ctx.killed = Some(&info.query_killed);
+    ctx.strict = conn.session.sql_mode_strict();
+    let tx = txn::take(conn)?;
+    let result = (|| {
+        let rows = target_rows(
+            conn,
+            &tx,
+            &table,
+            up.selection.as_ref(),
+            &up.order_by,
+            up.limit.as_ref(),
+            placeholders,
+            &mut ctx,
+        )?;
+        let matched = rows.len() as u64;
+        let mut changed = 0u64;
+        // A unique index an update may break: the batch is sent here so
+        // that a 1062 can name the value (the error names the operation).
+        let unique = table
+            .native
+            .def()
+            .indexes
+            .iter()
+            .any(|i| i.kind == schema::IndexKind::Unique);
+        // The row and changes of each operation of the batch.
+        let mut ops: Vec<(usize, Vec<(usize, Value)>)> = Vec::new();
+        let count = rows.len();
+        for (n, (old, key)) in rows.iter().enumerate() {
+            let before = tx.pending_ops();
+            if let Some(changes) = update_one(&tx, &table, old, key, &assignments, &mut ctx, n + 1)?
+            {
+                changed += 1;
+                for _ in before..tx.pending_ops() {
+                    ops.push((n, changes.clone()));
+                }
+            }
+            let full = tx.pending_ops() >= OPS_PER_EXECUTE_MAX;
+            if full || (unique && n + 1 == count && tx.pending_ops() > 0) {
+                tx.execute(ExecMode::NoCommit).map_err(|e| {
+                    match failed_op(&e).and_then(|op| ops.get(op)) {
+                        Some((row, changes)) if e.code == native::UNIQUE_VIOLATION => {
+                            update_duplicate(&table, &rows[*row].0, changes, &e)
+                        }
+                        _ => txn::native_error_in(&e, &table.name),
+                    }
+                })?;
+                ops.clear();
+            }
+        }
+        // The last batch goes with the commit (or `txn::finish` sends it).
+        Ok((matched, changed))
+    })();
+    let (matched, changed) = txn::finish(conn, tx, result)?;
+    keep_warnings(conn, &mut ctx);
+    Ok(Answered::Ok(OkInfo {
+        affected_rows: changed,
+        info: format!(
+            "Rows matched: {matched}  Changed: {changed}  Warnings: {}",
+            conn.session.warning_count()
+        ),
+        ..OkInfo::default()
+    }))
+}
+
+fn delete(
+    conn: &mut Conn<'_>,
+    del: &ast::Delete,
+    params: &[Val],
+    placeholders: &[Location],
+) -> SqlResult<Answered> {
+    let from = match &del.from {
+        ast::FromTable::WithFromKeyword(f) | ast::FromTable::WithoutKeyword(f) => f,
+    };
+    if !del.tables.is_empty() || from.len() != 1 || del.using.is_some() {
+        return Err(SqlError::unsupported("multi-table DELETE"));
+    }
+    let table = table_of(conn, single_table(&from[0])?)?;
+    let environment = env(conn);
+    let info = Arc::clone(&conn.info);
+    let mut ctx = Ctx::new(params, &environment);
+    ctx.killed = Some(&info.query_killed);
+    ctx.strict = conn.session.sql_mode_strict();
+    let tx = txn::take(conn)?;
+    let result = (|| {
+        let rows = target_rows(
+            conn,
+            &tx,
+            &table,
+            del.selection.as_ref(),
+            &del.order_by,
+            del.limit.as_ref(),
+            placeholders,
+            &mut ctx,
+        )?;
+        for (_, key) in &rows {
+            tx.define(Op::delete(&table.native, key))
+                .map_err(|e| txn::native_error_in(&e, &table.name))?;
+            if tx.pending_ops() >= OPS_PER_EXECUTE_MAX {
+                tx.execute(ExecMode::NoCommit)
+                    .map_err(|e| txn::native_error_in(&e, &table.name))?;
+            }
+        }
+        Ok(rows.len() as u64)
+    })();
+    let affected = txn::finish(conn, tx, result)?;
+    keep_warnings(conn, &mut ctx);
+    Ok(Answered::Ok(OkInfo {
+        affected_rows: affected,
+        ..OkInfo::default()
+    }))
+}
+
+/// A sink that keeps the rows (INSERT … SELECT).
+#[derive(Default)]
+struct Collect {
+    rows: Vec<Vec<Val>>,
+}
+
+impl crate::backend::ResultSink for Collect {
+    fn columns(&mut self, _: &[crate::value::ColumnMeta]) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn row(&mut self, values: &[crate::value::SqlValue]) -> std::io::Result<()> {
+        self.rows
+            .push(values.iter().map(super::convert::from_sql).collect());
+        Ok(())
+    }
+    fn end_rows(&mut self, _: &OkInfo) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn ok(&mut self, _: &OkInfo) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn error(&mut self, _: &SqlError) -> std::io::Result<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,917 @@
+//! Evaluation of lowered expressions, and the kind of their values.
+
+use std::cmp::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
+
+use schema::Collation;
+
+use super::value::{
+    datetime_micros, datetime_of_micros, parse_datetime, parse_time, str_number_prefix, Dec, Val,
+    DECIMAL_SCALE_MAX, DIV_PRECISION_INCREMENT_DIGITS,
+};
+use super::{AggFn, Arith, CastTo, CmpOp, Expr, Kind, Scope};
+use crate::error::{codes, SqlError, SqlResult};
+use crate::value::{Date, Time};
+
+/// What an evaluation reads besides the row, and the warnings it leaves.
+pub struct Ctx<'a> {
+    /// Values of the `?` placeholders.
+    pub params: &'a [Val],
+    /// The aggregates of the current group.
+    pub aggs: &'a [Val],
+    /// The row `VALUES(col)` reads.
+    pub insert_values: &'a [Val],
+    /// Session facts functions read.
+    pub env: &'a Env,
+    /// Warnings (code, message) left so far.
+    pub warnings: Vec<(u16, String)>,
+    /// Set by `KILL QUERY`: long loops stop with 1317.
+    pub killed: Option<&'a AtomicBool>,
+    /// Strict sql_mode: a value that does not fit its column is an error
+    /// (else it is adjusted, with a warning).
+    pub strict: bool,
+}
+
+/// The session facts functions read (`NOW()`, `DATABASE()`, …).
+#[derive(Clone, Debug, Default)]
+pub struct Env {
+    /// `CONNECTION_ID()`.
+    pub connection_id: u32,
+    /// `DATABASE()`.
+    pub database: Option<String>,
+    /// `USER()`.
+    pub user: String,
+    /// `LAST_INSERT_ID()`.
+    pub last_insert_id: u64,
+    /// When the statement started, microseconds since the epoch (session
+    /// time zone applied).
+    pub now_micros: i64,
+    /// `VERSION()`.
+    pub version: String,
+}
+
+impl<'a> Ctx<'a> {
+    /// A context with these parameters.
+    pub fn new(params: &'a [Val], env: &'a Env) -> Ctx<'a> {
+        Ctx {
+            params,
+            aggs: &[],
+            insert_values: &[],
+            env,
+            warnings: Vec::new(),
+            killed: None,
+            strict: true,
+        }
+    }
+
+    /// 1317 when `KILL QUERY` asked the statement to stop.
+    pub fn check_killed(&self) -> SqlResult<()> {
+        match self.killed {
+            Some(k) if k.load(AtomicOrdering::Relaxed) => Err(SqlError::new(
+                codes::QUERY_INTERRUPTED,
+                "Query execution was interrupted",
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Leaves a warning.
+    pub fn warn(&mut self, code: u16, message: impl Into<String>) {
+        self.warnings.push((code, message.into()));
+    }
+
+    /// A string read as a double, warning 1292 when it is not wholly one.
+    pub fn num_f64(&mut self, v: &Val) -> f64 {
+        let (x, partial) = v.to_f64();
+        if partial {
+            self.warn(
+                codes::TRUNCATED_WRONG_VALUE,
+                format!("Truncated incorrect DOUBLE value: '{}'", v.to_text()),
+            );
+        }
+        x
+    }
+
+    /// A value read as an integer (rounded), for arguments that count.
+    pub fn num_i64(&mut self, v: &Val) -> i64 {
+        match v {
+            Val::Int(x) => *x,
+            Val::UInt(x) => i64::try_from(*x).unwrap_or(i64::MAX),
+            Val::Dec(d) => d
+                .rescale(0)
+                .map_or(0, |d| i64::try_from(d.mantissa).unwrap_or(i64::MAX)),
+            Val::Str(b) => {
+                let text = String::from_utf8_lossy(b).into_owned();
+                let (prefix, whole) = str_number_prefix(&text);
+                if !whole {
+                    self.warn(
+                        codes::TRUNCATED_WRONG_VALUE,
+                        format!("Truncated incorrect INTEGER value: '{text}'"),
+                    );
+                }
+                prefix
+                    .parse::<i64>()
+                    .ok()
+                    .or_else(|| prefix.parse::<f64>().ok().map(|f| f.round() as i64))
+                    .unwrap_or(0)
+            }
+            other => {
+                let f = self.num_f64(other);
+                f.round() as i64
+            }
+        }
+    }
+}
+
+/// The kind of an expression's values.
+pub fn kind(e: &Expr, scope: &Scope<'_>) -> Kind {
+    match e {
+        Expr::Lit(v) => val_kind(v),
+        Expr::Param(_) => Kind::Str {
+            collation: Some(Collation::Utf8mb4GeneralCi),
+        },
+        Expr::Col(c) => scope.columns.get(*c).map_or(Kind::Null, |c| c.kind),
+        Expr::InsertValue(c) => scope
+            .insert_values
+            .as_ref()
+            .and_then(|v| v.get(*c))
+            .map_or(Kind::Null, |c| c.kind),
+        Expr::Agg(i) => {
+            let Some(spec) = scope.aggs.as_ref().and_then(|a| a.get(*i)) else {
+                return Kind::Null;
+            };
+            match spec.func {
+                AggFn::Count | AggFn::CountStar => Kind::Int { unsigned: false },
+                AggFn::Min | AggFn::Max => spec.arg_kind,
+                AggFn::Sum => match spec.arg_kind {
+                    Kind::Int { .. } => Kind::Dec { scale: 0 },
+                    Kind::Dec { scale } => Kind::Dec { scale },
+                    _ => Kind::Double,
+                },
+                AggFn::Avg => match spec.arg_kind {
+                    Kind::Int { .. } => Kind::Dec {
+                        scale: DIV_PRECISION_INCREMENT_DIGITS,
+                    },
+                    Kind::Dec { scale } => Kind::Dec {
+                        scale: (scale + DIV_PRECISION_INCREMENT_DIGITS).min(DECIMAL_SCALE_MAX),
+                    },
+                    _ => Kind::Double,
+                },
+            }
+        }
+        Expr::Neg(a) => match kind(a, scope) {
+            Kind::Int { .. } => Kind::Int { unsigned: false },
+            k if k.is_numeric() => k,
+            _ => Kind::Double,
+        },
+        Expr::Arith(op, a, b) => arith_kind(*op, kind(a, scope), kind(b, scope)),
+        Expr::Not(_)
+        | Expr::Cmp(..)
+        | Expr::And(..)
+        | Expr::Or(..)
+        | Expr::Xor(..)
+        | Expr::IsNull(..)
+        | Expr::IsBool(..)
+        | Expr::In(..)
+        | Expr::Between(..)
+        | Expr::Like(..) => Kind::Int { unsigned: false },
+        Expr::Case(_, whens, otherwise) => {
+            let kinds = whens
+                .iter()
+                .map(|(_, r)| kind(r, scope))
+                .chain(otherwise.iter().map(|o| kind(o, scope)));
+            merge_kinds(kinds)
+        }
+        Expr::Cast(_, to) => match to {
+            CastTo::Signed => Kind::Int { unsigned: false },
+            CastTo::Unsigned => Kind::Int { unsigned: true },
+            CastTo::Char => Kind::Str {
+                collation: Some(Collation::Utf8mb4GeneralCi),
+            },
+            CastTo::Binary => Kind::Str { collation: None },
+            CastTo::Decimal(_, s) => Kind::Dec { scale: *s },
+            CastTo::Date => Kind::Date,
+            CastTo::DateTime(fsp) => Kind::DateTime { fsp: *fsp },
+            CastTo::Time(fsp) => Kind::Time { fsp: *fsp },
+            CastTo::Double => Kind::Double,
+        },
+        Expr::Func(f, args) => f.kind(args, scope),
+    }
+}
+
+/// The kind several alternatives' values share (CASE, IF, COALESCE).
+pub fn merge_kinds(kinds: impl Iterator<Item = Kind>) -> Kind {
+    let mut out = Kind::Null;
+    for k in kinds {
+        out = match (out, k) {
+            (Kind::Null, k) | (k, Kind::Null) => k,
+            (a, b) if a == b => a,
+            (Kind::Int { unsigned: a }, Kind::Int { unsigned: b }) => {
+                Kind::Int { unsigned: a && b }
+            }
+            (Kind::Int { .. }, Kind::Dec { scale }) | (Kind::Dec { scale }, Kind::Int { .. }) => {
+                Kind::Dec { scale }
+            }
+            (Kind::Dec { scale: a }, Kind::Dec { scale: b }) => Kind::Dec { scale: a.max(b) },
+            (a, b) if a.is_numeric() && b.is_numeric() => Kind::Double,
+            (Kind::Str { collation: a }, Kind::Str { collation: b }) => Kind::Str {
+                collation: a.and(b),
+            },
+            _ => Kind::Str {
+                collation: Some(Collation::Utf8mb4GeneralCi),
+            },
+        };
+    }
+    out
+}
+
+/// The kind of a constant.
+pub fn val_kind(v: &Val) -> Kind {
+    match v {
+        Val::Null => Kind::Null,
+        Val::Int(_) => Kind::Int { unsigned: false },
+        Val::UInt(_) => Kind::Int { unsigned: true },
+        Val::Dec(d) => Kind::Dec { scale: d.scale },
+        Val::Double(_) => Kind::Double,
+        Val::Str(_) => Kind::Str {
+            collation: Some(Collation::Utf8mb4GeneralCi),
+        },
+        Val::Date(_) => Kind::Date,
+        Val::DateTime(_, t) => Kind::DateTime {
+            fsp: if t.micros == 0 { 0 } else { 6 },
+        },
+        Val::Time(m) => Kind::Time {
+            fsp: if m % 1_000_000 == 0 { 0 } else { 6 },
+        },
+    }
+}
+
+fn arith_kind(op: Arith, a: Kind, b: Kind) -> Kind {
+    let num = |k: Kind| match k {
+        Kind::Str { .. } | Kind::Null => Kind::Double,
+        Kind::Date | Kind::DateTime { .. } | Kind::Time { .. } => Kind::Int { unsigned: false },
+        k => k,
+    };
+    let (a, b) = (num(a), num(b));
+    match op {
+        Arith::IntDiv => Kind::Int {
+            unsigned: matches!(a, Kind::Int { unsigned: true })
+                || matches!(b, Kind::Int { unsigned: true }),
+        },
+        _ => match (a, b) {
+            (Kind::Double, _) | (_, Kind::Double) => Kind::Double,
+            (Kind::Int { unsigned: ua }, Kind::Int { unsigned: ub }) if op != Arith::Div => {
+                Kind::Int { unsigned: ua || ub }
+            }
+            _ => {
+                let sa = dec_scale(a);
+                let sb = dec_scale(b);
+                let scale = match op {
+                    Arith::Add | Arith::Sub | Arith::Mod => sa.max(sb),
+                    Arith::Mul => (sa + sb).min(DECIMAL_SCALE_MAX),
+                    _ => (sa + DIV_PRECISION_INCREMENT_DIGITS).min(DECIMAL_SCALE_MAX),
+                };
+                Kind::Dec { scale }
+            }
+        },
+    }
+}
+
+fn dec_scale(k: Kind) -> u8 {
+    match k {
+        Kind::Dec { scale } => scale,
+        _ => 0,
+    }
+}
+
+/// A value as an exact decimal (None for what is a double).
+fn as_dec(v: &Val) -> Option<Dec> {
+    match v {
+        Val::Int(x) => Some(Dec::new(i128::from(*x), 0)),
+        Val::UInt(x) => Some(Dec::new(i128::from(*x), 0)),
+        Val::Dec(d) => Some(*d),
+        Val::Date(_) | Val::DateTime(..) | Val::Time(_) => Some(v.temporal_number()),
+        _ => None,
+    }
+}
+
+fn out_of_range(ty: &str, text: String) -> SqlError {
+    SqlError::new(1690, format!("{ty} value is out of range in '{text}'"))
+}
+
+impl Expr {
+    /// Evaluates over `row`.
+    pub fn eval(&self, row: &[Val], ctx: &mut Ctx<'_>) -> SqlResult<Val> {
+        Ok(match self {
+            Expr::Lit(v) => v.clone(),
+            Expr::Param(i) => ctx.params.get(*i).cloned().ok_or_else(|| {
+                SqlError::new(
+                    codes::WRONG_ARGUMENTS,
+                    "Incorrect arguments to mysqld_stmt_execute",
+                )
+            })?,
+            Expr::Col(c) => row.get(*c).cloned().unwrap_or(Val::Null),
+            Expr::Agg(i) => ctx.aggs.get(*i).cloned().unwrap_or(Val::Null),
+            Expr::InsertValue(i) => ctx.insert_values.get(*i).cloned().unwrap_or(Val::Null),
+            Expr::Neg(a) => match a.eval(row, ctx)? {
+                Val::Null => Val::Null,
+                Val::Int(x) => Val::Int(
+                    x.checked_neg()
+                        .ok_or_else(|| out_of_range("BIGINT", format!("-({x})")))?,
+                ),
+                Val::UInt(x) => {
+                    let neg = -i128::from(x);
+                    Val::Int(
+                        i64::try_from(neg)
+                            .map_err(|_| out_of_range("BIGINT", format!("-({x})")))?,
+                    )
+                }
+                Val::Dec(d) => Val::Dec(Dec::new(-d.mantissa, d.scale)),
+                Val::Double(x) => Val::Double(-x),
+                other => Val::Double(-ctx.num_f64(&other)),
+            },
+            Expr::Not(a) => match a.eval(row, ctx)?.truth() {
+                None => Val::Null,
+                Some(t) => Val::Int(i64::from(!t)),
+            },
+            Expr::Arith(op, a, b) => {
+                let x = a.eval(row, ctx)?;
+                let y = b.eval(row, ctx)?;
+                arith(*op, x, y, ctx)?
+            }
+            Expr::Cmp(op, a, b, coll) => {
+                let x = a.eval(row, ctx)?;
+                let y = b.eval(row, ctx)?;
+                if *op == CmpOp::NullSafeEq {
+                    return Ok(Val::Int(i64::from(match (x.is_null(), y.is_null()) {
+                        (true, true) => true,
+                        (false, false) => compare(&x, &y, *coll, ctx) == Ordering::Equal,
+                        _ => false,
+                    })));
+                }
+                if x.is_null() || y.is_null() {
+                    return Ok(Val::Null);
+                }
+                let o = compare(&x, &y, *coll, ctx);
+                Val::Int(i64::from(match op {
+                    CmpOp::Eq | CmpOp::NullSafeEq => o == Ordering::Equal,
+                    CmpOp::Ne => o != Ordering::Equal,
+                    CmpOp::Lt => o == Ordering::Less,
+                    CmpOp::Le => o != Ordering::Greater,
+                    CmpOp::Gt => o == Ordering::Greater,
+                    CmpOp::Ge => o != Ordering::Less,
+                }))
+            }
+            Expr::And(a, b) => {
+                let x = a.eval(row, ctx)?.truth();
+                if x == Some(false) {
+                    return Ok(Val::Int(0));
+                }
+                let y = b.eval(row, ctx)?.truth();
+                match (x, y) {
+                    (_, Some(false)) => Val::Int(0),
+                    (Some(true), Some(true)) => Val::Int(1),
+                    _ => Val::Null,
+                }
+            }
+            Expr::Or(a, b) => {
+                let x = a.eval(row, ctx)?.truth();
+                if x == Some(true) {
+                    return Ok(Val::Int(1));
+                }
+                let y = b.eval(row, ctx)?.truth();
+                match (x, y) {
+                    (_, Some(true)) => Val::Int(1),
+                    (Some(false), Some(false)) => Val::Int(0),
+                    _ => Val::Null,
+                }
+            }
+            Expr::Xor(a, b) => match (a.eval(row, ctx)?.truth(), b.eval(row, ctx)?.truth()) {
+                (Some(x), Some(y)) => Val::Int(i64::from(x != y)),
+                _ => Val::Null,
+            },
+            Expr::IsNull(a, negated) => {
+                Val::Int(i64::from(a.eval(row, ctx)?.is_null() != *negated))
+            }
+            Expr::IsBool(a, want, negated) => {
+                let is = a.eval(row, ctx)?.truth() == Some(*want);
+                Val::Int(i64::from(is != *negated))
+            }
+            Expr::In(a, list, negated, coll) => {
+                let x = a.eval(row, ctx)?;
+                if x.is_null() {
+                    return Ok(Val::Null);
+                }
+                let mut saw_null = false;
+                let mut found = false;
+                for item in list {
+                    let y = item.eval(row, ctx)?;
+                    if y.is_null() {
+                        saw_null = true;
+                    } else if compare(&x, &y, *coll, ctx) == Ordering::Equal {
+                        found = true;
+                        break;
+                    }
+                }
+                if found {
+                    Val::Int(i64::from(!*negated))
+                } else if saw_null {
+                    Val::Null
+                } else {
+                    Val::Int(i64::from(*negated))
+                }
+            }
+            Expr::Between(a, lo, hi, negated, coll) => {
+                let x = a.eval(row, ctx)?;
+                let l = lo.eval(row, ctx)?;
+                let h = hi.eval(row, ctx)?;
+                if x.is_null() {
+                    return Ok(Val::Null);
+                }
+                // `x >= low AND x <= high` in three-valued logic, the three
+                // compared under one type: strings as strings, numbers
+                // exactly, and a mix of strings and numbers as doubles.
+                let is_str = |v: &Val| matches!(v, Val::Str(_));
+                let is_num = |v: &Val| {
+                    matches!(v, Val::Int(_) | Val::UInt(_) | Val::Dec(_) | Val::Double(_))
+                };
+                let all = [&x, &l, &h];
+                let mixed = all.iter().any(|v| is_str(v)) && all.iter().any(|v| is_num(v));
+                let mut side = |bound: &Val, want: Ordering| -> Option<bool> {
+                    if bound.is_null() {
+                        return None;
+                    }
+                    let o = if mixed {
+                        let (a, b) = (ctx.num_f64(&x), ctx.num_f64(bound));
+                        a.partial_cmp(&b).unwrap_or(Ordering::Equal)
+                    } else {
+                        compare(&x, bound, *coll, ctx)
+                    };
+                    Some(o != want)
+                };
+                let above = side(&l, Ordering::Less);
+                let below = side(&h, Ordering::Greater);
+                let inside = match (above, below) {
+                    (Some(false), _) | (_, Some(false)) => false,
+                    (Some(true), Some(true)) => true,
+                    _ => return Ok(Val::Null),
+                };
+                Val::Int(i64::from(inside != *negated))
+            }
+            Expr::Like(a, p, escape, negated, coll) => {
+                let x = a.eval(row, ctx)?;
+                let pat = p.eval(row, ctx)?;
+                if x.is_null() || pat.is_null() {
+                    return Ok(Val::Null);
+                }
+                let ci = *coll == Some(Collation::Utf8mb4GeneralCi);
+                let m = like(&x.to_text(), &pat.to_text(), *escape, ci);
+                Val::Int(i64::from(m != *negated))
+            }
+            Expr::Case(operand, whens, otherwise) => {
+                let base = match operand {
+                    Some(o) => Some(o.eval(row, ctx)?),
+                    None => None,
+                };
+                for (cond, result) in whens {
+                    let c = cond.eval(row, ctx)?;
+                    let hit = match &base {
+                        Some(b) => {
+                            !b.is_null()
+                                && !c.is_null()
+                                && compare(b, &c, Some(Collation::Utf8mb4GeneralCi), ctx)
+                                    == Ordering::Equal
+                        }
+                        None => c.truth() == Some(true),
+                    };
+                    if hit {
+                        return result.eval(row, ctx);
+                    }
+                }
+                match otherwise {
+                    Some(o) => o.eval(row, ctx)?,
+                    None => Val::Null,
+                }
+            }
+            Expr::Cast(a, to) => {
+                let v = a.eval(row, ctx)?;
+                cast(v, *to, ctx)?
+            }
+            Expr::Func(f, args) => f.eval(args, row, ctx)?,
+        })
+    }
+
+    /// Evaluates as a condition: true only when the value is true.
+    pub fn test(&self, row: &[Val], ctx: &mut Ctx<'_>) -> SqlResult<bool> {
+        Ok(self.eval(row, ctx)?.truth() == Some(true))
+    }
+}
+
+/// Arithmetic with MySQL's result types.
+pub fn arith(op: Arith, x: Val, y: Val, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
+    if x.is_null() || y.is_null() {
+        return Ok(Val::Null);
+    }
+    let sym = match op {
+        Arith::Add => "+",
+        Arith::Sub => "-",
+        Arith::Mul => "*",
+        Arith::Div => "/",
+        Arith::IntDiv => "DIV",
+        Arith::Mod => "%",
+    };
+    let text = || format!("{} {sym} {}", x.to_text(), y.to_text());
+    let is_double = |v: &Val| matches!(v, Val::Double(_) | Val::Str(_));
+    if op == Arith::IntDiv {
+        let r = arith(Arith::Div, x.clone(), y.clone(), ctx)?;
+        return Ok(match r {
+            Val::Null => Val::Null,
+            Val::Double(f) => {
+                let t = f.trunc();
+                if t.abs() >= 9.223_372_036_854_776e18 {
+                    return Err(out_of_range("BIGINT", text()));
+                }
+                Val::Int(t as i64)
+            }
+            Val::Dec(d) => {
+                let q = d.mantissa / 10i128.pow(u32::from(d.scale));
+                if matches!(x, Val::UInt(_)) || matches!(y, Val::UInt(_)) {
+                    Val::UInt(
+                        u64::try_from(q).map_err(|_| out_of_range("BIGINT UNSIGNED", text()))?,
+                    )
+                } else {
+                    Val::Int(i64::try_from(q).map_err(|_| out_of_range("BIGINT", text()))?)
+                }
+            }
+            other => other,
+        });
+    }
+    if is_double(&x) || is_double(&y) {
+        let a = ctx.num_f64(&x);
+        let b = ctx.num_f64(&y);
+        let r = match op {
+            Arith::Add => a + b,
+            Arith::Sub => a - b,
+            Arith::Mul => a * b,
+            Arith::Div | Arith::Mod if b == 0.0 => {
+                ctx.warn(codes::DIVISION_BY_ZERO, "Division by 0");
+                return Ok(Val::Null);
+            }
+            Arith::Div => a / b,
+            _ => a % b,
+        };
+        if !r.is_finite() {
+            return Err(out_of_range("DOUBLE", text()));
+        }
+        return Ok(Val::Double(r));
+    }
+    let unsigned = matches!(x, Val::UInt(_)) || matches!(y, Val::UInt(_));
+    let ints = matches!(x, Val::Int(_) | Val::UInt(_)) && matches!(y, Val::Int(_) | Val::UInt(_));
+    let (Some(a), Some(b)) = (as_dec(&x), as_dec(&y)) else {
+        return Ok(Val::Null);
+    };
+    if ints && op != Arith::Div {
+        let (a, b) = (a.mantissa, b.mantissa);
+        let r = match op {
+            Arith::Add => a + b,
+            Arith::Sub => a - b,
+            Arith::Mul => a
+                .checked_mul(b)
+                .ok_or_else(|| out_of_range("BIGINT", text()))?,
+            _ => {
+                if b == 0 {
+                    ctx.warn(codes::DIVISION_BY_ZERO, "Division by 0");
+                    return Ok(Val::Null);
+                }
+                a % b
+            }
+        };
+        return if unsigned {
+            u64::try_from(r)
+                .map(Val::UInt)
+                .map_err(|_| out_of_range("BIGINT UNSIGNED", text()))
+        } else {
+            i64::try_from(r)
+                .map(Val::Int)
+                .map_err(|_| out_of_range("BIGINT", text()))
+        };
+    }
+    let overflow = || out_of_range("DECIMAL", text());
+    let scale = a.scale.max(b.scale);
+    let r = match op {
+        Arith::Add | Arith::Sub | Arith::Mod => {
+            let a2 = a.rescale(scale).ok_or_else(overflow)?;
+            let b2 = b.rescale(scale).ok_or_else(overflow)?;
+            let m = match op {
+                Arith::Add => a2.mantissa.checked_add(b2.mantissa),
+                Arith::Sub => a2.mantissa.checked_sub(b2.mantissa),
+                _ => {
+                    if b2.mantissa == 0 {
+                        ctx.warn(codes::DIVISION_BY_ZERO, "Division by 0");
+                        return Ok(Val::Null);
+                    }
+                    Some(a2.mantissa % b2.mantissa)
+                }
+            };
+            Dec::new(m.ok_or_else(overflow)?, scale)
+        }
+        Arith::Mul => {
+            let m = a.mantissa.checked_mul(b.mantissa).ok_or_else(overflow)?;
+            let d = Dec::new(m, a.scale + b.scale);
+            if d.scale > DECIMAL_SCALE_MAX {
+                d.rescale(DECIMAL_SCALE_MAX).ok_or_else(overflow)?
+            } else {
+                d
+            }
+        }
+        _ => {
+            if b.mantissa == 0 {
+                ctx.warn(codes::DIVISION_BY_ZERO, "Division by 0");
+                return Ok(Val::Null);
+            }
+            let out_scale = (a.scale + DIV_PRECISION_INCREMENT_DIGITS).min(DECIMAL_SCALE_MAX);
+            // a/b at out_scale: a * 10^(out_scale + b.scale - a.scale + 1) / b, rounded.
+            let shift = u32::from(out_scale) + u32::from(b.scale) + 1 - u32::from(a.scale);
+            let num = a
+                .mantissa
+                .checked_mul(10i128.checked_pow(shift).ok_or_else(overflow)?)
+                .ok_or_else(overflow)?;
+            let q = num / b.mantissa;
+            let rounded = (q + q.signum() * 5) / 10;
+            Dec::new(rounded, out_scale)
+        }
+    };
+    Ok(Val::Dec(r))
+}
+
+/// Compares two non-NULL values as MySQL does: strings as strings under
+/// the collation, a temporal value with a string as temporal values,
+/// numbers exactly where they can be, doubles otherwise.
+pub fn compare(x: &Val, y: &Val, coll: Option<Collation>, ctx: &mut Ctx<'_>) -> Ordering {
+    match (x, y) {
+        (Val::Str(a), Val::Str(b)) => compare_str(a, b, coll),
+        (Val::Int(a), Val::Int(b)) => a.cmp(b),
+        (Val::UInt(a), Val::UInt(b)) => a.cmp(b),
+        (Val::Int(a), Val::UInt(b)) => i128::from(*a).cmp(&i128::from(*b)),
+        (Val::UInt(a), Val::Int(b)) => i128::from(*a).cmp(&i128::from(*b)),
+        (Val::Date(_) | Val::DateTime(..), Val::Str(s)) => {
+            match temporal_of_text(&String::from_utf8_lossy(s)) {
+                Some(t) => temporal_key(x).cmp(&temporal_key(&t)),
+                None => compare_f64(x, y, ctx),
+            }
+        }
+        (Val::Str(_), Val::Date(_) | Val::DateTime(..)) => compare(y, x, coll, ctx).reverse(),
+        (Val::Date(_) | Val::DateTime(..), Val::Date(_) | Val::DateTime(..)) => {
+            temporal_key(x).cmp(&temporal_key(y))
+        }
+        (Val::Time(a), Val::Time(b)) => a.cmp(b),
+        (Val::Time(a), Val::Str(s)) => match parse_time(&String::from_utf8_lossy(s)) {
+            Some(b) => a.cmp(&b),
+            None => compare_f64(x, y, ctx),
+        },
+        (Val::Str(_), Val::Time(_)) => compare(y, x, coll, ctx).reverse(),
+        (Val::Double(_), _) | (_, Val::Double(_)) | (Val::Str(_), _) | (_, Val::Str(_)) => {
+            compare_f64(x, y, ctx)
+        }
+        _ => match (as_dec(x), as_dec(y)) {
+            (Some(a), Some(b)) => a.cmp_dec(b),
+            _ => compare_f64(x, y, ctx),
+        },
+    }
+}
+
+fn compare_f64(x: &Val, y: &Val, ctx: &mut Ctx<'_>) -> Ordering {
+    let a = ctx.num_f64(x);
+    let b = ctx.num_f64(y);
+    a.partial_cmp(&b).unwrap_or(Ordering::Equal)
+}
+
+/// Compares strings under a collation (None: bytes).
+pub fn compare_str(a: &[u8], b: &[u8], coll: Option<Collation>) -> Ordering {
+    match coll {
+        None => a.cmp(b),
+        Some(c) => c.compare(&String::from_utf8_lossy(a), &String::from_utf8_lossy(b)),
+    }
+}
+
+fn temporal_key(v: &Val) -> i64 {
+    match v {
+        Val::Date(d) => datetime_micros(*d, Time::default()),
+        Val::DateTime(d, t) => datetime_micros(*d, *t),
+        _ => 0,
+    }
+}
+
+/// A date or datetime read from text.
+pub fn temporal_of_text(text: &str) -> Option<Val> {
+    let (d, t) = parse_datetime(text)?;
+    Some(match t {
+        Some(t) => Val::DateTime(d, t),
+        None => Val::Date(d),
+    })
+}
+
+/// Whether `text` matches the LIKE `pattern`.
+pub fn like(text: &str, pattern: &str, escape: char, ci: bool) -> bool {
+    let fold = |s: &str| -> Vec<char> {
+        if ci {
+            s.chars().flat_map(char::to_lowercase).collect()
+        } else {
+            s.chars().collect()
+        }
+    };
+    let t = fold(text);
+    let p = fold(pattern);
+    // Tokens: Some(c) literal, None for `_`, and `%` as a separate flag.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Tok {
+        Lit(char),
+        One,
+        Any,
+    }
+    let mut toks = Vec::with_capacity(p.len());
+    let mut i = 0;
+    while i < p.len() {
+        let c = p[i];
+        if c == escape && i + 1 < p.len() {
+            toks.push(Tok::Lit(p[i + 1]));
+            i += 2;
+            continue;
+        }
+        toks.push(match c {
+            '%' => Tok::Any,
+            '_' => Tok::One,
+            c => Tok::Lit(c),
+        });
+        i += 1;
+    }
+    // Iterative matching with backtracking to the last `%`.
+    let (mut ti, mut pi) = (0usize, 0usize);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        match toks.get(pi) {
+            Some(Tok::Any) => {
+                star = Some((pi, ti));
+                pi += 1;
+            }
+            Some(Tok::One) => {
+                ti += 1;
+                pi += 1;
+            }
+            Some(Tok::Lit(c)) if *c == t[ti] => {
+                ti += 1;
+                pi += 1;
+            }
+            _ => match star {
+                Some((sp, st)) => {
+                    pi = sp + 1;
+                    ti = st + 1;
+                    star = Some((sp, st + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    toks[pi..].iter().all(|t| *t == Tok::Any)
+}
+
+/// `CAST(v AS to)`.
+pub fn cast(v: Val, to: CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
+    if v.is_null() {
+        return Ok(Val::Null);
+    }
+    Ok(match to {
+        CastTo::Signed | CastTo::Unsigned => {
+            let i: i128 = match &v {
+                Val::Int(x) => i128::from(*x),
+                Val::UInt(x) => i128::from(*x),
+                Val::Dec(d) => d.rescale(0).map_or(0, |d| d.mantissa),
+                Val::Double(f) => f.round() as i128,
+                Val::Str(b) => {
+                    let text = String::from_utf8_lossy(b).into_owned();
+                    let (prefix, whole) = str_number_prefix(&text);
+                    if !whole {
+                        ctx.warn(
+                            codes::TRUNCATED_WRONG_VALUE,
+                            format!("Truncated incorrect INTEGER value: '{text}'"),
+                        );
+                    }
+                    let int_part = prefix.split(['.', 'e', 'E']).next().unwrap_or("");
+                    int_part.parse::<i128>().unwrap_or(0)
+                }
+                other => other.temporal_number().rescale(0).map_or(0, |d| d.mantissa),
+            };
+            if to == CastTo::Unsigned {
+                Val::UInt(if i < 0 {
+                    (i as i64) as u64
+                } else {
+                    i.min(u64::MAX as i128) as u64
+                })
+            } else {
+                Val::Int(if i > i128::from(i64::MAX) {
+                    (i as u64) as i64
+                } else {
+                    i.max(i128::from(i64::MIN)) as i64
+                })
+            }
+        }
+        CastTo::Char => Val::str(v.to_text()),
+        CastTo::Binary => Val::Str(v.to_text().into_bytes()),
+        CastTo::Double => Val::Double(ctx.num_f64(&v)),
+        CastTo::Decimal(p, s) => {
+            let d = match &v {
+                Val::Double(f) => Dec::parse(&format!("{f:.*}", usize::from(s))),
+                Val::Str(b) => {
+                    let text = String::from_utf8_lossy(b).into_owned();
+                    let (prefix, whole) = str_number_prefix(&text);
+                    if !whole {
+                        ctx.warn(
+                            codes::TRUNCATED_WRONG_VALUE,
+                            format!("Truncated incorrect DECIMAL value: '{text}'"),
+                        );
+                    }
+                    Dec::parse(prefix).or_else(|| {
+                        prefix
+                            .parse::<f64>()
+                            .ok()
+                            .and_then(|f| Dec::parse(&format!("{f:.*}", usize::from(s))))
+                    })
+                }
+                other => as_dec(other),
+            }
+            .unwrap_or(Dec::new(0, 0));
+            let d = d.rescale(s).unwrap_or(Dec::new(0, s));
+            // Past what an i128 holds every value fits.
+            let max = 10i128
+                .checked_pow(u32::from(p))
+                .map_or(i128::MAX, |m| m - 1);
+            if d.mantissa.unsigned_abs() > max.unsigned_abs() {
+                ctx.warn(
+                    codes::OUT_OF_RANGE,
+                    "Out of range value for column 'CAST' at row 1".to_owned(),
+                );
+                Val::Dec(Dec::new(max * d.mantissa.signum(), s))
+            } else {
+                Val::Dec(d)
+            }
+        }
+        CastTo::Date => match to_datetime(&v, ctx) {
+            Some((d, _)) => Val::Date(d),
+            None => Val::Null,
+        },
+        CastTo::DateTime(fsp) => match to_datetime(&v, ctx) {
+            Some((d, mut t)) => {
+                let unit = 10u32.pow(6 - u32::from(fsp.min(6)));
+                t.micros = t.micros / unit * unit;
+                Val::DateTime(d, t)
+            }
+            None => Val::Null,
+        },
+        CastTo::Time(_) => match &v {
+            Val::Time(_) => v,
+            Val::DateTime(_, t) => Val::Time(
+                (i64::from(t.hour) * 3600 + i64::from(t.minute) * 60 + i64::from(t.second))
+                    * 1_000_000
+                    + i64::from(t.micros),
+            ),
+            Val::Date(_) => Val::Time(0),
+            other => match parse_time(&other.to_text()) {
+                Some(m) => Val::Time(m),
+                None => {
+                    ctx.warn(
+                        codes::TRUNCATED_WRONG_VALUE,
+                        format!("Truncated incorrect time value: '{}'", other.to_text()),
+                    );
+                    Val::Null
+                }
+            },
+        },
+    })
+}
+
+/// A value as a date and time (a date at midnight); warns 1292 and gives
+/// None when it is not one.
+pub fn to_datetime(v: &Val, ctx: &mut Ctx<'_>) -> Option<(Date, Time)> {
+    match v {
+        Val::Date(d) => Some((*d, Time::default())),
+        Val::DateTime(d, t) => Some((*d, *t)),
+        Val::Time(m) => {
+            let today = ctx.env.now_micros.div_euclid(86_400_000_000) * 86_400_000_000;
+            datetime_of_micros(today + m)
+        }
+        Val::Null => None,
+        other => {
+            let text = other.to_text();
+            match parse_datetime(&text) {
+                Some((d, t)) => Some((d, t.unwrap_or_default())),
+                None => {
+                    ctx.warn(
+                        codes::TRUNCATED_WRONG_VALUE,
+                        format!("Incorrect datetime value: '{text}'"),
+                    );
+                    None
+                }
+            }
+        }
+    }
+}

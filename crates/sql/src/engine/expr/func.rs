@@ -1,0 +1,1068 @@
+//! Scalar functions.
+
+use schema::Collation;
+
+use super::eval::{compare, merge_kinds, to_datetime, Ctx};
+use super::value::{
+    datetime_micros, datetime_of_micros, days_from_civil, Dec, Val, MICROS_PER_DAY,
+    MICROS_PER_SECOND,
+};
+use super::{Expr, Kind, Scope};
+use crate::error::{SqlError, SqlResult};
+use crate::value::{Date, Time};
+
+/// Longest string a function builds, in bytes (MySQL's
+/// `max_allowed_packet` bounds it there; past it the result is NULL).
+pub const STRING_RESULT_BYTES_MAX: usize = 64 << 20;
+
+/// A scalar function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub enum Func {
+    Concat,
+    ConcatWs,
+    Length,
+    CharLength,
+    Upper,
+    Lower,
+    Substring,
+    TrimBoth,
+    TrimLeading,
+    TrimTrailing,
+    Replace,
+    Left,
+    Right,
+    Lpad,
+    Rpad,
+    Abs,
+    Ceil,
+    Floor,
+    Round,
+    Truncate,
+    Mod,
+    Greatest,
+    Least,
+    Now,
+    CurDate,
+    UnixTimestamp,
+    DateFormat,
+    Date,
+    Year,
+    Month,
+    Day,
+    Hour,
+    Minute,
+    Second,
+    DateAdd,
+    DateSub,
+    LastInsertId,
+    ConnectionId,
+    Database,
+    Version,
+    User,
+    If,
+    IfNull,
+    NullIf,
+    Coalesce,
+    Collate(Collation),
+    Repeat,
+    Hex,
+    SubstringIndex,
+    StrToDate,
+    Sqrt,
+    Sign,
+    Reverse,
+    Power,
+    Locate,
+    Instr,
+    LastDay,
+    DayOfWeek,
+    DateDiff,
+}
+
+fn arity(name: &str, args: &[Expr], min: usize, max: usize) -> SqlResult<()> {
+    if args.len() < min || args.len() > max {
+        return Err(SqlError::new(
+            1582,
+            format!("Incorrect parameter count in the call to native function '{name}'"),
+        ));
+    }
+    Ok(())
+}
+
+/// A call by name.
+pub fn lower_call(name: &str, args: Vec<Expr>) -> SqlResult<Expr> {
+    use Func as F;
+    let (f, min, max) = match name {
+        "CONCAT" => (F::Concat, 1, usize::MAX),
+        "CONCAT_WS" => (F::ConcatWs, 2, usize::MAX),
+        "LENGTH" | "OCTET_LENGTH" => (F::Length, 1, 1),
+        "CHAR_LENGTH" | "CHARACTER_LENGTH" => (F::CharLength, 1, 1),
+        "UPPER" | "UCASE" => (F::Upper, 1, 1),
+        "LOWER" | "LCASE" => (F::Lower, 1, 1),
+        "SUBSTRING" | "SUBSTR" | "MID" => (F::Substring, 2, 3),
+        "TRIM" => (F::TrimBoth, 1, 2),
+        "LTRIM" => (F::TrimLeading, 1, 1),
+        "RTRIM" => (F::TrimTrailing, 1, 1),
+        "REPLACE" => (F::Replace, 3, 3),
+        "LEFT" => (F::Left, 2, 2),
+        "RIGHT" => (F::Right, 2, 2),
+        "LPAD" => (F::Lpad, 3, 3),
+        "RPAD" => (F::Rpad, 3, 3),
+        "ABS" => (F::Abs, 1, 1),
+        "CEIL" | "CEILING" => (F::Ceil, 1, 1),
+        "FLOOR" => (F::Floor, 1, 1),
+        "ROUND" => (F::Round, 1, 2),
+        "TRUNCATE" => (F::Truncate, 2, 2),
+        "MOD" => (F::Mod, 2, 2),
+        "GREATEST" => (F::Greatest, 2, usize::MAX),
+        "LEAST" => (F::Least, 2, usize::MAX),
+        "NOW" | "CURRENT_TIMESTAMP" | "LOCALTIME" | "LOCALTIMESTAMP" | "SYSDATE" => (F::Now, 0, 1),
+        "CURDATE" | "CURRENT_DATE" => (F::CurDate, 0, 0),
+        "UNIX_TIMESTAMP" => (F::UnixTimestamp, 0, 1),
+        "DATE_FORMAT" => (F::DateFormat, 2, 2),
+        "DATE" => (F::Date, 1, 1),
+        "YEAR" => (F::Year, 1, 1),
+        "MONTH" => (F::Month, 1, 1),
+        "DAY" | "DAYOFMONTH" => (F::Day, 1, 1),
+        "HOUR" => (F::Hour, 1, 1),
+        "MINUTE" => (F::Minute, 1, 1),
+        "SECOND" => (F::Second, 1, 1),
+        "DATE_ADD" | "ADDDATE" => (F::DateAdd, 3, 3),
+        "DATE_SUB" | "SUBDATE" => (F::DateSub, 3, 3),
+        "LAST_INSERT_ID" => (F::LastInsertId, 0, 0),
+        "CONNECTION_ID" => (F::ConnectionId, 0, 0),
+        "DATABASE" | "SCHEMA" => (F::Database, 0, 0),
+        "VERSION" => (F::Version, 0, 0),
+        "USER" | "CURRENT_USER" | "SESSION_USER" | "SYSTEM_USER" => (F::User, 0, 0),
+        "IF" => (F::If, 3, 3),
+        "IFNULL" => (F::IfNull, 2, 2),
+        "NULLIF" => (F::NullIf, 2, 2),
+        "COALESCE" => (F::Coalesce, 1, usize::MAX),
+        "REPEAT" => (F::Repeat, 2, 2),
+        "HEX" => (F::Hex, 1, 1),
+        "SUBSTRING_INDEX" => (F::SubstringIndex, 3, 3),
+        "STR_TO_DATE" => (F::StrToDate, 2, 2),
+        "SQRT" => (F::Sqrt, 1, 1),
+        "SIGN" => (F::Sign, 1, 1),
+        "REVERSE" => (F::Reverse, 1, 1),
+        "POWER" | "POW" => (F::Power, 2, 2),
+        "LOCATE" | "POSITION" => (F::Locate, 2, 3),
+        "INSTR" => (F::Instr, 2, 2),
+        "LAST_DAY" => (F::LastDay, 1, 1),
+        "DAYOFWEEK" => (F::DayOfWeek, 1, 1),
+        "DATEDIFF" => (F::DateDiff, 2, 2),
+        _ => {
+            return Err(SqlError::new(
+                1305,
+                format!("FUNCTION {name} does not exist"),
+            ))
+        }
+    };
+    arity(name, &args, min, max)?;
+    Ok(Expr::Func(f, args))
+}
+
+fn text_kind() -> Kind {
+    Kind::Str {
+        collation: Some(Collation::Utf8mb4GeneralCi),
+    }
+}
+
+impl Func {
+    /// The kind of the function's values.
+    pub fn kind(self, args: &[Expr], scope: &Scope<'_>) -> Kind {
+        use Func as F;
+        let arg = |i: usize| args.get(i).map_or(Kind::Null, |a| scope.kind(a));
+        match self {
+            F::Concat
+            | F::ConcatWs
+            | F::Substring
+            | F::TrimBoth
+            | F::TrimLeading
+            | F::TrimTrailing
+            | F::Replace
+            | F::Left
+            | F::Right
+            | F::Lpad
+            | F::Rpad
+            | F::Upper
+            | F::Lower => match arg(0) {
+                Kind::Str { collation } => Kind::Str { collation },
+                _ => text_kind(),
+            },
+            F::DateFormat | F::Database | F::Version | F::User | F::Hex => text_kind(),
+            F::Repeat | F::SubstringIndex | F::Reverse => match arg(0) {
+                Kind::Str { collation } => Kind::Str { collation },
+                _ => text_kind(),
+            },
+            F::Sqrt | F::Power => Kind::Double,
+            F::Sign | F::Locate | F::Instr | F::DayOfWeek | F::DateDiff => {
+                Kind::Int { unsigned: false }
+            }
+            F::LastDay => Kind::Date,
+            F::StrToDate => match args.get(1) {
+                Some(Expr::Lit(f)) => {
+                    let f = f.to_text();
+                    let timed = [
+                        "%H", "%i", "%s", "%S", "%T", "%h", "%I", "%k", "%l", "%f", "%r",
+                    ]
+                    .iter()
+                    .any(|x| f.contains(x));
+                    if timed {
+                        Kind::DateTime {
+                            fsp: if f.contains("%f") { 6 } else { 0 },
+                        }
+                    } else {
+                        Kind::Date
+                    }
+                }
+                _ => Kind::DateTime { fsp: 0 },
+            },
+            F::Collate(c) => Kind::Str { collation: Some(c) },
+            F::Length
+            | F::CharLength
+            | F::Year
+            | F::Month
+            | F::Day
+            | F::Hour
+            | F::Minute
+            | F::Second => Kind::Int { unsigned: false },
+            F::LastInsertId | F::ConnectionId => Kind::Int { unsigned: true },
+            F::UnixTimestamp => Kind::Int { unsigned: false },
+            F::Abs | F::Mod => match arg(0) {
+                k if k.is_numeric() => k,
+                _ => Kind::Double,
+            },
+            F::Ceil | F::Floor => match arg(0) {
+                Kind::Int { unsigned } => Kind::Int { unsigned },
+                Kind::Dec { .. } => Kind::Int { unsigned: false },
+                _ => Kind::Double,
+            },
+            F::Round | F::Truncate => {
+                let digits = match args.get(1) {
+                    Some(Expr::Lit(Val::Int(d))) => (*d).clamp(0, 30) as u8,
+                    _ => 0,
+                };
+                match arg(0) {
+                    Kind::Int { unsigned } => Kind::Int { unsigned },
+                    Kind::Dec { scale } => {
+                        if digits == 0 {
+                            Kind::Dec { scale: 0 }
+                        } else {
+                            Kind::Dec {
+                                scale: digits.min(scale),
+                            }
+                        }
+                    }
+                    _ => Kind::Double,
+                }
+            }
+            F::Greatest | F::Least | F::Coalesce => merge_kinds(args.iter().map(|a| scope.kind(a))),
+            F::IfNull => merge_kinds([arg(0), arg(1)].into_iter()),
+            F::If => merge_kinds([arg(1), arg(2)].into_iter()),
+            F::NullIf => arg(0),
+            F::Now => Kind::DateTime {
+                fsp: match args.first() {
+                    Some(Expr::Lit(Val::Int(f))) => (*f).clamp(0, 6) as u8,
+                    _ => 0,
+                },
+            },
+            F::CurDate | F::Date => Kind::Date,
+            F::DateAdd | F::DateSub => match arg(0) {
+                Kind::Date => {
+                    let unit = match args.get(2) {
+                        Some(Expr::Lit(v)) => v.to_text().to_ascii_uppercase(),
+                        _ => String::new(),
+                    };
+                    if matches!(unit.as_str(), "DAY" | "WEEK" | "MONTH" | "QUARTER" | "YEAR") {
+                        Kind::Date
+                    } else {
+                        Kind::DateTime { fsp: 0 }
+                    }
+                }
+                Kind::DateTime { fsp } => Kind::DateTime { fsp },
+                _ => text_kind(),
+            },
+        }
+    }
+
+    /// Whether the result can be NULL, given whether each argument can.
+    pub fn nullable(self, mut args: impl Iterator<Item = bool>) -> bool {
+        use Func as F;
+        match self {
+            F::Now
+            | F::CurDate
+            | F::LastInsertId
+            | F::ConnectionId
+            | F::Version
+            | F::User
+            | F::UnixTimestamp => false,
+            F::Database | F::If | F::NullIf | F::Coalesce | F::IfNull => true,
+            F::Concat | F::Upper | F::Lower | F::Length | F::CharLength | F::Abs => args.any(|n| n),
+            _ => true,
+        }
+    }
+
+    /// Whether a call with constant arguments is constant in a statement.
+    pub fn is_deterministic(self) -> bool {
+        true
+    }
+
+    /// The display length in characters of a string result.
+    pub fn result_chars(self, args: &[Expr], scope: &Scope<'_>) -> u32 {
+        let len = |e: &Expr| match e {
+            Expr::Lit(v) => v.to_text().chars().count() as u32,
+            Expr::Col(c) => scope.columns.get(*c).map_or(255, |c| {
+                c.meta.length / if c.meta.charset == 63 { 1 } else { 4 }
+            }),
+            _ => 255,
+        };
+        match self {
+            Func::Concat => args.iter().map(len).fold(0u32, u32::saturating_add),
+            Func::Database | Func::User => 64,
+            Func::Version => 60,
+            Func::DateFormat => 64,
+            _ => args.first().map_or(255, len),
+        }
+    }
+
+    /// Evaluates the call.
+    pub fn eval(self, args: &[Expr], row: &[Val], ctx: &mut Ctx<'_>) -> SqlResult<Val> {
+        use Func as F;
+        // Lazy ones first: only the branch taken is evaluated.
+        match self {
+            F::If => {
+                let c = args[0].eval(row, ctx)?;
+                return if c.truth() == Some(true) {
+                    args[1].eval(row, ctx)
+                } else {
+                    args[2].eval(row, ctx)
+                };
+            }
+            F::IfNull | F::Coalesce => {
+                for a in args {
+                    let v = a.eval(row, ctx)?;
+                    if !v.is_null() {
+                        return Ok(v);
+                    }
+                }
+                return Ok(Val::Null);
+            }
+            _ => {}
+        }
+        let mut v = Vec::with_capacity(args.len());
+        for a in args {
+            v.push(a.eval(row, ctx)?);
+        }
+        let null_in = v.iter().any(Val::is_null);
+        let s = |i: usize| v[i].to_text();
+        Ok(match self {
+            F::If | F::IfNull | F::Coalesce => Val::Null,
+            F::NullIf => {
+                if !v[0].is_null()
+                    && !v[1].is_null()
+                    && compare(&v[0], &v[1], Some(Collation::Utf8mb4GeneralCi), ctx).is_eq()
+                {
+                    Val::Null
+                } else {
+                    v[0].clone()
+                }
+            }
+            F::Concat => {
+                if null_in {
+                    return Ok(Val::Null);
+                }
+                let mut out = Vec::new();
+                for x in &v {
+                    match x {
+                        Val::Str(b) => out.extend_from_slice(b),
+                        other => out.extend_from_slice(other.to_text().as_bytes()),
+                    }
+                    if out.len() > STRING_RESULT_BYTES_MAX {
+                        return Ok(Val::Null);
+                    }
+                }
+                Val::Str(out)
+            }
+            F::ConcatWs => {
+                if v[0].is_null() {
+                    return Ok(Val::Null);
+                }
+                let sep = s(0);
+                let parts: Vec<String> = v[1..]
+                    .iter()
+                    .filter(|x| !x.is_null())
+                    .map(Val::to_text)
+                    .collect();
+                Val::str(parts.join(&sep))
+            }
+            _ if null_in && !matches!(self, F::Greatest | F::Least) => Val::Null,
+            F::Greatest | F::Least => {
+                if null_in {
+                    return Ok(Val::Null);
+                }
+                let mut best = v[0].clone();
+                for x in &v[1..] {
+                    let o = compare(x, &best, Some(Collation::Utf8mb4GeneralCi), ctx);
+                    if (self == F::Greatest && o.is_gt()) || (self == F::Least && o.is_lt()) {
+                        best = x.clone();
+                    }
+                }
+                best
+            }
+            F::Length => Val::Int(match &v[0] {
+                Val::Str(b) => b.len() as i64,
+                other => other.to_text().len() as i64,
+            }),
+            F::CharLength => Val::Int(s(0).chars().count() as i64),
+            F::Upper => Val::str(s(0).to_uppercase()),
+            F::Lower => Val::str(s(0).to_lowercase()),
+            F::Collate(_) => v[0].clone(),
+            F::Substring => {
+                let chars: Vec<char> = s(0).chars().collect();
+                let n = chars.len() as i64;
+                let pos = ctx.num_i64(&v[1]);
+                let start = if pos > 0 {
+                    pos - 1
+                } else if pos < 0 {
+                    n + pos
+                } else {
+                    return Ok(Val::str(""));
+                };
+                if start < 0 || start >= n {
+                    return Ok(Val::str(""));
+                }
+                let len = match v.get(2) {
+                    Some(l) => ctx.num_i64(l).max(0),
+                    None => n,
+                };
+                let end = start.saturating_add(len).min(n);
+                Val::str(
+                    chars[start as usize..end as usize]
+                        .iter()
+                        .collect::<String>(),
+                )
+            }
+            F::TrimBoth | F::TrimLeading | F::TrimTrailing => {
+                let text = s(0);
+                let what = v.get(1).map_or_else(|| " ".to_owned(), Val::to_text);
+                if what.is_empty() {
+                    return Ok(Val::str(text));
+                }
+                let mut t = text.as_str();
+                if self != F::TrimTrailing {
+                    while let Some(rest) = t.strip_prefix(what.as_str()) {
+                        t = rest;
+                    }
+                }
+                if self != F::TrimLeading {
+                    while let Some(rest) = t.strip_suffix(what.as_str()) {
+                        t = rest;
+                    }
+                }
+                Val::str(t)
+            }
+            F::Replace => {
+                let from = s(1);
+                if from.is_empty() {
+                    v[0].clone()
+                } else {
+                    Val::str(s(0).replace(&from, &s(2)))
+                }
+            }
+            F::Left | F::Right => {
+                let chars: Vec<char> = s(0).chars().collect();
+                let n = ctx.num_i64(&v[1]).clamp(0, chars.len() as i64) as usize;
+                let part: String = if self == F::Left {
+                    chars[..n].iter().collect()
+                } else {
+                    chars[chars.len() - n..].iter().collect()
+                };
+                Val::str(part)
+            }
+            F::Lpad | F::Rpad => {
+                let text: Vec<char> = s(0).chars().collect();
+                let n = ctx.num_i64(&v[1]);
+                if n < 0 {
+                    return Ok(Val::Null);
+                }
+                let n = n as usize;
+                if n.saturating_mul(4) > STRING_RESULT_BYTES_MAX {
+                    return Ok(Val::Null);
+                }
+                if text.len() >= n {
+                    return Ok(Val::str(text[..n].iter().collect::<String>()));
+                }
+                let pad: Vec<char> = s(2).chars().collect();
+                if pad.is_empty() {
+                    return Ok(Val::Null);
+                }
+                let fill: String = pad.iter().cycle().take(n - text.len()).collect();
+                let text: String = text.into_iter().collect();
+                Val::str(if self == F::Lpad {
+                    fill + &text
+                } else {
+                    text + &fill
+                })
+            }
+            F::Abs => match &v[0] {
+                Val::Int(x) => Val::Int(x.checked_abs().ok_or_else(|| {
+                    SqlError::new(1690, format!("BIGINT value is out of range in 'abs({x})'"))
+                })?),
+                Val::UInt(x) => Val::UInt(*x),
+                Val::Dec(d) => Val::Dec(Dec::new(d.mantissa.saturating_abs(), d.scale)),
+                other => Val::Double(ctx.num_f64(other).abs()),
+            },
+            F::Ceil | F::Floor => match &v[0] {
+                Val::Int(_) | Val::UInt(_) => v[0].clone(),
+                Val::Dec(d) => {
+                    let p = 10i128.pow(u32::from(d.scale));
+                    let q = d.mantissa.div_euclid(p);
+                    let r = d.mantissa.rem_euclid(p);
+                    let q = if self == F::Ceil && r != 0 { q + 1 } else { q };
+                    Val::Int(i64::try_from(q).unwrap_or(i64::MAX))
+                }
+                other => {
+                    let f = ctx.num_f64(other);
+                    Val::Double(if self == F::Ceil { f.ceil() } else { f.floor() })
+                }
+            },
+            F::Round | F::Truncate => {
+                let digits = match v.get(1) {
+                    Some(d) => ctx.num_i64(d).clamp(-60, 30),
+                    None => 0,
+                };
+                round(&v[0], digits, self == F::Truncate, ctx)
+            }
+            F::Mod => super::eval::arith(super::Arith::Mod, v[0].clone(), v[1].clone(), ctx)?,
+            F::Now => {
+                let (d, t) = datetime_of_micros(ctx.env.now_micros).unwrap_or_default();
+                let fsp = v.first().map_or(0, |f| ctx.num_i64(f).clamp(0, 6) as u32);
+                let unit = 10u32.pow(6 - fsp);
+                Val::DateTime(
+                    d,
+                    Time {
+                        micros: t.micros / unit * unit,
+                        ..t
+                    },
+                )
+            }
+            F::CurDate => {
+                let (d, _) = datetime_of_micros(ctx.env.now_micros).unwrap_or_default();
+                Val::Date(d)
+            }
+            F::UnixTimestamp => match v.first() {
+                None => Val::Int(ctx.env.now_micros.div_euclid(MICROS_PER_SECOND)),
+                Some(x) => match to_datetime(x, ctx) {
+                    Some((d, t)) => {
+                        Val::Int(datetime_micros(d, t).max(0).div_euclid(MICROS_PER_SECOND))
+                    }
+                    None => Val::Null,
+                },
+            },
+            F::Date => match to_datetime(&v[0], ctx) {
+                Some((d, _)) => Val::Date(d),
+                None => Val::Null,
+            },
+            F::Year | F::Month | F::Day | F::Hour | F::Minute | F::Second => {
+                let (d, t) = match &v[0] {
+                    Val::Time(m) => {
+                        let abs = m.unsigned_abs() / 1_000_000;
+                        let t = Time {
+                            hour: (abs / 3600 % 24) as u8,
+                            minute: (abs / 60 % 60) as u8,
+                            second: (abs % 60) as u8,
+                            micros: 0,
+                        };
+                        (Date::default(), t)
+                    }
+                    other => match to_datetime(other, ctx) {
+                        Some(x) => x,
+                        None => return Ok(Val::Null),
+                    },
+                };
+                Val::Int(i64::from(match self {
+                    F::Year => d.year,
+                    F::Month => u16::from(d.month),
+                    F::Day => u16::from(d.day),
+                    F::Hour => u16::from(t.hour),
+                    F::Minute => u16::from(t.minute),
+                    _ => u16::from(t.second),
+                }))
+            }
+            F::DateAdd | F::DateSub => {
+                let Some((d, t)) = to_datetime(&v[0], ctx) else {
+                    return Ok(Val::Null);
+                };
+                let unit = s(2).to_ascii_uppercase();
+                let mut amount = ctx.num_i64(&v[1]);
+                if self == F::DateSub {
+                    amount = -amount;
+                }
+                let was_date = match &v[0] {
+                    Val::Date(_) => true,
+                    Val::Str(b) => super::value::parse_datetime(&String::from_utf8_lossy(b))
+                        .is_some_and(|(_, t)| t.is_none()),
+                    _ => false,
+                };
+                date_add(d, t, amount, &unit, was_date)?
+            }
+            F::DateFormat => match to_datetime(&v[0], ctx) {
+                Some((d, t)) => Val::str(date_format(d, t, &s(1))),
+                None => Val::Null,
+            },
+            F::Repeat => {
+                let n = ctx.num_i64(&v[1]).max(0) as usize;
+                let unit = match &v[0] {
+                    Val::Str(b) => b.clone(),
+                    other => other.to_text().into_bytes(),
+                };
+                if unit.len().saturating_mul(n) > STRING_RESULT_BYTES_MAX {
+                    return Ok(Val::Null);
+                }
+                Val::Str(unit.repeat(n))
+            }
+            F::Hex => match &v[0] {
+                Val::Str(b) => Val::str(b.iter().map(|x| format!("{x:02X}")).collect::<String>()),
+                other => {
+                    let n = match other {
+                        Val::Int(i) => *i as u64,
+                        Val::UInt(u) => *u,
+                        x => ctx.num_f64(x).round() as i64 as u64,
+                    };
+                    Val::str(format!("{n:X}"))
+                }
+            },
+            F::SubstringIndex => {
+                let text = s(0);
+                let delim = s(1);
+                let count = ctx.num_i64(&v[2]);
+                if delim.is_empty() || count == 0 {
+                    return Ok(Val::str(""));
+                }
+                let parts: Vec<&str> = text.split(delim.as_str()).collect();
+                let n = usize::try_from(count.unsigned_abs()).unwrap_or(usize::MAX);
+                if n >= parts.len() {
+                    return Ok(Val::str(text));
+                }
+                Val::str(if count > 0 {
+                    parts[..n].join(&delim)
+                } else {
+                    parts[parts.len() - n..].join(&delim)
+                })
+            }
+            F::StrToDate => match str_to_date(&s(0), &s(1)) {
+                Some((d, Some(t))) => Val::DateTime(d, t),
+                Some((d, None)) => Val::Date(d),
+                None => {
+                    ctx.warn(
+                        codes_truncated(),
+                        format!(
+                            "Incorrect datetime value: '{}' for function str_to_date",
+                            s(0)
+                        ),
+                    );
+                    Val::Null
+                }
+            },
+            F::Sqrt => {
+                let x = ctx.num_f64(&v[0]);
+                if x < 0.0 {
+                    Val::Null
+                } else {
+                    Val::Double(x.sqrt())
+                }
+            }
+            F::Power => {
+                let r = ctx.num_f64(&v[0]).powf(ctx.num_f64(&v[1]));
+                if r.is_finite() {
+                    Val::Double(r)
+                } else {
+                    return Err(SqlError::new(
+                        1690,
+                        format!("DOUBLE value is out of range in 'pow({},{})'", s(0), s(1)),
+                    ));
+                }
+            }
+            F::Sign => Val::Int(match &v[0] {
+                Val::Int(i) => i.signum(),
+                Val::UInt(u) => i64::from(*u > 0),
+                Val::Dec(d) => d.mantissa.signum() as i64,
+                other => {
+                    let x = ctx.num_f64(other);
+                    if x > 0.0 {
+                        1
+                    } else if x < 0.0 {
+                        -1
+                    } else {
+                        0
+                    }
+                }
+            }),
+            F::Reverse => Val::str(s(0).chars().rev().collect::<String>()),
+            F::Locate | F::Instr => {
+                let (needle, hay) = if self == F::Locate {
+                    (s(0), s(1))
+                } else {
+                    (s(1), s(0))
+                };
+                let hay: Vec<char> = hay.to_lowercase().chars().collect();
+                let needle: Vec<char> = needle.to_lowercase().chars().collect();
+                let from = match v.get(2) {
+                    Some(p) => ctx.num_i64(p),
+                    None => 1,
+                };
+                if from < 1 {
+                    return Ok(Val::Int(0));
+                }
+                let start = usize::try_from(from - 1).unwrap_or(usize::MAX);
+                if needle.is_empty() {
+                    return Ok(Val::Int(if start <= hay.len() { from } else { 0 }));
+                }
+                let found = (start..hay.len().saturating_sub(needle.len()) + 1)
+                    .find(|i| hay[*i..].starts_with(&needle));
+                Val::Int(found.map_or(0, |i| i as i64 + 1))
+            }
+            F::LastDay => match to_datetime(&v[0], ctx) {
+                Some((d, _)) => {
+                    let (y, m) = (i64::from(d.year), i64::from(d.month));
+                    let next = if m == 12 {
+                        days_from_civil(y + 1, 1, 1)
+                    } else {
+                        days_from_civil(y, m + 1, 1)
+                    };
+                    let last = (next - days_from_civil(y, m, 1)) as u8;
+                    Val::Date(Date { day: last, ..d })
+                }
+                None => Val::Null,
+            },
+            F::DayOfWeek => match to_datetime(&v[0], ctx) {
+                Some((d, _)) => {
+                    let days =
+                        days_from_civil(i64::from(d.year), i64::from(d.month), i64::from(d.day));
+                    // 1970-01-01 was a Thursday (5 in MySQL's Sunday = 1).
+                    Val::Int((days + 4).rem_euclid(7) + 1)
+                }
+                None => Val::Null,
+            },
+            F::DateDiff => match (to_datetime(&v[0], ctx), to_datetime(&v[1], ctx)) {
+                (Some((a, _)), Some((b, _))) => {
+                    let day = |d: Date| {
+                        days_from_civil(i64::from(d.year), i64::from(d.month), i64::from(d.day))
+                    };
+                    Val::Int(day(a) - day(b))
+                }
+                _ => Val::Null,
+            },
+            F::LastInsertId => Val::UInt(ctx.env.last_insert_id),
+            F::ConnectionId => Val::UInt(u64::from(ctx.env.connection_id)),
+            F::Database => match &ctx.env.database {
+                Some(db) => Val::str(db.clone()),
+                None => Val::Null,
+            },
+            F::Version => Val::str(ctx.env.version.clone()),
+            F::User => Val::str(ctx.env.user.clone()),
+        })
+    }
+}
+
+fn round(v: &Val, digits: i64, truncate: bool, ctx: &mut Ctx<'_>) -> Val {
+    let dec = match v {
+        Val::Int(x) => Some(Dec::new(i128::from(*x), 0)),
+        Val::UInt(x) => Some(Dec::new(i128::from(*x), 0)),
+        Val::Dec(d) => Some(*d),
+        _ => None,
+    };
+    match dec {
+        Some(d) => {
+            let keep = digits.max(0) as u8;
+            let r = if truncate {
+                if keep >= d.scale {
+                    d
+                } else {
+                    let p = 10i128.pow(u32::from(d.scale - keep));
+                    Dec::new(d.mantissa / p, keep)
+                }
+            } else if keep >= d.scale {
+                d
+            } else {
+                d.rescale(keep).unwrap_or(d)
+            };
+            let r = if digits < 0 {
+                let p = 10i128.pow(digits.unsigned_abs().min(38) as u32);
+                let whole = r.rescale(0).unwrap_or(r).mantissa;
+                let q = if truncate {
+                    whole / p
+                } else {
+                    let q = whole / p;
+                    let rem = whole % p;
+                    if rem.abs() * 2 >= p {
+                        q + rem.signum()
+                    } else {
+                        q
+                    }
+                };
+                match q.checked_mul(p) {
+                    Some(m) => Dec::new(m, 0),
+                    None => return Val::Null,
+                }
+            } else {
+                r
+            };
+            match v {
+                Val::Int(_) => Val::Int(i64::try_from(r.mantissa).unwrap_or(i64::MAX)),
+                Val::UInt(_) => Val::UInt(u64::try_from(r.mantissa).unwrap_or(0)),
+                _ => Val::Dec(r),
+            }
+        }
+        None => {
+            let f = ctx.num_f64(v);
+            let p = 10f64.powi(digits as i32);
+            let x = f * p;
+            let x = if truncate {
+                x.trunc()
+            } else {
+                // MySQL rounds half away from zero for exact values and
+                // to nearest for doubles.
+                x.round_ties_even()
+            };
+            Val::Double(x / p)
+        }
+    }
+}
+
+fn date_add(d: Date, t: Time, amount: i64, unit: &str, was_date: bool) -> SqlResult<Val> {
+    let bad = || SqlError::unsupported(format_args!("INTERVAL unit {unit}"));
+    let micros_unit = match unit {
+        "MICROSECOND" => Some(1),
+        "SECOND" => Some(MICROS_PER_SECOND),
+        "MINUTE" => Some(60 * MICROS_PER_SECOND),
+        "HOUR" => Some(3600 * MICROS_PER_SECOND),
+        "DAY" => Some(MICROS_PER_DAY),
+        "WEEK" => Some(7 * MICROS_PER_DAY),
+        _ => None,
+    };
+    if let Some(u) = micros_unit {
+        let m = datetime_micros(d, t).saturating_add(amount.saturating_mul(u));
+        return Ok(match datetime_of_micros(m) {
+            Some((d2, _)) if was_date && matches!(unit, "DAY" | "WEEK") => Val::Date(d2),
+            Some((d2, t2)) => Val::DateTime(d2, t2),
+            None => Val::Null,
+        });
+    }
+    let months = match unit {
+        "MONTH" => amount,
+        "QUARTER" => amount.saturating_mul(3),
+        "YEAR" => amount.saturating_mul(12),
+        _ => return Err(bad()),
+    };
+    let total = (i64::from(d.year) * 12 + i64::from(d.month) - 1).saturating_add(months);
+    let (y, m) = (total.div_euclid(12), total.rem_euclid(12) + 1);
+    if !(0..=9999).contains(&y) {
+        return Ok(Val::Null);
+    }
+    let last = (days_from_civil(
+        if m == 12 { y + 1 } else { y },
+        if m == 12 { 1 } else { m + 1 },
+        1,
+    ) - days_from_civil(y, m, 1)) as u8;
+    let d2 = Date {
+        year: y as u16,
+        month: m as u8,
+        day: d.day.min(last),
+    };
+    Ok(if was_date {
+        Val::Date(d2)
+    } else {
+        Val::DateTime(d2, t)
+    })
+}
+
+const MONTH_NAMES: [&str; 12] = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+];
+const DAY_NAMES: [&str; 7] = [
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+    "Sunday",
+];
+
+/// `DATE_FORMAT` with the common specifiers.
+pub fn date_format(d: Date, t: Time, format: &str) -> String {
+    let mut out = String::new();
+    let mut chars = format.chars();
+    let weekday = (days_from_civil(i64::from(d.year), i64::from(d.month), i64::from(d.day)) + 3)
+        .rem_euclid(7) as usize;
+    let month_name = MONTH_NAMES
+        .get(usize::from(d.month).wrapping_sub(1))
+        .copied();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        let Some(spec) = chars.next() else { break };
+        let h12 = match t.hour % 12 {
+            0 => 12,
+            h => h,
+        };
+        let piece = match spec {
+            'Y' => format!("{:04}", d.year),
+            'y' => format!("{:02}", d.year % 100),
+            'm' => format!("{:02}", d.month),
+            'c' => d.month.to_string(),
+            'd' => format!("{:02}", d.day),
+            'e' => d.day.to_string(),
+            'H' => format!("{:02}", t.hour),
+            'k' => t.hour.to_string(),
+            'h' | 'I' => format!("{h12:02}"),
+            'l' => h12.to_string(),
+            'i' => format!("{:02}", t.minute),
+            's' | 'S' => format!("{:02}", t.second),
+            'f' => format!("{:06}", t.micros),
+            'p' => if t.hour < 12 { "AM" } else { "PM" }.to_owned(),
+            'T' => format!("{:02}:{:02}:{:02}", t.hour, t.minute, t.second),
+            'r' => format!(
+                "{h12:02}:{:02}:{:02} {}",
+                t.minute,
+                t.second,
+                if t.hour < 12 { "AM" } else { "PM" }
+            ),
+            'M' => month_name.unwrap_or("").to_owned(),
+            'b' => month_name.map_or(String::new(), |m| m[..3].to_owned()),
+            'W' => DAY_NAMES[weekday].to_owned(),
+            'a' => DAY_NAMES[weekday][..3].to_owned(),
+            'w' => ((weekday + 1) % 7).to_string(),
+            'j' => {
+                let doy = days_from_civil(i64::from(d.year), i64::from(d.month), i64::from(d.day))
+                    - days_from_civil(i64::from(d.year), 1, 1)
+                    + 1;
+                format!("{doy:03}")
+            }
+            '%' => "%".to_owned(),
+            other => other.to_string(),
+        };
+        out.push_str(&piece);
+    }
+    out
+}
+
+fn codes_truncated() -> u16 {
+    crate::error::codes::TRUNCATED_WRONG_VALUE
+}
+
+/// `STR_TO_DATE`: the text read by the format's specifiers (the common
+/// ones); None when it does not match.
+fn str_to_date(text: &str, format: &str) -> Option<(Date, Option<Time>)> {
+    let mut d = Date::default();
+    let mut t = Time::default();
+    let mut timed = false;
+    let mut pm: Option<bool> = None;
+    let b = text.as_bytes();
+    let mut at = 0usize;
+    let num = |at: &mut usize, max: usize| -> Option<u32> {
+        let start = *at;
+        while *at < b.len() && *at - start < max && b[*at].is_ascii_digit() {
+            *at += 1;
+        }
+        text.get(start..*at)?.parse().ok()
+    };
+    let mut spec = format.chars();
+    while let Some(c) = spec.next() {
+        if c != '%' {
+            if at < b.len() && b[at] as char == c {
+                at += 1;
+                continue;
+            }
+            return None;
+        }
+        match spec.next()? {
+            'Y' => d.year = u16::try_from(num(&mut at, 4)?).ok()?,
+            'y' => {
+                let y = num(&mut at, 2)?;
+                d.year = u16::try_from(if y < 70 { 2000 + y } else { 1900 + y }).ok()?;
+            }
+            'm' | 'c' => d.month = u8::try_from(num(&mut at, 2)?).ok()?,
+            'd' | 'e' => d.day = u8::try_from(num(&mut at, 2)?).ok()?,
+            'H' | 'k' | 'h' | 'I' | 'l' => {
+                t.hour = u8::try_from(num(&mut at, 2)?).ok()?;
+                timed = true;
+            }
+            'i' => {
+                t.minute = u8::try_from(num(&mut at, 2)?).ok()?;
+                timed = true;
+            }
+            's' | 'S' => {
+                t.second = u8::try_from(num(&mut at, 2)?).ok()?;
+                timed = true;
+            }
+            'f' => {
+                let start = at;
+                let v = num(&mut at, 6)?;
+                t.micros = v * 10u32.pow(6 - (at - start) as u32);
+                timed = true;
+            }
+            'p' => {
+                let word = text.get(at..at + 2)?.to_ascii_uppercase();
+                pm = Some(word == "PM");
+                at += 2;
+            }
+            'T' => {
+                t.hour = u8::try_from(num(&mut at, 2)?).ok()?;
+                at += usize::from(b.get(at) == Some(&b':'));
+                t.minute = u8::try_from(num(&mut at, 2)?).ok()?;
+                at += usize::from(b.get(at) == Some(&b':'));
+                t.second = u8::try_from(num(&mut at, 2)?).ok()?;
+                timed = true;
+            }
+            'M' | 'b' => {
+                let rest = text.get(at..)?.to_ascii_lowercase();
+                let (i, name) = MONTH_NAMES.iter().enumerate().find_map(|(i, m)| {
+                    let m = m.to_ascii_lowercase();
+                    if rest.starts_with(&m) {
+                        Some((i, m.len()))
+                    } else if rest.starts_with(&m[..3]) {
+                        Some((i, 3))
+                    } else {
+                        None
+                    }
+                })?;
+                d.month = (i + 1) as u8;
+                at += name;
+            }
+            '%' => {
+                if b.get(at) != Some(&b'%') {
+                    return None;
+                }
+                at += 1;
+            }
+            _ => return None,
+        }
+    }
+    if let Some(pm) = pm {
+        t.hour = t.hour % 12 + if pm { 12 } else { 0 };
+    }
+    if d.month > 12 || d.day > 31 || t.hour > 23 || t.minute > 59 || t.second > 59 {
+        return None;
+    }
+    if d != Date::default() && !super::value::date_valid(d) {
+        return None;
+    }
+    Some((d, timed.then_some(t)))
+}

@@ -1,0 +1,1279 @@
+//! Expressions: Skarv's own tree lowered from the parser's, and their
+//! evaluation with MySQL's types, coercions and NULL semantics.
+//!
+//! Lowering resolves column names to positions in the row the expression
+//! is evaluated over ([`Scope`]), numbers `?` placeholders in text order,
+//! and pulls aggregate calls out into a list the executor computes
+//! ([`AggSpec`]; the expression then reads the aggregate's value).
+
+pub mod eval;
+mod func;
+pub mod value;
+
+use schema::Collation;
+use sqlparser::ast::{self, Spanned};
+use sqlparser::tokenizer::Location;
+
+pub use eval::{Ctx, Env};
+pub use func::Func;
+pub use value::{Dec, Val};
+
+use crate::error::{codes, SqlError, SqlResult};
+use crate::value::{charset, flags, ColumnMeta, ColumnType};
+
+/// Most arguments of an `IN` list lowered (bounds the work of one row).
+pub const IN_LIST_ITEMS_MAX: usize = 65_536;
+/// Deepest nesting of an expression lowered (bounds the recursion).
+pub const EXPR_DEPTH_MAX: usize = 128;
+
+/// What an expression's values are, for coercion and result metadata.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Always NULL.
+    Null,
+    /// An integer.
+    Int {
+        /// UNSIGNED.
+        unsigned: bool,
+    },
+    /// A decimal with this many digits after the point.
+    Dec {
+        /// Digits after the point.
+        scale: u8,
+    },
+    /// A double.
+    Double,
+    /// A string, under a collation (None: binary).
+    Str {
+        /// How it compares.
+        collation: Option<Collation>,
+    },
+    /// A date.
+    Date,
+    /// A date and time.
+    DateTime {
+        /// Fractional digits shown.
+        fsp: u8,
+    },
+    /// A duration.
+    Time {
+        /// Fractional digits shown.
+        fsp: u8,
+    },
+}
+
+impl Kind {
+    /// Whether values of this kind are numbers.
+    pub fn is_numeric(self) -> bool {
+        matches!(self, Kind::Int { .. } | Kind::Dec { .. } | Kind::Double)
+    }
+
+    /// Whether temporal.
+    pub fn is_temporal(self) -> bool {
+        matches!(self, Kind::Date | Kind::DateTime { .. } | Kind::Time { .. })
+    }
+}
+
+/// An aggregate function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AggFn {
+    /// `COUNT(*)`.
+    CountStar,
+    /// `COUNT(x)`.
+    Count,
+    /// `SUM(x)`.
+    Sum,
+    /// `AVG(x)`.
+    Avg,
+    /// `MIN(x)`.
+    Min,
+    /// `MAX(x)`.
+    Max,
+}
+
+/// One aggregate a query computes per group.
+#[derive(Clone, Debug)]
+pub struct AggSpec {
+    /// Which.
+    pub func: AggFn,
+    /// Its argument (None for `COUNT(*)`).
+    pub arg: Option<Expr>,
+    /// `DISTINCT`.
+    pub distinct: bool,
+    /// The argument's kind.
+    pub arg_kind: Kind,
+}
+
+/// Comparison operators.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CmpOp {
+    /// `=`
+    Eq,
+    /// `<>`, `!=`
+    Ne,
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+    /// `>`
+    Gt,
+    /// `>=`
+    Ge,
+    /// `<=>` (NULL-safe equality)
+    NullSafeEq,
+}
+
+/// Arithmetic operators.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arith {
+    /// `+`
+    Add,
+    /// `-`
+    Sub,
+    /// `*`
+    Mul,
+    /// `/`
+    Div,
+    /// `DIV`
+    IntDiv,
+    /// `%`, `MOD`
+    Mod,
+}
+
+/// A lowered expression.
+#[derive(Clone, Debug)]
+pub enum Expr {
+    /// A constant.
+    Lit(Val),
+    /// The n-th `?` (0-based).
+    Param(usize),
+    /// A column of the row, by position.
+    Col(usize),
+    /// The value of the n-th aggregate of the group.
+    Agg(usize),
+    /// `VALUES(col)` of `ON DUPLICATE KEY UPDATE`: the row that was to be
+    /// inserted, by position.
+    InsertValue(usize),
+    /// Unary minus.
+    Neg(Box<Expr>),
+    /// `NOT`.
+    Not(Box<Expr>),
+    /// Arithmetic; the text is MySQL's for the 1690 message.
+    Arith(Arith, Box<Expr>, Box<Expr>),
+    /// A comparison under a collation (None: binary).
+    Cmp(CmpOp, Box<Expr>, Box<Expr>, Option<Collation>),
+    /// `AND`.
+    And(Box<Expr>, Box<Expr>),
+    /// `OR`.
+    Or(Box<Expr>, Box<Expr>),
+    /// `XOR`.
+    Xor(Box<Expr>, Box<Expr>),
+    /// `IS [NOT] NULL` (negated).
+    IsNull(Box<Expr>, bool),
+    /// `IS [NOT] TRUE/FALSE`: the value tested, negated.
+    IsBool(Box<Expr>, bool, bool),
+    /// `[NOT] IN (list)`.
+    In(Box<Expr>, Vec<Expr>, bool, Option<Collation>),
+    /// `[NOT] BETWEEN low AND high`.
+    Between(Box<Expr>, Box<Expr>, Box<Expr>, bool, Option<Collation>),
+    /// `[NOT] LIKE pattern [ESCAPE c]`.
+    Like(Box<Expr>, Box<Expr>, char, bool, Option<Collation>),
+    /// `CASE [operand] WHEN … THEN … [ELSE …] END`.
+    Case(Option<Box<Expr>>, Vec<(Expr, Expr)>, Option<Box<Expr>>),
+    /// `CAST(x AS type)`.
+    Cast(Box<Expr>, CastTo),
+    /// A scalar function.
+    Func(Func, Vec<Expr>),
+}
+
+/// The target of a `CAST`/`CONVERT`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CastTo {
+    /// `SIGNED [INTEGER]`.
+    Signed,
+    /// `UNSIGNED [INTEGER]`.
+    Unsigned,
+    /// `CHAR`.
+    Char,
+    /// `BINARY`.
+    Binary,
+    /// `DECIMAL(p, s)`.
+    Decimal(u8, u8),
+    /// `DATE`.
+    Date,
+    /// `DATETIME[(fsp)]`.
+    DateTime(u8),
+    /// `TIME[(fsp)]`.
+    Time(u8),
+    /// `DOUBLE`.
+    Double,
+}
+
+/// A column an expression can name.
+#[derive(Clone, Debug)]
+pub struct ScopeColumn {
+    /// Its name.
+    pub name: String,
+    /// The table (or alias) it belongs to, for `t.c`.
+    pub table: String,
+    /// Its kind.
+    pub kind: Kind,
+    /// NULL allowed.
+    pub nullable: bool,
+    /// Its result metadata.
+    pub meta: ColumnMeta,
+}
+
+/// How names, placeholders and aggregates resolve while lowering.
+pub struct Scope<'a> {
+    /// The row's columns, by position.
+    pub columns: Vec<ScopeColumn>,
+    /// `?` placeholders of the statement text, in order.
+    pub placeholders: &'a [Location],
+    /// Aggregates met, when they are allowed (None: an aggregate is 1111).
+    pub aggs: Option<Vec<AggSpec>>,
+    /// `@@name` values.
+    pub variable: &'a dyn Fn(&str, bool) -> SqlResult<Val>,
+    /// `@name` values.
+    pub user_variable: &'a dyn Fn(&str) -> Val,
+    /// Columns of the row `VALUES(col)` reads (ON DUPLICATE KEY UPDATE).
+    pub insert_values: Option<Vec<ScopeColumn>>,
+    /// Select-item aliases a name may mean when no column has it (HAVING,
+    /// ORDER BY).
+    pub aliases: Vec<(String, Expr)>,
+    /// The clause being lowered, for 1054's "in '…'".
+    pub clause: &'static str,
+    depth: usize,
+}
+
+impl<'a> Scope<'a> {
+    /// A scope over `columns`.
+    pub fn new(
+        columns: Vec<ScopeColumn>,
+        placeholders: &'a [Location],
+        variable: &'a dyn Fn(&str, bool) -> SqlResult<Val>,
+        user_variable: &'a dyn Fn(&str) -> Val,
+    ) -> Scope<'a> {
+        Scope {
+            columns,
+            placeholders,
+            aggs: None,
+            variable,
+            user_variable,
+            insert_values: None,
+            aliases: Vec::new(),
+            clause: "field list",
+            depth: 0,
+        }
+    }
+
+    /// The position of a column named `name` (optionally of `table`):
+    /// 1054 when none, 1052 when ambiguous.
+    pub fn resolve(&self, table: Option<&str>, name: &str) -> SqlResult<usize> {
+        let mut found = None;
+        for (at, c) in self.columns.iter().enumerate() {
+            let table_ok = table.is_none_or(|t| c.table.eq_ignore_ascii_case(t));
+            if table_ok && c.name.eq_ignore_ascii_case(name) {
+                if found.is_some() {
+                    return Err(SqlError::new(
+                        codes::NON_UNIQ,
+                        format!("Column '{name}' in field list is ambiguous"),
+                    ));
+                }
+                found = Some(at);
+            }
+        }
+        found.ok_or_else(|| {
+            let full = match table {
+                Some(t) => format!("{t}.{name}"),
+                None => name.to_owned(),
+            };
+            SqlError::new(
+                codes::BAD_FIELD,
+                format!("Unknown column '{full}' in '{}'", self.clause),
+            )
+        })
+    }
+
+    /// Lowers an expression.
+    pub fn lower(&mut self, e: &ast::Expr) -> SqlResult<Expr> {
+        self.depth += 1;
+        if self.depth > EXPR_DEPTH_MAX {
+            self.depth -= 1;
+            return Err(SqlError::unsupported(format_args!(
+                "expressions nested deeper than {EXPR_DEPTH_MAX}"
+            )));
+        }
+        let lowered = self.lower_inner(e);
+        self.depth -= 1;
+        lowered
+    }
+
+    fn boxed(&mut self, e: &ast::Expr) -> SqlResult<Box<Expr>> {
+        Ok(Box::new(self.lower(e)?))
+    }
+
+    /// The collation two operands compare under: a column's wins; two
+    /// strings otherwise compare as the connection's utf8mb4_general_ci.
+    pub fn collation_of(&self, a: &Expr, b: &Expr) -> Option<Collation> {
+        let ka = self.kind(a);
+        let kb = self.kind(b);
+        match (ka, kb) {
+            (Kind::Str { collation: None }, _) | (_, Kind::Str { collation: None }) => None,
+            (Kind::Str { collation: Some(c) }, _) if matches!(a, Expr::Col(_)) => Some(c),
+            (_, Kind::Str { collation: Some(c) }) if matches!(b, Expr::Col(_)) => Some(c),
+            (Kind::Str { collation: Some(c) }, _) | (_, Kind::Str { collation: Some(c) }) => {
+                Some(c)
+            }
+            _ => Some(Collation::Utf8mb4GeneralCi),
+        }
+    }
+
+    fn lower_inner(&mut self, e: &ast::Expr) -> SqlResult<Expr> {
+        use ast::Expr as E;
+        Ok(match e {
+            E::Identifier(ident) => self.identifier(None, ident)?,
+            E::CompoundIdentifier(parts) => match parts.as_slice() {
+                [t, c] if !t.value.starts_with("@@") => {
+                    Expr::Col(self.resolve(Some(&t.value), &c.value)?)
+                }
+                [_db, t, c] => Expr::Col(self.resolve(Some(&t.value), &c.value)?),
+                [scope, name] => {
+                    let global = scope.value.eq_ignore_ascii_case("@@global");
+                    Expr::Lit((self.variable)(&name.value.to_ascii_lowercase(), global)?)
+                }
+                _ => return Err(SqlError::unsupported(format_args!("the name `{e}`"))),
+            },
+            E::Nested(inner) => self.lower(inner)?,
+            E::Value(v) => self.value(v)?,
+            E::TypedString(ts) => {
+                let text = match &ts.value.value {
+                    ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => {
+                        s.clone()
+                    }
+                    other => other.to_string(),
+                };
+                let to = match ts.data_type {
+                    ast::DataType::Date => CastTo::Date,
+                    ast::DataType::Time(..) => CastTo::Time(6),
+                    _ => CastTo::DateTime(6),
+                };
+                Expr::Cast(Box::new(Expr::Lit(Val::str(text))), to)
+            }
+            E::UnaryOp { op, expr } => match op {
+                ast::UnaryOperator::Minus => match self.lower(expr)? {
+                    Expr::Lit(Val::Int(v)) => Expr::Lit(Val::Int(-v)),
+                    Expr::Lit(Val::UInt(v)) if v == 1u64 << 63 => Expr::Lit(Val::Int(i64::MIN)),
+                    Expr::Lit(Val::Dec(d)) => Expr::Lit(Val::Dec(Dec::new(-d.mantissa, d.scale))),
+                    Expr::Lit(Val::Double(v)) => Expr::Lit(Val::Double(-v)),
+                    other => Expr::Neg(Box::new(other)),
+                },
+                ast::UnaryOperator::Plus => self.lower(expr)?,
+                ast::UnaryOperator::Not | ast::UnaryOperator::BangNot => {
+                    Expr::Not(self.boxed(expr)?)
+                }
+                other => return Err(SqlError::unsupported(format_args!("the operator {other}"))),
+            },
+            E::BinaryOp { left, op, right } => self.binary(left, op, right)?,
+            E::IsNull(x) => Expr::IsNull(self.boxed(x)?, false),
+            E::IsNotNull(x) => Expr::IsNull(self.boxed(x)?, true),
+            E::IsTrue(x) => Expr::IsBool(self.boxed(x)?, true, false),
+            E::IsNotTrue(x) => Expr::IsBool(self.boxed(x)?, true, true),
+            E::IsFalse(x) => Expr::IsBool(self.boxed(x)?, false, false),
+            E::IsNotFalse(x) => Expr::IsBool(self.boxed(x)?, false, true),
+            E::IsUnknown(x) => Expr::IsNull(self.boxed(x)?, false),
+            E::IsNotUnknown(x) => Expr::IsNull(self.boxed(x)?, true),
+            E::IsNotDistinctFrom(a, b) => {
+                let (a, b) = (self.lower(a)?, self.lower(b)?);
+                let c = self.collation_of(&a, &b);
+                Expr::Cmp(CmpOp::NullSafeEq, Box::new(a), Box::new(b), c)
+            }
+            E::IsDistinctFrom(a, b) => {
+                let (a, b) = (self.lower(a)?, self.lower(b)?);
+                let c = self.collation_of(&a, &b);
+                Expr::Not(Box::new(Expr::Cmp(
+                    CmpOp::NullSafeEq,
+                    Box::new(a),
+                    Box::new(b),
+                    c,
+                )))
+            }
+            E::In {
+                expr,
+                target: ast::InTarget::List(list),
+                negated,
+                ..
+            } => {
+                if list.len() > IN_LIST_ITEMS_MAX {
+                    return Err(SqlError::unsupported(format_args!(
+                        "IN lists of more than {IN_LIST_ITEMS_MAX} items"
+                    )));
+                }
+                let x = self.lower(expr)?;
+                let items = list
+                    .iter()
+                    .map(|i| self.lower(i))
+                    .collect::<SqlResult<Vec<_>>>()?;
+                let c = items.first().and_then(|i| self.collation_of(&x, i));
+                Expr::In(Box::new(x), items, *negated, c)
+            }
+            E::Between {
+                expr,
+                negated,
+                low,
+                high,
+            } => {
+                let x = self.lower(expr)?;
+                let (lo, hi) = (self.lower(low)?, self.lower(high)?);
+                let c = self.collation_of(&x, &lo);
+                Expr::Between(Box::new(x), Box::new(lo), Box::new(hi), *negated, c)
+            }
+            E::Like {
+                negated,
+                expr,
+                pattern,
+                escape_char,
+                any: false,
+            } => {
+                let x = self.lower(expr)?;
+                let p = self.lower(pattern)?;
+                let escape = match escape_char.as_deref() {
+                    None => '\\',
+                    Some(esc) => match self.lower(esc)? {
+                        Expr::Lit(v) => v.to_text().chars().next().unwrap_or('\\'),
+                        _ => {
+                            return Err(SqlError::new(
+                                codes::WRONG_ARGUMENTS,
+                                "Incorrect arguments to ESCAPE",
+                            ))
+                        }
+                    },
+                };
+                let c = self.collation_of(&x, &p);
+                Expr::Like(Box::new(x), Box::new(p), escape, *negated, c)
+            }
+            E::Case {
+                operand,
+                conditions,
+                else_result,
+                ..
+            } => {
+                let operand = operand.as_deref().map(|o| self.boxed(o)).transpose()?;
+                let mut whens = Vec::with_capacity(conditions.len());
+                for w in conditions {
+                    whens.push((self.lower(&w.condition)?, self.lower(&w.result)?));
+                }
+                let otherwise = else_result.as_deref().map(|o| self.boxed(o)).transpose()?;
+                Expr::Case(operand, whens, otherwise)
+            }
+            E::Cast {
+                expr, data_type, ..
+            } => Expr::Cast(self.boxed(expr)?, cast_to(data_type)?),
+            E::Convert {
+                expr,
+                data_type: Some(data_type),
+                ..
+            } => Expr::Cast(self.boxed(expr)?, cast_to(data_type)?),
+            E::Convert {
+                expr,
+                data_type: None,
+                ..
+            } => self.lower(expr)?,
+            E::Substring {
+                expr,
+                substring_from,
+                substring_for,
+                ..
+            } => {
+                let mut args = vec![self.lower(expr)?];
+                if let Some(f) = substring_from {
+                    args.push(self.lower(f)?);
+                }
+                if let Some(f) = substring_for {
+                    args.push(self.lower(f)?);
+                }
+                Expr::Func(Func::Substring, args)
+            }
+            E::Trim {
+                trim_where,
+                trim_what,
+                expr,
+                ..
+            } => {
+                let func = match trim_where {
+                    Some(ast::TrimWhereField::Leading) => Func::TrimLeading,
+                    Some(ast::TrimWhereField::Trailing) => Func::TrimTrailing,
+                    _ => Func::TrimBoth,
+                };
+                let mut args = vec![self.lower(expr)?];
+                if let Some(w) = trim_what {
+                    args.push(self.lower(w)?);
+                }
+                Expr::Func(func, args)
+            }
+            E::Ceil { expr, .. } => Expr::Func(Func::Ceil, vec![self.lower(expr)?]),
+            E::Floor { expr, .. } => Expr::Func(Func::Floor, vec![self.lower(expr)?]),
+            E::Function(f) => self.function(f)?,
+            E::Collate { expr, collation } => {
+                let inner = self.lower(expr)?;
+                let name = collation.to_string().to_ascii_lowercase();
+                let to = if name.ends_with("_bin") {
+                    Collation::Utf8mb4Bin
+                } else {
+                    Collation::Utf8mb4GeneralCi
+                };
+                Expr::Func(Func::Collate(to), vec![inner])
+            }
+            E::Extract { field, expr, .. } => {
+                let func = match field {
+                    ast::DateTimeField::Year => Func::Year,
+                    ast::DateTimeField::Month => Func::Month,
+                    ast::DateTimeField::Day => Func::Day,
+                    ast::DateTimeField::Hour => Func::Hour,
+                    ast::DateTimeField::Minute => Func::Minute,
+                    ast::DateTimeField::Second => Func::Second,
+                    other => return Err(SqlError::unsupported(format_args!("EXTRACT({other})"))),
+                };
+                Expr::Func(func, vec![self.lower(expr)?])
+            }
+            E::Tuple(items) if items.len() == 1 => self.lower(&items[0])?,
+            E::Subquery(_) | E::Exists { .. } | E::In { .. } => {
+                return Err(SqlError::unsupported("subqueries"))
+            }
+            other => {
+                return Err(SqlError::unsupported(format_args!(
+                    "the expression `{}`",
+                    super::stdx_truncate(&other.to_string(), 80)
+                )))
+            }
+        })
+    }
+
+    fn identifier(&mut self, table: Option<&str>, ident: &ast::Ident) -> SqlResult<Expr> {
+        let name = &ident.value;
+        if ident.quote_style.is_none() {
+            if let Some(var) = name.strip_prefix("@@") {
+                let (global, var) = match var.split_once('.') {
+                    Some((s, v)) => (s.eq_ignore_ascii_case("global"), v),
+                    None => (false, var),
+                };
+                return Ok(Expr::Lit((self.variable)(
+                    &var.to_ascii_lowercase(),
+                    global,
+                )?));
+            }
+            if let Some(var) = name.strip_prefix('@') {
+                return Ok(Expr::Lit((self.user_variable)(&var.to_ascii_lowercase())));
+            }
+            if name.eq_ignore_ascii_case("CURRENT_TIMESTAMP")
+                || name.eq_ignore_ascii_case("LOCALTIME")
+                || name.eq_ignore_ascii_case("LOCALTIMESTAMP")
+            {
+                return Ok(Expr::Func(Func::Now, Vec::new()));
+            }
+            if name.eq_ignore_ascii_case("CURRENT_DATE") {
+                return Ok(Expr::Func(Func::CurDate, Vec::new()));
+            }
+            if name.eq_ignore_ascii_case("CURRENT_USER") {
+                return Ok(Expr::Func(Func::User, Vec::new()));
+            }
+        }
+        if ident.quote_style == Some('"') {
+            // MySQL's default sql_mode reads "x" as a string.
+            return Ok(Expr::Lit(Val::str(name.clone())));
+        }
+        match self.resolve(table, name) {
+            Ok(c) => Ok(Expr::Col(c)),
+            Err(e) => match self
+                .aliases
+                .iter()
+                .find(|(a, _)| a.eq_ignore_ascii_case(name))
+            {
+                Some((_, aliased)) if table.is_none() => Ok(aliased.clone()),
+                _ => Err(e),
+            },
+        }
+    }
+
+    fn value(&mut self, v: &ast::ValueWithSpan) -> SqlResult<Expr> {
+        use ast::Value as V;
+        Ok(Expr::Lit(match &v.value {
+            V::Number(text, _) => number_literal(text)?,
+            V::SingleQuotedString(s)
+            | V::DoubleQuotedString(s)
+            | V::TripleSingleQuotedString(s)
+            | V::TripleDoubleQuotedString(s)
+            | V::EscapedStringLiteral(s)
+            | V::NationalStringLiteral(s)
+            | V::UnicodeStringLiteral(s) => Val::str(s.clone()),
+            // MySQL's b'0101' is a bit-value literal: its bits, as bytes.
+            V::SingleQuotedByteStringLiteral(s) | V::DoubleQuotedByteStringLiteral(s)
+                if s.bytes().all(|b| b == b'0' || b == b'1') =>
+            {
+                Val::Str(bit_bytes(s))
+            }
+            V::SingleQuotedByteStringLiteral(s) | V::DoubleQuotedByteStringLiteral(s) => {
+                Val::Str(s.clone().into_bytes())
+            }
+            V::HexStringLiteral(h) => Val::Str(hex_bytes(h)?),
+            V::Boolean(b) => Val::Int(i64::from(*b)),
+            V::Null => Val::Null,
+            V::Placeholder(p) if p == "?" => {
+                let at = self
+                    .placeholders
+                    .iter()
+                    .position(|l| *l == v.span.start)
+                    .ok_or_else(|| {
+                        SqlError::syntax("a `?` placeholder outside a prepared statement")
+                    })?;
+                return Ok(Expr::Param(at));
+            }
+            other => return Err(SqlError::unsupported(format_args!("the literal {other}"))),
+        }))
+    }
+
+    fn binary(
+        &mut self,
+        left: &ast::Expr,
+        op: &ast::BinaryOperator,
+        right: &ast::Expr,
+    ) -> SqlResult<Expr> {
+        use ast::BinaryOperator as B;
+        let (l, r) = (self.lower(left)?, self.lower(right)?);
+        let (bl, br) = (Box::new(l), Box::new(r));
+        let cmp = |s: &Scope<'_>, op: CmpOp, bl: Box<Expr>, br: Box<Expr>| {
+            let c = s.collation_of(&bl, &br);
+            Expr::Cmp(op, bl, br, c)
+        };
+        Ok(match op {
+            B::Plus => Expr::Arith(Arith::Add, bl, br),
+            B::Minus => Expr::Arith(Arith::Sub, bl, br),
+            B::Multiply => Expr::Arith(Arith::Mul, bl, br),
+            B::Divide => Expr::Arith(Arith::Div, bl, br),
+            B::MyIntegerDivide | B::DuckIntegerDivide => Expr::Arith(Arith::IntDiv, bl, br),
+            B::Modulo => Expr::Arith(Arith::Mod, bl, br),
+            B::Eq => cmp(self, CmpOp::Eq, bl, br),
+            B::NotEq => cmp(self, CmpOp::Ne, bl, br),
+            B::Lt => cmp(self, CmpOp::Lt, bl, br),
+            B::LtEq => cmp(self, CmpOp::Le, bl, br),
+            B::Gt => cmp(self, CmpOp::Gt, bl, br),
+            B::GtEq => cmp(self, CmpOp::Ge, bl, br),
+            B::Spaceship => cmp(self, CmpOp::NullSafeEq, bl, br),
+            B::And => Expr::And(bl, br),
+            B::Or => Expr::Or(bl, br),
+            B::Xor => Expr::Xor(bl, br),
+            // `||` is OR in MySQL's default sql_mode (not PIPES_AS_CONCAT).
+            B::StringConcat => Expr::Or(bl, br),
+            other => return Err(SqlError::unsupported(format_args!("the operator {other}"))),
+        })
+    }
+
+    fn function(&mut self, f: &ast::Function) -> SqlResult<Expr> {
+        let name = f.name.to_string().to_ascii_uppercase();
+        let (args, distinct, star) = match &f.args {
+            ast::FunctionArguments::None => (Vec::new(), false, false),
+            ast::FunctionArguments::Subquery(_) => return Err(SqlError::unsupported("subqueries")),
+            ast::FunctionArguments::List(list) => {
+                let distinct = matches!(
+                    list.duplicate_treatment,
+                    Some(ast::DuplicateTreatment::Distinct)
+                );
+                let mut args = Vec::new();
+                let mut star = false;
+                for a in &list.args {
+                    match a {
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e))
+                        | ast::FunctionArg::Named {
+                            arg: ast::FunctionArgExpr::Expr(e),
+                            ..
+                        } => args.push(e),
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard) => star = true,
+                        other => {
+                            return Err(SqlError::unsupported(format_args!(
+                                "the argument {other} of {name}"
+                            )))
+                        }
+                    }
+                }
+                (args, distinct, star)
+            }
+        };
+        if f.over.is_some() {
+            return Err(SqlError::unsupported("window functions"));
+        }
+        let agg = match name.as_str() {
+            "COUNT" if star => Some(AggFn::CountStar),
+            "COUNT" => Some(AggFn::Count),
+            "SUM" => Some(AggFn::Sum),
+            "AVG" => Some(AggFn::Avg),
+            "MIN" => Some(AggFn::Min),
+            "MAX" => Some(AggFn::Max),
+            _ => None,
+        };
+        if let Some(func) = agg {
+            return self.aggregate(func, &args, distinct, &name);
+        }
+        if name == "VALUES" || name == "VALUE" {
+            if let [ast::Expr::Identifier(ident)] = args.as_slice() {
+                if let Some(cols) = &self.insert_values {
+                    let at = cols
+                        .iter()
+                        .position(|c| c.name.eq_ignore_ascii_case(&ident.value))
+                        .ok_or_else(|| {
+                            SqlError::new(
+                                codes::BAD_FIELD,
+                                format!("Unknown column '{}' in 'field list'", ident.value),
+                            )
+                        })?;
+                    return Ok(Expr::InsertValue(at));
+                }
+                return Ok(Expr::Lit(Val::Null));
+            }
+        }
+        let mut lowered = Vec::with_capacity(args.len());
+        for (i, a) in args.iter().enumerate() {
+            // DATE_ADD(d, INTERVAL n unit): the interval becomes two
+            // arguments, the amount and the unit.
+            if let ast::Expr::Interval(iv) = a {
+                if i == 1 {
+                    lowered.push(self.lower(&iv.value)?);
+                    let unit = iv
+                        .leading_field
+                        .as_ref()
+                        .map(|f| f.to_string())
+                        .unwrap_or_else(|| "DAY".into());
+                    lowered.push(Expr::Lit(Val::str(unit)));
+                    continue;
+                }
+            }
+            lowered.push(self.lower(a)?);
+        }
+        func::lower_call(&name, lowered)
+    }
+
+    fn aggregate(
+        &mut self,
+        func: AggFn,
+        args: &[&ast::Expr],
+        distinct: bool,
+        name: &str,
+    ) -> SqlResult<Expr> {
+        if self.aggs.is_none() {
+            return Err(SqlError::new(
+                codes::INVALID_GROUP_FUNC_USE,
+                "Invalid use of group function",
+            ));
+        }
+        let arg = match (func, args) {
+            (AggFn::CountStar, []) => None,
+            (_, [a]) => {
+                // An aggregate's argument is evaluated per row: no nested
+                // aggregates.
+                let saved = self.aggs.take();
+                let lowered = self.lower(a);
+                self.aggs = saved;
+                Some(lowered?)
+            }
+            _ => {
+                return Err(SqlError::new(
+                    codes::PARSE,
+                    format!("Incorrect parameter count in the call to {name}"),
+                ))
+            }
+        };
+        let arg_kind = arg
+            .as_ref()
+            .map_or(Kind::Int { unsigned: false }, |a| self.kind(a));
+        let aggs = self.aggs.as_mut().ok_or_else(|| {
+            SqlError::new(
+                codes::INVALID_GROUP_FUNC_USE,
+                "Invalid use of group function",
+            )
+        })?;
+        aggs.push(AggSpec {
+            func,
+            arg,
+            distinct,
+            arg_kind,
+        });
+        Ok(Expr::Agg(aggs.len() - 1))
+    }
+
+    /// The kind of an expression's values.
+    pub fn kind(&self, e: &Expr) -> Kind {
+        eval::kind(e, self)
+    }
+
+    /// Whether an expression can be NULL.
+    pub fn nullable(&self, e: &Expr) -> bool {
+        match e {
+            Expr::Lit(v) => v.is_null(),
+            Expr::Col(c) => self.columns.get(*c).is_none_or(|c| c.nullable),
+            Expr::Agg(i) => self
+                .aggs
+                .as_ref()
+                .and_then(|a| a.get(*i))
+                .is_none_or(|a| !matches!(a.func, AggFn::Count | AggFn::CountStar)),
+            Expr::Neg(a) | Expr::Not(a) => self.nullable(a),
+            Expr::Arith(op, a, b) => {
+                matches!(op, Arith::Div | Arith::IntDiv | Arith::Mod)
+                    || self.nullable(a)
+                    || self.nullable(b)
+            }
+            Expr::Cmp(CmpOp::NullSafeEq, ..) | Expr::IsNull(..) | Expr::IsBool(..) => false,
+            Expr::Cmp(_, a, b, _) | Expr::And(a, b) | Expr::Or(a, b) | Expr::Xor(a, b) => {
+                self.nullable(a) || self.nullable(b)
+            }
+            Expr::Func(f, args) => f.nullable(args.iter().map(|a| self.nullable(a))),
+            _ => true,
+        }
+    }
+
+    /// The result metadata MySQL gives a select item: a column keeps its
+    /// own; an expression gets its kind's.
+    pub fn meta(&self, e: &Expr, name: &str) -> ColumnMeta {
+        if let Expr::Col(c) = e {
+            if let Some(col) = self.columns.get(*c) {
+                let mut meta = col.meta.clone();
+                meta.name = name.to_owned();
+                return meta;
+            }
+        }
+        let kind = self.kind(e);
+        let mut meta = kind_meta(kind, e, self);
+        meta.name = name.to_owned();
+        if !self.nullable(e) {
+            meta.flags |= flags::NOT_NULL;
+        }
+        meta
+    }
+}
+
+/// The metadata of an expression column of a kind.
+fn kind_meta(kind: Kind, e: &Expr, scope: &Scope<'_>) -> ColumnMeta {
+    let length_of_lit = |e: &Expr| match e {
+        Expr::Lit(v) => Some(v.to_text().chars().count() as u32),
+        _ => None,
+    };
+    match kind {
+        Kind::Null => {
+            let mut m = ColumnMeta::expr("", ColumnType::Null, charset::BINARY, 0);
+            m.flags = flags::BINARY;
+            m
+        }
+        Kind::Int { unsigned } => {
+            // A literal's own digits; MySQL's 21 for a computed BIGINT.
+            let length = length_of_lit(e).unwrap_or(21);
+            let mut m = ColumnMeta::expr("", ColumnType::LongLong, charset::BINARY, length);
+            m.flags = flags::BINARY | flags::NUM | if unsigned { flags::UNSIGNED } else { 0 };
+            m
+        }
+        Kind::Dec { scale } => {
+            let length = match e {
+                Expr::Lit(Val::Dec(d)) => {
+                    d.int_digits() + u32::from(d.scale) + u32::from(d.scale > 0) + 1
+                }
+                _ => 65 + u32::from(scale > 0) + 1,
+            };
+            let mut m = ColumnMeta::expr("", ColumnType::NewDecimal, charset::BINARY, length);
+            m.flags = flags::BINARY | flags::NUM;
+            m.decimals = scale;
+            m
+        }
+        Kind::Double => {
+            let mut m = ColumnMeta::expr("", ColumnType::Double, charset::BINARY, 22);
+            m.flags = flags::BINARY | flags::NUM;
+            m.decimals = 31;
+            m
+        }
+        Kind::Str { collation } => {
+            let chars = length_of_lit(e).unwrap_or(match e {
+                Expr::Func(f, args) => f.result_chars(args, scope),
+                _ => 255,
+            });
+            match collation {
+                None => {
+                    let mut m = ColumnMeta::expr("", ColumnType::VarString, charset::BINARY, chars);
+                    m.flags = flags::BINARY;
+                    m
+                }
+                Some(c) => {
+                    let cs = match c {
+                        Collation::Utf8mb4Bin => charset::UTF8MB4_BIN,
+                        Collation::Utf8mb4GeneralCi => charset::UTF8MB4_GENERAL_CI,
+                    };
+                    let mut m =
+                        ColumnMeta::expr("", ColumnType::VarString, cs, chars.saturating_mul(4));
+                    // MySQL's "not fixed" scale of a string expression.
+                    m.decimals = 31;
+                    m
+                }
+            }
+        }
+        Kind::Date => {
+            let mut m = ColumnMeta::expr("", ColumnType::Date, charset::BINARY, 10);
+            m.flags = flags::BINARY;
+            m
+        }
+        Kind::DateTime { fsp } => {
+            let length = 19 + u32::from(fsp) + u32::from(fsp > 0);
+            let mut m = ColumnMeta::expr("", ColumnType::DateTime, charset::BINARY, length);
+            m.flags = flags::BINARY;
+            m.decimals = fsp;
+            m
+        }
+        Kind::Time { fsp } => {
+            let length = 10 + u32::from(fsp) + u32::from(fsp > 0);
+            let mut m = ColumnMeta::expr("", ColumnType::Time, charset::BINARY, length);
+            m.flags = flags::BINARY;
+            m.decimals = fsp;
+            m
+        }
+    }
+}
+
+/// A numeric literal: an integer (unsigned past `i64::MAX`), a decimal,
+/// or a double when written with an exponent.
+pub fn number_literal(text: &str) -> SqlResult<Val> {
+    if let Ok(v) = text.parse::<i64>() {
+        return Ok(Val::Int(v));
+    }
+    if let Ok(v) = text.parse::<u64>() {
+        return Ok(Val::UInt(v));
+    }
+    if !text.contains(['e', 'E']) {
+        if let Some(d) = Dec::parse(text) {
+            return Ok(Val::Dec(d));
+        }
+    }
+    text.parse::<f64>()
+        .map(Val::Double)
+        .map_err(|_| SqlError::syntax(format_args!("near '{text}'")))
+}
+
+/// The bytes of a bit-value literal (`b'101'` is one byte, 0x05).
+fn bit_bytes(bits: &str) -> Vec<u8> {
+    let padded = format!("{}{bits}", "0".repeat((8 - bits.len() % 8) % 8));
+    padded
+        .as_bytes()
+        .chunks(8)
+        .map(|c| c.iter().fold(0u8, |acc, b| (acc << 1) | (b - b'0')))
+        .collect()
+}
+
+fn hex_bytes(h: &str) -> SqlResult<Vec<u8>> {
+    let h = if h.len() % 2 == 1 {
+        format!("0{h}")
+    } else {
+        h.to_owned()
+    };
+    (0..h.len())
+        .step_by(2)
+        .map(|i| {
+            u8::from_str_radix(&h[i..i + 2], 16)
+                .map_err(|_| SqlError::syntax(format_args!("near 'X'{h}''")))
+        })
+        .collect()
+}
+
+fn cast_to(dt: &ast::DataType) -> SqlResult<CastTo> {
+    use ast::DataType as D;
+    let fsp = |p: &Option<u64>| p.map_or(0, |p| p.min(6) as u8);
+    Ok(match dt {
+        D::Signed | D::SignedInteger | D::Int(_) | D::Integer(_) | D::BigInt(_) => CastTo::Signed,
+        D::Unsigned | D::UnsignedInteger => CastTo::Unsigned,
+        D::Char(_) | D::Varchar(_) | D::Text | D::Nvarchar(_) => CastTo::Char,
+        D::Binary(_) | D::Varbinary(_) => CastTo::Binary,
+        D::Decimal(info) | D::Numeric(info) | D::Dec(info) => {
+            let (p, s) = match info {
+                ast::ExactNumberInfo::None => (10, 0),
+                ast::ExactNumberInfo::Precision(p) => (*p, 0),
+                ast::ExactNumberInfo::PrecisionAndScale(p, s) => (*p, (*s).max(0) as u64),
+            };
+            if p > 65 || s > 30 || s > p {
+                return Err(SqlError::new(
+                    codes::TOO_BIG_FIELDLENGTH,
+                    format!("Too big precision {p} specified. Maximum is 65"),
+                ));
+            }
+            CastTo::Decimal(p as u8, s as u8)
+        }
+        D::Date => CastTo::Date,
+        D::Datetime(p) => CastTo::DateTime(fsp(p)),
+        D::Timestamp(p, _) => CastTo::DateTime(fsp(p)),
+        D::Time(p, _) => CastTo::Time(fsp(p)),
+        D::Double(_) | D::DoublePrecision | D::Real | D::Float(_) => CastTo::Double,
+        other => return Err(SqlError::unsupported(format_args!("CAST to {other}"))),
+    })
+}
+
+/// The name MySQL gives an unaliased select item: its text as written.
+pub fn item_name(e: &ast::Expr, sql: &str) -> String {
+    if let ast::Expr::Identifier(i) = e {
+        return i.value.clone();
+    }
+    if let ast::Expr::CompoundIdentifier(parts) = e {
+        if let Some(last) = parts.last() {
+            if !parts[0].value.starts_with("@@") {
+                return last.value.clone();
+            }
+        }
+    }
+    if let ast::Expr::Value(v) = e {
+        match &v.value {
+            ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => {
+                return s.clone()
+            }
+            ast::Value::Null => return "NULL".into(),
+            _ => {}
+        }
+    }
+    let span = e.span();
+    let is_call = matches!(e, ast::Expr::Function(_));
+    if let Some(text) = span_text(sql, span, is_call) {
+        return text;
+    }
+    e.to_string()
+}
+
+/// The end of a slice of `sql` extended past the parentheses it leaves
+/// open (a span may stop before a call's closing parenthesis, or cover
+/// only its name).
+fn balanced_end(sql: &str, start: usize, end: usize, is_call: bool) -> usize {
+    let bytes = sql.as_bytes();
+    let mut depth: i64 = 0;
+    let mut i = start;
+    let mut quote: Option<u8> = None;
+    let step = |b: u8, depth: &mut i64, quote: &mut Option<u8>| match *quote {
+        Some(q) if b == q => *quote = None,
+        Some(_) => {}
+        None => match b {
+            b'\'' | b'"' | b'`' => *quote = Some(b),
+            b'(' => *depth += 1,
+            b')' => *depth -= 1,
+            _ => {}
+        },
+    };
+    while i < end {
+        step(bytes[i], &mut depth, &mut quote);
+        i += 1;
+    }
+    if depth == 0 {
+        if !is_call {
+            return end;
+        }
+        let mut j = end;
+        while j < bytes.len() && bytes[j] == b' ' {
+            j += 1;
+        }
+        if bytes.get(j) != Some(&b'(') {
+            return end;
+        }
+        i = j;
+    }
+    while i < bytes.len() {
+        step(bytes[i], &mut depth, &mut quote);
+        i += 1;
+        if depth <= 0 && quote.is_none() {
+            break;
+        }
+    }
+    i.max(end)
+}
+
+/// The source text a span covers (None when the span is empty or out of
+/// the text).
+pub fn span_text(sql: &str, span: sqlparser::tokenizer::Span, is_call: bool) -> Option<String> {
+    let offset = |l: Location| -> Option<usize> {
+        if l.line == 0 || l.column == 0 {
+            return None;
+        }
+        let mut at = 0usize;
+        for (n, line) in sql.split_inclusive('\n').enumerate() {
+            if n as u64 + 1 == l.line {
+                let col = usize::try_from(l.column).ok()? - 1;
+                let byte = line.char_indices().nth(col).map_or(line.len(), |(b, _)| b);
+                return Some(at + byte);
+            }
+            at += line.len();
+        }
+        None
+    };
+    let start = offset(span.start)?;
+    let end = offset(span.end)?;
+    if end <= start || end > sql.len() {
+        return None;
+    }
+    let end = balanced_end(sql, start, end, is_call);
+    sql.get(start..end).map(str::to_owned)
+}
+
+/// The text of each item of the first SELECT list of `sql`, as written
+/// (MySQL names an unaliased item by it), found by tokens: the items are
+/// what lies between SELECT and FROM (or the end) at parenthesis depth 0,
+/// split at commas. None when the text does not tokenize or has no
+/// SELECT.
+pub fn select_item_texts(sql: &str) -> Option<Vec<String>> {
+    use sqlparser::keywords::Keyword as K;
+    use sqlparser::tokenizer::{Token, Tokenizer};
+    let dialect = sqlparser::dialect::MySqlDialect {};
+    let tokens = Tokenizer::new(&dialect, sql)
+        .tokenize_with_location()
+        .ok()?;
+    let start = tokens
+        .iter()
+        .position(|t| matches!(&t.token, Token::Word(w) if w.keyword == K::SELECT))?;
+    let mut items: Vec<String> = Vec::new();
+    let mut first: Option<usize> = None;
+    let mut last_end: Option<usize> = None;
+    let mut depth = 0i32;
+    let flush = |items: &mut Vec<String>, first: &mut Option<usize>, last: &mut Option<usize>| {
+        if let (Some(a), Some(b)) = (first.take(), last.take()) {
+            items.push(sql.get(a..b).unwrap_or_default().to_owned());
+        }
+    };
+    for t in &tokens[start + 1..] {
+        match &t.token {
+            Token::Whitespace(_) => continue,
+            Token::Word(w)
+                if depth == 0
+                    && items.is_empty()
+                    && first.is_none()
+                    && matches!(w.keyword, K::DISTINCT | K::ALL | K::DISTINCTROW) =>
+            {
+                continue
+            }
+            Token::Word(w)
+                if depth == 0
+                    && matches!(
+                        w.keyword,
+                        K::FROM
+                            | K::WHERE
+                            | K::GROUP
+                            | K::HAVING
+                            | K::ORDER
+                            | K::LIMIT
+                            | K::INTO
+                            | K::UNION
+                            | K::FOR
+                            | K::LOCK
+                            | K::WINDOW
+                    ) =>
+            {
+                break
+            }
+            Token::SemiColon if depth == 0 => break,
+            Token::Comma if depth == 0 => {
+                flush(&mut items, &mut first, &mut last_end);
+                continue;
+            }
+            Token::LParen => depth += 1,
+            Token::RParen => depth -= 1,
+            _ => {}
+        }
+        if first.is_none() {
+            first = Some(location_offset(sql, t.span.start)?);
+        }
+        last_end = Some(location_offset(sql, t.span.end)?);
+    }
+    flush(&mut items, &mut first, &mut last_end);
+    Some(items)
+}
+
+/// The byte offset of a location (1-based line and column) in `sql`.
+fn location_offset(sql: &str, l: Location) -> Option<usize> {
+    if l.line == 0 || l.column == 0 {
+        return None;
+    }
+    let mut at = 0usize;
+    for (n, line) in sql.split_inclusive('\n').enumerate() {
+        if n as u64 + 1 == l.line {
+            let col = usize::try_from(l.column).ok()? - 1;
+            let byte = line.char_indices().nth(col).map_or(line.len(), |(b, _)| b);
+            return Some(at + byte);
+        }
+        at += line.len();
+    }
+    // The end of the last line.
+    (l.line == sql.split_inclusive('\n').count() as u64 + 1 && l.column == 1).then_some(at)
+}
+
+/// Positions of the `?` placeholders of a statement text, in order.
+pub fn placeholders(sql: &str) -> SqlResult<Vec<Location>> {
+    let dialect = sqlparser::dialect::MySqlDialect {};
+    let tokens = sqlparser::tokenizer::Tokenizer::new(&dialect, sql)
+        .tokenize_with_location()
+        .map_err(SqlError::syntax)?;
+    Ok(tokens
+        .into_iter()
+        .filter(|t| matches!(&t.token, sqlparser::tokenizer::Token::Placeholder(p) if p == "?"))
+        .map(|t| t.span.start)
+        .collect())
+}
+
+impl Expr {
+    /// Whether the expression reads no column (constant within a statement).
+    pub fn is_constant(&self) -> bool {
+        match self {
+            Expr::Lit(_) | Expr::Param(_) => true,
+            Expr::Col(_) | Expr::Agg(_) | Expr::InsertValue(_) => false,
+            Expr::Neg(a) | Expr::Not(a) | Expr::IsNull(a, _) | Expr::IsBool(a, ..) => {
+                a.is_constant()
+            }
+            Expr::Cast(a, _) => a.is_constant(),
+            Expr::Arith(_, a, b)
+            | Expr::Cmp(_, a, b, _)
+            | Expr::And(a, b)
+            | Expr::Or(a, b)
+            | Expr::Xor(a, b) => a.is_constant() && b.is_constant(),
+            Expr::In(a, l, ..) => a.is_constant() && l.iter().all(Expr::is_constant),
+            Expr::Between(a, b, c, ..) => a.is_constant() && b.is_constant() && c.is_constant(),
+            Expr::Like(a, b, ..) => a.is_constant() && b.is_constant(),
+            Expr::Case(o, w, e) => {
+                o.as_ref().is_none_or(|o| o.is_constant())
+                    && w.iter().all(|(a, b)| a.is_constant() && b.is_constant())
+                    && e.as_ref().is_none_or(|e| e.is_constant())
+            }
+            Expr::Func(f, args) => f.is_deterministic() && args.iter().all(Expr::is_constant),
+        }
+    }
+
+    /// Whether the expression reads an aggregate.
+    pub fn has_agg(&self) -> bool {
+        match self {
+            Expr::Agg(_) => true,
+            Expr::Lit(_) | Expr::Param(_) | Expr::Col(_) | Expr::InsertValue(_) => false,
+            Expr::Neg(a) | Expr::Not(a) | Expr::IsNull(a, _) | Expr::IsBool(a, ..) => a.has_agg(),
+            Expr::Cast(a, _) => a.has_agg(),
+            Expr::Arith(_, a, b)
+            | Expr::Cmp(_, a, b, _)
+            | Expr::And(a, b)
+            | Expr::Or(a, b)
+            | Expr::Xor(a, b) => a.has_agg() || b.has_agg(),
+            Expr::In(a, l, ..) => a.has_agg() || l.iter().any(Expr::has_agg),
+            Expr::Between(a, b, c, ..) => a.has_agg() || b.has_agg() || c.has_agg(),
+            Expr::Like(a, b, ..) => a.has_agg() || b.has_agg(),
+            Expr::Case(o, w, e) => {
+                o.as_ref().is_some_and(|o| o.has_agg())
+                    || w.iter().any(|(a, b)| a.has_agg() || b.has_agg())
+                    || e.as_ref().is_some_and(|e| e.has_agg())
+            }
+            Expr::Func(_, args) => args.iter().any(Expr::has_agg),
+        }
+    }
+
+    /// The conjuncts of an AND chain.
+    pub fn conjuncts(&self) -> Vec<&Expr> {
+        match self {
+            Expr::And(a, b) => {
+                let mut out = a.conjuncts();
+                out.extend(b.conjuncts());
+                out
+            }
+            other => vec![other],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,523 @@
+//! [`Val`]: a value while an expression is evaluated, with MySQL's
+//! conversions between numbers, strings and temporal values.
+
+use std::cmp::Ordering;
+use std::fmt::Write as _;
+
+use crate::value::{Date, Time};
+
+/// Digits after the point a decimal division adds (MySQL's
+/// `div_precision_increment` default).
+pub const DIV_PRECISION_INCREMENT_DIGITS: u8 = 4;
+/// Most digits after the point a decimal keeps (MySQL's 30).
+pub const DECIMAL_SCALE_MAX: u8 = 30;
+/// Most digits of a decimal here (what an i128 mantissa holds exactly).
+pub const DECIMAL_DIGITS_MAX: u32 = 38;
+/// Microseconds in a second.
+pub const MICROS_PER_SECOND: i64 = 1_000_000;
+/// Microseconds in a day.
+pub const MICROS_PER_DAY: i64 = 86_400 * MICROS_PER_SECOND;
+
+/// An exact decimal: `mantissa / 10^scale`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dec {
+    /// The digits, signed.
+    pub mantissa: i128,
+    /// Digits after the point.
+    pub scale: u8,
+}
+
+/// A value during evaluation.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Val {
+    /// SQL NULL.
+    Null,
+    /// A signed integer.
+    Int(i64),
+    /// An unsigned integer (UNSIGNED columns, values past `i64::MAX`).
+    UInt(u64),
+    /// An exact decimal.
+    Dec(Dec),
+    /// A double.
+    Double(f64),
+    /// A string (UTF-8 for character data; bytes for binary).
+    Str(Vec<u8>),
+    /// A date.
+    Date(Date),
+    /// A date and time.
+    DateTime(Date, Time),
+    /// A duration in microseconds (TIME).
+    Time(i64),
+}
+
+fn pow10(n: u8) -> i128 {
+    10i128.pow(u32::from(n))
+}
+
+impl Dec {
+    /// `value` with `scale` digits after the point.
+    pub fn new(mantissa: i128, scale: u8) -> Dec {
+        Dec { mantissa, scale }
+    }
+
+    /// This value at another scale, rounded half away from zero when
+    /// shortened; None when it does not fit.
+    pub fn rescale(self, scale: u8) -> Option<Dec> {
+        match scale.cmp(&self.scale) {
+            Ordering::Equal => Some(self),
+            Ordering::Greater => {
+                let m = self.mantissa.checked_mul(pow10(scale - self.scale))?;
+                Some(Dec::new(m, scale))
+            }
+            Ordering::Less => {
+                let d = pow10(self.scale - scale);
+                let q = self.mantissa / d;
+                let r = self.mantissa % d;
+                let q = if r.abs() * 2 >= d { q + r.signum() } else { q };
+                Some(Dec::new(q, scale))
+            }
+        }
+    }
+
+    /// As a double.
+    pub fn to_f64(self) -> f64 {
+        self.mantissa as f64 / 10f64.powi(i32::from(self.scale))
+    }
+
+    /// Parses `[-+]digits[.digits][e[-+]n]`; None when it is not one.
+    pub fn parse(text: &str) -> Option<Dec> {
+        let text = text.trim();
+        let (neg, digits) = match text.as_bytes().first() {
+            Some(b'-') => (true, &text[1..]),
+            Some(b'+') => (false, &text[1..]),
+            _ => (false, text),
+        };
+        let (int, frac) = digits.split_once('.').unwrap_or((digits, ""));
+        if int.is_empty() && frac.is_empty() {
+            return None;
+        }
+        if !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let frac = &frac[..frac.len().min(usize::from(DECIMAL_SCALE_MAX))];
+        let mut m: i128 = 0;
+        for b in int.bytes().chain(frac.bytes()) {
+            m = m.checked_mul(10)?.checked_add(i128::from(b - b'0'))?;
+        }
+        let scale = u8::try_from(frac.len()).ok()?;
+        Some(Dec::new(if neg { -m } else { m }, scale))
+    }
+
+    /// As MySQL prints it: every digit of the scale.
+    pub fn to_text(self) -> String {
+        let mut out = String::new();
+        if self.mantissa < 0 {
+            out.push('-');
+        }
+        let abs = self.mantissa.unsigned_abs();
+        let d = 10u128.pow(u32::from(self.scale));
+        let _ = write!(out, "{}", abs / d);
+        if self.scale > 0 {
+            let _ = write!(out, ".{:0width$}", abs % d, width = usize::from(self.scale));
+        }
+        out
+    }
+
+    /// Compares two decimals exactly.
+    pub fn cmp_dec(self, other: Dec) -> Ordering {
+        let scale = self.scale.max(other.scale);
+        match (self.rescale(scale), other.rescale(scale)) {
+            (Some(a), Some(b)) => a.mantissa.cmp(&b.mantissa),
+            _ => self
+                .to_f64()
+                .partial_cmp(&other.to_f64())
+                .unwrap_or(Ordering::Equal),
+        }
+    }
+
+    /// Digits before the point.
+    pub fn int_digits(self) -> u32 {
+        let whole = self.mantissa.unsigned_abs() / 10u128.pow(u32::from(self.scale));
+        if whole == 0 {
+            1
+        } else {
+            whole.ilog10() + 1
+        }
+    }
+}
+
+/// Days from 0000-03-01-based civil date (Howard Hinnant's algorithm).
+pub fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// The civil date of a day number (days since 1970-01-01).
+pub fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+/// Microseconds since 1970-01-01 00:00 of a date and time (no time zone).
+pub fn datetime_micros(date: Date, time: Time) -> i64 {
+    let days = days_from_civil(
+        i64::from(date.year),
+        i64::from(date.month),
+        i64::from(date.day),
+    );
+    days * MICROS_PER_DAY
+        + (i64::from(time.hour) * 3600 + i64::from(time.minute) * 60 + i64::from(time.second))
+            * MICROS_PER_SECOND
+        + i64::from(time.micros)
+}
+
+/// The date and time of microseconds since 1970-01-01 00:00; None outside
+/// years 0..=9999.
+pub fn datetime_of_micros(micros: i64) -> Option<(Date, Time)> {
+    let days = micros.div_euclid(MICROS_PER_DAY);
+    let rest = micros.rem_euclid(MICROS_PER_DAY);
+    let (y, m, d) = civil_from_days(days);
+    if !(0..=9999).contains(&y) {
+        return None;
+    }
+    let secs = rest / MICROS_PER_SECOND;
+    Some((
+        Date {
+            year: y as u16,
+            month: m as u8,
+            day: d as u8,
+        },
+        Time {
+            hour: (secs / 3600) as u8,
+            minute: (secs / 60 % 60) as u8,
+            second: (secs % 60) as u8,
+            micros: (rest % MICROS_PER_SECOND) as u32,
+        },
+    ))
+}
+
+/// Whether a date is a real calendar day.
+pub fn date_valid(d: Date) -> bool {
+    schema::Date::new(d.year, d.month, d.day).is_valid()
+}
+
+/// Parses `YYYY-MM-DD[ HH:MM:SS[.ffffff]]` (also `T` and other
+/// punctuation between parts, and `YYYYMMDD[HHMMSS]`).
+pub fn parse_datetime(text: &str) -> Option<(Date, Option<Time>)> {
+    let text = text.trim();
+    let nums: Vec<&str> = text
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty())
+        .collect();
+    let parts: Vec<u32> = if nums.len() == 1 && (nums[0].len() == 8 || nums[0].len() == 14) {
+        let s = nums[0];
+        let mut v: Vec<u32> = vec![
+            s[0..4].parse().ok()?,
+            s[4..6].parse().ok()?,
+            s[6..8].parse().ok()?,
+        ];
+        if s.len() == 14 {
+            v.push(s[8..10].parse().ok()?);
+            v.push(s[10..12].parse().ok()?);
+            v.push(s[12..14].parse().ok()?);
+        }
+        v
+    } else {
+        let mut v = Vec::new();
+        for (i, n) in nums.iter().enumerate() {
+            if i == 6 {
+                let digits = &n[..n.len().min(6)];
+                let micros: u32 = digits.parse().ok()?;
+                v.push(micros * 10u32.pow(6 - digits.len() as u32));
+            } else {
+                v.push(n.parse().ok()?);
+            }
+        }
+        v
+    };
+    if parts.len() < 3 || parts.len() > 7 || parts.len() == 4 || parts.len() == 5 {
+        return None;
+    }
+    let year = if nums[0].len() <= 2 {
+        if parts[0] < 70 {
+            parts[0] + 2000
+        } else {
+            parts[0] + 1900
+        }
+    } else {
+        parts[0]
+    };
+    let date = Date {
+        year: u16::try_from(year).ok().filter(|y| *y <= 9999)?,
+        month: u8::try_from(parts[1]).ok().filter(|m| *m <= 12)?,
+        day: u8::try_from(parts[2]).ok().filter(|d| *d <= 31)?,
+    };
+    if (date.month == 0 || date.day == 0) && date != Date::default() {
+        return None;
+    }
+    if date != Date::default() && !date_valid(date) {
+        return None;
+    }
+    if parts.len() == 3 {
+        return Some((date, None));
+    }
+    let time = Time {
+        hour: u8::try_from(parts[3]).ok().filter(|h| *h < 24)?,
+        minute: u8::try_from(parts[4]).ok().filter(|m| *m < 60)?,
+        second: u8::try_from(parts[5]).ok().filter(|s| *s < 60)?,
+        micros: parts.get(6).copied().unwrap_or(0),
+    };
+    Some((date, Some(time)))
+}
+
+/// Parses a TIME: `[-][D ]HH:MM[:SS[.ffffff]]` or `[-]HHMMSS`.
+pub fn parse_time(text: &str) -> Option<i64> {
+    let text = text.trim();
+    let (neg, rest) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let (days, rest) = match rest.split_once(' ') {
+        Some((d, r)) => (d.parse::<i64>().ok()?, r),
+        None => (0, rest),
+    };
+    let (whole, frac) = rest.split_once('.').unwrap_or((rest, ""));
+    let fields: Vec<i64> = if whole.contains(':') {
+        whole
+            .split(':')
+            .map(|p| p.parse::<i64>().ok())
+            .collect::<Option<_>>()?
+    } else {
+        let n: i64 = whole.parse().ok()?;
+        vec![n / 10_000, n / 100 % 100, n % 100]
+    };
+    let (h, m, s) = match fields.as_slice() {
+        [h, m] => (*h, *m, 0),
+        [h, m, s] => (*h, *m, *s),
+        _ => return None,
+    };
+    if m >= 60 || s >= 60 {
+        return None;
+    }
+    let digits = &frac[..frac.len().min(6)];
+    let micros = if digits.is_empty() {
+        0
+    } else {
+        digits.parse::<i64>().ok()? * 10i64.pow(6 - digits.len() as u32)
+    };
+    let hours = days.checked_mul(24)?.checked_add(h)?;
+    let secs = hours.checked_mul(3600)?.checked_add(m * 60 + s)?;
+    let total = secs.checked_mul(MICROS_PER_SECOND)?.checked_add(micros)?;
+    Some(if neg { -total } else { total })
+}
+
+/// A TIME's text: `[-]HH:MM:SS[.ffffff]` with `fsp` digits.
+pub fn time_text(micros: i64, fsp: u8) -> String {
+    let neg = micros < 0;
+    let abs = micros.unsigned_abs();
+    let secs = abs / 1_000_000;
+    let mut out = format!(
+        "{}{:02}:{:02}:{:02}",
+        if neg { "-" } else { "" },
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    );
+    push_fraction(&mut out, (abs % 1_000_000) as u32, fsp);
+    out
+}
+
+fn push_fraction(out: &mut String, micros: u32, fsp: u8) {
+    if fsp > 0 {
+        let digits = format!("{micros:06}");
+        out.push('.');
+        out.push_str(&digits[..usize::from(fsp.min(6))]);
+    }
+}
+
+/// A date's text.
+pub fn date_text(d: Date) -> String {
+    format!("{:04}-{:02}-{:02}", d.year, d.month, d.day)
+}
+
+/// A datetime's text with `fsp` fractional digits.
+pub fn datetime_text(d: Date, t: Time, fsp: u8) -> String {
+    let mut out = format!(
+        "{} {:02}:{:02}:{:02}",
+        date_text(d),
+        t.hour,
+        t.minute,
+        t.second
+    );
+    push_fraction(&mut out, t.micros, fsp);
+    out
+}
+
+/// How a string reads as a number: the longest numeric prefix, and
+/// whether the whole string was that number (MySQL warns 1292 when not).
+pub fn str_number_prefix(text: &str) -> (&str, bool) {
+    let trimmed = text.trim_start();
+    let b = trimmed.as_bytes();
+    let mut i = 0;
+    if i < b.len() && (b[i] == b'-' || b[i] == b'+') {
+        i += 1;
+    }
+    let digits_start = i;
+    while i < b.len() && b[i].is_ascii_digit() {
+        i += 1;
+    }
+    if i < b.len() && b[i] == b'.' {
+        i += 1;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+    }
+    let mantissa_digits = i > digits_start && !(i == digits_start + 1 && b[digits_start] == b'.');
+    if mantissa_digits && i < b.len() && (b[i] == b'e' || b[i] == b'E') {
+        let mut j = i + 1;
+        if j < b.len() && (b[j] == b'-' || b[j] == b'+') {
+            j += 1;
+        }
+        let exp_start = j;
+        while j < b.len() && b[j].is_ascii_digit() {
+            j += 1;
+        }
+        if j > exp_start {
+            i = j;
+        }
+    }
+    let prefix = if mantissa_digits { &trimmed[..i] } else { "" };
+    let whole = mantissa_digits && trimmed[i..].trim().is_empty();
+    (prefix, whole)
+}
+
+impl Val {
+    /// Whether this is NULL.
+    pub fn is_null(&self) -> bool {
+        matches!(self, Val::Null)
+    }
+
+    /// A string value.
+    pub fn str(s: impl Into<String>) -> Val {
+        Val::Str(s.into().into_bytes())
+    }
+
+    /// The value as text (what CONCAT and the text protocol see).
+    pub fn to_text(&self) -> String {
+        match self {
+            Val::Null => String::new(),
+            Val::Int(v) => v.to_string(),
+            Val::UInt(v) => v.to_string(),
+            Val::Dec(d) => d.to_text(),
+            Val::Double(v) => double_text(*v),
+            Val::Str(b) => String::from_utf8_lossy(b).into_owned(),
+            Val::Date(d) => date_text(*d),
+            Val::DateTime(d, t) => datetime_text(*d, *t, if t.micros == 0 { 0 } else { 6 }),
+            Val::Time(m) => time_text(*m, if m % 1_000_000 == 0 { 0 } else { 6 }),
+        }
+    }
+
+    /// As a double (strings by their numeric prefix; the flag says the
+    /// string was not wholly a number).
+    pub fn to_f64(&self) -> (f64, bool) {
+        match self {
+            Val::Null => (0.0, false),
+            Val::Int(v) => (*v as f64, false),
+            Val::UInt(v) => (*v as f64, false),
+            Val::Dec(d) => (d.to_f64(), false),
+            Val::Double(v) => (*v, false),
+            Val::Str(b) => {
+                let text = String::from_utf8_lossy(b);
+                let (prefix, whole) = str_number_prefix(&text);
+                (prefix.parse().unwrap_or(0.0), !whole)
+            }
+            Val::Date(_) | Val::DateTime(..) | Val::Time(_) => {
+                (self.temporal_number().to_f64(), false)
+            }
+        }
+    }
+
+    /// A temporal value as MySQL's number (20240102, 20240102030405, 10203).
+    pub fn temporal_number(&self) -> Dec {
+        match self {
+            Val::Date(d) => Dec::new(
+                i128::from(d.year) * 10_000 + i128::from(d.month) * 100 + i128::from(d.day),
+                0,
+            ),
+            Val::DateTime(d, t) => {
+                let whole =
+                    (i128::from(d.year) * 10_000 + i128::from(d.month) * 100 + i128::from(d.day))
+                        * 1_000_000
+                        + i128::from(t.hour) * 10_000
+                        + i128::from(t.minute) * 100
+                        + i128::from(t.second);
+                if t.micros == 0 {
+                    Dec::new(whole, 0)
+                } else {
+                    Dec::new(whole * 1_000_000 + i128::from(t.micros), 6)
+                }
+            }
+            Val::Time(m) => {
+                let abs = m.unsigned_abs();
+                let secs = abs / 1_000_000;
+                let whole = i128::from(secs / 3600 * 10_000 + secs / 60 % 60 * 100 + secs % 60);
+                let sign = if *m < 0 { -1 } else { 1 };
+                let micros = abs % 1_000_000;
+                if micros == 0 {
+                    Dec::new(sign * whole, 0)
+                } else {
+                    Dec::new(sign * (whole * 1_000_000 + i128::from(micros)), 6)
+                }
+            }
+            _ => Dec::new(0, 0),
+        }
+    }
+
+    /// Whether the value is true in a condition (NULL: None).
+    pub fn truth(&self) -> Option<bool> {
+        match self {
+            Val::Null => None,
+            Val::Int(v) => Some(*v != 0),
+            Val::UInt(v) => Some(*v != 0),
+            Val::Dec(d) => Some(d.mantissa != 0),
+            Val::Double(v) => Some(*v != 0.0),
+            other => Some(other.to_f64().0 != 0.0),
+        }
+    }
+}
+
+/// A double as MySQL prints it (shortest form that reads back, `1e20`
+/// style for large and small magnitudes).
+pub fn double_text(v: f64) -> String {
+    if v.is_nan() || v.is_infinite() {
+        return "NULL".into();
+    }
+    if v == 0.0 {
+        return "0".into();
+    }
+    let abs = v.abs();
+    if (1e-15..1e15).contains(&abs) {
+        let mut s = format!("{v}");
+        if s.contains('e') {
+            s = format!("{v:e}");
+        }
+        s
+    } else {
+        let s = format!("{v:e}");
+        // Rust writes 1e20 / 1.5e-20; MySQL 1e20 / 1.5e-20 too.
+        s
+    }
+}

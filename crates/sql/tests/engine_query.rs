@@ -1,0 +1,1553 @@
+//! The SQL engine against a real cluster: a `skarv sandbox` of one data
+//! node (the `skarv` binary built next to this test: `cargo build -p skarv`
+//! first, or set `SKARV_BIN`). Native tables named `db/def/t` are created
+//! with the native API and SQL runs over them through `engine::Conn` with a
+//! sink that collects what the protocol would send.
+
+use std::io;
+use std::net::{IpAddr, Ipv4Addr};
+use std::time::Duration;
+
+use skarv_client::schema_types::{Collation, Column, ColumnType, IndexDef, IndexKind, TableDef};
+use skarv_client::{Cluster, ClusterOptions, Session};
+use sql::backend::{Backend, OkInfo, ResultSink};
+use sql::engine::{Conn, Engine};
+use sql::error::SqlError;
+use sql::value::{ColumnMeta, ColumnType as MyType, SqlValue};
+
+mod common;
+use common::*;
+
+/// What one statement answered.
+#[derive(Debug, Default)]
+struct Answer {
+    columns: Vec<ColumnMeta>,
+    rows: Vec<Vec<SqlValue>>,
+    ok: Option<OkInfo>,
+    error: Option<SqlError>,
+}
+
+#[derive(Default)]
+struct Sink {
+    answers: Vec<Answer>,
+}
+
+impl Sink {
+    fn current(&mut self) -> &mut Answer {
+        if self.answers.is_empty() {
+            self.answers.push(Answer::default());
+        }
+        self.answers.last_mut().expect("one answer")
+    }
+}
+
+impl ResultSink for Sink {
+    fn columns(&mut self, columns: &[ColumnMeta]) -> io::Result<()> {
+        self.answers.push(Answer {
+            columns: columns.to_vec(),
+            ..Answer::default()
+        });
+        Ok(())
+    }
+    fn row(&mut self, values: &[SqlValue]) -> io::Result<()> {
+        self.current().rows.push(values.to_vec());
+        Ok(())
+    }
+    fn end_rows(&mut self, info: &OkInfo) -> io::Result<()> {
+        self.current().ok = Some(info.clone());
+        Ok(())
+    }
+    fn ok(&mut self, info: &OkInfo) -> io::Result<()> {
+        self.answers.push(Answer {
+            ok: Some(info.clone()),
+            ..Answer::default()
+        });
+        Ok(())
+    }
+    fn error(&mut self, error: &SqlError) -> io::Result<()> {
+        self.answers.push(Answer {
+            error: Some(error.clone()),
+            ..Answer::default()
+        });
+        Ok(())
+    }
+}
+
+fn run(conn: &mut Conn<'_>, sql: &str) -> Answer {
+    let mut sink = Sink::default();
+    conn.query(sql, false, &mut sink).expect("sink never fails");
+    assert_eq!(sink.answers.len(), 1, "one answer to {sql}");
+    sink.answers.pop().expect("an answer")
+}
+
+/// Rows as text, as the text protocol would show them.
+fn text(a: &Answer) -> Vec<Vec<String>> {
+    if let Some(e) = &a.error {
+        panic!("unexpected error {e}");
+    }
+    a.rows
+        .iter()
+        .map(|r| {
+            r.iter()
+                .map(|v| match v {
+                    SqlValue::Null => "NULL".to_owned(),
+                    SqlValue::Int(i) => i.to_string(),
+                    SqlValue::UInt(u) => u.to_string(),
+                    SqlValue::Float(f) => f.to_string(),
+                    SqlValue::Double(f) => f.to_string(),
+                    SqlValue::Decimal(d) => d.clone(),
+                    SqlValue::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
+                    SqlValue::Date(d) => format!("{:04}-{:02}-{:02}", d.year, d.month, d.day),
+                    SqlValue::DateTime(d, t) => format!(
+                        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}",
+                        d.year, d.month, d.day, t.hour, t.minute, t.second
+                    ),
+                    other => format!("{other:?}"),
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn q(conn: &mut Conn<'_>, sql: &str) -> Vec<Vec<String>> {
+    text(&run(conn, sql))
+}
+
+fn ok(conn: &mut Conn<'_>, sql: &str) -> OkInfo {
+    let a = run(conn, sql);
+    if let Some(e) = a.error {
+        panic!("{sql}: {e}");
+    }
+    a.ok.expect("an OK")
+}
+
+fn err(conn: &mut Conn<'_>, sql: &str) -> SqlError {
+    run(conn, sql)
+        .error
+        .unwrap_or_else(|| panic!("{sql} should fail"))
+}
+
+fn rows(spec: &[&[&str]]) -> Vec<Vec<String>> {
+    spec.iter()
+        .map(|r| r.iter().map(|s| (*s).to_owned()).collect())
+        .collect()
+}
+
+/// `db/def/t`: id INT primary key, k INT (ordered index `k`), c VARCHAR(20)
+/// (unique index `c`), n DECIMAL(10,2) NULL. Plus an ordered index on id.
+fn create_t(session: &Session) {
+    create_like_t(session, "db/def/t");
+}
+
+/// A table of `t`'s shape.
+fn create_like_t(session: &Session, name: &str) {
+    let def = TableDef::new(
+        name,
+        0,
+        vec![
+            Column::new("id", ColumnType::Int { unsigned: false }),
+            Column::new("k", ColumnType::Int { unsigned: false }),
+            Column::new(
+                "c",
+                ColumnType::VarChar {
+                    max: 20,
+                    collation: Collation::Utf8mb4GeneralCi,
+                },
+            ),
+            Column::new(
+                "n",
+                ColumnType::Decimal {
+                    precision: 10,
+                    scale: 2,
+                },
+            )
+            .nullable(),
+        ],
+    )
+    .primary_key(vec![0])
+    .index(IndexDef {
+        name: "PRIMARY".into(),
+        id: 1,
+        columns: vec![0],
+        kind: IndexKind::Ordered,
+    })
+    .index(IndexDef {
+        name: "k".into(),
+        id: 2,
+        columns: vec![1],
+        kind: IndexKind::Ordered,
+    })
+    .index(IndexDef {
+        name: "c".into(),
+        id: 3,
+        columns: vec![2],
+        kind: IndexKind::Unique,
+    })
+    .partitions(0);
+    session.create_table(&def).expect("create a table like t");
+}
+
+#[test]
+fn sql_over_a_sandbox() {
+    let sandbox = Sandbox::start("sql-engine", 1, 1, 28000);
+    let options = ClusterOptions {
+        request_timeout: Duration::from_secs(10),
+        ..ClusterOptions::default()
+    };
+    let cluster = Cluster::connect_with(&sandbox.connect, options).expect("connects");
+    let engine = Engine::start(cluster).expect("engine");
+    let session = engine.cluster.session().expect("session");
+    create_t(&session);
+    let mut conn = engine.open(&session, IpAddr::V4(Ipv4Addr::LOCALHOST));
+    let root = sql::backend::Login {
+        user: "root",
+        host: IpAddr::V4(Ipv4Addr::LOCALHOST),
+        database: None,
+    };
+    conn.logged_in(&root).expect("root@localhost logs in");
+    ok(&mut conn, "CREATE DATABASE db");
+    conn.use_database("db").expect("use db");
+
+    plans(&mut conn);
+    without_tables(&mut conn);
+    inserts_and_key_reads(&mut conn);
+    scans_filters_and_ranges(&mut conn);
+    aggregates_and_order(&mut conn);
+    updates_and_deletes(&mut conn);
+    transactions(&engine, &session, &mut conn);
+    prepared_statements(&mut conn);
+    sysbench_statements(&mut conn);
+    plans_agree_with_a_full_scan(&mut conn);
+    tables_made_by_sql(&mut conn);
+    conditions_as_mariadb(&session, &mut conn);
+}
+
+/// Conditions and the ids MariaDB 10.11 selects with them from the rows
+/// below (table `m` as `t`, c utf8mb4_general_ci; recorded with
+/// `SELECT GROUP_CONCAT(id ORDER BY id) FROM m WHERE …`).
+const MARIADB_CONDITIONS: &[(&str, &str)] = &[
+    ("n IS NULL AND id <= '2' OR id IN (100.00, 7)", "2,7"),
+    ("n IN (7.0, 'ALPHA') AND NOT id = 'beta'", "7"),
+    ("n LIKE 'al%' OR k IS NULL AND NOT c <> '7'", ""),
+    ("n IS NULL", "2,4"),
+    ("k LIKE 'al%' OR k <> 'one '", "1,2,3,5,6,7,8,9"),
+    ("c LIKE '%'", "1,2,3,4,5,6,7,8,9"),
+    ("id IN ('beta', 2)", "2"),
+    ("id IS NULL OR id = '2' AND c <= 100.00", "2"),
+    ("c IN (1, 'beta')", "5"),
+    ("k > '7' AND NOT n <= 7.0", ""),
+    (
+        "id BETWEEN NULL AND 1 OR n LIKE 'a%' AND NOT id <=> 2147483647",
+        "",
+    ),
+    (
+        "n IN (1, '2') AND NOT id BETWEEN 'ALPHA' AND 2147483647",
+        "",
+    ),
+    (
+        "k BETWEEN 7.0 AND 1 AND id IN (2147483647, 7) AND id IN ('alpha', 100.00)",
+        "",
+    ),
+    ("n BETWEEN -5 AND 2 AND NOT n <> '7abc'", ""),
+    ("n = 2 OR k LIKE 'a%' AND NOT c >= 2", "8"),
+    ("k IS NULL", ""),
+    ("id LIKE 'al%' OR n LIKE 'a%' OR k IN (-5, 'beta')", "4,6"),
+    ("n IN ('7abc', -5) OR k IN ('ALPHA', 2)", "4,7,8"),
+    ("id <= '7abc'", "1,2,3,4,5,6,7"),
+    ("c > 'alpha' OR k > 'ALPHA'", "1,2,3,4,5,6,7,8,9"),
+    ("c = '7' AND k BETWEEN 2.5 AND 'one '", ""),
+    ("c = 'ALPHA'", "3"),
+    ("n <=> 2", "8"),
+    ("c IS NULL AND c BETWEEN 7 AND 2.5", ""),
+    ("c IN ('ALPHA', NULL) AND NOT k > 7.0", "3"),
+    ("n LIKE 'beta\\\\%%' AND c LIKE 'B%'", ""),
+    ("id IN (1, 0) AND n IN ('ALPHA', NULL)", ""),
+    ("id LIKE 'B%' OR k LIKE 'beta\\\\%%'", ""),
+    ("n IS NULL OR id LIKE '%' AND k IN (0, 'ALPHA')", "2,4"),
+    ("k <> 'beta' OR c LIKE 'beta\\\\%%'", "1,2,3,5,6,7,8,9"),
+    (
+        "n BETWEEN 0 AND '2' AND c BETWEEN 'one ' AND 100.00",
+        "1,3,8",
+    ),
+    ("k IN (1, 0)", "4"),
+    ("k <> 7 AND id LIKE '%'", "1,2,4,6,7,8"),
+    ("id LIKE 'al%' AND NOT k LIKE 'a%'", ""),
+    ("id BETWEEN '7' AND 2 OR k LIKE '%'", "1,2,3,4,5,6,7,8,9"),
+    ("c LIKE 'al%'", "3,4"),
+    ("k <> NULL OR c <= -5", ""),
+    (
+        "k >= 'beta' AND NOT id BETWEEN 'one ' AND 2147483647 AND k LIKE '_e%%'",
+        "",
+    ),
+    ("c IS NULL AND NOT n IS NULL", ""),
+    ("id = 'beta'", ""),
+    ("id LIKE 'al%' AND n IS NULL AND NOT n IS NULL", ""),
+    ("id LIKE 'a%' AND k <=> 0", ""),
+    ("c BETWEEN 1 AND NULL", ""),
+    ("c LIKE 'beta\\\\%%' OR c IS NULL OR k <=> 7.0", "3,5,6,9"),
+    ("c IS NULL OR c LIKE 'a%'", "3,4"),
+    ("n LIKE 'B%'", ""),
+    ("c IN ('one ', 0)", "1,2,3,4,5,6,7"),
+    ("id >= 7", "7,8,9"),
+    ("k IS NULL OR id BETWEEN 1 AND '2' AND NOT k > 7", ""),
+    ("k <=> 2.5 AND id BETWEEN 7 AND 2.5 AND c IS NULL", ""),
+    ("c IN (2147483647, 2147483647)", ""),
+    ("id BETWEEN 7.0 AND 2 AND n IN (7.0, 1) OR c IS NULL", ""),
+    (
+        "k BETWEEN 100.00 AND 'ALPHA' AND k BETWEEN '2' AND NULL AND NOT c LIKE '_e%%'",
+        "",
+    ),
+    (
+        "n <> 2147483647 AND NOT n IN (2.5, 2147483647)",
+        "1,3,5,6,7,8,9",
+    ),
+    (
+        "n IN ('one ', -5) AND k IN ('7abc', 7.0) AND NOT n LIKE '%'",
+        "",
+    ),
+    ("n <> 7.0 AND n LIKE 'al%'", ""),
+    ("k IN ('2', 0) OR n = 2147483647 AND NOT n LIKE '%'", "4,8"),
+    ("k IN (1, 'beta') OR id LIKE 'B%'", "4"),
+    ("k IN ('one ', 7.0)", "3,4,5,9"),
+    (
+        "n < 0 OR id > -5 OR n LIKE 'beta\\\\%%'",
+        "1,2,3,4,5,6,7,8,9",
+    ),
+    ("id BETWEEN -5 AND 100.00 AND n IN (2147483647, 0)", ""),
+    ("id = '7' AND n <= 2", ""),
+    ("n IN ('2', 1) AND c = 2147483647", ""),
+    ("c LIKE '_e%%'", "5,6"),
+    (
+        "c >= 7 OR id BETWEEN 1 AND 7.0 AND n LIKE '%'",
+        "1,3,5,6,7,9",
+    ),
+    ("n IS NULL AND c IN (1, 7.0) AND NOT n <= 2147483647", ""),
+    ("id IS NULL", ""),
+    ("k IN (2.5, -5)", "6"),
+    ("n LIKE 'B%' OR n IN (7.0, 'alpha')", "7"),
+    ("c < -5 AND id LIKE '_e%%'", ""),
+    (
+        "id LIKE '_e%%' AND NOT id <> NULL AND NOT c IN ('alpha', 7)",
+        "",
+    ),
+    ("id >= '2' OR n IS NULL OR id LIKE 'B%'", "2,3,4,5,6,7,8,9"),
+    (
+        "c >= 'one ' AND NOT n BETWEEN 0 AND 100.00 AND NOT id = NULL",
+        "",
+    ),
+    (
+        "n = 'beta' AND NOT id IN (100.00, 100.00) AND NOT id IN ('7abc', 7.0)",
+        "",
+    ),
+    ("c <> -5 AND NOT c IN ('7', 'beta')", "1,2,3,4,6,7,8,9"),
+    ("k <> -5", "1,2,3,4,5,7,8,9"),
+    ("c <> 'one ' AND NOT id LIKE '%' OR c <=> 7", "9"),
+    ("n LIKE '_e%%' AND NOT id BETWEEN 1 AND 'ALPHA'", ""),
+    ("c IN (-5, 1) AND n >= '7' AND c IS NULL", ""),
+    ("id IS NULL AND NOT c IS NULL", ""),
+    ("k > 'ALPHA' AND NOT n < 7", "7,9"),
+    ("k < '7'", "4,6,8"),
+    (
+        "k LIKE 'beta\\\\%%' AND NOT c <=> '7abc' OR id BETWEEN 'alpha' AND 'ALPHA'",
+        "",
+    ),
+    ("id <= -5 OR n IN (0, 'alpha')", ""),
+    (
+        "n BETWEEN 0 AND 2.5 OR id IS NULL AND NOT k BETWEEN '7abc' AND NULL",
+        "1,3,8",
+    ),
+    (
+        "c IN ('one ', 'ALPHA') AND id BETWEEN '7' AND '7' OR c <= NULL",
+        "",
+    ),
+    ("c LIKE 'a%' AND n <= 'ALPHA' OR c IN (7.0, 'alpha')", "3,9"),
+    (
+        "c BETWEEN -5 AND '2' AND NOT c BETWEEN NULL AND 'alpha'",
+        "1,2,4,5,6",
+    ),
+    ("n BETWEEN 7 AND 1", ""),
+    (
+        "k IS NULL AND id LIKE 'a%' AND NOT id BETWEEN '7abc' AND 100.00",
+        "",
+    ),
+    ("c IN ('ALPHA', 100.00)", "3"),
+    ("id IS NULL OR id BETWEEN NULL AND 2147483647", ""),
+    ("c IN ('7', 100.00) AND id IS NULL AND NOT id >= 'one '", ""),
+    ("c <> 2.5 AND id IN ('7abc', 7.0)", "7"),
+    ("c IN (NULL, '7abc')", "9"),
+    ("k <> 2147483647 OR k IS NULL", "1,2,3,4,5,6,8,9"),
+    (
+        "k IN (1, 100.00) AND NOT id BETWEEN 7.0 AND '2' AND c BETWEEN 'alpha' AND '2'",
+        "",
+    ),
+    ("k <> 'beta'", "1,2,3,5,6,7,8,9"),
+    ("k LIKE 'beta\\\\%%'", ""),
+    ("c IN ('ALPHA', 2) OR n <=> -5", "3,8"),
+    ("id BETWEEN -5 AND 100.00", "1,2,3,4,5,6,7,8,9"),
+    ("id IN (NULL, '7abc')", "7"),
+    ("id LIKE 'B%' AND c BETWEEN 100.00 AND '7'", ""),
+    ("id LIKE 'B%' AND NOT c BETWEEN -5 AND '7abc'", ""),
+    ("n IS NULL OR n IN (NULL, 'one ')", "2,4"),
+    ("k LIKE '_e%%' AND NOT k > 'beta'", ""),
+    ("id IN (1, 'ALPHA') OR id BETWEEN -5 AND 1", "1"),
+    ("n BETWEEN 2.5 AND 'beta'", ""),
+    ("n >= 'alpha'", "1,3,6,7,8,9"),
+    ("id = 1 AND NOT id <> 100.00 AND n <= 2147483647", ""),
+    ("c >= 100.00 AND NOT n LIKE 'al%'", ""),
+    ("c BETWEEN 1 AND '7abc'", "8,9"),
+    ("c <= 2147483647 AND n BETWEEN 7 AND 'one '", ""),
+    ("k LIKE '%' AND NOT k IS NULL", "1,2,3,4,5,6,7,8,9"),
+    ("c <= 100.00 AND NOT n IS NULL", "1,3,5,6,7,8,9"),
+    ("id LIKE 'a%'", ""),
+    ("c <= 'beta' OR id > 'one '", "1,2,3,4,5,6,7,8,9"),
+    ("c > 0 OR c IS NULL", "8,9"),
+    (
+        "c BETWEEN '7abc' AND 0 AND NOT k BETWEEN 0 AND 2147483647 AND n > 'beta'",
+        "",
+    ),
+    (
+        "n <= 2.5 OR id IS NULL AND c BETWEEN 0 AND 'beta'",
+        "1,3,5,8",
+    ),
+    (
+        "c >= NULL AND NOT n IN (NULL, 'beta') OR c LIKE 'beta\\\\%%'",
+        "6",
+    ),
+    ("c LIKE 'beta\\\\%%' AND NOT c LIKE '%'", ""),
+    ("k BETWEEN 7 AND 0 AND c IS NULL AND c LIKE '%'", ""),
+    ("k > 2.5 OR n BETWEEN 1 AND '2'", "1,2,3,5,7,8,9"),
+    (
+        "id BETWEEN '7' AND 'one ' OR n IS NULL OR c >= 'alpha'",
+        "1,2,3,4,5,6",
+    ),
+    ("c BETWEEN 2 AND 2 AND c <=> 7.0", ""),
+    ("id <=> 0", ""),
+    ("n <=> 0", ""),
+    ("k LIKE 'B%'", ""),
+    ("k LIKE 'beta\\\\%%' AND NOT n IN (1, 1)", ""),
+    ("n LIKE 'a%' AND k LIKE 'beta\\\\%%'", ""),
+    (
+        "c = NULL AND id IN (7, 2147483647) OR n IN (-5, 'ALPHA')",
+        "",
+    ),
+    ("k <=> 'ALPHA'", "4"),
+    ("n LIKE 'a%'", ""),
+    ("id LIKE '_e%%' OR c LIKE 'a%' AND NOT id LIKE 'B%'", "3,4"),
+    ("n >= 2 OR id BETWEEN 2147483647 AND 2", "6,7,8,9"),
+    ("c LIKE 'a%'", "3,4"),
+    ("k IS NULL AND c IS NULL AND NOT c < NULL", ""),
+    ("id BETWEEN 2.5 AND 'one '", ""),
+    ("n >= 'ALPHA'", "1,3,6,7,8,9"),
+    (
+        "k BETWEEN 'alpha' AND '7' AND NOT id <= 0 AND id IN ('beta', NULL)",
+        "",
+    ),
+    ("n < 100.00", "1,3,5,7,8,9"),
+    ("n LIKE '%' AND NOT k IS NULL", "1,3,5,6,7,8,9"),
+    ("c BETWEEN 0 AND 'beta' OR id IS NULL", "1,2,3,4,5,6,7"),
+    ("n >= 2.5", "6,7,9"),
+    ("id BETWEEN 'one ' AND 100.00", "1,2,3,4,5,6,7,8,9"),
+    ("id BETWEEN 'ALPHA' AND 2 AND id LIKE 'al%'", ""),
+    ("k > 0 AND c IS NULL AND k BETWEEN 7.0 AND 2.5", ""),
+    ("n IS NULL AND NOT id BETWEEN 7 AND '2'", "2,4"),
+    ("k >= 7.0", "1,2,3,5,7,9"),
+    ("id < 2.5 AND id = NULL", ""),
+    ("c > 0 OR k < 2", "4,6,8,9"),
+    ("c < -5 AND id LIKE 'beta\\\\%%'", ""),
+    ("id LIKE '%' AND id LIKE 'B%'", ""),
+    ("c LIKE 'B%' AND NOT c BETWEEN 0 AND 'beta'", ""),
+    ("id IS NULL OR k <> '7abc' AND NOT k <> 'beta'", "4"),
+    ("n IS NULL AND k < 2.5", "4"),
+    ("n <=> NULL OR n = '2' OR n BETWEEN 'one ' AND 0", "2,4,8"),
+    ("n <=> '2'", "8"),
+    ("c BETWEEN 7.0 AND 7.0 OR k BETWEEN 2.5 AND 'beta'", "9"),
+    ("c IS NULL AND NOT id IS NULL", ""),
+    ("id LIKE '%'", "1,2,3,4,5,6,7,8,9"),
+    ("k < 2.5 OR n IS NULL AND id < NULL", "4,6,8"),
+    ("c LIKE 'beta\\\\%%'", "6"),
+    ("c LIKE 'a%' OR n IS NULL OR k IS NULL", "2,3,4"),
+    ("id >= '2' AND id LIKE '_e%%'", ""),
+    ("c IS NULL OR id IN ('7', 7.0) AND NOT c <> 0", "7"),
+    ("id IN (1, 'one ')", "1"),
+    (
+        "k IS NULL OR c LIKE 'beta\\\\%%' AND n IN ('2', 'alpha')",
+        "",
+    ),
+    ("k = NULL AND NOT c <= 'beta' OR n = 'one '", ""),
+    (
+        "id <= 100.00 AND id BETWEEN 'beta' AND NULL AND NOT n <= '7abc'",
+        "",
+    ),
+    ("id BETWEEN '7abc' AND 'ALPHA' AND id LIKE 'beta\\\\%%'", ""),
+    ("id >= 100.00", ""),
+    ("n <=> 'one ' OR n >= 2", "6,7,8,9"),
+    ("c = '7abc' AND c LIKE 'beta\\\\%%'", ""),
+    (
+        "n BETWEEN 2147483647 AND 'ALPHA' OR c IN (0, -5)",
+        "1,2,3,4,5,6,7",
+    ),
+    ("id BETWEEN 'one ' AND 1", "1"),
+    (
+        "k BETWEEN NULL AND 7.0 AND NOT id IS NULL OR c BETWEEN 'ALPHA' AND 2.5",
+        "1,2,3,4,5,6,7,8",
+    ),
+    ("n IN ('one ', '7')", "7"),
+    ("n <> NULL AND k <> 2.5 AND c LIKE 'al%'", ""),
+    (
+        "id LIKE 'B%' AND k >= -5 AND NOT n BETWEEN 'one ' AND 1",
+        "",
+    ),
+    ("c = 'beta'", "5"),
+    ("id <= 7", "1,2,3,4,5,6,7"),
+    ("n BETWEEN 7.0 AND '7'", "7"),
+    ("id < '7' OR id IS NULL", "1,2,3,4,5,6"),
+    ("n IN (NULL, '7abc') AND k IS NULL", ""),
+    ("n BETWEEN 'ALPHA' AND 2.5", "1,3,8"),
+    ("id LIKE '_e%%' AND NOT id LIKE 'B%' AND id >= -5", ""),
+    ("k IN ('2', '2') AND n IN ('one ', 100.00)", ""),
+    (
+        "k <=> 100.00 AND NOT id IN ('one ', 'alpha') OR k IS NULL",
+        "",
+    ),
+    ("n IS NULL AND id BETWEEN '2' AND 'one '", ""),
+    ("c IN (NULL, 2147483647) AND n IS NULL AND id < 1", ""),
+    ("id BETWEEN NULL AND 'ALPHA'", ""),
+    ("id BETWEEN 0 AND 2 AND n LIKE 'B%'", ""),
+    ("id <=> 2147483647", ""),
+    (
+        "n IS NULL AND NOT c BETWEEN 7 AND 'one ' OR k = 'beta'",
+        "2,4",
+    ),
+    ("k IN ('alpha', 100.00)", "4"),
+    ("k BETWEEN 'beta' AND '2'", "4,8"),
+    (
+        "c IN ('beta', 0) AND NOT n <> 2 OR k BETWEEN 'ALPHA' AND 2.5",
+        "4,8",
+    ),
+    ("n > 2.5", "6,7,9"),
+];
+
+/// Expressions over the columns of `m` and the values MariaDB 10.11 gives
+/// for its rows in id order (`mysql -N -B -e "SELECT … FROM m ORDER BY
+/// id"`, joined by '|').
+const MARIADB_EXPRESSIONS: &[(&str, &str)] = &[
+    ("k + 1", "11|21|8|1|8|-4|2147483648|3|8"),
+    ("k - n", "8.50|NULL|6.50|NULL|9.25|-105.00|2147483640.00|0.00|-0.01"),
+    ("n * 2", "3.00|NULL|1.00|NULL|-4.50|200.00|14.00|4.00|14.02"),
+    ("k / 4", "2.5000|5.0000|1.7500|0.0000|1.7500|-1.2500|536870911.7500|0.5000|1.7500"),
+    ("k DIV 3", "3|6|2|0|2|-1|715827882|0|2"),
+    ("k % 4", "2|0|3|0|3|-1|3|2|3"),
+    ("n + 0.005", "1.505|NULL|0.505|NULL|-2.245|100.005|7.005|2.005|7.015"),
+    ("-n", "-1.50|NULL|-0.50|NULL|2.25|-100.00|-7.00|-2.00|-7.01"),
+    ("k * 1000000000", "10000000000|20000000000|7000000000|0|7000000000|-5000000000|2147483647000000000|2000000000|7000000000"),
+    ("c = 7", "0|0|0|0|0|0|0|0|1"),
+    ("c = 'ALPHA'", "0|0|1|0|0|0|0|0|0"),
+    ("c < 'b'", "0|0|1|1|0|0|1|1|1"),
+    ("n = 2", "0|NULL|0|NULL|0|0|0|1|0"),
+    ("n <=> NULL", "0|1|0|1|0|0|0|0|0"),
+    ("k IN (7, 20)", "0|1|1|0|1|0|0|0|1"),
+    ("c IN ('beta', 'two')", "0|1|0|0|1|0|0|0|0"),
+    ("c LIKE '%a%'", "0|0|1|1|1|1|0|0|1"),
+    ("c LIKE 'a_pha'", "0|0|1|0|0|0|0|0|0"),
+    ("n IS NULL", "0|1|0|1|0|0|0|0|0"),
+    ("NOT n", "0|NULL|0|NULL|0|0|0|0|0"),
+    ("k AND n", "1|NULL|1|0|1|1|1|1|1"),
+    ("k XOR 0", "1|1|1|0|1|1|1|1|1"),
+    ("CONCAT(c, '-', n)", "one-1.50|NULL|Alpha-0.50|NULL|beta--2.25|BETA%x-100.00|-7.00|2-2.00|7abc-7.01"),
+    ("CONCAT_WS(',', c, n, k)", "one,1.50,10|two,20|Alpha,0.50,7|alpha \
+        x,0|beta,-2.25,7|BETA%x,100.00,-5|,7.00,2147483647|2,2.00,2|7abc,7.01,7"),
+    ("LENGTH(c)", "3|3|5|7|4|6|0|1|4"),
+    ("UPPER(c)", "ONE|TWO|ALPHA|ALPHA X|BETA|BETA%X||2|7ABC"),
+    ("LOWER(c)", "one|two|alpha|alpha x|beta|beta%x||2|7abc"),
+    ("SUBSTRING(c, 2, 2)", "ne|wo|lp|lp|et|ET|||ab"),
+    ("LEFT(c, 3)", "one|two|Alp|alp|bet|BET||2|7ab"),
+    ("RIGHT(c, 2)", "ne|wo|ha| x|ta|%x||2|bc"),
+    ("LPAD(k, 5, '*')", "***10|***20|****7|****0|****7|***-5|21474|****2|****7"),
+    ("REPLACE(c, 'a', 'A')", "one|two|AlphA|AlphA x|betA|BETA%x||2|7Abc"),
+    ("TRIM(CONCAT('  ', c, '  '))", "one|two|Alpha|alpha x|beta|BETA%x||2|7abc"),
+    ("ABS(n)", "1.50|NULL|0.50|NULL|2.25|100.00|7.00|2.00|7.01"),
+    ("CEIL(n)", "2|NULL|1|NULL|-2|100|7|2|8"),
+    ("FLOOR(n)", "1|NULL|0|NULL|-3|100|7|2|7"),
+    ("ROUND(n, 1)", "1.5|NULL|0.5|NULL|-2.3|100.0|7.0|2.0|7.0"),
+    ("ROUND(n)", "2|NULL|1|NULL|-2|100|7|2|7"),
+    ("TRUNCATE(n, 0)", "1|NULL|0|NULL|-2|100|7|2|7"),
+    ("MOD(k, 3)", "1|2|1|0|1|-2|1|2|1"),
+    ("GREATEST(k, 5)", "10|20|7|5|7|5|2147483647|5|7"),
+    ("LEAST(k, n)", "1.50|NULL|0.50|NULL|-2.25|-5.00|7.00|2.00|7.00"),
+    ("IFNULL(n, -1)", "1.50|-1.00|0.50|-1.00|-2.25|100.00|7.00|2.00|7.01"),
+    ("NULLIF(k, 7)", "10|20|NULL|0|NULL|-5|2147483647|2|NULL"),
+    ("COALESCE(n, k)", "1.50|20.00|0.50|0.00|-2.25|100.00|7.00|2.00|7.01"),
+    ("IF(n > 1, 'big', 'small')", "big|small|small|small|small|big|big|big|big"),
+    ("CASE WHEN k > 5 THEN k ELSE n \
+        END", "10.00|20.00|7.00|NULL|7.00|100.00|2147483647.00|2.00|7.00"),
+    ("CASE c WHEN 'beta' THEN 1 WHEN 'BETA%x' THEN 2 ELSE 0 END", "0|0|0|0|1|2|0|0|0"),
+    ("CAST(c AS SIGNED)", "0|0|0|0|0|0|0|2|7"),
+    ("CAST(n AS SIGNED)", "2|NULL|1|NULL|-2|100|7|2|7"),
+    ("CAST(k AS CHAR)", "10|20|7|0|7|-5|2147483647|2|7"),
+    ("CAST(n AS DECIMAL(6,3))", "1.500|NULL|0.500|NULL|-2.250|100.000|7.000|2.000|7.010"),
+    ("k + c", "10|20|7|0|7|-5|2147483647|4|14"),
+    ("n BETWEEN 0 AND 2", "1|NULL|1|NULL|0|0|0|1|0"),
+    ("c + 0", "0|0|0|0|0|0|0|2|7"),
+];
+
+/// Queries over `m` and MariaDB 10.11's answers (`mysql -N -B`: columns
+/// joined by ',', rows by '|').
+const MARIADB_QUERIES: &[(&str, &str)] = &[
+    (
+        "SELECT COUNT(*), SUM(k), AVG(n), MIN(c), MAX(c), SUM(n), AVG(k), COUNT(DISTINCT k) \
+        FROM m",
+        "9,2147483695,16.537143,,two,115.76,238609299.4444,7",
+    ),
+    (
+        "SELECT k, COUNT(*), SUM(n) FROM m GROUP BY k ORDER BY \
+        k",
+        "-5,1,100.00|0,1,NULL|2,1,2.00|7,3,5.26|10,1,1.50|20,1,NULL|2147483647,1,7.00",
+    ),
+    (
+        "SELECT c FROM m ORDER BY c",
+        "|2|7abc|Alpha|alpha x|beta|BETA%x|one|two",
+    ),
+    (
+        "SELECT c FROM m ORDER BY c DESC LIMIT 4",
+        "two|one|BETA%x|beta",
+    ),
+    (
+        "SELECT DISTINCT k FROM m ORDER BY k DESC",
+        "2147483647|20|10|7|2|0|-5",
+    ),
+    (
+        "SELECT k, n FROM m ORDER BY n, \
+        k",
+        "0,NULL|20,NULL|7,-2.25|7,0.50|10,1.50|2,2.00|2147483647,7.00|7,7.01|-5,100.00",
+    ),
+    (
+        "SELECT id FROM m ORDER BY k DESC, id LIMIT 3 OFFSET 1",
+        "2|1|3",
+    ),
+    (
+        "SELECT n IS NULL, AVG(k) FROM m GROUP BY 1 ORDER BY 1",
+        "0,306783382.1429|1,10.0000",
+    ),
+    (
+        "SELECT UPPER(c) u, COUNT(*) FROM m GROUP BY u HAVING COUNT(*) >= 1 ORDER BY \
+        u",
+        ",1|2,1|7ABC,1|ALPHA,1|ALPHA X,1|BETA,1|BETA%X,1|ONE,1|TWO,1",
+    ),
+    (
+        "SELECT k, MAX(n), MIN(n) FROM m WHERE k < 100 GROUP BY k HAVING MAX(n) IS NOT NULL \
+        ORDER BY 2 DESC",
+        "-5,100.00,100.00|7,7.01,-2.25|2,2.00,2.00|10,1.50,1.50",
+    ),
+    (
+        "SELECT SUM(k * 2), AVG(n * 2), MAX(k) - MIN(k) FROM m WHERE id > \
+        3",
+        "4294967316,45.504000,2147483652",
+    ),
+    ("SELECT COUNT(n), COUNT(*) FROM m WHERE n > 1000", "0,0"),
+    ("SELECT id FROM m WHERE k = 7 ORDER BY n DESC", "9|3|5"),
+    (
+        "SELECT k DIV 5 AS b, COUNT(*) FROM m GROUP BY b ORDER BY \
+        b",
+        "-1,1|0,2|1,3|2,1|4,1|429496729,1",
+    ),
+    (
+        "SELECT id FROM m UNION SELECT k FROM m ORDER BY 1 LIMIT 5",
+        "-5|0|1|2|3",
+    ),
+];
+
+/// Writes to `m` and the error MariaDB 10.11 gives each under its default
+/// sql_mode (STRICT_TRANS_TABLES): code and message (0: none). MariaDB's
+/// 1054 says where ('INSERT INTO', 'SET'); MySQL's and Skarv's say
+/// 'field list', so only its code is compared.
+const MARIADB_WRITE_ERRORS: &[(&str, u16, &str)] = &[
+    (
+        "INSERT INTO m VALUES (100, 'x', 'a', NULL)",
+        1366,
+        "Incorrect integer value: 'x' for column `db`.`m`.`k` at row 1",
+    ),
+    ("INSERT INTO m VALUES (100, 1.5, 'a', NULL)", 0, ""),
+    (
+        "INSERT INTO m VALUES (100, 3000000000, 'a', NULL)",
+        1264,
+        "Out of range value for column 'k' at row 1",
+    ),
+    (
+        "INSERT INTO m VALUES (100, 1, 'abcdefghijklmnopqrstu', NULL)",
+        1406,
+        "Data too long for column 'c' at row 1",
+    ),
+    (
+        "INSERT INTO m VALUES (100, 1, 'a', 123456789.123)",
+        1264,
+        "Out of range value for column 'n' at row 1",
+    ),
+    (
+        "INSERT INTO m VALUES (100, 1, 'a', 'abc')",
+        1366,
+        "Incorrect decimal value: 'abc' for column `db`.`m`.`n` at row 1",
+    ),
+    ("INSERT INTO m VALUES (100, 1, 'a', '1.234')", 0, ""),
+    (
+        "INSERT INTO m VALUES (100, NULL, 'a', NULL)",
+        1048,
+        "Column 'k' cannot be null",
+    ),
+    (
+        "INSERT INTO m (id, c) VALUES (100, 'a')",
+        1364,
+        "Field 'k' doesn't have a default value",
+    ),
+    (
+        "INSERT INTO m VALUES (100, 1, 'a')",
+        1136,
+        "Column count doesn't match value count at row 1",
+    ),
+    (
+        "INSERT INTO m (id, id) VALUES (100, 1)",
+        1110,
+        "Column 'id' specified twice",
+    ),
+    (
+        "INSERT INTO m (id, nope) VALUES (100, 1)",
+        1054,
+        "Unknown column 'nope' in 'INSERT INTO'",
+    ),
+    (
+        "INSERT INTO m VALUES (1, 1, 'zz', NULL)",
+        1062,
+        "Duplicate entry '1' for key 'PRIMARY'",
+    ),
+    (
+        "INSERT INTO m VALUES (100, 1, 'ONE', NULL)",
+        1062,
+        "Duplicate entry 'ONE' for key 'c'",
+    ),
+    (
+        "UPDATE m SET k = 'x' WHERE id = 1",
+        1366,
+        "Incorrect integer value: 'x' for column `db`.`m`.`k` at row 1",
+    ),
+    (
+        "UPDATE m SET c = NULL WHERE id = 1",
+        1048,
+        "Column 'c' cannot be null",
+    ),
+    (
+        "UPDATE m SET n = 1e20 WHERE id = 1",
+        1264,
+        "Out of range value for column 'n' at row 1",
+    ),
+    (
+        "UPDATE m SET c = 'beta' WHERE id = 1",
+        1062,
+        "Duplicate entry 'beta' for key 'c'",
+    ),
+    (
+        "UPDATE m SET nope = 1",
+        1054,
+        "Unknown column 'nope' in 'SET'",
+    ),
+    ("DELETE FROM nope", 1146, "Table 'db.nope' doesn't exist"),
+    (
+        "INSERT INTO m VALUES (100, 1, 'a', '')",
+        1366,
+        "Incorrect decimal value: '' for column `db`.`m`.`n` at row 1",
+    ),
+    (
+        "INSERT INTO m VALUES (100, '', 'a', NULL)",
+        1366,
+        "Incorrect integer value: '' for column `db`.`m`.`k` at row 1",
+    ),
+    ("INSERT INTO m VALUES (100, ' 12 ', 'a', NULL)", 0, ""),
+    (
+        "INSERT INTO m VALUES (100, '12abc', 'a', NULL)",
+        1265,
+        "Data truncated for column 'k' at row 1",
+    ),
+    (
+        "INSERT INTO m VALUES (100, -2147483649, 'a', NULL)",
+        1264,
+        "Out of range value for column 'k' at row 1",
+    ),
+];
+
+fn conditions_as_mariadb(session: &Session, conn: &mut Conn<'_>) {
+    create_like_t(session, "db/def/m");
+    ok(
+        conn,
+        "INSERT INTO m VALUES (1, 10, 'one', 1.5), (2, 20, 'two', NULL), (3, 7, 'Alpha', 0.5), \
+         (4, 0, 'alpha x', NULL), (5, 7, 'beta', -2.25), (6, -5, 'BETA%x', 100), \
+         (7, 2147483647, '', 7), (8, 2, '2', 2.00), (9, 7, '7abc', 7.01)",
+    );
+    let mut wrong = Vec::new();
+    for (cond, want) in MARIADB_CONDITIONS {
+        let a = run(conn, &format!("SELECT id FROM m WHERE {cond} ORDER BY id"));
+        let got = match &a.error {
+            Some(e) => format!("error {e}"),
+            None => text(&a)
+                .into_iter()
+                .map(|r| r[0].clone())
+                .collect::<Vec<_>>()
+                .join(","),
+        };
+        if got != *want {
+            wrong.push(format!("WHERE {cond}: got [{got}], MariaDB [{want}]"));
+        }
+    }
+    for (expr, want) in MARIADB_EXPRESSIONS {
+        let a = run(conn, &format!("SELECT {expr} FROM m ORDER BY id"));
+        let got = match &a.error {
+            Some(e) => format!("error {e}"),
+            None => text(&a)
+                .into_iter()
+                .map(|r| r[0].clone())
+                .collect::<Vec<_>>()
+                .join("|"),
+        };
+        if got != *want {
+            wrong.push(format!("SELECT {expr}: got [{got}], MariaDB [{want}]"));
+        }
+    }
+    for (query, want) in MARIADB_QUERIES {
+        let a = run(conn, query);
+        let got = match &a.error {
+            Some(e) => format!("error {e}"),
+            None => text(&a)
+                .into_iter()
+                .map(|r| r.join(","))
+                .collect::<Vec<_>>()
+                .join("|"),
+        };
+        if got != *want {
+            wrong.push(format!("{query}: got [{got}], MariaDB [{want}]"));
+        }
+    }
+    for (statement, code, message) in MARIADB_WRITE_ERRORS {
+        ok(conn, "BEGIN");
+        let a = run(conn, statement);
+        let (got_code, got_message) = match &a.error {
+            Some(e) => (e.code, e.message.clone()),
+            None => (0, String::new()),
+        };
+        let same = got_code == *code && (*code == 1054 || got_message == *message);
+        if !same {
+            wrong.push(format!(
+                "{statement}: got {got_code} {got_message}, MariaDB {code} {message}"
+            ));
+        }
+        ok(conn, "ROLLBACK");
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// Whatever access path and pushed filter a WHERE gets, its rows are the
+/// rows for which the condition, evaluated in the SQL node over a full
+/// scan, is true.
+fn plans_agree_with_a_full_scan(conn: &mut Conn<'_>) {
+    ok(
+        conn,
+        "INSERT INTO t VALUES (50, -5, 'Alpha', 0.5), (51, 0, 'alpha x', NULL), \
+         (52, 7, 'beta', -2.25), (53, 7, 'BETA%x', 100), (54, 2147483647, '', 7)",
+    );
+    // A small deterministic generator (xorshift): the same conditions on
+    // every run.
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = move |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    };
+    let columns = ["id", "k", "c", "n"];
+    let constants = [
+        "0",
+        "1",
+        "2",
+        "7",
+        "50",
+        "52",
+        "-5",
+        "2.5",
+        "'7'",
+        "'beta'",
+        "'ALPHA'",
+        "'alpha'",
+        "NULL",
+        "100.00",
+        "'2'",
+        "2147483647",
+    ];
+    let ops = ["=", "<>", "<", "<=", ">", ">=", "<=>"];
+    fn atom(next: &mut dyn FnMut(usize) -> usize, c: &[&str], k: &[&str], o: &[&str]) -> String {
+        let col = c[next(c.len())];
+        match next(6) {
+            0 => format!("{col} IS NULL"),
+            1 => format!("{col} IN ({}, {})", k[next(k.len())], k[next(k.len())]),
+            2 => format!(
+                "{col} BETWEEN {} AND {}",
+                k[next(k.len())],
+                k[next(k.len())]
+            ),
+            3 => format!("{col} LIKE '{}%'", ["a", "B", "", "al", "beta\\%"][next(5)]),
+            _ => format!("{col} {} {}", o[next(o.len())], k[next(k.len())]),
+        }
+    }
+    for _ in 0..1_000 {
+        let mut cond = atom(&mut next, &columns, &constants, &ops);
+        for _ in 0..next(3) {
+            let joiner = ["AND", "OR", "AND NOT"][next(3)];
+            let more = atom(&mut next, &columns, &constants, &ops);
+            cond = format!("{cond} {joiner} {more}");
+        }
+        let planned = q(conn, &format!("SELECT id FROM t WHERE {cond} ORDER BY id"));
+        let scanned: Vec<Vec<String>> = q(conn, &format!("SELECT id, ({cond}) FROM t ORDER BY id"))
+            .into_iter()
+            .filter(|r| r[1] == "1")
+            .map(|r| vec![r[0].clone()])
+            .collect();
+        assert_eq!(planned, scanned, "WHERE {cond}");
+        // UPDATE and DELETE find the same rows (the DELETE rolled back).
+        if next(10) == 0 {
+            let info = ok(conn, &format!("UPDATE t SET n = n WHERE {cond}"));
+            let matched = format!("Rows matched: {}  Changed: 0  ", scanned.len());
+            assert!(
+                info.info.starts_with(&matched),
+                "UPDATE … WHERE {cond}: {}",
+                info.info
+            );
+            ok(conn, "BEGIN");
+            let info = ok(conn, &format!("DELETE FROM t WHERE {cond}"));
+            assert_eq!(
+                info.affected_rows,
+                scanned.len() as u64,
+                "DELETE … WHERE {cond}"
+            );
+            ok(conn, "ROLLBACK");
+        }
+    }
+    ok(conn, "DELETE FROM t WHERE id BETWEEN 50 AND 54");
+}
+
+/// The statements of sysbench's oltp_read_write, prepared, in a
+/// transaction.
+fn sysbench_statements(conn: &mut Conn<'_>) {
+    let texts = [
+        "SELECT c FROM t WHERE id=?",
+        "SELECT c FROM t WHERE id BETWEEN ? AND ?",
+        "SELECT SUM(k) FROM t WHERE id BETWEEN ? AND ?",
+        "SELECT c FROM t WHERE id BETWEEN ? AND ? ORDER BY c",
+        "SELECT DISTINCT c FROM t WHERE id BETWEEN ? AND ? ORDER BY c",
+        "UPDATE t SET k=k+1 WHERE id=?",
+        "UPDATE t SET c=? WHERE id=?",
+        "DELETE FROM t WHERE id=?",
+        "INSERT INTO t (id, k, c, n) VALUES (?, ?, ?, ?)",
+    ];
+    let ids: Vec<u32> = texts
+        .iter()
+        .map(|t| conn.prepare(t).unwrap_or_else(|e| panic!("{t}: {e}")).id)
+        .collect();
+    let begin = conn.prepare("BEGIN").expect("BEGIN").id;
+    let commit = conn.prepare("COMMIT").expect("COMMIT").id;
+    let int = |i: i64| SqlValue::Int(i);
+    let s = |t: &str| SqlValue::Bytes(t.as_bytes().to_vec());
+    let mut sink = Sink::default();
+    let mut exec = |conn: &mut Conn<'_>, id: u32, params: &[SqlValue]| {
+        conn.execute(id, params, &mut sink).expect("sink");
+        let a = sink.answers.pop().expect("an answer");
+        if let Some(e) = &a.error {
+            panic!("statement {id}: {e}");
+        }
+        text(&a)
+    };
+    exec(conn, begin, &[]);
+    assert_eq!(exec(conn, ids[0], &[int(2)]), rows(&[&["two"]]));
+    assert_eq!(exec(conn, ids[1], &[int(1), int(3)]).len(), 3);
+    assert_eq!(exec(conn, ids[2], &[int(1), int(2)]), rows(&[&["31"]]));
+    assert_eq!(
+        exec(conn, ids[3], &[int(1), int(3)]),
+        rows(&[&["one"], &["three"], &["two"]])
+    );
+    assert_eq!(exec(conn, ids[4], &[int(1), int(3)]).len(), 3);
+    exec(conn, ids[5], &[int(2)]);
+    exec(conn, ids[6], &[s("deux"), int(2)]);
+    exec(conn, ids[7], &[int(10)]);
+    exec(conn, ids[8], &[int(10), int(1), s("again"), SqlValue::Null]);
+    exec(conn, commit, &[]);
+    assert_eq!(
+        q(conn, "SELECT k, c FROM t WHERE id IN (2, 10) ORDER BY id"),
+        rows(&[&["21", "deux"], &["1", "again"]])
+    );
+}
+
+/// The access path each WHERE gets, and the filter pushed with it.
+fn plans(conn: &mut Conn<'_>) {
+    use skarv_client::Filter;
+    use sql::engine::exec::{table_scope, with_scope};
+    use sql::engine::expr::{Ctx, Env};
+    use sql::engine::plan::{access, Access};
+    let table = sql::engine::catalog::table(conn, None, "t").expect("t");
+    let plan = |conn: &mut Conn<'_>, cond: &str| {
+        let sql = format!("SELECT 1 FROM t WHERE {cond}");
+        let parsed = sql::engine::parse(&sql).expect("parses");
+        let sqlparser::ast::Statement::Query(q) = &parsed[0] else {
+            panic!("a query")
+        };
+        let sqlparser::ast::SetExpr::Select(s) = &*q.body else {
+            panic!("a select")
+        };
+        let where_ = s.selection.clone().expect("where");
+        let lowered = with_scope(conn, table_scope(&table, "t"), &[], |scope| {
+            scope.lower(&where_)
+        })
+        .expect("lowers");
+        let env = Env::default();
+        let mut ctx = Ctx::new(&[], &env);
+        access(&table, Some(&lowered), &mut ctx).expect("plans")
+    };
+    let key = |v: i64| vec![skarv_client::Value::Int(v)];
+    assert_eq!(plan(conn, "id = 1").0, Access::Keys(vec![key(1)]));
+    assert_eq!(plan(conn, "1 = id AND k > 3").0, Access::Keys(vec![key(1)]));
+    assert_eq!(
+        plan(conn, "id IN (1, 2, 2)").0,
+        Access::Keys(vec![key(1), key(2)])
+    );
+    assert!(matches!(
+        plan(conn, "c = 'x'").0,
+        Access::Unique { ref index, .. } if index == "c"
+    ));
+    assert!(matches!(
+        plan(conn, "k BETWEEN 1 AND 5").0,
+        Access::Range { ref index, lower: Some(_), upper: Some(_), .. } if index == "k"
+    ));
+    assert!(matches!(
+        plan(conn, "id >= 2").0,
+        Access::Range { ref index, lower: Some(_), upper: None, .. } if index == "PRIMARY"
+    ));
+    // Not exact in the column's type: no key read, and nothing pushed.
+    assert_eq!(plan(conn, "id = 1.5"), (Access::Scan, None));
+    assert_eq!(plan(conn, "c = 5"), (Access::Scan, None));
+    let (a, f) = plan(conn, "n IS NULL AND c LIKE 'ab%'");
+    assert_eq!(a, Access::Scan);
+    assert_eq!(
+        f,
+        Some(Filter::And(vec![
+            Filter::IsNull(3),
+            Filter::LikePrefix {
+                column: 2,
+                prefix: "ab".into()
+            }
+        ]))
+    );
+    assert_eq!(plan(conn, "1 = 0").0, Access::Nothing);
+}
+
+fn without_tables(conn: &mut Conn<'_>) {
+    let a = run(conn, "SELECT 1");
+    assert_eq!(text(&a), rows(&[&["1"]]));
+    assert_eq!(a.columns[0].ty, MyType::LongLong);
+    assert_eq!(a.columns[0].name, "1");
+    let comment = q(conn, "SELECT @@version_comment LIMIT 1");
+    assert!(comment[0][0].starts_with("Skarv"), "{comment:?}");
+    assert_eq!(q(conn, "SELECT DATABASE()"), rows(&[&["db"]]));
+    let a = run(conn, "SELECT 1.5, 'a', 7 DIV 2, 7 / 2, 1 + 1.25, NULL");
+    assert_eq!(
+        text(&a),
+        rows(&[&["1.5", "a", "3", "3.5000", "2.25", "NULL"]])
+    );
+    assert_eq!(a.columns[0].ty, MyType::NewDecimal);
+    assert_eq!(a.columns[0].decimals, 1);
+    assert_eq!(a.columns[1].ty, MyType::VarString);
+    let now = q(conn, "SELECT NOW()");
+    assert_eq!(now[0][0].len(), 19);
+}
+
+fn inserts_and_key_reads(conn: &mut Conn<'_>) {
+    let info = ok(
+        conn,
+        "INSERT INTO t (id, k, c, n) VALUES (1, 10, 'one', 1.5), (2, 20, 'two', NULL), \
+         (3, 30, 'three', 3)",
+    );
+    assert_eq!(info.affected_rows, 3);
+    ok(conn, "INSERT INTO t SET id = 4, k = 40, c = 'four'");
+    assert_eq!(
+        q(conn, "SELECT id, k, c, n FROM t WHERE id = 1"),
+        rows(&[&["1", "10", "one", "1.50"]])
+    );
+    assert_eq!(
+        q(conn, "SELECT c FROM t WHERE id IN (3, 1, 99) ORDER BY id"),
+        rows(&[&["one"], &["three"]])
+    );
+    assert_eq!(q(conn, "SELECT id FROM t WHERE c = 'TWO'"), rows(&[&["2"]]));
+    assert!(q(conn, "SELECT id FROM t WHERE id = 99").is_empty());
+    // Duplicates and strict mode.
+    let e = err(conn, "INSERT INTO t VALUES (1, 11, 'x', NULL)");
+    assert_eq!(e.code, 1062, "{e}");
+    assert_eq!(e.message, "Duplicate entry '1' for key 'PRIMARY'");
+    let e = err(conn, "INSERT INTO t VALUES (5, 50, 'one', NULL)");
+    assert_eq!(e.code, 1062, "{e}");
+    assert_eq!(e.message, "Duplicate entry 'one' for key 'c'");
+    let e = err(
+        conn,
+        "INSERT INTO t VALUES (5, 50, 'a string longer than twenty', NULL)",
+    );
+    assert_eq!(e.code, 1406, "{e}");
+    let e = err(conn, "INSERT INTO t VALUES (5, 99999999999, 'x', NULL)");
+    assert_eq!(e.code, 1264, "{e}");
+    let e = err(conn, "INSERT INTO t VALUES (5, NULL, 'x', NULL)");
+    assert_eq!(e.code, 1048, "{e}");
+    let e = err(conn, "INSERT INTO t (id, c) VALUES (5, 'x')");
+    assert_eq!(e.code, 1364, "{e}");
+    let e = err(conn, "INSERT INTO t VALUES (5, 'abc', 'x', NULL)");
+    assert_eq!(e.code, 1366, "{e}");
+    // A failed autocommit statement leaves nothing.
+    let e = err(
+        conn,
+        "INSERT INTO t VALUES (6, 60, 's', NULL), (1, 1, 'dup', NULL)",
+    );
+    assert_eq!(e.code, 1062);
+    assert!(q(conn, "SELECT id FROM t WHERE id = 6").is_empty());
+    // INSERT IGNORE: the duplicate is a warning.
+    let info = ok(
+        conn,
+        "INSERT IGNORE INTO t VALUES (6, 60, 'six', NULL), (1, 1, 'dup', NULL)",
+    );
+    assert_eq!(info.affected_rows, 1);
+    assert_eq!(info.info, "Records: 2  Duplicates: 1  Warnings: 1");
+    ok(conn, "DELETE FROM t WHERE id = 6");
+    let info = ok(
+        conn,
+        "INSERT IGNORE INTO t VALUES (6, 60, 'six', NULL), (7, 1, 'one', NULL)",
+    );
+    assert_eq!(
+        info.affected_rows, 1,
+        "the unique index conflict is skipped"
+    );
+    assert_eq!(
+        conn.session.notes()[0].message,
+        "Duplicate entry 'one' for key 'c'"
+    );
+    ok(conn, "DELETE FROM t WHERE id = 6");
+    // REPLACE counts the row it replaced.
+    let info = ok(conn, "REPLACE INTO t VALUES (4, 41, 'four', NULL)");
+    assert_eq!(info.affected_rows, 2);
+    assert_eq!(q(conn, "SELECT k FROM t WHERE id = 4"), rows(&[&["41"]]));
+    // ON DUPLICATE KEY UPDATE.
+    let info = ok(
+        conn,
+        "INSERT INTO t VALUES (4, 42, 'four', NULL) ON DUPLICATE KEY UPDATE k = VALUES(k) + 1",
+    );
+    assert_eq!(info.affected_rows, 2);
+    assert_eq!(q(conn, "SELECT k FROM t WHERE id = 4"), rows(&[&["43"]]));
+    // A conflict on the unique index `c` updates the row holding 'four'.
+    let info = ok(
+        conn,
+        "INSERT INTO t VALUES (44, 1, 'four', NULL) ON DUPLICATE KEY UPDATE k = k + 1",
+    );
+    assert_eq!(info.affected_rows, 2);
+    assert_eq!(
+        q(conn, "SELECT id, k FROM t WHERE c = 'four'"),
+        rows(&[&["4", "44"]])
+    );
+    ok(conn, "UPDATE t SET k = 43 WHERE id = 4");
+}
+
+fn scans_filters_and_ranges(conn: &mut Conn<'_>) {
+    assert_eq!(
+        q(
+            conn,
+            "SELECT id FROM t WHERE k > 15 AND c LIKE 't%' ORDER BY id"
+        ),
+        rows(&[&["2"], &["3"]])
+    );
+    assert_eq!(
+        q(conn, "SELECT id FROM t WHERE id BETWEEN 2 AND 3"),
+        rows(&[&["2"], &["3"]])
+    );
+    assert_eq!(
+        q(
+            conn,
+            "SELECT id FROM t WHERE id >= 2 ORDER BY id DESC LIMIT 2"
+        ),
+        rows(&[&["4"], &["3"]])
+    );
+    assert_eq!(
+        q(conn, "SELECT id FROM t WHERE n IS NULL ORDER BY id"),
+        rows(&[&["2"], &["4"]])
+    );
+    assert_eq!(
+        q(conn, "SELECT id, k * 2 AS kk FROM t WHERE k + 0 = 20"),
+        rows(&[&["2", "40"]])
+    );
+    assert_eq!(
+        q(conn, "SELECT * FROM t ORDER BY id LIMIT 1 OFFSET 1"),
+        rows(&[&["2", "20", "two", "NULL"]])
+    );
+    assert_eq!(
+        q(
+            conn,
+            "SELECT id FROM t WHERE c = 'one' OR c = 'two' ORDER BY 1"
+        ),
+        rows(&[&["1"], &["2"]])
+    );
+    let e = err(conn, "SELECT nope FROM t");
+    assert_eq!(e.code, 1054);
+    let e = err(conn, "SELECT 1 FROM missing");
+    assert_eq!(e.code, 1146);
+}
+
+fn aggregates_and_order(conn: &mut Conn<'_>) {
+    assert_eq!(
+        q(
+            conn,
+            "SELECT COUNT(*), SUM(k), MIN(c), MAX(id), AVG(k) FROM t"
+        ),
+        rows(&[&["4", "103", "four", "4", "25.7500"]])
+    );
+    assert_eq!(
+        q(conn, "SELECT COUNT(n), SUM(n) FROM t WHERE id < 10"),
+        rows(&[&["2", "4.50"]])
+    );
+    assert_eq!(
+        q(conn, "SELECT COUNT(*) FROM t WHERE id > 100"),
+        rows(&[&["0"]])
+    );
+    assert_eq!(
+        q(
+            conn,
+            "SELECT n IS NULL AS nul, COUNT(*) FROM t GROUP BY nul HAVING COUNT(*) > 1 ORDER BY nul"
+        ),
+        rows(&[&["0", "2"], &["1", "2"]])
+    );
+    assert_eq!(
+        q(conn, "SELECT DISTINCT n IS NULL FROM t ORDER BY 1"),
+        rows(&[&["0"], &["1"]])
+    );
+    assert_eq!(
+        q(conn, "SELECT c FROM t ORDER BY c DESC LIMIT 2"),
+        rows(&[&["two"], &["three"]])
+    );
+    assert_eq!(
+        q(conn, "SELECT 1 UNION SELECT 1 UNION ALL SELECT 2"),
+        rows(&[&["1"], &["2"]])
+    );
+    assert_eq!(
+        q(
+            conn,
+            "SELECT COUNT(DISTINCT n IS NULL), COUNT(DISTINCT id) FROM t"
+        ),
+        rows(&[&["2", "4"]])
+    );
+    assert_eq!(
+        q(
+            conn,
+            "SELECT id FROM t WHERE id < 3 UNION SELECT k FROM t WHERE id = 1 ORDER BY 1 \
+        DESC LIMIT 2"
+        ),
+        rows(&[&["10"], &["2"]])
+    );
+    assert_eq!(
+        q(
+            conn,
+            "SELECT k > 20 AS big, COUNT(*) FROM t GROUP BY big ORDER BY COUNT(*) DESC, big"
+        ),
+        rows(&[&["0", "2"], &["1", "2"]])
+    );
+    // A column keeps its metadata under an alias.
+    let a = run(conn, "SELECT id AS x, k + 1 AS y FROM t WHERE id = 1");
+    assert_eq!(a.columns[0].name, "x");
+    assert_eq!(a.columns[0].org_name, "id");
+    assert_eq!(a.columns[0].table, "t");
+    assert_eq!(a.columns[0].ty, MyType::Long);
+    assert_eq!(a.columns[1].ty, MyType::LongLong);
+    assert_eq!(a.columns[1].table, "");
+    // Unaliased items are named by their text as written.
+    let a = run(
+        conn,
+        "SELECT k+1, COUNT( * ), id FROM t GROUP BY k ORDER BY k LIMIT 1",
+    );
+    let names: Vec<&str> = a.columns.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["k+1", "COUNT( * )", "id"]);
+    let e = err(conn, "SELECT k FROM t GROUP BY COUNT(*)");
+    assert_eq!(e.code, 1111);
+}
+
+fn updates_and_deletes(conn: &mut Conn<'_>) {
+    let info = ok(conn, "UPDATE t SET k = k + 1 WHERE id = 1");
+    assert_eq!(info.affected_rows, 1);
+    assert_eq!(info.info, "Rows matched: 1  Changed: 1  Warnings: 0");
+    let info = ok(conn, "UPDATE t SET k = 11 WHERE id = 1");
+    assert_eq!(info.affected_rows, 0, "an unchanged row is not affected");
+    assert_eq!(info.info, "Rows matched: 1  Changed: 0  Warnings: 0");
+    let info = ok(conn, "UPDATE t SET n = 9.99 WHERE k >= 20");
+    assert_eq!(info.affected_rows, 3);
+    assert_eq!(q(conn, "SELECT SUM(n) FROM t"), rows(&[&["31.47"]]));
+    let info = ok(conn, "UPDATE t SET k = k + 100 ORDER BY id DESC LIMIT 1");
+    assert_eq!(info.affected_rows, 1);
+    assert_eq!(q(conn, "SELECT k FROM t WHERE id = 4"), rows(&[&["143"]]));
+    // A new primary key moves the row.
+    ok(conn, "INSERT INTO t VALUES (30, 300, 'thirty', NULL)");
+    let info = ok(conn, "UPDATE t SET id = 31 WHERE id = 30");
+    assert_eq!(info.affected_rows, 1);
+    assert_eq!(
+        q(conn, "SELECT id, k, c FROM t WHERE id IN (30, 31)"),
+        rows(&[&["31", "300", "thirty"]])
+    );
+    assert_eq!(err(conn, "UPDATE t SET id = 1 WHERE id = 31").code, 1062);
+    ok(conn, "DELETE FROM t WHERE id = 31");
+    let e = err(conn, "UPDATE t SET k = 'nope' WHERE id = 1");
+    assert_eq!(e.code, 1366);
+    ok(
+        conn,
+        "INSERT INTO t VALUES (7, 70, 'seven', NULL), (8, 80, 'eight', NULL)",
+    );
+    let info = ok(conn, "DELETE FROM t WHERE id IN (7, 8)");
+    assert_eq!(info.affected_rows, 2);
+    ok(
+        conn,
+        "INSERT INTO t VALUES (7, 70, 'seven', NULL), (8, 80, 'eight', NULL)",
+    );
+    let info = ok(conn, "DELETE FROM t WHERE k >= 70 AND k < 100");
+    assert_eq!(info.affected_rows, 2);
+    assert_eq!(q(conn, "SELECT COUNT(*) FROM t"), rows(&[&["4"]]));
+}
+
+fn transactions(engine: &std::sync::Arc<Engine>, session: &Session, conn: &mut Conn<'_>) {
+    let other_session = engine.cluster.session().expect("session");
+    let mut other = engine.open(&other_session, IpAddr::V4(Ipv4Addr::LOCALHOST));
+    let root = sql::backend::Login {
+        user: "root",
+        host: IpAddr::V4(Ipv4Addr::LOCALHOST),
+        database: Some("db"),
+    };
+    other.logged_in(&root).expect("root@localhost logs in");
+    ok(conn, "BEGIN");
+    ok(conn, "INSERT INTO t VALUES (9, 90, 'nine', NULL)");
+    assert_eq!(q(conn, "SELECT c FROM t WHERE id = 9"), rows(&[&["nine"]]));
+    assert!(
+        q(&mut other, "SELECT c FROM t WHERE id = 9").is_empty(),
+        "not visible before COMMIT"
+    );
+    ok(conn, "ROLLBACK");
+    assert!(q(conn, "SELECT c FROM t WHERE id = 9").is_empty());
+    ok(conn, "START TRANSACTION");
+    ok(conn, "INSERT INTO t VALUES (9, 90, 'nine', NULL)");
+    ok(conn, "UPDATE t SET k = 91 WHERE id = 9");
+    ok(conn, "COMMIT");
+    assert_eq!(
+        q(&mut other, "SELECT k FROM t WHERE id = 9"),
+        rows(&[&["91"]])
+    );
+    // autocommit off: statements wait for COMMIT.
+    sql::engine::txn::set_autocommit(conn, false).expect("autocommit off");
+    ok(conn, "DELETE FROM t WHERE id = 9");
+    assert_eq!(
+        q(&mut other, "SELECT k FROM t WHERE id = 9"),
+        rows(&[&["91"]])
+    );
+    sql::engine::txn::set_autocommit(conn, true).expect("autocommit on commits");
+    assert!(q(&mut other, "SELECT k FROM t WHERE id = 9").is_empty());
+    // A failed INSERT in a transaction takes back its rows; the
+    // transaction goes on.
+    ok(conn, "BEGIN");
+    ok(conn, "INSERT INTO t VALUES (20, 200, 'twenty', NULL)");
+    let e = err(
+        conn,
+        "INSERT INTO t VALUES (21, 210, 'twenty-one', NULL), (1, 1, 'dup', NULL)",
+    );
+    assert_eq!(e.code, 1062);
+    ok(conn, "COMMIT");
+    assert_eq!(
+        q(&mut other, "SELECT id FROM t WHERE id IN (20, 21)"),
+        rows(&[&["20"]])
+    );
+    ok(conn, "DELETE FROM t WHERE id = 20");
+    // INSERT … SELECT.
+    let info = ok(
+        conn,
+        "INSERT INTO t (id, k, c) SELECT id + 100, k, CONCAT(c, '!') FROM t WHERE id <= 2",
+    );
+    assert_eq!(info.affected_rows, 2);
+    assert_eq!(
+        q(conn, "SELECT c FROM t WHERE id > 100 ORDER BY id"),
+        rows(&[&["one!"], &["two!"]])
+    );
+    ok(conn, "DELETE FROM t WHERE id > 100");
+    // A lock held by one transaction: the other waits, then gets 1205 and
+    // its transaction is rolled back.
+    ok(conn, "BEGIN");
+    ok(conn, "UPDATE t SET k = k + 1 WHERE id = 1");
+    ok(&mut other, "BEGIN");
+    ok(&mut other, "INSERT INTO t VALUES (22, 220, 'x', NULL)");
+    let e = err(&mut other, "UPDATE t SET k = 5 WHERE id = 1");
+    assert_eq!(e.code, 1205, "{e}");
+    assert_eq!(
+        e.message,
+        "Lock wait timeout exceeded; try restarting transaction"
+    );
+    assert!(!other.tx.explicit, "the transaction ended");
+    ok(conn, "ROLLBACK");
+    assert!(
+        q(&mut other, "SELECT id FROM t WHERE id = 22").is_empty(),
+        "rolled back with it"
+    );
+    // A read-only transaction refuses writes.
+    ok(conn, "START TRANSACTION READ ONLY");
+    assert_eq!(err(conn, "DELETE FROM t WHERE id = 1").code, 1792);
+    ok(conn, "ROLLBACK");
+    let _ = session;
+}
+
+fn prepared_statements(conn: &mut Conn<'_>) {
+    let p = conn
+        .prepare("SELECT c, k FROM t WHERE id = ?")
+        .expect("prepare");
+    assert_eq!(p.params.len(), 1);
+    assert_eq!(p.columns.len(), 2);
+    assert_eq!(p.columns[0].name, "c");
+    let mut sink = Sink::default();
+    conn.execute(p.id, &[SqlValue::Int(2)], &mut sink)
+        .expect("execute");
+    assert_eq!(text(&sink.answers[0]), rows(&[&["two", "20"]]));
+    let ins = conn
+        .prepare("INSERT INTO t (id, k, c, n) VALUES (?, ?, ?, ?)")
+        .expect("prepare insert");
+    let mut sink = Sink::default();
+    conn.execute(
+        ins.id,
+        &[
+            SqlValue::Int(10),
+            SqlValue::Int(100),
+            SqlValue::Bytes(b"ten".to_vec()),
+            SqlValue::Null,
+        ],
+        &mut sink,
+    )
+    .expect("execute");
+    assert_eq!(
+        sink.answers[0].ok.as_ref().map(|o| o.affected_rows),
+        Some(1)
+    );
+    let begin = conn.prepare("BEGIN").expect("prepare BEGIN");
+    let commit = conn.prepare("COMMIT").expect("prepare COMMIT");
+    let mut sink = Sink::default();
+    conn.execute(begin.id, &[], &mut sink).expect("begin");
+    conn.execute(p.id, &[SqlValue::Int(10)], &mut sink)
+        .expect("read");
+    conn.execute(commit.id, &[], &mut sink).expect("commit");
+    assert!(
+        sink.answers.iter().all(|a| a.error.is_none()),
+        "{:?}",
+        sink.answers
+    );
+    assert_eq!(text(&sink.answers[1]), rows(&[&["ten", "100"]]));
+    let range = conn
+        .prepare("SELECT SUM(k) FROM t WHERE id BETWEEN ? AND ?")
+        .expect("prepare range");
+    let mut sink = Sink::default();
+    conn.execute(range.id, &[SqlValue::Int(1), SqlValue::Int(2)], &mut sink)
+        .expect("range");
+    assert_eq!(text(&sink.answers[0]), rows(&[&["31"]]));
+    let limited = conn
+        .prepare("SELECT id FROM t ORDER BY id LIMIT ?")
+        .expect("prepare LIMIT ?");
+    assert_eq!(limited.columns.len(), 1);
+    let mut sink = Sink::default();
+    conn.execute(limited.id, &[SqlValue::Int(2)], &mut sink)
+        .expect("limit");
+    assert_eq!(text(&sink.answers[0]), rows(&[&["1"], &["2"]]));
+    conn.close(p.id);
+    assert!(!conn.has_statement(p.id));
+    let mut sink = Sink::default();
+    conn.execute(p.id, &[SqlValue::Int(2)], &mut sink)
+        .expect("answers");
+    assert_eq!(sink.answers[0].error.as_ref().map(|e| e.code), Some(1243));
+}
+
+/// Tables made with CREATE TABLE: AUTO_INCREMENT and LAST_INSERT_ID(), a
+/// table without a primary key (its hidden key), and CURRENT_TIMESTAMP
+/// defaults and updates.
+fn tables_made_by_sql(conn: &mut Conn<'_>) {
+    ok(
+        conn,
+        "CREATE TABLE ai (id INT AUTO_INCREMENT PRIMARY KEY, v INT)",
+    );
+    let info = ok(conn, "INSERT INTO ai (v) VALUES (10), (20)");
+    assert_eq!(info.affected_rows, 2);
+    let first = info.last_insert_id;
+    assert!(first > 0);
+    assert_eq!(
+        q(conn, "SELECT LAST_INSERT_ID()"),
+        rows(&[&[first.to_string().as_str()]])
+    );
+    let ids = q(conn, "SELECT id, v FROM ai ORDER BY id");
+    assert_eq!(ids.len(), 2);
+    assert_eq!(ids[0][0], first.to_string());
+    assert_eq!(ids[1][1], "20");
+    ok(conn, "INSERT INTO ai VALUES (100, 30)");
+    assert_eq!(q(conn, "SELECT v FROM ai WHERE id = 100"), rows(&[&["30"]]));
+    // Outside strict mode a value that does not fit is adjusted, with a
+    // warning, as MySQL does.
+    ok(conn, "SET sql_mode = ''");
+    let info = ok(
+        conn,
+        "INSERT INTO ai VALUES (200, 99999999999), (201, 'abc')",
+    );
+    assert_eq!(info.affected_rows, 2);
+    assert_eq!(info.warnings, 2);
+    assert_eq!(conn.session.notes()[0].code, 1264);
+    assert_eq!(
+        q(conn, "SELECT v FROM ai WHERE id IN (200, 201) ORDER BY id"),
+        rows(&[&["2147483647"], &["0"]])
+    );
+    ok(conn, "SET sql_mode = 'STRICT_TRANS_TABLES'");
+    assert_eq!(
+        err(conn, "INSERT INTO ai VALUES (202, 99999999999)").code,
+        1264
+    );
+
+    ok(conn, "CREATE TABLE nopk (v INT, w VARCHAR(10))");
+    ok(conn, "INSERT INTO nopk VALUES (1, 'a'), (2, 'b'), (1, 'c')");
+    assert_eq!(
+        q(conn, "SELECT COUNT(*) FROM nopk WHERE v = 1"),
+        rows(&[&["2"]])
+    );
+    let info = ok(conn, "UPDATE nopk SET w = 'z' WHERE v = 1");
+    assert_eq!(info.affected_rows, 2);
+    let info = ok(conn, "DELETE FROM nopk WHERE w = 'z'");
+    assert_eq!(info.affected_rows, 2);
+    assert_eq!(q(conn, "SELECT v, w FROM nopk"), rows(&[&["2", "b"]]));
+
+    ok(
+        conn,
+        "CREATE TABLE ts (id INT PRIMARY KEY, v INT, \
+         at DATETIME DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP)",
+    );
+    ok(conn, "INSERT INTO ts (id, v) VALUES (1, 1)");
+    assert_eq!(
+        q(conn, "SELECT at > '2020-01-01' FROM ts WHERE id = 1"),
+        rows(&[&["1"]])
+    );
+    ok(
+        conn,
+        "UPDATE ts SET at = '2000-01-02 03:04:05' WHERE id = 1",
+    );
+    assert_eq!(
+        q(conn, "SELECT at FROM ts WHERE id = 1"),
+        rows(&[&["2000-01-02 03:04:05"]])
+    );
+    // information_schema: rows the catalog gives, filtered and sorted here.
+    assert_eq!(
+        q(
+            conn,
+            "SELECT TABLE_NAME FROM information_schema.TABLES \
+             WHERE TABLE_SCHEMA = 'db' AND TABLE_NAME LIKE 'n%' ORDER BY TABLE_NAME"
+        ),
+        rows(&[&["nopk"]])
+    );
+    ok(conn, "UPDATE ts SET v = 2 WHERE id = 1");
+    assert_eq!(
+        q(conn, "SELECT at > '2020-01-01' FROM ts WHERE id = 1"),
+        rows(&[&["1"]])
+    );
+}
