@@ -64,6 +64,12 @@ const FIRST_DATA_NODE_ID: u32 = 2;
 const HOST: &str = "127.0.0.1";
 /// Small, so that the sandbox fits on a laptop next to everything else.
 const DATA_MEMORY: &str = "256M";
+/// Operation records per TC instance: a SQL statement's rows each hold one
+/// until it commits, and one multi-row INSERT of sysbench's `bulk_insert`
+/// holds tens of thousands, so 8 at once need more than NDB's 32,768 (NDB
+/// 8.0 sizes these records from TransactionMemory instead). A record
+/// is counted, not preallocated: a high bound costs nothing idle.
+const MAX_NO_OF_CONCURRENT_OPERATIONS: u32 = 1_000_000;
 /// Redo log files per part: with NDB's 4 parts of 16 MiB files, 256 MiB of
 /// redo per data node, a quarter of NDB's default, so that a sandbox (and
 /// every test cluster) starts in about a second: a node writes its whole
@@ -417,6 +423,13 @@ fn config_ini(layout: &Layout, dir: &Path, cpu_list: &[usize]) -> Result<String,
         text.push_str(&format!(
             "# Memory for rows and indexes on each data node (small: this is a sandbox).\n\
              DataMemory={DATA_MEMORY}\n"
+        ));
+    }
+    if !given("MaxNoOfConcurrentOperations") {
+        text.push_str(&format!(
+            "# Operation records per TC (NDB: 32768): a statement's rows each hold one until it\n\
+             # commits, and a multi-row INSERT may have tens of thousands.\n\
+             MaxNoOfConcurrentOperations={MAX_NO_OF_CONCURRENT_OPERATIONS}\n"
         ));
     }
     if !given("NoOfFragmentLogFiles") {

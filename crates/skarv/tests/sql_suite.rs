@@ -31,7 +31,6 @@ fn run_suite(sandbox: &Sandbox, extra: &[&str]) {
 }
 
 #[test]
-#[ignore = "the SQL engine of issue 20 is not merged yet: un-ignore once `skarv sql` serves"]
 fn the_sql_suite_passes_against_a_sandbox() {
     let sandbox = Sandbox::start_configured("sql-suite", 30_500, 2, &["--sql-nodes", "1"]);
     run_suite(&sandbox, &[]);

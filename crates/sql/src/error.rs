@@ -39,11 +39,32 @@ impl SqlError {
             codes::PARSE,
             format!(
                 "You have an error in your SQL syntax; check the manual that corresponds to \
-                 your Skarv version for the right syntax to use: {detail}"
+                 your Skarv server version for the right syntax to use: {detail}"
             ),
         )
     }
 }
+
+impl SqlError {
+    /// 1064 as MySQL words it: the statement text from where the parser
+    /// stopped (`near`, at most [`SYNTAX_NEAR_CHARS_MAX`] characters; empty
+    /// at the end of the statement) and its line; `detail` (what the
+    /// parser expected) follows in parentheses.
+    pub fn syntax_near(near: &str, line: u64, detail: impl fmt::Display) -> SqlError {
+        let near: String = near.chars().take(SYNTAX_NEAR_CHARS_MAX).collect();
+        SqlError::new(
+            codes::PARSE,
+            format!(
+                "You have an error in your SQL syntax; check the manual that corresponds to \
+                 your Skarv server version for the right syntax to use near '{near}' at line \
+                 {line} ({detail})"
+            ),
+        )
+    }
+}
+
+/// Characters of the statement a syntax error quotes (MySQL's 80).
+pub const SYNTAX_NEAR_CHARS_MAX: usize = 80;
 
 impl fmt::Display for SqlError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

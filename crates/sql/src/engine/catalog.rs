@@ -393,6 +393,12 @@ pub fn native_error(e: &skarv_client::Error) -> SqlError {
     }
 }
 
+/// A note of the running statement (level "Note", as MySQL gives `IF
+/// [NOT] EXISTS` statements that found nothing to do).
+pub fn note(conn: &mut Conn<'_>, code: u16, message: impl Into<String>) {
+    conn.session.note_only(code, message.into());
+}
+
 /// A warning of the running statement (`SHOW WARNINGS`).
 pub fn warn(conn: &mut Conn<'_>, code: u16, message: impl Into<String>) {
     conn.session.warn(code, message.into());

@@ -757,7 +757,7 @@ fn create_database(
     }
     if if_not_exists {
         let e = exists();
-        catalog::warn(conn, e.code, e.message);
+        catalog::note(conn, e.code, e.message);
         return ok();
     }
     Err(exists())
@@ -776,7 +776,7 @@ fn drop_database(conn: &mut Conn<'_>, name: &str, if_exists: bool) -> SqlResult<
     if !catalog::database_exists(conn, name)? {
         if if_exists {
             let e = missing();
-            catalog::warn(conn, e.code, e.message);
+            catalog::note(conn, e.code, e.message);
             return ok();
         }
         return Err(missing());
@@ -844,7 +844,7 @@ fn drop_tables(conn: &mut Conn<'_>, names: &[ObjectName], if_exists: bool) -> Sq
         format!("Unknown table '{}'", missing.join(",")),
     );
     if if_exists {
-        catalog::warn(conn, e.code, e.message);
+        catalog::note(conn, e.code, e.message);
         return ok();
     }
     Err(e)
@@ -909,7 +909,7 @@ fn create_table(
     // MySQL answers IF NOT EXISTS before looking at the definition.
     if create.if_not_exists && catalog::table(conn, Some(&db), &name).is_ok() {
         let e = exists();
-        catalog::warn(conn, e.code, e.message);
+        catalog::note(conn, e.code, e.message);
         return ok();
     }
     let def = if let Some(like) = &create.like {
@@ -943,7 +943,7 @@ fn create_table(
         Err(e) if e.code == skarv_client::codes::ALREADY_EXISTS => {
             if create.if_not_exists {
                 let e = exists();
-                catalog::warn(conn, e.code, e.message);
+                catalog::note(conn, e.code, e.message);
                 ok()
             } else {
                 Err(exists())

@@ -16,7 +16,7 @@ use sqlparser::ast::{
 };
 use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::Parser;
-use sqlparser::tokenizer::{Token, Tokenizer};
+use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 
 use super::{send_rows, Answered, Conn, Stmt};
 use crate::backend::{status, OkInfo, ResultSink};
@@ -432,7 +432,7 @@ pub fn parse_text(sql: &str, multi: bool) -> SqlResult<Vec<SqlResult<Stmt>>> {
     }
     let dialect = MySqlDialect {};
     let tokens = Tokenizer::new(&dialect, sql)
-        .tokenize()
+        .tokenize_with_location()
         .map_err(SqlError::syntax)?;
     let pieces = split_statements(tokens);
     if pieces.is_empty() {
@@ -454,29 +454,40 @@ pub fn parse_text(sql: &str, multi: bool) -> SqlResult<Vec<SqlResult<Stmt>>> {
             super::stdx_truncate(second.trim(), 40)
         )));
     }
-    Ok(pieces.into_iter().map(parse_piece).collect())
+    Ok(pieces
+        .into_iter()
+        .map(|piece| parse_piece(piece, sql))
+        .collect())
 }
 
 /// One statement's tokens (whitespace and comments kept out of the ends)
 /// per `;`-separated piece; empty pieces dropped.
-fn split_statements(tokens: Vec<Token>) -> Vec<Vec<Token>> {
+fn split_statements(tokens: Vec<TokenWithSpan>) -> Vec<Vec<TokenWithSpan>> {
+    let significant = |piece: &[TokenWithSpan]| {
+        piece
+            .iter()
+            .any(|t| !matches!(t.token, Token::Whitespace(_)))
+    };
     let mut pieces = Vec::new();
-    let mut piece: Vec<Token> = Vec::new();
-    for token in tokens {
-        match token {
+    let mut piece: Vec<TokenWithSpan> = Vec::new();
+    for mut token in tokens {
+        match token.token {
             Token::SemiColon => {
-                if piece.iter().any(|t| !matches!(t, Token::Whitespace(_))) {
+                if significant(&piece) {
                     pieces.push(std::mem::take(&mut piece));
                 } else {
                     piece.clear();
                 }
             }
             // MySQL reads "text" as a string unless ANSI_QUOTES is set.
-            Token::DoubleQuotedString(s) => piece.push(Token::SingleQuotedString(s)),
-            other => piece.push(other),
+            Token::DoubleQuotedString(s) => {
+                token.token = Token::SingleQuotedString(s);
+                piece.push(token);
+            }
+            _ => piece.push(token),
         }
     }
-    if piece.iter().any(|t| !matches!(t, Token::Whitespace(_))) {
+    if significant(&piece) {
         pieces.push(piece);
     }
     pieces
@@ -495,7 +506,8 @@ fn head_words(tokens: &[Token], n: usize) -> Vec<String> {
         .collect()
 }
 
-fn parse_piece(mut tokens: Vec<Token>) -> SqlResult<Stmt> {
+fn parse_piece(mut spanned: Vec<TokenWithSpan>, sql: &str) -> SqlResult<Stmt> {
+    let tokens: Vec<Token> = spanned.iter().map(|t| t.token.clone()).collect();
     let words = head_words(&tokens, 4);
     let word = |i: usize| words.get(i).map(String::as_str).unwrap_or("");
     let text = || {
@@ -550,25 +562,25 @@ fn parse_piece(mut tokens: Vec<Token>) -> SqlResult<Stmt> {
         return Ok(Stmt::Extra(Extra::Catalog(Box::new(recognised?))));
     }
     if word(0) == "SELECT" {
-        mend_lock_in_share_mode(&mut tokens);
+        mend_lock_in_share_mode(&mut spanned);
     }
     let statement = Parser::new(&MySqlDialect {})
-        .with_tokens(tokens)
+        .with_tokens_with_locations(spanned)
         .parse_statement()
-        .map_err(SqlError::syntax)?;
+        .map_err(|e| syntax_error(sql, &e.to_string()))?;
     Ok(Stmt::Sql(Box::new(statement)))
 }
 
 /// `… LOCK IN SHARE MODE` at the end of a SELECT becomes `… FOR SHARE`,
 /// its MySQL 8 spelling, which the parser takes.
-fn mend_lock_in_share_mode(tokens: &mut Vec<Token>) {
-    while matches!(tokens.last(), Some(Token::Whitespace(_))) {
+fn mend_lock_in_share_mode(tokens: &mut Vec<TokenWithSpan>) {
+    while matches!(tokens.last().map(|t| &t.token), Some(Token::Whitespace(_))) {
         tokens.pop();
     }
     let significant: Vec<usize> = tokens
         .iter()
         .enumerate()
-        .filter(|(_, t)| !matches!(t, Token::Whitespace(_)))
+        .filter(|(_, t)| !matches!(t.token, Token::Whitespace(_)))
         .map(|(at, _)| at)
         .collect();
     if significant.len() < 4 {
@@ -577,13 +589,18 @@ fn mend_lock_in_share_mode(tokens: &mut Vec<Token>) {
     let tail = &significant[significant.len() - 4..];
     let spelled: Vec<String> = tail
         .iter()
-        .map(|&at| tokens[at].to_string().to_ascii_uppercase())
+        .map(|&at| tokens[at].token.to_string().to_ascii_uppercase())
         .collect();
     if spelled == ["LOCK", "IN", "SHARE", "MODE"] {
+        let span = tokens[tail[0]].span;
         tokens.truncate(tail[0]);
-        tokens.push(Token::make_keyword("FOR"));
-        tokens.push(Token::Whitespace(sqlparser::tokenizer::Whitespace::Space));
-        tokens.push(Token::make_keyword("SHARE"));
+        for token in [
+            Token::make_keyword("FOR"),
+            Token::Whitespace(sqlparser::tokenizer::Whitespace::Space),
+            Token::make_keyword("SHARE"),
+        ] {
+            tokens.push(TokenWithSpan::new(token, span));
+        }
     }
 }
 
@@ -660,6 +677,40 @@ fn show_warnings(
         .collect();
     send_rows(sink, &columns, rows, more)?;
     Ok(Answered::Done)
+}
+
+/// 1064 for a parser error over `sql` (the whole query text): the
+/// parser's message ends with "at Line: l, Column: c" (1-based, in the
+/// text it tokenized), from which the quoted rest of the text starts; at
+/// the end of the text the quote is empty, as MySQL's.
+fn syntax_error(sql: &str, message: &str) -> SqlError {
+    let detail = message
+        .trim_start_matches("sql parser error: ")
+        .split(" at Line: ")
+        .next()
+        .unwrap_or(message)
+        .to_owned();
+    let position = message.rsplit_once(" at Line: ").and_then(|(_, at)| {
+        let (line, column) = at.split_once(", Column: ")?;
+        Some((
+            line.trim().parse::<usize>().ok()?,
+            column.trim().parse::<usize>().ok()?,
+        ))
+    });
+    let Some((line, column)) = position.filter(|(l, c)| *l >= 1 && *c >= 1) else {
+        return SqlError::syntax_near("", 1, detail);
+    };
+    let offset: usize = sql
+        .split_inclusive('\n')
+        .take(line - 1)
+        .map(str::len)
+        .sum::<usize>()
+        + sql
+            .split_inclusive('\n')
+            .nth(line - 1)
+            .map_or(0, |l| l.chars().take(column - 1).map(char::len_utf8).sum());
+    let near = sql.get(offset.min(sql.len())..).unwrap_or("");
+    SqlError::syntax_near(near.trim_end_matches([';', ' ', '\n']), line as u64, detail)
 }
 
 /// Whether a statement keeps the last statement's warnings (MySQL: `SHOW
@@ -1379,6 +1430,20 @@ mod tests {
         assert!(run[0].is_ok() && run[1].is_err() && run[2].is_ok());
         // A semicolon inside a string is not a separator.
         assert_eq!(parse_one("SELECT 'a;b'", false).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn syntax_errors_quote_the_text_where_the_parser_stopped() {
+        let error = |sql: &str| parse_text(sql, true).unwrap().remove(1).unwrap_err();
+        let e = error("SELECT 1;\nSELEC 2");
+        assert_eq!(e.code, codes::PARSE);
+        assert!(
+            e.message.contains("near 'SELEC 2' at line 2"),
+            "{}",
+            e.message
+        );
+        let e = error("SELECT 1; SELECT * FROM t WHERE");
+        assert!(e.message.contains("near '' at line 1"), "{}", e.message);
     }
 
     #[test]

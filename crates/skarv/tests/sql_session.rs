@@ -1,0 +1,165 @@
+//! The SQL node's sessions and accounts through a real MySQL client (the
+//! `mysql` crate): accounts and grants kept in the cluster (an account made
+//! through one SQL node logs in through another), wrong passwords, missing
+//! privileges, system variables and warnings, and `KILL` of a connection
+//! that waits for its client.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{wait_for, Sandbox};
+use mysql::prelude::Queryable;
+use mysql::{Conn, Opts, OptsBuilder};
+
+/// A sandbox of 2 data nodes and 2 SQL nodes, its ports from `port_range`.
+fn start(name: &str, port_range: u16) -> Sandbox {
+    Sandbox::start_configured(name, port_range, 2, &["--sql-nodes", "2"])
+}
+
+fn opts(port: u16, user: &str, password: Option<&str>) -> Opts {
+    OptsBuilder::new()
+        .ip_or_hostname(Some("127.0.0.1"))
+        .tcp_port(port)
+        .user(Some(user))
+        .pass(password)
+        .prefer_socket(false)
+        .into()
+}
+
+fn connect(port: u16, user: &str, password: Option<&str>) -> mysql::Result<Conn> {
+    Conn::new(opts(port, user, password))
+}
+
+/// The MySQL error code of a failed statement or login.
+fn code(result: mysql::Result<impl std::fmt::Debug>) -> u16 {
+    match result {
+        Err(mysql::Error::MySqlError(e)) => e.code,
+        other => panic!("expected a MySQL error, got {other:?}"),
+    }
+}
+
+#[test]
+fn accounts_live_in_the_cluster_and_grants_are_enforced() {
+    let sandbox = start("sql-accounts", 29_600);
+    let (first, second) = (sandbox.sql_port_of(0), sandbox.sql_port_of(1));
+    let mut root = connect(first, "root", None).expect("root@localhost without a password");
+    root.query_drop("CREATE USER 'ann'@'%' IDENTIFIED BY 'secret'")
+        .expect("create user");
+    assert_eq!(
+        code(root.query_drop("CREATE USER 'ann'@'%' IDENTIFIED BY 'x'")),
+        1396,
+        "the account exists"
+    );
+
+    // The other SQL node knows the account at once: it is in the cluster.
+    let mut ann = connect(second, "ann", Some("secret")).expect("ann logs in through node 2");
+    assert_eq!(
+        code(connect(second, "ann", Some("wrong"))),
+        1045,
+        "wrong password"
+    );
+    assert_eq!(
+        code(connect(first, "nobody", None)),
+        1045,
+        "no such account"
+    );
+
+    // Without a privilege: 1044 for a database-level statement.
+    assert_eq!(code(ann.query_drop("CREATE DATABASE annsdb")), 1044);
+    root.query_drop("GRANT CREATE, DROP ON annsdb.* TO 'ann'@'%'")
+        .expect("grant");
+    let grants: Vec<String> = root
+        .query("SHOW GRANTS FOR 'ann'@'%'")
+        .expect("show grants");
+    assert_eq!(
+        grants,
+        [
+            "GRANT USAGE ON *.* TO `ann`@`%`",
+            "GRANT CREATE, DROP ON `annsdb`.* TO `ann`@`%`"
+        ]
+    );
+    // Grants are read at login (and USE), as MySQL applies them.
+    let mut ann = connect(second, "ann", Some("secret")).expect("ann logs in again");
+    ann.query_drop("CREATE DATABASE annsdb")
+        .expect("CREATE with the grant");
+    assert_eq!(code(ann.query_drop("CREATE DATABASE other")), 1044);
+    root.query_drop("REVOKE CREATE, DROP ON annsdb.* FROM 'ann'@'%'")
+        .expect("revoke");
+    let mut ann = connect(second, "ann", Some("secret")).expect("ann logs in again");
+    assert_eq!(
+        code(ann.query_drop("DROP DATABASE annsdb")),
+        1044,
+        "revoked"
+    );
+
+    // A changed password holds everywhere; a dropped account logs in nowhere.
+    root.query_drop("ALTER USER 'ann'@'%' IDENTIFIED BY 'new'")
+        .expect("alter user");
+    assert_eq!(code(connect(second, "ann", Some("secret"))), 1045);
+    connect(second, "ann", Some("new")).expect("the new password");
+    root.query_drop("DROP USER 'ann'@'%'").expect("drop user");
+    assert_eq!(code(connect(first, "ann", Some("new"))), 1045);
+    root.query_drop("DROP DATABASE annsdb")
+        .expect("root drops it");
+}
+
+#[test]
+fn variables_warnings_and_kill() {
+    let sandbox = start("sql-session", 29_700);
+    let port = sandbox.sql_port();
+    let mut conn = connect(port, "root", None).expect("root");
+
+    let rows: Vec<(String, String)> = conn
+        .query("SHOW VARIABLES LIKE 'autocommit'")
+        .expect("show variables");
+    assert_eq!(rows, [("autocommit".to_owned(), "ON".to_owned())]);
+    conn.query_drop("SET autocommit = 0").expect("set");
+    let rows: Vec<(String, String)> = conn
+        .query("SHOW SESSION VARIABLES LIKE 'autocommit'")
+        .expect("show variables");
+    assert_eq!(rows[0].1, "OFF");
+    assert_eq!(code(conn.query_drop("SET no_such_variable = 1")), 1193);
+    assert_eq!(
+        code(conn.query_drop("SET version = 'x'")),
+        1238,
+        "read only"
+    );
+    assert_eq!(
+        code(conn.query_drop("SET max_connections = 5")),
+        1229,
+        "global only"
+    );
+    assert_eq!(
+        code(conn.query_drop("SET autocommit = 7")),
+        1231,
+        "bad value"
+    );
+
+    // Another isolation level is a warning: transactions are READ COMMITTED.
+    conn.query_drop("SET SESSION TRANSACTION ISOLATION LEVEL SERIALIZABLE")
+        .expect("a warning, not an error");
+    assert_eq!(conn.warnings(), 1);
+    let warnings: Vec<(String, u32, String)> = conn.query("SHOW WARNINGS").expect("warnings");
+    assert_eq!(warnings.len(), 1);
+    assert!(warnings[0].2.contains("READ COMMITTED"), "{warnings:?}");
+
+    // KILL ends a connection that waits for its client's next command.
+    let mut idle = connect(port, "root", None).expect("a second connection");
+    let idle_id = idle.connection_id();
+    conn.query_drop(format!("KILL {idle_id}")).expect("kill");
+    wait_for(
+        "the killed connection to leave",
+        Duration::from_secs(5),
+        || {
+            let ids: Vec<u64> = conn
+                .query_map("SHOW PROCESSLIST", |row: mysql::Row| {
+                    row.get::<u64, _>(0).expect("an id")
+                })
+                .expect("processlist");
+            !ids.contains(&u64::from(idle_id))
+        },
+    );
+    assert!(idle.ping().is_err(), "the killed connection is closed");
+    assert_eq!(code(conn.query_drop("KILL 999999")), 1094, "unknown thread");
+}
