@@ -79,9 +79,6 @@ const NO_OF_FRAGMENT_LOG_FILES: u32 = 4;
 const CONFIG_FILE: &str = "config.ini";
 const RECORD_FILE: &str = "sandbox.json";
 const MGMD_LOG_FILE: &str = "mgmd.log";
-/// Most connections a sandbox's SQL node serves at once: above MySQL's
-/// default (151), for tests and benchmarks with many clients.
-const SQL_MAX_CONNECTIONS: u32 = 1_024;
 
 /// How long the whole cluster may take to start before the sandbox gives up.
 const START_TIMEOUT_MS: u64 = 60_000;
@@ -1196,8 +1193,6 @@ impl Sandbox {
                 HOST.to_owned(),
                 "--port".to_owned(),
                 self.layout.sql_node_port(node_id).to_string(),
-                "--max-connections".to_owned(),
-                SQL_MAX_CONNECTIONS.to_string(),
             ];
             let process = Process::spawn(exe, Role::SqlNode(node_id), &arguments, &self.dir)?;
             self.processes.push_sql_node(process);

@@ -7,8 +7,9 @@ use std::net::IpAddr;
 const PORT_DEFAULT: u16 = 3306;
 /// Loopback: a SQL node is reachable from other machines only when asked.
 const BIND_DEFAULT: &str = "127.0.0.1";
-/// MySQL's default `max_connections`.
-const MAX_CONNECTIONS_DEFAULT: u32 = 151;
+/// The SQL node's default `max_connections` (above MySQL's 151: idle
+/// connections are cheap here, and 1,000 of them must be served).
+const MAX_CONNECTIONS_DEFAULT: u32 = sql::MAX_CONNECTIONS_DEFAULT;
 /// More than any one process can hold open (file descriptors).
 const MAX_CONNECTIONS_MAX: u32 = 100_000;
 
@@ -63,12 +64,12 @@ mod tests {
     }
 
     #[test]
-    fn defaults_are_mysqls_on_loopback() {
+    fn defaults_are_mysqls_on_loopback_with_more_connections() {
         let args = parse(&[]).expect("no flags parse");
         assert_eq!(args.port, 3306);
         assert_eq!(args.bind, IpAddr::from([127, 0, 0, 1]));
         assert_eq!(args.node_id, None);
-        assert_eq!(args.max_connections, 151);
+        assert_eq!(args.max_connections, sql::MAX_CONNECTIONS_DEFAULT);
         assert_eq!(args.connect, "localhost:1186");
     }
 
