@@ -5,96 +5,22 @@
 //! TABLE's round trip, SHOW, information_schema, ALTER, auto-increment
 //! from two SQL nodes, and MySQL's errors.
 
+mod common;
+
 use std::io;
-use std::net::{IpAddr, Ipv4Addr, TcpListener};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::Sandbox;
 use skarv_client::{Cluster, Session};
 use sql::backend::{Backend, Login, OkInfo, ResultSink};
 use sql::engine::{catalog, ddl, show, Conn, Engine};
 use sql::error::SqlError;
 use sql::value::{ColumnMeta, SqlValue};
 
-/// This file's port range (the catalog helper's: 31000–31799).
+/// This file's port range.
 const PORT_RANGE_START: u16 = 31_000;
-const PORT_RANGE_LEN: u16 = 800;
-/// Ports a sandbox takes from its base.
-const SANDBOX_PORTS: u16 = 8;
-
-fn skarv_bin() -> PathBuf {
-    if let Some(bin) = std::env::var_os("SKARV_BIN") {
-        return PathBuf::from(bin);
-    }
-    let exe = std::env::current_exe().expect("test executable");
-    let bin = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps/<test>")
-        .join("skarv");
-    assert!(
-        bin.exists(),
-        "{} is missing: cargo build -p skarv",
-        bin.display()
-    );
-    bin
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
-
-struct Sandbox {
-    dir: PathBuf,
-    connect: String,
-}
-
-impl Sandbox {
-    fn start(name: &str) -> Sandbox {
-        let dir = std::env::temp_dir().join(format!("skarv-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("scratch dir");
-        let offset = (std::process::id() % 80) as u16 * 10;
-        let base = (0..80u16)
-            .map(|i| PORT_RANGE_START + (offset + i * 10) % PORT_RANGE_LEN)
-            .find(|b| (0..SANDBOX_PORTS).all(|i| TcpListener::bind(("127.0.0.1", b + i)).is_ok()))
-            .expect("a free port range in 31000..31800");
-        let output = Command::new(skarv_bin())
-            .args(["sandbox", "--detach", "--dir"])
-            .arg(&dir)
-            .args(["--data-nodes", "1", "--replicas", "1"])
-            .args(["--base-port", &base.to_string()])
-            .output()
-            .expect("run skarv sandbox");
-        let sandbox = Sandbox {
-            dir,
-            connect: format!("127.0.0.1:{base}"),
-        };
-        assert!(output.status.success(), "{}", text(&output));
-        sandbox
-    }
-}
-
-impl Drop for Sandbox {
-    fn drop(&mut self) {
-        let _ = Command::new(skarv_bin())
-            .args(["sandbox", "--stop", "--dir"])
-            .arg(&self.dir)
-            .output();
-        if std::thread::panicking() {
-            eprintln!("sandbox logs kept in {}", self.dir.display());
-        } else {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
-    }
-}
 
 /// What a statement answered.
 #[derive(Debug, Default)]
@@ -265,7 +191,7 @@ fn login(mut conn: Conn<'_>) -> Conn<'_> {
 
 #[test]
 fn the_catalog_against_a_cluster() {
-    let sandbox = Sandbox::start("sql-catalog");
+    let sandbox = Sandbox::start("sql-catalog", 1, 1, PORT_RANGE_START);
     // Two SQL nodes start at once: both make sure the system tables exist,
     // and the one that loses the race to create them (721) starts too.
     let start = || {

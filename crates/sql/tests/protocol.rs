@@ -865,45 +865,6 @@ fn a_panicking_connection_closes_alone_and_disconnect_is_always_called() {
     assert_eq!(server.shared.disconnects.load(Ordering::Relaxed), 3);
 }
 
-/// Serves the toy backend on 127.0.0.1:$SKARV_TOY_PORT for
-/// $SKARV_TOY_SECONDS (default 60) so that other clients (the `mysql`
-/// CLI, PyMySQL) can be tried against the protocol by hand:
-/// `SKARV_TOY_PORT=27010 cargo test -p sql --test protocol -- --ignored --nocapture`.
-#[test]
-#[ignore = "a server for trying clients by hand"]
-fn serve_the_toy_for_clients_by_hand() {
-    let port: u16 = std::env::var("SKARV_TOY_PORT")
-        .ok()
-        .and_then(|p| p.parse().ok())
-        .unwrap_or(0);
-    let seconds: u64 = std::env::var("SKARV_TOY_SECONDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(60);
-    let listener = TcpListener::bind(("127.0.0.1", port)).expect("bind");
-    eprintln!("toy server on {}", listener.local_addr().unwrap());
-    let shared = Arc::new(Shared::default());
-    let ids = Arc::new(AtomicUsize::new(1));
-    thread::spawn(move || {
-        let plugin = std::env::var("SKARV_TOY_PLUGIN").unwrap_or_default();
-        let options = ProtocolOptions {
-            auth_plugin: if plugin == "sha2" {
-                Plugin::CachingSha2
-            } else {
-                Plugin::Native
-            },
-            ..ProtocolOptions::default()
-        };
-        sql::serve_with(listener, 100, options, move |stream, peer, options| {
-            let id = ids.fetch_add(1, Ordering::Relaxed) as u32;
-            let mut toy = Toy::new(id, Arc::clone(&shared));
-            let _ = protocol::serve_connection(&stream, &mut toy, peer.ip(), options);
-        })
-    });
-    // Not synchronisation: how long the server stays up for a person.
-    thread::sleep(Duration::from_secs(seconds));
-}
-
 #[test]
 fn a_thousand_idle_connections_are_served() {
     const CONNECTIONS: usize = 1_000;

@@ -5,7 +5,10 @@
 //! - [`CountingAllocator`]: the global allocator of the tests that show a
 //!   warm path allocates nothing, or hold a memory estimate against what
 //!   was really allocated.
+//! - [`sandbox`]: a `skarv sandbox` of this build for a test, stopped when
+//!   dropped (the client's and the SQL engine's tests).
 
 mod counting_alloc;
+pub mod sandbox;
 
 pub use counting_alloc::{allocations, live_bytes, CountingAllocator};
