@@ -58,6 +58,8 @@ pub struct Engine {
     pub globals: Mutex<session::Variables>,
     /// The catalog's shared caches.
     pub catalog: catalog::Shared,
+    /// The accounts and grants this SQL node read last.
+    pub accounts: users::Cache,
     /// When the SQL node started (`Uptime`).
     pub started: Instant,
 }
@@ -106,6 +108,7 @@ impl Engine {
             next_connection_id: AtomicU32::new(1),
             globals: Mutex::new(session::Variables::defaults()),
             catalog: catalog::Shared::default(),
+            accounts: users::Cache::default(),
             started: Instant::now(),
         });
         let session = engine

@@ -32,6 +32,11 @@ use crate::value::{charset, ColumnMeta, ColumnType, SqlValue};
 pub const USER_TABLE: &str = "mysql/def/user";
 /// The database grants table.
 pub const DB_TABLE: &str = "mysql/def/db";
+/// One row (`id` 0) whose `version` every change of an account or a grant
+/// rewrites in the same transaction: a SQL node keeps the accounts it read
+/// ([`Cache`]) while this row holds the version it read them at, so a
+/// login costs one key read rather than scans of both tables.
+pub const VERSION_TABLE: &str = "mysql/def/skarv_privileges_version";
 /// Longest user name (MySQL's).
 pub const USER_CHARS_MAX: u16 = 32;
 /// Longest host pattern (MySQL's).
@@ -152,6 +157,99 @@ fn db_table_def() -> TableDef {
     .primary_key(vec![0, 1, 2])
 }
 
+fn version_table_def() -> TableDef {
+    TableDef::new(
+        VERSION_TABLE,
+        0,
+        vec![
+            Column::new("id", NativeType::TinyInt { unsigned: true }),
+            Column::new("version", NativeType::BigInt { unsigned: true }),
+        ],
+    )
+    .primary_key(vec![0])
+}
+
+/// Every account and database grant, as read at one version of
+/// [`VERSION_TABLE`].
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    /// The version read before the tables (None: the row was missing, and
+    /// the snapshot is not kept).
+    version: Option<u64>,
+    /// Every account.
+    pub accounts: Vec<Account>,
+    /// Every database grant: (user, host, db, privileges).
+    pub grants: Vec<(String, String, String, u64)>,
+}
+
+impl Snapshot {
+    /// The database grants of one account.
+    fn grants_of(&self, user: &str, host: &str) -> Vec<(String, u64)> {
+        self.grants
+            .iter()
+            .filter(|(u, h, ..)| u == user && h.eq_ignore_ascii_case(host))
+            .map(|(_, _, db, bits)| (db.clone(), *bits))
+            .collect()
+    }
+}
+
+/// The accounts a SQL node read last (see [`VERSION_TABLE`]).
+#[derive(Debug, Default)]
+pub struct Cache(std::sync::Mutex<Option<Arc<Snapshot>>>);
+
+/// A value no other change picks: the time in nanoseconds mixed with a
+/// per-process counter, so that two SQL nodes bumping at once differ.
+fn fresh_version() -> u64 {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let count = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    nanos ^ (u64::from(std::process::id()) << 40) ^ count.rotate_left(17)
+}
+
+/// Adds to `tx` the rewrite of the version row (every account or grant
+/// change does, in its own transaction).
+fn bump_version(session: &Session, tx: &skarv_client::Transaction<'_>) -> SqlResult<()> {
+    let table = session.table(VERSION_TABLE).map_err(native)?;
+    tx.write(
+        &table,
+        &[
+            ("id", Value::UInt(0)),
+            ("version", Value::UInt(fresh_version())),
+        ],
+    )
+    .map_err(native)?;
+    Ok(())
+}
+
+/// The accounts and grants as the cluster holds them now: the cached
+/// snapshot when the version row still names it (one key read), else
+/// read again (a scan of each table).
+pub fn snapshot(engine: &Engine, session: &Session) -> SqlResult<Arc<Snapshot>> {
+    let table = session.table(VERSION_TABLE).map_err(native)?;
+    let tx = session.begin().map_err(native)?;
+    let key = [Value::UInt(0)];
+    let read = tx
+        .define(Op::read(&table, &key).ignore_error())
+        .map_err(native)?;
+    let outcome = tx.execute(ExecMode::Commit).map_err(native)?;
+    let version = outcome.row(read).map(|r| u64_of(r.get("version")));
+    let mut cache = engine.accounts.0.lock().unwrap_or_else(|p| p.into_inner());
+    if let (Some(v), Some(cached)) = (version, cache.as_ref()) {
+        if cached.version == Some(v) {
+            return Ok(Arc::clone(cached));
+        }
+    }
+    let snapshot = Arc::new(Snapshot {
+        version,
+        accounts: load_accounts(session)?,
+        grants: load_all_db_grants(session)?,
+    });
+    *cache = version.map(|_| Arc::clone(&snapshot));
+    Ok(snapshot)
+}
+
 fn native(error: skarv_client::Error) -> SqlError {
     super::txn::native_error(&error)
 }
@@ -162,13 +260,28 @@ fn native(error: skarv_client::Error) -> SqlError {
 /// privilege — reachable from this machine only, as MySQL's
 /// `--initialize-insecure` makes it.
 pub fn bootstrap(_engine: &Arc<Engine>, session: &Session) -> SqlResult<()> {
-    for def in [user_table_def(), db_table_def()] {
+    for def in [user_table_def(), db_table_def(), version_table_def()] {
         match session.create_table(&def) {
             Ok(_) => {}
             Err(e) if e.code == skarv_client::codes::ALREADY_EXISTS => {}
             Err(e) => return Err(native(e)),
         }
     }
+    // The version row, once: an insert that finds it is fine.
+    let table = session.table(VERSION_TABLE).map_err(native)?;
+    let tx = session.begin().map_err(native)?;
+    tx.define(
+        Op::insert(
+            &table,
+            &[
+                ("id", Value::UInt(0)),
+                ("version", Value::UInt(fresh_version())),
+            ],
+        )
+        .ignore_error(),
+    )
+    .map_err(native)?;
+    tx.execute(ExecMode::Commit).map_err(native)?;
     if load_accounts(session)?.is_empty() {
         let root = Account {
             user: "root".to_owned(),
@@ -241,17 +354,19 @@ pub fn load_accounts(session: &Session) -> SqlResult<Vec<Account>> {
     Ok(accounts)
 }
 
-fn load_db_grants(session: &Session, user: &str, host: &str) -> SqlResult<Vec<(String, u64)>> {
+/// Every database grant: (user, host, db, privileges).
+fn load_all_db_grants(session: &Session) -> SqlResult<Vec<(String, String, String, u64)>> {
     let table = session.table(DB_TABLE).map_err(native)?;
     let tx = session.begin().map_err(native)?;
     let mut grants = Vec::new();
     for row in tx.scan(&table, ScanOptions::default()).map_err(native)? {
         let row = row.map_err(native)?;
-        if string_of(row.get("user")) == user
-            && string_of(row.get("host")).eq_ignore_ascii_case(host)
-        {
-            grants.push((string_of(row.get("db")), u64_of(row.get("privileges"))));
-        }
+        grants.push((
+            string_of(row.get("user")),
+            string_of(row.get("host")),
+            string_of(row.get("db")),
+            u64_of(row.get("privileges")),
+        ));
     }
     Ok(grants)
 }
@@ -282,6 +397,7 @@ fn write_account(session: &Session, account: &Account, how: Write) -> SqlResult<
         ("privileges", Value::UInt(account.privileges)),
     ];
     let tx = session.begin().map_err(native)?;
+    bump_version(session, &tx)?;
     match how {
         Write::Insert => tx.insert(&table, &row),
         Write::Update => {
@@ -354,8 +470,8 @@ fn access_denied(login: &Login<'_>) -> SqlError {
 /// The stored credentials of the account a login matches (1045 when none:
 /// the protocol words it the same as a wrong password).
 pub fn credentials(conn: &mut Conn<'_>, login: &Login<'_>) -> SqlResult<Credentials> {
-    let accounts = load_accounts(conn.native)?;
-    match match_account(&accounts, login.user, login.host) {
+    let snapshot = snapshot(&conn.engine, conn.native)?;
+    match match_account(&snapshot.accounts, login.user, login.host) {
         Some(account) => Ok(account.credentials.clone()),
         None => Err(access_denied(login)),
     }
@@ -364,15 +480,15 @@ pub fn credentials(conn: &mut Conn<'_>, login: &Login<'_>) -> SqlResult<Credenti
 /// Authentication passed: the session takes the account and its grants,
 /// then the database asked for.
 pub fn logged_in(conn: &mut Conn<'_>, login: &Login<'_>) -> SqlResult<()> {
-    let accounts = load_accounts(conn.native)?;
-    let Some(account) = match_account(&accounts, login.user, login.host) else {
+    let snapshot = snapshot(&conn.engine, conn.native)?;
+    let Some(account) = match_account(&snapshot.accounts, login.user, login.host) else {
         return Err(access_denied(login));
     };
     conn.session.user = login.user.to_owned();
     conn.session.host = account.host.clone();
     conn.grants = Grants {
         global: account.privileges,
-        databases: load_db_grants(conn.native, &account.user, &account.host)?,
+        databases: snapshot.grants_of(&account.user, &account.host),
     };
     conn.info
         .state
@@ -398,12 +514,14 @@ pub fn check_database_access(conn: &mut Conn<'_>, db: &str) -> SqlResult<()> {
     }
     let user = conn.session.user.clone();
     let host = conn.session.host.clone();
-    if let Some(account) = load_accounts(conn.native)?
-        .into_iter()
+    let snapshot = snapshot(&conn.engine, conn.native)?;
+    if let Some(account) = snapshot
+        .accounts
+        .iter()
         .find(|a| a.user == user && a.host == host)
     {
         conn.grants.global = account.privileges;
-        conn.grants.databases = load_db_grants(conn.native, &user, &host)?;
+        conn.grants.databases = snapshot.grants_of(&user, &host);
     }
     if db.eq_ignore_ascii_case("information_schema") || conn.grants.on(db) != 0 {
         return Ok(());
@@ -782,6 +900,7 @@ fn delete_account(conn: &Conn<'_>, user: &str, host: &str) -> SqlResult<bool> {
     let users = session.table(USER_TABLE).map_err(native)?;
     let dbs = session.table(DB_TABLE).map_err(native)?;
     let tx = session.begin().map_err(native)?;
+    bump_version(session, &tx)?;
     let key = [
         Value::String(user.to_owned()),
         Value::String(host.to_owned()),
@@ -1084,6 +1203,7 @@ fn write_db_grant(
         Value::String(db.to_owned()),
     ];
     let tx = session.begin().map_err(native)?;
+    bump_version(session, &tx)?;
     let read = tx
         .define(
             Op::read(&table, &key)
@@ -1182,7 +1302,7 @@ fn show_grants(
         account.host,
         with(account.privileges)
     )];
-    let mut dbs = load_db_grants(conn.native, &account.user, &account.host)?;
+    let mut dbs = snapshot(&conn.engine, conn.native)?.grants_of(&account.user, &account.host);
     dbs.sort();
     for (db, bits) in dbs {
         let list = if bits & privilege::ALL_DB == privilege::ALL_DB {
