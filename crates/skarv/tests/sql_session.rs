@@ -163,3 +163,47 @@ fn variables_warnings_and_kill() {
     assert!(idle.ping().is_err(), "the killed connection is closed");
     assert_eq!(code(conn.query_drop("KILL 999999")), 1094, "unknown thread");
 }
+
+/// Connections held open at once by `a_thousand_idle_connections_are_served`
+/// (the floor).
+const IDLE_CONNECTIONS: usize = 1_000;
+
+#[test]
+fn a_thousand_idle_connections_are_served() {
+    let sandbox = Sandbox::start_configured("sql-idle", 29_900, 2, &["--sql-nodes", "1"]);
+    let port = sandbox.sql_port();
+    let mut idle: Vec<Conn> = (0..IDLE_CONNECTIONS)
+        .map(|i| connect(port, "root", None).unwrap_or_else(|e| panic!("connection {i}: {e}")))
+        .collect();
+    let mut probe = connect(port, "root", None).expect("one more");
+    let connected: Vec<(String, String)> = probe
+        .query("SHOW STATUS LIKE 'Threads_connected'")
+        .expect("status");
+    assert_eq!(connected[0].1, (IDLE_CONNECTIONS + 1).to_string());
+    // Every idle connection still answers, and a statement on one sees
+    // what another committed.
+    probe.query_drop("CREATE DATABASE idle").expect("database");
+    probe
+        .query_drop("CREATE TABLE idle.t (id INT PRIMARY KEY)")
+        .expect("table");
+    probe
+        .query_drop("INSERT INTO idle.t VALUES (7)")
+        .expect("row");
+    for (i, conn) in idle.iter_mut().enumerate() {
+        let id: Option<u32> = conn
+            .query_first("SELECT id FROM idle.t WHERE id = 7")
+            .unwrap_or_else(|e| panic!("connection {i}: {e}"));
+        assert_eq!(id, Some(7), "connection {i}");
+    }
+    drop(idle);
+    wait_for(
+        "the idle connections to close",
+        Duration::from_secs(30),
+        || {
+            let rows: Vec<(String, String)> = probe
+                .query("SHOW STATUS LIKE 'Threads_connected'")
+                .expect("status");
+            rows[0].1 == "1"
+        },
+    );
+}

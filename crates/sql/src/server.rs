@@ -60,6 +60,7 @@ pub struct ServerOptions {
 /// Connects to the cluster and serves MySQL clients until the process is
 /// stopped.
 pub fn serve(options: ServerOptions) -> Result<(), SqlError> {
+    raise_open_files_limit(options.max_connections);
     let cluster = Cluster::connect_with(&options.connect, cluster_options(&options)?)
         .map_err(|error| txn::native_error(&error))?;
     let engine = Engine::start(cluster)?;
@@ -73,6 +74,44 @@ pub fn serve(options: ServerOptions) -> Result<(), SqlError> {
         )
     })?;
     serve_on(listener, engine, options)
+}
+
+/// File descriptors the process needs besides its clients' sockets (the
+/// cluster's links, logs, the listener).
+const FILES_BESIDES_CLIENTS: u64 = 256;
+
+/// Raises the soft limit of open files towards the hard one, so that
+/// `max_connections` clients fit (as mysqld raises `open_files_limit`): a
+/// common soft limit of 1,024 would otherwise refuse the thousandth
+/// connection. Logs when the hard limit is too low.
+fn raise_open_files_limit(max_connections: u32) {
+    // Two per client: its socket and the second handle `KILL` shuts.
+    let wanted = 2 * u64::from(max_connections) + FILES_BESIDES_CLIENTS;
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the struct we own.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return;
+    }
+    if limit.rlim_cur >= wanted {
+        return;
+    }
+    let raised = wanted.min(limit.rlim_max);
+    let new = libc::rlimit {
+        rlim_cur: raised,
+        rlim_max: limit.rlim_max,
+    };
+    // SAFETY: setrlimit reads the struct we own.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &new) } != 0 || raised < wanted {
+        tracing::warn!(
+            soft = limit.rlim_cur,
+            hard = limit.rlim_max,
+            max_connections,
+            "the open-files limit holds fewer than max_connections clients; raise it (ulimit -n)"
+        );
+    }
 }
 
 /// The cluster connection's options for `options`: the `[mysqld]` or
