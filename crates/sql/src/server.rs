@@ -76,6 +76,37 @@ pub fn serve(options: ServerOptions) -> Result<(), SqlError> {
     serve_on(listener, engine, options)
 }
 
+/// How long a closing connection reads and drops what its client still
+/// sends (see [`linger_close`]).
+const LINGER_MS: u64 = 1_000;
+/// Most bytes a closing connection reads and drops.
+const LINGER_BYTES_MAX: u64 = 128 << 20;
+
+/// Closes a client's socket gently: the write side first, then what the
+/// client still sends is read and dropped until it closes too (or
+/// [`LINGER_MS`], or [`LINGER_BYTES_MAX`]). Closing a socket with unread
+/// data sends a reset, which can reach the client before the error sent
+/// just before it — the 1153 for a packet over `max_allowed_packet`,
+/// whose rest is still on its way.
+fn linger_close(stream: &TcpStream) {
+    if stream.shutdown(std::net::Shutdown::Write).is_err() {
+        return;
+    }
+    let deadline = std::time::Instant::now() + Duration::from_millis(LINGER_MS);
+    let mut drained: u64 = 0;
+    let mut buffer = [0u8; 64 << 10];
+    while drained < LINGER_BYTES_MAX {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() || stream.set_read_timeout(Some(left)).is_err() {
+            return;
+        }
+        match io::Read::read(&mut &*stream, &mut buffer) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => drained += n as u64,
+        }
+    }
+}
+
 /// File descriptors the process needs besides its clients' sockets (the
 /// cluster's links, logs, the listener).
 const FILES_BESIDES_CLIENTS: u64 = 256;
@@ -145,12 +176,12 @@ pub fn serve_on(
     options: ServerOptions,
 ) -> Result<(), SqlError> {
     let protocol = ProtocolOptions::default();
-    let handler = move |stream: TcpStream, peer: SocketAddr, protocol: &ProtocolOptions| {
+    let handler = move |stream: &TcpStream, peer: SocketAddr, protocol: &ProtocolOptions| {
         let session = match engine.cluster.session() {
             Ok(session) => session,
             Err(error) => {
                 let error = txn::native_error(&error);
-                if let Err(e) = protocol::refuse_connection(&stream, &error, protocol) {
+                if let Err(e) = protocol::refuse_connection(stream, &error, protocol) {
                     tracing::debug!(%peer, "refusing a connection: {e}");
                 }
                 return;
@@ -165,7 +196,7 @@ pub fn serve_on(
                 tracing::debug!(%peer, "no second socket handle, KILL waits for a command: {e}")
             }
         }
-        if let Err(error) = protocol::serve_connection(&stream, &mut conn, peer.ip(), protocol) {
+        if let Err(error) = protocol::serve_connection(stream, &mut conn, peer.ip(), protocol) {
             tracing::debug!(%peer, "connection ended: {error}");
         }
     };
@@ -180,8 +211,9 @@ pub fn serve_on(
 /// The accept loop under [`serve_on`], for any backend: `handler` serves
 /// one connection on its own thread (named `sql-conn-<n>`, `n` counting
 /// accepted connections) and is called at most `max_connections` times at
-/// once; past that a client gets ERR 1040. Returns only when the listener
-/// fails.
+/// once; past that a client gets ERR 1040. When the handler returns the
+/// socket is closed gently ([`linger_close`]). Returns only when the
+/// listener fails.
 pub fn serve_with<F>(
     listener: TcpListener,
     max_connections: u32,
@@ -189,7 +221,7 @@ pub fn serve_with<F>(
     handler: F,
 ) -> io::Result<()>
 where
-    F: Fn(TcpStream, SocketAddr, &ProtocolOptions) + Send + Sync + 'static,
+    F: Fn(&TcpStream, SocketAddr, &ProtocolOptions) + Send + Sync + 'static,
 {
     let address = listener.local_addr()?;
     let (ip, port) = (address.ip(), address.port());
@@ -225,10 +257,11 @@ where
             .stack_size(CONNECTION_STACK_BYTES)
             .spawn(move || {
                 let protocol = Arc::clone(&guard.0);
-                let outcome = catch_unwind(AssertUnwindSafe(|| handler(stream, peer, &protocol)));
+                let outcome = catch_unwind(AssertUnwindSafe(|| handler(&stream, peer, &protocol)));
                 if let Err(panic) = outcome {
                     tracing::error!(%peer, "connection thread panicked: {}", panic_text(&panic));
                 }
+                linger_close(&stream);
                 drop(guard);
             });
         if let Err(error) = spawned {
@@ -296,6 +329,7 @@ fn refuse(
                 if let Err(e) = protocol::refuse_connection(&stream, &error, &protocol) {
                     tracing::debug!(%peer, "refusing a connection: {e}");
                 }
+                linger_close(&stream);
             }
             refusals_done.fetch_sub(1, Ordering::AcqRel);
         });

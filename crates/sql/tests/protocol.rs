@@ -443,7 +443,7 @@ fn start(options: ProtocolOptions, max_connections: u32) -> Server {
             move |stream, peer, options| {
                 let id = ids.fetch_add(1, Ordering::Relaxed) as u32;
                 let mut toy = Toy::new(id, Arc::clone(&for_connections));
-                let _ = protocol::serve_connection(&stream, &mut toy, peer.ip(), options);
+                let _ = protocol::serve_connection(stream, &mut toy, peer.ip(), options);
             },
         )
     });
