@@ -926,28 +926,10 @@ pub fn show_table_status(
         } else {
             SqlValue::Null
         };
-        rows.push(vec![
-            text(name),
-            text("ndbcluster"),
-            SqlValue::UInt(10),
-            text("Dynamic"),
-            SqlValue::UInt(0),
-            SqlValue::UInt(0),
-            SqlValue::UInt(0),
-            SqlValue::UInt(0),
-            SqlValue::UInt(0),
-            SqlValue::UInt(0),
-            auto,
-            SqlValue::Null,
-            SqlValue::Null,
-            SqlValue::Null,
-            text(info.sql.collation.clone()),
-            SqlValue::Null,
-            text(create_options(&info)),
-            text(info.sql.comment.clone()),
-            SqlValue::UInt(0),
-            text("N"),
-        ]);
+        let mut row = vec![text(name)];
+        row.extend(status_fields(&info, auto));
+        row.extend([SqlValue::UInt(0), text("N")]);
+        rows.push(row);
     }
     send(sink, &columns, &rows, more)
 }
@@ -1105,29 +1087,14 @@ fn tables(conn: &Conn<'_>) -> SqlResult<Rows> {
         } else {
             SqlValue::Null
         };
-        rows.push(vec![
+        let mut row = vec![
             text(CATALOG),
             text(info.db.clone()),
             text(info.name.clone()),
             text("BASE TABLE"),
-            text("ndbcluster"),
-            SqlValue::UInt(10),
-            text("Dynamic"),
-            SqlValue::UInt(0),
-            SqlValue::UInt(0),
-            SqlValue::UInt(0),
-            SqlValue::UInt(0),
-            SqlValue::UInt(0),
-            SqlValue::UInt(0),
-            auto,
-            SqlValue::Null,
-            SqlValue::Null,
-            SqlValue::Null,
-            text(info.sql.collation.clone()),
-            SqlValue::Null,
-            text(create_options(&info)),
-            text(info.sql.comment.clone()),
-        ]);
+        ];
+        row.extend(status_fields(&info, auto));
+        rows.push(row);
     }
     Ok((columns, rows))
 }
@@ -1357,6 +1324,28 @@ fn key_column_usage(conn: &Conn<'_>) -> SqlResult<Rows> {
         }
     }
     Ok((columns, rows))
+}
+
+/// The fields `SHOW TABLE STATUS` and `information_schema.TABLES` share,
+/// from `Engine` to `Comment`: the cluster keeps no row counts or sizes
+/// (0), `auto` is the next AUTO_INCREMENT value or NULL.
+fn status_fields(info: &TableInfo, auto: SqlValue) -> Vec<SqlValue> {
+    let text = |s: String| SqlValue::Bytes(s.into_bytes());
+    let mut fields = vec![
+        text("ndbcluster".to_owned()),
+        SqlValue::UInt(10),
+        text("Dynamic".to_owned()),
+    ];
+    fields.extend(std::iter::repeat_n(SqlValue::UInt(0), 6));
+    fields.push(auto);
+    fields.extend(std::iter::repeat_n(SqlValue::Null, 3));
+    fields.extend([
+        text(info.sql.collation.clone()),
+        SqlValue::Null,
+        text(create_options(info)),
+        text(info.sql.comment.clone()),
+    ]);
+    fields
 }
 
 #[cfg(test)]
