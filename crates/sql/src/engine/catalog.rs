@@ -299,8 +299,10 @@ struct Reserved {
 pub struct Shared {
     /// Reserved auto-increment ranges by table id (a dropped and
     /// re-created table has a new id, so an entry never outlives its
-    /// table's meaning).
-    sequences: Mutex<HashMap<u32, Reserved>>,
+    /// table's meaning). Each table's range has a lock of its own, held
+    /// across a reservation's round trip to the cluster, so that one
+    /// table's reservation never waits for another's.
+    sequences: Mutex<HashMap<u32, Arc<Mutex<Option<Reserved>>>>>,
     /// The SQL view of each table by cluster name, kept while the client's
     /// cached native definition is the one it was made from (a new
     /// definition is a new `Arc<Table>`), so a statement does not decode
@@ -764,14 +766,9 @@ fn system_table(conn: &Conn<'_>, name: &str) -> SqlResult<Arc<Table>> {
 /// from two SQL nodes interleave, as NDB's do.
 pub fn next_auto_increment(conn: &Conn<'_>, table: &TableInfo, count: u64) -> SqlResult<u64> {
     let count = count.max(1);
-    let id = table.id();
-    let mut sequences = conn
-        .engine
-        .catalog
-        .sequences
-        .lock()
-        .unwrap_or_else(|p| p.into_inner());
-    if let Some(range) = sequences.get_mut(&id) {
+    let slot = sequence_slot(conn, table.id());
+    let mut range = slot.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(range) = range.as_mut() {
         if range.end - range.next >= count {
             let first = range.next;
             range.next += count;
@@ -780,14 +777,33 @@ pub fn next_auto_increment(conn: &Conn<'_>, table: &TableInfo, count: u64) -> Sq
     }
     let want = count.max(AUTO_INCREMENT_PREFETCH);
     let first = reserve(conn, table, want, None)?;
-    sequences.insert(
-        id,
-        Reserved {
-            next: first + count,
-            end: first + want,
-        },
-    );
+    *range = Some(Reserved {
+        next: first + count,
+        end: first + want,
+    });
     Ok(first)
+}
+
+/// The lock and range of one table's sequence on this node (made on first
+/// use).
+fn sequence_slot(conn: &Conn<'_>, table_id: u32) -> Arc<Mutex<Option<Reserved>>> {
+    let mut sequences = conn
+        .engine
+        .catalog
+        .sequences
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    Arc::clone(sequences.entry(table_id).or_default())
+}
+
+/// Forgets this node's range of a table's sequence.
+fn forget_sequence(conn: &Conn<'_>, table_id: u32) {
+    conn.engine
+        .catalog
+        .sequences
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(&table_id);
 }
 
 /// An explicit value was stored in the AUTO_INCREMENT column: later
@@ -797,23 +813,18 @@ pub fn note_explicit_auto_increment(
     table: &TableInfo,
     value: u64,
 ) -> SqlResult<()> {
-    let id = table.id();
-    let mut sequences = conn
-        .engine
-        .catalog
-        .sequences
-        .lock()
-        .unwrap_or_else(|p| p.into_inner());
-    if let Some(range) = sequences.get_mut(&id) {
-        if value < range.next {
+    let slot = sequence_slot(conn, table.id());
+    let mut range = slot.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(reserved) = range.as_mut() {
+        if value < reserved.next {
             return Ok(());
         }
-        if value < range.end {
+        if value < reserved.end {
             // Inside this node's reservation: skip past it here.
-            range.next = value + 1;
+            reserved.next = value + 1;
             return Ok(());
         }
-        sequences.remove(&id);
+        *range = None;
     }
     let next = value.saturating_add(1);
     reserve(conn, table, 0, Some(next)).map(|_| ())
@@ -823,12 +834,7 @@ pub fn note_explicit_auto_increment(
 /// (`ALTER TABLE … AUTO_INCREMENT=n`, TRUNCATE's restart with `Some(1)`
 /// and `exact`).
 pub fn set_auto_increment(conn: &Conn<'_>, table_id: u32, next: u64, exact: bool) -> SqlResult<()> {
-    conn.engine
-        .catalog
-        .sequences
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .remove(&table_id);
+    forget_sequence(conn, table_id);
     let seq = system_table(conn, SEQUENCES_TABLE)?;
     let key = [Value::UInt(u64::from(table_id))];
     retry(|| {
@@ -879,12 +885,7 @@ pub fn set_auto_increment(conn: &Conn<'_>, table_id: u32, next: u64, exact: bool
 
 /// Forgets a dropped table's sequence (its row and this node's range).
 pub fn drop_sequence(conn: &Conn<'_>, table_id: u32) -> SqlResult<()> {
-    conn.engine
-        .catalog
-        .sequences
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .remove(&table_id);
+    forget_sequence(conn, table_id);
     let seq = system_table(conn, SEQUENCES_TABLE)?;
     let key = [Value::UInt(u64::from(table_id))];
     retry(|| {
@@ -898,14 +899,10 @@ pub fn drop_sequence(conn: &Conn<'_>, table_id: u32) -> SqlResult<()> {
 /// information_schema.TABLES): this node's cached next, else the
 /// sequence row's, else the table's start.
 pub fn peek_auto_increment(conn: &Conn<'_>, table: &TableInfo) -> SqlResult<u64> {
-    if let Some(range) = conn
-        .engine
-        .catalog
-        .sequences
+    let cached = *sequence_slot(conn, table.id())
         .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .get(&table.id())
-    {
+        .unwrap_or_else(|p| p.into_inner());
+    if let Some(range) = cached {
         return Ok(range.next);
     }
     let seq = system_table(conn, SEQUENCES_TABLE)?;
