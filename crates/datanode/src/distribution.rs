@@ -552,12 +552,6 @@ impl Distribution {
     fn check_gcp_stop(&mut self, ctx: &mut Context<'_>) {
         let timeout = self.config.gcp_stop_timeout;
         let now = ctx.now();
-        let serving = self.serving_now();
-        let groups = self
-            .sysfile
-            .as_ref()
-            .map(|s| s.node_groups.clone())
-            .unwrap_or_default();
         let me = self.config.node;
         let Some(master) = self.master.as_mut() else {
             return;
@@ -591,20 +585,28 @@ impl Distribution {
             return;
         }
         let slow: NodeBitmask = waiting.iter().map(|b| b.node).collect();
-        let mut reports = Vec::new();
-        for node in slow.iter() {
-            if stall.handled.contains(node) {
-                continue;
-            }
+        let new: Vec<NodeId> = slow
+            .iter()
+            .filter(|n| !stall.handled.contains(*n))
+            .collect();
+        for &node in &new {
             stall.handled.insert(node);
-            let group = groups.iter().find(|g| g.contains(&node));
-            let partner = group.and_then(|g| {
-                g.iter()
-                    .copied()
-                    .find(|p| *p != node && !slow.contains(*p) && serving.contains(*p))
-            });
-            reports.push((node, partner, group.cloned()));
         }
+        // Past the timeout, rarely: only now the groups and who serves.
+        let serving = self.serving_now();
+        let groups: &[Vec<NodeId>] = self.sysfile.as_ref().map_or(&[], |s| &s.node_groups);
+        let reports: Vec<(NodeId, Option<NodeId>, Option<Vec<NodeId>>)> = new
+            .into_iter()
+            .map(|node| {
+                let group = groups.iter().find(|g| g.contains(&node));
+                let partner = group.and_then(|g| {
+                    g.iter()
+                        .copied()
+                        .find(|p| *p != node && !slow.contains(*p) && serving.contains(*p))
+                });
+                (node, partner, group.cloned())
+            })
+            .collect();
         let view_id = self.view.as_ref().map_or(0, |v| v.view_id);
         for (node, partner, group) in reports {
             let waited_ms = waited.as_millis();
