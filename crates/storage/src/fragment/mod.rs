@@ -1025,10 +1025,17 @@ impl Fragment {
             )));
         }
         let kept = old.columns.len();
-        if table.columns.len() < kept || table.columns[..kept] != old.columns[..] {
+        // Rows hold columns by position: a column may be renamed, not
+        // changed or moved.
+        if table.columns.len() < kept
+            || !table.columns[..kept]
+                .iter()
+                .zip(&old.columns)
+                .all(|(new, old)| new.same_but_name(old))
+        {
             return Err(bad(format!(
-                "only columns appended at the end are supported: the first {kept} columns must stay \
-                 as they are"
+                "only renames and columns appended at the end are supported: the first {kept} \
+                 columns must stay as they are"
             )));
         }
         if table.primary_key != old.primary_key || table.distribution_key != old.distribution_key {
