@@ -166,3 +166,53 @@ fn alters_under_updates_from_another_sql_node_lose_nothing() {
         .unwrap();
     assert_eq!(columns, ["id", "v", "w2"]);
 }
+
+#[test]
+fn an_idle_transaction_holding_locks_does_not_block_an_alter_or_stop_the_cluster() {
+    let sandbox = Sandbox::start_configured("sql-ddl-idle", 35_600, 2, &["--sql-nodes", "2"]);
+    let (first, second) = (sandbox.sql_port_of(0), sandbox.sql_port_of(1));
+    let mut admin = {
+        let opts = OptsBuilder::new()
+            .ip_or_hostname(Some("127.0.0.1"))
+            .tcp_port(first)
+            .user(Some("root"))
+            .prefer_socket(false);
+        Conn::new(opts).expect("connect")
+    };
+    admin.query_drop("CREATE DATABASE ddl").unwrap();
+    admin
+        .query_drop("CREATE TABLE ddl.t (id INT PRIMARY KEY, v INT NOT NULL)")
+        .unwrap();
+    admin
+        .query_drop("INSERT INTO ddl.t VALUES (1, 1), (2, 2)")
+        .unwrap();
+
+    // A client takes a lock and goes quiet with its transaction open.
+    let mut idle = connect(second);
+    idle.query_drop("BEGIN").unwrap();
+    idle.query_drop("UPDATE t SET v = 100 WHERE id = 1")
+        .unwrap();
+
+    // The ALTER's data nodes ask the idle transaction's TC to abort it
+    // after ALTER_ABORT_AFTER, rather than restarting after ALTER_WAIT_MAX.
+    admin
+        .query_drop("ALTER TABLE ddl.t ADD COLUMN w INT NULL")
+        .expect("the alter goes through");
+    for id in [2u64, 3] {
+        let state = sandbox.state(id);
+        assert_eq!(state, "started", "data node {id} kept running");
+    }
+    let commit = idle.query_drop("COMMIT");
+    assert_eq!(
+        commit.as_ref().map_err(code).err(),
+        Some(1297),
+        "the idle transaction was rolled back with a retryable error: {commit:?}"
+    );
+    let v: Option<u64> = admin
+        .query_first("SELECT v FROM ddl.t WHERE id = 1")
+        .unwrap();
+    assert_eq!(v, Some(1), "the aborted update is not there");
+    admin
+        .query_drop("UPDATE ddl.t SET v = 5, w = 6 WHERE id = 2")
+        .unwrap();
+}
