@@ -536,6 +536,17 @@ impl<'a> Scope<'a> {
                 };
                 Expr::Func(func, vec![self.lower(expr)?])
             }
+            // A character set introducer (`_binary'…'`, `_utf8mb4'…'`): Go's
+            // driver writes `[]byte` arguments as `_binary'…'` when it
+            // interpolates. Text is utf8mb4 whatever the introducer names.
+            E::Prefixed { prefix, value } if prefix.value.starts_with('_') => {
+                let inner = self.lower(value)?;
+                if prefix.value.eq_ignore_ascii_case("_binary") {
+                    Expr::Cast(Box::new(inner), CastTo::Binary)
+                } else {
+                    inner
+                }
+            }
             E::Tuple(items) if items.len() == 1 => self.lower(&items[0])?,
             E::Subquery(_) | E::Exists { .. } | E::In { .. } => {
                 return Err(SqlError::unsupported("subqueries"))
