@@ -564,10 +564,24 @@ fn parse_piece(mut spanned: Vec<TokenWithSpan>, sql: &str) -> SqlResult<Stmt> {
     if word(0) == "SELECT" {
         mend_lock_in_share_mode(&mut spanned);
     }
-    let statement = Parser::new(&MySqlDialect {})
-        .with_tokens_with_locations(spanned)
+    let mut parser = Parser::new(&MySqlDialect {}).with_tokens_with_locations(spanned);
+    let statement = parser
         .parse_statement()
         .map_err(|e| syntax_error(sql, &e.to_string()))?;
+    // `parse_statement` stops after one statement: anything after it but
+    // its `;` is a syntax error (`SELECT … WHERE id = 1 ORDER` ran once).
+    let _ = parser.consume_token(&Token::SemiColon);
+    let rest = parser.peek_token();
+    if rest.token != Token::EOF {
+        let at = rest.span.start;
+        return Err(syntax_error(
+            sql,
+            &format!(
+                "Expected: end of statement, found: {} at Line: {}, Column: {}",
+                rest.token, at.line, at.column
+            ),
+        ));
+    }
     Ok(Stmt::Sql(Box::new(statement)))
 }
 
@@ -1444,6 +1458,20 @@ mod tests {
         );
         let e = error("SELECT 1; SELECT * FROM t WHERE");
         assert!(e.message.contains("near '' at line 1"), "{}", e.message);
+        // Words after a whole statement are not dropped.
+        let e = error("SELECT 1; SELECT * FROM t WHERE id = 1 ORDER");
+        assert_eq!(e.code, codes::PARSE);
+        assert!(
+            e.message.contains("near 'ORDER' at line 1"),
+            "{}",
+            e.message
+        );
+        let e = parse_one("SELECT 1 garbage here", false).unwrap_err();
+        assert!(e.message.contains("near 'here' at line 1"), "{}", e.message);
+        assert!(
+            parse_one("SELECT 1;", false).is_ok(),
+            "a statement's own `;`"
+        );
     }
 
     #[test]
