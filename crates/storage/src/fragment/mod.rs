@@ -911,6 +911,12 @@ impl Fragment {
         self.end_transaction(tx, list, grants);
     }
 
+    /// Whether transaction `tx` has a pending change of `row` (its image
+    /// for `tx` may differ from the committed one).
+    pub fn changed_by(&self, row: RowId, tx: TxId) -> bool {
+        self.pending.get(&row).is_some_and(|p| p.tx == tx)
+    }
+
     // ----- schema change -----
 
     /// Moves the fragment to `table`, a later version of its table made by

@@ -712,7 +712,10 @@ fn run_one(
     // not merged (a merge of the partitions' streams, as NDB's API makes
     // for an ordered scan, is issue 21's). Rows of a table of one
     // partition come sorted; the others are sorted here.
-    let one_partition = table.native.def().partitions == 1;
+    // A locking scan (a transaction that wrote reads with locks) sees its
+    // own inserts after the index's range (they are in no ordered index
+    // before commit): sort those too.
+    let one_partition = table.native.def().partitions == 1 && p.lock.is_none();
     let (descending, sorted) = match (&access, p.order.as_slice()) {
         (Access::Range { columns, .. }, order) if !order.is_empty() && plain => {
             let desc = order[0].1;
