@@ -107,7 +107,8 @@ impl Severity {
 wire_struct! {
     /// The cluster membership as the president decided it.
     pub struct MembershipView {
-        /// Grows by one with every change the president makes.
+        /// Grows with every change the president makes (by one, or past
+        /// a view id a member reported: docs/membership.md, "Failure").
         pub view_id: u32,
         pub president: NodeId,
         /// Members, oldest first: the oldest survivor becomes the next president.
