@@ -24,9 +24,38 @@ const STATEMENTS_DEFAULT: usize = 3_000;
 const SKIPPED_WORDS: [&str; 4] = ["KILL", "SLEEP", "BENCHMARK", "SHUTDOWN"];
 /// Tokens the mutations put in.
 const HOSTILE: [&str; 32] = [
-    "SELECT", "FROM", "WHERE", "(", ")", ",", "NULL", "'x'", "1e308", "-9223372036854775809",
-    "18446744073709551616", "0x", "X'GG'", "`", "\"", "'", "\\", "UNION", "ORDER BY", "GROUP BY",
-    "LIMIT", "VALUES", "DEFAULT", "CAST(", "AS", "CHAR", "?", "@@", "@x", ";", "/*", "--",
+    "SELECT",
+    "FROM",
+    "WHERE",
+    "(",
+    ")",
+    ",",
+    "NULL",
+    "'x'",
+    "1e308",
+    "-9223372036854775809",
+    "18446744073709551616",
+    "0x",
+    "X'GG'",
+    "`",
+    "\"",
+    "'",
+    "\\",
+    "UNION",
+    "ORDER BY",
+    "GROUP BY",
+    "LIMIT",
+    "VALUES",
+    "DEFAULT",
+    "CAST(",
+    "AS",
+    "CHAR",
+    "?",
+    "@@",
+    "@x",
+    ";",
+    "/*",
+    "--",
 ];
 const ODD: [&str; 6] = ["\u{0}", "é", "😀", "\u{202e}", "\t", "\n"];
 
@@ -154,7 +183,8 @@ fn mutated_statements_get_answers_and_never_drop_the_connection() {
     };
     let mut sentinel = connect();
     let mut fuzz = connect();
-    fuzz.query_drop("CREATE DATABASE IF NOT EXISTS fuzz").unwrap();
+    fuzz.query_drop("CREATE DATABASE IF NOT EXISTS fuzz")
+        .unwrap();
     fuzz.query_drop("USE fuzz").unwrap();
     // Tables the suite's statements name, so that mutations reach past
     // the catalog into the planner and executors.
