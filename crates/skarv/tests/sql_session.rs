@@ -219,3 +219,48 @@ fn a_thousand_idle_connections_are_served() {
         },
     );
 }
+
+#[test]
+fn a_client_killed_inside_a_transaction_leaves_nothing_locked() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Command, Stdio};
+    let sandbox = start("sql-killed-client", 29_800);
+    let port = sandbox.sql_port_of(0);
+    let mut root = connect(port, "root", None).unwrap();
+    root.query_drop("CREATE DATABASE k").unwrap();
+    root.query_drop("CREATE TABLE k.t (id INT PRIMARY KEY, v INT)")
+        .unwrap();
+    root.query_drop("INSERT INTO k.t VALUES (1, 1)").unwrap();
+
+    // The `mysql` CLI takes a row lock inside a transaction, says so, and
+    // is killed with SIGKILL: its socket closes with no COM_QUIT.
+    let mut client = Command::new("mysql")
+        .args(["-h", "127.0.0.1", "-P", &port.to_string(), "-u", "root"])
+        .args(["--batch", "--unbuffered", "--skip-column-names", "k"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the mysql client (Debian: mariadb-client) runs");
+    let mut stdin = client.stdin.take().unwrap();
+    stdin
+        .write_all(b"BEGIN; UPDATE t SET v = 2 WHERE id = 1; SELECT 'locked';\n")
+        .unwrap();
+    stdin.flush().unwrap();
+    let mut line = String::new();
+    BufReader::new(client.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "locked");
+    client.kill().unwrap();
+    client.wait().unwrap();
+
+    // Another client gets the row's lock (within the lock-wait timeout, so
+    // the killed client's transaction was rolled back, not left waiting),
+    // and the killed client's update is not there.
+    let before: Option<i64> = root.query_first("SELECT v FROM k.t WHERE id = 1").unwrap();
+    assert_eq!(before, Some(1), "the killed transaction's update is gone");
+    root.query_drop("UPDATE k.t SET v = 3 WHERE id = 1")
+        .expect("the row is not locked");
+    let after: Option<i64> = root.query_first("SELECT v FROM k.t WHERE id = 1").unwrap();
+    assert_eq!(after, Some(3));
+}
