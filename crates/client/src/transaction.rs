@@ -579,8 +579,21 @@ pub(crate) struct TxRequest {
 }
 
 impl Drop for Transaction<'_> {
-    /// The state and its buffers go back to the session for the next transaction.
+    /// A transaction dropped while open at its TC (it sent operations and
+    /// neither committed nor rolled back) is rolled back first: otherwise
+    /// the TC would keep it, and the locks it holds, until something else
+    /// ends it (as NDB's `closeTransaction` aborts an open one). One round
+    /// trip, only for a transaction its user forgot to end. Then the state
+    /// and its buffers go back to the session for the next transaction.
     fn drop(&mut self) {
+        let open = self.state.as_deref().is_some_and(|state| {
+            state
+                .try_borrow()
+                .is_ok_and(|inner| inner.started && inner.state == TxState::Open)
+        });
+        if open && !std::thread::panicking() {
+            let _ = self.execute(ExecMode::Rollback);
+        }
         let Some(boxed) = self.state.take() else {
             return;
         };

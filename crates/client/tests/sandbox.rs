@@ -297,6 +297,29 @@ fn locks_conflict(cluster: &Cluster) {
     assert_eq!(out.row(h).and_then(|r| r.get("balance")), Some(&int(77)));
 }
 
+/// A transaction dropped while it holds a lock is rolled back: another
+/// one gets the lock at once, and the dropped one's change is not there.
+fn a_dropped_transaction_releases_its_locks(cluster: &Cluster) {
+    let session = cluster.session().expect("session");
+    let accounts = session.table("accounts").expect("table");
+    {
+        let tx = session.begin().expect("begin");
+        tx.update(&accounts, &[int(2)], &[("balance", int(-5))])
+            .expect("update");
+        tx.execute(ExecMode::NoCommit).expect("lock taken");
+        // Dropped without commit or rollback.
+    }
+    let other = cluster.session().expect("session");
+    let write = other.begin().expect("begin");
+    let h = write
+        .read(&accounts, &[int(2)], LockMode::Exclusive)
+        .expect("read");
+    let out = write
+        .execute(ExecMode::Commit)
+        .expect("the lock is free: the dropped transaction was rolled back");
+    assert_ne!(out.row(h).and_then(|r| r.get("balance")), Some(&int(-5)));
+}
+
 /// Two transactions lock two rows in opposite order: one of them ends with
 /// the deadlock timeout (266, temporary), no sooner than the timeout, and
 /// the other then gets its lock and commits.
@@ -543,6 +566,7 @@ fn the_client_against_a_sandbox() {
     operations_match_a_model(&session);
     a_thousand_ops_in_one_round_trip(&session);
     locks_conflict(&cluster);
+    a_dropped_transaction_releases_its_locks(&cluster);
     deadlock_ends_in_the_timeout_error(&cluster);
     indexes_on_live_data(&session);
     scan_and_take_over(&cluster, &session);
