@@ -949,6 +949,52 @@ fn check_charset(charset: &str) -> SqlResult<()> {
     }
 }
 
+/// When a SELECT starting now must stop (`max_execution_time`, in ms; 0:
+/// never). MySQL applies it to read-only SELECTs, which is where the
+/// caller asks.
+pub fn execution_deadline(conn: &Conn<'_>) -> Option<std::time::Instant> {
+    let ms: u64 = conn
+        .session
+        .vars
+        .get("max_execution_time")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    (ms > 0).then(|| std::time::Instant::now() + std::time::Duration::from_millis(ms))
+}
+
+/// The session's time zone in seconds east of UTC. `SYSTEM` is the SQL
+/// node's zone, which `system_time_zone` reports as UTC.
+pub fn time_zone_secs(conn: &Conn<'_>) -> i64 {
+    conn.session
+        .vars
+        .get("time_zone")
+        .and_then(offset_secs)
+        .unwrap_or(0)
+}
+
+/// `±HH:MM` in seconds east of UTC (None for a name or a bad offset).
+pub fn offset_secs(zone: &str) -> Option<i64> {
+    let (sign, rest) = match zone.as_bytes().first()? {
+        b'+' => (1, &zone[1..]),
+        b'-' => (-1, &zone[1..]),
+        _ => return None,
+    };
+    let (h, m) = rest.split_once(':')?;
+    if h.is_empty() || h.len() > 2 || m.len() != 2 {
+        return None;
+    }
+    let h: i64 = h.parse().ok()?;
+    let m: i64 = m.parse().ok()?;
+    if m >= 60 || h * 60 + m > TIME_ZONE_OFFSET_MAX_MINUTES {
+        return None;
+    }
+    Some(sign * (h * 3600 + m * 60))
+}
+
+/// The farthest a `±HH:MM` zone may be from UTC, in minutes (MySQL's
+/// 14:00; MariaDB refuses -13:00 past 12:59 but accepts it here too).
+pub const TIME_ZONE_OFFSET_MAX_MINUTES: i64 = 14 * 60;
+
 /// `SYSTEM`, `UTC` or an offset `±HH:MM`; named zones need tz tables the
 /// SQL node does not have (1298, as MySQL without them).
 fn check_time_zone(value: Option<String>) -> SqlResult<String> {
@@ -957,12 +1003,7 @@ fn check_time_zone(value: Option<String>) -> SqlResult<String> {
     if upper == "SYSTEM" || upper == "UTC" {
         return Ok(upper);
     }
-    let offset_ok = value.len() == 6
-        && matches!(value.as_bytes()[0], b'+' | b'-')
-        && value[1..3].parse::<u8>().is_ok_and(|h| h <= 14)
-        && &value[3..4] == ":"
-        && value[4..6].parse::<u8>().is_ok_and(|m| m < 60);
-    if offset_ok {
+    if offset_secs(&value).is_some() {
         Ok(value)
     } else {
         Err(SqlError::new(
