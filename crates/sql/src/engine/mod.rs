@@ -264,9 +264,15 @@ impl<'s> Conn<'s> {
             | S::Truncate(_)
             | S::RenameTable(_) => ddl::statement(self, statement),
             S::ShowVariables { filter, global, .. } => {
-                session::show_variables(self, filter, *global, more, sink)
+                show::with_where(self, statement, sink, |conn, sink| {
+                    session::show_variables(conn, filter, *global, more, sink)
+                })
             }
-            S::ShowStatus { filter, .. } => session::show_status(self, filter, more, sink),
+            S::ShowStatus { filter, .. } => {
+                show::with_where(self, statement, sink, |conn, sink| {
+                    session::show_status(conn, filter, more, sink)
+                })
+            }
             S::ShowProcessList { full } => session::show_processlist(self, *full, more, sink),
             S::Kill { modifier, id } => session::kill(
                 self,
@@ -281,7 +287,9 @@ impl<'s> Conn<'s> {
             | S::ShowVariable { .. }
             | S::ShowCollation { .. }
             | S::ShowCharset(_)
-            | S::ExplainTable { .. } => show::statement(self, statement, more, sink),
+            | S::ExplainTable { .. } => show::with_where(self, statement, sink, |conn, sink| {
+                show::statement(conn, statement, more, sink)
+            }),
             other => Err(SqlError::unsupported(format_args!(
                 "the statement `{}`",
                 stdx_truncate(&other.to_string(), 80)

@@ -1151,9 +1151,8 @@ fn like_filter(filter: &Option<ShowStatementFilter>) -> SqlResult<Option<String>
         Some(ShowStatementFilter::Like(pattern)) | Some(ShowStatementFilter::ILike(pattern)) => {
             Ok(Some(pattern.clone()))
         }
-        Some(ShowStatementFilter::Where(_)) => Err(SqlError::unsupported(
-            "SHOW … WHERE (use LIKE, or SELECT from information_schema)",
-        )),
+        // `show::with_where` filters the rows.
+        Some(ShowStatementFilter::Where(_)) => Ok(None),
         Some(other) => Err(SqlError::unsupported(format_args!("SHOW … {other}"))),
     }
 }
@@ -1291,24 +1290,51 @@ pub fn show_processlist(
     more: bool,
     sink: &mut dyn ResultSink,
 ) -> SqlResult<Answered> {
-    let text = |name: &str, length: u32| {
+    let (columns, rows) = processlist(conn, full, false);
+    send_rows(sink, &columns, rows, more)?;
+    Ok(Answered::Done)
+}
+
+/// The columns of [`processlist`].
+pub fn processlist_columns(full: bool, upper: bool) -> Vec<ColumnMeta> {
+    let full = full || upper;
+    let name = |n: &str| {
+        if upper {
+            n.to_ascii_uppercase()
+        } else {
+            n.to_owned()
+        }
+    };
+    let text = |n: &str, length: u32| {
         ColumnMeta::expr(
-            name,
+            name(n),
             ColumnType::VarString,
             charset::UTF8MB4_GENERAL_CI,
             length,
         )
     };
-    let columns = [
-        ColumnMeta::expr("Id", ColumnType::LongLong, charset::BINARY, 21),
+    vec![
+        ColumnMeta::expr(name("Id"), ColumnType::LongLong, charset::BINARY, 21),
         text("User", 128),
         text("Host", 261),
         text("db", 256),
         text("Command", 64),
-        ColumnMeta::expr("Time", ColumnType::Long, charset::BINARY, 7),
+        ColumnMeta::expr(name("Time"), ColumnType::Long, charset::BINARY, 7),
         text("State", 120),
         text("Info", if full { 400_000 } else { 400 }),
-    ];
+    ]
+}
+
+/// The connections of this SQL node, for `SHOW [FULL] PROCESSLIST`
+/// (`upper`: false) and `information_schema.PROCESSLIST` (`upper`: its
+/// uppercase column names, the whole statement text as FULL gives).
+pub fn processlist(
+    conn: &Conn<'_>,
+    full: bool,
+    upper: bool,
+) -> (Vec<ColumnMeta>, Vec<Vec<SqlValue>>) {
+    let columns = processlist_columns(full, upper);
+    let full = full || upper;
     let mut list: Vec<_> = conn
         .engine
         .connections
@@ -1342,8 +1368,7 @@ pub fn show_processlist(
             ]
         })
         .collect();
-    send_rows(sink, &columns, rows, more)?;
-    Ok(Answered::Done)
+    (columns, rows)
 }
 
 /// `KILL [CONNECTION|QUERY] id`: 1094 for an unknown id. A connection may

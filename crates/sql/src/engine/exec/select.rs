@@ -803,7 +803,8 @@ fn shape(
             warnings: std::mem::take(&mut ctx.warnings),
             killed: ctx.killed,
             deadline: ctx.deadline,
-            checks: std::cell::Cell::new(0),
+            checks: std::cell::Cell::new(ctx.checks.get()),
+            expired: std::cell::Cell::new(ctx.expired.get()),
             strict: ctx.strict,
         };
         let pass = match &p.having {
@@ -827,6 +828,8 @@ fn shape(
             }
         }
         ctx.warnings = c.warnings;
+        ctx.checks.set(c.checks.get());
+        ctx.expired.set(c.expired.get());
     }
     if p.distinct {
         let mut seen = HashMap::new();

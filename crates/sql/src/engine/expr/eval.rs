@@ -44,6 +44,9 @@ pub struct Ctx<'a> {
     pub deadline: Option<Instant>,
     /// Calls of [`Ctx::check_killed`] since the clock was last read.
     pub checks: Cell<u32>,
+    /// The deadline was seen passed (by a wait such as `SLEEP`): the next
+    /// [`Ctx::check_killed`] fails without reading the clock.
+    pub expired: Cell<bool>,
     /// Strict sql_mode: a value that does not fit its column is an error
     /// (else it is adjusted, with a warning).
     pub strict: bool,
@@ -81,6 +84,7 @@ impl<'a> Ctx<'a> {
             killed: None,
             deadline: None,
             checks: Cell::new(0),
+            expired: Cell::new(false),
             strict: true,
         }
     }
@@ -88,8 +92,10 @@ impl<'a> Ctx<'a> {
     /// Whether `KILL QUERY` or the deadline stopped the statement (reads
     /// the clock on every call: for loops that wait, not per row).
     pub fn interrupted(&self) -> bool {
-        self.killed.is_some_and(|k| k.load(AtomicOrdering::Relaxed))
-            || self.deadline.is_some_and(|d| Instant::now() >= d)
+        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            self.expired.set(true);
+        }
+        self.expired.get() || self.killed.is_some_and(|k| k.load(AtomicOrdering::Relaxed))
     }
 
     /// 1317 when `KILL QUERY` asked the statement to stop.
@@ -107,7 +113,9 @@ impl<'a> Ctx<'a> {
         if let Some(deadline) = self.deadline {
             let n = self.checks.get().wrapping_add(1);
             self.checks.set(n);
-            if n.is_multiple_of(DEADLINE_CHECK_ROWS) && Instant::now() >= deadline {
+            if self.expired.get()
+                || (n.is_multiple_of(DEADLINE_CHECK_ROWS) && Instant::now() >= deadline)
+            {
                 return Err(timed_out());
             }
         }
