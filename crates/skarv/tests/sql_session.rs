@@ -330,4 +330,25 @@ fn deadlines_show_where_processlist_and_time_zones() {
         .expect("prepared");
     assert_eq!(found, [1]);
     assert_eq!(code(conn.query_drop("SET time_zone = 'Europe/Oslo'")), 1298);
+
+    // A latin1 client: text goes out as latin1 ('?' for what latin1
+    // lacks), and its bytes come in as latin1 (UTF-8 'é' is two
+    // characters to it, as to MySQL).
+    conn.query_drop("CREATE TABLE s (id INT PRIMARY KEY, s VARCHAR(20))")
+        .expect("create");
+    conn.query_drop("INSERT INTO s VALUES (1, 'café 中')")
+        .expect("insert");
+    let mut latin1 = connect(port, "root", None).expect("a latin1 client");
+    latin1.query_drop("SET NAMES latin1").expect("set names");
+    let bytes: Vec<Vec<u8>> = latin1.query("SELECT s FROM lim.s").expect("select");
+    assert_eq!(bytes, [b"caf\xe9 ?".to_vec()]);
+    let chars: Vec<(i64, Vec<u8>)> = latin1
+        .query("SELECT CHAR_LENGTH('é'), 'é'")
+        .expect("select");
+    assert_eq!(chars, [(2, "é".as_bytes().to_vec())]);
+    latin1
+        .query_drop("SET character_set_results = NULL")
+        .expect("no conversion");
+    let bytes: Vec<Vec<u8>> = latin1.query("SELECT s FROM lim.s").expect("select");
+    assert_eq!(bytes, ["café 中".as_bytes().to_vec()]);
 }

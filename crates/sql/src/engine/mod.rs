@@ -413,6 +413,18 @@ impl<'s> Backend for Conn<'s> {
     fn killed(&self) -> bool {
         self.info.killed.load(Ordering::Relaxed)
     }
+
+    fn client_collation(&mut self, collation: u8) {
+        session::client_collation(self, collation);
+    }
+
+    fn latin1_client(&self) -> bool {
+        session::is_latin1(self, "character_set_client")
+    }
+
+    fn latin1_results(&self) -> bool {
+        session::is_latin1(self, "character_set_results")
+    }
 }
 
 impl<'s> Conn<'s> {

@@ -949,6 +949,38 @@ fn check_charset(charset: &str) -> SqlResult<()> {
     }
 }
 
+/// Collation ids of latin1, as a handshake names them.
+const LATIN1_COLLATION_IDS: [u8; 8] = [5, 8, 15, 31, 47, 48, 49, 94];
+
+/// The handshake's character set: a latin1 client gets latin1
+/// `character_set_client`/`_connection`/`_results` (MySQL's `SET NAMES`);
+/// others keep the utf8mb4 defaults.
+pub fn client_collation(conn: &mut Conn<'_>, collation: u8) {
+    if !LATIN1_COLLATION_IDS.contains(&collation) {
+        return;
+    }
+    let vars = &mut conn.session.vars.values;
+    for name in [
+        "character_set_client",
+        "character_set_connection",
+        "character_set_results",
+    ] {
+        vars.insert(name.to_owned(), "latin1".to_owned());
+    }
+    vars.insert(
+        "collation_connection".to_owned(),
+        "latin1_swedish_ci".to_owned(),
+    );
+}
+
+/// Whether the session variable `name` (a character set) is latin1.
+pub fn is_latin1(conn: &Conn<'_>, name: &str) -> bool {
+    conn.session
+        .vars
+        .get(name)
+        .is_some_and(|v| v.eq_ignore_ascii_case("latin1"))
+}
+
 /// When a SELECT starting now must stop (`max_execution_time`, in ms; 0:
 /// never). MySQL applies it to read-only SELECTs, which is where the
 /// caller asks.
