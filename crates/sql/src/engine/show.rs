@@ -230,6 +230,11 @@ fn show_words(
     match upper.as_slice() {
         ["ENGINES"] | ["STORAGE", "ENGINES"] => show_engines(more, sink),
         ["INDEX" | "INDEXES" | "KEYS", "FROM" | "IN", ..] => {
+            // The words lose the condition's operators: refuse rather than
+            // show every row.
+            if upper.contains(&"WHERE") {
+                return Err(SqlError::unsupported("SHOW INDEX … WHERE"));
+            }
             let table = words.get(2).map(|w| w.value.clone()).unwrap_or_default();
             let (db, table) = match (upper.get(3), words.get(4)) {
                 (Some(&("FROM" | "IN")), Some(db)) => (Some(db.value.clone()), table),
