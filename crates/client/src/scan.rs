@@ -184,6 +184,13 @@ impl ScanIter<'_, '_> {
             Err(error) => {
                 self.failed = true;
                 session.close_scan_inbox(self.tx_id, self.scan_id);
+                if matches!(
+                    error.code,
+                    proto::error::WRONG_SCHEMA_VERSION | proto::error::NO_SUCH_TABLE
+                ) {
+                    // The table changed or went: fetch it again next time.
+                    session.forget_table(self.table.name());
+                }
                 return Err(error);
             }
         };

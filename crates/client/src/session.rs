@@ -612,13 +612,20 @@ impl Session {
     }
 
     /// Alters a table: `def` is its new definition, made from the current
-    /// one (same id and version; see the dictionary's alter rules: columns
-    /// added at the end, indexes added or dropped, `sql_meta` changed).
+    /// one (same id and version; see the dictionary's alter rules: a new
+    /// name, columns renamed or added at the end, indexes added or dropped,
+    /// `sql_meta` changed).
     pub fn alter_table(&self, def: TableDef) -> Result<()> {
         let name = def.name.clone();
         let table_id = def.id;
         let bytes = def.to_bytes();
         self.forget_table(&name);
+        // A rename leaves the old name cached: forget the table by id too.
+        self.shared()
+            .tables
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|_, t| t.def().id != table_id);
         let reply = self.dictionary_request(|request_id| SignalBody::DictAlterTableReq {
             request_id,
             table_id,

@@ -1310,6 +1310,7 @@ fn read_answer(
                     })?;
                     let placeholder = ReplyBytes::Own(PooledBytes::default());
                     let mut decoded = decode_result(meta, &result, &results, placeholder)?;
+                    forget_if_stale(session, meta, &decoded);
                     if let OpResult::Row(row) = &mut decoded {
                         row.own_reply(results);
                     }
@@ -1337,8 +1338,9 @@ fn read_answer(
                         ));
                     };
                     let owner = ReplyBytes::Shared(Arc::clone(&results));
-                    outcome.results[result.op_index as usize] =
-                        decode_result(meta, &result, &results, owner)?;
+                    let decoded = decode_result(meta, &result, &results, owner)?;
+                    forget_if_stale(session, meta, &decoded);
+                    outcome.results[result.op_index as usize] = decoded;
                     Ok(())
                 };
                 for result in reader.iter() {
@@ -1380,6 +1382,21 @@ fn read_answer(
             proto::error::MALFORMED_REQUEST,
             format!("unexpected answer {}", other.name()),
         )),
+    }
+}
+
+/// An operation that failed because its table changed (241) or went (723)
+/// drops the cached definition, as a failed transaction does: the caller
+/// sees the error once, and its next `Session::table` fetches the table
+/// again rather than failing the same way forever.
+fn forget_if_stale(session: &Session, meta: &OpMeta, result: &OpResult) {
+    if let OpResult::Failed(e) = result {
+        if matches!(
+            e.code,
+            proto::error::WRONG_SCHEMA_VERSION | proto::error::NO_SUCH_TABLE
+        ) {
+            session.forget_table(meta.table.name());
+        }
     }
 }
 

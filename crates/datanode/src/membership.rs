@@ -270,6 +270,13 @@ pub struct Membership {
     view_history: Vec<(u32, Vec<NodeId>)>,
     /// Per member, the highest view id it heartbeat with while it was ours.
     confirmed_view: BTreeMap<NodeId, u32>,
+    /// The highest view id a member of this node's view said it holds
+    /// (`Heartbeat`, `FailRep`): a view this node makes is numbered above
+    /// it (see [`Membership::next_view_id`]).
+    newest_heard_view: u32,
+    /// A member reported a view of this view's id that is not this one
+    /// (until this node installs its next view).
+    other_view_heard: bool,
     /// Per member reported failed in the current view, who reported it
     /// (`FailRep`): a takeover waits until every member this node can
     /// reach reported every older member (see `takeover_agreed`).
@@ -315,6 +322,8 @@ impl Membership {
             start_arbitration_retry_at: Instant::ZERO,
             view_history: Vec::new(),
             confirmed_view: BTreeMap::new(),
+            newest_heard_view: 0,
+            other_view_heard: false,
             reports: BTreeMap::new(),
             takeover_waiting: None,
             config,
@@ -693,7 +702,7 @@ impl Membership {
             return;
         }
         let mut next = view.clone();
-        next.view_id += 1;
+        next.view_id = self.next_view_id(&view);
         next.members.push(node);
         self.member_start_ids.insert(node, start_id);
         self.last_heard.insert(node, ctx.now());
@@ -799,6 +808,7 @@ impl Membership {
             self.last_heard.entry(*member).or_insert(now);
         }
         self.suspected = NodeBitmask::new();
+        self.other_view_heard = false;
         self.reports.clear();
         self.takeover_waiting = None;
         // A question to the arbitrator was about the view this one replaces.
@@ -904,6 +914,56 @@ impl Membership {
         }
     }
 
+    /// The id of the next view this node makes: above its own and above
+    /// every view a member said it holds. A successor that takes over
+    /// numbers its view from its own last one; when the president it
+    /// replaces made a view it never received (the link between them was
+    /// down) and some members installed that one, both views have one id.
+    /// Those members then refuse the successor's view as not newer, and
+    /// never see the nodes it removed leave: a removed node that restarts
+    /// and is admitted again is, to them, the same member all along, and
+    /// their TCs wait for ever on its old incarnation's answers (the
+    /// whole-cluster soak's seed 1795900126686330: a TC's commit to the
+    /// old node 2 never ended, global checkpoints stopped, and node 2's
+    /// node restart never copied).
+    fn next_view_id(&self, view: &MembershipView) -> u32 {
+        view.view_id.max(self.newest_heard_view) + 1
+    }
+
+    /// A member of this node's view holds view `view_id`; `other`: it is
+    /// known not to be this node's view. A president that hears of a
+    /// view it did not make (an id above its own, or `other`) sends its
+    /// own view again, numbered above it, so that every member installs
+    /// it and sees who left.
+    fn heard_view(&mut self, view_id: u32, other: bool, ctx: &mut Context<'_>) {
+        self.newest_heard_view = self.newest_heard_view.max(view_id);
+        self.other_view_heard |= other;
+        let Some(view) = self.view.clone() else {
+            return;
+        };
+        if self.phase != Phase::Started
+            || view.president != self.me()
+            || !(view_id > view.view_id || self.other_view_heard)
+            || self.arbitration.is_some()
+            || view.members.iter().any(|m| self.suspected.contains(*m))
+        {
+            // Failures being handled: the view that settles them is
+            // numbered above `view_id` too.
+            return;
+        }
+        let next = MembershipView {
+            view_id: self.next_view_id(&view),
+            ..view
+        };
+        tracing::info!(
+            node = %self.me(),
+            "a member holds view {view_id} that this president did not make: sending view {}",
+            next.view_id
+        );
+        self.broadcast_view(&next, ctx);
+        self.install_view(next, ctx);
+    }
+
     fn excluded(&mut self, by: NodeId, ctx: &mut Context<'_>) {
         self.phase = Phase::Stopping;
         self.event(
@@ -978,6 +1038,7 @@ impl Membership {
         if view_id == view.view_id {
             self.confirmed_view.insert(sender, view_id);
         }
+        self.heard_view(view_id, false, ctx);
         if view_id < view.view_id && view.president == self.me() {
             // The member missed a view change: send it again.
             ctx.send(
@@ -1077,16 +1138,22 @@ impl Membership {
         sender: NodeId,
         failed: NodeId,
         reason: FailReason,
+        view_id: u32,
         ctx: &mut Context<'_>,
     ) {
         let Some(view) = self.view.clone() else {
             return;
         };
-        if self.phase != Phase::Started
-            || !view.contains(sender)
-            || !view.contains(failed)
-            || failed == self.me()
-        {
+        if self.phase != Phase::Started || !view.contains(sender) {
+            return;
+        }
+        // A reporter's view of this view's id with `failed` in it, where
+        // this view lacks it, is another president's view of the same id.
+        let other = view_id == view.view_id && !view.contains(failed);
+        self.heard_view(view_id, other, ctx);
+        // The view this node sent again, if it did.
+        let view = self.view.clone().expect("a started node has a view");
+        if !view.contains(failed) || failed == self.me() {
             return;
         }
         if reason == FailReason::GcpStop {
@@ -1472,7 +1539,7 @@ impl Membership {
             .filter(|m| self.suspected.contains(*m))
             .collect();
         let next = MembershipView {
-            view_id: view.view_id + 1,
+            view_id: self.next_view_id(view),
             president: self.me(),
             members: view
                 .members
@@ -1881,6 +1948,22 @@ impl Membership {
                 );
             }
         }
+        if let Some(view) = self.view.as_ref().filter(|v| v.president == node) {
+            // A president holds the newest view: one a member reported
+            // above it is replaced at once (`heard_view`), or by the view
+            // that settles the failures being handled.
+            assert!(
+                self.phase != Phase::Started
+                    || (self.newest_heard_view <= view.view_id && !self.other_view_heard)
+                    || self.arbitration.is_some()
+                    || view.members.iter().any(|m| self.suspected.contains(*m)),
+                "membership on node {node}: president of view {} while a member holds view {} \
+                 (or another of this id: {})",
+                view.view_id,
+                self.newest_heard_view,
+                self.other_view_heard
+            );
+        }
         if self.phase == Phase::Started {
             assert!(
                 self.view.as_ref().is_some_and(|v| v.contains(node)),
@@ -1972,9 +2055,11 @@ impl Block for Membership {
             }
             SignalBody::CmViewChange { view } => self.on_view_change(sender, view, ctx),
             SignalBody::Heartbeat { view_id } => self.on_heartbeat(sender, view_id, ctx),
-            SignalBody::FailRep { failed, reason, .. } => {
-                self.on_fail_rep(sender, failed, reason, ctx)
-            }
+            SignalBody::FailRep {
+                failed,
+                reason,
+                view_id,
+            } => self.on_fail_rep(sender, failed, reason, view_id, ctx),
             SignalBody::ArbitConf { view_id } => self.on_arbit_conf(sender, view_id, ctx),
             SignalBody::ArbitRef { view_id, message } => {
                 self.on_arbit_ref(sender, view_id, message, ctx)

@@ -147,3 +147,24 @@ fn seed_1795870277594936_a_successor_waiting_for_a_lost_report_takes_over() {
         r#"round 2: break links ["3-5", "4-2"]"#,
     );
 }
+
+/// The links from president 2 to both nodes of the other group broke
+/// (4×2, view [2, 4, 3, 5]). Node 2 removed node 5 in view 7, which node 3
+/// installed and node 4 never received; node 2 shut down for lack of group
+/// [4, 5], and node 4 took over with its own view 7, which node 3 refused
+/// as not newer. Node 3 never saw node 2 leave: its TC's commits to the
+/// old node 2 never ended, so the next GCP's commit step, and the node
+/// restart of node 2 once it was admitted again, waited for ever (every
+/// node stuck with `receiving: {2}`, no `NodeCopyReq`). Membership: a view
+/// is numbered above every view a member reported, and a president that
+/// hears of one it did not make sends its own again above it
+/// (docs/membership.md, "Failure"; the focused test is
+/// `every_member_sees_a_node_leave_before_it_rejoins` in simulation.rs).
+#[test]
+fn seed_1795900126686330_a_successor_numbers_its_view_above_the_members() {
+    soak_seed(
+        1_795_900_126_686_330,
+        1,
+        r#"round 1: break links ["5-2", "4-2"]"#,
+    );
+}

@@ -369,6 +369,81 @@ fn alters_add_a_column_add_an_index_drop_an_index_and_bump_the_version() {
 }
 
 #[test]
+fn a_table_and_its_columns_are_renamed_online_and_names_stay_unique() {
+    let mut cluster = Cluster::start(5, 3);
+    let request = cluster.create(node(2), &orders("a"));
+    let (a, _) = conf(cluster.wait(request));
+    let request = cluster.create(node(2), &orders("b"));
+    conf(cluster.wait(request));
+
+    // Rename the table and the column of its unique index, through a
+    // non-master: ids stay, the hidden tables follow, the old name is free.
+    let mut table = cluster.dict(node(3)).table(a).unwrap().clone();
+    table.name = "a2".into();
+    table.columns[1].name = "buyer".into();
+    let request = cluster.alter(node(3), &table);
+    assert_eq!(conf(cluster.wait(request)), (a, 2));
+    cluster.sim.run_for(Duration::from_millis(10));
+    cluster.check_agreement().unwrap();
+    for n in cluster.up() {
+        let dict = cluster.dict(n);
+        assert!(
+            dict.table_by_name("a").is_none(),
+            "node {n} kept the old name"
+        );
+        let renamed = dict.table_by_name("a2").expect("the new name");
+        assert_eq!((renamed.id, renamed.version), (a, 2));
+        assert_eq!(renamed.columns[1].name, "buyer");
+        let unique = dict.table(a + 1).expect("the unique index's table stays");
+        assert_eq!(
+            (unique.columns[0].name.as_str(), unique.version),
+            ("buyer", 2)
+        );
+    }
+    let request = cluster.create(node(4), &orders("a"));
+    conf(cluster.wait(request));
+
+    // A taken name, a hidden table's name, and a changed column are refused.
+    let current = cluster.dict(node(3)).table(a).unwrap().clone();
+    let mut taken = current.clone();
+    taken.name = "b".into();
+    let request = cluster.alter(node(2), &taken);
+    match cluster.wait(request) {
+        Outcome::Ref { code, message } => {
+            assert_eq!(code, error::ALREADY_EXISTS);
+            assert!(message.contains("`b` already exists"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let mut hidden = current.clone();
+    hidden.name = "$x".into();
+    let request = cluster.alter(node(2), &hidden);
+    assert!(matches!(
+        cluster.wait(request),
+        Outcome::Ref {
+            code: error::BAD_DEFINITION,
+            ..
+        }
+    ));
+    let mut retyped = current.clone();
+    retyped.columns[1].name = "again".into();
+    retyped.columns[1].nullable = false;
+    let request = cluster.alter(node(2), &retyped);
+    match cluster.wait(request) {
+        Outcome::Ref { code, message } => {
+            assert_eq!(code, error::UNSUPPORTED_ALTER);
+            assert!(message.contains("column `buyer` changed"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let mut twice = current.clone();
+    twice.columns[2].name = "buyer".into();
+    let request = cluster.alter(node(2), &twice);
+    assert!(matches!(cluster.wait(request), Outcome::Ref { .. }));
+    assert_eq!(cluster.dict(node(2)).table(a).unwrap().version, 2);
+}
+
+#[test]
 fn a_drop_removes_the_table_its_hidden_tables_and_its_file_everywhere() {
     let mut cluster = Cluster::start(3, 3);
     let request = cluster.create(node(2), &orders("a"));

@@ -1174,7 +1174,11 @@ fn alter_table_adds_a_column_to_every_replica_with_rows_and_survives_a_restart()
     c.run_ops(0x60, &rows);
     c.end(0x60, Some(2));
 
-    let altered = with_extra_column(&table);
+    // The same alter renames the table and its value column: rows refer to
+    // columns by position, so the rename rides along and survives restart.
+    let mut altered = with_extra_column(&table);
+    altered.name = format!("{}_renamed", table.name);
+    altered.columns[1].name = "value_renamed".into();
     c.send_alter(77, &altered);
     c.sim.run_for(Duration::from_millis(200));
     let version = c

@@ -450,6 +450,12 @@ pub struct Column {
 }
 
 impl Column {
+    /// Whether `other` is this column under another name at most (what an
+    /// online rename may change).
+    pub fn same_but_name(&self, other: &Column) -> bool {
+        self.ty == other.ty && self.nullable == other.nullable && self.default == other.default
+    }
+
     /// A NOT NULL column without a default.
     pub fn new(name: impl Into<String>, ty: ColumnType) -> Column {
         Column {

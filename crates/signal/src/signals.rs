@@ -107,7 +107,8 @@ impl Severity {
 wire_struct! {
     /// The cluster membership as the president decided it.
     pub struct MembershipView {
-        /// Grows by one with every change the president makes.
+        /// Grows with every change the president makes (by one, or past
+        /// a view id a member reported: docs/membership.md, "Failure").
         pub view_id: u32,
         pub president: NodeId,
         /// Members, oldest first: the oldest survivor becomes the next president.
@@ -697,6 +698,13 @@ signals! {
     /// ascending id, at most `SCHEMA_REP_PART_BYTES_MAX` of names; `last`
     /// when no table with a larger id is left (NDB: LIST_TABLES_CONF).
     174 => DictListTablesConf { request_id: u32, tables: Vec<DictTableName>, last: bool },
+
+    // ---- transactions, continued ----
+    /// LDM → the TC of a transaction that holds locks or changes on a table
+    /// an ALTER TABLE has waited for too long (`ALTER_ABORT_AFTER`): abort
+    /// it, unless it is already committing; `message` says why (NDB has no
+    /// such signal: its online alter takes a schema lock first).
+    175 => TcAbortTxReq { tx_id: u64, message: String },
 }
 
 /// Flags of `TcKeyReq`, `TcScanReq` and `TcKeyConf`.

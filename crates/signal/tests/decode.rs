@@ -440,6 +440,10 @@ fn one_of_each() -> Vec<SignalBody> {
             }],
             last: true,
         },
+        SignalBody::TcAbortTxReq {
+            tx_id: 0x1234_5678_9abc,
+            message: "ALTER TABLE of table 16 waited 3000 ms".to_owned(),
+        },
         SignalBody::GcpSaveReq { gci: 12 },
         SignalBody::GcpSaveConf { gci: 12 },
         SignalBody::GcpCompleteRep { gci: 12 },

@@ -236,6 +236,11 @@ fn run_one(
 
 pub fn run(args: SimArgs) -> Result<(), String> {
     crate::die_quietly_on_broken_pipe();
+    // The blocks' own log lines (node states, takeovers) only on request:
+    // a soak would print thousands of runs' worth.
+    if std::env::var_os("SKARV_LOG").is_some() {
+        crate::init_logging();
+    }
     let options = options(&args)?;
     if args.soak {
         return soak(&args, &options);
@@ -273,7 +278,8 @@ fn soak(args: &SimArgs, options: &ScenarioOptions) -> Result<(), String> {
         }
     }
     println!(
-        "soak: {runs} seeds passed in {} s ({})",
+        "soak: {runs} seeds passed ({first} to {}) in {} s ({})",
+        first.wrapping_add(runs.saturating_sub(1)),
         started.elapsed().as_secs(),
         options.adversary
     );

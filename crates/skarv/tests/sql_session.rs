@@ -100,6 +100,18 @@ fn accounts_live_in_the_cluster_and_grants_are_enforced() {
     connect(second, "ann", Some("new")).expect("the new password");
     root.query_drop("DROP USER 'ann'@'%'").expect("drop user");
     assert_eq!(code(connect(first, "ann", Some("new"))), 1045);
+    // A statement that finds nothing to drop or revoke releases its locks:
+    // the account statements after it run (each was 1205 once).
+    root.query_drop("DROP USER IF EXISTS 'ghost'@'%'")
+        .expect("drop a missing user if exists");
+    assert_eq!(
+        code(root.query_drop("REVOKE SELECT ON annsdb.* FROM 'root'@'localhost'")),
+        1141,
+        "no such grant"
+    );
+    root.query_drop("CREATE USER 'bob'@'%'")
+        .expect("an account statement after them");
+    root.query_drop("DROP USER 'bob'@'%'").expect("drop bob");
     root.query_drop("DROP DATABASE annsdb")
         .expect("root drops it");
 }

@@ -214,6 +214,7 @@ fn the_catalog_against_a_cluster() {
     show_and_information_schema(conn);
     errors(conn);
     alters(conn);
+    copy_recovery(conn, &engine);
     auto_increment(conn, &other);
     two_sql_nodes_alter(conn, &other);
     sysbench(conn);
@@ -513,7 +514,7 @@ fn errors(conn: &mut Conn<'_>) {
         code(conn, "CREATE TABLE information_schema.t (a INT)"),
         1044
     );
-    assert_eq!(code(conn, "RENAME TABLE every_type TO other"), 1105);
+    assert_eq!(code(conn, "RENAME TABLE every_type TO nodb.other"), 1049);
     // Nothing of the refused ones was made.
     assert_eq!(
         rows(conn, "SHOW TABLES LIKE 't'"),
@@ -551,18 +552,113 @@ fn alters(conn: &mut Conn<'_>) {
     exec(conn, "ALTER TABLE a1 DROP INDEX iv");
     assert_eq!(code(conn, "ALTER TABLE a1 DROP INDEX iv"), 1091);
     assert_eq!(code(conn, "ALTER TABLE a1 ADD COLUMN v INT"), 1060);
-    assert_eq!(code(conn, "ALTER TABLE a1 ADD COLUMN x INT FIRST"), 1105);
-    assert_eq!(code(conn, "ALTER TABLE a1 ADD COLUMN x INT NOT NULL"), 1105);
-    assert_eq!(code(conn, "ALTER TABLE a1 ADD UNIQUE (v)"), 1105);
-    assert_eq!(code(conn, "ALTER TABLE a1 DROP COLUMN v"), 1105);
+    // A rename is online: the same table (id) under a new name.
+    let id = catalog::table(conn, None, "a1").unwrap().id();
+    exec(conn, "ALTER TABLE a1 RENAME TO a2");
+    assert_eq!(code(conn, "SELECT * FROM a1"), 1146);
+    assert_eq!(catalog::table(conn, None, "a2").unwrap().id(), id);
+    exec(conn, "RENAME TABLE a2 TO a1");
+    exec(
+        conn,
+        "ALTER TABLE a1 RENAME COLUMN w TO w2, RENAME COLUMN w2 TO w",
+    );
+    assert_eq!(catalog::table(conn, None, "a1").unwrap().id(), id);
+    // What the dictionary cannot change in place is a copy: a new table
+    // under the old name.
+    exec(conn, "ALTER TABLE a1 ADD COLUMN x INT FIRST");
+    let copied = catalog::table(conn, None, "a1").unwrap();
+    assert_ne!(copied.id(), id, "a copying ALTER makes a new table");
+    assert_eq!(copied.columns[0].name, "x");
+    exec(
+        conn,
+        "ALTER TABLE a1 ADD COLUMN y INT NOT NULL, ADD UNIQUE (v)",
+    );
+    exec(
+        conn,
+        "ALTER TABLE a1 DROP COLUMN x, DROP COLUMN y, DROP INDEX v",
+    );
     assert_eq!(code(conn, "ALTER TABLE a1 DROP COLUMN nope"), 1091);
-    assert_eq!(code(conn, "ALTER TABLE a1 RENAME TO a2"), 1105);
+    assert_eq!(code(conn, "ALTER TABLE a1 DROP COLUMN id"), 1105);
+    assert_eq!(code(conn, "ALTER TABLE a1 DROP PRIMARY KEY"), 1105);
+    // No copy is left behind, and SHOW never lists one.
+    let names = conn.native.list_tables().unwrap();
+    assert!(!names.iter().any(|n| n.contains("#sql-")), "{names:?}");
     assert_eq!(code(conn, "ALTER TABLE a1 ADD INDEX (nope)"), 1072);
     assert_eq!(code(conn, "ALTER TABLE nope ADD INDEX (v)"), 1146);
     let index = rows(conn, "SHOW INDEX FROM a1");
     assert_eq!(index.len(), 1, "{index:?}");
     exec(conn, "TRUNCATE TABLE a1");
     assert!(rows(conn, "SHOW CREATE TABLE a1")[0][1].contains("`w` varchar(10) DEFAULT 'z'"));
+}
+
+/// What a SQL node that died during a copying ALTER leaves (a locked
+/// table, its `#sql-new-` copy, a table renamed to `#sql-old-` before the
+/// swap finished) holds writers, until the node starts again and
+/// `alter_copy::recover` undoes it.
+fn copy_recovery(conn: &mut Conn<'_>, engine: &Arc<Engine>) {
+    use sql::engine::alter_copy;
+    use sql::engine::catalog::meta::CopyLock;
+    let me = u32::from(engine.cluster.node_id().get());
+    exec(conn, "CREATE TABLE r1 (id INT PRIMARY KEY, v INT)");
+    exec(conn, "CREATE TABLE r2 (id INT PRIMARY KEY, v INT)");
+    exec(conn, "INSERT INTO r1 VALUES (1, 1), (2, 2)");
+    exec(conn, "INSERT INTO r2 VALUES (3, 3)");
+    let lock = |conn: &mut Conn<'_>, name: &str, rename: Option<String>| {
+        let info = catalog::table(conn, None, name).unwrap();
+        let mut sql = info.sql.clone();
+        sql.copy = Some(CopyLock {
+            owner: me,
+            started_ms: 1,
+            from: info.native.def().name.clone(),
+        });
+        let mut def = info.native.def().clone();
+        def.sql_meta = sql.encode();
+        if let Some(to) = rename {
+            def.name = catalog::cluster_name(&info.db, &to);
+        }
+        conn.native.alter_table(def).unwrap();
+        info
+    };
+    let r1 = lock(conn, "r1", None);
+    let mut copy = r1.native.def().clone();
+    copy.name = catalog::cluster_name(&r1.db, &format!("#sql-new-{me}-5"));
+    copy.id = 0;
+    copy.version = 0;
+    copy.indexes.iter_mut().for_each(|i| i.id = 0);
+    conn.native.create_table(&copy).unwrap();
+    lock(conn, "r2", Some(format!("#sql-old-{me}-6")));
+
+    exec(conn, "SET SESSION innodb_lock_wait_timeout = 1");
+    assert_eq!(
+        code(conn, "UPDATE r1 SET v = 10"),
+        1205,
+        "a locked table holds writers"
+    );
+    assert_eq!(
+        rows(conn, "SELECT v FROM r1 WHERE id = 2"),
+        [["2"]],
+        "reads go on"
+    );
+    assert_eq!(code(conn, "SELECT * FROM r2"), 1146);
+    assert_eq!(code(conn, "ALTER TABLE r1 ADD COLUMN z INT"), 1105);
+    assert_eq!(
+        rows(conn, "SHOW TABLES LIKE '#sql%'"),
+        Vec::<Vec<String>>::new()
+    );
+
+    let session = engine.cluster.session().unwrap();
+    alter_copy::recover(engine, &session).unwrap();
+    exec(conn, "UPDATE r1 SET v = 10 WHERE id = 1");
+    exec(conn, "UPDATE r2 SET v = 30");
+    assert_eq!(
+        rows(conn, "SELECT id, v FROM r2"),
+        [["3", "30"]],
+        "r2 is back"
+    );
+    let names = conn.native.list_tables().unwrap();
+    assert!(!names.iter().any(|n| n.contains("#sql-")), "{names:?}");
+    exec(conn, "SET SESSION innodb_lock_wait_timeout = 50");
+    exec(conn, "DROP TABLE r1, r2");
 }
 
 fn auto_increment(conn: &mut Conn<'_>, other: &Arc<Engine>) {

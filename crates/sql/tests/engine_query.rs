@@ -1042,6 +1042,22 @@ fn plans(conn: &mut Conn<'_>) {
     assert_eq!(plan(conn, "1 = 0").0, Access::Nothing);
 }
 
+/// The query MySQL Connector/J 9.5 sends after logging in.
+const CONNECTOR_J_CONNECT: &str = "/* mysql-connector-j-9.5.0 (Revision: x) */SELECT  \
+    @@session.auto_increment_increment AS auto_increment_increment, \
+    @@character_set_client AS character_set_client, \
+    @@character_set_connection AS character_set_connection, \
+    @@character_set_results AS character_set_results, \
+    @@character_set_server AS character_set_server, @@collation_server AS collation_server, \
+    @@collation_connection AS collation_connection, @@init_connect AS init_connect, \
+    @@interactive_timeout AS interactive_timeout, @@license AS license, \
+    @@lower_case_table_names AS lower_case_table_names, \
+    @@max_allowed_packet AS max_allowed_packet, @@net_write_timeout AS net_write_timeout, \
+    @@performance_schema AS performance_schema, @@query_cache_size AS query_cache_size, \
+    @@query_cache_type AS query_cache_type, @@sql_mode AS sql_mode, \
+    @@system_time_zone AS system_time_zone, @@time_zone AS time_zone, \
+    @@transaction_isolation AS transaction_isolation, @@wait_timeout AS wait_timeout";
+
 fn without_tables(conn: &mut Conn<'_>) {
     let a = run(conn, "SELECT 1");
     assert_eq!(text(&a), rows(&[&["1"]]));
@@ -1060,6 +1076,47 @@ fn without_tables(conn: &mut Conn<'_>) {
     assert_eq!(a.columns[1].ty, MyType::VarString);
     let now = q(conn, "SELECT NOW()");
     assert_eq!(now[0][0].len(), 19);
+    // What Connector/J 9.5 asks at connect.
+    let a = run(conn, CONNECTOR_J_CONNECT);
+    assert!(a.error.is_none(), "{:?}", a.error);
+    assert_eq!(a.columns.len(), 21);
+    assert_eq!(a.columns[7].name, "init_connect");
+    assert_eq!(a.rows.len(), 1);
+    // What MariaDB Connector/J 3.5 sets at connect: NAMES among other
+    // items, an expression for a system variable.
+    ok(
+        conn,
+        "set autocommit=1,sql_mode=CONCAT(@@sql_mode,',STRICT_TRANS_TABLES'),NAMES utf8mb4",
+    );
+    assert_eq!(
+        q(
+            conn,
+            "SELECT @@sql_mode, @@character_set_results, @@autocommit"
+        ),
+        rows(&[&["STRICT_TRANS_TABLES,NO_ENGINE_SUBSTITUTION", "utf8mb4", "1"]])
+    );
+    ok(
+        conn,
+        "SET wait_timeout = 100 + 20, sql_mode = 'no_engine_substitution,strict_trans_tables'",
+    );
+    assert_eq!(
+        q(conn, "SELECT @@wait_timeout, @@sql_mode"),
+        rows(&[&["120", "NO_ENGINE_SUBSTITUTION,STRICT_TRANS_TABLES"]])
+    );
+    // Each statement of a multi-statement names its items by its own text.
+    let mut sink = Sink::default();
+    conn.query(
+        "SELECT 1 AS a;\nSELECT 2 + 3, 'x' AS b; SELECT 4 * 5",
+        true,
+        &mut sink,
+    )
+    .expect("sink never fails");
+    let names: Vec<Vec<&str>> = sink
+        .answers
+        .iter()
+        .map(|a| a.columns.iter().map(|c| c.name.as_str()).collect())
+        .collect();
+    assert_eq!(names, [vec!["a"], vec!["2 + 3", "b"], vec!["4 * 5"]]);
 }
 
 fn inserts_and_key_reads(conn: &mut Conn<'_>) {
@@ -1218,6 +1275,21 @@ fn aggregates_and_order(conn: &mut Conn<'_>) {
             "SELECT n IS NULL AS nul, COUNT(*) FROM t GROUP BY nul HAVING COUNT(*) > 1 ORDER BY nul"
         ),
         rows(&[&["0", "2"], &["1", "2"]])
+    );
+    // An alias that is also a column's name: HAVING and ORDER BY mean the
+    // alias, GROUP BY the column (MariaDB's answers).
+    assert_eq!(
+        q(conn, "SELECT id, 0 AS k FROM t HAVING k = 0 ORDER BY id"),
+        rows(&[&["1", "0"], &["2", "0"], &["3", "0"], &["4", "0"]])
+    );
+    assert_eq!(
+        q(conn, "SELECT c, -id AS id FROM t ORDER BY id LIMIT 1"),
+        rows(&[&["four", "-4"]])
+    );
+    assert_eq!(
+        q(conn, "SELECT COUNT(*), 1 AS id FROM t GROUP BY id").len(),
+        4,
+        "grouped by the column"
     );
     assert_eq!(
         q(conn, "SELECT DISTINCT n IS NULL FROM t ORDER BY 1"),

@@ -83,6 +83,25 @@ impl<'k> KeyRange<'k> {
             upper: Bound::Included(prefix),
         }
     }
+
+    /// Whether the range holds `key` (a whole key), with the prefix
+    /// meaning of the bounds above.
+    pub fn holds(&self, key: &[u8]) -> bool {
+        use std::cmp::Ordering::{Greater, Less};
+        // The key's first columns against a prefix bound.
+        let cmp = |bound: &[u8]| key.iter().take(bound.len()).cmp(bound.iter());
+        let above = match self.lower {
+            Bound::Unbounded => true,
+            Bound::Included(p) => cmp(p) != Less,
+            Bound::Excluded(p) => cmp(p) == Greater,
+        };
+        let below = match self.upper {
+            Bound::Unbounded => true,
+            Bound::Included(p) => cmp(p) != Greater,
+            Bound::Excluded(p) => cmp(p) == Less,
+        };
+        above && below
+    }
 }
 
 /// Why an entry was not inserted. Nothing changed in the index.
@@ -517,6 +536,34 @@ fn as_dyn<'p, 'k>(bound: &'p Bound<Probe<'k>>) -> Bound<&'p (dyn Position + 'k)>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_range_holds_the_keys_its_prefix_bounds_say() {
+        let key: &[u8] = b"bc";
+        let holds = |lower, upper| KeyRange::new(lower, upper).holds(key);
+        assert!(KeyRange::ALL.holds(key));
+        assert!(KeyRange::prefix(b"b").holds(key));
+        assert!(!KeyRange::prefix(b"bd").holds(key));
+        assert!(holds(Bound::Included(&b"b"[..]), Bound::Unbounded));
+        assert!(
+            !holds(Bound::Excluded(&b"b"[..]), Bound::Unbounded),
+            "starts with b"
+        );
+        assert!(holds(
+            Bound::Excluded(&b"ba"[..]),
+            Bound::Excluded(&b"c"[..])
+        ));
+        assert!(!holds(Bound::Unbounded, Bound::Excluded(&b"bc"[..])));
+        assert!(holds(Bound::Unbounded, Bound::Included(&b"bc"[..])));
+        assert!(
+            !holds(Bound::Included(&b"bca"[..]), Bound::Unbounded),
+            "a prefix of the bound"
+        );
+        assert!(
+            !holds(Bound::Excluded(&[][..]), Bound::Unbounded),
+            "selects nothing"
+        );
+    }
 
     fn keys(
         index: &BTreeOrderedIndex,

@@ -149,7 +149,8 @@ pub fn plan_create(
 }
 
 /// Plans `ALTER TABLE`: `bytes` is the new definition, made from version
-/// `current.version` of the table; only added columns (nullable or with a
+/// `current.version` of the table; only a new table name (not taken),
+/// renamed columns, added columns (nullable or with a
 /// default, since existing rows need a value), added ordered indexes,
 /// dropped indexes and changed SQL metadata are allowed (adding a unique index is refused: its
 /// hidden table would need a distributed build from the rows). Kept
@@ -175,6 +176,29 @@ pub fn plan_alter(schema: &Schema, table_id: u32, bytes: &[u8]) -> Result<Plan, 
                 current.name, current.version, table.version
             ),
         ));
+    }
+    if table.name != current.name {
+        // A rename (NDB renames online too): only the name changes in the
+        // data nodes' eyes; fragments, ids and hidden tables stay.
+        if table.name.starts_with(HIDDEN_NAME_PREFIX) {
+            return Err(refuse(
+                BAD_DEFINITION,
+                format!(
+                    "renaming `{}` to `{}`: names starting with `{HIDDEN_NAME_PREFIX}` are kept \
+                     for hidden tables",
+                    current.name, table.name
+                ),
+            ));
+        }
+        if schema.table_by_name(&table.name).is_some() {
+            return Err(refuse(
+                ALREADY_EXISTS,
+                format!(
+                    "renaming `{}`: table `{}` already exists",
+                    current.name, table.name
+                ),
+            ));
+        }
     }
     check_alter(current, &table).map_err(|m| {
         refuse(
@@ -251,9 +275,6 @@ fn find_index<'a>(table: &'a TableDef, name: &str) -> Option<&'a IndexDef> {
 /// Whether `new` differs from `old` only by the changes an online alter
 /// may make; the message says what else changed.
 fn check_alter(old: &TableDef, new: &TableDef) -> Result<(), String> {
-    if new.name != old.name {
-        return Err(format!("renaming to `{}` is not supported", new.name));
-    }
     if new.partitions != old.partitions {
         return Err("the partition count cannot change".into());
     }
@@ -271,13 +292,22 @@ fn check_alter(old: &TableDef, new: &TableDef) -> Result<(), String> {
         return Err("dropping columns is not supported".into());
     }
     for (old_column, new_column) in old.columns.iter().zip(&new.columns) {
-        if old_column != new_column {
+        // A column keeps its position, so it may be renamed: rows, keys
+        // and indexes refer to columns by position, never by name.
+        if !old_column.same_but_name(new_column) {
             return Err(format!(
-                "column `{}` changed; only adding columns at the end is supported",
+                "column `{}` changed; only renaming a column or adding columns at the end is \
+                 supported",
                 old_column.name
             ));
         }
     }
+    let renamed = new.name != old.name
+        || old
+            .columns
+            .iter()
+            .zip(&new.columns)
+            .any(|(a, b)| a.name != b.name);
     let added = &new.columns[old.columns.len()..];
     for column in added {
         if !column.nullable && column.default.is_none() {
@@ -320,7 +350,7 @@ fn check_alter(old: &TableDef, new: &TableDef) -> Result<(), String> {
     }
     // The SQL node's metadata is opaque here; it may change alone (a
     // comment, an AUTO_INCREMENT start, ENUM members appended).
-    if added.is_empty() && !indexes_changed && new.sql_meta == old.sql_meta {
+    if added.is_empty() && !indexes_changed && !renamed && new.sql_meta == old.sql_meta {
         return Err("the new definition changes nothing".into());
     }
     Ok(())

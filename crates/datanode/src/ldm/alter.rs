@@ -15,7 +15,9 @@
 //! columns were added, ordered indexes built or dropped, the version
 //! raised), committed-read scans still open on them are ended with 701
 //! (their cursors point into the old rows or indexes), and the answer goes
-//! back. The wait is bounded by [`ALTER_WAIT_MAX`]: past it the instance
+//! back. Past [`ALTER_ABORT_AFTER`] the instance asks the TCs of the
+//! transactions still holding locks there to abort them (`TcAbortTxReq`).
+//! The wait is bounded by [`ALTER_WAIT_MAX`]: past it the instance
 //! answers with an error and restarts the node, which restores its
 //! fragments under the new definition (restore converts what was written
 //! before the alter; `docs/recovery.md`).
@@ -38,6 +40,14 @@ use super::LdmBlock;
 /// the instance gives up and restarts the node. Well above the TC's
 /// lock-wait (deadlock) timeout, which ends transactions stuck on locks.
 pub const ALTER_WAIT_MAX: Duration = Duration::from_secs(10);
+/// How long an alter waits before it asks the TCs of the transactions
+/// still holding locks or changes on its table to abort them
+/// (`TcAbortTxReq`): an idle open transaction (a client that began one and
+/// went quiet) would otherwise hold the alter until [`ALTER_WAIT_MAX`] and
+/// restart the node — on every node at once, since every node applies the
+/// alter. Well above the TC's lock-wait timeout (1.2 s by default), which
+/// ends the transactions that wait on locks themselves.
+pub const ALTER_ABORT_AFTER: Duration = Duration::from_secs(3);
 /// How often a waiting alter looks again (commits and aborts also make it
 /// look at once).
 pub const ALTER_CHECK_INTERVAL: Duration = Duration::from_millis(5);
@@ -60,6 +70,8 @@ pub(super) struct PendingAlter {
     /// group's tables before and after the alter, sorted.
     tables: Vec<u32>,
     since: Instant,
+    /// The holders' TCs were asked to abort them (once per alter).
+    aborts_asked: bool,
 }
 
 /// A schema signal that came while an alter waited.
@@ -215,6 +227,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             group,
             tables,
             since: ctx.now(),
+            aborts_asked: false,
         });
         self.check_alter(ctx);
     }
@@ -235,6 +248,9 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             return;
         }
         let waited = Duration::from_nanos(ctx.now().0.saturating_sub(pending.since.0));
+        if waited >= ALTER_ABORT_AFTER && !pending.aborts_asked {
+            self.abort_holders(waited, ctx);
+        }
         if waited >= ALTER_WAIT_MAX {
             let pending = self.alter.pending.take().expect("checked");
             let message = format!(
@@ -258,6 +274,43 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         if !self.alter.timer_armed {
             self.alter.timer_armed = true;
             ctx.set_timer(ALTER_CHECK_INTERVAL, TIMER_ALTER_CHECK);
+        }
+    }
+
+    /// Asks the TC of each transaction holding a lock or change on the
+    /// waiting alter's tables here to abort it (one that is committing
+    /// finishes on its own, and the TC ignores the request).
+    fn abort_holders(&mut self, waited: Duration, ctx: &mut Context<'_>) {
+        let Some(pending) = self.alter.pending.as_mut() else {
+            return;
+        };
+        pending.aborts_asked = true;
+        let tables = &pending.tables;
+        let mut holders: Vec<(u64, BlockRef)> = self
+            .txs
+            .iter()
+            .filter(|(_, r)| {
+                r.fragments
+                    .iter()
+                    .any(|(t, _)| tables.binary_search(t).is_ok())
+            })
+            .filter_map(|(tx_id, r)| r.tc.map(|tc| (*tx_id, tc)))
+            .collect();
+        // Deterministic order (the map's is not).
+        holders.sort_unstable_by_key(|(tx_id, _)| *tx_id);
+        for (tx_id, tc) in holders {
+            let message = format!(
+                "ALTER TABLE of table {} waited {} ms for the locks this transaction holds on \
+                 it; it is rolled back, retry it",
+                pending.table_id,
+                waited.as_millis()
+            );
+            tracing::warn!(
+                node = %self.config.node,
+                "LDM instance {}: transaction {tx_id:#x} blocks an ALTER TABLE: asking {tc} to abort it",
+                self.config.instance
+            );
+            ctx.send(tc, SignalBody::TcAbortTxReq { tx_id, message });
         }
     }
 

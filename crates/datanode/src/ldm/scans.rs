@@ -60,8 +60,13 @@ struct ScanRecord {
     batch: ScanBatch,
     chunk_rows: usize,
     next_row: usize,
-    /// What the fragment said of its last chunk.
+    /// What the fragment said of its last chunk of committed rows.
     fragment_done: bool,
+    /// A locking scan then visits its transaction's own uncommitted
+    /// inserts (`Fragment::scan_own_inserts`): done with them, and the
+    /// last one visited.
+    own_done: bool,
+    own_after: Option<storage::RowId>,
     /// Waits for the lock of row `next_row`.
     waiting: bool,
     rows: Gathered,
@@ -165,6 +170,8 @@ impl Scans {
         record.next_row = 0;
         record.examined = 0;
         record.fragment_done = false;
+        record.own_done = false;
+        record.own_after = None;
         record.waiting = false;
         record.rows.clear();
         self.by_key.insert(key, slot);
@@ -523,7 +530,12 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                         f.eval(table, |c| layout.decode_column(fixed, var, usize::from(c)))
                     })
                 };
-                if !passes(fixed, var) {
+                // The committed image decides, except for a row this
+                // transaction changed: a locking read gives its own image,
+                // which the filter checks below.
+                let own = locking.is_some()
+                    && fragment.changed_by(record.batch.row_id(record.next_row), TxId(tx_id));
+                if !own && !passes(fixed, var) {
                     record.next_row += 1;
                     record.examined += 1;
                     continue;
@@ -592,7 +604,32 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 record.examined += 1;
             }
             if record.fragment_done {
-                return BatchEnd::Done;
+                if locking.is_none() || record.own_done {
+                    return BatchEnd::Done;
+                }
+                // The transaction's own inserts, which the committed rows
+                // lack: a transaction sees what it inserted (a committed
+                // read has no transaction of its own to see).
+                let range = record.range.as_ref().expect("an open scan has its range");
+                match fragment.scan_own_inserts(
+                    pool,
+                    TxId(tx_id),
+                    range,
+                    &mut record.own_after,
+                    FRAGMENT_SCAN_CHUNK_ROWS,
+                    &mut record.batch,
+                ) {
+                    Ok(progress) => {
+                        record.own_done = progress == ScanProgress::Done;
+                        record.chunk_rows = record.batch.len();
+                        record.next_row = 0;
+                    }
+                    Err(e) => {
+                        tracing::warn!("scan of table `{}` partition {partition}: {e}", table.name);
+                        return BatchEnd::Done;
+                    }
+                }
+                continue;
             }
             if record.examined >= SCAN_ROWS_EXAMINED_MAX {
                 return BatchEnd::Full;

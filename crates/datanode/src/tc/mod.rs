@@ -602,6 +602,9 @@ impl Block for TcBlock {
                 what: commits::CONTINUE_COMMITS,
             } if from == self.me => self.flush_commits(ctx),
             SignalBody::LdmAbortConf { tx_id } => self.on_abort_conf(from, tx_id, ctx),
+            SignalBody::TcAbortTxReq { tx_id, message } => {
+                self.on_abort_tx_req(tx_id, &message, ctx)
+            }
             SignalBody::TcScanReq {
                 tx_id,
                 scan_id,

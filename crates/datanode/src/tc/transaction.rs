@@ -1602,6 +1602,24 @@ impl TcBlock {
         self.abort(slot, reply, ctx);
     }
 
+    /// An LDM's ALTER TABLE waits for this transaction's locks
+    /// (`TcAbortTxReq`): an open one is aborted, its client told at its
+    /// next execute (or now, if executing) with the temporary 4012-like
+    /// "aborted, retry"; one that is committing or gone is left alone.
+    pub(crate) fn on_abort_tx_req(&mut self, tx_id: u64, why: &str, ctx: &mut Context<'_>) {
+        let Some(&slot) = self.by_tx_id.get(&tx_id) else {
+            return;
+        };
+        if !matches!(
+            self.transactions.get(slot).state,
+            TxState::Idle | TxState::Executing { .. }
+        ) {
+            return;
+        }
+        tracing::warn!(tc = %self.me, "transaction {tx_id:#x}: {why}; aborting it");
+        self.cluster_change_abort(slot, why, ctx);
+    }
+
     /// API node `node` failed: its transactions can never be finished by
     /// it, so those not yet committing are aborted (their locks released);
     /// a commit already decided completes. Nothing is answered to the

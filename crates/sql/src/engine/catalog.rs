@@ -416,7 +416,8 @@ pub fn check_name(name: &str, database: bool) -> SqlResult<()> {
         || name.contains('/')
         || name.contains('\0')
         || (database && (name.contains('\\') || name.contains('.')))
-        || name.starts_with('$');
+        || name.starts_with('$')
+        || (!database && super::alter_copy::is_temp_name(name));
     if !bad {
         return Ok(());
     }
@@ -445,7 +446,11 @@ pub fn table(conn: &Conn<'_>, db: Option<&str>, name: &str) -> SqlResult<Arc<Tab
             format!("Table '{db}.{name}' doesn't exist"),
         )
     };
-    if name.contains('/') || db.contains('/') || is_virtual_db(db) {
+    if name.contains('/')
+        || db.contains('/')
+        || is_virtual_db(db)
+        || super::alter_copy::is_temp_name(name)
+    {
         return Err(missing());
     }
     let cluster = cluster_name(db, name);
@@ -747,7 +752,7 @@ pub fn table_names(conn: &Conn<'_>, db: &str) -> SqlResult<Vec<String>> {
     let mut names: Vec<String> = all
         .iter()
         .filter_map(|n| split_cluster_name(n))
-        .filter(|(d, _)| *d == db)
+        .filter(|(d, t)| *d == db && !super::alter_copy::is_temp_name(t))
         .map(|(_, t)| t.to_owned())
         .collect();
     names.sort();

@@ -9,15 +9,15 @@
 //!   `UNIQUE` key `u` is a unique hash index `u$unique` plus an ordered
 //!   index `u` (ranges and `ORDER BY` on it); `KEY`/`INDEX` is an ordered
 //!   index.
-//! - `ALTER TABLE`, `CREATE/DROP INDEX`: one `Session::alter_table` with the
-//!   new definition (the dictionary allows columns added at the end, indexes
-//!   added or dropped, metadata changed); the rest is 1105 naming the limit.
+//! - `ALTER TABLE`, `CREATE/DROP INDEX`, `RENAME TABLE`: one
+//!   `Session::alter_table` with the new definition when the dictionary can
+//!   make it online (a new name, renamed columns, columns added at the end,
+//!   indexes added or dropped, metadata changed); else a copy of the rows
+//!   into a new table (`alter_copy`); a change of the primary key is 1105.
 //! - `TRUNCATE`: drop and create again with the same definition, as NDB
 //!   does: one schema change instead of deleting every row, and the
 //!   auto-increment restarts (the new table has a new id). Not atomic with
 //!   concurrent DML on other SQL nodes, which may see 1146 for a moment.
-//! - `RENAME TABLE`, `ALTER TABLE … RENAME`: 1105 (the dictionary cannot
-//!   rename, and a copy is not cheap).
 //!
 //! Character sets: values are stored as UTF-8 under one of the storage's
 //! two collations. `utf8mb4`/`utf8`/`utf8mb3` and their `_bin` and
@@ -656,10 +656,7 @@ pub fn statement(conn: &mut Conn<'_>, statement: &Statement) -> SqlResult<Answer
             }
             ok()
         }
-        Statement::RenameTable(_) => Err(SqlError::unsupported(
-            "RENAME TABLE: the cluster's dictionary cannot rename a table (create the new \
-             table and copy the rows with INSERT … SELECT)",
-        )),
+        Statement::RenameTable(pairs) => rename_tables(conn, pairs),
         other => Err(SqlError::unsupported(format_args!("`{other}`"))),
     }
 }
@@ -1372,6 +1369,7 @@ fn table_def(
         collation,
         auto_increment_start: options.auto_increment.unwrap_or(1).max(1),
         columns: specs.into_iter().map(|s| s.meta).collect(),
+        copy: None,
     };
     def = def.sql_meta(table_meta.encode());
     // Validate here for MySQL's errors; the dictionary checks again.
@@ -1384,6 +1382,13 @@ fn table_def(
 /// A definition to validate here, for MySQL's errors before the
 /// dictionary's: what the dictionary fills in (partitions, the ids of new
 /// indexes) filled with stand-ins.
+/// `def` checked as the dictionary will, with MySQL's errors.
+pub(super) fn validate(def: &TableDef, table: &str) -> SqlResult<()> {
+    check_def(def)
+        .validate()
+        .map_err(|e| schema_error(&e, table))
+}
+
 fn check_def(def: &TableDef) -> TableDef {
     let mut check = def.clone();
     check.partitions = check.partitions.max(1);
@@ -2232,16 +2237,35 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
-// ---- ALTER TABLE, CREATE/DROP INDEX ----
+// ---- ALTER TABLE, CREATE/DROP INDEX, RENAME TABLE ----
 
-/// A change of a table's definition, applied as one native alter.
-struct Change {
-    info: std::sync::Arc<TableInfo>,
-    def: TableDef,
-    sql: meta::TableMeta,
-    auto_increment: Option<u64>,
-    /// A column was added by this change (the next goes after it).
+/// A change of a table's definition: one native alter when the dictionary
+/// can make it online (docs/dictionary.md: a rename, columns renamed or
+/// added at the end, indexes added or dropped, metadata), else a copy of
+/// the rows into a new table ([`super::alter_copy`]).
+///
+/// While the change is built, the columns that keys, indexes and the SQL
+/// metadata name are *slots*, not positions: a column of the table keeps
+/// its position as its slot, an added one gets the next free slot. So
+/// columns can be added anywhere, dropped and moved without renumbering
+/// every reference at each step; [`Change::finish`] maps slots to the
+/// final positions once.
+pub(super) struct Change {
+    pub(super) info: std::sync::Arc<TableInfo>,
+    pub(super) def: TableDef,
+    pub(super) sql: meta::TableMeta,
+    pub(super) auto_increment: Option<u64>,
+    /// The slot of each column of `def`, in order.
+    slots: Vec<usize>,
+    /// The next slot for an added column.
+    next_slot: usize,
+    /// A column was added at the end by this change (the next goes after
+    /// it).
     added: bool,
+    /// Why the change needs a copy of the rows, if it does.
+    pub(super) copy: Option<String>,
+    /// The table's new database and name (`RENAME`), if it gets one.
+    pub(super) rename: Option<(String, String)>,
 }
 
 impl Change {
@@ -2267,12 +2291,24 @@ impl Change {
                 })
                 .collect();
         }
+        let columns = def.columns.len();
         Change {
             info: std::sync::Arc::clone(info),
             def,
             sql,
             auto_increment: None,
+            slots: (0..columns).collect(),
+            next_slot: columns,
             added: false,
+            copy: None,
+            rename: None,
+        }
+    }
+
+    /// The change needs a copy of the rows, for `why`.
+    fn copy_for(&mut self, why: impl Into<String>) {
+        if self.copy.is_none() {
+            self.copy = Some(why.into());
         }
     }
 
@@ -2285,19 +2321,44 @@ impl Change {
             .collect()
     }
 
+    /// The index in `def.columns` of the visible column `column`.
+    fn find(&self, column: &str) -> Option<usize> {
+        self.def.columns.iter().position(|c| {
+            c.name.eq_ignore_ascii_case(column) && c.name != schema::HIDDEN_PRIMARY_KEY_COLUMN
+        })
+    }
+
+    /// The slot of a key column, or 1072.
     fn position(&self, column: &str) -> SqlResult<usize> {
-        self.def
-            .columns
-            .iter()
-            .position(|c| {
-                c.name.eq_ignore_ascii_case(column) && c.name != schema::HIDDEN_PRIMARY_KEY_COLUMN
-            })
-            .ok_or_else(|| {
-                SqlError::new(
-                    codes::KEY_COLUMN_DOES_NOT_EXIST,
-                    format!("Key column '{column}' doesn't exist in table"),
-                )
-            })
+        self.find(column).map(|at| self.slots[at]).ok_or_else(|| {
+            SqlError::new(
+                codes::KEY_COLUMN_DOES_NOT_EXIST,
+                format!("Key column '{column}' doesn't exist in table"),
+            )
+        })
+    }
+
+    /// The index of column `column` for a statement that changes it, or
+    /// 1054.
+    fn existing(&self, column: &str) -> SqlResult<usize> {
+        self.find(column).ok_or_else(|| {
+            SqlError::new(
+                codes::BAD_FIELD,
+                format!("Unknown column '{column}' in '{}'", self.info.name),
+            )
+        })
+    }
+
+    fn check_new_name(&self, name: &str, except: Option<usize>) -> SqlResult<()> {
+        if let Some(at) = self.find(name) {
+            if Some(at) != except {
+                return Err(SqlError::new(
+                    codes::DUP_FIELDNAME,
+                    format!("Duplicate column name '{name}'"),
+                ));
+            }
+        }
+        Ok(())
     }
 
     fn add_index(
@@ -2319,13 +2380,19 @@ impl Change {
                 ))
             }
             Some(n) => n,
-            None => auto_index_name(&self.def.columns[positions[0]].name, &taken),
+            None => {
+                let first = self
+                    .slots
+                    .iter()
+                    .position(|s| *s == positions[0])
+                    .map_or("key", |at| self.def.columns[at].name.as_str());
+                auto_index_name(first, &taken)
+            }
         };
         if unique {
-            return Err(SqlError::unsupported(format_args!(
-                "adding UNIQUE key '{name}' to an existing table: the cluster cannot build a \
-                 unique index from existing rows yet; create the table with it"
-            )));
+            // The dictionary cannot build a unique index's hidden table
+            // from existing rows; a new table built by the copy can.
+            self.copy_for(format!("adding UNIQUE key '{name}'"));
         }
         for index in index_defs(&name, positions, unique)? {
             self.def.indexes.push(index);
@@ -2353,104 +2420,450 @@ impl Change {
         Ok(())
     }
 
+    /// Where `position` puts a column: the index in `def.columns`, and
+    /// whether that is the end (an online add).
+    fn place(
+        &self,
+        position: &Option<sqlparser::ast::MySQLColumnPosition>,
+        skip: Option<usize>,
+    ) -> SqlResult<(usize, bool)> {
+        use sqlparser::ast::MySQLColumnPosition as P;
+        match position {
+            None => Ok((self.def.columns.len(), true)),
+            Some(P::First) => Ok((0, false)),
+            Some(P::After(c)) => {
+                let at = self.existing(&c.value)?;
+                if Some(at) == skip {
+                    return Err(self.existing("").unwrap_err());
+                }
+                let last = self
+                    .def
+                    .columns
+                    .iter()
+                    .rposition(|c| c.name != schema::HIDDEN_PRIMARY_KEY_COLUMN);
+                if Some(at) == last && !self.added && skip.is_none() {
+                    // After the last column: at the very end (behind a
+                    // hidden key), which the dictionary adds online.
+                    Ok((self.def.columns.len(), true))
+                } else {
+                    Ok((at + 1, false))
+                }
+            }
+        }
+    }
+
+    /// Puts `column` (SQL metadata `meta`) at index `at` of the columns
+    /// with slot `slot`.
+    fn insert_column(
+        &mut self,
+        at: usize,
+        slot: usize,
+        column: Column,
+        mut meta: meta::ColumnMeta,
+    ) {
+        meta.native = slot as u16;
+        // The SQL metadata lists the visible columns in table order.
+        let before = self.slots[..at]
+            .iter()
+            .filter(|s| {
+                self.sql
+                    .columns
+                    .iter()
+                    .any(|m| usize::from(m.native) == **s)
+            })
+            .count();
+        self.sql
+            .columns
+            .insert(before.min(self.sql.columns.len()), meta);
+        self.def.columns.insert(at, column);
+        self.slots.insert(at, slot);
+    }
+
+    /// Takes the column at index `at` out, with its metadata and slot.
+    fn take_column(&mut self, at: usize) -> (Column, Option<meta::ColumnMeta>, usize) {
+        let slot = self.slots.remove(at);
+        let column = self.def.columns.remove(at);
+        let meta = self
+            .sql
+            .columns
+            .iter()
+            .position(|m| usize::from(m.native) == slot)
+            .map(|i| self.sql.columns.remove(i));
+        (column, meta, slot)
+    }
+
     fn add_column(
         &mut self,
         conn: &mut Conn<'_>,
         column: &sqlparser::ast::ColumnDef,
         position: &Option<sqlparser::ast::MySQLColumnPosition>,
     ) -> SqlResult<()> {
-        if let Some(p) = position {
-            let last = self
-                .info
-                .columns
-                .last()
-                .map(|c| c.name.as_str())
-                .unwrap_or("");
-            let at_end = matches!(p, sqlparser::ast::MySQLColumnPosition::After(c)
-                if c.value.eq_ignore_ascii_case(last) && !self.added);
-            if !at_end {
-                return Err(SqlError::unsupported(format_args!(
-                    "ADD COLUMN … {p}: the cluster adds columns at the end only"
-                )));
-            }
-        }
-        if self
-            .def
-            .columns
-            .iter()
-            .any(|c| c.name.eq_ignore_ascii_case(&column.name.value))
-        {
-            return Err(SqlError::new(
-                codes::DUP_FIELDNAME,
-                format!("Duplicate column name '{}'", column.name.value),
-            ));
-        }
-        let at = self.def.columns.len();
+        self.check_new_name(&column.name.value, None)?;
+        let (at, at_end) = self.place(position, None)?;
         let spec = column_spec(conn, column, &self.sql.collation.clone(), at)?;
         if spec.primary {
             return Err(SqlError::unsupported(
                 "adding a PRIMARY KEY column: the cluster cannot change a table's key",
             ));
         }
+        if !at_end {
+            self.copy_for(format!(
+                "adding column '{}' before others",
+                spec.column.name
+            ));
+        }
         if spec.meta.auto_increment {
-            return Err(SqlError::unsupported(
-                "adding an AUTO_INCREMENT column to an existing table",
+            if self.sql.columns.iter().any(|c| c.auto_increment) {
+                return Err(err(
+                    1075,
+                    "42000",
+                    "Incorrect table definition; there can be only one auto column and it must \
+                     be defined as a key",
+                ));
+            }
+            self.copy_for(format!(
+                "adding AUTO_INCREMENT column '{}'",
+                spec.column.name
             ));
         }
         if !spec.column.nullable && spec.column.default.is_none() {
-            // MySQL fills existing rows with the type's implicit default.
-            return Err(SqlError::unsupported(format_args!(
-                "adding NOT NULL column '{}' without a DEFAULT: existing rows need a value",
+            // MySQL fills existing rows with the type's implicit default;
+            // the copy does so (the dictionary needs a stored default).
+            self.copy_for(format!(
+                "adding NOT NULL column '{}' without a DEFAULT",
                 spec.column.name
-            )));
+            ));
         }
         let unique = spec.unique;
         let name = spec.column.name.clone();
-        self.def.columns.push(spec.column);
-        self.sql.columns.push(spec.meta);
-        self.added = true;
+        let slot = self.next_slot;
+        self.next_slot += 1;
+        self.insert_column(at, slot, spec.column, spec.meta);
+        self.added |= at_end;
         if unique {
             self.add_index(None, vec![name], true)?;
         }
         Ok(())
     }
 
+    fn drop_column(&mut self, name: &str) -> SqlResult<()> {
+        let Some(at) = self.find(name) else {
+            return Err(SqlError::new(
+                codes::CANT_DROP_FIELD_OR_KEY,
+                format!("Can't DROP COLUMN `{name}`; check that it exists"),
+            ));
+        };
+        let slot = self.slots[at];
+        if self.def.primary_key.contains(&slot) {
+            return Err(SqlError::unsupported(format_args!(
+                "dropping primary key column '{name}': the cluster cannot change a table's key"
+            )));
+        }
+        let visible = self
+            .def
+            .columns
+            .iter()
+            .filter(|c| c.name != schema::HIDDEN_PRIMARY_KEY_COLUMN)
+            .count();
+        if visible == 1 {
+            return Err(err(
+                1090,
+                "42000",
+                "You can't delete all columns with ALTER TABLE; use DROP TABLE instead",
+            ));
+        }
+        self.take_column(at);
+        // As MySQL: the column leaves every index; an index left without a
+        // column goes (a UNIQUE key's hash index with its ordered one).
+        for index in &mut self.def.indexes {
+            index.columns.retain(|c| *c != slot);
+        }
+        self.def.indexes.retain(|i| !i.columns.is_empty());
+        self.copy_for(format!("dropping column '{name}'"));
+        Ok(())
+    }
+
+    fn rename_column(&mut self, old: &str, new: &str) -> SqlResult<()> {
+        let at = self.existing(old)?;
+        self.check_new_name(new, Some(at))?;
+        check_column_name(new)?;
+        self.def.columns[at].name = new.to_owned();
+        Ok(())
+    }
+
+    /// `CHANGE old new type …` / `MODIFY col type …`: a rename alone is
+    /// online; a changed type, nullability, default or place is a copy.
+    fn change_column(
+        &mut self,
+        conn: &mut Conn<'_>,
+        old: &str,
+        column: &sqlparser::ast::ColumnDef,
+        position: &Option<sqlparser::ast::MySQLColumnPosition>,
+    ) -> SqlResult<()> {
+        let at = self.existing(old)?;
+        self.check_new_name(&column.name.value, Some(at))?;
+        let slot = self.slots[at];
+        let mut spec = column_spec(conn, column, &self.sql.collation.clone(), slot)?;
+        let in_key = self.def.primary_key.contains(&slot);
+        if spec.primary && !in_key {
+            return Err(SqlError::unsupported(
+                "making a column the PRIMARY KEY: the cluster cannot change a table's key",
+            ));
+        }
+        if in_key {
+            // MySQL: primary key columns are NOT NULL.
+            spec.column.nullable = false;
+        }
+        let old_meta = self
+            .sql
+            .columns
+            .iter()
+            .find(|m| usize::from(m.native) == slot)
+            .cloned();
+        let same = self.def.columns[at].same_but_name(&spec.column)
+            && old_meta.as_ref() == Some(&spec.meta);
+        if let Some(p) = position {
+            let (to, _) = self.place(&Some(p.clone()), Some(at))?;
+            let (mut taken, meta, _) = self.take_column(at);
+            let to = if to > at { to - 1 } else { to };
+            if same {
+                taken.name = spec.column.name.clone();
+                self.insert_column(to, slot, taken, meta.unwrap_or(spec.meta));
+            } else {
+                self.insert_column(to, slot, spec.column.clone(), spec.meta);
+            }
+            if to != at {
+                self.copy_for(format!("moving column '{old}'"));
+            }
+        } else if same {
+            self.def.columns[at].name = spec.column.name.clone();
+        } else {
+            if in_key && self.def.columns[at].ty != spec.column.ty {
+                return Err(SqlError::unsupported(format_args!(
+                    "changing the type of primary key column '{old}'"
+                )));
+            }
+            self.take_column(at);
+            self.insert_column(at, slot, spec.column.clone(), spec.meta);
+        }
+        if !same {
+            self.copy_for(format!("changing column '{old}'"));
+        }
+        if spec.unique {
+            self.add_index(None, vec![spec.column.name.clone()], true)?;
+        }
+        Ok(())
+    }
+
+    /// Maps slots to the final positions (see the type's doc).
+    fn finish(&mut self) {
+        let position = |slots: &[usize], slot: usize| {
+            slots
+                .iter()
+                .position(|s| *s == slot)
+                .expect("every slot a key or index names is a column of the table")
+        };
+        let slots = self.slots.clone();
+        for c in self
+            .def
+            .primary_key
+            .iter_mut()
+            .chain(self.def.distribution_key.iter_mut())
+        {
+            *c = position(&slots, *c);
+        }
+        for index in &mut self.def.indexes {
+            for c in &mut index.columns {
+                *c = position(&slots, *c);
+            }
+        }
+        for m in &mut self.sql.columns {
+            m.native = position(&slots, usize::from(m.native)) as u16;
+        }
+        self.sql.columns.sort_by_key(|m| m.native);
+    }
+
+    /// Per column of the final definition, its position in the table as
+    /// it is (None for an added column). Valid after [`Change::finish`].
+    pub(super) fn sources(&self) -> Vec<Option<usize>> {
+        let old = self.info.native.def().columns.len();
+        self.slots
+            .iter()
+            .map(|s| (*s < old).then_some(*s))
+            .collect()
+    }
+
     fn apply(mut self, conn: &mut Conn<'_>) -> SqlResult<()> {
         check_not_system(&self.info.db, &self.info.name)?;
+        if let Some(lock) = &self.info.sql.copy {
+            return Err(super::alter_copy::being_copied(&self.info, lock));
+        }
+        let old_columns = self.info.native.def().columns.len();
+        if let Some(m) = self
+            .sql
+            .columns
+            .iter()
+            .find(|m| m.auto_increment && usize::from(m.native) >= old_columns)
+        {
+            // MySQL: an AUTO_INCREMENT column leads a key.
+            let slot = usize::from(m.native);
+            let keyed = self.def.primary_key.first() == Some(&slot)
+                || self
+                    .def
+                    .indexes
+                    .iter()
+                    .any(|i| i.columns.first() == Some(&slot));
+            if !keyed {
+                return Err(err(
+                    1075,
+                    "42000",
+                    "Incorrect table definition; there can be only one auto column and it must \
+                     be defined as a key",
+                ));
+            }
+        }
+        self.finish();
+        if let Some((db, name)) = &self.rename {
+            self.def.name = catalog::cluster_name(db, name);
+        }
+        if self.copy.is_some() {
+            return super::alter_copy::run(conn, self);
+        }
         let encoded = self.sql.encode();
         let before = self.info.native.def();
+        let renamed = self.def.name != before.name
+            || self
+                .def
+                .columns
+                .iter()
+                .zip(&before.columns)
+                .any(|(a, b)| a.name != b.name);
         let changed = encoded != before.sql_meta
             || self.def.columns.len() != before.columns.len()
-            || self.def.indexes != before.indexes;
+            || self.def.indexes != before.indexes
+            || renamed;
         if changed {
             self.def.sql_meta = encoded;
             check_def(&self.def)
                 .validate()
                 .map_err(|e| schema_error(&e, &self.info.name))?;
-            let name = self.def.name.clone();
-            match conn.native.alter_table(self.def) {
-                Ok(()) => {}
-                Err(e) if e.code == skarv_client::codes::WRONG_SCHEMA_VERSION => {
-                    // Another SQL node altered the table since this one
-                    // read it: read it again next time.
-                    conn.native.forget_table(&name);
-                    return Err(err(
-                        1412,
-                        "HY000",
-                        format!(
-                            "Table definition has changed, please retry transaction ({})",
-                            e.message
-                        ),
-                    ));
-                }
-                Err(e) => return Err(catalog::native_error(&e)),
-            }
+            alter_native(conn, self.def, self.rename.as_ref())?;
         }
         if let Some(n) = self.auto_increment {
             catalog::set_auto_increment(conn, self.info.id(), n.max(1), false)?;
         }
         Ok(())
     }
+}
+
+/// One native alter, its refusals as MySQL's errors: 1412 when another SQL
+/// node altered the table meanwhile, 1050 when a new name is taken.
+pub(super) fn alter_native(
+    conn: &mut Conn<'_>,
+    def: TableDef,
+    rename: Option<&(String, String)>,
+) -> SqlResult<()> {
+    let name = def.name.clone();
+    match conn.native.alter_table(def) {
+        Ok(()) => Ok(()),
+        Err(e) if e.code == skarv_client::codes::WRONG_SCHEMA_VERSION => {
+            // Another SQL node altered the table since this one read it:
+            // read it again next time.
+            conn.native.forget_table(&name);
+            Err(err(
+                1412,
+                "HY000",
+                format!(
+                    "Table definition has changed, please retry transaction ({})",
+                    e.message
+                ),
+            ))
+        }
+        Err(e) if e.code == skarv_client::codes::ALREADY_EXISTS => {
+            let shown = rename.map_or(name.clone(), |(_, t)| t.clone());
+            Err(SqlError::new(
+                codes::TABLE_EXISTS,
+                format!("Table '{shown}' already exists"),
+            ))
+        }
+        Err(e) => Err(catalog::native_error(&e)),
+    }
+}
+
+fn check_column_name(name: &str) -> SqlResult<()> {
+    if name.is_empty()
+        || name.chars().count() > catalog::IDENTIFIER_CHARS_MAX
+        || name.ends_with(' ')
+    {
+        return Err(SqlError::new(
+            codes::WRONG_COLUMN_NAME,
+            format!("Incorrect column name '{name}'"),
+        ));
+    }
+    Ok(())
+}
+
+/// The database and name a `RENAME` gives, checked: the database must
+/// exist (1049) and the session may create there (1142 via authorize).
+fn rename_target(conn: &mut Conn<'_>, name: &ObjectName) -> SqlResult<(String, String)> {
+    let (db, table) = object_name(name)?;
+    let db = database_of(conn, db)?;
+    catalog::check_name(&table, false)?;
+    if catalog::is_virtual_db(&db) {
+        return Err(access_denied(&db));
+    }
+    if !catalog::database_exists(conn, &db)? {
+        return Err(SqlError::new(
+            codes::BAD_DB,
+            format!("Unknown database '{db}'"),
+        ));
+    }
+    check_not_system(&db, &table)?;
+    Ok((db, table))
+}
+
+/// `RENAME TABLE a TO b[, c TO d …]`: each an online rename, in order;
+/// when one fails, the ones done are renamed back (as MySQL, the
+/// statement changes all or nothing, though another SQL node may see the
+/// names in between).
+fn rename_tables(
+    conn: &mut Conn<'_>,
+    pairs: &[sqlparser::ast::RenameTable],
+) -> SqlResult<Answered> {
+    let mut done: Vec<((String, String), (String, String))> = Vec::new();
+    let mut result = Ok(());
+    for pair in pairs {
+        let step = (|| {
+            let (db, table) = object_name(&pair.old_name)?;
+            let info = catalog::table(conn, db.as_deref(), &table)?;
+            let target = rename_target(conn, &pair.new_name)?;
+            let mut change = Change::new(&info);
+            change.rename = Some(target.clone());
+            change.apply(conn)?;
+            Ok(((info.db.clone(), info.name.clone()), target))
+        })();
+        match step {
+            Ok(d) => done.push(d),
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
+        }
+    }
+    if let Err(e) = result {
+        for (from, to) in done.into_iter().rev() {
+            let undo = catalog::table(conn, Some(&to.0), &to.1).and_then(|info| {
+                let mut change = Change::new(&info);
+                change.rename = Some(from.clone());
+                change.apply(conn)
+            });
+            if let Err(u) = undo {
+                tracing::warn!(error = %u.message, "RENAME TABLE: could not rename back");
+            }
+        }
+        return Err(e);
+    }
+    ok()
 }
 
 fn alter_table(
@@ -2462,6 +2875,19 @@ fn alter_table(
     let info = catalog::table(conn, db.as_deref(), &table)?;
     check_not_system(&info.db, &info.name)?;
     let mut change = Change::new(&info);
+    let column_def = |name: &sqlparser::ast::Ident,
+                      data_type: &DataType,
+                      options: &[ColumnOption]| sqlparser::ast::ColumnDef {
+        name: name.clone(),
+        data_type: data_type.clone(),
+        options: options
+            .iter()
+            .map(|o| sqlparser::ast::ColumnOptionDef {
+                name: None,
+                option: o.clone(),
+            })
+            .collect(),
+    };
     for op in operations {
         match op {
             AlterTableOperation::AddColumn {
@@ -2470,7 +2896,7 @@ fn alter_table(
                 if_not_exists,
                 ..
             } => {
-                if *if_not_exists && info.column(&column_def.name.value).is_some() {
+                if *if_not_exists && change.find(&column_def.name.value).is_some() {
                     continue;
                 }
                 change.add_column(conn, column_def, column_position)?
@@ -2497,32 +2923,60 @@ fn alter_table(
                 other => return Err(SqlError::unsupported(format_args!("ADD {other}"))),
             },
             AlterTableOperation::DropIndex { name } => change.drop_index(&name.value)?,
-            AlterTableOperation::DropColumn { column_names, .. } => {
-                let names: Vec<String> = column_names.iter().map(|c| c.value.clone()).collect();
-                for n in &names {
-                    if info.column(n).is_none() {
-                        return Err(SqlError::new(
+            AlterTableOperation::DropColumn {
+                column_names,
+                if_exists,
+                ..
+            } => {
+                for c in column_names {
+                    if *if_exists && change.find(&c.value).is_none() {
+                        catalog::note(
+                            conn,
                             codes::CANT_DROP_FIELD_OR_KEY,
-                            format!("Can't DROP COLUMN `{n}`; check that it exists"),
-                        ));
+                            format!("Can't DROP COLUMN `{}`; check that it exists", c.value),
+                        );
+                        continue;
                     }
+                    change.drop_column(&c.value)?;
                 }
-                return Err(SqlError::unsupported(format_args!(
-                    "DROP COLUMN {}: the cluster's dictionary cannot drop a column (create a new \
-                     table and copy the rows)",
-                    names.join(", ")
-                )));
             }
             AlterTableOperation::DropPrimaryKey { .. } => {
                 return Err(SqlError::unsupported(
                     "DROP PRIMARY KEY: the cluster cannot change a table's key",
                 ))
             }
-            AlterTableOperation::RenameTable { .. } => {
-                return Err(SqlError::unsupported(
-                    "ALTER TABLE … RENAME: the cluster's dictionary cannot rename a table",
-                ))
+            AlterTableOperation::RenameTable { table_name } => {
+                let (sqlparser::ast::RenameTableNameKind::To(n)
+                | sqlparser::ast::RenameTableNameKind::As(n)) = table_name;
+                change.rename = Some(rename_target(conn, n)?);
             }
+            AlterTableOperation::RenameColumn {
+                old_column_name,
+                new_column_name,
+            } => change.rename_column(&old_column_name.value, &new_column_name.value)?,
+            AlterTableOperation::ChangeColumn {
+                old_name,
+                new_name,
+                data_type,
+                options,
+                column_position,
+            } => change.change_column(
+                conn,
+                &old_name.value,
+                &column_def(new_name, data_type, options),
+                column_position,
+            )?,
+            AlterTableOperation::ModifyColumn {
+                col_name,
+                data_type,
+                options,
+                column_position,
+            } => change.change_column(
+                conn,
+                &col_name.value,
+                &column_def(col_name, data_type, options),
+                column_position,
+            )?,
             AlterTableOperation::AutoIncrement { value, .. } => {
                 let text = value.value.to_string();
                 change.auto_increment = Some(
@@ -2531,12 +2985,7 @@ fn alter_table(
                 );
             }
             AlterTableOperation::Algorithm { .. } | AlterTableOperation::Lock { .. } => {}
-            other => {
-                return Err(SqlError::unsupported(format_args!(
-                    "ALTER TABLE … {other}: the cluster's dictionary allows adding columns at \
-                     the end and adding or dropping indexes"
-                )))
-            }
+            other => return Err(SqlError::unsupported(format_args!("ALTER TABLE … {other}"))),
         }
     }
     change.apply(conn)?;

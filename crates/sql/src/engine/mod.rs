@@ -16,6 +16,7 @@
 //! - `expr`, `plan`, `exec`, `txn`, `prepared`: queries, writes,
 //!   transactions and prepared statements.
 
+pub mod alter_copy;
 pub mod catalog;
 pub mod ddl;
 pub mod exec;
@@ -117,6 +118,7 @@ impl Engine {
             .map_err(|e| txn::native_error(&e))?;
         users::bootstrap(&engine, &session)?;
         catalog::bootstrap(&engine, &session)?;
+        alter_copy::recover(&engine, &session)?;
         Ok(engine)
     }
 

@@ -15,6 +15,7 @@ use sqlparser::ast::{
     ContextModifier, Expr, Set, ShowStatementFilter, Statement, Value as AstValue,
 };
 use sqlparser::dialect::MySqlDialect;
+use sqlparser::keywords::Keyword;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 
@@ -113,6 +114,8 @@ const SYSTEM_VARIABLES: &[SysVar] = &[
         "1024",
     ),
     var("have_ssl", TEXT, Scope::ReadOnly, "DISABLED"),
+    // Read by Connector/J at connect; the SQL node runs no init_connect.
+    var("init_connect", TEXT, Scope::ReadOnly, ""),
     var(
         "innodb_lock_wait_timeout",
         int(1, 1_073_741_824),
@@ -564,11 +567,101 @@ fn parse_piece(mut spanned: Vec<TokenWithSpan>, sql: &str) -> SqlResult<Stmt> {
     if word(0) == "SELECT" {
         mend_lock_in_share_mode(&mut spanned);
     }
-    let statement = Parser::new(&MySqlDialect {})
-        .with_tokens_with_locations(spanned)
+    if word(0) == "SET" {
+        if let Some(assignments) = names_as_assignments(&tokens) {
+            spanned = Tokenizer::new(&MySqlDialect {}, &assignments)
+                .tokenize_with_location()
+                .map_err(SqlError::syntax)?;
+        }
+    }
+    let mut parser = Parser::new(&MySqlDialect {}).with_tokens_with_locations(spanned);
+    let statement = parser
         .parse_statement()
         .map_err(|e| syntax_error(sql, &e.to_string()))?;
+    // `parse_statement` stops after one statement: anything after it but
+    // its `;` is a syntax error (`SELECT … WHERE id = 1 ORDER` ran once).
+    let _ = parser.consume_token(&Token::SemiColon);
+    let rest = parser.peek_token();
+    if rest.token != Token::EOF {
+        let at = rest.span.start;
+        return Err(syntax_error(
+            sql,
+            &format!(
+                "Expected: end of statement, found: {} at Line: {}, Column: {}",
+                rest.token, at.line, at.column
+            ),
+        ));
+    }
     Ok(Stmt::Sql(Box::new(statement)))
+}
+
+/// A `SET` of several items one of which is `NAMES cs [COLLATE c]` (MariaDB
+/// Connector/J's `SET autocommit=1, sql_mode=…, NAMES utf8mb4`), which the
+/// parser takes only alone: the text with that item as the assignments
+/// `SET NAMES` makes. None for any other statement.
+fn names_as_assignments(tokens: &[Token]) -> Option<String> {
+    let mut items: Vec<Vec<&Token>> = vec![Vec::new()];
+    let mut depth = 0i32;
+    for t in tokens
+        .iter()
+        .skip_while(|t| !matches!(t, Token::Word(_)))
+        .skip(1)
+    {
+        match t {
+            Token::SemiColon => continue,
+            // Kept inside an item (`@@session . x` would not do), not ahead.
+            Token::Whitespace(_) if items.last().is_some_and(Vec::is_empty) => continue,
+            Token::LParen => depth += 1,
+            Token::RParen => depth -= 1,
+            Token::Comma if depth == 0 => {
+                items.push(Vec::new());
+                continue;
+            }
+            _ => {}
+        }
+        items.last_mut()?.push(t);
+    }
+    let is_names = |item: &[&Token]| matches!(item.first(), Some(Token::Word(w)) if w.keyword == Keyword::NAMES);
+    if items.len() < 2 || !items.iter().any(|i| is_names(i)) {
+        return None;
+    }
+    let name = |t: &Token| match t {
+        Token::Word(w) => Some(w.value.clone()),
+        Token::SingleQuotedString(s) | Token::DoubleQuotedString(s) => Some(s.clone()),
+        _ => None,
+    };
+    let mut out = Vec::new();
+    for item in &items {
+        if !is_names(item) {
+            out.push(item.iter().map(|t| t.to_string()).collect::<String>());
+            continue;
+        }
+        let item: Vec<&Token> = item
+            .iter()
+            .copied()
+            .filter(|t| !matches!(t, Token::Whitespace(_)))
+            .collect();
+        let charset = name(item.get(1)?)?;
+        if charset.eq_ignore_ascii_case("DEFAULT") {
+            continue;
+        }
+        check_charset(&charset.to_ascii_lowercase()).ok()?;
+        let collation = match item.get(2..) {
+            Some([Token::Word(w), c]) if w.keyword == Keyword::COLLATE => name(c)?,
+            Some([]) => "utf8mb4_general_ci".to_owned(),
+            _ => return None,
+        };
+        let quote = |v: &str| format!("'{}'", v.replace('\'', "''"));
+        for var in [
+            "character_set_client",
+            "character_set_connection",
+            "character_set_results",
+        ] {
+            out.push(format!("{var} = {}", quote(&charset)));
+        }
+        out.push(format!("collation_connection = {}", quote(&collation)));
+    }
+    Some(format!("SET {}", out.join(", ")))
 }
 
 /// `… LOCK IN SHARE MODE` at the end of a SELECT becomes `… FOR SHARE`,
@@ -781,7 +874,7 @@ fn hostname() -> String {
 
 /// A constant of a `SET` right-hand side: a literal, `ON`/`OFF`/`DEFAULT`
 /// or another bare word, a signed number, or a user variable.
-fn set_value(conn: &Conn<'_>, expr: &Expr) -> SqlResult<Option<String>> {
+fn set_value(conn: &mut Conn<'_>, expr: &Expr) -> SqlResult<Option<String>> {
     Ok(Some(match expr {
         Expr::Value(v) => match &v.value {
             AstValue::Number(n, _) => n.clone(),
@@ -816,11 +909,21 @@ fn set_value(conn: &Conn<'_>, expr: &Expr) -> SqlResult<Option<String>> {
             Some(v) => format!("-{v}"),
             None => return Err(SqlError::unsupported("SET to -NULL")),
         },
-        other => {
-            return Err(SqlError::unsupported(format_args!(
-                "the expression `{other}` in SET of a system variable (give a constant)"
-            )))
-        }
+        // An expression (MariaDB Connector/J's `sql_mode =
+        // CONCAT(@@sql_mode, ',STRICT_TRANS_TABLES')`): its value.
+        other => match super::exec::eval_constant(conn, other)? {
+            SqlValue::Null => return Ok(None),
+            SqlValue::Int(i) => i.to_string(),
+            SqlValue::UInt(u) => u.to_string(),
+            SqlValue::Double(d) => d.to_string(),
+            SqlValue::Decimal(d) => d,
+            SqlValue::Bytes(b) => String::from_utf8_lossy(&b).into_owned(),
+            value => {
+                return Err(SqlError::unsupported(format_args!(
+                    "the value {value:?} of `{other}` in SET of a system variable"
+                )))
+            }
+        },
     }))
 }
 
@@ -1094,6 +1197,17 @@ fn assign(
     let value = set_value(conn, value)?;
     let value = if name == "time_zone" {
         check_time_zone(value)?
+    } else if name == "sql_mode" {
+        // Modes as MySQL keeps them: upper case, each once (drivers append
+        // one to `@@sql_mode` whether or not it is there).
+        let mut modes: Vec<String> = Vec::new();
+        for mode in normalise(sys, value)?.split(',') {
+            let mode = mode.trim().to_ascii_uppercase();
+            if !mode.is_empty() && !modes.contains(&mode) {
+                modes.push(mode);
+            }
+        }
+        modes.join(",")
     } else {
         normalise(sys, value)?
     };
@@ -1474,6 +1588,44 @@ mod tests {
         assert!(like_matches("%", ""));
     }
 
+    #[test]
+    fn set_names_among_other_items_is_its_assignments() {
+        let text = |sql: &str| {
+            let tokens: Vec<Token> = Tokenizer::new(&MySqlDialect {}, sql)
+                .tokenize()
+                .expect("tokenizes");
+            names_as_assignments(&tokens)
+        };
+        assert_eq!(
+            text("set autocommit=1, sql_mode = CONCAT(@@sql_mode,',STRICT'), NAMES utf8mb4")
+                .as_deref(),
+            Some(
+                "SET autocommit=1, sql_mode = CONCAT(@@sql_mode,',STRICT'), \
+                 character_set_client = 'utf8mb4', character_set_connection = 'utf8mb4', \
+                 character_set_results = 'utf8mb4', collation_connection = 'utf8mb4_general_ci'"
+            )
+        );
+        assert_eq!(
+            text("SET NAMES 'latin1' COLLATE latin1_bin, @@session.autocommit = 0").as_deref(),
+            Some(
+                "SET character_set_client = 'latin1', character_set_connection = 'latin1', \
+                 character_set_results = 'latin1', collation_connection = 'latin1_bin', \
+                 @@session.autocommit = 0"
+            )
+        );
+        assert_eq!(text("SET NAMES utf8mb4"), None, "alone, the parser's");
+        assert_eq!(text("SET a = 1, b = 2"), None);
+        assert_eq!(text("SET a = 1, NAMES klingon"), None, "the parser's error");
+        for sql in [
+            "SET autocommit=1, NAMES utf8mb4",
+            "SET NAMES utf8mb4 COLLATE utf8mb4_bin, autocommit = 1",
+            "set sql_mode=CONCAT(@@sql_mode,',STRICT_TRANS_TABLES'),NAMES utf8mb4",
+        ] {
+            let stmts = parse_one(sql, false).unwrap_or_else(|e| panic!("{sql}: {e}"));
+            assert!(matches!(&stmts[0], Stmt::Sql(_)), "{sql}");
+        }
+    }
+
     fn parse_one(sql: &str, multi: bool) -> SqlResult<Vec<Stmt>> {
         parse_text(sql, multi)?.into_iter().collect()
     }
@@ -1542,6 +1694,20 @@ mod tests {
         );
         let e = error("SELECT 1; SELECT * FROM t WHERE");
         assert!(e.message.contains("near '' at line 1"), "{}", e.message);
+        // Words after a whole statement are not dropped.
+        let e = error("SELECT 1; SELECT * FROM t WHERE id = 1 ORDER");
+        assert_eq!(e.code, codes::PARSE);
+        assert!(
+            e.message.contains("near 'ORDER' at line 1"),
+            "{}",
+            e.message
+        );
+        let e = parse_one("SELECT 1 garbage here", false).unwrap_err();
+        assert!(e.message.contains("near 'here' at line 1"), "{}", e.message);
+        assert!(
+            parse_one("SELECT 1;", false).is_ok(),
+            "a statement's own `;`"
+        );
     }
 
     #[test]

@@ -223,6 +223,14 @@ fn bump_version(session: &Session, tx: &skarv_client::Transaction<'_>) -> SqlRes
     Ok(())
 }
 
+/// Ends `tx` without its changes, releasing its locks (the version row's
+/// above all), where a statement stops after an `ExecMode::NoCommit`.
+fn rollback(tx: &skarv_client::Transaction<'_>) {
+    // Its outcome changes nothing: the statement's own answer is sent
+    // either way, and a failed rollback leaves the TC to abort it.
+    let _ = tx.execute(ExecMode::Rollback);
+}
+
 /// The accounts and grants as the cluster holds them now: the cached
 /// snapshot when the version row still names it (one key read), else
 /// read again (a scan of each table).
@@ -915,6 +923,9 @@ fn delete_account(conn: &Conn<'_>, user: &str, host: &str) -> SqlResult<bool> {
         .map_err(native)?;
     let outcome = tx.execute(ExecMode::NoCommit).map_err(native)?;
     if outcome.row(found).is_none() {
+        // A dropped transaction is not rolled back: its lock on the
+        // version row would stop every later account statement (1205).
+        rollback(&tx);
         return Ok(false);
     }
     tx.delete(&users, &key).map_err(native)?;
@@ -1215,6 +1226,7 @@ fn write_db_grant(
     let before = outcome.row(read).map_or(0, |r| u64_of(r.get("privileges")));
     let after = if give { before | bits } else { before & !bits };
     if !give && before == 0 {
+        rollback(&tx);
         return Err(SqlError::new(
             codes::NONEXISTING_GRANT,
             format!(

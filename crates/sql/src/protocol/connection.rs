@@ -439,7 +439,12 @@ impl<'a, S: Read + Write> Connection<'a, S> {
         }
         let sql = match utf8(payload) {
             Ok(sql) => sql,
-            Err(error) => return write_err(&mut self.io, &error),
+            Err(error) => match binary_literals_as_hex(payload) {
+                // A client-side prepared statement's binary argument
+                // (`_binary'…'` of Go's and MariaDB's drivers, PyMySQL).
+                Some(sql) => return self.run_query(&sql),
+                None => return write_err(&mut self.io, &error),
+            },
         };
         self.run_query(sql)
     }
@@ -780,6 +785,69 @@ fn utf8(bytes: &[u8]) -> Result<&str, SqlError> {
             format!("Invalid utf8mb4 character string: '{bad}'"),
         )
     })
+}
+
+/// Statement text whose only bytes that are not UTF-8 are inside string
+/// literals, with each such literal written as the hex literal of its bytes
+/// (`'a\xFF'` becomes `X'61FF'`; an introducer before it stays valid:
+/// `_binary X'61FF'`). None when other bytes are not UTF-8, or a quote is
+/// left open.
+fn binary_literals_as_hex(sql: &[u8]) -> Option<String> {
+    let mut out = String::with_capacity(sql.len() * 2);
+    let mut plain = 0; // the start of the text not yet copied
+    let mut at = 0;
+    while at < sql.len() {
+        let quote = sql[at];
+        if !matches!(quote, b'\'' | b'"' | b'`') {
+            at += 1;
+            continue;
+        }
+        // The literal's bytes, unescaped, and where it ends.
+        let mut bytes = Vec::new();
+        let mut end = at + 1;
+        loop {
+            match *sql.get(end)? {
+                b'\\' if quote != b'`' => {
+                    let escaped = *sql.get(end + 1)?;
+                    match escaped {
+                        b'0' => bytes.push(0),
+                        b'b' => bytes.push(8),
+                        b'n' => bytes.push(b'\n'),
+                        b'r' => bytes.push(b'\r'),
+                        b't' => bytes.push(b'\t'),
+                        b'Z' => bytes.push(26),
+                        // MySQL keeps the backslash of \% and \_ (LIKE's).
+                        b'%' | b'_' => bytes.extend_from_slice(&[b'\\', escaped]),
+                        other => bytes.push(other),
+                    }
+                    end += 2;
+                }
+                b if b == quote && sql.get(end + 1) == Some(&quote) => {
+                    bytes.push(quote);
+                    end += 2;
+                }
+                b if b == quote => break,
+                b => {
+                    bytes.push(b);
+                    end += 1;
+                }
+            }
+        }
+        let literal = &sql[at..=end];
+        if quote != b'`' && std::str::from_utf8(literal).is_err() {
+            out.push_str(std::str::from_utf8(&sql[plain..at]).ok()?);
+            // The space keeps `_binary` a word of its own.
+            out.push_str(" X'");
+            for b in &bytes {
+                out.push_str(&format!("{b:02X}"));
+            }
+            out.push('\'');
+            plain = end + 1;
+        }
+        at = end + 1;
+    }
+    out.push_str(std::str::from_utf8(&sql[plain..]).ok()?);
+    Some(out)
 }
 
 /// Parses HandshakeResponse41: the client's capabilities and its login.
@@ -1195,6 +1263,26 @@ impl<S: Read + Write> ResultSink for Sink<'_, S> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn binary_literals_that_are_not_utf8_become_hex() {
+        use super::binary_literals_as_hex as hex;
+        assert_eq!(
+            hex(b"INSERT INTO t VALUES (_binary'a\xFF\\'\\0''', '\xC3\xA5')").as_deref(),
+            Some("INSERT INTO t VALUES (_binary X'61FF270027', '\u{e5}')")
+        );
+        assert_eq!(
+            hex(b"SELECT \"x\xFE\", `c`, 'ok'").as_deref(),
+            Some("SELECT  X'78FE', `c`, 'ok'")
+        );
+        assert_eq!(
+            hex(b"SELECT 'a\\%\xFF'").as_deref(),
+            Some("SELECT  X'615C25FF'")
+        );
+        assert_eq!(hex(b"SELECT \xFF"), None, "outside a literal");
+        assert_eq!(hex(b"SELECT 'open\xFF"), None, "a quote left open");
+        assert_eq!(hex(b"SELECT `a\xFF`"), None, "an identifier");
+    }
+
     use std::net::Ipv4Addr;
 
     use proptest::prelude::*;

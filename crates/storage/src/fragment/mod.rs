@@ -911,6 +911,12 @@ impl Fragment {
         self.end_transaction(tx, list, grants);
     }
 
+    /// Whether transaction `tx` has a pending change of `row` (its image
+    /// for `tx` may differ from the committed one).
+    pub fn changed_by(&self, row: RowId, tx: TxId) -> bool {
+        self.pending.get(&row).is_some_and(|p| p.tx == tx)
+    }
+
     // ----- schema change -----
 
     /// Moves the fragment to `table`, a later version of its table made by
@@ -1025,10 +1031,17 @@ impl Fragment {
             )));
         }
         let kept = old.columns.len();
-        if table.columns.len() < kept || table.columns[..kept] != old.columns[..] {
+        // Rows hold columns by position: a column may be renamed, not
+        // changed or moved.
+        if table.columns.len() < kept
+            || !table.columns[..kept]
+                .iter()
+                .zip(&old.columns)
+                .all(|(new, old)| new.same_but_name(old))
+        {
             return Err(bad(format!(
-                "only columns appended at the end are supported: the first {kept} columns must stay \
-                 as they are"
+                "only renames and columns appended at the end are supported: the first {kept} \
+                 columns must stay as they are"
             )));
         }
         if table.primary_key != old.primary_key || table.distribution_key != old.distribution_key {

@@ -5,8 +5,10 @@
 //! committed reads by key): uncommitted inserts are skipped, and a row with
 //! a pending update or delete is returned as last committed. Ordered
 //! indexes hold committed keys only, so an index range is the committed
-//! state too. Locking scans and scan takeover (an update through a scan)
-//! come with the transaction coordinator (issue 4).
+//! state too. A locking scan (the LDM's) reads each row with its lock, so
+//! a row its transaction changed comes as changed, and then visits that
+//! transaction's own changes the committed rows lack
+//! ([`Fragment::scan_own_inserts`]).
 //!
 //! Between batches the fragment changes; a batch never sees a half-applied
 //! change (batches run between operations of the single LDM thread), and a
@@ -21,7 +23,8 @@ use crate::ordered_index::{Direction, KeyRange, OrderedIndex};
 use crate::RowId;
 use schema::{RowLayout, Value, ValueRef};
 
-use super::{Fragment, FragmentError};
+use super::{Fragment, FragmentError, PendingKind};
+use crate::locks::TxId;
 
 /// Most rows one scan batch may ask for: bounds the memory of a batch
 /// (rows of up to 30,000 bytes) and the time the LDM thread spends in one
@@ -233,6 +236,118 @@ impl Fragment {
         };
         debug_assert!(out.len() <= batch_rows);
         Ok(progress)
+    }
+
+    /// Fills `out` with up to `batch_rows` rows of transaction `tx`'s own
+    /// uncommitted changes that the committed rows of `spec`'s range lack,
+    /// in row id order after `after` (which it moves on): its inserts that
+    /// the range holds, and (ordered scans) its updated rows whose new key
+    /// the range holds and whose committed key it does not. A locking scan
+    /// of `tx` visits them after the committed rows, so that a transaction
+    /// sees what it wrote, as its key reads do (the reader takes the row's
+    /// pending image with its lock). Ordered indexes hold committed keys
+    /// only, so an ordered scan gets these after its range, out of key
+    /// order.
+    pub fn scan_own_inserts(
+        &self,
+        pool: &PagePool,
+        tx: TxId,
+        spec: &ScanSpec,
+        after: &mut Option<RowId>,
+        batch_rows: usize,
+        out: &mut ScanBatch,
+    ) -> Result<ScanProgress, FragmentError> {
+        out.clear(self.layout.fixed_bytes(), &spec.columns);
+        let Some(rows) = self.txs.get(&tx) else {
+            return Ok(ScanProgress::Done);
+        };
+        let mut own: Vec<RowId> = rows
+            .iter()
+            .copied()
+            .filter(|r| after.is_none_or(|a| *r > a))
+            .filter(|r| {
+                self.pending.get(r).is_some_and(|p| {
+                    p.tx == tx && matches!(p.kind, PendingKind::Insert | PendingKind::Update)
+                })
+            })
+            .collect();
+        own.sort_unstable();
+        own.dedup();
+        let mut lower_key = std::mem::take(&mut out.lower);
+        let mut upper_key = std::mem::take(&mut out.upper);
+        let result = (|| {
+            let index = match &spec.range {
+                ScanRange::Full => None,
+                ScanRange::Ordered {
+                    index_id,
+                    lower,
+                    upper,
+                    ..
+                } => {
+                    let index =
+                        self.ordered
+                            .iter()
+                            .find(|i| i.id == *index_id)
+                            .ok_or_else(|| FragmentError::NoSuchIndex {
+                                table: self.table.clone(),
+                                index_id: *index_id,
+                            })?;
+                    let lower = encode_bound(&index.encoder, lower, &mut lower_key)
+                        .map_err(FragmentError::from)?;
+                    let upper = encode_bound(&index.encoder, upper, &mut upper_key)
+                        .map_err(FragmentError::from)?;
+                    Some((index, lower, upper))
+                }
+            };
+            let mut key = Vec::new();
+            for row in own {
+                let (fixed, var) = (self.rows.fixed(pool, row), self.rows.var(pool, row));
+                let update = self
+                    .pending
+                    .get(&row)
+                    .filter(|p| p.kind == PendingKind::Update);
+                match (&index, update) {
+                    // A full scan visited the updated row among the
+                    // committed ones.
+                    (None, Some(_)) => continue,
+                    (None, None) => {}
+                    (Some((index, lower, upper)), update) => {
+                        let range = KeyRange::new(
+                            bound_ref(*lower, &lower_key),
+                            bound_ref(*upper, &upper_key),
+                        );
+                        let mut in_range = |fixed: &[u8], var: &[u8]| {
+                            key.clear();
+                            index
+                                .encoder
+                                .encode_from_row(&self.layout, fixed, var, &mut key);
+                            range.holds(&key)
+                        };
+                        // An insert: its key is in no index yet. An update
+                        // the range missed: its committed key is out of the
+                        // range and its new one in it.
+                        let missed = match update {
+                            None => in_range(fixed, var),
+                            Some(p) => {
+                                !in_range(fixed, var) && in_range(&p.image.fixed, &p.image.var)
+                            }
+                        };
+                        if !missed {
+                            continue;
+                        }
+                    }
+                }
+                if out.len() == batch_rows {
+                    return Ok(ScanProgress::More);
+                }
+                out.push(row, fixed, var);
+                *after = Some(row);
+            }
+            Ok(ScanProgress::Done)
+        })();
+        out.lower = lower_key;
+        out.upper = upper_key;
+        result
     }
 
     fn scan_full(

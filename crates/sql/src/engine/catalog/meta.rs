@@ -18,7 +18,12 @@
 //!     [u16]       the display width (flag 32)
 //!     [str]       the default as SQL shows it, unquoted (flag 16)
 //!     str         comment
+//! [copy lock]     format version 2 only: u32 owner SQL node id, u64 start
+//!                 (Unix ms), str the table's name when it was locked
 //! ```
+//!
+//! A table without a copy lock is written as version 1, so a SQL node that
+//! reads only version 1 still reads every table not being copied.
 //!
 //! Type tags: 1 TINYINT … 5 BIGINT (`u8` unsigned), 6 FLOAT, 7 DOUBLE,
 //! 8 DECIMAL (`u8` precision, `u8` scale), 9 CHAR and 10 VARCHAR (`u16`
@@ -36,7 +41,9 @@ use schema::Collation;
 use super::{BlobSize, SqlType};
 
 /// The format version [`TableMeta::encode`] writes and the newest read.
-pub const SQL_META_FORMAT_VERSION: u8 = 1;
+pub const SQL_META_FORMAT_VERSION: u8 = 2;
+/// The version a table without a copy lock is written with.
+const SQL_META_FORMAT_VERSION_PLAIN: u8 = 1;
 const SQL_META_MAGIC: [u8; 2] = *b"SQ";
 
 const FLAG_AUTO_INCREMENT: u8 = 1;
@@ -62,6 +69,21 @@ pub struct TableMeta {
     pub auto_increment_start: u64,
     /// Per visible column.
     pub columns: Vec<ColumnMeta>,
+    /// Set while a copying ALTER TABLE runs on the table
+    /// (`engine::alter_copy`): writers wait until it is gone.
+    pub copy: Option<CopyLock>,
+}
+
+/// Who is copying a table (a copying ALTER TABLE) and since when.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CopyLock {
+    /// The SQL node (API node id) running the copy.
+    pub owner: u32,
+    /// When the copy began, Unix milliseconds.
+    pub started_ms: u64,
+    /// The table's cluster name when the copy began (the copy renames it
+    /// away before it drops it).
+    pub from: String,
 }
 
 /// What SQL declared of one column.
@@ -96,6 +118,7 @@ impl Default for TableMeta {
             collation: "utf8mb4_general_ci".to_owned(),
             auto_increment_start: 1,
             columns: Vec::new(),
+            copy: None,
         }
     }
 }
@@ -192,7 +215,11 @@ impl TableMeta {
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(64 + self.columns.len() * 16);
         out.extend_from_slice(&SQL_META_MAGIC);
-        out.push(SQL_META_FORMAT_VERSION);
+        out.push(if self.copy.is_some() {
+            SQL_META_FORMAT_VERSION
+        } else {
+            SQL_META_FORMAT_VERSION_PLAIN
+        });
         put_str(&mut out, &self.engine);
         put_str(&mut out, &self.comment);
         put_str(&mut out, &self.charset);
@@ -226,6 +253,11 @@ impl TableMeta {
                 put_str(&mut out, default);
             }
             put_str(&mut out, &c.comment);
+        }
+        if let Some(lock) = &self.copy {
+            out.extend_from_slice(&lock.owner.to_le_bytes());
+            out.extend_from_slice(&lock.started_ms.to_le_bytes());
+            put_str(&mut out, &lock.from);
         }
         out
     }
@@ -285,6 +317,19 @@ impl TableMeta {
                 comment,
             });
         }
+        let copy = if version >= 2 {
+            let b = r.take(4, "copy owner")?;
+            let owner = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+            let started_ms = r.u64("copy start")?;
+            let from = r.str("copy table")?;
+            Some(CopyLock {
+                owner,
+                started_ms,
+                from,
+            })
+        } else {
+            None
+        };
         if r.remaining() != 0 {
             return Err(format!("SQL metadata: {} trailing bytes", r.remaining()));
         }
@@ -295,6 +340,7 @@ impl TableMeta {
             collation,
             auto_increment_start,
             columns,
+            copy,
         })
     }
 }
@@ -522,7 +568,27 @@ mod tests {
     fn every_type_and_flag_round_trips() {
         let meta = sample();
         let bytes = meta.encode();
+        assert_eq!(
+            bytes[2], 1,
+            "a table without a copy lock stays at version 1"
+        );
         assert_eq!(TableMeta::decode(&bytes), Ok(meta));
+    }
+
+    #[test]
+    fn a_copy_lock_round_trips_at_version_2() {
+        let mut meta = sample();
+        meta.copy = Some(CopyLock {
+            owner: 49,
+            started_ms: 1_790_000_000_123,
+            from: "db/def/t".into(),
+        });
+        let bytes = meta.encode();
+        assert_eq!(bytes[2], 2);
+        assert_eq!(TableMeta::decode(&bytes), Ok(meta));
+        for end in 0..bytes.len() {
+            assert!(TableMeta::decode(&bytes[..end]).is_err(), "cut at {end}");
+        }
     }
 
     #[test]

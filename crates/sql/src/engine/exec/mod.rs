@@ -3,6 +3,7 @@
 pub mod convert;
 mod select;
 mod write;
+pub(crate) use write::{duplicate_error, failed_op, now_value};
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -312,7 +313,7 @@ fn primary_key_of(table: &TableInfo, values: &[Value], positions: &[usize]) -> V
 }
 
 /// Moves the warnings of an evaluation to the statement's.
-fn keep_warnings(conn: &mut Conn<'_>, ctx: &mut Ctx<'_>) {
+pub(crate) fn keep_warnings(conn: &mut Conn<'_>, ctx: &mut Ctx<'_>) {
     for (code, message) in ctx.warnings.drain(..) {
         txn::warn(conn, code, message);
     }

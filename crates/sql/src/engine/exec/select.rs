@@ -356,7 +356,7 @@ fn plan_select(
         let mut group = Vec::new();
         if let ast::GroupByExpr::Expressions(exprs, _) = &s.group_by {
             for g in exprs {
-                group.push(resolve_alias(scope, g, &items, &aliases)?);
+                group.push(resolve_alias(scope, g, &items, &aliases, false)?);
             }
         } else {
             return Err(SqlError::unsupported("GROUP BY ALL"));
@@ -365,7 +365,7 @@ fn plan_select(
         scope.clause = "HAVING";
         scope.aliases = named_items(&items, &aliases);
         let having = match &s.having {
-            Some(h) => Some(resolve_alias(scope, h, &items, &aliases)?),
+            Some(h) => Some(resolve_alias(scope, h, &items, &aliases, true)?),
             None => None,
         };
         let aggs = scope.aggs.clone().unwrap_or_default();
@@ -446,7 +446,9 @@ fn written_names(s: &ast::Select, sql: &str) -> Option<Vec<Option<String>>> {
     if !needs {
         return None;
     }
-    let texts = expr::select_item_texts(sql)?;
+    // From this SELECT on: `sql` is the whole text of a multi-statement
+    // (whose first SELECT named the items of every later one).
+    let texts = expr::select_item_texts(expr::text_from(sql, s.select_token.0.span.start)?)?;
     if texts.len() != s.projection.len() {
         return None;
     }
@@ -484,15 +486,18 @@ fn named_items(items: &[Expr], aliases: &[Option<(String, ast::Expr)>]) -> Vec<(
 }
 
 /// An expression of GROUP BY, HAVING or ORDER BY: a select item's alias or
-/// position names that item.
+/// position names that item. A name that is both an alias and a column is
+/// the alias in HAVING and ORDER BY (`alias_first`), the column in GROUP BY,
+/// as in MySQL (Connector/J's `… AS TABLE_TYPE … HAVING TABLE_TYPE IN …`).
 fn resolve_alias(
     scope: &mut expr::Scope<'_>,
     e: &ast::Expr,
     items: &[Expr],
     aliases: &[Option<(String, ast::Expr)>],
+    alias_first: bool,
 ) -> SqlResult<Expr> {
     if let ast::Expr::Identifier(ident) = e {
-        let is_column = scope.resolve(None, &ident.value).is_ok();
+        let is_column = !alias_first && scope.resolve(None, &ident.value).is_ok();
         if !is_column {
             for (at, a) in aliases.iter().enumerate() {
                 if let Some((name, _)) = a {
@@ -549,7 +554,7 @@ fn order_exprs(
         scope.aliases = named_items(&items, &aliases);
         let mut out = Vec::new();
         for o in exprs {
-            let e = resolve_alias(scope, &o.expr, &items, &aliases)?;
+            let e = resolve_alias(scope, &o.expr, &items, &aliases, true)?;
             out.push((e, matches!(o.options.sort, Some(ast::OrderBySort::Desc))));
         }
         aggs = scope.aggs.take().unwrap_or_default();
@@ -708,7 +713,10 @@ fn run_one(
     // not merged (a merge of the partitions' streams, as NDB's API makes
     // for an ordered scan, is issue 21's). Rows of a table of one
     // partition come sorted; the others are sorted here.
-    let one_partition = table.native.def().partitions == 1;
+    // A locking scan (a transaction that wrote reads with locks) sees its
+    // own inserts after the index's range (they are in no ordered index
+    // before commit): sort those too.
+    let one_partition = table.native.def().partitions == 1 && p.lock.is_none();
     let (descending, sorted) = match (&access, p.order.as_slice()) {
         (Access::Range { columns, .. }, order) if !order.is_empty() && plain => {
             let desc = order[0].1;

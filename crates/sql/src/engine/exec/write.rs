@@ -51,7 +51,7 @@ fn insert(
     let ast::TableObject::TableName(name) = &ins.table else {
         return Err(SqlError::unsupported("INSERT INTO TABLE FUNCTION"));
     };
-    let table = table_of(conn, name)?;
+    let table = crate::engine::alter_copy::wait_writable(conn, table_of(conn, name)?)?;
     let replace = ins.replace_into;
     let ignore = ins.ignore;
     // Target columns, as SQL positions.
@@ -338,7 +338,7 @@ fn eval_row(
 
 /// The text of a duplicate key for 1062: the key's values joined by '-',
 /// and the key's name (PRIMARY, or the unique index the error names).
-fn duplicate_error(
+pub(crate) fn duplicate_error(
     table: &TableInfo,
     row: &[(usize, Value)],
     error: &skarv_client::Error,
@@ -753,7 +753,7 @@ fn update_duplicate(
 }
 
 /// The operation a native error names ("operation N"), if it does.
-fn failed_op(error: &skarv_client::Error) -> Option<usize> {
+pub(crate) fn failed_op(error: &skarv_client::Error) -> Option<usize> {
     error
         .message
         .split("operation ")
@@ -823,7 +823,7 @@ fn changes_of(
 }
 
 /// The statement's time as a DATETIME value in the session's time zone.
-fn now_value(now_micros: i64, tz_secs: i64) -> Val {
+pub(crate) fn now_value(now_micros: i64, tz_secs: i64) -> Val {
     match crate::engine::expr::value::datetime_of_micros(now_micros + tz_secs * 1_000_000) {
         Some((d, t)) => Val::DateTime(d, t),
         None => Val::Null,
@@ -937,7 +937,8 @@ fn update(
     params: &[Val],
     placeholders: &[Location],
 ) -> SqlResult<Answered> {
-    let table = table_of(conn, single_table(&up.table)?)?;
+    let table =
+        crate::engine::alter_copy::wait_writable(conn, table_of(conn, single_table(&up.table)?)?)?;
     let columns = table_scope(&table, &table.name);
     let assignments = with_scope(conn, columns, placeholders, |scope| {
         scope.clause = "SET";
@@ -1031,7 +1032,8 @@ fn delete(
     if !del.tables.is_empty() || from.len() != 1 || del.using.is_some() {
         return Err(SqlError::unsupported("multi-table DELETE"));
     }
-    let table = table_of(conn, single_table(&from[0])?)?;
+    let table =
+        crate::engine::alter_copy::wait_writable(conn, table_of(conn, single_table(&from[0])?)?)?;
     let environment = env(conn);
     let info = Arc::clone(&conn.info);
     let mut ctx = Ctx::new(params, &environment);

@@ -863,7 +863,12 @@ pub fn cast(v: Val, to: CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
             }
         }
         CastTo::Char => Val::str(v.to_text()),
-        CastTo::Binary => Val::Str(v.to_text().into_bytes()),
+        // A string's bytes as they are: through text, bytes that are not
+        // UTF-8 would become U+FFFD.
+        CastTo::Binary => match v {
+            Val::Str(bytes) => Val::Str(bytes),
+            other => Val::Str(other.to_text().into_bytes()),
+        },
         CastTo::Double => Val::Double(ctx.num_f64(&v)),
         CastTo::Decimal(p, s) => {
             let d = match &v {

@@ -238,8 +238,8 @@ pub struct Scope<'a> {
     pub user_variable: &'a dyn Fn(&str) -> Val,
     /// Columns of the row `VALUES(col)` reads (ON DUPLICATE KEY UPDATE).
     pub insert_values: Option<Vec<ScopeColumn>>,
-    /// Select-item aliases a name may mean when no column has it (HAVING,
-    /// ORDER BY).
+    /// Select-item aliases an unqualified name means before a column of
+    /// that name (HAVING, ORDER BY).
     pub aliases: Vec<(String, Expr)>,
     /// The clause being lowered, for 1054's "in '…'".
     pub clause: &'static str,
@@ -536,6 +536,17 @@ impl<'a> Scope<'a> {
                 };
                 Expr::Func(func, vec![self.lower(expr)?])
             }
+            // A character set introducer (`_binary'…'`, `_utf8mb4'…'`): Go's
+            // driver writes `[]byte` arguments as `_binary'…'` when it
+            // interpolates. Text is utf8mb4 whatever the introducer names.
+            E::Prefixed { prefix, value } if prefix.value.starts_with('_') => {
+                let inner = self.lower(value)?;
+                if prefix.value.eq_ignore_ascii_case("_binary") {
+                    Expr::Cast(Box::new(inner), CastTo::Binary)
+                } else {
+                    inner
+                }
+            }
             E::Tuple(items) if items.len() == 1 => self.lower(&items[0])?,
             E::Subquery(_) | E::Exists { .. } | E::In { .. } => {
                 return Err(SqlError::unsupported("subqueries"))
@@ -585,17 +596,18 @@ impl<'a> Scope<'a> {
             // MySQL's default sql_mode reads "x" as a string.
             return Ok(Expr::Lit(Val::str(name.clone())));
         }
-        match self.resolve(table, name) {
-            Ok(c) => Ok(Expr::Col(c)),
-            Err(e) => match self
+        // An unqualified name is the select item's alias before a column's
+        // (MySQL's HAVING and ORDER BY, the only clauses with aliases).
+        if table.is_none() {
+            if let Some((_, aliased)) = self
                 .aliases
                 .iter()
                 .find(|(a, _)| a.eq_ignore_ascii_case(name))
             {
-                Some((_, aliased)) if table.is_none() => Ok(aliased.clone()),
-                _ => Err(e),
-            },
+                return Ok(aliased.clone());
+            }
         }
+        self.resolve(table, name).map(Expr::Col)
     }
 
     fn value(&mut self, v: &ast::ValueWithSpan) -> SqlResult<Expr> {
@@ -1184,6 +1196,12 @@ pub fn select_item_texts(sql: &str) -> Option<Vec<String>> {
 }
 
 /// The byte offset of a location (1-based line and column) in `sql`.
+/// `sql` from `at` on (the text of one statement of a multi-statement
+/// and those after it); None when `at` is not in `sql`.
+pub fn text_from(sql: &str, at: Location) -> Option<&str> {
+    sql.get(location_offset(sql, at)?..)
+}
+
 fn location_offset(sql: &str, l: Location) -> Option<usize> {
     if l.line == 0 || l.column == 0 {
         return None;

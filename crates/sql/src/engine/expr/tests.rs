@@ -131,6 +131,13 @@ const MARIADB: &[(&str, &str)] = &[
     ("NOT 0", "1"),
     ("2 * 3.5", "7.0"),
     ("1.0 / 3", "0.33333"),
+    ("_binary'ab\\0c' = 'ab\\0c'", "1"),
+    ("HEX(_binary'ab\\0c')", "61620063"),
+    ("_utf8mb4'x'", "x"),
+    ("HEX(_binary X'FF00')", "FF00"),
+    ("_latin1'abc'", "abc"),
+    ("_binary'AB' = 'ab'", "0"),
+    ("HEX(CAST(X'FF00' AS BINARY))", "FF00"),
 ];
 
 #[test]
@@ -180,6 +187,9 @@ fn result_metadata_as_mysql() {
     let (_, m) = lower_select("'a'").expect("lowers");
     assert_eq!((m.ty, m.charset, m.length), (ColumnType::VarString, 45, 4));
     assert_eq!(m.flags, flags::NOT_NULL);
+    let (_, m) = lower_select("_binary'ab'").expect("lowers");
+    assert_eq!((m.ty, m.charset), (ColumnType::VarString, 63));
+    assert_eq!(m.flags & flags::BINARY, flags::BINARY);
     let (_, m) = lower_select("NOW()").expect("lowers");
     assert_eq!((m.ty, m.length), (ColumnType::DateTime, 19));
     let (_, m) = lower_select("NULL").expect("lowers");

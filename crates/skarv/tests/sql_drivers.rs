@@ -1,0 +1,92 @@
+//! Application drivers against a sandbox's SQL node: Go's
+//! `github.com/go-sql-driver/mysql` (`tests/drivers/go`) and JDBC — MySQL
+//! Connector/J and MariaDB Connector/J (`tests/drivers/java`). Each program
+//! logs in, creates a schema, writes and reads back every column type
+//! through server-side and client-side prepared statements, and checks
+//! transactions, batches, generated keys, error codes, metadata, a pool of
+//! connections and multiple result sets; it prints `drivers-…: ok` or names
+//! the check that failed. The same programs pass against MariaDB 10.11.
+//!
+//! `go`, `mvn` and `java` must be installed (`.ci/run` installs them): a
+//! missing tool fails the test, naming it. Go's modules come from its proxy
+//! the first time (then its module cache); Maven's artifacts go to
+//! `target/ci-tools/m2`, fetched once.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{text, Sandbox};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Cargo's target directory (where Maven's repository and build go).
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), PathBuf::from)
+}
+
+fn start(name: &str, port_range: u16) -> Sandbox {
+    Sandbox::start_configured(name, port_range, 2, &["--sql-nodes", "1"])
+}
+
+/// Fails the test naming `tool` (and its Debian package) when it does not
+/// run: a test that cannot run is never a pass.
+fn require_tool(tool: &str, version_arg: &str, package: &str) {
+    let ran = Command::new(tool).arg(version_arg).output();
+    assert!(
+        ran.as_ref().is_ok_and(|o| o.status.success()),
+        "NOT INSTALLED: {tool} (Debian: {package}; .ci/run installs it): {ran:?}"
+    );
+}
+
+#[test]
+fn go_sql_driver_mysql_works_against_the_sql_node() {
+    require_tool("go", "version", "golang-go");
+    let sandbox = start("sql-drivers-go", 40_500);
+    let port = sandbox.sql_port().to_string();
+    let output = Command::new("go")
+        .args(["run", ".", "-host", "127.0.0.1", "-port", &port])
+        .current_dir(root().join("tests/drivers/go"))
+        .output()
+        .expect("run go");
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("drivers-go: ok"),
+        "{}",
+        text(&output)
+    );
+}
+
+#[test]
+fn jdbc_drivers_work_against_the_sql_node() {
+    require_tool("java", "-version", "default-jdk-headless");
+    require_tool("mvn", "-v", "maven");
+    let sandbox = start("sql-drivers-java", 41_000);
+    let port = sandbox.sql_port().to_string();
+    let target = target_dir();
+    let output = Command::new("mvn")
+        .arg("-q")
+        .arg("-B")
+        .arg(format!(
+            "-Dmaven.repo.local={}",
+            target.join("ci-tools/m2").display()
+        ))
+        .arg(format!(
+            "-Ddrivers.build.dir={}",
+            target.join("drivers-java").display()
+        ))
+        .arg(format!("-Dexec.args=127.0.0.1 {port}"))
+        .args(["compile", "exec:java"])
+        .current_dir(root().join("tests/drivers/java"))
+        .output()
+        .expect("run mvn");
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("drivers-java: ok"),
+        "{}",
+        text(&output)
+    );
+}
