@@ -435,7 +435,7 @@ impl<'a, S: Read + Write> Connection<'a, S> {
 
     fn query(&mut self, payload: &[u8]) -> io::Result<()> {
         if self.backend.latin1_client() {
-            return self.run_query(&super::latin1::decode(payload));
+            return self.run_query(&super::latin1::decode_statement(payload));
         }
         let sql = match utf8(payload) {
             Ok(sql) => sql,
@@ -518,7 +518,7 @@ impl<'a, S: Read + Write> Connection<'a, S> {
     fn prepare(&mut self, payload: &[u8]) -> io::Result<()> {
         let decoded;
         let sql = if self.backend.latin1_client() {
-            decoded = super::latin1::decode(payload);
+            decoded = super::latin1::decode_statement(payload);
             decoded.as_str()
         } else {
             match utf8(payload) {
