@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::{wait_for, Sandbox};
 use mysql::prelude::Queryable;
@@ -263,4 +263,148 @@ fn a_client_killed_inside_a_transaction_leaves_nothing_locked() {
         .expect("the row is not locked");
     let after: Option<i64> = root.query_first("SELECT v FROM k.t WHERE id = 1").unwrap();
     assert_eq!(after, Some(3));
+
+/// `max_execution_time` stops a SELECT (not a write) with 3024, `KILL
+/// QUERY` stops a `SLEEP` with 1317, `SHOW … WHERE` filters by the SHOW's
+/// columns, `information_schema.PROCESSLIST` lists this node's
+/// connections, and a TIMESTAMP reads in the session's time zone through
+/// both protocols.
+#[test]
+fn deadlines_show_where_processlist_and_time_zones() {
+    let sandbox = Sandbox::start_configured("sql-session-limits", 42_200, 2, &["--sql-nodes", "1"]);
+    let port = sandbox.sql_port();
+    let mut conn = connect(port, "root", None).expect("root");
+    conn.query_drop("CREATE DATABASE lim")
+        .expect("create database");
+    conn.query_drop("USE lim").expect("use");
+    conn.query_drop("CREATE TABLE t (id INT PRIMARY KEY, v INT, ts TIMESTAMP NULL)")
+        .expect("create table");
+    conn.query_drop("INSERT INTO t (id, v) VALUES (1, 1), (2, 2), (3, 3)")
+        .expect("insert");
+
+    // max_execution_time: a SELECT past it fails with 3024 long before it
+    // would have ended; a write is not limited.
+    conn.query_drop("SET max_execution_time = 200")
+        .expect("set");
+    let started = Instant::now();
+    let result = conn.query::<(i32, i32), _>("SELECT id, SLEEP(2) FROM t");
+    assert_eq!(code(result), 3024);
+    assert!(
+        started.elapsed() < Duration::from_millis(1_500),
+        "{:?}",
+        started.elapsed()
+    );
+    let result = conn.query::<i64, _>("SELECT COUNT(*) FROM t WHERE SLEEP(0.15) = 0");
+    assert_eq!(code(result), 3024, "a scan's filter");
+    let one: Vec<i32> = conn
+        .query("SELECT SLEEP(1)")
+        .expect("SLEEP alone returns 1");
+    assert_eq!(one, [1]);
+    conn.query_drop("UPDATE t SET v = v + SLEEP(0.1)")
+        .expect("writes are not limited");
+    conn.query_drop("SET max_execution_time = 0").expect("set");
+    let rows: Vec<(i32, i32)> = conn
+        .query("SELECT id, SLEEP(0.1) FROM t")
+        .expect("no limit");
+    assert_eq!(rows.len(), 3);
+
+    // KILL QUERY stops a SLEEP at once.
+    let mut sleeper = connect(port, "root", None).expect("a second connection");
+    let sleeper_id = sleeper.connection_id();
+    let sleeping = std::thread::spawn(move || {
+        let started = Instant::now();
+        let result = sleeper.query::<(i32, i32), _>("SELECT id, SLEEP(30) FROM lim.t");
+        (result, started.elapsed())
+    });
+    wait_for("the SLEEP to run", Duration::from_secs(10), || {
+        let running: Vec<u64> = conn
+            .query(format!(
+                "SELECT ID FROM information_schema.PROCESSLIST WHERE ID = {sleeper_id} \
+                 AND INFO LIKE '%SLEEP(30)%'"
+            ))
+            .expect("processlist");
+        !running.is_empty()
+    });
+    conn.query_drop(format!("KILL QUERY {sleeper_id}"))
+        .expect("kill query");
+    let (result, took) = sleeping.join().expect("the sleeper");
+    assert_eq!(code(result), 1317);
+    assert!(took < Duration::from_secs(10), "{took:?}");
+
+    // information_schema.PROCESSLIST: this connection, as SHOW shows it.
+    let me: Vec<(u64, String, String)> = conn
+        .query("SELECT ID, USER, COMMAND FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()")
+        .expect("processlist");
+    assert_eq!(
+        me,
+        [(
+            u64::from(conn.connection_id()),
+            "root".to_owned(),
+            "Query".to_owned()
+        )]
+    );
+
+    // SHOW … WHERE, as Connector/J sends it.
+    let rows: Vec<(String, String)> = conn
+        .query("SHOW VARIABLES WHERE Variable_name = 'autocommit' OR Variable_name = 'time_zone'")
+        .expect("show variables where");
+    assert_eq!(
+        rows,
+        [
+            ("autocommit".to_owned(), "ON".to_owned()),
+            ("time_zone".to_owned(), "SYSTEM".to_owned())
+        ]
+    );
+    let tables: Vec<String> = conn
+        .query("SHOW TABLE STATUS WHERE Name = 't' AND Engine = 'ndbcluster'")
+        .map(|rows: Vec<mysql::Row>| {
+            rows.into_iter()
+                .map(|r| r.get::<String, _>(0).expect("a name"))
+                .collect()
+        })
+        .expect("show table status where");
+    assert_eq!(tables, ["t"]);
+    assert_eq!(
+        code(conn.query_drop("SHOW COLUMNS FROM t WHERE nosuch = 1")),
+        1054
+    );
+
+    // A TIMESTAMP written at +02:00 reads two hours earlier at +00:00, in
+    // text and in prepared statements; a filter on it compares in UTC.
+    conn.query_drop("SET time_zone = '+02:00'")
+        .expect("set time_zone");
+    conn.query_drop("UPDATE t SET ts = '2020-06-01 12:00:00' WHERE id = 1")
+        .expect("update");
+    conn.query_drop("SET time_zone = '+00:00'")
+        .expect("set time_zone");
+    let text: Vec<String> = conn
+        .query("SELECT CAST(ts AS CHAR) FROM t WHERE id = 1")
+        .expect("text");
+    assert_eq!(text, ["2020-06-01 10:00:00"]);
+    let found: Vec<i32> = conn
+        .exec("SELECT id FROM t WHERE ts = ?", ("2020-06-01 10:00:00",))
+        .expect("prepared");
+    assert_eq!(found, [1]);
+    assert_eq!(code(conn.query_drop("SET time_zone = 'Europe/Oslo'")), 1298);
+
+    // A latin1 client: text goes out as latin1 ('?' for what latin1
+    // lacks), and its bytes come in as latin1 (UTF-8 'é' is two
+    // characters to it, as to MySQL).
+    conn.query_drop("CREATE TABLE s (id INT PRIMARY KEY, s VARCHAR(20))")
+        .expect("create");
+    conn.query_drop("INSERT INTO s VALUES (1, 'café 中')")
+        .expect("insert");
+    let mut latin1 = connect(port, "root", None).expect("a latin1 client");
+    latin1.query_drop("SET NAMES latin1").expect("set names");
+    let bytes: Vec<Vec<u8>> = latin1.query("SELECT s FROM lim.s").expect("select");
+    assert_eq!(bytes, [b"caf\xe9 ?".to_vec()]);
+    let chars: Vec<(i64, Vec<u8>)> = latin1
+        .query("SELECT CHAR_LENGTH('é'), 'é'")
+        .expect("select");
+    assert_eq!(chars, [(2, "é".as_bytes().to_vec())]);
+    latin1
+        .query_drop("SET character_set_results = NULL")
+        .expect("no conversion");
+    let bytes: Vec<Vec<u8>> = latin1.query("SELECT s FROM lim.s").expect("select");
+    assert_eq!(bytes, ["café 中".as_bytes().to_vec()]);
 }

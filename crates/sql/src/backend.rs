@@ -160,4 +160,19 @@ pub trait Backend {
 
     /// Whether the server or a `KILL` asked this connection to end.
     fn killed(&self) -> bool;
+
+    /// The client's handshake named this collation id as its character
+    /// set (the session's `character_set_client`/`_results` follow it).
+    fn client_collation(&mut self, _collation: u8) {}
+
+    /// Whether statement text and string parameters arrive as latin1
+    /// (`character_set_client`), to be converted to UTF-8.
+    fn latin1_client(&self) -> bool {
+        false
+    }
+
+    /// Whether results go out as latin1 (`character_set_results`).
+    fn latin1_results(&self) -> bool {
+        false
+    }
 }

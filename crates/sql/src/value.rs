@@ -163,6 +163,8 @@ pub mod charset {
     pub const UTF8MB4_GENERAL_CI: u16 = 45;
     /// `utf8mb4_bin`.
     pub const UTF8MB4_BIN: u16 = 46;
+    /// `latin1_swedish_ci`.
+    pub const LATIN1_SWEDISH_CI: u16 = 8;
 }
 
 /// The metadata of one result column (or prepared-statement parameter), as

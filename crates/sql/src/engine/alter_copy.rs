@@ -362,7 +362,8 @@ fn copy_rows(
                     Source::Copy(p) => old_row[*p].clone(),
                     Source::Convert(columns) => {
                         let (from, to) = &**columns;
-                        let val = convert::from_native(&old_row[from.native], &from.ty);
+                        let val =
+                            convert::from_native(&old_row[from.native], &from.ty, ctx.env.tz_secs);
                         convert_value(&val, to, old, row_number, &mut ctx)?
                     }
                     Source::Counter => {
@@ -435,6 +436,7 @@ fn convert_value(
         db: &old.db,
         table: &old.name,
         row,
+        tz_secs: ctx.env.tz_secs,
     };
     if val.is_null() && !to.nullable {
         // MariaDB's answer (MySQL 8 says 1138 "Invalid use of NULL value").
@@ -506,7 +508,7 @@ fn added_value(
     ctx: &mut Ctx<'_>,
 ) -> SqlResult<Value> {
     if to.default_now {
-        let now = super::exec::now_value(env.now_micros);
+        let now = super::exec::now_value(env.now_micros, env.tz_secs);
         return convert_value(&now, to, old, row, ctx);
     }
     if let Some(d) = &native.default {
@@ -522,6 +524,7 @@ fn added_value(
             db: &old.db,
             table: &old.name,
             row,
+            tz_secs: env.tz_secs,
         },
     )
 }

@@ -159,6 +159,8 @@ pub enum CatalogStmt {
         db: Option<String>,
         /// The LIKE pattern.
         like: Option<String>,
+        /// The WHERE condition's text.
+        filter: Option<String>,
     },
 }
 
@@ -223,12 +225,25 @@ pub fn recognise(sql: &str) -> Option<SqlResult<CatalogStmt>> {
                 }
                 at += 2;
             } else if word(at).as_deref() == Some("WHERE") {
-                return Some(Err(SqlError::unsupported("SHOW TABLE STATUS … WHERE")));
+                let Some((from, _)) = words.get(at + 1) else {
+                    return Some(Err(SqlError::syntax("WHERE needs a condition")));
+                };
+                let text: String = tokens[*from..].iter().map(|t| t.to_string()).collect();
+                let text = text.trim_end().trim_end_matches(';').to_owned();
+                return Some(Ok(CatalogStmt::ShowTableStatus {
+                    db,
+                    like,
+                    filter: Some(text),
+                }));
             }
             if !rest_is_empty(&words[at.min(words.len())..]) {
                 return Some(Err(SqlError::syntax("near the end of SHOW TABLE STATUS")));
             }
-            Some(Ok(CatalogStmt::ShowTableStatus { db, like }))
+            Some(Ok(CatalogStmt::ShowTableStatus {
+                db,
+                like,
+                filter: None,
+            }))
         }
         ("CREATE", Some("TABLE")) => create_table_extras(sql, &tokens),
         ("ALTER", Some("TABLE")) => alter_table_options(&words[2..]),
@@ -528,8 +543,23 @@ pub fn run(
             change.apply(conn)?;
             ok()
         }
-        CatalogStmt::ShowTableStatus { db, like } => {
-            super::show::show_table_status(conn, db.as_deref(), like.as_deref(), more, sink)
+        CatalogStmt::ShowTableStatus { db, like, filter } => {
+            let Some(filter) = filter else {
+                return super::show::show_table_status(
+                    conn,
+                    db.as_deref(),
+                    like.as_deref(),
+                    more,
+                    sink,
+                );
+            };
+            let cond = sqlparser::parser::Parser::new(&MySqlDialect {})
+                .try_with_sql(filter)
+                .and_then(|mut p| p.parse_expr())
+                .map_err(SqlError::syntax)?;
+            super::show::filtered(conn, &cond, sink, |conn, sink| {
+                super::show::show_table_status(conn, db.as_deref(), like.as_deref(), more, sink)
+            })
         }
     }
 }
@@ -3031,7 +3061,7 @@ mod tests {
         ));
         assert!(matches!(
             recognise("show table status from d like 't%'"),
-            Some(Ok(CatalogStmt::ShowTableStatus { db: Some(d), like: Some(l) }))
+            Some(Ok(CatalogStmt::ShowTableStatus { db: Some(d), like: Some(l), filter: None }))
                 if d == "d" && l == "t%"
         ));
     }

@@ -266,9 +266,15 @@ impl<'s> Conn<'s> {
             | S::Truncate(_)
             | S::RenameTable(_) => ddl::statement(self, statement),
             S::ShowVariables { filter, global, .. } => {
-                session::show_variables(self, filter, *global, more, sink)
+                show::with_where(self, statement, sink, |conn, sink| {
+                    session::show_variables(conn, filter, *global, more, sink)
+                })
             }
-            S::ShowStatus { filter, .. } => session::show_status(self, filter, more, sink),
+            S::ShowStatus { filter, .. } => {
+                show::with_where(self, statement, sink, |conn, sink| {
+                    session::show_status(conn, filter, more, sink)
+                })
+            }
             S::ShowProcessList { full } => session::show_processlist(self, *full, more, sink),
             S::Kill { modifier, id } => session::kill(
                 self,
@@ -283,7 +289,9 @@ impl<'s> Conn<'s> {
             | S::ShowVariable { .. }
             | S::ShowCollation { .. }
             | S::ShowCharset(_)
-            | S::ExplainTable { .. } => show::statement(self, statement, more, sink),
+            | S::ExplainTable { .. } => show::with_where(self, statement, sink, |conn, sink| {
+                show::statement(conn, statement, more, sink)
+            }),
             other => Err(SqlError::unsupported(format_args!(
                 "the statement `{}`",
                 stdx_truncate(&other.to_string(), 80)
@@ -406,6 +414,18 @@ impl<'s> Backend for Conn<'s> {
 
     fn killed(&self) -> bool {
         self.info.killed.load(Ordering::Relaxed)
+    }
+
+    fn client_collation(&mut self, collation: u8) {
+        session::client_collation(self, collation);
+    }
+
+    fn latin1_client(&self) -> bool {
+        session::is_latin1(self, "character_set_client")
+    }
+
+    fn latin1_results(&self) -> bool {
+        session::is_latin1(self, "character_set_results")
     }
 }
 

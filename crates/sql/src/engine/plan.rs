@@ -239,12 +239,14 @@ fn column_vs_const(
         _ => return Ok(None),
     };
     let v = other.eval(&[], ctx)?;
-    Ok(exact(table, col, &v).map(|v| (col, v, flipped)))
+    Ok(exact(table, col, &v, ctx.env.tz_secs).map(|v| (col, v, flipped)))
 }
 
 /// A constant in a column's stored form, when it converts exactly (and is
 /// not NULL: a comparison with NULL matches nothing, left to the SQL side).
-fn exact(table: &TableInfo, col: usize, v: &Val) -> Option<Value> {
+/// `tz_secs`: the session's time zone, from which a TIMESTAMP constant is
+/// converted to the UTC the column stores.
+fn exact(table: &TableInfo, col: usize, v: &Val, tz_secs: i64) -> Option<Value> {
     if v.is_null() {
         return None;
     }
@@ -267,6 +269,7 @@ fn exact(table: &TableInfo, col: usize, v: &Val) -> Option<Value> {
         db: &table.db,
         table: &table.name,
         row: 1,
+        tz_secs,
     };
     to_native(v, &target, true).ok()
 }
@@ -296,7 +299,7 @@ fn learn(table: &TableInfo, c: &Expr, facts: &mut [Facts], ctx: &mut Ctx<'_>) ->
             let mut values = Vec::with_capacity(list.len());
             for item in list {
                 let v = item.eval(&[], ctx)?;
-                match exact(table, col, &v) {
+                match exact(table, col, &v, ctx.env.tz_secs) {
                     Some(v) => {
                         if !values.contains(&v) {
                             values.push(v);
@@ -314,7 +317,10 @@ fn learn(table: &TableInfo, c: &Expr, facts: &mut [Facts], ctx: &mut Ctx<'_>) ->
                 return Ok(());
             }
             let (l, h) = (lo.eval(&[], ctx)?, hi.eval(&[], ctx)?);
-            if let (Some(l), Some(h)) = (exact(table, col, &l), exact(table, col, &h)) {
+            if let (Some(l), Some(h)) = (
+                exact(table, col, &l, ctx.env.tz_secs),
+                exact(table, col, &h, ctx.env.tz_secs),
+            ) {
                 facts[col].lower = Some((l, true));
                 facts[col].upper = Some((h, true));
             }

@@ -1052,6 +1052,84 @@ fn check_charset(charset: &str) -> SqlResult<()> {
     }
 }
 
+/// Collation ids of latin1, as a handshake names them.
+const LATIN1_COLLATION_IDS: [u8; 8] = [5, 8, 15, 31, 47, 48, 49, 94];
+
+/// The handshake's character set: a latin1 client gets latin1
+/// `character_set_client`/`_connection`/`_results` (MySQL's `SET NAMES`);
+/// others keep the utf8mb4 defaults.
+pub fn client_collation(conn: &mut Conn<'_>, collation: u8) {
+    if !LATIN1_COLLATION_IDS.contains(&collation) {
+        return;
+    }
+    let vars = &mut conn.session.vars.values;
+    for name in [
+        "character_set_client",
+        "character_set_connection",
+        "character_set_results",
+    ] {
+        vars.insert(name.to_owned(), "latin1".to_owned());
+    }
+    vars.insert(
+        "collation_connection".to_owned(),
+        "latin1_swedish_ci".to_owned(),
+    );
+}
+
+/// Whether the session variable `name` (a character set) is latin1.
+pub fn is_latin1(conn: &Conn<'_>, name: &str) -> bool {
+    conn.session
+        .vars
+        .get(name)
+        .is_some_and(|v| v.eq_ignore_ascii_case("latin1"))
+}
+
+/// When a SELECT starting now must stop (`max_execution_time`, in ms; 0:
+/// never). MySQL applies it to read-only SELECTs, which is where the
+/// caller asks.
+pub fn execution_deadline(conn: &Conn<'_>) -> Option<std::time::Instant> {
+    let ms: u64 = conn
+        .session
+        .vars
+        .get("max_execution_time")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    (ms > 0).then(|| std::time::Instant::now() + std::time::Duration::from_millis(ms))
+}
+
+/// The session's time zone in seconds east of UTC. `SYSTEM` is the SQL
+/// node's zone, which `system_time_zone` reports as UTC.
+pub fn time_zone_secs(conn: &Conn<'_>) -> i64 {
+    conn.session
+        .vars
+        .get("time_zone")
+        .and_then(offset_secs)
+        .unwrap_or(0)
+}
+
+/// `±HH:MM` in seconds east of UTC (None for a name or a bad offset).
+pub fn offset_secs(zone: &str) -> Option<i64> {
+    let (sign, rest) = match zone.as_bytes().first()? {
+        b'+' => (1, &zone[1..]),
+        b'-' => (-1, &zone[1..]),
+        _ => return None,
+    };
+    let (h, m) = rest.split_once(':')?;
+    if h.is_empty() || h.len() > 2 || m.len() != 2 {
+        return None;
+    }
+    let h: i64 = h.parse().ok()?;
+    let m: i64 = m.parse().ok()?;
+    if m >= 60 || h * 60 + m > TIME_ZONE_OFFSET_MAX_MINUTES {
+        return None;
+    }
+    Some(sign * (h * 3600 + m * 60))
+}
+
+/// The farthest a `±HH:MM` zone may be from UTC, in minutes (MySQL's
+/// 14:00; MariaDB refuses -13:00 past 12:59 but accepts it here too).
+pub const TIME_ZONE_OFFSET_MAX_MINUTES: i64 = 14 * 60;
+
 /// `SYSTEM`, `UTC` or an offset `±HH:MM`; named zones need tz tables the
 /// SQL node does not have (1298, as MySQL without them).
 fn check_time_zone(value: Option<String>) -> SqlResult<String> {
@@ -1060,12 +1138,7 @@ fn check_time_zone(value: Option<String>) -> SqlResult<String> {
     if upper == "SYSTEM" || upper == "UTC" {
         return Ok(upper);
     }
-    let offset_ok = value.len() == 6
-        && matches!(value.as_bytes()[0], b'+' | b'-')
-        && value[1..3].parse::<u8>().is_ok_and(|h| h <= 14)
-        && &value[3..4] == ":"
-        && value[4..6].parse::<u8>().is_ok_and(|m| m < 60);
-    if offset_ok {
+    if offset_secs(&value).is_some() {
         Ok(value)
     } else {
         Err(SqlError::new(
@@ -1224,9 +1297,8 @@ fn like_filter(filter: &Option<ShowStatementFilter>) -> SqlResult<Option<String>
         Some(ShowStatementFilter::Like(pattern)) | Some(ShowStatementFilter::ILike(pattern)) => {
             Ok(Some(pattern.clone()))
         }
-        Some(ShowStatementFilter::Where(_)) => Err(SqlError::unsupported(
-            "SHOW … WHERE (use LIKE, or SELECT from information_schema)",
-        )),
+        // `show::with_where` filters the rows.
+        Some(ShowStatementFilter::Where(_)) => Ok(None),
         Some(other) => Err(SqlError::unsupported(format_args!("SHOW … {other}"))),
     }
 }
@@ -1364,24 +1436,51 @@ pub fn show_processlist(
     more: bool,
     sink: &mut dyn ResultSink,
 ) -> SqlResult<Answered> {
-    let text = |name: &str, length: u32| {
+    let (columns, rows) = processlist(conn, full, false);
+    send_rows(sink, &columns, rows, more)?;
+    Ok(Answered::Done)
+}
+
+/// The columns of [`processlist`].
+pub fn processlist_columns(full: bool, upper: bool) -> Vec<ColumnMeta> {
+    let full = full || upper;
+    let name = |n: &str| {
+        if upper {
+            n.to_ascii_uppercase()
+        } else {
+            n.to_owned()
+        }
+    };
+    let text = |n: &str, length: u32| {
         ColumnMeta::expr(
-            name,
+            name(n),
             ColumnType::VarString,
             charset::UTF8MB4_GENERAL_CI,
             length,
         )
     };
-    let columns = [
-        ColumnMeta::expr("Id", ColumnType::LongLong, charset::BINARY, 21),
+    vec![
+        ColumnMeta::expr(name("Id"), ColumnType::LongLong, charset::BINARY, 21),
         text("User", 128),
         text("Host", 261),
         text("db", 256),
         text("Command", 64),
-        ColumnMeta::expr("Time", ColumnType::Long, charset::BINARY, 7),
+        ColumnMeta::expr(name("Time"), ColumnType::Long, charset::BINARY, 7),
         text("State", 120),
         text("Info", if full { 400_000 } else { 400 }),
-    ];
+    ]
+}
+
+/// The connections of this SQL node, for `SHOW [FULL] PROCESSLIST`
+/// (`upper`: false) and `information_schema.PROCESSLIST` (`upper`: its
+/// uppercase column names, the whole statement text as FULL gives).
+pub fn processlist(
+    conn: &Conn<'_>,
+    full: bool,
+    upper: bool,
+) -> (Vec<ColumnMeta>, Vec<Vec<SqlValue>>) {
+    let columns = processlist_columns(full, upper);
+    let full = full || upper;
     let mut list: Vec<_> = conn
         .engine
         .connections
@@ -1415,8 +1514,7 @@ pub fn show_processlist(
             ]
         })
         .collect();
-    send_rows(sink, &columns, rows, more)?;
-    Ok(Answered::Done)
+    (columns, rows)
 }
 
 /// `KILL [CONNECTION|QUERY] id`: 1094 for an unknown id. A connection may

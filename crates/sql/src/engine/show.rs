@@ -28,6 +28,7 @@ use crate::value::{charset, flags, ColumnMeta, ColumnType, SqlValue};
 pub const INFORMATION_SCHEMA_TABLES: &[&str] = &[
     "COLUMNS",
     "KEY_COLUMN_USAGE",
+    "PROCESSLIST",
     "SCHEMATA",
     "STATISTICS",
     "TABLES",
@@ -119,9 +120,8 @@ fn like_of(options: &ShowStatementOptions) -> SqlResult<Option<String>> {
 fn filter_like(filter: &ShowStatementFilter) -> SqlResult<Option<String>> {
     match filter {
         ShowStatementFilter::Like(p) | ShowStatementFilter::ILike(p) => Ok(Some(p.clone())),
-        ShowStatementFilter::Where(_) => Err(SqlError::unsupported(
-            "SHOW … WHERE (use LIKE, or SELECT from information_schema)",
-        )),
+        // `with_where` filters the rows.
+        ShowStatementFilter::Where(_) => Ok(None),
         ShowStatementFilter::NoKeyword(p) => Ok(Some(p.clone())),
     }
 }
@@ -230,6 +230,11 @@ fn show_words(
     match upper.as_slice() {
         ["ENGINES"] | ["STORAGE", "ENGINES"] => show_engines(more, sink),
         ["INDEX" | "INDEXES" | "KEYS", "FROM" | "IN", ..] => {
+            // The words lose the condition's operators: refuse rather than
+            // show every row.
+            if upper.contains(&"WHERE") {
+                return Err(SqlError::unsupported("SHOW INDEX … WHERE"));
+            }
             let table = words.get(2).map(|w| w.value.clone()).unwrap_or_default();
             let (db, table) = match (upper.get(3), words.get(4)) {
                 (Some(&("FROM" | "IN")), Some(db)) => (Some(db.value.clone()), table),
@@ -580,6 +585,7 @@ fn information_schema_columns(table: &str) -> Option<Vec<ColumnMeta>> {
         "COLUMNS" => columns_columns(),
         "STATISTICS" => statistics_columns(),
         "KEY_COLUMN_USAGE" => key_column_usage_columns(),
+        "PROCESSLIST" => super::session::processlist_columns(true, true),
         _ => return None,
     })
 }
@@ -969,6 +975,8 @@ pub fn information_schema_rows(
         "COLUMNS" => columns(conn)?,
         "STATISTICS" => statistics(conn)?,
         "KEY_COLUMN_USAGE" => key_column_usage(conn)?,
+        // This SQL node's connections only (as SHOW PROCESSLIST).
+        "PROCESSLIST" => super::session::processlist(conn, true, true),
         _ => {
             return Err(SqlError::new(
                 codes::UNKNOWN_TABLE,
@@ -1346,6 +1354,161 @@ fn status_fields(info: &TableInfo, auto: SqlValue) -> Vec<SqlValue> {
         text(info.sql.comment.clone()),
     ]);
     fields
+}
+
+// ---- SHOW … WHERE ----
+
+/// The `WHERE` condition of a SHOW that takes one (MySQL's grammar:
+/// DATABASES, TABLES, COLUMNS, VARIABLES, STATUS, COLLATION, CHARACTER
+/// SET; TABLE STATUS and INDEX are recognised from their text).
+pub fn show_where(statement: &Statement) -> Option<&sqlparser::ast::Expr> {
+    match statement {
+        Statement::ShowDatabases { show_options, .. }
+        | Statement::ShowSchemas { show_options, .. }
+        | Statement::ShowTables { show_options, .. }
+        | Statement::ShowColumns { show_options, .. } => where_of_options(show_options),
+        Statement::ShowVariables { filter, .. }
+        | Statement::ShowStatus { filter, .. }
+        | Statement::ShowCollation { filter } => where_of_filter(filter),
+        Statement::ShowCharset(show) => where_of_filter(&show.filter),
+        _ => None,
+    }
+}
+
+fn where_of_options(o: &ShowStatementOptions) -> Option<&sqlparser::ast::Expr> {
+    match &o.filter_position {
+        Some(
+            ShowStatementFilterPosition::Suffix(ShowStatementFilter::Where(e))
+            | ShowStatementFilterPosition::Infix(ShowStatementFilter::Where(e)),
+        ) => Some(e),
+        _ => None,
+    }
+}
+
+fn where_of_filter(f: &Option<ShowStatementFilter>) -> Option<&sqlparser::ast::Expr> {
+    match f {
+        Some(ShowStatementFilter::Where(e)) => Some(e),
+        _ => None,
+    }
+}
+
+/// Runs a SHOW with its WHERE, if it has one (see [`filtered`]).
+pub fn with_where(
+    conn: &mut Conn<'_>,
+    statement: &Statement,
+    sink: &mut dyn ResultSink,
+    run: impl FnOnce(&mut Conn<'_>, &mut dyn ResultSink) -> SqlResult<Answered>,
+) -> SqlResult<Answered> {
+    match show_where(statement) {
+        Some(cond) => filtered(conn, cond, sink, run),
+        None => run(conn, sink),
+    }
+}
+
+/// Runs a SHOW through `run` and passes on only the rows `cond` holds for,
+/// `cond` read over the SHOW's own column names (as MySQL evaluates
+/// `SHOW … WHERE`). `run` must treat the WHERE as no filter.
+pub fn filtered(
+    conn: &mut Conn<'_>,
+    cond: &sqlparser::ast::Expr,
+    sink: &mut dyn ResultSink,
+    run: impl FnOnce(&mut Conn<'_>, &mut dyn ResultSink) -> SqlResult<Answered>,
+) -> SqlResult<Answered> {
+    let env = super::exec::env(conn);
+    let mut filter = WhereSink {
+        inner: sink,
+        cond,
+        env,
+        lowered: None,
+        failure: None,
+    };
+    let answer = run(conn, &mut filter);
+    match filter.failure.take() {
+        Some(failure) => Err(failure),
+        None => answer,
+    }
+}
+
+/// A sink that lowers the WHERE once the columns are known and keeps the
+/// rows it holds for; what fails is kept for [`filtered`] to return.
+struct WhereSink<'a> {
+    inner: &'a mut dyn ResultSink,
+    cond: &'a sqlparser::ast::Expr,
+    env: super::expr::Env,
+    lowered: Option<super::expr::Expr>,
+    failure: Option<SqlError>,
+}
+
+impl WhereSink<'_> {
+    fn fail(&mut self, error: SqlError) -> io::Error {
+        let message = error.message.clone();
+        self.failure = Some(error);
+        io::Error::other(message)
+    }
+}
+
+impl ResultSink for WhereSink<'_> {
+    fn columns(&mut self, columns: &[ColumnMeta]) -> io::Result<()> {
+        use super::expr::{Kind, Scope, ScopeColumn, Val};
+        let scope_columns = columns
+            .iter()
+            .map(|m| ScopeColumn {
+                name: m.name.clone(),
+                table: String::new(),
+                kind: match m.ty {
+                    ColumnType::Tiny
+                    | ColumnType::Short
+                    | ColumnType::Long
+                    | ColumnType::Int24
+                    | ColumnType::LongLong => Kind::Int {
+                        unsigned: m.flags & flags::UNSIGNED != 0,
+                    },
+                    _ => Kind::Str {
+                        collation: Some(schema::Collation::Utf8mb4GeneralCi),
+                    },
+                },
+                nullable: true,
+                meta: m.clone(),
+            })
+            .collect();
+        let var = |_: &str, _: bool| -> SqlResult<Val> {
+            Err(SqlError::unsupported("system variables in SHOW … WHERE"))
+        };
+        let user_var = |_: &str| Val::Null;
+        let mut scope = Scope::new(scope_columns, &[], &var, &user_var);
+        scope.clause = "WHERE";
+        match scope.lower(self.cond) {
+            Ok(lowered) => self.lowered = Some(lowered),
+            Err(e) => return Err(self.fail(e)),
+        }
+        self.inner.columns(columns)
+    }
+
+    fn row(&mut self, values: &[SqlValue]) -> io::Result<()> {
+        let row: Vec<super::expr::Val> =
+            values.iter().map(super::exec::convert::from_sql).collect();
+        let Some(cond) = &self.lowered else {
+            return self.inner.row(values);
+        };
+        let mut ctx = super::expr::Ctx::new(&[], &self.env);
+        match cond.test(&row, &mut ctx) {
+            Ok(true) => self.inner.row(values),
+            Ok(false) => Ok(()),
+            Err(e) => Err(self.fail(e)),
+        }
+    }
+
+    fn end_rows(&mut self, info: &OkInfo) -> io::Result<()> {
+        self.inner.end_rows(info)
+    }
+
+    fn ok(&mut self, info: &OkInfo) -> io::Result<()> {
+        self.inner.ok(info)
+    }
+
+    fn error(&mut self, error: &SqlError) -> io::Result<()> {
+        self.inner.error(error)
+    }
 }
 
 #[cfg(test)]

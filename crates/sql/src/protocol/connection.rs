@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 
 use crate::backend::{status, Backend, Login, OkInfo, ResultSink};
 use crate::error::{codes, SqlError};
-use crate::value::{ColumnMeta, SqlValue};
+use crate::value::{charset, ColumnMeta, SqlValue};
 
 use super::auth::{self, Plugin, NONCE_BYTES};
 use super::binary::{self, ParamError, ParamType};
@@ -214,6 +214,8 @@ struct LoginRequest<'p> {
     response: &'p [u8],
     /// None: the client did not name one.
     plugin: Option<&'p [u8]>,
+    /// The collation id the client named (0: none).
+    collation: u8,
 }
 
 impl<'a, S: Read + Write> Connection<'a, S> {
@@ -254,6 +256,9 @@ impl<'a, S: Read + Write> Connection<'a, S> {
         if let Err(error) = self.backend.logged_in(&login) {
             self.send_error(&error)?;
             return Ok(false);
+        }
+        if request.collation != 0 {
+            self.backend.client_collation(request.collation);
         }
         let status = self.backend.status_flags();
         write_ok(&mut self.io, OK_HEADER, &OkInfo::default(), status)?;
@@ -429,6 +434,9 @@ impl<'a, S: Read + Write> Connection<'a, S> {
     }
 
     fn query(&mut self, payload: &[u8]) -> io::Result<()> {
+        if self.backend.latin1_client() {
+            return self.run_query(&super::latin1::decode_statement(payload));
+        }
         let sql = match utf8(payload) {
             Ok(sql) => sql,
             Err(error) => match binary_literals_as_hex(payload) {
@@ -445,6 +453,7 @@ impl<'a, S: Read + Write> Connection<'a, S> {
         let multi = self.caps & caps::MULTI_STATEMENTS != 0;
         let status = self.backend.status_flags();
         let mut sink = Sink::new(&mut self.io, self.caps, false, status);
+        sink.latin1 = self.backend.latin1_results();
         self.backend.query(sql, multi, &mut sink)?;
         sink.finish()?;
         self.io.set_status(self.backend.status_flags());
@@ -507,9 +516,15 @@ impl<'a, S: Read + Write> Connection<'a, S> {
     }
 
     fn prepare(&mut self, payload: &[u8]) -> io::Result<()> {
-        let sql = match utf8(payload) {
-            Ok(sql) => sql,
-            Err(error) => return write_err(&mut self.io, &error),
+        let decoded;
+        let sql = if self.backend.latin1_client() {
+            decoded = super::latin1::decode_statement(payload);
+            decoded.as_str()
+        } else {
+            match utf8(payload) {
+                Ok(sql) => sql,
+                Err(error) => return write_err(&mut self.io, &error),
+            }
         };
         if self.statements.len() >= STATEMENTS_MAX {
             let error = SqlError::new(
@@ -571,12 +586,20 @@ impl<'a, S: Read + Write> Connection<'a, S> {
         if cursor.u8().and_then(|_| cursor.u32()).is_err() {
             return write_err(&mut self.io, &malformed());
         }
-        let params = match self.decode_params(id, &mut cursor) {
+        let mut params = match self.decode_params(id, &mut cursor) {
             Ok(params) => params,
             Err(error) => return write_err(&mut self.io, &error),
         };
+        if self.backend.latin1_client() {
+            for p in &mut params {
+                if let SqlValue::Bytes(b) = p {
+                    *b = super::latin1::decode(b).into_bytes();
+                }
+            }
+        }
         let status = self.backend.status_flags();
         let mut sink = Sink::new(&mut self.io, self.caps, true, status);
+        sink.latin1 = self.backend.latin1_results();
         self.backend.execute(id, &params, &mut sink)?;
         sink.finish()?;
         self.io.set_status(self.backend.status_flags());
@@ -843,7 +866,9 @@ fn parse_handshake_response(packet: &[u8]) -> Result<(u32, LoginRequest<'_>), Sq
         ));
     }
     // Max packet size, character set, 23 bytes of filler.
-    cursor.bytes(4 + 1 + 23).map_err(bad)?;
+    cursor.bytes(4).map_err(bad)?;
+    let collation = cursor.u8().map_err(bad)?;
+    cursor.bytes(23).map_err(bad)?;
     let user = String::from_utf8_lossy(cursor.nul_bytes().map_err(bad)?).into_owned();
     let response = if client_caps & caps::PLUGIN_AUTH_LENENC_CLIENT_DATA != 0 {
         cursor.lenenc_bytes()
@@ -872,6 +897,7 @@ fn parse_handshake_response(packet: &[u8]) -> Result<(u32, LoginRequest<'_>), Sq
             database,
             response,
             plugin,
+            collation,
         },
     ))
 }
@@ -889,8 +915,9 @@ fn parse_change_user(payload: &[u8], caps: u32) -> Result<LoginRequest<'_>, Malf
     let database = cursor.nul_or_rest();
     let database = (!database.is_empty()).then(|| String::from_utf8_lossy(database).into_owned());
     let mut plugin = None;
+    let mut collation = 0;
     if cursor.remaining() >= 2 {
-        let _charset = cursor.u16()?;
+        collation = (cursor.u16()? & 0xff) as u8;
         if caps & caps::PLUGIN_AUTH != 0 && !cursor.is_empty() {
             plugin = Some(cursor.nul_or_rest());
         }
@@ -900,6 +927,7 @@ fn parse_change_user(payload: &[u8], caps: u32) -> Result<LoginRequest<'_>, Malf
         database,
         response,
         plugin,
+        collation,
     })
 }
 
@@ -1062,6 +1090,8 @@ struct Sink<'a, S: Read + Write> {
     state: SinkState,
     answered: bool,
     scratch: Vec<u8>,
+    /// Text goes out as latin1 (`character_set_results`).
+    latin1: bool,
 }
 
 impl<'a, S: Read + Write> Sink<'a, S> {
@@ -1077,6 +1107,7 @@ impl<'a, S: Read + Write> Sink<'a, S> {
             state: SinkState::Ready,
             answered: false,
             scratch: Vec::new(),
+            latin1: false,
         }
     }
 
@@ -1140,14 +1171,25 @@ impl<S: Read + Write> ResultSink for Sink<'_, S> {
         let at = self.io.begin();
         put_lenenc_int(self.io.out(), columns.len() as u64);
         self.io.end(at)?;
-        for column in columns {
+        self.columns.clear();
+        self.columns.extend_from_slice(columns);
+        if self.latin1 {
+            // Text columns are latin1 for this client: one byte a
+            // character, as MySQL describes them.
+            for column in &mut self.columns {
+                if column.charset != charset::BINARY && column.charset != charset::LATIN1_SWEDISH_CI
+                {
+                    column.length /= 4;
+                    column.charset = charset::LATIN1_SWEDISH_CI;
+                }
+            }
+        }
+        for column in &self.columns {
             write_column(self.io, column, false)?;
         }
         if self.caps & caps::DEPRECATE_EOF == 0 {
             write_eof(self.io, 0, self.status)?;
         }
-        self.columns.clear();
-        self.columns.extend_from_slice(columns);
         Ok(())
     }
 
@@ -1160,6 +1202,22 @@ impl<S: Read + Write> ResultSink for Sink<'_, S> {
         if values.len() != self.columns.len() {
             return self.misuse("a row whose values do not match its columns");
         }
+        let converted: Vec<SqlValue>;
+        let values = if self.latin1 {
+            converted = values
+                .iter()
+                .zip(&self.columns)
+                .map(|(v, c)| match v {
+                    SqlValue::Bytes(b) if c.charset != charset::BINARY => {
+                        SqlValue::Bytes(super::latin1::encode(b))
+                    }
+                    other => other.clone(),
+                })
+                .collect();
+            &converted[..]
+        } else {
+            values
+        };
         let at = self.io.begin();
         if self.binary {
             if let Err(error) = binary::encode_row(&self.columns, values, self.io.out()) {

@@ -43,8 +43,9 @@ pub fn column_kind(ty: &SqlType) -> Kind {
     }
 }
 
-/// A stored value as SQL sees it.
-pub fn from_native(v: &Value, ty: &SqlType) -> Val {
+/// A stored value as SQL sees it; `tz_secs`: the session's time zone
+/// (seconds east of UTC), in which a TIMESTAMP (stored as UTC) is shown.
+pub fn from_native(v: &Value, ty: &SqlType, tz_secs: i64) -> Val {
     match (v, ty) {
         (Value::Null, _) => Val::Null,
         (Value::Int(m), SqlType::Time { .. }) => Val::Time(*m),
@@ -92,7 +93,8 @@ pub fn from_native(v: &Value, ty: &SqlType) -> Val {
                 micros: dt.micros,
             },
         ),
-        (Value::Timestamp(m), _) => match datetime_of_micros(*m) {
+        (Value::Timestamp(m), _) => match datetime_of_micros(m.saturating_add(tz_secs * 1_000_000))
+        {
             Some((d, t)) => Val::DateTime(d, t),
             None => Val::Null,
         },
@@ -111,6 +113,9 @@ pub struct Target<'a> {
     pub table: &'a str,
     /// 1-based row of the statement.
     pub row: usize,
+    /// The session's time zone, seconds east of UTC: a TIMESTAMP value
+    /// is read in it and stored as UTC.
+    pub tz_secs: i64,
 }
 
 /// Why a value does not go into its column.
@@ -410,7 +415,7 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
         },
         SqlType::Timestamp { fsp } => match date_time_of(v) {
             Some((d, t)) => {
-                let m = datetime_micros(d, round_fsp(t, *fsp));
+                let m = datetime_micros(d, round_fsp(t, *fsp)) - target.tz_secs * 1_000_000;
                 if m < 0 {
                     return fail(Misfit::OutOfRange);
                 }
@@ -725,6 +730,7 @@ mod tests {
             db: "db",
             table: "t",
             row: 1,
+            tz_secs: 0,
         };
         to_native(&v, &target, false)
     }
@@ -763,19 +769,23 @@ mod tests {
             scale: 2,
         };
         let stored = store(dec.clone(), Val::str("12.345")).expect("rounds");
-        assert_eq!(from_native(&stored, &dec), Val::Dec(Dec::new(1235, 2)));
+        assert_eq!(from_native(&stored, &dec, 0), Val::Dec(Dec::new(1235, 2)));
         assert_eq!(code(store(dec, Val::Int(100))), 1264);
         assert_eq!(code(store(SqlType::Date, Val::str("2024-02-30"))), 1292);
         let dt = SqlType::Timestamp { fsp: 0 };
         let stored = store(dt.clone(), Val::str("1970-01-02 00:00:01")).expect("timestamp");
         assert_eq!(stored, Value::Timestamp(86_401_000_000));
-        assert_eq!(from_native(&stored, &dt).to_text(), "1970-01-02 00:00:01");
+        assert_eq!(
+            from_native(&stored, &dt, 0).to_text(),
+            "1970-01-02 00:00:01"
+        );
         let col = column(SqlType::Int { unsigned: false }, false);
         let target = Target {
             column: &col,
             db: "db",
             table: "t",
             row: 1,
+            tz_secs: 0,
         };
         assert_eq!(
             to_native(&Val::Null, &target, false)
@@ -790,16 +800,16 @@ mod tests {
         let time = SqlType::Time { fsp: 0 };
         let stored = store(time.clone(), Val::str("-01:02:03")).expect("time");
         assert_eq!(stored, Value::Int(-3_723_000_000));
-        assert_eq!(from_native(&stored, &time).to_text(), "-01:02:03");
+        assert_eq!(from_native(&stored, &time, 0).to_text(), "-01:02:03");
         assert_eq!(store(SqlType::Year, Val::Int(24)), Ok(Value::UInt(2024)));
         assert_eq!(code(store(SqlType::Year, Val::Int(1800))), 1264);
         let e = SqlType::Enum(vec!["a".into(), "b".into()]);
         assert_eq!(store(e.clone(), Val::str("B")), Ok(Value::UInt(2)));
-        assert_eq!(from_native(&Value::UInt(2), &e), Val::str("b"));
+        assert_eq!(from_native(&Value::UInt(2), &e, 0), Val::str("b"));
         assert_eq!(code(store(e, Val::str("z"))), 1265);
         let s = SqlType::Set(vec!["x".into(), "y".into(), "z".into()]);
         assert_eq!(store(s.clone(), Val::str("z,x")), Ok(Value::UInt(0b101)));
-        assert_eq!(from_native(&Value::UInt(0b101), &s), Val::str("x,z"));
+        assert_eq!(from_native(&Value::UInt(0b101), &s, 0), Val::str("x,z"));
         assert_eq!(
             store(SqlType::Bit { bits: 4 }, Val::Int(9)),
             Ok(Value::Bit(9))
@@ -815,6 +825,7 @@ mod tests {
             db: "db",
             table: "t",
             row: 1,
+            tz_secs: 0,
         };
         let half = Val::Dec(Dec::new(15, 1));
         assert!(to_native(&half, &target, true).is_err());
@@ -907,7 +918,7 @@ mod tests {
             fn stored_values_round_trip(v in val(), at in 0usize..20) {
                 let ty = types()[at].clone();
                 if let Ok(stored) = store(ty.clone(), v) {
-                    let back = from_native(&stored, &ty);
+                    let back = from_native(&stored, &ty, 0);
                     prop_assert_eq!(store(ty, back), Ok(stored));
                 }
             }

@@ -89,6 +89,7 @@ pub fn env(conn: &Conn<'_>) -> Env {
         user,
         last_insert_id: conn.session.last_insert_id,
         now_micros: now,
+        tz_secs: super::session::time_zone_secs(conn),
         version: super::session::VERSION.to_owned(),
     }
 }
@@ -152,11 +153,11 @@ pub fn with_scope<R>(
 }
 
 /// A table row as SQL values, from a native row of all columns.
-fn sql_row(table: &TableInfo, values: &[Value], positions: &[usize]) -> Vec<Val> {
+fn sql_row(table: &TableInfo, values: &[Value], positions: &[usize], tz_secs: i64) -> Vec<Val> {
     let mut row = vec![Val::Null; table.columns.len()];
     for (v, pos) in values.iter().zip(positions) {
         if let Some(at) = table.columns.iter().position(|c| c.native == *pos) {
-            row[at] = convert::from_native(v, &table.columns[at].ty);
+            row[at] = convert::from_native(v, &table.columns[at].ty, tz_secs);
         }
     }
     row
@@ -242,7 +243,7 @@ pub(crate) fn fetch(
                             if !seen.insert(format!("{key:?}")) {
                                 continue;
                             }
-                            let row = sql_row(table, r.values(), r.columns());
+                            let row = sql_row(table, r.values(), r.columns(), ctx.env.tz_secs);
                             if !keep(row, key, ctx)? {
                                 return Ok(out);
                             }
@@ -280,7 +281,7 @@ pub(crate) fn fetch(
                 .map_err(|e| txn::native_error_in(&e, &table.name))?;
             for r in scan {
                 let r = r.map_err(|e| txn::native_error_in(&e, &table.name))?;
-                let row = sql_row(table, r.values(), r.columns());
+                let row = sql_row(table, r.values(), r.columns(), ctx.env.tz_secs);
                 let key = if lock.is_some() {
                     r.key().to_vec()
                 } else {

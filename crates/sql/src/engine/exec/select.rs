@@ -585,6 +585,7 @@ pub fn run(
     let info = Arc::clone(&conn.info);
     let mut ctx = Ctx::new(params, &environment);
     ctx.killed = Some(&info.query_killed);
+    ctx.deadline = super::super::session::execution_deadline(conn);
     let needs_tx = planned.iter().any(|p| p.table.is_some());
     // Reads of a transaction that wrote see its writes through a lock.
     let mut planned = planned;
@@ -801,6 +802,7 @@ fn shape(
     };
     let mut out: Vec<(Vec<Val>, Vec<Val>)> = Vec::new();
     for (row, aggs) in &groups {
+        ctx.check_killed()?;
         let mut c = Ctx {
             params: ctx.params,
             aggs,
@@ -808,6 +810,9 @@ fn shape(
             env: ctx.env,
             warnings: std::mem::take(&mut ctx.warnings),
             killed: ctx.killed,
+            deadline: ctx.deadline,
+            checks: std::cell::Cell::new(ctx.checks.get()),
+            expired: std::cell::Cell::new(ctx.expired.get()),
             strict: ctx.strict,
         };
         let pass = match &p.having {
@@ -831,6 +836,8 @@ fn shape(
             }
         }
         ctx.warnings = c.warnings;
+        ctx.checks.set(c.checks.get());
+        ctx.expired.set(c.expired.get());
     }
     if p.distinct {
         let mut seen = HashMap::new();
@@ -946,6 +953,7 @@ fn aggregate(
     let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
     let mut groups: Vec<(Vec<Val>, Vec<AggState>)> = Vec::new();
     for (row, _) in found {
+        ctx.check_killed()?;
         let mut key_values = Vec::with_capacity(p.group.len());
         for g in &p.group {
             key_values.push(g.eval(&row, ctx)?);

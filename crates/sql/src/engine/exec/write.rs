@@ -192,7 +192,7 @@ fn insert(
             };
             // DEFAULT CURRENT_TIMESTAMP: the statement's time.
             if value.is_none() && col.default_now {
-                value = Some(now_value(environment.now_micros));
+                value = Some(now_value(environment.now_micros, environment.tz_secs));
             }
             if Some(at) == auto_col
                 && value
@@ -213,6 +213,7 @@ fn insert(
                 db: &table.db,
                 table: &table.name,
                 row: n + 1,
+                tz_secs: ctx.env.tz_secs,
             };
             match value {
                 Some(v) => {
@@ -224,14 +225,16 @@ fn insert(
                             n + 1
                         ));
                     }
-                    sql_row[at] = super::convert::from_native(&stored, &col.ty);
+                    sql_row[at] =
+                        super::convert::from_native(&stored, &col.ty, environment.tz_secs);
                     out.push((col.native, stored));
                 }
                 None => {
                     let native_col = &def.columns[col.native];
                     match &native_col.default {
                         Some(d) => {
-                            sql_row[at] = super::convert::from_native(d, &col.ty);
+                            sql_row[at] =
+                                super::convert::from_native(d, &col.ty, environment.tz_secs);
                         }
                         None if col.nullable => {}
                         None => {
@@ -371,7 +374,8 @@ pub(crate) fn duplicate_error(
                         .find(|sc| sc.native == *p)
                         .map(|sc| sc.ty.clone());
                     match ty {
-                        Some(ty) => super::convert::from_native(v, &ty).to_text(),
+                        // Shown as stored (a TIMESTAMP in UTC).
+                        Some(ty) => super::convert::from_native(v, &ty, 0).to_text(),
                         None => format!("{v:?}"),
                     }
                 })
@@ -701,6 +705,7 @@ fn update_one(
                         db: &table.db,
                         table: &table.name,
                         row: row_number,
+                        tz_secs: ctx.env.tz_secs,
                     };
                     to_native(&old[at], &target, false)?
                 }
@@ -736,6 +741,8 @@ fn update_duplicate(
                     db: &table.db,
                     table: &table.name,
                     row: 1,
+                    // Old values are the session's; 0 keeps them as they are.
+                    tz_secs: 0,
                 };
                 to_native(&old[at], &target, false).unwrap_or(Value::Null)
             }
@@ -772,9 +779,10 @@ fn changes_of(
             db: &table.db,
             table: &table.name,
             row: row_number,
+            tz_secs: ctx.env.tz_secs,
         };
         let stored = to_native_in_mode(&v, &target, ctx)?;
-        let new = super::convert::from_native(&stored, &column.ty);
+        let new = super::convert::from_native(&stored, &column.ty, ctx.env.tz_secs);
         let same = match (&new, &row[*col]) {
             (Val::Null, Val::Null) => true,
             (Val::Null, _) | (_, Val::Null) => false,
@@ -800,8 +808,13 @@ fn changes_of(
                     db: &table.db,
                     table: &table.name,
                     row: row_number,
+                    tz_secs: ctx.env.tz_secs,
                 };
-                let now = to_native(&now_value(ctx.env.now_micros), &target, false)?;
+                let now = to_native(
+                    &now_value(ctx.env.now_micros, ctx.env.tz_secs),
+                    &target,
+                    false,
+                )?;
                 changes.push((column.native, now));
             }
         }
@@ -809,9 +822,9 @@ fn changes_of(
     Ok(changes)
 }
 
-/// The statement's time as a DATETIME value.
-pub(crate) fn now_value(now_micros: i64) -> Val {
-    match crate::engine::expr::value::datetime_of_micros(now_micros) {
+/// The statement's time as a DATETIME value in the session's time zone.
+pub(crate) fn now_value(now_micros: i64, tz_secs: i64) -> Val {
+    match crate::engine::expr::value::datetime_of_micros(now_micros + tz_secs * 1_000_000) {
         Some((d, t)) => Val::DateTime(d, t),
         None => Val::Null,
     }

@@ -1,7 +1,9 @@
 //! Evaluation of lowered expressions, and the kind of their values.
 
+use std::cell::Cell;
 use std::cmp::Ordering;
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
+use std::time::Instant;
 
 use schema::Collation;
 
@@ -12,6 +14,17 @@ use super::value::{
 use super::{AggFn, Arith, CastTo, CmpOp, Expr, Kind, Scope};
 use crate::error::{codes, SqlError, SqlResult};
 use crate::value::{Date, Time};
+
+/// Rows between two reads of the clock for `max_execution_time`.
+pub const DEADLINE_CHECK_ROWS: u32 = 256;
+
+/// MySQL's 3024: a SELECT ran past `max_execution_time`.
+pub fn timed_out() -> SqlError {
+    SqlError::new(
+        3024,
+        "Query execution was interrupted, maximum statement execution time exceeded",
+    )
+}
 
 /// What an evaluation reads besides the row, and the warnings it leaves.
 pub struct Ctx<'a> {
@@ -27,6 +40,13 @@ pub struct Ctx<'a> {
     pub warnings: Vec<(u16, String)>,
     /// Set by `KILL QUERY`: long loops stop with 1317.
     pub killed: Option<&'a AtomicBool>,
+    /// When `max_execution_time` runs out: long loops stop with 3024.
+    pub deadline: Option<Instant>,
+    /// Calls of [`Ctx::check_killed`] since the clock was last read.
+    pub checks: Cell<u32>,
+    /// The deadline was seen passed (by a wait such as `SLEEP`): the next
+    /// [`Ctx::check_killed`] fails without reading the clock.
+    pub expired: Cell<bool>,
     /// Strict sql_mode: a value that does not fit its column is an error
     /// (else it is adjusted, with a warning).
     pub strict: bool,
@@ -43,9 +63,11 @@ pub struct Env {
     pub user: String,
     /// `LAST_INSERT_ID()`.
     pub last_insert_id: u64,
-    /// When the statement started, microseconds since the epoch (session
-    /// time zone applied).
+    /// When the statement started, microseconds since the epoch (UTC).
     pub now_micros: i64,
+    /// The session's time zone, seconds east of UTC (`NOW()` and TIMESTAMP
+    /// columns are shown in it).
+    pub tz_secs: i64,
     /// `VERSION()`.
     pub version: String,
 }
@@ -60,19 +82,44 @@ impl<'a> Ctx<'a> {
             env,
             warnings: Vec::new(),
             killed: None,
+            deadline: None,
+            checks: Cell::new(0),
+            expired: Cell::new(false),
             strict: true,
         }
     }
 
-    /// 1317 when `KILL QUERY` asked the statement to stop.
-    pub fn check_killed(&self) -> SqlResult<()> {
-        match self.killed {
-            Some(k) if k.load(AtomicOrdering::Relaxed) => Err(SqlError::new(
-                codes::QUERY_INTERRUPTED,
-                "Query execution was interrupted",
-            )),
-            _ => Ok(()),
+    /// Whether `KILL QUERY` or the deadline stopped the statement (reads
+    /// the clock on every call: for loops that wait, not per row).
+    pub fn interrupted(&self) -> bool {
+        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            self.expired.set(true);
         }
+        self.expired.get() || self.killed.is_some_and(|k| k.load(AtomicOrdering::Relaxed))
+    }
+
+    /// 1317 when `KILL QUERY` asked the statement to stop.
+    /// 3024 when the statement's `max_execution_time` ran out (the clock
+    /// is read once per [`DEADLINE_CHECK_ROWS`] calls).
+    pub fn check_killed(&self) -> SqlResult<()> {
+        if let Some(k) = self.killed {
+            if k.load(AtomicOrdering::Relaxed) {
+                return Err(SqlError::new(
+                    codes::QUERY_INTERRUPTED,
+                    "Query execution was interrupted",
+                ));
+            }
+        }
+        if let Some(deadline) = self.deadline {
+            let n = self.checks.get().wrapping_add(1);
+            self.checks.set(n);
+            if self.expired.get()
+                || (n.is_multiple_of(DEADLINE_CHECK_ROWS) && Instant::now() >= deadline)
+            {
+                return Err(timed_out());
+            }
+        }
+        Ok(())
     }
 
     /// Leaves a warning.
@@ -901,7 +948,8 @@ pub fn to_datetime(v: &Val, ctx: &mut Ctx<'_>) -> Option<(Date, Time)> {
         Val::Date(d) => Some((*d, Time::default())),
         Val::DateTime(d, t) => Some((*d, *t)),
         Val::Time(m) => {
-            let today = ctx.env.now_micros.div_euclid(86_400_000_000) * 86_400_000_000;
+            let local = ctx.env.now_micros + ctx.env.tz_secs * 1_000_000;
+            let today = local.div_euclid(86_400_000_000) * 86_400_000_000;
             datetime_of_micros(today + m)
         }
         Val::Null => None,

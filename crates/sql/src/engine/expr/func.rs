@@ -44,6 +44,13 @@ pub enum Func {
     Least,
     Now,
     CurDate,
+    CurTime,
+    UtcTimestamp,
+    UtcDate,
+    UtcTime,
+    FromUnixtime,
+    ConvertTz,
+    Sleep,
     UnixTimestamp,
     DateFormat,
     Date,
@@ -119,6 +126,13 @@ pub fn lower_call(name: &str, args: Vec<Expr>) -> SqlResult<Expr> {
         "LEAST" => (F::Least, 2, usize::MAX),
         "NOW" | "CURRENT_TIMESTAMP" | "LOCALTIME" | "LOCALTIMESTAMP" | "SYSDATE" => (F::Now, 0, 1),
         "CURDATE" | "CURRENT_DATE" => (F::CurDate, 0, 0),
+        "CURTIME" | "CURRENT_TIME" => (F::CurTime, 0, 1),
+        "UTC_TIMESTAMP" => (F::UtcTimestamp, 0, 1),
+        "UTC_DATE" => (F::UtcDate, 0, 0),
+        "UTC_TIME" => (F::UtcTime, 0, 1),
+        "FROM_UNIXTIME" => (F::FromUnixtime, 1, 2),
+        "CONVERT_TZ" => (F::ConvertTz, 3, 3),
+        "SLEEP" => (F::Sleep, 1, 1),
         "UNIX_TIMESTAMP" => (F::UnixTimestamp, 0, 1),
         "DATE_FORMAT" => (F::DateFormat, 2, 2),
         "DATE" => (F::Date, 1, 1),
@@ -162,6 +176,46 @@ pub fn lower_call(name: &str, args: Vec<Expr>) -> SqlResult<Expr> {
     arity(name, &args, min, max)?;
     Ok(Expr::Func(f, args))
 }
+
+/// The fractional digits a `NOW(fsp)`-like call asks for (a literal).
+fn fsp_arg(args: &[Expr]) -> u8 {
+    match args.first() {
+        Some(Expr::Lit(Val::Int(f))) => (*f).clamp(0, 6) as u8,
+        _ => 0,
+    }
+}
+
+/// The local date and time `micros` (UTC) is in a zone `tz_secs` east of
+/// UTC, its microseconds cut to `fsp` digits.
+fn local_datetime(micros: i64, tz_secs: i64, fsp: u32) -> Val {
+    let (d, t) = datetime_of_micros(micros + tz_secs * MICROS_PER_SECOND).unwrap_or_default();
+    let unit = 10u32.pow(6 - fsp.min(6));
+    Val::DateTime(
+        d,
+        Time {
+            micros: t.micros / unit * unit,
+            ..t
+        },
+    )
+}
+
+/// The zone a `CONVERT_TZ` argument names, in seconds east of UTC: an
+/// offset or `SYSTEM` (the SQL node's zone, UTC); named zones need tz
+/// tables the SQL node does not have (None: the result is NULL, as
+/// MySQL's without them).
+fn zone_secs(zone: &str) -> Option<i64> {
+    if zone.eq_ignore_ascii_case("SYSTEM") {
+        return Some(0);
+    }
+    crate::engine::session::offset_secs(zone)
+}
+
+/// Longest one wait of `SLEEP` between checks for `KILL QUERY` and the
+/// statement's deadline, in milliseconds.
+pub const SLEEP_SLICE_MS: u64 = 10;
+
+/// Seconds `SLEEP` may be asked to wait (a year; more is taken as this).
+pub const SLEEP_SECONDS_MAX: f64 = 365.0 * 86_400.0;
 
 fn text_kind() -> Kind {
     Kind::Str {
@@ -229,6 +283,27 @@ impl Func {
             | F::Minute
             | F::Second => Kind::Int { unsigned: false },
             F::LastInsertId | F::ConnectionId => Kind::Int { unsigned: true },
+            F::Sleep => Kind::Int { unsigned: false },
+            F::CurTime | F::UtcTime => Kind::Time { fsp: fsp_arg(args) },
+            F::UtcDate => Kind::Date,
+            F::FromUnixtime if args.len() == 2 => text_kind(),
+            F::FromUnixtime => Kind::DateTime {
+                fsp: match arg(0) {
+                    Kind::Dec { scale } => scale.min(6),
+                    Kind::Double | Kind::Str { .. } => 6,
+                    _ => 0,
+                },
+            },
+            F::ConvertTz => match (arg(0), args.first()) {
+                (Kind::DateTime { fsp }, _) => Kind::DateTime { fsp },
+                // A literal's own fractional digits, as MySQL shows them.
+                (_, Some(Expr::Lit(Val::Str(b)))) => Kind::DateTime {
+                    fsp: String::from_utf8_lossy(b)
+                        .split_once('.')
+                        .map_or(0, |(_, f)| f.trim().len().min(6) as u8),
+                },
+                _ => Kind::DateTime { fsp: 6 },
+            },
             F::UnixTimestamp => Kind::Int { unsigned: false },
             F::Abs | F::Mod => match arg(0) {
                 k if k.is_numeric() => k,
@@ -262,12 +337,7 @@ impl Func {
             F::IfNull => merge_kinds([arg(0), arg(1)].into_iter()),
             F::If => merge_kinds([arg(1), arg(2)].into_iter()),
             F::NullIf => arg(0),
-            F::Now => Kind::DateTime {
-                fsp: match args.first() {
-                    Some(Expr::Lit(Val::Int(f))) => (*f).clamp(0, 6) as u8,
-                    _ => 0,
-                },
-            },
+            F::Now | F::UtcTimestamp => Kind::DateTime { fsp: fsp_arg(args) },
             F::CurDate | F::Date => Kind::Date,
             F::DateAdd | F::DateSub => match arg(0) {
                 Kind::Date => {
@@ -293,6 +363,10 @@ impl Func {
         match self {
             F::Now
             | F::CurDate
+            | F::CurTime
+            | F::UtcTimestamp
+            | F::UtcDate
+            | F::UtcTime
             | F::LastInsertId
             | F::ConnectionId
             | F::Version
@@ -306,7 +380,8 @@ impl Func {
 
     /// Whether a call with constant arguments is constant in a statement.
     pub fn is_deterministic(self) -> bool {
-        true
+        // SLEEP waits on every call (per row), as MySQL's.
+        self != Func::Sleep
     }
 
     /// The display length in characters of a string result.
@@ -536,31 +611,101 @@ impl Func {
                 round(&v[0], digits, self == F::Truncate, ctx)
             }
             F::Mod => super::eval::arith(super::Arith::Mod, v[0].clone(), v[1].clone(), ctx)?,
-            F::Now => {
-                let (d, t) = datetime_of_micros(ctx.env.now_micros).unwrap_or_default();
+            F::Now | F::UtcTimestamp | F::CurTime | F::UtcTime => {
+                let tz = if matches!(self, F::Now | F::CurTime) {
+                    ctx.env.tz_secs
+                } else {
+                    0
+                };
                 let fsp = v.first().map_or(0, |f| ctx.num_i64(f).clamp(0, 6) as u32);
-                let unit = 10u32.pow(6 - fsp);
-                Val::DateTime(
-                    d,
-                    Time {
-                        micros: t.micros / unit * unit,
-                        ..t
-                    },
-                )
+                let at = local_datetime(ctx.env.now_micros, tz, fsp);
+                match (self, at) {
+                    (F::CurTime | F::UtcTime, Val::DateTime(_, t)) => Val::Time(
+                        (i64::from(t.hour) * 3600 + i64::from(t.minute) * 60 + i64::from(t.second))
+                            * MICROS_PER_SECOND
+                            + i64::from(t.micros),
+                    ),
+                    (_, at) => at,
+                }
             }
-            F::CurDate => {
-                let (d, _) = datetime_of_micros(ctx.env.now_micros).unwrap_or_default();
-                Val::Date(d)
+            F::CurDate | F::UtcDate => {
+                let tz = if self == F::CurDate {
+                    ctx.env.tz_secs
+                } else {
+                    0
+                };
+                match local_datetime(ctx.env.now_micros, tz, 0) {
+                    Val::DateTime(d, _) => Val::Date(d),
+                    other => other,
+                }
             }
             F::UnixTimestamp => match v.first() {
                 None => Val::Int(ctx.env.now_micros.div_euclid(MICROS_PER_SECOND)),
                 Some(x) => match to_datetime(x, ctx) {
                     Some((d, t)) => {
-                        Val::Int(datetime_micros(d, t).max(0).div_euclid(MICROS_PER_SECOND))
+                        let utc = datetime_micros(d, t) - ctx.env.tz_secs * MICROS_PER_SECOND;
+                        Val::Int(utc.max(0).div_euclid(MICROS_PER_SECOND))
                     }
                     None => Val::Null,
                 },
             },
+            F::FromUnixtime => {
+                let (micros, fsp) = match &v[0] {
+                    Val::Int(i) => (i.checked_mul(MICROS_PER_SECOND), 0),
+                    Val::UInt(u) => (
+                        i64::try_from(*u)
+                            .ok()
+                            .and_then(|i| i.checked_mul(MICROS_PER_SECOND)),
+                        0,
+                    ),
+                    Val::Dec(d) => (
+                        d.rescale(6).and_then(|m| i64::try_from(m.mantissa).ok()),
+                        u32::from(d.scale.min(6)),
+                    ),
+                    other => {
+                        let f = ctx.num_f64(other) * 1e6;
+                        (f.is_finite().then(|| f.round() as i64), 6)
+                    }
+                };
+                let Some(micros) = micros.filter(|m| *m >= 0) else {
+                    return Ok(Val::Null);
+                };
+                let at = local_datetime(micros, ctx.env.tz_secs, fsp);
+                match (v.get(1), at) {
+                    (Some(format), Val::DateTime(d, t)) => {
+                        Val::str(date_format(d, t, &format.to_text()))
+                    }
+                    (_, at) => at,
+                }
+            }
+            F::ConvertTz => {
+                let (Some(from), Some(to)) = (zone_secs(&s(1)), zone_secs(&s(2))) else {
+                    return Ok(Val::Null);
+                };
+                let Some((d, t)) = to_datetime(&v[0], ctx) else {
+                    return Ok(Val::Null);
+                };
+                let utc = datetime_micros(d, t) - from * MICROS_PER_SECOND;
+                local_datetime(utc, to, 6)
+            }
+            F::Sleep => {
+                let secs = ctx.num_f64(&v[0]).clamp(0.0, SLEEP_SECONDS_MAX);
+                let end = std::time::Instant::now() + std::time::Duration::from_secs_f64(secs);
+                // Interrupted (KILL QUERY, the deadline), SLEEP returns 1
+                // as MySQL's; the statement's next check stops it.
+                loop {
+                    if ctx.interrupted() {
+                        return Ok(Val::Int(1));
+                    }
+                    let now = std::time::Instant::now();
+                    if now >= end {
+                        break;
+                    }
+                    let slice = std::time::Duration::from_millis(SLEEP_SLICE_MS);
+                    std::thread::sleep((end - now).min(slice));
+                }
+                Val::Int(0)
+            }
             F::Date => match to_datetime(&v[0], ctx) {
                 Some((d, _)) => Val::Date(d),
                 None => Val::Null,

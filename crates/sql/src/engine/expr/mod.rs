@@ -585,6 +585,9 @@ impl<'a> Scope<'a> {
             if name.eq_ignore_ascii_case("CURRENT_DATE") {
                 return Ok(Expr::Func(Func::CurDate, Vec::new()));
             }
+            if name.eq_ignore_ascii_case("CURRENT_TIME") {
+                return Ok(Expr::Func(Func::CurTime, Vec::new()));
+            }
             if name.eq_ignore_ascii_case("CURRENT_USER") {
                 return Ok(Expr::Func(Func::User, Vec::new()));
             }

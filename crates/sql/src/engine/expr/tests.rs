@@ -364,3 +364,57 @@ mod no_panics {
         }
     }
 }
+
+/// An expression's text in a session `tz_secs` east of UTC, at
+/// 2023-11-14 22:13:20 UTC.
+fn eval_in_zone(sql: &str, tz_secs: i64) -> String {
+    let (e, _) = lower_select(sql).expect("lowers");
+    let env = Env {
+        now_micros: 1_700_000_000_000_000,
+        tz_secs,
+        ..Env::default()
+    };
+    let mut ctx = Ctx::new(&[], &env);
+    let v = e.eval(&[], &mut ctx).expect("evaluates");
+    if v.is_null() {
+        "NULL".to_owned()
+    } else {
+        v.to_text()
+    }
+}
+
+#[test]
+fn time_functions_follow_the_session_time_zone() {
+    let plus2 = 2 * 3600;
+    assert_eq!(eval_in_zone("NOW()", 0), "2023-11-14 22:13:20");
+    assert_eq!(eval_in_zone("NOW()", plus2), "2023-11-15 00:13:20");
+    assert_eq!(eval_in_zone("SYSDATE()", plus2), "2023-11-15 00:13:20");
+    assert_eq!(eval_in_zone("CURDATE()", plus2), "2023-11-15");
+    assert_eq!(eval_in_zone("CURTIME()", plus2), "00:13:20");
+    assert_eq!(
+        eval_in_zone("UTC_TIMESTAMP()", plus2),
+        "2023-11-14 22:13:20"
+    );
+    assert_eq!(eval_in_zone("UTC_DATE()", plus2), "2023-11-14");
+    assert_eq!(eval_in_zone("UNIX_TIMESTAMP()", plus2), "1700000000");
+    assert_eq!(eval_in_zone("UNIX_TIMESTAMP(NOW())", plus2), "1700000000");
+    assert_eq!(
+        eval_in_zone("FROM_UNIXTIME(0)", -3600),
+        "1969-12-31 23:00:00"
+    );
+    assert_eq!(eval_in_zone("FROM_UNIXTIME(-1)", 0), "NULL");
+    assert_eq!(
+        eval_in_zone(
+            "CONVERT_TZ('2020-01-01 00:00:00', '+01:00', '-01:30')",
+            plus2
+        ),
+        "2019-12-31 21:30:00"
+    );
+    assert_eq!(
+        eval_in_zone(
+            "CONVERT_TZ('2020-01-01 00:00:00', 'Europe/Oslo', '+00:00')",
+            0
+        ),
+        "NULL"
+    );
+}
