@@ -263,6 +263,7 @@ fn a_client_killed_inside_a_transaction_leaves_nothing_locked() {
         .expect("the row is not locked");
     let after: Option<i64> = root.query_first("SELECT v FROM k.t WHERE id = 1").unwrap();
     assert_eq!(after, Some(3));
+}
 
 /// `max_execution_time` stops a SELECT (not a write) with 3024, `KILL
 /// QUERY` stops a `SLEEP` with 1317, `SHOW … WHERE` filters by the SHOW's
