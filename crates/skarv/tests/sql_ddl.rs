@@ -21,14 +21,19 @@ const WRITERS: u64 = 3;
 /// two renames (1146), a lock wait (1205), a retryable cluster error.
 const RETRIED: [u16; 4] = [1412, 1146, 1205, 1297];
 
-fn connect(port: u16) -> Conn {
+/// root's connection to the SQL node on `port`, in database `db`.
+fn connect_to(port: u16, db: Option<&str>) -> Conn {
     let opts = OptsBuilder::new()
         .ip_or_hostname(Some("127.0.0.1"))
         .tcp_port(port)
         .user(Some("root"))
-        .db_name(Some("ddl"))
+        .db_name(db)
         .prefer_socket(false);
     Conn::new(opts).expect("connect")
+}
+
+fn connect(port: u16) -> Conn {
+    connect_to(port, Some("ddl"))
 }
 
 fn code(e: &mysql::Error) -> u16 {
@@ -42,14 +47,7 @@ fn code(e: &mysql::Error) -> u16 {
 fn alters_under_updates_from_another_sql_node_lose_nothing() {
     let sandbox = Sandbox::start_configured("sql-ddl", 35_500, 2, &["--sql-nodes", "2"]);
     let (first, second) = (sandbox.sql_port_of(0), sandbox.sql_port_of(1));
-    let mut admin = {
-        let opts = OptsBuilder::new()
-            .ip_or_hostname(Some("127.0.0.1"))
-            .tcp_port(first)
-            .user(Some("root"))
-            .prefer_socket(false);
-        Conn::new(opts).expect("connect")
-    };
+    let mut admin = connect_to(first, None);
     admin.query_drop("CREATE DATABASE ddl").unwrap();
     admin
         .query_drop("CREATE TABLE ddl.t (id INT PRIMARY KEY, v INT NOT NULL, pad VARCHAR(20))")
@@ -171,14 +169,7 @@ fn alters_under_updates_from_another_sql_node_lose_nothing() {
 fn an_idle_transaction_holding_locks_does_not_block_an_alter_or_stop_the_cluster() {
     let sandbox = Sandbox::start_configured("sql-ddl-idle", 35_600, 2, &["--sql-nodes", "2"]);
     let (first, second) = (sandbox.sql_port_of(0), sandbox.sql_port_of(1));
-    let mut admin = {
-        let opts = OptsBuilder::new()
-            .ip_or_hostname(Some("127.0.0.1"))
-            .tcp_port(first)
-            .user(Some("root"))
-            .prefer_socket(false);
-        Conn::new(opts).expect("connect")
-    };
+    let mut admin = connect_to(first, None);
     admin.query_drop("CREATE DATABASE ddl").unwrap();
     admin
         .query_drop("CREATE TABLE ddl.t (id INT PRIMARY KEY, v INT NOT NULL)")

@@ -1830,15 +1830,7 @@ fn column_spec(
     position: usize,
 ) -> SqlResult<ColumnSpec> {
     let name = def.name.value.clone();
-    if name.is_empty()
-        || name.chars().count() > catalog::IDENTIFIER_CHARS_MAX
-        || name.ends_with(' ')
-    {
-        return Err(SqlError::new(
-            codes::WRONG_COLUMN_NAME,
-            format!("Incorrect column name '{name}'"),
-        ));
-    }
+    check_column_name(&name)?;
     let mut charset = None;
     let mut collation = None;
     for option in &def.options {

@@ -803,36 +803,8 @@ fn binary_literals_as_hex(sql: &[u8]) -> Option<String> {
             continue;
         }
         // The literal's bytes, unescaped, and where it ends.
-        let mut bytes = Vec::new();
-        let mut end = at + 1;
-        loop {
-            match *sql.get(end)? {
-                b'\\' if quote != b'`' => {
-                    let escaped = *sql.get(end + 1)?;
-                    match escaped {
-                        b'0' => bytes.push(0),
-                        b'b' => bytes.push(8),
-                        b'n' => bytes.push(b'\n'),
-                        b'r' => bytes.push(b'\r'),
-                        b't' => bytes.push(b'\t'),
-                        b'Z' => bytes.push(26),
-                        // MySQL keeps the backslash of \% and \_ (LIKE's).
-                        b'%' | b'_' => bytes.extend_from_slice(&[b'\\', escaped]),
-                        other => bytes.push(other),
-                    }
-                    end += 2;
-                }
-                b if b == quote && sql.get(end + 1) == Some(&quote) => {
-                    bytes.push(quote);
-                    end += 2;
-                }
-                b if b == quote => break,
-                b => {
-                    bytes.push(b);
-                    end += 1;
-                }
-            }
-        }
+        let (bytes, after) = super::latin1::literal(sql, at)?;
+        let end = after - 1;
         let literal = &sql[at..=end];
         if quote != b'`' && std::str::from_utf8(literal).is_err() {
             out.push_str(std::str::from_utf8(&sql[plain..at]).ok()?);

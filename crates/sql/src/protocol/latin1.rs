@@ -79,15 +79,16 @@ pub fn decode_statement(sql: &[u8]) -> String {
     decode(&out)
 }
 
-/// The bytes of the quoted literal at `start` (escapes undone) and where
-/// the text after it begins; None when it is left open.
-fn literal(sql: &[u8], start: usize) -> Option<(Vec<u8>, usize)> {
+/// The bytes of the quoted literal or identifier at `start` (escapes
+/// undone; a backquoted identifier has none) and where the text after it
+/// begins; None when it is left open.
+pub(super) fn literal(sql: &[u8], start: usize) -> Option<(Vec<u8>, usize)> {
     let quote = sql[start];
     let mut bytes = Vec::new();
     let mut at = start + 1;
     loop {
         match *sql.get(at)? {
-            b'\\' => {
+            b'\\' if quote != b'`' => {
                 let escaped = *sql.get(at + 1)?;
                 match escaped {
                     b'0' => bytes.push(0),
