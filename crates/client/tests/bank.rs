@@ -33,22 +33,6 @@ fn int_of(row: &Row, column: &str) -> i64 {
     }
 }
 
-/// xorshift64*: each thread its own stream, from its seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 /// What one attempt of a transfer did.
 enum Attempt {
     Committed,
@@ -130,7 +114,8 @@ fn run_thread(cluster: &Cluster, thread: u64) -> Tally {
     let session = cluster.session().expect("session");
     let accounts = session.table("bank_accounts").expect("accounts");
     let history = session.table("bank_history").expect("history");
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ (thread + 1).wrapping_mul(0xff51_afd7_ed55_8ccd));
+    let mut rng =
+        testkit::Rng::new(0x9e37_79b9_7f4a_7c15 ^ (thread + 1).wrapping_mul(0xff51_afd7_ed55_8ccd));
     let mut tally = Tally::default();
     for n in 0..TRANSFERS_PER_THREAD {
         let id = (thread * TRANSFERS_PER_THREAD + n) as i64;

@@ -59,22 +59,6 @@ const HOSTILE: [&str; 32] = [
 ];
 const ODD: [&str; 6] = ["\u{0}", "é", "😀", "\u{202e}", "\t", "\n"];
 
-/// A small deterministic generator (xorshift64*), so a seed replays.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
-
 /// The statements of the suite's `.test` files (directives and comments
 /// left out, statements joined across lines up to their `;`).
 fn corpus() -> Vec<String> {
@@ -117,12 +101,12 @@ fn tokens(s: &str) -> Vec<String> {
     s.split_whitespace().map(str::to_owned).collect()
 }
 
-fn mutate(rng: &mut Rng, corpus: &[String]) -> String {
-    let base = &corpus[rng.below(corpus.len())];
+fn mutate(rng: &mut testkit::Rng, corpus: &[String]) -> String {
+    let base = &corpus[rng.index(corpus.len())];
     let mut words = tokens(base);
-    match rng.below(7) {
+    match rng.index(7) {
         0 => {
-            let cut = rng.below(base.len() + 1);
+            let cut = rng.index(base.len() + 1);
             return base
                 .char_indices()
                 .take_while(|(i, _)| *i < cut)
@@ -130,32 +114,32 @@ fn mutate(rng: &mut Rng, corpus: &[String]) -> String {
                 .collect();
         }
         1 if !words.is_empty() => {
-            let at = rng.below(words.len());
+            let at = rng.index(words.len());
             words.remove(at);
         }
         2 if !words.is_empty() => {
-            let at = rng.below(words.len());
+            let at = rng.index(words.len());
             let w = words[at].clone();
             words.insert(at, w);
         }
         3 if words.len() > 1 => {
-            let (a, b) = (rng.below(words.len()), rng.below(words.len()));
+            let (a, b) = (rng.index(words.len()), rng.index(words.len()));
             words.swap(a, b);
         }
         4 => {
-            let at = rng.below(words.len() + 1);
-            words.insert(at, HOSTILE[rng.below(HOSTILE.len())].to_owned());
+            let at = rng.index(words.len() + 1);
+            words.insert(at, HOSTILE[rng.index(HOSTILE.len())].to_owned());
         }
         5 => {
-            let other = tokens(&corpus[rng.below(corpus.len())]);
-            let keep = rng.below(words.len() + 1);
+            let other = tokens(&corpus[rng.index(corpus.len())]);
+            let keep = rng.index(words.len() + 1);
             words.truncate(keep);
-            let from = rng.below(other.len() + 1);
+            let from = rng.index(other.len() + 1);
             words.extend(other.into_iter().skip(from));
         }
         _ => {
-            let at = rng.below(words.len() + 1);
-            words.insert(at, ODD[rng.below(ODD.len())].to_owned());
+            let at = rng.index(words.len() + 1);
+            words.insert(at, ODD[rng.index(ODD.len())].to_owned());
         }
     }
     words.join(" ")
@@ -198,7 +182,7 @@ fn mutated_statements_get_answers_and_never_drop_the_connection() {
         .unwrap();
 
     let corpus = corpus();
-    let mut rng = Rng(seed | 1);
+    let mut rng = testkit::Rng::new(seed);
     let (mut answered, mut errors) = (0usize, 0usize);
     for n in 0..count {
         let statement = mutate(&mut rng, &corpus);
@@ -206,7 +190,7 @@ fn mutated_statements_get_answers_and_never_drop_the_connection() {
         if SKIPPED_WORDS.iter().any(|w| upper.contains(w)) {
             continue;
         }
-        let prepared = rng.below(4) == 0;
+        let prepared = rng.index(4) == 0;
         let result = if prepared {
             fuzz.prep(&statement).map(|_| ())
         } else {

@@ -7,8 +7,11 @@
 //!   was really allocated.
 //! - [`sandbox`]: a `skarv sandbox` of this build for a test, stopped when
 //!   dropped (the client's and the SQL engine's tests).
+//! - [`Rng`]: a seeded generator for workloads and mutations.
 
 mod counting_alloc;
+mod rng;
 pub mod sandbox;
 
 pub use counting_alloc::{allocations, live_bytes, CountingAllocator};
+pub use rng::Rng;
