@@ -603,47 +603,41 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 record.next_row += 1;
                 record.examined += 1;
             }
-            if record.fragment_done {
-                if locking.is_none() || record.own_done {
-                    return BatchEnd::Done;
-                }
-                // The transaction's own inserts, which the committed rows
-                // lack: a transaction sees what it inserted (a committed
-                // read has no transaction of its own to see).
-                let range = record.range.as_ref().expect("an open scan has its range");
-                match fragment.scan_own_inserts(
-                    pool,
-                    TxId(tx_id),
-                    range,
-                    &mut record.own_after,
-                    FRAGMENT_SCAN_CHUNK_ROWS,
-                    &mut record.batch,
-                ) {
-                    Ok(progress) => {
-                        record.own_done = progress == ScanProgress::Done;
-                        record.chunk_rows = record.batch.len();
-                        record.next_row = 0;
-                    }
-                    Err(e) => {
-                        tracing::warn!("scan of table `{}` partition {partition}: {e}", table.name);
-                        return BatchEnd::Done;
-                    }
-                }
-                continue;
+            if record.fragment_done && (locking.is_none() || record.own_done) {
+                return BatchEnd::Done;
             }
             if record.examined >= SCAN_ROWS_EXAMINED_MAX {
                 return BatchEnd::Full;
             }
             let range = record.range.as_ref().expect("an open scan has its range");
-            match fragment.scan(
-                pool,
-                range,
-                &mut record.cursor,
-                FRAGMENT_SCAN_CHUNK_ROWS,
-                &mut record.batch,
-            ) {
-                Ok(progress) => {
-                    record.fragment_done = progress == ScanProgress::Done;
+            // After the committed rows, a locking scan visits what its
+            // transaction inserted (or moved into the range), which the
+            // committed rows lack: a transaction sees what it wrote (a
+            // committed read has no transaction of its own to see).
+            let fetched = if record.fragment_done {
+                fragment
+                    .scan_own_inserts(
+                        pool,
+                        TxId(tx_id),
+                        range,
+                        &mut record.own_after,
+                        FRAGMENT_SCAN_CHUNK_ROWS,
+                        &mut record.batch,
+                    )
+                    .map(|progress| record.own_done = progress == ScanProgress::Done)
+            } else {
+                fragment
+                    .scan(
+                        pool,
+                        range,
+                        &mut record.cursor,
+                        FRAGMENT_SCAN_CHUNK_ROWS,
+                        &mut record.batch,
+                    )
+                    .map(|progress| record.fragment_done = progress == ScanProgress::Done)
+            };
+            match fetched {
+                Ok(()) => {
                     record.chunk_rows = record.batch.len();
                     record.next_row = 0;
                 }

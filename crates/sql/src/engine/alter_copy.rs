@@ -95,14 +95,7 @@ pub fn wait_writable(conn: &Conn<'_>, info: Arc<TableInfo>) -> SqlResult<Arc<Tab
             Ok(info) if info.sql.copy.is_none() => return last,
             _ => {}
         }
-        if conn.info.query_killed.load(Ordering::Relaxed)
-            || conn.info.killed.load(Ordering::Relaxed)
-        {
-            return Err(SqlError::new(
-                codes::QUERY_INTERRUPTED,
-                "Query execution was interrupted",
-            ));
-        }
+        interrupted(conn)?;
         if Instant::now() >= deadline {
             return match last {
                 Err(e) => Err(e),
@@ -124,6 +117,26 @@ pub fn wait_writable(conn: &Conn<'_>, info: Arc<TableInfo>) -> SqlResult<Arc<Tab
     }
 }
 
+/// 1317 once `KILL [QUERY]` asked the connection's statement to stop.
+fn interrupted(conn: &Conn<'_>) -> SqlResult<()> {
+    if conn.info.query_killed.load(Ordering::Relaxed) || conn.info.killed.load(Ordering::Relaxed) {
+        return Err(SqlError::new(
+            codes::QUERY_INTERRUPTED,
+            "Query execution was interrupted",
+        ));
+    }
+    Ok(())
+}
+
+/// `info`'s definition with its copy lock set to `lock` (None: cleared).
+fn with_lock(info: &TableInfo, lock: Option<CopyLock>) -> schema::TableDef {
+    let mut sql = info.sql.clone();
+    sql.copy = lock;
+    let mut def = info.native.def().clone();
+    def.sql_meta = sql.encode();
+    def
+}
+
 /// Sets (or with `None` clears) the copy lock of the table named
 /// `cluster` by an online alter of its SQL metadata.
 fn set_lock(conn: &Conn<'_>, cluster: &str, lock: Option<CopyLock>) -> SqlResult<()> {
@@ -134,15 +147,11 @@ fn set_lock(conn: &Conn<'_>, cluster: &str, lock: Option<CopyLock>) -> SqlResult
         .map_err(|e| catalog::native_error(&e))?;
     let (db, name) = catalog::split_cluster_name(cluster).unwrap_or(("", cluster));
     let info = catalog::table_info(db, name, native);
-    let mut sql = info.sql.clone();
-    if sql.copy == lock {
+    if info.sql.copy == lock {
         return Ok(());
     }
-    sql.copy = lock;
-    let mut def = info.native.def().clone();
-    def.sql_meta = sql.encode();
     conn.native
-        .alter_table(def)
+        .alter_table(with_lock(&info, lock))
         .map_err(|e| catalog::native_error(&e))
 }
 
@@ -155,16 +164,8 @@ fn rename_native(conn: &Conn<'_>, from: &str, to: &str) -> SqlResult<()> {
         .map_err(|e| catalog::native_error(&e))?;
     let mut def = native.def().clone();
     def.name = to.to_owned();
-    conn.native.alter_table(def).map_err(|e| match e.code {
-        skarv_client::codes::ALREADY_EXISTS => SqlError::new(
-            codes::TABLE_EXISTS,
-            format!(
-                "Table '{}' already exists",
-                catalog::split_cluster_name(to).map_or(to, |(_, t)| t)
-            ),
-        ),
-        _ => catalog::native_error(&e),
-    })
+    let (db, table) = catalog::split_cluster_name(to).unwrap_or(("", to));
+    super::ddl::alter_native(conn, def, Some(&(db.to_owned(), table.to_owned())))
 }
 
 fn drop_native(conn: &Conn<'_>, cluster: &str) -> SqlResult<()> {
@@ -179,6 +180,11 @@ fn drop_native(conn: &Conn<'_>, cluster: &str) -> SqlResult<()> {
 /// slots mapped): see the module doc.
 pub(super) fn run(conn: &mut Conn<'_>, change: Change) -> SqlResult<()> {
     let old = Arc::clone(&change.info);
+    tracing::info!(
+        table = %format_args!("{}.{}", old.db, old.name),
+        "copying ALTER TABLE: {}",
+        change.copy.as_deref().unwrap_or("a change the dictionary cannot make online")
+    );
     let me = u32::from(conn.engine.cluster.node_id().get());
     let stamp = now_ms();
     let old_cluster = old.native.def().name.clone();
@@ -538,12 +544,7 @@ fn insert_batch(
     if batch.is_empty() {
         return Ok(());
     }
-    if conn.info.query_killed.load(Ordering::Relaxed) || conn.info.killed.load(Ordering::Relaxed) {
-        return Err(SqlError::new(
-            codes::QUERY_INTERRUPTED,
-            "Query execution was interrupted",
-        ));
-    }
+    interrupted(conn)?;
     let tx = conn.native.begin().map_err(|e| txn::native_error(&e))?;
     for row in batch.iter() {
         tx.define(Op::insert_at(&new.native, row))
@@ -589,22 +590,15 @@ pub fn recover(engine: &Arc<Engine>, session: &Session) -> SqlResult<()> {
             match from {
                 Some(from) if session.table(&from).is_err() => {
                     tracing::info!(table = %from, "undoing an unfinished ALTER TABLE");
-                    let mut def = info.native.def().clone();
+                    let mut def = with_lock(&info, None);
                     def.name = from;
-                    let mut sql = info.sql.clone();
-                    sql.copy = None;
-                    def.sql_meta = sql.encode();
                     session.alter_table(def)
                 }
                 _ => session.drop_table(cluster),
             }
         } else if info.sql.copy.as_ref().is_some_and(|l| l.owner == me) {
             tracing::info!(table = %cluster, "removing the lock of an unfinished ALTER TABLE");
-            let mut def = info.native.def().clone();
-            let mut sql = info.sql.clone();
-            sql.copy = None;
-            def.sql_meta = sql.encode();
-            session.alter_table(def)
+            session.alter_table(with_lock(&info, None))
         } else {
             Ok(())
         };

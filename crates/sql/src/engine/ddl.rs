@@ -2426,7 +2426,11 @@ impl Change {
             Some(P::After(c)) => {
                 let at = self.existing(&c.value)?;
                 if Some(at) == skip {
-                    return Err(self.existing("").unwrap_err());
+                    // MySQL: a column placed after itself is unknown there.
+                    return Err(SqlError::new(
+                        codes::BAD_FIELD,
+                        format!("Unknown column '{}' in '{}'", c.value, self.info.name),
+                    ));
                 }
                 let last = self
                     .def
@@ -2751,7 +2755,7 @@ impl Change {
 /// One native alter, its refusals as MySQL's errors: 1412 when another SQL
 /// node altered the table meanwhile, 1050 when a new name is taken.
 pub(super) fn alter_native(
-    conn: &mut Conn<'_>,
+    conn: &Conn<'_>,
     def: TableDef,
     rename: Option<&(String, String)>,
 ) -> SqlResult<()> {
