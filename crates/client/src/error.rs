@@ -20,6 +20,9 @@ pub struct Error {
     pub class: ErrorClass,
     /// What happened, naming the table, column or node involved.
     pub message: String,
+    /// The operation of the executed batch that failed, by its index in
+    /// the batch (NDB's `getNdbErrorOperation`), when one did.
+    pub op: Option<u32>,
 }
 
 /// `Result` with the native API's [`Error`].
@@ -32,7 +35,14 @@ impl Error {
             code,
             class: proto::error::class(code),
             message: message.into(),
+            op: None,
         }
+    }
+
+    /// The same error, naming the failed operation of the batch.
+    pub(crate) fn at_op(mut self, op: u32) -> Error {
+        self.op = Some(op);
+        self
     }
 
     /// An error with the code's default message followed by `context`.

@@ -1384,7 +1384,7 @@ fn read_answer(
                 }
             }
             Err(match meta {
-                Some(meta) => op_error(meta, code, &message),
+                Some(meta) => op_error(meta, code, &message).at_op(op_index),
                 None if message.is_empty() => {
                     Error::with_context(code, format!("transaction {:#x}", tx_id))
                 }

@@ -215,6 +215,7 @@ fn sql_over_a_sandbox() {
     aggregates_and_order(&mut conn);
     updates_and_deletes(&mut conn);
     transactions(&engine, &session, &mut conn);
+    round_trips(&engine, &mut conn);
     prepared_statements(&mut conn);
     sysbench_statements(&mut conn);
     plans_agree_with_a_full_scan(&mut conn);
@@ -1468,6 +1469,118 @@ fn transactions(engine: &std::sync::Arc<Engine>, session: &Session, conn: &mut C
     assert_eq!(err(conn, "DELETE FROM t WHERE id = 1").code, 1792);
     ok(conn, "ROLLBACK");
     let _ = session;
+}
+
+/// Round trips (`TcKeyReq`s sent by the cluster connection, which only
+/// this connection uses now) of statements whose operations can share a
+/// batch: an autocommit INSERT commits with its rows, `pk = 1 OR pk = 2`
+/// and `(a, b) IN (…)` read in one batch, `transaction_allow_batching`
+/// defers a transaction's writes to its commit (seed 001).
+fn round_trips(engine: &std::sync::Arc<Engine>, conn: &mut Conn<'_>) {
+    let sent = || engine.cluster.stats().tc_key_reqs_sent;
+    let trips = |conn: &mut Conn<'_>, sql: &str| {
+        let before = sent();
+        let a = run(conn, sql);
+        assert!(a.error.is_none(), "{sql}: {:?}", a.error);
+        sent() - before
+    };
+    assert_eq!(
+        trips(conn, "INSERT INTO t VALUES (30, 300, 'thirty', NULL)"),
+        1
+    );
+    assert_eq!(
+        trips(
+            conn,
+            "INSERT INTO t VALUES (31, 310, 'a', NULL), (32, 320, 'b', NULL)"
+        ),
+        1
+    );
+    // A duplicate fails the whole autocommit statement, with MySQL's text.
+    let e = err(
+        conn,
+        "INSERT INTO t VALUES (33, 330, 'c', NULL), (30, 1, 'dup', NULL)",
+    );
+    assert_eq!(e.code, 1062);
+    assert_eq!(e.message, "Duplicate entry '30' for key 'PRIMARY'");
+    assert!(q(conn, "SELECT id FROM t WHERE id = 33").is_empty());
+    assert_eq!(trips(conn, "SELECT c FROM t WHERE id = 30 OR id = 31"), 1);
+    assert_eq!(
+        q(
+            conn,
+            "SELECT c FROM t WHERE id = 31 OR id = 30 OR id = 999 ORDER BY id"
+        ),
+        rows(&[&["thirty"], &["a"]])
+    );
+    assert_eq!(
+        q(
+            conn,
+            "SELECT id FROM t WHERE (id, k) IN ((31, 310), (32, 999), (30, 300)) ORDER BY id"
+        ),
+        rows(&[&["30"], &["31"]])
+    );
+    assert_eq!(
+        trips(
+            conn,
+            "SELECT id FROM t WHERE (id, k) IN ((31, 310), (32, 320))"
+        ),
+        1
+    );
+    assert_eq!(
+        q(
+            conn,
+            "SELECT (1, 2) = (1, 2), (1, NULL) = (1, 2), (1, 2) < (1, 3)"
+        ),
+        rows(&[&["1", "NULL", "1"]])
+    );
+    assert_eq!(err(conn, "SELECT (1, 2) = 1").code, 1241);
+    // Seed 001's transaction: BEGIN, 11 INSERTs, COMMIT.
+    let eleven = |conn: &mut Conn<'_>, first: i64| {
+        let before = sent();
+        ok(conn, "BEGIN");
+        for id in first..first + 11 {
+            ok(
+                conn,
+                &format!("INSERT INTO t VALUES ({id}, {id}, 'b{id}', NULL)"),
+            );
+        }
+        ok(conn, "COMMIT");
+        sent() - before
+    };
+    assert_eq!(
+        eleven(conn, 40),
+        12,
+        "without batching: one per INSERT and the commit"
+    );
+    ok(conn, "SET transaction_allow_batching = 1");
+    assert_eq!(eleven(conn, 60), 1, "batched: the commit carries them all");
+    assert_eq!(
+        q(conn, "SELECT COUNT(*) FROM t WHERE id >= 60 AND id < 71"),
+        rows(&[&["11"]])
+    );
+    // Deferred writes are seen by the transaction's reads and scans, and
+    // a statement that fails alone keeps them.
+    ok(conn, "BEGIN");
+    ok(conn, "INSERT INTO t VALUES (80, 800, 'eighty', NULL)");
+    assert_eq!(err(conn, "INSERT INTO t (nope) VALUES (1)").code, 1054);
+    assert_eq!(
+        q(conn, "SELECT c FROM t WHERE id = 80"),
+        rows(&[&["eighty"]])
+    );
+    ok(conn, "INSERT INTO t VALUES (81, 810, 'eighty-one', NULL)");
+    assert_eq!(
+        q(conn, "SELECT COUNT(*) FROM t WHERE k >= 800 AND k < 900"),
+        rows(&[&["2"]])
+    );
+    ok(conn, "COMMIT");
+    // A deferred duplicate fails the statement that sends it: the commit,
+    // and the transaction is gone.
+    ok(conn, "BEGIN");
+    ok(conn, "INSERT INTO t VALUES (82, 820, 'x', NULL)");
+    ok(conn, "INSERT INTO t VALUES (80, 1, 'dup', NULL)");
+    assert_eq!(err(conn, "COMMIT").code, 1062);
+    assert!(q(conn, "SELECT id FROM t WHERE id = 82").is_empty());
+    ok(conn, "SET transaction_allow_batching = 0");
+    ok(conn, "DELETE FROM t WHERE id >= 30 AND id < 90");
 }
 
 fn prepared_statements(conn: &mut Conn<'_>) {

@@ -274,10 +274,11 @@ pub const DATABASES_TABLE: &str = "mysql/def/skarv_databases";
 /// The cluster table of auto-increment sequences, keyed by table id (NDB's
 /// `SYSTAB_0`).
 pub const SEQUENCES_TABLE: &str = "mysql/def/skarv_sequences";
-/// Values a SQL node reserves from a table's sequence at once (NDB's
-/// `ndb_autoincrement_prefetch_sz` default is 1; 32 keeps inserts from
-/// going to the sequence table for every row while gaps stay small).
-pub const AUTO_INCREMENT_PREFETCH: u64 = 32;
+/// Values a SQL node reserves from a table's sequence at once unless the
+/// session's `ndb_autoincrement_prefetch_sz` says otherwise (NDB 8.0's
+/// default; at 1 every insert reads and updates the sequence row, which
+/// serialises inserts: seed 001 measured 1,212 tps against 3,472 at 256).
+pub const AUTO_INCREMENT_PREFETCH: u64 = 512;
 /// Longest database, table, column and index name, in characters
 /// (MySQL's `NAME_CHAR_LEN`).
 pub const IDENTIFIER_CHARS_MAX: usize = 64;
@@ -766,7 +767,7 @@ fn system_table(conn: &Conn<'_>, name: &str) -> SqlResult<Arc<Table>> {
 /// The next `count` values of a table's auto-increment (for its
 /// AUTO_INCREMENT column or hidden key): the first of them. Values are
 /// unique cluster-wide; a SQL node reserves them in ranges of at least
-/// [`AUTO_INCREMENT_PREFETCH`] (one locking read and update of the
+/// `ndb_autoincrement_prefetch_sz` (one locking read and update of the
 /// sequence row, in a transaction of its own, not the user's), so values
 /// from two SQL nodes interleave, as NDB's do.
 pub fn next_auto_increment(conn: &Conn<'_>, table: &TableInfo, count: u64) -> SqlResult<u64> {
@@ -780,7 +781,13 @@ pub fn next_auto_increment(conn: &Conn<'_>, table: &TableInfo, count: u64) -> Sq
             return Ok(first);
         }
     }
-    let want = count.max(AUTO_INCREMENT_PREFETCH);
+    let prefetch = conn
+        .session
+        .vars
+        .get("ndb_autoincrement_prefetch_sz")
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(AUTO_INCREMENT_PREFETCH);
+    let want = count.max(prefetch);
     let first = reserve(conn, table, want, None)?;
     *range = Some(Reserved {
         next: first + count,

@@ -64,6 +64,7 @@ pub fn access(
         return Ok((Access::Scan, None));
     };
     let mut facts = vec![Facts::default(); table.columns.len()];
+    let mut rows = Vec::new();
     let mut filters = Vec::new();
     for c in cond.conjuncts() {
         if let Some(v) = c.is_constant().then(|| c.eval(&[], ctx)).transpose()? {
@@ -73,6 +74,9 @@ pub fn access(
             continue;
         }
         learn(table, c, &mut facts, ctx)?;
+        if let Some(r) = learn_rows(table, c, ctx)? {
+            rows.push(r);
+        }
         if let Some(f) = filter(table, c, ctx)? {
             filters.push(f);
         }
@@ -86,13 +90,13 @@ pub fn access(
     let sql_of = |native: usize| table.columns.iter().position(|c| c.native == native);
     // The primary key: equality on each column, or IN on one of them.
     if !table.hidden_key {
-        if let Some(keys) = key_lists(&def.primary_key, &facts, &sql_of) {
+        if let Some(keys) = key_lists(&def.primary_key, &facts, &rows, &sql_of) {
             return Ok((Access::Keys(keys), filter));
         }
     }
     for index in &def.indexes {
         if index.kind == IndexKind::Unique {
-            if let Some(keys) = key_lists(&index.columns, &facts, &sql_of) {
+            if let Some(keys) = key_lists(&index.columns, &facts, &rows, &sql_of) {
                 return Ok((
                     Access::Unique {
                         index: index.name.clone(),
@@ -196,16 +200,62 @@ pub fn ordered_index_for(table: &TableInfo, order: &[(Expr, bool)]) -> Option<Ac
         })
 }
 
+/// Rows of values a condition allows for some columns: `(a, b) IN ((1,
+/// 2), (3, 4))` or `a = 1 OR a = 2`, an OR whose every arm fixes the same
+/// columns by equality (SQL positions, and one list of values per arm).
+struct KeyRows {
+    columns: Vec<usize>,
+    rows: Vec<Vec<Value>>,
+}
+
 /// Key value lists for `columns` (native positions) when every one is
-/// fixed by equality, or all but one are and that one by `IN`.
+/// fixed by equality, or all but one are and that one by `IN`, or all but
+/// some are and those by one of `rows` (one batch of key reads for
+/// `(a, b) IN (…)`).
 fn key_lists(
     columns: &[usize],
     facts: &[Facts],
+    rows: &[KeyRows],
     sql_of: &dyn Fn(usize) -> Option<usize>,
 ) -> Option<Vec<Vec<Value>>> {
     if columns.is_empty() {
         return None;
     }
+    key_lists_by_facts(columns, facts, sql_of).or_else(|| {
+        let sql: Vec<usize> = columns.iter().map(|n| sql_of(*n)).collect::<Option<_>>()?;
+        rows.iter().find_map(|r| {
+            // Columns of the rows outside the key only narrow what the
+            // condition (tested on every row read) keeps.
+            let fixed = sql
+                .iter()
+                .all(|c| r.columns.contains(c) || facts[*c].eq.is_some());
+            if !fixed || r.rows.len() > KEY_READS_MAX {
+                return None;
+            }
+            let mut keys: Vec<Vec<Value>> = Vec::with_capacity(r.rows.len());
+            for values in &r.rows {
+                let key: Option<Vec<Value>> = sql
+                    .iter()
+                    .map(|c| match r.columns.iter().position(|x| x == c) {
+                        Some(at) => values.get(at).cloned(),
+                        None => facts[*c].eq.clone(),
+                    })
+                    .collect();
+                let key = key?;
+                if !keys.contains(&key) {
+                    keys.push(key);
+                }
+            }
+            Some(keys)
+        })
+    })
+}
+
+fn key_lists_by_facts(
+    columns: &[usize],
+    facts: &[Facts],
+    sql_of: &dyn Fn(usize) -> Option<usize>,
+) -> Option<Vec<Vec<Value>>> {
     let mut keys: Vec<Vec<Value>> = vec![Vec::new()];
     for n in columns {
         let f = &facts[sql_of(*n)?];
@@ -328,6 +378,54 @@ fn learn(table: &TableInfo, c: &Expr, facts: &mut [Facts], ctx: &mut Ctx<'_>) ->
         _ => {}
     }
     Ok(())
+}
+
+/// The [`KeyRows`] an OR of equality conjunctions allows, if `c` is one.
+fn learn_rows(table: &TableInfo, c: &Expr, ctx: &mut Ctx<'_>) -> SqlResult<Option<KeyRows>> {
+    let mut arms = Vec::new();
+    or_arms(c, &mut arms);
+    if arms.len() < 2 || arms.len() > KEY_READS_MAX {
+        return Ok(None);
+    }
+    let mut out = KeyRows {
+        columns: Vec::new(),
+        rows: Vec::with_capacity(arms.len()),
+    };
+    for (n, arm) in arms.iter().enumerate() {
+        let mut fixed: Vec<(usize, Value)> = Vec::new();
+        for part in arm.conjuncts() {
+            let Expr::Cmp(CmpOp::Eq, a, b, _) = part else {
+                return Ok(None);
+            };
+            let Some((col, v, _)) = column_vs_const(table, a, b, ctx)? else {
+                return Ok(None);
+            };
+            if fixed.iter().any(|(c, _)| *c == col) {
+                return Ok(None);
+            }
+            fixed.push((col, v));
+        }
+        fixed.sort_by_key(|(c, _)| *c);
+        let columns: Vec<usize> = fixed.iter().map(|(c, _)| *c).collect();
+        if n == 0 {
+            out.columns = columns;
+        } else if columns != out.columns {
+            return Ok(None);
+        }
+        out.rows.push(fixed.into_iter().map(|(_, v)| v).collect());
+    }
+    Ok(Some(out))
+}
+
+/// The arms of a chain of ORs.
+fn or_arms<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+    match e {
+        Expr::Or(a, b) => {
+            or_arms(a, out);
+            or_arms(b, out);
+        }
+        other => out.push(other),
+    }
 }
 
 fn flip(op: CmpOp) -> CmpOp {

@@ -160,7 +160,7 @@ const SYSTEM_VARIABLES: &[SysVar] = &[
         "ndb_autoincrement_prefetch_sz",
         int(1, 65_536),
         Scope::Both,
-        "32",
+        "512",
     ),
     var(
         "ndb_batch_size",
@@ -1561,6 +1561,15 @@ pub fn kill(conn: &mut Conn<'_>, id: u64, query_only: bool) -> SqlResult<Answere
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_prefetch_default_is_the_catalogs() {
+        let v = sys_var("ndb_autoincrement_prefetch_sz").map(|v| v.default);
+        assert_eq!(
+            v.and_then(|d| d.parse::<u64>().ok()),
+            Some(crate::engine::catalog::AUTO_INCREMENT_PREFETCH)
+        );
+    }
 
     #[test]
     fn system_variables_are_sorted_for_the_binary_search() {

@@ -32,6 +32,10 @@ pub struct TxState<'s> {
     /// The open transaction wrote: its reads lock (shared), so that they
     /// see its own writes.
     pub wrote: bool,
+    /// Operations pending in the transaction when the running statement
+    /// took it (deferred writes of earlier statements, under
+    /// `transaction_allow_batching`).
+    pending_at_start: usize,
 }
 
 impl TxState<'_> {
@@ -52,6 +56,16 @@ impl TxState<'_> {
 /// (`BEGIN`, or autocommit off).
 pub fn in_transaction(conn: &Conn<'_>) -> bool {
     conn.tx.explicit || !conn.session.autocommit
+}
+
+/// Whether writes are deferred: inside a transaction with
+/// `transaction_allow_batching` on, a statement's writes stay in the
+/// native transaction, unsent, until a read, a scan or the commit needs
+/// them, so `BEGIN; INSERT; …; INSERT; COMMIT` is one round trip (seed
+/// 001). As in NDB, an error of a deferred write (a duplicate key) is
+/// reported by the statement that sends it, and it ends the transaction.
+pub fn batching(conn: &Conn<'_>) -> bool {
+    in_transaction(conn) && conn.session.vars.flag("transaction_allow_batching")
 }
 
 /// `BEGIN`, `COMMIT`, `ROLLBACK`.
@@ -156,10 +170,21 @@ pub fn rollback_quietly(conn: &mut Conn<'_>) {
 
 /// The transaction a statement runs in: the open one, or a new one.
 pub fn take<'s>(conn: &mut Conn<'s>) -> SqlResult<Transaction<'s>> {
-    match conn.tx.tx.take() {
-        Some(tx) => Ok(tx),
-        None => conn.native.begin().map_err(|e| native_error(&e)),
+    let tx = match conn.tx.tx.take() {
+        Some(tx) => tx,
+        None => conn.native.begin().map_err(|e| native_error(&e))?,
+    };
+    conn.tx.pending_at_start = tx.pending_ops();
+    Ok(tx)
+}
+
+/// Sends what a transaction has pending (deferred writes) before
+/// something that does not carry them: a scan.
+pub fn flush(tx: &Transaction<'_>) -> Result<(), skarv_client::Error> {
+    if tx.pending_ops() > 0 {
+        tx.execute(ExecMode::NoCommit)?;
     }
+    Ok(())
 }
 
 /// A statement is done with its transaction: on success it stays open
@@ -172,7 +197,7 @@ pub fn finish<'s, T>(
     result: SqlResult<T>,
 ) -> SqlResult<T> {
     let result = match result {
-        Ok(value) if in_transaction(conn) && tx.pending_ops() > 0 => tx
+        Ok(value) if in_transaction(conn) && tx.pending_ops() > 0 && !batching(conn) => tx
             .execute(ExecMode::NoCommit)
             .map(|_| value)
             .map_err(|e| native_error(&e)),
@@ -190,9 +215,12 @@ pub fn finish<'s, T>(
             }
         }
         Err(error) => {
-            // Still usable: nothing pending and the transaction open (an
-            // execute of nothing only checks that).
-            let usable = tx.pending_ops() == 0 && tx.execute(ExecMode::NoCommit).is_ok();
+            // Still usable: the statement left nothing pending (what is
+            // pending from earlier deferring statements is sent) and the
+            // transaction is open (an execute of nothing only checks that).
+            let pending = tx.pending_ops();
+            let clean = pending == 0 || (batching(conn) && pending == conn.tx.pending_at_start);
+            let usable = clean && tx.execute(ExecMode::NoCommit).is_ok();
             if in_transaction(conn) && usable {
                 conn.tx.tx = Some(tx);
             } else {
@@ -208,7 +236,7 @@ pub fn finish<'s, T>(
     }
 }
 
-fn commit_error(e: &skarv_client::Error) -> SqlError {
+pub(crate) fn commit_error(e: &skarv_client::Error) -> SqlError {
     if e.is_unknown_result() {
         return SqlError::new(
             codes::ERROR_DURING_COMMIT,

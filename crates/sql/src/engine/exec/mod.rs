@@ -276,6 +276,9 @@ pub(crate) fn fetch(
                 options.upper = upper.clone();
                 options.descending = descending;
             }
+            // A scan does not carry the transaction's deferred writes:
+            // they go first, so that the scan sees them.
+            txn::flush(tx).map_err(|e| txn::native_error_in(&e, &table.name))?;
             let scan = tx
                 .scan(native, options)
                 .map_err(|e| txn::native_error_in(&e, &table.name))?;

@@ -261,12 +261,39 @@ fn insert(
         catalog::note_explicit_auto_increment(conn, &table, explicit_auto)?;
     }
     let tx = txn::take(conn)?;
+    // A plain INSERT either commits with its last batch (autocommit: one
+    // round trip for a single-row insert), or defers its writes
+    // (`transaction_allow_batching`), or sends them now.
+    let how = if replace || ignore || !odku.is_empty() {
+        Send::Now
+    } else if !txn::in_transaction(conn) {
+        Send::WithCommit
+    } else if txn::batching(conn) {
+        Send::Deferred
+    } else {
+        Send::Now
+    };
+    let mut committed = false;
     let result = if !odku.is_empty() {
         upsert_rows(conn, &tx, &table, &native_rows, &odku, params)
     } else {
-        insert_rows(conn, &tx, &table, &native_rows, replace, ignore)
+        insert_rows(
+            conn,
+            &tx,
+            &table,
+            &native_rows,
+            replace,
+            ignore,
+            how,
+            &mut committed,
+        )
     };
-    let (affected, duplicates) = txn::finish(conn, tx, result)?;
+    let (affected, duplicates) = if committed {
+        conn.tx.wrote = false;
+        result?
+    } else {
+        txn::finish(conn, tx, result)?
+    };
     if first_auto > 0 {
         conn.session.last_insert_id = first_auto;
     }
@@ -387,6 +414,23 @@ pub(crate) fn duplicate_error(
     )
 }
 
+/// When an INSERT's operations go to the data nodes.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Send {
+    /// Each batch is executed at once; a duplicate is found per row
+    /// (the operations ignore errors), so that a statement inside a
+    /// transaction can be taken back alone.
+    Now,
+    /// Autocommit: the last batch goes with the commit, in one round trip.
+    /// A duplicate aborts the whole transaction, which is all the
+    /// statement's.
+    WithCommit,
+    /// `transaction_allow_batching`: defined and left pending; errors
+    /// come with whatever sends them.
+    Deferred,
+}
+
+#[allow(clippy::too_many_arguments)]
 fn insert_rows(
     conn: &mut Conn<'_>,
     tx: &Transaction<'_>,
@@ -394,9 +438,15 @@ fn insert_rows(
     rows: &[NativeRow],
     replace: bool,
     ignore: bool,
+    how: Send,
+    committed: &mut bool,
 ) -> SqlResult<(u64, u64)> {
     let native_table = &table.native;
     let def = native_table.def();
+    if how != Send::Now {
+        debug_assert!(!replace && !ignore, "only a plain INSERT sends late");
+        return insert_plain(tx, table, rows, how, committed);
+    }
     let mut affected = 0u64;
     let per_row = if replace { 2 } else { 1 };
     let mut duplicates = 0u64;
@@ -511,6 +561,51 @@ fn insert_rows(
         }
     }
     Ok((affected, duplicates))
+}
+
+/// A plain INSERT whose operations fail the transaction on a duplicate
+/// (see [`Send`]): with the commit, or deferred.
+fn insert_plain(
+    tx: &Transaction<'_>,
+    table: &Arc<TableInfo>,
+    rows: &[NativeRow],
+    how: Send,
+    committed: &mut bool,
+) -> SqlResult<(u64, u64)> {
+    let chunks = rows.len().div_ceil(OPS_PER_EXECUTE_MAX);
+    for (n, chunk) in rows.chunks(OPS_PER_EXECUTE_MAX).enumerate() {
+        // Deferred operations of earlier statements go in the same batch:
+        // an error's operation number counts from them.
+        let first = tx.pending_ops();
+        for (row, _) in chunk {
+            tx.define(Op::insert_at(&table.native, row))
+                .map_err(|e| txn::native_error_in(&e, &table.name))?;
+        }
+        let last = n + 1 == chunks;
+        let mode = match how {
+            Send::WithCommit if last => ExecMode::Commit,
+            Send::Deferred if tx.pending_ops() < OPS_PER_EXECUTE_MAX => continue,
+            _ => ExecMode::NoCommit,
+        };
+        tx.execute(mode).map_err(|e| {
+            let row = failed_op(&e)
+                .and_then(|op| op.checked_sub(first))
+                .and_then(|at| chunk.get(at));
+            match row {
+                Some((row, _))
+                    if e.code == native::DUPLICATE_KEY || e.code == native::UNIQUE_VIOLATION =>
+                {
+                    duplicate_error(table, row, &e)
+                }
+                _ if e.is_unknown_result() => txn::commit_error(&e),
+                _ => txn::native_error_in(&e, &table.name),
+            }
+        })?;
+        if mode == ExecMode::Commit {
+            *committed = true;
+        }
+    }
+    Ok((rows.len() as u64, 0))
 }
 
 /// The row holding one of `row`'s unique-index values, locked: the 1062
@@ -752,8 +847,11 @@ fn update_duplicate(
     duplicate_error(table, &row, error)
 }
 
-/// The operation a native error names ("operation N"), if it does.
+/// The operation of its batch a native error names, if it does.
 pub(crate) fn failed_op(error: &skarv_client::Error) -> Option<usize> {
+    if let Some(op) = error.op {
+        return usize::try_from(op).ok();
+    }
     error
         .message
         .split("operation ")

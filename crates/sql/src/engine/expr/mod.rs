@@ -409,6 +409,9 @@ impl<'a> Scope<'a> {
                         "IN lists of more than {IN_LIST_ITEMS_MAX} items"
                     )));
                 }
+                if let Some(row) = row_items(expr) {
+                    return self.row_in(row, list, *negated);
+                }
                 let x = self.lower(expr)?;
                 let items = list
                     .iter()
@@ -548,6 +551,7 @@ impl<'a> Scope<'a> {
                 }
             }
             E::Tuple(items) if items.len() == 1 => self.lower(&items[0])?,
+            E::Tuple(_) => return Err(operand_columns(1)),
             E::Subquery(_) | E::Exists { .. } | E::In { .. } => {
                 return Err(SqlError::unsupported("subqueries"))
             }
@@ -654,6 +658,19 @@ impl<'a> Scope<'a> {
         right: &ast::Expr,
     ) -> SqlResult<Expr> {
         use ast::BinaryOperator as B;
+        if row_items(left).is_some() || row_items(right).is_some() {
+            let op = match op {
+                B::Eq => CmpOp::Eq,
+                B::NotEq => CmpOp::Ne,
+                B::Lt => CmpOp::Lt,
+                B::LtEq => CmpOp::Le,
+                B::Gt => CmpOp::Gt,
+                B::GtEq => CmpOp::Ge,
+                B::Spaceship => CmpOp::NullSafeEq,
+                _ => return Err(operand_columns(1)),
+            };
+            return self.row_compare(op, left, right);
+        }
         let (l, r) = (self.lower(left)?, self.lower(right)?);
         let (bl, br) = (Box::new(l), Box::new(r));
         let cmp = |s: &Scope<'_>, op: CmpOp, bl: Box<Expr>, br: Box<Expr>| {
@@ -680,6 +697,85 @@ impl<'a> Scope<'a> {
             // `||` is OR in MySQL's default sql_mode (not PIPES_AS_CONCAT).
             B::StringConcat => Expr::Or(bl, br),
             other => return Err(SqlError::unsupported(format_args!("the operator {other}"))),
+        })
+    }
+
+    /// `(a, b) op (x, y)`, in terms of the items' comparisons, which gives
+    /// MySQL's answers with NULLs too: `=` holds when every pair is equal,
+    /// `<>` when one differs, `<` and the others compare in order (the
+    /// first pair that differs decides).
+    fn row_compare(&mut self, op: CmpOp, left: &ast::Expr, right: &ast::Expr) -> SqlResult<Expr> {
+        let width = row_items(left).map_or(1, <[ast::Expr]>::len);
+        let (Some(l), Some(r)) = (row_items(left), row_items(right)) else {
+            return Err(operand_columns(width));
+        };
+        if l.len() != r.len() {
+            return Err(operand_columns(l.len()));
+        }
+        let mut pairs = Vec::with_capacity(l.len());
+        for (a, b) in l.iter().zip(r) {
+            if row_items(a).is_some() || row_items(b).is_some() {
+                return Err(SqlError::unsupported("nested row constructors"));
+            }
+            let (a, b) = (self.lower(a)?, self.lower(b)?);
+            let c = self.collation_of(&a, &b);
+            pairs.push((a, b, c));
+        }
+        let cmp = |op, (a, b, c): &(Expr, Expr, Option<Collation>)| {
+            Expr::Cmp(op, Box::new(a.clone()), Box::new(b.clone()), *c)
+        };
+        let all = |op| {
+            pairs
+                .iter()
+                .map(|p| cmp(op, p))
+                .reduce(|x, y| Expr::And(Box::new(x), Box::new(y)))
+        };
+        let out = match op {
+            CmpOp::Eq | CmpOp::NullSafeEq => all(op),
+            CmpOp::Ne => all(CmpOp::Eq).map(|e| Expr::Not(Box::new(e))),
+            // a < b: a1 < b1 OR (a1 = b1 AND (a2 < b2 OR …)); the last
+            // pair decides with the operator itself (`<=` admits equal).
+            CmpOp::Lt | CmpOp::Le | CmpOp::Gt | CmpOp::Ge => {
+                let strict = match op {
+                    CmpOp::Le => CmpOp::Lt,
+                    CmpOp::Ge => CmpOp::Gt,
+                    other => other,
+                };
+                let mut rest: Option<Expr> = None;
+                for (n, p) in pairs.iter().enumerate().rev() {
+                    let last = n + 1 == pairs.len();
+                    rest = Some(match rest {
+                        None if last => cmp(op, p),
+                        None => cmp(strict, p),
+                        Some(r) => Expr::Or(
+                            Box::new(cmp(strict, p)),
+                            Box::new(Expr::And(Box::new(cmp(CmpOp::Eq, p)), Box::new(r))),
+                        ),
+                    });
+                }
+                rest
+            }
+        };
+        out.ok_or_else(|| operand_columns(1))
+    }
+
+    /// `(a, b) [NOT] IN ((x, y), …)`: the rows' equalities, ORed (MySQL's
+    /// answer with NULLs too).
+    fn row_in(&mut self, row: &[ast::Expr], list: &[ast::Expr], negated: bool) -> SqlResult<Expr> {
+        let left = ast::Expr::Tuple(row.to_vec());
+        let mut any: Option<Expr> = None;
+        for item in list {
+            let eq = self.row_compare(CmpOp::Eq, &left, item)?;
+            any = Some(match any {
+                None => eq,
+                Some(a) => Expr::Or(Box::new(a), Box::new(eq)),
+            });
+        }
+        let any = any.ok_or_else(|| operand_columns(row.len()))?;
+        Ok(if negated {
+            Expr::Not(Box::new(any))
+        } else {
+            any
         })
     }
 
@@ -1294,6 +1390,23 @@ impl Expr {
             other => vec![other],
         }
     }
+}
+
+/// The items of a row constructor `(a, b, …)` of more than one value.
+fn row_items(e: &ast::Expr) -> Option<&[ast::Expr]> {
+    match e {
+        ast::Expr::Tuple(items) if items.len() > 1 => Some(items),
+        _ => None,
+    }
+}
+
+/// MySQL's 1241: a row where one value was wanted, or rows of different
+/// widths.
+fn operand_columns(width: usize) -> SqlError {
+    SqlError::new(
+        codes::OPERAND_COLUMNS,
+        format!("Operand should contain {width} column(s)"),
+    )
 }
 
 #[cfg(test)]
