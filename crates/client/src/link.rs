@@ -12,16 +12,23 @@
 //! and sends `TransportHello` first, the data node answers with its own.
 //!
 //! Sending: a user thread writes its frame itself, in one `write`, as NDB's
-//! user threads do. Whatever the socket does not take at once waits in the
-//! link's pending buffer (bounded by `SEND_BUFFER_MAX_BYTES`) and the send
-//! thread finishes it when the socket has room: it only works when user
-//! threads outpace the network.
+//! user threads do. A thread that finds another writing does not sleep on
+//! the socket's lock: it leaves its frame in the link's queue and the
+//! writer sends it with its own, or right after (combining: one `write`
+//! for several threads' frames, and one wakeup of the data node's receive
+//! thread instead of several). The writer drains the queue before its own
+//! frame and again before it lets go, so a thread's frames go in the
+//! order it sent them and none stays behind. Whatever the socket does not
+//! take at once waits in the link's pending buffer (the two together
+//! bounded by `SEND_BUFFER_MAX_BYTES`) and the send thread finishes it
+//! when the socket has room: it only works when user threads outpace the
+//! network.
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
 use signal::{
@@ -92,6 +99,12 @@ pub(crate) struct Link {
     /// waiting for a node that is down.
     pub attempts_failed: AtomicU64,
     writer: Mutex<Option<Writer>>,
+    /// Frames of threads that found the writer busy, for its holder to
+    /// send (see the module doc).
+    queue: Mutex<Vec<u8>>,
+    /// The queue has bytes (set under its lock; read after the writer's
+    /// lock is let go, so that bytes queued in between are not stranded).
+    queued: AtomicBool,
 }
 
 /// A new connection, for the receiver to adopt.
@@ -118,6 +131,8 @@ impl Link {
             answers: AtomicU64::new(0),
             attempts_failed: AtomicU64::new(0),
             writer: Mutex::new(None),
+            queue: Mutex::new(Vec::new()),
+            queued: AtomicBool::new(false),
         }
     }
 
@@ -134,10 +149,38 @@ impl Link {
         !self.connected.load(Ordering::Acquire) && self.attempts_failed.load(Ordering::Acquire) > 0
     }
 
-    fn lock_writer(&self) -> std::sync::MutexGuard<'_, Option<Writer>> {
+    fn lock_writer(&self) -> MutexGuard<'_, Option<Writer>> {
         self.writer
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The writer's lock if nobody holds it.
+    fn try_lock_writer(&self) -> Option<MutexGuard<'_, Option<Writer>>> {
+        match self.writer.try_lock() {
+            Ok(guard) => Some(guard),
+            Err(TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        }
+    }
+
+    fn lock_queue(&self) -> MutexGuard<'_, Vec<u8>> {
+        self.queue
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The queued frames, leaving the queue empty.
+    fn take_queue(&self) -> Vec<u8> {
+        let mut queue = self.lock_queue();
+        self.queued.store(false, Ordering::SeqCst);
+        std::mem::take(&mut *queue)
+    }
+
+    /// Drops what is queued (the connection it was for is gone: the
+    /// requests in it fail with the node's close, as those in flight).
+    fn clear_queue(&self) {
+        drop(self.take_queue());
     }
 
     /// Starts a connection: a non-blocking connect, to be driven by
@@ -301,6 +344,7 @@ impl Link {
             pending: Vec::new(),
             generation,
         });
+        self.clear_queue();
         self.has_pending.store(false, Ordering::Release);
         self.started.store(false, Ordering::Release);
         self.broken.store(false, Ordering::Release);
@@ -316,12 +360,98 @@ impl Link {
     }
 
     /// Sends one or more encoded frames (`bytes`), in one write when the
-    /// socket takes them. Returns whether the send thread must finish.
+    /// socket takes them, or leaves them to the thread writing now (see the
+    /// module doc). Returns whether the send thread must finish.
     pub fn send(&self, bytes: &[u8], stats: &crate::cluster::Counters) -> Result<bool> {
-        let mut guard = self.lock_writer();
+        let (guard, own) = match self.try_lock_writer() {
+            Some(guard) => (guard, bytes),
+            None => {
+                self.enqueue(bytes)?;
+                // The holder may have let go before it saw them.
+                match self.try_lock_writer() {
+                    Some(guard) => (guard, &[][..]),
+                    None => return Ok(false),
+                }
+            }
+        };
+        let finish = self.write_locked(guard, own, stats);
+        let more = self.drain_after_release(stats);
+        Ok(finish? || more)
+    }
+
+    /// Queues `bytes` for the thread holding the writer.
+    fn enqueue(&self, bytes: &[u8]) -> Result<()> {
+        let mut queue = self.lock_queue();
+        if queue.len() + bytes.len() > SEND_BUFFER_MAX_BYTES {
+            return Err(Error::with_context(
+                proto::error::SEND_BUFFERS_OVERLOADED,
+                format!("{} bytes queued for node {}", queue.len(), self.node),
+            ));
+        }
+        queue.extend_from_slice(bytes);
+        self.queued.store(true, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Under the writer's lock: the queued frames, then `own`, then what was
+    /// queued meanwhile, until the queue is empty. Lets go of the lock.
+    /// Returns whether the send thread must finish.
+    fn write_locked(
+        &self,
+        mut guard: MutexGuard<'_, Option<Writer>>,
+        own: &[u8],
+        stats: &crate::cluster::Counters,
+    ) -> Result<bool> {
         let Some(writer) = guard.as_mut() else {
+            drop(guard);
+            self.clear_queue();
             return Err(self.not_connected());
         };
+        let mut finish = false;
+        let mut batch = self.take_queue();
+        if batch.is_empty() {
+            finish |= self.write_or_keep(writer, own, stats)?;
+        } else {
+            batch.extend_from_slice(own);
+            finish |= self.write_or_keep(writer, &batch, stats)?;
+        }
+        loop {
+            batch = self.take_queue();
+            if batch.is_empty() {
+                return Ok(finish);
+            }
+            finish |= self.write_or_keep(writer, &batch, stats)?;
+        }
+    }
+
+    /// After the writer's lock is let go: frames queued after the holder's
+    /// last look get written by whoever can take the lock now (if nobody
+    /// can, its holder will look again when it lets go). Returns whether
+    /// the send thread must finish.
+    fn drain_after_release(&self, stats: &crate::cluster::Counters) -> bool {
+        let mut finish = false;
+        while self.queued.load(Ordering::SeqCst) {
+            let Some(guard) = self.try_lock_writer() else {
+                break;
+            };
+            // An error is the connection's: the receiver sees it close.
+            finish |= self.write_locked(guard, &[], stats).unwrap_or(false);
+        }
+        finish
+    }
+
+    /// Writes `bytes` (after any pending ones, which go first); what the
+    /// socket does not take waits in the pending buffer. Returns whether
+    /// the send thread must finish.
+    fn write_or_keep(
+        &self,
+        writer: &mut Writer,
+        bytes: &[u8],
+        stats: &crate::cluster::Counters,
+    ) -> Result<bool> {
+        if bytes.is_empty() {
+            return Ok(!writer.pending.is_empty());
+        }
         if writer.pending.len() + bytes.len() > SEND_BUFFER_MAX_BYTES {
             return Err(Error::with_context(
                 proto::error::SEND_BUFFERS_OVERLOADED,
@@ -382,6 +512,14 @@ impl Link {
         writer.pending.drain(..written);
         let left = !writer.pending.is_empty();
         self.has_pending.store(left, Ordering::Release);
+        // Frames queued while this thread wrote go now (after the pending
+        // ones, or into the pending buffer behind them).
+        let finish = self.write_locked(guard, &[], stats).unwrap_or(false);
+        let more = self.drain_after_release(stats);
+        let left = left || finish || more;
+        if left {
+            self.has_pending.store(true, Ordering::Release);
+        }
         left
     }
 
@@ -396,6 +534,8 @@ impl Link {
                 self.connected.store(false, Ordering::Release);
                 self.started.store(false, Ordering::Release);
                 self.has_pending.store(false, Ordering::Release);
+                drop(guard);
+                self.clear_queue();
                 true
             }
             _ => false,
@@ -485,6 +625,88 @@ mod tests {
         encode_frame(std::slice::from_ref(&hello), &mut bytes).expect("encode");
         stream.write_all(&bytes).expect("send the hello");
         stream
+    }
+
+    /// Threads sending at once through one link (combining): every frame
+    /// arrives whole, once, and each thread's in the order it sent them.
+    #[test]
+    fn concurrent_senders_lose_nothing_and_keep_their_order() {
+        const THREADS: u8 = 8;
+        const SENDS: u32 = 3_000;
+        const RECORD_BYTES: usize = 5;
+        const LATE: &[u8] = b"late";
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind on loopback");
+        let port = listener.local_addr().expect("address").port();
+        let (me, data_node) = (node(9), node(2));
+        let total = usize::from(THREADS) * SENDS as usize * RECORD_BYTES;
+        let peer = std::thread::spawn(move || {
+            let mut stream = accept_and_greet(&listener, me, data_node);
+            stream
+                .set_read_timeout(Some(Duration::from_secs(20)))
+                .expect("a read timeout");
+            let mut all = vec![0u8; LATE.len() + total];
+            stream.read_exact(&mut all).map(|()| all)
+        });
+        let link = Link::new(data_node, "127.0.0.1".to_owned(), port, 1);
+        let _connection =
+            connect(&link, me, Duration::from_secs(5)).expect("connect and exchange hellos");
+        let counters = crate::cluster::Counters::default();
+        // A frame queued while another thread holds the writer, after that
+        // thread's last look at the queue: its release writes it.
+        let held = link.lock_writer();
+        let queued = std::thread::scope(|s| s.spawn(|| link.send(LATE, &counters)).join());
+        assert!(
+            matches!(queued, Ok(Ok(false))),
+            "queued, nothing for the send thread"
+        );
+        assert!(link.queued.load(Ordering::SeqCst));
+        drop(held);
+        link.drain_after_release(&counters);
+        assert!(!link.queued.load(Ordering::SeqCst), "written on release");
+        let done = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            // The send thread's part: what a socket did not take at once.
+            scope.spawn(|| {
+                while !done.load(Ordering::Acquire) {
+                    if link.has_pending.load(Ordering::Acquire) {
+                        link.flush_pending(&counters);
+                    }
+                    std::thread::sleep(Duration::from_micros(100));
+                }
+                // As the real send thread: only what is pending.
+                while link.has_pending.load(Ordering::Acquire) {
+                    link.flush_pending(&counters);
+                }
+            });
+            let senders: Vec<_> = (0..THREADS)
+                .map(|t| {
+                    let (link, counters) = (&link, &counters);
+                    scope.spawn(move || {
+                        for n in 0..SENDS {
+                            let mut record = [t; RECORD_BYTES];
+                            record[1..].copy_from_slice(&n.to_le_bytes());
+                            link.send(&record, counters).expect("send");
+                        }
+                    })
+                })
+                .collect();
+            for s in senders {
+                s.join().expect("a sender");
+            }
+            done.store(true, Ordering::Release);
+        });
+        let all = peer.join().expect("the peer").expect("every byte arrives");
+        assert_eq!(&all[..LATE.len()], LATE);
+        let mut next = [0u32; THREADS as usize];
+        for record in all[LATE.len()..].chunks(RECORD_BYTES) {
+            let t = usize::from(record[0]);
+            let n = u32::from_le_bytes(record[1..].try_into().expect("4 bytes"));
+            assert!(t < usize::from(THREADS), "a whole record: {record:?}");
+            assert_eq!(n, next[t], "thread {t}'s frames in order");
+            next[t] += 1;
+        }
+        assert!(next.iter().all(|n| *n == SENDS));
+        assert!(!link.queued.load(Ordering::SeqCst), "nothing left queued");
     }
 
     #[test]

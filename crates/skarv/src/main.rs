@@ -10,6 +10,14 @@ mod sql_cmd;
 
 use std::process::ExitCode;
 
+/// mimalloc instead of glibc's malloc: the SQL node allocates per statement
+/// (plans, rows, packets), and glibc's allocator took about a tenth of its
+/// CPU under sysbench (`perf`, issue 21); the data node preallocates its
+/// memory and barely notices. `--no-default-features` builds with glibc's.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
