@@ -240,7 +240,8 @@ pub(crate) fn fetch(
                     match outcome.result(h) {
                         Some(OpResult::Row(r)) => {
                             let key = primary_key_of(table, r.values(), r.columns());
-                            if !seen.insert(format!("{key:?}")) {
+                            // One key finds one row: nothing to compare.
+                            if keys.len() > 1 && !seen.insert(format!("{key:?}")) {
                                 continue;
                             }
                             let row = sql_row(table, r.values(), r.columns(), ctx.env.tz_secs);
