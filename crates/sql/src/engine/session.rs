@@ -871,10 +871,8 @@ pub fn variable(conn: &Conn<'_>, name: &str, global: bool) -> SqlResult<SqlValue
             .map(SqlValue::UInt)
             .unwrap_or(SqlValue::Bytes(text.into_bytes())),
         Kind::Text => SqlValue::Bytes(text.into_bytes()),
-        Kind::Seconds => text
-            .parse::<f64>()
-            .map(SqlValue::Double)
-            .unwrap_or(SqlValue::Bytes(text.into_bytes())),
+        // Shown with its six decimals, as MySQL shows it.
+        Kind::Seconds => SqlValue::Decimal(text),
     })
 }
 
