@@ -433,7 +433,7 @@ impl<'s> Backend for Conn<'s> {
     }
 
     fn prepare(&mut self, sql: &str) -> Result<Prepared, SqlError> {
-        status::count_command(self, "stmt_prepare");
+        status::count_command(self, status::COM_STMT_PREPARE);
         prepared::prepare(self, sql)
     }
 
@@ -443,12 +443,12 @@ impl<'s> Backend for Conn<'s> {
         params: &[SqlValue],
         sink: &mut dyn ResultSink,
     ) -> io::Result<()> {
-        status::count_command(self, "stmt_execute");
+        status::count_command(self, status::COM_STMT_EXECUTE);
         prepared::execute(self, id, params, sink)
     }
 
     fn close(&mut self, id: u32) {
-        status::count_command(self, "stmt_close");
+        status::count_command(self, status::COM_STMT_CLOSE);
         self.prepared.close(id);
     }
 

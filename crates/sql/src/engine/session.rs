@@ -1295,6 +1295,7 @@ pub fn reset(conn: &mut Conn<'_>) {
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .clone();
+    conn.status.reset(&globals);
     let database = conn.session.database.take();
     let user = std::mem::take(&mut conn.session.user);
     let host = std::mem::take(&mut conn.session.host);

@@ -101,9 +101,24 @@ const COMS: usize = COM_NAMES.len();
 /// How many native counters a session has.
 const NATIVE: usize = SessionStats::NAMES.len();
 
-/// The position of `Com_<name>`.
-fn com(name: &str) -> Option<usize> {
-    COM_NAMES.binary_search(&name).ok()
+/// The position of `Com_<name>`, for constants (a name not in
+/// [`COM_NAMES`] fails the build).
+const fn com_index(name: &str) -> usize {
+    let mut i = 0;
+    while i < COMS {
+        let (a, b) = (COM_NAMES[i].as_bytes(), name.as_bytes());
+        if a.len() == b.len() {
+            let mut j = 0;
+            while j < a.len() && a[j] == b[j] {
+                j += 1;
+            }
+            if j == a.len() {
+                return i;
+            }
+        }
+        i += 1;
+    }
+    panic!("not a Com_ counter")
 }
 
 /// A counter only its connection's thread writes (see the module doc).
@@ -224,6 +239,17 @@ pub struct ConnStatus {
 }
 
 impl ConnStatus {
+    /// Takes `long_query_time` and `min_examined_row_limit` from the
+    /// global values again (`COM_RESET_CONNECTION`, `COM_CHANGE_USER`).
+    pub fn reset(&mut self, globals: &super::session::Variables) {
+        let fresh = ConnStatus::new(
+            globals.get("long_query_time"),
+            globals.get("min_examined_row_limit"),
+        );
+        self.long_query_nanos = fresh.long_query_nanos;
+        self.min_examined_rows = fresh.min_examined_rows;
+    }
+
     /// A new connection's, with the global `long_query_time` and
     /// `min_examined_row_limit` (as text, as the variables keep them).
     pub fn new(long_query_time: Option<&str>, min_examined: Option<&str>) -> ConnStatus {
@@ -273,10 +299,18 @@ pub fn statement_start(conn: &mut Conn<'_>, statement: &Stmt) -> Mark {
     }
 }
 
-/// Counts a command that is no statement (`COM_STMT_PREPARE`, `…_CLOSE`).
-pub fn count_command(conn: &Conn<'_>, name: &str) {
-    if let Some(at) = com(name) {
-        conn.info.status.com[at].bump();
+/// `Com_stmt_prepare`'s position.
+pub const COM_STMT_PREPARE: usize = com_index("stmt_prepare");
+/// `Com_stmt_execute`'s position.
+pub const COM_STMT_EXECUTE: usize = com_index("stmt_execute");
+/// `Com_stmt_close`'s position.
+pub const COM_STMT_CLOSE: usize = com_index("stmt_close");
+
+/// Counts a command that is no statement (`COM_STMT_PREPARE`, …): `at`
+/// is its counter's position (`COM_STMT_…`).
+pub fn count_command(conn: &Conn<'_>, at: usize) {
+    if let Some(counter) = conn.info.status.com.get(at) {
+        counter.bump();
     }
 }
 
@@ -381,60 +415,66 @@ fn native_index(name: &str) -> Option<usize> {
 /// The `Com_*` counter of a statement.
 fn com_of(statement: &Stmt) -> Option<usize> {
     use Statement as S;
-    let name = match statement {
+    // Positions resolved at compile time: no name lookup per statement.
+    macro_rules! c {
+        ($name:literal) => {
+            const { com_index($name) }
+        };
+    }
+    let at = match statement {
         Stmt::Sql(s) => match &**s {
-            S::Query(_) => "select",
+            S::Query(_) => c!("select"),
             S::Insert(i) => match (i.replace_into, i.source.as_ref().map(|q| &*q.body)) {
-                (true, Some(sqlparser::ast::SetExpr::Values(_)) | None) => "replace",
-                (true, Some(_)) => "replace_select",
-                (false, Some(sqlparser::ast::SetExpr::Values(_)) | None) => "insert",
-                (false, Some(_)) => "insert_select",
+                (true, Some(sqlparser::ast::SetExpr::Values(_)) | None) => c!("replace"),
+                (true, Some(_)) => c!("replace_select"),
+                (false, Some(sqlparser::ast::SetExpr::Values(_)) | None) => c!("insert"),
+                (false, Some(_)) => c!("insert_select"),
             },
-            S::Update(_) => "update",
-            S::Delete(_) => "delete",
-            S::StartTransaction { .. } => "begin",
-            S::Commit { .. } => "commit",
-            S::Rollback { .. } => "rollback",
-            S::Set(_) => "set_option",
-            S::Use(_) => "change_db",
-            S::CreateDatabase { .. } | S::CreateSchema { .. } => "create_db",
-            S::CreateTable(_) => "create_table",
-            S::CreateIndex(_) => "create_index",
-            S::AlterTable { .. } => "alter_table",
+            S::Update(_) => c!("update"),
+            S::Delete(_) => c!("delete"),
+            S::StartTransaction { .. } => c!("begin"),
+            S::Commit { .. } => c!("commit"),
+            S::Rollback { .. } => c!("rollback"),
+            S::Set(_) => c!("set_option"),
+            S::Use(_) => c!("change_db"),
+            S::CreateDatabase { .. } | S::CreateSchema { .. } => c!("create_db"),
+            S::CreateTable(_) => c!("create_table"),
+            S::CreateIndex(_) => c!("create_index"),
+            S::AlterTable { .. } => c!("alter_table"),
             S::Drop { object_type, .. } => match object_type {
-                ObjectType::Table => "drop_table",
-                ObjectType::Index => "drop_index",
-                ObjectType::Database | ObjectType::Schema => "drop_db",
+                ObjectType::Table => c!("drop_table"),
+                ObjectType::Index => c!("drop_index"),
+                ObjectType::Database | ObjectType::Schema => c!("drop_db"),
                 _ => return None,
             },
-            S::Truncate(_) => "truncate",
-            S::RenameTable(_) => "rename_table",
-            S::ShowVariables { .. } | S::ShowVariable { .. } => "show_variables",
-            S::ShowStatus { .. } => "show_status",
-            S::ShowProcessList { .. } => "show_processlist",
-            S::Kill { .. } => "kill",
-            S::ShowTables { .. } => "show_tables",
-            S::ShowColumns { .. } | S::ExplainTable { .. } => "show_fields",
-            S::ShowDatabases { .. } | S::ShowSchemas { .. } => "show_databases",
-            S::ShowCreate { obj_type, .. } => match obj_type {
-                sqlparser::ast::ShowCreateObject::Table => "show_create_table",
-                _ => return None,
-            },
-            S::ShowCollation { .. } => "show_collations",
-            S::ShowCharset(_) => "show_charsets",
+            S::Truncate(_) => c!("truncate"),
+            S::RenameTable(_) => c!("rename_table"),
+            S::ShowVariables { .. } | S::ShowVariable { .. } => c!("show_variables"),
+            S::ShowStatus { .. } => c!("show_status"),
+            S::ShowProcessList { .. } => c!("show_processlist"),
+            S::Kill { .. } => c!("kill"),
+            S::ShowTables { .. } => c!("show_tables"),
+            S::ShowColumns { .. } | S::ExplainTable { .. } => c!("show_fields"),
+            S::ShowDatabases { .. } | S::ShowSchemas { .. } => c!("show_databases"),
+            S::ShowCreate {
+                obj_type: sqlparser::ast::ShowCreateObject::Table,
+                ..
+            } => c!("show_create_table"),
+            S::ShowCollation { .. } => c!("show_collations"),
+            S::ShowCharset(_) => c!("show_charsets"),
             _ => return None,
         },
         Stmt::Extra(Extra::ShowWarnings { errors, .. }) => {
             if *errors {
-                "show_errors"
+                c!("show_errors")
             } else {
-                "show_warnings"
+                c!("show_warnings")
             }
         }
         Stmt::Extra(Extra::Catalog(c)) => match &**c {
-            super::ddl::CatalogStmt::CreateTable { .. } => "create_table",
-            super::ddl::CatalogStmt::ShowCreateDatabase { .. } => "show_create_db",
-            super::ddl::CatalogStmt::AlterTableOptions { .. } => "alter_table",
+            super::ddl::CatalogStmt::CreateTable { .. } => c!("create_table"),
+            super::ddl::CatalogStmt::ShowCreateDatabase { .. } => c!("show_create_db"),
+            super::ddl::CatalogStmt::AlterTableOptions { .. } => c!("alter_table"),
             #[allow(unreachable_patterns)]
             _ => return None,
         },
@@ -442,33 +482,33 @@ fn com_of(statement: &Stmt) -> Option<usize> {
             let head = head.as_str();
             let starts = |p: &str| head.starts_with(p);
             if starts("SHOW CREATE DATABASE") || starts("SHOW CREATE SCHEMA") {
-                "show_create_db"
+                c!("show_create_db")
             } else if starts("SHOW ENGINES") || starts("SHOW STORAGE ENGINES") {
-                "show_storage_engines"
+                c!("show_storage_engines")
             } else if starts("SHOW TABLE STATUS") {
-                "show_table_status"
+                c!("show_table_status")
             } else if starts("SHOW INDEX") || starts("SHOW KEYS") || starts("SHOW INDEXES") {
-                "show_keys"
+                c!("show_keys")
             } else if starts("SHOW GRANTS") {
-                "show_grants"
+                c!("show_grants")
             } else if starts("CREATE USER") {
-                "create_user"
+                c!("create_user")
             } else if starts("DROP USER") {
-                "drop_user"
+                c!("drop_user")
             } else if starts("ALTER USER") || starts("SET PASSWORD") {
-                "alter_user"
+                c!("alter_user")
             } else if starts("GRANT") {
-                "grant"
+                c!("grant")
             } else if starts("REVOKE") {
-                "revoke"
+                c!("revoke")
             } else if starts("CREATE TABLE") {
-                "create_table"
+                c!("create_table")
             } else {
                 return None;
             }
         }
     };
-    com(name)
+    Some(at)
 }
 
 // ---- SHOW STATUS ----
@@ -617,15 +657,11 @@ pub fn connection_closed(conn: &Conn<'_>) {
 pub fn variable_set(conn: &mut Conn<'_>, name: &str, value: &str, global: bool) -> SqlResult<()> {
     let engine = &conn.engine;
     match name {
-        "long_query_time" => {
-            if !global {
-                conn.status.long_query_nanos = value.parse::<f64>().map_or(0, secs_to_nanos);
-            }
+        "long_query_time" if !global => {
+            conn.status.long_query_nanos = value.parse::<f64>().map_or(0, secs_to_nanos);
         }
-        "min_examined_row_limit" => {
-            if !global {
-                conn.status.min_examined_rows = value.parse().unwrap_or(0);
-            }
+        "min_examined_row_limit" if !global => {
+            conn.status.min_examined_rows = value.parse().unwrap_or(0);
         }
         "log_queries_not_using_indexes" => engine
             .status
@@ -894,9 +930,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn com_names_are_sorted_for_the_binary_search() {
+    fn com_names_are_sorted_and_found() {
         assert!(COM_NAMES.windows(2).all(|w| w[0] < w[1]));
-        assert_eq!(com("select"), COM_NAMES.iter().position(|n| *n == "select"));
+        for (at, name) in COM_NAMES.iter().enumerate() {
+            assert_eq!(com_index(name), at);
+        }
     }
 
     #[test]
