@@ -475,8 +475,7 @@ fn com_of(statement: &Stmt) -> Option<usize> {
             super::ddl::CatalogStmt::CreateTable { .. } => c!("create_table"),
             super::ddl::CatalogStmt::ShowCreateDatabase { .. } => c!("show_create_db"),
             super::ddl::CatalogStmt::AlterTableOptions { .. } => c!("alter_table"),
-            #[allow(unreachable_patterns)]
-            _ => return None,
+            super::ddl::CatalogStmt::ShowTableStatus { .. } => c!("show_table_status"),
         },
         Stmt::Extra(Extra::Text { head, .. }) => {
             let head = head.as_str();
@@ -517,27 +516,31 @@ fn com_of(statement: &Stmt) -> Option<usize> {
 /// false) or the SQL node's.
 pub fn rows(conn: &Conn<'_>, global: bool) -> Vec<(String, String)> {
     let engine = &conn.engine;
-    let (threads_connected, threads_running, totals) = {
+    // One look at the registry: the closed connections' counts and the
+    // live ones' (a closing connection moves from one to the other under
+    // this lock, `connection_closed`).
+    let (threads_connected, threads_running, totals, mut node_native) = {
         let connections = engine.connections.lock().unwrap_or_else(|p| p.into_inner());
         let running = connections
             .values()
             .filter(|c| c.state.lock().unwrap_or_else(|p| p.into_inner()).command != "Sleep")
             .count();
+        let mut node = engine
+            .status
+            .closed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        for c in connections.values() {
+            node.add(&c.status);
+        }
+        let native = node.native;
         let totals = if global {
-            let mut t = engine
-                .status
-                .closed
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .clone();
-            for c in connections.values() {
-                t.add(&c.status);
-            }
-            t
+            node
         } else {
             Totals::of(&conn.info.status)
         };
-        (connections.len(), running, totals)
+        (connections.len(), running, totals, native)
     };
     // The session's native figures include the running statement's share
     // so far (a SHOW after a statement sees it).
@@ -545,22 +548,6 @@ pub fn rows(conn: &Conn<'_>, global: bool) -> Vec<(String, String)> {
         let now = conn.native.stats().values();
         let start = conn.status.native_start;
         std::array::from_fn(|i| conn.status.native[i].wrapping_add(now[i].wrapping_sub(start[i])))
-    };
-    // The SQL node's native figures: every connection's.
-    let mut node_native = {
-        let connections = engine.connections.lock().unwrap_or_else(|p| p.into_inner());
-        let mut t = engine
-            .status
-            .closed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .native;
-        for c in connections.values() {
-            for (x, n) in t.iter_mut().zip(&c.status.native) {
-                *x += n.get();
-            }
-        }
-        t
     };
     // This session's running statement is not published yet.
     let own = conn.info.status.native.iter().map(Counter::get);
