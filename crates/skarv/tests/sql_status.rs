@@ -251,6 +251,27 @@ fn the_slow_query_log_is_mysqls_and_mysqldumpslow_reads_it(sandbox: &Sandbox) {
         .unwrap_or_default()
         .is_empty());
 
+    // Only an account with SUPER turns the log on or names its file.
+    conn.query_drop("CREATE USER 'plain'@'%'")
+        .expect("create user");
+    let mut plain = Conn::new(
+        OptsBuilder::new()
+            .ip_or_hostname(Some("127.0.0.1"))
+            .tcp_port(port)
+            .user(Some("plain"))
+            .prefer_socket(false),
+    )
+    .expect("plain logs in");
+    for sql in [
+        "SET GLOBAL slow_query_log = ON",
+        "SET GLOBAL slow_query_log_file = '/tmp/elsewhere.log'",
+    ] {
+        match plain.query_drop(sql) {
+            Err(mysql::Error::MySqlError(e)) => assert_eq!(e.code, 1227, "{sql}"),
+            other => panic!("{sql}: {other:?}"),
+        }
+    }
+    drop(plain);
     conn.query_drop("SET GLOBAL slow_query_log = ON")
         .expect("on");
     conn.query_drop("SET long_query_time = 0")

@@ -642,6 +642,19 @@ pub fn connection_closed(conn: &Conn<'_>) {
 /// Checks and applies a slow-log variable being set (`global`: `SET
 /// GLOBAL`); `value` is the normalised text. Other names pass.
 pub fn variable_set(conn: &mut Conn<'_>, name: &str, value: &str, global: bool) -> SqlResult<()> {
+    // The log's switch and file are the server's: naming a file makes the
+    // SQL node append to it, so only an account with SUPER may (MySQL
+    // asks SUPER or SYSTEM_VARIABLES_ADMIN of every SET GLOBAL).
+    let server_wide = matches!(
+        name,
+        "slow_query_log" | "slow_query_log_file" | "log_queries_not_using_indexes"
+    );
+    if global && server_wide && conn.grants.global & super::users::privilege::SUPER == 0 {
+        return Err(SqlError::new(
+            codes::SPECIFIC_ACCESS_DENIED,
+            "Access denied; you need (at least one of) the SUPER privilege(s) for this operation",
+        ));
+    }
     let engine = &conn.engine;
     match name {
         "long_query_time" if !global => {
