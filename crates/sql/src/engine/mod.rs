@@ -252,22 +252,22 @@ impl<'s> Conn<'s> {
         let mark = status::statement_start(self, statement);
         let (result, sent) = if mark.logs() {
             let mut counting = status::CountingSink::new(sink);
-            let result = self.run_counted(statement, params, more, &mut counting);
+            let result = self.run_inner(statement, params, more, &mut counting);
             let sent = status::Sent {
                 rows: counting.rows,
                 affected: counting.affected,
             };
             (result, sent)
         } else {
-            let result = self.run_counted(statement, params, more, sink);
+            let result = self.run_inner(statement, params, more, sink);
             (result, status::Sent::default())
         };
         status::statement_end(self, mark, statement, text, sent);
         result
     }
 
-    /// `run_statement` without the counting.
-    fn run_counted(
+    /// Runs the statement (`run_statement` counts around it).
+    fn run_inner(
         &mut self,
         statement: &Stmt,
         params: &[SqlValue],
