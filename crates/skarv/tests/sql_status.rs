@@ -162,6 +162,23 @@ fn counters_follow_the_native_operations_and_pruned_scans_agree(sandbox: &Sandbo
             );
         }
     }
+    // A text key compares by its collation: the partition of 'aBC' holds
+    // 'abc', 'Abc ' and 'ABC' (the distribution hash is the collation's).
+    conn.query_drop(
+        "CREATE TABLE named (name VARCHAR(20), id INT, PRIMARY KEY (id, name)) \
+         ENGINE=NDB PARTITION BY KEY (name)",
+    )
+    .expect("create named");
+    conn.query_drop("INSERT INTO named VALUES ('abc', 1), ('Abc ', 2), ('xyz', 3), ('ABC', 4)")
+        .expect("insert");
+    let (rows, d) = around(
+        &mut conn,
+        "SELECT id FROM named WHERE name = 'aBC' ORDER BY id",
+    );
+    // The text protocol's values, as SQL literals.
+    assert_eq!(rows, [["'1'"], ["'2'"], ["'4'"]]);
+    assert_eq!(d["Ndb_api_pruned_scan_count_session"], 1, "{d:?}");
+
     // With more conditions the scan stays pruned; IN over the key does not.
     let (rows, d) = around(&mut conn, "SELECT id FROM lead WHERE u = 4 AND id > 50");
     assert_eq!(rows.len(), 6);
