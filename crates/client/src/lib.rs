@@ -89,6 +89,7 @@ pub mod routing;
 mod scan;
 mod schema;
 mod session;
+mod stats;
 mod transaction;
 
 pub use ::schema::Value;
@@ -103,6 +104,7 @@ pub use proto::{CmpOp, Filter};
 pub use scan::{ScanIter, ScanOptions, SCAN_BATCH_ROWS_DEFAULT};
 pub use schema::Table;
 pub use session::{Callback, Session, IN_FLIGHT_MAX};
+pub use stats::SessionStats;
 pub use transaction::{
     ExecMode, ExecuteFuture, LockMode, Op, OpHandle, OpResult, Outcome, Row, Transaction,
 };

@@ -24,6 +24,7 @@ use crate::blob::{self, ReadJob};
 use crate::error::{Error, Result};
 use crate::schema::Table;
 use crate::session::tc_ref;
+use crate::stats;
 use crate::transaction::{LockMode, Row, Transaction};
 
 /// Rows per batch from each partition unless told otherwise.
@@ -70,6 +71,9 @@ pub struct ScanIter<'t, 's> {
     done: bool,
     /// The scan failed; it is closed.
     failed: bool,
+    /// Pruned to a partition with a replica on the TC's node: its rows
+    /// count as local reads (`trans_local_read_row`).
+    local: bool,
     /// BLOB/TEXT columns returned: position in the table, in the row.
     blob_reads: Vec<(usize, usize)>,
     blob_lock: LockMode,
@@ -146,6 +150,18 @@ impl<'s> Transaction<'s> {
         };
         let (tx_id, link, scan_id, starts) = self.scan_start()?;
         let session = self.session;
+        let counts = &session.counts;
+        stats::bump(if index_id == NO_INDEX {
+            &counts.table_scan
+        } else {
+            &counts.range_scan
+        });
+        let local = partition != NO_PARTITION && {
+            stats::bump(&counts.pruned_scan);
+            let shared = session.shared();
+            let tc = shared.links[link].node;
+            shared.placement.home(partition).replicas().any(|n| n == tc)
+        };
         let signal = Signal {
             receiver: tc_ref(session.shared(), link, tx_id),
             sender: session.own_ref(),
@@ -168,6 +184,7 @@ impl<'s> Transaction<'s> {
             owed: 0,
             done: false,
             failed: false,
+            local,
             blob_reads,
             blob_lock: lock,
             strip_keys: lock != asked_lock,
@@ -198,6 +215,7 @@ impl ScanIter<'_, '_> {
         if !done {
             self.owed += 1;
         }
+        stats::bump(&session.counts.scan_batch);
         let first_new = self.rows.len();
         if !rows.is_empty() {
             let reader = RowBatchReader::new(&rows)?;
@@ -222,6 +240,11 @@ impl ScanIter<'_, '_> {
                     key,
                 ));
             }
+        }
+        let read = (self.rows.len() - first_new) as u64;
+        stats::add(&session.counts.read_row, read);
+        if self.local {
+            stats::add(&session.counts.trans_local_read_row, read);
         }
         if done {
             session.close_scan_inbox(self.tx_id, self.scan_id);

@@ -49,6 +49,7 @@ use crate::epoch::Epoch;
 use crate::error::{Error, Result};
 use crate::receiver::{self, Event, Mailbox};
 use crate::schema::Table;
+use crate::stats::{self, Counts, SessionStats};
 use crate::transaction::{ExecMode, OpMeta, Outcome, Transaction, TxInner, TxRequest};
 
 /// Most transactions one session has prepared or in flight at once
@@ -299,6 +300,8 @@ pub struct Session {
     pub(crate) cluster: Cluster,
     pub(crate) mailbox: Arc<Mailbox>,
     pub(crate) state: RefCell<State>,
+    /// Its counters (`crate::stats`): plain cells, this thread's alone.
+    pub(crate) counts: Counts,
 }
 
 impl Drop for Session {
@@ -314,7 +317,14 @@ impl Session {
             cluster,
             mailbox,
             state: RefCell::new(State::default()),
+            counts: Counts::default(),
         })
+    }
+
+    /// This session's counters since it was made (NDB's per-`Ndb`
+    /// statistics: round trips, operations, scans, rows, bytes).
+    pub fn stats(&self) -> SessionStats {
+        self.counts.snapshot()
     }
 
     pub(crate) fn shared(&self) -> &Shared {
@@ -358,6 +368,7 @@ impl Session {
         encode_frames(std::slice::from_ref(signal), &mut state.send_buffer)?;
         let generation = shared.links[link].generation.load(Ordering::Acquire);
         let result = shared.send_bytes(link, &state.send_buffer, 1);
+        stats::add(&self.counts.bytes_sent, state.send_buffer.len() as u64);
         state.send_buffer.clear();
         result?;
         Ok(Pending {
@@ -381,6 +392,7 @@ impl Session {
         encode_frames(std::slice::from_ref(&signal), &mut state.send_buffer)?;
         let generation = shared.links[link].generation.load(Ordering::Acquire);
         let result = shared.send_bytes(link, &state.send_buffer, 1);
+        stats::add(&self.counts.bytes_sent, state.send_buffer.len() as u64);
         state.send_buffer.clear();
         result?;
         shared
@@ -405,6 +417,14 @@ impl Session {
         self.mailbox.drain(&mut state.events);
         let mut events = std::mem::take(&mut state.events);
         for event in events.drain(..) {
+            if let Event::Signal(signal) = &event {
+                let bytes = match &signal.body {
+                    SignalBody::TcKeyConf { results, .. } => results.len(),
+                    SignalBody::TcScanConf { rows, .. } => rows.len(),
+                    _ => 0,
+                };
+                stats::add(&self.counts.bytes_received, bytes as u64);
+            }
             handle(state, event);
         }
         state.events = events;
@@ -419,10 +439,17 @@ impl Session {
     /// is forgotten and fails with 4012 (unknown result).
     pub(crate) fn wait_reply(&self, key: ReqKey) -> Result<SignalBody> {
         let timeout = self.shared().options.request_timeout;
-        let deadline = Instant::now() + timeout;
+        let started = Instant::now();
+        let deadline = started + timeout;
+        let counts = &self.counts;
+        stats::bump(match key {
+            ReqKey::Tx(_) => &counts.wait_exec_complete,
+            ReqKey::Dict(_) | ReqKey::Gci(_) => &counts.wait_meta_request,
+        });
         loop {
             self.pump();
             if let Some(reply) = self.take_reply(key) {
+                stats::add(&counts.wait_nanos, started.elapsed().as_nanos() as u64);
                 return reply;
             }
             let now = Instant::now();
@@ -440,7 +467,9 @@ impl Session {
     /// Waits until the scan has a reply buffered (or the timeout).
     pub(crate) fn wait_scan(&self, tx_id: u64, scan_id: u32) -> Result<(Vec<u8>, bool)> {
         let timeout = self.shared().options.request_timeout;
-        let deadline = Instant::now() + timeout;
+        let started = Instant::now();
+        let deadline = started + timeout;
+        stats::bump(&self.counts.wait_scan_result);
         loop {
             self.pump();
             {
@@ -451,6 +480,8 @@ impl Session {
                     )));
                 };
                 if let Some(batch) = inbox.batches.pop_front() {
+                    let waited = started.elapsed().as_nanos() as u64;
+                    stats::add(&self.counts.wait_nanos, waited);
                     return batch;
                 }
             }
@@ -972,6 +1003,7 @@ impl Session {
             let result =
                 encode_frames(group.map(|request| &request.signal), &mut state.send_buffer)
                     .and_then(|()| shared.send_bytes(link, &state.send_buffer, count));
+            stats::add(&self.counts.bytes_sent, state.send_buffer.len() as u64);
             state.send_buffer.clear();
             let node = shared.links[link].node;
             let mut file = |state: &mut State, slot: u32| match &result {
@@ -1006,6 +1038,7 @@ impl Session {
                 }
             }
             if result.is_ok() {
+                stats::add(&self.counts.exec, count as u64);
                 shared
                     .counters
                     .tc_key_reqs_sent
@@ -1028,8 +1061,11 @@ impl Session {
     /// outcome is kept for [`Session::take_completed`]), and returns how
     /// many completed.
     pub fn poll(&self, min_completed: usize, timeout: Duration) -> usize {
-        let deadline = Instant::now() + timeout;
+        let started = Instant::now();
+        let deadline = started + timeout;
         let mut completed = 0;
+        // Whether this poll blocked (one `wait_exec_complete`, as NDB's).
+        let mut waited = false;
         loop {
             self.pump();
             // One at a time, straight from the queue, read in its slot.
@@ -1085,7 +1121,15 @@ impl Session {
                 if now >= deadline && completed < min_completed {
                     self.expire_in_flight();
                 }
+                if waited {
+                    let nanos = now.duration_since(started).as_nanos() as u64;
+                    stats::add(&self.counts.wait_nanos, nanos);
+                }
                 return completed;
+            }
+            if !waited {
+                waited = true;
+                stats::bump(&self.counts.wait_exec_complete);
             }
             receiver::wait(self.shared(), &self.mailbox, deadline - now);
         }
@@ -1127,6 +1171,7 @@ impl Session {
             Ok(pending) => {
                 state.slots.get_mut(slot).sent = Some(pending);
                 state.in_flight.insert(tx_id, slot);
+                stats::bump(&self.counts.exec);
                 self.shared()
                     .counters
                     .tc_key_reqs_sent

@@ -44,6 +44,7 @@ use crate::epoch::Epoch;
 use crate::error::{Error, Result};
 use crate::schema::Table;
 use crate::session::{request_flags, tc_ref, ReqKey, Session, Spares};
+use crate::stats;
 
 /// Bytes of `proto::ops`' batch header (magic, format version, op count),
 /// before each defined op and once before a request's ops; `build`
@@ -594,6 +595,7 @@ impl Drop for Transaction<'_> {
         if open && !std::thread::panicking() {
             let _ = self.execute(ExecMode::Rollback);
         }
+        stats::bump(&self.session.counts.trans_close);
         let Some(boxed) = self.state.take() else {
             return;
         };
@@ -683,6 +685,7 @@ impl<'s> Transaction<'s> {
     pub(crate) fn new(session: &'s Session, link: usize) -> Transaction<'s> {
         let tx_id = session.shared().next_tx_id();
         let boxed = session.state.borrow_mut().spares.transaction(tx_id, link);
+        stats::bump(&session.counts.trans_start);
         Transaction {
             session,
             state: Some(boxed),
@@ -788,6 +791,9 @@ impl<'s> Transaction<'s> {
         };
         if let Some(name) = op.index {
             header.index_id = table.require_index(name, IndexKind::Unique)?.id;
+            stats::bump(&self.session.counts.uk_op);
+        } else {
+            stats::bump(&self.session.counts.pk_op);
         }
         if inner.ops.capacity() == 0 {
             // An execute of one op took the buffer with its request.
@@ -974,6 +980,7 @@ impl<'s> Transaction<'s> {
             self.abort_with(error.clone());
             return Err(error);
         }
+        stats::bump(&self.session.counts.exec);
         self.session
             .shared()
             .counters
@@ -997,16 +1004,20 @@ impl<'s> Transaction<'s> {
     fn settle(&self, mode: ExecMode, started: bool, outcome: Result<Outcome>) -> Result<Outcome> {
         let mut inner = self.inner().borrow_mut();
         inner.batch += 1;
+        let counts = &self.session.counts;
         match &outcome {
             Ok(outcome) => {
                 inner.started |= started;
                 if outcome.committed {
                     inner.state = TxState::Committed;
+                    stats::bump(&counts.trans_commit);
                 } else if outcome.rolled_back || mode == ExecMode::Rollback {
                     inner.state = TxState::Aborted;
+                    stats::bump(&counts.trans_abort);
                 }
             }
             Err(error) => {
+                stats::bump(&counts.trans_abort);
                 inner.state = TxState::Aborted;
                 inner.failure = Some(error.clone());
             }
@@ -1025,10 +1036,17 @@ impl<'s> Transaction<'s> {
         let mut inner = self.inner().borrow_mut();
         let batch = inner.batch;
         inner.batch += 1;
+        let counts = &self.session.counts;
         match mode {
             ExecMode::NoCommit => {}
-            ExecMode::Commit => inner.state = TxState::Committed,
-            ExecMode::Rollback => inner.state = TxState::Aborted,
+            ExecMode::Commit => {
+                inner.state = TxState::Committed;
+                stats::bump(&counts.trans_commit);
+            }
+            ExecMode::Rollback => {
+                inner.state = TxState::Aborted;
+                stats::bump(&counts.trans_abort);
+            }
         }
         Outcome {
             epoch: None,
@@ -1324,6 +1342,7 @@ fn read_answer(
                     let placeholder = ReplyBytes::Own(PooledBytes::default());
                     let mut decoded = decode_result(meta, &result, &results, placeholder)?;
                     forget_if_stale(session, meta, &decoded);
+                    count_row(session, &decoded);
                     if let OpResult::Row(row) = &mut decoded {
                         row.own_reply(results);
                     }
@@ -1353,6 +1372,7 @@ fn read_answer(
                     let owner = ReplyBytes::Shared(Arc::clone(&results));
                     let decoded = decode_result(meta, &result, &results, owner)?;
                     forget_if_stale(session, meta, &decoded);
+                    count_row(session, &decoded);
                     outcome.results[result.op_index as usize] = decoded;
                     Ok(())
                 };
@@ -1410,6 +1430,14 @@ fn forget_if_stale(session: &Session, meta: &OpMeta, result: &OpResult) {
         ) {
             session.forget_table(meta.table.name());
         }
+    }
+}
+
+/// Counts a read's row in the session's `read_row`.
+#[inline]
+fn count_row(session: &Session, result: &OpResult) {
+    if matches!(result, OpResult::Row(_)) {
+        stats::bump(&session.counts.read_row);
     }
 }
 

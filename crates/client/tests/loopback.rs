@@ -342,6 +342,57 @@ fn a_thousand_operations_travel_in_one_request_and_reads_return_rows() {
     assert_eq!(row_b.get("k"), None);
 }
 
+/// A session's own counters (NDB's `Ndb_api_*_count_session`) follow
+/// what it did: operations, executes, round trips, rows, transactions.
+#[test]
+fn a_sessions_counters_count_its_operations_and_round_trips() {
+    let setup = setup("stats", Duration::ZERO);
+    let cluster = Cluster::connect_with(&setup.connect, options(8)).expect("connects");
+    let session = cluster.session().expect("session");
+    let kv = session.table("kv").expect("table");
+    let other = cluster.session().expect("another session");
+    let before = session.stats();
+    {
+        let tx = session.begin().expect("begin");
+        for k in 0..100i64 {
+            tx.insert(&kv, &[("k", Value::Int(k)), ("v", Value::Int(k))])
+                .expect("insert");
+        }
+        tx.execute(ExecMode::Commit).expect("committed");
+    }
+    let s = session.stats();
+    assert_eq!(s.pk_op - before.pk_op, 100);
+    assert_eq!(s.exec - before.exec, 1, "one request");
+    assert_eq!(
+        s.wait_exec_complete - before.wait_exec_complete,
+        1,
+        "one round trip"
+    );
+    assert_eq!(s.trans_start - before.trans_start, 1);
+    assert_eq!(s.trans_commit - before.trans_commit, 1);
+    assert_eq!(s.trans_close - before.trans_close, 1);
+    assert_eq!(s.trans_abort - before.trans_abort, 0);
+    assert!(s.bytes_sent > before.bytes_sent);
+    assert_eq!(s.read_row, before.read_row);
+
+    let tx = session.begin().expect("begin");
+    tx.read(&kv, &[Value::Int(1)], LockMode::Committed)
+        .expect("read");
+    tx.read(&kv, &[Value::Int(2)], LockMode::Committed)
+        .expect("read");
+    tx.execute(ExecMode::NoCommit).expect("reads");
+    tx.execute(ExecMode::Rollback).expect("rolled back");
+    drop(tx);
+    let t = session.stats();
+    assert_eq!(t.read_row - s.read_row, 2);
+    assert_eq!(t.pk_op - s.pk_op, 2);
+    assert_eq!(t.trans_abort - s.trans_abort, 1);
+    assert!(t.bytes_received > s.bytes_received, "the rows came back");
+    assert!(t.wait_nanos > s.wait_nanos);
+    // Another session's counters are its own.
+    assert_eq!(other.stats(), skarv_client::SessionStats::default());
+}
+
 #[test]
 fn bad_input_is_a_permanent_error_naming_table_and_column_and_the_session_stays_usable() {
     let setup = setup("bad-input", Duration::ZERO);

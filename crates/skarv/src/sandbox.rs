@@ -1193,6 +1193,12 @@ impl Sandbox {
                 HOST.to_owned(),
                 "--port".to_owned(),
                 self.layout.sql_node_port(node_id).to_string(),
+                // The slow query log beside the SQL node's log.
+                "--slow-query-log-file".to_owned(),
+                self.dir
+                    .join(format!("sql{node_id}-slow.log"))
+                    .display()
+                    .to_string(),
             ];
             let process = Process::spawn(exe, Role::SqlNode(node_id), &arguments, &self.dir)?;
             self.processes.push_sql_node(process);

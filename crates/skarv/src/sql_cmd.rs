@@ -32,6 +32,11 @@ pub struct SqlArgs {
     #[arg(long, default_value_t = MAX_CONNECTIONS_DEFAULT,
           value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_CONNECTIONS_MAX)))]
     pub max_connections: u32,
+    /// The slow query log's file (MySQL's slow_query_log_file); by default
+    /// `<host>-slow.log` in the working directory. Off until `SET GLOBAL
+    /// slow_query_log = ON`.
+    #[arg(long, value_name = "PATH")]
+    pub slow_query_log_file: Option<std::path::PathBuf>,
 }
 
 pub fn run(args: SqlArgs) -> Result<(), String> {
@@ -41,6 +46,7 @@ pub fn run(args: SqlArgs) -> Result<(), String> {
         port: args.port,
         node_id: args.node_id,
         max_connections: args.max_connections,
+        slow_query_log_file: args.slow_query_log_file,
     };
     let listen = format!("{}:{}", options.bind, options.port);
     sql::serve(options).map_err(|error| format!("SQL node on {listen}: {error}"))

@@ -55,6 +55,8 @@ pub struct ServerOptions {
     pub node_id: Option<u16>,
     /// Most client connections at once (MySQL's `max_connections`).
     pub max_connections: u32,
+    /// The slow query log's file; None: `<cwd>/<host>-slow.log`.
+    pub slow_query_log_file: Option<std::path::PathBuf>,
 }
 
 /// Connects to the cluster and serves MySQL clients until the process is
@@ -64,6 +66,11 @@ pub fn serve(options: ServerOptions) -> Result<(), SqlError> {
     let cluster = Cluster::connect_with(&options.connect, cluster_options(&options)?)
         .map_err(|error| txn::native_error(&error))?;
     let engine = Engine::start(cluster)?;
+    let slow_log = options
+        .slow_query_log_file
+        .clone()
+        .unwrap_or_else(crate::engine::status::default_slow_log_path);
+    engine.set_slow_log_file(slow_log, options.port);
     let listener = TcpListener::bind((options.bind, options.port)).map_err(|error| {
         SqlError::new(
             codes::UNKNOWN,

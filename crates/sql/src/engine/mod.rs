@@ -25,6 +25,7 @@ pub mod plan;
 pub mod prepared;
 pub mod session;
 pub mod show;
+pub mod status;
 pub mod txn;
 pub mod users;
 
@@ -63,6 +64,8 @@ pub struct Engine {
     pub accounts: users::Cache,
     /// When the SQL node started (`Uptime`).
     pub started: Instant,
+    /// Status counters of closed connections, the slow query log.
+    pub status: status::Global,
 }
 
 /// What `SHOW PROCESSLIST` and `KILL` see of a connection.
@@ -82,6 +85,8 @@ pub struct ConnInfo {
     /// The client's socket (a second handle), which `KILL` shuts so that a
     /// connection waiting for its client's next command ends at once.
     pub socket: Mutex<Option<std::net::TcpStream>>,
+    /// Its status counters (`SHOW GLOBAL STATUS` sums them).
+    pub status: status::Published,
 }
 
 /// The changing part of [`ConnInfo`].
@@ -111,7 +116,9 @@ impl Engine {
             catalog: catalog::Shared::default(),
             accounts: users::Cache::default(),
             started: Instant::now(),
+            status: status::Global::default(),
         });
+        engine.set_slow_log_file(status::default_slow_log_path(), 3306);
         let session = engine
             .cluster
             .session()
@@ -136,7 +143,10 @@ impl Engine {
             killed: AtomicBool::new(false),
             query_killed: AtomicBool::new(false),
             socket: Mutex::new(None),
+            status: status::Published::default(),
         });
+        // One thread per connection: each connection started one.
+        self.status.threads_created.fetch_add(1, Ordering::Relaxed);
         self.connections
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -146,10 +156,15 @@ impl Engine {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
+        let conn_status = status::ConnStatus::new(
+            globals.get("long_query_time"),
+            globals.get("min_examined_row_limit"),
+        );
         Conn {
             engine: Arc::clone(self),
             native: session,
             info,
+            status: conn_status,
             session: session::SessionState::new(globals),
             tx: txn::TxState::default(),
             prepared: prepared::Statements::default(),
@@ -174,16 +189,35 @@ pub struct Conn<'s> {
     pub prepared: prepared::Statements,
     /// What the logged-in account may do.
     pub grants: users::Grants,
+    /// Its status counters and slow-log state.
+    pub status: status::ConnStatus,
 }
 
 impl Drop for Conn<'_> {
     fn drop(&mut self) {
         self.disconnect();
-        self.engine
-            .connections
+        // Leaves the registry, its counts folded into the SQL node's.
+        status::connection_closed(self);
+    }
+}
+
+impl Engine {
+    /// Connections opened since the SQL node started (`Connections`).
+    pub fn connections_opened(&self) -> u32 {
+        self.next_connection_id
+            .load(Ordering::Relaxed)
+            .saturating_sub(1)
+    }
+
+    /// Sets the slow query log's file (`slow_query_log_file`) and the port
+    /// its header names.
+    pub fn set_slow_log_file(&self, path: std::path::PathBuf, port: u16) {
+        self.globals
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .remove(&self.info.id);
+            .values
+            .insert("slow_query_log_file".to_owned(), path.display().to_string());
+        self.status.slow_log.configure(path, port);
     }
 }
 
@@ -204,9 +238,36 @@ pub fn parse(sql: &str) -> SqlResult<Vec<Statement>> {
 
 impl<'s> Conn<'s> {
     /// Runs one parsed statement, its answer to `sink` (`more` sets
-    /// `more_results` on it). Returns whether it succeeded, or the sink's
-    /// I/O error.
+    /// `more_results` on it). `text`: the statement as the client sent it
+    /// (for the slow log; "" when only the parsed form is at hand).
+    /// Returns whether it succeeded, or the sink's I/O error.
     pub fn run_statement(
+        &mut self,
+        statement: &Stmt,
+        params: &[SqlValue],
+        more: bool,
+        sink: &mut dyn ResultSink,
+        text: &str,
+    ) -> io::Result<bool> {
+        let mark = status::statement_start(self, statement);
+        let (result, sent) = if mark.logs() {
+            let mut counting = status::CountingSink::new(sink);
+            let result = self.run_inner(statement, params, more, &mut counting);
+            let sent = status::Sent {
+                rows: counting.rows,
+                affected: counting.affected,
+            };
+            (result, sent)
+        } else {
+            let result = self.run_inner(statement, params, more, sink);
+            (result, status::Sent::default())
+        };
+        status::statement_end(self, mark, statement, text, sent);
+        result
+    }
+
+    /// Runs the statement (`run_statement` counts around it).
+    fn run_inner(
         &mut self,
         statement: &Stmt,
         params: &[SqlValue],
@@ -270,9 +331,9 @@ impl<'s> Conn<'s> {
                     session::show_variables(conn, filter, *global, more, sink)
                 })
             }
-            S::ShowStatus { filter, .. } => {
+            S::ShowStatus { filter, global, .. } => {
                 show::with_where(self, statement, sink, |conn, sink| {
-                    session::show_status(conn, filter, more, sink)
+                    session::show_status(conn, filter, *global, more, sink)
                 })
             }
             S::ShowProcessList { full } => session::show_processlist(self, *full, more, sink),
@@ -359,7 +420,9 @@ impl<'s> Backend for Conn<'s> {
     }
 
     fn logged_in(&mut self, login: &Login<'_>) -> Result<(), SqlError> {
-        users::logged_in(self, login)
+        users::logged_in(self, login)?;
+        self.status.logged_in = true;
+        Ok(())
     }
 
     fn query(&mut self, sql: &str, multi: bool, sink: &mut dyn ResultSink) -> io::Result<()> {
@@ -370,6 +433,7 @@ impl<'s> Backend for Conn<'s> {
     }
 
     fn prepare(&mut self, sql: &str) -> Result<Prepared, SqlError> {
+        status::count_command(self, status::COM_STMT_PREPARE);
         prepared::prepare(self, sql)
     }
 
@@ -379,10 +443,12 @@ impl<'s> Backend for Conn<'s> {
         params: &[SqlValue],
         sink: &mut dyn ResultSink,
     ) -> io::Result<()> {
+        status::count_command(self, status::COM_STMT_EXECUTE);
         prepared::execute(self, id, params, sink)
     }
 
     fn close(&mut self, id: u32) {
+        status::count_command(self, status::COM_STMT_CLOSE);
         self.prepared.close(id);
     }
 
@@ -449,11 +515,13 @@ impl<'s> Conn<'s> {
             Err(error) => return refuse(self, &error, sink),
         };
         let count = statements.len();
+        // The client's text is the statement's when it is the only one.
+        let text = if count == 1 { sql } else { "" };
         for (at, statement) in statements.iter().enumerate() {
             let more = at + 1 < count;
             match statement {
                 Ok(statement) => {
-                    if !self.run_statement(statement, &[], more, sink)? {
+                    if !self.run_statement(statement, &[], more, sink, text)? {
                         break;
                     }
                 }

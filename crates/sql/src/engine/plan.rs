@@ -165,6 +165,50 @@ pub fn access(
     Ok((best.map_or(Access::Scan, |(_, a)| a), filter))
 }
 
+/// The values of the table's distribution key when `cond` fixes each of
+/// its columns by equality with a constant (`PARTITION BY KEY(user_id)`
+/// and `WHERE user_id = 1 AND …`): a scan then needs only the partition
+/// holding them (partition pruning, NDB's `Ndb_pruned_scan_count`).
+/// None for a table whose distribution key is the hidden `$PK`, or when a
+/// column is not fixed (an `IN` list is several partitions: not pruned).
+pub fn partition_key(
+    table: &TableInfo,
+    cond: Option<&Expr>,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Option<Vec<Value>>> {
+    let Some(cond) = cond else {
+        return Ok(None);
+    };
+    let def = table.native.def();
+    let dist: &[usize] = if def.distribution_key.is_empty() {
+        &def.primary_key
+    } else {
+        &def.distribution_key
+    };
+    let sql_of = |native: usize| table.columns.iter().position(|c| c.native == native);
+    // Every column of the key must be a SQL column (not the hidden key).
+    let Some(columns) = dist
+        .iter()
+        .map(|n| sql_of(*n))
+        .collect::<Option<Vec<usize>>>()
+    else {
+        return Ok(None);
+    };
+    if columns.is_empty() {
+        return Ok(None);
+    }
+    let mut facts = vec![Facts::default(); table.columns.len()];
+    for c in cond.conjuncts() {
+        if !c.is_constant() {
+            learn(table, c, &mut facts, ctx)?;
+        }
+    }
+    Ok(columns
+        .iter()
+        .map(|c| facts[*c].eq.clone())
+        .collect::<Option<Vec<Value>>>())
+}
+
 /// An unbounded scan of the ordered index whose leading columns are the
 /// ORDER BY columns (all one direction), if there is one.
 pub fn ordered_index_for(table: &TableInfo, order: &[(Expr, bool)]) -> Option<Access> {

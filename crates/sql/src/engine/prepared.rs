@@ -147,7 +147,7 @@ pub fn execute(
     conn.prepared.running = entry.placeholders.clone();
     let text = entry.text.clone();
     conn.set_command("Execute", Some(&text));
-    let result = conn.run_statement(&statement, params, false, sink);
+    let result = conn.run_statement(&statement, params, false, sink, &text);
     conn.set_command("Sleep", None);
     conn.prepared.running.clear();
     result.map(|_| ())

@@ -39,6 +39,8 @@ enum Kind {
     Int { min: u64, max: u64 },
     /// Free text.
     Text,
+    /// Seconds with a fraction (`long_query_time`), shown with six decimals.
+    Seconds,
 }
 
 /// Where a system variable may be set.
@@ -135,6 +137,8 @@ const SYSTEM_VARIABLES: &[SysVar] = &[
         Scope::Both,
         "31536000",
     ),
+    var("log_queries_not_using_indexes", BOOL, Scope::Global, "OFF"),
+    var("long_query_time", Kind::Seconds, Scope::Both, "10.000000"),
     var("lower_case_table_names", int(0, 2), Scope::ReadOnly, "0"),
     var(
         "max_allowed_packet",
@@ -156,6 +160,7 @@ const SYSTEM_VARIABLES: &[SysVar] = &[
         Scope::Global,
         "16382",
     ),
+    var("min_examined_row_limit", int(0, u64::MAX), Scope::Both, "0"),
     var(
         "ndb_autoincrement_prefetch_sz",
         int(1, 65_536),
@@ -189,6 +194,9 @@ const SYSTEM_VARIABLES: &[SysVar] = &[
     var("query_cache_size", int(0, 0), Scope::ReadOnly, "0"),
     var("query_cache_type", TEXT, Scope::ReadOnly, "OFF"),
     var("server_id", int(0, u32::MAX as u64), Scope::Global, "1"),
+    var("slow_query_log", BOOL, Scope::Global, "OFF"),
+    // The default is the SQL node's (`Engine::set_slow_log_file`).
+    var("slow_query_log_file", TEXT, Scope::Global, ""),
     var("sql_auto_is_null", BOOL, Scope::Both, "OFF"),
     var(
         "sql_mode",
@@ -863,6 +871,8 @@ pub fn variable(conn: &Conn<'_>, name: &str, global: bool) -> SqlResult<SqlValue
             .map(SqlValue::UInt)
             .unwrap_or(SqlValue::Bytes(text.into_bytes())),
         Kind::Text => SqlValue::Bytes(text.into_bytes()),
+        // Shown with its six decimals, as MySQL shows it.
+        Kind::Seconds => SqlValue::Decimal(text),
     })
 }
 
@@ -963,6 +973,7 @@ fn normalise(sys: &SysVar, value: Option<String>) -> SqlResult<String> {
             Ok(n.to_string())
         }
         Kind::Text => Ok(value),
+        Kind::Seconds => super::status::seconds_value(sys.name, &value),
     }
 }
 
@@ -1225,6 +1236,8 @@ fn assign(
             );
         }
     }
+    // The slow log's variables take effect at once (or are refused).
+    super::status::variable_set(conn, name, &value, global)?;
     if global {
         conn.engine
             .globals
@@ -1282,6 +1295,7 @@ pub fn reset(conn: &mut Conn<'_>) {
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .clone();
+    conn.status.reset(&globals);
     let database = conn.session.database.take();
     let user = std::mem::take(&mut conn.session.user);
     let host = std::mem::take(&mut conn.session.host);
@@ -1386,41 +1400,21 @@ pub fn show_variables(
     Ok(Answered::Done)
 }
 
-/// `SHOW [GLOBAL|SESSION] STATUS [LIKE 'p']`.
+/// `SHOW [GLOBAL|SESSION] STATUS [LIKE 'p']` (`engine::status`).
 pub fn show_status(
     conn: &mut Conn<'_>,
     filter: &Option<ShowStatementFilter>,
+    global: bool,
     more: bool,
     sink: &mut dyn ResultSink,
 ) -> SqlResult<Answered> {
     let pattern = like_filter(filter)?;
-    let connections = conn
-        .engine
-        .connections
-        .lock()
-        .unwrap_or_else(|p| p.into_inner());
-    let threads_connected = connections.len();
-    let threads_running = connections
-        .values()
-        .filter(|c| c.state.lock().unwrap_or_else(|p| p.into_inner()).command == "Query")
-        .count();
-    drop(connections);
-    let figures: Vec<(&str, String)> = vec![
-        ("Connections", conn.info.id.to_string()),
-        ("Ssl_cipher", String::new()),
-        ("Threads_connected", threads_connected.to_string()),
-        ("Threads_running", threads_running.to_string()),
-        (
-            "Uptime",
-            conn.engine.started.elapsed().as_secs().to_string(),
-        ),
-    ];
-    let rows = figures
+    let rows = super::status::rows(conn, global)
         .into_iter()
         .filter(|(name, _)| pattern.as_deref().is_none_or(|p| like_matches(p, name)))
         .map(|(name, value)| {
             vec![
-                SqlValue::Bytes(name.as_bytes().to_vec()),
+                SqlValue::Bytes(name.into_bytes()),
                 SqlValue::Bytes(value.into_bytes()),
             ]
         })

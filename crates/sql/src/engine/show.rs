@@ -27,9 +27,11 @@ use crate::value::{charset, flags, ColumnMeta, ColumnType, SqlValue};
 /// `current_timestamp()`, unquoted numeric defaults).
 pub const INFORMATION_SCHEMA_TABLES: &[&str] = &[
     "COLUMNS",
+    "GLOBAL_STATUS",
     "KEY_COLUMN_USAGE",
     "PROCESSLIST",
     "SCHEMATA",
+    "SESSION_STATUS",
     "STATISTICS",
     "TABLES",
 ];
@@ -586,6 +588,7 @@ fn information_schema_columns(table: &str) -> Option<Vec<ColumnMeta>> {
         "STATISTICS" => statistics_columns(),
         "KEY_COLUMN_USAGE" => key_column_usage_columns(),
         "PROCESSLIST" => super::session::processlist_columns(true, true),
+        "GLOBAL_STATUS" | "SESSION_STATUS" => status_columns(),
         _ => return None,
     })
 }
@@ -977,6 +980,19 @@ pub fn information_schema_rows(
         "KEY_COLUMN_USAGE" => key_column_usage(conn)?,
         // This SQL node's connections only (as SHOW PROCESSLIST).
         "PROCESSLIST" => super::session::processlist(conn, true, true),
+        "GLOBAL_STATUS" | "SESSION_STATUS" => {
+            let global = upper == "GLOBAL_STATUS";
+            let rows = super::status::rows(conn, global)
+                .into_iter()
+                .map(|(name, value)| {
+                    vec![
+                        SqlValue::Bytes(name.to_ascii_uppercase().into_bytes()),
+                        SqlValue::Bytes(value.into_bytes()),
+                    ]
+                })
+                .collect();
+            (status_columns(), rows)
+        }
         _ => {
             return Err(SqlError::new(
                 codes::UNKNOWN_TABLE,
@@ -998,6 +1014,20 @@ pub fn information_schema_rows(
 }
 
 type Rows = (Vec<ColumnMeta>, Vec<Vec<SqlValue>>);
+
+/// `information_schema.GLOBAL_STATUS`/`SESSION_STATUS`: MariaDB's layout
+/// (names in capitals).
+fn status_columns() -> Vec<ColumnMeta> {
+    let text = |n: &str, length: u32| {
+        ColumnMeta::expr(
+            n,
+            ColumnType::VarString,
+            charset::UTF8MB4_GENERAL_CI,
+            length,
+        )
+    };
+    vec![text("VARIABLE_NAME", 256), text("VARIABLE_VALUE", 8192)]
+}
 
 /// Every SQL table of every database, skipping ones dropped meanwhile.
 fn all_tables(conn: &Conn<'_>) -> SqlResult<Vec<std::sync::Arc<TableInfo>>> {

@@ -260,9 +260,12 @@ pub(crate) fn fetch(
             }
         }
         Access::Range { .. } | Access::Scan => {
+            // A condition fixing the distribution key scans one partition.
+            let partition_key = super::plan::partition_key(table, cond, ctx)?;
             let mut options = ScanOptions {
                 filter,
                 lock,
+                partition_key,
                 ..ScanOptions::default()
             };
             if let Access::Range {
