@@ -1,6 +1,8 @@
 //! The executors: queries and writes run with the native API.
 
 pub mod convert;
+mod from;
+pub mod join;
 mod select;
 mod write;
 pub(crate) use write::{duplicate_error, failed_op, now_value};
