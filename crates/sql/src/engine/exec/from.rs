@@ -165,10 +165,20 @@ pub(super) fn join_from(
             group_star = if kind == Kind::Right {
                 // MySQL's RIGHT JOIN is the LEFT JOIN the other way round.
                 hidden.extend(&lefts);
-                rights.iter().chain(&right_rest).chain(&left_rest).copied().collect()
+                rights
+                    .iter()
+                    .chain(&right_rest)
+                    .chain(&left_rest)
+                    .copied()
+                    .collect()
             } else {
                 hidden.extend(&rights);
-                lefts.iter().chain(&left_rest).chain(&right_rest).copied().collect()
+                lefts
+                    .iter()
+                    .chain(&left_rest)
+                    .chain(&right_rest)
+                    .copied()
+                    .collect()
             };
             match kind {
                 Kind::Inner => inner_on.extend(conds),
@@ -248,7 +258,7 @@ fn add_table(
     if tables.len() >= JOIN_TABLES_MAX {
         return Err(SqlError::new(
             1116,
-            format!("Too many tables; MariaDB can only use {JOIN_TABLES_MAX} tables in a join"),
+            format!("Too many tables; MySQL can only use {JOIN_TABLES_MAX} tables in a join"),
         ));
     }
     let table = table_of(conn, name)?;

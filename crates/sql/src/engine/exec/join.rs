@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use schema::Value;
-use skarv_client::{CmpOp as NCmp, ExecMode, Filter, LockMode, Op, OpResult, ScanOptions};
 use skarv_client::Transaction;
+use skarv_client::{CmpOp as NCmp, ExecMode, Filter, LockMode, Op, OpResult, ScanOptions};
 
 use super::{fetch, sql_row, FETCH_ROWS_MAX};
 use crate::engine::catalog::TableInfo;
@@ -75,19 +75,13 @@ pub(crate) fn run(
                 st.read = found.len() as u64;
                 let inner: Vec<Vec<Val>> = found.into_iter().map(|(r, _)| r).collect();
                 for outer in &rows {
-                    combine(
-                        spec,
-                        step,
-                        outer,
-                        inner.iter(),
-                        ctx,
-                        &mut next,
-                    )?;
+                    combine(spec, step, outer, inner.iter(), ctx, &mut next)?;
                 }
             }
             StepAccess::Keyed(k) => {
                 for chunk in rows.chunks(JOIN_BATCH_ROWS) {
-                    let batch = read_batch(tx, &t.table, k, step.filter.as_ref(), chunk, lock, ctx)?;
+                    let batch =
+                        read_batch(tx, &t.table, k, step.filter.as_ref(), chunk, lock, ctx)?;
                     st.batches += 1;
                     st.read += batch.rows.len() as u64;
                     for (at, outer) in chunk.iter().enumerate() {
@@ -278,7 +272,8 @@ fn read_batch(
                             rows.push(sql_row(table, r.values(), r.columns(), ctx.env.tz_secs));
                             row_of[at] = Some(rows.len() - 1);
                         }
-                        Some(OpResult::Failed(e)) if e.code == skarv_client::codes::NO_SUCH_ROW => {}
+                        Some(OpResult::Failed(e)) if e.code == skarv_client::codes::NO_SUCH_ROW => {
+                        }
                         Some(OpResult::Failed(e)) => {
                             return Err(txn::native_error_in(e, &table.name))
                         }
@@ -301,7 +296,10 @@ fn read_batch(
             // One scan from the smallest key to the largest, the keys
             // pushed as an OR so the data nodes send only matching rows.
             let present: Vec<&(Vec<Val>, Vec<Value>)> = keys.iter().flatten().collect();
-            let sql_keys = keys.iter().map(|k| k.as_ref().map(|(s, _)| s.clone())).collect();
+            let sql_keys = keys
+                .iter()
+                .map(|k| k.as_ref().map(|(s, _)| s.clone()))
+                .collect();
             let collations: Vec<Option<schema::Collation>> = k
                 .columns
                 .iter()

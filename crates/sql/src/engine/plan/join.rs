@@ -286,7 +286,9 @@ pub fn map_columns(e: &Expr, f: &dyn Fn(usize) -> usize) -> Expr {
         Expr::And(x, y) => Expr::And(b(x), b(y)),
         Expr::Or(x, y) => Expr::Or(b(x), b(y)),
         Expr::Xor(x, y) => Expr::Xor(b(x), b(y)),
-        Expr::In(x, l, n, c) => Expr::In(b(x), l.iter().map(|i| map_columns(i, f)).collect(), *n, *c),
+        Expr::In(x, l, n, c) => {
+            Expr::In(b(x), l.iter().map(|i| map_columns(i, f)).collect(), *n, *c)
+        }
         Expr::Between(x, l, h, n, c) => Expr::Between(b(x), b(l), b(h), *n, *c),
         Expr::Like(x, p, esc, n, c) => Expr::Like(b(x), b(p), *esc, *n, *c),
         Expr::Case(o, w, el) => Expr::Case(
@@ -331,7 +333,7 @@ pub fn plan(spec: &JoinSpec, cond: Option<&Expr>, ctx: &mut Ctx<'_>) -> SqlResul
     if n > JOIN_TABLES_MAX {
         return Err(SqlError::new(
             1116,
-            format!("Too many tables; MariaDB can only use {JOIN_TABLES_MAX} tables in a join"),
+            format!("Too many tables; MySQL can only use {JOIN_TABLES_MAX} tables in a join"),
         ));
     }
     let mut conds: Vec<Cond> = cond
@@ -354,7 +356,15 @@ pub fn plan(spec: &JoinSpec, cond: Option<&Expr>, ctx: &mut Ctx<'_>) -> SqlResul
             if placed & (1 << i) != 0 || t.after.iter().any(|a| placed & (1 << a) == 0) {
                 continue;
             }
-            let choice = choose(spec, i, placed, &conds, ctx)?;
+            let mut choice = choose(spec, i, placed, &conds, ctx)?;
+            // A table read whole that the others could reach by key goes
+            // after them: scan the one that cannot be reached.
+            if choice.class >= 3 && !spec.straight {
+                let others = ((1u64 << n) - 1) & !(1 << i);
+                if let StepAccess::Keyed(_) = choose(spec, i, others, &conds, ctx)?.access {
+                    choice.class += 2;
+                }
+            }
             let better = match &best {
                 None => true,
                 Some(_) if spec.straight => false,
@@ -378,7 +388,10 @@ pub fn plan(spec: &JoinSpec, cond: Option<&Expr>, ctx: &mut Ctx<'_>) -> SqlResul
             .collect();
         let t = &spec.tables[i];
         let (matching, post) = if t.outer {
-            (t.on.iter().flat_map(Expr::conjuncts).cloned().collect(), ready)
+            (
+                t.on.iter().flat_map(Expr::conjuncts).cloned().collect(),
+                ready,
+            )
         } else {
             (ready, Vec::new())
         };
@@ -533,7 +546,10 @@ fn choose(
                     None => break,
                 }
             }
-            if !columns.is_empty() && best.as_ref().is_none_or(|b| columns.len() > b.columns.len())
+            if !columns.is_empty()
+                && best
+                    .as_ref()
+                    .is_none_or(|b| columns.len() > b.columns.len())
             {
                 best = Some(Keyed {
                     kind: KeyedKind::Ordered,
