@@ -27,6 +27,9 @@ pub const GROUPS_IN_MEMORY_MAX: usize = 1_000_000;
 /// Most rows a query sorts or de-duplicates in memory.
 pub const ROWS_IN_MEMORY_MAX: usize = 10_000_000;
 
+mod explain;
+pub use explain::{explain, Format};
+
 /// A planned single-table (or table-less) SELECT.
 struct Planned {
     table: Option<Arc<TableInfo>>,
