@@ -253,7 +253,7 @@ fn explain(conn: &mut Conn<'_>) {
             "ALL",
             "NULL",
             "NULL",
-            "Using where; Using join buffer (Block Nested Loop)"
+            "Using where; Using join buffer (hash join)"
         )
     );
     // STRAIGHT_JOIN and LEFT JOIN keep the written order.
@@ -304,6 +304,11 @@ fn explain(conn: &mut Conn<'_>) {
     assert!(
         json.contains("\"using_join_buffer\": \"Batched Key Access\""),
         "{json}"
+    );
+    // Without an equality to hash on, each kept row is tested.
+    assert_eq!(
+        plan_of(conn, "SELECT * FROM o JOIN n ON n.a < o.k")[1][4],
+        "Using where; Using join buffer (Block Nested Loop)"
     );
     // EXPLAIN ANALYZE runs it: 1,000 rows scanned, four batches of keys,
     // 500 rows found.

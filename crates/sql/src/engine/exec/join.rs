@@ -15,7 +15,7 @@ use skarv_client::Transaction;
 use skarv_client::{CmpOp as NCmp, ExecMode, Filter, LockMode, Op, OpResult, ScanOptions};
 
 use super::{fetch, sql_row, FETCH_ROWS_MAX};
-use crate::engine::catalog::TableInfo;
+use crate::engine::catalog::{SqlType, TableInfo};
 use crate::engine::expr::eval::compare;
 use crate::engine::expr::{Ctx, Expr, Val};
 use crate::engine::plan::join::{JoinPlan, JoinSpec, Keyed, KeyedKind, StepAccess};
@@ -74,8 +74,28 @@ pub(crate) fn run(
                 st.batches = 1;
                 st.read = found.len() as u64;
                 let inner: Vec<Vec<Val>> = found.into_iter().map(|(r, _)| r).collect();
-                for outer in &rows {
-                    combine(spec, step, outer, inner.iter(), ctx, &mut next)?;
+                match hash_pair(spec, step) {
+                    // An equality with an earlier table: a hash join.
+                    Some((mine, other, fold)) => {
+                        let mut buckets: HashMap<Vec<u8>, Vec<usize>> = HashMap::new();
+                        for (at, r) in inner.iter().enumerate() {
+                            if let Some(key) = hash_key(&r[mine - t.offset], fold) {
+                                buckets.entry(key).or_default().push(at);
+                            }
+                        }
+                        for outer in &rows {
+                            let found = hash_key(&outer[other], fold)
+                                .and_then(|k| buckets.get(&k))
+                                .map_or(&[][..], Vec::as_slice);
+                            let candidates = found.iter().filter_map(|at| inner.get(*at));
+                            combine(spec, step, outer, candidates, ctx, &mut next)?;
+                        }
+                    }
+                    None => {
+                        for outer in &rows {
+                            combine(spec, step, outer, inner.iter(), ctx, &mut next)?;
+                        }
+                    }
                 }
             }
             StepAccess::Keyed(k) => {
@@ -99,6 +119,102 @@ pub(crate) fn run(
         rows = next;
     }
     Ok(rows)
+}
+
+/// How a hash join folds a value into its bucket key: values the
+/// comparison deems equal get the same key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fold {
+    /// Integers, by value.
+    Int,
+    /// utf8mb4_general_ci: lower case, trailing spaces ignored.
+    GeneralCi,
+    /// utf8mb4_bin: trailing spaces ignored.
+    Bin,
+    /// Dates and times, by their text.
+    Text,
+}
+
+/// An equality of the step's table's column with an earlier table's, of
+/// kinds a bucket key compares exactly as SQL does: (this table's
+/// column, the other column, how to fold), combined positions.
+pub(crate) fn hash_pair(
+    spec: &JoinSpec,
+    step: &crate::engine::plan::join::Step,
+) -> Option<(usize, usize, Fold)> {
+    use crate::engine::expr::{CmpOp, Kind};
+    let me = step.table;
+    step.matching.iter().find_map(|c| {
+        let Expr::Cmp(CmpOp::Eq, a, b, coll) = c else {
+            return None;
+        };
+        let (Expr::Col(x), Expr::Col(y)) = (&**a, &**b) else {
+            return None;
+        };
+        let tx = crate::engine::plan::join::table_at(spec, *x)?;
+        let ty = crate::engine::plan::join::table_at(spec, *y)?;
+        let (mine, other) = match (tx == me, ty == me) {
+            (true, false) => (*x, *y),
+            (false, true) => (*y, *x),
+            _ => return None,
+        };
+        // The declared types, so that every value is of the variant the
+        // fold expects (a BIT or ENUM column is neither an integer nor
+        // text here).
+        let ty = |pos: usize| {
+            let t = &spec.tables[crate::engine::plan::join::table_at(spec, pos)?];
+            t.table.columns.get(pos - t.offset).map(|c| &c.ty)
+        };
+        let family = |pos: usize| match ty(pos)? {
+            SqlType::TinyInt { .. }
+            | SqlType::SmallInt { .. }
+            | SqlType::MediumInt { .. }
+            | SqlType::Int { .. }
+            | SqlType::BigInt { .. } => Some(0),
+            SqlType::Char { .. } | SqlType::VarChar { .. } | SqlType::Text { .. } => Some(1),
+            SqlType::Date => Some(2),
+            _ => None,
+        };
+        if family(mine)? != family(other)? {
+            return None;
+        }
+        let fold = match (spec.columns[mine].kind, spec.columns[other].kind) {
+            (Kind::Int { .. }, Kind::Int { .. }) => Fold::Int,
+            (Kind::Date, Kind::Date) => Fold::Text,
+            (Kind::Str { collation: p }, Kind::Str { collation: q }) if p == q && *coll == p => {
+                match p? {
+                    schema::Collation::Utf8mb4GeneralCi => Fold::GeneralCi,
+                    schema::Collation::Utf8mb4Bin => Fold::Bin,
+                }
+            }
+            _ => return None,
+        };
+        Some((mine, other, fold))
+    })
+}
+
+/// The bucket key of a value (None for NULL, which equals nothing).
+fn hash_key(v: &Val, fold: Fold) -> Option<Vec<u8>> {
+    let trimmed = |b: &[u8]| {
+        let end = b.iter().rposition(|c| *c != b' ').map_or(0, |p| p + 1);
+        b[..end].to_vec()
+    };
+    match (v, fold) {
+        (Val::Null, _) => None,
+        (Val::Int(i), Fold::Int) => Some(i128::from(*i).to_le_bytes().to_vec()),
+        (Val::UInt(u), Fold::Int) => Some(i128::from(*u).to_le_bytes().to_vec()),
+        // As `Collation::compare`: trailing spaces off, then each
+        // character lower-cased.
+        (Val::Str(b), Fold::GeneralCi) => Some(
+            String::from_utf8_lossy(&trimmed(b))
+                .chars()
+                .flat_map(char::to_lowercase)
+                .collect::<String>()
+                .into_bytes(),
+        ),
+        (Val::Str(b), Fold::Bin) => Some(trimmed(b)),
+        (other, _) => Some(other.to_text().into_bytes()),
+    }
 }
 
 /// Matches one outer row with candidate rows of the step's table.

@@ -44,8 +44,8 @@ struct Row {
     pushed: bool,
     /// The table is read by batched key access.
     bka: bool,
-    /// The table is read whole once and kept.
-    buffered: bool,
+    /// The table is read whole once and kept: how it is matched.
+    buffered: Option<&'static str>,
 }
 
 /// Which form.
@@ -200,8 +200,8 @@ fn extra_of(r: &Row) -> Vec<String> {
     if r.bka {
         extra.push("Using join buffer (Batched Key Access)".to_owned());
     }
-    if r.buffered {
-        extra.push("Using join buffer (Block Nested Loop)".to_owned());
+    if let Some(how) = r.buffered {
+        extra.push(format!("Using join buffer ({how})"));
     }
     extra.extend(r.extra.iter().cloned());
     extra
@@ -228,7 +228,10 @@ fn rows_of(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Vec<Row>> {
                 StepAccess::Own(access) => {
                     let own = own_conds(spec, step.table, &conds);
                     let mut row = access_row(&t.table, access, !own.is_empty());
-                    row.buffered = at > 0;
+                    row.buffered = (at > 0).then(|| match join_exec::hash_pair(spec, step) {
+                        Some(_) => "hash join",
+                        None => "Block Nested Loop",
+                    });
                     // Conditions on the earlier tables, tested per pair.
                     row.condition |= conds.len() > own.len();
                     row
@@ -579,8 +582,8 @@ fn table_json(r: &Row, indent: &str) -> String {
     if r.bka {
         fields.push("\"using_join_buffer\": \"Batched Key Access\"".to_owned());
     }
-    if r.buffered {
-        fields.push("\"using_join_buffer\": \"Block Nested Loop\"".to_owned());
+    if let Some(how) = r.buffered {
+        fields.push(format!("\"using_join_buffer\": {}", js(how)));
     }
     if r.pushed {
         fields.push("\"pushed_condition\": true".to_owned());
