@@ -177,6 +177,15 @@ fn joins_over_a_sandbox() {
     assert_eq!(rows, vec![vec!["1000".to_owned(), "500".to_owned()]]);
     assert!(key_reqs <= batches + 2, "{key_reqs} key batches");
 
+    // LIMIT without ORDER BY stops after the first batch.
+    let (rows, key_reqs, _) = cost(
+        &engine,
+        &mut conn,
+        "SELECT o.id, i.v FROM o JOIN i ON i.id = o.k LIMIT 5",
+    );
+    assert_eq!(rows.len(), 5);
+    assert!(key_reqs <= 2, "{key_reqs} key batches for LIMIT 5");
+
     // An ordered index: one range scan per batch, not one per outer row.
     let (rows, _, scans) = cost(
         &engine,

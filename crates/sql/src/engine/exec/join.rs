@@ -41,84 +41,153 @@ pub struct StepStats {
     pub time: Duration,
 }
 
-/// Runs a join: the combined rows that pass every condition.
+/// Runs a join: the combined rows that pass every condition. The first
+/// table's rows go through the later steps `JOIN_BATCH_ROWS` at a time,
+/// so `stop_after` (a LIMIT without ORDER BY) ends the reads of the later
+/// tables early and a batch of key reads serves that many outer rows.
 pub(crate) fn run(
     tx: &Transaction<'_>,
     spec: &JoinSpec,
     plan: &JoinPlan,
     lock: Option<LockMode>,
     ctx: &mut Ctx<'_>,
-    mut stats: Option<&mut Vec<StepStats>>,
+    stats: Option<&mut Vec<StepStats>>,
+    stop_after: Option<usize>,
 ) -> SqlResult<Vec<Vec<Val>>> {
     let width = spec.columns.len();
-    let mut rows: Vec<Vec<Val>> = vec![vec![Val::Null; width]];
-    for step in &plan.steps {
+    let mut runner = Runner {
+        tx,
+        spec,
+        plan,
+        lock,
+        kept: (0..plan.steps.len()).map(|_| None).collect(),
+        stats: vec![StepStats::default(); plan.steps.len()],
+    };
+    let mut out = Vec::new();
+    if !plan.steps.is_empty() {
+        let first = runner.step(0, vec![vec![Val::Null; width]], ctx)?;
+        'chunks: for chunk in first.chunks(JOIN_BATCH_ROWS) {
+            let mut rows = chunk.to_vec();
+            for at in 1..plan.steps.len() {
+                if rows.is_empty() {
+                    continue 'chunks;
+                }
+                rows = runner.step(at, rows, ctx)?;
+            }
+            for row in rows {
+                push(&mut out, row)?;
+                if stop_after.is_some_and(|n| out.len() >= n) {
+                    break 'chunks;
+                }
+            }
+        }
+    }
+    if let Some(s) = stats {
+        *s = runner.stats;
+    }
+    Ok(out)
+}
+
+/// A table read whole, kept for every outer row: its rows, and buckets by
+/// the hash join's key when it has one.
+struct Kept {
+    rows: Vec<Vec<Val>>,
+    hash: Option<(usize, Fold, HashMap<Vec<u8>, Vec<usize>>)>,
+}
+
+/// The state of one join's run.
+struct Runner<'r, 's> {
+    tx: &'r Transaction<'s>,
+    spec: &'r JoinSpec,
+    plan: &'r JoinPlan,
+    lock: Option<LockMode>,
+    kept: Vec<Option<Kept>>,
+    stats: Vec<StepStats>,
+}
+
+impl Runner<'_, '_> {
+    /// The combined rows step `at` makes of `rows`.
+    fn step(
+        &mut self,
+        at: usize,
+        rows: Vec<Vec<Val>>,
+        ctx: &mut Ctx<'_>,
+    ) -> SqlResult<Vec<Vec<Val>>> {
         let started = Instant::now();
-        let mut st = StepStats::default();
+        let spec = self.spec;
+        let step = &self.plan.steps[at];
         let t = &spec.tables[step.table];
         let mut next = Vec::new();
         match &step.access {
             StepAccess::Own(access) => {
-                let found = fetch(
-                    tx,
-                    &t.table,
-                    access,
-                    step.filter.clone(),
-                    lock,
-                    false,
-                    None,
-                    ctx,
-                    None,
-                    None,
-                )?;
-                st.batches = 1;
-                st.read = found.len() as u64;
-                let inner: Vec<Vec<Val>> = found.into_iter().map(|(r, _)| r).collect();
-                match hash_pair(spec, step) {
+                if self.kept[at].is_none() {
+                    let found = fetch(
+                        self.tx,
+                        &t.table,
+                        access,
+                        step.filter.clone(),
+                        self.lock,
+                        false,
+                        None,
+                        ctx,
+                        None,
+                        None,
+                    )?;
+                    self.stats[at].batches += 1;
+                    self.stats[at].read += found.len() as u64;
+                    let inner: Vec<Vec<Val>> = found.into_iter().map(|(r, _)| r).collect();
                     // An equality with an earlier table: a hash join.
-                    Some((mine, other, fold)) => {
+                    let hash = hash_pair(spec, step).map(|(mine, other, fold)| {
                         let mut buckets: HashMap<Vec<u8>, Vec<usize>> = HashMap::new();
-                        for (at, r) in inner.iter().enumerate() {
+                        for (i, r) in inner.iter().enumerate() {
                             if let Some(key) = hash_key(&r[mine - t.offset], fold) {
-                                buckets.entry(key).or_default().push(at);
+                                buckets.entry(key).or_default().push(i);
                             }
                         }
-                        for outer in &rows {
-                            let found = hash_key(&outer[other], fold)
+                        (other, fold, buckets)
+                    });
+                    self.kept[at] = Some(Kept { rows: inner, hash });
+                }
+                let Some(kept) = &self.kept[at] else {
+                    return Ok(next);
+                };
+                for outer in &rows {
+                    match &kept.hash {
+                        Some((other, fold, buckets)) => {
+                            let found = hash_key(&outer[*other], *fold)
                                 .and_then(|k| buckets.get(&k))
                                 .map_or(&[][..], Vec::as_slice);
-                            let candidates = found.iter().filter_map(|at| inner.get(*at));
+                            let candidates = found.iter().filter_map(|i| kept.rows.get(*i));
                             combine(spec, step, outer, candidates, ctx, &mut next)?;
                         }
-                    }
-                    None => {
-                        for outer in &rows {
-                            combine(spec, step, outer, inner.iter(), ctx, &mut next)?;
-                        }
+                        None => combine(spec, step, outer, kept.rows.iter(), ctx, &mut next)?,
                     }
                 }
             }
             StepAccess::Keyed(k) => {
                 for chunk in rows.chunks(JOIN_BATCH_ROWS) {
-                    let batch =
-                        read_batch(tx, &t.table, k, step.filter.as_ref(), chunk, lock, ctx)?;
-                    st.batches += 1;
-                    st.read += batch.rows.len() as u64;
-                    for (at, outer) in chunk.iter().enumerate() {
-                        let candidates = batch.for_row(at, k, ctx);
+                    let batch = read_batch(
+                        self.tx,
+                        &t.table,
+                        k,
+                        step.filter.as_ref(),
+                        chunk,
+                        self.lock,
+                        ctx,
+                    )?;
+                    self.stats[at].batches += 1;
+                    self.stats[at].read += batch.rows.len() as u64;
+                    for (i, outer) in chunk.iter().enumerate() {
+                        let candidates = batch.for_row(i, k, ctx);
                         combine(spec, step, outer, candidates.into_iter(), ctx, &mut next)?;
                     }
                 }
             }
         }
-        st.rows = next.len() as u64;
-        st.time = started.elapsed();
-        if let Some(s) = stats.as_deref_mut() {
-            s.push(st);
-        }
-        rows = next;
+        self.stats[at].rows += next.len() as u64;
+        self.stats[at].time += started.elapsed();
+        Ok(next)
     }
-    Ok(rows)
 }
 
 /// How a hash join folds a value into its bucket key: values the

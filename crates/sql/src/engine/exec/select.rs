@@ -773,7 +773,13 @@ fn run_one(
 ) -> SqlResult<Vec<Vec<Val>>> {
     if let Some(spec) = &p.join {
         let plan = plan::join::plan(spec, p.cond.as_ref(), ctx)?;
-        let rows = super::join::run(tx, spec, &plan, p.lock, ctx, None)?;
+        // A LIMIT without ORDER BY, grouping or DISTINCT stops the join.
+        let plain = p.group.is_empty() && p.aggs.is_empty() && !p.distinct && p.order.is_empty();
+        let stop_after = p
+            .limit
+            .filter(|_| plain && p.having.is_none())
+            .map(|l| usize::try_from(l.saturating_add(p.offset)).unwrap_or(usize::MAX));
+        let rows = super::join::run(tx, spec, &plan, p.lock, ctx, None, stop_after)?;
         let found = rows.into_iter().map(|r| (r, Vec::new())).collect();
         return shape(p, found, ctx);
     }

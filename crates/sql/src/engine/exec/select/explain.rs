@@ -665,7 +665,7 @@ fn analyze(conn: &mut Conn<'_>, plans: &Plans, ctx: &mut Ctx<'_>) -> SqlResult<S
             if let Some(spec) = &p.join {
                 let plan = join_plan::plan(spec, p.cond.as_ref(), ctx)?;
                 let mut stats = Vec::new();
-                let rows = join_exec::run(&tx, spec, &plan, p.lock, ctx, Some(&mut stats))?;
+                let rows = join_exec::run(&tx, spec, &plan, p.lock, ctx, Some(&mut stats), None)?;
                 let found = rows.into_iter().map(|r| (r, Vec::new())).collect();
                 let out = super::shape(p, found, ctx)?;
                 text.push_str(&join_tree(spec, &plan, &stats, out.len(), started));
