@@ -88,11 +88,14 @@ pub(crate) fn run(
     Ok(out)
 }
 
+/// Rows of a kept table by their hash join key.
+type Buckets = HashMap<Vec<u8>, Vec<usize>>;
+
 /// A table read whole, kept for every outer row: its rows, and buckets by
-/// the hash join's key when it has one.
+/// the hash join's key when it has one (with the earlier column and fold).
 struct Kept {
     rows: Vec<Vec<Val>>,
-    hash: Option<(usize, Fold, HashMap<Vec<u8>, Vec<usize>>)>,
+    hash: Option<(usize, Fold, Buckets)>,
 }
 
 /// The state of one join's run.
@@ -138,7 +141,7 @@ impl Runner<'_, '_> {
                     let inner: Vec<Vec<Val>> = found.into_iter().map(|(r, _)| r).collect();
                     // An equality with an earlier table: a hash join.
                     let hash = hash_pair(spec, step).map(|(mine, other, fold)| {
-                        let mut buckets: HashMap<Vec<u8>, Vec<usize>> = HashMap::new();
+                        let mut buckets = Buckets::new();
                         for (i, r) in inner.iter().enumerate() {
                             if let Some(key) = hash_key(&r[mine - t.offset], fold) {
                                 buckets.entry(key).or_default().push(i);
