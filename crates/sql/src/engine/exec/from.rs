@@ -245,6 +245,9 @@ fn add_table(
         ..
     } = factor
     else {
+        // Derived tables and views (the next step) plug in here: a
+        // `JoinTable` whose rows come from a planned query, read by the
+        // join as a kept table (`StepAccess::Own`).
         let what = match factor {
             ast::TableFactor::Derived { .. } => "derived tables in joins",
             ast::TableFactor::NestedJoin { .. } => "nested joins (parentheses in FROM)",
