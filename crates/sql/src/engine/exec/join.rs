@@ -385,6 +385,14 @@ impl Batch {
     }
 }
 
+/// Whether a column holds text (compared under a PAD SPACE collation).
+fn is_text(ty: &SqlType) -> bool {
+    matches!(
+        ty,
+        SqlType::Char { .. } | SqlType::VarChar { .. } | SqlType::Text { .. }
+    )
+}
+
 /// Reads the inner rows for one chunk of outer rows: one native batch.
 fn read_batch(
     tx: &Transaction<'_>,
@@ -402,7 +410,13 @@ fn read_batch(
         let mut native = Vec::with_capacity(k.exprs.len());
         let mut ok = true;
         for (e, c) in k.exprs.iter().zip(&k.columns) {
-            let v = e.eval(outer, ctx)?;
+            let mut v = e.eval(outer, ctx)?;
+            // Text compares PAD SPACE: trailing spaces do not count, and
+            // may be more than the column holds.
+            if let (Val::Str(b), true) = (&mut v, is_text(&table.columns[*c].ty)) {
+                let end = b.iter().rposition(|ch| *ch != b' ').map_or(0, |p| p + 1);
+                b.truncate(end);
+            }
             // NULL equals nothing; a value the column cannot hold exactly
             // equals none of its values.
             match exact(table, *c, &v, ctx.env.tz_secs) {
