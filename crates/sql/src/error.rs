@@ -210,7 +210,7 @@ pub fn state_of(code: u16) -> &'static str {
         TRUNCATED_WRONG_VALUE_FOR_FIELD => "HY000",
         TRUNCATED_WRONG_VALUE => "22007",
         WARN_DATA_TRUNCATED => "01000",
-        NO_SUCH_INDEX => "HY000",
+        NO_SUCH_INDEX => "42000",
         CANT_DROP_FIELD_OR_KEY => "42000",
         DB_CREATE_EXISTS | DB_DROP_EXISTS => "HY000",
         QUERY_INTERRUPTED => "70100",

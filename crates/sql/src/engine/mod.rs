@@ -312,6 +312,7 @@ impl<'s> Conn<'s> {
         users::authorize(self, statement)?;
         match statement {
             S::Query(_) => exec::query(self, statement, params, more, sink),
+            S::Explain { .. } => exec::explain(self, statement, more, sink),
             S::Insert(_) | S::Update(_) | S::Delete(_) => exec::write(self, statement, params),
             S::StartTransaction { .. } | S::Commit { .. } | S::Rollback { .. } => {
                 txn::statement(self, statement)

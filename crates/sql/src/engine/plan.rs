@@ -13,6 +13,8 @@ use super::exec::convert::{to_native, Target};
 use super::expr::{CmpOp, Ctx, Expr, Val};
 use crate::error::SqlResult;
 
+pub mod join;
+
 /// Most key reads one `IN` list turns into (past it: a scan).
 pub const KEY_READS_MAX: usize = 4_096;
 
@@ -60,6 +62,17 @@ pub fn access(
     cond: Option<&Expr>,
     ctx: &mut Ctx<'_>,
 ) -> SqlResult<(Access, Option<Filter>)> {
+    access_with(table, cond, ctx, &|_| true)
+}
+
+/// [`access`] using only the native indexes `usable` allows (`PRIMARY`
+/// for primary-key reads): index hints.
+pub fn access_with(
+    table: &TableInfo,
+    cond: Option<&Expr>,
+    ctx: &mut Ctx<'_>,
+    usable: &dyn Fn(&str) -> bool,
+) -> SqlResult<(Access, Option<Filter>)> {
     let Some(cond) = cond else {
         return Ok((Access::Scan, None));
     };
@@ -89,13 +102,13 @@ pub fn access(
     let def = table.native.def();
     let sql_of = |native: usize| table.columns.iter().position(|c| c.native == native);
     // The primary key: equality on each column, or IN on one of them.
-    if !table.hidden_key {
+    if !table.hidden_key && usable("PRIMARY") {
         if let Some(keys) = key_lists(&def.primary_key, &facts, &rows, &sql_of) {
             return Ok((Access::Keys(keys), filter));
         }
     }
     for index in &def.indexes {
-        if index.kind == IndexKind::Unique {
+        if index.kind == IndexKind::Unique && usable(&index.name) {
             if let Some(keys) = key_lists(&index.columns, &facts, &rows, &sql_of) {
                 return Ok((
                     Access::Unique {
@@ -110,6 +123,9 @@ pub fn access(
     // The ordered index with the longest equal prefix, then a range.
     let mut best: Option<(usize, Access)> = None;
     for index in def.indexes.iter().filter(|i| i.kind == IndexKind::Ordered) {
+        if !usable(&index.name) {
+            continue;
+        }
         let Some(columns) = index
             .columns
             .iter()
@@ -340,7 +356,7 @@ fn column_vs_const(
 /// not NULL: a comparison with NULL matches nothing, left to the SQL side).
 /// `tz_secs`: the session's time zone, from which a TIMESTAMP constant is
 /// converted to the UTC the column stores.
-fn exact(table: &TableInfo, col: usize, v: &Val, tz_secs: i64) -> Option<Value> {
+pub(crate) fn exact(table: &TableInfo, col: usize, v: &Val, tz_secs: i64) -> Option<Value> {
     if v.is_null() {
         return None;
     }

@@ -1,6 +1,8 @@
 //! The executors: queries and writes run with the native API.
 
 pub mod convert;
+mod from;
+pub mod join;
 mod select;
 mod write;
 pub(crate) use write::{duplicate_error, failed_op, now_value};
@@ -46,6 +48,44 @@ pub fn query(
     let params: Vec<Val> = params.iter().map(convert::from_sql).collect();
     let placeholders = placeholder_locations(conn, statement);
     select::run(conn, q, &params, &placeholders, more, sink)
+}
+
+/// Runs `EXPLAIN [ANALYZE | FORMAT=…]` of a query.
+pub fn explain(
+    conn: &mut Conn<'_>,
+    statement: &Statement,
+    more: bool,
+    sink: &mut dyn ResultSink,
+) -> SqlResult<Answered> {
+    use sqlparser::ast::{AnalyzeFormat as F, AnalyzeFormatKind as K};
+    conn.info.query_killed.store(false, Ordering::Relaxed);
+    let Statement::Explain {
+        statement: inner,
+        analyze,
+        format,
+        ..
+    } = statement
+    else {
+        return Err(SqlError::unsupported(format_args!("`{statement}`")));
+    };
+    let Statement::Query(q) = &**inner else {
+        return Err(SqlError::unsupported(format_args!(
+            "EXPLAIN of `{}`",
+            super::stdx_truncate(&inner.to_string(), 60)
+        )));
+    };
+    super::users::authorize(conn, inner)?;
+    let format = match (analyze, format) {
+        (true, _) => select::Format::Analyze,
+        (false, None | Some(K::Keyword(F::TRADITIONAL) | K::Assignment(F::TRADITIONAL))) => {
+            select::Format::Traditional
+        }
+        (false, Some(K::Keyword(F::JSON) | K::Assignment(F::JSON))) => select::Format::Json,
+        (false, Some(other)) => {
+            return Err(SqlError::unsupported(format_args!("EXPLAIN {other}")));
+        }
+    };
+    select::explain(conn, q, format, more, sink)
 }
 
 /// Runs `INSERT`, `REPLACE`, `UPDATE` or `DELETE`.

@@ -15,6 +15,7 @@ use crate::backend::{OkInfo, ResultSink};
 use crate::engine::catalog::TableInfo;
 use crate::engine::expr::eval::compare;
 use crate::engine::expr::{self, AggFn, AggSpec, Ctx, Dec, Expr, Kind, ScopeColumn, Val};
+use crate::engine::plan::join::{Hints, JoinSpec};
 use crate::engine::plan::{self, Access};
 use crate::engine::{txn, Answered, Conn};
 use crate::error::{codes, SqlError, SqlResult};
@@ -25,6 +26,9 @@ use crate::value::ColumnMeta;
 pub const GROUPS_IN_MEMORY_MAX: usize = 1_000_000;
 /// Most rows a query sorts or de-duplicates in memory.
 pub const ROWS_IN_MEMORY_MAX: usize = 10_000_000;
+
+mod explain;
+pub use explain::{explain, Format};
 
 /// A planned single-table (or table-less) SELECT.
 struct Planned {
@@ -43,8 +47,15 @@ struct Planned {
     /// The rows of a virtual table (`information_schema`) when the FROM
     /// names one; `table` is None then.
     rows: Option<Arc<Vec<Vec<Val>>>>,
-    /// The columns the query reads from (a table's or a virtual one's).
+    /// The columns the query reads from (a table's or a virtual one's, or
+    /// a join's combined row).
     source: Vec<ScopeColumn>,
+    /// A FROM list of several tables (`table` is None then).
+    join: Option<Arc<JoinSpec>>,
+    /// The index hints of the one table.
+    hints: Hints,
+    /// Columns unqualified names do not find (a join's USING copies).
+    hidden: Vec<usize>,
 }
 
 /// The result columns of a query without running it (for PREPARE).
@@ -243,12 +254,11 @@ fn plan_select(
     placeholders: &[Location],
 ) -> SqlResult<Planned> {
     let mut virtual_source: Option<(Vec<ScopeColumn>, Vec<Vec<Val>>)> = None;
+    let mut join_from = None;
+    let mut hints = Hints::default();
     let (table, alias) = match s.from.as_slice() {
         [] => (None, String::new()),
-        [twj] => {
-            if !twj.joins.is_empty() {
-                return Err(SqlError::unsupported("joins"));
-            }
+        [twj] if twj.joins.is_empty() => {
             match &twj.relation {
                 ast::TableFactor::Table { name, alias, .. }
                     if virtual_table(conn, name).is_some() =>
@@ -276,26 +286,42 @@ fn plan_select(
                     virtual_source = Some((columns, rows));
                     (None, a)
                 }
-                ast::TableFactor::Table { name, alias, .. } => {
+                ast::TableFactor::Table {
+                    name,
+                    alias,
+                    index_directives,
+                    ..
+                } => {
                     let t = table_of(conn, name)?;
                     let a = alias
                         .as_ref()
                         .map_or_else(|| t.name.clone(), |a| a.name.value.clone());
+                    hints = Hints::from_ast(&t, &a, index_directives)?;
                     (Some(t), a)
                 }
+                // Derived tables and views: the next step (issue 21 leaves
+                // them out); they plug in here as a source of rows.
                 other => {
                     return Err(SqlError::unsupported(format_args!("FROM {other}")));
                 }
             }
         }
-        _ => return Err(SqlError::unsupported("joins")),
+        _ => {
+            join_from = Some(super::from::join_from(conn, s, placeholders)?);
+            (None, String::new())
+        }
     };
     if s.into.is_some() {
         return Err(SqlError::unsupported("SELECT … INTO"));
     }
-    let (columns, virtual_rows) = match virtual_source {
-        Some((columns, rows)) => (columns, Some(Arc::new(rows))),
-        None => (
+    let (star, hidden, join) = match join_from {
+        Some(j) => (Some(j.star), j.hidden, Some(Arc::new(j.spec))),
+        None => (None, Vec::new(), None),
+    };
+    let (columns, virtual_rows) = match (virtual_source, &join) {
+        (_, Some(j)) => (j.columns.clone(), None),
+        (Some((columns, rows)), None) => (columns, Some(Arc::new(rows))),
+        (None, None) => (
             table
                 .as_ref()
                 .map_or_else(Vec::new, |t| table_scope(t, &alias)),
@@ -312,9 +338,11 @@ fn plan_select(
         .map(|s| s.info.clone().unwrap_or_default())
         .unwrap_or_default();
     let written = written_names(s, &sql_text);
+    let database = conn.session.database.clone().unwrap_or_default();
     with_scope(conn, columns, placeholders, |scope| {
         scope.aggs = Some(Vec::new());
         scope.clause = "SELECT";
+        scope.hidden = hidden.clone();
         let mut items = Vec::new();
         let mut metas = Vec::new();
         let mut aliases: Vec<Option<(String, ast::Expr)>> = Vec::new();
@@ -324,9 +352,34 @@ fn plan_select(
                     if scope.columns.is_empty() {
                         return Err(SqlError::new(codes::NO_TABLES_USED, "No tables used"));
                     }
-                    for (at, c) in scope.columns.iter().enumerate() {
+                    let positions: Vec<usize> = match item {
+                        ast::SelectItem::QualifiedWildcard(
+                            ast::SelectItemQualifiedWildcardKind::ObjectName(name),
+                            _,
+                        ) => {
+                            let t = name
+                                .0
+                                .last()
+                                .and_then(|p| p.as_ident())
+                                .map_or_else(|| name.to_string(), |i| i.value.clone());
+                            let found: Vec<usize> = (0..scope.columns.len())
+                                .filter(|at| scope.columns[*at].table.eq_ignore_ascii_case(&t))
+                                .collect();
+                            if found.is_empty() {
+                                return Err(SqlError::new(
+                                    codes::BAD_TABLE,
+                                    format!("Unknown table '{database}.{t}'"),
+                                ));
+                            }
+                            found
+                        }
+                        _ => star
+                            .clone()
+                            .unwrap_or_else(|| (0..scope.columns.len()).collect()),
+                    };
+                    for at in positions {
                         items.push(Expr::Col(at));
-                        metas.push(c.meta.clone());
+                        metas.push(scope.columns[at].meta.clone());
                         aliases.push(None);
                     }
                 }
@@ -384,8 +437,16 @@ fn plan_select(
             lock: None,
             rows: virtual_rows.clone(),
             source: source.clone(),
+            join: join.clone(),
+            hints: hints.clone(),
+            hidden: hidden.clone(),
         })
     })
+}
+
+/// Whether a FROM name names an `information_schema` table.
+pub(super) fn is_virtual(conn: &Conn<'_>, name: &ast::ObjectName) -> bool {
+    virtual_table(conn, name).is_some()
 }
 
 /// The `information_schema` table a FROM names (qualified, or in the
@@ -468,6 +529,17 @@ fn written_names(s: &ast::Select, sql: &str) -> Option<Vec<Option<String>>> {
                 {
                     Some(expr::item_name(e, ""))
                 }
+                // A column is named by its name, not its qualified text.
+                ast::SelectItem::UnnamedExpr(ast::Expr::Identifier(i))
+                    if !i.value.starts_with('@') =>
+                {
+                    None
+                }
+                ast::SelectItem::UnnamedExpr(ast::Expr::CompoundIdentifier(parts))
+                    if parts.first().is_some_and(|p| !p.value.starts_with('@')) =>
+                {
+                    None
+                }
                 ast::SelectItem::UnnamedExpr(_) => Some(text),
                 _ => None,
             })
@@ -548,9 +620,11 @@ fn order_exprs(
         .collect();
     let items = p.items.clone();
     let mut aggs = std::mem::take(&mut p.aggs);
+    let hidden = p.hidden.clone();
     let out = with_scope(conn, columns, placeholders, |scope| {
         scope.aggs = Some(std::mem::take(&mut aggs));
         scope.clause = "ORDER BY";
+        scope.hidden = hidden;
         scope.aliases = named_items(&items, &aliases);
         let mut out = Vec::new();
         for o in exprs {
@@ -586,7 +660,9 @@ pub fn run(
     let mut ctx = Ctx::new(params, &environment);
     ctx.killed = Some(&info.query_killed);
     ctx.deadline = super::super::session::execution_deadline(conn);
-    let needs_tx = planned.iter().any(|p| p.table.is_some());
+    let needs_tx = planned
+        .iter()
+        .any(|p| p.table.is_some() || p.join.is_some());
     // Reads of a transaction that wrote see its writes through a lock.
     let mut planned = planned;
     if conn.tx.wrote && txn::in_transaction(conn) {
@@ -695,19 +771,23 @@ fn run_one(
     ctx: &mut Ctx<'_>,
     commit: Option<&mut bool>,
 ) -> SqlResult<Vec<Vec<Val>>> {
+    if let Some(spec) = &p.join {
+        let plan = plan::join::plan(spec, p.cond.as_ref(), ctx)?;
+        // A LIMIT without ORDER BY, grouping or DISTINCT stops the join.
+        let plain = p.group.is_empty() && p.aggs.is_empty() && !p.distinct && p.order.is_empty();
+        let stop_after = p
+            .limit
+            .filter(|_| plain && p.having.is_none())
+            .map(|l| usize::try_from(l.saturating_add(p.offset)).unwrap_or(usize::MAX));
+        let rows = super::join::run(tx, spec, &plan, p.lock, ctx, None, stop_after)?;
+        let found = rows.into_iter().map(|r| (r, Vec::new())).collect();
+        return shape(p, found, ctx);
+    }
     let Some(table) = &p.table else {
         return run_one_without_table(p, ctx);
     };
-    let (access, filter) = plan::access(table, p.cond.as_ref(), ctx)?;
+    let (access, filter) = single_access(table, p, ctx)?;
     let plain = p.group.is_empty() && p.aggs.is_empty() && !p.distinct;
-    // A whole-table scan ordered by an ordered index's leading columns
-    // scans that index instead: rows come sorted and LIMIT stops early.
-    let access = match access {
-        Access::Scan if plain && !p.order.is_empty() => {
-            plan::ordered_index_for(table, &p.order).unwrap_or(Access::Scan)
-        }
-        other => other,
-    };
     // An ordered index gives the order ORDER BY asks for only within one
     // partition: the TC passes each partition's batches on as they come,
     // not merged (a merge of the partitions' streams, as NDB's API makes
@@ -716,23 +796,7 @@ fn run_one(
     // A locking scan (a transaction that wrote reads with locks) sees its
     // own inserts after the index's range (they are in no ordered index
     // before commit): sort those too.
-    let one_partition = table.native.def().partitions == 1 && p.lock.is_none();
-    let (descending, sorted) = match (&access, p.order.as_slice()) {
-        (Access::Range { columns, .. }, order) if !order.is_empty() && plain => {
-            let desc = order[0].1;
-            let same_dir = order.iter().all(|(_, d)| *d == desc);
-            let prefix = order.len() <= columns.len()
-                && order
-                    .iter()
-                    .zip(columns)
-                    .all(|((e, _), c)| matches!(e, Expr::Col(x) if x == c));
-            (
-                desc && same_dir && prefix,
-                same_dir && prefix && one_partition,
-            )
-        }
-        _ => (false, p.order.is_empty()),
-    };
+    let (descending, sorted) = order_by_index(table, p, &access);
     let stop_after = match p.limit {
         Some(l) if plain && sorted => {
             Some(usize::try_from(l.saturating_add(p.offset)).unwrap_or(usize::MAX))
@@ -768,6 +832,50 @@ fn run_one(
     shape(p, found, ctx)
 }
 
+/// How a single-table SELECT reads its table: the WHERE clause's plan
+/// under the index hints, or (a whole-table scan ordered by an ordered
+/// index's leading columns) that index: rows come sorted and LIMIT stops
+/// early. What `run_one` runs and `EXPLAIN` shows.
+fn single_access(
+    table: &Arc<TableInfo>,
+    p: &Planned,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<(Access, Option<skarv_client::Filter>)> {
+    let usable = |native: &str| p.hints.usable(table, native);
+    let (access, filter) = plan::access_with(table, p.cond.as_ref(), ctx, &usable)?;
+    let plain = p.group.is_empty() && p.aggs.is_empty() && !p.distinct;
+    let access = match access {
+        Access::Scan if plain && !p.order.is_empty() => plan::ordered_index_for(table, &p.order)
+            .filter(|a| matches!(a, Access::Range { index, .. } if usable(index)))
+            .unwrap_or(Access::Scan),
+        other => other,
+    };
+    Ok((access, filter))
+}
+
+/// Whether an access gives ORDER BY's order: (scan descending, rows come
+/// sorted).
+fn order_by_index(table: &TableInfo, p: &Planned, access: &Access) -> (bool, bool) {
+    let plain = p.group.is_empty() && p.aggs.is_empty() && !p.distinct;
+    let one_partition = table.native.def().partitions == 1 && p.lock.is_none();
+    match (access, p.order.as_slice()) {
+        (Access::Range { columns, .. }, order) if !order.is_empty() && plain => {
+            let desc = order[0].1;
+            let same_dir = order.iter().all(|(_, d)| *d == desc);
+            let prefix = order.len() <= columns.len()
+                && order
+                    .iter()
+                    .zip(columns)
+                    .all(|((e, _), c)| matches!(e, Expr::Col(x) if x == c));
+            (
+                desc && same_dir && prefix,
+                same_dir && prefix && one_partition,
+            )
+        }
+        _ => (false, p.order.is_empty()),
+    }
+}
+
 fn clone_planned(p: &Planned) -> Planned {
     Planned {
         table: p.table.clone(),
@@ -784,6 +892,9 @@ fn clone_planned(p: &Planned) -> Planned {
         lock: p.lock,
         rows: p.rows.clone(),
         source: p.source.clone(),
+        join: p.join.clone(),
+        hints: p.hints.clone(),
+        hidden: p.hidden.clone(),
     }
 }
 

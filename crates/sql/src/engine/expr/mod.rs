@@ -243,6 +243,9 @@ pub struct Scope<'a> {
     pub aliases: Vec<(String, Expr)>,
     /// The clause being lowered, for 1054's "in '…'".
     pub clause: &'static str,
+    /// Columns an unqualified name does not find: the right-hand copies
+    /// of a join's `USING`/`NATURAL` columns (MySQL coalesces them).
+    pub hidden: Vec<usize>,
     depth: usize,
 }
 
@@ -263,6 +266,7 @@ impl<'a> Scope<'a> {
             insert_values: None,
             aliases: Vec::new(),
             clause: "field list",
+            hidden: Vec::new(),
             depth: 0,
         }
     }
@@ -273,11 +277,14 @@ impl<'a> Scope<'a> {
         let mut found = None;
         for (at, c) in self.columns.iter().enumerate() {
             let table_ok = table.is_none_or(|t| c.table.eq_ignore_ascii_case(t));
+            if table.is_none() && self.hidden.contains(&at) {
+                continue;
+            }
             if table_ok && c.name.eq_ignore_ascii_case(name) {
                 if found.is_some() {
                     return Err(SqlError::new(
                         codes::NON_UNIQ,
-                        format!("Column '{name}' in field list is ambiguous"),
+                        format!("Column '{name}' in {} is ambiguous", self.clause),
                     ));
                 }
                 found = Some(at);

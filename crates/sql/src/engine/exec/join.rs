@@ -1,0 +1,601 @@
+//! The join executor: runs a [`JoinPlan`] step by step over the combined
+//! rows found so far. A table read on its own is read once and matched in
+//! memory; a table read by key is read with batched key access: the key
+//! values of [`JOIN_BATCH_ROWS`] outer rows go to the data nodes as one
+//! batch of key reads (one `execute`), or as one ordered-index scan over
+//! the batch's smallest to largest key with the keys pushed as a filter.
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use schema::Value;
+use skarv_client::Transaction;
+use skarv_client::{CmpOp as NCmp, ExecMode, Filter, LockMode, Op, OpResult, ScanOptions};
+
+use super::{fetch, sql_row, FETCH_ROWS_MAX};
+use crate::engine::catalog::{SqlType, TableInfo};
+use crate::engine::expr::eval::compare;
+use crate::engine::expr::{Ctx, Expr, Val};
+use crate::engine::plan::join::{JoinPlan, JoinSpec, Keyed, KeyedKind, StepAccess};
+use crate::engine::plan::{exact, join::JOIN_BATCH_ROWS};
+use crate::engine::txn;
+use crate::error::{SqlError, SqlResult};
+
+/// Most filter nodes the pushed keys of one ordered-index batch take (the
+/// data nodes take `proto::FILTER_NODES_MAX`, the table's own filter
+/// included); past it the batch's range alone bounds the scan.
+pub const KEYS_FILTER_NODES_MAX: usize = 512;
+
+/// What one step did (for `EXPLAIN ANALYZE`).
+#[derive(Clone, Debug, Default)]
+pub struct StepStats {
+    /// Rows the step read from the data nodes.
+    pub read: u64,
+    /// Combined rows it passed on.
+    pub rows: u64,
+    /// Native batches it sent (key-read executes or scans).
+    pub batches: u64,
+    /// Time spent in it.
+    pub time: Duration,
+}
+
+/// Runs a join: the combined rows that pass every condition. The first
+/// table's rows go through the later steps `JOIN_BATCH_ROWS` at a time,
+/// so `stop_after` (a LIMIT without ORDER BY) ends the reads of the later
+/// tables early and a batch of key reads serves that many outer rows.
+pub(crate) fn run(
+    tx: &Transaction<'_>,
+    spec: &JoinSpec,
+    plan: &JoinPlan,
+    lock: Option<LockMode>,
+    ctx: &mut Ctx<'_>,
+    stats: Option<&mut Vec<StepStats>>,
+    stop_after: Option<usize>,
+) -> SqlResult<Vec<Vec<Val>>> {
+    let width = spec.columns.len();
+    let mut runner = Runner {
+        tx,
+        spec,
+        plan,
+        lock,
+        kept: (0..plan.steps.len()).map(|_| None).collect(),
+        stats: vec![StepStats::default(); plan.steps.len()],
+    };
+    let mut out = Vec::new();
+    if !plan.steps.is_empty() {
+        let first = runner.step(0, vec![vec![Val::Null; width]], ctx)?;
+        'chunks: for chunk in first.chunks(JOIN_BATCH_ROWS) {
+            let mut rows = chunk.to_vec();
+            for at in 1..plan.steps.len() {
+                if rows.is_empty() {
+                    continue 'chunks;
+                }
+                rows = runner.step(at, rows, ctx)?;
+            }
+            for row in rows {
+                push(&mut out, row)?;
+                if stop_after.is_some_and(|n| out.len() >= n) {
+                    break 'chunks;
+                }
+            }
+        }
+    }
+    if let Some(s) = stats {
+        *s = runner.stats;
+    }
+    Ok(out)
+}
+
+/// Rows of a kept table by their hash join key.
+type Buckets = HashMap<Vec<u8>, Vec<usize>>;
+
+/// A table read whole, kept for every outer row: its rows, and buckets by
+/// the hash join's key when it has one (with the earlier column and fold).
+struct Kept {
+    rows: Vec<Vec<Val>>,
+    hash: Option<(usize, Fold, Buckets)>,
+}
+
+/// The state of one join's run.
+struct Runner<'r, 's> {
+    tx: &'r Transaction<'s>,
+    spec: &'r JoinSpec,
+    plan: &'r JoinPlan,
+    lock: Option<LockMode>,
+    kept: Vec<Option<Kept>>,
+    stats: Vec<StepStats>,
+}
+
+impl Runner<'_, '_> {
+    /// The combined rows step `at` makes of `rows`.
+    fn step(
+        &mut self,
+        at: usize,
+        rows: Vec<Vec<Val>>,
+        ctx: &mut Ctx<'_>,
+    ) -> SqlResult<Vec<Vec<Val>>> {
+        let started = Instant::now();
+        let spec = self.spec;
+        let step = &self.plan.steps[at];
+        let t = &spec.tables[step.table];
+        let mut next = Vec::new();
+        match &step.access {
+            StepAccess::Own(access) => {
+                if self.kept[at].is_none() {
+                    let found = fetch(
+                        self.tx,
+                        &t.table,
+                        access,
+                        step.filter.clone(),
+                        self.lock,
+                        false,
+                        None,
+                        ctx,
+                        None,
+                        None,
+                    )?;
+                    self.stats[at].batches += 1;
+                    self.stats[at].read += found.len() as u64;
+                    let inner: Vec<Vec<Val>> = found.into_iter().map(|(r, _)| r).collect();
+                    // An equality with an earlier table: a hash join.
+                    let hash = hash_pair(spec, step).map(|(mine, other, fold)| {
+                        let mut buckets = Buckets::new();
+                        for (i, r) in inner.iter().enumerate() {
+                            if let Some(key) = hash_key(&r[mine - t.offset], fold) {
+                                buckets.entry(key).or_default().push(i);
+                            }
+                        }
+                        (other, fold, buckets)
+                    });
+                    self.kept[at] = Some(Kept { rows: inner, hash });
+                }
+                let Some(kept) = &self.kept[at] else {
+                    return Ok(next);
+                };
+                for outer in &rows {
+                    match &kept.hash {
+                        Some((other, fold, buckets)) => {
+                            let found = hash_key(&outer[*other], *fold)
+                                .and_then(|k| buckets.get(&k))
+                                .map_or(&[][..], Vec::as_slice);
+                            let candidates = found.iter().filter_map(|i| kept.rows.get(*i));
+                            combine(spec, step, outer, candidates, ctx, &mut next)?;
+                        }
+                        None => combine(spec, step, outer, kept.rows.iter(), ctx, &mut next)?,
+                    }
+                }
+            }
+            StepAccess::Keyed(k) => {
+                for chunk in rows.chunks(JOIN_BATCH_ROWS) {
+                    let batch = read_batch(
+                        self.tx,
+                        &t.table,
+                        k,
+                        step.filter.as_ref(),
+                        chunk,
+                        self.lock,
+                        ctx,
+                    )?;
+                    self.stats[at].batches += 1;
+                    self.stats[at].read += batch.rows.len() as u64;
+                    for (i, outer) in chunk.iter().enumerate() {
+                        let candidates = batch.for_row(i, k, ctx);
+                        combine(spec, step, outer, candidates.into_iter(), ctx, &mut next)?;
+                    }
+                }
+            }
+        }
+        self.stats[at].rows += next.len() as u64;
+        self.stats[at].time += started.elapsed();
+        Ok(next)
+    }
+}
+
+/// How a hash join folds a value into its bucket key: values the
+/// comparison deems equal get the same key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fold {
+    /// Integers, by value.
+    Int,
+    /// utf8mb4_general_ci: lower case, trailing spaces ignored.
+    GeneralCi,
+    /// utf8mb4_bin: trailing spaces ignored.
+    Bin,
+    /// Dates and times, by their text.
+    Text,
+}
+
+/// An equality of the step's table's column with an earlier table's, of
+/// kinds a bucket key compares exactly as SQL does: (this table's
+/// column, the other column, how to fold), combined positions.
+pub(crate) fn hash_pair(
+    spec: &JoinSpec,
+    step: &crate::engine::plan::join::Step,
+) -> Option<(usize, usize, Fold)> {
+    use crate::engine::expr::{CmpOp, Kind};
+    let me = step.table;
+    step.matching.iter().find_map(|c| {
+        let Expr::Cmp(CmpOp::Eq, a, b, coll) = c else {
+            return None;
+        };
+        let (Expr::Col(x), Expr::Col(y)) = (&**a, &**b) else {
+            return None;
+        };
+        let tx = crate::engine::plan::join::table_at(spec, *x)?;
+        let ty = crate::engine::plan::join::table_at(spec, *y)?;
+        let (mine, other) = match (tx == me, ty == me) {
+            (true, false) => (*x, *y),
+            (false, true) => (*y, *x),
+            _ => return None,
+        };
+        // The declared types, so that every value is of the variant the
+        // fold expects (a BIT or ENUM column is neither an integer nor
+        // text here).
+        let ty = |pos: usize| {
+            let t = &spec.tables[crate::engine::plan::join::table_at(spec, pos)?];
+            t.table.columns.get(pos - t.offset).map(|c| &c.ty)
+        };
+        let family = |pos: usize| match ty(pos)? {
+            SqlType::TinyInt { .. }
+            | SqlType::SmallInt { .. }
+            | SqlType::MediumInt { .. }
+            | SqlType::Int { .. }
+            | SqlType::BigInt { .. } => Some(0),
+            SqlType::Char { .. } | SqlType::VarChar { .. } | SqlType::Text { .. } => Some(1),
+            SqlType::Date => Some(2),
+            _ => None,
+        };
+        if family(mine)? != family(other)? {
+            return None;
+        }
+        let fold = match (spec.columns[mine].kind, spec.columns[other].kind) {
+            (Kind::Int { .. }, Kind::Int { .. }) => Fold::Int,
+            (Kind::Date, Kind::Date) => Fold::Text,
+            (Kind::Str { collation: p }, Kind::Str { collation: q }) if p == q && *coll == p => {
+                match p? {
+                    schema::Collation::Utf8mb4GeneralCi => Fold::GeneralCi,
+                    schema::Collation::Utf8mb4Bin => Fold::Bin,
+                }
+            }
+            _ => return None,
+        };
+        Some((mine, other, fold))
+    })
+}
+
+/// The bucket key of a value (None for NULL, which equals nothing).
+fn hash_key(v: &Val, fold: Fold) -> Option<Vec<u8>> {
+    let trimmed = |b: &[u8]| {
+        let end = b.iter().rposition(|c| *c != b' ').map_or(0, |p| p + 1);
+        b[..end].to_vec()
+    };
+    match (v, fold) {
+        (Val::Null, _) => None,
+        (Val::Int(i), Fold::Int) => Some(i128::from(*i).to_le_bytes().to_vec()),
+        (Val::UInt(u), Fold::Int) => Some(i128::from(*u).to_le_bytes().to_vec()),
+        // As `Collation::compare`: trailing spaces off, then each
+        // character lower-cased.
+        (Val::Str(b), Fold::GeneralCi) => Some(
+            String::from_utf8_lossy(&trimmed(b))
+                .chars()
+                .flat_map(char::to_lowercase)
+                .collect::<String>()
+                .into_bytes(),
+        ),
+        (Val::Str(b), Fold::Bin) => Some(trimmed(b)),
+        (other, _) => Some(other.to_text().into_bytes()),
+    }
+}
+
+/// Matches one outer row with candidate rows of the step's table.
+fn combine<'r>(
+    spec: &JoinSpec,
+    step: &crate::engine::plan::join::Step,
+    outer: &[Val],
+    candidates: impl Iterator<Item = &'r Vec<Val>>,
+    ctx: &mut Ctx<'_>,
+    out: &mut Vec<Vec<Val>>,
+) -> SqlResult<()> {
+    let t = &spec.tables[step.table];
+    let mut matched = false;
+    for c in candidates {
+        ctx.check_killed()?;
+        let mut row = outer.to_vec();
+        row[t.offset..t.offset + c.len()].clone_from_slice(c);
+        if test_all(&step.matching, &row, ctx)? {
+            matched = true;
+            if test_all(&step.post, &row, ctx)? {
+                push(out, row)?;
+            }
+        }
+    }
+    if t.outer && !matched {
+        // NULL-extended: the outer row's slot of this table stays NULL.
+        let row = outer.to_vec();
+        if test_all(&step.post, &row, ctx)? {
+            push(out, row)?;
+        }
+    }
+    Ok(())
+}
+
+fn push(out: &mut Vec<Vec<Val>>, row: Vec<Val>) -> SqlResult<()> {
+    if out.len() >= FETCH_ROWS_MAX {
+        return Err(SqlError::unsupported(format_args!(
+            "joins of more than {FETCH_ROWS_MAX} rows in the SQL node"
+        )));
+    }
+    out.push(row);
+    Ok(())
+}
+
+fn test_all(conds: &[Expr], row: &[Val], ctx: &mut Ctx<'_>) -> SqlResult<bool> {
+    for c in conds {
+        if !c.test(row, ctx)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// The inner rows one batch found.
+struct Batch {
+    /// Rows of the inner table (its own columns).
+    rows: Vec<Vec<Val>>,
+    /// Key reads: per outer row of the chunk, the row its key found.
+    by_outer: Option<Vec<Option<usize>>>,
+    /// Ordered scans: per outer row, its key values (None: no key, such as
+    /// a NULL); rows are matched by value.
+    keys: Vec<Option<Vec<Val>>>,
+    /// Per key column, its collation (None: compared as stored).
+    collations: Vec<Option<schema::Collation>>,
+}
+
+impl Batch {
+    /// The candidate rows for the `at`-th outer row of the chunk.
+    fn for_row(&self, at: usize, k: &Keyed, ctx: &mut Ctx<'_>) -> Vec<&Vec<Val>> {
+        if let Some(by_outer) = &self.by_outer {
+            return by_outer
+                .get(at)
+                .copied()
+                .flatten()
+                .and_then(|i| self.rows.get(i))
+                .into_iter()
+                .collect();
+        }
+        let Some(Some(key)) = self.keys.get(at) else {
+            return Vec::new();
+        };
+        // As the index compares: under the column's collation (the one
+        // of the comparison the key came from).
+        self.rows
+            .iter()
+            .filter(|r| {
+                k.columns
+                    .iter()
+                    .zip(key)
+                    .zip(&self.collations)
+                    .all(|((c, v), coll)| {
+                        !r[*c].is_null() && compare(&r[*c], v, *coll, ctx) == Ordering::Equal
+                    })
+            })
+            .collect()
+    }
+}
+
+/// Whether a column holds text (compared under a PAD SPACE collation).
+fn is_text(ty: &SqlType) -> bool {
+    matches!(
+        ty,
+        SqlType::Char { .. } | SqlType::VarChar { .. } | SqlType::Text { .. }
+    )
+}
+
+/// Reads the inner rows for one chunk of outer rows: one native batch.
+fn read_batch(
+    tx: &Transaction<'_>,
+    table: &Arc<TableInfo>,
+    k: &Keyed,
+    own_filter: Option<&Filter>,
+    chunk: &[Vec<Val>],
+    lock: Option<LockMode>,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Batch> {
+    // Each outer row's key, in SQL values and in stored form.
+    let mut keys: Vec<Option<(Vec<Val>, Vec<Value>)>> = Vec::with_capacity(chunk.len());
+    for outer in chunk {
+        let mut sql = Vec::with_capacity(k.exprs.len());
+        let mut native = Vec::with_capacity(k.exprs.len());
+        let mut ok = true;
+        for (e, c) in k.exprs.iter().zip(&k.columns) {
+            let mut v = e.eval(outer, ctx)?;
+            // Text compares PAD SPACE: trailing spaces do not count, and
+            // may be more than the column holds.
+            if let (Val::Str(b), true) = (&mut v, is_text(&table.columns[*c].ty)) {
+                let end = b.iter().rposition(|ch| *ch != b' ').map_or(0, |p| p + 1);
+                b.truncate(end);
+            }
+            // NULL equals nothing; a value the column cannot hold exactly
+            // equals none of its values.
+            match exact(table, *c, &v, ctx.env.tz_secs) {
+                Some(n) => {
+                    native.push(n);
+                    sql.push(v);
+                }
+                None => {
+                    ok = false;
+                    break;
+                }
+            }
+        }
+        keys.push(ok.then_some((sql, native)));
+    }
+    let native_table = &table.native;
+    match k.kind {
+        KeyedKind::Primary | KeyedKind::Unique => {
+            // One read per distinct key, all in one execute.
+            let mut distinct: HashMap<String, usize> = HashMap::new();
+            let mut handles = Vec::new();
+            let mut slot_of = Vec::with_capacity(chunk.len());
+            for key in &keys {
+                let Some((_, native)) = key else {
+                    slot_of.push(None);
+                    continue;
+                };
+                let text = format!("{native:?}");
+                if let Some(at) = distinct.get(&text) {
+                    slot_of.push(Some(*at));
+                    continue;
+                }
+                let mut op = Op::read(native_table, native)
+                    .lock(lock.unwrap_or(LockMode::Committed))
+                    .ignore_error();
+                if k.kind == KeyedKind::Unique {
+                    op = op.index(&k.index);
+                }
+                handles.push(
+                    tx.define(op)
+                        .map_err(|e| txn::native_error_in(&e, &table.name))?,
+                );
+                distinct.insert(text, handles.len() - 1);
+                slot_of.push(Some(handles.len() - 1));
+            }
+            let mut rows = Vec::new();
+            let mut row_of = vec![None; handles.len()];
+            if !handles.is_empty() {
+                let outcome = tx
+                    .execute(ExecMode::NoCommit)
+                    .map_err(|e| txn::native_error_in(&e, &table.name))?;
+                for (at, h) in handles.into_iter().enumerate() {
+                    match outcome.result(h) {
+                        Some(OpResult::Row(r)) => {
+                            rows.push(sql_row(table, r.values(), r.columns(), ctx.env.tz_secs));
+                            row_of[at] = Some(rows.len() - 1);
+                        }
+                        Some(OpResult::Failed(e)) if e.code == skarv_client::codes::NO_SUCH_ROW => {
+                        }
+                        Some(OpResult::Failed(e)) => {
+                            return Err(txn::native_error_in(e, &table.name))
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            let by_outer = slot_of
+                .into_iter()
+                .map(|s| s.and_then(|at| row_of[at]))
+                .collect();
+            Ok(Batch {
+                rows,
+                by_outer: Some(by_outer),
+                keys: Vec::new(),
+                collations: Vec::new(),
+            })
+        }
+        KeyedKind::Ordered => {
+            // One scan from the smallest key to the largest, the keys
+            // pushed as an OR so the data nodes send only matching rows.
+            let present: Vec<&(Vec<Val>, Vec<Value>)> = keys.iter().flatten().collect();
+            let sql_keys = keys
+                .iter()
+                .map(|k| k.as_ref().map(|(s, _)| s.clone()))
+                .collect();
+            let collations: Vec<Option<schema::Collation>> = k
+                .columns
+                .iter()
+                .map(|c| match &table.columns[*c].ty {
+                    crate::engine::catalog::SqlType::Char { collation, .. }
+                    | crate::engine::catalog::SqlType::VarChar { collation, .. }
+                    | crate::engine::catalog::SqlType::Text { collation, .. } => Some(*collation),
+                    _ => None,
+                })
+                .collect();
+            if present.is_empty() {
+                return Ok(Batch {
+                    rows: Vec::new(),
+                    by_outer: None,
+                    keys: sql_keys,
+                    collations,
+                });
+            }
+            let mut cmp = |a: &Vec<Val>, b: &Vec<Val>| -> Ordering {
+                for ((x, y), coll) in a.iter().zip(b).zip(&collations) {
+                    let o = compare(x, y, *coll, ctx);
+                    if o.is_ne() {
+                        return o;
+                    }
+                }
+                Ordering::Equal
+            };
+            let mut low = present[0];
+            let mut high = present[0];
+            for key in &present[1..] {
+                if cmp(&key.0, &low.0).is_lt() {
+                    low = key;
+                }
+                if cmp(&key.0, &high.0).is_gt() {
+                    high = key;
+                }
+            }
+            let mut seen = std::collections::HashSet::new();
+            let mut any = Vec::new();
+            for (_, native) in &present {
+                if !seen.insert(format!("{native:?}")) {
+                    continue;
+                }
+                let eqs: Vec<Filter> = k
+                    .columns
+                    .iter()
+                    .zip(native)
+                    .map(|(c, v)| Filter::Cmp {
+                        column: table.columns[*c].native as u16,
+                        op: NCmp::Eq,
+                        value: v.clone(),
+                    })
+                    .collect();
+                any.push(if eqs.len() == 1 {
+                    eqs.into_iter().next().unwrap_or(Filter::And(Vec::new()))
+                } else {
+                    Filter::And(eqs)
+                });
+            }
+            let nodes = any.len() * (k.columns.len() + 1) + 1;
+            let keys_filter = (nodes <= KEYS_FILTER_NODES_MAX).then_some(Filter::Or(any));
+            let filter = match (keys_filter, own_filter) {
+                (Some(keys), Some(f)) => Some(Filter::And(vec![keys, f.clone()])),
+                (Some(keys), None) => Some(keys),
+                (None, f) => f.cloned(),
+            };
+            let options = ScanOptions {
+                index: Some(k.index.as_str()),
+                lower: Some((low.1.clone(), true)),
+                upper: Some((high.1.clone(), true)),
+                filter,
+                lock,
+                ..ScanOptions::default()
+            };
+            let scan = tx
+                .scan(native_table, options)
+                .map_err(|e| txn::native_error_in(&e, &table.name))?;
+            let mut rows = Vec::new();
+            for r in scan {
+                let r = r.map_err(|e| txn::native_error_in(&e, &table.name))?;
+                ctx.check_killed()?;
+                if rows.len() >= FETCH_ROWS_MAX {
+                    return Err(SqlError::unsupported(format_args!(
+                        "joins of more than {FETCH_ROWS_MAX} rows in the SQL node"
+                    )));
+                }
+                rows.push(sql_row(table, r.values(), r.columns(), ctx.env.tz_secs));
+            }
+            Ok(Batch {
+                rows,
+                by_outer: None,
+                keys: sql_keys,
+                collations,
+            })
+        }
+    }
+}

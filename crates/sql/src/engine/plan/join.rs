@@ -1,0 +1,622 @@
+//! Join plans: the order the tables of a FROM list are read in and how
+//! each is read, from the conditions that link them. One [`JoinPlan`] is
+//! what the executor (`exec::join`) runs and what `EXPLAIN` prints.
+//!
+//! The combined row of a join is every table's columns in written order
+//! (each table at its `offset`); conditions are lowered over it. A table
+//! is read either on its own (its own conditions make an [`Access`], read
+//! once per query and matched in memory against every outer row), or by
+//! key from the tables read before it ([`Keyed`]: batched key access, one
+//! native batch of key reads or one index scan per [`JOIN_BATCH_ROWS`]
+//! outer rows).
+//!
+//! There are no row-count statistics in the cluster yet: the estimates are
+//! fixed guesses ([`TABLE_ROWS_GUESS`], …), so the order follows access
+//! types first and the written order second.
+
+use std::sync::Arc;
+
+use schema::IndexKind;
+use skarv_client::Filter;
+use sqlparser::ast;
+
+use super::{access_with, Access};
+use crate::engine::catalog::{SqlType, TableInfo};
+use crate::engine::expr::{CmpOp, Ctx, Expr, Kind, ScopeColumn};
+use crate::error::{codes, SqlError, SqlResult};
+
+/// Outer rows whose inner rows one native batch fetches (key reads or one
+/// ordered-index scan); at most `exec::OPS_PER_EXECUTE_MAX` key reads.
+pub const JOIN_BATCH_ROWS: usize = 256;
+/// The guessed rows of a table read whole (no statistics yet).
+pub const TABLE_ROWS_GUESS: u64 = 1_000;
+/// The guessed rows an ordered-index range finds.
+pub const RANGE_ROWS_GUESS: u64 = 100;
+/// The guessed rows one value of a non-unique index finds.
+pub const REF_ROWS_GUESS: u64 = 10;
+/// Most tables one SELECT joins (MySQL's limit is 61).
+pub const JOIN_TABLES_MAX: usize = 61;
+
+/// `USE`/`FORCE`/`IGNORE INDEX` of one table (MySQL key names, lower case).
+#[derive(Clone, Debug, Default)]
+pub struct Hints {
+    /// `USE`/`FORCE INDEX (…)`: only these keys (an empty list: none).
+    only: Option<Vec<String>>,
+    /// `IGNORE INDEX (…)`.
+    ignore: Vec<String>,
+    /// `FORCE INDEX`: a key is used wherever one can be.
+    pub force: bool,
+}
+
+impl Hints {
+    /// The hints written after a table (`alias` for 1176's message).
+    pub fn from_ast(
+        table: &TableInfo,
+        alias: &str,
+        directives: &[ast::TableIndexDirective],
+    ) -> SqlResult<Hints> {
+        let mut hints = Hints::default();
+        for d in directives {
+            let ast::TableIndexDirective::MySql(h) = d else {
+                return Err(SqlError::unsupported(format_args!("the index hint {d}")));
+            };
+            let mut names = Vec::new();
+            for name in &h.index_names {
+                let known = table
+                    .keys
+                    .iter()
+                    .any(|k| k.name.eq_ignore_ascii_case(&name.value));
+                if !known {
+                    return Err(SqlError::new(
+                        codes::NO_SUCH_INDEX,
+                        format!("Key '{}' doesn't exist in table '{alias}'", name.value),
+                    ));
+                }
+                names.push(name.value.to_ascii_lowercase());
+            }
+            // Hints FOR ORDER BY / GROUP BY choose how rows are sorted,
+            // which Skarv does in the SQL node: they change nothing here.
+            if matches!(
+                h.for_clause,
+                Some(ast::TableIndexHintForClause::OrderBy | ast::TableIndexHintForClause::GroupBy)
+            ) {
+                continue;
+            }
+            match h.hint_type {
+                ast::TableIndexHintType::Ignore => hints.ignore.extend(names),
+                ast::TableIndexHintType::Use | ast::TableIndexHintType::Force => {
+                    hints.force |= h.hint_type == ast::TableIndexHintType::Force;
+                    hints.only.get_or_insert_with(Vec::new).extend(names);
+                }
+            }
+        }
+        Ok(hints)
+    }
+
+    /// Whether the hints allow the key named `key` (MySQL's name).
+    pub fn allows_key(&self, key: &str) -> bool {
+        let key = key.to_ascii_lowercase();
+        !self.ignore.contains(&key) && self.only.as_ref().is_none_or(|o| o.contains(&key))
+    }
+
+    /// Whether the hints allow the native index `native` of `table`.
+    pub fn usable(&self, table: &TableInfo, native: &str) -> bool {
+        key_name(table, native).is_none_or(|k| self.allows_key(k))
+    }
+}
+
+/// MySQL's name of the key a native index serves (`PRIMARY` for the
+/// primary key's reads and its ordered index).
+pub fn key_name<'t>(table: &'t TableInfo, native: &str) -> Option<&'t str> {
+    table
+        .keys
+        .iter()
+        .find(|k| {
+            k.ordered.as_deref() == Some(native)
+                || k.hash.as_deref() == Some(native)
+                || (k.primary && native == "PRIMARY")
+        })
+        .map(|k| k.name.as_str())
+}
+
+/// One table of a FROM list.
+#[derive(Clone, Debug)]
+pub struct JoinTable {
+    /// The table.
+    pub table: Arc<TableInfo>,
+    /// Its name in the query (alias or table name).
+    pub alias: String,
+    /// Its first column in the combined row.
+    pub offset: usize,
+    /// NULL-extended when nothing matches: the inner table of a LEFT JOIN
+    /// (or the left of a RIGHT JOIN).
+    pub outer: bool,
+    /// The ON conjuncts of an outer table (combined positions).
+    pub on: Vec<Expr>,
+    /// Tables that must be read before this one (written order for an
+    /// outer table and for `STRAIGHT_JOIN`).
+    pub after: Vec<usize>,
+    /// Its index hints.
+    pub hints: Hints,
+}
+
+/// A FROM list of more than one table, with its conditions lowered.
+#[derive(Clone, Debug)]
+pub struct JoinSpec {
+    /// The tables in written order.
+    pub tables: Vec<JoinTable>,
+    /// ON conjuncts of inner joins (as WHERE's).
+    pub inner_on: Vec<Expr>,
+    /// `SELECT STRAIGHT_JOIN`: the written order.
+    pub straight: bool,
+    /// The combined row's columns.
+    pub columns: Vec<ScopeColumn>,
+}
+
+/// How a key-accessed table is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyedKind {
+    /// Primary-key reads.
+    Primary,
+    /// Unique-index reads.
+    Unique,
+    /// An ordered-index scan per batch (a prefix of the index).
+    Ordered,
+}
+
+/// A table read by key values taken from the tables read before it.
+#[derive(Clone, Debug)]
+pub struct Keyed {
+    /// How.
+    pub kind: KeyedKind,
+    /// The native index (`PRIMARY` for primary-key reads).
+    pub index: String,
+    /// MySQL's name of the key.
+    pub key: String,
+    /// The key's columns (positions in the table), in key order.
+    pub columns: Vec<usize>,
+    /// Per key column, the value over the combined row.
+    pub exprs: Vec<Expr>,
+}
+
+/// How one step reads its table.
+#[derive(Clone, Debug)]
+pub enum StepAccess {
+    /// Its own conditions only: read once, kept, matched in memory.
+    Own(Access),
+    /// Batched key access from the earlier tables.
+    Keyed(Keyed),
+}
+
+/// One table of the join order.
+#[derive(Clone, Debug)]
+pub struct Step {
+    /// The table (index into `JoinSpec::tables`).
+    pub table: usize,
+    /// How it is read.
+    pub access: StepAccess,
+    /// The part of its own conditions the data nodes evaluate.
+    pub filter: Option<Filter>,
+    /// Conditions a combined row must hold to match (an outer table's ON;
+    /// an inner table's conditions that are complete at this step).
+    pub matching: Vec<Expr>,
+    /// Conditions tested after an outer table's NULL extension (WHERE's).
+    pub post: Vec<Expr>,
+    /// Estimated rows per outer row.
+    pub rows: u64,
+}
+
+/// The order and access of a join.
+#[derive(Clone, Debug)]
+pub struct JoinPlan {
+    /// Steps in execution order.
+    pub steps: Vec<Step>,
+}
+
+/// The tables (bit set by written index) an expression reads.
+fn tables_of(spec: &JoinSpec, e: &Expr) -> u64 {
+    let mut cols = Vec::new();
+    columns(e, &mut cols);
+    cols.iter()
+        .filter_map(|c| table_at(spec, *c))
+        .fold(0, |m, t| m | (1 << t))
+}
+
+/// The table a combined position belongs to.
+pub fn table_at(spec: &JoinSpec, col: usize) -> Option<usize> {
+    spec.tables
+        .iter()
+        .position(|t| col >= t.offset && col < t.offset + t.table.columns.len())
+}
+
+/// The columns an expression reads.
+pub fn columns(e: &Expr, out: &mut Vec<usize>) {
+    match e {
+        Expr::Col(c) => out.push(*c),
+        Expr::Lit(_) | Expr::Param(_) | Expr::Agg(_) | Expr::InsertValue(_) => {}
+        Expr::Neg(a) | Expr::Not(a) | Expr::IsNull(a, _) | Expr::IsBool(a, ..) => columns(a, out),
+        Expr::Cast(a, _) => columns(a, out),
+        Expr::Arith(_, a, b)
+        | Expr::Cmp(_, a, b, _)
+        | Expr::And(a, b)
+        | Expr::Or(a, b)
+        | Expr::Xor(a, b)
+        | Expr::Like(a, b, ..) => {
+            columns(a, out);
+            columns(b, out);
+        }
+        Expr::In(a, l, ..) => {
+            columns(a, out);
+            l.iter().for_each(|x| columns(x, out));
+        }
+        Expr::Between(a, b, c, ..) => {
+            columns(a, out);
+            columns(b, out);
+            columns(c, out);
+        }
+        Expr::Case(o, w, el) => {
+            if let Some(o) = o {
+                columns(o, out);
+            }
+            for (a, b) in w {
+                columns(a, out);
+                columns(b, out);
+            }
+            if let Some(el) = el {
+                columns(el, out);
+            }
+        }
+        Expr::Func(_, args) => args.iter().for_each(|x| columns(x, out)),
+    }
+}
+
+/// The expression with every column position moved by `f`.
+pub fn map_columns(e: &Expr, f: &dyn Fn(usize) -> usize) -> Expr {
+    let b = |x: &Expr| Box::new(map_columns(x, f));
+    match e {
+        Expr::Col(c) => Expr::Col(f(*c)),
+        Expr::Lit(_) | Expr::Param(_) | Expr::Agg(_) | Expr::InsertValue(_) => e.clone(),
+        Expr::Neg(a) => Expr::Neg(b(a)),
+        Expr::Not(a) => Expr::Not(b(a)),
+        Expr::IsNull(a, n) => Expr::IsNull(b(a), *n),
+        Expr::IsBool(a, x, y) => Expr::IsBool(b(a), *x, *y),
+        Expr::Cast(a, t) => Expr::Cast(b(a), *t),
+        Expr::Arith(o, x, y) => Expr::Arith(*o, b(x), b(y)),
+        Expr::Cmp(o, x, y, c) => Expr::Cmp(*o, b(x), b(y), *c),
+        Expr::And(x, y) => Expr::And(b(x), b(y)),
+        Expr::Or(x, y) => Expr::Or(b(x), b(y)),
+        Expr::Xor(x, y) => Expr::Xor(b(x), b(y)),
+        Expr::In(x, l, n, c) => {
+            Expr::In(b(x), l.iter().map(|i| map_columns(i, f)).collect(), *n, *c)
+        }
+        Expr::Between(x, l, h, n, c) => Expr::Between(b(x), b(l), b(h), *n, *c),
+        Expr::Like(x, p, esc, n, c) => Expr::Like(b(x), b(p), *esc, *n, *c),
+        Expr::Case(o, w, el) => Expr::Case(
+            o.as_ref().map(|o| b(o)),
+            w.iter()
+                .map(|(x, y)| (map_columns(x, f), map_columns(y, f)))
+                .collect(),
+            el.as_ref().map(|x| b(x)),
+        ),
+        Expr::Func(func, args) => {
+            Expr::Func(*func, args.iter().map(|a| map_columns(a, f)).collect())
+        }
+    }
+}
+
+/// The AND of conjuncts (None for none).
+pub fn and_all(conds: &[Expr]) -> Option<Expr> {
+    let mut it = conds.iter().cloned();
+    let first = it.next()?;
+    Some(it.fold(first, |a, c| Expr::And(Box::new(a), Box::new(c))))
+}
+
+/// A condition with its tables.
+struct Cond {
+    expr: Expr,
+    tables: u64,
+    used: bool,
+}
+
+/// What reading one candidate table next would be.
+struct Choice {
+    class: u8,
+    rows: u64,
+    access: StepAccess,
+    filter: Option<Filter>,
+}
+
+/// Plans a join: order and access of every table. `cond` is WHERE over the
+/// combined row. Evaluates constants (and placeholders) with `ctx`.
+pub fn plan(spec: &JoinSpec, cond: Option<&Expr>, ctx: &mut Ctx<'_>) -> SqlResult<JoinPlan> {
+    let n = spec.tables.len();
+    if n > JOIN_TABLES_MAX {
+        return Err(SqlError::new(
+            1116,
+            format!("Too many tables; MySQL can only use {JOIN_TABLES_MAX} tables in a join"),
+        ));
+    }
+    let mut conds: Vec<Cond> = cond
+        .map(Expr::conjuncts)
+        .unwrap_or_default()
+        .into_iter()
+        .chain(spec.inner_on.iter().flat_map(Expr::conjuncts))
+        .map(|e| Cond {
+            tables: tables_of(spec, e),
+            expr: e.clone(),
+            used: false,
+        })
+        .collect();
+    let mut placed: u64 = 0;
+    let mut steps = Vec::with_capacity(n);
+    while steps.len() < n {
+        let mut best: Option<(usize, Choice)> = None;
+        for i in 0..n {
+            let t = &spec.tables[i];
+            if placed & (1 << i) != 0 || t.after.iter().any(|a| placed & (1 << a) == 0) {
+                continue;
+            }
+            let mut choice = choose(spec, i, placed, &conds, ctx)?;
+            // A table read whole that the others could reach by key goes
+            // after them: scan the one that cannot be reached.
+            if choice.class >= 3 && !spec.straight {
+                let others = ((1u64 << n) - 1) & !(1 << i);
+                if let StepAccess::Keyed(_) = choose(spec, i, others, &conds, ctx)?.access {
+                    choice.class += 2;
+                }
+            }
+            let better = match &best {
+                None => true,
+                Some(_) if spec.straight => false,
+                Some((_, b)) => (choice.class, choice.rows) < (b.class, b.rows),
+            };
+            if better {
+                best = Some((i, choice));
+            }
+        }
+        let Some((i, choice)) = best else {
+            return Err(SqlError::unsupported("this join's order"));
+        };
+        let now = placed | (1 << i);
+        let ready: Vec<Expr> = conds
+            .iter_mut()
+            .filter(|c| !c.used && c.tables & !now == 0)
+            .map(|c| {
+                c.used = true;
+                c.expr.clone()
+            })
+            .collect();
+        let t = &spec.tables[i];
+        let (matching, post) = if t.outer {
+            (
+                t.on.iter().flat_map(Expr::conjuncts).cloned().collect(),
+                ready,
+            )
+        } else {
+            (ready, Vec::new())
+        };
+        steps.push(Step {
+            table: i,
+            access: choice.access,
+            filter: choice.filter,
+            matching,
+            post,
+            rows: choice.rows,
+        });
+        placed = now;
+    }
+    Ok(JoinPlan { steps })
+}
+
+/// How table `i` would be read after the tables in `placed`.
+fn choose(
+    spec: &JoinSpec,
+    i: usize,
+    placed: u64,
+    conds: &[Cond],
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Choice> {
+    let t = &spec.tables[i];
+    let me = 1u64 << i;
+    // Conditions that may pick this table's rows: an outer table's ON
+    // only (WHERE applies after the NULL extension); an inner table's
+    // WHERE and ON.
+    let usable: Vec<(Expr, u64)> = if t.outer {
+        t.on.iter()
+            .flat_map(Expr::conjuncts)
+            .map(|e| (e.clone(), tables_of(spec, e)))
+            .collect()
+    } else {
+        conds
+            .iter()
+            .filter(|c| !c.used)
+            .map(|c| (c.expr.clone(), c.tables))
+            .collect()
+    };
+    let width = t.table.columns.len();
+    let local = |c: usize| c - t.offset;
+    let own: Vec<Expr> = usable
+        .iter()
+        .filter(|(e, m)| *m == me || (*m == 0 && t.outer && e.is_constant()))
+        .map(|(e, _)| map_columns(e, &local))
+        .collect();
+    let table = &t.table;
+    let allowed = |native: &str| t.hints.usable(table, native);
+    let (access, filter) = access_with(table, and_all(&own).as_ref(), ctx, &allowed)?;
+    let (class, rows) = match &access {
+        Access::Nothing => (0, 0),
+        Access::Keys(k) | Access::Unique { keys: k, .. } => (0, k.len() as u64),
+        Access::Range { .. } => (3, RANGE_ROWS_GUESS),
+        Access::Scan => (4, TABLE_ROWS_GUESS),
+    };
+    if class == 0 {
+        return Ok(Choice {
+            class,
+            rows,
+            access: StepAccess::Own(access),
+            filter,
+        });
+    }
+    // Equalities `this.col = earlier.col` of kinds a key read compares
+    // as SQL does.
+    let mut by_column: Vec<Option<Expr>> = vec![None; width];
+    for (e, m) in &usable {
+        let Expr::Cmp(CmpOp::Eq, a, b, coll) = e else {
+            continue;
+        };
+        if m & me == 0 || m & !(placed | me) != 0 {
+            continue;
+        }
+        let (Expr::Col(x), Expr::Col(y)) = (&**a, &**b) else {
+            continue;
+        };
+        let (mine, other) = match (table_at(spec, *x), table_at(spec, *y)) {
+            (Some(p), Some(q)) if p == i && q != i => (*x, *y),
+            (Some(p), Some(q)) if q == i && p != i => (*y, *x),
+            _ => continue,
+        };
+        if key_comparable(table, local(mine), &spec.columns[other].kind, *coll)
+            && by_column[local(mine)].is_none()
+        {
+            by_column[local(mine)] = Some(Expr::Col(other));
+        }
+    }
+    let def = table.native.def();
+    let sql_of = |native: usize| table.columns.iter().position(|c| c.native == native);
+    let full = |cols: &[usize]| -> Option<(Vec<usize>, Vec<Expr>)> {
+        let positions: Vec<usize> = cols.iter().map(|n| sql_of(*n)).collect::<Option<_>>()?;
+        let exprs: Vec<Expr> = positions
+            .iter()
+            .map(|p| by_column[*p].clone())
+            .collect::<Option<_>>()?;
+        (!cols.is_empty()).then_some((positions, exprs))
+    };
+    let mut keyed: Option<(u8, u64, Keyed)> = None;
+    if !table.hidden_key && allowed("PRIMARY") {
+        if let Some((columns, exprs)) = full(&def.primary_key) {
+            keyed = Some((
+                1,
+                1,
+                Keyed {
+                    kind: KeyedKind::Primary,
+                    index: "PRIMARY".into(),
+                    key: "PRIMARY".into(),
+                    columns,
+                    exprs,
+                },
+            ));
+        }
+    }
+    for index in &def.indexes {
+        if keyed.is_some() {
+            break;
+        }
+        if index.kind == IndexKind::Unique && allowed(&index.name) {
+            if let Some((columns, exprs)) = full(&index.columns) {
+                keyed = Some((
+                    1,
+                    1,
+                    Keyed {
+                        kind: KeyedKind::Unique,
+                        index: index.name.clone(),
+                        key: key_name(table, &index.name)
+                            .unwrap_or(&index.name)
+                            .to_owned(),
+                        columns,
+                        exprs,
+                    },
+                ));
+            }
+        }
+    }
+    if keyed.is_none() {
+        let mut best: Option<Keyed> = None;
+        for index in def.indexes.iter().filter(|i| i.kind == IndexKind::Ordered) {
+            if !allowed(&index.name) {
+                continue;
+            }
+            let mut columns = Vec::new();
+            let mut exprs = Vec::new();
+            for n in &index.columns {
+                match sql_of(*n).and_then(|p| by_column[p].clone().map(|e| (p, e))) {
+                    Some((p, e)) => {
+                        columns.push(p);
+                        exprs.push(e);
+                    }
+                    None => break,
+                }
+            }
+            if !columns.is_empty()
+                && best
+                    .as_ref()
+                    .is_none_or(|b| columns.len() > b.columns.len())
+            {
+                best = Some(Keyed {
+                    kind: KeyedKind::Ordered,
+                    index: index.name.clone(),
+                    key: key_name(table, &index.name)
+                        .unwrap_or(&index.name)
+                        .to_owned(),
+                    columns,
+                    exprs,
+                });
+            }
+        }
+        keyed = best.map(|k| (2, REF_ROWS_GUESS, k));
+    }
+    Ok(match keyed {
+        Some((class, rows, k)) => Choice {
+            class,
+            rows,
+            access: StepAccess::Keyed(k),
+            // Key reads take no filter; an ordered scan's is built per
+            // batch around this one.
+            filter,
+        },
+        None => Choice {
+            class,
+            rows,
+            access: StepAccess::Own(access),
+            filter,
+        },
+    })
+}
+
+/// Whether `table`'s column `col` found by key with a value of kind
+/// `other` finds what `col = value` (under `coll`) holds for: the same
+/// kind of value (and collation), so the value's stored form decides.
+fn key_comparable(
+    table: &TableInfo,
+    col: usize,
+    other: &Kind,
+    coll: Option<schema::Collation>,
+) -> bool {
+    let Some(c) = table.columns.get(col) else {
+        return false;
+    };
+    let text_collation = match &c.ty {
+        SqlType::Char { collation, .. }
+        | SqlType::VarChar { collation, .. }
+        | SqlType::Text { collation, .. } => Some(*collation),
+        _ => None,
+    };
+    match (&c.ty, other) {
+        (SqlType::Enum(_) | SqlType::Set(_), _) => false,
+        (
+            SqlType::TinyInt { .. }
+            | SqlType::SmallInt { .. }
+            | SqlType::MediumInt { .. }
+            | SqlType::Int { .. }
+            | SqlType::BigInt { .. },
+            Kind::Int { .. },
+        ) => true,
+        (SqlType::Decimal { .. }, Kind::Dec { .. } | Kind::Int { .. }) => true,
+        (SqlType::Date, Kind::Date) => true,
+        (SqlType::DateTime { .. } | SqlType::Timestamp { .. }, Kind::DateTime { .. }) => true,
+        (SqlType::Time { .. }, Kind::Time { .. }) => true,
+        (_, Kind::Str { collation }) => {
+            text_collation.is_some() && *collation == text_collation && coll == text_collation
+        }
+        _ => false,
+    }
+}

@@ -1,0 +1,334 @@
+//! Joins against a real cluster (a `skarv sandbox` of one data node; the
+//! `skarv` binary built next to this test: `cargo build -p skarv` first, or
+//! set `SKARV_BIN`): batched key access costs one native round trip per
+//! batch of outer rows, not one per row, counted with the connection's
+//! `Cluster::stats()`.
+
+use std::io;
+use std::net::{IpAddr, Ipv4Addr};
+use std::time::Duration;
+
+use skarv_client::{Cluster, ClusterOptions};
+use sql::backend::{Backend, OkInfo, ResultSink};
+use sql::engine::plan::join::JOIN_BATCH_ROWS;
+use sql::engine::{Conn, Engine};
+use sql::error::SqlError;
+use sql::value::{ColumnMeta, SqlValue};
+
+mod common;
+use common::*;
+
+/// Rows of the outer table.
+const OUTER_ROWS: usize = 1_000;
+
+#[derive(Default)]
+struct Sink {
+    rows: Vec<Vec<SqlValue>>,
+    error: Option<SqlError>,
+}
+
+impl ResultSink for Sink {
+    fn columns(&mut self, _columns: &[ColumnMeta]) -> io::Result<()> {
+        Ok(())
+    }
+    fn row(&mut self, values: &[SqlValue]) -> io::Result<()> {
+        self.rows.push(values.to_vec());
+        Ok(())
+    }
+    fn end_rows(&mut self, _info: &OkInfo) -> io::Result<()> {
+        Ok(())
+    }
+    fn ok(&mut self, _info: &OkInfo) -> io::Result<()> {
+        Ok(())
+    }
+    fn error(&mut self, error: &SqlError) -> io::Result<()> {
+        self.error = Some(error.clone());
+        Ok(())
+    }
+}
+
+/// The rows of a statement as text; panics on an error.
+fn q(conn: &mut Conn<'_>, sql: &str) -> Vec<Vec<String>> {
+    let mut sink = Sink::default();
+    conn.query(sql, false, &mut sink).expect("sink never fails");
+    if let Some(e) = sink.error {
+        panic!("{sql}: {e}");
+    }
+    sink.rows
+        .iter()
+        .map(|r| {
+            r.iter()
+                .map(|v| match v {
+                    SqlValue::Null => "NULL".to_owned(),
+                    SqlValue::Int(i) => i.to_string(),
+                    SqlValue::UInt(u) => u.to_string(),
+                    SqlValue::Decimal(d) => d.clone(),
+                    SqlValue::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
+                    other => format!("{other:?}"),
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Key-request batches (`TcKeyReq`) and scan requests one statement sent.
+fn cost(engine: &Engine, conn: &mut Conn<'_>, sql: &str) -> (Vec<Vec<String>>, u64, u64) {
+    let before = engine.cluster.stats();
+    let rows = q(conn, sql);
+    let after = engine.cluster.stats();
+    (
+        rows,
+        after.tc_key_reqs_sent - before.tc_key_reqs_sent,
+        after.scan_reqs_sent - before.scan_reqs_sent,
+    )
+}
+
+#[test]
+fn joins_over_a_sandbox() {
+    let sandbox = Sandbox::start("sql-joins", 1, 1, 43000);
+    let options = ClusterOptions {
+        request_timeout: Duration::from_secs(10),
+        ..ClusterOptions::default()
+    };
+    let cluster = Cluster::connect_with(&sandbox.connect, options).expect("connects");
+    let engine = Engine::start(cluster).expect("engine");
+    let session = engine.cluster.session().expect("session");
+    let mut conn = engine.open(&session, IpAddr::V4(Ipv4Addr::LOCALHOST));
+    let root = sql::backend::Login {
+        user: "root",
+        host: IpAddr::V4(Ipv4Addr::LOCALHOST),
+        database: None,
+    };
+    conn.logged_in(&root).expect("root@localhost logs in");
+    q(&mut conn, "CREATE DATABASE j");
+    conn.use_database("j").expect("use j");
+    q(
+        &mut conn,
+        "CREATE TABLE o (id INT PRIMARY KEY, k INT, g INT, KEY kg (g))",
+    );
+    q(&mut conn, "CREATE TABLE i (id INT PRIMARY KEY, v INT)");
+    q(
+        &mut conn,
+        "CREATE TABLE r (id INT PRIMARY KEY, k INT, KEY kk (k))",
+    );
+    q(&mut conn, "CREATE TABLE n (a INT, b INT)");
+    for start in (0..OUTER_ROWS).step_by(250) {
+        let values =
+            |f: &dyn Fn(usize) -> String| (start..start + 250).map(f).collect::<Vec<_>>().join(",");
+        // o.k points at i's row 2 × id (half of them exist), o.g groups by 10.
+        q(
+            &mut conn,
+            &format!(
+                "INSERT INTO o VALUES {}",
+                values(&|x| format!("({x}, {}, {})", 2 * x, x % 10))
+            ),
+        );
+        q(
+            &mut conn,
+            &format!(
+                "INSERT INTO i VALUES {}",
+                values(&|x| format!("({x}, {x})"))
+            ),
+        );
+        q(
+            &mut conn,
+            &format!(
+                "INSERT INTO r VALUES {}",
+                values(&|x| format!("({x}, {})", x / 2))
+            ),
+        );
+        q(
+            &mut conn,
+            &format!("INSERT INTO n VALUES {}", values(&|x| format!("({x}, 1)"))),
+        );
+    }
+    let batches = OUTER_ROWS.div_ceil(JOIN_BATCH_ROWS) as u64;
+
+    // Primary-key reads: the keys of a batch of outer rows in one execute.
+    let (rows, key_reqs, _) = cost(
+        &engine,
+        &mut conn,
+        "SELECT COUNT(*), SUM(i.v) FROM o JOIN i ON i.id = o.k",
+    );
+    // o.k = 0, 2, …, 1998: those below 1000 find a row.
+    assert_eq!(rows, vec![vec!["500".to_owned(), "249500".to_owned()]]);
+    assert!(
+        key_reqs >= batches && key_reqs <= batches + 2,
+        "{key_reqs} key batches for {OUTER_ROWS} outer rows (batches of {JOIN_BATCH_ROWS})"
+    );
+    // The written order does not matter: the table reached by key is read
+    // second.
+    let (rows, key_reqs, _) = cost(
+        &engine,
+        &mut conn,
+        "SELECT COUNT(*) FROM i JOIN o ON i.id = o.k",
+    );
+    assert_eq!(rows, vec![vec!["500".to_owned()]]);
+    assert!(
+        key_reqs >= batches && key_reqs <= batches + 2,
+        "{key_reqs} key batches"
+    );
+    // LEFT JOIN: the same reads, NULL-extended rows for the misses.
+    let (rows, key_reqs, _) = cost(
+        &engine,
+        &mut conn,
+        "SELECT COUNT(*), COUNT(i.id) FROM o LEFT JOIN i ON i.id = o.k",
+    );
+    assert_eq!(rows, vec![vec!["1000".to_owned(), "500".to_owned()]]);
+    assert!(key_reqs <= batches + 2, "{key_reqs} key batches");
+
+    // LIMIT without ORDER BY stops after the first batch.
+    let (rows, key_reqs, _) = cost(
+        &engine,
+        &mut conn,
+        "SELECT o.id, i.v FROM o JOIN i ON i.id = o.k LIMIT 5",
+    );
+    assert_eq!(rows.len(), 5);
+    assert!(key_reqs <= 2, "{key_reqs} key batches for LIMIT 5");
+
+    // An ordered index: one range scan per batch, not one per outer row.
+    let (rows, _, scans) = cost(
+        &engine,
+        &mut conn,
+        "SELECT COUNT(*) FROM o JOIN r ON r.k = o.id",
+    );
+    // r.k = id / 2: each k in 0..500 has two rows.
+    assert_eq!(rows, vec![vec!["1000".to_owned()]]);
+    assert!(
+        scans < OUTER_ROWS as u64 / 10,
+        "{scans} scan requests for {OUTER_ROWS} outer rows"
+    );
+
+    // No usable key: the inner table is read once, not once per outer row.
+    let (rows, _, scans) = cost(
+        &engine,
+        &mut conn,
+        "SELECT COUNT(*) FROM o JOIN n ON n.a = o.k",
+    );
+    assert_eq!(rows, vec![vec!["500".to_owned()]]);
+    assert!(scans < 20, "{scans} scan requests");
+
+    explain(&mut conn);
+}
+
+/// (table, type, key, ref, Extra) of each row of `EXPLAIN sql`.
+fn plan_of(conn: &mut Conn<'_>, sql: &str) -> Vec<[String; 5]> {
+    q(conn, &format!("EXPLAIN {sql}"))
+        .into_iter()
+        .map(|r| {
+            [
+                r[2].clone(),
+                r[4].clone(),
+                r[6].clone(),
+                r[8].clone(),
+                r[11].clone(),
+            ]
+        })
+        .collect()
+}
+
+fn row(table: &str, ty: &str, key: &str, reference: &str, extra: &str) -> [String; 5] {
+    [table, ty, key, reference, extra].map(str::to_owned)
+}
+
+/// EXPLAIN shows the plan the executor runs (the same planner call): the
+/// join order, each table's access, index hints.
+fn explain(conn: &mut Conn<'_>) {
+    let bka = "Using join buffer (Batched Key Access)";
+    assert_eq!(
+        plan_of(conn, "SELECT COUNT(*) FROM i JOIN o ON i.id = o.k"),
+        vec![
+            row("o", "ALL", "NULL", "NULL", "NULL"),
+            row("i", "eq_ref", "PRIMARY", "j.o.k", bka),
+        ]
+    );
+    assert_eq!(
+        plan_of(conn, "SELECT * FROM o JOIN r ON r.k = o.id WHERE o.g = 3"),
+        vec![
+            row(
+                "o",
+                "ref",
+                "kg",
+                "const",
+                "Using where; Using pushed condition"
+            ),
+            row("r", "ref", "kk", "j.o.id", bka),
+        ]
+    );
+    assert_eq!(
+        plan_of(conn, "SELECT * FROM o JOIN n ON n.a = o.k")[1],
+        row(
+            "n",
+            "ALL",
+            "NULL",
+            "NULL",
+            "Using where; Using join buffer (hash join)"
+        )
+    );
+    // STRAIGHT_JOIN and LEFT JOIN keep the written order.
+    let straight = plan_of(conn, "SELECT STRAIGHT_JOIN * FROM i JOIN o ON i.id = o.k");
+    assert_eq!(straight[0][0], "i");
+    assert_eq!(straight[1][..2], ["o".to_owned(), "ALL".to_owned()]);
+    let left = plan_of(conn, "SELECT * FROM i LEFT JOIN o ON i.id = o.k");
+    assert_eq!(left[0][0], "i");
+    // A constant key read goes first whatever the written order.
+    let constant = plan_of(conn, "SELECT * FROM o JOIN i ON i.id = o.k WHERE i.id = 4");
+    assert_eq!(constant[0][..2], ["i".to_owned(), "const".to_owned()]);
+    // Index hints, on joins and on single tables.
+    assert_eq!(
+        plan_of(
+            conn,
+            "SELECT * FROM o JOIN i IGNORE INDEX (PRIMARY) ON i.id = o.k"
+        )[1][..3],
+        ["i".to_owned(), "ALL".to_owned(), "NULL".to_owned()]
+    );
+    assert_eq!(
+        plan_of(conn, "SELECT * FROM o USE INDEX () WHERE g = 3"),
+        vec![row(
+            "o",
+            "ALL",
+            "NULL",
+            "NULL",
+            "Using where; Using pushed condition"
+        )]
+    );
+    assert_eq!(
+        plan_of(
+            conn,
+            "SELECT * FROM o FORCE INDEX (kg) WHERE g = 3 AND id = 5"
+        )[0][..3],
+        ["o".to_owned(), "ref".to_owned(), "kg".to_owned()]
+    );
+    assert_eq!(
+        plan_of(conn, "SELECT * FROM o WHERE g = 3 AND id = 5")[0][..3],
+        ["o".to_owned(), "const".to_owned(), "PRIMARY".to_owned()]
+    );
+    let json = q(
+        conn,
+        "EXPLAIN FORMAT=JSON SELECT COUNT(*) FROM o JOIN i ON i.id = o.k",
+    );
+    let json = &json[0][0];
+    assert!(json.contains("\"nested_loop\": ["), "{json}");
+    assert!(json.contains("\"access_type\": \"eq_ref\""), "{json}");
+    assert!(
+        json.contains("\"using_join_buffer\": \"Batched Key Access\""),
+        "{json}"
+    );
+    // Without an equality to hash on, each kept row is tested.
+    assert_eq!(
+        plan_of(conn, "SELECT * FROM o JOIN n ON n.a < o.k")[1][4],
+        "Using where; Using join buffer (Block Nested Loop)"
+    );
+    // EXPLAIN ANALYZE runs it: 1,000 rows scanned, four batches of keys,
+    // 500 rows found.
+    let tree = q(conn, "EXPLAIN ANALYZE SELECT * FROM o JOIN i ON i.id = o.k");
+    let tree = &tree[0][0];
+    let lines: Vec<&str> = tree.lines().collect();
+    assert!(lines[0].starts_with("-> Nested loop inner join") && lines[0].contains(" rows=500 "));
+    assert!(lines[1].contains("Table scan on o") && lines[1].contains(" rows=1000 "));
+    assert!(
+        lines[2].contains("Single-row index lookup on i using PRIMARY (id=j.o.k)")
+            && lines[2].contains(" rows=500 loops=4)"),
+        "{tree}"
+    );
+}
