@@ -190,10 +190,17 @@ fn connect_pool(options: &ServerOptions) -> Result<Vec<Cluster>, SqlError> {
     let size = options.connection_pool.clamp(1, CONNECTION_POOL_MAX);
     let first = Cluster::connect_with(&options.connect, cluster_options(options.node_id)?)
         .map_err(|error| txn::native_error(&error))?;
+    // One cache of table definitions for all: a table that one connection
+    // drops or alters is read again by the others' sessions too.
+    let table_cache = first.table_cache();
     let mut clusters = vec![first];
     for index in 1..size {
         let node_id = options.connection_pool_node_ids.get(index - 1).copied();
         let connected = cluster_options(node_id).and_then(|o| {
+            let o = ClusterOptions {
+                table_cache: Some(table_cache.clone()),
+                ..o
+            };
             Cluster::connect_with(&options.connect, o).map_err(|e| txn::native_error(&e))
         });
         match connected {

@@ -263,26 +263,31 @@ impl<T: Task> Group<T> {
         self.wake(state);
     }
 
-    /// Wakes an idle worker, or starts one, when work is queued and the
+    /// Wakes idle workers, or starts some, while work is queued and the
     /// group may run more than it runs now.
     fn wake(self: &Arc<Self>, state: &mut State<T>) {
+        while self.wake_one(state) {}
+    }
+
+    /// Wakes or starts one worker if the group wants one; false if not.
+    fn wake_one(self: &Arc<Self>, state: &mut State<T>) -> bool {
         let now = Instant::now();
         // Workers already on their way count as running.
         let coming = state.permits + state.starting;
         let running = state.unstalled(now, self.shared.options.stall_limit) + coming;
         if state.queued() <= coming || running >= 1 + THREAD_POOL_OVERSUBSCRIBE {
-            return;
+            return false;
         }
         if state.idle > state.permits {
             state.permits += 1;
             self.work.notify_one();
-            return;
+            return true;
         }
         let shared = &self.shared;
         let threads = shared.threads.fetch_add(1, Ordering::AcqRel);
         if threads >= shared.options.max_threads.max(1) && state.threads > 0 {
             shared.threads.fetch_sub(1, Ordering::AcqRel);
-            return;
+            return false;
         }
         let worker = Arc::clone(self);
         let id = self.next_worker.fetch_add(1, Ordering::Relaxed);
@@ -294,10 +299,12 @@ impl<T: Task> Group<T> {
             Ok(_) => {
                 state.threads += 1;
                 state.starting += 1;
+                true
             }
             Err(error) => {
                 shared.threads.fetch_sub(1, Ordering::AcqRel);
                 tracing::error!(group = self.index, "cannot start a pool worker: {error}");
+                false
             }
         }
     }
