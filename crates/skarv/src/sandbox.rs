@@ -1823,16 +1823,16 @@ mod tests {
             assert_eq!(node.params.fragment_log_file_size_bytes, 16 << 20);
         }
 
-        // One [mysqld] slot for the SQL node, then 4 [api] slots.
+        // One [mysqld] slot for the SQL node, then 4 [api] slots, then
+        // the [mysqld] slots of the SQL node's other cluster connections.
         let api: Vec<(u8, bool)> = cluster
             .api_nodes
             .iter()
             .map(|n| (n.node_id.get(), n.mysqld))
             .collect();
-        assert_eq!(
-            api,
-            vec![(6, true), (7, false), (8, false), (9, false), (10, false)]
-        );
+        let mut expected = vec![(6, true), (7, false), (8, false), (9, false), (10, false)];
+        expected.extend((1..layout.sql_connection_pool).map(|k| (10 + k as u8, true)));
+        assert_eq!(api, expected);
         assert_eq!(cluster.api_nodes[0].host_name.as_deref(), Some("127.0.0.1"));
         assert!(
             text.contains("MySQL clients connect to 127.0.0.1:30006"),
@@ -1937,7 +1937,8 @@ mod tests {
         assert_eq!(cluster.data_nodes[3].node_group, 0);
         assert_eq!(cluster.data_nodes[4].node_group, 1);
         let api: Vec<u8> = cluster.api_nodes.iter().map(|n| n.node_id.get()).collect();
-        assert_eq!(api, vec![50, 51, 52, 53, 54]);
+        let pool = layout.sql_connection_pool as u8;
+        assert_eq!(api, (50..=54 + pool - 1).collect::<Vec<u8>>());
     }
 
     #[test]

@@ -18,7 +18,7 @@ const IDLE_CONNECTIONS: usize = 2_000;
 /// Cluster connections of the SQL node.
 const POOL: u64 = 3;
 /// Statements a thread group runs at once before its stall limit.
-const PER_GROUP: usize = 1 + sql::thread_pool::THREAD_POOL_OVERSUBSCRIBE;
+const PER_GROUP: usize = sql::thread_pool::GROUP_STATEMENTS_MAX;
 /// How long the long statements run, in s; a short one must not wait
 /// for them (the stall limit is 500 ms).
 const LONG_STATEMENT_S: u64 = 8;

@@ -35,6 +35,8 @@ use std::time::{Duration, Instant};
 /// Statements a group runs at once beyond the first (MariaDB's
 /// `thread_pool_oversubscribe` default).
 pub const THREAD_POOL_OVERSUBSCRIBE: usize = 3;
+/// Statements a group runs at once before its stall limit.
+pub const GROUP_STATEMENTS_MAX: usize = 1 + THREAD_POOL_OVERSUBSCRIBE;
 /// MariaDB's `thread_pool_stall_limit` default, in ms.
 pub const THREAD_POOL_STALL_LIMIT_MS_DEFAULT: u64 = 500;
 /// The smallest stall limit, in ms (MariaDB's `thread_pool_stall_limit`
@@ -145,7 +147,7 @@ impl<T> State<T> {
     }
 
     fn may_start(&self, now: Instant, stall_limit: Duration) -> bool {
-        self.unstalled(now, stall_limit) < 1 + THREAD_POOL_OVERSUBSCRIBE
+        self.unstalled(now, stall_limit) < GROUP_STATEMENTS_MAX
     }
 
     fn pop(&mut self) -> Option<T> {
@@ -275,7 +277,7 @@ impl<T: Task> Group<T> {
         // Workers already on their way count as running.
         let coming = state.permits + state.starting;
         let running = state.unstalled(now, self.shared.options.stall_limit) + coming;
-        if state.queued() <= coming || running >= 1 + THREAD_POOL_OVERSUBSCRIBE {
+        if state.queued() <= coming || running >= GROUP_STATEMENTS_MAX {
             return false;
         }
         if state.idle > state.permits {
