@@ -1925,6 +1925,37 @@ mod tests {
         }
     }
 
+    /// Each SQL node's other cluster connections get `[mysqld]` slots of
+    /// their own after the `[api]` slots, and out-of-range pools are
+    /// refused.
+    #[test]
+    fn each_sql_node_gets_a_slot_per_cluster_connection() {
+        let args = parse(&["--sql-nodes", "2", "--sql-connection-pool", "3"]).expect("parses");
+        let layout = validate(&args).expect("valid");
+        // Data nodes 2, 3; SQL nodes 4, 5; [api] 6 to 9; pools 10-11, 12-13.
+        assert_eq!(
+            layout.sql_pool_node_ids(0).collect::<Vec<_>>(),
+            vec![10, 11]
+        );
+        assert_eq!(
+            layout.sql_pool_node_ids(1).collect::<Vec<_>>(),
+            vec![12, 13]
+        );
+        let text = config_ini(&layout, Path::new("/s"), &cpus(16)).expect("config.ini");
+        let cluster = config::parse(&text, "config.ini").expect("parses");
+        let mysqld: Vec<u8> = cluster
+            .api_nodes
+            .iter()
+            .filter(|n| n.mysqld)
+            .map(|n| n.node_id.get())
+            .collect();
+        assert_eq!(mysqld, vec![4, 5, 10, 11, 12, 13]);
+        for bad in ["0", "9"] {
+            let args = parse(&["--sql-connection-pool", bad]).expect("parses");
+            assert!(validate(&args).is_err(), "--sql-connection-pool {bad}");
+        }
+    }
+
     #[test]
     fn config_ini_for_the_largest_sandbox() {
         let layout = layout(48, 4, 21860).expect("valid");
