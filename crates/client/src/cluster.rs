@@ -75,6 +75,20 @@ pub struct ClusterOptions {
     /// server refuses a slot that is taken or not an API slot. A pool's
     /// connections each need a slot: this one is the first's.
     pub node_id: Option<NodeId>,
+    /// The table definitions cache to use; `None`: one of its own. The
+    /// connections of one process share one ([`Cluster::table_cache`]),
+    /// so that a table one of them drops or alters is read again by all.
+    pub table_cache: Option<TableCache>,
+}
+
+/// Table definitions by name, as a cluster connection caches them.
+#[derive(Clone, Default)]
+pub struct TableCache(pub(crate) Arc<Mutex<HashMap<String, Arc<Table>>>>);
+
+impl std::fmt::Debug for TableCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TableCache")
+    }
 }
 
 impl Default for ClusterOptions {
@@ -86,6 +100,7 @@ impl Default for ClusterOptions {
             pool_size: 1,
             reconnect_interval: Duration::from_millis(100),
             node_id: None,
+            table_cache: None,
         }
     }
 }
@@ -170,7 +185,7 @@ pub(crate) struct Shared {
     round_robin: AtomicUsize,
     /// The newest membership view id a data node told (`ApiRegConf`).
     newest_view: AtomicU64,
-    pub tables: Mutex<HashMap<String, Arc<Table>>>,
+    pub tables: Arc<Mutex<HashMap<String, Arc<Table>>>>,
 }
 
 struct Sessions {
@@ -632,7 +647,13 @@ impl Cluster {
         Session::new(self.clone())
     }
 
-    /// This API node's id.
+    /// Its cache of table definitions, to share with another connection
+    /// of this process ([`ClusterOptions::table_cache`]).
+    pub fn table_cache(&self) -> TableCache {
+        TableCache(Arc::clone(&self.inner.shared.tables))
+    }
+
+    /// This connection's node id (its API slot).
     pub fn node_id(&self) -> NodeId {
         self.inner.shared.me
     }
@@ -728,6 +749,7 @@ fn build_shared(
         .try_clone()
         .map_err(|e| io("sharing the send poll", e))?;
     let count = links.len();
+    let tables = options.table_cache.clone().unwrap_or_default().0;
     let shared = Shared {
         me,
         options,
@@ -756,7 +778,7 @@ fn build_shared(
         tx_counter: AtomicU64::new(random_u64()),
         round_robin: AtomicUsize::new(random_u64() as usize),
         newest_view: AtomicU64::new(0),
-        tables: Mutex::new(HashMap::new()),
+        tables,
     };
     Ok((shared, send_poll))
 }

@@ -94,7 +94,7 @@ mod transaction;
 
 pub use ::schema::Value;
 pub use blob::BLOB_BYTES_MAX;
-pub use cluster::{Cluster, ClusterOptions, ClusterStats, SESSIONS_MAX};
+pub use cluster::{Cluster, ClusterOptions, ClusterStats, TableCache, SESSIONS_MAX};
 pub use epoch::Epoch;
 pub use error::{Error, ErrorClass, Result};
 pub use link::SEND_BUFFER_MAX_BYTES;

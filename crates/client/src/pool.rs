@@ -25,7 +25,9 @@ impl ClusterPool {
     pub fn connect(connect_string: &str, options: ClusterOptions) -> Result<ClusterPool> {
         let size = options.pool_size.clamp(1, POOL_SIZE_MAX);
         // A node id names one slot: the first connection takes the one
-        // asked for, the others any free one.
+        // asked for, the others any free one. All share one cache of
+        // table definitions, so a table one drops is read again by all.
+        let table_cache = options.table_cache.clone().unwrap_or_default();
         let connections = (0..size)
             .map(|index| {
                 let node_id = if index == 0 { options.node_id } else { None };
@@ -33,6 +35,7 @@ impl ClusterPool {
                     connect_string,
                     ClusterOptions {
                         node_id,
+                        table_cache: Some(table_cache.clone()),
                         ..options.clone()
                     },
                 )

@@ -58,6 +58,9 @@ const API_SLOTS: u32 = 4;
 /// SQL nodes (`skarv sql`, each in a `[mysqld]` slot of its own).
 const SQL_NODES_DEFAULT: u32 = 1;
 const SQL_NODES_MAX: u32 = 16;
+/// Most cluster connections per SQL node (16 SQL nodes of 8 and 48 data
+/// nodes stay under node id 255).
+const SQL_CONNECTION_POOL_MAX: u32 = 8;
 const MGMD_NODE_ID: u32 = 1;
 const FIRST_DATA_NODE_ID: u32 = 2;
 /// Everything listens on loopback only: a sandbox is not reachable from other machines.
@@ -120,6 +123,12 @@ pub struct SandboxArgs {
     /// in a `[mysqld]` slot, numbered after the data nodes.
     #[arg(long, default_value_t = SQL_NODES_DEFAULT)]
     pub sql_nodes: u32,
+    /// Cluster connections of each SQL node (its
+    /// --ndb-cluster-connection-pool, 1 to 8): each beyond the first gets a
+    /// `[mysqld]` slot of its own after the `[api]` slots. By default what
+    /// `skarv sql` takes by default.
+    #[arg(long)]
+    pub sql_connection_pool: Option<u32>,
     /// Port of the mgmd; data node or SQL node N listens on base port + N.
     #[arg(long, default_value_t = BASE_PORT_DEFAULT)]
     pub base_port: u16,
@@ -144,6 +153,7 @@ pub struct SandboxArgs {
     /// Stop the sandbox running in --dir.
     #[arg(long, conflicts_with_all = [
         "detach", "data_nodes", "replicas", "sql_nodes", "base_port", "set", "bind_cpus",
+        "sql_connection_pool",
     ])]
     pub stop: bool,
 }
@@ -164,6 +174,8 @@ struct Layout {
     data_nodes: u32,
     replicas: u32,
     sql_nodes: u32,
+    /// Cluster connections per SQL node.
+    sql_connection_pool: u32,
     base_port: u16,
     /// `--set`: (name, value) for `[ndbd default]`, in the order given.
     ndbd_params: Vec<(String, String)>,
@@ -185,6 +197,15 @@ impl Layout {
     fn api_node_ids(&self) -> impl Iterator<Item = u32> {
         let first = FIRST_DATA_NODE_ID + self.data_nodes + self.sql_nodes;
         first..first + API_SLOTS
+    }
+
+    /// The `[mysqld]` slots of the cluster connections of the SQL node
+    /// `position` (0-based) beyond its first, after the `[api]` slots.
+    fn sql_pool_node_ids(&self, position: u32) -> impl Iterator<Item = u32> {
+        let extra = self.sql_connection_pool - 1;
+        let first = FIRST_DATA_NODE_ID + self.data_nodes + self.sql_nodes + API_SLOTS;
+        let first = first + position * extra;
+        first..first + extra
     }
 
     fn mgmd_port(&self) -> u16 {
@@ -271,6 +292,18 @@ fn validate(args: &SandboxArgs) -> Result<Layout, String> {
             count(args.sql_nodes, "SQL node")
         ));
     }
+    let sql_connection_pool = args.sql_connection_pool.unwrap_or_else(|| {
+        let default = sql::connection_pool_default(sql::MAX_CONNECTIONS_DEFAULT);
+        u32::try_from(default)
+            .unwrap_or(1)
+            .min(SQL_CONNECTION_POOL_MAX)
+    });
+    if !(1..=SQL_CONNECTION_POOL_MAX).contains(&sql_connection_pool) {
+        return Err(format!(
+            "--sql-connection-pool {sql_connection_pool} is not allowed: use 1 to \
+             {SQL_CONNECTION_POOL_MAX}"
+        ));
+    }
     let ndbd_params = args
         .set
         .iter()
@@ -280,6 +313,7 @@ fn validate(args: &SandboxArgs) -> Result<Layout, String> {
         data_nodes: args.data_nodes,
         replicas: args.replicas,
         sql_nodes: args.sql_nodes,
+        sql_connection_pool,
         base_port: args.base_port,
         ndbd_params,
         bind_cpus: args.bind_cpus,
@@ -505,6 +539,17 @@ fn config_ini(layout: &Layout, dir: &Path, cpu_list: &[usize]) -> Result<String,
              # A slot for an API node: `skarv bench`, `skarv sql` or a program using skarv-client.\n\
              NodeId={node_id}\n\n"
         ));
+    }
+    for (position, sql_node) in layout.sql_node_ids().enumerate() {
+        let position = u32::try_from(position).unwrap_or(u32::MAX);
+        for node_id in layout.sql_pool_node_ids(position) {
+            text.push_str(&format!(
+                "[mysqld]\n\
+                 # Another cluster connection of SQL node {sql_node} (--ndb-cluster-connection-pool).\n\
+                 NodeId={node_id}\n\
+                 HostName={HOST}\n\n"
+            ));
+        }
     }
     if !layout.ndbd_params.is_empty() {
         // An unknown name or a value out of range is refused here, before
@@ -1182,13 +1227,20 @@ impl Sandbox {
             return Ok(nodes);
         }
         let sql_node_ids: Vec<u32> = self.layout.sql_node_ids().collect();
-        for &node_id in &sql_node_ids {
+        for (position, &node_id) in sql_node_ids.iter().enumerate() {
+            let position = u32::try_from(position).unwrap_or(u32::MAX);
+            let pool: Vec<String> = std::iter::once(node_id)
+                .chain(self.layout.sql_pool_node_ids(position))
+                .map(|id| id.to_string())
+                .collect();
             let arguments = vec![
                 "sql".to_owned(),
                 "--connect".to_owned(),
                 self.processes.connect.clone(),
                 "--node-id".to_owned(),
                 node_id.to_string(),
+                "--ndb-cluster-connection-pool-nodeids".to_owned(),
+                pool.join(","),
                 "--bind".to_owned(),
                 HOST.to_owned(),
                 "--port".to_owned(),
@@ -1654,6 +1706,7 @@ mod tests {
                 data_nodes: 2,
                 replicas: 2,
                 sql_nodes: 1,
+                sql_connection_pool: layout.sql_connection_pool,
                 base_port: 21860,
                 ndbd_params: Vec::new(),
                 bind_cpus: false,
@@ -1776,16 +1829,16 @@ mod tests {
             assert_eq!(node.params.fragment_log_file_size_bytes, 16 << 20);
         }
 
-        // One [mysqld] slot for the SQL node, then 4 [api] slots.
+        // One [mysqld] slot for the SQL node, then 4 [api] slots, then
+        // the [mysqld] slots of the SQL node's other cluster connections.
         let api: Vec<(u8, bool)> = cluster
             .api_nodes
             .iter()
             .map(|n| (n.node_id.get(), n.mysqld))
             .collect();
-        assert_eq!(
-            api,
-            vec![(6, true), (7, false), (8, false), (9, false), (10, false)]
-        );
+        let mut expected = vec![(6, true), (7, false), (8, false), (9, false), (10, false)];
+        expected.extend((1..layout.sql_connection_pool).map(|k| (10 + k as u8, true)));
+        assert_eq!(api, expected);
         assert_eq!(cluster.api_nodes[0].host_name.as_deref(), Some("127.0.0.1"));
         assert!(
             text.contains("MySQL clients connect to 127.0.0.1:30006"),
@@ -1878,6 +1931,37 @@ mod tests {
         }
     }
 
+    /// Each SQL node's other cluster connections get `[mysqld]` slots of
+    /// their own after the `[api]` slots, and out-of-range pools are
+    /// refused.
+    #[test]
+    fn each_sql_node_gets_a_slot_per_cluster_connection() {
+        let args = parse(&["--sql-nodes", "2", "--sql-connection-pool", "3"]).expect("parses");
+        let layout = validate(&args).expect("valid");
+        // Data nodes 2, 3; SQL nodes 4, 5; [api] 6 to 9; pools 10-11, 12-13.
+        assert_eq!(
+            layout.sql_pool_node_ids(0).collect::<Vec<_>>(),
+            vec![10, 11]
+        );
+        assert_eq!(
+            layout.sql_pool_node_ids(1).collect::<Vec<_>>(),
+            vec![12, 13]
+        );
+        let text = config_ini(&layout, Path::new("/s"), &cpus(16)).expect("config.ini");
+        let cluster = config::parse(&text, "config.ini").expect("parses");
+        let mysqld: Vec<u8> = cluster
+            .api_nodes
+            .iter()
+            .filter(|n| n.mysqld)
+            .map(|n| n.node_id.get())
+            .collect();
+        assert_eq!(mysqld, vec![4, 5, 10, 11, 12, 13]);
+        for bad in ["0", "9"] {
+            let args = parse(&["--sql-connection-pool", bad]).expect("parses");
+            assert!(validate(&args).is_err(), "--sql-connection-pool {bad}");
+        }
+    }
+
     #[test]
     fn config_ini_for_the_largest_sandbox() {
         let layout = layout(48, 4, 21860).expect("valid");
@@ -1890,7 +1974,8 @@ mod tests {
         assert_eq!(cluster.data_nodes[3].node_group, 0);
         assert_eq!(cluster.data_nodes[4].node_group, 1);
         let api: Vec<u8> = cluster.api_nodes.iter().map(|n| n.node_id.get()).collect();
-        assert_eq!(api, vec![50, 51, 52, 53, 54]);
+        let pool = layout.sql_connection_pool as u8;
+        assert_eq!(api, (50..=54 + pool - 1).collect::<Vec<u8>>());
     }
 
     #[test]

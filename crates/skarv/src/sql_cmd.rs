@@ -8,10 +8,10 @@ const PORT_DEFAULT: u16 = 3306;
 /// Loopback: a SQL node is reachable from other machines only when asked.
 const BIND_DEFAULT: &str = "127.0.0.1";
 /// The SQL node's default `max_connections` (above MySQL's 151: idle
-/// connections are cheap here, and 1,000 of them must be served).
+/// connections are cheap here, and 8,192 of them must be served).
 const MAX_CONNECTIONS_DEFAULT: u32 = sql::MAX_CONNECTIONS_DEFAULT;
 /// More than any one process can hold open (file descriptors).
-const MAX_CONNECTIONS_MAX: u32 = 100_000;
+const MAX_CONNECTIONS_MAX: u32 = sql::MAX_CONNECTIONS_MAX;
 
 #[derive(clap::Args, Debug)]
 pub struct SqlArgs {
@@ -37,16 +37,78 @@ pub struct SqlArgs {
     /// slow_query_log = ON`.
     #[arg(long, value_name = "PATH")]
     pub slow_query_log_file: Option<std::path::PathBuf>,
+    /// Cluster connections (API nodes) of this SQL node; by default the
+    /// CPUs up to 4, or more when max_connections needs more sessions
+    /// (4,096 per connection).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=sql::CONNECTION_POOL_MAX as i64))]
+    pub ndb_cluster_connection_pool: Option<u16>,
+    /// Node ids of the cluster connections, comma-separated (the first
+    /// replaces --node-id); the pool is at least as many.
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u16).range(1..=255))]
+    pub ndb_cluster_connection_pool_nodeids: Vec<u16>,
+    /// How connections get threads: pool-of-threads (a thread pool; idle
+    /// connections hold no thread) or one-thread-per-connection.
+    #[arg(long, default_value = "pool-of-threads", value_parser = parse_thread_handling)]
+    pub thread_handling: sql::ThreadHandling,
+    /// Thread groups of the thread pool (each runs about one statement at
+    /// a time); by default the CPUs.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub thread_pool_size: Option<u16>,
+    /// Most threads of the thread pool.
+    #[arg(long, default_value_t = 65_536,
+          value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    pub thread_pool_max_threads: u32,
+    /// Milliseconds after which a statement that still runs lets its
+    /// thread group start another.
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..=4_294_967_295))]
+    pub thread_pool_stall_limit: u64,
+}
+
+fn parse_thread_handling(text: &str) -> Result<sql::ThreadHandling, String> {
+    sql::ThreadHandling::from_name(text)
+        .ok_or_else(|| "use pool-of-threads or one-thread-per-connection".to_owned())
 }
 
 pub fn run(args: SqlArgs) -> Result<(), String> {
+    // As in MySQL, a list of node ids sets the pool's size.
+    let listed = args.ndb_cluster_connection_pool_nodeids.len();
+    let pool = match (args.ndb_cluster_connection_pool.map(usize::from), listed) {
+        (Some(pool), 0) => pool,
+        (None, 0) => sql::connection_pool_default(args.max_connections),
+        (None, listed) => listed,
+        (Some(pool), listed) if pool == listed => pool,
+        (Some(pool), listed) => {
+            return Err(format!(
+                "--ndb-cluster-connection-pool {pool} and the {listed} node ids of \
+                 --ndb-cluster-connection-pool-nodeids differ"
+            ))
+        }
+    };
+    let mut node_ids = args.ndb_cluster_connection_pool_nodeids.into_iter();
+    let node_id = match (args.node_id, node_ids.next()) {
+        (Some(a), Some(b)) if a != b => {
+            return Err(format!(
+                "--node-id {a} and the first of --ndb-cluster-connection-pool-nodeids ({b}) differ"
+            ))
+        }
+        (a, b) => a.or(b),
+    };
+    let rest: Vec<u16> = node_ids.collect();
     let options = sql::ServerOptions {
         connect: args.connect,
         bind: args.bind,
         port: args.port,
-        node_id: args.node_id,
+        node_id,
         max_connections: args.max_connections,
         slow_query_log_file: args.slow_query_log_file,
+        connection_pool: pool,
+        connection_pool_node_ids: rest,
+        thread_handling: args.thread_handling,
+        thread_pool_size: args
+            .thread_pool_size
+            .map_or_else(sql::thread_pool_size_default, usize::from),
+        thread_pool_max_threads: args.thread_pool_max_threads as usize,
+        thread_pool_stall_limit_ms: args.thread_pool_stall_limit,
     };
     let listen = format!("{}:{}", options.bind, options.port);
     sql::serve(options).map_err(|error| format!("SQL node on {listen}: {error}"))

@@ -146,8 +146,11 @@ fn the_sandbox_starts_its_sql_node_or_says_why() {
 
     let show = skarv(&["admin", "--connect", &connect, "show"]);
     let listing = String::from_utf8_lossy(&show.stdout);
+    // The SQL node's cluster connections: a [mysqld] slot each (the
+    // sandbox gives it at most 8).
+    let pool = sql::connection_pool_default(sql::MAX_CONNECTIONS_DEFAULT).min(8);
     assert!(
-        listing.contains("[mysqld(API)]  1 node(s), 1 connected")
+        listing.contains(&format!("[mysqld(API)]  {pool} node(s), {pool} connected"))
             && listing.contains("id=3  @127.0.0.1"),
         "{}",
         text(&show)

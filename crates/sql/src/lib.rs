@@ -15,13 +15,18 @@
 //!   variables and transactions.
 //! - [`value`] and [`error`]: what the two share — values, column metadata
 //!   and MySQL's error codes.
-//! - `server`: the listener and one thread per connection.
+//! - `server`: the listener, the cluster connections and the threads of
+//!   the connections (one each, or [`thread_pool`]).
 
 pub mod backend;
 pub mod engine;
 pub mod error;
 pub mod protocol;
 mod server;
+pub mod thread_pool;
 pub mod value;
 
-pub use server::{serve, serve_on, serve_with, ServerOptions, MAX_CONNECTIONS_DEFAULT};
+pub use server::{
+    connection_pool_default, serve, serve_on, serve_with, thread_pool_size_default, ServerOptions,
+    ThreadHandling, CONNECTION_POOL_MAX, MAX_CONNECTIONS_DEFAULT, MAX_CONNECTIONS_MAX,
+};

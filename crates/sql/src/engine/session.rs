@@ -146,7 +146,7 @@ const SYSTEM_VARIABLES: &[SysVar] = &[
         Scope::Global,
         "67108864",
     ),
-    var("max_connections", int(1, 100_000), Scope::Global, "2000"),
+    var("max_connections", int(1, 100_000), Scope::Global, "8192"),
     var("max_error_count", int(0, 65_535), Scope::Both, "1024"),
     var(
         "max_execution_time",
@@ -178,6 +178,12 @@ const SYSTEM_VARIABLES: &[SysVar] = &[
         int(1, 63),
         Scope::ReadOnly,
         "1",
+    ),
+    var(
+        "ndb_cluster_connection_pool_nodeids",
+        TEXT,
+        Scope::ReadOnly,
+        "",
     ),
     var("ndb_use_exact_count", BOOL, Scope::Both, "OFF"),
     var(
@@ -214,6 +220,20 @@ const SYSTEM_VARIABLES: &[SysVar] = &[
     ),
     var("sql_warnings", BOOL, Scope::Both, "OFF"),
     var("system_time_zone", TEXT, Scope::ReadOnly, "UTC"),
+    var("thread_handling", TEXT, Scope::ReadOnly, "pool-of-threads"),
+    var(
+        "thread_pool_max_threads",
+        int(1, 65_536),
+        Scope::ReadOnly,
+        "65536",
+    ),
+    var("thread_pool_size", int(1, 256), Scope::ReadOnly, "1"),
+    var(
+        "thread_pool_stall_limit",
+        int(1, u32::MAX as u64),
+        Scope::ReadOnly,
+        "500",
+    ),
     var("time_zone", TEXT, Scope::Both, "SYSTEM"),
     var("transaction_allow_batching", BOOL, Scope::Both, "OFF"),
     var("transaction_isolation", TEXT, Scope::Both, "READ-COMMITTED"),

@@ -144,15 +144,71 @@ enum Flow {
     Close,
 }
 
-struct Connection<'a, S: Read + Write> {
+/// What a connection keeps between commands (see [`super::Wire`]).
+pub struct Wire<S: Read + Write> {
     io: PacketIo<S>,
-    backend: &'a mut dyn Backend,
-    options: &'a ProtocolOptions,
     peer: IpAddr,
     nonce: [u8; NONCE_BYTES],
     /// The capabilities both sides set.
     caps: u32,
     statements: HashMap<u32, Statement>,
+}
+
+impl<S: Read + Write> Wire<S> {
+    /// See [`super::Wire::new`].
+    pub fn new(stream: S, peer: IpAddr, options: &ProtocolOptions) -> io::Result<Wire<S>> {
+        Ok(Wire {
+            io: PacketIo::new(stream, options.max_allowed_packet_bytes),
+            peer,
+            nonce: auth::nonce()?,
+            caps: 0,
+            statements: HashMap::new(),
+        })
+    }
+
+    /// See [`super::Wire::login`].
+    pub fn login(
+        &mut self,
+        backend: &mut dyn Backend,
+        options: &ProtocolOptions,
+    ) -> io::Result<bool> {
+        Connection {
+            w: self,
+            backend,
+            options,
+        }
+        .handshake()
+    }
+
+    /// See [`super::Wire::command`].
+    pub fn command(
+        &mut self,
+        backend: &mut dyn Backend,
+        options: &ProtocolOptions,
+    ) -> io::Result<bool> {
+        let mut connection = Connection {
+            w: self,
+            backend,
+            options,
+        };
+        Ok(connection.one_command()? == Flow::Continue)
+    }
+
+    /// See [`super::Wire::has_buffered_input`].
+    pub fn has_buffered_input(&self) -> bool {
+        self.io.has_buffered_input()
+    }
+
+    /// The stream.
+    pub fn stream(&self) -> &S {
+        self.io.stream_ref()
+    }
+}
+
+struct Connection<'a, S: Read + Write> {
+    w: &'a mut Wire<S>,
+    backend: &'a mut dyn Backend,
+    options: &'a ProtocolOptions,
 }
 
 /// See [`super::serve_connection`].
@@ -173,14 +229,11 @@ fn run<S: Read + Write>(
     peer: IpAddr,
     options: &ProtocolOptions,
 ) -> io::Result<()> {
+    let mut wire = Wire::new(stream, peer, options)?;
     let mut connection = Connection {
-        io: PacketIo::new(stream, options.max_allowed_packet_bytes),
+        w: &mut wire,
         backend,
         options,
-        peer,
-        nonce: auth::nonce()?,
-        caps: 0,
-        statements: HashMap::new(),
     };
     if connection.handshake()? {
         connection.commands()?;
@@ -224,14 +277,14 @@ impl<'a, S: Read + Write> Connection<'a, S> {
     fn handshake(&mut self) -> io::Result<bool> {
         let id = self.backend.connection_id();
         let status = self.backend.status_flags();
-        write_greeting(&mut self.io, self.options, id, &self.nonce, status)?;
-        self.io.flush()?;
+        write_greeting(&mut self.w.io, self.options, id, &self.w.nonce, status)?;
+        self.w.io.flush()?;
         let Some(packet) = self.read_or_answer()? else {
             return Ok(false);
         };
         let request = match parse_handshake_response(&packet) {
             Ok((client_caps, request)) => {
-                self.caps = client_caps & SERVER_CAPS;
+                self.w.caps = client_caps & SERVER_CAPS;
                 request
             }
             Err(error) => {
@@ -247,7 +300,7 @@ impl<'a, S: Read + Write> Connection<'a, S> {
     fn login(&mut self, request: &LoginRequest<'_>) -> io::Result<bool> {
         let login = Login {
             user: &request.user,
-            host: self.peer,
+            host: self.w.peer,
             database: request.database.as_deref(),
         };
         if !self.authenticate(&login, request.response, request.plugin)? {
@@ -261,8 +314,8 @@ impl<'a, S: Read + Write> Connection<'a, S> {
             self.backend.client_collation(request.collation);
         }
         let status = self.backend.status_flags();
-        write_ok(&mut self.io, OK_HEADER, &OkInfo::default(), status)?;
-        self.io.flush()?;
+        write_ok(&mut self.w.io, OK_HEADER, &OkInfo::default(), status)?;
+        self.w.io.flush()?;
         Ok(true)
     }
 
@@ -276,7 +329,7 @@ impl<'a, S: Read + Write> Connection<'a, S> {
         plugin: Option<&[u8]>,
     ) -> io::Result<bool> {
         let mut response = response.to_vec();
-        let plugin_auth = self.caps & caps::PLUGIN_AUTH != 0;
+        let plugin_auth = self.w.caps & caps::PLUGIN_AUTH != 0;
         let announced = self.options.auth_plugin;
         let plugin = match plugin {
             _ if !plugin_auth => Plugin::Native,
@@ -310,15 +363,18 @@ impl<'a, S: Read + Write> Connection<'a, S> {
                 return Ok(false);
             }
         };
-        let passed = credentials
-            .is_some_and(|credentials| auth::verify(&credentials, plugin, &self.nonce, &response));
+        let passed = credentials.is_some_and(|credentials| {
+            auth::verify(&credentials, plugin, &self.w.nonce, &response)
+        });
         if !passed {
-            let error = access_denied(login.user, self.peer, !response.is_empty());
+            let error = access_denied(login.user, self.w.peer, !response.is_empty());
             self.send_error(&error)?;
             return Ok(false);
         }
         if plugin == Plugin::CachingSha2 && !response.is_empty() {
-            self.io.write_packet(&[AUTH_MORE_DATA, FAST_AUTH_SUCCESS])?;
+            self.w
+                .io
+                .write_packet(&[AUTH_MORE_DATA, FAST_AUTH_SUCCESS])?;
         }
         Ok(true)
     }
@@ -326,21 +382,21 @@ impl<'a, S: Read + Write> Connection<'a, S> {
     /// AuthSwitchRequest to `plugin` with the same nonce; the client's
     /// answer, or None when it went away.
     fn switch_to(&mut self, plugin: Plugin) -> io::Result<Option<Vec<u8>>> {
-        let at = self.io.begin();
-        let out = self.io.out();
+        let at = self.w.io.begin();
+        let out = self.w.io.out();
         out.push(EOF_HEADER);
         put_nul_bytes(out, plugin.name().as_bytes());
-        out.extend_from_slice(&self.nonce);
+        out.extend_from_slice(&self.w.nonce);
         out.push(0);
-        self.io.end(at)?;
-        self.io.flush()?;
+        self.w.io.end(at)?;
+        self.w.io.flush()?;
         self.read_or_answer()
     }
 
     /// Reads a packet; a packet that breaks the framing is answered (and
     /// None returned: the connection is to close), as is a closed stream.
     fn read_or_answer(&mut self) -> io::Result<Option<Vec<u8>>> {
-        match self.io.read_packet() {
+        match self.w.io.read_packet() {
             Ok(packet) => Ok(Some(packet)),
             Err(ReadError::Closed) => Ok(None),
             Err(ReadError::TooLarge) => {
@@ -362,30 +418,36 @@ impl<'a, S: Read + Write> Connection<'a, S> {
     }
 
     fn send_error(&mut self, error: &SqlError) -> io::Result<()> {
-        write_err(&mut self.io, error)?;
-        self.io.flush()
+        write_err(&mut self.w.io, error)?;
+        self.w.io.flush()
     }
 
     /// The command loop: one command, its answer written at once, until
     /// the client quits, the stream ends or the backend was killed.
     fn commands(&mut self) -> io::Result<()> {
-        loop {
-            self.io.reset_seq();
-            let Some(packet) = self.read_or_answer()? else {
-                return Ok(());
-            };
-            let flow = self.command(&packet)?;
-            self.io.flush()?;
-            self.io.shrink_idle();
-            if flow == Flow::Close || self.backend.killed() {
-                return Ok(());
-            }
+        while self.one_command()? == Flow::Continue {}
+        Ok(())
+    }
+
+    /// Reads one command and writes its whole answer; Close when the
+    /// client quit, the stream ended or the backend was killed.
+    fn one_command(&mut self) -> io::Result<Flow> {
+        self.w.io.reset_seq();
+        let Some(packet) = self.read_or_answer()? else {
+            return Ok(Flow::Close);
+        };
+        let flow = self.command(&packet)?;
+        self.w.io.flush()?;
+        self.w.io.shrink_idle();
+        if flow == Flow::Close || self.backend.killed() {
+            return Ok(Flow::Close);
         }
+        Ok(Flow::Continue)
     }
 
     fn command(&mut self, packet: &[u8]) -> io::Result<Flow> {
         let Some((&command, payload)) = packet.split_first() else {
-            write_err(&mut self.io, &malformed())?;
+            write_err(&mut self.w.io, &malformed())?;
             return Ok(Flow::Continue);
         };
         match command {
@@ -405,11 +467,11 @@ impl<'a, S: Read + Write> Connection<'a, S> {
             command::SET_OPTION => self.set_option(payload)?,
             command::RESET_CONNECTION => {
                 self.backend.reset();
-                self.statements.clear();
+                self.w.statements.clear();
                 self.ok()?;
             }
             _ => write_err(
-                &mut self.io,
+                &mut self.w.io,
                 &SqlError::new(codes::UNKNOWN_COM, "Unknown command"),
             )?,
         }
@@ -418,13 +480,13 @@ impl<'a, S: Read + Write> Connection<'a, S> {
 
     fn ok(&mut self) -> io::Result<()> {
         let status = self.backend.status_flags();
-        write_ok(&mut self.io, OK_HEADER, &OkInfo::default(), status)
+        write_ok(&mut self.w.io, OK_HEADER, &OkInfo::default(), status)
     }
 
     fn answer(&mut self, result: Result<(), SqlError>) -> io::Result<()> {
         match result {
             Ok(()) => self.ok(),
-            Err(error) => write_err(&mut self.io, &error),
+            Err(error) => write_err(&mut self.w.io, &error),
         }
     }
 
@@ -443,20 +505,20 @@ impl<'a, S: Read + Write> Connection<'a, S> {
                 // A client-side prepared statement's binary argument
                 // (`_binary'…'` of Go's and MariaDB's drivers, PyMySQL).
                 Some(sql) => return self.run_query(&sql),
-                None => return write_err(&mut self.io, &error),
+                None => return write_err(&mut self.w.io, &error),
             },
         };
         self.run_query(sql)
     }
 
     fn run_query(&mut self, sql: &str) -> io::Result<()> {
-        let multi = self.caps & caps::MULTI_STATEMENTS != 0;
+        let multi = self.w.caps & caps::MULTI_STATEMENTS != 0;
         let status = self.backend.status_flags();
-        let mut sink = Sink::new(&mut self.io, self.caps, false, status);
+        let mut sink = Sink::new(&mut self.w.io, self.w.caps, false, status);
         sink.latin1 = self.backend.latin1_results();
         self.backend.query(sql, multi, &mut sink)?;
         sink.finish()?;
-        self.io.set_status(self.backend.status_flags());
+        self.w.io.set_status(self.backend.status_flags());
         Ok(())
     }
 
@@ -468,12 +530,12 @@ impl<'a, S: Read + Write> Connection<'a, S> {
         match columns {
             Ok(columns) => {
                 for column in &columns {
-                    write_column(&mut self.io, column, true)?;
+                    write_column(&mut self.w.io, column, true)?;
                 }
                 let status = self.backend.status_flags();
-                write_terminator(&mut self.io, self.caps, &OkInfo::default(), status)
+                write_terminator(&mut self.w.io, self.w.caps, &OkInfo::default(), status)
             }
-            Err(error) => write_err(&mut self.io, &error),
+            Err(error) => write_err(&mut self.w.io, &error),
         }
     }
 
@@ -485,13 +547,13 @@ impl<'a, S: Read + Write> Connection<'a, S> {
             stats.connections.load(Ordering::Relaxed),
             self.options.server_version
         );
-        self.io.write_packet(text.as_bytes())
+        self.w.io.write_packet(text.as_bytes())
     }
 
     fn process_kill(&mut self, payload: &[u8]) -> io::Result<()> {
         match Cursor::new(payload).u32() {
             Ok(id) => self.run_query(&format!("KILL {id}")),
-            Err(Malformed) => write_err(&mut self.io, &malformed()),
+            Err(Malformed) => write_err(&mut self.w.io, &malformed()),
         }
     }
 
@@ -499,15 +561,15 @@ impl<'a, S: Read + Write> Connection<'a, S> {
     /// authenticated against this connection's nonce; a failure closes
     /// the connection (its session is gone).
     fn change_user(&mut self, payload: &[u8]) -> io::Result<Flow> {
-        let request = match parse_change_user(payload, self.caps) {
+        let request = match parse_change_user(payload, self.w.caps) {
             Ok(request) => request,
             Err(Malformed) => {
-                write_err(&mut self.io, &malformed())?;
+                write_err(&mut self.w.io, &malformed())?;
                 return Ok(Flow::Close);
             }
         };
         self.backend.reset();
-        self.statements.clear();
+        self.w.statements.clear();
         Ok(if self.login(&request)? {
             Flow::Continue
         } else {
@@ -523,10 +585,10 @@ impl<'a, S: Read + Write> Connection<'a, S> {
         } else {
             match utf8(payload) {
                 Ok(sql) => sql,
-                Err(error) => return write_err(&mut self.io, &error),
+                Err(error) => return write_err(&mut self.w.io, &error),
             }
         };
-        if self.statements.len() >= STATEMENTS_MAX {
+        if self.w.statements.len() >= STATEMENTS_MAX {
             let error = SqlError::new(
                 MAX_PREPARED_STMT_COUNT_REACHED,
                 format!(
@@ -534,11 +596,11 @@ impl<'a, S: Read + Write> Connection<'a, S> {
                      {STATEMENTS_MAX})"
                 ),
             );
-            return write_err(&mut self.io, &error);
+            return write_err(&mut self.w.io, &error);
         }
         let prepared = match self.backend.prepare(sql) {
             Ok(prepared) => prepared,
-            Err(error) => return write_err(&mut self.io, &error),
+            Err(error) => return write_err(&mut self.w.io, &error),
         };
         let fields = prepared.params.len().max(prepared.columns.len());
         if fields > STATEMENT_FIELDS_MAX {
@@ -547,48 +609,48 @@ impl<'a, S: Read + Write> Connection<'a, S> {
                 PS_MANY_PARAM,
                 "Prepared statement contains too many placeholders",
             );
-            return write_err(&mut self.io, &error);
+            return write_err(&mut self.w.io, &error);
         }
-        let at = self.io.begin();
-        let out = self.io.out();
+        let at = self.w.io.begin();
+        let out = self.w.io.out();
         out.push(OK_HEADER);
         put_u32(out, prepared.id);
         put_u16(out, prepared.columns.len() as u16);
         put_u16(out, prepared.params.len() as u16);
         out.push(0);
         put_u16(out, 0);
-        self.io.end(at)?;
+        self.w.io.end(at)?;
         let status = self.backend.status_flags();
         for fields in [&prepared.params, &prepared.columns] {
             if fields.is_empty() {
                 continue;
             }
             for field in fields {
-                write_column(&mut self.io, field, false)?;
+                write_column(&mut self.w.io, field, false)?;
             }
-            if self.caps & caps::DEPRECATE_EOF == 0 {
-                write_eof(&mut self.io, 0, status)?;
+            if self.w.caps & caps::DEPRECATE_EOF == 0 {
+                write_eof(&mut self.w.io, 0, status)?;
             }
         }
         let statement = Statement::new(prepared.params.len());
-        self.statements.insert(prepared.id, statement);
+        self.w.statements.insert(prepared.id, statement);
         Ok(())
     }
 
     fn execute(&mut self, payload: &[u8]) -> io::Result<()> {
         let mut cursor = Cursor::new(payload);
         let Ok(id) = cursor.u32() else {
-            return write_err(&mut self.io, &malformed());
+            return write_err(&mut self.w.io, &malformed());
         };
         // The cursor flags (a cursor is never opened: the whole result is
         // sent, as MySQL does for a statement that needs none) and the
         // iteration count, always 1.
         if cursor.u8().and_then(|_| cursor.u32()).is_err() {
-            return write_err(&mut self.io, &malformed());
+            return write_err(&mut self.w.io, &malformed());
         }
         let mut params = match self.decode_params(id, &mut cursor) {
             Ok(params) => params,
-            Err(error) => return write_err(&mut self.io, &error),
+            Err(error) => return write_err(&mut self.w.io, &error),
         };
         if self.backend.latin1_client() {
             for p in &mut params {
@@ -598,11 +660,11 @@ impl<'a, S: Read + Write> Connection<'a, S> {
             }
         }
         let status = self.backend.status_flags();
-        let mut sink = Sink::new(&mut self.io, self.caps, true, status);
+        let mut sink = Sink::new(&mut self.w.io, self.w.caps, true, status);
         sink.latin1 = self.backend.latin1_results();
         self.backend.execute(id, &params, &mut sink)?;
         sink.finish()?;
-        self.io.set_status(self.backend.status_flags());
+        self.w.io.set_status(self.backend.status_flags());
         Ok(())
     }
 
@@ -614,7 +676,7 @@ impl<'a, S: Read + Write> Connection<'a, S> {
         id: u32,
         cursor: &mut Cursor<'_>,
     ) -> Result<Vec<SqlValue>, SqlError> {
-        let Some(statement) = self.statements.get_mut(&id) else {
+        let Some(statement) = self.w.statements.get_mut(&id) else {
             return Err(unknown_statement(id, "mysqld_stmt_execute"));
         };
         let mut long_data = std::mem::take(&mut statement.long_data);
@@ -666,7 +728,7 @@ impl<'a, S: Read + Write> Connection<'a, S> {
         };
         let data = cursor.rest();
         let limit = self.options.max_allowed_packet_bytes;
-        let Some(statement) = self.statements.get_mut(&id) else {
+        let Some(statement) = self.w.statements.get_mut(&id) else {
             return;
         };
         let param = usize::from(param);
@@ -693,17 +755,17 @@ impl<'a, S: Read + Write> Connection<'a, S> {
 
     fn close_statement(&mut self, payload: &[u8]) {
         if let Ok(id) = Cursor::new(payload).u32() {
-            self.statements.remove(&id);
+            self.w.statements.remove(&id);
             self.backend.close(id);
         }
     }
 
     fn reset_statement(&mut self, payload: &[u8]) -> io::Result<()> {
         let Ok(id) = Cursor::new(payload).u32() else {
-            return write_err(&mut self.io, &malformed());
+            return write_err(&mut self.w.io, &malformed());
         };
         let known = self.backend.has_statement(id);
-        let result = match self.statements.get_mut(&id) {
+        let result = match self.w.statements.get_mut(&id) {
             Some(statement) if known => {
                 statement.clear_long_data();
                 Ok(())
@@ -716,16 +778,16 @@ impl<'a, S: Read + Write> Connection<'a, S> {
     /// COM_SET_OPTION: multi-statements on or off; answered with EOF.
     fn set_option(&mut self, payload: &[u8]) -> io::Result<()> {
         match Cursor::new(payload).u16() {
-            Ok(MULTI_STATEMENTS_ON) => self.caps |= caps::MULTI_STATEMENTS,
-            Ok(MULTI_STATEMENTS_OFF) => self.caps &= !caps::MULTI_STATEMENTS,
+            Ok(MULTI_STATEMENTS_ON) => self.w.caps |= caps::MULTI_STATEMENTS,
+            Ok(MULTI_STATEMENTS_OFF) => self.w.caps &= !caps::MULTI_STATEMENTS,
             Ok(_) => {
                 let error = SqlError::new(codes::UNKNOWN_COM, "Unknown command");
-                return write_err(&mut self.io, &error);
+                return write_err(&mut self.w.io, &error);
             }
-            Err(Malformed) => return write_err(&mut self.io, &malformed()),
+            Err(Malformed) => return write_err(&mut self.w.io, &malformed()),
         }
         let status = self.backend.status_flags();
-        write_terminator(&mut self.io, self.caps, &OkInfo::default(), status)
+        write_terminator(&mut self.w.io, self.w.caps, &OkInfo::default(), status)
     }
 }
 

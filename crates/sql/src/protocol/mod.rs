@@ -123,6 +123,54 @@ pub fn serve_connection<S: Read + Write>(
     connection::serve(stream, backend, peer, options)
 }
 
+/// One client connection, owning its stream, served a step at a time: a
+/// thread pool parks it while its client is idle and serves one command
+/// at a time on whichever thread is free ([`serve_connection`] serves
+/// one on the calling thread to its end).
+pub struct Wire<S: Read + Write>(connection::Wire<S>);
+
+impl<S: Read + Write> Wire<S> {
+    /// A connection on `stream`, not yet greeted.
+    pub fn new(stream: S, peer: IpAddr, options: &ProtocolOptions) -> io::Result<Wire<S>> {
+        connection::Wire::new(stream, peer, options).map(Wire)
+    }
+
+    /// The handshake and login: true when the client is logged in; false
+    /// when the connection is over (the client went away, or was refused
+    /// and told why). The caller calls `Backend::disconnect` once the
+    /// connection is over, whichever way it ends.
+    pub fn login(
+        &mut self,
+        backend: &mut dyn Backend,
+        options: &ProtocolOptions,
+    ) -> io::Result<bool> {
+        self.0.login(backend, options)
+    }
+
+    /// Reads one command (waiting for it) and writes its whole answer;
+    /// false when the connection is over (the client quit, the stream
+    /// ended or the backend was killed).
+    pub fn command(
+        &mut self,
+        backend: &mut dyn Backend,
+        options: &ProtocolOptions,
+    ) -> io::Result<bool> {
+        self.0.command(backend, options)
+    }
+
+    /// Whether the client's next command is already read into the buffer
+    /// (pipelined): a poller of the socket would not see it, so it is to
+    /// be served at once.
+    pub fn has_buffered_input(&self) -> bool {
+        self.0.has_buffered_input()
+    }
+
+    /// The stream.
+    pub fn stream(&self) -> &S {
+        self.0.stream()
+    }
+}
+
 /// Turns a client away: the handshake (so that it can read the reason),
 /// then `error` as the answer to its login, then the end of the connection
 /// (`max_connections`' 1040, a cluster that cannot be reached).

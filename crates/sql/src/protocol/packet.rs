@@ -211,6 +211,18 @@ impl<S: Read + Write> PacketIo<S> {
         }
     }
 
+    /// Whether bytes the client sent are already read into the buffer
+    /// (a pipelined command): a poller waiting on the socket would not
+    /// see them.
+    pub fn has_buffered_input(&self) -> bool {
+        !self.reader.buffer().is_empty()
+    }
+
+    /// The stream, for its socket options.
+    pub fn stream_ref(&self) -> &S {
+        self.reader.get_ref()
+    }
+
     /// The stream (tests read what was written).
     #[cfg(test)]
     pub fn stream(&mut self) -> &mut S {

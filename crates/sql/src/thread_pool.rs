@@ -1,0 +1,656 @@
+//! The thread pool (`thread_handling=pool-of-threads`, MariaDB's name):
+//! connections share a few threads instead of holding one each.
+//!
+//! Connections are split over `thread_pool_size` thread groups. Each
+//! group has a poller thread (one epoll set) and a queue. A connection
+//! whose client is idle costs no thread: its socket waits in the group's
+//! epoll set (one-shot), and when the client sends a command the poller
+//! queues the connection and wakes (or starts) a worker, which serves that
+//! one command and puts the socket back in the set.
+//!
+//! Like MySQL's and MariaDB's pools (seed 004), a group normally runs one
+//! statement at a time — here `1 + THREAD_POOL_OVERSUBSCRIBE`, because a
+//! statement of a SQL node mostly waits for the data nodes rather than
+//! using its CPU — and queues the rest:
+//! - a connection whose transaction is already started is queued ahead of
+//!   the others ("started transactions first"): it holds row locks that
+//!   others wait for, and ending it frees them;
+//! - a worker that has run one statement for longer than
+//!   `thread_pool_stall_limit` no longer counts, so a long statement
+//!   (or one waiting for a lock) lets the group start another worker; the
+//!   poller looks for stalls every stall limit;
+//! - at most `thread_pool_max_threads` workers over all groups; a worker
+//!   idle for `THREAD_POOL_IDLE_TIMEOUT_MS` ends (one stays per group).
+//!
+//! The pool knows nothing of MySQL: it runs [`Task`]s. Linux only (epoll).
+
+use std::collections::{HashMap, VecDeque};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// Statements a group runs at once beyond the first (MariaDB's
+/// `thread_pool_oversubscribe` default).
+pub const THREAD_POOL_OVERSUBSCRIBE: usize = 3;
+/// Statements a group runs at once before its stall limit.
+pub const GROUP_STATEMENTS_MAX: usize = 1 + THREAD_POOL_OVERSUBSCRIBE;
+/// MariaDB's `thread_pool_stall_limit` default, in ms.
+pub const THREAD_POOL_STALL_LIMIT_MS_DEFAULT: u64 = 500;
+/// The smallest stall limit, in ms (MariaDB's `thread_pool_stall_limit`
+/// lower bound).
+pub const THREAD_POOL_STALL_LIMIT_MS_MIN: u64 = 1;
+/// MariaDB's `thread_pool_max_threads` default.
+pub const THREAD_POOL_MAX_THREADS_DEFAULT: usize = 65_536;
+/// Most thread groups (MariaDB's `thread_pool_size` upper bound).
+pub const THREAD_POOL_SIZE_MAX: usize = 256;
+/// How long a worker with nothing to do waits before it ends, in ms
+/// (MariaDB's `thread_pool_idle_timeout` default, 60 s).
+pub const THREAD_POOL_IDLE_TIMEOUT_MS: u64 = 60_000;
+/// Events one `epoll_wait` returns at most.
+const EVENTS_PER_WAIT: usize = 256;
+
+/// One connection as the pool runs it.
+pub trait Task: Send + 'static {
+    /// The socket it waits on while its client is idle.
+    fn fd(&self) -> RawFd;
+    /// Serves what the client sent (the login, or one command), on a
+    /// worker; may block (reading the rest of a packet, writing a large
+    /// result, running the statement).
+    fn run(&mut self) -> Next;
+    /// Whether a transaction is open: such a connection is queued first.
+    fn in_transaction(&self) -> bool;
+}
+
+/// What a task is to do after [`Task::run`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// Wait until its socket has input.
+    Wait,
+    /// Run again at once (input is already buffered).
+    Ready,
+    /// Over: the task is dropped.
+    Done,
+}
+
+/// How the pool is sized.
+#[derive(Clone, Debug)]
+pub struct PoolOptions {
+    /// Thread groups (`thread_pool_size`).
+    pub groups: usize,
+    /// Most workers over all groups (`thread_pool_max_threads`).
+    pub max_threads: usize,
+    /// After how long a running statement lets its group start another
+    /// worker (`thread_pool_stall_limit`).
+    pub stall_limit: Duration,
+    /// Stack of a worker, in bytes.
+    pub stack_bytes: usize,
+}
+
+/// What every group shares.
+struct Shared {
+    options: PoolOptions,
+    /// Workers over all groups.
+    threads: AtomicUsize,
+    closing: AtomicBool,
+}
+
+/// A thread pool (see the module doc). Dropping it lets its threads end
+/// once idle.
+pub struct ThreadPool<T: Task> {
+    groups: Vec<Arc<Group<T>>>,
+    shared: Arc<Shared>,
+    next: AtomicUsize,
+}
+
+struct Group<T: Task> {
+    index: usize,
+    shared: Arc<Shared>,
+    epoll: OwnedFd,
+    state: Mutex<State<T>>,
+    work: Condvar,
+    /// Tasks whose sockets wait in the epoll set, by token.
+    waiting: Mutex<HashMap<u64, T>>,
+    next_token: AtomicU64,
+    next_worker: AtomicU64,
+}
+
+struct State<T> {
+    /// Tasks with a transaction open.
+    high: VecDeque<T>,
+    low: VecDeque<T>,
+    /// This group's workers.
+    threads: usize,
+    /// Workers waiting for work.
+    idle: usize,
+    /// Idle workers woken and not yet awake.
+    permits: usize,
+    /// Workers started and not yet looking for work.
+    starting: usize,
+    /// Running workers: id and since when.
+    running: Vec<(u64, Instant)>,
+}
+
+impl<T> State<T> {
+    fn queued(&self) -> usize {
+        self.high.len() + self.low.len()
+    }
+
+    /// Workers running a statement for less than the stall limit.
+    fn unstalled(&self, now: Instant, stall_limit: Duration) -> usize {
+        self.running
+            .iter()
+            .filter(|(_, since)| now.saturating_duration_since(*since) < stall_limit)
+            .count()
+    }
+
+    fn may_start(&self, now: Instant, stall_limit: Duration) -> bool {
+        self.unstalled(now, stall_limit) < GROUP_STATEMENTS_MAX
+    }
+
+    fn pop(&mut self) -> Option<T> {
+        self.high.pop_front().or_else(|| self.low.pop_front())
+    }
+}
+
+impl<T: Task> ThreadPool<T> {
+    /// A pool of `options.groups` groups, each with its poller thread
+    /// started; workers start as work comes.
+    pub fn start(options: PoolOptions) -> io::Result<ThreadPool<T>> {
+        let groups = options.groups.clamp(1, THREAD_POOL_SIZE_MAX);
+        let shared = Arc::new(Shared {
+            options,
+            threads: AtomicUsize::new(0),
+            closing: AtomicBool::new(false),
+        });
+        let mut list = Vec::with_capacity(groups);
+        for index in 0..groups {
+            // SAFETY: epoll_create1 takes no pointers; a valid result is
+            // a descriptor we own from here on.
+            let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+            if fd < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // SAFETY: fd is a fresh descriptor nobody else owns.
+            let epoll = unsafe { OwnedFd::from_raw_fd(fd) };
+            let group = Arc::new(Group {
+                index,
+                shared: Arc::clone(&shared),
+                epoll,
+                state: Mutex::new(State {
+                    high: VecDeque::new(),
+                    low: VecDeque::new(),
+                    threads: 0,
+                    idle: 0,
+                    permits: 0,
+                    starting: 0,
+                    running: Vec::new(),
+                }),
+                work: Condvar::new(),
+                waiting: Mutex::new(HashMap::new()),
+                next_token: AtomicU64::new(0),
+                next_worker: AtomicU64::new(0),
+            });
+            let poller = Arc::clone(&group);
+            thread::Builder::new()
+                .name(format!("sql-poll-{index}"))
+                .stack_size(POLLER_STACK_BYTES)
+                .spawn(move || poller.poll())?;
+            list.push(group);
+        }
+        Ok(ThreadPool {
+            groups: list,
+            shared,
+            next: AtomicUsize::new(0),
+        })
+    }
+
+    /// Queues a new task (a connection to log in) on the next group,
+    /// round-robin.
+    pub fn submit(&self, task: T) {
+        let at = self.next.fetch_add(1, Ordering::Relaxed) % self.groups.len();
+        let group = &self.groups[at];
+        let high = task.in_transaction();
+        let mut state = group.lock();
+        group.enqueue(&mut state, task, high);
+    }
+
+    /// Workers now, over all groups.
+    pub fn threads(&self) -> usize {
+        self.shared.threads.load(Ordering::Relaxed)
+    }
+
+    /// Tasks running now, over all groups.
+    #[cfg(test)]
+    fn running(&self) -> usize {
+        self.groups.iter().map(|g| g.lock().running.len()).sum()
+    }
+
+    /// Connections whose client is idle (no thread of their own).
+    pub fn waiting(&self) -> usize {
+        self.groups
+            .iter()
+            .map(|g| g.waiting.lock().unwrap_or_else(|p| p.into_inner()).len())
+            .sum()
+    }
+}
+
+impl<T: Task> Drop for ThreadPool<T> {
+    fn drop(&mut self) {
+        self.shared.closing.store(true, Ordering::Release);
+        for group in &self.groups {
+            let _state = group.lock();
+            group.work.notify_all();
+        }
+    }
+}
+
+/// Stack of a poller thread, in bytes: it only moves tasks.
+const POLLER_STACK_BYTES: usize = 128 << 10;
+
+impl<T: Task> Group<T> {
+    fn lock(&self) -> MutexGuard<'_, State<T>> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Queues `task` (first when `high`) and gets a worker to it.
+    fn enqueue(self: &Arc<Self>, state: &mut State<T>, task: T, high: bool) {
+        if high {
+            state.high.push_back(task);
+        } else {
+            state.low.push_back(task);
+        }
+        self.wake(state);
+    }
+
+    /// Wakes idle workers, or starts some, while work is queued and the
+    /// group may run more than it runs now.
+    fn wake(self: &Arc<Self>, state: &mut State<T>) {
+        while self.wake_one(state) {}
+    }
+
+    /// Wakes or starts one worker if the group wants one; false if not.
+    fn wake_one(self: &Arc<Self>, state: &mut State<T>) -> bool {
+        let now = Instant::now();
+        // Workers already on their way count as running.
+        let coming = state.permits + state.starting;
+        let running = state.unstalled(now, self.shared.options.stall_limit) + coming;
+        if state.queued() <= coming || running >= GROUP_STATEMENTS_MAX {
+            return false;
+        }
+        if state.idle > state.permits {
+            state.permits += 1;
+            self.work.notify_one();
+            return true;
+        }
+        let shared = &self.shared;
+        let threads = shared.threads.fetch_add(1, Ordering::AcqRel);
+        if threads >= shared.options.max_threads.max(1) && state.threads > 0 {
+            shared.threads.fetch_sub(1, Ordering::AcqRel);
+            return false;
+        }
+        let worker = Arc::clone(self);
+        let id = self.next_worker.fetch_add(1, Ordering::Relaxed);
+        let spawned = thread::Builder::new()
+            .name(format!("sql-pool-{}", self.index))
+            .stack_size(shared.options.stack_bytes)
+            .spawn(move || worker.work(id));
+        match spawned {
+            Ok(_) => {
+                state.threads += 1;
+                state.starting += 1;
+                true
+            }
+            Err(error) => {
+                shared.threads.fetch_sub(1, Ordering::AcqRel);
+                tracing::error!(group = self.index, "cannot start a pool worker: {error}");
+                false
+            }
+        }
+    }
+
+    /// A worker: runs queued tasks while the group may, waits otherwise.
+    fn work(self: Arc<Self>, id: u64) {
+        let stall_limit = self.shared.options.stall_limit;
+        let idle_timeout = Duration::from_millis(THREAD_POOL_IDLE_TIMEOUT_MS);
+        let mut state = self.lock();
+        state.starting -= 1;
+        loop {
+            let now = Instant::now();
+            if state.queued() > 0 && state.may_start(now, stall_limit) {
+                if let Some(mut task) = state.pop() {
+                    state.running.push((id, now));
+                    drop(state);
+                    let next = run_caught(&mut task);
+                    let high = next != Next::Done && task.in_transaction();
+                    let again = match next {
+                        Next::Wait => self.park(task),
+                        Next::Ready => Some(task),
+                        Next::Done => {
+                            self.forget(task.fd());
+                            drop(task);
+                            None
+                        }
+                    };
+                    state = self.lock();
+                    state.running.retain(|(worker, _)| *worker != id);
+                    // This worker looks for work next: no one to wake.
+                    match again {
+                        Some(task) if high => state.high.push_back(task),
+                        Some(task) => state.low.push_back(task),
+                        None => {}
+                    }
+                    continue;
+                }
+            }
+            if self.shared.closing.load(Ordering::Acquire) {
+                break;
+            }
+            state.idle += 1;
+            let (mut woken, timeout) = self
+                .work
+                .wait_timeout(state, idle_timeout)
+                .unwrap_or_else(|p| p.into_inner());
+            woken.idle -= 1;
+            if woken.permits > 0 {
+                woken.permits -= 1;
+            } else if timeout.timed_out() && woken.threads > 1 && woken.queued() == 0 {
+                state = woken;
+                break;
+            }
+            state = woken;
+        }
+        state.threads -= 1;
+        self.shared.threads.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// Puts `task`'s socket in the epoll set; the task back when that
+    /// fails (it is then served as if ready, and fails on its socket).
+    fn park(&self, task: T) -> Option<T> {
+        let fd = task.fd();
+        let token = self.next_token.fetch_add(1, Ordering::Relaxed);
+        let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        // Into the map before the socket is armed: the poller may see it
+        // ready at once.
+        waiting.insert(token, task);
+        let mut event = libc::epoll_event {
+            events: (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLONESHOT) as u32,
+            u64: token,
+        };
+        let epoll = self.epoll.as_raw_fd();
+        // SAFETY: epoll_ctl reads the event we own; the fds are open.
+        let mut result = unsafe { libc::epoll_ctl(epoll, libc::EPOLL_CTL_MOD, fd, &mut event) };
+        if result != 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ENOENT) {
+            // SAFETY: as above.
+            result = unsafe { libc::epoll_ctl(epoll, libc::EPOLL_CTL_ADD, fd, &mut event) };
+        }
+        if result != 0 {
+            let error = io::Error::last_os_error();
+            tracing::warn!(
+                group = self.index,
+                "cannot wait on a client socket: {error}"
+            );
+            return waiting.remove(&token);
+        }
+        None
+    }
+
+    /// Takes a socket out of the epoll set before its task is dropped: a
+    /// second handle of the socket (`KILL`'s) would keep it registered.
+    fn forget(&self, fd: RawFd) {
+        let mut event = libc::epoll_event { events: 0, u64: 0 };
+        // SAFETY: epoll_ctl reads the event we own; a socket never added
+        // only gets ENOENT.
+        unsafe { libc::epoll_ctl(self.epoll.as_raw_fd(), libc::EPOLL_CTL_DEL, fd, &mut event) };
+    }
+
+    /// The poller: moves tasks whose sockets have input to the queue, and
+    /// every stall limit gets a worker to a queue that stalled.
+    fn poll(self: Arc<Self>) {
+        let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; EVENTS_PER_WAIT];
+        let tick = self.shared.options.stall_limit;
+        let tick_ms = i32::try_from(tick.as_millis()).unwrap_or(i32::MAX).max(1);
+        let mut checked = Instant::now();
+        loop {
+            // SAFETY: the buffer holds EVENTS_PER_WAIT events we own.
+            let n = unsafe {
+                libc::epoll_wait(
+                    self.epoll.as_raw_fd(),
+                    events.as_mut_ptr(),
+                    EVENTS_PER_WAIT as i32,
+                    tick_ms,
+                )
+            };
+            if self.shared.closing.load(Ordering::Acquire) {
+                return;
+            }
+            if n < 0 {
+                let error = io::Error::last_os_error();
+                if error.kind() != io::ErrorKind::Interrupted {
+                    tracing::error!(group = self.index, "epoll_wait: {error}");
+                    thread::sleep(tick);
+                }
+                continue;
+            }
+            let ready: Vec<T> = {
+                let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+                events[..n as usize]
+                    .iter()
+                    .filter_map(|event| waiting.remove(&{ event.u64 }))
+                    .collect()
+            };
+            let mut state = self.lock();
+            for task in ready {
+                let high = task.in_transaction();
+                self.enqueue(&mut state, task, high);
+            }
+            if checked.elapsed() >= tick {
+                checked = Instant::now();
+                // Workers that ran past the stall limit no longer count:
+                // start one for what waits.
+                self.wake(&mut state);
+            }
+        }
+    }
+}
+
+/// Runs a task; a panic ends that task only.
+fn run_caught<T: Task>(task: &mut T) -> Next {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| task.run())) {
+        Ok(next) => next,
+        Err(_) => {
+            tracing::error!("a pooled connection panicked; it is closed");
+            Next::Done
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::os::unix::net::UnixStream;
+    use std::sync::mpsc;
+
+    const WAIT: Duration = Duration::from_secs(10);
+
+    fn options(groups: usize, stall_ms: u64) -> PoolOptions {
+        PoolOptions {
+            groups,
+            max_threads: 64,
+            stall_limit: Duration::from_millis(stall_ms),
+            stack_bytes: 256 << 10,
+        }
+    }
+
+    /// Reads a byte per run and reports it; ends when its peer closes.
+    struct Echo {
+        socket: UnixStream,
+        name: &'static str,
+        in_tx: bool,
+        /// Blocks each run until a message comes.
+        gate: Option<mpsc::Receiver<()>>,
+        seen: mpsc::Sender<(&'static str, u8)>,
+    }
+
+    impl Task for Echo {
+        fn fd(&self) -> RawFd {
+            self.socket.as_raw_fd()
+        }
+        fn run(&mut self) -> Next {
+            if let Some(gate) = &self.gate {
+                let _ = gate.recv();
+            }
+            let mut byte = [0u8];
+            match self.socket.read(&mut byte) {
+                Ok(1) => {
+                    let _ = self.seen.send((self.name, byte[0]));
+                    Next::Wait
+                }
+                _ => Next::Done,
+            }
+        }
+        fn in_transaction(&self) -> bool {
+            self.in_tx
+        }
+    }
+
+    fn echo(
+        name: &'static str,
+        in_tx: bool,
+        seen: &mpsc::Sender<(&'static str, u8)>,
+    ) -> (Echo, UnixStream) {
+        let (ours, theirs) = UnixStream::pair().expect("socketpair");
+        let task = Echo {
+            socket: ours,
+            name,
+            in_tx,
+            gate: None,
+            seen: seen.clone(),
+        };
+        (task, theirs)
+    }
+
+    /// An idle task holds no thread; input wakes it through the poller,
+    /// again and again.
+    #[test]
+    fn the_poller_serves_a_task_each_time_its_socket_has_input() {
+        let pool = ThreadPool::start(options(1, 500)).expect("pool");
+        let (seen_tx, seen) = mpsc::channel();
+        let (task, mut client) = echo("a", false, &seen_tx);
+        client.write_all(&[1]).expect("write");
+        pool.submit(task);
+        assert_eq!(seen.recv_timeout(WAIT), Ok(("a", 1)));
+        for byte in 2..5 {
+            client.write_all(&[byte]).expect("write");
+            assert_eq!(seen.recv_timeout(WAIT), Ok(("a", byte)));
+        }
+        // The task reports its byte before it goes back to the poller.
+        let settled = |wanted: usize| {
+            let deadline = Instant::now() + WAIT;
+            while pool.waiting() != wanted && Instant::now() < deadline {
+                thread::yield_now();
+            }
+            pool.waiting()
+        };
+        assert_eq!(settled(1), 1, "the idle task waits in the poller");
+        drop(client);
+        assert_eq!(settled(0), 0, "a closed socket ends its task");
+    }
+
+    /// Many idle tasks on few threads.
+    #[test]
+    fn a_thousand_idle_tasks_need_no_thread_each() {
+        let pool = ThreadPool::start(options(2, 500)).expect("pool");
+        let (seen_tx, seen) = mpsc::channel();
+        let mut clients = Vec::new();
+        for _ in 0..1_000 {
+            let (task, mut client) = echo("idle", false, &seen_tx);
+            client.write_all(&[0]).expect("write");
+            pool.submit(task);
+            clients.push(client);
+        }
+        for _ in 0..1_000 {
+            assert!(seen.recv_timeout(WAIT).is_ok());
+        }
+        for (at, client) in clients.iter_mut().enumerate().step_by(100) {
+            client.write_all(&[at as u8]).expect("write");
+        }
+        for _ in 0..10 {
+            assert!(seen.recv_timeout(WAIT).is_ok());
+        }
+        let most = 2 * (1 + THREAD_POOL_OVERSUBSCRIBE);
+        assert!(pool.threads() <= most, "{} workers", pool.threads());
+    }
+
+    /// With the group's every worker busy, a connection in a transaction
+    /// is served before those that queued earlier.
+    #[test]
+    fn started_transactions_are_served_first() {
+        let pool = ThreadPool::start(options(1, 60_000)).expect("pool");
+        let (seen_tx, seen) = mpsc::channel();
+        // Fill the group with gated tasks.
+        let mut gates = Vec::new();
+        let mut clients = Vec::new();
+        for _ in 0..=THREAD_POOL_OVERSUBSCRIBE {
+            let (mut task, mut client) = echo("busy", false, &seen_tx);
+            let (open, gate) = mpsc::channel();
+            task.gate = Some(gate);
+            client.write_all(&[0]).expect("write");
+            pool.submit(task);
+            gates.push(open);
+            clients.push(client);
+        }
+        let deadline = Instant::now() + WAIT;
+        while pool.running() < 1 + THREAD_POOL_OVERSUBSCRIBE && Instant::now() < deadline {
+            thread::yield_now();
+        }
+        for name in ["low-1", "low-2", "low-3"] {
+            let (task, mut client) = echo(name, false, &seen_tx);
+            client.write_all(&[0]).expect("write");
+            pool.submit(task);
+            clients.push(client);
+        }
+        let (task, mut client) = echo("in-transaction", true, &seen_tx);
+        client.write_all(&[0]).expect("write");
+        pool.submit(task);
+        clients.push(client);
+        // One worker free: it takes the started transaction first.
+        gates[0].send(()).expect("open");
+        assert_eq!(seen.recv_timeout(WAIT), Ok(("busy", 0)));
+        assert_eq!(seen.recv_timeout(WAIT), Ok(("in-transaction", 0)));
+        for gate in &gates[1..] {
+            gate.send(()).expect("open");
+        }
+    }
+
+    /// A task that blocks past the stall limit lets the group start
+    /// another worker for what waits.
+    #[test]
+    fn a_stalled_group_starts_another_worker() {
+        let pool = ThreadPool::start(options(1, 20)).expect("pool");
+        let (seen_tx, seen) = mpsc::channel();
+        let mut gates = Vec::new();
+        let mut clients = Vec::new();
+        for _ in 0..=THREAD_POOL_OVERSUBSCRIBE {
+            let (mut task, mut client) = echo("stuck", false, &seen_tx);
+            let (open, gate) = mpsc::channel();
+            task.gate = Some(gate);
+            client.write_all(&[0]).expect("write");
+            pool.submit(task);
+            gates.push(open);
+            clients.push(client);
+        }
+        let (task, mut client) = echo("short", false, &seen_tx);
+        client.write_all(&[7]).expect("write");
+        pool.submit(task);
+        assert_eq!(seen.recv_timeout(WAIT), Ok(("short", 7)));
+        assert!(pool.threads() > 1 + THREAD_POOL_OVERSUBSCRIBE);
+        for gate in &gates {
+            gate.send(()).expect("open");
+        }
+        drop(clients);
+    }
+}
