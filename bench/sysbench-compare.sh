@@ -56,9 +56,11 @@ if [ ! -x "$skarv" ]; then
         die "cargo build --release -p skarv failed (see $work/build.log)"
 fi
 
-# start_mariadb: a private, durable MariaDB; prints its port.
+# start_mariadb: a private, durable MariaDB; sets $port. (Not in a
+# subshell: the pid must reach the cleanup.)
 start_mariadb() {
-    local data="$work/mariadb" port=$((base + 306))
+    local data="$work/mariadb"
+    port=$((base + 306))
     command -v mariadbd >/dev/null || die "mariadbd is not installed (apt-get install mariadb-server)"
     mariadb-install-db --user="$(id -un)" --datadir="$data" >"$work/mariadb-install.log" 2>&1 ||
         die "mariadb-install-db failed (see $work/mariadb-install.log)"
@@ -77,18 +79,18 @@ start_mariadb() {
         [ "$tries" -lt 300 ] || die "MariaDB did not start (see $work/mariadb.log)"
         sleep 0.1
     done
-    echo "$port"
 }
 
-# start_skarv NAME DATA_NODES REPLICAS OFFSET: a sandbox; prints its SQL port.
+# start_skarv NAME DATA_NODES REPLICAS OFFSET: a sandbox; sets $port to its
+# SQL node's.
 start_skarv() {
-    local dir="$work/$1" port=$((base + $4))
-    "$skarv" sandbox --dir "$dir" --data-nodes "$2" --replicas "$3" --sql-nodes 1 \
-        --base-port "$port" --detach >"$work/$1.start.log" 2>&1 ||
-        die "the $1 sandbox did not start (see $work/$1.start.log)"
+    local dir="$work/$1"
     sandboxes+=("$dir")
-    python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["sql_ports"][0])' \
-        "$dir/sandbox.json"
+    "$skarv" sandbox --dir "$dir" --data-nodes "$2" --replicas "$3" --sql-nodes 1 \
+        --base-port $((base + $4)) --detach >"$work/$1.start.log" 2>&1 ||
+        die "the $1 sandbox did not start (see $work/$1.start.log)"
+    port=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["sql_ports"][0])' \
+        "$dir/sandbox.json")
 }
 
 stop_all() {
@@ -101,9 +103,9 @@ results="$work/results.tsv"
 : >"$results"
 for system in $systems; do
     case "$system" in
-    mariadb) port=$(start_mariadb) ;;
-    skarv-1x1) port=$(start_skarv skarv-1x1 1 1 100) ;;
-    skarv-2x2) port=$(start_skarv skarv-2x2 2 2 200) ;;
+    mariadb) start_mariadb ;;
+    skarv-1x1) start_skarv skarv-1x1 1 1 100 ;;
+    skarv-2x2) start_skarv skarv-2x2 2 2 200 ;;
     *) die "unknown system $system (mariadb, skarv-1x1, skarv-2x2)" ;;
     esac
     for threads in $threads_list; do
