@@ -1017,6 +1017,11 @@ fn plans(conn: &mut Conn<'_>) {
         plan(conn, "c = 'x'").0,
         Access::Unique { ref index, .. } if index == "c"
     ));
+    // An IN list on an ordered index: one equal range per value.
+    assert!(matches!(
+        plan(conn, "k IN (3, 1, 3)").0,
+        Access::Range { ref index, ref points, .. } if index == "k" && points.len() == 2
+    ));
     assert!(matches!(
         plan(conn, "k BETWEEN 1 AND 5").0,
         Access::Range { ref index, lower: Some(_), upper: Some(_), .. } if index == "k"
@@ -1524,6 +1529,13 @@ fn round_trips(engine: &std::sync::Arc<Engine>, conn: &mut Conn<'_>) {
             "SELECT id FROM t WHERE (id, k) IN ((31, 310), (32, 320))"
         ),
         1
+    );
+    assert_eq!(
+        q(
+            conn,
+            "SELECT id FROM t WHERE k IN (320, 300, 999) ORDER BY id"
+        ),
+        rows(&[&["30"], &["32"]])
     );
     assert_eq!(
         q(

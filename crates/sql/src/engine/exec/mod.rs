@@ -308,34 +308,51 @@ pub(crate) fn fetch(
                 partition_key,
                 ..ScanOptions::default()
             };
+            // The ranges to scan: the bounds, or each point of an IN list.
+            let mut ranges = Vec::new();
             if let Access::Range {
                 index,
                 lower,
                 upper,
+                points,
                 ..
             } = access
             {
                 options.index = Some(index.as_str());
-                options.lower = lower.clone();
-                options.upper = upper.clone();
                 options.descending = descending;
+                if points.is_empty() {
+                    ranges.push((lower.clone(), upper.clone()));
+                } else {
+                    ranges.extend(
+                        points
+                            .iter()
+                            .map(|p| (Some((p.clone(), true)), Some((p.clone(), true)))),
+                    );
+                }
+            } else {
+                ranges.push((None, None));
             }
             // A scan does not carry the transaction's deferred writes:
             // they go first, so that the scan sees them.
             txn::flush(tx).map_err(|e| txn::native_error_in(&e, &table.name))?;
-            let scan = tx
-                .scan(native, options)
-                .map_err(|e| txn::native_error_in(&e, &table.name))?;
-            for r in scan {
-                let r = r.map_err(|e| txn::native_error_in(&e, &table.name))?;
-                let row = sql_row(table, r.values(), r.columns(), ctx.env.tz_secs);
-                let key = if lock.is_some() {
-                    r.key().to_vec()
-                } else {
-                    Vec::new()
-                };
-                if !keep(row, key, ctx)? {
-                    break;
+            'ranges: for (lower, upper) in ranges {
+                let mut options = options.clone();
+                options.lower = lower;
+                options.upper = upper;
+                let scan = tx
+                    .scan(native, options)
+                    .map_err(|e| txn::native_error_in(&e, &table.name))?;
+                for r in scan {
+                    let r = r.map_err(|e| txn::native_error_in(&e, &table.name))?;
+                    let row = sql_row(table, r.values(), r.columns(), ctx.env.tz_secs);
+                    let key = if lock.is_some() {
+                        r.key().to_vec()
+                    } else {
+                        Vec::new()
+                    };
+                    if !keep(row, key, ctx)? {
+                        break 'ranges;
+                    }
                 }
             }
         }

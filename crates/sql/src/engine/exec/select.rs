@@ -859,7 +859,12 @@ fn order_by_index(table: &TableInfo, p: &Planned, access: &Access) -> (bool, boo
     let plain = p.group.is_empty() && p.aggs.is_empty() && !p.distinct;
     let one_partition = table.native.def().partitions == 1 && p.lock.is_none();
     match (access, p.order.as_slice()) {
-        (Access::Range { columns, .. }, order) if !order.is_empty() && plain => {
+        (
+            Access::Range {
+                columns, points, ..
+            },
+            order,
+        ) if !order.is_empty() && plain && points.is_empty() => {
             let desc = order[0].1;
             let same_dir = order.iter().all(|(_, d)| *d == desc);
             let prefix = order.len() <= columns.len()

@@ -392,12 +392,14 @@ fn access_row(table: &TableInfo, access: &Access, has_cond: bool) -> Row {
             lower,
             upper,
             columns,
+            points,
         } => {
             row.key = Some(key_of(index));
             let used = lower
                 .as_ref()
                 .map_or(0, |(v, _)| v.len())
-                .max(upper.as_ref().map_or(0, |(v, _)| v.len()));
+                .max(upper.as_ref().map_or(0, |(v, _)| v.len()))
+                .max(points.first().map_or(0, Vec::len));
             let used = if used == 0 { columns.len() } else { used };
             row.key_len = Some(
                 columns
@@ -406,7 +408,11 @@ fn access_row(table: &TableInfo, access: &Access, has_cond: bool) -> Row {
                     .map(|c| column_len(table, *c))
                     .sum(),
             );
-            if lower.is_none() && upper.is_none() {
+            if !points.is_empty() {
+                // MySQL shows an IN list on an index as a range.
+                row.access_type = Some("range");
+                row.rows = Some(RANGE_ROWS_GUESS);
+            } else if lower.is_none() && upper.is_none() {
                 row.access_type = Some("index");
                 row.rows = Some(TABLE_ROWS_GUESS);
             } else if lower.as_ref().map(|(v, _)| v) == upper.as_ref().map(|(v, _)| v)
