@@ -9,7 +9,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{wait_for, Sandbox};
+use common::Sandbox;
 use mysql::prelude::Queryable;
 use mysql::{Conn, OptsBuilder};
 
@@ -187,32 +187,11 @@ fn idle_connections_hold_no_thread_and_the_pool_is_in_admin_show() {
     // KILL ends an idle connection at once.
     let mut victim = idle.pop().expect("a connection");
     let victim_id = victim.connection_id();
-    probe.query_drop(format!("KILL {victim_id}")).expect("kill");
-    wait_for(
-        "the killed connection to leave",
-        Duration::from_secs(5),
-        || {
-            let ids: Vec<u64> = probe
-                .query_map("SHOW PROCESSLIST", |row: mysql::Row| {
-                    row.get::<u64, _>(0).expect("an id")
-                })
-                .expect("processlist");
-            !ids.contains(&u64::from(victim_id))
-        },
-    );
+    common::kill_and_wait_gone(&mut probe, victim_id);
     assert!(victim.ping().is_err(), "the killed connection is closed");
     for sleeper in sleepers {
         sleeper.join().expect("sleeper");
     }
     drop(idle);
-    wait_for(
-        "the idle connections to close",
-        Duration::from_secs(30),
-        || {
-            let rows: Vec<(String, String)> = probe
-                .query("SHOW STATUS LIKE 'Threads_connected'")
-                .expect("status");
-            rows[0].1 == "1"
-        },
-    );
+    common::wait_threads_connected(&mut probe, 1);
 }

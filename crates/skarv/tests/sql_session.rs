@@ -159,19 +159,7 @@ fn variables_warnings_and_kill() {
     // KILL ends a connection that waits for its client's next command.
     let mut idle = connect(port, "root", None).expect("a second connection");
     let idle_id = idle.connection_id();
-    conn.query_drop(format!("KILL {idle_id}")).expect("kill");
-    wait_for(
-        "the killed connection to leave",
-        Duration::from_secs(5),
-        || {
-            let ids: Vec<u64> = conn
-                .query_map("SHOW PROCESSLIST", |row: mysql::Row| {
-                    row.get::<u64, _>(0).expect("an id")
-                })
-                .expect("processlist");
-            !ids.contains(&u64::from(idle_id))
-        },
-    );
+    common::kill_and_wait_gone(&mut conn, idle_id);
     assert!(idle.ping().is_err(), "the killed connection is closed");
     assert_eq!(code(conn.query_drop("KILL 999999")), 1094, "unknown thread");
 }
@@ -208,16 +196,7 @@ fn a_thousand_idle_connections_are_served() {
         assert_eq!(id, Some(7), "connection {i}");
     }
     drop(idle);
-    wait_for(
-        "the idle connections to close",
-        Duration::from_secs(30),
-        || {
-            let rows: Vec<(String, String)> = probe
-                .query("SHOW STATUS LIKE 'Threads_connected'")
-                .expect("status");
-            rows[0].1 == "1"
-        },
-    );
+    common::wait_threads_connected(&mut probe, 1);
 }
 
 #[test]

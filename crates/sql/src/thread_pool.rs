@@ -533,6 +533,27 @@ mod tests {
         (task, theirs)
     }
 
+    /// Fills a group with tasks that block until their gate opens: the
+    /// gates and the tasks' client ends.
+    fn fill_group(
+        pool: &ThreadPool<Echo>,
+        name: &'static str,
+        seen: &mpsc::Sender<(&'static str, u8)>,
+    ) -> (Vec<mpsc::Sender<()>>, Vec<UnixStream>) {
+        let mut gates = Vec::new();
+        let mut clients = Vec::new();
+        for _ in 0..=THREAD_POOL_OVERSUBSCRIBE {
+            let (mut task, mut client) = echo(name, false, seen);
+            let (open, gate) = mpsc::channel();
+            task.gate = Some(gate);
+            client.write_all(&[0]).expect("write");
+            pool.submit(task);
+            gates.push(open);
+            clients.push(client);
+        }
+        (gates, clients)
+    }
+
     /// An idle task holds no thread; input wakes it through the poller,
     /// again and again.
     #[test]
@@ -591,18 +612,7 @@ mod tests {
     fn started_transactions_are_served_first() {
         let pool = ThreadPool::start(options(1, 60_000)).expect("pool");
         let (seen_tx, seen) = mpsc::channel();
-        // Fill the group with gated tasks.
-        let mut gates = Vec::new();
-        let mut clients = Vec::new();
-        for _ in 0..=THREAD_POOL_OVERSUBSCRIBE {
-            let (mut task, mut client) = echo("busy", false, &seen_tx);
-            let (open, gate) = mpsc::channel();
-            task.gate = Some(gate);
-            client.write_all(&[0]).expect("write");
-            pool.submit(task);
-            gates.push(open);
-            clients.push(client);
-        }
+        let (gates, mut clients) = fill_group(&pool, "busy", &seen_tx);
         let deadline = Instant::now() + WAIT;
         while pool.running() < 1 + THREAD_POOL_OVERSUBSCRIBE && Instant::now() < deadline {
             thread::yield_now();
@@ -632,17 +642,7 @@ mod tests {
     fn a_stalled_group_starts_another_worker() {
         let pool = ThreadPool::start(options(1, 20)).expect("pool");
         let (seen_tx, seen) = mpsc::channel();
-        let mut gates = Vec::new();
-        let mut clients = Vec::new();
-        for _ in 0..=THREAD_POOL_OVERSUBSCRIBE {
-            let (mut task, mut client) = echo("stuck", false, &seen_tx);
-            let (open, gate) = mpsc::channel();
-            task.gate = Some(gate);
-            client.write_all(&[0]).expect("write");
-            pool.submit(task);
-            gates.push(open);
-            clients.push(client);
-        }
+        let (gates, clients) = fill_group(&pool, "stuck", &seen_tx);
         let (task, mut client) = echo("short", false, &seen_tx);
         client.write_all(&[7]).expect("write");
         pool.submit(task);

@@ -213,6 +213,41 @@ pub fn wait_for(what: &str, limit: Duration, mut check: impl FnMut() -> bool) {
     }
 }
 
+/// `KILL id` through `conn`, then waits until `SHOW PROCESSLIST` no longer
+/// lists the connection (a killed idle connection must end at once).
+pub fn kill_and_wait_gone(conn: &mut mysql::Conn, id: u32) {
+    use mysql::prelude::Queryable;
+    conn.query_drop(format!("KILL {id}")).expect("kill");
+    wait_for(
+        "the killed connection to leave",
+        Duration::from_secs(5),
+        || {
+            let ids: Vec<u64> = conn
+                .query_map("SHOW PROCESSLIST", |row: mysql::Row| {
+                    row.get::<u64, _>(0).expect("an id")
+                })
+                .expect("processlist");
+            !ids.contains(&u64::from(id))
+        },
+    );
+}
+
+/// Waits until `SHOW STATUS` says `Threads_connected` is `n` (closed
+/// connections leave their SQL node's count).
+pub fn wait_threads_connected(conn: &mut mysql::Conn, n: u32) {
+    use mysql::prelude::Queryable;
+    wait_for(
+        "the idle connections to close",
+        Duration::from_secs(30),
+        || {
+            let rows: Vec<(String, String)> = conn
+                .query("SHOW STATUS LIKE 'Threads_connected'")
+                .expect("status");
+            rows[0].1 == n.to_string()
+        },
+    );
+}
+
 /// Every file below `dir`, recursively (none when it cannot be read).
 pub fn walk(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
