@@ -27,7 +27,7 @@
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::os::fd::AsFd;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
@@ -172,6 +172,11 @@ impl Link {
 
     /// The queued frames, leaving the queue empty.
     fn take_queue(&self) -> Vec<u8> {
+        // Nothing queued (the common, uncontended case): no lock. Bytes
+        // queued just after this look are the release path's to send.
+        if !self.queued.load(Ordering::SeqCst) {
+            return Vec::new();
+        }
         let mut queue = self.lock_queue();
         self.queued.store(false, Ordering::SeqCst);
         std::mem::take(&mut *queue)
@@ -367,7 +372,11 @@ impl Link {
             Some(guard) => (guard, bytes),
             None => {
                 self.enqueue(bytes)?;
-                // The holder may have let go before it saw them.
+                // The holder may have let go before it saw them. The fence
+                // pairs with the one in `drain_after_release`: either this
+                // look finds the lock free or the holder finds the flag set
+                // (the mutex's own orderings are acquire/release only).
+                fence(Ordering::SeqCst);
                 match self.try_lock_writer() {
                     Some(guard) => (guard, &[][..]),
                     None => return Ok(false),
@@ -430,6 +439,8 @@ impl Link {
     /// the send thread must finish.
     fn drain_after_release(&self, stats: &crate::cluster::Counters) -> bool {
         let mut finish = false;
+        // Pairs with the fence in `send` (see there).
+        fence(Ordering::SeqCst);
         while self.queued.load(Ordering::SeqCst) {
             let Some(guard) = self.try_lock_writer() else {
                 break;

@@ -6,9 +6,7 @@
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr};
-use std::time::Duration;
 
-use skarv_client::{Cluster, ClusterOptions};
 use sql::backend::{Backend, OkInfo, ResultSink};
 use sql::engine::plan::join::JOIN_BATCH_ROWS;
 use sql::engine::{Conn, Engine};
@@ -86,20 +84,10 @@ fn cost(engine: &Engine, conn: &mut Conn<'_>, sql: &str) -> (Vec<Vec<String>>, u
 #[test]
 fn joins_over_a_sandbox() {
     let sandbox = Sandbox::start("sql-joins", 1, 1, 43000);
-    let options = ClusterOptions {
-        request_timeout: Duration::from_secs(10),
-        ..ClusterOptions::default()
-    };
-    let cluster = Cluster::connect_with(&sandbox.connect, options).expect("connects");
-    let engine = Engine::start(cluster).expect("engine");
+    let engine = engine_on(&sandbox);
     let session = engine.cluster.session().expect("session");
     let mut conn = engine.open(&session, IpAddr::V4(Ipv4Addr::LOCALHOST));
-    let root = sql::backend::Login {
-        user: "root",
-        host: IpAddr::V4(Ipv4Addr::LOCALHOST),
-        database: None,
-    };
-    conn.logged_in(&root).expect("root@localhost logs in");
+    log_in_root(&mut conn);
     q(&mut conn, "CREATE DATABASE j");
     conn.use_database("j").expect("use j");
     q(

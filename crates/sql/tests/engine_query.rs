@@ -6,10 +6,9 @@
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr};
-use std::time::Duration;
 
 use skarv_client::schema_types::{Collation, Column, ColumnType, IndexDef, IndexKind, TableDef};
-use skarv_client::{Cluster, ClusterOptions, Session};
+use skarv_client::Session;
 use sql::backend::{Backend, OkInfo, ResultSink};
 use sql::engine::{Conn, Engine};
 use sql::error::SqlError;
@@ -190,21 +189,11 @@ fn create_like_t(session: &Session, name: &str) {
 #[test]
 fn sql_over_a_sandbox() {
     let sandbox = Sandbox::start("sql-engine", 1, 1, 28000);
-    let options = ClusterOptions {
-        request_timeout: Duration::from_secs(10),
-        ..ClusterOptions::default()
-    };
-    let cluster = Cluster::connect_with(&sandbox.connect, options).expect("connects");
-    let engine = Engine::start(cluster).expect("engine");
+    let engine = engine_on(&sandbox);
     let session = engine.cluster.session().expect("session");
     create_t(&session);
     let mut conn = engine.open(&session, IpAddr::V4(Ipv4Addr::LOCALHOST));
-    let root = sql::backend::Login {
-        user: "root",
-        host: IpAddr::V4(Ipv4Addr::LOCALHOST),
-        database: None,
-    };
-    conn.logged_in(&root).expect("root@localhost logs in");
+    log_in_root(&mut conn);
     ok(&mut conn, "CREATE DATABASE db");
     conn.use_database("db").expect("use db");
 

@@ -74,13 +74,7 @@ pub fn explain(
     ctx.killed = Some(&info.query_killed);
     if format == Format::Analyze {
         let text = analyze(conn, &plans, &mut ctx)?;
-        send_rows(
-            sink,
-            &[text_meta("EXPLAIN")],
-            vec![vec![SqlValue::Bytes(text.into_bytes())]],
-            more,
-        )?;
-        return Ok(Answered::Done);
+        return send_text(sink, text, more);
     }
     let mut arms = Vec::new();
     for (at, p) in plans.planned.iter().enumerate() {
@@ -102,13 +96,7 @@ pub fn explain(
     });
     if format == Format::Json {
         let text = json(&arms, union.as_deref(), plans.union_distinct);
-        send_rows(
-            sink,
-            &[text_meta("EXPLAIN")],
-            vec![vec![SqlValue::Bytes(text.into_bytes())]],
-            more,
-        )?;
-        return Ok(Answered::Done);
+        return send_text(sink, text, more);
     }
     let mut out: Vec<Row> = arms.into_iter().flatten().collect();
     if let Some(name) = union {
@@ -820,4 +808,15 @@ fn join_tree(
         out.push('\n');
     }
     out
+}
+
+/// One text cell named `EXPLAIN` (the JSON and ANALYZE forms).
+fn send_text(sink: &mut dyn ResultSink, text: String, more: bool) -> SqlResult<Answered> {
+    send_rows(
+        sink,
+        &[text_meta("EXPLAIN")],
+        vec![vec![SqlValue::Bytes(text.into_bytes())]],
+        more,
+    )?;
+    Ok(Answered::Done)
 }
