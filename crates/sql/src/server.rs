@@ -7,7 +7,7 @@
 //!   while its client is idle, so an idle connection costs a parked thread
 //!   (its touched stack pages and an 8 KiB read buffer) and no CPU;
 //! - `pool-of-threads` ([`crate::thread_pool`]): an idle connection waits
-//!   in a poller's epoll set and costs no thread; a few workers serve one
+//!   in its thread group's epoll set and costs no thread; a few workers serve one
 //!   command at a time of whichever connection sent one.
 //!
 //! Over `max_connections` a client still gets the handshake, so that it can

@@ -2,11 +2,15 @@
 //! connections share a few threads instead of holding one each.
 //!
 //! Connections are split over `thread_pool_size` thread groups. Each
-//! group has a poller thread (one epoll set) and a queue. A connection
-//! whose client is idle costs no thread: its socket waits in the group's
-//! epoll set (one-shot), and when the client sends a command the poller
-//! queues the connection and wakes (or starts) a worker, which serves that
-//! one command and puts the socket back in the set.
+//! group has one epoll set, a queue, its workers and a watchdog thread. A
+//! connection whose client is idle costs no thread: its socket waits in
+//! the group's epoll set (one-shot). Every free worker of the group waits
+//! in `epoll_wait` for one event; the kernel wakes one of them when a
+//! client sends a command, and that worker serves the command itself and
+//! puts the socket back in the set. (MariaDB's pool has one listener that
+//! queues events for other workers; a statement then costs a hand-over
+//! between threads, which on a SQL node, whose statements are short and
+//! mostly wait for the data nodes, cost a third of the context switches.)
 //!
 //! Like MySQL's and MariaDB's pools (seed 004), a group normally runs one
 //! statement at a time — here `1 + THREAD_POOL_OVERSUBSCRIBE`, because a
@@ -18,7 +22,10 @@
 //! - a worker that has run one statement for longer than
 //!   `thread_pool_stall_limit` no longer counts, so a long statement
 //!   (or one waiting for a lock) lets the group start another worker; the
-//!   poller looks for stalls every stall limit;
+//!   watchdog looks for stalls every stall limit, and when no worker
+//!   listens it moves the input that waits into the queue;
+//! - a queued task wakes a listening worker through the group's kick
+//!   eventfd (in the epoll set, one-shot), or starts a worker;
 //! - at most `thread_pool_max_threads` workers over all groups; a worker
 //!   idle for `THREAD_POOL_IDLE_TIMEOUT_MS` ends (one stays per group).
 //!
@@ -28,7 +35,7 @@ use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -110,7 +117,9 @@ struct Group<T: Task> {
     shared: Arc<Shared>,
     epoll: OwnedFd,
     state: Mutex<State<T>>,
-    work: Condvar,
+    /// An eventfd in the epoll set (one-shot, token [`KICK`]): a write
+    /// wakes one listening worker for a queued task.
+    kick: OwnedFd,
     /// Tasks whose sockets wait in the epoll set, by token.
     waiting: Mutex<HashMap<u64, T>>,
     next_token: AtomicU64,
@@ -123,14 +132,14 @@ struct State<T> {
     low: VecDeque<T>,
     /// This group's workers.
     threads: usize,
-    /// Workers waiting for work.
-    idle: usize,
-    /// Idle workers woken and not yet awake.
+    /// Listening workers kicked for a queued task and not yet awake.
     permits: usize,
     /// Workers started and not yet looking for work.
     starting: usize,
     /// Running workers: id and since when.
     running: Vec<(u64, Instant)>,
+    /// Workers waiting in `epoll_wait` on the group's set.
+    listening: usize,
 }
 
 impl<T> State<T> {
@@ -175,6 +184,7 @@ impl<T: Task> ThreadPool<T> {
             }
             // SAFETY: fd is a fresh descriptor nobody else owns.
             let epoll = unsafe { OwnedFd::from_raw_fd(fd) };
+            let kick = kick_fd(&epoll)?;
             let group = Arc::new(Group {
                 index,
                 shared: Arc::clone(&shared),
@@ -183,21 +193,21 @@ impl<T: Task> ThreadPool<T> {
                     high: VecDeque::new(),
                     low: VecDeque::new(),
                     threads: 0,
-                    idle: 0,
                     permits: 0,
                     starting: 0,
                     running: Vec::new(),
+                    listening: 0,
                 }),
-                work: Condvar::new(),
+                kick,
                 waiting: Mutex::new(HashMap::new()),
                 next_token: AtomicU64::new(0),
                 next_worker: AtomicU64::new(0),
             });
-            let poller = Arc::clone(&group);
+            let watchdog = Arc::clone(&group);
             thread::Builder::new()
-                .name(format!("sql-poll-{index}"))
-                .stack_size(POLLER_STACK_BYTES)
-                .spawn(move || poller.poll())?;
+                .name(format!("sql-watch-{index}"))
+                .stack_size(WATCHDOG_STACK_BYTES)
+                .spawn(move || watchdog.watch())?;
             list.push(group);
         }
         Ok(ThreadPool {
@@ -239,16 +249,16 @@ impl<T: Task> ThreadPool<T> {
 
 impl<T: Task> Drop for ThreadPool<T> {
     fn drop(&mut self) {
+        // Workers see it when their `epoll_wait` slice ends.
         self.shared.closing.store(true, Ordering::Release);
-        for group in &self.groups {
-            let _state = group.lock();
-            group.work.notify_all();
-        }
     }
 }
 
-/// Stack of a poller thread, in bytes: it only moves tasks.
-const POLLER_STACK_BYTES: usize = 128 << 10;
+/// Stack of a watchdog thread, in bytes: it only moves tasks.
+const WATCHDOG_STACK_BYTES: usize = 128 << 10;
+/// How long a thread whose `epoll_wait` failed waits before the next, in
+/// ms (a failure that repeats must not spin).
+const EPOLL_ERROR_PAUSE_MS: u64 = 100;
 
 impl<T: Task> Group<T> {
     fn lock(&self) -> MutexGuard<'_, State<T>> {
@@ -280,11 +290,17 @@ impl<T: Task> Group<T> {
         if state.queued() <= coming || running >= GROUP_STATEMENTS_MAX {
             return false;
         }
-        if state.idle > state.permits {
+        if state.listening > state.permits {
             state.permits += 1;
-            self.work.notify_one();
+            self.kick();
             return true;
         }
+        self.start_worker(state)
+    }
+
+    /// Starts a worker for this group unless `thread_pool_max_threads`
+    /// are running (a group always may have one); false if none started.
+    fn start_worker(self: &Arc<Self>, state: &mut State<T>) -> bool {
         let shared = &self.shared;
         let threads = shared.threads.fetch_add(1, Ordering::AcqRel);
         if threads >= shared.options.max_threads.max(1) && state.threads > 0 {
@@ -311,59 +327,180 @@ impl<T: Task> Group<T> {
         }
     }
 
-    /// A worker: runs queued tasks while the group may, waits otherwise.
+    /// A worker: runs queued tasks while the group may; otherwise waits in
+    /// `epoll_wait` on the group's set for one connection with input and
+    /// runs it.
+    ///
+    /// Every free worker listens (MariaDB's pool has one listener that
+    /// hands events to others): the kernel wakes one of them per
+    /// connection with input, so at load a statement costs no hand-over
+    /// from one thread to another, as with a thread per connection. The
+    /// queue holds what cannot run at once (a full group, a new
+    /// connection, input already read), in priority order.
     fn work(self: Arc<Self>, id: u64) {
         let stall_limit = self.shared.options.stall_limit;
         let idle_timeout = Duration::from_millis(THREAD_POOL_IDLE_TIMEOUT_MS);
+        let slice_ms = i32::try_from(stall_limit.as_millis())
+            .unwrap_or(i32::MAX)
+            .max(1);
+        let mut listener = Listener::new();
         let mut state = self.lock();
         state.starting -= 1;
+        let mut worked = Instant::now();
         loop {
             let now = Instant::now();
             if state.queued() > 0 && state.may_start(now, stall_limit) {
-                if let Some(mut task) = state.pop() {
+                if let Some(task) = state.pop() {
                     state.running.push((id, now));
                     drop(state);
-                    let next = run_caught(&mut task);
-                    let high = next != Next::Done && task.in_transaction();
-                    let again = match next {
-                        Next::Wait => self.park(task),
-                        Next::Ready => Some(task),
-                        Next::Done => {
-                            self.forget(task.fd());
-                            drop(task);
-                            None
-                        }
-                    };
-                    state = self.lock();
-                    state.running.retain(|(worker, _)| *worker != id);
-                    // This worker looks for work next: no one to wake.
-                    match again {
-                        Some(task) if high => state.high.push_back(task),
-                        Some(task) => state.low.push_back(task),
-                        None => {}
-                    }
+                    state = self.serve(task, id);
+                    worked = Instant::now();
                     continue;
                 }
             }
             if self.shared.closing.load(Ordering::Acquire) {
                 break;
             }
-            state.idle += 1;
-            let (mut woken, timeout) = self
-                .work
-                .wait_timeout(state, idle_timeout)
-                .unwrap_or_else(|p| p.into_inner());
-            woken.idle -= 1;
-            if woken.permits > 0 {
-                woken.permits -= 1;
-            } else if timeout.timed_out() && woken.threads > 1 && woken.queued() == 0 {
-                state = woken;
+            if now.saturating_duration_since(worked) >= idle_timeout && state.threads > 1 {
                 break;
             }
-            state = woken;
+            state.listening += 1;
+            drop(state);
+            self.take_ready(&mut listener, slice_ms, 1, true);
+            state = self.lock();
+            state.listening -= 1;
+            if listener.kicked {
+                listener.kicked = false;
+                state.permits = state.permits.saturating_sub(1);
+            }
+            let Some(task) = listener.ready.pop() else {
+                continue;
+            };
+            let now = Instant::now();
+            if state.queued() == 0 && state.may_start(now, stall_limit) {
+                state.running.push((id, now));
+                drop(state);
+                state = self.serve(task, id);
+                worked = Instant::now();
+                continue;
+            }
+            // The group is full (or others wait first): queued in order.
+            if task.in_transaction() {
+                state.high.push_back(task);
+            } else {
+                state.low.push_back(task);
+            }
         }
         state.threads -= 1;
         self.shared.threads.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// Runs `task` (already counted in `running` under `id`), puts it
+    /// back where its next step says, and returns the state locked again.
+    fn serve(self: &Arc<Self>, mut task: T, id: u64) -> MutexGuard<'_, State<T>> {
+        let next = run_caught(&mut task);
+        let high = next != Next::Done && task.in_transaction();
+        let again = match next {
+            Next::Wait => self.park(task),
+            Next::Ready => Some(task),
+            Next::Done => {
+                self.forget(task.fd());
+                drop(task);
+                None
+            }
+        };
+        let mut state = self.lock();
+        state.running.retain(|(worker, _)| *worker != id);
+        // This worker looks for work next: no one to wake.
+        match again {
+            Some(task) if high => state.high.push_back(task),
+            Some(task) => state.low.push_back(task),
+            None => {}
+        }
+        state
+    }
+
+    /// Wakes one listening worker (through the kick eventfd).
+    fn kick(&self) {
+        let one = 1u64.to_ne_bytes();
+        // SAFETY: writes 8 bytes we own to our eventfd. It fails only when
+        // the counter would overflow, which a wake-up does not need.
+        unsafe { libc::write(self.kick.as_raw_fd(), one.as_ptr().cast(), one.len()) };
+    }
+
+    /// One `epoll_wait` of at most `timeout_ms` (0: do not block) for at
+    /// most `max` events; the tasks whose sockets have input go to
+    /// `listener.ready`. A kick is taken (`listener.kicked`) when
+    /// `take_kick`, else passed on.
+    fn take_ready(&self, listener: &mut Listener<T>, timeout_ms: i32, max: usize, take_kick: bool) {
+        let max = max.clamp(1, EVENTS_PER_WAIT);
+        // SAFETY: the buffer holds EVENTS_PER_WAIT >= max events we own.
+        let n = unsafe {
+            libc::epoll_wait(
+                self.epoll.as_raw_fd(),
+                listener.events.as_mut_ptr(),
+                max as i32,
+                timeout_ms,
+            )
+        };
+        if n < 0 {
+            let error = io::Error::last_os_error();
+            if error.kind() != io::ErrorKind::Interrupted {
+                tracing::error!(group = self.index, "epoll_wait: {error}");
+                thread::sleep(Duration::from_millis(EPOLL_ERROR_PAUSE_MS));
+            }
+            return;
+        }
+        let events = &listener.events[..n as usize];
+        if events.iter().any(|event| event.u64 == KICK) {
+            let kicks = self.rearm_kick();
+            if take_kick && kicks > 0 {
+                listener.kicked = true;
+                if kicks > 1 {
+                    self.pass_kicks(kicks - 1);
+                }
+            } else if kicks > 0 {
+                self.pass_kicks(kicks);
+            }
+        }
+        if events.iter().all(|event| event.u64 == KICK) {
+            return;
+        }
+        let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        for event in events {
+            if let Some(task) = waiting.remove(&{ event.u64 }) {
+                listener.ready.push(task);
+            }
+        }
+    }
+
+    /// Reads (and so clears) the kick counter and arms the eventfd again:
+    /// the kicks there were.
+    fn rearm_kick(&self) -> u64 {
+        let mut count = [0u8; 8];
+        // SAFETY: reads 8 bytes into a buffer we own from our non-blocking
+        // eventfd; EAGAIN (another took them) leaves it zero.
+        let read = unsafe { libc::read(self.kick.as_raw_fd(), count.as_mut_ptr().cast(), 8) };
+        let kicks = if read == 8 {
+            u64::from_ne_bytes(count)
+        } else {
+            0
+        };
+        // Armed after the read: a kick written in between finds the
+        // counter non-zero when EPOLL_CTL_MOD looks, and wakes another.
+        arm_kick(
+            self.epoll.as_raw_fd(),
+            self.kick.as_raw_fd(),
+            libc::EPOLL_CTL_MOD,
+        );
+        kicks
+    }
+
+    /// Hands kicks this thread does not take to other listeners.
+    fn pass_kicks(&self, kicks: u64) {
+        let bytes = kicks.to_ne_bytes();
+        // SAFETY: as in `kick`.
+        unsafe { libc::write(self.kick.as_raw_fd(), bytes.as_ptr().cast(), bytes.len()) };
     }
 
     /// Puts `task`'s socket in the epoll set; the task back when that
@@ -406,54 +543,82 @@ impl<T: Task> Group<T> {
         unsafe { libc::epoll_ctl(self.epoll.as_raw_fd(), libc::EPOLL_CTL_DEL, fd, &mut event) };
     }
 
-    /// The poller: moves tasks whose sockets have input to the queue, and
-    /// every stall limit gets a worker to a queue that stalled.
-    fn poll(self: Arc<Self>) {
-        let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; EVENTS_PER_WAIT];
+    /// The watchdog: every stall limit, gets a worker to a group whose
+    /// workers all ran past it while work waits. When no worker listens
+    /// (every one runs a statement), it takes the input that waits in the
+    /// epoll set into the queue first, so that the stall rule sees it.
+    fn watch(self: Arc<Self>) {
         let tick = self.shared.options.stall_limit;
-        let tick_ms = i32::try_from(tick.as_millis()).unwrap_or(i32::MAX).max(1);
-        let mut checked = Instant::now();
+        let mut listener = Listener::new();
         loop {
-            // SAFETY: the buffer holds EVENTS_PER_WAIT events we own.
-            let n = unsafe {
-                libc::epoll_wait(
-                    self.epoll.as_raw_fd(),
-                    events.as_mut_ptr(),
-                    EVENTS_PER_WAIT as i32,
-                    tick_ms,
-                )
-            };
+            thread::sleep(tick);
             if self.shared.closing.load(Ordering::Acquire) {
                 return;
             }
-            if n < 0 {
-                let error = io::Error::last_os_error();
-                if error.kind() != io::ErrorKind::Interrupted {
-                    tracing::error!(group = self.index, "epoll_wait: {error}");
-                    thread::sleep(tick);
-                }
-                continue;
+            if self.lock().listening == 0 {
+                self.take_ready(&mut listener, 0, EVENTS_PER_WAIT, false);
             }
-            let ready: Vec<T> = {
-                let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
-                events[..n as usize]
-                    .iter()
-                    .filter_map(|event| waiting.remove(&{ event.u64 }))
-                    .collect()
-            };
             let mut state = self.lock();
-            for task in ready {
-                let high = task.in_transaction();
-                self.enqueue(&mut state, task, high);
+            for task in listener.ready.drain(..) {
+                if task.in_transaction() {
+                    state.high.push_back(task);
+                } else {
+                    state.low.push_back(task);
+                }
             }
-            if checked.elapsed() >= tick {
-                checked = Instant::now();
-                // Workers that ran past the stall limit no longer count:
-                // start one for what waits.
-                self.wake(&mut state);
-            }
+            // Workers that ran past the stall limit no longer count:
+            // start one for what waits.
+            self.wake(&mut state);
         }
     }
+}
+
+/// What a thread needs to take input from a group's epoll set, allocated
+/// once per thread.
+struct Listener<T> {
+    events: Vec<libc::epoll_event>,
+    /// Tasks whose sockets had input, on their way to the queue.
+    ready: Vec<T>,
+    /// The last `epoll_wait` took a kick.
+    kicked: bool,
+}
+
+impl<T> Listener<T> {
+    fn new() -> Listener<T> {
+        Listener {
+            events: vec![libc::epoll_event { events: 0, u64: 0 }; EVENTS_PER_WAIT],
+            ready: Vec::with_capacity(EVENTS_PER_WAIT),
+            kicked: false,
+        }
+    }
+}
+
+/// The epoll token of a group's kick eventfd (task tokens count up from 0).
+const KICK: u64 = u64::MAX;
+
+/// A group's kick eventfd, armed in `epoll`.
+fn kick_fd(epoll: &OwnedFd) -> io::Result<OwnedFd> {
+    // SAFETY: eventfd takes no pointers; a valid result is ours.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fd is a fresh descriptor nobody else owns.
+    let kick = unsafe { OwnedFd::from_raw_fd(fd) };
+    if !arm_kick(epoll.as_raw_fd(), kick.as_raw_fd(), libc::EPOLL_CTL_ADD) {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(kick)
+}
+
+/// Arms the kick eventfd (one-shot: one listener wakes per arming).
+fn arm_kick(epoll: RawFd, kick: RawFd, op: libc::c_int) -> bool {
+    let mut event = libc::epoll_event {
+        events: (libc::EPOLLIN | libc::EPOLLONESHOT) as u32,
+        u64: KICK,
+    };
+    // SAFETY: epoll_ctl reads the event we own; both fds are open.
+    unsafe { libc::epoll_ctl(epoll, op, kick, &mut event) == 0 }
 }
 
 /// Runs a task; a panic ends that task only.
@@ -554,10 +719,10 @@ mod tests {
         (gates, clients)
     }
 
-    /// An idle task holds no thread; input wakes it through the poller,
-    /// again and again.
+    /// An idle task holds no thread; input wakes a listening worker for
+    /// it, again and again.
     #[test]
-    fn the_poller_serves_a_task_each_time_its_socket_has_input() {
+    fn a_listening_worker_serves_a_task_each_time_its_socket_has_input() {
         let pool = ThreadPool::start(options(1, 500)).expect("pool");
         let (seen_tx, seen) = mpsc::channel();
         let (task, mut client) = echo("a", false, &seen_tx);
@@ -576,9 +741,34 @@ mod tests {
             }
             pool.waiting()
         };
-        assert_eq!(settled(1), 1, "the idle task waits in the poller");
+        assert_eq!(settled(1), 1, "the idle task waits in the epoll set");
         drop(client);
         assert_eq!(settled(0), 0, "a closed socket ends its task");
+    }
+
+    /// A task queued while the group's one worker listens (a new
+    /// connection) reaches that worker through the kick: no second
+    /// worker starts, and the listener serves both.
+    #[test]
+    fn a_queued_task_kicks_the_listening_worker() {
+        let pool = ThreadPool::start(options(1, 60_000)).expect("pool");
+        let (seen_tx, seen) = mpsc::channel();
+        let (first, mut first_client) = echo("first", false, &seen_tx);
+        first_client.write_all(&[1]).expect("write");
+        pool.submit(first);
+        assert_eq!(seen.recv_timeout(WAIT), Ok(("first", 1)));
+        let deadline = Instant::now() + WAIT;
+        while pool.groups[0].lock().listening == 0 && Instant::now() < deadline {
+            thread::yield_now();
+        }
+        assert_eq!(pool.groups[0].lock().listening, 1, "the worker listens");
+        let (second, mut second_client) = echo("second", false, &seen_tx);
+        second_client.write_all(&[2]).expect("write");
+        pool.submit(second);
+        assert_eq!(seen.recv_timeout(WAIT), Ok(("second", 2)));
+        first_client.write_all(&[3]).expect("write");
+        assert_eq!(seen.recv_timeout(WAIT), Ok(("first", 3)));
+        assert_eq!(pool.threads(), 1, "the listener served the queued task");
     }
 
     /// Many idle tasks on few threads.
@@ -602,7 +792,8 @@ mod tests {
         for _ in 0..10 {
             assert!(seen.recv_timeout(WAIT).is_ok());
         }
-        let most = 2 * (1 + THREAD_POOL_OVERSUBSCRIBE);
+        // Per group: the statements it may run, and one listener.
+        let most = 2 * (GROUP_STATEMENTS_MAX + 1);
         assert!(pool.threads() <= most, "{} workers", pool.threads());
     }
 
