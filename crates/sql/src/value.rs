@@ -6,6 +6,8 @@
 //! [`ColumnMeta::ty`] asks for (see [`SqlValue`]): the protocol encodes a
 //! binary-protocol row by the column's type and may refuse a mismatch.
 
+use std::sync::Arc;
+
 /// A value of a result row or a statement parameter.
 #[derive(Clone, Debug, PartialEq)]
 pub enum SqlValue {
@@ -168,19 +170,21 @@ pub mod charset {
 }
 
 /// The metadata of one result column (or prepared-statement parameter), as
-/// MySQL's column definition packet carries it.
+/// MySQL's column definition packet carries it. The names are shared
+/// (`Arc<str>`): a table's metadata is copied into every query's plan, and
+/// a copy then costs no allocation.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ColumnMeta {
     /// Database of the column's table ("" for an expression).
-    pub schema: String,
+    pub schema: Arc<str>,
     /// Table name or alias as the query wrote it ("" for an expression).
-    pub table: String,
+    pub table: Arc<str>,
     /// The table's own name.
-    pub org_table: String,
+    pub org_table: Arc<str>,
     /// Column name or alias as the query wrote it.
-    pub name: String,
+    pub name: Arc<str>,
     /// The column's own name.
-    pub org_name: String,
+    pub org_name: Arc<str>,
     /// Character set number ([`charset`]).
     pub charset: u16,
     /// Display length in bytes of the charset (MySQL's `column_length`).
@@ -196,13 +200,18 @@ pub struct ColumnMeta {
 
 impl ColumnMeta {
     /// A column of an expression (no table) of the given type.
-    pub fn expr(name: impl Into<String>, ty: ColumnType, charset: u16, length: u32) -> ColumnMeta {
+    pub fn expr(
+        name: impl Into<Arc<str>>,
+        ty: ColumnType,
+        charset: u16,
+        length: u32,
+    ) -> ColumnMeta {
         let name = name.into();
         ColumnMeta {
-            schema: String::new(),
-            table: String::new(),
-            org_table: String::new(),
-            org_name: String::new(),
+            schema: Arc::default(),
+            table: Arc::default(),
+            org_table: Arc::default(),
+            org_name: Arc::default(),
             name,
             charset,
             length,

@@ -354,7 +354,7 @@ fn show_and_information_schema(conn: &mut Conn<'_>) {
         vec![vec!["every_type", "BASE TABLE"]]
     );
     let out = run(conn, "SHOW TABLES FROM d1 LIKE 'ev%'");
-    assert_eq!(out.columns[0].name, "Tables_in_d1 (ev%)");
+    assert_eq!(&*out.columns[0].name, "Tables_in_d1 (ev%)");
     let columns = rows(conn, "SHOW COLUMNS FROM every_type LIKE 'id'");
     assert_eq!(
         columns,
@@ -409,7 +409,7 @@ fn show_and_information_schema(conn: &mut Conn<'_>) {
     );
 
     let (cols, schemata) = show::information_schema_rows(conn, "schemata").unwrap();
-    assert_eq!(cols[1].name, "SCHEMA_NAME");
+    assert_eq!(&*cols[1].name, "SCHEMA_NAME");
     assert!(schemata
         .iter()
         .any(|r| cell(&r[1]) == "d2" && cell(&r[3]) == "utf8mb4_bin"));
@@ -418,7 +418,7 @@ fn show_and_information_schema(conn: &mut Conn<'_>) {
         && cell(&r[2]) == "every_type"
         && cell(&r[20]) == "every type"));
     let (cols, columns) = show::information_schema_rows(conn, "COLUMNS").unwrap();
-    assert_eq!(cols[15].name, "COLUMN_TYPE");
+    assert_eq!(&*cols[15].name, "COLUMN_TYPE");
     let e = columns
         .iter()
         .find(|r| cell(&r[2]) == "every_type" && cell(&r[3]) == "e")

@@ -1057,7 +1057,7 @@ fn without_tables(conn: &mut Conn<'_>) {
     let a = run(conn, "SELECT 1");
     assert_eq!(text(&a), rows(&[&["1"]]));
     assert_eq!(a.columns[0].ty, MyType::LongLong);
-    assert_eq!(a.columns[0].name, "1");
+    assert_eq!(&*a.columns[0].name, "1");
     let comment = q(conn, "SELECT @@version_comment LIMIT 1");
     assert!(comment[0][0].starts_with("Skarv"), "{comment:?}");
     assert_eq!(q(conn, "SELECT DATABASE()"), rows(&[&["db"]]));
@@ -1075,7 +1075,7 @@ fn without_tables(conn: &mut Conn<'_>) {
     let a = run(conn, CONNECTOR_J_CONNECT);
     assert!(a.error.is_none(), "{:?}", a.error);
     assert_eq!(a.columns.len(), 21);
-    assert_eq!(a.columns[7].name, "init_connect");
+    assert_eq!(&*a.columns[7].name, "init_connect");
     assert_eq!(a.rows.len(), 1);
     // What MariaDB Connector/J 3.5 sets at connect: NAMES among other
     // items, an expression for a system variable.
@@ -1109,7 +1109,7 @@ fn without_tables(conn: &mut Conn<'_>) {
     let names: Vec<Vec<&str>> = sink
         .answers
         .iter()
-        .map(|a| a.columns.iter().map(|c| c.name.as_str()).collect())
+        .map(|a| a.columns.iter().map(|c| &*c.name).collect())
         .collect();
     assert_eq!(names, [vec!["a"], vec!["2 + 3", "b"], vec!["4 * 5"]]);
 }
@@ -1322,18 +1322,18 @@ fn aggregates_and_order(conn: &mut Conn<'_>) {
     );
     // A column keeps its metadata under an alias.
     let a = run(conn, "SELECT id AS x, k + 1 AS y FROM t WHERE id = 1");
-    assert_eq!(a.columns[0].name, "x");
-    assert_eq!(a.columns[0].org_name, "id");
-    assert_eq!(a.columns[0].table, "t");
+    assert_eq!(&*a.columns[0].name, "x");
+    assert_eq!(&*a.columns[0].org_name, "id");
+    assert_eq!(&*a.columns[0].table, "t");
     assert_eq!(a.columns[0].ty, MyType::Long);
     assert_eq!(a.columns[1].ty, MyType::LongLong);
-    assert_eq!(a.columns[1].table, "");
+    assert_eq!(&*a.columns[1].table, "");
     // Unaliased items are named by their text as written.
     let a = run(
         conn,
         "SELECT k+1, COUNT( * ), id FROM t GROUP BY k ORDER BY k LIMIT 1",
     );
-    let names: Vec<&str> = a.columns.iter().map(|c| c.name.as_str()).collect();
+    let names: Vec<&str> = a.columns.iter().map(|c| &*c.name).collect();
     assert_eq!(names, ["k+1", "COUNT( * )", "id"]);
     let e = err(conn, "SELECT k FROM t GROUP BY COUNT(*)");
     assert_eq!(e.code, 1111);
@@ -1590,7 +1590,7 @@ fn prepared_statements(conn: &mut Conn<'_>) {
         .expect("prepare");
     assert_eq!(p.params.len(), 1);
     assert_eq!(p.columns.len(), 2);
-    assert_eq!(p.columns[0].name, "c");
+    assert_eq!(&*p.columns[0].name, "c");
     let mut sink = Sink::default();
     conn.execute(p.id, &[SqlValue::Int(2)], &mut sink)
         .expect("execute");

@@ -545,11 +545,11 @@ pub fn table_info(db: &str, name: &str, native: Arc<Table>) -> TableInfo {
         if default.is_none() && !default_now && !column.nullable && !auto_increment {
             meta.flags |= flags::NO_DEFAULT_VALUE;
         }
-        meta.schema = db.to_owned();
-        meta.table = name.to_owned();
-        meta.org_table = name.to_owned();
-        meta.name = column.name.clone();
-        meta.org_name = column.name.clone();
+        meta.schema = db.into();
+        meta.table = name.into();
+        meta.org_table = Arc::clone(&meta.table);
+        meta.name = column.name.as_str().into();
+        meta.org_name = Arc::clone(&meta.name);
         columns.push(SqlColumn {
             name: column.name.clone(),
             native: at,
@@ -1186,11 +1186,11 @@ pub fn column_meta(ty: &SqlType, nullable: bool) -> ColumnMeta {
         flags |= flags::NOT_NULL;
     }
     ColumnMeta {
-        schema: String::new(),
-        table: String::new(),
-        org_table: String::new(),
-        name: String::new(),
-        org_name: String::new(),
+        schema: Arc::default(),
+        table: Arc::default(),
+        org_table: Arc::default(),
+        name: Arc::default(),
+        org_name: Arc::default(),
         charset,
         length,
         ty,

@@ -9,6 +9,7 @@
 //! `KILL` are the session's and the accounts' (`session`, `users`).
 
 use std::io;
+use std::sync::Arc;
 
 use sqlparser::ast::{
     Ident, ShowStatementFilter, ShowStatementFilterPosition, ShowStatementOptions, Statement,
@@ -559,7 +560,7 @@ fn virtual_columns(
                 format!("varchar({})", m.length / 4)
             };
             vec![
-                text(m.name.clone()),
+                text(m.name.to_string()),
                 text(ty),
                 text("YES"),
                 text(""),
@@ -1003,10 +1004,10 @@ pub fn information_schema_rows(
     let columns = columns
         .into_iter()
         .map(|mut c| {
-            c.schema = catalog::INFORMATION_SCHEMA.to_owned();
-            c.table = upper.clone();
-            c.org_table = upper.clone();
-            c.org_name = c.name.clone();
+            c.schema = catalog::INFORMATION_SCHEMA.into();
+            c.table = upper.as_str().into();
+            c.org_table = Arc::clone(&c.table);
+            c.org_name = Arc::clone(&c.name);
             c
         })
         .collect();
@@ -1484,7 +1485,7 @@ impl ResultSink for WhereSink<'_> {
             .iter()
             .map(|m| ScopeColumn {
                 name: m.name.clone(),
-                table: String::new(),
+                table: Arc::default(),
                 kind: match m.ty {
                     ColumnType::Tiny
                     | ColumnType::Short

@@ -2,6 +2,8 @@
 //! combined row (written order), and the ON / USING / NATURAL conditions
 //! lowered over it, as a [`JoinSpec`] for `plan::join`.
 
+use std::sync::Arc;
+
 use sqlparser::ast::{self, JoinConstraint as C, JoinOperator as J};
 use sqlparser::tokenizer::Location;
 
@@ -70,8 +72,8 @@ pub(super) fn join_from(
                         c.clone()
                     } else {
                         ScopeColumn {
-                            name: String::new(),
-                            table: String::new(),
+                            name: Arc::default(),
+                            table: Arc::default(),
                             ..c.clone()
                         }
                     }
@@ -88,7 +90,7 @@ pub(super) fn join_from(
                     .collect(),
                 C::Natural => group_star
                     .iter()
-                    .map(|p| columns[*p].name.clone())
+                    .map(|p| columns[*p].name.to_string())
                     .filter(|name| {
                         tables[j]
                             .table
@@ -137,7 +139,7 @@ pub(super) fn join_from(
                         let t = table_at_tables(&tables, p).unwrap_or(0);
                         ast::Expr::CompoundIdentifier(vec![
                             ast::Ident::new(&tables[t].alias),
-                            ast::Ident::new(&columns[p].name),
+                            ast::Ident::new(&*columns[p].name),
                         ])
                     };
                     let eq = ast::Expr::BinaryOp {

@@ -130,7 +130,7 @@ pub fn env(conn: &Conn<'_>) -> Env {
         last_insert_id: conn.session.last_insert_id,
         now_micros: now,
         tz_secs: super::session::time_zone_secs(conn),
-        version: super::session::VERSION.to_owned(),
+        version: super::session::VERSION,
     }
 }
 
@@ -162,10 +162,13 @@ pub fn table_scope(table: &TableInfo, alias: &str) -> Vec<ScopeColumn> {
         .iter()
         .map(|c| {
             let mut meta = c.meta.clone();
-            meta.table = alias.to_owned();
+            // The table's own name (the usual alias) is shared, not copied.
+            if *meta.table != *alias {
+                meta.table = alias.into();
+            }
             ScopeColumn {
-                name: c.name.clone(),
-                table: alias.to_owned(),
+                name: Arc::clone(&meta.org_name),
+                table: Arc::clone(&meta.table),
                 kind: convert::column_kind(&c.ty),
                 nullable: c.nullable,
                 meta,

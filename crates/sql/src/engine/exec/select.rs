@@ -273,7 +273,7 @@ fn plan_select(
                         .into_iter()
                         .map(|meta| ScopeColumn {
                             name: meta.name.clone(),
-                            table: a.clone(),
+                            table: a.as_str().into(),
                             kind: meta_kind(&meta),
                             nullable: true,
                             meta,
@@ -613,8 +613,8 @@ fn order_exprs(
         .iter()
         .map(|m| {
             Some((
-                m.name.clone(),
-                ast::Expr::Identifier(ast::Ident::new(&m.name)),
+                m.name.to_string(),
+                ast::Expr::Identifier(ast::Ident::new(&*m.name)),
             ))
         })
         .collect();

@@ -69,7 +69,7 @@ pub struct Env {
     /// columns are shown in it).
     pub tz_secs: i64,
     /// `VERSION()`.
-    pub version: String,
+    pub version: &'static str,
 }
 
 impl<'a> Ctx<'a> {

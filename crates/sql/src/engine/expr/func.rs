@@ -906,7 +906,7 @@ impl Func {
                 Some(db) => Val::str(db.clone()),
                 None => Val::Null,
             },
-            F::Version => Val::str(ctx.env.version.clone()),
+            F::Version => Val::str(ctx.env.version),
             F::User => Val::str(ctx.env.user.clone()),
         })
     }

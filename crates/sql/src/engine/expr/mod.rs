@@ -10,6 +10,8 @@ pub mod eval;
 mod func;
 pub mod value;
 
+use std::sync::Arc;
+
 use schema::Collation;
 use sqlparser::ast::{self, Spanned};
 use sqlparser::tokenizer::Location;
@@ -213,9 +215,9 @@ pub enum CastTo {
 #[derive(Clone, Debug)]
 pub struct ScopeColumn {
     /// Its name.
-    pub name: String,
+    pub name: Arc<str>,
     /// The table (or alias) it belongs to, for `t.c`.
-    pub table: String,
+    pub table: Arc<str>,
     /// Its kind.
     pub kind: Kind,
     /// NULL allowed.
@@ -953,13 +955,15 @@ impl<'a> Scope<'a> {
         if let Expr::Col(c) = e {
             if let Some(col) = self.columns.get(*c) {
                 let mut meta = col.meta.clone();
-                meta.name = name.to_owned();
+                if *meta.name != *name {
+                    meta.name = name.into();
+                }
                 return meta;
             }
         }
         let kind = self.kind(e);
         let mut meta = kind_meta(kind, e, self);
-        meta.name = name.to_owned();
+        meta.name = name.into();
         if !self.nullable(e) {
             meta.flags |= flags::NOT_NULL;
         }

@@ -267,7 +267,7 @@ fn rows_of(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Vec<Row>> {
     let Some(table) = &p.table else {
         let mut row = Row::default();
         if let Some(virtual_rows) = &p.rows {
-            row.table = p.source.first().map(|c| c.table.clone());
+            row.table = p.source.first().map(|c| c.table.to_string());
             row.access_type = Some("ALL");
             row.rows = Some(virtual_rows.len() as u64);
             row.condition = p.cond.is_some();
@@ -283,7 +283,7 @@ fn rows_of(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Vec<Row>> {
     row.table = Some(
         p.source
             .first()
-            .map_or_else(|| table.name.clone(), |c| c.table.clone()),
+            .map_or_else(|| table.name.clone(), |c| c.table.to_string()),
     );
     if let Some(cond) = &p.cond {
         row.possible_keys = possible_keys(
@@ -669,7 +669,7 @@ fn analyze(conn: &mut Conn<'_>, plans: &Plans, ctx: &mut Ctx<'_>) -> SqlResult<S
                 let name = p
                     .source
                     .first()
-                    .map_or_else(String::new, |c| c.table.clone());
+                    .map_or_else(String::new, |c| c.table.to_string());
                 let what = match &p.table {
                     Some(table) => {
                         let (access, _) = single_access(table, p, ctx)?;
