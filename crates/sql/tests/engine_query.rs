@@ -205,6 +205,7 @@ fn sql_over_a_sandbox() {
     updates_and_deletes(&mut conn);
     transactions(&engine, &session, &mut conn);
     round_trips(&engine, &mut conn);
+    projection(&session, &mut conn);
     prepared_statements(&mut conn);
     sysbench_statements(&mut conn);
     plans_agree_with_a_full_scan(&mut conn);
@@ -1470,6 +1471,65 @@ fn transactions(engine: &std::sync::Arc<Engine>, session: &Session, conn: &mut C
 /// batch: an autocommit INSERT commits with its rows, `pk = 1 OR pk = 2`
 /// and `(a, b) IN (…)` read in one batch, `transaction_allow_batching`
 /// defers a transaction's writes to its commit (seed 001).
+/// A SELECT reads only the columns it uses (and the primary key): the
+/// data nodes send the wide column of a row only to a statement that
+/// names it, and the answers are those of reading every column.
+fn projection(session: &Session, conn: &mut Conn<'_>) {
+    ok(
+        conn,
+        "CREATE TABLE wide (id INT PRIMARY KEY, k INT, pad CHAR(200), KEY kk (k))",
+    );
+    let values: Vec<String> = (1..=50)
+        .map(|i| format!("({i}, {}, '{}')", i % 5, "p".repeat(200)))
+        .collect();
+    ok(
+        conn,
+        &format!("INSERT INTO wide VALUES {}", values.join(",")),
+    );
+    let received = |conn: &mut Conn<'_>, sql: &str| {
+        let before = session.stats().bytes_received;
+        let rows = q(conn, sql);
+        (rows, session.stats().bytes_received - before)
+    };
+    for (narrow, wide) in [
+        (
+            "SELECT k FROM wide WHERE id BETWEEN 1 AND 40 ORDER BY id",
+            "SELECT k, pad FROM wide WHERE id BETWEEN 1 AND 40 ORDER BY id",
+        ),
+        (
+            "SELECT id, k FROM wide WHERE id IN (3, 4, 5) ORDER BY id",
+            "SELECT * FROM wide WHERE id IN (3, 4, 5) ORDER BY id",
+        ),
+        (
+            "SELECT sum(k) FROM wide WHERE k > 1",
+            "SELECT sum(k), max(pad) FROM wide WHERE k > 1",
+        ),
+    ] {
+        let (narrow_rows, narrow_bytes) = received(conn, narrow);
+        let (wide_rows, wide_bytes) = received(conn, wide);
+        // The same rows, less the wide column.
+        let cut: Vec<Vec<String>> = wide_rows
+            .iter()
+            .map(|r| r[..narrow_rows[0].len()].to_vec())
+            .collect();
+        assert_eq!(narrow_rows, cut, "{narrow}");
+        let rows = narrow_rows.len().max(1) as u64;
+        assert!(
+            narrow_bytes * 4 < wide_bytes && wide_bytes >= 200 * rows,
+            "{narrow}: {narrow_bytes} bytes received against {wide_bytes} for {wide}"
+        );
+    }
+    // A condition on a column the items do not name still reads it.
+    assert_eq!(
+        q(
+            conn,
+            "SELECT id FROM wide WHERE pad LIKE 'p%' AND k = 2 ORDER BY id LIMIT 2"
+        ),
+        vec![vec!["2".to_owned()], vec!["7".to_owned()]]
+    );
+    ok(conn, "DROP TABLE wide");
+}
+
 fn round_trips(engine: &std::sync::Arc<Engine>, conn: &mut Conn<'_>) {
     let sent = || engine.cluster.stats().tc_key_reqs_sent;
     let trips = |conn: &mut Conn<'_>, sql: &str| {

@@ -223,7 +223,31 @@ pub(crate) fn fetch(
     cond: Option<&Expr>,
     ctx: &mut Ctx<'_>,
     stop_after: Option<usize>,
+    commit: Option<&mut bool>,
+) -> SqlResult<Vec<(Vec<Val>, Vec<Value>)>> {
+    let columns = None;
+    fetch_columns(
+        tx, table, access, filter, lock, descending, cond, ctx, stop_after, commit, columns,
+    )
+}
+
+/// As [`fetch`], reading only `columns` (native names; the primary key
+/// among them) of each row when given: the data nodes send, and the SQL
+/// node converts, only what the statement uses (NDB's mysqld reads only
+/// the columns a query needs too). The other columns of the rows are NULL.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn fetch_columns(
+    tx: &Transaction<'_>,
+    table: &Arc<TableInfo>,
+    access: &Access,
+    filter: Option<Filter>,
+    lock: Option<LockMode>,
+    descending: bool,
+    cond: Option<&Expr>,
+    ctx: &mut Ctx<'_>,
+    stop_after: Option<usize>,
     mut commit: Option<&mut bool>,
+    columns: Option<&[&str]>,
 ) -> SqlResult<Vec<(Vec<Val>, Vec<Value>)>> {
     let mut out = Vec::new();
     let native = &table.native;
@@ -259,6 +283,9 @@ pub(crate) fn fetch(
                         .ignore_error();
                     if let Some(name) = index {
                         op = op.index(name);
+                    }
+                    if let Some(columns) = columns {
+                        op = op.columns(columns);
                     }
                     handles.push(
                         tx.define(op)
@@ -309,6 +336,7 @@ pub(crate) fn fetch(
                 filter,
                 lock,
                 partition_key,
+                projection: columns.map(<[&str]>::to_vec),
                 ..ScanOptions::default()
             };
             // The ranges to scan: the bounds, or each point of an IN list.

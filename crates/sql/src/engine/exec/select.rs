@@ -10,7 +10,7 @@ use skarv_client::LockMode;
 use sqlparser::ast::{self, SetExpr, SetOperator, SetQuantifier};
 use sqlparser::tokenizer::Location;
 
-use super::{convert, env, fetch, keep_warnings, table_of, table_scope, with_scope};
+use super::{convert, env, fetch_columns, keep_warnings, table_of, table_scope, with_scope};
 use crate::backend::{OkInfo, ResultSink};
 use crate::engine::catalog::TableInfo;
 use crate::engine::expr::eval::compare;
@@ -765,6 +765,48 @@ fn run_one_without_table(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Vec<Vec<Va
     shape(p, if pass { source } else { Vec::new() }, ctx)
 }
 
+/// The native names of the columns a single-table SELECT reads (those
+/// its items, condition, grouping, aggregates and order name, and the
+/// primary key), or None when it reads them all.
+fn projection<'t>(table: &'t TableInfo, p: &Planned) -> Option<Vec<&'t str>> {
+    let mut used = vec![false; table.columns.len()];
+    let mut columns = Vec::new();
+    let exprs = p
+        .items
+        .iter()
+        .chain(&p.cond)
+        .chain(&p.group)
+        .chain(&p.having)
+        .chain(p.order.iter().map(|(e, _)| e))
+        .chain(p.aggs.iter().filter_map(|a| a.arg.as_ref()));
+    for e in exprs {
+        columns.clear();
+        crate::engine::plan::join::columns(e, &mut columns);
+        for &at in &columns {
+            // A position outside the table's columns: read them all.
+            *used.get_mut(at)? = true;
+        }
+    }
+    if used.iter().all(|u| *u) {
+        return None;
+    }
+    let def = table.native.def();
+    let mut names: Vec<&str> = table
+        .columns
+        .iter()
+        .zip(&used)
+        .filter(|(_, used)| **used)
+        .filter_map(|(c, _)| def.columns.get(c.native).map(|n| n.name.as_str()))
+        .collect();
+    for &k in &def.primary_key {
+        let name = def.columns.get(k)?.name.as_str();
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    Some(names)
+}
+
 fn run_one(
     tx: &skarv_client::Transaction<'_>,
     p: &Planned,
@@ -806,7 +848,8 @@ fn run_one(
     if stop_after == Some(0) {
         return Ok(Vec::new());
     }
-    let found = fetch(
+    let columns = projection(table, p);
+    let found = fetch_columns(
         tx,
         table,
         &access,
@@ -817,6 +860,7 @@ fn run_one(
         ctx,
         stop_after,
         commit,
+        columns.as_deref(),
     )?;
     // Rows in index order need no sort.
     let unsorted;
