@@ -40,6 +40,11 @@ pub struct ScanOptions<'a> {
     pub lower: Option<(Vec<Value>, bool)>,
     /// Upper bound, as `lower`.
     pub upper: Option<(Vec<Value>, bool)>,
+    /// More ranges (lower, upper) of the index, scanned after the first in
+    /// this order (reversed when descending), in the same request: a
+    /// multi-range scan (`k IN (…)`), one round trip for all of them. A
+    /// row in two ranges comes twice.
+    pub more_ranges: Vec<(Option<ScanBound>, Option<ScanBound>)>,
     /// Index order descending (index scans only).
     pub descending: bool,
     /// A pushed-down filter (column positions: `Table::column`).
@@ -54,6 +59,10 @@ pub struct ScanOptions<'a> {
     /// Values of the distribution key: scan only the partition holding them.
     pub partition_key: Option<Vec<Value>>,
 }
+
+/// One end of an index range: values of a prefix of the index columns,
+/// and whether it is inclusive.
+pub type ScanBound = (Vec<Value>, bool);
 
 /// The rows of a scan (see the module doc).
 pub struct ScanIter<'t, 's> {
@@ -134,6 +143,14 @@ impl<'s> Transaction<'s> {
             index_id,
             lower: bound(options.lower),
             upper: bound(options.upper),
+            more_ranges: options
+                .more_ranges
+                .into_iter()
+                .map(|(lower, upper)| proto::scan::Range {
+                    lower: bound(lower),
+                    upper: bound(upper),
+                })
+                .collect(),
             descending: options.descending,
             lock,
             partition,

@@ -774,6 +774,7 @@ fn scans_filter_project_batch_and_lock() {
         index_id: NO_INDEX,
         lower: None,
         upper: None,
+        more_ranges: Vec::new(),
         descending: false,
         lock,
         partition: 0,

@@ -6,6 +6,8 @@
 //! are read in place, like op batches. The spec names a full-table scan
 //! (`index_id` = [`NO_INDEX`]) or an ordered-index range scan between two
 //! optional bounds (each a prefix of the index columns, inclusive or not),
+//! or of several such ranges one after another (NDB's multi-range scan:
+//! `k IN (…)` as one scan, not one per value),
 //! optionally pruned to one partition, with a projection, a pushed-down
 //! [`Filter`], a lock mode, a batch size and whether each row comes with its
 //! primary key ("key info", needed to update or delete the scanned row).
@@ -18,9 +20,12 @@
 //! u32 table_id, u32 table_version, u32 index_id, u32 partition, u32 batch_rows
 //! u8            lock: 0 committed read, 1 shared, 2 exclusive
 //! u8            flags: bit 0 descending, bit 1 key info, bit 2 lower bound present,
-//!               bit 3 upper bound present, bit 4 filter present; other bits 0
+//!               bit 3 upper bound present, bit 4 filter present, bit 5 more ranges
+//!               present; other bits 0
 //! lower bound   if present: u8 inclusive (0/1), u16 n, n values (crate::value)
 //! upper bound   if present: the same
+//! more ranges   if present: u16 n (1..=SCAN_RANGES_MAX - 1), then per range u8 flags
+//!               (bit 0 lower, bit 1 upper present; other bits 0) and its bounds
 //! u16 n, n × u16  projection column positions (none = every column)
 //! filter        if present: its encoding (crate::filter)
 //! ```
@@ -66,7 +71,12 @@ const FLAG_KEY_INFO: u8 = 2;
 const FLAG_LOWER: u8 = 4;
 const FLAG_UPPER: u8 = 8;
 const FLAG_FILTER: u8 = 16;
-const FLAGS_KNOWN: u8 = 31;
+const FLAG_MORE_RANGES: u8 = 32;
+const FLAGS_KNOWN: u8 = 63;
+const RANGE_FLAG_LOWER: u8 = 1;
+const RANGE_FLAG_UPPER: u8 = 2;
+/// Most ranges one scan covers (the first and the more).
+pub const SCAN_RANGES_MAX: usize = 1_024;
 const ROW_BATCH_HEADER_BYTES: usize = 2 + 1 + 4;
 const ROW_COUNT_OFFSET: usize = 3;
 
@@ -75,6 +85,13 @@ const ROW_COUNT_OFFSET: usize = 3;
 pub struct Bound {
     pub values: Vec<Value>,
     pub inclusive: bool,
+}
+
+/// One more range of a multi-range scan (see [`ScanSpec::more_ranges`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Range {
+    pub lower: Option<Bound>,
+    pub upper: Option<Bound>,
 }
 
 /// What to scan and how (see the module doc).
@@ -86,6 +103,10 @@ pub struct ScanSpec {
     pub index_id: u32,
     pub lower: Option<Bound>,
     pub upper: Option<Bound>,
+    /// Ranges scanned after `lower..upper`, in this order (in reverse
+    /// order when descending), each as its own range of the index: a row
+    /// in two ranges comes twice.
+    pub more_ranges: Vec<Range>,
     pub descending: bool,
     pub lock: LockMode,
     /// One partition (pruned), or `NO_PARTITION` for all.
@@ -119,14 +140,23 @@ impl ScanSpec {
             | flag(self.key_info, FLAG_KEY_INFO)
             | flag(self.lower.is_some(), FLAG_LOWER)
             | flag(self.upper.is_some(), FLAG_UPPER)
-            | flag(self.filter.is_some(), FLAG_FILTER);
+            | flag(self.filter.is_some(), FLAG_FILTER)
+            | flag(!self.more_ranges.is_empty(), FLAG_MORE_RANGES);
         out.extend_from_slice(&[self.lock as u8, flags]);
         for bound in [&self.lower, &self.upper].into_iter().flatten() {
-            out.push(u8::from(bound.inclusive));
-            let n = u16::try_from(bound.values.len()).expect("at most 65,535 bound values");
+            put_bound(out, bound);
+        }
+        if !self.more_ranges.is_empty() {
+            let n = u16::try_from(self.more_ranges.len()).expect("at most 65,535 ranges");
             out.extend_from_slice(&n.to_le_bytes());
-            for v in &bound.values {
-                put_value(out, v.as_ref());
+            for range in &self.more_ranges {
+                out.push(
+                    flag(range.lower.is_some(), RANGE_FLAG_LOWER)
+                        | flag(range.upper.is_some(), RANGE_FLAG_UPPER),
+                );
+                for bound in [&range.lower, &range.upper].into_iter().flatten() {
+                    put_bound(out, bound);
+                }
             }
         }
         let n = u16::try_from(self.projection.len()).expect("at most 65,535 projected columns");
@@ -174,6 +204,33 @@ impl ScanSpec {
         } else {
             None
         };
+        let mut more_ranges = Vec::new();
+        if flags & FLAG_MORE_RANGES != 0 {
+            let at = r.position();
+            let n = usize::from(r.u16()?);
+            if n == 0 || n >= SCAN_RANGES_MAX {
+                return Err(r.bad_field(at, "more scan ranges", n as u64));
+            }
+            more_ranges.reserve(n);
+            for _ in 0..n {
+                let at = r.position();
+                let range_flags = r.u8()?;
+                if range_flags & !(RANGE_FLAG_LOWER | RANGE_FLAG_UPPER) != 0 {
+                    return Err(r.bad_field(at, "scan range flags", u64::from(range_flags)));
+                }
+                let lower = if range_flags & RANGE_FLAG_LOWER != 0 {
+                    Some(get_bound(&mut r)?)
+                } else {
+                    None
+                };
+                let upper = if range_flags & RANGE_FLAG_UPPER != 0 {
+                    Some(get_bound(&mut r)?)
+                } else {
+                    None
+                };
+                more_ranges.push(Range { lower, upper });
+            }
+        }
         let n = usize::from(r.u16()?);
         let projection = r
             .bytes(2 * n)?
@@ -192,6 +249,7 @@ impl ScanSpec {
             index_id,
             lower,
             upper,
+            more_ranges,
             descending: flags & FLAG_DESCENDING != 0,
             lock,
             partition,
@@ -220,15 +278,26 @@ impl ScanSpec {
                 self.batch_rows
             )));
         }
+        if self.more_ranges.len() >= SCAN_RANGES_MAX {
+            return Err(bad(format!(
+                "a scan of {} ranges: at most {SCAN_RANGES_MAX}",
+                self.more_ranges.len() + 1
+            )));
+        }
         if self.index_id == NO_INDEX {
-            if self.lower.is_some() || self.upper.is_some() || self.descending {
+            if self.lower.is_some()
+                || self.upper.is_some()
+                || self.descending
+                || !self.more_ranges.is_empty()
+            {
                 return Err(bad(
                     "a full-table scan has no bounds and no order: name an ordered index".into(),
                 ));
             }
         } else {
             let index = find_index(table, self.index_id, IndexKind::Ordered)?;
-            for bound in [&self.lower, &self.upper].into_iter().flatten() {
+            let more = self.more_ranges.iter().flat_map(|r| [&r.lower, &r.upper]);
+            for bound in [&self.lower, &self.upper].into_iter().chain(more).flatten() {
                 if bound.values.len() > index.columns.len() {
                     return Err(bad(format!(
                         "a bound of {} values on index `{}` of {} columns",
@@ -249,6 +318,15 @@ impl ScanSpec {
             filter.check(table)?;
         }
         Ok(())
+    }
+}
+
+fn put_bound(out: &mut Vec<u8>, bound: &Bound) {
+    out.push(u8::from(bound.inclusive));
+    let n = u16::try_from(bound.values.len()).expect("at most 65,535 bound values");
+    out.extend_from_slice(&n.to_le_bytes());
+    for v in &bound.values {
+        put_value(out, v.as_ref());
     }
 }
 

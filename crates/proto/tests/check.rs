@@ -420,6 +420,7 @@ fn scan() -> ScanSpec {
             values: vec![Value::Int(100), Value::Int(5)],
             inclusive: false,
         }),
+        more_ranges: Vec::new(),
         descending: true,
         lock: LockMode::Shared,
         partition: NO_PARTITION,

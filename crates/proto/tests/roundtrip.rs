@@ -180,6 +180,11 @@ fn arb_scan_spec() -> impl Strategy<Value = ScanSpec> {
         (arb_bound(), arb_bound(), any::<bool>(), arb_lock()),
         (prop_oneof![Just(NO_PARTITION), any::<u32>()], any::<u32>()),
         (
+            proptest::collection::vec(
+                (arb_bound(), arb_bound())
+                    .prop_map(|(lower, upper)| proto::scan::Range { lower, upper }),
+                0..4,
+            ),
             proptest::collection::vec(any::<u16>(), 0..5),
             proptest::option::of(arb_filter()),
             any::<bool>(),
@@ -192,13 +197,14 @@ fn arb_scan_spec() -> impl Strategy<Value = ScanSpec> {
                 (partition, batch_rows),
                 rest,
             )| {
-                let (projection, filter, key_info) = rest;
+                let (more_ranges, projection, filter, key_info) = rest;
                 ScanSpec {
                     table_id,
                     table_version,
                     index_id,
                     lower,
                     upper,
+                    more_ranges,
                     descending,
                     lock,
                     partition,

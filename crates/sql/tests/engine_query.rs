@@ -1641,6 +1641,18 @@ fn round_trips(engine: &std::sync::Arc<Engine>, conn: &mut Conn<'_>) {
     assert_eq!(err(conn, "COMMIT").code, 1062);
     assert!(q(conn, "SELECT id FROM t WHERE id = 82").is_empty());
     ok(conn, "SET transaction_allow_batching = 0");
+    // `k IN (…)` on the ordered index `k`: one multi-range scan, one
+    // scan request for the whole list (it was one scan per value).
+    let scans = || engine.cluster.stats().scan_reqs_sent;
+    let before = scans();
+    assert_eq!(
+        q(
+            conn,
+            "SELECT id FROM t WHERE k IN (820, 300, 310, 999, 320, 810, 800) ORDER BY id"
+        ),
+        rows(&[&["30"], &["31"], &["32"], &["80"], &["81"]])
+    );
+    assert_eq!(scans() - before, 1, "one scan request for the IN list");
     ok(conn, "DELETE FROM t WHERE id >= 30 AND id < 90");
 }
 

@@ -52,7 +52,10 @@ struct ScanRecord {
     key: ScanKey,
     tc: Option<BlockRef>,
     spec: Option<proto::scan::ScanSpec>,
+    /// The range scanned now: the `range_at`-th, in visiting order, of
+    /// the spec's ranges (a multi-range scan visits each in turn).
     range: Option<ScanSpec>,
+    range_at: usize,
     cursor: ScanCursor,
     /// Rows read from the fragment: the first `chunk_rows` are this
     /// scan's (the buffer is reused from scan to scan); those from
@@ -165,6 +168,7 @@ impl Scans {
         record.tc = Some(tc);
         record.spec = Some(spec);
         record.range = Some(range);
+        record.range_at = 0;
         record.cursor.reset();
         record.chunk_rows = 0;
         record.next_row = 0;
@@ -356,7 +360,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             // The locks it takes are released by the transaction's end.
             self.touch(tx_id, (spec.table_id, partition));
         }
-        let range = storage_spec(&spec);
+        let range = storage_spec(&spec, 0);
         self.stats.scans += 1;
         let slot = self.scans.open(key, tc, spec, range);
         self.run_scan(slot, ctx);
@@ -604,7 +608,18 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 record.examined += 1;
             }
             if record.fragment_done && (locking.is_none() || record.own_done) {
-                return BatchEnd::Done;
+                if record.range_at + 1 >= ranges(spec) {
+                    return BatchEnd::Done;
+                }
+                // A multi-range scan: the next range, its committed rows
+                // and then (locking) its transaction's own inserts.
+                record.range_at += 1;
+                record.range = Some(storage_spec(spec, record.range_at));
+                record.cursor.reset();
+                record.fragment_done = false;
+                record.own_done = false;
+                record.own_after = None;
+                continue;
             }
             if record.examined >= SCAN_ROWS_EXAMINED_MAX {
                 return BatchEnd::Full;
@@ -652,8 +667,22 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
     }
 }
 
-/// The storage scan of a proto scan spec (checked against its table).
-fn storage_spec(spec: &proto::scan::ScanSpec) -> ScanSpec {
+/// The ranges a scan spec visits (1 for a full scan).
+fn ranges(spec: &proto::scan::ScanSpec) -> usize {
+    1 + spec.more_ranges.len()
+}
+
+/// The storage scan of the `at`-th range, in visiting order, of a proto
+/// scan spec (checked against its table): the spec's ranges in their
+/// order, or reversed when descending.
+fn storage_spec(spec: &proto::scan::ScanSpec, at: usize) -> ScanSpec {
+    let count = ranges(spec);
+    debug_assert!(at < count, "range {at} of a scan of {count}");
+    let listed = if spec.descending { count - 1 - at } else { at };
+    let (lower, upper) = match listed.checked_sub(1) {
+        None => (&spec.lower, &spec.upper),
+        Some(more) => (&spec.more_ranges[more].lower, &spec.more_ranges[more].upper),
+    };
     let bound = |b: &Option<Bound>| match b {
         None => StdBound::Unbounded,
         Some(b) if b.inclusive => StdBound::Included(b.values.clone()),
@@ -664,8 +693,8 @@ fn storage_spec(spec: &proto::scan::ScanSpec) -> ScanSpec {
     } else {
         ScanRange::Ordered {
             index_id: spec.index_id,
-            lower: bound(&spec.lower),
-            upper: bound(&spec.upper),
+            lower: bound(lower),
+            upper: bound(upper),
             direction: if spec.descending {
                 Direction::Descending
             } else {

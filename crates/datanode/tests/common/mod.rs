@@ -254,6 +254,7 @@ pub fn full_scan_spec(table: &TableDef) -> proto::ScanSpec {
         index_id: NO_INDEX,
         lower: None,
         upper: None,
+        more_ranges: Vec::new(),
         descending: false,
         lock: LockMode::Committed,
         partition: NO_PARTITION,

@@ -354,15 +354,20 @@ pub(crate) fn fetch_columns(
                 if points.is_empty() {
                     ranges.push((lower.clone(), upper.clone()));
                 } else {
-                    ranges.extend(
-                        points
-                            .iter()
-                            .map(|p| (Some((p.clone(), true)), Some((p.clone(), true)))),
-                    );
+                    // Each point an equal range, all in one multi-range
+                    // scan: one request and one round trip for the list.
+                    let mut each = points
+                        .iter()
+                        .map(|p| (Some((p.clone(), true)), Some((p.clone(), true))));
+                    ranges.extend(each.next());
+                    options.more_ranges = each.collect();
                 }
             } else {
                 ranges.push((None, None));
             }
+            // Points a collation deems equal ('a' and 'A') are two ranges
+            // over the same rows: each row is kept once.
+            let mut seen = (!options.more_ranges.is_empty()).then(std::collections::HashSet::new);
             // A scan does not carry the transaction's deferred writes:
             // they go first, so that the scan sees them.
             txn::flush(tx).map_err(|e| txn::native_error_in(&e, &table.name))?;
@@ -375,6 +380,12 @@ pub(crate) fn fetch_columns(
                     .map_err(|e| txn::native_error_in(&e, &table.name))?;
                 for r in scan {
                     let r = r.map_err(|e| txn::native_error_in(&e, &table.name))?;
+                    if let Some(seen) = &mut seen {
+                        let key = primary_key_of(table, r.values(), r.columns());
+                        if !seen.insert(format!("{key:?}")) {
+                            continue;
+                        }
+                    }
                     let row = sql_row(table, r.values(), r.columns(), ctx.env.tz_secs);
                     let key = if lock.is_some() {
                         r.key().to_vec()
