@@ -169,6 +169,7 @@ impl Engine {
             tx: txn::TxState::default(),
             prepared: prepared::Statements::default(),
             grants: users::Grants::default(),
+            subqueries: exec::subquery::Cache::default(),
         }
     }
 }
@@ -191,6 +192,8 @@ pub struct Conn<'s> {
     pub grants: users::Grants,
     /// Its status counters and slow-log state.
     pub status: status::ConnStatus,
+    /// What the running statement's subqueries gave.
+    pub subqueries: exec::subquery::Cache,
 }
 
 impl Drop for Conn<'_> {

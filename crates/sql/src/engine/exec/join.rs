@@ -123,6 +123,21 @@ impl Runner<'_, '_> {
         let mut next = Vec::new();
         match &step.access {
             StepAccess::Own(access) => {
+                if let (None, Some(rows)) = (&self.kept[at], &t.rows) {
+                    // A derived table: its kept rows, matched by `matching`.
+                    let inner: Vec<Vec<Val>> = rows.as_ref().clone();
+                    self.stats[at].read += inner.len() as u64;
+                    let hash = hash_pair(spec, step).map(|(mine, other, fold)| {
+                        let mut buckets = Buckets::new();
+                        for (i, r) in inner.iter().enumerate() {
+                            if let Some(key) = hash_key(&r[mine - t.offset], fold) {
+                                buckets.entry(key).or_default().push(i);
+                            }
+                        }
+                        (other, fold, buckets)
+                    });
+                    self.kept[at] = Some(Kept { rows: inner, hash });
+                }
                 if self.kept[at].is_none() {
                     let found = fetch(
                         self.tx,

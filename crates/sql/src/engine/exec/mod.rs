@@ -1,9 +1,11 @@
 //! The executors: queries and writes run with the native API.
 
 pub mod convert;
+pub(crate) mod derived;
 mod from;
 pub mod join;
 mod select;
+pub mod subquery;
 mod write;
 pub(crate) use write::{duplicate_error, failed_op, now_value};
 
@@ -42,6 +44,7 @@ pub fn query(
     sink: &mut dyn ResultSink,
 ) -> SqlResult<Answered> {
     conn.info.query_killed.store(false, Ordering::Relaxed);
+    conn.subqueries.clear();
     let Statement::Query(q) = statement else {
         return Err(SqlError::unsupported(format_args!("`{statement}`")));
     };
@@ -59,6 +62,7 @@ pub fn explain(
 ) -> SqlResult<Answered> {
     use sqlparser::ast::{AnalyzeFormat as F, AnalyzeFormatKind as K};
     conn.info.query_killed.store(false, Ordering::Relaxed);
+    conn.subqueries.clear();
     let Statement::Explain {
         statement: inner,
         analyze,
@@ -101,6 +105,7 @@ pub fn write(
             "Cannot execute statement in a READ ONLY transaction.",
         ));
     }
+    conn.subqueries.clear();
     let params: Vec<Val> = params.iter().map(convert::from_sql).collect();
     let placeholders = placeholder_locations(conn, statement);
     conn.tx.wrote = true;
@@ -143,6 +148,8 @@ pub fn variable(conn: &Conn<'_>, name: &str, global: bool) -> SqlResult<Val> {
 /// kind's result column takes.
 pub fn eval_constant(conn: &mut Conn<'_>, expr: &sqlparser::ast::Expr) -> SqlResult<SqlValue> {
     let placeholders = conn.prepared.running_placeholders().to_vec();
+    conn.subqueries.clear();
+    subquery::prepare(conn, expr, 0, &placeholders, Some(&[]), None)?;
     let (lowered, meta) = with_scope(conn, Vec::new(), &placeholders, |s| {
         let lowered = s.lower(expr)?;
         let meta = s.meta(&lowered, "");
@@ -189,6 +196,7 @@ pub fn with_scope<R>(
             .map_or(Val::Null, convert::from_sql)
     };
     let mut scope = Scope::new(columns, placeholders, &var, &user_var);
+    scope.subqueries = Some(&conn.subqueries.results);
     f(&mut scope)
 }
 

@@ -138,6 +138,9 @@ pub struct JoinTable {
     pub after: Vec<usize>,
     /// Its index hints.
     pub hints: Hints,
+    /// The rows of a derived table (kept in the SQL node; `table` is its
+    /// shape, with no keys): read whole, never from the data nodes.
+    pub rows: Option<Arc<Vec<Vec<crate::engine::expr::Val>>>>,
 }
 
 /// A FROM list of more than one table, with its conditions lowered.
@@ -440,6 +443,15 @@ fn choose(
         .filter(|(e, m)| *m == me || (*m == 0 && t.outer && e.is_constant()))
         .map(|(e, _)| map_columns(e, &local))
         .collect();
+    if t.rows.is_some() {
+        // A derived table's rows are at hand: matched in memory.
+        return Ok(Choice {
+            class: 4,
+            rows: TABLE_ROWS_GUESS,
+            access: StepAccess::Own(Access::Scan),
+            filter: None,
+        });
+    }
     let table = &t.table;
     let allowed = |native: &str| t.hints.usable(table, native);
     let (access, filter) = access_with(table, and_all(&own).as_ref(), ctx, &allowed)?;

@@ -67,7 +67,7 @@ pub fn explain(
     more: bool,
     sink: &mut dyn ResultSink,
 ) -> SqlResult<Answered> {
-    let plans = plan_query(conn, q, &[], &[])?;
+    let plans = plan_query(conn, q, &[], Some(&[]))?;
     let environment = env(conn);
     let info = Arc::clone(&conn.info);
     let mut ctx = Ctx::new(&[], &environment);
