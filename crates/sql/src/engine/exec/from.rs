@@ -297,6 +297,7 @@ fn add_table(
             after: Vec::new(),
             hints: Hints::default(),
             rows: Some(d.rows),
+            semi: None,
         });
         return Ok(tables.len() - 1);
     }
@@ -339,6 +340,7 @@ fn add_table(
         after: Vec::new(),
         hints,
         rows: None,
+        semi: None,
     });
     Ok(tables.len() - 1)
 }

@@ -18,7 +18,7 @@ use super::{fetch, sql_row, FETCH_ROWS_MAX};
 use crate::engine::catalog::{SqlType, TableInfo};
 use crate::engine::expr::eval::compare;
 use crate::engine::expr::{Ctx, Expr, Val};
-use crate::engine::plan::join::{JoinPlan, JoinSpec, Keyed, KeyedKind, StepAccess};
+use crate::engine::plan::join::{JoinPlan, JoinSpec, Keyed, KeyedKind, SemiKind, StepAccess};
 use crate::engine::plan::{exact, join::JOIN_BATCH_ROWS};
 use crate::engine::txn;
 use crate::error::{SqlError, SqlResult};
@@ -314,6 +314,27 @@ fn combine<'r>(
     out: &mut Vec<Vec<Val>>,
 ) -> SqlResult<()> {
     let t = &spec.tables[step.table];
+    if let Some(kind) = t.semi {
+        // A subquery's table: the outer row once, at its first match
+        // (semi-join), or only without one (anti-join).
+        let mut matched = false;
+        for c in candidates {
+            ctx.check_killed()?;
+            let mut row = outer.to_vec();
+            row[t.offset..t.offset + c.len()].clone_from_slice(c);
+            if test_all(&step.matching, &row, ctx)? && test_all(&step.post, &row, ctx)? {
+                matched = true;
+                if kind == SemiKind::Semi {
+                    push(out, row)?;
+                }
+                break;
+            }
+        }
+        if kind == SemiKind::Anti && !matched {
+            push(out, outer.to_vec())?;
+        }
+        return Ok(());
+    }
     let mut matched = false;
     for c in candidates {
         ctx.check_killed()?;

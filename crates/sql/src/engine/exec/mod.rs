@@ -5,6 +5,7 @@ pub(crate) mod derived;
 mod from;
 pub mod join;
 mod select;
+mod semi;
 pub mod subquery;
 mod write;
 pub(crate) use write::{duplicate_error, failed_op, now_value};

@@ -293,7 +293,7 @@ fn plan_select(
     let mut virtual_source: Option<(Vec<ScopeColumn>, Vec<Vec<Val>>)> = None;
     let mut join_from = None;
     let mut hints = Hints::default();
-    let (table, alias) = match s.from.as_slice() {
+    let (mut table, alias) = match s.from.as_slice() {
         [] => (None, String::new()),
         [twj] if twj.joins.is_empty() => match &twj.relation {
             ast::TableFactor::Table { name, alias, .. } if virtual_table(conn, name).is_some() => {
@@ -362,11 +362,11 @@ fn plan_select(
     if s.into.is_some() {
         return Err(SqlError::unsupported("SELECT … INTO"));
     }
-    let (star, hidden, join) = match join_from {
+    let (mut star, mut hidden, mut join) = match join_from {
         Some(j) => (Some(j.star), j.hidden, Some(Arc::new(j.spec))),
         None => (None, Vec::new(), None),
     };
-    let (columns, virtual_rows) = match (virtual_source, &join) {
+    let (mut columns, virtual_rows) = match (virtual_source, &join) {
         (_, Some(j)) => (j.columns.clone(), None),
         (Some((columns, rows)), None) => (columns, Some(Arc::new(rows))),
         (None, None) => (
@@ -376,6 +376,32 @@ fn plan_select(
             None,
         ),
     };
+    // Correlated IN/EXISTS of WHERE as semi-joins and anti-joins.
+    let mut selection = s.selection.clone();
+    let outer = match (&join, &table) {
+        _ if virtual_rows.is_some() => None,
+        (Some(j), _) => Some(super::semi::Outer {
+            spec: (**j).clone(),
+            star: star
+                .clone()
+                .unwrap_or_else(|| (0..j.columns.len()).collect()),
+            hidden: hidden.clone(),
+        }),
+        (None, Some(t)) => Some(super::semi::Outer::single(t, &alias, &hints)),
+        (None, None) => None,
+    };
+    if let Some(mut outer) = outer {
+        if let Some(rest) =
+            super::semi::rewrite(conn, s.selection.as_ref(), &mut outer, placeholders, params)?
+        {
+            selection = rest;
+            star = Some(outer.star);
+            hidden = outer.hidden;
+            columns = outer.spec.columns.clone();
+            join = Some(Arc::new(outer.spec));
+            table = None;
+        }
+    }
     let source = columns.clone();
     // The statement text, for the names MySQL gives unaliased items (the
     // text as written); what `SHOW PROCESSLIST` shows of the statement.
@@ -460,7 +486,7 @@ fn plan_select(
         }
         let saved = scope.aggs.take();
         scope.clause = "WHERE";
-        let cond = s.selection.as_ref().map(|w| scope.lower(w)).transpose()?;
+        let cond = selection.as_ref().map(|w| scope.lower(w)).transpose()?;
         scope.clause = "GROUP BY";
         let mut group = Vec::new();
         if let ast::GroupByExpr::Expressions(exprs, _) = &s.group_by {

@@ -141,6 +141,20 @@ pub struct JoinTable {
     /// The rows of a derived table (kept in the SQL node; `table` is its
     /// shape, with no keys): read whole, never from the data nodes.
     pub rows: Option<Arc<Vec<Vec<crate::engine::expr::Val>>>>,
+    /// The table of a subquery rewritten as a semi-join or anti-join
+    /// (`IN`/`EXISTS` in WHERE); read after every other table.
+    pub semi: Option<SemiKind>,
+}
+
+/// How a subquery's table joins the query around it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SemiKind {
+    /// `EXISTS` / `IN`: an outer row passes once when a row matches
+    /// (MySQL's FirstMatch).
+    Semi,
+    /// `NOT EXISTS` / `NOT IN` of values never NULL: an outer row passes
+    /// when no row matches.
+    Anti,
 }
 
 /// A FROM list of more than one table, with its conditions lowered.

@@ -256,6 +256,18 @@ fn rows_of(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Vec<Row>> {
             // Key reads take no filter: only a scan's is pushed.
             row.pushed = step.filter.is_some() && scans(&step.access);
             row.table = Some(t.alias.clone());
+            // A subquery run as a semi-join / anti-join (MySQL 8's words).
+            match t.semi {
+                Some(join_plan::SemiKind::Semi) => {
+                    let back = at
+                        .checked_sub(1)
+                        .map(|b| spec.tables[plan.steps[b].table].alias.clone());
+                    row.extra
+                        .push(format!("FirstMatch({})", back.unwrap_or_default()));
+                }
+                Some(join_plan::SemiKind::Anti) => row.extra.push("Not exists".into()),
+                None => {}
+            }
             row.possible_keys = possible_keys(&t.table, &t.hints, t.offset, &conds);
             if at == 0 {
                 row.extra.extend(sort_extra.iter().cloned());
