@@ -128,6 +128,56 @@ pub(crate) fn derived(
     })
 }
 
+/// Views inside views, at most (a view naming itself, directly or not,
+/// would never end).
+pub const VIEW_NESTING_MAX: usize = 32;
+
+/// Runs (or, with `params` None, only plans) a view's query as a derived
+/// table named by the FROM's alias or the view's name.
+pub(crate) fn of_view(
+    conn: &mut Conn<'_>,
+    view: &crate::engine::views::View,
+    alias: Option<&ast::TableAlias>,
+    params: Option<&[Val]>,
+) -> SqlResult<Derived> {
+    let q = view.query()?;
+    let name = alias.map_or_else(|| view.name.clone(), |a| a.name.value.clone());
+    if conn.subqueries.view_depth >= VIEW_NESTING_MAX {
+        return Err(SqlError::unsupported(format_args!(
+            "views nested more than {VIEW_NESTING_MAX} deep ('{}.{}')",
+            view.db, view.name
+        )));
+    }
+    conn.subqueries.view_depth += 1;
+    // The stored query has no placeholders of the statement's.
+    let m = super::select::materialise(conn, &q, &[], params.map(|_| &[][..]));
+    conn.subqueries.view_depth -= 1;
+    let m = m?;
+    check_kept(&m.rows, &name)?;
+    let names: Vec<String> = if view.columns.is_empty() {
+        m.metas.iter().map(|c| c.name.clone()).collect()
+    } else if view.columns.len() == m.metas.len() {
+        view.columns.clone()
+    } else {
+        return Err(SqlError::new(
+            1356,
+            format!(
+                "View '{}.{}' references invalid table(s) or column(s) or function(s) or \
+                 definer/invoker of view lack rights to use them",
+                view.db, view.name
+            ),
+        ));
+    };
+    let columns = shape_columns(&name, &names, &m)?;
+    let table = Arc::new(table_of(&name, &columns));
+    Ok(Derived {
+        alias: name,
+        columns,
+        table,
+        rows: Arc::new(m.rows),
+    })
+}
+
 /// The columns of a derived table named `alias`: 1060 for a name twice.
 pub(crate) fn shape_columns(
     alias: &str,

@@ -260,23 +260,36 @@ fn add_table(
             format!("Too many tables; MySQL can only use {JOIN_TABLES_MAX} tables in a join"),
         ));
     }
-    if let ast::TableFactor::Derived {
-        lateral,
-        subquery,
-        alias,
-        ..
-    } = factor
-    {
-        // A derived table: its rows are kept, the join reads them as a
-        // table read whole (`JoinTable::rows`).
-        let d = super::derived::derived(
+    let derived = match factor {
+        ast::TableFactor::Derived {
+            lateral,
+            subquery,
+            alias,
+            ..
+        } => Some(super::derived::derived(
             conn,
             subquery,
             alias.as_ref(),
             *lateral,
             placeholders,
             params,
-        )?;
+        )?),
+        ast::TableFactor::Table {
+            name,
+            alias,
+            args: None,
+            ..
+        } if !super::select::is_virtual(conn, name) => match super::source_of(conn, name)? {
+            super::Source::View(v) => {
+                Some(super::derived::of_view(conn, &v, alias.as_ref(), params)?)
+            }
+            super::Source::Table(_) => None,
+        },
+        _ => None,
+    };
+    if let Some(d) = derived {
+        // A derived table or a view: its rows are kept, the join reads
+        // them as a table read whole (`JoinTable::rows`).
         if tables
             .iter()
             .any(|t| t.alias.eq_ignore_ascii_case(&d.alias))

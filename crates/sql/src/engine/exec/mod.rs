@@ -24,7 +24,7 @@ use super::expr::{Ctx, Env, Expr, Scope, ScopeColumn, Val};
 use super::plan::Access;
 use super::{txn, Answered, Conn};
 use crate::backend::ResultSink;
-use crate::error::{SqlError, SqlResult};
+use crate::error::{codes, SqlError, SqlResult};
 use crate::value::SqlValue;
 
 pub use select::describe;
@@ -392,8 +392,50 @@ pub(crate) fn keep_warnings(conn: &mut Conn<'_>, ctx: &mut Ctx<'_>) {
     }
 }
 
-/// The table a name names (`db.t` or `t`).
+/// The table a name names (`db.t` or `t`) to change or read: a view is
+/// refused (1105: Skarv's views are read-only).
 fn table_of(conn: &Conn<'_>, name: &sqlparser::ast::ObjectName) -> SqlResult<Arc<TableInfo>> {
+    match source_of(conn, name)? {
+        Source::Table(t) => Ok(t),
+        Source::View(v) => Err(SqlError::unsupported(format_args!(
+            "changing rows through a view ('{}.{}'): views are read-only in Skarv",
+            v.db, v.name
+        ))),
+    }
+}
+
+/// What a FROM name names.
+pub(crate) enum Source {
+    /// A table.
+    Table(Arc<TableInfo>),
+    /// A view.
+    View(super::views::View),
+}
+
+/// The table or view a FROM name names: the table first, so that a view
+/// costs a read only where no table is.
+pub(crate) fn source_of(conn: &Conn<'_>, name: &sqlparser::ast::ObjectName) -> SqlResult<Source> {
+    match table_named(conn, name) {
+        Ok(t) => Ok(Source::Table(t)),
+        Err(e) if e.code == codes::TABLE_NOT_FOUND => match super::views::for_name(conn, name) {
+            Ok(Some(v)) => Ok(Source::View(v)),
+            _ => Err(e),
+        },
+        Err(e) => Err(e),
+    }
+}
+
+/// Runs a query's planning only (a view's query at CREATE VIEW): its
+/// result columns.
+pub fn plan_only(
+    conn: &mut Conn<'_>,
+    q: &sqlparser::ast::Query,
+) -> SqlResult<Vec<crate::value::ColumnMeta>> {
+    conn.subqueries.clear();
+    select::describe(conn, q, &[])
+}
+
+fn table_named(conn: &Conn<'_>, name: &sqlparser::ast::ObjectName) -> SqlResult<Arc<TableInfo>> {
     let parts: Vec<String> = name
         .0
         .iter()

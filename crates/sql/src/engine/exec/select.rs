@@ -10,7 +10,7 @@ use skarv_client::LockMode;
 use sqlparser::ast::{self, SetExpr, SetOperator, SetQuantifier};
 use sqlparser::tokenizer::Location;
 
-use super::{convert, env, fetch, keep_warnings, table_of, table_scope, with_scope};
+use super::{convert, env, fetch, keep_warnings, table_scope, with_scope};
 use crate::backend::{OkInfo, ResultSink};
 use crate::engine::catalog::TableInfo;
 use crate::engine::expr::eval::compare;
@@ -68,7 +68,12 @@ pub fn describe(
     q: &ast::Query,
     placeholders: &[Location],
 ) -> SqlResult<Vec<ColumnMeta>> {
-    Ok(plan_query(conn, q, placeholders, None)?.metas)
+    // Only planned: what the subqueries "gave" (no rows) must not outlive
+    // this.
+    conn.subqueries.clear();
+    let metas = plan_query(conn, q, placeholders, None).map(|p| p.metas);
+    conn.subqueries.clear();
+    metas
 }
 
 /// Runs a query (or, with `params` None, only plans it) and keeps its
@@ -325,14 +330,20 @@ fn plan_select(
                 alias,
                 index_directives,
                 ..
-            } => {
-                let t = table_of(conn, name)?;
-                let a = alias
-                    .as_ref()
-                    .map_or_else(|| t.name.clone(), |a| a.name.value.clone());
-                hints = Hints::from_ast(&t, &a, index_directives)?;
-                (Some(t), a)
-            }
+            } => match super::source_of(conn, name)? {
+                super::Source::Table(t) => {
+                    let a = alias
+                        .as_ref()
+                        .map_or_else(|| t.name.clone(), |a| a.name.value.clone());
+                    hints = Hints::from_ast(&t, &a, index_directives)?;
+                    (Some(t), a)
+                }
+                super::Source::View(v) => {
+                    let d = super::derived::of_view(conn, &v, alias.as_ref(), params)?;
+                    virtual_source = Some((d.columns, Arc::unwrap_or_clone(d.rows)));
+                    (None, d.alias)
+                }
+            },
             ast::TableFactor::Derived {
                 lateral,
                 subquery,

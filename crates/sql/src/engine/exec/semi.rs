@@ -18,7 +18,7 @@ use std::sync::Arc;
 use sqlparser::ast;
 use sqlparser::tokenizer::Location;
 
-use super::{table_of, table_scope, with_scope};
+use super::{table_scope, with_scope};
 use crate::engine::catalog::TableInfo;
 use crate::engine::expr::{CmpOp, Expr, ScopeColumn, Val};
 use crate::engine::plan::join::{Hints, JoinSpec, JoinTable, SemiKind, JOIN_TABLES_MAX};
@@ -131,7 +131,9 @@ pub(super) fn rewrite(
         if super::select::is_virtual(conn, name) {
             return Ok(None);
         }
-        let table = table_of(conn, name)?;
+        let super::Source::Table(table) = super::source_of(conn, name)? else {
+            return Ok(None);
+        };
         let alias = alias
             .as_ref()
             .map_or_else(|| table.name.clone(), |a| a.name.value.clone());

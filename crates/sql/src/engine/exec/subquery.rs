@@ -30,12 +30,15 @@ pub type Outcome = Result<Arc<Materialised>, SqlError>;
 pub struct Cache {
     /// Results by `Query::to_string()`.
     pub results: HashMap<String, Outcome>,
+    /// Views being read inside views now.
+    pub view_depth: usize,
 }
 
 impl Cache {
     /// Forgets the previous statement's results.
     pub fn clear(&mut self) {
         self.results.clear();
+        self.view_depth = 0;
     }
 }
 
