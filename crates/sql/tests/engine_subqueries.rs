@@ -176,6 +176,20 @@ fn subqueries_over_a_sandbox() {
     assert!(scans < 10, "{scans} scan requests (one scan of i)");
     assert!(key_reqs <= 2, "{key_reqs} key batches");
 
+    // A scalar subquery in the select list: once for the statement, not
+    // once per row (one scan of o, one of i).
+    let (rows, key_reqs, scans) = cost(
+        &engine,
+        &mut conn,
+        "SELECT id, (SELECT MAX(v) FROM i) FROM o WHERE id < 3 OR id >= 0",
+    );
+    assert_eq!(rows.len(), OUTER_ROWS);
+    assert_eq!(rows[0][1], (OUTER_ROWS - 1).to_string());
+    assert!(
+        scans < 20 && key_reqs <= 2,
+        "{scans} scans, {key_reqs} key batches"
+    );
+
     // A derived table joined by key.
     let (rows, key_reqs, _) = cost(
         &engine,

@@ -390,7 +390,7 @@ fn plan_select(
     // Correlated IN/EXISTS of WHERE as semi-joins and anti-joins.
     let mut selection = s.selection.clone();
     let outer = match (&join, &table) {
-        _ if virtual_rows.is_some() => None,
+        _ if virtual_rows.is_some() || !super::semi::worth_trying(s.selection.as_ref()) => None,
         (Some(j), _) => Some(super::semi::Outer {
             spec: (**j).clone(),
             star: star

@@ -246,6 +246,26 @@ pub(super) fn rewrite(
     })))
 }
 
+/// Whether WHERE has a conjunct the rewrite might take (a cheap look at
+/// the parsed text, so that a query without one builds nothing).
+pub(super) fn worth_trying(selection: Option<&ast::Expr>) -> bool {
+    let Some(selection) = selection else {
+        return false;
+    };
+    let mut conjuncts = Vec::new();
+    split_and(selection, &mut conjuncts);
+    conjuncts.iter().any(|c| {
+        matches!(
+            c,
+            ast::Expr::Exists { .. }
+                | ast::Expr::In {
+                    target: ast::InTarget::Subquery(_),
+                    ..
+                }
+        )
+    })
+}
+
 /// A column no name finds.
 fn blank(c: &ScopeColumn) -> ScopeColumn {
     ScopeColumn {

@@ -457,11 +457,12 @@ fn choose(
         .filter(|(e, m)| *m == me || (*m == 0 && t.outer && e.is_constant()))
         .map(|(e, _)| map_columns(e, &local))
         .collect();
-    if t.rows.is_some() {
-        // A derived table's rows are at hand: matched in memory.
+    if let Some(kept) = &t.rows {
+        // A derived table's rows are at hand (their count known): matched
+        // in memory.
         return Ok(Choice {
             class: 4,
-            rows: TABLE_ROWS_GUESS,
+            rows: kept.len() as u64,
             access: StepAccess::Own(Access::Scan),
             filter: None,
         });

@@ -457,6 +457,11 @@ fn index_columns(table: &TableInfo, index: &str) -> Vec<usize> {
 /// `db.alias.column` of a combined position, as MySQL's `ref` shows it.
 fn column_ref(spec: &JoinSpec, col: usize) -> String {
     match join_plan::table_at(spec, col) {
+        // A derived table or view (no database): `alias.column`.
+        Some(t) if spec.tables[t].table.db.is_empty() => {
+            let t = &spec.tables[t];
+            format!("{}.{}", t.alias, t.table.columns[col - t.offset].name)
+        }
         Some(t) => {
             let t = &spec.tables[t];
             format!(
