@@ -189,7 +189,16 @@ pub fn statement(
         Statement::ShowCreate { obj_type, obj_name } => match obj_type {
             sqlparser::ast::ShowCreateObject::Table => {
                 let (db, table) = ddl::object_name(obj_name)?;
-                let info = catalog::table(conn, db.as_deref(), &table)?;
+                let info = match catalog::table(conn, db.as_deref(), &table) {
+                    // MySQL shows a view's definition here too.
+                    Err(e)
+                        if e.code == codes::TABLE_NOT_FOUND
+                            && super::views::for_name(conn, obj_name)?.is_some() =>
+                    {
+                        return super::views::show_create(conn, obj_name, more, sink);
+                    }
+                    other => other?,
+                };
                 let create = show_create_table(conn, &info)?;
                 send(
                     sink,
