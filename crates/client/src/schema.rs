@@ -60,6 +60,12 @@ impl Table {
         Table::with_blobs(def, Vec::new())
     }
 
+    /// A table of no cluster: the shape of rows an API node keeps itself
+    /// (the SQL node's derived tables), never sent to the data nodes.
+    pub fn detached(def: TableDef) -> Table {
+        Table::new(def)
+    }
+
     fn with_blobs(def: TableDef, blobs: Vec<BlobColumn>) -> Table {
         Table {
             distribution: KeyEncoder::distribution_key(&def),

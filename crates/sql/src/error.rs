@@ -171,6 +171,10 @@ pub mod codes {
     pub const WRONG_COLUMN_NAME: u16 = 1166;
     pub const TOO_LONG_IDENT: u16 = 1059;
     pub const ILLEGAL_VALUE_FOR_TYPE: u16 = 1367;
+    pub const DERIVED_MUST_HAVE_ALIAS: u16 = 1248;
+    pub const UPDATE_TABLE_USED: u16 = 1093;
+    pub const WRONG_OBJECT: u16 = 1347;
+    pub const VIEW_WRONG_LIST: u16 = 1353;
 }
 
 /// The SQLSTATE MySQL gives an error number ("HY000" when it gives none).
@@ -222,7 +226,7 @@ pub fn state_of(code: u16) -> &'static str {
         OPERAND_COLUMNS | SUBQUERY_NO_1_ROW => "21000",
         WRONG_DB_NAME | WRONG_TABLE_NAME | WRONG_COLUMN_NAME | TOO_LONG_IDENT => "42000",
         UNSUPPORTED_PS => "HY000",
-        NOT_SUPPORTED_YET => "42000",
+        NOT_SUPPORTED_YET | DERIVED_MUST_HAVE_ALIAS => "42000",
         _ => "HY000",
     }
 }

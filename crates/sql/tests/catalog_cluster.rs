@@ -217,6 +217,7 @@ fn the_catalog_against_a_cluster() {
     copy_recovery(conn, &engine);
     auto_increment(conn, &other);
     two_sql_nodes_alter(conn, &other);
+    two_sql_nodes_views(conn, &other, &sandbox);
     sysbench(conn);
     partition_and_ndb_options(conn);
     drops(conn);
@@ -724,6 +725,47 @@ fn two_sql_nodes_alter(conn: &mut Conn<'_>, other: &Arc<Engine>) {
     let index = rows(conn, "SHOW INDEX FROM c2");
     let names: Vec<&str> = index.iter().map(|r| r[2].as_str()).collect();
     assert_eq!(names, vec!["PRIMARY", "iv", "iw"]);
+}
+
+/// A view made on one SQL node is read on another and on a SQL node
+/// started afterwards (it lives in the cluster); MySQL's errors.
+fn two_sql_nodes_views(conn: &mut Conn<'_>, other: &Arc<Engine>, sandbox: &Sandbox) {
+    exec(conn, "CREATE TABLE vt (id INT PRIMARY KEY, v INT)");
+    exec(conn, "INSERT INTO vt VALUES (1, 10), (2, 20)");
+    exec(conn, "CREATE VIEW vv AS SELECT id, v * 2 AS w FROM vt");
+    let other_session = other.cluster.session().unwrap();
+    let mut theirs = login(other.open(&other_session, LOCALHOST));
+    theirs.use_database("d1").unwrap();
+    assert_eq!(
+        rows(&mut theirs, "SELECT * FROM vv ORDER BY id"),
+        vec![vec!["1", "20"], vec!["2", "40"]]
+    );
+    exec(
+        &mut theirs,
+        "CREATE OR REPLACE VIEW vv AS SELECT id FROM vt WHERE v > 10",
+    );
+    assert_eq!(rows(conn, "SELECT * FROM vv"), vec![vec!["2"]]);
+    // A SQL node started now finds it too.
+    let cluster = Cluster::connect(&sandbox.connect).expect("connects to the sandbox");
+    assert_eq!(cluster.wait_until_ready(Duration::from_secs(60)), 1);
+    let third = Engine::start(cluster).expect("the engine starts");
+    let third_session = third.cluster.session().unwrap();
+    let mut late = login(third.open(&third_session, LOCALHOST));
+    late.use_database("d1").unwrap();
+    assert_eq!(rows(&mut late, "SELECT id FROM vv"), vec![vec!["2"]]);
+    let create = rows(&mut late, "SHOW CREATE VIEW vv");
+    assert!(
+        create[0][1].contains("VIEW `vv` AS SELECT id FROM d1.vt"),
+        "{create:?}"
+    );
+    assert_eq!(code(&mut late, "SHOW CREATE VIEW vt"), 1347);
+    assert_eq!(code(&mut late, "DROP VIEW vt"), 1347);
+    assert_eq!(code(&mut late, "DROP VIEW nosuch"), 1051);
+    assert_eq!(code(&mut late, "INSERT INTO vv VALUES (3)"), 1105);
+    assert_eq!(code(&mut late, "ALTER VIEW vt AS SELECT 1"), 1347);
+    exec(&mut late, "DROP VIEW vv");
+    assert_eq!(code(conn, "SELECT * FROM vv"), 1146);
+    exec(conn, "DROP TABLE vt");
 }
 
 /// sysbench's own schema statements.

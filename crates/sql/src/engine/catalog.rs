@@ -343,7 +343,7 @@ pub fn bootstrap(_engine: &Arc<Engine>, session: &Session) -> SqlResult<()> {
     )
     .primary_key(vec![0])
     .partitions(0);
-    for def in [databases, sequences] {
+    for def in [databases, sequences, super::views::table_def()] {
         retry(|| match session.table(&def.name) {
             Ok(_) => Ok(()),
             Err(e) if e.code == skarv_client::codes::NO_SUCH_TABLE => {
@@ -360,7 +360,7 @@ pub fn bootstrap(_engine: &Arc<Engine>, session: &Session) -> SqlResult<()> {
 }
 
 /// Runs `f` again while it fails with a temporary error, a few times.
-fn retry<T>(mut f: impl FnMut() -> skarv_client::Result<T>) -> SqlResult<T> {
+pub(crate) fn retry<T>(mut f: impl FnMut() -> skarv_client::Result<T>) -> SqlResult<T> {
     let mut tries = 0;
     loop {
         match f() {
@@ -628,7 +628,7 @@ fn system_database(name: &str) -> Database {
     }
 }
 
-fn text_of(row: &skarv_client::Row, column: &str) -> String {
+pub(crate) fn text_of(row: &skarv_client::Row, column: &str) -> String {
     match row.get(column) {
         Some(Value::String(s)) => s.clone(),
         _ => String::new(),
@@ -760,7 +760,7 @@ pub fn table_names(conn: &Conn<'_>, db: &str) -> SqlResult<Vec<String>> {
     Ok(names)
 }
 
-fn system_table(conn: &Conn<'_>, name: &str) -> SqlResult<Arc<Table>> {
+pub(crate) fn system_table(conn: &Conn<'_>, name: &str) -> SqlResult<Arc<Table>> {
     retry(|| conn.native.table(name))
 }
 

@@ -812,6 +812,7 @@ fn drop_database(conn: &mut Conn<'_>, name: &str, if_exists: bool) -> SqlResult<
     for table in &tables {
         drop_one(conn, name, table)?;
     }
+    super::views::drop_database(conn, name)?;
     catalog::delete_database(conn, name)?;
     if conn.session.database.as_deref() == Some(name) {
         conn.session.database = None;

@@ -28,6 +28,7 @@ pub mod show;
 pub mod status;
 pub mod txn;
 pub mod users;
+pub mod views;
 
 use std::collections::HashMap;
 use std::io;
@@ -169,6 +170,7 @@ impl Engine {
             tx: txn::TxState::default(),
             prepared: prepared::Statements::default(),
             grants: users::Grants::default(),
+            subqueries: exec::subquery::Cache::default(),
         }
     }
 }
@@ -191,6 +193,8 @@ pub struct Conn<'s> {
     pub grants: users::Grants,
     /// Its status counters and slow-log state.
     pub status: status::ConnStatus,
+    /// What the running statement's subqueries gave.
+    pub subqueries: exec::subquery::Cache,
 }
 
 impl Drop for Conn<'_> {
@@ -310,10 +314,21 @@ impl<'s> Conn<'s> {
             Stmt::Extra(extra) => return session::extra(self, extra, more, sink),
         };
         users::authorize(self, statement)?;
+        self.subqueries.clear();
         match statement {
             S::Query(_) => exec::query(self, statement, params, more, sink),
             S::Explain { .. } => exec::explain(self, statement, more, sink),
             S::Insert(_) | S::Update(_) | S::Delete(_) => exec::write(self, statement, params),
+            S::CreateView(_)
+            | S::AlterView(_)
+            | S::Drop {
+                object_type: sqlparser::ast::ObjectType::View,
+                ..
+            } => views::statement(self, statement),
+            S::ShowCreate {
+                obj_type: sqlparser::ast::ShowCreateObject::View,
+                obj_name,
+            } => views::show_create(self, obj_name, more, sink),
             S::StartTransaction { .. } | S::Commit { .. } | S::Rollback { .. } => {
                 txn::statement(self, statement)
             }

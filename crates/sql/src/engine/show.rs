@@ -35,6 +35,7 @@ pub const INFORMATION_SCHEMA_TABLES: &[&str] = &[
     "SESSION_STATUS",
     "STATISTICS",
     "TABLES",
+    "VIEWS",
 ];
 
 /// The `TABLE_CATALOG` of every table (MySQL's).
@@ -189,7 +190,16 @@ pub fn statement(
         Statement::ShowCreate { obj_type, obj_name } => match obj_type {
             sqlparser::ast::ShowCreateObject::Table => {
                 let (db, table) = ddl::object_name(obj_name)?;
-                let info = catalog::table(conn, db.as_deref(), &table)?;
+                let info = match catalog::table(conn, db.as_deref(), &table) {
+                    // MySQL shows a view's definition here too.
+                    Err(e)
+                        if e.code == codes::TABLE_NOT_FOUND
+                            && super::views::for_name(conn, obj_name)?.is_some() =>
+                    {
+                        return super::views::show_create(conn, obj_name, more, sink);
+                    }
+                    other => other?,
+                };
                 let create = show_create_table(conn, &info)?;
                 send(
                     sink,
@@ -306,10 +316,22 @@ fn show_tables(
     } else {
         "BASE TABLE"
     };
-    let rows: Vec<Vec<SqlValue>> = catalog::table_names(conn, &db)?
+    let mut names: Vec<(String, &str)> = catalog::table_names(conn, &db)?
         .into_iter()
-        .filter(|t| pattern.is_none_or(|p| like(p, t, false)))
-        .map(|t| {
+        .map(|t| (t, kind))
+        .collect();
+    if !catalog::is_virtual_db(&db) {
+        names.extend(
+            super::views::list(conn, Some(&db))?
+                .into_iter()
+                .map(|v| (v.name, "VIEW")),
+        );
+        names.sort();
+    }
+    let rows: Vec<Vec<SqlValue>> = names
+        .into_iter()
+        .filter(|(t, _)| pattern.is_none_or(|p| like(p, t, false)))
+        .map(|(t, kind)| {
             let mut row = vec![text(t)];
             if full {
                 row.push(text(kind));
@@ -585,6 +607,7 @@ fn information_schema_columns(table: &str) -> Option<Vec<ColumnMeta>> {
     Some(match table.to_ascii_uppercase().as_str() {
         "SCHEMATA" => schemata_columns(),
         "TABLES" => tables_columns(),
+        "VIEWS" => views_columns(),
         "COLUMNS" => columns_columns(),
         "STATISTICS" => statistics_columns(),
         "KEY_COLUMN_USAGE" => key_column_usage_columns(),
@@ -976,6 +999,7 @@ pub fn information_schema_rows(
     let (columns, rows) = match upper.as_str() {
         "SCHEMATA" => schemata(conn)?,
         "TABLES" => tables(conn)?,
+        "VIEWS" => views(conn)?,
         "COLUMNS" => columns(conn)?,
         "STATISTICS" => statistics(conn)?,
         "KEY_COLUMN_USAGE" => key_column_usage(conn)?,
@@ -1135,7 +1159,53 @@ fn tables(conn: &Conn<'_>) -> SqlResult<Rows> {
         row.extend(status_fields(&info, auto));
         rows.push(row);
     }
+    for view in super::views::list(conn, None)? {
+        let mut row = vec![text(CATALOG), text(view.db), text(view.name), text("VIEW")];
+        row.extend(std::iter::repeat_n(SqlValue::Null, 16));
+        row.push(text("VIEW"));
+        rows.push(row);
+    }
     Ok((columns, rows))
+}
+
+/// `information_schema.VIEWS`'s columns (MariaDB's, with ALGORITHM).
+fn views_columns() -> Vec<ColumnMeta> {
+    vec![
+        text_col("TABLE_CATALOG", 512),
+        text_col("TABLE_SCHEMA", 64),
+        text_col("TABLE_NAME", 64),
+        text_col("VIEW_DEFINITION", 4096),
+        text_col("CHECK_OPTION", 8),
+        text_col("IS_UPDATABLE", 3),
+        text_col("DEFINER", 384),
+        text_col("SECURITY_TYPE", 7),
+        text_col("CHARACTER_SET_CLIENT", 32),
+        text_col("COLLATION_CONNECTION", 64),
+        text_col("ALGORITHM", 10),
+    ]
+}
+
+/// One row per view; none is updatable in Skarv.
+fn views(conn: &Conn<'_>) -> SqlResult<Rows> {
+    let rows = super::views::list(conn, None)?
+        .into_iter()
+        .map(|v| {
+            vec![
+                text(CATALOG),
+                text(v.db),
+                text(v.name),
+                text(v.body),
+                text("NONE"),
+                text("NO"),
+                text(v.definer.replace('`', "")),
+                text(v.security),
+                text("utf8mb4"),
+                text("utf8mb4_general_ci"),
+                text(v.algorithm),
+            ]
+        })
+        .collect();
+    Ok((views_columns(), rows))
 }
 
 /// `(CHARACTER_MAXIMUM_LENGTH, CHARACTER_OCTET_LENGTH, NUMERIC_PRECISION,

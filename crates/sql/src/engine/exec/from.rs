@@ -8,7 +8,7 @@ use sqlparser::ast::{self, JoinConstraint as C, JoinOperator as J};
 use sqlparser::tokenizer::Location;
 
 use super::{table_of, table_scope, with_scope};
-use crate::engine::expr::ScopeColumn;
+use crate::engine::expr::{ScopeColumn, Val};
 use crate::engine::plan::join::{Hints, JoinSpec, JoinTable, JOIN_TABLES_MAX};
 use crate::engine::Conn;
 use crate::error::{codes, SqlError, SqlResult};
@@ -34,9 +34,10 @@ enum Kind {
 
 /// The FROM list of `s` (more than one table).
 pub(super) fn join_from(
-    conn: &Conn<'_>,
+    conn: &mut Conn<'_>,
     s: &ast::Select,
     placeholders: &[Location],
+    params: Option<&[Val]>,
 ) -> SqlResult<JoinFrom> {
     let mut tables: Vec<JoinTable> = Vec::new();
     let mut columns: Vec<ScopeColumn> = Vec::new();
@@ -46,7 +47,14 @@ pub(super) fn join_from(
     let straight = s.select_modifiers.as_ref().is_some_and(|m| m.straight_join);
     for twj in &s.from {
         let group_start = tables.len();
-        let first = add_table(conn, &twj.relation, &mut tables, &mut columns)?;
+        let first = add_table(
+            conn,
+            &twj.relation,
+            &mut tables,
+            &mut columns,
+            placeholders,
+            params,
+        )?;
         let mut group_star: Vec<usize> = positions_of(&tables[first]);
         for join in &twj.joins {
             let (kind, constraint) = match &join.join_operator {
@@ -61,7 +69,14 @@ pub(super) fn join_from(
                     )))
                 }
             };
-            let j = add_table(conn, &join.relation, &mut tables, &mut columns)?;
+            let j = add_table(
+                conn,
+                &join.relation,
+                &mut tables,
+                &mut columns,
+                placeholders,
+                params,
+            )?;
             // ON sees the tables of its own comma-separated group so far.
             let visible: Vec<ScopeColumn> = columns
                 .iter()
@@ -234,11 +249,73 @@ fn table_at_tables(tables: &[JoinTable], col: usize) -> Option<usize> {
 
 /// Adds one table of the FROM list; its index.
 fn add_table(
-    conn: &Conn<'_>,
+    conn: &mut Conn<'_>,
     factor: &ast::TableFactor,
     tables: &mut Vec<JoinTable>,
     columns: &mut Vec<ScopeColumn>,
+    placeholders: &[Location],
+    params: Option<&[Val]>,
 ) -> SqlResult<usize> {
+    if tables.len() >= JOIN_TABLES_MAX {
+        return Err(SqlError::new(
+            1116,
+            format!("Too many tables; MySQL can only use {JOIN_TABLES_MAX} tables in a join"),
+        ));
+    }
+    let derived = match factor {
+        ast::TableFactor::Derived {
+            lateral,
+            subquery,
+            alias,
+            ..
+        } => Some(super::derived::derived(
+            conn,
+            subquery,
+            alias.as_ref(),
+            *lateral,
+            placeholders,
+            params,
+        )?),
+        ast::TableFactor::Table {
+            name,
+            alias,
+            args: None,
+            ..
+        } if !super::select::is_virtual(conn, name) => match super::source_of(conn, name)? {
+            super::Source::View(v) => {
+                Some(super::derived::of_view(conn, &v, alias.as_ref(), params)?)
+            }
+            super::Source::Table(_) => None,
+        },
+        _ => None,
+    };
+    if let Some(d) = derived {
+        // A derived table or a view: its rows are kept, the join reads
+        // them as a table read whole (`JoinTable::rows`).
+        if tables
+            .iter()
+            .any(|t| t.alias.eq_ignore_ascii_case(&d.alias))
+        {
+            return Err(SqlError::new(
+                codes::NONUNIQ_TABLE,
+                format!("Not unique table/alias: '{}'", d.alias),
+            ));
+        }
+        let offset = columns.len();
+        columns.extend(d.columns);
+        tables.push(JoinTable {
+            table: d.table,
+            alias: d.alias,
+            offset,
+            outer: false,
+            on: Vec::new(),
+            after: Vec::new(),
+            hints: Hints::default(),
+            rows: Some(d.rows),
+            semi: None,
+        });
+        return Ok(tables.len() - 1);
+    }
     let ast::TableFactor::Table {
         name,
         alias,
@@ -247,11 +324,7 @@ fn add_table(
         ..
     } = factor
     else {
-        // Derived tables and views (the next step) plug in here: a
-        // `JoinTable` whose rows come from a planned query, read by the
-        // join as a kept table (`StepAccess::Own`).
         let what = match factor {
-            ast::TableFactor::Derived { .. } => "derived tables in joins",
             ast::TableFactor::NestedJoin { .. } => "nested joins (parentheses in FROM)",
             _ => "this table factor in a join",
         };
@@ -259,12 +332,6 @@ fn add_table(
     };
     if super::select::is_virtual(conn, name) {
         return Err(SqlError::unsupported("joins of information_schema tables"));
-    }
-    if tables.len() >= JOIN_TABLES_MAX {
-        return Err(SqlError::new(
-            1116,
-            format!("Too many tables; MySQL can only use {JOIN_TABLES_MAX} tables in a join"),
-        ));
     }
     let table = table_of(conn, name)?;
     let alias = alias
@@ -287,6 +354,8 @@ fn add_table(
         on: Vec::new(),
         after: Vec::new(),
         hints,
+        rows: None,
+        semi: None,
     });
     Ok(tables.len() - 1)
 }

@@ -18,7 +18,7 @@ use super::{fetch, sql_row, FETCH_ROWS_MAX};
 use crate::engine::catalog::{SqlType, TableInfo};
 use crate::engine::expr::eval::compare;
 use crate::engine::expr::{Ctx, Expr, Val};
-use crate::engine::plan::join::{JoinPlan, JoinSpec, Keyed, KeyedKind, StepAccess};
+use crate::engine::plan::join::{JoinPlan, JoinSpec, Keyed, KeyedKind, SemiKind, StepAccess};
 use crate::engine::plan::{exact, join::JOIN_BATCH_ROWS};
 use crate::engine::txn;
 use crate::error::{SqlError, SqlResult};
@@ -123,6 +123,21 @@ impl Runner<'_, '_> {
         let mut next = Vec::new();
         match &step.access {
             StepAccess::Own(access) => {
+                if let (None, Some(rows)) = (&self.kept[at], &t.rows) {
+                    // A derived table: its kept rows, matched by `matching`.
+                    let inner: Vec<Vec<Val>> = rows.as_ref().clone();
+                    self.stats[at].read += inner.len() as u64;
+                    let hash = hash_pair(spec, step).map(|(mine, other, fold)| {
+                        let mut buckets = Buckets::new();
+                        for (i, r) in inner.iter().enumerate() {
+                            if let Some(key) = hash_key(&r[mine - t.offset], fold) {
+                                buckets.entry(key).or_default().push(i);
+                            }
+                        }
+                        (other, fold, buckets)
+                    });
+                    self.kept[at] = Some(Kept { rows: inner, hash });
+                }
                 if self.kept[at].is_none() {
                     let found = fetch(
                         self.tx,
@@ -299,6 +314,27 @@ fn combine<'r>(
     out: &mut Vec<Vec<Val>>,
 ) -> SqlResult<()> {
     let t = &spec.tables[step.table];
+    if let Some(kind) = t.semi {
+        // A subquery's table: the outer row once, at its first match
+        // (semi-join), or only without one (anti-join).
+        let mut matched = false;
+        for c in candidates {
+            ctx.check_killed()?;
+            let mut row = outer.to_vec();
+            row[t.offset..t.offset + c.len()].clone_from_slice(c);
+            if test_all(&step.matching, &row, ctx)? && test_all(&step.post, &row, ctx)? {
+                matched = true;
+                if kind == SemiKind::Semi {
+                    push(out, row)?;
+                }
+                break;
+            }
+        }
+        if kind == SemiKind::Anti && !matched {
+            push(out, outer.to_vec())?;
+        }
+        return Ok(());
+    }
     let mut matched = false;
     for c in candidates {
         ctx.check_killed()?;

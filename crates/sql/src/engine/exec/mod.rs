@@ -1,9 +1,12 @@
 //! The executors: queries and writes run with the native API.
 
 pub mod convert;
+pub(crate) mod derived;
 mod from;
 pub mod join;
 mod select;
+mod semi;
+pub mod subquery;
 mod write;
 pub(crate) use write::{duplicate_error, failed_op, now_value};
 
@@ -21,7 +24,7 @@ use super::expr::{Ctx, Env, Expr, Scope, ScopeColumn, Val};
 use super::plan::Access;
 use super::{txn, Answered, Conn};
 use crate::backend::ResultSink;
-use crate::error::{SqlError, SqlResult};
+use crate::error::{codes, SqlError, SqlResult};
 use crate::value::SqlValue;
 
 pub use select::describe;
@@ -42,6 +45,7 @@ pub fn query(
     sink: &mut dyn ResultSink,
 ) -> SqlResult<Answered> {
     conn.info.query_killed.store(false, Ordering::Relaxed);
+    conn.subqueries.clear();
     let Statement::Query(q) = statement else {
         return Err(SqlError::unsupported(format_args!("`{statement}`")));
     };
@@ -59,6 +63,7 @@ pub fn explain(
 ) -> SqlResult<Answered> {
     use sqlparser::ast::{AnalyzeFormat as F, AnalyzeFormatKind as K};
     conn.info.query_killed.store(false, Ordering::Relaxed);
+    conn.subqueries.clear();
     let Statement::Explain {
         statement: inner,
         analyze,
@@ -101,6 +106,7 @@ pub fn write(
             "Cannot execute statement in a READ ONLY transaction.",
         ));
     }
+    conn.subqueries.clear();
     let params: Vec<Val> = params.iter().map(convert::from_sql).collect();
     let placeholders = placeholder_locations(conn, statement);
     conn.tx.wrote = true;
@@ -143,6 +149,8 @@ pub fn variable(conn: &Conn<'_>, name: &str, global: bool) -> SqlResult<Val> {
 /// kind's result column takes.
 pub fn eval_constant(conn: &mut Conn<'_>, expr: &sqlparser::ast::Expr) -> SqlResult<SqlValue> {
     let placeholders = conn.prepared.running_placeholders().to_vec();
+    conn.subqueries.clear();
+    subquery::prepare(conn, expr, 0, &placeholders, Some(&[]), None)?;
     let (lowered, meta) = with_scope(conn, Vec::new(), &placeholders, |s| {
         let lowered = s.lower(expr)?;
         let meta = s.meta(&lowered, "");
@@ -192,6 +200,7 @@ pub fn with_scope<R>(
             .map_or(Val::Null, convert::from_sql)
     };
     let mut scope = Scope::new(columns, placeholders, &var, &user_var);
+    scope.subqueries = Some(&conn.subqueries.results);
     f(&mut scope)
 }
 
@@ -425,8 +434,50 @@ pub(crate) fn keep_warnings(conn: &mut Conn<'_>, ctx: &mut Ctx<'_>) {
     }
 }
 
-/// The table a name names (`db.t` or `t`).
+/// The table a name names (`db.t` or `t`) to change or read: a view is
+/// refused (1105: Skarv's views are read-only).
 fn table_of(conn: &Conn<'_>, name: &sqlparser::ast::ObjectName) -> SqlResult<Arc<TableInfo>> {
+    match source_of(conn, name)? {
+        Source::Table(t) => Ok(t),
+        Source::View(v) => Err(SqlError::unsupported(format_args!(
+            "changing rows through a view ('{}.{}'): views are read-only in Skarv",
+            v.db, v.name
+        ))),
+    }
+}
+
+/// What a FROM name names.
+pub(crate) enum Source {
+    /// A table.
+    Table(Arc<TableInfo>),
+    /// A view.
+    View(super::views::View),
+}
+
+/// The table or view a FROM name names: the table first, so that a view
+/// costs a read only where no table is.
+pub(crate) fn source_of(conn: &Conn<'_>, name: &sqlparser::ast::ObjectName) -> SqlResult<Source> {
+    match table_named(conn, name) {
+        Ok(t) => Ok(Source::Table(t)),
+        Err(e) if e.code == codes::TABLE_NOT_FOUND => match super::views::for_name(conn, name) {
+            Ok(Some(v)) => Ok(Source::View(v)),
+            _ => Err(e),
+        },
+        Err(e) => Err(e),
+    }
+}
+
+/// Runs a query's planning only (a view's query at CREATE VIEW): its
+/// result columns.
+pub fn plan_only(
+    conn: &mut Conn<'_>,
+    q: &sqlparser::ast::Query,
+) -> SqlResult<Vec<crate::value::ColumnMeta>> {
+    conn.subqueries.clear();
+    select::describe(conn, q, &[])
+}
+
+fn table_named(conn: &Conn<'_>, name: &sqlparser::ast::ObjectName) -> SqlResult<Arc<TableInfo>> {
     let parts: Vec<String> = name
         .0
         .iter()

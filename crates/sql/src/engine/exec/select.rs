@@ -10,7 +10,7 @@ use skarv_client::LockMode;
 use sqlparser::ast::{self, SetExpr, SetOperator, SetQuantifier};
 use sqlparser::tokenizer::Location;
 
-use super::{convert, env, fetch_columns, keep_warnings, table_of, table_scope, with_scope};
+use super::{convert, env, fetch_columns, keep_warnings, table_scope, with_scope};
 use crate::backend::{OkInfo, ResultSink};
 use crate::engine::catalog::TableInfo;
 use crate::engine::expr::eval::compare;
@@ -35,6 +35,10 @@ struct Planned {
     table: Option<Arc<TableInfo>>,
     items: Vec<Expr>,
     metas: Vec<ColumnMeta>,
+    /// The items' kinds and whether they may be NULL (a derived table's
+    /// columns).
+    kinds: Vec<Kind>,
+    nullable: Vec<bool>,
     cond: Option<Expr>,
     group: Vec<Expr>,
     having: Option<Expr>,
@@ -64,7 +68,39 @@ pub fn describe(
     q: &ast::Query,
     placeholders: &[Location],
 ) -> SqlResult<Vec<ColumnMeta>> {
-    Ok(plan_query(conn, q, placeholders, &[])?.metas)
+    // Only planned: what the subqueries "gave" (no rows) must not outlive
+    // this.
+    conn.subqueries.clear();
+    let metas = plan_query(conn, q, placeholders, None).map(|p| p.metas);
+    conn.subqueries.clear();
+    metas
+}
+
+/// Runs a query (or, with `params` None, only plans it) and keeps its
+/// rows: a derived table's or a subquery's.
+pub(crate) fn materialise(
+    conn: &mut Conn<'_>,
+    q: &ast::Query,
+    placeholders: &[Location],
+    params: Option<&[Val]>,
+) -> SqlResult<super::derived::Materialised> {
+    let plans = plan_query(conn, q, placeholders, params)?;
+    let (kinds, nullable) = plans
+        .planned
+        .first()
+        .map(|p| (p.kinds.clone(), p.nullable.clone()))
+        .unwrap_or_default();
+    let metas = plans.metas.clone();
+    let rows = match params {
+        Some(params) => rows_of(conn, plans, params)?,
+        None => Vec::new(),
+    };
+    Ok(super::derived::Materialised {
+        metas,
+        kinds,
+        nullable,
+        rows,
+    })
 }
 
 /// A query's plan: its columns, its SELECTs, and what applies to the
@@ -83,17 +119,20 @@ fn plan_query(
     conn: &mut Conn<'_>,
     q: &ast::Query,
     placeholders: &[Location],
-    params: &[Val],
+    params: Option<&[Val]>,
 ) -> SqlResult<Plans> {
     if q.with.is_some() {
         return Err(SqlError::unsupported("WITH"));
+    }
+    if let Some(ob) = &q.order_by {
+        super::subquery::prepare(conn, ob, 0, placeholders, params, None)?;
     }
     let mut selects = Vec::new();
     let mut union_distinct = false;
     collect_selects(&q.body, &mut selects, &mut union_distinct)?;
     let mut planned = Vec::new();
     for s in &selects {
-        planned.push(plan_select(conn, s, placeholders)?);
+        planned.push(plan_select(conn, s, placeholders, params)?);
     }
     let metas = planned.first().map(|p| p.metas.clone()).unwrap_or_default();
     for p in &planned {
@@ -107,7 +146,7 @@ fn plan_query(
     // ORDER BY / LIMIT of the whole query.
     let single = planned.len() == 1;
     let environment = env(conn);
-    let mut ctx = Ctx::new(params, &environment);
+    let mut ctx = Ctx::new(params.unwrap_or(&[]), &environment);
     let limit = match &q.limit_clause {
         Some(ast::LimitClause::LimitOffset { limit, offset, .. }) => (
             limit
@@ -252,73 +291,93 @@ fn plan_select(
     conn: &mut Conn<'_>,
     s: &ast::Select,
     placeholders: &[Location],
+    params: Option<&[Val]>,
 ) -> SqlResult<Planned> {
+    // Subqueries of this SELECT's expressions run first, once.
+    super::subquery::prepare(conn, s, 0, placeholders, params, None)?;
     let mut virtual_source: Option<(Vec<ScopeColumn>, Vec<Vec<Val>>)> = None;
     let mut join_from = None;
     let mut hints = Hints::default();
-    let (table, alias) = match s.from.as_slice() {
+    let (mut table, alias) = match s.from.as_slice() {
         [] => (None, String::new()),
-        [twj] if twj.joins.is_empty() => {
-            match &twj.relation {
-                ast::TableFactor::Table { name, alias, .. }
-                    if virtual_table(conn, name).is_some() =>
-                {
-                    let table_name = virtual_table(conn, name).unwrap_or_default();
-                    let (metas, rows) =
-                        crate::engine::show::information_schema_rows(conn, &table_name)?;
-                    let a = alias
-                        .as_ref()
-                        .map_or_else(|| table_name.clone(), |a| a.name.value.clone());
-                    let columns = metas
-                        .into_iter()
-                        .map(|meta| ScopeColumn {
-                            name: meta.name.clone(),
-                            table: a.as_str().into(),
-                            kind: meta_kind(&meta),
-                            nullable: true,
-                            meta,
-                        })
-                        .collect();
-                    let rows = rows
-                        .iter()
-                        .map(|r| r.iter().map(convert::from_sql).collect())
-                        .collect();
-                    virtual_source = Some((columns, rows));
-                    (None, a)
-                }
-                ast::TableFactor::Table {
-                    name,
-                    alias,
-                    index_directives,
-                    ..
-                } => {
-                    let t = table_of(conn, name)?;
+        [twj] if twj.joins.is_empty() => match &twj.relation {
+            ast::TableFactor::Table { name, alias, .. } if virtual_table(conn, name).is_some() => {
+                let table_name = virtual_table(conn, name).unwrap_or_default();
+                let (metas, rows) =
+                    crate::engine::show::information_schema_rows(conn, &table_name)?;
+                let a = alias
+                    .as_ref()
+                    .map_or_else(|| table_name.clone(), |a| a.name.value.clone());
+                let columns = metas
+                    .into_iter()
+                    .map(|meta| ScopeColumn {
+                        name: meta.name.clone(),
+                        table: a.as_str().into(),
+                        kind: meta_kind(&meta),
+                        nullable: true,
+                        meta,
+                    })
+                    .collect();
+                let rows = rows
+                    .iter()
+                    .map(|r| r.iter().map(convert::from_sql).collect())
+                    .collect();
+                virtual_source = Some((columns, rows));
+                (None, a)
+            }
+            ast::TableFactor::Table {
+                name,
+                alias,
+                index_directives,
+                ..
+            } => match super::source_of(conn, name)? {
+                super::Source::Table(t) => {
                     let a = alias
                         .as_ref()
                         .map_or_else(|| t.name.clone(), |a| a.name.value.clone());
                     hints = Hints::from_ast(&t, &a, index_directives)?;
                     (Some(t), a)
                 }
-                // Derived tables and views: the next step (issue 21 leaves
-                // them out); they plug in here as a source of rows.
-                other => {
-                    return Err(SqlError::unsupported(format_args!("FROM {other}")));
+                super::Source::View(v) => {
+                    let d = super::derived::of_view(conn, &v, alias.as_ref(), params)?;
+                    virtual_source = Some((d.columns, Arc::unwrap_or_clone(d.rows)));
+                    (None, d.alias)
                 }
+            },
+            ast::TableFactor::Derived {
+                lateral,
+                subquery,
+                alias,
+                ..
+            } => {
+                let d = super::derived::derived(
+                    conn,
+                    subquery,
+                    alias.as_ref(),
+                    *lateral,
+                    placeholders,
+                    params,
+                )?;
+                virtual_source = Some((d.columns, Arc::unwrap_or_clone(d.rows)));
+                (None, d.alias)
             }
-        }
+            other => {
+                return Err(SqlError::unsupported(format_args!("FROM {other}")));
+            }
+        },
         _ => {
-            join_from = Some(super::from::join_from(conn, s, placeholders)?);
+            join_from = Some(super::from::join_from(conn, s, placeholders, params)?);
             (None, String::new())
         }
     };
     if s.into.is_some() {
         return Err(SqlError::unsupported("SELECT … INTO"));
     }
-    let (star, hidden, join) = match join_from {
+    let (mut star, mut hidden, mut join) = match join_from {
         Some(j) => (Some(j.star), j.hidden, Some(Arc::new(j.spec))),
         None => (None, Vec::new(), None),
     };
-    let (columns, virtual_rows) = match (virtual_source, &join) {
+    let (mut columns, virtual_rows) = match (virtual_source, &join) {
         (_, Some(j)) => (j.columns.clone(), None),
         (Some((columns, rows)), None) => (columns, Some(Arc::new(rows))),
         (None, None) => (
@@ -328,6 +387,32 @@ fn plan_select(
             None,
         ),
     };
+    // Correlated IN/EXISTS of WHERE as semi-joins and anti-joins.
+    let mut selection = s.selection.clone();
+    let outer = match (&join, &table) {
+        _ if virtual_rows.is_some() || !super::semi::worth_trying(s.selection.as_ref()) => None,
+        (Some(j), _) => Some(super::semi::Outer {
+            spec: (**j).clone(),
+            star: star
+                .clone()
+                .unwrap_or_else(|| (0..j.columns.len()).collect()),
+            hidden: hidden.clone(),
+        }),
+        (None, Some(t)) => Some(super::semi::Outer::single(t, &alias, &hints)),
+        (None, None) => None,
+    };
+    if let Some(mut outer) = outer {
+        if let Some(rest) =
+            super::semi::rewrite(conn, s.selection.as_ref(), &mut outer, placeholders, params)?
+        {
+            selection = rest;
+            star = Some(outer.star);
+            hidden = outer.hidden;
+            columns = outer.spec.columns.clone();
+            join = Some(Arc::new(outer.spec));
+            table = None;
+        }
+    }
     let source = columns.clone();
     // The statement text, for the names MySQL gives unaliased items (the
     // text as written); what `SHOW PROCESSLIST` shows of the statement.
@@ -345,6 +430,8 @@ fn plan_select(
         scope.hidden = hidden.clone();
         let mut items = Vec::new();
         let mut metas = Vec::new();
+        let mut kinds = Vec::new();
+        let mut nullable = Vec::new();
         let mut aliases: Vec<Option<(String, ast::Expr)>> = Vec::new();
         for item in &s.projection {
             match item {
@@ -379,6 +466,8 @@ fn plan_select(
                     };
                     for at in positions {
                         items.push(Expr::Col(at));
+                        kinds.push(scope.columns[at].kind);
+                        nullable.push(scope.columns[at].nullable);
                         metas.push(scope.columns[at].meta.clone());
                         aliases.push(None);
                     }
@@ -390,12 +479,16 @@ fn plan_select(
                         .and_then(|w| w.get(items.len()).cloned().flatten())
                         .unwrap_or_else(|| expr::item_name(e, &sql_text));
                     metas.push(scope.meta(&lowered, &name));
+                    kinds.push(scope.kind(&lowered));
+                    nullable.push(scope.nullable(&lowered));
                     items.push(lowered);
                     aliases.push(Some((name, e.clone())));
                 }
                 ast::SelectItem::ExprWithAlias { expr: e, alias } => {
                     let lowered = scope.lower(e)?;
                     metas.push(scope.meta(&lowered, &alias.value));
+                    kinds.push(scope.kind(&lowered));
+                    nullable.push(scope.nullable(&lowered));
                     items.push(lowered);
                     aliases.push(Some((alias.value.clone(), e.clone())));
                 }
@@ -404,7 +497,7 @@ fn plan_select(
         }
         let saved = scope.aggs.take();
         scope.clause = "WHERE";
-        let cond = s.selection.as_ref().map(|w| scope.lower(w)).transpose()?;
+        let cond = selection.as_ref().map(|w| scope.lower(w)).transpose()?;
         scope.clause = "GROUP BY";
         let mut group = Vec::new();
         if let ast::GroupByExpr::Expressions(exprs, _) = &s.group_by {
@@ -426,6 +519,8 @@ fn plan_select(
             table: table.clone(),
             items,
             metas,
+            kinds,
+            nullable,
             cond,
             group,
             having,
@@ -647,14 +742,27 @@ pub fn run(
     more: bool,
     sink: &mut dyn ResultSink,
 ) -> SqlResult<Answered> {
+    let plans = plan_query(conn, q, placeholders, Some(params))?;
+    let metas = plans.metas.clone();
+    let rows = rows_of(conn, plans, params)?;
+    let end = OkInfo {
+        warnings: conn.session.warning_count(),
+        more_results: more,
+        ..OkInfo::default()
+    };
+    send(sink, &metas, &rows, &end)
+}
+
+/// The rows of a planned query.
+fn rows_of(conn: &mut Conn<'_>, plans: Plans, params: &[Val]) -> SqlResult<Vec<Vec<Val>>> {
     let Plans {
-        metas,
+        metas: _,
         planned,
         union_distinct,
         union_order,
         union_limit,
         union_offset,
-    } = plan_query(conn, q, placeholders, params)?;
+    } = plans;
     let environment = env(conn);
     let info = Arc::clone(&conn.info);
     let mut ctx = Ctx::new(params, &environment);
@@ -715,12 +823,7 @@ pub fn run(
         rows = rows.into_iter().skip(offset).take(limit).collect();
     }
     keep_warnings(conn, &mut ctx);
-    let end = OkInfo {
-        warnings: conn.session.warning_count(),
-        more_results: more,
-        ..OkInfo::default()
-    };
-    send(sink, &metas, &rows, &end)
+    Ok(rows)
 }
 
 fn send(
@@ -930,6 +1033,8 @@ fn clone_planned(p: &Planned) -> Planned {
         table: p.table.clone(),
         items: p.items.clone(),
         metas: p.metas.clone(),
+        kinds: p.kinds.clone(),
+        nullable: p.nullable.clone(),
         cond: p.cond.clone(),
         group: p.group.clone(),
         having: p.having.clone(),

@@ -52,6 +52,17 @@ fn insert(
         return Err(SqlError::unsupported("INSERT INTO TABLE FUNCTION"));
     };
     let table = crate::engine::alter_copy::wait_writable(conn, table_of(conn, name)?)?;
+    // Subqueries of VALUES (which may not read the table written: 1093)
+    // and of ON DUPLICATE KEY UPDATE run first, once; INSERT … SELECT's
+    // run with its query.
+    if let Some(source) = &ins.source {
+        if matches!(&*source.body, ast::SetExpr::Values(_)) {
+            super::subquery::prepare(conn, source, 1, placeholders, Some(params), Some(&table))?;
+        }
+    }
+    if let Some(on) = &ins.on {
+        super::subquery::prepare(conn, on, 0, placeholders, Some(params), Some(&table))?;
+    }
     let replace = ins.replace_into;
     let ignore = ins.ignore;
     // Target columns, as SQL positions.
@@ -1037,6 +1048,7 @@ fn update(
 ) -> SqlResult<Answered> {
     let table =
         crate::engine::alter_copy::wait_writable(conn, table_of(conn, single_table(&up.table)?)?)?;
+    super::subquery::prepare(conn, up, 0, placeholders, Some(params), Some(&table))?;
     let columns = table_scope(&table, &table.name);
     let assignments = with_scope(conn, columns, placeholders, |scope| {
         scope.clause = "SET";
@@ -1132,6 +1144,7 @@ fn delete(
     }
     let table =
         crate::engine::alter_copy::wait_writable(conn, table_of(conn, single_table(&from[0])?)?)?;
+    super::subquery::prepare(conn, del, 0, placeholders, Some(params), Some(&table))?;
     let environment = env(conn);
     let info = Arc::clone(&conn.info);
     let mut ctx = Ctx::new(params, &environment);

@@ -10,6 +10,7 @@ pub mod eval;
 mod func;
 pub mod value;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use schema::Collation;
@@ -20,6 +21,7 @@ pub use eval::{Ctx, Env};
 pub use func::Func;
 pub use value::{Dec, Val};
 
+use crate::engine::exec::derived::Materialised;
 use crate::error::{codes, SqlError, SqlResult};
 use crate::value::{charset, flags, ColumnMeta, ColumnType};
 
@@ -248,6 +250,9 @@ pub struct Scope<'a> {
     /// Columns an unqualified name does not find: the right-hand copies
     /// of a join's `USING`/`NATURAL` columns (MySQL coalesces them).
     pub hidden: Vec<usize>,
+    /// The statement's subqueries, run before lowering (None: none may
+    /// be written here).
+    pub subqueries: Option<&'a HashMap<String, crate::engine::exec::subquery::Outcome>>,
     depth: usize,
 }
 
@@ -269,6 +274,7 @@ impl<'a> Scope<'a> {
             aliases: Vec::new(),
             clause: "field list",
             hidden: Vec::new(),
+            subqueries: None,
             depth: 0,
         }
     }
@@ -561,9 +567,47 @@ impl<'a> Scope<'a> {
             }
             E::Tuple(items) if items.len() == 1 => self.lower(&items[0])?,
             E::Tuple(_) => return Err(operand_columns(1)),
-            E::Subquery(_) | E::Exists { .. } | E::In { .. } => {
-                return Err(SqlError::unsupported("subqueries"))
+            E::Subquery(q) => {
+                let m = self.subquery(q)?;
+                if m.metas.len() != 1 {
+                    return Err(operand_columns(1));
+                }
+                match m.rows.as_slice() {
+                    [] => Expr::Lit(Val::Null),
+                    [row] => Expr::Lit(row.first().cloned().unwrap_or(Val::Null)),
+                    _ => {
+                        return Err(SqlError::new(
+                            codes::SUBQUERY_NO_1_ROW,
+                            "Subquery returns more than 1 row",
+                        ))
+                    }
+                }
             }
+            E::Exists { subquery, negated } => {
+                let m = self.subquery(subquery)?;
+                Expr::Lit(Val::Int(i64::from(m.rows.is_empty() == *negated)))
+            }
+            E::In {
+                expr,
+                target: ast::InTarget::Subquery(q),
+                negated,
+                ..
+            } => {
+                let m = self.subquery(q)?;
+                self.in_rows(expr, &m, *negated)?
+            }
+            E::AnyOp {
+                left,
+                compare_op,
+                right,
+                ..
+            } => self.quantified(left, compare_op, right, false)?,
+            E::AllOp {
+                left,
+                compare_op,
+                right,
+            } => self.quantified(left, compare_op, right, true)?,
+            E::In { .. } => return Err(SqlError::unsupported("this IN")),
             other => {
                 return Err(SqlError::unsupported(format_args!(
                     "the expression `{}`",
@@ -786,6 +830,134 @@ impl<'a> Scope<'a> {
         } else {
             any
         })
+    }
+
+    /// What the statement's run of subquery `q` gave.
+    fn subquery(&self, q: &ast::Query) -> SqlResult<Arc<Materialised>> {
+        let found = self.subqueries.and_then(|r| r.get(&q.to_string()));
+        match found {
+            Some(Ok(m)) => Ok(Arc::clone(m)),
+            Some(Err(e)) => Err(self.correlated_or(e)),
+            None => Err(SqlError::unsupported(format_args!(
+                "a subquery in the {} clause here",
+                self.clause
+            ))),
+        }
+    }
+
+    /// A subquery's 1054 for a column this (outer) scope has: the
+    /// subquery is correlated.
+    fn correlated_or(&self, e: &SqlError) -> SqlError {
+        let named = e.message.split('\'').nth(1).unwrap_or_default();
+        let (table, column) = match named.rsplit_once('.') {
+            Some((t, c)) => (Some(t), c),
+            None => (None, named),
+        };
+        if e.code == codes::BAD_FIELD && self.resolve(table, column).is_ok() {
+            return SqlError::unsupported(format_args!(
+                "correlated subqueries here (the subquery names the outer column '{named}')"
+            ));
+        }
+        e.clone()
+    }
+
+    /// `x [NOT] IN (subquery)` and `(x, y) [NOT] IN (subquery)` over the
+    /// subquery's rows: MySQL's NULL answers (no match and a NULL in the
+    /// rows: NULL; NOT IN likewise), FALSE (NOT IN: TRUE) for no rows.
+    fn in_rows(&mut self, expr: &ast::Expr, m: &Materialised, negated: bool) -> SqlResult<Expr> {
+        let width = row_items(expr).map_or(1, <[ast::Expr]>::len);
+        if m.metas.len() != width {
+            return Err(operand_columns(width));
+        }
+        if m.rows.is_empty() {
+            return Ok(Expr::Lit(Val::Int(i64::from(negated))));
+        }
+        let Some(items) = row_items(expr) else {
+            let x = self.lower(expr)?;
+            let list: Vec<Expr> = m
+                .rows
+                .iter()
+                .map(|r| Expr::Lit(r.first().cloned().unwrap_or(Val::Null)))
+                .collect();
+            let coll = self.collation_of(&x, &list[0]);
+            return Ok(Expr::In(Box::new(x), list, negated, coll));
+        };
+        let xs = items
+            .iter()
+            .map(|i| self.lower(i))
+            .collect::<SqlResult<Vec<_>>>()?;
+        let rows: Vec<Expr> = m
+            .rows
+            .iter()
+            .map(|r| {
+                let eqs = xs
+                    .iter()
+                    .zip(r)
+                    .map(|(x, v)| {
+                        let lit = Expr::Lit(v.clone());
+                        let c = self.collation_of(x, &lit);
+                        Expr::Cmp(CmpOp::Eq, Box::new(x.clone()), Box::new(lit), c)
+                    })
+                    .collect();
+                balanced(eqs, true)
+            })
+            .collect();
+        let any = balanced(rows, false);
+        Ok(if negated {
+            Expr::Not(Box::new(any))
+        } else {
+            any
+        })
+    }
+
+    /// `x op ANY|SOME (subquery)` (any row holds; FALSE for none) and `x op
+    /// ALL (subquery)` (every row holds; TRUE for none), NULLs as in the
+    /// OR / AND of the comparisons.
+    fn quantified(
+        &mut self,
+        left: &ast::Expr,
+        op: &ast::BinaryOperator,
+        right: &ast::Expr,
+        all: bool,
+    ) -> SqlResult<Expr> {
+        use ast::BinaryOperator as B;
+        let ast::Expr::Subquery(q) = right else {
+            return Err(SqlError::unsupported("ANY/ALL of something not a subquery"));
+        };
+        let op = match op {
+            B::Eq => CmpOp::Eq,
+            B::NotEq => CmpOp::Ne,
+            B::Lt => CmpOp::Lt,
+            B::LtEq => CmpOp::Le,
+            B::Gt => CmpOp::Gt,
+            B::GtEq => CmpOp::Ge,
+            other => {
+                return Err(SqlError::unsupported(format_args!(
+                    "the operator {other} with ANY/ALL"
+                )))
+            }
+        };
+        if row_items(left).is_some() {
+            return Err(operand_columns(1));
+        }
+        let m = self.subquery(q)?;
+        if m.metas.len() != 1 {
+            return Err(operand_columns(1));
+        }
+        if m.rows.is_empty() {
+            return Ok(Expr::Lit(Val::Int(i64::from(all))));
+        }
+        let x = self.lower(left)?;
+        let cmps = m
+            .rows
+            .iter()
+            .map(|r| {
+                let lit = Expr::Lit(r.first().cloned().unwrap_or(Val::Null));
+                let c = self.collation_of(&x, &lit);
+                Expr::Cmp(op, Box::new(x.clone()), Box::new(lit), c)
+            })
+            .collect();
+        Ok(balanced(cmps, all))
     }
 
     fn function(&mut self, f: &ast::Function) -> SqlResult<Expr> {
@@ -1404,6 +1576,25 @@ impl Expr {
 }
 
 /// The items of a row constructor `(a, b, …)` of more than one value.
+/// The AND (or OR) of `items` as a balanced tree, so that evaluating
+/// thousands of them does not recurse thousands deep. `items` is not
+/// empty.
+fn balanced(mut items: Vec<Expr>, and: bool) -> Expr {
+    if items.len() <= 1 {
+        return items.pop().unwrap_or(Expr::Lit(Val::Int(i64::from(and))));
+    }
+    let right = items.split_off(items.len() / 2);
+    let (l, r) = (
+        Box::new(balanced(items, and)),
+        Box::new(balanced(right, and)),
+    );
+    if and {
+        Expr::And(l, r)
+    } else {
+        Expr::Or(l, r)
+    }
+}
+
 fn row_items(e: &ast::Expr) -> Option<&[ast::Expr]> {
     match e {
         ast::Expr::Tuple(items) if items.len() > 1 => Some(items),

@@ -138,6 +138,23 @@ pub struct JoinTable {
     pub after: Vec<usize>,
     /// Its index hints.
     pub hints: Hints,
+    /// The rows of a derived table (kept in the SQL node; `table` is its
+    /// shape, with no keys): read whole, never from the data nodes.
+    pub rows: Option<Arc<Vec<Vec<crate::engine::expr::Val>>>>,
+    /// The table of a subquery rewritten as a semi-join or anti-join
+    /// (`IN`/`EXISTS` in WHERE); read after every other table.
+    pub semi: Option<SemiKind>,
+}
+
+/// How a subquery's table joins the query around it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SemiKind {
+    /// `EXISTS` / `IN`: an outer row passes once when a row matches
+    /// (MySQL's FirstMatch).
+    Semi,
+    /// `NOT EXISTS` / `NOT IN` of values never NULL: an outer row passes
+    /// when no row matches.
+    Anti,
 }
 
 /// A FROM list of more than one table, with its conditions lowered.
@@ -440,6 +457,16 @@ fn choose(
         .filter(|(e, m)| *m == me || (*m == 0 && t.outer && e.is_constant()))
         .map(|(e, _)| map_columns(e, &local))
         .collect();
+    if let Some(kept) = &t.rows {
+        // A derived table's rows are at hand (their count known): matched
+        // in memory.
+        return Ok(Choice {
+            class: 4,
+            rows: kept.len() as u64,
+            access: StepAccess::Own(Access::Scan),
+            filter: None,
+        });
+    }
     let table = &t.table;
     let allowed = |native: &str| t.hints.usable(table, native);
     let (access, filter) = access_with(table, and_all(&own).as_ref(), ctx, &allowed)?;

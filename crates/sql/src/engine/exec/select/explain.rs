@@ -67,7 +67,7 @@ pub fn explain(
     more: bool,
     sink: &mut dyn ResultSink,
 ) -> SqlResult<Answered> {
-    let plans = plan_query(conn, q, &[], &[])?;
+    let plans = plan_query(conn, q, &[], Some(&[]))?;
     let environment = env(conn);
     let info = Arc::clone(&conn.info);
     let mut ctx = Ctx::new(&[], &environment);
@@ -256,6 +256,18 @@ fn rows_of(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Vec<Row>> {
             // Key reads take no filter: only a scan's is pushed.
             row.pushed = step.filter.is_some() && scans(&step.access);
             row.table = Some(t.alias.clone());
+            // A subquery run as a semi-join / anti-join (MySQL 8's words).
+            match t.semi {
+                Some(join_plan::SemiKind::Semi) => {
+                    let back = at
+                        .checked_sub(1)
+                        .map(|b| spec.tables[plan.steps[b].table].alias.clone());
+                    row.extra
+                        .push(format!("FirstMatch({})", back.unwrap_or_default()));
+                }
+                Some(join_plan::SemiKind::Anti) => row.extra.push("Not exists".into()),
+                None => {}
+            }
             row.possible_keys = possible_keys(&t.table, &t.hints, t.offset, &conds);
             if at == 0 {
                 row.extra.extend(sort_extra.iter().cloned());
@@ -445,6 +457,11 @@ fn index_columns(table: &TableInfo, index: &str) -> Vec<usize> {
 /// `db.alias.column` of a combined position, as MySQL's `ref` shows it.
 fn column_ref(spec: &JoinSpec, col: usize) -> String {
     match join_plan::table_at(spec, col) {
+        // A derived table or view (no database): `alias.column`.
+        Some(t) if spec.tables[t].table.db.is_empty() => {
+            let t = &spec.tables[t];
+            format!("{}.{}", t.alias, t.table.columns[col - t.offset].name)
+        }
         Some(t) => {
             let t = &spec.tables[t];
             format!(

@@ -1,0 +1,163 @@
+//! Uncorrelated subqueries in expressions: each runs once per statement,
+//! before the expressions around it are lowered, and its rows are kept
+//! (by the subquery's text) for the statement; lowering then makes of it
+//! a constant (scalar, `EXISTS`) or a list of constants (`IN`, `ANY`,
+//! `ALL`), which the planner can use like a written list (key reads for
+//! `pk IN (SELECT …)`).
+//!
+//! A subquery that names a column of the query around it (correlated)
+//! cannot run on its own: its error is kept, and lowering (which sees the
+//! outer columns) tells it apart from a plain unknown column.
+
+use std::collections::HashMap;
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+use sqlparser::ast::{self, Visit, Visitor};
+use sqlparser::tokenizer::Location;
+
+use super::derived::{check_kept, Materialised};
+use crate::engine::catalog::TableInfo;
+use crate::engine::expr::Val;
+use crate::engine::Conn;
+use crate::error::{codes, SqlError, SqlResult};
+
+/// What a subquery gave: its rows, or the error it failed with.
+pub type Outcome = Result<Arc<Materialised>, SqlError>;
+
+/// The statement's subqueries by their text.
+#[derive(Default)]
+pub struct Cache {
+    /// Results by `Query::to_string()`.
+    pub results: HashMap<String, Outcome>,
+    /// Views being read inside views now.
+    pub view_depth: usize,
+}
+
+impl Cache {
+    /// Forgets the previous statement's results.
+    pub fn clear(&mut self) {
+        self.results.clear();
+        self.view_depth = 0;
+    }
+}
+
+/// Finds the subqueries of expressions at one query depth.
+struct Finder {
+    depth: usize,
+    base: usize,
+    found: Vec<ast::Query>,
+}
+
+impl Visitor for Finder {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, _: &ast::Query) -> ControlFlow<()> {
+        self.depth += 1;
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_query(&mut self, _: &ast::Query) -> ControlFlow<()> {
+        self.depth -= 1;
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_expr(&mut self, e: &ast::Expr) -> ControlFlow<()> {
+        use ast::Expr as E;
+        if self.depth == self.base {
+            match e {
+                E::Subquery(q)
+                | E::Exists { subquery: q, .. }
+                | E::In {
+                    target: ast::InTarget::Subquery(q),
+                    ..
+                } => self.found.push((**q).clone()),
+                _ => {}
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// The subqueries in `node`'s expressions at query depth `base` (0: not
+/// inside any query of `node`; 1: in `node` itself when it is a query).
+pub(crate) fn find(node: &impl Visit, base: usize) -> Vec<ast::Query> {
+    let mut f = Finder {
+        depth: 0,
+        base,
+        found: Vec::new(),
+    };
+    let _ = node.visit(&mut f);
+    f.found
+}
+
+/// Runs (with `params` None: only plans) the subqueries of `node` at
+/// depth `base` that this statement has not run yet, keeping what each
+/// gave. `target`: the table an UPDATE/DELETE/INSERT writes, which a
+/// subquery may not read (MySQL's 1093).
+pub(crate) fn prepare(
+    conn: &mut Conn<'_>,
+    node: &impl Visit,
+    base: usize,
+    placeholders: &[Location],
+    params: Option<&[Val]>,
+    target: Option<&TableInfo>,
+) -> SqlResult<()> {
+    for q in find(node, base) {
+        if let Some(t) = target {
+            check_target(conn, &q, t)?;
+        }
+        let key = q.to_string();
+        if conn.subqueries.results.contains_key(&key) {
+            continue;
+        }
+        let outcome = match super::select::materialise(conn, &q, placeholders, params) {
+            Ok(m) => {
+                check_kept(&m.rows, "subquery")?;
+                Ok(Arc::new(m))
+            }
+            // Perhaps a column of the outer query: lowering decides.
+            Err(e) if e.code == codes::BAD_FIELD => Err(e),
+            Err(e) => return Err(e),
+        };
+        conn.subqueries.results.insert(key, outcome);
+    }
+    Ok(())
+}
+
+/// MySQL's 1093: a subquery of an UPDATE/DELETE (or INSERT … VALUES)
+/// reading the table the statement changes.
+fn check_target(conn: &Conn<'_>, q: &ast::Query, target: &TableInfo) -> SqlResult<()> {
+    let database = conn.session.database.clone().unwrap_or_default();
+    let mut hit = false;
+    let _ = ast::visit_relations(q, |name| {
+        let parts: Vec<String> = name
+            .0
+            .iter()
+            .map(|p| {
+                p.as_ident()
+                    .map_or_else(|| p.to_string(), |i| i.value.clone())
+            })
+            .collect();
+        let (db, table) = match parts.as_slice() {
+            [t] => (database.as_str(), t.as_str()),
+            [d, t] => (d.as_str(), t.as_str()),
+            _ => return ControlFlow::<()>::Continue(()),
+        };
+        if db.eq_ignore_ascii_case(&target.db) && table.eq_ignore_ascii_case(&target.name) {
+            hit = true;
+            return ControlFlow::Break(());
+        }
+        ControlFlow::Continue(())
+    });
+    if hit {
+        return Err(SqlError::new(
+            codes::UPDATE_TABLE_USED,
+            format!(
+                "You can't specify target table '{}' for update in FROM clause",
+                target.name
+            ),
+        ));
+    }
+    Ok(())
+}

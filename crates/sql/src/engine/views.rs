@@ -1,0 +1,458 @@
+//! Views: `CREATE [OR REPLACE] [ALGORITHM=…] [DEFINER=…] [SQL SECURITY …]
+//! VIEW v [(cols)] AS SELECT …`, `ALTER VIEW`, `DROP VIEW [IF EXISTS]`,
+//! `SHOW CREATE VIEW`. A view is a row of the cluster table
+//! [`VIEWS_TABLE`] (its query's text, with the tables it names qualified
+//! by their database), so every SQL node sees it and it outlives any SQL
+//! node. A SELECT reads a view as a derived table of its query (always
+//! materialised, whatever ALGORITHM says). Views are read-only: writes
+//! through one answer 1105.
+
+use schema::{Collation, ColumnType as NativeType, TableDef, Value};
+use skarv_client::{ExecMode, Op, ScanOptions};
+use sqlparser::ast::{self, ObjectType, Statement};
+
+use super::catalog::{self, retry, system_table, text_of};
+use super::{Answered, Conn};
+use crate::backend::{OkInfo, ResultSink};
+use crate::error::{codes, SqlError, SqlResult};
+use crate::value::{charset, ColumnMeta, ColumnType, SqlValue};
+
+/// The cluster table of views: one row per view, keyed by (db, name).
+pub const VIEWS_TABLE: &str = "mysql/def/skarv_views";
+/// Longest view query kept, in characters.
+pub const VIEW_TEXT_CHARS_MAX: u16 = 4_000;
+/// Longest list of a view's column names kept, in characters.
+const VIEW_COLUMNS_CHARS_MAX: u16 = 1_000;
+/// Longest ALGORITHM / SQL SECURITY / DEFINER text kept, in characters.
+const VIEW_WORD_CHARS_MAX: u16 = 200;
+/// What separates a view's column names in its row (no name holds it).
+const COLUMN_SEPARATOR: char = '\u{1}';
+
+/// A view as stored.
+#[derive(Clone, Debug)]
+pub struct View {
+    /// Its database.
+    pub db: String,
+    /// Its name.
+    pub name: String,
+    /// Its query, tables qualified.
+    pub body: String,
+    /// The column names given (empty: the query's).
+    pub columns: Vec<String>,
+    /// `UNDEFINED`, `MERGE` or `TEMPTABLE`.
+    pub algorithm: String,
+    /// `DEFINER` or `INVOKER`.
+    pub security: String,
+    /// `user`@`host`.
+    pub definer: String,
+}
+
+impl View {
+    /// Its query, parsed.
+    pub fn query(&self) -> SqlResult<ast::Query> {
+        match super::parse(&self.body)?.into_iter().next() {
+            Some(Statement::Query(q)) => Ok(*q),
+            _ => Err(SqlError::unsupported(format_args!(
+                "the stored query of view '{}.{}'",
+                self.db, self.name
+            ))),
+        }
+    }
+
+    /// MySQL's `SHOW CREATE VIEW` text.
+    pub fn create_text(&self) -> String {
+        let columns = if self.columns.is_empty() {
+            String::new()
+        } else {
+            let names: Vec<String> = self.columns.iter().map(|c| quote(c)).collect();
+            format!(" ({})", names.join(","))
+        };
+        format!(
+            "CREATE ALGORITHM={} DEFINER={} SQL SECURITY {} VIEW {}{columns} AS {}",
+            self.algorithm,
+            self.definer,
+            self.security,
+            quote(&self.name),
+            self.body
+        )
+    }
+}
+
+fn quote(name: &str) -> String {
+    format!("`{}`", name.replace('`', "``"))
+}
+
+/// The definition of [`VIEWS_TABLE`] (made by `catalog::bootstrap`).
+pub fn table_def() -> TableDef {
+    let text = |max: u16| NativeType::VarChar {
+        max,
+        collation: Collation::Utf8mb4Bin,
+    };
+    let name = text(catalog::IDENTIFIER_CHARS_MAX as u16);
+    TableDef::new(
+        VIEWS_TABLE,
+        0,
+        vec![
+            schema::Column::new("db", name),
+            schema::Column::new("name", name),
+            schema::Column::new("body", text(VIEW_TEXT_CHARS_MAX)),
+            schema::Column::new("columns", text(VIEW_COLUMNS_CHARS_MAX)),
+            schema::Column::new("algorithm", text(VIEW_WORD_CHARS_MAX)),
+            schema::Column::new("security", text(VIEW_WORD_CHARS_MAX)),
+            schema::Column::new("definer", text(VIEW_WORD_CHARS_MAX)),
+        ],
+    )
+    .primary_key(vec![0, 1])
+    .partitions(0)
+}
+
+fn view_of(row: &skarv_client::Row) -> View {
+    let columns = text_of(row, "columns");
+    View {
+        db: text_of(row, "db"),
+        name: text_of(row, "name"),
+        body: text_of(row, "body"),
+        columns: if columns.is_empty() {
+            Vec::new()
+        } else {
+            columns.split(COLUMN_SEPARATOR).map(str::to_owned).collect()
+        },
+        algorithm: text_of(row, "algorithm"),
+        security: text_of(row, "security"),
+        definer: text_of(row, "definer"),
+    }
+}
+
+/// The view `db.name`, if there is one.
+pub fn find(conn: &Conn<'_>, db: &str, name: &str) -> SqlResult<Option<View>> {
+    let table = system_table(conn, VIEWS_TABLE)?;
+    let key = [Value::String(db.to_owned()), Value::String(name.to_owned())];
+    let row = retry(|| {
+        let tx = conn.native.begin()?;
+        let read = tx.define(Op::read(&table, &key).ignore_error())?;
+        let mut outcome = tx.execute(ExecMode::Commit)?;
+        Ok(outcome.take_row(read))
+    })?;
+    Ok(row.as_ref().map(view_of))
+}
+
+/// Every view (of `db` when given), by database and name.
+pub fn list(conn: &Conn<'_>, db: Option<&str>) -> SqlResult<Vec<View>> {
+    let table = system_table(conn, VIEWS_TABLE)?;
+    let mut out = retry(|| {
+        let tx = conn.native.begin()?;
+        let mut out = Vec::new();
+        for row in tx.scan(&table, ScanOptions::default())? {
+            out.push(view_of(&row?));
+        }
+        Ok(out)
+    })?;
+    out.retain(|v| db.is_none_or(|d| v.db == d));
+    out.sort_by(|a, b| (&a.db, &a.name).cmp(&(&b.db, &b.name)));
+    Ok(out)
+}
+
+/// The view a FROM name names, when it names no table (the caller tried
+/// the table first: a view costs a read only where a table is missing).
+pub fn for_name(conn: &Conn<'_>, name: &ast::ObjectName) -> SqlResult<Option<View>> {
+    let (db, view) = super::ddl::object_name(name)?;
+    let Some(db) = db.or_else(|| conn.session.database.clone()) else {
+        return Ok(None);
+    };
+    find(conn, &db, &view)
+}
+
+/// `CREATE VIEW`, `ALTER VIEW` and `DROP VIEW`.
+pub fn statement(conn: &mut Conn<'_>, statement: &Statement) -> SqlResult<Answered> {
+    match statement {
+        Statement::CreateView(cv) => {
+            if cv.materialized || cv.temporary || cv.to.is_some() {
+                return Err(SqlError::unsupported(format_args!(
+                    "`{}`",
+                    super::stdx_truncate(&statement.to_string(), 60)
+                )));
+            }
+            let params = cv.params.as_ref();
+            let view = define(
+                conn,
+                &cv.name,
+                &cv.columns
+                    .iter()
+                    .map(|c| c.name.value.clone())
+                    .collect::<Vec<_>>(),
+                &cv.query,
+                params
+                    .and_then(|p| p.algorithm.as_ref())
+                    .map(|a| a.to_string()),
+                params
+                    .and_then(|p| p.security.as_ref())
+                    .map(|s| s.to_string()),
+                params
+                    .and_then(|p| p.definer.as_ref())
+                    .map(|d| d.to_string()),
+            )?;
+            store(conn, &view, cv.or_replace, false)?;
+            Ok(Answered::Ok(OkInfo::default()))
+        }
+        Statement::AlterView(ast::AlterView {
+            name,
+            operation: ast::AlterViewOperation::As { columns, query, .. },
+            ..
+        }) => {
+            let names: Vec<String> = columns.iter().map(|c| c.value.clone()).collect();
+            let view = define(conn, name, &names, query, None, None, None)?;
+            store(conn, &view, true, true)?;
+            Ok(Answered::Ok(OkInfo::default()))
+        }
+        Statement::Drop {
+            object_type: ObjectType::View,
+            if_exists,
+            names,
+            ..
+        } => drop(conn, names, *if_exists),
+        other => Err(SqlError::unsupported(format_args!("`{other}`"))),
+    }
+}
+
+/// A view of `query` named `name`: its query checked (it must plan), its
+/// tables qualified.
+fn define(
+    conn: &mut Conn<'_>,
+    name: &ast::ObjectName,
+    columns: &[String],
+    query: &ast::Query,
+    algorithm: Option<String>,
+    security: Option<String>,
+    definer: Option<String>,
+) -> SqlResult<View> {
+    let (db, view) = super::ddl::object_name(name)?;
+    let Some(db) = db.or_else(|| conn.session.database.clone()) else {
+        return Err(SqlError::new(codes::NO_DB, "No database selected"));
+    };
+    catalog::check_name(&view, false)?;
+    catalog::database(conn, &db)?;
+    // The query's tables, qualified by the database they are in now.
+    let mut query = query.clone();
+    let _ = ast::visit_relations_mut(&mut query, |relation| {
+        if relation.0.len() == 1 {
+            relation
+                .0
+                .insert(0, ast::ObjectNamePart::Identifier(ast::Ident::new(&db)));
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    // It must plan: unknown tables and columns fail here, as in MySQL.
+    let m = super::exec::plan_only(conn, &query)?;
+    if !columns.is_empty() && columns.len() != m.len() {
+        return Err(SqlError::new(
+            codes::VIEW_WRONG_LIST,
+            "View's SELECT and view's field list have different column counts",
+        ));
+    }
+    let names: Vec<&str> = if columns.is_empty() {
+        m.iter().map(|c| &*c.name).collect()
+    } else {
+        columns.iter().map(String::as_str).collect()
+    };
+    for (at, n) in names.iter().enumerate() {
+        if names[..at].iter().any(|o| o.eq_ignore_ascii_case(n)) {
+            return Err(SqlError::new(
+                codes::DUP_FIELDNAME,
+                format!("Duplicate column name '{n}'"),
+            ));
+        }
+    }
+    let body = query.to_string();
+    if body.chars().count() > usize::from(VIEW_TEXT_CHARS_MAX) {
+        return Err(SqlError::unsupported(format_args!(
+            "views whose query is longer than {VIEW_TEXT_CHARS_MAX} characters"
+        )));
+    }
+    let definer = definer.unwrap_or_else(|| {
+        let host = if conn.session.host.is_empty() {
+            "localhost".to_owned()
+        } else {
+            conn.session.host.clone()
+        };
+        format!("`{}`@`{host}`", conn.session.user)
+    });
+    Ok(View {
+        db,
+        name: view,
+        body,
+        columns: columns.to_vec(),
+        algorithm: algorithm.unwrap_or_else(|| "UNDEFINED".to_owned()),
+        security: security.unwrap_or_else(|| "DEFINER".to_owned()),
+        definer,
+    })
+}
+
+/// Keeps a view: `replace` allows one of the name already; `must_exist`
+/// (ALTER VIEW) wants one. A table of the name: 1050 (CREATE) or 1347.
+fn store(conn: &Conn<'_>, view: &View, replace: bool, must_exist: bool) -> SqlResult<()> {
+    if catalog::table(conn, Some(&view.db), &view.name).is_ok() {
+        if must_exist {
+            return Err(not_view(&view.db, &view.name));
+        }
+        return Err(SqlError::new(
+            codes::TABLE_EXISTS,
+            format!("Table '{}' already exists", view.name),
+        ));
+    }
+    let existing = find(conn, &view.db, &view.name)?;
+    if must_exist && existing.is_none() {
+        return Err(SqlError::new(
+            codes::TABLE_NOT_FOUND,
+            format!("Table '{}.{}' doesn't exist", view.db, view.name),
+        ));
+    }
+    if existing.is_some() && !replace {
+        return Err(SqlError::new(
+            codes::TABLE_EXISTS,
+            format!("Table '{}' already exists", view.name),
+        ));
+    }
+    let table = system_table(conn, VIEWS_TABLE)?;
+    let joined = view
+        .columns
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(&COLUMN_SEPARATOR.to_string());
+    let row = [
+        ("db", Value::String(view.db.clone())),
+        ("name", Value::String(view.name.clone())),
+        ("body", Value::String(view.body.clone())),
+        ("columns", Value::String(joined)),
+        ("algorithm", Value::String(view.algorithm.clone())),
+        ("security", Value::String(view.security.clone())),
+        ("definer", Value::String(view.definer.clone())),
+    ];
+    let created = retry(|| {
+        let tx = conn.native.begin()?;
+        if replace {
+            tx.write(&table, &row)?;
+        } else {
+            tx.insert(&table, &row)?;
+        }
+        match tx.execute(ExecMode::Commit) {
+            Ok(_) => Ok(true),
+            Err(e) if e.code == skarv_client::codes::DUPLICATE_KEY => Ok(false),
+            Err(e) => Err(e),
+        }
+    })?;
+    if !created {
+        // Another SQL node made it in between.
+        return Err(SqlError::new(
+            codes::TABLE_EXISTS,
+            format!("Table '{}' already exists", view.name),
+        ));
+    }
+    Ok(())
+}
+
+/// MySQL's 1347.
+pub fn not_view(db: &str, name: &str) -> SqlError {
+    SqlError::new(codes::WRONG_OBJECT, format!("'{db}.{name}' is not VIEW"))
+}
+
+fn drop(conn: &mut Conn<'_>, names: &[ast::ObjectName], if_exists: bool) -> SqlResult<Answered> {
+    let table = system_table(conn, VIEWS_TABLE)?;
+    let mut missing = Vec::new();
+    for name in names {
+        let (db, view) = super::ddl::object_name(name)?;
+        let Some(db) = db.or_else(|| conn.session.database.clone()) else {
+            return Err(SqlError::new(codes::NO_DB, "No database selected"));
+        };
+        if find(conn, &db, &view)?.is_none() {
+            if catalog::table(conn, Some(&db), &view).is_ok() {
+                return Err(not_view(&db, &view));
+            }
+            missing.push(format!("{db}.{view}"));
+            continue;
+        }
+        let key = [Value::String(db.clone()), Value::String(view.clone())];
+        retry(|| {
+            let tx = conn.native.begin()?;
+            tx.delete(&table, &key)?;
+            match tx.execute(ExecMode::Commit) {
+                Ok(_) => Ok(()),
+                Err(e) if e.code == skarv_client::codes::NO_SUCH_ROW => Ok(()),
+                Err(e) => Err(e),
+            }
+        })?;
+    }
+    if !missing.is_empty() {
+        let message = format!("Unknown table '{}'", missing.join(","));
+        if !if_exists {
+            return Err(SqlError::new(codes::BAD_TABLE, message));
+        }
+        for m in missing {
+            catalog::note(conn, codes::BAD_TABLE, format!("Unknown table '{m}'"));
+        }
+    }
+    Ok(Answered::Ok(OkInfo::default()))
+}
+
+/// Drops every view of a database (DROP DATABASE).
+pub fn drop_database(conn: &Conn<'_>, db: &str) -> SqlResult<()> {
+    let table = system_table(conn, VIEWS_TABLE)?;
+    for v in list(conn, Some(db))? {
+        let key = [Value::String(v.db.clone()), Value::String(v.name.clone())];
+        retry(|| {
+            let tx = conn.native.begin()?;
+            tx.delete(&table, &key)?;
+            match tx.execute(ExecMode::Commit) {
+                Ok(_) => Ok(()),
+                Err(e) if e.code == skarv_client::codes::NO_SUCH_ROW => Ok(()),
+                Err(e) => Err(e),
+            }
+        })?;
+    }
+    Ok(())
+}
+
+/// `SHOW CREATE VIEW v`: 1347 for a table, 1146 for nothing.
+pub fn show_create(
+    conn: &mut Conn<'_>,
+    name: &ast::ObjectName,
+    more: bool,
+    sink: &mut dyn ResultSink,
+) -> SqlResult<Answered> {
+    let (db, view) = super::ddl::object_name(name)?;
+    let Some(db) = db.or_else(|| conn.session.database.clone()) else {
+        return Err(SqlError::new(codes::NO_DB, "No database selected"));
+    };
+    let Some(v) = find(conn, &db, &view)? else {
+        if catalog::table(conn, Some(&db), &view).is_ok() {
+            return Err(not_view(&db, &view));
+        }
+        return Err(SqlError::new(
+            codes::TABLE_NOT_FOUND,
+            format!("Table '{db}.{view}' doesn't exist"),
+        ));
+    };
+    let col = |name: &str, chars: u32| {
+        ColumnMeta::expr(
+            name,
+            ColumnType::VarString,
+            charset::UTF8MB4_GENERAL_CI,
+            chars * 4,
+        )
+    };
+    let columns = [
+        col("View", 64),
+        col("Create View", 4096),
+        col("character_set_client", 32),
+        col("collation_connection", 32),
+    ];
+    let text = |s: String| SqlValue::Bytes(s.into_bytes());
+    let rows = vec![vec![
+        text(v.name.clone()),
+        text(v.create_text()),
+        text("utf8mb4".to_owned()),
+        text("utf8mb4_general_ci".to_owned()),
+    ]];
+    super::send_rows(sink, &columns, rows, more)?;
+    Ok(Answered::Done)
+}

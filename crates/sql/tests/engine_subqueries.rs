@@ -1,0 +1,216 @@
+//! Subqueries against a real cluster (a `skarv sandbox` of one data node;
+//! the `skarv` binary built next to this test: `cargo build -p skarv`
+//! first, or set `SKARV_BIN`): a correlated `EXISTS`/`IN` runs as a
+//! semi-join with batched key access, one native batch of key reads per
+//! `JOIN_BATCH_ROWS` outer rows rather than one query per outer row; an
+//! uncorrelated subquery runs once per statement.
+
+use std::io;
+use std::net::{IpAddr, Ipv4Addr};
+
+use sql::backend::{Backend, OkInfo, ResultSink};
+use sql::engine::plan::join::JOIN_BATCH_ROWS;
+use sql::engine::{Conn, Engine};
+use sql::error::SqlError;
+use sql::value::{ColumnMeta, SqlValue};
+
+mod common;
+use common::*;
+
+/// Rows of the outer table.
+const OUTER_ROWS: usize = 1_000;
+
+#[derive(Default)]
+struct Sink {
+    rows: Vec<Vec<SqlValue>>,
+    error: Option<SqlError>,
+}
+
+impl ResultSink for Sink {
+    fn columns(&mut self, _columns: &[ColumnMeta]) -> io::Result<()> {
+        Ok(())
+    }
+    fn row(&mut self, values: &[SqlValue]) -> io::Result<()> {
+        self.rows.push(values.to_vec());
+        Ok(())
+    }
+    fn end_rows(&mut self, _info: &OkInfo) -> io::Result<()> {
+        Ok(())
+    }
+    fn ok(&mut self, _info: &OkInfo) -> io::Result<()> {
+        Ok(())
+    }
+    fn error(&mut self, error: &SqlError) -> io::Result<()> {
+        self.error = Some(error.clone());
+        Ok(())
+    }
+}
+
+/// The rows of a statement as text, or its error.
+fn try_q(conn: &mut Conn<'_>, sql: &str) -> Result<Vec<Vec<String>>, SqlError> {
+    let mut sink = Sink::default();
+    conn.query(sql, false, &mut sink).expect("sink never fails");
+    if let Some(e) = sink.error {
+        return Err(e);
+    }
+    Ok(sink
+        .rows
+        .iter()
+        .map(|r| {
+            r.iter()
+                .map(|v| match v {
+                    SqlValue::Null => "NULL".to_owned(),
+                    SqlValue::Int(i) => i.to_string(),
+                    SqlValue::UInt(u) => u.to_string(),
+                    SqlValue::Decimal(d) => d.clone(),
+                    SqlValue::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
+                    other => format!("{other:?}"),
+                })
+                .collect()
+        })
+        .collect())
+}
+
+/// The rows of a statement as text; panics on an error.
+fn q(conn: &mut Conn<'_>, sql: &str) -> Vec<Vec<String>> {
+    try_q(conn, sql).unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
+/// Key-request batches (`TcKeyReq`) and scan requests one statement sent.
+fn cost(engine: &Engine, conn: &mut Conn<'_>, sql: &str) -> (Vec<Vec<String>>, u64, u64) {
+    let before = engine.cluster.stats();
+    let rows = q(conn, sql);
+    let after = engine.cluster.stats();
+    (
+        rows,
+        after.tc_key_reqs_sent - before.tc_key_reqs_sent,
+        after.scan_reqs_sent - before.scan_reqs_sent,
+    )
+}
+
+#[test]
+fn subqueries_over_a_sandbox() {
+    let sandbox = Sandbox::start("sql-subq", 1, 1, 36040);
+    let engine = engine_on(&sandbox);
+    let session = engine.cluster.session().expect("session");
+    let mut conn = engine.open(&session, IpAddr::V4(Ipv4Addr::LOCALHOST));
+    log_in_root(&mut conn);
+    q(&mut conn, "CREATE DATABASE sq");
+    conn.use_database("sq").expect("use sq");
+    q(
+        &mut conn,
+        "CREATE TABLE o (id INT PRIMARY KEY, k INT NOT NULL)",
+    );
+    q(&mut conn, "CREATE TABLE i (id INT PRIMARY KEY, v INT)");
+    for start in (0..OUTER_ROWS).step_by(250) {
+        let values =
+            |f: &dyn Fn(usize) -> String| (start..start + 250).map(f).collect::<Vec<_>>().join(",");
+        // o.k points at i's row 2 × id: half of them exist.
+        q(
+            &mut conn,
+            &format!(
+                "INSERT INTO o VALUES {}",
+                values(&|x| format!("({x}, {})", 2 * x))
+            ),
+        );
+        q(
+            &mut conn,
+            &format!(
+                "INSERT INTO i VALUES {}",
+                values(&|x| format!("({x}, {x})"))
+            ),
+        );
+    }
+    let batches = OUTER_ROWS.div_ceil(JOIN_BATCH_ROWS) as u64;
+    let half = (OUTER_ROWS / 2).to_string();
+
+    // EXISTS by the inner table's primary key: a semi-join whose key
+    // reads go out a batch of outer rows at a time.
+    let (rows, key_reqs, scans) = cost(
+        &engine,
+        &mut conn,
+        "SELECT COUNT(*) FROM o WHERE EXISTS (SELECT 1 FROM i WHERE i.id = o.k)",
+    );
+    assert_eq!(rows, vec![vec![half.clone()]]);
+    // One scan of o (its batches of rows).
+    assert!(scans < 10, "{scans} scan requests");
+    assert!(
+        key_reqs >= batches && key_reqs <= batches + 2,
+        "{key_reqs} key batches for {OUTER_ROWS} outer rows (batches of {JOIN_BATCH_ROWS})"
+    );
+    // IN, correlated, and NOT EXISTS (an anti-join): the same.
+    let (rows, key_reqs, _) = cost(
+        &engine,
+        &mut conn,
+        "SELECT COUNT(*) FROM o WHERE o.k IN (SELECT i.id FROM i WHERE i.v = o.k)",
+    );
+    assert_eq!(rows, vec![vec![half.clone()]]);
+    assert!(key_reqs <= batches + 2, "{key_reqs} key batches (IN)");
+    let (rows, key_reqs, _) = cost(
+        &engine,
+        &mut conn,
+        "SELECT COUNT(*) FROM o WHERE NOT EXISTS (SELECT 1 FROM i WHERE i.id = o.k)",
+    );
+    assert_eq!(rows, vec![vec![half.clone()]]);
+    assert!(
+        key_reqs <= batches + 2,
+        "{key_reqs} key batches (NOT EXISTS)"
+    );
+    // EXPLAIN says what runs.
+    let plan = q(
+        &mut conn,
+        "EXPLAIN SELECT id FROM o WHERE EXISTS (SELECT 1 FROM i WHERE i.id = o.k)",
+    );
+    assert_eq!(plan.len(), 2, "{plan:?}");
+    assert_eq!(plan[1][1], "SIMPLE");
+    assert!(plan[1][11].contains("FirstMatch(o)"), "{plan:?}");
+
+    // An uncorrelated subquery runs once: `pk IN (SELECT …)` is then one
+    // batch of key reads, not a read per outer row.
+    let (rows, key_reqs, scans) = cost(
+        &engine,
+        &mut conn,
+        "SELECT COUNT(*) FROM o WHERE id IN (SELECT id FROM i WHERE v < 100)",
+    );
+    assert_eq!(rows, vec![vec!["100".to_owned()]]);
+    assert!(scans < 10, "{scans} scan requests (one scan of i)");
+    assert!(key_reqs <= 2, "{key_reqs} key batches");
+
+    // A scalar subquery in the select list: once for the statement, not
+    // once per row (one scan of o, one of i).
+    let (rows, key_reqs, scans) = cost(
+        &engine,
+        &mut conn,
+        "SELECT id, (SELECT MAX(v) FROM i) FROM o WHERE id < 3 OR id >= 0",
+    );
+    assert_eq!(rows.len(), OUTER_ROWS);
+    assert_eq!(rows[0][1], (OUTER_ROWS - 1).to_string());
+    assert!(
+        scans < 20 && key_reqs <= 2,
+        "{scans} scans, {key_reqs} key batches"
+    );
+
+    // A derived table joined by key.
+    let (rows, key_reqs, _) = cost(
+        &engine,
+        &mut conn,
+        "SELECT COUNT(*) FROM (SELECT k FROM o) d JOIN i ON i.id = d.k",
+    );
+    assert_eq!(rows, vec![vec![half]]);
+    assert!(key_reqs <= batches + 2, "{key_reqs} key batches (derived)");
+
+    // MySQL's 1093: a subquery may not read the table an UPDATE changes.
+    let e = try_q(
+        &mut conn,
+        "UPDATE o SET k = 0 WHERE id = (SELECT MAX(id) FROM o)",
+    )
+    .expect_err("1093");
+    assert_eq!(e.code, 1093, "{e}");
+    // A correlated subquery the rewrite does not take: 1105.
+    let e = try_q(
+        &mut conn,
+        "SELECT id, (SELECT v FROM i WHERE i.id = o.k) FROM o",
+    )
+    .expect_err("1105");
+    assert_eq!(e.code, 1105, "{e}");
+}
