@@ -27,9 +27,9 @@ const RUNS: u64 = 200;
 
 /// Most allocations a prepared point select (`SELECT c FROM t WHERE id
 /// = ?`) may make.
-const POINT_SELECT_ALLOCATIONS_MAX: u64 = 64;
+const POINT_SELECT_ALLOCATIONS_MAX: u64 = 68;
 /// Most allocations a prepared range select of ten rows may make.
-const RANGE_SELECT_ALLOCATIONS_MAX: u64 = 184;
+const RANGE_SELECT_ALLOCATIONS_MAX: u64 = 176;
 
 /// Counts rows and keeps nothing, so that the sink allocates nothing.
 #[derive(Default)]

@@ -388,7 +388,9 @@ fn plan_select(
         ),
     };
     // Correlated IN/EXISTS of WHERE as semi-joins and anti-joins.
-    let mut selection = s.selection.clone();
+    // Borrowed unless the rewrite changes it: no copy of the WHERE tree
+    // per execution.
+    let mut selection = std::borrow::Cow::Borrowed(&s.selection);
     let outer = match (&join, &table) {
         _ if virtual_rows.is_some() || !super::semi::worth_trying(s.selection.as_ref()) => None,
         (Some(j), _) => Some(super::semi::Outer {
@@ -405,7 +407,7 @@ fn plan_select(
         if let Some(rest) =
             super::semi::rewrite(conn, s.selection.as_ref(), &mut outer, placeholders, params)?
         {
-            selection = rest;
+            selection = std::borrow::Cow::Owned(rest);
             star = Some(outer.star);
             hidden = outer.hidden;
             columns = outer.spec.columns.clone();
@@ -497,7 +499,11 @@ fn plan_select(
         }
         let saved = scope.aggs.take();
         scope.clause = "WHERE";
-        let cond = selection.as_ref().map(|w| scope.lower(w)).transpose()?;
+        let cond = selection
+            .as_ref()
+            .as_ref()
+            .map(|w| scope.lower(w))
+            .transpose()?;
         scope.clause = "GROUP BY";
         let mut group = Vec::new();
         if let ast::GroupByExpr::Expressions(exprs, _) = &s.group_by {

@@ -249,21 +249,25 @@ pub(super) fn rewrite(
 /// Whether WHERE has a conjunct the rewrite might take (a cheap look at
 /// the parsed text, so that a query without one builds nothing).
 pub(super) fn worth_trying(selection: Option<&ast::Expr>) -> bool {
-    let Some(selection) = selection else {
-        return false;
-    };
-    let mut conjuncts = Vec::new();
-    split_and(selection, &mut conjuncts);
-    conjuncts.iter().any(|c| {
-        matches!(
-            c,
+    // Asked of every SELECT with a WHERE: walks the conjuncts without
+    // collecting them.
+    fn any_conjunct(e: &ast::Expr) -> bool {
+        match e {
+            ast::Expr::BinaryOp {
+                left,
+                op: ast::BinaryOperator::And,
+                right,
+            } => any_conjunct(left) || any_conjunct(right),
+            ast::Expr::Nested(inner) => any_conjunct(inner),
             ast::Expr::Exists { .. }
-                | ast::Expr::In {
-                    target: ast::InTarget::Subquery(_),
-                    ..
-                }
-        )
-    })
+            | ast::Expr::In {
+                target: ast::InTarget::Subquery(_),
+                ..
+            } => true,
+            _ => false,
+        }
+    }
+    selection.is_some_and(any_conjunct)
 }
 
 /// A column no name finds.
