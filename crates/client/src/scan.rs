@@ -209,7 +209,8 @@ impl<'t, 's> ScanIter<'t, 's> {
         ScanIter {
             tx,
             table: Arc::clone(root),
-            columns: (0..root.columns().len()).collect(),
+            // A joined row is not a row of `root`: its values by position.
+            columns: (0..width).collect(),
             tx_id,
             link,
             scan_id,

@@ -3,6 +3,7 @@
 pub mod convert;
 mod from;
 pub mod join;
+pub mod pushed;
 mod select;
 mod write;
 pub(crate) use write::{duplicate_error, failed_op, now_value};
@@ -131,6 +132,7 @@ pub fn env(conn: &Conn<'_>) -> Env {
         now_micros: now,
         tz_secs: super::session::time_zone_secs(conn),
         version: super::session::VERSION.to_owned(),
+        join_pushdown: conn.session.vars.flag("ndb_join_pushdown"),
     }
 }
 
