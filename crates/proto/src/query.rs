@@ -254,7 +254,8 @@ impl QueryTree {
                             return Err(bad(
                                 t,
                                 format!(
-                                    "key column `{}` ({:?}) comes from `{}`.`{}` of another type ({:?})",
+                                    "key column `{}` ({:?}) comes from `{}`.`{}` of another \
+                                     type ({:?})",
                                     key_col.name, key_col.ty, pt.name, from.name, from.ty
                                 ),
                             ));

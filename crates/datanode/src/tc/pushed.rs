@@ -216,7 +216,10 @@ impl TcBlock {
                 .key
                 .iter()
                 .map(|source| match source {
-                    KeySource::Column(at) => from[usize::from(*at)].clone(),
+                    // Checked against the parent's width; a short row finds nothing.
+                    KeySource::Column(at) => {
+                        from.get(usize::from(*at)).cloned().unwrap_or(Value::Null)
+                    }
                     KeySource::Constant(v) => v.clone(),
                 })
                 .collect();
@@ -332,7 +335,7 @@ impl TcBlock {
         let reader = match ResultReader::new(&results) {
             Ok(r) => r,
             Err(e) => {
-                tracing::error!(tc = %self.me, "LdmKeyConf from {from} for pushed read {read_id:#x}: {e}");
+                tracing::error!(tc = %self.me, "pushed read {read_id:#x} from {from}: {e}");
                 let message = format!("a data node answered with a malformed result batch: {e}");
                 return self.pushed_fail(slot, error::MALFORMED_REQUEST, message, ctx);
             }
@@ -351,7 +354,8 @@ impl TcBlock {
         let mut failure = None;
         for result in reader.iter() {
             let Some(Some(row)) = job.rows.get_mut(result.op_index as usize) else {
-                tracing::error!(tc = %self.me, "{from} answered pushed read {} of {read_id:#x}, which has no such read", result.op_index);
+                let op = result.op_index;
+                tracing::error!(tc = %self.me, "{from} answered pushed read {op} of {read_id:#x}: none such");
                 continue;
             };
             job.outstanding = job.outstanding.saturating_sub(1);

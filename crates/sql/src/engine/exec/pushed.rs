@@ -40,12 +40,7 @@ pub struct Pushable {
 }
 
 /// The pushed part of `plan`, if any (`lock`: the statement's row locks).
-pub fn pushable(
-    spec: &JoinSpec,
-    plan: &JoinPlan,
-    lock: bool,
-    on: bool,
-) -> Option<Pushable> {
+pub fn pushable(spec: &JoinSpec, plan: &JoinPlan, lock: bool, on: bool) -> Option<Pushable> {
     if !on || lock || plan.steps.len() < 2 {
         return None;
     }
@@ -60,7 +55,13 @@ pub fn pushable(
         return None;
     }
     let mut children = Vec::new();
-    for (at, step) in plan.steps.iter().enumerate().skip(1).take(PUSHED_TABLES_MAX - 1) {
+    for (at, step) in plan
+        .steps
+        .iter()
+        .enumerate()
+        .skip(1)
+        .take(PUSHED_TABLES_MAX - 1)
+    {
         match child_of(spec, plan, at, step) {
             Some(child) => children.push(child),
             None => break,
@@ -90,12 +91,17 @@ fn child_of(
     let mut parent = None;
     let mut names = Vec::with_capacity(def.primary_key.len());
     for &native in &def.primary_key {
-        let i = k.columns.iter().position(|&c| t.columns[c].native == native)?;
+        let i = k
+            .columns
+            .iter()
+            .position(|&c| t.columns[c].native == native)?;
         let Expr::Col(c) = k.exprs.get(i)? else {
             return None;
         };
         let from_table = table_at(spec, *c)?;
-        let from_step = plan.steps[..at].iter().position(|s| s.table == from_table)?;
+        let from_step = plan.steps[..at]
+            .iter()
+            .position(|s| s.table == from_table)?;
         if *parent.get_or_insert(from_step) != from_step {
             return None;
         }
