@@ -14,6 +14,9 @@ Cases (seed 001's figures in brackets):
              ndb_autoincrement_prefetch_sz 1 vs the default, rows/s     [2.9×]
   pruned     SELECT … WHERE user_id = ? on a table distributed by
              user_id vs one distributed by id, queries/s                [no figure]
+  join       a 2-table join, 200 rows of a range each reaching a row of
+             the other table by primary key, ndb_join_pushdown 0 vs 1,
+             rows/s                                       [large, "AQL"]
 Each process has its own connection and its own key range; the tables live
 in the database `seed001` (made, and dropped at the end). PyMySQL sends
 statements as text (client-side placeholders).
@@ -49,6 +52,13 @@ def setup(host, port):
     cur.execute(
         "CREATE TABLE by_id (user_id INT, id INT, v INT, PRIMARY KEY (id), KEY (user_id))"
     )
+    # A 2-table join: 2,000 rows reach one of 500 by primary key.
+    cur.execute("CREATE TABLE jo (id INT PRIMARY KEY, c_id INT, v INT)")
+    cur.execute("CREATE TABLE jc (id INT PRIMARY KEY, name CHAR(20))")
+    cur.execute("INSERT INTO jc VALUES " + ",".join(f"({i}, 'c{i}')" for i in range(500)))
+    for start in range(0, 2_000, 500):
+        values = ",".join(f"({i}, {i % 500}, {i})" for i in range(start, start + 500))
+        cur.execute(f"INSERT INTO jo VALUES {values}")
     # Rows to read: 10,000 for rd; 100 users × 20 rows for the pruning tables.
     for start in range(0, 10_000, 500):
         values = ",".join(f"({i}, {i}, 'row{i}')" for i in range(start, start + 500))
@@ -72,6 +82,8 @@ def worker(args):
     base = (run * 64 + proc) * ROWS_PER_PROCESS_MAX
     if case == "batching":
         cur.execute(f"SET transaction_allow_batching = {1 if variant else 0}")
+    if case == "join":
+        cur.execute(f"SET ndb_join_pushdown = {1 if variant else 0}")
     if case == "autoinc" and not variant:
         cur.execute("SET ndb_autoincrement_prefetch_sz = 1")
     end = time.monotonic() + seconds
@@ -107,6 +119,16 @@ def worker(args):
         elif case == "autoinc":
             cur.execute("INSERT INTO ai (v) VALUES (1)")
             done += 1
+        elif case == "join":
+            first = (proc * 131 + n * JOIN_RANGE_ROWS) % (2_000 - JOIN_RANGE_ROWS)
+            n += 1
+            cur.execute(
+                "SELECT jo.id, jc.name FROM jo JOIN jc ON jc.id = jo.c_id"
+                f" WHERE jo.id BETWEEN {first} AND {first + JOIN_RANGE_ROWS - 1}"
+            )
+            rows = cur.fetchall()
+            assert len(rows) == JOIN_RANGE_ROWS, (first, len(rows))
+            done += len(rows)
         elif case == "pruned":
             user = (proc * 31 + n) % 100
             n += 1
@@ -126,7 +148,10 @@ CASES = {
     "batching": ("tx/s", "batching 0", "batching 1", "1.8×"),
     "autoinc": ("rows/s", "prefetch 1", "prefetch default", "2.9× (1 vs 256)"),
     "pruned": ("queries/s", "by id (all partitions)", "by user_id (one)", "-"),
+    "join": ("rows/s", "2-table join not pushed", "pushed", "large (AQL)"),
 }
+# Rows of the first table per query of the "join" case.
+JOIN_RANGE_ROWS = 200
 
 
 def main():

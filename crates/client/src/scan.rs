@@ -88,6 +88,8 @@ pub struct ScanIter<'t, 's> {
     blob_lock: LockMode,
     /// The lock was taken for the blobs only: the rows' keys are not the user's.
     strip_keys: bool,
+    /// A pushed join: the values of each joined row (`crate::pushed`).
+    pushed_width: Option<usize>,
 }
 
 impl<'s> Transaction<'s> {
@@ -205,7 +207,45 @@ impl<'s> Transaction<'s> {
             blob_reads,
             blob_lock: lock,
             strip_keys: lock != asked_lock,
+            pushed_width: None,
         })
+    }
+}
+
+impl<'t, 's> ScanIter<'t, 's> {
+    /// The rows of a pushed join started by `Transaction::pushed_scan`:
+    /// `width` values each.
+    pub(crate) fn pushed(
+        tx: &'t Transaction<'s>,
+        root: &Arc<Table>,
+        tx_id: u64,
+        link: usize,
+        scan_id: u32,
+        width: usize,
+    ) -> ScanIter<'t, 's> {
+        ScanIter {
+            tx,
+            table: Arc::clone(root),
+            // A joined row is not a row of `root`: its values by position.
+            columns: (0..width).collect(),
+            tx_id,
+            link,
+            scan_id,
+            rows: VecDeque::new(),
+            owed: 0,
+            done: false,
+            failed: false,
+            local: false,
+            blob_reads: Vec::new(),
+            blob_lock: LockMode::Committed,
+            strip_keys: false,
+            pushed_width: Some(width),
+        }
+    }
+
+    /// The session the scan runs in.
+    pub(crate) fn session(&self) -> &'s crate::Session {
+        self.tx.session
     }
 }
 
@@ -238,14 +278,14 @@ impl ScanIter<'_, '_> {
             let reader = RowBatchReader::new(&rows)?;
             for row in reader.iter() {
                 let values: Vec<Value> = row.values().map(|v| v.to_value()).collect();
-                if values.len() != self.columns.len() {
+                if values.len() != self.pushed_width.unwrap_or(self.columns.len()) {
                     return Err(Error::new(
                         proto::error::MALFORMED_REQUEST,
                         format!(
                             "scan of `{}`: a row of {} values, {} expected",
                             self.table.name(),
                             values.len(),
-                            self.columns.len()
+                            self.pushed_width.unwrap_or(self.columns.len())
                         ),
                     ));
                 }

@@ -97,6 +97,14 @@ session_counters! {
     trans_local_read_row,
     /// Execute requests sent (`TcKeyReq`): batches of key operations.
     exec,
+    /// Pushed joins defined (NDB's `Ndb_pushed_queries_defined`).
+    pushed_queries_defined,
+    /// Pushed joins defined that were not run pushed (`Ndb_pushed_queries_dropped`).
+    pushed_queries_dropped,
+    /// Pushed joins run (`Ndb_pushed_queries_executed`).
+    pushed_queries_executed,
+    /// Rows pushed joins read, of every table of the join (`Ndb_pushed_reads`).
+    pushed_reads,
 }
 
 /// Adds `n` to a counter.

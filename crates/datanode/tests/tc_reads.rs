@@ -481,3 +481,110 @@ fn handed_over_reads_with_projection_and_key_info_answer_the_tcs_bytes() {
     assert_eq!(keys, vec![Value::Int(1)]);
     cluster.check_idle();
 }
+
+/// `others`: `accounts`' shape, another table.
+fn others_table() -> TableDef {
+    TableDef::new(
+        "others",
+        0,
+        vec![
+            Column::new("id", ColumnType::BigInt { unsigned: false }),
+            Column::new("v", ColumnType::Int { unsigned: false }).nullable(),
+            Column::new(
+                "s",
+                ColumnType::VarChar {
+                    max: 20,
+                    collation: schema::Collation::Utf8mb4Bin,
+                },
+            )
+            .nullable(),
+        ],
+    )
+    .primary_key(vec![0])
+    .partitions(PARTITIONS)
+}
+
+#[test]
+fn pushed_joins_read_children_by_key_where_they_live() {
+    use proto::query::{KeySource, QueryChild, QueryTree};
+    let mut cluster = Cluster::start(31, 2, Limits::default());
+    let accounts = cluster.create_table();
+    let ops: Vec<Op> = (0..200)
+        .map(|k| Op::write(OpKind::Insert, k, k % 50))
+        .collect();
+    committed(&cluster.commit(&ops));
+    // Every third id has a row in `others`, v = id + 1000.
+    let others = cluster.create_table_def(others_table());
+    let ops: Vec<Op> = (0..200)
+        .filter(|k| k % 3 == 0)
+        .map(|k| Op::write(OpKind::Insert, k, k + 1000))
+        .collect();
+    committed(&cluster.commit(&ops));
+    cluster.table = Some(accounts.clone());
+    let mut root = cluster.full_scan_spec();
+    root.batch_rows = 16;
+    let child = |parent: u8, table: &TableDef, outer: bool| QueryChild {
+        parent,
+        outer,
+        table_id: table.id,
+        table_version: table.version,
+        key: vec![KeySource::Column(0)],
+        projection: vec![],
+    };
+    // accounts → others (inner) → accounts again from others' id (outer).
+    let tree = QueryTree {
+        root: root.clone(),
+        children: vec![child(0, &others, false), child(1, &accounts, true)],
+    };
+    let (rows, batches) = cluster.pushed_scan(&tree.to_bytes()).expect("pushed join");
+    assert!(batches >= 200 / 3 / 16, "batches: {batches}");
+    let mut got: Vec<(i64, i64, i64, i64)> = rows
+        .iter()
+        .map(|r| {
+            assert_eq!(r.len(), 1 + 3 * 3, "found mask and three rows");
+            assert_eq!(r[0], Value::UInt(0b111), "every node found: {r:?}");
+            (int(&r[1]), int(&r[2]), int(&r[5]), int(&r[8]))
+        })
+        .collect();
+    got.sort_unstable();
+    let expected: Vec<(i64, i64, i64, i64)> = (0..200)
+        .filter(|k| k % 3 == 0)
+        .map(|k| (k, k % 50, k + 1000, k % 50))
+        .collect();
+    assert_eq!(got, expected, "inner: rows with an `others` row only");
+    // Outer: every root row; a missing child's descendants are missing too.
+    let tree = QueryTree {
+        root: root.clone(),
+        children: vec![child(0, &others, true), child(1, &accounts, true)],
+    };
+    let (rows, _) = cluster
+        .pushed_scan(&tree.to_bytes())
+        .expect("outer pushed join");
+    assert_eq!(rows.len(), 200);
+    for r in &rows {
+        let k = int(&r[1]);
+        if k % 3 == 0 {
+            assert_eq!(r[0], Value::UInt(0b111), "{r:?}");
+        } else {
+            assert_eq!(r[0], Value::UInt(0b001), "{r:?}");
+            assert!(r[4..].iter().all(|v| *v == Value::Null), "NULLs: {r:?}");
+        }
+    }
+    // A bad tree is refused with a clear error; so are bytes that are not one.
+    let bad = QueryTree {
+        root: root.clone(),
+        children: vec![QueryChild {
+            key: vec![KeySource::Column(7)],
+            ..child(0, &others, false)
+        }],
+    };
+    let (code, message) = cluster.pushed_scan(&bad.to_bytes()).unwrap_err();
+    assert_eq!(code, error::BAD_OPERATION, "{message}");
+    assert!(message.contains("comes from value 7"), "{message}");
+    let bytes = tree.to_bytes();
+    let (code, message) = cluster.pushed_scan(&bytes[..bytes.len() - 3]).unwrap_err();
+    assert_eq!(code, error::MALFORMED_REQUEST, "{message}");
+    // Nothing is left behind: the same joins again give the same rows.
+    let (again, _) = cluster.pushed_scan(&tree.to_bytes()).expect("again");
+    assert_eq!(again.len(), 200);
+}

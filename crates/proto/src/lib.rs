@@ -19,12 +19,14 @@
 //! - [`results`]: per-op results.
 //! - [`scan`]: scan specifications and batches of scanned rows.
 //! - [`filter`]: pushed-down scan filters and their SQL evaluation.
+//! - [`query`]: query trees of pushed joins.
 //! - [`error`]: NDB-style error codes with their class and message.
 
 pub mod error;
 pub mod filter;
 pub mod ops;
 mod proto_error;
+pub mod query;
 pub mod results;
 pub mod scan;
 pub mod value;
@@ -37,6 +39,7 @@ pub use ops::{
     BATCH_BYTES_MAX, IGNORE_ERROR, KEY_INFO, NO_INDEX, NO_PARTITION, OPS_PER_BATCH_MAX,
 };
 pub use proto_error::ProtoError;
+pub use query::{KeySource, QueryChild, QueryTree, QUERY_BATCH_ROWS_MAX, QUERY_CHILDREN_MAX};
 pub use results::{OpResult, ResultReader, ResultWriter};
 pub use scan::{Bound, RowBatchReader, RowBatchWriter, RowView, ScanSpec};
 pub use value::{check_value, get_value, put_value, Reader};

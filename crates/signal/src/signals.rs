@@ -715,6 +715,9 @@ pub mod tc_flags {
     pub const COMMIT: u32 = 2;
     /// Roll the transaction back (a request without operations).
     pub const ROLLBACK: u32 = 4;
+    /// In `TcScanReq`: `spec` is a `proto::QueryTree`, a pushed join whose
+    /// joined rows come back as the scan's rows (docs/pushed-joins.md).
+    pub const PUSHED: u32 = 8;
     /// In `TcKeyConf`: the transaction is committed.
     pub const COMMITTED: u32 = 1;
     /// In `TcKeyConf`: the transaction is rolled back, as asked.

@@ -31,6 +31,7 @@ mod failover;
 mod gcp;
 mod invariants;
 mod node_restart;
+pub(crate) mod pushed;
 pub use node_restart::DRAIN_WAIT_MAX;
 mod pool;
 pub mod scan;
@@ -188,6 +189,9 @@ pub struct TcBlock {
     /// (transaction, the client's scan id) → scan slot.
     pub(crate) scan_by_api: IdMap<(u64, u32), u32>,
     pub(crate) next_ldm_scan_id: u32,
+    /// A pushed join's key reads in flight (their id) → scan slot.
+    pub(crate) pushed_by_read: IdMap<u64, u32>,
+    pub(crate) next_pushed_read: u64,
     pub(crate) scratch: Scratch,
     /// Commit chains gathered to be sent together (`commits`).
     pub(crate) commits: commits::CommitBatches,
@@ -266,6 +270,8 @@ impl TcBlock {
                 Default::default(),
             ),
             next_ldm_scan_id: 1,
+            pushed_by_read: IdMap::default(),
+            next_pushed_read: 0,
             scratch: Scratch::default(),
             commits: commits::CommitBatches::default(),
             gci: 0,

@@ -51,7 +51,7 @@ struct Part {
 #[derive(Default)]
 pub(crate) struct Scan {
     pub(crate) tx_id: u64,
-    api: Option<BlockRef>,
+    pub(crate) api: Option<BlockRef>,
     api_scan_id: u32,
     ldm_scan_id: u32,
     spec: Option<ScanSpec>,
@@ -63,13 +63,16 @@ pub(crate) struct Scan {
     /// Its table is fully replicated: a committed scan reads this TC's
     /// node's copy of each partition.
     fully_replicated: bool,
-    deadline: Instant,
+    pub(crate) deadline: Instant,
+    /// A pushed join: its children and the root batches being joined.
+    pub(crate) pushed: Option<super::pushed::Pushed>,
 }
 
 impl Scan {
     /// Whether a partition it scans now is on one of `nodes`.
     pub(crate) fn reaches(&self, nodes: &signal::NodeBitmask) -> bool {
         self.parts.iter().any(|p| nodes.contains(p.node))
+            || self.pushed.as_ref().is_some_and(|p| p.reaches(nodes))
     }
 
     /// The client's id of the scan.
@@ -92,7 +95,7 @@ impl Scan {
 }
 
 impl TcBlock {
-    fn scan_ref(
+    pub(crate) fn scan_ref(
         &self,
         to: BlockRef,
         tx_id: u64,
@@ -141,7 +144,14 @@ impl TcBlock {
                 }
             }
         };
-        if let Err((code, message)) = self.open_scan(from, tx_slot, scan_id, &spec, ctx) {
+        let opened = if flags & tc_flags::PUSHED != 0 {
+            self.pushed_tree(&spec).and_then(|(root, pushed)| {
+                self.open_scan(from, tx_slot, scan_id, &root, Some(pushed), ctx)
+            })
+        } else {
+            self.open_scan(from, tx_slot, scan_id, &spec, None, ctx)
+        };
+        if let Err((code, message)) = opened {
             self.scan_ref(from, tx_id, scan_id, code, message, ctx);
             if started {
                 // Nothing of the transaction exists anywhere yet.
@@ -156,6 +166,7 @@ impl TcBlock {
         tx_slot: u32,
         api_scan_id: u32,
         spec: &[u8],
+        pushed: Option<super::pushed::Pushed>,
         ctx: &mut Context<'_>,
     ) -> Result<(), (u32, String)> {
         let tx = self.transactions.get(tx_slot);
@@ -206,6 +217,7 @@ impl TcBlock {
         scan.locking = spec.lock != LockMode::Committed;
         scan.fully_replicated = fully_replicated;
         scan.spec = Some(spec);
+        scan.pushed = pushed;
         scan.next = next;
         scan.end = end;
         scan.parts.clear();
@@ -291,12 +303,37 @@ impl TcBlock {
             return;
         };
         let scan = self.scans.get_mut(slot);
+        if !scan
+            .parts
+            .iter()
+            .any(|p| p.partition == partition && p.in_flight)
+        {
+            tracing::warn!(tc = %self.me, "scan {ldm_scan_id}: a batch of partition {partition} not asked for: dropped");
+            return;
+        };
+        if scan.pushed.is_some() {
+            // The partition stays in flight until its joined rows go on.
+            return self.pushed_batch(slot, partition, rows, done, ctx);
+        }
+        self.scan_batch_out(slot, partition, rows, done, ctx);
+    }
+
+    /// Passes a partition's batch (of a pushed scan: its joined rows) on
+    /// to the client, and starts the next partition when it was the last.
+    pub(crate) fn scan_batch_out(
+        &mut self,
+        slot: u32,
+        partition: u32,
+        rows: Vec<u8>,
+        done: bool,
+        ctx: &mut Context<'_>,
+    ) {
+        let scan = self.scans.get_mut(slot);
         let Some(at) = scan
             .parts
             .iter()
             .position(|p| p.partition == partition && p.in_flight)
         else {
-            tracing::warn!(tc = %self.me, "scan {ldm_scan_id}: a batch of partition {partition} not asked for: dropped");
             return;
         };
         if done {
@@ -453,7 +490,7 @@ impl TcBlock {
     }
 
     /// Tells every partition not done to close, and frees the record.
-    fn close_scan(&mut self, slot: u32, ctx: &mut Context<'_>) {
+    pub(crate) fn close_scan(&mut self, slot: u32, ctx: &mut Context<'_>) {
         let scan = self.scans.get(slot);
         for part in &scan.parts {
             ctx.send(
@@ -477,6 +514,12 @@ impl TcBlock {
         let scan = self.scans.get_mut(slot);
         scan.parts.clear();
         scan.spec = None;
+        if let Some(pushed) = scan.pushed.take() {
+            for id in pushed.read_ids() {
+                self.pushed_by_read.remove(&id);
+            }
+        }
+        let scan = self.scans.get_mut(slot);
         let (tx_id, api_scan_id, ldm_scan_id) = (scan.tx_id, scan.api_scan_id, scan.ldm_scan_id);
         let removed = self.scan_by_ldm_id.remove(&ldm_scan_id);
         assert_eq!(removed, Some(slot), "scan {ldm_scan_id} freed once");

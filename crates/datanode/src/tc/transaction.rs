@@ -1117,6 +1117,9 @@ impl TcBlock {
         committed: Option<(u32, bool)>,
         ctx: &mut Context<'_>,
     ) {
+        if tx_id & super::pushed::PUSHED_TX_BIT != 0 && committed.is_none() {
+            return self.on_pushed_conf(from, tx_id, results, ctx);
+        }
         let Some(&slot) = self.by_tx_id.get(&tx_id) else {
             // The transaction ended (aborted) while this was on its way.
             assert!(

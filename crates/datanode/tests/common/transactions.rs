@@ -453,6 +453,20 @@ impl Cluster {
 
     /// Runs a scan to its end: its rows, and how many batches came.
     pub fn scan(&mut self, spec: &ScanSpec) -> Result<ScannedRows, (u32, String)> {
+        self.scan_request(tc_flags::START, spec.to_bytes())
+    }
+
+    /// Runs a pushed join (`proto::QueryTree`) to its end: its joined rows.
+    pub fn pushed_scan(&mut self, tree: &[u8]) -> Result<ScannedRows, (u32, String)> {
+        self.scan_request(tc_flags::START | tc_flags::PUSHED, tree.to_vec())
+    }
+
+    /// Runs a `TcScanReq` of `flags` and `spec` to its end.
+    pub fn scan_request(
+        &mut self,
+        flags: u32,
+        spec: Vec<u8>,
+    ) -> Result<ScannedRows, (u32, String)> {
         let tx = self.tx_id();
         let scan_id = 7;
         let tc = tc_of(self.data_nodes[0]);
@@ -461,8 +475,8 @@ impl Cluster {
             SignalBody::TcScanReq {
                 tx_id: tx,
                 scan_id,
-                flags: tc_flags::START,
-                spec: spec.to_bytes(),
+                flags,
+                spec,
             },
         );
         let mut rows = Vec::new();

@@ -185,6 +185,7 @@ const SYSTEM_VARIABLES: &[SysVar] = &[
         Scope::ReadOnly,
         "",
     ),
+    var("ndb_join_pushdown", BOOL, Scope::Both, "ON"),
     var("ndb_use_exact_count", BOOL, Scope::Both, "OFF"),
     var(
         "net_buffer_length",

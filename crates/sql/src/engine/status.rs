@@ -573,7 +573,7 @@ pub fn rows(conn: &Conn<'_>, global: bool) -> Vec<(String, String)> {
         u64::from(engine.connections_opened()).to_string(),
     );
     for (i, name) in SessionStats::NAMES.iter().enumerate() {
-        if *name == "exec" {
+        if *name == "exec" || name.starts_with("pushed_") {
             continue;
         }
         put(&format!("Ndb_api_{name}_count"), node_native[i].to_string());
@@ -585,11 +585,14 @@ pub fn rows(conn: &Conn<'_>, global: bool) -> Vec<(String, String)> {
         put(&format!("Ndb_api_{name}_count_slave"), "0".to_owned());
     }
     put("Ndb_execute_count", node("exec").to_string());
-    // Pushed joins do not exist yet: nothing is pushed.
-    put("Ndb_pushed_queries_defined", "0".to_owned());
-    put("Ndb_pushed_queries_dropped", "0".to_owned());
-    put("Ndb_pushed_queries_executed", "0".to_owned());
-    put("Ndb_pushed_reads", "0".to_owned());
+    for name in [
+        "pushed_queries_defined",
+        "pushed_queries_dropped",
+        "pushed_queries_executed",
+        "pushed_reads",
+    ] {
+        put(&format!("Ndb_{name}"), node(name).to_string());
+    }
     put("Ndb_pruned_scan_count", node("pruned_scan").to_string());
     put(
         "Ndb_scan_count",

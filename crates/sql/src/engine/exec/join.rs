@@ -65,10 +65,18 @@ pub(crate) fn run(
     };
     let mut out = Vec::new();
     if !plan.steps.is_empty() {
-        let first = runner.step(0, vec![vec![Val::Null; width]], ctx)?;
+        // Leading steps the data nodes can join (`exec::pushed`) run as one request.
+        let pushed = super::pushed::pushable(spec, plan, lock.is_some(), ctx.env.join_pushdown);
+        let (first, next_step) = match &pushed {
+            Some(p) => (
+                super::pushed::run(tx, spec, plan, p, ctx, &mut runner.stats)?,
+                p.steps,
+            ),
+            None => (runner.step(0, vec![vec![Val::Null; width]], ctx)?, 1),
+        };
         'chunks: for chunk in first.chunks(JOIN_BATCH_ROWS) {
             let mut rows = chunk.to_vec();
-            for at in 1..plan.steps.len() {
+            for at in next_step..plan.steps.len() {
                 if rows.is_empty() {
                     continue 'chunks;
                 }
@@ -305,7 +313,7 @@ fn hash_key(v: &Val, fold: Fold) -> Option<Vec<u8>> {
 }
 
 /// Matches one outer row with candidate rows of the step's table.
-fn combine<'r>(
+pub(crate) fn combine<'r>(
     spec: &JoinSpec,
     step: &crate::engine::plan::join::Step,
     outer: &[Val],

@@ -4,6 +4,7 @@ pub mod convert;
 pub(crate) mod derived;
 mod from;
 pub mod join;
+pub mod pushed;
 mod select;
 mod semi;
 pub mod subquery;
@@ -137,6 +138,7 @@ pub fn env(conn: &Conn<'_>) -> Env {
         now_micros: now,
         tz_secs: super::session::time_zone_secs(conn),
         version: super::session::VERSION,
+        join_pushdown: conn.session.vars.flag("ndb_join_pushdown"),
     }
 }
 

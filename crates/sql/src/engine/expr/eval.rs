@@ -70,6 +70,8 @@ pub struct Env {
     pub tz_secs: i64,
     /// `VERSION()`.
     pub version: &'static str,
+    /// `ndb_join_pushdown`: joins may be pushed to the data nodes.
+    pub join_pushdown: bool,
 }
 
 impl<'a> Ctx<'a> {

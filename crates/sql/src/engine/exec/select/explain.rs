@@ -14,6 +14,7 @@ use super::{env, order_by_index, plan_query, run_one, single_access, Planned, Pl
 use crate::backend::ResultSink;
 use crate::engine::catalog::{SqlType, TableInfo};
 use crate::engine::exec::join::{self as join_exec, StepStats};
+use crate::engine::exec::pushed;
 use crate::engine::expr::{Ctx, Expr};
 use crate::engine::plan::join::{
     self as join_plan, JoinSpec, KeyedKind, StepAccess, RANGE_ROWS_GUESS, REF_ROWS_GUESS,
@@ -46,6 +47,8 @@ struct Row {
     bka: bool,
     /// The table is read whole once and kept: how it is matched.
     buffered: Option<&'static str>,
+    /// Its part in a pushed join, as NDB's mysqld says it.
+    push: Option<String>,
 }
 
 /// Which form.
@@ -178,7 +181,7 @@ fn text_meta(name: &str) -> ColumnMeta {
 
 /// The Extra column of a row.
 fn extra_of(r: &Row) -> Vec<String> {
-    let mut extra = Vec::new();
+    let mut extra: Vec<String> = r.push.iter().cloned().collect();
     if r.condition {
         extra.push("Using where".to_owned());
     }
@@ -273,6 +276,15 @@ fn rows_of(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Vec<Row>> {
                 row.extra.extend(sort_extra.iter().cloned());
             }
             rows.push(row);
+        }
+        let lock = p.lock.is_some();
+        if let Some(pj) = pushed::pushable(spec, &plan, lock, ctx.env.join_pushdown) {
+            rows[0].push = Some(format!("Parent of {} pushed join@1", pj.steps));
+            for (k, (parent, _)) in pj.children.iter().enumerate() {
+                let parent = &spec.tables[plan.steps[*parent].table].alias;
+                rows[k + 1].bka = false;
+                rows[k + 1].push = Some(format!("Child of '{parent}' in pushed join@1"));
+            }
         }
         return Ok(rows);
     }
