@@ -101,7 +101,7 @@ pub use link::SEND_BUFFER_MAX_BYTES;
 pub use pool::ClusterPool;
 pub use proto::error as codes;
 pub use proto::{CmpOp, Filter};
-pub use scan::{ScanIter, ScanOptions, SCAN_BATCH_ROWS_DEFAULT};
+pub use scan::{ScanIter, ScanOptions, TableStats, SCAN_BATCH_ROWS_DEFAULT};
 pub use schema::Table;
 pub use session::{Callback, Session, IN_FLIGHT_MAX};
 pub use stats::SessionStats;
