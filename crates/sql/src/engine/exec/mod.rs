@@ -300,12 +300,23 @@ pub(crate) fn fetch(
             }
         }
         Access::Range { .. } | Access::Scan => {
-            // A condition fixing the distribution key scans one partition.
-            let partition_key = super::plan::partition_key(table, cond, ctx)?;
+            // A condition fixing the distribution key scans the partitions
+            // holding its values only (one for `=`, several for `IN`).
+            let mut partition_key = None;
+            let mut partition_keys = Vec::new();
+            match super::plan::partition_keys(table, cond, ctx)? {
+                // An IN list of NULLs only: no row (the condition says so
+                // too); nothing to prune by.
+                Some(keys) if keys.is_empty() => {}
+                Some(mut keys) if keys.len() == 1 => partition_key = keys.pop(),
+                Some(keys) => partition_keys = keys,
+                None => {}
+            }
             let mut options = ScanOptions {
                 filter,
                 lock,
                 partition_key,
+                partition_keys,
                 ..ScanOptions::default()
             };
             // The ranges to scan: the bounds, or each point of an IN list.

@@ -93,7 +93,15 @@ fn plan_query(
     collect_selects(&q.body, &mut selects, &mut union_distinct)?;
     let mut planned = Vec::new();
     for s in &selects {
-        planned.push(plan_select(conn, s, placeholders)?);
+        let p = plan_select(conn, s, placeholders)?;
+        // A join's order comes from the tables' statistics (fetched at
+        // most once per `STATS_REFRESH_MS` per table and SQL node).
+        if let Some(spec) = &p.join {
+            for t in &spec.tables {
+                crate::engine::stats::refresh(conn, &t.table);
+            }
+        }
+        planned.push(p);
     }
     let metas = planned.first().map(|p| p.metas.clone()).unwrap_or_default();
     for p in &planned {

@@ -15,10 +15,7 @@ use crate::backend::ResultSink;
 use crate::engine::catalog::{SqlType, TableInfo};
 use crate::engine::exec::join::{self as join_exec, StepStats};
 use crate::engine::expr::{Ctx, Expr};
-use crate::engine::plan::join::{
-    self as join_plan, JoinSpec, KeyedKind, StepAccess, RANGE_ROWS_GUESS, REF_ROWS_GUESS,
-    TABLE_ROWS_GUESS,
-};
+use crate::engine::plan::join::{self as join_plan, JoinSpec, KeyedKind, StepAccess};
 use crate::engine::plan::Access;
 use crate::engine::{send_rows, txn, Answered, Conn};
 use crate::error::SqlResult;
@@ -30,6 +27,8 @@ struct Row {
     id: Option<usize>,
     select_type: &'static str,
     table: Option<String>,
+    /// The partitions read (`p0,p3`): the pruned ones, else every one.
+    partitions: Vec<String>,
     access_type: Option<&'static str>,
     possible_keys: Vec<String>,
     key: Option<String>,
@@ -68,6 +67,11 @@ pub fn explain(
     sink: &mut dyn ResultSink,
 ) -> SqlResult<Answered> {
     let plans = plan_query(conn, q, &[], &[])?;
+    for p in &plans.planned {
+        if let Some(table) = &p.table {
+            crate::engine::stats::refresh(conn, table);
+        }
+    }
     let environment = env(conn);
     let info = Arc::clone(&conn.info);
     let mut ctx = Ctx::new(&[], &environment);
@@ -147,7 +151,7 @@ pub fn explain(
                 r.id.map_or(SqlValue::Null, |i| SqlValue::Int(i as i64)),
                 SqlValue::Bytes(r.select_type.as_bytes().to_vec()),
                 text(r.table),
-                SqlValue::Null,
+                text(list(&r.partitions)),
                 text(r.access_type.map(str::to_owned)),
                 text(list(&r.possible_keys)),
                 text(r.key),
@@ -256,6 +260,25 @@ fn rows_of(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Vec<Row>> {
             // Key reads take no filter: only a scan's is pushed.
             row.pushed = step.filter.is_some() && scans(&step.access);
             row.table = Some(t.alias.clone());
+            row.partitions = match &step.access {
+                StepAccess::Own(_) => {
+                    let local = |c: usize| c - t.offset;
+                    let own: Vec<Expr> = own_conds(spec, step.table, &conds)
+                        .into_iter()
+                        .map(|e| join_plan::map_columns(e, &local))
+                        .collect();
+                    let own = join_plan::and_all(&own);
+                    partition_names(&crate::engine::plan::partitions_read(
+                        &t.table,
+                        own.as_ref(),
+                        ctx,
+                    )?)
+                }
+                // Read by key per outer row: any partition.
+                StepAccess::Keyed(_) => {
+                    partition_names(&crate::engine::plan::partitions_read(&t.table, None, ctx)?)
+                }
+            };
             row.possible_keys = possible_keys(&t.table, &t.hints, t.offset, &conds);
             if at == 0 {
                 row.extra.extend(sort_extra.iter().cloned());
@@ -280,6 +303,11 @@ fn rows_of(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Vec<Row>> {
     let (_, sorted) = order_by_index(table, p, &access);
     let mut row = access_row(table, &access, p.cond.is_some());
     row.pushed = filter.is_some() && scans(&StepAccess::Own(access.clone()));
+    row.partitions = partition_names(&crate::engine::plan::partitions_read(
+        table,
+        p.cond.as_ref(),
+        ctx,
+    )?);
     row.table = Some(
         p.source
             .first()
@@ -304,6 +332,11 @@ fn rows_of(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Vec<Row>> {
         row.extra.push("Using filesort".into());
     }
     Ok(vec![row])
+}
+
+/// Partition numbers as MySQL names the partitions of `PARTITION BY KEY`.
+fn partition_names(partitions: &[u32]) -> Vec<String> {
+    partitions.iter().map(|p| format!("p{p}")).collect()
 }
 
 /// Whether an access scans (and so takes a pushed filter).
@@ -399,25 +432,22 @@ fn access_row(table: &TableInfo, access: &Access, has_cond: bool) -> Row {
             if !points.is_empty() {
                 // MySQL shows an IN list on an index as a range.
                 row.access_type = Some("range");
-                row.rows = Some(RANGE_ROWS_GUESS);
             } else if lower.is_none() && upper.is_none() {
                 row.access_type = Some("index");
-                row.rows = Some(TABLE_ROWS_GUESS);
             } else if lower.as_ref().map(|(v, _)| v) == upper.as_ref().map(|(v, _)| v)
                 && lower.as_ref().is_some_and(|(_, inc)| *inc)
             {
                 row.access_type = Some("ref");
                 row.refs = vec!["const".into(); used];
-                row.rows = Some(REF_ROWS_GUESS);
             } else {
                 row.access_type = Some("range");
-                row.rows = Some(RANGE_ROWS_GUESS);
             }
+            row.rows = Some(join_plan::estimate_rows(table, access));
             row.condition = has_cond;
         }
         Access::Scan => {
             row.access_type = Some("ALL");
-            row.rows = Some(TABLE_ROWS_GUESS);
+            row.rows = Some(join_plan::estimate_rows(table, access));
             row.condition = has_cond;
         }
         Access::Nothing => {}
@@ -547,13 +577,16 @@ fn table_json(r: &Row, indent: &str) -> String {
     if let Some(t) = &r.table {
         fields.push(format!("\"table_name\": {}", js(t)));
     }
-    if let Some(a) = r.access_type {
-        fields.push(format!("\"access_type\": {}", js(a)));
-    }
     let array = |v: &[String]| {
         let items: Vec<String> = v.iter().map(|s| js(s)).collect();
         format!("[{}]", items.join(", "))
     };
+    if !r.partitions.is_empty() {
+        fields.push(format!("\"partitions\": {}", array(&r.partitions)));
+    }
+    if let Some(a) = r.access_type {
+        fields.push(format!("\"access_type\": {}", js(a)));
+    }
     if !r.possible_keys.is_empty() {
         fields.push(format!("\"possible_keys\": {}", array(&r.possible_keys)));
     }
