@@ -95,6 +95,9 @@ pub struct ScanIter<'t, 's> {
     blob_lock: LockMode,
     /// The lock was taken for the blobs only: the rows' keys are not the user's.
     strip_keys: bool,
+    /// A statistics scan: its rows are no table's, so they count in no
+    /// read-row or batch counter.
+    stats_scan: bool,
 }
 
 impl<'s> Transaction<'s> {
@@ -269,6 +272,7 @@ impl<'s> Transaction<'s> {
             blob_reads,
             blob_lock: lock,
             strip_keys: lock != asked_lock,
+            stats_scan,
         })
     }
 }
@@ -296,7 +300,9 @@ impl ScanIter<'_, '_> {
         if !done {
             self.owed += 1;
         }
-        stats::bump(&session.counts.scan_batch);
+        if !self.stats_scan {
+            stats::bump(&session.counts.scan_batch);
+        }
         let first_new = self.rows.len();
         if !rows.is_empty() {
             let reader = RowBatchReader::new(&rows)?;
@@ -322,7 +328,11 @@ impl ScanIter<'_, '_> {
                 ));
             }
         }
-        let read = (self.rows.len() - first_new) as u64;
+        let read = if self.stats_scan {
+            0
+        } else {
+            (self.rows.len() - first_new) as u64
+        };
         stats::add(&session.counts.read_row, read);
         if self.local {
             stats::add(&session.counts.trans_local_read_row, read);

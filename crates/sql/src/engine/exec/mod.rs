@@ -68,12 +68,6 @@ pub fn explain(
     else {
         return Err(SqlError::unsupported(format_args!("`{statement}`")));
     };
-    let Statement::Query(q) = &**inner else {
-        return Err(SqlError::unsupported(format_args!(
-            "EXPLAIN of `{}`",
-            super::stdx_truncate(&inner.to_string(), 60)
-        )));
-    };
     super::users::authorize(conn, inner)?;
     let format = match (analyze, format) {
         (true, _) => select::Format::Analyze,
@@ -85,7 +79,16 @@ pub fn explain(
             return Err(SqlError::unsupported(format_args!("EXPLAIN {other}")));
         }
     };
-    select::explain(conn, q, format, more, sink)
+    match &**inner {
+        Statement::Query(q) => select::explain(conn, q, format, more, sink),
+        Statement::Update(_) | Statement::Delete(_) => {
+            write::explain(conn, inner, format, more, sink)
+        }
+        _ => Err(SqlError::unsupported(format_args!(
+            "EXPLAIN of `{}`",
+            super::stdx_truncate(&inner.to_string(), 60)
+        ))),
+    }
 }
 
 /// Runs `INSERT`, `REPLACE`, `UPDATE` or `DELETE`.

@@ -28,7 +28,7 @@ pub const GROUPS_IN_MEMORY_MAX: usize = 1_000_000;
 pub const ROWS_IN_MEMORY_MAX: usize = 10_000_000;
 
 mod explain;
-pub use explain::{explain, Format};
+pub use explain::{explain, explain_write, Format};
 
 /// A planned single-table (or table-less) SELECT.
 struct Planned {

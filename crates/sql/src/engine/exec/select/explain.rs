@@ -98,8 +98,66 @@ pub fn explain(
         let ids: Vec<String> = (1..=plans.planned.len()).map(|i| i.to_string()).collect();
         format!("<union{}>", ids.join(","))
     });
+    send_explain(arms, union, plans.union_distinct, format, more, sink)
+}
+
+/// `EXPLAIN [FORMAT=JSON] UPDATE|DELETE` of one table: the access the
+/// executor runs (`exec::write`'s `plan::access`), `select_type` `UPDATE`
+/// or `DELETE` as MySQL 8 prints it. `filesort`: an ORDER BY sorts the rows.
+#[allow(clippy::too_many_arguments)]
+pub fn explain_write(
+    conn: &Conn<'_>,
+    table: &TableInfo,
+    select_type: &'static str,
+    cond: Option<&Expr>,
+    filesort: bool,
+    format: Format,
+    ctx: &mut Ctx<'_>,
+    more: bool,
+    sink: &mut dyn ResultSink,
+) -> SqlResult<Answered> {
+    if format == Format::Analyze {
+        return Err(crate::error::SqlError::unsupported(format_args!(
+            "EXPLAIN ANALYZE of {select_type}"
+        )));
+    }
+    crate::engine::stats::refresh(conn, table);
+    let (access, filter) = crate::engine::plan::access(table, cond, ctx)?;
+    let mut row = access_row(table, &access, cond.is_some());
+    if access == Access::Nothing {
+        row = Row {
+            extra: vec!["Impossible WHERE".into()],
+            ..Row::default()
+        };
+    } else {
+        row.pushed = filter.is_some() && scans(&StepAccess::Own(access.clone()));
+        row.table = Some(table.name.clone());
+        row.partitions = partition_names(&crate::engine::plan::partitions_read(table, cond, ctx)?);
+        if let Some(cond) = cond {
+            let conds: Vec<Expr> = cond.conjuncts().into_iter().cloned().collect();
+            row.possible_keys = possible_keys(table, &join_plan::Hints::default(), 0, &conds);
+        }
+        if filesort {
+            row.extra.push("Using filesort".into());
+        }
+    }
+    row.id = Some(1);
+    row.select_type = select_type;
+    send_explain(vec![vec![row]], None, false, format, more, sink)
+}
+
+/// Sends EXPLAIN's rows (one list per SELECT of a union) as the table or
+/// the JSON document.
+fn send_explain(
+    arms: Vec<Vec<Row>>,
+    union: Option<String>,
+    union_distinct: bool,
+    format: Format,
+    more: bool,
+    sink: &mut dyn ResultSink,
+) -> SqlResult<Answered> {
     if format == Format::Json {
-        let text = json(&arms, union.as_deref(), plans.union_distinct);
+        let text = json(&arms, union.as_deref(), union_distinct);
         return send_text(sink, text, more);
     }
     let mut out: Vec<Row> = arms.into_iter().flatten().collect();
@@ -108,7 +166,7 @@ pub fn explain(
             select_type: "UNION RESULT",
             table: Some(name),
             access_type: Some("ALL"),
-            extra: if plans.union_distinct {
+            extra: if union_distinct {
                 vec!["Using temporary".into()]
             } else {
                 Vec::new()
