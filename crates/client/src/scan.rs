@@ -277,6 +277,17 @@ impl<'s> Transaction<'s> {
     }
 }
 
+impl crate::Session {
+    /// [`Transaction::table_stats`] in a transaction of its own.
+    pub fn table_stats(&self, table: &Arc<Table>) -> Result<TableStats> {
+        let tx = self.begin()?;
+        let stats = tx.table_stats(table)?;
+        // Nothing to keep: only reads, no locks.
+        let _ = tx.execute(crate::ExecMode::Rollback);
+        Ok(stats)
+    }
+}
+
 impl ScanIter<'_, '_> {
     /// Waits for the next batch and decodes its rows.
     fn fetch(&mut self) -> Result<()> {

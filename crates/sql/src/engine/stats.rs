@@ -331,9 +331,7 @@ pub fn analyze(
 /// refresh.
 fn analyze_one(conn: &Conn<'_>, table: &TableInfo) -> SqlResult<()> {
     let session = conn.native;
-    let tx = session.begin().map_err(native)?;
-    let counted = tx.table_stats(&table.native).map_err(native)?;
-    let _ = tx.execute(ExecMode::Rollback);
+    let counted = session.table_stats(&table.native).map_err(native)?;
     let def = table.native.def();
     let stats_table = session.table(INDEX_STATS_TABLE).map_err(native)?;
     let now = SystemTime::now()
