@@ -103,7 +103,7 @@ pub use pool::ClusterPool;
 pub use proto::error as codes;
 pub use proto::{CmpOp, Filter};
 pub use pushed::{JoinedRow, PushedChild, PushedIter, PushedKey};
-pub use scan::{ScanIter, ScanOptions, SCAN_BATCH_ROWS_DEFAULT};
+pub use scan::{ScanIter, ScanOptions, TableStats, SCAN_BATCH_ROWS_DEFAULT};
 pub use schema::Table;
 pub use session::{Callback, Session, IN_FLIGHT_MAX};
 pub use stats::SessionStats;

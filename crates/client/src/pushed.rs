@@ -118,6 +118,8 @@ impl<'s> Transaction<'s> {
             projection: Vec::new(),
             filter: options.filter,
             key_info: false,
+            stats: false,
+            partitions: Vec::new(),
         };
         let mut nodes = Vec::with_capacity(children.len());
         for (k, c) in children.iter().enumerate() {

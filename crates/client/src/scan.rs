@@ -58,6 +58,22 @@ pub struct ScanOptions<'a> {
     pub batch_rows: u32,
     /// Values of the distribution key: scan only the partition holding them.
     pub partition_key: Option<Vec<Value>>,
+    /// Several values of the distribution key (`IN` on it): scan only the
+    /// partitions holding them (with `partition_key`, its partition too).
+    /// Empty: no such limit.
+    pub partition_keys: Vec<Vec<Value>>,
+}
+
+/// A table's size as its fragments know it ([`Transaction::table_stats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TableStats {
+    /// Committed rows, summed over the primary replica of every partition.
+    pub rows: u64,
+    /// Bytes of memory the primary replicas hold (rows, hash and ordered
+    /// indexes).
+    pub memory_bytes: u64,
+    /// Partitions that answered.
+    pub partitions: u32,
 }
 
 /// One end of an index range: values of a prefix of the index columns,
@@ -90,11 +106,47 @@ pub struct ScanIter<'t, 's> {
     strip_keys: bool,
     /// A pushed join: the values of each joined row (`crate::pushed`).
     pushed_width: Option<usize>,
+    /// A statistics scan: its rows are no table's, so they count in no
+    /// read-row or batch counter.
+    stats_scan: bool,
 }
 
 impl<'s> Transaction<'s> {
     /// Starts a scan in this transaction (see [`ScanOptions`]).
     pub fn scan(&self, table: &Arc<Table>, options: ScanOptions<'_>) -> Result<ScanIter<'_, 's>> {
+        self.scan_with(table, options, false)
+    }
+
+    /// The table's committed row count and memory, summed over the primary
+    /// replica of each partition: a statistics scan (NDB's
+    /// `ndb_get_table_statistics`, a scan of the pseudo-columns `ROW_COUNT`
+    /// and `FRAGMENT_MEMORY`), one round trip per [`SCAN_BATCH_ROWS_DEFAULT`]
+    /// partitions' answers at most and no row read. Counts rows committed
+    /// when each fragment answered (not one snapshot of the table).
+    pub fn table_stats(&self, table: &Arc<Table>) -> Result<TableStats> {
+        let mut stats = TableStats::default();
+        for row in self.scan_with(table, ScanOptions::default(), true)? {
+            let row = row?;
+            let value = |at: usize| match row.values().get(at) {
+                Some(Value::UInt(v)) => Ok(*v),
+                other => Err(Error::new(
+                    proto::error::MALFORMED_REQUEST,
+                    format!("statistics of `{}`: value {at} is {other:?}", table.name()),
+                )),
+            };
+            stats.rows += value(0)?;
+            stats.memory_bytes += value(1)?;
+            stats.partitions += 1;
+        }
+        Ok(stats)
+    }
+
+    fn scan_with(
+        &self,
+        table: &Arc<Table>,
+        options: ScanOptions<'_>,
+        stats_scan: bool,
+    ) -> Result<ScanIter<'_, 's>> {
         let def = table.def();
         let index_id = match options.index {
             Some(name) => table.require_index(name, IndexKind::Ordered)?.id,
@@ -107,12 +159,35 @@ impl<'s> Transaction<'s> {
                 .collect::<Result<_>>()?,
             None => Vec::new(),
         };
-        let partition = match &options.partition_key {
-            Some(key) => table.partition_of_key(key, &mut Vec::new())?,
+        let mut scratch = Vec::new();
+        let mut partition = match &options.partition_key {
+            Some(key) => table.partition_of_key(key, &mut scratch)?,
             None => NO_PARTITION,
         };
+        let mut partitions = Vec::new();
+        if !options.partition_keys.is_empty() {
+            for key in &options.partition_keys {
+                partitions.push(table.partition_of_key(key, &mut scratch)?);
+            }
+            if partition != NO_PARTITION {
+                partitions.push(partition);
+            }
+            partitions.sort_unstable();
+            partitions.dedup();
+            // One partition is an ordinary pruned scan; every one is no
+            // pruning at all.
+            if let [only] = partitions[..] {
+                partition = only;
+                partitions.clear();
+            } else {
+                partition = NO_PARTITION;
+                if partitions.len() as u32 >= def.partitions {
+                    partitions.clear();
+                }
+            }
+        }
         let asked_lock = options.lock.unwrap_or(LockMode::Committed);
-        let blob_reads: Vec<(usize, usize)> = if table.has_blobs() {
+        let blob_reads: Vec<(usize, usize)> = if table.has_blobs() && !stats_scan {
             let returned: Vec<usize> = if projection.is_empty() {
                 (0..table.columns().len()).collect()
             } else {
@@ -160,9 +235,13 @@ impl<'s> Transaction<'s> {
             projection: projection.iter().map(|c| *c as u16).collect(),
             filter: options.filter,
             key_info: lock != LockMode::Committed,
+            stats: stats_scan,
+            partitions,
         };
         spec.check(def)?;
-        let columns: Arc<[usize]> = if projection.is_empty() {
+        let columns: Arc<[usize]> = if stats_scan {
+            (0..proto::scan::STATS_ROW_COLUMNS).collect()
+        } else if projection.is_empty() {
             (0..table.columns().len()).collect()
         } else {
             projection.into()
@@ -170,11 +249,16 @@ impl<'s> Transaction<'s> {
         let (tx_id, link, scan_id, starts) = self.scan_start()?;
         let session = self.session;
         let counts = &session.counts;
-        stats::bump(if index_id == NO_INDEX {
-            &counts.table_scan
-        } else {
-            &counts.range_scan
-        });
+        if !stats_scan {
+            stats::bump(if index_id == NO_INDEX {
+                &counts.table_scan
+            } else {
+                &counts.range_scan
+            });
+        }
+        if !spec.partitions.is_empty() {
+            stats::bump(&counts.pruned_scan);
+        }
         let local = partition != NO_PARTITION && {
             stats::bump(&counts.pruned_scan);
             let shared = session.shared();
@@ -208,6 +292,7 @@ impl<'s> Transaction<'s> {
             blob_lock: lock,
             strip_keys: lock != asked_lock,
             pushed_width: None,
+            stats_scan,
         })
     }
 }
@@ -240,12 +325,24 @@ impl<'t, 's> ScanIter<'t, 's> {
             blob_lock: LockMode::Committed,
             strip_keys: false,
             pushed_width: Some(width),
+            stats_scan: false,
         }
     }
 
     /// The session the scan runs in.
     pub(crate) fn session(&self) -> &'s crate::Session {
         self.tx.session
+    }
+}
+
+impl crate::Session {
+    /// [`Transaction::table_stats`] in a transaction of its own.
+    pub fn table_stats(&self, table: &Arc<Table>) -> Result<TableStats> {
+        let tx = self.begin()?;
+        let stats = tx.table_stats(table)?;
+        // Nothing to keep: only reads, no locks.
+        let _ = tx.execute(crate::ExecMode::Rollback);
+        Ok(stats)
     }
 }
 
@@ -272,7 +369,9 @@ impl ScanIter<'_, '_> {
         if !done {
             self.owed += 1;
         }
-        stats::bump(&session.counts.scan_batch);
+        if !self.stats_scan {
+            stats::bump(&session.counts.scan_batch);
+        }
         let first_new = self.rows.len();
         if !rows.is_empty() {
             let reader = RowBatchReader::new(&rows)?;
@@ -298,7 +397,11 @@ impl ScanIter<'_, '_> {
                 ));
             }
         }
-        let read = (self.rows.len() - first_new) as u64;
+        let read = if self.stats_scan {
+            0
+        } else {
+            (self.rows.len() - first_new) as u64
+        };
         stats::add(&session.counts.read_row, read);
         if self.local {
             stats::add(&session.counts.trans_local_read_row, read);

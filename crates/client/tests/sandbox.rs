@@ -551,6 +551,75 @@ fn run_example(connect: &str, name: &str, extra: &[&str]) {
     );
 }
 
+/// Partitions of the table `parts`, rows, and the ids a scan lists.
+const PARTS: u32 = 8;
+const PARTS_ROWS: i64 = 200;
+const PARTS_KEYS: [i64; 4] = [1, 5, 9, 13];
+
+/// A scan given several distribution-key values reads exactly the rows of
+/// their partitions (the TC visits only the listed ones); a statistics
+/// scan counts every partition's rows.
+fn partition_lists_and_statistics(session: &Session) {
+    let def = TableDef::new(
+        "parts",
+        0,
+        vec![
+            Column::new("id", ColumnType::BigInt { unsigned: false }),
+            Column::new("v", ColumnType::BigInt { unsigned: false }),
+        ],
+    )
+    .primary_key(vec![0])
+    .partitions(PARTS);
+    session.create_table(&def).expect("create parts");
+    let parts = session.table("parts").expect("table");
+    let tx = session.begin().expect("begin");
+    for id in 0..PARTS_ROWS {
+        tx.insert(&parts, &[("id", int(id)), ("v", int(id * 3))])
+            .expect("insert");
+    }
+    tx.execute(ExecMode::Commit).expect("commit");
+
+    let mut scratch = Vec::new();
+    let partition = |id: i64, scratch: &mut Vec<u8>| {
+        parts
+            .partition_of_key(&[int(id)], scratch)
+            .expect("partition")
+    };
+    let listed: Vec<u32> = PARTS_KEYS
+        .iter()
+        .map(|k| partition(*k, &mut scratch))
+        .collect();
+    let mut expected: Vec<i64> = (0..PARTS_ROWS)
+        .filter(|id| listed.contains(&partition(*id, &mut scratch)))
+        .collect();
+    expected.sort_unstable();
+    assert!(expected.len() < PARTS_ROWS as usize, "{listed:?}");
+    let tx = session.begin().expect("begin");
+    let mut found: Vec<i64> = tx
+        .scan(
+            &parts,
+            ScanOptions {
+                partition_keys: PARTS_KEYS.iter().map(|k| vec![int(*k)]).collect(),
+                ..ScanOptions::default()
+            },
+        )
+        .expect("scan")
+        .map(|r| match r.expect("row").get("id") {
+            Some(Value::Int(v)) => *v,
+            other => panic!("id {other:?}"),
+        })
+        .collect();
+    found.sort_unstable();
+    assert_eq!(found, expected, "partitions {listed:?}");
+
+    let stats = tx.table_stats(&parts).expect("statistics");
+    assert_eq!(stats.rows, PARTS_ROWS as u64);
+    assert_eq!(stats.partitions, PARTS);
+    assert!(stats.memory_bytes > 0);
+    tx.execute(ExecMode::Commit).expect("commit");
+    session.drop_table("parts").expect("drop parts");
+}
+
 #[test]
 fn the_client_against_a_sandbox() {
     let sandbox = Sandbox::start("client-sandbox", 1, 1, 23000);
@@ -571,6 +640,7 @@ fn the_client_against_a_sandbox() {
     indexes_on_live_data(&session);
     scan_and_take_over(&cluster, &session);
     bad_input(&session);
+    partition_lists_and_statistics(&session);
     session.drop_table("accounts").expect("drop");
     assert_eq!(
         session.table("accounts").expect_err("dropped").code,

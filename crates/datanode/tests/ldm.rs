@@ -782,6 +782,8 @@ fn scans_filter_project_batch_and_lock() {
         projection: vec![2],
         filter: Some(filter.clone()),
         key_info: true,
+        stats: false,
+        partitions: Vec::new(),
     };
     let expected: BTreeMap<i64, String> = model
         .iter()

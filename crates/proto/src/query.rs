@@ -349,6 +349,8 @@ mod tests {
                 projection: vec![0, 1],
                 filter: None,
                 key_info: false,
+                stats: false,
+                partitions: Vec::new(),
             },
             children: vec![QueryChild {
                 parent: 0,

@@ -20,15 +20,22 @@
 //! u32 table_id, u32 table_version, u32 index_id, u32 partition, u32 batch_rows
 //! u8            lock: 0 committed read, 1 shared, 2 exclusive
 //! u8            flags: bit 0 descending, bit 1 key info, bit 2 lower bound present,
-//!               bit 3 upper bound present, bit 4 filter present, bit 5 more ranges
-//!               present; other bits 0
+//!               bit 3 upper bound present, bit 4 filter present, bit 5 statistics,
+//!               bit 6 partition list present, bit 7 more ranges present
 //! lower bound   if present: u8 inclusive (0/1), u16 n, n values (crate::value)
 //! upper bound   if present: the same
 //! more ranges   if present: u16 n (1..=SCAN_RANGES_MAX - 1), then per range u8 flags
 //!               (bit 0 lower, bit 1 upper present; other bits 0) and its bounds
 //! u16 n, n × u16  projection column positions (none = every column)
 //! filter        if present: its encoding (crate::filter)
+//! partitions    if present: u16 n, n × u32 (the partitions to scan, ascending)
 //! ```
+//!
+//! A *statistics* scan (NDB's table statistics: a scan reading the
+//! pseudo-columns `ROW_COUNT` and `FRAGMENT_MEMORY` of every fragment)
+//! returns one row per partition instead of the table's rows:
+//! [`STATS_ROW_COLUMNS`] values, the committed row count, the bytes of
+//! memory the fragment holds and the partition, each a `BigInt` unsigned.
 //!
 //! # Row batch layout
 //!
@@ -53,6 +60,7 @@ use crate::value::{
     check_value, get_row, get_value, put_value, Check, EncodedValues, OpenRow, Reader, RowParts,
 };
 use crate::ProtoError;
+use crate::NO_PARTITION;
 
 /// The two bytes a scan spec starts with.
 pub const SCAN_SPEC_MAGIC: [u8; 2] = *b"SS";
@@ -71,12 +79,18 @@ const FLAG_KEY_INFO: u8 = 2;
 const FLAG_LOWER: u8 = 4;
 const FLAG_UPPER: u8 = 8;
 const FLAG_FILTER: u8 = 16;
-const FLAG_MORE_RANGES: u8 = 32;
-const FLAGS_KNOWN: u8 = 63;
+const FLAG_STATS: u8 = 32;
+const FLAG_PARTITIONS: u8 = 64;
+const FLAG_MORE_RANGES: u8 = 128;
+const FLAGS_KNOWN: u8 = 255;
 const RANGE_FLAG_LOWER: u8 = 1;
 const RANGE_FLAG_UPPER: u8 = 2;
 /// Most ranges one scan covers (the first and the more).
 pub const SCAN_RANGES_MAX: usize = 1_024;
+/// Values in each row of a statistics scan: rows, memory bytes, partition.
+pub const STATS_ROW_COLUMNS: usize = 3;
+/// Most partitions one scan's partition list names.
+pub const SCAN_PARTITIONS_MAX: usize = 1_024;
 const ROW_BATCH_HEADER_BYTES: usize = 2 + 1 + 4;
 const ROW_COUNT_OFFSET: usize = 3;
 
@@ -118,6 +132,12 @@ pub struct ScanSpec {
     pub filter: Option<Filter>,
     /// Return each row's primary key after its values.
     pub key_info: bool,
+    /// A statistics scan: one row per partition with its row count and
+    /// memory (see the module doc), not the table's rows.
+    pub stats: bool,
+    /// The partitions to scan (pruned to several: `IN` on the
+    /// distribution key), ascending; empty: `partition` says.
+    pub partitions: Vec<u32>,
 }
 
 impl ScanSpec {
@@ -141,6 +161,8 @@ impl ScanSpec {
             | flag(self.lower.is_some(), FLAG_LOWER)
             | flag(self.upper.is_some(), FLAG_UPPER)
             | flag(self.filter.is_some(), FLAG_FILTER)
+            | flag(self.stats, FLAG_STATS)
+            | flag(!self.partitions.is_empty(), FLAG_PARTITIONS)
             | flag(!self.more_ranges.is_empty(), FLAG_MORE_RANGES);
         out.extend_from_slice(&[self.lock as u8, flags]);
         for bound in [&self.lower, &self.upper].into_iter().flatten() {
@@ -166,6 +188,13 @@ impl ScanSpec {
         }
         if let Some(filter) = &self.filter {
             filter.encode(out);
+        }
+        if !self.partitions.is_empty() {
+            let n = u16::try_from(self.partitions.len()).expect("at most 65,535 partitions");
+            out.extend_from_slice(&n.to_le_bytes());
+            for p in &self.partitions {
+                out.extend_from_slice(&p.to_le_bytes());
+            }
         }
     }
 
@@ -242,6 +271,15 @@ impl ScanSpec {
         } else {
             None
         };
+        let partitions = if flags & FLAG_PARTITIONS != 0 {
+            let n = usize::from(r.u16()?);
+            r.bytes(4 * n)?
+                .chunks_exact(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect()
+        } else {
+            Vec::new()
+        };
         r.finish()?;
         Ok(ScanSpec {
             table_id,
@@ -257,6 +295,8 @@ impl ScanSpec {
             projection,
             filter,
             key_info: flags & FLAG_KEY_INFO != 0,
+            stats: flags & FLAG_STATS != 0,
+            partitions,
         })
     }
 
@@ -272,6 +312,28 @@ impl ScanSpec {
         };
         check_table(table, self.table_id, self.table_version)?;
         check_partition(table, self.partition)?;
+        if self.partitions.len() > SCAN_PARTITIONS_MAX {
+            return Err(bad(format!(
+                "a scan of {} listed partitions: at most {SCAN_PARTITIONS_MAX}",
+                self.partitions.len()
+            )));
+        }
+        for &p in &self.partitions {
+            // NO_PARTITION is no partition: a list names real ones.
+            check_partition(
+                table,
+                if p == NO_PARTITION {
+                    table.partitions
+                } else {
+                    p
+                },
+            )?;
+        }
+        if self.stats && (self.index_id != NO_INDEX || self.filter.is_some()) {
+            return Err(bad(
+                "a statistics scan reads whole fragments: no index and no filter".into(),
+            ));
+        }
         if self.batch_rows == 0 || self.batch_rows > SCAN_BATCH_ROWS_MAX {
             return Err(bad(format!(
                 "a scan batch of {} rows: 1..={SCAN_BATCH_ROWS_MAX} allowed",

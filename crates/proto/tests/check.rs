@@ -444,6 +444,8 @@ fn scan() -> ScanSpec {
             },
         ])),
         key_info: true,
+        stats: false,
+        partitions: Vec::new(),
     }
 }
 

@@ -180,6 +180,8 @@ proptest! {
             projection: vec![0, 2],
             filter: Some(filter),
             key_info: true,
+            stats: false,
+            partitions: Vec::new(),
         };
         let bytes = spec.to_bytes();
         for len in 0..bytes.len() {
@@ -208,6 +210,8 @@ proptest! {
             projection: vec![1],
             filter: Some(filter.clone()),
             key_info: false,
+            stats: false,
+            partitions: Vec::new(),
         };
         let buffers = [write_ops(&ops), results_bytes(&values), rows_bytes(&values), filter.to_bytes(), spec.to_bytes()];
         for (kind, original) in buffers.iter().enumerate() {

@@ -212,6 +212,8 @@ fn arb_scan_spec() -> impl Strategy<Value = ScanSpec> {
                     projection,
                     filter,
                     key_info,
+                    stats: false,
+                    partitions: Vec::new(),
                 }
             },
         )

@@ -332,6 +332,9 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             );
             return refuse(ctx, error::BAD_OPERATION, message);
         }
+        if spec.stats {
+            return self.stats_scan(tc, tx_id, scan_id, partition, spec.table_id, ctx);
+        }
         let key = (tx_id, scan_id, partition);
         if self.scans.by_key.contains_key(&key) {
             return refuse(
@@ -364,6 +367,54 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         self.stats.scans += 1;
         let slot = self.scans.open(key, tc, spec, range);
         self.run_scan(slot, ctx);
+    }
+
+    /// A statistics scan of one partition (NDB's pseudo-columns
+    /// `ROW_COUNT` and `FRAGMENT_MEMORY`): one row of the fragment's
+    /// committed rows, its memory and the partition, at once and done. No
+    /// scan record: nothing is held between requests.
+    fn stats_scan(
+        &mut self,
+        tc: BlockRef,
+        tx_id: u64,
+        scan_id: u32,
+        partition: u32,
+        table_id: u32,
+        ctx: &mut Context<'_>,
+    ) {
+        let (rows, memory) = self
+            .instance
+            .as_ref()
+            .and_then(|i| i.fragment_ref(table_id, partition))
+            .map_or((0, 0), |f| (f.row_count(), f.memory_bytes()));
+        let mut out = Vec::new();
+        let mut batch = proto::scan::RowBatchWriter::new(&mut out);
+        batch.row();
+        for v in [rows, memory, u64::from(partition)] {
+            batch.value(schema::ValueRef::UInt(v));
+        }
+        let sent = batch.end_row();
+        drop(batch);
+        if let Err(e) = sent {
+            let body = SignalBody::LdmScanRef {
+                tx_id,
+                scan_id,
+                partition,
+                code: e.code(),
+                message: e.to_string(),
+            };
+            return ctx.send(tc, body);
+        }
+        ctx.send(
+            tc,
+            SignalBody::LdmScanConf {
+                tx_id,
+                scan_id,
+                partition,
+                rows: out,
+                done: true,
+            },
+        );
     }
 
     pub(super) fn on_scan_next(

@@ -55,9 +55,13 @@ pub(crate) struct Scan {
     api_scan_id: u32,
     ldm_scan_id: u32,
     spec: Option<ScanSpec>,
-    /// Partitions not yet started: `next..end`.
+    /// Partitions not yet started: `next..end` (indexes into `listed`
+    /// when the spec named its partitions).
     next: u32,
     end: u32,
+    /// The partitions a scan pruned to several reads (`IN` on the
+    /// distribution key); empty: `next..end` are the partitions.
+    listed: Vec<u32>,
     parts: Vec<Part>,
     locking: bool,
     /// Its table is fully replicated: a committed scan reads this TC's
@@ -183,7 +187,7 @@ impl TcBlock {
                 format!("transaction {tx_id:#x} has scan {api_scan_id} open already"),
             ));
         }
-        let spec = ScanSpec::decode(spec).map_err(|e| (e.code(), e.to_string()))?;
+        let mut spec = ScanSpec::decode(spec).map_err(|e| (e.code(), e.to_string()))?;
         let Some(table) = self.tables.get(&spec.table_id) else {
             return Err((
                 error::NO_SUCH_TABLE,
@@ -193,7 +197,11 @@ impl TcBlock {
         spec.check(&table.def)
             .map_err(|e| (e.code(), e.to_string()))?;
         let fully_replicated = table.def.fully_replicated;
-        let (next, end) = if spec.partition == NO_PARTITION {
+        // The LDMs are sent one partition each: the list stays here.
+        let listed = std::mem::take(&mut spec.partitions);
+        let (next, end) = if !listed.is_empty() {
+            (0, listed.len() as u32)
+        } else if spec.partition == NO_PARTITION {
             (0, table.def.partitions)
         } else {
             (spec.partition, spec.partition + 1)
@@ -220,6 +228,7 @@ impl TcBlock {
         scan.pushed = pushed;
         scan.next = next;
         scan.end = end;
+        scan.listed = listed;
         scan.parts.clear();
         self.scan_by_ldm_id.insert(ldm_scan_id, slot);
         self.scan_by_api.insert((tx_id, api_scan_id), slot);
@@ -248,7 +257,10 @@ impl TcBlock {
         if scan.next >= scan.end {
             return false;
         }
-        let partition = scan.next;
+        let partition = match scan.listed.get(scan.next as usize) {
+            Some(&p) => p,
+            None => scan.next,
+        };
         scan.next += 1;
         let home = self.map.home_of(partition, scan.fully_replicated);
         let me = self.config.node;

@@ -262,5 +262,7 @@ pub fn full_scan_spec(table: &TableDef) -> proto::ScanSpec {
         projection: Vec::new(),
         filter: None,
         key_info: false,
+        stats: false,
+        partitions: Vec::new(),
     }
 }

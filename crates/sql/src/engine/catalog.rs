@@ -156,6 +156,9 @@ pub struct TableInfo {
     pub sql: meta::TableMeta,
     /// Its keys as SQL sees them, with the native indexes that serve them.
     pub keys: Vec<KeyInfo>,
+    /// Row count and index cardinality for the cost model, shared by the
+    /// node's sessions (`engine::stats`).
+    pub stats: Arc<super::stats::StatsCell>,
 }
 
 /// A key of a table (PRIMARY, UNIQUE or KEY) and the native indexes that
@@ -343,7 +346,8 @@ pub fn bootstrap(_engine: &Arc<Engine>, session: &Session) -> SqlResult<()> {
     )
     .primary_key(vec![0])
     .partitions(0);
-    for def in [databases, sequences, super::views::table_def()] {
+    let index_stats = super::stats::index_stats_table_def();
+    for def in [databases, sequences, super::views::table_def(), index_stats] {
         retry(|| match session.table(&def.name) {
             Ok(_) => Ok(()),
             Err(e) if e.code == skarv_client::codes::NO_SUCH_TABLE => {
@@ -574,6 +578,7 @@ pub fn table_info(db: &str, name: &str, native: Arc<Table>) -> TableInfo {
         hidden_key,
         sql,
         keys,
+        stats: Arc::default(),
     }
 }
 

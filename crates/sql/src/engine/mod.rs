@@ -25,6 +25,7 @@ pub mod plan;
 pub mod prepared;
 pub mod session;
 pub mod show;
+pub mod stats;
 pub mod status;
 pub mod txn;
 pub mod users;

@@ -129,8 +129,10 @@ pub fn access_with(
             }
         }
     }
-    // The ordered index with the longest equal prefix, then a range.
-    let mut best: Option<(usize, Access)> = None;
+    // The ordered index with the longest equal prefix, then a range; of
+    // two whose cardinality `ANALYZE TABLE` gave, the one that finds
+    // fewer rows.
+    let mut best: Option<(usize, Option<u64>, Access)> = None;
     for index in def.indexes.iter().filter(|i| i.kind == IndexKind::Ordered) {
         if !usable(&index.name) {
             continue;
@@ -188,33 +190,47 @@ pub fn access_with(
             lower.get_or_insert((prefix.clone(), true));
             upper.get_or_insert((prefix.clone(), true));
         }
-        if best.as_ref().is_none_or(|(s, _)| score > *s) {
-            best = Some((
-                score,
-                Access::Range {
-                    index: index.name.clone(),
-                    lower,
-                    upper,
-                    columns,
-                    points,
-                },
-            ));
+        let access = Access::Range {
+            index: index.name.clone(),
+            lower,
+            upper,
+            columns,
+            points,
+        };
+        let estimate =
+            join::has_cardinality(table, &index.name).then(|| join::estimate_rows(table, &access));
+        let better = match &best {
+            None => true,
+            Some((s, e, _)) => match (estimate, e) {
+                (Some(mine), Some(theirs)) => {
+                    (mine, std::cmp::Reverse(score)) < (*theirs, std::cmp::Reverse(*s))
+                }
+                _ => score > *s,
+            },
+        };
+        if better {
+            best = Some((score, estimate, access));
         }
     }
-    Ok((best.map_or(Access::Scan, |(_, a)| a), filter))
+    Ok((best.map_or(Access::Scan, |(_, _, a)| a), filter))
 }
 
-/// The values of the table's distribution key when `cond` fixes each of
-/// its columns by equality with a constant (`PARTITION BY KEY(user_id)`
-/// and `WHERE user_id = 1 AND …`): a scan then needs only the partition
-/// holding them (partition pruning, NDB's `Ndb_pruned_scan_count`).
-/// None for a table whose distribution key is the hidden `$PK`, or when a
-/// column is not fixed (an `IN` list is several partitions: not pruned).
-pub fn partition_key(
+/// Most distribution-key values (the product of the `IN` lists on its
+/// columns) a scan is pruned by; past it the scan reads every partition.
+pub const PRUNE_KEYS_MAX: usize = 1_024;
+
+/// The values of the table's distribution key that `cond` allows, when it
+/// fixes each of its columns by equality with a constant or an `IN` list
+/// of constants (`PARTITION BY KEY(user_id)` and `WHERE user_id = 1 AND
+/// …`, or `user_id IN (1, 5, 9)`): a scan then needs only the partitions
+/// holding them (partition pruning, NDB's `Ndb_pruned_scan_count`). None
+/// for a table whose distribution key is the hidden `$PK`, when a column
+/// is not fixed, or past [`PRUNE_KEYS_MAX`] values.
+pub fn partition_keys(
     table: &TableInfo,
     cond: Option<&Expr>,
     ctx: &mut Ctx<'_>,
-) -> SqlResult<Option<Vec<Value>>> {
+) -> SqlResult<Option<Vec<Vec<Value>>>> {
     let Some(cond) = cond else {
         return Ok(None);
     };
@@ -242,10 +258,54 @@ pub fn partition_key(
             learn(table, c, &mut facts, ctx)?;
         }
     }
-    Ok(columns
-        .iter()
-        .map(|c| facts[*c].eq.clone())
-        .collect::<Option<Vec<Value>>>())
+    let mut keys: Vec<Vec<Value>> = vec![Vec::new()];
+    for c in &columns {
+        let f = &facts[*c];
+        let values: Vec<Value> = match (&f.eq, &f.any_of) {
+            (Some(v), _) => vec![v.clone()],
+            (None, Some(list)) => list.clone(),
+            (None, None) => return Ok(None),
+        };
+        if keys.len().saturating_mul(values.len()) > PRUNE_KEYS_MAX {
+            return Ok(None);
+        }
+        keys = keys
+            .into_iter()
+            .flat_map(|k| {
+                values.iter().map(move |v| {
+                    let mut k = k.clone();
+                    k.push(v.clone());
+                    k
+                })
+            })
+            .collect();
+    }
+    Ok(Some(keys))
+}
+
+/// The partitions a scan of `table` under `cond` reads, ascending (every
+/// one when it is not pruned). An `IN` list with no value left (all NULL)
+/// reads none.
+pub fn partitions_read(
+    table: &TableInfo,
+    cond: Option<&Expr>,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Vec<u32>> {
+    let all = || (0..table.native.def().partitions).collect();
+    let Some(keys) = partition_keys(table, cond, ctx)? else {
+        return Ok(all());
+    };
+    let mut scratch = Vec::new();
+    let mut out = Vec::with_capacity(keys.len());
+    for key in &keys {
+        match table.native.partition_of_key(key, &mut scratch) {
+            Ok(p) => out.push(p),
+            Err(_) => return Ok(all()),
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
 }
 
 /// An unbounded scan of the ordered index whose leading columns are the

@@ -70,6 +70,13 @@ pub fn prepare(conn: &mut Conn<'_>, sql: &str) -> SqlResult<Prepared> {
     // sqlparser does not parse, the session's splitter may recognise
     // (`SHOW WARNINGS`, …), without placeholders.
     let statement = match super::parse(sql) {
+        // ANALYZE TABLE runs from its text (the parser takes one table).
+        Ok(statements) if matches!(statements.as_slice(), [Statement::Analyze(_)]) => {
+            super::session::parse_text(sql, false)?
+                .into_iter()
+                .next()
+                .ok_or_else(|| SqlError::new(codes::EMPTY_QUERY, "Query was empty"))??
+        }
         Ok(mut statements) if statements.len() == 1 => Stmt::Sql(Box::new(statements.remove(0))),
         Ok(_) => {
             return Err(SqlError::new(

@@ -585,6 +585,8 @@ fn parse_piece(mut spanned: Vec<TokenWithSpan>, sql: &str) -> SqlResult<Stmt> {
         ("SET", "PASSWORD", _) => return extra_text("SET PASSWORD", text()),
         ("GRANT", _, _) => return extra_text("GRANT", text()),
         ("REVOKE", _, _) => return extra_text("REVOKE", text()),
+        // ANALYZE TABLE of several tables, which the parser does not take.
+        ("ANALYZE", _, _) => return extra_text("ANALYZE", text()),
         _ => {}
     }
     // Schema statements the parser does not take (PARTITION BY KEY, SHOW
@@ -736,6 +738,9 @@ pub fn extra(
     match extra {
         Extra::ShowWarnings { errors, count } => show_warnings(conn, *errors, *count, more, sink),
         Extra::Catalog(statement) => super::ddl::run(conn, statement, more, sink),
+        Extra::Text { head, sql } if head == "ANALYZE" => {
+            super::stats::analyze(conn, sql, more, sink)
+        }
         Extra::Text { head, sql } => super::users::text_statement(conn, head, sql, more, sink),
     }
 }

@@ -2,8 +2,10 @@
 //!
 //! Every answer is made from the catalog (the cluster's dictionary and the
 //! tables' SQL metadata) with MySQL's column names. Row counts and sizes
-//! (`SHOW TABLE STATUS`, `information_schema.TABLES`) are not kept by the
-//! cluster: they are 0, and `Cardinality` is NULL.
+//! (`SHOW TABLE STATUS`, `information_schema.TABLES`) are the cluster's
+//! statistics (`engine::stats`, at most `STATS_REFRESH_MS` old), and
+//! `Cardinality` is `ANALYZE TABLE`'s (0 before it; a unique key's is the
+//! row count).
 //!
 //! `SHOW VARIABLES`, `STATUS`, `WARNINGS`, `PROCESSLIST`, `GRANTS` and
 //! `KILL` are the session's and the accounts' (`session`, `users`).
@@ -257,6 +259,7 @@ fn show_words(
                 },
             };
             let info = catalog::table(conn, db.as_deref(), &table)?;
+            super::stats::refresh(conn, &info);
             show_index(&info, more, sink)
         }
         ["TABLE", "STATUS", rest @ ..] => {
@@ -619,7 +622,22 @@ fn information_schema_columns(table: &str) -> Option<Vec<ColumnMeta>> {
 
 /// One row per index column: `(name, non_unique, seq, column, nullable,
 /// type)`.
-type IndexRow = (String, bool, usize, String, bool, &'static str);
+type IndexRow = (String, bool, usize, String, bool, &'static str, u64);
+
+/// Distinct values of the first `seq` columns of `key` (MySQL's
+/// Cardinality): `ANALYZE TABLE`'s for its ordered index; for the whole of
+/// a unique key, the row count; else 0.
+fn key_cardinality(info: &TableInfo, key: &catalog::KeyInfo, seq: usize) -> u64 {
+    let analyzed = key
+        .ordered
+        .as_deref()
+        .and_then(|index| info.stats.cardinality(index, seq));
+    match analyzed {
+        Some(c) => c,
+        None if key.unique && seq == key.columns.len() => info.stats.rows().unwrap_or(0),
+        None => 0,
+    }
+}
 
 /// The table's keys as SQL sees them (`TableInfo::keys`), a row per column.
 fn index_rows(info: &TableInfo) -> Vec<IndexRow> {
@@ -646,6 +664,7 @@ fn index_rows(info: &TableInfo) -> Vec<IndexRow> {
                 name_of(c),
                 nullable(c),
                 kind,
+                key_cardinality(info, key, k + 1),
             ));
         }
     }
@@ -671,7 +690,7 @@ fn show_index(info: &TableInfo, more: bool, sink: &mut dyn ResultSink) -> SqlRes
     ];
     let rows: Vec<Vec<SqlValue>> = index_rows(info)
         .into_iter()
-        .map(|(name, non_unique, seq, column, nullable, kind)| {
+        .map(|(name, non_unique, seq, column, nullable, kind, card)| {
             vec![
                 text(info.name.clone()),
                 SqlValue::UInt(u64::from(non_unique)),
@@ -679,7 +698,7 @@ fn show_index(info: &TableInfo, more: bool, sink: &mut dyn ResultSink) -> SqlRes
                 SqlValue::UInt(seq as u64),
                 text(column),
                 text(if kind == "HASH" { "" } else { "A" }),
-                SqlValue::UInt(0),
+                SqlValue::UInt(card),
                 SqlValue::Null,
                 SqlValue::Null,
                 text(if nullable { "YES" } else { "" }),
@@ -739,7 +758,7 @@ pub fn show_create_table(conn: &Conn<'_>, info: &TableInfo) -> SqlResult<String>
         lines.push(line);
     }
     let mut keys: Vec<(String, bool, Vec<String>)> = Vec::new();
-    for (name, non_unique, seq, column, _, _) in index_rows(info) {
+    for (name, non_unique, seq, column, _, _, _) in index_rows(info) {
         if seq == 1 {
             keys.push((name, !non_unique, vec![column]));
         } else if let Some(last) = keys.last_mut() {
@@ -906,8 +925,7 @@ fn show_charset(
     send(sink, &columns, &rows, more)
 }
 
-/// `SHOW TABLE STATUS`: rows and sizes are 0 (the cluster keeps no
-/// statistics yet).
+/// `SHOW TABLE STATUS`: rows and sizes from the cluster's statistics.
 pub fn show_table_status(
     conn: &mut Conn<'_>,
     db: Option<&str>,
@@ -959,6 +977,7 @@ pub fn show_table_status(
         } else {
             SqlValue::Null
         };
+        super::stats::refresh(conn, &info);
         let mut row = vec![text(name)];
         row.extend(status_fields(&info, auto));
         row.extend([SqlValue::UInt(0), text("N")]);
@@ -1156,6 +1175,7 @@ fn tables(conn: &Conn<'_>) -> SqlResult<Rows> {
             text(info.name.clone()),
             text("BASE TABLE"),
         ];
+        super::stats::refresh(conn, &info);
         row.extend(status_fields(&info, auto));
         rows.push(row);
     }
@@ -1366,7 +1386,8 @@ fn statistics(conn: &Conn<'_>) -> SqlResult<Rows> {
     let columns = statistics_columns();
     let mut rows = Vec::new();
     for info in all_tables(conn)? {
-        for (name, non_unique, seq, column, nullable, kind) in index_rows(&info) {
+        super::stats::refresh(conn, &info);
+        for (name, non_unique, seq, column, nullable, kind, card) in index_rows(&info) {
             rows.push(vec![
                 text(CATALOG),
                 text(info.db.clone()),
@@ -1377,7 +1398,7 @@ fn statistics(conn: &Conn<'_>) -> SqlResult<Rows> {
                 SqlValue::UInt(seq as u64),
                 text(column),
                 text(if kind == "HASH" { "" } else { "A" }),
-                SqlValue::UInt(0),
+                SqlValue::UInt(card),
                 SqlValue::Null,
                 SqlValue::Null,
                 text(if nullable { "YES" } else { "" }),
@@ -1412,7 +1433,8 @@ fn key_column_usage(conn: &Conn<'_>) -> SqlResult<Rows> {
     let columns = key_column_usage_columns();
     let mut rows = Vec::new();
     for info in all_tables(conn)? {
-        for (name, non_unique, seq, column, _, _) in index_rows(&info) {
+        super::stats::refresh(conn, &info);
+        for (name, non_unique, seq, column, _, _, _) in index_rows(&info) {
             if non_unique {
                 continue;
             }
@@ -1445,7 +1467,16 @@ fn status_fields(info: &TableInfo, auto: SqlValue) -> Vec<SqlValue> {
         SqlValue::UInt(10),
         text("Dynamic".to_owned()),
     ];
-    fields.extend(std::iter::repeat_n(SqlValue::UInt(0), 6));
+    // Rows, Avg_row_length, Data_length (the primary replicas' memory),
+    // Max_data_length, Index_length (counted in Data_length), Data_free.
+    let rows = info.stats.rows().unwrap_or(0);
+    let memory = info.stats.memory_bytes();
+    fields.extend([
+        SqlValue::UInt(rows),
+        SqlValue::UInt(memory.checked_div(rows).unwrap_or(0)),
+        SqlValue::UInt(memory),
+    ]);
+    fields.extend(std::iter::repeat_n(SqlValue::UInt(0), 3));
     fields.push(auto);
     fields.extend(std::iter::repeat_n(SqlValue::Null, 3));
     fields.extend([

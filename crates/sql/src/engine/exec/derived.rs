@@ -238,6 +238,7 @@ fn table_of(alias: &str, columns: &[ScopeColumn]) -> TableInfo {
         hidden_key: false,
         sql: TableMeta::default(),
         keys: Vec::new(),
+        stats: Arc::default(),
     }
 }
 

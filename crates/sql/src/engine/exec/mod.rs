@@ -74,12 +74,6 @@ pub fn explain(
     else {
         return Err(SqlError::unsupported(format_args!("`{statement}`")));
     };
-    let Statement::Query(q) = &**inner else {
-        return Err(SqlError::unsupported(format_args!(
-            "EXPLAIN of `{}`",
-            super::stdx_truncate(&inner.to_string(), 60)
-        )));
-    };
     super::users::authorize(conn, inner)?;
     let format = match (analyze, format) {
         (true, _) => select::Format::Analyze,
@@ -91,7 +85,16 @@ pub fn explain(
             return Err(SqlError::unsupported(format_args!("EXPLAIN {other}")));
         }
     };
-    select::explain(conn, q, format, more, sink)
+    match &**inner {
+        Statement::Query(q) => select::explain(conn, q, format, more, sink),
+        Statement::Update(_) | Statement::Delete(_) => {
+            write::explain(conn, inner, format, more, sink)
+        }
+        _ => Err(SqlError::unsupported(format_args!(
+            "EXPLAIN of `{}`",
+            super::stdx_truncate(&inner.to_string(), 60)
+        ))),
+    }
 }
 
 /// Runs `INSERT`, `REPLACE`, `UPDATE` or `DELETE`.
@@ -341,13 +344,24 @@ pub(crate) fn fetch_columns(
             }
         }
         Access::Range { .. } | Access::Scan => {
-            // A condition fixing the distribution key scans one partition.
-            let partition_key = super::plan::partition_key(table, cond, ctx)?;
+            // A condition fixing the distribution key scans the partitions
+            // holding its values only (one for `=`, several for `IN`).
+            let mut partition_key = None;
+            let mut partition_keys = Vec::new();
+            match super::plan::partition_keys(table, cond, ctx)? {
+                // An IN list of NULLs only: no row (the condition says so
+                // too); nothing to prune by.
+                Some(keys) if keys.is_empty() => {}
+                Some(mut keys) if keys.len() == 1 => partition_key = keys.pop(),
+                Some(keys) => partition_keys = keys,
+                None => {}
+            }
             let mut options = ScanOptions {
                 filter,
                 lock,
                 partition_key,
                 projection: columns.map(<[&str]>::to_vec),
+                partition_keys,
                 ..ScanOptions::default()
             };
             // The ranges to scan: the bounds, or each point of an IN list.

@@ -28,7 +28,7 @@ pub const GROUPS_IN_MEMORY_MAX: usize = 1_000_000;
 pub const ROWS_IN_MEMORY_MAX: usize = 10_000_000;
 
 mod explain;
-pub use explain::{explain, Format};
+pub use explain::{explain, explain_write, Format};
 
 /// A planned single-table (or table-less) SELECT.
 struct Planned {
@@ -132,7 +132,15 @@ fn plan_query(
     collect_selects(&q.body, &mut selects, &mut union_distinct)?;
     let mut planned = Vec::new();
     for s in &selects {
-        planned.push(plan_select(conn, s, placeholders, params)?);
+        let p = plan_select(conn, s, placeholders, params)?;
+        // A join's order comes from the tables' statistics (fetched at
+        // most once per `STATS_REFRESH_MS` per table and SQL node).
+        if let Some(spec) = &p.join {
+            for t in &spec.tables {
+                crate::engine::stats::refresh(conn, &t.table);
+            }
+        }
+        planned.push(p);
     }
     let metas = planned.first().map(|p| p.metas.clone()).unwrap_or_default();
     for p in &planned {

@@ -1205,3 +1205,56 @@ impl crate::backend::ResultSink for Collect {
         Ok(())
     }
 }
+
+/// `EXPLAIN UPDATE …` / `EXPLAIN DELETE …`: the plan `target_rows` runs
+/// for the statement's table and WHERE (nothing is changed).
+pub fn explain(
+    conn: &mut Conn<'_>,
+    statement: &Statement,
+    format: super::select::Format,
+    more: bool,
+    sink: &mut dyn crate::backend::ResultSink,
+) -> SqlResult<Answered> {
+    let (name, selection, sorted, select_type) = match statement {
+        Statement::Update(up) => (
+            single_table(&up.table)?,
+            up.selection.as_ref(),
+            !up.order_by.is_empty(),
+            "UPDATE",
+        ),
+        Statement::Delete(del) => {
+            let from = match &del.from {
+                ast::FromTable::WithFromKeyword(f) | ast::FromTable::WithoutKeyword(f) => f,
+            };
+            if !del.tables.is_empty() || from.len() != 1 || del.using.is_some() {
+                return Err(SqlError::unsupported("multi-table DELETE"));
+            }
+            (
+                single_table(&from[0])?,
+                del.selection.as_ref(),
+                !del.order_by.is_empty(),
+                "DELETE",
+            )
+        }
+        other => return Err(SqlError::unsupported(format_args!("EXPLAIN of `{other}`"))),
+    };
+    let table = table_of(conn, name)?;
+    let columns = table_scope(&table, &table.name);
+    let cond = with_scope(conn, columns, &[], |scope| {
+        scope.clause = "WHERE";
+        selection.map(|w| scope.lower(w)).transpose()
+    })?;
+    let environment = env(conn);
+    let mut ctx = Ctx::new(&[], &environment);
+    super::select::explain_write(
+        conn,
+        &table,
+        select_type,
+        cond.as_ref(),
+        sorted,
+        format,
+        &mut ctx,
+        more,
+        sink,
+    )
+}

@@ -10,9 +10,15 @@
 //! native batch of key reads or one index scan per [`JOIN_BATCH_ROWS`]
 //! outer rows).
 //!
-//! There are no row-count statistics in the cluster yet: the estimates are
-//! fixed guesses ([`TABLE_ROWS_GUESS`], …), so the order follows access
-//! types first and the written order second.
+//! The order is chosen greedily by cost: at each step the table whose
+//! reading costs the fewest rows next (a table read once: the rows its own
+//! conditions leave; a table read by key: outer rows × rows per key), ties
+//! broken by access type (key reads, then ranges, then whole tables; a
+//! table read whole that the others could reach by key after them) and
+//! then by written order. Rows come from the cluster's statistics
+//! (`engine::stats`: the table's row count, and rows per key value from
+//! `ANALYZE TABLE`'s cardinality); without them, from fixed guesses
+//! ([`TABLE_ROWS_GUESS`], …).
 
 use std::sync::Arc;
 
@@ -34,6 +40,9 @@ pub const TABLE_ROWS_GUESS: u64 = 1_000;
 pub const RANGE_ROWS_GUESS: u64 = 100;
 /// The guessed rows one value of a non-unique index finds.
 pub const REF_ROWS_GUESS: u64 = 10;
+/// A range with bounds finds the table's rows divided by this (MySQL's
+/// guess for a range it cannot ask the engine about).
+pub const RANGE_ROWS_DIVISOR: u64 = 3;
 /// Most tables one SELECT joins (MySQL's limit is 61).
 pub const JOIN_TABLES_MAX: usize = 61;
 
@@ -328,6 +337,53 @@ pub fn and_all(conds: &[Expr]) -> Option<Expr> {
     Some(it.fold(first, |a, c| Expr::And(Box::new(a), Box::new(c))))
 }
 
+/// Rows one value of the first `prefix` columns of the native ordered
+/// index `index` finds: rows / cardinality (`ANALYZE TABLE`), else the
+/// guess, at most the table's rows.
+pub fn rows_per_key(table: &TableInfo, index: &str, prefix: usize) -> u64 {
+    table
+        .stats
+        .rows_per_key(index, prefix)
+        .unwrap_or_else(|| REF_ROWS_GUESS.min(table.stats.rows().unwrap_or(REF_ROWS_GUESS)))
+        .max(1)
+}
+
+/// Whether `ANALYZE TABLE` gave `index` of `table` a cardinality.
+pub fn has_cardinality(table: &TableInfo, index: &str) -> bool {
+    table.stats.cardinality(index, 1).is_some()
+}
+
+/// Estimated rows an access of `table` by its own conditions reads:
+/// statistics where known, else the guesses.
+pub fn estimate_rows(table: &TableInfo, access: &Access) -> u64 {
+    let rows = table.stats.rows();
+    match access {
+        Access::Nothing => 0,
+        Access::Keys(k) | Access::Unique { keys: k, .. } => k.len() as u64,
+        Access::Range {
+            index,
+            lower,
+            upper,
+            points,
+            ..
+        } => {
+            if let Some(first) = points.first() {
+                points.len() as u64 * rows_per_key(table, index, first.len())
+            } else if lower.is_none() && upper.is_none() {
+                rows.unwrap_or(TABLE_ROWS_GUESS)
+            } else if lower.as_ref().map(|(v, _)| v) == upper.as_ref().map(|(v, _)| v)
+                && lower.as_ref().is_some_and(|(_, inc)| *inc)
+            {
+                let prefix = lower.as_ref().map_or(0, |(v, _)| v.len());
+                rows_per_key(table, index, prefix)
+            } else {
+                rows.map_or(RANGE_ROWS_GUESS, |r| (r / RANGE_ROWS_DIVISOR).max(1))
+            }
+        }
+        Access::Scan => rows.unwrap_or(TABLE_ROWS_GUESS),
+    }
+}
+
 /// A condition with its tables.
 struct Cond {
     expr: Expr,
@@ -366,8 +422,10 @@ pub fn plan(spec: &JoinSpec, cond: Option<&Expr>, ctx: &mut Ctx<'_>) -> SqlResul
         .collect();
     let mut placed: u64 = 0;
     let mut steps = Vec::with_capacity(n);
+    // Estimated rows of the join of the tables placed so far.
+    let mut outer: u64 = 1;
     while steps.len() < n {
-        let mut best: Option<(usize, Choice)> = None;
+        let mut best: Option<(usize, Choice, u64)> = None;
         for i in 0..n {
             let t = &spec.tables[i];
             if placed & (1 << i) != 0 || t.after.iter().any(|a| placed & (1 << a) == 0) {
@@ -382,17 +440,32 @@ pub fn plan(spec: &JoinSpec, cond: Option<&Expr>, ctx: &mut Ctx<'_>) -> SqlResul
                     choice.class += 2;
                 }
             }
+            let cost = match choice.access {
+                StepAccess::Keyed(_) => outer.saturating_mul(choice.rows),
+                StepAccess::Own(_) => choice.rows,
+            };
             let better = match &best {
                 None => true,
                 Some(_) if spec.straight => false,
-                Some((_, b)) => (choice.class, choice.rows) < (b.class, b.rows),
+                Some((_, b, c)) => (cost, choice.class, choice.rows) < (*c, b.class, b.rows),
             };
             if better {
-                best = Some((i, choice));
+                best = Some((i, choice, cost));
             }
         }
-        let Some((i, choice)) = best else {
+        let Some((i, choice, _)) = best else {
             return Err(SqlError::unsupported("this join's order"));
+        };
+        let linked = conds
+            .iter()
+            .any(|c| !c.used && c.tables & (1 << i) != 0 && c.tables & placed != 0);
+        outer = match (&choice.access, linked) {
+            (StepAccess::Keyed(_), _) | (StepAccess::Own(_), false) => {
+                outer.saturating_mul(choice.rows.max(1))
+            }
+            // Matched in memory on a condition: about one match per row
+            // of the larger side.
+            (StepAccess::Own(_), true) => outer.max(choice.rows),
         };
         let now = placed | (1 << i);
         let ready: Vec<Expr> = conds
@@ -470,11 +543,11 @@ fn choose(
     let table = &t.table;
     let allowed = |native: &str| t.hints.usable(table, native);
     let (access, filter) = access_with(table, and_all(&own).as_ref(), ctx, &allowed)?;
-    let (class, rows) = match &access {
-        Access::Nothing => (0, 0),
-        Access::Keys(k) | Access::Unique { keys: k, .. } => (0, k.len() as u64),
-        Access::Range { .. } => (3, RANGE_ROWS_GUESS),
-        Access::Scan => (4, TABLE_ROWS_GUESS),
+    let rows = estimate_rows(table, &access);
+    let class = match &access {
+        Access::Nothing | Access::Keys(_) | Access::Unique { .. } => 0,
+        Access::Range { .. } => 3,
+        Access::Scan => 4,
     };
     if class == 0 {
         return Ok(Choice {
@@ -589,7 +662,10 @@ fn choose(
                 });
             }
         }
-        keyed = best.map(|k| (2, REF_ROWS_GUESS, k));
+        keyed = best.map(|k| {
+            let per_key = rows_per_key(table, &k.index, k.columns.len());
+            (2, per_key, k)
+        });
     }
     Ok(match keyed {
         Some((class, rows, k)) => Choice {

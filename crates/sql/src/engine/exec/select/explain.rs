@@ -16,10 +16,7 @@ use crate::engine::catalog::{SqlType, TableInfo};
 use crate::engine::exec::join::{self as join_exec, StepStats};
 use crate::engine::exec::pushed;
 use crate::engine::expr::{Ctx, Expr};
-use crate::engine::plan::join::{
-    self as join_plan, JoinSpec, KeyedKind, StepAccess, RANGE_ROWS_GUESS, REF_ROWS_GUESS,
-    TABLE_ROWS_GUESS,
-};
+use crate::engine::plan::join::{self as join_plan, JoinSpec, KeyedKind, StepAccess};
 use crate::engine::plan::Access;
 use crate::engine::{send_rows, txn, Answered, Conn};
 use crate::error::SqlResult;
@@ -31,6 +28,8 @@ struct Row {
     id: Option<usize>,
     select_type: &'static str,
     table: Option<String>,
+    /// The partitions read (`p0,p3`): the pruned ones, else every one.
+    partitions: Vec<String>,
     access_type: Option<&'static str>,
     possible_keys: Vec<String>,
     key: Option<String>,
@@ -71,6 +70,11 @@ pub fn explain(
     sink: &mut dyn ResultSink,
 ) -> SqlResult<Answered> {
     let plans = plan_query(conn, q, &[], Some(&[]))?;
+    for p in &plans.planned {
+        if let Some(table) = &p.table {
+            crate::engine::stats::refresh(conn, table);
+        }
+    }
     let environment = env(conn);
     let info = Arc::clone(&conn.info);
     let mut ctx = Ctx::new(&[], &environment);
@@ -97,8 +101,66 @@ pub fn explain(
         let ids: Vec<String> = (1..=plans.planned.len()).map(|i| i.to_string()).collect();
         format!("<union{}>", ids.join(","))
     });
+    send_explain(arms, union, plans.union_distinct, format, more, sink)
+}
+
+/// `EXPLAIN [FORMAT=JSON] UPDATE|DELETE` of one table: the access the
+/// executor runs (`exec::write`'s `plan::access`), `select_type` `UPDATE`
+/// or `DELETE` as MySQL 8 prints it. `filesort`: an ORDER BY sorts the rows.
+#[allow(clippy::too_many_arguments)]
+pub fn explain_write(
+    conn: &Conn<'_>,
+    table: &TableInfo,
+    select_type: &'static str,
+    cond: Option<&Expr>,
+    filesort: bool,
+    format: Format,
+    ctx: &mut Ctx<'_>,
+    more: bool,
+    sink: &mut dyn ResultSink,
+) -> SqlResult<Answered> {
+    if format == Format::Analyze {
+        return Err(crate::error::SqlError::unsupported(format_args!(
+            "EXPLAIN ANALYZE of {select_type}"
+        )));
+    }
+    crate::engine::stats::refresh(conn, table);
+    let (access, filter) = crate::engine::plan::access(table, cond, ctx)?;
+    let mut row = access_row(table, &access, cond.is_some());
+    if access == Access::Nothing {
+        row = Row {
+            extra: vec!["Impossible WHERE".into()],
+            ..Row::default()
+        };
+    } else {
+        row.pushed = filter.is_some() && scans(&StepAccess::Own(access.clone()));
+        row.table = Some(table.name.clone());
+        row.partitions = partition_names(&crate::engine::plan::partitions_read(table, cond, ctx)?);
+        if let Some(cond) = cond {
+            let conds: Vec<Expr> = cond.conjuncts().into_iter().cloned().collect();
+            row.possible_keys = possible_keys(table, &join_plan::Hints::default(), 0, &conds);
+        }
+        if filesort {
+            row.extra.push("Using filesort".into());
+        }
+    }
+    row.id = Some(1);
+    row.select_type = select_type;
+    send_explain(vec![vec![row]], None, false, format, more, sink)
+}
+
+/// Sends EXPLAIN's rows (one list per SELECT of a union) as the table or
+/// the JSON document.
+fn send_explain(
+    arms: Vec<Vec<Row>>,
+    union: Option<String>,
+    union_distinct: bool,
+    format: Format,
+    more: bool,
+    sink: &mut dyn ResultSink,
+) -> SqlResult<Answered> {
     if format == Format::Json {
-        let text = json(&arms, union.as_deref(), plans.union_distinct);
+        let text = json(&arms, union.as_deref(), union_distinct);
         return send_text(sink, text, more);
     }
     let mut out: Vec<Row> = arms.into_iter().flatten().collect();
@@ -107,7 +169,7 @@ pub fn explain(
             select_type: "UNION RESULT",
             table: Some(name),
             access_type: Some("ALL"),
-            extra: if plans.union_distinct {
+            extra: if union_distinct {
                 vec!["Using temporary".into()]
             } else {
                 Vec::new()
@@ -150,7 +212,7 @@ pub fn explain(
                 r.id.map_or(SqlValue::Null, |i| SqlValue::Int(i as i64)),
                 SqlValue::Bytes(r.select_type.as_bytes().to_vec()),
                 text(r.table),
-                SqlValue::Null,
+                text(list(&r.partitions)),
                 text(r.access_type.map(str::to_owned)),
                 text(list(&r.possible_keys)),
                 text(r.key),
@@ -271,6 +333,25 @@ fn rows_of(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Vec<Row>> {
                 Some(join_plan::SemiKind::Anti) => row.extra.push("Not exists".into()),
                 None => {}
             }
+            row.partitions = match &step.access {
+                StepAccess::Own(_) => {
+                    let local = |c: usize| c - t.offset;
+                    let own: Vec<Expr> = own_conds(spec, step.table, &conds)
+                        .into_iter()
+                        .map(|e| join_plan::map_columns(e, &local))
+                        .collect();
+                    let own = join_plan::and_all(&own);
+                    partition_names(&crate::engine::plan::partitions_read(
+                        &t.table,
+                        own.as_ref(),
+                        ctx,
+                    )?)
+                }
+                // Read by key per outer row: any partition.
+                StepAccess::Keyed(_) => {
+                    partition_names(&crate::engine::plan::partitions_read(&t.table, None, ctx)?)
+                }
+            };
             row.possible_keys = possible_keys(&t.table, &t.hints, t.offset, &conds);
             if at == 0 {
                 row.extra.extend(sort_extra.iter().cloned());
@@ -304,6 +385,11 @@ fn rows_of(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Vec<Row>> {
     let (_, sorted) = order_by_index(table, p, &access);
     let mut row = access_row(table, &access, p.cond.is_some());
     row.pushed = filter.is_some() && scans(&StepAccess::Own(access.clone()));
+    row.partitions = partition_names(&crate::engine::plan::partitions_read(
+        table,
+        p.cond.as_ref(),
+        ctx,
+    )?);
     row.table = Some(
         p.source
             .first()
@@ -328,6 +414,11 @@ fn rows_of(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Vec<Row>> {
         row.extra.push("Using filesort".into());
     }
     Ok(vec![row])
+}
+
+/// Partition numbers as MySQL names the partitions of `PARTITION BY KEY`.
+fn partition_names(partitions: &[u32]) -> Vec<String> {
+    partitions.iter().map(|p| format!("p{p}")).collect()
 }
 
 /// Whether an access scans (and so takes a pushed filter).
@@ -423,25 +514,22 @@ fn access_row(table: &TableInfo, access: &Access, has_cond: bool) -> Row {
             if !points.is_empty() {
                 // MySQL shows an IN list on an index as a range.
                 row.access_type = Some("range");
-                row.rows = Some(RANGE_ROWS_GUESS);
             } else if lower.is_none() && upper.is_none() {
                 row.access_type = Some("index");
-                row.rows = Some(TABLE_ROWS_GUESS);
             } else if lower.as_ref().map(|(v, _)| v) == upper.as_ref().map(|(v, _)| v)
                 && lower.as_ref().is_some_and(|(_, inc)| *inc)
             {
                 row.access_type = Some("ref");
                 row.refs = vec!["const".into(); used];
-                row.rows = Some(REF_ROWS_GUESS);
             } else {
                 row.access_type = Some("range");
-                row.rows = Some(RANGE_ROWS_GUESS);
             }
+            row.rows = Some(join_plan::estimate_rows(table, access));
             row.condition = has_cond;
         }
         Access::Scan => {
             row.access_type = Some("ALL");
-            row.rows = Some(TABLE_ROWS_GUESS);
+            row.rows = Some(join_plan::estimate_rows(table, access));
             row.condition = has_cond;
         }
         Access::Nothing => {}
@@ -576,13 +664,16 @@ fn table_json(r: &Row, indent: &str) -> String {
     if let Some(t) = &r.table {
         fields.push(format!("\"table_name\": {}", js(t)));
     }
-    if let Some(a) = r.access_type {
-        fields.push(format!("\"access_type\": {}", js(a)));
-    }
     let array = |v: &[String]| {
         let items: Vec<String> = v.iter().map(|s| js(s)).collect();
         format!("[{}]", items.join(", "))
     };
+    if !r.partitions.is_empty() {
+        fields.push(format!("\"partitions\": {}", array(&r.partitions)));
+    }
+    if let Some(a) = r.access_type {
+        fields.push(format!("\"access_type\": {}", js(a)));
+    }
     if !r.possible_keys.is_empty() {
         fields.push(format!("\"possible_keys\": {}", array(&r.possible_keys)));
     }
