@@ -82,7 +82,6 @@ const FLAG_FILTER: u8 = 16;
 const FLAG_STATS: u8 = 32;
 const FLAG_PARTITIONS: u8 = 64;
 const FLAG_MORE_RANGES: u8 = 128;
-const FLAGS_KNOWN: u8 = 255;
 const RANGE_FLAG_LOWER: u8 = 1;
 const RANGE_FLAG_UPPER: u8 = 2;
 /// Most ranges one scan covers (the first and the more).
@@ -219,10 +218,9 @@ impl ScanSpec {
         let lock = r.u8()?;
         let lock =
             LockMode::from_u8(lock).ok_or_else(|| r.bad_field(at, "lock mode", u64::from(lock)))?;
+        // Every bit of the flags byte has its meaning now: a further
+        // option needs a second flags byte (and a format version).
         let flags = r.u8()?;
-        if flags & !FLAGS_KNOWN != 0 {
-            return Err(r.bad_field(at + 1, "scan flags", u64::from(flags)));
-        }
         let lower = if flags & FLAG_LOWER != 0 {
             Some(get_bound(&mut r)?)
         } else {
