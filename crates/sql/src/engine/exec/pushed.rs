@@ -45,6 +45,10 @@ pub fn pushable(spec: &JoinSpec, plan: &JoinPlan, lock: bool, on: bool) -> Optio
         return None;
     }
     let root = &plan.steps[0];
+    // A derived table's rows are the SQL node's own: nothing to push.
+    if spec.tables[root.table].rows.is_some() {
+        return None;
+    }
     let root_table = &spec.tables[root.table].table;
     match &root.access {
         StepAccess::Own(Access::Scan) => {}
@@ -83,7 +87,14 @@ fn child_of(
     let StepAccess::Keyed(k) = &step.access else {
         return None;
     };
-    let t = &spec.tables[step.table].table;
+    // A semi-join's or anti-join's table keeps one match per outer row,
+    // or none (the SQL node's `combine`); a derived table is no table of
+    // the data nodes: neither is a child of a pushed join.
+    let joined = &spec.tables[step.table];
+    if joined.semi.is_some() || joined.rows.is_some() {
+        return None;
+    }
+    let t = &joined.table;
     if k.kind != KeyedKind::Primary || step.filter.is_some() || t.native.has_blobs() {
         return None;
     }
