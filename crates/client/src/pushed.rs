@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use proto::query::{KeySource, QueryChild, QueryTree, QUERY_BATCH_ROWS_MAX};
-use proto::{Bound, ScanSpec, NO_INDEX, NO_PARTITION};
+use proto::{ScanSpec, NO_INDEX, NO_PARTITION};
 use schema::{IndexKind, Value};
 use signal::{tc_flags, Signal, SignalBody};
 
@@ -94,23 +94,15 @@ impl<'s> Transaction<'s> {
             n => n,
         }
         .min(QUERY_BATCH_ROWS_MAX);
-        let bound = |b: Option<(Vec<Value>, bool)>| {
-            b.map(|(values, inclusive)| Bound { values, inclusive })
-        };
+        let (lower, upper, more_ranges) =
+            crate::scan::spec_ranges(options.lower, options.upper, options.more_ranges);
         let spec = ScanSpec {
             table_id: root.id(),
             table_version: root.version(),
             index_id,
-            lower: bound(options.lower),
-            upper: bound(options.upper),
-            more_ranges: options
-                .more_ranges
-                .into_iter()
-                .map(|(lower, upper)| proto::scan::Range {
-                    lower: bound(lower),
-                    upper: bound(upper),
-                })
-                .collect(),
+            lower,
+            upper,
+            more_ranges,
             descending: options.descending,
             lock: proto::LockMode::Committed,
             partition,

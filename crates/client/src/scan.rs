@@ -80,6 +80,24 @@ pub struct TableStats {
 /// and whether it is inclusive.
 pub type ScanBound = (Vec<Value>, bool);
 
+/// The ranges of [`ScanOptions`] as a scan spec carries them: the first
+/// range's bounds and the more ranges.
+pub(crate) fn spec_ranges(
+    lower: Option<ScanBound>,
+    upper: Option<ScanBound>,
+    more: Vec<(Option<ScanBound>, Option<ScanBound>)>,
+) -> (Option<Bound>, Option<Bound>, Vec<proto::scan::Range>) {
+    let bound = |b: Option<ScanBound>| b.map(|(values, inclusive)| Bound { values, inclusive });
+    let more = more
+        .into_iter()
+        .map(|(lower, upper)| proto::scan::Range {
+            lower: bound(lower),
+            upper: bound(upper),
+        })
+        .collect();
+    (bound(lower), bound(upper), more)
+}
+
 /// The rows of a scan (see the module doc).
 pub struct ScanIter<'t, 's> {
     tx: &'t Transaction<'s>,
@@ -211,23 +229,15 @@ impl<'s> Transaction<'s> {
             0 => SCAN_BATCH_ROWS_DEFAULT,
             n => n.min(SCAN_BATCH_ROWS_MAX),
         };
-        let bound = |b: Option<(Vec<Value>, bool)>| {
-            b.map(|(values, inclusive)| Bound { values, inclusive })
-        };
+        let (lower, upper, more_ranges) =
+            spec_ranges(options.lower, options.upper, options.more_ranges);
         let spec = ScanSpec {
             table_id: table.id(),
             table_version: table.version(),
             index_id,
-            lower: bound(options.lower),
-            upper: bound(options.upper),
-            more_ranges: options
-                .more_ranges
-                .into_iter()
-                .map(|(lower, upper)| proto::scan::Range {
-                    lower: bound(lower),
-                    upper: bound(upper),
-                })
-                .collect(),
+            lower,
+            upper,
+            more_ranges,
             descending: options.descending,
             lock,
             partition,

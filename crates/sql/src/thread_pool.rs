@@ -165,7 +165,7 @@ impl<T> State<T> {
 }
 
 impl<T: Task> ThreadPool<T> {
-    /// A pool of `options.groups` groups, each with its poller thread
+    /// A pool of `options.groups` groups, each with its watchdog thread
     /// started; workers start as work comes.
     pub fn start(options: PoolOptions) -> io::Result<ThreadPool<T>> {
         let groups = options.groups.clamp(1, THREAD_POOL_SIZE_MAX);
@@ -509,7 +509,7 @@ impl<T: Task> Group<T> {
         let fd = task.fd();
         let token = self.next_token.fetch_add(1, Ordering::Relaxed);
         let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
-        // Into the map before the socket is armed: the poller may see it
+        // Into the map before the socket is armed: a listening worker may see it
         // ready at once.
         waiting.insert(token, task);
         let mut event = libc::epoll_event {
@@ -733,7 +733,7 @@ mod tests {
             client.write_all(&[byte]).expect("write");
             assert_eq!(seen.recv_timeout(WAIT), Ok(("a", byte)));
         }
-        // The task reports its byte before it goes back to the poller.
+        // The task reports its byte before it goes back to the epoll set.
         let settled = |wanted: usize| {
             let deadline = Instant::now() + WAIT;
             while pool.waiting() != wanted && Instant::now() < deadline {
