@@ -4,87 +4,17 @@
 //! batch of outer rows, not one per row, counted with the connection's
 //! `Cluster::stats()`.
 
-use std::io;
 use std::net::{IpAddr, Ipv4Addr};
 
-use sql::backend::{Backend, OkInfo, ResultSink};
+use sql::backend::Backend;
 use sql::engine::plan::join::JOIN_BATCH_ROWS;
-use sql::engine::{Conn, Engine};
-use sql::error::SqlError;
-use sql::value::{ColumnMeta, SqlValue};
+use sql::engine::Conn;
 
 mod common;
 use common::*;
 
 /// Rows of the outer table.
 const OUTER_ROWS: usize = 1_000;
-
-#[derive(Default)]
-struct Sink {
-    rows: Vec<Vec<SqlValue>>,
-    error: Option<SqlError>,
-}
-
-impl ResultSink for Sink {
-    fn columns(&mut self, _columns: &[ColumnMeta]) -> io::Result<()> {
-        Ok(())
-    }
-    fn row(&mut self, values: &[SqlValue]) -> io::Result<()> {
-        self.rows.push(values.to_vec());
-        Ok(())
-    }
-    fn end_rows(&mut self, _info: &OkInfo) -> io::Result<()> {
-        Ok(())
-    }
-    fn ok(&mut self, _info: &OkInfo) -> io::Result<()> {
-        Ok(())
-    }
-    fn error(&mut self, error: &SqlError) -> io::Result<()> {
-        self.error = Some(error.clone());
-        Ok(())
-    }
-}
-
-/// The rows of a statement as text; panics on an error.
-fn q(conn: &mut Conn<'_>, sql: &str) -> Vec<Vec<String>> {
-    let mut sink = Sink::default();
-    conn.query(sql, false, &mut sink).expect("sink never fails");
-    if let Some(e) = sink.error {
-        panic!("{sql}: {e}");
-    }
-    sink.rows
-        .iter()
-        .map(|r| {
-            r.iter()
-                .map(|v| match v {
-                    SqlValue::Null => "NULL".to_owned(),
-                    SqlValue::Int(i) => i.to_string(),
-                    SqlValue::UInt(u) => u.to_string(),
-                    SqlValue::Decimal(d) => d.clone(),
-                    SqlValue::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
-                    other => format!("{other:?}"),
-                })
-                .collect()
-        })
-        .collect()
-}
-
-/// Key requests a statistics refresh of a join's two tables may add: each
-/// table's statistics transaction ends with one rollback request, at most
-/// once per `STATS_REFRESH_MS` and table (`engine::stats`).
-const STATS_REFRESH_KEY_REQS: u64 = 2;
-
-/// Key-request batches (`TcKeyReq`) and scan requests one statement sent.
-fn cost(engine: &Engine, conn: &mut Conn<'_>, sql: &str) -> (Vec<Vec<String>>, u64, u64) {
-    let before = engine.cluster.stats();
-    let rows = q(conn, sql);
-    let after = engine.cluster.stats();
-    (
-        rows,
-        after.tc_key_reqs_sent - before.tc_key_reqs_sent,
-        after.scan_reqs_sent - before.scan_reqs_sent,
-    )
-}
 
 #[test]
 fn joins_over_a_sandbox() {

@@ -5,93 +5,16 @@
 //! `JOIN_BATCH_ROWS` outer rows rather than one query per outer row; an
 //! uncorrelated subquery runs once per statement.
 
-use std::io;
 use std::net::{IpAddr, Ipv4Addr};
 
-use sql::backend::{Backend, OkInfo, ResultSink};
+use sql::backend::Backend;
 use sql::engine::plan::join::JOIN_BATCH_ROWS;
-use sql::engine::{Conn, Engine};
-use sql::error::SqlError;
-use sql::value::{ColumnMeta, SqlValue};
-
-/// Key requests a statement may add when it refreshes its tables'
-/// statistics (`engine::stats`: the rollback of the statistics scan's
-/// transaction, one per table, at most once a second per table).
-const STATS_REFRESH_KEY_REQS: u64 = 2;
 
 mod common;
 use common::*;
 
 /// Rows of the outer table.
 const OUTER_ROWS: usize = 1_000;
-
-#[derive(Default)]
-struct Sink {
-    rows: Vec<Vec<SqlValue>>,
-    error: Option<SqlError>,
-}
-
-impl ResultSink for Sink {
-    fn columns(&mut self, _columns: &[ColumnMeta]) -> io::Result<()> {
-        Ok(())
-    }
-    fn row(&mut self, values: &[SqlValue]) -> io::Result<()> {
-        self.rows.push(values.to_vec());
-        Ok(())
-    }
-    fn end_rows(&mut self, _info: &OkInfo) -> io::Result<()> {
-        Ok(())
-    }
-    fn ok(&mut self, _info: &OkInfo) -> io::Result<()> {
-        Ok(())
-    }
-    fn error(&mut self, error: &SqlError) -> io::Result<()> {
-        self.error = Some(error.clone());
-        Ok(())
-    }
-}
-
-/// The rows of a statement as text, or its error.
-fn try_q(conn: &mut Conn<'_>, sql: &str) -> Result<Vec<Vec<String>>, SqlError> {
-    let mut sink = Sink::default();
-    conn.query(sql, false, &mut sink).expect("sink never fails");
-    if let Some(e) = sink.error {
-        return Err(e);
-    }
-    Ok(sink
-        .rows
-        .iter()
-        .map(|r| {
-            r.iter()
-                .map(|v| match v {
-                    SqlValue::Null => "NULL".to_owned(),
-                    SqlValue::Int(i) => i.to_string(),
-                    SqlValue::UInt(u) => u.to_string(),
-                    SqlValue::Decimal(d) => d.clone(),
-                    SqlValue::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
-                    other => format!("{other:?}"),
-                })
-                .collect()
-        })
-        .collect())
-}
-
-/// The rows of a statement as text; panics on an error.
-fn q(conn: &mut Conn<'_>, sql: &str) -> Vec<Vec<String>> {
-    try_q(conn, sql).unwrap_or_else(|e| panic!("{sql}: {e}"))
-}
-
-/// Key-request batches (`TcKeyReq`) and scan requests one statement sent.
-fn cost(engine: &Engine, conn: &mut Conn<'_>, sql: &str) -> (Vec<Vec<String>>, u64, u64) {
-    let before = engine.cluster.stats();
-    let rows = q(conn, sql);
-    let after = engine.cluster.stats();
-    (
-        rows,
-        after.tc_key_reqs_sent - before.tc_key_reqs_sent,
-        after.scan_reqs_sent - before.scan_reqs_sent,
-    )
-}
 
 #[test]
 fn subqueries_over_a_sandbox() {
