@@ -8,21 +8,12 @@ mod common;
 
 use std::collections::HashMap;
 
-use common::Sandbox;
+use common::{connect, Sandbox};
 use mysql::prelude::Queryable;
-use mysql::{Conn, OptsBuilder};
+use mysql::Conn;
 
 /// Rows of the first table: more than one batch of key reads (256).
 const ROWS_A: usize = 1_000;
-
-fn connect(port: u16) -> Conn {
-    let opts = OptsBuilder::new()
-        .ip_or_hostname(Some("127.0.0.1"))
-        .tcp_port(port)
-        .user(Some("root"))
-        .prefer_socket(false);
-    Conn::new(opts).expect("root logs in")
-}
 
 fn status(conn: &mut Conn, global: bool) -> HashMap<String, u64> {
     let sql = if global {

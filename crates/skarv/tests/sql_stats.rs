@@ -10,22 +10,13 @@ mod common;
 
 use std::collections::HashMap;
 
-use common::Sandbox;
+use common::{connect, Sandbox};
 use mysql::prelude::Queryable;
-use mysql::{Conn, OptsBuilder};
+use mysql::Conn;
 
 /// Rows of the large table and values of its join column.
 const BIG_ROWS: u64 = 5_000;
 const SMALL_ROWS: u64 = 10;
-
-fn connect(port: u16) -> Conn {
-    let opts = OptsBuilder::new()
-        .ip_or_hostname(Some("127.0.0.1"))
-        .tcp_port(port)
-        .user(Some("root"))
-        .prefer_socket(false);
-    Conn::new(opts).expect("root logs in")
-}
 
 fn status(conn: &mut Conn) -> HashMap<String, u64> {
     let rows: Vec<(String, String)> = conn.query("SHOW SESSION STATUS").expect("show status");

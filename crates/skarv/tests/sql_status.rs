@@ -11,22 +11,13 @@ mod common;
 use std::collections::HashMap;
 use std::process::Command;
 
-use common::Sandbox;
+use common::{connect, Sandbox};
 use mysql::prelude::Queryable;
 use mysql::{Conn, OptsBuilder};
 
 /// A sandbox of 2 data nodes and one SQL node, its ports from `port_range`.
 fn start(name: &str, port_range: u16) -> Sandbox {
     Sandbox::start_configured(name, port_range, 2, &["--sql-nodes", "1"])
-}
-
-fn connect(port: u16) -> Conn {
-    let opts = OptsBuilder::new()
-        .ip_or_hostname(Some("127.0.0.1"))
-        .tcp_port(port)
-        .user(Some("root"))
-        .prefer_socket(false);
-    Conn::new(opts).expect("root logs in")
 }
 
 /// `SHOW [GLOBAL] STATUS` as a map.

@@ -263,3 +263,13 @@ pub fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// A `mysql` connection as root (no password) to a SQL node on 127.0.0.1.
+pub fn connect(port: u16) -> mysql::Conn {
+    let opts = mysql::OptsBuilder::new()
+        .ip_or_hostname(Some("127.0.0.1"))
+        .tcp_port(port)
+        .user(Some("root"))
+        .prefer_socket(false);
+    mysql::Conn::new(opts).expect("root logs in")
+}
