@@ -158,6 +158,7 @@ impl Runner<'_, '_> {
                         ctx,
                         None,
                         None,
+                        None,
                     )?;
                     self.stats[at].batches += 1;
                     self.stats[at].read += found.len() as u64;

@@ -225,32 +225,12 @@ fn sql_row(table: &TableInfo, values: &[Value], positions: &[usize], tz_secs: i6
 /// set (for updates and deletes). `stop_after`: enough rows passing the
 /// condition were seen (a LIMIT without ORDER BY). `commit`: key reads
 /// may commit the transaction with their execute (an autocommit read);
-/// the flag says they did.
+/// the flag says they did. `columns`: when given, only those (native names; the primary key among
+/// them) of each row are read: the data nodes send, and the SQL node
+/// converts, only what the statement uses (NDB's mysqld reads only the
+/// columns a query needs too). The other columns of the rows are NULL.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn fetch(
-    tx: &Transaction<'_>,
-    table: &Arc<TableInfo>,
-    access: &Access,
-    filter: Option<Filter>,
-    lock: Option<LockMode>,
-    descending: bool,
-    cond: Option<&Expr>,
-    ctx: &mut Ctx<'_>,
-    stop_after: Option<usize>,
-    commit: Option<&mut bool>,
-) -> SqlResult<Vec<(Vec<Val>, Vec<Value>)>> {
-    let columns = None;
-    fetch_columns(
-        tx, table, access, filter, lock, descending, cond, ctx, stop_after, commit, columns,
-    )
-}
-
-/// As [`fetch`], reading only `columns` (native names; the primary key
-/// among them) of each row when given: the data nodes send, and the SQL
-/// node converts, only what the statement uses (NDB's mysqld reads only
-/// the columns a query needs too). The other columns of the rows are NULL.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn fetch_columns(
     tx: &Transaction<'_>,
     table: &Arc<TableInfo>,
     access: &Access,

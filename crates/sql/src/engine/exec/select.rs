@@ -10,7 +10,7 @@ use skarv_client::LockMode;
 use sqlparser::ast::{self, SetExpr, SetOperator, SetQuantifier};
 use sqlparser::tokenizer::Location;
 
-use super::{convert, env, fetch_columns, keep_warnings, table_scope, with_scope};
+use super::{convert, env, fetch, keep_warnings, table_scope, with_scope};
 use crate::backend::{OkInfo, ResultSink};
 use crate::engine::catalog::TableInfo;
 use crate::engine::expr::eval::compare;
@@ -966,7 +966,7 @@ fn run_one(
         return Ok(Vec::new());
     }
     let columns = projection(table, p);
-    let found = fetch_columns(
+    let found = fetch(
         tx,
         table,
         &access,

@@ -651,7 +651,7 @@ fn unique_holder(
         let mut ctx = Ctx::new(&[], &env);
         let lock = Some(LockMode::Exclusive);
         let hit = fetch(
-            tx, table, &probe, None, lock, false, None, &mut ctx, None, None,
+            tx, table, &probe, None, lock, false, None, &mut ctx, None, None, None,
         )?;
         if let Some((_, pk)) = hit.into_iter().next() {
             let error = skarv_client::Error::new(
@@ -770,7 +770,7 @@ fn upsert_update(
     ctx.strict = conn.session.sql_mode_strict();
     let lock = Some(LockMode::Exclusive);
     let found = fetch(
-        tx, table, access, None, lock, false, None, &mut ctx, None, None,
+        tx, table, access, None, lock, false, None, &mut ctx, None, None, None,
     )?;
     let Some((old, key)) = found.into_iter().next() else {
         return Ok(false);
@@ -994,6 +994,7 @@ fn target_rows(
         cond.as_ref(),
         ctx,
         stop,
+        None,
         None,
     )?;
     if !order.is_empty() {
