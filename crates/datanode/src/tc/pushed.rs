@@ -129,12 +129,7 @@ impl TcBlock {
             .collect();
         self.scratch.recycle(rows);
         let read_id = self.fresh_read_id();
-        let pushed = self
-            .scans
-            .get_mut(slot)
-            .pushed
-            .as_mut()
-            .expect("a pushed scan");
+        let pushed = self.pushed_mut(slot);
         pushed.jobs.push(Job {
             read_id,
             partition,
@@ -146,6 +141,15 @@ impl TcBlock {
         });
         self.pushed_by_read.insert(read_id, slot);
         self.pushed_advance(slot, read_id, ctx);
+    }
+
+    /// The pushed join of scan `slot` (the caller knows it is one).
+    fn pushed_mut(&mut self, slot: u32) -> &mut Pushed {
+        self.scans
+            .get_mut(slot)
+            .pushed
+            .as_mut()
+            .expect("a pushed scan")
     }
 
     fn fresh_read_id(&mut self) -> u64 {
@@ -302,12 +306,7 @@ impl TcBlock {
     /// Child `job.child` of job `j` is read: drop the rows an inner child
     /// is missing from, go to the next child.
     fn pushed_child_read(&mut self, slot: u32, j: usize) {
-        let pushed = self
-            .scans
-            .get_mut(slot)
-            .pushed
-            .as_mut()
-            .expect("a pushed scan");
+        let pushed = self.pushed_mut(slot);
         let job = &mut pushed.jobs[j];
         let child = &pushed.children[job.child - 1];
         if !child.outer {
@@ -340,6 +339,8 @@ impl TcBlock {
                 return self.pushed_fail(slot, error::MALFORMED_REQUEST, message, ctx);
             }
         };
+        // The field path, not `pushed_mut`: `self.me` is read below while
+        // the job is borrowed.
         let pushed = self
             .scans
             .get_mut(slot)

@@ -371,16 +371,7 @@ fn drop(conn: &mut Conn<'_>, names: &[ast::ObjectName], if_exists: bool) -> SqlR
             missing.push(format!("{db}.{view}"));
             continue;
         }
-        let key = [Value::String(db.clone()), Value::String(view.clone())];
-        retry(|| {
-            let tx = conn.native.begin()?;
-            tx.delete(&table, &key)?;
-            match tx.execute(ExecMode::Commit) {
-                Ok(_) => Ok(()),
-                Err(e) if e.code == skarv_client::codes::NO_SUCH_ROW => Ok(()),
-                Err(e) => Err(e),
-            }
-        })?;
+        delete_row(conn, &table, &db, &view)?;
     }
     if !missing.is_empty() {
         let message = format!("Unknown table '{}'", missing.join(","));
@@ -394,20 +385,31 @@ fn drop(conn: &mut Conn<'_>, names: &[ast::ObjectName], if_exists: bool) -> SqlR
     Ok(Answered::Ok(OkInfo::default()))
 }
 
+/// Deletes the row of view `db.name` (gone already is fine: another SQL
+/// node dropped it first).
+fn delete_row(
+    conn: &Conn<'_>,
+    table: &std::sync::Arc<skarv_client::Table>,
+    db: &str,
+    name: &str,
+) -> SqlResult<()> {
+    let key = [Value::String(db.to_owned()), Value::String(name.to_owned())];
+    retry(|| {
+        let tx = conn.native.begin()?;
+        tx.delete(table, &key)?;
+        match tx.execute(ExecMode::Commit) {
+            Ok(_) => Ok(()),
+            Err(e) if e.code == skarv_client::codes::NO_SUCH_ROW => Ok(()),
+            Err(e) => Err(e),
+        }
+    })
+}
+
 /// Drops every view of a database (DROP DATABASE).
 pub fn drop_database(conn: &Conn<'_>, db: &str) -> SqlResult<()> {
     let table = system_table(conn, VIEWS_TABLE)?;
     for v in list(conn, Some(db))? {
-        let key = [Value::String(v.db.clone()), Value::String(v.name.clone())];
-        retry(|| {
-            let tx = conn.native.begin()?;
-            tx.delete(&table, &key)?;
-            match tx.execute(ExecMode::Commit) {
-                Ok(_) => Ok(()),
-                Err(e) if e.code == skarv_client::codes::NO_SUCH_ROW => Ok(()),
-                Err(e) => Err(e),
-            }
-        })?;
+        delete_row(conn, &table, &v.db, &v.name)?;
     }
     Ok(())
 }
