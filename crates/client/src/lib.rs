@@ -105,7 +105,7 @@ pub use proto::{CmpOp, Filter};
 pub use pushed::{JoinedRow, PushedChild, PushedIter, PushedKey};
 pub use scan::{ScanIter, ScanOptions, TableStats, SCAN_BATCH_ROWS_DEFAULT};
 pub use schema::Table;
-pub use session::{Callback, Session, IN_FLIGHT_MAX};
+pub use session::{send_all, Callback, Session, IN_FLIGHT_MAX};
 pub use stats::SessionStats;
 pub use transaction::{
     ExecMode, ExecuteFuture, LockMode, Op, OpHandle, OpResult, Outcome, Row, Transaction,

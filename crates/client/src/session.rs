@@ -983,72 +983,7 @@ impl Session {
     /// how many were sent; those that could not be sent complete with
     /// their error in the next [`Session::poll`].
     pub fn send(&self) -> Result<usize> {
-        let shared = self.shared();
-        let mut state = self.state.borrow_mut();
-        let state = &mut *state;
-        let mut prepared = std::mem::take(&mut state.prepared);
-        let mut sent = 0;
-        // One data node's transactions at a time: one write each, the
-        // signals in preparation order.
-        while let Some(&first) = prepared.first() {
-            let slots = &state.slots;
-            let link = slots.get(first).request.link;
-            let group = prepared
-                .iter()
-                .map(|&slot| &slots.get(slot).request)
-                .filter(|request| request.link == link);
-            let count = group.clone().count();
-            state.send_buffer.clear();
-            let generation = shared.links[link].generation.load(Ordering::Acquire);
-            let result =
-                encode_frames(group.map(|request| &request.signal), &mut state.send_buffer)
-                    .and_then(|()| shared.send_bytes(link, &state.send_buffer, count));
-            stats::add(&self.counts.bytes_sent, state.send_buffer.len() as u64);
-            state.send_buffer.clear();
-            let node = shared.links[link].node;
-            let mut file = |state: &mut State, slot: u32| match &result {
-                Ok(()) => {
-                    let flight = state.slots.get_mut(slot);
-                    let (tx_id, commit) = (flight.request.tx_id, flight.request.commit);
-                    flight.sent = Some(Pending {
-                        node,
-                        commit,
-                        generation,
-                    });
-                    let previous = state.in_flight.insert(tx_id, slot);
-                    assert!(
-                        previous.is_none(),
-                        "transaction {tx_id:#x} is in flight twice"
-                    );
-                    sent += 1;
-                }
-                Err(error) => state.file_in_slot(slot, Err(error.clone())),
-            };
-            if count == prepared.len() {
-                // All to one data node (always, with one).
-                prepared.drain(..).for_each(|slot| file(state, slot));
-            } else {
-                let mut i = 0;
-                while i < prepared.len() {
-                    if state.slots.get(prepared[i]).request.link == link {
-                        file(state, prepared.swap_remove(i));
-                    } else {
-                        i += 1;
-                    }
-                }
-            }
-            if result.is_ok() {
-                stats::add(&self.counts.exec, count as u64);
-                shared
-                    .counters
-                    .tc_key_reqs_sent
-                    .fetch_add(count as u64, Ordering::Relaxed);
-            }
-        }
-        // The emptied list keeps its room for the next preparations.
-        debug_assert!(state.prepared.is_empty(), "nothing prepares during a send");
-        state.prepared = prepared;
-        Ok(sent)
+        send_all(std::slice::from_ref(&self))
     }
 
     /// Transactions prepared or in flight.
@@ -1107,6 +1042,12 @@ impl Session {
                     (None, None) => unreachable!("a request without blob work has its answer"),
                 };
                 completed += 1;
+                // Counted as a synchronous execute's end is (`settle`).
+                match &outcome {
+                    Ok(o) if o.committed => stats::bump(&self.counts.trans_commit),
+                    Ok(o) if !o.rolled_back => {}
+                    _ => stats::bump(&self.counts.trans_abort),
+                }
                 match notify {
                     Notify::Callback(callback) => callback(outcome),
                     Notify::Tag(tag) => self.state.borrow_mut().completed.push((tag, outcome)),
@@ -1366,4 +1307,121 @@ pub(crate) fn request_flags(started: bool, mode: ExecMode) -> u32 {
         ExecMode::Rollback => flags |= tc_flags::ROLLBACK,
     }
     flags
+}
+
+/// Sends the prepared transactions of several sessions (a SQL node's
+/// worker sends the key reads of the connections it serves together):
+/// one write per cluster connection and data node, each session's
+/// requests in their own frames (so that each counts its own bytes), in
+/// preparation order within a session. Returns how many were sent; those
+/// that could not be sent complete with their error in their session's
+/// next [`Session::poll`]. The sessions must be distinct.
+pub fn send_all(sessions: &[&Session]) -> Result<usize> {
+    let mut sent = 0;
+    for (at, lead) in sessions.iter().enumerate() {
+        let shared = lead.shared();
+        loop {
+            // The next data node the lead has requests for: every later
+            // session's requests to it over the same cluster connection
+            // go in the same write (earlier sessions have sent theirs).
+            let link = {
+                let state = lead.state.borrow();
+                let Some(&first) = state.prepared.first() else {
+                    break;
+                };
+                state.slots.get(first).request.link
+            };
+            let mut buffer = std::mem::take(&mut lead.state.borrow_mut().send_buffer);
+            buffer.clear();
+            let generation = shared.links[link].generation.load(Ordering::Acquire);
+            let mut count = 0;
+            let group = || {
+                sessions[at..]
+                    .iter()
+                    .filter(|s| std::ptr::eq(s.shared(), shared))
+            };
+            for session in group() {
+                let mut state = session.state.borrow_mut();
+                let state = &mut *state;
+                let before = buffer.len();
+                let slots = &state.slots;
+                let requests = state
+                    .prepared
+                    .iter()
+                    .map(|&slot| &slots.get(slot).request)
+                    .filter(|request| request.link == link);
+                let n = requests.clone().count();
+                if n == 0 {
+                    continue;
+                }
+                match encode_frames(requests.map(|request| &request.signal), &mut buffer) {
+                    Ok(()) => {
+                        stats::add(&session.counts.bytes_sent, (buffer.len() - before) as u64);
+                        count += n;
+                    }
+                    Err(error) => {
+                        // This session's requests fail; the others' go.
+                        buffer.truncate(before);
+                        take_link(state, link, |state, slot| {
+                            state.file_in_slot(slot, Err(error.clone()))
+                        });
+                    }
+                }
+            }
+            let result = if count > 0 {
+                shared.send_bytes(link, &buffer, count)
+            } else {
+                Ok(())
+            };
+            let node = shared.links[link].node;
+            for session in group() {
+                let mut state = session.state.borrow_mut();
+                let mut filed = 0;
+                take_link(&mut state, link, |state, slot| match &result {
+                    Ok(()) => {
+                        let flight = state.slots.get_mut(slot);
+                        let (tx_id, commit) = (flight.request.tx_id, flight.request.commit);
+                        flight.sent = Some(Pending {
+                            node,
+                            commit,
+                            generation,
+                        });
+                        let previous = state.in_flight.insert(tx_id, slot);
+                        assert!(
+                            previous.is_none(),
+                            "transaction {tx_id:#x} is in flight twice"
+                        );
+                        filed += 1;
+                    }
+                    Err(error) => state.file_in_slot(slot, Err(error.clone())),
+                });
+                stats::add(&session.counts.exec, filed);
+                sent += filed as usize;
+            }
+            if result.is_ok() {
+                shared
+                    .counters
+                    .tc_key_reqs_sent
+                    .fetch_add(count as u64, Ordering::Relaxed);
+            }
+            buffer.clear();
+            lead.state.borrow_mut().send_buffer = buffer;
+        }
+    }
+    Ok(sent)
+}
+
+/// Takes the prepared slots of requests to `link` off the prepared list
+/// (the others keep their order), handing each to `file`.
+fn take_link(state: &mut State, link: usize, mut file: impl FnMut(&mut State, u32)) {
+    let mut prepared = std::mem::take(&mut state.prepared);
+    prepared.retain(|&slot| {
+        if state.slots.get(slot).request.link != link {
+            return true;
+        }
+        file(state, slot);
+        false
+    });
+    debug_assert!(state.prepared.is_empty(), "nothing prepares during a send");
+    state.prepared = prepared;
 }

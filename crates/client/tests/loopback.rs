@@ -675,6 +675,86 @@ fn tagged_transactions_complete_in_order_of_tags_with_few_allocations() {
     assert_eq!(out[0].0, 1);
 }
 
+#[test]
+fn several_sessions_send_their_transactions_in_one_write_per_connection() {
+    const SESSIONS: usize = 4;
+    let setup = setup("send-all", Duration::ZERO);
+    let cluster = Cluster::connect_with(&setup.connect, options(8)).expect("connects");
+    let other = Cluster::connect_with(&setup.connect, options(8)).expect("connects");
+    let mut sessions: Vec<_> = (0..SESSIONS)
+        .map(|_| cluster.session().expect("session"))
+        .collect();
+    sessions.push(other.session().expect("session"));
+    let kv = sessions[0].table("kv").expect("table");
+    for (i, session) in sessions.iter().enumerate() {
+        for j in 0..2 {
+            let key = [Value::Int((10 * i + j) as i64)];
+            let tx = session.begin_with_hint(&kv, &key).expect("begin");
+            tx.read(&kv, &key, LockMode::Committed).expect("read");
+            session
+                .prepare_tagged(tx, ExecMode::Commit, j as u64)
+                .expect("prepared");
+        }
+    }
+    let requests_before = setup.seen.key_requests.load(Ordering::SeqCst);
+    let (writes, other_writes) = (cluster.stats().write_calls, other.stats().write_calls);
+    let refs: Vec<&skarv_client::Session> = sessions.iter().collect();
+    assert_eq!(
+        skarv_client::send_all(&refs).expect("sent"),
+        2 * (SESSIONS + 1)
+    );
+    assert_eq!(
+        cluster.stats().write_calls - writes,
+        1,
+        "the first connection's sessions share one write"
+    );
+    assert_eq!(other.stats().write_calls - other_writes, 1);
+    let mut out = Vec::new();
+    for (i, session) in sessions.iter().enumerate() {
+        let mut completed = 0;
+        while completed < 2 {
+            let n = session.poll(2 - completed, Duration::from_secs(10));
+            assert!(n > 0, "progress");
+            completed += n;
+        }
+        out.clear();
+        assert_eq!(session.take_completed(&mut out), 2);
+        for (tag, outcome) in out.drain(..) {
+            let outcome = outcome.expect("committed");
+            let Some(skarv_client::OpResult::Row(row)) = outcome.results().first() else {
+                panic!("session {i} tag {tag}: a row, got {:?}", outcome.results())
+            };
+            let k = (10 * i as u64 + tag) as i64;
+            assert_eq!(row.values(), &[Value::Int(k), Value::Int(k * 10)]);
+        }
+        // Each session counts its own requests, bytes and commits.
+        let stats = session.stats();
+        assert_eq!(stats.exec, 2, "session {i}");
+        assert_eq!(stats.trans_commit, 2, "session {i}");
+        assert!(stats.bytes_sent > 0, "session {i}");
+        assert_eq!(session.in_flight(), 0);
+    }
+    assert_eq!(
+        setup.seen.key_requests.load(Ordering::SeqCst) - requests_before,
+        2 * (SESSIONS + 1) as u64
+    );
+    // Sent by themselves, the same make one write per session.
+    let writes = cluster.stats().write_calls;
+    for session in &sessions[..SESSIONS] {
+        let tx = session.begin().expect("begin");
+        tx.read(&kv, &[Value::Int(1)], LockMode::Committed)
+            .expect("read");
+        session
+            .prepare_tagged(tx, ExecMode::Commit, 9)
+            .expect("prepared");
+        session.send().expect("sent");
+        assert_eq!(session.poll(1, Duration::from_secs(10)), 1);
+        out.clear();
+        session.take_completed(&mut out);
+    }
+    assert_eq!(cluster.stats().write_calls - writes, SESSIONS as u64);
+}
+
 /// A minimal executor: polls on this thread, parks until woken.
 fn block_on<F: std::future::Future>(future: F) -> F::Output {
     struct Unpark(std::thread::Thread);

@@ -195,3 +195,109 @@ fn idle_connections_hold_no_thread_and_the_pool_is_in_admin_show() {
     drop(idle);
     common::wait_threads_connected(&mut probe, 1);
 }
+
+/// One status figure of `conn` (`global` or the session's).
+fn status_of(conn: &mut Conn, global: bool, name: &str) -> u64 {
+    let scope = if global { "GLOBAL" } else { "SESSION" };
+    let row: Option<(String, String)> = conn
+        .query_first(format!("SHOW {scope} STATUS LIKE '{name}'"))
+        .expect("show status");
+    let (_, value) = row.unwrap_or_else(|| panic!("status {name}"));
+    value.parse().expect("a number")
+}
+
+/// Prepared point selects of many clients at once: a worker of the thread
+/// pool sends the reads of the connections it serves together (one write
+/// per data node, one round trip for all), and every client still gets its
+/// own row (or none) and its own counters. Reads inside a transaction are
+/// not batched.
+#[test]
+fn point_selects_of_many_clients_go_to_the_data_nodes_in_batches() {
+    const CLIENTS: usize = 12;
+    const SELECTS: usize = 150;
+    const ROWS: usize = 100;
+    const IN_TRANSACTION: usize = 10;
+    let sandbox = Sandbox::start_configured("sql-batch", 47_500, 2, &["--sql-nodes", "1"]);
+    let port = sandbox.sql_port();
+    let mut probe = connect(port).expect("probe");
+    probe.query_drop("CREATE DATABASE b").expect("database");
+    probe
+        .query_drop(
+            "CREATE TABLE b.t (id INT PRIMARY KEY, u INT NOT NULL, c VARCHAR(20), UNIQUE KEY (u))",
+        )
+        .expect("table");
+    let values: Vec<String> = (1..=ROWS)
+        .map(|id| format!("({id}, {}, 'row-{id}')", id + 1000))
+        .collect();
+    probe
+        .query_drop(format!("INSERT INTO b.t VALUES {}", values.join(", ")))
+        .expect("rows");
+    let reads_before = status_of(&mut probe, true, "Threadpool_batched_reads");
+    let batches_before = status_of(&mut probe, true, "Threadpool_batches");
+    let clients: Vec<_> = (0..CLIENTS)
+        .map(|client| {
+            std::thread::spawn(move || {
+                let mut conn = connect(port).expect("client");
+                let by_id = conn
+                    .prep("SELECT c, id FROM b.t WHERE id = ?")
+                    .expect("prepare");
+                let by_u = conn
+                    .prep("SELECT id FROM b.t WHERE u = ?")
+                    .expect("prepare");
+                for i in 0..SELECTS {
+                    // Some keys have no row.
+                    let id = (client * 7 + i) % (ROWS + 10) + 1;
+                    let row: Option<(String, u64)> =
+                        conn.exec_first(&by_id, (id,)).expect("select by id");
+                    let wanted = (id <= ROWS).then(|| (format!("row-{id}"), id as u64));
+                    assert_eq!(row, wanted, "client {client} id {id}");
+                    let found: Option<u64> =
+                        conn.exec_first(&by_u, (id + 1000,)).expect("select by u");
+                    assert_eq!(found, (id <= ROWS).then_some(id as u64), "u {}", id + 1000);
+                }
+                // Every statement counted on its own session.
+                assert_eq!(
+                    status_of(&mut conn, false, "Ndb_api_pk_op_count_session"),
+                    SELECTS as u64
+                );
+                assert_eq!(
+                    status_of(&mut conn, false, "Com_stmt_execute"),
+                    2 * SELECTS as u64
+                );
+            })
+        })
+        .collect();
+    for client in clients {
+        client.join().expect("a client thread");
+    }
+    let reads = status_of(&mut probe, true, "Threadpool_batched_reads") - reads_before;
+    let batches = status_of(&mut probe, true, "Threadpool_batches") - batches_before;
+    eprintln!("{reads} reads in {batches} batches");
+    // A connection whose input waits while its group is busy is queued
+    // and served by itself: most reads, not all, go in batches.
+    assert!(
+        reads <= (2 * CLIENTS * SELECTS) as u64,
+        "{reads} batched reads"
+    );
+    assert!(
+        batches < reads,
+        "some batch held two reads or more: {batches} batches"
+    );
+    // Inside a transaction a read goes with it, not in a batch.
+    let mut conn = connect(port).expect("client");
+    let by_id = conn
+        .prep("SELECT c FROM b.t WHERE id = ?")
+        .expect("prepare");
+    conn.query_drop("BEGIN").expect("begin");
+    for id in 1..=IN_TRANSACTION {
+        let c: Option<String> = conn.exec_first(&by_id, (id,)).expect("select");
+        assert_eq!(c, Some(format!("row-{id}")));
+    }
+    conn.query_drop("COMMIT").expect("commit");
+    let after = status_of(&mut probe, true, "Threadpool_batched_reads");
+    assert_eq!(
+        after,
+        reads_before + reads,
+        "no read of a transaction batched"
+    );
+}

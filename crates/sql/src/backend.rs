@@ -134,6 +134,36 @@ pub trait Backend {
         sink: &mut dyn ResultSink,
     ) -> io::Result<()>;
 
+    /// Whether `COM_STMT_EXECUTE` of statement `id` may be started for a
+    /// thread-pool batch now (see [`Backend::execute_deferrable`]). A
+    /// cheap look: no statement runs.
+    fn may_defer(&self, _id: u32) -> bool {
+        false
+    }
+
+    /// `COM_STMT_EXECUTE` as [`Backend::execute`], except that a statement
+    /// whose data-node requests can wait may stop with them prepared in
+    /// its native session, unsent, and nothing written: true. The thread
+    /// pool then sends the requests of every connection it started
+    /// together and calls [`Backend::finish_deferred`]. False: answered.
+    fn execute_deferrable(
+        &mut self,
+        id: u32,
+        params: &[SqlValue],
+        sink: &mut dyn ResultSink,
+    ) -> io::Result<bool> {
+        self.execute(id, params, sink).map(|()| false)
+    }
+
+    /// Answers the statement [`Backend::execute_deferrable`] deferred, its
+    /// requests sent.
+    fn finish_deferred(&mut self, sink: &mut dyn ResultSink) -> io::Result<()> {
+        sink.error(&SqlError::new(
+            crate::error::codes::UNKNOWN,
+            "internal error of the SQL node: no statement was deferred",
+        ))
+    }
+
     /// `COM_STMT_CLOSE` (no answer is sent; an unknown id is ignored).
     fn close(&mut self, id: u32);
 

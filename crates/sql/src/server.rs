@@ -31,7 +31,7 @@ use skarv_client::{Cluster, ClusterOptions, Session, SESSIONS_MAX};
 use crate::backend::{status, Backend};
 use crate::engine::{txn, Conn, Engine};
 use crate::error::{codes, SqlError};
-use crate::protocol::{self, ProtocolOptions, Wire};
+use crate::protocol::{self, Begun, ProtocolOptions, Wire};
 use crate::thread_pool::{self, Next, PoolOptions, Task, ThreadPool};
 
 /// Most client connections at once unless told (MySQL's default is 151;
@@ -474,6 +474,8 @@ struct PooledClient {
     wire: Wire<TcpStream>,
     /// Logged in (the login is served by the first run).
     logged_in: bool,
+    /// How `Task::begin` left the command it took, for `Task::finish`.
+    begun: io::Result<Begun>,
     /// Borrows `*session` (hence `'static`): dropped first, by hand.
     conn: ManuallyDrop<Conn<'static>>,
     /// Boxed by [`PooledClient::open`]; freed after `conn` by `drop`.
@@ -533,6 +535,7 @@ impl PooledClient {
         Ok(PooledClient {
             wire,
             logged_in: false,
+            begun: Ok(Begun::NotTaken),
             conn: ManuallyDrop::new(conn),
             session,
             protocol,
@@ -553,6 +556,58 @@ impl Task for PooledClient {
         } else {
             self.login()
         };
+        self.next(result)
+    }
+
+    fn in_transaction(&self) -> bool {
+        self.conn.status_flags() & status::IN_TRANS != 0
+    }
+
+    fn begin(&mut self) -> bool {
+        if !self.logged_in {
+            return false;
+        }
+        self.begun = match self.wire.begin_command(&mut *self.conn, &self.protocol) {
+            Ok(Begun::NotTaken) => return false,
+            Ok(begun) => Ok(begun),
+            Err(error) => Err(error),
+        };
+        true
+    }
+
+    fn send(batch: &[PooledClient]) {
+        // SAFETY: each session is owned by its task (see `Send` above);
+        // the batch's tasks are this thread's while it serves them.
+        let sessions: Vec<&Session> = batch
+            .iter()
+            .filter(|task| matches!(task.begun, Ok(Begun::Deferred)))
+            .map(|task| unsafe { task.session.as_ref() })
+            .collect();
+        if let Some(first) = batch.first().filter(|_| !sessions.is_empty()) {
+            let status = &first.conn.engine.status;
+            status.pool_batches.fetch_add(1, Ordering::Relaxed);
+            status
+                .pool_batched_reads
+                .fetch_add(sessions.len() as u64, Ordering::Relaxed);
+        }
+        // A request that could not be sent completes with its error when
+        // its statement finishes.
+        let _ = skarv_client::send_all(&sessions);
+    }
+
+    fn finish(&mut self) -> Next {
+        let begun = std::mem::replace(&mut self.begun, Ok(Begun::NotTaken));
+        let result = begun.and_then(|begun| {
+            self.wire
+                .finish_command(&mut *self.conn, &self.protocol, begun)
+        });
+        self.next(result)
+    }
+}
+
+impl PooledClient {
+    /// What to do after a command, from how it went.
+    fn next(&self, result: io::Result<bool>) -> Next {
         match result {
             Ok(true) if self.wire.has_buffered_input() => Next::Ready,
             Ok(true) => Next::Wait,
@@ -564,12 +619,6 @@ impl Task for PooledClient {
         }
     }
 
-    fn in_transaction(&self) -> bool {
-        self.conn.status_flags() & status::IN_TRANS != 0
-    }
-}
-
-impl PooledClient {
     /// The handshake, on a worker: the client has [`CONNECT_TIMEOUT_MS`]
     /// for each packet of its login.
     fn login(&mut self) -> io::Result<bool> {

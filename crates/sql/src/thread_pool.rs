@@ -58,6 +58,9 @@ pub const THREAD_POOL_SIZE_MAX: usize = 256;
 pub const THREAD_POOL_IDLE_TIMEOUT_MS: u64 = 60_000;
 /// Events one `epoll_wait` returns at most.
 const EVENTS_PER_WAIT: usize = 256;
+/// Connections a listening worker takes from one `epoll_wait` and serves
+/// as one batch (their key reads go to the data nodes in one write).
+pub const POOL_BATCH_TASKS_MAX: usize = 16;
 
 /// One connection as the pool runs it.
 pub trait Task: Send + 'static {
@@ -69,6 +72,28 @@ pub trait Task: Send + 'static {
     fn run(&mut self) -> Next;
     /// Whether a transaction is open: such a connection is queued first.
     fn in_transaction(&self) -> bool;
+
+    /// Starts serving what the client sent as one of a batch (see the
+    /// module doc): true when taken, to be completed by [`Task::finish`]
+    /// after [`Task::send`]; false leaves it to [`Task::run`]. Must not
+    /// block beyond one read of a socket known to be readable.
+    fn begin(&mut self) -> bool {
+        false
+    }
+
+    /// Sends what the tasks of a batch that [`Task::begin`] took left to
+    /// send, together.
+    fn send(_batch: &[Self])
+    where
+        Self: Sized,
+    {
+    }
+
+    /// Completes a task [`Task::begin`] took (its requests sent); what to
+    /// do next, as for [`Task::run`].
+    fn finish(&mut self) -> Next {
+        Next::Wait
+    }
 }
 
 /// What a task is to do after [`Task::run`].
@@ -366,29 +391,31 @@ impl<T: Task> Group<T> {
             }
             state.listening += 1;
             drop(state);
-            self.take_ready(&mut listener, slice_ms, 1, true);
+            self.take_ready(&mut listener, slice_ms, POOL_BATCH_TASKS_MAX, true);
             state = self.lock();
             state.listening -= 1;
             if listener.kicked {
                 listener.kicked = false;
                 state.permits = state.permits.saturating_sub(1);
             }
-            let Some(task) = listener.ready.pop() else {
+            if listener.ready.is_empty() {
                 continue;
-            };
+            }
             let now = Instant::now();
             if state.queued() == 0 && state.may_start(now, stall_limit) {
                 state.running.push((id, now));
                 drop(state);
-                state = self.serve(task, id);
+                state = self.serve_batch(&mut listener, id);
                 worked = Instant::now();
                 continue;
             }
             // The group is full (or others wait first): queued in order.
-            if task.in_transaction() {
-                state.high.push_back(task);
-            } else {
-                state.low.push_back(task);
+            for task in listener.ready.drain(..) {
+                if task.in_transaction() {
+                    state.high.push_back(task);
+                } else {
+                    state.low.push_back(task);
+                }
             }
         }
         state.threads -= 1;
@@ -399,25 +426,88 @@ impl<T: Task> Group<T> {
     /// back where its next step says, and returns the state locked again.
     fn serve(self: &Arc<Self>, mut task: T, id: u64) -> MutexGuard<'_, State<T>> {
         let next = run_caught(&mut task);
-        let high = next != Next::Done && task.in_transaction();
-        let again = match next {
-            Next::Wait => self.park(task),
-            Next::Ready => Some(task),
-            Next::Done => {
-                self.forget(task.fd());
-                drop(task);
-                None
-            }
-        };
+        let again = self.after(task, next);
         let mut state = self.lock();
         state.running.retain(|(worker, _)| *worker != id);
         // This worker looks for work next: no one to wake.
         match again {
-            Some(task) if high => state.high.push_back(task),
+            Some(task) if task.in_transaction() => state.high.push_back(task),
             Some(task) => state.low.push_back(task),
             None => {}
         }
         state
+    }
+
+    /// Serves the tasks one `epoll_wait` gave (counted in `running` under
+    /// `id` as one statement) as a batch: each task that
+    /// [`Task::begin`] takes starts, [`Task::send`] sends what they all
+    /// prepared at once, and each finishes in turn (the first to wait for
+    /// the data nodes receives everybody's replies). Of the others, the
+    /// first runs here after the batch and the rest are queued for other
+    /// workers. Returns the state locked again.
+    fn serve_batch(
+        self: &Arc<Self>,
+        listener: &mut Listener<T>,
+        id: u64,
+    ) -> MutexGuard<'_, State<T>> {
+        let mut later: Option<T> = None;
+        let mut queued = Vec::new();
+        for mut task in listener.ready.drain(..) {
+            match caught(|| task.begin()) {
+                Some(true) => listener.taken.push(task),
+                Some(false) if later.is_none() => later = Some(task),
+                Some(false) => queued.push(task),
+                None => self.close(task),
+            }
+        }
+        if !queued.is_empty() {
+            let mut state = self.lock();
+            for task in queued {
+                let high = task.in_transaction();
+                self.enqueue(&mut state, task, high);
+            }
+        }
+        if !listener.taken.is_empty() && caught(|| T::send(&listener.taken)).is_none() {
+            tracing::error!("sending a batch of pooled connections panicked");
+        }
+        let mut again = Vec::new();
+        for mut task in listener.taken.drain(..) {
+            let next = caught(|| task.finish()).unwrap_or(Next::Done);
+            again.extend(self.after(task, next));
+        }
+        if let Some(mut task) = later {
+            let next = run_caught(&mut task);
+            again.extend(self.after(task, next));
+        }
+        let mut state = self.lock();
+        state.running.retain(|(worker, _)| *worker != id);
+        for task in again {
+            if task.in_transaction() {
+                state.high.push_back(task);
+            } else {
+                state.low.push_back(task);
+            }
+        }
+        state
+    }
+
+    /// Where a task goes after a step: back into the epoll set, into the
+    /// queue (returned), or away.
+    fn after(&self, task: T, next: Next) -> Option<T> {
+        match next {
+            Next::Wait => self.park(task),
+            Next::Ready => Some(task),
+            Next::Done => {
+                self.close(task);
+                None
+            }
+        }
+    }
+
+    /// Drops a task that is over.
+    fn close(&self, task: T) {
+        self.forget(task.fd());
+        drop(task);
     }
 
     /// Wakes one listening worker (through the kick eventfd).
@@ -579,6 +669,8 @@ struct Listener<T> {
     events: Vec<libc::epoll_event>,
     /// Tasks whose sockets had input, on their way to the queue.
     ready: Vec<T>,
+    /// The tasks of a batch that [`Task::begin`] took.
+    taken: Vec<T>,
     /// The last `epoll_wait` took a kick.
     kicked: bool,
 }
@@ -588,6 +680,7 @@ impl<T> Listener<T> {
         Listener {
             events: vec![libc::epoll_event { events: 0, u64: 0 }; EVENTS_PER_WAIT],
             ready: Vec::with_capacity(EVENTS_PER_WAIT),
+            taken: Vec::with_capacity(POOL_BATCH_TASKS_MAX),
             kicked: false,
         }
     }
@@ -623,11 +716,16 @@ fn arm_kick(epoll: RawFd, kick: RawFd, op: libc::c_int) -> bool {
 
 /// Runs a task; a panic ends that task only.
 fn run_caught<T: Task>(task: &mut T) -> Next {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| task.run())) {
-        Ok(next) => next,
+    caught(|| task.run()).unwrap_or(Next::Done)
+}
+
+/// Runs a step of a task; None when it panicked (the task is to close).
+fn caught<R>(step: impl FnOnce() -> R) -> Option<R> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(step)) {
+        Ok(value) => Some(value),
         Err(_) => {
             tracing::error!("a pooled connection panicked; it is closed");
-            Next::Done
+            None
         }
     }
 }
@@ -658,6 +756,10 @@ mod tests {
         /// Blocks each run until a message comes.
         gate: Option<mpsc::Receiver<()>>,
         seen: mpsc::Sender<(&'static str, u8)>,
+        /// Takes part in batches: `begin` reads the byte, `send` notes
+        /// the batch's size here, `finish` reports the byte.
+        batches: Option<Arc<Mutex<Vec<usize>>>>,
+        byte: u8,
     }
 
     impl Task for Echo {
@@ -680,6 +782,25 @@ mod tests {
         fn in_transaction(&self) -> bool {
             self.in_tx
         }
+        fn begin(&mut self) -> bool {
+            if self.batches.is_none() {
+                return false;
+            }
+            let mut byte = [0u8];
+            self.byte = match self.socket.read(&mut byte) {
+                Ok(1) => byte[0],
+                _ => u8::MAX,
+            };
+            true
+        }
+        fn send(batch: &[Echo]) {
+            let sizes = batch[0].batches.as_ref().expect("a batching task");
+            sizes.lock().expect("not poisoned").push(batch.len());
+        }
+        fn finish(&mut self) -> Next {
+            let _ = self.seen.send((self.name, self.byte));
+            Next::Wait
+        }
     }
 
     fn echo(
@@ -694,6 +815,8 @@ mod tests {
             in_tx,
             gate: None,
             seen: seen.clone(),
+            batches: None,
+            byte: 0,
         };
         (task, theirs)
     }
@@ -769,6 +892,66 @@ mod tests {
         first_client.write_all(&[3]).expect("write");
         assert_eq!(seen.recv_timeout(WAIT), Ok(("first", 3)));
         assert_eq!(pool.threads(), 1, "the listener served the queued task");
+    }
+
+    /// Input on several connections while the worker is busy is served
+    /// as one batch when it next listens: one `send` for all the tasks
+    /// that took part; one that does not is run after the batch.
+    #[test]
+    fn input_on_several_connections_is_served_as_one_batch() {
+        const BATCHED: usize = 5;
+        let mut one_thread = options(1, 60_000);
+        one_thread.max_threads = 1;
+        let pool = ThreadPool::start(one_thread).expect("pool");
+        let (seen_tx, seen) = mpsc::channel();
+        let sizes = Arc::new(Mutex::new(Vec::new()));
+        let mut clients = Vec::new();
+        for at in 0..=BATCHED {
+            // The last one does not take part.
+            let name = if at == BATCHED { "plain" } else { "batched" };
+            let (mut task, mut client) = echo(name, false, &seen_tx);
+            if at < BATCHED {
+                task.batches = Some(Arc::clone(&sizes));
+            }
+            client.write_all(&[0]).expect("write");
+            pool.submit(task);
+            clients.push(client);
+        }
+        for _ in 0..=BATCHED {
+            assert!(seen.recv_timeout(WAIT).is_ok(), "each task's first run");
+        }
+        let deadline = Instant::now() + WAIT;
+        while pool.waiting() < BATCHED + 1 && Instant::now() < deadline {
+            thread::yield_now();
+        }
+        assert_eq!(pool.waiting(), BATCHED + 1, "all idle in the epoll set");
+        // The one worker runs a task that waits for its gate meanwhile.
+        let (mut busy, mut busy_client) = echo("busy", false, &seen_tx);
+        let (open, gate) = mpsc::channel();
+        busy.gate = Some(gate);
+        busy_client.write_all(&[0]).expect("write");
+        pool.submit(busy);
+        let deadline = Instant::now() + WAIT;
+        while pool.running() == 0 && Instant::now() < deadline {
+            thread::yield_now();
+        }
+        assert_eq!(pool.running(), 1, "the worker runs the gated task");
+        for (at, client) in clients.iter_mut().enumerate() {
+            client.write_all(&[at as u8 + 1]).expect("write");
+        }
+        open.send(()).expect("open");
+        assert_eq!(seen.recv_timeout(WAIT), Ok(("busy", 0)));
+        let mut got = Vec::new();
+        for _ in 0..=BATCHED {
+            got.push(seen.recv_timeout(WAIT).expect("served"));
+        }
+        got.sort();
+        let mut wanted: Vec<_> = (0..BATCHED).map(|at| ("batched", at as u8 + 1)).collect();
+        wanted.push(("plain", BATCHED as u8 + 1));
+        wanted.sort();
+        assert_eq!(got, wanted);
+        assert_eq!(*sizes.lock().expect("not poisoned"), vec![BATCHED]);
+        assert_eq!(pool.threads(), 1);
     }
 
     /// Many idle tasks on few threads.

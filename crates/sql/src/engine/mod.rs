@@ -172,6 +172,7 @@ impl Engine {
             prepared: prepared::Statements::default(),
             grants: users::Grants::default(),
             subqueries: exec::subquery::Cache::default(),
+            deferred: None,
         }
     }
 }
@@ -196,6 +197,17 @@ pub struct Conn<'s> {
     pub status: status::ConnStatus,
     /// What the running statement's subqueries gave.
     pub subqueries: exec::subquery::Cache,
+    /// A statement whose read a thread-pool worker sends with other
+    /// connections' (`Backend::execute_deferrable`).
+    pub deferred: Option<DeferredStatement>,
+}
+
+/// A statement started and not yet answered: its read waits to be sent.
+pub struct DeferredStatement {
+    select: exec::Deferred,
+    mark: status::Mark,
+    statement: Arc<Stmt>,
+    text: String,
 }
 
 impl Drop for Conn<'_> {
@@ -271,6 +283,81 @@ impl<'s> Conn<'s> {
         result
     }
 
+    /// Starts a prepared query as `run_statement` runs it, except that a
+    /// read of one row by key outside a transaction stops with its read
+    /// prepared (true: [`Conn::finish_deferred`] answers it); false: the
+    /// statement was answered to `sink`.
+    fn begin_deferred(
+        &mut self,
+        statement: Arc<Stmt>,
+        params: &[SqlValue],
+        sink: &mut dyn ResultSink,
+        text: String,
+    ) -> io::Result<bool> {
+        let mark = status::statement_start(self, &statement);
+        if !session::keeps_warnings(&statement) {
+            self.session.start_statement();
+        }
+        let mut counting = status::CountingSink::new(sink);
+        let begun = match &*statement {
+            Stmt::Sql(s) => users::authorize(self, s).and_then(|()| {
+                self.subqueries.clear();
+                exec::begin_deferred(self, s, params, &mut counting)
+            }),
+            Stmt::Extra(_) => Err(SqlError::unsupported("deferring this statement")),
+        };
+        match begun {
+            Ok(Some(select)) => {
+                self.deferred = Some(DeferredStatement {
+                    select,
+                    mark,
+                    statement,
+                    text,
+                });
+                return Ok(true);
+            }
+            Ok(None) => {}
+            Err(error) => {
+                self.session.note_error(&error);
+                counting.error(&error)?;
+            }
+        }
+        let sent = status::Sent {
+            rows: counting.rows,
+            affected: counting.affected,
+        };
+        status::statement_end(self, mark, &statement, &text, sent);
+        Ok(false)
+    }
+
+    /// Answers the statement `begin_deferred` left, its read sent.
+    fn finish_deferred(&mut self, sink: &mut dyn ResultSink) -> io::Result<()> {
+        let Some(deferred) = self.deferred.take() else {
+            let error = SqlError::new(
+                codes::UNKNOWN,
+                "internal error of the SQL node: no statement was started",
+            );
+            return sink.error(&error);
+        };
+        let DeferredStatement {
+            select,
+            mark,
+            statement,
+            text,
+        } = deferred;
+        let mut counting = status::CountingSink::new(sink);
+        if let Err(error) = exec::finish_deferred(self, select, false, &mut counting) {
+            self.session.note_error(&error);
+            counting.error(&error)?;
+        }
+        let sent = status::Sent {
+            rows: counting.rows,
+            affected: counting.affected,
+        };
+        status::statement_end(self, mark, &statement, &text, sent);
+        Ok(())
+    }
+
     /// Runs the statement (`run_statement` counts around it).
     fn run_inner(
         &mut self,
@@ -282,7 +369,6 @@ impl<'s> Conn<'s> {
         if !session::keeps_warnings(statement) {
             self.session.start_statement();
         }
-        self.info.query_killed.store(false, Ordering::Relaxed);
         let outcome = self.dispatch(statement, params, more, sink);
         match outcome {
             Ok(Answered::Done) => Ok(true),
@@ -464,6 +550,24 @@ impl<'s> Backend for Conn<'s> {
         prepared::execute(self, id, params, sink)
     }
 
+    fn may_defer(&self, id: u32) -> bool {
+        prepared::may_defer(self, id)
+    }
+
+    fn execute_deferrable(
+        &mut self,
+        id: u32,
+        params: &[SqlValue],
+        sink: &mut dyn ResultSink,
+    ) -> io::Result<bool> {
+        status::count_command(self, status::COM_STMT_EXECUTE);
+        prepared::execute_deferrable(self, id, params, sink)
+    }
+
+    fn finish_deferred(&mut self, sink: &mut dyn ResultSink) -> io::Result<()> {
+        prepared::finish_deferred(self, sink)
+    }
+
     fn close(&mut self, id: u32) {
         status::count_command(self, status::COM_STMT_CLOSE);
         self.prepared.close(id);
@@ -513,8 +617,15 @@ impl<'s> Backend for Conn<'s> {
 }
 
 impl<'s> Conn<'s> {
-    /// Tells `SHOW PROCESSLIST` what this connection does now.
+    /// Tells `SHOW PROCESSLIST` what this connection does now. A command
+    /// with a statement starts here: a `KILL QUERY` of the idle connection
+    /// before it is forgotten, and one after (once the statement shows in
+    /// the process list) stops it, because the flag is cleared only here,
+    /// before the statement shows, never while it runs.
     pub fn set_command(&self, command: &'static str, statement: Option<&str>) {
+        if statement.is_some() {
+            self.info.query_killed.store(false, Ordering::Relaxed);
+        }
         let mut state = self.info.state.lock().unwrap_or_else(|p| p.into_inner());
         state.command = command;
         state.info = statement.map(|s| stdx_truncate(s, 1024));

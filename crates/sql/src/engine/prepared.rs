@@ -25,6 +25,10 @@ struct Entry {
     statement: Arc<Stmt>,
     text: String,
     placeholders: Vec<Location>,
+    /// A query without locking clauses that has not yet turned out to be
+    /// anything but a read of one row by key: a thread-pool worker may
+    /// start it and send its read with other connections'.
+    deferrable: bool,
 }
 
 /// A connection's prepared statements.
@@ -116,12 +120,14 @@ pub fn prepare(conn: &mut Conn<'_>, sql: &str) -> SqlResult<Prepared> {
         .collect();
     conn.prepared.next_id = conn.prepared.next_id.wrapping_add(1).max(1);
     let id = conn.prepared.next_id;
+    let deferrable = matches!(&statement, Stmt::Sql(s) if matches!(&**s, Statement::Query(q) if q.locks.is_empty()));
     conn.prepared.by_id.insert(
         id,
         Entry {
             statement: Arc::new(statement),
             text: sql.to_owned(),
             placeholders,
+            deferrable,
         },
     );
     Ok(Prepared {
@@ -158,4 +164,56 @@ pub fn execute(
     conn.set_command("Sleep", None);
     conn.prepared.running.clear();
     result.map(|_| ())
+}
+
+/// Whether statement `id` may be started for a thread-pool batch now (see
+/// [`execute_deferrable`]): a prepared query that reads one row by key (as
+/// far as is known), outside a transaction.
+pub fn may_defer(conn: &Conn<'_>, id: u32) -> bool {
+    conn.prepared.by_id.get(&id).is_some_and(|e| e.deferrable)
+        && !super::txn::in_transaction(conn)
+        && conn.tx.tx.is_none()
+        && conn.deferred.is_none()
+}
+
+/// Executes a prepared statement as [`execute`] does, except that a query
+/// reading one row by key outside a transaction only has its read
+/// prepared, unsent: true, and [`finish_deferred`] answers it once the
+/// worker sent it with other connections' reads. False: answered to `sink`.
+pub fn execute_deferrable(
+    conn: &mut Conn<'_>,
+    id: u32,
+    params: &[SqlValue],
+    sink: &mut dyn ResultSink,
+) -> io::Result<bool> {
+    let ready = conn
+        .prepared
+        .by_id
+        .get(&id)
+        .filter(|e| e.placeholders.len() == params.len());
+    let Some(entry) = ready.filter(|_| may_defer(conn, id)) else {
+        return execute(conn, id, params, sink).map(|()| false);
+    };
+    let statement = Arc::clone(&entry.statement);
+    conn.prepared.running = entry.placeholders.clone();
+    let text = entry.text.clone();
+    conn.set_command("Execute", Some(&text));
+    let deferred = conn.begin_deferred(statement, params, sink, text)?;
+    if !deferred {
+        // Not a read of one row by key: the next executes run as usual.
+        if let Some(entry) = conn.prepared.by_id.get_mut(&id) {
+            entry.deferrable = false;
+        }
+        conn.set_command("Sleep", None);
+        conn.prepared.running.clear();
+    }
+    Ok(deferred)
+}
+
+/// Answers the statement [`execute_deferrable`] deferred.
+pub fn finish_deferred(conn: &mut Conn<'_>, sink: &mut dyn ResultSink) -> io::Result<()> {
+    let result = conn.finish_deferred(sink);
+    conn.set_command("Sleep", None);
+    conn.prepared.running.clear();
+    result
 }

@@ -218,6 +218,12 @@ pub struct Global {
     pub log_not_using_indexes: AtomicBool,
     /// The slow query log.
     pub slow_log: SlowLog,
+    /// Batches of deferred key reads thread-pool workers sent
+    /// (`Threadpool_batches`).
+    pub pool_batches: AtomicU64,
+    /// Statements whose read went in such a batch
+    /// (`Threadpool_batched_reads`).
+    pub pool_batched_reads: AtomicU64,
 }
 
 /// A connection's own side of the counters.
@@ -611,6 +617,12 @@ pub fn rows(conn: &Conn<'_>, global: bool) -> Vec<(String, String)> {
             .load(Ordering::Relaxed)
             .to_string(),
     );
+    let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed).to_string();
+    put(
+        "Threadpool_batched_reads",
+        load(&engine.status.pool_batched_reads),
+    );
+    put("Threadpool_batches", load(&engine.status.pool_batches));
     put("Threads_running", threads_running.to_string());
     put("Uptime", engine.started.elapsed().as_secs().to_string());
     out.sort_by_key(|(name, _)| name.to_ascii_lowercase());

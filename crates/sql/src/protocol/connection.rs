@@ -194,6 +194,59 @@ impl<S: Read + Write> Wire<S> {
         Ok(connection.one_command()? == Flow::Continue)
     }
 
+    /// See [`super::Wire::begin_command`].
+    pub fn begin_command(
+        &mut self,
+        backend: &mut dyn Backend,
+        options: &ProtocolOptions,
+    ) -> io::Result<super::Begun> {
+        self.io.reset_seq();
+        let id = match self.io.peek_packet()? {
+            Some([command::STMT_EXECUTE, a, b, c, d, ..]) => u32::from_le_bytes([*a, *b, *c, *d]),
+            _ => return Ok(super::Begun::NotTaken),
+        };
+        if !backend.may_defer(id) {
+            return Ok(super::Begun::NotTaken);
+        }
+        let packet = match self.io.read_packet() {
+            Ok(packet) => packet,
+            Err(ReadError::Io(error)) => return Err(error),
+            // The packet was checked whole and in sequence.
+            Err(other) => unreachable!("a peeked packet failed to read: {other:?}"),
+        };
+        let mut connection = Connection {
+            w: self,
+            backend,
+            options,
+        };
+        let deferred = connection.execute_with(&packet[1..], true)?;
+        Ok(if deferred {
+            super::Begun::Deferred
+        } else {
+            super::Begun::Answered
+        })
+    }
+
+    /// See [`super::Wire::finish_command`].
+    pub fn finish_command(
+        &mut self,
+        backend: &mut dyn Backend,
+        options: &ProtocolOptions,
+        begun: super::Begun,
+    ) -> io::Result<bool> {
+        let mut connection = Connection {
+            w: self,
+            backend,
+            options,
+        };
+        if begun == super::Begun::Deferred {
+            connection.answer_with(true, |backend, sink| {
+                backend.finish_deferred(sink).map(|()| false)
+            })?;
+        }
+        Ok(connection.end_command(Flow::Continue)? == Flow::Continue)
+    }
+
     /// See [`super::Wire::has_buffered_input`].
     pub fn has_buffered_input(&self) -> bool {
         self.io.has_buffered_input()
@@ -437,6 +490,11 @@ impl<'a, S: Read + Write> Connection<'a, S> {
             return Ok(Flow::Close);
         };
         let flow = self.command(&packet)?;
+        self.end_command(flow)
+    }
+
+    /// Writes a command's answer out; Close when the connection is over.
+    fn end_command(&mut self, flow: Flow) -> io::Result<Flow> {
         self.w.io.flush()?;
         self.w.io.shrink_idle();
         if flow == Flow::Close || self.backend.killed() {
@@ -638,19 +696,25 @@ impl<'a, S: Read + Write> Connection<'a, S> {
     }
 
     fn execute(&mut self, payload: &[u8]) -> io::Result<()> {
+        self.execute_with(payload, false).map(|_| ())
+    }
+
+    /// COM_STMT_EXECUTE; with `deferrable`, the backend may defer it
+    /// (true: nothing is written yet).
+    fn execute_with(&mut self, payload: &[u8], deferrable: bool) -> io::Result<bool> {
         let mut cursor = Cursor::new(payload);
         let Ok(id) = cursor.u32() else {
-            return write_err(&mut self.w.io, &malformed());
+            return write_err(&mut self.w.io, &malformed()).map(|()| false);
         };
         // The cursor flags (a cursor is never opened: the whole result is
         // sent, as MySQL does for a statement that needs none) and the
         // iteration count, always 1.
         if cursor.u8().and_then(|_| cursor.u32()).is_err() {
-            return write_err(&mut self.w.io, &malformed());
+            return write_err(&mut self.w.io, &malformed()).map(|()| false);
         }
         let mut params = match self.decode_params(id, &mut cursor) {
             Ok(params) => params,
-            Err(error) => return write_err(&mut self.w.io, &error),
+            Err(error) => return write_err(&mut self.w.io, &error).map(|()| false),
         };
         if self.backend.latin1_client() {
             for p in &mut params {
@@ -659,13 +723,33 @@ impl<'a, S: Read + Write> Connection<'a, S> {
                 }
             }
         }
+        self.answer_with(true, |backend, sink| {
+            if deferrable {
+                backend.execute_deferrable(id, &params, sink)
+            } else {
+                backend.execute(id, &params, sink).map(|()| false)
+            }
+        })
+    }
+
+    /// Runs `answer` with a sink for the command's answer (binary rows
+    /// when `binary`), then ends what it left open and sets the status of
+    /// its OK and EOF packets, unless it deferred the command (true: it
+    /// has written nothing).
+    fn answer_with(
+        &mut self,
+        binary: bool,
+        answer: impl FnOnce(&mut dyn Backend, &mut dyn ResultSink) -> io::Result<bool>,
+    ) -> io::Result<bool> {
         let status = self.backend.status_flags();
-        let mut sink = Sink::new(&mut self.w.io, self.w.caps, true, status);
+        let mut sink = Sink::new(&mut self.w.io, self.w.caps, binary, status);
         sink.latin1 = self.backend.latin1_results();
-        self.backend.execute(id, &params, &mut sink)?;
+        if answer(&mut *self.backend, &mut sink)? {
+            return Ok(true);
+        }
         sink.finish()?;
         self.w.io.set_status(self.backend.status_flags());
-        Ok(())
+        Ok(false)
     }
 
     /// The parameters of an execute: NULL bitmap, the new-params-bound

@@ -123,6 +123,19 @@ pub fn serve_connection<S: Read + Write>(
     connection::serve(stream, backend, peer, options)
 }
 
+/// How [`Wire::begin_command`] left a command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Begun {
+    /// Not taken (not whole, or not one to defer): [`Wire::command`]
+    /// serves it.
+    NotTaken,
+    /// Answered already (the backend did not defer it); the answer is not
+    /// written out yet.
+    Answered,
+    /// Its requests wait in the backend's native session to be sent.
+    Deferred,
+}
+
 /// One client connection, owning its stream, served a step at a time: a
 /// thread pool parks it while its client is idle and serves one command
 /// at a time on whichever thread is free ([`serve_connection`] serves
@@ -156,6 +169,32 @@ impl<S: Read + Write> Wire<S> {
         options: &ProtocolOptions,
     ) -> io::Result<bool> {
         self.0.command(backend, options)
+    }
+
+    /// Starts the client's next command for a thread-pool batch, when it
+    /// has come whole (reading the socket once if nothing is buffered: the
+    /// caller knows it readable) and is an execute the backend may defer
+    /// ([`crate::backend::Backend::may_defer`]). [`Begun::NotTaken`]
+    /// leaves everything for [`Wire::command`]; otherwise
+    /// [`Wire::finish_command`] completes it.
+    pub fn begin_command(
+        &mut self,
+        backend: &mut dyn Backend,
+        options: &ProtocolOptions,
+    ) -> io::Result<Begun> {
+        self.0.begin_command(backend, options)
+    }
+
+    /// Completes a command [`Wire::begin_command`] took: answers a
+    /// deferred execute (its requests sent), writes the answer out; false
+    /// when the connection is over, as for [`Wire::command`].
+    pub fn finish_command(
+        &mut self,
+        backend: &mut dyn Backend,
+        options: &ProtocolOptions,
+        begun: Begun,
+    ) -> io::Result<bool> {
+        self.0.finish_command(backend, options, begun)
     }
 
     /// Whether the client's next command is already read into the buffer

@@ -17,7 +17,7 @@
 //! [`OUT_BUFFER_BYTES_MAX`], so a large result set streams in bounded
 //! memory).
 
-use std::io::{self, BufReader, Read, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 
 /// The largest payload one frame carries; a payload this long or longer
 /// continues in the next frame.
@@ -216,6 +216,31 @@ impl<S: Read + Write> PacketIo<S> {
     /// see them.
     pub fn has_buffered_input(&self) -> bool {
         !self.reader.buffer().is_empty()
+    }
+
+    /// The payload of the next packet when the input holds all of it in
+    /// one frame with the expected sequence id, reading from the stream
+    /// only when nothing is buffered (once: a caller that knows the
+    /// socket readable does not block); None otherwise (what was read
+    /// stays buffered for [`PacketIo::read_packet`]).
+    pub fn peek_packet(&mut self) -> io::Result<Option<&[u8]>> {
+        loop {
+            match self.reader.fill_buf() {
+                Ok(_) => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        let buffered = self.reader.buffer();
+        let Some(header) = buffered.get(..HEADER_BYTES) else {
+            return Ok(None);
+        };
+        let len =
+            usize::from(header[0]) | usize::from(header[1]) << 8 | usize::from(header[2]) << 16;
+        if header[3] != self.seq || len >= FRAME_PAYLOAD_BYTES_MAX || len > self.max_packet_bytes {
+            return Ok(None);
+        }
+        Ok(buffered.get(HEADER_BYTES..HEADER_BYTES + len))
     }
 
     /// The stream, for its socket options.

@@ -11,7 +11,6 @@ pub mod subquery;
 mod write;
 pub(crate) use write::{duplicate_error, failed_op, now_value};
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -45,15 +44,42 @@ pub fn query(
     more: bool,
     sink: &mut dyn ResultSink,
 ) -> SqlResult<Answered> {
-    conn.info.query_killed.store(false, Ordering::Relaxed);
+    let (q, params, placeholders) = query_start(conn, statement, params)?;
+    select::run(conn, q, &params, &placeholders, more, sink)
+}
+
+/// What running a query starts with: the query, its parameters as
+/// values, its placeholders.
+fn query_start<'q>(
+    conn: &mut Conn<'_>,
+    statement: &'q Statement,
+    params: &[SqlValue],
+) -> SqlResult<(&'q sqlparser::ast::Query, Vec<Val>, Vec<Location>)> {
     conn.subqueries.clear();
     let Statement::Query(q) = statement else {
         return Err(SqlError::unsupported(format_args!("`{statement}`")));
     };
     let params: Vec<Val> = params.iter().map(convert::from_sql).collect();
     let placeholders = placeholder_locations(conn, statement);
-    select::run(conn, q, &params, &placeholders, more, sink)
+    Ok((q, params, placeholders))
 }
+
+/// Starts a query that a thread-pool worker may send together with other
+/// connections' statements: when it reads one row by key outside a
+/// transaction, its read is prepared in the connection's session, unsent
+/// (Some; [`finish_deferred`] answers it once sent); otherwise it runs to
+/// `sink` as [`query`] runs it (None).
+pub(crate) fn begin_deferred(
+    conn: &mut Conn<'_>,
+    statement: &Statement,
+    params: &[SqlValue],
+    sink: &mut dyn ResultSink,
+) -> SqlResult<Option<select::Deferred>> {
+    let (q, params, placeholders) = query_start(conn, statement, params)?;
+    select::begin_deferred(conn, q, params, &placeholders, sink)
+}
+
+pub(crate) use select::{finish_deferred, Deferred};
 
 /// Runs `EXPLAIN [ANALYZE | FORMAT=…]` of a query.
 pub fn explain(
@@ -63,7 +89,6 @@ pub fn explain(
     sink: &mut dyn ResultSink,
 ) -> SqlResult<Answered> {
     use sqlparser::ast::{AnalyzeFormat as F, AnalyzeFormatKind as K};
-    conn.info.query_killed.store(false, Ordering::Relaxed);
     conn.subqueries.clear();
     let Statement::Explain {
         statement: inner,
@@ -103,7 +128,6 @@ pub fn write(
     statement: &Statement,
     params: &[SqlValue],
 ) -> SqlResult<Answered> {
-    conn.info.query_killed.store(false, Ordering::Relaxed);
     if conn.tx.read_only && conn.tx.explicit {
         return Err(SqlError::new(
             1792,
@@ -210,7 +234,12 @@ pub fn with_scope<R>(
 }
 
 /// A table row as SQL values, from a native row of all columns.
-fn sql_row(table: &TableInfo, values: &[Value], positions: &[usize], tz_secs: i64) -> Vec<Val> {
+pub(crate) fn sql_row(
+    table: &TableInfo,
+    values: &[Value],
+    positions: &[usize],
+    tz_secs: i64,
+) -> Vec<Val> {
     let mut row = vec![Val::Null; table.columns.len()];
     for (v, pos) in values.iter().zip(positions) {
         if let Some(at) = table.columns.iter().position(|c| c.native == *pos) {
@@ -301,24 +330,17 @@ pub(crate) fn fetch(
                     }
                 }
                 for h in handles {
-                    match outcome.result(h) {
-                        Some(OpResult::Row(r)) => {
-                            let key = primary_key_of(table, r.values(), r.columns());
-                            // One key finds one row: nothing to compare.
-                            if keys.len() > 1 && !seen.insert(format!("{key:?}")) {
-                                continue;
-                            }
-                            let row = sql_row(table, r.values(), r.columns(), ctx.env.tz_secs);
-                            if !keep(row, key, ctx)? {
-                                return Ok(out);
-                            }
-                        }
-                        Some(OpResult::Failed(e)) if e.code == skarv_client::codes::NO_SUCH_ROW => {
-                        }
-                        Some(OpResult::Failed(e)) => {
-                            return Err(txn::native_error_in(e, &table.name))
-                        }
-                        _ => {}
+                    let Some(r) = found_row(table, outcome.result(h))? else {
+                        continue;
+                    };
+                    let key = primary_key_of(table, r.values(), r.columns());
+                    // One key finds one row: nothing to compare.
+                    if keys.len() > 1 && !seen.insert(format!("{key:?}")) {
+                        continue;
+                    }
+                    let row = sql_row(table, r.values(), r.columns(), ctx.env.tz_secs);
+                    if !keep(row, key, ctx)? {
+                        return Ok(out);
                     }
                 }
             }
@@ -407,7 +429,25 @@ pub(crate) fn fetch(
     Ok(out)
 }
 
-fn primary_key_of(table: &TableInfo, values: &[Value], positions: &[usize]) -> Vec<Value> {
+/// The row a key read of `table` found: None when there is none (or the
+/// operation has no result); its failure as the statement's error.
+pub(crate) fn found_row<'o>(
+    table: &TableInfo,
+    result: Option<&'o OpResult>,
+) -> SqlResult<Option<&'o skarv_client::Row>> {
+    match result {
+        Some(OpResult::Row(r)) => Ok(Some(r)),
+        Some(OpResult::Failed(e)) if e.code == skarv_client::codes::NO_SUCH_ROW => Ok(None),
+        Some(OpResult::Failed(e)) => Err(txn::native_error_in(e, &table.name)),
+        _ => Ok(None),
+    }
+}
+
+pub(crate) fn primary_key_of(
+    table: &TableInfo,
+    values: &[Value],
+    positions: &[usize],
+) -> Vec<Value> {
     table
         .native
         .def()

@@ -767,6 +767,140 @@ pub fn run(
     send(sink, &metas, &rows, &end)
 }
 
+/// A query reading one row by key outside a transaction, its read
+/// prepared in the connection's session and not yet sent: a thread-pool
+/// worker sends the reads of the connections it serves together (one
+/// write and one round trip for all) and then answers each.
+pub(crate) struct Deferred {
+    plans: Plans,
+    table: Arc<TableInfo>,
+    read: skarv_client::OpHandle,
+    params: Vec<Val>,
+}
+
+/// Plans a query; when it is a single-table read of one row by key
+/// (primary or unique) outside a transaction, defines that read in a new
+/// transaction that commits with it and prepares it in the connection's
+/// session (Some). Anything else runs to `sink` as [`run`] runs it (None).
+pub(crate) fn begin_deferred(
+    conn: &mut Conn<'_>,
+    q: &ast::Query,
+    params: Vec<Val>,
+    placeholders: &[Location],
+    sink: &mut dyn ResultSink,
+) -> SqlResult<Option<Deferred>> {
+    let plans = plan_query(conn, q, placeholders, Some(&params))?;
+    let read = match plans.planned.as_slice() {
+        [p] if !txn::in_transaction(conn) && conn.tx.tx.is_none() => {
+            deferred_read(conn, p, &params)?
+        }
+        _ => None,
+    };
+    let Some((table, read)) = read else {
+        let metas = plans.metas.clone();
+        let rows = rows_of(conn, plans, &params)?;
+        let end = OkInfo {
+            warnings: conn.session.warning_count(),
+            ..OkInfo::default()
+        };
+        send(sink, &metas, &rows, &end)?;
+        return Ok(None);
+    };
+    Ok(Some(Deferred {
+        plans,
+        table,
+        read,
+        params,
+    }))
+}
+
+/// The read of a planned SELECT that reads one row by key without a lock
+/// (what [`run_one`] would read, committing with it), prepared in the
+/// connection's session; None for any other plan.
+fn deferred_read(
+    conn: &mut Conn<'_>,
+    p: &Planned,
+    params: &[Val],
+) -> SqlResult<Option<(Arc<TableInfo>, skarv_client::OpHandle)>> {
+    let Some(table) = &p.table else {
+        return Ok(None);
+    };
+    if p.join.is_some() || p.rows.is_some() || p.lock.is_some() || p.limit == Some(0) {
+        return Ok(None);
+    }
+    let environment = env(conn);
+    let mut ctx = Ctx::new(params, &environment);
+    let (access, _) = single_access(table, p, &mut ctx)?;
+    let (key, index) = match &access {
+        Access::Keys(keys) if keys.len() == 1 => (&keys[0], None),
+        Access::Unique { keys, index } if keys.len() == 1 => (&keys[0], Some(index.as_str())),
+        _ => return Ok(None),
+    };
+    // Warnings of the plan (a key value converted) are the statement's.
+    keep_warnings(conn, &mut ctx);
+    let columns = projection(table, p);
+    let tx = conn.native.begin().map_err(|e| txn::native_error(&e))?;
+    let mut op = skarv_client::Op::read(&table.native, key)
+        .lock(LockMode::Committed)
+        .ignore_error();
+    if let Some(name) = index {
+        op = op.index(name);
+    }
+    if let Some(columns) = &columns {
+        op = op.columns(columns);
+    }
+    let native = |e: skarv_client::Error| txn::native_error_in(&e, &table.name);
+    let read = tx.define(op).map_err(native)?;
+    conn.native
+        .prepare_tagged(tx, skarv_client::ExecMode::Commit, 0)
+        .map_err(native)?;
+    Ok(Some((Arc::clone(table), read)))
+}
+
+/// Waits for a deferred read (sent by the worker with others) and answers
+/// its query to `sink` as [`run`] would have.
+pub(crate) fn finish_deferred(
+    conn: &mut Conn<'_>,
+    deferred: Deferred,
+    more: bool,
+    sink: &mut dyn ResultSink,
+) -> SqlResult<Answered> {
+    let Deferred {
+        plans,
+        table,
+        read,
+        params,
+    } = deferred;
+    let outcome = txn::take_completed(conn)?;
+    let outcome = outcome.map_err(|e| txn::native_error_in(&e, &table.name))?;
+    let environment = env(conn);
+    let info = Arc::clone(&conn.info);
+    let mut ctx = Ctx::new(&params, &environment);
+    ctx.killed = Some(&info.query_killed);
+    let p = &plans.planned[0];
+    let mut found = Vec::new();
+    if let Some(r) = super::found_row(&table, outcome.result(read))? {
+        ctx.check_killed()?;
+        let row = super::sql_row(&table, r.values(), r.columns(), ctx.env.tz_secs);
+        let pass = match &p.cond {
+            Some(c) => c.test(&row, &mut ctx)?,
+            None => true,
+        };
+        if pass {
+            let key = super::primary_key_of(&table, r.values(), r.columns());
+            found.push((row, key));
+        }
+    }
+    let rows = shape(p, found, &mut ctx)?;
+    keep_warnings(conn, &mut ctx);
+    let end = OkInfo {
+        warnings: conn.session.warning_count(),
+        more_results: more,
+        ..OkInfo::default()
+    };
+    send(sink, &plans.metas, &rows, &end)
+}
+
 /// The rows of a planned query.
 fn rows_of(conn: &mut Conn<'_>, plans: Plans, params: &[Val]) -> SqlResult<Vec<Vec<Val>>> {
     let Plans {
