@@ -108,7 +108,7 @@ pub use schema::Table;
 pub use session::{send_all, Callback, Session, IN_FLIGHT_MAX};
 pub use stats::SessionStats;
 pub use transaction::{
-    ExecMode, ExecuteFuture, LockMode, Op, OpHandle, OpResult, Outcome, Row, Transaction,
+    ExecMode, ExecuteFuture, Later, LockMode, Op, OpHandle, OpResult, Outcome, Row, Transaction,
 };
 
 /// The schema types a table definition is made of (from the `schema` crate).

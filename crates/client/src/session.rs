@@ -74,6 +74,15 @@ pub(crate) enum ReqKey {
     Gci(u32),
 }
 
+/// A synchronous execute's request waiting to be sent by [`send_all`].
+struct Later {
+    link: usize,
+    key: ReqKey,
+    commit: bool,
+    /// Its frames in `State::later_bytes`.
+    bytes: std::ops::Range<usize>,
+}
+
 /// A request waiting for its reply.
 struct Pending {
     node: NodeId,
@@ -256,6 +265,11 @@ pub(crate) struct State {
     completed: Vec<(u64, Result<Outcome>)>,
     events: Vec<Event>,
     pub send_buffer: Vec<u8>,
+    /// Requests of executes started with `Transaction::execute_later`,
+    /// encoded and waiting for `send_all`, in order.
+    later: Vec<Later>,
+    /// Their frames, back to back.
+    later_bytes: Vec<u8>,
     /// The encoded key of a hinted `begin`.
     key_scratch: Vec<u8>,
     /// Read-hinted `begin`s so far: which replica the next one picks.
@@ -358,6 +372,42 @@ impl Session {
         let pending = self.send_signal(link, commit, signal)?;
         self.state.borrow_mut().pending.insert(key, pending);
         Ok(())
+    }
+
+    /// Encodes a request for [`send_all`] to send (one of
+    /// `Transaction::execute_later`); its reply is waited for as a sent
+    /// request's once sent.
+    pub(crate) fn send_later(
+        &self,
+        link: usize,
+        key: ReqKey,
+        commit: bool,
+        signal: &Signal,
+    ) -> Result<()> {
+        let mut state = self.state.borrow_mut();
+        let state = &mut *state;
+        let start = state.later_bytes.len();
+        if let Err(error) = encode_frames(std::slice::from_ref(signal), &mut state.later_bytes) {
+            state.later_bytes.truncate(start);
+            return Err(error);
+        }
+        let end = state.later_bytes.len();
+        state.later.push(Later {
+            link,
+            key,
+            commit,
+            bytes: start..end,
+        });
+        Ok(())
+    }
+
+    /// Whether request `key` still waits to be sent.
+    pub(crate) fn is_later(&self, key: ReqKey) -> bool {
+        self.state
+            .borrow()
+            .later
+            .iter()
+            .any(|later| later.key == key)
     }
 
     /// Sends one signal; returns what a request it makes waits with.
@@ -1326,10 +1376,11 @@ pub fn send_all(sessions: &[&Session]) -> Result<usize> {
             // go in the same write (earlier sessions have sent theirs).
             let link = {
                 let state = lead.state.borrow();
-                let Some(&first) = state.prepared.first() else {
-                    break;
-                };
-                state.slots.get(first).request.link
+                match (state.prepared.first(), state.later.first()) {
+                    (Some(&first), _) => state.slots.get(first).request.link,
+                    (None, Some(later)) => later.link,
+                    (None, None) => break,
+                }
             };
             let mut buffer = std::mem::take(&mut lead.state.borrow_mut().send_buffer);
             buffer.clear();
@@ -1351,22 +1402,24 @@ pub fn send_all(sessions: &[&Session]) -> Result<usize> {
                     .map(|&slot| &slots.get(slot).request)
                     .filter(|request| request.link == link);
                 let n = requests.clone().count();
-                if n == 0 {
-                    continue;
-                }
-                match encode_frames(requests.map(|request| &request.signal), &mut buffer) {
-                    Ok(()) => {
-                        stats::add(&session.counts.bytes_sent, (buffer.len() - before) as u64);
-                        count += n;
-                    }
-                    Err(error) => {
-                        // This session's requests fail; the others' go.
-                        buffer.truncate(before);
-                        take_link(state, link, |state, slot| {
-                            state.file_in_slot(slot, Err(error.clone()))
-                        });
+                if n > 0 {
+                    match encode_frames(requests.map(|request| &request.signal), &mut buffer) {
+                        Ok(()) => count += n,
+                        Err(error) => {
+                            // This session's requests fail; the others' go.
+                            buffer.truncate(before);
+                            take_link(state, link, |state, slot| {
+                                state.file_in_slot(slot, Err(error.clone()))
+                            });
+                        }
                     }
                 }
+                // Requests of synchronous executes, encoded already.
+                for later in state.later.iter().filter(|later| later.link == link) {
+                    buffer.extend_from_slice(&state.later_bytes[later.bytes.clone()]);
+                    count += 1;
+                }
+                stats::add(&session.counts.bytes_sent, (buffer.len() - before) as u64);
             }
             let result = if count > 0 {
                 shared.send_bytes(link, &buffer, count)
@@ -1395,6 +1448,34 @@ pub fn send_all(sessions: &[&Session]) -> Result<usize> {
                     }
                     Err(error) => state.file_in_slot(slot, Err(error.clone())),
                 });
+                let state = &mut *state;
+                let generation_now = generation;
+                let mut later = std::mem::take(&mut state.later);
+                later.retain(|later| {
+                    if later.link != link {
+                        return true;
+                    }
+                    match &result {
+                        Ok(()) => {
+                            let pending = Pending {
+                                node,
+                                commit: later.commit,
+                                generation: generation_now,
+                            };
+                            state.pending.insert(later.key, pending);
+                            filed += 1;
+                        }
+                        Err(error) => {
+                            let previous = state.done.insert(later.key, Err(error.clone()));
+                            debug_assert!(previous.is_none(), "{:?} ended twice", later.key);
+                        }
+                    }
+                    false
+                });
+                if later.is_empty() {
+                    state.later_bytes.clear();
+                }
+                state.later = later;
                 stats::add(&session.counts.exec, filed);
                 sent += filed as usize;
             }

@@ -568,6 +568,26 @@ pub struct Transaction<'s> {
 }
 
 /// A built `TcKeyReq` and what is needed to read its answer.
+/// An execute started by [`Transaction::execute_later`].
+#[must_use = "finish it with Transaction::finish_later"]
+pub struct Later(LaterStep);
+
+enum LaterStep {
+    /// Waiting to be sent, or sent.
+    Queued(TxRequest),
+    /// Over already.
+    Done(Result<Outcome>),
+}
+
+impl std::fmt::Debug for Later {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            LaterStep::Queued(request) => write!(f, "Later(transaction {:#x})", request.tx_id),
+            LaterStep::Done(_) => write!(f, "Later(done)"),
+        }
+    }
+}
+
 pub(crate) struct TxRequest {
     pub tx_id: u64,
     pub link: usize,
@@ -953,6 +973,50 @@ impl<'s> Transaction<'s> {
         };
         let key = ReqKey::Tx(request.tx_id);
         self.send(&request)?;
+        let reply = self.session.wait_reply(key);
+        self.finish(request, reply)
+    }
+
+    /// Starts [`Transaction::execute`] without sending: the request waits
+    /// in the session for [`crate::send_all`] (which sends the requests of
+    /// several sessions in one write), and [`Transaction::finish_later`]
+    /// waits for its answer. What needs no request, or more than one
+    /// (blob parts), runs to its end here; its outcome waits in the handle.
+    pub fn execute_later(&self, mode: ExecMode) -> Result<Later> {
+        self.check_open()?;
+        let blob_work = {
+            let inner = self.inner().borrow();
+            !inner.works.is_empty() && mode != ExecMode::Rollback
+        };
+        if blob_work {
+            return Ok(Later(LaterStep::Done(self.execute(mode))));
+        }
+        let Some(request) = self.build(mode)? else {
+            return Ok(Later(LaterStep::Done(Ok(self.local_end(mode)))));
+        };
+        let key = ReqKey::Tx(request.tx_id);
+        if let Err(error) =
+            self.session
+                .send_later(request.link, key, request.commit, &request.signal)
+        {
+            self.abort_with(error.clone());
+            return Err(error);
+        }
+        Ok(Later(LaterStep::Queued(request)))
+    }
+
+    /// Waits for the answer of [`Transaction::execute_later`]'s request
+    /// (sending it first if nobody did) and reads it as
+    /// [`Transaction::execute`] would have.
+    pub fn finish_later(&self, later: Later) -> Result<Outcome> {
+        let request = match later.0 {
+            LaterStep::Done(outcome) => return outcome,
+            LaterStep::Queued(request) => request,
+        };
+        let key = ReqKey::Tx(request.tx_id);
+        if self.session.is_later(key) {
+            crate::send_all(&[self.session])?;
+        }
         let reply = self.session.wait_reply(key);
         self.finish(request, reply)
     }

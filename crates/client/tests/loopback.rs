@@ -755,6 +755,44 @@ fn several_sessions_send_their_transactions_in_one_write_per_connection() {
     assert_eq!(cluster.stats().write_calls - writes, SESSIONS as u64);
 }
 
+#[test]
+fn executes_started_later_go_out_together_and_keep_their_transactions_open() {
+    let setup = setup("later", Duration::ZERO);
+    let cluster = Cluster::connect_with(&setup.connect, options(8)).expect("connects");
+    let sessions: Vec<_> = (0..3).map(|_| cluster.session().expect("session")).collect();
+    let kv = sessions[0].table("kv").expect("table");
+    let txs: Vec<_> = sessions.iter().map(|s| s.begin().expect("begin")).collect();
+    let mut started = Vec::new();
+    for (i, tx) in txs.iter().enumerate() {
+        let key = [Value::Int(i as i64 + 1)];
+        let read = tx.read(&kv, &key, LockMode::Committed).expect("read");
+        started.push((read, tx.execute_later(ExecMode::NoCommit).expect("started")));
+    }
+    let writes = cluster.stats().write_calls;
+    let refs: Vec<&skarv_client::Session> = sessions.iter().collect();
+    assert_eq!(skarv_client::send_all(&refs).expect("sent"), 3);
+    assert_eq!(cluster.stats().write_calls - writes, 1, "one write for all");
+    for (i, (tx, (read, later))) in txs.iter().zip(started).enumerate() {
+        let outcome = tx.finish_later(later).expect("answered");
+        let k = i as i64 + 1;
+        assert_eq!(
+            outcome.row(read).map(|r| r.values().to_vec()),
+            Some(vec![Value::Int(k), Value::Int(k * 10)])
+        );
+        assert!(!outcome.committed, "the transaction stays open");
+        assert_eq!(sessions[i].stats().wait_exec_complete, 1);
+    }
+    for tx in &txs {
+        assert!(tx.execute(ExecMode::Commit).expect("commit").committed);
+    }
+    // Finishing one nobody sent sends it.
+    let tx = sessions[0].begin().expect("begin");
+    tx.read(&kv, &[Value::Int(9)], LockMode::Committed)
+        .expect("read");
+    let later = tx.execute_later(ExecMode::Commit).expect("started");
+    assert!(tx.finish_later(later).expect("answered").committed);
+}
+
 /// A minimal executor: polls on this thread, parks until woken.
 fn block_on<F: std::future::Future>(future: F) -> F::Output {
     struct Unpark(std::thread::Thread);

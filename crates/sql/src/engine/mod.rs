@@ -199,12 +199,12 @@ pub struct Conn<'s> {
     pub subqueries: exec::subquery::Cache,
     /// A statement whose read a thread-pool worker sends with other
     /// connections' (`Backend::execute_deferrable`).
-    pub deferred: Option<DeferredStatement>,
+    pub deferred: Option<DeferredStatement<'s>>,
 }
 
 /// A statement started and not yet answered: its read waits to be sent.
-pub struct DeferredStatement {
-    select: exec::Deferred,
+pub struct DeferredStatement<'s> {
+    select: exec::Deferred<'s>,
     mark: status::Mark,
     statement: Arc<Stmt>,
     text: String,
@@ -284,8 +284,8 @@ impl<'s> Conn<'s> {
     }
 
     /// Starts a prepared query as `run_statement` runs it, except that a
-    /// read of one row by key outside a transaction stops with its read
-    /// prepared (true: [`Conn::finish_deferred`] answers it); false: the
+    /// read of one row by key without a lock stops with its request built
+    /// and unsent (true: [`Conn::finish_deferred`] answers it); false: the
     /// statement was answered to `sink`.
     fn begin_deferred(
         &mut self,

@@ -168,18 +168,16 @@ pub fn execute(
 
 /// Whether statement `id` may be started for a thread-pool batch now (see
 /// [`execute_deferrable`]): a prepared query that reads one row by key (as
-/// far as is known), outside a transaction.
+/// far as is known).
 pub fn may_defer(conn: &Conn<'_>, id: u32) -> bool {
-    conn.prepared.by_id.get(&id).is_some_and(|e| e.deferrable)
-        && !super::txn::in_transaction(conn)
-        && conn.tx.tx.is_none()
-        && conn.deferred.is_none()
+    conn.prepared.by_id.get(&id).is_some_and(|e| e.deferrable) && conn.deferred.is_none()
 }
 
 /// Executes a prepared statement as [`execute`] does, except that a query
-/// reading one row by key outside a transaction only has its read
-/// prepared, unsent: true, and [`finish_deferred`] answers it once the
-/// worker sent it with other connections' reads. False: answered to `sink`.
+/// reading one row by key without a lock (read committed) only has its
+/// read's request built, unsent: true, and [`finish_deferred`] answers it
+/// once the worker sent it with other connections' requests. False:
+/// answered to `sink`.
 pub fn execute_deferrable(
     conn: &mut Conn<'_>,
     id: u32,

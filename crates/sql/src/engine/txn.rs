@@ -36,9 +36,6 @@ pub struct TxState<'s> {
     /// took it (deferred writes of earlier statements, under
     /// `transaction_allow_batching`).
     pending_at_start: usize,
-    /// Room for the outcome of a deferred read (kept: no allocation per
-    /// statement).
-    completed: Vec<(u64, skarv_client::Result<skarv_client::Outcome>)>,
 }
 
 impl TxState<'_> {
@@ -179,36 +176,6 @@ pub fn take<'s>(conn: &mut Conn<'s>) -> SqlResult<Transaction<'s>> {
     };
     conn.tx.pending_at_start = tx.pending_ops();
     Ok(tx)
-}
-
-/// How long one wait for a deferred read lasts before it looks again, in
-/// ms (the native request timeout ends a read that gets no answer).
-const DEFERRED_POLL_MS: u64 = 1_000;
-
-/// Waits for the outcome of the connection's deferred read (an
-/// autocommit transaction prepared in its session, which a thread-pool
-/// worker sent with other connections' reads).
-pub fn take_completed(
-    conn: &mut Conn<'_>,
-) -> SqlResult<skarv_client::Result<skarv_client::Outcome>> {
-    let mut out = std::mem::take(&mut conn.tx.completed);
-    out.clear();
-    while conn.native.take_completed(&mut out) == 0 {
-        if conn.native.in_flight() == 0 {
-            conn.tx.completed = out;
-            return Err(SqlError::new(
-                codes::UNKNOWN,
-                "internal error of the SQL node: a deferred read was never sent",
-            ));
-        }
-        conn.native
-            .poll(1, std::time::Duration::from_millis(DEFERRED_POLL_MS));
-    }
-    // One deferred read at a time per connection.
-    debug_assert_eq!(out.len(), 1, "one deferred read per connection");
-    let outcome = out.pop().map(|(_, outcome)| outcome);
-    conn.tx.completed = out;
-    outcome.ok_or_else(|| SqlError::new(codes::UNKNOWN, "internal error: no deferred outcome"))
 }
 
 /// Sends what a transaction has pending (deferred writes) before

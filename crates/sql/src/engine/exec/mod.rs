@@ -69,12 +69,12 @@ fn query_start<'q>(
 /// transaction, its read is prepared in the connection's session, unsent
 /// (Some; [`finish_deferred`] answers it once sent); otherwise it runs to
 /// `sink` as [`query`] runs it (None).
-pub(crate) fn begin_deferred(
-    conn: &mut Conn<'_>,
+pub(crate) fn begin_deferred<'s>(
+    conn: &mut Conn<'s>,
     statement: &Statement,
     params: &[SqlValue],
     sink: &mut dyn ResultSink,
-) -> SqlResult<Option<select::Deferred>> {
+) -> SqlResult<Option<select::Deferred<'s>>> {
     let (q, params, placeholders) = query_start(conn, statement, params)?;
     select::begin_deferred(conn, q, params, &placeholders, sink)
 }

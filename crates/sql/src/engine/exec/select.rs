@@ -767,36 +767,45 @@ pub fn run(
     send(sink, &metas, &rows, &end)
 }
 
-/// A query reading one row by key outside a transaction, its read
-/// prepared in the connection's session and not yet sent: a thread-pool
-/// worker sends the reads of the connections it serves together (one
-/// write and one round trip for all) and then answers each.
-pub(crate) struct Deferred {
+/// A query reading one row by key, its read defined in its transaction
+/// and the request built but not sent: a thread-pool worker sends the
+/// requests of the connections it serves together (one write and one
+/// round trip for all) and then answers each.
+pub(crate) struct Deferred<'s> {
     plans: Plans,
     table: Arc<TableInfo>,
+    tx: skarv_client::Transaction<'s>,
     read: skarv_client::OpHandle,
+    later: skarv_client::Later,
+    /// The read commits (an autocommit read): no `txn::finish` after it.
+    commits: bool,
     params: Vec<Val>,
 }
 
 /// Plans a query; when it is a single-table read of one row by key
-/// (primary or unique) outside a transaction, defines that read in a new
-/// transaction that commits with it and prepares it in the connection's
-/// session (Some). Anything else runs to `sink` as [`run`] runs it (None).
-pub(crate) fn begin_deferred(
-    conn: &mut Conn<'_>,
+/// (primary or unique), defines that read in the statement's transaction
+/// and starts its execute without sending it (Some): an autocommit read
+/// commits with it, as [`run`] would. Anything else runs to `sink` as
+/// [`run`] runs it (None).
+pub(crate) fn begin_deferred<'s>(
+    conn: &mut Conn<'s>,
     q: &ast::Query,
     params: Vec<Val>,
     placeholders: &[Location],
     sink: &mut dyn ResultSink,
-) -> SqlResult<Option<Deferred>> {
-    let plans = plan_query(conn, q, placeholders, Some(&params))?;
-    let read = match plans.planned.as_slice() {
-        [p] if !txn::in_transaction(conn) && conn.tx.tx.is_none() => {
-            deferred_read(conn, p, &params)?
+) -> SqlResult<Option<Deferred<'s>>> {
+    let mut plans = plan_query(conn, q, placeholders, Some(&params))?;
+    // Reads of a transaction that wrote see its writes through a lock.
+    if conn.tx.wrote && txn::in_transaction(conn) {
+        for p in &mut plans.planned {
+            p.lock.get_or_insert(LockMode::Shared);
         }
+    }
+    let read = match plans.planned.as_slice() {
+        [p] => deferred_read(conn, p, &params)?,
         _ => None,
     };
-    let Some((table, read)) = read else {
+    let Some((table, tx, read, later, commits)) = read else {
         let metas = plans.metas.clone();
         let rows = rows_of(conn, plans, &params)?;
         let end = OkInfo {
@@ -809,25 +818,48 @@ pub(crate) fn begin_deferred(
     Ok(Some(Deferred {
         plans,
         table,
+        tx,
         read,
+        later,
+        commits,
         params,
     }))
 }
 
-/// The read of a planned SELECT that reads one row by key without a lock
-/// (what [`run_one`] would read, committing with it), prepared in the
-/// connection's session; None for any other plan.
-fn deferred_read(
-    conn: &mut Conn<'_>,
+/// What `deferred_read` started: the table, the transaction, the read,
+/// its execute, and whether it commits.
+type Started<'s> = (
+    Arc<TableInfo>,
+    skarv_client::Transaction<'s>,
+    skarv_client::OpHandle,
+    skarv_client::Later,
+    bool,
+);
+
+/// The read of a planned SELECT that reads one row by key (what
+/// [`run_one`] would read), its execute started; None for any other plan.
+fn deferred_read<'s>(
+    conn: &mut Conn<'s>,
     p: &Planned,
     params: &[Val],
-) -> SqlResult<Option<(Arc<TableInfo>, skarv_client::OpHandle)>> {
+) -> SqlResult<Option<Started<'s>>> {
     let Some(table) = &p.table else {
         return Ok(None);
     };
-    if p.join.is_some() || p.rows.is_some() || p.lock.is_some() || p.limit == Some(0) {
+    // Only a read without a lock (read committed: it never waits for one)
+    // is deferred. One that may wait (`FOR UPDATE`, or any read of a
+    // transaction that wrote) could wait for a lock of another connection
+    // of the same batch, whose answer the worker writes only after this
+    // one's: a deadlock the lock timeout would end, where connections on
+    // threads of their own only wait.
+    if p.join.is_some() || p.rows.is_some() || p.limit == Some(0) || p.lock.is_some() {
         return Ok(None);
     }
+    // Nor one that would carry a transaction's deferred writes (they lock).
+    if conn.tx.tx.as_ref().is_some_and(|tx| tx.pending_ops() > 0) {
+        return Ok(None);
+    }
+    let in_transaction = txn::in_transaction(conn);
     let environment = env(conn);
     let mut ctx = Ctx::new(params, &environment);
     let (access, _) = single_access(table, p, &mut ctx)?;
@@ -839,7 +871,7 @@ fn deferred_read(
     // Warnings of the plan (a key value converted) are the statement's.
     keep_warnings(conn, &mut ctx);
     let columns = projection(table, p);
-    let tx = conn.native.begin().map_err(|e| txn::native_error(&e))?;
+    let tx = txn::take(conn)?;
     let mut op = skarv_client::Op::read(&table.native, key)
         .lock(LockMode::Committed)
         .ignore_error();
@@ -849,49 +881,73 @@ fn deferred_read(
     if let Some(columns) = &columns {
         op = op.columns(columns);
     }
+    let commits = !in_transaction;
+    let mode = if commits {
+        skarv_client::ExecMode::Commit
+    } else {
+        skarv_client::ExecMode::NoCommit
+    };
     let native = |e: skarv_client::Error| txn::native_error_in(&e, &table.name);
-    let read = tx.define(op).map_err(native)?;
-    conn.native
-        .prepare_tagged(tx, skarv_client::ExecMode::Commit, 0)
-        .map_err(native)?;
-    Ok(Some((Arc::clone(table), read)))
+    let started = tx
+        .define(op)
+        .and_then(|read| Ok((read, tx.execute_later(mode)?)))
+        .map_err(native);
+    match started {
+        Ok((read, later)) => Ok(Some((Arc::clone(table), tx, read, later, commits))),
+        Err(error) => txn::finish(conn, tx, Err(error)),
+    }
 }
 
 /// Waits for a deferred read (sent by the worker with others) and answers
 /// its query to `sink` as [`run`] would have.
-pub(crate) fn finish_deferred(
-    conn: &mut Conn<'_>,
-    deferred: Deferred,
+pub(crate) fn finish_deferred<'s>(
+    conn: &mut Conn<'s>,
+    deferred: Deferred<'s>,
     more: bool,
     sink: &mut dyn ResultSink,
 ) -> SqlResult<Answered> {
     let Deferred {
         plans,
         table,
+        tx,
         read,
+        later,
+        commits,
         params,
     } = deferred;
-    let outcome = txn::take_completed(conn)?;
-    let outcome = outcome.map_err(|e| txn::native_error_in(&e, &table.name))?;
     let environment = env(conn);
     let info = Arc::clone(&conn.info);
     let mut ctx = Ctx::new(&params, &environment);
     ctx.killed = Some(&info.query_killed);
     let p = &plans.planned[0];
-    let mut found = Vec::new();
-    if let Some(r) = super::found_row(&table, outcome.result(read))? {
-        ctx.check_killed()?;
-        let row = super::sql_row(&table, r.values(), r.columns(), ctx.env.tz_secs);
-        let pass = match &p.cond {
-            Some(c) => c.test(&row, &mut ctx)?,
-            None => true,
-        };
-        if pass {
-            let key = super::primary_key_of(&table, r.values(), r.columns());
-            found.push((row, key));
+    let outcome = tx
+        .finish_later(later)
+        .map_err(|e| txn::native_error_in(&e, &table.name));
+    let committed = commits && outcome.is_ok();
+    let rows = (|| {
+        let outcome = outcome?;
+        let mut found = Vec::new();
+        if let Some(r) = super::found_row(&table, outcome.result(read))? {
+            ctx.check_killed()?;
+            let row = super::sql_row(&table, r.values(), r.columns(), ctx.env.tz_secs);
+            let pass = match &p.cond {
+                Some(c) => c.test(&row, &mut ctx)?,
+                None => true,
+            };
+            if pass {
+                let key = super::primary_key_of(&table, r.values(), r.columns());
+                found.push((row, key));
+            }
         }
-    }
-    let rows = shape(p, found, &mut ctx)?;
+        shape(p, found, &mut ctx)
+    })();
+    // As in `rows_of`: a read that committed is over; otherwise the
+    // transaction stays open (or ends on an error) as after any statement.
+    let rows = if committed {
+        rows?
+    } else {
+        txn::finish(conn, tx, rows)?
+    };
     keep_warnings(conn, &mut ctx);
     let end = OkInfo {
         warnings: conn.session.warning_count(),
