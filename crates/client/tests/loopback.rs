@@ -759,7 +759,9 @@ fn several_sessions_send_their_transactions_in_one_write_per_connection() {
 fn executes_started_later_go_out_together_and_keep_their_transactions_open() {
     let setup = setup("later", Duration::ZERO);
     let cluster = Cluster::connect_with(&setup.connect, options(8)).expect("connects");
-    let sessions: Vec<_> = (0..3).map(|_| cluster.session().expect("session")).collect();
+    let sessions: Vec<_> = (0..3)
+        .map(|_| cluster.session().expect("session"))
+        .collect();
     let kv = sessions[0].table("kv").expect("table");
     let txs: Vec<_> = sessions.iter().map(|s| s.begin().expect("begin")).collect();
     let mut started = Vec::new();

@@ -81,6 +81,9 @@ impl Collation {
     /// Compares two strings under this collation (PAD SPACE). This is the
     /// order that [`super::key::KeyEncoder`] turns into byte order.
     pub fn compare(self, a: &str, b: &str) -> Ordering {
+        if let Some(order) = self.ascii_order(a.as_bytes(), b.as_bytes()) {
+            return order;
+        }
         let a = a.trim_end_matches(' ');
         let b = b.trim_end_matches(' ');
         match self {
@@ -90,6 +93,58 @@ impl Collation {
                 b.chars().flat_map(char::to_lowercase),
             ),
         }
+    }
+
+    /// [`Collation::compare`] of bytes that are (almost always) UTF-8;
+    /// bytes that are not compare as their lossy decoding.
+    pub fn compare_bytes(self, a: &[u8], b: &[u8]) -> Ordering {
+        if let Some(order) = self.ascii_order(a, b) {
+            return order;
+        }
+        match (std::str::from_utf8(a), std::str::from_utf8(b)) {
+            (Ok(a), Ok(b)) => self.compare(a, b),
+            _ => self.compare(&String::from_utf8_lossy(a), &String::from_utf8_lossy(b)),
+        }
+    }
+
+    /// The order of `a` and `b` when it is decided by ASCII bytes alone
+    /// (the common case, and usually within a few bytes: nothing is
+    /// decoded or validated past the first difference); None once a
+    /// non-ASCII byte is reached first. An ASCII character's lowercase is
+    /// its ASCII lowercase, and comparing the bytes left against the
+    /// padding spaces is the PAD SPACE rule, so this agrees with the
+    /// character-wise comparison.
+    fn ascii_order(self, a: &[u8], b: &[u8]) -> Option<Ordering> {
+        let fold = |c: u8| match self {
+            Collation::Utf8mb4Bin => c,
+            Collation::Utf8mb4GeneralCi => c.to_ascii_lowercase(),
+        };
+        let common = a.len().min(b.len());
+        for (&x, &y) in a[..common].iter().zip(&b[..common]) {
+            if !x.is_ascii() || !y.is_ascii() {
+                return None;
+            }
+            let (x, y) = (fold(x), fold(y));
+            if x != y {
+                return Some(x.cmp(&y));
+            }
+        }
+        // The longer one's rest against the shorter one's padding.
+        let (rest, flip) = if a.len() > common {
+            (&a[common..], false)
+        } else {
+            (&b[common..], true)
+        };
+        for &x in rest {
+            if !x.is_ascii() {
+                return None;
+            }
+            let order = fold(x).cmp(&b' ');
+            if order.is_ne() {
+                return Some(if flip { order.reverse() } else { order });
+            }
+        }
+        Some(Ordering::Equal)
     }
 
     /// Whether two strings are equal under this collation.
@@ -504,6 +559,50 @@ mod tests {
         assert_eq!(bin.compare("a", "a b"), Ordering::Less);
         assert_eq!(ci.compare("B", "a"), Ordering::Greater);
         assert_eq!(bin.compare("B", "a"), Ordering::Less);
+    }
+
+    /// The ASCII path orders as decoding and folding characters does, for
+    /// strings that are ASCII, not ASCII, or ASCII up to a point.
+    #[test]
+    fn ascii_strings_compare_as_characters_do() {
+        let reference = |c: Collation, a: &str, b: &str| {
+            let (a, b) = (a.trim_end_matches(' '), b.trim_end_matches(' '));
+            match c {
+                Collation::Utf8mb4Bin => compare_padded(a.chars(), b.chars()),
+                Collation::Utf8mb4GeneralCi => compare_padded(
+                    a.chars().flat_map(char::to_lowercase),
+                    b.chars().flat_map(char::to_lowercase),
+                ),
+            }
+        };
+        let alphabet = ['a', 'B', 'b', '_', '[', ' ', '\t', 'Z', '~', '\u{e9}'];
+        let mut strings = vec![String::new()];
+        for _ in 0..3 {
+            let longer: Vec<String> = strings
+                .iter()
+                .flat_map(|s| alphabet.iter().map(move |c| format!("{s}{c}")))
+                .collect();
+            strings.extend(longer);
+        }
+        strings.sort();
+        strings.dedup();
+        for c in [Collation::Utf8mb4Bin, Collation::Utf8mb4GeneralCi] {
+            for a in &strings {
+                for b in &strings {
+                    let wanted = reference(c, a, b);
+                    assert_eq!(c.compare(a, b), wanted, "{c:?} {a:?} {b:?}");
+                    assert_eq!(c.compare_bytes(a.as_bytes(), b.as_bytes()), wanted);
+                }
+            }
+        }
+        let ci = Collation::Utf8mb4GeneralCi;
+        assert_eq!(ci.compare("\u{c9}", "\u{e9}"), Ordering::Equal);
+        assert_eq!(ci.compare("e", "\u{e9}"), Ordering::Less);
+        // Bytes that are not UTF-8 compare as their lossy decoding.
+        assert_eq!(
+            ci.compare_bytes(b"a\xff", "a\u{fffd}".as_bytes()),
+            Ordering::Equal
+        );
     }
 
     #[test]

@@ -739,7 +739,10 @@ fn compare_f64(x: &Val, y: &Val, ctx: &mut Ctx<'_>) -> Ordering {
 pub fn compare_str(a: &[u8], b: &[u8], coll: Option<Collation>) -> Ordering {
     match coll {
         None => a.cmp(b),
-        Some(c) => c.compare(&String::from_utf8_lossy(a), &String::from_utf8_lossy(b)),
+        // Not decoded first: the lossy decoding of both strings per
+        // comparison was an eighth of the SQL node's CPU on sysbench's
+        // ORDER BY c, where strings differ within a few bytes.
+        Some(c) => c.compare_bytes(a, b),
     }
 }
 
