@@ -100,8 +100,9 @@ pub struct ConnState {
     pub database: Option<String>,
     /// "Sleep", "Query", …
     pub command: &'static str,
-    /// The statement running.
-    pub info: Option<String>,
+    /// The statement running (its whole text, shared with a prepared
+    /// statement's entry).
+    pub info: Option<Arc<str>>,
     /// Since when in this command.
     pub since: Option<Instant>,
 }
@@ -207,7 +208,7 @@ pub struct DeferredStatement<'s> {
     select: exec::Deferred<'s>,
     mark: status::Mark,
     statement: Arc<Stmt>,
-    text: String,
+    text: Arc<str>,
 }
 
 impl Drop for Conn<'_> {
@@ -292,7 +293,7 @@ impl<'s> Conn<'s> {
         statement: Arc<Stmt>,
         params: &[SqlValue],
         sink: &mut dyn ResultSink,
-        text: String,
+        text: Arc<str>,
     ) -> io::Result<bool> {
         let mark = status::statement_start(self, &statement);
         if !session::keeps_warnings(&statement) {
@@ -623,12 +624,18 @@ impl<'s> Conn<'s> {
     /// the process list) stops it, because the flag is cleared only here,
     /// before the statement shows, never while it runs.
     pub fn set_command(&self, command: &'static str, statement: Option<&str>) {
+        self.set_command_shared(command, statement.map(Arc::from));
+    }
+
+    /// [`Conn::set_command`] with the text shared (a prepared statement's:
+    /// not copied per execute).
+    pub fn set_command_shared(&self, command: &'static str, statement: Option<Arc<str>>) {
         if statement.is_some() {
             self.info.query_killed.store(false, Ordering::Relaxed);
         }
         let mut state = self.info.state.lock().unwrap_or_else(|p| p.into_inner());
         state.command = command;
-        state.info = statement.map(|s| stdx_truncate(s, 1024));
+        state.info = statement;
         state.since = Some(Instant::now());
     }
 

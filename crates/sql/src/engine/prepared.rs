@@ -23,8 +23,8 @@ pub const PREPARED_STATEMENTS_MAX: usize = 16_382;
 /// One prepared statement.
 struct Entry {
     statement: Arc<Stmt>,
-    text: String,
-    placeholders: Vec<Location>,
+    text: Arc<str>,
+    placeholders: Arc<[Location]>,
     /// A query without locking clauses that has not yet turned out to be
     /// anything but a read of one row by key: a thread-pool worker may
     /// start it and send its read with other connections'.
@@ -36,8 +36,9 @@ struct Entry {
 pub struct Statements {
     by_id: HashMap<u32, Entry>,
     next_id: u32,
-    /// Placeholders of the statement executing now.
-    running: Vec<Location>,
+    /// Placeholders of the statement executing now (shared with its
+    /// entry: no copy per execute).
+    running: Option<Arc<[Location]>>,
 }
 
 impl Statements {
@@ -54,7 +55,12 @@ impl Statements {
     /// The placeholders of the statement executing now (none for a text
     /// query).
     pub fn running_placeholders(&self) -> &[Location] {
-        &self.running
+        self.running.as_deref().unwrap_or(&[])
+    }
+
+    /// The same, shared.
+    pub fn running_shared(&self) -> Option<Arc<[Location]>> {
+        self.running.clone()
     }
 }
 
@@ -101,11 +107,11 @@ pub fn prepare(conn: &mut Conn<'_>, sql: &str) -> SqlResult<Prepared> {
             let Statement::Query(q) = &**q else {
                 return Err(SqlError::unsupported("a query"));
             };
-            conn.prepared.running = placeholders.clone();
+            conn.prepared.running = Some(Arc::from(placeholders.as_slice()));
             conn.set_command("Prepare", Some(sql));
             let described = exec::describe(conn, q, &placeholders);
             conn.set_command("Sleep", None);
-            conn.prepared.running.clear();
+            conn.prepared.running = None;
             described?
         }
         _ => Vec::new(),
@@ -125,8 +131,8 @@ pub fn prepare(conn: &mut Conn<'_>, sql: &str) -> SqlResult<Prepared> {
         id,
         Entry {
             statement: Arc::new(statement),
-            text: sql.to_owned(),
-            placeholders,
+            text: Arc::from(sql),
+            placeholders: Arc::from(placeholders),
             deferrable,
         },
     );
@@ -157,12 +163,12 @@ pub fn execute(
         ));
     }
     let statement = Arc::clone(&entry.statement);
-    conn.prepared.running = entry.placeholders.clone();
-    let text = entry.text.clone();
-    conn.set_command("Execute", Some(&text));
+    conn.prepared.running = Some(Arc::clone(&entry.placeholders));
+    let text = Arc::clone(&entry.text);
+    conn.set_command_shared("Execute", Some(Arc::clone(&text)));
     let result = conn.run_statement(&statement, params, false, sink, &text);
     conn.set_command("Sleep", None);
-    conn.prepared.running.clear();
+    conn.prepared.running = None;
     result.map(|_| ())
 }
 
@@ -193,9 +199,9 @@ pub fn execute_deferrable(
         return execute(conn, id, params, sink).map(|()| false);
     };
     let statement = Arc::clone(&entry.statement);
-    conn.prepared.running = entry.placeholders.clone();
-    let text = entry.text.clone();
-    conn.set_command("Execute", Some(&text));
+    conn.prepared.running = Some(Arc::clone(&entry.placeholders));
+    let text = Arc::clone(&entry.text);
+    conn.set_command_shared("Execute", Some(Arc::clone(&text)));
     let deferred = conn.begin_deferred(statement, params, sink, text)?;
     if !deferred {
         // Not a read of one row by key: the next executes run as usual.
@@ -203,7 +209,7 @@ pub fn execute_deferrable(
             entry.deferrable = false;
         }
         conn.set_command("Sleep", None);
-        conn.prepared.running.clear();
+        conn.prepared.running = None;
     }
     Ok(deferred)
 }
@@ -212,6 +218,6 @@ pub fn execute_deferrable(
 pub fn finish_deferred(conn: &mut Conn<'_>, sink: &mut dyn ResultSink) -> io::Result<()> {
     let result = conn.finish_deferred(sink);
     conn.set_command("Sleep", None);
-    conn.prepared.running.clear();
+    conn.prepared.running = None;
     result
 }

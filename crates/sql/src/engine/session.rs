@@ -348,6 +348,8 @@ pub struct SessionState {
     pub user: String,
     /// The host part of the account.
     pub host: String,
+    /// `user@host` (`USER()`), made when they are set ([`SessionState::set_user`]).
+    user_host: std::sync::Arc<str>,
     /// Autocommit (`SET autocommit`; `txn::set_autocommit` owns changes).
     pub autocommit: bool,
     /// `LAST_INSERT_ID()`.
@@ -360,6 +362,22 @@ pub struct SessionState {
 
 impl SessionState {
     /// A fresh session with the global variables' values.
+    /// The session becomes `user`'s, of account host `host`.
+    pub fn set_user(&mut self, user: String, host: String) {
+        self.user_host = if user.is_empty() {
+            std::sync::Arc::from("")
+        } else {
+            std::sync::Arc::from(format!("{user}@{host}"))
+        };
+        self.user = user;
+        self.host = host;
+    }
+
+    /// `user@host` ("" before login), as `USER()` gives it.
+    pub fn user_host(&self) -> std::sync::Arc<str> {
+        std::sync::Arc::clone(&self.user_host)
+    }
+
     pub fn new(globals: Variables) -> SessionState {
         let autocommit = globals.flag("autocommit");
         SessionState {
@@ -368,6 +386,7 @@ impl SessionState {
             database: None,
             user: String::new(),
             host: String::new(),
+            user_host: std::sync::Arc::from(""),
             autocommit,
             last_insert_id: 0,
             found_rows: 0,
@@ -1327,8 +1346,7 @@ pub fn reset(conn: &mut Conn<'_>) {
     let host = std::mem::take(&mut conn.session.host);
     conn.session = SessionState::new(globals);
     conn.session.database = database;
-    conn.session.user = user;
-    conn.session.host = host;
+    conn.session.set_user(user, host);
 }
 
 fn like_filter(filter: &Option<ShowStatementFilter>) -> SqlResult<Option<String>> {
@@ -1491,6 +1509,9 @@ pub fn processlist_columns(full: bool, upper: bool) -> Vec<ColumnMeta> {
     ]
 }
 
+/// Characters of a statement `SHOW FULL PROCESSLIST` shows.
+pub const PROCESSLIST_INFO_CHARS_MAX: usize = 1024;
+
 /// The connections of this SQL node, for `SHOW [FULL] PROCESSLIST`
 /// (`upper`: false) and `information_schema.PROCESSLIST` (`upper`: its
 /// uppercase column names, the whole statement text as FULL gives).
@@ -1515,13 +1536,16 @@ pub fn processlist(
         .iter()
         .map(|c| {
             let state = c.state.lock().unwrap_or_else(|p| p.into_inner()).clone();
-            let info = state.info.map(|i| {
-                if full {
-                    i
-                } else {
-                    i.chars().take(100).collect()
-                }
-            });
+            // FULL (and information_schema) shows the first 1,024
+            // characters, as kept before; otherwise the first 100.
+            let shown = if full {
+                PROCESSLIST_INFO_CHARS_MAX
+            } else {
+                100
+            };
+            let info = state
+                .info
+                .map(|i| i.chars().take(shown).collect::<String>());
             vec![
                 SqlValue::Int(i64::from(c.id)),
                 bytes(&state.user),

@@ -492,8 +492,8 @@ pub fn logged_in(conn: &mut Conn<'_>, login: &Login<'_>) -> SqlResult<()> {
     let Some(account) = match_account(&snapshot.accounts, login.user, login.host) else {
         return Err(access_denied(login));
     };
-    conn.session.user = login.user.to_owned();
-    conn.session.host = account.host.clone();
+    conn.session
+        .set_user(login.user.to_owned(), account.host.clone());
     conn.grants = Grants {
         global: account.privileges,
         databases: snapshot.grants_of(&account.user, &account.host),

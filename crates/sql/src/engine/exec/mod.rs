@@ -50,11 +50,14 @@ pub fn query(
 
 /// What running a query starts with: the query, its parameters as
 /// values, its placeholders.
+type QueryStart<'q> = (&'q sqlparser::ast::Query, Vec<Val>, Arc<[Location]>);
+
+/// The [`QueryStart`] of `statement`.
 fn query_start<'q>(
     conn: &mut Conn<'_>,
     statement: &'q Statement,
     params: &[SqlValue],
-) -> SqlResult<(&'q sqlparser::ast::Query, Vec<Val>, Vec<Location>)> {
+) -> SqlResult<QueryStart<'q>> {
     conn.subqueries.clear();
     let Statement::Query(q) = statement else {
         return Err(SqlError::unsupported(format_args!("`{statement}`")));
@@ -143,8 +146,11 @@ pub fn write(
 
 /// Placeholders of the statement: a prepared statement's text is known to
 /// the prepared-statement module; a text query has none.
-fn placeholder_locations(conn: &Conn<'_>, _statement: &Statement) -> Vec<Location> {
-    conn.prepared.running_placeholders().to_vec()
+fn placeholder_locations(conn: &Conn<'_>, _statement: &Statement) -> Arc<[Location]> {
+    static NONE: std::sync::LazyLock<Arc<[Location]>> = std::sync::LazyLock::new(|| Arc::from([]));
+    conn.prepared
+        .running_shared()
+        .unwrap_or_else(|| Arc::clone(&NONE))
 }
 
 /// The facts functions read, as of now.
@@ -152,15 +158,10 @@ pub fn env(conn: &Conn<'_>) -> Env {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
-    let user = if conn.session.user.is_empty() {
-        String::new()
-    } else {
-        format!("{}@{}", conn.session.user, conn.session.host)
-    };
     Env {
         connection_id: conn.info.id,
         database: conn.session.database.clone(),
-        user,
+        user: conn.session.user_host(),
         last_insert_id: conn.session.last_insert_id,
         now_micros: now,
         tz_secs: super::session::time_zone_secs(conn),

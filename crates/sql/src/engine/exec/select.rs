@@ -430,7 +430,8 @@ fn plan_select(
         .info
         .state
         .lock()
-        .map(|s| s.info.clone().unwrap_or_default())
+        .ok()
+        .and_then(|s| s.info.clone())
         .unwrap_or_default();
     let written = written_names(s, &sql_text);
     let database = conn.session.database.clone().unwrap_or_default();

@@ -60,7 +60,7 @@ pub struct Env {
     /// `DATABASE()`.
     pub database: Option<String>,
     /// `USER()`.
-    pub user: String,
+    pub user: std::sync::Arc<str>,
     /// `LAST_INSERT_ID()`.
     pub last_insert_id: u64,
     /// When the statement started, microseconds since the epoch (UTC).

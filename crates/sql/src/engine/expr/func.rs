@@ -907,7 +907,7 @@ impl Func {
                 None => Val::Null,
             },
             F::Version => Val::str(ctx.env.version),
-            F::User => Val::str(ctx.env.user.clone()),
+            F::User => Val::str(ctx.env.user.to_string()),
         })
     }
 }
