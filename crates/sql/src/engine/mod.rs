@@ -317,18 +317,32 @@ impl<'s> Conn<'s> {
                 });
                 return Ok(true);
             }
-            Ok(None) => {}
-            Err(error) => {
-                self.session.note_error(&error);
-                counting.error(&error)?;
-            }
+            Ok(None) => self.end_deferred(None, counting, mark, &statement, &text)?,
+            Err(error) => self.end_deferred(Some(error), counting, mark, &statement, &text)?,
+        }
+        Ok(false)
+    }
+
+    /// Ends a statement of the deferred path as `run_statement` ends one:
+    /// its error answered, its counts and slow-log entry.
+    fn end_deferred(
+        &mut self,
+        error: Option<SqlError>,
+        mut counting: status::CountingSink<'_>,
+        mark: status::Mark,
+        statement: &Stmt,
+        text: &str,
+    ) -> io::Result<()> {
+        if let Some(error) = error {
+            self.session.note_error(&error);
+            counting.error(&error)?;
         }
         let sent = status::Sent {
             rows: counting.rows,
             affected: counting.affected,
         };
-        status::statement_end(self, mark, &statement, &text, sent);
-        Ok(false)
+        status::statement_end(self, mark, statement, text, sent);
+        Ok(())
     }
 
     /// Answers the statement `begin_deferred` left, its read sent.
@@ -347,16 +361,8 @@ impl<'s> Conn<'s> {
             text,
         } = deferred;
         let mut counting = status::CountingSink::new(sink);
-        if let Err(error) = exec::finish_deferred(self, select, false, &mut counting) {
-            self.session.note_error(&error);
-            counting.error(&error)?;
-        }
-        let sent = status::Sent {
-            rows: counting.rows,
-            affected: counting.affected,
-        };
-        status::statement_end(self, mark, &statement, &text, sent);
-        Ok(())
+        let error = exec::finish_deferred(self, select, false, &mut counting).err();
+        self.end_deferred(error, counting, mark, &statement, &text)
     }
 
     /// Runs the statement (`run_statement` counts around it).
