@@ -29,6 +29,13 @@
 //! - at most `thread_pool_max_threads` workers over all groups; a worker
 //!   idle for `THREAD_POOL_IDLE_TIMEOUT_MS` ends (one stays per group).
 //!
+//! - a listening worker whose last batch started something takes up to
+//!   [`POOL_BATCH_TASKS_MAX`] connections from one `epoll_wait` and serves
+//!   them as a batch ([`Task::begin`], [`Task::send`], [`Task::finish`]):
+//!   what they started goes out together (a SQL node sends their key
+//!   reads in one write) and each finishes in turn; one whose batch
+//!   started nothing takes one connection at a time.
+//!
 //! The pool knows nothing of MySQL: it runs [`Task`]s. Linux only (epoll).
 
 use std::collections::{HashMap, VecDeque};
@@ -391,7 +398,16 @@ impl<T: Task> Group<T> {
             }
             state.listening += 1;
             drop(state);
-            self.take_ready(&mut listener, slice_ms, POOL_BATCH_TASKS_MAX, true);
+            // Several connections at a time only while batches pay: a
+            // worker whose last batch started nothing (writes, scans)
+            // takes one, as before, rather than queue the others for
+            // other workers (a hand-over each).
+            let max = if listener.wide {
+                POOL_BATCH_TASKS_MAX
+            } else {
+                1
+            };
+            self.take_ready(&mut listener, slice_ms, max, true);
             state = self.lock();
             state.listening -= 1;
             if listener.kicked {
@@ -460,6 +476,7 @@ impl<T: Task> Group<T> {
                 None => self.close(task),
             }
         }
+        listener.wide = !listener.taken.is_empty();
         if !queued.is_empty() {
             let mut state = self.lock();
             for task in queued {
@@ -671,6 +688,8 @@ struct Listener<T> {
     ready: Vec<T>,
     /// The tasks of a batch that [`Task::begin`] took.
     taken: Vec<T>,
+    /// The last batch took a task: the next wait takes several.
+    wide: bool,
     /// The last `epoll_wait` took a kick.
     kicked: bool,
 }
@@ -681,6 +700,7 @@ impl<T> Listener<T> {
             events: vec![libc::epoll_event { events: 0, u64: 0 }; EVENTS_PER_WAIT],
             ready: Vec::with_capacity(EVENTS_PER_WAIT),
             taken: Vec::with_capacity(POOL_BATCH_TASKS_MAX),
+            wide: false,
             kicked: false,
         }
     }
@@ -895,8 +915,9 @@ mod tests {
     }
 
     /// Input on several connections while the worker is busy is served
-    /// as one batch when it next listens: one `send` for all the tasks
-    /// that took part; one that does not is run after the batch.
+    /// as one batch when it next listens (once a batch has paid): one
+    /// `send` for all the tasks that took part; one that does not is run
+    /// after the batch.
     #[test]
     fn input_on_several_connections_is_served_as_one_batch() {
         const BATCHED: usize = 5;
@@ -925,6 +946,14 @@ mod tests {
             thread::yield_now();
         }
         assert_eq!(pool.waiting(), BATCHED + 1, "all idle in the epoll set");
+        // A first batch of one: the worker takes several at a time from
+        // now on.
+        clients[0].write_all(&[0]).expect("write");
+        assert_eq!(seen.recv_timeout(WAIT), Ok(("batched", 0)));
+        let deadline = Instant::now() + WAIT;
+        while pool.waiting() < BATCHED + 1 && Instant::now() < deadline {
+            thread::yield_now();
+        }
         // The one worker runs a task that waits for its gate meanwhile.
         let (mut busy, mut busy_client) = echo("busy", false, &seen_tx);
         let (open, gate) = mpsc::channel();
@@ -950,7 +979,7 @@ mod tests {
         wanted.push(("plain", BATCHED as u8 + 1));
         wanted.sort();
         assert_eq!(got, wanted);
-        assert_eq!(*sizes.lock().expect("not poisoned"), vec![BATCHED]);
+        assert_eq!(*sizes.lock().expect("not poisoned"), vec![1, BATCHED]);
         assert_eq!(pool.threads(), 1);
     }
 
