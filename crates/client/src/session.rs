@@ -1367,6 +1367,14 @@ pub(crate) fn request_flags(started: bool, mode: ExecMode) -> u32 {
 /// that could not be sent complete with their error in their session's
 /// next [`Session::poll`]. The sessions must be distinct.
 pub fn send_all(sessions: &[&Session]) -> Result<usize> {
+    // A session twice would send its requests twice.
+    debug_assert!(
+        sessions
+            .iter()
+            .enumerate()
+            .all(|(i, s)| sessions[..i].iter().all(|t| !std::ptr::eq(*s, *t))),
+        "send_all of a session twice"
+    );
     let mut sent = 0;
     for (at, lead) in sessions.iter().enumerate() {
         let shared = lead.shared();
@@ -1449,7 +1457,6 @@ pub fn send_all(sessions: &[&Session]) -> Result<usize> {
                     Err(error) => state.file_in_slot(slot, Err(error.clone())),
                 });
                 let state = &mut *state;
-                let generation_now = generation;
                 let mut later = std::mem::take(&mut state.later);
                 later.retain(|later| {
                     if later.link != link {
@@ -1460,7 +1467,7 @@ pub fn send_all(sessions: &[&Session]) -> Result<usize> {
                             let pending = Pending {
                                 node,
                                 commit: later.commit,
-                                generation: generation_now,
+                                generation,
                             };
                             state.pending.insert(later.key, pending);
                             filed += 1;

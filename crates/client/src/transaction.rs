@@ -626,6 +626,12 @@ impl Drop for Transaction<'_> {
 }
 
 impl TxInner {
+    /// Whether an execute in `mode` has blob parts to read or write (and
+    /// so more than one request: `BlobExec`).
+    fn has_blob_work(&self, mode: ExecMode) -> bool {
+        !self.works.is_empty() && mode != ExecMode::Rollback
+    }
+
     /// The state of new transaction `tx_id` on `link` in `boxed` (a
     /// dropped transaction's, emptied by `recycle`), with the buffers of
     /// finished transactions, so that defining allocates nothing once warm.
@@ -984,11 +990,7 @@ impl<'s> Transaction<'s> {
     /// (blob parts), runs to its end here; its outcome waits in the handle.
     pub fn execute_later(&self, mode: ExecMode) -> Result<Later> {
         self.check_open()?;
-        let blob_work = {
-            let inner = self.inner().borrow();
-            !inner.works.is_empty() && mode != ExecMode::Rollback
-        };
-        if blob_work {
+        if self.inner().borrow().has_blob_work(mode) {
             return Ok(Later(LaterStep::Done(self.execute(mode))));
         }
         let Some(request) = self.build(mode)? else {
@@ -1226,7 +1228,7 @@ impl<'s> Transaction<'s> {
     fn blob_exec(&self, mode: ExecMode) -> Option<BlobExec> {
         let mut inner = self.inner().borrow_mut();
         let inner = &mut *inner;
-        if inner.works.is_empty() || mode == ExecMode::Rollback {
+        if !inner.has_blob_work(mode) {
             return None;
         }
         let shared = self.session.shared();

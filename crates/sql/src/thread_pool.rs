@@ -196,6 +196,17 @@ impl<T> State<T> {
     }
 }
 
+impl<T: Task> State<T> {
+    /// Queues `task`: first among equals when its transaction is open.
+    fn push(&mut self, task: T) {
+        if task.in_transaction() {
+            self.high.push_back(task);
+        } else {
+            self.low.push_back(task);
+        }
+    }
+}
+
 impl<T: Task> ThreadPool<T> {
     /// A pool of `options.groups` groups, each with its watchdog thread
     /// started; workers start as work comes.
@@ -254,9 +265,8 @@ impl<T: Task> ThreadPool<T> {
     pub fn submit(&self, task: T) {
         let at = self.next.fetch_add(1, Ordering::Relaxed) % self.groups.len();
         let group = &self.groups[at];
-        let high = task.in_transaction();
         let mut state = group.lock();
-        group.enqueue(&mut state, task, high);
+        group.enqueue(&mut state, task);
     }
 
     /// Workers now, over all groups.
@@ -297,13 +307,9 @@ impl<T: Task> Group<T> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Queues `task` (first when `high`) and gets a worker to it.
-    fn enqueue(self: &Arc<Self>, state: &mut State<T>, task: T, high: bool) {
-        if high {
-            state.high.push_back(task);
-        } else {
-            state.low.push_back(task);
-        }
+    /// Queues `task` and gets a worker to it.
+    fn enqueue(self: &Arc<Self>, state: &mut State<T>, task: T) {
+        state.push(task);
         self.wake(state);
     }
 
@@ -427,11 +433,7 @@ impl<T: Task> Group<T> {
             }
             // The group is full (or others wait first): queued in order.
             for task in listener.ready.drain(..) {
-                if task.in_transaction() {
-                    state.high.push_back(task);
-                } else {
-                    state.low.push_back(task);
-                }
+                state.push(task);
             }
         }
         state.threads -= 1;
@@ -446,10 +448,8 @@ impl<T: Task> Group<T> {
         let mut state = self.lock();
         state.running.retain(|(worker, _)| *worker != id);
         // This worker looks for work next: no one to wake.
-        match again {
-            Some(task) if task.in_transaction() => state.high.push_back(task),
-            Some(task) => state.low.push_back(task),
-            None => {}
+        if let Some(task) = again {
+            state.push(task);
         }
         state
     }
@@ -480,8 +480,7 @@ impl<T: Task> Group<T> {
         if !queued.is_empty() {
             let mut state = self.lock();
             for task in queued {
-                let high = task.in_transaction();
-                self.enqueue(&mut state, task, high);
+                self.enqueue(&mut state, task);
             }
         }
         if !listener.taken.is_empty() && caught(|| T::send(&listener.taken)).is_none() {
@@ -499,11 +498,7 @@ impl<T: Task> Group<T> {
         let mut state = self.lock();
         state.running.retain(|(worker, _)| *worker != id);
         for task in again {
-            if task.in_transaction() {
-                state.high.push_back(task);
-            } else {
-                state.low.push_back(task);
-            }
+            state.push(task);
         }
         state
     }
@@ -667,11 +662,7 @@ impl<T: Task> Group<T> {
             }
             let mut state = self.lock();
             for task in listener.ready.drain(..) {
-                if task.in_transaction() {
-                    state.high.push_back(task);
-                } else {
-                    state.low.push_back(task);
-                }
+                state.push(task);
             }
             // Workers that ran past the stall limit no longer count:
             // start one for what waits.

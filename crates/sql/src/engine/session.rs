@@ -1511,6 +1511,8 @@ pub fn processlist_columns(full: bool, upper: bool) -> Vec<ColumnMeta> {
 
 /// Characters of a statement `SHOW FULL PROCESSLIST` shows.
 pub const PROCESSLIST_INFO_CHARS_MAX: usize = 1024;
+/// Characters of a statement `SHOW PROCESSLIST` shows (MySQL's 100).
+pub const PROCESSLIST_INFO_CHARS_SHORT: usize = 100;
 
 /// The connections of this SQL node, for `SHOW [FULL] PROCESSLIST`
 /// (`upper`: false) and `information_schema.PROCESSLIST` (`upper`: its
@@ -1541,7 +1543,7 @@ pub fn processlist(
             let shown = if full {
                 PROCESSLIST_INFO_CHARS_MAX
             } else {
-                100
+                PROCESSLIST_INFO_CHARS_SHORT
             };
             let info = state
                 .info

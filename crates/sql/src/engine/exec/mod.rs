@@ -302,15 +302,8 @@ pub(crate) fn fetch(
             for chunk in keys.chunks(OPS_PER_EXECUTE_MAX) {
                 let mut handles = Vec::with_capacity(chunk.len());
                 for key in chunk {
-                    let mut op = Op::read(native, key)
-                        .lock(lock.unwrap_or(LockMode::Committed))
-                        .ignore_error();
-                    if let Some(name) = index {
-                        op = op.index(name);
-                    }
-                    if let Some(columns) = columns {
-                        op = op.columns(columns);
-                    }
+                    let lock = lock.unwrap_or(LockMode::Committed);
+                    let op = key_read(native, key, lock, index, columns);
                     handles.push(
                         tx.define(op)
                             .map_err(|e| txn::native_error_in(&e, &table.name))?,
@@ -428,6 +421,25 @@ pub(crate) fn fetch(
         }
     }
     Ok(out)
+}
+
+/// A read of one row by primary key, or by unique index `index`, that a
+/// missing row does not fail; only `columns` when given.
+pub(crate) fn key_read<'a>(
+    native: &'a Arc<skarv_client::Table>,
+    key: &'a [Value],
+    lock: LockMode,
+    index: Option<&'a str>,
+    columns: Option<&'a [&'a str]>,
+) -> Op<'a> {
+    let mut op = Op::read(native, key).lock(lock).ignore_error();
+    if let Some(name) = index {
+        op = op.index(name);
+    }
+    if let Some(columns) = columns {
+        op = op.columns(columns);
+    }
+    op
 }
 
 /// The row a key read of `table` found: None when there is none (or the

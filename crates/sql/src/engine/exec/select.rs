@@ -758,6 +758,17 @@ pub fn run(
     sink: &mut dyn ResultSink,
 ) -> SqlResult<Answered> {
     let plans = plan_query(conn, q, placeholders, Some(params))?;
+    answer(conn, plans, params, more, sink)
+}
+
+/// Runs a planned query and sends its rows.
+fn answer(
+    conn: &mut Conn<'_>,
+    plans: Plans,
+    params: &[Val],
+    more: bool,
+    sink: &mut dyn ResultSink,
+) -> SqlResult<Answered> {
     let metas = plans.metas.clone();
     let rows = rows_of(conn, plans, params)?;
     let end = OkInfo {
@@ -766,6 +777,15 @@ pub fn run(
         ..OkInfo::default()
     };
     send(sink, &metas, &rows, &end)
+}
+
+/// Reads of a transaction that wrote see its writes through a lock.
+fn lock_own_writes(conn: &Conn<'_>, planned: &mut [Planned]) {
+    if conn.tx.wrote && txn::in_transaction(conn) {
+        for p in planned {
+            p.lock.get_or_insert(LockMode::Shared);
+        }
+    }
 }
 
 /// A query reading one row by key, its read defined in its transaction
@@ -796,24 +816,13 @@ pub(crate) fn begin_deferred<'s>(
     sink: &mut dyn ResultSink,
 ) -> SqlResult<Option<Deferred<'s>>> {
     let mut plans = plan_query(conn, q, placeholders, Some(&params))?;
-    // Reads of a transaction that wrote see its writes through a lock.
-    if conn.tx.wrote && txn::in_transaction(conn) {
-        for p in &mut plans.planned {
-            p.lock.get_or_insert(LockMode::Shared);
-        }
-    }
+    lock_own_writes(conn, &mut plans.planned);
     let read = match plans.planned.as_slice() {
         [p] => deferred_read(conn, p, &params)?,
         _ => None,
     };
     let Some((table, tx, read, later, commits)) = read else {
-        let metas = plans.metas.clone();
-        let rows = rows_of(conn, plans, &params)?;
-        let end = OkInfo {
-            warnings: conn.session.warning_count(),
-            ..OkInfo::default()
-        };
-        send(sink, &metas, &rows, &end)?;
+        answer(conn, plans, &params, false, sink)?;
         return Ok(None);
     };
     Ok(Some(Deferred {
@@ -873,15 +882,13 @@ fn deferred_read<'s>(
     keep_warnings(conn, &mut ctx);
     let columns = projection(table, p);
     let tx = txn::take(conn)?;
-    let mut op = skarv_client::Op::read(&table.native, key)
-        .lock(LockMode::Committed)
-        .ignore_error();
-    if let Some(name) = index {
-        op = op.index(name);
-    }
-    if let Some(columns) = &columns {
-        op = op.columns(columns);
-    }
+    let op = super::key_read(
+        &table.native,
+        key,
+        LockMode::Committed,
+        index,
+        columns.as_deref(),
+    );
     let commits = !in_transaction;
     let mode = if commits {
         skarv_client::ExecMode::Commit
@@ -976,13 +983,8 @@ fn rows_of(conn: &mut Conn<'_>, plans: Plans, params: &[Val]) -> SqlResult<Vec<V
     let needs_tx = planned
         .iter()
         .any(|p| p.table.is_some() || p.join.is_some());
-    // Reads of a transaction that wrote see its writes through a lock.
     let mut planned = planned;
-    if conn.tx.wrote && txn::in_transaction(conn) {
-        for p in &mut planned {
-            p.lock.get_or_insert(LockMode::Shared);
-        }
-    }
+    lock_own_writes(conn, &mut planned);
     let mut rows: Vec<Vec<Val>> = Vec::new();
     if needs_tx {
         let tx = txn::take(conn)?;
