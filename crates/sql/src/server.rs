@@ -385,7 +385,7 @@ fn publish_settings(engine: &Engine, pool: &ClusterPool, options: &ServerOptions
     ];
     let mut globals = engine.globals.lock().unwrap_or_else(|p| p.into_inner());
     for (name, value) in settings {
-        globals.values.insert(name.to_owned(), value);
+        globals.set(name, value);
     }
 }
 

@@ -158,7 +158,7 @@ impl Engine {
             .globals
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .clone();
+            .share();
         let conn_status = status::ConnStatus::new(
             globals.get("long_query_time"),
             globals.get("min_examined_row_limit"),
@@ -233,8 +233,7 @@ impl Engine {
         self.globals
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .values
-            .insert("slow_query_log_file".to_owned(), path.display().to_string());
+            .set("slow_query_log_file", path.display().to_string());
         self.status.slow_log.configure(path, port);
     }
 }
@@ -615,11 +614,11 @@ impl<'s> Backend for Conn<'s> {
     }
 
     fn latin1_client(&self) -> bool {
-        session::is_latin1(self, "character_set_client")
+        self.session.vars.hot().latin1_client
     }
 
     fn latin1_results(&self) -> bool {
-        session::is_latin1(self, "character_set_results")
+        self.session.vars.hot().latin1_results
     }
 }
 

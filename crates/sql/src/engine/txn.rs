@@ -65,7 +65,7 @@ pub fn in_transaction(conn: &Conn<'_>) -> bool {
 /// 001). As in NDB, an error of a deferred write (a duplicate key) is
 /// reported by the statement that sends it, and it ends the transaction.
 pub fn batching(conn: &Conn<'_>) -> bool {
-    in_transaction(conn) && conn.session.vars.flag("transaction_allow_batching")
+    in_transaction(conn) && conn.session.vars.hot().transaction_allow_batching
 }
 
 /// `BEGIN`, `COMMIT`, `ROLLBACK`.

@@ -166,7 +166,7 @@ pub fn env(conn: &Conn<'_>) -> Env {
         now_micros: now,
         tz_secs: super::session::time_zone_secs(conn),
         version: super::session::VERSION,
-        join_pushdown: conn.session.vars.flag("ndb_join_pushdown"),
+        join_pushdown: conn.session.vars.hot().join_pushdown,
     }
 }
 
