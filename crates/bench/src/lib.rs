@@ -6,6 +6,9 @@
 //! - [`flex`]: NDB's flexAsynch on the native API against a running
 //!   cluster — insert, read, update and delete rates and latencies, with
 //!   `--verify` and seed 004's executor threads.
+//! - [`sql`]: sysbench's point select over thousands of MySQL connections
+//!   that a few threads drive (the thread pool's bench).
 
 pub mod flex;
 pub mod ldm;
+pub mod sql;

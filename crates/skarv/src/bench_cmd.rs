@@ -17,6 +17,81 @@ enum Which {
     Ldm(LdmArgs),
     /// NDB's flexAsynch against a running cluster: insert, read, update, delete rates and latencies.
     Flex(FlexArgs),
+    /// sysbench's point select over many MySQL connections that a few threads drive.
+    Sql(SqlArgs),
+}
+
+/// `skarv bench sql` (see `bench::sql`: why not sysbench at thousands of connections).
+#[derive(clap::Args)]
+struct SqlArgs {
+    /// The MySQL server (a Skarv SQL node, or a peer).
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    #[arg(long)]
+    port: u16,
+    #[arg(long, default_value = "root")]
+    user: String,
+    #[arg(long, default_value = "")]
+    password: String,
+    #[arg(long, default_value = "sbtest")]
+    database: String,
+    /// A table sysbench's `prepare` made, with ids 1..=--table-size.
+    #[arg(long, default_value = "sbtest1")]
+    table: String,
+    #[arg(long, default_value_t = 10_000)]
+    table_size: u64,
+    /// Connections, each with one query in flight.
+    #[arg(short = 'c', long, default_value_t = 32)]
+    connections: usize,
+    /// Threads that drive them (default: 2, or fewer when fewer connections).
+    #[arg(short = 't', long)]
+    threads: Option<usize>,
+    /// Seconds measured, after the warm-up.
+    #[arg(long, default_value = "10", value_parser = parse_seconds)]
+    seconds: Duration,
+    /// Seconds run before measuring.
+    #[arg(long, default_value = "3", value_parser = parse_seconds)]
+    warmup: Duration,
+    /// Seed of the keys.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// One JSON object instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Driving threads when --threads is not given: two keep the client's
+/// share of a small machine small while one `epoll` set per thread stays
+/// short enough to serve.
+const SQL_THREADS_DEFAULT: usize = 2;
+
+fn run_sql(args: SqlArgs) -> Result<(), String> {
+    let options = bench::sql::SqlOptions {
+        host: args.host,
+        port: args.port,
+        user: args.user,
+        password: args.password,
+        database: args.database,
+        table: args.table,
+        table_size: args.table_size,
+        connections: args.connections,
+        threads: args
+            .threads
+            .unwrap_or(SQL_THREADS_DEFAULT.min(args.connections.max(1))),
+        warmup: args.warmup,
+        duration: args.seconds,
+        seed: args.seed,
+    };
+    let report = bench::sql::run(&options).map_err(|e| format!("bench sql: {e}"))?;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string(&report).map_err(|e| e.to_string())?
+        );
+    } else {
+        print!("{}", bench::sql::render(&report));
+    }
+    Ok(())
 }
 
 #[derive(clap::Args)]
@@ -167,6 +242,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
         // Not for flex: its client writes to sockets, where a closed peer
         // must be an error, never a signal that kills the run.
         Which::Flex(args) => run_flex(args),
+        Which::Sql(args) => run_sql(args),
         Which::Ldm(args) => {
             crate::die_quietly_on_broken_pipe();
             let report: LdmBenchReport = bench::ldm::run(&LdmBenchOptions {
