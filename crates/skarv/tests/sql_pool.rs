@@ -206,7 +206,7 @@ fn status_of(conn: &mut Conn, global: bool, name: &str) -> u64 {
     value.parse().expect("a number")
 }
 
-/// Prepared point selects of many clients at once: a worker of the thread
+/// Point selects (prepared, then text) of many clients at once: a worker of the thread
 /// pool sends the reads of the connections it serves together (one write
 /// per data node, one round trip for all), and every client still gets its
 /// own row (or none) and its own counters. A read of a transaction is
@@ -316,4 +316,49 @@ fn point_selects_of_many_clients_go_to_the_data_nodes_in_batches() {
     let locked = status_of(&mut probe, true, "Threadpool_batched_reads") - before;
     assert_eq!(locked, 0, "no locking read batched");
     conn.query_drop("COMMIT").expect("commit");
+
+    // The text protocol's point selects go in batches too, answered as
+    // text rows, each counted on its own session.
+    let reads_before = status_of(&mut probe, true, "Threadpool_batched_reads");
+    let batches_before = status_of(&mut probe, true, "Threadpool_batches");
+    let clients: Vec<_> = (0..CLIENTS)
+        .map(|client| {
+            std::thread::spawn(move || {
+                let mut conn = connect(port).expect("client");
+                // The driver's own SELECT @@… at connect counts too.
+                let selects_before = status_of(&mut conn, false, "Com_select");
+                for i in 0..SELECTS {
+                    let id = (client * 5 + i) % (ROWS + 10) + 1;
+                    let row: Option<(String, u64)> = conn
+                        .query_first(format!("select c, id from b.t where id = {id}"))
+                        .expect("text select by id");
+                    // Row 1 holds the write committed above.
+                    let c = if id == 1 {
+                        "changed".to_owned()
+                    } else {
+                        format!("row-{id}")
+                    };
+                    let wanted = (id <= ROWS).then(|| (c, id as u64));
+                    assert_eq!(row, wanted, "client {client} id {id}");
+                }
+                let selects = status_of(&mut conn, false, "Com_select") - selects_before;
+                assert_eq!(selects, SELECTS as u64);
+                assert_eq!(
+                    status_of(&mut conn, false, "Ndb_api_pk_op_count_session"),
+                    SELECTS as u64
+                );
+            })
+        })
+        .collect();
+    for client in clients {
+        client.join().expect("a client thread");
+    }
+    let reads = status_of(&mut probe, true, "Threadpool_batched_reads") - reads_before;
+    let batches = status_of(&mut probe, true, "Threadpool_batches") - batches_before;
+    eprintln!("text: {reads} reads in {batches} batches");
+    assert!(reads <= (CLIENTS * SELECTS) as u64, "{reads} batched reads");
+    assert!(
+        batches < reads,
+        "some batch held two text reads or more: {batches} batches"
+    );
 }

@@ -155,8 +155,23 @@ pub trait Backend {
         self.execute(id, params, sink).map(|()| false)
     }
 
-    /// Answers the statement [`Backend::execute_deferrable`] deferred, its
-    /// requests sent.
+    /// Whether `COM_QUERY` of `sql` may be started for a thread-pool batch
+    /// now (see [`Backend::query_deferrable`]): one SELECT of one table
+    /// with a WHERE, which may read one row by key. The backend may keep
+    /// what it parsed for the `query_deferrable` that follows.
+    fn may_defer_query(&mut self, _sql: &str) -> bool {
+        false
+    }
+
+    /// `COM_QUERY` of a statement [`Backend::may_defer_query`] took, as
+    /// [`Backend::execute_deferrable`] is to `execute`: true when the
+    /// read's request waits, unsent, for [`Backend::finish_deferred`].
+    fn query_deferrable(&mut self, sql: &str, sink: &mut dyn ResultSink) -> io::Result<bool> {
+        self.query(sql, false, sink).map(|()| false)
+    }
+
+    /// Answers the statement [`Backend::execute_deferrable`] (or
+    /// [`Backend::query_deferrable`]) deferred, its requests sent.
     fn finish_deferred(&mut self, sink: &mut dyn ResultSink) -> io::Result<()> {
         sink.error(&SqlError::new(
             crate::error::codes::UNKNOWN,

@@ -174,6 +174,7 @@ impl Engine {
             grants: users::Grants::default(),
             subqueries: exec::subquery::Cache::default(),
             deferred: None,
+            text_parsed: None,
         }
     }
 }
@@ -201,6 +202,9 @@ pub struct Conn<'s> {
     /// A statement whose read a thread-pool worker sends with other
     /// connections' (`Backend::execute_deferrable`).
     pub deferred: Option<DeferredStatement<'s>>,
+    /// The text statement `Backend::may_defer_query` parsed, for the
+    /// `query_deferrable` that follows (and its text, to tell it is that).
+    text_parsed: Option<(Arc<str>, Arc<Stmt>)>,
 }
 
 /// A statement started and not yet answered: its read waits to be sent.
@@ -481,6 +485,35 @@ pub enum Stmt {
     Extra(session::Extra),
 }
 
+/// Whether `statement` has the shape of a read of one row by key: one
+/// SELECT of one table (no join, subquery in FROM, GROUP BY, HAVING,
+/// lock or WITH) with a WHERE. Only a cheap look at the text's shape, for
+/// taking a text command into a thread-pool batch: the planner decides.
+fn may_read_one_row(statement: &Stmt) -> bool {
+    use sqlparser::ast::{GroupByExpr, SetExpr, TableFactor};
+    let Stmt::Sql(statement) = statement else {
+        return false;
+    };
+    let Statement::Query(q) = &**statement else {
+        return false;
+    };
+    let SetExpr::Select(s) = &*q.body else {
+        return false;
+    };
+    let no_group = match &s.group_by {
+        GroupByExpr::Expressions(exprs, modifiers) => exprs.is_empty() && modifiers.is_empty(),
+        GroupByExpr::All(_) => false,
+    };
+    q.with.is_none()
+        && q.locks.is_empty()
+        && s.from.len() == 1
+        && s.from[0].joins.is_empty()
+        && matches!(s.from[0].relation, TableFactor::Table { .. })
+        && s.selection.is_some()
+        && no_group
+        && s.having.is_none()
+}
+
 /// What a statement's executor did: answered by itself (a result set
 /// written to the sink), or succeeded without rows (the caller sends OK).
 pub enum Answered {
@@ -568,6 +601,36 @@ impl<'s> Backend for Conn<'s> {
     ) -> io::Result<bool> {
         status::count_command(self, status::COM_STMT_EXECUTE);
         prepared::execute_deferrable(self, id, params, sink)
+    }
+
+    fn may_defer_query(&mut self, sql: &str) -> bool {
+        self.text_parsed = None;
+        if self.deferred.is_some() {
+            return false;
+        }
+        let Ok(mut statements) = session::parse_text(sql, false) else {
+            return false;
+        };
+        match statements.pop() {
+            Some(Ok(statement)) if statements.is_empty() && may_read_one_row(&statement) => {
+                self.text_parsed = Some((Arc::from(sql), Arc::new(statement)));
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn query_deferrable(&mut self, sql: &str, sink: &mut dyn ResultSink) -> io::Result<bool> {
+        let parsed = self.text_parsed.take().filter(|(text, _)| **text == *sql);
+        let Some((text, statement)) = parsed else {
+            return self.query(sql, false, sink).map(|()| false);
+        };
+        self.set_command_shared("Query", Some(Arc::clone(&text)));
+        let deferred = self.begin_deferred(statement, &[], sink, text)?;
+        if !deferred {
+            self.set_command("Sleep", None);
+        }
+        Ok(deferred)
     }
 
     fn finish_deferred(&mut self, sink: &mut dyn ResultSink) -> io::Result<()> {

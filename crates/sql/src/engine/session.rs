@@ -9,8 +9,8 @@
 //! recognised from their leading words ([`Extra`]).
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use sqlparser::ast::{
     ContextModifier, Expr, Set, ShowStatementFilter, Statement, Value as AstValue,
@@ -386,7 +386,10 @@ impl Variables {
     }
 
     fn decode_hot(&self) -> Hot {
-        let latin1 = |name| self.get(name).is_some_and(|v| v.eq_ignore_ascii_case("latin1"));
+        let latin1 = |name| {
+            self.get(name)
+                .is_some_and(|v| v.eq_ignore_ascii_case("latin1"))
+        };
         Hot {
             latin1_client: latin1("character_set_client"),
             latin1_results: latin1("character_set_results"),
@@ -1913,7 +1916,10 @@ mod tests {
         assert_eq!(*globals.hot(), globals.decode_hot());
         assert!(!globals.hot().latin1_results && globals.hot().sql_notes);
         let mut first = globals.share();
-        assert!(Arc::ptr_eq(&first.base, &globals.base), "a session copies no map");
+        assert!(
+            Arc::ptr_eq(&first.base, &globals.base),
+            "a session copies no map"
+        );
         first.set("character_set_results", "latin1".into());
         first.set("time_zone", "+02:00".into());
         first.set("max_execution_time", "250".into());

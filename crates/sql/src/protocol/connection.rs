@@ -152,6 +152,9 @@ pub struct Wire<S: Read + Write> {
     /// The capabilities both sides set.
     caps: u32,
     statements: HashMap<u32, Statement>,
+    /// The deferred command's rows are binary (`COM_STMT_EXECUTE`), not
+    /// text (`COM_QUERY`).
+    deferred_binary: bool,
 }
 
 impl<S: Read + Write> Wire<S> {
@@ -163,6 +166,7 @@ impl<S: Read + Write> Wire<S> {
             nonce: auth::nonce()?,
             caps: 0,
             statements: HashMap::new(),
+            deferred_binary: true,
         })
     }
 
@@ -201,11 +205,20 @@ impl<S: Read + Write> Wire<S> {
         options: &ProtocolOptions,
     ) -> io::Result<super::Begun> {
         self.io.reset_seq();
+        let latin1 = backend.latin1_client();
         let id = match self.io.peek_packet()? {
-            Some([command::STMT_EXECUTE, a, b, c, d, ..]) => u32::from_le_bytes([*a, *b, *c, *d]),
+            Some([command::STMT_EXECUTE, a, b, c, d, ..]) => {
+                Some(u32::from_le_bytes([*a, *b, *c, *d]))
+            }
+            // Text: only UTF-8 that reads as a SELECT (a latin1 client's
+            // text, or one with binary literals, goes the usual way).
+            Some([command::QUERY, text @ ..]) if !latin1 => match std::str::from_utf8(text) {
+                Ok(sql) if starts_with_select(sql) && backend.may_defer_query(sql) => None,
+                _ => return Ok(super::Begun::NotTaken),
+            },
             _ => return Ok(super::Begun::NotTaken),
         };
-        if !backend.may_defer(id) {
+        if id.is_some_and(|id| !backend.may_defer(id)) {
             return Ok(super::Begun::NotTaken);
         }
         let packet = match self.io.read_packet() {
@@ -214,12 +227,21 @@ impl<S: Read + Write> Wire<S> {
             // The packet was checked whole and in sequence.
             Err(other) => unreachable!("a peeked packet failed to read: {other:?}"),
         };
+        self.deferred_binary = id.is_some();
         let mut connection = Connection {
             w: self,
             backend,
             options,
         };
-        let deferred = connection.execute_with(&packet[1..], true)?;
+        let deferred = match id {
+            Some(_) => connection.execute_with(&packet[1..], true)?,
+            None => {
+                // Checked above, on the same bytes.
+                let sql = std::str::from_utf8(&packet[1..]).unwrap_or_default();
+                connection
+                    .answer_with(false, |backend, sink| backend.query_deferrable(sql, sink))?
+            }
+        };
         Ok(if deferred {
             super::Begun::Deferred
         } else {
@@ -240,7 +262,8 @@ impl<S: Read + Write> Wire<S> {
             options,
         };
         if begun == super::Begun::Deferred {
-            connection.answer_with(true, |backend, sink| {
+            let binary = connection.w.deferred_binary;
+            connection.answer_with(binary, |backend, sink| {
                 backend.finish_deferred(sink).map(|()| false)
             })?;
         }
@@ -256,6 +279,13 @@ impl<S: Read + Write> Wire<S> {
     pub fn stream(&self) -> &S {
         self.io.stream_ref()
     }
+}
+
+/// Whether `sql` begins with the keyword SELECT (after blanks): the cheap
+/// test before a text command is parsed for a thread-pool batch.
+fn starts_with_select(sql: &str) -> bool {
+    let text = sql.trim_start().as_bytes();
+    text.len() > 6 && text[..6].eq_ignore_ascii_case(b"select") && !text[6].is_ascii_alphanumeric()
 }
 
 struct Connection<'a, S: Read + Write> {
