@@ -9,7 +9,10 @@
 //! column's type and collation have the same bytes (`'ABC'` and `'abc '`
 //! in a `utf8mb4_general_ci` column; `-0.0` and `0.0`; `1.5` and `1.50`).
 //! The bytes are part of the on-disk format (ordered index order, the hash
-//! of every stored row) and shared with clients; they never change.
+//! of every stored row) and shared with clients; they never change without
+//! a format change. (They changed once, when `utf8mb4_general_ci` took
+//! MySQL's weights: the sysfile went to version 3 and the wire to 8, so
+//! that older data directories and builds are refused.)
 //!
 //! # Byte layout
 //!
