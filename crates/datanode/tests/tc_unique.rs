@@ -351,7 +351,10 @@ impl Cluster {
             .scan_table(&people.by_s)
             .into_iter()
             .map(|r| match &r[0] {
-                Value::String(s) => (s.trim_end().to_lowercase(), r[1].clone()),
+                Value::String(s) => (
+                    schema::Collation::Utf8mb4GeneralCi.sort_key(s),
+                    r[1].clone(),
+                ),
                 other => panic!("not a string: {other:?}"),
             })
             .collect();
@@ -359,8 +362,12 @@ impl Cluster {
         let mut expected_s: Vec<(String, Value)> = model
             .iter()
             .filter_map(|(id, p)| {
-                p.s.as_ref()
-                    .map(|s| (s.trim_end().to_lowercase(), base_key(*id)))
+                p.s.as_ref().map(|s| {
+                    (
+                        schema::Collation::Utf8mb4GeneralCi.sort_key(s),
+                        base_key(*id),
+                    )
+                })
             })
             .collect();
         expected_s.sort_by(|a, b| a.0.cmp(&b.0));

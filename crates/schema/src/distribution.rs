@@ -266,6 +266,14 @@ mod tests {
                 vec![Value::String("Skarv Cluster".into())],
             ),
             v(
+                "varchar-ci-accents",
+                vec![T::VarChar {
+                    max: 20,
+                    collation: ci,
+                }],
+                vec![Value::String("\u{c5}r_stra\u{df}e".into())],
+            ),
+            v(
                 "char-empty",
                 vec![T::Char {
                     len: 4,
@@ -498,6 +506,9 @@ mod tests {
             ));
         }
         let documented: Vec<&str> = doc.lines().filter(|l| l.starts_with("| `")).collect();
+        if std::env::var_os("SKARV_PRINT_VECTORS").is_some() {
+            println!("{}", lines.join("\n"));
+        }
         assert_eq!(documented, lines, "docs/distribution-hash.md's vectors");
     }
 }

@@ -9,7 +9,10 @@
 //! column's type and collation have the same bytes (`'ABC'` and `'abc '`
 //! in a `utf8mb4_general_ci` column; `-0.0` and `0.0`; `1.5` and `1.50`).
 //! The bytes are part of the on-disk format (ordered index order, the hash
-//! of every stored row) and shared with clients; they never change.
+//! of every stored row) and shared with clients; they never change without
+//! a format change. (They changed once, when `utf8mb4_general_ci` took
+//! MySQL's weights: the sysfile went to version 3 and the wire to 8, so
+//! that older data directories and builds are refused.)
 //!
 //! # Byte layout
 //!
@@ -30,8 +33,9 @@
 //!   then for a positive number the sign bit set and for a negative one all
 //!   bits inverted. NaN never gets here (refused by the value check).
 //! - CHAR/VARCHAR (PAD SPACE collations): trailing spaces dropped; under
-//!   `utf8mb4_general_ci` every character replaced by its lowercase
-//!   (`char::to_lowercase`); then the UTF-8 bytes cut into chunks of
+//!   `utf8mb4_general_ci` every character replaced by its weight
+//!   (`Collation::weight`: MySQL's, its uppercase base letter, U+FFFD
+//!   outside the BMP); then the UTF-8 bytes cut into chunks of
 //!   [`STRING_KEY_CHUNK_BYTES`] (the last one padded with spaces, an empty
 //!   string being one chunk of spaces), each chunk followed by a marker:
 //!   `0x02` if the string ends in this chunk, else `0x03` if the first
@@ -479,14 +483,15 @@ fn encode_padded_string(collation: Collation, s: &str, out: &mut Vec<u8>) {
     let start = out.len();
     match collation {
         Collation::Utf8mb4Bin => out.extend_from_slice(s.as_bytes()),
-        // ASCII folds byte by byte, the common case, without decoding.
+        // ASCII weighs as its uppercase byte by byte, the common case,
+        // without decoding.
         Collation::Utf8mb4GeneralCi if s.is_ascii() => {
-            out.extend(s.bytes().map(|b| b.to_ascii_lowercase()));
+            out.extend(s.bytes().map(|b| b.to_ascii_uppercase()));
         }
         Collation::Utf8mb4GeneralCi => {
             let mut utf8 = [0u8; UTF8MB4_CHAR_BYTES_MAX];
-            for folded in s.chars().flat_map(char::to_lowercase) {
-                out.extend_from_slice(folded.encode_utf8(&mut utf8).as_bytes());
+            for weight in collation.weights(s) {
+                out.extend_from_slice(weight.encode_utf8(&mut utf8).as_bytes());
             }
         }
     }
@@ -568,6 +573,16 @@ mod tests {
         assert_ne!(padded(bin, "ABC"), padded(bin, "abc"));
         assert!(padded(bin, "a\t") < padded(bin, "a"));
         assert!(padded(bin, "a") < padded(bin, "a b"));
+        // general_ci keys hold weights: uppercase, accents dropped, U+FFFD
+        // outside the BMP. MariaDB orders `a B z [ _ ~` (see types.rs).
+        assert_eq!(padded(ci, "abc"), b"ABC     \x02");
+        assert_eq!(
+            padded(ci, "\u{e9}t\u{e9} stra\u{df}e"),
+            padded(ci, "ETE STRASE")
+        );
+        assert_eq!(padded(ci, "\u{1F600}"), padded(ci, "\u{FFFD}"));
+        let order = ["a", "B", "z", "[", "_", "~"].map(|s| padded(ci, s));
+        assert!(order.windows(2).all(|w| w[0] < w[1]));
     }
 
     #[test]
@@ -607,7 +622,7 @@ mod tests {
     fn folding_keeps_four_bytes_per_char() {
         // column_max_encoded_bytes relies on it.
         for c in (0..=0x10FFFFu32).filter_map(char::from_u32) {
-            let folded: usize = c.to_lowercase().map(char::len_utf8).sum();
+            let folded = Collation::Utf8mb4GeneralCi.weight(c).len_utf8();
             assert!(
                 folded <= UTF8MB4_CHAR_BYTES_MAX,
                 "{c:?} folds to {folded} bytes"

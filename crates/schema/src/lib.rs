@@ -28,6 +28,7 @@
 mod codec;
 pub mod decimal;
 pub mod distribution;
+mod general_ci;
 pub mod key;
 pub mod row;
 pub mod table;

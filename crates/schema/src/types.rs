@@ -49,23 +49,24 @@ pub const TIMESTAMP_SECONDS_MAX: i64 = i32::MAX as i64;
 /// Largest year of a DATE or DATETIME.
 pub const YEAR_MAX: u16 = 9_999;
 
-/// How a character column compares. Both collations are utf8mb4 and both are
-/// PAD SPACE, as MySQL's `utf8mb4_bin` and `utf8mb4_general_ci` are: trailing
+/// How a character column compares: MySQL's and MariaDB's rules for the
+/// two collations. Both are utf8mb4 and both are PAD SPACE: trailing
 /// spaces do not count, so `'a'` and `'a  '` are equal and `'a'` sorts after
 /// `'a\t'` (the shorter string compares as if padded with spaces).
 ///
-/// `Utf8mb4GeneralCi` compares the strings after case folding every
-/// character with Rust's `char::to_lowercase` (Unicode's full lowercase
-/// mapping), then by code point. That equals MySQL's `utf8mb4_general_ci`
-/// for ASCII and most letters; it differs where general_ci has its own
-/// weights (general_ci makes `'ß' = 's'` and ignores some accents; here
-/// `'ß'` is its own letter). The order is fixed forever: it is the order of
-/// ordered indexes on disk and the equality of hashed keys.
+/// A string compares as the sequence of its characters' weights
+/// ([`Collation::weight`]): under `Utf8mb4Bin` a character weighs its code
+/// point; under `Utf8mb4GeneralCi` it weighs its uppercase base letter
+/// (`'a'` and `'á'` weigh `'A'`, so `'a' < 'B' < 'z' < '[' < '_'`; `'ß'`
+/// weighs `'S'`), and every character outside the BMP weighs U+FFFD
+/// (MariaDB's table, see `general_ci.rs`). The order is fixed forever: it
+/// is the order of ordered indexes and the equality of hashed keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Collation {
     /// Compare by code point (and so by UTF-8 bytes), trailing spaces ignored.
     Utf8mb4Bin,
-    /// Compare the lowercased strings by code point, trailing spaces ignored.
+    /// Compare by MySQL's general_ci weights (uppercase, accents dropped),
+    /// trailing spaces ignored.
     Utf8mb4GeneralCi,
 }
 
@@ -86,13 +87,33 @@ impl Collation {
         }
         let a = a.trim_end_matches(' ');
         let b = b.trim_end_matches(' ');
+        compare_padded(self.weights(a), self.weights(b))
+    }
+
+    /// The weight of one character: what it compares as. Under
+    /// `Utf8mb4Bin` the character itself; under `Utf8mb4GeneralCi` its
+    /// MySQL weight, a character of the BMP. A weight weighs itself, and
+    /// only a space weighs a space.
+    #[inline]
+    pub fn weight(self, c: char) -> char {
         match self {
-            Collation::Utf8mb4Bin => compare_padded(a.chars(), b.chars()),
-            Collation::Utf8mb4GeneralCi => compare_padded(
-                a.chars().flat_map(char::to_lowercase),
-                b.chars().flat_map(char::to_lowercase),
-            ),
+            Collation::Utf8mb4Bin => c,
+            Collation::Utf8mb4GeneralCi => super::general_ci::weight(c),
         }
+    }
+
+    /// The weights of `s`'s characters, one per character: two strings
+    /// compare as these sequences do (after trailing spaces, PAD SPACE),
+    /// and a LIKE pattern matches character by character on them.
+    pub fn weights(self, s: &str) -> impl Iterator<Item = char> + '_ {
+        s.chars().map(move |c| self.weight(c))
+    }
+
+    /// A canonical form of `s`: its weights without trailing spaces.
+    /// Strings equal under the collation have the same one (what hash
+    /// tables of values, GROUP BY and DISTINCT use).
+    pub fn sort_key(self, s: &str) -> String {
+        self.weights(s.trim_end_matches(' ')).collect()
     }
 
     /// [`Collation::compare`] of bytes that are (almost always) UTF-8;
@@ -110,14 +131,14 @@ impl Collation {
     /// The order of `a` and `b` when it is decided by ASCII bytes alone
     /// (the common case, and usually within a few bytes: nothing is
     /// decoded or validated past the first difference); None once a
-    /// non-ASCII byte is reached first. An ASCII character's lowercase is
-    /// its ASCII lowercase, and comparing the bytes left against the
-    /// padding spaces is the PAD SPACE rule, so this agrees with the
+    /// non-ASCII byte is reached first. An ASCII character's general_ci
+    /// weight is its ASCII uppercase, and comparing the bytes left against
+    /// the padding spaces is the PAD SPACE rule, so this agrees with the
     /// character-wise comparison.
     fn ascii_order(self, a: &[u8], b: &[u8]) -> Option<Ordering> {
         let fold = |c: u8| match self {
             Collation::Utf8mb4Bin => c,
-            Collation::Utf8mb4GeneralCi => c.to_ascii_lowercase(),
+            Collation::Utf8mb4GeneralCi => c.to_ascii_uppercase(),
         };
         let common = a.len().min(b.len());
         for (&x, &y) in a[..common].iter().zip(&b[..common]) {
@@ -153,9 +174,9 @@ impl Collation {
     }
 }
 
-/// Compares two character sequences as if the shorter were padded with
+/// Compares two weight sequences as if the shorter were padded with
 /// spaces. Code point order equals UTF-8 byte order, so this is the byte
-/// order of the folded strings.
+/// order of the weights' UTF-8.
 fn compare_padded(
     mut a: impl Iterator<Item = char>,
     mut b: impl Iterator<Item = char>,
@@ -561,7 +582,7 @@ mod tests {
         assert_eq!(bin.compare("B", "a"), Ordering::Less);
     }
 
-    /// The ASCII path orders as decoding and folding characters does, for
+    /// The ASCII path orders as decoding and weighing characters does, for
     /// strings that are ASCII, not ASCII, or ASCII up to a point.
     #[test]
     fn ascii_strings_compare_as_characters_do() {
@@ -570,8 +591,8 @@ mod tests {
             match c {
                 Collation::Utf8mb4Bin => compare_padded(a.chars(), b.chars()),
                 Collation::Utf8mb4GeneralCi => compare_padded(
-                    a.chars().flat_map(char::to_lowercase),
-                    b.chars().flat_map(char::to_lowercase),
+                    a.chars().map(crate::general_ci::weight),
+                    b.chars().map(crate::general_ci::weight),
                 ),
             }
         };
@@ -597,12 +618,85 @@ mod tests {
         }
         let ci = Collation::Utf8mb4GeneralCi;
         assert_eq!(ci.compare("\u{c9}", "\u{e9}"), Ordering::Equal);
-        assert_eq!(ci.compare("e", "\u{e9}"), Ordering::Less);
         // Bytes that are not UTF-8 compare as their lossy decoding.
         assert_eq!(
             ci.compare_bytes(b"a\xff", "a\u{fffd}".as_bytes()),
             Ordering::Equal
         );
+    }
+
+    /// Order and equality as MariaDB 10.11 gives them. The orders are
+    /// `SELECT s FROM t ORDER BY s, BINARY s` of a column of the collation
+    /// (ties, which the collation deems equal, by bytes); the equalities
+    /// `SELECT a = b COLLATE …` of string literals.
+    #[test]
+    fn order_and_equality_match_mariadb() {
+        let ci = Collation::Utf8mb4GeneralCi;
+        let bin = Collation::Utf8mb4Bin;
+        fn sorted(c: Collation, mut v: Vec<&'static str>) -> Vec<&'static str> {
+            v.sort_by(|a, b| c.compare(a, b).then_with(|| a.cmp(b)));
+            v
+        }
+        let input = vec![
+            "~", "z", "[", "B", "_", "a", "`", "{", "^", "\\", "]", "@", "0", " ",
+        ];
+        // MariaDB: ' ' 0 @ a B z [ \ ] ^ _ ` { ~
+        let want = [
+            " ", "0", "@", "a", "B", "z", "[", "\\", "]", "^", "_", "`", "{", "~",
+        ];
+        assert_eq!(sorted(ci, input.clone()), want);
+        // MariaDB: ' ' 0 @ B [ \ ] ^ _ ` a z { ~
+        let want = [
+            " ", "0", "@", "B", "[", "\\", "]", "^", "_", "`", "a", "z", "{", "~",
+        ];
+        assert_eq!(sorted(bin, input), want);
+        // `s < 'a'` in general_ci finds none of `[ _ ~`.
+        for s in ["[", "_", "~", "`"] {
+            assert_eq!(ci.compare(s, "a"), Ordering::Greater, "{s}");
+        }
+        let accents = vec!["f", "\u{e9}", "E", "e", "\u{c9}", "d", "\u{e8}", "\u{ea}"];
+        // MariaDB: d E e É è é ê f (ties by bytes)
+        let want = ["d", "E", "e", "\u{c9}", "\u{e8}", "\u{e9}", "\u{ea}", "f"];
+        assert_eq!(sorted(ci, accents), want);
+        // Equal in general_ci, each pair (MariaDB: 1).
+        let equal = [
+            ("\u{e9}", "E"),
+            ("\u{df}", "s"),
+            ("stra\u{df}e", "STRASE"),
+            ("\u{c5}", "a"),
+            ("\u{f8}", "\u{d8}"),
+            ("\u{1c5}", "\u{1c6}"),
+            ("\u{1F600}", "\u{1F601}"),
+            ("\u{1F600}", "\u{FFFD}"),
+            ("\u{3ac}", "\u{391}"),
+            ("\u{451}", "\u{415}"),
+            ("a", "a   "),
+            ("\u{131}", "I"),
+            ("\u{17f}", "s"),
+        ];
+        for (a, b) in equal {
+            assert_eq!(ci.compare(a, b), Ordering::Equal, "{a:?} {b:?}");
+        }
+        // Not equal in general_ci (MariaDB: 0).
+        let unequal = [
+            ("\u{f8}", "o"),
+            ("\u{e6}", "ae"),
+            ("\u{df}", "ss"),
+            ("\u{111}", "d"),
+            ("\u{142}", "l"),
+            ("a\t", "a"),
+            ("\u{10d0}", "\u{1c90}"),
+            ("\u{1F600}", "\u{FFFF}"),
+        ];
+        for (a, b) in unequal {
+            assert_ne!(ci.compare(a, b), Ordering::Equal, "{a:?} {b:?}");
+        }
+        // utf8mb4_bin: code points, PAD SPACE, every plane distinct.
+        assert_eq!(bin.compare("a", "a  "), Ordering::Equal);
+        assert_eq!(bin.compare("a\t", "a"), Ordering::Less);
+        assert_eq!(bin.compare("\u{1F600}", "\u{1F601}"), Ordering::Less);
+        assert_eq!(bin.compare("\u{FFFD}", "\u{1F600}"), Ordering::Less);
+        assert_eq!(bin.compare("\u{e9}", "E"), Ordering::Greater);
     }
 
     #[test]

@@ -36,7 +36,10 @@ pub const MAGIC: [u8; 2] = *b"SK";
 /// `LdmKeyConfBatch` (key batches between nodes). 6: `LdmReadReq` (reads
 /// answered by the LDM). 7: cluster incarnations in `TcKeyConf`,
 /// `TcWaitGciReq`, the GCP switch and the sysfile signals; `TcWaitGciRef`.
-pub const WIRE_VERSION: u8 = 7;
+/// 8: no signal changed, but `utf8mb4_general_ci` strings take MySQL's
+/// weights in keys, so their key bytes and partitions differ from a build
+/// of 7's, which must not share a cluster with this one.
+pub const WIRE_VERSION: u8 = 8;
 pub const FRAME_HEADER_BYTES: usize = 16;
 pub const SIGNAL_HEADER_BYTES: usize = 16;
 /// Large enough for a configuration file of 255 nodes, small enough that a

@@ -2,7 +2,6 @@
 //! SIGKILL; the survivor reports it failed, the angel restarts it, and it is
 //! `started` again. Also what a new user sees for a bad config.ini.
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -34,14 +33,16 @@ fn scratch_dir(name: &str) -> PathBuf {
     dir
 }
 
-/// A base port with the next `count` ports free. `salt` keeps the tests of
-/// one run (which share a process id) apart.
+/// Where this file's tests take their ports: `salt` picks a range of 500
+/// each, so the tests of one run (which share a process id) stay apart;
+/// all below Linux's ephemeral ports (see `common::free_base_port`).
+const CLUSTER_PORTS: u16 = 21_000;
+/// Ports of one test's range.
+const CLUSTER_PORTS_PER_TEST: u16 = 500;
+
+/// A base port with the next `count` ports free, in the range of `salt`.
 fn free_base_port(count: u16, salt: u16) -> u16 {
-    let start = 20_000 + (std::process::id() % 1000) as u16 * 20 + salt * 2000;
-    (0..200u16)
-        .map(|i| 20_000 + (start - 20_000 + i * 37) % 40_000)
-        .find(|base| (0..count).all(|i| TcpListener::bind(("127.0.0.1", base + i)).is_ok()))
-        .expect("a free port range")
+    common::free_base_port(CLUSTER_PORTS + salt * CLUSTER_PORTS_PER_TEST, count)
 }
 
 fn show(connect: &str) -> Value {

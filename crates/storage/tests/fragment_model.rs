@@ -465,7 +465,9 @@ fn ordered(index_id: u32, direction: Direction) -> ScanRange {
 
 /// The sort key of a row in index `s` (utf8mb4_general_ci, NULL first).
 fn s_order(row: &Row) -> Option<String> {
-    row.1.as_ref().map(|s| s.to_lowercase())
+    row.1
+        .as_ref()
+        .map(|s| Collation::Utf8mb4GeneralCi.sort_key(s))
 }
 
 /// Checks a fragment against the committed model through every way in.

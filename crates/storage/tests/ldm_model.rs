@@ -159,7 +159,9 @@ fn model_key(kind: Kind, key: &[Value]) -> Key {
     match (kind, key) {
         (Kind::A, [Value::UInt(k)]) => k.to_string(),
         (Kind::B, [Value::Int(k)]) => k.to_string(),
-        (Kind::C, [Value::String(name), Value::Int(n)]) => format!("{}|{n}", name.to_lowercase()),
+        (Kind::C, [Value::String(name), Value::Int(n)]) => {
+            format!("{}|{n}", Collation::Utf8mb4GeneralCi.sort_key(name))
+        }
         _ => panic!("{kind:?} key {key:?}"),
     }
 }
@@ -184,7 +186,7 @@ fn sort_key(index_id: u32, row: &[Value]) -> SortKey {
     match &row[column] {
         Value::Null => SortKey::Null,
         Value::Int(v) => SortKey::Int(*v),
-        Value::String(s) => SortKey::Str(s.to_lowercase()),
+        Value::String(s) => SortKey::Str(Collation::Utf8mb4GeneralCi.sort_key(s)),
         Value::Decimal(d) => SortKey::Dec(*d),
         Value::Date(d) => SortKey::Date(*d),
         v => panic!("{v:?}"),

@@ -14,10 +14,18 @@
 //! (docs/transactions.md, "Global checkpoints").
 //!
 //! Format (little endian, `SYSFILE_BYTES`): magic `SKSYSF01`, format
-//! version (u32, 2), kept GCI (u32), incarnation (u32), serving nodes (the
+//! version (u32, 3), kept GCI (u32), incarnation (u32), serving nodes (the
 //! 256-bit node bitmask, 4 × u64), CRC32C of everything before it (u32). Written whole to
 //! `sysfile.tmp`, fsynced, renamed over `sysfile`, directory fsynced: after
 //! a crash the file holds the old record or the new one, never a mix.
+//!
+//! The version also stands for the whole data directory's: version 3 came
+//! with `utf8mb4_general_ci`'s MySQL weights (uppercase, accents dropped),
+//! which changed the key bytes of such strings and so the partition of
+//! their rows, the hash index, unique index rows and the keys in redo
+//! records. A node whose sysfile is of version 1 or 2 holds rows placed by
+//! the old keys, so it refuses to start (naming the version) rather than
+//! misplace them; it needs an initial start.
 
 use std::path::{Path, PathBuf};
 
@@ -25,17 +33,15 @@ use signal::NodeBitmask;
 use storage::disk::{write_file_atomically, Disk, OpenMode};
 
 const MAGIC: [u8; 8] = *b"SKSYSF01";
-const VERSION: u32 = 2;
+const VERSION: u32 = 3;
 /// The file's size: magic, version, GCI, incarnation, bitmask, CRC.
 pub const SYSFILE_BYTES: usize = 8 + 4 + 4 + 4 + 32 + 4;
 /// Where the serving nodes' bitmask starts.
 const SERVING_AT: usize = 20;
-/// Format version 1 (before incarnations): no incarnation field, so the
-/// bitmask starts 4 bytes earlier. Read, never written: a node upgraded
-/// from it keeps its data (a refusal would leave only an initial start,
-/// which loses every row); its kept GCI counts as of incarnation 0, none.
-const V1_BYTES: usize = SYSFILE_BYTES - 4;
-const V1_SERVING_AT: usize = 16;
+/// The last format version written before `utf8mb4_general_ci` keys took
+/// MySQL's weights (format 2 has this one's layout, format 1 lacks the
+/// incarnation); a sysfile of it or older is refused.
+const VERSION_BEFORE_GENERAL_CI_WEIGHTS: u32 = 2;
 
 /// What a node keeps.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -70,44 +76,50 @@ fn encode(kept: &Kept) -> [u8; SYSFILE_BYTES] {
 
 fn decode(bytes: &[u8], at: &Path) -> Result<Kept, String> {
     let bad = |why: &str| format!("sysfile {} is damaged ({why})", at.display());
-    let version_1 = bytes.len() == V1_BYTES && bytes[8..12] == 1u32.to_le_bytes();
-    let (bytes_expected, serving_at) = if version_1 {
-        (V1_BYTES, V1_SERVING_AT)
-    } else {
-        (SYSFILE_BYTES, SERVING_AT)
-    };
-    if bytes.len() != bytes_expected {
+    let word =
+        |at: usize| u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
+    // An older format is named before its size is judged (format 1 is
+    // shorter).
+    if bytes.len() >= 12 && bytes[0..8] == MAGIC && word(8) <= VERSION_BEFORE_GENERAL_CI_WEIGHTS {
+        return Err(format!(
+            "sysfile {}: format version {}, this build reads version {VERSION} only: the data \
+             directory was written by a build whose utf8mb4_general_ci keys (lowercase) \
+             place and index rows differently from this build's (MySQL's weights); start \
+             the node with --initial (its data is lost) or use the older build",
+            at.display(),
+            word(8)
+        ));
+    }
+    if bytes.len() != SYSFILE_BYTES {
         return Err(bad(&format!(
             "{} bytes, expected {SYSFILE_BYTES}",
             bytes.len()
         )));
     }
     let crc = u32::from_le_bytes(
-        bytes[bytes_expected - 4..]
+        bytes[SYSFILE_BYTES - 4..]
             .try_into()
             .map_err(|_| bad("crc"))?,
     );
-    if crc32c::crc32c(&bytes[..bytes_expected - 4]) != crc {
+    if crc32c::crc32c(&bytes[..SYSFILE_BYTES - 4]) != crc {
         return Err(bad("checksum mismatch"));
     }
     if bytes[0..8] != MAGIC {
         return Err(bad("not a sysfile"));
     }
-    let word =
-        |at: usize| u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
-    if word(8) != VERSION && !version_1 {
+    if word(8) != VERSION {
         return Err(bad(&format!("format version {}", word(8))));
     }
     let mut serving = NodeBitmask::new();
     for (i, slot) in serving.0.iter_mut().enumerate() {
         let mut w = [0u8; 8];
-        w.copy_from_slice(&bytes[serving_at + 8 * i..serving_at + 8 + 8 * i]);
+        w.copy_from_slice(&bytes[SERVING_AT + 8 * i..SERVING_AT + 8 + 8 * i]);
         *slot = u64::from_le_bytes(w);
     }
     Ok(Kept {
         gci: word(12),
         serving,
-        incarnation: if version_1 { 0 } else { word(16) },
+        incarnation: word(16),
     })
 }
 
@@ -191,36 +203,40 @@ mod tests {
         assert!(error.contains("checksum mismatch"), "{error}");
     }
 
-    /// A sysfile of format 1 (written before incarnations) is read, as of
-    /// incarnation 0: an upgraded node keeps its data.
+    /// A sysfile of format 1 or 2 (before general_ci's MySQL weights) is
+    /// refused with its version named: its node's rows are placed by the
+    /// old string keys.
     #[test]
-    fn a_sysfile_of_format_1_is_read() {
+    fn a_sysfile_of_format_1_or_2_is_refused() {
         let disk = SimDisk::new(6);
         let dir = Path::new("/data/ndb_3_fs");
-        let mut v1 = Vec::with_capacity(V1_BYTES);
-        v1.extend_from_slice(&MAGIC);
-        v1.extend_from_slice(&1u32.to_le_bytes());
-        v1.extend_from_slice(&41u32.to_le_bytes());
         let serving: NodeBitmask = [NodeId::new(3).unwrap()].into_iter().collect();
-        for word in serving.0 {
-            v1.extend_from_slice(&word.to_le_bytes());
-        }
-        let crc = crc32c::crc32c(&v1);
-        v1.extend_from_slice(&crc.to_le_bytes());
-        assert_eq!(v1.len(), V1_BYTES);
-        disk.create_dir_all(dir).unwrap();
-        let mut file = disk.open(&path(dir), OpenMode::CreateTruncate).unwrap();
-        file.write_at(0, &v1).unwrap();
-        file.sync().unwrap();
-        drop(file);
-        let kept = read(&disk, dir).unwrap();
-        assert_eq!(
-            kept,
-            Kept {
-                gci: 41,
-                serving,
-                incarnation: 0
+        for version in [1u32, 2] {
+            let mut old = Vec::with_capacity(SYSFILE_BYTES);
+            old.extend_from_slice(&MAGIC);
+            old.extend_from_slice(&version.to_le_bytes());
+            old.extend_from_slice(&41u32.to_le_bytes());
+            if version == 2 {
+                old.extend_from_slice(&7u32.to_le_bytes());
             }
-        );
+            for word in serving.0 {
+                old.extend_from_slice(&word.to_le_bytes());
+            }
+            let crc = crc32c::crc32c(&old);
+            old.extend_from_slice(&crc.to_le_bytes());
+            disk.create_dir_all(dir).unwrap();
+            let mut file = disk.open(&path(dir), OpenMode::CreateTruncate).unwrap();
+            file.write_at(0, &old).unwrap();
+            file.sync().unwrap();
+            drop(file);
+            let error = read(&disk, dir).unwrap_err();
+            assert!(
+                error.contains(&format!(
+                    "format version {version}, this build reads version 3"
+                )),
+                "{error}"
+            );
+            assert!(error.contains("--initial"), "{error}");
+        }
     }
 }

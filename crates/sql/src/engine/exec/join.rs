@@ -300,12 +300,10 @@ fn hash_key(v: &Val, fold: Fold) -> Option<Vec<u8>> {
         (Val::Int(i), Fold::Int) => Some(i128::from(*i).to_le_bytes().to_vec()),
         (Val::UInt(u), Fold::Int) => Some(i128::from(*u).to_le_bytes().to_vec()),
         // As `Collation::compare`: trailing spaces off, then each
-        // character lower-cased.
+        // character's weight.
         (Val::Str(b), Fold::GeneralCi) => Some(
-            String::from_utf8_lossy(&trimmed(b))
-                .chars()
-                .flat_map(char::to_lowercase)
-                .collect::<String>()
+            schema::Collation::Utf8mb4GeneralCi
+                .sort_key(&String::from_utf8_lossy(b))
                 .into_bytes(),
         ),
         (Val::Str(b), Fold::Bin) => Some(trimmed(b)),

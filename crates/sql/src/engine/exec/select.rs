@@ -41,9 +41,13 @@ struct Planned {
     nullable: Vec<bool>,
     cond: Option<Expr>,
     group: Vec<Expr>,
+    /// The collation each GROUP BY expression groups under.
+    group_collations: Vec<Option<Collation>>,
     having: Option<Expr>,
     aggs: Vec<AggSpec>,
     order: Vec<(Expr, bool)>,
+    /// The collation each ORDER BY expression sorts under.
+    order_collations: Vec<Option<Collation>>,
     distinct: bool,
     limit: Option<u64>,
     offset: u64,
@@ -515,9 +519,12 @@ fn plan_select(
             .transpose()?;
         scope.clause = "GROUP BY";
         let mut group = Vec::new();
+        let mut group_collations = Vec::new();
         if let ast::GroupByExpr::Expressions(exprs, _) = &s.group_by {
             for g in exprs {
-                group.push(resolve_alias(scope, g, &items, &aliases, false)?);
+                let g = resolve_alias(scope, g, &items, &aliases, false)?;
+                group_collations.push(kind_collation(scope.kind(&g)));
+                group.push(g);
             }
         } else {
             return Err(SqlError::unsupported("GROUP BY ALL"));
@@ -538,9 +545,11 @@ fn plan_select(
             nullable,
             cond,
             group,
+            group_collations,
             having,
             aggs,
             order: Vec::new(),
+            order_collations: Vec::new(),
             distinct: matches!(s.distinct, Some(ast::Distinct::Distinct)),
             limit: None,
             offset: 0,
@@ -737,15 +746,19 @@ fn order_exprs(
         scope.hidden = hidden;
         scope.aliases = named_items(&items, &aliases);
         let mut out = Vec::new();
+        let mut collations = Vec::new();
         for o in exprs {
             let e = resolve_alias(scope, &o.expr, &items, &aliases, true)?;
+            collations.push(kind_collation(scope.kind(&e)));
             out.push((e, matches!(o.options.sort, Some(ast::OrderBySort::Desc))));
         }
         aggs = scope.aggs.take().unwrap_or_default();
-        Ok(out)
+        Ok((out, collations))
     });
     p.aggs = aggs;
-    out
+    let (out, collations) = out?;
+    p.order_collations = collations;
+    Ok(out)
 }
 
 /// Runs a query.
@@ -1009,13 +1022,19 @@ fn rows_of(conn: &mut Conn<'_>, plans: Plans, params: &[Val]) -> SqlResult<Vec<V
             rows.extend(run_one_without_table(p, &mut ctx)?);
         }
     }
+    // A UNION's columns compare under the first SELECT's collations.
+    let union_collations: Vec<Option<Collation>> = planned
+        .first()
+        .map(|p| p.kinds.iter().map(|k| kind_collation(*k)).collect())
+        .unwrap_or_default();
     if union_distinct {
-        rows = distinct(rows);
+        rows = distinct(rows, &union_collations);
     }
     if !union_order.is_empty() {
         rows.sort_by(|a, b| {
             for (at, desc) in &union_order {
-                let o = order_cmp(&a[*at], &b[*at]);
+                let coll = union_collations.get(*at).copied().unwrap_or(GENERAL_CI);
+                let o = order_cmp(&a[*at], &b[*at], coll);
                 let o = if *desc { o.reverse() } else { o };
                 if o.is_ne() {
                     return o;
@@ -1244,9 +1263,11 @@ fn clone_planned(p: &Planned) -> Planned {
         nullable: p.nullable.clone(),
         cond: p.cond.clone(),
         group: p.group.clone(),
+        group_collations: p.group_collations.clone(),
         having: p.having.clone(),
         aggs: p.aggs.clone(),
         order: p.order.clone(),
+        order_collations: p.order_collations.clone(),
         distinct: p.distinct,
         limit: p.limit,
         offset: p.offset,
@@ -1313,13 +1334,16 @@ fn shape(
     }
     if p.distinct {
         let mut seen = HashMap::new();
-        out.retain(|(v, _)| seen.insert(group_key(v), ()).is_none());
+        let collations: Vec<Option<Collation>> =
+            p.kinds.iter().map(|k| kind_collation(*k)).collect();
+        out.retain(|(v, _)| seen.insert(group_key(v, &collations), ()).is_none());
     }
     if !p.order.is_empty() {
         let desc: Vec<bool> = p.order.iter().map(|(_, d)| *d).collect();
         out.sort_by(|a, b| {
             for (i, (x, y)) in a.1.iter().zip(&b.1).enumerate() {
-                let o = order_cmp(x, y);
+                let coll = p.order_collations.get(i).copied().unwrap_or(GENERAL_CI);
+                let o = order_cmp(x, y, coll);
                 let o = if desc[i] { o.reverse() } else { o };
                 if o != Ordering::Equal {
                     return o;
@@ -1340,8 +1364,22 @@ fn shape(
         .collect())
 }
 
-/// Sort order: NULL first, then values as MySQL compares them.
-fn order_cmp(x: &Val, y: &Val) -> Ordering {
+/// The collation of an expression whose kind is not a string (which
+/// compares by value, whatever the collation).
+const GENERAL_CI: Option<Collation> = Some(Collation::Utf8mb4GeneralCi);
+
+/// The collation values of kind `k` sort and group under: a string's own
+/// (None: a binary string, by bytes).
+fn kind_collation(k: Kind) -> Option<Collation> {
+    match k {
+        Kind::Str { collation } => collation,
+        _ => GENERAL_CI,
+    }
+}
+
+/// Sort order: NULL first, then values as MySQL compares them, strings
+/// under `coll`.
+fn order_cmp(x: &Val, y: &Val, coll: Option<Collation>) -> Ordering {
     match (x.is_null(), y.is_null()) {
         (true, true) => Ordering::Equal,
         (true, false) => Ordering::Less,
@@ -1349,23 +1387,32 @@ fn order_cmp(x: &Val, y: &Val) -> Ordering {
         _ => {
             let env = expr::eval::Env::default();
             let mut ctx = Ctx::new(&[], &env);
-            compare(x, y, Some(Collation::Utf8mb4GeneralCi), &mut ctx)
+            compare(x, y, coll, &mut ctx)
         }
     }
 }
 
-/// A hashable key for grouping and DISTINCT: strings fold as
-/// utf8mb4_general_ci does, numbers by value.
-fn group_key(values: &[Val]) -> Vec<u8> {
+/// A hashable key for grouping and DISTINCT: strings by their collation's
+/// sort key (`collations[i]` for `values[i]`; bytes for a binary string),
+/// numbers by value.
+fn group_key(values: &[Val], collations: &[Option<Collation>]) -> Vec<u8> {
     let mut key = Vec::new();
-    for v in values {
+    for (i, v) in values.iter().enumerate() {
         match v {
             Val::Null => key.push(0),
-            Val::Str(b) => {
-                key.push(1);
-                let text = String::from_utf8_lossy(b);
-                key.extend(text.trim_end_matches(' ').to_lowercase().as_bytes());
-            }
+            Val::Str(b) => match collations.get(i).copied().unwrap_or(GENERAL_CI) {
+                Some(c) => {
+                    key.push(1);
+                    let text = String::from_utf8_lossy(b);
+                    key.extend(c.sort_key(&text).as_bytes());
+                }
+                // Length first: the bytes may hold the separator.
+                None => {
+                    key.push(4);
+                    key.extend((b.len() as u64).to_le_bytes());
+                    key.extend_from_slice(b);
+                }
+            },
             Val::Int(_) | Val::UInt(_) | Val::Dec(_) => {
                 key.push(2);
                 let d = match v {
@@ -1391,10 +1438,10 @@ fn group_key(values: &[Val]) -> Vec<u8> {
     key
 }
 
-fn distinct(rows: Vec<Vec<Val>>) -> Vec<Vec<Val>> {
+fn distinct(rows: Vec<Vec<Val>>, collations: &[Option<Collation>]) -> Vec<Vec<Val>> {
     let mut seen = HashMap::new();
     rows.into_iter()
-        .filter(|r| seen.insert(group_key(r), ()).is_none())
+        .filter(|r| seen.insert(group_key(r, collations), ()).is_none())
         .collect()
 }
 
@@ -1430,7 +1477,7 @@ fn aggregate(
         for g in &p.group {
             key_values.push(g.eval(&row, ctx)?);
         }
-        let key = group_key(&key_values);
+        let key = group_key(&key_values, &p.group_collations);
         let at = match index.get(&key) {
             Some(at) => *at,
             None => {
@@ -1455,7 +1502,10 @@ fn aggregate(
             }
             if let Some(seen) = &mut st.seen {
                 if seen
-                    .insert(group_key(std::slice::from_ref(&v)), ())
+                    .insert(
+                        group_key(std::slice::from_ref(&v), &[kind_collation(spec.arg_kind)]),
+                        (),
+                    )
                     .is_some()
                 {
                     continue;
@@ -1484,7 +1534,7 @@ fn aggregate(
                 }
                 AggFn::Min | AggFn::Max => {
                     let better = st.best.is_null() || {
-                        let o = order_cmp(&v, &st.best);
+                        let o = order_cmp(&v, &st.best, kind_collation(spec.arg_kind));
                         if spec.func == AggFn::Min {
                             o.is_lt()
                         } else {

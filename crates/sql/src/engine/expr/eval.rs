@@ -765,15 +765,18 @@ pub fn temporal_of_text(text: &str) -> Option<Val> {
 
 /// Whether `text` matches the LIKE `pattern`.
 pub fn like(text: &str, pattern: &str, escape: char, ci: bool) -> bool {
-    let fold = |s: &str| -> Vec<char> {
+    // Characters match by their general_ci weights, one weight per
+    // character (so `_` is one character); the pattern's `%`, `_` and
+    // escape are found before weighing (a letter escape stays itself).
+    let weigh = |c: char| {
         if ci {
-            s.chars().flat_map(char::to_lowercase).collect()
+            Collation::Utf8mb4GeneralCi.weight(c)
         } else {
-            s.chars().collect()
+            c
         }
     };
-    let t = fold(text);
-    let p = fold(pattern);
+    let t: Vec<char> = text.chars().map(weigh).collect();
+    let p: Vec<char> = pattern.chars().collect();
     // Tokens: Some(c) literal, None for `_`, and `%` as a separate flag.
     #[derive(Clone, Copy, PartialEq)]
     enum Tok {
@@ -786,14 +789,14 @@ pub fn like(text: &str, pattern: &str, escape: char, ci: bool) -> bool {
     while i < p.len() {
         let c = p[i];
         if c == escape && i + 1 < p.len() {
-            toks.push(Tok::Lit(p[i + 1]));
+            toks.push(Tok::Lit(weigh(p[i + 1])));
             i += 2;
             continue;
         }
         toks.push(match c {
             '%' => Tok::Any,
             '_' => Tok::One,
-            c => Tok::Lit(c),
+            c => Tok::Lit(weigh(c)),
         });
         i += 1;
     }
