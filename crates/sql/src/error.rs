@@ -153,6 +153,8 @@ pub mod codes {
     pub const UNKNOWN_COLLATION: u16 = 1273;
     pub const OPTION_PREVENTS_STATEMENT: u16 = 1290;
     pub const NOT_SUPPORTED_YET: u16 = 1235;
+    /// ER_NON_UPDATABLE_TABLE.
+    pub const NON_UPDATABLE_TABLE: u16 = 1288;
     pub const INCORRECT_GLOBAL_LOCAL_VAR: u16 = 1238;
     pub const GLOBAL_VARIABLE: u16 = 1229;
     pub const LOCAL_VARIABLE: u16 = 1228;

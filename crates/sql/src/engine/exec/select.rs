@@ -121,9 +121,25 @@ fn plan_query(
     placeholders: &[Location],
     params: Option<&[Val]>,
 ) -> SqlResult<Plans> {
-    if q.with.is_some() {
-        return Err(SqlError::unsupported("WITH"));
-    }
+    let Some(with) = &q.with else {
+        return plan_query_body(conn, q, placeholders, params);
+    };
+    // The WITH's CTEs are in scope while the query is planned, which runs
+    // its derived tables and subqueries (and so reads the CTEs).
+    let mark = conn.ctes.len();
+    let plans = super::cte::push(conn, with)
+        .and_then(|()| plan_query_body(conn, q, placeholders, params));
+    conn.ctes.truncate(mark);
+    plans
+}
+
+/// [`plan_query`] once its `WITH` is in scope.
+fn plan_query_body(
+    conn: &mut Conn<'_>,
+    q: &ast::Query,
+    placeholders: &[Location],
+    params: Option<&[Val]>,
+) -> SqlResult<Plans> {
     if let Some(ob) = &q.order_by {
         super::subquery::prepare(conn, ob, 0, placeholders, params, None)?;
     }
@@ -348,6 +364,11 @@ fn plan_select(
                 }
                 super::Source::View(v) => {
                     let d = super::derived::of_view(conn, &v, alias.as_ref(), params)?;
+                    virtual_source = Some((d.columns, Arc::unwrap_or_clone(d.rows)));
+                    (None, d.alias)
+                }
+                super::Source::Cte(at) => {
+                    let d = super::cte::read(conn, at, alias.as_ref(), placeholders, params)?;
                     virtual_source = Some((d.columns, Arc::unwrap_or_clone(d.rows)));
                     (None, d.alias)
                 }
@@ -1356,7 +1377,7 @@ fn order_cmp(x: &Val, y: &Val) -> Ordering {
 
 /// A hashable key for grouping and DISTINCT: strings fold as
 /// utf8mb4_general_ci does, numbers by value.
-fn group_key(values: &[Val]) -> Vec<u8> {
+pub(super) fn group_key(values: &[Val]) -> Vec<u8> {
     let mut key = Vec::new();
     for v in values {
         match v {

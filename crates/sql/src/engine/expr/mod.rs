@@ -1462,6 +1462,8 @@ pub fn select_item_texts(sql: &str) -> Option<Vec<String>> {
                 continue;
             }
             Token::LParen => depth += 1,
+            // The end of a parenthesised query (a derived table's, a CTE's).
+            Token::RParen if depth == 0 => break,
             Token::RParen => depth -= 1,
             _ => {}
         }
