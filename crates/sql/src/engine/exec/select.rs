@@ -1109,7 +1109,10 @@ fn projection<'t>(table: &'t TableInfo, p: &Planned) -> Option<Vec<&'t str>> {
         .chain(&p.group)
         .chain(&p.having)
         .chain(p.order.iter().map(|(e, _)| e))
-        .chain(p.aggs.iter().filter_map(|a| a.arg.as_ref()));
+        .chain(p.aggs.iter().filter_map(|a| a.arg.as_ref()))
+        .chain(p.aggs.iter().filter_map(|a| a.concat.as_deref()).flat_map(|gc| {
+            gc.args.iter().chain(gc.order.iter().map(|(e, _)| e))
+        }));
     for e in exprs {
         columns.clear();
         crate::engine::plan::join::columns(e, &mut columns);
@@ -1426,6 +1429,99 @@ struct AggState {
     sum: Val,
     best: Val,
     seen: Option<HashMap<Vec<u8>, ()>>,
+    /// GROUP_CONCAT: each value kept and its ORDER BY keys.
+    concat: Vec<(Vec<Val>, Vec<u8>)>,
+    /// GROUP_CONCAT: the bytes kept (without ORDER BY, values past
+    /// `group_concat_max_len` are not kept: they would be cut).
+    concat_bytes: usize,
+    /// GROUP_CONCAT: a value was left out, past the limit.
+    concat_full: bool,
+}
+
+/// Adds a row to a GROUP_CONCAT's state: skipped when a value is NULL
+/// (or, with DISTINCT, seen before).
+fn concat_add(
+    gc: &expr::GroupConcat,
+    st: &mut AggState,
+    row: &[Val],
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<()> {
+    let mut values = Vec::with_capacity(gc.args.len());
+    for a in &gc.args {
+        let v = a.eval(row, ctx)?;
+        if v.is_null() {
+            return Ok(());
+        }
+        values.push(v);
+    }
+    if let Some(seen) = &mut st.seen {
+        if seen.insert(group_key(&values), ()).is_some() {
+            return Ok(());
+        }
+    }
+    if gc.order.is_empty() && st.concat_bytes > gc.max_len {
+        // Already past the limit: this value can only be cut. The first
+        // such is kept empty: the cut and its warning come there.
+        if !st.concat_full {
+            st.concat_full = true;
+            st.concat.push((Vec::new(), Vec::new()));
+        }
+        return Ok(());
+    }
+    let mut keys = Vec::with_capacity(gc.order.len());
+    for (e, _) in &gc.order {
+        keys.push(e.eval(row, ctx)?);
+    }
+    let mut text = Vec::new();
+    for v in values {
+        match v {
+            Val::Str(b) => text.extend_from_slice(&b),
+            other => text.extend_from_slice(other.to_text().as_bytes()),
+        }
+    }
+    st.concat_bytes += text.len() + gc.separator.len();
+    st.concat.push((keys, text));
+    Ok(())
+}
+
+/// A GROUP_CONCAT's result: its values in order, joined, cut at
+/// `group_concat_max_len` bytes (on a character boundary) with MySQL's
+/// warning 1260; NULL when no row gave a value.
+fn concat_finish(gc: &expr::GroupConcat, mut st: AggState, ctx: &mut Ctx<'_>) -> Val {
+    if st.concat.is_empty() {
+        return Val::Null;
+    }
+    if !gc.order.is_empty() {
+        st.concat.sort_by(|a, b| {
+            for ((x, y), (_, desc)) in a.0.iter().zip(&b.0).zip(&gc.order) {
+                let o = order_cmp(x, y);
+                let o = if *desc { o.reverse() } else { o };
+                if o.is_ne() {
+                    return o;
+                }
+            }
+            Ordering::Equal
+        });
+    }
+    let mut out: Vec<u8> = Vec::new();
+    for (at, (_, text)) in st.concat.iter().enumerate() {
+        if at > 0 {
+            out.extend_from_slice(&gc.separator);
+        }
+        out.extend_from_slice(text);
+        if out.len() > gc.max_len {
+            let mut cut = gc.max_len;
+            // A UTF-8 character is not split (MySQL cuts whole ones).
+            while cut > 0 && out.get(cut).is_some_and(|b| b & 0xc0 == 0x80) {
+                cut -= 1;
+            }
+            out.truncate(cut);
+            // MariaDB's number: the value's place in the result.
+            ctx.warn(1260, format!("Row {} was cut by GROUP_CONCAT()", at + 1));
+            break;
+        }
+    }
+    Val::Str(out)
 }
 
 fn aggregate(
@@ -1441,6 +1537,9 @@ fn aggregate(
             sum: Val::Null,
             best: Val::Null,
             seen: a.distinct.then(HashMap::new),
+            concat: Vec::new(),
+            concat_bytes: 0,
+            concat_full: false,
         })
         .collect();
     let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
@@ -1467,6 +1566,10 @@ fn aggregate(
         };
         let states = &mut groups[at].1;
         for (spec, st) in p.aggs.iter().zip(states.iter_mut()) {
+            if let Some(gc) = &spec.concat {
+                concat_add(gc, st, &row, ctx)?;
+                continue;
+            }
             let v = match &spec.arg {
                 Some(a) => a.eval(&row, ctx)?,
                 None => Val::Int(1),
@@ -1516,7 +1619,7 @@ fn aggregate(
                         st.best = v;
                     }
                 }
-                AggFn::Count | AggFn::CountStar => {}
+                AggFn::Count | AggFn::CountStar | AggFn::GroupConcat => {}
             }
         }
     }
@@ -1529,6 +1632,10 @@ fn aggregate(
         let mut values = Vec::with_capacity(states.len());
         for (spec, st) in p.aggs.iter().zip(states) {
             values.push(match spec.func {
+                AggFn::GroupConcat => match &spec.concat {
+                    Some(gc) => concat_finish(gc, st, ctx),
+                    None => Val::Null,
+                },
                 AggFn::Count | AggFn::CountStar => Val::Int(st.count),
                 AggFn::Sum => st.sum,
                 AggFn::Min | AggFn::Max => st.best,
