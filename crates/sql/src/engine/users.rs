@@ -592,26 +592,6 @@ fn privilege_name(bits: u64) -> &'static str {
 /// the statement's privilege there. `information_schema` is readable by
 /// everyone; SHOW statements are not checked (their lists are the
 /// cluster's, as NDB shows them).
-/// The names a statement's `WITH` clauses give (a table of such a name,
-/// written unqualified, is checked through the CTE's own query instead).
-fn cte_names(statement: &Statement) -> Vec<String> {
-    use sqlparser::ast::{Query, Visit, Visitor};
-    struct Names(Vec<String>);
-    impl Visitor for Names {
-        type Break = ();
-        fn pre_visit_query(&mut self, q: &Query) -> std::ops::ControlFlow<()> {
-            if let Some(with) = &q.with {
-                self.0
-                    .extend(with.cte_tables.iter().map(|c| c.alias.name.value.clone()));
-            }
-            std::ops::ControlFlow::Continue(())
-        }
-    }
-    let mut names = Names(Vec::new());
-    let _ = statement.visit(&mut names);
-    names.0
-}
-
 pub fn authorize(conn: &Conn<'_>, statement: &Statement) -> SqlResult<()> {
     let Some(need) = needed(statement) else {
         return Ok(());
@@ -662,7 +642,7 @@ pub fn authorize(conn: &Conn<'_>, statement: &Statement) -> SqlResult<()> {
             check(Some(unquote(&schema_name.to_string())), None);
         }
         _ => {
-            let ctes = cte_names(statement);
+            let ctes = super::exec::cte::names_defined(statement);
             let _ = sqlparser::ast::visit_relations(statement, |relation| {
                 let parts: Vec<String> =
                     relation.0.iter().map(|p| unquote(&p.to_string())).collect();

@@ -605,3 +605,22 @@ pub(crate) fn hidden<R>(conn: &mut Conn<'_>, f: impl FnOnce(&mut Conn<'_>) -> R)
     conn.ctes = saved;
     r
 }
+
+/// The names the `WITH` clauses anywhere in `node` give (a FROM name that
+/// is one of them, unqualified, may be a CTE rather than a table).
+pub(crate) fn names_defined(node: &impl Visit) -> Vec<String> {
+    struct Names(Vec<String>);
+    impl Visitor for Names {
+        type Break = ();
+        fn pre_visit_query(&mut self, q: &ast::Query) -> ControlFlow<()> {
+            if let Some(with) = &q.with {
+                self.0
+                    .extend(with.cte_tables.iter().map(|c| c.alias.name.value.clone()));
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut names = Names(Vec::new());
+    let _ = node.visit(&mut names);
+    names.0
+}
