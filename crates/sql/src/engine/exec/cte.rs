@@ -148,7 +148,9 @@ fn count_refs(node: &impl Visit, name: &str) -> usize {
 /// Whether a FROM name is the unqualified `name`.
 fn is_name(r: &ast::ObjectName, name: &str) -> bool {
     match r.0.as_slice() {
-        [p] => p.as_ident().is_some_and(|i| i.value.eq_ignore_ascii_case(name)),
+        [p] => p
+            .as_ident()
+            .is_some_and(|i| i.value.eq_ignore_ascii_case(name)),
         _ => false,
     }
 }
@@ -178,7 +180,15 @@ pub(crate) fn read(
             let above = conn.ctes.entries.split_off(at + 1);
             let run = run(conn, at, placeholders, params);
             conn.ctes.entries.extend(above);
-            let kept = Arc::new(run?);
+            let kept = match run {
+                Ok(kept) => Arc::new(kept),
+                Err(e) => {
+                    // A failure a subquery keeps for later must not leave
+                    // the CTE hidden from the statement's other reads.
+                    conn.ctes.entries[at].state = State::Pending;
+                    return Err(e);
+                }
+            };
             conn.ctes.entries[at].state = State::Done(Arc::clone(&kept));
             kept
         }
@@ -255,7 +265,9 @@ fn blocks<'q>(body: &'q SetExpr, out: &mut Vec<&'q SetExpr>, distinct: &mut bool
             blocks(left, out, distinct);
             blocks(right, out, distinct);
         }
-        SetExpr::Query(q) if q.order_by.is_none() && q.limit_clause.is_none() && q.with.is_none() => {
+        SetExpr::Query(q)
+            if q.order_by.is_none() && q.limit_clause.is_none() && q.with.is_none() =>
+        {
             blocks(&q.body, out, distinct)
         }
         other => out.push(other),

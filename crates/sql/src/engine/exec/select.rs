@@ -127,8 +127,8 @@ fn plan_query(
     // The WITH's CTEs are in scope while the query is planned, which runs
     // its derived tables and subqueries (and so reads the CTEs).
     let mark = conn.ctes.len();
-    let plans = super::cte::push(conn, with)
-        .and_then(|()| plan_query_body(conn, q, placeholders, params));
+    let plans =
+        super::cte::push(conn, with).and_then(|()| plan_query_body(conn, q, placeholders, params));
     conn.ctes.truncate(mark);
     plans
 }
@@ -1110,9 +1110,12 @@ fn projection<'t>(table: &'t TableInfo, p: &Planned) -> Option<Vec<&'t str>> {
         .chain(&p.having)
         .chain(p.order.iter().map(|(e, _)| e))
         .chain(p.aggs.iter().filter_map(|a| a.arg.as_ref()))
-        .chain(p.aggs.iter().filter_map(|a| a.concat.as_deref()).flat_map(|gc| {
-            gc.args.iter().chain(gc.order.iter().map(|(e, _)| e))
-        }));
+        .chain(
+            p.aggs
+                .iter()
+                .filter_map(|a| a.concat.as_deref())
+                .flat_map(|gc| gc.args.iter().chain(gc.order.iter().map(|(e, _)| e))),
+        );
     for e in exprs {
         columns.clear();
         crate::engine::plan::join::columns(e, &mut columns);

@@ -1147,7 +1147,10 @@ impl<'a> Scope<'a> {
         concat.max_len = match (self.variable)("group_concat_max_len", false)? {
             Val::Int(n) => usize::try_from(n).unwrap_or(0),
             Val::UInt(n) => usize::try_from(n).unwrap_or(usize::MAX),
-            other => other.to_text().parse().unwrap_or(GROUP_CONCAT_MAX_LEN_DEFAULT_BYTES),
+            other => other
+                .to_text()
+                .parse()
+                .unwrap_or(GROUP_CONCAT_MAX_LEN_DEFAULT_BYTES),
         };
         let aggs = self.aggs.as_mut().ok_or_else(|| {
             SqlError::new(
@@ -1256,9 +1259,13 @@ impl<'a> Scope<'a> {
         if let Some(concat) = self.concat_of(e) {
             // MariaDB's: VARCHAR up to 512 bytes of group_concat_max_len,
             // TEXT (BLOB) past it.
-            let bytes_per_char = if meta.charset == charset::BINARY { 1 } else { 4 };
-            let length = u32::try_from(concat.max_len.saturating_mul(bytes_per_char))
-                .unwrap_or(u32::MAX);
+            let bytes_per_char = if meta.charset == charset::BINARY {
+                1
+            } else {
+                4
+            };
+            let length =
+                u32::try_from(concat.max_len.saturating_mul(bytes_per_char)).unwrap_or(u32::MAX);
             meta.length = length;
             meta.decimals = 0;
             if concat.max_len > GROUP_CONCAT_VARCHAR_MAX_BYTES {
