@@ -20,10 +20,13 @@ fn scans(conn: &mut Conn) -> u64 {
         .query("SHOW SESSION STATUS LIKE 'Ndb_api_%_scan_count_session'")
         .expect("show status");
     let map: HashMap<String, String> = rows.into_iter().collect();
-    ["Ndb_api_table_scan_count_session", "Ndb_api_range_scan_count_session"]
-        .iter()
-        .map(|name| map[*name].parse::<u64>().expect("a count"))
-        .sum()
+    [
+        "Ndb_api_table_scan_count_session",
+        "Ndb_api_range_scan_count_session",
+    ]
+    .iter()
+    .map(|name| map[*name].parse::<u64>().expect("a count"))
+    .sum()
 }
 
 /// The MySQL error code and message of a failed statement.

@@ -636,3 +636,75 @@ pub(crate) fn names_defined(node: &impl Visit) -> Vec<String> {
     let _ = node.visit(&mut names);
     names.0
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sqlparser::dialect::MySqlDialect;
+    use sqlparser::parser::Parser;
+
+    /// The CTE `c` of `sql`'s WITH and its UNION's blocks.
+    fn cte_of(sql: &str) -> ast::Cte {
+        let statements = Parser::parse_sql(&MySqlDialect {}, sql).expect("parses");
+        let ast::Statement::Query(q) = &statements[0] else {
+            panic!("not a query: {sql}");
+        };
+        q.with.as_ref().expect("a WITH").cte_tables[0].clone()
+    }
+
+    /// The error code of the first recursive block of `sql`'s CTE `c`.
+    fn refused(sql: &str) -> Option<u16> {
+        let cte = cte_of(sql);
+        let mut parts = Vec::new();
+        let mut distinct = false;
+        blocks(&cte.query.body, &mut parts, &mut distinct);
+        let block = parts
+            .into_iter()
+            .find(|p| names(*p, "c"))
+            .expect("a block naming c");
+        check_recursive_block(block, "c").err().map(|e| e.code)
+    }
+
+    #[test]
+    fn blocks_are_the_unions_parts_and_any_distinct_counts() {
+        let cte = cte_of(
+            "WITH RECURSIVE c (n) AS (SELECT 1 UNION ALL SELECT 2 UNION SELECT n FROM c) \
+             SELECT * FROM c",
+        );
+        let mut parts = Vec::new();
+        let mut distinct = false;
+        blocks(&cte.query.body, &mut parts, &mut distinct);
+        assert_eq!(parts.len(), 3);
+        assert!(distinct);
+        assert_eq!(parts.iter().filter(|p| names(**p, "C")).count(), 1);
+    }
+
+    #[test]
+    fn recursive_blocks_follow_mysqls_rules() {
+        let w =
+            |block: &str| format!("WITH RECURSIVE c (n) AS (SELECT 1 UNION ALL {block}) SELECT 1");
+        assert_eq!(refused(&w("SELECT n + 1 FROM c WHERE n < 3")), None);
+        assert_eq!(refused(&w("SELECT n + 1 FROM c JOIN t ON t.a = c.n")), None);
+        assert_eq!(
+            refused(&w("SELECT n + 1 FROM c LEFT JOIN t ON t.a = c.n")),
+            None
+        );
+        assert_eq!(refused(&w("SELECT n FROM (SELECT n FROM c) d")), None);
+        assert_eq!(refused(&w("SELECT SUM(n) FROM c")), Some(3575));
+        assert_eq!(refused(&w("SELECT n FROM c GROUP BY n")), Some(3575));
+        assert_eq!(refused(&w("SELECT DISTINCT n FROM c")), Some(3575));
+        assert_eq!(
+            refused(&w("SELECT t.a FROM t LEFT JOIN c ON t.a = c.n")),
+            Some(3576)
+        );
+        assert_eq!(refused(&w("SELECT x.n FROM c x, c y")), Some(3577));
+        assert_eq!(
+            refused(&w("SELECT n FROM c WHERE n IN (SELECT n FROM c)")),
+            Some(3577)
+        );
+        assert_eq!(
+            refused(&w("SELECT 1 FROM t WHERE EXISTS (SELECT 1 FROM c)")),
+            Some(3577)
+        );
+    }
+}

@@ -1665,3 +1665,48 @@ fn aggregate(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(values: &[&str]) -> AggState {
+        AggState {
+            count: 0,
+            sum: Val::Null,
+            best: Val::Null,
+            seen: None,
+            concat: values
+                .iter()
+                .map(|v| (Vec::new(), v.as_bytes().to_vec()))
+                .collect(),
+            concat_bytes: 0,
+            concat_full: false,
+        }
+    }
+
+    fn concat(max_len: usize) -> expr::GroupConcat {
+        expr::GroupConcat {
+            args: Vec::new(),
+            order: Vec::new(),
+            separator: b",".to_vec(),
+            max_len,
+        }
+    }
+
+    #[test]
+    fn group_concat_cuts_whole_characters_and_warns_with_the_values_place() {
+        let env = expr::eval::Env::default();
+        let mut ctx = Ctx::new(&[], &env);
+        let v = concat_finish(&concat(10), state(&["ab", "cd"]), &mut ctx);
+        assert_eq!(v, Val::Str(b"ab,cd".to_vec()));
+        assert!(ctx.warnings.is_empty());
+        // "ab,é": é is two bytes, the limit falls between them.
+        let v = concat_finish(&concat(4), state(&["ab", "é"]), &mut ctx);
+        assert_eq!(v, Val::Str(b"ab,".to_vec()));
+        assert_eq!(ctx.warnings.len(), 1);
+        assert_eq!(ctx.warnings[0].0, 1260);
+        assert_eq!(ctx.warnings[0].1, "Row 2 was cut by GROUP_CONCAT()");
+        assert_eq!(concat_finish(&concat(4), state(&[]), &mut ctx), Val::Null);
+    }
+}
