@@ -536,7 +536,12 @@ fn plan_select(
             .transpose()?;
         scope.clause = "GROUP BY";
         let mut group = Vec::new();
-        if let ast::GroupByExpr::Expressions(exprs, _) = &s.group_by {
+        if let ast::GroupByExpr::Expressions(exprs, modifiers) = &s.group_by {
+            // WITH ROLLUP / CUBE / GROUPING SETS: their extra rows are not
+            // made, so they are refused rather than left out.
+            if let Some(m) = modifiers.first() {
+                return Err(SqlError::unsupported(format_args!("GROUP BY … {m}")));
+            }
             for g in exprs {
                 group.push(resolve_alias(scope, g, &items, &aliases, false)?);
             }

@@ -1189,7 +1189,27 @@ impl<'a> Scope<'a> {
                 ast::FunctionArgumentClause::OrderBy(exprs) => {
                     for o in exprs {
                         let desc = matches!(o.options.sort, Some(ast::OrderBySort::Desc));
-                        concat.order.push((self.lower(&o.expr)?, desc));
+                        // `ORDER BY 2`: the second argument, as MySQL reads it.
+                        let position = match &o.expr {
+                            ast::Expr::Value(v) => match &v.value {
+                                ast::Value::Number(n, _) => n.parse::<usize>().ok(),
+                                _ => None,
+                            },
+                            _ => None,
+                        };
+                        let e = match position {
+                            Some(p) => match p.checked_sub(1).and_then(|i| concat.args.get(i)) {
+                                Some(arg) => arg.clone(),
+                                None => {
+                                    return Err(SqlError::new(
+                                        codes::BAD_FIELD,
+                                        format!("Unknown column '{p}' in 'ORDER BY'"),
+                                    ))
+                                }
+                            },
+                            None => self.lower(&o.expr)?,
+                        };
+                        concat.order.push((e, desc));
                     }
                 }
                 ast::FunctionArgumentClause::Separator(v) => {
