@@ -173,6 +173,7 @@ impl Engine {
             prepared: prepared::Statements::default(),
             grants: users::Grants::default(),
             subqueries: exec::subquery::Cache::default(),
+            ctes: exec::cte::Scope::default(),
             deferred: None,
             text_parsed: None,
         }
@@ -199,6 +200,8 @@ pub struct Conn<'s> {
     pub status: status::ConnStatus,
     /// What the running statement's subqueries gave.
     pub subqueries: exec::subquery::Cache,
+    /// The common table expressions in scope (`WITH`).
+    pub ctes: exec::cte::Scope,
     /// A statement whose read a thread-pool worker sends with other
     /// connections' (`Backend::execute_deferrable`).
     pub deferred: Option<DeferredStatement<'s>>,

@@ -106,6 +106,13 @@ const SYSTEM_VARIABLES: &[SysVar] = &[
         "utf8mb4_general_ci",
     ),
     var("collation_server", TEXT, Scope::Both, "utf8mb4_general_ci"),
+    // MySQL's limit of a recursive CTE's iterations (error 3636 past it).
+    var(
+        "cte_max_recursion_depth",
+        int(0, u32::MAX as u64),
+        Scope::Both,
+        "1000",
+    ),
     var("default_storage_engine", TEXT, Scope::Both, "ndbcluster"),
     var("div_precision_increment", int(0, 30), Scope::Both, "4"),
     var("explicit_defaults_for_timestamp", BOOL, Scope::Both, "ON"),
@@ -114,7 +121,8 @@ const SYSTEM_VARIABLES: &[SysVar] = &[
         "group_concat_max_len",
         int(4, u32::MAX as u64),
         Scope::Both,
-        "1024",
+        // MariaDB 10.11's default (MySQL 8's is 1024).
+        "1048576",
     ),
     var("have_ssl", TEXT, Scope::ReadOnly, "DISABLED"),
     // Read by Connector/J at connect; the SQL node runs no init_connect.

@@ -642,10 +642,13 @@ pub fn authorize(conn: &Conn<'_>, statement: &Statement) -> SqlResult<()> {
             check(Some(unquote(&schema_name.to_string())), None);
         }
         _ => {
+            let ctes = super::exec::cte::names_defined(statement);
             let _ = sqlparser::ast::visit_relations(statement, |relation| {
                 let parts: Vec<String> =
                     relation.0.iter().map(|p| unquote(&p.to_string())).collect();
                 match parts.as_slice() {
+                    // A common table expression's name is no table.
+                    [table] if ctes.iter().any(|c| c.eq_ignore_ascii_case(table)) => {}
                     [table] => check(None, Some(table.clone())),
                     [db, table] => check(Some(db.clone()), Some(table.clone())),
                     _ => {}

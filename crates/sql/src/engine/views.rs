@@ -231,10 +231,18 @@ fn define(
     };
     catalog::check_name(&view, false)?;
     catalog::database(conn, &db)?;
-    // The query's tables, qualified by the database they are in now.
+    // The query's tables, qualified by the database they are in now (not
+    // the names its WITH gives).
     let mut query = query.clone();
+    let ctes = super::exec::cte::names_defined(&query);
     let _ = ast::visit_relations_mut(&mut query, |relation| {
-        if relation.0.len() == 1 {
+        let cte = match relation.0.as_slice() {
+            [p] => p
+                .as_ident()
+                .is_some_and(|i| ctes.iter().any(|c| c.eq_ignore_ascii_case(&i.value))),
+            _ => false,
+        };
+        if relation.0.len() == 1 && !cte {
             relation
                 .0
                 .insert(0, ast::ObjectNamePart::Identifier(ast::Ident::new(&db)));

@@ -84,6 +84,53 @@ pub(crate) fn check_kept(rows: &[Vec<Val>], what: &str) -> SqlResult<()> {
     Ok(())
 }
 
+/// The estimated bytes `rows` keep (what [`check_kept`] counts).
+pub(crate) fn kept_bytes(rows: &[Vec<Val>]) -> usize {
+    rows.iter()
+        .flatten()
+        .map(|v| {
+            VALUE_OVERHEAD_BYTES
+                + match v {
+                    Val::Str(s) => s.len(),
+                    _ => 0,
+                }
+        })
+        .sum()
+}
+
+/// Checks running totals of kept rows and bytes against the limits (a
+/// recursive CTE counts as its rounds add rows).
+pub(crate) fn check_totals(rows: usize, bytes: usize, what: &str) -> SqlResult<()> {
+    let limit = if rows > DERIVED_ROWS_MAX {
+        format!("{DERIVED_ROWS_MAX} rows: DERIVED_ROWS_MAX")
+    } else if bytes > DERIVED_BYTES_MAX {
+        format!("{DERIVED_BYTES_MAX} bytes: DERIVED_BYTES_MAX")
+    } else {
+        return Ok(());
+    };
+    Err(SqlError::new(
+        codes::RECORD_FILE_FULL,
+        format!("The table '{what}' is full (the SQL node keeps at most {limit})"),
+    ))
+}
+
+/// A derived table named `alias` over kept rows (a CTE's, read again).
+pub(crate) fn of_rows(
+    alias: String,
+    names: &[String],
+    m: &Materialised,
+    rows: Arc<Vec<Vec<Val>>>,
+) -> SqlResult<Derived> {
+    let columns = shape_columns(&alias, names, m)?;
+    let table = Arc::new(table_of(&alias, &columns));
+    Ok(Derived {
+        alias,
+        columns,
+        table,
+        rows,
+    })
+}
+
 /// Runs (or, with `params` None, only plans) the derived table
 /// `subquery AS alias`.
 pub(crate) fn derived(
@@ -149,8 +196,11 @@ pub(crate) fn of_view(
         )));
     }
     conn.subqueries.view_depth += 1;
-    // The stored query has no placeholders of the statement's.
-    let m = super::select::materialise(conn, &q, &[], params.map(|_| &[][..]));
+    // The stored query has no placeholders of the statement's, and sees
+    // none of its CTEs.
+    let m = super::cte::hidden(conn, |conn| {
+        super::select::materialise(conn, &q, &[], params.map(|_| &[][..]))
+    });
     conn.subqueries.view_depth -= 1;
     let m = m?;
     check_kept(&m.rows, &name)?;

@@ -285,6 +285,13 @@ fn add_table(
             super::Source::View(v) => {
                 Some(super::derived::of_view(conn, &v, alias.as_ref(), params)?)
             }
+            super::Source::Cte(at) => Some(super::cte::read(
+                conn,
+                at,
+                alias.as_ref(),
+                placeholders,
+                params,
+            )?),
             super::Source::Table(_) => None,
         },
         _ => None,

@@ -1,6 +1,7 @@
 //! The executors: queries and writes run with the native API.
 
 pub mod convert;
+pub mod cte;
 pub(crate) mod derived;
 mod from;
 pub mod join;
@@ -492,6 +493,10 @@ fn table_of(conn: &Conn<'_>, name: &sqlparser::ast::ObjectName) -> SqlResult<Arc
             "changing rows through a view ('{}.{}'): views are read-only in Skarv",
             v.db, v.name
         ))),
+        Source::Cte(_) => Err(SqlError::new(
+            codes::NON_UPDATABLE_TABLE,
+            format!("The target table {name} of the statement is not updatable"),
+        )),
     }
 }
 
@@ -501,11 +506,16 @@ pub(crate) enum Source {
     Table(Arc<TableInfo>),
     /// A view.
     View(super::views::View),
+    /// A common table expression in scope (its place in `Conn::ctes`).
+    Cte(usize),
 }
 
 /// The table or view a FROM name names: the table first, so that a view
 /// costs a read only where no table is.
 pub(crate) fn source_of(conn: &Conn<'_>, name: &sqlparser::ast::ObjectName) -> SqlResult<Source> {
+    if let Some(at) = cte::find(conn, name) {
+        return Ok(Source::Cte(at));
+    }
     match table_named(conn, name) {
         Ok(t) => Ok(Source::Table(t)),
         Err(e) if e.code == codes::TABLE_NOT_FOUND => match super::views::for_name(conn, name) {

@@ -125,9 +125,25 @@ fn plan_query(
     placeholders: &[Location],
     params: Option<&[Val]>,
 ) -> SqlResult<Plans> {
-    if q.with.is_some() {
-        return Err(SqlError::unsupported("WITH"));
-    }
+    let Some(with) = &q.with else {
+        return plan_query_body(conn, q, placeholders, params);
+    };
+    // The WITH's CTEs are in scope while the query is planned, which runs
+    // its derived tables and subqueries (and so reads the CTEs).
+    let mark = conn.ctes.len();
+    let plans =
+        super::cte::push(conn, with).and_then(|()| plan_query_body(conn, q, placeholders, params));
+    conn.ctes.truncate(mark);
+    plans
+}
+
+/// [`plan_query`] once its `WITH` is in scope.
+fn plan_query_body(
+    conn: &mut Conn<'_>,
+    q: &ast::Query,
+    placeholders: &[Location],
+    params: Option<&[Val]>,
+) -> SqlResult<Plans> {
     if let Some(ob) = &q.order_by {
         super::subquery::prepare(conn, ob, 0, placeholders, params, None)?;
     }
@@ -355,6 +371,11 @@ fn plan_select(
                     virtual_source = Some((d.columns, Arc::unwrap_or_clone(d.rows)));
                     (None, d.alias)
                 }
+                super::Source::Cte(at) => {
+                    let d = super::cte::read(conn, at, alias.as_ref(), placeholders, params)?;
+                    virtual_source = Some((d.columns, Arc::unwrap_or_clone(d.rows)));
+                    (None, d.alias)
+                }
             },
             ast::TableFactor::Derived {
                 lateral,
@@ -520,7 +541,12 @@ fn plan_select(
         scope.clause = "GROUP BY";
         let mut group = Vec::new();
         let mut group_collations = Vec::new();
-        if let ast::GroupByExpr::Expressions(exprs, _) = &s.group_by {
+        if let ast::GroupByExpr::Expressions(exprs, modifiers) = &s.group_by {
+            // WITH ROLLUP / CUBE / GROUPING SETS: their extra rows are not
+            // made, so they are refused rather than left out.
+            if let Some(m) = modifiers.first() {
+                return Err(SqlError::unsupported(format_args!("GROUP BY … {m}")));
+            }
             for g in exprs {
                 let g = resolve_alias(scope, g, &items, &aliases, false)?;
                 group_collations.push(kind_collation(scope.kind(&g)));
@@ -1107,7 +1133,13 @@ fn projection<'t>(table: &'t TableInfo, p: &Planned) -> Option<Vec<&'t str>> {
         .chain(&p.group)
         .chain(&p.having)
         .chain(p.order.iter().map(|(e, _)| e))
-        .chain(p.aggs.iter().filter_map(|a| a.arg.as_ref()));
+        .chain(p.aggs.iter().filter_map(|a| a.arg.as_ref()))
+        .chain(
+            p.aggs
+                .iter()
+                .filter_map(|a| a.concat.as_deref())
+                .flat_map(|gc| gc.args.iter().chain(gc.order.iter().map(|(e, _)| e))),
+        );
     for e in exprs {
         columns.clear();
         crate::engine::plan::join::columns(e, &mut columns);
@@ -1377,6 +1409,11 @@ fn kind_collation(k: Kind) -> Option<Collation> {
     }
 }
 
+/// The collation of each of `m`'s columns, for [`group_key`].
+pub(super) fn collations_of(m: &super::derived::Materialised) -> Vec<Option<Collation>> {
+    m.kinds.iter().map(|k| kind_collation(*k)).collect()
+}
+
 /// Sort order: NULL first, then values as MySQL compares them, strings
 /// under `coll`.
 fn order_cmp(x: &Val, y: &Val, coll: Option<Collation>) -> Ordering {
@@ -1395,7 +1432,7 @@ fn order_cmp(x: &Val, y: &Val, coll: Option<Collation>) -> Ordering {
 /// A hashable key for grouping and DISTINCT: strings by their collation's
 /// sort key (`collations[i]` for `values[i]`; bytes for a binary string),
 /// numbers by value.
-fn group_key(values: &[Val], collations: &[Option<Collation>]) -> Vec<u8> {
+pub(super) fn group_key(values: &[Val], collations: &[Option<Collation>]) -> Vec<u8> {
     let mut key = Vec::new();
     for (i, v) in values.iter().enumerate() {
         match v {
@@ -1452,6 +1489,103 @@ struct AggState {
     sum: Val,
     best: Val,
     seen: Option<HashMap<Vec<u8>, ()>>,
+    /// GROUP_CONCAT: each value kept and its ORDER BY keys.
+    concat: Vec<(Vec<Val>, Vec<u8>)>,
+    /// GROUP_CONCAT: the bytes kept (without ORDER BY, values past
+    /// `group_concat_max_len` are not kept: they would be cut).
+    concat_bytes: usize,
+    /// GROUP_CONCAT: a value was left out, past the limit.
+    concat_full: bool,
+}
+
+/// Adds a row to a GROUP_CONCAT's state: skipped when a value is NULL
+/// (or, with DISTINCT, seen before).
+fn concat_add(
+    gc: &expr::GroupConcat,
+    st: &mut AggState,
+    row: &[Val],
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<()> {
+    let mut values = Vec::with_capacity(gc.args.len());
+    for a in &gc.args {
+        let v = a.eval(row, ctx)?;
+        if v.is_null() {
+            return Ok(());
+        }
+        values.push(v);
+    }
+    if let Some(seen) = &mut st.seen {
+        if seen
+            .insert(group_key(&values, &gc.collations), ())
+            .is_some()
+        {
+            return Ok(());
+        }
+    }
+    if gc.order.is_empty() && st.concat_bytes > gc.max_len {
+        // Already past the limit: this value can only be cut. The first
+        // such is kept empty: the cut and its warning come there.
+        if !st.concat_full {
+            st.concat_full = true;
+            st.concat.push((Vec::new(), Vec::new()));
+        }
+        return Ok(());
+    }
+    let mut keys = Vec::with_capacity(gc.order.len());
+    for (e, _) in &gc.order {
+        keys.push(e.eval(row, ctx)?);
+    }
+    let mut text = Vec::new();
+    for v in values {
+        match v {
+            Val::Str(b) => text.extend_from_slice(&b),
+            other => text.extend_from_slice(other.to_text().as_bytes()),
+        }
+    }
+    st.concat_bytes += text.len() + gc.separator.len();
+    st.concat.push((keys, text));
+    Ok(())
+}
+
+/// A GROUP_CONCAT's result: its values in order, joined, cut at
+/// `group_concat_max_len` bytes (on a character boundary) with MySQL's
+/// warning 1260; NULL when no row gave a value.
+fn concat_finish(gc: &expr::GroupConcat, mut st: AggState, ctx: &mut Ctx<'_>) -> Val {
+    if st.concat.is_empty() {
+        return Val::Null;
+    }
+    if !gc.order.is_empty() {
+        st.concat.sort_by(|a, b| {
+            let order = gc.order.iter().zip(&gc.order_collations);
+            for ((x, y), ((_, desc), coll)) in a.0.iter().zip(&b.0).zip(order) {
+                let o = order_cmp(x, y, *coll);
+                let o = if *desc { o.reverse() } else { o };
+                if o.is_ne() {
+                    return o;
+                }
+            }
+            Ordering::Equal
+        });
+    }
+    let mut out: Vec<u8> = Vec::new();
+    for (at, (_, text)) in st.concat.iter().enumerate() {
+        if at > 0 {
+            out.extend_from_slice(&gc.separator);
+        }
+        out.extend_from_slice(text);
+        if out.len() > gc.max_len {
+            let mut cut = gc.max_len;
+            // A UTF-8 character is not split (MySQL cuts whole ones).
+            while cut > 0 && out.get(cut).is_some_and(|b| b & 0xc0 == 0x80) {
+                cut -= 1;
+            }
+            out.truncate(cut);
+            // MariaDB's number: the value's place in the result.
+            ctx.warn(1260, format!("Row {} was cut by GROUP_CONCAT()", at + 1));
+            break;
+        }
+    }
+    Val::Str(out)
 }
 
 fn aggregate(
@@ -1467,6 +1601,9 @@ fn aggregate(
             sum: Val::Null,
             best: Val::Null,
             seen: a.distinct.then(HashMap::new),
+            concat: Vec::new(),
+            concat_bytes: 0,
+            concat_full: false,
         })
         .collect();
     let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
@@ -1493,6 +1630,10 @@ fn aggregate(
         };
         let states = &mut groups[at].1;
         for (spec, st) in p.aggs.iter().zip(states.iter_mut()) {
+            if let Some(gc) = &spec.concat {
+                concat_add(gc, st, &row, ctx)?;
+                continue;
+            }
             let v = match &spec.arg {
                 Some(a) => a.eval(&row, ctx)?,
                 None => Val::Int(1),
@@ -1545,7 +1686,7 @@ fn aggregate(
                         st.best = v;
                     }
                 }
-                AggFn::Count | AggFn::CountStar => {}
+                AggFn::Count | AggFn::CountStar | AggFn::GroupConcat => {}
             }
         }
     }
@@ -1558,6 +1699,10 @@ fn aggregate(
         let mut values = Vec::with_capacity(states.len());
         for (spec, st) in p.aggs.iter().zip(states) {
             values.push(match spec.func {
+                AggFn::GroupConcat => match &spec.concat {
+                    Some(gc) => concat_finish(gc, st, ctx),
+                    None => Val::Null,
+                },
                 AggFn::Count | AggFn::CountStar => Val::Int(st.count),
                 AggFn::Sum => st.sum,
                 AggFn::Min | AggFn::Max => st.best,
@@ -1583,4 +1728,51 @@ fn aggregate(
         out.push((row, values));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(values: &[&str]) -> AggState {
+        AggState {
+            count: 0,
+            sum: Val::Null,
+            best: Val::Null,
+            seen: None,
+            concat: values
+                .iter()
+                .map(|v| (Vec::new(), v.as_bytes().to_vec()))
+                .collect(),
+            concat_bytes: 0,
+            concat_full: false,
+        }
+    }
+
+    fn concat(max_len: usize) -> expr::GroupConcat {
+        expr::GroupConcat {
+            args: Vec::new(),
+            order: Vec::new(),
+            separator: b",".to_vec(),
+            max_len,
+            collations: Vec::new(),
+            order_collations: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn group_concat_cuts_whole_characters_and_warns_with_the_values_place() {
+        let env = expr::eval::Env::default();
+        let mut ctx = Ctx::new(&[], &env);
+        let v = concat_finish(&concat(10), state(&["ab", "cd"]), &mut ctx);
+        assert_eq!(v, Val::Str(b"ab,cd".to_vec()));
+        assert!(ctx.warnings.is_empty());
+        // "ab,é": é is two bytes, the limit falls between them.
+        let v = concat_finish(&concat(4), state(&["ab", "é"]), &mut ctx);
+        assert_eq!(v, Val::Str(b"ab,".to_vec()));
+        assert_eq!(ctx.warnings.len(), 1);
+        assert_eq!(ctx.warnings[0].0, 1260);
+        assert_eq!(ctx.warnings[0].1, "Row 2 was cut by GROUP_CONCAT()");
+        assert_eq!(concat_finish(&concat(4), state(&[]), &mut ctx), Val::Null);
+    }
 }

@@ -191,7 +191,7 @@ pub fn kind(e: &Expr, scope: &Scope<'_>) -> Kind {
             };
             match spec.func {
                 AggFn::Count | AggFn::CountStar => Kind::Int { unsigned: false },
-                AggFn::Min | AggFn::Max => spec.arg_kind,
+                AggFn::Min | AggFn::Max | AggFn::GroupConcat => spec.arg_kind,
                 AggFn::Sum => match spec.arg_kind {
                     Kind::Int { .. } => Kind::Dec { scale: 0 },
                     Kind::Dec { scale } => Kind::Dec { scale },

@@ -93,6 +93,26 @@ pub enum AggFn {
     Min,
     /// `MAX(x)`.
     Max,
+    /// `GROUP_CONCAT(…)` ([`AggSpec::concat`] holds its parts).
+    GroupConcat,
+}
+
+/// `GROUP_CONCAT([DISTINCT] x[, y…] [ORDER BY …] [SEPARATOR 's'])`.
+#[derive(Clone, Debug)]
+pub struct GroupConcat {
+    /// The values concatenated per row (a row with a NULL one is skipped).
+    pub args: Vec<Expr>,
+    /// ORDER BY: expression and descending.
+    pub order: Vec<(Expr, bool)>,
+    /// Between values (`,` unless SEPARATOR says).
+    pub separator: Vec<u8>,
+    /// `@@group_concat_max_len` when planned: the most bytes of a result.
+    pub max_len: usize,
+    /// Each argument's collation, for DISTINCT (None: bytes; numbers
+    /// ignore it).
+    pub collations: Vec<Option<Collation>>,
+    /// Each ORDER BY expression's collation.
+    pub order_collations: Vec<Option<Collation>>,
 }
 
 /// One aggregate a query computes per group.
@@ -106,6 +126,8 @@ pub struct AggSpec {
     pub distinct: bool,
     /// The argument's kind.
     pub arg_kind: Kind,
+    /// GROUP_CONCAT's arguments, order and separator.
+    pub concat: Option<Box<GroupConcat>>,
 }
 
 /// Comparison operators.
@@ -1005,6 +1027,13 @@ impl<'a> Scope<'a> {
         if let Some(func) = agg {
             return self.aggregate(func, &args, distinct, &name);
         }
+        if name == "GROUP_CONCAT" {
+            let clauses = match &f.args {
+                ast::FunctionArguments::List(list) => list.clauses.as_slice(),
+                _ => &[],
+            };
+            return self.group_concat(&args, distinct, clauses);
+        }
         if name == "VALUES" || name == "VALUE" {
             if let [ast::Expr::Identifier(ident)] = args.as_slice() {
                 if let Some(cols) = &self.insert_values {
@@ -1087,8 +1116,136 @@ impl<'a> Scope<'a> {
             arg,
             distinct,
             arg_kind,
+            concat: None,
         });
         Ok(Expr::Agg(aggs.len() - 1))
+    }
+
+    /// Lowers `GROUP_CONCAT`: its values, ORDER BY and SEPARATOR.
+    fn group_concat(
+        &mut self,
+        args: &[&ast::Expr],
+        distinct: bool,
+        clauses: &[ast::FunctionArgumentClause],
+    ) -> SqlResult<Expr> {
+        if self.aggs.is_none() {
+            return Err(SqlError::new(
+                codes::INVALID_GROUP_FUNC_USE,
+                "Invalid use of group function",
+            ));
+        }
+        if args.is_empty() {
+            return Err(SqlError::new(
+                codes::PARSE,
+                "Incorrect parameter count in the call to GROUP_CONCAT",
+            ));
+        }
+        // Its arguments are evaluated per row: no nested aggregates.
+        let saved = self.aggs.take();
+        let lowered = self.group_concat_parts(args, clauses);
+        self.aggs = saved;
+        let mut concat = lowered?;
+        let binary = concat
+            .args
+            .iter()
+            .any(|a| matches!(self.kind(a), Kind::Str { collation: None }));
+        concat.max_len = match (self.variable)("group_concat_max_len", false)? {
+            Val::Int(n) => usize::try_from(n).unwrap_or(0),
+            Val::UInt(n) => usize::try_from(n).unwrap_or(usize::MAX),
+            other => other
+                .to_text()
+                .parse()
+                .unwrap_or(GROUP_CONCAT_MAX_LEN_DEFAULT_BYTES),
+        };
+        let aggs = self.aggs.as_mut().ok_or_else(|| {
+            SqlError::new(
+                codes::INVALID_GROUP_FUNC_USE,
+                "Invalid use of group function",
+            )
+        })?;
+        aggs.push(AggSpec {
+            func: AggFn::GroupConcat,
+            arg: None,
+            distinct,
+            arg_kind: Kind::Str {
+                collation: (!binary).then_some(Collation::Utf8mb4GeneralCi),
+            },
+            concat: Some(Box::new(concat)),
+        });
+        Ok(Expr::Agg(aggs.len() - 1))
+    }
+
+    fn group_concat_parts(
+        &mut self,
+        args: &[&ast::Expr],
+        clauses: &[ast::FunctionArgumentClause],
+    ) -> SqlResult<GroupConcat> {
+        let mut concat = GroupConcat {
+            args: Vec::with_capacity(args.len()),
+            order: Vec::new(),
+            separator: b",".to_vec(),
+            max_len: 0,
+            collations: Vec::with_capacity(args.len()),
+            order_collations: Vec::new(),
+        };
+        for a in args {
+            let e = self.lower(a)?;
+            concat.collations.push(match self.kind(&e) {
+                Kind::Str { collation } => collation,
+                _ => Some(Collation::Utf8mb4GeneralCi),
+            });
+            concat.args.push(e);
+        }
+        for clause in clauses {
+            match clause {
+                ast::FunctionArgumentClause::OrderBy(exprs) => {
+                    for o in exprs {
+                        let desc = matches!(o.options.sort, Some(ast::OrderBySort::Desc));
+                        // `ORDER BY 2`: the second argument, as MySQL reads it.
+                        let position = match &o.expr {
+                            ast::Expr::Value(v) => match &v.value {
+                                ast::Value::Number(n, _) => n.parse::<usize>().ok(),
+                                _ => None,
+                            },
+                            _ => None,
+                        };
+                        let e = match position {
+                            Some(p) => match p.checked_sub(1).and_then(|i| concat.args.get(i)) {
+                                Some(arg) => arg.clone(),
+                                None => {
+                                    return Err(SqlError::new(
+                                        codes::BAD_FIELD,
+                                        format!("Unknown column '{p}' in 'ORDER BY'"),
+                                    ))
+                                }
+                            },
+                            None => self.lower(&o.expr)?,
+                        };
+                        concat.order_collations.push(match self.kind(&e) {
+                            Kind::Str { collation } => collation,
+                            _ => Some(Collation::Utf8mb4GeneralCi),
+                        });
+                        concat.order.push((e, desc));
+                    }
+                }
+                ast::FunctionArgumentClause::Separator(v) => {
+                    concat.separator = match &v.value {
+                        ast::Value::SingleQuotedString(t) | ast::Value::DoubleQuotedString(t) => {
+                            t.as_bytes().to_vec()
+                        }
+                        other => {
+                            return Err(SqlError::syntax(format_args!("SEPARATOR {other}")));
+                        }
+                    };
+                }
+                other => {
+                    return Err(SqlError::unsupported(format_args!(
+                        "{other} in GROUP_CONCAT"
+                    )));
+                }
+            }
+        }
+        Ok(concat)
     }
 
     /// The kind of an expression's values.
@@ -1135,11 +1292,43 @@ impl<'a> Scope<'a> {
         }
         let kind = self.kind(e);
         let mut meta = kind_meta(kind, e, self);
+        if let Some(concat) = self.concat_of(e) {
+            // MariaDB's: VARCHAR up to 512 bytes of group_concat_max_len,
+            // TEXT (BLOB) past it.
+            let bytes_per_char = if meta.charset == charset::BINARY {
+                1
+            } else {
+                4
+            };
+            let length =
+                u32::try_from(concat.max_len.saturating_mul(bytes_per_char)).unwrap_or(u32::MAX);
+            meta.length = length;
+            meta.decimals = 0;
+            if concat.max_len > GROUP_CONCAT_VARCHAR_MAX_BYTES {
+                meta.ty = ColumnType::Blob;
+                meta.flags |= flags::BLOB;
+            }
+        }
         meta.name = name.into();
         if !self.nullable(e) {
             meta.flags |= flags::NOT_NULL;
         }
         meta
+    }
+}
+
+/// `group_concat_max_len` past which GROUP_CONCAT's result is TEXT (MariaDB).
+const GROUP_CONCAT_VARCHAR_MAX_BYTES: usize = 512;
+/// `group_concat_max_len` should the variable not read as a number.
+const GROUP_CONCAT_MAX_LEN_DEFAULT_BYTES: usize = 1_048_576;
+
+impl Scope<'_> {
+    /// The GROUP_CONCAT an expression reads, if it is one.
+    fn concat_of(&self, e: &Expr) -> Option<&GroupConcat> {
+        let Expr::Agg(i) = e else {
+            return None;
+        };
+        self.aggs.as_ref()?.get(*i)?.concat.as_deref()
     }
 }
 
@@ -1462,6 +1651,8 @@ pub fn select_item_texts(sql: &str) -> Option<Vec<String>> {
                 continue;
             }
             Token::LParen => depth += 1,
+            // The end of a parenthesised query (a derived table's, a CTE's).
+            Token::RParen if depth == 0 => break,
             Token::RParen => depth -= 1,
             _ => {}
         }
