@@ -633,7 +633,6 @@ impl<T: ast::Visit> VisitDyn for T {
 struct Lateral {
     query: Arc<ast::Query>,
     text: Arc<str>,
-    alias: String,
     outer: Vec<(ScopeColumn, usize)>,
     width: usize,
     on: Option<Expr>,
@@ -762,7 +761,6 @@ fn plan_lateral(
     let lat = Lateral {
         query: Arc::new(l.query.clone()),
         text: l.query.to_string().into(),
-        alias: name,
         outer,
         width: cols.len(),
         on: None,
