@@ -105,6 +105,15 @@ pub(crate) fn plan(
     hidden: &[usize],
     placeholders: &[Location],
 ) -> SqlResult<()> {
+    // Most statements have no subquery that failed alone: no walk.
+    let any_failed = conn
+        .subqueries
+        .results
+        .values()
+        .any(|o| matches!(o, Err(e) if e.code == crate::error::codes::BAD_FIELD));
+    if !any_failed {
+        return Ok(());
+    }
     for q in super::subquery::find(node, base) {
         let text = q.to_string();
         let failed = matches!(

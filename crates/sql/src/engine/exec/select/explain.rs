@@ -104,7 +104,8 @@ pub fn explain(
             r.id = Some(at + 1);
             r.select_type = select_type;
         }
-        if dependent {
+        // FORMAT=JSON nests subqueries in its own way: only the SELECT.
+        if dependent && format == Format::Traditional {
             rows.extend(dependent_rows(conn, p, at + 1, &mut next_id, &mut ctx)?);
         }
         arms.push(rows);
@@ -115,6 +116,14 @@ pub fn explain(
     });
     send_explain(arms, union, plans.union_distinct, format, more, sink)
 }
+
+/// A per-row subquery EXPLAIN shows: its query, the outer columns it
+/// names, and whether it is a LATERAL derived table.
+type Dependent = (
+    Arc<ast::Query>,
+    Vec<(crate::engine::expr::ScopeColumn, usize)>,
+    bool,
+);
 
 /// Per-row depth of EXPLAIN's dependent subqueries shown, at most (a
 /// deeper one is run, not shown).
@@ -132,11 +141,7 @@ fn dependent_rows(
     next_id: &mut usize,
     ctx: &mut Ctx<'_>,
 ) -> SqlResult<Vec<Row>> {
-    let mut subs: Vec<(
-        Arc<ast::Query>,
-        Vec<(crate::engine::expr::ScopeColumn, usize)>,
-        bool,
-    )> = Vec::new();
+    let mut subs: Vec<Dependent> = Vec::new();
     for lat in &p.laterals {
         subs.push((Arc::clone(&lat.query), lat.outer.clone(), true));
     }
