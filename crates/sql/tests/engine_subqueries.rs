@@ -155,10 +155,26 @@ fn subqueries_over_a_sandbox() {
         &mut conn,
         &format!("INSERT INTO g SELECT id, id % {GROUPS} FROM o"),
     );
+    let counter = |conn: &mut sql::engine::Conn<'_>, name: &str| -> u64 {
+        let rows = q(conn, &format!("SHOW SESSION STATUS LIKE '{name}'"));
+        rows[0][1].parse().expect("a count")
+    };
+    let (hits, misses) = (
+        counter(&mut conn, "Subquery_cache_hit"),
+        counter(&mut conn, "Subquery_cache_miss"),
+    );
     let (rows, key_reqs, scans) = cost(
         &engine,
         &mut conn,
         "SELECT id, (SELECT v FROM i WHERE i.id = g.grp) FROM g ORDER BY id",
+    );
+    assert_eq!(
+        counter(&mut conn, "Subquery_cache_miss") - misses,
+        GROUPS as u64
+    );
+    assert_eq!(
+        counter(&mut conn, "Subquery_cache_hit") - hits,
+        (OUTER_ROWS - GROUPS) as u64
     );
     assert_eq!(rows.len(), OUTER_ROWS);
     assert_eq!(rows[27], vec!["27".to_owned(), (27 % GROUPS).to_string()]);

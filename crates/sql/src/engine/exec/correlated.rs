@@ -14,7 +14,8 @@
 //! through the same path as any other query.
 //!
 //! Results are kept per statement by the subquery's text and the bound
-//! values (MariaDB's subquery cache): a subquery runs once per distinct
+//! values (MariaDB's subquery cache, and its `Subquery_cache_hit` /
+//! `Subquery_cache_miss` counters): a subquery runs once per distinct
 //! outer value, at most [`ROW_CACHE_ENTRIES_MAX`] results and
 //! [`ROW_CACHE_BYTES_MAX`] bytes kept (past them a result is used once
 //! and not kept).
@@ -44,10 +45,6 @@ const VALUE_OVERHEAD_BYTES: usize = 24;
 pub struct RowCache {
     results: HashMap<String, Arc<Materialised>>,
     bytes: usize,
-    /// Runs of a correlated subquery (cache misses) this statement.
-    pub runs: u64,
-    /// Results found kept (cache hits) this statement.
-    pub hits: u64,
 }
 
 fn bytes_of(m: &Materialised) -> usize {
@@ -84,9 +81,7 @@ pub(crate) fn with_outer<R>(
     conn.subqueries.outer.push(row);
     let out = f(conn);
     conn.subqueries.outer.pop();
-    let inner = std::mem::replace(&mut conn.subqueries.per_row, per_row);
-    conn.subqueries.per_row.runs += inner.runs;
-    conn.subqueries.per_row.hits += inner.hits;
+    conn.subqueries.per_row = per_row;
     conn.subqueries.correlated = correlated;
     conn.subqueries.results = results;
     out
@@ -187,10 +182,11 @@ impl<'c, 's> Runner<'c, 's> {
         let mut conn = self.conn.borrow_mut();
         let cache = &mut conn.subqueries.per_row;
         if let Some(m) = cache.results.get(&key) {
-            cache.hits += 1;
-            return Ok(Arc::clone(m));
+            let m = Arc::clone(m);
+            conn.info.status.subquery_cache_hit.bump();
+            return Ok(m);
         }
-        cache.runs += 1;
+        conn.info.status.subquery_cache_miss.bump();
         let bound = OuterRow {
             columns: outer.iter().map(|(c, _)| c.clone()).collect(),
             values,
