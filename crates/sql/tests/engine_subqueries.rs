@@ -11,6 +11,7 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use sql::backend::Backend;
 use sql::engine::plan::join::JOIN_BATCH_ROWS;
+use sql::value::SqlValue;
 
 mod common;
 use common::*;
@@ -206,6 +207,22 @@ fn subqueries_over_a_sandbox() {
         key_reqs <= GROUPS as u64 + 2 + STATS_REFRESH_KEY_REQS,
         "{key_reqs} key reads (LATERAL)"
     );
+    // Placeholders inside a per-row subquery (the binary protocol): each
+    // run binds the statement's parameters and the outer row's values.
+    let p = conn
+        .prepare(concat!(
+            "SELECT id, (SELECT v FROM i WHERE i.id = g.grp + ?) FROM g ",
+            "WHERE id < ? ORDER BY id"
+        ))
+        .expect("prepare");
+    let mut sink = RowsSink::default();
+    conn.execute(p.id, &[SqlValue::Int(100), SqlValue::Int(3)], &mut sink)
+        .expect("execute");
+    assert!(sink.error.is_none(), "{:?}", sink.error);
+    let want: Vec<Vec<SqlValue>> = (0..3)
+        .map(|x| vec![SqlValue::Int(x), SqlValue::Int(100 + x)])
+        .collect();
+    assert_eq!(sink.rows, want);
     // EXPLAIN says what runs: a dependent subquery reading i by key.
     let plan = q(
         &mut conn,
