@@ -397,8 +397,12 @@ fn plan_select(
     if s.into.is_some() {
         return Err(SqlError::unsupported("SELECT … INTO"));
     }
+    let mut late_on = Vec::new();
     let (mut star, mut hidden, mut join) = match join_from {
-        Some(j) => (Some(j.star), j.hidden, Some(Arc::new(j.spec))),
+        Some(j) => {
+            late_on = j.late;
+            (Some(j.star), j.hidden, Some(Arc::new(j.spec)))
+        }
         None => (None, Vec::new(), None),
     };
     let (mut columns, virtual_rows) = match (virtual_source, &join) {
@@ -556,6 +560,10 @@ fn plan_select(
             .map(|w| scope.lower(w))
             .transpose()?;
         let (cond, late) = split_late(cond, base_width);
+        let late = late_on
+            .drain(..)
+            .chain(late)
+            .reduce(|a, b| Expr::And(Box::new(a), Box::new(b)));
         scope.clause = "on clause";
         for (lat, l) in laterals.iter_mut().zip(&lateral_asts) {
             lat.on = l.on.as_ref().map(|on| scope.lower(on)).transpose()?;
