@@ -3,18 +3,23 @@
 //! first, or set `SKARV_BIN`): a correlated `EXISTS`/`IN` runs as a
 //! semi-join with batched key access, one native batch of key reads per
 //! `JOIN_BATCH_ROWS` outer rows rather than one query per outer row; an
-//! uncorrelated subquery runs once per statement.
+//! uncorrelated subquery runs once per statement; any other correlated
+//! subquery (and a LATERAL derived table) runs once per distinct outer
+//! value.
 
 use std::net::{IpAddr, Ipv4Addr};
 
 use sql::backend::Backend;
 use sql::engine::plan::join::JOIN_BATCH_ROWS;
+use sql::value::SqlValue;
 
 mod common;
 use common::*;
 
 /// Rows of the outer table.
 const OUTER_ROWS: usize = 1_000;
+/// Distinct values of `g.grp` (the per-row subqueries' outer column).
+const GROUPS: usize = 20;
 
 #[test]
 fn subqueries_over_a_sandbox() {
@@ -140,11 +145,90 @@ fn subqueries_over_a_sandbox() {
     )
     .expect_err("1093");
     assert_eq!(e.code, 1093, "{e}");
-    // A correlated subquery the rewrite does not take: 1105.
-    let e = try_q(
+    // A correlated subquery the rewrite does not take runs per outer row,
+    // once per distinct outer value (the statement's per-row cache): g's
+    // 1,000 rows hold `GROUPS` values of `grp`, so `GROUPS` key reads of i.
+    q(
         &mut conn,
-        "SELECT id, (SELECT v FROM i WHERE i.id = o.k) FROM o",
-    )
-    .expect_err("1105");
-    assert_eq!(e.code, 1105, "{e}");
+        "CREATE TABLE g (id INT PRIMARY KEY, grp INT NOT NULL)",
+    );
+    q(
+        &mut conn,
+        &format!("INSERT INTO g SELECT id, id % {GROUPS} FROM o"),
+    );
+    let counter = |conn: &mut sql::engine::Conn<'_>, name: &str| -> u64 {
+        let rows = q(conn, &format!("SHOW SESSION STATUS LIKE '{name}'"));
+        rows[0][1].parse().expect("a count")
+    };
+    let (hits, misses) = (
+        counter(&mut conn, "Subquery_cache_hit"),
+        counter(&mut conn, "Subquery_cache_miss"),
+    );
+    let (rows, key_reqs, scans) = cost(
+        &engine,
+        &mut conn,
+        "SELECT id, (SELECT v FROM i WHERE i.id = g.grp) FROM g ORDER BY id",
+    );
+    assert_eq!(
+        counter(&mut conn, "Subquery_cache_miss") - misses,
+        GROUPS as u64
+    );
+    assert_eq!(
+        counter(&mut conn, "Subquery_cache_hit") - hits,
+        (OUTER_ROWS - GROUPS) as u64
+    );
+    assert_eq!(rows.len(), OUTER_ROWS);
+    assert_eq!(rows[27], vec!["27".to_owned(), (27 % GROUPS).to_string()]);
+    assert!(scans < 10, "{scans} scan requests (one scan of g)");
+    assert!(
+        key_reqs >= GROUPS as u64 && key_reqs <= GROUPS as u64 + 2 + STATS_REFRESH_KEY_REQS,
+        "{key_reqs} key reads for {GROUPS} distinct outer values"
+    );
+    // In WHERE under OR (no rewrite): the same cache.
+    let (rows, key_reqs, _) = cost(
+        &engine,
+        &mut conn,
+        "SELECT COUNT(*) FROM g WHERE g.id < 0 OR (SELECT v FROM i WHERE i.id = g.grp) >= 10",
+    );
+    assert_eq!(rows, vec![vec![(OUTER_ROWS / 2).to_string()]]);
+    assert!(
+        key_reqs <= GROUPS as u64 + 2 + STATS_REFRESH_KEY_REQS,
+        "{key_reqs} key reads (WHERE)"
+    );
+    // A LATERAL derived table: the same binding and cache.
+    let (rows, key_reqs, _) = cost(
+        &engine,
+        &mut conn,
+        "SELECT COUNT(*), SUM(d.v) FROM g, LATERAL (SELECT v FROM i WHERE i.id = g.grp) AS d",
+    );
+    let sum: usize = (0..OUTER_ROWS).map(|x| x % GROUPS).sum();
+    assert_eq!(rows, vec![vec![OUTER_ROWS.to_string(), sum.to_string()]]);
+    assert!(
+        key_reqs <= GROUPS as u64 + 2 + STATS_REFRESH_KEY_REQS,
+        "{key_reqs} key reads (LATERAL)"
+    );
+    // Placeholders inside a per-row subquery (the binary protocol): each
+    // run binds the statement's parameters and the outer row's values.
+    let p = conn
+        .prepare(concat!(
+            "SELECT id, (SELECT v FROM i WHERE i.id = g.grp + ?) FROM g ",
+            "WHERE id < ? ORDER BY id"
+        ))
+        .expect("prepare");
+    let mut sink = RowsSink::default();
+    conn.execute(p.id, &[SqlValue::Int(100), SqlValue::Int(3)], &mut sink)
+        .expect("execute");
+    assert!(sink.error.is_none(), "{:?}", sink.error);
+    let want: Vec<Vec<SqlValue>> = (0..3)
+        .map(|x| vec![SqlValue::Int(x), SqlValue::Int(100 + x)])
+        .collect();
+    assert_eq!(sink.rows, want);
+    // EXPLAIN says what runs: a dependent subquery reading i by key.
+    let plan = q(
+        &mut conn,
+        "EXPLAIN SELECT id, (SELECT v FROM i WHERE i.id = g.grp) FROM g",
+    );
+    assert_eq!(plan.len(), 2, "{plan:?}");
+    assert_eq!(plan[1][1], "DEPENDENT SUBQUERY", "{plan:?}");
+    assert_eq!(plan[1][4], "eq_ref", "{plan:?}");
 }

@@ -151,6 +151,12 @@ pub struct Published {
     pub questions: Counter,
     /// `Slow_queries`: statements that took longer than `long_query_time`.
     pub slow_queries: Counter,
+    /// `Subquery_cache_hit`: a correlated subquery's result found kept
+    /// for the outer values (MariaDB's name).
+    pub subquery_cache_hit: Counter,
+    /// `Subquery_cache_miss`: a correlated subquery run for outer values
+    /// not seen before in the statement.
+    pub subquery_cache_miss: Counter,
     com: [Counter; COMS],
     native: [Counter; NATIVE],
 }
@@ -160,6 +166,8 @@ impl Default for Published {
         Published {
             questions: Counter::default(),
             slow_queries: Counter::default(),
+            subquery_cache_hit: Counter::default(),
+            subquery_cache_miss: Counter::default(),
             com: std::array::from_fn(|_| Counter::default()),
             native: std::array::from_fn(|_| Counter::default()),
         }
@@ -171,6 +179,8 @@ impl Default for Published {
 struct Totals {
     questions: u64,
     slow_queries: u64,
+    subquery_cache_hit: u64,
+    subquery_cache_miss: u64,
     com: [u64; COMS],
     native: [u64; NATIVE],
 }
@@ -180,6 +190,8 @@ impl Default for Totals {
         Totals {
             questions: 0,
             slow_queries: 0,
+            subquery_cache_hit: 0,
+            subquery_cache_miss: 0,
             com: [0; COMS],
             native: [0; NATIVE],
         }
@@ -190,6 +202,8 @@ impl Totals {
     fn add(&mut self, p: &Published) {
         self.questions += p.questions.get();
         self.slow_queries += p.slow_queries.get();
+        self.subquery_cache_hit += p.subquery_cache_hit.get();
+        self.subquery_cache_miss += p.subquery_cache_miss.get();
         for (t, c) in self.com.iter_mut().zip(&p.com) {
             *t += c.get();
         }
@@ -608,6 +622,11 @@ pub fn rows(conn: &Conn<'_>, global: bool) -> Vec<(String, String)> {
     put("Questions", totals.questions.to_string());
     put("Slow_queries", totals.slow_queries.to_string());
     put("Ssl_cipher", String::new());
+    put("Subquery_cache_hit", totals.subquery_cache_hit.to_string());
+    put(
+        "Subquery_cache_miss",
+        totals.subquery_cache_miss.to_string(),
+    );
     put("Threads_connected", threads_connected.to_string());
     put(
         "Threads_created",

@@ -8,7 +8,7 @@ use sqlparser::ast::{self, JoinConstraint as C, JoinOperator as J};
 use sqlparser::tokenizer::Location;
 
 use super::{table_of, table_scope, with_scope};
-use crate::engine::expr::{ScopeColumn, Val};
+use crate::engine::expr::{Expr, ScopeColumn, Val};
 use crate::engine::plan::join::{Hints, JoinSpec, JoinTable, JOIN_TABLES_MAX};
 use crate::engine::Conn;
 use crate::error::{codes, SqlError, SqlResult};
@@ -21,6 +21,9 @@ pub(super) struct JoinFrom {
     pub hidden: Vec<usize>,
     /// What `*` expands to, in MySQL's order (USING columns first).
     pub star: Vec<usize>,
+    /// Conjuncts of inner joins' ON that run correlated subqueries: tested
+    /// with the WHERE's late ones, on the joined rows.
+    pub late: Vec<Expr>,
 }
 
 /// How a table joins the ones before it.
@@ -44,6 +47,7 @@ pub(super) fn join_from(
     let mut hidden = Vec::new();
     let mut star = Vec::new();
     let mut inner_on = Vec::new();
+    let mut late = Vec::new();
     let straight = s.select_modifiers.as_ref().is_some_and(|m| m.straight_join);
     for twj in &s.from {
         let group_start = tables.len();
@@ -145,6 +149,9 @@ pub(super) fn join_from(
                 };
                 commons.push((l, r));
             }
+            if let C::On(e) = constraint {
+                super::correlated::plan(conn, e, 0, &visible, &hidden, placeholders)?;
+            }
             let mut conds = Vec::new();
             with_scope(conn, visible, placeholders, |scope| {
                 scope.clause = "ON";
@@ -197,6 +204,23 @@ pub(super) fn join_from(
                     .copied()
                     .collect()
             };
+            if conds.iter().any(Expr::has_sub) {
+                if matches!(kind, Kind::Left | Kind::Right) {
+                    return Err(SqlError::unsupported(
+                        "correlated subqueries in the ON of an outer join",
+                    ));
+                }
+                // An inner join's ON is its WHERE: tested after the join.
+                for c in std::mem::take(&mut conds) {
+                    for part in c.conjuncts() {
+                        if part.has_sub() {
+                            late.push(part.clone());
+                        } else {
+                            conds.push(part.clone());
+                        }
+                    }
+                }
+            }
             match kind {
                 Kind::Inner => inner_on.extend(conds),
                 Kind::Straight => {
@@ -233,6 +257,7 @@ pub(super) fn join_from(
         },
         hidden,
         star,
+        late,
     })
 }
 

@@ -1,6 +1,7 @@
 //! The executors: queries and writes run with the native API.
 
 pub mod convert;
+pub(crate) mod correlated;
 pub mod cte;
 pub(crate) mod derived;
 mod from;
@@ -232,6 +233,8 @@ pub fn with_scope<R>(
     };
     let mut scope = Scope::new(columns, placeholders, &var, &user_var);
     scope.subqueries = Some(&conn.subqueries.results);
+    scope.correlated = Some(&conn.subqueries.correlated);
+    scope.outer = &conn.subqueries.outer;
     f(&mut scope)
 }
 

@@ -40,6 +40,12 @@ struct Planned {
     kinds: Vec<Kind>,
     nullable: Vec<bool>,
     cond: Option<Expr>,
+    /// The conjuncts of WHERE that run correlated subqueries: tested in
+    /// the SQL node after the rows are read (the statement's transaction
+    /// free for the subqueries' reads).
+    late: Option<Expr>,
+    /// `LATERAL` derived tables joined, in order, to each row read.
+    laterals: Vec<Lateral>,
     group: Vec<Expr>,
     /// The collation each GROUP BY expression groups under.
     group_collations: Vec<Option<Collation>>,
@@ -117,6 +123,9 @@ struct Plans {
     union_order: Vec<(usize, bool)>,
     union_limit: Option<u64>,
     union_offset: u64,
+    /// The statement's `?` placeholders (correlated subqueries run with
+    /// them).
+    placeholders: Vec<Location>,
 }
 
 fn plan_query(
@@ -204,6 +213,7 @@ fn plan_query_body(
             p.lock = lock;
         }
         if let Some(ob) = &q.order_by {
+            super::correlated::plan(conn, ob, 0, &p.source, &p.hidden, placeholders)?;
             p.order = order_exprs(conn, ob, p, placeholders)?;
         }
         return Ok(Plans {
@@ -213,6 +223,7 @@ fn plan_query_body(
             union_order: Vec::new(),
             union_limit: None,
             union_offset: 0,
+            placeholders: placeholders.to_vec(),
         });
     }
     // ORDER BY of a UNION names result columns, by name or position.
@@ -253,6 +264,7 @@ fn plan_query_body(
         union_order,
         union_limit: limit.0,
         union_offset: limit.1.unwrap_or(0),
+        placeholders: placeholders.to_vec(),
     })
 }
 
@@ -326,7 +338,11 @@ fn plan_select(
     let mut virtual_source: Option<(Vec<ScopeColumn>, Vec<Vec<Val>>)> = None;
     let mut join_from = None;
     let mut hints = Hints::default();
-    let (mut table, alias) = match s.from.as_slice() {
+    // LATERAL derived tables (at the end of FROM) run per row of the
+    // tables before them: the FROM is planned without them.
+    let (lateral_asts, trimmed) = peel_laterals(s)?;
+    let from_of = trimmed.as_ref().unwrap_or(s);
+    let (mut table, alias) = match from_of.from.as_slice() {
         [] => (None, String::new()),
         [twj] if twj.joins.is_empty() => match &twj.relation {
             ast::TableFactor::Table { name, alias, .. } if virtual_table(conn, name).is_some() => {
@@ -399,15 +415,19 @@ fn plan_select(
             }
         },
         _ => {
-            join_from = Some(super::from::join_from(conn, s, placeholders, params)?);
+            join_from = Some(super::from::join_from(conn, from_of, placeholders, params)?);
             (None, String::new())
         }
     };
     if s.into.is_some() {
         return Err(SqlError::unsupported("SELECT … INTO"));
     }
+    let mut late_on = Vec::new();
     let (mut star, mut hidden, mut join) = match join_from {
-        Some(j) => (Some(j.star), j.hidden, Some(Arc::new(j.spec))),
+        Some(j) => {
+            late_on = j.late;
+            (Some(j.star), j.hidden, Some(Arc::new(j.spec)))
+        }
         None => (None, Vec::new(), None),
     };
     let (mut columns, virtual_rows) = match (virtual_source, &join) {
@@ -425,7 +445,12 @@ fn plan_select(
     // per execution.
     let mut selection = std::borrow::Cow::Borrowed(&s.selection);
     let outer = match (&join, &table) {
-        _ if virtual_rows.is_some() || !super::semi::worth_trying(s.selection.as_ref()) => None,
+        _ if virtual_rows.is_some()
+            || !lateral_asts.is_empty()
+            || !super::semi::worth_trying(s.selection.as_ref()) =>
+        {
+            None
+        }
         (Some(j), _) => Some(super::semi::Outer {
             spec: (**j).clone(),
             star: star
@@ -447,6 +472,27 @@ fn plan_select(
             join = Some(Arc::new(outer.spec));
             table = None;
         }
+    }
+    let base_width = columns.len();
+    let mut laterals = Vec::with_capacity(lateral_asts.len());
+    for l in &lateral_asts {
+        let lat = plan_lateral(conn, l, &columns, &hidden, placeholders)?;
+        columns.extend(lat.1);
+        laterals.push(lat.0);
+    }
+    if !laterals.is_empty() {
+        let mut all = star.take().unwrap_or_else(|| (0..base_width).collect());
+        all.extend(base_width..columns.len());
+        star = Some(all);
+    }
+    // Correlated subqueries the rewrite left: planned for per-row runs.
+    for node in [
+        &s.projection as &dyn VisitDyn,
+        &*selection,
+        &s.group_by,
+        &s.having,
+    ] {
+        node.plan_correlated(conn, &columns, &hidden, placeholders)?;
     }
     let source = columns.clone();
     // The statement text, for the names MySQL gives unaliased items (the
@@ -538,6 +584,15 @@ fn plan_select(
             .as_ref()
             .map(|w| scope.lower(w))
             .transpose()?;
+        let (cond, late) = split_late(cond, base_width);
+        let late = late_on
+            .drain(..)
+            .chain(late)
+            .reduce(|a, b| Expr::And(Box::new(a), Box::new(b)));
+        scope.clause = "on clause";
+        for (lat, l) in laterals.iter_mut().zip(&lateral_asts) {
+            lat.on = l.on.as_ref().map(|on| scope.lower(on)).transpose()?;
+        }
         scope.clause = "GROUP BY";
         let mut group = Vec::new();
         let mut group_collations = Vec::new();
@@ -570,6 +625,8 @@ fn plan_select(
             kinds,
             nullable,
             cond,
+            late,
+            laterals: laterals.clone(),
             group,
             group_collations,
             having,
@@ -587,6 +644,255 @@ fn plan_select(
             hidden: hidden.clone(),
         })
     })
+}
+
+/// Parts of a SELECT whose correlated subqueries are planned.
+trait VisitDyn {
+    fn plan_correlated(
+        &self,
+        conn: &mut Conn<'_>,
+        columns: &[ScopeColumn],
+        hidden: &[usize],
+        placeholders: &[Location],
+    ) -> SqlResult<()>;
+}
+
+impl<T: ast::Visit> VisitDyn for T {
+    fn plan_correlated(
+        &self,
+        conn: &mut Conn<'_>,
+        columns: &[ScopeColumn],
+        hidden: &[usize],
+        placeholders: &[Location],
+    ) -> SqlResult<()> {
+        super::correlated::plan(conn, self, 0, columns, hidden, placeholders)
+    }
+}
+
+/// A `LATERAL` derived table: its query, the columns before it that it
+/// may name, its width, its ON condition (over the row with its columns)
+/// and whether a LEFT JOIN keeps a row it gives nothing for.
+#[derive(Clone, Debug)]
+struct Lateral {
+    query: Arc<ast::Query>,
+    text: Arc<str>,
+    outer: Vec<(ScopeColumn, usize)>,
+    width: usize,
+    on: Option<Expr>,
+    left: bool,
+}
+
+/// A `LATERAL` derived table as written.
+struct LateralAst {
+    query: ast::Query,
+    alias: Option<ast::TableAlias>,
+    on: Option<ast::Expr>,
+    left: bool,
+}
+
+/// The `LATERAL` derived tables at the end of `s`'s FROM (in order) and
+/// `s` without them (None when there are none). One before another table
+/// is 1105.
+fn peel_laterals(s: &ast::Select) -> SqlResult<(Vec<LateralAst>, Option<ast::Select>)> {
+    fn lateral(f: &ast::TableFactor) -> Option<(&ast::Query, &Option<ast::TableAlias>)> {
+        match f {
+            ast::TableFactor::Derived {
+                lateral: true,
+                subquery,
+                alias,
+                ..
+            } => Some((subquery, alias)),
+            _ => None,
+        }
+    }
+    let any = s.from.iter().any(|t| {
+        lateral(&t.relation).is_some() || t.joins.iter().any(|j| lateral(&j.relation).is_some())
+    });
+    if !any {
+        return Ok((Vec::new(), None));
+    }
+    let mut trimmed = s.clone();
+    let mut out = Vec::new();
+    while let Some(last) = trimmed.from.last_mut() {
+        if let Some(j) = last.joins.last() {
+            let Some((q, alias)) = lateral(&j.relation) else {
+                break;
+            };
+            use ast::JoinOperator as J;
+            let (on, left) = match &j.join_operator {
+                J::Join(c) | J::Inner(c) | J::CrossJoin(c) | J::Left(c) | J::LeftOuter(c) => {
+                    let left = matches!(j.join_operator, J::Left(_) | J::LeftOuter(_));
+                    match c {
+                        ast::JoinConstraint::On(e) => (Some(e.clone()), left),
+                        ast::JoinConstraint::None if !left => (None, false),
+                        _ => {
+                            return Err(SqlError::unsupported(
+                                "this join of a LATERAL derived table",
+                            ))
+                        }
+                    }
+                }
+                _ => {
+                    return Err(SqlError::unsupported(
+                        "this join of a LATERAL derived table",
+                    ))
+                }
+            };
+            out.push(LateralAst {
+                query: q.clone(),
+                alias: alias.clone(),
+                on,
+                left,
+            });
+            last.joins.pop();
+            continue;
+        }
+        let Some((q, alias)) = lateral(&last.relation) else {
+            break;
+        };
+        out.push(LateralAst {
+            query: q.clone(),
+            alias: alias.clone(),
+            on: None,
+            left: false,
+        });
+        trimmed.from.pop();
+    }
+    out.reverse();
+    let left_over = trimmed.from.iter().any(|t| {
+        lateral(&t.relation).is_some() || t.joins.iter().any(|j| lateral(&j.relation).is_some())
+    });
+    if left_over {
+        return Err(SqlError::unsupported(
+            "a LATERAL derived table before other tables of the FROM",
+        ));
+    }
+    Ok((out, Some(trimmed)))
+}
+
+/// Plans a `LATERAL` derived table over the `columns` before it: its
+/// shape, and its columns for the query's scope.
+fn plan_lateral(
+    conn: &mut Conn<'_>,
+    l: &LateralAst,
+    columns: &[ScopeColumn],
+    hidden: &[usize],
+    placeholders: &[Location],
+) -> SqlResult<(Lateral, Vec<ScopeColumn>)> {
+    let Some(alias) = &l.alias else {
+        return Err(SqlError::new(
+            codes::DERIVED_MUST_HAVE_ALIAS,
+            "Every derived table must have its own alias",
+        ));
+    };
+    let outer = expr::outer_columns(&l.query, columns, hidden);
+    let m = super::correlated::plan_with(conn, &l.query, &outer, placeholders)?;
+    let name = alias.name.value.clone();
+    let names: Vec<String> = if alias.columns.is_empty() {
+        m.metas.iter().map(|c| c.name.to_string()).collect()
+    } else {
+        if alias.columns.len() != m.metas.len() {
+            return Err(SqlError::new(
+                codes::VIEW_WRONG_LIST,
+                "In definition of view, derived table or common table expression, SELECT \
+                 list and column names list have different column counts",
+            ));
+        }
+        alias.columns.iter().map(|c| c.name.value.clone()).collect()
+    };
+    let cols = super::derived::shape_columns(&name, &names, &m)?;
+    let lat = Lateral {
+        query: Arc::new(l.query.clone()),
+        text: l.query.to_string().into(),
+        outer,
+        width: cols.len(),
+        on: None,
+        left: l.left,
+    };
+    Ok((lat, cols))
+}
+
+/// Each row joined to the rows its `LATERAL` derived tables give for it
+/// (run per row, through the statement's per-row cache).
+fn expand_laterals(
+    p: &Planned,
+    mut found: Vec<(Vec<Val>, Vec<schema::Value>)>,
+    runner: &super::correlated::Runner<'_, '_>,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Vec<(Vec<Val>, Vec<schema::Value>)>> {
+    for lat in &p.laterals {
+        let mut out = Vec::with_capacity(found.len());
+        for (row, key) in found {
+            ctx.check_killed()?;
+            let m = runner.query_rows(&lat.query, &lat.text, &lat.outer, &row)?;
+            let mut matched = false;
+            for r in &m.rows {
+                let mut combined = Vec::with_capacity(row.len() + lat.width);
+                combined.extend(row.iter().cloned());
+                combined.extend(r.iter().cloned());
+                let pass = match &lat.on {
+                    Some(on) => on.test(&combined, ctx)?,
+                    None => true,
+                };
+                if pass {
+                    matched = true;
+                    out.push((combined, key.clone()));
+                }
+            }
+            if !matched && lat.left {
+                let mut combined = row;
+                combined.extend(std::iter::repeat_n(Val::Null, lat.width));
+                out.push((combined, key));
+            }
+            if out.len() > ROWS_IN_MEMORY_MAX {
+                return Err(SqlError::unsupported(format_args!(
+                    "queries of more than {ROWS_IN_MEMORY_MAX} rows"
+                )));
+            }
+        }
+        found = out;
+    }
+    Ok(found)
+}
+
+/// WHERE split into what is tested as rows are read and the conjuncts
+/// that run correlated subqueries or read `LATERAL` columns (positions
+/// from `base_width` on), tested after.
+fn split_late(cond: Option<Expr>, base_width: usize) -> (Option<Expr>, Option<Expr>) {
+    let Some(cond) = cond else {
+        return (None, None);
+    };
+    let late_one = |c: &Expr| {
+        let mut cols = Vec::new();
+        plan::join::columns(c, &mut cols);
+        c.has_sub() || cols.iter().any(|at| *at >= base_width)
+    };
+    if !late_one(&cond) {
+        return (Some(cond), None);
+    }
+    let (late, early): (Vec<&Expr>, Vec<&Expr>) =
+        cond.conjuncts().into_iter().partition(|c| late_one(c));
+    let and = |items: Vec<&Expr>| {
+        items
+            .into_iter()
+            .cloned()
+            .reduce(|a, b| Expr::And(Box::new(a), Box::new(b)))
+    };
+    (and(early), and(late))
+}
+
+/// Whether a planned SELECT runs correlated subqueries (per row, after
+/// its rows are read).
+fn per_row(p: &Planned) -> bool {
+    p.late.is_some()
+        || !p.laterals.is_empty()
+        || p.items
+            .iter()
+            .chain(&p.group)
+            .chain(&p.having)
+            .chain(p.order.iter().map(|(e, _)| e))
+            .chain(p.aggs.iter().filter_map(|a| a.arg.as_ref()))
+            .any(Expr::has_sub)
 }
 
 /// Whether a FROM name names an `information_schema` table.
@@ -901,7 +1207,8 @@ fn deferred_read<'s>(
     // of the same batch, whose answer the worker writes only after this
     // one's: a deadlock the lock timeout would end, where connections on
     // threads of their own only wait.
-    if p.join.is_some() || p.rows.is_some() || p.limit == Some(0) || p.lock.is_some() {
+    if p.join.is_some() || p.rows.is_some() || p.limit == Some(0) || p.lock.is_some() || per_row(p)
+    {
         return Ok(None);
     }
     // Nor one that would carry a transaction's deferred writes (they lock).
@@ -1013,6 +1320,7 @@ fn rows_of(conn: &mut Conn<'_>, plans: Plans, params: &[Val]) -> SqlResult<Vec<V
         union_order,
         union_limit,
         union_offset,
+        placeholders,
     } = plans;
     let environment = env(conn);
     let info = Arc::clone(&conn.info);
@@ -1025,7 +1333,12 @@ fn rows_of(conn: &mut Conn<'_>, plans: Plans, params: &[Val]) -> SqlResult<Vec<V
     let mut planned = planned;
     lock_own_writes(conn, &mut planned);
     let mut rows: Vec<Vec<Val>> = Vec::new();
-    if needs_tx {
+    if planned.iter().any(per_row) {
+        let alone = planned.len() == 1;
+        for p in &planned {
+            rows.extend(run_per_row(conn, p, &mut ctx, alone, &placeholders)?);
+        }
+    } else if needs_tx {
         let tx = txn::take(conn)?;
         let autocommit_read =
             planned.len() == 1 && planned[0].lock.is_none() && !txn::in_transaction(conn);
@@ -1097,6 +1410,16 @@ fn send(
 }
 
 fn run_one_without_table(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Vec<Vec<Val>>> {
+    let found = found_without_table(p, ctx)?;
+    shape(p, found, ctx)
+}
+
+/// The rows of a SELECT without a table of the cluster (a virtual table,
+/// or none) that pass its WHERE (but for the late conjuncts).
+fn found_without_table(
+    p: &Planned,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Vec<(Vec<Val>, Vec<schema::Value>)>> {
     if let Some(rows) = &p.rows {
         // A virtual table: every row, filtered here.
         let mut found = Vec::new();
@@ -1110,26 +1433,93 @@ fn run_one_without_table(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Vec<Vec<Va
                 found.push((row.clone(), Vec::new()));
             }
         }
-        return shape(p, found, ctx);
+        return Ok(found);
     }
-    let source = vec![(Vec::new(), Vec::new())];
     let pass = match &p.cond {
         Some(c) => c.test(&[], ctx)?,
         None => true,
     };
-    shape(p, if pass { source } else { Vec::new() }, ctx)
+    Ok(if pass {
+        vec![(Vec::new(), Vec::new())]
+    } else {
+        Vec::new()
+    })
+}
+
+/// A planned SELECT that runs correlated subqueries: its rows read (in
+/// the statement's transaction, then let go), then the late conjuncts,
+/// the items and the rest evaluated with the subqueries run per row.
+fn run_per_row(
+    conn: &mut Conn<'_>,
+    p: &Planned,
+    ctx: &mut Ctx<'_>,
+    alone: bool,
+    placeholders: &[Location],
+) -> SqlResult<Vec<Vec<Val>>> {
+    let (found, sorted) = if p.table.is_some() || p.join.is_some() {
+        let tx = txn::take(conn)?;
+        let autocommit_read = alone && p.lock.is_none() && !txn::in_transaction(conn);
+        let mut committed = false;
+        let result = found_of(&tx, p, ctx, autocommit_read.then_some(&mut committed));
+        if committed {
+            result?
+        } else {
+            txn::finish(conn, tx, result)?
+        }
+    } else {
+        (found_without_table(p, ctx)?, false)
+    };
+    let params = ctx.params;
+    let runner = super::correlated::Runner::new(conn, placeholders, params);
+    let mut c = Ctx {
+        params,
+        aggs: &[],
+        insert_values: &[],
+        env: ctx.env,
+        warnings: std::mem::take(&mut ctx.warnings),
+        killed: ctx.killed,
+        deadline: ctx.deadline,
+        checks: std::cell::Cell::new(ctx.checks.get()),
+        expired: std::cell::Cell::new(ctx.expired.get()),
+        strict: ctx.strict,
+        correlated: Some(&runner),
+    };
+    let result = (|| {
+        let found = expand_laterals(p, found, &runner, &mut c)?;
+        let mut kept = Vec::new();
+        for (row, key) in found {
+            c.check_killed()?;
+            let pass = match &p.late {
+                Some(late) => late.test(&row, &mut c)?,
+                None => true,
+            };
+            if pass {
+                kept.push((row, key));
+            }
+        }
+        shape_found(p, kept, sorted, &mut c)
+    })();
+    ctx.warnings = c.warnings;
+    ctx.checks.set(c.checks.get());
+    ctx.expired.set(c.expired.get());
+    result
 }
 
 /// The native names of the columns a single-table SELECT reads (those
 /// its items, condition, grouping, aggregates and order name, and the
 /// primary key), or None when it reads them all.
 fn projection<'t>(table: &'t TableInfo, p: &Planned) -> Option<Vec<&'t str>> {
+    if !p.laterals.is_empty() {
+        // What the LATERAL tables name of the row: read it all.
+        return None;
+    }
     let mut used = vec![false; table.columns.len()];
     let mut columns = Vec::new();
     let exprs = p
         .items
         .iter()
         .chain(&p.cond)
+        .chain(&p.late)
         .chain(&p.group)
         .chain(&p.having)
         .chain(p.order.iter().map(|(e, _)| e))
@@ -1174,23 +1564,59 @@ fn run_one(
     ctx: &mut Ctx<'_>,
     commit: Option<&mut bool>,
 ) -> SqlResult<Vec<Vec<Val>>> {
+    let (found, sorted) = found_of(tx, p, ctx, commit)?;
+    shape_found(p, found, sorted, ctx)
+}
+
+/// Rows read: each row's values and its primary key.
+type Found = Vec<(Vec<Val>, Vec<schema::Value>)>;
+
+/// `shape`, without the sort when the rows came in ORDER BY's order.
+fn shape_found(
+    p: &Planned,
+    found: Vec<(Vec<Val>, Vec<schema::Value>)>,
+    sorted: bool,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Vec<Vec<Val>>> {
+    // Rows in index order need no sort.
+    if sorted && !p.order.is_empty() {
+        let unsorted = Planned {
+            order: Vec::new(),
+            ..clone_planned(p)
+        };
+        return shape(&unsorted, found, ctx);
+    }
+    shape(p, found, ctx)
+}
+
+/// The rows of a SELECT's FROM that pass its WHERE (but for the late
+/// conjuncts), and whether they come in ORDER BY's order.
+fn found_of(
+    tx: &skarv_client::Transaction<'_>,
+    p: &Planned,
+    ctx: &mut Ctx<'_>,
+    commit: Option<&mut bool>,
+) -> SqlResult<(Found, bool)> {
     if let Some(spec) = &p.join {
         let plan = plan::join::plan(spec, p.cond.as_ref(), ctx)?;
         // A LIMIT without ORDER BY, grouping or DISTINCT stops the join.
-        let plain = p.group.is_empty() && p.aggs.is_empty() && !p.distinct && p.order.is_empty();
+        let plain = p.group.is_empty()
+            && p.aggs.is_empty()
+            && !p.distinct
+            && p.order.is_empty()
+            && p.late.is_none();
         let stop_after = p
             .limit
             .filter(|_| plain && p.having.is_none())
             .map(|l| usize::try_from(l.saturating_add(p.offset)).unwrap_or(usize::MAX));
         let rows = super::join::run(tx, spec, &plan, p.lock, ctx, None, stop_after)?;
-        let found = rows.into_iter().map(|r| (r, Vec::new())).collect();
-        return shape(p, found, ctx);
+        return Ok((rows.into_iter().map(|r| (r, Vec::new())).collect(), false));
     }
     let Some(table) = &p.table else {
-        return run_one_without_table(p, ctx);
+        return Ok((found_without_table(p, ctx)?, false));
     };
     let (access, filter) = single_access(table, p, ctx)?;
-    let plain = p.group.is_empty() && p.aggs.is_empty() && !p.distinct;
+    let plain = p.group.is_empty() && p.aggs.is_empty() && !p.distinct && p.late.is_none();
     // An ordered index gives the order ORDER BY asks for only within one
     // partition: the TC passes each partition's batches on as they come,
     // not merged (a merge of the partitions' streams, as NDB's API makes
@@ -1207,7 +1633,7 @@ fn run_one(
         _ => None,
     };
     if stop_after == Some(0) {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), sorted));
     }
     let columns = projection(table, p);
     let found = fetch(
@@ -1223,18 +1649,7 @@ fn run_one(
         commit,
         columns.as_deref(),
     )?;
-    // Rows in index order need no sort.
-    let unsorted;
-    let p = if sorted && !p.order.is_empty() {
-        unsorted = Planned {
-            order: Vec::new(),
-            ..clone_planned(p)
-        };
-        &unsorted
-    } else {
-        p
-    };
-    shape(p, found, ctx)
+    Ok((found, sorted))
 }
 
 /// How a single-table SELECT reads its table: the WHERE clause's plan
@@ -1294,6 +1709,8 @@ fn clone_planned(p: &Planned) -> Planned {
         kinds: p.kinds.clone(),
         nullable: p.nullable.clone(),
         cond: p.cond.clone(),
+        late: p.late.clone(),
+        laterals: p.laterals.clone(),
         group: p.group.clone(),
         group_collations: p.group_collations.clone(),
         having: p.having.clone(),
@@ -1339,6 +1756,7 @@ fn shape(
             checks: std::cell::Cell::new(ctx.checks.get()),
             expired: std::cell::Cell::new(ctx.expired.get()),
             strict: ctx.strict,
+            correlated: ctx.correlated,
         };
         let pass = match &p.having {
             Some(h) => h.test(row, &mut c)?,

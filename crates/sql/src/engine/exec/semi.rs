@@ -326,7 +326,11 @@ fn candidate<'q>(conn: &Conn<'_>, e: &'q ast::Expr) -> Option<Candidate<'q>> {
         && matches!(&select.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty())
         && select.having.is_none()
         && select.into.is_none()
-        && !select.projection.iter().any(has_aggregate);
+        && !select.projection.iter().any(has_aggregate)
+        // A subquery inside that is correlated itself runs per row.
+        && super::subquery::find(select, 0).iter().all(|inner| {
+            matches!(conn.subqueries.results.get(&inner.to_string()), Some(Ok(_)))
+        });
     if let (true, Some(ast::Expr::Tuple(_))) = (simple, left) {
         return None;
     }

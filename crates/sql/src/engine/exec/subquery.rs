@@ -32,6 +32,14 @@ pub struct Cache {
     pub results: HashMap<String, Outcome>,
     /// Views being read inside views now.
     pub view_depth: usize,
+    /// Correlated subqueries planned to run per row, by text: their
+    /// columns (`exec/correlated.rs`).
+    pub correlated: HashMap<String, Arc<Materialised>>,
+    /// The outer rows a correlated subquery runs against now, innermost
+    /// last.
+    pub outer: Vec<crate::engine::expr::OuterRow>,
+    /// Correlated subqueries' results by text and bound values.
+    pub per_row: super::correlated::RowCache,
 }
 
 impl Cache {
@@ -39,6 +47,9 @@ impl Cache {
     pub fn clear(&mut self) {
         self.results.clear();
         self.view_depth = 0;
+        self.correlated.clear();
+        self.outer.clear();
+        self.per_row = Default::default();
     }
 }
 

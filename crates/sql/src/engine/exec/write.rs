@@ -939,21 +939,26 @@ pub(crate) fn now_value(now_micros: i64, tz_secs: i64) -> Val {
     }
 }
 
-/// The rows an UPDATE or DELETE touches, locked, in ORDER BY order and cut
-/// at LIMIT.
-#[allow(clippy::too_many_arguments)]
-fn target_rows(
+/// The WHERE (split: what the read tests, and the conjuncts that run
+/// correlated subqueries, tested after), ORDER BY and LIMIT of an
+/// UPDATE/DELETE, lowered.
+struct Targets {
+    cond: Option<Expr>,
+    late: Option<Expr>,
+    order: Vec<(Expr, bool)>,
+    limit: Option<Expr>,
+}
+
+fn lower_targets(
     conn: &Conn<'_>,
-    tx: &Transaction<'_>,
     table: &Arc<TableInfo>,
     selection: Option<&ast::Expr>,
     order_by: &[ast::OrderByExpr],
     limit: Option<&ast::Expr>,
     placeholders: &[Location],
-    ctx: &mut Ctx<'_>,
-) -> SqlResult<Vec<(Vec<Val>, Vec<Value>)>> {
+) -> SqlResult<Targets> {
     let columns = table_scope(table, &table.name);
-    let (cond, order, limit) = with_scope(conn, columns, placeholders, |scope| {
+    with_scope(conn, columns, placeholders, |scope| {
         scope.clause = "WHERE";
         let cond = selection.map(|w| scope.lower(w)).transpose()?;
         scope.clause = "ORDER BY";
@@ -967,8 +972,43 @@ fn target_rows(
             })
             .collect::<SqlResult<Vec<_>>>()?;
         let limit = limit.map(|l| scope.lower(l)).transpose()?;
-        Ok((cond, order, limit))
-    })?;
+        let (cond, late) = match cond {
+            Some(c) if c.has_sub() => {
+                let (late, early): (Vec<&Expr>, Vec<&Expr>) =
+                    c.conjuncts().into_iter().partition(|x| x.has_sub());
+                let and = |items: Vec<&Expr>| {
+                    items
+                        .into_iter()
+                        .cloned()
+                        .reduce(|a, b| Expr::And(Box::new(a), Box::new(b)))
+                };
+                (and(early), and(late))
+            }
+            other => (other, None),
+        };
+        Ok(Targets {
+            cond,
+            late,
+            order,
+            limit,
+        })
+    })
+}
+
+/// The rows an UPDATE or DELETE touches, locked, in ORDER BY order and cut
+/// at LIMIT.
+fn target_rows(
+    tx: &Transaction<'_>,
+    table: &Arc<TableInfo>,
+    targets: &Targets,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Vec<(Vec<Val>, Vec<Value>)>> {
+    let Targets {
+        cond,
+        late,
+        order,
+        limit,
+    } = targets;
     let limit = match limit {
         Some(l) => match l.eval(&[], ctx)? {
             Val::Int(i) if i >= 0 => Some(i as usize),
@@ -983,7 +1023,11 @@ fn target_rows(
         None => None,
     };
     let (access, filter) = plan::access(table, cond.as_ref(), ctx)?;
-    let stop = if order.is_empty() { limit } else { None };
+    let stop = if order.is_empty() && late.is_none() {
+        limit
+    } else {
+        None
+    };
     let mut rows = fetch(
         tx,
         table,
@@ -997,6 +1041,21 @@ fn target_rows(
         None,
         None,
     )?;
+    if let Some(late) = late {
+        let mut kept = Vec::with_capacity(rows.len());
+        for r in rows {
+            ctx.check_killed()?;
+            if late.test(&r.0, ctx)? {
+                kept.push(r);
+            }
+        }
+        rows = kept;
+        if order.is_empty() {
+            if let Some(l) = limit {
+                rows.truncate(l);
+            }
+        }
+    }
     if !order.is_empty() {
         let mut keyed = Vec::with_capacity(rows.len());
         for r in rows {
@@ -1031,6 +1090,19 @@ fn target_rows(
     Ok(rows)
 }
 
+/// Correlated subqueries of an UPDATE/DELETE read in transactions of
+/// their own while the statement's holds its rows: right for an
+/// autocommit statement (each read is read committed anyway), not inside
+/// a transaction, whose own writes they would miss: 1105 there.
+fn check_per_row(conn: &Conn<'_>, per_row: bool) -> SqlResult<()> {
+    if per_row && txn::in_transaction(conn) {
+        return Err(SqlError::unsupported(
+            "correlated subqueries in UPDATE/DELETE inside a transaction",
+        ));
+    }
+    Ok(())
+}
+
 fn single_table(from: &ast::TableWithJoins) -> SqlResult<&ast::ObjectName> {
     if !from.joins.is_empty() {
         return Err(SqlError::unsupported("multi-table UPDATE and DELETE"));
@@ -1051,6 +1123,7 @@ fn update(
         crate::engine::alter_copy::wait_writable(conn, table_of(conn, single_table(&up.table)?)?)?;
     super::subquery::prepare(conn, up, 0, placeholders, Some(params), Some(&table))?;
     let columns = table_scope(&table, &table.name);
+    super::correlated::plan(conn, up, 0, &columns, &[], placeholders)?;
     let assignments = with_scope(conn, columns, placeholders, |scope| {
         scope.clause = "SET";
         up.assignments
@@ -1064,23 +1137,29 @@ fn update(
             })
             .collect::<SqlResult<Vec<_>>>()
     })?;
+    let targets = lower_targets(
+        conn,
+        &table,
+        up.selection.as_ref(),
+        &up.order_by,
+        up.limit.as_ref(),
+        placeholders,
+    )?;
+    let per_row = targets.late.is_some() || assignments.iter().any(|(_, e)| e.has_sub());
+    check_per_row(conn, per_row)?;
     let environment = env(conn);
     let info = Arc::clone(&conn.info);
+    let strict = conn.session.sql_mode_strict();
+    let tx = txn::take(conn)?;
+    // Correlated subqueries run per row in transactions of their own
+    // (autocommit only: see `check_per_row`).
+    let runner = super::correlated::Runner::new(conn, placeholders, params);
     let mut ctx = Ctx::new(params, &environment);
     ctx.killed = Some(&info.query_killed);
-    ctx.strict = conn.session.sql_mode_strict();
-    let tx = txn::take(conn)?;
+    ctx.strict = strict;
+    ctx.correlated = per_row.then_some(&runner as &dyn crate::engine::expr::PerRow);
     let result = (|| {
-        let rows = target_rows(
-            conn,
-            &tx,
-            &table,
-            up.selection.as_ref(),
-            &up.order_by,
-            up.limit.as_ref(),
-            placeholders,
-            &mut ctx,
-        )?;
+        let rows = target_rows(&tx, &table, &targets, &mut ctx)?;
         let matched = rows.len() as u64;
         let mut changed = 0u64;
         // A unique index an update may break: the batch is sent here so
@@ -1119,7 +1198,11 @@ fn update(
         // The last batch goes with the commit (or `txn::finish` sends it).
         Ok((matched, changed))
     })();
+    let warnings = std::mem::take(&mut ctx.warnings);
+    drop(ctx);
     let (matched, changed) = txn::finish(conn, tx, result)?;
+    let mut ctx = Ctx::new(params, &environment);
+    ctx.warnings = warnings;
     keep_warnings(conn, &mut ctx);
     Ok(Answered::Ok(OkInfo {
         affected_rows: changed,
@@ -1146,23 +1229,29 @@ fn delete(
     let table =
         crate::engine::alter_copy::wait_writable(conn, table_of(conn, single_table(&from[0])?)?)?;
     super::subquery::prepare(conn, del, 0, placeholders, Some(params), Some(&table))?;
+    let columns = table_scope(&table, &table.name);
+    super::correlated::plan(conn, &del.selection, 0, &columns, &[], placeholders)?;
+    let targets = lower_targets(
+        conn,
+        &table,
+        del.selection.as_ref(),
+        &del.order_by,
+        del.limit.as_ref(),
+        placeholders,
+    )?;
+    let per_row = targets.late.is_some();
+    check_per_row(conn, per_row)?;
     let environment = env(conn);
     let info = Arc::clone(&conn.info);
+    let strict = conn.session.sql_mode_strict();
+    let tx = txn::take(conn)?;
+    let runner = super::correlated::Runner::new(conn, placeholders, params);
     let mut ctx = Ctx::new(params, &environment);
     ctx.killed = Some(&info.query_killed);
-    ctx.strict = conn.session.sql_mode_strict();
-    let tx = txn::take(conn)?;
+    ctx.strict = strict;
+    ctx.correlated = per_row.then_some(&runner as &dyn crate::engine::expr::PerRow);
     let result = (|| {
-        let rows = target_rows(
-            conn,
-            &tx,
-            &table,
-            del.selection.as_ref(),
-            &del.order_by,
-            del.limit.as_ref(),
-            placeholders,
-            &mut ctx,
-        )?;
+        let rows = target_rows(&tx, &table, &targets, &mut ctx)?;
         for (_, key) in &rows {
             tx.define(Op::delete(&table.native, key))
                 .map_err(|e| txn::native_error_in(&e, &table.name))?;
@@ -1173,7 +1262,11 @@ fn delete(
         }
         Ok(rows.len() as u64)
     })();
+    let warnings = std::mem::take(&mut ctx.warnings);
+    drop(ctx);
     let affected = txn::finish(conn, tx, result)?;
+    let mut ctx = Ctx::new(params, &environment);
+    ctx.warnings = warnings;
     keep_warnings(conn, &mut ctx);
     Ok(Answered::Ok(OkInfo {
         affected_rows: affected,

@@ -11,7 +11,7 @@ use super::value::{
     datetime_micros, datetime_of_micros, parse_datetime, parse_time, str_number_prefix, Dec, Val,
     DECIMAL_SCALE_MAX, DIV_PRECISION_INCREMENT_DIGITS,
 };
-use super::{AggFn, Arith, CastTo, CmpOp, Expr, Kind, Scope};
+use super::{AggFn, Arith, CastTo, CmpOp, Expr, Kind, PerRow, Scope, SubQuery, SubTest};
 use crate::error::{codes, SqlError, SqlResult};
 use crate::value::{Date, Time};
 
@@ -50,6 +50,8 @@ pub struct Ctx<'a> {
     /// Strict sql_mode: a value that does not fit its column is an error
     /// (else it is adjusted, with a warning).
     pub strict: bool,
+    /// Runs correlated subqueries for a row (None: none may run here).
+    pub correlated: Option<&'a dyn PerRow>,
 }
 
 /// The session facts functions read (`NOW()`, `DATABASE()`, …).
@@ -88,6 +90,7 @@ impl<'a> Ctx<'a> {
             checks: Cell::new(0),
             expired: Cell::new(false),
             strict: true,
+            correlated: None,
         }
     }
 
@@ -245,6 +248,10 @@ pub fn kind(e: &Expr, scope: &Scope<'_>) -> Kind {
             CastTo::Double => Kind::Double,
         },
         Expr::Func(f, args) => f.kind(args, scope),
+        Expr::Sub(s) => match s.test {
+            SubTest::Scalar => s.kinds.first().copied().unwrap_or(Kind::Null),
+            _ => Kind::Int { unsigned: false },
+        },
     }
 }
 
@@ -547,6 +554,13 @@ impl Expr {
                 cast(v, *to, ctx)?
             }
             Expr::Func(f, args) => f.eval(args, row, ctx)?,
+            Expr::Sub(sub) => {
+                let Some(runner) = ctx.correlated else {
+                    return Err(SqlError::unsupported("correlated subqueries here"));
+                };
+                let m = runner.rows(sub, row)?;
+                sub_value(sub, &m.rows, row, ctx)?
+            }
         })
     }
 
@@ -554,6 +568,91 @@ impl Expr {
     pub fn test(&self, row: &[Val], ctx: &mut Ctx<'_>) -> SqlResult<bool> {
         Ok(self.eval(row, ctx)?.truth() == Some(true))
     }
+}
+
+/// What a correlated subquery's rows make of its test, with MySQL's
+/// NULLs (as the uncorrelated form's constants give them).
+fn sub_value(sub: &SubQuery, rows: &[Vec<Val>], row: &[Val], ctx: &mut Ctx<'_>) -> SqlResult<Val> {
+    let first = |r: &Vec<Val>| r.first().cloned().unwrap_or(Val::Null);
+    Ok(match &sub.test {
+        SubTest::Scalar => match rows {
+            [] => Val::Null,
+            [r] => first(r),
+            _ => {
+                return Err(SqlError::new(
+                    codes::SUBQUERY_NO_1_ROW,
+                    "Subquery returns more than 1 row",
+                ))
+            }
+        },
+        SubTest::Exists(negated) => Val::Int(i64::from(rows.is_empty() == *negated)),
+        SubTest::In(_, negated) | SubTest::Quantified(.., negated) if rows.is_empty() => {
+            Val::Int(i64::from(*negated))
+        }
+        SubTest::In(left, negated) => {
+            let mut xs = Vec::with_capacity(left.len());
+            for (x, _) in left {
+                xs.push(x.eval(row, ctx)?);
+            }
+            // OR over the rows of the AND over the items' equalities.
+            let mut any = Some(false);
+            for r in rows {
+                let mut all = Some(true);
+                for ((x, (_, coll)), y) in xs.iter().zip(left).zip(r) {
+                    let eq = if x.is_null() || y.is_null() {
+                        None
+                    } else {
+                        Some(compare(x, y, *coll, ctx) == Ordering::Equal)
+                    };
+                    all = and3(all, eq);
+                }
+                any = or3(any, all);
+                if any == Some(true) {
+                    break;
+                }
+            }
+            truth_val(any.map(|b| b != *negated))
+        }
+        SubTest::Quantified(x, coll, op, all) => {
+            let x = x.eval(row, ctx)?;
+            let mut out = Some(*all);
+            for r in rows {
+                let c = Expr::Cmp(
+                    *op,
+                    Box::new(Expr::Lit(x.clone())),
+                    Box::new(Expr::Lit(first(r))),
+                    *coll,
+                )
+                .eval(&[], ctx)?
+                .truth();
+                out = if *all { and3(out, c) } else { or3(out, c) };
+                if out == Some(!*all) {
+                    break;
+                }
+            }
+            truth_val(out)
+        }
+    })
+}
+
+fn and3(a: Option<bool>, b: Option<bool>) -> Option<bool> {
+    match (a, b) {
+        (Some(false), _) | (_, Some(false)) => Some(false),
+        (Some(true), Some(true)) => Some(true),
+        _ => None,
+    }
+}
+
+fn or3(a: Option<bool>, b: Option<bool>) -> Option<bool> {
+    match (a, b) {
+        (Some(true), _) | (_, Some(true)) => Some(true),
+        (Some(false), Some(false)) => Some(false),
+        _ => None,
+    }
+}
+
+fn truth_val(b: Option<bool>) -> Val {
+    b.map_or(Val::Null, |b| Val::Int(i64::from(b)))
 }
 
 /// Arithmetic with MySQL's result types.

@@ -210,6 +210,59 @@ pub enum Expr {
     Cast(Box<Expr>, CastTo),
     /// A scalar function.
     Func(Func, Vec<Expr>),
+    /// A correlated subquery, run for each row that evaluates it
+    /// (`exec/correlated.rs`).
+    Sub(Box<SubQuery>),
+}
+
+/// A correlated subquery: its text, the outer columns it may name, and
+/// what the expression makes of its rows.
+#[derive(Clone, Debug)]
+pub struct SubQuery {
+    /// The subquery as parsed.
+    pub query: Arc<ast::Query>,
+    /// Its text (the per-row cache's key, with the bound values).
+    pub text: Arc<str>,
+    /// The outer columns it may name and their positions in the row;
+    /// their values are bound when it runs.
+    pub outer: Vec<(ScopeColumn, usize)>,
+    /// Its columns' kinds (from planning it once with the outer columns
+    /// bound to sample values).
+    pub kinds: Vec<Kind>,
+    /// What it is tested for.
+    pub test: SubTest,
+}
+
+/// What an expression makes of a correlated subquery's rows.
+#[derive(Clone, Debug)]
+pub enum SubTest {
+    /// `(SELECT …)`: its one value (NULL for no row, 1242 for several).
+    Scalar,
+    /// `[NOT] EXISTS`: negated.
+    Exists(bool),
+    /// `x [NOT] IN` and `(x, y) [NOT] IN`: the left items (with their
+    /// collations against the subquery's columns), negated.
+    In(Vec<(Expr, Option<Collation>)>, bool),
+    /// `x op ANY|ALL`: the left value, its collation, the operator, ALL.
+    Quantified(Box<Expr>, Option<Collation>, CmpOp, bool),
+}
+
+/// An outer query's row that a correlated subquery (or a `LATERAL`
+/// derived table) runs against: names the subquery does not find resolve
+/// here, innermost binding first, as constants.
+#[derive(Clone, Debug)]
+pub struct OuterRow {
+    /// The columns bound.
+    pub columns: Vec<ScopeColumn>,
+    /// Their values.
+    pub values: Vec<Val>,
+}
+
+/// Runs a correlated subquery for a row (the executor's, with engine
+/// access the evaluator lacks).
+pub trait PerRow {
+    /// The subquery's rows with `row`'s values bound.
+    fn rows(&self, sub: &SubQuery, row: &[Val]) -> SqlResult<Arc<Materialised>>;
 }
 
 /// The target of a `CAST`/`CONVERT`.
@@ -275,6 +328,12 @@ pub struct Scope<'a> {
     /// The statement's subqueries, run before lowering (None: none may
     /// be written here).
     pub subqueries: Option<&'a HashMap<String, crate::engine::exec::subquery::Outcome>>,
+    /// Correlated subqueries planned for per-row runs, by text: their
+    /// columns (None: none may be written here).
+    pub correlated: Option<&'a HashMap<String, Arc<Materialised>>>,
+    /// Rows of the queries this one runs inside (a correlated subquery's
+    /// outer rows), innermost last.
+    pub outer: &'a [OuterRow],
     depth: usize,
 }
 
@@ -297,6 +356,8 @@ impl<'a> Scope<'a> {
             clause: "field list",
             hidden: Vec::new(),
             subqueries: None,
+            correlated: None,
+            outer: &[],
             depth: 0,
         }
     }
@@ -371,10 +432,8 @@ impl<'a> Scope<'a> {
         Ok(match e {
             E::Identifier(ident) => self.identifier(None, ident)?,
             E::CompoundIdentifier(parts) => match parts.as_slice() {
-                [t, c] if !t.value.starts_with("@@") => {
-                    Expr::Col(self.resolve(Some(&t.value), &c.value)?)
-                }
-                [_db, t, c] => Expr::Col(self.resolve(Some(&t.value), &c.value)?),
+                [t, c] if !t.value.starts_with("@@") => self.column(Some(&t.value), &c.value)?,
+                [_db, t, c] => self.column(Some(&t.value), &c.value)?,
                 [scope, name] => {
                     let global = scope.value.eq_ignore_ascii_case("@@global");
                     Expr::Lit((self.variable)(&name.value.to_ascii_lowercase(), global)?)
@@ -589,6 +648,29 @@ impl<'a> Scope<'a> {
             }
             E::Tuple(items) if items.len() == 1 => self.lower(&items[0])?,
             E::Tuple(_) => return Err(operand_columns(1)),
+            E::Subquery(q) if self.per_row(q).is_some() => self.sub(q, SubTest::Scalar)?,
+            E::Exists { subquery, negated } if self.per_row(subquery).is_some() => {
+                self.sub(subquery, SubTest::Exists(*negated))?
+            }
+            E::In {
+                expr,
+                target: ast::InTarget::Subquery(q),
+                negated,
+                ..
+            } if self.per_row(q).is_some() => {
+                let left = match row_items(expr) {
+                    Some(items) => items.iter().collect(),
+                    None => vec![&**expr],
+                };
+                let mut lowered = Vec::with_capacity(left.len());
+                for l in left {
+                    lowered.push(self.lower(l)?);
+                }
+                self.sub(
+                    q,
+                    SubTest::In(lowered.into_iter().map(|x| (x, None)).collect(), *negated),
+                )?
+            }
             E::Subquery(q) => {
                 let m = self.subquery(q)?;
                 if m.metas.len() != 1 {
@@ -686,7 +768,34 @@ impl<'a> Scope<'a> {
                 return Ok(aliased.clone());
             }
         }
-        self.resolve(table, name).map(Expr::Col)
+        self.column(table, name)
+    }
+
+    /// A column of the row, or else of an outer query's row (a constant
+    /// while this query runs for that row).
+    fn column(&self, table: Option<&str>, name: &str) -> SqlResult<Expr> {
+        let e = match self.resolve(table, name) {
+            Ok(at) => return Ok(Expr::Col(at)),
+            Err(e) if e.code == codes::BAD_FIELD => e,
+            Err(e) => return Err(e),
+        };
+        for level in self.outer.iter().rev() {
+            let mut found = level.columns.iter().zip(&level.values).filter(|(c, _)| {
+                table.is_none_or(|t| c.table.eq_ignore_ascii_case(t))
+                    && c.name.eq_ignore_ascii_case(name)
+            });
+            let Some((c, v)) = found.next() else {
+                continue;
+            };
+            if found.next().is_some() {
+                return Err(SqlError::new(
+                    codes::NON_UNIQ,
+                    format!("Column '{name}' in {} is ambiguous", self.clause),
+                ));
+            }
+            return Ok(outer_value(c, v));
+        }
+        Err(e)
     }
 
     fn value(&mut self, v: &ast::ValueWithSpan) -> SqlResult<Expr> {
@@ -867,6 +976,59 @@ impl<'a> Scope<'a> {
         }
     }
 
+    /// The columns of a correlated subquery planned to run per row (None:
+    /// it is not one, or not here).
+    fn per_row(&self, q: &ast::Query) -> Option<Arc<Materialised>> {
+        let text = q.to_string();
+        match self.subqueries?.get(&text)? {
+            Err(e) if e.code == codes::BAD_FIELD => {}
+            _ => return None,
+        }
+        self.correlated?.get(&text).cloned()
+    }
+
+    /// A correlated subquery as an expression run per row: its column
+    /// count checked against what the test wants (1241), the outer columns
+    /// it may name found.
+    fn sub(&mut self, q: &ast::Query, mut test: SubTest) -> SqlResult<Expr> {
+        let Some(m) = self.per_row(q) else {
+            return Err(SqlError::unsupported("correlated subqueries here"));
+        };
+        let width = m.kinds.len();
+        match &mut test {
+            SubTest::Scalar | SubTest::Quantified(..) if width != 1 => {
+                return Err(operand_columns(1))
+            }
+            SubTest::In(left, _) if left.len() != width => return Err(operand_columns(left.len())),
+            _ => {}
+        }
+        // Collations as the uncorrelated form gets them: the subquery's
+        // values are constants there.
+        let sample = |k: Kind| match k {
+            Kind::Str { .. } => Expr::Lit(Val::str(String::new())),
+            _ => Expr::Lit(Val::Int(0)),
+        };
+        match &mut test {
+            SubTest::In(left, _) => {
+                for ((x, c), k) in left.iter_mut().zip(&m.kinds) {
+                    *c = self.collation_of(x, &sample(*k));
+                }
+            }
+            SubTest::Quantified(x, c, ..) => {
+                let k = m.kinds.first().copied().unwrap_or(Kind::Null);
+                *c = self.collation_of(x, &sample(k));
+            }
+            _ => {}
+        }
+        Ok(Expr::Sub(Box::new(SubQuery {
+            query: Arc::new(q.clone()),
+            text: q.to_string().into(),
+            outer: outer_columns(q, &self.columns, &self.hidden),
+            kinds: m.kinds.clone(),
+            test,
+        })))
+    }
+
     /// A subquery's 1054 for a column this (outer) scope has: the
     /// subquery is correlated.
     fn correlated_or(&self, e: &SqlError) -> SqlError {
@@ -961,6 +1123,10 @@ impl<'a> Scope<'a> {
         };
         if row_items(left).is_some() {
             return Err(operand_columns(1));
+        }
+        if self.per_row(q).is_some() {
+            let x = self.lower(left)?;
+            return self.sub(q, SubTest::Quantified(Box::new(x), None, op, all));
         }
         let m = self.subquery(q)?;
         if m.metas.len() != 1 {
@@ -1274,6 +1440,7 @@ impl<'a> Scope<'a> {
                 self.nullable(a) || self.nullable(b)
             }
             Expr::Func(f, args) => f.nullable(args.iter().map(|a| self.nullable(a))),
+            Expr::Sub(s) => !matches!(s.test, SubTest::Exists(_)),
             _ => true,
         }
     }
@@ -1726,6 +1893,7 @@ impl Expr {
                     && e.as_ref().is_none_or(|e| e.is_constant())
             }
             Expr::Func(f, args) => f.is_deterministic() && args.iter().all(Expr::is_constant),
+            Expr::Sub(_) => false,
         }
     }
 
@@ -1750,6 +1918,11 @@ impl Expr {
                     || e.as_ref().is_some_and(|e| e.has_agg())
             }
             Expr::Func(_, args) => args.iter().any(Expr::has_agg),
+            Expr::Sub(s) => match &s.test {
+                SubTest::Scalar | SubTest::Exists(_) => false,
+                SubTest::In(left, _) => left.iter().any(|(x, _)| x.has_agg()),
+                SubTest::Quantified(x, ..) => x.has_agg(),
+            },
         }
     }
 
@@ -1762,6 +1935,133 @@ impl Expr {
                 out
             }
             other => vec![other],
+        }
+    }
+}
+
+/// The columns of `columns` (with their positions) that names in `q`
+/// may mean: every column a name written in it matches, inner queries'
+/// names included (a name the subquery's own tables have too is bound
+/// needlessly, which costs only cache hits).
+pub fn outer_columns(
+    q: &ast::Query,
+    columns: &[ScopeColumn],
+    hidden: &[usize],
+) -> Vec<(ScopeColumn, usize)> {
+    struct Names(Vec<(Option<String>, String)>);
+    impl ast::Visitor for Names {
+        type Break = ();
+        fn pre_visit_expr(&mut self, e: &ast::Expr) -> std::ops::ControlFlow<()> {
+            match e {
+                ast::Expr::Identifier(i) => self.0.push((None, i.value.clone())),
+                ast::Expr::CompoundIdentifier(parts) if parts.len() >= 2 => {
+                    let n = parts.len();
+                    self.0
+                        .push((Some(parts[n - 2].value.clone()), parts[n - 1].value.clone()));
+                }
+                _ => {}
+            }
+            std::ops::ControlFlow::Continue(())
+        }
+    }
+    let mut names = Names(Vec::new());
+    let _ = ast::Visit::visit(q, &mut names);
+    let mut out: Vec<(ScopeColumn, usize)> = Vec::new();
+    for (at, c) in columns.iter().enumerate() {
+        let named = names.0.iter().any(|(t, n)| {
+            c.name.eq_ignore_ascii_case(n)
+                && match t {
+                    Some(t) => c.table.eq_ignore_ascii_case(t),
+                    None => !hidden.contains(&at),
+                }
+        });
+        if named {
+            out.push((c.clone(), at));
+        }
+    }
+    out
+}
+
+/// An outer row's value as the constant a subquery reads: a string keeps
+/// its column's collation.
+fn outer_value(c: &ScopeColumn, v: &Val) -> Expr {
+    let lit = Expr::Lit(v.clone());
+    match (c.kind, v) {
+        (Kind::Str { collation: None }, Val::Str(_)) => Expr::Cast(Box::new(lit), CastTo::Binary),
+        (
+            Kind::Str {
+                collation: Some(to),
+            },
+            Val::Str(_),
+        ) if to != Collation::Utf8mb4GeneralCi => Expr::Func(Func::Collate(to), vec![lit]),
+        _ => lit,
+    }
+}
+
+/// A value of a kind for planning a correlated subquery before any outer
+/// row is at hand (temporal kinds: NULL).
+pub fn sample_value(kind: Kind) -> Val {
+    match kind {
+        Kind::Int { unsigned: false } => Val::Int(0),
+        Kind::Int { unsigned: true } => Val::UInt(0),
+        Kind::Dec { scale } => Val::Dec(Dec::new(0, scale)),
+        Kind::Double => Val::Double(0.0),
+        Kind::Str { .. } => Val::str(String::new()),
+        Kind::Null | Kind::Date | Kind::DateTime { .. } | Kind::Time { .. } => Val::Null,
+    }
+}
+
+impl Expr {
+    /// Whether a correlated subquery is evaluated anywhere in it.
+    pub fn has_sub(&self) -> bool {
+        let mut found = false;
+        self.each(&mut |e| found |= matches!(e, Expr::Sub(_)));
+        found
+    }
+
+    /// Calls `f` on this expression and every expression inside it.
+    pub fn each(&self, f: &mut dyn FnMut(&Expr)) {
+        f(self);
+        match self {
+            Expr::Lit(_) | Expr::Param(_) | Expr::Col(_) | Expr::Agg(_) | Expr::InsertValue(_) => {}
+            Expr::Neg(a) | Expr::Not(a) | Expr::IsNull(a, _) | Expr::IsBool(a, ..) => a.each(f),
+            Expr::Cast(a, _) => a.each(f),
+            Expr::Arith(_, a, b)
+            | Expr::Cmp(_, a, b, _)
+            | Expr::And(a, b)
+            | Expr::Or(a, b)
+            | Expr::Xor(a, b)
+            | Expr::Like(a, b, ..) => {
+                a.each(f);
+                b.each(f);
+            }
+            Expr::In(a, l, ..) => {
+                a.each(f);
+                l.iter().for_each(|x| x.each(f));
+            }
+            Expr::Between(a, b, c, ..) => {
+                a.each(f);
+                b.each(f);
+                c.each(f);
+            }
+            Expr::Case(o, w, el) => {
+                if let Some(o) = o {
+                    o.each(f);
+                }
+                for (a, b) in w {
+                    a.each(f);
+                    b.each(f);
+                }
+                if let Some(el) = el {
+                    el.each(f);
+                }
+            }
+            Expr::Func(_, args) => args.iter().for_each(|x| x.each(f)),
+            Expr::Sub(s) => match &s.test {
+                SubTest::Scalar | SubTest::Exists(_) => {}
+                SubTest::In(left, _) => left.iter().for_each(|(x, _)| x.each(f)),
+                SubTest::Quantified(x, ..) => x.each(f),
+            },
         }
     }
 }

@@ -28,7 +28,7 @@ use sqlparser::ast;
 
 use super::{access_with, Access};
 use crate::engine::catalog::{SqlType, TableInfo};
-use crate::engine::expr::{CmpOp, Ctx, Expr, Kind, ScopeColumn};
+use crate::engine::expr::{CmpOp, Ctx, Expr, Kind, ScopeColumn, SubTest};
 use crate::error::{codes, SqlError, SqlResult};
 
 /// Outer rows whose inner rows one native batch fetches (key reads or one
@@ -293,6 +293,14 @@ pub fn columns(e: &Expr, out: &mut Vec<usize>) {
             }
         }
         Expr::Func(_, args) => args.iter().for_each(|x| columns(x, out)),
+        Expr::Sub(s) => {
+            out.extend(s.outer.iter().map(|(_, at)| *at));
+            e.each(&mut |x| {
+                if let Expr::Col(c) = x {
+                    out.push(*c);
+                }
+            });
+        }
     }
 }
 
@@ -326,6 +334,21 @@ pub fn map_columns(e: &Expr, f: &dyn Fn(usize) -> usize) -> Expr {
         ),
         Expr::Func(func, args) => {
             Expr::Func(*func, args.iter().map(|a| map_columns(a, f)).collect())
+        }
+        Expr::Sub(s) => {
+            let mut s = (**s).clone();
+            for (_, at) in &mut s.outer {
+                *at = f(*at);
+            }
+            s.test = match s.test {
+                SubTest::In(left, n) => SubTest::In(
+                    left.iter().map(|(x, c)| (map_columns(x, f), *c)).collect(),
+                    n,
+                ),
+                SubTest::Quantified(x, c, op, all) => SubTest::Quantified(b(&x), c, op, all),
+                other => other,
+            };
+            Expr::Sub(Box::new(s))
         }
     }
 }

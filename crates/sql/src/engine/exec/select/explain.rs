@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use sqlparser::ast;
 
-use super::{env, order_by_index, plan_query, run_one, single_access, Planned, Plans};
+use super::{env, order_by_index, per_row, plan_query, run_one, single_access, Planned, Plans};
 use crate::backend::ResultSink;
 use crate::engine::catalog::{SqlType, TableInfo};
 use crate::engine::exec::join::{self as join_exec, StepStats};
@@ -80,12 +80,21 @@ pub fn explain(
     let mut ctx = Ctx::new(&[], &environment);
     ctx.killed = Some(&info.query_killed);
     if format == Format::Analyze {
+        if plans.planned.iter().any(per_row) {
+            return Err(crate::error::SqlError::unsupported(
+                "EXPLAIN ANALYZE of a query with correlated subqueries or LATERAL",
+            ));
+        }
         let text = analyze(conn, &plans, &mut ctx)?;
         return send_text(sink, text, more);
     }
     let mut arms = Vec::new();
+    // Ids after the SELECTs of the union: the per-row subqueries'.
+    let mut next_id = plans.planned.len() + 1;
     for (at, p) in plans.planned.iter().enumerate() {
+        let dependent = per_row(p);
         let select_type = match (plans.planned.len(), at) {
+            (1, _) if dependent => "PRIMARY",
             (1, _) => "SIMPLE",
             (_, 0) => "PRIMARY",
             _ => "UNION",
@@ -95,6 +104,10 @@ pub fn explain(
             r.id = Some(at + 1);
             r.select_type = select_type;
         }
+        // FORMAT=JSON nests subqueries in its own way: only the SELECT.
+        if dependent && format == Format::Traditional {
+            rows.extend(dependent_rows(conn, p, at + 1, &mut next_id, &mut ctx)?);
+        }
         arms.push(rows);
     }
     let union = (plans.planned.len() > 1).then(|| {
@@ -102,6 +115,117 @@ pub fn explain(
         format!("<union{}>", ids.join(","))
     });
     send_explain(arms, union, plans.union_distinct, format, more, sink)
+}
+
+/// A per-row subquery EXPLAIN shows: its query, the outer columns it
+/// names, and whether it is a LATERAL derived table.
+type Dependent = (
+    Arc<ast::Query>,
+    Vec<(crate::engine::expr::ScopeColumn, usize)>,
+    bool,
+);
+
+/// Per-row depth of EXPLAIN's dependent subqueries shown, at most (a
+/// deeper one is run, not shown).
+const DEPENDENT_DEPTH_MAX: usize = 16;
+
+/// The rows of what a SELECT runs per row: `LATERAL` derived tables
+/// (`<derivedN>` in the SELECT's own rows, then `DEPENDENT DERIVED`) and
+/// correlated subqueries (`DEPENDENT SUBQUERY`), each planned as it runs
+/// but with sample values for the outer columns (read by key per outer
+/// row: `eq_ref` where one row is read by a unique key).
+fn dependent_rows(
+    conn: &mut Conn<'_>,
+    p: &Planned,
+    id: usize,
+    next_id: &mut usize,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Vec<Row>> {
+    let mut subs: Vec<Dependent> = Vec::new();
+    for lat in &p.laterals {
+        subs.push((Arc::clone(&lat.query), lat.outer.clone(), true));
+    }
+    let exprs = p
+        .items
+        .iter()
+        .chain(&p.late)
+        .chain(&p.group)
+        .chain(&p.having)
+        .chain(p.order.iter().map(|(e, _)| e))
+        .chain(p.laterals.iter().filter_map(|l| l.on.as_ref()));
+    for e in exprs {
+        e.each(&mut |x| {
+            if let Expr::Sub(s) = x {
+                if !subs.iter().any(|(q, ..)| q.to_string() == *s.text) {
+                    subs.push((Arc::clone(&s.query), s.outer.clone(), false));
+                }
+            }
+        });
+    }
+    let mut out = Vec::new();
+    for (q, outer, derived) in subs {
+        let sub_id = *next_id;
+        *next_id += 1;
+        if derived {
+            out.push(Row {
+                id: Some(id),
+                select_type: "PRIMARY",
+                table: Some(format!("<derived{sub_id}>")),
+                access_type: Some("ALL"),
+                ..Row::default()
+            });
+        }
+        let sample = crate::engine::expr::OuterRow {
+            columns: outer.iter().map(|(c, _)| c.clone()).collect(),
+            values: outer
+                .iter()
+                .map(|(c, _)| crate::engine::expr::sample_value(c.kind))
+                .collect(),
+        };
+        let depth = conn.subqueries.outer.len();
+        let inner = crate::engine::exec::correlated::with_outer(conn, sample, |conn| {
+            let plans = plan_query(conn, &q, &[], Some(&[]))?;
+            for sp in &plans.planned {
+                if let Some(table) = &sp.table {
+                    crate::engine::stats::refresh(conn, table);
+                }
+            }
+            let database = conn.session.database.clone().unwrap_or_default();
+            let outer_names: Vec<String> = outer
+                .iter()
+                .map(|(c, _)| format!("{database}.{}.{}", c.table, c.name))
+                .collect();
+            let mut rows = Vec::new();
+            for sp in &plans.planned {
+                let mut these = rows_of(sp, ctx)?;
+                for r in &mut these {
+                    r.id = Some(sub_id);
+                    r.select_type = if derived {
+                        "DEPENDENT DERIVED"
+                    } else {
+                        "DEPENDENT SUBQUERY"
+                    };
+                    // Read by key per outer row, not once.
+                    if r.access_type == Some("const") {
+                        r.access_type = Some("eq_ref");
+                        // The key's values come from the outer row.
+                        if r.refs.len() == outer_names.len() {
+                            r.refs.clone_from(&outer_names);
+                        } else {
+                            r.refs = vec!["func".into(); r.refs.len()];
+                        }
+                    }
+                }
+                rows.extend(these);
+                if per_row(sp) && depth < DEPENDENT_DEPTH_MAX {
+                    rows.extend(dependent_rows(conn, sp, sub_id, next_id, ctx)?);
+                }
+            }
+            Ok(rows)
+        })?;
+        out.extend(inner);
+    }
+    Ok(out)
 }
 
 /// `EXPLAIN [FORMAT=JSON] UPDATE|DELETE` of one table: the access the
@@ -367,6 +491,11 @@ fn rows_of(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Vec<Row>> {
                 rows[k + 1].push = Some(format!("Child of '{parent}' in pushed join@1"));
             }
         }
+        // Late conjuncts (correlated subqueries) are tested on the rows
+        // the join made.
+        if let Some(last) = rows.last_mut() {
+            last.condition |= p.late.is_some();
+        }
         return Ok(rows);
     }
     let Some(table) = &p.table else {
@@ -375,7 +504,7 @@ fn rows_of(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Vec<Row>> {
             row.table = p.source.first().map(|c| c.table.to_string());
             row.access_type = Some("ALL");
             row.rows = Some(virtual_rows.len() as u64);
-            row.condition = p.cond.is_some();
+            row.condition = p.cond.is_some() || p.late.is_some();
         } else {
             row.extra.push("No tables used".into());
         }
@@ -383,7 +512,7 @@ fn rows_of(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Vec<Row>> {
     };
     let (access, filter) = single_access(table, p, ctx)?;
     let (_, sorted) = order_by_index(table, p, &access);
-    let mut row = access_row(table, &access, p.cond.is_some());
+    let mut row = access_row(table, &access, p.cond.is_some() || p.late.is_some());
     row.pushed = filter.is_some() && scans(&StepAccess::Own(access.clone()));
     row.partitions = partition_names(&crate::engine::plan::partitions_read(
         table,
