@@ -338,7 +338,7 @@ fn point_selects_of_many_clients_go_to_the_data_nodes_in_batches() {
                     } else {
                         format!("row-{id}")
                     };
-                    let wanted = (id <= ROWS).then(|| (c, id as u64));
+                    let wanted = (id <= ROWS).then_some((c, id as u64));
                     assert_eq!(row, wanted, "client {client} id {id}");
                 }
                 let selects = status_of(&mut conn, false, "Com_select") - selects_before;
