@@ -113,7 +113,7 @@ for n in $connections; do
         read -r qps p95 cpu < <(python3 -c '
 import json, sys
 r = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
-print(f"{r[\"qps\"]:.1f} {r[\"p95_us\"] / 1000:.2f} {r[\"client_cpu_us_per_query\"]:.1f}")' "$out")
+print("%.1f %.2f %.1f" % (r["qps"], r["p95_us"] / 1000, r["client_cpu_us_per_query"]))' "$out")
     else
         sb run "$out" $((seconds + RUN_GRACE_S)) --threads="$n" --time="$seconds" --report-interval=0
         qps=$(grep -E 'queries:' "$out" | head -1 | sed -E 's/.*\(([0-9.]+) per sec.*/\1/')
