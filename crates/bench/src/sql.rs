@@ -133,30 +133,16 @@ pub fn run(options: &SqlOptions) -> Result<SqlReport, SqlBenchError> {
     // Every thread opens its share, then all start together, so the
     // measured interval never sees connections still logging in.
     let per_thread = split(options.connections, options.threads);
-    let opened: Vec<Result<Vec<Conn>, SqlBenchError>> = std::thread::scope(|scope| {
-        let mut handles = Vec::with_capacity(per_thread.len());
-        let mut first = 0;
-        for &count in &per_thread {
-            let addr = &addr;
-            let range = first..first + count;
+    let mut first = 0;
+    let ranges: Vec<_> = per_thread
+        .iter()
+        .map(|&count| {
             first += count;
-            let handle = std::thread::Builder::new()
-                .name("bench-sql-open".into())
-                .spawn_scoped(scope, move || {
-                    range.map(|id| Conn::open(addr, id, options)).collect()
-                })
-                .map_err(SqlBenchError::Thread);
-            handles.push(handle);
-        }
-        handles
-            .into_iter()
-            .map(|h| match h {
-                Ok(h) => h.join().unwrap_or_else(|_| {
-                    Err(SqlBenchError::Options("a bench thread panicked".into()))
-                }),
-                Err(e) => Err(e),
-            })
-            .collect()
+            first - count..first
+        })
+        .collect();
+    let opened = on_threads("bench-sql-open", ranges, |range| {
+        range.map(|id| Conn::open(&addr, id, options)).collect()
     });
     let mut groups = Vec::with_capacity(opened.len());
     for group in opened {
@@ -168,28 +154,8 @@ pub fn run(options: &SqlOptions) -> Result<SqlReport, SqlBenchError> {
     let start = Instant::now();
     let measure_from = start + options.warmup;
     let end = measure_from + options.duration;
-    let results: Vec<Result<Tally, SqlBenchError>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = groups
-            .into_iter()
-            .map(|conns| {
-                let addr = &addr;
-                std::thread::Builder::new()
-                    .name("bench-sql".into())
-                    .spawn_scoped(scope, move || {
-                        drive(addr, conns, options, measure_from, end)
-                    })
-                    .map_err(SqlBenchError::Thread)
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| match h {
-                Ok(h) => h.join().unwrap_or_else(|_| {
-                    Err(SqlBenchError::Options("a bench thread panicked".into()))
-                }),
-                Err(e) => Err(e),
-            })
-            .collect()
+    let results = on_threads("bench-sql", groups, |conns| {
+        drive(&addr, conns, options, measure_from, end)
     });
     let cpu_us = process_cpu_us().saturating_sub(cpu_before);
     let mut total = Tally::default();
@@ -217,6 +183,38 @@ pub fn run(options: &SqlOptions) -> Result<SqlReport, SqlBenchError> {
         } else {
             measured_cpu_us / queries as f64
         },
+    })
+}
+
+/// Runs `work` on each of `inputs` in a thread of its own and gathers the
+/// results in order (a thread that could not start, or panicked, is an
+/// error of its own).
+fn on_threads<I: Send, R: Send>(
+    name: &str,
+    inputs: Vec<I>,
+    work: impl Fn(I) -> Result<R, SqlBenchError> + Sync,
+) -> Vec<Result<R, SqlBenchError>> {
+    let work = &work;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = inputs
+            .into_iter()
+            .map(|input| {
+                std::thread::Builder::new()
+                    .name(name.into())
+                    .spawn_scoped(scope, move || work(input))
+                    .map_err(SqlBenchError::Thread)
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.and_then(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(SqlBenchError::Options(format!("a {name} thread panicked")))
+                    })
+                })
+            })
+            .collect()
     })
 }
 
