@@ -1471,19 +1471,7 @@ fn run_per_row(
     };
     let params = ctx.params;
     let runner = super::correlated::Runner::new(conn, placeholders, params);
-    let mut c = Ctx {
-        params,
-        aggs: &[],
-        insert_values: &[],
-        env: ctx.env,
-        warnings: std::mem::take(&mut ctx.warnings),
-        killed: ctx.killed,
-        deadline: ctx.deadline,
-        checks: std::cell::Cell::new(ctx.checks.get()),
-        expired: std::cell::Cell::new(ctx.expired.get()),
-        strict: ctx.strict,
-        correlated: Some(&runner),
-    };
+    let mut c = ctx.child(params, &[], Some(&runner));
     let result = (|| {
         let found = expand_laterals(p, found, &runner, &mut c)?;
         let mut kept = Vec::new();
@@ -1499,9 +1487,7 @@ fn run_per_row(
         }
         shape_found(p, kept, sorted, &mut c)
     })();
-    ctx.warnings = c.warnings;
-    ctx.checks.set(c.checks.get());
-    ctx.expired.set(c.expired.get());
+    ctx.absorb(c);
     result
 }
 
@@ -1745,19 +1731,8 @@ fn shape(
     let mut out: Vec<(Vec<Val>, Vec<Val>)> = Vec::new();
     for (row, aggs) in &groups {
         ctx.check_killed()?;
-        let mut c = Ctx {
-            params: ctx.params,
-            aggs,
-            insert_values: &[],
-            env: ctx.env,
-            warnings: std::mem::take(&mut ctx.warnings),
-            killed: ctx.killed,
-            deadline: ctx.deadline,
-            checks: std::cell::Cell::new(ctx.checks.get()),
-            expired: std::cell::Cell::new(ctx.expired.get()),
-            strict: ctx.strict,
-            correlated: ctx.correlated,
-        };
+        let correlated = ctx.correlated;
+        let mut c = ctx.child(ctx.params, aggs, correlated);
         let pass = match &p.having {
             Some(h) => h.test(row, &mut c)?,
             None => true,
@@ -1778,9 +1753,7 @@ fn shape(
                 )));
             }
         }
-        ctx.warnings = c.warnings;
-        ctx.checks.set(c.checks.get());
-        ctx.expired.set(c.expired.get());
+        ctx.absorb(c);
     }
     if p.distinct {
         let mut seen = HashMap::new();

@@ -77,6 +77,41 @@ pub struct Env {
 }
 
 impl<'a> Ctx<'a> {
+    /// A context for a nested evaluation (one group's aggregates; rows
+    /// whose correlated subqueries `correlated` runs): the same session
+    /// facts and limits, with this one's warnings and clock checks moved
+    /// over until [`Ctx::absorb`] takes them back.
+    pub fn child<'b>(
+        &mut self,
+        params: &'b [Val],
+        aggs: &'b [Val],
+        correlated: Option<&'b dyn PerRow>,
+    ) -> Ctx<'b>
+    where
+        'a: 'b,
+    {
+        Ctx {
+            params,
+            aggs,
+            insert_values: &[],
+            env: self.env,
+            warnings: std::mem::take(&mut self.warnings),
+            killed: self.killed,
+            deadline: self.deadline,
+            checks: Cell::new(self.checks.get()),
+            expired: Cell::new(self.expired.get()),
+            strict: self.strict,
+            correlated,
+        }
+    }
+
+    /// Takes back what [`Ctx::child`] lent: the warnings, as the child
+    /// left them, and its clock checks.
+    pub fn absorb(&mut self, child: Ctx<'_>) {
+        self.warnings = child.warnings;
+        self.checks.set(child.checks.get());
+        self.expired.set(child.expired.get());
+    }
     /// A context with these parameters.
     pub fn new(params: &'a [Val], env: &'a Env) -> Ctx<'a> {
         Ctx {
