@@ -37,28 +37,12 @@ pub const ROW_CACHE_ENTRIES_MAX: usize = 4_096;
 /// Most bytes (estimated as `check_kept` does) of correlated-subquery
 /// results one statement keeps.
 pub const ROW_CACHE_BYTES_MAX: usize = 16 * 1024 * 1024;
-/// The estimated bytes of one value besides its text or bytes.
-const VALUE_OVERHEAD_BYTES: usize = 24;
 
 /// Correlated subqueries' results by text and bound values.
 #[derive(Default)]
 pub struct RowCache {
     results: HashMap<String, Arc<Materialised>>,
     bytes: usize,
-}
-
-fn bytes_of(m: &Materialised) -> usize {
-    m.rows
-        .iter()
-        .flatten()
-        .map(|v| {
-            VALUE_OVERHEAD_BYTES
-                + match v {
-                    Val::Str(s) => s.len(),
-                    _ => 0,
-                }
-        })
-        .sum()
 }
 
 /// The cache key: the text and the values, each told apart exactly (a
@@ -197,7 +181,7 @@ impl<'c, 's> Runner<'c, 's> {
         check_kept(&m.rows, "subquery")?;
         let m = Arc::new(m);
         let cache = &mut conn.subqueries.per_row;
-        let bytes = bytes_of(&m);
+        let bytes = super::derived::kept_bytes(&m.rows);
         if cache.results.len() < ROW_CACHE_ENTRIES_MAX
             && cache.bytes.saturating_add(bytes) <= ROW_CACHE_BYTES_MAX
         {

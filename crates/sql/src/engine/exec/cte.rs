@@ -223,31 +223,10 @@ fn run(
     };
     derived::check_kept(&rows, &name)?;
     Ok(Kept {
-        names: column_names(&cte, &shape)?,
+        names: derived::column_names(&cte.alias, &shape)?,
         shape,
         rows: Arc::new(rows),
     })
-}
-
-/// The CTE's column names: its list's, else its query's; 1353 for a list
-/// of another length.
-fn column_names(cte: &ast::Cte, shape: &Materialised) -> SqlResult<Vec<String>> {
-    if cte.alias.columns.is_empty() {
-        return Ok(shape.metas.iter().map(|c| c.name.to_string()).collect());
-    }
-    if cte.alias.columns.len() != shape.metas.len() {
-        return Err(SqlError::new(
-            codes::VIEW_WRONG_LIST,
-            "In definition of view, derived table or common table expression, SELECT list \
-             and column names list have different column counts",
-        ));
-    }
-    Ok(cte
-        .alias
-        .columns
-        .iter()
-        .map(|c| c.name.value.clone())
-        .collect())
 }
 
 /// The query blocks of a UNION, left to right; `distinct`: some UNION is
@@ -344,7 +323,7 @@ fn recursive(
         }
     }
     let shape = shape.unwrap_or_default();
-    let names = column_names(cte, &shape)?;
+    let names = derived::column_names(&cte.alias, &shape)?;
     let recursive: Vec<ast::Query> = recursive.into_iter().map(query_of).collect();
     let depth = conn
         .session

@@ -153,18 +153,7 @@ pub(crate) fn derived(
     let name = alias.name.value.clone();
     let m = super::select::materialise(conn, subquery, placeholders, params)?;
     check_kept(&m.rows, &name)?;
-    let names: Vec<String> = if alias.columns.is_empty() {
-        m.metas.iter().map(|c| c.name.to_string()).collect()
-    } else {
-        if alias.columns.len() != m.metas.len() {
-            return Err(SqlError::new(
-                codes::VIEW_WRONG_LIST,
-                "In definition of view, derived table or common table expression, SELECT \
-                 list and column names list have different column counts",
-            ));
-        }
-        alias.columns.iter().map(|c| c.name.value.clone()).collect()
-    };
+    let names = column_names(alias, &m)?;
     let columns = shape_columns(&name, &names, &m)?;
     let table = Arc::new(table_of(&name, &columns));
     Ok(Derived {
@@ -226,6 +215,22 @@ pub(crate) fn of_view(
         table,
         rows: Arc::new(m.rows),
     })
+}
+
+/// The column names of a derived table, LATERAL table or CTE: its
+/// alias's list, else its query's; 1353 for a list of another length.
+pub(crate) fn column_names(alias: &ast::TableAlias, m: &Materialised) -> SqlResult<Vec<String>> {
+    if alias.columns.is_empty() {
+        return Ok(m.metas.iter().map(|c| c.name.to_string()).collect());
+    }
+    if alias.columns.len() != m.metas.len() {
+        return Err(SqlError::new(
+            codes::VIEW_WRONG_LIST,
+            "In definition of view, derived table or common table expression, SELECT list \
+             and column names list have different column counts",
+        ));
+    }
+    Ok(alias.columns.iter().map(|c| c.name.value.clone()).collect())
 }
 
 /// The columns of a derived table named `alias`: 1060 for a name twice.

@@ -788,18 +788,7 @@ fn plan_lateral(
     let outer = expr::outer_columns(&l.query, columns, hidden);
     let m = super::correlated::plan_with(conn, &l.query, &outer, placeholders)?;
     let name = alias.name.value.clone();
-    let names: Vec<String> = if alias.columns.is_empty() {
-        m.metas.iter().map(|c| c.name.to_string()).collect()
-    } else {
-        if alias.columns.len() != m.metas.len() {
-            return Err(SqlError::new(
-                codes::VIEW_WRONG_LIST,
-                "In definition of view, derived table or common table expression, SELECT \
-                 list and column names list have different column counts",
-            ));
-        }
-        alias.columns.iter().map(|c| c.name.value.clone()).collect()
-    };
+    let names = super::derived::column_names(alias, &m)?;
     let cols = super::derived::shape_columns(&name, &names, &m)?;
     let lat = Lateral {
         query: Arc::new(l.query.clone()),
