@@ -615,9 +615,12 @@ impl<'s> Backend for Conn<'s> {
             return false;
         };
         match statements.pop() {
-            Some(Ok(statement)) if statements.is_empty() && may_read_one_row(&statement) => {
+            Some(Ok(statement)) if statements.is_empty() => {
+                // Kept either way: taken, `query_deferrable` runs it; not
+                // taken, `query` does, without parsing the text again.
+                let take = may_read_one_row(&statement);
                 self.text_parsed = Some((Arc::from(sql), Arc::new(statement)));
-                true
+                take
             }
             _ => false,
         }
@@ -716,6 +719,12 @@ impl<'s> Conn<'s> {
             conn.session.note_error(error);
             sink.error(error)
         };
+        // The one statement `may_defer_query` parsed from this very text.
+        if let Some((_, statement)) = self.text_parsed.take().filter(|(text, _)| **text == *sql) {
+            return self
+                .run_statement(&statement, &[], false, sink, sql)
+                .map(|_| ());
+        }
         let statements = match session::parse_text(sql, multi) {
             Ok(statements) => statements,
             Err(error) => return refuse(self, &error, sink),
