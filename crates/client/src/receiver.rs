@@ -74,6 +74,11 @@ struct Inbox {
     kick: bool,
     /// A future waits for this session.
     waker: Option<Waker>,
+    /// Threads sleeping on the condition variable: only with one does a
+    /// wake notify (std's `notify_one` is a futex syscall even with
+    /// no sleeper, and most wakes find the session awake, as the poll
+    /// owner that received its own reply).
+    sleepers: u32,
 }
 
 impl Mailbox {
@@ -98,7 +103,9 @@ impl Mailbox {
     pub fn wake(&self) {
         let waker = {
             let mut inbox = self.lock();
-            self.cond.notify_one();
+            if inbox.sleepers > 0 {
+                self.cond.notify_one();
+            }
             inbox.waker.take()
         };
         if let Some(waker) = waker {
@@ -110,7 +117,9 @@ impl Mailbox {
     pub fn kick_to_poll(&self) {
         let mut inbox = self.lock();
         inbox.kick = true;
-        self.cond.notify_one();
+        if inbox.sleepers > 0 {
+            self.cond.notify_one();
+        }
     }
 
     /// Moves every event out into `out`.
@@ -125,16 +134,19 @@ impl Mailbox {
 
     /// Sleeps until an event, a kick or `timeout`; clears the kick.
     fn sleep(&self, timeout: Duration) {
-        let inbox = self.lock();
+        let mut inbox = self.lock();
         if inbox.events.is_empty() && !inbox.kick {
+            // Set and cleared under the lock that `wake` and
+            // `kick_to_poll` take, so no notification is lost.
+            inbox.sleepers += 1;
             let (mut inbox, _) = self
                 .cond
                 .wait_timeout(inbox, timeout)
                 .unwrap_or_else(|p| p.into_inner());
+            inbox.sleepers -= 1;
             inbox.kick = false;
         } else {
-            drop(inbox);
-            self.lock().kick = false;
+            inbox.kick = false;
         }
     }
 
@@ -291,6 +303,7 @@ impl Receiver {
                 c.end -= c.start;
                 c.start = 0;
             }
+            let space = c.buffer.len() - c.end;
             match c.stream.read(&mut c.buffer[c.end..]) {
                 Ok(0) => return Err("closed by the data node".into()),
                 Ok(n) => {
@@ -300,6 +313,12 @@ impl Receiver {
                         .bytes_received
                         .fetch_add(n as u64, Ordering::Relaxed);
                     self.decode(shared, c)?;
+                    // A short read emptied the socket: later bytes raise a
+                    // new edge (epoll(7) on stream sockets), so the read
+                    // that would only say WouldBlock is saved.
+                    if n < space {
+                        return Ok(());
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,

@@ -589,6 +589,7 @@ impl ReceiveLoop {
         }
         for _ in 0..READS_PER_ROUND_MAX {
             assert!(connection.end < connection.buffer.len());
+            let space = connection.buffer.len() - connection.end;
             match connection
                 .stream
                 .read(&mut connection.buffer[connection.end..])
@@ -598,7 +599,10 @@ impl ReceiveLoop {
                     connection.end += read;
                     add(&self.shared.counters.bytes_received, read as u64);
                     self.decode(index, connection)?;
-                    if connection.stalled {
+                    // A short read emptied the socket: bytes that come
+                    // later raise a new edge (epoll(7) on stream sockets),
+                    // so the read that would only say WouldBlock is saved.
+                    if connection.stalled || read < space {
                         return Ok(());
                     }
                 }
