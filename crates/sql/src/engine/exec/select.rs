@@ -1990,6 +1990,15 @@ fn aggregate(
     let mut groups: Vec<(Vec<Val>, Vec<AggState>)> = Vec::new();
     for (row, _) in found {
         ctx.check_killed()?;
+        // Without GROUP BY every row is of the one group (its first row
+        // stands for it): no key to build, hash and compare per row.
+        if p.group.is_empty() {
+            if groups.is_empty() {
+                groups.push((row.clone(), fresh.clone()));
+            }
+            add_to_group(p, &mut groups[0].1, &row, ctx)?;
+            continue;
+        }
         let mut key_values = Vec::with_capacity(p.group.len());
         for g in &p.group {
             key_values.push(g.eval(&row, ctx)?);
@@ -2008,67 +2017,7 @@ fn aggregate(
                 groups.len() - 1
             }
         };
-        let states = &mut groups[at].1;
-        for (spec, st) in p.aggs.iter().zip(states.iter_mut()) {
-            if let Some(gc) = &spec.concat {
-                concat_add(gc, st, &row, ctx)?;
-                continue;
-            }
-            let v = match &spec.arg {
-                Some(a) => a.eval(&row, ctx)?,
-                None => Val::Int(1),
-            };
-            if v.is_null() {
-                continue;
-            }
-            if let Some(seen) = &mut st.seen {
-                if seen
-                    .insert(
-                        group_key(std::slice::from_ref(&v), &[kind_collation(spec.arg_kind)]),
-                        (),
-                    )
-                    .is_some()
-                {
-                    continue;
-                }
-            }
-            st.count += 1;
-            match spec.func {
-                AggFn::Sum | AggFn::Avg => {
-                    st.sum = if st.sum.is_null() {
-                        match (&v, spec.arg_kind) {
-                            (_, Kind::Double) | (Val::Str(_) | Val::Double(_), _) => {
-                                Val::Double(ctx.num_f64(&v))
-                            }
-                            (Val::Int(i), _) => Val::Dec(Dec::new(i128::from(*i), 0)),
-                            (Val::UInt(u), _) => Val::Dec(Dec::new(i128::from(*u), 0)),
-                            _ => v.clone(),
-                        }
-                    } else {
-                        expr::eval::arith(
-                            expr::Arith::Add,
-                            std::mem::replace(&mut st.sum, Val::Null),
-                            v.clone(),
-                            ctx,
-                        )?
-                    };
-                }
-                AggFn::Min | AggFn::Max => {
-                    let better = st.best.is_null() || {
-                        let o = order_cmp(&v, &st.best, kind_collation(spec.arg_kind));
-                        if spec.func == AggFn::Min {
-                            o.is_lt()
-                        } else {
-                            o.is_gt()
-                        }
-                    };
-                    if better {
-                        st.best = v;
-                    }
-                }
-                AggFn::Count | AggFn::CountStar | AggFn::GroupConcat => {}
-            }
-        }
+        add_to_group(p, &mut groups[at].1, &row, ctx)?;
     }
     if groups.is_empty() && p.group.is_empty() {
         let width = p.source.len();
@@ -2108,6 +2057,76 @@ fn aggregate(
         out.push((row, values));
     }
     Ok(out)
+}
+
+/// Adds `row` to the aggregate states of its group.
+fn add_to_group(
+    p: &Planned,
+    states: &mut [AggState],
+    row: &[Val],
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<()> {
+    for (spec, st) in p.aggs.iter().zip(states.iter_mut()) {
+        if let Some(gc) = &spec.concat {
+            concat_add(gc, st, row, ctx)?;
+            continue;
+        }
+        let v = match &spec.arg {
+            Some(a) => a.eval(row, ctx)?,
+            None => Val::Int(1),
+        };
+        if v.is_null() {
+            continue;
+        }
+        if let Some(seen) = &mut st.seen {
+            if seen
+                .insert(
+                    group_key(std::slice::from_ref(&v), &[kind_collation(spec.arg_kind)]),
+                    (),
+                )
+                .is_some()
+            {
+                continue;
+            }
+        }
+        st.count += 1;
+        match spec.func {
+            AggFn::Sum | AggFn::Avg => {
+                st.sum = if st.sum.is_null() {
+                    match (&v, spec.arg_kind) {
+                        (_, Kind::Double) | (Val::Str(_) | Val::Double(_), _) => {
+                            Val::Double(ctx.num_f64(&v))
+                        }
+                        (Val::Int(i), _) => Val::Dec(Dec::new(i128::from(*i), 0)),
+                        (Val::UInt(u), _) => Val::Dec(Dec::new(i128::from(*u), 0)),
+                        _ => v.clone(),
+                    }
+                } else {
+                    expr::eval::arith(
+                        expr::Arith::Add,
+                        std::mem::replace(&mut st.sum, Val::Null),
+                        v.clone(),
+                        ctx,
+                    )?
+                };
+            }
+            AggFn::Min | AggFn::Max => {
+                let better = st.best.is_null() || {
+                    let o = order_cmp(&v, &st.best, kind_collation(spec.arg_kind));
+                    if spec.func == AggFn::Min {
+                        o.is_lt()
+                    } else {
+                        o.is_gt()
+                    }
+                };
+                if better {
+                    st.best = v;
+                }
+            }
+            AggFn::Count | AggFn::CountStar | AggFn::GroupConcat => {}
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
