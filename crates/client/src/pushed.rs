@@ -149,7 +149,7 @@ impl<'s> Transaction<'s> {
         let lookup = |id: u32| defs.iter().copied().find(|d| d.id == id);
         tree.check(lookup)?;
         let widths = tree.widths(lookup);
-        let (tx_id, link, scan_id, starts) = self.scan_start()?;
+        let (tx_id, link, scan_id, starts, _) = self.scan_start(false)?;
         let session = self.session;
         let counts = &session.counts;
         stats::bump(if index_id == NO_INDEX {

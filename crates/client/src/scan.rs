@@ -62,6 +62,14 @@ pub struct ScanOptions<'a> {
     /// partitions holding them (with `partition_key`, its partition too).
     /// Empty: no such limit.
     pub partition_keys: Vec<Vec<Value>>,
+    /// The scan is all the transaction does: when it starts the
+    /// transaction and reads without locks, the TC ends the transaction
+    /// with the scan's last batch (`tc_flags::RELEASE`), and a commit
+    /// afterwards costs no round trip (an autocommit `SELECT` over a
+    /// range: one round trip, not two). Until the scan ends, the
+    /// transaction may send nothing else (an execute or another scan is
+    /// a usage error); after it, anything (it starts afresh at the TC).
+    pub ends_transaction: bool,
 }
 
 /// A table's size as its fragments know it ([`Transaction::table_stats`]).
@@ -127,6 +135,9 @@ pub struct ScanIter<'t, 's> {
     /// A statistics scan: its rows are no table's, so they count in no
     /// read-row or batch counter.
     stats_scan: bool,
+    /// It may end its transaction at the TC (`tc_flags::RELEASE`): its end
+    /// tells the transaction whether it did.
+    release: bool,
 }
 
 impl<'s> Transaction<'s> {
@@ -256,7 +267,10 @@ impl<'s> Transaction<'s> {
         } else {
             projection.into()
         };
-        let (tx_id, link, scan_id, starts) = self.scan_start()?;
+        // Blobs lock (above) and read parts in the same transaction: no
+        // release then.
+        let (tx_id, link, scan_id, starts, release) =
+            self.scan_start(options.ends_transaction && lock == LockMode::Committed)?;
         let session = self.session;
         let counts = &session.counts;
         if !stats_scan {
@@ -281,11 +295,17 @@ impl<'s> Transaction<'s> {
             body: SignalBody::TcScanReq {
                 tx_id,
                 scan_id,
-                flags: if starts { tc_flags::START } else { 0 },
+                flags: if starts { tc_flags::START } else { 0 }
+                    | if release { tc_flags::RELEASE } else { 0 },
                 spec: spec.to_bytes(),
             },
         };
-        session.send_scan_signal(link, tx_id, scan_id, signal)?;
+        if let Err(error) = session.send_scan_signal(link, tx_id, scan_id, signal) {
+            if release {
+                self.scan_end(scan_id, false);
+            }
+            return Err(error);
+        }
         Ok(ScanIter {
             tx: self,
             table: Arc::clone(table),
@@ -303,6 +323,7 @@ impl<'s> Transaction<'s> {
             strip_keys: lock != asked_lock,
             pushed_width: None,
             stats_scan,
+            release,
         })
     }
 }
@@ -336,6 +357,7 @@ impl<'t, 's> ScanIter<'t, 's> {
             strip_keys: false,
             pushed_width: Some(width),
             stats_scan: false,
+            release: false,
         }
     }
 
@@ -361,8 +383,18 @@ impl ScanIter<'_, '_> {
     fn fetch(&mut self) -> Result<()> {
         let session = self.tx.session;
         let (rows, done) = match session.wait_scan(self.tx_id, self.scan_id) {
-            Ok(batch) => batch,
+            Ok(batch) => {
+                if batch.done && self.release {
+                    self.release = false;
+                    self.tx.scan_end(self.scan_id, batch.released);
+                }
+                (batch.rows, batch.done)
+            }
             Err(error) => {
+                if self.release {
+                    self.release = false;
+                    self.tx.scan_end(self.scan_id, false);
+                }
                 self.failed = true;
                 session.close_scan_inbox(self.tx_id, self.scan_id);
                 if matches!(
@@ -515,7 +547,23 @@ impl Drop for ScanIter<'_, '_> {
     fn drop(&mut self) {
         if !self.done && !self.failed {
             // Best effort: the TC closes the scan; its last answer is dropped.
-            let _ = self.send_next(true);
+            let closed = self.send_next(true);
+            if self.release {
+                // The scan may have reached its end, and ended the
+                // transaction, before the close: its last answer says
+                // which, and the transaction must know it.
+                self.release = false;
+                let mut released = false;
+                if closed.is_ok() {
+                    while let Ok(batch) = self.tx.session.wait_scan(self.tx_id, self.scan_id) {
+                        if batch.done {
+                            released = batch.released;
+                            break;
+                        }
+                    }
+                }
+                self.tx.scan_end(self.scan_id, released);
+            }
             self.tx.session.close_scan_inbox(self.tx_id, self.scan_id);
         }
     }

@@ -100,7 +100,16 @@ pub(crate) struct ScanInbox {
     pub node: NodeId,
     /// The connection generation it was opened on (see `Pending`).
     pub generation: u64,
-    pub batches: VecDeque<Result<(Vec<u8>, bool)>>,
+    pub batches: VecDeque<Result<ScanBatch>>,
+}
+
+/// One `TcScanConf` as its scan reads it.
+pub(crate) struct ScanBatch {
+    pub rows: Vec<u8>,
+    /// The scan is over and closed at the TC.
+    pub done: bool,
+    /// With `done`: the TC ended the transaction too (`tc_flags::RELEASE`).
+    pub released: bool,
 }
 
 /// A callback of an asynchronous transaction.
@@ -515,7 +524,7 @@ impl Session {
     }
 
     /// Waits until the scan has a reply buffered (or the timeout).
-    pub(crate) fn wait_scan(&self, tx_id: u64, scan_id: u32) -> Result<(Vec<u8>, bool)> {
+    pub(crate) fn wait_scan(&self, tx_id: u64, scan_id: u32) -> Result<ScanBatch> {
         let timeout = self.shared().options.request_timeout;
         let started = Instant::now();
         let deadline = started + timeout;
@@ -1227,7 +1236,16 @@ fn handle(state: &mut State, event: Event) {
                     let id = (*tx_id, *scan_id);
                     if let Some(inbox) = state.scans.get_mut(&id) {
                         inbox.batches.push_back(match signal.body {
-                            SignalBody::TcScanConf { rows, done, .. } => Ok((rows, done)),
+                            SignalBody::TcScanConf {
+                                rows,
+                                done,
+                                released,
+                                ..
+                            } => Ok(ScanBatch {
+                                rows,
+                                done,
+                                released,
+                            }),
                             SignalBody::TcScanRef { code, message, .. } => {
                                 Err(Error::new(code, message))
                             }

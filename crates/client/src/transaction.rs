@@ -19,12 +19,13 @@
 //! requests (`crate::blob`); without them it is always one.
 
 use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::cell::RefCell;
 use std::future::Future;
 use std::ops::Range;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
@@ -178,9 +179,9 @@ pub struct Row {
     columns: Arc<[usize]>,
     /// The values and key values as encoded, when not decoded yet.
     raw: Option<RawRow>,
-    values: OnceLock<Vec<Value>>,
+    values: OnceCell<Vec<Value>>,
     /// The primary key (key info of a locking scan), else empty.
-    key: OnceLock<Vec<Value>>,
+    key: OnceCell<Vec<Value>>,
 }
 
 /// The reply buffer a row's values are ranges of: the row's own when the
@@ -303,8 +304,8 @@ impl Row {
             table,
             columns,
             raw: None,
-            values: OnceLock::from(values),
-            key: OnceLock::from(key),
+            values: OnceCell::from(values),
+            key: OnceCell::from(key),
         }
     }
 
@@ -323,8 +324,8 @@ impl Row {
             table,
             columns,
             raw: Some(raw),
-            values: OnceLock::new(),
-            key: OnceLock::new(),
+            values: OnceCell::new(),
+            key: OnceCell::new(),
         }
     }
 
@@ -555,6 +556,10 @@ pub(crate) struct TxInner {
     next_scan_id: u32,
     /// Why the transaction ended, for later calls.
     failure: Option<Error>,
+    /// An open scan that may end the transaction at the TC
+    /// (`ScanOptions::ends_transaction`): nothing else is sent until it
+    /// ends, so nothing can reach the TC after the transaction's end.
+    release_scan: Option<u32>,
 }
 
 /// A transaction (see the module doc). Started with `Session::begin`.
@@ -665,9 +670,10 @@ impl TxInner {
             batch,
             next_scan_id,
             failure: _,
+            release_scan,
         } = old;
         (*old_tx_id, *old_link, *started, *state) = (tx_id, link, false, TxState::Open);
-        (*batch, *next_scan_id) = (0, 0);
+        (*batch, *next_scan_id, *release_scan) = (0, 0, None);
         boxed
     }
 
@@ -685,6 +691,7 @@ impl TxInner {
             batch: 0,
             next_scan_id: 0,
             failure: None,
+            release_scan: None,
         }))
     }
 
@@ -1137,6 +1144,13 @@ impl<'s> Transaction<'s> {
         if inner.ranges.is_empty() && (!inner.started || mode == ExecMode::NoCommit) {
             return Ok(None);
         }
+        if let Some(scan_id) = inner.release_scan {
+            return Err(Error::usage(format!(
+                "transaction {:#x}: scan {scan_id} may end it at the TC \
+                 (ScanOptions::ends_transaction): nothing else may be sent until it ends",
+                inner.tx_id
+            )));
+        }
         // The defined ops are one-op batches whose op indexes already are
         // their positions (`define` numbers them so, and only a rollback
         // or an execute empties the list): the request's batch is a
@@ -1314,14 +1328,40 @@ impl<'s> Transaction<'s> {
     }
 
     /// A new scan id of this transaction, and whether the scan starts it.
-    pub(crate) fn scan_start(&self) -> Result<(u64, usize, u32, bool)> {
+    /// `release`: the scan may end the transaction (`tc_flags::RELEASE`),
+    /// which it does only when it starts it; what it was granted is in
+    /// the last of the tuple.
+    pub(crate) fn scan_start(&self, release: bool) -> Result<(u64, usize, u32, bool, bool)> {
         self.check_open()?;
         let mut inner = self.inner().borrow_mut();
+        if let Some(open) = inner.release_scan {
+            return Err(Error::usage(format!(
+                "transaction {:#x}: scan {open} may end it at the TC \
+                 (ScanOptions::ends_transaction): no other scan until it ends",
+                inner.tx_id
+            )));
+        }
         let scan_id = inner.next_scan_id;
         inner.next_scan_id += 1;
         let starts = !inner.started;
         inner.started = true;
-        Ok((inner.tx_id, inner.link, scan_id, starts))
+        let release = release && starts;
+        if release {
+            inner.release_scan = Some(scan_id);
+        }
+        Ok((inner.tx_id, inner.link, scan_id, starts, release))
+    }
+
+    /// The scan that could end the transaction is over: `released` when
+    /// the TC ended it (a later request starts it again there, and a
+    /// commit of nothing is local).
+    pub(crate) fn scan_end(&self, scan_id: u32, released: bool) {
+        let mut inner = self.inner().borrow_mut();
+        debug_assert_eq!(inner.release_scan, Some(scan_id), "the open releasing scan");
+        inner.release_scan = None;
+        if released {
+            inner.started = false;
+        }
     }
 }
 

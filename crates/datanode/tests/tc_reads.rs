@@ -94,6 +94,65 @@ fn scans_full_range_pruned_with_filter_and_projection() {
 }
 
 #[test]
+fn a_releasing_scan_ends_its_idle_transaction_and_only_that() {
+    let mut cluster = started(23, Limits::default());
+    let ops: Vec<Op> = (0..60).map(|k| Op::write(OpKind::Insert, k, k)).collect();
+    committed(&cluster.commit(&ops));
+    let spec = cluster.full_scan_spec().to_bytes();
+    let base = cluster.tc().counters().released;
+
+    // The scan starts the transaction and is all of it: released with its
+    // last batch, and no record is left for a commit to end.
+    let tx = cluster.tx_id();
+    let (rows, _, released) = cluster
+        .scan_in(tx, tc_flags::START | tc_flags::RELEASE, spec.clone())
+        .expect("a releasing scan");
+    assert_eq!(rows.len(), 60);
+    assert!(released, "an idle transaction is ended with its scan");
+    assert_eq!(cluster.tc().counters().released, base + 1);
+    cluster.check_idle();
+    // It is gone at the TC: a request that does not start it is refused,
+    // and one that does starts it afresh.
+    match cluster.execute(tx, tc_flags::COMMIT, &[Op::read(1, LockMode::Committed)]) {
+        Reply::Ref { code, .. } => assert_eq!(code, error::BAD_OPERATION),
+        other => panic!("a released transaction answered {other:?}"),
+    }
+    let again = cluster.execute(
+        tx,
+        tc_flags::START | tc_flags::COMMIT,
+        &[Op::read(1, LockMode::Committed)],
+    );
+    assert_eq!(committed(&again).1.len(), 1);
+
+    // A transaction that holds a write is not released by its scan: its
+    // commit still has something to do, and does it.
+    let tx = cluster.tx_id();
+    let wrote = cluster.execute(tx, tc_flags::START, &[Op::write(OpKind::Insert, 100, 1)]);
+    assert!(matches!(wrote, Reply::Conf { .. }), "{wrote:?}");
+    let (_, _, released) = cluster
+        .scan_in(tx, tc_flags::RELEASE, spec.clone())
+        .expect("a scan of a writing transaction");
+    assert!(!released, "a transaction with a write stays");
+    committed(&cluster.execute(tx, tc_flags::COMMIT, &[]));
+    assert_eq!(cluster.read_values(&[100]), vec![Some(1)]);
+
+    // Without the flag nothing is released.
+    let tx = cluster.tx_id();
+    let (_, _, released) = cluster
+        .scan_in(tx, tc_flags::START, spec)
+        .expect("a plain scan");
+    assert!(!released);
+    assert_eq!(
+        cluster.tc().transactions_in_use(),
+        1,
+        "the scan's transaction stays"
+    );
+    committed(&cluster.execute(tx, tc_flags::COMMIT, &[]));
+    assert_eq!(cluster.tc().counters().released, base + 1);
+    cluster.check_idle();
+}
+
+#[test]
 fn read_backup_tables_serve_committed_reads_from_the_tcs_own_replica() {
     let mut cluster = Cluster::start(21, 2, Limits::default());
     let table = cluster.create_table_with(true);

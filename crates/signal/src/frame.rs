@@ -38,8 +38,9 @@ pub const MAGIC: [u8; 2] = *b"SK";
 /// `TcWaitGciReq`, the GCP switch and the sysfile signals; `TcWaitGciRef`.
 /// 8: no signal changed, but `utf8mb4_general_ci` strings take MySQL's
 /// weights in keys, so their key bytes and partitions differ from a build
-/// of 7's, which must not share a cluster with this one.
-pub const WIRE_VERSION: u8 = 8;
+/// of 7's, which must not share a cluster with this one. 9:
+/// `TcScanConf::released` and `tc_flags::RELEASE`.
+pub const WIRE_VERSION: u8 = 9;
 pub const FRAME_HEADER_BYTES: usize = 16;
 pub const SIGNAL_HEADER_BYTES: usize = 16;
 /// Large enough for a configuration file of 255 nodes, small enough that a

@@ -436,11 +436,14 @@ signals! {
     /// `u32::MAX`; `code` is a `proto::error` code.
     102 => TcKeyRef { tx_id: u64, code: u32, op_index: u32, message: String },
     /// API → TC: start a scan in the transaction (`proto::scan::ScanSpec`;
-    /// NDB: SCAN_TABREQ). `flags` may hold `tc_flags::START`.
+    /// NDB: SCAN_TABREQ). `flags` may hold `tc_flags::START`, `PUSHED` and
+    /// `RELEASE`.
     103 => TcScanReq { tx_id: u64, scan_id: u32, flags: u32, spec: Vec<u8> },
     /// TC → API: a batch of rows (`proto::scan` row batch); `done` when the
-    /// scan has no more rows and is closed (NDB: SCAN_TABCONF).
-    104 => TcScanConf { tx_id: u64, scan_id: u32, rows: Vec<u8>, done: bool },
+    /// scan has no more rows and is closed (NDB: SCAN_TABCONF). `released`
+    /// (with `done` only): the scan asked `tc_flags::RELEASE` and its
+    /// transaction, which held nothing else, is ended at the TC.
+    104 => TcScanConf { tx_id: u64, scan_id: u32, rows: Vec<u8>, done: bool, released: bool },
     /// API → TC: send the next batch, or close the scan (NDB: SCAN_NEXTREQ).
     105 => TcScanNextReq { tx_id: u64, scan_id: u32, close: bool },
     /// TC → API: the scan failed and is closed; the transaction is rolled
@@ -718,6 +721,13 @@ pub mod tc_flags {
     /// In `TcScanReq`: `spec` is a `proto::QueryTree`, a pushed join whose
     /// joined rows come back as the scan's rows (docs/pushed-joins.md).
     pub const PUSHED: u32 = 8;
+    /// In `TcScanReq`: when the scan has returned its last row and its
+    /// transaction holds nothing else at the TC (no operation, lock or
+    /// other scan), the TC ends the transaction and says so in the last
+    /// `TcScanConf` (`released`): the client's commit then needs no round
+    /// trip. The client sends nothing else for the transaction while such
+    /// a scan is open, so nothing can reach the TC after the end.
+    pub const RELEASE: u32 = 16;
     /// In `TcKeyConf`: the transaction is committed.
     pub const COMMITTED: u32 = 1;
     /// In `TcKeyConf`: the transaction is rolled back, as asked.

@@ -288,6 +288,7 @@ fn one_of_each() -> Vec<SignalBody> {
             scan_id: 1,
             rows: vec![3; 10],
             done: false,
+            released: false,
         },
         SignalBody::TcScanNextReq {
             tx_id: 6,

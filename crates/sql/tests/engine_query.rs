@@ -1586,6 +1586,34 @@ fn round_trips(engine: &std::sync::Arc<Engine>, conn: &mut Conn<'_>) {
         ),
         rows(&[&["30"], &["32"]])
     );
+    // An autocommit scan is all its transaction does: the TC ends the
+    // transaction with the scan's last batch, and no commit request
+    // follows (one round trip, not two). Inside a transaction the commit
+    // still goes.
+    assert_eq!(
+        trips(conn, "SELECT COUNT(*) FROM t WHERE k >= 300 AND k < 330"),
+        0
+    );
+    assert_eq!(
+        q(
+            conn,
+            "SELECT id FROM t WHERE k >= 300 AND k < 330 ORDER BY id"
+        ),
+        rows(&[&["30"], &["31"], &["32"]])
+    );
+    // A table scan (n has no index) too.
+    assert_eq!(trips(conn, "SELECT id FROM t WHERE n = 1.5"), 0);
+    assert_eq!(
+        q(conn, "SELECT id FROM t WHERE k >= 300 LIMIT 1").len(),
+        1,
+        "a scan stopped early"
+    );
+    ok(conn, "BEGIN");
+    assert_eq!(
+        q(conn, "SELECT COUNT(*) FROM t WHERE k >= 300 AND k < 330"),
+        rows(&[&["3"]])
+    );
+    assert_eq!(trips(conn, "COMMIT"), 1);
     assert_eq!(
         q(
             conn,

@@ -139,6 +139,10 @@ pub struct TcCounters {
     /// node, which answered the client itself (`LdmReadReq`); they are not
     /// counted in `committed` or `aborted`, whose outcome the LDM decides.
     pub reads_handed_off: u64,
+    /// Transactions of committed-read scans ended by their last scan's
+    /// end (`tc_flags::RELEASE`): no commit request came for them. Not
+    /// counted in `committed`.
+    pub released: u64,
 }
 
 /// Scratch space reused by every request (no allocation once warm).

@@ -70,6 +70,9 @@ pub(crate) struct Scan {
     pub(crate) deadline: Instant,
     /// A pushed join: its children and the root batches being joined.
     pub(crate) pushed: Option<super::pushed::Pushed>,
+    /// `tc_flags::RELEASE`: at its end, end its transaction when that
+    /// holds nothing else.
+    release: bool,
 }
 
 impl Scan {
@@ -148,12 +151,13 @@ impl TcBlock {
                 }
             }
         };
+        let release = flags & tc_flags::RELEASE != 0;
         let opened = if flags & tc_flags::PUSHED != 0 {
             self.pushed_tree(&spec).and_then(|(root, pushed)| {
-                self.open_scan(from, tx_slot, scan_id, &root, Some(pushed), ctx)
+                self.open_scan(from, tx_slot, scan_id, &root, Some(pushed), release, ctx)
             })
         } else {
-            self.open_scan(from, tx_slot, scan_id, &spec, None, ctx)
+            self.open_scan(from, tx_slot, scan_id, &spec, None, release, ctx)
         };
         if let Err((code, message)) = opened {
             self.scan_ref(from, tx_id, scan_id, code, message, ctx);
@@ -171,6 +175,7 @@ impl TcBlock {
         api_scan_id: u32,
         spec: &[u8],
         pushed: Option<super::pushed::Pushed>,
+        release: bool,
         ctx: &mut Context<'_>,
     ) -> Result<(), (u32, String)> {
         let tx = self.transactions.get(tx_slot);
@@ -226,6 +231,7 @@ impl TcBlock {
         scan.fully_replicated = fully_replicated;
         scan.spec = Some(spec);
         scan.pushed = pushed;
+        scan.release = release;
         scan.next = next;
         scan.end = end;
         scan.listed = listed;
@@ -362,6 +368,10 @@ impl TcBlock {
             scan.api_scan_id,
         );
         if complete {
+            let release = scan.release;
+            self.counters.scans_completed += 1;
+            self.free_scan(slot);
+            let released = release && self.release_if_idle(tx_id);
             ctx.send(
                 api,
                 SignalBody::TcScanConf {
@@ -369,10 +379,10 @@ impl TcBlock {
                     scan_id,
                     rows,
                     done: true,
+                    released,
                 },
             );
-            self.counters.scans_completed += 1;
-            return self.free_scan(slot);
+            return;
         }
         let has_rows = RowBatchReader::new(&rows).is_ok_and(|r| !r.is_empty());
         if !done || has_rows {
@@ -383,6 +393,7 @@ impl TcBlock {
                     scan_id,
                     rows,
                     done: false,
+                    released: false,
                 },
             );
         } else {
@@ -406,6 +417,8 @@ impl TcBlock {
             return self.scan_ref(from, tx_id, scan_id, error::UNKNOWN_SCAN, message, ctx);
         };
         if close {
+            // Closed early, the transaction stays: the client commits it
+            // as any other (only a scan that ran to its end releases).
             self.close_scan(slot, ctx);
             let mut rows = self.scratch.buffer();
             drop(RowBatchWriter::new(&mut rows));
@@ -416,6 +429,7 @@ impl TcBlock {
                     scan_id,
                     rows,
                     done: true,
+                    released: false,
                 },
             );
             return;

@@ -837,6 +837,32 @@ impl TcBlock {
 
     /// Gives back the operation records of `slot` and forgets its
     /// transaction id (the record itself is released by the caller).
+    /// Ends transaction `tx_id` without an answer when it holds nothing:
+    /// no operation record, participant (lock), open scan or request in
+    /// progress (`tc_flags::RELEASE`: its last committed-read scan ended,
+    /// and the client learns so from that scan's last `TcScanConf`).
+    /// Whether it ended.
+    pub(crate) fn release_if_idle(&mut self, tx_id: u64) -> bool {
+        let Some(&slot) = self.by_tx_id.get(&tx_id) else {
+            return false;
+        };
+        let tx = self.transactions.get(slot);
+        let idle = matches!(tx.state, TxState::Idle)
+            && tx.op_records == 0
+            && tx.participants.is_empty()
+            && tx.scans == 0
+            && tx.outstanding == 0
+            && tx.confs.is_empty()
+            && !tx.plan.active;
+        if !idle {
+            return false;
+        }
+        self.unregister(slot);
+        self.transactions.release(slot);
+        self.counters.released += 1;
+        true
+    }
+
     fn unregister(&mut self, slot: u32) {
         let tx = self.transactions.get(slot);
         let (tx_id, records) = (tx.tx_id, tx.op_records);

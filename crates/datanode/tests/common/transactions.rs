@@ -468,6 +468,23 @@ impl Cluster {
         spec: Vec<u8>,
     ) -> Result<ScannedRows, (u32, String)> {
         let tx = self.tx_id();
+        let outcome = self.scan_in(tx, flags, spec);
+        if self.tc().transactions_in_use() > 0 {
+            // The scan's transaction: end it.
+            let _ = self.execute(tx, tc_flags::ROLLBACK, &[]);
+        }
+        outcome.map(|(rows, batches, _)| (rows, batches))
+    }
+
+    /// Runs a `TcScanReq` of `flags` and `spec` in transaction `tx` to its
+    /// end: its rows, batches, and whether its last batch said the
+    /// transaction was released (`tc_flags::RELEASE`).
+    pub fn scan_in(
+        &mut self,
+        tx: u64,
+        flags: u32,
+        spec: Vec<u8>,
+    ) -> Result<(Vec<Vec<Value>>, usize, bool), (u32, String)> {
         let scan_id = 7;
         let tc = tc_of(self.data_nodes[0]);
         self.send(
@@ -481,6 +498,7 @@ impl Cluster {
         );
         let mut rows = Vec::new();
         let mut batches = 0;
+        let mut released = false;
         let until = self.sim.now() + ANSWER_WAIT * 4;
         let outcome = loop {
             assert!(
@@ -496,8 +514,11 @@ impl Cluster {
                         tx_id,
                         rows: bytes,
                         done,
+                        released: r,
                         ..
                     } if tx_id == tx => {
+                        assert!(!r || done, "released only with the last batch");
+                        released |= r;
                         batches += 1;
                         let reader = RowBatchReader::new(&bytes).expect("a valid row batch");
                         for row in reader.iter() {
@@ -534,11 +555,7 @@ impl Cluster {
                 );
             }
         };
-        if self.tc().transactions_in_use() > 0 {
-            // The scan's transaction: end it.
-            let _ = self.execute(tx, tc_flags::ROLLBACK, &[]);
-        }
-        outcome.map(|()| (rows, batches))
+        outcome.map(|()| (rows, batches, released))
     }
 
     pub fn full_scan_spec(&self) -> ScanSpec {

@@ -362,6 +362,10 @@ pub(crate) fn fetch(
                 partition_key,
                 projection: columns.map(<[&str]>::to_vec),
                 partition_keys,
+                // An autocommit read alone in its statement: its scan is
+                // all its transaction does, and the TC ends the
+                // transaction with the scan (no commit round trip).
+                ends_transaction: commit.is_some(),
                 ..ScanOptions::default()
             };
             // The ranges to scan: the bounds, or each point of an IN list.
