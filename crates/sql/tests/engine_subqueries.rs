@@ -231,4 +231,53 @@ fn subqueries_over_a_sandbox() {
     assert_eq!(plan.len(), 2, "{plan:?}");
     assert_eq!(plan[1][1], "DEPENDENT SUBQUERY", "{plan:?}");
     assert_eq!(plan[1][4], "eq_ref", "{plan:?}");
+    // Inside a transaction an UPDATE's per-row subquery reads through the
+    // statement's own transaction, so it sees the transaction's writes
+    // (i's new rows), and still runs once per distinct outer value.
+    q(&mut conn, "BEGIN");
+    let added: Vec<String> = (0..GROUPS)
+        .map(|x| format!("({}, {})", 10_000 + x, 7 * x))
+        .collect();
+    q(
+        &mut conn,
+        &format!("INSERT INTO i VALUES {}", added.join(",")),
+    );
+    let misses = counter(&mut conn, "Subquery_cache_miss");
+    q(
+        &mut conn,
+        "UPDATE g SET grp = (SELECT v FROM i WHERE i.id = 10000 + g.grp) WHERE id < 100",
+    );
+    assert_eq!(
+        counter(&mut conn, "Subquery_cache_miss") - misses,
+        GROUPS as u64
+    );
+    let sum: usize = (0..100).map(|x| 7 * (x % GROUPS)).sum();
+    let rows = q(&mut conn, "SELECT SUM(grp) FROM g WHERE id < 100");
+    assert_eq!(rows, vec![vec![sum.to_string()]]);
+    // DELETE too; MySQL's 1093 stays.
+    q(
+        &mut conn,
+        "DELETE FROM g WHERE id < 100 AND (SELECT v FROM i WHERE i.id = 10000 + g.grp / 7) > 70",
+    );
+    let rows = q(&mut conn, "SELECT COUNT(*) FROM g WHERE id < 100");
+    assert_eq!(rows, vec![vec!["55".to_owned()]]);
+    let e = try_q(
+        &mut conn,
+        "UPDATE g SET grp = (SELECT MAX(x.grp) FROM g x WHERE x.id = g.id + 1)",
+    )
+    .expect_err("1093");
+    assert_eq!(e.code, 1093, "{e}");
+    // EXPLAIN UPDATE shows the subquery's plan.
+    let plan = q(
+        &mut conn,
+        "EXPLAIN UPDATE g SET grp = (SELECT v FROM i WHERE i.id = g.grp) WHERE id < 10",
+    );
+    assert_eq!(plan.len(), 2, "{plan:?}");
+    assert_eq!(plan[0][1], "UPDATE", "{plan:?}");
+    assert_eq!(plan[1][1], "DEPENDENT SUBQUERY", "{plan:?}");
+    assert_eq!(plan[1][4], "eq_ref", "{plan:?}");
+    q(&mut conn, "ROLLBACK");
+    let rows = q(&mut conn, "SELECT COUNT(*), SUM(grp) FROM g WHERE id < 100");
+    let sum: usize = (0..100).map(|x| x % GROUPS).sum();
+    assert_eq!(rows, vec![vec!["100".to_owned(), sum.to_string()]]);
 }

@@ -153,6 +153,12 @@ fn dependent_rows(
         .chain(&p.having)
         .chain(p.order.iter().map(|(e, _)| e))
         .chain(p.laterals.iter().filter_map(|l| l.on.as_ref()));
+    subqueries_of(exprs, &mut subs);
+    dependent_rows_of(conn, subs, id, next_id, ctx)
+}
+
+/// Adds the per-row subqueries of `exprs` to `subs`, each text once.
+fn subqueries_of<'e>(exprs: impl IntoIterator<Item = &'e Expr>, subs: &mut Vec<Dependent>) {
     for e in exprs {
         e.each(&mut |x| {
             if let Expr::Sub(s) = x {
@@ -162,6 +168,17 @@ fn dependent_rows(
             }
         });
     }
+}
+
+/// The rows of the per-row subqueries `subs` of the SELECT (or UPDATE,
+/// DELETE) numbered `id`.
+fn dependent_rows_of(
+    conn: &mut Conn<'_>,
+    subs: Vec<Dependent>,
+    id: usize,
+    next_id: &mut usize,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Vec<Row>> {
     let mut out = Vec::new();
     for (q, outer, derived) in subs {
         let sub_id = *next_id;
@@ -229,14 +246,19 @@ fn dependent_rows(
 }
 
 /// `EXPLAIN [FORMAT=JSON] UPDATE|DELETE` of one table: the access the
-/// executor runs (`exec::write`'s `plan::access`), `select_type` `UPDATE`
-/// or `DELETE` as MySQL 8 prints it. `filesort`: an ORDER BY sorts the rows.
+/// executor runs (`exec::write`'s `plan::access` of the conjuncts `cond`;
+/// `late` ones, with correlated subqueries, are tested after the read),
+/// `select_type` `UPDATE` or `DELETE` as MySQL 8 prints it, then the
+/// `DEPENDENT SUBQUERY` rows of the per-row subqueries of `late` and
+/// `more_exprs` (SET, ORDER BY). `filesort`: an ORDER BY sorts the rows.
 #[allow(clippy::too_many_arguments)]
 pub fn explain_write(
-    conn: &Conn<'_>,
+    conn: &mut Conn<'_>,
     table: &TableInfo,
     select_type: &'static str,
     cond: Option<&Expr>,
+    late: Option<&Expr>,
+    more_exprs: &[&Expr],
     filesort: bool,
     format: Format,
     ctx: &mut Ctx<'_>,
@@ -250,7 +272,7 @@ pub fn explain_write(
     }
     crate::engine::stats::refresh(conn, table);
     let (access, filter) = crate::engine::plan::access(table, cond, ctx)?;
-    let mut row = access_row(table, &access, cond.is_some());
+    let mut row = access_row(table, &access, cond.is_some() || late.is_some());
     if access == Access::Nothing {
         row = Row {
             extra: vec!["Impossible WHERE".into()],
@@ -260,8 +282,13 @@ pub fn explain_write(
         row.pushed = filter.is_some() && scans(&StepAccess::Own(access.clone()));
         row.table = Some(table.name.clone());
         row.partitions = partition_names(&crate::engine::plan::partitions_read(table, cond, ctx)?);
-        if let Some(cond) = cond {
-            let conds: Vec<Expr> = cond.conjuncts().into_iter().cloned().collect();
+        let conds: Vec<Expr> = cond
+            .into_iter()
+            .chain(late)
+            .flat_map(|c| c.conjuncts())
+            .cloned()
+            .collect();
+        if !conds.is_empty() {
             row.possible_keys = possible_keys(table, &join_plan::Hints::default(), 0, &conds);
         }
         if filesort {
@@ -270,7 +297,18 @@ pub fn explain_write(
     }
     row.id = Some(1);
     row.select_type = select_type;
-    send_explain(vec![vec![row]], None, false, format, more, sink)
+    let mut rows = vec![row];
+    // As a SELECT's: FORMAT=JSON shows only the statement's own row.
+    if format == Format::Traditional {
+        let mut subs = Vec::new();
+        subqueries_of(
+            late.into_iter().chain(more_exprs.iter().copied()),
+            &mut subs,
+        );
+        let mut next_id = 2;
+        rows.extend(dependent_rows_of(conn, subs, 1, &mut next_id, ctx)?);
+    }
+    send_explain(vec![rows], None, false, format, more, sink)
 }
 
 /// Sends EXPLAIN's rows (one list per SELECT of a union) as the table or
