@@ -280,4 +280,35 @@ fn subqueries_over_a_sandbox() {
     let rows = q(&mut conn, "SELECT COUNT(*), SUM(grp) FROM g WHERE id < 100");
     let sum: usize = (0..100).map(|x| x % GROUPS).sum();
     assert_eq!(rows, vec![vec!["100".to_owned(), sum.to_string()]]);
+    // EXPLAIN ANALYZE runs it: the subquery ran once per distinct outer
+    // value (its loops), giving one row each time.
+    let tree = q(
+        &mut conn,
+        "EXPLAIN ANALYZE SELECT id, (SELECT v FROM i WHERE i.id = g.grp) FROM g",
+    );
+    let tree = &tree[0][0];
+    let lines: Vec<&str> = tree.lines().collect();
+    assert!(
+        lines[0].starts_with("-> Table scan on g") && lines[0].contains(" rows=1000 "),
+        "{tree}"
+    );
+    assert!(
+        lines[1].starts_with("-> Select #2 (subquery in projection; dependent)")
+            && lines[1].ends_with(&format!(" rows=1 loops={GROUPS})")),
+        "{tree}"
+    );
+    assert!(
+        lines[2].starts_with("    -> ") && lines[2].contains(" on i"),
+        "{tree}"
+    );
+    // FORMAT=JSON nests it where MySQL does: under the table whose
+    // condition runs it.
+    let json = q(
+        &mut conn,
+        "EXPLAIN FORMAT=JSON SELECT id FROM g WHERE (SELECT v FROM i WHERE i.id = g.grp) > 3",
+    );
+    let json = &json[0][0];
+    assert!(json.contains("\"attached_subqueries\": ["), "{json}");
+    assert!(json.contains("\"dependent\": true"), "{json}");
+    assert!(json.contains("\"select_id\": 2"), "{json}");
 }

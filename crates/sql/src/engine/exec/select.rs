@@ -1608,7 +1608,7 @@ fn rows_of(conn: &mut Conn<'_>, plans: Plans, params: &[Val]) -> SqlResult<Vec<V
     if planned.iter().any(per_row) {
         let alone = planned.len() == 1;
         for p in &planned {
-            rows.extend(run_per_row(conn, p, &mut ctx, alone, &placeholders)?);
+            rows.extend(run_per_row(conn, p, &mut ctx, alone, &placeholders, None)?);
         }
     } else if needs_tx {
         let tx = txn::take(conn)?;
@@ -1727,12 +1727,14 @@ fn run_per_row(
     ctx: &mut Ctx<'_>,
     alone: bool,
     placeholders: &[Location],
+    stats: Option<&mut Vec<super::join::StepStats>>,
 ) -> SqlResult<Vec<Vec<Val>>> {
     let (found, sorted) = if p.table.is_some() || p.join.is_some() {
         let tx = txn::take(conn)?;
         let autocommit_read = alone && p.lock.is_none() && !txn::in_transaction(conn);
         let mut committed = false;
-        let result = found_of(&tx, p, ctx, autocommit_read.then_some(&mut committed));
+        let commit = autocommit_read.then_some(&mut committed);
+        let result = found_of(&tx, p, ctx, commit, stats);
         if committed {
             result?
         } else {
@@ -1822,7 +1824,7 @@ fn run_one(
     ctx: &mut Ctx<'_>,
     commit: Option<&mut bool>,
 ) -> SqlResult<Vec<Vec<Val>>> {
-    let (found, sorted) = found_of(tx, p, ctx, commit)?;
+    let (found, sorted) = found_of(tx, p, ctx, commit, None)?;
     shape_found(p, found, sorted, ctx)
 }
 
@@ -1854,6 +1856,7 @@ fn found_of(
     p: &Planned,
     ctx: &mut Ctx<'_>,
     commit: Option<&mut bool>,
+    stats: Option<&mut Vec<super::join::StepStats>>,
 ) -> SqlResult<(Found, bool)> {
     if let Some(spec) = &p.join {
         let plan = plan::join::plan(spec, p.cond.as_ref(), ctx)?;
@@ -1867,7 +1870,7 @@ fn found_of(
             .limit
             .filter(|_| plain && p.having.is_none())
             .map(|l| usize::try_from(l.saturating_add(p.offset)).unwrap_or(usize::MAX));
-        let rows = super::join::run(tx, spec, &plan, p.lock, ctx, None, stop_after)?;
+        let rows = super::join::run(tx, spec, &plan, p.lock, ctx, stats, stop_after)?;
         return Ok((rows.into_iter().map(|r| (r, Vec::new())).collect(), false));
     }
     let Some(table) = &p.table else {

@@ -40,6 +40,9 @@ pub struct Cache {
     pub outer: Vec<crate::engine::expr::OuterRow>,
     /// Correlated subqueries' results by text and bound values.
     pub per_row: super::correlated::RowCache,
+    /// What each correlated subquery did, by text, while `EXPLAIN
+    /// ANALYZE` runs its query (None otherwise: nothing is counted).
+    pub analyze: Option<HashMap<String, super::correlated::RunStats>>,
 }
 
 impl Cache {
@@ -50,6 +53,7 @@ impl Cache {
         self.correlated.clear();
         self.outer.clear();
         self.per_row = Default::default();
+        self.analyze = None;
     }
 }
 

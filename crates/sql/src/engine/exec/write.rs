@@ -1473,19 +1473,16 @@ pub fn explain(
     };
     let environment = env(conn);
     let mut ctx = Ctx::new(params, &environment);
-    let more_exprs: Vec<&Expr> = targets
-        .order
-        .iter()
-        .map(|(e, _)| e)
-        .chain(&assignments)
-        .collect();
+    let order_exprs: Vec<&Expr> = targets.order.iter().map(|(e, _)| e).collect();
+    let set_exprs: Vec<&Expr> = assignments.iter().collect();
     super::select::explain_write(
         conn,
         &table,
         select_type,
         targets.cond.as_ref(),
         targets.late.as_ref(),
-        &more_exprs,
+        &order_exprs,
+        &set_exprs,
         !targets.order.is_empty(),
         format,
         &mut ctx,

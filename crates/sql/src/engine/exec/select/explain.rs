@@ -48,6 +48,11 @@ struct Row {
     buffered: Option<&'static str>,
     /// Its part in a pushed join, as NDB's mysqld says it.
     push: Option<String>,
+    /// FORMAT=JSON: the per-row subqueries of the conditions tested at
+    /// this table (each rendered at no indent).
+    attached: Vec<String>,
+    /// FORMAT=JSON: a LATERAL table's `materialized_from_subquery`.
+    materialised: Option<String>,
 }
 
 /// Which form.
@@ -80,15 +85,15 @@ pub fn explain(
     let mut ctx = Ctx::new(&[], &environment);
     ctx.killed = Some(&info.query_killed);
     if format == Format::Analyze {
-        if plans.planned.iter().any(per_row) {
-            return Err(crate::error::SqlError::unsupported(
-                "EXPLAIN ANALYZE of a query with correlated subqueries or LATERAL",
-            ));
-        }
-        let text = analyze(conn, &plans, &mut ctx)?;
+        let text = if plans.planned.iter().any(per_row) {
+            analyze_per_row(conn, &plans, &mut ctx)?
+        } else {
+            analyze(conn, &plans, &mut ctx)?
+        };
         return send_text(sink, text, more);
     }
     let mut arms = Vec::new();
+    let mut blocks = Vec::new();
     // Ids after the SELECTs of the union: the per-row subqueries'.
     let mut next_id = plans.planned.len() + 1;
     for (at, p) in plans.planned.iter().enumerate() {
@@ -104,11 +109,33 @@ pub fn explain(
             r.id = Some(at + 1);
             r.select_type = select_type;
         }
-        // FORMAT=JSON nests subqueries in its own way: only the SELECT.
         if dependent && format == Format::Traditional {
             rows.extend(dependent_rows(conn, p, at + 1, &mut next_id, &mut ctx)?);
         }
+        if format == Format::Json {
+            // FORMAT=JSON nests the subqueries in the SELECT's block.
+            blocks.push(block_json_of(
+                conn,
+                p,
+                rows,
+                at + 1,
+                &mut next_id,
+                &mut ctx,
+            )?);
+            continue;
+        }
         arms.push(rows);
+    }
+    if format == Format::Json {
+        let union = (plans.planned.len() > 1).then(|| {
+            let ids: Vec<String> = (1..=plans.planned.len()).map(|i| i.to_string()).collect();
+            format!("<union{}>", ids.join(","))
+        });
+        return send_text(
+            sink,
+            json(&blocks, union.as_deref(), plans.union_distinct),
+            more,
+        );
     }
     let union = (plans.planned.len() > 1).then(|| {
         let ids: Vec<String> = (1..=plans.planned.len()).map(|i| i.to_string()).collect();
@@ -117,17 +144,59 @@ pub fn explain(
     send_explain(arms, union, plans.union_distinct, format, more, sink)
 }
 
+/// Where a per-row subquery is used: MySQL's place for it in EXPLAIN
+/// ANALYZE's words and FORMAT=JSON's nesting.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Clause {
+    /// A `LATERAL` derived table.
+    Lateral,
+    /// The select list.
+    Projection,
+    /// WHERE or an ON.
+    Condition,
+    GroupBy,
+    Having,
+    OrderBy,
+}
+
 /// A per-row subquery EXPLAIN shows: its query, the outer columns it
-/// names, and whether it is a LATERAL derived table.
-type Dependent = (
-    Arc<ast::Query>,
-    Vec<(crate::engine::expr::ScopeColumn, usize)>,
-    bool,
-);
+/// names, and where it is used.
+struct Dependent {
+    query: Arc<ast::Query>,
+    outer: Vec<(crate::engine::expr::ScopeColumn, usize)>,
+    clause: Clause,
+}
 
 /// Per-row depth of EXPLAIN's dependent subqueries shown, at most (a
 /// deeper one is run, not shown).
 const DEPENDENT_DEPTH_MAX: usize = 16;
+
+/// What a SELECT runs per row, each text once, in the order EXPLAIN
+/// numbers them: `LATERAL` derived tables, then the subqueries of the
+/// select list, WHERE, GROUP BY, HAVING, ORDER BY and the LATERAL tables'
+/// ON.
+fn dependents_of(p: &Planned) -> Vec<Dependent> {
+    let mut subs: Vec<Dependent> = p
+        .laterals
+        .iter()
+        .map(|lat| Dependent {
+            query: Arc::clone(&lat.query),
+            outer: lat.outer.clone(),
+            clause: Clause::Lateral,
+        })
+        .collect();
+    subqueries_of(&p.items, Clause::Projection, &mut subs);
+    subqueries_of(&p.late, Clause::Condition, &mut subs);
+    subqueries_of(&p.group, Clause::GroupBy, &mut subs);
+    subqueries_of(&p.having, Clause::Having, &mut subs);
+    subqueries_of(p.order.iter().map(|(e, _)| e), Clause::OrderBy, &mut subs);
+    subqueries_of(
+        p.laterals.iter().filter_map(|l| l.on.as_ref()),
+        Clause::Condition,
+        &mut subs,
+    );
+    subs
+}
 
 /// The rows of what a SELECT runs per row: `LATERAL` derived tables
 /// (`<derivedN>` in the SELECT's own rows, then `DEPENDENT DERIVED`) and
@@ -141,33 +210,91 @@ fn dependent_rows(
     next_id: &mut usize,
     ctx: &mut Ctx<'_>,
 ) -> SqlResult<Vec<Row>> {
-    let mut subs: Vec<Dependent> = Vec::new();
-    for lat in &p.laterals {
-        subs.push((Arc::clone(&lat.query), lat.outer.clone(), true));
-    }
-    let exprs = p
-        .items
-        .iter()
-        .chain(&p.late)
-        .chain(&p.group)
-        .chain(&p.having)
-        .chain(p.order.iter().map(|(e, _)| e))
-        .chain(p.laterals.iter().filter_map(|l| l.on.as_ref()));
-    subqueries_of(exprs, &mut subs);
-    dependent_rows_of(conn, subs, id, next_id, ctx)
+    dependent_rows_of(conn, dependents_of(p), id, next_id, ctx)
 }
 
 /// Adds the per-row subqueries of `exprs` to `subs`, each text once.
-fn subqueries_of<'e>(exprs: impl IntoIterator<Item = &'e Expr>, subs: &mut Vec<Dependent>) {
+fn subqueries_of<'e>(
+    exprs: impl IntoIterator<Item = &'e Expr>,
+    clause: Clause,
+    subs: &mut Vec<Dependent>,
+) {
     for e in exprs {
         e.each(&mut |x| {
             if let Expr::Sub(s) = x {
-                if !subs.iter().any(|(q, ..)| q.to_string() == *s.text) {
-                    subs.push((Arc::clone(&s.query), s.outer.clone(), false));
+                if !subs.iter().any(|d| d.query.to_string() == *s.text) {
+                    subs.push(Dependent {
+                        query: Arc::clone(&s.query),
+                        outer: s.outer.clone(),
+                        clause,
+                    });
                 }
             }
         });
     }
+}
+
+/// Runs `f` on the plans of `d`'s query, planned as it runs but with
+/// sample values for the outer columns.
+fn with_sample<R>(
+    conn: &mut Conn<'_>,
+    d: &Dependent,
+    f: impl FnOnce(&mut Conn<'_>, Plans) -> SqlResult<R>,
+) -> SqlResult<R> {
+    let sample = crate::engine::expr::OuterRow {
+        columns: d.outer.iter().map(|(c, _)| c.clone()).collect(),
+        values: d
+            .outer
+            .iter()
+            .map(|(c, _)| crate::engine::expr::sample_value(c.kind))
+            .collect(),
+    };
+    crate::engine::exec::correlated::with_outer(conn, sample, |conn| {
+        let plans = plan_query(conn, &d.query, &[], Some(&[]))?;
+        for sp in &plans.planned {
+            if let Some(table) = &sp.table {
+                crate::engine::stats::refresh(conn, table);
+            }
+        }
+        f(conn, plans)
+    })
+}
+
+/// The rows of a per-row subquery's own plan, numbered `sub_id` (a key
+/// read per outer row is `eq_ref` with the outer columns as `ref`).
+fn sample_rows(
+    conn: &Conn<'_>,
+    d: &Dependent,
+    sp: &Planned,
+    sub_id: usize,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Vec<Row>> {
+    let database = conn.session.database.clone().unwrap_or_default();
+    let outer_names: Vec<String> = d
+        .outer
+        .iter()
+        .map(|(c, _)| format!("{database}.{}.{}", c.table, c.name))
+        .collect();
+    let mut these = rows_of(sp, ctx)?;
+    for r in &mut these {
+        r.id = Some(sub_id);
+        r.select_type = if d.clause == Clause::Lateral {
+            "DEPENDENT DERIVED"
+        } else {
+            "DEPENDENT SUBQUERY"
+        };
+        // Read by key per outer row, not once.
+        if r.access_type == Some("const") {
+            r.access_type = Some("eq_ref");
+            // The key's values come from the outer row.
+            if r.refs.len() == outer_names.len() {
+                r.refs.clone_from(&outer_names);
+            } else {
+                r.refs = vec!["func".into(); r.refs.len()];
+            }
+        }
+    }
+    Ok(these)
 }
 
 /// The rows of the per-row subqueries `subs` of the SELECT (or UPDATE,
@@ -180,10 +307,10 @@ fn dependent_rows_of(
     ctx: &mut Ctx<'_>,
 ) -> SqlResult<Vec<Row>> {
     let mut out = Vec::new();
-    for (q, outer, derived) in subs {
+    for d in subs {
         let sub_id = *next_id;
         *next_id += 1;
-        if derived {
+        if d.clause == Clause::Lateral {
             out.push(Row {
                 id: Some(id),
                 select_type: "PRIMARY",
@@ -192,48 +319,11 @@ fn dependent_rows_of(
                 ..Row::default()
             });
         }
-        let sample = crate::engine::expr::OuterRow {
-            columns: outer.iter().map(|(c, _)| c.clone()).collect(),
-            values: outer
-                .iter()
-                .map(|(c, _)| crate::engine::expr::sample_value(c.kind))
-                .collect(),
-        };
         let depth = conn.subqueries.outer.len();
-        let inner = crate::engine::exec::correlated::with_outer(conn, sample, |conn| {
-            let plans = plan_query(conn, &q, &[], Some(&[]))?;
-            for sp in &plans.planned {
-                if let Some(table) = &sp.table {
-                    crate::engine::stats::refresh(conn, table);
-                }
-            }
-            let database = conn.session.database.clone().unwrap_or_default();
-            let outer_names: Vec<String> = outer
-                .iter()
-                .map(|(c, _)| format!("{database}.{}.{}", c.table, c.name))
-                .collect();
+        let inner = with_sample(conn, &d, |conn, plans| {
             let mut rows = Vec::new();
             for sp in &plans.planned {
-                let mut these = rows_of(sp, ctx)?;
-                for r in &mut these {
-                    r.id = Some(sub_id);
-                    r.select_type = if derived {
-                        "DEPENDENT DERIVED"
-                    } else {
-                        "DEPENDENT SUBQUERY"
-                    };
-                    // Read by key per outer row, not once.
-                    if r.access_type == Some("const") {
-                        r.access_type = Some("eq_ref");
-                        // The key's values come from the outer row.
-                        if r.refs.len() == outer_names.len() {
-                            r.refs.clone_from(&outer_names);
-                        } else {
-                            r.refs = vec!["func".into(); r.refs.len()];
-                        }
-                    }
-                }
-                rows.extend(these);
+                rows.extend(sample_rows(conn, &d, sp, sub_id, ctx)?);
                 if per_row(sp) && depth < DEPENDENT_DEPTH_MAX {
                     rows.extend(dependent_rows(conn, sp, sub_id, next_id, ctx)?);
                 }
@@ -245,12 +335,286 @@ fn dependent_rows_of(
     Ok(out)
 }
 
+/// `{"dependent": true, …, "query_block": block}`: a per-row subquery
+/// as FORMAT=JSON nests it (`block` rendered at no indent).
+fn dependent_json(block: &str) -> String {
+    format!(
+        "{{\n  \"dependent\": true,\n  \"cacheable\": false,\n  \"query_block\": {}\n}}",
+        reindent(block, "  ")
+    )
+}
+
+/// `s` (rendered at no indent) for a place indented by `indent`.
+fn reindent(s: &str, indent: &str) -> String {
+    s.replace('\n', &format!("\n{indent}"))
+}
+
+/// The FORMAT=JSON `query_block` (at no indent) of a SELECT numbered
+/// `id` whose EXPLAIN rows are `rows`, with its per-row subqueries nested
+/// where MySQL nests them: a LATERAL table's query under its
+/// `<derivedN>` table (`materialized_from_subquery`), a condition's in
+/// `attached_subqueries` of the table it is tested at (the last: late
+/// conjuncts are tested on the joined rows), the select list's, GROUP
+/// BY's, HAVING's and ORDER BY's in the block's
+/// `select_list_subqueries`, `group_by_subqueries`, `having_subqueries`,
+/// `order_by_subqueries`.
+fn block_json_of(
+    conn: &mut Conn<'_>,
+    p: &Planned,
+    mut rows: Vec<Row>,
+    id: usize,
+    next_id: &mut usize,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<String> {
+    let depth = conn.subqueries.outer.len();
+    let mut lists: Vec<(&'static str, Vec<String>)> = Vec::new();
+    let mut attached = Vec::new();
+    if depth < DEPENDENT_DEPTH_MAX {
+        for d in dependents_of(p) {
+            let sub_id = *next_id;
+            *next_id += 1;
+            let block = with_sample(conn, &d, |conn, plans| {
+                query_json_of(conn, &d, plans, sub_id, next_id, ctx)
+            })?;
+            let list = match d.clause {
+                Clause::Lateral => {
+                    let materialised = format!(
+                        "{{\n  \"using_temporary_table\": true,\n  \"dependent\": true,\n  \
+                         \"cacheable\": false,\n  \"query_block\": {}\n}}",
+                        reindent(&block, "  ")
+                    );
+                    rows.push(Row {
+                        table: Some(format!("<derived{sub_id}>")),
+                        access_type: Some("ALL"),
+                        materialised: Some(materialised),
+                        ..Row::default()
+                    });
+                    continue;
+                }
+                Clause::Condition => {
+                    attached.push(dependent_json(&block));
+                    continue;
+                }
+                Clause::Projection => "select_list_subqueries",
+                Clause::GroupBy => "group_by_subqueries",
+                Clause::Having => "having_subqueries",
+                Clause::OrderBy => "order_by_subqueries",
+            };
+            match lists.iter_mut().find(|(name, _)| *name == list) {
+                Some((_, items)) => items.push(dependent_json(&block)),
+                None => lists.push((list, vec![dependent_json(&block)])),
+            }
+        }
+    }
+    match rows.last_mut() {
+        Some(last) => last.attached = attached,
+        None if !attached.is_empty() => lists.push(("attached_subqueries", attached)),
+        None => {}
+    }
+    Ok(block_json_with(id, &rows, "", &lists))
+}
+
+/// The FORMAT=JSON `query_block` (at no indent) of a per-row subquery's
+/// `plans` (planned with sample values), numbered `sub_id`.
+fn query_json_of(
+    conn: &mut Conn<'_>,
+    d: &Dependent,
+    plans: Plans,
+    sub_id: usize,
+    next_id: &mut usize,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<String> {
+    let mut blocks = Vec::new();
+    for sp in &plans.planned {
+        let rows = sample_rows(conn, d, sp, sub_id, ctx)?;
+        blocks.push(block_json_of(conn, sp, rows, sub_id, next_id, ctx)?);
+    }
+    if blocks.len() == 1 {
+        return Ok(blocks.remove(0));
+    }
+    let ids: Vec<String> = (0..blocks.len()).map(|_| sub_id.to_string()).collect();
+    Ok(union_json(
+        &blocks,
+        &format!("<union{}>", ids.join(",")),
+        plans.union_distinct,
+    ))
+}
+
+/// `{"union_result": …}`: a UNION's `query_block` (at no indent) over its
+/// SELECTs' blocks (each at no indent).
+fn union_json(blocks: &[String], name: &str, distinct: bool) -> String {
+    let specs: Vec<String> = blocks
+        .iter()
+        .map(|b| {
+            format!(
+                "      {{\n        \"dependent\": false,\n        \
+                 \"cacheable\": true,\n        \"query_block\": {}\n      }}",
+                reindent(b, "        ")
+            )
+        })
+        .collect();
+    format!(
+        "{{\n  \"union_result\": {{\n    \
+         \"using_temporary_table\": {distinct},\n    \"table_name\": {},\n    \
+         \"access_type\": \"ALL\",\n    \"query_specifications\": [\n{}\n    ]\n  \
+         }}\n}}",
+        js(name),
+        specs.join(",\n")
+    )
+}
+
+/// `EXPLAIN ANALYZE` of a query that runs per-row subqueries: the query
+/// run as it runs (its rows read, then the subqueries per row), the
+/// read's tree, then a node per subquery (`Select #N (subquery in
+/// condition; dependent)`, `Materialize` for a LATERAL table) with how
+/// many times it ran (`loops`: its cache's hits are not runs), the rows a
+/// run gave and a run's time on average, over its plan as EXPLAIN plans
+/// it (with sample values; these lines carry no times of their own).
+fn analyze_per_row(conn: &mut Conn<'_>, plans: &Plans, ctx: &mut Ctx<'_>) -> SqlResult<String> {
+    conn.subqueries.analyze = Some(std::collections::HashMap::new());
+    let result = (|| {
+        let mut text = String::new();
+        let alone = plans.planned.len() == 1;
+        let mut next_id = plans.planned.len() + 1;
+        for p in &plans.planned {
+            let started = Instant::now();
+            let mut stats = Vec::new();
+            let out =
+                super::run_per_row(conn, p, ctx, alone, &plans.placeholders, Some(&mut stats))?;
+            match &p.join {
+                Some(spec) => {
+                    let plan = join_plan::plan(spec, p.cond.as_ref(), ctx)?;
+                    text.push_str(&join_tree(spec, &plan, &stats, out.len(), started));
+                }
+                None => {
+                    let ms = started.elapsed().as_secs_f64() * 1e3;
+                    let what = single_text(p, ctx)?;
+                    let _ = writeln!(
+                        text,
+                        "-> {what}  (actual time=0.000..{ms:.3} rows={} loops=1)",
+                        out.len()
+                    );
+                }
+            }
+            for d in dependents_of(p) {
+                subquery_tree(conn, &d, &mut next_id, ctx, 0, &mut text)?;
+            }
+        }
+        Ok(text)
+    })();
+    conn.subqueries.analyze = None;
+    result
+}
+
+/// How a single-table (or table-less) SELECT reads, in MySQL's tree words.
+fn single_text(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<String> {
+    let name = p
+        .source
+        .first()
+        .map_or_else(String::new, |c| c.table.to_string());
+    Ok(match &p.table {
+        Some(table) => {
+            let (access, _) = single_access(table, p, ctx)?;
+            step_text(table, &name, &StepAccess::Own(access), None)
+        }
+        None => "Rows fetched before execution".to_owned(),
+    })
+}
+
+/// A count per loop as MySQL prints it: whole, or with two decimals.
+fn per_loop(total: u64, loops: u64) -> String {
+    if loops == 0 || total.is_multiple_of(loops) {
+        (total / loops.max(1)).to_string()
+    } else {
+        let v = total as f64 / loops as f64;
+        let s = format!("{v:.2}");
+        s.trim_end_matches('0').to_owned()
+    }
+}
+
+/// EXPLAIN ANALYZE's node of a per-row subquery `d` (numbered next),
+/// what it did (counted while the query ran), and its plan's lines,
+/// `depth` levels in.
+fn subquery_tree(
+    conn: &mut Conn<'_>,
+    d: &Dependent,
+    next_id: &mut usize,
+    ctx: &mut Ctx<'_>,
+    depth: usize,
+    text: &mut String,
+) -> SqlResult<()> {
+    let id = *next_id;
+    *next_id += 1;
+    let stats = conn
+        .subqueries
+        .analyze
+        .as_ref()
+        .and_then(|m| m.get(&d.query.to_string()))
+        .copied()
+        .unwrap_or_default();
+    let pad = "    ".repeat(depth);
+    let place = match d.clause {
+        Clause::Lateral => None,
+        Clause::Projection => Some("projection"),
+        Clause::Condition | Clause::Having => Some("condition"),
+        Clause::GroupBy => Some("GROUP BY"),
+        Clause::OrderBy => Some("ORDER BY"),
+    };
+    let _ = match place {
+        Some(place) => write!(
+            text,
+            "{pad}-> Select #{id} (subquery in {place}; dependent)"
+        ),
+        None => write!(
+            text,
+            "{pad}-> Materialize <derived{id}> (invalidate on row from outer tables)"
+        ),
+    };
+    if stats.runs == 0 {
+        text.push_str("  (never executed)\n");
+    } else {
+        let ms = stats.time.as_secs_f64() * 1e3 / stats.runs as f64;
+        let _ = writeln!(
+            text,
+            "  (actual time=0.000..{ms:.3} rows={} loops={})",
+            per_loop(stats.rows, stats.runs),
+            stats.runs
+        );
+    }
+    let inner = "    ".repeat(depth + 1);
+    with_sample(conn, d, |conn, plans| {
+        for sp in &plans.planned {
+            match &sp.join {
+                Some(spec) => {
+                    let plan = join_plan::plan(spec, sp.cond.as_ref(), ctx)?;
+                    for step in &plan.steps {
+                        let t = &spec.tables[step.table];
+                        let what = step_text(&t.table, &t.alias, &step.access, Some(spec));
+                        let _ = writeln!(text, "{inner}-> {what}");
+                    }
+                }
+                None => {
+                    let what = single_text(sp, ctx)?;
+                    let _ = writeln!(text, "{inner}-> {what}");
+                }
+            }
+            if depth + 1 < DEPENDENT_DEPTH_MAX {
+                for nested in dependents_of(sp) {
+                    subquery_tree(conn, &nested, next_id, ctx, depth + 1, text)?;
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
 /// `EXPLAIN [FORMAT=JSON] UPDATE|DELETE` of one table: the access the
 /// executor runs (`exec::write`'s `plan::access` of the conjuncts `cond`;
 /// `late` ones, with correlated subqueries, are tested after the read),
 /// `select_type` `UPDATE` or `DELETE` as MySQL 8 prints it, then the
-/// `DEPENDENT SUBQUERY` rows of the per-row subqueries of `late` and
-/// `more_exprs` (SET, ORDER BY). `filesort`: an ORDER BY sorts the rows.
+/// `DEPENDENT SUBQUERY` rows of the per-row subqueries of `late`,
+/// `order_exprs` and `set_exprs` (FORMAT=JSON: nested in its block).
+/// `filesort`: an ORDER BY sorts the rows.
 #[allow(clippy::too_many_arguments)]
 pub fn explain_write(
     conn: &mut Conn<'_>,
@@ -258,7 +622,8 @@ pub fn explain_write(
     select_type: &'static str,
     cond: Option<&Expr>,
     late: Option<&Expr>,
-    more_exprs: &[&Expr],
+    order_exprs: &[&Expr],
+    set_exprs: &[&Expr],
     filesort: bool,
     format: Format,
     ctx: &mut Ctx<'_>,
@@ -297,15 +662,39 @@ pub fn explain_write(
     }
     row.id = Some(1);
     row.select_type = select_type;
+    let mut subs = Vec::new();
+    subqueries_of(late, Clause::Condition, &mut subs);
+    subqueries_of(order_exprs.iter().copied(), Clause::OrderBy, &mut subs);
+    subqueries_of(set_exprs.iter().copied(), Clause::Projection, &mut subs);
+    let mut next_id = 2;
+    if format == Format::Json && !subs.is_empty() {
+        // Nested as MySQL nests them: the WHERE's at the table, SET's in
+        // `update_value_subqueries`, ORDER BY's in `order_by_subqueries`.
+        let mut lists: Vec<(&'static str, Vec<String>)> = Vec::new();
+        for d in subs {
+            let sub_id = next_id;
+            next_id += 1;
+            let block = with_sample(conn, &d, |conn, plans| {
+                query_json_of(conn, &d, plans, sub_id, &mut next_id, ctx)
+            })?;
+            let list = match d.clause {
+                Clause::Condition => {
+                    row.attached.push(dependent_json(&block));
+                    continue;
+                }
+                Clause::OrderBy => "order_by_subqueries",
+                _ => "update_value_subqueries",
+            };
+            match lists.iter_mut().find(|(name, _)| *name == list) {
+                Some((_, items)) => items.push(dependent_json(&block)),
+                None => lists.push((list, vec![dependent_json(&block)])),
+            }
+        }
+        let block = block_json_with(1, &[row], "", &lists);
+        return send_text(sink, json(&[block], None, false), more);
+    }
     let mut rows = vec![row];
-    // As a SELECT's: FORMAT=JSON shows only the statement's own row.
     if format == Format::Traditional {
-        let mut subs = Vec::new();
-        subqueries_of(
-            late.into_iter().chain(more_exprs.iter().copied()),
-            &mut subs,
-        );
-        let mut next_id = 2;
         rows.extend(dependent_rows_of(conn, subs, 1, &mut next_id, ctx)?);
     }
     send_explain(vec![rows], None, false, format, more, sink)
@@ -322,7 +711,12 @@ fn send_explain(
     sink: &mut dyn ResultSink,
 ) -> SqlResult<Answered> {
     if format == Format::Json {
-        let text = json(&arms, union.as_deref(), union_distinct);
+        let blocks: Vec<String> = arms
+            .iter()
+            .enumerate()
+            .map(|(at, rows)| block_json(at + 1, rows, ""))
+            .collect();
+        let text = json(&blocks, union.as_deref(), union_distinct);
         return send_text(sink, text, more);
     }
     let mut out: Vec<Row> = arms.into_iter().flatten().collect();
@@ -880,6 +1274,24 @@ fn table_json(r: &Row, indent: &str) -> String {
         }
     }
     let inner = format!("{indent}  ");
+    if let Some(m) = &r.materialised {
+        fields.push(format!(
+            "\"materialized_from_subquery\": {}",
+            reindent(m, &inner)
+        ));
+    }
+    if !r.attached.is_empty() {
+        let i2 = format!("{inner}  ");
+        let items: Vec<String> = r
+            .attached
+            .iter()
+            .map(|it| format!("{i2}{}", reindent(it, &i2)))
+            .collect();
+        fields.push(format!(
+            "\"attached_subqueries\": [\n{}\n{inner}]",
+            items.join(",\n")
+        ));
+    }
     format!(
         "{{\n{inner}{}\n{indent}}}",
         fields.join(&format!(",\n{inner}"))
@@ -888,9 +1300,21 @@ fn table_json(r: &Row, indent: &str) -> String {
 
 /// One `query_block`: a single table directly, a join as `nested_loop`.
 fn block_json(id: usize, rows: &[Row], indent: &str) -> String {
+    block_json_with(id, rows, indent, &[])
+}
+
+/// [`block_json`] with arrays of subqueries (`select_list_subqueries`
+/// …, each item rendered at no indent) after the tables.
+fn block_json_with(
+    id: usize,
+    rows: &[Row],
+    indent: &str,
+    lists: &[(&'static str, Vec<String>)],
+) -> String {
     let i1 = format!("{indent}  ");
     let i2 = format!("{indent}    ");
-    let body = match rows {
+    let mut body = match rows {
+        [] => String::new(),
         [one] => format!("\"table\": {}", table_json(one, &i1)),
         many => {
             let i3 = format!("{indent}      ");
@@ -901,38 +1325,27 @@ fn block_json(id: usize, rows: &[Row], indent: &str) -> String {
             format!("\"nested_loop\": [\n{}\n{i1}]", items.join(",\n"))
         }
     };
+    for (name, items) in lists {
+        let items: Vec<String> = items
+            .iter()
+            .map(|it| format!("{i2}{}", reindent(it, &i2)))
+            .collect();
+        if !body.is_empty() {
+            body.push_str(&format!(",\n{i1}"));
+        }
+        body.push_str(&format!("\"{name}\": [\n{}\n{i1}]", items.join(",\n")));
+    }
     format!("{{\n{i1}\"select_id\": {id},\n{i1}{body}\n{indent}}}")
 }
 
-/// MySQL's `EXPLAIN FORMAT=JSON` document.
-fn json(arms: &[Vec<Row>], union: Option<&str>, distinct: bool) -> String {
-    match union {
-        None => format!(
-            "{{\n  \"query_block\": {}\n}}",
-            block_json(1, arms.first().map_or(&[][..], Vec::as_slice), "  ")
-        ),
-        Some(name) => {
-            let specs: Vec<String> = arms
-                .iter()
-                .enumerate()
-                .map(|(at, rows)| {
-                    format!(
-                        "        {{\n          \"dependent\": false,\n          \
-                         \"cacheable\": true,\n          \"query_block\": {}\n        }}",
-                        block_json(at + 1, rows, "          ")
-                    )
-                })
-                .collect();
-            format!(
-                "{{\n  \"query_block\": {{\n    \"union_result\": {{\n      \
-                 \"using_temporary_table\": {distinct},\n      \"table_name\": {},\n      \
-                 \"access_type\": \"ALL\",\n      \"query_specifications\": [\n{}\n      ]\n    \
-                 }}\n  }}\n}}",
-                js(name),
-                specs.join(",\n")
-            )
-        }
-    }
+/// MySQL's `EXPLAIN FORMAT=JSON` document over the SELECTs' blocks
+/// (each rendered at no indent).
+fn json(blocks: &[String], union: Option<&str>, distinct: bool) -> String {
+    let body = match union {
+        None => blocks.first().cloned().unwrap_or_else(|| "{\n}".to_owned()),
+        Some(name) => union_json(blocks, name, distinct),
+    };
+    format!("{{\n  \"query_block\": {}\n}}", reindent(&body, "  "))
 }
 
 /// Runs the query and describes what each step did, as MySQL's
