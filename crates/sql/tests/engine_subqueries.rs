@@ -311,4 +311,26 @@ fn subqueries_over_a_sandbox() {
     assert!(json.contains("\"attached_subqueries\": ["), "{json}");
     assert!(json.contains("\"dependent\": true"), "{json}");
     assert!(json.contains("\"select_id\": 2"), "{json}");
+    // EXPLAIN lists a derived table's query as `<derivedN>` and DERIVED
+    // rows; a CTE read twice runs once, so its query is listed once.
+    let plan = q(
+        &mut conn,
+        concat!(
+            "EXPLAIN WITH c AS (SELECT grp, COUNT(*) AS n FROM g GROUP BY grp) ",
+            "SELECT * FROM c JOIN c AS c2 ON c2.grp = c.grp"
+        ),
+    );
+    let shape: Vec<[&str; 3]> = plan
+        .iter()
+        .map(|r| [r[0].as_str(), r[1].as_str(), r[2].as_str()])
+        .collect();
+    assert_eq!(
+        shape,
+        vec![
+            ["1", "PRIMARY", "<derived2>"],
+            ["1", "PRIMARY", "<derived2>"],
+            ["2", "DERIVED", "g"],
+        ],
+        "{plan:?}"
+    );
 }

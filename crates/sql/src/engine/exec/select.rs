@@ -28,6 +28,10 @@ pub const GROUPS_IN_MEMORY_MAX: usize = 1_000_000;
 pub const ROWS_IN_MEMORY_MAX: usize = 10_000_000;
 
 mod explain;
+pub(crate) use explain::{
+    capture_next, derived_begin, derived_captured, explain_mark, note_again, note_derived,
+    note_ran, ExplainNotes, Row as ExplainRow,
+};
 pub use explain::{explain, explain_write, Format};
 
 /// A planned single-table (or table-less) SELECT.
@@ -94,7 +98,9 @@ pub(crate) fn materialise(
     placeholders: &[Location],
     params: Option<&[Val]>,
 ) -> SqlResult<super::derived::Materialised> {
+    let pending = explain::take_pending(conn);
     let plans = plan_query(conn, q, placeholders, params)?;
+    explain::capture(conn, pending, &plans)?;
     let (kinds, nullable) = plans
         .planned
         .first()

@@ -43,6 +43,9 @@ pub struct Cache {
     /// What each correlated subquery did, by text, while `EXPLAIN
     /// ANALYZE` runs its query (None otherwise: nothing is counted).
     pub analyze: Option<HashMap<String, super::correlated::RunStats>>,
+    /// The derived tables an `EXPLAIN`'s query reads, noted as they run
+    /// (None otherwise).
+    pub(crate) explain: Option<super::select::ExplainNotes>,
 }
 
 impl Cache {
@@ -54,6 +57,7 @@ impl Cache {
         self.outer.clear();
         self.per_row = Default::default();
         self.analyze = None;
+        self.explain = None;
     }
 }
 

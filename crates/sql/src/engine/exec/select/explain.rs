@@ -23,8 +23,8 @@ use crate::error::SqlResult;
 use crate::value::{charset, ColumnMeta, ColumnType, SqlValue};
 
 /// One row of the traditional table.
-#[derive(Default)]
-struct Row {
+#[derive(Clone, Default)]
+pub(crate) struct Row {
     id: Option<usize>,
     select_type: &'static str,
     table: Option<String>,
@@ -53,6 +53,10 @@ struct Row {
     attached: Vec<String>,
     /// FORMAT=JSON: a LATERAL table's `materialized_from_subquery`.
     materialised: Option<String>,
+    /// The table's rows are kept ones (a derived table, view or CTE).
+    kept: bool,
+    /// A recursive CTE's block reading the CTE itself.
+    recursive: bool,
 }
 
 /// Which form.
@@ -74,7 +78,14 @@ pub fn explain(
     more: bool,
     sink: &mut dyn ResultSink,
 ) -> SqlResult<Answered> {
-    let plans = plan_query(conn, q, &[], Some(&[]))?;
+    // The traditional table lists derived tables' queries: noted as
+    // they run while the query is planned.
+    if format == Format::Traditional {
+        conn.subqueries.explain = Some(ExplainNotes::default());
+    }
+    let plans = plan_query(conn, q, &[], Some(&[]));
+    let notes = conn.subqueries.explain.take();
+    let plans = plans?;
     for p in &plans.planned {
         if let Some(table) = &p.table {
             crate::engine::stats::refresh(conn, table);
@@ -84,6 +95,10 @@ pub fn explain(
     let info = Arc::clone(&conn.info);
     let mut ctx = Ctx::new(&[], &environment);
     ctx.killed = Some(&info.query_killed);
+    let notes = notes.map(|n| n.notes).unwrap_or_default();
+    let top = direct_children(&notes, 0..notes.len());
+    let mut used = vec![false; notes.len()];
+    let mut derived_ids = std::collections::HashMap::new();
     if format == Format::Analyze {
         let text = if plans.planned.iter().any(per_row) {
             analyze_per_row(conn, &plans, &mut ctx)?
@@ -105,10 +120,24 @@ pub fn explain(
             _ => "UNION",
         };
         let mut rows = rows_of(p, &mut ctx)?;
+        let derived = expand_derived(
+            &notes,
+            &top,
+            &mut rows,
+            &mut next_id,
+            &mut derived_ids,
+            &mut used,
+        );
+        let select_type = if select_type == "SIMPLE" && !derived.is_empty() {
+            "PRIMARY"
+        } else {
+            select_type
+        };
         for r in &mut rows {
             r.id = Some(at + 1);
             r.select_type = select_type;
         }
+        rows.extend(derived);
         if dependent && format == Format::Traditional {
             rows.extend(dependent_rows(conn, p, at + 1, &mut next_id, &mut ctx)?);
         }
@@ -799,7 +828,11 @@ fn text_meta(name: &str) -> ColumnMeta {
 
 /// The Extra column of a row.
 fn extra_of(r: &Row) -> Vec<String> {
-    let mut extra: Vec<String> = r.push.iter().cloned().collect();
+    let mut extra: Vec<String> = Vec::new();
+    if r.recursive {
+        extra.push("Recursive".to_owned());
+    }
+    extra.extend(r.push.iter().cloned());
     if r.condition {
         extra.push("Using where".to_owned());
     }
@@ -877,6 +910,7 @@ fn rows_of(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Vec<Row>> {
             // Key reads take no filter: only a scan's is pushed.
             row.pushed = step.filter.is_some() && scans(&step.access);
             row.table = Some(t.alias.clone());
+            row.kept = t.rows.is_some();
             // A subquery run as a semi-join / anti-join (MySQL 8's words).
             match t.semi {
                 Some(join_plan::SemiKind::Semi) => {
@@ -909,6 +943,10 @@ fn rows_of(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Vec<Row>> {
                 }
             };
             row.possible_keys = possible_keys(&t.table, &t.hints, t.offset, &conds);
+            if row.kept {
+                // Kept rows have no partitions (MySQL: NULL).
+                row.partitions.clear();
+            }
             if at == 0 {
                 row.extra.extend(sort_extra.iter().cloned());
             }
@@ -934,6 +972,7 @@ fn rows_of(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Vec<Row>> {
         let mut row = Row::default();
         if let Some(virtual_rows) = &p.rows {
             row.table = p.source.first().map(|c| c.table.to_string());
+            row.kept = true;
             row.access_type = Some("ALL");
             row.rows = Some(virtual_rows.len() as u64);
             row.condition = p.cond.is_some() || p.late.is_some();
@@ -1519,4 +1558,250 @@ fn send_text(sink: &mut dyn ResultSink, text: String, more: bool) -> SqlResult<A
         more,
     )?;
     Ok(Answered::Done)
+}
+
+/// The derived tables, views and CTEs an `EXPLAIN`'s query ran while it
+/// was planned, each with its query's rows (`conn.subqueries.explain`),
+/// so that EXPLAIN shows them as MySQL does: `<derivedN>` for the table
+/// and a `DERIVED` row (then `UNION` rows) per SELECT of its query.
+#[derive(Default)]
+pub(crate) struct ExplainNotes {
+    /// The next `materialise` is a derived table's query: it captures
+    /// its rows.
+    pending: bool,
+    /// What the last capturing `materialise` planned: each SELECT's rows
+    /// and whether the UNION is DISTINCT.
+    captured: Option<(Vec<Vec<Row>>, bool)>,
+    notes: Vec<Note>,
+}
+
+/// A derived table (view, CTE) read while the query was planned.
+struct Note {
+    /// The name the query reads it by.
+    alias: String,
+    what: Noted,
+    /// The notes made while its query was planned (its own derived
+    /// tables, at any depth).
+    children: std::ops::Range<usize>,
+}
+
+enum Noted {
+    /// Its query ran: its SELECTs' rows; `recursive_from`: where a
+    /// recursive CTE's recursive blocks start; `key`: a CTE's identity.
+    Ran {
+        arms: Vec<Vec<Row>>,
+        distinct: bool,
+        recursive_from: Option<usize>,
+        key: Option<usize>,
+    },
+    /// A CTE read again (its rows kept), or by its own recursive block.
+    Again { key: usize },
+}
+
+/// Starts noting a derived table's query (None: no EXPLAIN runs): the
+/// mark for [`note_derived`].
+pub(crate) fn derived_begin(conn: &mut Conn<'_>) -> Option<usize> {
+    let notes = conn.subqueries.explain.as_mut()?;
+    notes.pending = true;
+    Some(notes.notes.len())
+}
+
+/// Called by `materialise` once planned: the rows of `plans` when a
+/// derived table's query is being noted.
+pub(super) fn capture(conn: &mut Conn<'_>, pending: bool, plans: &Plans) -> SqlResult<()> {
+    if !pending {
+        return Ok(());
+    }
+    let environment = env(conn);
+    let mut ctx = Ctx::new(&[], &environment);
+    let mut arms = Vec::with_capacity(plans.planned.len());
+    for p in &plans.planned {
+        arms.push(rows_of(p, &mut ctx)?);
+    }
+    if let Some(notes) = conn.subqueries.explain.as_mut() {
+        notes.captured = Some((arms, plans.union_distinct));
+    }
+    Ok(())
+}
+
+/// The rows the last noted query captured (a recursive CTE's blocks are
+/// captured one by one).
+pub(crate) fn derived_captured(conn: &mut Conn<'_>) -> Option<(Vec<Vec<Row>>, bool)> {
+    conn.subqueries.explain.as_mut()?.captured.take()
+}
+
+/// Notes the derived table `alias` whose query ran since `mark`, with
+/// what it captured.
+pub(crate) fn note_derived(conn: &mut Conn<'_>, mark: Option<usize>, alias: &str) {
+    let Some((arms, distinct)) = derived_captured(conn) else {
+        return;
+    };
+    note_ran(conn, mark, alias, arms, distinct, None, None);
+}
+
+/// Where the notes stand (None: no EXPLAIN runs), for [`note_ran`].
+pub(crate) fn explain_mark(conn: &Conn<'_>) -> Option<usize> {
+    conn.subqueries.explain.as_ref().map(|n| n.notes.len())
+}
+
+/// The next `materialise` captures its rows (a recursive CTE's block).
+pub(crate) fn capture_next(conn: &mut Conn<'_>) {
+    if let Some(notes) = conn.subqueries.explain.as_mut() {
+        notes.pending = true;
+    }
+}
+
+/// Whether this `materialise` captures its rows (and no later one).
+pub(super) fn take_pending(conn: &mut Conn<'_>) -> bool {
+    conn.subqueries
+        .explain
+        .as_mut()
+        .is_some_and(|n| std::mem::take(&mut n.pending))
+}
+
+/// Notes a derived table (a CTE: `key`) whose query's SELECTs gave `arms`.
+pub(crate) fn note_ran(
+    conn: &mut Conn<'_>,
+    mark: Option<usize>,
+    alias: &str,
+    arms: Vec<Vec<Row>>,
+    distinct: bool,
+    recursive_from: Option<usize>,
+    key: Option<usize>,
+) {
+    let (Some(mark), Some(notes)) = (mark, conn.subqueries.explain.as_mut()) else {
+        return;
+    };
+    notes.pending = false;
+    let end = notes.notes.len();
+    notes.notes.push(Note {
+        alias: alias.to_owned(),
+        what: Noted::Ran {
+            arms,
+            distinct,
+            recursive_from,
+            key,
+        },
+        children: mark..end,
+    });
+}
+
+/// Notes a CTE (`key`) read again as `alias`.
+pub(crate) fn note_again(conn: &mut Conn<'_>, alias: &str, key: usize) {
+    if let Some(notes) = conn.subqueries.explain.as_mut() {
+        let at = notes.notes.len();
+        notes.notes.push(Note {
+            alias: alias.to_owned(),
+            what: Noted::Again { key },
+            children: at..at,
+        });
+    }
+}
+
+/// Names the derived tables of `rows` (those read from kept rows)
+/// `<derivedN>` after the notes among `candidates` they match (by name,
+/// in order), and gives the rows of their queries: `DERIVED` for the
+/// first SELECT, `UNION` for the others (a recursive CTE's recursive
+/// blocks, whose reads of the CTE itself say `Recursive`), `UNION
+/// RESULT` for a UNION DISTINCT that is not recursive.
+fn expand_derived(
+    notes: &[Note],
+    candidates: &[usize],
+    rows: &mut [Row],
+    next_id: &mut usize,
+    ids: &mut std::collections::HashMap<usize, usize>,
+    used: &mut [bool],
+) -> Vec<Row> {
+    let mut out = Vec::new();
+    for r in rows.iter_mut().filter(|r| r.kept) {
+        let Some(name) = r.table.clone() else {
+            continue;
+        };
+        let Some(&c) = candidates
+            .iter()
+            .find(|c| !used[**c] && notes[**c].alias.eq_ignore_ascii_case(&name))
+        else {
+            continue;
+        };
+        used[c] = true;
+        let key = match &notes[c].what {
+            Noted::Again { key } => Some(*key),
+            Noted::Ran { key, .. } => *key,
+        };
+        let known = key.and_then(|k| ids.get(&k).copied());
+        let id = known.unwrap_or_else(|| {
+            let id = *next_id;
+            *next_id += 1;
+            id
+        });
+        if let Some(k) = key {
+            ids.insert(k, id);
+        }
+        r.table = Some(format!("<derived{id}>"));
+        let Noted::Ran {
+            arms,
+            distinct,
+            recursive_from,
+            ..
+        } = &notes[c].what
+        else {
+            continue;
+        };
+        if known.is_some() {
+            // Its rows are shown where it was first read.
+            continue;
+        }
+        let children = direct_children(notes, notes[c].children.clone());
+        let mut arm_ids = Vec::with_capacity(arms.len());
+        for (at, arm) in arms.iter().enumerate() {
+            let arm_id = if at == 0 {
+                id
+            } else {
+                let i = *next_id;
+                *next_id += 1;
+                i
+            };
+            arm_ids.push(arm_id.to_string());
+            let recursive = recursive_from.is_some_and(|from| at >= from);
+            let mut these = arm.clone();
+            for row in &mut these {
+                row.id = Some(arm_id);
+                row.select_type = if at == 0 { "DERIVED" } else { "UNION" };
+                // The recursive block's read of the CTE itself.
+                if recursive && row.kept && row.table.as_deref() == Some(notes[c].alias.as_str()) {
+                    row.kept = false;
+                    row.recursive = true;
+                }
+            }
+            let inner = expand_derived(notes, &children, &mut these, next_id, ids, used);
+            out.extend(these);
+            out.extend(inner);
+        }
+        // UNION ALL needs no temporary table: no UNION RESULT row (as
+        // MySQL 8 and MariaDB print it), nor for a recursive CTE.
+        if arms.len() > 1 && recursive_from.is_none() && *distinct {
+            out.push(Row {
+                select_type: "UNION RESULT",
+                table: Some(format!("<union{}>", arm_ids.join(","))),
+                access_type: Some("ALL"),
+                extra: vec!["Using temporary".into()],
+                ..Row::default()
+            });
+        }
+    }
+    out
+}
+
+/// The notes in `range` that no other note in it holds.
+fn direct_children(notes: &[Note], range: std::ops::Range<usize>) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut at = range.end;
+    // Post-order: a note's children come right before it.
+    while at > range.start {
+        at -= 1;
+        out.push(at);
+        at = at.min(notes[at].children.start.max(range.start));
+    }
+    out.reverse();
+    out
 }
