@@ -333,4 +333,56 @@ fn subqueries_over_a_sandbox() {
         ],
         "{plan:?}"
     );
+    // Placeholders in a LEFT JOIN's ON that runs a correlated subquery
+    // (rewritten as a LATERAL table, its conjuncts moved) and in a table's
+    // ON after a LATERAL one bind where they were written.
+    let p = conn
+        .prepare(concat!(
+            "SELECT g.id, x.id FROM g LEFT JOIN i x ON x.id = g.grp + ? ",
+            "AND x.v > (SELECT MIN(v) FROM i WHERE i.id = g.grp) - ? WHERE g.id < ? ORDER BY g.id"
+        ))
+        .expect("prepare");
+    let mut sink = RowsSink::default();
+    conn.execute(
+        p.id,
+        &[SqlValue::Int(1), SqlValue::Int(0), SqlValue::Int(3)],
+        &mut sink,
+    )
+    .expect("execute");
+    assert!(sink.error.is_none(), "{:?}", sink.error);
+    // x.id = grp + 1 has v = grp + 1 > grp - 0: every row matches.
+    let want: Vec<Vec<SqlValue>> = (0..3)
+        .map(|x| vec![SqlValue::Int(x), SqlValue::Int(x + 1)])
+        .collect();
+    assert_eq!(sink.rows, want);
+    let mut sink = RowsSink::default();
+    conn.execute(
+        p.id,
+        &[SqlValue::Int(1), SqlValue::Int(-5), SqlValue::Int(2)],
+        &mut sink,
+    )
+    .expect("execute");
+    // v = grp + 1 > grp + 5 never holds: NULL-extended.
+    let want: Vec<Vec<SqlValue>> = (0..2)
+        .map(|x| vec![SqlValue::Int(x), SqlValue::Null])
+        .collect();
+    assert_eq!(sink.rows, want);
+    let p = conn
+        .prepare(concat!(
+            "SELECT g.id, x.v FROM g, LATERAL (SELECT v + ? AS v FROM i WHERE i.id = g.grp) ",
+            "AS d JOIN i x ON x.id = d.v + ? WHERE g.id < ? ORDER BY g.id"
+        ))
+        .expect("prepare");
+    let mut sink = RowsSink::default();
+    conn.execute(
+        p.id,
+        &[SqlValue::Int(10), SqlValue::Int(1), SqlValue::Int(2)],
+        &mut sink,
+    )
+    .expect("execute");
+    assert!(sink.error.is_none(), "{:?}", sink.error);
+    let want: Vec<Vec<SqlValue>> = (0..2)
+        .map(|x| vec![SqlValue::Int(x), SqlValue::Int(x + 11)])
+        .collect();
+    assert_eq!(sink.rows, want);
 }
