@@ -635,7 +635,7 @@ fn plan_select(
             .drain(..)
             .chain(late)
             .reduce(|a, b| Expr::And(Box::new(a), Box::new(b)));
-        scope.clause = "on clause";
+        scope.clause = "ON";
         for (lat, l) in laterals.iter_mut().zip(&lateral_asts) {
             lat.on = l.on.as_ref().map(|on| scope.lower(on)).transpose()?;
         }
@@ -961,10 +961,11 @@ fn ast_conjuncts(e: &ast::Expr, out: &mut Vec<ast::Expr>) {
 /// `s` with each `LEFT JOIN x ON …` whose ON runs a correlated subquery
 /// written as the `LATERAL` derived table it equals: `LEFT JOIN LATERAL
 /// (SELECT * FROM x WHERE <the ON's other conjuncts>) AS x ON <the
-/// conjuncts with the subqueries>`. Per row of the tables before it, x's
-/// rows that the plain conjuncts pass (a key read where they give x's
-/// key) are tested against the rest, and the row is NULL-extended when
-/// none passes: MySQL's outer join. None when there is no such join.
+/// conjuncts with the subqueries, or naming a column without its
+/// table>`. Per row of the tables before it, x's rows that the plain
+/// conjuncts pass (a key read where they give x's key) are tested
+/// against the rest, and the row is NULL-extended when none passes:
+/// MySQL's outer join. None when there is no such join.
 fn outer_join_laterals(conn: &Conn<'_>, s: &ast::Select) -> SqlResult<Option<ast::Select>> {
     use ast::JoinOperator as J;
     let correlated = |e: &ast::Expr| {
@@ -1008,8 +1009,12 @@ fn outer_join_laterals(conn: &Conn<'_>, s: &ast::Select) -> SqlResult<Option<ast
             };
             let mut parts = Vec::new();
             ast_conjuncts(on, &mut parts);
-            let (subs, plain): (Vec<ast::Expr>, Vec<ast::Expr>) =
-                parts.into_iter().partition(|p| correlated(p));
+            // A conjunct naming a column without its table stays in the
+            // ON too: inside the derived query the name would find x's
+            // column first, where the ON finds it ambiguous (1052).
+            let (subs, plain): (Vec<ast::Expr>, Vec<ast::Expr>) = parts
+                .into_iter()
+                .partition(|p| correlated(p) || names_unqualified(p));
             let and = |items: Vec<ast::Expr>| {
                 items
                     .into_iter()
@@ -1041,6 +1046,19 @@ fn outer_join_laterals(conn: &Conn<'_>, s: &ast::Select) -> SqlResult<Option<ast
         }
     }
     Ok(Some(out))
+}
+
+/// Whether `e` names a column without its table.
+fn names_unqualified(e: &ast::Expr) -> bool {
+    let mut found = false;
+    let _ = ast::visit_expressions(e, |x| {
+        if matches!(x, ast::Expr::Identifier(_)) {
+            found = true;
+            return std::ops::ControlFlow::Break(());
+        }
+        std::ops::ControlFlow::Continue(())
+    });
+    found
 }
 
 /// `SELECT * FROM x`, whose FROM [`outer_join_laterals`] replaces.
