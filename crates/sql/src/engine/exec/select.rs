@@ -344,8 +344,9 @@ fn plan_select(
     let mut virtual_source: Option<(Vec<ScopeColumn>, Vec<Vec<Val>>)> = None;
     let mut join_from = None;
     let mut hints = Hints::default();
-    // LATERAL derived tables (at the end of FROM) run per row of the
-    // tables before them: the FROM is planned without them.
+    // LATERAL derived tables (and LEFT JOINs whose ON runs a correlated
+    // subquery, rewritten as such) run per row of the tables before them:
+    // the FROM is planned without them, tables written after them first.
     let rewritten = outer_join_laterals(conn, s)?;
     let written = rewritten.as_ref().unwrap_or(s);
     let Peeled {
