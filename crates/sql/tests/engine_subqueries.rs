@@ -231,4 +231,158 @@ fn subqueries_over_a_sandbox() {
     assert_eq!(plan.len(), 2, "{plan:?}");
     assert_eq!(plan[1][1], "DEPENDENT SUBQUERY", "{plan:?}");
     assert_eq!(plan[1][4], "eq_ref", "{plan:?}");
+    // Inside a transaction an UPDATE's per-row subquery reads through the
+    // statement's own transaction, so it sees the transaction's writes
+    // (i's new rows), and still runs once per distinct outer value.
+    q(&mut conn, "BEGIN");
+    let added: Vec<String> = (0..GROUPS)
+        .map(|x| format!("({}, {})", 10_000 + x, 7 * x))
+        .collect();
+    q(
+        &mut conn,
+        &format!("INSERT INTO i VALUES {}", added.join(",")),
+    );
+    let misses = counter(&mut conn, "Subquery_cache_miss");
+    q(
+        &mut conn,
+        "UPDATE g SET grp = (SELECT v FROM i WHERE i.id = 10000 + g.grp) WHERE id < 100",
+    );
+    assert_eq!(
+        counter(&mut conn, "Subquery_cache_miss") - misses,
+        GROUPS as u64
+    );
+    let sum: usize = (0..100).map(|x| 7 * (x % GROUPS)).sum();
+    let rows = q(&mut conn, "SELECT SUM(grp) FROM g WHERE id < 100");
+    assert_eq!(rows, vec![vec![sum.to_string()]]);
+    // DELETE too; MySQL's 1093 stays.
+    q(
+        &mut conn,
+        "DELETE FROM g WHERE id < 100 AND (SELECT v FROM i WHERE i.id = 10000 + g.grp / 7) > 70",
+    );
+    let rows = q(&mut conn, "SELECT COUNT(*) FROM g WHERE id < 100");
+    assert_eq!(rows, vec![vec!["55".to_owned()]]);
+    let e = try_q(
+        &mut conn,
+        "UPDATE g SET grp = (SELECT MAX(x.grp) FROM g x WHERE x.id = g.id + 1)",
+    )
+    .expect_err("1093");
+    assert_eq!(e.code, 1093, "{e}");
+    // EXPLAIN UPDATE shows the subquery's plan.
+    let plan = q(
+        &mut conn,
+        "EXPLAIN UPDATE g SET grp = (SELECT v FROM i WHERE i.id = g.grp) WHERE id < 10",
+    );
+    assert_eq!(plan.len(), 2, "{plan:?}");
+    assert_eq!(plan[0][1], "UPDATE", "{plan:?}");
+    assert_eq!(plan[1][1], "DEPENDENT SUBQUERY", "{plan:?}");
+    assert_eq!(plan[1][4], "eq_ref", "{plan:?}");
+    q(&mut conn, "ROLLBACK");
+    let rows = q(&mut conn, "SELECT COUNT(*), SUM(grp) FROM g WHERE id < 100");
+    let sum: usize = (0..100).map(|x| x % GROUPS).sum();
+    assert_eq!(rows, vec![vec!["100".to_owned(), sum.to_string()]]);
+    // EXPLAIN ANALYZE runs it: the subquery ran once per distinct outer
+    // value (its loops), giving one row each time.
+    let tree = q(
+        &mut conn,
+        "EXPLAIN ANALYZE SELECT id, (SELECT v FROM i WHERE i.id = g.grp) FROM g",
+    );
+    let tree = &tree[0][0];
+    let lines: Vec<&str> = tree.lines().collect();
+    assert!(
+        lines[0].starts_with("-> Table scan on g") && lines[0].contains(" rows=1000 "),
+        "{tree}"
+    );
+    assert!(
+        lines[1].starts_with("-> Select #2 (subquery in projection; dependent)")
+            && lines[1].ends_with(&format!(" rows=1 loops={GROUPS})")),
+        "{tree}"
+    );
+    assert!(
+        lines[2].starts_with("    -> ") && lines[2].contains(" on i"),
+        "{tree}"
+    );
+    // FORMAT=JSON nests it where MySQL does: under the table whose
+    // condition runs it.
+    let json = q(
+        &mut conn,
+        "EXPLAIN FORMAT=JSON SELECT id FROM g WHERE (SELECT v FROM i WHERE i.id = g.grp) > 3",
+    );
+    let json = &json[0][0];
+    assert!(json.contains("\"attached_subqueries\": ["), "{json}");
+    assert!(json.contains("\"dependent\": true"), "{json}");
+    assert!(json.contains("\"select_id\": 2"), "{json}");
+    // EXPLAIN lists a derived table's query as `<derivedN>` and DERIVED
+    // rows; a CTE read twice runs once, so its query is listed once.
+    let plan = q(
+        &mut conn,
+        concat!(
+            "EXPLAIN WITH c AS (SELECT grp, COUNT(*) AS n FROM g GROUP BY grp) ",
+            "SELECT * FROM c JOIN c AS c2 ON c2.grp = c.grp"
+        ),
+    );
+    let shape: Vec<[&str; 3]> = plan
+        .iter()
+        .map(|r| [r[0].as_str(), r[1].as_str(), r[2].as_str()])
+        .collect();
+    assert_eq!(
+        shape,
+        vec![
+            ["1", "PRIMARY", "<derived2>"],
+            ["1", "PRIMARY", "<derived2>"],
+            ["2", "DERIVED", "g"],
+        ],
+        "{plan:?}"
+    );
+    // Placeholders in a LEFT JOIN's ON that runs a correlated subquery
+    // (rewritten as a LATERAL table, its conjuncts moved) and in a table's
+    // ON after a LATERAL one bind where they were written.
+    let p = conn
+        .prepare(concat!(
+            "SELECT g.id, x.id FROM g LEFT JOIN i x ON x.id = g.grp + ? ",
+            "AND x.v > (SELECT MIN(v) FROM i WHERE i.id = g.grp) - ? WHERE g.id < ? ORDER BY g.id"
+        ))
+        .expect("prepare");
+    let mut sink = RowsSink::default();
+    conn.execute(
+        p.id,
+        &[SqlValue::Int(1), SqlValue::Int(0), SqlValue::Int(3)],
+        &mut sink,
+    )
+    .expect("execute");
+    assert!(sink.error.is_none(), "{:?}", sink.error);
+    // x.id = grp + 1 has v = grp + 1 > grp - 0: every row matches.
+    let want: Vec<Vec<SqlValue>> = (0..3)
+        .map(|x| vec![SqlValue::Int(x), SqlValue::Int(x + 1)])
+        .collect();
+    assert_eq!(sink.rows, want);
+    let mut sink = RowsSink::default();
+    conn.execute(
+        p.id,
+        &[SqlValue::Int(1), SqlValue::Int(-5), SqlValue::Int(2)],
+        &mut sink,
+    )
+    .expect("execute");
+    // v = grp + 1 > grp + 5 never holds: NULL-extended.
+    let want: Vec<Vec<SqlValue>> = (0..2)
+        .map(|x| vec![SqlValue::Int(x), SqlValue::Null])
+        .collect();
+    assert_eq!(sink.rows, want);
+    let p = conn
+        .prepare(concat!(
+            "SELECT g.id, x.v FROM g, LATERAL (SELECT v + ? AS v FROM i WHERE i.id = g.grp) ",
+            "AS d JOIN i x ON x.id = d.v + ? WHERE g.id < ? ORDER BY g.id"
+        ))
+        .expect("prepare");
+    let mut sink = RowsSink::default();
+    conn.execute(
+        p.id,
+        &[SqlValue::Int(10), SqlValue::Int(1), SqlValue::Int(2)],
+        &mut sink,
+    )
+    .expect("execute");
+    assert!(sink.error.is_none(), "{:?}", sink.error);
+    let want: Vec<Vec<SqlValue>> = (0..2)
+        .map(|x| vec![SqlValue::Int(x), SqlValue::Int(x + 11)])
+        .collect();
+    assert_eq!(sink.rows, want);
 }

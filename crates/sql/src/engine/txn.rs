@@ -178,6 +178,25 @@ pub fn take<'s>(conn: &mut Conn<'s>) -> SqlResult<Transaction<'s>> {
     Ok(tx)
 }
 
+/// Lends a running statement's transaction back to the connection, so
+/// that what the statement runs meanwhile (an UPDATE's correlated
+/// subqueries) takes it with [`take`] and reads through it, seeing its
+/// writes. [`take_back`] ends the loan. Only inside a transaction: an
+/// autocommit statement's nested [`finish`] would commit it.
+pub fn lend<'s>(conn: &mut Conn<'s>, tx: Transaction<'s>) -> usize {
+    debug_assert!(in_transaction(conn));
+    conn.tx.tx = Some(tx);
+    conn.tx.pending_at_start
+}
+
+/// Ends a [`lend`]: the transaction, unless what ran meanwhile ended it
+/// (an error that rolled it back: None), and the statement's
+/// `pending_at_start` as it was before the loan.
+pub fn take_back<'s>(conn: &mut Conn<'s>, pending_at_start: usize) -> Option<Transaction<'s>> {
+    conn.tx.pending_at_start = pending_at_start;
+    conn.tx.tx.take()
+}
+
 /// Sends what a transaction has pending (deferred writes) before
 /// something that does not carry them: a scan.
 pub fn flush(tx: &Transaction<'_>) -> Result<(), skarv_client::Error> {

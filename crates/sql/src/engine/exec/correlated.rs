@@ -38,6 +38,19 @@ pub const ROW_CACHE_ENTRIES_MAX: usize = 4_096;
 /// results one statement keeps.
 pub const ROW_CACHE_BYTES_MAX: usize = 16 * 1024 * 1024;
 
+/// What one correlated subquery did in a statement (`EXPLAIN ANALYZE`).
+#[derive(Clone, Copy, Default, Debug)]
+pub struct RunStats {
+    /// Rows that evaluated it (its cache's hits too).
+    pub evaluations: u64,
+    /// Times it ran (cache misses).
+    pub runs: u64,
+    /// Rows its runs gave, in all.
+    pub rows: u64,
+    /// Time its runs took, in all.
+    pub time: std::time::Duration,
+}
+
 /// Correlated subqueries' results by text and bound values.
 #[derive(Default)]
 pub struct RowCache {
@@ -164,6 +177,9 @@ impl<'c, 's> Runner<'c, 's> {
             .collect();
         let key = key_of(text, &values);
         let mut conn = self.conn.borrow_mut();
+        if let Some(stats) = conn.subqueries.analyze.as_mut() {
+            stats.entry(text.to_owned()).or_default().evaluations += 1;
+        }
         let cache = &mut conn.subqueries.per_row;
         if let Some(m) = cache.results.get(&key) {
             let m = Arc::clone(m);
@@ -175,9 +191,16 @@ impl<'c, 's> Runner<'c, 's> {
             columns: outer.iter().map(|(c, _)| c.clone()).collect(),
             values,
         };
+        let started = std::time::Instant::now();
         let m = with_outer(&mut conn, bound, |conn| {
             super::select::materialise(conn, q, self.placeholders, Some(self.params))
         })?;
+        if let Some(stats) = conn.subqueries.analyze.as_mut() {
+            let s = stats.entry(text.to_owned()).or_default();
+            s.runs += 1;
+            s.rows += m.rows.len() as u64;
+            s.time += started.elapsed();
+        }
         check_kept(&m.rows, "subquery")?;
         let m = Arc::new(m);
         let cache = &mut conn.subqueries.per_row;

@@ -174,15 +174,39 @@ pub(crate) fn read(
     placeholders: &[Location],
     params: Option<&[Val]>,
 ) -> SqlResult<Derived> {
+    let name = alias.map_or_else(
+        || conn.ctes.entries[at].name.clone(),
+        |a| a.name.value.clone(),
+    );
+    // Its identity for EXPLAIN (one `<derivedN>` however often it is read).
+    let key = Arc::as_ptr(&conn.ctes.entries[at].cte) as usize;
     let kept = match &conn.ctes.entries[at].state {
-        State::Done(k) | State::Working(k) => Arc::clone(k),
+        State::Done(k) | State::Working(k) => {
+            let k = Arc::clone(k);
+            super::select::note_again(conn, &name, key);
+            k
+        }
         State::Pending | State::Running => {
+            let mark = super::select::explain_mark(conn);
             // Only what the definition may see: the entries under it.
             let above = conn.ctes.entries.split_off(at + 1);
             let run = run(conn, at, placeholders, params);
             conn.ctes.entries.extend(above);
             let kept = match run {
-                Ok(kept) => Arc::new(kept),
+                Ok((kept, noted)) => {
+                    if let Some((arms, distinct, recursive_from)) = noted {
+                        super::select::note_ran(
+                            conn,
+                            mark,
+                            &name,
+                            arms,
+                            distinct,
+                            recursive_from,
+                            Some(key),
+                        );
+                    }
+                    Arc::new(kept)
+                }
                 Err(e) => {
                     // A failure a subquery keeps for later must not leave
                     // the CTE hidden from the statement's other reads.
@@ -194,12 +218,12 @@ pub(crate) fn read(
             kept
         }
     };
-    let name = alias.map_or_else(
-        || conn.ctes.entries[at].name.clone(),
-        |a| a.name.value.clone(),
-    );
     derived::of_rows(name, &kept.names, &kept.shape, Arc::clone(&kept.rows))
 }
+
+/// What EXPLAIN notes of a CTE's run: its SELECTs' rows, whether its
+/// UNION is DISTINCT, and where a recursive one's recursive blocks start.
+type Noted = Option<(Vec<Vec<super::select::ExplainRow>>, bool, Option<usize>)>;
 
 /// Runs the CTE `at`, the top of the stack now.
 fn run(
@@ -207,7 +231,7 @@ fn run(
     at: usize,
     placeholders: &[Location],
     params: Option<&[Val]>,
-) -> SqlResult<Kept> {
+) -> SqlResult<(Kept, Noted)> {
     let entry = &mut conn.ctes.entries[at];
     entry.state = State::Running;
     let cte = Arc::clone(&entry.cte);
@@ -215,18 +239,21 @@ fn run(
     if entry.recursive {
         return recursive(conn, at, &cte, &name, placeholders, params);
     }
+    super::select::capture_next(conn);
     let m = super::select::materialise(conn, &cte.query, placeholders, params)?;
+    let noted = super::select::derived_captured(conn).map(|(arms, d)| (arms, d, None));
     let rows = m.rows;
     let shape = Materialised {
         rows: Vec::new(),
         ..m
     };
     derived::check_kept(&rows, &name)?;
-    Ok(Kept {
+    let kept = Kept {
         names: derived::column_names(&cte.alias, &shape)?,
         shape,
         rows: Arc::new(rows),
-    })
+    };
+    Ok((kept, noted))
 }
 
 /// The query blocks of a UNION, left to right; `distinct`: some UNION is
@@ -263,8 +290,12 @@ fn recursive(
     name: &str,
     placeholders: &[Location],
     params: Option<&[Val]>,
-) -> SqlResult<Kept> {
+) -> SqlResult<(Kept, Noted)> {
     let q = &cte.query;
+    // EXPLAIN's rows of the blocks: the anchors', then the recursive
+    // ones' (as their first round plans them).
+    let mut noted: Vec<Vec<super::select::ExplainRow>> = Vec::new();
+    let explaining = super::select::explain_mark(conn).is_some();
     if q.order_by.is_some() || q.limit_clause.is_some() {
         return Err(SqlError::new(
             codes::NOT_SUPPORTED_YET,
@@ -306,7 +337,11 @@ fn recursive(
     let mut all: Vec<Vec<Val>> = Vec::new();
     let mut budget = Budget::default();
     for block in &anchors {
+        super::select::capture_next(conn);
         let m = super::select::materialise(conn, &query_of(block), placeholders, params)?;
+        if let Some((arms, _)) = super::select::derived_captured(conn) {
+            noted.extend(arms);
+        }
         let collations = super::select::collations_of(shape.as_ref().unwrap_or(&m));
         let fresh = take_new(m.rows, distinct, &collations, &mut seen);
         budget.add(&fresh, name)?;
@@ -323,6 +358,7 @@ fn recursive(
         }
     }
     let shape = shape.unwrap_or_default();
+    let recursive_from = noted.len();
     let names = derived::column_names(&cte.alias, &shape)?;
     let recursive: Vec<ast::Query> = recursive.into_iter().map(query_of).collect();
     let depth = conn
@@ -358,7 +394,13 @@ fn recursive(
             rows: Arc::new(std::mem::take(&mut work)),
         }));
         for part in &recursive {
+            if rounds == 1 {
+                super::select::capture_next(conn);
+            }
             let m = super::select::materialise(conn, part, placeholders, params)?;
+            if let Some((arms, _)) = super::select::derived_captured(conn) {
+                noted.extend(arms);
+            }
             if m.metas.len() != shape.metas.len() {
                 return Err(column_count());
             }
@@ -373,11 +415,15 @@ fn recursive(
             break;
         }
     }
-    Ok(Kept {
+    let kept = Kept {
         names,
         shape,
         rows: Arc::new(all),
-    })
+    };
+    Ok((
+        kept,
+        explaining.then_some((noted, distinct, Some(recursive_from))),
+    ))
 }
 
 /// 1222: blocks of different column counts.

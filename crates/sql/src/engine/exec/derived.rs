@@ -151,7 +151,9 @@ pub(crate) fn derived(
         ));
     };
     let name = alias.name.value.clone();
+    let mark = super::select::derived_begin(conn);
     let m = super::select::materialise(conn, subquery, placeholders, params)?;
+    super::select::note_derived(conn, mark, &name);
     check_kept(&m.rows, &name)?;
     let names = column_names(alias, &m)?;
     let columns = shape_columns(&name, &names, &m)?;
@@ -185,6 +187,7 @@ pub(crate) fn of_view(
         )));
     }
     conn.subqueries.view_depth += 1;
+    let mark = super::select::derived_begin(conn);
     // The stored query has no placeholders of the statement's, and sees
     // none of its CTEs.
     let m = super::cte::hidden(conn, |conn| {
@@ -192,6 +195,7 @@ pub(crate) fn of_view(
     });
     conn.subqueries.view_depth -= 1;
     let m = m?;
+    super::select::note_derived(conn, mark, &name);
     check_kept(&m.rows, &name)?;
     let names: Vec<String> = if view.columns.is_empty() {
         m.metas.iter().map(|c| c.name.to_string()).collect()

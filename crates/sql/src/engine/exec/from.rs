@@ -21,6 +21,9 @@ pub(super) struct JoinFrom {
     pub hidden: Vec<usize>,
     /// What `*` expands to, in MySQL's order (USING columns first).
     pub star: Vec<usize>,
+    /// How many of `star`'s positions each comma-separated group of the
+    /// FROM gives, in order.
+    pub star_groups: Vec<usize>,
     /// Conjuncts of inner joins' ON that run correlated subqueries: tested
     /// with the WHERE's late ones, on the joined rows.
     pub late: Vec<Expr>,
@@ -46,6 +49,7 @@ pub(super) fn join_from(
     let mut columns: Vec<ScopeColumn> = Vec::new();
     let mut hidden = Vec::new();
     let mut star = Vec::new();
+    let mut star_groups = Vec::new();
     let mut inner_on = Vec::new();
     let mut late = Vec::new();
     let straight = s.select_modifiers.as_ref().is_some_and(|m| m.straight_join);
@@ -205,9 +209,11 @@ pub(super) fn join_from(
                     .collect()
             };
             if conds.iter().any(Expr::has_sub) {
+                // A LEFT JOIN's runs as a LATERAL derived table
+                // (`select::outer_join_laterals`); not a RIGHT JOIN's.
                 if matches!(kind, Kind::Left | Kind::Right) {
                     return Err(SqlError::unsupported(
-                        "correlated subqueries in the ON of an outer join",
+                        "correlated subqueries in the ON of a RIGHT JOIN (write it as a LEFT JOIN)",
                     ));
                 }
                 // An inner join's ON is its WHERE: tested after the join.
@@ -246,6 +252,7 @@ pub(super) fn join_from(
                 }
             }
         }
+        star_groups.push(group_star.len());
         star.extend(group_star);
     }
     Ok(JoinFrom {
@@ -257,6 +264,7 @@ pub(super) fn join_from(
         },
         hidden,
         star,
+        star_groups,
         late,
     })
 }

@@ -28,6 +28,10 @@ pub const GROUPS_IN_MEMORY_MAX: usize = 1_000_000;
 pub const ROWS_IN_MEMORY_MAX: usize = 10_000_000;
 
 mod explain;
+pub(crate) use explain::{
+    capture_next, derived_begin, derived_captured, explain_mark, note_again, note_derived,
+    note_ran, ExplainNotes, Row as ExplainRow,
+};
 pub use explain::{explain, explain_write, Format};
 
 /// A planned single-table (or table-less) SELECT.
@@ -94,7 +98,9 @@ pub(crate) fn materialise(
     placeholders: &[Location],
     params: Option<&[Val]>,
 ) -> SqlResult<super::derived::Materialised> {
+    let pending = explain::take_pending(conn);
     let plans = plan_query(conn, q, placeholders, params)?;
+    explain::capture(conn, pending, &plans)?;
     let (kinds, nullable) = plans
         .planned
         .first()
@@ -338,10 +344,17 @@ fn plan_select(
     let mut virtual_source: Option<(Vec<ScopeColumn>, Vec<Vec<Val>>)> = None;
     let mut join_from = None;
     let mut hints = Hints::default();
-    // LATERAL derived tables (at the end of FROM) run per row of the
-    // tables before them: the FROM is planned without them.
-    let (lateral_asts, trimmed) = peel_laterals(s)?;
-    let from_of = trimmed.as_ref().unwrap_or(s);
+    // LATERAL derived tables (and LEFT JOINs whose ON runs a correlated
+    // subquery, rewritten as such) run per row of the tables before them:
+    // the FROM is planned without them, tables written after them first.
+    let rewritten = outer_join_laterals(conn, s)?;
+    let written = rewritten.as_ref().unwrap_or(s);
+    let Peeled {
+        laterals: lateral_asts,
+        trimmed,
+        order: pieces,
+    } = peel_laterals(written)?;
+    let from_of = trimmed.as_ref().unwrap_or(written);
     let (mut table, alias) = match from_of.from.as_slice() {
         [] => (None, String::new()),
         [twj] if twj.joins.is_empty() => match &twj.relation {
@@ -423,9 +436,11 @@ fn plan_select(
         return Err(SqlError::unsupported("SELECT … INTO"));
     }
     let mut late_on = Vec::new();
+    let mut star_groups = Vec::new();
     let (mut star, mut hidden, mut join) = match join_from {
         Some(j) => {
             late_on = j.late;
+            star_groups = j.star_groups;
             (Some(j.star), j.hidden, Some(Arc::new(j.spec)))
         }
         None => (None, Vec::new(), None),
@@ -443,11 +458,11 @@ fn plan_select(
     // Correlated IN/EXISTS of WHERE as semi-joins and anti-joins.
     // Borrowed unless the rewrite changes it: no copy of the WHERE tree
     // per execution.
-    let mut selection = std::borrow::Cow::Borrowed(&s.selection);
+    let mut selection = std::borrow::Cow::Borrowed(&from_of.selection);
     let outer = match (&join, &table) {
         _ if virtual_rows.is_some()
             || !lateral_asts.is_empty()
-            || !super::semi::worth_trying(s.selection.as_ref()) =>
+            || !super::semi::worth_trying(from_of.selection.as_ref()) =>
         {
             None
         }
@@ -462,9 +477,13 @@ fn plan_select(
         (None, None) => None,
     };
     if let Some(mut outer) = outer {
-        if let Some(rest) =
-            super::semi::rewrite(conn, s.selection.as_ref(), &mut outer, placeholders, params)?
-        {
+        if let Some(rest) = super::semi::rewrite(
+            conn,
+            from_of.selection.as_ref(),
+            &mut outer,
+            placeholders,
+            params,
+        )? {
             selection = std::borrow::Cow::Owned(rest);
             star = Some(outer.star);
             hidden = outer.hidden;
@@ -475,14 +494,42 @@ fn plan_select(
     }
     let base_width = columns.len();
     let mut laterals = Vec::with_capacity(lateral_asts.len());
+    // Each LATERAL table's columns' positions.
+    let mut lateral_columns = Vec::with_capacity(lateral_asts.len());
     for l in &lateral_asts {
         let lat = plan_lateral(conn, l, &columns, &hidden, placeholders)?;
+        lateral_columns.push(columns.len()..columns.len() + lat.1.len());
         columns.extend(lat.1);
         laterals.push(lat.0);
+        // The ON's correlated subqueries run per row too.
+        if let Some(on) = &l.on {
+            super::correlated::plan(conn, on, 0, &columns, &hidden, placeholders)?;
+        }
     }
     if !laterals.is_empty() {
-        let mut all = star.take().unwrap_or_else(|| (0..base_width).collect());
-        all.extend(base_width..columns.len());
+        // `*` in the order written: each group of the joined tables' own
+        // columns (its part of their `*`), each LATERAL table's.
+        let base = star.take().unwrap_or_else(|| (0..base_width).collect());
+        if star_groups.is_empty() {
+            star_groups.push(base.len());
+        }
+        let mut group_at = Vec::with_capacity(star_groups.len());
+        let mut at = 0;
+        for n in &star_groups {
+            group_at.push(at..at + n);
+            at += n;
+        }
+        let mut all = Vec::with_capacity(columns.len());
+        for piece in &pieces {
+            match piece {
+                Piece::Base(g) => {
+                    if let Some(r) = group_at.get(*g) {
+                        all.extend(base.get(r.clone()).unwrap_or_default());
+                    }
+                }
+                Piece::Lateral(i) => all.extend(lateral_columns[*i].clone()),
+            }
+        }
         star = Some(all);
     }
     // Correlated subqueries the rewrite left: planned for per-row runs.
@@ -589,7 +636,7 @@ fn plan_select(
             .drain(..)
             .chain(late)
             .reduce(|a, b| Expr::And(Box::new(a), Box::new(b)));
-        scope.clause = "on clause";
+        scope.clause = "ON";
         for (lat, l) in laterals.iter_mut().zip(&lateral_asts) {
             lat.on = l.on.as_ref().map(|on| scope.lower(on)).transpose()?;
         }
@@ -690,10 +737,37 @@ struct LateralAst {
     left: bool,
 }
 
-/// The `LATERAL` derived tables at the end of `s`'s FROM (in order) and
-/// `s` without them (None when there are none). One before another table
-/// is 1105.
-fn peel_laterals(s: &ast::Select) -> SqlResult<(Vec<LateralAst>, Option<ast::Select>)> {
+/// A piece of the FROM list, in the order written: a group of tables
+/// of the FROM planned as a join (by its index among the trimmed FROM's
+/// comma-separated groups), or a `LATERAL` derived table (by its index).
+#[derive(Clone, Copy)]
+enum Piece {
+    Base(usize),
+    Lateral(usize),
+}
+
+/// What [`peel_laterals`] makes of a SELECT's FROM.
+#[derive(Default)]
+struct Peeled {
+    /// The `LATERAL` derived tables, in order.
+    laterals: Vec<LateralAst>,
+    /// The SELECT without them (None when there are none): the tables
+    /// written after a LATERAL one moved to the end of its FROM, the ON
+    /// of an inner join moved with its table added to its WHERE.
+    trimmed: Option<ast::Select>,
+    /// The pieces as written (their columns' order for `*`).
+    order: Vec<Piece>,
+}
+
+/// The `LATERAL` derived tables of `s`'s FROM, run per row of the
+/// tables before them, and `s` without them. A table written after one
+/// (`FROM t, LATERAL (…) d, u`) joins the tables before the LATERAL ones
+/// instead: it cannot depend on them (a LATERAL table sees only tables
+/// before it), so the rows are the same, `*` keeps the written order and
+/// an inner join's ON, which may name the LATERAL table, is tested with
+/// the WHERE. An outer join of a table after a LATERAL one in its group
+/// (whose ON sees that group) is 1105.
+fn peel_laterals(s: &ast::Select) -> SqlResult<Peeled> {
     fn lateral(f: &ast::TableFactor) -> Option<(&ast::Query, &Option<ast::TableAlias>)> {
         match f {
             ast::TableFactor::Derived {
@@ -705,69 +779,303 @@ fn peel_laterals(s: &ast::Select) -> SqlResult<(Vec<LateralAst>, Option<ast::Sel
             _ => None,
         }
     }
-    let any = s.from.iter().any(|t| {
+    let has_lateral = |t: &ast::TableWithJoins| {
         lateral(&t.relation).is_some() || t.joins.iter().any(|j| lateral(&j.relation).is_some())
-    });
-    if !any {
-        return Ok((Vec::new(), None));
+    };
+    if !s.from.iter().any(has_lateral) {
+        return Ok(Peeled::default());
     }
-    let mut trimmed = s.clone();
-    let mut out = Vec::new();
-    while let Some(last) = trimmed.from.last_mut() {
-        if let Some(j) = last.joins.last() {
-            let Some((q, alias)) = lateral(&j.relation) else {
-                break;
-            };
-            use ast::JoinOperator as J;
-            let (on, left) = match &j.join_operator {
-                J::Join(c) | J::Inner(c) | J::CrossJoin(c) | J::Left(c) | J::LeftOuter(c) => {
-                    let left = matches!(j.join_operator, J::Left(_) | J::LeftOuter(_));
-                    match c {
-                        ast::JoinConstraint::On(e) => (Some(e.clone()), left),
-                        ast::JoinConstraint::None if !left => (None, false),
-                        _ => {
-                            return Err(SqlError::unsupported(
-                                "this join of a LATERAL derived table",
-                            ))
+    use ast::JoinOperator as J;
+    /// Where a group of base tables goes: before the LATERAL tables (the
+    /// groups written before the first), or moved after them.
+    enum At {
+        Before(usize),
+        Moved(usize),
+    }
+    let mut before: Vec<ast::TableWithJoins> = Vec::new();
+    let mut moved: Vec<ast::TableWithJoins> = Vec::new();
+    let mut order: Vec<Result<At, usize>> = Vec::new();
+    let mut laterals = Vec::new();
+    let mut on_where: Vec<ast::Expr> = Vec::new();
+    let mut place = |group: ast::TableWithJoins, seen: bool, order: &mut Vec<Result<At, usize>>| {
+        if seen {
+            moved.push(group);
+            order.push(Ok(At::Moved(moved.len() - 1)));
+        } else {
+            before.push(group);
+            order.push(Ok(At::Before(before.len() - 1)));
+        }
+    };
+    let mut seen = false;
+    for twj in &s.from {
+        if !has_lateral(twj) {
+            place(twj.clone(), seen, &mut order);
+            continue;
+        }
+        // The group's tables before its first LATERAL one.
+        let mut current = None;
+        match lateral(&twj.relation) {
+            Some((q, alias)) => {
+                laterals.push(LateralAst {
+                    query: q.clone(),
+                    alias: alias.clone(),
+                    on: None,
+                    left: false,
+                });
+                order.push(Err(laterals.len() - 1));
+                seen = true;
+            }
+            None => {
+                current = Some(ast::TableWithJoins {
+                    relation: twj.relation.clone(),
+                    joins: Vec::new(),
+                })
+            }
+        }
+        for j in &twj.joins {
+            if let Some((q, alias)) = lateral(&j.relation) {
+                let (on, left) = match &j.join_operator {
+                    J::Join(c) | J::Inner(c) | J::CrossJoin(c) | J::Left(c) | J::LeftOuter(c) => {
+                        let left = matches!(j.join_operator, J::Left(_) | J::LeftOuter(_));
+                        match c {
+                            ast::JoinConstraint::On(e) => (Some(e.clone()), left),
+                            ast::JoinConstraint::None if !left => (None, false),
+                            _ => {
+                                return Err(SqlError::unsupported(
+                                    "this join of a LATERAL derived table",
+                                ))
+                            }
                         }
                     }
+                    _ => {
+                        return Err(SqlError::unsupported(
+                            "this join of a LATERAL derived table",
+                        ))
+                    }
+                };
+                if let Some(group) = current.take() {
+                    place(group, seen, &mut order);
                 }
+                laterals.push(LateralAst {
+                    query: q.clone(),
+                    alias: alias.clone(),
+                    on,
+                    left,
+                });
+                order.push(Err(laterals.len() - 1));
+                seen = true;
+                continue;
+            }
+            if let Some(group) = current.as_mut() {
+                group.joins.push(j.clone());
+                continue;
+            }
+            // A table joined after a LATERAL one of its group: an inner
+            // join moves, its ON tested with the WHERE.
+            let on = match &j.join_operator {
+                J::Join(c) | J::Inner(c) | J::CrossJoin(c) => match c {
+                    ast::JoinConstraint::On(e) => Some(e.clone()),
+                    ast::JoinConstraint::None => None,
+                    _ => {
+                        return Err(SqlError::unsupported(
+                            "USING or NATURAL after a LATERAL derived table",
+                        ))
+                    }
+                },
                 _ => {
                     return Err(SqlError::unsupported(
-                        "this join of a LATERAL derived table",
+                        "an outer join after a LATERAL derived table",
                     ))
                 }
             };
-            out.push(LateralAst {
-                query: q.clone(),
-                alias: alias.clone(),
-                on,
-                left,
-            });
-            last.joins.pop();
-            continue;
+            on_where.extend(on);
+            let group = ast::TableWithJoins {
+                relation: j.relation.clone(),
+                joins: Vec::new(),
+            };
+            place(group, true, &mut order);
         }
-        let Some((q, alias)) = lateral(&last.relation) else {
-            break;
-        };
-        out.push(LateralAst {
-            query: q.clone(),
-            alias: alias.clone(),
-            on: None,
-            left: false,
+        if let Some(group) = current {
+            place(group, seen, &mut order);
+        }
+    }
+    let before_count = before.len();
+    let order = order
+        .into_iter()
+        .map(|p| match p {
+            Ok(At::Before(i)) => Piece::Base(i),
+            Ok(At::Moved(i)) => Piece::Base(before_count + i),
+            Err(i) => Piece::Lateral(i),
+        })
+        .collect();
+    let mut trimmed = s.clone();
+    trimmed.from = before;
+    trimmed.from.extend(moved);
+    for on in on_where {
+        trimmed.selection = Some(match trimmed.selection.take() {
+            Some(w) => ast::Expr::BinaryOp {
+                left: Box::new(nested(w)),
+                op: ast::BinaryOperator::And,
+                right: Box::new(nested(on)),
+            },
+            None => on,
         });
-        trimmed.from.pop();
     }
-    out.reverse();
-    let left_over = trimmed.from.iter().any(|t| {
-        lateral(&t.relation).is_some() || t.joins.iter().any(|j| lateral(&j.relation).is_some())
+    Ok(Peeled {
+        laterals,
+        trimmed: Some(trimmed),
+        order,
+    })
+}
+
+/// `e` in parentheses (so that an OR inside stays whole under an AND).
+fn nested(e: ast::Expr) -> ast::Expr {
+    ast::Expr::Nested(Box::new(e))
+}
+
+/// The AND-conjuncts of `e` as written.
+fn ast_conjuncts(e: &ast::Expr, out: &mut Vec<ast::Expr>) {
+    match e {
+        ast::Expr::BinaryOp {
+            left,
+            op: ast::BinaryOperator::And,
+            right,
+        } => {
+            ast_conjuncts(left, out);
+            ast_conjuncts(right, out);
+        }
+        ast::Expr::Nested(inner)
+            if matches!(
+                **inner,
+                ast::Expr::BinaryOp {
+                    op: ast::BinaryOperator::And,
+                    ..
+                }
+            ) =>
+        {
+            ast_conjuncts(inner, out);
+        }
+        other => out.push(other.clone()),
+    }
+}
+
+/// `s` with each `LEFT JOIN x ON …` whose ON runs a correlated subquery
+/// written as the `LATERAL` derived table it equals: `LEFT JOIN LATERAL
+/// (SELECT * FROM x WHERE <the ON's other conjuncts>) AS x ON <the
+/// conjuncts with the subqueries, or naming a column without its
+/// table>`. Per row of the tables before it, x's rows that the plain
+/// conjuncts pass (a key read where they give x's key) are tested
+/// against the rest, and the row is NULL-extended when none passes:
+/// MySQL's outer join. None when there is no such join.
+fn outer_join_laterals(conn: &Conn<'_>, s: &ast::Select) -> SqlResult<Option<ast::Select>> {
+    use ast::JoinOperator as J;
+    let correlated = |e: &ast::Expr| {
+        super::subquery::find(e, 0).iter().any(|q| {
+            matches!(
+                conn.subqueries.results.get(&q.to_string()),
+                Some(Err(err)) if err.code == codes::BAD_FIELD
+            )
+        })
+    };
+    let takes = |j: &ast::Join| match &j.join_operator {
+        J::Left(ast::JoinConstraint::On(e)) | J::LeftOuter(ast::JoinConstraint::On(e)) => {
+            !matches!(j.relation, ast::TableFactor::Derived { lateral: true, .. }) && correlated(e)
+        }
+        _ => false,
+    };
+    if !s.from.iter().any(|t| t.joins.iter().any(takes)) {
+        return Ok(None);
+    }
+    let mut out = s.clone();
+    for twj in &mut out.from {
+        for j in &mut twj.joins {
+            if !takes(j) {
+                continue;
+            }
+            let (J::Left(ast::JoinConstraint::On(on)) | J::LeftOuter(ast::JoinConstraint::On(on))) =
+                &j.join_operator
+            else {
+                continue;
+            };
+            let alias = match &j.relation {
+                ast::TableFactor::Table { alias: Some(a), .. }
+                | ast::TableFactor::Derived { alias: Some(a), .. } => a.name.clone(),
+                ast::TableFactor::Table {
+                    name, alias: None, ..
+                } => match name.0.last().and_then(|p| p.as_ident()) {
+                    Some(i) => i.clone(),
+                    None => continue,
+                },
+                _ => continue,
+            };
+            let mut parts = Vec::new();
+            ast_conjuncts(on, &mut parts);
+            // A conjunct naming a column without its table stays in the
+            // ON too: inside the derived query the name would find x's
+            // column first, where the ON finds it ambiguous (1052).
+            let (subs, plain): (Vec<ast::Expr>, Vec<ast::Expr>) = parts
+                .into_iter()
+                .partition(|p| correlated(p) || names_unqualified(p));
+            let and = |items: Vec<ast::Expr>| {
+                items
+                    .into_iter()
+                    .map(nested)
+                    .reduce(|a, b| ast::Expr::BinaryOp {
+                        left: Box::new(a),
+                        op: ast::BinaryOperator::And,
+                        right: Box::new(b),
+                    })
+            };
+            let mut query = lateral_template()?;
+            if let ast::SetExpr::Select(inner) = query.body.as_mut() {
+                inner.from[0].relation = j.relation.clone();
+                inner.selection = and(plain);
+            }
+            let on = and(subs).unwrap_or(ast::Expr::Value(ast::Value::Boolean(true).into()));
+            j.relation = ast::TableFactor::Derived {
+                lateral: true,
+                subquery: Box::new(query),
+                alias: Some(ast::TableAlias {
+                    explicit: true,
+                    name: alias,
+                    columns: Vec::new(),
+                    at: None,
+                }),
+                sample: None,
+            };
+            j.join_operator = J::Left(ast::JoinConstraint::On(on));
+        }
+    }
+    Ok(Some(out))
+}
+
+/// Whether `e` names a column without its table.
+fn names_unqualified(e: &ast::Expr) -> bool {
+    let mut found = false;
+    let _ = ast::visit_expressions(e, |x| {
+        if matches!(x, ast::Expr::Identifier(_)) {
+            found = true;
+            return std::ops::ControlFlow::Break(());
+        }
+        std::ops::ControlFlow::Continue(())
     });
-    if left_over {
-        return Err(SqlError::unsupported(
-            "a LATERAL derived table before other tables of the FROM",
-        ));
+    found
+}
+
+/// `SELECT * FROM x`, whose FROM [`outer_join_laterals`] replaces.
+fn lateral_template() -> SqlResult<ast::Query> {
+    let parsed = sqlparser::parser::Parser::parse_sql(
+        &sqlparser::dialect::MySqlDialect {},
+        "SELECT * FROM x",
+    )
+    .map_err(SqlError::syntax)?;
+    match parsed.into_iter().next() {
+        Some(ast::Statement::Query(q)) => Ok(*q),
+        _ => Err(SqlError::new(
+            codes::UNKNOWN,
+            "the LATERAL template did not parse",
+        )),
     }
-    Ok((out, Some(trimmed)))
 }
 
 /// Plans a `LATERAL` derived table over the `columns` before it: its
@@ -1325,7 +1633,7 @@ fn rows_of(conn: &mut Conn<'_>, plans: Plans, params: &[Val]) -> SqlResult<Vec<V
     if planned.iter().any(per_row) {
         let alone = planned.len() == 1;
         for p in &planned {
-            rows.extend(run_per_row(conn, p, &mut ctx, alone, &placeholders)?);
+            rows.extend(run_per_row(conn, p, &mut ctx, alone, &placeholders, None)?);
         }
     } else if needs_tx {
         let tx = txn::take(conn)?;
@@ -1444,12 +1752,14 @@ fn run_per_row(
     ctx: &mut Ctx<'_>,
     alone: bool,
     placeholders: &[Location],
+    stats: Option<&mut Vec<super::join::StepStats>>,
 ) -> SqlResult<Vec<Vec<Val>>> {
     let (found, sorted) = if p.table.is_some() || p.join.is_some() {
         let tx = txn::take(conn)?;
         let autocommit_read = alone && p.lock.is_none() && !txn::in_transaction(conn);
         let mut committed = false;
-        let result = found_of(&tx, p, ctx, autocommit_read.then_some(&mut committed));
+        let commit = autocommit_read.then_some(&mut committed);
+        let result = found_of(&tx, p, ctx, commit, stats);
         if committed {
             result?
         } else {
@@ -1539,7 +1849,7 @@ fn run_one(
     ctx: &mut Ctx<'_>,
     commit: Option<&mut bool>,
 ) -> SqlResult<Vec<Vec<Val>>> {
-    let (found, sorted) = found_of(tx, p, ctx, commit)?;
+    let (found, sorted) = found_of(tx, p, ctx, commit, None)?;
     shape_found(p, found, sorted, ctx)
 }
 
@@ -1571,6 +1881,7 @@ fn found_of(
     p: &Planned,
     ctx: &mut Ctx<'_>,
     commit: Option<&mut bool>,
+    stats: Option<&mut Vec<super::join::StepStats>>,
 ) -> SqlResult<(Found, bool)> {
     if let Some(spec) = &p.join {
         let plan = plan::join::plan(spec, p.cond.as_ref(), ctx)?;
@@ -1584,7 +1895,7 @@ fn found_of(
             .limit
             .filter(|_| plain && p.having.is_none())
             .map(|l| usize::try_from(l.saturating_add(p.offset)).unwrap_or(usize::MAX));
-        let rows = super::join::run(tx, spec, &plan, p.lock, ctx, None, stop_after)?;
+        let rows = super::join::run(tx, spec, &plan, p.lock, ctx, stats, stop_after)?;
         return Ok((rows.into_iter().map(|r| (r, Vec::new())).collect(), false));
     }
     let Some(table) = &p.table else {

@@ -40,6 +40,12 @@ pub struct Cache {
     pub outer: Vec<crate::engine::expr::OuterRow>,
     /// Correlated subqueries' results by text and bound values.
     pub per_row: super::correlated::RowCache,
+    /// What each correlated subquery did, by text, while `EXPLAIN
+    /// ANALYZE` runs its query (None otherwise: nothing is counted).
+    pub analyze: Option<HashMap<String, super::correlated::RunStats>>,
+    /// The derived tables an `EXPLAIN`'s query reads, noted as they run
+    /// (None otherwise).
+    pub(crate) explain: Option<super::select::ExplainNotes>,
 }
 
 impl Cache {
@@ -50,6 +56,8 @@ impl Cache {
         self.correlated.clear();
         self.outer.clear();
         self.per_row = Default::default();
+        self.analyze = None;
+        self.explain = None;
     }
 }
 

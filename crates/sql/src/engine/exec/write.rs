@@ -794,8 +794,23 @@ fn update_one(
     row_number: usize,
 ) -> SqlResult<Option<Vec<(usize, Value)>>> {
     let changes = changes_of(table, old, assignments, ctx, row_number)?;
+    let changed = define_update(tx, table, old, key, &changes, ctx.env.tz_secs, row_number)?;
+    Ok(changed.then_some(changes))
+}
+
+/// Defines the update of one row by its `changes` (none: nothing is
+/// defined, false).
+fn define_update(
+    tx: &Transaction<'_>,
+    table: &TableInfo,
+    old: &[Val],
+    key: &[Value],
+    changes: &[(usize, Value)],
+    tz_secs: i64,
+    row_number: usize,
+) -> SqlResult<bool> {
     if changes.is_empty() {
-        return Ok(None);
+        return Ok(false);
     }
     let pk = &table.native.def().primary_key;
     if changes.iter().any(|(p, _)| pk.contains(p)) {
@@ -811,7 +826,7 @@ fn update_one(
                         db: &table.db,
                         table: &table.name,
                         row: row_number,
-                        tz_secs: ctx.env.tz_secs,
+                        tz_secs,
                     };
                     to_native(&old[at], &target, false)?
                 }
@@ -822,11 +837,11 @@ fn update_one(
             .map_err(|e| txn::native_error_in(&e, &table.name))?;
         tx.define(Op::insert_at(&table.native, &row))
             .map_err(|e| txn::native_error_in(&e, &table.name))?;
-        return Ok(Some(changes));
+        return Ok(true);
     }
-    tx.define(Op::update_at(&table.native, key, &changes))
+    tx.define(Op::update_at(&table.native, key, changes))
         .map_err(|e| txn::native_error_in(&e, &table.name))?;
-    Ok(Some(changes))
+    Ok(true)
 }
 
 /// The 1062 of an update that broke a unique index: the row as it was
@@ -949,6 +964,14 @@ struct Targets {
     limit: Option<Expr>,
 }
 
+impl Targets {
+    /// Whether a correlated subquery runs in the late conjuncts or the
+    /// ORDER BY.
+    fn has_sub(&self) -> bool {
+        self.late.is_some() || self.order.iter().any(|(e, _)| e.has_sub())
+    }
+}
+
 fn lower_targets(
     conn: &Conn<'_>,
     table: &Arc<TableInfo>,
@@ -995,14 +1018,18 @@ fn lower_targets(
     })
 }
 
-/// The rows an UPDATE or DELETE touches, locked, in ORDER BY order and cut
-/// at LIMIT.
-fn target_rows(
+/// A row an UPDATE or DELETE touches: its values and its primary key.
+type TargetRow = (Vec<Val>, Vec<Value>);
+
+/// The rows an UPDATE or DELETE may touch, locked: those its early
+/// conjuncts pass (a LIMIT stops the read when nothing is tested or
+/// sorted after it), and the LIMIT's value.
+fn fetch_targets(
     tx: &Transaction<'_>,
     table: &Arc<TableInfo>,
     targets: &Targets,
     ctx: &mut Ctx<'_>,
-) -> SqlResult<Vec<(Vec<Val>, Vec<Value>)>> {
+) -> SqlResult<(Vec<TargetRow>, Option<usize>)> {
     let Targets {
         cond,
         late,
@@ -1028,7 +1055,7 @@ fn target_rows(
     } else {
         None
     };
-    let mut rows = fetch(
+    let rows = fetch(
         tx,
         table,
         &access,
@@ -1041,6 +1068,18 @@ fn target_rows(
         None,
         None,
     )?;
+    Ok((rows, limit))
+}
+
+/// Of the rows fetched, those the late conjuncts (correlated subqueries)
+/// pass, in ORDER BY order, cut at LIMIT.
+fn order_targets(
+    mut rows: Vec<TargetRow>,
+    targets: &Targets,
+    limit: Option<usize>,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Vec<TargetRow>> {
+    let Targets { late, order, .. } = targets;
     if let Some(late) = late {
         let mut kept = Vec::with_capacity(rows.len());
         for r in rows {
@@ -1090,17 +1129,64 @@ fn target_rows(
     Ok(rows)
 }
 
-/// Correlated subqueries of an UPDATE/DELETE read in transactions of
-/// their own while the statement's holds its rows: right for an
-/// autocommit statement (each read is read committed anyway), not inside
-/// a transaction, whose own writes they would miss: 1105 there.
-fn check_per_row(conn: &Conn<'_>, per_row: bool) -> SqlResult<()> {
-    if per_row && txn::in_transaction(conn) {
-        return Err(SqlError::unsupported(
-            "correlated subqueries in UPDATE/DELETE inside a transaction",
-        ));
+/// An error of [`with_per_row`], and the statement's transaction unless
+/// the error ended it (rolled back).
+type PerRowError<'s> = (SqlError, Option<Transaction<'s>>);
+
+/// Runs `f` (what an UPDATE/DELETE evaluates after its rows are read and
+/// locked: late conjuncts, ORDER BY, SET) with a context whose
+/// correlated subqueries run (`per_row`; else `f` gets `ctx` as it is).
+///
+/// Inside a transaction they read through the statement's own `tx`, lent
+/// to the connection meanwhile, so they see its writes as InnoDB's do (a
+/// transaction that wrote reads with a shared lock); an autocommit
+/// statement's read in transactions of their own (read committed either
+/// way). Nothing is written while they run: a subquery may not read the
+/// table changed (1093), so writing every row after evaluating them all
+/// changes what MySQL's row-by-row evaluation changes.
+fn with_per_row<'s, R>(
+    conn: &mut Conn<'s>,
+    tx: Transaction<'s>,
+    per_row: bool,
+    ctx: &mut Ctx<'_>,
+    placeholders: &[Location],
+    f: impl FnOnce(&mut Ctx<'_>) -> SqlResult<R>,
+) -> Result<(R, Transaction<'s>), PerRowError<'s>> {
+    if !per_row {
+        return match f(ctx) {
+            Ok(v) => Ok((v, tx)),
+            Err(e) => Err((e, Some(tx))),
+        };
     }
-    Ok(())
+    let params = ctx.params;
+    let lend = txn::in_transaction(conn);
+    let (loan, mut kept) = if lend {
+        (txn::lend(conn, tx), None)
+    } else {
+        (0, Some(tx))
+    };
+    let result = {
+        let runner = super::correlated::Runner::new(conn, placeholders, params);
+        let mut c = ctx.child(params, &[], Some(&runner));
+        let result = f(&mut c);
+        ctx.absorb(c);
+        result
+    };
+    if lend {
+        kept = txn::take_back(conn, loan);
+    }
+    match (result, kept) {
+        (Ok(v), Some(tx)) => Ok((v, tx)),
+        (Err(e), tx) => Err((e, tx)),
+        // A subquery that succeeded leaves the transaction open.
+        (Ok(_), None) => Err((
+            SqlError::new(
+                codes::UNKNOWN,
+                "the transaction ended while a correlated subquery ran",
+            ),
+            None,
+        )),
+    }
 }
 
 fn single_table(from: &ast::TableWithJoins) -> SqlResult<&ast::ObjectName> {
@@ -1145,21 +1231,37 @@ fn update(
         up.limit.as_ref(),
         placeholders,
     )?;
-    let per_row = targets.late.is_some() || assignments.iter().any(|(_, e)| e.has_sub());
-    check_per_row(conn, per_row)?;
+    let per_row = targets.has_sub() || assignments.iter().any(|(_, e)| e.has_sub());
     let environment = env(conn);
     let info = Arc::clone(&conn.info);
     let strict = conn.session.sql_mode_strict();
     let tx = txn::take(conn)?;
-    // Correlated subqueries run per row in transactions of their own
-    // (autocommit only: see `check_per_row`).
-    let runner = super::correlated::Runner::new(conn, placeholders, params);
     let mut ctx = Ctx::new(params, &environment);
     ctx.killed = Some(&info.query_killed);
     ctx.strict = strict;
-    ctx.correlated = per_row.then_some(&runner as &dyn crate::engine::expr::PerRow);
+    // The rows, read and locked; then what runs subqueries (see
+    // `with_per_row`): the late conjuncts, the order and each row's
+    // changes; then the writes.
+    let evaluated = match fetch_targets(&tx, &table, &targets, &mut ctx) {
+        Err(e) => Err((e, Some(tx))),
+        Ok((rows, limit)) => with_per_row(conn, tx, per_row, &mut ctx, placeholders, |c| {
+            let rows = order_targets(rows, &targets, limit, c)?;
+            let mut out = Vec::with_capacity(rows.len());
+            for (n, (old, key)) in rows.into_iter().enumerate() {
+                c.check_killed()?;
+                let changes = changes_of(&table, &old, &assignments, c, n + 1)?;
+                out.push((old, key, changes));
+            }
+            Ok(out)
+        }),
+    };
+    let (rows, tx) = match evaluated {
+        Ok(done) => done,
+        Err((e, Some(tx))) => return txn::finish(conn, tx, Err(e)),
+        Err((e, None)) => return Err(e),
+    };
+    let tz_secs = ctx.env.tz_secs;
     let result = (|| {
-        let rows = target_rows(&tx, &table, &targets, &mut ctx)?;
         let matched = rows.len() as u64;
         let mut changed = 0u64;
         // A unique index an update may break: the batch is sent here so
@@ -1170,24 +1272,26 @@ fn update(
             .indexes
             .iter()
             .any(|i| i.kind == schema::IndexKind::Unique);
-        // The row and changes of each operation of the batch.
-        let mut ops: Vec<(usize, Vec<(usize, Value)>)> = Vec::new();
+        // The row of each operation of the batch.
+        let mut ops: Vec<usize> = Vec::new();
         let count = rows.len();
-        for (n, (old, key)) in rows.iter().enumerate() {
+        for (n, (old, key, changes)) in rows.iter().enumerate() {
             let before = tx.pending_ops();
-            if let Some(changes) = update_one(&tx, &table, old, key, &assignments, &mut ctx, n + 1)?
-            {
+            if define_update(&tx, &table, old, key, changes, tz_secs, n + 1)? {
                 changed += 1;
                 for _ in before..tx.pending_ops() {
-                    ops.push((n, changes.clone()));
+                    ops.push(n);
                 }
             }
             let full = tx.pending_ops() >= OPS_PER_EXECUTE_MAX;
             if full || (unique && n + 1 == count && tx.pending_ops() > 0) {
                 tx.execute(ExecMode::NoCommit).map_err(|e| {
-                    match failed_op(&e).and_then(|op| ops.get(op)) {
-                        Some((row, changes)) if e.code == native::UNIQUE_VIOLATION => {
-                            update_duplicate(&table, &rows[*row].0, changes, &e)
+                    match failed_op(&e)
+                        .and_then(|op| ops.get(op))
+                        .and_then(|n| rows.get(*n))
+                    {
+                        Some((old, _, changes)) if e.code == native::UNIQUE_VIOLATION => {
+                            update_duplicate(&table, old, changes, &e)
                         }
                         _ => txn::native_error_in(&e, &table.name),
                     }
@@ -1231,6 +1335,7 @@ fn delete(
     super::subquery::prepare(conn, del, 0, placeholders, Some(params), Some(&table))?;
     let columns = table_scope(&table, &table.name);
     super::correlated::plan(conn, &del.selection, 0, &columns, &[], placeholders)?;
+    super::correlated::plan(conn, &del.order_by, 0, &columns, &[], placeholders)?;
     let targets = lower_targets(
         conn,
         &table,
@@ -1239,19 +1344,26 @@ fn delete(
         del.limit.as_ref(),
         placeholders,
     )?;
-    let per_row = targets.late.is_some();
-    check_per_row(conn, per_row)?;
+    let per_row = targets.has_sub();
     let environment = env(conn);
     let info = Arc::clone(&conn.info);
     let strict = conn.session.sql_mode_strict();
     let tx = txn::take(conn)?;
-    let runner = super::correlated::Runner::new(conn, placeholders, params);
     let mut ctx = Ctx::new(params, &environment);
     ctx.killed = Some(&info.query_killed);
     ctx.strict = strict;
-    ctx.correlated = per_row.then_some(&runner as &dyn crate::engine::expr::PerRow);
+    let evaluated = match fetch_targets(&tx, &table, &targets, &mut ctx) {
+        Err(e) => Err((e, Some(tx))),
+        Ok((rows, limit)) => with_per_row(conn, tx, per_row, &mut ctx, placeholders, |c| {
+            order_targets(rows, &targets, limit, c)
+        }),
+    };
+    let (rows, tx) = match evaluated {
+        Ok(done) => done,
+        Err((e, Some(tx))) => return txn::finish(conn, tx, Err(e)),
+        Err((e, None)) => return Err(e),
+    };
     let result = (|| {
-        let rows = target_rows(&tx, &table, &targets, &mut ctx)?;
         for (_, key) in &rows {
             tx.define(Op::delete(&table.native, key))
                 .map_err(|e| txn::native_error_in(&e, &table.name))?;
@@ -1300,8 +1412,10 @@ impl crate::backend::ResultSink for Collect {
     }
 }
 
-/// `EXPLAIN UPDATE …` / `EXPLAIN DELETE …`: the plan `target_rows` runs
-/// for the statement's table and WHERE (nothing is changed).
+/// `EXPLAIN UPDATE …` / `EXPLAIN DELETE …`: the plan `fetch_targets` runs
+/// for the statement's table and WHERE (nothing is changed), and the
+/// plans of its correlated subqueries (run per row, as `update` and
+/// `delete` run them). Uncorrelated subqueries run, as a SELECT's do.
 pub fn explain(
     conn: &mut Conn<'_>,
     statement: &Statement,
@@ -1309,13 +1423,30 @@ pub fn explain(
     more: bool,
     sink: &mut dyn crate::backend::ResultSink,
 ) -> SqlResult<Answered> {
-    let (name, selection, sorted, select_type) = match statement {
-        Statement::Update(up) => (
-            single_table(&up.table)?,
-            up.selection.as_ref(),
-            !up.order_by.is_empty(),
-            "UPDATE",
-        ),
+    let params: &[Val] = &[];
+    let (table, select_type, targets, assignments) = match statement {
+        Statement::Update(up) => {
+            let table = table_of(conn, single_table(&up.table)?)?;
+            super::subquery::prepare(conn, up, 0, &[], Some(params), Some(&table))?;
+            let columns = table_scope(&table, &table.name);
+            super::correlated::plan(conn, up, 0, &columns, &[], &[])?;
+            let assignments = with_scope(conn, columns, &[], |scope| {
+                scope.clause = "SET";
+                up.assignments
+                    .iter()
+                    .map(|a| scope.lower(&a.value))
+                    .collect::<SqlResult<Vec<_>>>()
+            })?;
+            let targets = lower_targets(
+                conn,
+                &table,
+                up.selection.as_ref(),
+                &up.order_by,
+                up.limit.as_ref(),
+                &[],
+            )?;
+            (table, "UPDATE", targets, assignments)
+        }
         Statement::Delete(del) => {
             let from = match &del.from {
                 ast::FromTable::WithFromKeyword(f) | ast::FromTable::WithoutKeyword(f) => f,
@@ -1323,29 +1454,36 @@ pub fn explain(
             if !del.tables.is_empty() || from.len() != 1 || del.using.is_some() {
                 return Err(SqlError::unsupported("multi-table DELETE"));
             }
-            (
-                single_table(&from[0])?,
+            let table = table_of(conn, single_table(&from[0])?)?;
+            super::subquery::prepare(conn, del, 0, &[], Some(params), Some(&table))?;
+            let columns = table_scope(&table, &table.name);
+            super::correlated::plan(conn, &del.selection, 0, &columns, &[], &[])?;
+            super::correlated::plan(conn, &del.order_by, 0, &columns, &[], &[])?;
+            let targets = lower_targets(
+                conn,
+                &table,
                 del.selection.as_ref(),
-                !del.order_by.is_empty(),
-                "DELETE",
-            )
+                &del.order_by,
+                del.limit.as_ref(),
+                &[],
+            )?;
+            (table, "DELETE", targets, Vec::new())
         }
         other => return Err(SqlError::unsupported(format_args!("EXPLAIN of `{other}`"))),
     };
-    let table = table_of(conn, name)?;
-    let columns = table_scope(&table, &table.name);
-    let cond = with_scope(conn, columns, &[], |scope| {
-        scope.clause = "WHERE";
-        selection.map(|w| scope.lower(w)).transpose()
-    })?;
     let environment = env(conn);
-    let mut ctx = Ctx::new(&[], &environment);
+    let mut ctx = Ctx::new(params, &environment);
+    let order_exprs: Vec<&Expr> = targets.order.iter().map(|(e, _)| e).collect();
+    let set_exprs: Vec<&Expr> = assignments.iter().collect();
     super::select::explain_write(
         conn,
         &table,
         select_type,
-        cond.as_ref(),
-        sorted,
+        targets.cond.as_ref(),
+        targets.late.as_ref(),
+        &order_exprs,
+        &set_exprs,
+        !targets.order.is_empty(),
         format,
         &mut ctx,
         more,

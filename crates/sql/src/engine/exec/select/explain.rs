@@ -23,8 +23,8 @@ use crate::error::SqlResult;
 use crate::value::{charset, ColumnMeta, ColumnType, SqlValue};
 
 /// One row of the traditional table.
-#[derive(Default)]
-struct Row {
+#[derive(Clone, Default)]
+pub(crate) struct Row {
     id: Option<usize>,
     select_type: &'static str,
     table: Option<String>,
@@ -48,6 +48,15 @@ struct Row {
     buffered: Option<&'static str>,
     /// Its part in a pushed join, as NDB's mysqld says it.
     push: Option<String>,
+    /// FORMAT=JSON: the per-row subqueries of the conditions tested at
+    /// this table (each rendered at no indent).
+    attached: Vec<String>,
+    /// FORMAT=JSON: a LATERAL table's `materialized_from_subquery`.
+    materialised: Option<String>,
+    /// The table's rows are kept ones (a derived table, view or CTE).
+    kept: bool,
+    /// A recursive CTE's block reading the CTE itself.
+    recursive: bool,
 }
 
 /// Which form.
@@ -69,7 +78,14 @@ pub fn explain(
     more: bool,
     sink: &mut dyn ResultSink,
 ) -> SqlResult<Answered> {
-    let plans = plan_query(conn, q, &[], Some(&[]))?;
+    // The traditional table lists derived tables' queries: noted as
+    // they run while the query is planned.
+    if format == Format::Traditional {
+        conn.subqueries.explain = Some(ExplainNotes::default());
+    }
+    let plans = plan_query(conn, q, &[], Some(&[]));
+    let notes = conn.subqueries.explain.take();
+    let plans = plans?;
     for p in &plans.planned {
         if let Some(table) = &p.table {
             crate::engine::stats::refresh(conn, table);
@@ -79,16 +95,20 @@ pub fn explain(
     let info = Arc::clone(&conn.info);
     let mut ctx = Ctx::new(&[], &environment);
     ctx.killed = Some(&info.query_killed);
+    let notes = notes.map(|n| n.notes).unwrap_or_default();
+    let top = direct_children(&notes, 0..notes.len());
+    let mut used = vec![false; notes.len()];
+    let mut derived_ids = std::collections::HashMap::new();
     if format == Format::Analyze {
-        if plans.planned.iter().any(per_row) {
-            return Err(crate::error::SqlError::unsupported(
-                "EXPLAIN ANALYZE of a query with correlated subqueries or LATERAL",
-            ));
-        }
-        let text = analyze(conn, &plans, &mut ctx)?;
+        let text = if plans.planned.iter().any(per_row) {
+            analyze_per_row(conn, &plans, &mut ctx)?
+        } else {
+            analyze(conn, &plans, &mut ctx)?
+        };
         return send_text(sink, text, more);
     }
     let mut arms = Vec::new();
+    let mut blocks = Vec::new();
     // Ids after the SELECTs of the union: the per-row subqueries'.
     let mut next_id = plans.planned.len() + 1;
     for (at, p) in plans.planned.iter().enumerate() {
@@ -100,15 +120,51 @@ pub fn explain(
             _ => "UNION",
         };
         let mut rows = rows_of(p, &mut ctx)?;
+        let derived = expand_derived(
+            &notes,
+            &top,
+            &mut rows,
+            &mut next_id,
+            &mut derived_ids,
+            &mut used,
+        );
+        let select_type = if select_type == "SIMPLE" && !derived.is_empty() {
+            "PRIMARY"
+        } else {
+            select_type
+        };
         for r in &mut rows {
             r.id = Some(at + 1);
             r.select_type = select_type;
         }
-        // FORMAT=JSON nests subqueries in its own way: only the SELECT.
+        rows.extend(derived);
         if dependent && format == Format::Traditional {
             rows.extend(dependent_rows(conn, p, at + 1, &mut next_id, &mut ctx)?);
         }
+        if format == Format::Json {
+            // FORMAT=JSON nests the subqueries in the SELECT's block.
+            blocks.push(block_json_of(
+                conn,
+                p,
+                rows,
+                at + 1,
+                &mut next_id,
+                &mut ctx,
+            )?);
+            continue;
+        }
         arms.push(rows);
+    }
+    if format == Format::Json {
+        let union = (plans.planned.len() > 1).then(|| {
+            let ids: Vec<String> = (1..=plans.planned.len()).map(|i| i.to_string()).collect();
+            format!("<union{}>", ids.join(","))
+        });
+        return send_text(
+            sink,
+            json(&blocks, union.as_deref(), plans.union_distinct),
+            more,
+        );
     }
     let union = (plans.planned.len() > 1).then(|| {
         let ids: Vec<String> = (1..=plans.planned.len()).map(|i| i.to_string()).collect();
@@ -117,17 +173,59 @@ pub fn explain(
     send_explain(arms, union, plans.union_distinct, format, more, sink)
 }
 
+/// Where a per-row subquery is used: MySQL's place for it in EXPLAIN
+/// ANALYZE's words and FORMAT=JSON's nesting.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Clause {
+    /// A `LATERAL` derived table.
+    Lateral,
+    /// The select list.
+    Projection,
+    /// WHERE or an ON.
+    Condition,
+    GroupBy,
+    Having,
+    OrderBy,
+}
+
 /// A per-row subquery EXPLAIN shows: its query, the outer columns it
-/// names, and whether it is a LATERAL derived table.
-type Dependent = (
-    Arc<ast::Query>,
-    Vec<(crate::engine::expr::ScopeColumn, usize)>,
-    bool,
-);
+/// names, and where it is used.
+struct Dependent {
+    query: Arc<ast::Query>,
+    outer: Vec<(crate::engine::expr::ScopeColumn, usize)>,
+    clause: Clause,
+}
 
 /// Per-row depth of EXPLAIN's dependent subqueries shown, at most (a
 /// deeper one is run, not shown).
 const DEPENDENT_DEPTH_MAX: usize = 16;
+
+/// What a SELECT runs per row, each text once, in the order EXPLAIN
+/// numbers them: `LATERAL` derived tables, then the subqueries of the
+/// select list, WHERE, GROUP BY, HAVING, ORDER BY and the LATERAL tables'
+/// ON.
+fn dependents_of(p: &Planned) -> Vec<Dependent> {
+    let mut subs: Vec<Dependent> = p
+        .laterals
+        .iter()
+        .map(|lat| Dependent {
+            query: Arc::clone(&lat.query),
+            outer: lat.outer.clone(),
+            clause: Clause::Lateral,
+        })
+        .collect();
+    subqueries_of(&p.items, Clause::Projection, &mut subs);
+    subqueries_of(&p.late, Clause::Condition, &mut subs);
+    subqueries_of(&p.group, Clause::GroupBy, &mut subs);
+    subqueries_of(&p.having, Clause::Having, &mut subs);
+    subqueries_of(p.order.iter().map(|(e, _)| e), Clause::OrderBy, &mut subs);
+    subqueries_of(
+        p.laterals.iter().filter_map(|l| l.on.as_ref()),
+        Clause::Condition,
+        &mut subs,
+    );
+    subs
+}
 
 /// The rows of what a SELECT runs per row: `LATERAL` derived tables
 /// (`<derivedN>` in the SELECT's own rows, then `DEPENDENT DERIVED`) and
@@ -141,32 +239,107 @@ fn dependent_rows(
     next_id: &mut usize,
     ctx: &mut Ctx<'_>,
 ) -> SqlResult<Vec<Row>> {
-    let mut subs: Vec<Dependent> = Vec::new();
-    for lat in &p.laterals {
-        subs.push((Arc::clone(&lat.query), lat.outer.clone(), true));
-    }
-    let exprs = p
-        .items
-        .iter()
-        .chain(&p.late)
-        .chain(&p.group)
-        .chain(&p.having)
-        .chain(p.order.iter().map(|(e, _)| e))
-        .chain(p.laterals.iter().filter_map(|l| l.on.as_ref()));
+    dependent_rows_of(conn, dependents_of(p), id, next_id, ctx)
+}
+
+/// Adds the per-row subqueries of `exprs` to `subs`, each text once.
+fn subqueries_of<'e>(
+    exprs: impl IntoIterator<Item = &'e Expr>,
+    clause: Clause,
+    subs: &mut Vec<Dependent>,
+) {
     for e in exprs {
         e.each(&mut |x| {
             if let Expr::Sub(s) = x {
-                if !subs.iter().any(|(q, ..)| q.to_string() == *s.text) {
-                    subs.push((Arc::clone(&s.query), s.outer.clone(), false));
+                if !subs.iter().any(|d| d.query.to_string() == *s.text) {
+                    subs.push(Dependent {
+                        query: Arc::clone(&s.query),
+                        outer: s.outer.clone(),
+                        clause,
+                    });
                 }
             }
         });
     }
+}
+
+/// Runs `f` on the plans of `d`'s query, planned as it runs but with
+/// sample values for the outer columns.
+fn with_sample<R>(
+    conn: &mut Conn<'_>,
+    d: &Dependent,
+    f: impl FnOnce(&mut Conn<'_>, Plans) -> SqlResult<R>,
+) -> SqlResult<R> {
+    let sample = crate::engine::expr::OuterRow {
+        columns: d.outer.iter().map(|(c, _)| c.clone()).collect(),
+        values: d
+            .outer
+            .iter()
+            .map(|(c, _)| crate::engine::expr::sample_value(c.kind))
+            .collect(),
+    };
+    crate::engine::exec::correlated::with_outer(conn, sample, |conn| {
+        let plans = plan_query(conn, &d.query, &[], Some(&[]))?;
+        for sp in &plans.planned {
+            if let Some(table) = &sp.table {
+                crate::engine::stats::refresh(conn, table);
+            }
+        }
+        f(conn, plans)
+    })
+}
+
+/// The rows of a per-row subquery's own plan, numbered `sub_id` (a key
+/// read per outer row is `eq_ref` with the outer columns as `ref`).
+fn sample_rows(
+    conn: &Conn<'_>,
+    d: &Dependent,
+    sp: &Planned,
+    sub_id: usize,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Vec<Row>> {
+    let database = conn.session.database.clone().unwrap_or_default();
+    let outer_names: Vec<String> = d
+        .outer
+        .iter()
+        .map(|(c, _)| format!("{database}.{}.{}", c.table, c.name))
+        .collect();
+    let mut these = rows_of(sp, ctx)?;
+    for r in &mut these {
+        r.id = Some(sub_id);
+        r.select_type = if d.clause == Clause::Lateral {
+            "DEPENDENT DERIVED"
+        } else {
+            "DEPENDENT SUBQUERY"
+        };
+        // Read by key per outer row, not once.
+        if r.access_type == Some("const") {
+            r.access_type = Some("eq_ref");
+            // The key's values come from the outer row.
+            if r.refs.len() == outer_names.len() {
+                r.refs.clone_from(&outer_names);
+            } else {
+                r.refs = vec!["func".into(); r.refs.len()];
+            }
+        }
+    }
+    Ok(these)
+}
+
+/// The rows of the per-row subqueries `subs` of the SELECT (or UPDATE,
+/// DELETE) numbered `id`.
+fn dependent_rows_of(
+    conn: &mut Conn<'_>,
+    subs: Vec<Dependent>,
+    id: usize,
+    next_id: &mut usize,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Vec<Row>> {
     let mut out = Vec::new();
-    for (q, outer, derived) in subs {
+    for d in subs {
         let sub_id = *next_id;
         *next_id += 1;
-        if derived {
+        if d.clause == Clause::Lateral {
             out.push(Row {
                 id: Some(id),
                 select_type: "PRIMARY",
@@ -175,48 +348,11 @@ fn dependent_rows(
                 ..Row::default()
             });
         }
-        let sample = crate::engine::expr::OuterRow {
-            columns: outer.iter().map(|(c, _)| c.clone()).collect(),
-            values: outer
-                .iter()
-                .map(|(c, _)| crate::engine::expr::sample_value(c.kind))
-                .collect(),
-        };
         let depth = conn.subqueries.outer.len();
-        let inner = crate::engine::exec::correlated::with_outer(conn, sample, |conn| {
-            let plans = plan_query(conn, &q, &[], Some(&[]))?;
-            for sp in &plans.planned {
-                if let Some(table) = &sp.table {
-                    crate::engine::stats::refresh(conn, table);
-                }
-            }
-            let database = conn.session.database.clone().unwrap_or_default();
-            let outer_names: Vec<String> = outer
-                .iter()
-                .map(|(c, _)| format!("{database}.{}.{}", c.table, c.name))
-                .collect();
+        let inner = with_sample(conn, &d, |conn, plans| {
             let mut rows = Vec::new();
             for sp in &plans.planned {
-                let mut these = rows_of(sp, ctx)?;
-                for r in &mut these {
-                    r.id = Some(sub_id);
-                    r.select_type = if derived {
-                        "DEPENDENT DERIVED"
-                    } else {
-                        "DEPENDENT SUBQUERY"
-                    };
-                    // Read by key per outer row, not once.
-                    if r.access_type == Some("const") {
-                        r.access_type = Some("eq_ref");
-                        // The key's values come from the outer row.
-                        if r.refs.len() == outer_names.len() {
-                            r.refs.clone_from(&outer_names);
-                        } else {
-                            r.refs = vec!["func".into(); r.refs.len()];
-                        }
-                    }
-                }
-                rows.extend(these);
+                rows.extend(sample_rows(conn, &d, sp, sub_id, ctx)?);
                 if per_row(sp) && depth < DEPENDENT_DEPTH_MAX {
                     rows.extend(dependent_rows(conn, sp, sub_id, next_id, ctx)?);
                 }
@@ -228,15 +364,295 @@ fn dependent_rows(
     Ok(out)
 }
 
+/// `{"dependent": true, …, "query_block": block}`: a per-row subquery
+/// as FORMAT=JSON nests it (`block` rendered at no indent).
+fn dependent_json(block: &str) -> String {
+    format!(
+        "{{\n  \"dependent\": true,\n  \"cacheable\": false,\n  \"query_block\": {}\n}}",
+        reindent(block, "  ")
+    )
+}
+
+/// `s` (rendered at no indent) for a place indented by `indent`.
+fn reindent(s: &str, indent: &str) -> String {
+    s.replace('\n', &format!("\n{indent}"))
+}
+
+/// The FORMAT=JSON `query_block` (at no indent) of a SELECT numbered
+/// `id` whose EXPLAIN rows are `rows`, with its per-row subqueries nested
+/// where MySQL nests them: a LATERAL table's query under its
+/// `<derivedN>` table (`materialized_from_subquery`), a condition's in
+/// `attached_subqueries` of the table it is tested at (the last: late
+/// conjuncts are tested on the joined rows), the select list's, GROUP
+/// BY's, HAVING's and ORDER BY's in the block's
+/// `select_list_subqueries`, `group_by_subqueries`, `having_subqueries`,
+/// `order_by_subqueries`.
+fn block_json_of(
+    conn: &mut Conn<'_>,
+    p: &Planned,
+    mut rows: Vec<Row>,
+    id: usize,
+    next_id: &mut usize,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<String> {
+    let depth = conn.subqueries.outer.len();
+    let mut lists: Vec<(&'static str, Vec<String>)> = Vec::new();
+    let mut attached = Vec::new();
+    if depth < DEPENDENT_DEPTH_MAX {
+        for d in dependents_of(p) {
+            let sub_id = *next_id;
+            *next_id += 1;
+            let block = with_sample(conn, &d, |conn, plans| {
+                query_json_of(conn, &d, plans, sub_id, next_id, ctx)
+            })?;
+            let list = match d.clause {
+                Clause::Lateral => {
+                    let materialised = format!(
+                        "{{\n  \"using_temporary_table\": true,\n  \"dependent\": true,\n  \
+                         \"cacheable\": false,\n  \"query_block\": {}\n}}",
+                        reindent(&block, "  ")
+                    );
+                    rows.push(Row {
+                        table: Some(format!("<derived{sub_id}>")),
+                        access_type: Some("ALL"),
+                        materialised: Some(materialised),
+                        ..Row::default()
+                    });
+                    continue;
+                }
+                Clause::Condition => {
+                    attached.push(dependent_json(&block));
+                    continue;
+                }
+                Clause::Projection => "select_list_subqueries",
+                Clause::GroupBy => "group_by_subqueries",
+                Clause::Having => "having_subqueries",
+                Clause::OrderBy => "order_by_subqueries",
+            };
+            match lists.iter_mut().find(|(name, _)| *name == list) {
+                Some((_, items)) => items.push(dependent_json(&block)),
+                None => lists.push((list, vec![dependent_json(&block)])),
+            }
+        }
+    }
+    match rows.last_mut() {
+        Some(last) => last.attached = attached,
+        None if !attached.is_empty() => lists.push(("attached_subqueries", attached)),
+        None => {}
+    }
+    Ok(block_json_with(id, &rows, "", &lists))
+}
+
+/// The FORMAT=JSON `query_block` (at no indent) of a per-row subquery's
+/// `plans` (planned with sample values), numbered `sub_id`.
+fn query_json_of(
+    conn: &mut Conn<'_>,
+    d: &Dependent,
+    plans: Plans,
+    sub_id: usize,
+    next_id: &mut usize,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<String> {
+    let mut blocks = Vec::new();
+    for sp in &plans.planned {
+        let rows = sample_rows(conn, d, sp, sub_id, ctx)?;
+        blocks.push(block_json_of(conn, sp, rows, sub_id, next_id, ctx)?);
+    }
+    if blocks.len() == 1 {
+        return Ok(blocks.remove(0));
+    }
+    let ids: Vec<String> = (0..blocks.len()).map(|_| sub_id.to_string()).collect();
+    Ok(union_json(
+        &blocks,
+        &format!("<union{}>", ids.join(",")),
+        plans.union_distinct,
+    ))
+}
+
+/// `{"union_result": …}`: a UNION's `query_block` (at no indent) over its
+/// SELECTs' blocks (each at no indent).
+fn union_json(blocks: &[String], name: &str, distinct: bool) -> String {
+    let specs: Vec<String> = blocks
+        .iter()
+        .map(|b| {
+            format!(
+                "      {{\n        \"dependent\": false,\n        \
+                 \"cacheable\": true,\n        \"query_block\": {}\n      }}",
+                reindent(b, "        ")
+            )
+        })
+        .collect();
+    format!(
+        "{{\n  \"union_result\": {{\n    \
+         \"using_temporary_table\": {distinct},\n    \"table_name\": {},\n    \
+         \"access_type\": \"ALL\",\n    \"query_specifications\": [\n{}\n    ]\n  \
+         }}\n}}",
+        js(name),
+        specs.join(",\n")
+    )
+}
+
+/// `EXPLAIN ANALYZE` of a query that runs per-row subqueries: the query
+/// run as it runs (its rows read, then the subqueries per row), the
+/// read's tree, then a node per subquery (`Select #N (subquery in
+/// condition; dependent)`, `Materialize` for a LATERAL table) with how
+/// many times it ran (`loops`: its cache's hits are not runs), the rows a
+/// run gave and a run's time on average, over its plan as EXPLAIN plans
+/// it (with sample values; these lines carry no times of their own).
+fn analyze_per_row(conn: &mut Conn<'_>, plans: &Plans, ctx: &mut Ctx<'_>) -> SqlResult<String> {
+    conn.subqueries.analyze = Some(std::collections::HashMap::new());
+    let result = (|| {
+        let mut text = String::new();
+        let alone = plans.planned.len() == 1;
+        let mut next_id = plans.planned.len() + 1;
+        for p in &plans.planned {
+            let started = Instant::now();
+            let mut stats = Vec::new();
+            let out =
+                super::run_per_row(conn, p, ctx, alone, &plans.placeholders, Some(&mut stats))?;
+            match &p.join {
+                Some(spec) => {
+                    let plan = join_plan::plan(spec, p.cond.as_ref(), ctx)?;
+                    text.push_str(&join_tree(spec, &plan, &stats, out.len(), started));
+                }
+                None => {
+                    let ms = started.elapsed().as_secs_f64() * 1e3;
+                    let what = single_text(p, ctx)?;
+                    let _ = writeln!(
+                        text,
+                        "-> {what}  (actual time=0.000..{ms:.3} rows={} loops=1)",
+                        out.len()
+                    );
+                }
+            }
+            for d in dependents_of(p) {
+                subquery_tree(conn, &d, &mut next_id, ctx, 0, &mut text)?;
+            }
+        }
+        Ok(text)
+    })();
+    conn.subqueries.analyze = None;
+    result
+}
+
+/// How a single-table (or table-less) SELECT reads, in MySQL's tree words.
+fn single_text(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<String> {
+    let name = p
+        .source
+        .first()
+        .map_or_else(String::new, |c| c.table.to_string());
+    Ok(match &p.table {
+        Some(table) => {
+            let (access, _) = single_access(table, p, ctx)?;
+            step_text(table, &name, &StepAccess::Own(access), None)
+        }
+        None => "Rows fetched before execution".to_owned(),
+    })
+}
+
+/// A count per loop as MySQL prints it: whole, or with two decimals.
+fn per_loop(total: u64, loops: u64) -> String {
+    if loops == 0 || total.is_multiple_of(loops) {
+        (total / loops.max(1)).to_string()
+    } else {
+        let v = total as f64 / loops as f64;
+        let s = format!("{v:.2}");
+        s.trim_end_matches('0').to_owned()
+    }
+}
+
+/// EXPLAIN ANALYZE's node of a per-row subquery `d` (numbered next),
+/// what it did (counted while the query ran), and its plan's lines,
+/// `depth` levels in.
+fn subquery_tree(
+    conn: &mut Conn<'_>,
+    d: &Dependent,
+    next_id: &mut usize,
+    ctx: &mut Ctx<'_>,
+    depth: usize,
+    text: &mut String,
+) -> SqlResult<()> {
+    let id = *next_id;
+    *next_id += 1;
+    let stats = conn
+        .subqueries
+        .analyze
+        .as_ref()
+        .and_then(|m| m.get(&d.query.to_string()))
+        .copied()
+        .unwrap_or_default();
+    let pad = "    ".repeat(depth);
+    let place = match d.clause {
+        Clause::Lateral => None,
+        Clause::Projection => Some("projection"),
+        Clause::Condition | Clause::Having => Some("condition"),
+        Clause::GroupBy => Some("GROUP BY"),
+        Clause::OrderBy => Some("ORDER BY"),
+    };
+    let _ = match place {
+        Some(place) => write!(
+            text,
+            "{pad}-> Select #{id} (subquery in {place}; dependent)"
+        ),
+        None => write!(
+            text,
+            "{pad}-> Materialize <derived{id}> (invalidate on row from outer tables)"
+        ),
+    };
+    if stats.runs == 0 {
+        text.push_str("  (never executed)\n");
+    } else {
+        let ms = stats.time.as_secs_f64() * 1e3 / stats.runs as f64;
+        let _ = writeln!(
+            text,
+            "  (actual time=0.000..{ms:.3} rows={} loops={})",
+            per_loop(stats.rows, stats.runs),
+            stats.runs
+        );
+    }
+    let inner = "    ".repeat(depth + 1);
+    with_sample(conn, d, |conn, plans| {
+        for sp in &plans.planned {
+            match &sp.join {
+                Some(spec) => {
+                    let plan = join_plan::plan(spec, sp.cond.as_ref(), ctx)?;
+                    for step in &plan.steps {
+                        let t = &spec.tables[step.table];
+                        let what = step_text(&t.table, &t.alias, &step.access, Some(spec));
+                        let _ = writeln!(text, "{inner}-> {what}");
+                    }
+                }
+                None => {
+                    let what = single_text(sp, ctx)?;
+                    let _ = writeln!(text, "{inner}-> {what}");
+                }
+            }
+            if depth + 1 < DEPENDENT_DEPTH_MAX {
+                for nested in dependents_of(sp) {
+                    subquery_tree(conn, &nested, next_id, ctx, depth + 1, text)?;
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
 /// `EXPLAIN [FORMAT=JSON] UPDATE|DELETE` of one table: the access the
-/// executor runs (`exec::write`'s `plan::access`), `select_type` `UPDATE`
-/// or `DELETE` as MySQL 8 prints it. `filesort`: an ORDER BY sorts the rows.
+/// executor runs (`exec::write`'s `plan::access` of the conjuncts `cond`;
+/// `late` ones, with correlated subqueries, are tested after the read),
+/// `select_type` `UPDATE` or `DELETE` as MySQL 8 prints it, then the
+/// `DEPENDENT SUBQUERY` rows of the per-row subqueries of `late`,
+/// `order_exprs` and `set_exprs` (FORMAT=JSON: nested in its block).
+/// `filesort`: an ORDER BY sorts the rows.
 #[allow(clippy::too_many_arguments)]
 pub fn explain_write(
-    conn: &Conn<'_>,
+    conn: &mut Conn<'_>,
     table: &TableInfo,
     select_type: &'static str,
     cond: Option<&Expr>,
+    late: Option<&Expr>,
+    order_exprs: &[&Expr],
+    set_exprs: &[&Expr],
     filesort: bool,
     format: Format,
     ctx: &mut Ctx<'_>,
@@ -250,7 +666,7 @@ pub fn explain_write(
     }
     crate::engine::stats::refresh(conn, table);
     let (access, filter) = crate::engine::plan::access(table, cond, ctx)?;
-    let mut row = access_row(table, &access, cond.is_some());
+    let mut row = access_row(table, &access, cond.is_some() || late.is_some());
     if access == Access::Nothing {
         row = Row {
             extra: vec!["Impossible WHERE".into()],
@@ -260,8 +676,13 @@ pub fn explain_write(
         row.pushed = filter.is_some() && scans(&StepAccess::Own(access.clone()));
         row.table = Some(table.name.clone());
         row.partitions = partition_names(&crate::engine::plan::partitions_read(table, cond, ctx)?);
-        if let Some(cond) = cond {
-            let conds: Vec<Expr> = cond.conjuncts().into_iter().cloned().collect();
+        let conds: Vec<Expr> = cond
+            .into_iter()
+            .chain(late)
+            .flat_map(|c| c.conjuncts())
+            .cloned()
+            .collect();
+        if !conds.is_empty() {
             row.possible_keys = possible_keys(table, &join_plan::Hints::default(), 0, &conds);
         }
         if filesort {
@@ -270,7 +691,42 @@ pub fn explain_write(
     }
     row.id = Some(1);
     row.select_type = select_type;
-    send_explain(vec![vec![row]], None, false, format, more, sink)
+    let mut subs = Vec::new();
+    subqueries_of(late, Clause::Condition, &mut subs);
+    subqueries_of(order_exprs.iter().copied(), Clause::OrderBy, &mut subs);
+    subqueries_of(set_exprs.iter().copied(), Clause::Projection, &mut subs);
+    let mut next_id = 2;
+    if format == Format::Json && !subs.is_empty() {
+        // Nested as MySQL nests them: the WHERE's at the table, SET's in
+        // `update_value_subqueries`, ORDER BY's in `order_by_subqueries`.
+        let mut lists: Vec<(&'static str, Vec<String>)> = Vec::new();
+        for d in subs {
+            let sub_id = next_id;
+            next_id += 1;
+            let block = with_sample(conn, &d, |conn, plans| {
+                query_json_of(conn, &d, plans, sub_id, &mut next_id, ctx)
+            })?;
+            let list = match d.clause {
+                Clause::Condition => {
+                    row.attached.push(dependent_json(&block));
+                    continue;
+                }
+                Clause::OrderBy => "order_by_subqueries",
+                _ => "update_value_subqueries",
+            };
+            match lists.iter_mut().find(|(name, _)| *name == list) {
+                Some((_, items)) => items.push(dependent_json(&block)),
+                None => lists.push((list, vec![dependent_json(&block)])),
+            }
+        }
+        let block = block_json_with(1, &[row], "", &lists);
+        return send_text(sink, json(&[block], None, false), more);
+    }
+    let mut rows = vec![row];
+    if format == Format::Traditional {
+        rows.extend(dependent_rows_of(conn, subs, 1, &mut next_id, ctx)?);
+    }
+    send_explain(vec![rows], None, false, format, more, sink)
 }
 
 /// Sends EXPLAIN's rows (one list per SELECT of a union) as the table or
@@ -284,7 +740,12 @@ fn send_explain(
     sink: &mut dyn ResultSink,
 ) -> SqlResult<Answered> {
     if format == Format::Json {
-        let text = json(&arms, union.as_deref(), union_distinct);
+        let blocks: Vec<String> = arms
+            .iter()
+            .enumerate()
+            .map(|(at, rows)| block_json(at + 1, rows, ""))
+            .collect();
+        let text = json(&blocks, union.as_deref(), union_distinct);
         return send_text(sink, text, more);
     }
     let mut out: Vec<Row> = arms.into_iter().flatten().collect();
@@ -367,7 +828,11 @@ fn text_meta(name: &str) -> ColumnMeta {
 
 /// The Extra column of a row.
 fn extra_of(r: &Row) -> Vec<String> {
-    let mut extra: Vec<String> = r.push.iter().cloned().collect();
+    let mut extra: Vec<String> = Vec::new();
+    if r.recursive {
+        extra.push("Recursive".to_owned());
+    }
+    extra.extend(r.push.iter().cloned());
     if r.condition {
         extra.push("Using where".to_owned());
     }
@@ -445,6 +910,7 @@ fn rows_of(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Vec<Row>> {
             // Key reads take no filter: only a scan's is pushed.
             row.pushed = step.filter.is_some() && scans(&step.access);
             row.table = Some(t.alias.clone());
+            row.kept = t.rows.is_some();
             // A subquery run as a semi-join / anti-join (MySQL 8's words).
             match t.semi {
                 Some(join_plan::SemiKind::Semi) => {
@@ -477,6 +943,10 @@ fn rows_of(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Vec<Row>> {
                 }
             };
             row.possible_keys = possible_keys(&t.table, &t.hints, t.offset, &conds);
+            if row.kept {
+                // Kept rows have no partitions (MySQL: NULL).
+                row.partitions.clear();
+            }
             if at == 0 {
                 row.extra.extend(sort_extra.iter().cloned());
             }
@@ -502,6 +972,7 @@ fn rows_of(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Vec<Row>> {
         let mut row = Row::default();
         if let Some(virtual_rows) = &p.rows {
             row.table = p.source.first().map(|c| c.table.to_string());
+            row.kept = true;
             row.access_type = Some("ALL");
             row.rows = Some(virtual_rows.len() as u64);
             row.condition = p.cond.is_some() || p.late.is_some();
@@ -842,6 +1313,24 @@ fn table_json(r: &Row, indent: &str) -> String {
         }
     }
     let inner = format!("{indent}  ");
+    if let Some(m) = &r.materialised {
+        fields.push(format!(
+            "\"materialized_from_subquery\": {}",
+            reindent(m, &inner)
+        ));
+    }
+    if !r.attached.is_empty() {
+        let i2 = format!("{inner}  ");
+        let items: Vec<String> = r
+            .attached
+            .iter()
+            .map(|it| format!("{i2}{}", reindent(it, &i2)))
+            .collect();
+        fields.push(format!(
+            "\"attached_subqueries\": [\n{}\n{inner}]",
+            items.join(",\n")
+        ));
+    }
     format!(
         "{{\n{inner}{}\n{indent}}}",
         fields.join(&format!(",\n{inner}"))
@@ -850,9 +1339,21 @@ fn table_json(r: &Row, indent: &str) -> String {
 
 /// One `query_block`: a single table directly, a join as `nested_loop`.
 fn block_json(id: usize, rows: &[Row], indent: &str) -> String {
+    block_json_with(id, rows, indent, &[])
+}
+
+/// [`block_json`] with arrays of subqueries (`select_list_subqueries`
+/// …, each item rendered at no indent) after the tables.
+fn block_json_with(
+    id: usize,
+    rows: &[Row],
+    indent: &str,
+    lists: &[(&'static str, Vec<String>)],
+) -> String {
     let i1 = format!("{indent}  ");
     let i2 = format!("{indent}    ");
-    let body = match rows {
+    let mut body = match rows {
+        [] => String::new(),
         [one] => format!("\"table\": {}", table_json(one, &i1)),
         many => {
             let i3 = format!("{indent}      ");
@@ -863,38 +1364,27 @@ fn block_json(id: usize, rows: &[Row], indent: &str) -> String {
             format!("\"nested_loop\": [\n{}\n{i1}]", items.join(",\n"))
         }
     };
+    for (name, items) in lists {
+        let items: Vec<String> = items
+            .iter()
+            .map(|it| format!("{i2}{}", reindent(it, &i2)))
+            .collect();
+        if !body.is_empty() {
+            body.push_str(&format!(",\n{i1}"));
+        }
+        body.push_str(&format!("\"{name}\": [\n{}\n{i1}]", items.join(",\n")));
+    }
     format!("{{\n{i1}\"select_id\": {id},\n{i1}{body}\n{indent}}}")
 }
 
-/// MySQL's `EXPLAIN FORMAT=JSON` document.
-fn json(arms: &[Vec<Row>], union: Option<&str>, distinct: bool) -> String {
-    match union {
-        None => format!(
-            "{{\n  \"query_block\": {}\n}}",
-            block_json(1, arms.first().map_or(&[][..], Vec::as_slice), "  ")
-        ),
-        Some(name) => {
-            let specs: Vec<String> = arms
-                .iter()
-                .enumerate()
-                .map(|(at, rows)| {
-                    format!(
-                        "        {{\n          \"dependent\": false,\n          \
-                         \"cacheable\": true,\n          \"query_block\": {}\n        }}",
-                        block_json(at + 1, rows, "          ")
-                    )
-                })
-                .collect();
-            format!(
-                "{{\n  \"query_block\": {{\n    \"union_result\": {{\n      \
-                 \"using_temporary_table\": {distinct},\n      \"table_name\": {},\n      \
-                 \"access_type\": \"ALL\",\n      \"query_specifications\": [\n{}\n      ]\n    \
-                 }}\n  }}\n}}",
-                js(name),
-                specs.join(",\n")
-            )
-        }
-    }
+/// MySQL's `EXPLAIN FORMAT=JSON` document over the SELECTs' blocks
+/// (each rendered at no indent).
+fn json(blocks: &[String], union: Option<&str>, distinct: bool) -> String {
+    let body = match union {
+        None => blocks.first().cloned().unwrap_or_else(|| "{\n}".to_owned()),
+        Some(name) => union_json(blocks, name, distinct),
+    };
+    format!("{{\n  \"query_block\": {}\n}}", reindent(&body, "  "))
 }
 
 /// Runs the query and describes what each step did, as MySQL's
@@ -1068,4 +1558,250 @@ fn send_text(sink: &mut dyn ResultSink, text: String, more: bool) -> SqlResult<A
         more,
     )?;
     Ok(Answered::Done)
+}
+
+/// The derived tables, views and CTEs an `EXPLAIN`'s query ran while it
+/// was planned, each with its query's rows (`conn.subqueries.explain`),
+/// so that EXPLAIN shows them as MySQL does: `<derivedN>` for the table
+/// and a `DERIVED` row (then `UNION` rows) per SELECT of its query.
+#[derive(Default)]
+pub(crate) struct ExplainNotes {
+    /// The next `materialise` is a derived table's query: it captures
+    /// its rows.
+    pending: bool,
+    /// What the last capturing `materialise` planned: each SELECT's rows
+    /// and whether the UNION is DISTINCT.
+    captured: Option<(Vec<Vec<Row>>, bool)>,
+    notes: Vec<Note>,
+}
+
+/// A derived table (view, CTE) read while the query was planned.
+struct Note {
+    /// The name the query reads it by.
+    alias: String,
+    what: Noted,
+    /// The notes made while its query was planned (its own derived
+    /// tables, at any depth).
+    children: std::ops::Range<usize>,
+}
+
+enum Noted {
+    /// Its query ran: its SELECTs' rows; `recursive_from`: where a
+    /// recursive CTE's recursive blocks start; `key`: a CTE's identity.
+    Ran {
+        arms: Vec<Vec<Row>>,
+        distinct: bool,
+        recursive_from: Option<usize>,
+        key: Option<usize>,
+    },
+    /// A CTE read again (its rows kept), or by its own recursive block.
+    Again { key: usize },
+}
+
+/// Starts noting a derived table's query (None: no EXPLAIN runs): the
+/// mark for [`note_derived`].
+pub(crate) fn derived_begin(conn: &mut Conn<'_>) -> Option<usize> {
+    let notes = conn.subqueries.explain.as_mut()?;
+    notes.pending = true;
+    Some(notes.notes.len())
+}
+
+/// Called by `materialise` once planned: the rows of `plans` when a
+/// derived table's query is being noted.
+pub(super) fn capture(conn: &mut Conn<'_>, pending: bool, plans: &Plans) -> SqlResult<()> {
+    if !pending {
+        return Ok(());
+    }
+    let environment = env(conn);
+    let mut ctx = Ctx::new(&[], &environment);
+    let mut arms = Vec::with_capacity(plans.planned.len());
+    for p in &plans.planned {
+        arms.push(rows_of(p, &mut ctx)?);
+    }
+    if let Some(notes) = conn.subqueries.explain.as_mut() {
+        notes.captured = Some((arms, plans.union_distinct));
+    }
+    Ok(())
+}
+
+/// The rows the last noted query captured (a recursive CTE's blocks are
+/// captured one by one).
+pub(crate) fn derived_captured(conn: &mut Conn<'_>) -> Option<(Vec<Vec<Row>>, bool)> {
+    conn.subqueries.explain.as_mut()?.captured.take()
+}
+
+/// Notes the derived table `alias` whose query ran since `mark`, with
+/// what it captured.
+pub(crate) fn note_derived(conn: &mut Conn<'_>, mark: Option<usize>, alias: &str) {
+    let Some((arms, distinct)) = derived_captured(conn) else {
+        return;
+    };
+    note_ran(conn, mark, alias, arms, distinct, None, None);
+}
+
+/// Where the notes stand (None: no EXPLAIN runs), for [`note_ran`].
+pub(crate) fn explain_mark(conn: &Conn<'_>) -> Option<usize> {
+    conn.subqueries.explain.as_ref().map(|n| n.notes.len())
+}
+
+/// The next `materialise` captures its rows (a recursive CTE's block).
+pub(crate) fn capture_next(conn: &mut Conn<'_>) {
+    if let Some(notes) = conn.subqueries.explain.as_mut() {
+        notes.pending = true;
+    }
+}
+
+/// Whether this `materialise` captures its rows (and no later one).
+pub(super) fn take_pending(conn: &mut Conn<'_>) -> bool {
+    conn.subqueries
+        .explain
+        .as_mut()
+        .is_some_and(|n| std::mem::take(&mut n.pending))
+}
+
+/// Notes a derived table (a CTE: `key`) whose query's SELECTs gave `arms`.
+pub(crate) fn note_ran(
+    conn: &mut Conn<'_>,
+    mark: Option<usize>,
+    alias: &str,
+    arms: Vec<Vec<Row>>,
+    distinct: bool,
+    recursive_from: Option<usize>,
+    key: Option<usize>,
+) {
+    let (Some(mark), Some(notes)) = (mark, conn.subqueries.explain.as_mut()) else {
+        return;
+    };
+    notes.pending = false;
+    let end = notes.notes.len();
+    notes.notes.push(Note {
+        alias: alias.to_owned(),
+        what: Noted::Ran {
+            arms,
+            distinct,
+            recursive_from,
+            key,
+        },
+        children: mark..end,
+    });
+}
+
+/// Notes a CTE (`key`) read again as `alias`.
+pub(crate) fn note_again(conn: &mut Conn<'_>, alias: &str, key: usize) {
+    if let Some(notes) = conn.subqueries.explain.as_mut() {
+        let at = notes.notes.len();
+        notes.notes.push(Note {
+            alias: alias.to_owned(),
+            what: Noted::Again { key },
+            children: at..at,
+        });
+    }
+}
+
+/// Names the derived tables of `rows` (those read from kept rows)
+/// `<derivedN>` after the notes among `candidates` they match (by name,
+/// in order), and gives the rows of their queries: `DERIVED` for the
+/// first SELECT, `UNION` for the others (a recursive CTE's recursive
+/// blocks, whose reads of the CTE itself say `Recursive`), `UNION
+/// RESULT` for a UNION DISTINCT that is not recursive.
+fn expand_derived(
+    notes: &[Note],
+    candidates: &[usize],
+    rows: &mut [Row],
+    next_id: &mut usize,
+    ids: &mut std::collections::HashMap<usize, usize>,
+    used: &mut [bool],
+) -> Vec<Row> {
+    let mut out = Vec::new();
+    for r in rows.iter_mut().filter(|r| r.kept) {
+        let Some(name) = r.table.clone() else {
+            continue;
+        };
+        let Some(&c) = candidates
+            .iter()
+            .find(|c| !used[**c] && notes[**c].alias.eq_ignore_ascii_case(&name))
+        else {
+            continue;
+        };
+        used[c] = true;
+        let key = match &notes[c].what {
+            Noted::Again { key } => Some(*key),
+            Noted::Ran { key, .. } => *key,
+        };
+        let known = key.and_then(|k| ids.get(&k).copied());
+        let id = known.unwrap_or_else(|| {
+            let id = *next_id;
+            *next_id += 1;
+            id
+        });
+        if let Some(k) = key {
+            ids.insert(k, id);
+        }
+        r.table = Some(format!("<derived{id}>"));
+        let Noted::Ran {
+            arms,
+            distinct,
+            recursive_from,
+            ..
+        } = &notes[c].what
+        else {
+            continue;
+        };
+        if known.is_some() {
+            // Its rows are shown where it was first read.
+            continue;
+        }
+        let children = direct_children(notes, notes[c].children.clone());
+        let mut arm_ids = Vec::with_capacity(arms.len());
+        for (at, arm) in arms.iter().enumerate() {
+            let arm_id = if at == 0 {
+                id
+            } else {
+                let i = *next_id;
+                *next_id += 1;
+                i
+            };
+            arm_ids.push(arm_id.to_string());
+            let recursive = recursive_from.is_some_and(|from| at >= from);
+            let mut these = arm.clone();
+            for row in &mut these {
+                row.id = Some(arm_id);
+                row.select_type = if at == 0 { "DERIVED" } else { "UNION" };
+                // The recursive block's read of the CTE itself.
+                if recursive && row.kept && row.table.as_deref() == Some(notes[c].alias.as_str()) {
+                    row.kept = false;
+                    row.recursive = true;
+                }
+            }
+            let inner = expand_derived(notes, &children, &mut these, next_id, ids, used);
+            out.extend(these);
+            out.extend(inner);
+        }
+        // UNION ALL needs no temporary table: no UNION RESULT row (as
+        // MySQL 8 and MariaDB print it), nor for a recursive CTE.
+        if arms.len() > 1 && recursive_from.is_none() && *distinct {
+            out.push(Row {
+                select_type: "UNION RESULT",
+                table: Some(format!("<union{}>", arm_ids.join(","))),
+                access_type: Some("ALL"),
+                extra: vec!["Using temporary".into()],
+                ..Row::default()
+            });
+        }
+    }
+    out
+}
+
+/// The notes in `range` that no other note in it holds.
+fn direct_children(notes: &[Note], range: std::ops::Range<usize>) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut at = range.end;
+    // Post-order: a note's children come right before it.
+    while at > range.start {
+        at -= 1;
+        out.push(at);
+        at = at.min(notes[at].children.start.max(range.start));
+    }
+    out.reverse();
+    out
 }
