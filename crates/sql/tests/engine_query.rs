@@ -209,7 +209,7 @@ fn sql_over_a_sandbox() {
     prepared_statements(&mut conn);
     sysbench_statements(&mut conn);
     plans_agree_with_a_full_scan(&mut conn);
-    tables_made_by_sql(&mut conn);
+    tables_made_by_sql(&engine, &mut conn);
     conditions_as_mariadb(&session, &mut conn);
 }
 
@@ -1753,7 +1753,7 @@ fn prepared_statements(conn: &mut Conn<'_>) {
 /// Tables made with CREATE TABLE: AUTO_INCREMENT and LAST_INSERT_ID(), a
 /// table without a primary key (its hidden key), and CURRENT_TIMESTAMP
 /// defaults and updates.
-fn tables_made_by_sql(conn: &mut Conn<'_>) {
+fn tables_made_by_sql(engine: &std::sync::Arc<Engine>, conn: &mut Conn<'_>) {
     ok(
         conn,
         "CREATE TABLE ai (id INT AUTO_INCREMENT PRIMARY KEY, v INT)",
@@ -1772,6 +1772,25 @@ fn tables_made_by_sql(conn: &mut Conn<'_>) {
     assert_eq!(ids[1][1], "20");
     ok(conn, "INSERT INTO ai VALUES (100, 30)");
     assert_eq!(q(conn, "SELECT v FROM ai WHERE id = 100"), rows(&[&["30"]]));
+    // An explicit value below what the sequence is known to have reached
+    // (past this node's range) is noted without touching the sequence:
+    // the INSERT is the only request. One above it moves the sequence (a
+    // read and a write).
+    let sent = || engine.cluster.stats().tc_key_reqs_sent;
+    let before = sent();
+    ok(conn, "INSERT INTO ai VALUES (50, 31)");
+    assert_eq!(sent() - before, 1, "below the sequence: the INSERT alone");
+    let before = sent();
+    ok(conn, "INSERT INTO ai VALUES (1000000, 32)");
+    assert_eq!(sent() - before, 3, "above it: the sequence moves first");
+    let before = sent();
+    ok(conn, "INSERT INTO ai VALUES (999999, 34)");
+    assert_eq!(sent() - before, 1, "below the new floor, no range held");
+    let info = ok(conn, "INSERT INTO ai (v) VALUES (33)");
+    assert_eq!(
+        info.last_insert_id, 1_000_001,
+        "generated above the explicit values"
+    );
     // Outside strict mode a value that does not fit is adjusted, with a
     // warning, as MySQL does.
     ok(conn, "SET sql_mode = ''");

@@ -298,6 +298,17 @@ struct Reserved {
     end: u64,
 }
 
+/// What this SQL node knows of one table's sequence.
+#[derive(Clone, Copy, Debug, Default)]
+struct Sequence {
+    /// The values it may hand out.
+    range: Option<Reserved>,
+    /// The sequence row was last seen at or above this: it only grows
+    /// (TRUNCATE's and ALTER's resets forget the slot), so an explicit
+    /// value below it needs no round trip to be noted.
+    floor: u64,
+}
+
 /// Caches the SQL node shares between connections.
 #[derive(Default)]
 pub struct Shared {
@@ -306,7 +317,7 @@ pub struct Shared {
     /// table's meaning). Each table's range has a lock of its own, held
     /// across a reservation's round trip to the cluster, so that one
     /// table's reservation never waits for another's.
-    sequences: Mutex<HashMap<u32, Arc<Mutex<Option<Reserved>>>>>,
+    sequences: Mutex<HashMap<u32, Arc<Mutex<Sequence>>>>,
     /// The SQL view of each table by cluster name, kept while the client's
     /// cached native definition is the one it was made from (a new
     /// definition is a new `Arc<Table>`), so a statement does not decode
@@ -778,8 +789,8 @@ pub(crate) fn system_table(conn: &Conn<'_>, name: &str) -> SqlResult<Arc<Table>>
 pub fn next_auto_increment(conn: &Conn<'_>, table: &TableInfo, count: u64) -> SqlResult<u64> {
     let count = count.max(1);
     let slot = sequence_slot(conn, table.id());
-    let mut range = slot.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(range) = range.as_mut() {
+    let mut sequence = slot.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(range) = sequence.range.as_mut() {
         if range.end - range.next >= count {
             let first = range.next;
             range.next += count;
@@ -794,16 +805,17 @@ pub fn next_auto_increment(conn: &Conn<'_>, table: &TableInfo, count: u64) -> Sq
         .unwrap_or(AUTO_INCREMENT_PREFETCH);
     let want = count.max(prefetch);
     let first = reserve(conn, table, want, None)?;
-    *range = Some(Reserved {
+    sequence.range = Some(Reserved {
         next: first + count,
         end: first + want,
     });
+    sequence.floor = sequence.floor.max(first + want);
     Ok(first)
 }
 
 /// The lock and range of one table's sequence on this node (made on first
 /// use).
-fn sequence_slot(conn: &Conn<'_>, table_id: u32) -> Arc<Mutex<Option<Reserved>>> {
+fn sequence_slot(conn: &Conn<'_>, table_id: u32) -> Arc<Mutex<Sequence>> {
     let mut sequences = conn
         .engine
         .catalog
@@ -831,8 +843,8 @@ pub fn note_explicit_auto_increment(
     value: u64,
 ) -> SqlResult<()> {
     let slot = sequence_slot(conn, table.id());
-    let mut range = slot.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(reserved) = range.as_mut() {
+    let mut sequence = slot.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(reserved) = sequence.range.as_mut() {
         if value < reserved.next {
             return Ok(());
         }
@@ -841,10 +853,17 @@ pub fn note_explicit_auto_increment(
             reserved.next = value + 1;
             return Ok(());
         }
-        *range = None;
+        sequence.range = None;
+    }
+    if value < sequence.floor {
+        // Every value generated from now on, by any SQL node, comes from
+        // the sequence row, which is at or above the floor already.
+        return Ok(());
     }
     let next = value.saturating_add(1);
-    reserve(conn, table, 0, Some(next)).map(|_| ())
+    let first = reserve(conn, table, 0, Some(next))?;
+    sequence.floor = sequence.floor.max(first);
+    Ok(())
 }
 
 /// Sets a table's sequence so that the next value is at least `next`
@@ -919,7 +938,7 @@ pub fn peek_auto_increment(conn: &Conn<'_>, table: &TableInfo) -> SqlResult<u64>
     let cached = *sequence_slot(conn, table.id())
         .lock()
         .unwrap_or_else(|p| p.into_inner());
-    if let Some(range) = cached {
+    if let Some(range) = cached.range {
         return Ok(range.next);
     }
     let seq = system_table(conn, SEQUENCES_TABLE)?;
