@@ -151,14 +151,18 @@ impl TcBlock {
                 }
             }
         };
-        let release = flags & tc_flags::RELEASE != 0;
         let opened = if flags & tc_flags::PUSHED != 0 {
             self.pushed_tree(&spec).and_then(|(root, pushed)| {
-                self.open_scan(from, tx_slot, scan_id, &root, Some(pushed), release, ctx)
+                self.open_scan(from, tx_slot, scan_id, &root, Some(pushed), ctx)
             })
         } else {
-            self.open_scan(from, tx_slot, scan_id, &spec, None, release, ctx)
+            self.open_scan(from, tx_slot, scan_id, &spec, None, ctx)
         };
+        if opened.is_ok() && flags & tc_flags::RELEASE != 0 {
+            // Its end comes with a later signal, never inside open_scan.
+            let slot = self.scan_by_api[&(tx_id, scan_id)];
+            self.scans.get_mut(slot).release = true;
+        }
         if let Err((code, message)) = opened {
             self.scan_ref(from, tx_id, scan_id, code, message, ctx);
             if started {
@@ -175,7 +179,6 @@ impl TcBlock {
         api_scan_id: u32,
         spec: &[u8],
         pushed: Option<super::pushed::Pushed>,
-        release: bool,
         ctx: &mut Context<'_>,
     ) -> Result<(), (u32, String)> {
         let tx = self.transactions.get(tx_slot);
@@ -231,7 +234,7 @@ impl TcBlock {
         scan.fully_replicated = fully_replicated;
         scan.spec = Some(spec);
         scan.pushed = pushed;
-        scan.release = release;
+        scan.release = false;
         scan.next = next;
         scan.end = end;
         scan.listed = listed;

@@ -132,6 +132,8 @@ pub struct OpAnswer {
 
 /// Rows of a scan, and how many batches brought them.
 pub type ScannedRows = (Vec<Vec<Value>>, usize);
+/// A scan's rows, batches, and whether its transaction was released.
+pub type ReleasedScan = (Vec<Vec<Value>>, usize, bool);
 
 /// How a transaction request ended.
 #[derive(Clone, Debug, PartialEq)]
@@ -484,7 +486,7 @@ impl Cluster {
         tx: u64,
         flags: u32,
         spec: Vec<u8>,
-    ) -> Result<(Vec<Vec<Value>>, usize, bool), (u32, String)> {
+    ) -> Result<ReleasedScan, (u32, String)> {
         let scan_id = 7;
         let tc = tc_of(self.data_nodes[0]);
         self.send(
