@@ -925,8 +925,9 @@ impl SignalBody {
         self.gsn() < 10
     }
 
-    /// Signals an API node may send a data node: its registration and its
-    /// requests to a TC or a dictionary. Everything else between blocks
+    /// Signals an API node may send a data node: its registration, its
+    /// requests to a TC or a dictionary, and its subscriptions' requests
+    /// to the subscription block. Everything else between blocks
     /// (LDM, commit, checkpoint, membership, schema distribution) comes only
     /// from data nodes, which trust each other's signals; a frame from an
     /// API node carrying one is refused. A new signal is not an API request
@@ -944,6 +945,9 @@ impl SignalBody {
                 | SignalBody::DictAlterTableReq { .. }
                 | SignalBody::DictGetTableReq { .. }
                 | SignalBody::DictListTablesReq { .. }
+                | SignalBody::SubStartReq { .. }
+                | SignalBody::SubStopReq { .. }
+                | SignalBody::SubGcpCompleteAck { .. }
         )
     }
 }
