@@ -501,13 +501,14 @@ impl Subscription {
                 ..
             } if sub_id == self.sub_id => self.on_epoch_data(node, epoch, &changes, complete),
             SignalBody::SubGapRep { sub_id, from, to } if sub_id == self.sub_id => {
-                // What was taken already is not lost.
-                let from = from.max(self.last_epoch + 1);
+                // The node sent every epoch up to `to` before this: what
+                // came whole is not lost. What is: every epoch after the
+                // last whole one (this node sends no more).
+                let from = from.max(self.last_seen() + 1);
                 tracing::warn!(
-                    "subscription {}: data node {node} cut it off (epochs {} to {} lost)",
+                    "subscription {}: data node {node} cut it off (epochs from {} lost)",
                     self.sub_id,
                     Epoch::from_u64(from),
-                    Epoch::from_u64(to)
                 );
                 self.end_with_gap(from, to.max(from));
             }
