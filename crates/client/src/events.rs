@@ -466,11 +466,10 @@ impl Subscription {
     /// The highest epoch handed out or ready.
     fn last_seen(&self) -> u64 {
         self.ready
-            .iter()
-            .rev()
-            .find_map(|(e, _)| match e {
-                Event::Epoch(e) => Some(e.epoch.get()),
-                Event::Gap { to, .. } => Some(to.get()),
+            .back()
+            .map(|(e, _)| match e {
+                Event::Epoch(e) => e.epoch.get(),
+                Event::Gap { to, .. } => to.get(),
             })
             .unwrap_or(self.last_epoch.max(self.start))
     }
