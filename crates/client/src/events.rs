@@ -178,6 +178,9 @@ pub struct Subscription {
     tables: HashMap<u32, Subscribed>,
     /// The data nodes subscribed at: (link, node).
     nodes: Vec<(usize, NodeId)>,
+    /// Each link's connection generation when the subscription began: a
+    /// close of that connection or a later one ends it.
+    generations: Vec<u64>,
     /// Epochs at or below it are not this subscription's.
     start: u64,
     partial: BTreeMap<u64, Partial>,
@@ -258,6 +261,10 @@ impl Session {
                 ),
             ));
         }
+        let generations = nodes
+            .iter()
+            .map(|&(i, _)| shared.links[i].generation.load(Ordering::Acquire))
+            .collect();
         let mailbox = shared.register_session()?;
         let mut sub = Subscription {
             cluster: self.cluster.clone(),
@@ -266,6 +273,7 @@ impl Session {
             options,
             tables: subscribed,
             nodes,
+            generations,
             start: 0,
             partial: BTreeMap::new(),
             ready: VecDeque::new(),
@@ -446,11 +454,12 @@ impl Subscription {
     }
 
     fn on_node_down(&mut self, node: NodeId, generation: u64) {
-        let Some(&(link, _)) = self.nodes.iter().find(|&&(_, n)| n == node) else {
+        let Some(at) = self.nodes.iter().position(|&(_, n)| n == node) else {
             return;
         };
-        if self.ended || self.shared().links[link].generation.load(Ordering::Acquire) != generation
-        {
+        // A close of a connection older than the subscription is not ours;
+        // any later one lost what the node sent meanwhile.
+        if self.ended || generation < self.generations[at] {
             return;
         }
         // Part 1: no resend after a failure (docs/change-stream.md).
@@ -747,4 +756,136 @@ fn decode_change(
         before,
         after,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ::schema::{Collation, Column, ColumnType, TableDef};
+
+    fn subscribed(columns: Option<&[usize]>) -> Subscribed {
+        let def = TableDef::new(
+            "d/def/t",
+            7,
+            vec![
+                Column::new("k", ColumnType::BigInt { unsigned: false }),
+                Column::new(
+                    "a",
+                    ColumnType::VarChar {
+                        max: 10,
+                        collation: Collation::Utf8mb4Bin,
+                    },
+                ),
+                Column::new("b", ColumnType::Int { unsigned: false }),
+            ],
+        )
+        .primary_key(vec![0])
+        .build()
+        .expect("a valid table");
+        let table = Arc::new(Table::new(def));
+        let def = table.def();
+        let shown = match columns {
+            Some(c) => c.to_vec(),
+            None => (0..def.columns.len())
+                .filter(|&c| !def.columns[c].name.starts_with('$'))
+                .collect(),
+        };
+        Subscribed {
+            layout: RowLayout::new(def),
+            table,
+            shown,
+        }
+    }
+
+    fn image(sub: &Subscribed, values: &[Value]) -> Vec<u8> {
+        let (mut fixed, mut var) = (Vec::new(), Vec::new());
+        sub.layout
+            .encode(values, &mut fixed, &mut var)
+            .expect("encodes");
+        fixed.extend_from_slice(&var);
+        fixed
+    }
+
+    fn update(sub: &Subscribed, before: &[u8], after: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        sub_change::push(
+            &mut out,
+            &sub_change::Entry {
+                kind: sub_change::UPDATE,
+                flags: sub_change::SENDER,
+                table: 7,
+                version: sub.table.def().version,
+                partition: 0,
+                before,
+                after,
+            },
+        );
+        out
+    }
+
+    fn named(pairs: &[(&str, Value)]) -> Option<Vec<(String, Value)>> {
+        Some(
+            pairs
+                .iter()
+                .map(|(n, v)| (n.to_string(), v.clone()))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn images_are_full_minimal_or_projected() {
+        let sub = subscribed(None);
+        let s = |t: &str| Value::String(t.to_owned());
+        let before = image(&sub, &[Value::Int(1), s("x"), Value::Int(5)]);
+        let after = image(&sub, &[Value::Int(1), s("y"), Value::Int(5)]);
+        let bytes = update(&sub, &before, &after);
+        let entry = sub_change::entries(&bytes)
+            .next()
+            .expect("one")
+            .expect("whole");
+        let full = decode_change(&sub, &entry, Images::Full).expect("decodes");
+        assert_eq!(full.kind, ChangeKind::Update);
+        assert_eq!(full.table, "d/def/t");
+        assert_eq!(
+            full.before,
+            named(&[("k", Value::Int(1)), ("a", s("x")), ("b", Value::Int(5))])
+        );
+        let minimal = decode_change(&sub, &entry, Images::Minimal).expect("decodes");
+        assert_eq!(minimal.before, named(&[("k", Value::Int(1))]), "the key");
+        assert_eq!(
+            minimal.after,
+            named(&[("k", Value::Int(1)), ("a", s("y"))]),
+            "the key and what changed"
+        );
+        let projected = subscribed(Some(&[2]));
+        let p = decode_change(&projected, &entry, Images::Full).expect("decodes");
+        assert_eq!(p.after, named(&[("b", Value::Int(5))]));
+    }
+
+    #[test]
+    fn bad_images_are_errors_not_panics() {
+        let sub = subscribed(None);
+        let good = image(
+            &sub,
+            &[Value::Int(1), Value::String("abc".into()), Value::Int(5)],
+        );
+        for cut in 0..good.len() {
+            let bytes = update(&sub, &good[..cut], &good);
+            let entry = sub_change::entries(&bytes)
+                .next()
+                .expect("one")
+                .expect("whole");
+            assert!(
+                decode_change(&sub, &entry, Images::Full).is_err(),
+                "cut at {cut}"
+            );
+        }
+        let mut other_version = update(&sub, &good, &good);
+        other_version[6] ^= 1;
+        let entry = sub_change::entries(&other_version)
+            .next()
+            .expect("one")
+            .expect("whole");
+        assert!(decode_change(&sub, &entry, Images::Full).is_err());
+    }
 }

@@ -492,7 +492,7 @@ mod tests {
         assert_eq!(spec.data_memory_bytes, 32 << 20);
         assert_eq!(spec.fs_dir(), spec.data_dir.join("ndb_2_fs"));
         use BlockNumber as B;
-        use ThreadRole::{Ldm, Main, Tc};
+        use ThreadRole::{Ldm, Main, Rep, Tc};
         assert_eq!(
             layout(&spec),
             [
@@ -503,6 +503,7 @@ mod tests {
                 (B::LOCAL_DATA_MANAGER, 1, Ldm),
                 (B::TRANSACTION_COORDINATOR, 0, Tc),
                 (B::TRANSACTION_COORDINATOR, 1, Tc),
+                (B::SUBSCRIPTION, 0, Rep),
             ]
         );
     }
@@ -516,6 +517,7 @@ mod tests {
         spec.left_out = vec![
             BlockNumber::TRANSACTION_COORDINATOR,
             BlockNumber::DISTRIBUTION,
+            BlockNumber::SUBSCRIPTION,
         ];
         let built: Vec<BlockNumber> = layout(&spec).into_iter().map(|b| b.0).collect();
         assert_eq!(
