@@ -82,6 +82,7 @@ mod blob;
 mod cluster;
 mod epoch;
 mod error;
+pub mod events;
 mod link;
 mod pool;
 mod pushed;
@@ -98,6 +99,10 @@ pub use blob::BLOB_BYTES_MAX;
 pub use cluster::{Cluster, ClusterOptions, ClusterStats, TableCache, SESSIONS_MAX};
 pub use epoch::Epoch;
 pub use error::{Error, ErrorClass, Result};
+pub use events::{
+    ChangeKind, EpochChanges, Event, Images, RowChange, SubscribeOptions, Subscription,
+    SubscriptionState,
+};
 pub use link::SEND_BUFFER_MAX_BYTES;
 pub use pool::ClusterPool;
 pub use proto::error as codes;

@@ -467,6 +467,8 @@ fn data_node(
         time_between_global_checkpoints_timeout_ms: view
             .number_u32(&p::TIME_BETWEEN_GLOBAL_CHECKPOINTS_TIMEOUT),
         time_between_epochs_ms: view.number_u32(&p::TIME_BETWEEN_EPOCHS),
+        max_buffered_epochs: view.number_u32(&p::MAX_BUFFERED_EPOCHS),
+        max_buffered_epoch_bytes: view.number_u32(&p::MAX_BUFFERED_EPOCH_BYTES),
         transaction_deadlock_detection_timeout_ms: view
             .number_u32(&p::TRANSACTION_DEADLOCK_DETECTION_TIMEOUT),
         max_no_of_concurrent_transactions: view.number_u32(&p::MAX_NO_OF_CONCURRENT_TRANSACTIONS),

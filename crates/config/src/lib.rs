@@ -123,6 +123,10 @@ pub struct DataNodeParams {
     /// 0: a stalled GCP never excludes a node.
     pub time_between_global_checkpoints_timeout_ms: u32,
     pub time_between_epochs_ms: u32,
+    /// `MaxBufferedEpochs`: epochs kept for a change-stream subscriber.
+    pub max_buffered_epochs: u32,
+    /// `MaxBufferedEpochBytes`: bytes of row changes a subscription block holds.
+    pub max_buffered_epoch_bytes: u32,
     pub transaction_deadlock_detection_timeout_ms: u32,
     /// Transaction records per TC instance.
     pub max_no_of_concurrent_transactions: u32,

@@ -213,6 +213,20 @@ pub(crate) const TIME_BETWEEN_GLOBAL_CHECKPOINTS_TIMEOUT: Parameter = integer(
 /// checkpoint (docs/transactions.md, "Global checkpoints"); 0 runs none.
 pub(crate) const TIME_BETWEEN_EPOCHS: Parameter = integer("TimeBetweenEpochs", 0, 32000, 100);
 
+/// Epochs a data node keeps for a change-stream subscriber that has not
+/// acknowledged them (docs/change-stream.md); a subscriber further behind
+/// is cut off with a gap, so that the cluster is not slowed down. NDB's
+/// name and default.
+pub(crate) const MAX_BUFFERED_EPOCHS: Parameter = integer("MaxBufferedEpochs", 1, 100_000, 100);
+
+/// Bytes of row changes a data node's subscription block holds at most
+/// (epochs not yet complete, and complete ones not yet acknowledged by
+/// every subscriber); beyond it the subscriber furthest behind is cut off
+/// with a gap. NDB's name and default (25 MiB); the minimum is ours (1 MiB:
+/// small enough for tests, NDB's minimum is its default).
+pub(crate) const MAX_BUFFERED_EPOCH_BYTES: Parameter =
+    integer("MaxBufferedEpochBytes", 1 << 20, 4_294_967_039, 26_214_400);
+
 pub(crate) const TRANSACTION_DEADLOCK_DETECTION_TIMEOUT: Parameter =
     integer("TransactionDeadlockDetectionTimeout", 50, TIME_MAX_MS, 1200);
 
@@ -287,6 +301,8 @@ const DATA_NODE_PARAMETERS: &[&Parameter] = &[
     &TIME_BETWEEN_GLOBAL_CHECKPOINTS,
     &TIME_BETWEEN_GLOBAL_CHECKPOINTS_TIMEOUT,
     &TIME_BETWEEN_EPOCHS,
+    &MAX_BUFFERED_EPOCHS,
+    &MAX_BUFFERED_EPOCH_BYTES,
     &TRANSACTION_DEADLOCK_DETECTION_TIMEOUT,
     &MAX_NO_OF_CONCURRENT_TRANSACTIONS,
     &MAX_NO_OF_CONCURRENT_OPERATIONS,
@@ -475,6 +491,15 @@ mod tests {
             Value::Number(TIME_MAX_MS)
         );
         assert_eq!(value(&TIME_BETWEEN_EPOCHS, "0"), Value::Number(0));
+        assert_eq!(value(&MAX_BUFFERED_EPOCHS, "10"), Value::Number(10));
+        assert!(matches!(
+            MAX_BUFFERED_EPOCH_BYTES.default,
+            Fallback::Number(26_214_400)
+        ));
+        assert!(matches!(
+            MAX_BUFFERED_EPOCHS.value_type,
+            ValueType::Integer { min: 1, .. }
+        ));
     }
 
     #[test]

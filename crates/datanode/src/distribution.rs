@@ -820,6 +820,15 @@ impl Distribution {
                                     SignalBody::SubGcpCompleteRep { epoch: prev },
                                 );
                             }
+                            // The change stream: each LDM instance passes the
+                            // mark on behind the changes it captured
+                            // (docs/change-stream.md).
+                            for i in 0..self.config.ldm_instances {
+                                ctx.send(
+                                    BlockRef::new(n, BlockNumber::LOCAL_DATA_MANAGER, i as u16),
+                                    SignalBody::SubGcpCompleteRep { epoch: prev },
+                                );
+                            }
                         }
                     }
                     if prev != 0 && epoch::hi(prev) == epoch::hi(epoch) {

@@ -30,5 +30,6 @@ pub mod membership;
 pub mod node;
 mod recently_aborted;
 pub mod simulation;
+pub mod subscription;
 pub mod tc;
 pub mod wiring;

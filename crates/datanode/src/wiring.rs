@@ -27,6 +27,7 @@ use crate::dictionary::{self, Dictionary, DictionaryConfig};
 use crate::distribution::{Distribution, DistributionConfig};
 use crate::ldm::{LdmBlock, LdmBlockConfig};
 use crate::membership::{Membership, MembershipConfig};
+use crate::subscription::{SubscriptionBlock, SubscriptionConfig};
 use crate::tc::{TcBlock, TcConfig};
 
 /// Everything that differs between one data node incarnation and another:
@@ -65,6 +66,11 @@ pub struct NodeSpec {
     pub epoch_interval: Duration,
     /// `TransactionDeadlockDetectionTimeout`.
     pub deadlock_timeout: Duration,
+    /// `MaxBufferedEpochs`: epochs the subscription block keeps for a
+    /// subscriber that has not acknowledged them.
+    pub max_buffered_epochs: u32,
+    /// `MaxBufferedEpochBytes`: bytes of row changes it holds at most.
+    pub max_buffered_epoch_bytes: u64,
     /// `MaxNoOfConcurrentTransactions`, per TC instance.
     pub transactions_max: u32,
     /// `MaxNoOfConcurrentOperations`, per TC instance.
@@ -120,6 +126,8 @@ impl NodeSpec {
             gcp_stop_timeout: Duration::from_secs(2),
             epoch_interval: Duration::ZERO,
             deadlock_timeout: Duration::from_millis(300),
+            max_buffered_epochs: 100,
+            max_buffered_epoch_bytes: 26_214_400,
             transactions_max: 256,
             operations_max: 4_096,
             scans_max: 8,
@@ -175,6 +183,8 @@ impl NodeSpec {
             gcp_stop_timeout: ms(params.time_between_global_checkpoints_timeout_ms),
             epoch_interval: ms(params.time_between_epochs_ms),
             deadlock_timeout: ms(params.transaction_deadlock_detection_timeout_ms),
+            max_buffered_epochs: params.max_buffered_epochs,
+            max_buffered_epoch_bytes: u64::from(params.max_buffered_epoch_bytes),
             transactions_max: params.max_no_of_concurrent_transactions,
             operations_max: params.max_no_of_concurrent_operations,
             scans_max: params.max_no_of_concurrent_scans,
@@ -220,7 +230,7 @@ impl NodeSpec {
 /// The blocks of one data node incarnation, each with the thread role it
 /// runs on: membership, dictionary and distribution on `main`, an LDM per
 /// `ldm` thread and a TC per `tc` thread (the runtime puts them on
-/// `main` when there are none). Every block that keeps files keeps them on
+/// `main` when there are none), the subscription block on `rep`. Every block that keeps files keeps them on
 /// `disk`, under [`NodeSpec::fs_dir`].
 ///
 /// # Errors
@@ -335,6 +345,11 @@ pub fn data_node_blocks_with<D: Disk + Clone + Send + 'static>(
             disk.clone(),
         );
         let ldm = ldm.with_cluster_log(spec.mgmd);
+        let ldm = if spec.builds(BlockNumber::SUBSCRIPTION) {
+            ldm.with_subscription(SubscriptionBlock::address(node))
+        } else {
+            ldm
+        };
         let ldm = match &discard {
             Some(discard) => ldm.with_discard_corrupt(discard.clone()),
             None => ldm,
@@ -355,6 +370,22 @@ pub fn data_node_blocks_with<D: Disk + Clone + Send + 'static>(
             deadlock_timeout: spec.deadlock_timeout,
         });
         push(address, ThreadRole::Tc, Box::new(tc));
+    }
+
+    if spec.builds(BlockNumber::SUBSCRIPTION) {
+        // The change stream, on the `rep` thread as NDB's SUMA: apart from
+        // the LDM and TC threads whose work it must not slow down.
+        let subscription = SubscriptionBlock::new(SubscriptionConfig {
+            node,
+            ldms: ldms.clone(),
+            max_buffered_epochs: spec.max_buffered_epochs,
+            max_buffered_epoch_bytes: spec.max_buffered_epoch_bytes,
+        });
+        push(
+            SubscriptionBlock::address(node),
+            ThreadRole::Rep,
+            Box::new(subscription),
+        );
     }
     Ok(blocks)
 }
@@ -461,7 +492,7 @@ mod tests {
         assert_eq!(spec.data_memory_bytes, 32 << 20);
         assert_eq!(spec.fs_dir(), spec.data_dir.join("ndb_2_fs"));
         use BlockNumber as B;
-        use ThreadRole::{Ldm, Main, Tc};
+        use ThreadRole::{Ldm, Main, Rep, Tc};
         assert_eq!(
             layout(&spec),
             [
@@ -472,6 +503,7 @@ mod tests {
                 (B::LOCAL_DATA_MANAGER, 1, Ldm),
                 (B::TRANSACTION_COORDINATOR, 0, Tc),
                 (B::TRANSACTION_COORDINATOR, 1, Tc),
+                (B::SUBSCRIPTION, 0, Rep),
             ]
         );
     }
@@ -485,6 +517,7 @@ mod tests {
         spec.left_out = vec![
             BlockNumber::TRANSACTION_COORDINATOR,
             BlockNumber::DISTRIBUTION,
+            BlockNumber::SUBSCRIPTION,
         ];
         let built: Vec<BlockNumber> = layout(&spec).into_iter().map(|b| b.0).collect();
         assert_eq!(

@@ -312,7 +312,10 @@ impl Cluster {
     fn end(&mut self, tx: u64, commit: Option<u32>) {
         for id in self.data_nodes.clone() {
             let body = match commit {
-                Some(gci) => SignalBody::LdmCommitReq { tx_id: tx, gci },
+                Some(gci) => SignalBody::LdmCommitReq {
+                    tx_id: tx,
+                    epoch: signal::epoch::make(gci, 0),
+                },
                 None => SignalBody::LdmAbortReq { tx_id: tx },
             };
             self.send(ldm(id), body);
@@ -603,7 +606,10 @@ fn a_conflicting_write_waits_for_the_lock_and_an_aborted_waiter_leaves_nothing()
     assert!(c.answers(&c.take(), 0xB).is_empty());
     c.send(
         ldm(node(2)),
-        SignalBody::LdmCommitReq { tx_id: 0xA, gci: 3 },
+        SignalBody::LdmCommitReq {
+            tx_id: 0xA,
+            epoch: signal::epoch::make(3, 0),
+        },
     );
     c.settle();
     // A's commit granted B: its update ran, then its queued read, which sees it.
@@ -673,7 +679,10 @@ fn the_waiting_write_is_answered_when_the_holder_commits() {
     assert!(c.answers(&c.take(), 0xB).is_empty(), "B waits");
     c.send(
         ldm(node(2)),
-        SignalBody::LdmCommitReq { tx_id: 0xA, gci: 3 },
+        SignalBody::LdmCommitReq {
+            tx_id: 0xA,
+            epoch: signal::epoch::make(3, 0),
+        },
     );
     c.settle();
     let signals = c.take();
@@ -866,7 +875,7 @@ fn scans_filter_project_batch_and_lock() {
         ldm(node(2)),
         SignalBody::LdmCommitReq {
             tx_id: 0x32,
-            gci: 3,
+            epoch: signal::epoch::make(3, 0),
         },
     );
     c.settle();
@@ -905,7 +914,7 @@ fn scans_filter_project_batch_and_lock() {
         ldm(node(2)),
         SignalBody::LdmCommitReq {
             tx_id: 0x34,
-            gci: 5,
+            epoch: signal::epoch::make(5, 0),
         },
     );
     c.settle();
@@ -1283,7 +1292,7 @@ fn an_alter_waits_for_the_transactions_on_its_table_and_refuses_new_ones_meanwhi
         ldm(n),
         SignalBody::LdmCommitReq {
             tx_id: 0x71,
-            gci: 3,
+            epoch: signal::epoch::make(3, 0),
         },
     );
     c.sim.run_for(Duration::from_millis(100));

@@ -39,8 +39,10 @@ pub const MAGIC: [u8; 2] = *b"SK";
 /// 8: no signal changed, but `utf8mb4_general_ci` strings take MySQL's
 /// weights in keys, so their key bytes and partitions differ from a build
 /// of 7's, which must not share a cluster with this one. 9:
-/// `TcScanConf::released` and `tc_flags::RELEASE`.
-pub const WIRE_VERSION: u8 = 9;
+/// `TcScanConf::released` and `tc_flags::RELEASE`. 10: the commit requests
+/// to the LDM carry the whole epoch, and the change stream's `Sub*`
+/// signals.
+pub const WIRE_VERSION: u8 = 10;
 pub const FRAME_HEADER_BYTES: usize = 16;
 pub const SIGNAL_HEADER_BYTES: usize = 16;
 /// Large enough for a configuration file of 255 nodes, small enough that a

@@ -51,6 +51,9 @@ impl BlockNumber {
     pub const TRANSACTION_COORDINATOR: BlockNumber = BlockNumber(4);
     /// Local data manager (NDB: DBLQH+DBACC+DBTUP+DBTUX). Reserved.
     pub const LOCAL_DATA_MANAGER: BlockNumber = BlockNumber(5);
+    /// The subscription manager: the change stream (NDB: SUMA), on the
+    /// `rep` thread.
+    pub const SUBSCRIPTION: BlockNumber = BlockNumber(6);
     /// The management server's request handler.
     pub const MANAGEMENT: BlockNumber = BlockNumber(64);
     /// The cluster manager of an API node (NDB API: ClusterMgr).

@@ -488,8 +488,9 @@ signals! {
     /// can account for the common batch without reading it; 0 claims nothing.
     121 => LdmKeyConf { tx_id: u64, results: Vec<u8>, ok_in_order: u32 },
     /// A TC (taking over a failed TC's transactions) or a copy source → one
-    /// LDM instance: commit in global checkpoint `gci`, answer the sender.
-    122 => LdmCommitReq { tx_id: u64, gci: u32 },
+    /// LDM instance: commit in `epoch` (`crate::epoch`; its hi is the global
+    /// checkpoint; wire version 9: was the GCI alone), answer the sender.
+    122 => LdmCommitReq { tx_id: u64, epoch: u64 },
     /// The last LDM instance of a commit chain → `tc`: every instance of the
     /// chain committed.
     123 => LdmCommitConf { tx_id: u64, gci: u32 },
@@ -515,28 +516,28 @@ signals! {
     131 => LdmTakeOverConf { takeover_id: u32, tx_ids: Vec<u64>, gcis: Vec<u32>, last: bool },
     /// The linear commit (docs/transactions.md, "Commit and abort"): TC → the
     /// first LDM instance of a commit chain, then each instance → the next:
-    /// commit in `gci`, then pass this on to `next[0]` with the rest, or,
+    /// commit in `epoch` (its hi the GCI; wire version 9), then pass this on to `next[0]` with the rest, or,
     /// when `next` is empty, answer `tc` with `LdmCommitConf` (NDB: COMMIT
     /// passed along the replicas from the last backup to the primary).
-    132 => LdmCommitChainReq { tx_id: u64, gci: u32, tc: BlockRef, next: Vec<BlockRef> },
+    132 => LdmCommitChainReq { tx_id: u64, epoch: u64, tc: BlockRef, next: Vec<BlockRef> },
     /// `LdmCommitChainReq` for each of `tx_ids` (wire version 4): commit
     /// chains that go through the same instances in the same order and
-    /// commit in the same `gci`, started by one TC at once, in one signal.
+    /// commit in the same `epoch`, started by one TC at once, in one signal.
     /// Each instance commits every transaction, passes on in one signal
     /// those it committed now, and the last answers `tc` with
     /// `LdmCommitBatchConf`; one that must wait (redo log full) goes on
     /// alone, as `LdmCommitChainReq`, once committed.
-    133 => LdmCommitBatchReq { gci: u32, tc: BlockRef, next: Vec<BlockRef>, tx_ids: Vec<u64> },
+    133 => LdmCommitBatchReq { epoch: u64, tc: BlockRef, next: Vec<BlockRef>, tx_ids: Vec<u64> },
     /// The last LDM instance of the chains of an `LdmCommitBatchReq` → `tc`:
     /// `LdmCommitConf` for each of `tx_ids` (wire version 4).
     134 => LdmCommitBatchConf { gci: u32, tx_ids: Vec<u64> },
     /// TC → the one LDM instance of a transaction sent whole in one request
     /// to a partition with one replica (wire version 5; docs/transactions.md,
     /// "One-phase commit"): run `ops` as `LdmKeyReq` does and, when every
-    /// one succeeded, commit in `gci` at once and answer with
+    /// one succeeded, commit in `epoch` (wire version 9) at once and answer with
     /// `LdmKeyCommitted`; when one failed, commit nothing and answer with
     /// `LdmKeyConf` (the TC aborts, as for any failed op).
-    135 => LdmKeyCommitReq { tx_id: u64, tc: BlockRef, gci: u32, ops: Vec<u8> },
+    135 => LdmKeyCommitReq { tx_id: u64, tc: BlockRef, epoch: u64, ops: Vec<u8> },
     /// LDM → TC: the results of an `LdmKeyCommitReq` whose ops all succeeded
     /// and which is committed in `gci` (as `LdmKeyConf`, in parts when they
     /// do not fit one; every part says so). `pending` = 1: the commit waits
@@ -665,9 +666,12 @@ signals! {
     /// TC → master: no commit of an epoch below `epoch` is in progress
     /// here (NDB: GCP_NODEFINISH).
     167 => GcpCommitConf { epoch: u64 },
-    /// Master → every TC: no commit of `epoch` or below can still be in
-    /// progress on any TC (NDB: SUB_GCP_COMPLETE_REP; what change capture
-    /// for replication will consume). Not durability: see `GcpCompleteRep`.
+    /// Master → every TC and every LDM instance: no commit of `epoch` or
+    /// below can still be in progress on any TC (NDB: SUB_GCP_COMPLETE_REP).
+    /// Not durability: see `GcpCompleteRep`. An LDM instance passes it on to
+    /// its node's subscription block behind the row changes it captured
+    /// (docs/change-stream.md), so that block sees an epoch's mark from an
+    /// instance only after every change of the epoch from it.
     168 => SubGcpCompleteRep { epoch: u64 },
     /// TC → API: global checkpoint `gci` of `incarnation` will never be
     /// durable (`proto::error::COMMIT_LOST_BY_RESTART`: a system restart
@@ -708,6 +712,176 @@ signals! {
     /// it, unless it is already committing; `message` says why (NDB has no
     /// such signal: its online alter takes a schema lock first).
     175 => TcAbortTxReq { tx_id: u64, message: String },
+
+    // ---- the change stream (docs/change-stream.md; wire version 9) ----
+    /// API → the subscription block of every data node: send me the
+    /// committed row changes of `tables` (ids), per epoch, from the first
+    /// epoch that is whole on this node on (NDB: SUB_START_REQ). `sub_id`
+    /// is the API's name for the subscription; `flags`: `sub_flags`.
+    176 => SubStartReq { sub_id: u32, flags: u32, tables: Vec<u32> },
+    /// The answer: epochs above `start_epoch` come whole, each as its
+    /// `SubEpochData` parts (the last one `complete`), in ascending order.
+    177 => SubStartConf { sub_id: u32, start_epoch: u64 },
+    /// The refusal (`code`, a `proto::error` code, and why).
+    178 => SubStartRef { sub_id: u32, code: u32, message: String },
+    /// API → subscription block: end the subscription (no answer).
+    179 => SubStopReq { sub_id: u32 },
+    /// Subscription block → each LDM instance of its node: capture the
+    /// committed changes of `tables` (the whole set; empty: none) from now
+    /// on, and answer `SubCaptureConf`.
+    180 => SubCaptureReq { tables: Vec<u32> },
+    /// LDM → subscription block: capturing as asked; `max_epoch` is the
+    /// highest epoch of a commit this instance ran before (an epoch above
+    /// it is captured whole here).
+    181 => SubCaptureConf { max_epoch: u64 },
+    /// LDM → its node's subscription block: `count` row changes committed
+    /// in `epoch` (`sub_change` entries back to back).
+    182 => SubTableData { epoch: u64, count: u32, changes: Vec<u8> },
+    /// Subscription block → API: `count` changes of `epoch` (`sub_change`
+    /// entries); `complete` on the epoch's last part, which may hold none
+    /// (an epoch without changes of the subscribed tables still comes).
+    183 => SubEpochData { sub_id: u32, epoch: u64, count: u32, changes: Vec<u8>, complete: bool },
+    /// Subscription block → API: the epochs `from` to `to` (both included)
+    /// are lost to the subscription, which is ended (its buffers overflowed:
+    /// `MaxBufferedEpochs` or `MaxBufferedEpochBytes`).
+    184 => SubGapRep { sub_id: u32, from: u64, to: u64 },
+    /// API → subscription block: I hold every epoch up to `epoch` of the
+    /// subscription (NDB: SUB_GCP_COMPLETE_ACK); the block may drop them.
+    /// An API that stays `MaxBufferedEpochs` behind is cut off with a gap.
+    185 => SubGcpCompleteAck { sub_id: u32, epoch: u64 },
+}
+
+/// Flags of `SubStartReq`.
+pub mod sub_flags {
+    /// Before images of updates and deletes too (`--images full`, MySQL's
+    /// `binlog_row_image=FULL`); without it the before image of an update
+    /// is its key and changed columns, cut down by the subscriber (the data
+    /// node sends both images either way in this version).
+    pub const FULL_IMAGES: u32 = 1;
+}
+
+/// The row change entries of `SubTableData` and `SubEpochData`, back to
+/// back: kind (u8: 1 insert, 2 update, 3 delete), flags (u8: bit 0 set when
+/// this node sends the partition's changes), table id (u32), table version
+/// (u32), partition (u32), then the before image and the after image, each
+/// a u32 length followed by the row's bytes (`schema::row`: the fixed part
+/// then the var part; length 0: none). Little-endian.
+pub mod sub_change {
+    /// An inserted row: an after image only.
+    pub const INSERT: u8 = 1;
+    /// An updated row: both images.
+    pub const UPDATE: u8 = 2;
+    /// A deleted row: a before image only.
+    pub const DELETE: u8 = 3;
+    /// Flag: this node is the partition's sender (its primary replica).
+    pub const SENDER: u8 = 1;
+    /// Bytes of an entry before its images: kind, flags, table, version,
+    /// partition.
+    pub const HEADER_BYTES: usize = 14;
+
+    /// One entry, decoded; the images borrow the signal's bytes.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct Entry<'a> {
+        pub kind: u8,
+        pub flags: u8,
+        pub table: u32,
+        pub version: u32,
+        pub partition: u32,
+        pub before: &'a [u8],
+        pub after: &'a [u8],
+    }
+
+    /// Appends one entry to `out`.
+    pub fn push(out: &mut Vec<u8>, entry: &Entry<'_>) {
+        out.push(entry.kind);
+        out.push(entry.flags);
+        out.extend_from_slice(&entry.table.to_le_bytes());
+        out.extend_from_slice(&entry.version.to_le_bytes());
+        out.extend_from_slice(&entry.partition.to_le_bytes());
+        for image in [entry.before, entry.after] {
+            out.extend_from_slice(&(image.len() as u32).to_le_bytes());
+            out.extend_from_slice(image);
+        }
+    }
+
+    /// Bytes `entry` takes.
+    pub fn size(entry: &Entry<'_>) -> usize {
+        HEADER_BYTES + 8 + entry.before.len() + entry.after.len()
+    }
+
+    /// The entries of `bytes`, in order; an entry cut short or of an
+    /// unknown kind ends it with an error (bytes from the network).
+    pub fn entries(bytes: &[u8]) -> Entries<'_> {
+        Entries { rest: bytes }
+    }
+
+    /// Iterator of [`entries`].
+    #[derive(Clone, Debug)]
+    pub struct Entries<'a> {
+        rest: &'a [u8],
+    }
+
+    impl<'a> Iterator for Entries<'a> {
+        type Item = Result<Entry<'a>, String>;
+
+        fn next(&mut self) -> Option<Self::Item> {
+            if self.rest.is_empty() {
+                return None;
+            }
+            let parsed = parse(self.rest);
+            match parsed {
+                Ok((entry, used)) => {
+                    self.rest = &self.rest[used..];
+                    Some(Ok(entry))
+                }
+                Err(e) => {
+                    self.rest = &[];
+                    Some(Err(e))
+                }
+            }
+        }
+    }
+
+    fn parse(bytes: &[u8]) -> Result<(Entry<'_>, usize), String> {
+        let short = || format!("row change entry cut short ({} bytes)", bytes.len());
+        if bytes.len() < HEADER_BYTES {
+            return Err(short());
+        }
+        let u32_at = |at: usize| -> Option<u32> {
+            let b = bytes.get(at..at + 4)?;
+            Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        };
+        let kind = bytes[0];
+        if !(INSERT..=DELETE).contains(&kind) {
+            return Err(format!("row change entry of unknown kind {kind}"));
+        }
+        let table = u32_at(2).ok_or_else(short)?;
+        let version = u32_at(6).ok_or_else(short)?;
+        let partition = u32_at(10).ok_or_else(short)?;
+        let mut at = HEADER_BYTES;
+        let mut image = || -> Result<&[u8], String> {
+            let len = u32_at(at).ok_or_else(short)? as usize;
+            let start = at + 4;
+            let end = start
+                .checked_add(len)
+                .filter(|&e| e <= bytes.len())
+                .ok_or_else(short)?;
+            at = end;
+            Ok(&bytes[start..end])
+        };
+        let before = image()?;
+        let after = image()?;
+        let entry = Entry {
+            kind,
+            flags: bytes[1],
+            table,
+            version,
+            partition,
+            before,
+            after,
+        };
+        Ok((entry, at))
+    }
 }
 
 /// Flags of `TcKeyReq`, `TcScanReq` and `TcKeyConf`.
@@ -761,8 +935,9 @@ impl SignalBody {
         self.gsn() < 10
     }
 
-    /// Signals an API node may send a data node: its registration and its
-    /// requests to a TC or a dictionary. Everything else between blocks
+    /// Signals an API node may send a data node: its registration, its
+    /// requests to a TC or a dictionary, and its subscriptions' requests
+    /// to the subscription block. Everything else between blocks
     /// (LDM, commit, checkpoint, membership, schema distribution) comes only
     /// from data nodes, which trust each other's signals; a frame from an
     /// API node carrying one is refused. A new signal is not an API request
@@ -780,6 +955,9 @@ impl SignalBody {
                 | SignalBody::DictAlterTableReq { .. }
                 | SignalBody::DictGetTableReq { .. }
                 | SignalBody::DictListTablesReq { .. }
+                | SignalBody::SubStartReq { .. }
+                | SignalBody::SubStopReq { .. }
+                | SignalBody::SubGcpCompleteAck { .. }
         )
     }
 }

@@ -12,6 +12,58 @@ fn addr(n: u8, block: BlockNumber, instance: u16) -> BlockRef {
     BlockRef::new(node(n), block, instance)
 }
 
+fn change_example() -> Vec<u8> {
+    let mut out = Vec::new();
+    signal::sub_change::push(
+        &mut out,
+        &signal::sub_change::Entry {
+            kind: signal::sub_change::UPDATE,
+            flags: signal::sub_change::SENDER,
+            table: 7,
+            version: 1,
+            partition: 2,
+            before: &[1, 2, 3],
+            after: &[1, 2, 4],
+        },
+    );
+    out
+}
+
+#[test]
+fn row_change_entries_round_trip_and_refuse_short_ones() {
+    let mut bytes = change_example();
+    let delete = signal::sub_change::Entry {
+        kind: signal::sub_change::DELETE,
+        flags: 0,
+        table: 9,
+        version: 4,
+        partition: 0,
+        before: &[9; 20],
+        after: &[],
+    };
+    signal::sub_change::push(&mut bytes, &delete);
+    let entries: Vec<_> = signal::sub_change::entries(&bytes)
+        .collect::<Result<_, _>>()
+        .expect("whole entries");
+    assert_eq!(entries.len(), 2);
+    assert_eq!(entries[0].after, &[1, 2, 4]);
+    assert_eq!(entries[1], delete);
+    assert_eq!(
+        signal::sub_change::size(&delete),
+        bytes.len() - change_example().len()
+    );
+    // Every cut short, and an unknown kind, is an error, never a panic.
+    for cut in 1..bytes.len() {
+        let parsed: Result<Vec<_>, _> = signal::sub_change::entries(&bytes[..cut]).collect();
+        if cut != change_example().len() {
+            assert!(parsed.is_err(), "cut at {cut}");
+        }
+    }
+    let mut unknown = change_example();
+    unknown[0] = 9;
+    assert!(signal::sub_change::entries(&unknown).any(|e| e.is_err()));
+}
+
 /// One example of every signal, so every GSN's encoder and decoder meet.
 fn one_of_each() -> Vec<SignalBody> {
     let view = MembershipView {
@@ -327,16 +379,19 @@ fn one_of_each() -> Vec<SignalBody> {
             results: vec![1],
             ok_in_order: 1,
         },
-        SignalBody::LdmCommitReq { tx_id: 7, gci: 12 },
+        SignalBody::LdmCommitReq {
+            tx_id: 7,
+            epoch: (12 << 32) | 3,
+        },
         SignalBody::LdmCommitChainReq {
             tx_id: 7,
-            gci: 12,
+            epoch: (12 << 32) | 3,
             tc: BlockRef::new(node(3), BlockNumber::TRANSACTION_COORDINATOR, 0),
             next: vec![BlockRef::new(node(4), BlockNumber::LOCAL_DATA_MANAGER, 1)],
         },
         SignalBody::LdmCommitConf { tx_id: 7, gci: 12 },
         SignalBody::LdmCommitBatchReq {
-            gci: 12,
+            epoch: (12 << 32) | 3,
             tc: BlockRef::new(node(3), BlockNumber::TRANSACTION_COORDINATOR, 0),
             next: vec![BlockRef::new(node(4), BlockNumber::LOCAL_DATA_MANAGER, 1)],
             tx_ids: vec![7, 1 << 50, 9],
@@ -348,7 +403,7 @@ fn one_of_each() -> Vec<SignalBody> {
         SignalBody::LdmKeyCommitReq {
             tx_id: 7,
             tc: BlockRef::new(node(3), BlockNumber::TRANSACTION_COORDINATOR, 0),
-            gci: 12,
+            epoch: (12 << 32) | 3,
             ops: vec![5; 7],
         },
         SignalBody::LdmKeyCommitted {
@@ -518,6 +573,46 @@ fn one_of_each() -> Vec<SignalBody> {
             rows: 1_000,
             code: 0,
             message: String::new(),
+        },
+        SignalBody::SubStartReq {
+            sub_id: 3,
+            flags: signal::sub_flags::FULL_IMAGES,
+            tables: vec![7, 9],
+        },
+        SignalBody::SubStartConf {
+            sub_id: 3,
+            start_epoch: (12 << 32) | 1,
+        },
+        SignalBody::SubStartRef {
+            sub_id: 3,
+            code: 723,
+            message: "no such table".to_owned(),
+        },
+        SignalBody::SubStopReq { sub_id: 3 },
+        SignalBody::SubCaptureReq { tables: vec![7] },
+        SignalBody::SubCaptureConf {
+            max_epoch: 12 << 32,
+        },
+        SignalBody::SubTableData {
+            epoch: (12 << 32) | 2,
+            count: 1,
+            changes: change_example(),
+        },
+        SignalBody::SubEpochData {
+            sub_id: 3,
+            epoch: (12 << 32) | 2,
+            count: 1,
+            changes: change_example(),
+            complete: true,
+        },
+        SignalBody::SubGapRep {
+            sub_id: 3,
+            from: (12 << 32) | 2,
+            to: 13 << 32,
+        },
+        SignalBody::SubGcpCompleteAck {
+            sub_id: 3,
+            epoch: (12 << 32) | 2,
         },
     ];
     let mut gsns: Vec<u16> = bodies.iter().map(SignalBody::gsn).collect();

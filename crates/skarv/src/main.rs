@@ -3,6 +3,7 @@
 mod admin;
 mod bench_cmd;
 mod data_cmd;
+mod events_cmd;
 mod mgmd_cmd;
 mod sandbox;
 mod sim_cmd;
@@ -108,6 +109,9 @@ enum Command {
     Bench(bench_cmd::BenchArgs),
     /// Run a SQL node: an API node that speaks MySQL's protocol (NDB's mysqld).
     Sql(sql_cmd::SqlArgs),
+    /// Print the committed row changes of tables, epoch by epoch (the
+    /// change stream; NDB's event API).
+    Events(events_cmd::EventsArgs),
 }
 
 /// Logs to stderr; `SKARV_LOG` sets the filter (default `info`).
@@ -143,6 +147,7 @@ fn main() -> ExitCode {
         Command::Sim(args) => sim_cmd::run(args),
         Command::Bench(args) => bench_cmd::run(args),
         Command::Sql(args) => sql_cmd::run(args),
+        Command::Events(args) => events_cmd::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -146,7 +146,8 @@ pub(crate) enum Refusal {
     #[error("signal {name} may only be created inside a node")]
     LocalOnly { name: &'static str },
     #[error(
-        "signal {name} from API node {peer}, which may only send requests to a TC or a dictionary"
+        "signal {name} from API node {peer}, which may only send requests to a TC, a \
+         dictionary or a subscription block"
     )]
     NotAnApiRequest { name: &'static str, peer: NodeId },
     #[error("TransportHello after the handshake")]

@@ -812,7 +812,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             out.to,
             SignalBody::LdmCommitReq {
                 tx_id,
-                gci: COPY_GCI,
+                epoch: signal::epoch::make(COPY_GCI, 0),
             },
         );
         true

@@ -141,7 +141,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         // A commit waiting for redo space is a commit.
         for pending in &mut report {
             if let Some(p) = self.pending_commits.iter().find(|p| p.tx_id == pending.0) {
-                pending.1 = p.gci;
+                pending.1 = signal::epoch::hi(p.epoch);
             }
         }
         report.extend(self.recent_commits.of(failed));

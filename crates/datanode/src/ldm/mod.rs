@@ -63,6 +63,7 @@
 
 mod alter;
 pub(crate) mod batches;
+mod capture;
 mod client_reads;
 mod copy;
 mod discard;
@@ -272,19 +273,20 @@ fn tx_record<'t>(
 /// A commit done on this instance: passed on to the next instance of its
 /// chain, or answered at the chain's end.
 fn commit_done(done: PendingCommit, ctx: &mut Context<'_>) {
-    pass_commit_on(done.tx_id, done.gci, done.reply_to, done.next, ctx);
+    pass_commit_on(done.tx_id, done.epoch, done.reply_to, done.next, ctx);
 }
 
 /// Passes the commit of `tx_id` on to `next[0]` with the rest of its
 /// chain, or answers `reply_to` at the chain's end.
 fn pass_commit_on(
     tx_id: u64,
-    gci: u32,
+    epoch: u64,
     reply_to: BlockRef,
     mut next: Vec<BlockRef>,
     ctx: &mut Context<'_>,
 ) {
     if next.is_empty() {
+        let gci = signal::epoch::hi(epoch);
         return ctx.send(reply_to, SignalBody::LdmCommitConf { tx_id, gci });
     }
     let to = next.remove(0);
@@ -292,7 +294,7 @@ fn pass_commit_on(
         to,
         SignalBody::LdmCommitChainReq {
             tx_id,
-            gci,
+            epoch,
             tc: reply_to,
             next,
         },
@@ -303,7 +305,8 @@ fn pass_commit_on(
 #[derive(Debug)]
 struct PendingCommit {
     tx_id: u64,
-    gci: u32,
+    /// The commit's epoch (`signal::epoch`): its hi is the GCI logged.
+    epoch: u64,
     /// Who gets `LdmCommitConf` once the chain ends here.
     reply_to: BlockRef,
     /// The rest of a commit chain, to pass the commit on to once it is done
@@ -395,6 +398,8 @@ pub struct LdmBlock<D> {
     lcp_retry_at: Instant,
     /// The management server, whose cluster log hears this block's alarms.
     mgmd: Option<NodeId>,
+    /// The change stream: tables captured for the subscription block.
+    capture: capture::Capture,
 }
 
 impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
@@ -453,6 +458,38 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             lcp_failures: 0,
             lcp_retry_at: Instant::ZERO,
             mgmd: None,
+            capture: capture::Capture::default(),
+        }
+    }
+
+    /// Hands captured row changes and epoch-complete marks to the node's
+    /// subscription block at `to` (docs/change-stream.md).
+    pub fn with_subscription(mut self, to: BlockRef) -> LdmBlock<D> {
+        self.capture.to = Some(to);
+        self
+    }
+
+    /// `SubCaptureReq`: capture `tables` from now on; answers with the
+    /// highest epoch committed here before.
+    fn on_capture_req(&mut self, sender: BlockRef, mut tables: Vec<u32>, ctx: &mut Context<'_>) {
+        tables.sort_unstable();
+        tables.dedup();
+        self.capture.tables = tables;
+        self.apply_capture();
+        let max_epoch = self.capture.max_epoch;
+        ctx.send(sender, SignalBody::SubCaptureConf { max_epoch });
+    }
+
+    /// Marks the fragments as the captured tables ask (after a capture
+    /// request, the open, and schema changes, which add or rebuild
+    /// fragments).
+    fn apply_capture(&mut self) {
+        let (node, placement) = (self.config.node, &self.config.placement);
+        if let Some(instance) = self.instance.as_mut() {
+            if self.capture.on() || self.capture.to.is_some() {
+                self.capture
+                    .apply(instance, |p| placement.home(p).primary() == node);
+            }
         }
     }
 
@@ -682,6 +719,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                     report.recovered_gci
                 );
                 self.instance = Some(instance);
+                self.apply_capture();
                 for master in std::mem::take(&mut self.gcp_start_waiters) {
                     self.answer_gcp_start(master, ctx);
                 }
@@ -829,8 +867,12 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             return Ok(());
         }
         let wanted = self.fragments_of(&self.schema);
-        self.reconcile_fragments(&wanted)
-            .map_err(|m| (proto::error::UNSUPPORTED_ALTER, m))
+        let reconciled = self
+            .reconcile_fragments(&wanted)
+            .map_err(|m| (proto::error::UNSUPPORTED_ALTER, m));
+        // New and rebuilt fragments are captured as their table is.
+        self.apply_capture();
+        reconciled
     }
 
     // ---- commit and abort ----
@@ -844,15 +886,15 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         reply_to: BlockRef,
         next: Vec<BlockRef>,
         tx_id: u64,
-        gci: u32,
+        epoch: u64,
         ctx: &mut Context<'_>,
     ) {
         if self.failed {
             return;
         }
-        let gci = self.commit_gci(gci);
-        if self.commit_here(reply_to, &next, tx_id, gci, ctx) {
-            pass_commit_on(tx_id, gci, reply_to, next, ctx);
+        let epoch = self.commit_epoch(epoch);
+        if self.commit_here(reply_to, &next, tx_id, epoch, ctx) {
+            pass_commit_on(tx_id, epoch, reply_to, next, ctx);
         }
         self.run_grants(ctx);
         self.check_alter(ctx);
@@ -866,23 +908,24 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         tc: BlockRef,
         mut next: Vec<BlockRef>,
         mut tx_ids: Vec<u64>,
-        gci: u32,
+        epoch: u64,
         ctx: &mut Context<'_>,
     ) {
         if self.failed {
             return;
         }
-        let gci = self.commit_gci(gci);
-        tx_ids.retain(|&tx_id| self.commit_here(tc, &next, tx_id, gci, ctx));
+        let epoch = self.commit_epoch(epoch);
+        tx_ids.retain(|&tx_id| self.commit_here(tc, &next, tx_id, epoch, ctx));
         if !tx_ids.is_empty() {
             if next.is_empty() {
+                let gci = signal::epoch::hi(epoch);
                 ctx.send(tc, SignalBody::LdmCommitBatchConf { gci, tx_ids });
             } else {
                 let to = next.remove(0);
                 ctx.send(
                     to,
                     SignalBody::LdmCommitBatchReq {
-                        gci,
+                        epoch,
                         tc,
                         next,
                         tx_ids,
@@ -894,13 +937,13 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         self.check_alter(ctx);
     }
 
-    /// The GCI a commit in `gci` is logged in here.
-    fn commit_gci(&self, gci: u32) -> u32 {
-        if copy::is_copy_gci(gci) && self.instance.is_some() {
+    /// The epoch a commit in `epoch` is logged in here (its hi is the GCI).
+    fn commit_epoch(&self, epoch: u64) -> u64 {
+        if copy::is_copy_gci(signal::epoch::hi(epoch)) && self.instance.is_some() {
             // A node restart's copied rows: a GCI this redo log accepts.
-            self.copy_gci()
+            signal::epoch::make(self.copy_gci(), 0)
         } else {
-            gci
+            epoch
         }
     }
 
@@ -912,10 +955,10 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         reply_to: BlockRef,
         next: &[BlockRef],
         tx_id: u64,
-        gci: u32,
+        epoch: u64,
         ctx: &mut Context<'_>,
     ) -> bool {
-        self.commit_tx(reply_to, next, tx_id, gci, None, ctx)
+        self.commit_tx(reply_to, next, tx_id, epoch, None, ctx)
     }
 
     /// [`Self::commit_here`]; `lone`, for a transaction that has no record
@@ -926,7 +969,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         reply_to: BlockRef,
         next: &[BlockRef],
         tx_id: u64,
-        gci: u32,
+        epoch: u64,
         lone: Option<(BlockRef, TxFragments)>,
         ctx: &mut Context<'_>,
     ) -> bool {
@@ -963,13 +1006,16 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 (tc, fragments)
             }
         };
+        // Before anything of it can be captured: see `capture::Capture`.
+        self.capture.max_epoch = self.capture.max_epoch.max(epoch);
         if let Some(tc) = tc {
-            self.recent_commits.remember(tx_id, tc.node, gci);
+            self.recent_commits
+                .remember(tx_id, tc.node, signal::epoch::hi(epoch));
         }
         // The chain is kept only by a commit that waits: it allocates.
         let mut pending = PendingCommit {
             tx_id,
-            gci,
+            epoch,
             reply_to,
             next: Vec::new(),
             fragments,
@@ -995,10 +1041,14 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             return true;
         };
         while let Some(&(t, p)) = pending.fragments.last() {
-            match instance.commit(t, p, TxId(pending.tx_id), pending.gci, &mut self.grants) {
+            let gci = signal::epoch::hi(pending.epoch);
+            match instance.commit(t, p, TxId(pending.tx_id), gci, &mut self.grants) {
                 Ok(()) => {
                     pending.fragments.pop();
                     self.changed_since_lcp = true;
+                    if self.capture.on() {
+                        self.capture.hand_over(instance, pending.epoch, ctx);
+                    }
                 }
                 Err(storage::instance::LdmError::NoSuchFragment { .. }) => {
                     // Dropped with its table: nothing left to commit.
@@ -1014,7 +1064,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 Err(error) => {
                     let reason = format!(
                         "LDM instance {}: commit of transaction {:#x} in GCI {} failed: {error}; restarting the node",
-                        self.config.instance, pending.tx_id, pending.gci
+                        self.config.instance, pending.tx_id, gci
                     );
                     self.fail(ctx, true, reason);
                     return false;
@@ -1100,7 +1150,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             return;
         }
         assert!(
-            self.pending_commits.iter().all(|p| p.gci > gci),
+            self.pending_commits.iter().all(|p| signal::epoch::hi(p.epoch) > gci),
             "LDM instance {}: GcpSaveReq for GCI {gci} while a commit of GCI ≤ {gci} is still pending here",
             self.config.instance
         );
@@ -1647,27 +1697,30 @@ impl<D: Disk + Clone + Send + 'static> Block for LdmBlock<D> {
             SignalBody::LdmKeyCommitReq {
                 tx_id,
                 tc,
-                gci,
+                epoch,
                 ops,
             } => {
-                assert!(gci != 0, "{sender} asked for a one-phase commit in GCI 0");
-                self.on_key_req(sender, tx_id, tc, Vec::new(), ops, gci, ctx)
+                assert!(
+                    signal::epoch::hi(epoch) != 0,
+                    "{sender} asked for a one-phase commit in GCI 0"
+                );
+                self.on_key_req(sender, tx_id, tc, Vec::new(), ops, epoch, ctx)
             }
-            SignalBody::LdmCommitReq { tx_id, gci } => {
-                self.on_commit(sender, Vec::new(), tx_id, gci, ctx)
+            SignalBody::LdmCommitReq { tx_id, epoch } => {
+                self.on_commit(sender, Vec::new(), tx_id, epoch, ctx)
             }
             SignalBody::LdmCommitChainReq {
                 tx_id,
-                gci,
+                epoch,
                 tc,
                 next,
-            } => self.on_commit(tc, next, tx_id, gci, ctx),
+            } => self.on_commit(tc, next, tx_id, epoch, ctx),
             SignalBody::LdmCommitBatchReq {
-                gci,
+                epoch,
                 tc,
                 next,
                 tx_ids,
-            } => self.on_commit_batch(tc, next, tx_ids, gci, ctx),
+            } => self.on_commit_batch(tc, next, tx_ids, epoch, ctx),
             SignalBody::LdmAbortReq { tx_id } => self.on_abort(sender, tx_id, ctx),
             SignalBody::LdmScanReq {
                 tx_id,
@@ -1720,6 +1773,13 @@ impl<D: Disk + Clone + Send + 'static> Block for LdmBlock<D> {
                 takeover_id,
                 failed,
             } => self.on_takeover_req(sender, takeover_id, failed, ctx),
+            SignalBody::SubCaptureReq { tables } => self.on_capture_req(sender, tables, ctx),
+            SignalBody::SubGcpCompleteRep { epoch } => {
+                // Behind every change of the epoch captured here.
+                if let Some(to) = self.capture.to {
+                    ctx.send(to, SignalBody::SubGcpCompleteRep { epoch });
+                }
+            }
             SignalBody::GcpStartReq {} => {
                 if self.instance.is_some() {
                     self.answer_gcp_start(sender, ctx);

@@ -63,7 +63,7 @@ pub(super) struct Request {
     only_op: Option<OpSpan>,
     /// `LdmKeyCommitReq`'s GCI: commit in it once every op succeeded
     /// (0: an `LdmKeyReq`, which the TC commits later).
-    commit_gci: u32,
+    commit_epoch: u64,
     /// The next operation to run (the one waiting, while `waiting`).
     next: u32,
     waiting: bool,
@@ -101,7 +101,7 @@ impl Requests {
         chain: Vec<NodeId>,
         // The batch, its op count and the span of a lone op.
         (ops, op_count, only_op): (Vec<u8>, u32, Option<OpSpan>),
-        commit_gci: u32,
+        commit_epoch: u64,
     ) -> Slot {
         assert!(
             self.has_room(op_count as usize),
@@ -128,7 +128,7 @@ impl Requests {
             "a span of a one-op batch"
         );
         record.only_op = only_op;
-        record.commit_gci = commit_gci;
+        record.commit_epoch = commit_epoch;
         record.next = 0;
         record.waiting = false;
         record.results.clear();
@@ -159,7 +159,7 @@ impl Requests {
             used += 1;
             ops += record.op_count as usize;
             assert!(
-                record.tc.is_some() && (record.commit_gci == 0 || record.chain.is_empty()),
+                record.tc.is_some() && (record.commit_epoch == 0 || record.chain.is_empty()),
                 "{ldm}: request of transaction {:#x} without a TC, or a one-phase commit with a chain",
                 record.tx_id
             );
@@ -301,7 +301,7 @@ enum KeyReqPath {
 }
 
 impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
-    /// `LdmKeyReq` (`commit_gci` 0) or `LdmKeyCommitReq`: classifies the
+    /// `LdmKeyReq` (`commit_epoch` 0) or `LdmKeyCommitReq`: classifies the
     /// request, then runs its one path; the op batch is given back in one
     /// place (by the paths that do not keep it), and the lock waiters that
     /// the path's commit released run in one place.
@@ -313,7 +313,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         tc: BlockRef,
         mut chain: Vec<NodeId>,
         ops: Vec<u8>,
-        commit_gci: u32,
+        commit_epoch: u64,
         ctx: &mut Context<'_>,
     ) {
         if self.failed {
@@ -321,15 +321,21 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         }
         self.stats.key_requests += 1;
         debug_assert!(
-            commit_gci == 0 || chain.is_empty(),
+            commit_epoch == 0 || chain.is_empty(),
             "a one-phase commit has one replica"
         );
         // The views of a short batch are kept as it is read: a batch of
         // committed reads is then parsed once here.
         let mut views: ReadRun<'_> = SmallVec::new();
-        let path = match self
-            .classify_key_req(sender, tx_id, tc, &mut chain, &ops, commit_gci, &mut views)
-        {
+        let path = match self.classify_key_req(
+            sender,
+            tx_id,
+            tc,
+            &mut chain,
+            &ops,
+            commit_epoch,
+            &mut views,
+        ) {
             // Buggify: the LDM request limit (1217), as under a burst.
             KeyReqPath::Queue { .. } if ctx.buggify_ppm(BUGGIFY_LIMIT_PPM) => {
                 KeyReqPath::Refuse(error::OUT_OF_LDM_OPERATIONS)
@@ -357,7 +363,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             }
             KeyReqPath::OnePhaseAtOnce(span) => {
                 drop(views);
-                self.one_phase_at_once(tx_id, tc, ops, span, commit_gci, ctx);
+                self.one_phase_at_once(tx_id, tc, ops, span, commit_epoch, ctx);
                 (None, true)
             }
             KeyReqPath::Queue { op_count, only_op } => {
@@ -365,7 +371,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 let batch = (ops, op_count, only_op);
                 (
                     None,
-                    self.queue_request(tx_id, tc, chain, batch, commit_gci, ctx),
+                    self.queue_request(tx_id, tc, chain, batch, commit_epoch, ctx),
                 )
             }
         };
@@ -391,7 +397,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         tc: BlockRef,
         chain: &mut Vec<NodeId>,
         ops: &'o [u8],
-        commit_gci: u32,
+        commit_epoch: u64,
         views: &mut ReadRun<'o>,
     ) -> KeyReqPath {
         // Built by a TC from operations it checked (`OpBatchReader::framed`).
@@ -434,7 +440,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         }
         let known = self.txs.contains_key(&tx_id);
         if chain.is_empty()
-            && commit_gci == 0
+            && commit_epoch == 0
             && views.len() == op_count
             && views.iter().all(is_committed_read)
             && !known
@@ -451,7 +457,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         let room = self.requests.has_room(op_count);
         let tx_room = known || self.txs.len() < LDM_TRANSACTIONS_MAX;
         match only_op {
-            Some(span) if commit_gci != 0 && lone_write && room && tx_room && !known => {
+            Some(span) if commit_epoch != 0 && lone_write && room && tx_room && !known => {
                 KeyReqPath::OnePhaseAtOnce(span)
             }
             _ if room && tx_room => KeyReqPath::Queue {
@@ -470,7 +476,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         tc: BlockRef,
         chain: Vec<NodeId>,
         batch: (Vec<u8>, u32, Option<OpSpan>),
-        commit_gci: u32,
+        commit_epoch: u64,
         ctx: &mut Context<'_>,
     ) -> bool {
         let LdmBlock {
@@ -480,7 +486,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             ..
         } = self;
         let record = tx_record(txs, free_txs, tx_id, tc).expect("room checked by classify_key_req");
-        let slot = requests.insert(tx_id, tc, chain, batch, commit_gci);
+        let slot = requests.insert(tx_id, tc, chain, batch, commit_epoch);
         record.queue.push_back(slot);
         let first = record.queue.len() == 1;
         if first {
@@ -503,9 +509,10 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         tc: BlockRef,
         ops: Vec<u8>,
         span: OpSpan,
-        gci: u32,
+        epoch: u64,
         ctx: &mut Context<'_>,
     ) {
+        let gci = signal::epoch::hi(epoch);
         let op_id = self.requests.next_op_id();
         let mut results = std::mem::take(&mut self.scratch.results);
         results.clear();
@@ -521,7 +528,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 } = self;
                 let record = tx_record(txs, free_txs, tx_id, tc).expect("room checked at arrival");
                 record.fragments.extend(touched);
-                let slot = requests.insert(tx_id, tc, Vec::new(), (ops, 1, Some(span)), gci);
+                let slot = requests.insert(tx_id, tc, Vec::new(), (ops, 1, Some(span)), epoch);
                 assert_eq!(
                     requests.op_id(slot),
                     op_id,
@@ -534,7 +541,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             Step::Answered if results.len() == 1 && results.all_succeeded() => {
                 self.stats.one_phase_commits += 1;
                 let fragments = touched.into_iter().collect();
-                let done = self.commit_tx(tc, &[], tx_id, gci, Some((tc, fragments)), ctx);
+                let done = self.commit_tx(tc, &[], tx_id, epoch, Some((tc, fragments)), ctx);
                 send_results(tx_id, tc, &results, Some((gci, !done)), ctx);
                 ctx.recycle(ops);
             }
@@ -631,7 +638,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             }
             let record = &self.requests.records[slot as usize];
             let tx_id = record.tx_id;
-            if record.commit_gci != 0 {
+            if record.commit_epoch != 0 {
                 return self.finish_one_phase(slot, ctx);
             }
             self.finish_request(slot, ctx);
@@ -941,7 +948,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
     /// one-phase transaction whole), so the commit leaves nothing queued.
     fn finish_one_phase(&mut self, slot: Slot, ctx: &mut Context<'_>) {
         let record = &self.requests.records[slot as usize];
-        let (tx_id, gci) = (record.tx_id, record.commit_gci);
+        let (tx_id, epoch) = (record.tx_id, record.commit_epoch);
         let commit =
             record.results.len() == record.op_count as usize && record.results.all_succeeded();
         let queue = &mut self
@@ -967,7 +974,8 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             .expect("a request in use has its TC");
         self.stats.one_phase_commits += 1;
         // Committed (or pending) before the answer leaves: what it says.
-        let done = self.commit_here(tc, &[], tx_id, gci, ctx);
+        let done = self.commit_here(tc, &[], tx_id, epoch, ctx);
+        let gci = signal::epoch::hi(epoch);
         let results = &self.requests.records[slot as usize].results;
         send_results(tx_id, tc, results, Some((gci, !done)), ctx);
         self.requests.free(slot);

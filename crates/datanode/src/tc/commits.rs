@@ -33,12 +33,12 @@ pub(crate) const COMMIT_BATCH_TX_MAX: usize = 1_024;
 /// The LDM instances of one commit chain after its first.
 pub(crate) type ChainRest = SmallVec<[BlockRef; 4]>;
 
-/// The commits of one chain and GCI gathered so far.
+/// The commits of one chain and epoch gathered so far.
 #[derive(Debug, Default)]
 struct Batch {
     first: Option<BlockRef>,
     next: ChainRest,
-    gci: u32,
+    epoch: u64,
     tx_ids: Vec<u64>,
 }
 
@@ -54,13 +54,13 @@ pub(crate) struct CommitBatches {
 }
 
 impl TcBlock {
-    /// Adds the commit of `tx_id` along `first`, then `next`, in `gci` to
+    /// Adds the commit of `tx_id` along `first`, then `next`, in `epoch` to
     /// the batch of that chain, when `first` is on another node; a chain
     /// that starts on this node goes at once.
     pub(crate) fn queue_commit(
         &mut self,
         tx_id: u64,
-        gci: u32,
+        epoch: u64,
         first: BlockRef,
         next: &[BlockRef],
         ctx: &mut Context<'_>,
@@ -70,13 +70,13 @@ impl TcBlock {
             // `Continue` to come back costs every commit a round of this
             // thread: 1-replica updates (every chain local) ran about 20 %
             // slower with it at 128 transactions in flight.
-            send_chain_req(first, tx_id, gci, self.me, next, ctx);
+            send_chain_req(first, tx_id, epoch, self.me, next, ctx);
             return;
         }
         let commits = &mut self.commits;
         let found = commits.batches[..commits.used]
             .iter()
-            .position(|b| b.first == Some(first) && b.gci == gci && b.next[..] == *next);
+            .position(|b| b.first == Some(first) && b.epoch == epoch && b.next[..] == *next);
         let b = match found {
             Some(b) => b,
             None => {
@@ -86,7 +86,7 @@ impl TcBlock {
                 let batch = &mut commits.batches[commits.used];
                 debug_assert!(batch.tx_ids.is_empty(), "a batch not in use is empty");
                 batch.first = Some(first);
-                batch.gci = gci;
+                batch.epoch = epoch;
                 batch.next.clear();
                 batch.next.extend_from_slice(next);
                 commits.used += 1;
@@ -133,13 +133,13 @@ impl TcBlock {
         };
         match batch.tx_ids[..] {
             [] => {}
-            [tx_id] => send_chain_req(first, tx_id, batch.gci, me, &batch.next, ctx),
+            [tx_id] => send_chain_req(first, tx_id, batch.epoch, me, &batch.next, ctx),
             _ => {
                 self.counters.commit_batches += 1;
                 ctx.send(
                     first,
                     SignalBody::LdmCommitBatchReq {
-                        gci: batch.gci,
+                        epoch: batch.epoch,
                         tc: me,
                         next: batch.next.to_vec(),
                         tx_ids: batch.tx_ids.clone(),
@@ -151,11 +151,11 @@ impl TcBlock {
     }
 }
 
-/// The commit of `tx_id` in `gci` along `first`, then `next`, answered to `tc`.
+/// The commit of `tx_id` in `epoch` along `first`, then `next`, answered to `tc`.
 pub(crate) fn send_chain_req(
     first: BlockRef,
     tx_id: u64,
-    gci: u32,
+    epoch: u64,
     tc: BlockRef,
     next: &[BlockRef],
     ctx: &mut Context<'_>,
@@ -165,7 +165,7 @@ pub(crate) fn send_chain_req(
         first,
         SignalBody::LdmCommitChainReq {
             tx_id,
-            gci,
+            epoch,
             tc,
             next,
         },

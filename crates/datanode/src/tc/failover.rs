@@ -272,7 +272,10 @@ impl TcBlock {
                 commits += 1;
                 SignalBody::LdmCommitReq {
                     tx_id,
-                    gci: taken.committed_gci,
+                    // The LDMs report the GCI alone: the change stream
+                    // files a taken-over commit under the GCI's first
+                    // epoch (docs/change-stream.md, part 2).
+                    epoch: signal::epoch::make(taken.committed_gci, 0),
                 }
             } else {
                 aborts += 1;

@@ -1015,7 +1015,7 @@ impl TcBlock {
             SignalBody::LdmKeyCommitReq {
                 tx_id,
                 tc: self.me,
-                gci: commit_gci,
+                epoch: self.epoch,
                 ops: batch,
             },
         );
@@ -1477,7 +1477,7 @@ impl TcBlock {
             let tx = self.transactions.get_mut(slot);
             if let Some((first, next)) = chain_of(tx, chain, &down) {
                 tx.confs_waiting += 1;
-                self.queue_commit(tx_id, gci, first, &next, ctx);
+                self.queue_commit(tx_id, epoch, first, &next, ctx);
             }
         }
         let tx = self.transactions.get_mut(slot);
@@ -1845,7 +1845,7 @@ fn send_chain(
     let Some((first, next)) = chain_of(tx, chain, down) else {
         return false;
     };
-    send_chain_req(first, tx.tx_id, tx.gci, tc, &next, ctx);
+    send_chain_req(first, tx.tx_id, tx.epoch, tc, &next, ctx);
     true
 }
 

@@ -415,6 +415,14 @@ pub struct Fragment {
     /// Layouts of older versions (fewer columns), built when a redo record
     /// of one is replayed: at most one per column count.
     older_layouts: Vec<RowLayout>,
+    /// The change stream: `Some(flags)` while a subscriber wants this
+    /// table's committed changes; each commit appends one
+    /// `signal::sub_change` entry per changed row to `captured`, with these
+    /// flags. `None` (nobody subscribed) costs a commit one test per row.
+    capture: Option<u8>,
+    /// Captured entries not yet taken ([`Fragment::take_captured`]).
+    captured: Vec<u8>,
+    captured_count: u32,
 }
 
 impl std::fmt::Debug for Fragment {
@@ -493,7 +501,31 @@ impl Fragment {
             scratch: Scratch::default(),
             definition: table.clone(),
             older_layouts: Vec::new(),
+            capture: None,
+            captured: Vec::new(),
+            captured_count: 0,
         }
+    }
+
+    // ----- the change stream -----
+
+    /// Captures every later commit's row changes here with `flags`
+    /// (`signal::sub_change`), or stops (`None`; what was captured stays
+    /// until taken).
+    pub fn set_capture(&mut self, flags: Option<u8>) {
+        self.capture = flags;
+    }
+
+    /// Whether commits here are captured.
+    pub fn capturing(&self) -> bool {
+        self.capture.is_some()
+    }
+
+    /// Moves the captured entries to the end of `out`; how many.
+    pub fn take_captured(&mut self, out: &mut Vec<u8>) -> u32 {
+        out.extend_from_slice(&self.captured);
+        self.captured.clear();
+        std::mem::take(&mut self.captured_count)
     }
 
     // ----- what it is -----
@@ -1783,10 +1815,15 @@ impl Fragment {
             table_id,
             table_version,
             fragment_id,
+            capture,
+            captured,
+            captured_count,
             ..
         } = self;
         scratch.redo.clear();
         scratch.redo_ends.clear();
+        // What this attempt captures, dropped again when it fails.
+        let (captured_start, captured_count_start) = (captured.len(), *captured_count);
         let mut need = RedoNeed::default();
         let (mut updates, mut others) = (0, 0);
         for &row in list {
@@ -1810,6 +1847,11 @@ impl Fragment {
                 PendingKind::Update => (RedoKind::Update, &p.image.fixed[..], &p.image.var[..]),
                 PendingKind::Delete => (RedoKind::Delete, &[][..], &[][..]),
             };
+            if let Some(flags) = *capture {
+                let ids = (*table_id, *table_version, *fragment_id);
+                capture_change(captured, flags, p, pool, rows, row, ids);
+                *captured_count += 1;
+            }
             let start = scratch.redo.len();
             redo_record::push_header(
                 &mut scratch.redo,
@@ -1850,23 +1892,26 @@ impl Fragment {
             scratch.redo_ends.push(scratch.redo.len());
             need.add(scratch.redo.len() - start);
         }
-        let table = &self.table;
-        let map = |source: RedoError| match source {
-            RedoError::Full { .. } => FragmentError::RedoFull {
-                table: table.clone(),
-                source,
-            },
-            source => FragmentError::Redo {
-                table: table.clone(),
-                source,
-            },
-        };
-        sink.check_room(need).map_err(map)?;
-        let mut start = 0;
-        for &end in &self.scratch.redo_ends {
-            sink.append(gci, &self.scratch.redo[start..end])
-                .map_err(map)?;
-            start = end;
+        let mut failed = sink.check_room(need).err();
+        if failed.is_none() {
+            let mut start = 0;
+            for &end in &self.scratch.redo_ends {
+                if let Err(error) = sink.append(gci, &self.scratch.redo[start..end]) {
+                    failed = Some(error);
+                    break;
+                }
+                start = end;
+            }
+        }
+        if let Some(source) = failed {
+            // Nothing of this attempt is committed: neither is it captured.
+            self.captured.truncate(captured_start);
+            self.captured_count = captured_count_start;
+            let table = self.table.clone();
+            return Err(match source {
+                RedoError::Full { .. } => FragmentError::RedoFull { table, source },
+                source => FragmentError::Redo { table, source },
+            });
         }
         Ok((updates, others))
     }
@@ -2179,5 +2224,49 @@ fn insert_entry(index: &mut OrderedIndexState, key: &[u8], row: RowId) {
     // Keys are at most KEY_BYTES_MAX (4 KiB) and a row is entered once.
     if let Err(e) = index.index.insert(key, row) {
         panic!("ordered index {}: {e}", index.id);
+    }
+}
+
+/// Appends the `signal::sub_change` entry of `pending`'s change of `row`
+/// (before the commit installs it: the row store still holds the committed
+/// image, or an insert's reserved one) to `out`. `ids`: table id, table
+/// version, fragment (the partition).
+fn capture_change(
+    out: &mut Vec<u8>,
+    flags: u8,
+    pending: &Pending,
+    pool: &PagePool,
+    rows: &RowStore,
+    row: RowId,
+    ids: (u32, u32, u32),
+) {
+    use signal::sub_change;
+    let (kind, before, after): (u8, [&[u8]; 2], [&[u8]; 2]) = match pending.kind {
+        PendingKind::Insert => (
+            sub_change::INSERT,
+            [&[], &[]],
+            [rows.fixed(pool, row), rows.var(pool, row)],
+        ),
+        PendingKind::Update => (
+            sub_change::UPDATE,
+            [rows.fixed(pool, row), rows.var(pool, row)],
+            [&pending.image.fixed[..], &pending.image.var[..]],
+        ),
+        PendingKind::Delete => (
+            sub_change::DELETE,
+            [rows.fixed(pool, row), rows.var(pool, row)],
+            [&[], &[]],
+        ),
+        PendingKind::InsertDeleted => return,
+    };
+    out.push(kind);
+    out.push(flags);
+    out.extend_from_slice(&ids.0.to_le_bytes());
+    out.extend_from_slice(&ids.1.to_le_bytes());
+    out.extend_from_slice(&ids.2.to_le_bytes());
+    for [fixed, var] in [before, after] {
+        out.extend_from_slice(&((fixed.len() + var.len()) as u32).to_le_bytes());
+        out.extend_from_slice(fixed);
+        out.extend_from_slice(var);
     }
 }

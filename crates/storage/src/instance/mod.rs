@@ -416,6 +416,10 @@ pub struct LdmInstance {
     unflushed_marker: Option<(Gci, Lsn)>,
     lcp: Option<lcp::LcpRound>,
     next_lcp_id: u64,
+    /// Change-stream entries of capturing fragments' commits, not yet
+    /// taken ([`LdmInstance::take_captured`]).
+    captured: Vec<u8>,
+    captured_count: u32,
 }
 
 impl std::fmt::Debug for LdmInstance {
@@ -634,8 +638,31 @@ impl LdmInstance {
                 fragment_id,
                 source: Box::new(source),
             })?;
+        if state.fragment.capturing() {
+            self.captured_count += state.fragment.take_captured(&mut self.captured);
+        }
         self.committed_gci = self.committed_gci.max(Some(gci));
         Ok(())
+    }
+
+    /// The change stream: captures the committed changes of fragment
+    /// `fragment_id` of `table_id` with `flags` (`signal::sub_change`), or
+    /// stops (`None`); false when there is no such fragment here.
+    pub fn set_capture(&mut self, table_id: u32, fragment_id: u32, flags: Option<u8>) -> bool {
+        match self.fragments.get_mut(&(table_id, fragment_id)) {
+            Some(state) => {
+                state.fragment.set_capture(flags);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Moves the entries captured by commits since the last call (in commit
+    /// order) to the end of `out`; how many.
+    pub fn take_captured(&mut self, out: &mut Vec<u8>) -> u32 {
+        out.append(&mut self.captured);
+        std::mem::take(&mut self.captured_count)
     }
 
     /// Drops `tx`'s changes in one fragment (see [`Fragment::abort`]).

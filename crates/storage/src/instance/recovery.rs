@@ -329,6 +329,8 @@ pub(super) fn open<D: Disk + Clone + 'static>(
         lcp: None,
         next_lcp_id,
         config,
+        captured: Vec::new(),
+        captured_count: 0,
     };
     Ok((ldm, report))
 }

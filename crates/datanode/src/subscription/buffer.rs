@@ -1,0 +1,262 @@
+//! The subscription block's buffers, apart from signals so that they can
+//! be tested alone: the epochs still open on this node (changes captured,
+//! mark not yet from every LDM instance), and the complete epochs kept
+//! until every subscriber acknowledged them.
+//!
+//! An epoch is complete on this node once every LDM instance passed on
+//! its mark: each instance passes its changes on before the mark, so no
+//! change of the epoch can come after. Complete epochs come out in
+//! ascending order, each once, with the changes in the order they were
+//! handed in (per LDM instance, its commit order; a row lives on one
+//! instance, so one row's changes keep their commit order). An epoch with
+//! no change still comes out, empty.
+//!
+//! Kept for part 2 (docs/change-stream.md): the complete epochs stay here,
+//! with their bytes, until every subscriber acknowledged them, which is
+//! what a resend after a node failure reads from. Today nothing reads them
+//! again; they count against `MaxBufferedEpochBytes` all the same.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+/// The changes of one epoch (`signal::sub_change` entries back to back).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EpochData {
+    pub epoch: u64,
+    pub count: u32,
+    pub changes: Vec<u8>,
+}
+
+/// See the module documentation.
+#[derive(Debug)]
+pub struct EpochBuffer {
+    /// The last mark from each LDM instance of the node.
+    marks: Vec<u64>,
+    /// Epochs marked by some instance but not yet by all.
+    marked: BTreeSet<u64>,
+    /// Changes of epochs not yet complete.
+    open: BTreeMap<u64, EpochData>,
+    /// Complete epochs not yet acknowledged by every subscriber, ascending.
+    kept: VecDeque<EpochData>,
+    /// The last epoch complete here (0: none yet).
+    complete: u64,
+    /// Bytes of changes in `open` and `kept`.
+    bytes: u64,
+    /// Changes handed in for an epoch already complete (a commit taken
+    /// over after a node failure is filed under its GCI's first epoch):
+    /// dropped, counted. Part 2 files them right.
+    late: u64,
+}
+
+impl EpochBuffer {
+    /// A buffer fed by `ldm_instances` LDM instances.
+    pub fn new(ldm_instances: usize) -> EpochBuffer {
+        EpochBuffer {
+            marks: vec![0; ldm_instances],
+            marked: BTreeSet::new(),
+            open: BTreeMap::new(),
+            kept: VecDeque::new(),
+            complete: 0,
+            bytes: 0,
+            late: 0,
+        }
+    }
+
+    /// The last epoch complete on this node (0: none yet).
+    pub fn complete(&self) -> u64 {
+        self.complete
+    }
+
+    /// Bytes of changes held, open and kept.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Changes dropped for coming after their epoch was complete.
+    pub fn late(&self) -> u64 {
+        self.late
+    }
+
+    /// The complete epochs kept, ascending.
+    pub fn kept(&self) -> &VecDeque<EpochData> {
+        &self.kept
+    }
+
+    /// Epochs open (changes here, not complete yet).
+    pub fn open_epochs(&self) -> usize {
+        self.open.len()
+    }
+
+    /// `count` changes of `epoch` (entries in `changes`); false (dropped)
+    /// when the epoch is already complete here.
+    pub fn add(&mut self, epoch: u64, count: u32, changes: &[u8]) -> bool {
+        if epoch <= self.complete {
+            self.late += u64::from(count);
+            return false;
+        }
+        let data = self.open.entry(epoch).or_insert_with(|| EpochData {
+            epoch,
+            ..EpochData::default()
+        });
+        data.count += count;
+        data.changes.extend_from_slice(changes);
+        self.bytes += changes.len() as u64;
+        true
+    }
+
+    /// LDM instance `instance` says every change of `epoch` it captured is
+    /// here. Returns the epochs that are complete now, ascending; they are
+    /// kept (see [`EpochBuffer::acknowledged`]).
+    pub fn mark(&mut self, instance: usize, epoch: u64) -> Vec<EpochData> {
+        let Some(last) = self.marks.get_mut(instance) else {
+            return Vec::new();
+        };
+        if epoch <= *last {
+            // Marks come in ascending order; a repeated one changes nothing.
+            return Vec::new();
+        }
+        *last = epoch;
+        if epoch > self.complete {
+            self.marked.insert(epoch);
+        }
+        let upto = self.marks.iter().copied().min().unwrap_or(0);
+        let mut done = Vec::new();
+        while let Some(&first) = self.marked.first() {
+            if first > upto {
+                break;
+            }
+            self.marked.pop_first();
+            // Open epochs below it that no mark named come out with it, in
+            // their order (not expected: every epoch is marked).
+            while let Some(entry) = self.open.first_entry() {
+                if *entry.key() > first {
+                    break;
+                }
+                done.push(entry.remove());
+            }
+            if done.last().is_none_or(|d| d.epoch != first) {
+                done.push(EpochData {
+                    epoch: first,
+                    ..EpochData::default()
+                });
+            }
+            self.complete = first;
+        }
+        self.kept.extend(done.iter().cloned());
+        done
+    }
+
+    /// Every subscriber holds every epoch up to `epoch`: the kept ones are
+    /// dropped.
+    pub fn acknowledged(&mut self, epoch: u64) {
+        while self.kept.front().is_some_and(|k| k.epoch <= epoch) {
+            let k = self.kept.pop_front().expect("front");
+            self.bytes -= k.changes.len() as u64;
+        }
+    }
+
+    /// Kept epochs above `epoch`: how far behind a subscriber that
+    /// acknowledged `epoch` is.
+    pub fn kept_above(&self, epoch: u64) -> usize {
+        self.kept.len() - self.kept.partition_point(|k| k.epoch <= epoch)
+    }
+
+    /// Drops every open epoch (no subscriber is left to want them).
+    pub fn drop_open(&mut self) {
+        for (_, data) in std::mem::take(&mut self.open) {
+            self.bytes -= data.changes.len() as u64;
+        }
+    }
+
+    /// The first open epoch, if any.
+    pub fn first_open(&self) -> Option<u64> {
+        self.open.keys().next().copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn epochs(done: &[EpochData]) -> Vec<u64> {
+        done.iter().map(|d| d.epoch).collect()
+    }
+
+    #[test]
+    fn an_epoch_completes_only_once_every_instance_marked_it() {
+        let mut b = EpochBuffer::new(2);
+        assert!(b.add(10, 1, b"a"));
+        assert!(b.mark(0, 10).is_empty(), "instance 1 has not marked it");
+        assert!(b.add(10, 1, b"b"));
+        let done = b.mark(1, 10);
+        assert_eq!(epochs(&done), [10]);
+        assert_eq!(done[0].changes, b"ab", "in the order handed in");
+        assert_eq!(done[0].count, 2);
+        assert_eq!(b.complete(), 10);
+    }
+
+    #[test]
+    fn epochs_come_out_ascending_and_empty_ones_too() {
+        let mut b = EpochBuffer::new(2);
+        b.add(12, 1, b"x");
+        for e in [10, 11, 12] {
+            assert!(b.mark(0, e).is_empty());
+        }
+        let done = b.mark(1, 12);
+        assert_eq!(
+            epochs(&done),
+            [10, 11, 12],
+            "one mark completes all below it"
+        );
+        assert!(done[0].changes.is_empty() && done[1].changes.is_empty());
+        assert_eq!(done[2].changes, b"x");
+        // A repeated or older mark changes nothing; nothing comes twice.
+        assert!(b.mark(1, 12).is_empty());
+        assert!(b.mark(0, 11).is_empty());
+        assert_eq!(epochs(&b.mark(0, 13)), Vec::<u64>::new());
+        assert_eq!(epochs(&b.mark(1, 13)), [13]);
+    }
+
+    #[test]
+    fn a_change_after_its_epoch_completed_is_dropped_and_counted() {
+        let mut b = EpochBuffer::new(1);
+        b.mark(0, 5);
+        assert!(!b.add(5, 2, b"zz"));
+        assert!(!b.add(4, 1, b"z"));
+        assert_eq!(b.late(), 3);
+        assert_eq!(b.bytes(), 0);
+    }
+
+    #[test]
+    fn kept_epochs_count_until_acknowledged() {
+        let mut b = EpochBuffer::new(1);
+        b.add(1, 1, b"aaaa");
+        b.add(2, 1, b"bb");
+        b.mark(0, 1);
+        b.mark(0, 2);
+        b.mark(0, 3);
+        assert_eq!(b.bytes(), 6);
+        assert_eq!(b.kept_above(0), 3);
+        assert_eq!(b.kept_above(1), 2);
+        b.acknowledged(1);
+        assert_eq!(b.bytes(), 2);
+        assert_eq!(b.kept_above(0), 2);
+        b.acknowledged(3);
+        assert_eq!(b.bytes(), 0);
+        assert!(b.kept().is_empty());
+    }
+
+    #[test]
+    fn dropping_open_epochs_frees_their_bytes() {
+        let mut b = EpochBuffer::new(1);
+        b.add(7, 1, b"abc");
+        assert_eq!(b.first_open(), Some(7));
+        b.drop_open();
+        assert_eq!(b.bytes(), 0);
+        assert_eq!(b.open_epochs(), 0);
+        assert_eq!(
+            epochs(&b.mark(0, 7)),
+            [7],
+            "the epoch still completes, empty"
+        );
+    }
+}
