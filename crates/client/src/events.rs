@@ -1,5 +1,5 @@
 //! The change stream on the API side (NDB API: event operations and the
-//! event buffer; docs/change-stream.md).
+//! event buffer; docs/events.md).
 //!
 //! [`Session::subscribe`] subscribes at the subscription block of every
 //! data node (`SubStartReq`); each answers with the epoch after which it
@@ -200,7 +200,7 @@ pub struct Subscription {
 impl Session {
     /// Subscribes to the committed changes of `tables` (dictionary names:
     /// `db/def/t` for SQL's `db.t`), from the next epoch that is whole on
-    /// every data node on (docs/change-stream.md). Every data node must be
+    /// every data node on (docs/events.md). Every data node must be
     /// started (a subscription does not yet survive a data node failure:
     /// the failure ends it with a gap).
     ///
@@ -462,7 +462,7 @@ impl Subscription {
         if self.ended || generation < self.generations[at] {
             return;
         }
-        // Part 1: no resend after a failure (docs/change-stream.md).
+        // Part 1: no resend after a failure (docs/events.md).
         let from = self
             .partial
             .keys()

@@ -214,7 +214,7 @@ pub(crate) const TIME_BETWEEN_GLOBAL_CHECKPOINTS_TIMEOUT: Parameter = integer(
 pub(crate) const TIME_BETWEEN_EPOCHS: Parameter = integer("TimeBetweenEpochs", 0, 32000, 100);
 
 /// Epochs a data node keeps for a change-stream subscriber that has not
-/// acknowledged them (docs/change-stream.md); a subscriber further behind
+/// acknowledged them (docs/events.md); a subscriber further behind
 /// is cut off with a gap, so that the cluster is not slowed down. NDB's
 /// name and default.
 pub(crate) const MAX_BUFFERED_EPOCHS: Parameter = integer("MaxBufferedEpochs", 1, 100_000, 100);

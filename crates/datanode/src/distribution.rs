@@ -822,7 +822,7 @@ impl Distribution {
                             }
                             // The change stream: each LDM instance passes the
                             // mark on behind the changes it captured
-                            // (docs/change-stream.md).
+                            // (docs/events.md).
                             for i in 0..self.config.ldm_instances {
                                 ctx.send(
                                     BlockRef::new(n, BlockNumber::LOCAL_DATA_MANAGER, i as u16),

@@ -1,4 +1,4 @@
-//! The change stream in the simulator (docs/change-stream.md): two data
+//! The change stream in the simulator (docs/events.md): two data
 //! nodes of one node group, two LDM instances each, as real nodes are
 //! wired; the test's API node subscribes at both subscription blocks and
 //! acknowledges what it gets. Transactions of one and two rows (one-phase

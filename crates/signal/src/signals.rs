@@ -670,7 +670,7 @@ signals! {
     /// below can still be in progress on any TC (NDB: SUB_GCP_COMPLETE_REP).
     /// Not durability: see `GcpCompleteRep`. An LDM instance passes it on to
     /// its node's subscription block behind the row changes it captured
-    /// (docs/change-stream.md), so that block sees an epoch's mark from an
+    /// (docs/events.md), so that block sees an epoch's mark from an
     /// instance only after every change of the epoch from it.
     168 => SubGcpCompleteRep { epoch: u64 },
     /// TC → API: global checkpoint `gci` of `incarnation` will never be
@@ -713,7 +713,7 @@ signals! {
     /// such signal: its online alter takes a schema lock first).
     175 => TcAbortTxReq { tx_id: u64, message: String },
 
-    // ---- the change stream (docs/change-stream.md; wire version 9) ----
+    // ---- the change stream (docs/events.md; wire version 9) ----
     /// API → the subscription block of every data node: send me the
     /// committed row changes of `tables` (ids), per epoch, from the first
     /// epoch that is whole on this node on (NDB: SUB_START_REQ). `sub_id`

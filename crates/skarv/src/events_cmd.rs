@@ -1,5 +1,5 @@
 //! `skarv events`: prints the change stream of some tables
-//! (docs/change-stream.md), the tool a user reaches for to see it work.
+//! (docs/events.md), the tool a user reaches for to see it work.
 //!
 //! Tables are named as the SQL node shows them, `database.table` (the
 //! dictionary's `database/def/table`); a name without a dot is a native

@@ -1,4 +1,4 @@
-//! The change stream in real processes (docs/change-stream.md): a 2 × 2
+//! The change stream in real processes (docs/events.md): a 2 × 2
 //! sandbox (so each data node sends the partitions it is primary of, and
 //! the subscriber merges them) with `TimeBetweenEpochs=20`.
 //!

@@ -1,4 +1,4 @@
-//! The change stream's capture (docs/change-stream.md): the LDM's side of
+//! The change stream's capture (docs/events.md): the LDM's side of
 //! the subscription block ([`crate::subscription`]).
 //!
 //! The subscription block tells each LDM instance of its node which tables

@@ -463,7 +463,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
     }
 
     /// Hands captured row changes and epoch-complete marks to the node's
-    /// subscription block at `to` (docs/change-stream.md).
+    /// subscription block at `to` (docs/events.md).
     pub fn with_subscription(mut self, to: BlockRef) -> LdmBlock<D> {
         self.capture.to = Some(to);
         self

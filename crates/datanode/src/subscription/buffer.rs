@@ -11,7 +11,7 @@
 //! instance, so one row's changes keep their commit order). An epoch with
 //! no change still comes out, empty.
 //!
-//! Kept for part 2 (docs/change-stream.md): the complete epochs stay here,
+//! Kept for part 2 (docs/events.md): the complete epochs stay here,
 //! with their bytes, until every subscriber acknowledged them, which is
 //! what a resend after a node failure reads from. Today nothing reads them
 //! again; they count against `MaxBufferedEpochBytes` all the same.

@@ -1,5 +1,5 @@
 //! The subscription block (NDB: SUMA): the change stream's data-node side,
-//! one per data node, on the `rep` thread (docs/change-stream.md).
+//! one per data node, on the `rep` thread (docs/events.md).
 //!
 //! An API node subscribes to tables (`SubStartReq`) at every data node.
 //! The block tells its node's LDM instances which tables to capture

@@ -274,7 +274,7 @@ impl TcBlock {
                     tx_id,
                     // The LDMs report the GCI alone: the change stream
                     // files a taken-over commit under the GCI's first
-                    // epoch (docs/change-stream.md, part 2).
+                    // epoch (docs/events.md, part 2).
                     epoch: signal::epoch::make(taken.committed_gci, 0),
                 }
             } else {
