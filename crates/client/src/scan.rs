@@ -549,9 +549,9 @@ impl Drop for ScanIter<'_, '_> {
             // Best effort: the TC closes the scan; its last answer is dropped.
             let closed = self.send_next(true);
             if self.release {
-                // The scan may have reached its end, and ended the
-                // transaction, before the close: its last answer says
-                // which, and the transaction must know it.
+                // The close's answer (or the scan's end, if that came
+                // first) says whether the TC ended the transaction, which
+                // the transaction must know.
                 self.release = false;
                 let mut released = false;
                 if closed.is_ok() {

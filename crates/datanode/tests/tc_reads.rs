@@ -136,6 +136,19 @@ fn a_releasing_scan_ends_its_idle_transaction_and_only_that() {
     committed(&cluster.execute(tx, tc_flags::COMMIT, &[]));
     assert_eq!(cluster.read_values(&[100]), vec![Some(1)]);
 
+    // Closed after its first batch (a LIMIT met), it releases all the
+    // same; without the flag, closed early, it does not.
+    let mut small = cluster.full_scan_spec();
+    small.batch_rows = 2;
+    let small = small.to_bytes();
+    let tx = cluster.tx_id();
+    assert!(cluster.scan_closed_early(tx, tc_flags::START | tc_flags::RELEASE, small.clone()));
+    assert_eq!(cluster.tc().counters().released, base + 2);
+    assert_eq!(cluster.tc().transactions_in_use(), 0);
+    let tx = cluster.tx_id();
+    assert!(!cluster.scan_closed_early(tx, tc_flags::START, small));
+    committed(&cluster.execute(tx, tc_flags::COMMIT, &[]));
+
     // Without the flag nothing is released.
     let tx = cluster.tx_id();
     let (_, _, released) = cluster
@@ -148,7 +161,7 @@ fn a_releasing_scan_ends_its_idle_transaction_and_only_that() {
         "the scan's transaction stays"
     );
     committed(&cluster.execute(tx, tc_flags::COMMIT, &[]));
-    assert_eq!(cluster.tc().counters().released, base + 1);
+    assert_eq!(cluster.tc().counters().released, base + 2);
     cluster.check_idle();
 }
 

@@ -895,11 +895,11 @@ pub mod tc_flags {
     /// In `TcScanReq`: `spec` is a `proto::QueryTree`, a pushed join whose
     /// joined rows come back as the scan's rows (docs/pushed-joins.md).
     pub const PUSHED: u32 = 8;
-    /// In `TcScanReq`: when the scan has returned its last row and its
-    /// transaction holds nothing else at the TC (no operation, lock or
-    /// other scan), the TC ends the transaction and says so in the last
-    /// `TcScanConf` (`released`): the client's commit then needs no round
-    /// trip. The client sends nothing else for the transaction while such
+    /// In `TcScanReq`: when the scan has returned its last row, or is
+    /// closed, and its transaction holds nothing else at the TC (no
+    /// operation, lock or other scan), the TC ends the transaction and says
+    /// so in the last `TcScanConf` (`released`): the client's commit then
+    /// needs no round trip. The client sends nothing else for the transaction while such
     /// a scan is open, so nothing can reach the TC after the end.
     pub const RELEASE: u32 = 16;
     /// In `TcKeyConf`: the transaction is committed.

@@ -1608,6 +1608,7 @@ fn round_trips(engine: &std::sync::Arc<Engine>, conn: &mut Conn<'_>) {
         1,
         "a scan stopped early"
     );
+    assert_eq!(trips(conn, "SELECT id FROM t WHERE k >= 300 LIMIT 1"), 0);
     ok(conn, "BEGIN");
     assert_eq!(
         q(conn, "SELECT COUNT(*) FROM t WHERE k >= 300 AND k < 330"),

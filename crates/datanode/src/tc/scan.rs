@@ -420,9 +420,13 @@ impl TcBlock {
             return self.scan_ref(from, tx_id, scan_id, error::UNKNOWN_SCAN, message, ctx);
         };
         if close {
-            // Closed early, the transaction stays: the client commits it
-            // as any other (only a scan that ran to its end releases).
+            // Closed early (a LIMIT met), a releasing scan ends its idle
+            // transaction as at its end: answers still on their way from
+            // the LDMs are dropped by scan id, and a committed read holds
+            // nothing there.
+            let release = self.scans.get(slot).release;
             self.close_scan(slot, ctx);
+            let released = release && self.release_if_idle(tx_id);
             let mut rows = self.scratch.buffer();
             drop(RowBatchWriter::new(&mut rows));
             ctx.send(
@@ -432,7 +436,7 @@ impl TcBlock {
                     scan_id,
                     rows,
                     done: true,
-                    released: false,
+                    released,
                 },
             );
             return;

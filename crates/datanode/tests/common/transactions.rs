@@ -478,6 +478,59 @@ impl Cluster {
         outcome.map(|(rows, batches, _)| (rows, batches))
     }
 
+    /// Starts a `TcScanReq` of `flags` and `spec` in transaction `tx`,
+    /// closes it after its first batch, and says whether the close's answer
+    /// released the transaction (`tc_flags::RELEASE`).
+    pub fn scan_closed_early(&mut self, tx: u64, flags: u32, spec: Vec<u8>) -> bool {
+        let scan_id = 9;
+        let tc = tc_of(self.data_nodes[0]);
+        self.send(
+            tc,
+            SignalBody::TcScanReq {
+                tx_id: tx,
+                scan_id,
+                flags,
+                spec,
+            },
+        );
+        let until = self.sim.now() + ANSWER_WAIT * 4;
+        let mut closed = false;
+        loop {
+            assert!(self.sim.now() < until, "scan of {tx:#x} does not end");
+            self.sim.run_for(Duration::from_millis(1));
+            for s in self.take() {
+                match s.body {
+                    SignalBody::TcScanConf {
+                        tx_id,
+                        done,
+                        released,
+                        ..
+                    } if tx_id == tx => {
+                        if done {
+                            assert!(closed, "the scan ended before its close");
+                            return released;
+                        }
+                        if !closed {
+                            closed = true;
+                            self.send(
+                                tc,
+                                SignalBody::TcScanNextReq {
+                                    tx_id: tx,
+                                    scan_id,
+                                    close: true,
+                                },
+                            );
+                        }
+                    }
+                    SignalBody::TcScanRef { tx_id, message, .. } if tx_id == tx => {
+                        panic!("scan of {tx:#x} failed: {message}")
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
     /// Runs a `TcScanReq` of `flags` and `spec` in transaction `tx` to its
     /// end: its rows, batches, and whether its last batch said the
     /// transaction was released (`tc_flags::RELEASE`).
