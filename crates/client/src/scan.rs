@@ -384,17 +384,13 @@ impl ScanIter<'_, '_> {
         let session = self.tx.session;
         let (rows, done) = match session.wait_scan(self.tx_id, self.scan_id) {
             Ok(batch) => {
-                if batch.done && self.release {
-                    self.release = false;
-                    self.tx.scan_end(self.scan_id, batch.released);
+                if batch.done {
+                    self.release_ended(batch.released);
                 }
                 (batch.rows, batch.done)
             }
             Err(error) => {
-                if self.release {
-                    self.release = false;
-                    self.tx.scan_end(self.scan_id, false);
-                }
+                self.release_ended(false);
                 self.failed = true;
                 session.close_scan_inbox(self.tx_id, self.scan_id);
                 if matches!(
@@ -499,6 +495,14 @@ impl ScanIter<'_, '_> {
         Ok(())
     }
 
+    /// A scan that could end its transaction (`release`) is over: the
+    /// transaction learns whether the TC ended it. Once only.
+    fn release_ended(&mut self, released: bool) {
+        if std::mem::take(&mut self.release) {
+            self.tx.scan_end(self.scan_id, released);
+        }
+    }
+
     fn send_next(&mut self, close: bool) -> Result<()> {
         let session = self.tx.session;
         let signal = Signal {
@@ -552,7 +556,6 @@ impl Drop for ScanIter<'_, '_> {
                 // The close's answer (or the scan's end, if that came
                 // first) says whether the TC ended the transaction, which
                 // the transaction must know.
-                self.release = false;
                 let mut released = false;
                 if closed.is_ok() {
                     while let Ok(batch) = self.tx.session.wait_scan(self.tx_id, self.scan_id) {
@@ -562,7 +565,7 @@ impl Drop for ScanIter<'_, '_> {
                         }
                     }
                 }
-                self.tx.scan_end(self.scan_id, released);
+                self.release_ended(released);
             }
             self.tx.session.close_scan_inbox(self.tx_id, self.scan_id);
         }

@@ -478,11 +478,8 @@ impl Cluster {
         outcome.map(|(rows, batches, _)| (rows, batches))
     }
 
-    /// Starts a `TcScanReq` of `flags` and `spec` in transaction `tx`,
-    /// closes it after its first batch, and says whether the close's answer
-    /// released the transaction (`tc_flags::RELEASE`).
-    pub fn scan_closed_early(&mut self, tx: u64, flags: u32, spec: Vec<u8>) -> bool {
-        let scan_id = 9;
+    /// Sends `TcScanReq` to the first data node's TC: that TC.
+    fn send_scan_req(&mut self, tx: u64, scan_id: u32, flags: u32, spec: Vec<u8>) -> BlockRef {
         let tc = tc_of(self.data_nodes[0]);
         self.send(
             tc,
@@ -493,6 +490,15 @@ impl Cluster {
                 spec,
             },
         );
+        tc
+    }
+
+    /// Starts a `TcScanReq` of `flags` and `spec` in transaction `tx`,
+    /// closes it after its first batch, and says whether the close's answer
+    /// released the transaction (`tc_flags::RELEASE`).
+    pub fn scan_closed_early(&mut self, tx: u64, flags: u32, spec: Vec<u8>) -> bool {
+        let scan_id = 9;
+        let tc = self.send_scan_req(tx, scan_id, flags, spec);
         let until = self.sim.now() + ANSWER_WAIT * 4;
         let mut closed = false;
         loop {
@@ -541,16 +547,7 @@ impl Cluster {
         spec: Vec<u8>,
     ) -> Result<ReleasedScan, (u32, String)> {
         let scan_id = 7;
-        let tc = tc_of(self.data_nodes[0]);
-        self.send(
-            tc,
-            SignalBody::TcScanReq {
-                tx_id: tx,
-                scan_id,
-                flags,
-                spec,
-            },
-        );
+        let tc = self.send_scan_req(tx, scan_id, flags, spec);
         let mut rows = Vec::new();
         let mut batches = 0;
         let mut released = false;
