@@ -19,7 +19,6 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
-use std::net::TcpListener;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -41,44 +40,13 @@ const KEYS: u64 = 24;
 /// How long any wait for the stream may take before the test fails.
 const STREAM_WAIT: Duration = Duration::from_secs(60);
 
-/// A sandbox whose base port is in `ports` (this file's tests take
-/// 53000..53100, one half each: the shared helper moves ranges out of the
-/// ephemeral ports, onto other tests' ranges).
-fn sandbox(name: &str, ports: std::ops::Range<u16>) -> Sandbox {
-    let base = ports
-        .clone()
-        .step_by(10)
-        .find(|b| (0..10).all(|i| TcpListener::bind(("127.0.0.1", b + i)).is_ok()))
-        .unwrap_or_else(|| panic!("a free port range in {ports:?}"));
-    let dir = std::env::temp_dir().join(format!("skarv-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch dir");
+/// A 2 × 2 sandbox with this file's epoch settings, its ports in
+/// `port_range..+500` (each test its own range, below the ephemeral
+/// ports, where another test's closed connections cannot hold them).
+fn sandbox(name: &str, port_range: u16) -> Sandbox {
     let epochs = format!("TimeBetweenEpochs={EPOCH_INTERVAL_MS}");
     let buffered = format!("MaxBufferedEpochs={MAX_BUFFERED_EPOCHS}");
-    let output = skarv(&[
-        "sandbox",
-        "--detach",
-        "--dir",
-        dir.to_str().expect("a UTF-8 temp dir"),
-        "--data-nodes",
-        "2",
-        "--replicas",
-        "2",
-        "--sql-nodes",
-        "0",
-        "--base-port",
-        &base.to_string(),
-        "--set",
-        &epochs,
-        "--set",
-        &buffered,
-    ]);
-    let sandbox = Sandbox {
-        dir,
-        connect: format!("127.0.0.1:{base}"),
-    };
-    assert!(output.status.success(), "{}", text(&output));
-    sandbox
+    Sandbox::start_configured(name, port_range, 2, &["--set", &epochs, "--set", &buffered])
 }
 
 /// One row's committed change, as the history test expects it: kind, the
@@ -117,7 +85,7 @@ fn create(session: &Session, def: &TableDef) {
 
 #[test]
 fn the_stream_is_the_committed_history_and_slow_subscribers_get_gaps() {
-    let sandbox = sandbox("events", 53_000..53_050);
+    let sandbox = sandbox("events", 19_000);
     let cluster = Cluster::connect(&sandbox.connect).expect("connect");
     let session = cluster.session().expect("session");
     create(&session, &id_value_table("evt"));
@@ -344,7 +312,7 @@ fn the_stream_is_the_committed_history_and_slow_subscribers_get_gaps() {
 
 #[test]
 fn skarv_events_prints_json_lines() {
-    let sandbox = sandbox("events-json", 53_050..53_100);
+    let sandbox = sandbox("events-json", 19_500);
     let cluster = Cluster::connect(&sandbox.connect).expect("connect");
     let session = cluster.session().expect("session");
     // A table as the SQL node names `shop.items`.
