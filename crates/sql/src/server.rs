@@ -563,6 +563,10 @@ impl Task for PooledClient {
         self.conn.status_flags() & status::IN_TRANS != 0
     }
 
+    fn drained(&self) -> bool {
+        self.wire.drained()
+    }
+
     fn begin(&mut self) -> bool {
         if !self.logged_in {
             return false;

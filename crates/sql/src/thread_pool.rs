@@ -4,10 +4,19 @@
 //! Connections are split over `thread_pool_size` thread groups. Each
 //! group has one epoll set, a queue, its workers and a watchdog thread. A
 //! connection whose client is idle costs no thread: its socket waits in
-//! the group's epoll set (one-shot). Every free worker of the group waits
-//! in `epoll_wait` for one event; the kernel wakes one of them when a
-//! client sends a command, and that worker serves the command itself and
-//! puts the socket back in the set. (MariaDB's pool has one listener that
+//! the group's epoll set. Every free worker of the group waits in
+//! `epoll_wait` for one event; the kernel wakes one of them when a client
+//! sends a command, and that worker serves the command itself and puts
+//! the task back among the waiting ones.
+//!
+//! A socket joins the set once, edge-triggered: parking a task after each
+//! command costs no `epoll_ctl` (a one-shot registration needs one per
+//! command to re-arm, a syscall per statement). What that asks for: an
+//! edge reported while its task is away (running, queued) is remembered
+//! (`Parked::missed`) and sends the task round again when it parks; and a
+//! task parks without looking at its socket only when its last read took
+//! everything the socket held ([`Task::drained`]), since input that was
+//! already there when it stopped reading makes no new edge. (MariaDB's pool has one listener that
 //! queues events for other workers; a statement then costs a hand-over
 //! between threads, which on a SQL node, whose statements are short and
 //! mostly wait for the data nodes, cost a third of the context switches.)
@@ -38,7 +47,7 @@
 //!
 //! The pool knows nothing of MySQL: it runs [`Task`]s. Linux only (epoll).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -79,6 +88,15 @@ pub trait Task: Send + 'static {
     fn run(&mut self) -> Next;
     /// Whether a transaction is open: such a connection is queued first.
     fn in_transaction(&self) -> bool;
+
+    /// Whether nothing the client sent is left unread: the task's last
+    /// read from its socket came back short (it took all the socket held)
+    /// and nothing is buffered. False makes the pool look at the socket
+    /// (a non-blocking peek) before it parks the task: input that was
+    /// already there makes no new edge.
+    fn drained(&self) -> bool {
+        false
+    }
 
     /// Starts serving what the client sent as one of a batch (see the
     /// module doc): true when taken, to be completed by [`Task::finish`]
@@ -152,9 +170,8 @@ struct Group<T: Task> {
     /// An eventfd in the epoll set (one-shot, token [`KICK`]): a write
     /// wakes one listening worker for a queued task.
     kick: OwnedFd,
-    /// Tasks whose sockets wait in the epoll set, by token.
-    waiting: Mutex<HashMap<u64, T>>,
-    next_token: AtomicU64,
+    /// Tasks whose sockets wait in the epoll set, and the sockets there.
+    waiting: Mutex<Parked<T>>,
     next_worker: AtomicU64,
 }
 
@@ -242,8 +259,7 @@ impl<T: Task> ThreadPool<T> {
                     listening: 0,
                 }),
                 kick,
-                waiting: Mutex::new(HashMap::new()),
-                next_token: AtomicU64::new(0),
+                waiting: Mutex::new(Parked::default()),
                 next_worker: AtomicU64::new(0),
             });
             let watchdog = Arc::clone(&group);
@@ -282,10 +298,7 @@ impl<T: Task> ThreadPool<T> {
 
     /// Connections whose client is idle (no thread of their own).
     pub fn waiting(&self) -> usize {
-        self.groups
-            .iter()
-            .map(|g| g.waiting.lock().unwrap_or_else(|p| p.into_inner()).len())
-            .sum()
+        self.groups.iter().map(|g| g.parked().tasks.len()).sum()
     }
 }
 
@@ -305,6 +318,10 @@ const EPOLL_ERROR_PAUSE_MS: u64 = 100;
 impl<T: Task> Group<T> {
     fn lock(&self) -> MutexGuard<'_, State<T>> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn parked(&self) -> MutexGuard<'_, Parked<T>> {
+        self.waiting.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Queues `task` and gets a worker to it.
@@ -568,10 +585,19 @@ impl<T: Task> Group<T> {
         if events.iter().all(|event| event.u64 == KICK) {
             return;
         }
-        let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        let mut parked = self.parked();
         for event in events {
-            if let Some(task) = waiting.remove(&{ event.u64 }) {
+            let token = event.u64;
+            if token == KICK {
+                continue;
+            }
+            let fd = token as RawFd;
+            if let Some(task) = parked.tasks.remove(&fd) {
                 listener.ready.push(task);
+            } else if parked.registered.contains(&fd) {
+                // Its task runs or is queued: the input may have come
+                // after its last read, and the edge will not come again.
+                parked.missed.insert(fd);
             }
         }
     }
@@ -605,40 +631,49 @@ impl<T: Task> Group<T> {
         unsafe { libc::write(self.kick.as_raw_fd(), bytes.as_ptr().cast(), bytes.len()) };
     }
 
-    /// Puts `task`'s socket in the epoll set; the task back when that
-    /// fails (it is then served as if ready, and fails on its socket).
+    /// Parks `task` until its socket has input; the task back when it has
+    /// some already (to be served at once) or cannot be watched (it is
+    /// then served as if ready, and fails on its socket).
     fn park(&self, task: T) -> Option<T> {
         let fd = task.fd();
-        let token = self.next_token.fetch_add(1, Ordering::Relaxed);
-        let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
-        // Into the map before the socket is armed: a listening worker may see it
-        // ready at once.
-        waiting.insert(token, task);
-        let mut event = libc::epoll_event {
-            events: (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLONESHOT) as u32,
-            u64: token,
-        };
-        let epoll = self.epoll.as_raw_fd();
-        // SAFETY: epoll_ctl reads the event we own; the fds are open.
-        let mut result = unsafe { libc::epoll_ctl(epoll, libc::EPOLL_CTL_MOD, fd, &mut event) };
-        if result != 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ENOENT) {
-            // SAFETY: as above.
-            result = unsafe { libc::epoll_ctl(epoll, libc::EPOLL_CTL_ADD, fd, &mut event) };
+        let mut parked = self.parked();
+        let missed = parked.missed.remove(&fd);
+        if (missed || !task.drained()) && has_input(fd) {
+            return Some(task);
         }
-        if result != 0 {
+        // Into the map before the socket joins the set: a listening
+        // worker may see it ready at once.
+        parked.tasks.insert(fd, task);
+        if parked.registered.contains(&fd) {
+            return None;
+        }
+        let mut event = libc::epoll_event {
+            events: (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLET) as u32,
+            u64: fd as u64,
+        };
+        // SAFETY: epoll_ctl reads the event we own; the fds are open.
+        let added =
+            unsafe { libc::epoll_ctl(self.epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut event) };
+        if added != 0 {
             let error = io::Error::last_os_error();
             tracing::warn!(
                 group = self.index,
                 "cannot wait on a client socket: {error}"
             );
-            return waiting.remove(&token);
+            return parked.tasks.remove(&fd);
         }
+        parked.registered.insert(fd);
         None
     }
 
     /// Takes a socket out of the epoll set before its task is dropped: a
     /// second handle of the socket (`KILL`'s) would keep it registered.
     fn forget(&self, fd: RawFd) {
+        let mut parked = self.parked();
+        parked.missed.remove(&fd);
+        if !parked.registered.remove(&fd) {
+            return;
+        }
         let mut event = libc::epoll_event { events: 0, u64: 0 };
         // SAFETY: epoll_ctl reads the event we own; a socket never added
         // only gets ENOENT.
@@ -667,6 +702,53 @@ impl<T: Task> Group<T> {
             // Workers that ran past the stall limit no longer count:
             // start one for what waits.
             self.wake(&mut state);
+        }
+    }
+}
+
+/// The sockets of a group's epoll set (a socket's token is its fd).
+struct Parked<T> {
+    /// Tasks waiting for input, by socket.
+    tasks: HashMap<RawFd, T>,
+    /// Sockets in the epoll set (edge-triggered), parked or not: a socket
+    /// joins once and leaves when its task is closed.
+    registered: HashSet<RawFd>,
+    /// Sockets whose edge came while their task was away.
+    missed: HashSet<RawFd>,
+}
+
+impl<T> Default for Parked<T> {
+    fn default() -> Parked<T> {
+        Parked {
+            tasks: HashMap::new(),
+            registered: HashSet::new(),
+            missed: HashSet::new(),
+        }
+    }
+}
+
+/// Whether `fd` has input to read, or has ended or failed (what its task
+/// must see): a non-blocking peek.
+fn has_input(fd: RawFd) -> bool {
+    let mut byte = 0u8;
+    loop {
+        // SAFETY: reads at most one byte into a byte we own; MSG_PEEK
+        // leaves it in the socket.
+        let n = unsafe {
+            libc::recv(
+                fd,
+                (&mut byte as *mut u8).cast(),
+                1,
+                libc::MSG_PEEK | libc::MSG_DONTWAIT,
+            )
+        };
+        if n >= 0 {
+            return true;
+        }
+        match io::Error::last_os_error().kind() {
+            io::ErrorKind::Interrupted => continue,
+            io::ErrorKind::WouldBlock => return false,
+            _ => return true,
         }
     }
 }
@@ -771,6 +853,9 @@ mod tests {
         /// the batch's size here, `finish` reports the byte.
         batches: Option<Arc<Mutex<Vec<usize>>>>,
         byte: u8,
+        /// Says it read all its socket held (reading a byte at a time, it
+        /// cannot know): the pool then parks it without a look.
+        claims_drained: bool,
     }
 
     impl Task for Echo {
@@ -792,6 +877,9 @@ mod tests {
         }
         fn in_transaction(&self) -> bool {
             self.in_tx
+        }
+        fn drained(&self) -> bool {
+            self.claims_drained
         }
         fn begin(&mut self) -> bool {
             if self.batches.is_none() {
@@ -828,6 +916,7 @@ mod tests {
             seen: seen.clone(),
             batches: None,
             byte: 0,
+            claims_drained: false,
         };
         (task, theirs)
     }
@@ -878,6 +967,72 @@ mod tests {
         assert_eq!(settled(1), 1, "the idle task waits in the epoll set");
         drop(client);
         assert_eq!(settled(0), 0, "a closed socket ends its task");
+    }
+
+    /// Input that comes while its task runs is served: its edge, taken by
+    /// another listener, is remembered, and the task goes round again
+    /// when it parks (the socket is edge-triggered: that input makes no
+    /// edge later, and the task says it read everything).
+    #[test]
+    fn input_that_comes_while_its_task_runs_is_not_lost() {
+        let pool = ThreadPool::start(options(1, 60_000)).expect("pool");
+        let (seen_tx, seen) = mpsc::channel();
+        let (mut task, mut client) = echo("a", false, &seen_tx);
+        task.claims_drained = true;
+        let (open, gate) = mpsc::channel();
+        task.gate = Some(gate);
+        client.write_all(&[0]).expect("write");
+        pool.submit(task);
+        open.send(()).expect("open");
+        assert_eq!(seen.recv_timeout(WAIT), Ok(("a", 0)));
+        let deadline = Instant::now() + WAIT;
+        while pool.waiting() == 0 && Instant::now() < deadline {
+            thread::yield_now();
+        }
+        assert_eq!(pool.waiting(), 1, "the task waits in the epoll set");
+        client.write_all(&[1]).expect("write");
+        let deadline = Instant::now() + WAIT;
+        while pool.running() == 0 && Instant::now() < deadline {
+            thread::yield_now();
+        }
+        assert_eq!(pool.running(), 1, "the gated task runs");
+        // A second worker, which listens once it served this one.
+        let (other, mut other_client) = echo("other", false, &seen_tx);
+        other_client.write_all(&[9]).expect("write");
+        pool.submit(other);
+        assert_eq!(seen.recv_timeout(WAIT), Ok(("other", 9)));
+        let group = &pool.groups[0];
+        let deadline = Instant::now() + WAIT;
+        while group.lock().listening == 0 && Instant::now() < deadline {
+            thread::yield_now();
+        }
+        assert_eq!(group.lock().listening, 1, "the second worker listens");
+        client.write_all(&[2]).expect("write");
+        let deadline = Instant::now() + WAIT;
+        while group.parked().missed.is_empty() && Instant::now() < deadline {
+            thread::yield_now();
+        }
+        assert_eq!(group.parked().missed.len(), 1, "the listener saw the edge");
+        open.send(()).expect("open");
+        open.send(()).expect("open");
+        assert_eq!(seen.recv_timeout(WAIT), Ok(("a", 1)));
+        assert_eq!(seen.recv_timeout(WAIT), Ok(("a", 2)));
+    }
+
+    /// A task that cannot say it read everything (it reads a byte per
+    /// run) is looked at before it parks: two bytes in one write, one
+    /// edge, are both served.
+    #[test]
+    fn input_left_in_the_socket_is_served_before_the_task_parks() {
+        let pool = ThreadPool::start(options(1, 60_000)).expect("pool");
+        let (seen_tx, seen) = mpsc::channel();
+        let (task, mut client) = echo("a", false, &seen_tx);
+        client.write_all(&[0]).expect("write");
+        pool.submit(task);
+        assert_eq!(seen.recv_timeout(WAIT), Ok(("a", 0)));
+        client.write_all(&[1, 2]).expect("write");
+        assert_eq!(seen.recv_timeout(WAIT), Ok(("a", 1)));
+        assert_eq!(seen.recv_timeout(WAIT), Ok(("a", 2)));
     }
 
     /// A task queued while the group's one worker listens (a new

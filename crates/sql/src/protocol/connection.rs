@@ -275,6 +275,11 @@ impl<S: Read + Write> Wire<S> {
         self.io.has_buffered_input()
     }
 
+    /// See [`super::Wire::drained`].
+    pub fn drained(&self) -> bool {
+        self.io.drained()
+    }
+
     /// The stream.
     pub fn stream(&self) -> &S {
         self.io.stream_ref()

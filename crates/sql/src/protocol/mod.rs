@@ -204,6 +204,13 @@ impl<S: Read + Write> Wire<S> {
         self.0.has_buffered_input()
     }
 
+    /// Whether all the client sent is taken (nothing buffered, and the
+    /// last read from the socket came back short): a poller may wait for
+    /// the socket's next edge without looking at it first.
+    pub fn drained(&self) -> bool {
+        self.0.drained()
+    }
+
     /// The stream.
     pub fn stream(&self) -> &S {
         self.0.stream()

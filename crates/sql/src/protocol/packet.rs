@@ -56,7 +56,7 @@ impl From<io::Error> for ReadError {
 /// One connection's packet stream: reads packets and buffers the packets
 /// of an answer.
 pub struct PacketIo<S: Read + Write> {
-    reader: BufReader<S>,
+    reader: BufReader<Tracked<S>>,
     out: Vec<u8>,
     /// Where the status flags of the OK and EOF packets still in `out`
     /// are, to be set once the backend's status is known.
@@ -71,7 +71,13 @@ impl<S: Read + Write> PacketIo<S> {
     pub fn new(stream: S, max_packet_bytes: usize) -> PacketIo<S> {
         assert!(max_packet_bytes > 0);
         PacketIo {
-            reader: BufReader::with_capacity(READ_BUFFER_BYTES, stream),
+            reader: BufReader::with_capacity(
+                READ_BUFFER_BYTES,
+                Tracked {
+                    stream,
+                    drained: false,
+                },
+            ),
             out: Vec::new(),
             status_at: Vec::new(),
             seq: 0,
@@ -197,7 +203,7 @@ impl<S: Read + Write> PacketIo<S> {
         if self.out.is_empty() {
             return Ok(());
         }
-        let stream = self.reader.get_mut();
+        let stream = &mut self.reader.get_mut().stream;
         stream.write_all(&self.out)?;
         stream.flush()?;
         self.out.clear();
@@ -216,6 +222,13 @@ impl<S: Read + Write> PacketIo<S> {
     /// see them.
     pub fn has_buffered_input(&self) -> bool {
         !self.reader.buffer().is_empty()
+    }
+
+    /// Whether every byte the client sent so far is taken: nothing is
+    /// buffered and the last read from the stream came back short (a
+    /// thread pool parks such a connection without looking at its socket).
+    pub fn drained(&self) -> bool {
+        self.reader.buffer().is_empty() && self.reader.get_ref().drained
     }
 
     /// The payload of the next packet when the input holds all of it in
@@ -245,13 +258,29 @@ impl<S: Read + Write> PacketIo<S> {
 
     /// The stream, for its socket options.
     pub fn stream_ref(&self) -> &S {
-        self.reader.get_ref()
+        &self.reader.get_ref().stream
     }
 
     /// The stream (tests read what was written).
     #[cfg(test)]
     pub fn stream(&mut self) -> &mut S {
-        self.reader.get_mut()
+        &mut self.reader.get_mut().stream
+    }
+}
+
+/// A stream that notes whether its last read came back short (took all
+/// that was there: for a socket, nothing is left in it at that moment).
+struct Tracked<S> {
+    stream: S,
+    drained: bool,
+}
+
+impl<S: Read> Read for Tracked<S> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let result = self.stream.read(buf);
+        // An error leaves the question open: the pool looks.
+        self.drained = matches!(result, Ok(n) if n < buf.len());
+        result
     }
 }
 
@@ -433,6 +462,36 @@ mod tests {
 
     fn io_over(input: Vec<u8>, max: usize) -> PacketIo<Duplex> {
         PacketIo::new(Duplex::new(input), max)
+    }
+
+    /// `drained` holds only once a read came back short and nothing is
+    /// buffered: a pool parks such a connection without a look.
+    #[test]
+    fn drained_means_the_last_read_took_everything() {
+        let packet = |len: usize| {
+            let mut frame = vec![len as u8, (len >> 8) as u8, 0, 0];
+            frame.resize(HEADER_BYTES + len, b'x');
+            frame
+        };
+        let mut io = io_over(packet(5), usize::MAX);
+        assert!(!io.drained(), "nothing read yet");
+        io.read_packet().expect("a packet");
+        assert!(io.drained());
+        // Two packets in one read: the second stays buffered.
+        let mut two = packet(5);
+        two.extend(packet(6));
+        let mut io = io_over(two, usize::MAX);
+        io.read_packet().expect("a packet");
+        assert!(!io.drained(), "a packet is buffered");
+        io.reset_seq();
+        io.read_packet().expect("a packet");
+        assert!(io.drained());
+        // A read that filled the buffer may have left input behind.
+        let mut big = packet(READ_BUFFER_BYTES - HEADER_BYTES);
+        big.extend(packet(1));
+        let mut io = io_over(big, usize::MAX);
+        io.read_packet().expect("a packet");
+        assert!(!io.drained(), "the read filled the buffer");
     }
 
     #[test]
