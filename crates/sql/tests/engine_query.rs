@@ -207,6 +207,7 @@ fn sql_over_a_sandbox() {
     round_trips(&engine, &mut conn);
     projection(&session, &mut conn);
     prepared_statements(&mut conn);
+    kept_plans(&mut conn);
     sysbench_statements(&mut conn);
     plans_agree_with_a_full_scan(&mut conn);
     tables_made_by_sql(&engine, &mut conn);
@@ -1749,6 +1750,69 @@ fn prepared_statements(conn: &mut Conn<'_>) {
     conn.execute(p.id, &[SqlValue::Int(2)], &mut sink)
         .expect("answers");
     assert_eq!(sink.answers[0].error.as_ref().map(|e| e.code), Some(1243));
+}
+
+/// A prepared point select run the way a thread-pool worker runs it
+/// (deferred) keeps its plan between executes while the plan holds: a
+/// changed table, another current database, a variable set or a dropped
+/// table make it planned again (`Com_stmt_reprepare`), with what changed.
+fn kept_plans(conn: &mut Conn<'_>) {
+    ok(conn, "CREATE TABLE kp (id INT PRIMARY KEY, v VARCHAR(8))");
+    ok(conn, "INSERT INTO kp VALUES (1, '10'), (2, '20')");
+    ok(conn, "CREATE DATABASE kp_other");
+    ok(
+        conn,
+        "CREATE TABLE kp_other.kp (id INT PRIMARY KEY, s VARCHAR(8))",
+    );
+    ok(conn, "INSERT INTO kp_other.kp VALUES (1, 'other')");
+    let id = conn
+        .prepare("SELECT * FROM kp WHERE id = ?")
+        .expect("prepare")
+        .id;
+    let run = |conn: &mut Conn<'_>, key: i64| {
+        let mut sink = Sink::default();
+        let deferred = conn
+            .execute_deferrable(id, &[SqlValue::Int(key)], &mut sink)
+            .expect("sink");
+        if deferred {
+            conn.finish_deferred(&mut sink).expect("sink");
+        }
+        assert_eq!(sink.answers.len(), 1, "one answer");
+        (deferred, sink.answers.pop().expect("an answer"))
+    };
+    let reprepared = |conn: &mut Conn<'_>| {
+        q(conn, "SHOW SESSION STATUS LIKE 'Com_stmt_reprepare'")[0][1].clone()
+    };
+    for (key, v) in [(1, "10"), (2, "20"), (1, "10")] {
+        let (deferred, answer) = run(conn, key);
+        assert!(deferred, "a point select is deferred");
+        assert_eq!(text(&answer), rows(&[&[&key.to_string(), v]]));
+    }
+    assert_eq!(reprepared(conn), "0", "the plan was kept");
+    ok(conn, "ALTER TABLE kp ADD COLUMN w INT DEFAULT 7");
+    let (_, answer) = run(conn, 2);
+    assert_eq!(answer.columns.len(), 3, "the new column is there");
+    assert_eq!(text(&answer), rows(&[&["2", "20", "7"]]));
+    assert_eq!(reprepared(conn), "1");
+    conn.use_database("kp_other").expect("use");
+    let (_, answer) = run(conn, 1);
+    assert_eq!(text(&answer), rows(&[&["1", "other"]]), "the other kp");
+    conn.use_database("db").expect("use");
+    assert_eq!(text(&run(conn, 1).1), rows(&[&["1", "10", "7"]]));
+    assert_eq!(reprepared(conn), "3");
+    // A variable set: planned again (none changes this plan, but one
+    // might change another's).
+    ok(conn, "SET sql_notes = 0");
+    assert_eq!(text(&run(conn, 1).1), rows(&[&["1", "10", "7"]]));
+    ok(conn, "SET sql_notes = 1");
+    assert_eq!(text(&run(conn, 2).1), rows(&[&["2", "20", "7"]]));
+    assert_eq!(reprepared(conn), "5");
+    ok(conn, "DROP TABLE kp");
+    let (deferred, answer) = run(conn, 1);
+    assert!(!deferred);
+    assert_eq!(answer.error.map(|e| e.code), Some(1146));
+    ok(conn, "DROP DATABASE kp_other");
+    conn.close(id);
 }
 
 /// Tables made with CREATE TABLE: AUTO_INCREMENT and LAST_INSERT_ID(), a

@@ -300,6 +300,7 @@ impl<'s> Conn<'s> {
         params: &[SqlValue],
         sink: &mut dyn ResultSink,
         text: Arc<str>,
+        kept: Option<&mut Option<exec::KeptPlan>>,
     ) -> io::Result<bool> {
         let mark = status::statement_start(self, &statement);
         if !session::keeps_warnings(&statement) {
@@ -309,7 +310,7 @@ impl<'s> Conn<'s> {
         let begun = match &*statement {
             Stmt::Sql(s) => users::authorize(self, s).and_then(|()| {
                 self.subqueries.clear();
-                exec::begin_deferred(self, s, params, &mut counting)
+                exec::begin_deferred(self, s, params, &mut counting, kept)
             }),
             Stmt::Extra(_) => Err(SqlError::unsupported("deferring this statement")),
         };
@@ -632,7 +633,7 @@ impl<'s> Backend for Conn<'s> {
             return self.query(sql, false, sink).map(|()| false);
         };
         self.set_command_shared("Query", Some(Arc::clone(&text)));
-        let deferred = self.begin_deferred(statement, &[], sink, text)?;
+        let deferred = self.begin_deferred(statement, &[], sink, text, None)?;
         if !deferred {
             self.set_command("Sleep", None);
         }

@@ -29,6 +29,11 @@ struct Entry {
     /// anything but a read of one row by key: a thread-pool worker may
     /// start it and send its read with other connections'.
     deferrable: bool,
+    /// Its plan, kept between executes while what it was made under holds
+    /// (`select::KeptPlan`); never for a text naming a variable (`@x`,
+    /// `@@x`: their values are planned in).
+    plan: Option<exec::KeptPlan>,
+    may_keep_plan: bool,
 }
 
 /// A connection's prepared statements.
@@ -134,6 +139,8 @@ pub fn prepare(conn: &mut Conn<'_>, sql: &str) -> SqlResult<Prepared> {
             text: Arc::from(sql),
             placeholders: Arc::from(placeholders),
             deferrable,
+            plan: None,
+            may_keep_plan: !sql.contains('@'),
         },
     );
     Ok(Prepared {
@@ -201,8 +208,14 @@ pub fn execute_deferrable(
     let statement = Arc::clone(&entry.statement);
     conn.prepared.running = Some(Arc::clone(&entry.placeholders));
     let text = Arc::clone(&entry.text);
+    let may_keep = entry.may_keep_plan;
+    let mut kept = conn.prepared.by_id.get_mut(&id).and_then(|e| e.plan.take());
     conn.set_command_shared("Execute", Some(Arc::clone(&text)));
-    let deferred = conn.begin_deferred(statement, params, sink, text)?;
+    let deferred =
+        conn.begin_deferred(statement, params, sink, text, may_keep.then_some(&mut kept))?;
+    if let Some(entry) = conn.prepared.by_id.get_mut(&id) {
+        entry.plan = kept;
+    }
     if !deferred {
         // Not a read of one row by key: the next executes run as usual.
         if let Some(entry) = conn.prepared.by_id.get_mut(&id) {

@@ -297,6 +297,9 @@ pub struct Variables {
     /// Values set since, over `base`.
     own: BTreeMap<String, String>,
     hot: Hot,
+    /// Values set in this scope so far: a plan kept by a prepared
+    /// statement is good while this is what it was made under.
+    changes: u64,
 }
 
 /// The variables every statement reads, decoded; [`Variables::set`] keeps
@@ -345,6 +348,7 @@ impl Variables {
             ),
             own: BTreeMap::new(),
             hot: Hot::default(),
+            changes: 0,
         };
         vars.hot = vars.decode_hot();
         vars
@@ -363,6 +367,12 @@ impl Variables {
         matches!(self.get(name), Some("ON"))
     }
 
+    /// How many values were set in this scope (see [`Variables::changes`]'s
+    /// field).
+    pub fn changes(&self) -> u64 {
+        self.changes
+    }
+
     /// The decoded values statements read.
     pub fn hot(&self) -> &Hot {
         &self.hot
@@ -370,6 +380,7 @@ impl Variables {
 
     /// Sets `name` (lowercase, already checked) to `value`.
     pub fn set(&mut self, name: &str, value: String) {
+        self.changes += 1;
         match self.own.get_mut(name) {
             Some(v) => *v = value,
             None => {

@@ -92,6 +92,7 @@ pub const COM_NAMES: &[&str] = &[
     "stmt_close",
     "stmt_execute",
     "stmt_prepare",
+    "stmt_reprepare",
     "truncate",
     "update",
 ];
@@ -325,6 +326,10 @@ pub const COM_STMT_PREPARE: usize = com_index("stmt_prepare");
 pub const COM_STMT_EXECUTE: usize = com_index("stmt_execute");
 /// `Com_stmt_close`'s position.
 pub const COM_STMT_CLOSE: usize = com_index("stmt_close");
+/// `Com_stmt_reprepare`'s position: a prepared statement's kept plan made
+/// again because what it was made under changed (MySQL counts the same
+/// after a table's metadata changed).
+pub const COM_STMT_REPREPARE: usize = com_index("stmt_reprepare");
 
 /// Counts a command that is no statement (`COM_STMT_PREPARE`, …): `at`
 /// is its counter's position (`COM_STMT_…`).

@@ -79,12 +79,13 @@ pub(crate) fn begin_deferred<'s>(
     statement: &Statement,
     params: &[SqlValue],
     sink: &mut dyn ResultSink,
+    kept: Option<&mut Option<select::KeptPlan>>,
 ) -> SqlResult<Option<select::Deferred<'s>>> {
     let (q, params, placeholders) = query_start(conn, statement, params)?;
-    select::begin_deferred(conn, q, params, &placeholders, sink)
+    select::begin_deferred(conn, q, params, &placeholders, sink, kept)
 }
 
-pub(crate) use select::{finish_deferred, Deferred};
+pub(crate) use select::{finish_deferred, Deferred, KeptPlan};
 
 /// Runs `EXPLAIN [ANALYZE | FORMAT=…]` of a query.
 pub fn explain(

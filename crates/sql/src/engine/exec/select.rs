@@ -1435,7 +1435,7 @@ fn lock_own_writes(conn: &Conn<'_>, planned: &mut [Planned]) {
 /// requests of the connections it serves together (one write and one
 /// round trip for all) and then answers each.
 pub(crate) struct Deferred<'s> {
-    plans: Plans,
+    plans: Arc<Plans>,
     table: Arc<TableInfo>,
     tx: skarv_client::Transaction<'s>,
     read: skarv_client::OpHandle,
@@ -1450,20 +1450,56 @@ pub(crate) struct Deferred<'s> {
 /// and starts its execute without sending it (Some): an autocommit read
 /// commits with it, as [`run`] would. Anything else runs to `sink` as
 /// [`run`] runs it (None).
+///
+/// With `kept` (a prepared statement's slot), a plan kept there that still
+/// holds is used instead of planning again, and a plan that may be kept
+/// is left there.
 pub(crate) fn begin_deferred<'s>(
     conn: &mut Conn<'s>,
     q: &ast::Query,
     params: Vec<Val>,
     placeholders: &[Location],
     sink: &mut dyn ResultSink,
+    kept: Option<&mut Option<KeptPlan>>,
 ) -> SqlResult<Option<Deferred<'s>>> {
-    let mut plans = plan_query(conn, q, placeholders, Some(&params))?;
-    lock_own_writes(conn, &mut plans.planned);
+    // A transaction that wrote reads under a lock: never deferred, and
+    // the plan changes for it (`lock_own_writes`).
+    let kept = kept.filter(|_| !(conn.tx.wrote && txn::in_transaction(conn)));
+    let hit = match kept.as_deref() {
+        Some(Some(k)) if k.holds(conn) => Some(Arc::clone(&k.plans)),
+        Some(Some(_)) => {
+            crate::engine::status::count_command(conn, crate::engine::status::COM_STMT_REPREPARE);
+            None
+        }
+        _ => None,
+    };
+    let plans = match hit {
+        Some(plans) => plans,
+        None => {
+            let mut plans = plan_query(conn, q, placeholders, Some(&params))?;
+            lock_own_writes(conn, &mut plans.planned);
+            let plans = Arc::new(plans);
+            if let Some(slot) = kept {
+                *slot = KeptPlan::of(conn, q, &plans);
+            }
+            plans
+        }
+    };
     let read = match plans.planned.as_slice() {
         [p] => deferred_read(conn, p, &params)?,
         _ => None,
     };
     let Some((table, tx, read, later, commits)) = read else {
+        // Answered the usual way; a kept plan is planned again for it
+        // (rare: the key turned out not to name one row).
+        let plans = match Arc::try_unwrap(plans) {
+            Ok(plans) => plans,
+            Err(_) => {
+                let mut plans = plan_query(conn, q, placeholders, Some(&params))?;
+                lock_own_writes(conn, &mut plans.planned);
+                plans
+            }
+        };
         answer(conn, plans, &params, false, sink)?;
         return Ok(None);
     };
@@ -1476,6 +1512,69 @@ pub(crate) fn begin_deferred<'s>(
         commits,
         params,
     }))
+}
+
+/// A prepared query's plan kept between its executes: a read of one base
+/// table, without subqueries, views, CTEs or a LIMIT from a placeholder,
+/// whose planning (a third of a point select's instructions in the SQL
+/// node) then happens once. It holds while the table's definition, the
+/// current database and the session's variables are what it was made
+/// under; the values of `?` are bound at each execute, and the key read
+/// is worked out from them then (`single_access`).
+pub(crate) struct KeptPlan {
+    plans: Arc<Plans>,
+    /// The native table name and the definition it had.
+    cluster: String,
+    native: Arc<skarv_client::Table>,
+    database: Option<String>,
+    settings: u64,
+}
+
+impl KeptPlan {
+    /// The plan to keep, if `q` planned as `plans` may be kept.
+    fn of(conn: &Conn<'_>, q: &ast::Query, plans: &Arc<Plans>) -> Option<KeptPlan> {
+        let [p] = plans.planned.as_slice() else {
+            return None;
+        };
+        let table = p.table.as_ref()?;
+        let literal = |e: &ast::Expr| matches!(e, ast::Expr::Value(v) if matches!(v.value, ast::Value::Number(..)));
+        let plain_limit = match &q.limit_clause {
+            None => true,
+            Some(ast::LimitClause::LimitOffset { limit, offset, .. }) => {
+                limit.as_ref().is_none_or(literal)
+                    && offset.as_ref().is_none_or(|o| literal(&o.value))
+            }
+            Some(ast::LimitClause::OffsetCommaLimit { offset, limit }) => {
+                literal(offset) && literal(limit)
+            }
+        };
+        let simple = q.with.is_none()
+            && plain_limit
+            && p.join.is_none()
+            && p.rows.is_none()
+            && p.lock.is_none()
+            && !per_row(p)
+            && !p.cond.as_ref().is_some_and(Expr::has_sub)
+            && conn.subqueries.results.is_empty()
+            && conn.subqueries.correlated.is_empty();
+        simple.then(|| KeptPlan {
+            plans: Arc::clone(plans),
+            cluster: table.native.name().to_owned(),
+            native: Arc::clone(&table.native),
+            database: conn.session.database.clone(),
+            settings: conn.session.vars.changes(),
+        })
+    }
+
+    /// Whether the plan still holds for `conn`.
+    fn holds(&self, conn: &Conn<'_>) -> bool {
+        self.settings == conn.session.vars.changes()
+            && self.database == conn.session.database
+            && conn
+                .native
+                .table(&self.cluster)
+                .is_ok_and(|now| Arc::ptr_eq(&now, &self.native))
+    }
 }
 
 /// What `deferred_read` started: the table, the transaction, the read,
