@@ -174,7 +174,12 @@ fn backup(
         let child = std::process::Command::new(exe)
             .args(["admin", "--connect", connect, "backup", "--wait", "--dir"])
             .arg(dir)
-            .args(["--rate-rows", &rate_rows.to_string(), "--id", &id.to_string()])
+            .args([
+                "--rate-rows",
+                &rate_rows.to_string(),
+                "--id",
+                &id.to_string(),
+            ])
             .stdin(std::process::Stdio::null())
             .stdout(log)
             .stderr(err)
@@ -196,7 +201,12 @@ fn backup(
         id,
         rows_per_sec: rate_rows,
     })
-    .map_err(|e| format!("backup {id} failed: {e} (no manifest written: {} is not a backup)", path.display()))?;
+    .map_err(|e| {
+        format!(
+            "backup {id} failed: {e} (no manifest written: {} is not a backup)",
+            path.display()
+        )
+    })?;
     println!(
         "Backup {id} completed in {}: stop epoch {}, {} tables, {} rows, {} log records, {} bytes.",
         path.display(),
@@ -227,7 +237,15 @@ fn backup_status(dir: &std::path::Path, json: bool) -> Result<(), String> {
     }
     for s in &states {
         let mut line = format!("Backup {}: {}", s["id"], s["state"].as_str().unwrap_or("?"));
-        for key in ["phase", "table", "stop_epoch", "rows", "log_records", "bytes", "error"] {
+        for key in [
+            "phase",
+            "table",
+            "stop_epoch",
+            "rows",
+            "log_records",
+            "bytes",
+            "error",
+        ] {
             if !s[key].is_null() && !(key == "phase" && s["state"] != "running") {
                 line.push_str(&format!(", {key} {}", s[key]));
             }

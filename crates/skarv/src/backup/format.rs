@@ -283,8 +283,7 @@ pub fn write_manifest(dir: &Path, manifest: &Json) -> Result<(), String> {
     text.push_str(&format!("{MANIFEST_CRC_PREFIX}{crc:08x}\n"));
     let path = dir.join(MANIFEST_FILE);
     let temp = dir.join(format!("{MANIFEST_FILE}.tmp"));
-    std::fs::write(&temp, text.as_bytes())
-        .map_err(|e| format!("write {}: {e}", temp.display()))?;
+    std::fs::write(&temp, text.as_bytes()).map_err(|e| format!("write {}: {e}", temp.display()))?;
     File::open(&temp)
         .and_then(|f| f.sync_all())
         .map_err(|e| format!("fsync {}: {e}", temp.display()))?;
@@ -334,7 +333,10 @@ pub fn read_manifest(dir: &Path) -> Result<Json, String> {
     if manifest["format"] != MANIFEST_FORMAT {
         return Err(damaged(
             0,
-            &format!("format {} (this skarv reads {MANIFEST_FORMAT})", manifest["format"]),
+            &format!(
+                "format {} (this skarv reads {MANIFEST_FORMAT})",
+                manifest["format"]
+            ),
         ));
     }
     Ok(manifest)

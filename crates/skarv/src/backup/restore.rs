@@ -81,9 +81,12 @@ enum Final {
 type LogState = Vec<HashMap<Vec<u8>, Final>>;
 
 fn json_u64(manifest: &Json, what: &str, value: &Json) -> Result<u64, String> {
-    value
-        .as_u64()
-        .ok_or_else(|| format!("the manifest has no {what} ({manifest_id})", manifest_id = manifest["id"]))
+    value.as_u64().ok_or_else(|| {
+        format!(
+            "the manifest has no {what} ({manifest_id})",
+            manifest_id = manifest["id"]
+        )
+    })
 }
 
 fn renamed(name: &str, renames: &[(String, String)]) -> String {
@@ -108,7 +111,10 @@ fn backed_tables(manifest: &Json, wanted: &[String]) -> Result<Vec<Backed>, Stri
         .ok_or("the manifest lists no tables")?;
     let mut tables = Vec::new();
     for t in list {
-        let name = t["name"].as_str().ok_or("a table without a name")?.to_owned();
+        let name = t["name"]
+            .as_str()
+            .ok_or("a table without a name")?
+            .to_owned();
         let schema = t["schema"]
             .as_str()
             .and_then(format::unhex)
@@ -118,7 +124,10 @@ fn backed_tables(manifest: &Json, wanted: &[String]) -> Result<Vec<Backed>, Stri
         let layout = RowLayout::new(&def);
         let key = KeyEncoder::primary_key(&def);
         tables.push(Backed {
-            file: t["file"].as_str().ok_or("a table without a file")?.to_owned(),
+            file: t["file"]
+                .as_str()
+                .ok_or("a table without a file")?
+                .to_owned(),
             rows: json_u64(manifest, "row count", &t["rows"])?,
             bytes: json_u64(manifest, "byte count", &t["bytes"])?,
             name,
@@ -182,7 +191,11 @@ fn read_log(
     stop: u64,
 ) -> Result<LogState, String> {
     let log = &manifest["log"];
-    let path = dir.join(log["file"].as_str().ok_or("the manifest names no log file")?);
+    let path = dir.join(
+        log["file"]
+            .as_str()
+            .ok_or("the manifest names no log file")?,
+    );
     let bytes = json_u64(manifest, "log byte count", &log["bytes"])?;
     let expected = json_u64(manifest, "log record count", &log["records"])?;
     let mut reader = BlockReader::open(&path, bytes)?;
@@ -215,9 +228,9 @@ fn read_log(
             let t = tables
                 .get(table)
                 .ok_or_else(|| format!("{}: a change of table {table}", file))?;
-            t.layout.validate_row(fixed, var).map_err(|e| {
-                format!("{}: a row that does not fit {}: {e}", file, t.name)
-            })?;
+            t.layout
+                .validate_row(fixed, var)
+                .map_err(|e| format!("{}: a row that does not fit {}: {e}", file, t.name))?;
             key.clear();
             t.key.encode_from_row(&t.layout, fixed, var, &mut key);
             let values = decode_values(&t.layout, fixed, var);
@@ -422,7 +435,9 @@ pub fn restore(options: &RestoreOptions) -> Result<Restored, String> {
                 if force || batch.writes.len() + batch.deletes.len() >= batch_rows {
                     let full = std::mem::replace(batch, new_batch());
                     if !full.writes.is_empty() || !full.deletes.is_empty() {
-                        batch_tx.send(full).map_err(|_| "the writers ended".to_owned())?;
+                        batch_tx
+                            .send(full)
+                            .map_err(|_| "the writers ended".to_owned())?;
                     }
                 }
                 if last_progress.elapsed() > Duration::from_millis(PROGRESS_INTERVAL_MS) {

@@ -156,7 +156,9 @@ fn run(options: &TakeOptions<'_>, status: &mut Json) -> Result<Json, String> {
     let (_cluster, session) = connect(options.connect)?;
     let marker = marker_table(&session)?;
     let mut tables = Vec::new();
-    let names = session.list_tables().map_err(|e| format!("list tables: {e}"))?;
+    let names = session
+        .list_tables()
+        .map_err(|e| format!("list tables: {e}"))?;
     for name in names.into_iter().filter(|n| n != MARKER_TABLE) {
         let table = session
             .table(&name)
@@ -211,8 +213,7 @@ fn run(options: &TakeOptions<'_>, status: &mut Json) -> Result<Json, String> {
             let abort = &abort;
             let log_records = &log_records;
             scope.spawn(move || {
-                let result =
-                    log_changes(sub, tables, log, first_tx, stop_rx, abort, log_records);
+                let result = log_changes(sub, tables, log, first_tx, stop_rx, abort, log_records);
                 if result.is_err() {
                     abort.store(true, Ordering::Relaxed);
                 }
@@ -293,8 +294,7 @@ fn log_changes(
         let Some(event) = event else {
             if sub.state().ended {
                 return Err(
-                    "the change stream ended (a data node failed or cut the backup off)"
-                        .to_owned(),
+                    "the change stream ended (a data node failed or cut the backup off)".to_owned(),
                 );
             }
             if (first.is_some() || stop.is_some())
