@@ -246,7 +246,8 @@ fn backup_status(dir: &std::path::Path, json: bool) -> Result<(), String> {
             "bytes",
             "error",
         ] {
-            if !s[key].is_null() && !(key == "phase" && s["state"] != "running") {
+            let stale_phase = key == "phase" && s["state"] != "running";
+            if !s[key].is_null() && !stale_phase {
                 line.push_str(&format!(", {key} {}", s[key]));
             }
         }

@@ -40,6 +40,8 @@ const WAIT: Duration = Duration::from_secs(120);
 
 /// One committed change: the key and its value after (None: deleted).
 type Change = (u64, Option<u64>);
+/// A writer's commits in order: each one's epoch and changes.
+type History = Vec<(u64, Vec<Change>)>;
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("skarv-{name}-{}", std::process::id()));
@@ -70,7 +72,7 @@ fn load(session: &Session) {
 
 /// Writer `w`: random inserts, updates and deletes of its keys until
 /// `stop`; returns each commit's epoch and changes, in commit order.
-fn writer(cluster: &Cluster, w: u64, stop: &AtomicBool) -> Vec<(u64, Vec<Change>)> {
+fn writer(cluster: &Cluster, w: u64, stop: &AtomicBool) -> History {
     let session = cluster.session().expect("session");
     let table = session.table("bk").expect("bk");
     let mut present: Vec<bool> = vec![true; KEYS as usize];
@@ -166,7 +168,7 @@ fn a_backup_under_load_restores_to_exactly_its_stop_epoch() {
 
     // ---- the backup, while the writers commit ----
     let stop = AtomicBool::new(false);
-    let histories: Mutex<Vec<Vec<(u64, Vec<Change>)>>> = Mutex::new(Vec::new());
+    let histories: Mutex<Vec<History>> = Mutex::new(Vec::new());
     let output = std::thread::scope(|scope| {
         for w in 0..WRITERS {
             let (cluster, stop, histories) = (&cluster, &stop, &histories);

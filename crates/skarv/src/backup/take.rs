@@ -376,7 +376,7 @@ struct Pace {
 impl Pace {
     fn row(&mut self) {
         self.rows += 1;
-        if self.per_sec == 0 || self.rows % PACE_EVERY_ROWS != 0 {
+        if self.per_sec == 0 || !self.rows.is_multiple_of(PACE_EVERY_ROWS) {
             return;
         }
         let due = Duration::from_secs_f64(self.rows as f64 / self.per_sec as f64);
@@ -469,7 +469,7 @@ fn scan_all(
             out.record_done()?;
             total_rows += 1;
             pace.row();
-            if pace.rows % PACE_EVERY_ROWS == 0 {
+            if pace.rows.is_multiple_of(PACE_EVERY_ROWS) {
                 if abort.load(Ordering::Relaxed) || abort_file.exists() {
                     return Err(abort_reason(&abort_file));
                 }
