@@ -273,6 +273,7 @@ fn log_changes(
     let mut first: Option<mpsc::Sender<u64>> = Some(first_tx);
     let mut stop: Option<u64> = None;
     let mut waited_since = Instant::now();
+    let mut last_epoch = 0u64;
     let (mut fixed, mut var, mut values) = (Vec::new(), Vec::new(), Vec::new());
     loop {
         if abort.load(Ordering::Relaxed) {
@@ -283,6 +284,13 @@ fn log_changes(
                 Ok(epoch) => {
                     stop = Some(epoch);
                     waited_since = Instant::now();
+                    // The stream may have delivered the stop epoch (and
+                    // later ones) before the marker's commit reached the
+                    // scanning thread: those are in the log already, and
+                    // restore leaves out what is above the stop.
+                    if last_epoch >= epoch {
+                        break;
+                    }
                 }
                 Err(mpsc::TryRecvError::Disconnected) => return Err("stopped".to_owned()),
                 Err(mpsc::TryRecvError::Empty) => {}
@@ -324,6 +332,7 @@ fn log_changes(
         if stop.is_some_and(|s| epoch > s) {
             break;
         }
+        last_epoch = epoch;
         summary.epochs += 1;
         for change in &epochs.changes {
             let backed = tables
