@@ -81,7 +81,7 @@ pub fn describe(dir: &Path, id: u64) -> Json {
         Ok(manifest) => json!({
             "id": id,
             "state": "complete",
-            "stop_epoch": manifest["stop_epoch"],
+            "stop_epoch": manifest["stop_epoch_text"],
             "rows": manifest["rows"],
             "log_records": manifest["log"]["records"],
             "bytes": manifest["bytes"],

@@ -108,7 +108,7 @@ pub fn take(options: &TakeOptions<'_>) -> Result<Json, String> {
         Ok(manifest) => {
             status["state"] = json!("complete");
             status["phase"] = json!("done");
-            status["stop_epoch"] = manifest["stop_epoch"].clone();
+            status["stop_epoch"] = manifest["stop_epoch_text"].clone();
             status["rows"] = manifest["rows"].clone();
         }
         Err(e) => {
