@@ -4,7 +4,8 @@
 //! - A 2 × 2 sandbox written by deterministic writers (inserts, updates,
 //!   deletes, each commit's epoch taken from its outcome) while a backup
 //!   is taken; the backup restored into a fresh 1 × 1 sandbox holds
-//!   exactly the rows of the commits at or below the backup's stop epoch.
+//!   exactly the rows of the commits at or below the backup's stop epoch;
+//!   so does the source cluster, its table dropped and restored.
 //! - A flipped byte and a truncated file: restore refuses, naming the
 //!   file and the offset, and writes nothing.
 //! - A data node killed during a backup: the backup fails with a clear
@@ -250,6 +251,16 @@ fn a_backup_under_load_restores_to_exactly_its_stop_epoch() {
         wrong.is_empty(),
         "rows not at the stop epoch (key, expected, got): {wrong:?}"
     );
+
+    // ---- and into the source cluster, its table dropped ----
+    session.drop_table("bk").expect("drop bk");
+    let restored = restore(
+        &sandbox.connect,
+        &dir,
+        &["--restore-meta", "--parallel", "8", "--batch", "50"],
+    );
+    assert!(restored.status.success(), "{}", text(&restored));
+    assert_eq!(rows(&sandbox.connect, "bk"), got, "the source restored");
 
     // ---- damaged copies are refused, naming the file, before any write ----
     let data_file = manifest["tables"][0]["file"].as_str().unwrap().to_owned();
