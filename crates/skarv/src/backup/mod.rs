@@ -85,6 +85,7 @@ pub fn describe(dir: &Path, id: u64) -> Json {
             "rows": manifest["rows"],
             "log_records": manifest["log"]["records"],
             "bytes": manifest["bytes"],
+            "skipped_tables": manifest["skipped_tables"],
         }),
         Err(manifest_error) => {
             let status = std::fs::read(dir.join(STATUS_FILE))
