@@ -279,13 +279,17 @@ fn apply(session: &Session, batch: &Batch) -> Result<(), String> {
         tries += 1;
         let result = (|| {
             let tx = session.begin()?;
+            // One list for every row of the batch.
+            let mut pairs: Vec<(&str, Value)> = Vec::with_capacity(batch.columns.len());
             for row in &batch.writes {
-                let pairs: Vec<(&str, Value)> = batch
-                    .columns
-                    .iter()
-                    .map(String::as_str)
-                    .zip(row.iter().cloned())
-                    .collect();
+                pairs.clear();
+                pairs.extend(
+                    batch
+                        .columns
+                        .iter()
+                        .map(String::as_str)
+                        .zip(row.iter().cloned()),
+                );
                 tx.write(&batch.table, &pairs)?;
             }
             for key in &batch.deletes {

@@ -275,6 +275,11 @@ fn log_changes(
     let mut stop: Option<u64> = None;
     let mut waited_since = Instant::now();
     let mut last_epoch = 0u64;
+    let by_name: std::collections::HashMap<&str, usize> = tables
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.name.as_str(), i))
+        .collect();
     let (mut fixed, mut var, mut values) = (Vec::new(), Vec::new(), Vec::new());
     loop {
         if abort.load(Ordering::Relaxed) {
@@ -335,18 +340,16 @@ fn log_changes(
         }
         last_epoch = epoch;
         summary.epochs += 1;
-        for change in &epochs.changes {
-            let backed = tables
-                .iter()
-                .position(|t| t.name == change.table)
+        for change in epochs.changes {
+            let backed = *by_name
+                .get(change.table.as_str())
                 .ok_or_else(|| format!("a change of table {} not backed up", change.table))?;
             let (kind, image) = match change.kind {
-                ChangeKind::Insert | ChangeKind::Update => (LOG_WRITE, &change.after),
-                ChangeKind::Delete => (LOG_DELETE, &change.before),
+                ChangeKind::Insert | ChangeKind::Update => (LOG_WRITE, change.after),
+                ChangeKind::Delete => (LOG_DELETE, change.before),
             };
-            let image = image
-                .as_ref()
-                .ok_or_else(|| format!("a change of {} without its image", change.table))?;
+            let image =
+                image.ok_or_else(|| format!("a change of {} without its image", change.table))?;
             let layout = &tables[backed].layout;
             if image.len() != layout.column_count() {
                 return Err(format!(
@@ -357,7 +360,7 @@ fn log_changes(
                 ));
             }
             values.clear();
-            values.extend(image.iter().map(|(_, v)| v.clone()));
+            values.extend(image.into_iter().map(|(_, v)| v));
             let out = log.record_buffer();
             out.extend_from_slice(&epoch.to_le_bytes());
             out.extend_from_slice(&(backed as u32).to_le_bytes());
