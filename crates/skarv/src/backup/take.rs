@@ -37,6 +37,12 @@ const STATUS_INTERVAL_MS: u64 = 500;
 /// Rows between checks of the rate and of the abort file.
 const PACE_EVERY_ROWS: u64 = 256;
 
+/// The log thread's error when the scans stopped it (not a cause).
+const LOG_STOPPED: &str = "stopped by the scans' failure";
+
+/// The scans' error when the log thread's failure stopped them.
+const SCANS_STOPPED: &str = "stopped: the change stream failed";
+
 /// Record kinds of the log file.
 pub const LOG_WRITE: u32 = 0;
 pub const LOG_DELETE: u32 = 1;
@@ -244,10 +250,19 @@ fn run(options: &TakeOptions<'_>, status: &mut Json) -> Result<Json, String> {
                 .unwrap_or_else(|_| Err("the log thread panicked".to_owned())),
             None => Ok(empty_log.take().unwrap_or_default()),
         };
-        // A scan's error comes first: the log's is then its consequence.
-        let (files, stop) = scanned?;
-        let logged = logged?;
-        finish(options, &tables, skipped, files, stop, logged)
+        // Whichever side failed first stopped the other (its error is
+        // then `LOG_STOPPED` or the scans' abort): name both when both
+        // have a cause of their own.
+        match (scanned, logged) {
+            (Ok((files, stop)), Ok(logged)) => {
+                finish(options, &tables, skipped, files, stop, logged)
+            }
+            (Err(scan), Ok(_)) => Err(scan),
+            (Err(scan), Err(log)) if log == LOG_STOPPED => Err(scan),
+            (Err(scan), Err(log)) if scan == SCANS_STOPPED => Err(log),
+            (Ok(_), Err(log)) => Err(log),
+            (Err(scan), Err(log)) => Err(format!("{log} (scans: {scan})")),
+        }
     })
 }
 
@@ -283,7 +298,7 @@ fn log_changes(
     let (mut fixed, mut var, mut values) = (Vec::new(), Vec::new(), Vec::new());
     loop {
         if abort.load(Ordering::Relaxed) {
-            return Err("stopped".to_owned());
+            return Err(LOG_STOPPED.to_owned());
         }
         if stop.is_none() {
             match stop_rx.try_recv() {
@@ -298,7 +313,7 @@ fn log_changes(
                         break;
                     }
                 }
-                Err(mpsc::TryRecvError::Disconnected) => return Err("stopped".to_owned()),
+                Err(mpsc::TryRecvError::Disconnected) => return Err(LOG_STOPPED.to_owned()),
                 Err(mpsc::TryRecvError::Empty) => {}
             }
         }
@@ -359,6 +374,14 @@ fn log_changes(
                     layout.column_count()
                 ));
             }
+            debug_assert!(
+                image
+                    .iter()
+                    .zip(&tables[backed].table.def().columns)
+                    .all(|((name, _), column)| *name == column.name),
+                "a change image of {} in table order",
+                change.table
+            );
             values.clear();
             values.extend(image.into_iter().map(|(_, v)| v));
             let out = log.record_buffer();
@@ -427,7 +450,9 @@ fn scan_all(
         // Every commit of this epoch or below has ended: the scans see it.
         match first_rx.recv_timeout(Duration::from_millis(BACKUP_EPOCH_WAIT_MS)) {
             Ok(_) => {}
-            Err(_) => {
+            // The log thread failed: its error says why.
+            Err(mpsc::RecvTimeoutError::Disconnected) => return Err(SCANS_STOPPED.to_owned()),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
                 return Err(format!(
                     "no complete epoch from the change stream in {BACKUP_EPOCH_WAIT_MS} ms"
                 ))
@@ -463,9 +488,11 @@ fn scan_all(
         for row in scan {
             let row = row.map_err(|e| format!("scan {}: {e}", backed.name))?;
             let values = row.values();
-            if values.len() != backed.layout.column_count() {
+            // Every column, in table order: what the row image encodes.
+            let in_order = row.columns().iter().enumerate().all(|(i, c)| i == *c);
+            if !in_order || values.len() != backed.layout.column_count() {
                 return Err(format!(
-                    "scan {}: a row of {} columns, the table has {}",
+                    "scan {}: a row of {} columns (in table order: {in_order}), the table has {}",
                     backed.name,
                     values.len(),
                     backed.layout.column_count()
@@ -513,7 +540,7 @@ fn abort_reason(abort_file: &Path) -> String {
     if abort_file.exists() {
         "aborted (abort-backup)".to_owned()
     } else {
-        "stopped: the change stream failed".to_owned()
+        SCANS_STOPPED.to_owned()
     }
 }
 
