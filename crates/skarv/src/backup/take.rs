@@ -336,10 +336,18 @@ fn log_changes(
             continue;
         };
         let epochs = match event {
+            // A data node's failure ends the stream with a gap to the
+            // end of time (docs/events.md, part 1).
+            Event::Gap { from, to } if to.get() == u64::MAX => {
+                return Err(format!(
+                    "a data node failed: the change stream ended after epoch {from}, so the \
+                     backup cannot be consistent"
+                ))
+            }
             Event::Gap { from, to } => {
                 return Err(format!(
-                    "the change stream lost epochs {from} to {to} (a data node failed, or the \
-                     backup fell too far behind): the backup cannot be consistent"
+                    "the change stream lost epochs {from} to {to} (the backup fell too far \
+                     behind the data nodes' buffers): the backup cannot be consistent"
                 ))
             }
             Event::Epoch(epochs) => epochs,
