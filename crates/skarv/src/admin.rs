@@ -53,6 +53,43 @@ enum AdminCommand {
     },
     /// Stop every data node, then the management server.
     Shutdown,
+    /// Take an online backup, consistent at one epoch, into
+    /// `DIR/BACKUP-<id>/` (NDB's `START BACKUP`; docs/operations.md).
+    Backup {
+        /// Wait for the backup to complete (otherwise it runs in the
+        /// background and `backup-status` follows it).
+        #[arg(long)]
+        wait: bool,
+        /// The directory that holds the backups.
+        #[arg(long, default_value = "backups", value_name = "DIR")]
+        dir: std::path::PathBuf,
+        /// Rows per second the backup's scans read at most (0: no limit).
+        #[arg(long, value_name = "ROWS", default_value_t = crate::backup::take::BACKUP_ROWS_PER_SEC_DEFAULT)]
+        rate_rows: u64,
+        /// The id of a backup directory already made (the background
+        /// backup's parent makes it).
+        #[arg(long, hide = true)]
+        id: Option<u64>,
+    },
+    /// The state of every backup in a directory: running (with its
+    /// progress), complete (stop epoch, rows, bytes), failed or aborted.
+    BackupStatus {
+        /// The directory that holds the backups.
+        #[arg(long, default_value = "backups", value_name = "DIR")]
+        dir: std::path::PathBuf,
+        /// Print one JSON document instead of lines.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Ask a running backup to stop; it leaves no manifest.
+    AbortBackup {
+        /// The directory that holds the backups.
+        #[arg(long, default_value = "backups", value_name = "DIR")]
+        dir: std::path::PathBuf,
+        /// The backup's id (default: the newest running one).
+        #[arg(long)]
+        id: Option<u64>,
+    },
 }
 
 pub fn run(args: AdminArgs) -> Result<(), String> {
@@ -63,6 +100,14 @@ pub fn run(args: AdminArgs) -> Result<(), String> {
             parse_target(target)?
         }
         AdminCommand::Show { .. } | AdminCommand::Shutdown => None,
+        AdminCommand::Backup {
+            wait,
+            dir,
+            rate_rows,
+            id,
+        } => return backup(&args.connect, *wait, dir, *rate_rows, *id),
+        AdminCommand::BackupStatus { dir, json } => return backup_status(dir, *json),
+        AdminCommand::AbortBackup { dir, id } => return abort_backup(dir, *id),
     };
     let mut client = MgmClient::connect(&args.connect, Duration::from_millis(CONNECT_TIMEOUT_MS))
         .map_err(|e| e.to_string())?;
@@ -98,7 +143,148 @@ pub fn run(args: AdminArgs) -> Result<(), String> {
             client.shutdown().map_err(|e| e.to_string())?;
             println!("Cluster shut down: data nodes stopped, management server stopped.");
         }
+        AdminCommand::Backup { .. }
+        | AdminCommand::BackupStatus { .. }
+        | AdminCommand::AbortBackup { .. } => unreachable!("handled above"),
     }
+    Ok(())
+}
+
+/// `admin backup`: runs the backup here (`--wait`), or in a child process
+/// of its own that outlives this one.
+fn backup(
+    connect: &str,
+    wait: bool,
+    dir: &std::path::Path,
+    rate_rows: u64,
+    id: Option<u64>,
+) -> Result<(), String> {
+    use crate::backup::{backup_dir, take};
+    let (id, path) = match id {
+        Some(id) => (id, backup_dir(dir, id)),
+        None => take::create_backup_dir(dir)?,
+    };
+    if !wait {
+        let log_path = path.join("backup.log");
+        let log = std::fs::File::create(&log_path)
+            .map_err(|e| format!("create {}: {e}", log_path.display()))?;
+        let err = log.try_clone().map_err(|e| e.to_string())?;
+        let exe = std::env::current_exe().map_err(|e| format!("find this skarv binary: {e}"))?;
+        use std::os::unix::process::CommandExt;
+        let child = std::process::Command::new(exe)
+            .args(["admin", "--connect", connect, "backup", "--wait", "--dir"])
+            .arg(dir)
+            .args([
+                "--rate-rows",
+                &rate_rows.to_string(),
+                "--id",
+                &id.to_string(),
+            ])
+            .stdin(std::process::Stdio::null())
+            .stdout(log)
+            .stderr(err)
+            // Its own process group: a ^C to this shell does not stop it.
+            .process_group(0)
+            .spawn()
+            .map_err(|e| format!("start the backup process: {e}"))?;
+        println!(
+            "Backup {id} started in {} (pid {}); follow it with `skarv admin backup-status --dir {}`.",
+            path.display(),
+            child.id(),
+            dir.display()
+        );
+        return Ok(());
+    }
+    let manifest = take::take(&take::TakeOptions {
+        connect,
+        dir: path.clone(),
+        id,
+        rows_per_sec: rate_rows,
+    })
+    .map_err(|e| {
+        format!(
+            "backup {id} failed: {e} (no manifest written: {} is not a backup)",
+            path.display()
+        )
+    })?;
+    println!(
+        "Backup {id} completed in {}: stop epoch {}, {} tables, {} rows, {} log records, {} bytes.",
+        path.display(),
+        manifest["stop_epoch_text"].as_str().unwrap_or_default(),
+        manifest["tables"].as_array().map_or(0, Vec::len),
+        manifest["rows"],
+        manifest["log"]["records"],
+        manifest["bytes"]
+    );
+    for skipped in manifest["skipped_tables"].as_array().into_iter().flatten() {
+        println!(
+            "NOT backed up: {} ({}).",
+            skipped["name"].as_str().unwrap_or_default(),
+            skipped["reason"].as_str().unwrap_or_default()
+        );
+    }
+    Ok(())
+}
+
+/// `admin backup-status`.
+fn backup_status(dir: &std::path::Path, json: bool) -> Result<(), String> {
+    use crate::backup::{backup_dir, backup_ids, describe};
+    let states: Vec<Value> = backup_ids(dir)?
+        .into_iter()
+        .map(|id| describe(&backup_dir(dir, id), id))
+        .collect();
+    if json {
+        let text = serde_json::to_string_pretty(&json!({ "backups": states }))
+            .map_err(|e| format!("cannot render JSON: {e}"))?;
+        println!("{text}");
+        return Ok(());
+    }
+    if states.is_empty() {
+        println!("No backup in {}.", dir.display());
+    }
+    for s in &states {
+        let mut line = format!("Backup {}: {}", s["id"], s["state"].as_str().unwrap_or("?"));
+        for key in [
+            "phase",
+            "table",
+            "stop_epoch",
+            "rows",
+            "log_records",
+            "bytes",
+            "error",
+        ] {
+            let stale_phase = key == "phase" && s["state"] != "running";
+            if !s[key].is_null() && !stale_phase {
+                line.push_str(&format!(", {key} {}", s[key]));
+            }
+        }
+        println!("{line}");
+    }
+    Ok(())
+}
+
+/// `admin abort-backup`: leaves the abort file the running backup looks for.
+fn abort_backup(dir: &std::path::Path, id: Option<u64>) -> Result<(), String> {
+    use crate::backup::{backup_dir, backup_ids, describe, ABORT_FILE};
+    let running = |id: u64| describe(&backup_dir(dir, id), id)["state"] == "running";
+    let id = match id {
+        Some(id) => id,
+        None => backup_ids(dir)?
+            .into_iter()
+            .rev()
+            .find(|id| running(*id))
+            .ok_or_else(|| format!("no backup is running in {}", dir.display()))?,
+    };
+    if !running(id) {
+        return Err(format!(
+            "backup {id} in {} is not running ({})",
+            dir.display(),
+            describe(&backup_dir(dir, id), id)["state"]
+        ));
+    }
+    let path = backup_dir(dir, id).join(ABORT_FILE);
+    std::fs::write(&path, b"").map_err(|e| format!("write {}: {e}", path.display()))?;
+    println!("Abort of backup {id} ordered; `backup-status` shows when it stopped.");
     Ok(())
 }
 

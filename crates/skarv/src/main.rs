@@ -1,10 +1,12 @@
 //! `skarv`: one binary, one subcommand per process kind (DESIGN.md §1).
 
 mod admin;
+mod backup;
 mod bench_cmd;
 mod data_cmd;
 mod events_cmd;
 mod mgmd_cmd;
+mod restore_cmd;
 mod sandbox;
 mod sim_cmd;
 mod sql_cmd;
@@ -112,6 +114,9 @@ enum Command {
     /// Print the committed row changes of tables, epoch by epoch (the
     /// change stream; NDB's event API).
     Events(events_cmd::EventsArgs),
+    /// Restore a backup taken with `skarv admin backup` into a cluster of
+    /// any size (NDB's ndb_restore).
+    Restore(restore_cmd::RestoreArgs),
 }
 
 /// Logs to stderr; `SKARV_LOG` sets the filter (default `info`).
@@ -148,6 +153,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench_cmd::run(args),
         Command::Sql(args) => sql_cmd::run(args),
         Command::Events(args) => events_cmd::run(args),
+        Command::Restore(args) => restore_cmd::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

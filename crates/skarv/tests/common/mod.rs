@@ -92,6 +92,12 @@ impl Sandbox {
         } else {
             &["--sql-nodes", "0"]
         };
+        // Two replicas unless `more` says how many.
+        let replicas: &[&str] = if more.contains(&"--replicas") {
+            &[]
+        } else {
+            &["--replicas", "2"]
+        };
         let output = skarv(
             &[
                 "sandbox",
@@ -100,12 +106,11 @@ impl Sandbox {
                 &dir_text,
                 "--data-nodes",
                 &data_nodes,
-                "--replicas",
-                "2",
                 "--base-port",
                 &base,
             ]
             .into_iter()
+            .chain(replicas.iter().copied())
             .chain(sql_nodes.iter().copied())
             .chain(more.iter().copied())
             .collect::<Vec<_>>(),

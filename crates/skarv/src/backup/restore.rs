@@ -1,0 +1,500 @@
+//! `skarv restore` (NDB's `ndb_restore`): checks every file of a backup,
+//! then writes its rows through the native client, batched, from several
+//! sessions at once; the target hashes each row to its own partitions, so
+//! any cluster size will do.
+//!
+//! A row the log changed is written once, with its last image up to the
+//! stop epoch (or deleted); the others come from the data files. So the
+//! target ends at the backup's stop epoch whatever order the batches
+//! commit in.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use schema::{KeyEncoder, RowLayout};
+use serde_json::Value as Json;
+use skarv_client::schema_types::TableDef;
+use skarv_client::{Cluster, Epoch, ExecMode, Op, Session, Table, Value};
+
+use super::format::{self, BlockReader, Records};
+use super::take::{LOG_DELETE, LOG_WRITE};
+
+/// Rows per restore transaction unless `--batch` says otherwise.
+pub const RESTORE_BATCH_ROWS_DEFAULT: usize = 256;
+/// Transactions in flight (one session each) unless `--parallel` says
+/// otherwise.
+pub const RESTORE_PARALLEL_DEFAULT: usize = 4;
+/// Most sessions a restore opens.
+pub const RESTORE_PARALLEL_MAX: usize = 64;
+/// Most rows in one restore transaction (the TC's operation limits).
+pub const RESTORE_BATCH_ROWS_MAX: usize = 4096;
+/// Tries of a batch that fails with a temporary error (overload, a node
+/// restarting) before the restore gives up.
+const RESTORE_TRIES_MAX: u32 = 10;
+/// Progress lines at most this often.
+const PROGRESS_INTERVAL_MS: u64 = 1_000;
+
+/// What `skarv restore` was asked to do.
+pub struct RestoreOptions {
+    pub connect: String,
+    pub backup: PathBuf,
+    /// Tables to restore, as the backup names them (empty: all).
+    pub tables: Vec<String>,
+    /// Database renames, `from` → `to`.
+    pub rename_db: Vec<(String, String)>,
+    pub restore_meta: bool,
+    pub parallel: usize,
+    pub batch_rows: usize,
+}
+
+/// A table of the backup.
+struct Backed {
+    name: String,
+    def: TableDef,
+    layout: RowLayout,
+    key: KeyEncoder,
+    file: String,
+    rows: u64,
+    bytes: u64,
+}
+
+/// What a restore did.
+pub struct Restored {
+    pub tables: usize,
+    pub rows_written: u64,
+    pub rows_deleted: u64,
+    pub stop_epoch: Epoch,
+}
+
+/// A row's state at the stop epoch, as the log left it.
+enum Final {
+    /// Its whole last image.
+    Write(Vec<Value>),
+    /// Deleted: its primary key.
+    Delete(Vec<Value>),
+}
+
+/// The rows the log changed, per table, by encoded primary key.
+type LogState = Vec<HashMap<Vec<u8>, Final>>;
+
+fn json_u64(manifest: &Json, what: &str, value: &Json) -> Result<u64, String> {
+    value.as_u64().ok_or_else(|| {
+        format!(
+            "the manifest has no {what} ({manifest_id})",
+            manifest_id = manifest["id"]
+        )
+    })
+}
+
+fn renamed(name: &str, renames: &[(String, String)]) -> String {
+    if let Some((db, rest)) = name.split_once("/def/") {
+        if let Some((_, to)) = renames.iter().find(|(from, _)| from == db) {
+            return format!("{to}/def/{rest}");
+        }
+    }
+    name.to_owned()
+}
+
+fn decode_values(layout: &RowLayout, fixed: &[u8], var: &[u8]) -> Vec<Value> {
+    (0..layout.column_count())
+        .map(|c| layout.decode_column(fixed, var, c).to_value())
+        .collect()
+}
+
+/// Reads the manifest's tables, keeping those asked for.
+fn backed_tables(manifest: &Json, wanted: &[String]) -> Result<Vec<Backed>, String> {
+    let list = manifest["tables"]
+        .as_array()
+        .ok_or("the manifest lists no tables")?;
+    let mut tables = Vec::new();
+    for t in list {
+        let name = t["name"]
+            .as_str()
+            .ok_or("a table without a name")?
+            .to_owned();
+        let schema = t["schema"]
+            .as_str()
+            .and_then(format::unhex)
+            .ok_or_else(|| format!("table {name}: no schema in the manifest"))?;
+        let def = TableDef::decode(&schema)
+            .map_err(|e| format!("table {name}: its schema in the manifest: {e}"))?;
+        let layout = RowLayout::new(&def);
+        let key = KeyEncoder::primary_key(&def);
+        tables.push(Backed {
+            file: t["file"]
+                .as_str()
+                .ok_or("a table without a file")?
+                .to_owned(),
+            rows: json_u64(manifest, "row count", &t["rows"])?,
+            bytes: json_u64(manifest, "byte count", &t["bytes"])?,
+            name,
+            def,
+            layout,
+            key,
+        });
+    }
+    for w in wanted {
+        let name = super::cluster_name(w);
+        if !tables.iter().any(|t| t.name == name) {
+            let all: Vec<&str> = tables.iter().map(|t| t.name.as_str()).collect();
+            return Err(format!(
+                "the backup holds no table {w} (it holds: {})",
+                all.join(", ")
+            ));
+        }
+    }
+    Ok(tables)
+}
+
+/// Reads a data file whole, handing each row's image to `row`; checks the
+/// manifest's byte and row counts.
+fn read_data(
+    dir: &std::path::Path,
+    t: &Backed,
+    mut row: impl FnMut(&[u8], &[u8]) -> Result<(), String>,
+) -> Result<(), String> {
+    let path = dir.join(&t.file);
+    let mut reader = BlockReader::open(&path, t.bytes)?;
+    let file = reader.describe();
+    let mut rows = 0u64;
+    while let Some(block) = reader.next_block()? {
+        let mut records = Records::new(block);
+        while !records.is_empty() {
+            let (fixed, var) = records
+                .image()
+                .ok_or_else(|| format!("{}: a record cut short", file))?;
+            t.layout
+                .validate_row(fixed, var)
+                .map_err(|e| format!("{}: a row that does not fit {}: {e}", file, t.name))?;
+            row(fixed, var)?;
+            rows += 1;
+        }
+    }
+    if rows != t.rows {
+        return Err(format!(
+            "{}: {rows} rows, the manifest says {}",
+            path.display(),
+            t.rows
+        ));
+    }
+    Ok(())
+}
+
+/// Reads the log whole: the last image of every row it changed.
+fn read_log(
+    dir: &std::path::Path,
+    manifest: &Json,
+    tables: &[Backed],
+    stop: u64,
+) -> Result<LogState, String> {
+    let log = &manifest["log"];
+    let path = dir.join(
+        log["file"]
+            .as_str()
+            .ok_or("the manifest names no log file")?,
+    );
+    let bytes = json_u64(manifest, "log byte count", &log["bytes"])?;
+    let expected = json_u64(manifest, "log record count", &log["records"])?;
+    let mut reader = BlockReader::open(&path, bytes)?;
+    let file = reader.describe();
+    let mut state: LogState = tables.iter().map(|_| HashMap::new()).collect();
+    let mut records_read = 0u64;
+    let mut last_epoch = 0u64;
+    let mut key = Vec::new();
+    while let Some(block) = reader.next_block()? {
+        let mut records = Records::new(block);
+        while !records.is_empty() {
+            let cut = || format!("{}: a record cut short", file);
+            let epoch = records.u64().ok_or_else(cut)?;
+            let table = records.u32().ok_or_else(cut)? as usize;
+            let kind = records.u32().ok_or_else(cut)?;
+            let (fixed, var) = records.image().ok_or_else(cut)?;
+            records_read += 1;
+            // The log is in epoch order, each row's changes in commit
+            // order: the last one read is the row's state at the stop.
+            if epoch < last_epoch {
+                return Err(format!(
+                    "{}: a change of epoch {} after {}",
+                    file,
+                    Epoch::from_u64(epoch),
+                    Epoch::from_u64(last_epoch),
+                ));
+            }
+            last_epoch = epoch;
+            // Epochs the stream delivered before the backup learnt its
+            // stop: after the backup's point, so not restored.
+            if epoch > stop {
+                continue;
+            }
+            let t = tables
+                .get(table)
+                .ok_or_else(|| format!("{}: a change of table {table}", file))?;
+            t.layout
+                .validate_row(fixed, var)
+                .map_err(|e| format!("{}: a row that does not fit {}: {e}", file, t.name))?;
+            key.clear();
+            t.key.encode_from_row(&t.layout, fixed, var, &mut key);
+            let values = decode_values(&t.layout, fixed, var);
+            let image = match kind {
+                LOG_WRITE => Final::Write(values),
+                LOG_DELETE => Final::Delete(
+                    t.def
+                        .primary_key
+                        .iter()
+                        .map(|c| values[*c].clone())
+                        .collect(),
+                ),
+                other => {
+                    return Err(format!("{}: a record of kind {other}", file));
+                }
+            };
+            state[table].insert(key.clone(), image);
+        }
+    }
+    if records_read != expected {
+        return Err(format!(
+            "{}: {records_read} records, the manifest says {expected}",
+            path.display()
+        ));
+    }
+    Ok(state)
+}
+
+/// One transaction's worth of work.
+struct Batch {
+    table: Arc<Table>,
+    columns: Arc<Vec<String>>,
+    writes: Vec<Vec<Value>>,
+    /// Primary keys of rows to delete (absent rows are fine).
+    deletes: Vec<Vec<Value>>,
+}
+
+/// Commits one batch, retrying temporary errors.
+fn apply(session: &Session, batch: &Batch) -> Result<(), String> {
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        let result = (|| {
+            let tx = session.begin()?;
+            // One list for every row of the batch.
+            let mut pairs: Vec<(&str, Value)> = Vec::with_capacity(batch.columns.len());
+            for row in &batch.writes {
+                pairs.clear();
+                pairs.extend(
+                    batch
+                        .columns
+                        .iter()
+                        .map(String::as_str)
+                        .zip(row.iter().cloned()),
+                );
+                tx.write(&batch.table, &pairs)?;
+            }
+            for key in &batch.deletes {
+                tx.define(Op::delete(&batch.table, key).ignore_error())?;
+            }
+            tx.execute(ExecMode::Commit)
+        })();
+        match result {
+            Ok(_) => return Ok(()),
+            Err(e) if e.is_temporary() && tries < RESTORE_TRIES_MAX => {
+                // Back off: the target is overloaded or a node restarts.
+                std::thread::sleep(Duration::from_millis(50 << tries.min(6)));
+            }
+            Err(e) => {
+                return Err(format!(
+                    "write {} rows of {}: {e}",
+                    batch.writes.len() + batch.deletes.len(),
+                    batch.table.name()
+                ))
+            }
+        }
+    }
+}
+
+/// Runs a restore (see the module doc).
+pub fn restore(options: &RestoreOptions) -> Result<Restored, String> {
+    let parallel = options.parallel.clamp(1, RESTORE_PARALLEL_MAX);
+    let batch_rows = options.batch_rows.clamp(1, RESTORE_BATCH_ROWS_MAX);
+    let dir = &options.backup;
+    let manifest = format::read_manifest(dir)?;
+    let stop = json_u64(&manifest, "stop epoch", &manifest["stop_epoch"])?;
+    let all = backed_tables(&manifest, &options.tables)?;
+    let selected: Vec<bool> = all
+        .iter()
+        .map(|t| {
+            options.tables.is_empty()
+                || options
+                    .tables
+                    .iter()
+                    .any(|w| super::cluster_name(w) == t.name)
+        })
+        .collect();
+    // Every file is checked before anything is written.
+    for (t, _) in all.iter().zip(&selected).filter(|(_, s)| **s) {
+        read_data(dir, t, |_, _| Ok(()))?;
+    }
+    let mut log = read_log(dir, &manifest, &all, stop)?;
+    eprintln!(
+        "restore: backup {} checked: {} tables, stop epoch {}",
+        manifest["id"],
+        all.len(),
+        Epoch::from_u64(stop)
+    );
+
+    let cluster = Cluster::connect(&options.connect)
+        .map_err(|e| format!("connect to {}: {e}", options.connect))?;
+    let session = cluster.session().map_err(|e| e.to_string())?;
+    let mut targets = Vec::new();
+    for (t, _) in all.iter().zip(&selected).filter(|(_, s)| **s) {
+        let name = renamed(&t.name, &options.rename_db);
+        if options.restore_meta {
+            let mut def = t.def.clone();
+            def.name = name.clone();
+            def.id = 0;
+            // The target's own default: rows are hashed to its partitions.
+            def.partitions = 0;
+            session
+                .create_table(&def)
+                .map_err(|e| format!("create table {name} (--restore-meta): {e}"))?;
+        }
+        let table = session.table(&name).map_err(|e| {
+            format!("target table {name}: {e} (create it first, or pass --restore-meta)")
+        })?;
+        for column in &t.def.columns {
+            if table.column(&column.name).is_none() {
+                return Err(format!(
+                    "target table {name} has no column {} that the backup holds",
+                    column.name
+                ));
+            }
+        }
+        targets.push(table);
+    }
+
+    let written = AtomicU64::new(0);
+    let deleted = AtomicU64::new(0);
+    let failed = AtomicBool::new(false);
+    let first_error: Mutex<Option<String>> = Mutex::new(None);
+    let (batch_tx, batch_rx) = mpsc::sync_channel::<Batch>(parallel * 2);
+    let batch_rx = Mutex::new(batch_rx);
+    let started = Instant::now();
+    let produced: Result<(), String> = std::thread::scope(|scope| {
+        // Owned here: dropped when the producer ends, which ends the writers.
+        let batch_tx = batch_tx;
+        for _ in 0..parallel {
+            let (cluster, batch_rx) = (&cluster, &batch_rx);
+            let (written, deleted, failed, first_error) =
+                (&written, &deleted, &failed, &first_error);
+            scope.spawn(move || {
+                let session = match cluster.session() {
+                    Ok(s) => s,
+                    Err(e) => {
+                        failed.store(true, Ordering::Relaxed);
+                        first_error.lock().unwrap().get_or_insert(e.to_string());
+                        return;
+                    }
+                };
+                loop {
+                    let next = batch_rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                    let Ok(batch) = next else { return };
+                    if failed.load(Ordering::Relaxed) {
+                        continue;
+                    }
+                    match apply(&session, &batch) {
+                        Ok(()) => {
+                            written.fetch_add(batch.writes.len() as u64, Ordering::Relaxed);
+                            deleted.fetch_add(batch.deletes.len() as u64, Ordering::Relaxed);
+                        }
+                        Err(e) => {
+                            failed.store(true, Ordering::Relaxed);
+                            first_error
+                                .lock()
+                                .unwrap_or_else(|p| p.into_inner())
+                                .get_or_insert(e);
+                        }
+                    }
+                }
+            });
+        }
+        let mut last_progress = Instant::now();
+        let mut target = targets.iter();
+        let mut key = Vec::new();
+        for (index, t) in all.iter().enumerate() {
+            if !selected[index] {
+                continue;
+            }
+            let table = target.next().expect("a target per selected table").clone();
+            let columns = Arc::new(t.def.columns.iter().map(|c| c.name.clone()).collect());
+            let new_batch = || Batch {
+                table: table.clone(),
+                columns: Arc::clone(&columns),
+                writes: Vec::with_capacity(batch_rows),
+                deletes: Vec::new(),
+            };
+            let mut batch = new_batch();
+            let changed = &mut log[index];
+            let mut send = |batch: &mut Batch, force: bool| -> Result<(), String> {
+                if failed.load(Ordering::Relaxed) {
+                    return Err("a batch failed".to_owned());
+                }
+                if force || batch.writes.len() + batch.deletes.len() >= batch_rows {
+                    let full = std::mem::replace(batch, new_batch());
+                    if !full.writes.is_empty() || !full.deletes.is_empty() {
+                        batch_tx
+                            .send(full)
+                            .map_err(|_| "the writers ended".to_owned())?;
+                    }
+                }
+                if last_progress.elapsed() > Duration::from_millis(PROGRESS_INTERVAL_MS) {
+                    eprintln!(
+                        "restore: {} rows written, {} deleted ({})",
+                        written.load(Ordering::Relaxed),
+                        deleted.load(Ordering::Relaxed),
+                        t.name
+                    );
+                    last_progress = Instant::now();
+                }
+                Ok(())
+            };
+            read_data(dir, t, |fixed, var| {
+                key.clear();
+                t.key.encode_from_row(&t.layout, fixed, var, &mut key);
+                if changed.contains_key(&key) {
+                    return Ok(());
+                }
+                batch.writes.push(decode_values(&t.layout, fixed, var));
+                send(&mut batch, false)
+            })?;
+            for (_, image) in changed.drain() {
+                match image {
+                    Final::Write(values) => batch.writes.push(values),
+                    Final::Delete(key) => batch.deletes.push(key),
+                }
+                send(&mut batch, false)?;
+            }
+            send(&mut batch, true)?;
+        }
+        Ok(())
+    });
+    let error = first_error.into_inner().unwrap_or_else(|p| p.into_inner());
+    let written = written.load(Ordering::Relaxed);
+    if let Some(e) = error.or(produced.err()) {
+        return Err(format!(
+            "restore failed after writing {written} rows: {e}; the target holds a partial \
+             restore of this backup"
+        ));
+    }
+    eprintln!(
+        "restore: {written} rows written in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(Restored {
+        tables: targets.len(),
+        rows_written: written,
+        rows_deleted: deleted.load(Ordering::Relaxed),
+        stop_epoch: Epoch::from_u64(stop),
+    })
+}
