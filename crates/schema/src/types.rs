@@ -116,6 +116,29 @@ impl Collation {
         self.weights(s.trim_end_matches(' ')).collect()
     }
 
+    /// [`Collation::sort_key`] of bytes that are (almost always) UTF-8,
+    /// appended to `out`: the same bytes, without an allocation and, for
+    /// ASCII text (an ASCII character's weight is itself or its
+    /// uppercase), without decoding; other bytes as their lossy decoding.
+    pub fn sort_key_into(self, s: &[u8], out: &mut Vec<u8>) {
+        let end = s.iter().rposition(|&c| c != b' ').map_or(0, |p| p + 1);
+        let s = &s[..end];
+        if s.is_ascii() {
+            match self {
+                Collation::Utf8mb4Bin => out.extend_from_slice(s),
+                Collation::Utf8mb4GeneralCi => {
+                    out.extend(s.iter().map(u8::to_ascii_uppercase));
+                }
+            }
+            return;
+        }
+        let text = String::from_utf8_lossy(s);
+        let mut buf = [0u8; 4];
+        for w in self.weights(&text) {
+            out.extend_from_slice(w.encode_utf8(&mut buf).as_bytes());
+        }
+    }
+
     /// [`Collation::compare`] of bytes that are (almost always) UTF-8;
     /// bytes that are not compare as their lossy decoding.
     pub fn compare_bytes(self, a: &[u8], b: &[u8]) -> Ordering {
@@ -567,6 +590,31 @@ mod tests {
         assert_eq!(decimal_bytes(65, 30), 30);
         assert_eq!(decimal_bytes(1, 0), 1);
         assert_eq!(decimal_bytes(10, 10), 5);
+    }
+
+    /// The byte form is the string form's bytes, ASCII or not, invalid
+    /// UTF-8 as its lossy decoding.
+    #[test]
+    fn sort_key_into_is_sort_key() {
+        let texts: [&[u8]; 9] = [
+            b"",
+            b"   ",
+            b"abc",
+            b"aBc  ",
+            b"a b ",
+            "\u{e1}b\u{df} ".as_bytes(),
+            "x\u{1F600}y".as_bytes(),
+            b"\xffab  ",
+            b"ab\xe2 ",
+        ];
+        for c in [Collation::Utf8mb4Bin, Collation::Utf8mb4GeneralCi] {
+            for t in texts {
+                let mut out = vec![7];
+                c.sort_key_into(t, &mut out);
+                let want = c.sort_key(&String::from_utf8_lossy(t));
+                assert_eq!(&out[1..], want.as_bytes(), "{c:?} {t:?}");
+            }
+        }
     }
 
     #[test]

@@ -301,11 +301,11 @@ fn hash_key(v: &Val, fold: Fold) -> Option<Vec<u8>> {
         (Val::UInt(u), Fold::Int) => Some(i128::from(*u).to_le_bytes().to_vec()),
         // As `Collation::compare`: trailing spaces off, then each
         // character's weight.
-        (Val::Str(b), Fold::GeneralCi) => Some(
-            schema::Collation::Utf8mb4GeneralCi
-                .sort_key(&String::from_utf8_lossy(b))
-                .into_bytes(),
-        ),
+        (Val::Str(b), Fold::GeneralCi) => {
+            let mut key = Vec::with_capacity(b.len());
+            schema::Collation::Utf8mb4GeneralCi.sort_key_into(b, &mut key);
+            Some(key)
+        }
         (Val::Str(b), Fold::Bin) => Some(trimmed(b)),
         (other, _) => Some(other.to_text().into_bytes()),
     }

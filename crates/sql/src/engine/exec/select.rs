@@ -2230,8 +2230,7 @@ pub(super) fn group_key(values: &[Val], collations: &[Option<Collation>]) -> Vec
             Val::Str(b) => match collations.get(i).copied().unwrap_or(GENERAL_CI) {
                 Some(c) => {
                     key.push(1);
-                    let text = String::from_utf8_lossy(b);
-                    key.extend(c.sort_key(&text).as_bytes());
+                    c.sort_key_into(b, &mut key);
                 }
                 // Length first: the bytes may hold the separator.
                 None => {
