@@ -20,7 +20,7 @@ use datanode::subscription::SubscriptionBlock;
 use proto::ops::OpKind;
 use schema::row::RowLayout;
 use schema::Value;
-use signal::{sub_change, sub_flags, Signal, SignalBody};
+use signal::{sub_change, sub_flags, tc_flags, Signal, SignalBody};
 use transactions::*;
 
 /// One row's change: kind, `v` before and after (`None`: no image, or NULL).
@@ -346,16 +346,33 @@ impl Assembler {
     }
 }
 
+/// Keys of the transactions in flight on the victim's TC when it crashes
+/// (taken over by the survivor): apart from the history's keys, each
+/// transaction `IN_FLIGHT_ROWS` of them (several fragments, so that the
+/// survivor may hold some committed and others prepared).
+const IN_FLIGHT_KEYS: std::ops::Range<i64> = 100..132;
+const IN_FLIGHT_ROWS: usize = 4;
+/// Seeds of the TC crash runs.
+const TC_CRASH_SEEDS: [u64; 6] = [1, 2, 15, 39, 40, 89];
+
 /// One run: two data nodes of one node group; the test's API subscribes
-/// and writes through node 1's TC; node 2 crashes after a seeded number of
-/// transactions. The stream equals the committed history: nothing lost or
-/// doubled, epochs ascending, through the survivor's take-over and resend.
-fn stream_through_a_crash(seed: u64) {
+/// and writes through one node's TC; the other crashes after a seeded
+/// number of transactions. The stream equals the committed history:
+/// nothing lost or doubled, epochs ascending, through the survivor's
+/// take-over and resend. With `tc_crash`, inserts are in flight on the
+/// victim's TC when it crashes: those the survivor's takeover commits
+/// are in the stream once (filed in the epoch their other replica
+/// committed in, not dropped as late), the others not.
+fn stream_through_a_crash(seed: u64, tc_crash: bool) -> Run {
     let mut cluster = Cluster::start(seed, 2, Limits::default());
     let table = cluster.create_table();
     let layout = RowLayout::new(&table);
     let nodes = cluster.data_nodes.clone();
-    let victim = nodes[1];
+    let (victim, tc_node) = if tc_crash {
+        (nodes[0], nodes[1])
+    } else {
+        (nodes[1], nodes[0])
+    };
     let mut rng = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
     let mut next = move || {
         rng ^= rng << 13;
@@ -431,6 +448,18 @@ fn stream_through_a_crash(seed: u64) {
             // (in its socket's buffer when it died): some epochs' parts,
             // perhaps the last one's first parts only.
             cluster.sim.run_for(Duration::from_micros(next() % 60_000));
+            if tc_crash {
+                let keys: Vec<i64> = IN_FLIGHT_KEYS.collect();
+                for keys in keys.chunks(IN_FLIGHT_ROWS) {
+                    let tx = cluster.tx_id();
+                    let ops: Vec<Op> = keys
+                        .iter()
+                        .map(|&k| Op::write(OpKind::Insert, k, k))
+                        .collect();
+                    cluster.submit_to(victim, tx, tc_flags::START | tc_flags::COMMIT, &ops);
+                }
+                cluster.sim.run_for(Duration::from_micros(next() % 1_500));
+            }
             cluster.sim.crash(victim);
             let got: Vec<Signal> = take_sub(&cluster);
             let sent_by_victim = got.iter().filter(|s| s.sender.node == victim).count();
@@ -476,7 +505,11 @@ fn stream_through_a_crash(seed: u64) {
                     }
                 }
             }
-            let reply = cluster.commit(&ops);
+            let tx = cluster.tx_id();
+            cluster.submit_to(tc_node, tx, tc_flags::START | tc_flags::COMMIT, &ops);
+            let reply = cluster
+                .reply_within(tx, ANSWER_WAIT)
+                .unwrap_or_else(|| panic!("seed {seed}: transaction {t}: no reply"));
             let got = take_sub(&cluster);
             feed(&mut cluster, &mut asm, &live, got);
             let Reply::Conf { epoch, .. } = reply else {
@@ -535,25 +568,100 @@ fn stream_through_a_crash(seed: u64) {
                 .push(*change);
         }
     }
-    got.retain(|&e, _| e <= last_epoch);
+    // The in-flight inserts: once each if committed, else not at all;
+    // a transaction's rows all in one epoch.
+    let in_flight: Vec<i64> = IN_FLIGHT_KEYS.collect();
+    let stored = cluster.read_values_on(tc_node, &in_flight);
+    for (keys, stored) in in_flight
+        .chunks(IN_FLIGHT_ROWS)
+        .zip(stored.chunks(IN_FLIGHT_ROWS))
+    {
+        let mut epochs = Vec::new();
+        for (&k, value) in keys.iter().zip(stored) {
+            let changes: Vec<(u64, Change)> = got
+                .iter()
+                .filter_map(|(&e, rows)| rows.get(&k).map(|c| (e, c)))
+                .flat_map(|(e, c)| c.iter().map(move |c| (e, *c)))
+                .collect();
+            let want: Vec<Change> = value
+                .map(|v| vec![(sub_change::INSERT, None, Some(v))])
+                .unwrap_or_default();
+            let kinds: Vec<Change> = changes.iter().map(|c| c.1).collect();
+            assert_eq!(kinds, want, "seed {seed}: in-flight insert {k}");
+            epochs.extend(changes.iter().map(|c| c.0));
+        }
+        epochs.dedup();
+        assert!(
+            epochs.len() <= 1,
+            "seed {seed}: the transaction of rows {keys:?} in epochs {epochs:x?}"
+        );
+    }
+    for rows in got.values_mut() {
+        rows.retain(|k, _| !IN_FLIGHT_KEYS.contains(k));
+    }
+    got.retain(|&e, rows| e <= last_epoch && !rows.is_empty());
     assert_eq!(
         got, expected,
         "seed {seed}: the stream is the committed history"
     );
     let survivor = cluster
         .sim
-        .block::<SubscriptionBlock>(SubscriptionBlock::address(nodes[0]));
+        .block::<SubscriptionBlock>(SubscriptionBlock::address(tc_node));
     let stats = survivor.expect("the survivor's block").stats().clone();
     assert_eq!(stats.buckets_taken_over, 1, "seed {seed}: {stats:?}");
+    let late = survivor.expect("the survivor's block").late_changes();
+    assert_eq!(late, 0, "seed {seed}: changes filed after their epoch");
+    let taken_over = cluster
+        .sim
+        .block::<datanode::tc::TcBlock>(tc_of(tc_node))
+        .expect("the survivor's TC")
+        .counters()
+        .taken_over;
+    Run {
+        taken_over,
+        epochs_resent: stats.epochs_resent,
+        dropped: asm.dropped as u64,
+    }
+}
+
+/// What one run of [`stream_through_a_crash`] did, for the test to check
+/// that its seeds reach the cases.
+#[derive(Default)]
+struct Run {
+    /// Transactions the survivor's TC took over.
+    taken_over: u64,
+    /// Epochs the survivor resent.
+    epochs_resent: u64,
+    /// Parts the API dropped as already whole.
+    dropped: u64,
+}
+
+/// Runs `seeds`, and checks that they reach a resend holding epochs the
+/// API had, and (with `tc_crash`) transactions taken over.
+fn crash_runs(seeds: &[u64], tc_crash: bool) {
+    let mut total = Run::default();
+    for &seed in seeds {
+        let run = stream_through_a_crash(seed, tc_crash);
+        total.taken_over += run.taken_over;
+        total.epochs_resent += run.epochs_resent;
+        total.dropped += run.dropped;
+    }
     assert!(
-        stats.epochs_resent > 0 && asm.dropped > 0,
-        "seed {seed}: a resend came, and held epochs the API had: {stats:?}"
+        total.epochs_resent > 0 && total.dropped > 0,
+        "the seeds reach a resend, holding epochs the API had"
+    );
+    assert!(
+        !tc_crash || total.taken_over > 0,
+        "the seeds reach transactions taken over"
     );
 }
 
 #[test]
 fn the_stream_goes_on_through_a_data_node_crash() {
-    for seed in [3, 11, 29, 41, 58, 77] {
-        stream_through_a_crash(seed);
-    }
+    crash_runs(&[3, 11, 29, 41, 58, 77], false);
+}
+
+#[test]
+fn commits_taken_over_from_a_crashed_tc_are_in_the_stream_once() {
+    crash_runs(&TC_CRASH_SEEDS, true);
 }

@@ -192,6 +192,12 @@ impl SubscriptionBlock {
         self.buffer.bytes()
     }
 
+    /// Row changes dropped for coming after their epoch was complete here
+    /// (should stay 0: a taken-over commit is filed in its own epoch).
+    pub fn late_changes(&self) -> u64 {
+        self.buffer.late()
+    }
+
     /// The last epoch complete on this node.
     pub fn complete_epoch(&self) -> u64 {
         self.buffer.complete()
