@@ -130,12 +130,14 @@ fn the_stream_loses_and_doubles_nothing_when_data_nodes_are_killed() {
     let first_epoch = Arc::new(AtomicU64::new(0));
     let want_epoch = Arc::new(AtomicU64::new(u64::MAX));
     let nodes_live = Arc::new(AtomicUsize::new(0));
+    let ended = Arc::new(AtomicBool::new(false));
     let subscriber = {
         let connect = sandbox.connect.clone();
-        let (first_epoch, want_epoch, nodes_live) = (
+        let (first_epoch, want_epoch, nodes_live, ended) = (
             Arc::clone(&first_epoch),
             Arc::clone(&want_epoch),
             Arc::clone(&nodes_live),
+            Arc::clone(&ended),
         );
         std::thread::spawn(move || {
             let cluster = Cluster::connect(&connect).expect("the subscriber connects");
@@ -158,6 +160,7 @@ fn the_stream_loses_and_doubles_nothing_when_data_nodes_are_killed() {
                 }
                 let state = sub.state();
                 nodes_live.store(state.nodes_live, Ordering::Release);
+                ended.store(state.ended, Ordering::Release);
                 let want = want_epoch.load(Ordering::Acquire);
                 if want != u64::MAX && deadline.is_none() {
                     deadline = Some(Instant::now() + WAIT_MAX);
@@ -211,7 +214,13 @@ fn the_stream_loses_and_doubles_nothing_when_data_nodes_are_killed() {
         wait_for(
             "the subscriber subscribed at every node again",
             WAIT_MAX,
-            || nodes_live.load(Ordering::Acquire) == DATA_NODES,
+            || {
+                assert!(
+                    !ended.load(Ordering::Acquire),
+                    "the subscription ended after the kill of node {victim}"
+                );
+                nodes_live.load(Ordering::Acquire) == DATA_NODES
+            },
         );
     }
     let before = committed_count(&writes);

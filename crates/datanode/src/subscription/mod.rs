@@ -624,6 +624,18 @@ impl Block for SubscriptionBlock {
             self.subscribers.len() <= SUBSCRIBERS_MAX,
             "more subscribers than SUBSCRIBERS_MAX"
         );
+        for sub in self.subscribers.values() {
+            assert_eq!(sub.owners.len(), self.buckets.len(), "an owner per bucket");
+            // What it sends is what the owners say: one owner per bucket,
+            // so no two nodes that agree on the owners send one bucket.
+            for (&bucket, owner) in self.buckets.iter().zip(&sub.owners) {
+                assert_eq!(
+                    sub.owned.contains(bucket),
+                    *owner == Some(self.config.node),
+                    "bucket {bucket}: owned here as the owners say"
+                );
+            }
+        }
     }
 
     fn execute(&mut self, signal: Signal, ctx: &mut Context<'_>) {
