@@ -2,7 +2,9 @@
 //! (docs/events.md, issue 22 part 2): a 2 × 2 sandbox, two writers
 //! updating rows while a subscriber records; data node 2 SIGKILLed (its
 //! angel restarts it), then, once it is back and the subscriber is
-//! subscribed there again, data node 3. Afterwards:
+//! subscribed there again, data node 3. The subscriber takes its events
+//! every 100 ms, so the survivor's resend holds epochs it already has.
+//! Afterwards:
 //!
 //! - every update whose commit the writer saw is in the record exactly
 //!   once, in the epoch its outcome named;
@@ -36,6 +38,8 @@ const COMMITS_BETWEEN: usize = 150;
 /// How long a killed node may take to be back and serving, and any other
 /// wait of this test.
 const WAIT_MAX: Duration = Duration::from_secs(120);
+/// How often the subscriber takes its events (about 5 epochs).
+const SUBSCRIBER_PAUSE_MS: u64 = 100;
 /// Pause after a failed attempt of a writer.
 const RETRY_PAUSE_MS: u64 = 20;
 
@@ -150,7 +154,11 @@ fn the_stream_loses_and_doubles_nothing_when_data_nodes_are_killed() {
             // Once told the last epoch, it waits at most `WAIT_MAX` for it.
             let mut deadline: Option<Instant> = None;
             loop {
-                if let Some(event) = sub.next_timeout(Duration::from_millis(50)).expect("next") {
+                // A slow consumer: it takes what came every
+                // `SUBSCRIBER_PAUSE_MS`, so its acknowledgements lag and a
+                // survivor's resend holds epochs it has, which it drops.
+                std::thread::sleep(Duration::from_millis(SUBSCRIBER_PAUSE_MS));
+                while let Some(event) = sub.poll().expect("poll") {
                     if let Event::Epoch(e) = &event {
                         first_epoch
                             .compare_exchange(0, e.epoch.get(), Ordering::AcqRel, Ordering::Acquire)
