@@ -363,12 +363,16 @@ const TC_CRASH_SEEDS: [u64; 6] = [1, 2, 15, 39, 40, 89];
 /// victim's TC when it crashes: those the survivor's takeover commits
 /// are in the stream once (filed in the epoch their other replica
 /// committed in, not dropped as late), the others not.
-fn stream_through_a_crash(seed: u64, tc_crash: bool) -> Run {
+/// With `then_other`, the victim restarts, is subscribed again once it
+/// serves (`sub_flags::RESUBSCRIBE`: it owns nothing), and then the other
+/// node, whose TC the writes used, crashes: the restarted node takes both
+/// buckets over, resends, and takes the writes.
+fn stream_through_a_crash(seed: u64, tc_crash: bool, then_other: bool) -> Run {
     let mut cluster = Cluster::start(seed, 2, Limits::default());
     let table = cluster.create_table();
     let layout = RowLayout::new(&table);
     let nodes = cluster.data_nodes.clone();
-    let (victim, tc_node) = if tc_crash {
+    let (victim, mut tc_node) = if tc_crash {
         (nodes[0], nodes[1])
     } else {
         (nodes[1], nodes[0])
@@ -438,7 +442,11 @@ fn stream_through_a_crash(seed: u64, tc_crash: bool) -> Run {
     feed(&mut cluster, &mut asm, &live, early);
 
     const TRANSACTIONS: i64 = 80;
-    let crash_after = (next() % (TRANSACTIONS as u64 - 10)) as i64;
+    let crash_after = if then_other {
+        (next() % (TRANSACTIONS as u64 / 2)) as i64
+    } else {
+        (next() % (TRANSACTIONS as u64 - 10)) as i64
+    };
     let mut rows: BTreeMap<i64, i64> = BTreeMap::new();
     let mut expected: BTreeMap<u64, BTreeMap<i64, Vec<Change>>> = BTreeMap::new();
     let mut last_epoch = 0;
@@ -478,6 +486,48 @@ fn stream_through_a_crash(seed: u64, tc_crash: bool) -> Run {
             feed(&mut cluster, &mut asm, &live, got);
             live.retain(|&n| n != victim);
             asm.node_down(victim);
+        }
+        if then_other && t == crash_after + 10 {
+            cluster.sim.restart(victim);
+            let until = cluster.sim.now() + Duration::from_secs(30);
+            'subscribed: loop {
+                assert!(
+                    cluster.sim.now() < until,
+                    "seed {seed}: the restarted node serves the subscription again"
+                );
+                cluster.send(
+                    SubscriptionBlock::address(victim),
+                    SignalBody::SubStartReq {
+                        sub_id: 1,
+                        flags: sub_flags::FULL_IMAGES | sub_flags::RESUBSCRIBE,
+                        tables: vec![table.id],
+                    },
+                );
+                for _ in 0..100 {
+                    cluster.sim.run_for(Duration::from_millis(1));
+                    let got = take_sub(&cluster);
+                    let answer = got.iter().find_map(|s| match s.body {
+                        SignalBody::SubStartConf { .. } if s.sender.node == victim => Some(true),
+                        SignalBody::SubStartRef { .. } if s.sender.node == victim => Some(false),
+                        _ => None,
+                    });
+                    feed(&mut cluster, &mut asm, &live, got);
+                    match answer {
+                        Some(true) => break 'subscribed,
+                        Some(false) => break,
+                        None => {}
+                    }
+                }
+                cluster.sim.run_for(Duration::from_millis(50));
+            }
+            live.push(victim);
+        }
+        if then_other && t == crash_after + 20 {
+            let other = tc_node;
+            cluster.sim.crash(other);
+            live.retain(|&n| n != other);
+            asm.node_down(other);
+            tc_node = victim;
         }
         let keys = [(t * 5) % 16, (t * 7 + 3) % 16];
         let keys: &[i64] = if t % 3 == 0 && keys[0] != keys[1] {
@@ -608,7 +658,8 @@ fn stream_through_a_crash(seed: u64, tc_crash: bool) -> Run {
         .sim
         .block::<SubscriptionBlock>(SubscriptionBlock::address(tc_node));
     let stats = survivor.expect("the survivor's block").stats().clone();
-    assert_eq!(stats.buckets_taken_over, 1, "seed {seed}: {stats:?}");
+    let buckets = if then_other { 2 } else { 1 };
+    assert_eq!(stats.buckets_taken_over, buckets, "seed {seed}: {stats:?}");
     let late = survivor.expect("the survivor's block").late_changes();
     assert_eq!(late, 0, "seed {seed}: changes filed after their epoch");
     let taken_over = cluster
@@ -638,10 +689,10 @@ struct Run {
 
 /// Runs `seeds`, and checks that they reach a resend holding epochs the
 /// API had, and (with `tc_crash`) transactions taken over.
-fn crash_runs(seeds: &[u64], tc_crash: bool) {
+fn crash_runs(seeds: &[u64], tc_crash: bool, then_other: bool) {
     let mut total = Run::default();
     for &seed in seeds {
-        let run = stream_through_a_crash(seed, tc_crash);
+        let run = stream_through_a_crash(seed, tc_crash, then_other);
         total.taken_over += run.taken_over;
         total.epochs_resent += run.epochs_resent;
         total.dropped += run.dropped;
@@ -658,10 +709,15 @@ fn crash_runs(seeds: &[u64], tc_crash: bool) {
 
 #[test]
 fn the_stream_goes_on_through_a_data_node_crash() {
-    crash_runs(&[3, 11, 29, 41, 58, 77], false);
+    crash_runs(&[3, 11, 29, 41, 58, 77], false, false);
 }
 
 #[test]
 fn commits_taken_over_from_a_crashed_tc_are_in_the_stream_once() {
-    crash_runs(&TC_CRASH_SEEDS, true);
+    crash_runs(&TC_CRASH_SEEDS, true, false);
+}
+
+#[test]
+fn a_restarted_node_subscribed_again_takes_over_when_the_other_crashes() {
+    crash_runs(&[4, 17, 23, 61], false, true);
 }

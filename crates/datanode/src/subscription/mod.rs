@@ -379,7 +379,14 @@ impl SubscriptionBlock {
             );
             return refuse(proto::error::BUSY, message, ctx);
         }
-        if !self.live.is_serving(self.config.node) {
+        // Serving as the master's last node state says (a restarted node
+        // knows none before the master tells it: it may be copying).
+        let me = self.config.node;
+        let serving = self
+            .live
+            .states()
+            .is_some_and(|s| s.serving.contains(me) && !self.live.is_down(me));
+        if !serving {
             // Its fragments are not whole yet: what it captured could not
             // be resent. The API tries again.
             let message = format!(
