@@ -257,8 +257,9 @@ impl Session {
     /// Subscribes to the committed changes of `tables` (dictionary names:
     /// `db/def/t` for SQL's `db.t`), from the next epoch that is whole on
     /// every data node on (docs/events.md). Every data node must be
-    /// started (a subscription does not yet survive a data node failure:
-    /// the failure ends it with a gap).
+    /// started now; afterwards the subscription goes on through data node
+    /// failures (the survivors take the failed node's buckets over), and
+    /// ends with a gap only when a whole node group is down.
     ///
     /// # Errors
     /// An unknown table or column (before anything is sent); a data node
