@@ -3,14 +3,27 @@
 //!
 //! [`Session::subscribe`] subscribes at the subscription block of every
 //! data node (`SubStartReq`); each answers with the epoch after which it
-//! sends every epoch whole, and the subscription starts after the highest
-//! of them. Each node sends, per complete epoch, the changes of the
-//! partitions it is the primary of, the last part marked complete; an
-//! epoch is complete here once every node's last part came, and only then
-//! is it handed out, so epochs come out in ascending order, each once,
-//! with the changes of one row in commit order. Every complete part is
-//! acknowledged to its node (`SubGcpCompleteAck`) when it enters this
-//! subscription's buffer, which is what lets the node drop it.
+//! has every epoch whole, and the subscription starts after the highest
+//! of them. The changes come per epoch and bucket (the partitions whose
+//! placement primary is one data node, NDB's buckets), each bucket from
+//! the node that owns it for this subscription, the last part of each
+//! marked complete. An epoch is complete here once every bucket's last
+//! part came, and only then is it handed out, so epochs come out in
+//! ascending order, each once, with the changes of one row in commit
+//! order. Each (epoch, bucket) is taken once, from the first node whose
+//! last part of it came: what a survivor resends after a node failure, or
+//! a node sent before it failed, is dropped when already here, and parts
+//! from a node that failed before its last part are dropped when the
+//! node's connection closes. An epoch handed out is acknowledged to every
+//! node (`SubGcpCompleteAck`), which lets every replica drop it.
+//!
+//! When a data node fails, the survivors of its node group take its
+//! buckets over and resend what this subscription did not acknowledge;
+//! nothing is lost or doubled. When the node is back (its connection live
+//! again) it is subscribed again (`sub_flags::RESUBSCRIBE`), so that it
+//! can take buckets over when another node fails. Only when a bucket has
+//! no node left that can send it (a whole node group down) does the
+//! subscription end, with a gap to the last epoch.
 //!
 //! The buffer holds at most `max_alloc` bytes of changes (as they came:
 //! both images); when an epoch would take more, everything buffered and
@@ -26,7 +39,9 @@ use std::time::{Duration, Instant};
 
 use ::schema::row::RowLayout;
 use ::schema::Value;
-use signal::{sub_change, sub_flags, BlockNumber, BlockRef, NodeId, Signal, SignalBody};
+use signal::{
+    sub_change, sub_flags, BlockNumber, BlockRef, NodeBitmask, NodeId, Signal, SignalBody,
+};
 
 use crate::cluster::{encode_frames, Cluster, Shared};
 use crate::receiver::{self, Event as MailEvent, Mailbox};
@@ -34,6 +49,10 @@ use crate::{Epoch, Error, Result, Session, Table};
 
 /// `max_alloc` when none is given: 64 MiB of changes.
 pub const MAX_ALLOC_DEFAULT_BYTES: usize = 64 << 20;
+
+/// How long a data node that came back and refused the subscription (it
+/// is still starting) waits before it is asked again.
+const RESUBSCRIBE_RETRY_MS: u64 = 200;
 
 /// Which images a subscriber gets (MySQL's `binlog_row_image`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -120,8 +139,9 @@ pub enum Event {
     Epoch(EpochChanges),
     /// The epochs `from` to `to` (both included) are lost to this
     /// subscription: its buffer or a data node's overflowed. After a data
-    /// node's gap, or a data node's failure (whose `to` is then
-    /// `Epoch::from_u64(u64::MAX)`), the subscription has ended.
+    /// node's gap, or the failure of every node that could send a bucket
+    /// (whose `to` is then `Epoch::from_u64(u64::MAX)`), the subscription
+    /// has ended.
     Gap {
         /// The first epoch lost.
         from: Epoch,
@@ -147,17 +167,52 @@ pub struct SubscriptionState {
     pub last_epoch: u64,
     /// Gaps so far.
     pub gaps: u64,
-    /// Whether the subscription has ended (a data node's gap or failure).
+    /// Whether the subscription has ended (a data node's gap, or no node
+    /// left to send a bucket).
     pub ended: bool,
+    /// Data nodes it is subscribed at now (a node that failed counts
+    /// again once it is back and subscribed again).
+    pub nodes_live: usize,
+    /// Data nodes it was subscribed at when it began.
+    pub nodes: usize,
 }
 
-/// An epoch not yet complete from every node.
+/// An epoch not yet complete in every bucket.
 #[derive(Debug, Default)]
 struct Partial {
+    /// The changes of the buckets whose last part came.
     changes: Vec<RowChange>,
+    /// Bytes of `changes` and `coming`.
     bytes: usize,
-    /// Nodes whose last part came.
-    complete_from: Vec<NodeId>,
+    /// Buckets whose last part came.
+    done: NodeBitmask,
+    /// Parts of buckets not yet whole: (bucket, sending node, changes,
+    /// bytes). Two senders of one bucket: a survivor resending what a
+    /// failed node had begun to send.
+    coming: Vec<(NodeId, NodeId, Vec<RowChange>, usize)>,
+}
+
+/// A data node this subscription is subscribed at, or was.
+#[derive(Debug)]
+struct NodeSub {
+    link: usize,
+    node: NodeId,
+    /// The connection generation of the subscription there: a close of it
+    /// or of a later one ends it.
+    generation: u64,
+    state: NodeState,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum NodeState {
+    /// Subscribed: the node has every epoch above `start` whole.
+    Live { start: u64 },
+    /// Its connection closed: its subscription is gone.
+    Down,
+    /// Back, subscribed again, no answer yet.
+    Resubscribing,
+    /// Back and refused (still starting): ask again at this time.
+    Retry(Instant),
 }
 
 /// A subscribed table and how its rows decode.
@@ -176,13 +231,14 @@ pub struct Subscription {
     sub_id: u32,
     options: SubscribeOptions,
     tables: HashMap<u32, Subscribed>,
-    /// The data nodes subscribed at: (link, node).
-    nodes: Vec<(usize, NodeId)>,
-    /// Each link's connection generation when the subscription began: a
-    /// close of that connection or a later one ends it.
-    generations: Vec<u64>,
+    /// The data nodes subscribed at.
+    nodes: Vec<NodeSub>,
+    /// Every bucket (each data node of the placement).
+    buckets: NodeBitmask,
     /// Epochs at or below it are not this subscription's.
     start: u64,
+    /// The last epoch complete here (handed out or ready; `start` before).
+    completed: u64,
     partial: BTreeMap<u64, Partial>,
     /// Events ready to take, each with the bytes it holds.
     ready: VecDeque<(Event, usize)>,
@@ -201,8 +257,9 @@ impl Session {
     /// Subscribes to the committed changes of `tables` (dictionary names:
     /// `db/def/t` for SQL's `db.t`), from the next epoch that is whole on
     /// every data node on (docs/events.md). Every data node must be
-    /// started (a subscription does not yet survive a data node failure:
-    /// the failure ends it with a gap).
+    /// started now; afterwards the subscription goes on through data node
+    /// failures (the survivors take the failed node's buckets over), and
+    /// ends with a gap only when a whole node group is down.
     ///
     /// # Errors
     /// An unknown table or column (before anything is sent); a data node
@@ -246,24 +303,33 @@ impl Session {
             );
         }
         let shared = self.shared();
-        let nodes: Vec<(usize, NodeId)> = shared
-            .links
-            .iter()
-            .enumerate()
-            .map(|(i, l)| (i, l.node))
-            .collect();
-        if let Some(&(_, down)) = nodes.iter().find(|&&(i, _)| !shared.links[i].is_live()) {
+        if let Some(down) = shared.links.iter().find(|l| !l.is_live()) {
             return Err(Error::with_context(
                 proto::error::NOT_STARTED,
                 format!(
-                    "subscribe: data node {down} is not started; a subscription needs every \
-                     data node (it does not yet survive a data node failure)"
+                    "subscribe: data node {} is not started; a subscription starts at every \
+                     data node (it goes on through their failures afterwards)",
+                    down.node
                 ),
             ));
         }
-        let generations = nodes
+        let nodes: Vec<NodeSub> = shared
+            .links
             .iter()
-            .map(|&(i, _)| shared.links[i].generation.load(Ordering::Acquire))
+            .enumerate()
+            .map(|(link, l)| NodeSub {
+                link,
+                node: l.node,
+                generation: l.generation.load(Ordering::Acquire),
+                state: NodeState::Resubscribing,
+            })
+            .collect();
+        let buckets: NodeBitmask = shared
+            .placement
+            .node_groups()
+            .iter()
+            .flatten()
+            .copied()
             .collect();
         let mailbox = shared.register_session()?;
         let mut sub = Subscription {
@@ -273,8 +339,9 @@ impl Session {
             options,
             tables: subscribed,
             nodes,
-            generations,
+            buckets,
             start: 0,
+            completed: 0,
             partial: BTreeMap::new(),
             ready: VecDeque::new(),
             bytes_used: 0,
@@ -317,27 +384,36 @@ impl Subscription {
         sent
     }
 
-    /// Subscribes at every node and waits for every answer.
-    fn start(&mut self) -> Result<()> {
+    fn start_req(&self, flags: u32) -> SignalBody {
         let mut tables: Vec<u32> = self.tables.keys().copied().collect();
         tables.sort_unstable();
-        let flags = match self.options.images {
+        let images = match self.options.images {
             Images::Full => sub_flags::FULL_IMAGES,
             Images::Minimal => 0,
         };
-        for (link, node) in self.nodes.clone() {
-            let body = SignalBody::SubStartReq {
-                sub_id: self.sub_id,
-                flags,
-                tables: tables.clone(),
-            };
-            self.send(link, node, body)?;
+        SignalBody::SubStartReq {
+            sub_id: self.sub_id,
+            flags: images | flags,
+            tables,
+        }
+    }
+
+    /// Subscribes at every node and waits for every answer.
+    fn start(&mut self) -> Result<()> {
+        for at in 0..self.nodes.len() {
+            let (link, node) = (self.nodes[at].link, self.nodes[at].node);
+            self.send(link, node, self.start_req(0))?;
         }
         let deadline = Instant::now() + self.shared().options.request_timeout;
-        let mut answered: Vec<NodeId> = Vec::new();
         // Epochs sent before every node answered wait for the start.
         let mut early: Vec<(NodeId, SignalBody)> = Vec::new();
-        while answered.len() < self.nodes.len() {
+        let waiting = |nodes: &[NodeSub]| {
+            nodes
+                .iter()
+                .filter(|n| n.state == NodeState::Resubscribing)
+                .count()
+        };
+        while waiting(&self.nodes) > 0 {
             self.mailbox.drain(&mut self.scratch);
             for event in std::mem::take(&mut self.scratch) {
                 let MailEvent::Signal(signal) = event else {
@@ -347,7 +423,9 @@ impl Subscription {
                 match signal.body {
                     SignalBody::SubStartConf { start_epoch, .. } => {
                         self.start = self.start.max(start_epoch);
-                        answered.push(node);
+                        if let Some(n) = self.nodes.iter_mut().find(|n| n.node == node) {
+                            n.state = NodeState::Live { start: start_epoch };
+                        }
                     }
                     SignalBody::SubStartRef { code, message, .. } => {
                         return Err(Error::with_context(
@@ -359,7 +437,7 @@ impl Subscription {
                 }
             }
             let now = Instant::now();
-            if answered.len() == self.nodes.len() {
+            if waiting(&self.nodes) == 0 {
                 break;
             }
             if now >= deadline {
@@ -367,13 +445,16 @@ impl Subscription {
                     proto::error::REQUEST_TIMEOUT,
                     format!(
                         "subscribe: {} of {} data nodes answered in time",
-                        answered.len(),
+                        self.nodes.len() - waiting(&self.nodes),
                         self.nodes.len()
                     ),
                 ));
             }
             receiver::wait(self.shared(), &self.mailbox, deadline - now);
         }
+        self.completed = self.start;
+        // What every node has up to the start is not this subscription's.
+        self.ack(self.start);
         for (node, body) in early {
             self.on_signal(node, body);
         }
@@ -423,6 +504,12 @@ impl Subscription {
             last_epoch: self.last_epoch,
             gaps: self.gaps,
             ended: self.ended,
+            nodes_live: self
+                .nodes
+                .iter()
+                .filter(|n| matches!(n.state, NodeState::Live { .. }))
+                .count(),
+            nodes: self.nodes.len(),
         }
     }
 
@@ -441,7 +528,8 @@ impl Subscription {
         Some(event)
     }
 
-    /// Takes what the mailbox holds.
+    /// Takes what the mailbox holds, and subscribes again at the nodes
+    /// that came back.
     fn pump(&mut self) {
         self.mailbox.drain(&mut self.scratch);
         let events = std::mem::take(&mut self.scratch);
@@ -451,25 +539,77 @@ impl Subscription {
                 MailEvent::NodeDown(node, generation) => self.on_node_down(node, generation),
             }
         }
+        if !self.ended {
+            self.resubscribe();
+        }
+    }
+
+    /// Subscribes again at each node whose connection is live again (a
+    /// new generation), so that it can take buckets over later; it owns
+    /// none meanwhile (`sub_flags::RESUBSCRIBE`).
+    fn resubscribe(&mut self) {
+        let now = Instant::now();
+        for at in 0..self.nodes.len() {
+            let n = &self.nodes[at];
+            let due = match n.state {
+                NodeState::Down => true,
+                NodeState::Retry(when) => now >= when,
+                NodeState::Live { .. } | NodeState::Resubscribing => false,
+            };
+            let link = &self.shared().links[n.link];
+            let generation = link.generation.load(Ordering::Acquire);
+            if !due || !link.is_live() || generation <= n.generation && n.state == NodeState::Down {
+                continue;
+            }
+            let (link, node) = (n.link, n.node);
+            self.nodes[at].generation = generation;
+            self.nodes[at].state = NodeState::Resubscribing;
+            if let Err(error) = self.send(link, node, self.start_req(sub_flags::RESUBSCRIBE)) {
+                tracing::debug!("subscription {}: again at {node}: {error}", self.sub_id);
+                self.nodes[at].state = NodeState::Down;
+            }
+        }
     }
 
     fn on_node_down(&mut self, node: NodeId, generation: u64) {
-        let Some(at) = self.nodes.iter().position(|&(_, n)| n == node) else {
+        let Some(at) = self.nodes.iter().position(|n| n.node == node) else {
             return;
         };
-        // A close of a connection older than the subscription is not ours;
-        // any later one lost what the node sent meanwhile.
-        if self.ended || generation < self.generations[at] {
+        // A close of a connection older than the subscription there is not
+        // ours; any later one lost what the node sent meanwhile.
+        if self.ended || generation < self.nodes[at].generation {
             return;
         }
-        // Part 1: no resend after a failure (docs/events.md).
-        let from = self
-            .partial
-            .keys()
-            .next()
-            .copied()
-            .unwrap_or(self.last_seen() + 1);
-        self.end_with_gap(from, u64::MAX);
+        self.nodes[at].state = NodeState::Down;
+        // Its parts of buckets it did not finish: the survivors resend them.
+        for p in self.partial.values_mut() {
+            p.coming.retain(|(_, from, _, bytes)| {
+                if *from == node {
+                    p.bytes -= bytes;
+                    self.bytes_used -= (*bytes).min(self.bytes_used);
+                }
+                *from != node
+            });
+        }
+        // A bucket is resent by a node of its group subscribed here since
+        // before the last epoch complete here; none left: it is lost.
+        let placement = &self.shared().placement;
+        let orphan = self.buckets.iter().find(|&bucket| {
+            let group = placement.group_of(bucket);
+            !self.nodes.iter().any(|n| {
+                placement.group_of(n.node) == group
+                    && matches!(n.state, NodeState::Live { start } if start <= self.completed)
+            })
+        });
+        if let Some(bucket) = orphan {
+            tracing::warn!(
+                "subscription {}: no data node left that can send bucket {bucket} \
+                 (its node group is down): the subscription ends",
+                self.sub_id
+            );
+            let from = self.completed + 1;
+            self.end_with_gap(from, u64::MAX);
+        }
     }
 
     /// The highest epoch handed out or ready.
@@ -504,10 +644,13 @@ impl Subscription {
             SignalBody::SubEpochData {
                 sub_id,
                 epoch,
+                bucket,
                 changes,
                 complete,
                 ..
-            } if sub_id == self.sub_id => self.on_epoch_data(node, epoch, &changes, complete),
+            } if sub_id == self.sub_id => {
+                self.on_epoch_data(node, epoch, bucket, &changes, complete)
+            }
             SignalBody::SubGapRep { sub_id, from, to } if sub_id == self.sub_id => {
                 // The node sent every epoch up to `to` before this: what
                 // came whole is not lost. What is: every epoch after the
@@ -520,6 +663,32 @@ impl Subscription {
                 );
                 self.end_with_gap(from, to.max(from));
             }
+            SignalBody::SubStartConf {
+                sub_id,
+                start_epoch,
+            } if sub_id == self.sub_id => {
+                if let Some(n) = self.nodes.iter_mut().find(|n| n.node == node) {
+                    if n.state == NodeState::Resubscribing {
+                        n.state = NodeState::Live { start: start_epoch };
+                    }
+                }
+            }
+            SignalBody::SubStartRef {
+                sub_id,
+                code,
+                message,
+            } if sub_id == self.sub_id => {
+                tracing::debug!(
+                    "subscription {}: data node {node} refused it again ({code}: {message})",
+                    self.sub_id
+                );
+                if let Some(n) = self.nodes.iter_mut().find(|n| n.node == node) {
+                    if n.state == NodeState::Resubscribing {
+                        let retry = Duration::from_millis(RESUBSCRIBE_RETRY_MS);
+                        n.state = NodeState::Retry(Instant::now() + retry);
+                    }
+                }
+            }
             other => tracing::debug!(
                 "subscription {}: {} from node {node} ignored",
                 self.sub_id,
@@ -528,55 +697,119 @@ impl Subscription {
         }
     }
 
-    fn on_epoch_data(&mut self, node: NodeId, epoch: u64, changes: &[u8], complete: bool) {
-        if complete {
-            if let Some(&(link, _)) = self.nodes.iter().find(|&&(_, n)| n == node) {
-                let ack = SignalBody::SubGcpCompleteAck {
-                    sub_id: self.sub_id,
-                    epoch,
-                };
-                if let Err(error) = self.send(link, node, ack) {
-                    tracing::debug!("subscription {}: ack to {node}: {error}", self.sub_id);
-                }
+    /// Tells every node subscribed at that this subscription holds every
+    /// epoch up to `epoch`.
+    fn ack(&mut self, epoch: u64) {
+        for at in 0..self.nodes.len() {
+            let (link, node) = (self.nodes[at].link, self.nodes[at].node);
+            if matches!(self.nodes[at].state, NodeState::Down | NodeState::Retry(_)) {
+                continue;
             }
-        }
-        if epoch <= self.start {
-            return;
-        }
-        if let Some((_, dropped_max)) = self.discarding.as_mut() {
-            *dropped_max = (*dropped_max).max(epoch);
-        } else {
-            let decoded = self.decode(changes);
-            let bytes = changes.len();
-            if self.bytes_used + bytes > self.options.max_alloc {
-                self.overflow(epoch);
-            } else {
-                self.bytes_used += bytes;
-                let partial = self.partial.entry(epoch).or_default();
-                partial.changes.extend(decoded);
-                partial.bytes += bytes;
-            }
-        }
-        if complete {
-            let nodes = self.nodes.len();
-            let partial = self.partial.entry(epoch).or_default();
-            if !partial.complete_from.contains(&node) {
-                partial.complete_from.push(node);
-            }
-            if partial.complete_from.len() == nodes {
-                self.complete(epoch);
+            let ack = SignalBody::SubGcpCompleteAck {
+                sub_id: self.sub_id,
+                epoch,
+            };
+            if let Err(error) = self.send(link, node, ack) {
+                tracing::debug!("subscription {}: ack to {node}: {error}", self.sub_id);
             }
         }
     }
 
-    /// Every node's last part of `epoch` came: it and every epoch below it
-    /// are complete (nodes send epochs in order).
-    fn complete(&mut self, epoch: u64) {
+    fn on_epoch_data(
+        &mut self,
+        node: NodeId,
+        epoch: u64,
+        bucket: NodeId,
+        changes: &[u8],
+        complete: bool,
+    ) {
+        if epoch <= self.completed {
+            // Before the start, or already here (a resend).
+            return;
+        }
+        if !self.buckets.contains(bucket) {
+            tracing::warn!(
+                "subscription {}: data node {node} sent bucket {bucket}, not a data node \
+                 of the placement: left out",
+                self.sub_id
+            );
+            return;
+        }
+        let discarding = self.discarding.is_some();
+        let bytes = changes.len();
+        let decoded = if discarding
+            || self
+                .partial
+                .get(&epoch)
+                .is_some_and(|p| p.done.contains(bucket))
+        {
+            None
+        } else {
+            Some(self.decode(changes))
+        };
+        if let Some((_, dropped_max)) = self.discarding.as_mut() {
+            *dropped_max = (*dropped_max).max(epoch);
+        }
+        let mut decoded = decoded;
+        if decoded.is_some() && self.bytes_used + bytes > self.options.max_alloc {
+            self.overflow(epoch);
+            decoded = None;
+        }
+        let partial = self.partial.entry(epoch).or_default();
+        if partial.done.contains(bucket) {
+            // Already whole from another node (a resend, or the failed
+            // node's part that came before its failure was noticed).
+            return;
+        }
+        let at = match partial
+            .coming
+            .iter()
+            .position(|(b, from, ..)| *b == bucket && *from == node)
+        {
+            Some(at) => at,
+            None => {
+                partial.coming.push((bucket, node, Vec::new(), 0));
+                partial.coming.len() - 1
+            }
+        };
+        if let Some(decoded) = decoded {
+            let coming = &mut partial.coming[at];
+            coming.2.extend(decoded);
+            coming.3 += bytes;
+            partial.bytes += bytes;
+            self.bytes_used += bytes;
+        }
+        if !complete {
+            return;
+        }
+        // The bucket is whole from `node`: its parts are taken, any other
+        // node's (begun before) dropped.
+        let (_, _, changes, _) = partial.coming.swap_remove(at);
+        partial.changes.extend(changes);
+        partial.coming.retain(|(b, _, _, bytes)| {
+            if *b == bucket {
+                partial.bytes -= bytes;
+                self.bytes_used -= (*bytes).min(self.bytes_used);
+            }
+            *b != bucket
+        });
+        partial.done.insert(bucket);
+        if partial.done == self.buckets {
+            self.complete();
+        }
+    }
+
+    /// Hands out, in order, the epochs complete in every bucket from the
+    /// first not yet complete on, and acknowledges them to every node.
+    fn complete(&mut self) {
+        let before = self.completed;
         while let Some(entry) = self.partial.first_entry() {
-            if *entry.key() > epoch {
+            if entry.get().done != self.buckets {
                 break;
             }
             let (e, p) = entry.remove_entry();
+            debug_assert!(e > self.completed, "epochs complete in ascending order");
+            self.completed = e;
             if let Some((from, dropped_max)) = self.discarding {
                 self.bytes_used -= p.bytes.min(self.bytes_used);
                 if e >= dropped_max {
@@ -595,6 +828,9 @@ impl Subscription {
                 changes: p.changes,
             };
             self.ready.push_back((Event::Epoch(changes), p.bytes));
+        }
+        if self.completed > before {
+            self.ack(self.completed);
         }
     }
 
@@ -621,8 +857,10 @@ impl Subscription {
         self.ready.retain(|(e, _)| matches!(e, Event::Gap { .. }));
         for p in self.partial.values_mut() {
             p.changes.clear();
+            p.coming.clear();
+            p.bytes = 0;
         }
-        self.bytes_used = self.partial.values().map(|p| p.bytes).sum();
+        self.bytes_used = 0;
         let dropped_max = self
             .partial
             .keys()
@@ -680,7 +918,8 @@ impl Iterator for Subscription {
 
 impl Drop for Subscription {
     fn drop(&mut self) {
-        for (link, node) in self.nodes.clone() {
+        let nodes: Vec<(usize, NodeId)> = self.nodes.iter().map(|n| (n.link, n.node)).collect();
+        for (link, node) in nodes {
             let stop = SignalBody::SubStopReq {
                 sub_id: self.sub_id,
             };
@@ -812,7 +1051,7 @@ mod tests {
             &mut out,
             &sub_change::Entry {
                 kind: sub_change::UPDATE,
-                flags: sub_change::SENDER,
+                flags: 0,
                 table: 7,
                 version: sub.table.def().version,
                 partition: 0,

@@ -378,6 +378,7 @@ pub fn data_node_blocks_with<D: Disk + Clone + Send + 'static>(
         let subscription = SubscriptionBlock::new(SubscriptionConfig {
             node,
             ldms: ldms.clone(),
+            placement: spec.placement.clone(),
             max_buffered_epochs: spec.max_buffered_epochs,
             max_buffered_epoch_bytes: spec.max_buffered_epoch_bytes,
         });

@@ -511,9 +511,11 @@ signals! {
     /// those TCs.
     130 => LdmTakeOverReq { takeover_id: u32, failed: NodeBitmask },
     /// The answer, in parts (`last` marks the final one): per transaction
-    /// its id and `gci` = 0 when it is prepared here (locks or changes not
-    /// committed), else the GCI it committed in here (NDB: LQH_TRANSCONF).
-    131 => LdmTakeOverConf { takeover_id: u32, tx_ids: Vec<u64>, gcis: Vec<u32>, last: bool },
+    /// its id and `epoch` = 0 when it is prepared here (locks or changes not
+    /// committed), else the epoch it committed in here (NDB: LQH_TRANSCONF;
+    /// the whole epoch since wire version 11, so that the other replicas'
+    /// commits, and their change stream entries, are in the same epoch).
+    131 => LdmTakeOverConf { takeover_id: u32, tx_ids: Vec<u64>, epochs: Vec<u64>, last: bool },
     /// The linear commit (docs/transactions.md, "Commit and abort"): TC → the
     /// first LDM instance of a commit chain, then each instance → the next:
     /// commit in `epoch` (its hi the GCI; wire version 9), then pass this on to `next[0]` with the rest, or,
@@ -738,15 +740,22 @@ signals! {
     /// in `epoch` (`sub_change` entries back to back).
     182 => SubTableData { epoch: u64, count: u32, changes: Vec<u8> },
     /// Subscription block → API: `count` changes of `epoch` (`sub_change`
-    /// entries); `complete` on the epoch's last part, which may hold none
-    /// (an epoch without changes of the subscribed tables still comes).
-    183 => SubEpochData { sub_id: u32, epoch: u64, count: u32, changes: Vec<u8>, complete: bool },
+    /// entries) of bucket `bucket`: the partitions whose placement primary
+    /// is that data node (NDB: a bucket), which the sending node owns for
+    /// this subscription (its own, or taken over from a failed node, then
+    /// first resent from the subscriber's last acknowledgement on);
+    /// `complete` on the last part of the epoch's bucket, which may hold
+    /// none (an epoch without changes of the subscribed tables still comes).
+    /// The API takes each (epoch, bucket) once: the first whole one.
+    183 => SubEpochData { sub_id: u32, epoch: u64, bucket: NodeId, count: u32, changes: Vec<u8>, complete: bool },
     /// Subscription block → API: the epochs `from` to `to` (both included)
     /// are lost to the subscription, which is ended (its buffers overflowed:
     /// `MaxBufferedEpochs` or `MaxBufferedEpochBytes`).
     184 => SubGapRep { sub_id: u32, from: u64, to: u64 },
-    /// API → subscription block: I hold every epoch up to `epoch` of the
-    /// subscription (NDB: SUB_GCP_COMPLETE_ACK); the block may drop them.
+    /// API → the subscription block of every data node it is subscribed
+    /// at: I hold every epoch up to `epoch` of the subscription, every
+    /// bucket of it (NDB: SUB_GCP_COMPLETE_ACK, which NDB's API sends to
+    /// one SUMA and that one to all); every replica may drop them.
     /// An API that stays `MaxBufferedEpochs` behind is cut off with a gap.
     185 => SubGcpCompleteAck { sub_id: u32, epoch: u64 },
 }
@@ -758,11 +767,15 @@ pub mod sub_flags {
     /// is its key and changed columns, cut down by the subscriber (the data
     /// node sends both images either way in this version).
     pub const FULL_IMAGES: u32 = 1;
+    /// The API subscribed before and this node restarted since: the node
+    /// owns no bucket for it (the survivors that took the node's buckets
+    /// over keep them) until a failure hands it some.
+    pub const RESUBSCRIBE: u32 = 2;
 }
 
 /// The row change entries of `SubTableData` and `SubEpochData`, back to
-/// back: kind (u8: 1 insert, 2 update, 3 delete), flags (u8: bit 0 set when
-/// this node sends the partition's changes), table id (u32), table version
+/// back: kind (u8: 1 insert, 2 update, 3 delete), flags (u8: none yet, 0),
+/// table id (u32), table version
 /// (u32), partition (u32), then the before image and the after image, each
 /// a u32 length followed by the row's bytes (`schema::row`: the fixed part
 /// then the var part; length 0: none). Little-endian.
@@ -773,8 +786,6 @@ pub mod sub_change {
     pub const UPDATE: u8 = 2;
     /// A deleted row: a before image only.
     pub const DELETE: u8 = 3;
-    /// Flag: this node is the partition's sender (its primary replica).
-    pub const SENDER: u8 = 1;
     /// Bytes of an entry before its images: kind, flags, table, version,
     /// partition.
     pub const HEADER_BYTES: usize = 14;

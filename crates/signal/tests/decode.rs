@@ -18,7 +18,7 @@ fn change_example() -> Vec<u8> {
         &mut out,
         &signal::sub_change::Entry {
             kind: signal::sub_change::UPDATE,
-            flags: signal::sub_change::SENDER,
+            flags: 0,
             table: 7,
             version: 1,
             partition: 2,
@@ -545,7 +545,7 @@ fn one_of_each() -> Vec<SignalBody> {
         SignalBody::LdmTakeOverConf {
             takeover_id: 2,
             tx_ids: vec![7, 8],
-            gcis: vec![0, 12],
+            epochs: vec![0, 12 << 32 | 3],
             last: true,
         },
         SignalBody::TakeOverDoneRep {
@@ -601,6 +601,7 @@ fn one_of_each() -> Vec<SignalBody> {
         SignalBody::SubEpochData {
             sub_id: 3,
             epoch: (12 << 32) | 2,
+            bucket: node(2),
             count: 1,
             changes: change_example(),
             complete: true,

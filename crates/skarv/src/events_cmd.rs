@@ -105,7 +105,7 @@ pub fn run(args: EventsArgs) -> Result<(), String> {
             return Ok(());
         }
     }
-    Err("the subscription ended (a data node failed or cut it off)".to_owned())
+    Err("the subscription ended (a data node cut it off, or a whole node group failed)".to_owned())
 }
 
 fn print_epoch(

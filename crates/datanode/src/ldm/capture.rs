@@ -16,7 +16,7 @@
 //! and one test per fragment in storage: no lock, no allocation.
 
 use kernel::Context;
-use signal::{sub_change, BlockRef, SignalBody};
+use signal::{BlockRef, SignalBody};
 use storage::instance::LdmInstance;
 
 /// What an LDM instance captures, and for whom.
@@ -39,19 +39,13 @@ impl Capture {
         !self.tables.is_empty()
     }
 
-    /// Marks the fragments of `instance` as the captured tables ask;
-    /// `sender(partition)`: whether this node sends the partition's changes
-    /// (its primary replica).
-    pub fn apply(&self, instance: &mut LdmInstance, sender: impl Fn(u32) -> bool) {
+    /// Marks the fragments of `instance` as the captured tables ask. Every
+    /// replica captures; which node sends a partition's changes is decided
+    /// by the subscription block when an epoch is sent (its buckets).
+    pub fn apply(&self, instance: &mut LdmInstance) {
         let fragments: Vec<(u32, u32)> = instance.fragment_ids().collect();
         for (t, p) in fragments {
-            let flags = self.tables.binary_search(&t).is_ok().then(|| {
-                if sender(p) {
-                    sub_change::SENDER
-                } else {
-                    0
-                }
-            });
+            let flags = self.tables.binary_search(&t).is_ok().then_some(0);
             instance.set_capture(t, p, flags);
         }
     }

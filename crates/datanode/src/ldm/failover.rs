@@ -33,33 +33,39 @@ pub const COMMITS_REMEMBERED_MAX: usize = 1 << 20;
 pub const TAKEOVER_CONF_TRANSACTIONS_MAX: usize = 1_024;
 
 /// Commits of this instance whose GCI is not saved yet: (transaction, its
-/// TC's node, GCI), in commit order.
+/// TC's node, epoch), in commit order. The whole epoch, not only its GCI:
+/// a takeover commits the transaction's other replicas in it, which files
+/// their changes in the change stream's right epoch.
 #[derive(Debug, Default)]
 pub(super) struct RecentCommits {
-    commits: VecDeque<(u64, NodeId, u32)>,
+    commits: VecDeque<(u64, NodeId, u64)>,
     /// Forgotten before their GCI was saved (over the limit).
     pub(super) forgotten: u64,
 }
 
 impl RecentCommits {
-    pub(super) fn remember(&mut self, tx_id: u64, tc_node: NodeId, gci: u32) {
+    pub(super) fn remember(&mut self, tx_id: u64, tc_node: NodeId, epoch: u64) {
         if self.commits.len() >= COMMITS_REMEMBERED_MAX {
             self.commits.pop_front();
             self.forgotten += 1;
         }
-        self.commits.push_back((tx_id, tc_node, gci));
+        self.commits.push_back((tx_id, tc_node, epoch));
     }
 
     /// GCI `gci` is saved: no takeover asks for commits at or below it.
     pub(super) fn saved(&mut self, gci: u32) {
         // Commits come in GCI order but for the few of two GCIs that
         // interleave around a GCP: those are dropped at the next save.
-        while self.commits.front().is_some_and(|c| c.2 <= gci) {
+        while self
+            .commits
+            .front()
+            .is_some_and(|c| signal::epoch::hi(c.2) <= gci)
+        {
             self.commits.pop_front();
         }
     }
 
-    fn of(&self, failed: NodeBitmask) -> impl Iterator<Item = (u64, u32)> + '_ {
+    fn of(&self, failed: NodeBitmask) -> impl Iterator<Item = (u64, u64)> + '_ {
         self.commits
             .iter()
             .filter(move |c| failed.contains(c.1))
@@ -132,7 +138,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         );
         self.live.mark_down(&failed);
         self.nodes_failed(&failed);
-        let mut report: Vec<(u64, u32)> = self
+        let mut report: Vec<(u64, u64)> = self
             .txs
             .iter()
             .filter(|(_, r)| r.tc.is_some_and(|tc| failed.contains(tc.node)))
@@ -141,7 +147,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         // A commit waiting for redo space is a commit.
         for pending in &mut report {
             if let Some(p) = self.pending_commits.iter().find(|p| p.tx_id == pending.0) {
-                pending.1 = signal::epoch::hi(p.epoch);
+                pending.1 = p.epoch;
             }
         }
         report.extend(self.recent_commits.of(failed));
@@ -160,7 +166,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 SignalBody::LdmTakeOverConf {
                     takeover_id,
                     tx_ids: Vec::new(),
-                    gcis: Vec::new(),
+                    epochs: Vec::new(),
                     last: true,
                 },
             );
@@ -171,7 +177,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 SignalBody::LdmTakeOverConf {
                     takeover_id,
                     tx_ids: part.iter().map(|r| r.0).collect(),
-                    gcis: part.iter().map(|r| r.1).collect(),
+                    epochs: part.iter().map(|r| r.1).collect(),
                     last: parts.peek().is_none(),
                 },
             );

@@ -480,15 +480,22 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         ctx.send(sender, SignalBody::SubCaptureConf { max_epoch });
     }
 
+    /// Passes a view or node state on to the node's subscription block
+    /// (from instance 0 only: one copy is enough), which follows the live
+    /// map to decide who sends which bucket (docs/events.md).
+    fn pass_to_subscription(&self, body: impl FnOnce() -> SignalBody, ctx: &mut Context<'_>) {
+        if let (Some(to), 0) = (self.capture.to, self.config.instance) {
+            ctx.send(to, body());
+        }
+    }
+
     /// Marks the fragments as the captured tables ask (after a capture
     /// request, the open, and schema changes, which add or rebuild
     /// fragments).
     fn apply_capture(&mut self) {
-        let (node, placement) = (self.config.node, &self.config.placement);
         if let Some(instance) = self.instance.as_mut() {
             if self.capture.on() || self.capture.to.is_some() {
-                self.capture
-                    .apply(instance, |p| placement.home(p).primary() == node);
+                self.capture.apply(instance);
             }
         }
     }
@@ -1009,8 +1016,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         // Before anything of it can be captured: see `capture::Capture`.
         self.capture.max_epoch = self.capture.max_epoch.max(epoch);
         if let Some(tc) = tc {
-            self.recent_commits
-                .remember(tx_id, tc.node, signal::epoch::hi(epoch));
+            self.recent_commits.remember(tx_id, tc.node, epoch);
         }
         // The chain is kept only by a commit that waits: it allocates.
         let mut pending = PendingCommit {
@@ -1744,9 +1750,14 @@ impl<D: Disk + Clone + Send + 'static> Block for LdmBlock<D> {
             }
             SignalBody::RestartGciReq { gci } => self.on_restart_gci(sender, gci, ctx),
             SignalBody::MembershipViewRep { view } if sender.node == self.config.node => {
+                self.pass_to_subscription(
+                    || SignalBody::MembershipViewRep { view: view.clone() },
+                    ctx,
+                );
                 self.on_view(&view, ctx)
             }
             body @ SignalBody::NodeStateReq { .. } => {
+                self.pass_to_subscription(|| body.clone(), ctx);
                 let states = crate::live_map::NodeStates::of(&body).expect("matched");
                 self.on_node_states(sender, states, ctx);
                 // A damaged restore waits for these to decide.

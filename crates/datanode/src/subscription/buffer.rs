@@ -11,10 +11,10 @@
 //! instance, so one row's changes keep their commit order). An epoch with
 //! no change still comes out, empty.
 //!
-//! Kept for part 2 (docs/events.md): the complete epochs stay here,
-//! with their bytes, until every subscriber acknowledged them, which is
-//! what a resend after a node failure reads from. Today nothing reads them
-//! again; they count against `MaxBufferedEpochBytes` all the same.
+//! The complete epochs stay here, with their bytes, until every
+//! subscriber acknowledged them: what a resend after a node failure reads
+//! from (docs/events.md, "Take-over and resend"). They count against
+//! `MaxBufferedEpochBytes`.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -41,9 +41,10 @@ pub struct EpochBuffer {
     complete: u64,
     /// Bytes of changes in `open` and `kept`.
     bytes: u64,
-    /// Changes handed in for an epoch already complete (a commit taken
-    /// over after a node failure is filed under its GCI's first epoch):
-    /// dropped, counted. Part 2 files them right.
+    /// Changes handed in for an epoch already complete: dropped, counted.
+    /// Not expected (a taken-over commit is filed in the epoch its other
+    /// replicas committed in, which the master keeps open until the
+    /// takeover is done); the simulator's crash tests assert it stays 0.
     late: u64,
 }
 

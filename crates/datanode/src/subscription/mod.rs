@@ -10,17 +10,34 @@
 //! LDM instances hand in each commit's row changes (`SubTableData`, tagged
 //! with the commit's epoch) and pass on the master's epoch-complete marks
 //! behind them; once every instance passed on an epoch's mark the epoch is
-//! complete here ([`buffer::EpochBuffer`]) and goes to each subscriber
-//! whose start it is past: its changes of the subscriber's tables of the
-//! partitions this node sends (this node is their primary replica), in
-//! parts, the last one `complete` (an epoch without changes is that part
-//! alone).
+//! complete here ([`buffer::EpochBuffer`]).
 //!
-//! Every replica captures (the flags of an entry say whether this node
-//! sends it), and complete epochs stay here until every subscriber
-//! acknowledged them (`SubGcpCompleteAck`): what part 2's resend after a
-//! node failure needs. A subscriber more than `MaxBufferedEpochs` epochs
-//! behind, or the one furthest behind while the block holds more than
+//! **Buckets** (NDB's bucket owners). Every replica captures. A bucket is
+//! the set of partitions whose placement primary is one data node, named
+//! by that node; for each subscriber every bucket has one owner, which
+//! sends the bucket's changes of each complete epoch (in parts, the last
+//! one `complete`; an empty epoch is that part alone). A subscription
+//! starts with each bucket owned by its first live node in the node
+//! group's order from the bucket's node (its own node when every node is
+//! up). When a node fails, every survivor moves the failed node's
+//! buckets, for every subscriber, to the first live node in that order;
+//! the one that takes a bucket resends its kept epochs above the
+//! subscriber's last acknowledgement, then sends the bucket with each
+//! epoch. The decision is made when an epoch is sent, from the live map
+//! this block follows (the views and node states its LDM instance 0 passes
+//! on). The API takes each (epoch, bucket) once, the first whole one, so a
+//! resent or doubly sent bucket is dropped there. A node that restarted
+//! and is subscribed again (`sub_flags::RESUBSCRIBE`) owns nothing until a
+//! failure hands it buckets: the survivors keep what they took over. A
+//! `RESUBSCRIBE` of a subscription this node still serves (the API's
+//! connection closed and came back) resends its buckets from the API's
+//! last acknowledgement.
+//!
+//! **Keeping.** Complete epochs stay on every replica until the subscriber
+//! acknowledged them (`SubGcpCompleteAck`, which the API sends to every
+//! node it is subscribed at once it holds the whole epoch): what a resend
+//! reads. A subscriber more than `MaxBufferedEpochs` epochs behind, or the
+//! one furthest behind while the block holds more than
 //! `MaxBufferedEpochBytes`, is cut off: it gets `SubGapRep` naming the
 //! epochs it loses, and its subscription ends. Writes never wait for a
 //! subscriber.
@@ -29,8 +46,14 @@ pub mod buffer;
 
 use std::collections::BTreeMap;
 
+use config::Placement;
 use kernel::{Block, Context};
-use signal::{sub_change, BlockNumber, BlockRef, NodeId, Signal, SignalBody};
+use signal::{
+    sub_change, sub_flags, BlockNumber, BlockRef, MembershipView, NodeBitmask, NodeId, Signal,
+    SignalBody,
+};
+
+use crate::live_map::{LiveMap, NodeStates};
 
 use buffer::{EpochBuffer, EpochData};
 
@@ -48,6 +71,9 @@ pub struct SubscriptionConfig {
     pub node: NodeId,
     /// The node's LDM instances, which capture and pass the marks on.
     pub ldms: Vec<BlockRef>,
+    /// The cluster's placement: a partition's bucket is its primary by
+    /// placement; a bucket's owners are its node group.
+    pub placement: Placement,
     /// `MaxBufferedEpochs`.
     pub max_buffered_epochs: u32,
     /// `MaxBufferedEpochBytes`.
@@ -65,6 +91,10 @@ pub struct SubscriptionStats {
     pub changes_sent: u64,
     /// Subscribers cut off with a gap.
     pub gaps: u64,
+    /// Buckets taken over from a failed node (each subscriber counted).
+    pub buckets_taken_over: u64,
+    /// Epochs of a taken-over bucket resent (each subscriber counted).
+    pub epochs_resent: u64,
 }
 
 /// The block's name for a subscription: the API's address and its id.
@@ -84,6 +114,12 @@ struct Subscriber {
     start: Option<u64>,
     /// The last epoch it acknowledged (its start before any).
     acked: u64,
+    /// Each bucket's owner for this subscriber, as this node knows it,
+    /// by bucket (`SubscriptionBlock::buckets`); `None`: unknown (this
+    /// node restarted and the subscriber came back: a survivor owns it).
+    owners: Vec<Option<NodeId>>,
+    /// The buckets this node owns for it.
+    owned: NodeBitmask,
 }
 
 /// A capture round: every LDM instance is asked and answers once.
@@ -106,13 +142,27 @@ pub struct SubscriptionBlock {
     /// The tables captured differ from what the subscribers want: another
     /// round is due once the current one ends.
     capture_stale: bool,
+    /// Views and node states, as this node's LDM instance 0 passes them on.
+    live: LiveMap,
+    /// The buckets: every data node of the placement, ascending.
+    buckets: Vec<NodeId>,
     stats: SubscriptionStats,
 }
 
 impl SubscriptionBlock {
     pub fn new(config: SubscriptionConfig) -> SubscriptionBlock {
+        let mut buckets: Vec<NodeId> = config
+            .placement
+            .node_groups()
+            .iter()
+            .flatten()
+            .copied()
+            .collect();
+        buckets.sort_unstable();
         SubscriptionBlock {
             buffer: EpochBuffer::new(config.ldms.len()),
+            live: LiveMap::new(config.placement.clone()),
+            buckets,
             config,
             subscribers: BTreeMap::new(),
             round: None,
@@ -142,9 +192,126 @@ impl SubscriptionBlock {
         self.buffer.bytes()
     }
 
+    /// Row changes dropped for coming after their epoch was complete here
+    /// (should stay 0: a taken-over commit is filed in its own epoch).
+    pub fn late_changes(&self) -> u64 {
+        self.buffer.late()
+    }
+
     /// The last epoch complete on this node.
     pub fn complete_epoch(&self) -> u64 {
         self.buffer.complete()
+    }
+
+    /// Who owns bucket `bucket` now: its node group's first node, from
+    /// the bucket's node on, that is neither down nor in `failing`.
+    /// `None` when none is left (the whole node group is down: membership
+    /// stops the cluster).
+    fn live_owner(&self, bucket: NodeId, failing: &NodeBitmask) -> Option<NodeId> {
+        let group = self.config.placement.group_of(bucket)?;
+        let nodes = &self.config.placement.node_groups()[group as usize];
+        let at = nodes.iter().position(|&n| n == bucket)?;
+        (0..nodes.len())
+            .map(|k| nodes[(at + k) % nodes.len()])
+            .find(|&n| !self.live.is_down(n) && !failing.contains(n))
+    }
+
+    /// Recomputes the buckets `sub` has this node send.
+    fn own(&self, sub: &mut Subscriber) {
+        sub.owned = NodeBitmask::new();
+        for (&bucket, owner) in self.buckets.iter().zip(&sub.owners) {
+            if *owner == Some(self.config.node) {
+                sub.owned.insert(bucket);
+            }
+        }
+    }
+
+    /// A view: the nodes that left it fail. Every survivor moves their
+    /// buckets, per subscriber, to the first live node of the bucket's
+    /// group; this node resends, for each bucket it takes, the kept
+    /// epochs above the subscriber's last acknowledgement.
+    fn on_view(&mut self, view: &MembershipView, ctx: &mut Context<'_>) {
+        let failed = self.live.on_view(view);
+        if failed.is_empty() {
+            return;
+        }
+        let me = self.config.node;
+        let groups: Vec<u32> = failed
+            .iter()
+            .filter_map(|n| self.config.placement.group_of(n))
+            .collect();
+        let keys: Vec<SubKey> = self.subscribers.keys().copied().collect();
+        for key in keys {
+            let mut sub = self.subscribers.remove(&key).expect("listed");
+            let mut taken = NodeBitmask::new();
+            for (i, &bucket) in self.buckets.iter().enumerate() {
+                let in_failed_group = self
+                    .config
+                    .placement
+                    .group_of(bucket)
+                    .is_some_and(|g| groups.contains(&g));
+                let orphaned = match sub.owners[i] {
+                    Some(owner) => failed.contains(owner),
+                    // Unknown here (restarted): it was the failed node's
+                    // group's, if this failure is in its group.
+                    None => in_failed_group,
+                };
+                if !orphaned {
+                    continue;
+                }
+                let owner = self.live_owner(bucket, &failed);
+                sub.owners[i] = owner;
+                if owner == Some(me) && !sub.owned.contains(bucket) {
+                    taken.insert(bucket);
+                }
+            }
+            self.own(&mut sub);
+            let from = sub.start.map(|start| sub.acked.max(start));
+            self.subscribers.insert(key, sub);
+            if let (Some(from), false) = (from, taken.is_empty()) {
+                self.stats.buckets_taken_over += taken.iter().count() as u64;
+                tracing::info!(
+                    node = %me,
+                    "subscription {} of {}: took over buckets {:?} of failed nodes {:?}; \
+                     resending the kept epochs above {}/{}",
+                    key.1,
+                    key.0,
+                    taken.iter().collect::<Vec<_>>(),
+                    failed.iter().collect::<Vec<_>>(),
+                    signal::epoch::hi(from),
+                    signal::epoch::lo(from),
+                );
+                self.resend(key, taken, ctx);
+            }
+        }
+    }
+
+    /// Sends subscriber `key` again, for `buckets`, every kept epoch above
+    /// its last acknowledgement (and its start).
+    fn resend(&mut self, key: SubKey, buckets: NodeBitmask, ctx: &mut Context<'_>) {
+        let Some(sub) = self.subscribers.get(&key) else {
+            return;
+        };
+        let Some(start) = sub.start else {
+            return;
+        };
+        if buckets.is_empty() {
+            return;
+        }
+        let from = sub.acked.max(start);
+        let kept = self.buffer.kept();
+        for data in kept.range(kept.partition_point(|k| k.epoch <= from)..) {
+            self.stats.epochs_resent += 1;
+            send_buckets(
+                key,
+                sub,
+                buckets,
+                data,
+                &self.config.placement,
+                &mut self.stats,
+                ctx,
+            );
+        }
     }
 
     /// The tables some subscriber wants, ascending.
@@ -184,7 +351,24 @@ impl SubscriptionBlock {
             );
             return refuse(proto::error::MALFORMED_REQUEST, message, ctx);
         }
-        if self.subscribers.contains_key(&(api, sub_id)) {
+        if let Some(sub) = self.subscribers.get(&(api, sub_id)) {
+            if let (Some(start), true) = (sub.start, flags & sub_flags::RESUBSCRIBE != 0) {
+                // The API's connection to this node closed and came back
+                // while this node stayed up: what this node sent meanwhile
+                // is lost to the API, which dropped its unfinished parts.
+                // The subscription goes on; the buckets this node owns are
+                // resent from the API's last acknowledgement.
+                ctx.send(
+                    api,
+                    SignalBody::SubStartConf {
+                        sub_id,
+                        start_epoch: start,
+                    },
+                );
+                let owned = sub.owned;
+                self.resend((api, sub_id), owned, ctx);
+                return;
+            }
             let message = format!("subscription {sub_id} of {api} exists");
             return refuse(proto::error::ALREADY_EXISTS, message, ctx);
         }
@@ -195,17 +379,42 @@ impl SubscriptionBlock {
             );
             return refuse(proto::error::BUSY, message, ctx);
         }
+        // Serving as the master's last node state says (a restarted node
+        // knows none before the master tells it: it may be copying).
+        let me = self.config.node;
+        let serving = self
+            .live
+            .states()
+            .is_some_and(|s| s.serving.contains(me) && !self.live.is_down(me));
+        if !serving {
+            // Its fragments are not whole yet: what it captured could not
+            // be resent. The API tries again.
+            let message = format!(
+                "node {} is starting (its fragments are not whole yet)",
+                self.config.node
+            );
+            return refuse(proto::error::NOT_STARTED, message, ctx);
+        }
         tables.sort_unstable();
         tables.dedup();
-        self.subscribers.insert(
-            (api, sub_id),
-            Subscriber {
-                tables,
-                flags,
-                start: None,
-                acked: 0,
-            },
-        );
+        let owners = if flags & sub_flags::RESUBSCRIBE != 0 {
+            vec![None; self.buckets.len()]
+        } else {
+            self.buckets
+                .iter()
+                .map(|&b| self.live_owner(b, &NodeBitmask::new()))
+                .collect()
+        };
+        let mut sub = Subscriber {
+            tables,
+            flags,
+            start: None,
+            acked: 0,
+            owners,
+            owned: NodeBitmask::new(),
+        };
+        self.own(&mut sub);
+        self.subscribers.insert((api, sub_id), sub);
         self.queued.push((api, sub_id));
         self.capture_stale = true;
         self.start_round(ctx);
@@ -313,52 +522,21 @@ impl SubscriptionBlock {
         }
     }
 
-    /// Sends `data` to every started subscriber it is past the start of.
+    /// Sends `data` to every started subscriber it is past the start of:
+    /// the buckets this node owns for it.
     fn send_epoch(&mut self, data: &EpochData, ctx: &mut Context<'_>) {
-        for (&(api, sub_id), sub) in &self.subscribers {
+        for (&key, sub) in &self.subscribers {
             if sub.start.is_none_or(|s| data.epoch <= s) {
                 continue;
             }
-            let mut part = Vec::new();
-            let mut count = 0u32;
-            for entry in sub_change::entries(&data.changes) {
-                let Ok(entry) = entry else {
-                    // Made by this node's LDMs: never malformed.
-                    debug_assert!(false, "a malformed captured entry");
-                    break;
-                };
-                if entry.flags & sub_change::SENDER == 0
-                    || sub.tables.binary_search(&entry.table).is_err()
-                {
-                    continue;
-                }
-                let size = sub_change::size(&entry);
-                if count > 0 && part.len() + size > SUB_PART_BYTES_MAX {
-                    ctx.send(
-                        api,
-                        SignalBody::SubEpochData {
-                            sub_id,
-                            epoch: data.epoch,
-                            count,
-                            changes: std::mem::take(&mut part),
-                            complete: false,
-                        },
-                    );
-                    count = 0;
-                }
-                sub_change::push(&mut part, &entry);
-                count += 1;
-                self.stats.changes_sent += 1;
-            }
-            ctx.send(
-                api,
-                SignalBody::SubEpochData {
-                    sub_id,
-                    epoch: data.epoch,
-                    count,
-                    changes: part,
-                    complete: true,
-                },
+            send_buckets(
+                key,
+                sub,
+                sub.owned,
+                data,
+                &self.config.placement,
+                &mut self.stats,
+                ctx,
             );
         }
     }
@@ -453,6 +631,18 @@ impl Block for SubscriptionBlock {
             self.subscribers.len() <= SUBSCRIBERS_MAX,
             "more subscribers than SUBSCRIBERS_MAX"
         );
+        for sub in self.subscribers.values() {
+            assert_eq!(sub.owners.len(), self.buckets.len(), "an owner per bucket");
+            // What it sends is what the owners say: one owner per bucket,
+            // so no two nodes that agree on the owners send one bucket.
+            for (&bucket, owner) in self.buckets.iter().zip(&sub.owners) {
+                assert_eq!(
+                    sub.owned.contains(bucket),
+                    *owner == Some(self.config.node),
+                    "bucket {bucket}: owned here as the owners say"
+                );
+            }
+        }
     }
 
     fn execute(&mut self, signal: Signal, ctx: &mut Context<'_>) {
@@ -475,6 +665,11 @@ impl Block for SubscriptionBlock {
                 ctx.recycle(changes);
             }
             SignalBody::SubGcpCompleteRep { epoch } => self.on_mark(sender, epoch, ctx),
+            SignalBody::MembershipViewRep { view } => self.on_view(&view, ctx),
+            body @ SignalBody::NodeStateReq { .. } => {
+                let states = NodeStates::of(&body).expect("matched");
+                self.live.on_states(states);
+            }
             other => {
                 tracing::warn!(
                     node = %self.config.node,
@@ -483,5 +678,71 @@ impl Block for SubscriptionBlock {
                 );
             }
         }
+    }
+}
+
+/// Sends `sub` (named `key`) the changes of `data` of its tables in the
+/// buckets `buckets`: per bucket, parts of at most `SUB_PART_BYTES_MAX`,
+/// the last one `complete` (alone when the bucket has no change).
+fn send_buckets(
+    key: SubKey,
+    sub: &Subscriber,
+    buckets: NodeBitmask,
+    data: &EpochData,
+    placement: &Placement,
+    stats: &mut SubscriptionStats,
+    ctx: &mut Context<'_>,
+) {
+    let (api, sub_id) = key;
+    // (bucket, part, count): a few buckets per node, so a short list.
+    let mut parts: Vec<(NodeId, Vec<u8>, u32)> =
+        buckets.iter().map(|b| (b, Vec::new(), 0)).collect();
+    if parts.is_empty() {
+        return;
+    }
+    for entry in sub_change::entries(&data.changes) {
+        let Ok(entry) = entry else {
+            // Made by this node's LDMs: never malformed.
+            debug_assert!(false, "a malformed captured entry");
+            break;
+        };
+        if sub.tables.binary_search(&entry.table).is_err() {
+            continue;
+        }
+        let bucket = placement.home(entry.partition).primary();
+        let Some((_, part, count)) = parts.iter_mut().find(|(b, ..)| *b == bucket) else {
+            continue;
+        };
+        let size = sub_change::size(&entry);
+        if *count > 0 && part.len() + size > SUB_PART_BYTES_MAX {
+            ctx.send(
+                api,
+                SignalBody::SubEpochData {
+                    sub_id,
+                    epoch: data.epoch,
+                    bucket,
+                    count: *count,
+                    changes: std::mem::take(part),
+                    complete: false,
+                },
+            );
+            *count = 0;
+        }
+        sub_change::push(part, &entry);
+        *count += 1;
+        stats.changes_sent += 1;
+    }
+    for (bucket, changes, count) in parts {
+        ctx.send(
+            api,
+            SignalBody::SubEpochData {
+                sub_id,
+                epoch: data.epoch,
+                bucket,
+                count,
+                changes,
+                complete: true,
+            },
+        );
     }
 }

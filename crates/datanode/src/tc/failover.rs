@@ -45,8 +45,8 @@ pub const TAKEOVER_TRANSACTIONS_MAX: usize = 1 << 22;
 /// One transaction of a failed TC, as the LDMs reported it.
 #[derive(Debug, Default)]
 struct TakenTransaction {
-    /// The GCI a replica committed it in; 0 when none did.
-    committed_gci: u32,
+    /// The epoch a replica committed it in; 0 when none did.
+    committed_epoch: u64,
     /// LDM instances holding it prepared.
     prepared: Vec<BlockRef>,
 }
@@ -217,7 +217,7 @@ impl TcBlock {
         from: BlockRef,
         id: u32,
         tx_ids: &[u64],
-        gcis: &[u32],
+        epochs: &[u64],
         last: bool,
         ctx: &mut Context<'_>,
     ) {
@@ -228,26 +228,27 @@ impl TcBlock {
             tracing::warn!(tc = %self.me, "LdmTakeOverConf of takeover {id} from {from}, not asked: ignored");
             return;
         }
-        if tx_ids.len() != gcis.len() {
+        if tx_ids.len() != epochs.len() {
             tracing::error!(
                 tc = %self.me,
-                "LdmTakeOverConf from {from}: {} transactions, {} GCIs: ignored",
+                "LdmTakeOverConf from {from}: {} transactions, {} epochs: ignored",
                 tx_ids.len(),
-                gcis.len()
+                epochs.len()
             );
             return;
         }
-        for (&tx_id, &gci) in tx_ids.iter().zip(gcis) {
+        for (&tx_id, &epoch) in tx_ids.iter().zip(epochs) {
             let taken = takeover.transactions.entry(tx_id).or_default();
-            if gci == 0 {
+            if epoch == 0 {
                 taken.prepared.push(from);
             } else {
                 assert!(
-                    taken.committed_gci == 0 || taken.committed_gci == gci,
-                    "transaction {tx_id:#x} committed in GCI {} and in GCI {gci}: one outcome, one GCI",
-                    taken.committed_gci
+                    taken.committed_epoch == 0 || taken.committed_epoch == epoch,
+                    "transaction {tx_id:#x} committed in epoch {:#x} and in epoch {epoch:#x}: \
+                     one outcome, one epoch",
+                    taken.committed_epoch
                 );
-                taken.committed_gci = gci;
+                taken.committed_epoch = epoch;
             }
         }
         assert!(
@@ -268,14 +269,13 @@ impl TcBlock {
         let takeover = self.takeover.as_mut().expect("a takeover in progress");
         let (mut commits, mut aborts) = (0u64, 0u64);
         for (&tx_id, taken) in &takeover.transactions {
-            let body = if taken.committed_gci != 0 {
+            let body = if taken.committed_epoch != 0 {
                 commits += 1;
                 SignalBody::LdmCommitReq {
                     tx_id,
-                    // The LDMs report the GCI alone: the change stream
-                    // files a taken-over commit under the GCI's first
-                    // epoch (docs/events.md, part 2).
-                    epoch: signal::epoch::make(taken.committed_gci, 0),
+                    // The epoch the other replicas committed in: the
+                    // change stream files these replicas' changes there.
+                    epoch: taken.committed_epoch,
                 }
             } else {
                 aborts += 1;

@@ -693,9 +693,9 @@ impl Block for TcBlock {
             SignalBody::LdmTakeOverConf {
                 takeover_id,
                 tx_ids,
-                gcis,
+                epochs,
                 last,
-            } => self.on_ldm_takeover_conf(from, takeover_id, &tx_ids, &gcis, last, ctx),
+            } => self.on_ldm_takeover_conf(from, takeover_id, &tx_ids, &epochs, last, ctx),
             SignalBody::Timeout {
                 timer_id: TIMER_SWEEP,
             } => self.on_sweep(ctx),

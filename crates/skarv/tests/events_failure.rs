@@ -1,0 +1,342 @@
+//! The change stream through data node failures, in real processes
+//! (docs/events.md, issue 22 part 2): a 2 × 2 sandbox, two writers
+//! updating rows while a subscriber records; data node 2 SIGKILLed (its
+//! angel restarts it), then, once it is back and the subscriber is
+//! subscribed there again, data node 3. The subscriber takes its events
+//! every 100 ms, so the survivor's resend holds epochs it already has.
+//! Afterwards:
+//!
+//! - every update whose commit the writer saw is in the record exactly
+//!   once, in the epoch its outcome named;
+//! - an update whose outcome the kill left unknown is in it at most once;
+//!   none that failed is;
+//! - each row's changes chain: every update's before image is the after
+//!   image of the row's change before it in the record (nothing lost in
+//!   between), and a row's values come in the order its writer wrote them;
+//! - epochs ascending, each once, and no gap.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::*;
+use skarv_client::{codes, ChangeKind, Cluster, Event, ExecMode, Session, SubscribeOptions, Value};
+
+/// `TimeBetweenEpochs` of the sandbox, in ms.
+const EPOCH_INTERVAL_MS: u32 = 20;
+/// Data nodes of the sandbox (one node group of two: nodes 2 and 3).
+const DATA_NODES: usize = 2;
+/// Rows, split between the writers by parity.
+const KEYS: u64 = 32;
+/// Writers, each on its own session and rows.
+const WRITERS: u64 = 2;
+/// Commits before the first kill, between the kills, and after the last.
+const COMMITS_BETWEEN: usize = 150;
+/// How long a killed node may take to be back and serving, and any other
+/// wait of this test.
+const WAIT_MAX: Duration = Duration::from_secs(120);
+/// How often the subscriber takes its events (about 5 epochs).
+const SUBSCRIBER_PAUSE_MS: u64 = 100;
+/// Pause after a failed attempt of a writer.
+const RETRY_PAUSE_MS: u64 = 20;
+
+/// What the writers did: (key, value) → the epoch its commit named, and
+/// the values whose outcome is unknown or that failed.
+#[derive(Default)]
+struct Writes {
+    committed: BTreeMap<u64, (u64, u64)>,
+    unknown: BTreeSet<u64>,
+    failed: BTreeSet<u64>,
+    last_epoch: u64,
+}
+
+/// Updates the rows of writer `w` (keys ≡ w mod `WRITERS`) with values
+/// `w + WRITERS * n` (unique and ascending per writer) until `stop`.
+fn writer(session: &Session, w: u64, stop: &AtomicBool, writes: &Mutex<Writes>) {
+    let table = session.table("evf").expect("the table");
+    let mut n = 1u64;
+    let mut k = 0u64;
+    while !stop.load(Ordering::Acquire) {
+        let key = (k * WRITERS + w) % KEYS;
+        let value = w + WRITERS * n;
+        n += 1;
+        let result = session.begin().and_then(|tx| {
+            tx.update(&table, &[Value::UInt(key)], &[("v", Value::UInt(value))])?;
+            tx.execute(ExecMode::Commit)
+        });
+        let mut writes = writes.lock().unwrap_or_else(|p| p.into_inner());
+        match result {
+            Ok(outcome) => {
+                assert!(outcome.committed, "update {value} committed");
+                let epoch = outcome.epoch.expect("a commit's epoch").get();
+                writes.last_epoch = writes.last_epoch.max(epoch);
+                writes.committed.insert(value, (key, epoch));
+                k += 1;
+            }
+            Err(error) => {
+                if error.is_unknown_result() || error.code == codes::NODE_FAILURE {
+                    writes.unknown.insert(value);
+                } else {
+                    writes.failed.insert(value);
+                }
+                drop(writes);
+                std::thread::sleep(Duration::from_millis(RETRY_PAUSE_MS));
+            }
+        }
+    }
+}
+
+fn committed_count(writes: &Mutex<Writes>) -> usize {
+    writes
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .committed
+        .len()
+}
+
+/// The pid of data node `id` once `show` says it is started.
+fn started_pid(sandbox: &Sandbox, id: u64) -> Option<u64> {
+    let show = sandbox.show();
+    let node = show["nodes"]
+        .as_array()?
+        .iter()
+        .find(|n| n["id"] == id)?
+        .clone();
+    (node["state"] == "started")
+        .then(|| node["pid"].as_u64())
+        .flatten()
+}
+
+#[test]
+fn the_stream_loses_and_doubles_nothing_when_data_nodes_are_killed() {
+    let epochs = format!("TimeBetweenEpochs={EPOCH_INTERVAL_MS}");
+    let sandbox = Sandbox::start_configured("events-failure", 24_000, 2, &["--set", &epochs]);
+    let cluster = Cluster::connect(&sandbox.connect).expect("connect");
+    let session = cluster.session().expect("session");
+    session
+        .create_table(&id_value_table("evf"))
+        .expect("create the table");
+    let table = session.table("evf").expect("evf");
+    {
+        let tx = session.begin().expect("begin");
+        for key in 0..KEYS {
+            tx.insert(&table, &[("id", Value::UInt(key)), ("v", Value::UInt(0))])
+                .expect("insert");
+        }
+        tx.execute(ExecMode::Commit).expect("the rows");
+    }
+
+    // The subscriber, on a connection of its own, records until told the
+    // last epoch it must reach.
+    let first_epoch = Arc::new(AtomicU64::new(0));
+    let want_epoch = Arc::new(AtomicU64::new(u64::MAX));
+    let nodes_live = Arc::new(AtomicUsize::new(0));
+    let ended = Arc::new(AtomicBool::new(false));
+    let subscriber = {
+        let connect = sandbox.connect.clone();
+        let (first_epoch, want_epoch, nodes_live, ended) = (
+            Arc::clone(&first_epoch),
+            Arc::clone(&want_epoch),
+            Arc::clone(&nodes_live),
+            Arc::clone(&ended),
+        );
+        std::thread::spawn(move || {
+            let cluster = Cluster::connect(&connect).expect("the subscriber connects");
+            let session = cluster.session().expect("session");
+            let mut sub = session
+                .subscribe(&["evf"], SubscribeOptions::default())
+                .expect("subscribe");
+            let start = sub.start_epoch().get();
+            let mut events = Vec::new();
+            // Once told the last epoch, it waits at most `WAIT_MAX` for it.
+            let mut deadline: Option<Instant> = None;
+            loop {
+                // A slow consumer: it takes what came every
+                // `SUBSCRIBER_PAUSE_MS`, so its acknowledgements lag and a
+                // survivor's resend holds epochs it has, which it drops.
+                std::thread::sleep(Duration::from_millis(SUBSCRIBER_PAUSE_MS));
+                while let Some(event) = sub.poll().expect("poll") {
+                    if let Event::Epoch(e) = &event {
+                        first_epoch
+                            .compare_exchange(0, e.epoch.get(), Ordering::AcqRel, Ordering::Acquire)
+                            .ok();
+                    }
+                    events.push(event);
+                }
+                let state = sub.state();
+                nodes_live.store(state.nodes_live, Ordering::Release);
+                ended.store(state.ended, Ordering::Release);
+                let want = want_epoch.load(Ordering::Acquire);
+                if want != u64::MAX && deadline.is_none() {
+                    deadline = Some(Instant::now() + WAIT_MAX);
+                }
+                if state.ended
+                    || state.last_epoch >= want
+                    || deadline.is_some_and(|d| Instant::now() >= d)
+                {
+                    return (start, events, state);
+                }
+            }
+        })
+    };
+    wait_for("the subscriber's first epoch", WAIT_MAX, || {
+        first_epoch.load(Ordering::Acquire) != 0
+    });
+    let first = first_epoch.load(Ordering::Acquire);
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let writes = Arc::new(Mutex::new(Writes::default()));
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|w| {
+            let (connect, stop, writes) = (
+                sandbox.connect.clone(),
+                Arc::clone(&stop),
+                Arc::clone(&writes),
+            );
+            std::thread::spawn(move || {
+                let cluster = Cluster::connect(&connect).expect("a writer connects");
+                let session = cluster.session().expect("session");
+                writer(&session, w, &stop, &writes);
+            })
+        })
+        .collect();
+
+    let mut killed = Vec::new();
+    for victim in [2u64, 3] {
+        let before = committed_count(&writes);
+        wait_for("commits before the kill", WAIT_MAX, || {
+            committed_count(&writes) >= before + COMMITS_BETWEEN
+        });
+        let pid = sandbox.pid(victim);
+        sigkill(pid);
+        killed.push((victim, Instant::now()));
+        // The angel starts it again; it copies what it missed and serves.
+        wait_for("the killed node back and started", WAIT_MAX, || {
+            started_pid(&sandbox, victim).is_some_and(|p| p != pid)
+        });
+        // The subscriber subscribed there again: the node can take buckets
+        // over when the other one is killed.
+        wait_for(
+            "the subscriber subscribed at every node again",
+            WAIT_MAX,
+            || {
+                assert!(
+                    !ended.load(Ordering::Acquire),
+                    "the subscription ended after the kill of node {victim}"
+                );
+                nodes_live.load(Ordering::Acquire) == DATA_NODES
+            },
+        );
+    }
+    let before = committed_count(&writes);
+    wait_for("commits after the kills", WAIT_MAX, || {
+        committed_count(&writes) >= before + COMMITS_BETWEEN
+    });
+    stop.store(true, Ordering::Release);
+    for w in writers {
+        w.join().expect("a writer");
+    }
+    let writes = Arc::try_unwrap(writes)
+        .ok()
+        .expect("the writers are done")
+        .into_inner()
+        .expect("the writes");
+    want_epoch.store(writes.last_epoch, Ordering::Release);
+    let (start, events, state) = subscriber.join().expect("the subscriber");
+    assert!(
+        state.last_epoch >= writes.last_epoch,
+        "the subscriber reached epoch {:#x}: {state:?}",
+        writes.last_epoch
+    );
+
+    // ---- the record ----
+    let mut previous = start;
+    // (key) → the row's last value in the record.
+    let mut rows: BTreeMap<u64, u64> = (0..KEYS).map(|k| (k, 0)).collect();
+    // value → (key, epoch) as recorded.
+    let mut recorded: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+    for event in &events {
+        let Event::Epoch(e) = event else {
+            panic!("a gap, none expected: {event:?}");
+        };
+        let epoch = e.epoch.get();
+        assert!(epoch > previous, "epoch {} after {previous:#x}", e.epoch);
+        previous = epoch;
+        for change in &e.changes {
+            assert_eq!(change.kind, ChangeKind::Update, "{change:?}");
+            let value_of = |image: &Option<Vec<(String, Value)>>, name: &str| -> u64 {
+                let image = image.as_ref().expect("an image");
+                match image.iter().find(|(n, _)| n == name).map(|(_, v)| v) {
+                    Some(Value::UInt(v)) => *v,
+                    other => panic!("column {name}: {other:?}"),
+                }
+            };
+            let key = value_of(&change.after, "id");
+            let (before, after) = (value_of(&change.before, "v"), value_of(&change.after, "v"));
+            let last = rows.insert(key, after).expect("a row of the table");
+            assert_eq!(
+                before, last,
+                "row {key}: the update to {after} in epoch {} follows {last} \
+                 (a change lost in between, or doubled)",
+                e.epoch
+            );
+            assert!(
+                after > last,
+                "row {key}: {after} after {last}: not in its writer's order"
+            );
+            assert_eq!(after % WRITERS, key % WRITERS, "row {key}: its writer's");
+            assert!(
+                recorded.insert(after, (key, epoch)).is_none(),
+                "update {after} twice in the record"
+            );
+        }
+    }
+    for (value, &(key, epoch)) in &writes.committed {
+        assert!(epoch > first, "committed after the first epoch came");
+        assert_eq!(
+            recorded.get(value),
+            Some(&(key, epoch)),
+            "update {value} of row {key}, committed in epoch {epoch:#x}: in the record once, \
+             in that epoch"
+        );
+    }
+    let unknown_in = writes
+        .unknown
+        .iter()
+        .filter(|v| recorded.contains_key(v))
+        .count();
+    for value in recorded.keys() {
+        assert!(
+            writes.committed.contains_key(value) || writes.unknown.contains(value),
+            "update {value} in the record was not committed (failed: {})",
+            writes.failed.contains(value)
+        );
+    }
+    // The survivors took the killed nodes' buckets over, each time.
+    let took_over: usize = std::fs::read_dir(&sandbox.dir)
+        .expect("the sandbox's directory")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".log"))
+        .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+        .map(|log| log.matches("took over buckets").count())
+        .sum();
+    assert!(
+        took_over >= killed.len(),
+        "{took_over} bucket take-overs logged for {} kills",
+        killed.len()
+    );
+    eprintln!(
+        "events through kills of {:?} ({took_over} take-overs): {} commits, {} outcomes unknown ({} in the record), \
+         {} failed attempts; {} epochs recorded, {} changes",
+        killed.iter().map(|k| k.0).collect::<Vec<_>>(),
+        writes.committed.len(),
+        writes.unknown.len(),
+        unknown_in,
+        writes.failed.len(),
+        events.len(),
+        recorded.len()
+    );
+}
