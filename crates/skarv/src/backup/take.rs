@@ -336,11 +336,12 @@ fn log_changes(
             continue;
         };
         let epochs = match event {
-            // A data node's failure ends the stream with a gap to the
-            // end of time (docs/events.md, part 1).
+            // The stream survives a data node's failure (the others
+            // resend); it ends, with a gap to the end of time, only when a
+            // whole node group is down (docs/events.md).
             Event::Gap { from, to } if to.get() == u64::MAX => {
                 return Err(format!(
-                    "a data node failed: the change stream ended after epoch {from}, so the \
+                    "a node group is down: the change stream ended after epoch {from}, so the \
                      backup cannot be consistent"
                 ))
             }
