@@ -324,13 +324,7 @@ impl Session {
                 state: NodeState::Resubscribing,
             })
             .collect();
-        let buckets: NodeBitmask = shared
-            .placement
-            .node_groups()
-            .iter()
-            .flatten()
-            .copied()
-            .collect();
+        let buckets: NodeBitmask = shared.placement.nodes().collect();
         let mailbox = shared.register_session()?;
         let mut sub = Subscription {
             cluster: self.cluster.clone(),

@@ -222,6 +222,12 @@ impl Placement {
         placement
     }
 
+    /// Every data node, group by group (the change stream's buckets, one
+    /// per data node, are named by them).
+    pub fn nodes(&self) -> impl Iterator<Item = NodeId> + '_ {
+        self.groups.iter().flatten().copied()
+    }
+
     pub fn node_groups(&self) -> &[Vec<NodeId>] {
         &self.groups
     }

@@ -36,19 +36,17 @@ fn take_sub(cluster: &Cluster) -> Vec<Signal> {
     sub
 }
 
-#[test]
-fn the_simulated_stream_is_the_committed_history() {
-    let mut cluster = Cluster::start(77, 2, Limits::default());
-    let table = cluster.create_table();
-    let layout = RowLayout::new(&table);
-    let nodes = cluster.data_nodes.clone();
-    for &n in &nodes {
+/// Subscribes the test's API (subscription 1, full images) to `table` at
+/// every node of `nodes` and waits for all their answers: the highest
+/// start epoch, and the other `Sub*` signals that came meanwhile.
+fn subscribe(cluster: &mut Cluster, nodes: &[signal::NodeId], table: u32) -> (u64, Vec<Signal>) {
+    for &n in nodes {
         cluster.send(
             SubscriptionBlock::address(n),
             SignalBody::SubStartReq {
                 sub_id: 1,
                 flags: sub_flags::FULL_IMAGES,
-                tables: vec![table.id],
+                tables: vec![table],
             },
         );
     }
@@ -57,7 +55,7 @@ fn the_simulated_stream_is_the_committed_history() {
     let mut early = Vec::new();
     while answered < nodes.len() {
         cluster.sim.run_for(Duration::from_millis(1));
-        for s in take_sub(&cluster) {
+        for s in take_sub(cluster) {
             match s.body {
                 SignalBody::SubStartConf { start_epoch, .. } => {
                     start = start.max(start_epoch);
@@ -67,6 +65,16 @@ fn the_simulated_stream_is_the_committed_history() {
             }
         }
     }
+    (start, early)
+}
+
+#[test]
+fn the_simulated_stream_is_the_committed_history() {
+    let mut cluster = Cluster::start(77, 2, Limits::default());
+    let table = cluster.create_table();
+    let layout = RowLayout::new(&table);
+    let nodes = cluster.data_nodes.clone();
+    let (start, early) = subscribe(&mut cluster, &nodes, table.id);
 
     // The history: rows 0..16, transactions of one or two rows.
     let mut rows: BTreeMap<i64, i64> = BTreeMap::new();
@@ -384,31 +392,7 @@ fn stream_through_a_crash(seed: u64, tc_crash: bool, then_other: bool) -> Run {
         rng ^= rng << 17;
         rng
     };
-    for &n in &nodes {
-        cluster.send(
-            SubscriptionBlock::address(n),
-            SignalBody::SubStartReq {
-                sub_id: 1,
-                flags: sub_flags::FULL_IMAGES,
-                tables: vec![table.id],
-            },
-        );
-    }
-    let mut start = 0u64;
-    let mut answered = 0;
-    let mut early = Vec::new();
-    while answered < nodes.len() {
-        cluster.sim.run_for(Duration::from_millis(1));
-        for s in take_sub(&cluster) {
-            match s.body {
-                SignalBody::SubStartConf { start_epoch, .. } => {
-                    start = start.max(start_epoch);
-                    answered += 1;
-                }
-                _ => early.push(s),
-            }
-        }
-    }
+    let (start, early) = subscribe(&mut cluster, &nodes, table.id);
     let mut asm = Assembler {
         buckets: nodes.clone(),
         ..Assembler::default()

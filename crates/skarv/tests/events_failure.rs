@@ -97,19 +97,6 @@ fn committed_count(writes: &Mutex<Writes>) -> usize {
         .len()
 }
 
-/// The pid of data node `id` once `show` says it is started.
-fn started_pid(sandbox: &Sandbox, id: u64) -> Option<u64> {
-    let show = sandbox.show();
-    let node = show["nodes"]
-        .as_array()?
-        .iter()
-        .find(|n| n["id"] == id)?
-        .clone();
-    (node["state"] == "started")
-        .then(|| node["pid"].as_u64())
-        .flatten()
-}
-
 #[test]
 fn the_stream_loses_and_doubles_nothing_when_data_nodes_are_killed() {
     let epochs = format!("TimeBetweenEpochs={EPOCH_INTERVAL_MS}");
@@ -215,7 +202,7 @@ fn the_stream_loses_and_doubles_nothing_when_data_nodes_are_killed() {
         killed.push((victim, Instant::now()));
         // The angel starts it again; it copies what it missed and serves.
         wait_for("the killed node back and started", WAIT_MAX, || {
-            started_pid(&sandbox, victim).is_some_and(|p| p != pid)
+            sandbox.started_pid(victim).is_some_and(|p| p != pid)
         });
         // The subscriber subscribed there again: the node can take buckets
         // over when the other one is killed.

@@ -832,6 +832,15 @@ mod tests {
 
     const WAIT: Duration = Duration::from_secs(10);
 
+    /// Waits (at most [`WAIT`]) until `done` holds; the assertion after
+    /// it says what did not.
+    fn wait_until(mut done: impl FnMut() -> bool) {
+        let deadline = Instant::now() + WAIT;
+        while !done() && Instant::now() < deadline {
+            thread::yield_now();
+        }
+    }
+
     fn options(groups: usize, stall_ms: u64) -> PoolOptions {
         PoolOptions {
             groups,
@@ -985,16 +994,10 @@ mod tests {
         pool.submit(task);
         open.send(()).expect("open");
         assert_eq!(seen.recv_timeout(WAIT), Ok(("a", 0)));
-        let deadline = Instant::now() + WAIT;
-        while pool.waiting() == 0 && Instant::now() < deadline {
-            thread::yield_now();
-        }
+        wait_until(|| pool.waiting() > 0);
         assert_eq!(pool.waiting(), 1, "the task waits in the epoll set");
         client.write_all(&[1]).expect("write");
-        let deadline = Instant::now() + WAIT;
-        while pool.running() == 0 && Instant::now() < deadline {
-            thread::yield_now();
-        }
+        wait_until(|| pool.running() > 0);
         assert_eq!(pool.running(), 1, "the gated task runs");
         // A second worker, which listens once it served this one.
         let (other, mut other_client) = echo("other", false, &seen_tx);
@@ -1002,16 +1005,10 @@ mod tests {
         pool.submit(other);
         assert_eq!(seen.recv_timeout(WAIT), Ok(("other", 9)));
         let group = &pool.groups[0];
-        let deadline = Instant::now() + WAIT;
-        while group.lock().listening == 0 && Instant::now() < deadline {
-            thread::yield_now();
-        }
+        wait_until(|| group.lock().listening > 0);
         assert_eq!(group.lock().listening, 1, "the second worker listens");
         client.write_all(&[2]).expect("write");
-        let deadline = Instant::now() + WAIT;
-        while group.parked().missed.is_empty() && Instant::now() < deadline {
-            thread::yield_now();
-        }
+        wait_until(|| !group.parked().missed.is_empty());
         assert_eq!(group.parked().missed.len(), 1, "the listener saw the edge");
         open.send(()).expect("open");
         open.send(()).expect("open");

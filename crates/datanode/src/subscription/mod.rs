@@ -151,13 +151,7 @@ pub struct SubscriptionBlock {
 
 impl SubscriptionBlock {
     pub fn new(config: SubscriptionConfig) -> SubscriptionBlock {
-        let mut buckets: Vec<NodeId> = config
-            .placement
-            .node_groups()
-            .iter()
-            .flatten()
-            .copied()
-            .collect();
+        let mut buckets: Vec<NodeId> = config.placement.nodes().collect();
         buckets.sort_unstable();
         SubscriptionBlock {
             buffer: EpochBuffer::new(config.ldms.len()),
@@ -694,6 +688,19 @@ fn send_buckets(
     ctx: &mut Context<'_>,
 ) {
     let (api, sub_id) = key;
+    let send = |bucket, changes, count, complete, ctx: &mut Context<'_>| {
+        ctx.send(
+            api,
+            SignalBody::SubEpochData {
+                sub_id,
+                epoch: data.epoch,
+                bucket,
+                count,
+                changes,
+                complete,
+            },
+        );
+    };
     // (bucket, part, count): a few buckets per node, so a short list.
     let mut parts: Vec<(NodeId, Vec<u8>, u32)> =
         buckets.iter().map(|b| (b, Vec::new(), 0)).collect();
@@ -715,17 +722,7 @@ fn send_buckets(
         };
         let size = sub_change::size(&entry);
         if *count > 0 && part.len() + size > SUB_PART_BYTES_MAX {
-            ctx.send(
-                api,
-                SignalBody::SubEpochData {
-                    sub_id,
-                    epoch: data.epoch,
-                    bucket,
-                    count: *count,
-                    changes: std::mem::take(part),
-                    complete: false,
-                },
-            );
+            send(bucket, std::mem::take(part), *count, false, ctx);
             *count = 0;
         }
         sub_change::push(part, &entry);
@@ -733,16 +730,6 @@ fn send_buckets(
         stats.changes_sent += 1;
     }
     for (bucket, changes, count) in parts {
-        ctx.send(
-            api,
-            SignalBody::SubEpochData {
-                sub_id,
-                epoch: data.epoch,
-                bucket,
-                count,
-                changes,
-                complete: true,
-            },
-        );
+        send(bucket, changes, count, true, ctx);
     }
 }

@@ -138,6 +138,15 @@ impl Sandbox {
             .unwrap_or_else(|| panic!("no pid for node {id} in {show}"))
     }
 
+    /// The pid of data node `id` once `show` says it is started.
+    pub fn started_pid(&self, id: u64) -> Option<u64> {
+        let show = self.show();
+        let node = node_entry(&show, id)?;
+        (node["state"] == "started")
+            .then(|| node["pid"].as_u64())
+            .flatten()
+    }
+
     /// The state `skarv admin show` gives node `id` ("" when not listed).
     pub fn state(&self, id: u64) -> String {
         let show = self.show();
