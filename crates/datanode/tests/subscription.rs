@@ -197,21 +197,7 @@ fn the_simulated_stream_is_the_committed_history() {
                 "a bucket's changes only"
             );
             assert_eq!(*bucket, s.sender.node, "every node sends its own bucket");
-            let decode = |image: &[u8]| -> Option<(i64, Option<i64>)> {
-                if image.is_empty() {
-                    return None;
-                }
-                let (fixed, var) = image.split_at(layout.fixed_bytes());
-                let value = |c| match layout.decode_column(fixed, var, c).to_value() {
-                    Value::Int(v) => Some(v),
-                    Value::Null => None,
-                    other => panic!("{other:?}"),
-                };
-                Some((value(0).expect("a key"), value(1)))
-            };
-            let (before, after) = (decode(e.before), decode(e.after));
-            let key = before.or(after).expect("an image").0;
-            let change = (e.kind, before.and_then(|b| b.1), after.and_then(|a| a.1));
+            let (key, change) = decode_entry(&layout, &e);
             got.entry(*epoch)
                 .or_default()
                 .entry(key)
