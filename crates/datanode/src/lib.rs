@@ -21,6 +21,7 @@
 //! - [`simulation`]: whole clusters of these blocks in the deterministic simulator.
 
 pub mod angel;
+pub mod dbinfo;
 mod cluster_log;
 pub mod dictionary;
 pub mod distribution;
