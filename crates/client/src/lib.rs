@@ -82,6 +82,7 @@ mod blob;
 mod cluster;
 mod epoch;
 mod error;
+mod dbinfo;
 pub mod events;
 mod link;
 mod pool;
@@ -96,6 +97,7 @@ mod transaction;
 
 pub use ::schema::Value;
 pub use blob::BLOB_BYTES_MAX;
+pub use dbinfo::DbinfoRows;
 pub use cluster::{Cluster, ClusterOptions, ClusterStats, TableCache, SESSIONS_MAX};
 pub use epoch::Epoch;
 pub use error::{Error, ErrorClass, Result};
