@@ -969,7 +969,8 @@ impl SignalBody {
 
     /// Signals an API node may send a data node: its registration, its
     /// requests to a TC or a dictionary, and its subscriptions' requests
-    /// to the subscription block. Everything else between blocks
+    /// to the subscription block, and ndbinfo scans (`DbinfoScanReq`, to
+    /// the membership block, which only reads). Everything else between blocks
     /// (LDM, commit, checkpoint, membership, schema distribution) comes only
     /// from data nodes, which trust each other's signals; a frame from an
     /// API node carrying one is refused. A new signal is not an API request
@@ -990,6 +991,7 @@ impl SignalBody {
                 | SignalBody::SubStartReq { .. }
                 | SignalBody::SubStopReq { .. }
                 | SignalBody::SubGcpCompleteAck { .. }
+                | SignalBody::DbinfoScanReq { .. }
         )
     }
 }
