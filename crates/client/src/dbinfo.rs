@@ -60,7 +60,10 @@ impl Session {
         if asked.is_empty() {
             return Err(Error::with_context(
                 proto::error::CLUSTER_FAILURE,
-                format!("ndbinfo.{}: no data node is connected and started", def.name),
+                format!(
+                    "ndbinfo.{}: no data node is connected and started",
+                    def.name
+                ),
             ));
         }
         let mut out = DbinfoRows {
@@ -122,9 +125,7 @@ fn values_of(def: &TableDef, row: DbinfoRow) -> std::result::Result<Vec<Value>, 
         .columns
         .iter()
         .map(|(_, kind)| match kind {
-            ColumnKind::Int => {
-                Value::UInt(ints.next().expect("counted"))
-            }
+            ColumnKind::Int => Value::UInt(ints.next().expect("counted")),
             ColumnKind::Text => Value::String(texts.next().expect("counted")),
         })
         .collect())

@@ -80,9 +80,9 @@
 
 mod blob;
 mod cluster;
+mod dbinfo;
 mod epoch;
 mod error;
-mod dbinfo;
 pub mod events;
 mod link;
 mod pool;
@@ -97,8 +97,8 @@ mod transaction;
 
 pub use ::schema::Value;
 pub use blob::BLOB_BYTES_MAX;
-pub use dbinfo::DbinfoRows;
 pub use cluster::{Cluster, ClusterOptions, ClusterStats, TableCache, SESSIONS_MAX};
+pub use dbinfo::DbinfoRows;
 pub use epoch::Epoch;
 pub use error::{Error, ErrorClass, Result};
 pub use events::{

@@ -130,7 +130,10 @@ pub struct FigureSlot {
 
 impl FigureSlot {
     pub fn tc(figures: &Arc<NodeFigures>, instance: u32) -> FigureSlot {
-        assert!((instance as usize) < figures.tcs.len(), "a TC slot per instance");
+        assert!(
+            (instance as usize) < figures.tcs.len(),
+            "a TC slot per instance"
+        );
         FigureSlot {
             figures: figures.clone(),
             tc: true,
@@ -139,7 +142,10 @@ impl FigureSlot {
     }
 
     pub fn ldm(figures: &Arc<NodeFigures>, instance: u32) -> FigureSlot {
-        assert!((instance as usize) < figures.ldms.len(), "an LDM slot per instance");
+        assert!(
+            (instance as usize) < figures.ldms.len(),
+            "an LDM slot per instance"
+        );
         FigureSlot {
             figures: figures.clone(),
             tc: false,
@@ -189,7 +195,13 @@ pub fn rows(
             let (used_pages, total_pages) = (sum(ldm::USED_PAGES), sum(ldm::TOTAL_PAGES));
             let page = storage::memory::PAGE_BYTES as u64;
             vec![DbinfoRow {
-                ints: vec![node, used_pages * page, used_pages, total_pages * page, total_pages],
+                ints: vec![
+                    node,
+                    used_pages * page,
+                    used_pages,
+                    total_pages * page,
+                    total_pages,
+                ],
                 texts: vec![dbinfo::DATA_MEMORY.to_owned()],
             }]
         }
@@ -210,16 +222,16 @@ pub fn rows(
             rows
         }
         n if n == dbinfo::NODES.name => vec![DbinfoRow {
-            ints: vec![
-                node,
-                status.uptime_s,
-                status.start_phase,
-            ],
+            ints: vec![node, status.uptime_s, status.start_phase],
             texts: vec![status.status.to_owned()],
         }],
         other => unreachable!("table `{other}` of dbinfo::TABLES has no rows here"),
     };
-    debug_assert!(rows.iter().all(|r| fits(def, r)), "rows laid out by {}", def.name);
+    debug_assert!(
+        rows.iter().all(|r| fits(def, r)),
+        "rows laid out by {}",
+        def.name
+    );
     Ok(rows)
 }
 

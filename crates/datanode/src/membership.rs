@@ -368,7 +368,10 @@ impl Membership {
     }
 
     /// Answers ndbinfo scans (`DbinfoScanReq`) from `figures`.
-    pub fn with_figures(mut self, figures: std::sync::Arc<crate::dbinfo::NodeFigures>) -> Membership {
+    pub fn with_figures(
+        mut self,
+        figures: std::sync::Arc<crate::dbinfo::NodeFigures>,
+    ) -> Membership {
         self.figures = Some(figures);
         self
     }

@@ -1028,7 +1028,9 @@ pub fn virtual_rows(
 }
 
 /// The columns of `ndbinfo.<table_name>`, if it has that table.
-fn ndbinfo_columns(table_name: &str) -> Option<(&'static signal::dbinfo::TableDef, Vec<ColumnMeta>)> {
+fn ndbinfo_columns(
+    table_name: &str,
+) -> Option<(&'static signal::dbinfo::TableDef, Vec<ColumnMeta>)> {
     let def = signal::dbinfo::table(table_name)?;
     let columns = def
         .columns
