@@ -80,6 +80,7 @@
 
 mod blob;
 mod cluster;
+mod dbinfo;
 mod epoch;
 mod error;
 pub mod events;
@@ -97,6 +98,7 @@ mod transaction;
 pub use ::schema::Value;
 pub use blob::BLOB_BYTES_MAX;
 pub use cluster::{Cluster, ClusterOptions, ClusterStats, TableCache, SESSIONS_MAX};
+pub use dbinfo::DbinfoRows;
 pub use epoch::Epoch;
 pub use error::{Error, ErrorClass, Result};
 pub use events::{

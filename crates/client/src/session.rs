@@ -569,7 +569,7 @@ impl Session {
         self.state.borrow_mut().scans.remove(&(tx_id, scan_id));
     }
 
-    fn next_request_id(&self) -> u32 {
+    pub(crate) fn next_request_id(&self) -> u32 {
         let mut state = self.state.borrow_mut();
         state.next_request_id = state.next_request_id.wrapping_add(1);
         state.next_request_id
@@ -1230,7 +1230,9 @@ fn handle(state: &mut State, event: Event) {
                 | SignalBody::DictAlterTableRef { request_id, .. }
                 | SignalBody::DictGetTableConf { request_id, .. }
                 | SignalBody::DictGetTableRef { request_id, .. }
-                | SignalBody::DictListTablesConf { request_id, .. } => ReqKey::Dict(*request_id),
+                | SignalBody::DictListTablesConf { request_id, .. }
+                | SignalBody::DbinfoScanConf { request_id, .. }
+                | SignalBody::DbinfoScanRef { request_id, .. } => ReqKey::Dict(*request_id),
                 SignalBody::TcScanConf { tx_id, scan_id, .. }
                 | SignalBody::TcScanRef { tx_id, scan_id, .. } => {
                     let id = (*tx_id, *scan_id);

@@ -9,6 +9,9 @@
 //! - [`distribution`]: global checkpoints, the views passed to the TC and
 //!   LDM instances, and the order to take over a failed node's
 //!   transactions (NDB: DBDIH).
+//! - [`dbinfo`]: the figures the TC and LDM instances publish and the
+//!   ndbinfo rows the membership block answers `DbinfoScanReq` with
+//!   (NDB: DBINFO).
 //! - [`live_map`]: where partitions are served while nodes are down.
 //! - `recently_aborted`: a bounded memory of aborted transaction ids, which
 //!   the LDM and the TC blocks each keep their own of.
@@ -22,6 +25,7 @@
 
 pub mod angel;
 mod cluster_log;
+pub mod dbinfo;
 pub mod dictionary;
 pub mod distribution;
 pub mod ldm;

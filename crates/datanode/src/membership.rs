@@ -284,6 +284,8 @@ pub struct Membership {
     /// Why the members suspected here failed, while a takeover waits for
     /// the others' reports (for the cluster log once it happens).
     takeover_waiting: Option<FailReason>,
+    /// The figures the TCs and LDMs publish, for ndbinfo scans.
+    figures: Option<std::sync::Arc<crate::dbinfo::NodeFigures>>,
 }
 
 /// Views kept to judge failures against (see `judge_base`).
@@ -323,6 +325,7 @@ impl Membership {
             view_history: Vec::new(),
             confirmed_view: BTreeMap::new(),
             newest_heard_view: 0,
+            figures: None,
             other_view_heard: false,
             reports: BTreeMap::new(),
             takeover_waiting: None,
@@ -362,6 +365,53 @@ impl Membership {
         assert!(!timeout.is_zero());
         self.arbitration_timeout = timeout;
         self
+    }
+
+    /// Answers ndbinfo scans (`DbinfoScanReq`) from `figures`.
+    pub fn with_figures(
+        mut self,
+        figures: std::sync::Arc<crate::dbinfo::NodeFigures>,
+    ) -> Membership {
+        self.figures = Some(figures);
+        self
+    }
+
+    /// An API's ndbinfo scan: this node's rows of `table`, answered at once
+    /// from the published figures (NDB: DBINFO_SCANREQ to DBINFO).
+    fn on_dbinfo_scan_req(
+        &self,
+        sender: BlockRef,
+        request_id: u32,
+        table: &str,
+        ctx: &mut Context<'_>,
+    ) {
+        let Some(figures) = &self.figures else {
+            tracing::debug!("membership: an ndbinfo scan without figures wired");
+            return;
+        };
+        let status = crate::dbinfo::NodeStatus {
+            node: self.me(),
+            uptime_s: ctx.now().saturating_since(self.started_at).as_secs(),
+            status: match self.node_state() {
+                NodeState::Started => "STARTED",
+                NodeState::Stopping => "STOPPING",
+                _ => "STARTING",
+            },
+            start_phase: match (self.phase, self.serving) {
+                (Phase::Started, true) | (Phase::Stopping, _) => 0,
+                (Phase::Starting, _) => 1,
+                (Phase::Started, false) => 2,
+            },
+        };
+        let body = match crate::dbinfo::rows(table, figures, &status) {
+            Ok(rows) => SignalBody::DbinfoScanConf { request_id, rows },
+            Err(message) => SignalBody::DbinfoScanRef {
+                request_id,
+                code: proto::error::NO_SUCH_TABLE,
+                message,
+            },
+        };
+        ctx.send(sender, body);
     }
 
     /// True while this node waits for the arbitrator's vote.
@@ -2066,6 +2116,9 @@ impl Block for Membership {
             }
             SignalBody::ApiRegReq { version } => self.on_api_reg_req(sender, version, ctx),
             SignalBody::MgmStopOrd { restart } => self.on_stop_order(restart, ctx),
+            SignalBody::DbinfoScanReq { request_id, table } => {
+                self.on_dbinfo_scan_req(signal.sender, request_id, &table, ctx)
+            }
             other => {
                 tracing::warn!(node = %self.me(), "membership: unexpected signal {} from {}", other.name(), signal.sender);
             }

@@ -258,6 +258,7 @@ pub fn data_node_blocks_with<D: Disk + Clone + Send + 'static>(
     let node = spec.node;
     let tcs = spec.tc_addresses();
     let ldms = spec.ldm_addresses();
+    let figures = crate::dbinfo::NodeFigures::new(tcs.len() as u32, ldms.len() as u32);
     let mut blocks = Vec::new();
     let mut push = |address: BlockRef, role: ThreadRole, block: Box<dyn Block>| {
         blocks.push(BlockPlacement {
@@ -283,7 +284,9 @@ pub fn data_node_blocks_with<D: Disk + Clone + Send + 'static>(
     // hold all data); see docs/membership.md.
     .with_node_groups(spec.placement.node_groups().to_vec())
     // Arbitration after a split waits ArbitrationTimeout (docs/membership.md).
-    .with_arbitration_timeout(spec.arbitration_timeout);
+    .with_arbitration_timeout(spec.arbitration_timeout)
+    // It answers ndbinfo scans from the figures the TCs and LDMs publish.
+    .with_figures(figures.clone());
     push(
         BlockRef::new(node, BlockNumber::MEMBERSHIP, 0),
         ThreadRole::Main,
@@ -344,7 +347,9 @@ pub fn data_node_blocks_with<D: Disk + Clone + Send + 'static>(
             },
             disk.clone(),
         );
-        let ldm = ldm.with_cluster_log(spec.mgmd);
+        let ldm = ldm
+            .with_cluster_log(spec.mgmd)
+            .with_figures(crate::dbinfo::FigureSlot::ldm(&figures, instance));
         let ldm = if spec.builds(BlockNumber::SUBSCRIPTION) {
             ldm.with_subscription(SubscriptionBlock::address(node))
         } else {
@@ -368,7 +373,8 @@ pub fn data_node_blocks_with<D: Disk + Clone + Send + 'static>(
             operations_max: spec.operations_max,
             scans_max: spec.scans_max,
             deadlock_timeout: spec.deadlock_timeout,
-        });
+        })
+        .with_figures(crate::dbinfo::FigureSlot::tc(&figures, instance));
         push(address, ThreadRole::Tc, Box::new(tc));
     }
 

@@ -9,6 +9,7 @@
 
 pub mod buffers;
 pub mod codec;
+pub mod dbinfo;
 pub mod frame;
 pub mod ids;
 pub mod key_batch;

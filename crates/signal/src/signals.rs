@@ -212,6 +212,15 @@ wire_struct! {
     }
 }
 
+wire_struct! {
+    /// One row of an ndbinfo table (`dbinfo`): its integer columns in
+    /// column order, then its text columns in column order.
+    pub struct DbinfoRow {
+        pub ints: Vec<u64>,
+        pub texts: Vec<String>,
+    }
+}
+
 /// Defines `SignalBody` with one struct-like variant per signal.
 macro_rules! signals {
     ($($(#[$meta:meta])* $gsn:literal => $name:ident { $($field:ident : $ty:ty),* $(,)? }),* $(,)?) => {
@@ -758,6 +767,18 @@ signals! {
     /// one SUMA and that one to all); every replica may drop them.
     /// An API that stays `MaxBufferedEpochs` behind is cut off with a gap.
     185 => SubGcpCompleteAck { sub_id: u32, epoch: u64 },
+
+    // ---- ndbinfo (docs/operations.md, "ndbinfo"; wire version 12) ----
+    /// API → the membership block of every data node: the rows of ndbinfo
+    /// table `table` (a name of `dbinfo::TABLES`) as this node has them
+    /// now, read from figures its blocks keep (NDB: DBINFO_SCANREQ).
+    186 => DbinfoScanReq { request_id: u32, table: String },
+    /// The rows, each laid out by the table's columns (`dbinfo::Row`);
+    /// every row of a node fits one signal (NDB: DBINFO_SCANCONF).
+    187 => DbinfoScanConf { request_id: u32, rows: Vec<DbinfoRow> },
+    /// Refused: no such table (`code`, a `proto::error` code, and why; NDB:
+    /// DBINFO_SCANREF).
+    188 => DbinfoScanRef { request_id: u32, code: u32, message: String },
 }
 
 /// Flags of `SubStartReq`.
@@ -948,7 +969,8 @@ impl SignalBody {
 
     /// Signals an API node may send a data node: its registration, its
     /// requests to a TC or a dictionary, and its subscriptions' requests
-    /// to the subscription block. Everything else between blocks
+    /// to the subscription block, and ndbinfo scans (`DbinfoScanReq`, to
+    /// the membership block, which only reads). Everything else between blocks
     /// (LDM, commit, checkpoint, membership, schema distribution) comes only
     /// from data nodes, which trust each other's signals; a frame from an
     /// API node carrying one is refused. A new signal is not an API request
@@ -969,6 +991,7 @@ impl SignalBody {
                 | SignalBody::SubStartReq { .. }
                 | SignalBody::SubStopReq { .. }
                 | SignalBody::SubGcpCompleteAck { .. }
+                | SignalBody::DbinfoScanReq { .. }
         )
     }
 }

@@ -615,6 +615,22 @@ fn one_of_each() -> Vec<SignalBody> {
             sub_id: 3,
             epoch: (12 << 32) | 2,
         },
+        SignalBody::DbinfoScanReq {
+            request_id: 8,
+            table: "memoryusage".into(),
+        },
+        SignalBody::DbinfoScanConf {
+            request_id: 8,
+            rows: vec![DbinfoRow {
+                ints: vec![1, 65_536, 2, 1 << 30, 32_768],
+                texts: vec!["Data memory".into()],
+            }],
+        },
+        SignalBody::DbinfoScanRef {
+            request_id: 8,
+            code: 4009,
+            message: "no ndbinfo table `nope`".into(),
+        },
     ];
     let mut gsns: Vec<u16> = bodies.iter().map(SignalBody::gsn).collect();
     gsns.sort_unstable();

@@ -79,6 +79,8 @@ pub mod codes {
     #![allow(missing_docs)]
     pub const CON_COUNT: u16 = 1040;
     pub const HANDSHAKE: u16 = 1043;
+    /// A write of a read-only table (ndbinfo's).
+    pub const OPEN_AS_READONLY: u16 = 1036;
     pub const DBACCESS_DENIED: u16 = 1044;
     pub const ACCESS_DENIED: u16 = 1045;
     pub const NO_DB: u16 = 1046;

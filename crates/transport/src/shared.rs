@@ -147,7 +147,7 @@ pub(crate) enum Refusal {
     LocalOnly { name: &'static str },
     #[error(
         "signal {name} from API node {peer}, which may only send requests to a TC, a \
-         dictionary or a subscription block"
+         dictionary or a subscription block, and ndbinfo scans"
     )]
     NotAnApiRequest { name: &'static str, peer: NodeId },
     #[error("TransportHello after the handshake")]

@@ -379,6 +379,8 @@ pub struct LdmBlock<D> {
     recent_commits: failover::RecentCommits,
     failed: bool,
     stats: LdmStats,
+    /// Where `stats` and the DataMemory figures are published for ndbinfo.
+    figures: Option<crate::dbinfo::FigureSlot>,
     /// Requests passed on and answers gathered for other nodes (`batches`).
     key_batches: batches::KeyBatches,
     /// An ALTER TABLE waiting for its table's transactions to end, and the
@@ -449,6 +451,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             recent_commits: failover::RecentCommits::default(),
             failed: false,
             stats: LdmStats::default(),
+            figures: None,
             key_batches: batches::KeyBatches::default(),
             alter: alter::AlterState::default(),
             restart: copy::NodeRestart::default(),
@@ -505,6 +508,32 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
     pub fn with_cluster_log(mut self, mgmd: Option<NodeId>) -> LdmBlock<D> {
         self.mgmd = mgmd;
         self
+    }
+
+    /// Publishes this instance's counters and memory for ndbinfo there.
+    pub fn with_figures(mut self, slot: crate::dbinfo::FigureSlot) -> LdmBlock<D> {
+        self.figures = Some(slot);
+        self
+    }
+
+    /// Stores the figures ndbinfo shows (relaxed stores into this
+    /// instance's own cache line: no lock, no signal).
+    fn publish_figures(&self) {
+        use crate::dbinfo::ldm;
+        let Some(slot) = &self.figures else {
+            return;
+        };
+        let slot = slot.slot();
+        if let Some(instance) = &self.instance {
+            let page = storage::memory::PAGE_BYTES as u64;
+            slot.set(ldm::USED_PAGES, instance.data_memory_used_bytes() / page);
+            slot.set(ldm::TOTAL_PAGES, instance.data_memory_budget_bytes() / page);
+        }
+        slot.set(ldm::OPERATIONS, self.stats.ops);
+        slot.set(ldm::KEY_REQUESTS, self.stats.key_requests);
+        slot.set(ldm::COMMITS, self.stats.commits);
+        slot.set(ldm::ABORTS, self.stats.aborts);
+        slot.set(ldm::SCANS, self.stats.scans);
     }
 
     /// Logs `text` here and, with a management server, in its cluster log.
@@ -1808,5 +1837,6 @@ impl<D: Disk + Clone + Send + 'static> Block for LdmBlock<D> {
                 );
             }
         }
+        self.publish_figures();
     }
 }

@@ -224,6 +224,8 @@ pub struct TcBlock {
     pub(crate) waiting_for_gci: Vec<u32>,
     sweep_armed: bool,
     pub(crate) counters: TcCounters,
+    /// Where `counters` are published for ndbinfo.
+    figures: Option<crate::dbinfo::FigureSlot>,
     /// Node restart: the answer to a node state waits for older transactions.
     pub(crate) drain: node_restart::Drain,
 }
@@ -290,6 +292,7 @@ impl TcBlock {
             waiting_for_gci: Vec::with_capacity(config.transactions_max as usize),
             sweep_armed: false,
             counters: TcCounters::default(),
+            figures: None,
             drain: node_restart::Drain::default(),
             config,
         }
@@ -331,6 +334,26 @@ impl TcBlock {
 
     pub fn counters(&self) -> TcCounters {
         self.counters
+    }
+
+    /// Publishes this instance's counters for ndbinfo there.
+    pub fn with_figures(mut self, slot: crate::dbinfo::FigureSlot) -> TcBlock {
+        self.figures = Some(slot);
+        self
+    }
+
+    /// Stores the counters ndbinfo shows (relaxed stores into this
+    /// instance's own cache line: no lock, no signal).
+    fn publish_figures(&self) {
+        use crate::dbinfo::tc;
+        let Some(slot) = &self.figures else {
+            return;
+        };
+        let slot = slot.slot();
+        slot.set(tc::COMMITS, self.counters.committed);
+        slot.set(tc::ABORTS, self.counters.aborted);
+        slot.set(tc::SCANS, self.counters.scans_completed);
+        slot.set(tc::LOCK_TIMEOUTS, self.counters.lock_timeouts);
     }
 
     /// Tables known (base and hidden).
@@ -716,5 +739,6 @@ impl Block for TcBlock {
                 tracing::debug!(tc = %self.me, "TC ignores {} from {from}", other.name());
             }
         }
+        self.publish_figures();
     }
 }

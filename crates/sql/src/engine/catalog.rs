@@ -272,6 +272,9 @@ pub fn split_cluster_name(name: &str) -> Option<(&str, &str)> {
 pub const SYSTEM_DB: &str = "mysql";
 /// The virtual, read-only database of views on the catalog.
 pub const INFORMATION_SCHEMA: &str = "information_schema";
+/// The read-only database of the data nodes' figures (NDB's `ndbinfo`):
+/// its rows come from the data nodes (`Session::dbinfo`).
+pub const NDBINFO: &str = "ndbinfo";
 /// The cluster table of databases: one row per database.
 pub const DATABASES_TABLE: &str = "mysql/def/skarv_databases";
 /// The cluster table of auto-increment sequences, keyed by table id (NDB's
@@ -612,7 +615,13 @@ fn native_default_text(value: &Value) -> Option<String> {
 /// Whether a database name is one of the virtual ones
 /// (`information_schema`), read-only and without cluster tables.
 pub fn is_virtual_db(name: &str) -> bool {
-    name.eq_ignore_ascii_case(INFORMATION_SCHEMA)
+    name.eq_ignore_ascii_case(INFORMATION_SCHEMA) || is_ndbinfo(name)
+}
+
+/// Whether `name` is `ndbinfo` (as MySQL on Linux, database names are
+/// matched exactly, but the virtual ones in any case).
+pub fn is_ndbinfo(name: &str) -> bool {
+    name.eq_ignore_ascii_case(NDBINFO)
 }
 
 /// 1049 for `performance_schema`, which Skarv has not.
@@ -668,7 +677,7 @@ pub fn databases(conn: &Conn<'_>) -> SqlResult<Vec<Database>> {
         }
         Ok(out)
     })?;
-    for name in [INFORMATION_SCHEMA, SYSTEM_DB] {
+    for name in [INFORMATION_SCHEMA, NDBINFO, SYSTEM_DB] {
         if !out.iter().any(|d| d.name == name) {
             out.push(system_database(name));
         }
@@ -681,6 +690,9 @@ pub fn databases(conn: &Conn<'_>) -> SqlResult<Vec<Database>> {
 pub fn database(conn: &Conn<'_>, name: &str) -> SqlResult<Database> {
     if let Some(e) = performance_schema(name) {
         return Err(e);
+    }
+    if is_ndbinfo(name) {
+        return Ok(system_database(NDBINFO));
     }
     if is_virtual_db(name) {
         return Ok(system_database(INFORMATION_SCHEMA));
@@ -759,6 +771,12 @@ pub fn delete_database(conn: &Conn<'_>, name: &str) -> SqlResult<bool> {
 /// The names of a database's tables, sorted (the cluster's list, as the
 /// data node asked knows it).
 pub fn table_names(conn: &Conn<'_>, db: &str) -> SqlResult<Vec<String>> {
+    if is_ndbinfo(db) {
+        return Ok(signal::dbinfo::TABLES
+            .iter()
+            .map(|t| t.name.to_owned())
+            .collect());
+    }
     if is_virtual_db(db) {
         return Ok(super::show::INFORMATION_SCHEMA_TABLES
             .iter()

@@ -566,7 +566,12 @@ fn virtual_columns(
     if !catalog::is_virtual_db(&db) {
         return None;
     }
-    let metas = match information_schema_columns(table) {
+    let metas = if catalog::is_ndbinfo(&db) {
+        ndbinfo_columns(table).map(|(_, metas)| metas)
+    } else {
+        information_schema_columns(table)
+    };
+    let metas = match metas {
         Some(metas) => metas,
         None => {
             return Some(Err(SqlError::new(
@@ -1006,6 +1011,70 @@ pub fn field_list(conn: &mut Conn<'_>, table: &str) -> SqlResult<Vec<ColumnMeta>
 /// Whether `name` is a virtual database (`information_schema`).
 pub fn is_virtual_db(name: &str) -> bool {
     catalog::is_virtual_db(name)
+}
+
+/// The columns and rows of virtual table `db.table_name` (`db` one that
+/// `is_virtual_db` names): every row (the executor filters).
+pub fn virtual_rows(
+    conn: &Conn<'_>,
+    db: &str,
+    table_name: &str,
+) -> SqlResult<(Vec<ColumnMeta>, Vec<Vec<SqlValue>>)> {
+    if catalog::is_ndbinfo(db) {
+        ndbinfo_rows(conn, table_name)
+    } else {
+        information_schema_rows(conn, table_name)
+    }
+}
+
+/// The columns of `ndbinfo.<table_name>`, if it has that table.
+fn ndbinfo_columns(
+    table_name: &str,
+) -> Option<(&'static signal::dbinfo::TableDef, Vec<ColumnMeta>)> {
+    let def = signal::dbinfo::table(table_name)?;
+    let columns = def
+        .columns
+        .iter()
+        .map(|(name, kind)| {
+            let mut meta = match kind {
+                signal::dbinfo::ColumnKind::Int => int_col(name),
+                signal::dbinfo::ColumnKind::Text => text_col(name, 512),
+            };
+            meta.schema = catalog::NDBINFO.into();
+            meta.table = def.name.into();
+            meta.org_table = Arc::clone(&meta.table);
+            meta.org_name = Arc::clone(&meta.name);
+            meta
+        })
+        .collect();
+    Some((def, columns))
+}
+
+/// The columns and rows of `ndbinfo.<table_name>`: the rows every live
+/// data node has now (a node down is left out). 1146 for a table
+/// ndbinfo has not.
+pub fn ndbinfo_rows(conn: &Conn<'_>, table_name: &str) -> SqlResult<Rows> {
+    let Some((def, columns)) = ndbinfo_columns(table_name) else {
+        return Err(SqlError::new(
+            codes::TABLE_NOT_FOUND,
+            format!("Table 'ndbinfo.{table_name}' doesn't exist"),
+        ));
+    };
+    let answer = catalog::retry(|| conn.native.dbinfo(def.name))?;
+    let rows = answer
+        .rows
+        .into_iter()
+        .map(|row| {
+            row.into_iter()
+                .map(|v| match v {
+                    skarv_client::Value::UInt(n) => SqlValue::UInt(n),
+                    skarv_client::Value::String(s) => text(s),
+                    _ => SqlValue::Null,
+                })
+                .collect()
+        })
+        .collect();
+    Ok((columns, rows))
 }
 
 /// The columns and rows of `information_schema.<table_name>` (any case):

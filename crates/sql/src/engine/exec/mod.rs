@@ -495,6 +495,18 @@ pub(crate) fn keep_warnings(conn: &mut Conn<'_>, ctx: &mut Ctx<'_>) {
 /// The table a name names (`db.t` or `t`) to change or read: a view is
 /// refused (1105: Skarv's views are read-only).
 fn table_of(conn: &Conn<'_>, name: &sqlparser::ast::ObjectName) -> SqlResult<Arc<TableInfo>> {
+    if let Some((db, table)) = select::virtual_table(conn, name) {
+        if crate::engine::catalog::is_ndbinfo(&db) {
+            // MySQL's answer to a write of an ndbinfo table.
+            return Err(SqlError::new(
+                codes::OPEN_AS_READONLY,
+                format!(
+                    "Table '{table}' is read only: ndbinfo shows the data nodes' \
+                     figures and cannot be changed"
+                ),
+            ));
+        }
+    }
     match source_of(conn, name)? {
         Source::Table(t) => Ok(t),
         Source::View(v) => Err(SqlError::unsupported(format_args!(

@@ -359,9 +359,8 @@ fn plan_select(
         [] => (None, String::new()),
         [twj] if twj.joins.is_empty() => match &twj.relation {
             ast::TableFactor::Table { name, alias, .. } if virtual_table(conn, name).is_some() => {
-                let table_name = virtual_table(conn, name).unwrap_or_default();
-                let (metas, rows) =
-                    crate::engine::show::information_schema_rows(conn, &table_name)?;
+                let (db, table_name) = virtual_table(conn, name).unwrap_or_default();
+                let (metas, rows) = crate::engine::show::virtual_rows(conn, &db, &table_name)?;
                 let a = alias
                     .as_ref()
                     .map_or_else(|| table_name.clone(), |a| a.name.value.clone());
@@ -1197,9 +1196,9 @@ pub(super) fn is_virtual(conn: &Conn<'_>, name: &ast::ObjectName) -> bool {
     virtual_table(conn, name).is_some()
 }
 
-/// The `information_schema` table a FROM names (qualified, or in the
-/// current database), if it names one.
-fn virtual_table(conn: &Conn<'_>, name: &ast::ObjectName) -> Option<String> {
+/// The virtual database (`information_schema`, `ndbinfo`) and table a
+/// FROM names (qualified, or in the current database), if it names one.
+pub(crate) fn virtual_table(conn: &Conn<'_>, name: &ast::ObjectName) -> Option<(String, String)> {
     let parts: Vec<String> = name
         .0
         .iter()
@@ -1209,15 +1208,13 @@ fn virtual_table(conn: &Conn<'_>, name: &ast::ObjectName) -> Option<String> {
         })
         .collect();
     match parts.as_slice() {
-        [db, t] if crate::engine::catalog::is_virtual_db(db) => Some(t.clone()),
-        [t] if conn
+        [db, t] if crate::engine::catalog::is_virtual_db(db) => Some((db.clone(), t.clone())),
+        [t] => conn
             .session
             .database
             .as_deref()
-            .is_some_and(crate::engine::catalog::is_virtual_db) =>
-        {
-            Some(t.clone())
-        }
+            .filter(|db| crate::engine::catalog::is_virtual_db(db))
+            .map(|db| (db.to_owned(), t.clone())),
         _ => None,
     }
 }

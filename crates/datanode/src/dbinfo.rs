@@ -1,0 +1,242 @@
+//! The figures a data node shows in ndbinfo (docs/operations.md,
+//! "ndbinfo"), and the rows its membership block answers `DbinfoScanReq`
+//! with.
+//!
+//! Each TC and LDM instance publishes its counters into a slot of its own
+//! ([`BlockFigures`]: atomics on cache lines no other writer touches) with
+//! relaxed stores on its own thread; the membership block, on the main
+//! thread, reads them when a scan request comes. No lock and no signal
+//! stands between a hot path and a reader: a reader sees each figure as
+//! some moment's value (figures of one row are not taken at one instant,
+//! as in NDB).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use signal::dbinfo::{self, TableDef};
+use signal::{DbinfoRow, NodeId};
+
+/// Figures one block instance publishes.
+#[derive(Debug, Default)]
+#[repr(align(64))]
+pub struct BlockFigures {
+    values: [AtomicU64; FIGURES_PER_BLOCK_MAX],
+}
+
+/// Figures a block instance keeps at most (a slot's size).
+pub const FIGURES_PER_BLOCK_MAX: usize = 8;
+
+impl BlockFigures {
+    /// Sets figure `id` (only the owning instance writes its slot).
+    #[inline]
+    pub fn set(&self, id: usize, value: u64) {
+        self.values[id].store(value, Ordering::Relaxed);
+    }
+
+    /// Adds one to figure `id`: a load and a store, not a locked add, as
+    /// the owning instance is the only writer.
+    #[inline]
+    pub fn bump(&self, id: usize) {
+        let cell = &self.values[id];
+        cell.store(cell.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
+
+    pub fn get(&self, id: usize) -> u64 {
+        self.values[id].load(Ordering::Relaxed)
+    }
+}
+
+/// An LDM instance's figures (`BlockFigures` ids). The counters are those
+/// of `LdmStats`, published after each signal.
+pub mod ldm {
+    /// DataMemory pages in use (`memoryusage.used_pages`).
+    pub const USED_PAGES: usize = 0;
+    /// The instance's share of DataMemory, in pages.
+    pub const TOTAL_PAGES: usize = 1;
+    pub const OPERATIONS: usize = 2;
+    pub const KEY_REQUESTS: usize = 3;
+    pub const COMMITS: usize = 4;
+    pub const ABORTS: usize = 5;
+    pub const SCANS: usize = 6;
+}
+
+/// A TC instance's figures (`BlockFigures` ids): its `TcCounters`,
+/// published after each signal.
+pub mod tc {
+    /// Transactions committed.
+    pub const COMMITS: usize = 0;
+    /// Transactions that ended without a commit.
+    pub const ABORTS: usize = 1;
+    /// Scans completed.
+    pub const SCANS: usize = 2;
+    /// Transactions aborted for a lock wait past
+    /// `TransactionDeadlockDetectionTimeout`.
+    pub const LOCK_TIMEOUTS: usize = 3;
+}
+
+/// `counters` rows: (block id, counter id in the block's slot, NDB's
+/// counter id, name). Counter ids are NDB's where NDB has the counter
+/// (COMMITS 3, ABORTS 7, OPERATIONS 10), Skarv's from 20 on.
+const COUNTERS: &[(Block, usize, u64, &str)] = &[
+    (Block::Tc, tc::COMMITS, 3, "COMMITS"),
+    (Block::Tc, tc::ABORTS, 7, "ABORTS"),
+    (Block::Tc, tc::SCANS, 20, "SCANS"),
+    (Block::Tc, tc::LOCK_TIMEOUTS, 25, "LOCK_TIMEOUTS"),
+    (Block::Ldm, ldm::OPERATIONS, 10, "OPERATIONS"),
+    (Block::Ldm, ldm::KEY_REQUESTS, 21, "KEY_REQUESTS"),
+    (Block::Ldm, ldm::COMMITS, 22, "LOCAL_COMMITS"),
+    (Block::Ldm, ldm::ABORTS, 23, "LOCAL_ABORTS"),
+    (Block::Ldm, ldm::SCANS, 24, "FRAGMENT_SCANS"),
+];
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Block {
+    Tc,
+    Ldm,
+}
+
+/// Every published figure of one data node.
+#[derive(Debug)]
+pub struct NodeFigures {
+    tcs: Vec<BlockFigures>,
+    ldms: Vec<BlockFigures>,
+}
+
+impl NodeFigures {
+    pub fn new(tc_instances: u32, ldm_instances: u32) -> Arc<NodeFigures> {
+        let slots = |n: u32| (0..n).map(|_| BlockFigures::default()).collect();
+        Arc::new(NodeFigures {
+            tcs: slots(tc_instances),
+            ldms: slots(ldm_instances),
+        })
+    }
+
+    pub fn tc(&self, instance: u32) -> &BlockFigures {
+        &self.tcs[instance as usize]
+    }
+
+    pub fn ldm(&self, instance: u32) -> &BlockFigures {
+        &self.ldms[instance as usize]
+    }
+}
+
+/// A block's handle on its own slot.
+#[derive(Clone, Debug)]
+pub struct FigureSlot {
+    figures: Arc<NodeFigures>,
+    tc: bool,
+    instance: u32,
+}
+
+impl FigureSlot {
+    pub fn tc(figures: &Arc<NodeFigures>, instance: u32) -> FigureSlot {
+        assert!(
+            (instance as usize) < figures.tcs.len(),
+            "a TC slot per instance"
+        );
+        FigureSlot {
+            figures: figures.clone(),
+            tc: true,
+            instance,
+        }
+    }
+
+    pub fn ldm(figures: &Arc<NodeFigures>, instance: u32) -> FigureSlot {
+        assert!(
+            (instance as usize) < figures.ldms.len(),
+            "an LDM slot per instance"
+        );
+        FigureSlot {
+            figures: figures.clone(),
+            tc: false,
+            instance,
+        }
+    }
+
+    #[inline]
+    pub fn slot(&self) -> &BlockFigures {
+        if self.tc {
+            self.figures.tc(self.instance)
+        } else {
+            self.figures.ldm(self.instance)
+        }
+    }
+}
+
+/// What the membership block knows of its node for the `nodes` table.
+pub struct NodeStatus {
+    pub node: NodeId,
+    /// Seconds since the node process started.
+    pub uptime_s: u64,
+    /// NDB's words: "STARTING", "STARTED", "STOPPING".
+    pub status: &'static str,
+    /// 0 once started; 1 while joining the membership; 2 while a member
+    /// that does not serve yet (its data being copied in).
+    pub start_phase: u64,
+}
+
+/// The rows of `table` this node has now; `Err` names an unknown table.
+pub fn rows(
+    table: &str,
+    figures: &NodeFigures,
+    status: &NodeStatus,
+) -> Result<Vec<DbinfoRow>, String> {
+    let def = dbinfo::table(table).ok_or_else(|| {
+        let names: Vec<&str> = dbinfo::TABLES.iter().map(|t| t.name).collect();
+        format!(
+            "no ndbinfo table `{table}` (there are: {})",
+            names.join(", ")
+        )
+    })?;
+    let node = u64::from(status.node.get());
+    let rows = match def.name {
+        n if n == dbinfo::MEMORYUSAGE.name => {
+            let sum = |id| figures.ldms.iter().map(|s| s.get(id)).sum::<u64>();
+            let (used_pages, total_pages) = (sum(ldm::USED_PAGES), sum(ldm::TOTAL_PAGES));
+            let page = storage::memory::PAGE_BYTES as u64;
+            vec![DbinfoRow {
+                ints: vec![
+                    node,
+                    used_pages * page,
+                    used_pages,
+                    total_pages * page,
+                    total_pages,
+                ],
+                texts: vec![dbinfo::DATA_MEMORY.to_owned()],
+            }]
+        }
+        n if n == dbinfo::COUNTERS.name => {
+            let mut rows = Vec::new();
+            for &(block, id, counter_id, name) in COUNTERS {
+                let (block_name, slots) = match block {
+                    Block::Tc => ("DBTC", &figures.tcs),
+                    Block::Ldm => ("DBLQH", &figures.ldms),
+                };
+                for (instance, slot) in (0u64..).zip(slots) {
+                    rows.push(DbinfoRow {
+                        ints: vec![node, instance, counter_id, slot.get(id)],
+                        texts: vec![block_name.to_owned(), name.to_owned()],
+                    });
+                }
+            }
+            rows
+        }
+        n if n == dbinfo::NODES.name => vec![DbinfoRow {
+            ints: vec![node, status.uptime_s, status.start_phase],
+            texts: vec![status.status.to_owned()],
+        }],
+        other => unreachable!("table `{other}` of dbinfo::TABLES has no rows here"),
+    };
+    debug_assert!(
+        rows.iter().all(|r| fits(def, r)),
+        "rows laid out by {}",
+        def.name
+    );
+    Ok(rows)
+}
+
+/// Whether `row` has as many values of each kind as `def` has columns.
+pub fn fits(def: &TableDef, row: &DbinfoRow) -> bool {
+    row.ints.len() == def.count(dbinfo::ColumnKind::Int)
+        && row.texts.len() == def.count(dbinfo::ColumnKind::Text)
+}

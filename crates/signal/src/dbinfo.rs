@@ -1,0 +1,78 @@
+//! The ndbinfo tables a data node answers `DbinfoScanReq` for: their names
+//! and columns, shared by the data node that fills the rows and the API
+//! that reads them (docs/operations.md, "ndbinfo", describes each column).
+//! Names follow NDB's ndbinfo where NDB has the table or column.
+
+/// What a column holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ColumnKind {
+    /// An unsigned integer (`DbinfoRow::ints`).
+    Int,
+    /// Text (`DbinfoRow::texts`).
+    Text,
+}
+
+/// One ndbinfo table.
+#[derive(Debug)]
+pub struct TableDef {
+    pub name: &'static str,
+    pub columns: &'static [(&'static str, ColumnKind)],
+}
+
+impl TableDef {
+    /// How many columns are of `kind`: a row has that many values of it.
+    pub fn count(&self, kind: ColumnKind) -> usize {
+        self.columns.iter().filter(|(_, k)| *k == kind).count()
+    }
+}
+
+use ColumnKind::{Int, Text};
+
+pub const MEMORYUSAGE: TableDef = TableDef {
+    name: "memoryusage",
+    columns: &[
+        ("node_id", Int),
+        ("memory_type", Text),
+        ("used", Int),
+        ("used_pages", Int),
+        ("total", Int),
+        ("total_pages", Int),
+    ],
+};
+
+pub const COUNTERS: TableDef = TableDef {
+    name: "counters",
+    columns: &[
+        ("node_id", Int),
+        ("block_name", Text),
+        ("block_instance", Int),
+        ("counter_id", Int),
+        ("counter_name", Text),
+        ("val", Int),
+    ],
+};
+
+pub const NODES: TableDef = TableDef {
+    name: "nodes",
+    columns: &[
+        ("node_id", Int),
+        ("uptime", Int),
+        ("status", Text),
+        ("start_phase", Int),
+    ],
+};
+
+/// Every ndbinfo table, in the order `SHOW TABLES FROM ndbinfo` lists them.
+pub const TABLES: &[&TableDef] = &[&COUNTERS, &MEMORYUSAGE, &NODES];
+
+/// The table named `name` (ASCII case ignored, as MySQL on Linux does not
+/// for tables but ndbinfo's names are all lower case).
+pub fn table(name: &str) -> Option<&'static TableDef> {
+    TABLES
+        .iter()
+        .copied()
+        .find(|t| t.name.eq_ignore_ascii_case(name))
+}
+
+/// `memoryusage.memory_type` of the `DataMemory` row (NDB's words).
+pub const DATA_MEMORY: &str = "Data memory";

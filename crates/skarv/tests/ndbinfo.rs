@@ -1,0 +1,150 @@
+//! ndbinfo through SQL (issue 23, item 3): a sandbox of 2 data nodes × 2
+//! replicas and one SQL node, read with the `mysql` crate. The test asserts
+//! that
+//! - `ndbinfo.memoryusage` has a row per data node with DataMemory in use
+//!   and a total above zero, and `nodes` lists both as started;
+//! - `ndbinfo.counters` figures grow after a load of inserts through SQL,
+//!   and WHERE, GROUP BY and ORDER BY work over it;
+//! - writes are refused with 1036 (read only);
+//! - a killed data node's rows disappear while the query still answers.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use common::{connect, sigkill, wait_for, Sandbox};
+use mysql::prelude::Queryable;
+
+/// Rows the load inserts.
+const LOAD_ROWS: u64 = 500;
+/// Rows per INSERT statement of the load.
+const ROWS_PER_INSERT: u64 = 50;
+/// How long a killed node's rows may take to leave the answer.
+const NODE_GONE_MAX: Duration = Duration::from_secs(30);
+
+/// Per data node, the sum of `counter_name` of `block_name` (every
+/// instance).
+fn counter(conn: &mut mysql::Conn, block: &str, name: &str) -> BTreeMap<u64, u64> {
+    conn.exec_map(
+        "SELECT node_id, SUM(val) FROM ndbinfo.counters \
+         WHERE block_name = ? AND counter_name = ? GROUP BY node_id ORDER BY node_id",
+        (block, name),
+        |(node, sum): (u64, u64)| (node, sum),
+    )
+    .expect("counters answer")
+    .into_iter()
+    .collect()
+}
+
+/// (node_id, used, used_pages, total, total_pages) of every data node.
+fn memory(conn: &mut mysql::Conn) -> Vec<(u64, u64, u64, u64, u64)> {
+    conn.query(
+        "SELECT node_id, used, used_pages, total, total_pages FROM ndbinfo.memoryusage \
+         WHERE memory_type = 'Data memory' ORDER BY node_id",
+    )
+    .expect("memoryusage answers")
+}
+
+fn sum(figures: &BTreeMap<u64, u64>) -> u64 {
+    figures.values().sum()
+}
+
+#[test]
+fn ndbinfo_shows_the_data_nodes_figures() {
+    let sandbox = Sandbox::start_configured("ndbinfo", 14_000, 2, &["--sql-nodes", "1"]);
+    let mut conn = connect(sandbox.sql_port());
+
+    let tables: Vec<String> = conn.query("SHOW TABLES FROM ndbinfo").expect("show tables");
+    for table in ["counters", "memoryusage", "nodes"] {
+        assert!(tables.iter().any(|t| t == table), "{table} in {tables:?}");
+    }
+
+    let nodes: Vec<(u64, String, u64)> = conn
+        .query("SELECT node_id, status, start_phase FROM ndbinfo.nodes ORDER BY node_id")
+        .expect("nodes answers");
+    assert_eq!(
+        nodes,
+        vec![(2, "STARTED".to_owned(), 0), (3, "STARTED".to_owned(), 0)]
+    );
+
+    let before = memory(&mut conn);
+    assert_eq!(
+        before.iter().map(|m| m.0).collect::<Vec<_>>(),
+        [2, 3],
+        "{before:?}"
+    );
+    for &(node, used, used_pages, total, total_pages) in &before {
+        assert!(
+            used > 0 && used_pages > 0,
+            "node {node} uses DataMemory: {before:?}"
+        );
+        assert!(
+            total > 0 && total_pages >= used_pages,
+            "node {node}: {before:?}"
+        );
+        assert_eq!(
+            used / used_pages,
+            total / total_pages,
+            "page size: {before:?}"
+        );
+    }
+
+    let commits_before = counter(&mut conn, "DBTC", "COMMITS");
+    let ops_before = counter(&mut conn, "DBLQH", "OPERATIONS");
+    assert_eq!(commits_before.keys().copied().collect::<Vec<_>>(), [2, 3]);
+
+    conn.query_drop("CREATE DATABASE load_db")
+        .expect("create database");
+    conn.query_drop("CREATE TABLE load_db.t (id BIGINT PRIMARY KEY, v VARCHAR(200))")
+        .expect("create table");
+    for chunk in 0..LOAD_ROWS / ROWS_PER_INSERT {
+        let values: Vec<String> = (0..ROWS_PER_INSERT)
+            .map(|i| format!("({}, REPEAT('x', 200))", chunk * ROWS_PER_INSERT + i))
+            .collect();
+        conn.query_drop(format!("INSERT INTO load_db.t VALUES {}", values.join(",")))
+            .expect("insert");
+    }
+
+    let commits_after = counter(&mut conn, "DBTC", "COMMITS");
+    let ops_after = counter(&mut conn, "DBLQH", "OPERATIONS");
+    let inserts = LOAD_ROWS / ROWS_PER_INSERT;
+    assert!(
+        sum(&commits_after) >= sum(&commits_before) + inserts,
+        "{inserts} inserts committed: {commits_before:?} -> {commits_after:?}"
+    );
+    // Every row written on both replicas.
+    assert!(
+        sum(&ops_after) >= sum(&ops_before) + 2 * LOAD_ROWS,
+        "{LOAD_ROWS} rows on 2 replicas: {ops_before:?} -> {ops_after:?}"
+    );
+    let after = memory(&mut conn);
+    for (b, a) in before.iter().zip(&after) {
+        assert!(a.2 > b.2, "the rows take pages: {before:?} -> {after:?}");
+    }
+
+    let refused = conn
+        .query_drop("DELETE FROM ndbinfo.counters")
+        .expect_err("ndbinfo is read-only");
+    match refused {
+        mysql::Error::MySqlError(e) => assert_eq!(e.code, 1036, "{e:?}"),
+        other => panic!("{other:?}"),
+    }
+
+    // Its angel too, so it stays down.
+    sigkill(sandbox.angel_pid(3));
+    sigkill(sandbox.pid(3));
+    wait_for("node 3's rows to leave ndbinfo", NODE_GONE_MAX, || {
+        // Every answer comes, with or without the node being killed.
+        let rows = memory(&mut conn);
+        assert!(rows.iter().any(|r| r.0 == 2), "node 2 answers: {rows:?}");
+        rows.iter().map(|r| r.0).collect::<Vec<_>>() == [2]
+    });
+    // Once it is known down, the answers come whole from node 2 alone.
+    let nodes: Vec<u64> = conn
+        .query("SELECT node_id FROM ndbinfo.nodes")
+        .expect("nodes");
+    assert_eq!(nodes, [2]);
+    let counters = counter(&mut conn, "DBTC", "COMMITS");
+    assert_eq!(counters.keys().copied().collect::<Vec<_>>(), [2]);
+}
