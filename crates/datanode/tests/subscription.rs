@@ -36,6 +36,32 @@ fn take_sub(cluster: &Cluster) -> Vec<Signal> {
     sub
 }
 
+/// Transaction `t` of the tests' history over `keys`: an insert of a row
+/// not there, else a delete every fifth transaction, else an update (the
+/// value `t * 100 + k`); its operations and the changes it makes.
+fn transaction(rows: &BTreeMap<i64, i64>, keys: &[i64], t: i64) -> (Vec<Op>, Vec<(i64, Change)>) {
+    let mut ops = Vec::new();
+    let mut changes = Vec::new();
+    for &k in keys {
+        let v = t * 100 + k;
+        match rows.get(&k).copied() {
+            None => {
+                ops.push(Op::write(OpKind::Insert, k, v));
+                changes.push((k, (sub_change::INSERT, None, Some(v))));
+            }
+            Some(old) if t % 5 == 0 => {
+                ops.push(Op::delete(k));
+                changes.push((k, (sub_change::DELETE, Some(old), None)));
+            }
+            Some(old) => {
+                ops.push(Op::write(OpKind::Update, k, v));
+                changes.push((k, (sub_change::UPDATE, Some(old), Some(v))));
+            }
+        }
+    }
+    (ops, changes)
+}
+
 /// Subscribes the test's API (subscription 1, full images) to `table` at
 /// every node of `nodes` and waits for all their answers: the highest
 /// start epoch, and the other `Sub*` signals that came meanwhile.
@@ -93,25 +119,7 @@ fn the_simulated_stream_is_the_committed_history() {
             .filter(|&(i, k)| !keys[..i].contains(k))
             .map(|(_, &k)| k)
             .collect();
-        let mut ops = Vec::new();
-        let mut changes = Vec::new();
-        for &k in &keys {
-            let v = t * 100 + k;
-            match rows.get(&k).copied() {
-                None => {
-                    ops.push(Op::write(OpKind::Insert, k, v));
-                    changes.push((k, (sub_change::INSERT, None, Some(v))));
-                }
-                Some(old) if t % 5 == 0 => {
-                    ops.push(Op::delete(k));
-                    changes.push((k, (sub_change::DELETE, Some(old), None)));
-                }
-                Some(old) => {
-                    ops.push(Op::write(OpKind::Update, k, v));
-                    changes.push((k, (sub_change::UPDATE, Some(old), Some(v))));
-                }
-            }
-        }
+        let (ops, changes) = transaction(&rows, &keys, t);
         let Reply::Conf { epoch, .. } = cluster.commit(&ops) else {
             panic!("transaction {t} failed");
         };
@@ -506,25 +514,7 @@ fn stream_through_a_crash(seed: u64, tc_crash: bool, then_other: bool) -> Run {
             &keys[..1]
         };
         loop {
-            let mut ops = Vec::new();
-            let mut changes = Vec::new();
-            for &k in keys {
-                let v = t * 100 + k;
-                match rows.get(&k).copied() {
-                    None => {
-                        ops.push(Op::write(OpKind::Insert, k, v));
-                        changes.push((k, (sub_change::INSERT, None, Some(v))));
-                    }
-                    Some(old) if t % 5 == 0 => {
-                        ops.push(Op::delete(k));
-                        changes.push((k, (sub_change::DELETE, Some(old), None)));
-                    }
-                    Some(old) => {
-                        ops.push(Op::write(OpKind::Update, k, v));
-                        changes.push((k, (sub_change::UPDATE, Some(old), Some(v))));
-                    }
-                }
-            }
+            let (ops, changes) = transaction(&rows, keys, t);
             let tx = cluster.tx_id();
             cluster.submit_to(tc_node, tx, tc_flags::START | tc_flags::COMMIT, &ops);
             let reply = cluster
