@@ -62,6 +62,28 @@ fn transaction(rows: &BTreeMap<i64, i64>, keys: &[i64], t: i64) -> (Vec<Op>, Vec
     (ops, changes)
 }
 
+/// Transaction `t`'s `changes`, committed in `epoch`: the rows after it
+/// and the history the stream must equal.
+fn committed(
+    rows: &mut BTreeMap<i64, i64>,
+    expected: &mut BTreeMap<u64, BTreeMap<i64, Vec<Change>>>,
+    epoch: u64,
+    changes: Vec<(i64, Change)>,
+) {
+    for (k, change) in changes {
+        match change.2 {
+            Some(v) => rows.insert(k, v),
+            None => rows.remove(&k),
+        };
+        expected
+            .entry(epoch)
+            .or_default()
+            .entry(k)
+            .or_default()
+            .push(change);
+    }
+}
+
 /// Subscribes the test's API (subscription 1, full images) to `table` at
 /// every node of `nodes` and waits for all their answers: the highest
 /// start epoch, and the other `Sub*` signals that came meanwhile.
@@ -125,18 +147,7 @@ fn the_simulated_stream_is_the_committed_history() {
         };
         assert!(epoch > start, "committed after the subscription started");
         last_epoch = last_epoch.max(epoch);
-        for (k, change) in changes {
-            match change.2 {
-                Some(v) => rows.insert(k, v),
-                None => rows.remove(&k),
-            };
-            expected
-                .entry(epoch)
-                .or_default()
-                .entry(k)
-                .or_default()
-                .push(change);
-        }
+        committed(&mut rows, &mut expected, epoch, changes);
         received.extend(take_sub(&cluster));
         // Acknowledge what came whole, as the client does.
         let acks: Vec<(signal::BlockRef, u64)> = received
@@ -530,18 +541,7 @@ fn stream_through_a_crash(seed: u64, tc_crash: bool, then_other: bool) -> Run {
             };
             assert!(epoch > start, "seed {seed}: committed after the start");
             last_epoch = last_epoch.max(epoch);
-            for (k, change) in changes {
-                match change.2 {
-                    Some(v) => rows.insert(k, v),
-                    None => rows.remove(&k),
-                };
-                expected
-                    .entry(epoch)
-                    .or_default()
-                    .entry(k)
-                    .or_default()
-                    .push(change);
-            }
+            committed(&mut rows, &mut expected, epoch, changes);
             break;
         }
     }
