@@ -43,7 +43,8 @@
 //!   them as a batch ([`Task::begin`], [`Task::send`], [`Task::finish`]):
 //!   what they started goes out together (a SQL node sends their key
 //!   reads in one write) and each finishes in turn; one whose batch
-//!   started nothing takes one connection at a time.
+//!   started nothing takes one connection at a time. A task run from the
+//!   queue goes the same way, as a batch of one.
 //!
 //! The pool knows nothing of MySQL: it runs [`Task`]s. Linux only (epoll).
 
@@ -459,8 +460,22 @@ impl<T: Task> Group<T> {
 
     /// Runs `task` (already counted in `running` under `id`), puts it
     /// back where its next step says, and returns the state locked again.
+    ///
+    /// A task [`Task::begin`] takes is served as a batch of one: a key read
+    /// that waited in the queue (its group was busy, or its input came
+    /// before it was parked) goes the same way as one that came through
+    /// `epoll_wait`.
     fn serve(self: &Arc<Self>, mut task: T, id: u64) -> MutexGuard<'_, State<T>> {
-        let next = run_caught(&mut task);
+        let next = match caught(|| task.begin()) {
+            Some(true) => {
+                if caught(|| T::send(std::slice::from_ref(&task))).is_none() {
+                    tracing::error!("sending the reads of a pooled connection panicked");
+                }
+                caught(|| task.finish()).unwrap_or(Next::Done)
+            }
+            Some(false) => run_caught(&mut task),
+            None => Next::Done,
+        };
         let again = self.after(task, next);
         let mut state = self.lock();
         state.running.retain(|(worker, _)| *worker != id);
@@ -698,6 +713,15 @@ impl<T: Task> Group<T> {
             let mut state = self.lock();
             for task in listener.ready.drain(..) {
                 state.push(task);
+            }
+            // A kick written for a worker that was leaving `epoll_wait`
+            // (still counted as listening) waits in the eventfd for the
+            // next listener. With none listening, its permit would count
+            // as a worker on its way, and `wake` would start none until a
+            // statement ends (seconds behind a long one). A listener that
+            // takes such a kick later finds nothing: one wake too many.
+            if state.listening == 0 {
+                state.permits = 0;
             }
             // Workers that ran past the stall limit no longer count:
             // start one for what waits.
@@ -1122,7 +1146,11 @@ mod tests {
         wanted.push(("plain", BATCHED as u8 + 1));
         wanted.sort();
         assert_eq!(got, wanted);
-        assert_eq!(*sizes.lock().expect("not poisoned"), vec![1, BATCHED]);
+        // Each first run came from the queue, a batch of one; then the
+        // batch of one from `epoll_wait`, then the wide one.
+        let mut wanted_sizes = vec![1; BATCHED + 1];
+        wanted_sizes.push(BATCHED);
+        assert_eq!(*sizes.lock().expect("not poisoned"), wanted_sizes);
         assert_eq!(pool.threads(), 1);
     }
 
@@ -1194,6 +1222,36 @@ mod tests {
         pool.submit(task);
         assert_eq!(seen.recv_timeout(WAIT), Ok(("short", 7)));
         assert!(pool.threads() > 1 + THREAD_POOL_OVERSUBSCRIBE);
+        for gate in &gates {
+            gate.send(()).expect("open");
+        }
+        drop(clients);
+    }
+
+    /// A kick meant for a worker that was leaving `epoll_wait` (and then
+    /// ran a long statement) is taken by nobody while nobody listens: the
+    /// watchdog must not count its permit as a worker on its way.
+    #[test]
+    fn a_kick_nobody_takes_does_not_hold_back_the_stalled_group() {
+        let pool = ThreadPool::start(options(1, 20)).expect("pool");
+        let (seen_tx, seen) = mpsc::channel();
+        let (gates, clients) = fill_group(&pool, "stuck", &seen_tx);
+        let group = &pool.groups[0];
+        wait_until(|| {
+            let state = group.lock();
+            state.running.len() == GROUP_STATEMENTS_MAX && state.listening == 0
+        });
+        {
+            // The stray kick, as `wake_one` leaves it.
+            let mut state = group.lock();
+            assert_eq!(state.listening, 0, "every worker runs a gated task");
+            state.permits += 1;
+            group.kick();
+        }
+        let (task, mut client) = echo("short", false, &seen_tx);
+        client.write_all(&[7]).expect("write");
+        pool.submit(task);
+        assert_eq!(seen.recv_timeout(WAIT), Ok(("short", 7)));
         for gate in &gates {
             gate.send(()).expect("open");
         }
