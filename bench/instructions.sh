@@ -6,6 +6,7 @@
 #
 #   bench/instructions.sh [OPS]              # OPS: flex phases, default "read,update"
 #   REPLICAS=2 bench/instructions.sh [OPS]   # 2 data nodes, 2 replicas: a figure per node
+#   BATCH=16 bench/instructions.sh update    # 16 operations per transaction (flex -b)
 #
 # Starts a sandbox of 1 data node and 1 replica (port PORT_BASE, default 26400) whose
 # processes run under callgrind with instrumentation off, inserts ROWS rows (default 20000)
@@ -32,6 +33,7 @@ CLIENT_LONG=${CLIENT_LONG:-12000}
 CLIENT_SHORT=${CLIENT_SHORT:-2000}
 PORT_BASE=${PORT_BASE:-26400}
 REPLICAS=${REPLICAS:-1}
+BATCH=${BATCH:-1}
 WORK=${WORK:-$(mktemp -d /tmp/skarv-instructions.XXXXXX)}
 STEP_TIMEOUT_S=600
 CONNECT="127.0.0.1:$PORT_BASE"
@@ -98,12 +100,12 @@ else
         "client instr/op"
 fi
 for op in ${OPS//,/ }; do
-    flex -t 1 -p 256 -o "$CLIENT_SHORT" --ops "$op" --json >/dev/null
+    flex -t 1 -p 256 -b "$BATCH" -o $((CLIENT_SHORT / BATCH)) --ops "$op" --json >/dev/null
     for pid in "${DATA_PIDS[@]}"; do
         callgrind_control -z "$pid" >/dev/null 2>&1
         callgrind_control -i on "$pid" >/dev/null 2>&1
     done
-    flex -t 1 -p 256 -o "$ROWS" --ops "$op" --json >"$WORK/$op.json"
+    flex -t 1 -p 256 -b "$BATCH" -o $((ROWS / BATCH)) --ops "$op" --json >"$WORK/$op.json"
     for pid in "${DATA_PIDS[@]}"; do
         callgrind_control -i off "$pid" >/dev/null 2>&1
         callgrind_control -d "$op" "$pid" >/dev/null 2>&1
@@ -117,8 +119,8 @@ for op in ${OPS//,/ }; do
     done
     client_run() {
         timeout "$STEP_TIMEOUT_S" valgrind --tool=callgrind --callgrind-out-file="$WORK/client.$op.$1" \
-            "$SKARV" bench flex --connect "$CONNECT" -t 1 -p 256 -o "$1" --ops "$op" --json \
-            >/dev/null 2>&1
+            "$SKARV" bench flex --connect "$CONNECT" -t 1 -p 256 -b "$BATCH" -o $(($1 / BATCH)) \
+            --ops "$op" --json >/dev/null 2>&1
         total "$WORK/client.$op.$1"
     }
     client=$((($(client_run "$CLIENT_LONG") - $(client_run "$CLIENT_SHORT")) / (CLIENT_LONG - CLIENT_SHORT)))

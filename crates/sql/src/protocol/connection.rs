@@ -44,9 +44,25 @@ pub mod caps {
     pub const DEPRECATE_EOF: u32 = 0x100_0000;
 }
 
+/// MariaDB's extended capability flags (`MARIADB_CLIENT_*`): the upper half
+/// of a 64-bit capability set, exchanged in bytes MySQL leaves reserved
+/// when the server does not set `CLIENT_MYSQL` (`CLIENT_LONG_PASSWORD`).
+#[allow(missing_docs)]
+pub mod mariadb_caps {
+    /// `MARIADB_CLIENT_CACHE_METADATA` (1 << 36): the column count of a
+    /// result set carries a "metadata follows" byte, and an execute whose
+    /// columns are those the client last saw for the statement sends none.
+    pub const CACHE_METADATA: u32 = 1 << 4;
+}
+
 /// What the server offers; a connection uses what the client also sets.
-pub const SERVER_CAPS: u32 = caps::LONG_PASSWORD
-    | caps::FOUND_ROWS
+///
+/// Not `CLIENT_LONG_PASSWORD`: MariaDB reads that bit as `CLIENT_MYSQL`,
+/// and a client (libmariadb: sysbench, the `mysql` CLI, mysqltest;
+/// MariaDB's Connector/J) reads [`SERVER_MARIADB_CAPS`] only from a server
+/// without it, as from MariaDB itself, which has not set it since 10.2.
+/// Every client sets it and none needs the server to.
+pub const SERVER_CAPS: u32 = caps::FOUND_ROWS
     | caps::LONG_FLAG
     | caps::CONNECT_WITH_DB
     | caps::PROTOCOL_41
@@ -59,6 +75,9 @@ pub const SERVER_CAPS: u32 = caps::LONG_PASSWORD
     | caps::PLUGIN_AUTH_LENENC_CLIENT_DATA
     | caps::CONNECT_ATTRS
     | caps::DEPRECATE_EOF;
+
+/// The MariaDB extended capabilities the server offers (see [`mariadb_caps`]).
+pub const SERVER_MARIADB_CAPS: u32 = mariadb_caps::CACHE_METADATA;
 
 /// The handshake's protocol version.
 const PROTOCOL_VERSION: u8 = 10;
@@ -117,16 +136,21 @@ struct Statement {
     long_data_bytes: usize,
     /// An error of a long-data command, answered by the next execute.
     long_data_error: Option<SqlError>,
+    /// The result columns the client last received for the statement (in
+    /// the prepare's answer or an execute's): with `CACHE_METADATA`, an
+    /// execute whose columns are these sends none.
+    described: Vec<ColumnMeta>,
 }
 
 impl Statement {
-    fn new(params: usize) -> Statement {
+    fn new(params: usize, described: Vec<ColumnMeta>) -> Statement {
         Statement {
             params,
             types: None,
             long_data: vec![None; params],
             long_data_bytes: 0,
             long_data_error: None,
+            described,
         }
     }
 
@@ -151,7 +175,11 @@ pub struct Wire<S: Read + Write> {
     nonce: [u8; NONCE_BYTES],
     /// The capabilities both sides set.
     caps: u32,
+    /// The MariaDB extended capabilities both sides set ([`mariadb_caps`]).
+    mariadb_caps: u32,
     statements: HashMap<u32, Statement>,
+    /// The statement of the execute being answered (its `described`).
+    executing: Option<u32>,
     /// The deferred command's rows are binary (`COM_STMT_EXECUTE`), not
     /// text (`COM_QUERY`).
     deferred_binary: bool,
@@ -165,7 +193,9 @@ impl<S: Read + Write> Wire<S> {
             peer,
             nonce: auth::nonce()?,
             caps: 0,
+            mariadb_caps: 0,
             statements: HashMap::new(),
+            executing: None,
             deferred_binary: true,
         })
     }
@@ -371,8 +401,9 @@ impl<'a, S: Read + Write> Connection<'a, S> {
             return Ok(false);
         };
         let request = match parse_handshake_response(&packet) {
-            Ok((client_caps, request)) => {
+            Ok((client_caps, client_mariadb_caps, request)) => {
                 self.w.caps = client_caps & SERVER_CAPS;
+                self.w.mariadb_caps = client_mariadb_caps & SERVER_MARIADB_CAPS;
                 request
             }
             Err(error) => {
@@ -608,6 +639,7 @@ impl<'a, S: Read + Write> Connection<'a, S> {
         let multi = self.w.caps & caps::MULTI_STATEMENTS != 0;
         let status = self.backend.status_flags();
         let mut sink = Sink::new(&mut self.w.io, self.w.caps, false, status);
+        sink.metadata_flag = self.w.mariadb_caps & mariadb_caps::CACHE_METADATA != 0;
         sink.latin1 = self.backend.latin1_results();
         self.backend.query(sql, multi, &mut sink)?;
         sink.finish()?;
@@ -725,7 +757,7 @@ impl<'a, S: Read + Write> Connection<'a, S> {
                 write_eof(&mut self.w.io, 0, status)?;
             }
         }
-        let statement = Statement::new(prepared.params.len());
+        let statement = Statement::new(prepared.params.len(), prepared.columns);
         self.w.statements.insert(prepared.id, statement);
         Ok(())
     }
@@ -741,6 +773,7 @@ impl<'a, S: Read + Write> Connection<'a, S> {
         let Ok(id) = cursor.u32() else {
             return write_err(&mut self.w.io, &malformed()).map(|()| false);
         };
+        self.w.executing = Some(id);
         // The cursor flags (a cursor is never opened: the whole result is
         // sent, as MySQL does for a statement that needs none) and the
         // iteration count, always 1.
@@ -778,6 +811,14 @@ impl<'a, S: Read + Write> Connection<'a, S> {
     ) -> io::Result<bool> {
         let status = self.backend.status_flags();
         let mut sink = Sink::new(&mut self.w.io, self.w.caps, binary, status);
+        sink.metadata_flag = self.w.mariadb_caps & mariadb_caps::CACHE_METADATA != 0;
+        if binary && sink.metadata_flag {
+            sink.described = self
+                .w
+                .executing
+                .and_then(|id| self.w.statements.get_mut(&id))
+                .map(|statement| &mut statement.described);
+        }
         sink.latin1 = self.backend.latin1_results();
         if answer(&mut *self.backend, &mut sink)? {
             return Ok(true);
@@ -1004,7 +1045,8 @@ fn binary_literals_as_hex(sql: &[u8]) -> Option<String> {
 }
 
 /// Parses HandshakeResponse41: the client's capabilities and its login.
-fn parse_handshake_response(packet: &[u8]) -> Result<(u32, LoginRequest<'_>), SqlError> {
+/// The client's capabilities, its MariaDB extended ones, and its login.
+fn parse_handshake_response(packet: &[u8]) -> Result<(u32, u32, LoginRequest<'_>), SqlError> {
     let mut cursor = Cursor::new(packet);
     let bad = |_| bad_handshake("the login packet is malformed");
     let client_caps = cursor.u32().map_err(bad)?;
@@ -1018,10 +1060,18 @@ fn parse_handshake_response(packet: &[u8]) -> Result<(u32, LoginRequest<'_>), Sq
             "not supported by Skarv: clients without CLIENT_PROTOCOL_41 (MySQL before 4.1)",
         ));
     }
-    // Max packet size, character set, 23 bytes of filler.
+    // Max packet size, character set, 23 bytes of filler whose last 4 are
+    // the extended capabilities of a client that knows it talks to a
+    // MariaDB-like server (it then clears `CLIENT_MYSQL`).
     cursor.bytes(4).map_err(bad)?;
     let collation = cursor.u8().map_err(bad)?;
-    cursor.bytes(23).map_err(bad)?;
+    cursor.bytes(19).map_err(bad)?;
+    let extended = cursor.u32().map_err(bad)?;
+    let mariadb_caps = if client_caps & caps::LONG_PASSWORD == 0 {
+        extended
+    } else {
+        0
+    };
     let user = String::from_utf8_lossy(cursor.nul_bytes().map_err(bad)?).into_owned();
     let response = if client_caps & caps::PLUGIN_AUTH_LENENC_CLIENT_DATA != 0 {
         cursor.lenenc_bytes()
@@ -1045,6 +1095,7 @@ fn parse_handshake_response(packet: &[u8]) -> Result<(u32, LoginRequest<'_>), Sq
     // Connection attributes (CLIENT_CONNECT_ATTRS) follow; Skarv keeps none.
     Ok((
         client_caps,
+        mariadb_caps,
         LoginRequest {
             user,
             database,
@@ -1104,7 +1155,9 @@ fn write_greeting<S: Read + Write>(
     put_u16(out, status);
     put_u16(out, (SERVER_CAPS >> 16) as u16);
     out.push(NONCE_BYTES as u8 + 1);
-    out.extend_from_slice(&[0; 10]);
+    // 6 reserved bytes, then MariaDB's extended capabilities.
+    out.extend_from_slice(&[0; 6]);
+    put_u32(out, SERVER_MARIADB_CAPS);
     out.extend_from_slice(&nonce[8..]);
     out.push(0);
     put_nul_bytes(out, options.auth_plugin.name().as_bytes());
@@ -1245,6 +1298,14 @@ struct Sink<'a, S: Read + Write> {
     scratch: Vec<u8>,
     /// Text goes out as latin1 (`character_set_results`).
     latin1: bool,
+    /// The column count carries MariaDB's "metadata follows" byte
+    /// (`CACHE_METADATA` was agreed).
+    metadata_flag: bool,
+    /// An execute's statement's columns as the client last received them:
+    /// the same again are not sent. None: always sent.
+    described: Option<&'a mut Vec<ColumnMeta>>,
+    /// Result sets begun in this answer.
+    results: u32,
 }
 
 impl<'a, S: Read + Write> Sink<'a, S> {
@@ -1261,6 +1322,9 @@ impl<'a, S: Read + Write> Sink<'a, S> {
             answered: false,
             scratch: Vec::new(),
             latin1: false,
+            metadata_flag: false,
+            described: None,
+            results: 0,
         }
     }
 
@@ -1321,9 +1385,7 @@ impl<S: Read + Write> ResultSink for Sink<'_, S> {
         }
         self.answered = true;
         self.state = SinkState::Rows;
-        let at = self.io.begin();
-        put_lenenc_int(self.io.out(), columns.len() as u64);
-        self.io.end(at)?;
+        self.results += 1;
         self.columns.clear();
         self.columns.extend_from_slice(columns);
         if self.latin1 {
@@ -1337,8 +1399,35 @@ impl<S: Read + Write> ResultSink for Sink<'_, S> {
                 }
             }
         }
-        for column in &self.columns {
-            write_column(self.io, column, false)?;
+        // With CACHE_METADATA, an execute's one result set whose columns
+        // the client has (from the prepare or the last execute) goes
+        // without them. A second result set in one answer is always
+        // described and the statement's columns forgotten: which of them
+        // the client keeps is its own affair, so the next execute sends
+        // them again.
+        let described = match self.described.as_deref_mut() {
+            Some(described) if self.results > 1 => {
+                described.clear();
+                None
+            }
+            other => other,
+        };
+        let skip = described
+            .as_deref()
+            .is_some_and(|described| *described == self.columns);
+        let at = self.io.begin();
+        put_lenenc_int(self.io.out(), self.columns.len() as u64);
+        if self.metadata_flag {
+            self.io.out().push(u8::from(!skip));
+        }
+        self.io.end(at)?;
+        if !skip {
+            for column in &self.columns {
+                write_column(self.io, column, false)?;
+            }
+            if let Some(described) = described {
+                described.clone_from(&self.columns);
+            }
         }
         if self.caps & caps::DEPRECATE_EOF == 0 {
             write_eof(self.io, 0, self.status)?;
@@ -1452,6 +1541,9 @@ mod tests {
         in_transaction: bool,
         queries: Vec<String>,
         statements: Vec<u32>,
+        /// Prepared statements that begin with "select": one column, named
+        /// "a" at the prepare and by the first parameter at an execute.
+        selects: Vec<u32>,
         executed: Vec<Vec<SqlValue>>,
         disconnected: bool,
     }
@@ -1490,19 +1582,38 @@ mod tests {
             let id = self.statements.len() as u32 + 1;
             self.statements.push(id);
             let param = ColumnMeta::expr("?", ColumnType::VarString, charset::BINARY, 0);
+            let columns = if sql.starts_with("select") {
+                self.selects.push(id);
+                vec![ColumnMeta::expr(
+                    "a",
+                    ColumnType::LongLong,
+                    charset::BINARY,
+                    1,
+                )]
+            } else {
+                Vec::new()
+            };
             Ok(Prepared {
                 id,
                 params: vec![param; sql.matches('?').count()],
-                columns: Vec::new(),
+                columns,
             })
         }
         fn execute(
             &mut self,
-            _id: u32,
+            id: u32,
             params: &[SqlValue],
             sink: &mut dyn ResultSink,
         ) -> io::Result<()> {
             self.executed.push(params.to_vec());
+            if let (true, [SqlValue::Bytes(name)]) = (self.selects.contains(&id), params) {
+                let name = String::from_utf8_lossy(name);
+                let column =
+                    ColumnMeta::expr(name.as_ref(), ColumnType::LongLong, charset::BINARY, 1);
+                sink.columns(&[column])?;
+                sink.row(&[SqlValue::Int(1)])?;
+                return sink.end_rows(&OkInfo::default());
+            }
             sink.ok(&OkInfo::default())
         }
         fn close(&mut self, id: u32) {
@@ -1632,8 +1743,14 @@ mod tests {
         cursor.bytes(3).unwrap();
         let high = cursor.u16().unwrap();
         assert_eq!(u32::from(low) | u32::from(high) << 16, SERVER_CAPS);
+        assert_eq!(
+            SERVER_CAPS & caps::LONG_PASSWORD,
+            0,
+            "CLIENT_MYSQL clear: the MariaDB capabilities are read"
+        );
         assert_eq!(cursor.u8().unwrap(), 21);
-        cursor.bytes(10).unwrap();
+        cursor.bytes(6).unwrap();
+        assert_eq!(cursor.u32().unwrap(), SERVER_MARIADB_CAPS);
         let nonce_end = cursor.nul_bytes().unwrap();
         assert_eq!(nonce_start.len() + nonce_end.len(), NONCE_BYTES);
         assert_eq!(cursor.nul_bytes().unwrap(), b"mysql_native_password");
@@ -1762,6 +1879,70 @@ mod tests {
             ]
         );
         assert_eq!(err_code(out.last().unwrap()), Some(codes::WRONG_ARGUMENTS));
+    }
+
+    /// An execute with a VAR_STRING parameter `name` (bound every time).
+    fn execute_named(id: u8, name: &str) -> Vec<u8> {
+        let mut packet = vec![0x17, id, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0xfd, 0];
+        put_lenenc_bytes(&mut packet, name.as_bytes());
+        packet
+    }
+
+    /// MariaDB's CACHE_METADATA: a client that clears CLIENT_MYSQL and sets
+    /// the extended capability gets the "metadata follows" byte in every
+    /// column count, and an execute whose columns it already has (from the
+    /// prepare or the last execute) gets none; one without it gets them
+    /// every time, without the byte.
+    #[test]
+    fn cached_metadata_is_sent_only_when_the_columns_change() {
+        let mariadb_login = |caps: u32| {
+            let mut input = root(caps);
+            // The last 4 bytes of the login's 23-byte filler.
+            let at = HEADER + 4 + 4 + 1 + 19;
+            input[at..at + 4].copy_from_slice(&mariadb_caps::CACHE_METADATA.to_le_bytes());
+            input
+        };
+        let run = |input: Vec<u8>| {
+            let mut input = input;
+            let (a, b) = (execute_named(1, "a"), execute_named(1, "b"));
+            input.extend(commands(&[
+                b"\x16select ?",
+                &a,
+                &b,
+                &b,
+                &a,
+                b"\x03select 1",
+            ]));
+            serve_bytes(input).1
+        };
+        let caps = CLIENT_CAPS | caps::DEPRECATE_EOF;
+        let out = run(mariadb_login(caps));
+        // Greeting, OK, prepare OK, its parameter and its column.
+        assert_eq!(out[2][0], OK_HEADER);
+        let executes = &out[5..];
+        // Count and metadata-follows, (column), row, terminator.
+        let a_again = &executes[..3];
+        assert_eq!(a_again[0], [1, 0], "the prepare's column again: none sent");
+        let b_new = &executes[3..7];
+        assert_eq!(b_new[0], [1, 1], "a new column name: sent");
+        assert_eq!(b_new[1][0..4], [3, b'd', b'e', b'f']);
+        let b_again = &executes[7..10];
+        assert_eq!(b_again[0], [1, 0]);
+        let a_new = &executes[10..14];
+        assert_eq!(a_new[0], [1, 1]);
+        let text = &executes[14..];
+        assert_eq!(
+            text[0],
+            [1, 1],
+            "text results always describe their columns"
+        );
+        assert_eq!(text.len(), 4);
+
+        // The capability bit of a client that sets CLIENT_MYSQL is not read.
+        let out = run(mariadb_login(caps | caps::LONG_PASSWORD));
+        let counts = out[5..].iter().filter(|p| p.as_slice() == [1]).count();
+        assert_eq!(counts, 5, "every result set has its columns and no byte");
+        assert_eq!(out.len(), 5 + 5 * 4);
     }
 
     #[test]
