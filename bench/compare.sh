@@ -1,50 +1,58 @@
 #!/usr/bin/env bash
 # bench/compare.sh: Skarv's primary-key reads and updates side by side with Redis, on this
-# machine, in one run (issue 5's goals). Server and load generator share the machine, as
-# redis-benchmark measures Redis.
+# machine, in one run (issue 24's goals). Server and load generator share the machine, as
+# redis-benchmark measures Redis. Each table size of ROWS (default 400,000 and 10 million)
+# is measured in turn, Redis holding as many keys as Skarv rows; the -t/-p settings are
+# tuned at the first size and reused at the others.
 #
 #   1. builds target/dist/skarv (Cargo.toml's `dist` profile: release with LTO; cargo does
 #      nothing when it is up to date);
 #   2. installs Debian's redis-server when it is missing, starts it on loopback with
-#      persistence off, and runs redis-benchmark GET and SET with 100-byte values
-#      (-d 100 -r 1000000 -c 50 -P 16; then -P 1 -c 1 for latency);
+#      persistence off, stores ROWS keys of 100 bytes (key:000000000000 and on, the names
+#      redis-benchmark's -r draws), and runs redis-benchmark GET and SET with 100-byte values
+#      (-d 100 -r ROWS -c 50 -P 16; then -P 1 -c 1 for latency);
 #   3. starts a sandbox of 1 data node and 1 replica (with NDB's default 1 GiB of redo log,
-#      NoOfFragmentLogFiles=16, where a sandbox keeps a quarter), inserts ROWS 100-byte rows
+#      NoOfFragmentLogFiles=16, where a sandbox keeps a quarter, and DataMemory for ROWS:
+#      200 bytes a row, at least the sandbox's 256 MiB), inserts ROWS 100-byte rows
 #      (25 INT UNSIGNED attributes) with `skarv bench flex`, tries the -t/-p/--executors
 #      settings of TUNE_SETTINGS on reads and on updates (a pass over every row each), then
 #      measures reads and updates for RUN_SECONDS each, each at its own best setting and
 #      twice (the figure is the higher, as for Redis below); the same with BATCH_OPS operations per
-#      transaction (flex -b; shown apart from the goals' figures, which are one operation per
-#      transaction); one client doing one operation at a time (-t 1 -p 1) for latency; and a
-#      verified read of every row;
+#      transaction (flex -b, the same operations in flight); one client doing one operation at
+#      a time (-t 1 -p 1) for latency; and a verified read of every row;
 #   4. runs redis-benchmark -c 50 -P 16 a second time (the ratios use the higher of its two
 #      figures: the machine's speed drifts, and Redis measured in a slow spell must not
 #      flatter Skarv);
 #   5. does the same as 3 on a sandbox of 2 data nodes and 2 replicas (synchronous
 #      replication), each data node's thread bound to a CPU of its own (sandbox
 #      --bind-cpus, given to both sandboxes; it binds only where there are several nodes);
-#   6. prints one table with both and the ratios the goals are stated in.
+#   6. prints one table with both and the ratios the goals are stated in, per size.
 #
 # Everything listens on 127.0.0.1 only; every step runs under `timeout`; the sandboxes and
-# redis-server are stopped on exit, whatever happens. Knobs (environment): ROWS (400000),
+# redis-server are stopped on exit, whatever happens. Knobs (environment): ROWS (table sizes,
+# "400000 10000000"),
 # RUN_SECONDS (10), REDIS_REQUESTS (1000000), LATENCY_SECONDS (5),
 # REDIS_LATENCY_REQUESTS (50000), TUNE_SETTINGS (below), BATCH_OPS (16), PORT_BASE (26100: Redis there,
 # the sandboxes at +10 and +30), WORK (a new directory under /tmp), SKARV (a prebuilt binary:
 # skips the build). Raw results (JSON lines, CSV, logs) stay in $WORK; the sandboxes' data is
-# removed. Takes about 6 minutes.
+# removed. Takes about 6 minutes at 400,000 rows and 10 more at 10 million (ROWS=400000 for
+# the first alone).
 
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-ROWS=${ROWS:-400000}
+ROWS_LIST=${ROWS:-"400000 10000000"}
+ROWS=${ROWS_LIST%% *}
 RUN_SECONDS=${RUN_SECONDS:-10}
 LATENCY_SECONDS=${LATENCY_SECONDS:-5}
 REDIS_REQUESTS=${REDIS_REQUESTS:-1000000}
 REDIS_LATENCY_REQUESTS=${REDIS_LATENCY_REQUESTS:-50000}
 PORT_BASE=${PORT_BASE:-26100}
 WORK=${WORK:-$(mktemp -d /tmp/skarv-compare.XXXXXX)}
-# Bounds, in seconds: each benchmark step, a sandbox start or stop, the build.
-STEP_TIMEOUT_S=$((RUN_SECONDS + 120))
+# Bounds, in seconds: each benchmark step (a pass over every row takes longer at more rows:
+# 10 million inserts at 2 replicas take about 100 s), a sandbox start or stop, the build.
+LARGEST_ROWS=$(printf '%s\n' $ROWS_LIST | sort -n | tail -1)
+STEP_TIMEOUT_S=$((RUN_SECONDS + 120 + LARGEST_ROWS / 20000))
 SANDBOX_TIMEOUT_S=120
 BUILD_TIMEOUT_S=3600
 
@@ -63,10 +71,13 @@ BATCH_OPS=${BATCH_OPS:-16}
 mkdir -p "$WORK"
 say() { printf '%s\n' "$*" >&2; }
 die() { say "compare.sh: $*"; exit 1; }
-for setting in "2:0" $TUNE_SETTINGS; do  # 2: the insert's -t
-    (( ROWS % ${setting%%:*} == 0 )) || die "ROWS=$ROWS is not a multiple of -t ${setting%%:*} (TUNE_SETTINGS)"
-    (( ROWS / ${setting%%:*} % BATCH_OPS == 0 )) ||
-        die "ROWS=$ROWS / -t ${setting%%:*} is not a multiple of BATCH_OPS=$BATCH_OPS"
+for ROWS in $ROWS_LIST; do
+    [[ $ROWS =~ ^[1-9][0-9]*$ ]] || die "ROWS: '$ROWS' is not a number of rows"
+    for setting in "2:0" $TUNE_SETTINGS; do  # 2: the insert's -t
+        (( ROWS % ${setting%%:*} == 0 )) || die "ROWS=$ROWS is not a multiple of -t ${setting%%:*} (TUNE_SETTINGS)"
+        (( ROWS / ${setting%%:*} % BATCH_OPS == 0 )) ||
+            die "ROWS=$ROWS / -t ${setting%%:*} is not a multiple of BATCH_OPS=$BATCH_OPS"
+    done
 done
 
 REDIS_PID=
@@ -135,6 +146,19 @@ start_redis() {
     done
     redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping >/dev/null || die "redis-server did not start: $WORK/redis.log"
 }
+# Stores ROWS keys of 100 bytes under the names redis-benchmark -r ROWS draws (key:%012d),
+# so that its GETs find values and Redis holds as many keys as Skarv holds rows.
+fill_redis() {
+    say "redis: storing $ROWS keys of 100 bytes"
+    awk -v n="$ROWS" 'BEGIN {
+        v = sprintf("%100s", ""); gsub(/ /, "x", v)
+        for (i = 0; i < n; i++) printf "*3\r\n$3\r\nSET\r\n$16\r\nkey:%012d\r\n$100\r\n%s\r\n", i, v
+    }' | timeout "$STEP_TIMEOUT_S" redis-cli -h 127.0.0.1 -p "$REDIS_PORT" --pipe >"$WORK/redis-fill-$ROWS.txt" ||
+        die "filling Redis failed: $WORK/redis-fill-$ROWS.txt"
+    local keys
+    keys=$(redis-cli -h 127.0.0.1 -p "$REDIS_PORT" dbsize)
+    ((keys == ROWS)) || die "Redis holds $keys keys, not $ROWS"
+}
 stop_redis() {
     kill "$REDIS_PID"
     wait "$REDIS_PID" 2>/dev/null || true
@@ -145,8 +169,8 @@ stop_redis() {
 redis_bench() { # name, extra args...
     local name=$1
     shift
-    timeout "$STEP_TIMEOUT_S" redis-benchmark -h 127.0.0.1 -p "$REDIS_PORT" -t get,set -d 100 -r 1000000 \
-        --csv "$@" >"$WORK/redis-$name.csv"
+    timeout "$STEP_TIMEOUT_S" redis-benchmark -h 127.0.0.1 -p "$REDIS_PORT" -t get,set -d 100 -r "$ROWS" \
+        --csv "$@" >"$OUT/redis-$name.csv"
 }
 csv_field() { # file, test, field number
     grep "^\"$2\"" "$1" | tr -d '"' | cut -d, -f"$3"
@@ -163,14 +187,15 @@ redis_pipelined() { # round
     say "redis-benchmark GET, SET: -n $REDIS_REQUESTS -c 50 -P 16 (round $1 of 2)"
     redis_bench "pipelined-$1" -n "$REDIS_REQUESTS" -c 50 -P 16
 }
-start_redis
-redis_pipelined 1
-say "redis-benchmark GET, SET: -n $REDIS_LATENCY_REQUESTS -c 1 -P 1"
-redis_bench latency -n "$REDIS_LATENCY_REQUESTS" -c 1 -P 1
-# p50 in ms -> µs.
-REDIS_GET_P50=$(awk -v ms="$(csv_field "$WORK/redis-latency.csv" GET 5)" 'BEGIN { printf "%.1f", ms * 1000 }')
-REDIS_SET_P50=$(awk -v ms="$(csv_field "$WORK/redis-latency.csv" SET 5)" 'BEGIN { printf "%.1f", ms * 1000 }')
-stop_redis
+# Redis at ROWS keys: the first pipelined round and the latency run.
+redis_first() {
+    redis_pipelined 1
+    say "redis-benchmark GET, SET: -n $REDIS_LATENCY_REQUESTS -c 1 -P 1"
+    redis_bench latency -n "$REDIS_LATENCY_REQUESTS" -c 1 -P 1
+    # p50 in ms -> µs.
+    REDIS_GET_P50=$(awk -v ms="$(csv_field "$OUT/redis-latency.csv" GET 5)" 'BEGIN { printf "%.1f", ms * 1000 }')
+    REDIS_SET_P50=$(awk -v ms="$(csv_field "$OUT/redis-latency.csv" SET 5)" 'BEGIN { printf "%.1f", ms * 1000 }')
+}
 
 # ---- Skarv ----
 
@@ -182,23 +207,27 @@ start_sandbox() { # dir, data nodes, replicas, port
     # local checkpoints four times as often. --bind-cpus: on this 2-CPU machine the 2 x 2
     # sandbox's data nodes keep a CPU each (no effect on 1 node; README, "Sandbox options":
     # updates faster, reads slower).
+    # DataMemory: 200 bytes a row (a row takes about 116 with its hash index entry), at
+    # least the sandbox's default.
+    local data_mb=$((ROWS * 200 / 1048576 > 256 ? ROWS * 200 / 1048576 : 256))
     timeout "$SANDBOX_TIMEOUT_S" "$SKARV" sandbox --detach --dir "$1" --data-nodes "$2" --replicas "$3" \
-        --base-port "$4" --set NoOfFragmentLogFiles=16 --bind-cpus --sql-nodes 0 >"$WORK/sandbox-$2x$3.txt"
+        --base-port "$4" --set NoOfFragmentLogFiles=16 --set "DataMemory=${data_mb}M" --bind-cpus \
+        --sql-nodes 0 >"$OUT/sandbox-$2x$3.txt"
 }
 stop_sandbox() { # dir (its data, hundreds of MB of redo and checkpoints, goes too)
     timeout "$SANDBOX_TIMEOUT_S" "$SKARV" sandbox --stop --dir "$1" >/dev/null
     rm -rf "$1"
 }
-# flex NAME CONNECT ARGS...: one JSON line per phase into $WORK/flex-NAME.json.
+# flex NAME CONNECT ARGS...: one JSON line per phase into $OUT/flex-NAME.json.
 flex() {
     local name=$1 connect=$2
     shift 2
     timeout "$STEP_TIMEOUT_S" "$SKARV" bench flex --connect "$connect" --table "$TABLE" -a 25 -s 1 --json "$@" \
-        >"$WORK/flex-$name.json" 2>"$WORK/flex-$name.err" ||
-        die "skarv bench flex $* failed: $(tail -3 "$WORK/flex-$name.err")"
+        >"$OUT/flex-$name.json" 2>"$OUT/flex-$name.err" ||
+        die "skarv bench flex $* failed: $(tail -3 "$OUT/flex-$name.err")"
 }
 field() { # name, phase index (0-based), jq path
-    jq -r -s ".[$2]$3" "$WORK/flex-$1.json"
+    jq -r -s ".[$2]$3" "$OUT/flex-$1.json"
 }
 # Rows per thread for -t $1 (checked above to divide ROWS).
 per_thread() { echo $((ROWS / $1)); }
@@ -213,9 +242,19 @@ measure() { # label, data nodes, replicas, port
     # Each setting is tried on reads and on updates: the two are measured at their own best.
     # A tuning pass updates every row, so the rows are at one generation again after it
     # (flex keeps the generations rows may hold to a few; --duration phases widen them).
+    # Tuned at the first size only (TUNED_*): at 10 million rows a pass of each setting
+    # would take most of an hour.
     local -A best_t=() best_p=() best_e=() best=([read]=0 [update]=0)
-    local t p e rate op i
-    for setting in $TUNE_SETTINGS; do
+    local t p e rate op i tuning=$TUNE_SETTINGS
+    if [[ -n ${TUNED_T[$label-read]:-} ]]; then
+        tuning=
+        for op in read update; do
+            best_t[$op]=${TUNED_T[$label-$op]} best_p[$op]=${TUNED_P[$label-$op]}
+            best_e[$op]=${TUNED_E[$label-$op]}
+        done
+        say "  settings tuned at $FIRST_ROWS rows"
+    fi
+    for setting in $tuning; do
         IFS=: read -r t p e <<<"$setting"
         e=${e:-0}
         flex "$label-tune-$t-$p-$e" "$connect" -t "$t" -p "$p" --executors "$e" -o "$(per_thread "$t")" \
@@ -232,6 +271,7 @@ measure() { # label, data nodes, replicas, port
     done
     for op in read update; do
         t=${best_t[$op]} p=${best_p[$op]} e=${best_e[$op]}
+        TUNED_T[$label-$op]=$t TUNED_P[$label-$op]=$p TUNED_E[$label-$op]=$e
         # Twice, as Redis is measured twice, the figure the higher: a slow spell of the
         # machine must not decide either side's figure.
         for round in 1 2; do
@@ -250,7 +290,7 @@ measure() { # label, data nodes, replicas, port
     flex "$label-latency" "$connect" -t 1 -p 1 -o "$ROWS" --ops read,update --duration "$LATENCY_SECONDS"
     say "  verified read of every row"
     flex "$label-verify" "$connect" -t 2 -p 128 -o "$(per_thread 2)" --ops read --verify
-    [[ $(field "$label-verify" 0 .mismatches) == 0 ]] || die "rows did not verify: $WORK/flex-$label-verify.err"
+    [[ $(field "$label-verify" 0 .mismatches) == 0 ]] || die "rows did not verify: $OUT/flex-$label-verify.err"
     stop_sandbox "$dir"
     local setting
     for op in read update; do
@@ -271,37 +311,6 @@ measure() { # label, data nodes, replicas, port
     eval "R_${label}_BUPDATE=$(field "$label-batched-update" 0 .ops_per_s)"
 }
 
-measure one 1 1 "$SANDBOX1_PORT"
-start_redis
-redis_pipelined 2
-stop_redis
-measure two 2 2 "$SANDBOX2_PORT"
-REDIS_GETS="$(num "$(csv_field "$WORK/redis-pipelined-1.csv" GET 2)"), $(num "$(csv_field "$WORK/redis-pipelined-2.csv" GET 2)")"
-REDIS_SETS="$(num "$(csv_field "$WORK/redis-pipelined-1.csv" SET 2)"), $(num "$(csv_field "$WORK/redis-pipelined-2.csv" SET 2)")"
-REDIS_GET=$(max "$(csv_field "$WORK/redis-pipelined-1.csv" GET 2)" "$(csv_field "$WORK/redis-pipelined-2.csv" GET 2)")
-REDIS_SET=$(max "$(csv_field "$WORK/redis-pipelined-1.csv" SET 2)" "$(csv_field "$WORK/redis-pipelined-2.csv" SET 2)")
-
-# ---- the table ----
-
-
-echo
-echo "Skarv vs Redis on $(nproc) cores ($(uname -m)), $(date -u '+%Y-%m-%d %H:%M UTC'); raw results in $WORK"
-echo "Skarv: 100-byte rows (25 × INT UNSIGNED), $ROWS rows; Redis: 100-byte values, -r 1000000"
-echo
-row "" "Redis" "Skarv 1 node" "Skarv 2 nodes"
-row "" "" "1 replica" "2 replicas"
-row "read settings (-e: --executors)" "-c 50 -P 16" "$R_one_SETTING_READ" "$R_two_SETTING_READ"
-row "update settings" "-c 50 -P 16" "$R_one_SETTING_UPDATE" "$R_two_SETTING_UPDATE"
-row "reads/s (GET)" "$(num "$REDIS_GET")" "$(num "$R_one_READ")" "$(num "$R_two_READ")"
-row "updates/s (SET)" "$(num "$REDIS_SET")" "$(num "$R_one_UPDATE")" "$(num "$R_two_UPDATE")"
-row "inserts/s" "" "$(num "$R_one_INSERT")" "$(num "$R_two_INSERT")"
-row "reads/s, $BATCH_OPS per transaction" "" "$(num "$R_one_BREAD")" "$(num "$R_two_BREAD")"
-row "updates/s, $BATCH_OPS per transaction" "" "$(num "$R_one_BUPDATE")" "$(num "$R_two_BUPDATE")"
-row "reads/s, each of 2 runs" "$REDIS_GETS" "$R_one_READS" "$R_two_READS"
-row "updates/s, each of 2 runs" "$REDIS_SETS" "$R_one_UPDATES" "$R_two_UPDATES"
-row "p50 read µs, 1 client 1 op (GET)" "$REDIS_GET_P50" "$(dec "$R_one_READ_P50")" "$(dec "$R_two_READ_P50")"
-row "p50 update µs, 1 client 1 op (SET)" "$REDIS_SET_P50" "$(dec "$R_one_UPDATE_P50")" "$(dec "$R_two_UPDATE_P50")"
-echo
 # A goal's line: its ratio to three places (two would show 0.4966 as 0.50) and
 # whether it is met, judged on the exact ratio.
 goal() { # label, numerator, denominator, ">=" or "<=", bound
@@ -311,15 +320,68 @@ goal() { # label, numerator, denominator, ">=" or "<=", bound
         r = a / b
         print ((op == ">=" ? r >= bound : r <= bound) ? "met" : "NOT met")
     }')
-    printf '%-48s %8s   %-7s %s\n' "$1" "$(ratio3 "$2" "$3")" "$4 $5" "$met"
+    printf '%-52s %8s   %-7s %s\n' "$1" "$(ratio3 "$2" "$3")" "$4 $5" "$met"
 }
 ratio3() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "n/a" }'; }
-printf '%-48s %8s   %-7s %s\n' "ratio" "value" "goal" ""
-goal "reads / GET -P 16 (1 replica)" "$R_one_READ" "$REDIS_GET" ">=" 1.0
-goal "updates / SET -P 16 (1 replica)" "$R_one_UPDATE" "$REDIS_SET" ">=" 0.8
-goal "p50 read latency / GET -P 1 -c 1 (1 replica)" "$R_one_READ_P50" "$REDIS_GET_P50" "<=" 1.5
-goal "updates, 2 replicas / 1 replica" "$R_two_UPDATE" "$R_one_UPDATE" ">=" 0.5
-echo
-echo "The goals are stated for one operation per transaction (above). With $BATCH_OPS per transaction:"
-printf '%-48s %8s\n' "reads, -b $BATCH_OPS / GET -P 16 (1 replica)" "$(ratio "$R_one_BREAD" "$REDIS_GET")"
-printf '%-48s %8s\n' "updates, -b $BATCH_OPS / SET -P 16 (1 replica)" "$(ratio "$R_one_BUPDATE" "$REDIS_SET")"
+
+# One table size: Redis (first round, latency), 1 node, Redis (second round), 2 nodes,
+# then its table and goals (printed, and kept in $WORK/table-ROWS.txt).
+run_size() {
+    OUT=$WORK/rows-$ROWS
+    mkdir -p "$OUT"
+    say "---- $ROWS rows ----"
+    start_redis
+    fill_redis
+    redis_first
+    measure one 1 1 "$SANDBOX1_PORT"
+    redis_pipelined 2
+    stop_redis
+    measure two 2 2 "$SANDBOX2_PORT"
+    REDIS_GETS="$(num "$(csv_field "$OUT/redis-pipelined-1.csv" GET 2)"), $(num "$(csv_field "$OUT/redis-pipelined-2.csv" GET 2)")"
+    REDIS_SETS="$(num "$(csv_field "$OUT/redis-pipelined-1.csv" SET 2)"), $(num "$(csv_field "$OUT/redis-pipelined-2.csv" SET 2)")"
+    REDIS_GET=$(max "$(csv_field "$OUT/redis-pipelined-1.csv" GET 2)" "$(csv_field "$OUT/redis-pipelined-2.csv" GET 2)")
+    REDIS_SET=$(max "$(csv_field "$OUT/redis-pipelined-1.csv" SET 2)" "$(csv_field "$OUT/redis-pipelined-2.csv" SET 2)")
+    table | tee "$WORK/table-$ROWS.txt"
+}
+
+table() {
+    echo
+    echo "Skarv vs Redis on $(nproc) cores ($(uname -m)), $(date -u '+%Y-%m-%d %H:%M UTC'); raw results in $OUT"
+    echo "Skarv: 100-byte rows (25 × INT UNSIGNED), $ROWS rows; Redis: $ROWS keys of 100 bytes, -r $ROWS"
+    echo
+    row "" "Redis" "Skarv 1 node" "Skarv 2 nodes"
+    row "" "" "1 replica" "2 replicas"
+    row "read settings (-e: --executors)" "-c 50 -P 16" "$R_one_SETTING_READ" "$R_two_SETTING_READ"
+    row "update settings" "-c 50 -P 16" "$R_one_SETTING_UPDATE" "$R_two_SETTING_UPDATE"
+    row "reads/s (GET)" "$(num "$REDIS_GET")" "$(num "$R_one_READ")" "$(num "$R_two_READ")"
+    row "updates/s (SET)" "$(num "$REDIS_SET")" "$(num "$R_one_UPDATE")" "$(num "$R_two_UPDATE")"
+    row "inserts/s" "" "$(num "$R_one_INSERT")" "$(num "$R_two_INSERT")"
+    row "reads/s, $BATCH_OPS per transaction" "" "$(num "$R_one_BREAD")" "$(num "$R_two_BREAD")"
+    row "updates/s, $BATCH_OPS per transaction" "" "$(num "$R_one_BUPDATE")" "$(num "$R_two_BUPDATE")"
+    row "reads/s, each of 2 runs" "$REDIS_GETS" "$R_one_READS" "$R_two_READS"
+    row "updates/s, each of 2 runs" "$REDIS_SETS" "$R_one_UPDATES" "$R_two_UPDATES"
+    row "p50 read µs, 1 client 1 op (GET)" "$REDIS_GET_P50" "$(dec "$R_one_READ_P50")" "$(dec "$R_two_READ_P50")"
+    row "p50 update µs, 1 client 1 op (SET)" "$REDIS_SET_P50" "$(dec "$R_one_UPDATE_P50")" "$(dec "$R_two_UPDATE_P50")"
+    echo
+    printf '%-52s %8s   %-7s %s\n' "ratio ($ROWS rows)" "value" "goal" ""
+    goal "reads / GET -P 16 (1 replica)" "$R_one_READ" "$REDIS_GET" ">=" 2.5
+    goal "updates / SET -P 16 (1 replica)" "$R_one_UPDATE" "$REDIS_SET" ">=" 1.2
+    goal "updates, -b $BATCH_OPS / SET -P 16 (1 replica)" "$R_one_BUPDATE" "$REDIS_SET" ">=" 2.0
+    goal "p50 read latency / GET -P 1 -c 1 (1 replica)" "$R_one_READ_P50" "$REDIS_GET_P50" "<=" 1.0
+    goal "updates, 2 replicas / 1 replica" "$R_two_UPDATE" "$R_one_UPDATE" ">=" 0.65
+    goal "p50 update, 2 replicas / 1 replica" "$R_two_UPDATE_P50" "$R_one_UPDATE_P50" "<=" 1.5
+    printf '%-52s %8s\n' "reads, -b $BATCH_OPS / GET -P 16 (1 replica, no goal)" "$(ratio3 "$R_one_BREAD" "$REDIS_GET")"
+    printf '%-52s %8s\n' "updates, -b $BATCH_OPS / -b 1 (1 replica, no goal)" "$(ratio3 "$R_one_BUPDATE" "$R_one_UPDATE")"
+    printf '%-52s %8s\n' "updates, -b $BATCH_OPS / -b 1 (2 replicas, no goal)" "$(ratio3 "$R_two_BUPDATE" "$R_two_UPDATE")"
+}
+
+declare -A TUNED_T=() TUNED_P=() TUNED_E=()
+FIRST_ROWS=${ROWS_LIST%% *}
+for ROWS in $ROWS_LIST; do
+    run_size
+done
+if [[ $ROWS_LIST == *" "* ]]; then
+    echo
+    echo "All sizes:"
+    for ROWS in $ROWS_LIST; do cat "$WORK/table-$ROWS.txt"; done
+fi
