@@ -582,6 +582,50 @@ fn flip(op: CmpOp) -> CmpOp {
     }
 }
 
+/// Whether the data nodes' filter of `cond` ([`access`]'s) says of every
+/// row what `cond` says: each conjunct (but the constant ones, which
+/// [`access`] decides) a comparison or BETWEEN of an integer column with
+/// constants that convert to it exactly. Integers compare the same there
+/// and here, NULL included (unknown fails both); text (collations, PAD
+/// SPACE), decimals, floats, times and LIKE are left to the SQL node's own
+/// test, which then runs on every row as before.
+pub(crate) fn pushed_exactly(table: &TableInfo, cond: &Expr, ctx: &mut Ctx<'_>) -> SqlResult<bool> {
+    let integer = |col: usize| {
+        matches!(
+            table.columns.get(col).map(|c| &c.ty),
+            Some(
+                SqlType::TinyInt { .. }
+                    | SqlType::SmallInt { .. }
+                    | SqlType::MediumInt { .. }
+                    | SqlType::Int { .. }
+                    | SqlType::BigInt { .. }
+            )
+        )
+    };
+    for c in cond.conjuncts() {
+        if c.is_constant() {
+            continue;
+        }
+        let exact = match c {
+            Expr::Cmp(op, a, b, _) if *op != CmpOp::NullSafeEq => {
+                column_vs_const(table, a, b, ctx)?.is_some_and(|(col, ..)| integer(col))
+            }
+            Expr::Between(x, lo, hi, false, _) => match **x {
+                Expr::Col(col) if integer(col) => {
+                    column_vs_const(table, x, lo, ctx)?.is_some()
+                        && column_vs_const(table, x, hi, ctx)?.is_some()
+                }
+                _ => false,
+            },
+            _ => false,
+        };
+        if !exact {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
 /// The part of a condition the data nodes can evaluate, when all of it is.
 fn filter(table: &TableInfo, c: &Expr, ctx: &mut Ctx<'_>) -> SqlResult<Option<Filter>> {
     let native = |col: usize| table.columns.get(col).map(|c| c.native as u16);
