@@ -7,7 +7,9 @@
 //! - [`rate_limit`]: a bound on how often a warning is logged.
 
 pub mod id_hash;
+pub mod key_hash;
 pub mod rate_limit;
 
 pub use id_hash::{IdHasher, IdMap, IdSet};
+pub use key_hash::{KeyHasher, KeyMap, KeySet, KeyState};
 pub use rate_limit::RateLimit;

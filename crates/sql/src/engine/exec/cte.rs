@@ -20,7 +20,6 @@
 //! what its definition may: the entries under it, and itself only while
 //! it recurses. A view's query sees none of the statement's CTEs.
 
-use std::collections::HashSet;
 use std::ops::ControlFlow;
 use std::sync::atomic::Ordering as AtomicOrdering;
 use std::sync::Arc;
@@ -332,7 +331,7 @@ fn recursive(
         part
     };
     // Anchors: the columns are the first one's.
-    let mut seen: HashSet<Vec<u8>> = HashSet::new();
+    let mut seen: stdx::KeySet<Vec<u8>> = stdx::KeySet::default();
     let mut shape: Option<Materialised> = None;
     let mut all: Vec<Vec<Val>> = Vec::new();
     let mut budget = Budget::default();
@@ -441,7 +440,7 @@ fn take_new(
     rows: Vec<Vec<Val>>,
     distinct: bool,
     collations: &[Option<Collation>],
-    seen: &mut HashSet<Vec<u8>>,
+    seen: &mut stdx::KeySet<Vec<u8>>,
 ) -> Vec<Vec<Val>> {
     if !distinct {
         return rows;

@@ -97,7 +97,7 @@ pub(crate) fn run(
 }
 
 /// Rows of a kept table by their hash join key.
-type Buckets = HashMap<Vec<u8>, Vec<usize>>;
+type Buckets = stdx::KeyMap<Vec<u8>, Vec<usize>>;
 
 /// A table read whole, kept for every outer row: its rows, and buckets by
 /// the hash join's key when it has one (with the earlier column and fold).
@@ -136,7 +136,7 @@ impl Runner<'_, '_> {
                     let inner: Vec<Vec<Val>> = rows.as_ref().clone();
                     self.stats[at].read += inner.len() as u64;
                     let hash = hash_pair(spec, step).map(|(mine, other, fold)| {
-                        let mut buckets = Buckets::new();
+                        let mut buckets = Buckets::default();
                         for (i, r) in inner.iter().enumerate() {
                             if let Some(key) = hash_key(&r[mine - t.offset], fold) {
                                 buckets.entry(key).or_default().push(i);
@@ -165,7 +165,7 @@ impl Runner<'_, '_> {
                     let inner: Vec<Vec<Val>> = found.into_iter().map(|(r, _)| r).collect();
                     // An equality with an earlier table: a hash join.
                     let hash = hash_pair(spec, step).map(|(mine, other, fold)| {
-                        let mut buckets = Buckets::new();
+                        let mut buckets = Buckets::default();
                         for (i, r) in inner.iter().enumerate() {
                             if let Some(key) = hash_key(&r[mine - t.offset], fold) {
                                 buckets.entry(key).or_default().push(i);

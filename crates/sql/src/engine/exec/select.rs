@@ -2,8 +2,9 @@
 //! aggregation, DISTINCT, ORDER BY, LIMIT, UNION.
 
 use std::cmp::Ordering;
-use std::collections::HashMap;
+
 use std::sync::Arc;
+use stdx::{KeyMap, KeyState};
 
 use schema::Collation;
 use skarv_client::LockMode;
@@ -2152,7 +2153,7 @@ fn shape(
         ctx.absorb(c);
     }
     if p.distinct {
-        let mut seen = HashMap::new();
+        let mut seen = KeyMap::with_capacity_and_hasher(out.len(), KeyState::default());
         let collations: Vec<Option<Collation>> =
             p.kinds.iter().map(|k| kind_collation(*k)).collect();
         out.retain(|(v, _)| seen.insert(group_key(v, &collations), ()).is_none());
@@ -2262,7 +2263,7 @@ pub(super) fn group_key(values: &[Val], collations: &[Option<Collation>]) -> Vec
 }
 
 fn distinct(rows: Vec<Vec<Val>>, collations: &[Option<Collation>]) -> Vec<Vec<Val>> {
-    let mut seen = HashMap::new();
+    let mut seen = KeyMap::with_capacity_and_hasher(rows.len(), KeyState::default());
     rows.into_iter()
         .filter(|r| seen.insert(group_key(r, collations), ()).is_none())
         .collect()
@@ -2274,7 +2275,7 @@ struct AggState {
     count: i64,
     sum: Val,
     best: Val,
-    seen: Option<HashMap<Vec<u8>, ()>>,
+    seen: Option<KeyMap<Vec<u8>, ()>>,
     /// GROUP_CONCAT: each value kept and its ORDER BY keys.
     concat: Vec<(Vec<Val>, Vec<u8>)>,
     /// GROUP_CONCAT: the bytes kept (without ORDER BY, values past
@@ -2386,13 +2387,13 @@ fn aggregate(
             count: 0,
             sum: Val::Null,
             best: Val::Null,
-            seen: a.distinct.then(HashMap::new),
+            seen: a.distinct.then(KeyMap::default),
             concat: Vec::new(),
             concat_bytes: 0,
             concat_full: false,
         })
         .collect();
-    let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
+    let mut index: KeyMap<Vec<u8>, usize> = KeyMap::default();
     let mut groups: Vec<(Vec<Val>, Vec<AggState>)> = Vec::new();
     for (row, _) in found {
         ctx.check_killed()?;
