@@ -27,7 +27,7 @@ pub struct BlockFigures {
 }
 
 /// Figures a block instance keeps at most (a slot's size).
-pub const FIGURES_PER_BLOCK_MAX: usize = 8;
+pub const FIGURES_PER_BLOCK_MAX: usize = 9;
 
 impl BlockFigures {
     /// Sets figure `id` (only the owning instance writes its slot).
@@ -61,6 +61,10 @@ pub mod ldm {
     pub const COMMITS: usize = 4;
     pub const ABORTS: usize = 5;
     pub const SCANS: usize = 6;
+    /// The instance's redo log ring: bytes in use and its size
+    /// (`logspaces`).
+    pub const REDO_USED_BYTES: usize = 7;
+    pub const REDO_TOTAL_BYTES: usize = 8;
 }
 
 /// A TC instance's figures (`BlockFigures` ids): its `TcCounters`,
@@ -301,6 +305,19 @@ pub fn rows(
                     dbinfo::DISCONNECTED
                 }
                 .to_owned()],
+            })
+            .collect(),
+        n if n == dbinfo::LOGSPACES.name => (0u64..)
+            .zip(&figures.ldms)
+            .map(|(instance, slot)| DbinfoRow {
+                ints: vec![
+                    node,
+                    0,
+                    instance,
+                    slot.get(ldm::REDO_TOTAL_BYTES),
+                    slot.get(ldm::REDO_USED_BYTES),
+                ],
+                texts: vec![dbinfo::REDO.to_owned()],
             })
             .collect(),
         n if n == dbinfo::NODES.name => vec![DbinfoRow {

@@ -97,8 +97,37 @@ pub const TRANSPORTERS: TableDef = TableDef {
     ],
 };
 
+pub const LOGSPACES: TableDef = TableDef {
+    name: "logspaces",
+    columns: &[
+        ("node_id", Int),
+        ("log_type", Text),
+        ("log_id", Int),
+        ("log_part", Int),
+        ("total", Int),
+        ("used", Int),
+    ],
+};
+
+/// `logspaces.log_type` of the redo log (NDB's word).
+pub const REDO: &str = "REDO";
+
+/// Use of DataMemory or the redo log at which a data node warns in the
+/// cluster log, and the mgmd's metrics show the alarm (docs/operations.md,
+/// "Alarms").
+pub const ALARM_WARNING_PERCENT: u64 = 80;
+/// ... and at which it raises an alert: writes fail soon.
+pub const ALARM_CRITICAL_PERCENT: u64 = 90;
+
 /// Every ndbinfo table, in the order `SHOW TABLES FROM ndbinfo` lists them.
-pub const TABLES: &[&TableDef] = &[&COUNTERS, &MEMORYUSAGE, &NODES, &THREADSTAT, &TRANSPORTERS];
+pub const TABLES: &[&TableDef] = &[
+    &COUNTERS,
+    &LOGSPACES,
+    &MEMORYUSAGE,
+    &NODES,
+    &THREADSTAT,
+    &TRANSPORTERS,
+];
 
 /// The table named `name` (ASCII case ignored, as MySQL on Linux does not
 /// for tables but ndbinfo's names are all lower case).
