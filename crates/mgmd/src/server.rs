@@ -468,9 +468,24 @@ impl Shared {
                 .collect(),
             ..Default::default()
         };
+        // A node that let one table's scan time out is not asked for the
+        // others: a hung node costs a scrape one timeout, not one per table
+        // (which would pass Prometheus's default 10 s scrape timeout).
+        let mut silent = std::collections::BTreeSet::new();
         for def in crate::metrics::TABLES {
-            let answers = self
-                .dbinfo_scan(def.name, timeout)
+            let asked: Vec<NodeId> = gathered
+                .data_nodes
+                .iter()
+                .copied()
+                .filter(|n| !silent.contains(n))
+                .collect();
+            let answers = self.dbinfo_scan(def.name, timeout, &silent);
+            silent.extend(
+                asked
+                    .into_iter()
+                    .filter(|n| !answers.iter().any(|(answered, _)| answered == n)),
+            );
+            let answers = answers
                 .into_iter()
                 .filter_map(|(node, rows)| match rows {
                     Ok(rows) => Some((node, rows)),
@@ -488,8 +503,13 @@ impl Shared {
     /// Asks every data node that holds a session for its rows of ndbinfo
     /// table `table` (the `DbinfoScanReq` an API node sends, here over the
     /// session), and waits up to `timeout` for the answers. A node that
-    /// does not answer in time is left out.
-    pub(crate) fn dbinfo_scan(&self, table: &str, timeout: Duration) -> Vec<ScanAnswer> {
+    /// does not answer in time is left out, as are the nodes in `skip`.
+    pub(crate) fn dbinfo_scan(
+        &self,
+        table: &str,
+        timeout: Duration,
+        skip: &std::collections::BTreeSet<NodeId>,
+    ) -> Vec<ScanAnswer> {
         let sessions = lock(&self.registry).data_node_sessions();
         let (answer_tx, answers) = mpsc::channel();
         let request_id = {
@@ -501,6 +521,9 @@ impl Shared {
         };
         let mut asked = 0;
         for (node, connection) in sessions {
+            if skip.contains(&node) {
+                continue;
+            }
             let Some(connection) = connection.and_then(|id| self.connection(id)) else {
                 continue;
             };
@@ -943,7 +966,7 @@ impl Shared {
                     });
                 }
                 let timeout = Duration::from_millis(crate::metrics::SCAN_TIMEOUT_MS);
-                let mut answers = self.dbinfo_scan(&table, timeout);
+                let mut answers = self.dbinfo_scan(&table, timeout, &Default::default());
                 answers.sort_by_key(|(node, _)| *node);
                 let mut rows = Vec::new();
                 let mut errors = Vec::new();

@@ -6,8 +6,9 @@
 //!   counters, threads (signals, CPU), links (bytes, frames);
 //! - its figures agree with ndbinfo's read through SQL around the scrape
 //!   (DataMemory pages, and the TC's commits when no commit came between);
-//! - a node that is killed shows as not answering while the scrape still
-//!   answers for the other;
+//! - a node that is hung (SIGSTOP) shows as not answering, and costs the
+//!   scrape one scan timeout, not one per table; a node that is killed
+//!   shows as not answering while the scrape still answers for the other;
 //! - other paths get a 404 and a request that is not HTTP a 400.
 
 mod common;
@@ -16,7 +17,7 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::Command;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::{connect, sigkill, wait_for, Sandbox};
 use mysql::prelude::Queryable;
@@ -24,8 +25,37 @@ use serde_json::Value as Json;
 
 /// How long a killed node may take to show as not answering.
 const NODE_GONE_MAX: Duration = Duration::from_secs(30);
+/// A scrape with a hung data node takes one scan timeout (2 s) and the
+/// rest; one per table would be 12 s.
+const SCRAPE_WITH_HUNG_NODE_MAX: Duration = Duration::from_secs(5);
 /// Tries to find ndbinfo's figures still between two reads around a scrape.
 const STABLE_TRIES_MAX: usize = 20;
+
+/// Sends SIGCONT on drop: the test never leaves a stopped process behind.
+struct Stopped(i32);
+
+impl Stopped {
+    fn stop(pid: u64) -> Stopped {
+        let pid = i32::try_from(pid).expect("a pid");
+        assert!(pid > 0, "pid {pid}");
+        // SAFETY: kill has no memory effects.
+        let result = unsafe { libc::kill(pid, libc::SIGSTOP) };
+        assert_eq!(
+            result,
+            0,
+            "kill -STOP {pid}: {}",
+            std::io::Error::last_os_error()
+        );
+        Stopped(pid)
+    }
+}
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        // SAFETY: kill has no memory effects.
+        unsafe { libc::kill(self.0, libc::SIGCONT) };
+    }
+}
 
 /// The raw HTTP answer to `request`.
 fn http(port: u16, request: &str) -> String {
@@ -252,6 +282,26 @@ fn metrics_parse_and_agree_with_ndbinfo() {
     assert!(missing.starts_with("HTTP/1.1 404"), "{missing}");
     let bad = http(port, "hello\r\n\r\n");
     assert!(bad.starts_with("HTTP/1.1 400"), "{bad}");
+
+    {
+        let _hung = Stopped::stop(sandbox.pid(3));
+        let start = Instant::now();
+        let samples = scrape(port);
+        let took = start.elapsed();
+        assert_eq!(
+            value(&samples, "skarv_data_node_answered", &[("node", "3")]),
+            Some(0.0),
+            "the hung node did not answer"
+        );
+        assert_eq!(
+            value(&samples, "skarv_data_node_answered", &[("node", "2")]),
+            Some(1.0)
+        );
+        assert!(
+            took < SCRAPE_WITH_HUNG_NODE_MAX,
+            "a scrape with a hung node took {took:?}"
+        );
+    }
 
     // Its angel too, so it stays down.
     sigkill(sandbox.angel_pid(3));
