@@ -255,6 +255,7 @@ fn setup(name: &str, delay: Duration) -> Setup {
         port: Some(0),
         data_dir: Some(dir.join("mgmd")),
         node_id: None,
+        metrics_port: None,
     })
     .expect("mgmd starts");
     let connect = server.local_addr().to_string();

@@ -11,7 +11,10 @@
 //! as in NDB).
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+use kernel::runtime::{ThreadFigure, ThreadFigures};
+use transport::{LinkFigure, LinkFigures};
 
 use signal::dbinfo::{self, TableDef};
 use signal::{DbinfoRow, NodeId};
@@ -24,7 +27,7 @@ pub struct BlockFigures {
 }
 
 /// Figures a block instance keeps at most (a slot's size).
-pub const FIGURES_PER_BLOCK_MAX: usize = 8;
+pub const FIGURES_PER_BLOCK_MAX: usize = 9;
 
 impl BlockFigures {
     /// Sets figure `id` (only the owning instance writes its slot).
@@ -58,6 +61,10 @@ pub mod ldm {
     pub const COMMITS: usize = 4;
     pub const ABORTS: usize = 5;
     pub const SCANS: usize = 6;
+    /// The instance's redo log ring: bytes in use and its size
+    /// (`logspaces`).
+    pub const REDO_USED_BYTES: usize = 7;
+    pub const REDO_TOTAL_BYTES: usize = 8;
 }
 
 /// A TC instance's figures (`BlockFigures` ids): its `TcCounters`,
@@ -100,6 +107,11 @@ enum Block {
 pub struct NodeFigures {
     tcs: Vec<BlockFigures>,
     ldms: Vec<BlockFigures>,
+    /// The runtime's and the transport's figures, set once the node built
+    /// them (after its blocks); until then `threadstat` and `transporters`
+    /// have no rows.
+    threads: OnceLock<ThreadFigures>,
+    links: OnceLock<LinkFigures>,
 }
 
 impl NodeFigures {
@@ -108,7 +120,31 @@ impl NodeFigures {
         Arc::new(NodeFigures {
             tcs: slots(tc_instances),
             ldms: slots(ldm_instances),
+            threads: OnceLock::new(),
+            links: OnceLock::new(),
         })
+    }
+
+    /// Where `threadstat` reads the execution threads (set once).
+    pub fn set_threads(&self, threads: ThreadFigures) {
+        let set = self.threads.set(threads);
+        assert!(set.is_ok(), "the thread figures are set once");
+    }
+
+    /// Where `transporters` reads the links (set once).
+    pub fn set_links(&self, links: LinkFigures) {
+        let set = self.links.set(links);
+        assert!(set.is_ok(), "the link figures are set once");
+    }
+
+    /// Every execution thread's figures now (none before they are wired).
+    pub fn threads(&self) -> Vec<ThreadFigure> {
+        self.threads.get().map(|t| t.snapshot()).unwrap_or_default()
+    }
+
+    /// Every link's figures now (none before they are wired).
+    pub fn links(&self) -> Vec<LinkFigure> {
+        self.links.get().map(|l| l.snapshot()).unwrap_or_default()
     }
 
     pub fn tc(&self, instance: u32) -> &BlockFigures {
@@ -221,6 +257,69 @@ pub fn rows(
             }
             rows
         }
+        n if n == dbinfo::THREADSTAT.name => {
+            let now_ms = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64);
+            (0u64..)
+                .zip(figures.threads())
+                .map(|(thr_no, t)| {
+                    let os = os_thread_figures(t.os_tid).unwrap_or_default();
+                    DbinfoRow {
+                        ints: vec![
+                            node,
+                            thr_no,
+                            t.loops,
+                            t.signals,
+                            t.sleeps,
+                            t.wakes,
+                            t.queue_depth,
+                            t.os_tid,
+                            now_ms,
+                            os.utime_us,
+                            os.stime_us,
+                            os.nvcsw,
+                            os.nivcsw,
+                        ],
+                        texts: vec![t.name, t.role.to_string()],
+                    }
+                })
+                .collect()
+        }
+        n if n == dbinfo::TRANSPORTERS.name => figures
+            .links()
+            .into_iter()
+            .map(|l| DbinfoRow {
+                ints: vec![
+                    node,
+                    u64::from(l.peer.get()),
+                    l.connect_count,
+                    l.bytes_sent,
+                    l.bytes_received,
+                    l.frames_sent,
+                    l.frames_received,
+                ],
+                texts: vec![if l.up {
+                    dbinfo::CONNECTED
+                } else {
+                    dbinfo::DISCONNECTED
+                }
+                .to_owned()],
+            })
+            .collect(),
+        n if n == dbinfo::LOGSPACES.name => (0u64..)
+            .zip(&figures.ldms)
+            .map(|(instance, slot)| DbinfoRow {
+                ints: vec![
+                    node,
+                    0,
+                    instance,
+                    slot.get(ldm::REDO_TOTAL_BYTES),
+                    slot.get(ldm::REDO_USED_BYTES),
+                ],
+                texts: vec![dbinfo::REDO.to_owned()],
+            })
+            .collect(),
         n if n == dbinfo::NODES.name => vec![DbinfoRow {
             ints: vec![node, status.uptime_s, status.start_phase],
             texts: vec![status.status.to_owned()],
@@ -239,4 +338,90 @@ pub fn rows(
 pub fn fits(def: &TableDef, row: &DbinfoRow) -> bool {
     row.ints.len() == def.count(dbinfo::ColumnKind::Int)
         && row.texts.len() == def.count(dbinfo::ColumnKind::Text)
+}
+
+/// What the kernel keeps of one thread of this process (`threadstat`'s
+/// `os_*` columns): CPU time in microseconds and context switches.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OsThreadFigures {
+    pub utime_us: u64,
+    pub stime_us: u64,
+    /// Voluntary (it waited) and involuntary (preempted) context switches.
+    pub nvcsw: u64,
+    pub nivcsw: u64,
+}
+
+/// Thread `tid` of this process as `/proc/self/task/<tid>/` shows it (what
+/// `getrusage(RUSAGE_THREAD)` gives, but readable from another thread);
+/// `None` when the thread is gone or the files cannot be read.
+pub fn os_thread_figures(tid: u64) -> Option<OsThreadFigures> {
+    if tid == 0 {
+        return None;
+    }
+    let dir = format!("/proc/self/task/{tid}");
+    let stat = std::fs::read_to_string(format!("{dir}/stat")).ok()?;
+    let status = std::fs::read_to_string(format!("{dir}/status")).ok()?;
+    let (utime_ticks, stime_ticks) = parse_stat_times(&stat)?;
+    // SAFETY: sysconf has no preconditions.
+    let ticks_per_s = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) })
+        .ok()
+        .filter(|t| *t > 0)?;
+    let field = |name: &str| {
+        status.lines().find_map(|line| {
+            let value = line.strip_prefix(name)?.strip_prefix(':')?;
+            value.trim().parse::<u64>().ok()
+        })
+    };
+    Some(OsThreadFigures {
+        utime_us: utime_ticks * 1_000_000 / ticks_per_s,
+        stime_us: stime_ticks * 1_000_000 / ticks_per_s,
+        nvcsw: field("voluntary_ctxt_switches").unwrap_or(0),
+        nivcsw: field("nonvoluntary_ctxt_switches").unwrap_or(0),
+    })
+}
+
+/// `utime` and `stime` (fields 14 and 15, clock ticks) of a
+/// `/proc/<pid>/task/<tid>/stat` line. The name (field 2) is in
+/// parentheses and may hold spaces and parentheses: fields are counted
+/// from the last `)`.
+fn parse_stat_times(stat: &str) -> Option<(u64, u64)> {
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    // Field 3 (state) is the first after the name: utime is the 12th from it.
+    let mut fields = after_name.split_whitespace().skip(11);
+    let utime = fields.next()?.parse().ok()?;
+    let stime = fields.next()?.parse().ok()?;
+    Some((utime, stime))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_times_are_fields_14_and_15_whatever_the_name() {
+        let stat = "4242 (ldm 0 (x)) S 1 2 3 4 5 6 7 8 9 10 111 222 13 14 20 0 1 0";
+        assert_eq!(parse_stat_times(stat), Some((111, 222)));
+        assert_eq!(parse_stat_times("4242 (cut"), None);
+    }
+
+    #[test]
+    fn this_thread_uses_cpu_as_proc_tells() {
+        // SAFETY: gettid has no preconditions.
+        let tid = u64::try_from(unsafe { libc::gettid() }).unwrap();
+        let before = os_thread_figures(tid).expect("own thread readable");
+        // Spin until the kernel has charged a tick of CPU to this thread.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut x = 0u64;
+        loop {
+            for i in 0..100_000u64 {
+                x = x.wrapping_mul(31).wrapping_add(i);
+            }
+            let now = os_thread_figures(tid).expect("own thread readable");
+            if now.utime_us + now.stime_us > before.utime_us + before.stime_us {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "no CPU charged: {x}");
+        }
+        assert_eq!(os_thread_figures(0), None);
+    }
 }

@@ -23,6 +23,7 @@
 //! - [`angel`]: the parent process that restarts the data node when it dies.
 //! - [`simulation`]: whole clusters of these blocks in the deterministic simulator.
 
+pub mod alarm;
 pub mod angel;
 mod cluster_log;
 pub mod dbinfo;

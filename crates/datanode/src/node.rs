@@ -151,17 +151,28 @@ pub fn run(options: &NodeOptions) -> Result<NodeExit, NodeError> {
     let discard = options
         .discard_corrupt
         .then(crate::ldm::DiscardCorrupt::default);
-    let blocks = wiring::data_node_blocks_with(&spec, node_disk(node)?, discard.clone())
-        .map_err(|what| NodeError::Start { node, what })?;
+    let figures = crate::dbinfo::NodeFigures::new(
+        spec.tc_addresses().len() as u32,
+        spec.ldm_addresses().len() as u32,
+    );
+    let blocks = wiring::data_node_blocks_with(
+        &spec,
+        node_disk(node)?,
+        discard.clone(),
+        Some(Arc::clone(&figures)),
+    )
+    .map_err(|what| NodeError::Start { node, what })?;
     let mut runtime = Runtime::new(node, &me.params.threads, blocks, RuntimeLimits::default())
         .map_err(|e| NodeError::Start {
             node,
             what: e.to_string(),
         })?;
+    figures.set_threads(runtime.thread_figures());
     let transport_injector = runtime.injector();
     let session_injector = runtime.injector();
 
     let (transport, receiver) = start_transport(&config, node, transport_injector)?;
+    figures.set_links(transport.link_figures());
     if let Some(receiver) = receiver {
         let thread = runtime
             .attach_poller(Box::new(ReceivePoller { receiver }))

@@ -206,7 +206,7 @@ impl NodeSpec {
         !self.left_out.contains(&block)
     }
 
-    fn tc_addresses(&self) -> Vec<BlockRef> {
+    pub(crate) fn tc_addresses(&self) -> Vec<BlockRef> {
         if !self.builds(BlockNumber::TRANSACTION_COORDINATOR) {
             return Vec::new();
         }
@@ -215,7 +215,7 @@ impl NodeSpec {
             .collect()
     }
 
-    fn ldm_addresses(&self) -> Vec<BlockRef> {
+    pub(crate) fn ldm_addresses(&self) -> Vec<BlockRef> {
         if !self.builds(BlockNumber::LOCAL_DATA_MANAGER) {
             return Vec::new();
         }
@@ -240,15 +240,19 @@ pub fn data_node_blocks<D: Disk + Clone + Send + 'static>(
     spec: &NodeSpec,
     disk: D,
 ) -> Result<Vec<BlockPlacement>, String> {
-    data_node_blocks_with(spec, disk, None)
+    data_node_blocks_with(spec, disk, None, None)
 }
 
 /// [`data_node_blocks`] of a node run with `--discard-corrupt`: its LDM
-/// instances ask through `discard` to move damaged files aside.
+/// instances ask through `discard` to move damaged files aside. The blocks
+/// publish their ndbinfo figures into `figures` (sized for `spec`'s TC and
+/// LDM instances) where given, so that the node can add the runtime's and
+/// the transport's; into figures of their own otherwise.
 pub fn data_node_blocks_with<D: Disk + Clone + Send + 'static>(
     spec: &NodeSpec,
     disk: D,
     discard: Option<crate::ldm::DiscardCorrupt>,
+    figures: Option<std::sync::Arc<crate::dbinfo::NodeFigures>>,
 ) -> Result<Vec<BlockPlacement>, String> {
     assert!(
         spec.builds(BlockNumber::MEMBERSHIP),
@@ -258,7 +262,8 @@ pub fn data_node_blocks_with<D: Disk + Clone + Send + 'static>(
     let node = spec.node;
     let tcs = spec.tc_addresses();
     let ldms = spec.ldm_addresses();
-    let figures = crate::dbinfo::NodeFigures::new(tcs.len() as u32, ldms.len() as u32);
+    let figures = figures
+        .unwrap_or_else(|| crate::dbinfo::NodeFigures::new(tcs.len() as u32, ldms.len() as u32));
     let mut blocks = Vec::new();
     let mut push = |address: BlockRef, role: ThreadRole, block: Box<dyn Block>| {
         blocks.push(BlockPlacement {

@@ -12,7 +12,9 @@ use std::net::{Shutdown, TcpStream, ToSocketAddrs};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use signal::{BlockNumber, BlockRef, NodeId, NodeStatusEntry, NodeType, Signal, SignalBody};
+use signal::{
+    BlockNumber, BlockRef, DbinfoRow, NodeId, NodeStatusEntry, NodeType, Signal, SignalBody,
+};
 
 use crate::error::MgmError;
 use crate::server::SHUTDOWN_WAIT_MS;
@@ -126,6 +128,26 @@ impl MgmClient {
             matches!(b, SignalBody::MgmShowConf { .. })
         })? {
             SignalBody::MgmShowConf { nodes } => Ok(nodes),
+            other => Err(self.unexpected(&other)),
+        }
+    }
+
+    /// The rows of ndbinfo table `table` from every data node that answers
+    /// the mgmd in time (`skarv admin report`), ordered by node; each row's
+    /// first column is its node. Empty when no data node answered.
+    pub fn dbinfo(&mut self, table: &str) -> Result<Vec<DbinfoRow>, MgmError> {
+        let request = SignalBody::DbinfoScanReq {
+            request_id: 1,
+            table: table.to_owned(),
+        };
+        match self.request(request, "ndbinfo scan", |b| {
+            matches!(
+                b,
+                SignalBody::DbinfoScanConf { .. } | SignalBody::DbinfoScanRef { .. }
+            )
+        })? {
+            SignalBody::DbinfoScanConf { rows, .. } => Ok(rows),
+            SignalBody::DbinfoScanRef { message, .. } => Err(MgmError::Refused { message }),
             other => Err(self.unexpected(&other)),
         }
     }

@@ -38,6 +38,7 @@ pub mod arbitrator;
 pub mod client;
 pub mod cluster_log;
 mod error;
+pub mod metrics;
 mod registry;
 pub mod server;
 mod wire;

@@ -574,6 +574,16 @@ impl Registry {
             .collect()
     }
 
+    /// Every configured data node, and the connection of its session if it
+    /// holds one.
+    pub(crate) fn data_node_sessions(&self) -> Vec<(NodeId, Option<ConnectionId>)> {
+        self.slots
+            .iter()
+            .filter(|(_, s)| s.config.node_type == NodeType::Data)
+            .map(|(node, s)| (*node, s.session.as_ref().map(|s| s.connection)))
+            .collect()
+    }
+
     /// Every configured node, in node id order.
     pub(crate) fn show(&self) -> Vec<NodeStatusEntry> {
         self.slots

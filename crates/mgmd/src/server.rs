@@ -11,12 +11,12 @@ use std::io::{self, Read};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{mpsc, Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use signal::frame::FRAME_PAYLOAD_MAX_BYTES;
-use signal::{BlockNumber, BlockRef, NodeId, NodeState, Severity, Signal, SignalBody};
+use signal::{BlockNumber, BlockRef, DbinfoRow, NodeId, NodeState, Severity, Signal, SignalBody};
 use stdx::RateLimit;
 
 use crate::arbitrator::{ArbitDecision, Arbitrator};
@@ -40,6 +40,9 @@ pub const UNREGISTERED_IDLE_TIMEOUT_MS: u64 = 3_000;
 const CONNECTION_WARNINGS_PER_SECOND_MAX: u32 = 10;
 /// A peer that does not take our bytes for this long is given up.
 pub const WRITE_TIMEOUT_MS: u64 = 5_000;
+/// `DbinfoScanRef::code` of a table no data node has (proto's
+/// `NO_SUCH_TABLE`, which the mgmd does not depend on).
+const NO_SUCH_TABLE: u32 = 723;
 /// On `MgmShutdownReq`, how long to wait for the data nodes to go.
 pub const SHUTDOWN_WAIT_MS: u64 = 10_000;
 /// The largest configuration file served: half a frame, far above any real
@@ -60,6 +63,9 @@ pub struct ServerOptions {
     pub data_dir: Option<PathBuf>,
     /// Which `[ndb_mgmd]` this server is; default the first.
     pub node_id: Option<NodeId>,
+    /// Serve Prometheus `/metrics` on this port (0: any free port) of the
+    /// mgmd's host; none when absent.
+    pub metrics_port: Option<u16>,
 }
 
 /// A running management server. Dropping it shuts it down.
@@ -70,6 +76,17 @@ pub struct MgmServer {
     cluster_log_path: PathBuf,
     /// The listener and the heartbeat monitor, joined by `wait`.
     threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+/// One data node's answer to an ndbinfo scan: its rows, or why not.
+type ScanAnswer = (NodeId, Result<Vec<DbinfoRow>, String>);
+
+/// The ndbinfo scans a scrape waits for: per request id, where the
+/// connection threads hand each data node's answer.
+#[derive(Default)]
+struct Scans {
+    next_id: u32,
+    waiting: HashMap<u32, mpsc::Sender<ScanAnswer>>,
 }
 
 struct Shared {
@@ -93,6 +110,9 @@ struct Shared {
     /// starting (`MgmNotJoiningRep`), so that a node started later does
     /// not wait `StartPartialTimeout` for them.
     not_joining: Mutex<BTreeMap<NodeId, String>>,
+    /// Where `/metrics` is served, if it is.
+    metrics_addr: Option<SocketAddr>,
+    scans: Mutex<Scans>,
 }
 
 struct Connections {
@@ -180,6 +200,17 @@ impl MgmServer {
             address: host_port(&mgmd.host_name, port),
             source,
         })?;
+        let metrics_listener = match options.metrics_port {
+            Some(port) => Some(bind(&mgmd.host_name, port)?),
+            None => None,
+        };
+        let metrics_addr = match &metrics_listener {
+            Some(listener) => Some(listener.local_addr().map_err(|source| MgmError::Bind {
+                address: host_port(&mgmd.host_name, options.metrics_port.unwrap_or(0)),
+                source,
+            })?),
+            None => None,
+        };
         let data_dir = options.data_dir.unwrap_or_else(|| mgmd.data_dir.clone());
         fs::create_dir_all(&data_dir).map_err(|source| MgmError::DataDir {
             path: data_dir.clone(),
@@ -222,6 +253,8 @@ impl MgmServer {
             stopped: Mutex::new(false),
             stopped_changed: Condvar::new(),
             not_joining: Mutex::new(BTreeMap::new()),
+            metrics_addr,
+            scans: Mutex::new(Scans::default()),
         });
         let listener_thread = spawn("listener", "mgmd-listener", {
             let shared = Arc::clone(&shared);
@@ -241,12 +274,29 @@ impl MgmServer {
                 return Err(error);
             }
         };
+        let mut threads = vec![listener_thread, monitor];
+        if let Some(listener) = metrics_listener {
+            let served = spawn("metrics server", "mgmd-metrics", {
+                let shared = Arc::clone(&shared);
+                move || shared.metrics_loop(listener)
+            });
+            match served {
+                Ok(thread) => threads.push(thread),
+                Err(error) => {
+                    shared.request_shutdown();
+                    for thread in threads {
+                        let _ = thread.join();
+                    }
+                    return Err(error);
+                }
+            }
+        }
         let server = MgmServer {
             shared,
             node_id,
             data_dir,
             cluster_log_path,
-            threads: Mutex::new(vec![listener_thread, monitor]),
+            threads: Mutex::new(threads),
         };
         Ok(server)
     }
@@ -254,6 +304,11 @@ impl MgmServer {
     /// The address the server listens on (with the real port when 0 was asked).
     pub fn local_addr(&self) -> SocketAddr {
         self.shared.local_addr
+    }
+
+    /// Where `/metrics` is served (with the real port when 0 was asked).
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.shared.metrics_addr
     }
 
     pub fn node_id(&self) -> NodeId {
@@ -362,18 +417,148 @@ impl Shared {
             let _registry = lock(&self.registry);
             self.registry_changed.notify_all();
         }
-        // The listener blocks in accept(): a connection of our own wakes it.
-        let mut wake = self.local_addr;
-        if wake.ip().is_unspecified() {
-            wake.set_ip(match wake {
-                SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
-                SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
-            });
+        // The listeners block in accept(): a connection of our own wakes each.
+        for mut wake in std::iter::once(self.local_addr).chain(self.metrics_addr) {
+            if wake.ip().is_unspecified() {
+                wake.set_ip(match wake {
+                    SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+                    SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+                });
+            }
+            if let Err(error) =
+                TcpStream::connect_timeout(&wake, Duration::from_millis(WAKE_TIMEOUT_MS))
+            {
+                tracing::error!("cannot wake the listener at {wake} for shutdown: {error}");
+            }
         }
-        if let Err(error) =
-            TcpStream::connect_timeout(&wake, Duration::from_millis(WAKE_TIMEOUT_MS))
-        {
-            tracing::error!("cannot wake the listener at {wake} for shutdown: {error}");
+    }
+
+    /// Serves `/metrics`, one scrape at a time (a scraper asks every few
+    /// seconds; a second one waits in the listen backlog).
+    fn metrics_loop(&self, listener: TcpListener) {
+        for incoming in listener.incoming() {
+            if self.shutting_down() {
+                break;
+            }
+            match incoming {
+                Ok(mut stream) => {
+                    let answered = crate::metrics::answer(&mut stream, || {
+                        crate::metrics::render(&self.gather_metrics())
+                    });
+                    if let Err(error) = answered {
+                        tracing::debug!("a metrics request ended early: {error}");
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!("accept on the metrics port failed: {error}");
+                    thread::sleep(Duration::from_millis(HEARTBEAT_CHECK_INTERVAL_MS));
+                }
+            }
+        }
+    }
+
+    /// Every metrics table from every data node that answers in time.
+    fn gather_metrics(&self) -> crate::metrics::Gathered {
+        let timeout = Duration::from_millis(crate::metrics::SCAN_TIMEOUT_MS);
+        let mut gathered = crate::metrics::Gathered {
+            data_nodes: lock(&self.registry)
+                .data_node_sessions()
+                .into_iter()
+                .map(|(node, _)| node)
+                .collect(),
+            ..Default::default()
+        };
+        // A node that let one table's scan time out is not asked for the
+        // others: a hung node costs a scrape one timeout, not one per table
+        // (which would pass Prometheus's default 10 s scrape timeout).
+        let mut silent = std::collections::BTreeSet::new();
+        for def in crate::metrics::TABLES {
+            let asked: Vec<NodeId> = gathered
+                .data_nodes
+                .iter()
+                .copied()
+                .filter(|n| !silent.contains(n))
+                .collect();
+            let answers = self.dbinfo_scan(def.name, timeout, &silent);
+            silent.extend(
+                asked
+                    .into_iter()
+                    .filter(|n| !answers.iter().any(|(answered, _)| answered == n)),
+            );
+            let answers = answers
+                .into_iter()
+                .filter_map(|(node, rows)| match rows {
+                    Ok(rows) => Some((node, rows)),
+                    Err(message) => {
+                        tracing::warn!("node {node}: ndbinfo scan of {}: {message}", def.name);
+                        None
+                    }
+                })
+                .collect();
+            gathered.tables.insert(def.name, answers);
+        }
+        gathered
+    }
+
+    /// Asks every data node that holds a session for its rows of ndbinfo
+    /// table `table` (the `DbinfoScanReq` an API node sends, here over the
+    /// session), and waits up to `timeout` for the answers. A node that
+    /// does not answer in time is left out, as are the nodes in `skip`.
+    pub(crate) fn dbinfo_scan(
+        &self,
+        table: &str,
+        timeout: Duration,
+        skip: &std::collections::BTreeSet<NodeId>,
+    ) -> Vec<ScanAnswer> {
+        let sessions = lock(&self.registry).data_node_sessions();
+        let (answer_tx, answers) = mpsc::channel();
+        let request_id = {
+            let mut scans = lock(&self.scans);
+            scans.next_id = scans.next_id.wrapping_add(1);
+            let id = scans.next_id;
+            scans.waiting.insert(id, answer_tx);
+            id
+        };
+        let mut asked = 0;
+        for (node, connection) in sessions {
+            if skip.contains(&node) {
+                continue;
+            }
+            let Some(connection) = connection.and_then(|id| self.connection(id)) else {
+                continue;
+            };
+            let request = Signal {
+                receiver: BlockRef::new(node, BlockNumber::MEMBERSHIP, 0),
+                sender: self.own,
+                body: SignalBody::DbinfoScanReq {
+                    request_id,
+                    table: table.to_owned(),
+                },
+            };
+            match connection.send(&request) {
+                Ok(()) => asked += 1,
+                Err(error) => tracing::debug!("node {node}: {error}"),
+            }
+        }
+        let deadline = Instant::now() + timeout;
+        let mut got = Vec::with_capacity(asked);
+        while got.len() < asked {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match answers.recv_timeout(left) {
+                Ok(answer) => got.push(answer),
+                Err(_) => break,
+            }
+        }
+        lock(&self.scans).waiting.remove(&request_id);
+        got
+    }
+
+    /// A data node's answer to a `dbinfo_scan`; one that comes after its
+    /// scan gave up is dropped.
+    fn scan_answered(&self, node: NodeId, request_id: u32, rows: Result<Vec<DbinfoRow>, String>) {
+        if let Some(waiter) = lock(&self.scans).waiting.get(&request_id) {
+            // The scan may have just given up: then nobody wants it.
+            let _ = waiter.send((node, rows));
         }
     }
 
@@ -766,6 +951,52 @@ impl Shared {
                 reply(SignalBody::MgmStopConf { nodes })?;
                 self.wait_for_data_nodes(Duration::from_millis(SHUTDOWN_WAIT_MS));
                 self.request_shutdown();
+                Ok(())
+            }
+            // `skarv admin report`: the mgmd gathers the rows of every data
+            // node as a scrape does, and answers with them all, ordered by
+            // node (each row's first column is its node); none answering
+            // is a refusal.
+            SignalBody::DbinfoScanReq { request_id, table } => {
+                if signal::dbinfo::table(&table).is_none() {
+                    return reply(SignalBody::DbinfoScanRef {
+                        request_id,
+                        code: NO_SUCH_TABLE,
+                        message: format!("no ndbinfo table `{table}`"),
+                    });
+                }
+                let timeout = Duration::from_millis(crate::metrics::SCAN_TIMEOUT_MS);
+                let mut answers = self.dbinfo_scan(&table, timeout, &Default::default());
+                answers.sort_by_key(|(node, _)| *node);
+                let mut rows = Vec::new();
+                let mut errors = Vec::new();
+                for (node, answer) in answers {
+                    match answer {
+                        Ok(mut r) => rows.append(&mut r),
+                        Err(message) => errors.push(format!("node {node}: {message}")),
+                    }
+                }
+                if rows.is_empty() && !errors.is_empty() {
+                    return reply(SignalBody::DbinfoScanRef {
+                        request_id,
+                        code: NO_SUCH_TABLE,
+                        message: errors.join("; "),
+                    });
+                }
+                reply(SignalBody::DbinfoScanConf { request_id, rows })
+            }
+            SignalBody::DbinfoScanConf { request_id, rows } => {
+                let node = session.ok_or("an ndbinfo answer on a connection without a node id")?;
+                self.scan_answered(node, request_id, Ok(rows));
+                Ok(())
+            }
+            SignalBody::DbinfoScanRef {
+                request_id,
+                code,
+                message,
+            } => {
+                let node = session.ok_or("an ndbinfo answer on a connection without a node id")?;
+                self.scan_answered(node, request_id, Err(format!("error {code}: {message}")));
                 Ok(())
             }
             other => Err(format!("{} is not a management request", other.name())),

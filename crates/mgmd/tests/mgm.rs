@@ -105,6 +105,7 @@ impl Cluster {
             port: Some(0),
             data_dir: Some(dir.path().join("mgmd")),
             node_id: None,
+            metrics_port: None,
         })
         .expect("server starts");
         Cluster {
@@ -588,6 +589,7 @@ fn port_in_use_is_named_in_the_error() {
         port: Some(port),
         data_dir: Some(cluster.dir.path().join("other")),
         node_id: None,
+        metrics_port: None,
     })
     .err()
     .expect("the port is taken");
@@ -609,6 +611,7 @@ fn bad_config_refuses_to_start_with_file_and_line() {
         port: Some(0),
         data_dir: Some(dir.path().to_owned()),
         node_id: None,
+        metrics_port: None,
     })
     .err()
     .expect("a bad configuration is refused");
@@ -622,6 +625,7 @@ fn bad_config_refuses_to_start_with_file_and_line() {
         port: Some(0),
         data_dir: None,
         node_id: None,
+        metrics_port: None,
     })
     .err()
     .expect("a missing file is refused");
@@ -638,6 +642,7 @@ fn wrong_management_node_id_is_refused() {
         port: Some(0),
         data_dir: None,
         node_id: Some(node(2)),
+        metrics_port: None,
     })
     .err()
     .expect("node 2 is a data node");

@@ -62,8 +62,72 @@ pub const NODES: TableDef = TableDef {
     ],
 };
 
+pub const THREADSTAT: TableDef = TableDef {
+    name: "threadstat",
+    columns: &[
+        ("node_id", Int),
+        ("thr_no", Int),
+        ("thr_nm", Text),
+        ("role", Text),
+        ("c_loop", Int),
+        ("c_exec", Int),
+        ("c_wait", Int),
+        ("c_wake", Int),
+        ("queue_depth", Int),
+        ("os_tid", Int),
+        ("os_now", Int),
+        ("os_ru_utime", Int),
+        ("os_ru_stime", Int),
+        ("os_ru_nvcsw", Int),
+        ("os_ru_nivcsw", Int),
+    ],
+};
+
+pub const TRANSPORTERS: TableDef = TableDef {
+    name: "transporters",
+    columns: &[
+        ("node_id", Int),
+        ("remote_node_id", Int),
+        ("status", Text),
+        ("connect_count", Int),
+        ("bytes_sent", Int),
+        ("bytes_received", Int),
+        ("frames_sent", Int),
+        ("frames_received", Int),
+    ],
+};
+
+pub const LOGSPACES: TableDef = TableDef {
+    name: "logspaces",
+    columns: &[
+        ("node_id", Int),
+        ("log_type", Text),
+        ("log_id", Int),
+        ("log_part", Int),
+        ("total", Int),
+        ("used", Int),
+    ],
+};
+
+/// `logspaces.log_type` of the redo log (NDB's word).
+pub const REDO: &str = "REDO";
+
+/// Use of DataMemory or the redo log at which a data node warns in the
+/// cluster log, and the mgmd's metrics show the alarm (docs/operations.md,
+/// "Alarms").
+pub const ALARM_WARNING_PERCENT: u64 = 80;
+/// ... and at which it raises an alert: writes fail soon.
+pub const ALARM_CRITICAL_PERCENT: u64 = 90;
+
 /// Every ndbinfo table, in the order `SHOW TABLES FROM ndbinfo` lists them.
-pub const TABLES: &[&TableDef] = &[&COUNTERS, &MEMORYUSAGE, &NODES];
+pub const TABLES: &[&TableDef] = &[
+    &COUNTERS,
+    &LOGSPACES,
+    &MEMORYUSAGE,
+    &NODES,
+    &THREADSTAT,
+    &TRANSPORTERS,
+];
 
 /// The table named `name` (ASCII case ignored, as MySQL on Linux does not
 /// for tables but ndbinfo's names are all lower case).
@@ -73,6 +137,11 @@ pub fn table(name: &str) -> Option<&'static TableDef> {
         .copied()
         .find(|t| t.name.eq_ignore_ascii_case(name))
 }
+
+/// `transporters.status` of a link that is up, and of one that is not
+/// (NDB's words).
+pub const CONNECTED: &str = "CONNECTED";
+pub const DISCONNECTED: &str = "DISCONNECTED";
 
 /// `memoryusage.memory_type` of the `DataMemory` row (NDB's words).
 pub const DATA_MEMORY: &str = "Data memory";

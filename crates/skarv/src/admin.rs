@@ -81,6 +81,34 @@ enum AdminCommand {
         #[arg(long)]
         json: bool,
     },
+    /// A report from the data nodes (NDB's `ALL REPORT ...`):
+    /// `memoryusage` (DataMemory per data node, from ndbinfo through the
+    /// mgmd) or `backupstatus` (as `backup-status`).
+    Report {
+        /// `memoryusage` or `backupstatus`.
+        #[arg(value_name = "WHAT")]
+        what: String,
+        /// The directory that holds the backups (`backupstatus`).
+        #[arg(long, default_value = "backups", value_name = "DIR")]
+        dir: std::path::PathBuf,
+        /// Print one JSON document instead of lines.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The state of a node, or of every data node: `status all`,
+    /// `status 2`; `skarv admin all status` and `skarv admin 2 status` say
+    /// the same, as NDB's ndb_mgm does.
+    Status {
+        /// A node id, or `all` (every data node).
+        #[arg(value_name = "N|all")]
+        target: String,
+        /// Print one JSON document instead of lines.
+        #[arg(long)]
+        json: bool,
+    },
+    /// NDB's word order: `<N|all> status [--json]`.
+    #[command(external_subcommand)]
+    NodeFirst(Vec<String>),
     /// Ask a running backup to stop; it leaves no manifest.
     AbortBackup {
         /// The directory that holds the backups.
@@ -94,6 +122,10 @@ enum AdminCommand {
 
 pub fn run(args: AdminArgs) -> Result<(), String> {
     crate::die_quietly_on_broken_pipe();
+    let args = AdminArgs {
+        command: node_first(args.command)?,
+        ..args
+    };
     // Parse the target first: a typo should not need a running cluster to be told.
     let target = match &args.command {
         AdminCommand::Stop { target, .. } | AdminCommand::Restart { target, .. } => {
@@ -108,6 +140,17 @@ pub fn run(args: AdminArgs) -> Result<(), String> {
         } => return backup(&args.connect, *wait, dir, *rate_rows, *id),
         AdminCommand::BackupStatus { dir, json } => return backup_status(dir, *json),
         AdminCommand::AbortBackup { dir, id } => return abort_backup(dir, *id),
+        AdminCommand::Report { what, dir, json } => {
+            return match what.to_ascii_lowercase().as_str() {
+                "backupstatus" => backup_status(dir, *json),
+                "memoryusage" => report_memory(&args.connect, *json),
+                other => Err(format!(
+                    "no report `{other}`: there are memoryusage and backupstatus"
+                )),
+            }
+        }
+        AdminCommand::Status { target, json } => return status(&args.connect, target, *json),
+        AdminCommand::NodeFirst(_) => unreachable!("node_first rewrote it"),
     };
     let mut client = MgmClient::connect(&args.connect, Duration::from_millis(CONNECT_TIMEOUT_MS))
         .map_err(|e| e.to_string())?;
@@ -145,7 +188,195 @@ pub fn run(args: AdminArgs) -> Result<(), String> {
         }
         AdminCommand::Backup { .. }
         | AdminCommand::BackupStatus { .. }
-        | AdminCommand::AbortBackup { .. } => unreachable!("handled above"),
+        | AdminCommand::AbortBackup { .. }
+        | AdminCommand::Report { .. }
+        | AdminCommand::Status { .. }
+        | AdminCommand::NodeFirst(_) => unreachable!("handled above"),
+    }
+    Ok(())
+}
+
+/// NDB's word order, `<N|all> status [--json]`, as `status <N|all>`; any
+/// other command as it is.
+fn node_first(command: AdminCommand) -> Result<AdminCommand, String> {
+    let AdminCommand::NodeFirst(words) = command else {
+        return Ok(command);
+    };
+    let mut words = words.into_iter();
+    let target = words.next().unwrap_or_default();
+    let verb = words.next().unwrap_or_default();
+    let rest: Vec<String> = words.collect();
+    let json = rest.iter().any(|w| w == "--json");
+    let unknown: Vec<&String> = rest.iter().filter(|w| *w != "--json").collect();
+    if verb.eq_ignore_ascii_case("status") && unknown.is_empty() {
+        return Ok(AdminCommand::Status { target, json });
+    }
+    Err(format!(
+        "unknown admin command `{}`: say `{target} status` (a node id or all), or see \
+         `skarv admin --help`",
+        std::iter::once(target.clone())
+            .chain(std::iter::once(verb))
+            .chain(rest)
+            .collect::<Vec<_>>()
+            .join(" ")
+            .trim()
+    ))
+}
+
+/// Node `target` of `nodes` (`None`: every data node), or an error that
+/// names the id and the nodes there are.
+fn select_nodes<'a>(
+    nodes: &'a [NodeStatusEntry],
+    target: &str,
+) -> Result<Vec<&'a NodeStatusEntry>, String> {
+    let Some(node) = parse_target(target)? else {
+        return Ok(nodes
+            .iter()
+            .filter(|n| n.node_type == NodeType::Data)
+            .collect());
+    };
+    match nodes.iter().find(|n| n.node == node) {
+        Some(entry) => Ok(vec![entry]),
+        None => {
+            let ids: Vec<String> = nodes.iter().map(|n| n.node.to_string()).collect();
+            Err(format!(
+                "node {node} does not exist: the cluster's nodes are {}",
+                ids.join(", ")
+            ))
+        }
+    }
+}
+
+/// One line of `status`, as ndb_mgm's: `Node 2: started (skarv 0.1.0)`.
+fn status_line(node: &NodeStatusEntry) -> String {
+    let mut line = format!("Node {}: {}", node.node, node.state.as_str());
+    if node.state != NodeState::NotConnected && node.version != 0 {
+        line.push_str(&format!(
+            " (skarv {}, pid {})",
+            signal::version_string(node.version),
+            node.pid
+        ));
+    }
+    if node.node_type == NodeType::Data && node.node_group != NO_NODE_GROUP {
+        line.push_str(&format!(", node group {}", node.node_group));
+    }
+    line
+}
+
+/// `admin status <N|all>` (and `<N|all> status`).
+fn status(connect: &str, target: &str, json: bool) -> Result<(), String> {
+    // A typo is told before a running cluster is needed.
+    parse_target(target)?;
+    let mut client = MgmClient::connect(connect, Duration::from_millis(CONNECT_TIMEOUT_MS))
+        .map_err(|e| e.to_string())?;
+    let nodes = client.show().map_err(|e| e.to_string())?;
+    let chosen = select_nodes(&nodes, target)?;
+    if json {
+        let owned: Vec<NodeStatusEntry> = chosen.iter().map(|n| (*n).clone()).collect();
+        let document = render_json(client.address(), &owned);
+        let text = serde_json::to_string_pretty(&document)
+            .map_err(|e| format!("cannot render JSON: {e}"))?;
+        println!("{text}");
+    } else {
+        for node in chosen {
+            println!("{}", status_line(node));
+        }
+    }
+    Ok(())
+}
+
+/// One data node's DataMemory, from `ndbinfo.memoryusage`.
+#[derive(Debug, PartialEq, Eq)]
+struct MemoryUsage {
+    node: u64,
+    used_pages: u64,
+    total_pages: u64,
+    used_bytes: u64,
+    total_bytes: u64,
+}
+
+impl MemoryUsage {
+    /// The row of `memoryusage` (`signal::dbinfo::MEMORYUSAGE`'s layout).
+    fn from_row(row: &signal::DbinfoRow) -> Option<MemoryUsage> {
+        match row.ints[..] {
+            [node, used_bytes, used_pages, total_bytes, total_pages] => Some(MemoryUsage {
+                node,
+                used_pages,
+                total_pages,
+                used_bytes,
+                total_bytes,
+            }),
+            _ => None,
+        }
+    }
+
+    /// Whole per cent in use, rounded down (NDB's report does so too).
+    fn percent(&self) -> u64 {
+        (self.used_pages * 100)
+            .checked_div(self.total_pages)
+            .unwrap_or(0)
+    }
+}
+
+/// `admin report memoryusage`: NDB's "Data usage is N%" line per data node;
+/// a data node that did not answer (down) is named as such.
+fn report_memory(connect: &str, json: bool) -> Result<(), String> {
+    let mut client = MgmClient::connect(connect, Duration::from_millis(CONNECT_TIMEOUT_MS))
+        .map_err(|e| e.to_string())?;
+    let nodes = client.show().map_err(|e| e.to_string())?;
+    let rows = client
+        .dbinfo(signal::dbinfo::MEMORYUSAGE.name)
+        .map_err(|e| e.to_string())?;
+    let usage: Vec<MemoryUsage> = rows.iter().filter_map(MemoryUsage::from_row).collect();
+    let data_nodes: Vec<&NodeStatusEntry> = nodes
+        .iter()
+        .filter(|n| n.node_type == NodeType::Data)
+        .collect();
+    if json {
+        let entries: Vec<Value> = data_nodes
+            .iter()
+            .map(
+                |n| match usage.iter().find(|u| u.node == u64::from(n.node.get())) {
+                    Some(u) => json!({
+                        "node": n.node.get(),
+                        "answered": true,
+                        "used_pages": u.used_pages,
+                        "total_pages": u.total_pages,
+                        "used_bytes": u.used_bytes,
+                        "total_bytes": u.total_bytes,
+                        "percent": u.percent(),
+                    }),
+                    None => json!({
+                        "node": n.node.get(),
+                        "answered": false,
+                        "state": n.state.as_str(),
+                    }),
+                },
+            )
+            .collect();
+        let text = serde_json::to_string_pretty(&json!({ "memoryusage": entries }))
+            .map_err(|e| format!("cannot render JSON: {e}"))?;
+        println!("{text}");
+    } else {
+        for n in &data_nodes {
+            match usage.iter().find(|u| u.node == u64::from(n.node.get())) {
+                Some(u) => println!(
+                    "Node {}: Data usage is {}%({} 32K pages of total {})",
+                    u.node,
+                    u.percent(),
+                    u.used_pages,
+                    u.total_pages
+                ),
+                None => println!(
+                    "Node {}: no report: the data node is {}",
+                    n.node,
+                    n.state.as_str()
+                ),
+            }
+        }
+    }
+    if usage.is_empty() {
+        return Err("no data node answered: is any started?".to_owned());
     }
     Ok(())
 }

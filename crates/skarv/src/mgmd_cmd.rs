@@ -22,6 +22,10 @@ pub struct MgmdArgs {
     /// Which [ndb_mgmd] of the configuration this is (default: the first).
     #[arg(long, value_name = "N", value_parser = parse_node_id)]
     node_id: Option<NodeId>,
+    /// Serve Prometheus metrics at http://<host>:PORT/metrics (0: any free
+    /// port); not served without it.
+    #[arg(long, value_name = "PORT")]
+    metrics_port: Option<u16>,
 }
 
 fn parse_node_id(text: &str) -> Result<NodeId, String> {
@@ -41,6 +45,7 @@ pub fn run(args: MgmdArgs) -> Result<(), String> {
         port: args.port,
         data_dir: args.datadir,
         node_id: args.node_id,
+        metrics_port: args.metrics_port,
     })
     .map_err(|e| e.to_string())?;
     let server = Arc::new(server);
@@ -50,6 +55,9 @@ pub fn run(args: MgmdArgs) -> Result<(), String> {
         server.local_addr(),
         server.cluster_log_path().display()
     );
+    if let Some(addr) = server.metrics_addr() {
+        println!("skarv mgmd: metrics: http://{addr}/metrics");
+    }
     let waiter = Arc::clone(&server);
     thread::Builder::new()
         .name("mgmd-signals".to_owned())

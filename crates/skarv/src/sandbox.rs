@@ -212,6 +212,13 @@ impl Layout {
         self.base_port
     }
 
+    /// Where the mgmd serves Prometheus metrics: base port + its node id,
+    /// as every other node's port is base port + its node id.
+    fn metrics_port(&self) -> u16 {
+        let port = u32::from(self.base_port) + MGMD_NODE_ID;
+        u16::try_from(port).expect("validate() keeps every port within u16")
+    }
+
     /// Data node or SQL node `node_id` listens on base port + `node_id`.
     fn node_port(&self, node_id: u32) -> u16 {
         assert!(self
@@ -241,7 +248,7 @@ impl Layout {
 
     /// Every port the sandbox listens on, the mgmd's first.
     fn ports(&self) -> Vec<u16> {
-        let mut ports = vec![self.mgmd_port()];
+        let mut ports = vec![self.mgmd_port(), self.metrics_port()];
         ports.extend(self.data_node_ids().map(|id| self.data_node_port(id)));
         ports.extend(self.sql_ports());
         ports
@@ -613,8 +620,10 @@ fn check_ports_free(layout: &Layout) -> Result<(), String> {
             };
             return Err(format!(
                 "port {port} on {HOST} is not free ({error}); the sandbox needs port {} for the \
-                 mgmd, {first} to {last} for the data nodes{sql}: choose others with --base-port",
-                layout.mgmd_port()
+                 mgmd, {} for its metrics, {first} to {last} for the data nodes{sql}: choose \
+                 others with --base-port",
+                layout.mgmd_port(),
+                layout.metrics_port()
             ));
         }
     }
@@ -1195,7 +1204,13 @@ impl Sandbox {
     fn start_processes(&mut self, exe: &Path) -> Result<Vec<NodeStatusEntry>, String> {
         let deadline = Instant::now() + Duration::from_millis(START_TIMEOUT_MS);
         let config_path = self.dir.join(CONFIG_FILE).display().to_string();
-        let mgmd_arguments = vec!["mgmd".to_owned(), "--config-file".to_owned(), config_path];
+        let mgmd_arguments = vec![
+            "mgmd".to_owned(),
+            "--config-file".to_owned(),
+            config_path,
+            "--metrics-port".to_owned(),
+            self.layout.metrics_port().to_string(),
+        ];
         let mgmd = Process::spawn(exe, Role::Mgmd, &mgmd_arguments, &self.dir)?;
         self.processes.list.push(mgmd);
         self.write_record()?;
@@ -1470,6 +1485,10 @@ impl Sandbox {
             say!("  SQL prompt:      mysql -h {HOST} -P {port} -u root");
         }
         say!("  connect string:  {connect}");
+        say!(
+            "  metrics:         http://{HOST}:{}/metrics",
+            self.layout.metrics_port()
+        );
         say!("  see the cluster: skarv admin --connect {connect} show");
         let logs = if self.layout.sql_nodes == 0 {
             "node<N>.log"
@@ -1713,7 +1732,7 @@ mod tests {
             }
         );
         // The SQL node is node 4, after the data nodes 2 and 3.
-        assert_eq!(layout.ports(), vec![21860, 21862, 21863, 21864]);
+        assert_eq!(layout.ports(), vec![21860, 21861, 21862, 21863, 21864]);
         assert_eq!(layout.sql_ports(), vec![21864]);
         assert_eq!(layout.connect_string(), "127.0.0.1:21860");
     }
@@ -1777,7 +1796,7 @@ mod tests {
         );
         let args = parse(&["--sql-nodes", "0"]).expect("parses");
         let layout = validate(&args).expect("no SQL node is valid");
-        assert_eq!(layout.ports(), vec![21860, 21862, 21863]);
+        assert_eq!(layout.ports(), vec![21860, 21861, 21862, 21863]);
         assert_eq!(layout.sql_node_ids().count(), 0);
         // 48 data nodes and 16 SQL nodes: the last SQL node is node 65,
         // which listens on base + 65.

@@ -5,6 +5,12 @@
 //!   and a total above zero, and `nodes` lists both as started;
 //! - `ndbinfo.counters` figures grow after a load of inserts through SQL,
 //!   and WHERE, GROUP BY and ORDER BY work over it;
+//! - `ndbinfo.threadstat` lists every data node's execution threads with
+//!   their kernel thread ids and CPU used, and their signals executed grow
+//!   under the load;
+//! - `ndbinfo.transporters` shows the link between the data nodes up, its
+//!   bytes and frames growing under the load, and down once a node is
+//!   killed;
 //! - writes are refused with 1036 (read only);
 //! - a killed data node's rows disappear while the query still answers.
 
@@ -46,6 +52,39 @@ fn memory(conn: &mut mysql::Conn) -> Vec<(u64, u64, u64, u64, u64)> {
     .expect("memoryusage answers")
 }
 
+/// Per data node: signals executed by all its threads, and their CPU used
+/// (user + system, microseconds).
+fn threads(conn: &mut mysql::Conn) -> BTreeMap<u64, (u64, u64)> {
+    let rows: Vec<(u64, String, String, u64, u64, u64, u64)> = conn
+        .query(
+            "SELECT node_id, thr_nm, role, os_tid, c_exec, os_ru_utime, os_ru_stime \
+             FROM ndbinfo.threadstat ORDER BY node_id, thr_no",
+        )
+        .expect("threadstat answers");
+    let mut per_node = BTreeMap::new();
+    for (node, name, role, tid, exec, utime, stime) in &rows {
+        assert!(
+            !name.is_empty() && !role.is_empty() && *tid > 0,
+            "a named thread with its kernel id: {rows:?}"
+        );
+        let entry: &mut (u64, u64) = per_node.entry(*node).or_default();
+        entry.0 += exec;
+        entry.1 += utime + stime;
+    }
+    per_node
+}
+
+/// (status, connect_count, bytes_sent, bytes_received, frames_sent,
+/// frames_received) of the link from data node `from` to `to`.
+fn link(conn: &mut mysql::Conn, from: u64, to: u64) -> Option<(String, u64, u64, u64, u64, u64)> {
+    conn.exec_first(
+        "SELECT status, connect_count, bytes_sent, bytes_received, frames_sent, frames_received \
+         FROM ndbinfo.transporters WHERE node_id = ? AND remote_node_id = ?",
+        (from, to),
+    )
+    .expect("transporters answers")
+}
+
 fn sum(figures: &BTreeMap<u64, u64>) -> u64 {
     figures.values().sum()
 }
@@ -56,7 +95,13 @@ fn ndbinfo_shows_the_data_nodes_figures() {
     let mut conn = connect(sandbox.sql_port());
 
     let tables: Vec<String> = conn.query("SHOW TABLES FROM ndbinfo").expect("show tables");
-    for table in ["counters", "memoryusage", "nodes"] {
+    for table in [
+        "counters",
+        "memoryusage",
+        "nodes",
+        "threadstat",
+        "transporters",
+    ] {
         assert!(tables.iter().any(|t| t == table), "{table} in {tables:?}");
     }
 
@@ -93,6 +138,14 @@ fn ndbinfo_shows_the_data_nodes_figures() {
     let commits_before = counter(&mut conn, "DBTC", "COMMITS");
     let ops_before = counter(&mut conn, "DBLQH", "OPERATIONS");
     assert_eq!(commits_before.keys().copied().collect::<Vec<_>>(), [2, 3]);
+    let threads_before = threads(&mut conn);
+    assert_eq!(threads_before.keys().copied().collect::<Vec<_>>(), [2, 3]);
+    for (node, (_, cpu_us)) in &threads_before {
+        assert!(*cpu_us > 0, "node {node} has used CPU: {threads_before:?}");
+    }
+    let link_before = link(&mut conn, 2, 3).expect("node 2 has a link to node 3");
+    assert_eq!(link_before.0, "CONNECTED", "{link_before:?}");
+    assert!(link_before.1 >= 1, "{link_before:?}");
 
     conn.query_drop("CREATE DATABASE load_db")
         .expect("create database");
@@ -122,6 +175,30 @@ fn ndbinfo_shows_the_data_nodes_figures() {
     for (b, a) in before.iter().zip(&after) {
         assert!(a.2 > b.2, "the rows take pages: {before:?} -> {after:?}");
     }
+    let threads_after = threads(&mut conn);
+    for (node, (exec_before, cpu_before)) in &threads_before {
+        let (exec_after, cpu_after) = threads_after[node];
+        // Each node executed at least one signal per insert (a signal
+        // carries a batch of rows).
+        assert!(
+            exec_after >= exec_before + inserts,
+            "node {node} executed signals: {threads_before:?} -> {threads_after:?}"
+        );
+        assert!(
+            cpu_after >= *cpu_before,
+            "node {node}: {threads_before:?} -> {threads_after:?}"
+        );
+    }
+    // Node 2 sent node 3 its replica's writes, at least a frame per insert.
+    let link_after = link(&mut conn, 2, 3).expect("node 2 has a link to node 3");
+    assert!(
+        link_after.2 > link_before.2 && link_after.4 >= link_before.4 + inserts,
+        "bytes and frames sent grow: {link_before:?} -> {link_after:?}"
+    );
+    assert!(
+        link_after.3 > link_before.3 && link_after.5 >= link_before.5 + inserts,
+        "bytes and frames received grow: {link_before:?} -> {link_after:?}"
+    );
 
     let refused = conn
         .query_drop("DELETE FROM ndbinfo.counters")
@@ -147,4 +224,14 @@ fn ndbinfo_shows_the_data_nodes_figures() {
     assert_eq!(nodes, [2]);
     let counters = counter(&mut conn, "DBTC", "COMMITS");
     assert_eq!(counters.keys().copied().collect::<Vec<_>>(), [2]);
+    wait_for(
+        "node 2's link to node 3 to show down",
+        NODE_GONE_MAX,
+        || {
+            link(&mut conn, 2, 3)
+                .expect("node 2 keeps its link to node 3")
+                .0
+                == "DISCONNECTED"
+        },
+    );
 }

@@ -138,6 +138,59 @@ pub struct TransportStats {
     pub frames_refused: u64,
 }
 
+/// One peer's link as ndbinfo's `transporters` shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LinkFigure {
+    pub peer: NodeId,
+    pub up: bool,
+    /// Connections to this peer that came up since the transport started.
+    pub connect_count: u64,
+    /// Completely written to the socket, hellos included.
+    pub bytes_sent: u64,
+    pub frames_sent: u64,
+    /// Read from the socket, and checked frames (hellos included).
+    pub bytes_received: u64,
+    pub frames_received: u64,
+}
+
+/// A reader of every link's figures ([`Transport::link_figures`]).
+#[derive(Clone)]
+pub struct LinkFigures {
+    shared: Arc<Shared>,
+}
+
+impl LinkFigures {
+    /// Each configured peer's link, in configuration order.
+    pub fn snapshot(&self) -> Vec<LinkFigure> {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.shared
+            .peers
+            .iter()
+            .map(|peer| {
+                let link = peer.link();
+                let c = &peer.counters;
+                LinkFigure {
+                    peer: peer.node,
+                    up: link.up,
+                    connect_count: link.generation,
+                    bytes_sent: c.bytes_sent.load(Relaxed),
+                    frames_sent: c.frames_sent.load(Relaxed),
+                    bytes_received: c.bytes_received.load(Relaxed),
+                    frames_received: c.frames_received.load(Relaxed),
+                }
+            })
+            .collect()
+    }
+}
+
+impl std::fmt::Debug for LinkFigures {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LinkFigures")
+            .field("peers", &self.shared.peers.len())
+            .finish()
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum TransportError {
     #[error("cannot listen on {addr}: {source}")]
@@ -310,6 +363,14 @@ impl Transport {
 
     pub fn stats(&self) -> TransportStats {
         self.shared.counters.snapshot()
+    }
+
+    /// Where anyone reads each link's figures (ndbinfo's `transporters`),
+    /// for as long as it likes: it keeps the counters, not the transport.
+    pub fn link_figures(&self) -> LinkFigures {
+        LinkFigures {
+            shared: Arc::clone(&self.shared),
+        }
     }
 
     /// Stops the threads and closes every socket. No `NodeDisconnected`

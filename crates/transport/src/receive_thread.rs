@@ -158,6 +158,20 @@ pub(crate) struct ReceiveLoop {
 }
 
 impl ReceiveLoop {
+    /// The counters of the peer `connection` is with, once known (an
+    /// accepted connection's peer is known from its hello on).
+    fn link_of(&self, connection: &Connection) -> Option<&crate::shared::LinkCounters> {
+        let slot = match connection.phase {
+            Phase::Connecting { slot }
+            | Phase::AwaitHello {
+                expected: Some(slot),
+            }
+            | Phase::Up { slot, .. } => slot,
+            Phase::AwaitHello { expected: None } => return None,
+        };
+        Some(&self.shared.peers[slot].counters)
+    }
+
     pub fn new(
         shared: Arc<Shared>,
         poll: Poll,
@@ -527,6 +541,11 @@ impl ReceiveLoop {
                 add(&counters.bytes_sent, written as u64);
                 add(&counters.frames_sent, 1);
                 add(&counters.signals_sent, 1);
+                if let Some(slot) = self.shared.slot(to) {
+                    let link = &self.shared.peers[slot].counters;
+                    add(&link.bytes_sent, written as u64);
+                    add(&link.frames_sent, 1);
+                }
                 Ok(())
             }
             Ok(written) => Err(CloseReason::WriteFailed(io::Error::other(format!(
@@ -598,6 +617,9 @@ impl ReceiveLoop {
                 Ok(read) => {
                     connection.end += read;
                     add(&self.shared.counters.bytes_received, read as u64);
+                    if let Some(link) = self.link_of(connection) {
+                        add(&link.bytes_received, read as u64);
+                    }
                     self.decode(index, connection)?;
                     // A short read emptied the socket: bytes that come
                     // later raise a new edge (epoll(7) on stream sockets),
@@ -641,6 +663,9 @@ impl ReceiveLoop {
             };
             connection.start += used;
             add(&self.shared.counters.frames_received, 1);
+            if let Some(link) = self.link_of(connection) {
+                add(&link.frames_received, 1);
+            }
             self.handle_frame(index, connection)?;
         }
         if connection.start == connection.end {
@@ -787,7 +812,12 @@ impl ReceiveLoop {
         peer.connection = Some(index);
         peer.registered = false;
         let shared_peer = &self.shared.peers[slot];
-        *shared_peer.lock_writer() = Some(Writer::new(write_half, slot, generation));
+        *shared_peer.lock_writer() = Some(Writer::new(
+            write_half,
+            slot,
+            generation,
+            Arc::clone(&shared_peer.counters),
+        ));
         shared_peer.set_up(generation);
         connection.phase = Phase::Up { slot, generation };
         self.handshaking -= 1;

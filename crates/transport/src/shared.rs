@@ -4,7 +4,7 @@
 
 use std::io;
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use signal::{DecodeError, NodeId};
 
@@ -29,6 +29,19 @@ pub(crate) struct PeerShared {
     /// send thread writes through it; otherwise flushing senders do, and the
     /// receive thread finishes writes that found the socket full.
     pub writer: Mutex<Option<Writer>>,
+    /// This link's own counters (ndbinfo's `transporters`), across its
+    /// connections.
+    pub counters: Arc<LinkCounters>,
+}
+
+/// Bytes and frames over one peer's link, since the transport started
+/// (hellos included). Added with the same relaxed adds as [`Counters`].
+#[derive(Debug, Default)]
+pub(crate) struct LinkCounters {
+    pub bytes_sent: AtomicU64,
+    pub frames_sent: AtomicU64,
+    pub bytes_received: AtomicU64,
+    pub frames_received: AtomicU64,
 }
 
 impl PeerShared {
@@ -37,6 +50,7 @@ impl PeerShared {
             node,
             state: AtomicU64::new(0),
             writer: Mutex::new(None),
+            counters: Arc::default(),
         }
     }
 

@@ -10,7 +10,9 @@
 use std::collections::VecDeque;
 use std::io::{self, IoSlice, Write};
 
-use crate::shared::{add, CloseReason, Counters};
+use std::sync::Arc;
+
+use crate::shared::{add, CloseReason, Counters, LinkCounters};
 
 /// Chunks per `writev`; chunks are up to a frame (1 MiB) each, so few are needed.
 const IOVEC_MAX: usize = 64;
@@ -44,10 +46,17 @@ pub(crate) struct Writer {
     blocked: bool,
     /// A write failed or the buffer overflowed; the connection is being closed.
     failed: bool,
+    /// The peer's link counters (`PeerShared::counters`).
+    link: Arc<LinkCounters>,
 }
 
 impl Writer {
-    pub fn new(stream: mio::net::TcpStream, slot: usize, generation: u64) -> Writer {
+    pub fn new(
+        stream: mio::net::TcpStream,
+        slot: usize,
+        generation: u64,
+        link: Arc<LinkCounters>,
+    ) -> Writer {
         Writer {
             stream,
             slot,
@@ -57,6 +66,7 @@ impl Writer {
             offset: 0,
             blocked: false,
             failed: false,
+            link,
         }
     }
 
@@ -158,6 +168,7 @@ impl Writer {
                     Ok(n) => {
                         written += n;
                         add(&counters.bytes_sent, n as u64);
+                        add(&self.link.bytes_sent, n as u64);
                     }
                     Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
                         self.blocked = true;
@@ -173,6 +184,7 @@ impl Writer {
             if written == bytes.len() {
                 add(&counters.signals_sent, signals);
                 add(&counters.frames_sent, frames);
+                add(&self.link.frames_sent, frames);
                 return Ok(());
             }
         }
@@ -206,6 +218,7 @@ impl Writer {
     fn advance(&mut self, mut written: usize, counters: &Counters, done: &mut Vec<Chunk>) {
         assert!(written <= self.pending_bytes);
         add(&counters.bytes_sent, written as u64);
+        add(&self.link.bytes_sent, written as u64);
         self.pending_bytes -= written;
         while written > 0 {
             let rest = self.pending[0].bytes.len() - self.offset;
@@ -218,6 +231,7 @@ impl Writer {
             if let Some(chunk) = self.pending.pop_front() {
                 add(&counters.signals_sent, chunk.signals);
                 add(&counters.frames_sent, chunk.frames);
+                add(&self.link.frames_sent, chunk.frames);
                 done.push(chunk);
             }
         }

@@ -381,6 +381,9 @@ pub struct LdmBlock<D> {
     stats: LdmStats,
     /// Where `stats` and the DataMemory figures are published for ndbinfo.
     figures: Option<crate::dbinfo::FigureSlot>,
+    /// The 80 % / 90 % alarms of this instance's DataMemory and redo log.
+    memory_alarm: crate::alarm::Alarm,
+    redo_alarm: crate::alarm::Alarm,
     /// Requests passed on and answers gathered for other nodes (`batches`).
     key_batches: batches::KeyBatches,
     /// An ALTER TABLE waiting for its table's transactions to end, and the
@@ -452,6 +455,8 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             failed: false,
             stats: LdmStats::default(),
             figures: None,
+            memory_alarm: crate::alarm::Alarm::default(),
+            redo_alarm: crate::alarm::Alarm::default(),
             key_batches: batches::KeyBatches::default(),
             alter: alter::AlterState::default(),
             restart: copy::NodeRestart::default(),
@@ -528,12 +533,43 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             let page = storage::memory::PAGE_BYTES as u64;
             slot.set(ldm::USED_PAGES, instance.data_memory_used_bytes() / page);
             slot.set(ldm::TOTAL_PAGES, instance.data_memory_budget_bytes() / page);
+            slot.set(ldm::REDO_USED_BYTES, instance.redo_used_bytes());
+            slot.set(ldm::REDO_TOTAL_BYTES, instance.redo_capacity_bytes());
         }
         slot.set(ldm::OPERATIONS, self.stats.ops);
         slot.set(ldm::KEY_REQUESTS, self.stats.key_requests);
         slot.set(ldm::COMMITS, self.stats.commits);
         slot.set(ldm::ABORTS, self.stats.aborts);
         slot.set(ldm::SCANS, self.stats.scans);
+    }
+
+    /// The 80 % / 90 % alarms of DataMemory and the redo log (module
+    /// `alarm`), checked with the checkpoint check, every
+    /// `LCP_CHECK_INTERVAL`: changes go to the cluster log.
+    fn check_alarms(&mut self, ctx: &mut Context<'_>) {
+        let Some(instance) = &self.instance else {
+            return;
+        };
+        let page = storage::memory::PAGE_BYTES as u64;
+        let (used_pages, total_pages) = (
+            instance.data_memory_used_bytes() / page,
+            instance.data_memory_budget_bytes() / page,
+        );
+        let (redo_used, redo_total) = (instance.redo_used_bytes(), instance.redo_capacity_bytes());
+        let i = self.config.instance;
+        let memory = self.memory_alarm.update(
+            &format!("LDM instance {i}: DataMemory (pages)"),
+            used_pages,
+            total_pages,
+        );
+        let redo = self.redo_alarm.update(
+            &format!("LDM instance {i}: redo log (bytes)"),
+            redo_used,
+            redo_total,
+        );
+        for (severity, text) in memory.into_iter().chain(redo) {
+            self.cluster_log(severity, text, ctx);
+        }
     }
 
     /// Logs `text` here and, with a management server, in its cluster log.
@@ -1400,6 +1436,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             TIMER_LCP_CHECK => {
                 ctx.set_timer(LCP_CHECK_INTERVAL, TIMER_LCP_CHECK);
                 self.check_lcp_due(ctx);
+                self.check_alarms(ctx);
             }
             discard::TIMER_DISCARD_DECISION => self.decide_discard(true, ctx),
             alter::TIMER_ALTER_CHECK => self.on_alter_timer(ctx),

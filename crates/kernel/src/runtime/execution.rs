@@ -109,6 +109,11 @@ pub(crate) struct ExecutionThread {
     next_queue: usize,
     /// Executed signals plus wake-ups; published for the watchdog.
     progress: u64,
+    /// Rounds, signals executed and sleeps since the thread started
+    /// (`threadstat`), published once per round and per sleep.
+    loops: u64,
+    signals: u64,
+    sleeps: u64,
     /// The time blocks see: read once per round and once per source queue
     /// with signals, not per signal (a clock read per signal was 2 % of a
     /// busy data node's CPU); a source's batch is short, so blocks' timers
@@ -163,6 +168,9 @@ impl ExecutionThread {
             batch_signals_max: common.batch_signals_max,
             next_queue: 0,
             progress: 0,
+            loops: 0,
+            signals: 0,
+            sleeps: 0,
             now: common.clock.now(),
         }
     }
@@ -260,9 +268,23 @@ impl ExecutionThread {
         if queues > 0 {
             self.next_queue = (self.next_queue + 1) % queues;
         }
-        let mut executed = 0;
         let now = self.clock.now();
         self.now = now;
+        // Signals waiting as the round begins, for `threadstat`: the local
+        // FIFO now, each queue as the loop below first looks at it.
+        let mut queue_depth = self.router.local.len();
+        let executed = self.run_sources(now, first_queue, &mut queue_depth);
+        self.loops += 1;
+        self.signals += executed as u64;
+        self.shared.threads[self.index].publish_round(self.loops, self.signals, queue_depth as u64);
+        executed
+    }
+
+    /// `run_round`'s work: timers, the local FIFO, then every queue from
+    /// `first_queue` on; adds what each queue held to `queue_depth`.
+    fn run_sources(&mut self, now: Instant, first_queue: usize, queue_depth: &mut usize) -> usize {
+        let queues = self.incoming.len();
+        let mut executed = 0;
         while executed < self.batch_signals_max && !self.router.has_pending() {
             let Some(due) = self.router.timers.pop_due(now) else {
                 break;
@@ -293,7 +315,9 @@ impl ExecutionThread {
         }
         for k in 0..queues {
             let queue = (first_queue + k) % queues;
-            if !self.incoming[queue].is_empty() {
+            let waiting = self.incoming[queue].slots();
+            *queue_depth += waiting;
+            if waiting > 0 {
                 self.now = self.clock.now();
             }
             for _ in 0..self.batch_signals_max {
@@ -352,6 +376,8 @@ impl ExecutionThread {
             return;
         }
         let me = &self.shared.threads[self.index];
+        self.sleeps += 1;
+        me.publish_sleeps(self.sleeps);
         me.prepare_sleep();
         // The re-check of the protocol in `shared`: after `prepare_sleep`'s fence.
         if !self.has_input() && !self.shared.stopping() {

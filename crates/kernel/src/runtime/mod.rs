@@ -48,6 +48,7 @@ use signal::{BlockRef, NodeId, Signal};
 
 pub use injector::Injector;
 pub use io::IO_QUEUE_REQUESTS_MAX;
+pub use shared::ThreadFigure;
 
 /// Most `io` threads a node starts.
 pub const IO_THREADS_MAX: usize = 8;
@@ -114,6 +115,27 @@ pub trait NodeControl: Send + Sync {
     /// Execution thread `thread` (of `role`) has been busy without progress
     /// for `stuck_for`.
     fn watchdog_report(&self, thread: &str, role: ThreadRole, stuck_for: Duration);
+}
+
+/// A reader of the execution threads' figures ([`Runtime::thread_figures`]).
+#[derive(Clone)]
+pub struct ThreadFigures {
+    shared: Arc<Shared>,
+}
+
+impl ThreadFigures {
+    /// Every execution thread's figures, in thread order (`thr_no`).
+    pub fn snapshot(&self) -> Vec<ThreadFigure> {
+        self.shared.threads.iter().map(|t| t.figure()).collect()
+    }
+}
+
+impl std::fmt::Debug for ThreadFigures {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ThreadFigures")
+            .field("threads", &self.shared.threads.len())
+            .finish()
+    }
 }
 
 /// A block to run, its address and the role whose threads run it.
@@ -296,6 +318,14 @@ impl Runtime {
     /// A feeder for a thread outside the runtime (the transport's receive
     /// thread, the mgm session). Each has its own SPSC queue to every
     /// execution thread. Create all injectors before `start`.
+    /// Where anyone reads the execution threads' figures (ndbinfo's
+    /// `threadstat`), before and after the runtime starts.
+    pub fn thread_figures(&self) -> ThreadFigures {
+        ThreadFigures {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+
     pub fn injector(&mut self) -> Injector {
         let mut queues = Vec::with_capacity(self.parts.len());
         for parts in &mut self.parts {

@@ -56,6 +56,77 @@ pub(crate) struct ThreadShared {
     /// Set before the thread starts when it runs a poller: it sleeps in the
     /// poller's wait, and this wakes it.
     poll_waker: OnceLock<Arc<dyn PollWaker>>,
+    /// The figures ndbinfo's `threadstat` shows ([`ThreadFigure`]): written
+    /// by the thread itself with relaxed stores, except `wakes`.
+    figures: Figures,
+}
+
+/// The published figures of one execution thread (see [`ThreadFigure`]).
+#[derive(Default)]
+struct Figures {
+    os_tid: AtomicU64,
+    loops: AtomicU64,
+    signals: AtomicU64,
+    sleeps: AtomicU64,
+    queue_depth: AtomicU64,
+    /// Counted by the producers that wake the thread: a locked add, but
+    /// only next to the `unpark` or poller wake-up (a system call) it counts.
+    wakes: AtomicU64,
+}
+
+/// What ndbinfo's `threadstat` shows of one execution thread: counters
+/// since it started, as some recent moment's values (each figure read on
+/// its own, as NDB's are).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThreadFigure {
+    /// The layout's name for the thread (`main`, `ldm0`, ...).
+    pub name: String,
+    pub role: ThreadRole,
+    /// The kernel's thread id (`gettid`); 0 before the thread started.
+    pub os_tid: u64,
+    /// Rounds over its sources (NDB's `c_loop`).
+    pub loops: u64,
+    /// Signals executed (NDB's `c_exec`).
+    pub signals: u64,
+    /// Times it went to sleep for want of work (NDB's `c_wait`).
+    pub sleeps: u64,
+    /// Times another thread woke it from such a sleep.
+    pub wakes: u64,
+    /// Signals waiting in its queues when it last looked at them.
+    pub queue_depth: u64,
+}
+
+impl ThreadShared {
+    /// This thread's figures now.
+    pub(crate) fn figure(&self) -> ThreadFigure {
+        let get = |cell: &AtomicU64| cell.load(Ordering::Relaxed);
+        let f = &self.figures;
+        ThreadFigure {
+            name: self.name.clone(),
+            role: self.role,
+            os_tid: get(&f.os_tid),
+            loops: get(&f.loops),
+            signals: get(&f.signals),
+            sleeps: get(&f.sleeps),
+            wakes: get(&f.wakes),
+            queue_depth: get(&f.queue_depth),
+        }
+    }
+
+    /// The thread itself, once per round: its totals so far, and how many
+    /// signals waited in its queues when the round looked.
+    #[inline]
+    pub(crate) fn publish_round(&self, loops: u64, signals: u64, queue_depth: u64) {
+        let f = &self.figures;
+        f.loops.store(loops, Ordering::Relaxed);
+        f.signals.store(signals, Ordering::Relaxed);
+        f.queue_depth.store(queue_depth, Ordering::Relaxed);
+    }
+
+    /// The thread itself, as it goes to sleep: its sleeps so far.
+    pub(crate) fn publish_sleeps(&self, sleeps: u64) {
+        self.figures.sleeps.store(sleeps, Ordering::Relaxed);
+    }
 }
 
 impl ThreadShared {
@@ -68,6 +139,7 @@ impl ThreadShared {
             progress: AtomicU64::new(0),
             handle: OnceLock::new(),
             poll_waker: OnceLock::new(),
+            figures: Figures::default(),
         }
     }
 
@@ -87,6 +159,11 @@ impl ThreadShared {
     pub(crate) fn register_current(&self) {
         let registered = self.handle.set(std::thread::current());
         assert!(registered.is_ok(), "thread {} registered twice", self.name);
+        // SAFETY: gettid has no preconditions and cannot fail.
+        let tid = unsafe { libc::gettid() };
+        self.figures
+            .os_tid
+            .store(u64::try_from(tid).unwrap_or(0), Ordering::Relaxed);
     }
 
     pub(crate) fn publish_progress(&self, progress: u64) {
@@ -132,6 +209,7 @@ impl ThreadShared {
     /// Producer side, after the SeqCst fence in [`wake_marked`].
     fn wake_if_sleeping(&self) {
         if self.sleeping.load(Ordering::SeqCst) {
+            self.figures.wakes.fetch_add(1, Ordering::Relaxed);
             if let Some(waker) = self.poll_waker.get() {
                 waker.wake();
             } else if let Some(thread) = self.handle.get() {

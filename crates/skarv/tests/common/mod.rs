@@ -123,6 +123,17 @@ impl Sandbox {
         sandbox
     }
 
+    /// Where the sandbox's mgmd serves `/metrics`: base port + 1.
+    pub fn metrics_port(&self) -> u16 {
+        let base: u16 = self
+            .connect
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("a port in the connect string");
+        base + 1
+    }
+
     /// `skarv admin show --json`.
     pub fn show(&self) -> Json {
         let output = skarv(&["admin", "--connect", &self.connect, "show", "--json"]);
