@@ -2,12 +2,15 @@
 //! changes"), in real processes: a 2 × 2 sandbox with a SQL node; two
 //! writers insert rows through SQL while a native subscriber records the
 //! table; the table is altered (an online `ADD COLUMN`) under the writers,
-//! then dropped.
+//! then dropped. A native transaction holds an insert open when the alter
+//! begins, so the alter waits for it and it commits epochs later, while
+//! the writers are refused (the data nodes' alter waits for the table's
+//! transactions to end).
 //!
 //! The stream, read in order (each epoch's changes with its schema events
 //! at their places): every change before the alter's event is of the old
 //! definition (no column `w`), every change after it of the new (with
-//! `w`); the drop's event comes last and nothing of the table follows;
+//! `w`; the held insert is before it); the drop's event comes last and nothing of the table follows;
 //! every insert a writer saw committed is there exactly once.
 
 mod common;
@@ -19,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use common::{connect, wait_for, Sandbox};
 use mysql::prelude::Queryable;
-use skarv_client::{ChangeKind, Cluster, Event, SchemaKind, SubscribeOptions, Value};
+use skarv_client::{ChangeKind, Cluster, Event, ExecMode, SchemaKind, SubscribeOptions, Value};
 
 /// `TimeBetweenEpochs` of the sandbox, in ms.
 const EPOCH_INTERVAL_MS: u32 = 20;
@@ -32,6 +35,12 @@ const WAIT: Duration = Duration::from_secs(60);
 /// Errors a writer retries while the table changes under it: definition
 /// changed (1412), lock wait (1205), a temporary cluster error (1297).
 const RETRIED: [u16; 3] = [1412, 1205, 1297];
+/// The id of the insert held open when the alter begins (the writers'
+/// ids stay far below it).
+const HELD_ID: u64 = 1_000_000;
+/// Writer errors to wait for once the alter has begun: the held insert
+/// commits when the alter is seen waiting for it.
+const REFUSALS_BEFORE_COMMIT: u64 = 3;
 
 /// One entry of the stream, flattened: a row change (its `id`, and
 /// whether its image has column `w`), or a schema event.
@@ -72,12 +81,18 @@ fn an_alter_and_a_drop_come_in_the_stream_between_the_right_changes() {
 
     let stop = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicU64::new(0));
+    let refused = Arc::new(AtomicU64::new(0));
     let acked: Arc<Mutex<Vec<u64>>> = Arc::default();
     let failures: Arc<Mutex<Vec<String>>> = Arc::default();
     let mut writers = Vec::new();
     for w in 0..WRITERS {
-        let (stop, done, acked, failures) =
-            (stop.clone(), done.clone(), acked.clone(), failures.clone());
+        let (stop, done, refused, acked, failures) = (
+            stop.clone(),
+            done.clone(),
+            refused.clone(),
+            acked.clone(),
+            failures.clone(),
+        );
         writers.push(std::thread::spawn(move || {
             let mut conn = connect(port);
             let mut id = w;
@@ -88,7 +103,9 @@ fn an_alter_and_a_drop_come_in_the_stream_between_the_right_changes() {
                         done.fetch_add(1, Ordering::Relaxed);
                         id += WRITERS;
                     }
-                    Err(e) if RETRIED.contains(&code(&e)) => {}
+                    Err(e) if RETRIED.contains(&code(&e)) => {
+                        refused.fetch_add(1, Ordering::Relaxed);
+                    }
                     Err(e) => {
                         failures.lock().unwrap().push(format!("insert {id}: {e}"));
                         return;
@@ -105,9 +122,27 @@ fn an_alter_and_a_drop_come_in_the_stream_between_the_right_changes() {
         });
     };
     progress("inserts before the alter");
-    admin
-        .query_drop("ALTER TABLE es.t ADD COLUMN w INT NULL")
-        .expect("alter");
+    let table = session.table("es/def/t").expect("the table");
+    let mut held = session.begin().expect("begin");
+    held.insert(
+        &table,
+        &[("id", Value::Int(HELD_ID as i64)), ("v", Value::Int(0))],
+    )
+    .expect("insert");
+    held.execute(ExecMode::NoCommit).expect("the held insert");
+    let refused_before = refused.load(Ordering::Relaxed);
+    let alter = std::thread::spawn(move || {
+        connect(port)
+            .query_drop("ALTER TABLE es.t ADD COLUMN w INT NULL")
+            .expect("alter");
+    });
+    wait_for("the writers refused by the waiting alter", WAIT, || {
+        refused.load(Ordering::Relaxed) >= refused_before + REFUSALS_BEFORE_COMMIT
+    });
+    let outcome = held.execute(ExecMode::Commit).expect("commit the held insert");
+    assert!(outcome.committed);
+    alter.join().expect("alter");
+    acked.lock().unwrap().push(HELD_ID);
     progress("inserts after the alter");
     stop.store(true, Ordering::Relaxed);
     for w in writers {
@@ -188,6 +223,9 @@ fn an_alter_and_a_drop_come_in_the_stream_between_the_right_changes() {
             continue;
         };
         *ids.entry(*id).or_default() += 1;
+        if *id == HELD_ID {
+            assert!(i < alter_at, "the held insert after the alter's event");
+        }
         if i < alter_at {
             assert!(
                 !has_w,
