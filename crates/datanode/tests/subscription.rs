@@ -710,7 +710,12 @@ enum Fault {
 }
 
 impl Fault {
-    const ALL: [Fault; 4] = [Fault::Crash, Fault::TcCrash, Fault::Restart, Fault::LinkBreak];
+    const ALL: [Fault; 4] = [
+        Fault::Crash,
+        Fault::TcCrash,
+        Fault::Restart,
+        Fault::LinkBreak,
+    ];
 }
 
 /// Runs `seeds`, and checks that they reach a resend holding epochs the

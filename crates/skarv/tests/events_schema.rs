@@ -123,7 +123,7 @@ fn an_alter_and_a_drop_come_in_the_stream_between_the_right_changes() {
     };
     progress("inserts before the alter");
     let table = session.table("es/def/t").expect("the table");
-    let mut held = session.begin().expect("begin");
+    let held = session.begin().expect("begin");
     held.insert(
         &table,
         &[("id", Value::Int(HELD_ID as i64)), ("v", Value::Int(0))],
@@ -139,7 +139,9 @@ fn an_alter_and_a_drop_come_in_the_stream_between_the_right_changes() {
     wait_for("the writers refused by the waiting alter", WAIT, || {
         refused.load(Ordering::Relaxed) >= refused_before + REFUSALS_BEFORE_COMMIT
     });
-    let outcome = held.execute(ExecMode::Commit).expect("commit the held insert");
+    let outcome = held
+        .execute(ExecMode::Commit)
+        .expect("commit the held insert");
     assert!(outcome.committed);
     alter.join().expect("alter");
     acked.lock().unwrap().push(HELD_ID);
