@@ -152,9 +152,9 @@ pub struct SchemaChange {
     pub kind: SchemaKind,
     /// The table's version after the alter; a drop's: its last.
     pub version: u32,
-    /// Where in the epoch's `changes` it goes: every change before this
-    /// index is of the old definition, every change of the table from it
-    /// on of the new.
+    /// Where in the epoch's `changes` it goes (before the change at this
+    /// index): an alter's, every change of the table before it is of the
+    /// old definition, from it on of the new; a drop's, the end.
     pub at: usize,
 }
 
@@ -1097,7 +1097,8 @@ impl Subscription {
     /// the old definition's changes of the buckets it sends), or earlier,
     /// in the first epoch with a change under the new definition. In the
     /// epoch, the changes of the old definitions go first, then the
-    /// events, then the changes of the new.
+    /// alters' events, then the changes of the new, then the drops'
+    /// events.
     fn order_schema(&mut self, epoch: Epoch, items: Vec<Item>) -> EpochChanges {
         let mut rows = Vec::with_capacity(items.len());
         for item in items {
@@ -1157,7 +1158,9 @@ impl Subscription {
                 .any(|&(t, k, v)| t == table && k == SchemaKind::Altered && version >= v)
         };
         let (old, new): (Vec<_>, Vec<_>) = rows.into_iter().partition(|(t, v, _)| !is_new(*t, *v));
-        let at = old.len();
+        // An alter goes between the old and the new changes; a drop after
+        // every change of the epoch (none of the table follows it).
+        let (at_alter, at_drop) = (old.len(), old.len() + new.len());
         let mut schema = Vec::new();
         events.sort_unstable_by_key(|&(t, k, v)| (t, v, k == SchemaKind::Dropped));
         for (table, kind, version) in events {
@@ -1166,15 +1169,17 @@ impl Subscription {
                 .get(&table)
                 .map(|s| s.table.name().to_owned())
                 .unwrap_or_default();
-            match kind {
+            let at = match kind {
                 SchemaKind::Altered => {
                     let known = self.announced.entry(table).or_insert(version);
                     *known = (*known).max(version);
+                    at_alter
                 }
                 SchemaKind::Dropped => {
                     self.announced.remove(&table);
+                    at_drop
                 }
-            }
+            };
             schema.push(SchemaChange {
                 table: name,
                 kind,
@@ -1182,6 +1187,7 @@ impl Subscription {
                 at,
             });
         }
+        schema.sort_by_key(|s| s.at);
         let announced = &self.announced;
         self.schema_seen.retain(|&(code, table, version), _| {
             announced
