@@ -290,12 +290,8 @@ pub struct Subscription {
     /// Earlier definitions of altered tables, for their changes still
     /// coming: (table id, version) → how they decode.
     older: HashMap<(u32, u32), Subscribed>,
-    /// Per table, the version its last schema event announced (its
-    /// version at the start before any); a dropped table is removed.
-    announced: HashMap<u32, u32>,
-    /// Schema entries received and not yet announced: (kind, table,
-    /// version) → the buckets whose part of some epoch had it.
-    schema_seen: BTreeMap<(u8, u32, u32), NodeBitmask>,
+    /// Where the schema events go.
+    schema_order: SchemaOrder,
     /// The data nodes subscribed at.
     nodes: Vec<NodeSub>,
     /// Every bucket (each data node of the placement).
@@ -402,8 +398,11 @@ impl Session {
             options,
             tables: subscribed,
             older: HashMap::new(),
-            announced,
-            schema_seen: BTreeMap::new(),
+            schema_order: SchemaOrder {
+                buckets,
+                announced,
+                seen: BTreeMap::new(),
+            },
             nodes,
             buckets,
             start: 0,
@@ -1091,6 +1090,33 @@ impl Subscription {
         }
     }
 
+    /// The epoch's entries as handed out (see [`SchemaOrder::order`]).
+    fn order_schema(&mut self, epoch: Epoch, items: Vec<Item>) -> EpochChanges {
+        let tables = &self.tables;
+        let name = |t: u32| {
+            tables
+                .get(&t)
+                .map(|s| s.table.name().to_owned())
+                .unwrap_or_default()
+        };
+        self.schema_order.order(epoch, items, &name)
+    }
+}
+
+/// Where a subscription's schema events go (see [`SchemaOrder::order`]).
+#[derive(Debug, Default)]
+struct SchemaOrder {
+    /// Every bucket (each data node of the placement).
+    buckets: NodeBitmask,
+    /// Per table, the version its last schema event announced (its
+    /// version at the start before any); a dropped table is removed.
+    announced: HashMap<u32, u32>,
+    /// Schema entries received and not yet announced: (kind, table,
+    /// version) → the buckets whose part of some epoch had it.
+    seen: BTreeMap<(u8, u32, u32), NodeBitmask>,
+}
+
+impl SchemaOrder {
     /// The epoch's entries as handed out: row changes, and a schema event
     /// per table altered or dropped here. A table's schema event comes
     /// once every bucket's part had its entry (each node files it after
@@ -1099,7 +1125,12 @@ impl Subscription {
     /// epoch, the changes of the old definitions go first, then the
     /// alters' events, then the changes of the new, then the drops'
     /// events.
-    fn order_schema(&mut self, epoch: Epoch, items: Vec<Item>) -> EpochChanges {
+    fn order(
+        &mut self,
+        epoch: Epoch,
+        items: Vec<Item>,
+        name: &dyn Fn(u32) -> String,
+    ) -> EpochChanges {
         let mut rows = Vec::with_capacity(items.len());
         for item in items {
             match item {
@@ -1118,7 +1149,7 @@ impl Subscription {
                         SchemaKind::Altered => sub_change::ALTER,
                         SchemaKind::Dropped => sub_change::DROP,
                     };
-                    self.schema_seen
+                    self.seen
                         .entry((code, table, version))
                         .or_default()
                         .insert(bucket);
@@ -1127,7 +1158,7 @@ impl Subscription {
         }
         // (table, kind, version) announced in this epoch.
         let mut events: Vec<(u32, SchemaKind, u32)> = Vec::new();
-        for (&(code, table, version), buckets) in &self.schema_seen {
+        for (&(code, table, version), buckets) in &self.seen {
             let Some(&known) = self.announced.get(&table) else {
                 continue;
             };
@@ -1164,11 +1195,6 @@ impl Subscription {
         let mut schema = Vec::new();
         events.sort_unstable_by_key(|&(t, k, v)| (t, v, k == SchemaKind::Dropped));
         for (table, kind, version) in events {
-            let name = self
-                .tables
-                .get(&table)
-                .map(|s| s.table.name().to_owned())
-                .unwrap_or_default();
             let at = match kind {
                 SchemaKind::Altered => {
                     let known = self.announced.entry(table).or_insert(version);
@@ -1181,7 +1207,7 @@ impl Subscription {
                 }
             };
             schema.push(SchemaChange {
-                table: name,
+                table: name(table),
                 kind,
                 version,
                 at,
@@ -1189,7 +1215,7 @@ impl Subscription {
         }
         schema.sort_by_key(|s| s.at);
         let announced = &self.announced;
-        self.schema_seen.retain(|&(code, table, version), _| {
+        self.seen.retain(|&(code, table, version), _| {
             announced
                 .get(&table)
                 .is_some_and(|&k| code == sub_change::DROP || version > k)
@@ -1304,6 +1330,129 @@ fn decode_change(
 mod tests {
     use super::*;
     use ::schema::{Collation, Column, ColumnType, TableDef};
+
+    fn bucket(n: u8) -> NodeId {
+        NodeId::new(n).expect("a node id")
+    }
+
+    /// Table 7 at version 1, buckets 2 and 3.
+    fn order() -> SchemaOrder {
+        SchemaOrder {
+            buckets: [bucket(2), bucket(3)].into_iter().collect(),
+            announced: [(7, 1)].into_iter().collect(),
+            seen: BTreeMap::new(),
+        }
+    }
+
+    fn row(version: u32, id: i64) -> Item {
+        Item::Row {
+            table: 7,
+            version,
+            change: RowChange {
+                table: "t".to_owned(),
+                kind: ChangeKind::Insert,
+                before: None,
+                after: Some(vec![("id".to_owned(), Value::Int(id))]),
+            },
+        }
+    }
+
+    fn entry(kind: SchemaKind, version: u32, b: u8) -> Item {
+        Item::Schema {
+            table: 7,
+            version,
+            kind,
+            bucket: bucket(b),
+        }
+    }
+
+    fn ids(e: &EpochChanges) -> Vec<i64> {
+        e.changes
+            .iter()
+            .map(|c| match c.after.as_deref() {
+                Some([(_, Value::Int(id))]) => *id,
+                other => panic!("{other:?}"),
+            })
+            .collect()
+    }
+
+    fn events(e: &EpochChanges) -> Vec<(SchemaKind, u32, usize)> {
+        e.schema.iter().map(|s| (s.kind, s.version, s.at)).collect()
+    }
+
+    #[test]
+    fn an_alter_comes_once_every_bucket_had_its_entry() {
+        let mut o = order();
+        let name = |_| "t".to_owned();
+        let e = o.order(
+            Epoch::from_u64(1),
+            vec![row(1, 1), entry(SchemaKind::Altered, 2, 2)],
+            &name,
+        );
+        assert!(e.schema.is_empty(), "bucket 3 may still hold old changes");
+        let e = o.order(
+            Epoch::from_u64(2),
+            vec![row(1, 2), entry(SchemaKind::Altered, 2, 3)],
+            &name,
+        );
+        assert_eq!(ids(&e), [2]);
+        assert_eq!(
+            events(&e),
+            [(SchemaKind::Altered, 2, 1)],
+            "after the old change"
+        );
+        let e = o.order(Epoch::from_u64(3), vec![row(2, 3)], &name);
+        assert!(e.schema.is_empty(), "once");
+    }
+
+    #[test]
+    fn a_change_of_the_new_definition_announces_the_alter_before_it() {
+        let mut o = order();
+        let name = |_| "t".to_owned();
+        let items = vec![row(2, 1), entry(SchemaKind::Altered, 2, 2), row(1, 2)];
+        let e = o.order(Epoch::from_u64(1), items, &name);
+        assert_eq!(ids(&e), [2, 1], "the old definition's change first");
+        assert_eq!(events(&e), [(SchemaKind::Altered, 2, 1)]);
+        // The other bucket's entry, later: already announced.
+        let e = o.order(
+            Epoch::from_u64(2),
+            vec![entry(SchemaKind::Altered, 2, 3)],
+            &name,
+        );
+        assert!(e.schema.is_empty());
+    }
+
+    #[test]
+    fn a_drop_ends_the_epoch_and_the_table() {
+        let mut o = order();
+        let name = |_| "t".to_owned();
+        let items = vec![
+            entry(SchemaKind::Dropped, 1, 2),
+            row(1, 1),
+            entry(SchemaKind::Dropped, 1, 3),
+        ];
+        let e = o.order(Epoch::from_u64(1), items, &name);
+        assert_eq!(ids(&e), [1]);
+        assert_eq!(
+            events(&e),
+            [(SchemaKind::Dropped, 1, 1)],
+            "after every change"
+        );
+        assert!(o.seen.is_empty() && o.announced.is_empty());
+        // Altered and dropped in one epoch (its first new change there).
+        let mut o = order();
+        let items = vec![
+            entry(SchemaKind::Dropped, 2, 2),
+            row(2, 5),
+            entry(SchemaKind::Dropped, 2, 3),
+        ];
+        let e = o.order(Epoch::from_u64(1), items, &name);
+        assert_eq!(
+            events(&e),
+            [(SchemaKind::Altered, 2, 0), (SchemaKind::Dropped, 2, 1)],
+            "the drop after the new change"
+        );
+    }
 
     fn subscribed(columns: Option<&[usize]>) -> Subscribed {
         let def = TableDef::new(
