@@ -20,7 +20,8 @@ use datanode::subscription::SubscriptionBlock;
 use proto::ops::OpKind;
 use schema::row::RowLayout;
 use schema::Value;
-use signal::{sub_change, sub_flags, tc_flags, Signal, SignalBody};
+use schema::{Column, ColumnType};
+use signal::{sub_change, sub_flags, tc_flags, BlockNumber, BlockRef, Signal, SignalBody};
 use transactions::*;
 
 /// One row's change: kind, `v` before and after (`None`: no image, or NULL).
@@ -287,7 +288,16 @@ struct Assembler {
     out: Vec<(u64, Vec<(i64, Change)>)>,
     /// (epoch, bucket) parts dropped as already whole.
     dropped: usize,
+    /// Row layouts of table versions other than the one `take` is given
+    /// (an altered table's).
+    layouts: BTreeMap<u32, RowLayout>,
+    /// Each (bucket, epoch) as taken whole, in order: a schema entry as
+    /// key [`SCHEMA_KEY`] with (kind, version, none).
+    buckets_taken: BTreeMap<(signal::NodeId, u64), Vec<(i64, Change)>>,
 }
+
+/// The key a schema entry is recorded under by the [`Assembler`].
+const SCHEMA_KEY: i64 = i64::MIN;
 
 /// Parts of one bucket of one epoch from one node, not yet whole.
 type SignalParts = (signal::NodeId, signal::NodeId, Vec<(i64, Change)>);
@@ -329,11 +339,16 @@ impl Assembler {
                 coming.push((bucket, node, Vec::new()));
                 coming.len() - 1
             });
-        coming[at]
-            .2
-            .extend(entries.iter().map(|e| decode_entry(layout, e)));
+        let layouts = &self.layouts;
+        coming[at].2.extend(entries.iter().map(|e| {
+            if sub_change::is_schema(e.kind) {
+                return (SCHEMA_KEY, (e.kind, Some(i64::from(e.version)), None));
+            }
+            decode_entry(layouts.get(&e.version).unwrap_or(layout), e)
+        }));
         if *complete {
             let (_, _, changes) = coming.swap_remove(at);
+            self.buckets_taken.insert((bucket, epoch), changes.clone());
             whole.extend(changes);
             coming.retain(|(b, ..)| *b != bucket);
             done.push(bucket);
@@ -681,6 +696,226 @@ fn stream_through_a_crash(seed: u64, fault: Fault) -> Run {
         taken_over,
         epochs_resent: stats.epochs_resent,
         dropped: asm.dropped as u64,
+    }
+}
+
+/// Rows written after the alter carry values from here on.
+const AFTER_ALTER: i64 = 1_000_000;
+/// Refusals of one transaction the alter runs take before they fail.
+const RETRIES_MAX: u32 = 100;
+
+/// One run: the table is altered (a NULL-able column added) after a
+/// seeded number of 40 transactions, and with `crash` the node that is
+/// not the writes' TC crashes a seeded number of transactions around the
+/// alter (the survivor resends, schema entries with the rest). Every
+/// bucket's stream holds one schema entry of the alter, the new version,
+/// with every change of the old definition before it and every change of
+/// the new after it; the rows decode by their versions; the stream is
+/// the committed history.
+fn stream_through_an_alter(seed: u64, crash: bool) {
+    let mut cluster = Cluster::start(seed, 2, Limits::default());
+    let table = cluster.create_table();
+    let layout = RowLayout::new(&table);
+    let nodes = cluster.data_nodes.clone();
+    let (victim, tc_node) = (nodes[1], nodes[0]);
+    let mut rng = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let (start, early) = subscribe(&mut cluster, &nodes, table.id);
+    let mut asm = Assembler {
+        buckets: nodes.clone(),
+        ..Assembler::default()
+    };
+    let mut live = nodes.clone();
+    let feed =
+        |cluster: &mut Cluster, asm: &mut Assembler, live: &[signal::NodeId], got: Vec<Signal>| {
+            for s in &got {
+                if live.contains(&s.sender.node) {
+                    asm.take(&layout, s, start);
+                }
+            }
+            if let Some(&(epoch, _)) = asm.out.last() {
+                for &n in live {
+                    cluster.send(
+                        SubscriptionBlock::address(n),
+                        SignalBody::SubGcpCompleteAck { sub_id: 1, epoch },
+                    );
+                }
+            }
+        };
+    feed(&mut cluster, &mut asm, &live, early);
+    const TRANSACTIONS: i64 = 40;
+    let alter_after = 5 + (next() % 30) as i64;
+    let crash_after = alter_after - 3 + (next() % 7) as i64;
+    let mut new_version = None;
+    let mut rows: BTreeMap<i64, i64> = BTreeMap::new();
+    let mut expected: BTreeMap<u64, BTreeMap<i64, Vec<Change>>> = BTreeMap::new();
+    let mut last_epoch = 0;
+    for t in 0..TRANSACTIONS {
+        if t == alter_after {
+            let mut def = cluster.table().clone();
+            def.columns
+                .push(Column::new("w", ColumnType::BigInt { unsigned: false }).nullable());
+            let request_id = cluster.request_id();
+            let dict = BlockRef::new(tc_node, BlockNumber::DICTIONARY, 0);
+            cluster.send(
+                dict,
+                SignalBody::DictAlterTableReq {
+                    request_id,
+                    table_id: table.id,
+                    table: def.to_bytes(),
+                },
+            );
+            let until = cluster.sim.now() + Duration::from_secs(5);
+            let version = loop {
+                assert!(cluster.sim.now() < until, "seed {seed}: the alter answered");
+                cluster.sim.run_for(Duration::from_millis(1));
+                let got = take_sub(&cluster);
+                feed(&mut cluster, &mut asm, &live, got);
+                let mut got = cluster.got.lock().unwrap();
+                let conf = got.iter().position(|s| {
+                    matches!(s.body, SignalBody::DictAlterTableConf { request_id: r, .. }
+                        if r == request_id)
+                });
+                if let Some(at) = conf {
+                    let SignalBody::DictAlterTableConf { version, .. } = got.remove(at).body else {
+                        unreachable!()
+                    };
+                    break version;
+                }
+            };
+            def.version = version;
+            asm.layouts.insert(version, RowLayout::new(&def));
+            cluster.table = Some(def);
+            new_version = Some(version);
+        }
+        if crash && t == crash_after {
+            cluster.sim.run_for(Duration::from_micros(next() % 30_000));
+            cluster.sim.crash(victim);
+            let got = take_sub(&cluster);
+            feed(&mut cluster, &mut asm, &live, got);
+            live.retain(|&n| n != victim);
+            asm.node_down(victim);
+        }
+        let keys = [(t * 5) % 16, (t * 7 + 3) % 16];
+        let keys: &[i64] = if t % 3 == 0 && keys[0] != keys[1] {
+            &keys
+        } else {
+            &keys[..1]
+        };
+        let phase = if new_version.is_some() {
+            AFTER_ALTER
+        } else {
+            0
+        };
+        for attempt in 0.. {
+            assert!(
+                attempt < RETRIES_MAX,
+                "seed {seed}: transaction {t} refused {attempt} times"
+            );
+            let (ops, changes) = transaction(&rows, keys, t);
+            let ops: Vec<Op> = ops
+                .into_iter()
+                .map(|mut op| {
+                    op.v = op.v.map(|v| v + phase);
+                    op
+                })
+                .collect();
+            let changes: Vec<(i64, Change)> = changes
+                .into_iter()
+                .map(|(k, (kind, before, after))| (k, (kind, before, after.map(|v| v + phase))))
+                .collect();
+            let tx = cluster.tx_id();
+            cluster.submit_to(tc_node, tx, tc_flags::START | tc_flags::COMMIT, &ops);
+            let reply = cluster
+                .reply_within(tx, ANSWER_WAIT)
+                .unwrap_or_else(|| panic!("seed {seed}: transaction {t}: no reply"));
+            let got = take_sub(&cluster);
+            feed(&mut cluster, &mut asm, &live, got);
+            let Reply::Conf { epoch, .. } = reply else {
+                eprintln!("seed {seed}: transaction {t}: {reply:?}");
+                cluster.sim.run_for(Duration::from_millis(20));
+                continue;
+            };
+            last_epoch = last_epoch.max(epoch);
+            committed(&mut rows, &mut expected, epoch, changes);
+            break;
+        }
+    }
+    for _ in 0..5_000 {
+        if asm.last() >= last_epoch {
+            break;
+        }
+        cluster.sim.run_for(Duration::from_millis(1));
+        let got = take_sub(&cluster);
+        feed(&mut cluster, &mut asm, &live, got);
+    }
+    assert!(
+        asm.last() >= last_epoch,
+        "seed {seed}: the last epoch came whole"
+    );
+    let version = i64::from(new_version.expect("altered"));
+    for &bucket in &nodes {
+        let mut seen_entry = false;
+        for ((b, epoch), changes) in &asm.buckets_taken {
+            if *b != bucket {
+                continue;
+            }
+            for (k, (kind, before, after)) in changes {
+                if *k == SCHEMA_KEY {
+                    assert_eq!(
+                        (*kind, *before),
+                        (sub_change::ALTER, Some(version)),
+                        "seed {seed}"
+                    );
+                    assert!(!seen_entry, "seed {seed}: bucket {bucket}: one alter entry");
+                    seen_entry = true;
+                } else if let Some(v) = after {
+                    assert_eq!(
+                        *v >= AFTER_ALTER,
+                        seen_entry,
+                        "seed {seed}: bucket {bucket}, epoch {epoch:#x}: row {k} = {v} on the \
+                         wrong side of the alter's entry"
+                    );
+                }
+                let _ = before;
+            }
+        }
+        assert!(
+            seen_entry,
+            "seed {seed}: bucket {bucket} had the alter's entry"
+        );
+    }
+    let mut got: BTreeMap<u64, BTreeMap<i64, Vec<Change>>> = BTreeMap::new();
+    for (e, changes) in &asm.out {
+        for (k, change) in changes {
+            if *k != SCHEMA_KEY {
+                got.entry(*e)
+                    .or_default()
+                    .entry(*k)
+                    .or_default()
+                    .push(*change);
+            }
+        }
+    }
+    got.retain(|&e, rows| e <= last_epoch && !rows.is_empty());
+    assert_eq!(
+        got, expected,
+        "seed {seed}: the stream is the committed history"
+    );
+}
+
+#[test]
+fn an_alter_is_in_every_bucket_between_the_old_and_the_new_changes() {
+    for seed in [2, 9, 21] {
+        stream_through_an_alter(seed, false);
+    }
+    for seed in [6, 13, 44, 52] {
+        stream_through_an_alter(seed, true);
     }
 }
 
