@@ -38,7 +38,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ::schema::row::RowLayout;
-use ::schema::Value;
+use ::schema::{TableDef, Value};
 use signal::{
     sub_change, sub_flags, BlockNumber, BlockRef, NodeBitmask, NodeId, Signal, SignalBody,
 };
@@ -123,6 +123,41 @@ pub struct RowChange {
     pub after: Option<Vec<(String, Value)>>,
 }
 
+/// What a schema change did to a subscribed table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SchemaKind {
+    /// Altered: its changes from here on are of the new definition.
+    Altered,
+    /// Dropped: no change of it follows.
+    Dropped,
+}
+
+impl SchemaKind {
+    /// `alter` or `drop`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SchemaKind::Altered => "alter",
+            SchemaKind::Dropped => "drop",
+        }
+    }
+}
+
+/// A subscribed table altered or dropped, in the stream's order
+/// (docs/events.md, "Schema changes").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SchemaChange {
+    /// The table's name in the dictionary.
+    pub table: String,
+    /// Altered or dropped.
+    pub kind: SchemaKind,
+    /// The table's version after the alter; a drop's: its last.
+    pub version: u32,
+    /// Where in the epoch's `changes` it goes (before the change at this
+    /// index): an alter's, every change of the table before it is of the
+    /// old definition, from it on of the new; a drop's, the end.
+    pub at: usize,
+}
+
 /// The changes of one epoch, complete.
 #[derive(Clone, Debug, PartialEq)]
 pub struct EpochChanges {
@@ -130,6 +165,9 @@ pub struct EpochChanges {
     pub epoch: Epoch,
     /// Its changes of the subscribed tables: one row's in commit order.
     pub changes: Vec<RowChange>,
+    /// The subscribed tables altered or dropped in this epoch, each placed
+    /// among `changes` (`SchemaChange::at`); mostly empty.
+    pub schema: Vec<SchemaChange>,
 }
 
 /// What a subscription hands out.
@@ -177,11 +215,29 @@ pub struct SubscriptionState {
     pub nodes: usize,
 }
 
+/// One decoded entry of a part.
+#[derive(Debug)]
+enum Item {
+    /// A row change of table `table` under its version `version`.
+    Row {
+        table: u32,
+        version: u32,
+        change: RowChange,
+    },
+    /// A schema entry of bucket `bucket`.
+    Schema {
+        table: u32,
+        version: u32,
+        kind: SchemaKind,
+        bucket: NodeId,
+    },
+}
+
 /// An epoch not yet complete in every bucket.
 #[derive(Debug, Default)]
 struct Partial {
     /// The changes of the buckets whose last part came.
-    changes: Vec<RowChange>,
+    changes: Vec<Item>,
     /// Bytes of `changes` and `coming`.
     bytes: usize,
     /// Buckets whose last part came.
@@ -189,7 +245,7 @@ struct Partial {
     /// Parts of buckets not yet whole: (bucket, sending node, changes,
     /// bytes). Two senders of one bucket: a survivor resending what a
     /// failed node had begun to send.
-    coming: Vec<(NodeId, NodeId, Vec<RowChange>, usize)>,
+    coming: Vec<(NodeId, NodeId, Vec<Item>, usize)>,
 }
 
 /// A data node this subscription is subscribed at, or was.
@@ -231,6 +287,11 @@ pub struct Subscription {
     sub_id: u32,
     options: SubscribeOptions,
     tables: HashMap<u32, Subscribed>,
+    /// Earlier definitions of altered tables, for their changes still
+    /// coming: (table id, version) → how they decode.
+    older: HashMap<(u32, u32), Subscribed>,
+    /// Where the schema events go.
+    schema_order: SchemaOrder,
     /// The data nodes subscribed at.
     nodes: Vec<NodeSub>,
     /// Every bucket (each data node of the placement).
@@ -326,12 +387,22 @@ impl Session {
             .collect();
         let buckets: NodeBitmask = shared.placement.nodes().collect();
         let mailbox = shared.register_session()?;
+        let announced = subscribed
+            .iter()
+            .map(|(&id, s)| (id, s.table.def().version))
+            .collect();
         let mut sub = Subscription {
             cluster: self.cluster.clone(),
             sub_id: u32::from(mailbox.instance),
             mailbox,
             options,
             tables: subscribed,
+            older: HashMap::new(),
+            schema_order: SchemaOrder {
+                buckets,
+                announced,
+                seen: BTreeMap::new(),
+            },
             nodes,
             buckets,
             start: 0,
@@ -739,7 +810,7 @@ impl Subscription {
         {
             None
         } else {
-            Some(self.decode(changes))
+            Some(self.decode(changes, bucket))
         };
         if let Some((_, dropped_max)) = self.discarding.as_mut() {
             *dropped_max = (*dropped_max).max(epoch);
@@ -817,10 +888,7 @@ impl Subscription {
                 }
                 continue;
             }
-            let changes = EpochChanges {
-                epoch: Epoch::from_u64(e),
-                changes: p.changes,
-            };
+            let changes = self.order_schema(Epoch::from_u64(e), p.changes);
             self.ready.push_back((Event::Epoch(changes), p.bytes));
         }
         if self.completed > before {
@@ -865,9 +933,12 @@ impl Subscription {
         self.discarding = Some((from, dropped_max));
     }
 
-    /// The changes of `bytes`, decoded; what cannot be is logged and left
-    /// out (a table altered since the subscription: part of a later step).
-    fn decode(&self, bytes: &[u8]) -> Vec<RowChange> {
+    /// The entries of `bytes` (a part of bucket `bucket`), decoded; what
+    /// cannot be is logged and left out. A change of a table version newer
+    /// than this subscription knows fetches the table's definition again
+    /// (the table was altered: its schema entry may come later, in another
+    /// bucket or epoch).
+    fn decode(&mut self, bytes: &[u8], bucket: NodeId) -> Vec<Item> {
         let mut out = Vec::new();
         for entry in sub_change::entries(bytes) {
             let entry = match entry {
@@ -877,11 +948,44 @@ impl Subscription {
                     break;
                 }
             };
-            let Some(sub) = self.tables.get(&entry.table) else {
+            if sub_change::is_schema(entry.kind) {
+                let kind = if entry.kind == sub_change::DROP {
+                    SchemaKind::Dropped
+                } else {
+                    SchemaKind::Altered
+                };
+                if kind == SchemaKind::Altered {
+                    self.install_definition(entry.table, entry.version, entry.after);
+                }
+                if self.tables.contains_key(&entry.table) {
+                    out.push(Item::Schema {
+                        table: entry.table,
+                        version: entry.version,
+                        kind,
+                        bucket,
+                    });
+                }
+                continue;
+            }
+            let Some(current) = self.tables.get(&entry.table) else {
                 continue;
             };
+            if entry.version > current.table.def().version {
+                self.refresh(entry.table);
+            }
+            let sub = match self.tables.get(&entry.table) {
+                Some(s) if s.table.def().version == entry.version => s,
+                _ => match self.older.get(&(entry.table, entry.version)) {
+                    Some(s) => s,
+                    None => self.tables.get(&entry.table).expect("checked"),
+                },
+            };
             match decode_change(sub, &entry, self.options.images) {
-                Ok(change) => out.push(change),
+                Ok(change) => out.push(Item::Row {
+                    table: entry.table,
+                    version: entry.version,
+                    change,
+                }),
                 Err(error) => tracing::warn!(
                     "subscription {}: a change of `{}` left out: {error}",
                     self.sub_id,
@@ -890,6 +994,237 @@ impl Subscription {
             }
         }
         out
+    }
+
+    /// An alter's schema entry: table `id`'s definition of `version`
+    /// (`def`, encoded), unless known already. A table with BLOB/TEXT
+    /// columns needs its parts tables too: fetched from the dictionary.
+    fn install_definition(&mut self, id: u32, version: u32, def: &[u8]) {
+        let Some(current) = self.tables.get(&id) else {
+            return;
+        };
+        if current.table.def().version >= version {
+            return;
+        }
+        match TableDef::decode(def) {
+            Ok(def) if def.id == id && def.version == version => {
+                if def.columns.iter().any(|c| c.ty.is_blob()) {
+                    return self.refresh(id);
+                }
+                self.replace_definition(id, Arc::new(Table::new(def)));
+            }
+            Ok(def) => tracing::warn!(
+                "subscription {}: an alter's entry of table {id} version {version} holds \
+                 table {} version {}: left out",
+                self.sub_id,
+                def.id,
+                def.version
+            ),
+            Err(error) => tracing::warn!(
+                "subscription {}: an alter's entry of table {id}: {error}",
+                self.sub_id
+            ),
+        }
+    }
+
+    /// Fetches table `id`'s definition again (a change of a newer version
+    /// came before its alter's entry).
+    fn refresh(&mut self, id: u32) {
+        let Some(current) = self.tables.get(&id) else {
+            return;
+        };
+        let name = current.table.name().to_owned();
+        let fetched = self.cluster.session().and_then(|session| {
+            session.forget_table(&name);
+            session.table(&name)
+        });
+        match fetched {
+            Ok(table) if table.id() == id && table.def().version > current.table.def().version => {
+                self.replace_definition(id, table);
+            }
+            Ok(_) => {
+                tracing::warn!(
+                    "subscription {}: `{name}` has no newer definition of id {id}",
+                    self.sub_id
+                );
+            }
+            Err(error) => {
+                tracing::warn!(
+                    "subscription {}: the new definition of `{name}`: {error}",
+                    self.sub_id
+                );
+            }
+        }
+    }
+
+    /// Table `id` decodes by `table` from now on; the definition known so
+    /// far goes to `older`, for its changes still coming. The projection
+    /// keeps the columns it named that are still there.
+    fn replace_definition(&mut self, id: u32, table: Arc<Table>) {
+        let Some(current) = self.tables.get(&id) else {
+            return;
+        };
+        let def = table.def();
+        let old_def = current.table.def();
+        let shown: Vec<usize> = match &self.options.columns {
+            None => (0..def.columns.len())
+                .filter(|&c| !def.columns[c].name.starts_with('$'))
+                .collect(),
+            Some(names) => names
+                .iter()
+                .filter_map(|n| def.columns.iter().position(|c| &c.name == n))
+                .collect(),
+        };
+        let layout = RowLayout::new(def);
+        let old_version = old_def.version;
+        let old = self.tables.insert(
+            id,
+            Subscribed {
+                table,
+                layout,
+                shown,
+            },
+        );
+        if let Some(old) = old {
+            self.older.insert((id, old_version), old);
+        }
+    }
+
+    /// The epoch's entries as handed out (see [`SchemaOrder::order`]).
+    fn order_schema(&mut self, epoch: Epoch, items: Vec<Item>) -> EpochChanges {
+        let tables = &self.tables;
+        let name = |t: u32| {
+            tables
+                .get(&t)
+                .map(|s| s.table.name().to_owned())
+                .unwrap_or_default()
+        };
+        self.schema_order.order(epoch, items, &name)
+    }
+}
+
+/// Where a subscription's schema events go (see [`SchemaOrder::order`]).
+#[derive(Debug, Default)]
+struct SchemaOrder {
+    /// Every bucket (each data node of the placement).
+    buckets: NodeBitmask,
+    /// Per table, the version its last schema event announced (its
+    /// version at the start before any); a dropped table is removed.
+    announced: HashMap<u32, u32>,
+    /// Schema entries received and not yet announced: (kind, table,
+    /// version) → the buckets whose part of some epoch had it.
+    seen: BTreeMap<(u8, u32, u32), NodeBitmask>,
+}
+
+impl SchemaOrder {
+    /// The epoch's entries as handed out: row changes, and a schema event
+    /// per table altered or dropped here. A table's schema event comes
+    /// once every bucket's part had its entry (each node files it after
+    /// the old definition's changes of the buckets it sends), or earlier,
+    /// in the first epoch with a change under the new definition. In the
+    /// epoch, the changes of the old definitions go first, then the
+    /// alters' events, then the changes of the new, then the drops'
+    /// events.
+    fn order(
+        &mut self,
+        epoch: Epoch,
+        items: Vec<Item>,
+        name: &dyn Fn(u32) -> String,
+    ) -> EpochChanges {
+        let mut rows = Vec::with_capacity(items.len());
+        for item in items {
+            match item {
+                Item::Row {
+                    table,
+                    version,
+                    change,
+                } => rows.push((table, version, change)),
+                Item::Schema {
+                    table,
+                    version,
+                    kind,
+                    bucket,
+                } => {
+                    let code = match kind {
+                        SchemaKind::Altered => sub_change::ALTER,
+                        SchemaKind::Dropped => sub_change::DROP,
+                    };
+                    self.seen
+                        .entry((code, table, version))
+                        .or_default()
+                        .insert(bucket);
+                }
+            }
+        }
+        // (table, kind, version) announced in this epoch.
+        let mut events: Vec<(u32, SchemaKind, u32)> = Vec::new();
+        for (&(code, table, version), buckets) in &self.seen {
+            let Some(&known) = self.announced.get(&table) else {
+                continue;
+            };
+            let all = *buckets == self.buckets;
+            if code == sub_change::DROP {
+                if all {
+                    events.push((table, SchemaKind::Dropped, version));
+                }
+            } else if version > known
+                && (all || rows.iter().any(|(t, v, _)| *t == table && *v >= version))
+            {
+                events.push((table, SchemaKind::Altered, version));
+            }
+        }
+        // A change under a definition no entry announced yet.
+        for (table, version, _) in &rows {
+            let newer = self.announced.get(table).is_some_and(|&k| *version > k);
+            let listed = events
+                .iter()
+                .any(|(t, k, v)| t == table && *k == SchemaKind::Altered && v >= version);
+            if newer && !listed {
+                events.push((*table, SchemaKind::Altered, *version));
+            }
+        }
+        let is_new = |table: u32, version: u32| {
+            events
+                .iter()
+                .any(|&(t, k, v)| t == table && k == SchemaKind::Altered && version >= v)
+        };
+        let (old, new): (Vec<_>, Vec<_>) = rows.into_iter().partition(|(t, v, _)| !is_new(*t, *v));
+        // An alter goes between the old and the new changes; a drop after
+        // every change of the epoch (none of the table follows it).
+        let (at_alter, at_drop) = (old.len(), old.len() + new.len());
+        let mut schema = Vec::new();
+        events.sort_unstable_by_key(|&(t, k, v)| (t, v, k == SchemaKind::Dropped));
+        for (table, kind, version) in events {
+            let at = match kind {
+                SchemaKind::Altered => {
+                    let known = self.announced.entry(table).or_insert(version);
+                    *known = (*known).max(version);
+                    at_alter
+                }
+                SchemaKind::Dropped => {
+                    self.announced.remove(&table);
+                    at_drop
+                }
+            };
+            schema.push(SchemaChange {
+                table: name(table),
+                kind,
+                version,
+                at,
+            });
+        }
+        schema.sort_by_key(|s| s.at);
+        let announced = &self.announced;
+        self.seen.retain(|&(code, table, version), _| {
+            announced
+                .get(&table)
+                .is_some_and(|&k| code == sub_change::DROP || version > k)
+        });
+        EpochChanges {
+            epoch,
+            changes: old.into_iter().chain(new).map(|(_, _, c)| c).collect(),
+            schema,
+        }
     }
 }
 
@@ -995,6 +1330,129 @@ fn decode_change(
 mod tests {
     use super::*;
     use ::schema::{Collation, Column, ColumnType, TableDef};
+
+    fn bucket(n: u8) -> NodeId {
+        NodeId::new(n).expect("a node id")
+    }
+
+    /// Table 7 at version 1, buckets 2 and 3.
+    fn order() -> SchemaOrder {
+        SchemaOrder {
+            buckets: [bucket(2), bucket(3)].into_iter().collect(),
+            announced: [(7, 1)].into_iter().collect(),
+            seen: BTreeMap::new(),
+        }
+    }
+
+    fn row(version: u32, id: i64) -> Item {
+        Item::Row {
+            table: 7,
+            version,
+            change: RowChange {
+                table: "t".to_owned(),
+                kind: ChangeKind::Insert,
+                before: None,
+                after: Some(vec![("id".to_owned(), Value::Int(id))]),
+            },
+        }
+    }
+
+    fn entry(kind: SchemaKind, version: u32, b: u8) -> Item {
+        Item::Schema {
+            table: 7,
+            version,
+            kind,
+            bucket: bucket(b),
+        }
+    }
+
+    fn ids(e: &EpochChanges) -> Vec<i64> {
+        e.changes
+            .iter()
+            .map(|c| match c.after.as_deref() {
+                Some([(_, Value::Int(id))]) => *id,
+                other => panic!("{other:?}"),
+            })
+            .collect()
+    }
+
+    fn events(e: &EpochChanges) -> Vec<(SchemaKind, u32, usize)> {
+        e.schema.iter().map(|s| (s.kind, s.version, s.at)).collect()
+    }
+
+    #[test]
+    fn an_alter_comes_once_every_bucket_had_its_entry() {
+        let mut o = order();
+        let name = |_| "t".to_owned();
+        let e = o.order(
+            Epoch::from_u64(1),
+            vec![row(1, 1), entry(SchemaKind::Altered, 2, 2)],
+            &name,
+        );
+        assert!(e.schema.is_empty(), "bucket 3 may still hold old changes");
+        let e = o.order(
+            Epoch::from_u64(2),
+            vec![row(1, 2), entry(SchemaKind::Altered, 2, 3)],
+            &name,
+        );
+        assert_eq!(ids(&e), [2]);
+        assert_eq!(
+            events(&e),
+            [(SchemaKind::Altered, 2, 1)],
+            "after the old change"
+        );
+        let e = o.order(Epoch::from_u64(3), vec![row(2, 3)], &name);
+        assert!(e.schema.is_empty(), "once");
+    }
+
+    #[test]
+    fn a_change_of_the_new_definition_announces_the_alter_before_it() {
+        let mut o = order();
+        let name = |_| "t".to_owned();
+        let items = vec![row(2, 1), entry(SchemaKind::Altered, 2, 2), row(1, 2)];
+        let e = o.order(Epoch::from_u64(1), items, &name);
+        assert_eq!(ids(&e), [2, 1], "the old definition's change first");
+        assert_eq!(events(&e), [(SchemaKind::Altered, 2, 1)]);
+        // The other bucket's entry, later: already announced.
+        let e = o.order(
+            Epoch::from_u64(2),
+            vec![entry(SchemaKind::Altered, 2, 3)],
+            &name,
+        );
+        assert!(e.schema.is_empty());
+    }
+
+    #[test]
+    fn a_drop_ends_the_epoch_and_the_table() {
+        let mut o = order();
+        let name = |_| "t".to_owned();
+        let items = vec![
+            entry(SchemaKind::Dropped, 1, 2),
+            row(1, 1),
+            entry(SchemaKind::Dropped, 1, 3),
+        ];
+        let e = o.order(Epoch::from_u64(1), items, &name);
+        assert_eq!(ids(&e), [1]);
+        assert_eq!(
+            events(&e),
+            [(SchemaKind::Dropped, 1, 1)],
+            "after every change"
+        );
+        assert!(o.seen.is_empty() && o.announced.is_empty());
+        // Altered and dropped in one epoch (its first new change there).
+        let mut o = order();
+        let items = vec![
+            entry(SchemaKind::Dropped, 2, 2),
+            row(2, 5),
+            entry(SchemaKind::Dropped, 2, 3),
+        ];
+        let e = o.order(Epoch::from_u64(1), items, &name);
+        assert_eq!(
+            events(&e),
+            [(SchemaKind::Altered, 2, 0), (SchemaKind::Dropped, 2, 1)],
+            "the drop after the new change"
+        );
+    }
 
     fn subscribed(columns: Option<&[usize]>) -> Subscribed {
         let def = TableDef::new(

@@ -102,8 +102,8 @@ pub use dbinfo::DbinfoRows;
 pub use epoch::Epoch;
 pub use error::{Error, ErrorClass, Result};
 pub use events::{
-    ChangeKind, EpochChanges, Event, Images, RowChange, SubscribeOptions, Subscription,
-    SubscriptionState,
+    ChangeKind, EpochChanges, Event, Images, RowChange, SchemaChange, SchemaKind, SubscribeOptions,
+    Subscription, SubscriptionState,
 };
 pub use link::SEND_BUFFER_MAX_BYTES;
 pub use pool::ClusterPool;

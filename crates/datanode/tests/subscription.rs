@@ -20,7 +20,8 @@ use datanode::subscription::SubscriptionBlock;
 use proto::ops::OpKind;
 use schema::row::RowLayout;
 use schema::Value;
-use signal::{sub_change, sub_flags, tc_flags, Signal, SignalBody};
+use schema::{Column, ColumnType};
+use signal::{sub_change, sub_flags, tc_flags, BlockNumber, BlockRef, Signal, SignalBody};
 use transactions::*;
 
 /// One row's change: kind, `v` before and after (`None`: no image, or NULL).
@@ -287,7 +288,16 @@ struct Assembler {
     out: Vec<(u64, Vec<(i64, Change)>)>,
     /// (epoch, bucket) parts dropped as already whole.
     dropped: usize,
+    /// Row layouts of table versions other than the one `take` is given
+    /// (an altered table's).
+    layouts: BTreeMap<u32, RowLayout>,
+    /// Each (bucket, epoch) as taken whole, in order: a schema entry as
+    /// key [`SCHEMA_KEY`] with (kind, version, none).
+    buckets_taken: BTreeMap<(signal::NodeId, u64), Vec<(i64, Change)>>,
 }
+
+/// The key a schema entry is recorded under by the [`Assembler`].
+const SCHEMA_KEY: i64 = i64::MIN;
 
 /// Parts of one bucket of one epoch from one node, not yet whole.
 type SignalParts = (signal::NodeId, signal::NodeId, Vec<(i64, Change)>);
@@ -329,11 +339,16 @@ impl Assembler {
                 coming.push((bucket, node, Vec::new()));
                 coming.len() - 1
             });
-        coming[at]
-            .2
-            .extend(entries.iter().map(|e| decode_entry(layout, e)));
+        let layouts = &self.layouts;
+        coming[at].2.extend(entries.iter().map(|e| {
+            if sub_change::is_schema(e.kind) {
+                return (SCHEMA_KEY, (e.kind, Some(i64::from(e.version)), None));
+            }
+            decode_entry(layouts.get(&e.version).unwrap_or(layout), e)
+        }));
         if *complete {
             let (_, _, changes) = coming.swap_remove(at);
+            self.buckets_taken.insert((bucket, epoch), changes.clone());
             whole.extend(changes);
             coming.retain(|(b, ..)| *b != bucket);
             done.push(bucket);
@@ -380,7 +395,15 @@ const TC_CRASH_SEEDS: [u64; 6] = [1, 2, 15, 39, 40, 89];
 /// serves (`sub_flags::RESUBSCRIBE`: it owns nothing), and then the other
 /// node, whose TC the writes used, crashes: the restarted node takes both
 /// buckets over, resends, and takes the writes.
-fn stream_through_a_crash(seed: u64, tc_crash: bool, then_other: bool) -> Run {
+/// With `Fault::LinkBreak` nothing crashes: the API's connection to one
+/// node breaks instead (what was in flight on it is lost, both ways), the
+/// API drops that node's unfinished parts as the client does, and once
+/// the connection is back subscribes there again (`RESUBSCRIBE`): the
+/// node, which stayed up, resends its bucket from the last acknowledgement.
+fn stream_through_a_crash(seed: u64, fault: Fault) -> Run {
+    let tc_crash = fault == Fault::TcCrash;
+    let then_other = fault == Fault::Restart;
+    let link_break = fault == Fault::LinkBreak;
     let mut cluster = Cluster::start(seed, 2, Limits::default());
     let table = cluster.create_table();
     let layout = RowLayout::new(&table);
@@ -439,6 +462,7 @@ fn stream_through_a_crash(seed: u64, tc_crash: bool, then_other: bool) -> Run {
     let mut rows: BTreeMap<i64, i64> = BTreeMap::new();
     let mut expected: BTreeMap<u64, BTreeMap<i64, Vec<Change>>> = BTreeMap::new();
     let mut last_epoch = 0;
+    let mut resubscribed = false;
     for t in 0..TRANSACTIONS {
         if t == crash_after {
             // What the victim sent in its last moments is lost with it
@@ -457,7 +481,11 @@ fn stream_through_a_crash(seed: u64, tc_crash: bool, then_other: bool) -> Run {
                 }
                 cluster.sim.run_for(Duration::from_micros(next() % 1_500));
             }
-            cluster.sim.crash(victim);
+            if link_break {
+                cluster.sim.break_link(API, victim);
+            } else {
+                cluster.sim.crash(victim);
+            }
             let got: Vec<Signal> = take_sub(&cluster);
             let sent_by_victim = got.iter().filter(|s| s.sender.node == victim).count();
             let kept = (next() % (sent_by_victim as u64 + 1)) as usize;
@@ -473,8 +501,29 @@ fn stream_through_a_crash(seed: u64, tc_crash: bool, then_other: bool) -> Run {
                 })
                 .collect();
             feed(&mut cluster, &mut asm, &live, got);
-            live.retain(|&n| n != victim);
             asm.node_down(victim);
+            if link_break {
+                // As the client: the node's signals on the new connection
+                // are taken; it is subscribed again once connected.
+                let until = cluster.sim.now() + Duration::from_secs(5);
+                while !cluster.sim.connected(API, victim) {
+                    assert!(cluster.sim.now() < until, "seed {seed}: reconnected");
+                    cluster.sim.run_for(Duration::from_millis(1));
+                    let got = take_sub(&cluster);
+                    feed(&mut cluster, &mut asm, &live, got);
+                }
+                resubscribed = true;
+                cluster.send(
+                    SubscriptionBlock::address(victim),
+                    SignalBody::SubStartReq {
+                        sub_id: 1,
+                        flags: sub_flags::FULL_IMAGES | sub_flags::RESUBSCRIBE,
+                        tables: vec![table.id],
+                    },
+                );
+            } else {
+                live.retain(|&n| n != victim);
+            }
         }
         if then_other && t == crash_after + 10 {
             cluster.sim.restart(victim);
@@ -614,6 +663,21 @@ fn stream_through_a_crash(seed: u64, tc_crash: bool, then_other: bool) -> Run {
         got, expected,
         "seed {seed}: the stream is the committed history"
     );
+    if link_break {
+        assert!(resubscribed, "seed {seed}: the link broke");
+        let stats = cluster
+            .sim
+            .block::<SubscriptionBlock>(SubscriptionBlock::address(victim))
+            .expect("the victim's block")
+            .stats()
+            .clone();
+        assert_eq!(stats.buckets_taken_over, 0, "seed {seed}: {stats:?}");
+        return Run {
+            taken_over: 0,
+            epochs_resent: stats.epochs_resent,
+            dropped: asm.dropped as u64,
+        };
+    }
     let survivor = cluster
         .sim
         .block::<SubscriptionBlock>(SubscriptionBlock::address(tc_node));
@@ -635,6 +699,226 @@ fn stream_through_a_crash(seed: u64, tc_crash: bool, then_other: bool) -> Run {
     }
 }
 
+/// Rows written after the alter carry values from here on.
+const AFTER_ALTER: i64 = 1_000_000;
+/// Refusals of one transaction the alter runs take before they fail.
+const RETRIES_MAX: u32 = 100;
+
+/// One run: the table is altered (a NULL-able column added) after a
+/// seeded number of 40 transactions, and with `crash` the node that is
+/// not the writes' TC crashes a seeded number of transactions around the
+/// alter (the survivor resends, schema entries with the rest). Every
+/// bucket's stream holds one schema entry of the alter, the new version,
+/// with every change of the old definition before it and every change of
+/// the new after it; the rows decode by their versions; the stream is
+/// the committed history.
+fn stream_through_an_alter(seed: u64, crash: bool) {
+    let mut cluster = Cluster::start(seed, 2, Limits::default());
+    let table = cluster.create_table();
+    let layout = RowLayout::new(&table);
+    let nodes = cluster.data_nodes.clone();
+    let (victim, tc_node) = (nodes[1], nodes[0]);
+    let mut rng = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let (start, early) = subscribe(&mut cluster, &nodes, table.id);
+    let mut asm = Assembler {
+        buckets: nodes.clone(),
+        ..Assembler::default()
+    };
+    let mut live = nodes.clone();
+    let feed =
+        |cluster: &mut Cluster, asm: &mut Assembler, live: &[signal::NodeId], got: Vec<Signal>| {
+            for s in &got {
+                if live.contains(&s.sender.node) {
+                    asm.take(&layout, s, start);
+                }
+            }
+            if let Some(&(epoch, _)) = asm.out.last() {
+                for &n in live {
+                    cluster.send(
+                        SubscriptionBlock::address(n),
+                        SignalBody::SubGcpCompleteAck { sub_id: 1, epoch },
+                    );
+                }
+            }
+        };
+    feed(&mut cluster, &mut asm, &live, early);
+    const TRANSACTIONS: i64 = 40;
+    let alter_after = 5 + (next() % 30) as i64;
+    let crash_after = alter_after - 3 + (next() % 7) as i64;
+    let mut new_version = None;
+    let mut rows: BTreeMap<i64, i64> = BTreeMap::new();
+    let mut expected: BTreeMap<u64, BTreeMap<i64, Vec<Change>>> = BTreeMap::new();
+    let mut last_epoch = 0;
+    for t in 0..TRANSACTIONS {
+        if t == alter_after {
+            let mut def = cluster.table().clone();
+            def.columns
+                .push(Column::new("w", ColumnType::BigInt { unsigned: false }).nullable());
+            let request_id = cluster.request_id();
+            let dict = BlockRef::new(tc_node, BlockNumber::DICTIONARY, 0);
+            cluster.send(
+                dict,
+                SignalBody::DictAlterTableReq {
+                    request_id,
+                    table_id: table.id,
+                    table: def.to_bytes(),
+                },
+            );
+            let until = cluster.sim.now() + Duration::from_secs(5);
+            let version = loop {
+                assert!(cluster.sim.now() < until, "seed {seed}: the alter answered");
+                cluster.sim.run_for(Duration::from_millis(1));
+                let got = take_sub(&cluster);
+                feed(&mut cluster, &mut asm, &live, got);
+                let mut got = cluster.got.lock().unwrap();
+                let conf = got.iter().position(|s| {
+                    matches!(s.body, SignalBody::DictAlterTableConf { request_id: r, .. }
+                        if r == request_id)
+                });
+                if let Some(at) = conf {
+                    let SignalBody::DictAlterTableConf { version, .. } = got.remove(at).body else {
+                        unreachable!()
+                    };
+                    break version;
+                }
+            };
+            def.version = version;
+            asm.layouts.insert(version, RowLayout::new(&def));
+            cluster.table = Some(def);
+            new_version = Some(version);
+        }
+        if crash && t == crash_after {
+            cluster.sim.run_for(Duration::from_micros(next() % 30_000));
+            cluster.sim.crash(victim);
+            let got = take_sub(&cluster);
+            feed(&mut cluster, &mut asm, &live, got);
+            live.retain(|&n| n != victim);
+            asm.node_down(victim);
+        }
+        let keys = [(t * 5) % 16, (t * 7 + 3) % 16];
+        let keys: &[i64] = if t % 3 == 0 && keys[0] != keys[1] {
+            &keys
+        } else {
+            &keys[..1]
+        };
+        let phase = if new_version.is_some() {
+            AFTER_ALTER
+        } else {
+            0
+        };
+        for attempt in 0.. {
+            assert!(
+                attempt < RETRIES_MAX,
+                "seed {seed}: transaction {t} refused {attempt} times"
+            );
+            let (ops, changes) = transaction(&rows, keys, t);
+            let ops: Vec<Op> = ops
+                .into_iter()
+                .map(|mut op| {
+                    op.v = op.v.map(|v| v + phase);
+                    op
+                })
+                .collect();
+            let changes: Vec<(i64, Change)> = changes
+                .into_iter()
+                .map(|(k, (kind, before, after))| (k, (kind, before, after.map(|v| v + phase))))
+                .collect();
+            let tx = cluster.tx_id();
+            cluster.submit_to(tc_node, tx, tc_flags::START | tc_flags::COMMIT, &ops);
+            let reply = cluster
+                .reply_within(tx, ANSWER_WAIT)
+                .unwrap_or_else(|| panic!("seed {seed}: transaction {t}: no reply"));
+            let got = take_sub(&cluster);
+            feed(&mut cluster, &mut asm, &live, got);
+            let Reply::Conf { epoch, .. } = reply else {
+                eprintln!("seed {seed}: transaction {t}: {reply:?}");
+                cluster.sim.run_for(Duration::from_millis(20));
+                continue;
+            };
+            last_epoch = last_epoch.max(epoch);
+            committed(&mut rows, &mut expected, epoch, changes);
+            break;
+        }
+    }
+    for _ in 0..5_000 {
+        if asm.last() >= last_epoch {
+            break;
+        }
+        cluster.sim.run_for(Duration::from_millis(1));
+        let got = take_sub(&cluster);
+        feed(&mut cluster, &mut asm, &live, got);
+    }
+    assert!(
+        asm.last() >= last_epoch,
+        "seed {seed}: the last epoch came whole"
+    );
+    let version = i64::from(new_version.expect("altered"));
+    for &bucket in &nodes {
+        let mut seen_entry = false;
+        for ((b, epoch), changes) in &asm.buckets_taken {
+            if *b != bucket {
+                continue;
+            }
+            for (k, (kind, before, after)) in changes {
+                if *k == SCHEMA_KEY {
+                    assert_eq!(
+                        (*kind, *before),
+                        (sub_change::ALTER, Some(version)),
+                        "seed {seed}"
+                    );
+                    assert!(!seen_entry, "seed {seed}: bucket {bucket}: one alter entry");
+                    seen_entry = true;
+                } else if let Some(v) = after {
+                    assert_eq!(
+                        *v >= AFTER_ALTER,
+                        seen_entry,
+                        "seed {seed}: bucket {bucket}, epoch {epoch:#x}: row {k} = {v} on the \
+                         wrong side of the alter's entry"
+                    );
+                }
+                let _ = before;
+            }
+        }
+        assert!(
+            seen_entry,
+            "seed {seed}: bucket {bucket} had the alter's entry"
+        );
+    }
+    let mut got: BTreeMap<u64, BTreeMap<i64, Vec<Change>>> = BTreeMap::new();
+    for (e, changes) in &asm.out {
+        for (k, change) in changes {
+            if *k != SCHEMA_KEY {
+                got.entry(*e)
+                    .or_default()
+                    .entry(*k)
+                    .or_default()
+                    .push(*change);
+            }
+        }
+    }
+    got.retain(|&e, rows| e <= last_epoch && !rows.is_empty());
+    assert_eq!(
+        got, expected,
+        "seed {seed}: the stream is the committed history"
+    );
+}
+
+#[test]
+fn an_alter_is_in_every_bucket_between_the_old_and_the_new_changes() {
+    for seed in [2, 9, 21] {
+        stream_through_an_alter(seed, false);
+    }
+    for seed in [6, 13, 44, 52] {
+        stream_through_an_alter(seed, true);
+    }
+}
+
 /// What one run of [`stream_through_a_crash`] did, for the test to check
 /// that its seeds reach the cases.
 #[derive(Default)]
@@ -647,12 +931,35 @@ struct Run {
     dropped: u64,
 }
 
+/// The fault a run of [`stream_through_a_crash`] meets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fault {
+    /// The node that is not the writes' TC crashes.
+    Crash,
+    /// The writes' TC's node crashes with transactions in flight.
+    TcCrash,
+    /// A crash, the node's restart, then the other node's crash.
+    Restart,
+    /// The API's connection to a node breaks (what is in flight lost).
+    LinkBreak,
+}
+
+impl Fault {
+    const ALL: [Fault; 4] = [
+        Fault::Crash,
+        Fault::TcCrash,
+        Fault::Restart,
+        Fault::LinkBreak,
+    ];
+}
+
 /// Runs `seeds`, and checks that they reach a resend holding epochs the
-/// API had, and (with `tc_crash`) transactions taken over.
-fn crash_runs(seeds: &[u64], tc_crash: bool, then_other: bool) {
+/// API had, and (with `Fault::TcCrash`) transactions taken over.
+fn crash_runs(seeds: &[u64], fault: Fault) {
+    let tc_crash = fault == Fault::TcCrash;
     let mut total = Run::default();
     for &seed in seeds {
-        let run = stream_through_a_crash(seed, tc_crash, then_other);
+        let run = stream_through_a_crash(seed, fault);
         total.taken_over += run.taken_over;
         total.epochs_resent += run.epochs_resent;
         total.dropped += run.dropped;
@@ -669,15 +976,55 @@ fn crash_runs(seeds: &[u64], tc_crash: bool, then_other: bool) {
 
 #[test]
 fn the_stream_goes_on_through_a_data_node_crash() {
-    crash_runs(&[3, 11, 29, 41, 58, 77], false, false);
+    crash_runs(&[3, 11, 29, 41, 58, 77], Fault::Crash);
 }
 
 #[test]
 fn commits_taken_over_from_a_crashed_tc_are_in_the_stream_once() {
-    crash_runs(&TC_CRASH_SEEDS, true, false);
+    crash_runs(&TC_CRASH_SEEDS, Fault::TcCrash);
 }
 
 #[test]
 fn a_restarted_node_subscribed_again_takes_over_when_the_other_crashes() {
-    crash_runs(&[4, 17, 23, 61], false, true);
+    crash_runs(&[4, 17, 23, 61], Fault::Restart);
+}
+
+#[test]
+fn a_broken_api_connection_loses_nothing_once_subscribed_again() {
+    crash_runs(&[5, 12, 33, 47, 70, 91], Fault::LinkBreak);
+}
+
+/// Environment variable naming how many seeds [`many_seeds`] runs per
+/// fault kind (from `SUBSCRIPTION_SEED_FROM`, default 0).
+const SEEDS_VAR: &str = "SUBSCRIPTION_SEEDS";
+
+/// Many seeds of every fault kind: `SUBSCRIPTION_SEEDS=1000 cargo test
+/// -p datanode --test subscription -- --ignored many_seeds`. Every
+/// failing seed is listed (each reproduces alone: a run depends on its
+/// seed only).
+#[test]
+#[ignore = "long: set SUBSCRIPTION_SEEDS"]
+fn many_seeds() {
+    let count: u64 = std::env::var(SEEDS_VAR)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100);
+    let from: u64 = std::env::var("SUBSCRIPTION_SEED_FROM")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let mut failed = Vec::new();
+    for fault in Fault::ALL {
+        for seed in from..from + count {
+            let run = std::panic::catch_unwind(|| stream_through_a_crash(seed, fault));
+            if run.is_err() {
+                failed.push((fault, seed));
+            }
+        }
+    }
+    eprintln!(
+        "many_seeds: {count} seeds from {from} of each of {} fault kinds; failed: {failed:?}",
+        Fault::ALL.len()
+    );
+    assert!(failed.is_empty(), "failing seeds: {failed:?}");
 }

@@ -42,8 +42,9 @@ pub const MAGIC: [u8; 2] = *b"SK";
 /// `TcScanConf::released` and `tc_flags::RELEASE`. 10: the commit requests
 /// to the LDM carry the whole epoch, and the change stream's `Sub*`
 /// signals. 11: `SubEpochData::bucket` (the change stream through node
-/// failures). 12: the `Dbinfo*` signals (ndbinfo).
-pub const WIRE_VERSION: u8 = 12;
+/// failures). 12: the `Dbinfo*` signals (ndbinfo). 13: schema entries in the change
+/// stream (`sub_change::ALTER`, `sub_change::DROP`).
+pub const WIRE_VERSION: u8 = 13;
 pub const FRAME_HEADER_BYTES: usize = 16;
 pub const SIGNAL_HEADER_BYTES: usize = 16;
 /// Large enough for a configuration file of 255 nodes, small enough that a

@@ -746,7 +746,9 @@ signals! {
     /// it is captured whole here).
     181 => SubCaptureConf { max_epoch: u64 },
     /// LDM → its node's subscription block: `count` row changes committed
-    /// in `epoch` (`sub_change` entries back to back).
+    /// in `epoch` (`sub_change` entries back to back); or, with `epoch`
+    /// `sub_change::SCHEMA_EPOCH`, one schema entry: a captured table's
+    /// alter or drop applied on this instance (wire version 13).
     182 => SubTableData { epoch: u64, count: u32, changes: Vec<u8> },
     /// Subscription block → API: `count` changes of `epoch` (`sub_change`
     /// entries) of bucket `bucket`: the partitions whose placement primary
@@ -795,7 +797,7 @@ pub mod sub_flags {
 }
 
 /// The row change entries of `SubTableData` and `SubEpochData`, back to
-/// back: kind (u8: 1 insert, 2 update, 3 delete), flags (u8: none yet, 0),
+/// back: kind (u8: 1 insert, 2 update, 3 delete, 4 alter, 5 drop), flags (u8: none yet, 0),
 /// table id (u32), table version
 /// (u32), partition (u32), then the before image and the after image, each
 /// a u32 length followed by the row's bytes (`schema::row`: the fixed part
@@ -807,6 +809,25 @@ pub mod sub_change {
     pub const UPDATE: u8 = 2;
     /// A deleted row: a before image only.
     pub const DELETE: u8 = 3;
+    /// A schema entry (wire version 13): the table was altered; `version`
+    /// is its new version, the after image its new definition
+    /// (`schema::TableDef::encode`), no before image. Every bucket's part of the epoch it
+    /// is filed in carries it: the bucket's changes before it are of the
+    /// old definition, those after of the new (docs/events.md).
+    pub const ALTER: u8 = 4;
+    /// A schema entry: the table was dropped (`version`: its last); no
+    /// change of it follows.
+    pub const DROP: u8 = 5;
+    /// The partition of a schema entry: it belongs to every bucket.
+    pub const ALL_PARTITIONS: u32 = u32::MAX;
+    /// `SubTableData`'s epoch when it carries a schema entry from an LDM
+    /// instance: no commit's epoch; the subscription block files it.
+    pub const SCHEMA_EPOCH: u64 = 0;
+
+    /// Whether `kind` is a schema entry's.
+    pub fn is_schema(kind: u8) -> bool {
+        kind == ALTER || kind == DROP
+    }
     /// Bytes of an entry before its images: kind, flags, table, version,
     /// partition.
     pub const HEADER_BYTES: usize = 14;
@@ -884,7 +905,7 @@ pub mod sub_change {
             Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         };
         let kind = bytes[0];
-        if !(INSERT..=DELETE).contains(&kind) {
+        if !(INSERT..=DROP).contains(&kind) {
             return Err(format!("row change entry of unknown kind {kind}"));
         }
         let table = u32_at(2).ok_or_else(short)?;

@@ -13,7 +13,10 @@ use std::io::Write;
 
 use clap::{Args, ValueEnum};
 use serde_json::{json, Map, Value as Json};
-use skarv_client::{ChangeKind, Cluster, Epoch, Event, Images, RowChange, SubscribeOptions, Value};
+use skarv_client::{
+    ChangeKind, Cluster, Epoch, EpochChanges, Event, Images, RowChange, SchemaChange,
+    SubscribeOptions, Value,
+};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum ImagesArg {
@@ -96,7 +99,7 @@ pub fn run(args: EventsArgs) -> Result<(), String> {
         let written = match &event {
             Event::Epoch(e) => {
                 epochs += 1;
-                print_epoch(&mut out, e.epoch, &e.changes, args.json)
+                print_epoch(&mut out, e, args.json)
             }
             Event::Gap { from, to } => print_gap(&mut out, *from, *to, args.json),
         };
@@ -108,13 +111,12 @@ pub fn run(args: EventsArgs) -> Result<(), String> {
     Err("the subscription ended (a data node cut it off, or a whole node group failed)".to_owned())
 }
 
-fn print_epoch(
-    out: &mut impl Write,
-    epoch: Epoch,
-    changes: &[RowChange],
-    json: bool,
-) -> std::io::Result<()> {
-    for change in changes {
+fn print_epoch(out: &mut impl Write, e: &EpochChanges, json: bool) -> std::io::Result<()> {
+    let (epoch, changes) = (e.epoch, &e.changes);
+    for (at, change) in changes.iter().enumerate() {
+        for schema in e.schema.iter().filter(|s| s.at == at) {
+            print_schema(out, epoch, schema, json)?;
+        }
         if json {
             writeln!(out, "{}", change_json(epoch, change))?;
         } else {
@@ -132,6 +134,9 @@ fn print_epoch(
             )?;
         }
     }
+    for schema in e.schema.iter().filter(|s| s.at >= changes.len()) {
+        print_schema(out, epoch, schema, json)?;
+    }
     if json {
         writeln!(
             out,
@@ -140,6 +145,33 @@ fn print_epoch(
         )
     } else {
         writeln!(out, "{epoch} complete ({} changes)", changes.len())
+    }
+}
+
+/// A schema event: `{"epoch": "<hi>/<lo>", "table": "db.t", "schema":
+/// "alter"|"drop", "version": N}`, where it falls among the epoch's changes.
+fn print_schema(
+    out: &mut impl Write,
+    epoch: Epoch,
+    schema: &SchemaChange,
+    json: bool,
+) -> std::io::Result<()> {
+    let table = sql_name(&schema.table);
+    if json {
+        let line = json!({
+            "epoch": epoch.to_string(),
+            "table": table,
+            "schema": schema.kind.as_str(),
+            "version": schema.version,
+        });
+        writeln!(out, "{line}")
+    } else {
+        writeln!(
+            out,
+            "{epoch} {} {table} (version {})",
+            schema.kind.as_str(),
+            schema.version
+        )
     }
 }
 

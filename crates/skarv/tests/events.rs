@@ -23,7 +23,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
-use skarv_client::schema_types::TableDef;
+use skarv_client::schema_types::{Column, ColumnType, TableDef};
 use skarv_client::{
     ChangeKind, Cluster, Event, ExecMode, Images, Session, SubscribeOptions, Subscription, Value,
 };
@@ -358,12 +358,30 @@ fn skarv_events_prints_json_lines() {
     let e3 = commit(&|tx| {
         tx.delete(&items, &[Value::UInt(1)]).expect("delete");
     });
+    // Altered (a column added), a row of the new definition, dropped.
+    let mut def = items.def().clone();
+    def.columns
+        .push(Column::new("w", ColumnType::BigInt { unsigned: true }).nullable());
+    session.alter_table(def).expect("alter");
+    let altered = session.table("shop/def/items").expect("the altered table");
+    let e4 = commit(&|tx| {
+        tx.insert(
+            &altered,
+            &[
+                ("id", Value::UInt(2)),
+                ("v", Value::UInt(20)),
+                ("w", Value::UInt(7)),
+            ],
+        )
+        .expect("insert");
+    });
+    session.drop_table("shop/def/items").expect("drop");
     let mut changes = Vec::new();
     let deadline = Instant::now() + STREAM_WAIT;
-    while changes.len() < 3 {
-        assert!(Instant::now() < deadline, "3 changes never came");
+    while changes.len() < 6 {
+        assert!(Instant::now() < deadline, "6 changes never came");
         let line = next();
-        if line.get("kind").is_some() {
+        if line.get("kind").is_some() || line.get("schema").is_some() {
             changes.push(line);
         } else if let Some(gap) = line.get("gap") {
             panic!("a gap: {gap}");
@@ -382,5 +400,27 @@ fn skarv_events_prints_json_lines() {
         serde_json::json!({"epoch": e3.to_string(), "table": "shop.items", "kind": "delete",
                            "before": {"id": 1, "v": 11}, "after": null}),
     ];
-    assert_eq!(changes, want);
+    assert_eq!(changes[..3], want);
+    // The schema events where they fall: the alter's epoch is between the
+    // delete's and the new row's; the drop's after the new row.
+    let (alter, insert, drop) = (&changes[3], &changes[4], &changes[5]);
+    assert_eq!(alter["schema"], "alter", "{alter}");
+    assert_eq!(alter["table"], "shop.items");
+    assert_eq!(alter["version"], altered.def().version);
+    let epoch = |line: &serde_json::Value| -> u64 {
+        let text = line["epoch"].as_str().expect("an epoch");
+        let (hi, lo) = text.split_once('/').expect("hi/lo");
+        (hi.parse::<u64>().unwrap() << 32) | lo.parse::<u64>().unwrap()
+    };
+    assert!(
+        epoch(alter) >= e3.get() && epoch(alter) <= e4.get(),
+        "{alter}"
+    );
+    assert_eq!(
+        *insert,
+        serde_json::json!({"epoch": e4.to_string(), "table": "shop.items", "kind": "insert",
+                           "before": null, "after": {"id": 2, "v": 20, "w": 7}})
+    );
+    assert_eq!(drop["schema"], "drop", "{drop}");
+    assert!(epoch(drop) >= e4.get(), "{drop}");
 }

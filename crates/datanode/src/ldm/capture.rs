@@ -16,7 +16,7 @@
 //! and one test per fragment in storage: no lock, no allocation.
 
 use kernel::Context;
-use signal::{BlockRef, SignalBody};
+use signal::{sub_change, BlockRef, SignalBody};
 use storage::instance::LdmInstance;
 
 /// What an LDM instance captures, and for whom.
@@ -48,6 +48,52 @@ impl Capture {
             let flags = self.tables.binary_search(&t).is_ok().then_some(0);
             instance.set_capture(t, p, flags);
         }
+    }
+
+    /// Hands the subscription block a schema entry: table `table`, which
+    /// this instance captures, was altered (`sub_change::ALTER`, its new
+    /// `version`) or dropped (`sub_change::DROP`, its last) here. Sent
+    /// after every change this instance captured under the old definition
+    /// (an alter is applied once no transaction is on the table) and
+    /// before any under the new, on the same queue; the block files it in
+    /// an epoch once every instance of the node sent it (docs/events.md).
+    /// `def`: an alter's new definition (`schema::TableDef::encode`), in
+    /// the after image.
+    pub fn schema_entry(
+        &self,
+        kind: u8,
+        table: u32,
+        version: u32,
+        def: &[u8],
+        ctx: &mut Context<'_>,
+    ) {
+        let Some(to) = self.to else {
+            return;
+        };
+        if self.tables.binary_search(&table).is_err() {
+            return;
+        }
+        let mut changes = Vec::new();
+        sub_change::push(
+            &mut changes,
+            &sub_change::Entry {
+                kind,
+                flags: 0,
+                table,
+                version,
+                partition: sub_change::ALL_PARTITIONS,
+                before: &[],
+                after: def,
+            },
+        );
+        ctx.send(
+            to,
+            SignalBody::SubTableData {
+                epoch: sub_change::SCHEMA_EPOCH,
+                count: 1,
+                changes,
+            },
+        );
     }
 
     /// Hands what `instance` captured (one fragment's commit) to the

@@ -85,7 +85,9 @@ use std::time::Duration;
 
 use kernel::{Block, Context, Instant};
 use schema::TableDef;
-use signal::{BlockNumber, BlockRef, DictTableGroup, NodeId, SchemaOp, Signal, SignalBody};
+use signal::{
+    sub_change, BlockNumber, BlockRef, DictTableGroup, NodeId, SchemaOp, Signal, SignalBody,
+};
 use storage::disk::Disk;
 use storage::instance::{LcpProgress, LdmConfig, LdmInstance, LCP_PAGES_PER_STEP_MAX};
 use storage::locks::{Grant, TxId};
@@ -887,8 +889,29 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         group: DictTableGroup,
         ctx: &mut Context<'_>,
     ) {
+        // A captured table's drop: filed before the tables go (its version).
+        let dropped = (op == SchemaOp::DropTable)
+            .then(|| self.schema.tables.get(&table_id).map(|t| t.version))
+            .flatten();
         let result = self.apply_schema_change(op, table_id, group);
         self.schema.version = schema_version;
+        if result.is_ok() {
+            // An alter carries the new definition (a subscriber behind
+            // may find the dictionary past it: altered again, dropped).
+            let entry = match op {
+                SchemaOp::AlterTable => self.schema.tables.get(&table_id).map(|t| {
+                    let mut def = Vec::new();
+                    t.encode(&mut def);
+                    (sub_change::ALTER, t.version, def)
+                }),
+                SchemaOp::DropTable => dropped.map(|v| (sub_change::DROP, v, Vec::new())),
+                SchemaOp::CreateTable => None,
+            };
+            if let Some((kind, version, def)) = entry {
+                self.capture
+                    .schema_entry(kind, table_id, version, &def, ctx);
+            }
+        }
         let (code, message) = match result {
             Ok(()) => (0, String::new()),
             Err((code, message)) => {

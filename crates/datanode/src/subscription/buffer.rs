@@ -46,6 +46,9 @@ pub struct EpochBuffer {
     /// replicas committed in, which the master keeps open until the
     /// takeover is done); the simulator's crash tests assert it stays 0.
     late: u64,
+    /// Entries (and their count) that go first in the next epoch to
+    /// complete (`add_to_next`).
+    next_front: (u32, Vec<u8>),
 }
 
 impl EpochBuffer {
@@ -59,6 +62,7 @@ impl EpochBuffer {
             complete: 0,
             bytes: 0,
             late: 0,
+            next_front: (0, Vec::new()),
         }
     }
 
@@ -104,6 +108,15 @@ impl EpochBuffer {
         true
     }
 
+    /// Puts `changes` (`count` entries) first in the next epoch to
+    /// complete, whichever it is (a schema entry whose changes before it
+    /// are all in complete epochs).
+    pub fn add_to_next(&mut self, count: u32, changes: &[u8]) {
+        self.next_front.0 += count;
+        self.next_front.1.extend_from_slice(changes);
+        self.bytes += changes.len() as u64;
+    }
+
     /// LDM instance `instance` says every change of `epoch` it captured is
     /// here. Returns the epochs that are complete now, ascending; they are
     /// kept (see [`EpochBuffer::acknowledged`]).
@@ -140,6 +153,13 @@ impl EpochBuffer {
                     ..EpochData::default()
                 });
             }
+            if !self.next_front.1.is_empty() {
+                let (count, mut front) = std::mem::take(&mut self.next_front);
+                let first_done = done.first_mut().expect("one pushed");
+                front.extend_from_slice(&first_done.changes);
+                first_done.changes = front;
+                first_done.count += count;
+            }
             self.complete = first;
         }
         self.kept.extend(done.iter().cloned());
@@ -166,6 +186,8 @@ impl EpochBuffer {
         for (_, data) in std::mem::take(&mut self.open) {
             self.bytes -= data.changes.len() as u64;
         }
+        let (_, front) = std::mem::take(&mut self.next_front);
+        self.bytes -= front.len() as u64;
     }
 
     /// The first open epoch, if any.
@@ -225,6 +247,21 @@ mod tests {
         assert!(!b.add(4, 1, b"z"));
         assert_eq!(b.late(), 3);
         assert_eq!(b.bytes(), 0);
+    }
+
+    #[test]
+    fn entries_added_to_the_next_epoch_go_first_in_it() {
+        let mut b = EpochBuffer::new(1);
+        b.mark(0, 5);
+        b.add(7, 1, b"x");
+        b.add_to_next(1, b"s");
+        let done = b.mark(0, 6);
+        assert_eq!(epochs(&done), [6]);
+        assert_eq!(done[0].changes, b"s", "the next epoch, though empty");
+        assert_eq!(done[0].count, 1);
+        let done = b.mark(0, 7);
+        assert_eq!(done[0].changes, b"x", "once only");
+        assert_eq!(b.bytes(), 2);
     }
 
     #[test]

@@ -146,6 +146,12 @@ pub struct SubscriptionBlock {
     live: LiveMap,
     /// The buckets: every data node of the placement, ascending.
     buckets: Vec<NodeId>,
+    /// The highest epoch of any row change handed in: a schema entry is
+    /// filed there (or, once that is complete, in the next epoch).
+    max_data_epoch: u64,
+    /// Schema entries some LDM instances sent, by (kind, table, version):
+    /// how many did. Filed once every instance did.
+    schema_reports: BTreeMap<(u8, u32, u32), usize>,
     stats: SubscriptionStats,
 }
 
@@ -162,6 +168,8 @@ impl SubscriptionBlock {
             round: None,
             queued: Vec::new(),
             capture_stale: false,
+            max_data_epoch: 0,
+            schema_reports: BTreeMap::new(),
             stats: SubscriptionStats::default(),
         }
     }
@@ -488,7 +496,49 @@ impl SubscriptionBlock {
         }
     }
 
+    /// A schema entry from one LDM instance (see
+    /// `ldm::capture::Capture::schema_entry`). Once every instance of the
+    /// node sent it, every change this node captured under the old
+    /// definition is here, in epochs up to the highest epoch of any change
+    /// handed in; every change handed in from now on is of the new one
+    /// (or none: a drop). So the entry goes at the end of what that epoch
+    /// holds so far, or, when it is complete already, first in the next
+    /// epoch to complete. Each node files it by what it captured itself;
+    /// it holds every replica of its buckets, so each bucket's part has
+    /// the entry after the bucket's old changes and before its new ones.
+    fn on_schema_entry(&mut self, changes: &[u8]) {
+        let Some(Ok(entry)) = sub_change::entries(changes).next() else {
+            tracing::warn!(node = %self.config.node, "a malformed schema entry from an LDM: dropped");
+            return;
+        };
+        let key = (entry.kind, entry.table, entry.version);
+        let reports = self.schema_reports.entry(key).or_insert(0);
+        *reports += 1;
+        if *reports < self.config.ldms.len() {
+            return;
+        }
+        self.schema_reports.remove(&key);
+        tracing::info!(
+            node = %self.config.node,
+            "change stream: table {} {} (version {}) filed after epoch {}/{}",
+            entry.table,
+            if entry.kind == sub_change::DROP { "dropped" } else { "altered" },
+            entry.version,
+            signal::epoch::hi(self.max_data_epoch),
+            signal::epoch::lo(self.max_data_epoch),
+        );
+        if self.max_data_epoch <= self.buffer.complete()
+            || !self.buffer.add(self.max_data_epoch, 1, changes)
+        {
+            self.buffer.add_to_next(1, changes);
+        }
+    }
+
     fn on_table_data(&mut self, epoch: u64, count: u32, changes: &[u8]) {
+        if epoch == sub_change::SCHEMA_EPOCH {
+            return self.on_schema_entry(changes);
+        }
+        self.max_data_epoch = self.max_data_epoch.max(epoch);
         self.stats.changes_captured += u64::from(count);
         if !self.buffer.add(epoch, count, changes) {
             tracing::warn!(
@@ -714,6 +764,15 @@ fn send_buckets(
             break;
         };
         if sub.tables.binary_search(&entry.table).is_err() {
+            continue;
+        }
+        if sub_change::is_schema(entry.kind) {
+            // Every bucket's: its changes before it are of the old
+            // definition, after it of the new.
+            for (_, part, count) in &mut parts {
+                sub_change::push(part, &entry);
+                *count += 1;
+            }
             continue;
         }
         let bucket = placement.home(entry.partition).primary();

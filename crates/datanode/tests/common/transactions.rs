@@ -316,6 +316,10 @@ impl Cluster {
                 let v = op.v.expect("a write has a value");
                 w.value(1, Value::Int(v).as_ref());
                 w.value(2, Value::String(format!("s{v}")).as_ref());
+                // Columns an alter added (NULL-able): NULL.
+                for c in 3..table.columns.len() {
+                    w.value(c as u16, Value::Null.as_ref());
+                }
             }
             w.end().unwrap();
         }
