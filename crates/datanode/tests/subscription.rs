@@ -37,6 +37,39 @@ fn take_sub(cluster: &Cluster) -> Vec<Signal> {
     sub
 }
 
+/// Runs the simulation a millisecond at a time (at most
+/// [`WHOLE_WAIT_STEPS`] of them), handing the subscriber's signals to
+/// `feed`, until every epoch up to `last_epoch` came whole; asserts it did.
+fn wait_whole(
+    cluster: &mut Cluster,
+    asm: &mut Assembler,
+    last_epoch: u64,
+    seed: u64,
+    mut feed: impl FnMut(&mut Cluster, &mut Assembler, Vec<Signal>),
+) {
+    for _ in 0..WHOLE_WAIT_STEPS {
+        if asm.last() >= last_epoch {
+            break;
+        }
+        cluster.sim.run_for(Duration::from_millis(1));
+        let got = take_sub(cluster);
+        feed(cluster, asm, got);
+    }
+    assert!(
+        asm.last() >= last_epoch,
+        "seed {seed}: the last epoch came whole (got to {:#x}, want {last_epoch:#x}; open {:?})",
+        asm.last(),
+        asm.open
+            .iter()
+            .take(4)
+            .map(|(e, (d, ..))| (*e, d.clone()))
+            .collect::<Vec<_>>()
+    );
+}
+
+/// Simulated milliseconds [`wait_whole`] waits at most.
+const WHOLE_WAIT_STEPS: usize = 5_000;
+
 /// Transaction `t` of the tests' history over `keys`: an insert of a row
 /// not there, else a delete every fifth transaction, else an update (the
 /// value `t * 100 + k`); its operations and the changes it makes.
@@ -594,23 +627,12 @@ fn stream_through_a_crash(seed: u64, fault: Fault) -> Run {
             break;
         }
     }
-    for _ in 0..5_000 {
-        if asm.last() >= last_epoch {
-            break;
-        }
-        cluster.sim.run_for(Duration::from_millis(1));
-        let got = take_sub(&cluster);
-        feed(&mut cluster, &mut asm, &live, got);
-    }
-    assert!(
-        asm.last() >= last_epoch,
-        "seed {seed}: the last epoch came whole (got to {:#x}, want {last_epoch:#x}; open {:?})",
-        asm.last(),
-        asm.open
-            .iter()
-            .take(4)
-            .map(|(e, (d, ..))| (*e, d.clone()))
-            .collect::<Vec<_>>()
+    wait_whole(
+        &mut cluster,
+        &mut asm,
+        last_epoch,
+        seed,
+        |cluster, asm, got| feed(cluster, asm, &live, got),
     );
     let epochs: Vec<u64> = asm.out.iter().map(|&(e, _)| e).collect();
     assert!(
@@ -846,17 +868,12 @@ fn stream_through_an_alter(seed: u64, crash: bool) {
             break;
         }
     }
-    for _ in 0..5_000 {
-        if asm.last() >= last_epoch {
-            break;
-        }
-        cluster.sim.run_for(Duration::from_millis(1));
-        let got = take_sub(&cluster);
-        feed(&mut cluster, &mut asm, &live, got);
-    }
-    assert!(
-        asm.last() >= last_epoch,
-        "seed {seed}: the last epoch came whole"
+    wait_whole(
+        &mut cluster,
+        &mut asm,
+        last_epoch,
+        seed,
+        |cluster, asm, got| feed(cluster, asm, &live, got),
     );
     let version = i64::from(new_version.expect("altered"));
     for &bucket in &nodes {

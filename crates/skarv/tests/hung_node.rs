@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use skarv_client::{Cluster, ExecMode, Session, Value};
 
-use common::{id_value_table, Sandbox};
+use common::{id_value_table, Sandbox, Stopped};
 
 /// The longest gap between two commits allowed while a node hangs:
 /// generous for CI's two slow cores and a debug build (the default
@@ -29,32 +29,6 @@ const WARM_UP_MAX_MS: u64 = 30_000;
 const WRITERS: usize = 2;
 const ROWS: u64 = 1_000;
 const TABLE: &str = "hung_node_rows";
-
-/// Sends SIGCONT on drop: the test never leaves a stopped process behind.
-struct Stopped(i32);
-
-impl Stopped {
-    fn stop(pid: u64) -> Stopped {
-        let pid = i32::try_from(pid).expect("a pid");
-        assert!(pid > 0, "pid {pid}");
-        // SAFETY: kill has no memory effects.
-        let result = unsafe { libc::kill(pid, libc::SIGSTOP) };
-        assert_eq!(
-            result,
-            0,
-            "kill -STOP {pid}: {}",
-            std::io::Error::last_os_error()
-        );
-        Stopped(pid)
-    }
-}
-
-impl Drop for Stopped {
-    fn drop(&mut self) {
-        // SAFETY: kill has no memory effects.
-        unsafe { libc::kill(self.0, libc::SIGCONT) };
-    }
-}
 
 /// Updates rows until `stop`, noting when each commit came back; errors
 /// (the hung node's transactions fail over) are retried.

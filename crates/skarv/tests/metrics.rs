@@ -19,7 +19,7 @@ use std::net::TcpStream;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{connect, sigkill, wait_for, Sandbox};
+use common::{connect, sigkill, wait_for, Sandbox, Stopped};
 use mysql::prelude::Queryable;
 use serde_json::Value as Json;
 
@@ -30,32 +30,6 @@ const NODE_GONE_MAX: Duration = Duration::from_secs(30);
 const SCRAPE_WITH_HUNG_NODE_MAX: Duration = Duration::from_secs(5);
 /// Tries to find ndbinfo's figures still between two reads around a scrape.
 const STABLE_TRIES_MAX: usize = 20;
-
-/// Sends SIGCONT on drop: the test never leaves a stopped process behind.
-struct Stopped(i32);
-
-impl Stopped {
-    fn stop(pid: u64) -> Stopped {
-        let pid = i32::try_from(pid).expect("a pid");
-        assert!(pid > 0, "pid {pid}");
-        // SAFETY: kill has no memory effects.
-        let result = unsafe { libc::kill(pid, libc::SIGSTOP) };
-        assert_eq!(
-            result,
-            0,
-            "kill -STOP {pid}: {}",
-            std::io::Error::last_os_error()
-        );
-        Stopped(pid)
-    }
-}
-
-impl Drop for Stopped {
-    fn drop(&mut self) {
-        // SAFETY: kill has no memory effects.
-        unsafe { libc::kill(self.0, libc::SIGCONT) };
-    }
-}
 
 /// The raw HTTP answer to `request`.
 fn http(port: u16, request: &str) -> String {

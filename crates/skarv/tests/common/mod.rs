@@ -204,6 +204,33 @@ impl Drop for Sandbox {
     }
 }
 
+/// Sends SIGCONT on drop: the test never leaves a stopped process behind.
+pub struct Stopped(i32);
+
+impl Stopped {
+    /// Sends SIGSTOP to `pid`.
+    pub fn stop(pid: u64) -> Stopped {
+        let pid = i32::try_from(pid).expect("a pid");
+        assert!(pid > 0, "pid {pid}");
+        // SAFETY: kill has no memory effects.
+        let result = unsafe { libc::kill(pid, libc::SIGSTOP) };
+        assert_eq!(
+            result,
+            0,
+            "kill -STOP {pid}: {}",
+            std::io::Error::last_os_error()
+        );
+        Stopped(pid)
+    }
+}
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        // SAFETY: kill has no memory effects.
+        unsafe { libc::kill(self.0, libc::SIGCONT) };
+    }
+}
+
 pub fn sigkill(pid: u64) {
     let pid = i32::try_from(pid).expect("a pid");
     assert!(pid > 0, "pid {pid}");
