@@ -37,6 +37,17 @@ fn take_sub(cluster: &Cluster) -> Vec<Signal> {
     sub
 }
 
+/// The test's own choices (keys, delays), from its seed: xorshift64.
+fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+    let mut rng = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    }
+}
+
 /// Runs the simulation a millisecond at a time (at most
 /// [`WHOLE_WAIT_STEPS`] of them), handing the subscriber's signals to
 /// `feed`, until every epoch up to `last_epoch` came whole; asserts it did.
@@ -446,13 +457,7 @@ fn stream_through_a_crash(seed: u64, fault: Fault) -> Run {
     } else {
         (nodes[1], nodes[0])
     };
-    let mut rng = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    let mut next = move || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+    let mut next = xorshift(seed);
     let (start, early) = subscribe(&mut cluster, &nodes, table.id);
     let mut asm = Assembler {
         buckets: nodes.clone(),
@@ -740,13 +745,7 @@ fn stream_through_an_alter(seed: u64, crash: bool) {
     let layout = RowLayout::new(&table);
     let nodes = cluster.data_nodes.clone();
     let (victim, tc_node) = (nodes[1], nodes[0]);
-    let mut rng = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    let mut next = move || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+    let mut next = xorshift(seed);
     let (start, early) = subscribe(&mut cluster, &nodes, table.id);
     let mut asm = Assembler {
         buckets: nodes.clone(),
