@@ -413,6 +413,10 @@ impl ScanIter<'_, '_> {
         let first_new = self.rows.len();
         if !rows.is_empty() {
             let reader = RowBatchReader::new(&rows)?;
+            // Room for the batch at once: grown row by row, the queue
+            // reallocated and copied its rows 6 times for a batch of 100
+            // (2 % of the SQL node's instructions in oltp_read_only).
+            self.rows.reserve(reader.len());
             for row in reader.iter() {
                 let values: Vec<Value> = row.values().map(|v| v.to_value()).collect();
                 if values.len() != self.pushed_width.unwrap_or(self.columns.len()) {
