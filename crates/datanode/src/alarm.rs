@@ -5,28 +5,12 @@
 //! log overloaded". The thresholds are `signal::dbinfo`'s, which the
 //! mgmd's metrics use too.
 
-use signal::dbinfo::{ALARM_CRITICAL_PERCENT, ALARM_WARNING_PERCENT};
+use signal::dbinfo::{alarm_level, ALARM_CRITICAL_PERCENT, ALARM_WARNING_PERCENT};
 use signal::Severity;
 
 /// A level is left only this many points under its threshold, so that use
 /// that hovers at a threshold does not fill the cluster log.
 pub const ALARM_CLEAR_MARGIN_PERCENT: u64 = 5;
-
-/// The alarm level of `used` of `total`: 0, or the highest threshold
-/// (`ALARM_WARNING_PERCENT`, `ALARM_CRITICAL_PERCENT`) reached.
-pub fn level_of(used: u64, total: u64) -> u64 {
-    if total == 0 {
-        return 0;
-    }
-    let percent = used.saturating_mul(100) / total;
-    if percent >= ALARM_CRITICAL_PERCENT {
-        ALARM_CRITICAL_PERCENT
-    } else if percent >= ALARM_WARNING_PERCENT {
-        ALARM_WARNING_PERCENT
-    } else {
-        0
-    }
-}
 
 /// One watched resource's alarm.
 #[derive(Debug, Default)]
@@ -42,12 +26,18 @@ impl Alarm {
     /// Takes `used` of `total` now; returns what to log when the level
     /// changed: up at once, down only `ALARM_CLEAR_MARGIN_PERCENT` under
     /// the level left.
-    pub fn update(&mut self, what: &str, used: u64, total: u64) -> Option<(Severity, String)> {
+    /// `what` names the resource in the text; it is rendered only then.
+    pub fn update(
+        &mut self,
+        what: impl std::fmt::Display,
+        used: u64,
+        total: u64,
+    ) -> Option<(Severity, String)> {
         if total == 0 {
             return None;
         }
         let percent = used.saturating_mul(100) / total;
-        let reached = level_of(used, total);
+        let reached = alarm_level(used, total);
         let new = if reached >= self.level {
             reached
         } else {
@@ -111,12 +101,12 @@ mod tests {
     }
 
     #[test]
-    fn level_of_names_the_highest_threshold_reached() {
-        assert_eq!(level_of(0, 0), 0);
-        assert_eq!(level_of(799, 1000), 0);
-        assert_eq!(level_of(800, 1000), 80);
-        assert_eq!(level_of(899, 1000), 80);
-        assert_eq!(level_of(900, 1000), 90);
-        assert_eq!(level_of(1000, 1000), 90);
+    fn alarm_level_names_the_highest_threshold_reached() {
+        assert_eq!(alarm_level(0, 0), 0);
+        assert_eq!(alarm_level(799, 1000), 0);
+        assert_eq!(alarm_level(800, 1000), 80);
+        assert_eq!(alarm_level(899, 1000), 80);
+        assert_eq!(alarm_level(900, 1000), 90);
+        assert_eq!(alarm_level(1000, 1000), 90);
     }
 }

@@ -167,6 +167,16 @@ struct Family {
     samples: Vec<(String, u64)>,
 }
 
+/// One sample per `(family, column)`: `row`'s integer in that column,
+/// under `labels`.
+fn push_columns(families: &mut [Family], labels: &str, row: &Row<'_>, columns: &[(usize, &str)]) {
+    for &(family, column) in columns {
+        families[family]
+            .samples
+            .push((labels.to_owned(), row.int(column)));
+    }
+}
+
 /// `{a="x",b="y"}` with the values escaped as the text format asks.
 fn labels(pairs: &[(&str, &str)]) -> String {
     let mut out = String::from("{");
@@ -187,19 +197,6 @@ fn labels(pairs: &[(&str, &str)]) -> String {
 /// Microseconds as seconds, exactly (no float rounding of the integer part).
 fn micros_as_seconds(us: u64) -> String {
     format!("{}.{:06}", us / 1_000_000, us % 1_000_000)
-}
-
-/// 0, or the highest alarm threshold `used` of `total` reached (the data
-/// nodes' `alarm::level_of`, from the same constants).
-fn alarm_level(used: u64, total: u64) -> u64 {
-    let percent = used.saturating_mul(100).checked_div(total).unwrap_or(0);
-    if percent >= dbinfo::ALARM_CRITICAL_PERCENT {
-        dbinfo::ALARM_CRITICAL_PERCENT
-    } else if percent >= dbinfo::ALARM_WARNING_PERCENT {
-        dbinfo::ALARM_WARNING_PERCENT
-    } else {
-        0
-    }
 }
 
 /// The text exposition of what a scrape gathered.
@@ -359,26 +356,31 @@ pub fn render(gathered: &Gathered) -> String {
     for r in rows(&dbinfo::NODES) {
         let node = r.int("node_id").to_string();
         let l = labels(&[("node", &node)]);
-        families[uptime].samples.push((l.clone(), r.int("uptime")));
-        families[start_phase]
-            .samples
-            .push((l, r.int("start_phase")));
+        push_columns(
+            &mut families,
+            &l,
+            &r,
+            &[(uptime, "uptime"), (start_phase, "start_phase")],
+        );
     }
     for r in rows(&dbinfo::MEMORYUSAGE) {
         let node = r.int("node_id").to_string();
         let l = labels(&[("node", &node), ("memory_type", r.text("memory_type"))]);
-        families[used].samples.push((l.clone(), r.int("used")));
-        families[total].samples.push((l.clone(), r.int("total")));
-        families[used_pages]
-            .samples
-            .push((l.clone(), r.int("used_pages")));
-        families[total_pages]
-            .samples
-            .push((l, r.int("total_pages")));
+        push_columns(
+            &mut families,
+            &l,
+            &r,
+            &[
+                (used, "used"),
+                (total, "total"),
+                (used_pages, "used_pages"),
+                (total_pages, "total_pages"),
+            ],
+        );
     }
     let mut alarms: BTreeMap<(u64, &str), u64> = BTreeMap::new();
     for r in rows(&dbinfo::MEMORYUSAGE) {
-        let level = alarm_level(r.int("used_pages"), r.int("total_pages"));
+        let level = dbinfo::alarm_level(r.int("used_pages"), r.int("total_pages"));
         let entry = alarms.entry((r.int("node_id"), "DataMemory")).or_default();
         *entry = (*entry).max(level);
     }
@@ -389,9 +391,13 @@ pub fn render(gathered: &Gathered) -> String {
             ("log_type", r.text("log_type")),
             ("part", &part),
         ]);
-        families[redo_used].samples.push((l.clone(), r.int("used")));
-        families[redo_total].samples.push((l, r.int("total")));
-        let level = alarm_level(r.int("used"), r.int("total"));
+        push_columns(
+            &mut families,
+            &l,
+            &r,
+            &[(redo_used, "used"), (redo_total, "total")],
+        );
+        let level = dbinfo::alarm_level(r.int("used"), r.int("total"));
         let entry = alarms.entry((r.int("node_id"), "redo")).or_default();
         *entry = (*entry).max(level);
     }
@@ -423,13 +429,18 @@ pub fn render(gathered: &Gathered) -> String {
             ("role", r.text("role")),
         ];
         let l = labels(&base);
-        families[loops].samples.push((l.clone(), r.int("c_loop")));
-        families[signals].samples.push((l.clone(), r.int("c_exec")));
-        families[sleeps].samples.push((l.clone(), r.int("c_wait")));
-        families[wakes].samples.push((l.clone(), r.int("c_wake")));
-        families[queue_depth]
-            .samples
-            .push((l, r.int("queue_depth")));
+        push_columns(
+            &mut families,
+            &l,
+            &r,
+            &[
+                (loops, "c_loop"),
+                (signals, "c_exec"),
+                (sleeps, "c_wait"),
+                (wakes, "c_wake"),
+                (queue_depth, "queue_depth"),
+            ],
+        );
         for (mode, column) in [("user", "os_ru_utime"), ("system", "os_ru_stime")] {
             let l = labels(&[base[0], base[1], base[2], ("mode", mode)]);
             cpu_samples.push((l, r.int(column)));
@@ -450,21 +461,18 @@ pub fn render(gathered: &Gathered) -> String {
         let l = labels(&[("node", &node), ("peer", &peer)]);
         let up = u64::from(r.text("status") == dbinfo::CONNECTED);
         families[link_up].samples.push((l.clone(), up));
-        families[connects]
-            .samples
-            .push((l.clone(), r.int("connect_count")));
-        families[bytes_sent]
-            .samples
-            .push((l.clone(), r.int("bytes_sent")));
-        families[bytes_received]
-            .samples
-            .push((l.clone(), r.int("bytes_received")));
-        families[frames_sent]
-            .samples
-            .push((l.clone(), r.int("frames_sent")));
-        families[frames_received]
-            .samples
-            .push((l, r.int("frames_received")));
+        push_columns(
+            &mut families,
+            &l,
+            &r,
+            &[
+                (connects, "connect_count"),
+                (bytes_sent, "bytes_sent"),
+                (bytes_received, "bytes_received"),
+                (frames_sent, "frames_sent"),
+                (frames_received, "frames_received"),
+            ],
+        );
     }
 
     let mut out = String::new();

@@ -119,6 +119,20 @@ pub const ALARM_WARNING_PERCENT: u64 = 80;
 /// ... and at which it raises an alert: writes fail soon.
 pub const ALARM_CRITICAL_PERCENT: u64 = 90;
 
+/// The alarm level of `used` of `total`: 0, or the highest threshold
+/// ([`ALARM_WARNING_PERCENT`], [`ALARM_CRITICAL_PERCENT`]) reached. The one
+/// rule both the data nodes' cluster-log alarms and the mgmd's metric use.
+pub fn alarm_level(used: u64, total: u64) -> u64 {
+    let percent = used.saturating_mul(100).checked_div(total).unwrap_or(0);
+    if percent >= ALARM_CRITICAL_PERCENT {
+        ALARM_CRITICAL_PERCENT
+    } else if percent >= ALARM_WARNING_PERCENT {
+        ALARM_WARNING_PERCENT
+    } else {
+        0
+    }
+}
+
 /// Every ndbinfo table, in the order `SHOW TABLES FROM ndbinfo` lists them.
 pub const TABLES: &[&TableDef] = &[
     &COUNTERS,

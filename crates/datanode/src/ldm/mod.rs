@@ -560,12 +560,12 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         let (redo_used, redo_total) = (instance.redo_used_bytes(), instance.redo_capacity_bytes());
         let i = self.config.instance;
         let memory = self.memory_alarm.update(
-            &format!("LDM instance {i}: DataMemory (pages)"),
+            format_args!("LDM instance {i}: DataMemory (pages)"),
             used_pages,
             total_pages,
         );
         let redo = self.redo_alarm.update(
-            &format!("LDM instance {i}: redo log (bytes)"),
+            format_args!("LDM instance {i}: redo log (bytes)"),
             redo_used,
             redo_total,
         );
