@@ -279,3 +279,52 @@ fn an_idle_open_transaction_does_not_hold_a_restart_back() {
     );
     assert_eq!(cluster.read(&[1, 2, 3]), [Some(0), Some(0), Some(0)]);
 }
+
+/// A node that restarts with an empty disk (an initial node restart, or
+/// `--discard-corrupt`) learns its tables from the master's dictionary;
+/// its LDMs must hold them before the master asks them to copy. Here the
+/// restarted node's dictionary thread is slow: the master's node states
+/// and `NodeCopyReq` reach its LDMs long before the schema it synced. The
+/// copy must still bring every row (a copy of "every fragment here" with
+/// no tables yet copied nothing, and the node served an empty table).
+#[test]
+fn an_emptied_node_copies_the_tables_its_dictionary_learns_late() {
+    for seed in 1..=2 {
+        let mut cluster = Cluster::start(seed, 2, 2);
+        let mut model = BTreeMap::new();
+        let (first, victim) = (node(2), node(3));
+        let keys: Vec<i64> = (0..ROWS).collect();
+        for chunk in keys.chunks(50) {
+            commit(&mut cluster, &mut model, first, OpKind::Insert, chunk, 0);
+        }
+        cluster.sim.run_for(Duration::from_millis(300));
+        cluster.sim.crash(victim);
+        cluster.disks[&victim].wipe();
+        cluster.sim.run_for(Duration::from_millis(500));
+        cluster
+            .sim
+            .delay_local(victim, BlockNumber::DICTIONARY, Duration::from_secs(2));
+        cluster.sim.restart(victim);
+        let until = cluster.sim.now() + CATCH_UP_MAX;
+        while !cluster.serving(victim) {
+            assert!(
+                cluster.sim.now() < until,
+                "seed {seed}: node {victim} does not catch up"
+            );
+            cluster.sim.run_for(Duration::from_millis(50));
+        }
+        cluster.sim.clear_delays();
+        cluster.sim.run_for(Duration::from_millis(300));
+        cluster.sim.crash(first);
+        cluster.sim.run_for(Duration::from_secs(2));
+        assert_eq!(cluster.live_nodes(), vec![victim]);
+        let values = cluster.read(&keys);
+        for (&k, got) in keys.iter().zip(&values) {
+            let want = model.get(&k).copied().flatten();
+            assert_eq!(
+                *got, want,
+                "seed {seed}: key {k} on the restarted node {victim}"
+            );
+        }
+    }
+}

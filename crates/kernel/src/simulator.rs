@@ -272,6 +272,9 @@ pub struct Simulation {
     next_epoch: u64,
     /// Extra latency per directed link (spikes).
     link_delay: BTreeMap<(NodeId, NodeId), Duration>,
+    /// Extra latency of the signals a block sends inside its own node (a
+    /// busy thread), by (node, sending block).
+    local_delay: BTreeMap<(NodeId, BlockNumber), Duration>,
     /// Pairs that cannot reach each other.
     partitions: BTreeSet<(NodeId, NodeId)>,
     /// Last delivery time per directed link, to keep links FIFO.
@@ -316,6 +319,7 @@ impl Simulation {
             connections: BTreeMap::new(),
             next_epoch: 1,
             link_delay: BTreeMap::new(),
+            local_delay: BTreeMap::new(),
             partitions: BTreeSet::new(),
             link_clock: BTreeMap::new(),
             network: NetworkSettings::default(),
@@ -484,8 +488,22 @@ impl Simulation {
         self.record(format!("delay {from:?}->{to:?} {} us", extra.as_micros()));
     }
 
+    /// Adds `extra` latency to every signal that `block` on `node` sends
+    /// to a block of its own node (a slow thread: another thread's signal
+    /// to the same receiver overtakes it) until
+    /// [`Simulation::clear_delays`]. The block's own signals keep their
+    /// order. Without reordering only: with it, the lanes decide.
+    pub fn delay_local(&mut self, node: NodeId, block: BlockNumber, extra: Duration) {
+        self.local_delay.insert((node, block), extra);
+        self.record(format!(
+            "delay local {node:?} {block:?} {} us",
+            extra.as_micros()
+        ));
+    }
+
     pub fn clear_delays(&mut self) {
         self.link_delay.clear();
+        self.local_delay.clear();
         self.record("clear delays".to_owned());
     }
 
@@ -1015,7 +1033,12 @@ impl Simulation {
             return self.enqueue(from, signal);
         }
         if from == to {
-            let at = self.now;
+            let extra = self
+                .local_delay
+                .get(&(from, signal.sender.block))
+                .copied()
+                .unwrap_or_default();
+            let at = self.now + extra;
             self.push(
                 at,
                 Event::Deliver {

@@ -43,8 +43,10 @@ pub const MAGIC: [u8; 2] = *b"SK";
 /// to the LDM carry the whole epoch, and the change stream's `Sub*`
 /// signals. 11: `SubEpochData::bucket` (the change stream through node
 /// failures). 12: the `Dbinfo*` signals (ndbinfo). 13: schema entries in the change
-/// stream (`sub_change::ALTER`, `sub_change::DROP`).
-pub const WIRE_VERSION: u8 = 13;
+/// stream (`sub_change::ALTER`, `sub_change::DROP`). 14:
+/// `SchemaLoadReq::cluster_schema` (a restart waits for the cluster's
+/// schema before it copies).
+pub const WIRE_VERSION: u8 = 14;
 pub const FRAME_HEADER_BYTES: usize = 16;
 pub const SIGNAL_HEADER_BYTES: usize = 16;
 /// Large enough for a configuration file of 255 nodes, small enough that a

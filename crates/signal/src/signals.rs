@@ -407,7 +407,10 @@ signals! {
     /// start (after loading it from disk) and whenever the node adopts the
     /// master's schema. The receiver replaces what it had; an LDM instance
     /// opens its fragments (restore from disk) on the first one.
-    90 => SchemaLoadReq { tables: Vec<DictTableGroup>, schema_version: u32 },
+    /// `cluster_schema`: this is the cluster's schema (the master's own, or
+    /// taken from it), not what a joining node read from its disk; a
+    /// starting LDM waits for it before it lets the restart go on.
+    90 => SchemaLoadReq { tables: Vec<DictTableGroup>, schema_version: u32, cluster_schema: bool },
     /// Loaded (for an LDM instance: its fragments restored); `code` is 0
     /// or the error that makes the node restart.
     91 => SchemaLoadConf { schema_version: u32, code: u32, message: String },

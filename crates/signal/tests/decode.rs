@@ -275,6 +275,7 @@ fn one_of_each() -> Vec<SignalBody> {
                 tables: vec![vec![7; 3]],
             }],
             schema_version: 3,
+            cluster_schema: true,
         },
         SignalBody::SchemaLoadConf {
             schema_version: 3,

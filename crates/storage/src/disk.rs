@@ -772,6 +772,21 @@ impl SimDisk {
         report
     }
 
+    /// Empties the disk, as an operator who clears a stopped node's data
+    /// directory for an initial node restart: every file and directory
+    /// goes, durably; files open before stop working.
+    pub fn wipe(&self) {
+        let mut state = self.lock();
+        state.names.clear();
+        state.durable_names.clear();
+        state.pending_names.clear();
+        state.inodes.clear();
+        state
+            .dirs
+            .retain(|d| d.as_os_str().is_empty() || d == Path::new("/"));
+        state.generation += 1;
+    }
+
     /// Writes fail with "disk full" once `bytes` more bytes have been
     /// written; the write that crosses the limit lands in part.
     pub fn fail_writes_after(&self, bytes: u64) {

@@ -522,8 +522,13 @@ impl Dictionary {
     fn become_master(&mut self, first_view: bool, ctx: &mut Context<'_>) {
         let view = self.view.clone().expect("a view makes the master");
         tracing::info!(node = %self.me(), "dictionary: master from view {}", view.view_id);
-        // The master's schema is the cluster's.
+        // The master's schema is the cluster's: the local blocks hear so
+        // once (they got it from disk, not yet as the cluster's).
+        let was_synced = self.is_synced();
         self.sync = Sync::Synced;
+        if !was_synced {
+            self.load_local_blocks(ctx);
+        }
         let mut state = MasterState::default();
         if !(first_view && view.members.len() == 1) {
             // Members may hold a transaction of the failed master.
@@ -1016,7 +1021,8 @@ impl Dictionary {
 
     // ---- local blocks (TC and LDM instances) ----
 
-    /// Sends the whole schema to every local block.
+    /// Sends the whole schema to every local block, saying whether it is
+    /// the cluster's (synced) or only what this node's disk held.
     fn load_local_blocks(&self, ctx: &mut Context<'_>) {
         if self.local_blocks.is_empty() {
             return;
@@ -1028,6 +1034,7 @@ impl Dictionary {
                 SignalBody::SchemaLoadReq {
                     tables: tables.clone(),
                     schema_version: self.schema.version(),
+                    cluster_schema: self.is_synced(),
                 },
             );
         }

@@ -81,6 +81,7 @@ pub(super) enum DeferredSchema {
         sender: BlockRef,
         tables: Vec<DictTableGroup>,
         schema_version: u32,
+        cluster_schema: bool,
     },
     Change {
         sender: BlockRef,
@@ -362,7 +363,8 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                     sender,
                     tables,
                     schema_version,
-                } => self.on_schema_load(sender, tables, schema_version, ctx),
+                    cluster_schema,
+                } => self.on_schema_load(sender, tables, schema_version, cluster_schema, ctx),
                 DeferredSchema::Change {
                     sender,
                     op,

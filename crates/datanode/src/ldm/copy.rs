@@ -159,7 +159,14 @@ pub(super) struct NodeRestart {
     /// This node is starting (the last state from the master says so).
     pub(super) starting: bool,
     emptied: bool,
-    /// A `NodeStateConf` owed once the instance is open and emptied.
+    /// The instance was loaded with the cluster's schema (the dictionary
+    /// synced with the master's), not only with what this node's disk
+    /// held: a node that starts with an empty or stale dictionary learns
+    /// its tables from it, and a copy started before would miss them.
+    pub(super) holds_cluster_schema: bool,
+    /// A `NodeStateConf` owed once the instance is open, holds the
+    /// cluster's schema and is emptied: until then the master does not
+    /// make this node receive writes, nor ask it to copy.
     owed_conf: Option<(BlockRef, u32)>,
     copy_in: Option<CopyIn>,
     next_copy_id: u32,
@@ -200,9 +207,12 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         let state_id = states.version.1;
         if self.live.on_states(states).is_some() {
             let me = self.config.node;
+            // The master waits only for its last state: an answer owed to
+            // an older one is never sent.
+            self.restart.owed_conf = None;
             self.restart.starting = !states.serving.contains(me);
             if self.restart.starting && !states.receiving.contains(me) && !self.restart.emptied {
-                if self.instance.is_none() {
+                if self.instance.is_none() || !self.restart.holds_cluster_schema {
                     self.restart.owed_conf = Some((master, state_id));
                     return;
                 }
@@ -212,10 +222,17 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         ctx.send(master, SignalBody::NodeStateConf { state_id });
     }
 
-    /// After the open: a state answer waits for the fragments to be emptied.
+    /// After the open, and after each load of the cluster's schema: an
+    /// owed state answer waits for both, then for the fragments to be
+    /// emptied.
     pub(super) fn after_open_restart(&mut self, ctx: &mut Context<'_>) {
+        if self.instance.is_none() || !self.restart.holds_cluster_schema {
+            return;
+        }
         if let Some((master, state_id)) = self.restart.owed_conf.take() {
-            self.empty_fragments(ctx);
+            if self.restart.starting && !self.restart.emptied {
+                self.empty_fragments(ctx);
+            }
             ctx.send(master, SignalBody::NodeStateConf { state_id });
         }
     }
@@ -286,6 +303,27 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             self.config.node,
             self.config.instance
         );
+        // The fragment list below is this instance's share of every table
+        // of the cluster only once it holds the cluster's schema: the
+        // emptying that let the master ask waited for it.
+        assert!(
+            self.restart.holds_cluster_schema,
+            "node {} LDM instance {}: asked to copy before it holds the cluster's schema",
+            self.config.node, self.config.instance
+        );
+        let instance = self.instance.as_ref().expect("an emptied instance is open");
+        for table in self.schema.tables.values() {
+            for p in 0..table.partitions {
+                assert!(
+                    !self.owns(p, table.fully_replicated)
+                        || instance.fragment_ref(table.id, p).is_some(),
+                    "node {} LDM instance {}: table {} fragment {p} missing at the copy",
+                    self.config.node,
+                    self.config.instance,
+                    table.id
+                );
+            }
+        }
         let queue: VecDeque<(u32, u32)> = self
             .instance
             .as_ref()

@@ -704,6 +704,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         sender: BlockRef,
         tables: Vec<DictTableGroup>,
         schema_version: u32,
+        cluster_schema: bool,
         ctx: &mut Context<'_>,
     ) {
         let mut schema = LocalSchema {
@@ -730,7 +731,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         }
         let wanted = self.fragments_of(&schema);
         if self.instance.is_none() {
-            self.open(sender, schema, wanted, ctx);
+            self.open(sender, schema, wanted, cluster_schema, ctx);
             return;
         }
         self.schema = schema;
@@ -742,6 +743,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 (proto::error::UNSUPPORTED_ALTER, message)
             }
         };
+        let loaded = code == 0;
         ctx.send(
             sender,
             SignalBody::SchemaLoadConf {
@@ -750,6 +752,10 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 message,
             },
         );
+        if loaded && cluster_schema {
+            self.restart.holds_cluster_schema = true;
+            self.after_open_restart(ctx);
+        }
     }
 
     /// Every fragment this instance holds under `schema`.
@@ -770,6 +776,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         sender: BlockRef,
         schema: LocalSchema,
         wanted: BTreeSet<(u32, u32)>,
+        cluster_schema: bool,
         ctx: &mut Context<'_>,
     ) {
         let fragments: Vec<(TableDef, u32)> = wanted
@@ -793,6 +800,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                     report.recovered_gci
                 );
                 self.instance = Some(instance);
+                self.restart.holds_cluster_schema |= cluster_schema;
                 self.apply_capture();
                 for master in std::mem::take(&mut self.gcp_start_waiters) {
                     self.answer_gcp_start(master, ctx);
@@ -1735,6 +1743,7 @@ impl<D: Disk + Clone + Send + 'static> Block for LdmBlock<D> {
             SignalBody::SchemaLoadReq {
                 tables,
                 schema_version,
+                cluster_schema,
             } if local_dictionary => {
                 if self.failed {
                 } else if self.alter.is_pending() {
@@ -1742,10 +1751,11 @@ impl<D: Disk + Clone + Send + 'static> Block for LdmBlock<D> {
                         sender,
                         tables,
                         schema_version,
+                        cluster_schema,
                     };
                     self.defer_schema(deferred, ctx);
                 } else {
-                    self.on_schema_load(sender, tables, schema_version, ctx);
+                    self.on_schema_load(sender, tables, schema_version, cluster_schema, ctx);
                 }
             }
             SignalBody::SchemaChangeReq {

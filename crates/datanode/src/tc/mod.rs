@@ -694,6 +694,7 @@ impl Block for TcBlock {
             SignalBody::SchemaLoadReq {
                 tables,
                 schema_version,
+                ..
             } => self.on_schema_load(from, tables, schema_version, ctx),
             SignalBody::SchemaChangeReq {
                 op,
