@@ -171,6 +171,15 @@ struct Master {
     epoch: u64,
     /// The last epoch reported complete (`SubGcpCompleteRep`).
     complete_epoch: u64,
+    /// Epochs the members' TCs were in, or had just left, when this
+    /// master took over (`GcpStartConf`): the old master may have
+    /// reported them complete on some nodes and not on others (it died
+    /// between the signals). They are reported again, ascending, with
+    /// the first epoch this master reports: a node that never had a mark
+    /// of an epoch in which it captured no change would never send its
+    /// part of it to a subscriber (the epoch would never be whole at the
+    /// API). A repeated report changes nothing where it came before.
+    unreported: BTreeSet<u64>,
     /// The epoch timer fired: run a micro-GCP when no round runs.
     epoch_due: bool,
     members: BTreeMap<NodeId, Member>,
@@ -487,6 +496,7 @@ impl Distribution {
         from: BlockRef,
         gci: u32,
         told: incarnation::Incarnation,
+        epochs: [u64; 2],
         ctx: &mut Context<'_>,
     ) {
         let Some(master) = self.master.as_mut() else {
@@ -496,6 +506,14 @@ impl Distribution {
             return;
         };
         if member.start_waiting.remove(&from) {
+            // A TC that committed under an old master: its epochs go on
+            // from there, and the last two may lack their report.
+            for epoch in epochs.into_iter().filter(|&e| e != 0) {
+                master.epoch = master.epoch.max(epoch);
+                if epoch > master.complete_epoch {
+                    master.unreported.insert(epoch);
+                }
+            }
             if told.id != 0 && master.incarnation.is_none() {
                 // A takeover: the cluster goes on in the incarnation its
                 // TCs commit in (every TC that has one has the same).
@@ -808,26 +826,40 @@ impl Distribution {
                 }) if waiting.is_empty() => {
                     if prev != 0 && prev > master.complete_epoch {
                         // No TC has a commit of `prev` or below in progress.
+                        // Epochs a taken-over master left unreported go
+                        // first (ascending: receivers take marks in order).
+                        let mut epochs = std::mem::take(&mut master.unreported);
+                        assert!(
+                            epochs.last().is_none_or(|&e| e <= prev),
+                            "epochs {epochs:x?} left by an old master above {prev:#x}, \
+                             which is the highest any TC reported"
+                        );
+                        epochs.retain(|&e| e > master.complete_epoch);
+                        epochs.insert(prev);
                         master.complete_epoch = prev;
                         for &n in &ready {
-                            for i in 0..self.config.tc_instances {
-                                ctx.send(
-                                    BlockRef::new(
-                                        n,
-                                        BlockNumber::TRANSACTION_COORDINATOR,
-                                        i as u16,
-                                    ),
-                                    SignalBody::SubGcpCompleteRep { epoch: prev },
-                                );
+                            for &epoch in &epochs {
+                                for i in 0..self.config.tc_instances {
+                                    ctx.send(
+                                        BlockRef::new(
+                                            n,
+                                            BlockNumber::TRANSACTION_COORDINATOR,
+                                            i as u16,
+                                        ),
+                                        SignalBody::SubGcpCompleteRep { epoch },
+                                    );
+                                }
                             }
                             // The change stream: each LDM instance passes the
                             // mark on behind the changes it captured
                             // (docs/events.md).
-                            for i in 0..self.config.ldm_instances {
-                                ctx.send(
-                                    BlockRef::new(n, BlockNumber::LOCAL_DATA_MANAGER, i as u16),
-                                    SignalBody::SubGcpCompleteRep { epoch: prev },
-                                );
+                            for &epoch in &epochs {
+                                for i in 0..self.config.ldm_instances {
+                                    ctx.send(
+                                        BlockRef::new(n, BlockNumber::LOCAL_DATA_MANAGER, i as u16),
+                                        SignalBody::SubGcpCompleteRep { epoch },
+                                    );
+                                }
                             }
                         }
                     }
@@ -1170,13 +1202,15 @@ impl Block for Distribution {
                 incarnation,
                 previous_incarnation,
                 restart_gci,
+                epoch,
+                previous_epoch,
             } => {
                 let told = incarnation::Incarnation {
                     id: incarnation,
                     previous: previous_incarnation,
                     restart_gci,
                 };
-                self.on_start_conf(from, gci, told, ctx)
+                self.on_start_conf(from, gci, told, [previous_epoch, epoch], ctx)
             }
             SignalBody::GcpPrepareConf { epoch } => {
                 self.on_step_conf(from, Step::Prepare, epoch, ctx)

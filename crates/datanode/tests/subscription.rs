@@ -1000,6 +1000,20 @@ fn commits_taken_over_from_a_crashed_tc_are_in_the_stream_once() {
     crash_runs(&TC_CRASH_SEEDS, Fault::TcCrash);
 }
 
+/// The seeds in which the crashed TC's node was the GCP master and died
+/// after reporting an epoch complete to its own node only: the survivor
+/// had no change in that epoch and, never told it was complete, never
+/// sent its part; the epoch never came whole at the API. The new master
+/// reports the epochs the TCs were in again (`GcpStartConf::epoch`,
+/// `previous_epoch`).
+#[test]
+fn an_epoch_an_old_master_left_unreported_comes_whole() {
+    for seed in [1224, 1411] {
+        // The run checks that every epoch comes whole, once, in order.
+        stream_through_a_crash(seed, Fault::TcCrash);
+    }
+}
+
 #[test]
 fn a_restarted_node_subscribed_again_takes_over_when_the_other_crashes() {
     crash_runs(&[4, 17, 23, 61], Fault::Restart);

@@ -45,7 +45,7 @@ pub const MAGIC: [u8; 2] = *b"SK";
 /// failures). 12: the `Dbinfo*` signals (ndbinfo). 13: schema entries in the change
 /// stream (`sub_change::ALTER`, `sub_change::DROP`). 14:
 /// `SchemaLoadReq::cluster_schema` (a restart waits for the cluster's
-/// schema before it copies).
+/// schema before it copies); `GcpStartConf::epoch`, `previous_epoch`.
 pub const WIRE_VERSION: u8 = 14;
 pub const FRAME_HEADER_BYTES: usize = 16;
 pub const SIGNAL_HEADER_BYTES: usize = 16;

@@ -601,8 +601,12 @@ signals! {
     145 => GcpStartReq {},
     /// The answer: `gci` is that highest GCI, 0 when none. A TC adds the
     /// cluster incarnation it was told (`GcpCommitReq`; zeros: none), so
-    /// that a master that takes over keeps it.
-    146 => GcpStartConf { gci: u32, incarnation: u32, previous_incarnation: u32, restart_gci: u32 },
+    /// that a master that takes over keeps it, and its current epoch and
+    /// the one before it (0: none; an LDM answers zeros): the epochs an
+    /// old master may not have reported complete everywhere, which a
+    /// master that takes over reports (`SubGcpCompleteRep`) in its first
+    /// round.
+    146 => GcpStartConf { gci: u32, incarnation: u32, previous_incarnation: u32, restart_gci: u32, epoch: u64, previous_epoch: u64 },
     /// Distribution master → every member's distribution block: the
     /// transactions of the TCs of `failed` are taken over (each has its one
     /// outcome); GCPs no longer wait for them (NDB: the end of

@@ -510,6 +510,8 @@ fn one_of_each() -> Vec<SignalBody> {
             incarnation: 9,
             previous_incarnation: 8,
             restart_gci: 57,
+            epoch: 0x0000_000b_0000_0003,
+            previous_epoch: 0x0000_000b_0000_0002,
         },
         SignalBody::GcpHurryReq { gci: 12 },
         SignalBody::GcpKeepReq {

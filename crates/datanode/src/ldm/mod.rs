@@ -1386,6 +1386,8 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 incarnation: 0,
                 previous_incarnation: 0,
                 restart_gci: 0,
+                epoch: 0,
+                previous_epoch: 0,
             },
         );
     }

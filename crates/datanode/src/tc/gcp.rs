@@ -139,6 +139,7 @@ impl TcBlock {
             self.gci_held = None;
         }
         if epoch > self.epoch {
+            self.previous_epoch = self.epoch;
             self.epoch = epoch;
             self.gci = signal::epoch::hi(epoch);
         }

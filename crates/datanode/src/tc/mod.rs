@@ -203,6 +203,10 @@ pub struct TcBlock {
     pub(crate) gci: u32,
     /// The epoch new commits use (`signal::epoch`; its hi is `gci`).
     pub(crate) epoch: u64,
+    /// The epoch before `epoch` (0: none): with it, the only epochs whose
+    /// completion an old master may not have reported here (it reports
+    /// an epoch complete before it prepares the switch after the next).
+    pub(crate) previous_epoch: u64,
     /// The last epoch the master reported complete (`SubGcpCompleteRep`).
     complete_epoch: u64,
     /// Commits in progress per epoch.
@@ -282,6 +286,7 @@ impl TcBlock {
             commits: commits::CommitBatches::default(),
             gci: 0,
             epoch: 0,
+            previous_epoch: 0,
             complete_epoch: 0,
             commits_in_progress: gcp::EpochCommits::default(),
             commit_pending: None,
@@ -689,6 +694,8 @@ impl Block for TcBlock {
                     incarnation: self.incarnation.id,
                     previous_incarnation: self.incarnation.previous,
                     restart_gci: self.incarnation.restart_gci,
+                    epoch: self.epoch,
+                    previous_epoch: self.previous_epoch,
                 },
             ),
             SignalBody::SchemaLoadReq {
