@@ -213,6 +213,11 @@ impl Shared {
         lock(&self.new_connections)
     }
 
+    /// Waits for the poll: its owner lets go within a poll slice.
+    pub fn lock_receiver(&self) -> MutexGuard<'_, Receiver> {
+        lock(&self.receiver)
+    }
+
     pub fn try_lock_receiver(&self) -> Option<MutexGuard<'_, Receiver>> {
         match self.receiver.try_lock() {
             Ok(guard) => Some(guard),
