@@ -21,29 +21,29 @@ use std::process::ExitCode;
 #[global_allocator]
 static ALLOCATOR: Allocator = Allocator;
 
-/// mimalloc, with sizes rounded up to their alignment. The `mimalloc`
-/// crate asks every allocation for its layout's alignment; a 16-byte
-/// aligned type (anything holding an `i128`: the SQL node's values and
-/// decimals) of a size that is not a multiple of 16 then misses
-/// mimalloc's fast path, whose blocks are aligned only when their size
-/// class is a multiple of the alignment, and over-allocates and adjusts
-/// instead (5 % of the SQL node's CPU under sysbench read_write). Rounded
-/// up, such a size lands in a class of multiples of 16, where every block
-/// is aligned.
+/// mimalloc, with sizes rounded up to their alignment.
 ///
 /// Word-aligned layouts (bytes, strings, most vectors) go to `mi_malloc`
-/// itself: every mimalloc block is at least word-aligned, and the aligned
-/// entry point sends any size over its small-object limit (1 KiB: scan
-/// batches, packets, row vectors) through its generic path, which
-/// over-allocates and adjusts (5 % of the SQL node's instructions under
-/// sysbench oltp_read_only, 1.3 allocations a row).
+/// itself: every mimalloc block is at least word-aligned.
+///
+/// A 16-byte aligned type (anything holding an `i128`: the SQL node's
+/// values and decimals) has its size rounded up to a multiple of 16 and
+/// goes to `mi_malloc` too: mimalloc's size classes from 16 bytes up are
+/// multiples of 16 and its pages start 16-byte aligned
+/// (`MI_MAX_ALIGN_SIZE`, what C's `malloc` owes any object), so the block
+/// is aligned; the pointer is checked, and a block that is not goes back
+/// for the aligned entry point. That entry point sends any size above its
+/// small-object limit (1 KiB: row vectors of `Val`, sort buffers) through
+/// its generic path, which over-allocates and adjusts: 4.3 % of the SQL
+/// node's instructions under sysbench oltp_read_only
+/// (bench/sql-instructions.sh), before this.
 #[cfg(feature = "mimalloc")]
 struct Allocator;
 
 #[cfg(feature = "mimalloc")]
 impl Allocator {
     /// Alignments up to this come from rounding alone (mimalloc's
-    /// `MI_MAX_ALIGN_SIZE`); larger ones keep mimalloc's aligned path.
+    /// `MI_MAX_ALIGN_SIZE`); larger ones take mimalloc's aligned path.
     const ROUNDED_ALIGN_MAX: usize = 16;
     /// Alignments up to this are every mimalloc block's (a word).
     const PLAIN_ALIGN_MAX: usize = std::mem::size_of::<usize>();
@@ -63,28 +63,55 @@ impl Allocator {
         std::alloc::Layout::from_size_align(size, layout.align())
             .expect("a size rounded up to its alignment is a valid layout")
     }
+
+    fn aligned(ptr: *mut u8, align: usize) -> bool {
+        (ptr as usize) & (align - 1) == 0
+    }
 }
 
 #[cfg(feature = "mimalloc")]
 // SAFETY: every call goes to mimalloc with a layout of the same alignment
-// and a size at least the one asked for; mimalloc frees by pointer alone.
+// and a size at least the one asked for; a block is returned only when
+// aligned as asked; mimalloc frees by pointer alone.
 unsafe impl std::alloc::GlobalAlloc for Allocator {
     unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
-        if layout.align() <= Self::PLAIN_ALIGN_MAX {
+        let align = layout.align();
+        if align <= Self::PLAIN_ALIGN_MAX {
             // SAFETY: mimalloc's malloc; its blocks are word-aligned.
             return unsafe { libmimalloc_sys::mi_malloc(layout.size()) }.cast();
         }
+        let layout = Self::layout(layout);
+        if align <= Self::ROUNDED_ALIGN_MAX {
+            // SAFETY: mimalloc's malloc, of the rounded size.
+            let ptr: *mut u8 = unsafe { libmimalloc_sys::mi_malloc(layout.size()) }.cast();
+            if ptr.is_null() || Self::aligned(ptr, align) {
+                return ptr;
+            }
+            // SAFETY: a mimalloc block, not handed out.
+            unsafe { libmimalloc_sys::mi_free(ptr.cast()) };
+        }
         // SAFETY: the caller's contract, with a size no smaller.
-        unsafe { mimalloc::MiMalloc.alloc(Self::layout(layout)) }
+        unsafe { mimalloc::MiMalloc.alloc(layout) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
-        if layout.align() <= Self::PLAIN_ALIGN_MAX {
+        let align = layout.align();
+        if align <= Self::PLAIN_ALIGN_MAX {
             // SAFETY: as `alloc`.
             return unsafe { libmimalloc_sys::mi_zalloc(layout.size()) }.cast();
         }
+        let layout = Self::layout(layout);
+        if align <= Self::ROUNDED_ALIGN_MAX {
+            // SAFETY: as `alloc`.
+            let ptr: *mut u8 = unsafe { libmimalloc_sys::mi_zalloc(layout.size()) }.cast();
+            if ptr.is_null() || Self::aligned(ptr, align) {
+                return ptr;
+            }
+            // SAFETY: as `alloc`.
+            unsafe { libmimalloc_sys::mi_free(ptr.cast()) };
+        }
         // SAFETY: as `alloc`.
-        unsafe { mimalloc::MiMalloc.alloc_zeroed(Self::layout(layout)) }
+        unsafe { mimalloc::MiMalloc.alloc_zeroed(layout) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
@@ -93,13 +120,86 @@ unsafe impl std::alloc::GlobalAlloc for Allocator {
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
-        if layout.align() <= Self::PLAIN_ALIGN_MAX {
+        let align = layout.align();
+        if align <= Self::PLAIN_ALIGN_MAX {
             // SAFETY: `ptr` is a mimalloc block; the new one is word-aligned.
             return unsafe { libmimalloc_sys::mi_realloc(ptr.cast(), new_size) }.cast();
         }
-        let new_size = Self::rounded(new_size, layout.align());
-        // SAFETY: as `alloc`; `new_size` rounded up as `alloc` rounds.
-        unsafe { mimalloc::MiMalloc.realloc(ptr, Self::layout(layout), new_size) }
+        let rounded = Self::rounded(new_size, align);
+        if align <= Self::ROUNDED_ALIGN_MAX {
+            // SAFETY: `ptr` is a mimalloc block of this allocator.
+            let moved: *mut u8 = unsafe { libmimalloc_sys::mi_realloc(ptr.cast(), rounded) }.cast();
+            if moved.is_null() || Self::aligned(moved, align) {
+                return moved;
+            }
+            // Not aligned (never seen): an aligned block, the bytes
+            // copied over, the unaligned one freed.
+            let new_layout = std::alloc::Layout::from_size_align(rounded, align)
+                .expect("a size rounded up to its alignment is a valid layout");
+            // SAFETY: the caller's contract, with a size no smaller.
+            let fresh = unsafe { mimalloc::MiMalloc.alloc(new_layout) };
+            if fresh.is_null() {
+                // The old block is gone (moved), so null would break the
+                // caller's contract: out of memory ends the process.
+                std::alloc::handle_alloc_error(new_layout);
+            }
+            // SAFETY: both blocks hold at least `new_size` bytes (the
+            // realloc kept the old contents up to it) and differ.
+            unsafe { std::ptr::copy_nonoverlapping(moved, fresh, new_size) };
+            // SAFETY: a mimalloc block no longer handed out.
+            unsafe { libmimalloc_sys::mi_free(moved.cast()) };
+            return fresh;
+        }
+        // SAFETY: as `alloc`; `rounded` as `alloc` rounds.
+        unsafe { mimalloc::MiMalloc.realloc(ptr, Self::layout(layout), rounded) }
+    }
+}
+
+#[cfg(all(test, feature = "mimalloc"))]
+mod allocator_tests {
+    use std::alloc::{GlobalAlloc, Layout};
+
+    use super::ALLOCATOR;
+
+    /// Every block is aligned as its layout asks, across mimalloc's size
+    /// classes (small, above the 1 KiB small-object limit, large), and a
+    /// realloc keeps the bytes and the alignment.
+    #[test]
+    fn blocks_are_aligned_as_asked_and_reallocs_keep_the_bytes() {
+        for align in [1, 8, 16, 32, 64] {
+            for size in (1..70).chain([1000, 1024, 1025, 1500, 4000, 70_000, 600_000]) {
+                let layout = Layout::from_size_align(size, align).unwrap();
+                // SAFETY: a non-zero size; every block is freed below with
+                // its layout.
+                unsafe {
+                    let ptr = ALLOCATOR.alloc(layout);
+                    assert!(!ptr.is_null());
+                    assert_eq!(ptr as usize % align, 0, "alloc {size} bytes, align {align}");
+                    for i in 0..size {
+                        *ptr.add(i) = (i % 251) as u8;
+                    }
+                    let grown = size * 3 + 17;
+                    let moved = ALLOCATOR.realloc(ptr, layout, grown);
+                    assert_eq!(
+                        moved as usize % align,
+                        0,
+                        "realloc to {grown}, align {align}"
+                    );
+                    for i in 0..size {
+                        assert_eq!(*moved.add(i), (i % 251) as u8, "byte {i} after realloc");
+                    }
+                    ALLOCATOR.dealloc(moved, Layout::from_size_align(grown, align).unwrap());
+                    let zeroed = ALLOCATOR.alloc_zeroed(layout);
+                    assert_eq!(
+                        zeroed as usize % align,
+                        0,
+                        "alloc_zeroed {size}, align {align}"
+                    );
+                    assert!((0..size).all(|i| *zeroed.add(i) == 0));
+                    ALLOCATOR.dealloc(zeroed, layout);
+                }
+            }
+        }
     }
 }
 

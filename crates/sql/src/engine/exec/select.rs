@@ -2205,10 +2205,16 @@ pub(super) fn collations_of(m: &super::derived::Materialised) -> Vec<Option<Coll
 /// Sort order: NULL first, then values as MySQL compares them, strings
 /// under `coll`.
 fn order_cmp(x: &Val, y: &Val, coll: Option<Collation>) -> Ordering {
-    match (x.is_null(), y.is_null()) {
-        (true, true) => Ordering::Equal,
-        (true, false) => Ordering::Less,
-        (false, true) => Ordering::Greater,
+    match (x, y) {
+        (Val::Null, Val::Null) => Ordering::Equal,
+        (Val::Null, _) => Ordering::Less,
+        (_, Val::Null) => Ordering::Greater,
+        // The usual keys, without the context the general comparison
+        // builds (an allocation per comparison: sorting was an eighth of
+        // the SQL node's instructions under sysbench oltp_read_only).
+        (Val::Str(a), Val::Str(b)) => expr::eval::compare_str(a, b, coll),
+        (Val::Int(a), Val::Int(b)) => a.cmp(b),
+        (Val::UInt(a), Val::UInt(b)) => a.cmp(b),
         _ => {
             let env = expr::eval::Env::default();
             let mut ctx = Ctx::new(&[], &env);
