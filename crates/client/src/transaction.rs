@@ -347,6 +347,14 @@ impl Row {
         })
     }
 
+    /// The values read, taken out of the row (decoded if not yet; the
+    /// row's are empty afterwards): a caller that converts them moves the
+    /// strings rather than copying them.
+    pub fn take_values(&mut self) -> Vec<Value> {
+        self.values();
+        std::mem::take(self.values.get_mut().expect("decoded above"))
+    }
+
     /// Table positions of the values.
     pub fn columns(&self) -> &[usize] {
         &self.columns

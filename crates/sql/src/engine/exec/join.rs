@@ -14,7 +14,7 @@ use schema::Value;
 use skarv_client::Transaction;
 use skarv_client::{CmpOp as NCmp, ExecMode, Filter, LockMode, Op, OpResult, ScanOptions};
 
-use super::{fetch, sql_row, FETCH_ROWS_MAX};
+use super::{fetch, sql_row, sql_row_owned, FETCH_ROWS_MAX};
 use crate::engine::catalog::{SqlType, TableInfo};
 use crate::engine::expr::eval::compare;
 use crate::engine::expr::{Ctx, Expr, Val};
@@ -624,14 +624,15 @@ fn read_batch(
                 .map_err(|e| txn::native_error_in(&e, &table.name))?;
             let mut rows = Vec::new();
             for r in scan {
-                let r = r.map_err(|e| txn::native_error_in(&e, &table.name))?;
+                let mut r = r.map_err(|e| txn::native_error_in(&e, &table.name))?;
                 ctx.check_killed()?;
                 if rows.len() >= FETCH_ROWS_MAX {
                     return Err(SqlError::unsupported(format_args!(
                         "joins of more than {FETCH_ROWS_MAX} rows in the SQL node"
                     )));
                 }
-                rows.push(sql_row(table, r.values(), r.columns(), ctx.env.tz_secs));
+                let values = r.take_values();
+                rows.push(sql_row_owned(table, values, r.columns(), ctx.env.tz_secs));
             }
             Ok(Batch {
                 rows,

@@ -239,6 +239,27 @@ pub fn with_scope<R>(
     f(&mut scope)
 }
 
+/// [`sql_row`] of values the caller owns: strings move, not copied.
+pub(crate) fn sql_row_owned(
+    table: &TableInfo,
+    values: Vec<Value>,
+    positions: &[usize],
+    tz_secs: i64,
+) -> Vec<Val> {
+    let mut row = Vec::with_capacity(table.columns.len());
+    row.resize_with(table.columns.len(), || Val::Null);
+    for (v, pos) in values.into_iter().zip(positions) {
+        if let Some(at) = table.columns.iter().position(|c| c.native == *pos) {
+            row[at] = match v {
+                Value::String(s) => Val::Str(s.into_bytes()),
+                Value::Bytes(b) => Val::Str(b),
+                v => convert::from_native(&v, &table.columns[at].ty, tz_secs),
+            };
+        }
+    }
+    row
+}
+
 /// A table row as SQL values, from a native row of all columns.
 pub(crate) fn sql_row(
     table: &TableInfo,
@@ -422,14 +443,15 @@ pub(crate) fn fetch(
                     .scan(native, options)
                     .map_err(|e| txn::native_error_in(&e, &table.name))?;
                 for r in scan {
-                    let r = r.map_err(|e| txn::native_error_in(&e, &table.name))?;
+                    let mut r = r.map_err(|e| txn::native_error_in(&e, &table.name))?;
                     if let Some(seen) = &mut seen {
                         let key = primary_key_of(table, r.values(), r.columns());
                         if !seen.insert(format!("{key:?}")) {
                             continue;
                         }
                     }
-                    let row = sql_row(table, r.values(), r.columns(), ctx.env.tz_secs);
+                    let values = r.take_values();
+                    let row = sql_row_owned(table, values, r.columns(), ctx.env.tz_secs);
                     let key = if lock.is_some() {
                         r.key().to_vec()
                     } else {
