@@ -9,15 +9,138 @@
 //! stands between a hot path and a reader: a reader sees each figure as
 //! some moment's value (figures of one row are not taken at one instant,
 //! as in NDB).
+//!
+//! What is in flight (`cluster_transactions`, `cluster_operations`) is a
+//! list, not a figure: each TC and LDM instance copies its transactions or
+//! operations, at most [`signal::dbinfo::IN_FLIGHT_ROWS_MAX`], into a
+//! [`PublishedRows`] of its own at most every [`IN_FLIGHT_PUBLISH_INTERVAL`]
+//! while they change (from a timer, never per operation), taking the
+//! slot's lock with `try_lock`: a data thread never waits for a reader,
+//! and a copy skipped because a reader held the lock is made at the next
+//! tick.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 use kernel::runtime::{ThreadFigure, ThreadFigures};
+use kernel::Instant;
 use transport::{LinkFigure, LinkFigures};
 
 use signal::dbinfo::{self, TableDef};
-use signal::{DbinfoRow, NodeId};
+use signal::{BlockRef, DbinfoRow, NodeId};
+
+/// The longest a TC or LDM instance keeps a change to what it has in flight
+/// from `cluster_transactions` and `cluster_operations`: its copy is
+/// renewed from a timer this long after the first change since the last.
+pub const IN_FLIGHT_PUBLISH_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Rows a block instance publishes now and then (see the module doc): the
+/// owning instance writes, without ever waiting; the main thread reads.
+#[derive(Debug)]
+pub struct PublishedRows<T> {
+    rows: Mutex<Vec<T>>,
+}
+
+impl<T> Default for PublishedRows<T> {
+    fn default() -> Self {
+        PublishedRows {
+            rows: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+impl<T: Clone> PublishedRows<T> {
+    /// Replaces the rows with what `fill` pushes (at most
+    /// [`dbinfo::IN_FLIGHT_ROWS_MAX`]; the vector's room is reused).
+    /// `false`, with nothing changed, when a reader holds the rows now:
+    /// publish again later.
+    pub fn try_publish(&self, fill: impl FnOnce(&mut Vec<T>)) -> bool {
+        let mut rows = match self.rows.try_lock() {
+            Ok(rows) => rows,
+            Err(std::sync::TryLockError::WouldBlock) => return false,
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+        };
+        rows.clear();
+        fill(&mut rows);
+        assert!(
+            rows.len() <= dbinfo::IN_FLIGHT_ROWS_MAX,
+            "published {} rows, above IN_FLIGHT_ROWS_MAX",
+            rows.len()
+        );
+        true
+    }
+
+    /// A copy of the rows last published.
+    pub fn snapshot(&self) -> Vec<T> {
+        match self.rows.lock() {
+            Ok(rows) => rows.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+}
+
+/// A transaction of a TC instance (`cluster_transactions`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TransactionFigure {
+    pub tx_id: u64,
+    /// NDB's words where they fit (`CS_STARTED`, ...): see
+    /// docs/operations.md.
+    pub state: &'static str,
+    /// Operations it has run (records held until it ends).
+    pub operations: u32,
+    /// Operations sent to the LDMs and not answered yet.
+    pub outstanding: u32,
+    /// When its client last asked something of it.
+    pub last_active: Instant,
+    /// Who to answer (the sender of its last request).
+    pub client: Option<BlockRef>,
+}
+
+/// An operation held on an LDM instance (`cluster_operations`): a row
+/// that a transaction changed, locked or waits to lock in one fragment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OperationFigure {
+    pub tx_id: u64,
+    /// NDB's words: `INSERT`, `UPDATE`, `DELETE`, `READ-SH`, `READ-EX`.
+    pub kind: &'static str,
+    /// `PREPARED` (NDB's word: done here, waiting for commit or abort) or
+    /// `WAIT_LOCK` (waiting for a row lock).
+    pub state: &'static str,
+    pub table_id: u32,
+    pub fragment: u32,
+    /// The TC that runs the transaction.
+    pub tc: BlockRef,
+}
+
+/// `cluster_transactions.state` of each TC state (NDB's words where NDB
+/// has the state).
+pub mod transaction_state {
+    /// Open, no request of its client in progress (NDB: CS_STARTED).
+    pub const STARTED: &str = "CS_STARTED";
+    /// A request's operations are at the LDMs (Skarv's: NDB's TC has no
+    /// one state for it).
+    pub const EXECUTING: &str = "CS_EXECUTING";
+    /// Commit decided, waiting for a GCI (NDB: CS_START_COMMITTING).
+    pub const START_COMMITTING: &str = "CS_START_COMMITTING";
+    /// Commit sent to the LDMs, waiting for their answers.
+    pub const COMMITTING: &str = "CS_COMMITTING";
+    /// Abort sent to the LDMs, waiting for their answers.
+    pub const ABORTING: &str = "CS_ABORTING";
+}
+
+/// `cluster_operations.operation_type` and `state` (NDB's words).
+pub mod operation {
+    pub const INSERT: &str = "INSERT";
+    pub const UPDATE: &str = "UPDATE";
+    pub const DELETE: &str = "DELETE";
+    pub const READ_SHARED: &str = "READ-SH";
+    pub const READ_EXCLUSIVE: &str = "READ-EX";
+    /// Done on this replica, waiting for commit or abort.
+    pub const PREPARED: &str = "PREPARED";
+    /// Waiting for a row lock another transaction holds.
+    pub const WAIT_LOCK: &str = "WAIT_LOCK";
+}
 
 /// Figures one block instance publishes.
 #[derive(Debug, Default)]
@@ -107,6 +230,10 @@ enum Block {
 pub struct NodeFigures {
     tcs: Vec<BlockFigures>,
     ldms: Vec<BlockFigures>,
+    /// What each TC instance has in flight (`cluster_transactions`).
+    transactions: Vec<PublishedRows<TransactionFigure>>,
+    /// What each LDM instance holds (`cluster_operations`).
+    operations: Vec<PublishedRows<OperationFigure>>,
     /// The runtime's and the transport's figures, set once the node built
     /// them (after its blocks); until then `threadstat` and `transporters`
     /// have no rows.
@@ -117,9 +244,14 @@ pub struct NodeFigures {
 impl NodeFigures {
     pub fn new(tc_instances: u32, ldm_instances: u32) -> Arc<NodeFigures> {
         let slots = |n: u32| (0..n).map(|_| BlockFigures::default()).collect();
+        fn lists<T>(n: u32) -> Vec<PublishedRows<T>> {
+            (0..n).map(|_| PublishedRows::default()).collect()
+        }
         Arc::new(NodeFigures {
             tcs: slots(tc_instances),
             ldms: slots(ldm_instances),
+            transactions: lists(tc_instances),
+            operations: lists(ldm_instances),
             threads: OnceLock::new(),
             links: OnceLock::new(),
         })
@@ -189,6 +321,18 @@ impl FigureSlot {
         }
     }
 
+    /// Where a TC instance publishes its transactions.
+    pub fn transactions(&self) -> &PublishedRows<TransactionFigure> {
+        assert!(self.tc, "transactions are a TC's");
+        &self.figures.transactions[self.instance as usize]
+    }
+
+    /// Where an LDM instance publishes its operations.
+    pub fn operations(&self) -> &PublishedRows<OperationFigure> {
+        assert!(!self.tc, "operations are an LDM's");
+        &self.figures.operations[self.instance as usize]
+    }
+
     #[inline]
     pub fn slot(&self) -> &BlockFigures {
         if self.tc {
@@ -209,6 +353,9 @@ pub struct NodeStatus {
     /// 0 once started; 1 while joining the membership; 2 while a member
     /// that does not serve yet (its data being copied in).
     pub start_phase: u64,
+    /// Now, on the runtime's clock (what `TransactionFigure::last_active`
+    /// is on).
+    pub now: Instant,
 }
 
 /// The rows of `table` this node has now; `Err` names an unknown table.
@@ -320,6 +467,8 @@ pub fn rows(
                 texts: vec![dbinfo::REDO.to_owned()],
             })
             .collect(),
+        n if n == dbinfo::CLUSTER_TRANSACTIONS.name => transaction_rows(figures, status),
+        n if n == dbinfo::CLUSTER_OPERATIONS.name => operation_rows(figures, node),
         n if n == dbinfo::NODES.name => vec![DbinfoRow {
             ints: vec![node, status.uptime_s, status.start_phase],
             texts: vec![status.status.to_owned()],
@@ -332,6 +481,61 @@ pub fn rows(
         def.name
     );
     Ok(rows)
+}
+
+/// `cluster_transactions`: every TC instance's published transactions.
+fn transaction_rows(figures: &NodeFigures, status: &NodeStatus) -> Vec<DbinfoRow> {
+    let node = u64::from(status.node.get());
+    let mut rows = Vec::new();
+    for (instance, list) in (0u64..).zip(&figures.transactions) {
+        for tx in list.snapshot() {
+            let inactive_s = status.now.saturating_since(tx.last_active).as_secs();
+            rows.push(DbinfoRow {
+                ints: vec![
+                    node,
+                    instance,
+                    tx.tx_id,
+                    u64::from(tx.operations),
+                    u64::from(tx.outstanding),
+                    inactive_s,
+                    // The node that sent its last request; a transaction
+                    // without one yet by the node its id names.
+                    u64::from(
+                        tx.client
+                            .map_or(signal::ids::tx_node(tx.tx_id), |c| c.node.get()),
+                    ),
+                    tx.client.map_or(0, |c| u64::from(c.ndb_number())),
+                ],
+                texts: vec![tx.state.to_owned()],
+            });
+        }
+    }
+    rows
+}
+
+/// `cluster_operations`: every LDM instance's published operations.
+fn operation_rows(figures: &NodeFigures, node: u64) -> Vec<DbinfoRow> {
+    let mut rows = Vec::new();
+    for (instance, list) in (0u64..).zip(&figures.operations) {
+        for op in list.snapshot() {
+            rows.push(DbinfoRow {
+                ints: vec![
+                    node,
+                    instance,
+                    op.tx_id,
+                    u64::from(op.table_id),
+                    u64::from(op.fragment),
+                    u64::from(signal::ids::tx_node(op.tx_id)),
+                    0,
+                    u64::from(op.tc.node.get()),
+                    u64::from(op.tc.block.0),
+                    u64::from(op.tc.instance),
+                ],
+                texts: vec![op.kind.to_owned(), op.state.to_owned()],
+            });
+        }
+    }
+    rows
 }
 
 /// Whether `row` has as many values of each kind as `def` has columns.

@@ -109,6 +109,45 @@ pub const LOGSPACES: TableDef = TableDef {
     ],
 };
 
+pub const CLUSTER_TRANSACTIONS: TableDef = TableDef {
+    name: "cluster_transactions",
+    columns: &[
+        ("node_id", Int),
+        ("block_instance", Int),
+        ("transid", Int),
+        ("state", Text),
+        ("count_operations", Int),
+        ("outstanding_operations", Int),
+        ("inactive_seconds", Int),
+        ("client_node_id", Int),
+        ("client_block_ref", Int),
+    ],
+};
+
+pub const CLUSTER_OPERATIONS: TableDef = TableDef {
+    name: "cluster_operations",
+    columns: &[
+        ("node_id", Int),
+        ("block_instance", Int),
+        ("transid", Int),
+        ("operation_type", Text),
+        ("state", Text),
+        ("tableid", Int),
+        ("fragmentid", Int),
+        ("client_node_id", Int),
+        ("client_block_ref", Int),
+        ("tc_node_id", Int),
+        ("tc_block_no", Int),
+        ("tc_block_instance", Int),
+    ],
+};
+
+/// Rows of `cluster_transactions` one TC instance answers at most, and of
+/// `cluster_operations` one LDM instance answers at most: a node with more
+/// in flight shows these many (the oldest slots first), so a scan of a busy
+/// node stays one bounded answer.
+pub const IN_FLIGHT_ROWS_MAX: usize = 1_000;
+
 /// `logspaces.log_type` of the redo log (NDB's word).
 pub const REDO: &str = "REDO";
 
@@ -135,6 +174,8 @@ pub fn alarm_level(used: u64, total: u64) -> u64 {
 
 /// Every ndbinfo table, in the order `SHOW TABLES FROM ndbinfo` lists them.
 pub const TABLES: &[&TableDef] = &[
+    &CLUSTER_OPERATIONS,
+    &CLUSTER_TRANSACTIONS,
     &COUNTERS,
     &LOGSPACES,
     &MEMORYUSAGE,

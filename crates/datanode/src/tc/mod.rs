@@ -62,6 +62,8 @@ pub const GCI_WAITERS_MAX: usize = 4_096;
 pub const TIMEOUT_SWEEP_INTERVAL_MAX: Duration = Duration::from_millis(50);
 /// Timer: the lock-wait timeout sweep.
 const TIMER_SWEEP: u32 = 1;
+/// Timer: copy the transactions in flight for ndbinfo (`publish_in_flight`).
+const TIMER_IN_FLIGHT: u32 = 4;
 
 // Maps keyed by ids (transaction, table, scan) looked up for every operation.
 use stdx::IdMap;
@@ -226,6 +228,11 @@ pub struct TcBlock {
     pub(crate) counters: TcCounters,
     /// Where `counters` are published for ndbinfo.
     figures: Option<crate::dbinfo::FigureSlot>,
+    /// When the transactions in flight are next copied for ndbinfo
+    /// (`publish_in_flight`), and whether the last copy held any.
+    in_flight_next_publish: Instant,
+    in_flight_published: bool,
+    in_flight_timer_armed: bool,
     /// Node restart: the answer to a node state waits for older transactions.
     pub(crate) drain: node_restart::Drain,
 }
@@ -293,6 +300,9 @@ impl TcBlock {
             sweep_armed: false,
             counters: TcCounters::default(),
             figures: None,
+            in_flight_next_publish: Instant::ZERO,
+            in_flight_published: false,
+            in_flight_timer_armed: false,
             drain: node_restart::Drain::default(),
             config,
         }
@@ -354,6 +364,42 @@ impl TcBlock {
         slot.set(tc::ABORTS, self.counters.aborted);
         slot.set(tc::SCANS, self.counters.scans_completed);
         slot.set(tc::LOCK_TIMEOUTS, self.counters.lock_timeouts);
+    }
+
+    /// Copies the transactions in flight (at most
+    /// `signal::dbinfo::IN_FLIGHT_ROWS_MAX`) for `cluster_transactions`,
+    /// at most every `IN_FLIGHT_PUBLISH_INTERVAL`: after a signal, never
+    /// per operation; a change within the interval is copied from a timer
+    /// at its end. Nothing while there is nothing to show and nothing
+    /// shown.
+    fn publish_in_flight(&mut self, ctx: &mut Context<'_>) {
+        let Some(slot) = &self.figures else {
+            return;
+        };
+        let (now, in_use) = (ctx.now(), self.transactions.in_use());
+        if in_use == 0 && !self.in_flight_published {
+            return;
+        }
+        if now < self.in_flight_next_publish {
+            if !self.in_flight_timer_armed {
+                self.in_flight_timer_armed = true;
+                let after = self.in_flight_next_publish.saturating_since(now);
+                ctx.set_timer(after, TIMER_IN_FLIGHT);
+            }
+            return;
+        }
+        let transactions = &self.transactions;
+        let published = slot.transactions().try_publish(|rows| {
+            let shown = transactions
+                .used_slots()
+                .take(signal::dbinfo::IN_FLIGHT_ROWS_MAX);
+            rows.extend(shown.map(|tx| transactions.get(tx).figure()));
+        });
+        // Taken by a reader: the timer comes back after the interval.
+        self.in_flight_next_publish = now + crate::dbinfo::IN_FLIGHT_PUBLISH_INTERVAL;
+        if published {
+            self.in_flight_published = in_use > 0;
+        }
     }
 
     /// Tables known (base and hidden).
@@ -723,6 +769,10 @@ impl Block for TcBlock {
             SignalBody::Timeout {
                 timer_id: TIMER_SWEEP,
             } => self.on_sweep(ctx),
+            // The copy is made below, as after every signal.
+            SignalBody::Timeout {
+                timer_id: TIMER_IN_FLIGHT,
+            } => self.in_flight_timer_armed = false,
             SignalBody::Timeout {
                 timer_id: node_restart::TIMER_DRAIN,
             } => self.on_drain_timer(ctx),
@@ -741,5 +791,6 @@ impl Block for TcBlock {
             }
         }
         self.publish_figures();
+        self.publish_in_flight(ctx);
     }
 }

@@ -327,6 +327,24 @@ struct Image {
     key: Vec<u8>,
 }
 
+/// What a transaction holds on one row ([`Fragment::held_operations`]).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum HeldOperation {
+    /// A row it inserted (and perhaps deleted again), not committed.
+    Insert,
+    /// A new image of a committed row, not committed.
+    Update,
+    /// A committed row it deletes.
+    Delete,
+    /// A row it read under a shared lock, unchanged.
+    ReadShared,
+    /// A row it read under an exclusive lock, unchanged.
+    ReadExclusive,
+    /// A row whose lock, of this mode, it waits for (what it will do with
+    /// the row is known once it has the lock).
+    WaitLock(LockMode),
+}
+
 /// What a transaction has pending on a row, relative to the committed
 /// state.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -941,6 +959,39 @@ impl Fragment {
             self.recycle_image(pending.image);
         }
         self.end_transaction(tx, list, grants);
+    }
+
+    /// What transaction `tx` holds here, one [`HeldOperation`] per row it
+    /// changed, locked or waits to lock, for ndbinfo's
+    /// `cluster_operations`: appended to `out`, from the first `rows_max`
+    /// entries of its row list only (each row once), so the cost is bounded
+    /// whatever the transaction's size.
+    pub fn held_operations(&self, tx: TxId, rows_max: usize, out: &mut Vec<HeldOperation>) {
+        let Some(list) = self.txs.get(&tx) else {
+            return;
+        };
+        let mut rows: Vec<RowId> = list.iter().copied().take(rows_max).collect();
+        rows.sort_unstable();
+        rows.dedup();
+        let first = out.len();
+        for row in rows {
+            let held = match self.pending_of(row, tx) {
+                Some(PendingKind::Insert | PendingKind::InsertDeleted) => HeldOperation::Insert,
+                Some(PendingKind::Update) => HeldOperation::Update,
+                Some(PendingKind::Delete) => HeldOperation::Delete,
+                None => match self.locks.held_mode(row, tx) {
+                    Some(LockMode::Shared) => HeldOperation::ReadShared,
+                    Some(LockMode::Exclusive) => HeldOperation::ReadExclusive,
+                    None => match self.locks.waiters(row).find(|w| w.tx == tx) {
+                        Some(waiter) => HeldOperation::WaitLock(waiter.mode),
+                        // Named, but let go (a lock released early).
+                        None => continue,
+                    },
+                },
+            };
+            out.push(held);
+        }
+        debug_assert!(out.len() - first <= rows_max, "at most rows_max rows");
     }
 
     /// Whether transaction `tx` has a pending change of `row` (its image
