@@ -40,19 +40,21 @@ pub const IN_FLIGHT_PUBLISH_INTERVAL: Duration = Duration::from_millis(100);
 #[derive(Debug)]
 pub struct PublishedRows<T> {
     rows: Mutex<Vec<T>>,
-}
-
-impl<T> Default for PublishedRows<T> {
-    fn default() -> Self {
-        PublishedRows {
-            rows: Mutex::new(Vec::new()),
-        }
-    }
+    /// The most rows a copy may hold.
+    rows_max: usize,
 }
 
 impl<T: Clone> PublishedRows<T> {
-    /// Replaces the rows with what `fill` pushes (at most
-    /// [`dbinfo::IN_FLIGHT_ROWS_MAX`]; the vector's room is reused).
+    pub fn new(rows_max: usize) -> PublishedRows<T> {
+        assert!(rows_max > 0, "a list shows at least a row");
+        PublishedRows {
+            rows: Mutex::new(Vec::new()),
+            rows_max,
+        }
+    }
+
+    /// Replaces the rows with what `fill` pushes (at most the list's
+    /// `rows_max`; the vector's room is reused).
     /// `false`, with nothing changed, when a reader holds the rows now:
     /// publish again later.
     pub fn try_publish(&self, fill: impl FnOnce(&mut Vec<T>)) -> bool {
@@ -64,9 +66,10 @@ impl<T: Clone> PublishedRows<T> {
         rows.clear();
         fill(&mut rows);
         assert!(
-            rows.len() <= dbinfo::IN_FLIGHT_ROWS_MAX,
-            "published {} rows, above IN_FLIGHT_ROWS_MAX",
-            rows.len()
+            rows.len() <= self.rows_max,
+            "published {} rows, above the list's {}",
+            rows.len(),
+            self.rows_max
         );
         true
     }
@@ -112,6 +115,23 @@ pub struct OperationFigure {
     /// The TC that runs the transaction.
     pub tc: BlockRef,
 }
+
+/// A fragment of an LDM instance (`table_fragments`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FragmentFigure {
+    pub table_id: u32,
+    /// The table's name in the dictionary (`db/def/t` for a SQL table).
+    pub table_name: String,
+    pub fragment: u32,
+    /// This node holds the partition's primary replica (as the live map
+    /// says, failures taken into account).
+    pub primary: bool,
+    pub memory: storage::fragment::FragmentMemory,
+}
+
+/// How often an LDM instance copies its fragments' figures for
+/// `table_fragments` (from its checkpoint check, `LCP_CHECK_INTERVAL`).
+pub const FRAGMENTS_PUBLISH_INTERVAL: Duration = Duration::from_secs(1);
 
 /// `cluster_transactions.state` of each TC state (NDB's words where NDB
 /// has the state).
@@ -234,6 +254,8 @@ pub struct NodeFigures {
     transactions: Vec<PublishedRows<TransactionFigure>>,
     /// What each LDM instance holds (`cluster_operations`).
     operations: Vec<PublishedRows<OperationFigure>>,
+    /// Each LDM instance's fragments (`table_fragments`).
+    fragments: Vec<PublishedRows<FragmentFigure>>,
     /// The runtime's and the transport's figures, set once the node built
     /// them (after its blocks); until then `threadstat` and `transporters`
     /// have no rows.
@@ -244,14 +266,16 @@ pub struct NodeFigures {
 impl NodeFigures {
     pub fn new(tc_instances: u32, ldm_instances: u32) -> Arc<NodeFigures> {
         let slots = |n: u32| (0..n).map(|_| BlockFigures::default()).collect();
-        fn lists<T>(n: u32) -> Vec<PublishedRows<T>> {
-            (0..n).map(|_| PublishedRows::default()).collect()
+        fn lists<T: Clone>(n: u32, rows_max: usize) -> Vec<PublishedRows<T>> {
+            (0..n).map(|_| PublishedRows::new(rows_max)).collect()
         }
+        let in_flight = dbinfo::IN_FLIGHT_ROWS_MAX;
         Arc::new(NodeFigures {
             tcs: slots(tc_instances),
             ldms: slots(ldm_instances),
-            transactions: lists(tc_instances),
-            operations: lists(ldm_instances),
+            transactions: lists(tc_instances, in_flight),
+            operations: lists(ldm_instances, in_flight),
+            fragments: lists(ldm_instances, dbinfo::TABLE_FRAGMENTS_ROWS_MAX),
             threads: OnceLock::new(),
             links: OnceLock::new(),
         })
@@ -331,6 +355,12 @@ impl FigureSlot {
     pub fn operations(&self) -> &PublishedRows<OperationFigure> {
         assert!(!self.tc, "operations are an LDM's");
         &self.figures.operations[self.instance as usize]
+    }
+
+    /// Where an LDM instance publishes its fragments.
+    pub fn fragments(&self) -> &PublishedRows<FragmentFigure> {
+        assert!(!self.tc, "fragments are an LDM's");
+        &self.figures.fragments[self.instance as usize]
     }
 
     #[inline]
@@ -469,6 +499,7 @@ pub fn rows(
             .collect(),
         n if n == dbinfo::CLUSTER_TRANSACTIONS.name => transaction_rows(figures, status),
         n if n == dbinfo::CLUSTER_OPERATIONS.name => operation_rows(figures, node),
+        n if n == dbinfo::TABLE_FRAGMENTS.name => fragment_rows(figures, node),
         n if n == dbinfo::NODES.name => vec![DbinfoRow {
             ints: vec![node, status.uptime_s, status.start_phase],
             texts: vec![status.status.to_owned()],
@@ -532,6 +563,40 @@ fn operation_rows(figures: &NodeFigures, node: u64) -> Vec<DbinfoRow> {
                     u64::from(op.tc.instance),
                 ],
                 texts: vec![op.kind.to_owned(), op.state.to_owned()],
+            });
+        }
+    }
+    rows
+}
+
+/// `table_fragments`: every LDM instance's published fragments.
+fn fragment_rows(figures: &NodeFigures, node: u64) -> Vec<DbinfoRow> {
+    let mut rows = Vec::new();
+    for (instance, list) in (0u64..).zip(&figures.fragments) {
+        for f in list.snapshot() {
+            let m = f.memory;
+            rows.push(DbinfoRow {
+                ints: vec![
+                    node,
+                    instance,
+                    u64::from(f.table_id),
+                    u64::from(f.fragment),
+                    m.rows,
+                    m.fixed_row_bytes,
+                    m.fixed_bytes,
+                    m.var_bytes,
+                    m.hash_index_bytes,
+                    m.data_memory_bytes,
+                ],
+                texts: vec![
+                    f.table_name,
+                    if f.primary {
+                        dbinfo::PRIMARY
+                    } else {
+                        dbinfo::BACKUP
+                    }
+                    .to_owned(),
+                ],
             });
         }
     }

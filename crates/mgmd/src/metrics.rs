@@ -34,13 +34,14 @@ pub const CLIENT_TIMEOUT_MS: u64 = 2_000;
 pub const SCAN_TIMEOUT_MS: u64 = 2_000;
 
 /// The tables a scrape reads, in the order their families are written.
-pub const TABLES: [&TableDef; 6] = [
+pub const TABLES: [&TableDef; 7] = [
     &dbinfo::NODES,
     &dbinfo::MEMORYUSAGE,
     &dbinfo::LOGSPACES,
     &dbinfo::COUNTERS,
     &dbinfo::THREADSTAT,
     &dbinfo::TRANSPORTERS,
+    &dbinfo::TABLE_FRAGMENTS,
 ];
 
 /// What one scrape gathered: per table name, per data node that answered,
@@ -134,7 +135,7 @@ struct Row<'a> {
     row: &'a DbinfoRow,
 }
 
-impl Row<'_> {
+impl<'a> Row<'a> {
     /// The index among the columns of the same kind as `name`'s.
     fn position(&self, name: &str, kind: ColumnKind) -> usize {
         let mut position = 0;
@@ -154,7 +155,7 @@ impl Row<'_> {
         self.row.ints[self.position(name, ColumnKind::Int)]
     }
 
-    fn text(&self, name: &str) -> &str {
+    fn text(&self, name: &str) -> &'a str {
         &self.row.texts[self.position(name, ColumnKind::Text)]
     }
 }
@@ -332,6 +333,18 @@ pub fn render(gathered: &Gathered) -> String {
         "Frames read from the peer (ndbinfo.transporters.frames_received)",
         "counter",
     );
+    let table_rows = family(
+        "skarv_table_rows",
+        "Committed rows of a table's fragments on the node, by replica \
+         (ndbinfo.table_fragments.fixed_elem_count summed)",
+        "gauge",
+    );
+    let table_memory = family(
+        "skarv_table_memory_bytes",
+        "DataMemory of a table's fragments on the node, by replica \
+         (ndbinfo.table_fragments.data_memory_bytes summed)",
+        "gauge",
+    );
 
     let rows = |def: &'static TableDef| {
         gathered
@@ -474,6 +487,21 @@ pub fn render(gathered: &Gathered) -> String {
             ],
         );
     }
+    // Per node, table and replica: the sums over its fragments.
+    let mut tables: BTreeMap<(u64, &str, &str), (u64, u64)> = BTreeMap::new();
+    for r in rows(&dbinfo::TABLE_FRAGMENTS) {
+        let key = (r.int("node_id"), r.text("fq_name"), r.text("replica"));
+        let entry = tables.entry(key).or_default();
+        entry.0 += r.int("fixed_elem_count");
+        entry.1 += r.int("data_memory_bytes");
+    }
+    for ((node, table, replica), (rows, bytes)) in tables {
+        let node = node.to_string();
+        let replica = replica.to_ascii_lowercase();
+        let l = labels(&[("node", &node), ("table", table), ("replica", &replica)]);
+        families[table_rows].samples.push((l.clone(), rows));
+        families[table_memory].samples.push((l, bytes));
+    }
 
     let mut out = String::new();
     for (i, f) in families.iter().enumerate() {
@@ -518,6 +546,35 @@ mod tests {
         );
         assert_eq!(micros_as_seconds(1_234_567), "1.234567");
         assert_eq!(micros_as_seconds(5), "0.000005");
+    }
+
+    #[test]
+    fn table_figures_are_summed_over_fragments_per_replica() {
+        let fragment = |number: u64, replica: &str, rows: u64, bytes: u64| DbinfoRow {
+            ints: vec![2, 0, 17, number, rows, 32, 32768, 0, 32768, bytes],
+            texts: vec!["db/def/t".to_owned(), replica.to_owned()],
+        };
+        let mut gathered = Gathered {
+            data_nodes: vec![node(2)],
+            ..Gathered::default()
+        };
+        let rows = vec![
+            fragment(0, dbinfo::PRIMARY, 3, 65536),
+            fragment(1, dbinfo::PRIMARY, 4, 98304),
+            fragment(2, dbinfo::BACKUP, 5, 65536),
+        ];
+        gathered.tables.insert(
+            dbinfo::TABLE_FRAGMENTS.name,
+            BTreeMap::from([(node(2), rows)]),
+        );
+        let text = render(&gathered);
+        for line in [
+            "skarv_table_rows{node=\"2\",table=\"db/def/t\",replica=\"primary\"} 7\n",
+            "skarv_table_rows{node=\"2\",table=\"db/def/t\",replica=\"backup\"} 5\n",
+            "skarv_table_memory_bytes{node=\"2\",table=\"db/def/t\",replica=\"primary\"} 163840\n",
+        ] {
+            assert!(text.contains(line), "{line} in {text}");
+        }
     }
 
     #[test]

@@ -142,6 +142,33 @@ pub const CLUSTER_OPERATIONS: TableDef = TableDef {
     ],
 };
 
+pub const TABLE_FRAGMENTS: TableDef = TableDef {
+    name: "table_fragments",
+    columns: &[
+        ("node_id", Int),
+        ("block_instance", Int),
+        ("table_id", Int),
+        ("fq_name", Text),
+        ("fragment_num", Int),
+        ("replica", Text),
+        ("fixed_elem_count", Int),
+        ("fixed_elem_size_bytes", Int),
+        ("fixed_elem_alloc_bytes", Int),
+        ("var_elem_alloc_bytes", Int),
+        ("hash_index_alloc_bytes", Int),
+        ("data_memory_bytes", Int),
+    ],
+};
+
+/// `table_fragments.replica` of a fragment whose node holds the
+/// partition's primary replica, and of one holding a backup.
+pub const PRIMARY: &str = "PRIMARY";
+pub const BACKUP: &str = "BACKUP";
+
+/// Rows of `table_fragments` one LDM instance answers at most (its
+/// fragments, the hidden tables' included, in table id order).
+pub const TABLE_FRAGMENTS_ROWS_MAX: usize = 10_000;
+
 /// Rows of `cluster_transactions` one TC instance answers at most, and of
 /// `cluster_operations` one LDM instance answers at most: a node with more
 /// in flight shows these many (the oldest slots first), so a scan of a busy
@@ -180,6 +207,7 @@ pub const TABLES: &[&TableDef] = &[
     &LOGSPACES,
     &MEMORYUSAGE,
     &NODES,
+    &TABLE_FRAGMENTS,
     &THREADSTAT,
     &TRANSPORTERS,
 ];

@@ -4,6 +4,8 @@
 //! `prometheus_client` parser (`.ci/run` installs it), and asserts that
 //! - every family of the data nodes' figures is there: memory, block
 //!   counters, threads (signals, CPU), links (bytes, frames);
+//! - per-table figures: a table's rows summed over the fragments of each
+//!   replica equal the rows inserted, and they take memory;
 //! - its figures agree with ndbinfo's read through SQL around the scrape
 //!   (DataMemory pages, and the TC's commits when no commit came between);
 //! - a node that is hung (SIGSTOP) shows as not answering, and costs the
@@ -28,6 +30,9 @@ const NODE_GONE_MAX: Duration = Duration::from_secs(30);
 /// A scrape with a hung data node takes one scan timeout (2 s) and the
 /// rest; one per table would be 12 s.
 const SCRAPE_WITH_HUNG_NODE_MAX: Duration = Duration::from_secs(5);
+/// How long per-table figures may take to show inserted rows (published
+/// every second).
+const TABLE_FIGURES_MAX: Duration = Duration::from_secs(10);
 /// Tries to find ndbinfo's figures still between two reads around a scrape.
 const STABLE_TRIES_MAX: usize = 20;
 
@@ -195,6 +200,27 @@ fn metrics_parse_and_agree_with_ndbinfo() {
                 &[("node", node), ("block", "DBTC"), ("counter", "COMMITS")]
             ) >= 1.0,
             "node {node}'s TC counters"
+        );
+    }
+    // Per-table figures: the 20 rows, on each replica (the fragments'
+    // figures are published every second: poll).
+    wait_for("m.t's rows in the metrics", TABLE_FIGURES_MAX, || {
+        let samples = scrape(port);
+        let rows = |replica| {
+            sum(
+                &samples,
+                "skarv_table_rows",
+                &[("table", "m/def/t"), ("replica", replica)],
+            )
+        };
+        (rows("primary"), rows("backup")) == (20.0, 20.0)
+    });
+    let samples = scrape(port);
+    for node in ["2", "3"] {
+        let with = [("node", node), ("table", "m/def/t")];
+        assert!(
+            sum(&samples, "skarv_table_memory_bytes", &with) > 0.0,
+            "m.t takes memory on node {node}"
         );
     }
     let link = [("node", "2"), ("peer", "3")];

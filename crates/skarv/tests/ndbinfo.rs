@@ -15,6 +15,9 @@
 //!   `ndbinfo.cluster_transactions` from another, with its update held on
 //!   both replicas in `cluster_operations`, its inactive time growing, and
 //!   both are gone after its COMMIT;
+//! - `ndbinfo.table_fragments` sums the loaded rows over the fragments of
+//!   each replica to the rows inserted, every fragment once as primary and
+//!   once as backup, with its memory;
 //! - writes are refused with 1036 (read only);
 //! - a killed data node's rows disappear while the query still answers.
 
@@ -106,6 +109,7 @@ fn ndbinfo_shows_the_data_nodes_figures() {
         "cluster_operations",
         "cluster_transactions",
         "counters",
+        "table_fragments",
         "memoryusage",
         "nodes",
         "threadstat",
@@ -167,6 +171,8 @@ fn ndbinfo_shows_the_data_nodes_figures() {
         conn.query_drop(format!("INSERT INTO load_db.t VALUES {}", values.join(",")))
             .expect("insert");
     }
+
+    the_rows_show_per_fragment(&mut conn);
 
     let commits_after = counter(&mut conn, "DBTC", "COMMITS");
     let ops_after = counter(&mut conn, "DBLQH", "OPERATIONS");
@@ -345,4 +351,56 @@ fn an_open_transaction_shows_in_flight(sandbox: &Sandbox, conn: &mut mysql::Conn
         .query_first("SELECT v FROM load_db.t WHERE id = 7")
         .expect("read");
     assert_eq!(value.as_deref(), Some("held"));
+}
+
+/// A `table_fragments` row of a table: (node_id, fragment_num, replica,
+/// fixed_elem_count, fixed_elem_size_bytes, fixed_elem_alloc_bytes,
+/// var_elem_alloc_bytes, hash_index_alloc_bytes, data_memory_bytes).
+type FragmentRow = (u64, u64, String, u64, u64, u64, u64, u64, u64);
+
+/// The loaded table's rows, per fragment and replica, sum to the rows
+/// inserted on each replica (published every second: polled).
+fn the_rows_show_per_fragment(conn: &mut mysql::Conn) {
+    let rows_of = |conn: &mut mysql::Conn| -> Vec<FragmentRow> {
+        conn.query(
+            "SELECT node_id, fragment_num, replica, fixed_elem_count, fixed_elem_size_bytes, \
+             fixed_elem_alloc_bytes, var_elem_alloc_bytes, hash_index_alloc_bytes, \
+             data_memory_bytes FROM ndbinfo.table_fragments \
+             WHERE fq_name = 'load_db/def/t' ORDER BY fragment_num, replica",
+        )
+        .expect("table_fragments answers")
+    };
+    let per_replica = |rows: &[FragmentRow], replica: &str| -> u64 {
+        rows.iter().filter(|r| r.2 == replica).map(|r| r.3).sum()
+    };
+    let mut rows = Vec::new();
+    wait_for(
+        "the loaded rows in table_fragments",
+        IN_FLIGHT_SHOWN_MAX,
+        || {
+            rows = rows_of(conn);
+            (per_replica(&rows, "PRIMARY"), per_replica(&rows, "BACKUP")) == (LOAD_ROWS, LOAD_ROWS)
+        },
+    );
+    // Every fragment once as primary, once as backup, on different nodes.
+    let fragments: std::collections::BTreeSet<u64> = rows.iter().map(|r| r.1).collect();
+    assert_eq!(rows.len(), 2 * fragments.len(), "{rows:?}");
+    for pair in rows.chunks(2) {
+        let (backup, primary) = (&pair[0], &pair[1]);
+        assert_eq!(
+            (backup.1, backup.2.as_str(), primary.2.as_str()),
+            (primary.1, "BACKUP", "PRIMARY"),
+            "{rows:?}"
+        );
+        assert_ne!(backup.0, primary.0, "replicas on two nodes: {rows:?}");
+        assert_eq!(backup.3, primary.3, "replicas hold the same rows: {rows:?}");
+    }
+    for r in &rows {
+        // Rows of 200 characters: fixed slots, variable parts, a hash index.
+        assert!(r.4 > 0, "a fixed slot size: {r:?}");
+        if r.3 > 0 {
+            assert!(r.5 > 0 && r.6 > 0 && r.7 > 0, "pages in use: {r:?}");
+        }
+        assert!(r.8 >= r.5 + r.6 + r.7, "the total holds its parts: {r:?}");
+    }
 }

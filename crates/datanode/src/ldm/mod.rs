@@ -391,6 +391,8 @@ pub struct LdmBlock<D> {
     in_flight_next_publish: Instant,
     in_flight_published: bool,
     in_flight_timer_armed: bool,
+    /// When the fragments' figures are next copied (`publish_fragments`).
+    fragments_next_publish: Instant,
     held: Vec<storage::fragment::HeldOperation>,
     /// The 80 % / 90 % alarms of this instance's DataMemory and redo log.
     memory_alarm: crate::alarm::Alarm,
@@ -469,6 +471,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             in_flight_next_publish: Instant::ZERO,
             in_flight_published: false,
             in_flight_timer_armed: false,
+            fragments_next_publish: Instant::ZERO,
             held: Vec::new(),
             memory_alarm: crate::alarm::Alarm::default(),
             redo_alarm: crate::alarm::Alarm::default(),
@@ -556,6 +559,41 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         slot.set(ldm::COMMITS, self.stats.commits);
         slot.set(ldm::ABORTS, self.stats.aborts);
         slot.set(ldm::SCANS, self.stats.scans);
+    }
+
+    /// Copies every fragment's rows and memory (at most
+    /// `signal::dbinfo::TABLE_FRAGMENTS_ROWS_MAX`, in table id order) for
+    /// `table_fragments`, every `FRAGMENTS_PUBLISH_INTERVAL`, from the
+    /// checkpoint check: a walk over the fragments, not over their rows.
+    fn publish_fragments(&mut self, now: Instant) {
+        let (Some(slot), Some(instance)) = (&self.figures, &self.instance) else {
+            return;
+        };
+        if now < self.fragments_next_publish {
+            return;
+        }
+        let (live, node) = (&self.live, self.config.node);
+        let published = slot.fragments().try_publish(|rows| {
+            let mut ids: Vec<(u32, u32)> = instance.fragment_ids().collect();
+            ids.sort_unstable();
+            ids.truncate(signal::dbinfo::TABLE_FRAGMENTS_ROWS_MAX);
+            for (table_id, fragment) in ids {
+                let Some(frag) = instance.fragment_ref(table_id, fragment) else {
+                    continue;
+                };
+                let fully_replicated = frag.definition().fully_replicated;
+                rows.push(crate::dbinfo::FragmentFigure {
+                    table_id,
+                    table_name: frag.table_name().to_owned(),
+                    fragment,
+                    primary: live.home_of(fragment, fully_replicated).primary() == node,
+                    memory: frag.memory(),
+                });
+            }
+        });
+        if published {
+            self.fragments_next_publish = now + crate::dbinfo::FRAGMENTS_PUBLISH_INTERVAL;
+        }
     }
 
     /// Copies the operations held here (at most
@@ -1550,6 +1588,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 ctx.set_timer(LCP_CHECK_INTERVAL, TIMER_LCP_CHECK);
                 self.check_lcp_due(ctx);
                 self.check_alarms(ctx);
+                self.publish_fragments(ctx.now());
             }
             discard::TIMER_DISCARD_DECISION => self.decide_discard(true, ctx),
             alter::TIMER_ALTER_CHECK => self.on_alter_timer(ctx),

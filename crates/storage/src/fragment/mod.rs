@@ -327,6 +327,23 @@ struct Image {
     key: Vec<u8>,
 }
 
+/// A fragment's rows and memory ([`Fragment::memory`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FragmentMemory {
+    /// Committed rows.
+    pub rows: u64,
+    /// Bytes of one row's fixed part in its page (its slot).
+    pub fixed_row_bytes: u64,
+    /// DataMemory of the pages of the rows' fixed parts, of their variable
+    /// parts, and of the hash index.
+    pub fixed_bytes: u64,
+    pub var_bytes: u64,
+    pub hash_index_bytes: u64,
+    /// All the DataMemory it holds: the above and the pages reserved for
+    /// pending updates.
+    pub data_memory_bytes: u64,
+}
+
 /// What a transaction holds on one row ([`Fragment::held_operations`]).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum HeldOperation {
@@ -620,6 +637,23 @@ impl Fragment {
         self.rows.memory_bytes()
             + self.hash.memory_bytes()
             + u64::from(self.reserve_pages) * PAGE_BYTES as u64
+    }
+
+    /// Its rows and the memory they take, for ndbinfo's `table_fragments`.
+    pub fn memory(&self) -> FragmentMemory {
+        let figures = FragmentMemory {
+            rows: self.row_count(),
+            fixed_row_bytes: self.rows.slot_bytes() as u64,
+            fixed_bytes: self.rows.fixed_memory_bytes(),
+            var_bytes: self.rows.var_memory_bytes(),
+            hash_index_bytes: self.hash.memory_bytes(),
+            data_memory_bytes: self.data_memory_bytes(),
+        };
+        debug_assert!(
+            figures.fixed_bytes + figures.var_bytes + figures.hash_index_bytes
+                <= figures.data_memory_bytes
+        );
+        figures
     }
 
     /// All memory: [`Fragment::data_memory_bytes`] and the ordered indexes'
