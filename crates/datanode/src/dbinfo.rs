@@ -192,6 +192,66 @@ impl BlockFigures {
     }
 }
 
+/// A histogram of latencies in log2 buckets (`dbinfo::latency_bucket`),
+/// kept by one block instance on its own thread: recording one is an
+/// index computation and three adds, no lock, no allocation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LatencyHistogram {
+    pub buckets: [u64; dbinfo::LATENCY_BUCKETS],
+    /// Every latency recorded, in microseconds, added up.
+    pub sum_us: u64,
+    /// Latencies recorded.
+    pub count: u64,
+}
+
+impl LatencyHistogram {
+    pub fn record(&mut self, latency: Duration) {
+        let us = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
+        self.buckets[dbinfo::latency_bucket(us)] += 1;
+        self.sum_us = self.sum_us.saturating_add(us);
+        self.count += 1;
+        debug_assert_eq!(self.buckets.iter().sum::<u64>(), self.count);
+    }
+}
+
+/// A histogram as a block instance publishes it (its buckets, sum and
+/// count, relaxed stores on cache lines of its own).
+#[derive(Debug, Default)]
+#[repr(align(64))]
+pub struct HistogramFigures {
+    buckets: [AtomicU64; dbinfo::LATENCY_BUCKETS],
+    sum_us: AtomicU64,
+    count: AtomicU64,
+}
+
+impl HistogramFigures {
+    /// Stores `histogram` if it changed since the last time (only the
+    /// owning instance writes).
+    pub fn publish(&self, histogram: &LatencyHistogram) {
+        if self.count.load(Ordering::Relaxed) == histogram.count {
+            return;
+        }
+        for (cell, value) in self.buckets.iter().zip(histogram.buckets) {
+            cell.store(value, Ordering::Relaxed);
+        }
+        self.sum_us.store(histogram.sum_us, Ordering::Relaxed);
+        self.count.store(histogram.count, Ordering::Relaxed);
+    }
+
+    /// What was last published (its figures each of some moment).
+    pub fn get(&self) -> LatencyHistogram {
+        let mut histogram = LatencyHistogram {
+            sum_us: self.sum_us.load(Ordering::Relaxed),
+            count: self.count.load(Ordering::Relaxed),
+            ..LatencyHistogram::default()
+        };
+        for (value, cell) in histogram.buckets.iter_mut().zip(&self.buckets) {
+            *value = cell.load(Ordering::Relaxed);
+        }
+        histogram
+    }
+}
+
 /// An LDM instance's figures (`BlockFigures` ids). The counters are those
 /// of `LdmStats`, published after each signal.
 pub mod ldm {
@@ -250,6 +310,8 @@ enum Block {
 pub struct NodeFigures {
     tcs: Vec<BlockFigures>,
     ldms: Vec<BlockFigures>,
+    /// Each TC instance's commit latencies (`tc_latency`).
+    commit_latency: Vec<HistogramFigures>,
     /// What each TC instance has in flight (`cluster_transactions`).
     transactions: Vec<PublishedRows<TransactionFigure>>,
     /// What each LDM instance holds (`cluster_operations`).
@@ -273,6 +335,9 @@ impl NodeFigures {
         Arc::new(NodeFigures {
             tcs: slots(tc_instances),
             ldms: slots(ldm_instances),
+            commit_latency: (0..tc_instances)
+                .map(|_| HistogramFigures::default())
+                .collect(),
             transactions: lists(tc_instances, in_flight),
             operations: lists(ldm_instances, in_flight),
             fragments: lists(ldm_instances, dbinfo::TABLE_FRAGMENTS_ROWS_MAX),
@@ -343,6 +408,12 @@ impl FigureSlot {
             tc: false,
             instance,
         }
+    }
+
+    /// Where a TC instance publishes its commit latencies.
+    pub fn commit_latency(&self) -> &HistogramFigures {
+        assert!(self.tc, "commit latencies are a TC's");
+        &self.figures.commit_latency[self.instance as usize]
     }
 
     /// Where a TC instance publishes its transactions.
@@ -500,6 +571,7 @@ pub fn rows(
         n if n == dbinfo::CLUSTER_TRANSACTIONS.name => transaction_rows(figures, status),
         n if n == dbinfo::CLUSTER_OPERATIONS.name => operation_rows(figures, node),
         n if n == dbinfo::TABLE_FRAGMENTS.name => fragment_rows(figures, node),
+        n if n == dbinfo::TC_LATENCY.name => latency_rows(figures, node),
         n if n == dbinfo::NODES.name => vec![DbinfoRow {
             ints: vec![node, status.uptime_s, status.start_phase],
             texts: vec![status.status.to_owned()],
@@ -563,6 +635,29 @@ fn operation_rows(figures: &NodeFigures, node: u64) -> Vec<DbinfoRow> {
                     u64::from(op.tc.instance),
                 ],
                 texts: vec![op.kind.to_owned(), op.state.to_owned()],
+            });
+        }
+    }
+    rows
+}
+
+/// `tc_latency`: every TC instance's commit latencies, a row per bucket.
+fn latency_rows(figures: &NodeFigures, node: u64) -> Vec<DbinfoRow> {
+    let mut rows = Vec::new();
+    for (instance, published) in (0u64..).zip(&figures.commit_latency) {
+        let histogram = published.get();
+        for (bucket, count) in histogram.buckets.into_iter().enumerate() {
+            rows.push(DbinfoRow {
+                ints: vec![
+                    node,
+                    instance,
+                    bucket as u64,
+                    dbinfo::latency_le_us(bucket),
+                    count,
+                    histogram.sum_us,
+                    histogram.count,
+                ],
+                texts: vec![dbinfo::COMMIT.to_owned()],
             });
         }
     }

@@ -160,6 +160,52 @@ pub const TABLE_FRAGMENTS: TableDef = TableDef {
     ],
 };
 
+/// Skarv's: a TC instance's request latencies as a histogram of log2
+/// buckets (docs/operations.md, "ndbinfo").
+pub const TC_LATENCY: TableDef = TableDef {
+    name: "tc_latency",
+    columns: &[
+        ("node_id", Int),
+        ("block_instance", Int),
+        ("request", Text),
+        ("bucket", Int),
+        ("le_us", Int),
+        ("count", Int),
+        ("sum_us", Int),
+        ("total", Int),
+    ],
+};
+
+/// `tc_latency.request` of transaction commits.
+pub const COMMIT: &str = "COMMIT";
+
+/// Buckets of a latency histogram: bucket `i` counts latencies of at most
+/// 2^i microseconds above the bucket before (bucket 0: at most 1 us), the
+/// last every latency above 2^(LATENCY_BUCKETS - 2) us (about 2.1 s).
+pub const LATENCY_BUCKETS: usize = 23;
+
+/// The upper bound (`le`) of latency bucket `bucket`, in microseconds;
+/// `u64::MAX` for the last (Prometheus's `+Inf`).
+pub fn latency_le_us(bucket: usize) -> u64 {
+    assert!(bucket < LATENCY_BUCKETS, "latency bucket {bucket}");
+    if bucket == LATENCY_BUCKETS - 1 {
+        u64::MAX
+    } else {
+        1 << bucket
+    }
+}
+
+/// The bucket of a latency of `us` microseconds: the first whose upper
+/// bound is at least `us`.
+pub fn latency_bucket(us: u64) -> usize {
+    let bucket = if us <= 1 {
+        0
+    } else {
+        (u64::BITS - (us - 1).leading_zeros()) as usize
+    };
+    bucket.min(LATENCY_BUCKETS - 1)
+}
+
 /// `table_fragments.replica` of a fragment whose node holds the
 /// partition's primary replica, and of one holding a backup.
 pub const PRIMARY: &str = "PRIMARY";
@@ -208,6 +254,7 @@ pub const TABLES: &[&TableDef] = &[
     &MEMORYUSAGE,
     &NODES,
     &TABLE_FRAGMENTS,
+    &TC_LATENCY,
     &THREADSTAT,
     &TRANSPORTERS,
 ];
@@ -228,3 +275,29 @@ pub const DISCONNECTED: &str = "DISCONNECTED";
 
 /// `memoryusage.memory_type` of the `DataMemory` row (NDB's words).
 pub const DATA_MEMORY: &str = "Data memory";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_latency_falls_in_the_first_bucket_that_holds_it() {
+        assert_eq!(latency_bucket(0), 0);
+        assert_eq!(latency_bucket(1), 0);
+        assert_eq!(latency_bucket(2), 1);
+        assert_eq!(latency_bucket(3), 2);
+        assert_eq!(latency_bucket(4), 2);
+        assert_eq!(latency_bucket(5), 3);
+        assert_eq!(latency_bucket(1 << 20), 20);
+        assert_eq!(latency_bucket((1 << 21) + 1), LATENCY_BUCKETS - 1);
+        assert_eq!(latency_bucket(u64::MAX), LATENCY_BUCKETS - 1);
+        for us in [0, 1, 2, 3, 100, 999_999, 1 << 21, u64::MAX] {
+            let bucket = latency_bucket(us);
+            assert!(us <= latency_le_us(bucket), "{us} fits bucket {bucket}");
+            assert!(
+                bucket == 0 || us > latency_le_us(bucket - 1),
+                "{us}: the first"
+            );
+        }
+    }
+}

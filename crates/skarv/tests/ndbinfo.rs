@@ -18,6 +18,7 @@
 //! - `ndbinfo.table_fragments` sums the loaded rows over the fragments of
 //!   each replica to the rows inserted, every fragment once as primary and
 //!   once as backup, with its memory;
+//! - `ndbinfo.tc_latency` has every INSERT's commit in a TC's buckets;
 //! - writes are refused with 1036 (read only);
 //! - a killed data node's rows disappear while the query still answers.
 
@@ -185,6 +186,22 @@ fn ndbinfo_shows_the_data_nodes_figures() {
     assert!(
         sum(&ops_after) >= sum(&ops_before) + 2 * LOAD_ROWS,
         "{LOAD_ROWS} rows on 2 replicas: {ops_before:?} -> {ops_after:?}"
+    );
+    // Every INSERT's commit has its latency in a TC's histogram: each
+    // instance's buckets add up to its total (nothing commits meanwhile).
+    let latencies: Vec<(u64, u64, u64, u64)> = conn
+        .query(
+            "SELECT node_id, block_instance, SUM(count), MAX(total) FROM ndbinfo.tc_latency \
+             WHERE request = 'COMMIT' GROUP BY node_id, block_instance",
+        )
+        .expect("tc_latency answers");
+    for &(node, instance, in_buckets, total) in &latencies {
+        assert_eq!(in_buckets, total, "TC {node}/{instance}: {latencies:?}");
+    }
+    let recorded: u64 = latencies.iter().map(|l| l.2).sum();
+    assert!(
+        recorded >= inserts,
+        "{recorded} commit latencies: {latencies:?}"
     );
     let after = memory(&mut conn);
     for (b, a) in before.iter().zip(&after) {

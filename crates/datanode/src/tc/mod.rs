@@ -145,6 +145,9 @@ pub struct TcCounters {
     /// end (`tc_flags::RELEASE`): no commit request came for them. Not
     /// counted in `committed`.
     pub released: u64,
+    /// Commits of a client's request: from the arrival of the request
+    /// that asked to commit to the commit's answer (`tc_latency`).
+    pub commit_latency: crate::dbinfo::LatencyHistogram,
 }
 
 /// Scratch space reused by every request (no allocation once warm).
@@ -364,6 +367,11 @@ impl TcBlock {
         slot.set(tc::ABORTS, self.counters.aborted);
         slot.set(tc::SCANS, self.counters.scans_completed);
         slot.set(tc::LOCK_TIMEOUTS, self.counters.lock_timeouts);
+        self.figures
+            .as_ref()
+            .expect("checked above")
+            .commit_latency()
+            .publish(&self.counters.commit_latency);
     }
 
     /// Copies the transactions in flight (at most

@@ -1769,6 +1769,10 @@ impl TcBlock {
         let tx = self.transactions.get_mut(slot);
         let tx_id = tx.tx_id;
         let api = tx.api.expect("a transaction has a client");
+        // A commit its client asked for (not one a takeover decided): when
+        // the request that asked came.
+        let commit_asked_at = (tx.flags & tc_flags::COMMIT != 0 && tx.last_active != Instant::ZERO)
+            .then_some(tx.last_active);
         let reply = if committed {
             Some(SignalBody::TcKeyConf {
                 tx_id,
@@ -1822,6 +1826,10 @@ impl TcBlock {
         self.transactions.release(slot);
         if committed {
             self.counters.committed += 1;
+            if let Some(asked) = commit_asked_at {
+                let latency = ctx.now().saturating_since(asked);
+                self.counters.commit_latency.record(latency);
+            }
         } else {
             self.counters.aborted += 1;
         }
