@@ -762,6 +762,45 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_publisher_never_waits_for_a_reader() {
+        let list: PublishedRows<u32> = PublishedRows::new(3);
+        assert!(list.try_publish(|rows| rows.extend([1, 2])));
+        assert_eq!(list.snapshot(), [1, 2]);
+        {
+            let _reading = list.rows.lock().unwrap();
+            assert!(!list.try_publish(|rows| rows.push(9)), "held: skipped");
+        }
+        assert_eq!(list.snapshot(), [1, 2], "a skipped copy changes nothing");
+        assert!(list.try_publish(|rows| rows.push(3)));
+        assert_eq!(list.snapshot(), [3], "each copy replaces the last");
+    }
+
+    #[test]
+    #[should_panic(expected = "above the list's 3")]
+    fn a_list_holds_its_bound_at_most() {
+        let list: PublishedRows<u32> = PublishedRows::new(3);
+        list.try_publish(|rows| rows.extend([1, 2, 3, 4]));
+    }
+
+    #[test]
+    fn latencies_land_in_log2_buckets_and_publish_whole() {
+        let mut histogram = LatencyHistogram::default();
+        for us in [1, 3, 4, 1_000, 10_000_000] {
+            histogram.record(Duration::from_micros(us));
+        }
+        let mut expected = [0u64; dbinfo::LATENCY_BUCKETS];
+        expected[0] = 1; // 1 us
+        expected[2] = 2; // 3 and 4 us: at most 4
+        expected[10] = 1; // 1,000 us: at most 1,024
+        expected[dbinfo::LATENCY_BUCKETS - 1] = 1; // 10 s: no bound
+        assert_eq!(histogram.buckets, expected);
+        assert_eq!((histogram.count, histogram.sum_us), (5, 10_001_008));
+        let published = HistogramFigures::default();
+        published.publish(&histogram);
+        assert_eq!(published.get(), histogram);
+    }
+
+    #[test]
     fn stat_times_are_fields_14_and_15_whatever_the_name() {
         let stat = "4242 (ldm 0 (x)) S 1 2 3 4 5 6 7 8 9 10 111 222 13 14 20 0 1 0";
         assert_eq!(parse_stat_times(stat), Some((111, 222)));

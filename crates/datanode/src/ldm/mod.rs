@@ -658,10 +658,13 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 }
             }
         });
-        // Taken by a reader: the timer comes back after the interval.
         self.in_flight_next_publish = now + crate::dbinfo::IN_FLIGHT_PUBLISH_INTERVAL;
         if published {
             self.in_flight_published = !self.txs.is_empty();
+        } else if !self.in_flight_timer_armed {
+            // A reader held the list: try again after the interval.
+            self.in_flight_timer_armed = true;
+            ctx.set_timer(crate::dbinfo::IN_FLIGHT_PUBLISH_INTERVAL, TIMER_IN_FLIGHT);
         }
     }
 

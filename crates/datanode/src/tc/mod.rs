@@ -355,21 +355,20 @@ impl TcBlock {
         self
     }
 
-    /// Stores the counters ndbinfo shows (relaxed stores into this
-    /// instance's own cache line: no lock, no signal).
+    /// Stores the counters and the commit latencies ndbinfo shows
+    /// (relaxed stores into this instance's own cache lines: no lock, no
+    /// signal).
     fn publish_figures(&self) {
         use crate::dbinfo::tc;
-        let Some(slot) = &self.figures else {
+        let Some(figures) = &self.figures else {
             return;
         };
-        let slot = slot.slot();
+        let slot = figures.slot();
         slot.set(tc::COMMITS, self.counters.committed);
         slot.set(tc::ABORTS, self.counters.aborted);
         slot.set(tc::SCANS, self.counters.scans_completed);
         slot.set(tc::LOCK_TIMEOUTS, self.counters.lock_timeouts);
-        self.figures
-            .as_ref()
-            .expect("checked above")
+        figures
             .commit_latency()
             .publish(&self.counters.commit_latency);
     }
@@ -403,10 +402,13 @@ impl TcBlock {
                 .take(signal::dbinfo::IN_FLIGHT_ROWS_MAX);
             rows.extend(shown.map(|tx| transactions.get(tx).figure()));
         });
-        // Taken by a reader: the timer comes back after the interval.
         self.in_flight_next_publish = now + crate::dbinfo::IN_FLIGHT_PUBLISH_INTERVAL;
         if published {
             self.in_flight_published = in_use > 0;
+        } else if !self.in_flight_timer_armed {
+            // A reader held the list: try again after the interval.
+            self.in_flight_timer_armed = true;
+            ctx.set_timer(crate::dbinfo::IN_FLIGHT_PUBLISH_INTERVAL, TIMER_IN_FLIGHT);
         }
     }
 
