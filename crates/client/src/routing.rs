@@ -17,18 +17,12 @@ use signal::NodeId;
 
 use crate::error::{Error, Result};
 
-/// Bits of a transaction id that count; the rest is the API node id.
-pub const TX_COUNTER_BITS: u32 = 48;
+pub use signal::ids::{tx_node, TX_COUNTER_BITS};
 const TX_COUNTER_MASK: u64 = (1 << TX_COUNTER_BITS) - 1;
 
 /// The transaction id of `counter` on API node `node`.
 pub fn tx_id(node: NodeId, counter: u64) -> u64 {
     (u64::from(node.get()) << TX_COUNTER_BITS) | (counter & TX_COUNTER_MASK)
-}
-
-/// The API node that made a transaction id.
-pub fn tx_node(tx_id: u64) -> u8 {
-    (tx_id >> TX_COUNTER_BITS) as u8
 }
 
 /// The TC instance of a node with `tc_instances` instances for `tx_id`.

@@ -9,15 +9,158 @@
 //! stands between a hot path and a reader: a reader sees each figure as
 //! some moment's value (figures of one row are not taken at one instant,
 //! as in NDB).
+//!
+//! What is in flight (`cluster_transactions`, `cluster_operations`) is a
+//! list, not a figure: each TC and LDM instance copies its transactions or
+//! operations, at most [`signal::dbinfo::IN_FLIGHT_ROWS_MAX`], into a
+//! [`PublishedRows`] of its own at most every [`IN_FLIGHT_PUBLISH_INTERVAL`]
+//! while they change (from a timer, never per operation), taking the
+//! slot's lock with `try_lock`: a data thread never waits for a reader,
+//! and a copy skipped because a reader held the lock is made at the next
+//! tick.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 use kernel::runtime::{ThreadFigure, ThreadFigures};
+use kernel::Instant;
 use transport::{LinkFigure, LinkFigures};
 
 use signal::dbinfo::{self, TableDef};
-use signal::{DbinfoRow, NodeId};
+use signal::{BlockRef, DbinfoRow, NodeId};
+
+/// The longest a TC or LDM instance keeps a change to what it has in flight
+/// from `cluster_transactions` and `cluster_operations`: its copy is
+/// renewed from a timer this long after the first change since the last.
+pub const IN_FLIGHT_PUBLISH_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Rows a block instance publishes now and then (see the module doc): the
+/// owning instance writes, without ever waiting; the main thread reads.
+#[derive(Debug)]
+pub struct PublishedRows<T> {
+    rows: Mutex<Vec<T>>,
+    /// The most rows a copy may hold.
+    rows_max: usize,
+}
+
+impl<T: Clone> PublishedRows<T> {
+    pub fn new(rows_max: usize) -> PublishedRows<T> {
+        assert!(rows_max > 0, "a list shows at least a row");
+        PublishedRows {
+            rows: Mutex::new(Vec::new()),
+            rows_max,
+        }
+    }
+
+    /// Replaces the rows with what `fill` pushes (at most the list's
+    /// `rows_max`; the vector's room is reused).
+    /// `false`, with nothing changed, when a reader holds the rows now:
+    /// publish again later.
+    pub fn try_publish(&self, fill: impl FnOnce(&mut Vec<T>)) -> bool {
+        let mut rows = match self.rows.try_lock() {
+            Ok(rows) => rows,
+            Err(std::sync::TryLockError::WouldBlock) => return false,
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+        };
+        rows.clear();
+        fill(&mut rows);
+        assert!(
+            rows.len() <= self.rows_max,
+            "published {} rows, above the list's {}",
+            rows.len(),
+            self.rows_max
+        );
+        true
+    }
+
+    /// A copy of the rows last published.
+    pub fn snapshot(&self) -> Vec<T> {
+        match self.rows.lock() {
+            Ok(rows) => rows.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+}
+
+/// A transaction of a TC instance (`cluster_transactions`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TransactionFigure {
+    pub tx_id: u64,
+    /// NDB's words where they fit (`CS_STARTED`, ...): see
+    /// docs/operations.md.
+    pub state: &'static str,
+    /// Operations it has run (records held until it ends).
+    pub operations: u32,
+    /// Operations sent to the LDMs and not answered yet.
+    pub outstanding: u32,
+    /// When its client last asked something of it.
+    pub last_active: Instant,
+    /// Who to answer (the sender of its last request).
+    pub client: Option<BlockRef>,
+}
+
+/// An operation held on an LDM instance (`cluster_operations`): a row
+/// that a transaction changed, locked or waits to lock in one fragment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OperationFigure {
+    pub tx_id: u64,
+    /// NDB's words: `INSERT`, `UPDATE`, `DELETE`, `READ-SH`, `READ-EX`.
+    pub kind: &'static str,
+    /// `PREPARED` (NDB's word: done here, waiting for commit or abort) or
+    /// `WAIT_LOCK` (waiting for a row lock).
+    pub state: &'static str,
+    pub table_id: u32,
+    pub fragment: u32,
+    /// The TC that runs the transaction.
+    pub tc: BlockRef,
+}
+
+/// A fragment of an LDM instance (`table_fragments`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FragmentFigure {
+    pub table_id: u32,
+    /// The table's name in the dictionary (`db/def/t` for a SQL table).
+    pub table_name: String,
+    pub fragment: u32,
+    /// This node holds the partition's primary replica (as the live map
+    /// says, failures taken into account).
+    pub primary: bool,
+    pub memory: storage::fragment::FragmentMemory,
+}
+
+/// How often an LDM instance copies its fragments' figures for
+/// `table_fragments` (from its checkpoint check, `LCP_CHECK_INTERVAL`).
+pub const FRAGMENTS_PUBLISH_INTERVAL: Duration = Duration::from_secs(1);
+
+/// `cluster_transactions.state` of each TC state (NDB's words where NDB
+/// has the state).
+pub mod transaction_state {
+    /// Open, no request of its client in progress (NDB: CS_STARTED).
+    pub const STARTED: &str = "CS_STARTED";
+    /// A request's operations are at the LDMs (Skarv's: NDB's TC has no
+    /// one state for it).
+    pub const EXECUTING: &str = "CS_EXECUTING";
+    /// Commit decided, waiting for a GCI (NDB: CS_START_COMMITTING).
+    pub const START_COMMITTING: &str = "CS_START_COMMITTING";
+    /// Commit sent to the LDMs, waiting for their answers.
+    pub const COMMITTING: &str = "CS_COMMITTING";
+    /// Abort sent to the LDMs, waiting for their answers.
+    pub const ABORTING: &str = "CS_ABORTING";
+}
+
+/// `cluster_operations.operation_type` and `state` (NDB's words).
+pub mod operation {
+    pub const INSERT: &str = "INSERT";
+    pub const UPDATE: &str = "UPDATE";
+    pub const DELETE: &str = "DELETE";
+    pub const READ_SHARED: &str = "READ-SH";
+    pub const READ_EXCLUSIVE: &str = "READ-EX";
+    /// Done on this replica, waiting for commit or abort.
+    pub const PREPARED: &str = "PREPARED";
+    /// Waiting for a row lock another transaction holds.
+    pub const WAIT_LOCK: &str = "WAIT_LOCK";
+}
 
 /// Figures one block instance publishes.
 #[derive(Debug, Default)]
@@ -46,6 +189,66 @@ impl BlockFigures {
 
     pub fn get(&self, id: usize) -> u64 {
         self.values[id].load(Ordering::Relaxed)
+    }
+}
+
+/// A histogram of latencies in log2 buckets (`dbinfo::latency_bucket`),
+/// kept by one block instance on its own thread: recording one is an
+/// index computation and three adds, no lock, no allocation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LatencyHistogram {
+    pub buckets: [u64; dbinfo::LATENCY_BUCKETS],
+    /// Every latency recorded, in microseconds, added up.
+    pub sum_us: u64,
+    /// Latencies recorded.
+    pub count: u64,
+}
+
+impl LatencyHistogram {
+    pub fn record(&mut self, latency: Duration) {
+        let us = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
+        self.buckets[dbinfo::latency_bucket(us)] += 1;
+        self.sum_us = self.sum_us.saturating_add(us);
+        self.count += 1;
+        debug_assert_eq!(self.buckets.iter().sum::<u64>(), self.count);
+    }
+}
+
+/// A histogram as a block instance publishes it (its buckets, sum and
+/// count, relaxed stores on cache lines of its own).
+#[derive(Debug, Default)]
+#[repr(align(64))]
+pub struct HistogramFigures {
+    buckets: [AtomicU64; dbinfo::LATENCY_BUCKETS],
+    sum_us: AtomicU64,
+    count: AtomicU64,
+}
+
+impl HistogramFigures {
+    /// Stores `histogram` if it changed since the last time (only the
+    /// owning instance writes).
+    pub fn publish(&self, histogram: &LatencyHistogram) {
+        if self.count.load(Ordering::Relaxed) == histogram.count {
+            return;
+        }
+        for (cell, value) in self.buckets.iter().zip(histogram.buckets) {
+            cell.store(value, Ordering::Relaxed);
+        }
+        self.sum_us.store(histogram.sum_us, Ordering::Relaxed);
+        self.count.store(histogram.count, Ordering::Relaxed);
+    }
+
+    /// What was last published (its figures each of some moment).
+    pub fn get(&self) -> LatencyHistogram {
+        let mut histogram = LatencyHistogram {
+            sum_us: self.sum_us.load(Ordering::Relaxed),
+            count: self.count.load(Ordering::Relaxed),
+            ..LatencyHistogram::default()
+        };
+        for (value, cell) in histogram.buckets.iter_mut().zip(&self.buckets) {
+            *value = cell.load(Ordering::Relaxed);
+        }
+        histogram
     }
 }
 
@@ -107,6 +310,14 @@ enum Block {
 pub struct NodeFigures {
     tcs: Vec<BlockFigures>,
     ldms: Vec<BlockFigures>,
+    /// Each TC instance's commit latencies (`tc_latency`).
+    commit_latency: Vec<HistogramFigures>,
+    /// What each TC instance has in flight (`cluster_transactions`).
+    transactions: Vec<PublishedRows<TransactionFigure>>,
+    /// What each LDM instance holds (`cluster_operations`).
+    operations: Vec<PublishedRows<OperationFigure>>,
+    /// Each LDM instance's fragments (`table_fragments`).
+    fragments: Vec<PublishedRows<FragmentFigure>>,
     /// The runtime's and the transport's figures, set once the node built
     /// them (after its blocks); until then `threadstat` and `transporters`
     /// have no rows.
@@ -117,9 +328,19 @@ pub struct NodeFigures {
 impl NodeFigures {
     pub fn new(tc_instances: u32, ldm_instances: u32) -> Arc<NodeFigures> {
         let slots = |n: u32| (0..n).map(|_| BlockFigures::default()).collect();
+        fn lists<T: Clone>(n: u32, rows_max: usize) -> Vec<PublishedRows<T>> {
+            (0..n).map(|_| PublishedRows::new(rows_max)).collect()
+        }
+        let in_flight = dbinfo::IN_FLIGHT_ROWS_MAX;
         Arc::new(NodeFigures {
             tcs: slots(tc_instances),
             ldms: slots(ldm_instances),
+            commit_latency: (0..tc_instances)
+                .map(|_| HistogramFigures::default())
+                .collect(),
+            transactions: lists(tc_instances, in_flight),
+            operations: lists(ldm_instances, in_flight),
+            fragments: lists(ldm_instances, dbinfo::TABLE_FRAGMENTS_ROWS_MAX),
             threads: OnceLock::new(),
             links: OnceLock::new(),
         })
@@ -189,6 +410,30 @@ impl FigureSlot {
         }
     }
 
+    /// Where a TC instance publishes its commit latencies.
+    pub fn commit_latency(&self) -> &HistogramFigures {
+        assert!(self.tc, "commit latencies are a TC's");
+        &self.figures.commit_latency[self.instance as usize]
+    }
+
+    /// Where a TC instance publishes its transactions.
+    pub fn transactions(&self) -> &PublishedRows<TransactionFigure> {
+        assert!(self.tc, "transactions are a TC's");
+        &self.figures.transactions[self.instance as usize]
+    }
+
+    /// Where an LDM instance publishes its operations.
+    pub fn operations(&self) -> &PublishedRows<OperationFigure> {
+        assert!(!self.tc, "operations are an LDM's");
+        &self.figures.operations[self.instance as usize]
+    }
+
+    /// Where an LDM instance publishes its fragments.
+    pub fn fragments(&self) -> &PublishedRows<FragmentFigure> {
+        assert!(!self.tc, "fragments are an LDM's");
+        &self.figures.fragments[self.instance as usize]
+    }
+
     #[inline]
     pub fn slot(&self) -> &BlockFigures {
         if self.tc {
@@ -209,6 +454,9 @@ pub struct NodeStatus {
     /// 0 once started; 1 while joining the membership; 2 while a member
     /// that does not serve yet (its data being copied in).
     pub start_phase: u64,
+    /// Now, on the runtime's clock (what `TransactionFigure::last_active`
+    /// is on).
+    pub now: Instant,
 }
 
 /// The rows of `table` this node has now; `Err` names an unknown table.
@@ -320,6 +568,10 @@ pub fn rows(
                 texts: vec![dbinfo::REDO.to_owned()],
             })
             .collect(),
+        n if n == dbinfo::CLUSTER_TRANSACTIONS.name => transaction_rows(figures, status),
+        n if n == dbinfo::CLUSTER_OPERATIONS.name => operation_rows(figures, node),
+        n if n == dbinfo::TABLE_FRAGMENTS.name => fragment_rows(figures, node),
+        n if n == dbinfo::TC_LATENCY.name => latency_rows(figures, node),
         n if n == dbinfo::NODES.name => vec![DbinfoRow {
             ints: vec![node, status.uptime_s, status.start_phase],
             texts: vec![status.status.to_owned()],
@@ -332,6 +584,118 @@ pub fn rows(
         def.name
     );
     Ok(rows)
+}
+
+/// `cluster_transactions`: every TC instance's published transactions.
+fn transaction_rows(figures: &NodeFigures, status: &NodeStatus) -> Vec<DbinfoRow> {
+    let node = u64::from(status.node.get());
+    let mut rows = Vec::new();
+    for (instance, list) in (0u64..).zip(&figures.transactions) {
+        for tx in list.snapshot() {
+            let inactive_s = status.now.saturating_since(tx.last_active).as_secs();
+            rows.push(DbinfoRow {
+                ints: vec![
+                    node,
+                    instance,
+                    tx.tx_id,
+                    u64::from(tx.operations),
+                    u64::from(tx.outstanding),
+                    inactive_s,
+                    // The node that sent its last request; a transaction
+                    // without one yet by the node its id names.
+                    u64::from(
+                        tx.client
+                            .map_or(signal::ids::tx_node(tx.tx_id), |c| c.node.get()),
+                    ),
+                    tx.client.map_or(0, |c| u64::from(c.ndb_number())),
+                ],
+                texts: vec![tx.state.to_owned()],
+            });
+        }
+    }
+    rows
+}
+
+/// `cluster_operations`: every LDM instance's published operations.
+fn operation_rows(figures: &NodeFigures, node: u64) -> Vec<DbinfoRow> {
+    let mut rows = Vec::new();
+    for (instance, list) in (0u64..).zip(&figures.operations) {
+        for op in list.snapshot() {
+            rows.push(DbinfoRow {
+                ints: vec![
+                    node,
+                    instance,
+                    op.tx_id,
+                    u64::from(op.table_id),
+                    u64::from(op.fragment),
+                    u64::from(signal::ids::tx_node(op.tx_id)),
+                    0,
+                    u64::from(op.tc.node.get()),
+                    u64::from(op.tc.block.0),
+                    u64::from(op.tc.instance),
+                ],
+                texts: vec![op.kind.to_owned(), op.state.to_owned()],
+            });
+        }
+    }
+    rows
+}
+
+/// `tc_latency`: every TC instance's commit latencies, a row per bucket.
+fn latency_rows(figures: &NodeFigures, node: u64) -> Vec<DbinfoRow> {
+    let mut rows = Vec::new();
+    for (instance, published) in (0u64..).zip(&figures.commit_latency) {
+        let histogram = published.get();
+        for (bucket, count) in histogram.buckets.into_iter().enumerate() {
+            rows.push(DbinfoRow {
+                ints: vec![
+                    node,
+                    instance,
+                    bucket as u64,
+                    dbinfo::latency_le_us(bucket),
+                    count,
+                    histogram.sum_us,
+                    histogram.count,
+                ],
+                texts: vec![dbinfo::COMMIT.to_owned()],
+            });
+        }
+    }
+    rows
+}
+
+/// `table_fragments`: every LDM instance's published fragments.
+fn fragment_rows(figures: &NodeFigures, node: u64) -> Vec<DbinfoRow> {
+    let mut rows = Vec::new();
+    for (instance, list) in (0u64..).zip(&figures.fragments) {
+        for f in list.snapshot() {
+            let m = f.memory;
+            rows.push(DbinfoRow {
+                ints: vec![
+                    node,
+                    instance,
+                    u64::from(f.table_id),
+                    u64::from(f.fragment),
+                    m.rows,
+                    m.fixed_row_bytes,
+                    m.fixed_bytes,
+                    m.var_bytes,
+                    m.hash_index_bytes,
+                    m.data_memory_bytes,
+                ],
+                texts: vec![
+                    f.table_name,
+                    if f.primary {
+                        dbinfo::PRIMARY
+                    } else {
+                        dbinfo::BACKUP
+                    }
+                    .to_owned(),
+                ],
+            });
+        }
+    }
+    rows
 }
 
 /// Whether `row` has as many values of each kind as `def` has columns.
@@ -396,6 +760,45 @@ fn parse_stat_times(stat: &str) -> Option<(u64, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_publisher_never_waits_for_a_reader() {
+        let list: PublishedRows<u32> = PublishedRows::new(3);
+        assert!(list.try_publish(|rows| rows.extend([1, 2])));
+        assert_eq!(list.snapshot(), [1, 2]);
+        {
+            let _reading = list.rows.lock().unwrap();
+            assert!(!list.try_publish(|rows| rows.push(9)), "held: skipped");
+        }
+        assert_eq!(list.snapshot(), [1, 2], "a skipped copy changes nothing");
+        assert!(list.try_publish(|rows| rows.push(3)));
+        assert_eq!(list.snapshot(), [3], "each copy replaces the last");
+    }
+
+    #[test]
+    #[should_panic(expected = "above the list's 3")]
+    fn a_list_holds_its_bound_at_most() {
+        let list: PublishedRows<u32> = PublishedRows::new(3);
+        list.try_publish(|rows| rows.extend([1, 2, 3, 4]));
+    }
+
+    #[test]
+    fn latencies_land_in_log2_buckets_and_publish_whole() {
+        let mut histogram = LatencyHistogram::default();
+        for us in [1, 3, 4, 1_000, 10_000_000] {
+            histogram.record(Duration::from_micros(us));
+        }
+        let mut expected = [0u64; dbinfo::LATENCY_BUCKETS];
+        expected[0] = 1; // 1 us
+        expected[2] = 2; // 3 and 4 us: at most 4
+        expected[10] = 1; // 1,000 us: at most 1,024
+        expected[dbinfo::LATENCY_BUCKETS - 1] = 1; // 10 s: no bound
+        assert_eq!(histogram.buckets, expected);
+        assert_eq!((histogram.count, histogram.sum_us), (5, 10_001_008));
+        let published = HistogramFigures::default();
+        published.publish(&histogram);
+        assert_eq!(published.get(), histogram);
+    }
 
     #[test]
     fn stat_times_are_fields_14_and_15_whatever_the_name() {

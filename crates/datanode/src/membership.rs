@@ -397,6 +397,7 @@ impl Membership {
                 NodeState::Stopping => "STOPPING",
                 _ => "STARTING",
             },
+            now: ctx.now(),
             start_phase: match (self.phase, self.serving) {
                 (Phase::Started, true) | (Phase::Stopping, _) => 0,
                 (Phase::Starting, _) => 1,

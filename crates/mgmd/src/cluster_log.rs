@@ -9,19 +9,30 @@
 //! Times are UTC. Every line is written with one `write` call on a file
 //! opened for appending, so lines are never torn by a crash of the process.
 
+use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use signal::{NodeId, Severity};
+use signal::{DbinfoRow, NodeId, Severity};
 
 /// Longer texts (from the network) are cut, so a line stays a line.
 pub const EVENT_TEXT_MAX_BYTES: usize = 4096;
+/// Events the mgmd keeps in memory for `skarv admin report eventlog`: the
+/// latest this many since it started (the file keeps them all).
+pub const RECENT_EVENTS_MAX: usize = 1_000;
+/// What an admin names in a `DbinfoScanReq` to the mgmd for the recent
+/// events, which the mgmd answers itself (no data node's ndbinfo table):
+/// a row per event, `ints` its Unix time in seconds, `texts` its severity
+/// (`INFO`, `WARNING`, `ALERT`) and its text.
+pub const EVENTLOG: &str = "eventlog";
 
 pub struct ClusterLog {
     path: PathBuf,
     file: File,
+    /// The latest events as rows (see [`EVENTLOG`]), oldest first.
+    recent: VecDeque<DbinfoRow>,
 }
 
 impl ClusterLog {
@@ -32,16 +43,34 @@ impl ClusterLog {
 
     pub fn open(path: PathBuf) -> io::Result<ClusterLog> {
         let file = OpenOptions::new().create(true).append(true).open(&path)?;
-        Ok(ClusterLog { path, file })
+        Ok(ClusterLog {
+            path,
+            file,
+            recent: VecDeque::with_capacity(RECENT_EVENTS_MAX),
+        })
     }
 
     pub fn path(&self) -> &Path {
         &self.path
     }
 
+    /// The latest events (at most [`RECENT_EVENTS_MAX`]), oldest first.
+    pub fn recent(&self) -> Vec<DbinfoRow> {
+        self.recent.iter().cloned().collect()
+    }
+
     /// Appends one line, and mirrors it to the process log.
     pub fn write(&mut self, severity: Severity, text: &str) -> io::Result<()> {
-        let line = format_line(SystemTime::now(), severity, text);
+        let now = SystemTime::now();
+        let line = format_line(now, severity, text);
+        if self.recent.len() == RECENT_EVENTS_MAX {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(DbinfoRow {
+            ints: vec![unix_seconds(now)],
+            texts: vec![severity.as_str().to_owned(), clean_text(text)],
+        });
+        debug_assert!(self.recent.len() <= RECENT_EVENTS_MAX);
         match severity {
             Severity::Info => tracing::info!(target: "cluster_log", "{text}"),
             Severity::Warning => tracing::warn!(target: "cluster_log", "{text}"),
@@ -55,9 +84,26 @@ impl ClusterLog {
 /// One whole line, newline included. Control characters in `text` (it may
 /// come from the network) become spaces so one event is one line.
 pub fn format_line(time: SystemTime, severity: Severity, text: &str) -> String {
-    let seconds = time
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |since| since.as_secs());
+    format_event(unix_seconds(time), severity.as_str(), &clean_text(text))
+}
+
+/// The line of an event at `unix_seconds` (newline included), its text
+/// already clean: what the file holds and `report eventlog` prints.
+pub fn format_event(unix_seconds: u64, severity: &str, text: &str) -> String {
+    format!(
+        "{} [MgmtSrvr] {severity:<8} -- {text}\n",
+        format_utc(unix_seconds)
+    )
+}
+
+fn unix_seconds(time: SystemTime) -> u64 {
+    time.duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs())
+}
+
+/// `text` with control characters as spaces, cut to
+/// [`EVENT_TEXT_MAX_BYTES`].
+fn clean_text(text: &str) -> String {
     let mut text: String = text
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
@@ -69,11 +115,7 @@ pub fn format_line(time: SystemTime, severity: Severity, text: &str) -> String {
         }
         text.truncate(cut);
     }
-    format!(
-        "{} [MgmtSrvr] {:<8} -- {text}\n",
-        format_utc(seconds),
-        severity.as_str()
-    )
+    text
 }
 
 /// `YYYY-MM-DD HH:MM:SS` of a Unix time in seconds, in UTC.
@@ -114,6 +156,37 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn the_latest_events_are_kept_oldest_first() {
+        let dir = std::env::temp_dir().join(format!("skarv-cluster-log-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut log = ClusterLog::open(dir.join("ndb_1_cluster.log")).unwrap();
+        for i in 0..RECENT_EVENTS_MAX + 2 {
+            let severity = if i % 2 == 0 {
+                Severity::Info
+            } else {
+                Severity::Alert
+            };
+            log.write(severity, &format!("event {i}\nnext")).unwrap();
+        }
+        let recent = log.recent();
+        assert_eq!(recent.len(), RECENT_EVENTS_MAX);
+        assert_eq!(recent[0].texts, ["INFO", "event 2 next"]);
+        let last = format!("event {} next", RECENT_EVENTS_MAX + 1);
+        assert_eq!(
+            recent[RECENT_EVENTS_MAX - 1].texts,
+            ["ALERT", last.as_str()]
+        );
+        assert!(recent.iter().all(|r| r.ints.len() == 1 && r.ints[0] > 0));
+        let file = std::fs::read_to_string(log.path()).unwrap();
+        assert_eq!(
+            file.lines().count(),
+            RECENT_EVENTS_MAX + 2,
+            "the file keeps all"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn utc_dates() {

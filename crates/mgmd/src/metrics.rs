@@ -34,13 +34,15 @@ pub const CLIENT_TIMEOUT_MS: u64 = 2_000;
 pub const SCAN_TIMEOUT_MS: u64 = 2_000;
 
 /// The tables a scrape reads, in the order their families are written.
-pub const TABLES: [&TableDef; 6] = [
+pub const TABLES: [&TableDef; 8] = [
     &dbinfo::NODES,
     &dbinfo::MEMORYUSAGE,
     &dbinfo::LOGSPACES,
     &dbinfo::COUNTERS,
     &dbinfo::THREADSTAT,
     &dbinfo::TRANSPORTERS,
+    &dbinfo::TABLE_FRAGMENTS,
+    &dbinfo::TC_LATENCY,
 ];
 
 /// What one scrape gathered: per table name, per data node that answered,
@@ -134,7 +136,7 @@ struct Row<'a> {
     row: &'a DbinfoRow,
 }
 
-impl Row<'_> {
+impl<'a> Row<'a> {
     /// The index among the columns of the same kind as `name`'s.
     fn position(&self, name: &str, kind: ColumnKind) -> usize {
         let mut position = 0;
@@ -154,7 +156,7 @@ impl Row<'_> {
         self.row.ints[self.position(name, ColumnKind::Int)]
     }
 
-    fn text(&self, name: &str) -> &str {
+    fn text(&self, name: &str) -> &'a str {
         &self.row.texts[self.position(name, ColumnKind::Text)]
     }
 }
@@ -332,6 +334,18 @@ pub fn render(gathered: &Gathered) -> String {
         "Frames read from the peer (ndbinfo.transporters.frames_received)",
         "counter",
     );
+    let table_rows = family(
+        "skarv_table_rows",
+        "Committed rows of a table's fragments on the node, by replica \
+         (ndbinfo.table_fragments.fixed_elem_count summed)",
+        "gauge",
+    );
+    let table_memory = family(
+        "skarv_table_memory_bytes",
+        "DataMemory of a table's fragments on the node, by replica \
+         (ndbinfo.table_fragments.data_memory_bytes summed)",
+        "gauge",
+    );
 
     let rows = |def: &'static TableDef| {
         gathered
@@ -474,6 +488,21 @@ pub fn render(gathered: &Gathered) -> String {
             ],
         );
     }
+    // Per node, table and replica: the sums over its fragments.
+    let mut tables: BTreeMap<(u64, &str, &str), (u64, u64)> = BTreeMap::new();
+    for r in rows(&dbinfo::TABLE_FRAGMENTS) {
+        let key = (r.int("node_id"), r.text("fq_name"), r.text("replica"));
+        let entry = tables.entry(key).or_default();
+        entry.0 += r.int("fixed_elem_count");
+        entry.1 += r.int("data_memory_bytes");
+    }
+    for ((node, table, replica), (rows, bytes)) in tables {
+        let node = node.to_string();
+        let replica = replica.to_ascii_lowercase();
+        let l = labels(&[("node", &node), ("table", table), ("replica", &replica)]);
+        families[table_rows].samples.push((l.clone(), rows));
+        families[table_memory].samples.push((l, bytes));
+    }
 
     let mut out = String::new();
     for (i, f) in families.iter().enumerate() {
@@ -489,7 +518,48 @@ pub fn render(gathered: &Gathered) -> String {
             let _ = writeln!(out, "{}{l} {value}", f.name);
         }
     }
+    write_commit_latency(&mut out, rows(&dbinfo::TC_LATENCY));
     out
+}
+
+/// `skarv_tc_commit_latency_seconds`, a histogram per TC instance from
+/// `tc_latency`'s rows: buckets made cumulative, `le` and the sum in
+/// seconds, the count that of the `+Inf` bucket (so that the histogram
+/// agrees with itself even where a row was read mid-update).
+fn write_commit_latency<'a>(out: &mut String, rows: impl Iterator<Item = Row<'a>>) {
+    const NAME: &str = "skarv_tc_commit_latency_seconds";
+    type Buckets = Vec<(u64, u64)>;
+    let mut per_instance: BTreeMap<(u64, u64), (Buckets, u64)> = BTreeMap::new();
+    for r in rows.filter(|r| r.text("request") == dbinfo::COMMIT) {
+        let entry = per_instance
+            .entry((r.int("node_id"), r.int("block_instance")))
+            .or_default();
+        entry.0.push((r.int("le_us"), r.int("count")));
+        entry.1 = r.int("sum_us");
+    }
+    let _ = writeln!(
+        out,
+        "# HELP {NAME} Commit latency of a TC instance: from the request that asked to \
+         commit to the answer (ndbinfo.tc_latency)"
+    );
+    let _ = writeln!(out, "# TYPE {NAME} histogram");
+    for ((node, instance), (mut buckets, sum_us)) in per_instance {
+        buckets.sort_unstable();
+        let (node, instance) = (node.to_string(), instance.to_string());
+        let mut cumulative = 0u64;
+        for (le_us, count) in buckets {
+            cumulative += count;
+            let le = match le_us {
+                u64::MAX => "+Inf".to_owned(),
+                us => micros_as_seconds(us),
+            };
+            let l = labels(&[("node", &node), ("instance", &instance), ("le", &le)]);
+            let _ = writeln!(out, "{NAME}_bucket{l} {cumulative}");
+        }
+        let l = labels(&[("node", &node), ("instance", &instance)]);
+        let _ = writeln!(out, "{NAME}_sum{l} {}", micros_as_seconds(sum_us));
+        let _ = writeln!(out, "{NAME}_count{l} {cumulative}");
+    }
 }
 
 #[cfg(test)]
@@ -518,6 +588,74 @@ mod tests {
         );
         assert_eq!(micros_as_seconds(1_234_567), "1.234567");
         assert_eq!(micros_as_seconds(5), "0.000005");
+    }
+
+    #[test]
+    fn commit_latencies_are_a_cumulative_histogram_in_seconds() {
+        let bucket = |bucket: usize, count: u64| DbinfoRow {
+            ints: vec![
+                2,
+                0,
+                bucket as u64,
+                dbinfo::latency_le_us(bucket),
+                count,
+                1_500,
+                3,
+            ],
+            texts: vec![dbinfo::COMMIT.to_owned()],
+        };
+        let rows = (0..dbinfo::LATENCY_BUCKETS)
+            .map(|b| bucket(b, u64::from(b == 3) + 2 * u64::from(b == 10)))
+            .collect();
+        let mut gathered = Gathered {
+            data_nodes: vec![node(2)],
+            ..Gathered::default()
+        };
+        gathered
+            .tables
+            .insert(dbinfo::TC_LATENCY.name, BTreeMap::from([(node(2), rows)]));
+        let text = render(&gathered);
+        let name = "skarv_tc_commit_latency_seconds";
+        for line in [
+            format!("# TYPE {name} histogram\n"),
+            format!("{name}_bucket{{node=\"2\",instance=\"0\",le=\"0.000004\"}} 0\n"),
+            format!("{name}_bucket{{node=\"2\",instance=\"0\",le=\"0.000008\"}} 1\n"),
+            format!("{name}_bucket{{node=\"2\",instance=\"0\",le=\"0.001024\"}} 3\n"),
+            format!("{name}_bucket{{node=\"2\",instance=\"0\",le=\"+Inf\"}} 3\n"),
+            format!("{name}_sum{{node=\"2\",instance=\"0\"}} 0.001500\n"),
+            format!("{name}_count{{node=\"2\",instance=\"0\"}} 3\n"),
+        ] {
+            assert!(text.contains(&line), "{line} in {text}");
+        }
+    }
+
+    #[test]
+    fn table_figures_are_summed_over_fragments_per_replica() {
+        let fragment = |number: u64, replica: &str, rows: u64, bytes: u64| DbinfoRow {
+            ints: vec![2, 0, 17, number, rows, 32, 32768, 0, 32768, bytes],
+            texts: vec!["db/def/t".to_owned(), replica.to_owned()],
+        };
+        let mut gathered = Gathered {
+            data_nodes: vec![node(2)],
+            ..Gathered::default()
+        };
+        let rows = vec![
+            fragment(0, dbinfo::PRIMARY, 3, 65536),
+            fragment(1, dbinfo::PRIMARY, 4, 98304),
+            fragment(2, dbinfo::BACKUP, 5, 65536),
+        ];
+        gathered.tables.insert(
+            dbinfo::TABLE_FRAGMENTS.name,
+            BTreeMap::from([(node(2), rows)]),
+        );
+        let text = render(&gathered);
+        for line in [
+            "skarv_table_rows{node=\"2\",table=\"db/def/t\",replica=\"primary\"} 7\n",
+            "skarv_table_rows{node=\"2\",table=\"db/def/t\",replica=\"backup\"} 5\n",
+            "skarv_table_memory_bytes{node=\"2\",table=\"db/def/t\",replica=\"primary\"} 163840\n",
+        ] {
+            assert!(text.contains(line), "{line} in {text}");
+        }
     }
 
     #[test]

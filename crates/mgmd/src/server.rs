@@ -958,6 +958,11 @@ impl Shared {
             // node (each row's first column is its node); none answering
             // is a refusal.
             SignalBody::DbinfoScanReq { request_id, table } => {
+                // `skarv admin report eventlog`: the mgmd's own recent events.
+                if table == crate::cluster_log::EVENTLOG {
+                    let rows = lock(&self.cluster_log).recent();
+                    return reply(SignalBody::DbinfoScanConf { request_id, rows });
+                }
                 if signal::dbinfo::table(&table).is_none() {
                     return reply(SignalBody::DbinfoScanRef {
                         request_id,

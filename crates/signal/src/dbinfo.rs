@@ -109,6 +109,118 @@ pub const LOGSPACES: TableDef = TableDef {
     ],
 };
 
+pub const CLUSTER_TRANSACTIONS: TableDef = TableDef {
+    name: "cluster_transactions",
+    columns: &[
+        ("node_id", Int),
+        ("block_instance", Int),
+        ("transid", Int),
+        ("state", Text),
+        ("count_operations", Int),
+        ("outstanding_operations", Int),
+        ("inactive_seconds", Int),
+        ("client_node_id", Int),
+        ("client_block_ref", Int),
+    ],
+};
+
+pub const CLUSTER_OPERATIONS: TableDef = TableDef {
+    name: "cluster_operations",
+    columns: &[
+        ("node_id", Int),
+        ("block_instance", Int),
+        ("transid", Int),
+        ("operation_type", Text),
+        ("state", Text),
+        ("tableid", Int),
+        ("fragmentid", Int),
+        ("client_node_id", Int),
+        ("client_block_ref", Int),
+        ("tc_node_id", Int),
+        ("tc_block_no", Int),
+        ("tc_block_instance", Int),
+    ],
+};
+
+pub const TABLE_FRAGMENTS: TableDef = TableDef {
+    name: "table_fragments",
+    columns: &[
+        ("node_id", Int),
+        ("block_instance", Int),
+        ("table_id", Int),
+        ("fq_name", Text),
+        ("fragment_num", Int),
+        ("replica", Text),
+        ("fixed_elem_count", Int),
+        ("fixed_elem_size_bytes", Int),
+        ("fixed_elem_alloc_bytes", Int),
+        ("var_elem_alloc_bytes", Int),
+        ("hash_index_alloc_bytes", Int),
+        ("data_memory_bytes", Int),
+    ],
+};
+
+/// Skarv's: a TC instance's request latencies as a histogram of log2
+/// buckets (docs/operations.md, "ndbinfo").
+pub const TC_LATENCY: TableDef = TableDef {
+    name: "tc_latency",
+    columns: &[
+        ("node_id", Int),
+        ("block_instance", Int),
+        ("request", Text),
+        ("bucket", Int),
+        ("le_us", Int),
+        ("count", Int),
+        ("sum_us", Int),
+        ("total", Int),
+    ],
+};
+
+/// `tc_latency.request` of transaction commits.
+pub const COMMIT: &str = "COMMIT";
+
+/// Buckets of a latency histogram: bucket `i` counts latencies of at most
+/// 2^i microseconds above the bucket before (bucket 0: at most 1 us), the
+/// last every latency above 2^(LATENCY_BUCKETS - 2) us (about 2.1 s).
+pub const LATENCY_BUCKETS: usize = 23;
+
+/// The upper bound (`le`) of latency bucket `bucket`, in microseconds;
+/// `u64::MAX` for the last (Prometheus's `+Inf`).
+pub fn latency_le_us(bucket: usize) -> u64 {
+    assert!(bucket < LATENCY_BUCKETS, "latency bucket {bucket}");
+    if bucket == LATENCY_BUCKETS - 1 {
+        u64::MAX
+    } else {
+        1 << bucket
+    }
+}
+
+/// The bucket of a latency of `us` microseconds: the first whose upper
+/// bound is at least `us`.
+pub fn latency_bucket(us: u64) -> usize {
+    let bucket = if us <= 1 {
+        0
+    } else {
+        (u64::BITS - (us - 1).leading_zeros()) as usize
+    };
+    bucket.min(LATENCY_BUCKETS - 1)
+}
+
+/// `table_fragments.replica` of a fragment whose node holds the
+/// partition's primary replica, and of one holding a backup.
+pub const PRIMARY: &str = "PRIMARY";
+pub const BACKUP: &str = "BACKUP";
+
+/// Rows of `table_fragments` one LDM instance answers at most (its
+/// fragments, the hidden tables' included, in table id order).
+pub const TABLE_FRAGMENTS_ROWS_MAX: usize = 10_000;
+
+/// Rows of `cluster_transactions` one TC instance answers at most, and of
+/// `cluster_operations` one LDM instance answers at most: a node with more
+/// in flight shows these many (the oldest slots first), so a scan of a busy
+/// node stays one bounded answer.
+pub const IN_FLIGHT_ROWS_MAX: usize = 1_000;
+
 /// `logspaces.log_type` of the redo log (NDB's word).
 pub const REDO: &str = "REDO";
 
@@ -135,10 +247,14 @@ pub fn alarm_level(used: u64, total: u64) -> u64 {
 
 /// Every ndbinfo table, in the order `SHOW TABLES FROM ndbinfo` lists them.
 pub const TABLES: &[&TableDef] = &[
+    &CLUSTER_OPERATIONS,
+    &CLUSTER_TRANSACTIONS,
     &COUNTERS,
     &LOGSPACES,
     &MEMORYUSAGE,
     &NODES,
+    &TABLE_FRAGMENTS,
+    &TC_LATENCY,
     &THREADSTAT,
     &TRANSPORTERS,
 ];
@@ -159,3 +275,29 @@ pub const DISCONNECTED: &str = "DISCONNECTED";
 
 /// `memoryusage.memory_type` of the `DataMemory` row (NDB's words).
 pub const DATA_MEMORY: &str = "Data memory";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_latency_falls_in_the_first_bucket_that_holds_it() {
+        assert_eq!(latency_bucket(0), 0);
+        assert_eq!(latency_bucket(1), 0);
+        assert_eq!(latency_bucket(2), 1);
+        assert_eq!(latency_bucket(3), 2);
+        assert_eq!(latency_bucket(4), 2);
+        assert_eq!(latency_bucket(5), 3);
+        assert_eq!(latency_bucket(1 << 20), 20);
+        assert_eq!(latency_bucket((1 << 21) + 1), LATENCY_BUCKETS - 1);
+        assert_eq!(latency_bucket(u64::MAX), LATENCY_BUCKETS - 1);
+        for us in [0, 1, 2, 3, 100, 999_999, 1 << 21, u64::MAX] {
+            let bucket = latency_bucket(us);
+            assert!(us <= latency_le_us(bucket), "{us} fits bucket {bucket}");
+            assert!(
+                bucket == 0 || us > latency_le_us(bucket - 1),
+                "{us}: the first"
+            );
+        }
+    }
+}

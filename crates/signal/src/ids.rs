@@ -65,6 +65,16 @@ impl BlockNumber {
     pub const FILE_SYSTEM: BlockNumber = BlockNumber(67);
 }
 
+/// Bits of a transaction id that count; the bits above hold the id of the
+/// API node that made it (docs/transactions.md): every node can tell a
+/// transaction's client from its id alone.
+pub const TX_COUNTER_BITS: u32 = 48;
+
+/// The API node that made transaction id `tx_id`.
+pub fn tx_node(tx_id: u64) -> u8 {
+    (tx_id >> TX_COUNTER_BITS) as u8
+}
+
 /// Address of one block instance on one node.
 #[derive(Copy, Clone, Eq, PartialEq, Ord, PartialOrd, Hash, Debug)]
 pub struct BlockRef {
@@ -80,6 +90,17 @@ impl BlockRef {
             block,
             instance,
         }
+    }
+}
+
+impl BlockRef {
+    /// NDB's 32-bit block reference of this address: the block number
+    /// (low 9 bits) and instance above it in the high half, the node in the
+    /// low half (ndbinfo's `client_block_ref`). An instance above 127 does
+    /// not fit and is cut to its low 7 bits.
+    pub fn ndb_number(self) -> u32 {
+        let block = u32::from(self.block.0) | (u32::from(self.instance & 0x7f) << 9);
+        (block << 16) | u32::from(self.node.get())
     }
 }
 

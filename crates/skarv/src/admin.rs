@@ -83,11 +83,16 @@ enum AdminCommand {
     },
     /// A report from the data nodes (NDB's `ALL REPORT ...`):
     /// `memoryusage` (DataMemory per data node, from ndbinfo through the
-    /// mgmd) or `backupstatus` (as `backup-status`).
+    /// mgmd), `backupstatus` (as `backup-status`) or `eventlog` (the
+    /// cluster log's latest events, from the mgmd).
     Report {
-        /// `memoryusage` or `backupstatus`.
+        /// `memoryusage`, `backupstatus` or `eventlog`.
         #[arg(value_name = "WHAT")]
         what: String,
+        /// `eventlog`: only events of this severity or worse (`INFO`,
+        /// `WARNING`, `ALERT`).
+        #[arg(long, value_name = "LEVEL")]
+        level: Option<String>,
         /// The directory that holds the backups (`backupstatus`).
         #[arg(long, default_value = "backups", value_name = "DIR")]
         dir: std::path::PathBuf,
@@ -140,14 +145,24 @@ pub fn run(args: AdminArgs) -> Result<(), String> {
         } => return backup(&args.connect, *wait, dir, *rate_rows, *id),
         AdminCommand::BackupStatus { dir, json } => return backup_status(dir, *json),
         AdminCommand::AbortBackup { dir, id } => return abort_backup(dir, *id),
-        AdminCommand::Report { what, dir, json } => {
-            return match what.to_ascii_lowercase().as_str() {
+        AdminCommand::Report {
+            what,
+            level,
+            dir,
+            json,
+        } => {
+            let what = what.to_ascii_lowercase();
+            if level.is_some() && what != "eventlog" {
+                return Err(format!("--level is for `report eventlog`, not `{what}`"));
+            }
+            return match what.as_str() {
                 "backupstatus" => backup_status(dir, *json),
                 "memoryusage" => report_memory(&args.connect, *json),
+                "eventlog" => report_eventlog(&args.connect, level.as_deref(), *json),
                 other => Err(format!(
-                    "no report `{other}`: there are memoryusage and backupstatus"
+                    "no report `{other}`: there are memoryusage, backupstatus and eventlog"
                 )),
-            }
+            };
         }
         AdminCommand::Status { target, json } => return status(&args.connect, target, *json),
         AdminCommand::NodeFirst(_) => unreachable!("node_first rewrote it"),
@@ -316,6 +331,60 @@ impl MemoryUsage {
             .checked_div(self.total_pages)
             .unwrap_or(0)
     }
+}
+
+/// Cluster-log severities from the mildest (`report eventlog --level`).
+const SEVERITIES: [&str; 3] = ["INFO", "WARNING", "ALERT"];
+
+/// `admin report eventlog`: the mgmd's latest cluster-log events (at most
+/// `mgmd::cluster_log::RECENT_EVENTS_MAX`, since it started), oldest
+/// first, as the file's lines; with `level`, only those of that severity
+/// or worse.
+fn report_eventlog(connect: &str, level: Option<&str>, json: bool) -> Result<(), String> {
+    let rank = |severity: &str| {
+        SEVERITIES
+            .iter()
+            .position(|s| s.eq_ignore_ascii_case(severity))
+    };
+    let least = match level {
+        None => 0,
+        Some(level) => rank(level)
+            .ok_or_else(|| format!("no level `{level}`: there are {}", SEVERITIES.join(", ")))?,
+    };
+    let mut client = MgmClient::connect(connect, Duration::from_millis(CONNECT_TIMEOUT_MS))
+        .map_err(|e| e.to_string())?;
+    let rows = client
+        .dbinfo(mgmd::cluster_log::EVENTLOG)
+        .map_err(|e| e.to_string())?;
+    let events: Vec<(u64, &str, &str)> = rows
+        .iter()
+        .filter_map(|r| match (r.ints.as_slice(), r.texts.as_slice()) {
+            ([time], [severity, text]) => Some((*time, severity.as_str(), text.as_str())),
+            _ => None,
+        })
+        .filter(|(_, severity, _)| rank(severity).is_some_and(|r| r >= least))
+        .collect();
+    if json {
+        let entries: Vec<Value> = events
+            .iter()
+            .map(|(time, severity, text)| {
+                json!({
+                    "unix_seconds": time,
+                    "time": mgmd::cluster_log::format_utc(*time),
+                    "severity": severity,
+                    "text": text,
+                })
+            })
+            .collect();
+        let text = serde_json::to_string_pretty(&json!({ "eventlog": entries }))
+            .map_err(|e| format!("cannot render JSON: {e}"))?;
+        println!("{text}");
+    } else {
+        for (time, severity, text) in events {
+            print!("{}", mgmd::cluster_log::format_event(time, severity, text));
+        }
+    }
+    Ok(())
 }
 
 /// `admin report memoryusage`: NDB's "Data usage is N%" line per data node;

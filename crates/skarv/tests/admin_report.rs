@@ -2,7 +2,9 @@
 //! 2 replicas: `report memoryusage` (text and `--json`), `all status`,
 //! `N status`, `status N`, and their errors: a node id that does not
 //! exist, an unknown report, an unknown verb, and a data node that is down
-//! (its report line says so while the other node's still comes).
+//! (its report line says so while the other node's still comes);
+//! `report eventlog` shows the cluster log's events as its lines, filtered
+//! by `--level`, and in `--json`, and the kill of node 3 as an ALERT.
 
 mod common;
 
@@ -93,6 +95,27 @@ fn admin_reports_and_status() {
         "{verb}"
     );
 
+    let events = ok(&sandbox, &["report", "eventlog"]);
+    for node in [2, 3] {
+        assert!(
+            events.lines().any(|l| l.contains("[MgmtSrvr] INFO     -- ")
+                && l.contains(&format!("Node {node}: started"))),
+            "node {node}'s start in {events}"
+        );
+    }
+    let alerts = ok(&sandbox, &["report", "eventlog", "--level", "alert"]);
+    assert!(
+        alerts.lines().all(|l| l.contains("[MgmtSrvr] ALERT ")),
+        "only alerts: {alerts}"
+    );
+    let level = refused(&sandbox, &["report", "eventlog", "--level", "loud"]);
+    assert!(level.contains("no level `loud`"), "{level}");
+    let misplaced = refused(&sandbox, &["report", "memoryusage", "--level", "INFO"]);
+    assert!(
+        misplaced.contains("--level is for `report eventlog`"),
+        "{misplaced}"
+    );
+
     // Its angel too, so it stays down.
     sigkill(sandbox.angel_pid(3));
     sigkill(sandbox.pid(3));
@@ -104,5 +127,29 @@ fn admin_reports_and_status() {
     assert!(
         report.contains("Node 3: no report: the data node is "),
         "{report}"
+    );
+    // The kill is an alert of the cluster log (with the failover's).
+    let alerts = ok(&sandbox, &["report", "eventlog", "--level", "ALERT"]);
+    assert!(
+        alerts
+            .lines()
+            .any(|l| l.contains("[MgmtSrvr] ALERT    -- Node 3: lost connection (process died?)")),
+        "{alerts}"
+    );
+    assert!(alerts.lines().all(|l| l.contains(" ALERT ")), "{alerts}");
+    let document: Json =
+        serde_json::from_str(&ok(&sandbox, &["report", "eventlog", "--json"])).unwrap();
+    let events = document["eventlog"].as_array().expect("events");
+    let lost = events
+        .iter()
+        .find(|e| e["text"] == "Node 3: lost connection (process died?)")
+        .unwrap_or_else(|| panic!("the kill in {document}"));
+    assert_eq!(lost["severity"], "ALERT", "{lost}");
+    assert!(lost["unix_seconds"].as_u64().unwrap() > 0, "{lost}");
+    assert!(
+        events
+            .iter()
+            .all(|e| e["time"].as_str().is_some_and(|t| t.len() == 19)),
+        "{document}"
     );
 }

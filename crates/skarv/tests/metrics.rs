@@ -4,6 +4,10 @@
 //! `prometheus_client` parser (`.ci/run` installs it), and asserts that
 //! - every family of the data nodes' figures is there: memory, block
 //!   counters, threads (signals, CPU), links (bytes, frames);
+//! - the TCs' commit latency histograms count every commit of an INSERT,
+//!   their buckets cumulative up to `+Inf`, which equals their count;
+//! - per-table figures: a table's rows summed over the fragments of each
+//!   replica equal the rows inserted, and they take memory;
 //! - its figures agree with ndbinfo's read through SQL around the scrape
 //!   (DataMemory pages, and the TC's commits when no commit came between);
 //! - a node that is hung (SIGSTOP) shows as not answering, and costs the
@@ -28,6 +32,9 @@ const NODE_GONE_MAX: Duration = Duration::from_secs(30);
 /// A scrape with a hung data node takes one scan timeout (2 s) and the
 /// rest; one per table would be 12 s.
 const SCRAPE_WITH_HUNG_NODE_MAX: Duration = Duration::from_secs(5);
+/// How long per-table figures may take to show inserted rows (published
+/// every second).
+const TABLE_FIGURES_MAX: Duration = Duration::from_secs(10);
 /// Tries to find ndbinfo's figures still between two reads around a scrape.
 const STABLE_TRIES_MAX: usize = 20;
 
@@ -111,6 +118,28 @@ print(json.dumps(out))
         .collect()
 }
 
+/// `skarv_tc_commit_latency_seconds` over every TC of the cluster: its
+/// buckets as (le, cumulative count) in `le` order, its count and its sum.
+fn commit_latency(samples: &[Sample]) -> (Vec<(f64, u64)>, u64, f64) {
+    let name = "skarv_tc_commit_latency_seconds";
+    let mut buckets: BTreeMap<String, (f64, u64)> = BTreeMap::new();
+    for (n, labels, v) in samples {
+        if *n == format!("{name}_bucket") {
+            let le = &labels["le"];
+            let bound: f64 = if le == "+Inf" {
+                f64::INFINITY
+            } else {
+                le.parse().expect("a number")
+            };
+            buckets.entry(le.clone()).or_insert((bound, 0)).1 += *v as u64;
+        }
+    }
+    let mut buckets: Vec<(f64, u64)> = buckets.into_values().collect();
+    buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let count = sum(samples, &format!("{name}_count"), &[]) as u64;
+    (buckets, count, sum(samples, &format!("{name}_sum"), &[]))
+}
+
 /// The value of sample `name` whose labels include `with`.
 fn value(samples: &[Sample], name: &str, with: &[(&str, &str)]) -> Option<f64> {
     samples
@@ -167,10 +196,25 @@ fn metrics_parse_and_agree_with_ndbinfo() {
     conn.query_drop("CREATE DATABASE m").unwrap();
     conn.query_drop("CREATE TABLE m.t (id BIGINT PRIMARY KEY, v VARCHAR(100))")
         .unwrap();
+    let commits_before = commit_latency(&scrape(port)).1;
     for i in 0..20 {
         conn.query_drop(format!("INSERT INTO m.t VALUES ({i}, REPEAT('x', 100))"))
             .unwrap();
     }
+    // Each INSERT (autocommit) is a commit its client asked for: one
+    // latency more in the TCs' histograms.
+    wait_for("20 commit latencies more", TABLE_FIGURES_MAX, || {
+        let (buckets, count, sum) = commit_latency(&scrape(port));
+        let cumulative = buckets.windows(2).all(|w| w[0].1 <= w[1].1);
+        assert!(cumulative, "buckets cumulative: {buckets:?}");
+        assert_eq!(
+            buckets.last().map(|b| b.1),
+            Some(count),
+            "+Inf is the count"
+        );
+        assert!(count == 0 || sum > 0.0, "commits take time: {sum}");
+        count >= commits_before + 20
+    });
 
     let samples = scrape(port);
     for node in ["2", "3"] {
@@ -195,6 +239,27 @@ fn metrics_parse_and_agree_with_ndbinfo() {
                 &[("node", node), ("block", "DBTC"), ("counter", "COMMITS")]
             ) >= 1.0,
             "node {node}'s TC counters"
+        );
+    }
+    // Per-table figures: the 20 rows, on each replica (the fragments'
+    // figures are published every second: poll).
+    wait_for("m.t's rows in the metrics", TABLE_FIGURES_MAX, || {
+        let samples = scrape(port);
+        let rows = |replica| {
+            sum(
+                &samples,
+                "skarv_table_rows",
+                &[("table", "m/def/t"), ("replica", replica)],
+            )
+        };
+        (rows("primary"), rows("backup")) == (20.0, 20.0)
+    });
+    let samples = scrape(port);
+    for node in ["2", "3"] {
+        let with = [("node", node), ("table", "m/def/t")];
+        assert!(
+            sum(&samples, "skarv_table_memory_bytes", &with) > 0.0,
+            "m.t takes memory on node {node}"
         );
     }
     let link = [("node", "2"), ("peer", "3")];

@@ -11,6 +11,14 @@
 //! - `ndbinfo.transporters` shows the link between the data nodes up, its
 //!   bytes and frames growing under the load, and down once a node is
 //!   killed;
+//! - a transaction left open by one connection (`BEGIN; UPDATE`) shows in
+//!   `ndbinfo.cluster_transactions` from another, with its update held on
+//!   both replicas in `cluster_operations`, its inactive time growing, and
+//!   both are gone after its COMMIT;
+//! - `ndbinfo.table_fragments` sums the loaded rows over the fragments of
+//!   each replica to the rows inserted, every fragment once as primary and
+//!   once as backup, with its memory;
+//! - `ndbinfo.tc_latency` has every INSERT's commit in a TC's buckets;
 //! - writes are refused with 1036 (read only);
 //! - a killed data node's rows disappear while the query still answers.
 
@@ -28,6 +36,9 @@ const LOAD_ROWS: u64 = 500;
 const ROWS_PER_INSERT: u64 = 50;
 /// How long a killed node's rows may take to leave the answer.
 const NODE_GONE_MAX: Duration = Duration::from_secs(30);
+/// How long a change to what is in flight may take to show in ndbinfo
+/// (published every 100 ms; generous for a loaded machine).
+const IN_FLIGHT_SHOWN_MAX: Duration = Duration::from_secs(10);
 
 /// Per data node, the sum of `counter_name` of `block_name` (every
 /// instance).
@@ -96,7 +107,10 @@ fn ndbinfo_shows_the_data_nodes_figures() {
 
     let tables: Vec<String> = conn.query("SHOW TABLES FROM ndbinfo").expect("show tables");
     for table in [
+        "cluster_operations",
+        "cluster_transactions",
         "counters",
+        "table_fragments",
         "memoryusage",
         "nodes",
         "threadstat",
@@ -159,6 +173,8 @@ fn ndbinfo_shows_the_data_nodes_figures() {
             .expect("insert");
     }
 
+    the_rows_show_per_fragment(&mut conn);
+
     let commits_after = counter(&mut conn, "DBTC", "COMMITS");
     let ops_after = counter(&mut conn, "DBLQH", "OPERATIONS");
     let inserts = LOAD_ROWS / ROWS_PER_INSERT;
@@ -170,6 +186,22 @@ fn ndbinfo_shows_the_data_nodes_figures() {
     assert!(
         sum(&ops_after) >= sum(&ops_before) + 2 * LOAD_ROWS,
         "{LOAD_ROWS} rows on 2 replicas: {ops_before:?} -> {ops_after:?}"
+    );
+    // Every INSERT's commit has its latency in a TC's histogram: each
+    // instance's buckets add up to its total (nothing commits meanwhile).
+    let latencies: Vec<(u64, u64, u64, u64)> = conn
+        .query(
+            "SELECT node_id, block_instance, SUM(count), MAX(total) FROM ndbinfo.tc_latency \
+             WHERE request = 'COMMIT' GROUP BY node_id, block_instance",
+        )
+        .expect("tc_latency answers");
+    for &(node, instance, in_buckets, total) in &latencies {
+        assert_eq!(in_buckets, total, "TC {node}/{instance}: {latencies:?}");
+    }
+    let recorded: u64 = latencies.iter().map(|l| l.2).sum();
+    assert!(
+        recorded >= inserts,
+        "{recorded} commit latencies: {latencies:?}"
     );
     let after = memory(&mut conn);
     for (b, a) in before.iter().zip(&after) {
@@ -199,6 +231,8 @@ fn ndbinfo_shows_the_data_nodes_figures() {
         link_after.3 > link_before.3 && link_after.5 >= link_before.5 + inserts,
         "bytes and frames received grow: {link_before:?} -> {link_after:?}"
     );
+
+    an_open_transaction_shows_in_flight(&sandbox, &mut conn);
 
     let refused = conn
         .query_drop("DELETE FROM ndbinfo.counters")
@@ -234,4 +268,156 @@ fn ndbinfo_shows_the_data_nodes_figures() {
                 == "DISCONNECTED"
         },
     );
+}
+
+/// A `cluster_transactions` row: (node_id, block_instance, transid, state,
+/// count_operations, outstanding_operations, inactive_seconds,
+/// client_node_id, client_block_ref).
+type TransactionRow = (u64, u64, u64, String, u64, u64, u64, u64, u64);
+/// A `cluster_operations` row: (node_id, block_instance, operation_type,
+/// state, tableid, fragmentid, client_node_id, client_block_ref,
+/// tc_node_id, tc_block_no, tc_block_instance).
+type OperationRow = (u64, u64, String, String, u64, u64, u64, u64, u64, u64, u64);
+
+fn transactions(conn: &mut mysql::Conn) -> Vec<TransactionRow> {
+    conn.query(
+        "SELECT node_id, block_instance, transid, state, count_operations, \
+         outstanding_operations, inactive_seconds, client_node_id, client_block_ref \
+         FROM ndbinfo.cluster_transactions ORDER BY node_id, transid",
+    )
+    .expect("cluster_transactions answers")
+}
+
+fn operations(conn: &mut mysql::Conn, transid: u64) -> Vec<OperationRow> {
+    conn.exec(
+        "SELECT node_id, block_instance, operation_type, state, tableid, fragmentid, \
+         client_node_id, client_block_ref, tc_node_id, tc_block_no, tc_block_instance \
+         FROM ndbinfo.cluster_operations WHERE transid = ? ORDER BY node_id",
+        (transid,),
+    )
+    .expect("cluster_operations answers")
+}
+
+/// A transaction one connection leaves open shows, with its operation, to
+/// another, and leaves both tables once committed.
+fn an_open_transaction_shows_in_flight(sandbox: &Sandbox, conn: &mut mysql::Conn) {
+    let mut holder = connect(sandbox.sql_port());
+    holder.query_drop("BEGIN").expect("begin");
+    holder
+        .query_drop("UPDATE load_db.t SET v = 'held' WHERE id = 7")
+        .expect("update");
+
+    // The open transaction: its operations (the UPDATE's locking read and
+    // its write) done, none outstanding, waiting for its client. Others
+    // (the SQL node's own) may come and go beside it.
+    let mut open: Option<TransactionRow> = None;
+    wait_for("the open transaction to show", IN_FLIGHT_SHOWN_MAX, || {
+        open = transactions(conn).into_iter().find(|t| {
+            t.3 == "CS_STARTED" && t.4 >= 1 && operations(conn, t.2).iter().any(|o| o.2 == "UPDATE")
+        });
+        open.is_some()
+    });
+    let open = open.expect("found above");
+    let (tc_node, tc_instance, transid) = (open.0, open.1, open.2);
+    assert_eq!(open.5, 0, "nothing outstanding: {open:?}");
+    assert!(
+        [2, 3].contains(&tc_node),
+        "coordinated by a data node: {open:?}"
+    );
+    // The client is the SQL node, an API node, which made the id.
+    let client = open.7;
+    assert!(client > 3, "the client is no data node: {open:?}");
+    assert_eq!(client, transid >> 48, "the id names the client: {open:?}");
+    assert_eq!(open.8 & 0xffff, client, "NDB's block ref: {open:?}");
+
+    // Its update is held on both replicas of the row, each knowing its TC.
+    let ops = operations(conn, transid);
+    assert_eq!(
+        ops.iter().map(|o| o.0).collect::<Vec<_>>(),
+        [2, 3],
+        "a replica on each node: {ops:?}"
+    );
+    for op in &ops {
+        assert_eq!(
+            (op.2.as_str(), op.3.as_str()),
+            ("UPDATE", "PREPARED"),
+            "{ops:?}"
+        );
+        assert_eq!((op.4, op.5), (ops[0].4, ops[0].5), "one row: {ops:?}");
+        assert_eq!(op.6, client, "{ops:?}");
+        assert_eq!((op.8, op.9, op.10), (tc_node, 4, tc_instance), "{ops:?}");
+    }
+
+    // Nothing happens to it: its inactive time grows.
+    wait_for("the open transaction to age", IN_FLIGHT_SHOWN_MAX, || {
+        transactions(conn)
+            .iter()
+            .any(|t| t.2 == transid && t.6 >= 1)
+    });
+
+    holder.query_drop("COMMIT").expect("commit");
+    wait_for(
+        "the committed transaction to leave",
+        IN_FLIGHT_SHOWN_MAX,
+        || {
+            !transactions(conn).iter().any(|t| t.2 == transid)
+                && operations(conn, transid).is_empty()
+        },
+    );
+    let value: Option<String> = conn
+        .query_first("SELECT v FROM load_db.t WHERE id = 7")
+        .expect("read");
+    assert_eq!(value.as_deref(), Some("held"));
+}
+
+/// A `table_fragments` row of a table: (node_id, fragment_num, replica,
+/// fixed_elem_count, fixed_elem_size_bytes, fixed_elem_alloc_bytes,
+/// var_elem_alloc_bytes, hash_index_alloc_bytes, data_memory_bytes).
+type FragmentRow = (u64, u64, String, u64, u64, u64, u64, u64, u64);
+
+/// The loaded table's rows, per fragment and replica, sum to the rows
+/// inserted on each replica (published every second: polled).
+fn the_rows_show_per_fragment(conn: &mut mysql::Conn) {
+    let rows_of = |conn: &mut mysql::Conn| -> Vec<FragmentRow> {
+        conn.query(
+            "SELECT node_id, fragment_num, replica, fixed_elem_count, fixed_elem_size_bytes, \
+             fixed_elem_alloc_bytes, var_elem_alloc_bytes, hash_index_alloc_bytes, \
+             data_memory_bytes FROM ndbinfo.table_fragments \
+             WHERE fq_name = 'load_db/def/t' ORDER BY fragment_num, replica",
+        )
+        .expect("table_fragments answers")
+    };
+    let per_replica = |rows: &[FragmentRow], replica: &str| -> u64 {
+        rows.iter().filter(|r| r.2 == replica).map(|r| r.3).sum()
+    };
+    let mut rows = Vec::new();
+    wait_for(
+        "the loaded rows in table_fragments",
+        IN_FLIGHT_SHOWN_MAX,
+        || {
+            rows = rows_of(conn);
+            (per_replica(&rows, "PRIMARY"), per_replica(&rows, "BACKUP")) == (LOAD_ROWS, LOAD_ROWS)
+        },
+    );
+    // Every fragment once as primary, once as backup, on different nodes.
+    let fragments: std::collections::BTreeSet<u64> = rows.iter().map(|r| r.1).collect();
+    assert_eq!(rows.len(), 2 * fragments.len(), "{rows:?}");
+    for pair in rows.chunks(2) {
+        let (backup, primary) = (&pair[0], &pair[1]);
+        assert_eq!(
+            (backup.1, backup.2.as_str(), primary.2.as_str()),
+            (primary.1, "BACKUP", "PRIMARY"),
+            "{rows:?}"
+        );
+        assert_ne!(backup.0, primary.0, "replicas on two nodes: {rows:?}");
+        assert_eq!(backup.3, primary.3, "replicas hold the same rows: {rows:?}");
+    }
+    for r in &rows {
+        // Rows of 200 characters: fixed slots, variable parts, a hash index.
+        assert!(r.4 > 0, "a fixed slot size: {r:?}");
+        if r.3 > 0 {
+            assert!(r.5 > 0 && r.6 > 0 && r.7 > 0, "pages in use: {r:?}");
+        }
+        assert!(r.8 >= r.5 + r.6 + r.7, "the total holds its parts: {r:?}");
+    }
 }

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use schema::{Collation, Column, ColumnType, IndexDef, IndexKind, TableDef, Value};
 use storage::disk::SimDisk;
 use storage::fragment::{
-    Fragment, FragmentError, Outcome, ReadMode, RedoKind, RedoNeed, RedoRecord, RedoSink, RowBuf,
-    ScanBatch, ScanCursor, ScanProgress, ScanRange, ScanSpec,
+    Fragment, FragmentError, HeldOperation, Outcome, ReadMode, RedoKind, RedoNeed, RedoRecord,
+    RedoSink, RowBuf, ScanBatch, ScanCursor, ScanProgress, ScanRange, ScanSpec,
 };
 use storage::locks::{Grant, OpId, TxId};
 use storage::memory::PagePool;
@@ -197,6 +197,57 @@ fn pending_writes_keep_the_committed_image_for_committed_reads() {
     w.abort(T3);
     assert!(w.fragment.locks().is_empty());
     assert_eq!(w.fragment.transactions(), 0);
+}
+
+/// What `tx` holds, sorted (the fragment lists rows in no set order).
+fn held(w: &World, tx: TxId, rows_max: usize) -> Vec<String> {
+    let mut out: Vec<HeldOperation> = Vec::new();
+    w.fragment.held_operations(tx, rows_max, &mut out);
+    let mut held: Vec<String> = out.iter().map(|h| format!("{h:?}")).collect();
+    held.sort();
+    held
+}
+
+#[test]
+fn held_operations_name_each_row_a_transaction_holds_once() {
+    let mut w = World::new(64);
+    for k in 1..=4 {
+        assert_eq!(w.insert(T1, row(k, 1, "x")).unwrap(), Outcome::Done);
+    }
+    w.commit(T1);
+    // T2 inserts 5, updates 1 (twice: one row), deletes 2, reads 4 under
+    // a shared lock and 3 under a shared then an exclusive one (the row
+    // listed twice: one operation).
+    assert_eq!(w.insert(T2, row(5, 1, "x")).unwrap(), Outcome::Done);
+    assert_eq!(w.update_s(T2, 1, "a").unwrap(), Outcome::Done);
+    assert_eq!(w.update_s(T2, 1, "b").unwrap(), Outcome::Done);
+    assert_eq!(w.delete(T2, 2).unwrap(), Outcome::Done);
+    let shared = ReadMode::Shared { tx: T2, op: OP };
+    assert!(w.read(4, shared).is_some());
+    assert!(w.read(3, shared).is_some());
+    let exclusive = ReadMode::Exclusive { tx: T2, op: OP };
+    assert!(w.read(3, exclusive).is_some());
+    // T3 waits for T2's exclusive lock of 3.
+    let mut out = RowBuf::new();
+    let t3 = ReadMode::Shared { tx: T3, op: OP };
+    let outcome = w.fragment.read(&w.pool, &key(3), t3, &mut out).unwrap();
+    assert_eq!(outcome, Outcome::Waiting);
+
+    assert_eq!(
+        held(&w, T2, 100),
+        ["Delete", "Insert", "ReadExclusive", "ReadShared", "Update"]
+    );
+    assert_eq!(held(&w, T3, 100), ["WaitLock(Shared)"]);
+    // Bounded: only the first entries of the transaction's list are looked at.
+    assert_eq!(held(&w, T2, 2).len(), 2);
+    assert_eq!(held(&w, T1, 100), Vec::<String>::new(), "T1 ended");
+    w.commit(T2);
+    assert_eq!(held(&w, T2, 100), Vec::<String>::new(), "T2 ended");
+    // T3's retry holds the row it waited for: named once, though listed
+    // for the wait and for the lock.
+    assert_eq!(w.granted(), vec![T3]);
+    assert!(w.read(3, t3).is_some());
+    assert_eq!(held(&w, T3, 100), ["ReadShared"]);
 }
 
 #[test]

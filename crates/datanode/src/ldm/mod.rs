@@ -152,6 +152,8 @@ const TIMER_REDO_WRITE: u32 = 1;
 const TIMER_LCP_STEP: u32 = 2;
 const TIMER_LCP_CHECK: u32 = 3;
 const TIMER_COMMIT_RETRY: u32 = 4;
+/// Timer: copy the operations held for ndbinfo (`publish_in_flight`).
+const TIMER_IN_FLIGHT: u32 = 8;
 
 /// `GcpSaveReq`s held while a redo flush is in flight (each master asks
 /// for one GCI at a time; a new master may ask again).
@@ -383,6 +385,15 @@ pub struct LdmBlock<D> {
     stats: LdmStats,
     /// Where `stats` and the DataMemory figures are published for ndbinfo.
     figures: Option<crate::dbinfo::FigureSlot>,
+    /// When the operations held here are next copied for ndbinfo
+    /// (`publish_in_flight`), whether the last copy held any, and the
+    /// copy's scratch.
+    in_flight_next_publish: Instant,
+    in_flight_published: bool,
+    in_flight_timer_armed: bool,
+    /// When the fragments' figures are next copied (`publish_fragments`).
+    fragments_next_publish: Instant,
+    held: Vec<storage::fragment::HeldOperation>,
     /// The 80 % / 90 % alarms of this instance's DataMemory and redo log.
     memory_alarm: crate::alarm::Alarm,
     redo_alarm: crate::alarm::Alarm,
@@ -457,6 +468,11 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             failed: false,
             stats: LdmStats::default(),
             figures: None,
+            in_flight_next_publish: Instant::ZERO,
+            in_flight_published: false,
+            in_flight_timer_armed: false,
+            fragments_next_publish: Instant::ZERO,
+            held: Vec::new(),
             memory_alarm: crate::alarm::Alarm::default(),
             redo_alarm: crate::alarm::Alarm::default(),
             key_batches: batches::KeyBatches::default(),
@@ -543,6 +559,113 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         slot.set(ldm::COMMITS, self.stats.commits);
         slot.set(ldm::ABORTS, self.stats.aborts);
         slot.set(ldm::SCANS, self.stats.scans);
+    }
+
+    /// Copies every fragment's rows and memory (at most
+    /// `signal::dbinfo::TABLE_FRAGMENTS_ROWS_MAX`, in table id order) for
+    /// `table_fragments`, every `FRAGMENTS_PUBLISH_INTERVAL`, from the
+    /// checkpoint check: a walk over the fragments, not over their rows.
+    fn publish_fragments(&mut self, now: Instant) {
+        let (Some(slot), Some(instance)) = (&self.figures, &self.instance) else {
+            return;
+        };
+        if now < self.fragments_next_publish {
+            return;
+        }
+        let (live, node) = (&self.live, self.config.node);
+        let published = slot.fragments().try_publish(|rows| {
+            let mut ids: Vec<(u32, u32)> = instance.fragment_ids().collect();
+            ids.sort_unstable();
+            ids.truncate(signal::dbinfo::TABLE_FRAGMENTS_ROWS_MAX);
+            for (table_id, fragment) in ids {
+                let Some(frag) = instance.fragment_ref(table_id, fragment) else {
+                    continue;
+                };
+                let fully_replicated = frag.definition().fully_replicated;
+                rows.push(crate::dbinfo::FragmentFigure {
+                    table_id,
+                    table_name: frag.table_name().to_owned(),
+                    fragment,
+                    primary: live.home_of(fragment, fully_replicated).primary() == node,
+                    memory: frag.memory(),
+                });
+            }
+        });
+        if published {
+            self.fragments_next_publish = now + crate::dbinfo::FRAGMENTS_PUBLISH_INTERVAL;
+        }
+    }
+
+    /// Copies the operations held here (at most
+    /// `signal::dbinfo::IN_FLIGHT_ROWS_MAX`) for `cluster_operations`, at
+    /// most every `IN_FLIGHT_PUBLISH_INTERVAL`: after a signal, never per
+    /// operation; a change within the interval is copied from a timer at
+    /// its end. Nothing while there is nothing to show and nothing shown.
+    fn publish_in_flight(&mut self, ctx: &mut Context<'_>) {
+        let (Some(slot), Some(instance)) = (&self.figures, &self.instance) else {
+            return;
+        };
+        let now = ctx.now();
+        if self.txs.is_empty() && !self.in_flight_published {
+            return;
+        }
+        if now < self.in_flight_next_publish {
+            if !self.in_flight_timer_armed {
+                self.in_flight_timer_armed = true;
+                let after = self.in_flight_next_publish.saturating_since(now);
+                ctx.set_timer(after, TIMER_IN_FLIGHT);
+            }
+            return;
+        }
+        let (txs, held) = (&self.txs, &mut self.held);
+        let published = slot.operations().try_publish(|rows| {
+            use crate::dbinfo::{operation, OperationFigure};
+            use storage::fragment::HeldOperation as Held;
+            use storage::locks::LockMode;
+            let rows_max = signal::dbinfo::IN_FLIGHT_ROWS_MAX;
+            for (&tx_id, record) in txs {
+                let Some(tc) = record.tc else { continue };
+                for &(table_id, fragment) in &record.fragments {
+                    if rows.len() == rows_max {
+                        return;
+                    }
+                    let Some(frag) = instance.fragment_ref(table_id, fragment) else {
+                        continue;
+                    };
+                    held.clear();
+                    frag.held_operations(TxId(tx_id), rows_max - rows.len(), held);
+                    rows.extend(held.iter().map(|&op| OperationFigure {
+                        tx_id,
+                        kind: match op {
+                            Held::Insert => operation::INSERT,
+                            Held::Update => operation::UPDATE,
+                            Held::Delete => operation::DELETE,
+                            Held::ReadShared | Held::WaitLock(LockMode::Shared) => {
+                                operation::READ_SHARED
+                            }
+                            Held::ReadExclusive | Held::WaitLock(LockMode::Exclusive) => {
+                                operation::READ_EXCLUSIVE
+                            }
+                        },
+                        state: match op {
+                            Held::WaitLock(_) => operation::WAIT_LOCK,
+                            _ => operation::PREPARED,
+                        },
+                        table_id,
+                        fragment,
+                        tc,
+                    }));
+                }
+            }
+        });
+        self.in_flight_next_publish = now + crate::dbinfo::IN_FLIGHT_PUBLISH_INTERVAL;
+        if published {
+            self.in_flight_published = !self.txs.is_empty();
+        } else if !self.in_flight_timer_armed {
+            // A reader held the list: try again after the interval.
+            self.in_flight_timer_armed = true;
+            ctx.set_timer(crate::dbinfo::IN_FLIGHT_PUBLISH_INTERVAL, TIMER_IN_FLIGHT);
+        }
     }
 
     /// The 80 % / 90 % alarms of DataMemory and the redo log (module
@@ -1470,10 +1593,13 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 ctx.set_timer(LCP_CHECK_INTERVAL, TIMER_LCP_CHECK);
                 self.check_lcp_due(ctx);
                 self.check_alarms(ctx);
+                self.publish_fragments(ctx.now());
             }
             discard::TIMER_DISCARD_DECISION => self.decide_discard(true, ctx),
             alter::TIMER_ALTER_CHECK => self.on_alter_timer(ctx),
             copy::TIMER_COPY_RETRY => self.on_copy_retry_timer(ctx),
+            // The copy is made after the signal, as after every one.
+            TIMER_IN_FLIGHT => self.in_flight_timer_armed = false,
             other => tracing::warn!(node = %self.config.node, "LDM: unknown timer {other}"),
         }
     }
@@ -1910,5 +2036,6 @@ impl<D: Disk + Clone + Send + 'static> Block for LdmBlock<D> {
             }
         }
         self.publish_figures();
+        self.publish_in_flight(ctx);
     }
 }

@@ -62,6 +62,8 @@ pub const GCI_WAITERS_MAX: usize = 4_096;
 pub const TIMEOUT_SWEEP_INTERVAL_MAX: Duration = Duration::from_millis(50);
 /// Timer: the lock-wait timeout sweep.
 const TIMER_SWEEP: u32 = 1;
+/// Timer: copy the transactions in flight for ndbinfo (`publish_in_flight`).
+const TIMER_IN_FLIGHT: u32 = 4;
 
 // Maps keyed by ids (transaction, table, scan) looked up for every operation.
 use stdx::IdMap;
@@ -143,6 +145,9 @@ pub struct TcCounters {
     /// end (`tc_flags::RELEASE`): no commit request came for them. Not
     /// counted in `committed`.
     pub released: u64,
+    /// Commits of a client's request: from the arrival of the request
+    /// that asked to commit to the commit's answer (`tc_latency`).
+    pub commit_latency: crate::dbinfo::LatencyHistogram,
 }
 
 /// Scratch space reused by every request (no allocation once warm).
@@ -230,6 +235,11 @@ pub struct TcBlock {
     pub(crate) counters: TcCounters,
     /// Where `counters` are published for ndbinfo.
     figures: Option<crate::dbinfo::FigureSlot>,
+    /// When the transactions in flight are next copied for ndbinfo
+    /// (`publish_in_flight`), and whether the last copy held any.
+    in_flight_next_publish: Instant,
+    in_flight_published: bool,
+    in_flight_timer_armed: bool,
     /// Node restart: the answer to a node state waits for older transactions.
     pub(crate) drain: node_restart::Drain,
 }
@@ -298,6 +308,9 @@ impl TcBlock {
             sweep_armed: false,
             counters: TcCounters::default(),
             figures: None,
+            in_flight_next_publish: Instant::ZERO,
+            in_flight_published: false,
+            in_flight_timer_armed: false,
             drain: node_restart::Drain::default(),
             config,
         }
@@ -347,18 +360,61 @@ impl TcBlock {
         self
     }
 
-    /// Stores the counters ndbinfo shows (relaxed stores into this
-    /// instance's own cache line: no lock, no signal).
+    /// Stores the counters and the commit latencies ndbinfo shows
+    /// (relaxed stores into this instance's own cache lines: no lock, no
+    /// signal).
     fn publish_figures(&self) {
         use crate::dbinfo::tc;
-        let Some(slot) = &self.figures else {
+        let Some(figures) = &self.figures else {
             return;
         };
-        let slot = slot.slot();
+        let slot = figures.slot();
         slot.set(tc::COMMITS, self.counters.committed);
         slot.set(tc::ABORTS, self.counters.aborted);
         slot.set(tc::SCANS, self.counters.scans_completed);
         slot.set(tc::LOCK_TIMEOUTS, self.counters.lock_timeouts);
+        figures
+            .commit_latency()
+            .publish(&self.counters.commit_latency);
+    }
+
+    /// Copies the transactions in flight (at most
+    /// `signal::dbinfo::IN_FLIGHT_ROWS_MAX`) for `cluster_transactions`,
+    /// at most every `IN_FLIGHT_PUBLISH_INTERVAL`: after a signal, never
+    /// per operation; a change within the interval is copied from a timer
+    /// at its end. Nothing while there is nothing to show and nothing
+    /// shown.
+    fn publish_in_flight(&mut self, ctx: &mut Context<'_>) {
+        let Some(slot) = &self.figures else {
+            return;
+        };
+        let (now, in_use) = (ctx.now(), self.transactions.in_use());
+        if in_use == 0 && !self.in_flight_published {
+            return;
+        }
+        if now < self.in_flight_next_publish {
+            if !self.in_flight_timer_armed {
+                self.in_flight_timer_armed = true;
+                let after = self.in_flight_next_publish.saturating_since(now);
+                ctx.set_timer(after, TIMER_IN_FLIGHT);
+            }
+            return;
+        }
+        let transactions = &self.transactions;
+        let published = slot.transactions().try_publish(|rows| {
+            let shown = transactions
+                .used_slots()
+                .take(signal::dbinfo::IN_FLIGHT_ROWS_MAX);
+            rows.extend(shown.map(|tx| transactions.get(tx).figure()));
+        });
+        self.in_flight_next_publish = now + crate::dbinfo::IN_FLIGHT_PUBLISH_INTERVAL;
+        if published {
+            self.in_flight_published = in_use > 0;
+        } else if !self.in_flight_timer_armed {
+            // A reader held the list: try again after the interval.
+            self.in_flight_timer_armed = true;
+            ctx.set_timer(crate::dbinfo::IN_FLIGHT_PUBLISH_INTERVAL, TIMER_IN_FLIGHT);
+        }
     }
 
     /// Tables known (base and hidden).
@@ -730,6 +786,10 @@ impl Block for TcBlock {
             SignalBody::Timeout {
                 timer_id: TIMER_SWEEP,
             } => self.on_sweep(ctx),
+            // The copy is made below, as after every signal.
+            SignalBody::Timeout {
+                timer_id: TIMER_IN_FLIGHT,
+            } => self.in_flight_timer_armed = false,
             SignalBody::Timeout {
                 timer_id: node_restart::TIMER_DRAIN,
             } => self.on_drain_timer(ctx),
@@ -748,5 +808,6 @@ impl Block for TcBlock {
             }
         }
         self.publish_figures();
+        self.publish_in_flight(ctx);
     }
 }

@@ -151,6 +151,7 @@ impl TcBlock {
                 }
             }
         };
+        self.transactions.get_mut(tx_slot).last_active = ctx.now();
         let opened = if flags & tc_flags::PUSHED != 0 {
             self.pushed_tree(&spec).and_then(|(root, pushed)| {
                 self.open_scan(from, tx_slot, scan_id, &root, Some(pushed), ctx)

@@ -234,6 +234,8 @@ pub(crate) struct Transaction {
     /// Results to send with the commit's `TcKeyConf`.
     reply: Vec<u8>,
     pub(crate) deadline: Instant,
+    /// When its client last sent it a request (`cluster_transactions`).
+    pub(crate) last_active: Instant,
     /// Scans of the transaction that are open.
     pub(crate) scans: u32,
     /// The request in progress, when it goes by unique indexes or writes
@@ -242,6 +244,25 @@ pub(crate) struct Transaction {
 }
 
 impl Transaction {
+    /// What `cluster_transactions` shows of it.
+    pub(crate) fn figure(&self) -> crate::dbinfo::TransactionFigure {
+        use crate::dbinfo::transaction_state as state;
+        crate::dbinfo::TransactionFigure {
+            tx_id: self.tx_id,
+            state: match self.state {
+                TxState::Idle => state::STARTED,
+                TxState::Executing { .. } => state::EXECUTING,
+                TxState::WaitingForGci => state::START_COMMITTING,
+                TxState::Committing => state::COMMITTING,
+                TxState::Aborting { .. } => state::ABORTING,
+            },
+            operations: self.op_records,
+            outstanding: self.outstanding,
+            last_active: self.last_active,
+            client: self.api,
+        }
+    }
+
     fn reset(&mut self, tx_id: u64, api: BlockRef) {
         debug_assert!(self.confs.is_empty() && self.participants.is_empty());
         self.tx_id = tx_id;
@@ -262,6 +283,7 @@ impl Transaction {
         self.abort_reply = AbortReply::None;
         self.reply.clear();
         self.deadline = Instant::ZERO;
+        self.last_active = Instant::ZERO;
         self.scans = 0;
         self.plan.finish();
     }
@@ -575,6 +597,7 @@ impl TcBlock {
         }
         tx.api = Some(from);
         tx.flags = flags;
+        tx.last_active = ctx.now();
         if flags & tc_flags::ROLLBACK != 0 {
             self.scratch.recycle(ops);
             return self.abort(slot, AbortReply::RolledBack, ctx);
@@ -1746,6 +1769,10 @@ impl TcBlock {
         let tx = self.transactions.get_mut(slot);
         let tx_id = tx.tx_id;
         let api = tx.api.expect("a transaction has a client");
+        // A commit its client asked for (not one a takeover decided): when
+        // the request that asked came.
+        let commit_asked_at = (tx.flags & tc_flags::COMMIT != 0 && tx.last_active != Instant::ZERO)
+            .then_some(tx.last_active);
         let reply = if committed {
             Some(SignalBody::TcKeyConf {
                 tx_id,
@@ -1799,6 +1826,10 @@ impl TcBlock {
         self.transactions.release(slot);
         if committed {
             self.counters.committed += 1;
+            if let Some(asked) = commit_asked_at {
+                let latency = ctx.now().saturating_since(asked);
+                self.counters.commit_latency.record(latency);
+            }
         } else {
             self.counters.aborted += 1;
         }

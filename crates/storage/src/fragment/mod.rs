@@ -327,6 +327,41 @@ struct Image {
     key: Vec<u8>,
 }
 
+/// A fragment's rows and memory ([`Fragment::memory`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FragmentMemory {
+    /// Committed rows.
+    pub rows: u64,
+    /// Bytes of one row's fixed part in its page (its slot).
+    pub fixed_row_bytes: u64,
+    /// DataMemory of the pages of the rows' fixed parts, of their variable
+    /// parts, and of the hash index.
+    pub fixed_bytes: u64,
+    pub var_bytes: u64,
+    pub hash_index_bytes: u64,
+    /// All the DataMemory it holds: the above and the pages reserved for
+    /// pending updates.
+    pub data_memory_bytes: u64,
+}
+
+/// What a transaction holds on one row ([`Fragment::held_operations`]).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum HeldOperation {
+    /// A row it inserted (and perhaps deleted again), not committed.
+    Insert,
+    /// A new image of a committed row, not committed.
+    Update,
+    /// A committed row it deletes.
+    Delete,
+    /// A row it read under a shared lock, unchanged.
+    ReadShared,
+    /// A row it read under an exclusive lock, unchanged.
+    ReadExclusive,
+    /// A row whose lock, of this mode, it waits for (what it will do with
+    /// the row is known once it has the lock).
+    WaitLock(LockMode),
+}
+
 /// What a transaction has pending on a row, relative to the committed
 /// state.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -602,6 +637,23 @@ impl Fragment {
         self.rows.memory_bytes()
             + self.hash.memory_bytes()
             + u64::from(self.reserve_pages) * PAGE_BYTES as u64
+    }
+
+    /// Its rows and the memory they take, for ndbinfo's `table_fragments`.
+    pub fn memory(&self) -> FragmentMemory {
+        let figures = FragmentMemory {
+            rows: self.row_count(),
+            fixed_row_bytes: self.rows.slot_bytes() as u64,
+            fixed_bytes: self.rows.fixed_memory_bytes(),
+            var_bytes: self.rows.var_memory_bytes(),
+            hash_index_bytes: self.hash.memory_bytes(),
+            data_memory_bytes: self.data_memory_bytes(),
+        };
+        debug_assert!(
+            figures.fixed_bytes + figures.var_bytes + figures.hash_index_bytes
+                <= figures.data_memory_bytes
+        );
+        figures
     }
 
     /// All memory: [`Fragment::data_memory_bytes`] and the ordered indexes'
@@ -941,6 +993,39 @@ impl Fragment {
             self.recycle_image(pending.image);
         }
         self.end_transaction(tx, list, grants);
+    }
+
+    /// What transaction `tx` holds here, one [`HeldOperation`] per row it
+    /// changed, locked or waits to lock, for ndbinfo's
+    /// `cluster_operations`: appended to `out`, from the first `rows_max`
+    /// entries of its row list only (each row once), so the cost is bounded
+    /// whatever the transaction's size.
+    pub fn held_operations(&self, tx: TxId, rows_max: usize, out: &mut Vec<HeldOperation>) {
+        let Some(list) = self.txs.get(&tx) else {
+            return;
+        };
+        let mut rows: Vec<RowId> = list.iter().copied().take(rows_max).collect();
+        rows.sort_unstable();
+        rows.dedup();
+        let first = out.len();
+        for row in rows {
+            let held = match self.pending_of(row, tx) {
+                Some(PendingKind::Insert | PendingKind::InsertDeleted) => HeldOperation::Insert,
+                Some(PendingKind::Update) => HeldOperation::Update,
+                Some(PendingKind::Delete) => HeldOperation::Delete,
+                None => match self.locks.held_mode(row, tx) {
+                    Some(LockMode::Shared) => HeldOperation::ReadShared,
+                    Some(LockMode::Exclusive) => HeldOperation::ReadExclusive,
+                    None => match self.locks.waiters(row).find(|w| w.tx == tx) {
+                        Some(waiter) => HeldOperation::WaitLock(waiter.mode),
+                        // Named, but let go (a lock released early).
+                        None => continue,
+                    },
+                },
+            };
+            out.push(held);
+        }
+        debug_assert!(out.len() - first <= rows_max, "at most rows_max rows");
     }
 
     /// Whether transaction `tx` has a pending change of `row` (its image

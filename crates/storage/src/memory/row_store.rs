@@ -281,9 +281,17 @@ impl RowStore {
 
     /// Pool bytes held by this partition's rows (fixed and variable pages).
     pub fn memory_bytes(&self) -> u64 {
-        let fixed = self.pages.len() - self.without_page.len();
-        let var = self.var_pages.len() - self.var_without_page.len();
-        (fixed + var) as u64 * PAGE_BYTES as u64
+        self.fixed_memory_bytes() + self.var_memory_bytes()
+    }
+
+    /// Pool bytes of the pages of the rows' fixed parts.
+    pub fn fixed_memory_bytes(&self) -> u64 {
+        (self.pages.len() - self.without_page.len()) as u64 * PAGE_BYTES as u64
+    }
+
+    /// Pool bytes of the pages of the rows' variable parts.
+    pub fn var_memory_bytes(&self) -> u64 {
+        (self.var_pages.len() - self.var_without_page.len()) as u64 * PAGE_BYTES as u64
     }
 
     /// Whether `row` names a row of this store.
