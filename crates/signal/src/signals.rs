@@ -606,7 +606,14 @@ signals! {
     /// old master may not have reported complete everywhere, which a
     /// master that takes over reports (`SubGcpCompleteRep`) in its first
     /// round.
-    146 => GcpStartConf { gci: u32, incarnation: u32, previous_incarnation: u32, restart_gci: u32, epoch: u64, previous_epoch: u64 },
+    146 => GcpStartConf {
+        gci: u32,
+        incarnation: u32,
+        previous_incarnation: u32,
+        restart_gci: u32,
+        epoch: u64,
+        previous_epoch: u64,
+    },
     /// Distribution master → every member's distribution block: the
     /// transactions of the TCs of `failed` are taken over (each has its one
     /// outcome); GCPs no longer wait for them (NDB: the end of
