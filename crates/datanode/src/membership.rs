@@ -240,6 +240,8 @@ pub struct Membership {
     api_nodes: BTreeMap<NodeId, Instant>,
     /// The TC instances of this node, told when an API node fails.
     local_tcs: Vec<BlockRef>,
+    /// The node's subscription block, when it has one.
+    subscription: Option<BlockRef>,
     /// Data nodes that said they will not take part in this start
     /// (`CmNotJoiningRep`: damaged files) and were not heard from since:
     /// the join phase does not wait for them (join phase only).
@@ -312,6 +314,7 @@ impl Membership {
             member_start_ids: BTreeMap::new(),
             api_nodes: BTreeMap::new(),
             local_tcs: Vec::new(),
+            subscription: None,
             not_joining: NodeBitmask::new(),
             start_failed: None,
             serving: false,
@@ -337,6 +340,13 @@ impl Membership {
     /// its transactions (and release their locks).
     pub fn with_local_tcs(mut self, local_tcs: Vec<BlockRef>) -> Membership {
         self.local_tcs = local_tcs;
+        self
+    }
+
+    /// The subscription block to tell when an API node fails, so that its
+    /// subscriptions end if it does not come back.
+    pub fn with_subscription(mut self, subscription: BlockRef) -> Membership {
+        self.subscription = Some(subscription);
         self
     }
 
@@ -1735,6 +1745,9 @@ impl Membership {
     fn api_failed(&self, node: NodeId, ctx: &mut Context<'_>) {
         for &tc in &self.local_tcs {
             ctx.send(tc, SignalBody::ApiFailRep { node });
+        }
+        if let Some(subscription) = self.subscription {
+            ctx.send(subscription, SignalBody::ApiFailRep { node });
         }
     }
 

@@ -292,6 +292,12 @@ pub fn data_node_blocks_with<D: Disk + Clone + Send + 'static>(
     .with_arbitration_timeout(spec.arbitration_timeout)
     // It answers ndbinfo scans from the figures the TCs and LDMs publish.
     .with_figures(figures.clone());
+    // A subscription of an API node that stays gone ends (docs/events.md).
+    let membership = if spec.builds(BlockNumber::SUBSCRIPTION) {
+        membership.with_subscription(SubscriptionBlock::address(node))
+    } else {
+        membership
+    };
     push(
         BlockRef::new(node, BlockNumber::MEMBERSHIP, 0),
         ThreadRole::Main,

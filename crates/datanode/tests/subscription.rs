@@ -1000,6 +1000,83 @@ fn commits_taken_over_from_a_crashed_tc_are_in_the_stream_once() {
     crash_runs(&TC_CRASH_SEEDS, Fault::TcCrash);
 }
 
+/// An API node that goes away: each data node keeps its subscription
+/// `API_GONE_GRACE` (for it to subscribe again and lose nothing, as
+/// `a_broken_api_connection_loses_nothing_once_subscribed_again` does),
+/// then ends it and frees the epochs it kept for it. (`MaxBufferedEpochs`
+/// is raised so that the lag rule does not end it first.) When the API
+/// comes back and subscribes again, it hears of the gap rather than wait
+/// for epochs nobody sends.
+#[test]
+fn a_gone_api_nodes_subscription_ends_after_the_grace() {
+    use datanode::subscription::API_GONE_GRACE;
+    let limits = Limits {
+        buffered_epochs: 100_000,
+        ..Limits::default()
+    };
+    let mut cluster = Cluster::start(31, 2, limits);
+    let table = cluster.create_table();
+    let nodes = cluster.data_nodes.clone();
+    subscribe(&mut cluster, &nodes, table.id);
+    let mut rows = BTreeMap::new();
+    let mut expected = BTreeMap::new();
+    for t in 0..10i64 {
+        let (ops, changes) = transaction(&rows, &[t], t);
+        let Reply::Conf { epoch, .. } = cluster.commit(&ops) else {
+            panic!("transaction {t} failed");
+        };
+        committed(&mut rows, &mut expected, epoch, changes);
+    }
+    let block = |cluster: &Cluster, n| {
+        let b = cluster
+            .sim
+            .block::<SubscriptionBlock>(SubscriptionBlock::address(n))
+            .expect("a subscription block");
+        (b.subscribers(), b.buffered_bytes())
+    };
+    cluster.sim.run_for(Duration::from_millis(200));
+    cluster.sim.crash(API);
+    cluster.sim.run_for(API_GONE_GRACE / 2);
+    for &n in &nodes {
+        let (subscribers, bytes) = block(&cluster, n);
+        assert_eq!(subscribers, 1, "node {n}: kept within the grace");
+        assert!(bytes > 0, "node {n}: its unacknowledged epochs are kept");
+    }
+    cluster.sim.run_for(API_GONE_GRACE);
+    for &n in &nodes {
+        assert_eq!(
+            block(&cluster, n),
+            (0, 0),
+            "node {n}: ended after the grace"
+        );
+        let stats = cluster
+            .sim
+            .block::<SubscriptionBlock>(SubscriptionBlock::address(n))
+            .unwrap()
+            .stats();
+        assert_eq!(stats.gone_dropped, 1, "node {n}");
+    }
+    cluster.sim.restart(API);
+    cluster.sim.run_for(Duration::from_secs(1));
+    take_sub(&cluster);
+    for &n in &nodes {
+        cluster.send(
+            SubscriptionBlock::address(n),
+            SignalBody::SubStartReq {
+                sub_id: 1,
+                flags: sub_flags::FULL_IMAGES | sub_flags::RESUBSCRIBE,
+                tables: vec![table.id],
+            },
+        );
+    }
+    cluster.sim.run_for(Duration::from_millis(100));
+    let gaps = take_sub(&cluster)
+        .into_iter()
+        .filter(|s| matches!(s.body, SignalBody::SubGapRep { sub_id: 1, from, to } if from <= to))
+        .count();
+    assert_eq!(gaps, nodes.len(), "each node tells the API of the gap");
+}
+
 /// The seeds in which the crashed TC's node was the GCP master and died
 /// after reporting an epoch complete to its own node only: the survivor
 /// had no change in that epoch and, never told it was complete, never

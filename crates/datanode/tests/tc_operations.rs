@@ -373,6 +373,7 @@ fn full_pools_refuse_at_once_with_a_temporary_error() {
         transactions: 3,
         operations: 100,
         scans: 1,
+        ..Limits::default()
     };
     let mut cluster = started(16, limits);
     let open: Vec<u64> = (0..3).map(|_| cluster.tx_id()).collect();

@@ -64,6 +64,19 @@ pub const SUB_TABLES_MAX: usize = 1_024;
 /// Bytes of row changes in one `SubEpochData` part at most (a row larger
 /// than this goes alone in its part).
 pub const SUB_PART_BYTES_MAX: usize = 64 << 10;
+/// How long the subscriptions of an API node that is gone (its connection
+/// closed or its heartbeats stopped: `ApiFailRep`) are kept for it to
+/// subscribe again (`sub_flags::RESUBSCRIBE`, which loses nothing). After
+/// that they end, and the epochs kept for them are freed. NDB drops them
+/// at once; a connection that breaks and comes back within this time
+/// loses nothing here.
+pub const API_GONE_GRACE: std::time::Duration = std::time::Duration::from_secs(30);
+/// Timer: the subscriptions of gone API nodes are looked at.
+const TIMER_GONE: u32 = 1;
+/// Subscriptions cut off (a gap) remembered, so that one subscribed again
+/// (`sub_flags::RESUBSCRIBE`) by an API that never heard its `SubGapRep`
+/// hears it then rather than wait for epochs nobody sends.
+pub const ENDED_REMEMBERED_MAX: usize = SUBSCRIBERS_MAX;
 
 /// What the subscription block of one node needs to know.
 #[derive(Clone, Debug)]
@@ -95,6 +108,9 @@ pub struct SubscriptionStats {
     pub buckets_taken_over: u64,
     /// Epochs of a taken-over bucket resent (each subscriber counted).
     pub epochs_resent: u64,
+    /// Subscriptions ended because their API node stayed gone for
+    /// `API_GONE_GRACE`.
+    pub gone_dropped: u64,
 }
 
 /// The block's name for a subscription: the API's address and its id.
@@ -120,6 +136,9 @@ struct Subscriber {
     owners: Vec<Option<NodeId>>,
     /// The buckets this node owns for it.
     owned: NodeBitmask,
+    /// Since when its API node is gone (`ApiFailRep`), until it subscribes
+    /// again or acknowledges an epoch: it ends `API_GONE_GRACE` later.
+    gone_since: Option<kernel::Instant>,
 }
 
 /// A capture round: every LDM instance is asked and answers once.
@@ -153,6 +172,10 @@ pub struct SubscriptionBlock {
     /// how many did. Filed once every instance did.
     schema_reports: BTreeMap<(u8, u32, u32), usize>,
     stats: SubscriptionStats,
+    gone_timer_armed: bool,
+    /// Subscriptions cut off, with the epochs of their gap (at most
+    /// `ENDED_REMEMBERED_MAX`).
+    ended: BTreeMap<SubKey, (u64, u64)>,
 }
 
 impl SubscriptionBlock {
@@ -171,6 +194,8 @@ impl SubscriptionBlock {
             max_data_epoch: 0,
             schema_reports: BTreeMap::new(),
             stats: SubscriptionStats::default(),
+            gone_timer_armed: false,
+            ended: BTreeMap::new(),
         }
     }
 
@@ -353,8 +378,9 @@ impl SubscriptionBlock {
             );
             return refuse(proto::error::MALFORMED_REQUEST, message, ctx);
         }
-        if let Some(sub) = self.subscribers.get(&(api, sub_id)) {
+        if let Some(sub) = self.subscribers.get_mut(&(api, sub_id)) {
             if let (Some(start), true) = (sub.start, flags & sub_flags::RESUBSCRIBE != 0) {
+                sub.gone_since = None;
                 // The API's connection to this node closed and came back
                 // while this node stayed up: what this node sent meanwhile
                 // is lost to the API, which dropped its unfinished parts.
@@ -373,6 +399,13 @@ impl SubscriptionBlock {
             }
             let message = format!("subscription {sub_id} of {api} exists");
             return refuse(proto::error::ALREADY_EXISTS, message, ctx);
+        }
+        if let Some((from, to)) = self.ended.remove(&(api, sub_id)) {
+            if flags & sub_flags::RESUBSCRIBE != 0 {
+                // Cut off while the API was away: it ends with the gap.
+                ctx.send(api, SignalBody::SubGapRep { sub_id, from, to });
+                return;
+            }
         }
         if self.subscribers.len() >= SUBSCRIBERS_MAX {
             let message = format!(
@@ -414,6 +447,7 @@ impl SubscriptionBlock {
             acked: 0,
             owners,
             owned: NodeBitmask::new(),
+            gone_since: None,
         };
         self.own(&mut sub);
         self.subscribers.insert((api, sub_id), sub);
@@ -486,6 +520,59 @@ impl SubscriptionBlock {
             );
         }
         self.start_round(ctx);
+    }
+
+    /// API node `node` is gone: its subscriptions end unless it comes back
+    /// within `API_GONE_GRACE` (a connection that broke and came back
+    /// subscribes again and loses nothing).
+    fn on_api_gone(&mut self, node: NodeId, ctx: &mut Context<'_>) {
+        let now = ctx.now();
+        let mut any = false;
+        for ((api, _), sub) in self.subscribers.iter_mut() {
+            if api.node == node && sub.gone_since.is_none() {
+                sub.gone_since = Some(now);
+                any = true;
+            }
+        }
+        if any {
+            self.arm_gone_timer(ctx);
+        }
+    }
+
+    fn arm_gone_timer(&mut self, ctx: &mut Context<'_>) {
+        if self.gone_timer_armed {
+            return;
+        }
+        let now = ctx.now();
+        let next = self
+            .subscribers
+            .values()
+            .filter_map(|s| s.gone_since)
+            .min()
+            .map(|since| (since + API_GONE_GRACE).saturating_since(now));
+        if let Some(after) = next {
+            self.gone_timer_armed = true;
+            ctx.set_timer(after, TIMER_GONE);
+        }
+    }
+
+    /// Ends the subscriptions whose API node stayed gone `API_GONE_GRACE`.
+    fn on_gone_timer(&mut self, ctx: &mut Context<'_>) {
+        self.gone_timer_armed = false;
+        let now = ctx.now();
+        let ended: Vec<SubKey> = self
+            .subscribers
+            .iter()
+            .filter(|(_, s)| {
+                s.gone_since
+                    .is_some_and(|since| since + API_GONE_GRACE <= now)
+            })
+            .map(|(key, _)| *key)
+            .collect();
+        for key in ended {
+            self.cut_off(key, "API_GONE_GRACE", ctx);
+        }
+        self.arm_gone_timer(ctx);
     }
 
     fn on_stop_req(&mut self, api: BlockRef, sub_id: u32, ctx: &mut Context<'_>) {
@@ -587,6 +674,8 @@ impl SubscriptionBlock {
 
     fn on_ack(&mut self, api: BlockRef, sub_id: u32, epoch: u64) {
         if let Some(sub) = self.subscribers.get_mut(&(api, sub_id)) {
+            // An API that acknowledges is not gone (its connection is back).
+            sub.gone_since = None;
             // Not past what was sent: an API cannot acknowledge the future.
             sub.acked = sub.acked.max(epoch.min(self.buffer.complete()));
             self.trim_kept();
@@ -648,13 +737,24 @@ impl SubscriptionBlock {
             .map(|k| k.epoch)
             .find(|&e| e > sub.acked)
             .unwrap_or(complete);
-        tracing::warn!(
-            node = %self.config.node,
-            "subscription {} of {} is {} epochs behind ({limit} exceeded): cut off with a gap",
-            key.1,
-            key.0,
-            self.buffer.kept_above(sub.acked)
-        );
+        if sub.gone_since.is_some() {
+            tracing::info!(
+                node = %self.config.node,
+                "subscription {} of {}: its API node stayed gone {} s: ended with a gap",
+                key.1,
+                key.0,
+                API_GONE_GRACE.as_secs()
+            );
+            self.stats.gone_dropped += 1;
+        } else {
+            tracing::warn!(
+                node = %self.config.node,
+                "subscription {} of {} is {} epochs behind ({limit} exceeded): cut off with a gap",
+                key.1,
+                key.0,
+                self.buffer.kept_above(sub.acked)
+            );
+        }
         self.stats.gaps += 1;
         ctx.send(
             key.0,
@@ -664,8 +764,15 @@ impl SubscriptionBlock {
                 to: complete,
             },
         );
+        // Told again when it subscribes again (the API may not have heard
+        // it: gone, or its connection broke).
+        if self.ended.len() >= ENDED_REMEMBERED_MAX {
+            self.ended.pop_first();
+        }
+        self.ended.insert(key, (from, complete));
         self.capture_stale = true;
         self.start_round(ctx);
+        self.trim_kept();
     }
 }
 
@@ -710,6 +817,12 @@ impl Block for SubscriptionBlock {
             }
             SignalBody::SubGcpCompleteRep { epoch } => self.on_mark(sender, epoch, ctx),
             SignalBody::MembershipViewRep { view } => self.on_view(&view, ctx),
+            SignalBody::ApiFailRep { node } if sender.node == self.config.node => {
+                self.on_api_gone(node, ctx)
+            }
+            SignalBody::Timeout {
+                timer_id: TIMER_GONE,
+            } => self.on_gone_timer(ctx),
             body @ SignalBody::NodeStateReq { .. } => {
                 let states = NodeStates::of(&body).expect("matched");
                 self.live.on_states(states);

@@ -63,6 +63,8 @@ pub struct Limits {
     pub transactions: u32,
     pub operations: u32,
     pub scans: u32,
+    /// `MaxBufferedEpochs`.
+    pub buffered_epochs: u32,
 }
 
 impl Default for Limits {
@@ -71,6 +73,7 @@ impl Default for Limits {
             transactions: 64,
             operations: 4_096,
             scans: 8,
+            buffered_epochs: 100,
         }
     }
 }
@@ -214,6 +217,7 @@ impl Cluster {
             spec.transactions_max = limits.transactions;
             spec.operations_max = limits.operations;
             spec.scans_max = limits.scans;
+            spec.max_buffered_epochs = limits.buffered_epochs;
         };
         let adapt = move |blocks: &mut Vec<BlockPlacement>| {
             if !no_claims {
