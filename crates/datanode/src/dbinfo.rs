@@ -35,6 +35,59 @@ use signal::{BlockRef, DbinfoRow, NodeId};
 /// renewed from a timer this long after the first change since the last.
 pub const IN_FLIGHT_PUBLISH_INTERVAL: Duration = Duration::from_millis(100);
 
+/// When a TC or LDM instance next copies what it holds in flight for
+/// ndbinfo: after a signal, at most every [`IN_FLIGHT_PUBLISH_INTERVAL`],
+/// a change within the interval copied from a timer at its end, nothing
+/// while there is nothing to show and nothing shown.
+#[derive(Debug, Default)]
+pub(crate) struct InFlightPace {
+    next: Instant,
+    published: bool,
+    timer_armed: bool,
+}
+
+impl InFlightPace {
+    /// Whether to copy now; `busy`: something is in flight. Arms the
+    /// block's `timer_id` for a copy due later.
+    pub(crate) fn due(&mut self, busy: bool, timer_id: u32, ctx: &mut kernel::Context<'_>) -> bool {
+        let now = ctx.now();
+        if !busy && !self.published {
+            return false;
+        }
+        if now < self.next {
+            if !self.timer_armed {
+                self.timer_armed = true;
+                ctx.set_timer(self.next.saturating_since(now), timer_id);
+            }
+            return false;
+        }
+        true
+    }
+
+    /// After a copy that was due: `copied` false when a reader held the
+    /// list (tried again after the interval); `busy` as copied.
+    pub(crate) fn done(
+        &mut self,
+        copied: bool,
+        busy: bool,
+        timer_id: u32,
+        ctx: &mut kernel::Context<'_>,
+    ) {
+        self.next = ctx.now() + IN_FLIGHT_PUBLISH_INTERVAL;
+        if copied {
+            self.published = busy;
+        } else if !self.timer_armed {
+            self.timer_armed = true;
+            ctx.set_timer(IN_FLIGHT_PUBLISH_INTERVAL, timer_id);
+        }
+    }
+
+    /// The block's timer fired.
+    pub(crate) fn on_timer(&mut self) {
+        self.timer_armed = false;
+    }
+}
+
 /// Rows a block instance publishes now and then (see the module doc): the
 /// owning instance writes, without ever waiting; the main thread reads.
 #[derive(Debug)]

@@ -388,9 +388,7 @@ pub struct LdmBlock<D> {
     /// When the operations held here are next copied for ndbinfo
     /// (`publish_in_flight`), whether the last copy held any, and the
     /// copy's scratch.
-    in_flight_next_publish: Instant,
-    in_flight_published: bool,
-    in_flight_timer_armed: bool,
+    in_flight_pace: crate::dbinfo::InFlightPace,
     /// When the fragments' figures are next copied (`publish_fragments`).
     fragments_next_publish: Instant,
     held: Vec<storage::fragment::HeldOperation>,
@@ -468,9 +466,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             failed: false,
             stats: LdmStats::default(),
             figures: None,
-            in_flight_next_publish: Instant::ZERO,
-            in_flight_published: false,
-            in_flight_timer_armed: false,
+            in_flight_pace: crate::dbinfo::InFlightPace::default(),
             fragments_next_publish: Instant::ZERO,
             held: Vec::new(),
             memory_alarm: crate::alarm::Alarm::default(),
@@ -605,16 +601,8 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         let (Some(slot), Some(instance)) = (&self.figures, &self.instance) else {
             return;
         };
-        let now = ctx.now();
-        if self.txs.is_empty() && !self.in_flight_published {
-            return;
-        }
-        if now < self.in_flight_next_publish {
-            if !self.in_flight_timer_armed {
-                self.in_flight_timer_armed = true;
-                let after = self.in_flight_next_publish.saturating_since(now);
-                ctx.set_timer(after, TIMER_IN_FLIGHT);
-            }
+        let busy = !self.txs.is_empty();
+        if !self.in_flight_pace.due(busy, TIMER_IN_FLIGHT, ctx) {
             return;
         }
         let (txs, held) = (&self.txs, &mut self.held);
@@ -658,14 +646,8 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 }
             }
         });
-        self.in_flight_next_publish = now + crate::dbinfo::IN_FLIGHT_PUBLISH_INTERVAL;
-        if published {
-            self.in_flight_published = !self.txs.is_empty();
-        } else if !self.in_flight_timer_armed {
-            // A reader held the list: try again after the interval.
-            self.in_flight_timer_armed = true;
-            ctx.set_timer(crate::dbinfo::IN_FLIGHT_PUBLISH_INTERVAL, TIMER_IN_FLIGHT);
-        }
+        self.in_flight_pace
+            .done(published, busy, TIMER_IN_FLIGHT, ctx);
     }
 
     /// The 80 % / 90 % alarms of DataMemory and the redo log (module
@@ -1599,7 +1581,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             alter::TIMER_ALTER_CHECK => self.on_alter_timer(ctx),
             copy::TIMER_COPY_RETRY => self.on_copy_retry_timer(ctx),
             // The copy is made after the signal, as after every one.
-            TIMER_IN_FLIGHT => self.in_flight_timer_armed = false,
+            TIMER_IN_FLIGHT => self.in_flight_pace.on_timer(),
             other => tracing::warn!(node = %self.config.node, "LDM: unknown timer {other}"),
         }
     }

@@ -237,9 +237,7 @@ pub struct TcBlock {
     figures: Option<crate::dbinfo::FigureSlot>,
     /// When the transactions in flight are next copied for ndbinfo
     /// (`publish_in_flight`), and whether the last copy held any.
-    in_flight_next_publish: Instant,
-    in_flight_published: bool,
-    in_flight_timer_armed: bool,
+    in_flight_pace: crate::dbinfo::InFlightPace,
     /// Node restart: the answer to a node state waits for older transactions.
     pub(crate) drain: node_restart::Drain,
 }
@@ -308,9 +306,7 @@ impl TcBlock {
             sweep_armed: false,
             counters: TcCounters::default(),
             figures: None,
-            in_flight_next_publish: Instant::ZERO,
-            in_flight_published: false,
-            in_flight_timer_armed: false,
+            in_flight_pace: crate::dbinfo::InFlightPace::default(),
             drain: node_restart::Drain::default(),
             config,
         }
@@ -388,16 +384,8 @@ impl TcBlock {
         let Some(slot) = &self.figures else {
             return;
         };
-        let (now, in_use) = (ctx.now(), self.transactions.in_use());
-        if in_use == 0 && !self.in_flight_published {
-            return;
-        }
-        if now < self.in_flight_next_publish {
-            if !self.in_flight_timer_armed {
-                self.in_flight_timer_armed = true;
-                let after = self.in_flight_next_publish.saturating_since(now);
-                ctx.set_timer(after, TIMER_IN_FLIGHT);
-            }
+        let busy = self.transactions.in_use() > 0;
+        if !self.in_flight_pace.due(busy, TIMER_IN_FLIGHT, ctx) {
             return;
         }
         let transactions = &self.transactions;
@@ -407,14 +395,8 @@ impl TcBlock {
                 .take(signal::dbinfo::IN_FLIGHT_ROWS_MAX);
             rows.extend(shown.map(|tx| transactions.get(tx).figure()));
         });
-        self.in_flight_next_publish = now + crate::dbinfo::IN_FLIGHT_PUBLISH_INTERVAL;
-        if published {
-            self.in_flight_published = in_use > 0;
-        } else if !self.in_flight_timer_armed {
-            // A reader held the list: try again after the interval.
-            self.in_flight_timer_armed = true;
-            ctx.set_timer(crate::dbinfo::IN_FLIGHT_PUBLISH_INTERVAL, TIMER_IN_FLIGHT);
-        }
+        self.in_flight_pace
+            .done(published, busy, TIMER_IN_FLIGHT, ctx);
     }
 
     /// Tables known (base and hidden).
@@ -789,7 +771,7 @@ impl Block for TcBlock {
             // The copy is made below, as after every signal.
             SignalBody::Timeout {
                 timer_id: TIMER_IN_FLIGHT,
-            } => self.in_flight_timer_armed = false,
+            } => self.in_flight_pace.on_timer(),
             SignalBody::Timeout {
                 timer_id: node_restart::TIMER_DRAIN,
             } => self.on_drain_timer(ctx),
