@@ -67,6 +67,35 @@ impl Allocator {
     fn aligned(ptr: *mut u8, align: usize) -> bool {
         (ptr as usize) & (align - 1) == 0
     }
+
+    /// A block for `layout` from `plain` (`mi_malloc` or `mi_zalloc`) when
+    /// it serves that alignment, else from `aligned` (mimalloc's aligned
+    /// entry point of the same kind).
+    ///
+    /// # Safety
+    /// `GlobalAlloc::alloc`'s contract for `layout`.
+    unsafe fn allocate(
+        layout: std::alloc::Layout,
+        plain: unsafe extern "C" fn(usize) -> *mut std::ffi::c_void,
+        aligned: impl FnOnce(std::alloc::Layout) -> *mut u8,
+    ) -> *mut u8 {
+        let align = layout.align();
+        if align <= Self::PLAIN_ALIGN_MAX {
+            // SAFETY: mimalloc's malloc; its blocks are word-aligned.
+            return unsafe { plain(layout.size()) }.cast();
+        }
+        let layout = Self::layout(layout);
+        if align <= Self::ROUNDED_ALIGN_MAX {
+            // SAFETY: mimalloc's malloc, of the rounded size.
+            let ptr: *mut u8 = unsafe { plain(layout.size()) }.cast();
+            if ptr.is_null() || Self::aligned(ptr, align) {
+                return ptr;
+            }
+            // SAFETY: a mimalloc block, not handed out.
+            unsafe { libmimalloc_sys::mi_free(ptr.cast()) };
+        }
+        aligned(layout)
+    }
 }
 
 #[cfg(feature = "mimalloc")]
@@ -75,43 +104,21 @@ impl Allocator {
 // aligned as asked; mimalloc frees by pointer alone.
 unsafe impl std::alloc::GlobalAlloc for Allocator {
     unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
-        let align = layout.align();
-        if align <= Self::PLAIN_ALIGN_MAX {
-            // SAFETY: mimalloc's malloc; its blocks are word-aligned.
-            return unsafe { libmimalloc_sys::mi_malloc(layout.size()) }.cast();
+        // SAFETY: the caller's contract.
+        unsafe {
+            Self::allocate(layout, libmimalloc_sys::mi_malloc, |l| {
+                mimalloc::MiMalloc.alloc(l)
+            })
         }
-        let layout = Self::layout(layout);
-        if align <= Self::ROUNDED_ALIGN_MAX {
-            // SAFETY: mimalloc's malloc, of the rounded size.
-            let ptr: *mut u8 = unsafe { libmimalloc_sys::mi_malloc(layout.size()) }.cast();
-            if ptr.is_null() || Self::aligned(ptr, align) {
-                return ptr;
-            }
-            // SAFETY: a mimalloc block, not handed out.
-            unsafe { libmimalloc_sys::mi_free(ptr.cast()) };
-        }
-        // SAFETY: the caller's contract, with a size no smaller.
-        unsafe { mimalloc::MiMalloc.alloc(layout) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
-        let align = layout.align();
-        if align <= Self::PLAIN_ALIGN_MAX {
-            // SAFETY: as `alloc`.
-            return unsafe { libmimalloc_sys::mi_zalloc(layout.size()) }.cast();
+        // SAFETY: the caller's contract.
+        unsafe {
+            Self::allocate(layout, libmimalloc_sys::mi_zalloc, |l| {
+                mimalloc::MiMalloc.alloc_zeroed(l)
+            })
         }
-        let layout = Self::layout(layout);
-        if align <= Self::ROUNDED_ALIGN_MAX {
-            // SAFETY: as `alloc`.
-            let ptr: *mut u8 = unsafe { libmimalloc_sys::mi_zalloc(layout.size()) }.cast();
-            if ptr.is_null() || Self::aligned(ptr, align) {
-                return ptr;
-            }
-            // SAFETY: as `alloc`.
-            unsafe { libmimalloc_sys::mi_free(ptr.cast()) };
-        }
-        // SAFETY: as `alloc`.
-        unsafe { mimalloc::MiMalloc.alloc_zeroed(layout) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {

@@ -312,17 +312,13 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             self.config.node, self.config.instance
         );
         let instance = self.instance.as_ref().expect("an emptied instance is open");
-        for table in self.schema.tables.values() {
-            for p in 0..table.partitions {
-                assert!(
-                    !self.owns(p, table.fully_replicated)
-                        || instance.fragment_ref(table.id, p).is_some(),
-                    "node {} LDM instance {}: table {} fragment {p} missing at the copy",
-                    self.config.node,
-                    self.config.instance,
-                    table.id
-                );
-            }
+        for (table_id, p) in self.fragments_of(&self.schema) {
+            assert!(
+                instance.fragment_ref(table_id, p).is_some(),
+                "node {} LDM instance {}: table {table_id} fragment {p} missing at the copy",
+                self.config.node,
+                self.config.instance,
+            );
         }
         let queue: VecDeque<(u32, u32)> = self
             .instance

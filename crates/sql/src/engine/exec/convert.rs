@@ -43,6 +43,16 @@ pub fn column_kind(ty: &SqlType) -> Kind {
     }
 }
 
+/// [`from_native`] of a value the caller owns: a string or bytes move
+/// into the SQL value rather than being copied.
+pub fn from_native_owned(v: Value, ty: &SqlType, tz_secs: i64) -> Val {
+    match v {
+        Value::String(s) => Val::Str(s.into_bytes()),
+        Value::Bytes(b) => Val::Str(b),
+        v => from_native(&v, ty, tz_secs),
+    }
+}
+
 /// A stored value as SQL sees it; `tz_secs`: the session's time zone
 /// (seconds east of UTC), in which a TIMESTAMP (stored as UTC) is shown.
 pub fn from_native(v: &Value, ty: &SqlType, tz_secs: i64) -> Val {

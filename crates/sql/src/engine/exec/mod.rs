@@ -21,7 +21,7 @@ use skarv_client::{ExecMode, Filter, LockMode, Op, OpResult, ScanOptions, Transa
 use sqlparser::ast::Statement;
 use sqlparser::tokenizer::Location;
 
-use super::catalog::TableInfo;
+use super::catalog::{SqlType, TableInfo};
 use super::expr::{Ctx, Env, Expr, Scope, ScopeColumn, Val};
 use super::plan::Access;
 use super::{txn, Answered, Conn};
@@ -246,18 +246,9 @@ pub(crate) fn sql_row_owned(
     positions: &[usize],
     tz_secs: i64,
 ) -> Vec<Val> {
-    let mut row = Vec::with_capacity(table.columns.len());
-    row.resize_with(table.columns.len(), || Val::Null);
-    for (v, pos) in values.into_iter().zip(positions) {
-        if let Some(at) = table.columns.iter().position(|c| c.native == *pos) {
-            row[at] = match v {
-                Value::String(s) => Val::Str(s.into_bytes()),
-                Value::Bytes(b) => Val::Str(b),
-                v => convert::from_native(&v, &table.columns[at].ty, tz_secs),
-            };
-        }
-    }
-    row
+    place_row(table, values, positions, |v, ty| {
+        convert::from_native_owned(v, ty, tz_secs)
+    })
 }
 
 /// A table row as SQL values, from a native row of all columns.
@@ -267,10 +258,24 @@ pub(crate) fn sql_row(
     positions: &[usize],
     tz_secs: i64,
 ) -> Vec<Val> {
-    let mut row = vec![Val::Null; table.columns.len()];
-    for (v, pos) in values.iter().zip(positions) {
+    place_row(table, values, positions, |v, ty| {
+        convert::from_native(v, ty, tz_secs)
+    })
+}
+
+/// Each value converted into the place of its column (by the table
+/// position in `positions`); the columns not read are NULL.
+fn place_row<V>(
+    table: &TableInfo,
+    values: impl IntoIterator<Item = V>,
+    positions: &[usize],
+    mut to_val: impl FnMut(V, &SqlType) -> Val,
+) -> Vec<Val> {
+    let mut row = Vec::with_capacity(table.columns.len());
+    row.resize_with(table.columns.len(), || Val::Null);
+    for (v, pos) in values.into_iter().zip(positions) {
         if let Some(at) = table.columns.iter().position(|c| c.native == *pos) {
-            row[at] = convert::from_native(v, &table.columns[at].ty, tz_secs);
+            row[at] = to_val(v, &table.columns[at].ty);
         }
     }
     row
