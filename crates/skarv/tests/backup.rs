@@ -14,6 +14,8 @@
 //!   error and leaves no manifest; `backup-status` says failed.
 //! - `abort-backup` stops a running background backup; `backup-status`
 //!   says aborted.
+//! - A backed-up table altered during a backup: the backup fails, naming
+//!   the table and the change.
 
 mod common;
 
@@ -25,6 +27,7 @@ use std::time::Duration;
 
 use common::*;
 use serde_json::Value as Json;
+use skarv_client::schema_types::{Column, ColumnType};
 use skarv_client::{Cluster, ExecMode, ScanOptions, Session, Value};
 
 /// `TimeBetweenEpochs` of the source sandbox, in ms: many epochs per
@@ -367,15 +370,37 @@ fn a_backup_fails_cleanly_when_a_node_dies_and_can_be_aborted() {
     let output = skarv(&["admin", "abort-backup", "--dir", &backups_text, "--id", "1"]);
     assert!(!output.status.success(), "{}", text(&output));
 
-    // ---- a data node killed mid-backup ----
-    start("500");
+    // ---- a backed-up table altered mid-backup ----
+    session
+        .create_table(&id_value_table("bk_ddl"))
+        .expect("create bk_ddl");
+    start("200");
     wait_for("backup 2 scanning", WAIT, || {
         status(2)["phase"] == "scanning"
     });
-    sigkill(sandbox.pid(3));
+    let mut def = session.table("bk_ddl").expect("bk_ddl").def().clone();
+    def.columns
+        .push(Column::new("w", ColumnType::BigInt { unsigned: true }).nullable());
+    session.alter_table(def).expect("alter bk_ddl");
     wait_for("backup 2 failed", WAIT, || status(2)["state"] == "failed");
     let failed = status(2);
     assert!(!backups.join("BACKUP-2/manifest.json").exists(), "{failed}");
+    assert!(
+        failed["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("table bk_ddl was changed during the backup (alter")),
+        "a backup that saw a table altered says which: {failed}"
+    );
+
+    // ---- a data node killed mid-backup ----
+    start("500");
+    wait_for("backup 3 scanning", WAIT, || {
+        status(3)["phase"] == "scanning"
+    });
+    sigkill(sandbox.pid(3));
+    wait_for("backup 3 failed", WAIT, || status(3)["state"] == "failed");
+    let failed = status(3);
+    assert!(!backups.join("BACKUP-3/manifest.json").exists(), "{failed}");
     assert!(
         failed["error"]
             .as_str()
@@ -384,7 +409,7 @@ fn a_backup_fails_cleanly_when_a_node_dies_and_can_be_aborted() {
         "a failed backup says why: {failed}"
     );
     // A restore of it is refused: it has no manifest.
-    let refused = restore(&sandbox.connect, &backups.join("BACKUP-2"), &[]);
+    let refused = restore(&sandbox.connect, &backups.join("BACKUP-3"), &[]);
     assert!(!refused.status.success(), "{}", text(&refused));
     assert!(text(&refused).contains("manifest"), "{}", text(&refused));
     let _ = std::fs::remove_dir_all(&scratch);

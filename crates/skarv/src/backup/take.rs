@@ -364,6 +364,21 @@ fn log_changes(
         }
         last_epoch = epoch;
         summary.epochs += 1;
+        // The scans read each table in the definition it had when the
+        // backup began, and restore re-creates that one: a table altered
+        // or dropped inside the window has rows of two definitions (or
+        // none to restore to). NDB refuses such DDL while a backup runs;
+        // here the backup fails and says which table and what to do.
+        if let Some(ddl) = epochs.schema.first() {
+            return Err(format!(
+                "table {} was changed during the backup ({}, version {}, in epoch {}): the \
+                 backup cannot be consistent; take it again",
+                ddl.table,
+                ddl.kind.as_str(),
+                ddl.version,
+                epochs.epoch
+            ));
+        }
         for change in epochs.changes {
             let backed = *by_name
                 .get(change.table.as_str())
