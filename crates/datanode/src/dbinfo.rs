@@ -558,6 +558,24 @@ pub fn rows(
             }
             rows
         }
+        n if n == dbinfo::THREADBLOCKS.name => {
+            let mut rows = Vec::new();
+            for (thr_no, thread) in (0u64..).zip(figures.threads()) {
+                for block in thread.blocks {
+                    // A number without a name would be a block the wire
+                    // format does not know: shown by number, never hidden.
+                    let name = block
+                        .block
+                        .ndb_name()
+                        .map_or_else(|| format!("BLOCK{}", block.block.0), str::to_owned);
+                    rows.push(DbinfoRow {
+                        ints: vec![node, thr_no, u64::from(block.instance)],
+                        texts: vec![name],
+                    });
+                }
+            }
+            rows
+        }
         n if n == dbinfo::THREADSTAT.name => {
             let now_ms = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)

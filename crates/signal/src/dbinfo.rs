@@ -245,6 +245,17 @@ pub fn alarm_level(used: u64, total: u64) -> u64 {
     }
 }
 
+/// Which blocks each execution thread runs (NDB's `threadblocks`).
+pub const THREADBLOCKS: TableDef = TableDef {
+    name: "threadblocks",
+    columns: &[
+        ("node_id", Int),
+        ("thr_no", Int),
+        ("block_name", Text),
+        ("block_instance", Int),
+    ],
+};
+
 /// Every ndbinfo table, in the order `SHOW TABLES FROM ndbinfo` lists them.
 pub const TABLES: &[&TableDef] = &[
     &CLUSTER_OPERATIONS,
@@ -255,6 +266,7 @@ pub const TABLES: &[&TableDef] = &[
     &NODES,
     &TABLE_FRAGMENTS,
     &TC_LATENCY,
+    &THREADBLOCKS,
     &THREADSTAT,
     &TRANSPORTERS,
 ];

@@ -63,6 +63,25 @@ impl BlockNumber {
     /// The node's file system service on its `io` threads, the sender of
     /// `FsConf` (NDB: NDBFS). Not a block: the runtime runs file requests.
     pub const FILE_SYSTEM: BlockNumber = BlockNumber(67);
+
+    /// The name NDB gives the block that does this one's work (ndbinfo's
+    /// `block_name`: `DBTC`, `DBLQH`, ...; docs/glossary.md), or `None`
+    /// for a number no block has.
+    pub const fn ndb_name(self) -> Option<&'static str> {
+        Some(match self {
+            BlockNumber::MEMBERSHIP => "QMGR",
+            BlockNumber::DISTRIBUTION => "DBDIH",
+            BlockNumber::DICTIONARY => "DBDICT",
+            BlockNumber::TRANSACTION_COORDINATOR => "DBTC",
+            BlockNumber::LOCAL_DATA_MANAGER => "DBLQH",
+            BlockNumber::SUBSCRIPTION => "SUMA",
+            BlockNumber::MANAGEMENT => "MGM",
+            BlockNumber::API_CLUSTER => "CLUSTERMGR",
+            BlockNumber::PROCESS => "PROCESS",
+            BlockNumber::FILE_SYSTEM => "NDBFS",
+            _ => return None,
+        })
+    }
 }
 
 /// Bits of a transaction id that count; the bits above hold the id of the

@@ -8,6 +8,8 @@
 //! - `ndbinfo.threadstat` lists every data node's execution threads with
 //!   their kernel thread ids and CPU used, and their signals executed grow
 //!   under the load;
+//! - `ndbinfo.threadblocks` places every block of a data node (QMGR,
+//!   DBDIH, DBDICT, DBTC, SUMA, a DBLQH per LDM) on one of its threads;
 //! - `ndbinfo.transporters` shows the link between the data nodes up, its
 //!   bytes and frames growing under the load, and down once a node is
 //!   killed;
@@ -85,6 +87,57 @@ fn threads(conn: &mut mysql::Conn) -> BTreeMap<u64, (u64, u64)> {
     per_node
 }
 
+/// `threadblocks`: on each data node every block instance runs on exactly
+/// one of the threads `threadstat` lists, and the node has each block a
+/// data node needs (the sandbox's layout: one TC and as many LDMs as its
+/// `ldm` threads).
+fn block_placement(conn: &mut mysql::Conn) {
+    let placed: Vec<(u64, u64, String, u64)> = conn
+        .query(
+            "SELECT node_id, thr_no, block_name, block_instance FROM ndbinfo.threadblocks \
+             ORDER BY node_id, thr_no",
+        )
+        .expect("threadblocks answers");
+    let threads: Vec<(u64, u64, String)> = conn
+        .query("SELECT node_id, thr_no, role FROM ndbinfo.threadstat")
+        .expect("threadstat answers");
+    for node in [2, 3] {
+        let mut blocks: Vec<(&str, u64)> = Vec::new();
+        for (_, thr_no, name, instance) in placed.iter().filter(|p| p.0 == node) {
+            assert!(
+                threads.iter().any(|t| t.0 == node && t.1 == *thr_no),
+                "node {node}'s thread {thr_no} is in threadstat: {placed:?} {threads:?}"
+            );
+            assert!(
+                !blocks.contains(&(name.as_str(), *instance)),
+                "{name} {instance} placed once on node {node}: {placed:?}"
+            );
+            blocks.push((name.as_str(), *instance));
+        }
+        let ldm_threads = threads
+            .iter()
+            .filter(|t| t.0 == node && t.2 == "ldm")
+            .count()
+            .max(1) as u64;
+        for (name, instances) in [
+            ("QMGR", 1),
+            ("DBDIH", 1),
+            ("DBDICT", 1),
+            ("DBTC", 1),
+            ("SUMA", 1),
+            ("DBLQH", ldm_threads),
+        ] {
+            let found: Vec<u64> = blocks.iter().filter(|b| b.0 == name).map(|b| b.1).collect();
+            assert_eq!(
+                found,
+                (0..instances).collect::<Vec<_>>(),
+                "node {node}'s {name} instances: {placed:?}"
+            );
+        }
+        assert_eq!(blocks.len() as u64, 5 + ldm_threads, "{placed:?}");
+    }
+}
+
 /// (status, connect_count, bytes_sent, bytes_received, frames_sent,
 /// frames_received) of the link from data node `from` to `to`.
 fn link(conn: &mut mysql::Conn, from: u64, to: u64) -> Option<(String, u64, u64, u64, u64, u64)> {
@@ -113,6 +166,7 @@ fn ndbinfo_shows_the_data_nodes_figures() {
         "table_fragments",
         "memoryusage",
         "nodes",
+        "threadblocks",
         "threadstat",
         "transporters",
     ] {
@@ -157,6 +211,7 @@ fn ndbinfo_shows_the_data_nodes_figures() {
     for (node, (_, cpu_us)) in &threads_before {
         assert!(*cpu_us > 0, "node {node} has used CPU: {threads_before:?}");
     }
+    block_placement(&mut conn);
     let link_before = link(&mut conn, 2, 3).expect("node 2 has a link to node 3");
     assert_eq!(link_before.0, "CONNECTED", "{link_before:?}");
     assert!(link_before.1 >= 1, "{link_before:?}");

@@ -299,7 +299,10 @@ impl Runtime {
             dropped_signals: Default::default(),
             threads: parts
                 .iter()
-                .map(|p| CachePadded::new(ThreadShared::new(p.spec.name.clone(), p.spec.role)))
+                .map(|p| {
+                    let blocks = p.blocks.iter().map(|b| b.address).collect();
+                    CachePadded::new(ThreadShared::new(p.spec.name.clone(), p.spec.role, blocks))
+                })
                 .collect(),
         };
         Ok(Runtime {

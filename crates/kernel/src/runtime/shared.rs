@@ -34,7 +34,7 @@ use std::sync::{Arc, OnceLock};
 use std::thread::Thread;
 
 use crossbeam_utils::CachePadded;
-use signal::NodeId;
+use signal::{BlockRef, NodeId};
 
 use super::PollWaker;
 use crate::thread_config::ThreadRole;
@@ -59,6 +59,9 @@ pub(crate) struct ThreadShared {
     /// The figures ndbinfo's `threadstat` shows ([`ThreadFigure`]): written
     /// by the thread itself with relaxed stores, except `wakes`.
     figures: Figures,
+    /// The blocks placed on the thread (ndbinfo's `threadblocks`), in
+    /// placement order; fixed once the runtime is built.
+    blocks: Vec<BlockRef>,
 }
 
 /// The published figures of one execution thread (see [`ThreadFigure`]).
@@ -94,6 +97,8 @@ pub struct ThreadFigure {
     pub wakes: u64,
     /// Signals waiting in its queues when it last looked at them.
     pub queue_depth: u64,
+    /// The blocks it runs, in placement order.
+    pub blocks: Vec<BlockRef>,
 }
 
 impl ThreadShared {
@@ -110,6 +115,7 @@ impl ThreadShared {
             sleeps: get(&f.sleeps),
             wakes: get(&f.wakes),
             queue_depth: get(&f.queue_depth),
+            blocks: self.blocks.clone(),
         }
     }
 
@@ -130,10 +136,11 @@ impl ThreadShared {
 }
 
 impl ThreadShared {
-    pub(crate) fn new(name: String, role: ThreadRole) -> ThreadShared {
+    pub(crate) fn new(name: String, role: ThreadRole, blocks: Vec<BlockRef>) -> ThreadShared {
         ThreadShared {
             name,
             role,
+            blocks,
             sleeping: AtomicBool::new(false),
             busy: AtomicBool::new(true),
             progress: AtomicU64::new(0),
