@@ -365,6 +365,8 @@ pub struct NodeFigures {
     ldms: Vec<BlockFigures>,
     /// Each TC instance's commit latencies (`tc_latency`).
     commit_latency: Vec<HistogramFigures>,
+    /// Each TC instance's latencies of requests that do not commit.
+    key_latency: Vec<HistogramFigures>,
     /// What each TC instance has in flight (`cluster_transactions`).
     transactions: Vec<PublishedRows<TransactionFigure>>,
     /// What each LDM instance holds (`cluster_operations`).
@@ -389,6 +391,9 @@ impl NodeFigures {
             tcs: slots(tc_instances),
             ldms: slots(ldm_instances),
             commit_latency: (0..tc_instances)
+                .map(|_| HistogramFigures::default())
+                .collect(),
+            key_latency: (0..tc_instances)
                 .map(|_| HistogramFigures::default())
                 .collect(),
             transactions: lists(tc_instances, in_flight),
@@ -467,6 +472,13 @@ impl FigureSlot {
     pub fn commit_latency(&self) -> &HistogramFigures {
         assert!(self.tc, "commit latencies are a TC's");
         &self.figures.commit_latency[self.instance as usize]
+    }
+
+    /// Where a TC instance publishes the latencies of its requests that
+    /// do not commit.
+    pub fn key_latency(&self) -> &HistogramFigures {
+        assert!(self.tc, "key request latencies are a TC's");
+        &self.figures.key_latency[self.instance as usize]
     }
 
     /// Where a TC instance publishes its transactions.
@@ -712,24 +724,30 @@ fn operation_rows(figures: &NodeFigures, node: u64) -> Vec<DbinfoRow> {
     rows
 }
 
-/// `tc_latency`: every TC instance's commit latencies, a row per bucket.
+/// `tc_latency`: every TC instance's latencies of commits and of requests
+/// that do not commit, a row per request kind and bucket.
 fn latency_rows(figures: &NodeFigures, node: u64) -> Vec<DbinfoRow> {
     let mut rows = Vec::new();
-    for (instance, published) in (0u64..).zip(&figures.commit_latency) {
-        let histogram = published.get();
-        for (bucket, count) in histogram.buckets.into_iter().enumerate() {
-            rows.push(DbinfoRow {
-                ints: vec![
-                    node,
-                    instance,
-                    bucket as u64,
-                    dbinfo::latency_le_us(bucket),
-                    count,
-                    histogram.sum_us,
-                    histogram.count,
-                ],
-                texts: vec![dbinfo::COMMIT.to_owned()],
-            });
+    for (request, per_instance) in [
+        (dbinfo::COMMIT, &figures.commit_latency),
+        (dbinfo::KEY, &figures.key_latency),
+    ] {
+        for (instance, published) in (0u64..).zip(per_instance) {
+            let histogram = published.get();
+            for (bucket, count) in histogram.buckets.into_iter().enumerate() {
+                rows.push(DbinfoRow {
+                    ints: vec![
+                        node,
+                        instance,
+                        bucket as u64,
+                        dbinfo::latency_le_us(bucket),
+                        count,
+                        histogram.sum_us,
+                        histogram.count,
+                    ],
+                    texts: vec![request.to_owned()],
+                });
+            }
         }
     }
     rows

@@ -518,31 +518,47 @@ pub fn render(gathered: &Gathered) -> String {
             let _ = writeln!(out, "{}{l} {value}", f.name);
         }
     }
-    write_commit_latency(&mut out, rows(&dbinfo::TC_LATENCY));
+    write_latency(
+        &mut out,
+        rows(&dbinfo::TC_LATENCY),
+        dbinfo::COMMIT,
+        "skarv_tc_commit_latency_seconds",
+        "Commit latency of a TC instance: from the request that asked to commit to the answer \
+         (ndbinfo.tc_latency)",
+    );
+    write_latency(
+        &mut out,
+        rows(&dbinfo::TC_LATENCY),
+        dbinfo::KEY,
+        "skarv_tc_key_latency_seconds",
+        "Latency of a TC instance's requests that do not commit: from the request to its answer \
+         (ndbinfo.tc_latency, request KEY)",
+    );
     out
 }
 
-/// `skarv_tc_commit_latency_seconds`, a histogram per TC instance from
-/// `tc_latency`'s rows: buckets made cumulative, `le` and the sum in
-/// seconds, the count that of the `+Inf` bucket (so that the histogram
-/// agrees with itself even where a row was read mid-update).
-fn write_commit_latency<'a>(out: &mut String, rows: impl Iterator<Item = Row<'a>>) {
-    const NAME: &str = "skarv_tc_commit_latency_seconds";
+/// Histogram `name` per TC instance from `tc_latency`'s rows of
+/// `request`: buckets made cumulative, `le` and the sum in seconds, the
+/// count that of the `+Inf` bucket (so that the histogram agrees with
+/// itself even where a row was read mid-update).
+fn write_latency<'a>(
+    out: &mut String,
+    rows: impl Iterator<Item = Row<'a>>,
+    request: &str,
+    name: &str,
+    help: &str,
+) {
     type Buckets = Vec<(u64, u64)>;
     let mut per_instance: BTreeMap<(u64, u64), (Buckets, u64)> = BTreeMap::new();
-    for r in rows.filter(|r| r.text("request") == dbinfo::COMMIT) {
+    for r in rows.filter(|r| r.text("request") == request) {
         let entry = per_instance
             .entry((r.int("node_id"), r.int("block_instance")))
             .or_default();
         entry.0.push((r.int("le_us"), r.int("count")));
         entry.1 = r.int("sum_us");
     }
-    let _ = writeln!(
-        out,
-        "# HELP {NAME} Commit latency of a TC instance: from the request that asked to \
-         commit to the answer (ndbinfo.tc_latency)"
-    );
-    let _ = writeln!(out, "# TYPE {NAME} histogram");
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} histogram");
     for ((node, instance), (mut buckets, sum_us)) in per_instance {
         buckets.sort_unstable();
         let (node, instance) = (node.to_string(), instance.to_string());
@@ -554,11 +570,11 @@ fn write_commit_latency<'a>(out: &mut String, rows: impl Iterator<Item = Row<'a>
                 us => micros_as_seconds(us),
             };
             let l = labels(&[("node", &node), ("instance", &instance), ("le", &le)]);
-            let _ = writeln!(out, "{NAME}_bucket{l} {cumulative}");
+            let _ = writeln!(out, "{name}_bucket{l} {cumulative}");
         }
         let l = labels(&[("node", &node), ("instance", &instance)]);
-        let _ = writeln!(out, "{NAME}_sum{l} {}", micros_as_seconds(sum_us));
-        let _ = writeln!(out, "{NAME}_count{l} {cumulative}");
+        let _ = writeln!(out, "{name}_sum{l} {}", micros_as_seconds(sum_us));
+        let _ = writeln!(out, "{name}_count{l} {cumulative}");
     }
 }
 
@@ -592,7 +608,7 @@ mod tests {
 
     #[test]
     fn commit_latencies_are_a_cumulative_histogram_in_seconds() {
-        let bucket = |bucket: usize, count: u64| DbinfoRow {
+        let bucket = |request: &str, bucket: usize, count: u64, total: u64| DbinfoRow {
             ints: vec![
                 2,
                 0,
@@ -600,12 +616,25 @@ mod tests {
                 dbinfo::latency_le_us(bucket),
                 count,
                 1_500,
-                3,
+                total,
             ],
-            texts: vec![dbinfo::COMMIT.to_owned()],
+            texts: vec![request.to_owned()],
         };
+        // Commits: 1 in bucket 3, 2 in bucket 10; key requests: 5 in
+        // bucket 4, each in its own histogram.
         let rows = (0..dbinfo::LATENCY_BUCKETS)
-            .map(|b| bucket(b, u64::from(b == 3) + 2 * u64::from(b == 10)))
+            .map(|b| {
+                bucket(
+                    dbinfo::COMMIT,
+                    b,
+                    u64::from(b == 3) + 2 * u64::from(b == 10),
+                    3,
+                )
+            })
+            .chain(
+                (0..dbinfo::LATENCY_BUCKETS)
+                    .map(|b| bucket(dbinfo::KEY, b, 5 * u64::from(b == 4), 5)),
+            )
             .collect();
         let mut gathered = Gathered {
             data_nodes: vec![node(2)],
@@ -624,6 +653,11 @@ mod tests {
             format!("{name}_bucket{{node=\"2\",instance=\"0\",le=\"+Inf\"}} 3\n"),
             format!("{name}_sum{{node=\"2\",instance=\"0\"}} 0.001500\n"),
             format!("{name}_count{{node=\"2\",instance=\"0\"}} 3\n"),
+            "skarv_tc_key_latency_seconds_bucket{node=\"2\",instance=\"0\",le=\"0.000008\"} 0\n"
+                .to_owned(),
+            "skarv_tc_key_latency_seconds_bucket{node=\"2\",instance=\"0\",le=\"0.000016\"} 5\n"
+                .to_owned(),
+            "skarv_tc_key_latency_seconds_count{node=\"2\",instance=\"0\"} 5\n".to_owned(),
         ] {
             assert!(text.contains(&line), "{line} in {text}");
         }

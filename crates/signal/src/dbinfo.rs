@@ -178,6 +178,9 @@ pub const TC_LATENCY: TableDef = TableDef {
 
 /// `tc_latency.request` of transaction commits.
 pub const COMMIT: &str = "COMMIT";
+/// `tc_latency.request` of requests of an open transaction that do not
+/// commit (answered when their operations are).
+pub const KEY: &str = "KEY";
 
 /// Buckets of a latency histogram: bucket `i` counts latencies of at most
 /// 2^i microseconds above the bucket before (bucket 0: at most 1 us), the

@@ -20,7 +20,8 @@
 //! - `ndbinfo.table_fragments` sums the loaded rows over the fragments of
 //!   each replica to the rows inserted, every fragment once as primary and
 //!   once as backup, with its memory;
-//! - `ndbinfo.tc_latency` has every INSERT's commit in a TC's buckets;
+//! - `ndbinfo.tc_latency` has every INSERT's commit in a TC's buckets, and
+//!   the requests of an open transaction (`BEGIN; UPDATE`) as `KEY`;
 //! - writes are refused with 1036 (read only);
 //! - a killed data node's rows disappear while the query still answers.
 
@@ -353,14 +354,40 @@ fn operations(conn: &mut mysql::Conn, transid: u64) -> Vec<OperationRow> {
     .expect("cluster_operations answers")
 }
 
+/// `tc_latency`'s requests that did not commit, over every TC instance:
+/// (latencies in the buckets, the instances' totals).
+fn key_latencies(conn: &mut mysql::Conn) -> (u64, u64) {
+    let per_instance: Vec<(u64, u64)> = conn
+        .query(
+            "SELECT SUM(count), MAX(total) FROM ndbinfo.tc_latency WHERE request = 'KEY' \
+             GROUP BY node_id, block_instance",
+        )
+        .expect("tc_latency answers");
+    per_instance
+        .iter()
+        .fold((0, 0), |(c, t), &(count, total)| (c + count, t + total))
+}
+
 /// A transaction one connection leaves open shows, with its operation, to
 /// another, and leaves both tables once committed.
 fn an_open_transaction_shows_in_flight(sandbox: &Sandbox, conn: &mut mysql::Conn) {
+    let keys_before = key_latencies(conn);
     let mut holder = connect(sandbox.sql_port());
     holder.query_drop("BEGIN").expect("begin");
     holder
         .query_drop("UPDATE load_db.t SET v = 'held' WHERE id = 7")
         .expect("update");
+    // The UPDATE's requests did not commit: their latencies are `KEY`'s
+    // (published with the counters: polled).
+    let mut keys_after = keys_before;
+    wait_for("the UPDATE's key latencies", IN_FLIGHT_SHOWN_MAX, || {
+        keys_after = key_latencies(conn);
+        keys_after.0 > keys_before.0
+    });
+    assert_eq!(
+        keys_after.0, keys_after.1,
+        "KEY buckets add up to their totals"
+    );
 
     // The open transaction: its operations (the UPDATE's locking read and
     // its write) done, none outstanding, waiting for its client. Others

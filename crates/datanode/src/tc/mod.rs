@@ -148,6 +148,10 @@ pub struct TcCounters {
     /// Commits of a client's request: from the arrival of the request
     /// that asked to commit to the commit's answer (`tc_latency`).
     pub commit_latency: crate::dbinfo::LatencyHistogram,
+    /// Requests of an open transaction that do not commit (`BEGIN; SELECT
+    /// ... FOR UPDATE`, a batch of writes before the COMMIT): from the
+    /// request's arrival to its answer (`tc_latency`, request `KEY`).
+    pub key_latency: crate::dbinfo::LatencyHistogram,
 }
 
 /// Scratch space reused by every request (no allocation once warm).
@@ -372,6 +376,7 @@ impl TcBlock {
         figures
             .commit_latency()
             .publish(&self.counters.commit_latency);
+        figures.key_latency().publish(&self.counters.key_latency);
     }
 
     /// Copies the transactions in flight (at most

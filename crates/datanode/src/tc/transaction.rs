@@ -1405,6 +1405,9 @@ impl TcBlock {
         }
         tx.state = TxState::Idle;
         let (api, tx_id) = (tx.api.expect("a transaction has a client"), tx.tx_id);
+        // `last_active` is the request's arrival (set when it came).
+        let latency = ctx.now().saturating_since(tx.last_active);
+        self.counters.key_latency.record(latency);
         ctx.send(
             api,
             SignalBody::TcKeyConf {
