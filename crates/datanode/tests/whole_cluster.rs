@@ -12,15 +12,28 @@
 use datanode::simulation::cluster::{
     whole_scenario, FaultKind, ScenarioOptions, WholeReport, WorkloadStats,
 };
+use datanode::simulation::subscriber::StreamChecked;
 
 /// Shapes the passing set covers: (data nodes, replicas).
 const SHAPES: [(u8, u8); 3] = [(2, 2), (4, 2), (3, 3)];
 
 fn run(seed: u64, kinds: &[FaultKind], shape: (u8, u8), rounds: u32) -> WholeReport {
+    run_with(seed, kinds, shape, rounds, false)
+}
+
+/// [`run`], with the change-stream subscriber on or off.
+fn run_with(
+    seed: u64,
+    kinds: &[FaultKind],
+    shape: (u8, u8),
+    rounds: u32,
+    subscriber: bool,
+) -> WholeReport {
     let options = ScenarioOptions {
         rounds,
         kinds: kinds.to_vec(),
         shape: Some(shape),
+        subscriber,
         ..ScenarioOptions::default()
     };
     let (report, _) = whole_scenario(seed, &options);
@@ -43,8 +56,15 @@ fn kind_seeds(kind: FaultKind, first: u64, per_shape: u64, shapes: &[(u8, u8)]) 
     let mut total = WorkloadStats::default();
     for (i, &shape) in shapes.iter().enumerate() {
         for seed in first + 1000 * i as u64..first + 1000 * i as u64 + per_shape {
-            let r = run(seed, &[kind], shape, 1);
+            let r = run_with(seed, &[kind], shape, 1, true);
             assert_eq!(r.kinds, vec![kind]);
+            let stream = r
+                .stream
+                .unwrap_or_else(|| panic!("seed {seed}: the stream was not checked"));
+            assert!(
+                stream.changes > 0,
+                "seed {seed}: the subscriber got nothing: {stream:?}"
+            );
             assert!(
                 r.replica_checks >= 1,
                 "seed {seed}: no quiet point was checked"
@@ -354,4 +374,59 @@ fn soak_seed(seed: u64, round: usize, fault: &str) {
     let (report, _) = whole_scenario(seed, &options);
     assert!(report.result.is_ok(), "{:?}", report.result);
     assert_eq!(report.faults[round], fault);
+}
+
+/// Many seeds of every fault kind with the subscriber, over all shapes
+/// (`spec_for_seed`'s, 1-replica ones too): `WHOLE_STREAM_SEEDS=N
+/// [WHOLE_STREAM_SEED_FROM=S] cargo test -p datanode --release --test
+/// whole_cluster -- --ignored stream_many_seeds`. Lists every failing
+/// (kind, seed); a run depends on its seed only.
+#[test]
+#[ignore = "long: many seeds; WHOLE_STREAM_SEEDS=N"]
+fn stream_many_seeds() {
+    let var = |name: &str, default: u64| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let (n, from) = (
+        var("WHOLE_STREAM_SEEDS", 20),
+        var("WHOLE_STREAM_SEED_FROM", 0),
+    );
+    let kinds: Vec<FaultKind> = match std::env::var("WHOLE_STREAM_KINDS") {
+        Ok(names) => names.split(',').filter_map(FaultKind::parse).collect(),
+        Err(_) => FaultKind::ALL.to_vec(),
+    };
+    let mut failed = Vec::new();
+    let mut gaps = 0;
+    let mut total = StreamChecked::default();
+    for kind in kinds {
+        for seed in from..from + n {
+            let options = ScenarioOptions {
+                rounds: 1,
+                kinds: vec![kind],
+                subscriber: true,
+                ..ScenarioOptions::default()
+            };
+            let (report, _) = whole_scenario(seed, &options);
+            match &report.result {
+                Err(e) => {
+                    eprintln!("FAIL {kind:?} seed {seed}: {e}");
+                    failed.push((kind, seed));
+                }
+                Ok(()) => {
+                    let s = report.stream.expect("checked");
+                    gaps += s.gaps;
+                    total.epochs += s.epochs;
+                    total.changes += s.changes;
+                    total.unknown_found += s.unknown_found;
+                    total.dropped += s.dropped;
+                    total.subscriptions += s.subscriptions;
+                }
+            }
+        }
+    }
+    eprintln!("gaps in passing runs: {gaps}; compared {total:?}");
+    assert!(failed.is_empty(), "failing (kind, seed): {failed:?}");
 }
