@@ -1702,11 +1702,13 @@ impl WholeCluster {
             if !explained {
                 return Err(format!(
                     "seed {seed}: subscription {} ended with a gap {from:#x}..{to:#x} ({cause:?}) that \
-                     docs/events.md does not produce: {} replicas, outages {:?}, API links broken {}",
+                     docs/events.md does not produce: {} replicas, outages {:?}, API links broken {}; \
+                     the subscriber then: {}",
                     segment.sub_id,
                     self.spec.replicas,
                     self.outages,
-                    self.api_links_broken
+                    self.api_links_broken,
+                    segment.ended_as
                 ));
             }
         }
@@ -2441,6 +2443,16 @@ fn run_rounds(
         cluster
             .quiet_check()
             .map_err(|e| format!("after {description}: {e}"))?;
+        if cluster.spec.subscriber {
+            // A quiet point: the stream so far is checked too, with no
+            // transaction started meanwhile (its changes would come
+            // before its answer).
+            cluster.client().running = false;
+            cluster
+                .check_subscriber()
+                .map_err(|e| format!("after {description}: {e}"))?;
+            cluster.client().running = true;
+        }
         cluster.run_checked(Duration::from_millis(100))?;
     }
     cluster.check_final()

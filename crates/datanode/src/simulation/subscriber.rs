@@ -26,7 +26,7 @@ use std::time::Duration;
 use kernel::{Context, Instant};
 use schema::row::RowLayout;
 use schema::Value;
-use signal::{sub_change, sub_flags, BlockRef, NodeId, Signal, SignalBody};
+use signal::{sub_change, sub_flags, NodeId, Signal, SignalBody};
 
 use super::cluster::TableKind;
 use crate::subscription::SubscriptionBlock;
@@ -71,6 +71,8 @@ pub struct Segment {
     pub gap: Option<(u64, u64, GapCause)>,
     /// Parts dropped as already whole (resends the API had).
     pub dropped: u64,
+    /// The subscriber's state when it ended ([`Subscriber::describe`]).
+    pub ended_as: String,
 }
 
 impl Segment {
@@ -121,6 +123,8 @@ pub struct Subscriber {
     open: BTreeMap<u64, OpenEpoch>,
     /// The last epoch acknowledged.
     acked: u64,
+    /// No new subscription before this time (one was refused).
+    new_after: Option<Instant>,
     pub segments: Vec<Segment>,
     /// Signals of subscriptions that ended (late parts, answers): ignored.
     pub stale: u64,
@@ -144,6 +148,7 @@ impl Subscriber {
             nodes: BTreeMap::new(),
             open: BTreeMap::new(),
             acked: 0,
+            new_after: None,
             segments: Vec::new(),
             stale: 0,
         }
@@ -174,7 +179,9 @@ impl Subscriber {
     pub fn tick(&mut self, connected: &BTreeSet<NodeId>, era: usize, ctx: &mut Context<'_>) {
         let all: Vec<NodeId> = self.buckets().collect();
         if !self.active {
-            if !all.iter().all(|n| connected.contains(n)) {
+            if !all.iter().all(|n| connected.contains(n))
+                || self.new_after.is_some_and(|at| ctx.now() < at)
+            {
                 return;
             }
             // A new subscription: every node must be started (each then
@@ -191,6 +198,7 @@ impl Subscriber {
                 epochs: Vec::new(),
                 gap: None,
                 dropped: 0,
+                ended_as: String::new(),
             });
             for &n in &all {
                 self.nodes.insert(n, NodeSub::Asking);
@@ -265,8 +273,10 @@ impl Subscriber {
         let Some(sub_id) = self.sub_id() else {
             return;
         };
+        let state = self.describe();
         if let Some(segment) = self.segments.last_mut() {
             segment.gap = gap;
+            segment.ended_as = state;
         }
         self.active = false;
         self.open.clear();
@@ -331,8 +341,21 @@ impl Subscriber {
                         "node {node} refused the subscription: {code} {message}"
                     ));
                 }
-                self.nodes
-                    .insert(node, NodeSub::Retry(ctx.now() + RESUBSCRIBE_RETRY));
+                let retry = ctx.now() + RESUBSCRIBE_RETRY;
+                if self.started() {
+                    self.nodes.insert(node, NodeSub::Retry(retry));
+                } else {
+                    // A new subscription needs every node started (the
+                    // client's `subscribe` fails with 711): this one is
+                    // given up (it never started: nothing to check; its
+                    // other answers are stale) and a new one asked for
+                    // later, as an application would. Waiting for the
+                    // node instead leaves the others sending epochs
+                    // nobody acknowledges until they cut the subscription
+                    // off (mixed seed 203 with the adversary).
+                    self.end(None, ctx);
+                    self.new_after = Some(retry);
+                }
             }
             SignalBody::SubGapRep { from, to, .. } => {
                 self.end(Some((*from, *to, GapCause::Node { node })), ctx);
@@ -445,6 +468,30 @@ impl Subscriber {
                 }
             }
         }
+    }
+
+    /// The current subscription's state, for a failure's report: each
+    /// node's state, the last epochs acknowledged and handed out, the
+    /// first open epochs with their whole buckets and parts coming.
+    pub fn describe(&self) -> String {
+        let open: Vec<String> = self
+            .open
+            .iter()
+            .take(3)
+            .map(|(e, o)| {
+                let coming: Vec<(NodeId, NodeId)> =
+                    o.coming.iter().map(|(b, n, _)| (*b, *n)).collect();
+                format!("{e:#x}: whole {:?} coming {coming:?}", o.done)
+            })
+            .collect();
+        format!(
+            "active {} nodes {:?} acked {:#x} last {:#x} open {} {open:?}",
+            self.active,
+            self.nodes,
+            self.acked,
+            self.segments.last().map_or(0, Segment::last),
+            self.open.len()
+        )
     }
 
     /// Whether a subscription is started and not ended.
@@ -633,9 +680,4 @@ pub fn check_stream(
         }
     }
     Ok(checked)
-}
-
-/// The API node's address as the data nodes see the subscriber.
-pub fn subscriber_address() -> BlockRef {
-    super::cluster::client_address()
 }
