@@ -68,6 +68,7 @@ use schema::{Column, ColumnType, TableDef, Value};
 use signal::{epoch, tc_flags, BlockNumber, BlockRef, NodeId, Signal, SignalBody};
 use storage::disk::{CrashPolicy, SimDisk};
 
+use super::subscriber::{check_stream, CommittedTx, GapCause, RowWrite, StreamChecked, Subscriber};
 use super::{
     add_data_node, check_no_split_brain, ManagementLog, RecordingManagement, SIM_API, SIM_MGMD,
 };
@@ -173,6 +174,11 @@ pub struct WholeSpec {
     /// Per thread-pair signal order and buggify (`kernel::simulator`);
     /// off by default, so that seeds recorded before keep their runs.
     pub adversary: Adversary,
+    /// A change-stream subscriber on the API node (`super::subscriber`)
+    /// to `kv` and `accounts`, checked against the committed history at
+    /// the end; off by default, so that seeds recorded before keep their
+    /// runs.
+    pub subscriber: bool,
 }
 
 impl Default for WholeSpec {
@@ -195,6 +201,7 @@ impl Default for WholeSpec {
             network: NetworkSettings::default(),
             exact_system_restart: true,
             adversary: Adversary::default(),
+            subscriber: false,
         }
     }
 }
@@ -239,6 +246,9 @@ pub struct Transfer {
     /// `Some(false)` lost by a system restart (`None`: not answered yet).
     /// The final check holds the ledger row to it.
     pub durable: Option<bool>,
+    /// The balances of `from` and `to` its read found (`None`: not read):
+    /// its commit writes them less and plus `amount`.
+    pub read: Option<(i64, i64)>,
 }
 
 /// Durability waits of acknowledged transfers that share one GCI of one
@@ -407,6 +417,9 @@ pub struct ClientState {
     epochs: EpochOrder,
     /// Durability waits by (GCI, incarnation).
     durable_waits: BTreeMap<(u32, u32), DurableWait>,
+    /// The change-stream subscriber ([`WholeSpec::subscriber`]), once the
+    /// workload starts.
+    pub subscriber: Option<Subscriber>,
 }
 
 impl ClientState {
@@ -438,6 +451,7 @@ impl ClientState {
             last_refusal: String::new(),
             epochs: EpochOrder::default(),
             durable_waits: BTreeMap::new(),
+            subscriber: None,
         }
     }
 
@@ -574,12 +588,27 @@ impl Block for Client {
     fn execute(&mut self, signal: Signal, ctx: &mut Context<'_>) {
         let state = Arc::clone(&self.state);
         let mut s = lock(&state);
+        let s = &mut *s;
+        if let Some(sub) = &mut s.subscriber {
+            match sub.execute(&signal, ctx) {
+                Ok(true) => return,
+                Ok(false) => {}
+                Err(e) => {
+                    let now = ctx.now();
+                    s.violation(now, format!("subscriber: {e}"));
+                    return;
+                }
+            }
+        }
         match signal.body {
             SignalBody::Timeout { .. } => {
-                Self::give_up_slow(&mut s, ctx);
-                Self::ask_durable(&mut s, ctx);
+                Self::give_up_slow(s, ctx);
+                Self::ask_durable(s, ctx);
                 if s.running {
-                    Self::start_work(&mut s, ctx);
+                    Self::start_work(s, ctx);
+                }
+                if let Some(sub) = &mut s.subscriber {
+                    sub.tick(&s.connected, s.after_outages, ctx);
                 }
                 ctx.set_timer(CLIENT_TICK, CLIENT_TIMER);
             }
@@ -588,12 +617,15 @@ impl Block for Client {
             }
             SignalBody::NodeDisconnected { node } => {
                 s.connected.remove(&node);
+                if let Some(sub) = &mut s.subscriber {
+                    sub.disconnected(node, ctx);
+                }
                 for wait in s.durable_waits.values_mut() {
                     if wait.asked.is_some_and(|(n, _)| n == node) {
                         wait.asked = None;
                     }
                 }
-                Self::lost_node(&mut s, node, ctx.now());
+                Self::lost_node(s, node, ctx.now());
             }
             SignalBody::TcKeyConf {
                 tx_id,
@@ -601,18 +633,18 @@ impl Block for Client {
                 epoch,
                 incarnation,
                 results,
-            } => Self::answer(&mut s, tx_id, Ok((flags, epoch, results)), incarnation, ctx),
+            } => Self::answer(s, tx_id, Ok((flags, epoch, results)), incarnation, ctx),
             SignalBody::TcWaitGciConf {
                 gci,
                 incarnation,
                 durable_gci,
-            } if durable_gci >= gci => Self::durable_answer(&mut s, gci, incarnation, true),
+            } if durable_gci >= gci => Self::durable_answer(s, gci, incarnation, true),
             SignalBody::TcWaitGciRef {
                 gci,
                 incarnation,
                 code: error::COMMIT_LOST_BY_RESTART,
                 ..
-            } => Self::durable_answer(&mut s, gci, incarnation, false),
+            } => Self::durable_answer(s, gci, incarnation, false),
             SignalBody::TcWaitGciRef {
                 gci,
                 incarnation,
@@ -629,7 +661,7 @@ impl Block for Client {
                 ..
             } => {
                 s.last_refusal = message;
-                Self::answer(&mut s, tx_id, Err(code), 0, ctx);
+                Self::answer(s, tx_id, Err(code), 0, ctx);
             }
             body @ (SignalBody::DictCreateTableConf { .. }
             | SignalBody::DictCreateTableRef { .. }
@@ -832,6 +864,7 @@ impl Client {
             after_outages: None,
             incarnation: 0,
             durable: None,
+            read: None,
         });
         let ops = s.batch(
             TableKind::Accounts,
@@ -1007,6 +1040,7 @@ impl Client {
             (Work::TransferRead(i), Ok((_, _, results))) => match read_values(&results) {
                 Ok(values) if values.len() == 2 && values.iter().all(Option::is_some) => {
                     let (from, to) = (values[0].unwrap_or(0), values[1].unwrap_or(0));
+                    s.transfers[i].read = Some((from, to));
                     let ops = s.transfer_commit_batch(&s.transfers[i], i, from, to);
                     Self::send_as(
                         s,
@@ -1158,6 +1192,11 @@ pub struct WholeCluster {
     pub least_started: Option<usize>,
     /// Commits acknowledged before the first fault.
     pub committed_before_faults: Option<u64>,
+    /// A link between the API node and a data node was broken (the
+    /// subscriber may lose every node of a group: a gap).
+    pub api_links_broken: bool,
+    /// What the stream check compared ([`WholeSpec::subscriber`]).
+    pub stream: Option<StreamChecked>,
 }
 
 /// The address of the client block.
@@ -1289,6 +1328,8 @@ impl WholeCluster {
             lost_by_restart: 0,
             least_started: None,
             committed_before_faults: None,
+            api_links_broken: false,
+            stream: None,
         };
         cluster.run_checked(Duration::from_secs(2))?;
         cluster.create_tables()?;
@@ -1510,6 +1551,9 @@ impl WholeCluster {
                     while self.complete_gci < target && self.sim.now() < until {
                         self.run_checked(CHECK_INTERVAL)?;
                     }
+                    if self.spec.subscriber {
+                        self.start_subscriber()?;
+                    }
                     self.client().running = true;
                     return Ok(());
                 }
@@ -1520,6 +1564,157 @@ impl WholeCluster {
             "seed {}: the accounts could not be inserted",
             self.sim.seed()
         ))
+    }
+
+    /// Subscribes the API node to the workload's tables and waits until
+    /// every data node answered (from an epoch after the accounts'
+    /// insert: the history the stream is checked against starts there).
+    fn start_subscriber(&mut self) -> Result<(), String> {
+        // Acknowledging 0 to 3 epochs behind what it handed out: a
+        // take-over's resend then holds epochs the API has.
+        let lag = Rng::seeded(self.sim.seed() ^ 0x5ab5_c41b).below(4) as usize;
+        {
+            let mut client = self.client();
+            let subscriber = Subscriber::new(&client.tables, self.groups.clone(), lag);
+            client.subscriber = Some(subscriber);
+        }
+        let until = self.sim.now() + Duration::from_secs(5);
+        while !self.subscriber_started() {
+            if self.sim.now() >= until {
+                return Err(format!(
+                    "seed {}: the subscription did not start",
+                    self.sim.seed()
+                ));
+            }
+            self.run_checked(CHECK_INTERVAL)?;
+        }
+        Ok(())
+    }
+
+    fn subscriber_started(&self) -> bool {
+        self.client()
+            .subscriber
+            .as_ref()
+            .is_some_and(Subscriber::started)
+    }
+
+    /// The committed history the stream must hold, and the transactions
+    /// whose outcome is unknown (each row write: table, key, `v` after).
+    fn history(&self) -> (Vec<CommittedTx>, Vec<Vec<RowWrite>>) {
+        let client = self.client();
+        let mut committed = Vec::new();
+        let mut unknown = Vec::new();
+        let transfer_writes = |i: usize, t: &Transfer| -> Vec<RowWrite> {
+            let Some((from, to)) = t.read else {
+                return Vec::new();
+            };
+            vec![
+                (TableKind::Accounts, i64::from(t.from), from - t.amount),
+                (TableKind::Accounts, i64::from(t.to), to + t.amount),
+                (TableKind::Kv, LEDGER_BASE + i as i64, t.amount),
+            ]
+        };
+        // A row has one write in flight at a time, so its writes in the
+        // order they were started are its commit order.
+        for (i, t) in client.transfers.iter().enumerate() {
+            match (t.outcome, t.after_outages) {
+                (Outcome::Committed { epoch }, Some(era)) => committed.push(CommittedTx {
+                    era,
+                    epoch,
+                    writes: transfer_writes(i, t),
+                }),
+                // A late answer settled it, with no era: as unknown.
+                (Outcome::Committed { .. } | Outcome::Unknown, _) => {
+                    unknown.push(transfer_writes(i, t));
+                }
+                _ => {}
+            }
+        }
+        for u in &client.upserts {
+            let writes = vec![(TableKind::Kv, u.key, u.value)];
+            match (u.outcome, u.after_outages) {
+                (Outcome::Committed { epoch }, Some(era)) => {
+                    committed.push(CommittedTx { era, epoch, writes });
+                }
+                (Outcome::Committed { .. } | Outcome::Unknown, _) => unknown.push(writes),
+                _ => {}
+            }
+        }
+        (committed, unknown)
+    }
+
+    /// The stream check (quiet, settled): waits until the subscription
+    /// handed out every epoch the current era committed in, then compares
+    /// its record with the history ([`check_stream`]) and judges its gaps:
+    /// docs/events.md produces one only when no node of a bucket's node
+    /// group is left to send it — one replica and its node gone, the
+    /// whole cluster down, or the API's connection to every node of the
+    /// group closed — so any other is a bug.
+    fn check_subscriber(&mut self) -> Result<(), String> {
+        let seed = self.sim.seed();
+        let (committed, unknown) = self.history();
+        let era = self.outages.len();
+        let target = committed
+            .iter()
+            .filter(|t| t.era == era)
+            .map(|t| t.epoch)
+            .max()
+            .unwrap_or(0);
+        let caught_up = |c: &WholeCluster| {
+            c.client()
+                .subscriber
+                .as_ref()
+                .and_then(|s| {
+                    s.segments
+                        .last()
+                        .filter(|_| s.started())
+                        .map(|g| g.last() >= target)
+                })
+                .unwrap_or(false)
+        };
+        let until = self.sim.now() + DRAIN_MAX;
+        while !caught_up(self) && self.sim.now() < until {
+            self.run_checked(CHECK_INTERVAL)?;
+        }
+        let stalled = !caught_up(self);
+        let client = self.client();
+        let subscriber = client.subscriber.as_ref().ok_or("no subscriber")?;
+        if stalled {
+            let last = subscriber.segments.last();
+            return Err(format!(
+                "seed {seed}: the stream stalls: the last subscription {:?} handed out up to {:#x}, commits went to {target:#x}",
+                last.map(|s| (s.sub_id, s.start, &s.gap)),
+                last.map_or(0, |s| s.last())
+            ));
+        }
+        let checked = check_stream(&subscriber.segments, &committed, &unknown)
+            .map_err(|e| format!("seed {seed}: stream: {e}"))?;
+        for segment in &subscriber.segments {
+            let Some((from, to, cause)) = &segment.gap else {
+                continue;
+            };
+            let explained = match cause {
+                GapCause::GroupGone { .. } => {
+                    self.spec.replicas == 1 || !self.outages.is_empty() || self.api_links_broken
+                }
+                GapCause::Node { .. } => false,
+            };
+            if !explained {
+                return Err(format!(
+                    "seed {seed}: subscription {} ended with a gap {from:#x}..{to:#x} ({cause:?}) that \
+                     docs/events.md does not produce: {} replicas, outages {:?}, API links broken {}; \
+                     the subscriber then: {}",
+                    segment.sub_id,
+                    self.spec.replicas,
+                    self.outages,
+                    self.api_links_broken,
+                    segment.ended_as
+                ));
+            }
+        }
+        drop(client);
+        self.stream = Some(checked);
+        Ok(())
     }
 
     /// Whether every data node is up, started and serving, none starting.
@@ -1931,6 +2126,9 @@ impl WholeCluster {
                 ));
             }
         }
+        if self.spec.subscriber {
+            self.check_subscriber()?;
+        }
         self.check_agreement()
     }
 
@@ -2025,6 +2223,9 @@ pub struct WholeReport {
     pub adversary: Adversary,
     /// How often each buggify point fired, by "file:line".
     pub buggify_fired: BTreeMap<String, u64>,
+    /// What the stream check compared (with the subscriber, once the
+    /// final check reached it).
+    pub stream: Option<StreamChecked>,
     pub result: Result<(), String>,
 }
 
@@ -2064,6 +2265,9 @@ pub struct ScenarioOptions {
     /// Per thread-pair order and buggify; off by default (the seeds kept as
     /// tests were found without), on in `skarv sim`.
     pub adversary: Adversary,
+    /// [`WholeSpec::subscriber`]: off by default (the seeds kept as tests
+    /// were found without).
+    pub subscriber: bool,
 }
 
 impl Default for ScenarioOptions {
@@ -2075,6 +2279,7 @@ impl Default for ScenarioOptions {
             shape: None,
             trace: false,
             adversary: Adversary::default(),
+            subscriber: false,
         }
     }
 }
@@ -2110,6 +2315,7 @@ pub fn whole_scenario(seed: u64, options: &ScenarioOptions) -> (WholeReport, Vec
         spec.replicas = replicas;
     }
     spec.adversary = options.adversary;
+    spec.subscriber = options.subscriber;
     let (data_nodes, replicas) = (spec.data_nodes, spec.replicas);
     let mut kinds = Vec::new();
     let (result, cluster) = match WholeCluster::new(seed, spec) {
@@ -2196,6 +2402,7 @@ pub fn whole_scenario(seed: u64, options: &ScenarioOptions) -> (WholeReport, Vec
         committed_after_faults,
         adversary: options.adversary,
         buggify_fired,
+        stream: cluster.as_ref().and_then(|c| c.stream),
         // The switches replay the seed as much as the seed does.
         result: result.map_err(|e| format!("{e} [{}]", options.adversary)),
     };
@@ -2236,6 +2443,16 @@ fn run_rounds(
         cluster
             .quiet_check()
             .map_err(|e| format!("after {description}: {e}"))?;
+        if cluster.spec.subscriber {
+            // A quiet point: the stream so far is checked too, with no
+            // transaction started meanwhile (its changes would come
+            // before its answer).
+            cluster.client().running = false;
+            cluster
+                .check_subscriber()
+                .map_err(|e| format!("after {description}: {e}"))?;
+            cluster.client().running = true;
+        }
         cluster.run_checked(Duration::from_millis(100))?;
     }
     cluster.check_final()
@@ -2345,6 +2562,7 @@ fn fault(cluster: &mut WholeCluster, choose: &mut Rng, kind: FaultKind) -> Resul
                 let a = all[choose.below(all.len() as u64) as usize];
                 let b = all[choose.below(all.len() as u64) as usize];
                 if a != b && cluster.sim.connected(a, b) {
+                    cluster.api_links_broken |= a == SIM_API || b == SIM_API;
                     cluster.sim.break_link(a, b);
                     broken.push(format!("{a}-{b}"));
                 }

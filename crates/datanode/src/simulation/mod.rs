@@ -12,6 +12,7 @@
 //! Used by the tests and by `skarv sim --seed N`, which replays one run.
 
 pub mod cluster;
+pub mod subscriber;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
