@@ -41,6 +41,7 @@
 mod driver;
 mod histogram;
 mod service;
+mod stream;
 pub mod workload;
 
 use std::collections::BTreeMap;
@@ -58,6 +59,7 @@ pub use histogram::Histogram;
 pub use service::{
     GAPS_PER_THREAD_MAX, GAPS_REPORTED_MAX, GAP_RESOLUTION_START_US, SECONDS_COUNTED_MAX,
 };
+pub use stream::StreamReport;
 use workload::{Shape, GENERATION_SPREAD_MAX, MARKER_KEY};
 
 /// Attempts after the first for a transaction that fails with a temporary error.
@@ -163,6 +165,9 @@ pub struct FlexOptions {
     /// Executor threads per data node; 0: every thread sends its own.
     pub executors: usize,
     pub table: String,
+    /// One change-stream subscriber on the table during each phase; its
+    /// rate and the commit-to-delivery lag go in the phase's report.
+    pub subscribe: bool,
 }
 
 impl FlexOptions {
@@ -182,6 +187,7 @@ impl FlexOptions {
             drop: false,
             executors: 0,
             table: "flex".to_owned(),
+            subscribe: false,
         }
     }
 
@@ -340,6 +346,8 @@ pub struct PhaseReport {
     pub started_unix_s: f64,
     /// Transactions that succeeded in each second of the phase.
     pub per_second: Vec<u64>,
+    /// `--subscribe`: what the subscriber took, and the lag.
+    pub stream: Option<StreamReport>,
 }
 
 /// One gap in service of a phase.
@@ -434,6 +442,7 @@ fn report_phase(
         gaps: Vec::new(),
         started_unix_s: 0.0,
         per_second: Vec::new(),
+        stream: None,
     };
     let started = results.iter().map(|r| r.started).min();
     let ended = results.iter().map(|r| r.ended).max();
@@ -720,15 +729,25 @@ pub fn run(
             verify: options.verify,
             generation,
             generations,
+            sample_epochs: options.subscribe,
+        };
+        let watch = if options.subscribe {
+            Some(stream::watch(&cluster, &options.table).map_err(connect_error)?)
+        } else {
+            None
         };
         let before = cluster.stats();
         let cpu_before = process_cpu_time();
-        let results = run_phase(&cluster, &workload, options, plan)?;
+        let mut results = run_phase(&cluster, &workload, options, plan)?;
+        let samples: Vec<(u64, std::time::Instant)> = results
+            .iter_mut()
+            .flat_map(|r| std::mem::take(&mut r.commit_epochs))
+            .collect();
         let cpu = process_cpu_time()
             .zip(cpu_before)
             .map(|(after, before)| after.saturating_sub(before));
         let after = cluster.stats();
-        let phase_report = report_phase(
+        let mut phase_report = report_phase(
             phase,
             &params,
             results,
@@ -737,6 +756,9 @@ pub fn run(
             &mut report.problems,
             &mut report.problems_more,
         );
+        if let Some(watch) = watch {
+            phase_report.stream = Some(watch.finish(&samples).map_err(connect_error)?);
+        }
         // Only an update of every row, all committed, leaves one generation.
         if phase == Phase::Update && phase_report.failed == 0 && phase_report.full_pass {
             generations.low = generations.high;
@@ -829,6 +851,30 @@ pub fn render_phase(report: &PhaseReport) -> String {
         report.retries,
         report.failed,
     );
+    if let Some(s) = &report.stream {
+        let l = &s.lag_us;
+        let _ = writeln!(
+            text,
+            "       subscriber: {} changes ({:.0}/s) in {} epochs; lag µs (commit to delivery) \
+             p50 {:.1} p95 {:.1} p99 {:.1} max {:.1} of {} sampled commits ({} before its \
+             first epoch, {} undelivered){}",
+            s.changes,
+            s.changes_per_s,
+            s.epochs,
+            l.p50,
+            l.p95,
+            l.p99,
+            l.max,
+            s.sampled,
+            s.before_start,
+            s.undelivered,
+            if s.ended {
+                format!("; ENDED after {} gap(s)", s.gaps)
+            } else {
+                String::new()
+            }
+        );
+    }
     if !report.errors.is_empty() {
         text.push_str("       errors:");
         for (code, count) in &report.errors {

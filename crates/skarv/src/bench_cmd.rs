@@ -162,6 +162,10 @@ struct FlexArgs {
     /// The table to use (created when missing).
     #[arg(long, default_value = "flex")]
     table: String,
+    /// Subscribe to the table's change stream during each phase: report the
+    /// subscriber's changes/s and the lag from a commit to its delivery.
+    #[arg(long)]
+    subscribe: bool,
 }
 
 fn parse_seconds(text: &str) -> Result<Duration, String> {
@@ -190,6 +194,7 @@ fn run_flex(args: FlexArgs) -> Result<(), String> {
         drop: args.drop,
         executors: args.executors,
         table: args.table,
+        subscribe: args.subscribe,
     };
     let json = args.json;
     let mut header = false;

@@ -2,7 +2,8 @@
 //! every phase with `--verify` and `--json`, a later invocation reading
 //! what an earlier one wrote, the executor architecture with batches, and
 //! the failures `--verify` must catch — rows holding values of the wrong
-//! generation, and rows that are gone — each ending the run non-zero.
+//! generation, and rows that are gone — each ending the run non-zero; and
+//! `--subscribe`, a change-stream subscriber's changes and lag.
 
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -268,6 +269,55 @@ fn flex_runs_every_phase_verifies_across_runs_and_fails_on_wrong_or_missing_rows
     );
     assert!(!after_drop.status.success(), "{}", text(&after_drop));
     assert_eq!(phases(&after_drop)[0]["mismatches"], 400);
+
+    // --subscribe: a subscriber takes the updates' changes during the
+    // phase, and the lag of the commits sampled is measured from their
+    // answers to their epochs' arrival (the phase spans several epochs:
+    // the stream begins with the epoch after the one open at its start).
+    let sub_table = ["--table", "flex_sub"];
+    let load = sandbox.flex(&[&small[..], &sub_table, &["--ops", "insert"]].concat());
+    assert!(load.status.success(), "{}", text(&load));
+    let subscribed = sandbox.flex(
+        &[
+            &small[..],
+            &sub_table,
+            &[
+                "--ops",
+                "update",
+                "--duration",
+                "1",
+                "--subscribe",
+                "--json",
+                "--drop",
+            ],
+        ]
+        .concat(),
+    );
+    assert!(subscribed.status.success(), "{}", text(&subscribed));
+    let update = &phases(&subscribed)[0];
+    let stream = &update["stream"];
+    let count = |field: &str| {
+        stream[field]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{field}: {update}"))
+    };
+    let ops = update["ops"].as_u64().unwrap();
+    assert!(
+        count("changes") > 0 && count("changes") <= ops,
+        "the subscriber took some of the {ops} updates: {update}"
+    );
+    assert!(count("epochs") > 0, "{update}");
+    assert!(
+        count("sampled") > count("before_start"),
+        "commits sampled in the stream's epochs: {update}"
+    );
+    assert_eq!(count("undelivered"), 0, "{update}");
+    assert_eq!(stream["ended"], false, "{update}");
+    let p50 = stream["lag_us"]["p50"].as_f64().unwrap();
+    assert!(
+        p50 > 0.0,
+        "a commit reaches the subscriber after its answer: {update}"
+    );
 
     // Bad flags are refused before connecting, naming the flag.
     let bad = sandbox.flex(&["-p", "5000", "--ops", "read"]);

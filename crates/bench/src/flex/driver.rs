@@ -16,6 +16,7 @@ use skarv_client::{
 
 use super::histogram::Histogram;
 use super::service::ServiceLog;
+use super::stream;
 use super::workload;
 use super::{
     FlexError, FlexOptions, Generations, Phase, Workload, EXECUTOR_QUEUE_MAX, RETRIES_MAX,
@@ -317,6 +318,9 @@ pub(super) struct ThreadPlan {
     pub(super) verify: bool,
     pub(super) generation: u64,
     pub(super) generations: Generations,
+    /// `--subscribe`: note the epoch of one commit in
+    /// `stream::LAG_SAMPLE_EVERY` (`ThreadResult::commit_epochs`).
+    pub(super) sample_epochs: bool,
 }
 
 /// What one thread measured in a phase.
@@ -338,6 +342,9 @@ pub(super) struct ThreadResult {
     pub(super) ended: Instant,
     /// When transactions succeeded (the gap in service).
     pub(super) service: ServiceLog,
+    /// Sampled commits: their epoch and when their answer came
+    /// (`ThreadPlan::sample_epochs`).
+    pub(super) commit_epochs: Vec<(u64, Instant)>,
 }
 
 impl ThreadResult {
@@ -412,6 +419,7 @@ fn drive(
             started,
             plan.duration.map_or(1, |d| d.as_secs() as usize + 2),
         ),
+        commit_epochs: Vec::new(),
     };
     let mut next_tx = 0u64;
     let mut in_flight = 0usize;
@@ -636,6 +644,14 @@ fn complete(
         }
     }
     committed(result, slot, plan, done_at, 0);
+    if plan.sample_epochs
+        && result.transactions % stream::LAG_SAMPLE_EVERY == 0
+        && result.commit_epochs.len() < stream::LAG_SAMPLES_PER_THREAD_MAX
+    {
+        if let Some(epoch) = outcome.epoch.filter(|_| outcome.committed) {
+            result.commit_epochs.push((epoch.get(), done_at));
+        }
+    }
     if op_failed {
         result.failed += 1;
     } else {
