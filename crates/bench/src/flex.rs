@@ -293,6 +293,20 @@ pub struct Latency {
     pub mean: f64,
 }
 
+impl Latency {
+    /// The figures of `histogram` (nanoseconds) in microseconds.
+    fn of(histogram: &Histogram) -> Latency {
+        let us = |ns: u64| ns as f64 / 1_000.0;
+        Latency {
+            p50: us(histogram.quantile(0.50)),
+            p95: us(histogram.quantile(0.95)),
+            p99: us(histogram.quantile(0.99)),
+            max: us(histogram.max()),
+            mean: histogram.mean() / 1_000.0,
+        }
+    }
+}
+
 /// What one phase did (one `--json` object).
 #[derive(Clone, Debug, Serialize)]
 pub struct PhaseReport {
@@ -503,14 +517,7 @@ fn report_phase(
     if report.ops > 0 {
         report.client_cpu_us_per_op = cpu.map(|cpu| cpu.as_secs_f64() * 1e6 / report.ops as f64);
     }
-    let us = |ns: u64| ns as f64 / 1_000.0;
-    report.latency_us = Latency {
-        p50: us(histogram.quantile(0.50)),
-        p95: us(histogram.quantile(0.95)),
-        p99: us(histogram.quantile(0.99)),
-        max: us(histogram.max()),
-        mean: histogram.mean() / 1_000.0,
-    };
+    report.latency_us = Latency::of(&histogram);
     report
 }
 

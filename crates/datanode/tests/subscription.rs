@@ -132,16 +132,22 @@ fn committed(
 /// Subscribes the test's API (subscription 1, full images) to `table` at
 /// every node of `nodes` and waits for all their answers: the highest
 /// start epoch, and the other `Sub*` signals that came meanwhile.
+/// The test API's subscription 1 to `table` (full images), asked of
+/// `node`'s subscription block with `flags` added (`RESUBSCRIBE`).
+fn send_sub_start(cluster: &mut Cluster, node: signal::NodeId, table: u32, flags: u32) {
+    cluster.send(
+        SubscriptionBlock::address(node),
+        SignalBody::SubStartReq {
+            sub_id: 1,
+            flags: sub_flags::FULL_IMAGES | flags,
+            tables: vec![table],
+        },
+    );
+}
+
 fn subscribe(cluster: &mut Cluster, nodes: &[signal::NodeId], table: u32) -> (u64, Vec<Signal>) {
     for &n in nodes {
-        cluster.send(
-            SubscriptionBlock::address(n),
-            SignalBody::SubStartReq {
-                sub_id: 1,
-                flags: sub_flags::FULL_IMAGES,
-                tables: vec![table],
-            },
-        );
+        send_sub_start(cluster, n, table, 0);
     }
     let mut start = 0u64;
     let mut answered = 0;
@@ -551,14 +557,7 @@ fn stream_through_a_crash(seed: u64, fault: Fault) -> Run {
                     feed(&mut cluster, &mut asm, &live, got);
                 }
                 resubscribed = true;
-                cluster.send(
-                    SubscriptionBlock::address(victim),
-                    SignalBody::SubStartReq {
-                        sub_id: 1,
-                        flags: sub_flags::FULL_IMAGES | sub_flags::RESUBSCRIBE,
-                        tables: vec![table.id],
-                    },
-                );
+                send_sub_start(&mut cluster, victim, table.id, sub_flags::RESUBSCRIBE);
             } else {
                 live.retain(|&n| n != victim);
             }
@@ -571,14 +570,7 @@ fn stream_through_a_crash(seed: u64, fault: Fault) -> Run {
                     cluster.sim.now() < until,
                     "seed {seed}: the restarted node serves the subscription again"
                 );
-                cluster.send(
-                    SubscriptionBlock::address(victim),
-                    SignalBody::SubStartReq {
-                        sub_id: 1,
-                        flags: sub_flags::FULL_IMAGES | sub_flags::RESUBSCRIBE,
-                        tables: vec![table.id],
-                    },
-                );
+                send_sub_start(&mut cluster, victim, table.id, sub_flags::RESUBSCRIBE);
                 for _ in 0..100 {
                     cluster.sim.run_for(Duration::from_millis(1));
                     let got = take_sub(&cluster);
@@ -1060,14 +1052,7 @@ fn a_gone_api_nodes_subscription_ends_after_the_grace() {
     cluster.sim.run_for(Duration::from_secs(1));
     take_sub(&cluster);
     for &n in &nodes {
-        cluster.send(
-            SubscriptionBlock::address(n),
-            SignalBody::SubStartReq {
-                sub_id: 1,
-                flags: sub_flags::FULL_IMAGES | sub_flags::RESUBSCRIBE,
-                tables: vec![table.id],
-            },
-        );
+        send_sub_start(&mut cluster, n, table.id, sub_flags::RESUBSCRIBE);
     }
     cluster.sim.run_for(Duration::from_millis(100));
     let gaps = take_sub(&cluster)

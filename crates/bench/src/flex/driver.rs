@@ -645,7 +645,7 @@ fn complete(
     }
     committed(result, slot, plan, done_at, 0);
     if plan.sample_epochs
-        && result.transactions % stream::LAG_SAMPLE_EVERY == 0
+        && result.transactions.is_multiple_of(stream::LAG_SAMPLE_EVERY)
         && result.commit_epochs.len() < stream::LAG_SAMPLES_PER_THREAD_MAX
     {
         if let Some(epoch) = outcome.epoch.filter(|_| outcome.committed) {

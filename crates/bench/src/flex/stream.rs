@@ -163,7 +163,6 @@ fn measure(taken: &Taken, samples: &[(u64, Instant)], phase_s: f64) -> StreamRep
             None => undelivered += 1,
         }
     }
-    let us = |ns: u64| ns as f64 / 1_000.0;
     StreamReport {
         changes: taken.changes,
         changes_per_s: if phase_s > 0.0 {
@@ -172,13 +171,7 @@ fn measure(taken: &Taken, samples: &[(u64, Instant)], phase_s: f64) -> StreamRep
             0.0
         },
         epochs: taken.arrived.len() as u64,
-        lag_us: Latency {
-            p50: us(histogram.quantile(0.50)),
-            p95: us(histogram.quantile(0.95)),
-            p99: us(histogram.quantile(0.99)),
-            max: us(histogram.max()),
-            mean: histogram.mean() / 1_000.0,
-        },
+        lag_us: Latency::of(&histogram),
         sampled: samples.len() as u64,
         before_start,
         undelivered,
