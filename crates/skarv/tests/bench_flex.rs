@@ -5,7 +5,6 @@
 //! generation, and rows that are gone — each ending the run non-zero; and
 //! `--subscribe`, a change-stream subscriber's changes and lag.
 
-use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
@@ -22,13 +21,9 @@ fn text(output: &Output) -> String {
     )
 }
 
-/// A base port in 25xxx with the next `count` ports free.
+/// A base port in 25xxx with the next `count` ports free and reserved.
 fn free_base_port(count: u16) -> u16 {
-    let start = 25_000 + (std::process::id() % 100) as u16 * 10;
-    (0..100u16)
-        .map(|i| 25_000 + (start - 25_000 + i * 10) % 1_000)
-        .find(|base| (0..count).all(|i| TcpListener::bind(("127.0.0.1", base + i)).is_ok()))
-        .expect("a free port range in 25000..26000")
+    testkit::ports::free_base_port(25_000, 1_000, count)
 }
 
 struct Sandbox {

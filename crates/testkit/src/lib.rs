@@ -8,8 +8,10 @@
 //! - [`sandbox`]: a `skarv sandbox` of this build for a test, stopped when
 //!   dropped (the client's and the SQL engine's tests).
 //! - [`Rng`]: a seeded generator for workloads and mutations.
+//! - [`ports`]: fixed port ranges, reserved across test processes.
 
 mod counting_alloc;
+pub mod ports;
 mod rng;
 pub mod sandbox;
 

@@ -4,7 +4,6 @@
 //! scratch directory on a free port range, with no SQL node (these tests
 //! drive the cluster, or the engine in process), stopped when dropped.
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -42,22 +41,6 @@ pub fn text(output: &Output) -> String {
     )
 }
 
-/// A base port in `range_start..range_start + 1000` with the next `count`
-/// ports free; each test file has its own range so files running at once
-/// do not collide.
-fn free_base_port(range_start: u16, count: u16) -> u16 {
-    let offset = (std::process::id() % 100) as u16 * 10;
-    (0..100u16)
-        .map(|i| range_start + (offset + i * 10) % 1_000)
-        .find(|base| (0..count).all(|i| TcpListener::bind(("127.0.0.1", base + i)).is_ok()))
-        .unwrap_or_else(|| {
-            panic!(
-                "a free port range in {range_start}..{}",
-                range_start + 1_000
-            )
-        })
-}
-
 pub struct Sandbox {
     pub dir: PathBuf,
     pub connect: String,
@@ -70,7 +53,7 @@ impl Sandbox {
         let dir = std::env::temp_dir().join(format!("skarv-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("scratch dir");
-        let base = free_base_port(port_range_start, SANDBOX_PORTS);
+        let base = crate::ports::free_base_port(port_range_start, 1_000, SANDBOX_PORTS);
         let output = Command::new(skarv_bin())
             .args(["sandbox", "--detach", "--dir"])
             .arg(&dir)

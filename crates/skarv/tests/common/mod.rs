@@ -2,7 +2,6 @@
 //! a detached sandbox of 2 data nodes × 2 replicas, and SIGKILL.
 #![allow(dead_code)] // each test file uses its own part
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -26,29 +25,11 @@ pub fn skarv(args: &[&str]) -> Output {
     Command::new(SKARV).args(args).output().expect("run skarv")
 }
 
-/// Where Linux takes the local ports of outgoing connections
-/// (`ip_local_port_range`'s default): the client end of a connection
-/// closed in the last minute holds its port there (TIME_WAIT), and
-/// connections to one server take every other port of a stretch, so
-/// after a test of 2,000 connections no ten ports in a row may be free.
-const EPHEMERAL_PORTS: std::ops::Range<u16> = 32_768..61_000;
-/// How far a range asked inside [`EPHEMERAL_PORTS`] moves down.
-const EPHEMERAL_SHIFT: u16 = 30_000;
-
 /// A base port in `range_start..range_start + 500` with the next `count`
-/// ports free; each test has its own range, so tests running at once do
-/// not collide. A range inside the ephemeral ports is moved below them.
+/// ports free, reserved against the other tests running at once
+/// ([`testkit::ports`]).
 pub fn free_base_port(range_start: u16, count: u16) -> u16 {
-    let range_start = if EPHEMERAL_PORTS.contains(&range_start) {
-        range_start - EPHEMERAL_SHIFT
-    } else {
-        range_start
-    };
-    let offset = (std::process::id() % 50) as u16 * 10;
-    (0..50u16)
-        .map(|i| range_start + (offset + i * 10) % 500)
-        .find(|base| (0..count).all(|i| TcpListener::bind(("127.0.0.1", base + i)).is_ok()))
-        .unwrap_or_else(|| panic!("a free port range in {range_start}..{}", range_start + 500))
+    testkit::ports::free_base_port(range_start, 500, count)
 }
 
 /// A detached sandbox of 2 data nodes × 2 replicas (one node group),
