@@ -83,6 +83,25 @@ pub const THREADSTAT: TableDef = TableDef {
     ],
 };
 
+/// Each execution thread over the last second (NDB's `cpustat`): whole
+/// percentages of the window, and the window's length in microseconds.
+/// NDB's `thread_send` is not kept apart: sending is in `thread_exec`.
+pub const CPUSTAT: TableDef = TableDef {
+    name: "cpustat",
+    columns: &[
+        ("node_id", Int),
+        ("thr_no", Int),
+        ("OS_user", Int),
+        ("OS_system", Int),
+        ("OS_idle", Int),
+        ("thread_exec", Int),
+        ("thread_sleeping", Int),
+        ("thread_spinning", Int),
+        ("thread_buffer_full", Int),
+        ("elapsed_time", Int),
+    ],
+};
+
 pub const TRANSPORTERS: TableDef = TableDef {
     name: "transporters",
     columns: &[
@@ -264,6 +283,7 @@ pub const TABLES: &[&TableDef] = &[
     &CLUSTER_OPERATIONS,
     &CLUSTER_TRANSACTIONS,
     &COUNTERS,
+    &CPUSTAT,
     &LOGSPACES,
     &MEMORYUSAGE,
     &NODES,

@@ -8,6 +8,10 @@
 //! - `ndbinfo.threadstat` lists every data node's execution threads with
 //!   their kernel thread ids and CPU used, and their signals executed grow
 //!   under the load;
+//! - `ndbinfo.cpustat` has a window of about a second for each of those
+//!   threads, its percentages adding up; idle, every thread sleeps most
+//!   of it; under a stream of UPDATEs, a thread of each node executes and
+//!   uses CPU;
 //! - `ndbinfo.threadblocks` places every block of a data node (QMGR,
 //!   DBDIH, DBDICT, DBTC, SUMA, a DBLQH per LDM) on one of its threads;
 //! - `ndbinfo.transporters` shows the link between the data nodes up, its
@@ -142,6 +146,87 @@ fn block_placement(conn: &mut mysql::Conn) {
     }
 }
 
+/// A `cpustat` row: node_id, thr_no, OS_user, OS_system, OS_idle,
+/// thread_exec, thread_sleeping, thread_spinning, thread_buffer_full,
+/// elapsed_time.
+type CpuRow = (u64, u64, u64, u64, u64, u64, u64, u64, u64, u64);
+
+/// `cpustat` when every thread `threadstat` lists has a whole window,
+/// each row checked: percentages that add up, a window of about a second.
+fn cpustat(conn: &mut mysql::Conn) -> Vec<CpuRow> {
+    let threads: Vec<(u64, u64)> = conn
+        .query("SELECT node_id, thr_no FROM ndbinfo.threadstat ORDER BY node_id, thr_no")
+        .expect("threadstat answers");
+    let mut rows: Vec<CpuRow> = Vec::new();
+    wait_for("a CPU window of every thread", IN_FLIGHT_SHOWN_MAX, || {
+        rows = conn
+            .query(
+                "SELECT node_id, thr_no, OS_user, OS_system, OS_idle, thread_exec, \
+                 thread_sleeping, thread_spinning, thread_buffer_full, elapsed_time \
+                 FROM ndbinfo.cpustat ORDER BY node_id, thr_no",
+            )
+            .expect("cpustat answers");
+        rows.iter().map(|r| (r.0, r.1)).collect::<Vec<_>>() == threads
+    });
+    for r in &rows {
+        let &(_, _, user, system, idle, exec, sleeping, spinning, full, elapsed) = r;
+        assert_eq!(user + system + idle, 100, "OS time adds up: {r:?}");
+        // Four rounded percentages of one window.
+        let thread = exec + sleeping + spinning + full;
+        assert!((98..=102).contains(&thread), "thread time adds up: {r:?}");
+        // One second by the watchdog's clock (it may wake late on a loaded
+        // machine).
+        assert!(
+            (900_000..=3_000_000).contains(&elapsed),
+            "a window of about a second: {r:?}"
+        );
+    }
+    rows
+}
+
+/// `cpustat` follows what the data nodes do: idle, each node has a
+/// thread asleep most of its second (the main thread of an idle node may
+/// not be: it writes and syncs the epochs' and checkpoints' files, which is
+/// neither sleep nor CPU); under a stream of UPDATEs, some thread of each
+/// node executes and uses CPU.
+fn cpu_follows_the_load(port: u16, conn: &mut mysql::Conn) {
+    let idle = cpustat(conn);
+    for node in [2, 3] {
+        assert!(
+            idle.iter().any(|r| r.0 == node && r.6 >= 50),
+            "an idle node {node}'s thread sleeps: {idle:?}"
+        );
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let load = {
+        let stop = std::sync::Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let mut load_conn = connect(port);
+            let mut i = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                load_conn
+                    .exec_drop(
+                        "UPDATE load_db.t SET v = REPEAT('y', 200) WHERE id = ?",
+                        (i % LOAD_ROWS,),
+                    )
+                    .expect("update");
+                i += 1;
+            }
+        })
+    };
+    let busy = |rows: &[CpuRow], node: u64| {
+        rows.iter()
+            .any(|r| r.0 == node && r.5 >= 5 && r.2 + r.3 >= 5)
+    };
+    let mut rows = Vec::new();
+    wait_for("CPU windows of a loaded node", IN_FLIGHT_SHOWN_MAX, || {
+        rows = cpustat(conn);
+        busy(&rows, 2) && busy(&rows, 3)
+    });
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    load.join().expect("the load thread");
+}
+
 /// (status, connect_count, bytes_sent, bytes_received, frames_sent,
 /// frames_received) of the link from data node `from` to `to`.
 fn link(conn: &mut mysql::Conn, from: u64, to: u64) -> Option<(String, u64, u64, u64, u64, u64)> {
@@ -167,6 +252,7 @@ fn ndbinfo_shows_the_data_nodes_figures() {
         "cluster_operations",
         "cluster_transactions",
         "counters",
+        "cpustat",
         "table_fragments",
         "memoryusage",
         "nodes",
@@ -280,6 +366,7 @@ fn ndbinfo_shows_the_data_nodes_figures() {
             "node {node}: {threads_before:?} -> {threads_after:?}"
         );
     }
+    cpu_follows_the_load(sandbox.sql_port(), &mut conn);
     // Node 2 sent node 3 its replica's writes, at least a frame per insert.
     let link_after = link(&mut conn, 2, 3).expect("node 2 has a link to node 3");
     assert!(

@@ -114,6 +114,10 @@ pub(crate) struct ExecutionThread {
     loops: u64,
     signals: u64,
     sleeps: u64,
+    /// Time asleep, spinning idle and held by full queues (`cpustat`), ns.
+    sleep_ns: u64,
+    spin_ns: u64,
+    buffer_full_ns: u64,
     /// The time blocks see: read once per round and once per source queue
     /// with signals, not per signal (a clock read per signal was 2 % of a
     /// busy data node's CPU); a source's batch is short, so blocks' timers
@@ -171,6 +175,9 @@ impl ExecutionThread {
             loops: 0,
             signals: 0,
             sleeps: 0,
+            sleep_ns: 0,
+            spin_ns: 0,
+            buffer_full_ns: 0,
             now: common.clock.now(),
         }
     }
@@ -198,14 +205,22 @@ impl ExecutionThread {
         let spin = Duration::from_micros(u64::from(self.spec.spintime_us.min(SPINTIME_MAX_US)));
         let mut idle_since: Option<std::time::Instant> = None;
         let mut rounds_since_turn = POLLER_TURN_EVERY_ROUNDS;
+        // Since when a full queue to another thread holds this one (the
+        // clock is read only at the ends of such a wait).
+        let mut full_since: Option<std::time::Instant> = None;
         while !self.shared.stopping() {
             if self.router.has_pending() {
                 self.router.retry_pending();
                 self.router.flush();
                 if self.router.has_pending() {
+                    full_since.get_or_insert_with(std::time::Instant::now);
                     std::thread::yield_now();
                     continue;
                 }
+            }
+            if let Some(since) = full_since.take() {
+                self.buffer_full_ns += since.elapsed().as_nanos() as u64;
+                self.shared.threads[self.index].publish_buffer_full_ns(self.buffer_full_ns);
             }
             if let Some(poller) = self.poller.as_mut() {
                 if rounds_since_turn >= POLLER_TURN_EVERY_ROUNDS {
@@ -217,7 +232,9 @@ impl ExecutionThread {
             let executed = self.run_round();
             self.router.flush();
             if executed > 0 {
-                idle_since = None;
+                if let Some(since) = idle_since.take() {
+                    self.add_spin(since);
+                }
                 continue;
             }
             // Idle: the next round turns (after the wait, if it sleeps),
@@ -238,9 +255,16 @@ impl ExecutionThread {
                 std::thread::yield_now();
                 continue;
             }
+            self.add_spin(since);
             self.sleep();
             idle_since = None;
         }
+    }
+
+    /// Counts a spin that began at `since` and ends now.
+    fn add_spin(&mut self, since: std::time::Instant) {
+        self.spin_ns += since.elapsed().as_nanos() as u64;
+        self.shared.threads[self.index].publish_spin_ns(self.spin_ns);
     }
 
     /// `Block::start` of every block, on this thread, before any signal.
@@ -381,6 +405,8 @@ impl ExecutionThread {
         me.prepare_sleep();
         // The re-check of the protocol in `shared`: after `prepare_sleep`'s fence.
         if !self.has_input() && !self.shared.stopping() {
+            // Two clock reads per sleep, beside the system call it costs.
+            let began = std::time::Instant::now();
             match self.poller.as_mut() {
                 // Waits only: what arrived is handled by the next round's
                 // turn, after `end_sleep`, so handing it to this thread's own
@@ -388,6 +414,8 @@ impl ExecutionThread {
                 Some(poller) => poller.wait(timeout),
                 None => std::thread::park_timeout(timeout),
             }
+            self.sleep_ns += began.elapsed().as_nanos() as u64;
+            me.publish_sleep_ns(self.sleep_ns);
         }
         self.progress += 1;
         me.end_sleep(self.progress);

@@ -32,6 +32,7 @@ mod affinity;
 mod execution;
 mod injector;
 mod io;
+mod os;
 mod routing;
 mod shared;
 mod timers;
@@ -48,7 +49,8 @@ use signal::{BlockRef, NodeId, Signal};
 
 pub use injector::Injector;
 pub use io::IO_QUEUE_REQUESTS_MAX;
-pub use shared::ThreadFigure;
+pub use os::{os_thread_figures, OsThreadFigures};
+pub use shared::{CpuWindow, ThreadFigure, CPU_WINDOW};
 
 /// Most `io` threads a node starts.
 pub const IO_THREADS_MAX: usize = 8;
@@ -127,6 +129,16 @@ impl ThreadFigures {
     /// Every execution thread's figures, in thread order (`thr_no`).
     pub fn snapshot(&self) -> Vec<ThreadFigure> {
         self.shared.threads.iter().map(|t| t.figure()).collect()
+    }
+
+    /// Every execution thread's last complete [`CpuWindow`], in thread
+    /// order; `None` for a thread not yet seen through a whole window.
+    pub fn cpu_windows(&self) -> Vec<Option<CpuWindow>> {
+        self.shared
+            .cpu
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 }
 
@@ -304,6 +316,7 @@ impl Runtime {
                     CachePadded::new(ThreadShared::new(p.spec.name.clone(), p.spec.role, blocks))
                 })
                 .collect(),
+            cpu: std::sync::Mutex::new(vec![None; parts.len()]),
         };
         Ok(Runtime {
             shared: Arc::new(shared),

@@ -75,6 +75,12 @@ struct Figures {
     /// Counted by the producers that wake the thread: a locked add, but
     /// only next to the `unpark` or poller wake-up (a system call) it counts.
     wakes: AtomicU64,
+    /// Time asleep, spinning idle, and waiting on a full queue to another
+    /// thread, in ns (`cpustat`): clocked only around a sleep, at the ends
+    /// of a spin and while a queue is full, never per signal or per round.
+    sleep_ns: AtomicU64,
+    spin_ns: AtomicU64,
+    buffer_full_ns: AtomicU64,
 }
 
 /// What ndbinfo's `threadstat` shows of one execution thread: counters
@@ -97,9 +103,55 @@ pub struct ThreadFigure {
     pub wakes: u64,
     /// Signals waiting in its queues when it last looked at them.
     pub queue_depth: u64,
+    /// Time it slept for want of work, in ns.
+    pub sleep_ns: u64,
+    /// Time it spun idle (`spintime`) before sleeping or finding work, in ns.
+    pub spin_ns: u64,
+    /// Time it waited for room in a full queue to another thread, in ns.
+    pub buffer_full_ns: u64,
     /// The blocks it runs, in placement order.
     pub blocks: Vec<BlockRef>,
 }
+
+/// One execution thread over the last complete [`CPU_WINDOW`] (ndbinfo's
+/// `cpustat`, which NDB's THRMAN measures each second): times in
+/// microseconds. What is neither asleep, spinning nor waiting on a full
+/// queue is execution (signals, polling, sending).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuWindow {
+    /// The window's length by the clock.
+    pub elapsed_us: u64,
+    /// CPU the kernel charged to the thread, in user mode and in the kernel.
+    pub os_user_us: u64,
+    pub os_system_us: u64,
+    pub sleep_us: u64,
+    pub spin_us: u64,
+    pub buffer_full_us: u64,
+}
+
+impl CpuWindow {
+    /// `part_us` as a whole percentage of the window, at most 100.
+    pub fn percent(&self, part_us: u64) -> u64 {
+        if self.elapsed_us == 0 {
+            return 0;
+        }
+        let pct = (u128::from(part_us) * 100 + u128::from(self.elapsed_us) / 2)
+            / u128::from(self.elapsed_us);
+        pct.min(100) as u64
+    }
+
+    /// The time the thread was neither asleep, spinning nor held by a full
+    /// queue.
+    pub fn exec_us(&self) -> u64 {
+        self.elapsed_us
+            .saturating_sub(self.sleep_us)
+            .saturating_sub(self.spin_us)
+            .saturating_sub(self.buffer_full_us)
+    }
+}
+
+/// How often the watchdog takes the [`CpuWindow`]s.
+pub const CPU_WINDOW: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl ThreadShared {
     /// This thread's figures now.
@@ -115,6 +167,9 @@ impl ThreadShared {
             sleeps: get(&f.sleeps),
             wakes: get(&f.wakes),
             queue_depth: get(&f.queue_depth),
+            sleep_ns: get(&f.sleep_ns),
+            spin_ns: get(&f.spin_ns),
+            buffer_full_ns: get(&f.buffer_full_ns),
             blocks: self.blocks.clone(),
         }
     }
@@ -132,6 +187,22 @@ impl ThreadShared {
     /// The thread itself, as it goes to sleep: its sleeps so far.
     pub(crate) fn publish_sleeps(&self, sleeps: u64) {
         self.figures.sleeps.store(sleeps, Ordering::Relaxed);
+    }
+
+    /// The thread itself, after a sleep: its time asleep so far.
+    pub(crate) fn publish_sleep_ns(&self, ns: u64) {
+        self.figures.sleep_ns.store(ns, Ordering::Relaxed);
+    }
+
+    /// The thread itself, after a spin: its time spinning idle so far.
+    pub(crate) fn publish_spin_ns(&self, ns: u64) {
+        self.figures.spin_ns.store(ns, Ordering::Relaxed);
+    }
+
+    /// The thread itself, once a full queue took its signals: its time
+    /// waiting on full queues so far.
+    pub(crate) fn publish_buffer_full_ns(&self, ns: u64) {
+        self.figures.buffer_full_ns.store(ns, Ordering::Relaxed);
     }
 }
 
@@ -234,6 +305,10 @@ pub(crate) struct Shared {
     pub(crate) dropped_signals: AtomicU64,
     /// Indexed by execution thread.
     pub(crate) threads: Vec<CachePadded<ThreadShared>>,
+    /// Each execution thread's last complete [`CpuWindow`], by thread;
+    /// `None` until the watchdog has seen a whole window of it. Written
+    /// by the watchdog once a window, read by ndbinfo scans.
+    pub(crate) cpu: std::sync::Mutex<Vec<Option<CpuWindow>>>,
 }
 
 impl Shared {
@@ -260,5 +335,28 @@ pub(crate) fn wake_marked(threads: &[CachePadded<ThreadShared>], marked: &mut [b
             *flag = false;
             thread.wake_if_sleeping();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_window_shows_whole_rounded_percentages_of_itself() {
+        let w = CpuWindow {
+            elapsed_us: 1_000_000,
+            os_user_us: 125_000,
+            os_system_us: 4_999,
+            sleep_us: 700_000,
+            spin_us: 100_000,
+            buffer_full_us: 5_000,
+        };
+        assert_eq!(w.percent(w.os_user_us), 13, "12.5 % rounds up");
+        assert_eq!(w.percent(w.os_system_us), 0, "0.4999 % rounds down");
+        assert_eq!(w.exec_us(), 195_000);
+        assert_eq!(w.percent(w.exec_us()), 20);
+        assert_eq!(w.percent(2_000_000), 100, "never above the window");
+        assert_eq!(CpuWindow::default().percent(5), 0, "an empty window");
     }
 }
