@@ -3,14 +3,16 @@
 //! operator looks first.
 
 use kernel::Context;
-use signal::{BlockNumber, BlockRef, NodeId, Severity, SignalBody};
+use signal::{BlockNumber, BlockRef, EventCategory, NodeId, Severity, SignalBody};
 
 /// Logs `text` on `node` at `severity` and sends it to `mgmd`'s cluster
-/// log (`MgmEventRep`) when there is one.
+/// log (`MgmEventRep`, at the severity's level) when there is one; the
+/// mgmd's `CLUSTERLOG` filter decides whether it is written there.
 pub(crate) fn report(
     ctx: &mut Context<'_>,
     node: NodeId,
     mgmd: Option<NodeId>,
+    category: EventCategory,
     severity: Severity,
     text: String,
 ) {
@@ -22,7 +24,12 @@ pub(crate) fn report(
     if let Some(mgmd) = mgmd {
         ctx.send(
             BlockRef::new(mgmd, BlockNumber::MANAGEMENT, 0),
-            SignalBody::MgmEventRep { severity, text },
+            SignalBody::MgmEventRep {
+                severity,
+                category,
+                level: severity.level(),
+                text,
+            },
         );
     }
 }

@@ -303,8 +303,14 @@ impl Distribution {
     }
 
     /// Logs `text` here and, with a management server, in its cluster log.
-    fn cluster_log(&self, severity: signal::Severity, text: String, ctx: &mut Context<'_>) {
-        crate::cluster_log::report(ctx, self.config.node, self.mgmd, severity, text);
+    fn cluster_log(
+        &self,
+        category: signal::EventCategory,
+        severity: signal::Severity,
+        text: String,
+        ctx: &mut Context<'_>,
+    ) {
+        crate::cluster_log::report(ctx, self.config.node, self.mgmd, category, severity, text);
     }
 
     /// Keeps a sysfile in `fs_dir` (reading what it holds now) and takes
@@ -634,7 +640,12 @@ impl Distribution {
                         "GCP stop: GCI {gci} waited {waited_ms} ms for the {step} of node {node}; \
                          excluding node {node} (node {partner} serves its node group)"
                     );
-                    self.cluster_log(signal::Severity::Alert, text.clone(), ctx);
+                    self.cluster_log(
+                        signal::EventCategory::Checkpoint,
+                        signal::Severity::Alert,
+                        text.clone(),
+                        ctx,
+                    );
                     if node == me {
                         ctx.shutdown(true, text);
                     } else {
@@ -654,7 +665,12 @@ impl Distribution {
                          the only serving node of node group {group:?}: not excluded, so \
                          durability waits for it (free its disk)"
                     );
-                    self.cluster_log(signal::Severity::Alert, text, ctx);
+                    self.cluster_log(
+                        signal::EventCategory::Checkpoint,
+                        signal::Severity::Alert,
+                        text,
+                        ctx,
+                    );
                 }
             }
         }

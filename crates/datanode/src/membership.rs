@@ -43,8 +43,8 @@ use std::time::Duration;
 
 use kernel::{Block, Context, Instant};
 use signal::{
-    BlockNumber, BlockRef, FailReason, MembershipView, NodeBitmask, NodeId, NodeState,
-    RegRefReason, Severity, Signal, SignalBody, VERSION,
+    BlockNumber, BlockRef, EventCategory, FailReason, MembershipView, NodeBitmask, NodeId,
+    NodeState, RegRefReason, Severity, Signal, SignalBody, VERSION,
 };
 
 /// Heartbeats a member may miss before it is declared failed (NDB declares a
@@ -570,8 +570,14 @@ impl Membership {
         );
     }
 
-    fn event(&self, ctx: &mut Context<'_>, severity: Severity, text: String) {
-        crate::cluster_log::report(ctx, self.me(), self.config.mgmd, severity, text);
+    fn event(
+        &self,
+        ctx: &mut Context<'_>,
+        category: EventCategory,
+        severity: Severity,
+        text: String,
+    ) {
+        crate::cluster_log::report(ctx, self.me(), self.config.mgmd, category, severity, text);
     }
 
     // ---- joining ----
@@ -674,7 +680,7 @@ impl Membership {
             )
         };
         self.install_view(view, ctx);
-        self.event(ctx, Severity::Info, text);
+        self.event(ctx, EventCategory::Startup, Severity::Info, text);
     }
 
     /// Asks the arbitrator whether the starting nodes `side`, exactly half
@@ -772,6 +778,7 @@ impl Membership {
         self.install_view(next, ctx);
         self.event(
             ctx,
+            EventCategory::NodeRestart,
             Severity::Info,
             format!("admitted node {node} to the cluster"),
         );
@@ -785,6 +792,7 @@ impl Membership {
         self.install_view(view, ctx);
         self.event(
             ctx,
+            EventCategory::Startup,
             Severity::Info,
             format!("joined the cluster; president is node {president}"),
         );
@@ -1029,6 +1037,7 @@ impl Membership {
         self.phase = Phase::Stopping;
         self.event(
             ctx,
+            EventCategory::NodeRestart,
             Severity::Alert,
             format!("excluded from the cluster by president {by}; restarting to rejoin"),
         );
@@ -1426,7 +1435,12 @@ impl Membership {
                 view.view_id
             ),
         };
-        self.event(ctx, Severity::Alert, text.clone());
+        self.event(
+            ctx,
+            EventCategory::NodeRestart,
+            Severity::Alert,
+            text.clone(),
+        );
         ctx.shutdown(true, text);
     }
 
@@ -1470,7 +1484,7 @@ impl Membership {
                     side.len(),
                     view.members.len()
                 );
-                self.event(ctx, Severity::Warning, text);
+                self.event(ctx, EventCategory::NodeRestart, Severity::Warning, text);
             }
         }
         ctx.send(
@@ -1511,6 +1525,7 @@ impl Membership {
                 let members: Vec<u8> = pending.members.iter().map(|n| n.get()).collect();
                 self.event(
                     ctx,
+                    EventCategory::NodeRestart,
                     Severity::Alert,
                     format!("won arbitration: this side {members:?} goes on"),
                 );
@@ -1539,7 +1554,12 @@ impl Membership {
                 self.phase = Phase::Stopping;
                 let text =
                     format!("lost arbitration: {message}; shutting down, the other side goes on");
-                self.event(ctx, Severity::Alert, text.clone());
+                self.event(
+                    ctx,
+                    EventCategory::NodeRestart,
+                    Severity::Alert,
+                    text.clone(),
+                );
                 ctx.shutdown(true, text);
             }
             Phase::Stopping => {}
@@ -1584,7 +1604,12 @@ impl Membership {
                      shutting down rather than risk a split cluster",
                     self.arbitration_timeout.as_millis()
                 );
-                self.event(ctx, Severity::Alert, text.clone());
+                self.event(
+                    ctx,
+                    EventCategory::NodeRestart,
+                    Severity::Alert,
+                    text.clone(),
+                );
                 ctx.shutdown(true, text);
             }
             Phase::Stopping => {}
@@ -1624,11 +1649,11 @@ impl Membership {
             if reason == FailReason::Stopped {
                 let text =
                     format!("node {node} left the cluster (stopped); members now {members:?}");
-                self.event(ctx, Severity::Info, text);
+                self.event(ctx, EventCategory::NodeRestart, Severity::Info, text);
             } else {
                 let text =
                     format!("node {node} declared failed ({reason:?}); members now {members:?}");
-                self.event(ctx, Severity::Alert, text);
+                self.event(ctx, EventCategory::NodeRestart, Severity::Alert, text);
             }
         }
         if took_over {
@@ -1639,6 +1664,7 @@ impl Membership {
             };
             self.event(
                 ctx,
+                EventCategory::NodeRestart,
                 severity,
                 format!("took over as president from node {}", view.president),
             );
@@ -1675,7 +1701,12 @@ impl Membership {
 
     fn on_disconnected(&mut self, node: NodeId, ctx: &mut Context<'_>) {
         if self.api_nodes.remove(&node).is_some() {
-            self.event(ctx, Severity::Info, format!("API node {node} disconnected"));
+            self.event(
+                ctx,
+                EventCategory::Connection,
+                Severity::Info,
+                format!("API node {node} disconnected"),
+            );
             self.api_failed(node, ctx);
             return;
         }
@@ -1719,7 +1750,12 @@ impl Membership {
             return;
         }
         if self.api_nodes.insert(sender, ctx.now()).is_none() {
-            self.event(ctx, Severity::Info, format!("API node {sender} registered"));
+            self.event(
+                ctx,
+                EventCategory::Connection,
+                Severity::Info,
+                format!("API node {sender} registered"),
+            );
         }
         let conf = self.api_reg_conf();
         ctx.send(reply_to, conf);
@@ -1766,6 +1802,7 @@ impl Membership {
             self.api_failed(node, ctx);
             self.event(
                 ctx,
+                EventCategory::Connection,
                 Severity::Warning,
                 format!(
                     "API node {node} missed its heartbeats for {} ms: disconnected",
@@ -1805,7 +1842,7 @@ impl Membership {
         if self.start_failed.is_some() {
             return;
         }
-        self.event(ctx, Severity::Alert, reason.clone());
+        self.event(ctx, EventCategory::Startup, Severity::Alert, reason.clone());
         if self.phase != Phase::Starting {
             self.phase = Phase::Stopping;
             ctx.shutdown_failed(reason);
@@ -1887,7 +1924,7 @@ impl Membership {
             ctx.set_timer(STOP_DRAIN_MAX, TIMER_STOP_DRAIN);
             let what = if restart { "restart" } else { "stop" };
             self.event(
-                ctx,
+                ctx, EventCategory::Shutdown,
                 Severity::Info,
                 format!("{what} ordered by the management server: ending the transactions of its TCs first"),
             );
@@ -1911,6 +1948,7 @@ impl Membership {
         if stop.tcs_left > 0 && ctx.now().saturating_since(stop.since) >= STOP_DRAIN_MAX {
             self.event(
                 ctx,
+                EventCategory::Shutdown,
                 Severity::Warning,
                 format!(
                     "{} TC(s) still had transactions after {STOP_DRAIN_MAX:?}: stopping anyway",
@@ -1957,7 +1995,7 @@ impl Membership {
         }
         let what = if restart { "restart" } else { "stop" };
         let reason = format!("{what} ordered by the management server");
-        self.event(ctx, Severity::Info, reason.clone());
+        self.event(ctx, EventCategory::Shutdown, Severity::Info, reason.clone());
         if was_started {
             // The notices go out before the connections close.
             self.exit = Some((restart, reason));

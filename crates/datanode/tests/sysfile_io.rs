@@ -188,6 +188,7 @@ fn a_full_disk_holds_the_sysfile_write_with_an_alarm_and_it_resumes_with_room() 
             SignalBody::MgmEventRep {
                 severity: signal::Severity::Alert,
                 text,
+                ..
             } => Some(text.clone()),
             _ => None,
         })

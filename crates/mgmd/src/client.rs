@@ -13,7 +13,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use signal::{
-    BlockNumber, BlockRef, DbinfoRow, NodeId, NodeStatusEntry, NodeType, Signal, SignalBody,
+    BlockNumber, BlockRef, ClusterLogAction, DbinfoRow, EventCategory, EventThreshold, NodeId,
+    NodeStatusEntry, NodeType, Severity, Signal, SignalBody,
 };
 
 use crate::error::MgmError;
@@ -43,6 +44,40 @@ pub struct Allocation {
     pub config_ini: String,
     /// Where it came from, for messages (a path on the management server).
     pub config_name: String,
+}
+
+/// A `CLUSTERLOG` request ([`MgmClient::cluster_log`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClusterLogRequest {
+    pub action: ClusterLogAction,
+    /// For `On`, `Off`, `Toggle`: the severities, or none for the whole log.
+    pub severities: Vec<Severity>,
+    /// For `Threshold`: the nodes, their category and its new threshold.
+    pub nodes: Vec<NodeId>,
+    pub category: EventCategory,
+    pub threshold: u8,
+}
+
+impl ClusterLogRequest {
+    /// `CLUSTERLOG ON|OFF|TOGGLE|INFO [severity ...]`.
+    pub fn severities(action: ClusterLogAction, severities: Vec<Severity>) -> ClusterLogRequest {
+        ClusterLogRequest {
+            action,
+            severities,
+            nodes: Vec::new(),
+            category: EventCategory::Info,
+            threshold: 0,
+        }
+    }
+}
+
+/// What the cluster log writes: whether it is on, the severities on, and
+/// each configured node's threshold per category.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClusterLogFilter {
+    pub enabled: bool,
+    pub severities: Vec<Severity>,
+    pub thresholds: Vec<EventThreshold>,
 }
 
 /// A connection to a management server.
@@ -170,6 +205,39 @@ impl MgmClient {
         match self.request(request, what, is_stop_answer)? {
             SignalBody::MgmStopConf { nodes } => Ok(nodes),
             SignalBody::MgmStopRef { message } => Err(MgmError::Refused { message }),
+            other => Err(self.unexpected(&other)),
+        }
+    }
+
+    /// NDB's `CLUSTERLOG` verbs: changes what the cluster log writes as
+    /// `request` says, and returns the filter then.
+    pub fn cluster_log(
+        &mut self,
+        request: ClusterLogRequest,
+    ) -> Result<ClusterLogFilter, MgmError> {
+        let body = SignalBody::MgmClusterLogReq {
+            action: request.action,
+            severities: request.severities,
+            nodes: request.nodes,
+            category: request.category,
+            threshold: request.threshold,
+        };
+        match self.request(body, "clusterlog", |b| {
+            matches!(
+                b,
+                SignalBody::MgmClusterLogConf { .. } | SignalBody::MgmClusterLogRef { .. }
+            )
+        })? {
+            SignalBody::MgmClusterLogConf {
+                enabled,
+                severities,
+                thresholds,
+            } => Ok(ClusterLogFilter {
+                enabled,
+                severities,
+                thresholds,
+            }),
+            SignalBody::MgmClusterLogRef { message } => Err(MgmError::Refused { message }),
             other => Err(self.unexpected(&other)),
         }
     }

@@ -8,14 +8,23 @@
 //!
 //! Times are UTC. Every line is written with one `write` call on a file
 //! opened for appending, so lines are never torn by a crash of the process.
+//!
+//! What is written follows NDB's `CLUSTERLOG` filter ([`Filter`]): the
+//! whole log on or off, each severity on or off, and per node and event
+//! category a threshold (0 to 15): an event about node N of category C and
+//! level L is written when the log and its severity are on and L is at
+//! most N's threshold for C. The filter lives in the mgmd's memory: a
+//! restarted mgmd writes everything again, as NDB's does.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use signal::{DbinfoRow, NodeId, Severity};
+use signal::{
+    DbinfoRow, EventCategory, NodeId, Severity, EVENT_LEVEL_MAX, EVENT_THRESHOLD_DEFAULT,
+};
 
 /// Longer texts (from the network) are cut, so a line stays a line.
 pub const EVENT_TEXT_MAX_BYTES: usize = 4096;
@@ -28,11 +37,103 @@ pub const RECENT_EVENTS_MAX: usize = 1_000;
 /// (`INFO`, `WARNING`, `ALERT`) and its text.
 pub const EVENTLOG: &str = "eventlog";
 
+/// Which events the cluster log writes (NDB's `CLUSTERLOG`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Filter {
+    enabled: bool,
+    /// Severities switched off.
+    off: Vec<Severity>,
+    /// Thresholds changed from [`EVENT_THRESHOLD_DEFAULT`].
+    thresholds: HashMap<(NodeId, EventCategory), u8>,
+}
+
+impl Default for Filter {
+    fn default() -> Filter {
+        Filter {
+            enabled: true,
+            off: Vec::new(),
+            thresholds: HashMap::new(),
+        }
+    }
+}
+
+impl Filter {
+    /// Whether an event about `node` is written.
+    pub fn passes(
+        &self,
+        node: NodeId,
+        severity: Severity,
+        category: EventCategory,
+        level: u8,
+    ) -> bool {
+        self.enabled && !self.off.contains(&severity) && level <= self.threshold(node, category)
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.enabled
+    }
+
+    /// The severities written (when the log is on), least severe first.
+    pub fn severities(&self) -> Vec<Severity> {
+        Severity::ALL
+            .iter()
+            .copied()
+            .filter(|s| !self.off.contains(s))
+            .collect()
+    }
+
+    pub fn threshold(&self, node: NodeId, category: EventCategory) -> u8 {
+        self.thresholds
+            .get(&(node, category))
+            .copied()
+            .unwrap_or(EVENT_THRESHOLD_DEFAULT)
+    }
+
+    /// `CLUSTERLOG ON|OFF [severity ...]`: the named severities, or with
+    /// none the whole log.
+    pub fn switch(&mut self, severities: &[Severity], on: bool) {
+        if severities.is_empty() {
+            self.enabled = on;
+            return;
+        }
+        for &severity in severities {
+            self.off.retain(|s| *s != severity);
+            if !on {
+                self.off.push(severity);
+            }
+        }
+    }
+
+    /// `CLUSTERLOG TOGGLE [severity ...]`.
+    pub fn toggle(&mut self, severities: &[Severity]) {
+        if severities.is_empty() {
+            self.enabled = !self.enabled;
+            return;
+        }
+        for &severity in severities {
+            let on = self.off.contains(&severity);
+            self.switch(&[severity], on);
+        }
+    }
+
+    /// `N CLUSTERLOG category=threshold`; `threshold` at most
+    /// [`EVENT_LEVEL_MAX`].
+    pub fn set_threshold(&mut self, node: NodeId, category: EventCategory, threshold: u8) {
+        assert!(threshold <= EVENT_LEVEL_MAX, "threshold {threshold}");
+        if threshold == EVENT_THRESHOLD_DEFAULT {
+            self.thresholds.remove(&(node, category));
+        } else {
+            self.thresholds.insert((node, category), threshold);
+        }
+    }
+}
+
 pub struct ClusterLog {
     path: PathBuf,
     file: File,
     /// The latest events as rows (see [`EVENTLOG`]), oldest first.
     recent: VecDeque<DbinfoRow>,
+    filter: Filter,
 }
 
 impl ClusterLog {
@@ -47,6 +148,7 @@ impl ClusterLog {
             path,
             file,
             recent: VecDeque::with_capacity(RECENT_EVENTS_MAX),
+            filter: Filter::default(),
         })
     }
 
@@ -59,8 +161,28 @@ impl ClusterLog {
         self.recent.iter().cloned().collect()
     }
 
-    /// Appends one line, and mirrors it to the process log.
-    pub fn write(&mut self, severity: Severity, text: &str) -> io::Result<()> {
+    pub fn filter(&self) -> &Filter {
+        &self.filter
+    }
+
+    pub fn filter_mut(&mut self) -> &mut Filter {
+        &mut self.filter
+    }
+
+    /// Appends one line for an event about `node`, and mirrors it to the
+    /// process log, when the filter lets it through; returns whether it
+    /// did.
+    pub fn write(&mut self, event: Event<'_>) -> io::Result<bool> {
+        let Event {
+            node,
+            severity,
+            category,
+            level,
+            text,
+        } = event;
+        if !self.filter.passes(node, severity, category, level) {
+            return Ok(false);
+        }
         let now = SystemTime::now();
         let line = format_line(now, severity, text);
         if self.recent.len() == RECENT_EVENTS_MAX {
@@ -77,8 +199,19 @@ impl ClusterLog {
             Severity::Alert => tracing::error!(target: "cluster_log", "{text}"),
         }
         self.file.write_all(line.as_bytes())?;
-        self.file.flush()
+        self.file.flush()?;
+        Ok(true)
     }
+}
+
+/// One cluster-log event: about (or from) `node`, of `category` at `level`.
+#[derive(Clone, Copy, Debug)]
+pub struct Event<'a> {
+    pub node: NodeId,
+    pub severity: Severity,
+    pub category: EventCategory,
+    pub level: u8,
+    pub text: &'a str,
 }
 
 /// One whole line, newline included. Control characters in `text` (it may
@@ -168,7 +301,15 @@ mod tests {
             } else {
                 Severity::Alert
             };
-            log.write(severity, &format!("event {i}\nnext")).unwrap();
+            let text = format!("event {i}\nnext");
+            let event = Event {
+                node: NodeId::new(2).unwrap(),
+                severity,
+                category: EventCategory::Info,
+                level: 1,
+                text: &text,
+            };
+            assert!(log.write(event).unwrap());
         }
         let recent = log.recent();
         assert_eq!(recent.len(), RECENT_EVENTS_MAX);
@@ -186,6 +327,40 @@ mod tests {
             "the file keeps all"
         );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_filter_follows_clusterlog_verbs() {
+        let two = NodeId::new(2).unwrap();
+        let three = NodeId::new(3).unwrap();
+        let mut f = Filter::default();
+        let startup = EventCategory::Startup;
+        assert!(f.passes(two, Severity::Info, startup, EVENT_THRESHOLD_DEFAULT));
+        assert!(!f.passes(two, Severity::Info, startup, EVENT_THRESHOLD_DEFAULT + 1));
+        f.switch(&[Severity::Info], false);
+        assert!(!f.passes(two, Severity::Info, startup, 0));
+        assert!(f.passes(two, Severity::Alert, startup, 0));
+        assert_eq!(f.severities(), [Severity::Warning, Severity::Alert]);
+        f.toggle(&[Severity::Info, Severity::Alert]);
+        assert_eq!(f.severities(), [Severity::Info, Severity::Warning]);
+        f.switch(&[], false);
+        assert!(!f.enabled() && !f.passes(two, Severity::Info, startup, 0));
+        f.toggle(&[]);
+        assert!(f.enabled());
+        f.set_threshold(two, startup, 0);
+        assert!(f.passes(two, Severity::Info, startup, 0));
+        assert!(!f.passes(two, Severity::Info, startup, 1));
+        assert!(
+            f.passes(three, Severity::Info, startup, 1),
+            "node 3 unchanged"
+        );
+        assert!(f.passes(two, Severity::Info, EventCategory::Connection, 1));
+        f.set_threshold(two, startup, EVENT_THRESHOLD_DEFAULT);
+        assert_eq!(f, {
+            let mut expected = Filter::default();
+            expected.toggle(&[Severity::Alert]);
+            expected
+        });
     }
 
     #[test]

@@ -16,7 +16,8 @@
 //! | `MgmShutdownReq` | `MgmStopConf`, then the server stops | anyone |
 //! | `MgmNodeStatusRep` | none; it is also the node's heartbeat; to a node that reports itself starting, one `MgmNotJoiningRep` per data node that said it will not come | sessions of data nodes |
 //! | `CmNotJoiningRep` | none; the node will not take part in a start (damaged files) until it is given a node id again | sessions of data nodes |
-//! | `MgmEventRep` | none; one cluster-log line | sessions |
+//! | `MgmEventRep` | none; one cluster-log line, if the `CLUSTERLOG` filter lets it through | sessions |
+//! | `MgmClusterLogReq` | `MgmClusterLogConf` (the filter after the change) / `MgmClusterLogRef` | anyone |
 //! | `ArbitReq` | `ArbitConf` / `ArbitRef`: the arbitrator's vote after a split ([`arbitrator`]) | sessions of data nodes |
 //! | (server) `MgmStopOrd` | the node stops, or restarts under its angel | to sessions of data nodes |
 //!

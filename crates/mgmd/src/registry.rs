@@ -22,7 +22,12 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use config::ClusterConfig;
-use signal::{NodeBitmask, NodeId, NodeState, NodeStatusEntry, NodeType, Severity, NO_NODE_GROUP};
+use signal::{
+    EventCategory, NodeBitmask, NodeId, NodeState, NodeStatusEntry, NodeType, Severity,
+    NO_NODE_GROUP,
+};
+
+use crate::cluster_log::Event;
 
 /// Identifies one TCP connection for as long as the server runs.
 pub(crate) type ConnectionId = u64;
@@ -111,13 +116,35 @@ impl Slot {
     }
 }
 
+/// A cluster-log line the registry decided on, about `node`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct LogLine {
+    pub(crate) node: NodeId,
+    pub(crate) severity: Severity,
+    pub(crate) category: EventCategory,
+    pub(crate) level: u8,
+    pub(crate) text: String,
+}
+
+impl LogLine {
+    pub(crate) fn event(&self) -> Event<'_> {
+        Event {
+            node: self.node,
+            severity: self.severity,
+            category: self.category,
+            level: self.level,
+            text: &self.text,
+        }
+    }
+}
+
 pub(crate) struct Registry {
     own: NodeId,
     own_pid: u32,
     /// The configuration file's name, for messages.
     config_name: String,
     slots: BTreeMap<NodeId, Slot>,
-    log: Vec<(Severity, String)>,
+    log: Vec<LogLine>,
 }
 
 impl Registry {
@@ -191,12 +218,18 @@ impl Registry {
     }
 
     /// Cluster-log lines decided since the last call, oldest first.
-    pub(crate) fn take_log(&mut self) -> Vec<(Severity, String)> {
+    pub(crate) fn take_log(&mut self) -> Vec<LogLine> {
         std::mem::take(&mut self.log)
     }
 
-    fn log(&mut self, severity: Severity, node: NodeId, text: String) {
-        self.log.push((severity, format!("Node {node}: {text}")));
+    fn log(&mut self, severity: Severity, category: EventCategory, node: NodeId, text: String) {
+        self.log.push(LogLine {
+            node,
+            severity,
+            category,
+            level: severity.level(),
+            text: format!("Node {node}: {text}"),
+        });
     }
 
     /// Grants a node id to the node on `connection`, or says why not.
@@ -244,7 +277,12 @@ impl Registry {
             signal::version_string(request.version),
             slot.start_count
         );
-        self.log(Severity::Info, node, text);
+        let category = if request.node_type == NodeType::Data {
+            EventCategory::Startup
+        } else {
+            EventCategory::Connection
+        };
+        self.log(Severity::Info, category, node, text);
         Ok(node)
     }
 
@@ -354,7 +392,7 @@ impl Registry {
             ),
             other => other.as_str().to_owned(),
         };
-        self.log(Severity::Info, node, text);
+        self.log(Severity::Info, EventCategory::Startup, node, text);
         Ok(())
     }
 
@@ -385,9 +423,14 @@ impl Registry {
                 "API node disconnected",
             ),
         };
+        let category = match (node_type, order) {
+            (NodeType::Data, None) => EventCategory::Error,
+            (NodeType::Data, Some(_)) => EventCategory::Shutdown,
+            _ => EventCategory::Connection,
+        };
         let slot = self.slots.get_mut(&node).expect("held above");
         slot.end_session(state);
-        self.log(severity, node, text.to_owned());
+        self.log(severity, category, node, text.to_owned());
     }
 
     /// Orders `target` (or every connected data node) to stop or restart.
@@ -441,7 +484,12 @@ impl Registry {
             session.order = Some(order);
             ordered.push((node, session.connection));
             slot.state = state;
-            self.log(Severity::Info, node, verb.to_owned());
+            self.log(
+                Severity::Info,
+                EventCategory::Shutdown,
+                node,
+                verb.to_owned(),
+            );
         }
         Ok(ordered)
     }
@@ -546,14 +594,17 @@ impl Registry {
             };
             slot.end_session(state);
             expired.push(connection);
-            lines.push((
+            lines.push(LogLine {
+                node: *node,
                 severity,
-                format!(
+                category: EventCategory::Error,
+                level: severity.level(),
+                text: format!(
                     "Node {node}: no status report for {} ms \
                      ({HEARTBEATS_MISSED_MAX} heartbeats of {interval_ms} ms missed), {what}",
                     silent.as_millis()
                 ),
-            ));
+            });
         }
         self.log.extend(lines);
         expired
@@ -760,11 +811,15 @@ mod tests {
         assert_eq!(state(&r, 2), NodeState::Failed);
         // Where a node connected from is forgotten with its session.
         assert_eq!(r.show()[1].address, "");
+        let log = r.take_log();
         assert_eq!(
-            r.take_log(),
-            vec![(
+            log.iter()
+                .map(|l| (l.severity, l.category, l.text.as_str()))
+                .collect::<Vec<_>>(),
+            [(
                 Severity::Alert,
-                "Node 2: lost connection (process died?)".to_owned()
+                EventCategory::Error,
+                "Node 2: lost connection (process died?)"
             )]
         );
         // A stale close of an older connection changes nothing.
@@ -892,7 +947,7 @@ mod tests {
         // API nodes send no reports and never expire.
         assert!(r.holds(node(7), 2));
         let log = r.take_log();
-        assert_eq!(log.last().map(|l| l.0), Some(Severity::Alert));
+        assert_eq!(log.last().map(|l| l.severity), Some(Severity::Alert));
     }
 
     #[test]

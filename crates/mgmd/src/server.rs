@@ -16,13 +16,16 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use signal::frame::FRAME_PAYLOAD_MAX_BYTES;
-use signal::{BlockNumber, BlockRef, DbinfoRow, NodeId, NodeState, Severity, Signal, SignalBody};
+use signal::{
+    BlockNumber, BlockRef, ClusterLogAction, DbinfoRow, EventCategory, EventThreshold, NodeId,
+    NodeState, Severity, Signal, SignalBody, EVENT_LEVEL_MAX,
+};
 use stdx::RateLimit;
 
 use crate::arbitrator::{ArbitDecision, Arbitrator};
-use crate::cluster_log::ClusterLog;
+use crate::cluster_log::{ClusterLog, Event};
 use crate::error::MgmError;
-use crate::registry::{AllocRequest, ConnectionId, Registry, StatusReport};
+use crate::registry::{AllocRequest, ConnectionId, LogLine, Registry, StatusReport};
 use crate::wire::{write_signal, FrameReader, ReadError};
 
 /// Open connections at most. When they are all open, a new one closes the
@@ -233,7 +236,13 @@ impl MgmServer {
             signal::version_string(signal::VERSION)
         );
         cluster_log
-            .write(Severity::Info, &started)
+            .write(Event {
+                node: node_id,
+                severity: Severity::Info,
+                category: EventCategory::Startup,
+                level: Severity::Info.level(),
+                text: &started,
+            })
             .map_err(|source| MgmError::ClusterLog {
                 path: cluster_log_path.clone(),
                 source,
@@ -574,15 +583,98 @@ impl Shared {
         result
     }
 
-    fn log(&self, severity: Severity, text: &str) {
-        if let Err(error) = lock(&self.cluster_log).write(severity, text) {
-            tracing::error!("cannot write the cluster log: {error}; line: {text}");
+    /// An event of the mgmd itself (about its own node).
+    fn log(&self, category: EventCategory, severity: Severity, text: &str) {
+        self.log_event(Event {
+            node: self.own.node,
+            severity,
+            category,
+            level: severity.level(),
+            text,
+        });
+    }
+
+    fn log_event(&self, event: Event<'_>) {
+        if let Err(error) = lock(&self.cluster_log).write(event) {
+            tracing::error!(
+                "cannot write the cluster log: {error}; line: {}",
+                event.text
+            );
         }
     }
 
-    fn log_lines(&self, lines: &[(Severity, String)]) {
-        for (severity, text) in lines {
-            self.log(*severity, text);
+    /// `skarv admin clusterlog`: changes the filter as asked, and answers
+    /// with the filter then (every configured node's thresholds).
+    fn cluster_log_request(
+        &self,
+        action: ClusterLogAction,
+        severities: &[Severity],
+        nodes: &[NodeId],
+        category: EventCategory,
+        threshold: u8,
+    ) -> SignalBody {
+        let configured: Vec<NodeId> = lock(&self.registry).show().iter().map(|n| n.node).collect();
+        if action == ClusterLogAction::Threshold {
+            if threshold > EVENT_LEVEL_MAX {
+                return SignalBody::MgmClusterLogRef {
+                    message: format!(
+                        "threshold {threshold} for {}: thresholds are 0 to {EVENT_LEVEL_MAX}",
+                        category.as_str()
+                    ),
+                };
+            }
+            if let Some(unknown) = nodes.iter().find(|n| !configured.contains(n)) {
+                let ids: Vec<String> = configured.iter().map(NodeId::to_string).collect();
+                return SignalBody::MgmClusterLogRef {
+                    message: format!(
+                        "node {unknown} does not exist: the cluster's nodes are {}",
+                        ids.join(", ")
+                    ),
+                };
+            }
+        }
+        let mut log = lock(&self.cluster_log);
+        let filter = log.filter_mut();
+        match action {
+            ClusterLogAction::Info => {}
+            ClusterLogAction::On => filter.switch(severities, true),
+            ClusterLogAction::Off => filter.switch(severities, false),
+            ClusterLogAction::Toggle => filter.toggle(severities),
+            ClusterLogAction::Threshold => {
+                // No node named: every configured node (`all`).
+                let targets = if nodes.is_empty() {
+                    &configured[..]
+                } else {
+                    nodes
+                };
+                for &node in targets {
+                    filter.set_threshold(node, category, threshold);
+                }
+            }
+        }
+        let filter = log.filter();
+        let thresholds = configured
+            .iter()
+            .flat_map(|&node| {
+                EventCategory::ALL
+                    .iter()
+                    .map(move |&category| EventThreshold {
+                        node,
+                        category,
+                        threshold: filter.threshold(node, category),
+                    })
+            })
+            .collect();
+        SignalBody::MgmClusterLogConf {
+            enabled: filter.enabled(),
+            severities: filter.severities(),
+            thresholds,
+        }
+    }
+
+    fn log_lines(&self, lines: &[LogLine]) {
+        for line in lines {
+            self.log_event(line.event());
         }
     }
 
@@ -603,6 +695,7 @@ impl Shared {
         drop(listener);
         self.close_all();
         self.log(
+            EventCategory::Shutdown,
             Severity::Info,
             &format!("Node {}: management server shut down", self.own.node),
         );
@@ -636,6 +729,7 @@ impl Shared {
             drop(connections);
             if first {
                 self.log(
+                    EventCategory::Connection,
                     Severity::Warning,
                     &format!(
                         "Node {}: refusing connections from {peer} and others: \
@@ -897,6 +991,7 @@ impl Shared {
                 match decision {
                     ArbitDecision::Granted => {
                         self.log(
+                            EventCategory::NodeRestart,
                             Severity::Alert,
                             &format!(
                                 "Node {}: arbitration won by node {node}: its side {members:?} \
@@ -908,6 +1003,7 @@ impl Shared {
                     }
                     ArbitDecision::Refused(message) => {
                         self.log(
+                            EventCategory::NodeRestart,
                             Severity::Alert,
                             &format!(
                                 "Node {}: arbitration refused to node {node} (side {members:?}, \
@@ -919,11 +1015,34 @@ impl Shared {
                     }
                 }
             }
-            SignalBody::MgmEventRep { severity, text } => {
+            SignalBody::MgmEventRep {
+                severity,
+                category,
+                level,
+                text,
+            } => {
                 let node = session.ok_or("an event report on a connection without a node id")?;
-                self.log(severity, &format!("Node {node}: {text}"));
+                if level > EVENT_LEVEL_MAX {
+                    return Err(format!(
+                        "an event report of level {level}: levels are 0 to {EVENT_LEVEL_MAX}"
+                    ));
+                }
+                self.log_event(Event {
+                    node,
+                    severity,
+                    category,
+                    level,
+                    text: &format!("Node {node}: {text}"),
+                });
                 Ok(())
             }
+            SignalBody::MgmClusterLogReq {
+                action,
+                severities,
+                nodes,
+                category,
+                threshold,
+            } => reply(self.cluster_log_request(action, &severities, &nodes, category, threshold)),
             SignalBody::MgmShowReq {} => {
                 let nodes = lock(&self.registry).show();
                 reply(SignalBody::MgmShowConf { nodes })
@@ -941,6 +1060,7 @@ impl Shared {
             }
             SignalBody::MgmShutdownReq {} => {
                 self.log(
+                    EventCategory::Shutdown,
                     Severity::Info,
                     &format!(
                         "Node {}: shutdown requested from {}",
@@ -1088,6 +1208,7 @@ impl Shared {
                 drop(registry);
                 let list: Vec<String> = connected.iter().map(NodeId::to_string).collect();
                 self.log(
+                    EventCategory::Shutdown,
                     Severity::Warning,
                     &format!(
                         "Node {}: shutting down while data nodes {} are still connected",

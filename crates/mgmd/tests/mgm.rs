@@ -427,6 +427,8 @@ fn cluster_log_has_the_events_in_ndb_format() {
     let (mut writer, _reader) = cluster.data_node(2, 900);
     let event = writer.to_server(SignalBody::MgmEventRep {
         severity: Severity::Warning,
+        category: signal::EventCategory::Info,
+        level: 7,
         text: "redo log part 0 is 90% full".to_owned(),
     });
     writer.send(&event).expect("event sent");
@@ -470,6 +472,8 @@ fn garbage_and_forged_senders_close_only_their_connection() {
     let (mut writer, mut reader) = cluster.data_node(2, 1000);
     let mut forged = writer.to_server(SignalBody::MgmEventRep {
         severity: Severity::Info,
+        category: signal::EventCategory::Info,
+        level: 7,
         text: "I am node 3".to_owned(),
     });
     forged.sender = BlockRef::new(node(3), BlockNumber::PROCESS, 0);

@@ -102,6 +102,106 @@ impl Severity {
             Severity::Alert => "ALERT",
         }
     }
+
+    /// The level an event of this severity is reported at (0 most
+    /// important, [`EVENT_LEVEL_MAX`] least): alerts 1, warnings 4, the
+    /// rest 7, so a category's default threshold writes them all, 4 keeps
+    /// warnings and alerts, and 0 none.
+    pub fn level(self) -> u8 {
+        match self {
+            Severity::Alert => 1,
+            Severity::Warning => 4,
+            Severity::Info => EVENT_THRESHOLD_DEFAULT,
+        }
+    }
+
+    /// The severity named `name` (any case).
+    pub fn parse(name: &str) -> Option<Severity> {
+        Severity::ALL
+            .iter()
+            .copied()
+            .find(|s| s.as_str().eq_ignore_ascii_case(name))
+    }
+}
+
+wire_enum! {
+    /// What a cluster-log event is about (NDB's event categories, with
+    /// their names). With its level (0 most important to 15) it decides
+    /// whether the event is written: a level at most the category's
+    /// threshold for the reporting node (`CLUSTERLOG category=threshold`).
+    pub enum EventCategory {
+        Startup = 1,
+        Shutdown = 2,
+        Statistics = 3,
+        Checkpoint = 4,
+        NodeRestart = 5,
+        Connection = 6,
+        Info = 7,
+        Error = 8,
+        Congestion = 9,
+        Debug = 10,
+        Backup = 11,
+        Schema = 12,
+    }
+}
+
+impl EventCategory {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventCategory::Startup => "STARTUP",
+            EventCategory::Shutdown => "SHUTDOWN",
+            EventCategory::Statistics => "STATISTICS",
+            EventCategory::Checkpoint => "CHECKPOINT",
+            EventCategory::NodeRestart => "NODERESTART",
+            EventCategory::Connection => "CONNECTION",
+            EventCategory::Info => "INFO",
+            EventCategory::Error => "ERROR",
+            EventCategory::Congestion => "CONGESTION",
+            EventCategory::Debug => "DEBUG",
+            EventCategory::Backup => "BACKUP",
+            EventCategory::Schema => "SCHEMA",
+        }
+    }
+
+    /// The category named `name` (any case).
+    pub fn parse(name: &str) -> Option<EventCategory> {
+        EventCategory::ALL
+            .iter()
+            .copied()
+            .find(|c| c.as_str().eq_ignore_ascii_case(name))
+    }
+}
+
+/// The most detailed event level (NDB's levels run 0 to 15).
+pub const EVENT_LEVEL_MAX: u8 = 15;
+/// A category's threshold until `CLUSTERLOG` changes it (NDB's default
+/// for the cluster log): events of level 0 to 7 are written.
+pub const EVENT_THRESHOLD_DEFAULT: u8 = 7;
+
+wire_enum! {
+    /// What a `MgmClusterLogReq` asks (NDB's `CLUSTERLOG` verbs).
+    pub enum ClusterLogAction {
+        /// Only the answer: what is written now (`CLUSTERLOG INFO`).
+        Info = 1,
+        /// Write the named severities again, or with none the whole log.
+        On = 2,
+        /// Stop writing the named severities, or with none the whole log.
+        Off = 3,
+        /// Each named severity from on to off or back; with none, the log.
+        Toggle = 4,
+        /// `category`'s threshold for each of `nodes` (none: every
+        /// configured node) becomes `threshold`.
+        Threshold = 5,
+    }
+}
+
+wire_struct! {
+    /// One node's threshold for one category (`MgmClusterLogConf`).
+    pub struct EventThreshold {
+        pub node: NodeId,
+        pub category: EventCategory,
+        pub threshold: u8,
+    }
 }
 
 wire_struct! {
@@ -326,8 +426,9 @@ signals! {
     43 => MgmNodeStatusRep {
         state: NodeState, pid: u32, version: u32, view_id: u32, president: Option<NodeId>, members: NodeBitmask,
     },
-    /// An event for the cluster log.
-    44 => MgmEventRep { severity: Severity, text: String },
+    /// An event for the cluster log: written when its severity is on and
+    /// its `level` is at most its category's threshold for the sender.
+    44 => MgmEventRep { severity: Severity, category: EventCategory, level: u8, text: String },
     45 => MgmShowReq {},
     46 => MgmShowConf { nodes: Vec<NodeStatusEntry> },
     /// Stop (or restart) one data node, or all when `node` is none.
@@ -346,6 +447,17 @@ signals! {
     /// relay reaches the nodes that start after the damaged one stopped,
     /// which its own notice no longer can.
     52 => MgmNotJoiningRep { node: NodeId, reason: String },
+    /// What the cluster log writes (NDB's `CLUSTERLOG`): `action` with
+    /// `severities` for On/Off/Toggle, `nodes`, `category` and
+    /// `threshold` for Threshold (ignored otherwise).
+    53 => MgmClusterLogReq {
+        action: ClusterLogAction, severities: Vec<Severity>, nodes: Vec<NodeId>,
+        category: EventCategory, threshold: u8,
+    },
+    /// The filter after the request: whether the log is on, the
+    /// severities written, and every configured node's thresholds.
+    54 => MgmClusterLogConf { enabled: bool, severities: Vec<Severity>, thresholds: Vec<EventThreshold> },
+    55 => MgmClusterLogRef { message: String },
 
     // ---- transport (60–69): consumed by the transport itself ----
     /// First frame on a new connection, from each side: who I am, whom I

@@ -143,7 +143,28 @@ fn one_of_each() -> Vec<SignalBody> {
         },
         SignalBody::MgmEventRep {
             severity: Severity::Alert,
+            category: signal::EventCategory::Error,
+            level: 1,
             text: "node 3 failed".to_owned(),
+        },
+        SignalBody::MgmClusterLogReq {
+            action: signal::ClusterLogAction::Threshold,
+            severities: vec![Severity::Info, Severity::Alert],
+            nodes: vec![node(2), node(3)],
+            category: signal::EventCategory::Startup,
+            threshold: 0,
+        },
+        SignalBody::MgmClusterLogConf {
+            enabled: true,
+            severities: vec![Severity::Warning],
+            thresholds: vec![signal::EventThreshold {
+                node: node(2),
+                category: signal::EventCategory::Checkpoint,
+                threshold: 15,
+            }],
+        },
+        SignalBody::MgmClusterLogRef {
+            message: "node 9 does not exist".to_owned(),
         },
         SignalBody::MgmShowReq {},
         SignalBody::MgmShowConf {
@@ -733,6 +754,8 @@ fn oversized_length_is_refused_from_the_header_alone() {
 fn frame_writer_refuses_what_does_not_fit_and_leaves_the_buffer_intact() {
     let big = SignalBody::MgmEventRep {
         severity: Severity::Info,
+        category: signal::EventCategory::Info,
+        level: 7,
         text: "x".repeat(FRAME_PAYLOAD_MAX_BYTES / 2),
     };
     let signal = Signal {
@@ -758,6 +781,8 @@ fn frame_writer_refuses_what_does_not_fit_and_leaves_the_buffer_intact() {
     let huge = Signal {
         body: SignalBody::MgmEventRep {
             severity: Severity::Info,
+            category: signal::EventCategory::Info,
+            level: 7,
             text: "x".repeat(FRAME_PAYLOAD_MAX_BYTES + 1),
         },
         ..signal

@@ -1,14 +1,19 @@
 //! `skarv admin`: the operator's view of a running cluster (NDB's `ndb_mgm`),
-//! through the management server: `show`, `stop`, `restart`, `shutdown`.
+//! through the management server: `show`, `stop`, `restart`, `shutdown`,
+//! the backup verbs, `report`, `status` and `clusterlog` (docs/operations.md).
 //!
 //! The renderers are public because the sandbox prints the same table.
 
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
+use mgmd::client::{ClusterLogFilter, ClusterLogRequest};
 use mgmd::MgmClient;
 use serde_json::{json, Value};
-use signal::{NodeId, NodeState, NodeStatusEntry, NodeType, NO_NODE_GROUP};
+use signal::{
+    ClusterLogAction, EventCategory, NodeId, NodeState, NodeStatusEntry, NodeType, Severity,
+    EVENT_LEVEL_MAX, EVENT_THRESHOLD_DEFAULT, NO_NODE_GROUP,
+};
 
 /// How long to wait for the management server to accept the connection.
 const CONNECT_TIMEOUT_MS: u64 = 5_000;
@@ -111,7 +116,31 @@ enum AdminCommand {
         #[arg(long)]
         json: bool,
     },
-    /// NDB's word order: `<N|all> status [--json]`.
+    /// What the cluster log writes (NDB's `CLUSTERLOG`): `clusterlog info`
+    /// shows it; `clusterlog on|off [SEVERITY ...]` switches severities
+    /// (`INFO`, `WARNING`, `ALERT`), or with none the whole log;
+    /// `clusterlog toggle [SEVERITY ...]` (or `filter`) flips them.
+    /// Thresholds per node and category: `skarv admin <N|all> clusterlog
+    /// CATEGORY=THRESHOLD ...` (0 to 15; STARTUP, SHUTDOWN, STATISTICS,
+    /// CHECKPOINT, NODERESTART, CONNECTION, INFO, ERROR, CONGESTION, DEBUG,
+    /// BACKUP, SCHEMA).
+    Clusterlog {
+        /// `info`, `on`, `off`, `toggle` or `filter`, then severities.
+        #[arg(value_name = "ACTION [SEVERITY ...]", required = true)]
+        words: Vec<String>,
+        /// Print one JSON document instead of lines.
+        #[arg(long)]
+        json: bool,
+    },
+    /// A node's thresholds: `<N|all> clusterlog CATEGORY=THRESHOLD ...`.
+    #[command(skip)]
+    Thresholds {
+        target: String,
+        settings: Vec<String>,
+        json: bool,
+    },
+    /// NDB's word order: `<N|all> status [--json]`,
+    /// `<N|all> clusterlog CATEGORY=THRESHOLD ...`.
     #[command(external_subcommand)]
     NodeFirst(Vec<String>),
     /// Ask a running backup to stop; it leaves no manifest.
@@ -165,6 +194,18 @@ pub fn run(args: AdminArgs) -> Result<(), String> {
             };
         }
         AdminCommand::Status { target, json } => return status(&args.connect, target, *json),
+        AdminCommand::Clusterlog { words, json } => {
+            let request = parse_clusterlog(words)?;
+            return cluster_log(&args.connect, vec![request], *json);
+        }
+        AdminCommand::Thresholds {
+            target,
+            settings,
+            json,
+        } => {
+            let requests = parse_thresholds(target, settings)?;
+            return cluster_log(&args.connect, requests, *json);
+        }
         AdminCommand::NodeFirst(_) => unreachable!("node_first rewrote it"),
     };
     let mut client = MgmClient::connect(&args.connect, Duration::from_millis(CONNECT_TIMEOUT_MS))
@@ -206,9 +247,160 @@ pub fn run(args: AdminArgs) -> Result<(), String> {
         | AdminCommand::AbortBackup { .. }
         | AdminCommand::Report { .. }
         | AdminCommand::Status { .. }
+        | AdminCommand::Clusterlog { .. }
+        | AdminCommand::Thresholds { .. }
         | AdminCommand::NodeFirst(_) => unreachable!("handled above"),
     }
     Ok(())
+}
+
+/// `clusterlog ACTION [SEVERITY ...]`.
+fn parse_clusterlog(words: &[String]) -> Result<ClusterLogRequest, String> {
+    let (action, names) = words.split_first().expect("clap requires a word");
+    let action = match action.to_ascii_lowercase().as_str() {
+        "info" => ClusterLogAction::Info,
+        "on" => ClusterLogAction::On,
+        "off" => ClusterLogAction::Off,
+        "toggle" | "filter" => ClusterLogAction::Toggle,
+        other => {
+            return Err(format!(
+                "no clusterlog action `{other}`: there are info, on, off, toggle and filter \
+                 (thresholds: `skarv admin <N|all> clusterlog CATEGORY=THRESHOLD`)"
+            ))
+        }
+    };
+    if action == ClusterLogAction::Info && !names.is_empty() {
+        return Err(format!(
+            "`clusterlog info` takes no severity (got {})",
+            names.join(" ")
+        ));
+    }
+    if action == ClusterLogAction::Toggle
+        && names.is_empty()
+        && words[0].eq_ignore_ascii_case("filter")
+    {
+        return Err("`clusterlog filter` needs a severity: INFO, WARNING or ALERT".to_owned());
+    }
+    let severities = names
+        .iter()
+        .map(|name| {
+            Severity::parse(name).ok_or_else(|| {
+                format!("no severity `{name}`: the cluster log's are INFO, WARNING and ALERT")
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(ClusterLogRequest::severities(action, severities))
+}
+
+/// `<N|all> clusterlog CATEGORY=THRESHOLD ...`: one request per setting.
+fn parse_thresholds(target: &str, settings: &[String]) -> Result<Vec<ClusterLogRequest>, String> {
+    let nodes = if target.eq_ignore_ascii_case("all") {
+        Vec::new()
+    } else {
+        let id: u8 = target
+            .parse()
+            .ok()
+            .filter(|id| *id > 0)
+            .ok_or_else(|| format!("`{target}` is not a node id (1-255) or all"))?;
+        vec![NodeId::new(id).expect("nonzero")]
+    };
+    settings
+        .iter()
+        .map(|setting| {
+            let (name, value) = setting.split_once('=').ok_or_else(|| {
+                format!("`{setting}` is not CATEGORY=THRESHOLD (such as STARTUP=7)")
+            })?;
+            let category = EventCategory::parse(name).ok_or_else(|| {
+                let names: Vec<&str> = EventCategory::ALL.iter().map(|c| c.as_str()).collect();
+                format!("no event category `{name}`: there are {}", names.join(", "))
+            })?;
+            let threshold = value
+                .parse::<u8>()
+                .ok()
+                .filter(|t| *t <= EVENT_LEVEL_MAX)
+                .ok_or_else(|| {
+                    format!("threshold `{value}` for {name}: thresholds are 0 to {EVENT_LEVEL_MAX}")
+                })?;
+            Ok(ClusterLogRequest {
+                action: ClusterLogAction::Threshold,
+                severities: Vec::new(),
+                nodes: nodes.clone(),
+                category,
+                threshold,
+            })
+        })
+        .collect()
+}
+
+/// Sends `requests` in order and prints the filter the last one leaves.
+fn cluster_log(connect: &str, requests: Vec<ClusterLogRequest>, json: bool) -> Result<(), String> {
+    let mut client = MgmClient::connect(connect, Duration::from_millis(CONNECT_TIMEOUT_MS))
+        .map_err(|e| e.to_string())?;
+    let mut filter = None;
+    for request in requests {
+        filter = Some(client.cluster_log(request).map_err(|e| e.to_string())?);
+    }
+    let filter = filter.expect("at least one request");
+    if json {
+        let text = serde_json::to_string_pretty(&render_cluster_log_json(&filter))
+            .map_err(|e| format!("cannot render JSON: {e}"))?;
+        println!("{text}");
+    } else {
+        print!("{}", render_cluster_log(&filter));
+    }
+    Ok(())
+}
+
+/// NDB's `CLUSTERLOG INFO` lines, and the thresholds changed from the
+/// default.
+pub fn render_cluster_log(filter: &ClusterLogFilter) -> String {
+    let mut out = format!(
+        "Cluster logging is {}.\n",
+        if filter.enabled {
+            "enabled"
+        } else {
+            "disabled"
+        }
+    );
+    let severities: Vec<&str> = filter.severities.iter().map(|s| s.as_str()).collect();
+    out.push_str(&format!(
+        "Severities enabled: {}\n",
+        if severities.is_empty() {
+            "none".to_owned()
+        } else {
+            severities.join(" ")
+        }
+    ));
+    let changed: Vec<String> = filter
+        .thresholds
+        .iter()
+        .filter(|t| t.threshold != EVENT_THRESHOLD_DEFAULT)
+        .map(|t| format!("Node {}: {}={}", t.node, t.category.as_str(), t.threshold))
+        .collect();
+    if changed.is_empty() {
+        out.push_str(&format!(
+            "Thresholds: every node and category at {EVENT_THRESHOLD_DEFAULT}\n"
+        ));
+    } else {
+        out.push_str(&format!("Thresholds: {EVENT_THRESHOLD_DEFAULT} but for\n"));
+        for line in changed {
+            out.push_str(&format!("  {line}\n"));
+        }
+    }
+    out
+}
+
+fn render_cluster_log_json(filter: &ClusterLogFilter) -> Value {
+    let thresholds: Vec<Value> = filter
+        .thresholds
+        .iter()
+        .map(|t| json!({"node": t.node.get(), "category": t.category.as_str(), "threshold": t.threshold}))
+        .collect();
+    json!({
+        "enabled": filter.enabled,
+        "severities": filter.severities.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
+        "thresholds": thresholds,
+    })
 }
 
 /// NDB's word order, `<N|all> status [--json]`, as `status <N|all>`; any
@@ -226,9 +418,16 @@ fn node_first(command: AdminCommand) -> Result<AdminCommand, String> {
     if verb.eq_ignore_ascii_case("status") && unknown.is_empty() {
         return Ok(AdminCommand::Status { target, json });
     }
+    if verb.eq_ignore_ascii_case("clusterlog") && !unknown.is_empty() {
+        return Ok(AdminCommand::Thresholds {
+            target,
+            settings: unknown.into_iter().cloned().collect(),
+            json,
+        });
+    }
     Err(format!(
-        "unknown admin command `{}`: say `{target} status` (a node id or all), or see \
-         `skarv admin --help`",
+        "unknown admin command `{}`: say `{target} status` or `{target} clusterlog \
+         CATEGORY=THRESHOLD` (a node id or all), or see `skarv admin --help`",
         std::iter::once(target.clone())
             .chain(std::iter::once(verb))
             .chain(rest)

@@ -4,7 +4,9 @@
 //! exist, an unknown report, an unknown verb, and a data node that is down
 //! (its report line says so while the other node's still comes);
 //! `report eventlog` shows the cluster log's events as its lines, filtered
-//! by `--level`, and in `--json`, and the kill of node 3 as an ALERT.
+//! by `--level`, and in `--json`, and the kill of node 3 as an ALERT;
+//! `clusterlog` (NDB's `CLUSTERLOG`) shows, changes and applies the
+//! cluster log's filter (see `cluster_log_filters`).
 
 mod common;
 
@@ -36,6 +38,121 @@ fn refused(sandbox: &Sandbox, args: &[&str]) -> String {
         text(&output)
     );
     text(&output)
+}
+
+/// NDB's `CLUSTERLOG` verbs: the filter shown, changed, refused when
+/// malformed, and obeyed: with node 3's STARTUP threshold at 0, its
+/// restart writes its stop (SHUTDOWN) but neither the mgmd's nor node 3's
+/// own start lines; with the defaults back, they are written again.
+fn cluster_log_filters(sandbox: &Sandbox) {
+    let info = ok(sandbox, &["clusterlog", "info"]);
+    assert_eq!(
+        info,
+        "Cluster logging is enabled.\nSeverities enabled: INFO WARNING ALERT\n\
+         Thresholds: every node and category at 7\n"
+    );
+    for (args, says) in [
+        (&["clusterlog", "loud"][..], "no clusterlog action `loud`"),
+        (&["clusterlog", "off", "LOUD"][..], "no severity `LOUD`"),
+        (&["clusterlog", "filter"][..], "needs a severity"),
+        (
+            &["2", "clusterlog", "STARTUP"][..],
+            "is not CATEGORY=THRESHOLD",
+        ),
+        (
+            &["2", "clusterlog", "BOOT=3"][..],
+            "no event category `BOOT`: there are STARTUP",
+        ),
+        (
+            &["2", "clusterlog", "STARTUP=16"][..],
+            "thresholds are 0 to 15",
+        ),
+        (
+            &["9", "clusterlog", "STARTUP=1"][..],
+            "node 9 does not exist",
+        ),
+    ] {
+        let refusal = refused(sandbox, args);
+        assert!(refusal.contains(says), "{args:?}: {refusal}");
+    }
+
+    let off = ok(sandbox, &["clusterlog", "off", "warning"]);
+    assert!(off.contains("Severities enabled: INFO ALERT\n"), "{off}");
+    let set = ok(sandbox, &["3", "clusterlog", "STARTUP=0", "CHECKPOINT=3"]);
+    assert!(
+        set.contains("Node 3: STARTUP=0") && set.contains("Node 3: CHECKPOINT=3"),
+        "{set}"
+    );
+    let document: Json =
+        serde_json::from_str(&ok(sandbox, &["clusterlog", "info", "--json"])).unwrap();
+    let threshold = |node: u64, category: &str| {
+        document["thresholds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["node"] == node && t["category"] == category)
+            .unwrap_or_else(|| panic!("{node} {category} in {document}"))["threshold"]
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!(
+        (
+            threshold(3, "STARTUP"),
+            threshold(2, "STARTUP"),
+            threshold(1, "ERROR")
+        ),
+        (0, 7, 7),
+        "{document}"
+    );
+    assert_eq!(document["severities"], serde_json::json!(["INFO", "ALERT"]));
+
+    ok(sandbox, &["restart", "3"]);
+    wait_for("node 3 to restart", NODE_GONE_MAX, || {
+        ok(sandbox, &["report", "eventlog"]).contains("Node 3: stopped for restart")
+    });
+    wait_for("node 3 to start again", NODE_GONE_MAX, || {
+        sandbox.state(3) == "started"
+    });
+    let events = ok(sandbox, &["report", "eventlog"]);
+    let after: Vec<&str> = events
+        .lines()
+        .skip_while(|l| !l.contains("Node 3: stopped for restart"))
+        .collect();
+    assert!(
+        !after
+            .iter()
+            .any(|l| l.contains("Node 3: started") || l.contains("Node 3: joined")),
+        "node 3's start lines filtered out: {events}"
+    );
+
+    ok(sandbox, &["clusterlog", "on", "WARNING"]);
+    ok(sandbox, &["3", "clusterlog", "STARTUP=7", "CHECKPOINT=7"]);
+    assert_eq!(
+        ok(sandbox, &["clusterlog", "info"]),
+        info,
+        "back to the defaults"
+    );
+    let toggled = ok(sandbox, &["clusterlog", "toggle"]);
+    assert!(
+        toggled.starts_with("Cluster logging is disabled."),
+        "{toggled}"
+    );
+    ok(sandbox, &["clusterlog", "on"]);
+    ok(sandbox, &["restart", "3"]);
+    wait_for("node 3's start written again", NODE_GONE_MAX, || {
+        let events = ok(sandbox, &["report", "eventlog"]);
+        let restarts = events
+            .lines()
+            .filter(|l| l.contains("Node 3: stopped for restart"))
+            .count();
+        restarts == 2
+            && events
+                .lines()
+                .skip_while(|l| !l.contains("Node 3: stopped for restart"))
+                .skip(1)
+                .skip_while(|l| !l.contains("Node 3: stopped for restart"))
+                .any(|l| l.contains("Node 3: started"))
+    });
 }
 
 #[test]
@@ -115,6 +232,8 @@ fn admin_reports_and_status() {
         misplaced.contains("--level is for `report eventlog`"),
         "{misplaced}"
     );
+
+    cluster_log_filters(&sandbox);
 
     // Its angel too, so it stays down.
     sigkill(sandbox.angel_pid(3));

@@ -175,6 +175,8 @@ mod tests {
         Signal {
             body: SignalBody::MgmEventRep {
                 severity: signal::Severity::Info,
+                category: signal::EventCategory::Info,
+                level: 7,
                 text: "x".repeat(text_bytes),
             },
             ..heartbeat(0)

@@ -47,6 +47,8 @@ fn slow_peer_is_disconnected(send_thread: bool) {
         sender: membership(1),
         body: SignalBody::MgmEventRep {
             severity: Severity::Info,
+            category: signal::EventCategory::Info,
+            level: 7,
             text: "x".repeat(64 << 10),
         },
     };

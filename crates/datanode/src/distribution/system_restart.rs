@@ -441,7 +441,12 @@ impl Distribution {
                     self.config.node,
                     KEEP_RETRY_DELAY_MAX.as_secs()
                 );
-                self.cluster_log(signal::Severity::Alert, text, ctx);
+                self.cluster_log(
+                    signal::EventCategory::Checkpoint,
+                    signal::Severity::Alert,
+                    text,
+                    ctx,
+                );
             } else {
                 tracing::warn!(node = %self.config.node, "sysfile write failed again (try {}): {error}", write.failures);
             }
@@ -454,7 +459,12 @@ impl Distribution {
                 "node {}: sysfile written after {} failed tries; global checkpoints resume",
                 self.config.node, write.failures
             );
-            self.cluster_log(signal::Severity::Info, text, ctx);
+            self.cluster_log(
+                signal::EventCategory::Checkpoint,
+                signal::Severity::Info,
+                text,
+                ctx,
+            );
         }
         assert!(write.kept.gci > self.kept.gci, "the kept GCI only grows");
         self.kept = write.kept;

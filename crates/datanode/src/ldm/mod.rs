@@ -675,13 +675,19 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             redo_total,
         );
         for (severity, text) in memory.into_iter().chain(redo) {
-            self.cluster_log(severity, text, ctx);
+            self.cluster_log(signal::EventCategory::Info, severity, text, ctx);
         }
     }
 
     /// Logs `text` here and, with a management server, in its cluster log.
-    fn cluster_log(&self, severity: signal::Severity, text: String, ctx: &mut Context<'_>) {
-        crate::cluster_log::report(ctx, self.config.node, self.mgmd, severity, text);
+    fn cluster_log(
+        &self,
+        category: signal::EventCategory,
+        severity: signal::Severity,
+        text: String,
+        ctx: &mut Context<'_>,
+    ) {
+        crate::cluster_log::report(ctx, self.config.node, self.mgmd, category, severity, text);
     }
 
     /// Runs with `skarv data --discard-corrupt`: a restore that finds the
@@ -1536,7 +1542,12 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 self.config.instance,
                 LCP_RETRY_DELAY_MAX.as_secs()
             );
-            self.cluster_log(signal::Severity::Alert, text, ctx);
+            self.cluster_log(
+                signal::EventCategory::Checkpoint,
+                signal::Severity::Alert,
+                text,
+                ctx,
+            );
         } else {
             tracing::warn!(
                 node = %self.config.node,
@@ -1752,7 +1763,12 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                          failed: checkpoints and redo trims resume",
                         self.config.node, self.config.instance, self.lcp_failures
                     );
-                    self.cluster_log(signal::Severity::Info, text, ctx);
+                    self.cluster_log(
+                        signal::EventCategory::Checkpoint,
+                        signal::Severity::Info,
+                        text,
+                        ctx,
+                    );
                     self.lcp_failures = 0;
                 }
                 if !self.pending_commits.is_empty() {

@@ -148,7 +148,7 @@ impl Block for RecordingManagement {
                 };
                 ctx.send(signal.sender, body);
             }
-            SignalBody::MgmEventRep { severity, text } => {
+            SignalBody::MgmEventRep { severity, text, .. } => {
                 log.events
                     .push((ctx.now(), signal.sender.node, severity, text));
             }
