@@ -8,6 +8,8 @@
 //!   so does the source cluster, its table dropped and restored.
 //! - A table the backup cannot hold yet (no key of its own) is left out
 //!   and named in the output and the manifest.
+//! - An AUTO_INCREMENT table restored through SQL nodes goes on past its
+//!   restored rows (the source's sequence carried over to its new id).
 //! - A flipped byte and a truncated file: restore refuses, naming the
 //!   file and the offset, and writes nothing.
 //! - A data node killed during a backup: the backup fails with a clear
@@ -412,5 +414,86 @@ fn a_backup_fails_cleanly_when_a_node_dies_and_can_be_aborted() {
     let refused = restore(&sandbox.connect, &backups.join("BACKUP-3"), &[]);
     assert!(!refused.status.success(), "{}", text(&refused));
     assert!(text(&refused).contains("manifest"), "{}", text(&refused));
+    let _ = std::fs::remove_dir_all(&scratch);
+}
+
+/// An AUTO_INCREMENT table restored into another cluster goes on where
+/// the source's sequence was: the first INSERT without an id after the
+/// restore takes a value past every restored row, not 1 (a duplicate of
+/// a restored row before restore carried the sequence over). A table the
+/// target had already keeps its own sequence.
+#[test]
+fn a_restored_auto_increment_table_takes_new_ids_past_its_rows() {
+    use mysql::prelude::Queryable;
+
+    let source = Sandbox::start_configured(
+        "backup-auto-src",
+        12_000,
+        1,
+        &["--replicas", "1", "--sql-nodes", "1"],
+    );
+    let mut conn = connect(source.sql_port());
+    conn.query_drop("CREATE DATABASE shop")
+        .expect("create database");
+    conn.query_drop("CREATE TABLE shop.t (id INT AUTO_INCREMENT PRIMARY KEY, v INT)")
+        .expect("create table");
+    conn.query_drop("INSERT INTO shop.t (v) VALUES (1), (2), (3)")
+        .expect("insert");
+    // An explicit id far past the sequence moves it on, as in MySQL.
+    conn.query_drop("INSERT INTO shop.t VALUES (900, 4)")
+        .expect("insert 900");
+    let scratch = scratch("backup-auto");
+    let backups = scratch.join("backups");
+    let dir = backups.to_str().expect("UTF-8");
+    let output = skarv(&[
+        "admin",
+        "--connect",
+        &source.connect,
+        "backup",
+        "--wait",
+        "--dir",
+        dir,
+    ]);
+    assert!(output.status.success(), "{}", text(&output));
+
+    let target = Sandbox::start_configured(
+        "backup-auto-dst",
+        11_500,
+        1,
+        &["--replicas", "1", "--sql-nodes", "1"],
+    );
+    let mut target_conn = connect(target.sql_port());
+    // The target's own table, its sequence in use before the restore.
+    target_conn
+        .query_drop("CREATE DATABASE other")
+        .expect("create database");
+    target_conn
+        .query_drop("CREATE TABLE other.x (id INT AUTO_INCREMENT PRIMARY KEY, v INT)")
+        .expect("create table");
+    target_conn
+        .query_drop("INSERT INTO other.x (v) VALUES (1), (2)")
+        .expect("insert");
+    let output = restore(
+        &target.connect,
+        &backups.join("BACKUP-1"),
+        &["--restore-meta", "--tables", "shop.t"],
+    );
+    assert!(output.status.success(), "{}", text(&output));
+
+    target_conn
+        .query_drop("INSERT INTO shop.t (v) VALUES (5)")
+        .expect("the first insert after the restore takes a new id");
+    let ids: Vec<(u64, u64)> = target_conn
+        .query("SELECT id, v FROM shop.t ORDER BY id")
+        .expect("select");
+    assert_eq!(&ids[..4], &[(1, 1), (2, 2), (3, 3), (900, 4)], "{ids:?}");
+    assert!(ids.len() == 5 && ids[4].0 > 900 && ids[4].1 == 5, "{ids:?}");
+    target_conn
+        .query_drop("INSERT INTO other.x (v) VALUES (3)")
+        .expect("the target's own table goes on");
+    let own: Vec<u64> = target_conn
+        .query("SELECT id FROM other.x ORDER BY id")
+        .expect("select");
+    assert_eq!(own.len(), 3, "{own:?}");
     let _ = std::fs::remove_dir_all(&scratch);
 }

@@ -21,6 +21,7 @@ use skarv_client::{Cluster, Epoch, ExecMode, Op, Session, Table, Value};
 
 use super::format::{self, BlockReader, Records};
 use super::take::{LOG_DELETE, LOG_WRITE};
+use sql::engine::catalog::SEQUENCES_TABLE;
 
 /// Rows per restore transaction unless `--batch` says otherwise.
 pub const RESTORE_BATCH_ROWS_DEFAULT: usize = 256;
@@ -102,6 +103,64 @@ fn decode_values(layout: &RowLayout, fixed: &[u8], var: &[u8]) -> Vec<Value> {
     (0..layout.column_count())
         .map(|c| layout.decode_column(fixed, var, c).to_value())
         .collect()
+}
+
+/// The column whose values a table's auto-increment sequence hands out:
+/// its AUTO_INCREMENT column (in its SQL metadata); `None` for a table
+/// without one, or made outside SQL.
+fn auto_increment_column(def: &TableDef) -> Option<(usize, u64)> {
+    if def.sql_meta.is_empty() {
+        return None;
+    }
+    let meta = sql::engine::catalog::meta::TableMeta::decode(&def.sql_meta).ok()?;
+    meta.columns
+        .iter()
+        .find(|c| c.auto_increment)
+        .map(|c| (usize::from(c.native), meta.auto_increment_start))
+}
+
+/// An auto-increment value as the sequence counts it (negative and
+/// non-integer values take none of its values).
+fn sequence_value(value: &Value) -> Option<u64> {
+    match value {
+        Value::UInt(v) => Some(*v),
+        Value::Int(v) => u64::try_from(*v).ok(),
+        _ => None,
+    }
+}
+
+/// The source's auto-increment sequences (`mysql.skarv_sequences`, keyed
+/// by the source's table ids) as the backup holds them at its stop epoch.
+fn source_sequences(
+    dir: &std::path::Path,
+    all: &[Backed],
+    log: &[HashMap<Vec<u8>, Final>],
+) -> Result<HashMap<u64, u64>, String> {
+    let mut next = HashMap::new();
+    let Some(index) = all.iter().position(|t| t.name == SEQUENCES_TABLE) else {
+        return Ok(next);
+    };
+    let t = &all[index];
+    let mut put = |values: &[Value]| {
+        if let (Some(Value::UInt(id)), Some(Value::UInt(n))) = (values.first(), values.get(1)) {
+            next.insert(*id, *n);
+        }
+    };
+    let mut key = Vec::new();
+    read_data(dir, t, |fixed, var| {
+        key.clear();
+        t.key.encode_from_row(&t.layout, fixed, var, &mut key);
+        if !log[index].contains_key(&key) {
+            put(&decode_values(&t.layout, fixed, var));
+        }
+        Ok(())
+    })?;
+    for image in log[index].values() {
+        if let Final::Write(values) = image {
+            put(values);
+        }
+    }
+    Ok(next)
 }
 
 /// Reads the manifest's tables, keeping those asked for.
@@ -332,11 +391,20 @@ pub fn restore(options: &RestoreOptions) -> Result<Restored, String> {
                     .any(|w| super::cluster_name(w) == t.name)
         })
         .collect();
+    // The source's sequence rows are keyed by the source's table ids, which
+    // name other tables (or none) in the target: they are never copied,
+    // but carried over to the restored tables' own ids (below).
+    let selected: Vec<bool> = all
+        .iter()
+        .zip(selected)
+        .map(|(t, s)| s && t.name != SEQUENCES_TABLE)
+        .collect();
     // Every file is checked before anything is written.
     for (t, _) in all.iter().zip(&selected).filter(|(_, s)| **s) {
         read_data(dir, t, |_, _| Ok(()))?;
     }
     let mut log = read_log(dir, &manifest, &all, stop)?;
+    let sequences = source_sequences(dir, &all, &log)?;
     eprintln!(
         "restore: backup {} checked: {} tables, stop epoch {}",
         manifest["id"],
@@ -374,6 +442,9 @@ pub fn restore(options: &RestoreOptions) -> Result<Restored, String> {
         targets.push(table);
     }
 
+    // Per selected table with an AUTO_INCREMENT column: the largest value
+    // restored.
+    let mut auto_max: Vec<Option<u64>> = Vec::new();
     let written = AtomicU64::new(0);
     let deleted = AtomicU64::new(0);
     let failed = AtomicBool::new(false);
@@ -435,6 +506,13 @@ pub fn restore(options: &RestoreOptions) -> Result<Restored, String> {
                 deletes: Vec::new(),
             };
             let mut batch = new_batch();
+            let auto = auto_increment_column(&t.def).map(|(column, _)| column);
+            let mut largest: Option<u64> = None;
+            let mut note = |values: &[Value]| {
+                if let Some(v) = auto.and_then(|c| sequence_value(&values[c])) {
+                    largest = Some(largest.map_or(v, |l| l.max(v)));
+                }
+            };
             let changed = &mut log[index];
             let mut send = |batch: &mut Batch, force: bool| -> Result<(), String> {
                 if failed.load(Ordering::Relaxed) {
@@ -465,17 +543,23 @@ pub fn restore(options: &RestoreOptions) -> Result<Restored, String> {
                 if changed.contains_key(&key) {
                     return Ok(());
                 }
-                batch.writes.push(decode_values(&t.layout, fixed, var));
+                let values = decode_values(&t.layout, fixed, var);
+                note(&values);
+                batch.writes.push(values);
                 send(&mut batch, false)
             })?;
             for (_, image) in changed.drain() {
                 match image {
-                    Final::Write(values) => batch.writes.push(values),
+                    Final::Write(values) => {
+                        note(&values);
+                        batch.writes.push(values);
+                    }
                     Final::Delete(key) => batch.deletes.push(key),
                 }
                 send(&mut batch, false)?;
             }
             send(&mut batch, true)?;
+            auto_max.push(largest);
         }
         Ok(())
     });
@@ -491,6 +575,28 @@ pub fn restore(options: &RestoreOptions) -> Result<Restored, String> {
         "restore: {written} rows written in {:.1} s",
         started.elapsed().as_secs_f64()
     );
+    // Each restored AUTO_INCREMENT column's sequence: at least the
+    // source's, past the largest value restored.
+    let restored = all
+        .iter()
+        .zip(&selected)
+        .filter(|(_, s)| **s)
+        .map(|(t, _)| t);
+    for ((t, table), largest) in restored.zip(&targets).zip(&auto_max) {
+        let Some((_, start)) = auto_increment_column(&t.def) else {
+            continue;
+        };
+        let source = sequences.get(&u64::from(t.def.id)).copied().unwrap_or(0);
+        let next = source
+            .max(largest.map_or(0, |l| l.saturating_add(1)))
+            .max(start);
+        sql::engine::catalog::raise_sequence(&session, table.id(), next).map_err(|e| {
+            format!(
+                "restore wrote every row but could not set the auto-increment of {}: {e}",
+                table.name()
+            )
+        })?;
+    }
     Ok(Restored {
         tables: targets.len(),
         rows_written: written,

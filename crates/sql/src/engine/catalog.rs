@@ -335,6 +335,49 @@ const TABLE_INFO_CACHE_MAX: usize = 4_096;
 /// Makes sure the SQL node's system tables exist: creating one that
 /// another SQL node created at the same moment is success (721).
 pub fn bootstrap(_engine: &Arc<Engine>, session: &Session) -> SqlResult<()> {
+    create_system_tables(session)
+}
+
+/// Raises table `table_id`'s auto-increment sequence so that the next
+/// value any SQL node hands out is at least `next`; never lowers it.
+/// `skarv restore` calls it for each restored table with an
+/// AUTO_INCREMENT column, with the source's sequence and past the largest
+/// value restored (as `ndb_restore` restores NDB's auto-increment
+/// values), so the first INSERT after a restore does not collide with a
+/// restored row. Makes the SQL node's system tables first where no SQL
+/// node has yet. A SQL node holding a range of the table's values from
+/// before (a restore into a table it inserted into) uses that range up
+/// first: values it skips past on a duplicate are not reused.
+pub fn raise_sequence(session: &Session, table_id: u32, next: u64) -> SqlResult<()> {
+    create_system_tables(session)?;
+    let seq = retry(|| session.table(SEQUENCES_TABLE))?;
+    let id = Value::UInt(u64::from(table_id));
+    let key = [id.clone()];
+    retry(|| {
+        let tx = session.begin()?;
+        let read = tx.define(
+            Op::read(&seq, &key)
+                .lock(LockMode::Exclusive)
+                .ignore_error(),
+        )?;
+        let outcome = tx.execute(ExecMode::NoCommit)?;
+        let current = outcome.row(read).and_then(|r| match r.get("next") {
+            Some(Value::UInt(v)) => Some(*v),
+            _ => None,
+        });
+        if current.is_some_and(|current| current >= next) {
+            return Ok(());
+        }
+        tx.write(
+            &seq,
+            &[("table_id", id.clone()), ("next", Value::UInt(next))],
+        )?;
+        tx.execute(ExecMode::Commit).map(|_| ())
+    })
+}
+
+/// Creates the SQL node's system tables that do not exist yet.
+fn create_system_tables(session: &Session) -> SqlResult<()> {
     let name_type = NativeType::VarChar {
         max: IDENTIFIER_CHARS_MAX as u16,
         collation: Collation::Utf8mb4Bin,
