@@ -75,6 +75,10 @@ fn insert(
                 other => Err(SqlError::unsupported(format_args!("SET {other}"))),
             })
             .collect::<SqlResult<_>>()?
+    } else if ins.columns.is_empty() && first_row_is_empty(ins) {
+        // `VALUES ()` (and `() VALUES ()`): every column takes its
+        // default, as in MySQL; later rows must be empty too.
+        Vec::new()
     } else if ins.columns.is_empty() {
         table.columns.iter().map(|c| c.name.clone()).collect()
     } else {
@@ -343,6 +347,16 @@ fn rounded(v: &Val, ty: &catalog::SqlType) -> bool {
                 .and_then(|r| r.rescale(d.scale))
                 .is_some_and(|back| back != d)
     })
+}
+
+/// Whether an INSERT's first `VALUES` row is `()`.
+fn first_row_is_empty(ins: &ast::Insert) -> bool {
+    ins.source
+        .as_ref()
+        .is_some_and(|source| match &*source.body {
+            ast::SetExpr::Values(v) => v.rows.first().is_some_and(|row| row.content.is_empty()),
+            _ => false,
+        })
 }
 
 fn last_ident(n: &ast::ObjectName) -> String {
