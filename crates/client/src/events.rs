@@ -72,6 +72,11 @@ pub struct SubscribeOptions {
     pub images: Images,
     /// Only these columns (by name) in the images; `None`: all of them.
     pub columns: Option<Vec<String>>,
+    /// With `columns: None`, the hidden `$` columns too (a SQL table's
+    /// hidden primary key `$PK`): what a backup needs to restore such a
+    /// table's rows. Off by default: an application sees the columns it
+    /// declared.
+    pub hidden_columns: bool,
     /// Bytes of changes the subscription buffers at most (NDB's event
     /// buffer `max_alloc`); beyond, a gap.
     pub max_alloc: usize,
@@ -82,6 +87,7 @@ impl Default for SubscribeOptions {
         SubscribeOptions {
             images: Images::Full,
             columns: None,
+            hidden_columns: false,
             max_alloc: MAX_ALLOC_DEFAULT_BYTES,
         }
     }
@@ -336,7 +342,7 @@ impl Session {
             let def = table.def();
             let shown: Vec<usize> = match &options.columns {
                 None => (0..def.columns.len())
-                    .filter(|&c| !def.columns[c].name.starts_with('$'))
+                    .filter(|&c| options.hidden_columns || !def.columns[c].name.starts_with('$'))
                     .collect(),
                 Some(names) => names
                     .iter()
@@ -1066,9 +1072,10 @@ impl Subscription {
         };
         let def = table.def();
         let old_def = current.table.def();
+        let hidden = self.options.hidden_columns;
         let shown: Vec<usize> = match &self.options.columns {
             None => (0..def.columns.len())
-                .filter(|&c| !def.columns[c].name.starts_with('$'))
+                .filter(|&c| hidden || !def.columns[c].name.starts_with('$'))
                 .collect(),
             Some(names) => names
                 .iter()

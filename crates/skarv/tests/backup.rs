@@ -6,8 +6,8 @@
 //!   is taken; the backup restored into a fresh 1 × 1 sandbox holds
 //!   exactly the rows of the commits at or below the backup's stop epoch;
 //!   so does the source cluster, its table dropped and restored.
-//! - A table the backup cannot hold yet (no key of its own) is left out
-//!   and named in the output and the manifest.
+//! - A table without a key of its own (keyed by the hidden `$PK`) is
+//!   backed up and restored with its hidden keys.
 //! - An AUTO_INCREMENT table restored through SQL nodes goes on past its
 //!   restored rows (the source's sequence carried over to its new id).
 //! - A flipped byte and a truncated file: restore refuses, naming the
@@ -128,15 +128,20 @@ fn writer(cluster: &Cluster, w: u64, stop: &AtomicBool) -> History {
 
 /// The rows of `bk` through `connect`.
 fn rows(connect: &str, table: &str) -> BTreeMap<u64, u64> {
+    rows_by(connect, table, "id", "v")
+}
+
+/// `table`'s rows as `key` → `value` (two BIGINT UNSIGNED columns).
+fn rows_by(connect: &str, name: &str, key: &str, value: &str) -> BTreeMap<u64, u64> {
     let cluster = Cluster::connect(connect).expect("connect");
     let session = cluster.session().expect("session");
-    let table = session.table(table).expect("the table");
+    let table = session.table(name).expect("the table");
     let tx = session.begin().expect("begin");
     let mut rows = BTreeMap::new();
     for row in tx.scan(&table, ScanOptions::default()).expect("scan") {
         let row = row.expect("row");
-        let (Some(Value::UInt(id)), Some(Value::UInt(v))) = (row.get("id"), row.get("v")) else {
-            panic!("a row of bk: {:?}", row.values());
+        let (Some(Value::UInt(id)), Some(Value::UInt(v))) = (row.get(key), row.get(value)) else {
+            panic!("a row of {name}: {:?}", row.values());
         };
         assert!(rows.insert(*id, *v).is_none(), "key {id} twice");
     }
@@ -171,8 +176,8 @@ fn a_backup_under_load_restores_to_exactly_its_stop_epoch() {
     let cluster = Cluster::connect(&sandbox.connect).expect("connect");
     let session = cluster.session().expect("session");
     load(&session);
-    // A table the backup cannot hold yet (its key is the hidden `$PK`):
-    // left out and named, never silently.
+    // A table without a key of its own: keyed by the hidden `$PK`, which
+    // a native writer fills itself; the backup holds it whole.
     session
         .create_table(&skarv_client::schema_types::TableDef::new(
             "nokey",
@@ -183,13 +188,52 @@ fn a_backup_under_load_restores_to_exactly_its_stop_epoch() {
             )],
         ))
         .expect("create nokey");
+    let nokey = session.table("nokey").expect("nokey");
+    let tx = session.begin().expect("begin");
+    for pk in 1..=3u64 {
+        tx.insert(
+            &nokey,
+            &[("a", Value::UInt(pk * 10)), ("$PK", Value::UInt(pk))],
+        )
+        .expect("insert into nokey");
+    }
+    tx.execute(ExecMode::Commit).expect("commit nokey");
+    let nokey_rows = rows_by(&sandbox.connect, "nokey", "$PK", "a");
+    assert_eq!(nokey_rows.len(), 3, "{nokey_rows:?}");
     let scratch = scratch("backup-files");
     let backups = scratch.join("backups");
 
     // ---- the backup, while the writers commit ----
     let stop = AtomicBool::new(false);
     let histories: Mutex<Vec<History>> = Mutex::new(Vec::new());
+    let nokey_updates = std::sync::atomic::AtomicU64::new(0);
     let output = std::thread::scope(|scope| {
+        // Changes of the table without a key of its own during the backup:
+        // the change stream must carry its hidden key for the log to hold
+        // them (and the backup to succeed).
+        let (nk_cluster, nk_stop, nk_updates) = (&cluster, &stop, &nokey_updates);
+        scope.spawn(move || {
+            let session = nk_cluster.session().expect("session");
+            let nokey = session.table("nokey").expect("nokey");
+            let mut pk = 0u64;
+            while !nk_stop.load(Ordering::Relaxed) {
+                pk = pk % 3 + 1;
+                let tx = session.begin().expect("begin");
+                let key = [Value::UInt(pk)];
+                let read = tx
+                    .define(skarv_client::Op::read(&nokey, &key))
+                    .expect("read");
+                let outcome = tx.execute(ExecMode::NoCommit).expect("read nokey");
+                let Some(Value::UInt(a)) = outcome.row(read).and_then(|r| r.get("a")).cloned()
+                else {
+                    panic!("nokey row {pk}");
+                };
+                tx.update(&nokey, &key, &[("a", Value::UInt(a + 1))])
+                    .expect("update nokey");
+                tx.execute(ExecMode::Commit).expect("commit nokey");
+                nk_updates.fetch_add(1, Ordering::Relaxed);
+            }
+        });
         for w in 0..WRITERS {
             let (cluster, stop, histories) = (&cluster, &stop, &histories);
             scope.spawn(move || {
@@ -213,7 +257,7 @@ fn a_backup_under_load_restores_to_exactly_its_stop_epoch() {
     });
     assert!(output.status.success(), "{}", text(&output));
     assert!(
-        text(&output).contains("NOT backed up: nokey (no primary key of its own"),
+        !text(&output).contains("NOT backed up"),
         "{}",
         text(&output)
     );
@@ -253,12 +297,23 @@ fn a_backup_under_load_restores_to_exactly_its_stop_epoch() {
         manifest["log"]["records"].as_u64().unwrap() > 0,
         "{manifest}"
     );
+    let mut names: Vec<&str> = manifest["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    names.sort_unstable();
     assert_eq!(
-        manifest["tables"][0]["name"], "bk",
-        "only the user's table (not the marker): {manifest}"
+        names,
+        ["bk", "nokey"],
+        "the user's tables (not the marker): {manifest}"
     );
-    assert_eq!(manifest["tables"].as_array().unwrap().len(), 1);
-    assert_eq!(manifest["skipped_tables"][0]["name"], "nokey", "{manifest}");
+    assert_eq!(
+        manifest["skipped_tables"],
+        serde_json::json!([]),
+        "{manifest}"
+    );
 
     // ---- restored into a fresh 1 x 1 cluster ----
     let target = Sandbox::start_configured("backup-dst", 13_000, 1, &["--replicas", "1"]);
@@ -276,9 +331,18 @@ fn a_backup_under_load_restores_to_exactly_its_stop_epoch() {
         wrong.is_empty(),
         "rows not at the stop epoch (key, expected, got): {wrong:?}"
     );
+    assert!(nokey_updates.load(Ordering::Relaxed) > 0, "nokey changed");
+    let restored_nokey = rows_by(&target.connect, "nokey", "$PK", "a");
+    assert!(
+        restored_nokey.keys().eq(nokey_rows.keys())
+            && restored_nokey.iter().all(|(pk, a)| *a >= nokey_rows[pk]),
+        "the table without a key of its own, with its hidden keys: \
+         {nokey_rows:?} -> {restored_nokey:?}"
+    );
 
     // ---- and into the source cluster, its table dropped ----
     session.drop_table("bk").expect("drop bk");
+    session.drop_table("nokey").expect("drop nokey");
     let restored = restore(
         &sandbox.connect,
         &dir,
@@ -288,7 +352,15 @@ fn a_backup_under_load_restores_to_exactly_its_stop_epoch() {
     assert_eq!(rows(&sandbox.connect, "bk"), got, "the source restored");
 
     // ---- damaged copies are refused, naming the file, before any write ----
-    let data_file = manifest["tables"][0]["file"].as_str().unwrap().to_owned();
+    let data_file = manifest["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "bk")
+        .expect("bk in the manifest")["file"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let flipped = scratch.join("flipped");
     copy_backup(&dir, &flipped);
     let path = flipped.join(&data_file);
@@ -420,8 +492,9 @@ fn a_backup_fails_cleanly_when_a_node_dies_and_can_be_aborted() {
 /// An AUTO_INCREMENT table restored into another cluster goes on where
 /// the source's sequence was: the first INSERT without an id after the
 /// restore takes a value past every restored row, not 1 (a duplicate of
-/// a restored row before restore carried the sequence over). A table the
-/// target had already keeps its own sequence.
+/// a restored row before restore carried the sequence over); so does a
+/// table without a key of its own, whose hidden `$PK` the sequence
+/// fills. A table the target had already keeps its own sequence.
 #[test]
 fn a_restored_auto_increment_table_takes_new_ids_past_its_rows() {
     use mysql::prelude::Queryable;
@@ -442,6 +515,11 @@ fn a_restored_auto_increment_table_takes_new_ids_past_its_rows() {
     // An explicit id far past the sequence moves it on, as in MySQL.
     conn.query_drop("INSERT INTO shop.t VALUES (900, 4)")
         .expect("insert 900");
+    // No key of its own: the hidden `$PK` takes the sequence's values.
+    conn.query_drop("CREATE TABLE shop.nk (a INT)")
+        .expect("create table");
+    conn.query_drop("INSERT INTO shop.nk VALUES (1), (2)")
+        .expect("insert");
     let scratch = scratch("backup-auto");
     let backups = scratch.join("backups");
     let dir = backups.to_str().expect("UTF-8");
@@ -476,9 +554,16 @@ fn a_restored_auto_increment_table_takes_new_ids_past_its_rows() {
     let output = restore(
         &target.connect,
         &backups.join("BACKUP-1"),
-        &["--restore-meta", "--tables", "shop.t"],
+        &["--restore-meta", "--tables", "shop.t,shop.nk"],
     );
     assert!(output.status.success(), "{}", text(&output));
+    target_conn
+        .query_drop("INSERT INTO shop.nk VALUES (3)")
+        .expect("a new hidden key past the restored ones");
+    let nk: Vec<u64> = target_conn
+        .query("SELECT a FROM shop.nk ORDER BY a")
+        .expect("select");
+    assert_eq!(nk, [1, 2, 3]);
 
     target_conn
         .query_drop("INSERT INTO shop.t (v) VALUES (5)")

@@ -79,6 +79,7 @@ pub(super) fn watch(cluster: &Cluster, table: &str) -> Result<Watch, Error> {
     let options = SubscribeOptions {
         images: Images::Minimal,
         columns: None,
+        hidden_columns: false,
         max_alloc: BUFFER_BYTES,
     };
     let mut subscription = session.subscribe(&[table], options)?;

@@ -106,9 +106,18 @@ fn decode_values(layout: &RowLayout, fixed: &[u8], var: &[u8]) -> Vec<Value> {
 }
 
 /// The column whose values a table's auto-increment sequence hands out:
-/// its AUTO_INCREMENT column (in its SQL metadata); `None` for a table
-/// without one, or made outside SQL.
+/// its hidden primary key `$PK`, or its AUTO_INCREMENT column (in its SQL
+/// metadata); `None` for a table without one, or made outside SQL.
 fn auto_increment_column(def: &TableDef) -> Option<(usize, u64)> {
+    if def.has_hidden_primary_key() && !def.sql_meta.is_empty() {
+        // A SQL table's hidden key takes the sequence's values (a table
+        // made through the native API writes its own).
+        return def
+            .columns
+            .iter()
+            .position(|c| c.name == schema::HIDDEN_PRIMARY_KEY_COLUMN)
+            .map(|c| (c, 1));
+    }
     if def.sql_meta.is_empty() {
         return None;
     }

@@ -68,9 +68,6 @@ struct Backed {
 /// must be in a change image and a scanned row, so no hidden key (the
 /// change stream leaves `$PK` out) and no BLOB parts (it sends heads).
 pub fn unsupported(table: &Table) -> Option<&'static str> {
-    if table.def().has_hidden_primary_key() {
-        return Some("no primary key of its own: not yet supported");
-    }
     if table.has_blobs() {
         return Some("BLOB/TEXT columns: not yet supported");
     }
@@ -191,6 +188,9 @@ fn run(options: &TakeOptions<'_>, status: &mut Json) -> Result<Json, String> {
         let sub_options = SubscribeOptions {
             images: Images::Full,
             columns: None,
+            // A table without a primary key of its own is keyed by its
+            // hidden `$PK`: its rows are whole only with it.
+            hidden_columns: true,
             max_alloc: BACKUP_EVENT_BUFFER_BYTES,
         };
         Some(

@@ -428,7 +428,12 @@ pub(crate) fn duplicate_error(
                     match ty {
                         // Shown as stored (a TIMESTAMP in UTC).
                         Some(ty) => super::convert::from_native(v, &ty, 0).to_text(),
-                        None => format!("{v:?}"),
+                        // The hidden `$PK` (no SQL column): its number.
+                        None => match v {
+                            Value::UInt(n) => n.to_string(),
+                            Value::Int(n) => n.to_string(),
+                            other => format!("{other:?}"),
+                        },
                     }
                 })
         })
