@@ -355,16 +355,7 @@ pub fn raise_sequence(session: &Session, table_id: u32, next: u64) -> SqlResult<
     let key = [id.clone()];
     retry(|| {
         let tx = session.begin()?;
-        let read = tx.define(
-            Op::read(&seq, &key)
-                .lock(LockMode::Exclusive)
-                .ignore_error(),
-        )?;
-        let outcome = tx.execute(ExecMode::NoCommit)?;
-        let current = outcome.row(read).and_then(|r| match r.get("next") {
-            Some(Value::UInt(v)) => Some(*v),
-            _ => None,
-        });
+        let current = locked_next(&tx, &seq, &key)?;
         if current.is_some_and(|current| current >= next) {
             return Ok(());
         }
@@ -374,6 +365,21 @@ pub fn raise_sequence(session: &Session, table_id: u32, next: u64) -> SqlResult<
         )?;
         tx.execute(ExecMode::Commit).map(|_| ())
     })
+}
+
+/// A table's sequence row read in `tx` under an exclusive lock: its
+/// `next`, or `None` when the table has no row yet.
+fn locked_next(
+    tx: &skarv_client::Transaction<'_>,
+    seq: &Arc<Table>,
+    key: &[Value],
+) -> skarv_client::Result<Option<u64>> {
+    let read = tx.define(Op::read(seq, key).lock(LockMode::Exclusive).ignore_error())?;
+    let outcome = tx.execute(ExecMode::NoCommit)?;
+    Ok(outcome.row(read).and_then(|r| match r.get("next") {
+        Some(Value::UInt(v)) => Some(*v),
+        _ => None,
+    }))
 }
 
 /// Creates the SQL node's system tables that do not exist yet.
@@ -1025,16 +1031,7 @@ fn reserve(conn: &Conn<'_>, table: &TableInfo, want: u64, at_least: Option<u64>)
     let start = table.sql.auto_increment_start.max(1);
     retry(|| {
         let tx = conn.native.begin()?;
-        let read = tx.define(
-            Op::read(&seq, &key)
-                .lock(LockMode::Exclusive)
-                .ignore_error(),
-        )?;
-        let outcome = tx.execute(ExecMode::NoCommit)?;
-        let current = outcome.row(read).and_then(|r| match r.get("next") {
-            Some(Value::UInt(v)) => Some(*v),
-            _ => None,
-        });
+        let current = locked_next(&tx, &seq, &key)?;
         let first = current.unwrap_or(start);
         let first = at_least.map_or(first, |n| first.max(n));
         let next = first.checked_add(want).ok_or_else(|| {
