@@ -620,6 +620,9 @@ pub fn rows(
                             os.stime_us,
                             os.nvcsw,
                             os.nivcsw,
+                            t.sleep_ns / 1_000,
+                            t.spin_ns / 1_000,
+                            t.buffer_full_ns / 1_000,
                         ],
                         texts: vec![t.name, t.role.to_string()],
                     }

@@ -299,6 +299,12 @@ pub fn render(gathered: &Gathered) -> String {
         "CPU time of an execution thread, by mode (ndbinfo.threadstat.os_ru_utime, os_ru_stime)",
         "counter",
     );
+    let thread_time = family(
+        "skarv_thread_time_seconds_total",
+        "Time an execution thread spent asleep, spinning idle or held by a full queue, by state \
+         (ndbinfo.threadstat.sleep_us, spin_us, buffer_full_us; cpustat shows the last second)",
+        "counter",
+    );
     let switches = family(
         "skarv_thread_context_switches_total",
         "Context switches of an execution thread, by kind (ndbinfo.threadstat.os_ru_nvcsw, os_ru_nivcsw)",
@@ -435,6 +441,7 @@ pub fn render(gathered: &Gathered) -> String {
         families[block_counter].samples.push((l, r.int("val")));
     }
     let mut cpu_samples = Vec::new();
+    let mut time_samples = Vec::new();
     for r in rows(&dbinfo::THREADSTAT) {
         let node = r.int("node_id").to_string();
         let base = [
@@ -458,6 +465,14 @@ pub fn render(gathered: &Gathered) -> String {
         for (mode, column) in [("user", "os_ru_utime"), ("system", "os_ru_stime")] {
             let l = labels(&[base[0], base[1], base[2], ("mode", mode)]);
             cpu_samples.push((l, r.int(column)));
+        }
+        for (state, column) in [
+            ("sleeping", "sleep_us"),
+            ("spinning", "spin_us"),
+            ("buffer_full", "buffer_full_us"),
+        ] {
+            let l = labels(&[base[0], base[1], base[2], ("state", state)]);
+            time_samples.push((l, r.int(column)));
         }
         for (kind, column) in [
             ("voluntary", "os_ru_nvcsw"),
@@ -509,8 +524,13 @@ pub fn render(gathered: &Gathered) -> String {
         let _ = writeln!(out, "# HELP {} {}", f.name, f.help);
         let _ = writeln!(out, "# TYPE {} {}", f.name, f.kind);
         // CPU time is in seconds with a fraction; every other figure whole.
-        if i == cpu {
-            for (l, us) in &cpu_samples {
+        if i == cpu || i == thread_time {
+            let seconds = if i == cpu {
+                &cpu_samples
+            } else {
+                &time_samples
+            };
+            for (l, us) in seconds {
                 let _ = writeln!(out, "{}{l} {}", f.name, micros_as_seconds(*us));
             }
         }

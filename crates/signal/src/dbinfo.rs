@@ -80,6 +80,9 @@ pub const THREADSTAT: TableDef = TableDef {
         ("os_ru_stime", Int),
         ("os_ru_nvcsw", Int),
         ("os_ru_nivcsw", Int),
+        ("sleep_us", Int),
+        ("spin_us", Int),
+        ("buffer_full_us", Int),
     ],
 };
 

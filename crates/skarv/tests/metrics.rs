@@ -235,6 +235,14 @@ fn metrics_parse_and_agree_with_ndbinfo() {
         assert!(
             sum(
                 &samples,
+                "skarv_thread_time_seconds_total",
+                &[("node", node), ("state", "sleeping")]
+            ) > 0.0,
+            "node {node}'s threads slept"
+        );
+        assert!(
+            sum(
+                &samples,
                 "skarv_block_counter_total",
                 &[("node", node), ("block", "DBTC"), ("counter", "COMMITS")]
             ) >= 1.0,
