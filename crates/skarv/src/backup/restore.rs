@@ -109,17 +109,17 @@ fn decode_values(layout: &RowLayout, fixed: &[u8], var: &[u8]) -> Vec<Value> {
 /// its hidden primary key `$PK`, or its AUTO_INCREMENT column (in its SQL
 /// metadata); `None` for a table without one, or made outside SQL.
 fn auto_increment_column(def: &TableDef) -> Option<(usize, u64)> {
-    if def.has_hidden_primary_key() && !def.sql_meta.is_empty() {
-        // A SQL table's hidden key takes the sequence's values (a table
-        // made through the native API writes its own).
+    // A table made through the native API has no sequence: its writers
+    // fill every column, its hidden key too.
+    if def.sql_meta.is_empty() {
+        return None;
+    }
+    if def.has_hidden_primary_key() {
         return def
             .columns
             .iter()
             .position(|c| c.name == schema::HIDDEN_PRIMARY_KEY_COLUMN)
             .map(|c| (c, 1));
-    }
-    if def.sql_meta.is_empty() {
-        return None;
     }
     let meta = sql::engine::catalog::meta::TableMeta::decode(&def.sql_meta).ok()?;
     meta.columns
@@ -390,23 +390,19 @@ pub fn restore(options: &RestoreOptions) -> Result<Restored, String> {
     let manifest = format::read_manifest(dir)?;
     let stop = json_u64(&manifest, "stop epoch", &manifest["stop_epoch"])?;
     let all = backed_tables(&manifest, &options.tables)?;
-    let selected: Vec<bool> = all
-        .iter()
-        .map(|t| {
-            options.tables.is_empty()
-                || options
-                    .tables
-                    .iter()
-                    .any(|w| super::cluster_name(w) == t.name)
-        })
-        .collect();
     // The source's sequence rows are keyed by the source's table ids, which
     // name other tables (or none) in the target: they are never copied,
     // but carried over to the restored tables' own ids (below).
     let selected: Vec<bool> = all
         .iter()
-        .zip(selected)
-        .map(|(t, s)| s && t.name != SEQUENCES_TABLE)
+        .map(|t| {
+            t.name != SEQUENCES_TABLE
+                && (options.tables.is_empty()
+                    || options
+                        .tables
+                        .iter()
+                        .any(|w| super::cluster_name(w) == t.name))
+        })
         .collect();
     // Every file is checked before anything is written.
     for (t, _) in all.iter().zip(&selected).filter(|(_, s)| **s) {
@@ -451,9 +447,9 @@ pub fn restore(options: &RestoreOptions) -> Result<Restored, String> {
         targets.push(table);
     }
 
-    // Per selected table with an AUTO_INCREMENT column: the largest value
-    // restored.
-    let mut auto_max: Vec<Option<u64>> = Vec::new();
+    // Each restored table with an auto-increment sequence: its source id,
+    // its target, the sequence's first value and the largest value restored.
+    let mut sequenced: Vec<(u32, Arc<Table>, u64, Option<u64>)> = Vec::new();
     let written = AtomicU64::new(0);
     let deleted = AtomicU64::new(0);
     let failed = AtomicBool::new(false);
@@ -515,10 +511,10 @@ pub fn restore(options: &RestoreOptions) -> Result<Restored, String> {
                 deletes: Vec::new(),
             };
             let mut batch = new_batch();
-            let auto = auto_increment_column(&t.def).map(|(column, _)| column);
+            let auto = auto_increment_column(&t.def);
             let mut largest: Option<u64> = None;
             let mut note = |values: &[Value]| {
-                if let Some(v) = auto.and_then(|c| sequence_value(&values[c])) {
+                if let Some(v) = auto.and_then(|(c, _)| sequence_value(&values[c])) {
                     largest = Some(largest.map_or(v, |l| l.max(v)));
                 }
             };
@@ -568,7 +564,9 @@ pub fn restore(options: &RestoreOptions) -> Result<Restored, String> {
                 send(&mut batch, false)?;
             }
             send(&mut batch, true)?;
-            auto_max.push(largest);
+            if let Some((_, start)) = auto {
+                sequenced.push((t.def.id, table.clone(), start, largest));
+            }
         }
         Ok(())
     });
@@ -586,19 +584,11 @@ pub fn restore(options: &RestoreOptions) -> Result<Restored, String> {
     );
     // Each restored AUTO_INCREMENT column's sequence: at least the
     // source's, past the largest value restored.
-    let restored = all
-        .iter()
-        .zip(&selected)
-        .filter(|(_, s)| **s)
-        .map(|(t, _)| t);
-    for ((t, table), largest) in restored.zip(&targets).zip(&auto_max) {
-        let Some((_, start)) = auto_increment_column(&t.def) else {
-            continue;
-        };
-        let source = sequences.get(&u64::from(t.def.id)).copied().unwrap_or(0);
+    for (source_id, table, start, largest) in &sequenced {
+        let source = sequences.get(&u64::from(*source_id)).copied().unwrap_or(0);
         let next = source
             .max(largest.map_or(0, |l| l.saturating_add(1)))
-            .max(start);
+            .max(*start);
         sql::engine::catalog::raise_sequence(&session, table.id(), next).map_err(|e| {
             format!(
                 "restore wrote every row but could not set the auto-increment of {}: {e}",
