@@ -402,18 +402,26 @@ impl Shared {
     }
 
     /// Connection `generation` to `node` closed: every session hears it.
-    pub fn on_node_down(&self, node: NodeId, generation: u64) {
-        if !self
-            .links
-            .iter()
-            .any(|l| l.connected.load(Ordering::Acquire))
+    /// `was_started`: the node served transactions until the close.
+    ///
+    /// A cluster failure is the close of the last *started* node, not of
+    /// the last connected one: in a whole-cluster crash the first node to
+    /// be killed can be restarted and connected again (not started) before
+    /// the close of the last one is read, and no moment would then have no
+    /// connection although the cluster went down.
+    pub fn on_node_down(&self, node: NodeId, generation: u64, was_started: bool) {
+        if was_started
+            && !self
+                .links
+                .iter()
+                .any(|l| l.connected.load(Ordering::Acquire) && l.started.load(Ordering::Acquire))
         {
             self.counters
                 .cluster_failures
                 .fetch_add(1, Ordering::Relaxed);
             tracing::warn!(
                 node = %self.me,
-                "cluster failure: data node {node} was the last one connected; \
+                "cluster failure: data node {node} was the last one started; \
                  commits not yet durable may be lost by a system restart"
             );
         }

@@ -379,8 +379,9 @@ impl Receiver {
     fn drop_connection(&mut self, shared: &Shared, mut connection: Connection) {
         let _ = self.poll.registry().deregister(&mut connection.stream);
         let link = &shared.links[connection.link];
+        let was_started = link.started.load(Ordering::Acquire);
         if link.close(connection.generation) {
-            shared.on_node_down(link.node, connection.generation);
+            shared.on_node_down(link.node, connection.generation, was_started);
         }
     }
 

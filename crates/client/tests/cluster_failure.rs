@@ -1,0 +1,230 @@
+//! The client's count of cluster failures (NDB's cluster failure event:
+//! the last data node serving transactions went down) against a real
+//! management server and two data node stand-ins on loopback that answer
+//! the hello and registrations, with a `started` flag the test sets.
+//!
+//! The case that once went uncounted: in a whole-cluster crash the node
+//! killed first is restarted, and the client connected to it again (the
+//! node still starting), before the close of the last node is read. No
+//! moment then has no connection, yet the cluster went down.
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mgmd::{MgmServer, ServerOptions};
+use signal::{decode_frame, encode_frame, BlockNumber, BlockRef, NodeBitmask, NodeId, Signal};
+use signal::{SignalBody, VERSION};
+use skarv_client::{Cluster, ClusterOptions};
+
+/// Longest a condition the test waits for may take; only a failing run
+/// waits this long.
+const WAIT_MAX: Duration = Duration::from_secs(10);
+/// The stand-ins' heartbeat interval for their API nodes, in ms: longer
+/// than the test.
+const HEARTBEAT_MS: u32 = 600_000;
+
+/// One data node stand-in.
+struct StandIn {
+    id: NodeId,
+    port: u16,
+    /// What its registration answers say.
+    started: AtomicBool,
+    /// Connections accepted, and registrations answered.
+    accepted: AtomicU64,
+    registrations: AtomicU64,
+    /// The current connection, for the test to close.
+    current: Mutex<Option<TcpStream>>,
+}
+
+impl StandIn {
+    fn start(id: u8) -> Arc<StandIn> {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let node = Arc::new(StandIn {
+            id: NodeId::new(id).expect("node id"),
+            port: listener.local_addr().expect("addr").port(),
+            started: AtomicBool::new(true),
+            accepted: AtomicU64::new(0),
+            registrations: AtomicU64::new(0),
+            current: Mutex::new(None),
+        });
+        let serving = Arc::clone(&node);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                *serving.current.lock().expect("not poisoned") =
+                    Some(stream.try_clone().expect("clone"));
+                serving.accepted.fetch_add(1, Ordering::SeqCst);
+                let node = Arc::clone(&serving);
+                std::thread::spawn(move || node.serve(stream));
+            }
+        });
+        node
+    }
+
+    /// Closes the current connection, as a killed process's kernel does.
+    fn crash(&self) {
+        let current = self.current.lock().expect("not poisoned").take();
+        current
+            .expect("a connection")
+            .shutdown(Shutdown::Both)
+            .expect("shutdown");
+    }
+
+    fn serve(&self, mut stream: TcpStream) {
+        let mut buffer = Vec::new();
+        let mut out = Vec::new();
+        while let Some(signals) = read_frame(&mut stream, &mut buffer) {
+            for signal in signals {
+                let body = match signal.body {
+                    SignalBody::TransportHello { from, .. } => SignalBody::TransportHello {
+                        from: self.id,
+                        to: from,
+                        version: VERSION,
+                    },
+                    SignalBody::ApiRegReq { .. } => SignalBody::ApiRegConf {
+                        version: VERSION,
+                        started: self.started.load(Ordering::SeqCst),
+                        view_id: 0,
+                        members: NodeBitmask::new(),
+                        heartbeat_interval_ms: HEARTBEAT_MS,
+                    },
+                    _ => continue,
+                };
+                let registration = matches!(body, SignalBody::ApiRegConf { .. });
+                let reply = Signal {
+                    receiver: signal.sender,
+                    sender: BlockRef::new(self.id, BlockNumber::PROCESS, 0),
+                    body,
+                };
+                out.clear();
+                encode_frame(&[reply], &mut out).expect("encodes");
+                if stream.write_all(&out).is_err() {
+                    return;
+                }
+                if registration {
+                    self.registrations.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+        }
+    }
+}
+
+fn read_frame(stream: &mut TcpStream, buffer: &mut Vec<u8>) -> Option<Vec<Signal>> {
+    let mut chunk = [0u8; 16 * 1024];
+    loop {
+        if let Some((frame, used)) = decode_frame(buffer).expect("valid frame from the client") {
+            let signals = frame.signals().map(|s| s.expect("valid signal")).collect();
+            buffer.drain(..used);
+            return Some(signals);
+        }
+        let n = stream.read(&mut chunk).ok()?;
+        if n == 0 {
+            return None;
+        }
+        buffer.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// Waits until `done` holds; panics with `what` after `WAIT_MAX`.
+fn wait_for(what: &str, done: impl Fn() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < WAIT_MAX, "never: {what}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+struct Setup {
+    _server: MgmServer,
+    connect: String,
+    dir: PathBuf,
+}
+
+impl Drop for Setup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn setup(nodes: &[Arc<StandIn>]) -> Setup {
+    let dir = std::env::temp_dir().join(format!("skarv-client-failure-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let mut config = format!(
+        "[ndbd default]\nNoOfReplicas={}\nDataMemory=64M\n\n[ndb_mgmd]\nNodeId=1\nHostName=127.0.0.1\nDataDir={}\n\n",
+        nodes.len(),
+        dir.display()
+    );
+    for node in nodes {
+        config += &format!(
+            "[ndbd]\nNodeId={}\nHostName=127.0.0.1\nServerPort={}\nDataDir={}/{}\n\n",
+            node.id,
+            node.port,
+            dir.display(),
+            node.id
+        );
+    }
+    config += "[api]\nNodeId=10\n";
+    let config_path = dir.join("config.ini");
+    std::fs::write(&config_path, config).expect("config written");
+    let server = MgmServer::start(ServerOptions {
+        config_path,
+        port: Some(0),
+        data_dir: Some(dir.join("mgmd")),
+        node_id: None,
+        metrics_port: None,
+    })
+    .expect("mgmd starts");
+    Setup {
+        connect: server.local_addr().to_string(),
+        _server: server,
+        dir,
+    }
+}
+
+#[test]
+fn a_whole_cluster_crash_counts_once_though_a_restarted_node_reconnected_first() {
+    let (a, b) = (StandIn::start(2), StandIn::start(3));
+    let setup = setup(&[Arc::clone(&a), Arc::clone(&b)]);
+    let options = ClusterOptions {
+        connect_timeout: WAIT_MAX,
+        ..ClusterOptions::default()
+    };
+    let cluster = Cluster::connect_with(&setup.connect, options).expect("connects");
+    assert_eq!(cluster.wait_until_ready(WAIT_MAX), 2, "both nodes live");
+
+    // Node A crashes, and is back (starting) before B crashes: a node
+    // failure, B still serves.
+    a.started.store(false, Ordering::SeqCst);
+    a.crash();
+    wait_for("the client registers with restarted node A", || {
+        a.accepted.load(Ordering::SeqCst) == 2 && a.registrations.load(Ordering::SeqCst) >= 2
+    });
+    assert_eq!(
+        cluster.live_nodes(),
+        vec![b.id],
+        "A is connected, not started"
+    );
+    assert_eq!(
+        cluster.stats().cluster_failures,
+        0,
+        "one node of two went down: no cluster failure"
+    );
+
+    // The last started node crashes: the cluster failed, though A's
+    // connection stayed up.
+    b.started.store(false, Ordering::SeqCst);
+    b.crash();
+    wait_for("the client counts the cluster failure", || {
+        cluster.stats().cluster_failures >= 1
+    });
+    wait_for("the client registers with restarted node B", || {
+        b.accepted.load(Ordering::SeqCst) == 2 && b.registrations.load(Ordering::SeqCst) >= 2
+    });
+    assert_eq!(cluster.stats().cluster_failures, 1, "counted once");
+    assert!(cluster.live_nodes().is_empty());
+}
