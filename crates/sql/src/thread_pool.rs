@@ -87,8 +87,11 @@ pub const THREAD_POOL_IDLE_TIMEOUT_MS: u64 = 60_000;
 /// Events one `epoll_wait` returns at most.
 const EVENTS_PER_WAIT: usize = 256;
 /// Connections a listening worker takes from one `epoll_wait` and serves
-/// as one batch (their key reads go to the data nodes in one write).
-pub const POOL_BATCH_TASKS_MAX: usize = 16;
+/// as one batch (their key reads go to the data nodes in one write). With
+/// one listener per group while batches are wide, 16 capped the batches
+/// at 1,024 connections (`bench/connections.sh`: about 48k qps at 1,024
+/// and 4,096 connections against 75-88k and 49-60k with 64).
+pub const POOL_BATCH_TASKS_MAX: usize = 64;
 
 /// One connection as the pool runs it.
 pub trait Task: Send + 'static {
