@@ -8,17 +8,20 @@
 //! node still starting), before the close of the last node is read. No
 //! moment then has no connection, yet the cluster went down.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use mgmd::{MgmServer, ServerOptions};
-use signal::{decode_frame, encode_frame, BlockNumber, BlockRef, NodeBitmask, NodeId, Signal};
+use mgmd::MgmServer;
+use signal::{encode_frame, BlockNumber, BlockRef, NodeBitmask, NodeId, Signal};
 use signal::{SignalBody, VERSION};
 use skarv_client::{Cluster, ClusterOptions};
+
+mod standin;
+use standin::{read_frame, start_mgmd};
 
 /// Longest a condition the test waits for may take; only a failing run
 /// waits this long.
@@ -113,22 +116,6 @@ impl StandIn {
     }
 }
 
-fn read_frame(stream: &mut TcpStream, buffer: &mut Vec<u8>) -> Option<Vec<Signal>> {
-    let mut chunk = [0u8; 16 * 1024];
-    loop {
-        if let Some((frame, used)) = decode_frame(buffer).expect("valid frame from the client") {
-            let signals = frame.signals().map(|s| s.expect("valid signal")).collect();
-            buffer.drain(..used);
-            return Some(signals);
-        }
-        let n = stream.read(&mut chunk).ok()?;
-        if n == 0 {
-            return None;
-        }
-        buffer.extend_from_slice(&chunk[..n]);
-    }
-}
-
 /// Waits until `done` holds; panics with `what` after `WAIT_MAX`.
 fn wait_for(what: &str, done: impl Fn() -> bool) {
     let start = Instant::now();
@@ -169,16 +156,7 @@ fn setup(nodes: &[Arc<StandIn>]) -> Setup {
         );
     }
     config += "[api]\nNodeId=10\n";
-    let config_path = dir.join("config.ini");
-    std::fs::write(&config_path, config).expect("config written");
-    let server = MgmServer::start(ServerOptions {
-        config_path,
-        port: Some(0),
-        data_dir: Some(dir.join("mgmd")),
-        node_id: None,
-        metrics_port: None,
-    })
-    .expect("mgmd starts");
+    let server = start_mgmd(&dir, &config);
     Setup {
         connect: server.local_addr().to_string(),
         _server: server,

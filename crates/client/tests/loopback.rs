@@ -7,22 +7,25 @@
 //! client-side checks of bad input; and, with a counting allocator, an
 //! upper bound on the heap allocations of an asynchronous transaction.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use mgmd::{MgmServer, ServerOptions};
+use mgmd::MgmServer;
 use proto::{OpBatchReader, OpKind, ResultWriter};
 use signal::{
-    decode_frame, encode_frame, tc_flags, BlockNumber, BlockRef, DictTableGroup, NodeBitmask,
-    NodeId, Signal, SignalBody, VERSION,
+    encode_frame, tc_flags, BlockNumber, BlockRef, DictTableGroup, NodeBitmask, NodeId, Signal,
+    SignalBody, VERSION,
 };
 use skarv_client::schema_types::{Column, ColumnType, TableDef};
 use skarv_client::{codes, Cluster, ClusterOptions, Epoch, ExecMode, LockMode, Op, Value};
 use testkit::allocations;
+
+mod standin;
+use standin::{read_frame, start_mgmd};
 
 const DATA_NODE: u8 = 2;
 
@@ -79,22 +82,6 @@ fn table_def() -> TableDef {
     .expect("valid table");
     def.version = 1;
     def
-}
-
-fn read_frame(stream: &mut TcpStream, buffer: &mut Vec<u8>) -> Option<Vec<Signal>> {
-    let mut chunk = [0u8; 64 * 1024];
-    loop {
-        if let Some((frame, used)) = decode_frame(buffer).expect("valid frame from the client") {
-            let signals = frame.signals().map(|s| s.expect("valid signal")).collect();
-            buffer.drain(..used);
-            return Some(signals);
-        }
-        let n = stream.read(&mut chunk).ok()?;
-        if n == 0 {
-            return None;
-        }
-        buffer.extend_from_slice(&chunk[..n]);
-    }
 }
 
 /// The heartbeat interval the stand-in data node gives its API nodes, in
@@ -255,16 +242,7 @@ fn setup(name: &str, delay: Duration) -> Setup {
          [api]\nNodeId=10\n[api]\nNodeId=11\n[api]\nNodeId=12\n",
         d = dir.display()
     );
-    let config_path = dir.join("config.ini");
-    std::fs::write(&config_path, config).expect("config written");
-    let server = MgmServer::start(ServerOptions {
-        config_path,
-        port: Some(0),
-        data_dir: Some(dir.join("mgmd")),
-        node_id: None,
-        metrics_port: None,
-    })
-    .expect("mgmd starts");
+    let server = start_mgmd(&dir, &config);
     let connect = server.local_addr().to_string();
     Setup {
         _server: server,
