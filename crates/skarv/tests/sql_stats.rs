@@ -126,6 +126,11 @@ fn statistics_choose_the_join_order_and_analyze_reaches_every_sql_node() {
     let pick = "SELECT id FROM big WHERE s_id = 3 AND w = 1";
     let plan = explain(&mut conn, pick);
     assert_eq!(plan[0][3], "w", "{plan:?}");
+    // A range: a third of the rows, MySQL's guess without statistics.
+    let range = "SELECT id FROM big WHERE id BETWEEN 101 AND 300";
+    let open_range = "SELECT id FROM big WHERE id > 4990";
+    let plan = explain(&mut conn, range);
+    assert_eq!(plan[0][4], (BIG_ROWS / 3).to_string(), "{plan:?}");
 
     // ANALYZE: MySQL's result set; a missing table is an error row.
     let result: Vec<(String, String, String, String)> = conn
@@ -182,6 +187,12 @@ fn statistics_choose_the_join_order_and_analyze_reaches_every_sql_node() {
     let plan = explain(&mut other, join);
     assert_eq!(plan[0][0], "small", "{plan:?}");
     assert_eq!(plan[1][4], matches.to_string(), "{plan:?}");
+    // A range on an integer first column: the rows between the bounds
+    // ANALYZE found (1 and 5,000), spread evenly.
+    let plan = explain(&mut other, range);
+    assert_eq!(plan[0][4], "200", "{plan:?}");
+    let plan = explain(&mut other, open_range);
+    assert_eq!(plan[0][4], "10", "{plan:?}");
 }
 
 #[test]

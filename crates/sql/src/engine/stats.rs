@@ -14,7 +14,9 @@
 //!   (at most [`ANALYZE_SAMPLE_ROWS_MAX`] rows, scaled to the table's rows
 //!   past it) and writes one row per index to the cluster table
 //!   [`INDEX_STATS_TABLE`] (NDB's `mysql.ndb_index_stat_head`), so every SQL
-//!   node reads the same values with its next refresh. Without `ANALYZE`
+//!   node reads the same values with its next refresh; with them, the
+//!   least and greatest value of an integer first column ([`Bounds`]), for
+//!   the rows a range finds. Without `ANALYZE`
 //!   an index has no cardinality and the planner guesses
 //!   ([`crate::engine::plan::join::REF_ROWS_GUESS`]).
 
@@ -44,6 +46,36 @@ const CARDINALITY_TEXT_MAX: u16 = 1_024;
 /// Longest native index name kept.
 const INDEX_NAME_CHARS_MAX: u16 = 128;
 
+/// The least and greatest value of an index's integer first column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bounds {
+    pub least: i128,
+    pub greatest: i128,
+}
+
+impl Bounds {
+    /// `v` as a number these bounds compare with, if an integer.
+    pub fn number(v: &Value) -> Option<i128> {
+        match v {
+            Value::Int(i) => Some(i128::from(*i)),
+            Value::UInt(u) => Some(i128::from(*u)),
+            _ => None,
+        }
+    }
+
+    /// How a cardinality row's text carries them: `;least,greatest` after
+    /// the list (a node that does not know them reads the list alone).
+    fn text(&self) -> String {
+        format!(";{},{}", self.least, self.greatest)
+    }
+
+    fn parse(text: &str) -> Option<Bounds> {
+        let (least, greatest) = text.split_once(',')?;
+        let (least, greatest) = (least.parse().ok()?, greatest.parse().ok()?);
+        (least <= greatest).then_some(Bounds { least, greatest })
+    }
+}
+
 /// The statistics a SQL node keeps for one table (in its `TableInfo`,
 /// shared by every session of the node).
 #[derive(Debug, Default)]
@@ -56,6 +88,9 @@ struct State {
     memory_bytes: u64,
     /// Per native ordered index: distinct values of each prefix.
     cardinality: Vec<(String, Vec<u64>)>,
+    /// Per native ordered index whose first column is an integer: its
+    /// least and greatest value, when `ANALYZE TABLE` read every row.
+    bounds: Vec<(String, Bounds)>,
     /// When the values were fetched (or a fetch was started).
     fetched: Option<Instant>,
 }
@@ -81,6 +116,17 @@ impl StatsCell {
         let state = self.state();
         let (_, list) = state.cardinality.iter().find(|(n, _)| n == index)?;
         list.get(prefix.checked_sub(1)?).copied()
+    }
+
+    /// The least and greatest value of `index`'s first column, when it is
+    /// an integer and `ANALYZE TABLE` read the whole index.
+    pub fn bounds(&self, index: &str) -> Option<Bounds> {
+        let state = self.state();
+        state
+            .bounds
+            .iter()
+            .find(|(n, _)| n == index)
+            .map(|(_, b)| *b)
     }
 
     /// Rows one value of the first `prefix` columns of `index` finds:
@@ -125,25 +171,32 @@ pub fn refresh_now(conn: &Conn<'_>, table: &TableInfo) -> SqlResult<()> {
 fn fetch(session: &Session, table: &TableInfo) -> SqlResult<()> {
     let tx = session.begin().map_err(native)?;
     let counted = tx.table_stats(&table.native).map_err(native)?;
-    let cardinality = load_cardinality(session, &tx, table)?;
+    let (cardinality, bounds) = load_cardinality(session, &tx, table)?;
     let _ = tx.execute(ExecMode::Rollback);
     let mut state = table.stats.state();
     state.rows = Some(counted.rows);
     state.memory_bytes = counted.memory_bytes;
     state.cardinality = cardinality;
+    state.bounds = bounds;
     Ok(())
 }
 
-/// The cardinalities `ANALYZE TABLE` stored for `table` (rows of another
-/// version of the table are left out: its indexes may differ).
+/// Per-index cardinalities and first-column bounds, as stored.
+type Loaded = (Vec<(String, Vec<u64>)>, Vec<(String, Bounds)>);
+
+/// The cardinalities (and bounds) `ANALYZE TABLE` stored for `table`
+/// (rows of another version of the table are left out: its indexes may
+/// differ).
 fn load_cardinality(
     session: &Session,
     tx: &skarv_client::Transaction<'_>,
     table: &TableInfo,
-) -> SqlResult<Vec<(String, Vec<u64>)>> {
+) -> SqlResult<Loaded> {
     let stats_table = match session.table(INDEX_STATS_TABLE) {
         Ok(t) => t,
-        Err(e) if e.code == skarv_client::codes::NO_SUCH_TABLE => return Ok(Vec::new()),
+        Err(e) if e.code == skarv_client::codes::NO_SUCH_TABLE => {
+            return Ok((Vec::new(), Vec::new()))
+        }
         Err(e) => return Err(native(e)),
     };
     let def = table.native.def();
@@ -156,6 +209,7 @@ fn load_cardinality(
         ..ScanOptions::default()
     };
     let mut out = Vec::new();
+    let mut bounds = Vec::new();
     for row in tx.scan(&stats_table, options).map_err(native)? {
         let row = row.map_err(native)?;
         let version = match row.get("table_version") {
@@ -170,10 +224,14 @@ fn load_cardinality(
         else {
             continue;
         };
+        let (list, tail) = list.split_once(';').unwrap_or((list, ""));
+        if let Some(b) = Bounds::parse(tail) {
+            bounds.push((index.clone(), b));
+        }
         let list: Vec<u64> = list.split(',').filter_map(|n| n.parse().ok()).collect();
         out.push((index.clone(), list));
     }
-    Ok(out)
+    Ok((out, bounds))
 }
 
 fn native(e: skarv_client::Error) -> SqlError {
@@ -212,12 +270,14 @@ pub fn index_stats_table_def() -> TableDef {
 }
 
 /// Distinct values of each prefix of `index`'s columns over at most
-/// [`ANALYZE_SAMPLE_ROWS_MAX`] rows of the index, and the rows read.
+/// [`ANALYZE_SAMPLE_ROWS_MAX`] rows of the index, the rows read, and the
+/// bounds of an integer first column (None past the sample, or when a
+/// value is not an integer).
 fn index_cardinality(
     session: &Session,
     table: &TableInfo,
     index: &schema::IndexDef,
-) -> SqlResult<(Vec<u64>, u64)> {
+) -> SqlResult<(Vec<u64>, u64, Option<Bounds>)> {
     let tx = session.begin().map_err(native)?;
     let def = table.native.def();
     let names: Vec<&str> = index
@@ -235,8 +295,22 @@ fn index_cardinality(
     let mut seen: Vec<HashSet<Vec<u8>>> = vec![HashSet::new(); index.columns.len()];
     let mut read = 0u64;
     let mut key = Vec::new();
+    // None: no row yet; Some(None): a first value that is not an integer.
+    let mut bounds: Option<Option<Bounds>> = None;
     for row in tx.scan(&table.native, options).map_err(native)? {
         let row = row.map_err(native)?;
+        let first = row.values().first().and_then(Bounds::number);
+        bounds = Some(match (bounds, first) {
+            (None, Some(n)) => Some(Bounds {
+                least: n,
+                greatest: n,
+            }),
+            (Some(Some(b)), Some(n)) => Some(Bounds {
+                least: b.least.min(n),
+                greatest: b.greatest.max(n),
+            }),
+            _ => None,
+        });
         key.clear();
         for (set, v) in seen.iter_mut().zip(row.values()) {
             // A prefix as bytes: each value's debug form and a separator
@@ -254,7 +328,8 @@ fn index_cardinality(
     }
     let distinct = seen.iter().map(|s| s.len() as u64).collect();
     let _ = tx.execute(ExecMode::Rollback);
-    Ok((distinct, read))
+    let whole = read < ANALYZE_SAMPLE_ROWS_MAX;
+    Ok((distinct, read, bounds.flatten().filter(|_| whole)))
 }
 
 /// `ANALYZE TABLE t [, t2 …]` (also `ANALYZE NO_WRITE_TO_BINLOG|LOCAL
@@ -338,8 +413,9 @@ fn analyze_one(conn: &Conn<'_>, table: &TableInfo) -> SqlResult<()> {
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let mut cardinality = Vec::new();
+    let mut all_bounds = Vec::new();
     for index in def.indexes.iter().filter(|i| i.kind == IndexKind::Ordered) {
-        let (distinct, read) = index_cardinality(session, table, index)?;
+        let (distinct, read, bounds) = index_cardinality(session, table, index)?;
         // Past the sample: as many rows per value as in the sample.
         let scaled: Vec<u64> = distinct
             .iter()
@@ -352,11 +428,15 @@ fn analyze_one(conn: &Conn<'_>, table: &TableInfo) -> SqlResult<()> {
                 }
             })
             .collect();
-        let text: String = scaled
+        let mut text: String = scaled
             .iter()
             .map(u64::to_string)
             .collect::<Vec<_>>()
             .join(",");
+        if let Some(b) = bounds {
+            text.push_str(&b.text());
+            all_bounds.push((index.name.clone(), b));
+        }
         let row = [
             ("table_id", Value::UInt(u64::from(def.id))),
             ("index_name", Value::String(index.name.clone())),
@@ -375,6 +455,7 @@ fn analyze_one(conn: &Conn<'_>, table: &TableInfo) -> SqlResult<()> {
     state.rows = Some(counted.rows);
     state.memory_bytes = counted.memory_bytes;
     state.cardinality = cardinality;
+    state.bounds = all_bounds;
     state.fetched = Some(Instant::now());
     Ok(())
 }

@@ -23,12 +23,13 @@
 use std::sync::Arc;
 
 use schema::IndexKind;
-use skarv_client::Filter;
+use skarv_client::{Filter, Value};
 use sqlparser::ast;
 
 use super::{access_with, Access};
 use crate::engine::catalog::{SqlType, TableInfo};
 use crate::engine::expr::{CmpOp, Ctx, Expr, Kind, ScopeColumn, SubTest};
+use crate::engine::stats::Bounds;
 use crate::error::{codes, SqlError, SqlResult};
 
 /// Outer rows whose inner rows one native batch fetches (key reads or one
@@ -399,12 +400,51 @@ pub fn estimate_rows(table: &TableInfo, access: &Access) -> u64 {
             {
                 let prefix = lower.as_ref().map_or(0, |(v, _)| v.len());
                 rows_per_key(table, index, prefix)
+            } else if let Some(found) = range_rows(table, index, lower, upper) {
+                found
             } else {
                 rows.map_or(RANGE_ROWS_GUESS, |r| (r / RANGE_ROWS_DIVISOR).max(1))
             }
         }
         Access::Scan => rows.unwrap_or(TABLE_ROWS_GUESS),
     }
+}
+
+/// Rows a range on an index's integer first column finds, from the
+/// column's bounds (`ANALYZE TABLE`) and the table's rows, as if its values
+/// were spread evenly between them; None when a bound is not one integer
+/// or the bounds or rows are not known.
+fn range_rows(
+    table: &TableInfo,
+    index: &str,
+    lower: &Option<(Vec<Value>, bool)>,
+    upper: &Option<(Vec<Value>, bool)>,
+) -> Option<u64> {
+    let rows = table.stats.rows()?;
+    let bounds = table.stats.bounds(index)?;
+    let one = |bound: &Option<(Vec<Value>, bool)>| -> Option<Option<(i128, bool)>> {
+        match bound {
+            None => Some(None),
+            Some((values, inclusive)) => match values.as_slice() {
+                [v] => Some(Some((Bounds::number(v)?, *inclusive))),
+                _ => None,
+            },
+        }
+    };
+    let from = match one(lower)? {
+        None => bounds.least,
+        Some((n, inclusive)) => n + i128::from(!inclusive),
+    }
+    .max(bounds.least);
+    let to = match one(upper)? {
+        None => bounds.greatest,
+        Some((n, inclusive)) => n - i128::from(!inclusive),
+    }
+    .min(bounds.greatest);
+    let span = bounds.greatest - bounds.least + 1;
+    let inside = (to - from + 1).clamp(0, span);
+    let found = (rows as f64 * inside as f64 / span as f64).ceil() as u64;
+    Some(found.clamp(1, rows.max(1)))
 }
 
 /// A condition with its tables.
