@@ -396,12 +396,7 @@ impl<T: Task> Group<T> {
             self.kick();
             return true;
         }
-        if state.resting > state.woken {
-            state.woken += 1;
-            self.rest.notify_one();
-            return true;
-        }
-        self.start_worker(state)
+        self.wake_rester(state) || self.start_worker(state)
     }
 
     /// Starts a worker for this group unless `thread_pool_max_threads`
@@ -622,7 +617,7 @@ impl<T: Task> Group<T> {
         }
         let mut state = self.lock();
         state.running.retain(|(worker, _)| *worker != id);
-        state.batching -= usize::from(counted);
+        end_batch(&mut state, counted);
         state.wide = listener.wide;
         for task in again {
             state.push(task);
@@ -637,11 +632,20 @@ impl<T: Task> Group<T> {
     /// `batch_done`: the worker's batch, counted in `batching`, is over.
     fn keep_listening(&self, batch_done: bool) {
         let mut state = self.lock();
-        state.batching -= usize::from(batch_done);
-        if state.listening == 0 && state.resting > state.woken {
-            state.woken += 1;
-            self.rest.notify_one();
+        end_batch(&mut state, batch_done);
+        if state.listening == 0 {
+            self.wake_rester(&mut state);
         }
+    }
+
+    /// Wakes a resting worker not already woken; false if there is none.
+    fn wake_rester(&self, state: &mut State<T>) -> bool {
+        if state.resting <= state.woken {
+            return false;
+        }
+        state.woken += 1;
+        self.rest.notify_one();
+        true
     }
 
     /// Where a task goes after a step: back into the epoll set, into the
@@ -939,6 +943,16 @@ fn arm_kick(epoll: RawFd, kick: RawFd, op: libc::c_int) -> bool {
     };
     // SAFETY: epoll_ctl reads the event we own; both fds are open.
     unsafe { libc::epoll_ctl(epoll, op, kick, &mut event) == 0 }
+}
+
+/// A batch counted in `batching` (`counted`) is over. Each is counted once
+/// and ended once: a count left behind would make the group's free
+/// workers rest with no batch to come back from.
+fn end_batch<T>(state: &mut State<T>, counted: bool) {
+    if counted {
+        assert!(state.batching > 0, "a batch ended that was not counted");
+        state.batching -= 1;
+    }
 }
 
 /// Runs a task; a panic ends that task only.

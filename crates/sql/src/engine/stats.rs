@@ -76,6 +76,17 @@ impl Bounds {
     }
 }
 
+/// What `ANALYZE TABLE` found of one native ordered index.
+#[derive(Debug, Clone)]
+struct IndexStats {
+    name: String,
+    /// Distinct values of each prefix of its columns.
+    cardinality: Vec<u64>,
+    /// Its first column's least and greatest value, when an integer and
+    /// every row was read.
+    bounds: Option<Bounds>,
+}
+
 /// The statistics a SQL node keeps for one table (in its `TableInfo`,
 /// shared by every session of the node).
 #[derive(Debug, Default)]
@@ -86,11 +97,8 @@ struct State {
     /// Committed rows as the data nodes counted them; None: never fetched.
     rows: Option<u64>,
     memory_bytes: u64,
-    /// Per native ordered index: distinct values of each prefix.
-    cardinality: Vec<(String, Vec<u64>)>,
-    /// Per native ordered index whose first column is an integer: its
-    /// least and greatest value, when `ANALYZE TABLE` read every row.
-    bounds: Vec<(String, Bounds)>,
+    /// What `ANALYZE TABLE` found of each native ordered index.
+    indexes: Vec<IndexStats>,
     /// When the values were fetched (or a fetch was started).
     fetched: Option<Instant>,
 }
@@ -114,19 +122,15 @@ impl StatsCell {
     /// ordered index `index` (`ANALYZE TABLE`'s), if known.
     pub fn cardinality(&self, index: &str, prefix: usize) -> Option<u64> {
         let state = self.state();
-        let (_, list) = state.cardinality.iter().find(|(n, _)| n == index)?;
-        list.get(prefix.checked_sub(1)?).copied()
+        let found = state.indexes.iter().find(|i| i.name == index)?;
+        found.cardinality.get(prefix.checked_sub(1)?).copied()
     }
 
     /// The least and greatest value of `index`'s first column, when it is
     /// an integer and `ANALYZE TABLE` read the whole index.
     pub fn bounds(&self, index: &str) -> Option<Bounds> {
         let state = self.state();
-        state
-            .bounds
-            .iter()
-            .find(|(n, _)| n == index)
-            .map(|(_, b)| *b)
+        state.indexes.iter().find(|i| i.name == index)?.bounds
     }
 
     /// Rows one value of the first `prefix` columns of `index` finds:
@@ -171,18 +175,14 @@ pub fn refresh_now(conn: &Conn<'_>, table: &TableInfo) -> SqlResult<()> {
 fn fetch(session: &Session, table: &TableInfo) -> SqlResult<()> {
     let tx = session.begin().map_err(native)?;
     let counted = tx.table_stats(&table.native).map_err(native)?;
-    let (cardinality, bounds) = load_cardinality(session, &tx, table)?;
+    let indexes = load_cardinality(session, &tx, table)?;
     let _ = tx.execute(ExecMode::Rollback);
     let mut state = table.stats.state();
     state.rows = Some(counted.rows);
     state.memory_bytes = counted.memory_bytes;
-    state.cardinality = cardinality;
-    state.bounds = bounds;
+    state.indexes = indexes;
     Ok(())
 }
-
-/// Per-index cardinalities and first-column bounds, as stored.
-type Loaded = (Vec<(String, Vec<u64>)>, Vec<(String, Bounds)>);
 
 /// The cardinalities (and bounds) `ANALYZE TABLE` stored for `table`
 /// (rows of another version of the table are left out: its indexes may
@@ -191,12 +191,10 @@ fn load_cardinality(
     session: &Session,
     tx: &skarv_client::Transaction<'_>,
     table: &TableInfo,
-) -> SqlResult<Loaded> {
+) -> SqlResult<Vec<IndexStats>> {
     let stats_table = match session.table(INDEX_STATS_TABLE) {
         Ok(t) => t,
-        Err(e) if e.code == skarv_client::codes::NO_SUCH_TABLE => {
-            return Ok((Vec::new(), Vec::new()))
-        }
+        Err(e) if e.code == skarv_client::codes::NO_SUCH_TABLE => return Ok(Vec::new()),
         Err(e) => return Err(native(e)),
     };
     let def = table.native.def();
@@ -209,7 +207,6 @@ fn load_cardinality(
         ..ScanOptions::default()
     };
     let mut out = Vec::new();
-    let mut bounds = Vec::new();
     for row in tx.scan(&stats_table, options).map_err(native)? {
         let row = row.map_err(native)?;
         let version = match row.get("table_version") {
@@ -225,13 +222,13 @@ fn load_cardinality(
             continue;
         };
         let (list, tail) = list.split_once(';').unwrap_or((list, ""));
-        if let Some(b) = Bounds::parse(tail) {
-            bounds.push((index.clone(), b));
-        }
-        let list: Vec<u64> = list.split(',').filter_map(|n| n.parse().ok()).collect();
-        out.push((index.clone(), list));
+        out.push(IndexStats {
+            name: index.clone(),
+            cardinality: list.split(',').filter_map(|n| n.parse().ok()).collect(),
+            bounds: Bounds::parse(tail),
+        });
     }
-    Ok((out, bounds))
+    Ok(out)
 }
 
 fn native(e: skarv_client::Error) -> SqlError {
@@ -412,8 +409,7 @@ fn analyze_one(conn: &Conn<'_>, table: &TableInfo) -> SqlResult<()> {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let mut cardinality = Vec::new();
-    let mut all_bounds = Vec::new();
+    let mut indexes = Vec::new();
     for index in def.indexes.iter().filter(|i| i.kind == IndexKind::Ordered) {
         let (distinct, read, bounds) = index_cardinality(session, table, index)?;
         // Past the sample: as many rows per value as in the sample.
@@ -435,7 +431,6 @@ fn analyze_one(conn: &Conn<'_>, table: &TableInfo) -> SqlResult<()> {
             .join(",");
         if let Some(b) = bounds {
             text.push_str(&b.text());
-            all_bounds.push((index.name.clone(), b));
         }
         let row = [
             ("table_id", Value::UInt(u64::from(def.id))),
@@ -449,13 +444,16 @@ fn analyze_one(conn: &Conn<'_>, table: &TableInfo) -> SqlResult<()> {
         let tx = session.begin().map_err(native)?;
         tx.write(&stats_table, &row).map_err(native)?;
         tx.execute(ExecMode::Commit).map_err(native)?;
-        cardinality.push((index.name.clone(), scaled));
+        indexes.push(IndexStats {
+            name: index.name.clone(),
+            cardinality: scaled,
+            bounds,
+        });
     }
     let mut state = table.stats.state();
     state.rows = Some(counted.rows);
     state.memory_bytes = counted.memory_bytes;
-    state.cardinality = cardinality;
-    state.bounds = all_bounds;
+    state.indexes = indexes;
     state.fetched = Some(Instant::now());
     Ok(())
 }
