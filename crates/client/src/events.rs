@@ -333,12 +333,34 @@ impl Session {
     /// not started (711) or that refuses (its code); no answer within the
     /// request timeout (4012).
     pub fn subscribe(&self, tables: &[&str], options: SubscribeOptions) -> Result<Subscription> {
+        let tables = tables
+            .iter()
+            .map(|name| self.table(name))
+            .collect::<Result<Vec<_>>>()?;
+        self.subscribe_tables(&tables, options)
+    }
+
+    /// [`Session::subscribe`] to tables already looked up, among them the
+    /// hidden parts tables of BLOB/TEXT columns
+    /// ([`Table::blob_parts_table`]), which have no name to look up by:
+    /// the change of a base row carries its BLOB/TEXT columns as heads,
+    /// and its parts come as changes of the parts tables, in the same
+    /// epoch (the client writes both in one transaction).
+    ///
+    /// # Errors
+    /// As [`Session::subscribe`].
+    pub fn subscribe_tables(
+        &self,
+        tables: &[Arc<Table>],
+        options: SubscribeOptions,
+    ) -> Result<Subscription> {
         if tables.is_empty() {
             return Err(Error::usage("subscribe: name at least one table"));
         }
         let mut subscribed = HashMap::new();
-        for &name in tables {
-            let table = self.table(name)?;
+        for table in tables {
+            let table = Arc::clone(table);
+            let name = table.name();
             let def = table.def();
             let shown: Vec<usize> = match &options.columns {
                 None => (0..def.columns.len())

@@ -70,6 +70,11 @@ pub struct ScanOptions<'a> {
     /// transaction may send nothing else (an execute or another scan is
     /// a usage error); after it, anything (it starts afresh at the TC).
     pub ends_transaction: bool,
+    /// BLOB/TEXT columns come back as their heads (`Value::BlobHead`: the
+    /// length and the inline bytes) and no parts are read, so a committed
+    /// read stays lock-free. For a caller that reads the parts tables
+    /// itself (`Table::blob_parts_table`), as a backup does.
+    pub blob_heads: bool,
 }
 
 /// A table's size as its fragments know it ([`Transaction::table_stats`]).
@@ -216,21 +221,22 @@ impl<'s> Transaction<'s> {
             }
         }
         let asked_lock = options.lock.unwrap_or(LockMode::Committed);
-        let blob_reads: Vec<(usize, usize)> = if table.has_blobs() && !stats_scan {
-            let returned: Vec<usize> = if projection.is_empty() {
-                (0..table.columns().len()).collect()
+        let blob_reads: Vec<(usize, usize)> =
+            if table.has_blobs() && !stats_scan && !options.blob_heads {
+                let returned: Vec<usize> = if projection.is_empty() {
+                    (0..table.columns().len()).collect()
+                } else {
+                    projection.clone()
+                };
+                returned
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, c)| table.blob(**c).is_some())
+                    .map(|(at, c)| (*c, at))
+                    .collect()
             } else {
-                projection.clone()
+                Vec::new()
             };
-            returned
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| table.blob(**c).is_some())
-                .map(|(at, c)| (*c, at))
-                .collect()
-        } else {
-            Vec::new()
-        };
         // Head and parts of one version: a committed read of blobs locks.
         let lock = match asked_lock {
             LockMode::Committed if !blob_reads.is_empty() => LockMode::Shared,

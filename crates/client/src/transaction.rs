@@ -440,6 +440,7 @@ pub struct Op<'a> {
     index: Option<&'a str>,
     columns: Option<&'a [&'a str]>,
     ignore_error: bool,
+    blob_heads: bool,
 }
 
 impl<'a> Op<'a> {
@@ -453,6 +454,7 @@ impl<'a> Op<'a> {
             index: None,
             columns: None,
             ignore_error: false,
+            blob_heads: false,
         }
     }
 
@@ -526,6 +528,16 @@ impl<'a> Op<'a> {
     /// result carries the error.
     pub fn ignore_error(mut self) -> Op<'a> {
         self.ignore_error = true;
+        self
+    }
+
+    /// BLOB/TEXT values are written as the heads they are
+    /// (`Value::BlobHead`, as a scan with `ScanOptions::blob_heads` or the
+    /// change stream gives them) and no parts are written, read or
+    /// deleted: the caller writes the parts tables itself, as restore
+    /// does. A head whose parts are never written reads as an error.
+    pub fn blob_heads(mut self) -> Op<'a> {
+        self.blob_heads = true;
         self
     }
 }
@@ -881,7 +893,7 @@ impl<'s> Transaction<'s> {
             ),
             None => None,
         };
-        let work = if table.has_blobs() {
+        let work = if table.has_blobs() && !op.blob_heads {
             blob::prepare_op(table, &mut header, &key, values, columns.as_deref())?
         } else {
             None

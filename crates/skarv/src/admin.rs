@@ -715,13 +715,6 @@ fn backup(
         manifest["log"]["records"],
         manifest["bytes"]
     );
-    for skipped in manifest["skipped_tables"].as_array().into_iter().flatten() {
-        println!(
-            "NOT backed up: {} ({}).",
-            skipped["name"].as_str().unwrap_or_default(),
-            skipped["reason"].as_str().unwrap_or_default()
-        );
-    }
     Ok(())
 }
 

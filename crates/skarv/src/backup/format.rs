@@ -29,8 +29,11 @@ pub const MANIFEST_FILE: &str = "manifest.json";
 /// The manifest ends with this line prefix and the crc32c (8 hex digits)
 /// of everything before it.
 pub const MANIFEST_CRC_PREFIX: &str = "crc32c ";
-/// The manifest's format version.
-pub const MANIFEST_FORMAT: u64 = 1;
+/// The manifest's format version: 2 adds the parts tables of BLOB/TEXT
+/// columns (`blob_parts`), which a reader of 1 would leave out unsaid.
+pub const MANIFEST_FORMAT: u64 = 2;
+/// The oldest format this build reads (1: no BLOB/TEXT table in it).
+pub const MANIFEST_FORMAT_OLDEST: u64 = 1;
 
 /// Writes a block file: records appended, cut into checksummed blocks.
 pub struct BlockWriter {
@@ -330,11 +333,14 @@ pub fn read_manifest(dir: &Path) -> Result<Json, String> {
     }
     let manifest: Json = serde_json::from_slice(&text[..body_end])
         .map_err(|e| damaged(0, &format!("not JSON: {e}")))?;
-    if manifest["format"] != MANIFEST_FORMAT {
+    let readable = manifest["format"]
+        .as_u64()
+        .is_some_and(|f| (MANIFEST_FORMAT_OLDEST..=MANIFEST_FORMAT).contains(&f));
+    if !readable {
         return Err(damaged(
             0,
             &format!(
-                "format {} (this skarv reads {MANIFEST_FORMAT})",
+                "format {} (this skarv reads {MANIFEST_FORMAT_OLDEST} to {MANIFEST_FORMAT})",
                 manifest["format"]
             ),
         ));

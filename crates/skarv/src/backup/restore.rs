@@ -60,6 +60,10 @@ struct Backed {
     file: String,
     rows: u64,
     bytes: u64,
+    /// For the parts table of a BLOB/TEXT column: its base table's index
+    /// in the list, and the column's name. Restored into the target base
+    /// table's own parts table (`Table::blob_parts_table`), whatever its id.
+    parts_of: Option<(usize, String)>,
 }
 
 /// What a restore did.
@@ -172,42 +176,87 @@ fn source_sequences(
     Ok(next)
 }
 
-/// Reads the manifest's tables, keeping those asked for.
+/// One table's entry of the manifest.
+fn backed_table(
+    manifest: &Json,
+    t: &Json,
+    parts_of: Option<(usize, String)>,
+) -> Result<Backed, String> {
+    let name = t["name"]
+        .as_str()
+        .ok_or("a table without a name")?
+        .to_owned();
+    let schema = t["schema"]
+        .as_str()
+        .and_then(format::unhex)
+        .ok_or_else(|| format!("table {name}: no schema in the manifest"))?;
+    let def = TableDef::decode(&schema)
+        .map_err(|e| format!("table {name}: its schema in the manifest: {e}"))?;
+    let layout = RowLayout::new(&def);
+    let key = KeyEncoder::primary_key(&def);
+    Ok(Backed {
+        file: t["file"]
+            .as_str()
+            .ok_or("a table without a file")?
+            .to_owned(),
+        rows: json_u64(manifest, "row count", &t["rows"])?,
+        bytes: json_u64(manifest, "byte count", &t["bytes"])?,
+        name,
+        def,
+        layout,
+        key,
+        parts_of,
+    })
+}
+
+/// Reads the manifest's tables, then the parts tables of their BLOB/TEXT
+/// columns (the order of the log's table indexes), checking that those
+/// asked for are there.
 fn backed_tables(manifest: &Json, wanted: &[String]) -> Result<Vec<Backed>, String> {
     let list = manifest["tables"]
         .as_array()
         .ok_or("the manifest lists no tables")?;
     let mut tables = Vec::new();
     for t in list {
-        let name = t["name"]
-            .as_str()
-            .ok_or("a table without a name")?
-            .to_owned();
-        let schema = t["schema"]
-            .as_str()
-            .and_then(format::unhex)
-            .ok_or_else(|| format!("table {name}: no schema in the manifest"))?;
-        let def = TableDef::decode(&schema)
-            .map_err(|e| format!("table {name}: its schema in the manifest: {e}"))?;
-        let layout = RowLayout::new(&def);
-        let key = KeyEncoder::primary_key(&def);
-        tables.push(Backed {
-            file: t["file"]
+        tables.push(backed_table(manifest, t, None)?);
+    }
+    for (base, t) in list.iter().enumerate() {
+        // Format 1 has none.
+        for parts in t["blob_parts"].as_array().into_iter().flatten() {
+            let column = parts["column"]
                 .as_str()
-                .ok_or("a table without a file")?
-                .to_owned(),
-            rows: json_u64(manifest, "row count", &t["rows"])?,
-            bytes: json_u64(manifest, "byte count", &t["bytes"])?,
-            name,
-            def,
-            layout,
-            key,
-        });
+                .ok_or_else(|| {
+                    format!(
+                        "table {}: a parts table without its column",
+                        tables[base].name
+                    )
+                })?
+                .to_owned();
+            let is_blob = tables[base]
+                .def
+                .columns
+                .iter()
+                .any(|c| c.name == column && c.ty.is_blob());
+            if !is_blob {
+                return Err(format!(
+                    "table {}: the manifest has a parts table of {column}, which is not a                      BLOB/TEXT column of it",
+                    tables[base].name
+                ));
+            }
+            tables.push(backed_table(manifest, parts, Some((base, column)))?);
+        }
     }
     for w in wanted {
         let name = super::cluster_name(w);
-        if !tables.iter().any(|t| t.name == name) {
-            let all: Vec<&str> = tables.iter().map(|t| t.name.as_str()).collect();
+        if !tables
+            .iter()
+            .any(|t| t.name == name && t.parts_of.is_none())
+        {
+            let all: Vec<&str> = tables
+                .iter()
+                .filter(|t| t.parts_of.is_none())
+                .map(|t| t.name.as_str())
+                .collect();
             return Err(format!(
                 "the backup holds no table {w} (it holds: {})",
                 all.join(", ")
@@ -358,10 +407,12 @@ fn apply(session: &Session, batch: &Batch) -> Result<(), String> {
                         .map(String::as_str)
                         .zip(row.iter().cloned()),
                 );
-                tx.write(&batch.table, &pairs)?;
+                // A BLOB/TEXT value is its head here: its parts are rows
+                // of the parts table, restored as such.
+                tx.define(Op::write(&batch.table, &pairs).blob_heads())?;
             }
             for key in &batch.deletes {
-                tx.define(Op::delete(&batch.table, key).ignore_error())?;
+                tx.define(Op::delete(&batch.table, key).ignore_error().blob_heads())?;
             }
             tx.execute(ExecMode::Commit)
         })();
@@ -393,10 +444,11 @@ pub fn restore(options: &RestoreOptions) -> Result<Restored, String> {
     // The source's sequence rows are keyed by the source's table ids, which
     // name other tables (or none) in the target: they are never copied,
     // but carried over to the restored tables' own ids (below).
-    let selected: Vec<bool> = all
+    let mut selected: Vec<bool> = all
         .iter()
         .map(|t| {
-            t.name != SEQUENCES_TABLE
+            t.parts_of.is_none()
+                && t.name != SEQUENCES_TABLE
                 && (options.tables.is_empty()
                     || options
                         .tables
@@ -404,6 +456,12 @@ pub fn restore(options: &RestoreOptions) -> Result<Restored, String> {
                         .any(|w| super::cluster_name(w) == t.name))
         })
         .collect();
+    // A parts table goes with its base table (which comes first).
+    for (i, t) in all.iter().enumerate() {
+        if let Some((base, _)) = &t.parts_of {
+            selected[i] = selected[*base];
+        }
+    }
     // Every file is checked before anything is written.
     for (t, _) in all.iter().zip(&selected).filter(|(_, s)| **s) {
         read_data(dir, t, |_, _| Ok(()))?;
@@ -420,8 +478,27 @@ pub fn restore(options: &RestoreOptions) -> Result<Restored, String> {
     let cluster = Cluster::connect(&options.connect)
         .map_err(|e| format!("connect to {}: {e}", options.connect))?;
     let session = cluster.session().map_err(|e| e.to_string())?;
+    // The target of each selected table, by its index in `all`.
+    let mut target_of: HashMap<usize, Arc<Table>> = HashMap::new();
     let mut targets = Vec::new();
-    for (t, _) in all.iter().zip(&selected).filter(|(_, s)| **s) {
+    for (i, (t, _)) in all
+        .iter()
+        .zip(&selected)
+        .enumerate()
+        .filter(|(_, (_, s))| **s)
+    {
+        if let Some((base, column)) = &t.parts_of {
+            let base_table = &target_of[base];
+            let parts = Arc::clone(base_table.blob_parts_table(column).ok_or_else(|| {
+                format!(
+                    "target table {} has no BLOB/TEXT column {column}, which the backup's has",
+                    base_table.name()
+                )
+            })?);
+            target_of.insert(i, Arc::clone(&parts));
+            targets.push(parts);
+            continue;
+        }
         let name = renamed(&t.name, &options.rename_db);
         if options.restore_meta {
             let mut def = t.def.clone();
@@ -444,6 +521,7 @@ pub fn restore(options: &RestoreOptions) -> Result<Restored, String> {
                 ));
             }
         }
+        target_of.insert(i, Arc::clone(&table));
         targets.push(table);
     }
 
@@ -597,7 +675,10 @@ pub fn restore(options: &RestoreOptions) -> Result<Restored, String> {
         })?;
     }
     Ok(Restored {
-        tables: targets.len(),
+        tables: targets
+            .iter()
+            .filter(|t| !t.name().starts_with('$'))
+            .count(),
         rows_written: written,
         rows_deleted: deleted.load(Ordering::Relaxed),
         stop_epoch: Epoch::from_u64(stop),

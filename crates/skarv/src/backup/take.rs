@@ -56,22 +56,21 @@ pub struct TakeOptions<'a> {
     pub rows_per_sec: u64,
 }
 
-/// A table being backed up.
+/// A table being backed up: a user's table, or the hidden parts table of
+/// one's BLOB/TEXT column. The base table's rows hold their BLOB/TEXT
+/// values as heads (scanned with `ScanOptions::blob_heads`, and so the
+/// change stream sends them), the parts table holds the rest: each is
+/// backed up as the table it is, and a row's head and parts meet again
+/// at the stop epoch because the client writes both in one transaction
+/// (one epoch).
 struct Backed {
     name: String,
     table: Arc<Table>,
     layout: RowLayout,
     file: String,
-}
-
-/// Why a backup cannot hold a table yet (None: it can): every column
-/// must be in a change image and a scanned row, so no hidden key (the
-/// change stream leaves `$PK` out) and no BLOB parts (it sends heads).
-pub fn unsupported(table: &Table) -> Option<&'static str> {
-    if table.has_blobs() {
-        return Some("BLOB/TEXT columns: not yet supported");
-    }
-    None
+    /// For a parts table: its base table's index in the list, and the
+    /// BLOB/TEXT column's name.
+    parts_of: Option<(usize, String)>,
 }
 
 /// Encodes `values` (every column, in table order) as a row image.
@@ -87,6 +86,18 @@ pub fn encode_row(
         .map_err(|e| format!("encode a row: {e}"))?;
     format::put_image(out, fixed, var);
     Ok(())
+}
+
+fn backed(name: String, table: Arc<Table>, parts_of: Option<(usize, String)>) -> Backed {
+    let layout = RowLayout::new(table.def());
+    let file = format!("T{}.data", table.id());
+    Backed {
+        name,
+        table,
+        layout,
+        file,
+        parts_of,
+    }
 }
 
 /// Runs a backup to its end; returns the manifest.
@@ -154,7 +165,6 @@ fn run(options: &TakeOptions<'_>, status: &mut Json) -> Result<Json, String> {
     let (_cluster, session) = connect(options.connect)?;
     let marker = marker_table(&session)?;
     let mut tables = Vec::new();
-    let mut skipped = Vec::new();
     let names = session
         .list_tables()
         .map_err(|e| format!("list tables: {e}"))?;
@@ -162,20 +172,23 @@ fn run(options: &TakeOptions<'_>, status: &mut Json) -> Result<Json, String> {
         let table = session
             .table(&name)
             .map_err(|e| format!("table {name}: {e}"))?;
-        if let Some(reason) = unsupported(&table) {
-            // Left out, and said so in the manifest and the command's
-            // output: never a backup that looks whole and is not.
-            skipped.push(json!({"name": name, "reason": reason}));
-            continue;
+        tables.push(backed(name, table, None));
+    }
+    // The parts tables after every user table: a log record's table
+    // index is its place in this list (docs/operations.md, Files).
+    for base in 0..tables.len() {
+        let table = Arc::clone(&tables[base].table);
+        for column in table.columns().iter().filter(|c| c.ty.is_blob()) {
+            let parts = table.blob_parts_table(&column.name).ok_or_else(|| {
+                format!("table {}: no parts table of {}", table.name(), column.name)
+            })?;
+            let name = parts.name().to_owned();
+            tables.push(backed(
+                name,
+                Arc::clone(parts),
+                Some((base, column.name.clone())),
+            ));
         }
-        let layout = RowLayout::new(table.def());
-        let file = format!("T{}.data", table.id());
-        tables.push(Backed {
-            name,
-            table,
-            layout,
-            file,
-        });
     }
     let abort = AtomicBool::new(false);
     let log_records = AtomicU64::new(0);
@@ -184,7 +197,7 @@ fn run(options: &TakeOptions<'_>, status: &mut Json) -> Result<Json, String> {
     let subscription = if tables.is_empty() {
         None
     } else {
-        let names: Vec<&str> = tables.iter().map(|t| t.name.as_str()).collect();
+        let handles: Vec<Arc<Table>> = tables.iter().map(|t| Arc::clone(&t.table)).collect();
         let sub_options = SubscribeOptions {
             images: Images::Full,
             columns: None,
@@ -195,7 +208,7 @@ fn run(options: &TakeOptions<'_>, status: &mut Json) -> Result<Json, String> {
         };
         Some(
             session
-                .subscribe(&names, sub_options)
+                .subscribe_tables(&handles, sub_options)
                 .map_err(|e| format!("subscribe to the change stream: {e}"))?,
         )
     };
@@ -254,9 +267,7 @@ fn run(options: &TakeOptions<'_>, status: &mut Json) -> Result<Json, String> {
         // then `LOG_STOPPED` or the scans' abort): name both when both
         // have a cause of their own.
         match (scanned, logged) {
-            (Ok((files, stop)), Ok(logged)) => {
-                finish(options, &tables, skipped, files, stop, logged)
-            }
+            (Ok((files, stop)), Ok(logged)) => finish(options, &tables, files, stop, logged),
             (Err(scan), Ok(_)) => Err(scan),
             (Err(scan), Err(log)) if log == LOG_STOPPED => Err(scan),
             (Err(scan), Err(log)) if scan == SCANS_STOPPED => Err(log),
@@ -505,6 +516,8 @@ fn scan_all(
                 ScanOptions {
                     batch_rows: SCAN_BATCH_ROWS,
                     ends_transaction: true,
+                    // The parts are the parts tables' own rows.
+                    blob_heads: true,
                     ..ScanOptions::default()
                 },
             )
@@ -588,30 +601,41 @@ fn commit_marker(session: &Session, marker: &Arc<Table>, id: u64) -> Result<Epoc
 fn finish(
     options: &TakeOptions<'_>,
     tables: &[Backed],
-    skipped: Vec<Json>,
     files: Vec<DataFile>,
     stop: u64,
     log: LogSummary,
 ) -> Result<Json, String> {
     let mut rows = 0;
     let mut bytes = log.bytes;
-    let tables: Vec<Json> = tables
-        .iter()
-        .zip(&files)
-        .map(|(t, f)| {
-            rows += f.rows;
-            bytes += f.bytes;
-            json!({
-                "name": t.name,
-                "id": t.table.id(),
-                "version": t.table.version(),
-                "schema": format::hex(&t.table.def().to_bytes()),
-                "file": t.file,
-                "rows": f.rows,
-                "bytes": f.bytes,
-            })
-        })
-        .collect();
+    let mut listed: Vec<Json> = Vec::new();
+    for (t, f) in tables.iter().zip(&files) {
+        rows += f.rows;
+        bytes += f.bytes;
+        let mut entry = json!({
+            "name": t.name,
+            "id": t.table.id(),
+            "version": t.table.version(),
+            "schema": format::hex(&t.table.def().to_bytes()),
+            "file": t.file,
+            "rows": f.rows,
+            "bytes": f.bytes,
+        });
+        match &t.parts_of {
+            None => {
+                entry["blob_parts"] = json!([]);
+                listed.push(entry);
+            }
+            // After its base table (the list's order), under it.
+            Some((base, column)) => {
+                entry["column"] = json!(column);
+                let parts = listed[*base]["blob_parts"]
+                    .as_array_mut()
+                    .expect("a base table's entry lists its parts");
+                parts.push(entry);
+            }
+        }
+    }
+    let tables = listed;
     format::sync_dir(&options.dir)?;
     let manifest = json!({
         "format": format::MANIFEST_FORMAT,
@@ -620,7 +644,6 @@ fn finish(
         "stop_epoch": stop,
         "stop_epoch_text": Epoch::from_u64(stop).to_string(),
         "tables": tables,
-        "skipped_tables": skipped,
         "log": {
             "file": "log",
             "records": log.records,
