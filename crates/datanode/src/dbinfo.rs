@@ -182,6 +182,64 @@ pub struct FragmentFigure {
     pub memory: storage::fragment::FragmentMemory,
 }
 
+/// A data node's restart as the distribution master saw it
+/// (`restart_info`): each step's start on the runtime's clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RestartFigure {
+    pub node: NodeId,
+    /// It joined the view (after being out of it, or at the cluster's
+    /// start): it is in the heartbeat protocol, nothing is routed to it.
+    pub joined: Instant,
+    /// It receives every write of its partitions (its fragments emptied
+    /// first): the copy from the live nodes runs. None for a node that
+    /// served at once (a first start or a system restart's restored node).
+    pub receiving: Option<Instant>,
+    /// It serves: the restart is complete.
+    pub serving: Option<Instant>,
+    /// It left the view before or after completing.
+    pub failed: Option<Instant>,
+}
+
+impl RestartFigure {
+    /// The row: the step it is in, and each step's length (a step in
+    /// progress counts up to `now`; after a failure, to the failure).
+    fn row(&self, now: Instant) -> DbinfoRow {
+        let end = self.failed.unwrap_or(now);
+        let since = |from: Instant, to: Option<Instant>| to.unwrap_or(end).saturating_since(from);
+        let zero = Duration::ZERO;
+        // Joined to receiving (or to serving, for a node that served at once).
+        let include = match (self.receiving, self.serving) {
+            (Some(r), _) => r.saturating_since(self.joined),
+            (None, serving) => since(self.joined, serving),
+        };
+        let synchronize = self.receiving.map_or(zero, |r| since(r, self.serving));
+        let total = since(self.joined, self.serving);
+        let (status, status_int) = if self.failed.is_some() {
+            dbinfo::RESTART_NODE_FAILED
+        } else if self.serving.is_some() {
+            dbinfo::RESTART_COMPLETED
+        } else if self.receiving.is_some() {
+            dbinfo::RESTART_SYNCHRONIZING
+        } else {
+            dbinfo::RESTART_INCLUDED
+        };
+        let ms = |d: Duration| d.as_millis() as u64;
+        DbinfoRow {
+            ints: vec![
+                u64::from(self.node.get()),
+                status_int,
+                include.as_secs(),
+                synchronize.as_secs(),
+                total.as_secs(),
+                ms(include),
+                ms(synchronize),
+                ms(total),
+            ],
+            texts: vec![status.to_owned()],
+        }
+    }
+}
+
 /// How often an LDM instance copies its fragments' figures for
 /// `table_fragments` (from its checkpoint check, `LCP_CHECK_INTERVAL`).
 pub const FRAGMENTS_PUBLISH_INTERVAL: Duration = Duration::from_secs(1);
@@ -378,6 +436,8 @@ pub struct NodeFigures {
     /// have no rows.
     threads: OnceLock<ThreadFigures>,
     links: OnceLock<LinkFigures>,
+    /// The restarts the distribution block saw as master (`restart_info`).
+    restarts: PublishedRows<RestartFigure>,
 }
 
 impl NodeFigures {
@@ -401,10 +461,16 @@ impl NodeFigures {
             fragments: lists(ldm_instances, dbinfo::TABLE_FRAGMENTS_ROWS_MAX),
             threads: OnceLock::new(),
             links: OnceLock::new(),
+            restarts: PublishedRows::new(dbinfo::RESTART_INFO_ROWS_MAX),
         })
     }
 
     /// Where `threadstat` reads the execution threads (set once).
+    /// Where the distribution master publishes the restarts it saw.
+    pub fn restarts(&self) -> &PublishedRows<RestartFigure> {
+        &self.restarts
+    }
+
     pub fn set_threads(&self, threads: ThreadFigures) {
         let set = self.threads.set(threads);
         assert!(set.is_ok(), "the thread figures are set once");
@@ -690,6 +756,12 @@ pub fn rows(
         n if n == dbinfo::CLUSTER_OPERATIONS.name => operation_rows(figures, node),
         n if n == dbinfo::TABLE_FRAGMENTS.name => fragment_rows(figures, node),
         n if n == dbinfo::TC_LATENCY.name => latency_rows(figures, node),
+        n if n == dbinfo::RESTART_INFO.name => figures
+            .restarts
+            .snapshot()
+            .iter()
+            .map(|r| r.row(status.now))
+            .collect(),
         n if n == dbinfo::NODES.name => vec![DbinfoRow {
             ints: vec![node, status.uptime_s, status.start_phase],
             texts: vec![status.status.to_owned()],
@@ -831,6 +903,54 @@ pub fn fits(def: &TableDef, row: &DbinfoRow) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_restart_row_shows_its_step_and_each_steps_length() {
+        let ms = |m: u64| Instant(m * 1_000_000);
+        let node = NodeId::new(3).unwrap();
+        let mut restart = RestartFigure {
+            node,
+            joined: ms(1_000),
+            receiving: None,
+            serving: None,
+            failed: None,
+        };
+        // (status, include, synchronize, total), in ms.
+        let shown = |r: &RestartFigure, now: u64| {
+            let row = r.row(ms(now));
+            assert_eq!(row.ints[0], 3);
+            assert_eq!(
+                row.ints[2..5],
+                [row.ints[5] / 1000, row.ints[6] / 1000, row.ints[7] / 1000],
+                "seconds are the milliseconds cut"
+            );
+            (row.texts[0].clone(), row.ints[1], row.ints[5], row.ints[6], row.ints[7])
+        };
+        let included = dbinfo::RESTART_INCLUDED.0.to_owned();
+        let synchronizing = dbinfo::RESTART_SYNCHRONIZING.0.to_owned();
+        let completed = dbinfo::RESTART_COMPLETED.0.to_owned();
+        // A step in progress counts up to now.
+        assert_eq!(shown(&restart, 1_300), (included, 3, 300, 0, 300));
+        restart.receiving = Some(ms(1_500));
+        assert_eq!(shown(&restart, 2_000), (synchronizing, 13, 500, 500, 1_000));
+        restart.serving = Some(ms(4_000));
+        assert_eq!(shown(&restart, 9_000), (completed.clone(), 16, 500, 2_500, 3_000));
+        // A node that served at once: all of it is the include step.
+        let at_once = RestartFigure {
+            receiving: None,
+            serving: Some(ms(1_200)),
+            ..restart
+        };
+        assert_eq!(shown(&at_once, 9_000), (completed, 16, 200, 0, 200));
+        // A failure stops the clock where it was.
+        let failed = RestartFigure {
+            serving: None,
+            failed: Some(ms(2_500)),
+            ..restart
+        };
+        let failed_status = dbinfo::RESTART_NODE_FAILED.0.to_owned();
+        assert_eq!(shown(&failed, 9_000), (failed_status, 17, 500, 1_000, 1_500));
+    }
 
     #[test]
     fn a_publisher_never_waits_for_a_reader() {

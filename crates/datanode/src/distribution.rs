@@ -249,6 +249,12 @@ pub struct Distribution {
     next_io_request: u64,
     /// The management server, whose cluster log hears this block's alarms.
     mgmd: Option<NodeId>,
+    /// Where `restart_info` is published (the node's ndbinfo figures).
+    figures: Option<std::sync::Arc<crate::dbinfo::NodeFigures>>,
+    /// While master: the restarts it saw (see `node_states`), and whether
+    /// the published copy is behind them.
+    restarts: BTreeMap<NodeId, crate::dbinfo::RestartFigure>,
+    restarts_unpublished: bool,
 }
 
 /// What [`Distribution::hurries`] counts.
@@ -292,7 +298,20 @@ impl Distribution {
             keeps_waiting: Vec::new(),
             next_io_request: 1,
             mgmd: None,
+            figures: None,
+            restarts: BTreeMap::new(),
+            restarts_unpublished: false,
         }
+    }
+
+    /// Publishes the restarts it sees as master into `figures`
+    /// (`ndbinfo.restart_info`).
+    pub fn with_figures(
+        mut self,
+        figures: std::sync::Arc<crate::dbinfo::NodeFigures>,
+    ) -> Distribution {
+        self.figures = Some(figures);
+        self
     }
 
     /// Reports alarms (a sysfile that cannot be written) to the cluster
@@ -397,6 +416,7 @@ impl Distribution {
         {
             return;
         }
+        let old_members = self.members();
         if let Some(old) = &self.view {
             let members: NodeBitmask = view.members.iter().copied().collect();
             let left = old.bitmask().difference(&members);
@@ -422,6 +442,7 @@ impl Distribution {
             self.restart = None;
         }
         self.view = Some(view);
+        self.restarts_on_view(old_members, ctx);
         if self.master.is_some() {
             if self.restart_done() {
                 self.states_on_view(ctx);
@@ -552,6 +573,9 @@ impl Distribution {
 
     fn on_timer(&mut self, ctx: &mut Context<'_>) {
         self.timer_armed = false;
+        if self.restarts_unpublished {
+            self.publish_restarts();
+        }
         let Some(master) = self.master.as_mut() else {
             return;
         };

@@ -334,6 +334,8 @@ pub fn data_node_blocks_with<D: Disk + Clone + Send + 'static>(
             ldm_instances: ldms.len() as u32,
         })
         .with_cluster_log(spec.mgmd)
+        // As master it publishes the restarts it sees (restart_info).
+        .with_figures(figures.clone())
         .with_sysfile(
             Box::new(disk.clone()),
             spec.fs_dir(),

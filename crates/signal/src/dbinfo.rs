@@ -281,6 +281,34 @@ pub const THREADBLOCKS: TableDef = TableDef {
     ],
 };
 
+/// The restart of each data node that the distribution master saw join
+/// (NDB's `restart_info`, which NDB's master keeps too): its step and how
+/// long each took, in NDB's seconds and Skarv's milliseconds.
+pub const RESTART_INFO: TableDef = TableDef {
+    name: "restart_info",
+    columns: &[
+        ("node_id", Int),
+        ("node_restart_status", Text),
+        ("node_restart_status_int", Int),
+        ("secs_to_include_node", Int),
+        ("secs_to_synchronize_starting_node", Int),
+        ("total_restart_secs", Int),
+        ("include_node_ms", Int),
+        ("synchronize_ms", Int),
+        ("total_restart_ms", Int),
+    ],
+};
+
+/// `restart_info.node_restart_status` and `_int`, NDB's words and numbers
+/// for the steps Skarv's node restart has (docs/operations.md).
+pub const RESTART_INCLUDED: (&str, u64) = ("Included in heartbeat protocol", 3);
+pub const RESTART_SYNCHRONIZING: (&str, u64) = ("Synchronize start node with live nodes", 13);
+pub const RESTART_COMPLETED: (&str, u64) = ("Restart completed", 16);
+pub const RESTART_NODE_FAILED: (&str, u64) = ("Node failed", 17);
+
+/// Rows of `restart_info` a master keeps at most (one per data node).
+pub const RESTART_INFO_ROWS_MAX: usize = 256;
+
 /// Every ndbinfo table, in the order `SHOW TABLES FROM ndbinfo` lists them.
 pub const TABLES: &[&TableDef] = &[
     &CLUSTER_OPERATIONS,
@@ -290,6 +318,7 @@ pub const TABLES: &[&TableDef] = &[
     &LOGSPACES,
     &MEMORYUSAGE,
     &NODES,
+    &RESTART_INFO,
     &TABLE_FRAGMENTS,
     &TC_LATENCY,
     &THREADBLOCKS,

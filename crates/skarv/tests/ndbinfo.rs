@@ -26,6 +26,10 @@
 //!   once as backup, with its memory;
 //! - `ndbinfo.tc_latency` has every INSERT's commit in a TC's buckets, and
 //!   the requests of an open transaction (`BEGIN; UPDATE`) as `KEY`;
+//! - `ndbinfo.restart_info` has both nodes' first start complete (served
+//!   at once, no copy); node 3 killed and restarted by its angel goes
+//!   through the copy (synchronizing) to complete again, its steps adding
+//!   up to its total;
 //! - writes are refused with 1036 (read only);
 //! - a killed data node's rows disappear while the query still answers.
 
@@ -256,6 +260,7 @@ fn ndbinfo_shows_the_data_nodes_figures() {
         "table_fragments",
         "memoryusage",
         "nodes",
+        "restart_info",
         "threadblocks",
         "threadstat",
         "transporters",
@@ -388,6 +393,8 @@ fn ndbinfo_shows_the_data_nodes_figures() {
         other => panic!("{other:?}"),
     }
 
+    a_restart_shows_its_steps(&sandbox, &mut conn);
+
     // Its angel too, so it stays down.
     sigkill(sandbox.angel_pid(3));
     sigkill(sandbox.pid(3));
@@ -413,6 +420,81 @@ fn ndbinfo_shows_the_data_nodes_figures() {
                 .0
                 == "DISCONNECTED"
         },
+    );
+}
+
+/// A `restart_info` row: (node_id, node_restart_status,
+/// node_restart_status_int, include_node_ms, synchronize_ms,
+/// total_restart_ms).
+type RestartRow = (u64, String, u64, u64, u64, u64);
+
+fn restarts(conn: &mut mysql::Conn) -> Vec<RestartRow> {
+    conn.query(
+        "SELECT node_id, node_restart_status, node_restart_status_int, include_node_ms, \
+         synchronize_ms, total_restart_ms FROM ndbinfo.restart_info ORDER BY node_id",
+    )
+    .expect("restart_info")
+}
+
+/// Node 3 killed (its angel restarts it): the master's `restart_info`
+/// shows the restart through the copy to complete.
+fn a_restart_shows_its_steps(sandbox: &Sandbox, conn: &mut mysql::Conn) {
+    // A first start: both served at once, nothing copied.
+    let first = restarts(conn);
+    assert_eq!(first.len(), 2, "{first:?}");
+    for row in &first {
+        assert_eq!(
+            (row.1.as_str(), row.2, row.4),
+            ("Restart completed", 16, 0),
+            "{first:?}"
+        );
+        assert_eq!(
+            row.3, row.5,
+            "joined to serving is all there was: {first:?}"
+        );
+    }
+    sigkill(sandbox.pid(3));
+    let mut seen = Vec::new();
+    wait_for(
+        "node 3's restart to complete",
+        Duration::from_secs(120),
+        || {
+            let rows = restarts(conn);
+            let node3 = rows.iter().find(|r| r.0 == 3).cloned();
+            if let Some(row) = &node3 {
+                if seen.last() != Some(&row.2) {
+                    seen.push(row.2);
+                }
+            }
+            // The copy took time: the row is the new restart's.
+            node3.is_some_and(|r| r.2 == 16 && r.4 > 0)
+        },
+    );
+    let row = restarts(conn)
+        .into_iter()
+        .find(|r| r.0 == 3)
+        .expect("node 3");
+    assert_eq!(row.1, "Restart completed", "{row:?}");
+    // Each step's milliseconds are cut separately.
+    assert!(
+        row.5.abs_diff(row.3 + row.4) <= 1,
+        "included + synchronizing = total: {row:?}"
+    );
+    // Whatever steps the polls caught, in order: failed, included,
+    // synchronizing, completed.
+    let order = [16, 17, 3, 13, 16];
+    let mut at = 0;
+    for status in &seen {
+        at = order[at..]
+            .iter()
+            .position(|s| s == status)
+            .map(|p| at + p)
+            .unwrap_or_else(|| panic!("statuses out of order: {seen:?}"));
+    }
+    wait_for(
+        "node 3 to be started again",
+        Duration::from_secs(60),
+        || sandbox.started_pid(3).is_some(),
     );
 }
 

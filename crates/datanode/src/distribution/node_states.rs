@@ -128,6 +128,80 @@ impl Distribution {
         }
     }
 
+    /// After a view (master or not): on the master, the members new to
+    /// it begin a restart and the members gone fail theirs
+    /// (`ndbinfo.restart_info`); a node no longer master shows none.
+    pub(super) fn restarts_on_view(&mut self, old: NodeBitmask, ctx: &mut Context<'_>) {
+        if self.master.is_none() {
+            if !self.restarts.is_empty() {
+                self.restarts.clear();
+                self.publish_restarts();
+            }
+            return;
+        }
+        let members = self.members();
+        let now = ctx.now();
+        for node in members.difference(&old).iter() {
+            self.restarts.insert(
+                node,
+                crate::dbinfo::RestartFigure {
+                    node,
+                    joined: now,
+                    receiving: None,
+                    serving: None,
+                    failed: None,
+                },
+            );
+        }
+        for node in old.difference(&members).iter() {
+            if let Some(restart) = self.restarts.get_mut(&node) {
+                restart.failed.get_or_insert(now);
+            }
+        }
+        self.publish_restarts();
+    }
+
+    /// The steps the master's last state shows: receiving (copying) and
+    /// serving (restart complete).
+    fn restarts_on_states(&mut self, ctx: &mut Context<'_>) {
+        let Some(states) = self.states.as_ref() else {
+            return;
+        };
+        let now = ctx.now();
+        let mut changed = false;
+        for restart in self.restarts.values_mut() {
+            if restart.failed.is_some() {
+                continue;
+            }
+            if restart.receiving.is_none()
+                && restart.serving.is_none()
+                && states.receiving.contains(restart.node)
+            {
+                restart.receiving = Some(now);
+                changed = true;
+            }
+            if restart.serving.is_none() && states.serving.contains(restart.node) {
+                restart.serving = Some(now);
+                changed = true;
+            }
+        }
+        if changed {
+            self.publish_restarts();
+        }
+    }
+
+    /// Copies the restarts to the figures; a reader holding them now gets
+    /// the copy at the next GCP timer.
+    pub(super) fn publish_restarts(&mut self) {
+        let Some(figures) = &self.figures else {
+            return;
+        };
+        let restarts = &self.restarts;
+        self.restarts_unpublished = !figures
+            .restarts()
+            .try_publish(|rows| rows.extend(restarts.values().copied()));
+    }
+
     fn send_states(&mut self, ctx: &mut Context<'_>) {
         let members = self.members();
         let view_id = self.view.as_ref().map_or(0, |v| v.view_id);
@@ -167,6 +241,7 @@ impl Distribution {
         for block in blocks {
             ctx.send(block, body.clone());
         }
+        self.restarts_on_states(ctx);
     }
 
     pub(super) fn on_state_conf(&mut self, from: BlockRef, state_id: u32, ctx: &mut Context<'_>) {
