@@ -119,14 +119,16 @@ impl ChangeKind {
 #[derive(Clone, Debug, PartialEq)]
 pub struct RowChange {
     /// The table's name in the dictionary (`db/def/t` for a SQL table).
-    pub table: String,
+    /// Names are interned for the life of the process ([`intern`]): a
+    /// change costs no string copy nor reference count.
+    pub table: &'static str,
     /// Insert, update or delete.
     pub kind: ChangeKind,
     /// The row before (updates and deletes), as (column, value) in table
     /// order.
-    pub before: Option<Vec<(String, Value)>>,
+    pub before: Option<Vec<(&'static str, Value)>>,
     /// The row after (inserts and updates).
-    pub after: Option<Vec<(String, Value)>>,
+    pub after: Option<Vec<(&'static str, Value)>>,
 }
 
 /// What a schema change did to a subscribed table.
@@ -283,6 +285,41 @@ struct Subscribed {
     layout: RowLayout,
     /// Column positions shown (the projection, hidden `$` columns left out).
     shown: Vec<usize>,
+    /// The table's name and each column's, interned.
+    name: &'static str,
+    column_names: Vec<&'static str>,
+}
+
+/// `name` as a string that lives as long as the process, one copy per
+/// distinct name: table and column names of subscribed tables, handed out
+/// with every change. The set grows only with the distinct names ever
+/// subscribed to (bounded by the schema's, not by traffic).
+fn intern(name: &str) -> &'static str {
+    static NAMES: std::sync::OnceLock<std::sync::Mutex<std::collections::HashSet<&'static str>>> =
+        std::sync::OnceLock::new();
+    let mut names = NAMES
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    if let Some(known) = names.get(name) {
+        return known;
+    }
+    let leaked: &'static str = Box::leak(name.to_owned().into_boxed_str());
+    names.insert(leaked);
+    leaked
+}
+
+impl Subscribed {
+    fn new(table: Arc<Table>, shown: Vec<usize>) -> Subscribed {
+        let def = table.def();
+        Subscribed {
+            layout: RowLayout::new(def),
+            name: intern(&def.name),
+            column_names: def.columns.iter().map(|c| intern(&c.name)).collect(),
+            table,
+            shown,
+        }
+    }
 }
 
 /// A subscription (see the module documentation). Dropping it ends it at
@@ -381,15 +418,7 @@ impl Session {
                     })
                     .collect::<Result<_>>()?,
             };
-            let layout = RowLayout::new(def);
-            subscribed.insert(
-                table.id(),
-                Subscribed {
-                    table,
-                    layout,
-                    shown,
-                },
-            );
+            subscribed.insert(table.id(), Subscribed::new(table, shown));
         }
         let shared = self.shared();
         if let Some(down) = shared.links.iter().find(|l| !l.is_live()) {
@@ -1104,16 +1133,8 @@ impl Subscription {
                 .filter_map(|n| def.columns.iter().position(|c| &c.name == n))
                 .collect(),
         };
-        let layout = RowLayout::new(def);
         let old_version = old_def.version;
-        let old = self.tables.insert(
-            id,
-            Subscribed {
-                table,
-                layout,
-                shown,
-            },
-        );
+        let old = self.tables.insert(id, Subscribed::new(table, shown));
         if let Some(old) = old {
             self.older.insert((id, old_version), old);
         }
@@ -1289,9 +1310,9 @@ impl Drop for Subscription {
 }
 
 /// One entry as a [`RowChange`] of `sub`'s table.
-fn decode_change(
+fn decode_change<'a>(
     sub: &Subscribed,
-    entry: &sub_change::Entry<'_>,
+    entry: &sub_change::Entry<'a>,
     images: Images,
 ) -> std::result::Result<RowChange, String> {
     let def = sub.table.def();
@@ -1306,7 +1327,9 @@ fn decode_change(
         sub_change::UPDATE => ChangeKind::Update,
         _ => ChangeKind::Delete,
     };
-    let row = |image: &[u8]| -> std::result::Result<Vec<Value>, String> {
+    // Each image checked whole, then only the columns shown decoded, and
+    // owned only when kept (a minimal update compares borrowed values).
+    let split = |image: &'a [u8]| -> std::result::Result<(&'a [u8], &'a [u8]), String> {
         let fixed_bytes = sub.layout.fixed_bytes();
         if image.len() < fixed_bytes {
             return Err(format!("a row image of {} bytes", image.len()));
@@ -1315,40 +1338,47 @@ fn decode_change(
         sub.layout
             .validate_row(fixed, var)
             .map_err(|e| e.to_string())?;
-        Ok((0..def.columns.len())
-            .map(|c| sub.layout.decode_column(fixed, var, c).to_value())
-            .collect())
+        Ok((fixed, var))
     };
     let before = match kind {
         ChangeKind::Insert => None,
-        _ => Some(row(entry.before)?),
+        _ => Some(split(entry.before)?),
     };
     let after = match kind {
         ChangeKind::Delete => None,
-        _ => Some(row(entry.after)?),
+        _ => Some(split(entry.after)?),
     };
-    let named = |values: &[Value], keep: &dyn Fn(usize) -> bool| -> Vec<(String, Value)> {
-        sub.shown
-            .iter()
-            .copied()
-            .filter(|&c| keep(c))
-            .map(|c| (def.columns[c].name.clone(), values[c].clone()))
-            .collect()
+    let column =
+        |(fixed, var): (&'a [u8], &'a [u8]), c: usize| sub.layout.decode_column(fixed, var, c);
+    let named = |image: Option<(&'a [u8], &'a [u8])>, keep: &dyn Fn(usize) -> bool| {
+        image.map(|image| {
+            let mut out = Vec::with_capacity(sub.shown.len());
+            for &c in sub.shown.iter().filter(|&&c| keep(c)) {
+                out.push((sub.column_names[c], column(image, c).to_value()));
+            }
+            out
+        })
     };
     let key = |c: usize| def.primary_key.contains(&c);
-    let (before, after) = match (images, kind, &before, &after) {
-        (Images::Full, ..) | (Images::Minimal, ChangeKind::Insert, ..) => (
-            before.as_deref().map(|v| named(v, &|_| true)),
-            after.as_deref().map(|v| named(v, &|_| true)),
-        ),
-        (Images::Minimal, ChangeKind::Update, Some(b), Some(a)) => {
-            let changed = |c: usize| key(c) || b[c] != a[c];
-            (Some(named(b, &key)), Some(named(a, &changed)))
+    let (before, after) = match (images, kind, before, after) {
+        (Images::Full, ..) | (Images::Minimal, ChangeKind::Insert, ..) => {
+            (named(before, &|_| true), named(after, &|_| true))
         }
-        (Images::Minimal, _, b, _) => (b.as_deref().map(|v| named(v, &key)), None),
+        (Images::Minimal, ChangeKind::Update, Some(b), Some(a)) => {
+            // One pass: each column of the after image decoded once.
+            let mut changed = Vec::with_capacity(sub.shown.len());
+            for &c in &sub.shown {
+                let value = column(a, c);
+                if key(c) || column(b, c) != value {
+                    changed.push((sub.column_names[c], value.to_value()));
+                }
+            }
+            (named(Some(b), &key), Some(changed))
+        }
+        (Images::Minimal, _, b, _) => (named(b, &key), None),
     };
     Ok(RowChange {
-        table: def.name.clone(),
+        table: sub.name,
         kind,
         before,
         after,
@@ -1378,10 +1408,10 @@ mod tests {
             table: 7,
             version,
             change: RowChange {
-                table: "t".to_owned(),
+                table: "t",
                 kind: ChangeKind::Insert,
                 before: None,
-                after: Some(vec![("id".to_owned(), Value::Int(id))]),
+                after: Some(vec![("id", Value::Int(id))]),
             },
         }
     }
@@ -1510,11 +1540,7 @@ mod tests {
                 .filter(|&c| !def.columns[c].name.starts_with('$'))
                 .collect(),
         };
-        Subscribed {
-            layout: RowLayout::new(def),
-            table,
-            shown,
-        }
+        Subscribed::new(table, shown)
     }
 
     fn image(sub: &Subscribed, values: &[Value]) -> Vec<u8> {
@@ -1543,13 +1569,8 @@ mod tests {
         out
     }
 
-    fn named(pairs: &[(&str, Value)]) -> Option<Vec<(String, Value)>> {
-        Some(
-            pairs
-                .iter()
-                .map(|(n, v)| (n.to_string(), v.clone()))
-                .collect(),
-        )
+    fn named(pairs: &[(&'static str, Value)]) -> Option<Vec<(&'static str, Value)>> {
+        Some(pairs.iter().map(|(n, v)| (*n, v.clone())).collect())
     }
 
     #[test]

@@ -924,7 +924,13 @@ mod tests {
                 [row.ints[5] / 1000, row.ints[6] / 1000, row.ints[7] / 1000],
                 "seconds are the milliseconds cut"
             );
-            (row.texts[0].clone(), row.ints[1], row.ints[5], row.ints[6], row.ints[7])
+            (
+                row.texts[0].clone(),
+                row.ints[1],
+                row.ints[5],
+                row.ints[6],
+                row.ints[7],
+            )
         };
         let included = dbinfo::RESTART_INCLUDED.0.to_owned();
         let synchronizing = dbinfo::RESTART_SYNCHRONIZING.0.to_owned();
@@ -934,7 +940,10 @@ mod tests {
         restart.receiving = Some(ms(1_500));
         assert_eq!(shown(&restart, 2_000), (synchronizing, 13, 500, 500, 1_000));
         restart.serving = Some(ms(4_000));
-        assert_eq!(shown(&restart, 9_000), (completed.clone(), 16, 500, 2_500, 3_000));
+        assert_eq!(
+            shown(&restart, 9_000),
+            (completed.clone(), 16, 500, 2_500, 3_000)
+        );
         // A node that served at once: all of it is the include step.
         let at_once = RestartFigure {
             receiving: None,
@@ -949,7 +958,10 @@ mod tests {
             ..restart
         };
         let failed_status = dbinfo::RESTART_NODE_FAILED.0.to_owned();
-        assert_eq!(shown(&failed, 9_000), (failed_status, 17, 500, 1_000, 1_500));
+        assert_eq!(
+            shown(&failed, 9_000),
+            (failed_status, 17, 500, 1_000, 1_500)
+        );
     }
 
     #[test]

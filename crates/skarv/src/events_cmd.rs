@@ -120,7 +120,7 @@ fn print_epoch(out: &mut impl Write, e: &EpochChanges, json: bool) -> std::io::R
         if json {
             writeln!(out, "{}", change_json(epoch, change))?;
         } else {
-            let image = |i: &Option<Vec<(String, Value)>>| match i {
+            let image = |i: &Option<Vec<(&str, Value)>>| match i {
                 None => "-".to_owned(),
                 Some(cols) => Json::Object(image_json(cols)).to_string(),
             };
@@ -128,7 +128,7 @@ fn print_epoch(out: &mut impl Write, e: &EpochChanges, json: bool) -> std::io::R
                 out,
                 "{epoch} {} {} before={} after={}",
                 change.kind.as_str(),
-                sql_name(&change.table),
+                sql_name(change.table),
                 image(&change.before),
                 image(&change.after)
             )?;
@@ -186,7 +186,7 @@ fn print_gap(out: &mut impl Write, from: Epoch, to: Epoch, json: bool) -> std::i
 
 /// One change as the JSON line of issue 22.
 fn change_json(epoch: Epoch, change: &RowChange) -> Json {
-    let image = |i: &Option<Vec<(String, Value)>>| match i {
+    let image = |i: &Option<Vec<(&str, Value)>>| match i {
         None => Json::Null,
         Some(cols) => Json::Object(image_json(cols)),
     };
@@ -197,17 +197,17 @@ fn change_json(epoch: Epoch, change: &RowChange) -> Json {
     };
     json!({
         "epoch": epoch.to_string(),
-        "table": sql_name(&change.table),
+        "table": sql_name(change.table),
         "kind": kind,
         "before": image(&change.before),
         "after": image(&change.after),
     })
 }
 
-fn image_json(columns: &[(String, Value)]) -> Map<String, Json> {
+fn image_json(columns: &[(&str, Value)]) -> Map<String, Json> {
     columns
         .iter()
-        .map(|(name, value)| (name.clone(), value_json(value)))
+        .map(|(name, value)| (name.to_string(), value_json(value)))
         .collect()
 }
 
@@ -252,15 +252,12 @@ mod tests {
     #[test]
     fn a_change_prints_as_issue_22_says() {
         let change = RowChange {
-            table: "d/def/t".to_owned(),
+            table: "d/def/t",
             kind: ChangeKind::Update,
-            before: Some(vec![
-                ("k".to_owned(), Value::Int(1)),
-                ("v".to_owned(), Value::Null),
-            ]),
+            before: Some(vec![("k", Value::Int(1)), ("v", Value::Null)]),
             after: Some(vec![
-                ("k".to_owned(), Value::Int(1)),
-                ("v".to_owned(), Value::String("x".to_owned())),
+                ("k", Value::Int(1)),
+                ("v", Value::String("x".to_owned())),
             ]),
         };
         let line = change_json(Epoch::new(7, 2), &change);

@@ -53,9 +53,9 @@ fn sandbox(name: &str, port_range: u16) -> Sandbox {
 /// value before and after.
 type Expected = (ChangeKind, Option<u64>, Option<u64>);
 
-fn column(image: &Option<Vec<(String, Value)>>, name: &str) -> Option<u64> {
+fn column(image: &Option<Vec<(&str, Value)>>, name: &str) -> Option<u64> {
     let image = image.as_ref()?;
-    let (_, value) = image.iter().find(|(n, _)| n == name)?;
+    let (_, value) = image.iter().find(|(n, _)| *n == name)?;
     match value {
         Value::UInt(v) => Some(*v),
         Value::Int(v) => u64::try_from(*v).ok(),

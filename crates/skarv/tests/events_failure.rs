@@ -254,9 +254,9 @@ fn the_stream_loses_and_doubles_nothing_when_data_nodes_are_killed() {
         previous = epoch;
         for change in &e.changes {
             assert_eq!(change.kind, ChangeKind::Update, "{change:?}");
-            let value_of = |image: &Option<Vec<(String, Value)>>, name: &str| -> u64 {
+            let value_of = |image: &Option<Vec<(&str, Value)>>, name: &str| -> u64 {
                 let image = image.as_ref().expect("an image");
-                match image.iter().find(|(n, _)| n == name).map(|(_, v)| v) {
+                match image.iter().find(|(n, _)| *n == name).map(|(_, v)| v) {
                     Some(Value::UInt(v)) => *v,
                     other => panic!("column {name}: {other:?}"),
                 }

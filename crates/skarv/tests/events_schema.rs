@@ -180,11 +180,11 @@ fn an_alter_and_a_drop_come_in_the_stream_between_the_right_changes() {
             }
             assert_eq!(change.kind, ChangeKind::Insert, "{change:?}");
             let after = change.after.as_ref().expect("an insert's after image");
-            let id = match after.iter().find(|(n, _)| n == "id") {
+            let id = match after.iter().find(|(n, _)| *n == "id") {
                 Some((_, Value::Int(v))) => *v as u64,
                 other => panic!("id is {other:?}"),
             };
-            let has_w = after.iter().any(|(n, _)| n == "w");
+            let has_w = after.iter().any(|(n, _)| *n == "w");
             seen.push(Seen::Row { id, has_w });
         }
         for s in e.schema.iter().filter(|s| s.at >= e.changes.len()) {

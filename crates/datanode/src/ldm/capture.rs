@@ -14,10 +14,27 @@
 //!
 //! With no table captured a commit costs one test of an empty list here
 //! and one test per fragment in storage: no lock, no allocation.
+//!
+//! The commits of one round of the LDM thread go as one `SubTableData`
+//! (one signal and one queue push to the `rep` thread per round, not per
+//! commit): changes gather in `pending` until the flush timer, which
+//! [`CAPTURE_FLUSH_DELAY`] after the first one fires at the thread's next
+//! round; a change of another epoch, an epoch's mark and a schema entry
+//! flush first (so the order the subscription block relies on holds), and
+//! so does [`CAPTURE_BATCH_BYTES_MAX`] of changes.
+
+use std::time::Duration;
 
 use kernel::Context;
 use signal::{sub_change, BlockRef, SignalBody};
 use storage::instance::LdmInstance;
+
+/// How long captured changes wait for more before they go: zero, the
+/// timer fires at the thread's next round, after the signals of this one.
+pub const CAPTURE_FLUSH_DELAY: Duration = Duration::ZERO;
+/// Bytes of captured changes that go at once, without waiting for the
+/// timer: bounds one `SubTableData` (and the memory it holds).
+pub const CAPTURE_BATCH_BYTES_MAX: usize = 256 * 1024;
 
 /// What an LDM instance captures, and for whom.
 #[derive(Debug, Default)]
@@ -30,6 +47,12 @@ pub(crate) struct Capture {
     /// The highest epoch of a commit run on this instance: an epoch above
     /// what this was when capture started is captured whole here.
     pub max_epoch: u64,
+    /// Captured changes not handed over yet, all of `pending_epoch`.
+    pending: Vec<u8>,
+    pending_count: u32,
+    pending_epoch: u64,
+    /// The flush timer is set (its id is the LDM block's).
+    pub flush_armed: bool,
 }
 
 impl Capture {
@@ -60,7 +83,7 @@ impl Capture {
     /// `def`: an alter's new definition (`schema::TableDef::encode`), in
     /// the after image.
     pub fn schema_entry(
-        &self,
+        &mut self,
         kind: u8,
         table: u32,
         version: u32,
@@ -73,6 +96,8 @@ impl Capture {
         if self.tables.binary_search(&table).is_err() {
             return;
         }
+        // Behind every change captured under the old definition.
+        self.flush(ctx);
         let mut changes = Vec::new();
         sub_change::push(
             &mut changes,
@@ -96,23 +121,52 @@ impl Capture {
         );
     }
 
-    /// Hands what `instance` captured (one fragment's commit) to the
-    /// subscription block, as changes of `epoch`.
-    pub fn hand_over(&self, instance: &mut LdmInstance, epoch: u64, ctx: &mut Context<'_>) {
+    /// Takes what `instance` captured (one fragment's commit), changes of
+    /// `epoch`, for the subscription block (see the module doc); the
+    /// caller sets the flush timer when it returns true.
+    #[must_use = "true: set the flush timer"]
+    pub fn hand_over(
+        &mut self,
+        instance: &mut LdmInstance,
+        epoch: u64,
+        ctx: &mut Context<'_>,
+    ) -> bool {
+        if self.to.is_none() {
+            return false;
+        }
+        if self.pending_count > 0 && self.pending_epoch != epoch {
+            self.flush(ctx);
+        }
+        let count = instance.take_captured(&mut self.pending);
+        if count == 0 {
+            return false;
+        }
+        self.pending_epoch = epoch;
+        self.pending_count += count;
+        if self.pending.len() >= CAPTURE_BATCH_BYTES_MAX {
+            self.flush(ctx);
+            return false;
+        }
+        !std::mem::replace(&mut self.flush_armed, true)
+    }
+
+    /// Sends the pending changes, if any, as one `SubTableData`.
+    pub fn flush(&mut self, ctx: &mut Context<'_>) {
         let Some(to) = self.to else {
             return;
         };
-        let mut changes = Vec::new();
-        let count = instance.take_captured(&mut changes);
-        if count > 0 {
-            ctx.send(
-                to,
-                SignalBody::SubTableData {
-                    epoch,
-                    count,
-                    changes,
-                },
-            );
+        if self.pending_count == 0 {
+            return;
         }
+        let mut changes = ctx.buffer();
+        std::mem::swap(&mut changes, &mut self.pending);
+        ctx.send(
+            to,
+            SignalBody::SubTableData {
+                epoch: self.pending_epoch,
+                count: std::mem::take(&mut self.pending_count),
+                changes,
+            },
+        );
     }
 }

@@ -154,6 +154,7 @@ const TIMER_LCP_CHECK: u32 = 3;
 const TIMER_COMMIT_RETRY: u32 = 4;
 /// Timer: copy the operations held for ndbinfo (`publish_in_flight`).
 const TIMER_IN_FLIGHT: u32 = 8;
+const TIMER_CAPTURE_FLUSH: u32 = 9;
 
 /// `GcpSaveReq`s held while a redo flush is in flight (each master asks
 /// for one GCI at a time; a new master may ask again).
@@ -496,6 +497,8 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
     fn on_capture_req(&mut self, sender: BlockRef, mut tables: Vec<u32>, ctx: &mut Context<'_>) {
         tables.sort_unstable();
         tables.dedup();
+        // What was captured before goes first, as it did unbatched.
+        self.capture.flush(ctx);
         self.capture.tables = tables;
         self.apply_capture();
         let max_epoch = self.capture.max_epoch;
@@ -505,8 +508,10 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
     /// Passes a view or node state on to the node's subscription block
     /// (from instance 0 only: one copy is enough), which follows the live
     /// map to decide who sends which bucket (docs/events.md).
-    fn pass_to_subscription(&self, body: impl FnOnce() -> SignalBody, ctx: &mut Context<'_>) {
+    fn pass_to_subscription(&mut self, body: impl FnOnce() -> SignalBody, ctx: &mut Context<'_>) {
         if let (Some(to), 0) = (self.capture.to, self.config.instance) {
+            // Behind the changes captured before it, as unbatched.
+            self.capture.flush(ctx);
             ctx.send(to, body());
         }
     }
@@ -1259,8 +1264,8 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 Ok(()) => {
                     pending.fragments.pop();
                     self.changed_since_lcp = true;
-                    if self.capture.on() {
-                        self.capture.hand_over(instance, pending.epoch, ctx);
+                    if self.capture.on() && self.capture.hand_over(instance, pending.epoch, ctx) {
+                        ctx.set_timer(capture::CAPTURE_FLUSH_DELAY, TIMER_CAPTURE_FLUSH);
                     }
                 }
                 Err(storage::instance::LdmError::NoSuchFragment { .. }) => {
@@ -1593,6 +1598,10 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             copy::TIMER_COPY_RETRY => self.on_copy_retry_timer(ctx),
             // The copy is made after the signal, as after every one.
             TIMER_IN_FLIGHT => self.in_flight_pace.on_timer(),
+            TIMER_CAPTURE_FLUSH => {
+                self.capture.flush_armed = false;
+                self.capture.flush(ctx);
+            }
             other => tracing::warn!(node = %self.config.node, "LDM: unknown timer {other}"),
         }
     }
@@ -2012,6 +2021,7 @@ impl<D: Disk + Clone + Send + 'static> Block for LdmBlock<D> {
             SignalBody::SubCaptureReq { tables } => self.on_capture_req(sender, tables, ctx),
             SignalBody::SubGcpCompleteRep { epoch } => {
                 // Behind every change of the epoch captured here.
+                self.capture.flush(ctx);
                 if let Some(to) = self.capture.to {
                     ctx.send(to, SignalBody::SubGcpCompleteRep { epoch });
                 }

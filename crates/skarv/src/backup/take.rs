@@ -392,7 +392,7 @@ fn log_changes(
         }
         for change in epochs.changes {
             let backed = *by_name
-                .get(change.table.as_str())
+                .get(change.table)
                 .ok_or_else(|| format!("a change of table {} not backed up", change.table))?;
             let (kind, image) = match change.kind {
                 ChangeKind::Insert | ChangeKind::Update => (LOG_WRITE, change.after),
