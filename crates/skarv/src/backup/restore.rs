@@ -239,7 +239,8 @@ fn backed_tables(manifest: &Json, wanted: &[String]) -> Result<Vec<Backed>, Stri
                 .any(|c| c.name == column && c.ty.is_blob());
             if !is_blob {
                 return Err(format!(
-                    "table {}: the manifest has a parts table of {column}, which is not a                      BLOB/TEXT column of it",
+                    "table {}: the manifest has a parts table of {column}, which is not a \
+                     BLOB/TEXT column of it",
                     tables[base].name
                 ));
             }
