@@ -193,6 +193,54 @@ fn statistics_choose_the_join_order_and_analyze_reaches_every_sql_node() {
     assert_eq!(plan[0][4], "200", "{plan:?}");
     let plan = explain(&mut other, open_range);
     assert_eq!(plan[0][4], "10", "{plan:?}");
+
+    // Ranges on a DATE and a DECIMAL first column are estimated from
+    // their bounds too: 28 days a month over three years, and prices a
+    // quarter apart.
+    conn.query_drop(
+        "CREATE TABLE ev (id INT PRIMARY KEY, d DATE, p DECIMAL(8,2), KEY d (d), KEY p (p))",
+    )
+    .expect("create ev");
+    let ev: Vec<String> = (0..1_000u32)
+        .map(|i| {
+            let month = i / 28;
+            let date = format!(
+                "{}-{:02}-{:02}",
+                2020 + month / 12,
+                month % 12 + 1,
+                i % 28 + 1
+            );
+            format!("({i}, '{date}', {}.{:02})", i / 4, (i % 4) * 25)
+        })
+        .collect();
+    conn.query_drop(format!("INSERT INTO ev VALUES {}", ev.join(",")))
+        .expect("insert ev");
+    let ranges = [
+        (
+            "d",
+            "SELECT id FROM ev WHERE d BETWEEN '2021-03-01' AND '2021-03-31'",
+        ),
+        ("p", "SELECT id FROM ev WHERE p BETWEEN 10 AND 20"),
+    ];
+    for (key, sql) in ranges {
+        let plan = explain(&mut other, sql);
+        assert_eq!(
+            (plan[0][3].as_str(), plan[0][4].as_str()),
+            (key, "333"),
+            "{plan:?}"
+        );
+    }
+    other.query_drop("ANALYZE TABLE ev").expect("analyze ev");
+    for (key, sql) in ranges {
+        let found = other.query::<u32, _>(sql).expect("the range").len() as f64;
+        let plan = explain(&mut other, sql);
+        let estimated: f64 = plan[0][4].parse().expect("rows");
+        assert_eq!(plan[0][3], key, "{plan:?}");
+        assert!(
+            (found * 0.8..=found * 1.25).contains(&estimated),
+            "{sql}: {estimated} rows estimated, {found} found"
+        );
+    }
 }
 
 #[test]

@@ -46,21 +46,47 @@ const CARDINALITY_TEXT_MAX: u16 = 1_024;
 /// Longest native index name kept.
 const INDEX_NAME_CHARS_MAX: u16 = 128;
 
-/// The least and greatest value of an index's integer first column.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The least and greatest value of an index's first column, as points
+/// on a line that keeps the column's order ([`Bounds::position`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Bounds {
-    pub least: i128,
-    pub greatest: i128,
+    pub least: f64,
+    pub greatest: f64,
 }
 
 impl Bounds {
-    /// `v` as a number these bounds compare with, if an integer.
-    pub fn number(v: &Value) -> Option<i128> {
-        match v {
-            Value::Int(i) => Some(i128::from(*i)),
-            Value::UInt(u) => Some(i128::from(*u)),
-            _ => None,
-        }
+    /// `v` as a point on a line that keeps its type's order, with the
+    /// distance between two neighbouring values (1 for integers and
+    /// dates, whose exclusive bounds move by one; 0 for the continuous
+    /// kinds): integers as themselves, FLOAT, DOUBLE and DECIMAL as their
+    /// value, DATE as days, DATETIME as seconds, TIMESTAMP as stored.
+    /// None for text and the rest, whose ranges keep the fixed guess.
+    pub fn position(v: &Value) -> Option<(f64, f64)> {
+        let days = |d: &schema::Date| {
+            super::expr::value::days_from_civil(
+                i64::from(d.year),
+                i64::from(d.month),
+                i64::from(d.day),
+            ) as f64
+        };
+        Some(match v {
+            Value::Int(i) => (*i as f64, 1.0),
+            Value::UInt(u) => (*u as f64, 1.0),
+            Value::Date(d) => (days(d), 1.0),
+            Value::Float(f) if f.is_finite() => (f64::from(*f), 0.0),
+            Value::Double(f) if f.is_finite() => (*f, 0.0),
+            Value::Decimal(d) => (d.to_string().parse().ok()?, 0.0),
+            Value::DateTime(t) => (
+                days(&t.date) * 86_400.0
+                    + f64::from(t.hour) * 3_600.0
+                    + f64::from(t.minute) * 60.0
+                    + f64::from(t.second)
+                    + f64::from(t.micros) / 1e6,
+                0.0,
+            ),
+            Value::Timestamp(t) => (*t as f64, 0.0),
+            _ => return None,
+        })
     }
 
     /// How a cardinality row's text carries them: `;least,greatest` after
@@ -71,8 +97,9 @@ impl Bounds {
 
     fn parse(text: &str) -> Option<Bounds> {
         let (least, greatest) = text.split_once(',')?;
-        let (least, greatest) = (least.parse().ok()?, greatest.parse().ok()?);
-        (least <= greatest).then_some(Bounds { least, greatest })
+        let (least, greatest): (f64, f64) = (least.parse().ok()?, greatest.parse().ok()?);
+        (least.is_finite() && greatest.is_finite() && least <= greatest)
+            .then_some(Bounds { least, greatest })
     }
 }
 
@@ -82,8 +109,8 @@ struct IndexStats {
     name: String,
     /// Distinct values of each prefix of its columns.
     cardinality: Vec<u64>,
-    /// Its first column's least and greatest value, when an integer and
-    /// every row was read.
+    /// Its first column's least and greatest value, when of a kind with a
+    /// position and every row was read.
     bounds: Option<Bounds>,
 }
 
@@ -127,7 +154,8 @@ impl StatsCell {
     }
 
     /// The least and greatest value of `index`'s first column, when it is
-    /// an integer and `ANALYZE TABLE` read the whole index.
+    /// of a kind with a position ([`Bounds::position`]) and `ANALYZE
+    /// TABLE` read the whole index.
     pub fn bounds(&self, index: &str) -> Option<Bounds> {
         let state = self.state();
         state.indexes.iter().find(|i| i.name == index)?.bounds
@@ -268,8 +296,8 @@ pub fn index_stats_table_def() -> TableDef {
 
 /// Distinct values of each prefix of `index`'s columns over at most
 /// [`ANALYZE_SAMPLE_ROWS_MAX`] rows of the index, the rows read, and the
-/// bounds of an integer first column (None past the sample, or when a
-/// value is not an integer).
+/// bounds of its first column (None past the sample, or when a value has
+/// no position: text, NULL).
 fn index_cardinality(
     session: &Session,
     table: &TableInfo,
@@ -292,11 +320,15 @@ fn index_cardinality(
     let mut seen: Vec<HashSet<Vec<u8>>> = vec![HashSet::new(); index.columns.len()];
     let mut read = 0u64;
     let mut key = Vec::new();
-    // None: no row yet; Some(None): a first value that is not an integer.
+    // None: no row yet; Some(None): a first value without a position.
     let mut bounds: Option<Option<Bounds>> = None;
     for row in tx.scan(&table.native, options).map_err(native)? {
         let row = row.map_err(native)?;
-        let first = row.values().first().and_then(Bounds::number);
+        let first = row
+            .values()
+            .first()
+            .and_then(Bounds::position)
+            .map(|(at, _)| at);
         bounds = Some(match (bounds, first) {
             (None, Some(n)) => Some(Bounds {
                 least: n,

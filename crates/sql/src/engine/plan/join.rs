@@ -410,10 +410,10 @@ pub fn estimate_rows(table: &TableInfo, access: &Access) -> u64 {
     }
 }
 
-/// Rows a range on an index's integer first column finds, from the
-/// column's bounds (`ANALYZE TABLE`) and the table's rows, as if its values
-/// were spread evenly between them; None when a bound is not one integer
-/// or the bounds or rows are not known.
+/// Rows a range on an index's first column finds, from the column's
+/// bounds (`ANALYZE TABLE`) and the table's rows, as if its values were
+/// spread evenly between them; None when a bound is not one value with a
+/// position (`Bounds::position`) or the bounds or rows are not known.
 fn range_rows(
     table: &TableInfo,
     index: &str,
@@ -422,28 +422,41 @@ fn range_rows(
 ) -> Option<u64> {
     let rows = table.stats.rows()?;
     let bounds = table.stats.bounds(index)?;
-    let one = |bound: &Option<(Vec<Value>, bool)>| -> Option<Option<(i128, bool)>> {
+    // Each bound's position and the step between neighbouring values (1:
+    // an exclusive bound moves by one; 0: a continuous kind).
+    let one = |bound: &Option<(Vec<Value>, bool)>| -> Option<Option<(f64, f64, bool)>> {
         match bound {
             None => Some(None),
             Some((values, inclusive)) => match values.as_slice() {
-                [v] => Some(Some((Bounds::number(v)?, *inclusive))),
+                [v] => {
+                    let (at, step) = Bounds::position(v)?;
+                    Some(Some((at, step, *inclusive)))
+                }
                 _ => None,
             },
         }
     };
-    let from = match one(lower)? {
-        None => bounds.least,
-        Some((n, inclusive)) => n + i128::from(!inclusive),
-    }
-    .max(bounds.least);
-    let to = match one(upper)? {
-        None => bounds.greatest,
-        Some((n, inclusive)) => n - i128::from(!inclusive),
-    }
-    .min(bounds.greatest);
-    let span = bounds.greatest - bounds.least + 1;
-    let inside = (to - from + 1).clamp(0, span);
-    let found = (rows as f64 * inside as f64 / span as f64).ceil() as u64;
+    let (lower, upper) = (one(lower)?, one(upper)?);
+    let step = lower.or(upper).map_or(0.0, |(_, step, _)| step);
+    let exclusive = |inclusive: bool| if inclusive { 0.0 } else { step };
+    let from = lower
+        .map_or(bounds.least, |(at, _, inclusive)| at + exclusive(inclusive))
+        .max(bounds.least);
+    let to = upper
+        .map_or(bounds.greatest, |(at, _, inclusive)| {
+            at - exclusive(inclusive)
+        })
+        .min(bounds.greatest);
+    let span = bounds.greatest - bounds.least + step;
+    let fraction = if span > 0.0 {
+        ((to - from + step) / span).clamp(0.0, 1.0)
+    } else if from <= to {
+        // Every row holds the one value, and the range takes it.
+        1.0
+    } else {
+        0.0
+    };
+    let found = (rows as f64 * fraction).ceil() as u64;
     Some(found.clamp(1, rows.max(1)))
 }
 
