@@ -120,6 +120,8 @@ pub mod codes {
     pub const UNSUPPORTED_PS: u16 = 1295;
     pub const GET_TEMPORARY_ERRMSG: u16 = 1297;
     pub const OUT_OF_RANGE: u16 = 1264;
+    /// A value out of its type's range in an expression (`POW`, `EXP`).
+    pub const DATA_OUT_OF_RANGE: u16 = 1690;
     pub const TRUNCATED_WRONG_VALUE: u16 = 1292;
     pub const WARN_DATA_TRUNCATED: u16 = 1265;
     pub const DATA_TOO_LONG: u16 = 1406;
@@ -213,7 +215,7 @@ pub fn state_of(code: u16) -> &'static str {
         UNKNOWN_SYSTEM_VARIABLE | WRONG_VALUE_FOR_VAR | WRONG_TYPE_FOR_VAR => "42000",
         LOCK_WAIT_TIMEOUT => "HY000",
         LOCK_DEADLOCK => "40001",
-        OUT_OF_RANGE => "22003",
+        OUT_OF_RANGE | DATA_OUT_OF_RANGE => "22003",
         DATA_TOO_LONG => "22001",
         TRUNCATED_WRONG_VALUE_FOR_FIELD => "HY000",
         TRUNCATED_WRONG_VALUE => "22007",

@@ -85,6 +85,41 @@ pub enum Func {
     LastDay,
     DayOfWeek,
     DateDiff,
+    Md5,
+    Sha1,
+    Sha2,
+    Crc32,
+    Uuid,
+    Rand,
+    Unhex,
+    ToBase64,
+    FromBase64,
+    IsNull,
+    Field,
+    FindInSet,
+    Elt,
+    Ascii,
+    Space,
+    Exp,
+    Ln,
+    Log,
+    Log2,
+    Log10,
+    Sin,
+    Cos,
+    Tan,
+    Atan,
+    Radians,
+    Degrees,
+    Weekday,
+    DayName,
+    MonthName,
+    DayOfYear,
+    Quarter,
+    ToDays,
+    BitCount,
+    InetAton,
+    InetNtoa,
 }
 
 fn arity(name: &str, args: &[Expr], min: usize, max: usize) -> SqlResult<()> {
@@ -166,6 +201,43 @@ pub fn lower_call(name: &str, args: Vec<Expr>) -> SqlResult<Expr> {
         "LAST_DAY" => (F::LastDay, 1, 1),
         "DAYOFWEEK" => (F::DayOfWeek, 1, 1),
         "DATEDIFF" => (F::DateDiff, 2, 2),
+        "MD5" => (F::Md5, 1, 1),
+        "SHA1" | "SHA" => (F::Sha1, 1, 1),
+        "SHA2" => (F::Sha2, 2, 2),
+        "CRC32" => (F::Crc32, 1, 1),
+        "UUID" => (F::Uuid, 0, 0),
+        // RAND(seed) is a per-statement sequence in MySQL: not yet.
+        "RAND" => (F::Rand, 0, 0),
+        "UNHEX" => (F::Unhex, 1, 1),
+        "TO_BASE64" => (F::ToBase64, 1, 1),
+        "FROM_BASE64" => (F::FromBase64, 1, 1),
+        "ISNULL" => (F::IsNull, 1, 1),
+        "FIELD" => (F::Field, 2, usize::MAX),
+        "FIND_IN_SET" => (F::FindInSet, 2, 2),
+        "ELT" => (F::Elt, 2, usize::MAX),
+        "ASCII" => (F::Ascii, 1, 1),
+        "SPACE" => (F::Space, 1, 1),
+        "EXP" => (F::Exp, 1, 1),
+        "LN" => (F::Ln, 1, 1),
+        "LOG" => (F::Log, 1, 2),
+        "LOG2" => (F::Log2, 1, 1),
+        "LOG10" => (F::Log10, 1, 1),
+        "SIN" => (F::Sin, 1, 1),
+        "COS" => (F::Cos, 1, 1),
+        "TAN" => (F::Tan, 1, 1),
+        "ATAN" => (F::Atan, 1, 2),
+        "ATAN2" => (F::Atan, 2, 2),
+        "RADIANS" => (F::Radians, 1, 1),
+        "DEGREES" => (F::Degrees, 1, 1),
+        "WEEKDAY" => (F::Weekday, 1, 1),
+        "DAYNAME" => (F::DayName, 1, 1),
+        "MONTHNAME" => (F::MonthName, 1, 1),
+        "DAYOFYEAR" => (F::DayOfYear, 1, 1),
+        "QUARTER" => (F::Quarter, 1, 1),
+        "TO_DAYS" => (F::ToDays, 1, 1),
+        "BIT_COUNT" => (F::BitCount, 1, 1),
+        "INET_ATON" => (F::InetAton, 1, 1),
+        "INET_NTOA" => (F::InetNtoa, 1, 1),
         _ => {
             return Err(SqlError::new(
                 1305,
@@ -246,6 +318,38 @@ impl Func {
                 _ => text_kind(),
             },
             F::DateFormat | F::Database | F::Version | F::User | F::Hex => text_kind(),
+            F::Md5
+            | F::Sha1
+            | F::Sha2
+            | F::Uuid
+            | F::ToBase64
+            | F::DayName
+            | F::MonthName
+            | F::Space
+            | F::InetNtoa => text_kind(),
+            F::Unhex | F::FromBase64 => Kind::Str { collation: None },
+            F::Elt => merge_kinds(args.iter().skip(1).map(|a| scope.kind(a))),
+            F::Rand
+            | F::Exp
+            | F::Ln
+            | F::Log
+            | F::Log2
+            | F::Log10
+            | F::Sin
+            | F::Cos
+            | F::Tan
+            | F::Atan
+            | F::Radians
+            | F::Degrees => Kind::Double,
+            F::Crc32 | F::BitCount | F::InetAton => Kind::Int { unsigned: true },
+            F::IsNull
+            | F::Field
+            | F::FindInSet
+            | F::Ascii
+            | F::Weekday
+            | F::DayOfYear
+            | F::Quarter
+            | F::ToDays => Kind::Int { unsigned: false },
             F::Repeat | F::SubstringIndex | F::Reverse => match arg(0) {
                 Kind::Str { collation } => Kind::Str { collation },
                 _ => text_kind(),
@@ -372,6 +476,7 @@ impl Func {
             | F::Version
             | F::User
             | F::UnixTimestamp => false,
+            F::Uuid | F::Rand | F::IsNull | F::Field => false,
             F::Database | F::If | F::NullIf | F::Coalesce | F::IfNull => true,
             F::Concat | F::Upper | F::Lower | F::Length | F::CharLength | F::Abs => args.any(|n| n),
             _ => true,
@@ -380,8 +485,9 @@ impl Func {
 
     /// Whether a call with constant arguments is constant in a statement.
     pub fn is_deterministic(self) -> bool {
-        // SLEEP waits on every call (per row), as MySQL's.
-        self != Func::Sleep
+        // SLEEP waits on every call (per row), as MySQL's; UUID and RAND
+        // give a new value each call.
+        !matches!(self, Func::Sleep | Func::Uuid | Func::Rand)
     }
 
     /// The display length in characters of a string result.
@@ -398,6 +504,12 @@ impl Func {
             Func::Database | Func::User => 64,
             Func::Version => 60,
             Func::DateFormat => 64,
+            Func::Md5 => 32,
+            Func::Sha1 => 40,
+            Func::Sha2 => 128,
+            Func::Uuid => 36,
+            Func::DayName | Func::MonthName => 9,
+            Func::InetNtoa => 15,
             _ => args.first().map_or(255, len),
         }
     }
@@ -472,7 +584,202 @@ impl Func {
                     .collect();
                 Val::str(parts.join(&sep))
             }
+            F::IsNull => Val::Int(i64::from(v[0].is_null())),
+            F::Field => {
+                // 0 for NULL; otherwise the first equal argument's place.
+                if v[0].is_null() {
+                    return Ok(Val::Int(0));
+                }
+                let mut at = 0;
+                for (i, x) in v.iter().enumerate().skip(1) {
+                    if !x.is_null()
+                        && compare(&v[0], x, Some(Collation::Utf8mb4GeneralCi), ctx).is_eq()
+                    {
+                        at = i as i64;
+                        break;
+                    }
+                }
+                Val::Int(at)
+            }
+            F::Elt => {
+                if v[0].is_null() {
+                    return Ok(Val::Null);
+                }
+                let n = ctx.num_i64(&v[0]);
+                match usize::try_from(n) {
+                    Ok(n) if n >= 1 && n < v.len() => v[n].clone(),
+                    _ => Val::Null,
+                }
+            }
+            F::Uuid => Val::str(uuid_v1()),
+            F::Rand => Val::Double(random_unit()),
             _ if null_in && !matches!(self, F::Greatest | F::Least) => Val::Null,
+            F::Md5 => {
+                use md5::Digest;
+                Val::str(hex_lower(&md5::Md5::digest(bytes(&v[0]))))
+            }
+            F::Sha1 => {
+                use sha1::Digest;
+                Val::str(hex_lower(&sha1::Sha1::digest(bytes(&v[0]))))
+            }
+            F::Sha2 => {
+                use sha2::Digest;
+                let data = bytes(&v[0]);
+                match ctx.num_i64(&v[1]) {
+                    0 | 256 => Val::str(hex_lower(&sha2::Sha256::digest(&data))),
+                    224 => Val::str(hex_lower(&sha2::Sha224::digest(&data))),
+                    384 => Val::str(hex_lower(&sha2::Sha384::digest(&data))),
+                    512 => Val::str(hex_lower(&sha2::Sha512::digest(&data))),
+                    _ => {
+                        ctx.warn(
+                            1583,
+                            "Incorrect parameters in the call to native function 'sha2'".to_owned(),
+                        );
+                        Val::Null
+                    }
+                }
+            }
+            F::Crc32 => Val::UInt(u64::from(crc32fast::hash(&bytes(&v[0])))),
+            F::Unhex => {
+                let text = s(0);
+                let digits = text.trim_end().as_bytes();
+                // An odd count reads as if a 0 led it.
+                let padded: Vec<u8> = if digits.len() % 2 == 1 {
+                    std::iter::once(b'0')
+                        .chain(digits.iter().copied())
+                        .collect()
+                } else {
+                    digits.to_vec()
+                };
+                let nibble = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+                let out: Option<Vec<u8>> = padded
+                    .chunks(2)
+                    .map(|p| Some(nibble(p[0])? << 4 | nibble(p[1])?))
+                    .collect();
+                out.map_or(Val::Null, Val::Str)
+            }
+            F::ToBase64 => {
+                use base64::Engine;
+                let text = base64::engine::general_purpose::STANDARD.encode(bytes(&v[0]));
+                // MySQL breaks the text every 76 characters.
+                let lines: Vec<&str> = text
+                    .as_bytes()
+                    .chunks(BASE64_LINE_CHARS)
+                    .map(|c| std::str::from_utf8(c).unwrap_or_default())
+                    .collect();
+                Val::str(lines.join("\n"))
+            }
+            F::FromBase64 => {
+                use base64::Engine;
+                let text: Vec<u8> = bytes(&v[0])
+                    .into_iter()
+                    .filter(|b| !b.is_ascii_whitespace())
+                    .collect();
+                base64::engine::general_purpose::STANDARD
+                    .decode(text)
+                    .map_or(Val::Null, Val::Str)
+            }
+            F::FindInSet => {
+                let needle = s(0);
+                if needle.contains(',') {
+                    return Ok(Val::Int(0));
+                }
+                let list = s(1);
+                if list.is_empty() {
+                    return Ok(Val::Int(0));
+                }
+                let at = list.split(',').position(|item| {
+                    compare(
+                        &Val::str(item),
+                        &Val::str(needle.as_str()),
+                        Some(Collation::Utf8mb4GeneralCi),
+                        ctx,
+                    )
+                    .is_eq()
+                });
+                Val::Int(at.map_or(0, |i| i as i64 + 1))
+            }
+            F::Ascii => Val::Int(bytes(&v[0]).first().map_or(0, |b| i64::from(*b))),
+            F::Space => {
+                let n = ctx.num_i64(&v[0]).max(0) as usize;
+                if n > STRING_RESULT_BYTES_MAX {
+                    return Ok(Val::Null);
+                }
+                Val::str(" ".repeat(n))
+            }
+            F::Exp => {
+                let r = ctx.num_f64(&v[0]).exp();
+                if !r.is_finite() {
+                    return Err(SqlError::new(
+                        1690,
+                        format!("DOUBLE value is out of range in 'exp({})'", s(0)),
+                    ));
+                }
+                Val::Double(r)
+            }
+            F::Ln | F::Log | F::Log2 | F::Log10 => {
+                let (base, x) = if self == F::Log && v.len() == 2 {
+                    (Some(ctx.num_f64(&v[0])), ctx.num_f64(&v[1]))
+                } else {
+                    (None, ctx.num_f64(&v[0]))
+                };
+                // The logarithm of a number at most 0 (or to a base at most
+                // 1) is NULL, with MariaDB's warning.
+                if x <= 0.0 || base.is_some_and(|b| b <= 1.0) {
+                    ctx.warn(1365, "Division by 0".to_owned());
+                    return Ok(Val::Null);
+                }
+                double_or_null(match (self, base) {
+                    (F::Log2, _) => x.log2(),
+                    (F::Log10, _) => x.log10(),
+                    (_, Some(b)) => x.ln() / b.ln(),
+                    _ => x.ln(),
+                })
+            }
+            F::Sin => double_or_null(ctx.num_f64(&v[0]).sin()),
+            F::Cos => double_or_null(ctx.num_f64(&v[0]).cos()),
+            F::Tan => double_or_null(ctx.num_f64(&v[0]).tan()),
+            F::Atan => double_or_null(match v.len() {
+                2 => ctx.num_f64(&v[0]).atan2(ctx.num_f64(&v[1])),
+                _ => ctx.num_f64(&v[0]).atan(),
+            }),
+            F::Radians => double_or_null(ctx.num_f64(&v[0]).to_radians()),
+            F::Degrees => double_or_null(ctx.num_f64(&v[0]).to_degrees()),
+            F::Weekday | F::DayName | F::MonthName | F::DayOfYear | F::Quarter | F::ToDays => {
+                let Some((d, _)) = to_datetime(&v[0], ctx) else {
+                    return Ok(Val::Null);
+                };
+                let day = |y: i64, m: i64, dd: i64| days_from_civil(y, m, dd);
+                let days = day(i64::from(d.year), i64::from(d.month), i64::from(d.day));
+                // 1970-01-01 was a Thursday: 3 with Monday = 0.
+                let weekday = (days + 3).rem_euclid(7);
+                match self {
+                    F::Weekday => Val::Int(weekday),
+                    F::DayName => Val::str(DAY_NAMES[weekday as usize]),
+                    F::MonthName => match MONTH_NAMES.get(usize::from(d.month).wrapping_sub(1)) {
+                        Some(name) => Val::str(*name),
+                        None => Val::Null,
+                    },
+                    F::DayOfYear => Val::Int(days - day(i64::from(d.year), 1, 1) + 1),
+                    F::Quarter => Val::Int((i64::from(d.month) + 2) / 3),
+                    // MySQL's day number of 1970-01-01 is 719,528.
+                    _ => Val::Int(days - day(1970, 1, 1) + 719_528),
+                }
+            }
+            F::BitCount => Val::UInt(u64::from(match &v[0] {
+                Val::Int(i) => i.count_ones(),
+                Val::UInt(u) => u.count_ones(),
+                other => (ctx.num_i64(other) as u64).count_ones(),
+            })),
+            F::InetAton => inet_aton(&s(0)).map_or(Val::Null, |n| Val::UInt(u64::from(n))),
+            F::InetNtoa => match &v[0] {
+                Val::Int(i) if u32::try_from(*i).is_ok() => Val::str(inet_ntoa(*i as u32)),
+                Val::UInt(u) if u32::try_from(*u).is_ok() => Val::str(inet_ntoa(*u as u32)),
+                other => match u32::try_from(ctx.num_i64(other)) {
+                    Ok(n) => Val::str(inet_ntoa(n)),
+                    Err(_) => Val::Null,
+                },
+            },
             F::Greatest | F::Least => {
                 if null_in {
                     return Ok(Val::Null);
@@ -910,6 +1217,129 @@ impl Func {
             F::User => Val::str(ctx.env.user.to_string()),
         })
     }
+}
+
+/// Characters per line of `TO_BASE64`'s text (MySQL's).
+const BASE64_LINE_CHARS: usize = 76;
+
+/// A value's bytes, as the string functions read them.
+fn bytes(v: &Val) -> Vec<u8> {
+    match v {
+        Val::Str(b) => b.clone(),
+        other => other.to_text().into_bytes(),
+    }
+}
+
+fn hex_lower(digest: &[u8]) -> String {
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A DOUBLE result; NULL where it is not a finite number (MariaDB's
+/// answer for an overflow or a domain error).
+fn double_or_null(x: f64) -> Val {
+    if x.is_finite() {
+        Val::Double(x)
+    } else {
+        Val::Null
+    }
+}
+
+/// `INET_ATON`: dotted quads, and MySQL's short forms (`127.1` is
+/// 127.0.0.1: the last part fills the rest); None for anything else.
+fn inet_aton(text: &str) -> Option<u32> {
+    let parts: Vec<u32> = text
+        .split('.')
+        .map(|p| {
+            (!p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| p.parse().ok())
+                .flatten()
+        })
+        .collect::<Option<_>>()?;
+    if parts.is_empty() || parts.len() > 4 || parts.iter().any(|p| *p > 255) {
+        return None;
+    }
+    let (last, leading) = parts.split_last()?;
+    let mut n = 0u32;
+    for (i, p) in leading.iter().enumerate() {
+        n |= p << (24 - 8 * i);
+    }
+    Some(n | last)
+}
+
+fn inet_ntoa(n: u32) -> String {
+    let [a, b, c, d] = n.to_be_bytes();
+    format!("{a}.{b}.{c}.{d}")
+}
+
+/// A version 1 UUID as MySQL's `UUID()` makes one: the time in 100 ns
+/// steps since 1582-10-15, a clock sequence and a node id; here the
+/// sequence and node are random per process (MySQL uses the MAC address
+/// when it has one), and the time never repeats within the process.
+fn uuid_v1() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::OnceLock;
+    /// 100 ns steps from 1582-10-15 to 1970-01-01.
+    const GREGORIAN_OFFSET: u64 = 0x01B2_1DD2_1381_4000;
+    static LAST: AtomicU64 = AtomicU64::new(0);
+    static NODE: OnceLock<(u16, u64)> = OnceLock::new();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| (d.as_nanos() / 100) as u64)
+        + GREGORIAN_OFFSET;
+    // Strictly increasing, so two calls in one step differ.
+    let mut last = LAST.load(Ordering::Relaxed);
+    let time = loop {
+        let next = now.max(last + 1);
+        match LAST.compare_exchange_weak(last, next, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => break next,
+            Err(seen) => last = seen,
+        }
+    };
+    let (sequence, node) = *NODE.get_or_init(|| {
+        let r = random_u64();
+        // The multicast bit set: a node id that is not a MAC address.
+        (
+            (r >> 48) as u16 & 0x3FFF,
+            (r & 0xFFFF_FFFF_FFFF) | 0x0100_0000_0000,
+        )
+    });
+    format!(
+        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+        time & 0xFFFF_FFFF,
+        (time >> 32) & 0xFFFF,
+        ((time >> 48) & 0x0FFF) | 0x1000,
+        sequence | 0x8000,
+        node
+    )
+}
+
+/// 64 random bits (a thread's xorshift seeded from the clock and the
+/// thread: `RAND()` and `UUID()` need no cryptographic quality).
+fn random_u64() -> u64 {
+    use std::cell::Cell;
+    thread_local! {
+        static STATE: Cell<u64> = const { Cell::new(0) };
+    }
+    STATE.with(|state| {
+        let mut x = state.get();
+        if x == 0 {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64);
+            let here = &x as *const u64 as u64;
+            x = (nanos ^ here.rotate_left(32)) | 1;
+        }
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        state.set(x);
+        x
+    })
+}
+
+/// `RAND()`: uniform in [0, 1).
+fn random_unit() -> f64 {
+    (random_u64() >> 11) as f64 / (1u64 << 53) as f64
 }
 
 fn round(v: &Val, digits: i64, truncate: bool, ctx: &mut Ctx<'_>) -> Val {
