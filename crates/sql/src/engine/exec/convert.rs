@@ -676,8 +676,11 @@ pub fn to_sql(v: &Val, meta: &ColumnMeta) -> SqlValue {
         }
         _ => SqlValue::Bytes(match v {
             Val::Str(b) => b.clone(),
+            // A date and time in a string result (DATE_ADD of a string):
+            // its fraction only when it has one, as MySQL prints it.
             Val::DateTime(d, t) => {
-                crate::engine::expr::value::datetime_text(*d, *t, meta.decimals).into_bytes()
+                let digits = if t.micros == 0 { 0 } else { meta.decimals };
+                crate::engine::expr::value::datetime_text(*d, *t, digits).into_bytes()
             }
             other => other.to_text().into_bytes(),
         }),

@@ -120,6 +120,7 @@ pub enum Func {
     BitCount,
     InetAton,
     InetNtoa,
+    TimestampDiff,
 }
 
 fn arity(name: &str, args: &[Expr], min: usize, max: usize) -> SqlResult<()> {
@@ -238,6 +239,15 @@ pub fn lower_call(name: &str, args: Vec<Expr>) -> SqlResult<Expr> {
         "BIT_COUNT" => (F::BitCount, 1, 1),
         "INET_ATON" => (F::InetAton, 1, 1),
         "INET_NTOA" => (F::InetNtoa, 1, 1),
+        "TIMESTAMPDIFF" => (F::TimestampDiff, 3, 3),
+        // TIMESTAMPADD(unit, n, d) is DATE_ADD(d, INTERVAL n unit).
+        "TIMESTAMPADD" => {
+            arity(name, &args, 3, 3)?;
+            let mut args = args;
+            // (unit, n, d) to (d, n, unit).
+            args.swap(0, 2);
+            return Ok(Expr::Func(F::DateAdd, args));
+        }
         _ => {
             return Err(SqlError::new(
                 1305,
@@ -349,7 +359,8 @@ impl Func {
             | F::Weekday
             | F::DayOfYear
             | F::Quarter
-            | F::ToDays => Kind::Int { unsigned: false },
+            | F::ToDays
+            | F::TimestampDiff => Kind::Int { unsigned: false },
             F::Repeat | F::SubstringIndex | F::Reverse => match arg(0) {
                 Kind::Str { collation } => Kind::Str { collation },
                 _ => text_kind(),
@@ -764,6 +775,22 @@ impl Func {
                     F::Quarter => Val::Int((i64::from(d.month) + 2) / 3),
                     // MySQL's day number of 1970-01-01 is 719,528.
                     _ => Val::Int(days - day(1970, 1, 1) + 719_528),
+                }
+            }
+            F::TimestampDiff => {
+                let (Some((da, ta)), Some((db, tb))) =
+                    (to_datetime(&v[1], ctx), to_datetime(&v[2], ctx))
+                else {
+                    return Ok(Val::Null);
+                };
+                let unit = s(0);
+                match timestamp_diff(&unit, (da, ta), (db, tb)) {
+                    Some(n) => Val::Int(n),
+                    None => {
+                        return Err(SqlError::syntax(format!(
+                            "TIMESTAMPDIFF: unknown unit {unit}"
+                        )))
+                    }
                 }
             }
             F::BitCount => Val::UInt(u64::from(match &v[0] {
@@ -1221,6 +1248,46 @@ impl Func {
 
 /// Characters per line of `TO_BASE64`'s text (MySQL's).
 const BASE64_LINE_CHARS: usize = 76;
+
+/// `TIMESTAMPDIFF(unit, a, b)`: whole units from `a` to `b`, cut toward
+/// zero; months (and quarters and years) count a month only once the
+/// day and time of `b` reach those of `a`, as MySQL's. None for an
+/// unknown unit.
+fn timestamp_diff(unit: &str, a: (Date, Time), b: (Date, Time)) -> Option<i64> {
+    let (ma, mb) = (datetime_micros(a.0, a.1), datetime_micros(b.0, b.1));
+    let per = |micros: i64| Some((mb - ma) / micros);
+    match unit {
+        "MICROSECOND" => per(1),
+        "SECOND" => per(MICROS_PER_SECOND),
+        "MINUTE" => per(60 * MICROS_PER_SECOND),
+        "HOUR" => per(3_600 * MICROS_PER_SECOND),
+        "DAY" => per(MICROS_PER_DAY),
+        "WEEK" => per(7 * MICROS_PER_DAY),
+        "MONTH" | "QUARTER" | "YEAR" => {
+            let month_of = |d: Date| i64::from(d.year) * 12 + i64::from(d.month);
+            let mut months = month_of(b.0) - month_of(a.0);
+            // The rest of each: day of month and time of day.
+            let rest = |(d, t): (Date, Time)| {
+                (
+                    d.day,
+                    datetime_micros(d, t) - datetime_micros(d, Time::default()),
+                )
+            };
+            let (ra, rb) = (rest(a), rest(b));
+            if mb >= ma && months > 0 && rb < ra {
+                months -= 1;
+            } else if mb < ma && months < 0 && rb > ra {
+                months += 1;
+            }
+            Some(match unit {
+                "MONTH" => months,
+                "QUARTER" => months / 3,
+                _ => months / 12,
+            })
+        }
+        _ => None,
+    }
+}
 
 /// A value's bytes, as the string functions read them.
 fn bytes(v: &Val) -> Vec<u8> {

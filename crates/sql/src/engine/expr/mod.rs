@@ -1218,7 +1218,14 @@ impl<'a> Scope<'a> {
             }
         }
         let mut lowered = Vec::with_capacity(args.len());
+        let unit_first = matches!(name.as_str(), "TIMESTAMPDIFF" | "TIMESTAMPADD");
         for (i, a) in args.iter().enumerate() {
+            // TIMESTAMPDIFF(unit, a, b), TIMESTAMPADD(unit, n, d): the unit
+            // is a word, not a column.
+            if let (true, 0, ast::Expr::Identifier(unit)) = (unit_first, i, a) {
+                lowered.push(Expr::Lit(Val::str(unit.value.to_ascii_uppercase())));
+                continue;
+            }
             // DATE_ADD(d, INTERVAL n unit): the interval becomes two
             // arguments, the amount and the unit.
             if let ast::Expr::Interval(iv) = a {
