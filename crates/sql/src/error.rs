@@ -122,6 +122,8 @@ pub mod codes {
     pub const OUT_OF_RANGE: u16 = 1264;
     /// A value out of its type's range in an expression (`POW`, `EXP`).
     pub const DATA_OUT_OF_RANGE: u16 = 1690;
+    /// A pattern `REGEXP` cannot compile.
+    pub const REGEXP_ERROR: u16 = 1139;
     pub const TRUNCATED_WRONG_VALUE: u16 = 1292;
     pub const WARN_DATA_TRUNCATED: u16 = 1265;
     pub const DATA_TOO_LONG: u16 = 1406;
@@ -220,7 +222,7 @@ pub fn state_of(code: u16) -> &'static str {
         TRUNCATED_WRONG_VALUE_FOR_FIELD => "HY000",
         TRUNCATED_WRONG_VALUE => "22007",
         WARN_DATA_TRUNCATED => "01000",
-        NO_SUCH_INDEX => "42000",
+        NO_SUCH_INDEX | REGEXP_ERROR => "42000",
         CANT_DROP_FIELD_OR_KEY => "42000",
         DB_CREATE_EXISTS | DB_DROP_EXISTS => "HY000",
         QUERY_INTERRUPTED => "70100",

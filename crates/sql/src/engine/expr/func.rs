@@ -121,6 +121,7 @@ pub enum Func {
     InetAton,
     InetNtoa,
     TimestampDiff,
+    RegexpLike,
 }
 
 fn arity(name: &str, args: &[Expr], min: usize, max: usize) -> SqlResult<()> {
@@ -240,6 +241,7 @@ pub fn lower_call(name: &str, args: Vec<Expr>) -> SqlResult<Expr> {
         "INET_ATON" => (F::InetAton, 1, 1),
         "INET_NTOA" => (F::InetNtoa, 1, 1),
         "TIMESTAMPDIFF" => (F::TimestampDiff, 3, 3),
+        "REGEXP_LIKE" => (F::RegexpLike, 2, 3),
         // TIMESTAMPADD(unit, n, d) is DATE_ADD(d, INTERVAL n unit).
         "TIMESTAMPADD" => {
             arity(name, &args, 3, 3)?;
@@ -360,7 +362,8 @@ impl Func {
             | F::DayOfYear
             | F::Quarter
             | F::ToDays
-            | F::TimestampDiff => Kind::Int { unsigned: false },
+            | F::TimestampDiff
+            | F::RegexpLike => Kind::Int { unsigned: false },
             F::Repeat | F::SubstringIndex | F::Reverse => match arg(0) {
                 Kind::Str { collation } => Kind::Str { collation },
                 _ => text_kind(),
@@ -776,6 +779,17 @@ impl Func {
                     // MySQL's day number of 1970-01-01 is 719,528.
                     _ => Val::Int(days - day(1970, 1, 1) + 719_528),
                 }
+            }
+            F::RegexpLike => {
+                // Match type: `c` case-sensitive, `i` not (the last one
+                // given wins, as MySQL's); without one, case-insensitive.
+                let ci = v
+                    .get(2)
+                    .map(|m| m.to_text())
+                    .and_then(|m| m.chars().rev().find(|c| matches!(c, 'c' | 'i')))
+                    .is_none_or(|c| c == 'i');
+                let matched = regexp_is_match(&s(1), ci, &s(0))?;
+                Val::Int(i64::from(matched))
             }
             F::TimestampDiff => {
                 let (Some((da, ta)), Some((db, tb))) =
@@ -1287,6 +1301,48 @@ fn timestamp_diff(unit: &str, a: (Date, Time), b: (Date, Time)) -> Option<i64> {
         }
         _ => None,
     }
+}
+
+/// Longest pattern `REGEXP` compiles, in bytes, and the most memory its
+/// compiled form may take: a pattern is the user's input.
+const REGEX_PATTERN_BYTES_MAX: usize = 4096;
+const REGEX_COMPILED_BYTES_MAX: usize = 1 << 20;
+
+/// Whether `text` matches `pattern` somewhere. The last pattern compiled
+/// on this thread is kept: a constant pattern (the usual case) compiles
+/// once per statement's rows, not once per row.
+fn regexp_is_match(pattern: &str, case_insensitive: bool, text: &str) -> SqlResult<bool> {
+    use std::cell::RefCell;
+    thread_local! {
+        static LAST: RefCell<Option<(String, bool, regex::Regex)>> = const { RefCell::new(None) };
+    }
+    LAST.with(|last| {
+        let mut last = last.borrow_mut();
+        let fresh = !matches!(&*last, Some((p, ci, _)) if p == pattern && *ci == case_insensitive);
+        if fresh {
+            if pattern.len() > REGEX_PATTERN_BYTES_MAX {
+                return Err(SqlError::new(
+                    crate::error::codes::REGEXP_ERROR,
+                    format!("Regex error 'pattern longer than {REGEX_PATTERN_BYTES_MAX} bytes'"),
+                ));
+            }
+            let compiled = regex::RegexBuilder::new(pattern)
+                .case_insensitive(case_insensitive)
+                .size_limit(REGEX_COMPILED_BYTES_MAX)
+                .build()
+                .map_err(|e| {
+                    let why = e.to_string();
+                    let first = why.lines().last().unwrap_or("invalid pattern").trim();
+                    SqlError::new(
+                        crate::error::codes::REGEXP_ERROR,
+                        format!("Regex error '{first}'"),
+                    )
+                })?;
+            *last = Some((pattern.to_owned(), case_insensitive, compiled));
+        }
+        let (_, _, re) = last.as_ref().expect("just set");
+        Ok(re.is_match(text))
+    })
 }
 
 /// A value's bytes, as the string functions read them.

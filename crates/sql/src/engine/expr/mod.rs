@@ -551,6 +551,25 @@ impl<'a> Scope<'a> {
                 let c = self.collation_of(&x, &p);
                 Expr::Like(Box::new(x), Box::new(p), escape, *negated, c)
             }
+            // `x REGEXP p`: REGEXP_LIKE under the collation of the two
+            // (case-insensitive unless binary or _bin, as MariaDB's).
+            E::RLike {
+                negated,
+                expr,
+                pattern,
+                ..
+            } => {
+                let x = self.lower(expr)?;
+                let p = self.lower(pattern)?;
+                let ci = self.collation_of(&x, &p) == Some(Collation::Utf8mb4GeneralCi);
+                let flags = Expr::Lit(Val::str(if ci { "i" } else { "c" }));
+                let like = Expr::Func(func::Func::RegexpLike, vec![x, p, flags]);
+                if *negated {
+                    Expr::Not(Box::new(like))
+                } else {
+                    like
+                }
+            }
             E::Case {
                 operand,
                 conditions,

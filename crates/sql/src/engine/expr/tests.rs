@@ -199,6 +199,27 @@ fn result_metadata_as_mysql() {
 }
 
 #[test]
+fn regexp_like_as_mysql_8() {
+    // MySQL 8's function (MariaDB 10.11 has only the operator): match
+    // type `c` is case-sensitive, `i` not, the last one wins.
+    for (sql, want) in [
+        ("REGEXP_LIKE('ABC', 'b')", "1"),
+        ("REGEXP_LIKE('ABC', 'b', 'c')", "0"),
+        ("REGEXP_LIKE('ABC', 'b', 'ci')", "1"),
+        ("REGEXP_LIKE('ABC', 'b', 'ic')", "0"),
+        ("REGEXP_LIKE(NULL, 'b')", "NULL"),
+    ] {
+        assert_eq!(eval(sql).expect(sql).0, want, "{sql}");
+    }
+    // A pattern that does not compile: 1139 (42000), as MariaDB's.
+    let e = eval("'a' REGEXP '('").expect_err("bad pattern");
+    assert_eq!((e.code, e.state), (1139, "42000"), "{e}");
+    assert!(e.message.starts_with("Regex error '"), "{e}");
+    let long = format!("'a' REGEXP '{}'", "a".repeat(5_000));
+    assert_eq!(eval(&long).expect_err("too long").code, 1139);
+}
+
+#[test]
 fn like_matches_as_mysql() {
     use super::eval::like;
     assert!(like("abc", "a%", '\\', false));
