@@ -122,6 +122,16 @@ pub enum Func {
     InetNtoa,
     TimestampDiff,
     RegexpLike,
+    RegexpReplace,
+    Format,
+    Conv,
+    Strcmp,
+    Char,
+    TimeToSec,
+    SecToTime,
+    TimeDiff,
+    MakeDate,
+    Week,
 }
 
 fn arity(name: &str, args: &[Expr], min: usize, max: usize) -> SqlResult<()> {
@@ -242,6 +252,29 @@ pub fn lower_call(name: &str, args: Vec<Expr>) -> SqlResult<Expr> {
         "INET_NTOA" => (F::InetNtoa, 1, 1),
         "TIMESTAMPDIFF" => (F::TimestampDiff, 3, 3),
         "REGEXP_LIKE" => (F::RegexpLike, 2, 3),
+        "REGEXP_REPLACE" => (F::RegexpReplace, 3, 3),
+        // FORMAT(x, d, locale): en_US only (the third is not taken yet).
+        "FORMAT" => (F::Format, 2, 2),
+        "CONV" => (F::Conv, 3, 3),
+        "BIN" => {
+            arity(name, &args, 1, 1)?;
+            let mut args = args;
+            args.extend([Expr::Lit(Val::Int(10)), Expr::Lit(Val::Int(2))]);
+            return Ok(Expr::Func(F::Conv, args));
+        }
+        "OCT" => {
+            arity(name, &args, 1, 1)?;
+            let mut args = args;
+            args.extend([Expr::Lit(Val::Int(10)), Expr::Lit(Val::Int(8))]);
+            return Ok(Expr::Func(F::Conv, args));
+        }
+        "STRCMP" => (F::Strcmp, 2, 2),
+        "CHAR" => (F::Char, 1, usize::MAX),
+        "TIME_TO_SEC" => (F::TimeToSec, 1, 1),
+        "SEC_TO_TIME" => (F::SecToTime, 1, 1),
+        "TIMEDIFF" => (F::TimeDiff, 2, 2),
+        "MAKEDATE" => (F::MakeDate, 2, 2),
+        "WEEK" => (F::Week, 1, 2),
         // TIMESTAMPADD(unit, n, d) is DATE_ADD(d, INTERVAL n unit).
         "TIMESTAMPADD" => {
             arity(name, &args, 3, 3)?;
@@ -339,7 +372,10 @@ impl Func {
             | F::MonthName
             | F::Space
             | F::InetNtoa => text_kind(),
-            F::Unhex | F::FromBase64 => Kind::Str { collation: None },
+            F::Unhex | F::FromBase64 | F::Char => Kind::Str { collation: None },
+            F::RegexpReplace | F::Format | F::Conv => text_kind(),
+            F::SecToTime | F::TimeDiff => Kind::Time { fsp: 0 },
+            F::MakeDate => Kind::Date,
             F::Elt => merge_kinds(args.iter().skip(1).map(|a| scope.kind(a))),
             F::Rand
             | F::Exp
@@ -363,7 +399,10 @@ impl Func {
             | F::Quarter
             | F::ToDays
             | F::TimestampDiff
-            | F::RegexpLike => Kind::Int { unsigned: false },
+            | F::RegexpLike
+            | F::Strcmp
+            | F::TimeToSec
+            | F::Week => Kind::Int { unsigned: false },
             F::Repeat | F::SubstringIndex | F::Reverse => match arg(0) {
                 Kind::Str { collation } => Kind::Str { collation },
                 _ => text_kind(),
@@ -626,6 +665,20 @@ impl Func {
                 }
             }
             F::Uuid => Val::str(uuid_v1()),
+            F::Char => {
+                // Each integer's bytes, most significant first; NULLs left out.
+                let mut out = Vec::new();
+                for x in &v {
+                    if x.is_null() {
+                        continue;
+                    }
+                    let n = ctx.num_i64(x) as u64 as u32;
+                    let bytes = n.to_be_bytes();
+                    let first = bytes.iter().position(|b| *b != 0).unwrap_or(3);
+                    out.extend_from_slice(&bytes[first..]);
+                }
+                Val::Str(out)
+            }
             F::Rand => Val::Double(random_unit()),
             _ if null_in && !matches!(self, F::Greatest | F::Least) => Val::Null,
             F::Md5 => {
@@ -790,6 +843,129 @@ impl Func {
                     .is_none_or(|c| c == 'i');
                 let matched = regexp_is_match(&s(1), ci, &s(0))?;
                 Val::Int(i64::from(matched))
+            }
+            F::RegexpReplace => {
+                let replaced = regexp_replace(&s(1), true, &s(0), &s(2))?;
+                Val::str(replaced)
+            }
+            F::Format => {
+                let digits = ctx.num_i64(&v[1]).clamp(0, 30);
+                let rounded = round(&v[0], digits, false, ctx);
+                let mut text = match rounded {
+                    Val::Double(x) => format!("{x:.*}", digits as usize),
+                    other => other.to_text(),
+                };
+                // Exactly `digits` fractional digits, zeros added.
+                let have = text.split_once('.').map_or(0, |(_, f)| f.len());
+                if digits > 0 && have == 0 {
+                    text.push('.');
+                }
+                text.extend(std::iter::repeat_n(
+                    '0',
+                    (digits as usize).saturating_sub(have),
+                ));
+                Val::str(group_thousands(&text))
+            }
+            F::Conv => {
+                let (from, to) = (ctx.num_i64(&v[1]), ctx.num_i64(&v[2]));
+                match conv(&s(0), from, to) {
+                    Some(text) => Val::str(text),
+                    None => Val::Null,
+                }
+            }
+            F::Strcmp => Val::Int(
+                match compare(&v[0], &v[1], Some(Collation::Utf8mb4GeneralCi), ctx) {
+                    std::cmp::Ordering::Less => -1,
+                    std::cmp::Ordering::Equal => 0,
+                    std::cmp::Ordering::Greater => 1,
+                },
+            ),
+            F::TimeToSec => match time_micros(&v[0]) {
+                Some(m) => Val::Int(m / MICROS_PER_SECOND),
+                None => Val::Null,
+            },
+            F::SecToTime => {
+                let asked = ctx.num_i64(&v[0]);
+                let secs = asked.clamp(-TIME_SECONDS_MAX, TIME_SECONDS_MAX);
+                if secs != asked {
+                    ctx.warn(
+                        codes_truncated(),
+                        format!("Truncated incorrect seconds value: '{}'", s(0)),
+                    );
+                }
+                Val::Time(secs * MICROS_PER_SECOND)
+            }
+            F::TimeDiff => {
+                // Two dates and times, or two times; a mix is NULL.
+                let dated = |x: &Val| match x {
+                    Val::Date(_) | Val::DateTime(..) => true,
+                    Val::Str(b) => super::value::parse_datetime(&String::from_utf8_lossy(b))
+                        .is_some_and(|(_, t)| t.is_some()),
+                    _ => false,
+                };
+                let micros = if dated(&v[0]) && dated(&v[1]) {
+                    match (to_datetime(&v[0], ctx), to_datetime(&v[1], ctx)) {
+                        (Some((da, ta)), Some((db, tb))) => {
+                            Some(datetime_micros(da, ta) - datetime_micros(db, tb))
+                        }
+                        _ => None,
+                    }
+                } else if !dated(&v[0]) && !dated(&v[1]) {
+                    time_micros(&v[0])
+                        .zip(time_micros(&v[1]))
+                        .map(|(a, b)| a - b)
+                } else {
+                    None
+                };
+                match micros {
+                    Some(m) => Val::Time(m.clamp(
+                        -TIME_SECONDS_MAX * MICROS_PER_SECOND,
+                        TIME_SECONDS_MAX * MICROS_PER_SECOND,
+                    )),
+                    None => Val::Null,
+                }
+            }
+            F::MakeDate => {
+                let (year, day) = (ctx.num_i64(&v[0]), ctx.num_i64(&v[1]));
+                if day <= 0 || !(0..=9999).contains(&year) {
+                    return Ok(Val::Null);
+                }
+                // Two-digit years as MySQL reads them.
+                let year = match year {
+                    0..=69 => year + 2000,
+                    70..=99 => year + 1900,
+                    y => y,
+                };
+                let days = days_from_civil(year, 1, 1) + day - 1;
+                match datetime_of_micros(days * MICROS_PER_DAY) {
+                    Some((d, _)) if d.year <= 9999 => Val::Date(d),
+                    _ => Val::Null,
+                }
+            }
+            F::Week => {
+                if let Some(mode) = v.get(1) {
+                    let mode = ctx.num_i64(mode);
+                    if mode != 0 {
+                        return Err(SqlError::unsupported(format_args!(
+                            "WEEK() mode {mode} (only mode 0, the default)"
+                        )));
+                    }
+                }
+                let Some((d, _)) = to_datetime(&v[0], ctx) else {
+                    return Ok(Val::Null);
+                };
+                let (y, m, dd) = (i64::from(d.year), i64::from(d.month), i64::from(d.day));
+                let jan1 = days_from_civil(y, 1, 1);
+                // Mode 0: weeks begin on Sunday; week 1 is the first with
+                // a Sunday of this year, the days before it week 0.
+                let jan1_weekday = (jan1 + 4).rem_euclid(7); // Sunday 0
+                let first_sunday = (7 - jan1_weekday) % 7;
+                let day_of_year = days_from_civil(y, m, dd) - jan1;
+                Val::Int(if day_of_year < first_sunday {
+                    0
+                } else {
+                    (day_of_year - first_sunday) / 7 + 1
+                })
             }
             F::TimestampDiff => {
                 let (Some((da, ta)), Some((db, tb))) =
@@ -1308,10 +1484,19 @@ fn timestamp_diff(unit: &str, a: (Date, Time), b: (Date, Time)) -> Option<i64> {
 const REGEX_PATTERN_BYTES_MAX: usize = 4096;
 const REGEX_COMPILED_BYTES_MAX: usize = 1 << 20;
 
-/// Whether `text` matches `pattern` somewhere. The last pattern compiled
-/// on this thread is kept: a constant pattern (the usual case) compiles
-/// once per statement's rows, not once per row.
+/// Whether `text` matches `pattern` somewhere.
 fn regexp_is_match(pattern: &str, case_insensitive: bool, text: &str) -> SqlResult<bool> {
+    with_regex(pattern, case_insensitive, |re| re.is_match(text))
+}
+
+/// Runs `f` with `pattern` compiled. The last pattern compiled on this
+/// thread is kept: a constant pattern (the usual case) compiles once per
+/// statement's rows, not once per row.
+fn with_regex<T>(
+    pattern: &str,
+    case_insensitive: bool,
+    f: impl FnOnce(&regex::Regex) -> T,
+) -> SqlResult<T> {
     use std::cell::RefCell;
     thread_local! {
         static LAST: RefCell<Option<(String, bool, regex::Regex)>> = const { RefCell::new(None) };
@@ -1341,7 +1526,122 @@ fn regexp_is_match(pattern: &str, case_insensitive: bool, text: &str) -> SqlResu
             *last = Some((pattern.to_owned(), case_insensitive, compiled));
         }
         let (_, _, re) = last.as_ref().expect("just set");
-        Ok(re.is_match(text))
+        Ok(f(re))
+    })
+}
+
+/// Seconds in the largest TIME (838:59:59).
+const TIME_SECONDS_MAX: i64 = 838 * 3_600 + 59 * 60 + 59;
+
+/// A TIME's microseconds: a TIME, a DATETIME's time of day, or text that
+/// reads as a time.
+fn time_micros(v: &Val) -> Option<i64> {
+    match v {
+        Val::Time(m) => Some(*m),
+        Val::DateTime(_, t) => Some(
+            (i64::from(t.hour) * 3_600 + i64::from(t.minute) * 60 + i64::from(t.second))
+                * MICROS_PER_SECOND
+                + i64::from(t.micros),
+        ),
+        Val::Date(_) => Some(0),
+        other => super::value::parse_time(&other.to_text()),
+    }
+}
+
+/// `1234567.89` as `1,234,567.89` (FORMAT's en_US grouping).
+fn group_thousands(text: &str) -> String {
+    let (sign, rest) = match text.strip_prefix('-') {
+        Some(rest) => ("-", rest),
+        None => ("", text),
+    };
+    let (int, frac) = match rest.split_once('.') {
+        Some((i, f)) => (i, Some(f)),
+        None => (rest, None),
+    };
+    let mut grouped = String::with_capacity(text.len() + int.len() / 3);
+    for (i, c) in int.chars().enumerate() {
+        if i > 0 && (int.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(c);
+    }
+    match frac {
+        Some(f) => format!("{sign}{grouped}.{f}"),
+        None => format!("{sign}{grouped}"),
+    }
+}
+
+/// `CONV(text, from, to)`: the number `text` in base `from` (2 to 36; the
+/// longest valid prefix, 64 bits wrapping as MySQL's) written in base
+/// `|to|` in upper case, as a signed number when `to` is negative. None
+/// for a base out of range.
+fn conv(text: &str, from: i64, to: i64) -> Option<String> {
+    let (from, to_abs) = (from.unsigned_abs(), to.unsigned_abs());
+    if !(2..=36).contains(&from) || !(2..=36).contains(&to_abs) {
+        return None;
+    }
+    let text = text.trim();
+    let (negative, digits) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let mut n: u64 = 0;
+    for c in digits.chars() {
+        let Some(d) = c.to_digit(from as u32) else {
+            break;
+        };
+        n = n.wrapping_mul(from).wrapping_add(u64::from(d));
+    }
+    let (negative_out, mut n) = if negative {
+        if to < 0 {
+            (true, n)
+        } else {
+            (false, n.wrapping_neg())
+        }
+    } else if to < 0 && (n as i64) < 0 {
+        (true, (n as i64).unsigned_abs())
+    } else {
+        (false, n)
+    };
+    if n == 0 {
+        return Some("0".to_owned());
+    }
+    let mut out = Vec::new();
+    while n > 0 {
+        let d = (n % to_abs) as u32;
+        out.push(std::char::from_digit(d, to_abs as u32)?.to_ascii_uppercase());
+        n /= to_abs;
+    }
+    if negative_out {
+        out.push('-');
+    }
+    Some(out.iter().rev().collect())
+}
+
+/// `REGEXP_REPLACE(text, pattern, replacement)`: every match replaced;
+/// `\N` in the replacement is group N (MariaDB's), `$` is literal.
+fn regexp_replace(
+    pattern: &str,
+    case_insensitive: bool,
+    text: &str,
+    replacement: &str,
+) -> SqlResult<String> {
+    // MariaDB's replacement syntax to the regex crate's.
+    let mut rust = String::with_capacity(replacement.len());
+    let mut chars = replacement.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek().is_some_and(char::is_ascii_digit) => {
+                rust.push_str("${");
+                rust.push(chars.next().expect("peeked"));
+                rust.push('}');
+            }
+            '$' => rust.push_str("$$"),
+            other => rust.push(other),
+        }
+    }
+    with_regex(pattern, case_insensitive, |re| {
+        re.replace_all(text, rust.as_str()).into_owned()
     })
 }
 
