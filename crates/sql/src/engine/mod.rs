@@ -274,17 +274,14 @@ impl<'s> Conn<'s> {
         text: &str,
     ) -> io::Result<bool> {
         let mark = status::statement_start(self, statement);
-        let (result, sent) = if mark.logs() {
-            let mut counting = status::CountingSink::new(sink);
-            let result = self.run_inner(statement, params, more, &mut counting);
-            let sent = status::Sent {
-                rows: counting.rows,
-                affected: counting.affected,
-            };
-            (result, sent)
-        } else {
-            let result = self.run_inner(statement, params, more, sink);
-            (result, status::Sent::default())
+        // Counted for FOUND_ROWS() and ROW_COUNT() of the next statement
+        // (and the slow log).
+        let mut counting = status::CountingSink::new(sink);
+        let result = self.run_inner(statement, params, more, &mut counting);
+        counting.note(&mut self.session);
+        let sent = status::Sent {
+            rows: counting.rows,
+            affected: counting.affected,
         };
         status::statement_end(self, mark, statement, text, sent);
         result
@@ -344,6 +341,7 @@ impl<'s> Conn<'s> {
             self.session.note_error(&error);
             counting.error(&error)?;
         }
+        counting.note(&mut self.session);
         let sent = status::Sent {
             rows: counting.rows,
             affected: counting.affected,

@@ -481,8 +481,11 @@ pub struct SessionState {
     pub autocommit: bool,
     /// `LAST_INSERT_ID()`.
     pub last_insert_id: u64,
-    /// Rows the last statement found (`FOUND_ROWS()`).
+    /// Rows the last SELECT sent (`FOUND_ROWS()`).
     pub found_rows: u64,
+    /// What the last statement changed (`ROW_COUNT()`): affected rows of
+    /// a write, -1 after a result set or an error.
+    pub row_count: i64,
     notes: Vec<Note>,
     warnings: u16,
 }
@@ -517,6 +520,7 @@ impl SessionState {
             autocommit,
             last_insert_id: 0,
             found_rows: 0,
+            row_count: -1,
             notes: Vec::new(),
             warnings: 0,
         }

@@ -346,6 +346,10 @@ pub struct CountingSink<'a> {
     pub rows: u64,
     /// Affected rows of the OK.
     pub affected: u64,
+    /// A result set was sent (its columns).
+    pub result_set: bool,
+    /// An error was sent.
+    pub failed: bool,
 }
 
 impl<'a> CountingSink<'a> {
@@ -355,12 +359,29 @@ impl<'a> CountingSink<'a> {
             inner,
             rows: 0,
             affected: 0,
+            result_set: false,
+            failed: false,
+        }
+    }
+
+    /// What `FOUND_ROWS()` and `ROW_COUNT()` of the next statement give,
+    /// as MySQL: a result set's rows (and -1 rows changed), a write's
+    /// affected rows, -1 after an error.
+    pub fn note(&self, session: &mut super::session::SessionState) {
+        if self.failed {
+            session.row_count = -1;
+        } else if self.result_set {
+            session.found_rows = self.rows;
+            session.row_count = -1;
+        } else {
+            session.row_count = i64::try_from(self.affected).unwrap_or(i64::MAX);
         }
     }
 }
 
 impl ResultSink for CountingSink<'_> {
     fn columns(&mut self, columns: &[crate::value::ColumnMeta]) -> io::Result<()> {
+        self.result_set = true;
         self.inner.columns(columns)
     }
     fn row(&mut self, values: &[SqlValue]) -> io::Result<()> {
@@ -375,6 +396,7 @@ impl ResultSink for CountingSink<'_> {
         self.inner.ok(info)
     }
     fn error(&mut self, error: &SqlError) -> io::Result<()> {
+        self.failed = true;
         self.inner.error(error)
     }
 }

@@ -166,6 +166,8 @@ pub fn env(conn: &Conn<'_>) -> Env {
         database: conn.session.database.clone(),
         user: conn.session.user_host(),
         last_insert_id: conn.session.last_insert_id,
+        found_rows: conn.session.found_rows,
+        row_count: conn.session.row_count,
         now_micros: now,
         tz_secs: super::session::time_zone_secs(conn),
         version: super::session::VERSION,

@@ -65,6 +65,9 @@ pub struct Env {
     pub user: std::sync::Arc<str>,
     /// `LAST_INSERT_ID()`.
     pub last_insert_id: u64,
+    /// `FOUND_ROWS()` and `ROW_COUNT()`: of the statement before this one.
+    pub found_rows: u64,
+    pub row_count: i64,
     /// When the statement started, microseconds since the epoch (UTC).
     pub now_micros: i64,
     /// The session's time zone, seconds east of UTC (`NOW()` and TIMESTAMP

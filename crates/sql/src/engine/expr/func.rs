@@ -132,6 +132,8 @@ pub enum Func {
     TimeDiff,
     MakeDate,
     Week,
+    FoundRows,
+    RowCount,
 }
 
 fn arity(name: &str, args: &[Expr], min: usize, max: usize) -> SqlResult<()> {
@@ -275,6 +277,8 @@ pub fn lower_call(name: &str, args: Vec<Expr>) -> SqlResult<Expr> {
         "TIMEDIFF" => (F::TimeDiff, 2, 2),
         "MAKEDATE" => (F::MakeDate, 2, 2),
         "WEEK" => (F::Week, 1, 2),
+        "FOUND_ROWS" => (F::FoundRows, 0, 0),
+        "ROW_COUNT" => (F::RowCount, 0, 0),
         // TIMESTAMPADD(unit, n, d) is DATE_ADD(d, INTERVAL n unit).
         "TIMESTAMPADD" => {
             arity(name, &args, 3, 3)?;
@@ -439,7 +443,8 @@ impl Func {
             | F::Hour
             | F::Minute
             | F::Second => Kind::Int { unsigned: false },
-            F::LastInsertId | F::ConnectionId => Kind::Int { unsigned: true },
+            F::LastInsertId | F::ConnectionId | F::FoundRows => Kind::Int { unsigned: true },
+            F::RowCount => Kind::Int { unsigned: false },
             F::Sleep => Kind::Int { unsigned: false },
             F::CurTime | F::UtcTime => Kind::Time { fsp: fsp_arg(args) },
             F::UtcDate => Kind::Date,
@@ -525,6 +530,8 @@ impl Func {
             | F::UtcDate
             | F::UtcTime
             | F::LastInsertId
+            | F::FoundRows
+            | F::RowCount
             | F::ConnectionId
             | F::Version
             | F::User
@@ -1425,6 +1432,8 @@ impl Func {
                 _ => Val::Null,
             },
             F::LastInsertId => Val::UInt(ctx.env.last_insert_id),
+            F::FoundRows => Val::UInt(ctx.env.found_rows),
+            F::RowCount => Val::Int(ctx.env.row_count),
             F::ConnectionId => Val::UInt(u64::from(ctx.env.connection_id)),
             F::Database => match &ctx.env.database {
                 Some(db) => Val::str(db.clone()),
