@@ -112,13 +112,7 @@ fn docs_writer(cluster: &Cluster, stop: &AtomicBool) -> DocHistory {
     let session = cluster.session().expect("session");
     let docs = session.table("docs").expect("docs");
     let mut present = vec![true; DOCS as usize];
-    let mut seed = 0x2545_f491_4f6c_dd1du64;
-    let mut random = move |n: u64| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed % n
-    };
+    let mut random = xorshift(0x2545_f491_4f6c_dd1du64);
     let mut history = Vec::new();
     let mut version = 0u64;
     while !stop.load(Ordering::Relaxed) {
@@ -205,13 +199,7 @@ fn writer(cluster: &Cluster, w: u64, stop: &AtomicBool) -> History {
     let session = cluster.session().expect("session");
     let table = session.table("bk").expect("bk");
     let mut present: Vec<bool> = vec![true; KEYS as usize];
-    let mut seed = 0x9e37_79b9_7f4a_7c15u64 ^ (w + 1);
-    let mut random = move |n: u64| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed % n
-    };
+    let mut random = xorshift(0x9e37_79b9_7f4a_7c15u64 ^ (w + 1));
     let mut history = Vec::new();
     let mut t = 0u64;
     while !stop.load(Ordering::Relaxed) {

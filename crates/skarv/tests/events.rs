@@ -106,13 +106,7 @@ fn the_stream_is_the_committed_history_and_slow_subscribers_get_gaps() {
     // ---- the history ----
     let mut rows: BTreeMap<u64, u64> = BTreeMap::new();
     let mut expected: BTreeMap<u64, BTreeMap<u64, Vec<Expected>>> = BTreeMap::new();
-    let mut seed = 0x2545_f491_4f6c_dd1du64;
-    let mut random = move |n: u64| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed % n
-    };
+    let mut random = xorshift(0x2545_f491_4f6c_dd1du64);
     let mut last_epoch = 0u64;
     for t in 0..TRANSACTIONS {
         let tx = session.begin().expect("begin");

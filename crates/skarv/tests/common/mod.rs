@@ -227,6 +227,18 @@ pub fn sigkill(pid: u64) {
 
 /// The table most of these tests write: `id` and `v`, both BIGINT
 /// UNSIGNED, keyed by `id`.
+/// A xorshift generator from `seed` (not 0): `random(n)` is below `n`.
+/// Deterministic, so a test's workload is the same in every run.
+pub fn xorshift(mut seed: u64) -> impl FnMut(u64) -> u64 {
+    assert_ne!(seed, 0, "xorshift needs a seed other than 0");
+    move |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    }
+}
+
 pub fn id_value_table(name: &str) -> TableDef {
     TableDef::new(
         name,
