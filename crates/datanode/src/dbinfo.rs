@@ -281,7 +281,7 @@ pub struct BlockFigures {
 }
 
 /// Figures a block instance keeps at most (a slot's size).
-pub const FIGURES_PER_BLOCK_MAX: usize = 9;
+pub const FIGURES_PER_BLOCK_MAX: usize = 12;
 
 impl BlockFigures {
     /// Sets figure `id` (only the owning instance writes its slot).
@@ -379,6 +379,11 @@ pub mod ldm {
     /// (`logspaces`).
     pub const REDO_USED_BYTES: usize = 7;
     pub const REDO_TOTAL_BYTES: usize = 8;
+    /// The redo memory buffer (`logbuffers`): bytes in it, the most it
+    /// held, bytes written and not yet synced.
+    pub const REDO_BUFFERED_BYTES: usize = 9;
+    pub const REDO_BUFFER_HIGH_WATER: usize = 10;
+    pub const REDO_UNSYNCED_BYTES: usize = 11;
 }
 
 /// A TC instance's figures (`BlockFigures` ids): its `TcCounters`,
@@ -748,6 +753,21 @@ pub fn rows(
                     instance,
                     slot.get(ldm::REDO_TOTAL_BYTES),
                     slot.get(ldm::REDO_USED_BYTES),
+                ],
+                texts: vec![dbinfo::REDO.to_owned()],
+            })
+            .collect(),
+        n if n == dbinfo::LOGBUFFERS.name => (0u64..)
+            .zip(&figures.ldms)
+            .map(|(instance, slot)| DbinfoRow {
+                ints: vec![
+                    node,
+                    0,
+                    instance,
+                    storage::redo::REDO_BUFFER_BYTES as u64,
+                    slot.get(ldm::REDO_BUFFERED_BYTES),
+                    slot.get(ldm::REDO_BUFFER_HIGH_WATER),
+                    slot.get(ldm::REDO_UNSYNCED_BYTES),
                 ],
                 texts: vec![dbinfo::REDO.to_owned()],
             })

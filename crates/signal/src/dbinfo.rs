@@ -131,6 +131,22 @@ pub const LOGSPACES: TableDef = TableDef {
     ],
 };
 
+/// The redo log's memory buffer per LDM instance (NDB's `logbuffers`,
+/// with Skarv's `high_water` and `unsynced`).
+pub const LOGBUFFERS: TableDef = TableDef {
+    name: "logbuffers",
+    columns: &[
+        ("node_id", Int),
+        ("log_type", Text),
+        ("log_id", Int),
+        ("log_part", Int),
+        ("total", Int),
+        ("used", Int),
+        ("high_water", Int),
+        ("unsynced", Int),
+    ],
+};
+
 pub const CLUSTER_TRANSACTIONS: TableDef = TableDef {
     name: "cluster_transactions",
     columns: &[
@@ -315,6 +331,7 @@ pub const TABLES: &[&TableDef] = &[
     &CLUSTER_TRANSACTIONS,
     &COUNTERS,
     &CPUSTAT,
+    &LOGBUFFERS,
     &LOGSPACES,
     &MEMORYUSAGE,
     &NODES,

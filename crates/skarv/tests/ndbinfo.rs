@@ -26,6 +26,9 @@
 //!   once as backup, with its memory;
 //! - `ndbinfo.tc_latency` has every INSERT's commit in a TC's buckets, and
 //!   the requests of an open transaction (`BEGIN; UPDATE`) as `KEY`;
+//! - `ndbinfo.logbuffers` has a row per LDM instance of each node, as
+//!   `logspaces` has, with the redo buffer's size; the load's redo went
+//!   through each node's buffer (its high water above zero);
 //! - `ndbinfo.restart_info` has both nodes' first start complete (served
 //!   at once, no copy); node 3 killed and restarted by its angel goes
 //!   through the copy (synchronizing) to complete again, its steps adding
@@ -261,6 +264,7 @@ fn ndbinfo_shows_the_data_nodes_figures() {
         "memoryusage",
         "nodes",
         "restart_info",
+        "logbuffers",
         "threadblocks",
         "threadstat",
         "transporters",
@@ -324,6 +328,7 @@ fn ndbinfo_shows_the_data_nodes_figures() {
     }
 
     the_rows_show_per_fragment(&mut conn);
+    the_redo_went_through_the_buffers(&mut conn);
 
     let commits_after = counter(&mut conn, "DBTC", "COMMITS");
     let ops_after = counter(&mut conn, "DBLQH", "OPERATIONS");
@@ -421,6 +426,34 @@ fn ndbinfo_shows_the_data_nodes_figures() {
                 == "DISCONNECTED"
         },
     );
+}
+
+/// `logbuffers` after the load: a row where `logspaces` has one, the
+/// buffer's size, and each node's redo through its buffer.
+fn the_redo_went_through_the_buffers(conn: &mut mysql::Conn) {
+    type Row = (u64, String, u64, u64, u64, u64);
+    let rows: Vec<Row> = conn
+        .query(
+            "SELECT node_id, log_type, log_part, total, used, high_water \
+             FROM ndbinfo.logbuffers ORDER BY node_id, log_part",
+        )
+        .expect("logbuffers");
+    let parts: Vec<(u64, u64)> = conn
+        .query("SELECT node_id, log_part FROM ndbinfo.logspaces ORDER BY node_id, log_part")
+        .expect("logspaces");
+    let listed: Vec<(u64, u64)> = rows.iter().map(|r| (r.0, r.2)).collect();
+    assert_eq!(listed, parts, "{rows:?}");
+    for row in &rows {
+        assert_eq!((row.1.as_str(), row.3), ("REDO", 4 << 20), "{rows:?}");
+        assert!(row.4 <= row.3 && row.5 <= row.3, "{rows:?}");
+    }
+    for node in [2, 3] {
+        let high: u64 = rows.iter().filter(|r| r.0 == node).map(|r| r.5).sum();
+        assert!(
+            high > 0,
+            "node {node}'s redo went through its buffer: {rows:?}"
+        );
+    }
 }
 
 /// A `restart_info` row: (node_id, node_restart_status,
@@ -565,9 +598,16 @@ fn an_open_transaction_shows_in_flight(sandbox: &Sandbox, conn: &mut mysql::Conn
     // its write) done, none outstanding, waiting for its client. Others
     // (the SQL node's own) may come and go beside it.
     let mut open: Option<TransactionRow> = None;
+    // Each LDM publishes on its own clock: wait for both replicas' rows.
     wait_for("the open transaction to show", IN_FLIGHT_SHOWN_MAX, || {
         open = transactions(conn).into_iter().find(|t| {
-            t.3 == "CS_STARTED" && t.4 >= 1 && operations(conn, t.2).iter().any(|o| o.2 == "UPDATE")
+            t.3 == "CS_STARTED"
+                && t.4 >= 1
+                && operations(conn, t.2)
+                    .iter()
+                    .filter(|o| o.2 == "UPDATE")
+                    .count()
+                    >= 2
         });
         open.is_some()
     });

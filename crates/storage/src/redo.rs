@@ -540,6 +540,9 @@ pub struct RedoLog {
     poisoned: Option<String>,
     /// The flush begun and not yet completed: what it makes durable.
     in_flight: Option<FlushTarget>,
+    /// The most the memory buffer held when handed to the files
+    /// (`ndbinfo.logbuffers`).
+    buffer_high_water: u64,
 }
 
 /// What a flush makes durable once its sync succeeds.
@@ -676,6 +679,7 @@ impl RedoLog {
             durable_gci: None,
             poisoned: None,
             in_flight: None,
+            buffer_high_water: 0,
         };
         let recovered = match log.read_control()? {
             None => log.create()?,
@@ -712,6 +716,7 @@ impl RedoLog {
     /// batch touches), without fsync.
     pub fn write_buffered(&mut self) -> Result<(), RedoError> {
         self.check_usable()?;
+        self.buffer_high_water = self.buffer_high_water.max(self.next - self.written);
         let mut lsn = self.written;
         while lsn < self.next {
             let (file, offset) = self.ring.locate(lsn);
@@ -1017,6 +1022,22 @@ impl RedoLog {
 
     pub fn capacity_bytes(&self) -> u64 {
         self.ring.capacity
+    }
+
+    /// Bytes of records in the memory buffer, not yet handed to the files.
+    pub fn buffered_bytes(&self) -> u64 {
+        self.next - self.written
+    }
+
+    /// The most the memory buffer held when it was handed to the files.
+    pub fn buffer_high_water_bytes(&self) -> u64 {
+        self.buffer_high_water
+    }
+
+    /// Bytes handed to the files and not yet fsynced: committed work that
+    /// the next GCP's flush makes durable.
+    pub fn unsynced_bytes(&self) -> u64 {
+        self.written - self.durable
     }
 
     // -- appending ---------------------------------------------------------

@@ -554,6 +554,10 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             slot.set(ldm::TOTAL_PAGES, instance.data_memory_budget_bytes() / page);
             slot.set(ldm::REDO_USED_BYTES, instance.redo_used_bytes());
             slot.set(ldm::REDO_TOTAL_BYTES, instance.redo_capacity_bytes());
+            let (buffered, high_water, unsynced) = instance.redo_buffer_figures();
+            slot.set(ldm::REDO_BUFFERED_BYTES, buffered);
+            slot.set(ldm::REDO_BUFFER_HIGH_WATER, high_water);
+            slot.set(ldm::REDO_UNSYNCED_BYTES, unsynced);
         }
         slot.set(ldm::OPERATIONS, self.stats.ops);
         slot.set(ldm::KEY_REQUESTS, self.stats.key_requests);

@@ -845,6 +845,16 @@ impl LdmInstance {
         self.redo.capacity_bytes()
     }
 
+    /// The redo memory buffer: bytes in it now, the most it held, and the
+    /// bytes written but not yet synced (`ndbinfo.logbuffers`).
+    pub fn redo_buffer_figures(&self) -> (u64, u64, u64) {
+        (
+            self.redo.buffered_bytes(),
+            self.redo.buffer_high_water_bytes(),
+            self.redo.unsynced_bytes(),
+        )
+    }
+
     /// The first redo record still kept.
     pub fn redo_tail_lsn(&self) -> Lsn {
         self.redo.tail_lsn()
