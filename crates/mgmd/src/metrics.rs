@@ -34,10 +34,11 @@ pub const CLIENT_TIMEOUT_MS: u64 = 2_000;
 pub const SCAN_TIMEOUT_MS: u64 = 2_000;
 
 /// The tables a scrape reads, in the order their families are written.
-pub const TABLES: [&TableDef; 8] = [
+pub const TABLES: [&TableDef; 9] = [
     &dbinfo::NODES,
     &dbinfo::MEMORYUSAGE,
     &dbinfo::LOGSPACES,
+    &dbinfo::LOGBUFFERS,
     &dbinfo::COUNTERS,
     &dbinfo::THREADSTAT,
     &dbinfo::TRANSPORTERS,
@@ -258,6 +259,17 @@ pub fn render(gathered: &Gathered) -> String {
         "Redo log size, per LDM instance's ring (ndbinfo.logspaces.total)",
         "gauge",
     );
+    let redo_unsynced = family(
+        "skarv_redo_unsynced_bytes",
+        "Redo written and not yet fsynced, per LDM instance: what the next GCP makes durable \
+         (ndbinfo.logbuffers.unsynced)",
+        "gauge",
+    );
+    let redo_buffer_high = family(
+        "skarv_redo_buffer_high_water_bytes",
+        "The most the redo memory buffer held, per LDM instance (ndbinfo.logbuffers.high_water)",
+        "gauge",
+    );
     let alarm = family(
         "skarv_alarm_level",
         "0, or the threshold (80, 90 percent in use) DataMemory or the redo log passed: \
@@ -420,6 +432,23 @@ pub fn render(gathered: &Gathered) -> String {
         let level = dbinfo::alarm_level(r.int("used"), r.int("total"));
         let entry = alarms.entry((r.int("node_id"), "redo")).or_default();
         *entry = (*entry).max(level);
+    }
+    for r in rows(&dbinfo::LOGBUFFERS) {
+        let (node, part) = (r.int("node_id").to_string(), r.int("log_part").to_string());
+        let l = labels(&[
+            ("node", &node),
+            ("log_type", r.text("log_type")),
+            ("part", &part),
+        ]);
+        push_columns(
+            &mut families,
+            &l,
+            &r,
+            &[
+                (redo_unsynced, "unsynced"),
+                (redo_buffer_high, "high_water"),
+            ],
+        );
     }
     for ((node, resource), level) in alarms {
         let node = node.to_string();

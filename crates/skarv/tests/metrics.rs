@@ -403,6 +403,15 @@ fn data_memory_past_80_percent_warns_in_the_log_and_the_metrics() {
         value(&samples, "skarv_redo_total_bytes", &[("node", "2")]).is_some_and(|v| v > 0.0),
         "the redo log's size is shown"
     );
+    for name in [
+        "skarv_redo_unsynced_bytes",
+        "skarv_redo_buffer_high_water_bytes",
+    ] {
+        assert!(
+            value(&samples, name, &[("node", "2")]).is_some(),
+            "{name} is shown (ndbinfo.logbuffers)"
+        );
+    }
     assert!(!cluster_log(&sandbox).contains("DataMemory (pages)"));
 
     conn.query_drop("CREATE DATABASE fill").unwrap();
