@@ -28,6 +28,7 @@ pub mod show;
 pub mod stats;
 pub mod status;
 pub mod txn;
+pub mod user_locks;
 pub mod users;
 pub mod views;
 
@@ -68,6 +69,8 @@ pub struct Engine {
     pub started: Instant,
     /// Status counters of closed connections, the slow query log.
     pub status: status::Global,
+    /// `GET_LOCK`'s locks, the SQL node's own (as each mysqld's in NDB).
+    pub user_locks: Arc<user_locks::UserLocks>,
 }
 
 /// What `SHOW PROCESSLIST` and `KILL` see of a connection.
@@ -120,6 +123,7 @@ impl Engine {
             accounts: users::Cache::default(),
             started: Instant::now(),
             status: status::Global::default(),
+            user_locks: Arc::default(),
         });
         engine.set_slow_log_file(status::default_slow_log_path(), 3306);
         let session = engine
@@ -221,6 +225,8 @@ pub struct DeferredStatement<'s> {
 impl Drop for Conn<'_> {
     fn drop(&mut self) {
         self.disconnect();
+        // Its GET_LOCK locks go with it, as MySQL's.
+        self.engine.user_locks.release_all(self.info.id);
         // Leaves the registry, its counts folded into the SQL node's.
         status::connection_closed(self);
     }

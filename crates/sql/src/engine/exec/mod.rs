@@ -172,6 +172,7 @@ pub fn env(conn: &Conn<'_>) -> Env {
         tz_secs: super::session::time_zone_secs(conn),
         version: super::session::VERSION,
         join_pushdown: conn.session.vars.hot().join_pushdown,
+        user_locks: Some(std::sync::Arc::clone(&conn.engine.user_locks)),
     }
 }
 

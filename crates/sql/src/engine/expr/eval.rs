@@ -77,6 +77,9 @@ pub struct Env {
     pub version: &'static str,
     /// `ndb_join_pushdown`: joins may be pushed to the data nodes.
     pub join_pushdown: bool,
+    /// The SQL node's `GET_LOCK` locks (None where there is no SQL node:
+    /// the functions are then NULL).
+    pub user_locks: Option<std::sync::Arc<crate::engine::user_locks::UserLocks>>,
 }
 
 impl<'a> Ctx<'a> {

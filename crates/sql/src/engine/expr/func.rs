@@ -134,6 +134,11 @@ pub enum Func {
     Week,
     FoundRows,
     RowCount,
+    GetLock,
+    ReleaseLock,
+    ReleaseAllLocks,
+    IsFreeLock,
+    IsUsedLock,
 }
 
 fn arity(name: &str, args: &[Expr], min: usize, max: usize) -> SqlResult<()> {
@@ -279,6 +284,11 @@ pub fn lower_call(name: &str, args: Vec<Expr>) -> SqlResult<Expr> {
         "WEEK" => (F::Week, 1, 2),
         "FOUND_ROWS" => (F::FoundRows, 0, 0),
         "ROW_COUNT" => (F::RowCount, 0, 0),
+        "GET_LOCK" => (F::GetLock, 2, 2),
+        "RELEASE_LOCK" => (F::ReleaseLock, 1, 1),
+        "RELEASE_ALL_LOCKS" => (F::ReleaseAllLocks, 0, 0),
+        "IS_FREE_LOCK" => (F::IsFreeLock, 1, 1),
+        "IS_USED_LOCK" => (F::IsUsedLock, 1, 1),
         // TIMESTAMPADD(unit, n, d) is DATE_ADD(d, INTERVAL n unit).
         "TIMESTAMPADD" => {
             arity(name, &args, 3, 3)?;
@@ -444,7 +454,10 @@ impl Func {
             | F::Minute
             | F::Second => Kind::Int { unsigned: false },
             F::LastInsertId | F::ConnectionId | F::FoundRows => Kind::Int { unsigned: true },
-            F::RowCount => Kind::Int { unsigned: false },
+            F::RowCount | F::GetLock | F::ReleaseLock | F::IsFreeLock => {
+                Kind::Int { unsigned: false }
+            }
+            F::ReleaseAllLocks | F::IsUsedLock => Kind::Int { unsigned: true },
             F::Sleep => Kind::Int { unsigned: false },
             F::CurTime | F::UtcTime => Kind::Time { fsp: fsp_arg(args) },
             F::UtcDate => Kind::Date,
@@ -546,8 +559,18 @@ impl Func {
     /// Whether a call with constant arguments is constant in a statement.
     pub fn is_deterministic(self) -> bool {
         // SLEEP waits on every call (per row), as MySQL's; UUID and RAND
-        // give a new value each call.
-        !matches!(self, Func::Sleep | Func::Uuid | Func::Rand)
+        // give a new value each call; the lock functions act each call.
+        !matches!(
+            self,
+            Func::Sleep
+                | Func::Uuid
+                | Func::Rand
+                | Func::GetLock
+                | Func::ReleaseLock
+                | Func::ReleaseAllLocks
+                | Func::IsFreeLock
+                | Func::IsUsedLock
+        )
     }
 
     /// The display length in characters of a string result.
@@ -672,6 +695,10 @@ impl Func {
                 }
             }
             F::Uuid => Val::str(uuid_v1()),
+            F::ReleaseAllLocks => match &ctx.env.user_locks {
+                Some(locks) => Val::UInt(locks.release_all(ctx.env.connection_id)),
+                None => Val::Null,
+            },
             F::Char => {
                 // Each integer's bytes, most significant first; NULLs left out.
                 let mut out = Vec::new();
@@ -1433,6 +1460,35 @@ impl Func {
             },
             F::LastInsertId => Val::UInt(ctx.env.last_insert_id),
             F::FoundRows => Val::UInt(ctx.env.found_rows),
+            F::GetLock | F::ReleaseLock | F::IsFreeLock | F::IsUsedLock => {
+                let Some(locks) = ctx.env.user_locks.clone() else {
+                    return Ok(Val::Null);
+                };
+                let (name, me) = (s(0), ctx.env.connection_id);
+                match self {
+                    F::GetLock => {
+                        // A negative timeout waits for ever (MySQL 5.7+).
+                        let secs = ctx.num_f64(&v[1]);
+                        let timeout = (secs >= 0.0).then(|| {
+                            std::time::Duration::from_secs_f64(secs.min(SLEEP_SECONDS_MAX))
+                        });
+                        match locks.get(&name, me, timeout, || ctx.interrupted())? {
+                            crate::engine::user_locks::Got::Taken => Val::Int(1),
+                            crate::engine::user_locks::Got::TimedOut => Val::Int(0),
+                            crate::engine::user_locks::Got::Interrupted => Val::Null,
+                        }
+                    }
+                    F::ReleaseLock => match locks.release(&name, me)? {
+                        Some(mine) => Val::Int(i64::from(mine)),
+                        None => Val::Null,
+                    },
+                    F::IsFreeLock => Val::Int(i64::from(locks.holder(&name)?.is_none())),
+                    _ => match locks.holder(&name)? {
+                        Some(id) => Val::UInt(u64::from(id)),
+                        None => Val::Null,
+                    },
+                }
+            }
             F::RowCount => Val::Int(ctx.env.row_count),
             F::ConnectionId => Val::UInt(u64::from(ctx.env.connection_id)),
             F::Database => match &ctx.env.database {
