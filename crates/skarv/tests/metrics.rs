@@ -190,7 +190,16 @@ fn ndbinfo(conn: &mut mysql::Conn) -> BTreeMap<u64, (u64, u64, u64)> {
 
 #[test]
 fn metrics_parse_and_agree_with_ndbinfo() {
-    let sandbox = Sandbox::start_configured("metrics", 16_000, 2, &["--sql-nodes", "1"]);
+    // Node 3 is held stopped for a scrape's timeout (2 s) below: with the
+    // default heartbeats (250 ms, 4 missed) it was declared failed then,
+    // and restarting when the test looked for its process (a race the
+    // test lost now and then). 1.5 s heartbeats give it 6 s.
+    let sandbox = Sandbox::start_configured(
+        "metrics",
+        16_000,
+        2,
+        &["--sql-nodes", "1", "--set", "HeartbeatIntervalDbDb=1500"],
+    );
     let port = sandbox.metrics_port();
     let mut conn = connect(sandbox.sql_port());
     conn.query_drop("CREATE DATABASE m").unwrap();
