@@ -139,6 +139,7 @@ pub enum Func {
     ReleaseAllLocks,
     IsFreeLock,
     IsUsedLock,
+    Timestamp,
 }
 
 fn arity(name: &str, args: &[Expr], min: usize, max: usize) -> SqlResult<()> {
@@ -289,6 +290,7 @@ pub fn lower_call(name: &str, args: Vec<Expr>) -> SqlResult<Expr> {
         "RELEASE_ALL_LOCKS" => (F::ReleaseAllLocks, 0, 0),
         "IS_FREE_LOCK" => (F::IsFreeLock, 1, 1),
         "IS_USED_LOCK" => (F::IsUsedLock, 1, 1),
+        "TIMESTAMP" => (F::Timestamp, 1, 2),
         // TIMESTAMPADD(unit, n, d) is DATE_ADD(d, INTERVAL n unit).
         "TIMESTAMPADD" => {
             arity(name, &args, 3, 3)?;
@@ -390,6 +392,16 @@ impl Func {
             F::RegexpReplace | F::Format | F::Conv => text_kind(),
             F::SecToTime | F::TimeDiff => Kind::Time { fsp: 0 },
             F::MakeDate => Kind::Date,
+            F::Timestamp => match (arg(0), args.first()) {
+                (Kind::DateTime { fsp }, _) => Kind::DateTime { fsp },
+                // A literal's own fractional digits, as MySQL shows them.
+                (_, Some(Expr::Lit(Val::Str(b)))) => Kind::DateTime {
+                    fsp: String::from_utf8_lossy(b)
+                        .split_once('.')
+                        .map_or(0, |(_, f)| f.trim().len().min(6) as u8),
+                },
+                _ => Kind::DateTime { fsp: 0 },
+            },
             F::Elt => merge_kinds(args.iter().skip(1).map(|a| scope.kind(a))),
             F::Rand
             | F::Exp
@@ -956,6 +968,23 @@ impl Func {
                         -TIME_SECONDS_MAX * MICROS_PER_SECOND,
                         TIME_SECONDS_MAX * MICROS_PER_SECOND,
                     )),
+                    None => Val::Null,
+                }
+            }
+            F::Timestamp => {
+                // TIMESTAMP(d [, t]): d as a date and time, t added.
+                let Some((d, t)) = to_datetime(&v[0], ctx) else {
+                    return Ok(Val::Null);
+                };
+                let add = match v.get(1) {
+                    Some(x) => match time_micros(x) {
+                        Some(m) => m,
+                        None => return Ok(Val::Null),
+                    },
+                    None => 0,
+                };
+                match datetime_of_micros(datetime_micros(d, t) + add) {
+                    Some((d, t)) => Val::DateTime(d, t),
                     None => Val::Null,
                 }
             }
