@@ -160,6 +160,20 @@ impl<'a> Row<'a> {
     fn text(&self, name: &str) -> &'a str {
         &self.row.texts[self.position(name, ColumnKind::Text)]
     }
+
+    /// The labels of a row about one redo log part (`logspaces`,
+    /// `logbuffers`): node, log type and part.
+    fn redo_part_labels(&self) -> String {
+        let (node, part) = (
+            self.int("node_id").to_string(),
+            self.int("log_part").to_string(),
+        );
+        labels(&[
+            ("node", &node),
+            ("log_type", self.text("log_type")),
+            ("part", &part),
+        ])
+    }
 }
 
 /// One metric family being written: its samples follow its HELP and TYPE.
@@ -417,12 +431,7 @@ pub fn render(gathered: &Gathered) -> String {
         *entry = (*entry).max(level);
     }
     for r in rows(&dbinfo::LOGSPACES) {
-        let (node, part) = (r.int("node_id").to_string(), r.int("log_part").to_string());
-        let l = labels(&[
-            ("node", &node),
-            ("log_type", r.text("log_type")),
-            ("part", &part),
-        ]);
+        let l = r.redo_part_labels();
         push_columns(
             &mut families,
             &l,
@@ -434,12 +443,7 @@ pub fn render(gathered: &Gathered) -> String {
         *entry = (*entry).max(level);
     }
     for r in rows(&dbinfo::LOGBUFFERS) {
-        let (node, part) = (r.int("node_id").to_string(), r.int("log_part").to_string());
-        let l = labels(&[
-            ("node", &node),
-            ("log_type", r.text("log_type")),
-            ("part", &part),
-        ]);
+        let l = r.redo_part_labels();
         push_columns(
             &mut families,
             &l,
