@@ -124,6 +124,9 @@ pub mod codes {
     pub const DATA_OUT_OF_RANGE: u16 = 1690;
     /// A pattern `REGEXP` cannot compile.
     pub const REGEXP_ERROR: u16 = 1139;
+    /// `GET_LOCK` and its kin: a name empty or too long; too many locks.
+    pub const USER_LOCK_WRONG_NAME: u16 = 3057;
+    pub const USER_LOCK_DEADLOCK: u16 = 3058;
     pub const TRUNCATED_WRONG_VALUE: u16 = 1292;
     pub const WARN_DATA_TRUNCATED: u16 = 1265;
     pub const DATA_TOO_LONG: u16 = 1406;

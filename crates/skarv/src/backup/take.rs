@@ -627,6 +627,11 @@ fn finish(
             }
             // After its base table (the list's order), under it.
             Some((base, column)) => {
+                assert!(
+                    *base < listed.len(),
+                    "parts table {} listed before its base table",
+                    t.name
+                );
                 entry["column"] = json!(column);
                 let parts = listed[*base]["blob_parts"]
                     .as_array_mut()

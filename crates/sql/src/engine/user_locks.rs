@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::error::{SqlError, SqlResult};
+use crate::error::{codes, SqlError, SqlResult};
 
 /// Longest lock name in characters (MySQL's).
 pub const LOCK_NAME_CHARS_MAX: usize = 64;
@@ -50,7 +50,7 @@ pub enum Got {
 fn key(name: &str) -> SqlResult<String> {
     if name.is_empty() || name.chars().count() > LOCK_NAME_CHARS_MAX {
         return Err(SqlError::new(
-            3057,
+            codes::USER_LOCK_WRONG_NAME,
             format!("Incorrect user-level lock name '{name}'."),
         ));
     }
@@ -84,7 +84,7 @@ impl UserLocks {
                     let mine = held.values().filter(|h| h.owner == owner).count();
                     if mine >= LOCKS_PER_CONNECTION_MAX {
                         return Err(SqlError::new(
-                            3058,
+                            codes::USER_LOCK_DEADLOCK,
                             format!(
                                 "Deadlock found when trying to get user-level lock; this \
                                  connection holds {LOCKS_PER_CONNECTION_MAX} locks already"

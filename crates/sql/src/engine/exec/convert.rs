@@ -436,11 +436,7 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
         SqlType::Time { fsp } => {
             let m = match v {
                 Val::Time(m) => Some(*m),
-                Val::DateTime(_, t) => Some(
-                    (i64::from(t.hour) * 3600 + i64::from(t.minute) * 60 + i64::from(t.second))
-                        * 1_000_000
-                        + i64::from(t.micros),
-                ),
+                Val::DateTime(_, t) => Some(crate::engine::expr::value::time_of_day_micros(*t)),
                 Val::Int(i) => parse_time(&i.to_string()),
                 other => parse_time(&other.to_text()),
             };

@@ -1069,11 +1069,7 @@ pub fn cast(v: Val, to: CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
         },
         CastTo::Time(_) => match &v {
             Val::Time(_) => v,
-            Val::DateTime(_, t) => Val::Time(
-                (i64::from(t.hour) * 3600 + i64::from(t.minute) * 60 + i64::from(t.second))
-                    * 1_000_000
-                    + i64::from(t.micros),
-            ),
+            Val::DateTime(_, t) => Val::Time(super::value::time_of_day_micros(*t)),
             Val::Date(_) => Val::Time(0),
             other => match parse_time(&other.to_text()) {
                 Some(m) => Val::Time(m),

@@ -4,8 +4,8 @@ use schema::Collation;
 
 use super::eval::{compare, merge_kinds, to_datetime, Ctx};
 use super::value::{
-    datetime_micros, datetime_of_micros, days_from_civil, Dec, Val, MICROS_PER_DAY,
-    MICROS_PER_SECOND,
+    datetime_micros, datetime_of_micros, days_from_civil, time_of_day_micros, Dec, Val,
+    MICROS_PER_DAY, MICROS_PER_SECOND,
 };
 use super::{Expr, Kind, Scope};
 use crate::error::{SqlError, SqlResult};
@@ -318,6 +318,19 @@ fn fsp_arg(args: &[Expr]) -> u8 {
     }
 }
 
+/// The fractional digits of a string literal first argument, as MySQL
+/// shows a date and time made of it (None: not a string literal).
+fn literal_fsp(args: &[Expr]) -> Option<u8> {
+    match args.first() {
+        Some(Expr::Lit(Val::Str(b))) => Some(
+            String::from_utf8_lossy(b)
+                .split_once('.')
+                .map_or(0, |(_, f)| f.trim().len().min(6) as u8),
+        ),
+        _ => None,
+    }
+}
+
 /// The local date and time `micros` (UTC) is in a zone `tz_secs` east of
 /// UTC, its microseconds cut to `fsp` digits.
 fn local_datetime(micros: i64, tz_secs: i64, fsp: u32) -> Val {
@@ -392,14 +405,9 @@ impl Func {
             F::RegexpReplace | F::Format | F::Conv => text_kind(),
             F::SecToTime | F::TimeDiff => Kind::Time { fsp: 0 },
             F::MakeDate => Kind::Date,
-            F::Timestamp => match (arg(0), args.first()) {
+            F::Timestamp => match (arg(0), literal_fsp(args)) {
                 (Kind::DateTime { fsp }, _) => Kind::DateTime { fsp },
-                // A literal's own fractional digits, as MySQL shows them.
-                (_, Some(Expr::Lit(Val::Str(b)))) => Kind::DateTime {
-                    fsp: String::from_utf8_lossy(b)
-                        .split_once('.')
-                        .map_or(0, |(_, f)| f.trim().len().min(6) as u8),
-                },
+                (_, Some(fsp)) => Kind::DateTime { fsp },
                 _ => Kind::DateTime { fsp: 0 },
             },
             F::Elt => merge_kinds(args.iter().skip(1).map(|a| scope.kind(a))),
@@ -481,14 +489,9 @@ impl Func {
                     _ => 0,
                 },
             },
-            F::ConvertTz => match (arg(0), args.first()) {
+            F::ConvertTz => match (arg(0), literal_fsp(args)) {
                 (Kind::DateTime { fsp }, _) => Kind::DateTime { fsp },
-                // A literal's own fractional digits, as MySQL shows them.
-                (_, Some(Expr::Lit(Val::Str(b)))) => Kind::DateTime {
-                    fsp: String::from_utf8_lossy(b)
-                        .split_once('.')
-                        .map_or(0, |(_, f)| f.trim().len().min(6) as u8),
-                },
+                (_, Some(fsp)) => Kind::DateTime { fsp },
                 _ => Kind::DateTime { fsp: 6 },
             },
             F::UnixTimestamp => Kind::Int { unsigned: false },
@@ -1207,11 +1210,9 @@ impl Func {
                 let fsp = v.first().map_or(0, |f| ctx.num_i64(f).clamp(0, 6) as u32);
                 let at = local_datetime(ctx.env.now_micros, tz, fsp);
                 match (self, at) {
-                    (F::CurTime | F::UtcTime, Val::DateTime(_, t)) => Val::Time(
-                        (i64::from(t.hour) * 3600 + i64::from(t.minute) * 60 + i64::from(t.second))
-                            * MICROS_PER_SECOND
-                            + i64::from(t.micros),
-                    ),
+                    (F::CurTime | F::UtcTime, Val::DateTime(_, t)) => {
+                        Val::Time(time_of_day_micros(t))
+                    }
                     (_, at) => at,
                 }
             }
@@ -1346,10 +1347,7 @@ impl Func {
             },
             F::Repeat => {
                 let n = ctx.num_i64(&v[1]).max(0) as usize;
-                let unit = match &v[0] {
-                    Val::Str(b) => b.clone(),
-                    other => other.to_text().into_bytes(),
-                };
+                let unit = bytes(&v[0]);
                 if unit.len().saturating_mul(n) > STRING_RESULT_BYTES_MAX {
                     return Ok(Val::Null);
                 }
@@ -1551,12 +1549,7 @@ fn timestamp_diff(unit: &str, a: (Date, Time), b: (Date, Time)) -> Option<i64> {
             let month_of = |d: Date| i64::from(d.year) * 12 + i64::from(d.month);
             let mut months = month_of(b.0) - month_of(a.0);
             // The rest of each: day of month and time of day.
-            let rest = |(d, t): (Date, Time)| {
-                (
-                    d.day,
-                    datetime_micros(d, t) - datetime_micros(d, Time::default()),
-                )
-            };
+            let rest = |(d, t): (Date, Time)| (d.day, time_of_day_micros(t));
             let (ra, rb) = (rest(a), rest(b));
             if mb >= ma && months > 0 && rb < ra {
                 months -= 1;
@@ -1632,11 +1625,7 @@ const TIME_SECONDS_MAX: i64 = 838 * 3_600 + 59 * 60 + 59;
 fn time_micros(v: &Val) -> Option<i64> {
     match v {
         Val::Time(m) => Some(*m),
-        Val::DateTime(_, t) => Some(
-            (i64::from(t.hour) * 3_600 + i64::from(t.minute) * 60 + i64::from(t.second))
-                * MICROS_PER_SECOND
-                + i64::from(t.micros),
-        ),
+        Val::DateTime(_, t) => Some(time_of_day_micros(*t)),
         Val::Date(_) => Some(0),
         other => super::value::parse_time(&other.to_text()),
     }

@@ -178,9 +178,13 @@ pub fn datetime_micros(date: Date, time: Time) -> i64 {
         i64::from(date.month),
         i64::from(date.day),
     );
-    days * MICROS_PER_DAY
-        + (i64::from(time.hour) * 3600 + i64::from(time.minute) * 60 + i64::from(time.second))
-            * MICROS_PER_SECOND
+    days * MICROS_PER_DAY + time_of_day_micros(time)
+}
+
+/// Microseconds since midnight of a time of day.
+pub fn time_of_day_micros(time: Time) -> i64 {
+    (i64::from(time.hour) * 3600 + i64::from(time.minute) * 60 + i64::from(time.second))
+        * MICROS_PER_SECOND
         + i64::from(time.micros)
 }
 
