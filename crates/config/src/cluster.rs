@@ -13,7 +13,9 @@
 
 use std::path::PathBuf;
 
-use kernel::thread_config::{counts_for_max_execution_threads, ThreadLayout, ThreadRole};
+use kernel::thread_config::{
+    counts_for_max_execution_threads, SpinMethod, ThreadLayout, ThreadRole,
+};
 use signal::NodeId;
 
 use crate::error::{ConfigError, ConfigErrorKind};
@@ -432,6 +434,11 @@ fn data_node(
             )),
         ),
     };
+    let mut threads = threads;
+    let spin_method = view.text(&p::SPIN_METHOD).unwrap_or_default();
+    threads.set_spin_method(
+        SpinMethod::from_name(&spin_method).expect("SpinMethod is checked as one of its names"),
+    );
     let ldm = threads.count(ThreadRole::Ldm);
     let no_of_fragment_log_parts = match view.setting(&p::NO_OF_FRAGMENT_LOG_PARTS) {
         Some(setting) => {

@@ -83,6 +83,86 @@ impl fmt::Display for ThreadRole {
 /// The longest spin NDB allows (and so do we), in microseconds.
 pub const SPINTIME_MAX_US: u32 = 500;
 
+/// How execution threads spin before sleeping (NDB's `SpinMethod`).
+///
+/// `Static` spins each thread's `spintime` whenever it runs out of work.
+/// The others adapt: each thread measures how soon work comes back after
+/// it runs out, and spins only as long as the CPU time spent spinning stays
+/// within [`SpinMethod::overhead_percent`] of the wake-up latency it saves
+/// (`runtime::spin`). Their bound is the thread's `spintime` when
+/// ThreadConfig gives one (0 turns spinning off), else
+/// [`SpinMethod::default_bound_us`].
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum SpinMethod {
+    /// NDB's default: `spintime` as configured (0 unless given).
+    #[default]
+    Static,
+    CostBased,
+    LatencyOptimised,
+    DatabaseMachine,
+}
+
+impl SpinMethod {
+    /// NDB's names, in its order, as `config.ini` spells them.
+    pub const NAMES: [&'static str; 4] = [
+        "StaticSpinning",
+        "CostBasedSpinning",
+        "LatencyOptimisedSpinning",
+        "DatabaseMachineSpinning",
+    ];
+
+    /// The method `name` (case-insensitive) names, if any.
+    pub fn from_name(name: &str) -> Option<SpinMethod> {
+        let methods = [
+            SpinMethod::Static,
+            SpinMethod::CostBased,
+            SpinMethod::LatencyOptimised,
+            SpinMethod::DatabaseMachine,
+        ];
+        Self::NAMES
+            .iter()
+            .position(|n| n.eq_ignore_ascii_case(name))
+            .map(|i| methods[i])
+    }
+
+    pub fn is_adaptive(self) -> bool {
+        self != SpinMethod::Static
+    }
+
+    /// How much CPU time spinning may cost per unit of latency it saves,
+    /// as NDB states it: `1.3 + overhead / 100` units (so 70 allows 2).
+    pub fn overhead_percent(self) -> u32 {
+        match self {
+            SpinMethod::Static => 0,
+            SpinMethod::CostBased => 70,
+            SpinMethod::LatencyOptimised => 1_000,
+            SpinMethod::DatabaseMachine => 10_000,
+        }
+    }
+
+    /// The longest an adaptive thread spins when ThreadConfig gives it no
+    /// `spintime`, in microseconds.
+    pub fn default_bound_us(self) -> u32 {
+        match self {
+            SpinMethod::Static => 0,
+            SpinMethod::CostBased | SpinMethod::LatencyOptimised => 100,
+            SpinMethod::DatabaseMachine => SPINTIME_MAX_US,
+        }
+    }
+}
+
+impl fmt::Display for SpinMethod {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let i = match self {
+            SpinMethod::Static => 0,
+            SpinMethod::CostBased => 1,
+            SpinMethod::LatencyOptimised => 2,
+            SpinMethod::DatabaseMachine => 3,
+        };
+        f.write_str(Self::NAMES[i])
+    }
+}
+
 /// One thread of the layout.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ThreadSpec {
@@ -101,7 +181,13 @@ pub struct ThreadSpec {
     /// Allowed to run on any of these CPUs.
     pub cpuset: Option<Vec<usize>>,
     pub realtime: bool,
+    /// How long it spins before sleeping, in microseconds: exactly, or as
+    /// the bound of an adaptive `spin_method`.
     pub spintime_us: u32,
+    /// Whether ThreadConfig gave `spintime_us` (an adaptive method keeps a
+    /// given one, 0 included, and otherwise uses its own bound).
+    pub spintime_given: bool,
+    pub spin_method: SpinMethod,
 }
 
 /// Every thread a data node starts.
@@ -111,6 +197,17 @@ pub struct ThreadLayout {
 }
 
 impl ThreadLayout {
+    /// Applies `SpinMethod` to every thread that spins: an adaptive method
+    /// bounds a thread without a given `spintime` by its own default.
+    pub fn set_spin_method(&mut self, method: SpinMethod) {
+        for thread in &mut self.threads {
+            thread.spin_method = method;
+            if method.is_adaptive() && !thread.spintime_given && thread.role.spins() {
+                thread.spintime_us = method.default_bound_us();
+            }
+        }
+    }
+
     /// Number of configured threads of `role` (0 when the role is folded into another thread).
     pub fn count(&self, role: ThreadRole) -> u32 {
         self.threads.iter().filter(|t| t.role == role).count() as u32
@@ -931,6 +1028,7 @@ impl ThreadLayout {
                         cpuset: group.cpuset.clone(),
                         realtime: group.realtime.unwrap_or(false),
                         spintime_us: group.spintime_us.unwrap_or(0),
+                        spintime_given: group.spintime_us.is_some(),
                         ..plain_thread(role, index)
                     });
                     index += 1;
@@ -1051,5 +1149,7 @@ fn plain_thread(role: ThreadRole, index: u32) -> ThreadSpec {
         cpuset: None,
         realtime: false,
         spintime_us: 0,
+        spintime_given: false,
+        spin_method: SpinMethod::Static,
     }
 }

@@ -13,7 +13,7 @@ use kernel::runtime::{
     BlockPlacement, Injector, NodeControl, RemoteSender, RunningRuntime, Runtime, RuntimeError,
     RuntimeLimits,
 };
-use kernel::thread_config::{ThreadLayout, ThreadRole, ThreadSpec};
+use kernel::thread_config::{SpinMethod, ThreadLayout, ThreadRole, ThreadSpec};
 use kernel::{Context, MonotonicClock};
 use signal::{BlockNumber, BlockRef, NodeId, Signal, SignalBody};
 
@@ -59,6 +59,8 @@ fn spec(name: &str, role: ThreadRole, index: u32, hosts: &[ThreadRole]) -> Threa
         cpuset: None,
         realtime: false,
         spintime_us: 0,
+        spintime_given: false,
+        spin_method: SpinMethod::Static,
     }
 }
 

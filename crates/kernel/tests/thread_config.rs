@@ -23,6 +23,10 @@ fn layout(text: &str) -> ThreadLayout {
     ThreadLayout::from_thread_config(&parse(text))
 }
 
+fn layout_of(text: &str) -> ThreadLayout {
+    layout(text)
+}
+
 fn names(layout: &ThreadLayout) -> Vec<&str> {
     layout.threads.iter().map(|t| t.name.as_str()).collect()
 }
@@ -32,6 +36,42 @@ fn thread<'a>(layout: &'a ThreadLayout, name: &str) -> &'a ThreadSpec {
         Some(thread) => thread,
         None => panic!("no thread {name} in {:?}", names(layout)),
     }
+}
+
+#[test]
+fn an_adaptive_spin_method_bounds_threads_without_a_spintime() {
+    let mut layout = layout("ldm={count=2},tc={spintime=0},main={spintime=40},io,wd");
+    layout.set_spin_method(SpinMethod::CostBased);
+    let spin = |name: &str| {
+        let t = thread(&layout, name);
+        (t.spin_method, t.spintime_us)
+    };
+    assert_eq!(
+        spin("ldm0"),
+        (SpinMethod::CostBased, 100),
+        "the method's bound"
+    );
+    assert_eq!(
+        spin("tc0"),
+        (SpinMethod::CostBased, 0),
+        "a given 0 turns it off"
+    );
+    assert_eq!(
+        spin("main"),
+        (SpinMethod::CostBased, 40),
+        "a given spintime bounds it"
+    );
+    assert_eq!(spin("io").1, 0, "io threads never spin");
+    assert_eq!(spin("wd").1, 0, "nor does the watchdog");
+    let mut fixed = layout_of("ldm={count=2},main={spintime=40}");
+    fixed.set_spin_method(SpinMethod::Static);
+    assert_eq!(thread(&fixed, "ldm0").spintime_us, 0);
+    assert_eq!(thread(&fixed, "main").spintime_us, 40);
+    assert_eq!(
+        SpinMethod::from_name("databasemachinespinning"),
+        Some(SpinMethod::DatabaseMachine)
+    );
+    assert_eq!(SpinMethod::from_name("spinning"), None);
 }
 
 #[test]

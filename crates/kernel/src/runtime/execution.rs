@@ -42,11 +42,12 @@ use signal::{BlockRef, NodeId, Signal, SignalBody};
 use super::affinity;
 use super::routing::{DropLog, RouteTable};
 use super::shared::{wake_marked, Shared};
+use super::spin::SpinPolicy;
 use super::timers::TimerHeap;
 use super::{NodeControl, Poller, RemoteSender};
 use crate::block::{Block, Context, Output};
 use crate::random::Rng;
-use crate::thread_config::{ThreadSpec, SPINTIME_MAX_US};
+use crate::thread_config::ThreadSpec;
 use crate::time::{Clock, Instant, MonotonicClock};
 
 /// The longest a sleeping thread stays parked without a timer or a wake-up,
@@ -202,8 +203,10 @@ impl ExecutionThread {
         affinity::apply_to_current_thread(&self.spec);
         self.start_blocks();
         self.router.flush();
-        let spin = Duration::from_micros(u64::from(self.spec.spintime_us.min(SPINTIME_MAX_US)));
-        let mut idle_since: Option<std::time::Instant> = None;
+        let mut spin = SpinPolicy::new(&self.spec);
+        // Since when the thread has been out of work, and whether it has
+        // slept since (the clock is read only while it spins or measures).
+        let mut idle: Option<(std::time::Instant, bool)> = None;
         let mut rounds_since_turn = POLLER_TURN_EVERY_ROUNDS;
         // Since when a full queue to another thread holds this one (the
         // clock is read only at the ends of such a wait).
@@ -232,22 +235,26 @@ impl ExecutionThread {
             let executed = self.run_round();
             self.router.flush();
             if executed > 0 {
-                if let Some(since) = idle_since.take() {
-                    self.add_spin(since);
+                if let Some((since, slept)) = idle.take() {
+                    if !slept {
+                        self.add_spin(since);
+                    }
+                    spin.record(since.elapsed());
                 }
                 continue;
             }
             // Idle: the next round turns (after the wait, if it sleeps),
             // whatever the count, so that a spinning thread polls too.
             rounds_since_turn = POLLER_TURN_EVERY_ROUNDS;
-            // Without spinning, going idle reads no clock: two clock reads per
-            // idle round were 2 % of a busy data node's CPU.
-            if spin.is_zero() {
+            let limit = spin.limit();
+            // Neither spinning nor measuring, going idle reads no clock: two
+            // clock reads per idle round were 2 % of a busy data node's CPU.
+            if limit.is_zero() && !spin.measures() {
                 self.sleep();
                 continue;
             }
-            let since = *idle_since.get_or_insert_with(std::time::Instant::now);
-            if since.elapsed() < spin {
+            let (since, slept) = idle.get_or_insert_with(|| (std::time::Instant::now(), false));
+            if !*slept && since.elapsed() < limit {
                 // Spinning keeps the thread awake for work that comes soon
                 // (a client's next request: no wake-up on its path), but
                 // must not keep a CPU from another runnable thread, such as
@@ -255,9 +262,14 @@ impl ExecutionThread {
                 std::thread::yield_now();
                 continue;
             }
-            self.add_spin(since);
+            if !*slept {
+                let since = *since;
+                if !limit.is_zero() {
+                    self.add_spin(since);
+                }
+                idle = Some((since, true));
+            }
             self.sleep();
-            idle_since = None;
         }
     }
 

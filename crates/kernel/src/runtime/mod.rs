@@ -35,6 +35,7 @@ mod io;
 mod os;
 mod routing;
 mod shared;
+mod spin;
 mod timers;
 mod watchdog;
 
@@ -56,7 +57,7 @@ pub use shared::{CpuWindow, ThreadFigure, CPU_WINDOW};
 pub const IO_THREADS_MAX: usize = 8;
 
 use crate::block::Block;
-use crate::thread_config::{ThreadLayout, ThreadRole, ThreadSpec};
+use crate::thread_config::{SpinMethod, ThreadLayout, ThreadRole, ThreadSpec};
 use crate::time::MonotonicClock;
 use execution::{Common, ExecutionThread, PlacedBlock, ThreadParts};
 use io::IoQueue;
@@ -488,6 +489,8 @@ fn watchdog_spec(layout: &ThreadLayout) -> ThreadSpec {
             cpuset: None,
             realtime: false,
             spintime_us: 0,
+            spintime_given: false,
+            spin_method: SpinMethod::Static,
         })
 }
 
@@ -509,6 +512,8 @@ fn io_spec(layout: &ThreadLayout) -> ThreadSpec {
             cpuset: None,
             realtime: false,
             spintime_us: 0,
+            spintime_given: false,
+            spin_method: SpinMethod::Static,
         })
 }
 

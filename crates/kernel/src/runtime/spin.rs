@@ -1,0 +1,223 @@
+//! How long an execution thread spins before it sleeps (NDB's
+//! `SpinMethod`, see [`SpinMethod`]).
+//!
+//! A sleeping thread is slow to wake: on the virtual machines Skarv was
+//! measured on, a signal or a frame for a sleeping thread costs 30-50 µs
+//! more than one for a thread that is awake, per hop (a 2-replica update
+//! crosses six: its p50 fell from 230 to 38 µs with the data nodes
+//! spinning). Spinning trades CPU time for that latency. The trade pays
+//! only when work comes back soon after the thread ran out of it, which
+//! depends on the load, so an adaptive method measures it: the length of
+//! every idle period (from running out of work to the next signal, whether
+//! the thread spun through it or slept) goes into a histogram, and every
+//! [`DECIDE_EVERY_GAPS`] periods the thread picks the longest spin, up to
+//! its bound, whose CPU cost (the idle periods it would spin through, each
+//! for its length or the whole spin) is at most `1.3 + overhead / 100`
+//! times the wake-ups it saves (the periods shorter than the spin, each
+//! [`WAKE_UP_COST_US`]); older periods weigh half at each decision. An
+//! adaptive thread starts without spinning, as NDB's does.
+//!
+//! An idle period measured while asleep includes the wake-up itself, so
+//! it reads long: the estimate errs towards not spinning.
+
+use std::time::Duration;
+
+use crate::thread_config::{SpinMethod, ThreadSpec, SPINTIME_MAX_US};
+
+/// The latency one avoided wake-up saves, in microseconds: what the
+/// adaptive methods weigh the CPU time of spinning against. Measured as
+/// the difference between a sleeping and a spinning peer on this project's
+/// 2-CPU virtual machines (30-50 µs); bare metal wakes faster, and there an
+/// adaptive thread spins somewhat more than it should (within its bound).
+pub const WAKE_UP_COST_US: u64 = 30;
+
+/// Idle periods between two decisions of an adaptive thread.
+pub const DECIDE_EVERY_GAPS: u32 = 64;
+
+/// Upper ends of the histogram's buckets of idle periods, in microseconds;
+/// a last bucket holds the longer ones. The spins an adaptive thread picks
+/// from are these ends up to its bound, and the bound.
+const BUCKET_ENDS_US: [u32; 8] = [5, 10, 20, 40, 80, 160, 320, SPINTIME_MAX_US];
+
+#[derive(Copy, Clone, Debug, Default)]
+struct Bucket {
+    /// Idle periods in the bucket (halved at each decision).
+    count: u64,
+    /// Their total length, in microseconds.
+    sum_us: u64,
+}
+
+/// One thread's spin: fixed, or adapted to the idle periods it measures.
+#[derive(Debug)]
+pub(super) struct SpinPolicy {
+    method: SpinMethod,
+    /// The longest spin, in microseconds.
+    bound_us: u32,
+    /// The spin in force, in microseconds.
+    limit_us: u32,
+    buckets: [Bucket; BUCKET_ENDS_US.len() + 1],
+    /// Idle periods since the last decision.
+    gaps: u32,
+}
+
+impl SpinPolicy {
+    pub(super) fn new(spec: &ThreadSpec) -> SpinPolicy {
+        let bound_us = spec.spintime_us.min(SPINTIME_MAX_US);
+        SpinPolicy {
+            method: spec.spin_method,
+            bound_us,
+            limit_us: if spec.spin_method.is_adaptive() {
+                0
+            } else {
+                bound_us
+            },
+            buckets: [Bucket::default(); BUCKET_ENDS_US.len() + 1],
+            gaps: 0,
+        }
+    }
+
+    /// How long to spin now before sleeping.
+    pub(super) fn limit(&self) -> Duration {
+        Duration::from_micros(u64::from(self.limit_us))
+    }
+
+    /// Whether idle periods are measured (an adaptive method that may spin).
+    pub(super) fn measures(&self) -> bool {
+        self.method.is_adaptive() && self.bound_us > 0
+    }
+
+    /// One idle period of `gap` ended (work came); every
+    /// [`DECIDE_EVERY_GAPS`] of them, the spin is chosen again.
+    pub(super) fn record(&mut self, gap: Duration) {
+        if !self.measures() {
+            return;
+        }
+        let gap_us = u64::try_from(gap.as_micros()).unwrap_or(u64::MAX);
+        let bucket = BUCKET_ENDS_US
+            .iter()
+            .position(|&end| gap_us <= u64::from(end))
+            .unwrap_or(BUCKET_ENDS_US.len());
+        let b = &mut self.buckets[bucket];
+        b.count += 1;
+        b.sum_us = b.sum_us.saturating_add(gap_us);
+        self.gaps += 1;
+        if self.gaps >= DECIDE_EVERY_GAPS {
+            self.decide();
+        }
+    }
+
+    /// Picks the longest spin that pays (see the module documentation),
+    /// then halves what was measured.
+    fn decide(&mut self) {
+        let candidates = BUCKET_ENDS_US
+            .iter()
+            .copied()
+            .filter(|&end| end < self.bound_us)
+            .chain(std::iter::once(self.bound_us));
+        let allowed = 130 + u64::from(self.method.overhead_percent());
+        let mut best = 0;
+        for spin_us in candidates {
+            // Periods wholly inside the spin (caught: no wake-up) cost their
+            // length; every other one costs the whole spin.
+            let (mut caught, mut cost_us) = (0u64, 0u64);
+            for (i, b) in self.buckets.iter().enumerate() {
+                let inside = BUCKET_ENDS_US.get(i).is_some_and(|&end| end <= spin_us);
+                if inside {
+                    caught += b.count;
+                    cost_us = cost_us.saturating_add(b.sum_us);
+                } else {
+                    cost_us = cost_us.saturating_add(b.count * u64::from(spin_us));
+                }
+            }
+            let saved_us = caught * WAKE_UP_COST_US;
+            if caught > 0 && cost_us.saturating_mul(100) <= allowed.saturating_mul(saved_us) {
+                best = spin_us;
+            }
+        }
+        self.limit_us = best;
+        for b in &mut self.buckets {
+            b.count /= 2;
+            b.sum_us /= 2;
+        }
+        self.gaps = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::thread_config::ThreadRole;
+
+    fn policy(method: SpinMethod, bound_us: u32) -> SpinPolicy {
+        SpinPolicy::new(&ThreadSpec {
+            name: "main".into(),
+            role: ThreadRole::Main,
+            index: 0,
+            hosts: vec![ThreadRole::Main],
+            cpubind: None,
+            cpuset: None,
+            realtime: false,
+            spintime_us: bound_us,
+            spintime_given: true,
+            spin_method: method,
+        })
+    }
+
+    fn feed(p: &mut SpinPolicy, gaps_us: &[u64], rounds: usize) {
+        for _ in 0..rounds {
+            for &g in gaps_us {
+                p.record(Duration::from_micros(g));
+            }
+        }
+    }
+
+    #[test]
+    fn static_spins_its_spintime_and_measures_nothing() {
+        let mut p = policy(SpinMethod::Static, 100);
+        assert_eq!(p.limit(), Duration::from_micros(100));
+        assert!(!p.measures());
+        feed(&mut p, &[10_000], 200);
+        assert_eq!(p.limit(), Duration::from_micros(100));
+    }
+
+    #[test]
+    fn adaptive_starts_still_and_spins_its_bound_when_work_comes_back_soon() {
+        let mut p = policy(SpinMethod::CostBased, 100);
+        assert_eq!(p.limit(), Duration::ZERO);
+        feed(&mut p, &[2, 3, 8], 64);
+        assert_eq!(p.limit(), Duration::from_micros(100));
+    }
+
+    #[test]
+    fn adaptive_stops_spinning_when_idle_periods_are_long() {
+        let mut p = policy(SpinMethod::CostBased, 100);
+        feed(&mut p, &[3], 128);
+        assert_eq!(p.limit(), Duration::from_micros(100));
+        // An idle cluster: timers every few milliseconds. The old short
+        // periods fade by half at each decision.
+        feed(&mut p, &[5_000], 64 * 8);
+        assert_eq!(p.limit(), Duration::ZERO);
+    }
+
+    #[test]
+    fn the_overhead_decides_how_far_a_mixed_load_is_spun() {
+        // Half the periods end within 3 µs, half last 10 ms. Spinning 40 µs
+        // costs 21.5 µs a period for 15 µs saved (allowed by 2 units of CPU
+        // per unit of latency); 80 µs costs 41.5 (not allowed).
+        let mut cost_based = policy(SpinMethod::CostBased, 100);
+        feed(&mut cost_based, &[3, 10_000], 64);
+        assert_eq!(cost_based.limit(), Duration::from_micros(40));
+        // 11.3 units allowed: the whole bound.
+        let mut latency = policy(SpinMethod::LatencyOptimised, 100);
+        feed(&mut latency, &[3, 10_000], 64);
+        assert_eq!(latency.limit(), Duration::from_micros(100));
+    }
+
+    #[test]
+    fn a_bound_of_zero_turns_adaptive_spinning_off() {
+        let mut p = policy(SpinMethod::DatabaseMachine, 0);
+        assert!(!p.measures());
+        feed(&mut p, &[1], 200);
+        assert_eq!(p.limit(), Duration::ZERO);
+    }
+}
