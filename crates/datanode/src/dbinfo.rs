@@ -694,6 +694,7 @@ pub fn rows(
                             t.sleep_ns / 1_000,
                             t.spin_ns / 1_000,
                             t.buffer_full_ns / 1_000,
+                            t.spin_limit_us,
                         ],
                         texts: vec![t.name, t.role.to_string()],
                     }

@@ -261,11 +261,19 @@ fn ping_pong_between_two_threads_counts_every_exchange() {
     let mut layout = layout();
     layout.threads[2].spintime_us = 50;
     let runtime = Runtime::new(node(ME), &layout, blocks, quiet_limits()).expect("valid");
+    let figures = runtime.thread_figures();
     let (running, _, control) = start(runtime);
     assert_eq!(running.thread_names(), vec!["ldm0", "tc0", "wd"]);
     assert!(wait_until(
         || pongs.load(Ordering::SeqCst) == u64::from(EXCHANGES)
     ));
+    // Static spinning: each thread shows its spintime as the spin in force.
+    let limits: Vec<(String, u64)> = figures
+        .snapshot()
+        .into_iter()
+        .map(|t| (t.name, t.spin_limit_us))
+        .collect();
+    assert_eq!(limits, [("ldm0".to_string(), 0), ("tc0".to_string(), 50)]);
     running.stop();
     assert_eq!(pings.load(Ordering::SeqCst), u64::from(EXCHANGES));
     assert_eq!(pongs.load(Ordering::SeqCst), u64::from(EXCHANGES));

@@ -83,6 +83,7 @@ pub const THREADSTAT: TableDef = TableDef {
         ("sleep_us", Int),
         ("spin_us", Int),
         ("buffer_full_us", Int),
+        ("spin_limit_us", Int),
     ],
 };
 

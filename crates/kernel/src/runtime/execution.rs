@@ -204,6 +204,8 @@ impl ExecutionThread {
         self.start_blocks();
         self.router.flush();
         let mut spin = SpinPolicy::new(&self.spec);
+        let mut published_limit = spin.limit();
+        self.shared.threads[self.index].publish_spin_limit_us(published_limit.as_micros() as u64);
         // Since when the thread has been out of work, and whether it has
         // slept since (the clock is read only while it spins or measures).
         let mut idle: Option<(std::time::Instant, bool)> = None;
@@ -240,6 +242,11 @@ impl ExecutionThread {
                         self.add_spin(since);
                     }
                     spin.record(since.elapsed());
+                    if spin.limit() != published_limit {
+                        published_limit = spin.limit();
+                        self.shared.threads[self.index]
+                            .publish_spin_limit_us(published_limit.as_micros() as u64);
+                    }
                 }
                 continue;
             }

@@ -81,6 +81,8 @@ struct Figures {
     sleep_ns: AtomicU64,
     spin_ns: AtomicU64,
     buffer_full_ns: AtomicU64,
+    /// The spin in force (`runtime::spin`), in µs: set at each decision.
+    spin_limit_us: AtomicU64,
 }
 
 /// What ndbinfo's `threadstat` shows of one execution thread: counters
@@ -109,6 +111,9 @@ pub struct ThreadFigure {
     pub spin_ns: u64,
     /// Time it waited for room in a full queue to another thread, in ns.
     pub buffer_full_ns: u64,
+    /// How long it spins now before sleeping, in µs: its `spintime`, or
+    /// what an adaptive `SpinMethod` last chose.
+    pub spin_limit_us: u64,
     /// The blocks it runs, in placement order.
     pub blocks: Vec<BlockRef>,
 }
@@ -170,6 +175,7 @@ impl ThreadShared {
             sleep_ns: get(&f.sleep_ns),
             spin_ns: get(&f.spin_ns),
             buffer_full_ns: get(&f.buffer_full_ns),
+            spin_limit_us: get(&f.spin_limit_us),
             blocks: self.blocks.clone(),
         }
     }
@@ -197,6 +203,11 @@ impl ThreadShared {
     /// The thread itself, after a spin: its time spinning idle so far.
     pub(crate) fn publish_spin_ns(&self, ns: u64) {
         self.figures.spin_ns.store(ns, Ordering::Relaxed);
+    }
+
+    /// The thread itself, when it chooses how long to spin.
+    pub(crate) fn publish_spin_limit_us(&self, us: u64) {
+        self.figures.spin_limit_us.store(us, Ordering::Relaxed);
     }
 
     /// The thread itself, once a full queue took its signals: its time
