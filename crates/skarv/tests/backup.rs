@@ -666,7 +666,7 @@ fn a_restored_auto_increment_table_takes_new_ids_past_its_rows() {
         &["--replicas", "1", "--sql-nodes", "1"],
     );
     let mut conn = connect(source.sql_port());
-    conn.query_drop("CREATE DATABASE shop")
+    conn.query_drop("CREATE DATABASE shop COLLATE utf8mb4_bin")
         .expect("create database");
     conn.query_drop("CREATE TABLE shop.t (id INT AUTO_INCREMENT PRIMARY KEY, v INT)")
         .expect("create table");
@@ -717,6 +717,14 @@ fn a_restored_auto_increment_table_takes_new_ids_past_its_rows() {
         &["--restore-meta", "--tables", "shop.t,shop.nk"],
     );
     assert!(output.status.success(), "{}", text(&output));
+    // The restored tables' database is the target's SQL nodes' too, with
+    // the source's collation.
+    let databases: Vec<String> = target_conn.query("SHOW DATABASES").expect("show databases");
+    assert!(databases.iter().any(|d| d == "shop"), "{databases:?}");
+    let create: Vec<(String, String)> = target_conn
+        .query("SHOW CREATE DATABASE shop")
+        .expect("show create database");
+    assert!(create[0].1.contains("utf8mb4_bin"), "{create:?}");
     target_conn
         .query_drop("INSERT INTO shop.nk VALUES (3)")
         .expect("a new hidden key past the restored ones");
@@ -740,5 +748,24 @@ fn a_restored_auto_increment_table_takes_new_ids_past_its_rows() {
         .query("SELECT id FROM other.x ORDER BY id")
         .expect("select");
     assert_eq!(own.len(), 3, "{own:?}");
+    // Renamed, the database is registered under its new name alone.
+    let output = restore(
+        &target.connect,
+        &backups.join("BACKUP-1"),
+        &[
+            "--restore-meta",
+            "--rename-db",
+            "shop=shop2",
+            "--tables",
+            "shop.t",
+        ],
+    );
+    assert!(output.status.success(), "{}", text(&output));
+    let databases: Vec<String> = target_conn.query("SHOW DATABASES").expect("show databases");
+    assert!(databases.iter().any(|d| d == "shop2"), "{databases:?}");
+    let rows: Vec<u64> = target_conn
+        .query("SELECT id FROM shop2.t ORDER BY id")
+        .expect("the renamed database's table reads through SQL");
+    assert_eq!(rows, [1, 2, 3, 900]);
     let _ = std::fs::remove_dir_all(&scratch);
 }

@@ -21,7 +21,7 @@ use skarv_client::{Cluster, Epoch, ExecMode, Op, Session, Table, Value};
 
 use super::format::{self, BlockReader, Records};
 use super::take::{LOG_DELETE, LOG_WRITE};
-use sql::engine::catalog::SEQUENCES_TABLE;
+use sql::engine::catalog::{DATABASES_TABLE, SEQUENCES_TABLE, SYSTEM_DB};
 
 /// Rows per restore transaction unless `--batch` says otherwise.
 pub const RESTORE_BATCH_ROWS_DEFAULT: usize = 256;
@@ -150,15 +150,45 @@ fn source_sequences(
     log: &[HashMap<Vec<u8>, Final>],
 ) -> Result<HashMap<u64, u64>, String> {
     let mut next = HashMap::new();
-    let Some(index) = all.iter().position(|t| t.name == SEQUENCES_TABLE) else {
-        return Ok(next);
-    };
-    let t = &all[index];
-    let mut put = |values: &[Value]| {
+    source_rows(dir, all, log, SEQUENCES_TABLE, |values| {
         if let (Some(Value::UInt(id)), Some(Value::UInt(n))) = (values.first(), values.get(1)) {
             next.insert(*id, *n);
         }
+    })?;
+    Ok(next)
+}
+
+/// The SQL node's databases as the backup holds them at its stop epoch:
+/// name → (character set, collation).
+fn source_databases(
+    dir: &std::path::Path,
+    all: &[Backed],
+    log: &[HashMap<Vec<u8>, Final>],
+) -> Result<HashMap<String, (String, String)>, String> {
+    let mut databases = HashMap::new();
+    source_rows(dir, all, log, DATABASES_TABLE, |values| {
+        if let [Value::String(name), Value::String(charset), Value::String(collation), ..] = values
+        {
+            databases.insert(name.clone(), (charset.clone(), collation.clone()));
+        }
+    })?;
+    Ok(databases)
+}
+
+/// Every row of the backup's table `name` (if it has one) as it stood at
+/// the stop epoch: the data file's rows the log did not change, then the
+/// log's last images.
+fn source_rows(
+    dir: &std::path::Path,
+    all: &[Backed],
+    log: &[HashMap<Vec<u8>, Final>],
+    name: &str,
+    mut put: impl FnMut(&[Value]),
+) -> Result<(), String> {
+    let Some(index) = all.iter().position(|t| t.name == name) else {
+        return Ok(());
     };
+    let t = &all[index];
     let mut key = Vec::new();
     read_data(dir, t, |fixed, var| {
         key.clear();
@@ -173,7 +203,89 @@ fn source_sequences(
             put(values);
         }
     }
-    Ok(next)
+    Ok(())
+}
+
+/// Registers the restored tables' databases with the target's SQL nodes
+/// (rows of `DATABASES_TABLE`, renamed as the tables are): every database
+/// of the backup on a whole restore, those of the restored tables with
+/// `--tables`. Copying the backup's rows as they are would register the
+/// source's names under `--rename-db` and none of them under `--tables`,
+/// and `SHOW DATABASES` would not list what was restored. A database the
+/// target has keeps its own character set. The backup's own is used for
+/// the others (utf8mb4 when the backup has no row for it). Without the
+/// table in the target (no SQL node ever ran there) it is made from the
+/// backup's definition under `--restore-meta`; else there is nothing to
+/// register: the first SQL node makes the table, empty, and the databases
+/// must be created there.
+fn register_databases(
+    session: &Session,
+    options: &RestoreOptions,
+    all: &[Backed],
+    selected: &[bool],
+    source: &HashMap<String, (String, String)>,
+) -> Result<Vec<String>, String> {
+    let mut names: Vec<&str> = all
+        .iter()
+        .zip(selected)
+        .filter(|(t, s)| **s && t.parts_of.is_none())
+        .filter_map(|(t, _)| t.name.split_once("/def/").map(|(db, _)| db))
+        .collect();
+    if options.tables.is_empty() {
+        names.extend(source.keys().map(String::as_str));
+    }
+    names.retain(|db| *db != SYSTEM_DB);
+    names.sort_unstable();
+    names.dedup();
+    if names.is_empty() {
+        return Ok(Vec::new());
+    }
+    let table = match session.table(DATABASES_TABLE) {
+        Ok(table) => table,
+        Err(_) if options.restore_meta => {
+            let Some(backed) = all.iter().find(|t| t.name == DATABASES_TABLE) else {
+                return Ok(Vec::new());
+            };
+            let mut def = backed.def.clone();
+            def.id = 0;
+            def.partitions = 0;
+            session
+                .create_table(&def)
+                .map_err(|e| format!("create table {DATABASES_TABLE} (--restore-meta): {e}"))?;
+            session
+                .table(DATABASES_TABLE)
+                .map_err(|e| format!("{DATABASES_TABLE}: {e}"))?
+        }
+        Err(_) => return Ok(Vec::new()),
+    };
+    let mut registered = Vec::new();
+    for db in names {
+        let to = options
+            .rename_db
+            .iter()
+            .find(|(from, _)| from == db)
+            .map_or(db, |(_, to)| to.as_str());
+        let (charset, collation) = source
+            .get(db)
+            .cloned()
+            .unwrap_or_else(|| ("utf8mb4".to_owned(), "utf8mb4_general_ci".to_owned()));
+        let tx = session.begin().map_err(|e| e.to_string())?;
+        tx.insert(
+            &table,
+            &[
+                ("name", Value::String(to.to_owned())),
+                ("charset", Value::String(charset)),
+                ("collation", Value::String(collation)),
+            ],
+        )
+        .map_err(|e| format!("database {to}: {e}"))?;
+        match tx.execute(ExecMode::Commit) {
+            Ok(_) => registered.push(to.to_owned()),
+            Err(e) if e.code == skarv_client::codes::DUPLICATE_KEY => {}
+            Err(e) => return Err(format!("register database {to} in {DATABASES_TABLE}: {e}")),
+        }
+    }
+    Ok(registered)
 }
 
 /// One table's entry of the manifest.
@@ -450,6 +562,7 @@ pub fn restore(options: &RestoreOptions) -> Result<Restored, String> {
         .map(|t| {
             t.parts_of.is_none()
                 && t.name != SEQUENCES_TABLE
+                && t.name != DATABASES_TABLE
                 && (options.tables.is_empty()
                     || options
                         .tables
@@ -469,6 +582,7 @@ pub fn restore(options: &RestoreOptions) -> Result<Restored, String> {
     }
     let mut log = read_log(dir, &manifest, &all, stop)?;
     let sequences = source_sequences(dir, &all, &log)?;
+    let databases = source_databases(dir, &all, &log)?;
     eprintln!(
         "restore: backup {} checked: {} tables, stop epoch {}",
         manifest["id"],
@@ -674,6 +788,14 @@ pub fn restore(options: &RestoreOptions) -> Result<Restored, String> {
                 table.name()
             )
         })?;
+    }
+    let registered = register_databases(&session, options, &all, &selected, &databases)
+        .map_err(|e| format!("restore wrote every row but {e}"))?;
+    if !registered.is_empty() {
+        eprintln!(
+            "restore: databases registered for SQL: {}",
+            registered.join(", ")
+        );
     }
     Ok(Restored {
         tables: targets
