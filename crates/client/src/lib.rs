@@ -74,7 +74,9 @@
 //! (connects, heartbeats), a send thread (finishes writes that user threads
 //! could not), a receive thread (receives while more than
 //! `recv_thread_activation_threshold` user threads wait; below that a
-//! waiting user thread receives for everybody), and a wakeup thread.
+//! waiting user thread receives for everybody, polling without blocking
+//! for a short adaptive spin first: `ClusterOptions::spin_method`), and a
+//! wakeup thread.
 
 #![warn(missing_docs)]
 
@@ -97,7 +99,9 @@ mod transaction;
 
 pub use ::schema::Value;
 pub use blob::BLOB_BYTES_MAX;
-pub use cluster::{Cluster, ClusterOptions, ClusterStats, TableCache, SESSIONS_MAX};
+pub use cluster::{
+    Cluster, ClusterOptions, ClusterStats, TableCache, CLIENT_SPIN_DEFAULT_US, SESSIONS_MAX,
+};
 pub use dbinfo::DbinfoRows;
 pub use epoch::Epoch;
 pub use error::{Error, ErrorClass, Result};
@@ -105,6 +109,9 @@ pub use events::{
     ChangeKind, EpochChanges, Event, Images, RowChange, SchemaChange, SchemaKind, SubscribeOptions,
     Subscription, SubscriptionState,
 };
+/// How a poll owner spins for its reply (`ClusterOptions::spin_method`):
+/// the data nodes' `SpinMethod`.
+pub use kernel::thread_config::SpinMethod;
 pub use link::SEND_BUFFER_MAX_BYTES;
 pub use pool::ClusterPool;
 pub use proto::error as codes;

@@ -29,6 +29,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::task::Waker;
 use std::time::Duration;
 
+use kernel::runtime::spin::SpinPolicy;
 use mio::{Events, Interest, Poll, Token};
 use signal::frame::FRAME_MAX_BYTES;
 use signal::{decode_frame, BlockNumber, NodeId, Signal, SignalBody};
@@ -183,6 +184,11 @@ pub(crate) struct Receiver {
     staging: Vec<Signal>,
     /// Connections that had more to read when their round ended.
     again: Vec<usize>,
+    /// How long a user thread that owns the poll polls without blocking
+    /// before it blocks in the poll (`ClusterOptions::spin_method`): a
+    /// reply that comes meanwhile is read at once, without the wake-up of
+    /// a thread asleep in `epoll_wait`.
+    spin: SpinPolicy,
 }
 
 /// Who polls: decides whether wakeups may go to the wakeup thread.
@@ -196,8 +202,9 @@ pub(crate) enum Owner {
 }
 
 impl Receiver {
-    pub fn new(poll: Poll, links: usize) -> Receiver {
+    pub fn new(poll: Poll, links: usize, spin: SpinPolicy) -> Receiver {
         Receiver {
+            spin,
             poll,
             events: Events::with_capacity(EVENTS_MAX),
             connections: (0..links).map(|_| None).collect(),
@@ -435,7 +442,8 @@ fn check_signal(signal: &Signal, peer: NodeId, me: NodeId) -> Result<(), String>
 /// Waits until `mailbox` has events or `timeout` passed, receiving for
 /// everybody while this thread is the poll owner (see the module doc).
 pub(crate) fn wait(shared: &Shared, mailbox: &Arc<Mailbox>, timeout: Duration) {
-    let deadline = std::time::Instant::now() + timeout;
+    let waited = std::time::Instant::now();
+    let deadline = waited + timeout;
     let waiters = shared.waiters.fetch_add(1, Ordering::AcqRel) + 1;
     shared.add_waiting(mailbox);
     if waiters > shared.options.recv_thread_activation_threshold {
@@ -453,10 +461,32 @@ pub(crate) fn wait(shared: &Shared, mailbox: &Arc<Mailbox>, timeout: Duration) {
         let active = shared.receive_thread_active();
         if !active {
             if let Some(mut receiver) = shared.try_lock_receiver() {
-                let slice = left.min(Duration::from_millis(POLL_SLICE_MS));
-                receiver.round(shared, slice, Owner::User);
-                drop(receiver);
+                let spin = receiver.spin.limit().min(left);
+                if !spin.is_zero() {
+                    // Replies that come within the spin are read without a
+                    // wake-up; the poll is yielded between looks, so that a
+                    // runnable thread of this CPU is not kept from it.
+                    let spun = std::time::Instant::now();
+                    loop {
+                        receiver.round(shared, Duration::ZERO, Owner::User);
+                        if mailbox.has_events() {
+                            shared.counters.spin_replies.fetch_add(1, Ordering::Relaxed);
+                            break;
+                        }
+                        if spun.elapsed() >= spin {
+                            break;
+                        }
+                        std::thread::yield_now();
+                    }
+                }
+                if !mailbox.has_events() {
+                    let slice = left.min(Duration::from_millis(POLL_SLICE_MS));
+                    receiver.round(shared, slice, Owner::User);
+                }
                 if mailbox.has_events() {
+                    // How long the reply took: what the spin is chosen by.
+                    receiver.spin.record(waited.elapsed());
+                    drop(receiver);
                     shared.hand_over(mailbox);
                     break;
                 }

@@ -21,7 +21,9 @@ use signal::{
     SignalBody, VERSION,
 };
 use skarv_client::schema_types::{Column, ColumnType, TableDef};
-use skarv_client::{codes, Cluster, ClusterOptions, Epoch, ExecMode, LockMode, Op, Value};
+use skarv_client::{
+    codes, Cluster, ClusterOptions, Epoch, ExecMode, LockMode, Op, SpinMethod, Value,
+};
 use testkit::allocations;
 
 mod standin;
@@ -484,6 +486,38 @@ fn bad_input_is_a_permanent_error_naming_table_and_column_and_the_session_stays_
     assert_eq!(tx.pending_ops(), 3);
     assert!(tx.execute(ExecMode::Commit).expect("commits").committed);
     assert_eq!(setup.seen.ops.load(Ordering::SeqCst), 3);
+}
+
+/// A thread that owns the poll spins before it blocks: with a static
+/// 500 µs spin and a data node that answers at once, replies are read
+/// while it spins; without a spin, none is.
+#[test]
+fn the_poll_owner_reads_replies_that_come_while_it_spins() {
+    let setup = setup("spin", Duration::ZERO);
+    let round_trips = |spin_us: u32| {
+        let options = ClusterOptions {
+            spin_method: SpinMethod::Static,
+            spin_us,
+            ..options(8)
+        };
+        let cluster = Cluster::connect_with(&setup.connect, options).expect("connects");
+        let session = cluster.session().expect("session");
+        let kv = session.table("kv").expect("table");
+        for k in 0..200 {
+            let tx = session.begin().expect("begin");
+            let read = tx
+                .read(&kv, &[Value::Int(k)], LockMode::Committed)
+                .expect("read");
+            let outcome = tx.execute(ExecMode::Commit).expect("executes");
+            assert_eq!(
+                outcome.row(read).and_then(|r| r.get("v")),
+                Some(&Value::Int(k * 10))
+            );
+        }
+        cluster.stats().spin_replies
+    };
+    assert_eq!(round_trips(0), 0, "no spin, no reply read while spinning");
+    assert!(round_trips(500) > 0, "replies read while spinning");
 }
 
 #[test]

@@ -203,7 +203,7 @@ impl ExecutionThread {
         affinity::apply_to_current_thread(&self.spec);
         self.start_blocks();
         self.router.flush();
-        let mut spin = SpinPolicy::new(&self.spec);
+        let mut spin = SpinPolicy::of_thread(&self.spec);
         let mut published_limit = spin.limit();
         self.shared.threads[self.index].publish_spin_limit_us(published_limit.as_micros() as u64);
         // Since when the thread has been out of work, and whether it has

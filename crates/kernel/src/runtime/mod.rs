@@ -35,7 +35,7 @@ mod io;
 mod os;
 mod routing;
 mod shared;
-mod spin;
+pub mod spin;
 mod timers;
 mod watchdog;
 

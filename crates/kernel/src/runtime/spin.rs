@@ -48,8 +48,10 @@ struct Bucket {
 }
 
 /// One thread's spin: fixed, or adapted to the idle periods it measures.
+/// The runtime's execution threads keep one each; so does a client's poll
+/// owner (`skarv-client`'s receiver), for the wait for its replies.
 #[derive(Debug)]
-pub(super) struct SpinPolicy {
+pub struct SpinPolicy {
     method: SpinMethod,
     /// The longest spin, in microseconds.
     bound_us: u32,
@@ -61,34 +63,37 @@ pub(super) struct SpinPolicy {
 }
 
 impl SpinPolicy {
-    pub(super) fn new(spec: &ThreadSpec) -> SpinPolicy {
-        let bound_us = spec.spintime_us.min(SPINTIME_MAX_US);
+    /// An execution thread's, as its layout entry says.
+    pub(super) fn of_thread(spec: &ThreadSpec) -> SpinPolicy {
+        SpinPolicy::new(spec.spin_method, spec.spintime_us)
+    }
+
+    /// `method` bounded by `bound_us` (at most [`SPINTIME_MAX_US`]): a
+    /// static method spins `bound_us`, an adaptive one starts at 0.
+    pub fn new(method: SpinMethod, bound_us: u32) -> SpinPolicy {
+        let bound_us = bound_us.min(SPINTIME_MAX_US);
         SpinPolicy {
-            method: spec.spin_method,
+            method,
             bound_us,
-            limit_us: if spec.spin_method.is_adaptive() {
-                0
-            } else {
-                bound_us
-            },
+            limit_us: if method.is_adaptive() { 0 } else { bound_us },
             buckets: [Bucket::default(); BUCKET_ENDS_US.len() + 1],
             gaps: 0,
         }
     }
 
     /// How long to spin now before sleeping.
-    pub(super) fn limit(&self) -> Duration {
+    pub fn limit(&self) -> Duration {
         Duration::from_micros(u64::from(self.limit_us))
     }
 
     /// Whether idle periods are measured (an adaptive method that may spin).
-    pub(super) fn measures(&self) -> bool {
+    pub fn measures(&self) -> bool {
         self.method.is_adaptive() && self.bound_us > 0
     }
 
     /// One idle period of `gap` ended (work came); every
     /// [`DECIDE_EVERY_GAPS`] of them, the spin is chosen again.
-    pub(super) fn record(&mut self, gap: Duration) {
+    pub fn record(&mut self, gap: Duration) {
         if !self.measures() {
             return;
         }
@@ -149,7 +154,7 @@ mod tests {
     use crate::thread_config::ThreadRole;
 
     fn policy(method: SpinMethod, bound_us: u32) -> SpinPolicy {
-        SpinPolicy::new(&ThreadSpec {
+        SpinPolicy::of_thread(&ThreadSpec {
             name: "main".into(),
             role: ThreadRole::Main,
             index: 0,
