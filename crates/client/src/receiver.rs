@@ -479,13 +479,15 @@ pub(crate) fn wait(shared: &Shared, mailbox: &Arc<Mailbox>, timeout: Duration) {
                         std::thread::yield_now();
                     }
                 }
-                if !mailbox.has_events() {
+                let blocked = !mailbox.has_events();
+                if blocked {
                     let slice = left.min(Duration::from_millis(POLL_SLICE_MS));
                     receiver.round(shared, slice, Owner::User);
                 }
                 if mailbox.has_events() {
-                    // How long the reply took: what the spin is chosen by.
-                    receiver.spin.record(waited.elapsed());
+                    // How long the reply took: what the spin is chosen by
+                    // (a blocking poll's wake-up is not the reply's).
+                    receiver.spin.record(waited.elapsed(), blocked);
                     drop(receiver);
                     shared.hand_over(mailbox);
                     break;

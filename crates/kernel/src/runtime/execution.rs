@@ -241,7 +241,7 @@ impl ExecutionThread {
                     if !slept {
                         self.add_spin(since);
                     }
-                    spin.record(since.elapsed());
+                    spin.record(since.elapsed(), slept);
                     if spin.limit() != published_limit {
                         published_limit = spin.limit();
                         self.shared.threads[self.index]

@@ -18,7 +18,14 @@
 //! adaptive thread starts without spinning, as NDB's does.
 //!
 //! An idle period measured while asleep includes the wake-up itself, so
-//! it reads long: the estimate errs towards not spinning.
+//! it reads long: [`WAKE_UP_COST_US`] is taken off it. And threads that
+//! wait on each other (a TC and the LDM of another node, a client and its
+//! TC) each see short idle periods when the others spin and long ones when
+//! they sleep: both "all spin" and "none spins" hold once reached. So a
+//! thread that chose no spin [`PROBE_AFTER_DECISIONS`] times in a row spins
+//! its bound for the next [`DECIDE_EVERY_GAPS`] periods, a probe of what
+//! the periods are like then (on an idle node, 64 timer periods' spin every
+//! few seconds).
 
 use std::time::Duration;
 
@@ -29,7 +36,11 @@ use crate::thread_config::{SpinMethod, ThreadSpec, SPINTIME_MAX_US};
 /// the difference between a sleeping and a spinning peer on this project's
 /// 2-CPU virtual machines (30-50 µs); bare metal wakes faster, and there an
 /// adaptive thread spins somewhat more than it should (within its bound).
-pub const WAKE_UP_COST_US: u64 = 30;
+pub const WAKE_UP_COST_US: u64 = 40;
+
+/// Decisions without a spin in a row after which an adaptive thread probes
+/// (spins its bound for one decision's periods).
+pub const PROBE_AFTER_DECISIONS: u32 = 8;
 
 /// Idle periods between two decisions of an adaptive thread.
 pub const DECIDE_EVERY_GAPS: u32 = 64;
@@ -60,6 +71,8 @@ pub struct SpinPolicy {
     buckets: [Bucket; BUCKET_ENDS_US.len() + 1],
     /// Idle periods since the last decision.
     gaps: u32,
+    /// Decisions in a row that chose no spin (a probe resets it).
+    still: u32,
 }
 
 impl SpinPolicy {
@@ -78,6 +91,7 @@ impl SpinPolicy {
             limit_us: if method.is_adaptive() { 0 } else { bound_us },
             buckets: [Bucket::default(); BUCKET_ENDS_US.len() + 1],
             gaps: 0,
+            still: 0,
         }
     }
 
@@ -91,13 +105,17 @@ impl SpinPolicy {
         self.method.is_adaptive() && self.bound_us > 0
     }
 
-    /// One idle period of `gap` ended (work came); every
-    /// [`DECIDE_EVERY_GAPS`] of them, the spin is chosen again.
-    pub fn record(&mut self, gap: Duration) {
+    /// One idle period of `gap` ended (work came), after a sleep or not;
+    /// every [`DECIDE_EVERY_GAPS`] of them, the spin is chosen again.
+    pub fn record(&mut self, gap: Duration, slept: bool) {
         if !self.measures() {
             return;
         }
-        let gap_us = u64::try_from(gap.as_micros()).unwrap_or(u64::MAX);
+        let mut gap_us = u64::try_from(gap.as_micros()).unwrap_or(u64::MAX);
+        if slept {
+            // What spinning would have seen: the period without the wake-up.
+            gap_us = gap_us.saturating_sub(WAKE_UP_COST_US);
+        }
         let bucket = BUCKET_ENDS_US
             .iter()
             .position(|&end| gap_us <= u64::from(end))
@@ -139,6 +157,11 @@ impl SpinPolicy {
                 best = spin_us;
             }
         }
+        self.still = if best == 0 { self.still + 1 } else { 0 };
+        if self.still >= PROBE_AFTER_DECISIONS {
+            self.still = 0;
+            best = self.bound_us;
+        }
         self.limit_us = best;
         for b in &mut self.buckets {
             b.count /= 2;
@@ -171,7 +194,7 @@ mod tests {
     fn feed(p: &mut SpinPolicy, gaps_us: &[u64], rounds: usize) {
         for _ in 0..rounds {
             for &g in gaps_us {
-                p.record(Duration::from_micros(g));
+                p.record(Duration::from_micros(g), false);
             }
         }
     }
@@ -194,14 +217,64 @@ mod tests {
     }
 
     #[test]
-    fn adaptive_stops_spinning_when_idle_periods_are_long() {
+    fn adaptive_stops_spinning_when_idle_periods_are_long_and_probes_now_and_then() {
         let mut p = policy(SpinMethod::CostBased, 100);
         feed(&mut p, &[3], 128);
         assert_eq!(p.limit(), Duration::from_micros(100));
         // An idle cluster: timers every few milliseconds. The old short
         // periods fade by half at each decision.
-        feed(&mut p, &[5_000], 64 * 8);
-        assert_eq!(p.limit(), Duration::ZERO);
+        let mut limits = Vec::new();
+        for _ in 0..24 {
+            feed(&mut p, &[5_000], 64);
+            limits.push(p.limit().as_micros());
+        }
+        let first_still = limits
+            .iter()
+            .position(|&l| l == 0)
+            .expect("it stops spinning");
+        assert!(first_still <= 8, "{limits:?}");
+        // Then no spin, but a probe of its bound as the 8th still decision
+        // would be, one decision long.
+        let after = &limits[first_still..];
+        let probes: Vec<usize> = (0..after.len()).filter(|&i| after[i] == 100).collect();
+        assert!(!probes.is_empty(), "{limits:?}");
+        assert!(
+            after.iter().all(|&l| l == 0 || l == 100),
+            "only no spin or a probe: {limits:?}"
+        );
+        assert!(
+            probes.windows(2).all(|w| w[1] - w[0] == 8),
+            "a probe every 8th decision: {limits:?}"
+        );
+    }
+
+    #[test]
+    fn a_probe_that_finds_short_periods_keeps_spinning() {
+        let mut p = policy(SpinMethod::CostBased, 100);
+        for _ in 0..8 {
+            feed(&mut p, &[5_000], 64);
+        }
+        assert_eq!(p.limit(), Duration::from_micros(100), "the probe");
+        // While it spins, its peers answer at once.
+        feed(&mut p, &[4], 64 * 3);
+        assert_eq!(p.limit(), Duration::from_micros(100));
+    }
+
+    #[test]
+    fn a_period_measured_asleep_counts_without_the_wake_up() {
+        // 60 µs asleep is 20 µs of waiting: spun for, it costs 20 µs for
+        // 40 saved.
+        let mut asleep = policy(SpinMethod::CostBased, 100);
+        for _ in 0..64 {
+            asleep.record(Duration::from_micros(60), true);
+        }
+        assert_eq!(asleep.limit(), Duration::from_micros(100));
+        // 160 µs awake is not worth a 40 µs wake-up.
+        let mut awake = policy(SpinMethod::CostBased, 100);
+        for _ in 0..64 {
+            awake.record(Duration::from_micros(160), false);
+        }
+        assert_eq!(awake.limit(), Duration::ZERO);
     }
 
     #[test]
