@@ -1108,6 +1108,19 @@ impl SignalBody {
         }
     }
 
+    /// Bytes of operations a request carries (its op batch): how much work
+    /// executing it takes, roughly; 0 for every other signal.
+    pub fn request_payload_len(&self) -> usize {
+        match self {
+            SignalBody::TcKeyReq { ops, .. }
+            | SignalBody::LdmKeyReq { ops, .. }
+            | SignalBody::LdmKeyCommitReq { ops, .. }
+            | SignalBody::LdmReadReq { ops, .. }
+            | SignalBody::LdmKeyBatchReq { entries: ops, .. } => ops.len(),
+            _ => 0,
+        }
+    }
+
     /// Signals that only the runtime of a node may create: a frame from the
     /// network carrying one of these is refused.
     pub fn is_local_only(&self) -> bool {

@@ -5,7 +5,8 @@
 //! requests (`NodeControl`).
 //!
 //! A thread works in rounds: due timers, then the local FIFO, then every
-//! incoming queue, each source up to `batch_signals_max` signals, the queue
+//! incoming queue, each source up to `batch_signals_max` signals and
+//! `ROUND_SOURCE_OP_BYTES_MAX` bytes of requests' operations, the queue
 //! order rotating from round to round so no queue starves. At the end of a
 //! round it flushes: remote signals go to the network and the threads that
 //! got signals are woken (once per round, not per signal). With nothing to
@@ -49,6 +50,14 @@ use crate::block::{Block, Context, Output};
 use crate::random::Rng;
 use crate::thread_config::ThreadSpec;
 use crate::time::{Clock, Instant, MonotonicClock};
+
+/// Bytes of operations (`SignalBody::request_payload_len`) a round takes
+/// from one source, besides its `batch_signals_max` signals: a round ends,
+/// and what it answered leaves, after about this much work, whatever the
+/// operations per request. Without it 16 requests of 16 updates each ran in
+/// one round and their answers left together, and the client and the data
+/// node took turns (each about half idle).
+const ROUND_SOURCE_OP_BYTES_MAX: usize = 16 * 1024;
 
 /// The longest a sleeping thread stays parked without a timer or a wake-up,
 /// in milliseconds. Only a safety net: wake-ups are not lost.
@@ -346,13 +355,15 @@ impl ExecutionThread {
         // Only what was queued before the round: a block that keeps sending
         // to itself must not starve the other queues.
         let local_budget = self.router.local.len().min(self.batch_signals_max);
+        let mut bytes = 0;
         for _ in 0..local_budget {
-            if self.router.has_pending() {
+            if self.router.has_pending() || bytes >= ROUND_SOURCE_OP_BYTES_MAX {
                 return executed;
             }
             let Some((slot, signal)) = self.router.local.pop_front() else {
                 break;
             };
+            bytes += signal.body.request_payload_len();
             self.execute(slot, signal);
             executed += 1;
         }
@@ -363,13 +374,18 @@ impl ExecutionThread {
             if waiting > 0 {
                 self.now = self.clock.now();
             }
+            let mut bytes = 0;
             for _ in 0..self.batch_signals_max {
                 if self.router.has_pending() {
                     return executed;
                 }
+                if bytes >= ROUND_SOURCE_OP_BYTES_MAX {
+                    break;
+                }
                 let Ok(signal) = self.incoming[queue].pop() else {
                     break;
                 };
+                bytes += signal.body.request_payload_len();
                 self.execute_routed(signal);
                 executed += 1;
             }
