@@ -488,6 +488,20 @@ fn bad_input_is_a_permanent_error_naming_table_and_column_and_the_session_stays_
     assert_eq!(setup.seen.ops.load(Ordering::SeqCst), 3);
 }
 
+/// Reads key `k` in a transaction of its own: the stand-in's value is
+/// `k * 10`.
+fn read_own_key(session: &skarv_client::Session, kv: &Arc<skarv_client::Table>, k: i64) {
+    let tx = session.begin().expect("begin");
+    let read = tx
+        .read(kv, &[Value::Int(k)], LockMode::Committed)
+        .expect("read");
+    let outcome = tx.execute(ExecMode::Commit).expect("executes");
+    assert_eq!(
+        outcome.row(read).and_then(|r| r.get("v")),
+        Some(&Value::Int(k * 10))
+    );
+}
+
 /// A thread that owns the poll spins before it blocks: with a static
 /// 500 µs spin and a data node that answers at once, replies are read
 /// while it spins; without a spin, none is.
@@ -504,15 +518,7 @@ fn the_poll_owner_reads_replies_that_come_while_it_spins() {
         let session = cluster.session().expect("session");
         let kv = session.table("kv").expect("table");
         for k in 0..200 {
-            let tx = session.begin().expect("begin");
-            let read = tx
-                .read(&kv, &[Value::Int(k)], LockMode::Committed)
-                .expect("read");
-            let outcome = tx.execute(ExecMode::Commit).expect("executes");
-            assert_eq!(
-                outcome.row(read).and_then(|r| r.get("v")),
-                Some(&Value::Int(k * 10))
-            );
+            read_own_key(&session, &kv, k);
         }
         cluster.stats().spin_replies
     };
@@ -532,16 +538,7 @@ fn waiting_threads_receive_themselves_below_the_threshold_and_the_receive_thread
                     let session = cluster.session().expect("session");
                     let kv = session.table("kv").expect("table");
                     for i in 0..txs {
-                        let tx = session.begin().expect("begin");
-                        let k = (t * 1000 + i) as i64;
-                        let read = tx
-                            .read(&kv, &[Value::Int(k)], LockMode::Committed)
-                            .expect("read");
-                        let outcome = tx.execute(ExecMode::Commit).expect("executes");
-                        assert_eq!(
-                            outcome.row(read).and_then(|r| r.get("v")),
-                            Some(&Value::Int(k * 10))
-                        );
+                        read_own_key(&session, &kv, (t * 1000 + i) as i64);
                     }
                 });
             }
