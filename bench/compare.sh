@@ -228,7 +228,15 @@ flex() {
     shift 2
     timeout "$STEP_TIMEOUT_S" "$SKARV" bench flex --connect "$connect" --table "$TABLE" -a 25 -s 1 --json "$@" \
         >"$OUT/flex-$name.json" 2>"$OUT/flex-$name.err" ||
-        die "skarv bench flex $* failed: $(tail -3 "$OUT/flex-$name.err")"
+        die "skarv bench flex $* failed: $(tail -3 "$OUT/flex-$name.err")$(cluster_alerts)"
+}
+# The sandboxes' last ALERT lines of their cluster logs: why a step stalled when the data
+# nodes could not go on (a full disk stopped every checkpoint, and with it every update,
+# while flex only timed out).
+cluster_alerts() {
+    local lines
+    lines=$(cat "$WORK"/sandbox-*/mgmd/ndb_1_cluster.log 2>/dev/null | grep ' ALERT ' | tail -3 || true)
+    [[ -z $lines ]] || printf '\nthe cluster log'"'"'s last alerts:\n%s' "$lines"
 }
 field() { # name, phase index (0-based), jq path
     jq -r -s ".[$2]$3" "$OUT/flex-$1.json"
