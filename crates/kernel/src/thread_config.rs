@@ -111,18 +111,24 @@ impl SpinMethod {
         "DatabaseMachineSpinning",
     ];
 
+    /// Every method, in the order of [`SpinMethod::NAMES`].
+    pub const ALL: [SpinMethod; 4] = [
+        SpinMethod::Static,
+        SpinMethod::CostBased,
+        SpinMethod::LatencyOptimised,
+        SpinMethod::DatabaseMachine,
+    ];
+
+    /// NDB's name of the method.
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+
     /// The method `name` (case-insensitive) names, if any.
     pub fn from_name(name: &str) -> Option<SpinMethod> {
-        let methods = [
-            SpinMethod::Static,
-            SpinMethod::CostBased,
-            SpinMethod::LatencyOptimised,
-            SpinMethod::DatabaseMachine,
-        ];
-        Self::NAMES
-            .iter()
-            .position(|n| n.eq_ignore_ascii_case(name))
-            .map(|i| methods[i])
+        Self::ALL
+            .into_iter()
+            .find(|method| method.name().eq_ignore_ascii_case(name))
     }
 
     pub fn is_adaptive(self) -> bool {
@@ -153,13 +159,7 @@ impl SpinMethod {
 
 impl fmt::Display for SpinMethod {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let i = match self {
-            SpinMethod::Static => 0,
-            SpinMethod::CostBased => 1,
-            SpinMethod::LatencyOptimised => 2,
-            SpinMethod::DatabaseMachine => 3,
-        };
-        f.write_str(Self::NAMES[i])
+        f.write_str(self.name())
     }
 }
 

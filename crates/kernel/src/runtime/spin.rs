@@ -157,6 +157,7 @@ impl SpinPolicy {
                 best = spin_us;
             }
         }
+        debug_assert!(best <= self.bound_us, "a spin within its bound");
         self.still = if best == 0 { self.still + 1 } else { 0 };
         if self.still >= PROBE_AFTER_DECISIONS {
             self.still = 0;

@@ -21,7 +21,9 @@ use skarv_client::{Cluster, Epoch, ExecMode, Op, Session, Table, Value};
 
 use super::format::{self, BlockReader, Records};
 use super::take::{LOG_DELETE, LOG_WRITE};
-use sql::engine::catalog::{DATABASES_TABLE, SEQUENCES_TABLE, SYSTEM_DB};
+use sql::engine::catalog::{
+    DATABASES_TABLE, DEFAULT_CHARSET, DEFAULT_COLLATION, SEQUENCES_TABLE, SYSTEM_DB,
+};
 
 /// Rows per restore transaction unless `--batch` says otherwise.
 pub const RESTORE_BATCH_ROWS_DEFAULT: usize = 256;
@@ -95,12 +97,18 @@ fn json_u64(manifest: &Json, what: &str, value: &Json) -> Result<u64, String> {
 }
 
 fn renamed(name: &str, renames: &[(String, String)]) -> String {
-    if let Some((db, rest)) = name.split_once("/def/") {
-        if let Some((_, to)) = renames.iter().find(|(from, _)| from == db) {
-            return format!("{to}/def/{rest}");
-        }
+    match name.split_once("/def/") {
+        Some((db, rest)) => format!("{}/def/{rest}", renamed_db(db, renames)),
+        None => name.to_owned(),
     }
-    name.to_owned()
+}
+
+/// Database `db` as `--rename-db` names it in the target.
+fn renamed_db<'a>(db: &'a str, renames: &'a [(String, String)]) -> &'a str {
+    renames
+        .iter()
+        .find(|(from, _)| from == db)
+        .map_or(db, |(_, to)| to.as_str())
 }
 
 fn decode_values(layout: &RowLayout, fixed: &[u8], var: &[u8]) -> Vec<Value> {
@@ -260,15 +268,11 @@ fn register_databases(
     };
     let mut registered = Vec::new();
     for db in names {
-        let to = options
-            .rename_db
-            .iter()
-            .find(|(from, _)| from == db)
-            .map_or(db, |(_, to)| to.as_str());
+        let to = renamed_db(db, &options.rename_db);
         let (charset, collation) = source
             .get(db)
             .cloned()
-            .unwrap_or_else(|| ("utf8mb4".to_owned(), "utf8mb4_general_ci".to_owned()));
+            .unwrap_or_else(|| (DEFAULT_CHARSET.to_owned(), DEFAULT_COLLATION.to_owned()));
         let tx = session.begin().map_err(|e| e.to_string())?;
         tx.insert(
             &table,

@@ -275,6 +275,10 @@ pub const INFORMATION_SCHEMA: &str = "information_schema";
 /// The read-only database of the data nodes' figures (NDB's `ndbinfo`):
 /// its rows come from the data nodes (`Session::dbinfo`).
 pub const NDBINFO: &str = "ndbinfo";
+/// A database's character set and collation when CREATE DATABASE names
+/// neither (and those of the system databases).
+pub const DEFAULT_CHARSET: &str = "utf8mb4";
+pub const DEFAULT_COLLATION: &str = "utf8mb4_general_ci";
 /// The cluster table of databases: one row per database.
 pub const DATABASES_TABLE: &str = "mysql/def/skarv_databases";
 /// The cluster table of auto-increment sequences, keyed by table id (NDB's
@@ -697,8 +701,8 @@ pub struct Database {
 fn system_database(name: &str) -> Database {
     Database {
         name: name.to_owned(),
-        charset: "utf8mb4".to_owned(),
-        collation: "utf8mb4_general_ci".to_owned(),
+        charset: DEFAULT_CHARSET.to_owned(),
+        collation: DEFAULT_COLLATION.to_owned(),
     }
 }
 

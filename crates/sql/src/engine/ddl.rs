@@ -765,8 +765,12 @@ fn create_database(
             "performance_schema: Skarv has none and cannot create one",
         ));
     }
-    let (charset, collation) =
-        charset_collation(conn, charset, collation, ("utf8mb4", "utf8mb4_general_ci"))?;
+    let (charset, collation) = charset_collation(
+        conn,
+        charset,
+        collation,
+        (catalog::DEFAULT_CHARSET, catalog::DEFAULT_COLLATION),
+    )?;
     let created = if catalog::is_virtual_db(name) || name == catalog::SYSTEM_DB {
         false
     } else {
