@@ -420,6 +420,42 @@ fn viability_follows_the_node_groups_then_the_node_count() {
     assert_eq!(viability(&one, &all, &nodes(&[5])), Viability::LoseNodes);
 }
 
+/// Both data nodes stall together (in CI: each ran a burst of dictionary
+/// fsyncs on its main thread) for longer than the heartbeat limit. When
+/// they run again each finds the other silent for that long, but it was
+/// not listening either: the silence must not count, or each declares
+/// the other failed, a "network partition" that costs one of them.
+#[test]
+fn nodes_that_stall_together_do_not_declare_each_other_failed() {
+    let mut cluster = grouped_cluster(23, 2, None);
+    let view_before = cluster.membership(node(2)).unwrap().view().unwrap().clone();
+    let stall = cluster.detection_time() * 2;
+    for n in [2, 3] {
+        cluster.sim.pause(node(n));
+    }
+    cluster.sim.run_for(stall);
+    for n in [2, 3] {
+        cluster.sim.resume(node(n));
+    }
+    cluster.run_checked(cluster.detection_time() * 2).unwrap();
+    cluster.check_agreement().unwrap();
+    assert_eq!(cluster.started(), vec![node(2), node(3)]);
+    for n in [2, 3] {
+        assert_eq!(
+            cluster.membership(node(n)).unwrap().view().unwrap(),
+            &view_before,
+            "node {n}'s view changed"
+        );
+        assert_eq!(cluster.sim.summary(node(n)).unwrap().shutdowns, 0);
+    }
+    assert!(
+        arbitrations(&cluster).is_empty(),
+        "{:?}",
+        arbitrations(&cluster)
+    );
+    assert!(cluster_log_has(&cluster, "was stalled"));
+}
+
 #[test]
 fn a_split_of_two_nodes_is_won_by_one_side_only_and_heals() {
     let mut cluster = grouped_cluster(21, 2, None);
