@@ -700,7 +700,9 @@ fn a_master_failing_mid_transaction_is_taken_over_consistently() {
     // master commits it everywhere or aborts it everywhere, and the
     // requester hears Conf, or that the outcome is unknown.
     let mut outcomes = BTreeMap::new();
-    for delay_us in (0..3_000).step_by(100) {
+    // Through the prepared and the committed file of every node: each is
+    // written by an io thread (the simulator's 20 µs to 2 ms).
+    for delay_us in (0..8_000).step_by(200) {
         let mut cluster = Cluster::start(8, 3);
         let request = cluster.create(node(3), &orders("t"));
         cluster.sim.run_for(Duration::from_micros(delay_us));
@@ -763,7 +765,8 @@ fn a_disk_failing_at_prepare_aborts_the_change_everywhere() {
 fn a_disk_failing_at_commit_restarts_the_node_which_then_adopts_the_schema() {
     let mut cluster = Cluster::start(13, 3);
     let request = cluster.create(node(3), &orders("t"));
-    while !cluster.dict(node(4)).has_prepared() {
+    // Prepared, and its prepared file written: the next sync is the commit's.
+    while !cluster.dict(node(4)).has_prepared() || cluster.dict(node(4)).disk_busy() {
         assert!(cluster.sim.step());
     }
     cluster.disks[&node(4)].fail_next_sync();

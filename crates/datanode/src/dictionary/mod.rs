@@ -36,6 +36,15 @@
 //!   with a checksum, and loads them at start. A node that cannot make a
 //!   commit durable shuts down and restarts: it takes the master's schema
 //!   when it rejoins.
+//! * **No fsync on `main`.** The files are written by the node's `io`
+//!   threads ([`DiskQueue`]: one job at a time, in the order issued), and
+//!   what depends on them waits for their `FsConf`: `DictSchemaPrepared`
+//!   for the prepared file, installing a commit (memory, local blocks,
+//!   `DictSchemaCommitted`) for the commit's files, the local blocks'
+//!   schema for an adopted one. `main` also runs membership: a burst of
+//!   schema changes whose fsyncs stalled it (several per change) kept
+//!   heartbeats from going out, and a slow disk got a node declared
+//!   failed in the middle of a `DROP DATABASE`.
 
 pub mod files;
 pub mod plan;
@@ -43,9 +52,10 @@ pub mod schema;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use ::schema::TableDef;
-use kernel::{Block, Context};
+use kernel::{Block, Context, IoJob};
 use proto::error;
 use signal::{
     BlockNumber, BlockRef, DictTableGroup, DictTableName, MembershipView, NodeBitmask, NodeId,
@@ -266,8 +276,55 @@ enum Sync {
         from: NodeId,
         parts: Vec<DictTableGroup>,
     },
+    /// Holds the master's schema in memory; its files are being written
+    /// (`DiskStep::Adopted` pending). Transactions prepared meanwhile are
+    /// stored after it.
+    Storing,
     /// Holds the master's schema (or is the master).
     Synced,
+}
+
+/// What waits for a dictionary file job, done at its `FsConf`.
+#[derive(Debug)]
+enum DiskStep {
+    /// The prepared file of `trans_id`: answer the master.
+    Prepared { trans_id: u64, reply_to: BlockRef },
+    /// A commit's files: install it in memory and in the local blocks,
+    /// then answer `reply_to` (the latest master that asked).
+    Committed {
+        record: TransRecord,
+        reply_to: BlockRef,
+    },
+    /// An aborted transaction's prepared file removed.
+    Cleared { trans_id: u64 },
+    /// The master's schema stored: now synced.
+    Adopted { report: SyncReport },
+}
+
+/// The dictionary's file jobs: run by an `io` thread one at a time, each
+/// issued after the previous one's `FsConf` (jobs of one block may
+/// otherwise finish in any order, and these rewrite the same files).
+#[derive(Default)]
+struct DiskQueue {
+    in_flight: Option<(u64, DiskStep)>,
+    waiting: VecDeque<(DiskStep, IoJob)>,
+    next_request: u64,
+}
+
+impl DiskQueue {
+    fn steps(&self) -> impl Iterator<Item = &DiskStep> {
+        self.in_flight
+            .iter()
+            .map(|(_, step)| step)
+            .chain(self.waiting.iter().map(|(step, _)| step))
+    }
+
+    fn steps_mut(&mut self) -> impl Iterator<Item = &mut DiskStep> {
+        self.in_flight
+            .iter_mut()
+            .map(|(_, step)| step)
+            .chain(self.waiting.iter_mut().map(|(step, _)| step))
+    }
 }
 
 /// What a node changed when it took the master's schema.
@@ -282,7 +339,9 @@ pub struct SyncReport {
 /// The dictionary block of one data node.
 pub struct Dictionary {
     config: DictionaryConfig,
-    store: SchemaStore,
+    /// Shared with the `io` thread running the job in flight.
+    store: Arc<Mutex<SchemaStore>>,
+    disk_queue: DiskQueue,
     schema: Schema,
     view: Option<MembershipView>,
     /// The transaction prepared here and not yet committed or aborted.
@@ -339,7 +398,8 @@ impl Dictionary {
         );
         Ok(Dictionary {
             config,
-            store,
+            store: Arc::new(Mutex::new(store)),
+            disk_queue: DiskQueue::default(),
             schema,
             view: None,
             prepared: None,
@@ -430,8 +490,15 @@ impl Dictionary {
         self.prepared.is_some()
     }
 
-    pub fn store(&self) -> &SchemaStore {
-        &self.store
+    /// Whether a file job of this block is in flight or waiting.
+    pub fn disk_busy(&self) -> bool {
+        self.disk_queue.in_flight.is_some()
+    }
+
+    /// Whether this node's schema is the master's, in memory at least:
+    /// transactions it prepares are stored (after the adopted schema).
+    fn schema_taken(&self) -> bool {
+        matches!(self.sync, Sync::Synced | Sync::Storing)
     }
 
     /// The local blocks the schema goes to.
@@ -524,9 +591,10 @@ impl Dictionary {
         tracing::info!(node = %self.me(), "dictionary: master from view {}", view.view_id);
         // The master's schema is the cluster's: the local blocks hear so
         // once (they got it from disk, not yet as the cluster's).
-        let was_synced = self.is_synced();
-        self.sync = Sync::Synced;
-        if !was_synced {
+        // A node still storing an adopted schema becomes synced (and
+        // loads its local blocks) at that job's `FsConf`.
+        if !self.schema_taken() {
+            self.sync = Sync::Synced;
             self.load_local_blocks(ctx);
         }
         let mut state = MasterState::default();
@@ -594,7 +662,7 @@ impl Dictionary {
             return;
         };
         let ask = match &self.sync {
-            Sync::Synced => false,
+            Sync::Synced | Sync::Storing => false,
             Sync::NotMember => true,
             Sync::Requested { from, .. } => *from != master,
         };
@@ -949,7 +1017,7 @@ impl Dictionary {
         trans_id: u64,
         ctx: &mut Context<'_>,
     ) {
-        let durable = self.is_synced();
+        let durable = self.schema_taken();
         let result = record.and_then(|record| {
             if let Some(group) = &record.group {
                 for table in group.tables() {
@@ -961,18 +1029,33 @@ impl Dictionary {
                     self.schema.check_install(group)?;
                 }
             }
-            if durable {
-                self.store
-                    .write_prepared(&record)
-                    .map_err(|e| e.to_string())?;
-            }
             Ok(record)
         });
         match result {
             Ok(record) => {
-                self.prepared = Some(Prepared { record, durable });
+                // Prepared from here on for a takeover's question: the
+                // master cannot have decided to commit before this node's
+                // `DictSchemaPrepared`, which waits for the file.
                 self.last_trans = Some((trans_id, SchemaTransState::Prepared));
-                ctx.send(sender, SignalBody::DictSchemaPrepared { trans_id });
+                if durable {
+                    let store = Arc::clone(&self.store);
+                    let stored = record.clone();
+                    self.disk_job(
+                        DiskStep::Prepared {
+                            trans_id,
+                            reply_to: sender,
+                        },
+                        Box::new(move || {
+                            lock(&store)
+                                .write_prepared(&stored)
+                                .map_err(|e| e.to_string())
+                        }),
+                        ctx,
+                    );
+                } else {
+                    ctx.send(sender, SignalBody::DictSchemaPrepared { trans_id });
+                }
+                self.prepared = Some(Prepared { record, durable });
             }
             Err(message) => {
                 tracing::warn!(node = %self.me(), "dictionary: cannot prepare schema transaction {trans_id:#x}: {message}");
@@ -985,6 +1068,16 @@ impl Dictionary {
     }
 
     fn on_commit(&mut self, sender: BlockRef, trans_id: u64, ctx: &mut Context<'_>) {
+        for step in self.disk_queue.steps_mut() {
+            if let DiskStep::Committed { record, reply_to } = step {
+                if record.trans_id == trans_id {
+                    // Answered once the files are written (a new master
+                    // may ask again).
+                    *reply_to = sender;
+                    return;
+                }
+            }
+        }
         if let Some(change) = &mut self.change_in_progress {
             if change.trans_id == trans_id {
                 // Answered once the local blocks have it (a new master may ask again).
@@ -1000,23 +1093,155 @@ impl Dictionary {
             tracing::warn!(node = %self.me(), "dictionary: commit of unknown schema transaction {trans_id:#x} from {sender}");
             return;
         };
-        if prepared.durable {
-            if let Err(reason) = self.install(&prepared.record) {
-                // The files may be half way: restart and take the master's
-                // schema when rejoining.
-                let reason =
-                    format!("dictionary: cannot commit schema transaction {trans_id:#x}: {reason}");
-                tracing::error!(node = %self.me(), "{reason}");
-                ctx.shutdown(true, reason);
+        // The master decided: a takeover hears "committed" from here on.
+        self.last_trans = Some((trans_id, SchemaTransState::Committed));
+        if !prepared.durable {
+            ctx.send(sender, SignalBody::DictSchemaCommitted { trans_id });
+            return;
+        }
+        if let Some(group) = &prepared.record.group {
+            // Checked at prepare; nothing else changes the schema between.
+            if let Err(reason) = self.schema.check_install(group) {
+                self.cannot_commit(trans_id, &reason, ctx);
                 return;
             }
         }
-        self.last_trans = Some((trans_id, SchemaTransState::Committed));
-        if prepared.durable && !self.local_blocks.is_empty() {
-            self.change_local_blocks(&prepared.record, sender, ctx);
+        let store = Arc::clone(&self.store);
+        let record = prepared.record.clone();
+        self.disk_job(
+            DiskStep::Committed {
+                record: prepared.record,
+                reply_to: sender,
+            },
+            Box::new(move || lock(&store).commit(&record).map_err(|e| e.to_string())),
+            ctx,
+        );
+    }
+
+    /// The files of a commit may be half way: restart and take the
+    /// master's schema when rejoining.
+    fn cannot_commit(&self, trans_id: u64, reason: &str, ctx: &mut Context<'_>) {
+        let reason =
+            format!("dictionary: cannot commit schema transaction {trans_id:#x}: {reason}");
+        tracing::error!(node = %self.me(), "{reason}");
+        ctx.shutdown(true, reason);
+    }
+
+    /// A commit's files are written: installs it in memory, then in the
+    /// local blocks, which answer the master.
+    fn install(&mut self, record: &TransRecord, reply_to: BlockRef, ctx: &mut Context<'_>) {
+        files::apply(&mut self.schema, record);
+        let name = record.group.as_ref().map(|g| g.base().name.as_str());
+        tracing::debug!(
+            node = %self.me(),
+            "dictionary: committed {:?} of table {} ({name:?}), schema version {}",
+            record.op,
+            record.table_id,
+            self.schema.version()
+        );
+        if self.local_blocks.is_empty() {
+            ctx.send(
+                reply_to,
+                SignalBody::DictSchemaCommitted {
+                    trans_id: record.trans_id,
+                },
+            );
+        } else {
+            self.change_local_blocks(record, reply_to, ctx);
+        }
+    }
+
+    // ---- file jobs ----
+
+    /// Queues a file job; it goes to an `io` thread once those before it
+    /// are done.
+    fn disk_job(&mut self, step: DiskStep, job: IoJob, ctx: &mut Context<'_>) {
+        self.disk_queue.waiting.push_back((step, job));
+        self.next_disk_job(ctx);
+    }
+
+    fn next_disk_job(&mut self, ctx: &mut Context<'_>) {
+        if self.disk_queue.in_flight.is_some() {
             return;
         }
-        ctx.send(sender, SignalBody::DictSchemaCommitted { trans_id });
+        let Some((step, job)) = self.disk_queue.waiting.pop_front() else {
+            return;
+        };
+        let request = self.disk_queue.next_request;
+        self.disk_queue.next_request += 1;
+        self.disk_queue.in_flight = Some((request, step));
+        ctx.io(request, job);
+    }
+
+    /// `FsConf` of the file job in flight.
+    fn on_fs_conf(&mut self, request: u64, error: String, ctx: &mut Context<'_>) {
+        let Some((_, step)) = self.disk_queue.in_flight.take_if(|(r, _)| *r == request) else {
+            tracing::warn!(node = %self.me(), "dictionary: FsConf of unknown file request {request}");
+            return;
+        };
+        match step {
+            DiskStep::Prepared { trans_id, reply_to } => {
+                let current = self
+                    .prepared
+                    .as_ref()
+                    .is_some_and(|p| p.record.trans_id == trans_id);
+                if !current {
+                    // Aborted meanwhile; its `Cleared` job follows.
+                } else if error.is_empty() {
+                    ctx.send(reply_to, SignalBody::DictSchemaPrepared { trans_id });
+                } else {
+                    self.prepared = None;
+                    self.last_trans = Some((trans_id, SchemaTransState::Idle));
+                    tracing::warn!(node = %self.me(), "dictionary: cannot prepare schema transaction {trans_id:#x}: {error}");
+                    ctx.send(
+                        reply_to,
+                        SignalBody::DictSchemaPrepareRef {
+                            trans_id,
+                            message: error,
+                        },
+                    );
+                }
+            }
+            DiskStep::Committed { record, reply_to } => {
+                if !error.is_empty() {
+                    self.cannot_commit(record.trans_id, &error, ctx);
+                    return;
+                }
+                self.install(&record, reply_to, ctx);
+            }
+            DiskStep::Cleared { trans_id } => {
+                if !error.is_empty() {
+                    // A prepared file left behind is dropped at the next load.
+                    tracing::warn!(node = %self.me(), "dictionary: aborted {trans_id:#x}: {error}");
+                }
+            }
+            DiskStep::Adopted { report } => {
+                let from = report
+                    .from
+                    .map_or_else(|| "the master".to_string(), |n| format!("node {n}"));
+                if !error.is_empty() {
+                    // Restarting: it asks for the master's schema again.
+                    self.sync = Sync::NotMember;
+                    let reason = format!("dictionary: cannot store {from}'s schema: {error}");
+                    tracing::error!(node = %self.me(), "{reason}");
+                    ctx.shutdown(true, reason);
+                    return;
+                }
+                for name in &report.added {
+                    tracing::info!(node = %self.me(), "dictionary: table `{name}` added from {from}'s schema");
+                }
+                for name in &report.changed {
+                    tracing::info!(node = %self.me(), "dictionary: table `{name}` changed to {from}'s definition");
+                }
+                for name in &report.removed {
+                    tracing::info!(node = %self.me(), "dictionary: table `{name}` removed: {from} has no such table");
+                }
+                self.last_sync = Some(report);
+                self.sync = Sync::Synced;
+                self.load_local_blocks(ctx);
+            }
+        }
+        self.next_disk_job(ctx);
     }
 
     // ---- local blocks (TC and LDM instances) ----
@@ -1205,26 +1430,7 @@ impl Dictionary {
         );
     }
 
-    /// Makes a prepared transaction durable and installs it in memory.
-    fn install(&mut self, record: &TransRecord) -> Result<(), String> {
-        if let Some(group) = &record.group {
-            // Checked at prepare; nothing else changes the schema between.
-            self.schema.check_install(group)?;
-        }
-        self.store.commit(record).map_err(|e| e.to_string())?;
-        files::apply(&mut self.schema, record);
-        let name = record.group.as_ref().map(|g| g.base().name.as_str());
-        tracing::debug!(
-            node = %self.me(),
-            "dictionary: committed {:?} of table {} ({name:?}), schema version {}",
-            record.op,
-            record.table_id,
-            self.schema.version()
-        );
-        Ok(())
-    }
-
-    fn on_abort(&mut self, trans_id: u64) {
+    fn on_abort(&mut self, trans_id: u64, ctx: &mut Context<'_>) {
         let Some(prepared) = self.prepared.take_if(|p| p.record.trans_id == trans_id) else {
             return;
         };
@@ -1232,10 +1438,12 @@ impl Dictionary {
         if !prepared.durable {
             return;
         }
-        if let Err(e) = self.store.clear_prepared() {
-            // A prepared file left behind is dropped at the next load.
-            tracing::warn!(node = %self.me(), "dictionary: aborted {trans_id:#x}: {e}");
-        }
+        let store = Arc::clone(&self.store);
+        self.disk_job(
+            DiskStep::Cleared { trans_id },
+            Box::new(move || lock(&store).clear_prepared().map_err(|e| e.to_string())),
+            ctx,
+        );
     }
 
     fn on_takeover_req(&mut self, sender: BlockRef, view_id: u32, ctx: &mut Context<'_>) {
@@ -1329,49 +1537,30 @@ impl Dictionary {
             return;
         }
         let parts = std::mem::take(parts);
-        match self.adopt(sender, parts, version, next_object_id) {
-            Ok(report) => {
-                for name in &report.added {
-                    tracing::info!(node = %self.me(), "dictionary: table `{name}` added from the master's schema");
-                }
-                for name in &report.changed {
-                    tracing::info!(node = %self.me(), "dictionary: table `{name}` changed to the master's definition");
-                }
-                for name in &report.removed {
-                    tracing::info!(node = %self.me(), "dictionary: table `{name}` removed: the master has no such table");
-                }
-                self.last_sync = Some(report);
-                self.sync = Sync::Synced;
-                self.load_local_blocks(ctx);
-            }
-            Err(AdoptError::Bad(reason)) => {
-                // The master's schema cannot be read here: this build
-                // cannot serve this cluster.
-                let reason = format!("dictionary: cannot take node {sender}'s schema: {reason}");
-                tracing::error!(node = %self.me(), "{reason}");
-                ctx.shutdown(false, reason);
-            }
-            Err(AdoptError::Disk(e)) => {
-                let reason = format!("dictionary: cannot store node {sender}'s schema: {e}");
-                tracing::error!(node = %self.me(), "{reason}");
-                ctx.shutdown(true, reason);
-            }
+        if let Err(reason) = self.adopt(sender, parts, version, next_object_id, ctx) {
+            // The master's schema cannot be read here: this build
+            // cannot serve this cluster.
+            let reason = format!("dictionary: cannot take node {sender}'s schema: {reason}");
+            tracing::error!(node = %self.me(), "{reason}");
+            ctx.shutdown(false, reason);
         }
     }
 
-    /// Replaces this node's schema by the master's, on disk and in memory.
+    /// Replaces this node's schema by the master's: in memory at once (a
+    /// transaction prepared next is checked against it), on disk by a file
+    /// job, synced at its `FsConf`.
     fn adopt(
         &mut self,
         from: NodeId,
         parts: Vec<DictTableGroup>,
         version: u32,
         next_object_id: u32,
-    ) -> Result<SyncReport, AdoptError> {
+        ctx: &mut Context<'_>,
+    ) -> Result<(), String> {
         let mut theirs = Schema::new();
         for wire in parts {
-            let group =
-                TableGroup::decode(wire.tables).map_err(|e| AdoptError::Bad(e.to_string()))?;
-            theirs.check_install(&group).map_err(AdoptError::Bad)?;
+            let group = TableGroup::decode(wire.tables).map_err(|e| e.to_string())?;
+            theirs.check_install(&group)?;
             theirs.install(group);
         }
         theirs.set_counters(version, next_object_id);
@@ -1379,6 +1568,7 @@ impl Dictionary {
             from: Some(from),
             ..SyncReport::default()
         };
+        let mut writes = Vec::new();
         for group in theirs.groups() {
             let base = group.base();
             match self.schema.group(base.id) {
@@ -1386,26 +1576,43 @@ impl Dictionary {
                 Some(_) => report.changed.push(base.name.clone()),
                 None => report.added.push(base.name.clone()),
             }
-            self.store.write_group(group).map_err(AdoptError::Disk)?;
+            writes.push(group.clone());
         }
+        let mut removes = Vec::new();
         for group in self.schema.groups() {
             let base = group.base();
             if theirs.group(base.id).is_none() {
                 report.removed.push(base.name.clone());
-                self.store.remove_group(base.id).map_err(AdoptError::Disk)?;
+                removes.push(base.id);
             }
         }
-        self.store
-            .write_meta(version, next_object_id)
-            .map_err(AdoptError::Disk)?;
         self.schema = theirs;
-        Ok(report)
+        self.sync = Sync::Storing;
+        let store = Arc::clone(&self.store);
+        self.disk_job(
+            DiskStep::Adopted { report },
+            Box::new(move || {
+                let store = lock(&store);
+                for group in &writes {
+                    store.write_group(group).map_err(|e| e.to_string())?;
+                }
+                for base in removes {
+                    store.remove_group(base).map_err(|e| e.to_string())?;
+                }
+                store
+                    .write_meta(version, next_object_id)
+                    .map_err(|e| e.to_string())
+            }),
+            ctx,
+        );
+        Ok(())
     }
 }
 
-enum AdoptError {
-    Bad(String),
-    Disk(DictionaryError),
+/// The schema store, whoever held it last (an `io` thread that panicked
+/// in a job left it as it was: every file is replaced whole).
+fn lock(store: &Mutex<SchemaStore>) -> std::sync::MutexGuard<'_, SchemaStore> {
+    store.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 fn intersect(a: NodeBitmask, b: NodeBitmask) -> NodeBitmask {
@@ -1453,7 +1660,10 @@ impl Dictionary {
     /// Panics, naming what broke, when the schema transaction state
     /// disagrees with itself: a prepared transaction is the last one seen,
     /// in state prepared; a change being installed waits for local blocks
-    /// only. Run by the simulator after every signal (debug builds).
+    /// only; at most one commit is being written, and none while a change
+    /// is installed; an adopted schema is being written exactly while the
+    /// node is `Storing` it. Run by the simulator after every signal
+    /// (debug builds).
     fn check_dictionary_invariants(&self) {
         let node = self.config.node;
         if let Some(prepared) = &self.prepared {
@@ -1464,6 +1674,26 @@ impl Dictionary {
                 "dictionary on node {node}: transaction {trans_id:#x} prepared, yet not the last one seen as prepared"
             );
         }
+        let commits = self
+            .disk_queue
+            .steps()
+            .filter(|s| matches!(s, DiskStep::Committed { .. }))
+            .count();
+        assert!(
+            commits <= usize::from(self.change_in_progress.is_none()),
+            "dictionary on node {node}: {commits} commits being written, change in progress: {:?}",
+            self.change_in_progress.as_ref().map(|c| c.trans_id)
+        );
+        let adopting = self
+            .disk_queue
+            .steps()
+            .any(|s| matches!(s, DiskStep::Adopted { .. }));
+        assert_eq!(
+            adopting,
+            self.sync == Sync::Storing,
+            "dictionary on node {node}: an adopted schema being written, yet sync is {:?}",
+            self.sync
+        );
         if let Some(change) = &self.change_in_progress {
             for block in &change.waiting {
                 assert!(
@@ -1488,6 +1718,9 @@ impl Block for Dictionary {
     }
 
     fn execute(&mut self, signal: Signal, ctx: &mut Context<'_>) {
+        // `main` runs membership and global checkpoints: it never waits
+        // for a disk (the files are written by file jobs, above).
+        let _no_sync = storage::disk::forbid_sync();
         let sender = signal.sender;
         let from = sender.node;
         match signal.body {
@@ -1590,7 +1823,7 @@ impl Block for Dictionary {
             }
             SignalBody::DictSchemaCommit { trans_id } => self.on_commit(sender, trans_id, ctx),
             SignalBody::DictSchemaCommitted { trans_id } => self.on_committed(from, trans_id, ctx),
-            SignalBody::DictSchemaAbort { trans_id } => self.on_abort(trans_id),
+            SignalBody::DictSchemaAbort { trans_id } => self.on_abort(trans_id, ctx),
             SignalBody::DictGetSchemaReq {} => self.on_get_schema_req(from, ctx),
             SignalBody::DictSchemaRep {
                 tables,
@@ -1624,6 +1857,7 @@ impl Block for Dictionary {
                 trans_id,
                 state,
             } => self.on_takeover_conf(from, view_id, trans_id, state, ctx),
+            SignalBody::FsConf { request, error } => self.on_fs_conf(request, error, ctx),
             other => {
                 tracing::warn!(node = %self.me(), "dictionary: unexpected signal {} from {sender}", other.name());
             }
