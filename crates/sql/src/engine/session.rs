@@ -483,6 +483,9 @@ pub struct SessionState {
     pub last_insert_id: u64,
     /// Rows the last SELECT sent (`FOUND_ROWS()`).
     pub found_rows: u64,
+    /// Rows a `SELECT SQL_CALC_FOUND_ROWS` of the statement running found
+    /// before its LIMIT: `found_rows` when the statement ends.
+    pub calc_found_rows: Option<u64>,
     /// What the last statement changed (`ROW_COUNT()`): affected rows of
     /// a write, -1 after a result set or an error.
     pub row_count: i64,
@@ -520,6 +523,7 @@ impl SessionState {
             autocommit,
             last_insert_id: 0,
             found_rows: 0,
+            calc_found_rows: None,
             row_count: -1,
             notes: Vec::new(),
             warnings: 0,

@@ -368,10 +368,11 @@ impl<'a> CountingSink<'a> {
     /// as MySQL: a result set's rows (and -1 rows changed), a write's
     /// affected rows, -1 after an error.
     pub fn note(&self, session: &mut super::session::SessionState) {
+        let calculated = session.calc_found_rows.take();
         if self.failed {
             session.row_count = -1;
         } else if self.result_set {
-            session.found_rows = self.rows;
+            session.found_rows = calculated.unwrap_or(self.rows);
             session.row_count = -1;
         } else {
             session.row_count = i64::try_from(self.affected).unwrap_or(i64::MAX);

@@ -33,6 +33,11 @@ pub fn render(value: &SqlValue, column: &ColumnMeta, out: &mut Vec<u8>) {
         SqlValue::Int(v) => push_display(out, v),
         SqlValue::UInt(v) => push_display(out, v),
         SqlValue::Float(v) => float(*v, out),
+        // A DOUBLE with fixed decimals (STD() of an integer: 4) is shown
+        // with exactly that many, as MariaDB formats it.
+        SqlValue::Double(v) if decimals < 31 && v.is_finite() => {
+            push_display(out, &format_args!("{v:.*}", usize::from(decimals)))
+        }
         SqlValue::Double(v) => double(*v, out),
         SqlValue::Decimal(text) => out.extend_from_slice(text.as_bytes()),
         SqlValue::Bytes(bytes) => out.extend_from_slice(bytes),

@@ -101,6 +101,10 @@ pub(crate) fn materialise(
 ) -> SqlResult<super::derived::Materialised> {
     let pending = explain::take_pending(conn);
     let plans = plan_query(conn, q, placeholders, params)?;
+    if plans.calc_found_rows {
+        // Only the statement's own SELECT counts its rows.
+        return Err(calc_found_rows_misplaced());
+    }
     explain::capture(conn, pending, &plans)?;
     let (kinds, nullable) = plans
         .planned
@@ -130,6 +134,11 @@ struct Plans {
     union_order: Vec<(usize, bool)>,
     union_limit: Option<u64>,
     union_offset: u64,
+    /// `SELECT SQL_CALC_FOUND_ROWS` (of the first SELECT, as MySQL reads
+    /// it): every row is made, the LIMIT applied after counting them
+    /// (`union_limit`, also for one SELECT), and `FOUND_ROWS()` of the next
+    /// statement gives the count.
+    calc_found_rows: bool,
     /// The statement's `?` placeholders (correlated subqueries run with
     /// them).
     placeholders: Vec<Location>,
@@ -212,10 +221,21 @@ fn plan_query_body(
         ast::LockType::Update => LockMode::Exclusive,
         ast::LockType::Share => LockMode::Shared,
     });
+    let calc_found = |s: &&ast::Select| {
+        s.select_modifiers
+            .as_ref()
+            .is_some_and(|m| m.sql_calc_found_rows)
+    };
+    let calc_found_rows = selects.first().is_some_and(calc_found);
+    if selects.iter().skip(1).any(calc_found) {
+        return Err(calc_found_rows_misplaced());
+    }
     if single {
         let p = &mut planned[0];
-        p.limit = limit.0;
-        p.offset = limit.1.unwrap_or(0);
+        if !calc_found_rows {
+            p.limit = limit.0;
+            p.offset = limit.1.unwrap_or(0);
+        }
         if lock.is_some() {
             p.lock = lock;
         }
@@ -223,13 +243,19 @@ fn plan_query_body(
             super::correlated::plan(conn, ob, 0, &p.source, &p.hidden, placeholders)?;
             p.order = order_exprs(conn, ob, p, placeholders)?;
         }
+        let (union_limit, union_offset) = if calc_found_rows {
+            (limit.0, limit.1.unwrap_or(0))
+        } else {
+            (None, 0)
+        };
         return Ok(Plans {
             metas,
             planned,
             union_distinct: false,
             union_order: Vec::new(),
-            union_limit: None,
-            union_offset: 0,
+            union_limit,
+            union_offset,
+            calc_found_rows,
             placeholders: placeholders.to_vec(),
         });
     }
@@ -271,8 +297,17 @@ fn plan_query_body(
         union_order,
         union_limit: limit.0,
         union_offset: limit.1.unwrap_or(0),
+        calc_found_rows,
         placeholders: placeholders.to_vec(),
     })
+}
+
+/// `SQL_CALC_FOUND_ROWS` anywhere but the statement's first SELECT.
+fn calc_found_rows_misplaced() -> SqlError {
+    SqlError::new(
+        codes::WRONG_USAGE_PLACEMENT,
+        "Incorrect usage/placement of 'SQL_CALC_FOUND_ROWS'",
+    )
 }
 
 fn collect_selects<'q>(
@@ -1484,7 +1519,7 @@ pub(crate) fn begin_deferred<'s>(
         }
     };
     let read = match plans.planned.as_slice() {
-        [p] => deferred_read(conn, p, &params)?,
+        [p] if !plans.calc_found_rows => deferred_read(conn, p, &params)?,
         _ => None,
     };
     let Some((table, tx, read, later, commits)) = read else {
@@ -1534,6 +1569,9 @@ impl KeptPlan {
         let [p] = plans.planned.as_slice() else {
             return None;
         };
+        if plans.calc_found_rows {
+            return None;
+        }
         let table = p.table.as_ref()?;
         let literal = |e: &ast::Expr| matches!(e, ast::Expr::Value(v) if matches!(v.value, ast::Value::Number(..)));
         let plain_limit = match &q.limit_clause {
@@ -1714,6 +1752,7 @@ fn rows_of(conn: &mut Conn<'_>, plans: Plans, params: &[Val]) -> SqlResult<Vec<V
         union_order,
         union_limit,
         union_offset,
+        calc_found_rows,
         placeholders,
     } = plans;
     let environment = env(conn);
@@ -1775,6 +1814,9 @@ fn rows_of(conn: &mut Conn<'_>, plans: Plans, params: &[Val]) -> SqlResult<Vec<V
             }
             Ordering::Equal
         });
+    }
+    if calc_found_rows {
+        conn.session.calc_found_rows = Some(rows.len() as u64);
     }
     if union_limit.is_some() || union_offset > 0 {
         let offset = usize::try_from(union_offset).unwrap_or(usize::MAX);
@@ -2281,6 +2323,13 @@ struct AggState {
     count: i64,
     sum: Val,
     best: Val,
+    /// Standard deviations and variances: the running mean and sum of
+    /// squared distances from it (Welford's update: no cancellation of
+    /// two large sums).
+    mean: f64,
+    squares: f64,
+    /// BIT_AND, BIT_OR, BIT_XOR.
+    bits: u64,
     seen: Option<KeyMap<Vec<u8>, ()>>,
     /// GROUP_CONCAT: each value kept and its ORDER BY keys.
     concat: Vec<(Vec<Val>, Vec<u8>)>,
@@ -2393,6 +2442,9 @@ fn aggregate(
             count: 0,
             sum: Val::Null,
             best: Val::Null,
+            mean: 0.0,
+            squares: 0.0,
+            bits: if a.func == AggFn::BitAnd { u64::MAX } else { 0 },
             seen: a.distinct.then(KeyMap::default),
             concat: Vec::new(),
             concat_bytes: 0,
@@ -2446,6 +2498,10 @@ fn aggregate(
                     None => Val::Null,
                 },
                 AggFn::Count | AggFn::CountStar => Val::Int(st.count),
+                AggFn::BitAnd | AggFn::BitOr | AggFn::BitXor => Val::UInt(st.bits),
+                AggFn::StdPop | AggFn::StdSamp | AggFn::VarPop | AggFn::VarSamp => {
+                    deviation(spec.func, &st)
+                }
                 AggFn::Sum => st.sum,
                 AggFn::Min | AggFn::Max => st.best,
                 AggFn::Avg => {
@@ -2536,10 +2592,42 @@ fn add_to_group(
                     st.best = v;
                 }
             }
+            AggFn::StdPop | AggFn::StdSamp | AggFn::VarPop | AggFn::VarSamp => {
+                let x = ctx.num_f64(&v);
+                let delta = x - st.mean;
+                st.mean += delta / st.count as f64;
+                st.squares += delta * (x - st.mean);
+            }
+            AggFn::BitAnd | AggFn::BitOr | AggFn::BitXor => {
+                let bits = expr::bits_of(&v, ctx);
+                match spec.func {
+                    AggFn::BitAnd => st.bits &= bits,
+                    AggFn::BitOr => st.bits |= bits,
+                    _ => st.bits ^= bits,
+                }
+            }
             AggFn::Count | AggFn::CountStar | AggFn::GroupConcat => {}
         }
     }
     Ok(())
+}
+
+/// A standard deviation or variance from its state; NULL without rows
+/// (and, for the sample ones, with one).
+fn deviation(func: AggFn, st: &AggState) -> Val {
+    let n = st.count as f64;
+    let variance = match func {
+        AggFn::StdPop | AggFn::VarPop if st.count > 0 => st.squares / n,
+        AggFn::StdSamp | AggFn::VarSamp if st.count > 1 => st.squares / (n - 1.0),
+        _ => return Val::Null,
+    };
+    // Rounding can leave a hair below zero for equal values.
+    let variance = variance.max(0.0);
+    if matches!(func, AggFn::StdPop | AggFn::StdSamp) {
+        Val::Double(variance.sqrt())
+    } else {
+        Val::Double(variance)
+    }
 }
 
 #[cfg(test)]
@@ -2551,6 +2639,9 @@ mod tests {
             count: 0,
             sum: Val::Null,
             best: Val::Null,
+            mean: 0.0,
+            squares: 0.0,
+            bits: 0,
             seen: None,
             concat: values
                 .iter()

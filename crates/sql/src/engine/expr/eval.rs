@@ -235,6 +235,8 @@ pub fn kind(e: &Expr, scope: &Scope<'_>) -> Kind {
             };
             match spec.func {
                 AggFn::Count | AggFn::CountStar => Kind::Int { unsigned: false },
+                AggFn::BitAnd | AggFn::BitOr | AggFn::BitXor => Kind::Int { unsigned: true },
+                AggFn::StdPop | AggFn::StdSamp | AggFn::VarPop | AggFn::VarSamp => Kind::Double,
                 AggFn::Min | AggFn::Max | AggFn::GroupConcat => spec.arg_kind,
                 AggFn::Sum => match spec.arg_kind {
                     Kind::Int { .. } => Kind::Dec { scale: 0 },

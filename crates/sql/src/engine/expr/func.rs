@@ -89,6 +89,14 @@ pub enum Func {
     Sha1,
     Sha2,
     Crc32,
+    /// The operators `|`, `&`, `^`, `<<`, `>>` and `~` (not callable by
+    /// name): on 64-bit unsigned integers, as MySQL's.
+    BitOr,
+    BitAnd,
+    BitXor,
+    ShiftLeft,
+    ShiftRight,
+    BitNot,
     Uuid,
     Rand,
     Unhex,
@@ -423,7 +431,15 @@ impl Func {
             | F::Atan
             | F::Radians
             | F::Degrees => Kind::Double,
-            F::Crc32 | F::BitCount | F::InetAton => Kind::Int { unsigned: true },
+            F::Crc32
+            | F::BitCount
+            | F::InetAton
+            | F::BitOr
+            | F::BitAnd
+            | F::BitXor
+            | F::ShiftLeft
+            | F::ShiftRight
+            | F::BitNot => Kind::Int { unsigned: true },
             F::IsNull
             | F::Field
             | F::FindInSet
@@ -1054,6 +1070,27 @@ impl Func {
                 Val::UInt(u) => u.count_ones(),
                 other => (ctx.num_i64(other) as u64).count_ones(),
             })),
+            F::BitOr | F::BitAnd | F::BitXor | F::ShiftLeft | F::ShiftRight | F::BitNot => {
+                if null_in {
+                    return Ok(Val::Null);
+                }
+                let a = bits_of(&v[0], ctx);
+                let b = v.get(1).map_or(0, |b| bits_of(b, ctx));
+                Val::UInt(match self {
+                    F::BitOr => a | b,
+                    F::BitAnd => a & b,
+                    F::BitXor => a ^ b,
+                    // A shift by 64 or more leaves no bit (MySQL's, not the
+                    // CPU's modulo-64 count).
+                    F::ShiftLeft => a
+                        .checked_shl(u32::try_from(b).unwrap_or(u32::MAX))
+                        .unwrap_or(0),
+                    F::ShiftRight => a
+                        .checked_shr(u32::try_from(b).unwrap_or(u32::MAX))
+                        .unwrap_or(0),
+                    _ => !a,
+                })
+            }
             F::InetAton => inet_aton(&s(0)).map_or(Val::Null, |n| Val::UInt(u64::from(n))),
             F::InetNtoa => match &v[0] {
                 Val::Int(i) if u32::try_from(*i).is_ok() => Val::str(inet_ntoa(*i as u32)),
@@ -2146,4 +2183,26 @@ fn str_to_date(text: &str, format: &str) -> Option<(Date, Option<Time>)> {
         return None;
     }
     Some((d, timed.then_some(t)))
+}
+
+/// An operand of a bit operator as MySQL takes it: 64 bits, a negative
+/// integer in two's complement, any other number rounded to an integer
+/// and clamped to the signed or unsigned 64-bit range.
+pub fn bits_of(v: &Val, ctx: &mut Ctx<'_>) -> u64 {
+    match v {
+        Val::Int(i) => *i as u64,
+        Val::UInt(u) => *u,
+        other => {
+            let f = ctx.num_f64(other).round();
+            if f >= u64::MAX as f64 {
+                u64::MAX
+            } else if f <= i64::MIN as f64 {
+                i64::MIN as u64
+            } else if f < 0.0 {
+                f as i64 as u64
+            } else {
+                f as u64
+            }
+        }
+    }
 }

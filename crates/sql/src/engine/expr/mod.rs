@@ -18,6 +18,7 @@ use sqlparser::ast::{self, Spanned};
 use sqlparser::tokenizer::Location;
 
 pub use eval::{Ctx, Env};
+pub use func::bits_of;
 pub use func::Func;
 pub use value::{Dec, Val};
 
@@ -95,6 +96,31 @@ pub enum AggFn {
     Max,
     /// `GROUP_CONCAT(…)` ([`AggSpec::concat`] holds its parts).
     GroupConcat,
+    /// `STD(x)`, `STDDEV(x)`, `STDDEV_POP(x)`: population standard deviation.
+    StdPop,
+    /// `STDDEV_SAMP(x)`: sample standard deviation (NULL below two rows).
+    StdSamp,
+    /// `VARIANCE(x)`, `VAR_POP(x)`: population variance.
+    VarPop,
+    /// `VAR_SAMP(x)`: sample variance (NULL below two rows).
+    VarSamp,
+    /// `BIT_AND(x)`: all ones (2^64 - 1) over no rows.
+    BitAnd,
+    /// `BIT_OR(x)`: 0 over no rows.
+    BitOr,
+    /// `BIT_XOR(x)`: 0 over no rows.
+    BitXor,
+}
+
+impl AggFn {
+    /// The standard deviations and variances: a DOUBLE shown with the
+    /// argument's decimals and four more, as MariaDB's.
+    pub fn is_deviation(self) -> bool {
+        matches!(
+            self,
+            AggFn::StdPop | AggFn::StdSamp | AggFn::VarPop | AggFn::VarSamp
+        )
+    }
 }
 
 /// `GROUP_CONCAT([DISTINCT] x[, y…] [ORDER BY …] [SEPARATOR 's'])`.
@@ -465,6 +491,7 @@ impl<'a> Scope<'a> {
                     other => Expr::Neg(Box::new(other)),
                 },
                 ast::UnaryOperator::Plus => self.lower(expr)?,
+                ast::UnaryOperator::BitwiseNot => Expr::Func(Func::BitNot, vec![self.lower(expr)?]),
                 ast::UnaryOperator::Not | ast::UnaryOperator::BangNot => {
                     Expr::Not(self.boxed(expr)?)
                 }
@@ -899,6 +926,11 @@ impl<'a> Scope<'a> {
             B::Xor => Expr::Xor(bl, br),
             // `||` is OR in MySQL's default sql_mode (not PIPES_AS_CONCAT).
             B::StringConcat => Expr::Or(bl, br),
+            B::BitwiseOr => Expr::Func(Func::BitOr, vec![*bl, *br]),
+            B::BitwiseAnd => Expr::Func(Func::BitAnd, vec![*bl, *br]),
+            B::BitwiseXor | B::PGBitwiseXor => Expr::Func(Func::BitXor, vec![*bl, *br]),
+            B::PGBitwiseShiftLeft => Expr::Func(Func::ShiftLeft, vec![*bl, *br]),
+            B::PGBitwiseShiftRight => Expr::Func(Func::ShiftRight, vec![*bl, *br]),
             other => return Err(SqlError::unsupported(format_args!("the operator {other}"))),
         })
     }
@@ -1207,9 +1239,24 @@ impl<'a> Scope<'a> {
             "AVG" => Some(AggFn::Avg),
             "MIN" => Some(AggFn::Min),
             "MAX" => Some(AggFn::Max),
+            "STD" | "STDDEV" | "STDDEV_POP" => Some(AggFn::StdPop),
+            "STDDEV_SAMP" => Some(AggFn::StdSamp),
+            "VARIANCE" | "VAR_POP" => Some(AggFn::VarPop),
+            "VAR_SAMP" => Some(AggFn::VarSamp),
+            "BIT_AND" => Some(AggFn::BitAnd),
+            "BIT_OR" => Some(AggFn::BitOr),
+            "BIT_XOR" => Some(AggFn::BitXor),
             _ => None,
         };
         if let Some(func) = agg {
+            let counting = matches!(
+                func,
+                AggFn::Count | AggFn::CountStar | AggFn::Sum | AggFn::Avg | AggFn::Min | AggFn::Max
+            );
+            if distinct && !counting {
+                // MySQL's and MariaDB's grammar has no DISTINCT here.
+                return Err(SqlError::syntax(format_args!("DISTINCT in {name}()")));
+            }
             return self.aggregate(func, &args, distinct, &name);
         }
         if name == "GROUP_CONCAT" {
@@ -1485,6 +1532,13 @@ impl<'a> Scope<'a> {
         }
         let kind = self.kind(e);
         let mut meta = kind_meta(kind, e, self);
+        if let Some(spec) = self.agg_of(e).filter(|a| a.func.is_deviation()) {
+            meta.decimals = match spec.arg_kind {
+                Kind::Int { .. } => 4,
+                Kind::Dec { scale } if scale + 4 < 31 => scale + 4,
+                _ => 31,
+            };
+        }
         if let Some(concat) = self.concat_of(e) {
             // MariaDB's: VARCHAR up to 512 bytes of group_concat_max_len,
             // TEXT (BLOB) past it.
@@ -1518,10 +1572,14 @@ const GROUP_CONCAT_MAX_LEN_DEFAULT_BYTES: usize = 1_048_576;
 impl Scope<'_> {
     /// The GROUP_CONCAT an expression reads, if it is one.
     fn concat_of(&self, e: &Expr) -> Option<&GroupConcat> {
+        self.agg_of(e)?.concat.as_deref()
+    }
+
+    fn agg_of(&self, e: &Expr) -> Option<&AggSpec> {
         let Expr::Agg(i) = e else {
             return None;
         };
-        self.aggs.as_ref()?.get(*i)?.concat.as_deref()
+        self.aggs.as_ref()?.get(*i)
     }
 }
 
@@ -1789,6 +1847,19 @@ pub fn span_text(sql: &str, span: sqlparser::tokenizer::Span, is_call: bool) -> 
 /// what lies between SELECT and FROM (or the end) at parenthesis depth 0,
 /// split at commas. None when the text does not tokenize or has no
 /// SELECT.
+/// MySQL's words between SELECT and its first item, which are not part
+/// of that item's name.
+const SELECT_MODIFIERS: &[&str] = &[
+    "HIGH_PRIORITY",
+    "STRAIGHT_JOIN",
+    "SQL_SMALL_RESULT",
+    "SQL_BIG_RESULT",
+    "SQL_BUFFER_RESULT",
+    "SQL_NO_CACHE",
+    "SQL_CACHE",
+    "SQL_CALC_FOUND_ROWS",
+];
+
 pub fn select_item_texts(sql: &str) -> Option<Vec<String>> {
     use sqlparser::keywords::Keyword as K;
     use sqlparser::tokenizer::{Token, Tokenizer};
@@ -1815,7 +1886,10 @@ pub fn select_item_texts(sql: &str) -> Option<Vec<String>> {
                 if depth == 0
                     && items.is_empty()
                     && first.is_none()
-                    && matches!(w.keyword, K::DISTINCT | K::ALL | K::DISTINCTROW) =>
+                    && (matches!(w.keyword, K::DISTINCT | K::ALL | K::DISTINCTROW)
+                        || SELECT_MODIFIERS
+                            .iter()
+                            .any(|m| w.value.eq_ignore_ascii_case(m))) =>
             {
                 continue
             }
