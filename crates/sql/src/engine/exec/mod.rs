@@ -10,6 +10,7 @@ pub mod pushed;
 mod select;
 mod semi;
 pub mod subquery;
+mod window;
 mod write;
 pub(crate) use write::{duplicate_error, failed_op, now_value};
 

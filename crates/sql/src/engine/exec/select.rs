@@ -15,7 +15,7 @@ use super::{convert, env, fetch, keep_warnings, table_scope, with_scope};
 use crate::backend::{OkInfo, ResultSink};
 use crate::engine::catalog::TableInfo;
 use crate::engine::expr::eval::compare;
-use crate::engine::expr::{self, AggFn, AggSpec, Ctx, Dec, Expr, Kind, ScopeColumn, Val};
+use crate::engine::expr::{self, AggFn, AggSpec, Ctx, Dec, Expr, Kind, ScopeColumn, Val, WinSpec};
 use crate::engine::plan::join::{Hints, JoinSpec};
 use crate::engine::plan::{self, Access};
 use crate::engine::{txn, Answered, Conn};
@@ -56,6 +56,8 @@ struct Planned {
     group_collations: Vec<Option<Collation>>,
     having: Option<Expr>,
     aggs: Vec<AggSpec>,
+    /// Window functions of the select items and ORDER BY.
+    windows: Vec<WinSpec>,
     order: Vec<(Expr, bool)>,
     /// The collation each ORDER BY expression sorts under.
     order_collations: Vec<Option<Collation>>,
@@ -241,7 +243,8 @@ fn plan_query_body(
         }
         if let Some(ob) = &q.order_by {
             super::correlated::plan(conn, ob, 0, &p.source, &p.hidden, placeholders)?;
-            p.order = order_exprs(conn, ob, p, placeholders)?;
+            let named = named_windows(selects[0]);
+            p.order = order_exprs(conn, ob, p, &named, placeholders)?;
         }
         let (union_limit, union_offset) = if calc_found_rows {
             (limit.0, limit.1.unwrap_or(0))
@@ -590,6 +593,8 @@ fn plan_select(
     let database = conn.session.database.clone().unwrap_or_default();
     with_scope(conn, columns, placeholders, |scope| {
         scope.aggs = Some(Vec::new());
+        scope.windows = Some(Vec::new());
+        scope.named_windows = named_windows(s);
         scope.clause = "SELECT";
         scope.hidden = hidden.clone();
         let mut items = Vec::new();
@@ -660,6 +665,7 @@ fn plan_select(
             }
         }
         let saved = scope.aggs.take();
+        let windows = scope.windows.take().unwrap_or_default();
         scope.clause = "WHERE";
         let cond = selection
             .as_ref()
@@ -701,6 +707,7 @@ fn plan_select(
         };
         let aggs = scope.aggs.clone().unwrap_or_default();
         Ok(Planned {
+            windows,
             table: table.clone(),
             items,
             metas,
@@ -1224,6 +1231,7 @@ fn per_row(p: &Planned) -> bool {
             .chain(&p.having)
             .chain(p.order.iter().map(|(e, _)| e))
             .chain(p.aggs.iter().filter_map(|a| a.arg.as_ref()))
+            .chain(p.windows.iter().flat_map(super::window::exprs))
             .any(Expr::has_sub)
 }
 
@@ -1377,10 +1385,31 @@ fn resolve_alias(
     scope.lower(e)
 }
 
+/// A SELECT's `WINDOW name AS (…)` definitions (one naming another is
+/// that one's specification by name).
+fn named_windows(s: &ast::Select) -> Vec<(String, ast::WindowSpec)> {
+    s.named_window
+        .iter()
+        .map(|w| match &w.1 {
+            ast::NamedWindowExpr::WindowSpec(spec) => (w.0.value.clone(), spec.clone()),
+            ast::NamedWindowExpr::NamedWindow(base) => (
+                w.0.value.clone(),
+                ast::WindowSpec {
+                    window_name: Some(base.clone()),
+                    partition_by: Vec::new(),
+                    order_by: Vec::new(),
+                    window_frame: None,
+                },
+            ),
+        })
+        .collect()
+}
+
 fn order_exprs(
     conn: &mut Conn<'_>,
     ob: &ast::OrderBy,
     p: &mut Planned,
+    named_windows: &[(String, ast::WindowSpec)],
     placeholders: &[Location],
 ) -> SqlResult<Vec<(Expr, bool)>> {
     let ast::OrderByKind::Expressions(exprs) = &ob.kind else {
@@ -1401,9 +1430,13 @@ fn order_exprs(
         .collect();
     let items = p.items.clone();
     let mut aggs = std::mem::take(&mut p.aggs);
+    let mut windows = std::mem::take(&mut p.windows);
     let hidden = p.hidden.clone();
+    let named_windows = named_windows.to_vec();
     let out = with_scope(conn, columns, placeholders, |scope| {
         scope.aggs = Some(std::mem::take(&mut aggs));
+        scope.windows = Some(std::mem::take(&mut windows));
+        scope.named_windows = named_windows;
         scope.clause = "ORDER BY";
         scope.hidden = hidden;
         scope.aliases = named_items(&items, &aliases);
@@ -1415,9 +1448,11 @@ fn order_exprs(
             out.push((e, matches!(o.options.sort, Some(ast::OrderBySort::Desc))));
         }
         aggs = scope.aggs.take().unwrap_or_default();
+        windows = scope.windows.take().unwrap_or_default();
         Ok((out, collations))
     });
     p.aggs = aggs;
+    p.windows = windows;
     let (out, collations) = out?;
     p.order_collations = collations;
     Ok(out)
@@ -1948,6 +1983,7 @@ fn projection<'t>(table: &'t TableInfo, p: &Planned) -> Option<Vec<&'t str>> {
         .chain(&p.having)
         .chain(p.order.iter().map(|(e, _)| e))
         .chain(p.aggs.iter().filter_map(|a| a.arg.as_ref()))
+        .chain(p.windows.iter().flat_map(super::window::exprs))
         .chain(
             p.aggs
                 .iter()
@@ -2027,6 +2063,7 @@ fn found_of(
         // A LIMIT without ORDER BY, grouping or DISTINCT stops the join.
         let plain = p.group.is_empty()
             && p.aggs.is_empty()
+            && p.windows.is_empty()
             && !p.distinct
             && p.order.is_empty()
             && p.late.is_none();
@@ -2041,7 +2078,11 @@ fn found_of(
         return Ok((found_without_table(p, ctx)?, false));
     };
     let (access, filter) = single_access(table, p, ctx)?;
-    let plain = p.group.is_empty() && p.aggs.is_empty() && !p.distinct && p.late.is_none();
+    let plain = p.group.is_empty()
+        && p.aggs.is_empty()
+        && p.windows.is_empty()
+        && !p.distinct
+        && p.late.is_none();
     // An ordered index gives the order ORDER BY asks for only within one
     // partition: the TC passes each partition's batches on as they come,
     // not merged (a merge of the partitions' streams, as NDB's API makes
@@ -2088,7 +2129,7 @@ fn single_access(
 ) -> SqlResult<(Access, Option<skarv_client::Filter>)> {
     let usable = |native: &str| p.hints.usable(table, native);
     let (access, filter) = plan::access_with(table, p.cond.as_ref(), ctx, &usable)?;
-    let plain = p.group.is_empty() && p.aggs.is_empty() && !p.distinct;
+    let plain = p.group.is_empty() && p.aggs.is_empty() && p.windows.is_empty() && !p.distinct;
     let access = match access {
         Access::Scan if plain && !p.order.is_empty() => plan::ordered_index_for(table, &p.order)
             .filter(|a| matches!(a, Access::Range { index, .. } if usable(index)))
@@ -2101,7 +2142,7 @@ fn single_access(
 /// Whether an access gives ORDER BY's order: (scan descending, rows come
 /// sorted).
 fn order_by_index(table: &TableInfo, p: &Planned, access: &Access) -> (bool, bool) {
-    let plain = p.group.is_empty() && p.aggs.is_empty() && !p.distinct;
+    let plain = p.group.is_empty() && p.aggs.is_empty() && p.windows.is_empty() && !p.distinct;
     let one_partition = table.native.def().partitions == 1 && p.lock.is_none();
     match (access, p.order.as_slice()) {
         (
@@ -2140,6 +2181,7 @@ fn clone_planned(p: &Planned) -> Planned {
         group_collations: p.group_collations.clone(),
         having: p.having.clone(),
         aggs: p.aggs.clone(),
+        windows: p.windows.clone(),
         order: p.order.clone(),
         order_collations: p.order_collations.clone(),
         distinct: p.distinct,
@@ -2167,14 +2209,45 @@ fn shape(
     } else {
         aggregate(p, found, ctx)?
     };
+    // Window functions see the rows past HAVING, all of them: HAVING
+    // first, then every window's values, then the items.
+    let groups: Vec<(Vec<Val>, Vec<Val>)> = match &p.having {
+        Some(h) if !p.windows.is_empty() => {
+            let mut kept = Vec::with_capacity(groups.len());
+            for (row, aggs) in groups {
+                ctx.check_killed()?;
+                let correlated = ctx.correlated;
+                let mut c = ctx.child(ctx.params, &aggs, correlated);
+                let pass = h.test(&row, &mut c);
+                ctx.absorb(c);
+                if pass? {
+                    kept.push((row, aggs));
+                }
+            }
+            kept
+        }
+        _ => groups,
+    };
+    let windows = if p.windows.is_empty() {
+        Vec::new()
+    } else {
+        let rows: Vec<(&[Val], &[Val])> = groups
+            .iter()
+            .map(|(r, a)| (r.as_slice(), a.as_slice()))
+            .collect();
+        super::window::compute(&p.windows, &rows, ctx)?
+    };
     let mut out: Vec<(Vec<Val>, Vec<Val>)> = Vec::new();
-    for (row, aggs) in &groups {
+    for (at, (row, aggs)) in groups.iter().enumerate() {
         ctx.check_killed()?;
         let correlated = ctx.correlated;
         let mut c = ctx.child(ctx.params, aggs, correlated);
+        if let Some(w) = windows.get(at) {
+            c.windows = w;
+        }
         let pass = match &p.having {
-            Some(h) => h.test(row, &mut c)?,
-            None => true,
+            Some(h) if p.windows.is_empty() => h.test(row, &mut c)?,
+            _ => true,
         };
         if pass {
             let mut values = Vec::with_capacity(p.items.len());
@@ -2246,7 +2319,7 @@ pub(super) fn collations_of(m: &super::derived::Materialised) -> Vec<Option<Coll
 
 /// Sort order: NULL first, then values as MySQL compares them, strings
 /// under `coll`.
-fn order_cmp(x: &Val, y: &Val, coll: Option<Collation>) -> Ordering {
+pub(super) fn order_cmp(x: &Val, y: &Val, coll: Option<Collation>) -> Ordering {
     match (x, y) {
         (Val::Null, Val::Null) => Ordering::Equal,
         (Val::Null, _) => Ordering::Less,
@@ -2319,7 +2392,7 @@ fn distinct(rows: Vec<Vec<Val>>, collations: &[Option<Collation>]) -> Vec<Vec<Va
 
 /// One aggregate's running state.
 #[derive(Clone)]
-struct AggState {
+pub(super) struct AggState {
     count: i64,
     sum: Val,
     best: Val,
@@ -2338,6 +2411,62 @@ struct AggState {
     concat_bytes: usize,
     /// GROUP_CONCAT: a value was left out, past the limit.
     concat_full: bool,
+}
+
+impl AggState {
+    /// The state of an aggregate before any row.
+    pub(super) fn fresh(spec: &AggSpec) -> AggState {
+        AggState {
+            count: 0,
+            sum: Val::Null,
+            best: Val::Null,
+            mean: 0.0,
+            squares: 0.0,
+            bits: if spec.func == AggFn::BitAnd {
+                u64::MAX
+            } else {
+                0
+            },
+            seen: spec.distinct.then(KeyMap::default),
+            concat: Vec::new(),
+            concat_bytes: 0,
+            concat_full: false,
+        }
+    }
+
+    /// The aggregate's value over the rows folded in.
+    pub(super) fn finish(self, spec: &AggSpec, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
+        let st = self;
+        Ok(match spec.func {
+            AggFn::GroupConcat => match &spec.concat {
+                Some(gc) => concat_finish(gc, st, ctx),
+                None => Val::Null,
+            },
+            AggFn::Count | AggFn::CountStar => Val::Int(st.count),
+            AggFn::BitAnd | AggFn::BitOr | AggFn::BitXor => Val::UInt(st.bits),
+            AggFn::StdPop | AggFn::StdSamp | AggFn::VarPop | AggFn::VarSamp => {
+                deviation(spec.func, &st)
+            }
+            AggFn::Sum => st.sum,
+            AggFn::Min | AggFn::Max => st.best,
+            AggFn::Avg => {
+                if st.count == 0 {
+                    Val::Null
+                } else {
+                    match expr::eval::arith(expr::Arith::Div, st.sum, Val::Int(st.count), ctx)? {
+                        Val::Dec(d) => {
+                            let scale = match spec.arg_kind {
+                                Kind::Dec { scale } => scale + 4,
+                                _ => 4,
+                            };
+                            Val::Dec(d.rescale(scale).unwrap_or(d))
+                        }
+                        other => other,
+                    }
+                }
+            }
+        })
+    }
 }
 
 /// Adds a row to a GROUP_CONCAT's state: skipped when a value is NULL
@@ -2435,22 +2564,7 @@ fn aggregate(
     found: Vec<(Vec<Val>, Vec<schema::Value>)>,
     ctx: &mut Ctx<'_>,
 ) -> SqlResult<Vec<(Vec<Val>, Vec<Val>)>> {
-    let fresh: Vec<AggState> = p
-        .aggs
-        .iter()
-        .map(|a| AggState {
-            count: 0,
-            sum: Val::Null,
-            best: Val::Null,
-            mean: 0.0,
-            squares: 0.0,
-            bits: if a.func == AggFn::BitAnd { u64::MAX } else { 0 },
-            seen: a.distinct.then(KeyMap::default),
-            concat: Vec::new(),
-            concat_bytes: 0,
-            concat_full: false,
-        })
-        .collect();
+    let fresh: Vec<AggState> = p.aggs.iter().map(AggState::fresh).collect();
     let mut index: KeyMap<Vec<u8>, usize> = KeyMap::default();
     let mut groups: Vec<(Vec<Val>, Vec<AggState>)> = Vec::new();
     for (row, _) in found {
@@ -2492,36 +2606,7 @@ fn aggregate(
     for (row, states) in groups {
         let mut values = Vec::with_capacity(states.len());
         for (spec, st) in p.aggs.iter().zip(states) {
-            values.push(match spec.func {
-                AggFn::GroupConcat => match &spec.concat {
-                    Some(gc) => concat_finish(gc, st, ctx),
-                    None => Val::Null,
-                },
-                AggFn::Count | AggFn::CountStar => Val::Int(st.count),
-                AggFn::BitAnd | AggFn::BitOr | AggFn::BitXor => Val::UInt(st.bits),
-                AggFn::StdPop | AggFn::StdSamp | AggFn::VarPop | AggFn::VarSamp => {
-                    deviation(spec.func, &st)
-                }
-                AggFn::Sum => st.sum,
-                AggFn::Min | AggFn::Max => st.best,
-                AggFn::Avg => {
-                    if st.count == 0 {
-                        Val::Null
-                    } else {
-                        match expr::eval::arith(expr::Arith::Div, st.sum, Val::Int(st.count), ctx)?
-                        {
-                            Val::Dec(d) => {
-                                let scale = match spec.arg_kind {
-                                    Kind::Dec { scale } => scale + 4,
-                                    _ => 4,
-                                };
-                                Val::Dec(d.rescale(scale).unwrap_or(d))
-                            }
-                            other => other,
-                        }
-                    }
-                }
-            });
+            values.push(st.finish(spec, ctx)?);
         }
         out.push((row, values));
     }
@@ -2544,8 +2629,17 @@ fn add_to_group(
             Some(a) => a.eval(row, ctx)?,
             None => Val::Int(1),
         };
+        st.fold(spec, v, ctx)?;
+    }
+    Ok(())
+}
+
+impl AggState {
+    /// Adds one row's argument value (`COUNT(*)`: any non-NULL value).
+    pub(super) fn fold(&mut self, spec: &AggSpec, v: Val, ctx: &mut Ctx<'_>) -> SqlResult<()> {
+        let st = self;
         if v.is_null() {
-            continue;
+            return Ok(());
         }
         if let Some(seen) = &mut st.seen {
             if seen
@@ -2555,7 +2649,7 @@ fn add_to_group(
                 )
                 .is_some()
             {
-                continue;
+                return Ok(());
             }
         }
         st.count += 1;
@@ -2608,8 +2702,8 @@ fn add_to_group(
             }
             AggFn::Count | AggFn::CountStar | AggFn::GroupConcat => {}
         }
+        Ok(())
     }
-    Ok(())
 }
 
 /// A standard deviation or variance from its state; NULL without rows

@@ -11,7 +11,7 @@ use super::value::{
     datetime_micros, datetime_of_micros, parse_datetime, parse_time, str_number_prefix, Dec, Val,
     DECIMAL_SCALE_MAX, DIV_PRECISION_INCREMENT_DIGITS,
 };
-use super::{AggFn, Arith, CastTo, CmpOp, Expr, Kind, PerRow, Scope, SubQuery, SubTest};
+use super::{AggFn, AggSpec, Arith, CastTo, CmpOp, Expr, Kind, PerRow, Scope, SubQuery, SubTest};
 use crate::error::{codes, SqlError, SqlResult};
 use crate::value::{Date, Time};
 
@@ -32,6 +32,8 @@ pub struct Ctx<'a> {
     pub params: &'a [Val],
     /// The aggregates of the current group.
     pub aggs: &'a [Val],
+    /// The row's window function values (`Expr::Win`).
+    pub windows: &'a [Val],
     /// The row `VALUES(col)` reads.
     pub insert_values: &'a [Val],
     /// Session facts functions read.
@@ -99,6 +101,7 @@ impl<'a> Ctx<'a> {
         Ctx {
             params,
             aggs,
+            windows: &[],
             insert_values: &[],
             env: self.env,
             warnings: std::mem::take(&mut self.warnings),
@@ -123,6 +126,7 @@ impl<'a> Ctx<'a> {
         Ctx {
             params,
             aggs: &[],
+            windows: &[],
             insert_values: &[],
             env,
             warnings: Vec::new(),
@@ -216,6 +220,30 @@ impl<'a> Ctx<'a> {
     }
 }
 
+/// The kind of an aggregate's values.
+pub fn agg_kind(spec: &AggSpec) -> Kind {
+    match spec.func {
+        AggFn::Count | AggFn::CountStar => Kind::Int { unsigned: false },
+        AggFn::BitAnd | AggFn::BitOr | AggFn::BitXor => Kind::Int { unsigned: true },
+        AggFn::StdPop | AggFn::StdSamp | AggFn::VarPop | AggFn::VarSamp => Kind::Double,
+        AggFn::Min | AggFn::Max | AggFn::GroupConcat => spec.arg_kind,
+        AggFn::Sum => match spec.arg_kind {
+            Kind::Int { .. } => Kind::Dec { scale: 0 },
+            Kind::Dec { scale } => Kind::Dec { scale },
+            _ => Kind::Double,
+        },
+        AggFn::Avg => match spec.arg_kind {
+            Kind::Int { .. } => Kind::Dec {
+                scale: DIV_PRECISION_INCREMENT_DIGITS,
+            },
+            Kind::Dec { scale } => Kind::Dec {
+                scale: (scale + DIV_PRECISION_INCREMENT_DIGITS).min(DECIMAL_SCALE_MAX),
+            },
+            _ => Kind::Double,
+        },
+    }
+}
+
 /// The kind of an expression's values.
 pub fn kind(e: &Expr, scope: &Scope<'_>) -> Kind {
     match e {
@@ -233,27 +261,13 @@ pub fn kind(e: &Expr, scope: &Scope<'_>) -> Kind {
             let Some(spec) = scope.aggs.as_ref().and_then(|a| a.get(*i)) else {
                 return Kind::Null;
             };
-            match spec.func {
-                AggFn::Count | AggFn::CountStar => Kind::Int { unsigned: false },
-                AggFn::BitAnd | AggFn::BitOr | AggFn::BitXor => Kind::Int { unsigned: true },
-                AggFn::StdPop | AggFn::StdSamp | AggFn::VarPop | AggFn::VarSamp => Kind::Double,
-                AggFn::Min | AggFn::Max | AggFn::GroupConcat => spec.arg_kind,
-                AggFn::Sum => match spec.arg_kind {
-                    Kind::Int { .. } => Kind::Dec { scale: 0 },
-                    Kind::Dec { scale } => Kind::Dec { scale },
-                    _ => Kind::Double,
-                },
-                AggFn::Avg => match spec.arg_kind {
-                    Kind::Int { .. } => Kind::Dec {
-                        scale: DIV_PRECISION_INCREMENT_DIGITS,
-                    },
-                    Kind::Dec { scale } => Kind::Dec {
-                        scale: (scale + DIV_PRECISION_INCREMENT_DIGITS).min(DECIMAL_SCALE_MAX),
-                    },
-                    _ => Kind::Double,
-                },
-            }
+            agg_kind(spec)
         }
+        Expr::Win(i) => scope
+            .windows
+            .as_ref()
+            .and_then(|w| w.get(*i))
+            .map_or(Kind::Null, |w| w.kind),
         Expr::Neg(a) => match kind(a, scope) {
             Kind::Int { .. } => Kind::Int { unsigned: false },
             k if k.is_numeric() => k,
@@ -411,6 +425,7 @@ impl Expr {
             })?,
             Expr::Col(c) => row.get(*c).cloned().unwrap_or(Val::Null),
             Expr::Agg(i) => ctx.aggs.get(*i).cloned().unwrap_or(Val::Null),
+            Expr::Win(i) => ctx.windows.get(*i).cloned().unwrap_or(Val::Null),
             Expr::InsertValue(i) => ctx.insert_values.get(*i).cloned().unwrap_or(Val::Null),
             Expr::Neg(a) => match a.eval(row, ctx)? {
                 Val::Null => Val::Null,

@@ -9,6 +9,7 @@
 pub mod eval;
 mod func;
 pub mod value;
+pub mod window;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -21,6 +22,7 @@ pub use eval::{Ctx, Env};
 pub use func::bits_of;
 pub use func::Func;
 pub use value::{Dec, Val};
+pub use window::{Frame, FrameBound, WinFn, WinSpec};
 
 use crate::engine::exec::derived::Materialised;
 use crate::error::{codes, SqlError, SqlResult};
@@ -203,6 +205,9 @@ pub enum Expr {
     Col(usize),
     /// The value of the n-th aggregate of the group.
     Agg(usize),
+    /// The value of the n-th window function ([`Scope::windows`]) for
+    /// this row.
+    Win(usize),
     /// `VALUES(col)` of `ON DUPLICATE KEY UPDATE`: the row that was to be
     /// inserted, by position.
     InsertValue(usize),
@@ -337,6 +342,10 @@ pub struct Scope<'a> {
     pub placeholders: &'a [Location],
     /// Aggregates met, when they are allowed (None: an aggregate is 1111).
     pub aggs: Option<Vec<AggSpec>>,
+    /// Window functions met, when they are allowed (None: 4015).
+    pub windows: Option<Vec<WinSpec>>,
+    /// The SELECT's `WINDOW name AS (…)` definitions.
+    pub named_windows: Vec<(String, ast::WindowSpec)>,
     /// `@@name` values.
     pub variable: &'a dyn Fn(&str, bool) -> SqlResult<Val>,
     /// `@name` values.
@@ -375,6 +384,8 @@ impl<'a> Scope<'a> {
             columns,
             placeholders,
             aggs: None,
+            windows: None,
+            named_windows: Vec::new(),
             variable,
             user_variable,
             insert_values: None,
@@ -1230,7 +1241,7 @@ impl<'a> Scope<'a> {
             }
         };
         if f.over.is_some() {
-            return Err(SqlError::unsupported("window functions"));
+            return self.window(f, &name, &args, distinct, star);
         }
         let agg = match name.as_str() {
             "COUNT" if star => Some(AggFn::CountStar),
@@ -1502,6 +1513,19 @@ impl<'a> Scope<'a> {
                 .as_ref()
                 .and_then(|a| a.get(*i))
                 .is_none_or(|a| !matches!(a.func, AggFn::Count | AggFn::CountStar)),
+            Expr::Win(i) => self
+                .windows
+                .as_ref()
+                .and_then(|w| w.get(*i))
+                .is_none_or(|w| {
+                    !matches!(
+                        w.func,
+                        WinFn::RowNumber | WinFn::Rank | WinFn::DenseRank | WinFn::Ntile
+                    ) && !w
+                        .agg
+                        .as_ref()
+                        .is_some_and(|a| matches!(a.func, AggFn::Count | AggFn::CountStar))
+                }),
             Expr::Neg(a) | Expr::Not(a) => self.nullable(a),
             Expr::Arith(op, a, b) => {
                 matches!(op, Arith::Div | Arith::IntDiv | Arith::Mod)
@@ -1532,12 +1556,21 @@ impl<'a> Scope<'a> {
         }
         let kind = self.kind(e);
         let mut meta = kind_meta(kind, e, self);
-        if let Some(spec) = self.agg_of(e).filter(|a| a.func.is_deviation()) {
+        let window = match e {
+            Expr::Win(i) => self.windows.as_ref().and_then(|w| w.get(*i)),
+            _ => None,
+        };
+        let agg = self.agg_of(e).or(window.and_then(|w| w.agg.as_ref()));
+        if let Some(spec) = agg.filter(|a| a.func.is_deviation()) {
             meta.decimals = match spec.arg_kind {
                 Kind::Int { .. } => 4,
                 Kind::Dec { scale } if scale + 4 < 31 => scale + 4,
                 _ => 31,
             };
+        }
+        if window.is_some_and(|w| matches!(w.func, WinFn::PercentRank | WinFn::CumeDist)) {
+            // MariaDB's: a DOUBLE shown with ten decimals.
+            meta.decimals = 10;
         }
         if let Some(concat) = self.concat_of(e) {
             // MariaDB's: VARCHAR up to 512 bytes of group_concat_max_len,
@@ -1974,7 +2007,7 @@ impl Expr {
     pub fn is_constant(&self) -> bool {
         match self {
             Expr::Lit(_) | Expr::Param(_) => true,
-            Expr::Col(_) | Expr::Agg(_) | Expr::InsertValue(_) => false,
+            Expr::Col(_) | Expr::Agg(_) | Expr::Win(_) | Expr::InsertValue(_) => false,
             Expr::Neg(a) | Expr::Not(a) | Expr::IsNull(a, _) | Expr::IsBool(a, ..) => {
                 a.is_constant()
             }
@@ -2001,7 +2034,9 @@ impl Expr {
     pub fn has_agg(&self) -> bool {
         match self {
             Expr::Agg(_) => true,
-            Expr::Lit(_) | Expr::Param(_) | Expr::Col(_) | Expr::InsertValue(_) => false,
+            Expr::Lit(_) | Expr::Param(_) | Expr::Col(_) | Expr::Win(_) | Expr::InsertValue(_) => {
+                false
+            }
             Expr::Neg(a) | Expr::Not(a) | Expr::IsNull(a, _) | Expr::IsBool(a, ..) => a.has_agg(),
             Expr::Cast(a, _) => a.has_agg(),
             Expr::Arith(_, a, b)
@@ -2123,7 +2158,12 @@ impl Expr {
     pub fn each(&self, f: &mut dyn FnMut(&Expr)) {
         f(self);
         match self {
-            Expr::Lit(_) | Expr::Param(_) | Expr::Col(_) | Expr::Agg(_) | Expr::InsertValue(_) => {}
+            Expr::Lit(_)
+            | Expr::Param(_)
+            | Expr::Col(_)
+            | Expr::Agg(_)
+            | Expr::Win(_)
+            | Expr::InsertValue(_) => {}
             Expr::Neg(a) | Expr::Not(a) | Expr::IsNull(a, _) | Expr::IsBool(a, ..) => a.each(f),
             Expr::Cast(a, _) => a.each(f),
             Expr::Arith(_, a, b)

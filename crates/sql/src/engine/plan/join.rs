@@ -260,7 +260,7 @@ pub fn table_at(spec: &JoinSpec, col: usize) -> Option<usize> {
 pub fn columns(e: &Expr, out: &mut Vec<usize>) {
     match e {
         Expr::Col(c) => out.push(*c),
-        Expr::Lit(_) | Expr::Param(_) | Expr::Agg(_) | Expr::InsertValue(_) => {}
+        Expr::Lit(_) | Expr::Param(_) | Expr::Agg(_) | Expr::Win(_) | Expr::InsertValue(_) => {}
         Expr::Neg(a) | Expr::Not(a) | Expr::IsNull(a, _) | Expr::IsBool(a, ..) => columns(a, out),
         Expr::Cast(a, _) => columns(a, out),
         Expr::Arith(_, a, b)
@@ -310,7 +310,9 @@ pub fn map_columns(e: &Expr, f: &dyn Fn(usize) -> usize) -> Expr {
     let b = |x: &Expr| Box::new(map_columns(x, f));
     match e {
         Expr::Col(c) => Expr::Col(f(*c)),
-        Expr::Lit(_) | Expr::Param(_) | Expr::Agg(_) | Expr::InsertValue(_) => e.clone(),
+        Expr::Lit(_) | Expr::Param(_) | Expr::Agg(_) | Expr::Win(_) | Expr::InsertValue(_) => {
+            e.clone()
+        }
         Expr::Neg(a) => Expr::Neg(b(a)),
         Expr::Not(a) => Expr::Not(b(a)),
         Expr::IsNull(a, n) => Expr::IsNull(b(a), *n),
