@@ -131,6 +131,7 @@ pub mod codes {
     pub const WARN_DATA_TRUNCATED: u16 = 1265;
     pub const DATA_TOO_LONG: u16 = 1406;
     pub const WRONG_USAGE_PLACEMENT: u16 = 1234;
+    pub const WRONG_USAGE: u16 = 1221;
     pub const TRUNCATED_WRONG_VALUE_FOR_FIELD: u16 = 1366;
     pub const NO_SUCH_INDEX: u16 = 1176;
     pub const CANT_DROP_FIELD_OR_KEY: u16 = 1091;

@@ -54,6 +54,10 @@ struct Planned {
     group: Vec<Expr>,
     /// The collation each GROUP BY expression groups under.
     group_collations: Vec<Option<Collation>>,
+    /// `GROUP BY … WITH ROLLUP`: after each group of a prefix of the
+    /// GROUP BY columns, a row aggregating it (the columns after the
+    /// prefix NULL), and one of every row last.
+    rollup: bool,
     having: Option<Expr>,
     aggs: Vec<AggSpec>,
     /// Window functions of the select items and ORDER BY.
@@ -231,6 +235,12 @@ fn plan_query_body(
     let calc_found_rows = selects.first().is_some_and(calc_found);
     if selects.iter().skip(1).any(calc_found) {
         return Err(calc_found_rows_misplaced());
+    }
+    if q.order_by.is_some() && planned.iter().any(|p| p.rollup) {
+        return Err(SqlError::new(
+            codes::WRONG_USAGE,
+            "Incorrect usage of CUBE/ROLLUP and ORDER BY",
+        ));
     }
     if single {
         let p = &mut planned[0];
@@ -684,14 +694,24 @@ fn plan_select(
         scope.clause = "GROUP BY";
         let mut group = Vec::new();
         let mut group_collations = Vec::new();
+        let mut rollup = false;
         if let ast::GroupByExpr::Expressions(exprs, modifiers) = &s.group_by {
-            // WITH ROLLUP / CUBE / GROUPING SETS: their extra rows are not
-            // made, so they are refused rather than left out.
-            if let Some(m) = modifiers.first() {
-                return Err(SqlError::unsupported(format_args!("GROUP BY … {m}")));
+            // CUBE / GROUPING SETS: their extra rows are not made, so they
+            // are refused rather than left out.
+            match modifiers.as_slice() {
+                [] => {}
+                [ast::GroupByWithModifier::Rollup] => rollup = true,
+                [m, ..] => return Err(SqlError::unsupported(format_args!("GROUP BY … {m}"))),
             }
             for g in exprs {
                 let g = resolve_alias(scope, g, &items, &aliases, false)?;
+                if rollup && !matches!(g, Expr::Col(_)) {
+                    // Its rows show NULL in the item the column is: an
+                    // expression would have to be matched to items.
+                    return Err(SqlError::unsupported(format_args!(
+                        "WITH ROLLUP over the expression {g:?}; group by a column"
+                    )));
+                }
                 group_collations.push(kind_collation(scope.kind(&g)));
                 group.push(g);
             }
@@ -718,6 +738,7 @@ fn plan_select(
             laterals: laterals.clone(),
             group,
             group_collations,
+            rollup,
             having,
             aggs,
             order: Vec::new(),
@@ -2179,6 +2200,7 @@ fn clone_planned(p: &Planned) -> Planned {
         laterals: p.laterals.clone(),
         group: p.group.clone(),
         group_collations: p.group_collations.clone(),
+        rollup: p.rollup,
         having: p.having.clone(),
         aggs: p.aggs.clone(),
         windows: p.windows.clone(),
@@ -2567,8 +2589,12 @@ fn aggregate(
     let fresh: Vec<AggState> = p.aggs.iter().map(AggState::fresh).collect();
     let mut index: KeyMap<Vec<u8>, usize> = KeyMap::default();
     let mut groups: Vec<(Vec<Val>, Vec<AggState>)> = Vec::new();
+    let mut rollup = p.rollup.then(|| Rollup::new(p));
     for (row, _) in found {
         ctx.check_killed()?;
+        if let Some(r) = &mut rollup {
+            r.add(p, &row, ctx)?;
+        }
         // Without GROUP BY every row is of the one group (its first row
         // stands for it): no key to build, hash and compare per row.
         if p.group.is_empty() {
@@ -2602,6 +2628,9 @@ fn aggregate(
         let width = p.source.len();
         groups.push((vec![Val::Null; width], fresh));
     }
+    if let Some(r) = rollup {
+        groups = r.rows(p, groups);
+    }
     let mut out = Vec::with_capacity(groups.len());
     for (row, states) in groups {
         let mut values = Vec::with_capacity(states.len());
@@ -2611,6 +2640,114 @@ fn aggregate(
         out.push((row, values));
     }
     Ok(out)
+}
+
+/// The groups of `GROUP BY … WITH ROLLUP` for the prefixes of the GROUP
+/// BY columns shorter than all of them, filled as the rows are read (a
+/// prefix's aggregates come from the rows, not from its groups' results:
+/// AVG and COUNT(DISTINCT) do not merge).
+struct Rollup {
+    /// Column positions of the GROUP BY columns (checked when planned).
+    columns: Vec<usize>,
+    /// Per prefix length 0..n: the groups by key, and each group's
+    /// (key values, row shown with the columns past the prefix NULL,
+    /// states).
+    levels: Vec<RollupLevel>,
+}
+
+/// The groups of one GROUP BY prefix: by key, and in order of appearance.
+type RollupLevel = (KeyMap<Vec<u8>, usize>, Vec<RollupGroup>);
+
+/// One group of a GROUP BY prefix: its key values, the row it shows and
+/// its aggregate states.
+type RollupGroup = (Vec<Val>, Vec<Val>, Vec<AggState>);
+
+impl Rollup {
+    fn new(p: &Planned) -> Rollup {
+        let columns = p
+            .group
+            .iter()
+            .map(|g| match g {
+                Expr::Col(c) => *c,
+                _ => unreachable!("WITH ROLLUP groups by columns only"),
+            })
+            .collect();
+        Rollup {
+            columns,
+            levels: (0..p.group.len())
+                .map(|_| (KeyMap::default(), Vec::new()))
+                .collect(),
+        }
+    }
+
+    fn key(&self, row: &[Val], len: usize) -> Vec<Val> {
+        self.columns[..len]
+            .iter()
+            .map(|c| row.get(*c).cloned().unwrap_or(Val::Null))
+            .collect()
+    }
+
+    /// Folds `row` into the group of each prefix it belongs to.
+    fn add(&mut self, p: &Planned, row: &[Val], ctx: &mut Ctx<'_>) -> SqlResult<()> {
+        for len in 0..self.levels.len() {
+            let key = self.key(row, len);
+            let bytes = group_key(&key, &p.group_collations);
+            let (index, groups) = &mut self.levels[len];
+            let at = match index.get(&bytes) {
+                Some(at) => *at,
+                None => {
+                    let mut shown = row.to_vec();
+                    for c in &self.columns[len..] {
+                        if let Some(v) = shown.get_mut(*c) {
+                            *v = Val::Null;
+                        }
+                    }
+                    groups.push((key, shown, p.aggs.iter().map(AggState::fresh).collect()));
+                    index.insert(bytes, groups.len() - 1);
+                    groups.len() - 1
+                }
+            };
+            add_to_group(p, &mut groups[at].2, row, ctx)?;
+        }
+        Ok(())
+    }
+
+    /// Every group, the detail ones (`groups`) and the prefixes', in GROUP
+    /// BY order with each prefix's row after its last group, as MariaDB
+    /// orders them; (row shown, states) each.
+    fn rows(
+        self,
+        p: &Planned,
+        groups: Vec<(Vec<Val>, Vec<AggState>)>,
+    ) -> Vec<(Vec<Val>, Vec<AggState>)> {
+        let n = self.columns.len();
+        // (prefix length, group).
+        let mut rows: Vec<(usize, RollupGroup)> = Vec::new();
+        for (row, states) in groups {
+            rows.push((n, (self.key(&row, n), row, states)));
+        }
+        for (len, (_, level)) in self.levels.into_iter().enumerate() {
+            rows.extend(level.into_iter().map(|g| (len, g)));
+        }
+        rows.sort_by(|a, b| {
+            for i in 0..n {
+                let o = match (i < a.0, i < b.0) {
+                    (true, true) => order_cmp(&a.1 .0[i], &b.1 .0[i], p.group_collations[i]),
+                    // A group before the row that rolls it up.
+                    (true, false) => Ordering::Less,
+                    (false, true) => Ordering::Greater,
+                    (false, false) => Ordering::Equal,
+                };
+                if o.is_ne() {
+                    return o;
+                }
+            }
+            Ordering::Equal
+        });
+        rows.into_iter()
+            .map(|(_, (_, row, states))| (row, states))
+            .collect()
+    }
 }
 
 /// Adds `row` to the aggregate states of its group.
