@@ -479,8 +479,11 @@ pub struct SessionState {
     user_host: std::sync::Arc<str>,
     /// Autocommit (`SET autocommit`; `txn::set_autocommit` owns changes).
     pub autocommit: bool,
-    /// `LAST_INSERT_ID()`.
-    pub last_insert_id: u64,
+    /// `LAST_INSERT_ID()`, shared with the statements' [`Env`]s, where
+    /// `LAST_INSERT_ID(expr)` sets it.
+    ///
+    /// [`Env`]: crate::engine::expr::eval::Env
+    pub last_insert_id: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// Rows the last SELECT sent (`FOUND_ROWS()`).
     pub found_rows: u64,
     /// Rows a `SELECT SQL_CALC_FOUND_ROWS` of the statement running found
@@ -521,7 +524,7 @@ impl SessionState {
             host: String::new(),
             user_host: std::sync::Arc::from(""),
             autocommit,
-            last_insert_id: 0,
+            last_insert_id: Default::default(),
             found_rows: 0,
             calc_found_rows: None,
             row_count: -1,
@@ -1014,7 +1017,13 @@ pub fn variable(conn: &Conn<'_>, name: &str, global: bool) -> SqlResult<SqlValue
             };
             return Ok(SqlValue::Int(n));
         }
-        "last_insert_id" | "identity" => return Ok(SqlValue::UInt(conn.session.last_insert_id)),
+        "last_insert_id" | "identity" => {
+            let id = conn
+                .session
+                .last_insert_id
+                .load(std::sync::atomic::Ordering::Relaxed);
+            return Ok(SqlValue::UInt(id));
+        }
         "hostname" => return Ok(SqlValue::Bytes(hostname().into_bytes())),
         _ => {}
     }

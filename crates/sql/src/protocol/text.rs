@@ -19,6 +19,8 @@ pub const FIXED_EXPONENT_MIN: i32 = -15;
 pub const FIXED_EXPONENT_MAX: i32 = 14;
 /// Significant digits of a FLOAT (`FLT_DIG`).
 pub const FLOAT_DIGITS: usize = 6;
+/// A column's `decimals` that says "not fixed" (MySQL's `NOT_FIXED_DEC`).
+pub const NOT_FIXED_DECIMALS: u8 = 31;
 /// Fractional-second digits at most (microseconds).
 pub const FRACTION_DIGITS_MAX: u8 = 6;
 
@@ -33,10 +35,10 @@ pub fn render(value: &SqlValue, column: &ColumnMeta, out: &mut Vec<u8>) {
         SqlValue::Int(v) => push_display(out, v),
         SqlValue::UInt(v) => push_display(out, v),
         SqlValue::Float(v) => float(*v, out),
-        // A DOUBLE with fixed decimals (STD() of an integer: 4) is shown
-        // with exactly that many, as MariaDB formats it.
-        SqlValue::Double(v) if decimals < 31 && v.is_finite() => {
-            push_display(out, &format_args!("{v:.*}", usize::from(decimals)))
+        // A DOUBLE of fixed decimals (PI(): 6, STD() of an integer: 4,
+        // CUME_DIST(): 10) as MariaDB's `my_fcvt` shows it.
+        SqlValue::Double(v) if decimals < NOT_FIXED_DECIMALS && v.is_finite() => {
+            let _ = write!(out, "{v:.*}", usize::from(decimals));
         }
         SqlValue::Double(v) => double(*v, out),
         SqlValue::Decimal(text) => out.extend_from_slice(text.as_bytes()),

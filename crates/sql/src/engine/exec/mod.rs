@@ -166,7 +166,7 @@ pub fn env(conn: &Conn<'_>) -> Env {
         connection_id: conn.info.id,
         database: conn.session.database.clone(),
         user: conn.session.user_host(),
-        last_insert_id: conn.session.last_insert_id,
+        last_insert_id: Arc::clone(&conn.session.last_insert_id),
         found_rows: conn.session.found_rows,
         row_count: conn.session.row_count,
         now_micros: now,
@@ -174,6 +174,7 @@ pub fn env(conn: &Conn<'_>) -> Env {
         version: super::session::VERSION,
         join_pushdown: conn.session.vars.hot().join_pushdown,
         user_locks: Some(std::sync::Arc::clone(&conn.engine.user_locks)),
+        rand_states: Default::default(),
     }
 }
 

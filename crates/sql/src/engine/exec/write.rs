@@ -310,7 +310,9 @@ fn insert(
         txn::finish(conn, tx, result)?
     };
     if first_auto > 0 {
-        conn.session.last_insert_id = first_auto;
+        conn.session
+            .last_insert_id
+            .store(first_auto, std::sync::atomic::Ordering::Relaxed);
     }
     let info = if rows.len() > 1 {
         format!(

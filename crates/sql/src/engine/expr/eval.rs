@@ -65,8 +65,9 @@ pub struct Env {
     pub database: Option<String>,
     /// `USER()`.
     pub user: std::sync::Arc<str>,
-    /// `LAST_INSERT_ID()`.
-    pub last_insert_id: u64,
+    /// `LAST_INSERT_ID()`: the session's own, which `LAST_INSERT_ID(expr)`
+    /// sets.
+    pub last_insert_id: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// `FOUND_ROWS()` and `ROW_COUNT()`: of the statement before this one.
     pub found_rows: u64,
     pub row_count: i64,
@@ -82,6 +83,8 @@ pub struct Env {
     /// The SQL node's `GET_LOCK` locks (None where there is no SQL node:
     /// the functions are then NULL).
     pub user_locks: Option<std::sync::Arc<crate::engine::user_locks::UserLocks>>,
+    /// The sequences of the statement's `RAND(seed)` calls, by call site.
+    pub rand_states: super::func::RandStates,
 }
 
 impl<'a> Ctx<'a> {

@@ -148,6 +148,36 @@ pub enum Func {
     IsFreeLock,
     IsUsedLock,
     Timestamp,
+    RandSeeded,
+    Pi,
+    Asin,
+    Acos,
+    Cot,
+    Ord,
+    BitLength,
+    Quote,
+    Insert,
+    Soundex,
+    Microsecond,
+    ToSeconds,
+    FromDays,
+    YearWeek,
+    WeekOfYear,
+    MakeTime,
+    PeriodAdd,
+    PeriodDiff,
+    AddTime,
+    SubTime,
+    TimeFormat,
+    UuidShort,
+    IsIpv4,
+    IsIpv6,
+    Inet6Aton,
+    Inet6Ntoa,
+    RegexpInstr,
+    RegexpSubstr,
+    ExportSet,
+    MakeSet,
 }
 
 fn arity(name: &str, args: &[Expr], min: usize, max: usize) -> SqlResult<()> {
@@ -205,9 +235,20 @@ pub fn lower_call(name: &str, args: Vec<Expr>) -> SqlResult<Expr> {
         "HOUR" => (F::Hour, 1, 1),
         "MINUTE" => (F::Minute, 1, 1),
         "SECOND" => (F::Second, 1, 1),
+        // ADDDATE(d, n) and SUBDATE(d, n): n days.
+        "ADDDATE" | "SUBDATE" if args.len() == 2 => {
+            let mut args = args;
+            args.push(Expr::Lit(Val::str("DAY")));
+            let f = if name == "ADDDATE" {
+                F::DateAdd
+            } else {
+                F::DateSub
+            };
+            return Ok(Expr::Func(f, args));
+        }
         "DATE_ADD" | "ADDDATE" => (F::DateAdd, 3, 3),
         "DATE_SUB" | "SUBDATE" => (F::DateSub, 3, 3),
-        "LAST_INSERT_ID" => (F::LastInsertId, 0, 0),
+        "LAST_INSERT_ID" => (F::LastInsertId, 0, 1),
         "CONNECTION_ID" => (F::ConnectionId, 0, 0),
         "DATABASE" | "SCHEMA" => (F::Database, 0, 0),
         "VERSION" => (F::Version, 0, 0),
@@ -234,8 +275,46 @@ pub fn lower_call(name: &str, args: Vec<Expr>) -> SqlResult<Expr> {
         "SHA2" => (F::Sha2, 2, 2),
         "CRC32" => (F::Crc32, 1, 1),
         "UUID" => (F::Uuid, 0, 0),
-        // RAND(seed) is a per-statement sequence in MySQL: not yet.
+        "RAND" if args.len() == 1 => {
+            // Each RAND(seed) of a statement has its own sequence, kept in
+            // the statement's Env under this call site's number.
+            static SITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            let site = SITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let mut args = args;
+            args.push(Expr::Lit(Val::UInt(site)));
+            return Ok(Expr::Func(F::RandSeeded, args));
+        }
         "RAND" => (F::Rand, 0, 0),
+        "PI" => (F::Pi, 0, 0),
+        "ASIN" => (F::Asin, 1, 1),
+        "ACOS" => (F::Acos, 1, 1),
+        "COT" => (F::Cot, 1, 1),
+        "ORD" => (F::Ord, 1, 1),
+        "BIT_LENGTH" => (F::BitLength, 1, 1),
+        "QUOTE" => (F::Quote, 1, 1),
+        "INSERT" => (F::Insert, 4, 4),
+        "SOUNDEX" => (F::Soundex, 1, 1),
+        "MICROSECOND" => (F::Microsecond, 1, 1),
+        "TO_SECONDS" => (F::ToSeconds, 1, 1),
+        "FROM_DAYS" => (F::FromDays, 1, 1),
+        "YEARWEEK" => (F::YearWeek, 1, 2),
+        "WEEKOFYEAR" => (F::WeekOfYear, 1, 1),
+        "MAKETIME" => (F::MakeTime, 3, 3),
+        "PERIOD_ADD" => (F::PeriodAdd, 2, 2),
+        "PERIOD_DIFF" => (F::PeriodDiff, 2, 2),
+        "ADDTIME" => (F::AddTime, 2, 2),
+        "SUBTIME" => (F::SubTime, 2, 2),
+        "TIME_FORMAT" => (F::TimeFormat, 2, 2),
+        "UUID_SHORT" => (F::UuidShort, 0, 0),
+        "IS_IPV4" => (F::IsIpv4, 1, 1),
+        "IS_IPV6" => (F::IsIpv6, 1, 1),
+        "INET6_ATON" => (F::Inet6Aton, 1, 1),
+        "INET6_NTOA" => (F::Inet6Ntoa, 1, 1),
+        // MariaDB's take two arguments (MySQL's take up to six).
+        "REGEXP_INSTR" => (F::RegexpInstr, 2, 2),
+        "REGEXP_SUBSTR" => (F::RegexpSubstr, 2, 2),
+        "EXPORT_SET" => (F::ExportSet, 3, 5),
+        "MAKE_SET" => (F::MakeSet, 2, usize::MAX),
         "UNHEX" => (F::Unhex, 1, 1),
         "TO_BASE64" => (F::ToBase64, 1, 1),
         "FROM_BASE64" => (F::FromBase64, 1, 1),
@@ -419,6 +498,58 @@ impl Func {
                 _ => Kind::DateTime { fsp: 0 },
             },
             F::Elt => merge_kinds(args.iter().skip(1).map(|a| scope.kind(a))),
+            F::Insert => match arg(0) {
+                Kind::Str { collation } => Kind::Str { collation },
+                _ => text_kind(),
+            },
+            F::Quote
+            | F::Soundex
+            | F::TimeFormat
+            | F::Inet6Ntoa
+            | F::RegexpSubstr
+            | F::ExportSet
+            | F::MakeSet => text_kind(),
+            F::Inet6Aton => Kind::Str { collation: None },
+            F::RandSeeded | F::Pi | F::Asin | F::Acos | F::Cot => Kind::Double,
+            F::Ord
+            | F::BitLength
+            | F::Microsecond
+            | F::ToSeconds
+            | F::YearWeek
+            | F::WeekOfYear
+            | F::PeriodAdd
+            | F::PeriodDiff
+            | F::IsIpv4
+            | F::IsIpv6
+            | F::RegexpInstr => Kind::Int { unsigned: false },
+            F::UuidShort => Kind::Int { unsigned: true },
+            F::FromDays => Kind::Date,
+            F::MakeTime => Kind::Time {
+                fsp: match arg(2) {
+                    Kind::Dec { scale } => scale.min(6),
+                    Kind::Double | Kind::Str { .. } => 6,
+                    _ => 0,
+                },
+            },
+            F::AddTime | F::SubTime => {
+                let fsp = |k: Kind| match k {
+                    Kind::DateTime { fsp } | Kind::Time { fsp } => fsp,
+                    Kind::Dec { scale } => scale.min(6),
+                    Kind::Double | Kind::Str { .. } => 6,
+                    _ => 0,
+                };
+                match arg(0) {
+                    Kind::DateTime { fsp: f } => Kind::DateTime {
+                        fsp: f.max(fsp(arg(1))),
+                    },
+                    Kind::Time { fsp: f } => Kind::Time {
+                        fsp: f.max(fsp(arg(1))),
+                    },
+                    // A string may be a date and time or a time: the
+                    // result is text, as MariaDB's.
+                    _ => text_kind(),
+                }
+            }
             F::Rand
             | F::Exp
             | F::Ln
@@ -573,7 +704,6 @@ impl Func {
             | F::UtcTimestamp
             | F::UtcDate
             | F::UtcTime
-            | F::LastInsertId
             | F::FoundRows
             | F::RowCount
             | F::ConnectionId
@@ -581,21 +711,29 @@ impl Func {
             | F::User
             | F::UnixTimestamp => false,
             F::Uuid | F::Rand | F::IsNull | F::Field => false,
+            F::RandSeeded | F::Pi | F::Quote | F::UuidShort | F::IsIpv4 | F::IsIpv6 => false,
             F::Database | F::If | F::NullIf | F::Coalesce | F::IfNull => true,
             F::Concat | F::Upper | F::Lower | F::Length | F::CharLength | F::Abs => args.any(|n| n),
+            // LAST_INSERT_ID(expr) is NULL where expr is.
+            F::LastInsertId => args.any(|n| n),
             _ => true,
         }
     }
 
     /// Whether a call with constant arguments is constant in a statement.
     pub fn is_deterministic(self) -> bool {
-        // SLEEP waits on every call (per row), as MySQL's; UUID and RAND
-        // give a new value each call; the lock functions act each call.
+        // SLEEP waits on every call (per row), as MySQL's; UUID, UUID_SHORT
+        // and RAND give a new value each call; the lock functions act each
+        // call; LAST_INSERT_ID(expr) changes what LAST_INSERT_ID() reads
+        // later in the same statement.
         !matches!(
             self,
             Func::Sleep
                 | Func::Uuid
                 | Func::Rand
+                | Func::RandSeeded
+                | Func::UuidShort
+                | Func::LastInsertId
                 | Func::GetLock
                 | Func::ReleaseLock
                 | Func::ReleaseAllLocks
@@ -624,6 +762,14 @@ impl Func {
             Func::Uuid => 36,
             Func::DayName | Func::MonthName => 9,
             Func::InetNtoa => 15,
+            Func::Inet6Ntoa => 39,
+            Func::Inet6Aton => 16,
+            Func::Soundex => args.first().map_or(255, len).max(4),
+            Func::Quote => args
+                .first()
+                .map_or(255, len)
+                .saturating_mul(2)
+                .saturating_add(2),
             _ => args.first().map_or(255, len),
         }
     }
@@ -745,6 +891,65 @@ impl Func {
                 Val::Str(out)
             }
             F::Rand => Val::Double(random_unit()),
+            F::RandSeeded => {
+                let site = ctx.num_i64(&v[1]) as u64;
+                let mut states = ctx.env.rand_states.lock();
+                // A seed that reads a column seeds again on every row, as
+                // MySQL's; a constant one seeds once per statement.
+                let state = match states.get_mut(&site) {
+                    Some(state) if args[0].is_constant() => state,
+                    _ => {
+                        let seed = match &v[0] {
+                            Val::Null => 0,
+                            x => ctx.num_i64(x),
+                        };
+                        states.insert(site, MysqlRand::seeded(seed as u32));
+                        states.get_mut(&site).expect("just inserted")
+                    }
+                };
+                Val::Double(state.next())
+            }
+            F::LastInsertId if v.len() == 1 => {
+                // NULL sets 0 and gives NULL, as MariaDB's.
+                let id = match &v[0] {
+                    Val::Null => None,
+                    Val::UInt(u) => Some(*u),
+                    x => Some(ctx.num_i64(x) as u64),
+                };
+                ctx.env
+                    .last_insert_id
+                    .store(id.unwrap_or(0), std::sync::atomic::Ordering::Relaxed);
+                id.map_or(Val::Null, Val::UInt)
+            }
+            F::IsIpv4 => Val::Int(i64::from(!v[0].is_null() && ipv4_bytes(&s(0)).is_some())),
+            F::IsIpv6 => Val::Int(i64::from(!v[0].is_null() && ipv6_bytes(&s(0)).is_some())),
+            // MySQL's: the word NULL, unquoted.
+            F::Quote if v[0].is_null() => Val::str("NULL"),
+            F::MakeSet => {
+                if v[0].is_null() {
+                    return Ok(Val::Null);
+                }
+                let bits = ctx.num_i64(&v[0]) as u64;
+                let mut out: Vec<u8> = Vec::new();
+                for (i, x) in v[1..].iter().enumerate().take(64) {
+                    if bits >> i & 1 == 1 && !x.is_null() {
+                        if !out.is_empty() {
+                            out.push(b',');
+                        }
+                        out.extend_from_slice(&bytes(x));
+                    }
+                }
+                Val::Str(out)
+            }
+            F::Week | F::YearWeek if v.len() == 2 && v[1].is_null() && !v[0].is_null() => {
+                // A NULL mode reads as mode 0 (MariaDB's).
+                let Some((d, _)) = to_datetime(&v[0], ctx) else {
+                    return Ok(Val::Null);
+                };
+                week_value(self, d, 0)
+            }
+            // The lowering gives `server_id` as the argument.
+            F::UuidShort => Val::UInt(uuid_short(v.first().map_or(1, |x| ctx.num_i64(x)) as u64)),
             _ if null_in && !matches!(self, F::Greatest | F::Least) => Val::Null,
             F::Md5 => {
                 use md5::Digest;
@@ -894,8 +1099,7 @@ impl Func {
                     },
                     F::DayOfYear => Val::Int(days - day(i64::from(d.year), 1, 1) + 1),
                     F::Quarter => Val::Int((i64::from(d.month) + 2) / 3),
-                    // MySQL's day number of 1970-01-01 is 719,528.
-                    _ => Val::Int(days - day(1970, 1, 1) + 719_528),
+                    _ => Val::Int(day_number(d)),
                 }
             }
             F::RegexpLike => {
@@ -1024,30 +1228,224 @@ impl Func {
                     _ => Val::Null,
                 }
             }
-            F::Week => {
-                if let Some(mode) = v.get(1) {
-                    let mode = ctx.num_i64(mode);
-                    if mode != 0 {
-                        return Err(SqlError::unsupported(format_args!(
-                            "WEEK() mode {mode} (only mode 0, the default)"
-                        )));
-                    }
-                }
+            F::Week | F::YearWeek | F::WeekOfYear => {
+                // default_week_format is 0; WEEKOFYEAR is mode 3.
+                let mode = match (self, v.get(1)) {
+                    (F::WeekOfYear, _) => 3,
+                    (_, Some(mode)) => ctx.num_i64(mode),
+                    (_, None) => 0,
+                };
                 let Some((d, _)) = to_datetime(&v[0], ctx) else {
                     return Ok(Val::Null);
                 };
-                let (y, m, dd) = (i64::from(d.year), i64::from(d.month), i64::from(d.day));
-                let jan1 = days_from_civil(y, 1, 1);
-                // Mode 0: weeks begin on Sunday; week 1 is the first with
-                // a Sunday of this year, the days before it week 0.
-                let jan1_weekday = (jan1 + 4).rem_euclid(7); // Sunday 0
-                let first_sunday = (7 - jan1_weekday) % 7;
-                let day_of_year = days_from_civil(y, m, dd) - jan1;
-                Val::Int(if day_of_year < first_sunday {
+                week_value(self, d, mode)
+            }
+            F::Pi => Val::Double(std::f64::consts::PI),
+            F::Asin => double_or_null(ctx.num_f64(&v[0]).asin()),
+            F::Acos => double_or_null(ctx.num_f64(&v[0]).acos()),
+            F::Cot => {
+                let r = 1.0 / ctx.num_f64(&v[0]).tan();
+                if !r.is_finite() {
+                    return Err(SqlError::new(
+                        1690,
+                        format!("DOUBLE value is out of range in 'cot({})'", s(0)),
+                    ));
+                }
+                Val::Double(r)
+            }
+            F::Ord => {
+                // A multi-byte character's bytes, most significant first;
+                // a byte that starts no UTF-8 character is itself.
+                let b = bytes(&v[0]);
+                let valid = match std::str::from_utf8(&b) {
+                    Ok(text) => text,
+                    Err(e) => std::str::from_utf8(&b[..e.valid_up_to()]).unwrap_or_default(),
+                };
+                let width = valid.chars().next().map_or(b.len().min(1), char::len_utf8);
+                Val::Int(b[..width].iter().fold(0, |n, x| n << 8 | i64::from(*x)))
+            }
+            F::BitLength => Val::Int(bytes(&v[0]).len() as i64 * 8),
+            F::Quote => Val::Str(quote(&bytes(&v[0]))),
+            F::Insert => {
+                let chars: Vec<char> = s(0).chars().collect();
+                let n = chars.len() as i64;
+                let (pos, len) = (ctx.num_i64(&v[1]), ctx.num_i64(&v[2]));
+                if pos < 1 || pos > n {
+                    return Ok(v[0].clone());
+                }
+                let start = (pos - 1) as usize;
+                let end = if len < 0 || len > n - pos + 1 {
+                    chars.len()
+                } else {
+                    start + len as usize
+                };
+                let mut out: String = chars[..start].iter().collect();
+                out.push_str(&s(3));
+                out.extend(&chars[end..]);
+                Val::str(out)
+            }
+            F::Soundex => Val::str(soundex(&s(0))),
+            F::Microsecond => match time_or_time_of_day(&v[0]) {
+                Some(m) => Val::Int((m.unsigned_abs() % 1_000_000) as i64),
+                None => Val::Null,
+            },
+            F::ToSeconds => match to_datetime(&v[0], ctx) {
+                Some((d, t)) => {
+                    Val::Int(day_number(d) * 86_400 + time_of_day_micros(t) / MICROS_PER_SECOND)
+                }
+                None => Val::Null,
+            },
+            F::FromDays => Val::Date(from_day_number(ctx.num_i64(&v[0]))),
+            F::MakeTime => {
+                let (hour, minute) = (ctx.num_i64(&v[0]), ctx.num_i64(&v[1]));
+                let second = match &v[2] {
+                    Val::Int(i) => Dec::new(i128::from(*i), 0),
+                    Val::UInt(u) => Dec::new(i128::from(*u), 0),
+                    Val::Dec(d) => *d,
+                    other => {
+                        Dec::parse(&format!("{:.6}", ctx.num_f64(other))).unwrap_or(Dec::new(-1, 0))
+                    }
+                };
+                let micros = second.rescale(6).map_or(-1, |d| d.mantissa);
+                if micros >= 60_000_000 {
+                    ctx.warn(
+                        codes_truncated(),
+                        format!("Truncated incorrect seconds value: '{}'", s(2)),
+                    );
+                }
+                if !(0..60).contains(&minute) || !(0..60_000_000).contains(&micros) {
+                    return Ok(Val::Null);
+                }
+                let negative = hour < 0 || (hour == 0 && v[0].to_text().starts_with('-'));
+                // Any hour past 838 gives the same answer.
+                let whole = (hour.unsigned_abs().min(1_000_000) as i64 * 3600 + minute * 60)
+                    * MICROS_PER_SECOND
+                    + micros as i64;
+                let max = TIME_SECONDS_MAX * MICROS_PER_SECOND;
+                let m = if whole > max {
+                    ctx.warn(
+                        codes_truncated(),
+                        format!(
+                            "Truncated incorrect time value: '{}{}:{:02}:{:02}'",
+                            if negative { "-" } else { "" },
+                            hour.unsigned_abs(),
+                            minute,
+                            micros / 1_000_000
+                        ),
+                    );
+                    max
+                } else {
+                    whole
+                };
+                Val::Time(if negative { -m } else { m })
+            }
+            F::PeriodAdd => {
+                let (period, months) = (ctx.num_i64(&v[0]), ctx.num_i64(&v[1]));
+                Val::Int(if period == 0 {
                     0
                 } else {
-                    (day_of_year - first_sunday) / 7 + 1
+                    month_to_period(period_to_month(period) + months)
                 })
+            }
+            F::PeriodDiff => {
+                Val::Int(period_to_month(ctx.num_i64(&v[0])) - period_to_month(ctx.num_i64(&v[1])))
+            }
+            F::AddTime | F::SubTime => {
+                let Some(mut add) = time_micros(&v[1]) else {
+                    return Ok(Val::Null);
+                };
+                if self == F::SubTime {
+                    add = -add;
+                }
+                let dated = match &v[0] {
+                    Val::DateTime(..) => true,
+                    Val::Str(b) => super::value::parse_datetime(&String::from_utf8_lossy(b))
+                        .is_some_and(|(_, t)| t.is_some()),
+                    _ => false,
+                };
+                if dated {
+                    let Some((d, t)) = to_datetime(&v[0], ctx) else {
+                        return Ok(Val::Null);
+                    };
+                    return Ok(match datetime_of_micros(datetime_micros(d, t) + add) {
+                        Some((d, t)) if d.year <= 9999 => Val::DateTime(d, t),
+                        _ => Val::Null,
+                    });
+                }
+                let Some(base) = time_micros(&v[0]) else {
+                    return Ok(Val::Null);
+                };
+                let m = base + add;
+                // Past 838:59:59 a TIME stops there, as MariaDB's (with
+                // the fraction a string result keeps).
+                let max = TIME_SECONDS_MAX * MICROS_PER_SECOND
+                    + if matches!(v[0], Val::Time(_)) {
+                        0
+                    } else {
+                        999_999
+                    };
+                if m.abs() > max {
+                    ctx.warn(
+                        codes_truncated(),
+                        format!(
+                            "Truncated incorrect time value: '{}'",
+                            Val::Time(m).to_text()
+                        ),
+                    );
+                }
+                Val::Time(m.clamp(-max, max))
+            }
+            F::TimeFormat => match time_or_time_of_day(&v[0]).and_then(|m| time_format(m, &s(1))) {
+                Some(text) => Val::str(text),
+                None => Val::Null,
+            },
+            F::Inet6Aton => {
+                let text = s(0);
+                match ipv4_bytes(&text) {
+                    Some(b) => Val::Str(b.to_vec()),
+                    None => ipv6_bytes(&text).map_or(Val::Null, |b| Val::Str(b.to_vec())),
+                }
+            }
+            F::Inet6Ntoa => match bytes(&v[0]).as_slice() {
+                [a, b, c, d] => Val::str(format!("{a}.{b}.{c}.{d}")),
+                b if b.len() == 16 => {
+                    let mut words = [0u16; 8];
+                    for (i, w) in words.iter_mut().enumerate() {
+                        *w = u16::from_be_bytes([b[2 * i], b[2 * i + 1]]);
+                    }
+                    Val::str(ipv6_text(&words))
+                }
+                _ => Val::Null,
+            },
+            F::RegexpInstr => {
+                let text = s(0);
+                let at = with_regex(&s(1), true, |re| re.find(&text).map(|m| m.start()))?;
+                Val::Int(at.map_or(0, |at| text[..at].chars().count() as i64 + 1))
+            }
+            F::RegexpSubstr => {
+                let text = s(0);
+                let found = with_regex(&s(1), true, |re| {
+                    re.find(&text).map(|m| m.as_str().to_owned())
+                })?;
+                Val::str(found.unwrap_or_default())
+            }
+            F::ExportSet => {
+                let bits = ctx.num_i64(&v[0]) as u64;
+                let sep = v.get(3).map_or_else(|| b",".to_vec(), bytes);
+                // Past 64 (or below 0) the count is 64, as MySQL's.
+                let count = match v.get(4).map(|n| ctx.num_i64(n)) {
+                    Some(n @ 0..=64) => n as usize,
+                    _ => 64,
+                };
+                let (on, off) = (bytes(&v[1]), bytes(&v[2]));
+                let mut out = Vec::new();
+                for i in 0..count {
+                    if i > 0 {
+                        out.extend_from_slice(&sep);
+                    }
+                    out.extend_from_slice(if bits >> i & 1 == 1 { &on } else { &off });
+                }
+                Val::Str(out)
             }
             F::TimestampDiff => {
                 let (Some((da, ta)), Some((db, tb))) =
@@ -1522,7 +1920,11 @@ impl Func {
                 }
                 _ => Val::Null,
             },
-            F::LastInsertId => Val::UInt(ctx.env.last_insert_id),
+            F::LastInsertId => Val::UInt(
+                ctx.env
+                    .last_insert_id
+                    .load(std::sync::atomic::Ordering::Relaxed),
+            ),
             F::FoundRows => Val::UInt(ctx.env.found_rows),
             F::GetLock | F::ReleaseLock | F::IsFreeLock | F::IsUsedLock => {
                 let Some(locks) = ctx.env.user_locks.clone() else {
@@ -1562,6 +1964,335 @@ impl Func {
             F::Version => Val::str(ctx.env.version),
             F::User => Val::str(ctx.env.user.to_string()),
         })
+    }
+}
+
+/// MySQL's day number of a date (`TO_DAYS`): 0000-03-01 on, it counts
+/// days as the proleptic Gregorian calendar does.
+fn day_number(d: Date) -> i64 {
+    // MySQL's day number of 1970-01-01 is 719,528.
+    days_from_civil(i64::from(d.year), i64::from(d.month), i64::from(d.day)) + 719_528
+}
+
+/// `FROM_DAYS`: the date of a day number; before year 1 and past year
+/// 9999 the zero date, as MySQL's.
+fn from_day_number(n: i64) -> Date {
+    /// Day numbers of 0001-01-01 and of 10000-01-01.
+    const FIRST: i64 = 366;
+    const PAST_LAST: i64 = 3_652_425;
+    if !(FIRST..PAST_LAST).contains(&n) {
+        return Date::default();
+    }
+    let (y, m, d) = super::value::civil_from_days(n - 719_528);
+    Date {
+        year: y as u16,
+        month: m as u8,
+        day: d as u8,
+    }
+}
+
+/// `WEEK`, `YEARWEEK` and `WEEKOFYEAR` of a date in a mode (MySQL's
+/// `calc_week`: bit 0 weeks start on Monday, bit 1 week 0 counts as the
+/// last week of the year before, bit 2 week 1 is the first with the
+/// first day of the week rather than the first with four days).
+fn week_value(f: Func, d: Date, mode: i64) -> Val {
+    const MONDAY_FIRST: i64 = 1;
+    const WEEK_YEAR: i64 = 2;
+    const FIRST_WEEKDAY: i64 = 4;
+    let mut behaviour = mode & 7;
+    if behaviour & MONDAY_FIRST == 0 {
+        behaviour ^= FIRST_WEEKDAY;
+    }
+    if f == Func::YearWeek {
+        behaviour |= WEEK_YEAR;
+    }
+    let days_in_year = |y: i64| {
+        if y % 4 == 0 && (y % 100 != 0 || (y % 400 == 0 && y != 0)) {
+            366
+        } else {
+            365
+        }
+    };
+    let daynr = day_number(d);
+    let mut first_daynr = day_number(Date {
+        month: 1,
+        day: 1,
+        ..d
+    });
+    let monday_first = behaviour & MONDAY_FIRST != 0;
+    let mut week_year = behaviour & WEEK_YEAR != 0;
+    let first_weekday = behaviour & FIRST_WEEKDAY != 0;
+    let mut weekday = (first_daynr + 5 + i64::from(!monday_first)).rem_euclid(7);
+    let mut year = i64::from(d.year);
+    let short_first_week =
+        |weekday: i64| (first_weekday && weekday != 0) || (!first_weekday && weekday >= 4);
+    let week = 'week: {
+        if d.month == 1 && i64::from(d.day) <= 7 - weekday {
+            if !week_year && short_first_week(weekday) {
+                break 'week 0;
+            }
+            week_year = true;
+            year -= 1;
+            let days = days_in_year(year);
+            first_daynr -= days;
+            weekday = (weekday + 53 * 7 - days).rem_euclid(7);
+        }
+        let days = if short_first_week(weekday) {
+            daynr - (first_daynr + (7 - weekday))
+        } else {
+            daynr - (first_daynr - weekday)
+        };
+        if week_year && days >= 52 * 7 {
+            let weekday = (weekday + days_in_year(year)) % 7;
+            if (!first_weekday && weekday < 4) || (first_weekday && weekday == 0) {
+                year += 1;
+                break 'week 1;
+            }
+        }
+        days / 7 + 1
+    };
+    Val::Int(if f == Func::YearWeek {
+        year * 100 + week
+    } else {
+        week
+    })
+}
+
+/// `PERIOD_ADD`'s months of a period, `YYMM` or `YYYYMM` (MySQL's
+/// two-digit years: 70 to 99 are 19xx).
+fn period_to_month(period: i64) -> i64 {
+    if period == 0 {
+        return 0;
+    }
+    let year = match period / 100 {
+        y @ 0..70 => y + 2000,
+        y @ 70..100 => y + 1900,
+        y => y,
+    };
+    year * 12 + period % 100 - 1
+}
+
+fn month_to_period(month: i64) -> i64 {
+    if month == 0 {
+        return 0;
+    }
+    let year = match month / 12 {
+        y @ 0..70 => y + 2000,
+        y @ 70..100 => y + 1900,
+        y => y,
+    };
+    year * 100 + month % 12 + 1
+}
+
+/// `TIME_FORMAT`: a time (any number of hours) in a format of hour,
+/// minute, second and microsecond specifiers; None (NULL) where the
+/// format asks for a part of a date.
+fn time_format(micros: i64, format: &str) -> Option<String> {
+    let abs = micros.unsigned_abs();
+    let secs = abs / 1_000_000;
+    let (hours, minute, second, fraction) =
+        (secs / 3600, secs / 60 % 60, secs % 60, abs % 1_000_000);
+    let h12 = match hours % 12 {
+        0 => 12,
+        h => h,
+    };
+    let am_pm = if hours % 24 < 12 { "AM" } else { "PM" };
+    let mut out = String::new();
+    if micros < 0 {
+        out.push('-');
+    }
+    let mut chars = format.chars();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        let Some(spec) = chars.next() else { break };
+        let piece = match spec {
+            'H' => format!("{hours:02}"),
+            'k' => hours.to_string(),
+            'h' | 'I' => format!("{h12:02}"),
+            'l' => h12.to_string(),
+            'i' => format!("{minute:02}"),
+            's' | 'S' => format!("{second:02}"),
+            'f' => format!("{fraction:06}"),
+            'p' => am_pm.to_owned(),
+            'T' => format!("{hours:02}:{minute:02}:{second:02}"),
+            'r' => format!("{h12:02}:{minute:02}:{second:02} {am_pm}"),
+            'a' | 'b' | 'c' | 'D' | 'd' | 'e' | 'j' | 'M' | 'm' | 'U' | 'u' | 'V' | 'v' | 'W'
+            | 'w' | 'X' | 'x' | 'Y' | 'y' => return None,
+            other => other.to_string(),
+        };
+        out.push_str(&piece);
+    }
+    Some(out)
+}
+
+/// `QUOTE`: in single quotes, with `\`, `'`, NUL and Ctrl-Z escaped.
+fn quote(text: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len() + 2);
+    out.push(b'\'');
+    for &b in text {
+        match b {
+            b'\\' | b'\'' => out.extend_from_slice(&[b'\\', b]),
+            0 => out.extend_from_slice(b"\\0"),
+            0x1A => out.extend_from_slice(b"\\Z"),
+            _ => out.push(b),
+        }
+    }
+    out.push(b'\'');
+    out
+}
+
+/// `SOUNDEX`, as MySQL's: letters only; a code repeats only where a
+/// coded letter (not a vowel) comes between; at least four characters.
+fn soundex(text: &str) -> String {
+    /// Codes of A to Z (0: not coded).
+    const CODES: &[u8; 26] = b"01230120022455012623010202";
+    let code = |c: char| CODES[(c.to_ascii_uppercase() as u8 - b'A') as usize];
+    let mut letters = text.chars().filter(char::is_ascii_alphabetic);
+    let Some(first) = letters.next() else {
+        return String::new();
+    };
+    let mut out = String::from(first.to_ascii_uppercase());
+    let mut last = code(first);
+    for c in letters {
+        let x = code(c);
+        if x != b'0' && x != last {
+            out.push(x as char);
+            last = x;
+        }
+    }
+    while out.len() < 4 {
+        out.push('0');
+    }
+    out
+}
+
+/// `IS_IPV4`'s dotted quad: four numbers of at most 255.
+fn ipv4_bytes(text: &str) -> Option<[u8; 4]> {
+    let mut out = [0u8; 4];
+    let mut parts = text.split('.');
+    for byte in &mut out {
+        let part = parts.next()?;
+        if part.is_empty() || part.len() > 3 || !part.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        *byte = part.parse().ok()?;
+    }
+    parts.next().is_none().then_some(out)
+}
+
+/// `IS_IPV6`'s address: eight groups of hexadecimal, `::` for a run of
+/// zeros, a dotted quad in place of the last two.
+fn ipv6_bytes(text: &str) -> Option<[u8; 16]> {
+    text.parse::<std::net::Ipv6Addr>().ok().map(|a| a.octets())
+}
+
+/// `INET6_NTOA`'s text, as MySQL's: the longest run of zero groups (even
+/// one) as `::`, and an IPv4-compatible or IPv4-mapped address with its
+/// dotted quad.
+fn ipv6_text(words: &[u16; 8]) -> String {
+    let (mut gap, mut run): ((usize, usize), Option<(usize, usize)>) = ((8, 0), None);
+    for (i, w) in words.iter().enumerate() {
+        if *w == 0 {
+            let (at, len) = run.unwrap_or((i, 0));
+            run = Some((at, len + 1));
+        } else if let Some(r) = run.take() {
+            if r.1 > gap.1 {
+                gap = r;
+            }
+        }
+    }
+    if let Some(r) = run {
+        if r.1 > gap.1 {
+            gap = r;
+        }
+    }
+    if gap.0 == 0 && (gap.1 == 6 || (gap.1 == 5 && words[5] == 0xFFFF)) {
+        let [a, b] = words[6].to_be_bytes();
+        let [c, d] = words[7].to_be_bytes();
+        let prefix = if gap.1 == 6 { "::" } else { "::ffff:" };
+        return format!("{prefix}{a}.{b}.{c}.{d}");
+    }
+    let mut out = String::new();
+    let mut i = 0;
+    while i < 8 {
+        if i == gap.0 {
+            out.push_str(if i == 0 { "::" } else { ":" });
+            i += gap.1;
+            continue;
+        }
+        out.push_str(&format!("{:x}", words[i]));
+        if i < 7 {
+            out.push(':');
+        }
+        i += 1;
+    }
+    out
+}
+
+/// `UUID_SHORT()`, as MySQL lays it out: the server id's low byte, the
+/// seconds the SQL node started at, and a counter; the SQL node's first
+/// call sets the first two.
+fn uuid_short(server_id: u64) -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::OnceLock;
+    static NEXT: OnceLock<AtomicU64> = OnceLock::new();
+    NEXT.get_or_init(|| {
+        let started = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        AtomicU64::new(((server_id & 255) << 56).wrapping_add(started << 24))
+    })
+    .fetch_add(1, Ordering::Relaxed)
+}
+
+/// The sequences of a statement's `RAND(seed)` calls, by call site (no
+/// allocation until one is called: every statement makes an [`Env`]).
+///
+/// [`Env`]: super::eval::Env
+#[derive(Debug, Default)]
+pub struct RandStates(std::sync::Mutex<std::collections::HashMap<u64, MysqlRand>>);
+
+impl RandStates {
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<u64, MysqlRand>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Clone for RandStates {
+    fn clone(&self) -> Self {
+        RandStates(std::sync::Mutex::new(self.lock().clone()))
+    }
+}
+
+/// MySQL's `RAND(seed)` generator (`my_rnd`), the same sequence for the
+/// same seed.
+#[derive(Clone, Copy, Debug)]
+pub struct MysqlRand {
+    seed1: u64,
+    seed2: u64,
+}
+
+impl MysqlRand {
+    const MAX: u64 = 0x3FFF_FFFF;
+
+    /// Seeded as MySQL's `Item_func_rand::seed_random`.
+    pub fn seeded(seed: u32) -> MysqlRand {
+        let seed1 = seed.wrapping_mul(0x10001).wrapping_add(55_555_555);
+        let seed2 = seed.wrapping_mul(0x1000_0001);
+        MysqlRand {
+            seed1: u64::from(seed1) % Self::MAX,
+            seed2: u64::from(seed2) % Self::MAX,
+        }
+    }
+
+    /// The next value, in [0, 1).
+    pub fn next(&mut self) -> f64 {
+        self.seed1 = (self.seed1 * 3 + self.seed2) % Self::MAX;
+        self.seed2 = (self.seed1 + self.seed2 + 33) % Self::MAX;
+        self.seed1 as f64 / Self::MAX as f64
     }
 }
 
@@ -1665,6 +2396,21 @@ fn time_micros(v: &Val) -> Option<i64> {
         Val::DateTime(_, t) => Some(time_of_day_micros(*t)),
         Val::Date(_) => Some(0),
         other => super::value::parse_time(&other.to_text()),
+    }
+}
+
+/// [`time_micros`], where text may also be a date and time (its time
+/// of day).
+fn time_or_time_of_day(v: &Val) -> Option<i64> {
+    match v {
+        Val::Str(b) => {
+            let text = String::from_utf8_lossy(b);
+            match super::value::parse_datetime(&text) {
+                Some((_, Some(t))) => Some(time_of_day_micros(t)),
+                _ => super::value::parse_time(&text),
+            }
+        }
+        other => time_micros(other),
     }
 }
 

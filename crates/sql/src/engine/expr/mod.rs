@@ -1319,7 +1319,55 @@ impl<'a> Scope<'a> {
             }
             lowered.push(self.lower(a)?);
         }
+        match (name.as_str(), lowered.as_slice()) {
+            ("CHARSET" | "COLLATION" | "COERCIBILITY", [arg]) => {
+                return Ok(Expr::Lit(self.collation_fact(&name, arg)?));
+            }
+            // A binary string's first byte is its character.
+            ("ORD", [arg]) if matches!(self.kind(arg), Kind::Str { collation: None }) => {
+                return Ok(Expr::Func(Func::Ascii, lowered));
+            }
+            ("UUID_SHORT", []) => {
+                let server_id = (self.variable)("server_id", true)?;
+                return Ok(Expr::Func(Func::UuidShort, vec![Expr::Lit(server_id)]));
+            }
+            _ => {}
+        }
         func::lower_call(&name, lowered)
+    }
+
+    /// `CHARSET(x)`, `COLLATION(x)` or `COERCIBILITY(x)`, known from the
+    /// kind of `x` and what it is: a literal is in the connection's
+    /// character set (coercibility 4), a column or other expression in
+    /// its collation (2), `COLLATE` explicit (0), the session's facts
+    /// system constants (3), a number or a date binary (5), NULL
+    /// ignorable (6).
+    fn collation_fact(&self, name: &str, arg: &Expr) -> SqlResult<Val> {
+        let (charset, collation, coercibility) = match (self.kind(arg), arg) {
+            (Kind::Null, _) => ("binary".to_owned(), "binary".to_owned(), 6),
+            (Kind::Str { .. }, Expr::Func(Func::Database | Func::User | Func::Version, _)) => {
+                ("utf8mb3".to_owned(), "utf8mb3_general_ci".to_owned(), 3)
+            }
+            (Kind::Str { collation: None }, _) => ("binary".to_owned(), "binary".to_owned(), 2),
+            (Kind::Str { collation: Some(c) }, Expr::Func(Func::Collate(_), _)) => {
+                ("utf8mb4".to_owned(), c.name().to_owned(), 0)
+            }
+            (Kind::Str { .. }, e) if e.is_constant() => {
+                let var = |name: &str| (self.variable)(name, false).map(|v| v.to_text());
+                (
+                    var("character_set_connection")?,
+                    var("collation_connection")?,
+                    4,
+                )
+            }
+            (Kind::Str { collation: Some(c) }, _) => ("utf8mb4".to_owned(), c.name().to_owned(), 2),
+            _ => ("binary".to_owned(), "binary".to_owned(), 5),
+        };
+        Ok(match name {
+            "CHARSET" => Val::str(charset),
+            "COLLATION" => Val::str(collation),
+            _ => Val::Int(coercibility),
+        })
     }
 
     fn aggregate(
@@ -1650,7 +1698,12 @@ fn kind_meta(kind: Kind, e: &Expr, scope: &Scope<'_>) -> ColumnMeta {
         Kind::Double => {
             let mut m = ColumnMeta::expr("", ColumnType::Double, charset::BINARY, 22);
             m.flags = flags::BINARY | flags::NUM;
-            m.decimals = 31;
+            // MySQL's PI() shows six decimals (its value is the double's).
+            m.decimals = if matches!(e, Expr::Func(Func::Pi, _)) {
+                6
+            } else {
+                31
+            };
             m
         }
         Kind::Str { collation } => {

@@ -138,6 +138,24 @@ const MARIADB: &[(&str, &str)] = &[
     ("_latin1'abc'", "abc"),
     ("_binary'AB' = 'ab'", "0"),
     ("HEX(CAST(X'FF00' AS BINARY))", "FF00"),
+    ("RAND(1)", "0.40540353712197724"),
+    ("RAND(NULL)", "0.15522042769493574"),
+    ("WEEK('2020-01-05', 4)", "2"),
+    ("YEARWEEK('2026-01-01', 6)", "202553"),
+    ("WEEKOFYEAR('2021-01-03')", "53"),
+    ("SOUNDEX('Tymczak')", "T520"),
+    ("INSERT('Quadratic', 3, 4, 'What')", "QuWhattic"),
+    ("FROM_DAYS(730669)", "2000-07-03"),
+    ("TO_SECONDS('2009-11-29 13:43:32')", "63426721412"),
+    ("PERIOD_ADD(0801, 13)", "200902"),
+    ("INET6_NTOA(INET6_ATON('1:0:0:2:0:0:0:3'))", "1:0:0:2::3"),
+    ("EXPORT_SET(6, '1', '0', ',', 4)", "0,1,1,0"),
+    ("MAKE_SET(5, 'a', NULL, 'c')", "a,c"),
+    ("TIME_FORMAT('100:00:00', '%h %p')", "04 AM"),
+    (
+        "ADDTIME('01:00:00.999999', '02:00:00.999998')",
+        "03:00:01.999997",
+    ),
 ];
 
 #[test]
@@ -438,4 +456,17 @@ fn time_functions_follow_the_session_time_zone() {
         ),
         "NULL"
     );
+}
+
+#[test]
+fn seeded_rand_is_mysqls_sequence_and_pi_shows_six_decimals() {
+    // MariaDB: SELECT RAND(10) over three rows.
+    let mut r = super::func::MysqlRand::seeded(10);
+    let got: Vec<f64> = (0..3).map(|_| r.next()).collect();
+    assert_eq!(
+        got,
+        [0.6570515219653505, 0.12820613023657923, 0.6698761160204896]
+    );
+    let (_, meta) = lower_select("PI()").unwrap();
+    assert_eq!((meta.ty, meta.decimals), (ColumnType::Double, 6));
 }
