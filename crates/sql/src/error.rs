@@ -132,6 +132,7 @@ pub mod codes {
     pub const DATA_TOO_LONG: u16 = 1406;
     pub const WRONG_USAGE_PLACEMENT: u16 = 1234;
     pub const WRONG_USAGE: u16 = 1221;
+    pub const WRONG_PARAMCOUNT_TO_NATIVE_FCT: u16 = 1582;
     pub const TRUNCATED_WRONG_VALUE_FOR_FIELD: u16 = 1366;
     pub const NO_SUCH_INDEX: u16 = 1176;
     pub const CANT_DROP_FIELD_OR_KEY: u16 = 1091;
@@ -212,7 +213,7 @@ pub fn state_of(code: u16) -> &'static str {
         BAD_FIELD => "42S22",
         WRONG_FIELD_WITH_GROUP | MIX_OF_GROUP_FUNC_AND_FIELDS => "42000",
         DUP_FIELDNAME => "42S21",
-        DUP_KEYNAME | WRONG_USAGE_PLACEMENT => "42000",
+        DUP_KEYNAME | WRONG_USAGE_PLACEMENT | WRONG_PARAMCOUNT_TO_NATIVE_FCT => "42000",
         DUP_ENTRY => "23000",
         PARSE | EMPTY_QUERY | NONUNIQ_TABLE | INVALID_DEFAULT | MULTIPLE_PRI_KEY | TOO_LONG_KEY => {
             "42000"

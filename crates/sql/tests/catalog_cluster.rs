@@ -489,7 +489,7 @@ fn errors(conn: &mut Conn<'_>) {
         code(conn, "CREATE TABLE t (a INT, KEY k (a), KEY k (a))"),
         1061
     );
-    assert_eq!(code(conn, "CREATE TABLE t (a JSON)"), 1105);
+    assert_eq!(code(conn, "CREATE TABLE t (a JSONB)"), 1105);
     assert_eq!(code(conn, "CREATE TABLE t (a VARCHAR(70000))"), 1074);
     assert_eq!(
         code(conn, "CREATE TABLE t (a VARCHAR(10000), b VARCHAR(10000))"),

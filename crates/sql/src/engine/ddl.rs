@@ -1744,9 +1744,15 @@ fn sql_type(
             check_members(column, members, SET_MEMBERS_MAX, "SET")?;
             SqlType::Set(members.clone())
         }
-        D::JSON | D::JSONB => {
+        // MariaDB's JSON: LONGTEXT in utf8mb4_bin (MariaDB adds a CHECK of
+        // JSON_VALID, which Skarv does not: docs/sql.md).
+        D::JSON => SqlType::Text {
+            size: BlobSize::Long,
+            collation: Collation::Utf8mb4Bin,
+        },
+        D::JSONB => {
             return Err(SqlError::unsupported(format_args!(
-                "the JSON type (column '{column}'); use LONGTEXT"
+                "the JSONB type (column '{column}'); use JSON"
             )))
         }
         D::Custom(name, modifiers) => {

@@ -533,7 +533,12 @@ pub(crate) fn primary_key_of(
 /// Moves the warnings of an evaluation to the statement's.
 pub(crate) fn keep_warnings(conn: &mut Conn<'_>, ctx: &mut Ctx<'_>) {
     for (code, message) in ctx.warnings.drain(..) {
-        txn::warn(conn, code, message);
+        if code & crate::engine::expr::eval::NOTE_BIT != 0 {
+            conn.session
+                .note_only(code & !crate::engine::expr::eval::NOTE_BIT, message);
+        } else {
+            txn::warn(conn, code, message);
+        }
     }
 }
 

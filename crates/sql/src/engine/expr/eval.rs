@@ -87,6 +87,10 @@ pub struct Env {
     pub rand_states: super::func::RandStates,
 }
 
+/// Marks a code in [`Ctx::warnings`] as a note's (MySQL's codes are all
+/// below it).
+pub const NOTE_BIT: u16 = 0x8000;
+
 impl<'a> Ctx<'a> {
     /// A context for a nested evaluation (one group's aggregates; rows
     /// whose correlated subqueries `correlated` runs): the same session
@@ -178,6 +182,12 @@ impl<'a> Ctx<'a> {
     /// Leaves a warning.
     pub fn warn(&mut self, code: u16, message: impl Into<String>) {
         self.warnings.push((code, message.into()));
+    }
+
+    /// Leaves a note (level "Note", kept only under `sql_notes`): a
+    /// warning whose code carries [`NOTE_BIT`].
+    pub fn note(&mut self, code: u16, message: impl Into<String>) {
+        self.warnings.push((code | NOTE_BIT, message.into()));
     }
 
     /// A string read as a double, warning 1292 when it is not wholly one.

@@ -89,6 +89,8 @@ pub enum Func {
     Sha1,
     Sha2,
     Crc32,
+    /// A JSON function (`expr::json`).
+    Json(super::json::JsonFn),
     /// The operators `|`, `&`, `^`, `<<`, `>>` and `~` (not callable by
     /// name): on 64-bit unsigned integers, as MySQL's.
     BitOr,
@@ -386,12 +388,15 @@ pub fn lower_call(name: &str, args: Vec<Expr>) -> SqlResult<Expr> {
             args.swap(0, 2);
             return Ok(Expr::Func(F::DateAdd, args));
         }
-        _ => {
-            return Err(SqlError::new(
-                1305,
-                format!("FUNCTION {name} does not exist"),
-            ))
-        }
+        _ => match super::json::JsonFn::by_name(name) {
+            Some((f, min, max)) => (F::Json(f), min, max),
+            None => {
+                return Err(SqlError::new(
+                    1305,
+                    format!("FUNCTION {name} does not exist"),
+                ))
+            }
+        },
     };
     arity(name, &args, min, max)?;
     Ok(Expr::Func(f, args))
@@ -510,6 +515,7 @@ impl Func {
             | F::ExportSet
             | F::MakeSet => text_kind(),
             F::Inet6Aton => Kind::Str { collation: None },
+            F::Json(f) => f.kind(),
             F::RandSeeded | F::Pi | F::Asin | F::Acos | F::Cot => Kind::Double,
             F::Ord
             | F::BitLength
@@ -805,6 +811,7 @@ impl Func {
         let null_in = v.iter().any(Val::is_null);
         let s = |i: usize| v[i].to_text();
         Ok(match self {
+            F::Json(f) => return f.eval(args, &v, ctx),
             F::If | F::IfNull | F::Coalesce => Val::Null,
             F::NullIf => {
                 if !v[0].is_null()

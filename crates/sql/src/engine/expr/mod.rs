@@ -8,6 +8,7 @@
 
 pub mod eval;
 mod func;
+pub mod json;
 pub mod value;
 pub mod window;
 

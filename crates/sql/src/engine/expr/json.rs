@@ -1,0 +1,744 @@
+//! JSON functions over text, as MariaDB's: a JSON value is a string (a
+//! `JSON` column is LONGTEXT in utf8mb4_bin), parsed when a function needs
+//! its structure. What they return is written as MariaDB writes it
+//! (`{"a": 1, "b": [1, 2]}`: a space after `:` and `,`), numbers as their
+//! text, members in document order.
+//!
+//! The parser is ours, not serde_json's: the output must keep a number's
+//! text (`2.50`) and the members' order, which serde_json gives only under
+//! features that would change it for the whole workspace.
+
+use super::eval::Ctx;
+use super::{Expr, Kind, Val};
+use crate::error::SqlResult;
+
+/// Deepest nesting of arrays and objects parsed (MariaDB's limit, 4040).
+pub const JSON_DEPTH_MAX: usize = 32;
+/// Most path legs in one JSON path.
+pub const JSON_PATH_LEGS_MAX: usize = 64;
+
+/// A JSON function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JsonFn {
+    Valid,
+    Type,
+    Extract,
+    Unquote,
+    Quote,
+    Object,
+    Array,
+    Length,
+    Keys,
+    Depth,
+    ContainsPath,
+}
+
+impl JsonFn {
+    /// The function a name calls, and its fewest and most arguments.
+    pub fn by_name(name: &str) -> Option<(JsonFn, usize, usize)> {
+        Some(match name {
+            "JSON_VALID" => (JsonFn::Valid, 1, 1),
+            "JSON_TYPE" => (JsonFn::Type, 1, 1),
+            "JSON_EXTRACT" => (JsonFn::Extract, 2, usize::MAX),
+            "JSON_UNQUOTE" => (JsonFn::Unquote, 1, 1),
+            "JSON_QUOTE" => (JsonFn::Quote, 1, 1),
+            "JSON_OBJECT" => (JsonFn::Object, 0, usize::MAX),
+            "JSON_ARRAY" => (JsonFn::Array, 0, usize::MAX),
+            "JSON_LENGTH" => (JsonFn::Length, 1, 2),
+            "JSON_KEYS" => (JsonFn::Keys, 1, 2),
+            "JSON_DEPTH" => (JsonFn::Depth, 1, 1),
+            "JSON_CONTAINS_PATH" => (JsonFn::ContainsPath, 3, usize::MAX),
+            _ => return None,
+        })
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            JsonFn::Valid => "json_valid",
+            JsonFn::Type => "json_type",
+            JsonFn::Extract => "json_extract",
+            JsonFn::Unquote => "json_unquote",
+            JsonFn::Quote => "json_quote",
+            JsonFn::Object => "json_object",
+            JsonFn::Array => "json_array",
+            JsonFn::Length => "json_length",
+            JsonFn::Keys => "json_keys",
+            JsonFn::Depth => "json_depth",
+            JsonFn::ContainsPath => "json_contains_path",
+        }
+    }
+
+    /// The kind of its values.
+    pub fn kind(self) -> Kind {
+        match self {
+            JsonFn::Valid | JsonFn::Length | JsonFn::Depth | JsonFn::ContainsPath => {
+                Kind::Int { unsigned: false }
+            }
+            _ => Kind::Str {
+                collation: Some(schema::Collation::Utf8mb4Bin),
+            },
+        }
+    }
+
+    /// Whether the function's value is JSON text that another JSON
+    /// function takes as JSON (nested), not as a string to quote.
+    fn gives_json(self) -> bool {
+        matches!(
+            self,
+            JsonFn::Extract | JsonFn::Quote | JsonFn::Object | JsonFn::Array | JsonFn::Keys
+        )
+    }
+
+    /// Evaluates the call; `v`: its arguments' values.
+    pub fn eval(self, args: &[Expr], v: &[Val], ctx: &mut Ctx<'_>) -> SqlResult<Val> {
+        let text = |i: usize| v[i].to_text();
+        Ok(match self {
+            JsonFn::Valid => match &v[0] {
+                Val::Null => Val::Null,
+                x => {
+                    let text = x.to_text();
+                    let valid = parse(&text).map_err(|at| {
+                        let (code, message) = self.syntax_error(1, &text, at);
+                        ctx.note(code, message);
+                    });
+                    Val::Int(i64::from(valid.is_ok()))
+                }
+            },
+            JsonFn::Object => {
+                if v.len() % 2 == 1 {
+                    return Err(crate::error::SqlError::new(
+                        1582,
+                        "Incorrect parameter count in the call to native function 'JSON_OBJECT'",
+                    ));
+                }
+                let mut members = Vec::with_capacity(v.len() / 2);
+                for (i, pair) in v.chunks(2).enumerate() {
+                    // A NULL name is the empty one, as MariaDB writes it.
+                    let name = if pair[0].is_null() {
+                        String::new()
+                    } else {
+                        pair[0].to_text()
+                    };
+                    members.push((name, of_sql(&args[2 * i + 1], &pair[1])));
+                }
+                Val::str(write(&Json::Object(members)))
+            }
+            JsonFn::Array => {
+                let items = args.iter().zip(v).map(|(a, x)| of_sql(a, x)).collect();
+                Val::str(write(&Json::Array(items)))
+            }
+            JsonFn::Quote => match &v[0] {
+                Val::Null => Val::Null,
+                x => Val::str(write(&Json::String(x.to_text()))),
+            },
+            _ if v.iter().any(Val::is_null) => Val::Null,
+            JsonFn::Unquote => {
+                let s = text(0);
+                if !s.trim_start().starts_with('"') {
+                    return Ok(Val::str(s));
+                }
+                match parse(&s) {
+                    Ok(Json::String(inner)) => Val::str(inner),
+                    Ok(_) => Val::str(s),
+                    Err(at) => {
+                        let (code, message) = self.syntax_error(1, &s, at);
+                        ctx.warn(code, message);
+                        Val::str(s)
+                    }
+                }
+            }
+            _ => {
+                let doc_text = text(0);
+                let doc = match parse(&doc_text) {
+                    Ok(doc) => doc,
+                    Err(at) => {
+                        let (code, message) = self.syntax_error(1, &doc_text, at);
+                        ctx.warn(code, message);
+                        return Ok(Val::Null);
+                    }
+                };
+                self.on_document(&doc, v, ctx)
+            }
+        })
+    }
+
+    /// MariaDB's complaint about JSON text `text` of argument `arg` that
+    /// stopped making sense at byte `at`: 4037 at its end, else 4038.
+    fn syntax_error(self, arg: usize, text: &str, at: usize) -> (u16, String) {
+        let name = self.name();
+        if at >= text.len() {
+            (
+                4037,
+                format!("Unexpected end of JSON text in argument {arg} to function '{name}'"),
+            )
+        } else {
+            (
+                4038,
+                format!(
+                    "Syntax error in JSON text in argument {arg} to function '{name}' at position {}",
+                    at + 1
+                ),
+            )
+        }
+    }
+
+    /// The functions that read a parsed document (its paths in `v[1..]`).
+    fn on_document(self, doc: &Json, v: &[Val], ctx: &mut Ctx<'_>) -> Val {
+        let mut paths = Vec::new();
+        let first_path = if self == JsonFn::ContainsPath { 2 } else { 1 };
+        for (i, p) in v.iter().enumerate().skip(first_path) {
+            match parse_path(&p.to_text()) {
+                Ok(path) => paths.push(path),
+                Err(at) => {
+                    ctx.warn(
+                        4042,
+                        format!(
+                            "Syntax error in JSON path in argument {} to function '{}' at position {}",
+                            i + 1,
+                            self.name(),
+                            at + 1
+                        ),
+                    );
+                    return Val::Null;
+                }
+            }
+        }
+        // The value a function of one optional path reads.
+        let target = |paths: &[Vec<Leg>]| -> Option<&Json> {
+            match paths.first() {
+                None => Some(doc),
+                Some(path) => {
+                    let mut found = Vec::new();
+                    select(doc, path, &mut found);
+                    found.into_iter().next()
+                }
+            }
+        };
+        match self {
+            JsonFn::Type => Val::str(match doc {
+                Json::Null => "NULL",
+                Json::Bool(_) => "BOOLEAN",
+                Json::Number(n) if n.contains(['.', 'e', 'E']) => "DOUBLE",
+                Json::Number(_) => "INTEGER",
+                Json::String(_) => "STRING",
+                Json::Array(_) => "ARRAY",
+                Json::Object(_) => "OBJECT",
+            }),
+            JsonFn::Depth => Val::Int(depth(doc) as i64),
+            JsonFn::Length => match target(&paths) {
+                None => Val::Null,
+                Some(Json::Array(items)) => Val::Int(items.len() as i64),
+                Some(Json::Object(members)) => Val::Int(members.len() as i64),
+                Some(_) => Val::Int(1),
+            },
+            JsonFn::Keys => match target(&paths) {
+                Some(Json::Object(members)) => Val::str(write(&Json::Array(
+                    members
+                        .iter()
+                        .map(|(k, _)| Json::String(k.clone()))
+                        .collect(),
+                ))),
+                _ => Val::Null,
+            },
+            JsonFn::Extract => {
+                let mut found = Vec::new();
+                for path in &paths {
+                    select(doc, path, &mut found);
+                }
+                if paths.len() > 1 {
+                    // In document order, as MariaDB lists them.
+                    let mut order = Vec::new();
+                    preorder(doc, &mut order);
+                    found.sort_by_key(|j| order.iter().position(|o| std::ptr::eq(*o, *j)));
+                }
+                let wrap = paths.len() > 1 || paths.iter().any(|p| p.iter().any(Leg::is_wild));
+                match (found.as_slice(), wrap) {
+                    ([], _) => Val::Null,
+                    ([one], false) => Val::str(write(one)),
+                    (many, _) => Val::str(write(&Json::Array(
+                        many.iter().map(|j| (*j).clone()).collect(),
+                    ))),
+                }
+            }
+            JsonFn::ContainsPath => {
+                let all = match v[1].to_text().to_ascii_lowercase().as_str() {
+                    "all" => true,
+                    "one" => false,
+                    _ => {
+                        ctx.warn(
+                            4046,
+                            "Argument 2 to function 'json_contains_path' must be \"one\" or \"all\".".to_owned(),
+                        );
+                        return Val::Null;
+                    }
+                };
+                let has = |path: &Vec<Leg>| {
+                    let mut found = Vec::new();
+                    select(doc, path, &mut found);
+                    !found.is_empty()
+                };
+                Val::Int(i64::from(if all {
+                    paths.iter().all(has)
+                } else {
+                    paths.iter().any(has)
+                }))
+            }
+            JsonFn::Valid | JsonFn::Unquote | JsonFn::Quote | JsonFn::Object | JsonFn::Array => {
+                unreachable!("answered before parsing")
+            }
+        }
+    }
+}
+
+/// A SQL value as a JSON value: NULL as null, numbers as numbers, the
+/// text of another JSON function as the JSON it is, other strings quoted.
+fn of_sql(arg: &Expr, v: &Val) -> Json {
+    match v {
+        Val::Null => Json::Null,
+        Val::Int(_) | Val::UInt(_) | Val::Dec(_) => Json::Number(v.to_text()),
+        Val::Double(d) if d.is_finite() => Json::Number(v.to_text()),
+        _ => {
+            let text = v.to_text();
+            let nested = matches!(arg, Expr::Func(super::Func::Json(f), _) if f.gives_json());
+            match nested.then(|| parse(&text).ok()).flatten() {
+                Some(j) => j,
+                None => Json::String(text),
+            }
+        }
+    }
+}
+
+/// A parsed JSON value: numbers keep their text.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Json {
+    Null,
+    Bool(bool),
+    Number(String),
+    String(String),
+    Array(Vec<Json>),
+    Object(Vec<(String, Json)>),
+}
+
+/// Every value of `j`, itself first, in document order.
+fn preorder<'j>(j: &'j Json, out: &mut Vec<&'j Json>) {
+    out.push(j);
+    match j {
+        Json::Array(items) => items.iter().for_each(|i| preorder(i, out)),
+        Json::Object(members) => members.iter().for_each(|(_, m)| preorder(m, out)),
+        _ => {}
+    }
+}
+
+fn depth(j: &Json) -> usize {
+    match j {
+        Json::Array(items) if !items.is_empty() => 1 + items.iter().map(depth).max().unwrap_or(0),
+        Json::Object(members) if !members.is_empty() => {
+            1 + members.iter().map(|(_, m)| depth(m)).max().unwrap_or(0)
+        }
+        _ => 1,
+    }
+}
+
+/// JSON text as MariaDB writes it.
+pub fn write(j: &Json) -> String {
+    let mut out = String::new();
+    write_into(j, &mut out);
+    out
+}
+
+fn write_into(j: &Json, out: &mut String) {
+    match j {
+        Json::Null => out.push_str("null"),
+        Json::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Json::Number(n) => out.push_str(n),
+        Json::String(s) => write_string(s, out),
+        Json::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_into(item, out);
+            }
+            out.push(']');
+        }
+        Json::Object(members) => {
+            out.push('{');
+            for (i, (k, m)) in members.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_string(k, out);
+                out.push_str(": ");
+                write_into(m, out);
+            }
+            out.push('}');
+        }
+    }
+}
+
+fn write_string(s: &str, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// Parses JSON text; Err: the byte offset where it stopped making sense.
+pub fn parse(text: &str) -> Result<Json, usize> {
+    let mut p = Parser {
+        s: text.as_bytes(),
+        at: 0,
+    };
+    let v = p.value(0)?;
+    p.space();
+    if p.at != p.s.len() {
+        return Err(p.at);
+    }
+    Ok(v)
+}
+
+struct Parser<'a> {
+    s: &'a [u8],
+    at: usize,
+}
+
+impl Parser<'_> {
+    fn space(&mut self) {
+        while self.s.get(self.at).is_some_and(|b| b.is_ascii_whitespace()) {
+            self.at += 1;
+        }
+    }
+
+    fn eat(&mut self, word: &[u8]) -> bool {
+        if self.s[self.at..].starts_with(word) {
+            self.at += word.len();
+            true
+        } else {
+            false
+        }
+    }
+
+    fn value(&mut self, depth: usize) -> Result<Json, usize> {
+        self.space();
+        let Some(&b) = self.s.get(self.at) else {
+            return Err(self.at);
+        };
+        match b {
+            b'{' | b'[' if depth >= JSON_DEPTH_MAX => Err(self.at),
+            b'{' => {
+                self.at += 1;
+                let mut members = Vec::new();
+                self.space();
+                if self.eat(b"}") {
+                    return Ok(Json::Object(members));
+                }
+                loop {
+                    self.space();
+                    if self.s.get(self.at) != Some(&b'"') {
+                        return Err(self.at);
+                    }
+                    let key = self.string()?;
+                    self.space();
+                    if !self.eat(b":") {
+                        return Err(self.at);
+                    }
+                    let v = self.value(depth + 1)?;
+                    members.push((key, v));
+                    self.space();
+                    if self.eat(b"}") {
+                        return Ok(Json::Object(members));
+                    }
+                    if !self.eat(b",") {
+                        return Err(self.at);
+                    }
+                }
+            }
+            b'[' => {
+                self.at += 1;
+                let mut items = Vec::new();
+                self.space();
+                if self.eat(b"]") {
+                    return Ok(Json::Array(items));
+                }
+                loop {
+                    items.push(self.value(depth + 1)?);
+                    self.space();
+                    if self.eat(b"]") {
+                        return Ok(Json::Array(items));
+                    }
+                    if !self.eat(b",") {
+                        return Err(self.at);
+                    }
+                }
+            }
+            b'"' => Ok(Json::String(self.string()?)),
+            b't' if self.eat(b"true") => Ok(Json::Bool(true)),
+            b'f' if self.eat(b"false") => Ok(Json::Bool(false)),
+            b'n' if self.eat(b"null") => Ok(Json::Null),
+            b'-' | b'0'..=b'9' => self.number(),
+            _ => Err(self.at),
+        }
+    }
+
+    fn number(&mut self) -> Result<Json, usize> {
+        let start = self.at;
+        let digits = |p: &mut Self| {
+            let from = p.at;
+            while p.s.get(p.at).is_some_and(u8::is_ascii_digit) {
+                p.at += 1;
+            }
+            p.at > from
+        };
+        self.eat(b"-");
+        if !digits(self) {
+            return Err(self.at);
+        }
+        if self.eat(b".") && !digits(self) {
+            return Err(self.at);
+        }
+        if self
+            .s
+            .get(self.at)
+            .is_some_and(|b| matches!(b, b'e' | b'E'))
+        {
+            self.at += 1;
+            if !self.eat(b"+") {
+                self.eat(b"-");
+            }
+            if !digits(self) {
+                return Err(self.at);
+            }
+        }
+        let text = std::str::from_utf8(&self.s[start..self.at]).map_err(|_| start)?;
+        Ok(Json::Number(text.to_owned()))
+    }
+
+    /// A string at `"`: its value, escapes undone.
+    fn string(&mut self) -> Result<String, usize> {
+        self.at += 1;
+        let mut out = Vec::new();
+        loop {
+            let Some(&b) = self.s.get(self.at) else {
+                return Err(self.at);
+            };
+            self.at += 1;
+            match b {
+                b'"' => return String::from_utf8(out).map_err(|_| self.at),
+                b'\\' => {
+                    let Some(&e) = self.s.get(self.at) else {
+                        return Err(self.at);
+                    };
+                    self.at += 1;
+                    let c = match e {
+                        b'"' => '"',
+                        b'\\' => '\\',
+                        b'/' => '/',
+                        b'b' => '\u{8}',
+                        b'f' => '\u{c}',
+                        b'n' => '\n',
+                        b'r' => '\r',
+                        b't' => '\t',
+                        b'u' => {
+                            let hex = self.s.get(self.at..self.at + 4).ok_or(self.at)?;
+                            let hex = std::str::from_utf8(hex).map_err(|_| self.at)?;
+                            let code = u32::from_str_radix(hex, 16).map_err(|_| self.at)?;
+                            self.at += 4;
+                            char::from_u32(code).unwrap_or('\u{fffd}')
+                        }
+                        _ => return Err(self.at - 1),
+                    };
+                    let mut buf = [0; 4];
+                    out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+                }
+                b if b < 0x20 => return Err(self.at - 1),
+                b => out.push(b),
+            }
+        }
+    }
+}
+
+/// One step of a JSON path.
+#[derive(Clone, Debug, PartialEq)]
+enum Leg {
+    Member(String),
+    AnyMember,
+    Index(usize),
+    AnyIndex,
+}
+
+impl Leg {
+    fn is_wild(&self) -> bool {
+        matches!(self, Leg::AnyMember | Leg::AnyIndex)
+    }
+}
+
+/// A path `$`, `.name`, `."quoted name"`, `.*`, `[n]`, `[*]`; Err: where
+/// it stopped making sense.
+fn parse_path(text: &str) -> Result<Vec<Leg>, usize> {
+    let s = text.as_bytes();
+    let mut at = 0;
+    let skip = |at: &mut usize| {
+        while s.get(*at).is_some_and(u8::is_ascii_whitespace) {
+            *at += 1;
+        }
+    };
+    skip(&mut at);
+    if s.get(at) != Some(&b'$') {
+        return Err(at);
+    }
+    at += 1;
+    let mut legs = Vec::new();
+    loop {
+        skip(&mut at);
+        let Some(&b) = s.get(at) else {
+            return Ok(legs);
+        };
+        if legs.len() >= JSON_PATH_LEGS_MAX {
+            return Err(at);
+        }
+        match b {
+            b'.' => {
+                at += 1;
+                skip(&mut at);
+                match s.get(at) {
+                    Some(b'*') => {
+                        at += 1;
+                        legs.push(Leg::AnyMember);
+                    }
+                    Some(b'"') => {
+                        let mut p = Parser { s, at };
+                        let name = p.string()?;
+                        at = p.at;
+                        legs.push(Leg::Member(name));
+                    }
+                    _ => {
+                        let from = at;
+                        while s.get(at).is_some_and(|b| {
+                            b.is_ascii_alphanumeric() || *b == b'_' || *b == b'$' || *b >= 0x80
+                        }) {
+                            at += 1;
+                        }
+                        if at == from {
+                            return Err(at);
+                        }
+                        legs.push(Leg::Member(text[from..at].to_owned()));
+                    }
+                }
+            }
+            b'[' => {
+                at += 1;
+                skip(&mut at);
+                if s.get(at) == Some(&b'*') {
+                    at += 1;
+                    legs.push(Leg::AnyIndex);
+                } else {
+                    let from = at;
+                    while s.get(at).is_some_and(u8::is_ascii_digit) {
+                        at += 1;
+                    }
+                    let n = text[from..at].parse().map_err(|_| from)?;
+                    legs.push(Leg::Index(n));
+                }
+                skip(&mut at);
+                if s.get(at) != Some(&b']') {
+                    return Err(at);
+                }
+                at += 1;
+            }
+            _ => return Err(at),
+        }
+    }
+}
+
+/// The values `path` reaches from `j`, in document order.
+fn select<'j>(j: &'j Json, path: &[Leg], out: &mut Vec<&'j Json>) {
+    let Some((leg, rest)) = path.split_first() else {
+        out.push(j);
+        return;
+    };
+    match (leg, j) {
+        (Leg::Member(name), Json::Object(members)) => {
+            if let Some((_, m)) = members.iter().find(|(k, _)| k == name) {
+                select(m, rest, out);
+            }
+        }
+        (Leg::AnyMember, Json::Object(members)) => {
+            for (_, m) in members {
+                select(m, rest, out);
+            }
+        }
+        (Leg::Index(n), Json::Array(items)) => {
+            if let Some(item) = items.get(*n) {
+                select(item, rest, out);
+            }
+        }
+        // `$[0]` of a value that is no array is the value itself.
+        (Leg::Index(0), other) => select(other, rest, out),
+        (Leg::AnyIndex, Json::Array(items)) => {
+            for item in items {
+                select(item, rest, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn documents_are_written_back_as_mariadb_writes_them() {
+        let j = parse(
+            r#" {"a":{"b":[1,2.50,-3e2]},"c" : "x\ny\u0041", "d":[true,false,null], "e":{}} "#,
+        )
+        .unwrap();
+        assert_eq!(
+            write(&j),
+            r#"{"a": {"b": [1, 2.50, -3e2]}, "c": "x\nyA", "d": [true, false, null], "e": {}}"#
+        );
+        for bad in [
+            "{a:1}",
+            "[1,]",
+            "01x",
+            "\"unterminated",
+            "[1] 2",
+            "",
+            "{\"a\" 1}",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+        let deep = "[".repeat(JSON_DEPTH_MAX + 1) + &"]".repeat(JSON_DEPTH_MAX + 1);
+        assert!(parse(&deep).is_err());
+    }
+
+    #[test]
+    fn paths_select_members_and_elements_in_order() {
+        let j = parse(r#"{"a": [{"x": 1}, {"x": 2}], "b c": 3}"#).unwrap();
+        let get = |p: &str| {
+            let mut out = Vec::new();
+            select(&j, &parse_path(p).unwrap(), &mut out);
+            out.into_iter().map(write).collect::<Vec<_>>()
+        };
+        assert_eq!(get("$.a[1].x"), ["2"]);
+        assert_eq!(get("$.a[*].x"), ["1", "2"]);
+        assert_eq!(get("$.\"b c\""), ["3"]);
+        assert_eq!(get("$.*").len(), 2);
+        assert!(get("$.z").is_empty());
+        assert!(parse_path("a").is_err());
+        assert!(parse_path("$.").is_err());
+        assert!(parse_path("$[x]").is_err());
+    }
+}
