@@ -31,6 +31,12 @@ pub enum JsonFn {
     Keys,
     Depth,
     ContainsPath,
+    Contains,
+    Set,
+    Insert,
+    Replace,
+    Remove,
+    ArrayAppend,
 }
 
 impl JsonFn {
@@ -48,6 +54,12 @@ impl JsonFn {
             "JSON_KEYS" => (JsonFn::Keys, 1, 2),
             "JSON_DEPTH" => (JsonFn::Depth, 1, 1),
             "JSON_CONTAINS_PATH" => (JsonFn::ContainsPath, 3, usize::MAX),
+            "JSON_CONTAINS" => (JsonFn::Contains, 2, 3),
+            "JSON_SET" => (JsonFn::Set, 3, usize::MAX),
+            "JSON_INSERT" => (JsonFn::Insert, 3, usize::MAX),
+            "JSON_REPLACE" => (JsonFn::Replace, 3, usize::MAX),
+            "JSON_REMOVE" => (JsonFn::Remove, 2, usize::MAX),
+            "JSON_ARRAY_APPEND" => (JsonFn::ArrayAppend, 3, usize::MAX),
             _ => return None,
         })
     }
@@ -65,15 +77,23 @@ impl JsonFn {
             JsonFn::Keys => "json_keys",
             JsonFn::Depth => "json_depth",
             JsonFn::ContainsPath => "json_contains_path",
+            JsonFn::Contains => "json_contains",
+            JsonFn::Set => "json_set",
+            JsonFn::Insert => "json_insert",
+            JsonFn::Replace => "json_replace",
+            JsonFn::Remove => "json_remove",
+            JsonFn::ArrayAppend => "json_array_append",
         }
     }
 
     /// The kind of its values.
     pub fn kind(self) -> Kind {
         match self {
-            JsonFn::Valid | JsonFn::Length | JsonFn::Depth | JsonFn::ContainsPath => {
-                Kind::Int { unsigned: false }
-            }
+            JsonFn::Valid
+            | JsonFn::Length
+            | JsonFn::Depth
+            | JsonFn::ContainsPath
+            | JsonFn::Contains => Kind::Int { unsigned: false },
             _ => Kind::Str {
                 collation: Some(schema::Collation::Utf8mb4Bin),
             },
@@ -85,7 +105,16 @@ impl JsonFn {
     fn gives_json(self) -> bool {
         matches!(
             self,
-            JsonFn::Extract | JsonFn::Quote | JsonFn::Object | JsonFn::Array | JsonFn::Keys
+            JsonFn::Extract
+                | JsonFn::Quote
+                | JsonFn::Object
+                | JsonFn::Array
+                | JsonFn::Keys
+                | JsonFn::Set
+                | JsonFn::Insert
+                | JsonFn::Replace
+                | JsonFn::Remove
+                | JsonFn::ArrayAppend
         )
     }
 
@@ -131,7 +160,110 @@ impl JsonFn {
                 Val::Null => Val::Null,
                 x => Val::str(write(&Json::String(x.to_text()))),
             },
+            JsonFn::Set | JsonFn::Insert | JsonFn::Replace | JsonFn::ArrayAppend
+                if v.len().is_multiple_of(2) =>
+            {
+                return Err(crate::error::SqlError::new(
+                    1582,
+                    format!(
+                        "Incorrect parameter count in the call to native function '{}'",
+                        self.name().to_ascii_uppercase()
+                    ),
+                ));
+            }
+            // Their values may be NULL (JSON null); their document and
+            // paths not.
+            JsonFn::Set | JsonFn::Insert | JsonFn::Replace | JsonFn::ArrayAppend => {
+                if v[0].is_null() || v.iter().skip(1).step_by(2).any(Val::is_null) {
+                    return Ok(Val::Null);
+                }
+                let doc_text = text(0);
+                let mut doc = match parse(&doc_text) {
+                    Ok(doc) => doc,
+                    Err(at) => {
+                        let (code, message) = self.syntax_error(1, &doc_text, at);
+                        ctx.warn(code, message);
+                        return Ok(Val::Null);
+                    }
+                };
+                for i in (1..v.len()).step_by(2) {
+                    let Some(path) = self.exact_path(&v[i], i + 1, ctx) else {
+                        return Ok(Val::Null);
+                    };
+                    let value = of_sql(&args[i + 1], &v[i + 1]);
+                    self.change(&mut doc, &path, value);
+                }
+                Val::str(write(&doc))
+            }
             _ if v.iter().any(Val::is_null) => Val::Null,
+            JsonFn::Remove => {
+                let doc_text = text(0);
+                let mut doc = match parse(&doc_text) {
+                    Ok(doc) => doc,
+                    Err(at) => {
+                        let (code, message) = self.syntax_error(1, &doc_text, at);
+                        ctx.warn(code, message);
+                        return Ok(Val::Null);
+                    }
+                };
+                for (i, p) in v.iter().enumerate().skip(1) {
+                    let Some(path) = self.exact_path(p, i + 1, ctx) else {
+                        return Ok(Val::Null);
+                    };
+                    let Some((last, parent)) = path.split_last() else {
+                        // `$` itself cannot go.
+                        ctx.warn(
+                            4051,
+                            format!(
+                                "Path expression '$' is not allowed in argument {} to function 'json_remove'.",
+                                i + 1
+                            ),
+                        );
+                        return Ok(Val::Null);
+                    };
+                    match (locate(&mut doc, parent), last) {
+                        (Some(Json::Object(members)), Leg::Member(name)) => {
+                            members.retain(|(k, _)| k != name);
+                        }
+                        (Some(Json::Array(items)), Leg::Index(n)) if *n < items.len() => {
+                            items.remove(*n);
+                        }
+                        _ => {}
+                    }
+                }
+                Val::str(write(&doc))
+            }
+            JsonFn::Contains => {
+                let mut docs = Vec::with_capacity(2);
+                for i in 0..2 {
+                    let t = text(i);
+                    match parse(&t) {
+                        Ok(doc) => docs.push(doc),
+                        Err(at) => {
+                            let (code, message) = self.syntax_error(i + 1, &t, at);
+                            ctx.warn(code, message);
+                            return Ok(Val::Null);
+                        }
+                    }
+                }
+                let candidate = docs.pop().expect("two documents");
+                let doc = docs.pop().expect("two documents");
+                let target = match v.get(2) {
+                    None => Some(&doc),
+                    Some(p) => {
+                        let Some(path) = self.exact_path(p, 3, ctx) else {
+                            return Ok(Val::Null);
+                        };
+                        let mut found = Vec::new();
+                        select(&doc, &path, &mut found);
+                        found.into_iter().next()
+                    }
+                };
+                match target {
+                    None => Val::Null,
+                    Some(t) => Val::Int(i64::from(contains(t, &candidate))),
+                }
+            }
             JsonFn::Unquote => {
                 let s = text(0);
                 if !s.trim_start().starts_with('"') {
@@ -160,6 +292,94 @@ impl JsonFn {
                 self.on_document(&doc, v, ctx)
             }
         })
+    }
+
+    /// Argument `arg`'s path, without wildcards (a change names one
+    /// place); None, with MariaDB's warning, when it is not one.
+    fn exact_path(self, p: &Val, arg: usize, ctx: &mut Ctx<'_>) -> Option<Vec<Leg>> {
+        let name = self.name();
+        match parse_path(&p.to_text()) {
+            Ok(path) if path.iter().any(Leg::is_wild) => {
+                ctx.warn(
+                    4044,
+                    format!(
+                        "Wildcards or range in JSON path not allowed in argument {arg} to function '{name}'"
+                    ),
+                );
+                None
+            }
+            Ok(path) => Some(path),
+            Err(at) => {
+                ctx.warn(
+                    4042,
+                    format!(
+                        "Syntax error in JSON path in argument {arg} to function '{name}' at position {}",
+                        at + 1
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    /// JSON_SET, JSON_INSERT, JSON_REPLACE or JSON_ARRAY_APPEND of `value`
+    /// at `path` (whose parent must exist; else nothing changes).
+    fn change(self, doc: &mut Json, path: &[Leg], value: Json) {
+        let (add, replace) = match self {
+            JsonFn::Set => (true, true),
+            JsonFn::Insert => (true, false),
+            JsonFn::Replace => (false, true),
+            _ => (false, false),
+        };
+        if self == JsonFn::ArrayAppend {
+            if let Some(target) = locate(doc, path) {
+                match target {
+                    Json::Array(items) => items.push(value),
+                    other => {
+                        let old = std::mem::replace(other, Json::Null);
+                        *other = Json::Array(vec![old, value]);
+                    }
+                }
+            }
+            return;
+        }
+        let Some((last, parent_path)) = path.split_last() else {
+            if replace {
+                *doc = value;
+            }
+            return;
+        };
+        let Some(parent) = locate(doc, parent_path) else {
+            return;
+        };
+        match (parent, last) {
+            (Json::Object(members), Leg::Member(name)) => {
+                match members.iter_mut().find(|(k, _)| k == name) {
+                    Some((_, m)) if replace => *m = value,
+                    Some(_) => {}
+                    None if add => members.push((name.clone(), value)),
+                    None => {}
+                }
+            }
+            (Json::Array(items), Leg::Index(n)) => {
+                if *n < items.len() {
+                    if replace {
+                        items[*n] = value;
+                    }
+                } else if add {
+                    items.push(value);
+                }
+            }
+            // `[0]` of a value that is no array is the value itself;
+            // another index makes it an array of it and the new value.
+            (other, Leg::Index(0)) if replace => *other = value,
+            (_, Leg::Index(0)) => {}
+            (other, Leg::Index(_)) if add => {
+                let old = std::mem::replace(other, Json::Null);
+                *other = Json::Array(vec![old, value]);
+            }
+            _ => {}
+        }
     }
 
     /// MariaDB's complaint about JSON text `text` of argument `arg` that
@@ -283,9 +503,17 @@ impl JsonFn {
                     paths.iter().any(has)
                 }))
             }
-            JsonFn::Valid | JsonFn::Unquote | JsonFn::Quote | JsonFn::Object | JsonFn::Array => {
-                unreachable!("answered before parsing")
-            }
+            JsonFn::Valid
+            | JsonFn::Unquote
+            | JsonFn::Quote
+            | JsonFn::Object
+            | JsonFn::Array
+            | JsonFn::Contains
+            | JsonFn::Set
+            | JsonFn::Insert
+            | JsonFn::Replace
+            | JsonFn::Remove
+            | JsonFn::ArrayAppend => unreachable!("answered before parsing"),
         }
     }
 }
@@ -317,6 +545,42 @@ pub enum Json {
     String(String),
     Array(Vec<Json>),
     Object(Vec<(String, Json)>),
+}
+
+/// The value an exact path (no wildcards) names, to change it.
+fn locate<'j>(j: &'j mut Json, path: &[Leg]) -> Option<&'j mut Json> {
+    let Some((leg, rest)) = path.split_first() else {
+        return Some(j);
+    };
+    match (leg, j) {
+        (Leg::Member(name), Json::Object(members)) => {
+            let (_, m) = members.iter_mut().find(|(k, _)| k == name)?;
+            locate(m, rest)
+        }
+        (Leg::Index(n), Json::Array(items)) => locate(items.get_mut(*n)?, rest),
+        (Leg::Index(0), other) => locate(other, rest),
+        _ => None,
+    }
+}
+
+/// JSON_CONTAINS: whether `candidate` is in `target` (an array holds a
+/// value one of its elements holds, and an array whose elements it each
+/// holds; an object holds an object whose members it each holds; scalars
+/// equal, numbers by value).
+fn contains(target: &Json, candidate: &Json) -> bool {
+    match (target, candidate) {
+        (Json::Array(items), Json::Array(wanted)) => {
+            wanted.iter().all(|w| items.iter().any(|i| contains(i, w)))
+        }
+        (Json::Array(items), other) => items.iter().any(|i| contains(i, other)),
+        (Json::Object(members), Json::Object(wanted)) => wanted
+            .iter()
+            .all(|(k, w)| members.iter().any(|(name, m)| name == k && contains(m, w))),
+        (Json::Number(a), Json::Number(b)) => {
+            a == b || matches!((a.parse::<f64>(), b.parse::<f64>()), (Ok(x), Ok(y)) if x == y)
+        }
+        (a, b) => a == b,
+    }
 }
 
 /// Every value of `j`, itself first, in document order.
