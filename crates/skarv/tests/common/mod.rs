@@ -181,6 +181,34 @@ impl Drop for Sandbox {
         let _ = skarv(&["sandbox", "--stop", "--dir", &dir]);
         if !std::thread::panicking() {
             let _ = std::fs::remove_dir_all(&self.dir);
+            return;
+        }
+        // A failed test keeps its logs and configuration for the reader,
+        // not the data nodes' file systems (redo logs and checkpoints:
+        // hundreds of MB a sandbox, which once filled CI's disk).
+        remove_node_files(&self.dir, 0);
+        eprintln!("sandbox kept for its logs: {dir}");
+    }
+}
+
+/// Removes the `ndb_<node>_fs` directories under `dir`.
+fn remove_node_files(dir: &Path, depth: usize) {
+    // The sandbox's own layout is two levels deep at most.
+    const DEPTH_MAX: usize = 3;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with("ndb_") && name.ends_with("_fs") {
+            let _ = std::fs::remove_dir_all(&path);
+        } else if depth < DEPTH_MAX {
+            remove_node_files(&path, depth + 1);
         }
     }
 }
