@@ -2500,9 +2500,11 @@ fn concat_add(
     ctx: &mut Ctx<'_>,
 ) -> SqlResult<()> {
     let mut values = Vec::with_capacity(gc.args.len());
-    for a in &gc.args {
+    for (at, a) in gc.args.iter().enumerate() {
         let v = a.eval(row, ctx)?;
-        if v.is_null() {
+        // A JSON aggregate keeps a NULL value as `null` (not its name).
+        let kept = gc.json.is_some() && !(gc.json == Some(expr::JsonAgg::Object) && at == 0);
+        if v.is_null() && !kept {
             return Ok(());
         }
         values.push(v);
@@ -2529,10 +2531,22 @@ fn concat_add(
         keys.push(e.eval(row, ctx)?);
     }
     let mut text = Vec::new();
-    for v in values {
-        match v {
-            Val::Str(b) => text.extend_from_slice(&b),
-            other => text.extend_from_slice(other.to_text().as_bytes()),
+    match gc.json {
+        Some(expr::JsonAgg::Array) => {
+            text.extend_from_slice(expr::json::sql_value_text(&gc.args[0], &values[0]).as_bytes());
+        }
+        Some(expr::JsonAgg::Object) => {
+            text.extend_from_slice(expr::json::quoted(&values[0].to_text()).as_bytes());
+            text.push(b':');
+            text.extend_from_slice(expr::json::sql_value_text(&gc.args[1], &values[1]).as_bytes());
+        }
+        None => {
+            for v in values {
+                match v {
+                    Val::Str(b) => text.extend_from_slice(&b),
+                    other => text.extend_from_slice(other.to_text().as_bytes()),
+                }
+            }
         }
     }
     st.concat_bytes += text.len() + gc.separator.len();
@@ -2561,13 +2575,20 @@ fn concat_finish(gc: &expr::GroupConcat, mut st: AggState, ctx: &mut Ctx<'_>) ->
         });
     }
     let mut out: Vec<u8> = Vec::new();
+    let (open, close) = match gc.json {
+        Some(expr::JsonAgg::Array) => (&b"["[..], &b"]"[..]),
+        Some(expr::JsonAgg::Object) => (&b"{"[..], &b"}"[..]),
+        None => (&b""[..], &b""[..]),
+    };
+    out.extend_from_slice(open);
+    let cut_at = gc.max_len.saturating_add(open.len());
     for (at, (_, text)) in st.concat.iter().enumerate() {
         if at > 0 {
             out.extend_from_slice(&gc.separator);
         }
         out.extend_from_slice(text);
-        if out.len() > gc.max_len {
-            let mut cut = gc.max_len;
+        if out.len() > cut_at {
+            let mut cut = cut_at;
             // A UTF-8 character is not split (MySQL cuts whole ones).
             while cut > 0 && out.get(cut).is_some_and(|b| b & 0xc0 == 0x80) {
                 cut -= 1;
@@ -2578,6 +2599,7 @@ fn concat_finish(gc: &expr::GroupConcat, mut st: AggState, ctx: &mut Ctx<'_>) ->
             break;
         }
     }
+    out.extend_from_slice(close);
     Val::Str(out)
 }
 
@@ -2891,6 +2913,7 @@ mod tests {
             max_len,
             collations: Vec::new(),
             order_collations: Vec::new(),
+            json: None,
         }
     }
 

@@ -518,6 +518,17 @@ impl JsonFn {
     }
 }
 
+/// The JSON text of a SQL value (`arg` the expression that gave it), as
+/// JSON_ARRAY writes its items.
+pub fn sql_value_text(arg: &Expr, v: &Val) -> String {
+    write(&of_sql(arg, v))
+}
+
+/// A string as a JSON string (quoted, escaped).
+pub fn quoted(s: &str) -> String {
+    write(&Json::String(s.to_owned()))
+}
+
 /// A SQL value as a JSON value: NULL as null, numbers as numbers, the
 /// text of another JSON function as the JSON it is, other strings quoted.
 fn of_sql(arg: &Expr, v: &Val) -> Json {

@@ -142,6 +142,19 @@ pub struct GroupConcat {
     pub collations: Vec<Option<Collation>>,
     /// Each ORDER BY expression's collation.
     pub order_collations: Vec<Option<Collation>>,
+    /// `JSON_ARRAYAGG` / `JSON_OBJECTAGG`: MariaDB builds them on
+    /// GROUP_CONCAT, and so does Skarv (each value as JSON text, NULL as
+    /// `null`, the whole in brackets or braces).
+    pub json: Option<JsonAgg>,
+}
+
+/// Which JSON aggregate a [`GroupConcat`] makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JsonAgg {
+    /// `JSON_ARRAYAGG(x)`: `[v1,v2]`.
+    Array,
+    /// `JSON_OBJECTAGG(k, v)`: `{"k1":v1, "k2":v2}`.
+    Object,
 }
 
 /// One aggregate a query computes per group.
@@ -1271,12 +1284,27 @@ impl<'a> Scope<'a> {
             }
             return self.aggregate(func, &args, distinct, &name);
         }
-        if name == "GROUP_CONCAT" {
+        if name == "GROUP_CONCAT" || name == "JSON_ARRAYAGG" || name == "JSON_OBJECTAGG" {
             let clauses = match &f.args {
                 ast::FunctionArguments::List(list) => list.clauses.as_slice(),
                 _ => &[],
             };
-            return self.group_concat(&args, distinct, clauses);
+            let json = match name.as_str() {
+                "JSON_ARRAYAGG" => Some((JsonAgg::Array, 1)),
+                "JSON_OBJECTAGG" => Some((JsonAgg::Object, 2)),
+                _ => None,
+            };
+            if let Some((_, arity)) = json {
+                if args.len() != arity {
+                    return Err(SqlError::new(
+                        codes::WRONG_PARAMCOUNT_TO_NATIVE_FCT,
+                        format!(
+                            "Incorrect parameter count in the call to native function '{name}'"
+                        ),
+                    ));
+                }
+            }
+            return self.group_concat(&args, distinct, clauses, json.map(|(j, _)| j));
         }
         if name == "VALUES" || name == "VALUE" {
             if let [ast::Expr::Identifier(ident)] = args.as_slice() {
@@ -1426,6 +1454,7 @@ impl<'a> Scope<'a> {
         args: &[&ast::Expr],
         distinct: bool,
         clauses: &[ast::FunctionArgumentClause],
+        json: Option<JsonAgg>,
     ) -> SqlResult<Expr> {
         if self.aggs.is_none() {
             return Err(SqlError::new(
@@ -1444,6 +1473,19 @@ impl<'a> Scope<'a> {
         let lowered = self.group_concat_parts(args, clauses);
         self.aggs = saved;
         let mut concat = lowered?;
+        if let Some(j) = json {
+            concat.json = Some(j);
+            concat.separator = match j {
+                JsonAgg::Array => b",".to_vec(),
+                JsonAgg::Object => b", ".to_vec(),
+            };
+            if distinct && concat.order.is_empty() && j == JsonAgg::Array {
+                // MariaDB's DISTINCT keeps the values in a sorted tree:
+                // they come out in order.
+                concat.order.push((concat.args[0].clone(), false));
+                concat.order_collations.push(concat.collations[0]);
+            }
+        }
         let binary = concat
             .args
             .iter()
@@ -1486,6 +1528,7 @@ impl<'a> Scope<'a> {
             max_len: 0,
             collations: Vec::with_capacity(args.len()),
             order_collations: Vec::new(),
+            json: None,
         };
         for a in args {
             let e = self.lower(a)?;
