@@ -133,6 +133,7 @@ pub mod codes {
     pub const WRONG_USAGE_PLACEMENT: u16 = 1234;
     pub const WRONG_USAGE: u16 = 1221;
     pub const WRONG_PARAMCOUNT_TO_NATIVE_FCT: u16 = 1582;
+    pub const CONSTRAINT_FAILED: u16 = 4025;
     pub const TRUNCATED_WRONG_VALUE_FOR_FIELD: u16 = 1366;
     pub const NO_SUCH_INDEX: u16 = 1176;
     pub const CANT_DROP_FIELD_OR_KEY: u16 = 1091;
@@ -204,7 +205,7 @@ pub fn state_of(code: u16) -> &'static str {
         | NONEXISTING_GRANT => "42000",
         NO_DB => "3D000",
         UNKNOWN_COM => "08S01",
-        BAD_NULL => "23000",
+        BAD_NULL | CONSTRAINT_FAILED => "23000",
         BAD_DB => "42000",
         TABLE_EXISTS => "42S01",
         BAD_TABLE | UNKNOWN_TABLE => "42S02",

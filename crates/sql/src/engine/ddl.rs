@@ -908,6 +908,9 @@ struct ColumnSpec {
     meta: meta::ColumnMeta,
     primary: bool,
     unique: bool,
+    /// Its CHECK conditions as SQL text (a JSON column's is MariaDB's
+    /// implicit `json_valid(col)`).
+    checks: Vec<String>,
 }
 
 fn create_table(
@@ -1218,6 +1221,8 @@ fn table_def(
             keys.push((Some(spec.column.name.clone()), vec![at], true));
         }
     }
+    let mut table_checks: Vec<meta::CheckMeta> = Vec::new();
+    let mut unnamed_checks = 0;
     for constraint in &create.constraints {
         match constraint {
             TableConstraint::PrimaryKey(pk) => {
@@ -1256,7 +1261,21 @@ fn table_def(
             TableConstraint::ForeignKey(_) => {
                 return Err(SqlError::unsupported("FOREIGN KEY constraints"))
             }
-            TableConstraint::Check(_) => return Err(SqlError::unsupported("CHECK constraints")),
+            TableConstraint::Check(c) if c.enforced == Some(false) => {}
+            TableConstraint::Check(c) => {
+                let name = match &c.name {
+                    Some(n) => n.value.clone(),
+                    None => {
+                        unnamed_checks += 1;
+                        format!("CONSTRAINT_{unnamed_checks}")
+                    }
+                };
+                table_checks.push(meta::CheckMeta {
+                    name,
+                    column: None,
+                    expr: c.expr.to_string(),
+                });
+            }
             TableConstraint::FulltextOrSpatial(_) => {
                 return Err(SqlError::unsupported("FULLTEXT and SPATIAL indexes"))
             }
@@ -1367,6 +1386,23 @@ fn table_def(
     def = def
         .read_backup(read_backup)
         .fully_replicated(fully_replicated);
+    // Column constraints first, in column order, then the table's: the
+    // order MariaDB tests them in.
+    let mut checks: Vec<meta::CheckMeta> = specs
+        .iter()
+        .flat_map(|s| {
+            s.checks.iter().map(|expr| meta::CheckMeta {
+                name: s.column.name.clone(),
+                column: Some(s.column.name.clone()),
+                expr: expr.clone(),
+            })
+        })
+        .collect();
+    checks.extend(table_checks);
+    let column_names: Vec<&str> = specs.iter().map(|s| s.column.name.as_str()).collect();
+    for check in &checks {
+        check_columns_exist(check, &column_names)?;
+    }
     let table_meta = meta::TableMeta {
         engine: options.engine,
         comment: options.comment,
@@ -1375,6 +1411,7 @@ fn table_def(
         auto_increment_start: options.auto_increment.unwrap_or(1).max(1),
         columns: specs.into_iter().map(|s| s.meta).collect(),
         copy: None,
+        checks,
     };
     def = def.sql_meta(table_meta.encode());
     // Validate here for MySQL's errors; the dictionary checks again.
@@ -1879,8 +1916,17 @@ fn column_spec(
     let mut default: Option<Option<Expr>> = None;
     let mut on_update_now = false;
     let mut comment = String::new();
+    let mut checks = Vec::new();
+    if matches!(def.data_type, DataType::JSON) {
+        // MariaDB's JSON column carries this check.
+        checks.push(format!("json_valid(`{name}`)"));
+    }
     for option in &def.options {
         match &option.option {
+            // NOT ENFORCED (MySQL's) is kept by MySQL and not tested; so
+            // it is not kept here either.
+            ColumnOption::Check(c) if c.enforced == Some(false) => {}
+            ColumnOption::Check(c) => checks.push(c.expr.to_string()),
             ColumnOption::Null => nullable = true,
             ColumnOption::NotNull => nullable = false,
             ColumnOption::Default(expr) => default = Some(Some(expr.clone())),
@@ -1985,7 +2031,42 @@ fn column_spec(
         meta,
         primary,
         unique,
+        checks,
     })
+}
+
+/// A CHECK condition's text, parsed.
+pub(crate) fn parse_check(text: &str) -> SqlResult<Expr> {
+    sqlparser::parser::Parser::new(&MySqlDialect {})
+        .try_with_sql(text)
+        .and_then(|mut p| p.parse_expr())
+        .map_err(|e| SqlError::syntax(format_args!("the CHECK condition {text}: {e}")))
+}
+
+/// 1054 unless every column `check` names is one of `columns`.
+fn check_columns_exist(check: &meta::CheckMeta, columns: &[&str]) -> SqlResult<()> {
+    let expr = parse_check(&check.expr)?;
+    let mut missing = None;
+    let _ = sqlparser::ast::visit_expressions(&expr, |e| {
+        let name = match e {
+            Expr::Identifier(i) => Some(&i.value),
+            Expr::CompoundIdentifier(parts) => parts.last().map(|p| &p.value),
+            _ => None,
+        };
+        if let Some(n) = name {
+            if !columns.iter().any(|c| c.eq_ignore_ascii_case(n)) && missing.is_none() {
+                missing = Some(n.clone());
+            }
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    match missing {
+        Some(n) => Err(SqlError::new(
+            codes::BAD_FIELD,
+            format!("Unknown column '{n}' in 'CHECK'"),
+        )),
+        None => Ok(()),
+    }
 }
 
 fn is_auto_increment(tokens: &[Token]) -> bool {
@@ -2513,6 +2594,7 @@ impl Change {
                 "adding a PRIMARY KEY column: the cluster cannot change a table's key",
             ));
         }
+        self.set_column_checks(None, &spec);
         if !at_end {
             self.copy_for(format!(
                 "adding column '{}' before others",
@@ -2549,6 +2631,64 @@ impl Change {
         self.added |= at_end;
         if unique {
             self.add_index(None, vec![name], true)?;
+        }
+        Ok(())
+    }
+
+    /// A column added (`old` None) or redefined (`old` its name before):
+    /// its CHECK constraints become the definition's, after the other
+    /// columns' and before the table's.
+    fn set_column_checks(&mut self, old: Option<&str>, spec: &ColumnSpec) {
+        if let Some(old) = old {
+            self.sql.checks.retain(|c| {
+                !c.column
+                    .as_deref()
+                    .is_some_and(|n| n.eq_ignore_ascii_case(old))
+            });
+        }
+        let at = self
+            .sql
+            .checks
+            .iter()
+            .position(|c| c.column.is_none())
+            .unwrap_or(self.sql.checks.len());
+        let name = &spec.column.name;
+        for (k, expr) in spec.checks.iter().enumerate() {
+            self.sql.checks.insert(
+                at + k,
+                meta::CheckMeta {
+                    name: name.clone(),
+                    column: Some(name.clone()),
+                    expr: expr.clone(),
+                },
+            );
+        }
+    }
+
+    /// After the changes: a column constraint whose column went goes with
+    /// it (as in MariaDB); any other constraint must name only columns
+    /// that are still there.
+    fn keep_valid_checks(&mut self) -> SqlResult<()> {
+        let names: Vec<String> = self
+            .def
+            .columns
+            .iter()
+            .filter(|c| c.name != schema::HIDDEN_PRIMARY_KEY_COLUMN)
+            .map(|c| c.name.clone())
+            .collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        self.sql.checks.retain(|c| {
+            c.column
+                .as_deref()
+                .is_none_or(|col| names.iter().any(|n| n.eq_ignore_ascii_case(col)))
+        });
+        for check in &self.sql.checks {
+            if check_columns_exist(check, &names).is_err() {
+                return Err(SqlError::unsupported(format_args!(
+                    "changing or dropping a column the CHECK constraint `{}` ({}) names",
+                    check.name, check.expr
+                )));
+            }
         }
         Ok(())
     }
@@ -2611,6 +2751,7 @@ impl Change {
         self.check_new_name(&column.name.value, Some(at))?;
         let slot = self.slots[at];
         let mut spec = column_spec(conn, column, &self.sql.collation.clone(), slot)?;
+        self.set_column_checks(Some(old), &spec);
         let in_key = self.def.primary_key.contains(&slot);
         if spec.primary && !in_key {
             return Err(SqlError::unsupported(
@@ -2730,6 +2871,7 @@ impl Change {
             }
         }
         self.finish();
+        self.keep_valid_checks()?;
         if let Some((db, name)) = &self.rename {
             self.def.name = catalog::cluster_name(db, name);
         }

@@ -760,6 +760,14 @@ pub fn show_create_table(conn: &Conn<'_>, info: &TableInfo) -> SqlResult<String>
         if !c.comment.is_empty() {
             line.push_str(&format!(" COMMENT {}", quote_string(&c.comment)));
         }
+        // A column's CHECK follows it, as MariaDB shows it.
+        for check in info.sql.checks.iter().filter(|k| {
+            k.column
+                .as_deref()
+                .is_some_and(|n| n.eq_ignore_ascii_case(&c.name))
+        }) {
+            line.push_str(&format!(" CHECK ({})", check.expr));
+        }
         lines.push(line);
     }
     let mut keys: Vec<(String, bool, Vec<String>)> = Vec::new();
@@ -783,6 +791,13 @@ pub fn show_create_table(conn: &Conn<'_>, info: &TableInfo) -> SqlResult<String>
         } else {
             lines.push(format!("  KEY {} ({columns})", quote_ident(&name)));
         }
+    }
+    for check in info.sql.checks.iter().filter(|k| k.column.is_none()) {
+        lines.push(format!(
+            "  CONSTRAINT {} CHECK ({})",
+            quote_ident(&check.name),
+            check.expr
+        ));
     }
     let mut out = format!(
         "CREATE TABLE {} (\n{}\n) ENGINE=ndbcluster",

@@ -18,12 +18,18 @@
 //!     [u16]       the display width (flag 32)
 //!     [str]       the default as SQL shows it, unquoted (flag 16)
 //!     str         comment
-//! [copy lock]     format version 2 only: u32 owner SQL node id, u64 start
-//!                 (Unix ms), str the table's name when it was locked
+//! [copy lock]     format version 2: u32 owner SQL node id, u64 start
+//!                 (Unix ms), str the table's name when it was locked;
+//!                 version 3: u8 present (0 or 1), then the same
+//! [checks]        format version 3 only: u16 count, then per CHECK
+//!                 constraint: str name, str column (empty for one of the
+//!                 table), str expression (SQL text)
 //! ```
 //!
-//! A table without a copy lock is written as version 1, so a SQL node that
-//! reads only version 1 still reads every table not being copied.
+//! A table without a copy lock or CHECK constraints is written as version
+//! 1, one with a copy lock and no checks as version 2, so that a SQL node
+//! that reads only older versions still reads every table that needs
+//! nothing newer.
 //!
 //! Type tags: 1 TINYINT … 5 BIGINT (`u8` unsigned), 6 FLOAT, 7 DOUBLE,
 //! 8 DECIMAL (`u8` precision, `u8` scale), 9 CHAR and 10 VARCHAR (`u16`
@@ -40,8 +46,10 @@ use schema::Collation;
 
 use super::{BlobSize, SqlType};
 
-/// The format version [`TableMeta::encode`] writes and the newest read.
-pub const SQL_META_FORMAT_VERSION: u8 = 2;
+/// The newest format version [`TableMeta::encode`] writes and reads.
+pub const SQL_META_FORMAT_VERSION: u8 = 3;
+/// The version a table with a copy lock and no CHECK is written with.
+const SQL_META_FORMAT_VERSION_COPY: u8 = 2;
 /// The version a table without a copy lock is written with.
 const SQL_META_FORMAT_VERSION_PLAIN: u8 = 1;
 const SQL_META_MAGIC: [u8; 2] = *b"SQ";
@@ -72,6 +80,22 @@ pub struct TableMeta {
     /// Set while a copying ALTER TABLE runs on the table
     /// (`engine::alter_copy`): writers wait until it is gone.
     pub copy: Option<CopyLock>,
+    /// CHECK constraints, column ones first (in column order), then the
+    /// table's, as MariaDB tests them.
+    pub checks: Vec<CheckMeta>,
+}
+
+/// A CHECK constraint as declared.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckMeta {
+    /// Its name: the column's for a column constraint (MariaDB's error
+    /// calls it `table.column`), `CONSTRAINT_<n>` when the table's is
+    /// unnamed.
+    pub name: String,
+    /// The column it was declared on (None: the table's).
+    pub column: Option<String>,
+    /// The condition, as SQL text.
+    pub expr: String,
 }
 
 /// Who is copying a table (a copying ALTER TABLE) and since when.
@@ -119,6 +143,7 @@ impl Default for TableMeta {
             auto_increment_start: 1,
             columns: Vec::new(),
             copy: None,
+            checks: Vec::new(),
         }
     }
 }
@@ -215,11 +240,14 @@ impl TableMeta {
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(64 + self.columns.len() * 16);
         out.extend_from_slice(&SQL_META_MAGIC);
-        out.push(if self.copy.is_some() {
+        let version = if !self.checks.is_empty() {
             SQL_META_FORMAT_VERSION
+        } else if self.copy.is_some() {
+            SQL_META_FORMAT_VERSION_COPY
         } else {
             SQL_META_FORMAT_VERSION_PLAIN
-        });
+        };
+        out.push(version);
         put_str(&mut out, &self.engine);
         put_str(&mut out, &self.comment);
         put_str(&mut out, &self.charset);
@@ -254,10 +282,24 @@ impl TableMeta {
             }
             put_str(&mut out, &c.comment);
         }
+        if version == SQL_META_FORMAT_VERSION {
+            out.push(u8::from(self.copy.is_some()));
+        }
         if let Some(lock) = &self.copy {
             out.extend_from_slice(&lock.owner.to_le_bytes());
             out.extend_from_slice(&lock.started_ms.to_le_bytes());
             put_str(&mut out, &lock.from);
+        }
+        if version == SQL_META_FORMAT_VERSION {
+            put_u16(
+                &mut out,
+                u16::try_from(self.checks.len()).unwrap_or(u16::MAX),
+            );
+            for c in self.checks.iter().take(usize::from(u16::MAX)) {
+                put_str(&mut out, &c.name);
+                put_str(&mut out, c.column.as_deref().unwrap_or(""));
+                put_str(&mut out, &c.expr);
+            }
         }
         out
     }
@@ -317,7 +359,16 @@ impl TableMeta {
                 comment,
             });
         }
-        let copy = if version >= 2 {
+        let has_copy = match version {
+            SQL_META_FORMAT_VERSION_PLAIN => false,
+            SQL_META_FORMAT_VERSION_COPY => true,
+            _ => match r.u8("copy lock present")? {
+                0 => false,
+                1 => true,
+                other => return Err(format!("SQL metadata: copy lock flag {other}")),
+            },
+        };
+        let copy = if has_copy {
             let b = r.take(4, "copy owner")?;
             let owner = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
             let started_ms = r.u64("copy start")?;
@@ -330,6 +381,24 @@ impl TableMeta {
         } else {
             None
         };
+        let mut checks = Vec::new();
+        if version >= SQL_META_FORMAT_VERSION {
+            let count = usize::from(r.u16("check count")?);
+            // Each takes at least its three lengths.
+            if count * 6 > r.remaining() {
+                return Err("SQL metadata: check count past the end".to_owned());
+            }
+            for _ in 0..count {
+                let name = r.str("check name")?;
+                let column = r.str("check column")?;
+                let expr = r.str("check expression")?;
+                checks.push(CheckMeta {
+                    name,
+                    column: (!column.is_empty()).then_some(column),
+                    expr,
+                });
+            }
+        }
         if r.remaining() != 0 {
             return Err(format!("SQL metadata: {} trailing bytes", r.remaining()));
         }
@@ -341,6 +410,7 @@ impl TableMeta {
             auto_increment_start,
             columns,
             copy,
+            checks,
         })
     }
 }
@@ -589,6 +659,43 @@ mod tests {
         for end in 0..bytes.len() {
             assert!(TableMeta::decode(&bytes[..end]).is_err(), "cut at {end}");
         }
+    }
+
+    #[test]
+    fn checks_round_trip_at_version_3_with_or_without_a_copy_lock() {
+        let mut meta = sample();
+        meta.checks = vec![
+            CheckMeta {
+                name: "a".into(),
+                column: Some("a".into()),
+                expr: "a >= 0".into(),
+            },
+            CheckMeta {
+                name: "CONSTRAINT_1".into(),
+                column: None,
+                expr: "b < 100".into(),
+            },
+        ];
+        for copy in [
+            None,
+            Some(CopyLock {
+                owner: 7,
+                started_ms: 1,
+                from: "db/def/t".into(),
+            }),
+        ] {
+            meta.copy = copy;
+            let bytes = meta.encode();
+            assert_eq!(bytes[2], 3);
+            assert_eq!(TableMeta::decode(&bytes), Ok(meta.clone()));
+            for end in 0..bytes.len() {
+                assert!(TableMeta::decode(&bytes[..end]).is_err(), "cut at {end}");
+            }
+        }
+        // Without checks, the older versions that older builds read.
+        meta.checks.clear();
+        meta.copy = None;
+        assert_eq!(meta.encode()[2], 1);
     }
 
     #[test]

@@ -194,6 +194,10 @@ fn insert(
         .position(|c| c.name == schema::HIDDEN_PRIMARY_KEY_COLUMN);
     // Notes of values rounded to their column's scale (MySQL's 1265 note).
     let mut notes = Vec::new();
+    let checks = lower_checks(conn, &table)?;
+    // Rows INSERT IGNORE left out for a failed CHECK: not in "Records",
+    // as MariaDB counts them.
+    let mut check_skipped = 0;
     // Full native rows.
     let mut native_rows: Vec<NativeRow> = Vec::with_capacity(rows.len());
     for (n, row) in rows.iter().enumerate() {
@@ -266,6 +270,15 @@ fn insert(
             out.push((pos, Value::UInt(next_hidden)));
             next_hidden += 1;
         }
+        if let Err(e) = check_row(&checks, &table, &sql_row, &mut ctx) {
+            if ignore {
+                // INSERT IGNORE: the row is left out with a warning.
+                ctx.warn(e.code, e.message);
+                check_skipped += 1;
+                continue;
+            }
+            return Err(e);
+        }
         native_rows.push((out, sql_row));
     }
     keep_warnings(conn, &mut ctx);
@@ -317,7 +330,7 @@ fn insert(
     let info = if rows.len() > 1 {
         format!(
             "Records: {}  Duplicates: {}  Warnings: {}",
-            rows.len(),
+            rows.len() - check_skipped,
             duplicates,
             conn.session.warning_count()
         )
@@ -797,7 +810,8 @@ fn upsert_update(
         return Ok(false);
     };
     ctx.insert_values = inserted;
-    let changed = update_one(tx, table, &old, &key, assignments, &mut ctx, n + 1)?;
+    let checks = lower_checks(conn, table)?;
+    let changed = update_one(tx, table, &old, &key, assignments, &checks, &mut ctx, n + 1)?;
     keep_warnings(conn, &mut ctx);
     Ok(changed.is_some())
 }
@@ -805,16 +819,18 @@ fn upsert_update(
 /// Applies assignments to one row: defines the update when something
 /// changes. Returns the changes (stored values by native position), or
 /// None when nothing changed.
+#[allow(clippy::too_many_arguments)]
 fn update_one(
     tx: &Transaction<'_>,
     table: &TableInfo,
     old: &[Val],
     key: &[Value],
     assignments: &[(usize, Expr)],
+    checks: &[Check],
     ctx: &mut Ctx<'_>,
     row_number: usize,
 ) -> SqlResult<Option<Vec<(usize, Value)>>> {
-    let changes = changes_of(table, old, assignments, ctx, row_number)?;
+    let changes = changes_of(table, old, assignments, checks, ctx, row_number)?;
     let changed = define_update(tx, table, old, key, &changes, ctx.env.tz_secs, row_number)?;
     Ok(changed.then_some(changes))
 }
@@ -911,6 +927,7 @@ fn changes_of(
     table: &TableInfo,
     old: &[Val],
     assignments: &[(usize, Expr)],
+    checks: &[Check],
     ctx: &mut Ctx<'_>,
     row_number: usize,
 ) -> SqlResult<Vec<(usize, Value)>> {
@@ -940,6 +957,9 @@ fn changes_of(
         changes.retain(|(p, _)| *p != column.native);
         changes.push((column.native, stored));
     }
+    if !changes.is_empty() {
+        check_row(checks, table, &row, ctx)?;
+    }
     // ON UPDATE CURRENT_TIMESTAMP: a changed row takes the statement's
     // time in such columns it does not set itself.
     if !changes.is_empty() {
@@ -968,6 +988,53 @@ fn changes_of(
 }
 
 /// The statement's time as a DATETIME value in the session's time zone.
+/// A table's CHECK constraint, lowered over its columns (`table_scope`
+/// order): the name MariaDB's error gives it and its condition.
+pub(crate) struct Check {
+    name: String,
+    cond: Expr,
+}
+
+/// The table's CHECK constraints, lowered once per statement.
+fn lower_checks(conn: &Conn<'_>, table: &TableInfo) -> SqlResult<Vec<Check>> {
+    if table.sql.checks.is_empty() {
+        return Ok(Vec::new());
+    }
+    let columns = table_scope(table, &table.name);
+    let mut out = Vec::with_capacity(table.sql.checks.len());
+    for c in &table.sql.checks {
+        let parsed = crate::engine::ddl::parse_check(&c.expr)?;
+        let cond = with_scope(conn, columns.clone(), &[], |s| {
+            s.clause = "CHECK";
+            s.lower(&parsed)
+        })?;
+        let name = match &c.column {
+            // MariaDB names a column's constraint by table and column.
+            Some(column) => format!("{}.{column}", table.name),
+            None => c.name.clone(),
+        };
+        out.push(Check { name, cond });
+    }
+    Ok(out)
+}
+
+/// 4025 (MariaDB's) when `row` fails a CHECK: one that is FALSE; NULL
+/// passes, as SQL's CHECK lets it.
+fn check_row(checks: &[Check], table: &TableInfo, row: &[Val], ctx: &mut Ctx<'_>) -> SqlResult<()> {
+    for c in checks {
+        if c.cond.eval(row, ctx)?.truth() == Some(false) {
+            return Err(SqlError::new(
+                codes::CONSTRAINT_FAILED,
+                format!(
+                    "CONSTRAINT `{}` failed for `{}`.`{}`",
+                    c.name, table.db, table.name
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 pub(crate) fn now_value(now_micros: i64, tz_secs: i64) -> Val {
     match crate::engine::expr::value::datetime_of_micros(now_micros + tz_secs * 1_000_000) {
         Some((d, t)) => Val::DateTime(d, t),
@@ -1253,6 +1320,7 @@ fn update(
         placeholders,
     )?;
     let per_row = targets.has_sub() || assignments.iter().any(|(_, e)| e.has_sub());
+    let checks = lower_checks(conn, &table)?;
     let environment = env(conn);
     let info = Arc::clone(&conn.info);
     let strict = conn.session.sql_mode_strict();
@@ -1270,7 +1338,7 @@ fn update(
             let mut out = Vec::with_capacity(rows.len());
             for (n, (old, key)) in rows.into_iter().enumerate() {
                 c.check_killed()?;
-                let changes = changes_of(&table, &old, &assignments, c, n + 1)?;
+                let changes = changes_of(&table, &old, &assignments, &checks, c, n + 1)?;
                 out.push((old, key, changes));
             }
             Ok(out)
