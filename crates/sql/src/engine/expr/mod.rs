@@ -116,6 +116,27 @@ pub enum AggFn {
 }
 
 impl AggFn {
+    /// The aggregate an upper-case name calls (`star`: `COUNT(*)`),
+    /// GROUP_CONCAT aside.
+    pub fn by_name(name: &str, star: bool) -> Option<AggFn> {
+        match name {
+            "COUNT" if star => Some(AggFn::CountStar),
+            "COUNT" => Some(AggFn::Count),
+            "SUM" => Some(AggFn::Sum),
+            "AVG" => Some(AggFn::Avg),
+            "MIN" => Some(AggFn::Min),
+            "MAX" => Some(AggFn::Max),
+            "STD" | "STDDEV" | "STDDEV_POP" => Some(AggFn::StdPop),
+            "STDDEV_SAMP" => Some(AggFn::StdSamp),
+            "VARIANCE" | "VAR_POP" => Some(AggFn::VarPop),
+            "VAR_SAMP" => Some(AggFn::VarSamp),
+            "BIT_AND" => Some(AggFn::BitAnd),
+            "BIT_OR" => Some(AggFn::BitOr),
+            "BIT_XOR" => Some(AggFn::BitXor),
+            _ => None,
+        }
+    }
+
     /// The standard deviations and variances: a DOUBLE shown with the
     /// argument's decimals and four more, as MariaDB's.
     pub fn is_deviation(self) -> bool {
@@ -1257,22 +1278,7 @@ impl<'a> Scope<'a> {
         if f.over.is_some() {
             return self.window(f, &name, &args, distinct, star);
         }
-        let agg = match name.as_str() {
-            "COUNT" if star => Some(AggFn::CountStar),
-            "COUNT" => Some(AggFn::Count),
-            "SUM" => Some(AggFn::Sum),
-            "AVG" => Some(AggFn::Avg),
-            "MIN" => Some(AggFn::Min),
-            "MAX" => Some(AggFn::Max),
-            "STD" | "STDDEV" | "STDDEV_POP" => Some(AggFn::StdPop),
-            "STDDEV_SAMP" => Some(AggFn::StdSamp),
-            "VARIANCE" | "VAR_POP" => Some(AggFn::VarPop),
-            "VAR_SAMP" => Some(AggFn::VarSamp),
-            "BIT_AND" => Some(AggFn::BitAnd),
-            "BIT_OR" => Some(AggFn::BitOr),
-            "BIT_XOR" => Some(AggFn::BitXor),
-            _ => None,
-        };
+        let agg = AggFn::by_name(&name, star);
         if let Some(func) = agg {
             let counting = matches!(
                 func,

@@ -125,22 +125,7 @@ impl Scope<'_> {
             return Err(SqlError::unsupported("a window function without OVER"));
         };
         let spec = self.window_spec(over)?;
-        let agg_fn = match name {
-            "COUNT" if star => Some(AggFn::CountStar),
-            "COUNT" => Some(AggFn::Count),
-            "SUM" => Some(AggFn::Sum),
-            "AVG" => Some(AggFn::Avg),
-            "MIN" => Some(AggFn::Min),
-            "MAX" => Some(AggFn::Max),
-            "STD" | "STDDEV" | "STDDEV_POP" => Some(AggFn::StdPop),
-            "STDDEV_SAMP" => Some(AggFn::StdSamp),
-            "VARIANCE" | "VAR_POP" => Some(AggFn::VarPop),
-            "VAR_SAMP" => Some(AggFn::VarSamp),
-            "BIT_AND" => Some(AggFn::BitAnd),
-            "BIT_OR" => Some(AggFn::BitOr),
-            "BIT_XOR" => Some(AggFn::BitXor),
-            _ => None,
-        };
+        let agg_fn = AggFn::by_name(name, star);
         let func = match name {
             _ if agg_fn.is_some() => WinFn::Agg,
             "ROW_NUMBER" => WinFn::RowNumber,
