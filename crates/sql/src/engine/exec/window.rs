@@ -341,11 +341,22 @@ fn range_bound(
             }
         }
     };
-    let mut at = 0;
-    while at < part.len() && before(at) {
-        at += 1;
+    // `before` holds for a prefix of the sorted partition: a binary
+    // search, not a walk per row (O(n log n) for the partition).
+    let (mut low, mut high) = (0, part.len());
+    while low < high {
+        let mid = low + (high - low) / 2;
+        if before(mid) {
+            low = mid + 1;
+        } else {
+            high = mid;
+        }
     }
-    at
+    debug_assert!(
+        low == 0 || before(low - 1),
+        "RANGE keys out of order at {low}"
+    );
+    low
 }
 
 /// A RANGE key as a number (the frame's offset is one).

@@ -733,6 +733,8 @@ fn upsert_rows(
         .indexes
         .iter()
         .any(|i| i.kind == schema::IndexKind::Unique);
+    // Lowered once for the statement, not per duplicate row.
+    let checks = lower_checks(conn, table)?;
     for (n, (row, sql_row)) in rows.iter().enumerate() {
         // A unique index conflict would abort the transaction: its holder
         // is looked for first.
@@ -744,7 +746,17 @@ fn upsert_rows(
         if let Some((_, pk)) = holder {
             duplicates += 1;
             let access = plan::Access::Keys(vec![pk]);
-            if upsert_update(conn, tx, table, &access, sql_row, assignments, params, n)? {
+            if upsert_update(
+                conn,
+                tx,
+                table,
+                &access,
+                sql_row,
+                assignments,
+                &checks,
+                params,
+                n,
+            )? {
                 affected += 2;
             }
             continue;
@@ -779,7 +791,17 @@ fn upsert_rows(
             })
             .collect();
         let access = plan::Access::Keys(vec![key]);
-        if upsert_update(conn, tx, table, &access, sql_row, assignments, params, n)? {
+        if upsert_update(
+            conn,
+            tx,
+            table,
+            &access,
+            sql_row,
+            assignments,
+            &checks,
+            params,
+            n,
+        )? {
             affected += 2;
         }
     }
@@ -796,6 +818,7 @@ fn upsert_update(
     access: &plan::Access,
     inserted: &[Val],
     assignments: &[(usize, Expr)],
+    checks: &[Check],
     params: &[Val],
     n: usize,
 ) -> SqlResult<bool> {
@@ -810,8 +833,7 @@ fn upsert_update(
         return Ok(false);
     };
     ctx.insert_values = inserted;
-    let checks = lower_checks(conn, table)?;
-    let changed = update_one(tx, table, &old, &key, assignments, &checks, &mut ctx, n + 1)?;
+    let changed = update_one(tx, table, &old, &key, assignments, checks, &mut ctx, n + 1)?;
     keep_warnings(conn, &mut ctx);
     Ok(changed.is_some())
 }

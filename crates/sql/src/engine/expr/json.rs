@@ -177,14 +177,8 @@ impl JsonFn {
                 if v[0].is_null() || v.iter().skip(1).step_by(2).any(Val::is_null) {
                     return Ok(Val::Null);
                 }
-                let doc_text = text(0);
-                let mut doc = match parse(&doc_text) {
-                    Ok(doc) => doc,
-                    Err(at) => {
-                        let (code, message) = self.syntax_error(1, &doc_text, at);
-                        ctx.warn(code, message);
-                        return Ok(Val::Null);
-                    }
+                let Some(mut doc) = self.document(v, 0, ctx) else {
+                    return Ok(Val::Null);
                 };
                 for i in (1..v.len()).step_by(2) {
                     let Some(path) = self.exact_path(&v[i], i + 1, ctx) else {
@@ -197,14 +191,8 @@ impl JsonFn {
             }
             _ if v.iter().any(Val::is_null) => Val::Null,
             JsonFn::Remove => {
-                let doc_text = text(0);
-                let mut doc = match parse(&doc_text) {
-                    Ok(doc) => doc,
-                    Err(at) => {
-                        let (code, message) = self.syntax_error(1, &doc_text, at);
-                        ctx.warn(code, message);
-                        return Ok(Val::Null);
-                    }
+                let Some(mut doc) = self.document(v, 0, ctx) else {
+                    return Ok(Val::Null);
                 };
                 for (i, p) in v.iter().enumerate().skip(1) {
                     let Some(path) = self.exact_path(p, i + 1, ctx) else {
@@ -234,20 +222,12 @@ impl JsonFn {
                 Val::str(write(&doc))
             }
             JsonFn::Contains => {
-                let mut docs = Vec::with_capacity(2);
-                for i in 0..2 {
-                    let t = text(i);
-                    match parse(&t) {
-                        Ok(doc) => docs.push(doc),
-                        Err(at) => {
-                            let (code, message) = self.syntax_error(i + 1, &t, at);
-                            ctx.warn(code, message);
-                            return Ok(Val::Null);
-                        }
-                    }
-                }
-                let candidate = docs.pop().expect("two documents");
-                let doc = docs.pop().expect("two documents");
+                let Some(doc) = self.document(v, 0, ctx) else {
+                    return Ok(Val::Null);
+                };
+                let Some(candidate) = self.document(v, 1, ctx) else {
+                    return Ok(Val::Null);
+                };
                 let target = match v.get(2) {
                     None => Some(&doc),
                     Some(p) => {
@@ -280,14 +260,8 @@ impl JsonFn {
                 }
             }
             _ => {
-                let doc_text = text(0);
-                let doc = match parse(&doc_text) {
-                    Ok(doc) => doc,
-                    Err(at) => {
-                        let (code, message) = self.syntax_error(1, &doc_text, at);
-                        ctx.warn(code, message);
-                        return Ok(Val::Null);
-                    }
+                let Some(doc) = self.document(v, 0, ctx) else {
+                    return Ok(Val::Null);
                 };
                 self.on_document(&doc, v, ctx)
             }
@@ -380,6 +354,18 @@ impl JsonFn {
             }
             _ => {}
         }
+    }
+
+    /// Argument `i` parsed as JSON; None, with MariaDB's warning, when it
+    /// is not JSON.
+    fn document(self, v: &[Val], i: usize, ctx: &mut Ctx<'_>) -> Option<Json> {
+        let text = v[i].to_text();
+        parse(&text)
+            .map_err(|at| {
+                let (code, message) = self.syntax_error(i + 1, &text, at);
+                ctx.warn(code, message);
+            })
+            .ok()
     }
 
     /// MariaDB's complaint about JSON text `text` of argument `arg` that
