@@ -103,6 +103,11 @@ fn wait_durable_after_a_system_restart_answers_durable_only_for_a_row_that_survi
     for (round, &kill_after_ms) in KILL_AFTER_MS.iter().enumerate() {
         let key = round as i64;
         let table = session.table("dr_rows").expect("dr_rows");
+        // Looked up before the commit: each lookup runs `skarv admin show`
+        // (a process and a round trip to the mgmd), which under CI's load
+        // took long enough after the ack for a GCP to save the commit in
+        // every round ("some commit was lost by a restart: 3 durable").
+        let pids: Vec<u64> = DATA_NODES.iter().map(|&n| sandbox.pid(n)).collect();
         let tx = session.begin().expect("begin");
         tx.insert(&table, &[("k", Value::Int(key)), ("v", Value::Int(-key))])
             .expect("insert");
@@ -115,7 +120,6 @@ fn wait_durable_after_a_system_restart_answers_durable_only_for_a_row_that_survi
         );
         // The fault under test: every data node dies shortly after the ack.
         std::thread::sleep(Duration::from_millis(kill_after_ms));
-        let pids: Vec<u64> = DATA_NODES.iter().map(|&n| sandbox.pid(n)).collect();
         for &pid in &pids {
             sigkill(pid);
         }
