@@ -445,6 +445,12 @@ const TC_CRASH_SEEDS: [u64; 6] = [1, 2, 15, 39, 40, 89];
 /// serves (`sub_flags::RESUBSCRIBE`: it owns nothing), and then the other
 /// node, whose TC the writes used, crashes: the restarted node takes both
 /// buckets over, resends, and takes the writes.
+/// With `Fault::Restart3` and `Fault::Restart3Unsubscribed` three data
+/// nodes make the group: the victim (the group's last) crashes and
+/// restarts, is subscribed again (or, unsubscribed, only serves again),
+/// and then the middle node crashes. Its bucket's next node in the
+/// group's order is the victim: the node that stayed up must send it
+/// unless it knows the victim holds the epochs (`SubHolderReq`).
 /// With `Fault::LinkBreak` nothing crashes: the API's connection to one
 /// node breaks instead (what was in flight on it is lost, both ways), the
 /// API drops that node's unfinished parts as the client does, and once
@@ -452,16 +458,17 @@ const TC_CRASH_SEEDS: [u64; 6] = [1, 2, 15, 39, 40, 89];
 /// node, which stayed up, resends its bucket from the last acknowledgement.
 fn stream_through_a_crash(seed: u64, fault: Fault) -> Run {
     let tc_crash = fault == Fault::TcCrash;
-    let then_other = fault == Fault::Restart;
+    let three = matches!(fault, Fault::Restart3 | Fault::Restart3Unsubscribed);
+    let then_other = fault == Fault::Restart || three;
     let link_break = fault == Fault::LinkBreak;
-    let mut cluster = Cluster::start(seed, 2, Limits::default());
+    let mut cluster = Cluster::start(seed, if three { 3 } else { 2 }, Limits::default());
     let table = cluster.create_table();
     let layout = RowLayout::new(&table);
     let nodes = cluster.data_nodes.clone();
     let (victim, mut tc_node) = if tc_crash {
         (nodes[0], nodes[1])
     } else {
-        (nodes[1], nodes[0])
+        (*nodes.last().unwrap(), nodes[0])
     };
     let mut next = xorshift(seed);
     let (start, early) = subscribe(&mut cluster, &nodes, table.id);
@@ -562,7 +569,21 @@ fn stream_through_a_crash(seed: u64, fault: Fault) -> Run {
                 live.retain(|&n| n != victim);
             }
         }
-        if then_other && t == crash_after + 10 {
+        if fault == Fault::Restart3Unsubscribed && t == crash_after + 10 {
+            // Back and serving, but not subscribed again: its block does
+            // not know the subscription.
+            cluster.sim.restart(victim);
+            let until = cluster.sim.now() + Duration::from_secs(30);
+            while !serving(&cluster, victim) {
+                assert!(
+                    cluster.sim.now() < until,
+                    "seed {seed}: the restarted node serves"
+                );
+                cluster.sim.run_for(Duration::from_millis(1));
+                let got = take_sub(&cluster);
+                feed(&mut cluster, &mut asm, &live, got);
+            }
+        } else if then_other && t == crash_after + 10 {
             cluster.sim.restart(victim);
             let until = cluster.sim.now() + Duration::from_secs(30);
             'subscribed: loop {
@@ -591,11 +612,13 @@ fn stream_through_a_crash(seed: u64, fault: Fault) -> Run {
             live.push(victim);
         }
         if then_other && t == crash_after + 20 {
-            let other = tc_node;
+            let other = if three { nodes[1] } else { tc_node };
             cluster.sim.crash(other);
             live.retain(|&n| n != other);
             asm.node_down(other);
-            tc_node = victim;
+            if !three {
+                tc_node = victim;
+            }
         }
         let keys = [(t * 5) % 16, (t * 7 + 3) % 16];
         let keys: &[i64] = if t % 3 == 0 && keys[0] != keys[1] {
@@ -695,14 +718,25 @@ fn stream_through_a_crash(seed: u64, fault: Fault) -> Run {
             taken_over: 0,
             epochs_resent: stats.epochs_resent,
             dropped: asm.dropped as u64,
+            buckets_taken_over: 0,
         };
     }
     let survivor = cluster
         .sim
         .block::<SubscriptionBlock>(SubscriptionBlock::address(tc_node));
     let stats = survivor.expect("the survivor's block").stats().clone();
+    // With three nodes the survivor takes the victim's bucket, and the
+    // middle node's unless it knows the victim holds it (then the victim
+    // sends it).
     let buckets = if then_other { 2 } else { 1 };
-    assert_eq!(stats.buckets_taken_over, buckets, "seed {seed}: {stats:?}");
+    if fault == Fault::Restart3 {
+        assert!(
+            (1..=2).contains(&stats.buckets_taken_over),
+            "seed {seed}: {stats:?}"
+        );
+    } else {
+        assert_eq!(stats.buckets_taken_over, buckets, "seed {seed}: {stats:?}");
+    }
     let late = survivor.expect("the survivor's block").late_changes();
     assert_eq!(late, 0, "seed {seed}: changes filed after their epoch");
     let taken_over = cluster
@@ -715,6 +749,7 @@ fn stream_through_a_crash(seed: u64, fault: Fault) -> Run {
         taken_over,
         epochs_resent: stats.epochs_resent,
         dropped: asm.dropped as u64,
+        buckets_taken_over: stats.buckets_taken_over,
     }
 }
 
@@ -937,6 +972,8 @@ struct Run {
     epochs_resent: u64,
     /// Parts the API dropped as already whole.
     dropped: u64,
+    /// Buckets the survivor (the writes' TC's node) took over.
+    buckets_taken_over: u64,
 }
 
 /// The fault a run of [`stream_through_a_crash`] meets.
@@ -950,14 +987,21 @@ enum Fault {
     Restart,
     /// The API's connection to a node breaks (what is in flight lost).
     LinkBreak,
+    /// Three replicas: a crash, the node's restart and new subscription,
+    /// then another node's crash.
+    Restart3,
+    /// As `Restart3`, the restarted node not subscribed again.
+    Restart3Unsubscribed,
 }
 
 impl Fault {
-    const ALL: [Fault; 4] = [
+    const ALL: [Fault; 6] = [
         Fault::Crash,
         Fault::TcCrash,
         Fault::Restart,
         Fault::LinkBreak,
+        Fault::Restart3,
+        Fault::Restart3Unsubscribed,
     ];
 }
 
@@ -966,8 +1010,10 @@ impl Fault {
 fn crash_runs(seeds: &[u64], fault: Fault) {
     let tc_crash = fault == Fault::TcCrash;
     let mut total = Run::default();
+    let mut survivor_took = std::collections::BTreeSet::new();
     for &seed in seeds {
         let run = stream_through_a_crash(seed, fault);
+        survivor_took.insert(run.buckets_taken_over);
         total.taken_over += run.taken_over;
         total.epochs_resent += run.epochs_resent;
         total.dropped += run.dropped;
@@ -980,6 +1026,17 @@ fn crash_runs(seeds: &[u64], fault: Fault) {
         !tc_crash || total.taken_over > 0,
         "the seeds reach transactions taken over"
     );
+    // With three replicas, the seeds reach both sides of the race between
+    // the restarted node's `SubHolderReq` (and the API's acknowledgement
+    // past its start) and the second crash: the survivor passes the
+    // bucket to the restarted node, or takes it itself.
+    if fault == Fault::Restart3 {
+        assert_eq!(
+            survivor_took.into_iter().collect::<Vec<_>>(),
+            [1, 2],
+            "buckets the survivor took over"
+        );
+    }
 }
 
 #[test]
@@ -1079,6 +1136,27 @@ fn an_epoch_an_old_master_left_unreported_comes_whole() {
 #[test]
 fn a_restarted_node_subscribed_again_takes_over_when_the_other_crashes() {
     crash_runs(&[4, 17, 23, 61], Fault::Restart);
+}
+
+#[test]
+fn with_three_replicas_a_restarted_node_subscribed_again_shares_the_take_over() {
+    crash_runs(&[4, 17, 23, 61], Fault::Restart3);
+}
+
+#[test]
+fn with_three_replicas_a_restarted_node_not_subscribed_again_is_passed_over() {
+    crash_runs(&[4, 17, 23, 61], Fault::Restart3Unsubscribed);
+}
+
+/// Whether data node `n` serves, as every live node's distribution block
+/// counts it.
+fn serving(cluster: &Cluster, n: signal::NodeId) -> bool {
+    cluster
+        .data_nodes
+        .iter()
+        .filter(|&&m| cluster.sim.is_up(m))
+        .filter_map(|&m| cluster.sim.block::<Distribution>(Distribution::address(m)))
+        .all(|d| d.node_states().is_some_and(|s| s.serving.contains(n)))
 }
 
 #[test]

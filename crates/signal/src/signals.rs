@@ -907,6 +907,18 @@ signals! {
     /// Refused: no such table (`code`, a `proto::error` code, and why; NDB:
     /// DBINFO_SCANREF).
     188 => DbinfoScanRef { request_id: u32, code: u32, message: String },
+
+    // ---- the change stream: holders (docs/events.md, "Take-over"; wire version 15) ----
+    /// Subscription block of a restarted node → those of its node group's
+    /// other live nodes: API `api`'s subscription `sub_id`, subscribed here
+    /// again (`sub_flags::RESUBSCRIBE`), is served by this node, which holds
+    /// every epoch above `start_epoch` (NDB's SUMA learns the subscriptions
+    /// while its node starts instead).
+    189 => SubHolderReq { api: BlockRef, sub_id: u32, start_epoch: u64 },
+    /// The answer of a node that serves the subscription: the nodes it
+    /// knows to serve it, each with the epoch above which it holds every
+    /// epoch (`starts[i]` for `nodes[i]`; 0: since the subscription began).
+    190 => SubHolderConf { api: BlockRef, sub_id: u32, nodes: Vec<NodeId>, starts: Vec<u64> },
 }
 
 /// Flags of `SubStartReq`.

@@ -655,6 +655,17 @@ fn one_of_each() -> Vec<SignalBody> {
             code: 4009,
             message: "no ndbinfo table `nope`".into(),
         },
+        SignalBody::SubHolderReq {
+            api: addr(9, BlockNumber::API_CLUSTER, 1),
+            sub_id: 3,
+            start_epoch: (12 << 32) | 2,
+        },
+        SignalBody::SubHolderConf {
+            api: addr(9, BlockNumber::API_CLUSTER, 1),
+            sub_id: 3,
+            nodes: vec![node(2), node(4)],
+            starts: vec![0, (12 << 32) | 2],
+        },
     ];
     let mut gsns: Vec<u16> = bodies.iter().map(SignalBody::gsn).collect();
     gsns.sort_unstable();

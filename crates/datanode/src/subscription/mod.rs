@@ -136,6 +136,13 @@ struct Subscriber {
     owners: Vec<Option<NodeId>>,
     /// The buckets this node owns for it.
     owned: NodeBitmask,
+    /// The nodes this node knows to serve it, each with the epoch above
+    /// which it holds every epoch (0: since the subscription began). What
+    /// is here is true: a node is added on its own word (a fresh start at
+    /// every node, `SubHolderReq`, or a `SubHolderConf` listing what its
+    /// sender knows) and removed when it fails. Knowing less only makes a
+    /// take-over send a bucket twice (see [`SubscriptionBlock::owner_of`]).
+    holders: Vec<(NodeId, u64)>,
     /// Since when its API node is gone (`ApiFailRep`), until it subscribes
     /// again or acknowledges an epoch: it ends `API_GONE_GRACE` later.
     gone_since: Option<kernel::Instant>,
@@ -230,17 +237,37 @@ impl SubscriptionBlock {
         self.buffer.complete()
     }
 
-    /// Who owns bucket `bucket` now: its node group's first node, from
-    /// the bucket's node on, that is neither down nor in `failing`.
-    /// `None` when none is left (the whole node group is down: membership
-    /// stops the cluster).
-    fn live_owner(&self, bucket: NodeId, failing: &NodeBitmask) -> Option<NodeId> {
+    /// Who sends bucket `bucket` to `sub` from now on, as this node sees
+    /// it: in its node group's order from the bucket's node, skipping nodes
+    /// down or in `failing`, the first that is this node or that this node
+    /// knows holds every epoch the subscriber still needs (a holder whose
+    /// start is at most the subscriber's acknowledgement here). `None` when
+    /// there is none (this node is of another group and knows no holder of
+    /// it; or the whole group is down).
+    ///
+    /// Why no bucket goes unsent: a holder's entry is true, so a node
+    /// that passes over itself for an earlier node passes it to a real
+    /// holder of the epochs; the first such holder in the order knows no
+    /// earlier one, so it takes the bucket. A node that does not know an
+    /// earlier holder takes the bucket too, and the API takes each (epoch,
+    /// bucket) once. Choosing simply the first live node (the rule before
+    /// three replicas) could pick a restarted node the API has not
+    /// subscribed again, which sends nothing.
+    fn owner_of(&self, bucket: NodeId, sub: &Subscriber, failing: &NodeBitmask) -> Option<NodeId> {
+        let me = self.config.node;
         let group = self.config.placement.group_of(bucket)?;
         let nodes = &self.config.placement.node_groups()[group as usize];
         let at = nodes.iter().position(|&n| n == bucket)?;
         (0..nodes.len())
             .map(|k| nodes[(at + k) % nodes.len()])
-            .find(|&n| !self.live.is_down(n) && !failing.contains(n))
+            .filter(|&n| !self.live.is_down(n) && !failing.contains(n))
+            .find(|&n| {
+                n == me
+                    || sub
+                        .holders
+                        .iter()
+                        .any(|&(h, start)| h == n && start <= sub.acked)
+            })
     }
 
     /// Recomputes the buckets `sub` has this node send.
@@ -270,6 +297,7 @@ impl SubscriptionBlock {
         let keys: Vec<SubKey> = self.subscribers.keys().copied().collect();
         for key in keys {
             let mut sub = self.subscribers.remove(&key).expect("listed");
+            sub.holders.retain(|&(n, _)| !failed.contains(n));
             let mut taken = NodeBitmask::new();
             for (i, &bucket) in self.buckets.iter().enumerate() {
                 let in_failed_group = self
@@ -286,7 +314,7 @@ impl SubscriptionBlock {
                 if !orphaned {
                     continue;
                 }
-                let owner = self.live_owner(bucket, &failed);
+                let owner = self.owner_of(bucket, &sub, &failed);
                 sub.owners[i] = owner;
                 if owner == Some(me) && !sub.owned.contains(bucket) {
                     taken.insert(bucket);
@@ -432,23 +460,37 @@ impl SubscriptionBlock {
         }
         tables.sort_unstable();
         tables.dedup();
-        let owners = if flags & sub_flags::RESUBSCRIBE != 0 {
-            vec![None; self.buckets.len()]
-        } else {
+        // A fresh subscription starts at every data node or fails at the
+        // API (`Subscription::start`): each node up now serves it from
+        // its beginning. A node subscribed again knows only itself, once
+        // its start is known, and asks its group (`SubHolderReq`).
+        let fresh = flags & sub_flags::RESUBSCRIBE == 0;
+        let holders = if fresh {
             self.buckets
                 .iter()
-                .map(|&b| self.live_owner(b, &NodeBitmask::new()))
+                .filter(|&&n| !self.live.is_down(n))
+                .map(|&n| (n, 0))
                 .collect()
+        } else {
+            Vec::new()
         };
         let mut sub = Subscriber {
             tables,
             flags,
             start: None,
             acked: 0,
-            owners,
+            owners: vec![None; self.buckets.len()],
             owned: NodeBitmask::new(),
+            holders,
             gone_since: None,
         };
+        if fresh {
+            sub.owners = self
+                .buckets
+                .iter()
+                .map(|&b| self.owner_of(b, &sub, &NodeBitmask::new()))
+                .collect();
+        }
         self.own(&mut sub);
         self.subscribers.insert((api, sub_id), sub);
         self.queued.push((api, sub_id));
@@ -518,8 +560,71 @@ impl SubscriptionBlock {
                     start_epoch: start,
                 },
             );
+            if sub.flags & sub_flags::RESUBSCRIBE != 0 {
+                let me = self.config.node;
+                sub.holders.push((me, start));
+                let placement = &self.config.placement;
+                let group = placement
+                    .group_of(me)
+                    .map(|g| &placement.node_groups()[g as usize]);
+                for &peer in group.into_iter().flatten() {
+                    if peer != me && !self.live.is_down(peer) {
+                        ctx.send(
+                            SubscriptionBlock::address(peer),
+                            SignalBody::SubHolderReq {
+                                api: key.0,
+                                sub_id: key.1,
+                                start_epoch: start,
+                            },
+                        );
+                    }
+                }
+            }
         }
         self.start_round(ctx);
+    }
+
+    /// A restarted node of this group serves `key` again, holding every
+    /// epoch above `start`: noted, and answered with what this node knows.
+    fn on_holder_req(&mut self, from: NodeId, key: SubKey, start: u64, ctx: &mut Context<'_>) {
+        let Some(sub) = self.subscribers.get_mut(&key) else {
+            // Not served here (restarted too, not subscribed again yet):
+            // nothing to tell.
+            return;
+        };
+        if self.live.is_down(from) {
+            return;
+        }
+        match sub.holders.iter_mut().find(|(n, _)| *n == from) {
+            Some(known) => known.1 = start,
+            None => sub.holders.push((from, start)),
+        }
+        let (nodes, starts) = sub.holders.iter().copied().unzip();
+        ctx.send(
+            SubscriptionBlock::address(from),
+            SignalBody::SubHolderConf {
+                api: key.0,
+                sub_id: key.1,
+                nodes,
+                starts,
+            },
+        );
+    }
+
+    /// What a node of this group knows of `key`'s holders: added, except
+    /// nodes down here (it may have written before it heard of a failure
+    /// this node has seen).
+    fn on_holder_conf(&mut self, key: SubKey, nodes: &[NodeId], starts: &[u64]) {
+        let me = self.config.node;
+        let Some(sub) = self.subscribers.get_mut(&key) else {
+            return;
+        };
+        for (&n, &start) in nodes.iter().zip(starts) {
+            if n == me || self.live.is_down(n) || sub.holders.iter().any(|&(h, _)| h == n) {
+                continue;
+            }
+            sub.holders.push((n, start));
+        }
     }
 
     /// API node `node` is gone: its subscriptions end unless it comes back
@@ -784,6 +889,15 @@ impl Block for SubscriptionBlock {
         );
         for sub in self.subscribers.values() {
             assert_eq!(sub.owners.len(), self.buckets.len(), "an owner per bucket");
+            if sub.start.is_some() {
+                assert!(
+                    sub.holders.iter().any(|&(n, _)| n == self.config.node),
+                    "a started subscriber is served here: this node is one of its holders"
+                );
+            }
+            for &(n, _) in &sub.holders {
+                assert!(!self.live.is_down(n), "holder {n} is not down");
+            }
             // What it sends is what the owners say: one owner per bucket,
             // so no two nodes that agree on the owners send one bucket.
             for (&bucket, owner) in self.buckets.iter().zip(&sub.owners) {
@@ -817,6 +931,21 @@ impl Block for SubscriptionBlock {
             }
             SignalBody::SubGcpCompleteRep { epoch } => self.on_mark(sender, epoch, ctx),
             SignalBody::MembershipViewRep { view } => self.on_view(&view, ctx),
+            SignalBody::SubHolderReq {
+                api,
+                sub_id,
+                start_epoch,
+            } if sender.block == BlockNumber::SUBSCRIPTION => {
+                self.on_holder_req(sender.node, (api, sub_id), start_epoch, ctx)
+            }
+            SignalBody::SubHolderConf {
+                api,
+                sub_id,
+                nodes,
+                starts,
+            } if sender.block == BlockNumber::SUBSCRIPTION => {
+                self.on_holder_conf((api, sub_id), &nodes, &starts)
+            }
             SignalBody::ApiFailRep { node } if sender.node == self.config.node => {
                 self.on_api_gone(node, ctx)
             }
