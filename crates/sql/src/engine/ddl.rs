@@ -3427,7 +3427,10 @@ mod tests {
 
     #[test]
     fn check_clauses_backquote_their_names() {
-        assert_eq!(check_clause("a >= 0 AND t.b < 5"), "`a` >= 0 AND `t`.`b` < 5");
+        assert_eq!(
+            check_clause("a >= 0 AND t.b < 5"),
+            "`a` >= 0 AND `t`.`b` < 5"
+        );
         assert_eq!(check_clause("json_valid(`j`)"), "json_valid(`j`)");
     }
 
