@@ -134,6 +134,7 @@ pub mod codes {
     pub const WRONG_USAGE: u16 = 1221;
     pub const WRONG_PARAMCOUNT_TO_NATIVE_FCT: u16 = 1582;
     pub const CONSTRAINT_FAILED: u16 = 4025;
+    pub const DUP_CONSTRAINT_NAME: u16 = 1826;
     pub const TRUNCATED_WRONG_VALUE_FOR_FIELD: u16 = 1366;
     pub const NO_SUCH_INDEX: u16 = 1176;
     pub const CANT_DROP_FIELD_OR_KEY: u16 = 1091;

@@ -347,6 +347,11 @@ fn copy_rows(
         .columns
         .iter()
         .position(|c| c.name == schema::HIDDEN_PRIMARY_KEY_COLUMN);
+    // Every row must pass the new table's CHECKs (an added one's, and
+    // any a row added before its column's CHECK may fail: MariaDB's copy
+    // tests them all).
+    let checks = super::exec::lower_checks_as(conn, new, &old.name)?;
+    let mut sql_row: Vec<Val> = vec![Val::Null; new.columns.len()];
     let scan_tx = conn.native.begin().map_err(|e| txn::native_error(&e))?;
     let mut batch: Vec<Vec<(usize, Value)>> = Vec::with_capacity(COPY_BATCH_ROWS);
     let mut row_number = 0usize;
@@ -400,6 +405,13 @@ fn copy_rows(
                     });
                 }
                 out.push((j, value));
+            }
+            if !checks.is_empty() {
+                for (at, column) in new.columns.iter().enumerate() {
+                    sql_row[at] =
+                        convert::from_native(&out[column.native].1, &column.ty, ctx.env.tz_secs);
+                }
+                super::exec::check_row_of(&checks, &old.db, &old.name, &sql_row, &mut ctx)?;
             }
             batch.push(out);
             if batch.len() == COPY_BATCH_ROWS {

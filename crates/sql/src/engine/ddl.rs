@@ -153,6 +153,13 @@ pub enum CatalogStmt {
         /// `AUTO_INCREMENT [=] n`.
         auto_increment: Option<u64>,
     },
+    /// `ALTER TABLE` with MySQL's `DROP CHECK name`, which sqlparser does
+    /// not parse (nor MariaDB): the statement with `DROP CONSTRAINT` in
+    /// its place.
+    AlterTable {
+        /// The statement, parsed.
+        statement: Box<Statement>,
+    },
     /// `SHOW TABLE STATUS [FROM|IN db] [LIKE 'pattern']`.
     ShowTableStatus {
         /// The database named.
@@ -246,7 +253,9 @@ pub fn recognise(sql: &str) -> Option<SqlResult<CatalogStmt>> {
             }))
         }
         ("CREATE", Some("TABLE")) => create_table_extras(sql, &tokens),
-        ("ALTER", Some("TABLE")) => alter_table_options(&words[2..]),
+        ("ALTER", Some("TABLE")) => {
+            alter_table_options(&words[2..]).or_else(|| alter_drop_check(&tokens))
+        }
         _ => None,
     }
 }
@@ -318,6 +327,40 @@ fn alter_table_options(words: &[(usize, &Token)]) -> Option<SqlResult<CatalogStm
         engine,
         auto_increment,
     }))
+}
+
+/// `ALTER TABLE … DROP CHECK name …` (MySQL 8's, which Django sends to a
+/// server that says MySQL): parsed with `DROP CONSTRAINT` for each
+/// `DROP CHECK` outside parentheses; None when there is none.
+fn alter_drop_check(tokens: &[Token]) -> Option<SqlResult<CatalogStmt>> {
+    let mut out: Vec<Token> = tokens.to_vec();
+    let mut depth = 0i32;
+    let mut after_drop = false;
+    let mut changed = false;
+    for token in &mut out {
+        match token {
+            Token::Whitespace(_) => continue,
+            Token::LParen => depth += 1,
+            Token::RParen => depth -= 1,
+            Token::Word(w) if depth == 0 && after_drop && w.keyword == Keyword::CHECK => {
+                *token = Token::make_keyword("CONSTRAINT");
+                changed = true;
+            }
+            _ => {}
+        }
+        after_drop = depth == 0 && matches!(token, Token::Word(w) if w.keyword == Keyword::DROP);
+    }
+    if !changed {
+        return None;
+    }
+    let text: String = out.iter().map(token_text).collect();
+    Some(match super::parse(&text) {
+        Ok(mut statements) if statements.len() == 1 => Ok(CatalogStmt::AlterTable {
+            statement: Box::new(statements.remove(0)),
+        }),
+        Ok(_) => Err(SqlError::syntax("one ALTER TABLE expected")),
+        Err(e) => Err(e),
+    })
 }
 
 fn rest_is_empty(rest: &[(usize, &Token)]) -> bool {
@@ -543,6 +586,10 @@ pub fn run(
             change.apply(conn)?;
             ok()
         }
+        CatalogStmt::AlterTable { statement } => match &**statement {
+            Statement::AlterTable(alter) => alter_table(conn, &alter.name, &alter.operations),
+            other => Err(SqlError::unsupported(format_args!("`{other}`"))),
+        },
         CatalogStmt::ShowTableStatus { db, like, filter } => {
             let Some(filter) = filter else {
                 return super::show::show_table_status(
@@ -1221,8 +1268,9 @@ fn table_def(
             keys.push((Some(spec.column.name.clone()), vec![at], true));
         }
     }
-    let mut table_checks: Vec<meta::CheckMeta> = Vec::new();
-    let mut unnamed_checks = 0;
+    // The table's CHECKs as declared (None: unnamed), named once all are
+    // known: MariaDB's generated names skip the declared ones.
+    let mut table_checks: Vec<(Option<String>, String)> = Vec::new();
     for constraint in &create.constraints {
         match constraint {
             TableConstraint::PrimaryKey(pk) => {
@@ -1263,18 +1311,7 @@ fn table_def(
             }
             TableConstraint::Check(c) if c.enforced == Some(false) => {}
             TableConstraint::Check(c) => {
-                let name = match &c.name {
-                    Some(n) => n.value.clone(),
-                    None => {
-                        unnamed_checks += 1;
-                        format!("CONSTRAINT_{unnamed_checks}")
-                    }
-                };
-                table_checks.push(meta::CheckMeta {
-                    name,
-                    column: None,
-                    expr: c.expr.to_string(),
-                });
+                table_checks.push((c.name.as_ref().map(|n| n.value.clone()), c.expr.to_string()))
             }
             TableConstraint::FulltextOrSpatial(_) => {
                 return Err(SqlError::unsupported("FULLTEXT and SPATIAL indexes"))
@@ -1398,7 +1435,7 @@ fn table_def(
             })
         })
         .collect();
-    checks.extend(table_checks);
+    add_table_checks(&mut checks, table_checks)?;
     let column_names: Vec<&str> = specs.iter().map(|s| s.column.name.as_str()).collect();
     for check in &checks {
         check_columns_exist(check, &column_names)?;
@@ -2043,6 +2080,72 @@ pub(crate) fn parse_check(text: &str) -> SqlResult<Expr> {
         .map_err(|e| SqlError::syntax(format_args!("the CHECK condition {text}: {e}")))
 }
 
+/// A CHECK condition as MariaDB shows it (SHOW CREATE TABLE,
+/// `CHECK_CONSTRAINTS.CHECK_CLAUSE`): its names backquoted. MariaDB
+/// prints its own form of the whole expression (keywords in lower case,
+/// `NOT (a = 2)` as `a <> 2`); this is sqlparser's, names aside.
+pub(crate) fn check_clause(text: &str) -> String {
+    let Ok(mut expr) = parse_check(text) else {
+        return text.to_owned();
+    };
+    let quote = |i: &mut sqlparser::ast::Ident| i.quote_style = Some('`');
+    let _ = sqlparser::ast::visit_expressions_mut(&mut expr, |e| {
+        match e {
+            Expr::Identifier(i) => quote(i),
+            Expr::CompoundIdentifier(parts) => parts.iter_mut().for_each(quote),
+            _ => {}
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    expr.to_string()
+}
+
+/// Appends table CHECKs (`(name, condition)`, None for an unnamed one)
+/// to `checks`, naming the unnamed ones as MariaDB does
+/// (`make_unique_constraint_name`): `CONSTRAINT_<n>`, n counting from 1
+/// over the statement and skipping every name a table CHECK of the result
+/// has. 1826 when a name is taken (by a table CHECK or a column's, in any
+/// case).
+fn add_table_checks(
+    checks: &mut Vec<meta::CheckMeta>,
+    added: Vec<(Option<String>, String)>,
+) -> SqlResult<()> {
+    let mut taken: Vec<String> = checks
+        .iter()
+        .filter(|c| c.column.is_none())
+        .map(|c| c.name.clone())
+        .chain(added.iter().filter_map(|(n, _)| n.clone()))
+        .collect();
+    let mut nr = 1usize;
+    for (name, expr) in added {
+        let name = match name {
+            Some(n) => {
+                if checks.iter().any(|c| c.name.eq_ignore_ascii_case(&n)) {
+                    return Err(SqlError::new(
+                        codes::DUP_CONSTRAINT_NAME,
+                        format!("Duplicate CHECK constraint name '{n}'"),
+                    ));
+                }
+                n
+            }
+            None => loop {
+                let candidate = format!("CONSTRAINT_{nr}");
+                nr += 1;
+                if !taken.iter().any(|t| t.eq_ignore_ascii_case(&candidate)) {
+                    taken.push(candidate.clone());
+                    break candidate;
+                }
+            },
+        };
+        checks.push(meta::CheckMeta {
+            name,
+            column: None,
+            expr,
+        });
+    }
+    Ok(())
+}
+
 /// 1054 unless every column `check` names is one of `columns`.
 fn check_columns_exist(check: &meta::CheckMeta, columns: &[&str]) -> SqlResult<()> {
     let expr = parse_check(&check.expr)?;
@@ -2665,6 +2768,56 @@ impl Change {
         }
     }
 
+    /// `DROP CONSTRAINT name`: a table CHECK the table had before the
+    /// statement (MariaDB resolves the drops before the adds, and a
+    /// column's CHECK is not a constraint it drops by name), else a UNIQUE
+    /// key, as MariaDB's DROP CONSTRAINT drops one. 1091 for neither.
+    fn drop_constraint(&mut self, name: &str) -> SqlResult<()> {
+        let named = |c: &meta::CheckMeta| c.column.is_none() && c.name.eq_ignore_ascii_case(name);
+        if self.info.sql.checks.iter().any(named) {
+            if let Some(at) = self.sql.checks.iter().position(named) {
+                self.sql.checks.remove(at);
+                return Ok(());
+            }
+        }
+        let hash = format!("{name}{UNIQUE_SUFFIX}");
+        if self
+            .def
+            .indexes
+            .iter()
+            .any(|i| i.name.eq_ignore_ascii_case(&hash))
+        {
+            return self.drop_index(name);
+        }
+        Err(SqlError::new(
+            codes::CANT_DROP_FIELD_OR_KEY,
+            format!("Can't DROP CONSTRAINT `{name}`; check that it exists"),
+        ))
+    }
+
+    /// `ADD [CONSTRAINT name] CHECK (cond)`s, after the statement's other
+    /// changes: named as MariaDB names them (1826 for a name taken), their
+    /// columns there (1054). The rows must pass them, so the change copies
+    /// them ([`super::alter_copy`] tests every row against the table's
+    /// CHECKs, with writers held off, as MariaDB's copying ALTER does).
+    fn add_checks(&mut self, added: Vec<(Option<String>, String)>) -> SqlResult<()> {
+        let names: Vec<String> = self
+            .def
+            .columns
+            .iter()
+            .filter(|c| c.name != schema::HIDDEN_PRIMARY_KEY_COLUMN)
+            .map(|c| c.name.clone())
+            .collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let from = self.sql.checks.len();
+        add_table_checks(&mut self.sql.checks, added)?;
+        for check in &self.sql.checks[from..] {
+            check_columns_exist(check, &names)?;
+        }
+        self.copy_for("a CHECK constraint added: every row is tested against it");
+        Ok(())
+    }
+
     /// After the changes: a column constraint whose column went goes with
     /// it (as in MariaDB); any other constraint must name only columns
     /// that are still there.
@@ -3037,6 +3190,9 @@ fn alter_table(
             })
             .collect(),
     };
+    // CHECKs added, named after the other changes (MariaDB's generated
+    // names skip every name the table keeps).
+    let mut added_checks: Vec<(Option<String>, String)> = Vec::new();
     for op in operations {
         match op {
             AlterTableOperation::AddColumn {
@@ -3069,8 +3225,22 @@ fn alter_table(
                         "ADD PRIMARY KEY: the cluster cannot change a table's key",
                     ))
                 }
+                // NOT ENFORCED (MySQL's) is not kept, as in CREATE TABLE.
+                TableConstraint::Check(c) if c.enforced == Some(false) => {}
+                TableConstraint::Check(c) => added_checks
+                    .push((c.name.as_ref().map(|n| n.value.clone()), c.expr.to_string())),
                 other => return Err(SqlError::unsupported(format_args!("ADD {other}"))),
             },
+            AlterTableOperation::DropConstraint {
+                if_exists, name, ..
+            } => {
+                if let Err(e) = change.drop_constraint(&name.value) {
+                    if !*if_exists {
+                        return Err(e);
+                    }
+                    catalog::note(conn, e.code, e.message);
+                }
+            }
             AlterTableOperation::DropIndex { name } => change.drop_index(&name.value)?,
             AlterTableOperation::DropColumn {
                 column_names,
@@ -3136,6 +3306,9 @@ fn alter_table(
             AlterTableOperation::Algorithm { .. } | AlterTableOperation::Lock { .. } => {}
             other => return Err(SqlError::unsupported(format_args!("ALTER TABLE … {other}"))),
         }
+    }
+    if !added_checks.is_empty() {
+        change.add_checks(added_checks)?;
     }
     change.apply(conn)?;
     ok()
@@ -3213,6 +3386,52 @@ mod tests {
             Some(Ok(CatalogStmt::ShowTableStatus { db: Some(d), like: Some(l), filter: None }))
                 if d == "d" && l == "t%"
         ));
+    }
+
+    #[test]
+    fn mysqls_drop_check_is_drop_constraint() {
+        let Some(Ok(CatalogStmt::AlterTable { statement })) =
+            recognise("ALTER TABLE t ADD CHECK (a > 0), DROP CHECK c1, DROP COLUMN `check`")
+        else {
+            panic!("DROP CHECK not recognised");
+        };
+        let Statement::AlterTable(alter) = *statement else {
+            panic!("not an ALTER TABLE");
+        };
+        assert!(matches!(
+            alter.operations.as_slice(),
+            [
+                AlterTableOperation::AddConstraint { .. },
+                AlterTableOperation::DropConstraint { name, .. },
+                AlterTableOperation::DropColumn { .. },
+            ] if name.value == "c1"
+        ));
+        // Without DROP CHECK, sqlparser parses the statement itself.
+        assert!(recognise("ALTER TABLE t ADD CHECK (a > 0)").is_none());
+    }
+
+    #[test]
+    fn generated_check_names_skip_the_names_taken() {
+        let mut checks = Vec::new();
+        let added = vec![
+            (None, "a > 0".to_owned()),
+            (Some("CONSTRAINT_1".to_owned()), "a < 9".to_owned()),
+            (None, "a <> 3".to_owned()),
+        ];
+        add_table_checks(&mut checks, added).unwrap();
+        let names: Vec<&str> = checks.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["CONSTRAINT_2", "CONSTRAINT_1", "CONSTRAINT_3"]);
+        let again = add_table_checks(&mut checks, vec![(Some("constraint_2".into()), "1".into())]);
+        assert_eq!(again.unwrap_err().code, codes::DUP_CONSTRAINT_NAME);
+    }
+
+    #[test]
+    fn check_clauses_backquote_their_names() {
+        assert_eq!(
+            check_clause("a >= 0 AND t.b < 5"),
+            "`a` >= 0 AND `t`.`b` < 5"
+        );
+        assert_eq!(check_clause("json_valid(`j`)"), "json_valid(`j`)");
     }
 
     proptest::proptest! {

@@ -29,6 +29,7 @@ use crate::value::{charset, flags, ColumnMeta, ColumnType, SqlValue};
 /// MySQL 8's in places (`Ignored` instead of `Visible` in SHOW INDEX,
 /// `current_timestamp()`, unquoted numeric defaults).
 pub const INFORMATION_SCHEMA_TABLES: &[&str] = &[
+    "CHECK_CONSTRAINTS",
     "COLUMNS",
     "GLOBAL_STATUS",
     "KEY_COLUMN_USAGE",
@@ -619,6 +620,7 @@ fn information_schema_columns(table: &str) -> Option<Vec<ColumnMeta>> {
         "COLUMNS" => columns_columns(),
         "STATISTICS" => statistics_columns(),
         "KEY_COLUMN_USAGE" => key_column_usage_columns(),
+        "CHECK_CONSTRAINTS" => check_constraints_columns(),
         "PROCESSLIST" => super::session::processlist_columns(true, true),
         "GLOBAL_STATUS" | "SESSION_STATUS" => status_columns(),
         _ => return None,
@@ -766,7 +768,7 @@ pub fn show_create_table(conn: &Conn<'_>, info: &TableInfo) -> SqlResult<String>
                 .as_deref()
                 .is_some_and(|n| n.eq_ignore_ascii_case(&c.name))
         }) {
-            line.push_str(&format!(" CHECK ({})", check.expr));
+            line.push_str(&format!(" CHECK ({})", ddl::check_clause(&check.expr)));
         }
         lines.push(line);
     }
@@ -796,7 +798,7 @@ pub fn show_create_table(conn: &Conn<'_>, info: &TableInfo) -> SqlResult<String>
         lines.push(format!(
             "  CONSTRAINT {} CHECK ({})",
             quote_ident(&check.name),
-            check.expr
+            ddl::check_clause(&check.expr)
         ));
     }
     let mut out = format!(
@@ -1106,6 +1108,7 @@ pub fn information_schema_rows(
         "COLUMNS" => columns(conn)?,
         "STATISTICS" => statistics(conn)?,
         "KEY_COLUMN_USAGE" => key_column_usage(conn)?,
+        "CHECK_CONSTRAINTS" => check_constraints(conn)?,
         // This SQL node's connections only (as SHOW PROCESSLIST).
         "PROCESSLIST" => super::session::processlist(conn, true, true),
         "GLOBAL_STATUS" | "SESSION_STATUS" => {
@@ -1535,6 +1538,42 @@ fn key_column_usage(conn: &Conn<'_>) -> SqlResult<Rows> {
                 SqlValue::Null,
                 SqlValue::Null,
                 SqlValue::Null,
+            ]);
+        }
+    }
+    Ok((columns, rows))
+}
+
+/// `information_schema.CHECK_CONSTRAINTS`'s columns (MariaDB's).
+fn check_constraints_columns() -> Vec<ColumnMeta> {
+    vec![
+        text_col("CONSTRAINT_CATALOG", 512),
+        text_col("CONSTRAINT_SCHEMA", 64),
+        text_col("TABLE_NAME", 64),
+        text_col("CONSTRAINT_NAME", 64),
+        text_col("LEVEL", 6),
+        text_col("CHECK_CLAUSE", 65_535),
+    ]
+}
+
+/// One row per CHECK constraint, in the order they are tested (a
+/// column's, named after the column, at `Column` level first).
+fn check_constraints(conn: &Conn<'_>) -> SqlResult<Rows> {
+    let columns = check_constraints_columns();
+    let mut rows = Vec::new();
+    for info in all_tables(conn)? {
+        for check in &info.sql.checks {
+            rows.push(vec![
+                text(CATALOG),
+                text(info.db.clone()),
+                text(info.name.clone()),
+                text(check.name.clone()),
+                text(if check.column.is_some() {
+                    "Column"
+                } else {
+                    "Table"
+                }),
+                text(ddl::check_clause(&check.expr)),
             ]);
         }
     }

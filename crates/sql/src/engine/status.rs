@@ -522,7 +522,8 @@ fn com_of(statement: &Stmt) -> Option<usize> {
         Stmt::Extra(Extra::Catalog(c)) => match &**c {
             super::ddl::CatalogStmt::CreateTable { .. } => c!("create_table"),
             super::ddl::CatalogStmt::ShowCreateDatabase { .. } => c!("show_create_db"),
-            super::ddl::CatalogStmt::AlterTableOptions { .. } => c!("alter_table"),
+            super::ddl::CatalogStmt::AlterTableOptions { .. }
+            | super::ddl::CatalogStmt::AlterTable { .. } => c!("alter_table"),
             super::ddl::CatalogStmt::ShowTableStatus { .. } => c!("show_table_status"),
         },
         Stmt::Extra(Extra::Text { head, .. }) => {

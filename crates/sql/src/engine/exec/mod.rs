@@ -12,7 +12,7 @@ mod semi;
 pub mod subquery;
 mod window;
 mod write;
-pub(crate) use write::{duplicate_error, failed_op, now_value};
+pub(crate) use write::{check_row_of, duplicate_error, failed_op, lower_checks_as, now_value};
 
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};

@@ -1009,7 +1009,6 @@ fn changes_of(
     Ok(changes)
 }
 
-/// The statement's time as a DATETIME value in the session's time zone.
 /// A table's CHECK constraint, lowered over its columns (`table_scope`
 /// order): the name MariaDB's error gives it and its condition.
 pub(crate) struct Check {
@@ -1019,6 +1018,16 @@ pub(crate) struct Check {
 
 /// The table's CHECK constraints, lowered once per statement.
 fn lower_checks(conn: &Conn<'_>, table: &TableInfo) -> SqlResult<Vec<Check>> {
+    lower_checks_as(conn, table, &table.name)
+}
+
+/// `table`'s CHECK constraints, a column's named after the table `shown`
+/// (a copying ALTER's new table is the old one to the user).
+pub(crate) fn lower_checks_as(
+    conn: &Conn<'_>,
+    table: &TableInfo,
+    shown: &str,
+) -> SqlResult<Vec<Check>> {
     if table.sql.checks.is_empty() {
         return Ok(Vec::new());
     }
@@ -1032,7 +1041,7 @@ fn lower_checks(conn: &Conn<'_>, table: &TableInfo) -> SqlResult<Vec<Check>> {
         })?;
         let name = match &c.column {
             // MariaDB names a column's constraint by table and column.
-            Some(column) => format!("{}.{column}", table.name),
+            Some(column) => format!("{shown}.{column}"),
             None => c.name.clone(),
         };
         out.push(Check { name, cond });
@@ -1043,20 +1052,30 @@ fn lower_checks(conn: &Conn<'_>, table: &TableInfo) -> SqlResult<Vec<Check>> {
 /// 4025 (MariaDB's) when `row` fails a CHECK: one that is FALSE; NULL
 /// passes, as SQL's CHECK lets it.
 fn check_row(checks: &[Check], table: &TableInfo, row: &[Val], ctx: &mut Ctx<'_>) -> SqlResult<()> {
+    check_row_of(checks, &table.db, &table.name, row, ctx)
+}
+
+/// [`check_row`] for the table `db`.`name`; `row` in the order of its
+/// `TableInfo::columns`.
+pub(crate) fn check_row_of(
+    checks: &[Check],
+    db: &str,
+    name: &str,
+    row: &[Val],
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<()> {
     for c in checks {
         if c.cond.eval(row, ctx)?.truth() == Some(false) {
             return Err(SqlError::new(
                 codes::CONSTRAINT_FAILED,
-                format!(
-                    "CONSTRAINT `{}` failed for `{}`.`{}`",
-                    c.name, table.db, table.name
-                ),
+                format!("CONSTRAINT `{}` failed for `{db}`.`{name}`", c.name),
             ));
         }
     }
     Ok(())
 }
 
+/// The statement's time as a DATETIME value in the session's time zone.
 pub(crate) fn now_value(now_micros: i64, tz_secs: i64) -> Val {
     match crate::engine::expr::value::datetime_of_micros(now_micros + tz_secs * 1_000_000) {
         Some((d, t)) => Val::DateTime(d, t),

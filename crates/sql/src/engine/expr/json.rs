@@ -37,6 +37,12 @@ pub enum JsonFn {
     Replace,
     Remove,
     ArrayAppend,
+    ArrayInsert,
+    MergePatch,
+    /// JSON_MERGE_PRESERVE, and JSON_MERGE (MariaDB's deprecated alias,
+    /// which reports itself by this name too).
+    MergePreserve,
+    Search,
 }
 
 impl JsonFn {
@@ -60,6 +66,10 @@ impl JsonFn {
             "JSON_REPLACE" => (JsonFn::Replace, 3, usize::MAX),
             "JSON_REMOVE" => (JsonFn::Remove, 2, usize::MAX),
             "JSON_ARRAY_APPEND" => (JsonFn::ArrayAppend, 3, usize::MAX),
+            "JSON_ARRAY_INSERT" => (JsonFn::ArrayInsert, 3, usize::MAX),
+            "JSON_MERGE_PATCH" => (JsonFn::MergePatch, 2, usize::MAX),
+            "JSON_MERGE_PRESERVE" | "JSON_MERGE" => (JsonFn::MergePreserve, 2, usize::MAX),
+            "JSON_SEARCH" => (JsonFn::Search, 3, usize::MAX),
             _ => return None,
         })
     }
@@ -83,6 +93,10 @@ impl JsonFn {
             JsonFn::Replace => "json_replace",
             JsonFn::Remove => "json_remove",
             JsonFn::ArrayAppend => "json_array_append",
+            JsonFn::ArrayInsert => "json_array_insert",
+            JsonFn::MergePatch => "json_merge_patch",
+            JsonFn::MergePreserve => "json_merge_preserve",
+            JsonFn::Search => "json_search",
         }
     }
 
@@ -115,6 +129,10 @@ impl JsonFn {
                 | JsonFn::Replace
                 | JsonFn::Remove
                 | JsonFn::ArrayAppend
+                | JsonFn::ArrayInsert
+                | JsonFn::MergePatch
+                | JsonFn::MergePreserve
+                | JsonFn::Search
         )
     }
 
@@ -160,7 +178,11 @@ impl JsonFn {
                 Val::Null => Val::Null,
                 x => Val::str(write(&Json::String(x.to_text()))),
             },
-            JsonFn::Set | JsonFn::Insert | JsonFn::Replace | JsonFn::ArrayAppend
+            JsonFn::Set
+            | JsonFn::Insert
+            | JsonFn::Replace
+            | JsonFn::ArrayAppend
+            | JsonFn::ArrayInsert
                 if v.len().is_multiple_of(2) =>
             {
                 return Err(crate::error::SqlError::new(
@@ -189,7 +211,74 @@ impl JsonFn {
                 }
                 Val::str(write(&doc))
             }
+            JsonFn::ArrayInsert => {
+                if v[0].is_null() || v.iter().skip(1).step_by(2).any(Val::is_null) {
+                    return Ok(Val::Null);
+                }
+                // MariaDB reads every path before the document.
+                let mut paths = Vec::with_capacity(v.len() / 2);
+                for i in (1..v.len()).step_by(2) {
+                    let Some(path) = self.exact_path(&v[i], i + 1, ctx) else {
+                        return Ok(Val::Null);
+                    };
+                    paths.push(path);
+                }
+                let Some(mut doc) = self.document(v, 0, ctx) else {
+                    return Ok(Val::Null);
+                };
+                for (k, path) in paths.iter().enumerate() {
+                    // The path must name an array's element; else NULL,
+                    // without a warning, as MariaDB answers.
+                    let Some((Leg::Index(n), parent)) = path.split_last() else {
+                        return Ok(Val::Null);
+                    };
+                    // A parent that is missing or no array: unchanged.
+                    if let Some(Json::Array(items)) = locate(&mut doc, parent) {
+                        let at = (*n).min(items.len());
+                        items.insert(at, of_sql(&args[2 * k + 2], &v[2 * k + 2]));
+                    }
+                }
+                Val::str(write(&doc))
+            }
+            JsonFn::MergePatch => {
+                // RFC 7396, as MariaDB applies it: a NULL argument makes the
+                // result NULL until a patch that is no object replaces it.
+                let mut merged: Option<Json> = None;
+                for (i, x) in v.iter().enumerate() {
+                    let patch = match x {
+                        Val::Null => None,
+                        _ => match self.document(v, i, ctx) {
+                            Some(j) => Some(j),
+                            None => return Ok(Val::Null),
+                        },
+                    };
+                    merged = match (merged, patch) {
+                        (_, None) => None,
+                        (_, Some(p)) if i == 0 || !matches!(p, Json::Object(_)) => Some(p),
+                        (None, Some(_)) => None,
+                        (Some(target), Some(p)) => Some(merge_patch(target, p)),
+                    };
+                }
+                match merged {
+                    Some(j) => Val::str(write(&j)),
+                    None => Val::Null,
+                }
+            }
+            JsonFn::Search => return self.search(v, ctx),
             _ if v.iter().any(Val::is_null) => Val::Null,
+            JsonFn::MergePreserve => {
+                let mut merged: Option<Json> = None;
+                for i in 0..v.len() {
+                    let Some(j) = self.document(v, i, ctx) else {
+                        return Ok(Val::Null);
+                    };
+                    merged = Some(match merged {
+                        None => j,
+                        Some(m) => merge_preserve(m, j),
+                    });
+                }
+                merged.map_or(Val::Null, |j| Val::str(write(&j)))
+            }
             JsonFn::Remove => {
                 let Some(mut doc) = self.document(v, 0, ctx) else {
                     return Ok(Val::Null);
@@ -284,16 +373,97 @@ impl JsonFn {
             }
             Ok(path) => Some(path),
             Err(at) => {
-                ctx.warn(
-                    4042,
-                    format!(
-                        "Syntax error in JSON path in argument {arg} to function '{name}' at position {}",
-                        at + 1
-                    ),
-                );
+                let (code, message) = self.path_error(arg, &p.to_text(), at);
+                ctx.warn(code, message);
                 None
             }
         }
+    }
+
+    /// MariaDB's complaint about path `text` of argument `arg` that stopped
+    /// making sense at byte `at`: 4041 at its end, else 4042.
+    fn path_error(self, arg: usize, text: &str, at: usize) -> (u16, String) {
+        let name = self.name();
+        if at >= text.len() {
+            (
+                4041,
+                format!("Unexpected end of JSON path in argument {arg} to function '{name}'"),
+            )
+        } else {
+            (
+                4042,
+                format!(
+                    "Syntax error in JSON path in argument {arg} to function '{name}' at position {}",
+                    at + 1
+                ),
+            )
+        }
+    }
+
+    /// JSON_SEARCH(doc, 'one'|'all', pattern [, escape [, path…]]): the
+    /// paths of the strings (and numbers and booleans, by their text) that
+    /// match the LIKE pattern, under one of the paths if any are given, in
+    /// document order: NULL for none, one as a JSON string, several
+    /// ('all') as an array of them.
+    fn search(self, v: &[Val], ctx: &mut Ctx<'_>) -> SqlResult<Val> {
+        // The escape is checked first: a wrong one fails the statement.
+        let escape = match v.get(3) {
+            None | Some(Val::Null) => '\\',
+            Some(e) => {
+                let text = e.to_text();
+                let mut chars = text.chars();
+                match (chars.next(), chars.next()) {
+                    (None, _) => '\\',
+                    (Some(c), None) => c,
+                    _ => {
+                        return Err(crate::error::SqlError::new(
+                            1210,
+                            "Incorrect arguments to ESCAPE",
+                        ))
+                    }
+                }
+            }
+        };
+        if v[..3].iter().any(Val::is_null) || v.iter().skip(4).any(Val::is_null) {
+            return Ok(Val::Null);
+        }
+        let all = match v[1].to_text().to_ascii_lowercase().as_str() {
+            "all" => true,
+            "one" => false,
+            _ => {
+                ctx.warn(
+                    4046,
+                    "Argument 2 to function 'json_search' must be \"one\" or \"all\".",
+                );
+                return Ok(Val::Null);
+            }
+        };
+        let mut paths = Vec::new();
+        for (i, p) in v.iter().enumerate().skip(4) {
+            let text = p.to_text();
+            match parse_path(&text) {
+                Ok(path) => paths.push(path),
+                Err(at) => {
+                    let (code, message) = self.path_error(i + 1, &text, at);
+                    ctx.warn(code, message);
+                    return Ok(Val::Null);
+                }
+            }
+        }
+        let Some(doc) = self.document(v, 0, ctx) else {
+            return Ok(Val::Null);
+        };
+        let pattern = v[2].to_text();
+        let mut found = Vec::new();
+        let mut at = Vec::new();
+        search_in(&doc, &mut at, &paths, &pattern, escape, all, &mut found);
+        Ok(match found.len() {
+            0 => Val::Null,
+            1 => Val::str(quoted(&found[0])),
+            _ => Val::str(write(&Json::Array(
+                found.into_iter().map(Json::String).collect(),
+            ))),
+        })
     }
 
     /// JSON_SET, JSON_INSERT, JSON_REPLACE or JSON_ARRAY_APPEND of `value`
@@ -393,18 +563,12 @@ impl JsonFn {
         let mut paths = Vec::new();
         let first_path = if self == JsonFn::ContainsPath { 2 } else { 1 };
         for (i, p) in v.iter().enumerate().skip(first_path) {
-            match parse_path(&p.to_text()) {
+            let text = p.to_text();
+            match parse_path(&text) {
                 Ok(path) => paths.push(path),
                 Err(at) => {
-                    ctx.warn(
-                        4042,
-                        format!(
-                            "Syntax error in JSON path in argument {} to function '{}' at position {}",
-                            i + 1,
-                            self.name(),
-                            at + 1
-                        ),
-                    );
+                    let (code, message) = self.path_error(i + 1, &text, at);
+                    ctx.warn(code, message);
                     return Val::Null;
                 }
             }
@@ -499,7 +663,11 @@ impl JsonFn {
             | JsonFn::Insert
             | JsonFn::Replace
             | JsonFn::Remove
-            | JsonFn::ArrayAppend => unreachable!("answered before parsing"),
+            | JsonFn::ArrayAppend
+            | JsonFn::ArrayInsert
+            | JsonFn::MergePatch
+            | JsonFn::MergePreserve
+            | JsonFn::Search => unreachable!("answered before parsing"),
         }
     }
 }
@@ -577,6 +745,137 @@ fn contains(target: &Json, candidate: &Json) -> bool {
             a == b || matches!((a.parse::<f64>(), b.parse::<f64>()), (Ok(x), Ok(y)) if x == y)
         }
         (a, b) => a == b,
+    }
+}
+
+/// JSON_MERGE_PATCH of two documents (RFC 7396): a patch that is no
+/// object replaces the target; an object's members patch the target's
+/// (which is taken as `{}` when it is no object) in its order, new ones
+/// after, a null member removing it.
+fn merge_patch(target: Json, patch: Json) -> Json {
+    let Json::Object(patch) = patch else {
+        return patch;
+    };
+    let mut members = match target {
+        Json::Object(m) => m,
+        _ => Vec::new(),
+    };
+    for (name, value) in patch {
+        let at = members.iter().position(|(k, _)| *k == name);
+        match (value, at) {
+            (Json::Null, Some(at)) => {
+                members.remove(at);
+            }
+            (Json::Null, None) => {}
+            (value, Some(at)) => {
+                let old = std::mem::replace(&mut members[at].1, Json::Null);
+                members[at].1 = merge_patch(old, value);
+            }
+            // Patched onto nothing, so that its own nulls go.
+            (value, None) => members.push((name, merge_patch(Json::Null, value))),
+        }
+    }
+    Json::Object(members)
+}
+
+/// JSON_MERGE_PRESERVE of two documents: objects merge member by member
+/// (a name in both merges its two values); anything else is the array of
+/// both sides' elements, a value that is no array counting as one.
+fn merge_preserve(a: Json, b: Json) -> Json {
+    match (a, b) {
+        (Json::Object(mut members), Json::Object(more)) => {
+            for (name, value) in more {
+                match members.iter_mut().find(|(k, _)| *k == name) {
+                    Some((_, m)) => {
+                        let old = std::mem::replace(m, Json::Null);
+                        *m = merge_preserve(old, value);
+                    }
+                    None => members.push((name, value)),
+                }
+            }
+            Json::Object(members)
+        }
+        (a, b) => {
+            let elements = |j: Json| match j {
+                Json::Array(items) => items,
+                other => vec![other],
+            };
+            let mut items = elements(a);
+            items.extend(elements(b));
+            Json::Array(items)
+        }
+    }
+}
+
+/// JSON_SEARCH's walk of `j`, at path `at` (its legs): pushes onto
+/// `found` the path of each scalar but null whose text matches `pattern`,
+/// in document order, when `at` is under one of `paths` (or there are
+/// none); stops at the first unless `all`.
+fn search_in(
+    j: &Json,
+    at: &mut Vec<Leg>,
+    paths: &[Vec<Leg>],
+    pattern: &str,
+    escape: char,
+    all: bool,
+    found: &mut Vec<String>,
+) {
+    if !all && !found.is_empty() {
+        return;
+    }
+    let text = match j {
+        Json::String(s) => Some(s.as_str()),
+        Json::Number(n) => Some(n.as_str()),
+        Json::Bool(true) => Some("true"),
+        Json::Bool(false) => Some("false"),
+        Json::Null => None,
+        Json::Array(items) => {
+            for (n, item) in items.iter().enumerate() {
+                at.push(Leg::Index(n));
+                search_in(item, at, paths, pattern, escape, all, found);
+                at.pop();
+            }
+            None
+        }
+        Json::Object(members) => {
+            for (name, m) in members {
+                at.push(Leg::Member(name.clone()));
+                search_in(m, at, paths, pattern, escape, all, found);
+                at.pop();
+            }
+            None
+        }
+    };
+    let Some(text) = text else {
+        return;
+    };
+    let under = |p: &Vec<Leg>| {
+        p.len() <= at.len()
+            && p.iter()
+                .zip(at.iter())
+                .all(|(want, leg)| match (want, leg) {
+                    (Leg::AnyMember, Leg::Member(_)) | (Leg::AnyIndex, Leg::Index(_)) => true,
+                    (want, leg) => want == leg,
+                })
+    };
+    // MariaDB matches under the pattern's collation; a literal's is the
+    // connection's utf8mb4_general_ci here.
+    if (paths.is_empty() || paths.iter().any(under))
+        && super::eval::like(text, pattern, escape, true)
+    {
+        let mut path = String::from("$");
+        for leg in at.iter() {
+            match leg {
+                // MariaDB writes a name as it is, quoted or not.
+                Leg::Member(name) => {
+                    path.push('.');
+                    path.push_str(name);
+                }
+                Leg::Index(n) => path.push_str(&format!("[{n}]")),
+                Leg::AnyMember | Leg::AnyIndex => {}
+            }
+        }
+        found.push(path);
     }
 }
 
@@ -983,6 +1282,49 @@ mod tests {
         }
         let deep = "[".repeat(JSON_DEPTH_MAX + 1) + &"]".repeat(JSON_DEPTH_MAX + 1);
         assert!(parse(&deep).is_err());
+    }
+
+    #[test]
+    fn merges_patch_and_preserve_as_mariadb() {
+        let j = |t: &str| parse(t).unwrap();
+        let patch = |a: &str, b: &str| write(&merge_patch(j(a), j(b)));
+        assert_eq!(
+            patch(r#"{"a":1,"b":2}"#, r#"{"b":null,"c":3}"#),
+            r#"{"a": 1, "c": 3}"#
+        );
+        assert_eq!(patch(r#"{"a":1}"#, r#"{"a":{"b":null}}"#), r#"{"a": {}}"#);
+        assert_eq!(patch("[1]", "[2]"), "[2]");
+        let preserve = |a: &str, b: &str| write(&merge_preserve(j(a), j(b)));
+        assert_eq!(
+            preserve(r#"{"a":1,"b":2}"#, r#"{"b":3,"c":4}"#),
+            r#"{"a": 1, "b": [2, 3], "c": 4}"#
+        );
+        assert_eq!(preserve(r#"{"a":1}"#, "[1]"), r#"[{"a": 1}, 1]"#);
+        assert_eq!(preserve("1", "2"), "[1, 2]");
+    }
+
+    #[test]
+    fn search_finds_paths_in_document_order_under_the_paths_given() {
+        let doc = parse(r#"{"a":"xy","b":[1,"x",null,true],"c":{"a":"x"}}"#).unwrap();
+        let find = |pattern: &str, paths: &[&str], all: bool| {
+            let paths: Vec<Vec<Leg>> = paths.iter().map(|p| parse_path(p).unwrap()).collect();
+            let mut found = Vec::new();
+            search_in(
+                &doc,
+                &mut Vec::new(),
+                &paths,
+                pattern,
+                '\\',
+                all,
+                &mut found,
+            );
+            found
+        };
+        assert_eq!(find("x%", &[], true), ["$.a", "$.b[1]", "$.c.a"]);
+        assert_eq!(find("x%", &[], false), ["$.a"]);
+        assert_eq!(find("X", &["$.c", "$.b[*]"], true), ["$.b[1]", "$.c.a"]);
+        assert_eq!(find("true", &[], true), ["$.b[3]"]);
+        assert!(find("null", &[], true).is_empty());
     }
 
     #[test]
