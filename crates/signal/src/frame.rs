@@ -46,8 +46,8 @@ pub const MAGIC: [u8; 2] = *b"SK";
 /// stream (`sub_change::ALTER`, `sub_change::DROP`). 14:
 /// `SchemaLoadReq::cluster_schema` (a restart waits for the cluster's
 /// schema before it copies); `GcpStartConf::epoch`, `previous_epoch`.
-/// 15: `SubHolderReq`, `SubHolderConf` (the change stream's take-over
-/// with three or more replicas).
+/// 15: `SubHolderReq`, `SubHolderConf`, `SubHandbackConf` (the change
+/// stream's take-over with three or more replicas, and hand-back).
 pub const WIRE_VERSION: u8 = 15;
 pub const FRAME_HEADER_BYTES: usize = 16;
 pub const SIGNAL_HEADER_BYTES: usize = 16;

@@ -913,12 +913,19 @@ signals! {
     /// other live nodes: API `api`'s subscription `sub_id`, subscribed here
     /// again (`sub_flags::RESUBSCRIBE`), is served by this node, which holds
     /// every epoch above `start_epoch` (NDB's SUMA learns the subscriptions
-    /// while its node starts instead).
+    /// while its node starts instead). A node that sends the restarted
+    /// node's own bucket for it hands it back (`SubHandbackConf`).
     189 => SubHolderReq { api: BlockRef, sub_id: u32, start_epoch: u64 },
     /// The answer of a node that serves the subscription: the nodes it
     /// knows to serve it, each with the epoch above which it holds every
     /// epoch (`starts[i]` for `nodes[i]`; 0: since the subscription began).
     190 => SubHolderConf { api: BlockRef, sub_id: u32, nodes: Vec<NodeId>, starts: Vec<u64> },
+    /// A node that sent bucket `bucket` of the subscription for the
+    /// restarted node it is named by → that node: this node sent it up to
+    /// epoch `last_epoch` (at least the `SubHolderReq`'s start) and sends
+    /// it no more; the bucket is the restarted node's from the next epoch
+    /// on (NDB: SUMA_HANDOVER_CONF).
+    191 => SubHandbackConf { api: BlockRef, sub_id: u32, bucket: NodeId, last_epoch: u64 },
 }
 
 /// Flags of `SubStartReq`.

@@ -666,6 +666,12 @@ fn one_of_each() -> Vec<SignalBody> {
             nodes: vec![node(2), node(4)],
             starts: vec![0, (12 << 32) | 2],
         },
+        SignalBody::SubHandbackConf {
+            api: addr(9, BlockNumber::API_CLUSTER, 1),
+            sub_id: 3,
+            bucket: node(4),
+            last_epoch: (12 << 32) | 3,
+        },
     ];
     let mut gsns: Vec<u16> = bodies.iter().map(SignalBody::gsn).collect();
     gsns.sort_unstable();

@@ -20,15 +20,19 @@
 //! starts with each bucket owned by its first live node in the node
 //! group's order from the bucket's node (its own node when every node is
 //! up). When a node fails, every survivor moves the failed node's
-//! buckets, for every subscriber, to the first live node in that order;
+//! buckets, for every subscriber, to the first live node in that order
+//! that it knows holds the subscription;
 //! the one that takes a bucket resends its kept epochs above the
 //! subscriber's last acknowledgement, then sends the bucket with each
 //! epoch. The decision is made when an epoch is sent, from the live map
 //! this block follows (the views and node states its LDM instance 0 passes
 //! on). The API takes each (epoch, bucket) once, the first whole one, so a
 //! resent or doubly sent bucket is dropped there. A node that restarted
-//! and is subscribed again (`sub_flags::RESUBSCRIBE`) owns nothing until a
-//! failure hands it buckets: the survivors keep what they took over. A
+//! and is subscribed again (`sub_flags::RESUBSCRIBE`) tells its group
+//! (`SubHolderReq`): the others count it as a holder in take-overs
+//! ([`SubscriptionBlock::owner_of`]), and the one sending its bucket hands
+//! it back (`SubHandbackConf`) once its epochs reach the restarted node's
+//! start; other buckets it took over it keeps. A
 //! `RESUBSCRIBE` of a subscription this node still serves (the API's
 //! connection closed and came back) resends its buckets from the API's
 //! last acknowledgement.
@@ -111,6 +115,12 @@ pub struct SubscriptionStats {
     /// Subscriptions ended because their API node stayed gone for
     /// `API_GONE_GRACE`.
     pub gone_dropped: u64,
+    /// Buckets handed back to the restarted node they are named by (each
+    /// subscriber counted).
+    pub buckets_handed_back: u64,
+    /// This node's own bucket taken back after its restart (each
+    /// subscriber counted).
+    pub buckets_taken_back: u64,
 }
 
 /// The block's name for a subscription: the API's address and its id.
@@ -143,6 +153,10 @@ struct Subscriber {
     /// sender knows) and removed when it fails. Knowing less only makes a
     /// take-over send a bucket twice (see [`SubscriptionBlock::owner_of`]).
     holders: Vec<(NodeId, u64)>,
+    /// Restarted nodes whose own bucket this node sends for them and
+    /// hands back once its last complete epoch reaches their start (the
+    /// epoch above which they hold every epoch).
+    handbacks: Vec<(NodeId, u64)>,
     /// Since when its API node is gone (`ApiFailRep`), until it subscribes
     /// again or acknowledges an epoch: it ends `API_GONE_GRACE` later.
     gone_since: Option<kernel::Instant>,
@@ -298,6 +312,7 @@ impl SubscriptionBlock {
         for key in keys {
             let mut sub = self.subscribers.remove(&key).expect("listed");
             sub.holders.retain(|&(n, _)| !failed.contains(n));
+            sub.handbacks.retain(|&(n, _)| !failed.contains(n));
             let mut taken = NodeBitmask::new();
             for (i, &bucket) in self.buckets.iter().enumerate() {
                 let in_failed_group = self
@@ -344,6 +359,17 @@ impl SubscriptionBlock {
     /// Sends subscriber `key` again, for `buckets`, every kept epoch above
     /// its last acknowledgement (and its start).
     fn resend(&mut self, key: SubKey, buckets: NodeBitmask, ctx: &mut Context<'_>) {
+        self.resend_above(key, buckets, 0, ctx);
+    }
+
+    /// [`SubscriptionBlock::resend`], of the kept epochs above `above` too.
+    fn resend_above(
+        &mut self,
+        key: SubKey,
+        buckets: NodeBitmask,
+        above: u64,
+        ctx: &mut Context<'_>,
+    ) {
         let Some(sub) = self.subscribers.get(&key) else {
             return;
         };
@@ -353,7 +379,7 @@ impl SubscriptionBlock {
         if buckets.is_empty() {
             return;
         }
-        let from = sub.acked.max(start);
+        let from = sub.acked.max(start).max(above);
         let kept = self.buffer.kept();
         for data in kept.range(kept.partition_point(|k| k.epoch <= from)..) {
             self.stats.epochs_resent += 1;
@@ -482,6 +508,7 @@ impl SubscriptionBlock {
             owners: vec![None; self.buckets.len()],
             owned: NodeBitmask::new(),
             holders,
+            handbacks: Vec::new(),
             gone_since: None,
         };
         if fresh {
@@ -609,6 +636,107 @@ impl SubscriptionBlock {
                 starts,
             },
         );
+        // Its own bucket, if this node sends it for it: handed back once
+        // the restarted node holds every epoch after the last one sent
+        // here (at once, unless this node's epochs lag its start).
+        if sub.start.is_some() && sub.owned.contains(from) {
+            sub.handbacks.retain(|&(n, _)| n != from);
+            sub.handbacks.push((from, start));
+            self.hand_back(key, ctx);
+        }
+    }
+
+    /// Hands `key`'s buckets back to the restarted nodes waiting for them
+    /// whose start this node's last complete epoch reached: this node has
+    /// sent each such bucket up to that epoch, and the restarted node holds
+    /// every epoch after it. (NDB: SUMA_HANDOVER, at a GCI agreed ahead;
+    /// here the old owner picks the epoch and the new one resends above
+    /// it, so nothing is sent by neither, and what both send the API
+    /// takes once.)
+    fn hand_back(&mut self, key: SubKey, ctx: &mut Context<'_>) {
+        let me = self.config.node;
+        let complete = self.buffer.complete();
+        let Some(sub) = self.subscribers.get_mut(&key) else {
+            return;
+        };
+        let mut handed = false;
+        sub.handbacks.retain(|&(node, start)| {
+            if complete < start {
+                return true;
+            }
+            let Some(at) = self.buckets.iter().position(|&b| b == node) else {
+                return false;
+            };
+            if sub.owners[at] != Some(me) {
+                // Passed on meanwhile: not this node's to hand back.
+                return false;
+            }
+            sub.owners[at] = Some(node);
+            handed = true;
+            self.stats.buckets_handed_back += 1;
+            tracing::info!(
+                node = %me,
+                "subscription {} of {}: bucket {node} handed back to it after epoch {}/{}",
+                key.1,
+                key.0,
+                signal::epoch::hi(complete),
+                signal::epoch::lo(complete),
+            );
+            ctx.send(
+                SubscriptionBlock::address(node),
+                SignalBody::SubHandbackConf {
+                    api: key.0,
+                    sub_id: key.1,
+                    bucket: node,
+                    last_epoch: complete,
+                },
+            );
+            false
+        });
+        if handed {
+            let mut sub = self.subscribers.remove(&key).expect("got above");
+            self.own(&mut sub);
+            self.subscribers.insert(key, sub);
+        }
+    }
+
+    /// A node handed this node's own bucket back: this node sends it from
+    /// the epoch after `last_epoch` on, and resends what it has of those
+    /// complete already.
+    fn on_handback_conf(
+        &mut self,
+        key: SubKey,
+        bucket: NodeId,
+        last_epoch: u64,
+        ctx: &mut Context<'_>,
+    ) {
+        let me = self.config.node;
+        let Some(at) = self.buckets.iter().position(|&b| b == bucket) else {
+            return;
+        };
+        let Some(sub) = self.subscribers.get_mut(&key) else {
+            return;
+        };
+        if bucket != me || sub.start.is_none_or(|start| start > last_epoch) {
+            tracing::warn!(
+                node = %me,
+                "subscription {} of {}: bucket {bucket} handed back after epoch {last_epoch:#x}, \
+                 which this node cannot send from: ignored",
+                key.1,
+                key.0,
+            );
+            return;
+        }
+        if sub.owned.contains(bucket) {
+            // Taken over already (the old owner failed meanwhile).
+            return;
+        }
+        self.stats.buckets_taken_back += 1;
+        sub.owners[at] = Some(me);
+        let mut sub = self.subscribers.remove(&key).expect("got above");
+        self.own(&mut sub);
+        self.subscribers.insert(key, sub);
+        self.resend_above(key, NodeBitmask::from_iter([bucket]), last_epoch, ctx);
     }
 
     /// What a node of this group knows of `key`'s holders: added, except
@@ -753,6 +881,15 @@ impl SubscriptionBlock {
             self.send_epoch(data, ctx);
         }
         if !done.is_empty() {
+            let waiting: Vec<SubKey> = self
+                .subscribers
+                .iter()
+                .filter(|(_, s)| !s.handbacks.is_empty())
+                .map(|(&k, _)| k)
+                .collect();
+            for key in waiting {
+                self.hand_back(key, ctx);
+            }
             self.cut_off_laggards(ctx);
             self.trim_kept();
         }
@@ -945,6 +1082,14 @@ impl Block for SubscriptionBlock {
                 starts,
             } if sender.block == BlockNumber::SUBSCRIPTION => {
                 self.on_holder_conf((api, sub_id), &nodes, &starts)
+            }
+            SignalBody::SubHandbackConf {
+                api,
+                sub_id,
+                bucket,
+                last_epoch,
+            } if sender.block == BlockNumber::SUBSCRIPTION => {
+                self.on_handback_conf((api, sub_id), bucket, last_epoch, ctx)
             }
             SignalBody::ApiFailRep { node } if sender.node == self.config.node => {
                 self.on_api_gone(node, ctx)
