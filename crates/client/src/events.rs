@@ -53,6 +53,12 @@ pub const MAX_ALLOC_DEFAULT_BYTES: usize = 64 << 20;
 /// How long a data node that came back and refused the subscription (it
 /// is still starting) waits before it is asked again.
 const RESUBSCRIBE_RETRY_MS: u64 = 200;
+/// Reconnect intervals (`ClusterOptions::reconnect_interval`) a node whose
+/// connection closed may still send its group's buckets: it may be up,
+/// with the epochs kept, and its connection about to come back (a broken
+/// connection, not a failed node). After that, a bucket no other node of
+/// its group can send is lost (a gap).
+const ORPHAN_WAIT_RECONNECTS: u32 = 5;
 
 /// Which images a subscriber gets (MySQL's `binlog_row_image`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -265,6 +271,8 @@ struct NodeSub {
     /// or of a later one ends it.
     generation: u64,
     state: NodeState,
+    /// When its connection closed, until it is subscribed again.
+    down_since: Option<Instant>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -440,6 +448,7 @@ impl Session {
                 node: l.node,
                 generation: l.generation.load(Ordering::Acquire),
                 state: NodeState::Resubscribing,
+                down_since: None,
             })
             .collect();
         let buckets: NodeBitmask = shared.placement.nodes().collect();
@@ -607,7 +616,17 @@ impl Subscription {
             if self.ended || now >= deadline {
                 return Ok(None);
             }
-            receiver::wait(self.shared(), &self.mailbox, deadline - now);
+            // Woken in time to give up on a node that is not coming back.
+            let wait = self.shared().options.reconnect_interval * ORPHAN_WAIT_RECONNECTS;
+            let wake = self
+                .nodes
+                .iter()
+                .filter_map(|n| n.down_since)
+                .map(|at| at + wait)
+                .filter(|&at| at > now)
+                .min()
+                .map_or(deadline, |at| at.min(deadline));
+            receiver::wait(self.shared(), &self.mailbox, wake - now);
         }
     }
 
@@ -661,6 +680,9 @@ impl Subscription {
                 MailEvent::NodeDown(node, generation) => self.on_node_down(node, generation),
             }
         }
+        if !self.ended && self.nodes.iter().any(|n| n.down_since.is_some()) {
+            self.check_orphans();
+        }
         if !self.ended {
             self.resubscribe();
         }
@@ -703,6 +725,7 @@ impl Subscription {
             return;
         }
         self.nodes[at].state = NodeState::Down;
+        self.nodes[at].down_since = Some(Instant::now());
         // Its parts of buckets it did not finish: the survivors resend them.
         for p in self.partial.values_mut() {
             p.coming.retain(|(_, from, _, bytes)| {
@@ -713,14 +736,35 @@ impl Subscription {
                 *from != node
             });
         }
-        // A bucket is resent by a node of its group subscribed here since
-        // before the last epoch complete here; none left: it is lost.
+        self.check_orphans();
+    }
+
+    /// Ends the subscription with a gap when a bucket has no node of its
+    /// group that can resend it: a node subscribed here since before the
+    /// last epoch complete here can, and so may one being subscribed again
+    /// (its answer is awaited: a node that stayed up answers with its old
+    /// start and kept the epochs; a restarted one answers with a recent
+    /// start, and this is checked again then), or one whose connection
+    /// closed less than `ORPHAN_WAIT_RECONNECTS` reconnect intervals ago
+    /// (checked again at each `pump`).
+    fn check_orphans(&mut self) {
+        if self.ended {
+            return;
+        }
+        let now = Instant::now();
+        let wait = self.shared().options.reconnect_interval * ORPHAN_WAIT_RECONNECTS;
         let placement = &self.shared().placement;
         let orphan = self.buckets.iter().find(|&bucket| {
             let group = placement.group_of(bucket);
             !self.nodes.iter().any(|n| {
                 placement.group_of(n.node) == group
-                    && matches!(n.state, NodeState::Live { start } if start <= self.completed)
+                    && match n.state {
+                        NodeState::Live { start } => start <= self.completed,
+                        NodeState::Resubscribing => true,
+                        NodeState::Down | NodeState::Retry(_) => {
+                            n.down_since.is_some_and(|at| now < at + wait)
+                        }
+                    }
             })
         });
         if let Some(bucket) = orphan {
@@ -771,7 +815,16 @@ impl Subscription {
                 complete,
                 ..
             } if sub_id == self.sub_id => {
-                self.on_epoch_data(node, epoch, bucket, &changes, complete)
+                let live = self
+                    .nodes
+                    .iter()
+                    .any(|n| n.node == node && matches!(n.state, NodeState::Live { .. }));
+                // A node not subscribed on the current connection may send
+                // the tail of a bucket whose head was lost with the old
+                // one; once subscribed again it resends what it owns.
+                if live {
+                    self.on_epoch_data(node, epoch, bucket, &changes, complete)
+                }
             }
             SignalBody::SubGapRep { sub_id, from, to } if sub_id == self.sub_id => {
                 // The node sent every epoch up to `to` before this: what
@@ -792,14 +845,24 @@ impl Subscription {
                 if let Some(n) = self.nodes.iter_mut().find(|n| n.node == node) {
                     if n.state == NodeState::Resubscribing {
                         n.state = NodeState::Live { start: start_epoch };
+                        n.down_since = None;
                     }
                 }
+                self.check_orphans();
             }
             SignalBody::SubStartRef {
                 sub_id,
                 code,
                 message,
             } if sub_id == self.sub_id => {
+                if code == proto::error::SUBSCRIPTION_LOST {
+                    // The node's group kept nothing of it (restarted):
+                    // what came after the last epoch complete here is lost.
+                    tracing::warn!("subscription {}: data node {node}: {message}", self.sub_id);
+                    let from = self.completed + 1;
+                    self.end_with_gap(from, u64::MAX);
+                    return;
+                }
                 tracing::debug!(
                     "subscription {}: data node {node} refused it again ({code}: {message})",
                     self.sub_id
@@ -810,6 +873,7 @@ impl Subscription {
                         n.state = NodeState::Retry(Instant::now() + retry);
                     }
                 }
+                self.check_orphans();
             }
             other => tracing::debug!(
                 "subscription {}: {} from node {node} ignored",

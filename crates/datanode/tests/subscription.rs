@@ -1180,6 +1180,80 @@ fn with_three_replicas_a_restarted_node_not_subscribed_again_is_passed_over() {
     crash_runs(&[4, 17, 23, 61], Fault::Restart3Unsubscribed);
 }
 
+/// Every node of the group crashes and the cluster restarts from disk (a
+/// system restart: epochs above the restart GCI are handed out again).
+/// Subscribed again, each restarted node finds no node of its group that
+/// kept the subscription and refuses with `SUBSCRIPTION_LOST` (the API
+/// ends it with a gap): it must not answer as if the stream went on, which
+/// left every bucket without an owner and the subscriber waiting until a
+/// node cut it off for lag.
+#[test]
+fn a_subscription_whose_whole_group_restarted_is_lost() {
+    for seed in [3, 8] {
+        let mut cluster = Cluster::start(seed, 2, Limits::default());
+        let table = cluster.create_table();
+        let nodes = cluster.data_nodes.clone();
+        let _ = subscribe(&mut cluster, &nodes, table.id);
+        let mut rows = BTreeMap::new();
+        for t in 0..10 {
+            let (ops, changes) = transaction(&rows, &[t % 4], t);
+            let tx = cluster.tx_id();
+            cluster.submit_to(nodes[0], tx, tc_flags::START | tc_flags::COMMIT, &ops);
+            if let Some(Reply::Conf { .. }) = cluster.reply_within(tx, ANSWER_WAIT) {
+                for (k, change) in changes {
+                    match change.2 {
+                        Some(v) => rows.insert(k, v),
+                        None => rows.remove(&k),
+                    };
+                }
+            }
+        }
+        for &n in &nodes {
+            cluster.sim.crash(n);
+        }
+        for &n in &nodes {
+            cluster.sim.restart(n);
+        }
+        let until = cluster.sim.now() + Duration::from_secs(30);
+        while !nodes.iter().all(|&n| serving(&cluster, n)) {
+            assert!(
+                cluster.sim.now() < until,
+                "seed {seed}: the cluster serves again"
+            );
+            cluster.sim.run_for(Duration::from_millis(1));
+        }
+        take_sub(&cluster);
+        for &n in &nodes {
+            send_sub_start(&mut cluster, n, table.id, sub_flags::RESUBSCRIBE);
+        }
+        let mut answers = BTreeMap::new();
+        let until = cluster.sim.now() + Duration::from_secs(5);
+        while answers.len() < nodes.len() {
+            assert!(
+                cluster.sim.now() < until,
+                "seed {seed}: answers {answers:?}"
+            );
+            cluster.sim.run_for(Duration::from_millis(1));
+            for s in take_sub(&cluster) {
+                match s.body {
+                    SignalBody::SubStartRef { code, .. } => {
+                        answers.insert(s.sender.node, Some(code))
+                    }
+                    SignalBody::SubStartConf { .. } => answers.insert(s.sender.node, None),
+                    _ => None,
+                };
+            }
+        }
+        for (node, answer) in answers {
+            assert_eq!(
+                answer,
+                Some(proto::error::SUBSCRIPTION_LOST),
+                "seed {seed}: node {node} answers the subscription's return"
+            );
+        }
+    }
+}
+
 /// Whether data node `n` serves, as every live node's distribution block
 /// counts it.
 fn serving(cluster: &Cluster, n: signal::NodeId) -> bool {

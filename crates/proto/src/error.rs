@@ -148,6 +148,10 @@ pub const COMMIT_LOST_BY_RESTART: u32 = 9006;
 /// restarted more than once since, or the commit came before a restart the
 /// TC knows no more of); read the row to find out.
 pub const DURABILITY_UNKNOWN: u32 = 9007;
+/// A subscription subscribed again at a restarted node cannot go on: no
+/// node of that node's group kept it (the whole group, or the cluster,
+/// restarted since it began), so the epochs between are lost.
+pub const SUBSCRIPTION_LOST: u32 = 9008;
 
 /// One entry of the error table.
 struct Entry {
@@ -264,6 +268,11 @@ const ERRORS: &[Entry] = &[
         DURABILITY_UNKNOWN,
         UnknownResult,
         "unknown whether the commit survived the cluster's restarts: read the row to find out",
+    ),
+    entry(
+        SUBSCRIPTION_LOST,
+        Permanent,
+        "the subscription was lost: its node group restarted since it began",
     ),
     entry(BUSY, Temporary, "busy with another schema operation"),
     entry(BAD_DEFINITION, Permanent, "invalid table definition"),

@@ -1698,6 +1698,9 @@ impl WholeCluster {
                     self.spec.replicas == 1 || !self.outages.is_empty() || self.api_links_broken
                 }
                 GapCause::Node { .. } => false,
+                // Every node of a group restarted since the subscription
+                // began: one replica, or the cluster was down.
+                GapCause::Lost { .. } => self.spec.replicas == 1 || !self.outages.is_empty(),
             };
             if !explained {
                 return Err(format!(

@@ -16,9 +16,10 @@
 //! subscribed on the current connection (its `SubStartConf` came after the
 //! connection did), so that the tail of an epoch whose head was lost with
 //! an old connection never counts as whole; an epoch is handed out once
-//! every bucket is whole, ascending. A node failing while a bucket has no
-//! node of its group subscribed since before the last epoch handed out
-//! ends the subscription with a gap.
+//! every bucket is whole, ascending. A bucket with no node of its group
+//! subscribed since before the last epoch handed out, nor one being
+//! subscribed again (its answer awaited), ends the subscription with a
+//! gap.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -34,6 +35,11 @@ use crate::subscription::SubscriptionBlock;
 /// How long the subscriber waits before asking a node that refused as
 /// still starting again (the client's `RESUBSCRIBE_RETRY_MS`).
 pub const RESUBSCRIBE_RETRY: Duration = Duration::from_millis(200);
+/// How long a node whose connection closed may still send its group's
+/// buckets: it may be up, its connection coming back (the simulator
+/// reconnects after 100 ms), with the epochs kept (the client's
+/// `ORPHAN_WAIT_RECONNECTS` reconnect intervals).
+pub const ORPHAN_WAIT: Duration = Duration::from_millis(500);
 
 /// One row change as received: `v` before and after (`None`: no image).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,12 +54,17 @@ pub struct StreamChange {
 /// Why a subscription ended with a gap.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum GapCause {
-    /// The API's connection to `node` closed while no node of bucket
-    /// `bucket`'s group was subscribed since before the last epoch handed
-    /// out: nobody can resend the bucket.
+    /// No node of bucket `bucket`'s group is subscribed since before the
+    /// last epoch handed out, nor being subscribed again, once the API's
+    /// connection to `node` closed (or `node` answered its new
+    /// subscription with a recent start, or refused it): nobody can resend
+    /// the bucket.
     GroupGone { node: NodeId, bucket: NodeId },
     /// Data node `node` cut the subscription off (`SubGapRep`).
     Node { node: NodeId },
+    /// Restarted data node `node`, subscribed again, found no node of its
+    /// group that kept the subscription (`SUBSCRIPTION_LOST`).
+    Lost { node: NodeId },
 }
 
 /// One subscription's record: what it handed out, and how it ended.
@@ -125,6 +136,11 @@ pub struct Subscriber {
     acked: u64,
     /// No new subscription before this time (one was refused).
     new_after: Option<Instant>,
+    /// When each node's connection last closed, until it is subscribed
+    /// again, and the last node lost: a bucket waits for these up to
+    /// `ORPHAN_WAIT` (see [`Subscriber::check_orphans`]).
+    down_since: BTreeMap<NodeId, Instant>,
+    last_lost: Option<NodeId>,
     pub segments: Vec<Segment>,
     /// Signals of subscriptions that ended (late parts, answers): ignored.
     pub stale: u64,
@@ -149,6 +165,8 @@ impl Subscriber {
             open: BTreeMap::new(),
             acked: 0,
             new_after: None,
+            down_since: BTreeMap::new(),
+            last_lost: None,
             segments: Vec::new(),
             stale: 0,
         }
@@ -208,6 +226,14 @@ impl Subscriber {
         }
         let started = self.current().is_some_and(|s| s.start.is_some());
         let now = ctx.now();
+        if started && !self.down_since.is_empty() {
+            if let Some(lost) = self.last_lost {
+                self.check_orphans(lost, ctx);
+                if !self.active {
+                    return;
+                }
+            }
+        }
         for n in all {
             let due = match self.nodes.get(&n) {
                 Some(NodeSub::Down) => started,
@@ -231,6 +257,8 @@ impl Subscriber {
             return;
         }
         self.nodes.insert(node, NodeSub::Down);
+        self.down_since.insert(node, ctx.now());
+        self.last_lost = Some(node);
         // Its unfinished parts: the bucket's new owner resends them.
         for open in self.open.values_mut() {
             open.coming.retain(|(_, from, _)| *from != node);
@@ -238,21 +266,44 @@ impl Subscriber {
         let Some(segment) = self.current() else {
             return;
         };
-        let Some(start) = segment.start else {
+        if segment.start.is_none() {
             // Not started yet: give this one up, a new one follows once
             // every node is connected again.
             self.end(None, ctx);
             return;
+        }
+        self.check_orphans(node, ctx);
+    }
+
+    /// Ends the subscription with a gap if a bucket has no node of its
+    /// group that can resend it: none subscribed since before the last
+    /// epoch handed out, none whose new subscription is still being
+    /// answered (a node that stayed up answers with its old start, and has
+    /// kept the epochs), and none whose connection closed less than
+    /// `ORPHAN_WAIT` ago (it may come back; the tick checks again). `node`
+    /// is the one whose loss is checked.
+    fn check_orphans(&mut self, node: NodeId, ctx: &mut Context<'_>) {
+        let Some(segment) = self.current() else {
+            return;
+        };
+        let Some(start) = segment.start else {
+            return;
         };
         let completed = segment.last().max(start);
+        let now = ctx.now();
+        let down_since = &self.down_since;
+        let may_return = |n: &NodeId| down_since.get(n).is_some_and(|&at| now < at + ORPHAN_WAIT);
         let orphan = self.buckets().find(|&bucket| {
             let group = self
                 .groups
                 .iter()
                 .find(|g| g.contains(&bucket))
                 .expect("a bucket's group");
-            !group.iter().any(|n| {
-                matches!(self.nodes.get(n), Some(NodeSub::Live { start }) if *start <= completed)
+            !group.iter().any(|n| match self.nodes.get(n) {
+                Some(NodeSub::Live { start }) => *start <= completed,
+                Some(NodeSub::Asking) => true,
+                Some(NodeSub::Down | NodeSub::Retry(_)) => may_return(n),
+                None => false,
             })
         });
         if let Some(bucket) = orphan {
@@ -280,6 +331,8 @@ impl Subscriber {
         }
         self.active = false;
         self.open.clear();
+        self.down_since.clear();
+        self.last_lost = None;
         for (&n, state) in &mut self.nodes {
             if *state != NodeSub::Down {
                 ctx.send(
@@ -317,6 +370,14 @@ impl Subscriber {
                         start: *start_epoch,
                     },
                 );
+                self.down_since.remove(&node);
+                // A bucket that waited for this answer may have no node
+                // left that can resend it (the node restarted: its start
+                // is recent).
+                self.check_orphans(node, ctx);
+                if !self.active {
+                    return Ok(true);
+                }
                 let segment = self.segments.last_mut().expect("current");
                 if segment.start.is_none() {
                     let starts: Option<Vec<u64>> = self
@@ -336,6 +397,17 @@ impl Subscriber {
                 }
             }
             SignalBody::SubStartRef { code, message, .. } => {
+                if *code == proto::error::SUBSCRIPTION_LOST && self.started() {
+                    // Its group kept nothing of it: the client's gap.
+                    let completed = self
+                        .current()
+                        .map_or(0, |s| s.last().max(s.start.unwrap_or(0)));
+                    self.end(
+                        Some((completed + 1, u64::MAX, GapCause::Lost { node })),
+                        ctx,
+                    );
+                    return Ok(true);
+                }
                 if *code != proto::error::NOT_STARTED {
                     return Err(format!(
                         "node {node} refused the subscription: {code} {message}"
@@ -344,6 +416,7 @@ impl Subscriber {
                 let retry = ctx.now() + RESUBSCRIBE_RETRY;
                 if self.started() {
                     self.nodes.insert(node, NodeSub::Retry(retry));
+                    self.check_orphans(node, ctx);
                 } else {
                     // A new subscription needs every node started (the
                     // client's `subscribe` fails with 711): this one is

@@ -157,6 +157,14 @@ struct Subscriber {
     /// hands back once its last complete epoch reaches their start (the
     /// epoch above which they hold every epoch).
     handbacks: Vec<(NodeId, u64)>,
+    /// Subscribed again at this restarted node, not answered yet: the
+    /// group's other live nodes asked whether they hold it
+    /// (`SubHolderReq`) that have not answered, and whether one does. The
+    /// API hears `SubStartConf` once every one answered and one holds it,
+    /// else `SubStartRef` (`SUBSCRIPTION_LOST`): no node of the group kept
+    /// it, so the group (or the cluster: a system restart hands epochs out
+    /// again) restarted since it began, and the epochs between are gone.
+    confirming: Option<(NodeBitmask, bool)>,
     /// Since when its API node is gone (`ApiFailRep`), until it subscribes
     /// again or acknowledges an epoch: it ends `API_GONE_GRACE` later.
     gone_since: Option<kernel::Instant>,
@@ -313,6 +321,9 @@ impl SubscriptionBlock {
             let mut sub = self.subscribers.remove(&key).expect("listed");
             sub.holders.retain(|&(n, _)| !failed.contains(n));
             sub.handbacks.retain(|&(n, _)| !failed.contains(n));
+            if let Some((waiting, _)) = sub.confirming.as_mut() {
+                *waiting = waiting.difference(&failed);
+            }
             let mut taken = NodeBitmask::new();
             for (i, &bucket) in self.buckets.iter().enumerate() {
                 let in_failed_group = self
@@ -337,7 +348,15 @@ impl SubscriptionBlock {
             }
             self.own(&mut sub);
             let from = sub.start.map(|start| sub.acked.max(start));
+            let confirming = sub.confirming.is_some();
             self.subscribers.insert(key, sub);
+            if confirming {
+                // A node asked failed: it answers no more.
+                self.confirm(key, ctx);
+                if !self.subscribers.contains_key(&key) {
+                    continue;
+                }
+            }
             if let (Some(from), false) = (from, taken.is_empty()) {
                 self.stats.buckets_taken_over += taken.iter().count() as u64;
                 tracing::info!(
@@ -509,6 +528,7 @@ impl SubscriptionBlock {
             owned: NodeBitmask::new(),
             holders,
             handbacks: Vec::new(),
+            confirming: None,
             gone_since: None,
         };
         if fresh {
@@ -573,6 +593,7 @@ impl SubscriptionBlock {
     fn end_round(&mut self, ctx: &mut Context<'_>) {
         let round = self.round.take().expect("a round ends once");
         let start = round.max_epoch.max(self.buffer.complete());
+        let mut confirm = Vec::new();
         for key in round.starting {
             // Stopped meanwhile: nothing to answer.
             let Some(sub) = self.subscribers.get_mut(&key) else {
@@ -580,6 +601,63 @@ impl SubscriptionBlock {
             };
             sub.start = Some(start);
             sub.acked = start;
+            if sub.flags & sub_flags::RESUBSCRIBE == 0 {
+                ctx.send(
+                    key.0,
+                    SignalBody::SubStartConf {
+                        sub_id: key.1,
+                        start_epoch: start,
+                    },
+                );
+                continue;
+            }
+            let me = self.config.node;
+            sub.holders.push((me, start));
+            let placement = &self.config.placement;
+            let group = placement
+                .group_of(me)
+                .map(|g| &placement.node_groups()[g as usize]);
+            let mut asked = NodeBitmask::new();
+            for &peer in group.into_iter().flatten() {
+                if peer != me && !self.live.is_down(peer) {
+                    asked.insert(peer);
+                    ctx.send(
+                        SubscriptionBlock::address(peer),
+                        SignalBody::SubHolderReq {
+                            api: key.0,
+                            sub_id: key.1,
+                            start_epoch: start,
+                        },
+                    );
+                }
+            }
+            sub.confirming = Some((asked, false));
+            confirm.push(key);
+        }
+        for key in confirm {
+            self.confirm(key, ctx);
+        }
+        self.start_round(ctx);
+    }
+
+    /// Answers the API for `key`, subscribed again at this restarted
+    /// node, once every node asked answered or failed: `SubStartConf`
+    /// (then the buckets this node took over meanwhile, sent from the
+    /// API's acknowledgement: the API took nothing from it before) if one
+    /// of them holds it, else `SubStartRef` (`SUBSCRIPTION_LOST`), and the
+    /// subscription ends here.
+    fn confirm(&mut self, key: SubKey, ctx: &mut Context<'_>) {
+        let Some(sub) = self.subscribers.get_mut(&key) else {
+            return;
+        };
+        let (Some((waiting, held)), Some(start)) = (sub.confirming, sub.start) else {
+            return;
+        };
+        if !waiting.is_empty() {
+            return;
+        }
+        sub.confirming = None;
+        if held {
             ctx.send(
                 key.0,
                 SignalBody::SubStartConf {
@@ -587,38 +665,58 @@ impl SubscriptionBlock {
                     start_epoch: start,
                 },
             );
-            if sub.flags & sub_flags::RESUBSCRIBE != 0 {
-                let me = self.config.node;
-                sub.holders.push((me, start));
-                let placement = &self.config.placement;
-                let group = placement
-                    .group_of(me)
-                    .map(|g| &placement.node_groups()[g as usize]);
-                for &peer in group.into_iter().flatten() {
-                    if peer != me && !self.live.is_down(peer) {
-                        ctx.send(
-                            SubscriptionBlock::address(peer),
-                            SignalBody::SubHolderReq {
-                                api: key.0,
-                                sub_id: key.1,
-                                start_epoch: start,
-                            },
-                        );
-                    }
-                }
-            }
+            let owned = sub.owned;
+            self.resend(key, owned, ctx);
+            return;
         }
+        tracing::warn!(
+            node = %self.config.node,
+            "subscription {} of {}: subscribed again after this node restarted, but no node of \
+             its group kept it: its epochs since are lost",
+            key.1,
+            key.0,
+        );
+        let message = format!(
+            "no node of data node {}'s node group kept subscription {} (the group or the cluster \
+             restarted since it began): the epochs between are lost",
+            self.config.node, key.1
+        );
+        ctx.send(
+            key.0,
+            SignalBody::SubStartRef {
+                sub_id: key.1,
+                code: proto::error::SUBSCRIPTION_LOST,
+                message,
+            },
+        );
+        self.subscribers.remove(&key);
+        self.capture_stale = true;
         self.start_round(ctx);
+        self.trim_kept();
     }
 
     /// A restarted node of this group serves `key` again, holding every
     /// epoch above `start`: noted, and answered with what this node knows.
     fn on_holder_req(&mut self, from: NodeId, key: SubKey, start: u64, ctx: &mut Context<'_>) {
-        let Some(sub) = self.subscribers.get_mut(&key) else {
-            // Not served here (restarted too, not subscribed again yet):
-            // nothing to tell.
+        let held = self
+            .subscribers
+            .get(&key)
+            .is_some_and(|s| s.start.is_some() && s.confirming.is_none());
+        if !held {
+            // Not served here, or only since this node restarted too and
+            // not confirmed: not a holder (an empty list says so).
+            ctx.send(
+                SubscriptionBlock::address(from),
+                SignalBody::SubHolderConf {
+                    api: key.0,
+                    sub_id: key.1,
+                    nodes: Vec::new(),
+                    starts: Vec::new(),
+                },
+            );
             return;
-        };
+        }
+        let sub = self.subscribers.get_mut(&key).expect("held");
         if self.live.is_down(from) {
             return;
         }
@@ -742,8 +840,26 @@ impl SubscriptionBlock {
     /// What a node of this group knows of `key`'s holders: added, except
     /// nodes down here (it may have written before it heard of a failure
     /// this node has seen).
-    fn on_holder_conf(&mut self, key: SubKey, nodes: &[NodeId], starts: &[u64]) {
+    fn on_holder_conf(
+        &mut self,
+        from: NodeId,
+        key: SubKey,
+        nodes: &[NodeId],
+        starts: &[u64],
+        ctx: &mut Context<'_>,
+    ) {
         let me = self.config.node;
+        let Some(sub) = self.subscribers.get_mut(&key) else {
+            return;
+        };
+        if let Some((waiting, held)) = sub.confirming.as_mut() {
+            if waiting.contains(from) {
+                waiting.remove(from);
+                // A holder lists itself; an empty list: not one.
+                *held |= !nodes.is_empty();
+                self.confirm(key, ctx);
+            }
+        }
         let Some(sub) = self.subscribers.get_mut(&key) else {
             return;
         };
@@ -1081,7 +1197,7 @@ impl Block for SubscriptionBlock {
                 nodes,
                 starts,
             } if sender.block == BlockNumber::SUBSCRIPTION => {
-                self.on_holder_conf((api, sub_id), &nodes, &starts)
+                self.on_holder_conf(sender.node, (api, sub_id), &nodes, &starts, ctx)
             }
             SignalBody::SubHandbackConf {
                 api,
