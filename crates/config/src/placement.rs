@@ -53,6 +53,8 @@ pub const REPLICAS_MAX: usize = 4;
 /// node, so such a table is refused in a cluster of more data nodes.
 pub const COPIES_MAX: usize = 16;
 const _: () = assert!(COPIES_MAX >= REPLICAS_MAX);
+// A write's chain holds every replica but the first.
+const _: () = assert!(signal::CHAIN_MAX + 1 >= REPLICAS_MAX);
 
 /// The node groups of a configuration and the LDM instances per data node.
 #[derive(Clone, PartialEq, Eq)]

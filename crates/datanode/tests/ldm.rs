@@ -249,10 +249,10 @@ impl Cluster {
         assert!(ops.iter().all(|o| self.partition_of(o.key) == partition));
         let home = self.placement.home(partition);
         let any_write = ops.iter().any(|o| o.kind != OpKind::Read);
-        let chain = if any_write {
+        let chain: signal::Chain = if any_write {
             home.backups().collect()
         } else {
-            Vec::new()
+            signal::Chain::new()
         };
         let version = self.table().version;
         let ops = self.batch(ops, version);
@@ -348,7 +348,7 @@ impl Cluster {
                 SignalBody::LdmKeyReq {
                     tx_id: tx,
                     tc: tc(),
-                    chain: Vec::new(),
+                    chain: signal::Chain::new(),
                     ops,
                 },
             );
@@ -550,7 +550,7 @@ fn batched_committed_reads_key_info_and_bad_operations() {
         SignalBody::LdmKeyReq {
             tx_id: 0x3,
             tc: tc(),
-            chain: Vec::new(),
+            chain: signal::Chain::new(),
             ops: stale,
         },
     );
@@ -1150,7 +1150,7 @@ impl Cluster {
             SignalBody::LdmKeyReq {
                 tx_id: 0xEEEF,
                 tc: tc(),
-                chain: Vec::new(),
+                chain: signal::Chain::new(),
                 ops,
             },
         );
@@ -1424,7 +1424,7 @@ fn a_write_that_arrives_after_its_transactions_abort_is_dropped() {
         SignalBody::LdmKeyReq {
             tx_id: late,
             tc: tc(),
-            chain: Vec::new(),
+            chain: signal::Chain::new(),
             ops,
         },
     );

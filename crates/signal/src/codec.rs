@@ -3,7 +3,7 @@
 //! it has been checked against the bytes that are really there, so a hostile
 //! length can never make the decoder allocate more than the frame it came in.
 
-use crate::ids::{BlockNumber, BlockRef, NodeBitmask, NodeId};
+use crate::ids::{BlockNumber, BlockRef, Chain, NodeBitmask, NodeId, CHAIN_MAX};
 use crate::DecodeError;
 
 /// Reads fields from one signal body.
@@ -138,6 +138,31 @@ impl Field for NodeId {
     }
 }
 
+impl Field for Chain {
+    #[inline]
+    fn put(&self, out: &mut Vec<u8>) {
+        (self.len() as u32).put(out);
+        for node in self.iter() {
+            node.put(out);
+        }
+    }
+    #[inline]
+    fn take(reader: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        let count = u32::take(reader)?;
+        if count as usize > CHAIN_MAX {
+            return Err(DecodeError::BadValue {
+                field: "chain length",
+                value: u64::from(count),
+            });
+        }
+        let mut chain = Chain::new();
+        for _ in 0..count {
+            chain.push(NodeId::take(reader)?);
+        }
+        Ok(chain)
+    }
+}
+
 impl Field for BlockRef {
     #[inline]
     fn put(&self, out: &mut Vec<u8>) {
@@ -269,4 +294,39 @@ macro_rules! wire_enum {
             }
         }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(n: u8) -> NodeId {
+        NodeId::new(n).unwrap()
+    }
+
+    #[test]
+    fn a_chain_is_on_the_wire_as_a_list_of_nodes_and_at_most_chain_max() {
+        for nodes in [vec![], vec![node(3)], vec![node(2), node(9), node(4)]] {
+            let chain: Chain = nodes.iter().copied().collect();
+            let (mut as_chain, mut as_list) = (Vec::new(), Vec::new());
+            chain.put(&mut as_chain);
+            nodes.put(&mut as_list);
+            assert_eq!(as_chain, as_list, "{nodes:?}");
+            let mut reader = Reader::new(&as_chain);
+            assert_eq!(Chain::take(&mut reader).unwrap(), chain);
+            assert_eq!(
+                chain.rest().iter().collect::<Vec<_>>(),
+                nodes.get(1..).unwrap_or(&[])
+            );
+        }
+        let mut too_long = Vec::new();
+        vec![node(1); CHAIN_MAX + 1].put(&mut too_long);
+        assert!(matches!(
+            Chain::take(&mut Reader::new(&too_long)),
+            Err(DecodeError::BadValue {
+                field: "chain length",
+                ..
+            })
+        ));
+    }
 }

@@ -36,6 +36,100 @@ impl fmt::Display for NodeId {
     }
 }
 
+/// Nodes a write goes on to after the one that has it, at most: a node
+/// group's replicas but the first (`config::placement::REPLICAS_MAX`, 4).
+pub const CHAIN_MAX: usize = 3;
+
+/// The replicas a write request goes on to after the node that has it,
+/// in order (NDB: the replica list of LQHKEYREQ). Kept inline, at most
+/// [`CHAIN_MAX`], so that building, sending and receiving a request
+/// allocates nothing for it (a `Vec` cost a malloc at the TC and a free
+/// at the receiver per request). On the wire as a list of node ids: a
+/// `u32` count, then a byte per node.
+#[derive(Copy, Clone, Default, Eq, PartialEq, Hash)]
+pub struct Chain {
+    len: u8,
+    nodes: [u8; CHAIN_MAX],
+}
+
+impl Chain {
+    pub const fn new() -> Chain {
+        Chain {
+            len: 0,
+            nodes: [0; CHAIN_MAX],
+        }
+    }
+
+    /// Appends `node`.
+    ///
+    /// # Panics
+    /// When the chain holds `CHAIN_MAX` nodes already (a node group has
+    /// at most `CHAIN_MAX + 1` replicas).
+    pub fn push(&mut self, node: NodeId) {
+        let at = self.len as usize;
+        assert!(at < CHAIN_MAX, "a chain of more than {CHAIN_MAX} nodes");
+        self.nodes[at] = node.get();
+        self.len += 1;
+    }
+
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The node at `at`.
+    ///
+    /// # Panics
+    /// When `at` is not below `len()`.
+    pub fn get(&self, at: usize) -> NodeId {
+        assert!(at < self.len(), "chain index {at} of {}", self.len);
+        NodeId(self.nodes[at])
+    }
+
+    pub fn first(&self) -> Option<NodeId> {
+        (self.len > 0).then(|| NodeId(self.nodes[0]))
+    }
+
+    /// The chain without its first node.
+    pub fn rest(&self) -> Chain {
+        self.iter().skip(1).collect()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = NodeId> + '_ {
+        self.nodes[..self.len()].iter().map(|&n| NodeId(n))
+    }
+
+    pub fn contains(&self, node: NodeId) -> bool {
+        self.iter().any(|n| n == node)
+    }
+
+    /// Keeps the nodes for which `keep` holds, in order.
+    pub fn retain(&mut self, mut keep: impl FnMut(NodeId) -> bool) {
+        *self = self.iter().filter(|&n| keep(n)).collect();
+    }
+}
+
+impl FromIterator<NodeId> for Chain {
+    /// # Panics
+    /// On more than `CHAIN_MAX` nodes.
+    fn from_iter<I: IntoIterator<Item = NodeId>>(nodes: I) -> Chain {
+        let mut chain = Chain::new();
+        for node in nodes {
+            chain.push(node);
+        }
+        chain
+    }
+}
+
+impl fmt::Debug for Chain {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
 /// The number of a block kind. Numbers are part of the wire format: never reuse one.
 #[derive(Copy, Clone, Eq, PartialEq, Ord, PartialOrd, Hash, Debug)]
 pub struct BlockNumber(pub u8);

@@ -16,7 +16,7 @@
 //! whole before any entry is used.
 
 use crate::codec::{Field, Reader};
-use crate::ids::{BlockRef, NodeId};
+use crate::ids::{BlockRef, Chain};
 use crate::DecodeError;
 
 /// The GSNs of `LdmKeyBatchReq` and `LdmKeyConfBatch`, for their errors.
@@ -28,7 +28,7 @@ const KEY_CONF_BATCH_GSN: u16 = 138;
 pub struct KeyReqEntry<'a> {
     pub tx_id: u64,
     pub tc: BlockRef,
-    pub chain: Vec<NodeId>,
+    pub chain: Chain,
     pub ops: &'a [u8],
 }
 
@@ -41,12 +41,12 @@ pub struct KeyConfEntry<'a> {
 }
 
 /// Appends a request entry to `out`.
-pub fn put_key_req(out: &mut Vec<u8>, tx_id: u64, tc: BlockRef, chain: &[NodeId], ops: &[u8]) {
+pub fn put_key_req(out: &mut Vec<u8>, tx_id: u64, tc: BlockRef, chain: &Chain, ops: &[u8]) {
     // tx_id, tc, two counts: one growth at most for the whole entry.
     out.reserve(8 + 4 + 4 + chain.len() + 4 + ops.len());
     tx_id.put(out);
     tc.put(out);
-    put_list(out, chain);
+    chain.put(out);
     put_bytes(out, ops);
 }
 
@@ -65,7 +65,7 @@ pub fn key_reqs(entries: &[u8], count: u32) -> Result<Vec<KeyReqEntry<'_>>, Deco
         Ok(KeyReqEntry {
             tx_id: u64::take(reader)?,
             tc: BlockRef::take(reader)?,
-            chain: Vec::<NodeId>::take(reader)?,
+            chain: Chain::take(reader)?,
             ops: take_bytes(reader)?,
         })
     })
@@ -110,14 +110,6 @@ fn read_all<'a, T>(
     Ok(out)
 }
 
-fn put_list(out: &mut Vec<u8>, items: &[NodeId]) {
-    let count = u32::try_from(items.len()).expect("a chain fits a frame");
-    count.put(out);
-    for item in items {
-        item.put(out);
-    }
-}
-
 fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
     let len = u32::try_from(bytes.len()).expect("a batch fits a frame");
     len.put(out);
@@ -132,7 +124,7 @@ fn take_bytes<'a>(reader: &mut Reader<'a>) -> Result<&'a [u8], DecodeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::BlockNumber;
+    use crate::ids::{BlockNumber, NodeId};
 
     fn node(n: u8) -> NodeId {
         NodeId::new(n).unwrap()
@@ -158,8 +150,9 @@ mod tests {
     fn entries_read_back_as_written_and_a_wrong_count_or_a_cut_is_refused() {
         let tc = BlockRef::new(node(3), BlockNumber::TRANSACTION_COORDINATOR, 1);
         let mut reqs = Vec::new();
-        put_key_req(&mut reqs, 7, tc, &[], &[1, 2, 3]);
-        put_key_req(&mut reqs, 1 << 50, tc, &[node(4), node(5)], &[]);
+        put_key_req(&mut reqs, 7, tc, &Chain::new(), &[1, 2, 3]);
+        let chain: Chain = [node(4), node(5)].into_iter().collect();
+        put_key_req(&mut reqs, 1 << 50, tc, &chain, &[]);
         let read = key_reqs(&reqs, 2).unwrap();
         assert_eq!(
             read,
@@ -167,13 +160,13 @@ mod tests {
                 KeyReqEntry {
                     tx_id: 7,
                     tc,
-                    chain: vec![],
+                    chain: Chain::new(),
                     ops: &[1, 2, 3]
                 },
                 KeyReqEntry {
                     tx_id: 1 << 50,
                     tc,
-                    chain: vec![node(4), node(5)],
+                    chain: [node(4), node(5)].into_iter().collect(),
                     ops: &[]
                 },
             ]

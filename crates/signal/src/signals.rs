@@ -2,7 +2,7 @@
 //! that is part of the wire format: never renumber or reuse one.
 
 use crate::codec::{Field, Reader};
-use crate::ids::{BlockRef, NodeBitmask, NodeId};
+use crate::ids::{BlockRef, Chain, NodeBitmask, NodeId};
 use crate::{wire_enum, wire_struct, DecodeError};
 
 wire_enum! {
@@ -604,7 +604,7 @@ signals! {
     /// `chain` (the replicas still to execute them, in order); the last
     /// replica, or the primary for reads and failed operations, answers
     /// `tc` with `LdmKeyConf`.
-    120 => LdmKeyReq { tx_id: u64, tc: BlockRef, chain: Vec<NodeId>, ops: Vec<u8> },
+    120 => LdmKeyReq { tx_id: u64, tc: BlockRef, chain: Chain, ops: Vec<u8> },
     /// LDM → TC: outcomes of some operations (`proto::results`); an
     /// operation is answered exactly once, by the replica that finished it.
     /// `ok_in_order` (wire version 3), when not 0: `results` holds that many

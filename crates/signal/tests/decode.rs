@@ -393,7 +393,7 @@ fn one_of_each() -> Vec<SignalBody> {
         SignalBody::LdmKeyReq {
             tx_id: 7,
             tc: BlockRef::new(node(3), BlockNumber::TRANSACTION_COORDINATOR, 1),
-            chain: vec![node(4)],
+            chain: [node(4)].into_iter().collect(),
             ops: vec![5; 7],
         },
         SignalBody::LdmKeyConf {
@@ -446,8 +446,14 @@ fn one_of_each() -> Vec<SignalBody> {
             entries: {
                 let tc = BlockRef::new(node(3), BlockNumber::TRANSACTION_COORDINATOR, 0);
                 let mut entries = Vec::new();
-                key_batch::put_key_req(&mut entries, 7, tc, &[], &[5; 7]);
-                key_batch::put_key_req(&mut entries, 1 << 50, tc, &[node(5)], &[6; 3]);
+                key_batch::put_key_req(&mut entries, 7, tc, &signal::Chain::new(), &[5; 7]);
+                key_batch::put_key_req(
+                    &mut entries,
+                    1 << 50,
+                    tc,
+                    &[node(5)].into_iter().collect(),
+                    &[6; 3],
+                );
                 entries
             },
         },

@@ -273,7 +273,7 @@ fn api_node_sends_requests_only() {
         body: SignalBody::LdmKeyReq {
             tx_id: 7,
             tc: tc(1),
-            chain: vec![node(1)],
+            chain: [node(1)].into_iter().collect(),
             ops: vec![1, 2, 3],
         },
     };

@@ -51,7 +51,7 @@ pub(crate) const KEY_BATCH_BYTES_MAX: usize = 32 << 10;
 struct LoneRequest {
     tx_id: u64,
     tc: BlockRef,
-    chain: Vec<NodeId>,
+    chain: signal::Chain,
     ops: Vec<u8>,
 }
 
@@ -119,7 +119,7 @@ impl KeyBatches {
         to: NodeId,
         tx_id: u64,
         tc: BlockRef,
-        chain: Vec<NodeId>,
+        chain: signal::Chain,
         ops: Vec<u8>,
         stats: &mut LdmStats,
         ctx: &mut Context<'_>,

@@ -658,7 +658,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                     SignalBody::LdmKeyReq {
                         tx_id: out.tx_id,
                         tc: self.me,
-                        chain: Vec::new(),
+                        chain: signal::Chain::new(),
                         ops,
                     },
                 );

@@ -76,7 +76,7 @@ impl RecentCommits {
 impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
     /// Whether a request comes from a TC on a down node (then it is
     /// dropped); otherwise takes the down nodes out of its chain.
-    pub(super) fn is_from_failed_tc(&self, tc: BlockRef, chain: &mut Vec<NodeId>) -> bool {
+    pub(super) fn is_from_failed_tc(&self, tc: BlockRef, chain: &mut signal::Chain) -> bool {
         let down = self.live.down();
         if down.is_empty() {
             return false;
@@ -89,7 +89,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             );
             return true;
         }
-        chain.retain(|n| !down.contains(*n));
+        chain.retain(|n| !down.contains(n));
         false
     }
 

@@ -1948,7 +1948,7 @@ impl<D: Disk + Clone + Send + 'static> Block for LdmBlock<D> {
                     signal::epoch::hi(epoch) != 0,
                     "{sender} asked for a one-phase commit in GCI 0"
                 );
-                self.on_key_req(sender, tx_id, tc, Vec::new(), ops, epoch, ctx)
+                self.on_key_req(sender, tx_id, tc, signal::Chain::new(), ops, epoch, ctx)
             }
             SignalBody::LdmCommitReq { tx_id, epoch } => {
                 self.on_commit(sender, Vec::new(), tx_id, epoch, ctx)

@@ -22,7 +22,7 @@ use proto::ops::{
 };
 use proto::ProtoError;
 use schema::{ColumnChanges, RowLayout, TableDef, Value, ValueRef};
-use signal::{BlockNumber, BlockRef, NodeId, SignalBody};
+use signal::{BlockNumber, BlockRef, SignalBody};
 use smallvec::SmallVec;
 use storage::disk::Disk;
 use storage::fragment::{
@@ -55,7 +55,7 @@ pub(super) struct Request {
     generation: u32,
     tx_id: u64,
     tc: Option<BlockRef>,
-    chain: Vec<NodeId>,
+    chain: signal::Chain,
     ops: Vec<u8>,
     op_count: u32,
     /// The op of a one-op request, as `on_key_req` parsed it: the first run
@@ -98,7 +98,7 @@ impl Requests {
         &mut self,
         tx_id: u64,
         tc: BlockRef,
-        chain: Vec<NodeId>,
+        chain: signal::Chain,
         // The batch, its op count and the span of a lone op.
         (ops, op_count, only_op): (Vec<u8>, u32, Option<OpSpan>),
         commit_epoch: u64,
@@ -144,7 +144,7 @@ impl Requests {
         record.in_use = false;
         // Its op batch (unless forwarded) is for this thread to fill again.
         signal::buffers::keep(std::mem::take(&mut record.ops));
-        record.chain = Vec::new();
+        record.chain = signal::Chain::new();
         self.used -= 1;
         self.ops_held -= record.op_count as usize;
         self.free.push(slot);
@@ -311,7 +311,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         sender: BlockRef,
         tx_id: u64,
         tc: BlockRef,
-        mut chain: Vec<NodeId>,
+        mut chain: signal::Chain,
         ops: Vec<u8>,
         commit_epoch: u64,
         ctx: &mut Context<'_>,
@@ -395,7 +395,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         sender: BlockRef,
         tx_id: u64,
         tc: BlockRef,
-        chain: &mut Vec<NodeId>,
+        chain: &mut signal::Chain,
         ops: &'o [u8],
         commit_epoch: u64,
         views: &mut ReadRun<'o>,
@@ -474,7 +474,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         &mut self,
         tx_id: u64,
         tc: BlockRef,
-        chain: Vec<NodeId>,
+        chain: signal::Chain,
         batch: (Vec<u8>, u32, Option<OpSpan>),
         commit_epoch: u64,
         ctx: &mut Context<'_>,
@@ -528,7 +528,8 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 } = self;
                 let record = tx_record(txs, free_txs, tx_id, tc).expect("room checked at arrival");
                 record.fragments.extend(touched);
-                let slot = requests.insert(tx_id, tc, Vec::new(), (ops, 1, Some(span)), epoch);
+                let slot =
+                    requests.insert(tx_id, tc, signal::Chain::new(), (ops, 1, Some(span)), epoch);
                 assert_eq!(
                     requests.op_id(slot),
                     op_id,
@@ -912,7 +913,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             ctx,
         );
         if !record.forward.is_empty() {
-            let next = record.chain[0];
+            let next = record.chain.get(0);
             let bytes = if record.forward.len() == record.op_count as usize {
                 // Every op goes on (the common write): the batch as it came,
                 // neither copied nor allocated again; the record is freed below.
@@ -920,7 +921,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             } else {
                 forwarded_ops(&record.ops, record.op_count, &record.forward)
             };
-            let chain = record.chain[1..].to_vec();
+            let chain = record.chain.rest();
             if next == me.node {
                 let receiver = BlockRef::new(next, BlockNumber::LOCAL_DATA_MANAGER, me.instance);
                 let (tx_id, ops) = (record.tx_id, bytes);

@@ -292,7 +292,7 @@ impl TcBlock {
                 SignalBody::LdmKeyReq {
                     tx_id: read_id,
                     tc,
-                    chain: Vec::new(),
+                    chain: signal::Chain::new(),
                     ops,
                 },
             );

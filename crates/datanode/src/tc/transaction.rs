@@ -976,10 +976,10 @@ impl TcBlock {
                 || (group.backup_read && home.is_replica(group.primary)),
             "grouped by the live map"
         );
-        let chain: Vec<NodeId> = if group.has_write {
+        let chain: signal::Chain = if group.has_write {
             home.backups().collect()
         } else {
-            Vec::new()
+            signal::Chain::new()
         };
         let tx = self.transactions.get_mut(slot);
         tx.routed.insert(group.primary);
