@@ -853,6 +853,10 @@ fn names_as_assignments(tokens: &[Token]) -> Option<String> {
 /// Words MariaDB reads otherwise than the parser's MySQL dialect, mended
 /// in place before the statement is parsed (here and in `engine::parse`):
 ///
+/// - `TOP` is no keyword of MariaDB's (`SELECT 1 AS top`, `SELECT a top`,
+///   a column `top`) but the parser reserves it for SQL Server's
+///   `SELECT TOP n` in every dialect: an unquoted `top` becomes the
+///   identifier `` `top` ``, which it is in MariaDB wherever it can stand.
 /// - `REAL(M,D)` and `DOUBLE PRECISION(M,D)` are MariaDB's DOUBLE(M,D),
 ///   which the parser takes only as `DOUBLE(M,D)`.
 pub fn mend_words(tokens: &mut Vec<TokenWithSpan>) {
@@ -870,6 +874,14 @@ pub fn mend_words(tokens: &mut Vec<TokenWithSpan>) {
             continue;
         }
         match word.keyword {
+            Keyword::TOP => {
+                let value = word.value.clone();
+                tokens[at].token = Token::Word(sqlparser::tokenizer::Word {
+                    value,
+                    quote_style: Some('`'),
+                    keyword: Keyword::NoKeyword,
+                });
+            }
             Keyword::REAL => {
                 let paren = next_significant(tokens, at + 1);
                 if paren.is_some_and(|p| tokens[p].token == Token::LParen) {
