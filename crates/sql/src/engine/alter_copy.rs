@@ -475,7 +475,7 @@ fn convert_value(
             | SqlType::Int { .. }
             | SqlType::BigInt { .. } => Some("INTEGER"),
             SqlType::Decimal { .. } => Some("DECIMAL"),
-            SqlType::Float | SqlType::Double => Some("DOUBLE"),
+            SqlType::Float { .. } | SqlType::Double { .. } => Some("DOUBLE"),
             _ => None,
         };
         match (e.code, kind, val) {

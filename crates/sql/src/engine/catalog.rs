@@ -56,8 +56,14 @@ pub enum SqlType {
     BigInt {
         unsigned: bool,
     },
-    Float,
-    Double,
+    /// `digits`: FLOAT(M,D), whose values are rounded to D decimals.
+    Float {
+        digits: Option<FixedDigits>,
+    },
+    /// `digits`: DOUBLE(M,D) (REAL(M,D), DOUBLE PRECISION(M,D)).
+    Double {
+        digits: Option<FixedDigits>,
+    },
     Decimal {
         precision: u8,
         scale: u8,
@@ -103,6 +109,39 @@ pub enum SqlType {
     Enum(Vec<String>),
     /// Stored as BIGINT UNSIGNED: a bit per member.
     Set(Vec<String>),
+}
+
+/// The (M,D) of FLOAT(M,D) or DOUBLE(M,D): M digits in all, D of them
+/// after the point. MariaDB rounds a stored value to D decimals, refuses
+/// one of more than M − D integer digits (1264), and shows D decimals.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FixedDigits {
+    /// Digits in all, D..=255.
+    pub m: u8,
+    /// Digits after the point, 0..=30.
+    pub d: u8,
+}
+
+impl FixedDigits {
+    /// The largest magnitude a value may have once rounded: M − D nines,
+    /// then D nines after the point (`99999999.99` for (10,2)).
+    pub fn max(self) -> f64 {
+        let int_digits = i32::from(self.m) - i32::from(self.d);
+        10f64.powi(int_digits) - 10f64.powi(-i32::from(self.d))
+    }
+
+    /// `v` rounded to D decimals as MariaDB's `Field_real::truncate`
+    /// rounds it: the fraction above the floor scaled by 10^D and rounded
+    /// half to even (`rint`), so 2.25 at D = 1 is 2.2 and -99999.94 is
+    /// -99999.9, as MariaDB stores them.
+    pub fn round(self, v: f64) -> f64 {
+        if !v.is_finite() {
+            return v;
+        }
+        let scale = 10f64.powi(i32::from(self.d));
+        let floor = v.floor();
+        floor + ((v - floor) * scale).round_ties_even() / scale
+    }
 }
 
 /// One visible column of a table (the hidden `$PK` is not one).
@@ -1082,8 +1121,8 @@ impl SqlType {
             SqlType::BigInt { unsigned } => NativeType::BigInt {
                 unsigned: *unsigned,
             },
-            SqlType::Float => NativeType::Float,
-            SqlType::Double => NativeType::Double,
+            SqlType::Float { .. } => NativeType::Float,
+            SqlType::Double { .. } => NativeType::Double,
             SqlType::Decimal { precision, scale } => NativeType::Decimal {
                 precision: *precision,
                 scale: *scale,
@@ -1120,8 +1159,8 @@ impl SqlType {
             NativeType::MediumInt { unsigned } => SqlType::MediumInt { unsigned },
             NativeType::Int { unsigned } => SqlType::Int { unsigned },
             NativeType::BigInt { unsigned } => SqlType::BigInt { unsigned },
-            NativeType::Float => SqlType::Float,
-            NativeType::Double => SqlType::Double,
+            NativeType::Float => SqlType::Float { digits: None },
+            NativeType::Double => SqlType::Double { digits: None },
             NativeType::Decimal { precision, scale } => SqlType::Decimal { precision, scale },
             NativeType::Char { len, collation } => SqlType::Char {
                 length: len,
@@ -1175,8 +1214,18 @@ pub fn column_meta(ty: &SqlType, nullable: bool) -> ColumnMeta {
         SqlType::MediumInt { unsigned } => int(T::Int24, 9 - u32::from(*unsigned), *unsigned),
         SqlType::Int { unsigned } => int(T::Long, 11 - u32::from(*unsigned), *unsigned),
         SqlType::BigInt { unsigned } => int(T::LongLong, 20, *unsigned),
-        SqlType::Float => (T::Float, charset::BINARY, 12, flags::NUM, 31),
-        SqlType::Double => (T::Double, charset::BINARY, 22, flags::NUM, 31),
+        // MariaDB's length of a FLOAT(M,D) or DOUBLE(M,D) is M, its
+        // decimals D (the text protocol prints D decimals).
+        SqlType::Float { digits: Some(f) } | SqlType::Double { digits: Some(f) } => {
+            let t = if matches!(ty, SqlType::Float { .. }) {
+                T::Float
+            } else {
+                T::Double
+            };
+            (t, charset::BINARY, u32::from(f.m), flags::NUM, f.d)
+        }
+        SqlType::Float { digits: None } => (T::Float, charset::BINARY, 12, flags::NUM, 31),
+        SqlType::Double { digits: None } => (T::Double, charset::BINARY, 22, flags::NUM, 31),
         SqlType::Decimal { precision, scale } => {
             let length = u32::from(*precision) + u32::from(*scale > 0) + 1;
             (T::NewDecimal, charset::BINARY, length, flags::NUM, *scale)

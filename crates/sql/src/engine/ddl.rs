@@ -36,7 +36,7 @@ use sqlparser::dialect::MySqlDialect;
 use sqlparser::keywords::Keyword;
 use sqlparser::tokenizer::{Token, Tokenizer};
 
-use super::catalog::{self, meta, BlobSize, SqlType, TableInfo};
+use super::catalog::{self, meta, BlobSize, FixedDigits, SqlType, TableInfo};
 use super::{Answered, Conn};
 use crate::backend::OkInfo;
 use crate::error::{codes, SqlError, SqlResult};
@@ -1621,6 +1621,44 @@ fn too_big(column: &str, max: u64, what: &str) -> SqlError {
     )
 }
 
+/// Most digits of a FLOAT(M,D) or DOUBLE(M,D) (MariaDB's display width).
+const FIXED_DIGITS_MAX: u64 = 255;
+
+/// The (M,D) of a FLOAT(M,D) or DOUBLE(M,D), checked as MariaDB checks
+/// them; `None` for (0,0), which MariaDB takes as no (M,D).
+fn fixed_digits(column: &str, m: u64, d: i64) -> SqlResult<Option<FixedDigits>> {
+    if d < 0 || d as u64 > m {
+        return Err(err(
+            1427,
+            "42000",
+            format!(
+                "For float(M,D), double(M,D) or decimal(M,D), M must be >= D (column '{column}')"
+            ),
+        ));
+    }
+    if d > DECIMAL_SCALE_MAX {
+        return Err(err(
+            1425,
+            "42000",
+            format!("Too big scale specified for '{column}'. Maximum is {DECIMAL_SCALE_MAX}"),
+        ));
+    }
+    if m > FIXED_DIGITS_MAX {
+        return Err(err(
+            1439,
+            "42000",
+            format!("Display width out of range for '{column}' (max = {FIXED_DIGITS_MAX})"),
+        ));
+    }
+    if m == 0 {
+        return Ok(None);
+    }
+    Ok(Some(FixedDigits {
+        m: m as u8,
+        d: d as u8,
+    }))
+}
+
 /// The declared type: `(type, display width, zerofill)`.
 fn sql_type(
     column: &str,
@@ -1732,13 +1770,20 @@ fn sql_type(
         D::DecimalUnsigned(info) | D::DecUnsigned(info) => decimal(info)?,
         D::Float(info) | D::FloatUnsigned(info) => match info {
             // FLOAT(p): p > 24 is a DOUBLE, as MySQL's.
-            ExactNumberInfo::Precision(p) if *p > 24 => SqlType::Double,
-            _ => SqlType::Float,
+            ExactNumberInfo::Precision(p) if *p > 24 => SqlType::Double { digits: None },
+            ExactNumberInfo::PrecisionAndScale(m, d) => SqlType::Float {
+                digits: fixed_digits(column, *m, *d)?,
+            },
+            _ => SqlType::Float { digits: None },
+        },
+        D::Double(ExactNumberInfo::PrecisionAndScale(m, d))
+        | D::DoubleUnsigned(ExactNumberInfo::PrecisionAndScale(m, d)) => SqlType::Double {
+            digits: fixed_digits(column, *m, *d)?,
         },
         D::Double(_) | D::DoubleUnsigned(_) | D::DoublePrecision | D::DoublePrecisionUnsigned => {
-            SqlType::Double
+            SqlType::Double { digits: None }
         }
-        D::Real | D::RealUnsigned => SqlType::Double,
+        D::Real | D::RealUnsigned => SqlType::Double { digits: None },
         D::Char(len) | D::Character(len) => {
             let length = char_len(length_of(len)?, CHAR_CHARS_MAX, "CHAR")?;
             if binary {
@@ -2267,8 +2312,8 @@ pub fn default_value(ty: &SqlType, text: &str) -> Option<Value> {
         SqlType::Int { unsigned: true } => int(true, 0, u32::MAX.into()),
         SqlType::BigInt { unsigned: false } => int(false, i64::MIN.into(), i64::MAX.into()),
         SqlType::BigInt { unsigned: true } => int(true, 0, u64::MAX.into()),
-        SqlType::Float => text.parse::<f32>().ok().map(Value::Float),
-        SqlType::Double => text.parse::<f64>().ok().map(Value::Double),
+        SqlType::Float { .. } => text.parse::<f32>().ok().map(Value::Float),
+        SqlType::Double { .. } => text.parse::<f64>().ok().map(Value::Double),
         SqlType::Decimal { scale, .. } => {
             let d = schema::Decimal::parse(text).ok()?;
             let _ = scale;

@@ -43,6 +43,7 @@ use skarv_client::{Cluster, Session};
 use sqlparser::ast::Statement;
 use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::Parser;
+use sqlparser::tokenizer::Tokenizer;
 
 use crate::backend::{Backend, Credentials, Login, OkInfo, Prepared, ResultSink};
 use crate::error::{codes, SqlError, SqlResult};
@@ -263,7 +264,14 @@ pub fn parse(sql: &str) -> SqlResult<Vec<Statement>> {
             ),
         ));
     }
-    Parser::parse_sql(&MySqlDialect {}, sql).map_err(SqlError::syntax)
+    let mut tokens = Tokenizer::new(&MySqlDialect {}, sql)
+        .tokenize_with_location()
+        .map_err(SqlError::syntax)?;
+    session::mend_words(&mut tokens);
+    Parser::new(&MySqlDialect {})
+        .with_tokens_with_locations(tokens)
+        .parse_statements()
+        .map_err(SqlError::syntax)
 }
 
 impl<'s> Conn<'s> {

@@ -693,6 +693,7 @@ fn head_words(tokens: &[Token], n: usize) -> Vec<String> {
 }
 
 fn parse_piece(mut spanned: Vec<TokenWithSpan>, sql: &str) -> SqlResult<Stmt> {
+    mend_words(&mut spanned);
     let tokens: Vec<Token> = spanned.iter().map(|t| t.token.clone()).collect();
     let words = head_words(&tokens, 4);
     let word = |i: usize| words.get(i).map(String::as_str).unwrap_or("");
@@ -847,6 +848,62 @@ fn names_as_assignments(tokens: &[Token]) -> Option<String> {
         out.push(format!("collation_connection = {}", quote(&collation)));
     }
     Some(format!("SET {}", out.join(", ")))
+}
+
+/// Words MariaDB reads otherwise than the parser's MySQL dialect, mended
+/// in place before the statement is parsed (here and in `engine::parse`):
+///
+/// - `TOP` is no keyword of MariaDB's (`SELECT 1 AS top`, `SELECT a top`,
+///   a column `top`) but the parser reserves it for SQL Server's
+///   `SELECT TOP n` in every dialect: an unquoted `top` becomes the
+///   identifier `` `top` ``, which it is in MariaDB wherever it can stand.
+/// - `REAL(M,D)` and `DOUBLE PRECISION(M,D)` are MariaDB's DOUBLE(M,D),
+///   which the parser takes only as `DOUBLE(M,D)`.
+pub fn mend_words(tokens: &mut Vec<TokenWithSpan>) {
+    let next_significant = |tokens: &[TokenWithSpan], from: usize| {
+        (from..tokens.len()).find(|&at| !matches!(tokens[at].token, Token::Whitespace(_)))
+    };
+    let mut at = 0;
+    while at < tokens.len() {
+        let Token::Word(word) = &tokens[at].token else {
+            at += 1;
+            continue;
+        };
+        if word.quote_style.is_some() {
+            at += 1;
+            continue;
+        }
+        match word.keyword {
+            Keyword::TOP => {
+                let value = word.value.clone();
+                tokens[at].token = Token::Word(sqlparser::tokenizer::Word {
+                    value,
+                    quote_style: Some('`'),
+                    keyword: Keyword::NoKeyword,
+                });
+            }
+            Keyword::REAL => {
+                let paren = next_significant(tokens, at + 1);
+                if paren.is_some_and(|p| tokens[p].token == Token::LParen) {
+                    tokens[at].token = Token::make_keyword("DOUBLE");
+                }
+            }
+            Keyword::DOUBLE => {
+                let precision = next_significant(tokens, at + 1).filter(|&p| {
+                    matches!(&tokens[p].token, Token::Word(w) if w.keyword == Keyword::PRECISION
+                        && w.quote_style.is_none())
+                });
+                if let Some(precision) = precision {
+                    let paren = next_significant(tokens, precision + 1);
+                    if paren.is_some_and(|p| tokens[p].token == Token::LParen) {
+                        tokens.drain(at + 1..=precision);
+                    }
+                }
+            }
+            _ => {}
+        }
+        at += 1;
+    }
 }
 
 /// `… LOCK IN SHARE MODE` at the end of a SELECT becomes `… FOR SHARE`,

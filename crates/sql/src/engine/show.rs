@@ -371,6 +371,10 @@ pub fn column_type(column: &SqlColumn) -> String {
             .collect::<Vec<_>>()
             .join(",")
     };
+    let fixed = |name: &str, digits: &Option<catalog::FixedDigits>| match digits {
+        Some(f) => format!("{name}({},{})", f.m, f.d),
+        None => name.to_owned(),
+    };
     let fsp = |name: &str, fsp: u8| {
         if fsp > 0 {
             format!("{name}({fsp})")
@@ -403,8 +407,8 @@ pub fn column_type(column: &SqlColumn) -> String {
             }
             s
         }
-        SqlType::Float => "float".to_owned(),
-        SqlType::Double => "double".to_owned(),
+        SqlType::Float { digits } => fixed("float", digits),
+        SqlType::Double { digits } => fixed("double", digits),
         SqlType::Decimal { precision, scale } => format!("decimal({precision},{scale})"),
         SqlType::Char { length, .. } => format!("char({length})"),
         SqlType::VarChar { max, .. } => format!("varchar({max})"),
@@ -492,8 +496,8 @@ fn default_sql(column: &SqlColumn, default: &str) -> String {
         | SqlType::MediumInt { .. }
         | SqlType::Int { .. }
         | SqlType::BigInt { .. }
-        | SqlType::Float
-        | SqlType::Double
+        | SqlType::Float { .. }
+        | SqlType::Double { .. }
         | SqlType::Decimal { .. }
         | SqlType::Year => default.to_owned(),
         SqlType::Bit { .. } if default.starts_with("b'") => default.to_owned(),
@@ -1332,8 +1336,11 @@ fn lengths(c: &SqlColumn) -> [Option<u64>; 5] {
         SqlType::BigInt { unsigned } => {
             [None, None, Some(19 + u64::from(*unsigned)), Some(0), None]
         }
-        SqlType::Float => [None, None, Some(12), None, None],
-        SqlType::Double => [None, None, Some(22), None, None],
+        SqlType::Float { digits: None } => [None, None, Some(12), None, None],
+        SqlType::Double { digits: None } => [None, None, Some(22), None, None],
+        SqlType::Float { digits: Some(f) } | SqlType::Double { digits: Some(f) } => {
+            [None, None, Some(u64::from(f.m)), Some(u64::from(f.d)), None]
+        }
         SqlType::Decimal { precision, scale } => [
             None,
             None,

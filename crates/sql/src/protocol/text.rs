@@ -34,11 +34,15 @@ pub fn render(value: &SqlValue, column: &ColumnMeta, out: &mut Vec<u8>) {
         SqlValue::UInt(v) if column.ty == ColumnType::Bit => bit_bytes(*v, column, out),
         SqlValue::Int(v) => push_display(out, v),
         SqlValue::UInt(v) => push_display(out, v),
+        // A FLOAT(M,D) column's D decimals (MariaDB's `Field_float::val_str`).
+        SqlValue::Float(v) if decimals < NOT_FIXED_DECIMALS && v.is_finite() => {
+            fixed(f64::from(*v), decimals, out)
+        }
         SqlValue::Float(v) => float(*v, out),
         // A DOUBLE of fixed decimals (PI(): 6, STD() of an integer: 4,
         // CUME_DIST(): 10) as MariaDB's `my_fcvt` shows it.
         SqlValue::Double(v) if decimals < NOT_FIXED_DECIMALS && v.is_finite() => {
-            let _ = write!(out, "{v:.*}", usize::from(decimals));
+            fixed(*v, decimals, out)
         }
         SqlValue::Double(v) => double(*v, out),
         SqlValue::Decimal(text) => out.extend_from_slice(text.as_bytes()),
@@ -60,6 +64,29 @@ pub fn render(value: &SqlValue, column: &ColumnMeta, out: &mut Vec<u8>) {
             let hours = days.saturating_mul(24).saturating_add(u32::from(time.hour));
             push_clock(out, hours, time, decimals);
         }
+    }
+}
+
+/// A value of fixed decimals as MariaDB's `my_fcvt` prints it: its
+/// shortest digits, padded with zeros, when they have no more decimals
+/// than that (`1234567890123456.78` at 2 is `1234567890123456.80`, and
+/// past a double's 17 digits come zeros, not the binary value's digits);
+/// else rounded to them.
+fn fixed(value: f64, decimals: u8, out: &mut Vec<u8>) {
+    let decimals = usize::from(decimals);
+    // Display is the shortest digits that read back, never an exponent.
+    let shortest = value.to_string();
+    let have = shortest.split_once('.').map_or(0, |(_, f)| f.len());
+    if have > decimals {
+        let _ = write!(out, "{value:.decimals$}");
+        return;
+    }
+    out.extend_from_slice(shortest.as_bytes());
+    if decimals > 0 {
+        if have == 0 {
+            out.push(b'.');
+        }
+        out.extend(std::iter::repeat_n(b'0', decimals - have));
     }
 }
 
@@ -254,6 +281,41 @@ mod tests {
         ];
         for &(value, text) in cases {
             assert_eq!(f(value), text, "{value:e}");
+        }
+    }
+
+    /// Every pair was printed by MariaDB 10.11 from DOUBLE(40,2),
+    /// DOUBLE(10,2), FLOAT(7,3) and FLOAT(50,2) columns.
+    #[test]
+    fn fixed_decimals_print_as_mariadb_prints_them() {
+        let cases: &[(SqlValue, u8, &str)] = &[
+            (SqlValue::Double(1.5), 2, "1.50"),
+            (SqlValue::Double(12345679.0), 2, "12345679.00"),
+            (
+                SqlValue::Double(1.2345678901234568e20),
+                2,
+                "123456789012345680000.00",
+            ),
+            (SqlValue::Double(1e25), 2, "10000000000000000000000000.00"),
+            (
+                SqlValue::Double(1234567890123456.8),
+                2,
+                "1234567890123456.80",
+            ),
+            (SqlValue::Float(-1234.568), 3, "-1234.568"),
+            (SqlValue::Float(12.35), 2, "12.35"),
+            (
+                SqlValue::Float(f32::MAX),
+                2,
+                "340282346638528860000000000000000000000.00",
+            ),
+        ];
+        for (value, decimals, text) in cases {
+            let ty = match value {
+                SqlValue::Float(_) => ColumnType::Float,
+                _ => ColumnType::Double,
+            };
+            assert_eq!(rendered(value.clone(), ty, *decimals), *text, "{value:?}");
         }
     }
 

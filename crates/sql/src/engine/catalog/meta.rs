@@ -21,15 +21,18 @@
 //! [copy lock]     format version 2: u32 owner SQL node id, u64 start
 //!                 (Unix ms), str the table's name when it was locked;
 //!                 version 3: u8 present (0 or 1), then the same
-//! [checks]        format version 3 only: u16 count, then per CHECK
+//! [checks]        format version 3 and 4: u16 count, then per CHECK
 //!                 constraint: str name, str column (empty for one of the
 //!                 table), str expression (SQL text)
 //! ```
 //!
 //! A table without a copy lock or CHECK constraints is written as version
-//! 1, one with a copy lock and no checks as version 2, so that a SQL node
-//! that reads only older versions still reads every table that needs
-//! nothing newer.
+//! 1, one with a copy lock and no checks as version 2, one with checks as
+//! version 3, so that a SQL node that reads only older versions still
+//! reads every table that needs nothing newer. Version 4 is version 3's
+//! layout with the type tags 23 and 24 allowed; it is written only for a
+//! table with a FLOAT(M,D) or DOUBLE(M,D) column, which an older build
+//! would show without its (M,D) and store unrounded.
 //!
 //! Type tags: 1 TINYINT … 5 BIGINT (`u8` unsigned), 6 FLOAT, 7 DOUBLE,
 //! 8 DECIMAL (`u8` precision, `u8` scale), 9 CHAR and 10 VARCHAR (`u16`
@@ -37,17 +40,21 @@
 //! and 12 VARBINARY (`u16`), 13 TEXT (`u8` size 0–3: tiny…long, `u8`
 //! collation), 14 BLOB (`u8` size), 15 DATE, 16 TIME, 17 DATETIME and
 //! 18 TIMESTAMP (`u8` fsp), 19 YEAR, 20 BIT (`u8` bits), 21 ENUM and 22 SET
-//! (`u16` n, n × str).
+//! (`u16` n, n × str), 23 FLOAT(M,D) and 24 DOUBLE(M,D) (`u8` M, `u8` D;
+//! version 4 only).
 //!
 //! [`TableMeta::decode`] reads bytes from the cluster: it checks every
 //! length, refuses unknown tags, flags and versions, and never panics.
 
 use schema::Collation;
 
-use super::{BlobSize, SqlType};
+use super::{BlobSize, FixedDigits, SqlType};
 
 /// The newest format version [`TableMeta::encode`] writes and reads.
-pub const SQL_META_FORMAT_VERSION: u8 = 3;
+pub const SQL_META_FORMAT_VERSION: u8 = 4;
+/// The version a table with CHECK constraints and no FLOAT(M,D) or
+/// DOUBLE(M,D) is written with.
+const SQL_META_FORMAT_VERSION_CHECKS: u8 = 3;
 /// The version a table with a copy lock and no CHECK is written with.
 const SQL_META_FORMAT_VERSION_COPY: u8 = 2;
 /// The version a table without a copy lock is written with.
@@ -193,8 +200,10 @@ fn put_type(out: &mut Vec<u8>, ty: &SqlType) {
         SqlType::MediumInt { unsigned } => out.extend_from_slice(&[3, u8::from(*unsigned)]),
         SqlType::Int { unsigned } => out.extend_from_slice(&[4, u8::from(*unsigned)]),
         SqlType::BigInt { unsigned } => out.extend_from_slice(&[5, u8::from(*unsigned)]),
-        SqlType::Float => out.push(6),
-        SqlType::Double => out.push(7),
+        SqlType::Float { digits: None } => out.push(6),
+        SqlType::Double { digits: None } => out.push(7),
+        SqlType::Float { digits: Some(f) } => out.extend_from_slice(&[23, f.m, f.d]),
+        SqlType::Double { digits: Some(f) } => out.extend_from_slice(&[24, f.m, f.d]),
         SqlType::Decimal { precision, scale } => out.extend_from_slice(&[8, *precision, *scale]),
         SqlType::Char { length, collation } => {
             out.push(9);
@@ -240,8 +249,16 @@ impl TableMeta {
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(64 + self.columns.len() * 16);
         out.extend_from_slice(&SQL_META_MAGIC);
-        let version = if !self.checks.is_empty() {
+        let fixed = self.columns.iter().any(|c| {
+            matches!(
+                c.ty,
+                SqlType::Float { digits: Some(_) } | SqlType::Double { digits: Some(_) }
+            )
+        });
+        let version = if fixed {
             SQL_META_FORMAT_VERSION
+        } else if !self.checks.is_empty() {
+            SQL_META_FORMAT_VERSION_CHECKS
         } else if self.copy.is_some() {
             SQL_META_FORMAT_VERSION_COPY
         } else {
@@ -282,7 +299,7 @@ impl TableMeta {
             }
             put_str(&mut out, &c.comment);
         }
-        if version == SQL_META_FORMAT_VERSION {
+        if version >= SQL_META_FORMAT_VERSION_CHECKS {
             out.push(u8::from(self.copy.is_some()));
         }
         if let Some(lock) = &self.copy {
@@ -290,7 +307,7 @@ impl TableMeta {
             out.extend_from_slice(&lock.started_ms.to_le_bytes());
             put_str(&mut out, &lock.from);
         }
-        if version == SQL_META_FORMAT_VERSION {
+        if version >= SQL_META_FORMAT_VERSION_CHECKS {
             put_u16(
                 &mut out,
                 u16::try_from(self.checks.len()).unwrap_or(u16::MAX),
@@ -306,12 +323,17 @@ impl TableMeta {
 
     /// Reads [`TableMeta::encode`]'s bytes; `Err` names what is wrong.
     pub fn decode(bytes: &[u8]) -> Result<TableMeta, String> {
-        let mut r = Reader { bytes, at: 0 };
+        let mut r = Reader {
+            bytes,
+            at: 0,
+            version: 0,
+        };
         let magic = r.take(2, "magic")?;
         if magic != SQL_META_MAGIC {
             return Err("SQL metadata: bad magic".to_owned());
         }
         let version = r.u8("version")?;
+        r.version = version;
         if version == 0 || version > SQL_META_FORMAT_VERSION {
             return Err(format!(
                 "SQL metadata: format version {version} (this build reads up to \
@@ -382,7 +404,7 @@ impl TableMeta {
             None
         };
         let mut checks = Vec::new();
-        if version >= SQL_META_FORMAT_VERSION {
+        if version >= SQL_META_FORMAT_VERSION_CHECKS {
             let count = usize::from(r.u16("check count")?);
             // Each takes at least its three lengths.
             if count * 6 > r.remaining() {
@@ -418,6 +440,8 @@ impl TableMeta {
 struct Reader<'a> {
     bytes: &'a [u8],
     at: usize,
+    /// The format version read (the tags it allows).
+    version: u8,
 }
 
 impl<'a> Reader<'a> {
@@ -494,6 +518,15 @@ impl<'a> Reader<'a> {
         (0..n).map(|_| self.str("member")).collect()
     }
 
+    fn digits(&mut self) -> Result<FixedDigits, String> {
+        let m = self.u8("M")?;
+        let d = self.u8("D")?;
+        if d > m || d > 30 {
+            return Err(format!("SQL metadata: ({m},{d}) is no FLOAT/DOUBLE (M,D)"));
+        }
+        Ok(FixedDigits { m, d })
+    }
+
     fn sql_type(&mut self) -> Result<SqlType, String> {
         Ok(match self.u8("type")? {
             1 => SqlType::TinyInt {
@@ -511,8 +544,14 @@ impl<'a> Reader<'a> {
             5 => SqlType::BigInt {
                 unsigned: self.bool("unsigned")?,
             },
-            6 => SqlType::Float,
-            7 => SqlType::Double,
+            6 => SqlType::Float { digits: None },
+            7 => SqlType::Double { digits: None },
+            23 if self.version >= SQL_META_FORMAT_VERSION => SqlType::Float {
+                digits: Some(self.digits()?),
+            },
+            24 if self.version >= SQL_META_FORMAT_VERSION => SqlType::Double {
+                digits: Some(self.digits()?),
+            },
             8 => SqlType::Decimal {
                 precision: self.u8("precision")?,
                 scale: self.u8("scale")?,
@@ -581,8 +620,8 @@ mod tests {
             SqlType::MediumInt { unsigned: true },
             SqlType::Int { unsigned: false },
             SqlType::BigInt { unsigned: true },
-            SqlType::Float,
-            SqlType::Double,
+            SqlType::Float { digits: None },
+            SqlType::Double { digits: None },
             SqlType::Decimal {
                 precision: 10,
                 scale: 2,
@@ -696,6 +735,41 @@ mod tests {
         meta.checks.clear();
         meta.copy = None;
         assert_eq!(meta.encode()[2], 1);
+    }
+
+    #[test]
+    fn fixed_digits_round_trip_at_version_4_and_only_there() {
+        let mut meta = sample();
+        meta.columns[5].ty = SqlType::Float {
+            digits: Some(FixedDigits { m: 7, d: 3 }),
+        };
+        meta.columns[6].ty = SqlType::Double {
+            digits: Some(FixedDigits { m: 255, d: 30 }),
+        };
+        let bytes = meta.encode();
+        assert_eq!(bytes[2], 4);
+        assert_eq!(TableMeta::decode(&bytes), Ok(meta.clone()));
+        for end in 0..bytes.len() {
+            assert!(TableMeta::decode(&bytes[..end]).is_err(), "cut at {end}");
+        }
+        // A tag 23 or 24 under an older version is refused.
+        let mut older = bytes.clone();
+        older[2] = 3;
+        assert!(TableMeta::decode(&older).is_err());
+        // With checks and a copy lock too.
+        meta.checks = vec![CheckMeta {
+            name: "x".into(),
+            column: None,
+            expr: "1".into(),
+        }];
+        meta.copy = Some(CopyLock {
+            owner: 1,
+            started_ms: 2,
+            from: "db/def/t".into(),
+        });
+        let bytes = meta.encode();
+        assert_eq!(bytes[2], 4);
+        assert_eq!(TableMeta::decode(&bytes), Ok(meta));
     }
 
     #[test]

@@ -24,7 +24,7 @@ pub fn column_kind(ty: &SqlType) -> Kind {
         },
         SqlType::Year => Kind::Int { unsigned: true },
         SqlType::Bit { .. } => Kind::Int { unsigned: true },
-        SqlType::Float | SqlType::Double => Kind::Double,
+        SqlType::Float { .. } | SqlType::Double { .. } => Kind::Double,
         SqlType::Decimal { scale, .. } => Kind::Dec { scale: *scale },
         SqlType::Char { collation, .. }
         | SqlType::VarChar { collation, .. }
@@ -315,7 +315,7 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
             }
             Value::Bit(n)
         }
-        SqlType::Float | SqlType::Double => {
+        SqlType::Float { digits } | SqlType::Double { digits } => {
             let f = match v {
                 Val::Str(b) => {
                     let text = String::from_utf8_lossy(b);
@@ -328,7 +328,21 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
                 Val::Date(_) | Val::DateTime(..) | Val::Time(_) => v.temporal_number().to_f64(),
                 other => other.to_f64().0,
             };
-            if matches!(col.ty, SqlType::Float) {
+            // FLOAT(M,D)/DOUBLE(M,D): rounded to D decimals, then at most
+            // M − D integer digits (MariaDB's `Field_real::truncate`); an
+            // exact conversion (a key or a pushed filter) refuses a value
+            // the rounding would change, as DECIMAL's does.
+            let f = match digits {
+                Some(digits) => {
+                    let rounded = digits.round(f);
+                    if rounded.abs() > digits.max() || exact && rounded != f {
+                        return fail(Misfit::OutOfRange);
+                    }
+                    rounded
+                }
+                None => f,
+            };
+            if matches!(col.ty, SqlType::Float { .. }) {
                 if f.abs() > f64::from(f32::MAX) {
                     return fail(Misfit::OutOfRange);
                 }
@@ -541,6 +555,20 @@ pub fn to_native_in_mode(v: &Val, target: &Target<'_>, ctx: &mut Ctx<'_>) -> Sql
                 .map_or(i128::MAX, |m| m - 1);
             let d = d.rescale(*scale).unwrap_or(Dec::new(0, *scale));
             Val::Dec(Dec::new(d.mantissa.clamp(-max, max), *scale))
+        }
+        // MariaDB stores the nearest limit: ±(M − D nines . D nines), or
+        // FLOAT's largest.
+        SqlType::Float { digits } | SqlType::Double { digits }
+            if error.code == codes::OUT_OF_RANGE =>
+        {
+            let float_max = f64::from(f32::MAX);
+            let max = match (digits, &target.column.ty) {
+                (Some(d), SqlType::Float { .. }) => d.max().min(float_max),
+                (Some(d), _) => d.max(),
+                (None, _) => float_max,
+            };
+            let f = v.to_f64().0;
+            Val::Double(if f.is_nan() { 0.0 } else { f.clamp(-max, max) })
         }
         _ => return Err(error),
     };
@@ -880,8 +908,8 @@ mod tests {
                 SqlType::Int { unsigned: true },
                 SqlType::BigInt { unsigned: false },
                 SqlType::BigInt { unsigned: true },
-                SqlType::Float,
-                SqlType::Double,
+                SqlType::Float { digits: None },
+                SqlType::Double { digits: None },
                 SqlType::Decimal {
                     precision: 10,
                     scale: 3,

@@ -310,7 +310,7 @@ fn type_of(kind: Kind) -> SqlType {
             precision: 65,
             scale,
         },
-        Kind::Double => SqlType::Double,
+        Kind::Double => SqlType::Double { digits: None },
         Kind::Date => SqlType::Date,
         Kind::DateTime { fsp } => SqlType::DateTime { fsp },
         Kind::Time { fsp } => SqlType::Time { fsp },

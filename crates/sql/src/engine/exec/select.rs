@@ -55,8 +55,8 @@ struct Planned {
     /// The collation each GROUP BY expression groups under.
     group_collations: Vec<Option<Collation>>,
     /// `GROUP BY … WITH ROLLUP`: after each group of a prefix of the
-    /// GROUP BY columns, a row aggregating it (the columns after the
-    /// prefix NULL), and one of every row last.
+    /// GROUP BY expressions, a row aggregating it (the expressions after
+    /// the prefix NULL), and one of every row last.
     rollup: bool,
     having: Option<Expr>,
     aggs: Vec<AggSpec>,
@@ -705,13 +705,6 @@ fn plan_select(
             }
             for g in exprs {
                 let g = resolve_alias(scope, g, &items, &aliases, false)?;
-                if rollup && !matches!(g, Expr::Col(_)) {
-                    // Its rows show NULL in the item the column is: an
-                    // expression would have to be matched to items.
-                    return Err(SqlError::unsupported(format_args!(
-                        "WITH ROLLUP over the expression {g:?}; group by a column"
-                    )));
-                }
                 group_collations.push(kind_collation(scope.kind(&g)));
                 group.push(g);
             }
@@ -2226,14 +2219,25 @@ fn shape(
     ctx: &mut Ctx<'_>,
 ) -> SqlResult<Vec<Vec<Val>>> {
     // (source row, aggregate values) per output candidate.
+    // WITH ROLLUP over expressions: each row gets their values as columns
+    // of its own, which the items and HAVING read instead (see
+    // RollupExprs).
+    let rolled = p.rollup.then(|| {
+        let width = found.first().map_or(p.source.len(), |(r, _)| r.len());
+        RollupExprs::of(p, width)
+    });
     let groups: Vec<(Vec<Val>, Vec<Val>)> = if p.group.is_empty() && p.aggs.is_empty() {
         found.into_iter().map(|(r, _)| (r, Vec::new())).collect()
     } else {
-        aggregate(p, found, ctx)?
+        aggregate(p, found, rolled.as_ref(), ctx)?
+    };
+    let (items, having) = match &rolled {
+        Some(r) => (&r.items, &r.having),
+        None => (&p.items, &p.having),
     };
     // Window functions see the rows past HAVING, all of them: HAVING
     // first, then every window's values, then the items.
-    let groups: Vec<(Vec<Val>, Vec<Val>)> = match &p.having {
+    let groups: Vec<(Vec<Val>, Vec<Val>)> = match having {
         Some(h) if !p.windows.is_empty() => {
             let mut kept = Vec::with_capacity(groups.len());
             for (row, aggs) in groups {
@@ -2267,13 +2271,13 @@ fn shape(
         if let Some(w) = windows.get(at) {
             c.windows = w;
         }
-        let pass = match &p.having {
+        let pass = match having {
             Some(h) if p.windows.is_empty() => h.test(row, &mut c)?,
             _ => true,
         };
         if pass {
-            let mut values = Vec::with_capacity(p.items.len());
-            for item in &p.items {
+            let mut values = Vec::with_capacity(items.len());
+            for item in items {
                 values.push(item.eval(row, &mut c)?);
             }
             let mut keys = Vec::with_capacity(p.order.len());
@@ -2606,14 +2610,21 @@ fn concat_finish(gc: &expr::GroupConcat, mut st: AggState, ctx: &mut Ctx<'_>) ->
 fn aggregate(
     p: &Planned,
     found: Vec<(Vec<Val>, Vec<schema::Value>)>,
+    rolled: Option<&RollupExprs>,
     ctx: &mut Ctx<'_>,
 ) -> SqlResult<Vec<(Vec<Val>, Vec<Val>)>> {
     let fresh: Vec<AggState> = p.aggs.iter().map(AggState::fresh).collect();
     let mut index: KeyMap<Vec<u8>, usize> = KeyMap::default();
     let mut groups: Vec<(Vec<Val>, Vec<AggState>)> = Vec::new();
-    let mut rollup = p.rollup.then(|| Rollup::new(p));
-    for (row, _) in found {
+    let mut rollup = rolled.map(|r| Rollup::new(p, r));
+    for (mut row, _) in found {
         ctx.check_killed()?;
+        if let Some(r) = rolled {
+            for e in &r.appended {
+                let v = e.eval(&row, ctx)?;
+                row.push(v);
+            }
+        }
         if let Some(r) = &mut rollup {
             r.add(p, &row, ctx)?;
         }
@@ -2664,12 +2675,119 @@ fn aggregate(
     Ok(out)
 }
 
+/// `GROUP BY … WITH ROLLUP` over expressions, as MariaDB rolls them up:
+/// a GROUP BY expression that is not a column is evaluated into a column
+/// of its own past the row's (`appended`, at `width` on); an item that is
+/// that expression, and HAVING wherever it has it outside aggregates (an
+/// alias there is the item), read that column instead, so a rolled-up row
+/// shows NULL for it as for a column. An item that only contains it
+/// (`YEAR(d) + 1`) is evaluated on the row as MariaDB evaluates it, and so
+/// is a column the expression reads.
+struct RollupExprs {
+    /// Per GROUP BY expression, the row position holding its value.
+    positions: Vec<usize>,
+    /// The expressions whose values each row gets, in order.
+    appended: Vec<Expr>,
+    /// The select items reading those columns.
+    items: Vec<Expr>,
+    /// HAVING reading them.
+    having: Option<Expr>,
+}
+
+impl RollupExprs {
+    fn of(p: &Planned, width: usize) -> RollupExprs {
+        // Expressions compare by their Debug form: `Expr` has no
+        // equality (doubles, subqueries), and the GROUP BY and the items
+        // are lowered from the same text the same way.
+        let mut subs: Vec<(String, usize)> = Vec::new();
+        let mut appended = Vec::new();
+        let mut positions = Vec::with_capacity(p.group.len());
+        for g in &p.group {
+            if let Expr::Col(c) = g {
+                positions.push(*c);
+                continue;
+            }
+            let text = format!("{g:?}");
+            let at = match subs.iter().find(|(t, _)| *t == text) {
+                Some((_, at)) => *at,
+                None => {
+                    let at = width + appended.len();
+                    appended.push(g.clone());
+                    subs.push((text, at));
+                    at
+                }
+            };
+            positions.push(at);
+        }
+        let substitute = |e: &Expr| substitute_group_exprs(e, &subs);
+        let whole = |e: &Expr| {
+            let text = format!("{e:?}");
+            match subs.iter().find(|(t, _)| *t == text) {
+                Some((_, at)) if !matches!(e, Expr::Col(_)) => Expr::Col(*at),
+                _ => e.clone(),
+            }
+        };
+        RollupExprs {
+            positions,
+            items: p.items.iter().map(whole).collect(),
+            having: p.having.as_ref().map(substitute),
+            appended,
+        }
+    }
+}
+
+/// `e` with every subexpression that is one of `subs` (by Debug form)
+/// the column `subs` gives it; aggregates' and subqueries' insides are
+/// left alone (an aggregate reads the rows, not the group's values).
+fn substitute_group_exprs(e: &Expr, subs: &[(String, usize)]) -> Expr {
+    if subs.is_empty() {
+        return e.clone();
+    }
+    if !matches!(e, Expr::Lit(_) | Expr::Param(_) | Expr::Col(_)) {
+        let text = format!("{e:?}");
+        if let Some((_, at)) = subs.iter().find(|(t, _)| *t == text) {
+            return Expr::Col(*at);
+        }
+    }
+    let s = |x: &Expr| substitute_group_exprs(x, subs);
+    let b = |x: &Expr| Box::new(s(x));
+    match e {
+        Expr::Lit(_)
+        | Expr::Param(_)
+        | Expr::Col(_)
+        | Expr::Agg(_)
+        | Expr::Win(_)
+        | Expr::InsertValue(_)
+        | Expr::Sub(_) => e.clone(),
+        Expr::Neg(a) => Expr::Neg(b(a)),
+        Expr::Not(a) => Expr::Not(b(a)),
+        Expr::IsNull(a, n) => Expr::IsNull(b(a), *n),
+        Expr::IsBool(a, x, y) => Expr::IsBool(b(a), *x, *y),
+        Expr::Cast(a, t) => Expr::Cast(b(a), *t),
+        Expr::Arith(o, x, y) => Expr::Arith(*o, b(x), b(y)),
+        Expr::Cmp(o, x, y, c) => Expr::Cmp(*o, b(x), b(y), *c),
+        Expr::And(x, y) => Expr::And(b(x), b(y)),
+        Expr::Or(x, y) => Expr::Or(b(x), b(y)),
+        Expr::Xor(x, y) => Expr::Xor(b(x), b(y)),
+        Expr::In(x, l, n, c) => Expr::In(b(x), l.iter().map(s).collect(), *n, *c),
+        Expr::Between(x, l, h, n, c) => Expr::Between(b(x), b(l), b(h), *n, *c),
+        Expr::Like(x, p, esc, n, c) => Expr::Like(b(x), b(p), *esc, *n, *c),
+        Expr::Case(o, w, el) => Expr::Case(
+            o.as_ref().map(|o| b(o)),
+            w.iter().map(|(x, y)| (s(x), s(y))).collect(),
+            el.as_ref().map(|x| b(x)),
+        ),
+        Expr::Func(func, args) => Expr::Func(*func, args.iter().map(s).collect()),
+    }
+}
+
 /// The groups of `GROUP BY … WITH ROLLUP` for the prefixes of the GROUP
-/// BY columns shorter than all of them, filled as the rows are read (a
+/// BY expressions shorter than all of them, filled as the rows are read (a
 /// prefix's aggregates come from the rows, not from its groups' results:
 /// AVG and COUNT(DISTINCT) do not merge).
 struct Rollup {
-    /// Column positions of the GROUP BY columns (checked when planned).
+    /// Row positions of the GROUP BY expressions' values
+    /// ([`RollupExprs::positions`]).
     columns: Vec<usize>,
     /// Per prefix length 0..n: the groups by key, and each group's
     /// (key values, row shown with the columns past the prefix NULL,
@@ -2685,17 +2803,9 @@ type RollupLevel = (KeyMap<Vec<u8>, usize>, Vec<RollupGroup>);
 type RollupGroup = (Vec<Val>, Vec<Val>, Vec<AggState>);
 
 impl Rollup {
-    fn new(p: &Planned) -> Rollup {
-        let columns = p
-            .group
-            .iter()
-            .map(|g| match g {
-                Expr::Col(c) => *c,
-                _ => unreachable!("WITH ROLLUP groups by columns only"),
-            })
-            .collect();
+    fn new(p: &Planned, rolled: &RollupExprs) -> Rollup {
         Rollup {
-            columns,
+            columns: rolled.positions.clone(),
             levels: (0..p.group.len())
                 .map(|_| (KeyMap::default(), Vec::new()))
                 .collect(),
@@ -2766,8 +2876,24 @@ impl Rollup {
             }
             Ordering::Equal
         });
+        // A rolled-up row shows the row of the last group it rolls up (its
+        // other columns are that group's, as in MariaDB), the GROUP BY
+        // values past its prefix NULL.
+        let mut last: Option<Vec<Val>> = None;
         rows.into_iter()
-            .map(|(_, (_, row, states))| (row, states))
+            .map(|(len, (_, row, states))| {
+                if len == n {
+                    last = Some(row.clone());
+                    return (row, states);
+                }
+                let mut shown = last.clone().unwrap_or(row);
+                for c in &self.columns[len..] {
+                    if let Some(v) = shown.get_mut(*c) {
+                        *v = Val::Null;
+                    }
+                }
+                (shown, states)
+            })
             .collect()
     }
 }

@@ -1214,8 +1214,8 @@ fn column_len(table: &TableInfo, col: usize) -> usize {
         SqlType::TinyInt { .. } | SqlType::Year => 1,
         SqlType::SmallInt { .. } => 2,
         SqlType::MediumInt { .. } | SqlType::Date => 3,
-        SqlType::Int { .. } | SqlType::Float => 4,
-        SqlType::BigInt { .. } | SqlType::Double => 8,
+        SqlType::Int { .. } | SqlType::Float { .. } => 4,
+        SqlType::BigInt { .. } | SqlType::Double { .. } => 8,
         SqlType::Decimal { precision, scale } => {
             let digits = |d: u8| {
                 let d = usize::from(d);
