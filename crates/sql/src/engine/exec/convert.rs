@@ -507,6 +507,31 @@ pub fn to_native_in_mode(v: &Val, target: &Target<'_>, ctx: &mut Ctx<'_>) -> Sql
         Ok(value) => return Ok(value),
         Err(error) => error,
     };
+    if error.code == codes::BAD_NULL && ctx.ignore {
+        // IGNORE: a number's or a string's zero (a date's would be
+        // '0000-00-00', which Skarv does not store: the error stands).
+        let zero = match &target.column.ty {
+            SqlType::TinyInt { .. }
+            | SqlType::SmallInt { .. }
+            | SqlType::MediumInt { .. }
+            | SqlType::Int { .. }
+            | SqlType::BigInt { .. }
+            | SqlType::Float { .. }
+            | SqlType::Double { .. }
+            | SqlType::Decimal { .. }
+            | SqlType::Bit { .. } => Val::Int(0),
+            SqlType::Char { .. }
+            | SqlType::VarChar { .. }
+            | SqlType::Binary { .. }
+            | SqlType::VarBinary { .. }
+            | SqlType::Text { .. }
+            | SqlType::Blob { .. } => Val::str(""),
+            _ => return Err(error),
+        };
+        let value = to_native(&zero, target, false)?;
+        ctx.warn(error.code, error.message);
+        return Ok(value);
+    }
     let adjustable = matches!(
         error.code,
         codes::OUT_OF_RANGE
@@ -557,17 +582,23 @@ pub fn to_native_in_mode(v: &Val, target: &Target<'_>, ctx: &mut Ctx<'_>) -> Sql
             Val::Dec(Dec::new(d.mantissa.clamp(-max, max), *scale))
         }
         // MariaDB stores the nearest limit: ±(M − D nines . D nines), or
-        // FLOAT's largest.
-        SqlType::Float { digits } | SqlType::Double { digits }
-            if error.code == codes::OUT_OF_RANGE =>
-        {
+        // FLOAT's largest; a string, the number it starts with (none: 0).
+        SqlType::Float { digits } | SqlType::Double { digits } => {
             let float_max = f64::from(f32::MAX);
             let max = match (digits, &target.column.ty) {
                 (Some(d), SqlType::Float { .. }) => d.max().min(float_max),
                 (Some(d), _) => d.max(),
-                (None, _) => float_max,
+                (None, SqlType::Float { .. }) => float_max,
+                (None, _) => f64::MAX,
             };
-            let f = v.to_f64().0;
+            let f = match v {
+                Val::Str(b) => {
+                    let text = String::from_utf8_lossy(b);
+                    str_number_prefix(&text).0.parse::<f64>().unwrap_or(0.0)
+                }
+                Val::Date(_) | Val::DateTime(..) | Val::Time(_) => v.temporal_number().to_f64(),
+                other => other.to_f64().0,
+            };
             Val::Double(if f.is_nan() { 0.0 } else { f.clamp(-max, max) })
         }
         _ => return Err(error),

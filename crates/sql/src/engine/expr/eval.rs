@@ -52,6 +52,9 @@ pub struct Ctx<'a> {
     /// Strict sql_mode: a value that does not fit its column is an error
     /// (else it is adjusted, with a warning).
     pub strict: bool,
+    /// INSERT IGNORE / UPDATE IGNORE: a NULL for a NOT NULL column is
+    /// stored as its type's zero with warning 1048, as MariaDB's.
+    pub ignore: bool,
     /// Runs correlated subqueries for a row (None: none may run here).
     pub correlated: Option<&'a dyn PerRow>,
 }
@@ -117,6 +120,7 @@ impl<'a> Ctx<'a> {
             checks: Cell::new(self.checks.get()),
             expired: Cell::new(self.expired.get()),
             strict: self.strict,
+            ignore: self.ignore,
             correlated,
         }
     }
@@ -142,6 +146,7 @@ impl<'a> Ctx<'a> {
             checks: Cell::new(0),
             expired: Cell::new(false),
             strict: true,
+            ignore: false,
             correlated: None,
         }
     }
