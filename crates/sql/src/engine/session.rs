@@ -859,6 +859,8 @@ fn names_as_assignments(tokens: &[Token]) -> Option<String> {
 ///   identifier `` `top` ``, which it is in MariaDB wherever it can stand.
 /// - `REAL(M,D)` and `DOUBLE PRECISION(M,D)` are MariaDB's DOUBLE(M,D),
 ///   which the parser takes only as `DOUBLE(M,D)`.
+/// - `NUMERIC[(p[,s])] UNSIGNED` (or ZEROFILL) is `DECIMAL…`, which
+///   the parser takes UNSIGNED after (its NUMERIC it does not).
 /// - `UPDATE IGNORE` becomes `UPDATE OR IGNORE`, which the parser takes
 ///   (as SQLite's conflict clause) where it would read IGNORE as the table.
 pub fn mend_words(tokens: &mut Vec<TokenWithSpan>) {
@@ -888,6 +890,23 @@ pub fn mend_words(tokens: &mut Vec<TokenWithSpan>) {
                 let paren = next_significant(tokens, at + 1);
                 if paren.is_some_and(|p| tokens[p].token == Token::LParen) {
                     tokens[at].token = Token::make_keyword("DOUBLE");
+                }
+            }
+            Keyword::NUMERIC => {
+                let mut after = next_significant(tokens, at + 1);
+                if after.is_some_and(|p| tokens[p].token == Token::LParen) {
+                    let close = after.and_then(|p| {
+                        (p..tokens.len()).find(|&c| tokens[c].token == Token::RParen)
+                    });
+                    after = close.and_then(|c| next_significant(tokens, c + 1));
+                }
+                let unsigned = after.is_some_and(|p| {
+                    matches!(&tokens[p].token, Token::Word(w)
+                        if matches!(w.keyword, Keyword::UNSIGNED | Keyword::ZEROFILL)
+                            && w.quote_style.is_none())
+                });
+                if unsigned {
+                    tokens[at].token = Token::make_keyword("DECIMAL");
                 }
             }
             Keyword::UPDATE => {
