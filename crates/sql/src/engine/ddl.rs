@@ -1811,6 +1811,14 @@ fn sql_type(
         D::DecimalUnsigned(info) | D::DecUnsigned(info) => unsigned(decimal(info)?),
         D::Float(info) => float(info)?,
         D::FloatUnsigned(info) => unsigned(float(info)?),
+        // DOUBLE(M) (and REAL(M), DOUBLE PRECISION(M), mended into it) is
+        // no type in MariaDB's grammar: FLOAT(p) alone takes one number.
+        D::Double(ExactNumberInfo::Precision(_))
+        | D::DoubleUnsigned(ExactNumberInfo::Precision(_)) => {
+            return Err(SqlError::syntax(format_args!(
+                "DOUBLE of '{column}' takes (M,D) or nothing"
+            )));
+        }
         D::Double(ExactNumberInfo::PrecisionAndScale(m, d)) => SqlType::Double {
             digits: fixed_digits(column, *m, *d)?,
             unsigned: false,

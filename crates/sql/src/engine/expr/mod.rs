@@ -1872,6 +1872,10 @@ fn cast_to(dt: &ast::DataType) -> SqlResult<CastTo> {
         D::Datetime(p) => CastTo::DateTime(fsp(p)),
         D::Timestamp(p, _) => CastTo::DateTime(fsp(p)),
         D::Time(p, _) => CastTo::Time(fsp(p)),
+        // DOUBLE(M) is no type in MariaDB's grammar (as in CREATE TABLE).
+        D::Double(ast::ExactNumberInfo::Precision(_)) => {
+            return Err(SqlError::syntax("CAST to DOUBLE takes (M,D) or nothing"))
+        }
         D::Double(_) | D::DoublePrecision | D::Real | D::Float(_) => CastTo::Double,
         other => return Err(SqlError::unsupported(format_args!("CAST to {other}"))),
     })
