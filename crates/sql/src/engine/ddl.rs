@@ -2363,11 +2363,32 @@ pub fn default_value(ty: &SqlType, text: &str) -> Option<Value> {
         SqlType::Int { unsigned: true } => int(true, 0, u32::MAX.into()),
         SqlType::BigInt { unsigned: false } => int(false, i64::MIN.into(), i64::MAX.into()),
         SqlType::BigInt { unsigned: true } => int(true, 0, u64::MAX.into()),
-        SqlType::Float { .. } => text.parse::<f32>().ok().map(Value::Float),
-        SqlType::Double { .. } => text.parse::<f64>().ok().map(Value::Double),
-        SqlType::Decimal { scale, .. } => {
+        // A negative default of an UNSIGNED one, or one past (M,D), is
+        // 1067 as in MariaDB; (M,D) rounds it as a stored value.
+        SqlType::Float { digits, unsigned } | SqlType::Double { digits, unsigned } => {
+            let f = text.parse::<f64>().ok()?;
+            if *unsigned && f < 0.0 {
+                return None;
+            }
+            let f = match digits {
+                Some(d) => Some(d.round(f)).filter(|r| r.abs() <= d.max())?,
+                None => f,
+            };
+            Some(match (ty, digits) {
+                // A FLOAT's own parse unless (M,D) rounded it.
+                (SqlType::Float { .. }, None) => Value::Float(text.parse::<f32>().ok()?),
+                (SqlType::Float { .. }, Some(_)) => Value::Float(f as f32),
+                _ => Value::Double(f),
+            })
+        }
+        SqlType::Decimal {
+            scale, unsigned, ..
+        } => {
             let d = schema::Decimal::parse(text).ok()?;
             let _ = scale;
+            if *unsigned && d.is_negative() {
+                return None;
+            }
             Some(Value::Decimal(d))
         }
         SqlType::Char { .. } | SqlType::VarChar { .. } => Some(Value::String(text.to_owned())),
