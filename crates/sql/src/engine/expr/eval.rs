@@ -312,7 +312,7 @@ pub fn kind(e: &Expr, scope: &Scope<'_>) -> Kind {
         Expr::Cast(_, to) => match to {
             CastTo::Signed => Kind::Int { unsigned: false },
             CastTo::Unsigned => Kind::Int { unsigned: true },
-            CastTo::Char => Kind::Str {
+            CastTo::Char | CastTo::FixedChar(_) => Kind::Str {
                 collation: Some(Collation::Utf8mb4GeneralCi),
             },
             CastTo::Binary => Kind::Str { collation: None },
@@ -1046,6 +1046,14 @@ pub fn cast(v: Val, to: CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
             }
         }
         CastTo::Char => Val::str(v.to_text()),
+        CastTo::FixedChar(decimals) => match v {
+            Val::Double(f) if f.is_finite() => {
+                let mut text = Vec::new();
+                crate::protocol::fixed_decimals_text(f, decimals, &mut text);
+                Val::Str(text)
+            }
+            other => Val::str(other.to_text()),
+        },
         // A string's bytes as they are: through text, bytes that are not
         // UTF-8 would become U+FFFD.
         CastTo::Binary => match v {

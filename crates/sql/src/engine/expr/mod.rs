@@ -352,6 +352,11 @@ pub enum CastTo {
     Time(u8),
     /// `DOUBLE`.
     Double,
+    /// A DOUBLE of fixed decimals as text (`CHAR`), with those decimals as
+    /// MariaDB's string of such a double has them (`CONCAT(d)` of a
+    /// DOUBLE(10,2) holding 2.5 is '2.50'): made by the lowering, never
+    /// written.
+    FixedChar(u8),
 }
 
 /// A column an expression can name.
@@ -659,7 +664,16 @@ impl<'a> Scope<'a> {
             }
             E::Cast {
                 expr, data_type, ..
-            } => Expr::Cast(self.boxed(expr)?, cast_to(data_type)?),
+            } => match cast_to(data_type)? {
+                CastTo::Char => {
+                    let e = self.lower(expr)?;
+                    let to = self
+                        .fixed_decimals(&e)
+                        .map_or(CastTo::Char, CastTo::FixedChar);
+                    Expr::Cast(Box::new(e), to)
+                }
+                to => Expr::Cast(self.boxed(expr)?, to),
+            },
             E::Convert {
                 expr,
                 data_type: Some(data_type),
@@ -1366,9 +1380,41 @@ impl<'a> Scope<'a> {
                 let server_id = (self.variable)("server_id", true)?;
                 return Ok(Expr::Func(Func::UuidShort, vec![Expr::Lit(server_id)]));
             }
+            // A DOUBLE of fixed decimals made a string keeps them: every
+            // argument of CONCAT, the string of the others.
+            ("CONCAT" | "CONCAT_WS", _) => {
+                lowered = lowered.into_iter().map(|a| self.fixed_text(a)).collect();
+            }
+            (
+                "LENGTH" | "OCTET_LENGTH" | "CHAR_LENGTH" | "CHARACTER_LENGTH" | "UPPER" | "UCASE"
+                | "LOWER" | "LCASE" | "REVERSE" | "LEFT" | "RIGHT" | "SUBSTRING" | "SUBSTR" | "MID"
+                | "LPAD" | "RPAD" | "REPEAT" | "REPLACE",
+                [_, ..],
+            ) => {
+                let first = lowered.remove(0);
+                lowered.insert(0, self.fixed_text(first));
+            }
             _ => {}
         }
         func::lower_call(&name, lowered)
+    }
+
+    /// `e` made a string by FixedChar when it is a DOUBLE of fixed
+    /// decimals; else `e` as it is.
+    fn fixed_text(&self, e: Expr) -> Expr {
+        match self.fixed_decimals(&e) {
+            Some(d) => Expr::Cast(Box::new(e), CastTo::FixedChar(d)),
+            None => e,
+        }
+    }
+
+    /// The fixed decimals of a DOUBLE expression ([`Scope::decimals`]),
+    /// which MariaDB's string of it has (`Item::val_str`); None for any
+    /// other expression.
+    fn fixed_decimals(&self, e: &Expr) -> Option<u8> {
+        (self.kind(e) == Kind::Double)
+            .then(|| self.decimals(e))
+            .filter(|d| *d < NOT_FIXED_DECIMALS)
     }
 
     /// `CHARSET(x)`, `COLLATION(x)` or `COERCIBILITY(x)`, known from the
