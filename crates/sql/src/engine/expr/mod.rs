@@ -690,7 +690,8 @@ impl<'a> Scope<'a> {
                 substring_for,
                 ..
             } => {
-                let mut args = vec![self.lower(expr)?];
+                let string = self.lower(expr)?;
+                let mut args = vec![self.fixed_text(string)];
                 if let Some(f) = substring_from {
                     args.push(self.lower(f)?);
                 }
