@@ -57,16 +57,21 @@ pub enum SqlType {
         unsigned: bool,
     },
     /// `digits`: FLOAT(M,D), whose values are rounded to D decimals.
+    /// `unsigned`: a negative value is out of range (MariaDB's UNSIGNED
+    /// of FLOAT, DOUBLE and DECIMAL, which keep their range otherwise).
     Float {
         digits: Option<FixedDigits>,
+        unsigned: bool,
     },
     /// `digits`: DOUBLE(M,D) (REAL(M,D), DOUBLE PRECISION(M,D)).
     Double {
         digits: Option<FixedDigits>,
+        unsigned: bool,
     },
     Decimal {
         precision: u8,
         scale: u8,
+        unsigned: bool,
     },
     Char {
         length: u16,
@@ -1123,7 +1128,9 @@ impl SqlType {
             },
             SqlType::Float { .. } => NativeType::Float,
             SqlType::Double { .. } => NativeType::Double,
-            SqlType::Decimal { precision, scale } => NativeType::Decimal {
+            SqlType::Decimal {
+                precision, scale, ..
+            } => NativeType::Decimal {
                 precision: *precision,
                 scale: *scale,
             },
@@ -1159,9 +1166,19 @@ impl SqlType {
             NativeType::MediumInt { unsigned } => SqlType::MediumInt { unsigned },
             NativeType::Int { unsigned } => SqlType::Int { unsigned },
             NativeType::BigInt { unsigned } => SqlType::BigInt { unsigned },
-            NativeType::Float => SqlType::Float { digits: None },
-            NativeType::Double => SqlType::Double { digits: None },
-            NativeType::Decimal { precision, scale } => SqlType::Decimal { precision, scale },
+            NativeType::Float => SqlType::Float {
+                digits: None,
+                unsigned: false,
+            },
+            NativeType::Double => SqlType::Double {
+                digits: None,
+                unsigned: false,
+            },
+            NativeType::Decimal { precision, scale } => SqlType::Decimal {
+                precision,
+                scale,
+                unsigned: false,
+            },
             NativeType::Char { len, collation } => SqlType::Char {
                 length: len,
                 collation,
@@ -1195,6 +1212,7 @@ fn collation_charset(collation: Collation) -> u16 {
 /// empty for the caller).
 pub fn column_meta(ty: &SqlType, nullable: bool) -> ColumnMeta {
     use crate::value::ColumnType as T;
+    let real_flags = |unsigned: bool| flags::NUM | if unsigned { flags::UNSIGNED } else { 0 };
     let int = |t: T, length: u32, unsigned: bool| {
         let flags = flags::NUM | if unsigned { flags::UNSIGNED } else { 0 };
         (t, charset::BINARY, length, flags, 0u8)
@@ -1216,19 +1234,50 @@ pub fn column_meta(ty: &SqlType, nullable: bool) -> ColumnMeta {
         SqlType::BigInt { unsigned } => int(T::LongLong, 20, *unsigned),
         // MariaDB's length of a FLOAT(M,D) or DOUBLE(M,D) is M, its
         // decimals D (the text protocol prints D decimals).
-        SqlType::Float { digits: Some(f) } | SqlType::Double { digits: Some(f) } => {
+        SqlType::Float {
+            digits: Some(f),
+            unsigned,
+        }
+        | SqlType::Double {
+            digits: Some(f),
+            unsigned,
+        } => {
             let t = if matches!(ty, SqlType::Float { .. }) {
                 T::Float
             } else {
                 T::Double
             };
-            (t, charset::BINARY, u32::from(f.m), flags::NUM, f.d)
+            (
+                t,
+                charset::BINARY,
+                u32::from(f.m),
+                real_flags(*unsigned),
+                f.d,
+            )
         }
-        SqlType::Float { digits: None } => (T::Float, charset::BINARY, 12, flags::NUM, 31),
-        SqlType::Double { digits: None } => (T::Double, charset::BINARY, 22, flags::NUM, 31),
-        SqlType::Decimal { precision, scale } => {
-            let length = u32::from(*precision) + u32::from(*scale > 0) + 1;
-            (T::NewDecimal, charset::BINARY, length, flags::NUM, *scale)
+        SqlType::Float {
+            digits: None,
+            unsigned,
+        } => (T::Float, charset::BINARY, 12, real_flags(*unsigned), 31),
+        SqlType::Double {
+            digits: None,
+            unsigned,
+        } => (T::Double, charset::BINARY, 22, real_flags(*unsigned), 31),
+        // MariaDB's length: the digits, the point, and a sign unless
+        // UNSIGNED.
+        SqlType::Decimal {
+            precision,
+            scale,
+            unsigned,
+        } => {
+            let length = u32::from(*precision) + u32::from(*scale > 0) + u32::from(!*unsigned);
+            (
+                T::NewDecimal,
+                charset::BINARY,
+                length,
+                real_flags(*unsigned),
+                *scale,
+            )
         }
         SqlType::Char { length, collation } => (
             T::String,

@@ -1659,6 +1659,28 @@ fn fixed_digits(column: &str, m: u64, d: i64) -> SqlResult<Option<FixedDigits>> 
     }))
 }
 
+/// A FLOAT, DOUBLE or DECIMAL made UNSIGNED (another type as it is).
+fn unsigned(ty: SqlType) -> SqlType {
+    match ty {
+        SqlType::Float { digits, .. } => SqlType::Float {
+            digits,
+            unsigned: true,
+        },
+        SqlType::Double { digits, .. } => SqlType::Double {
+            digits,
+            unsigned: true,
+        },
+        SqlType::Decimal {
+            precision, scale, ..
+        } => SqlType::Decimal {
+            precision,
+            scale,
+            unsigned: true,
+        },
+        other => other,
+    }
+}
+
 /// The declared type: `(type, display width, zerofill)`.
 fn sql_type(
     column: &str,
@@ -1714,6 +1736,24 @@ fn sql_type(
         Ok(SqlType::Decimal {
             precision: precision as u8,
             scale: scale as u8,
+            unsigned: false,
+        })
+    };
+    let float = |info: &ExactNumberInfo| -> SqlResult<SqlType> {
+        Ok(match info {
+            // FLOAT(p): p > 24 is a DOUBLE, as MySQL's.
+            ExactNumberInfo::Precision(p) if *p > 24 => SqlType::Double {
+                digits: None,
+                unsigned: false,
+            },
+            ExactNumberInfo::PrecisionAndScale(m, d) => SqlType::Float {
+                digits: fixed_digits(column, *m, *d)?,
+                unsigned: false,
+            },
+            _ => SqlType::Float {
+                digits: None,
+                unsigned: false,
+            },
         })
     };
     let fsp = |f: &Option<u64>| -> SqlResult<u8> {
@@ -1743,7 +1783,8 @@ fn sql_type(
                 SqlType::MediumInt { .. } => SqlType::MediumInt { unsigned: true },
                 SqlType::Int { .. } => SqlType::Int { unsigned: true },
                 SqlType::BigInt { .. } => SqlType::BigInt { unsigned: true },
-                other => other,
+                // ZEROFILL is UNSIGNED for every number, as MariaDB's.
+                other => unsigned(other),
             };
             return Ok((ty, w, true));
         }
@@ -1767,23 +1808,33 @@ fn sql_type(
         D::BigIntUnsigned(w) => return Ok((SqlType::BigInt { unsigned: true }, width(w), false)),
         D::Bool | D::Boolean => return Ok((SqlType::TinyInt { unsigned: false }, Some(1), false)),
         D::Decimal(info) | D::Numeric(info) | D::Dec(info) => decimal(info)?,
-        D::DecimalUnsigned(info) | D::DecUnsigned(info) => decimal(info)?,
-        D::Float(info) | D::FloatUnsigned(info) => match info {
-            // FLOAT(p): p > 24 is a DOUBLE, as MySQL's.
-            ExactNumberInfo::Precision(p) if *p > 24 => SqlType::Double { digits: None },
-            ExactNumberInfo::PrecisionAndScale(m, d) => SqlType::Float {
-                digits: fixed_digits(column, *m, *d)?,
-            },
-            _ => SqlType::Float { digits: None },
-        },
-        D::Double(ExactNumberInfo::PrecisionAndScale(m, d))
-        | D::DoubleUnsigned(ExactNumberInfo::PrecisionAndScale(m, d)) => SqlType::Double {
-            digits: fixed_digits(column, *m, *d)?,
-        },
-        D::Double(_) | D::DoubleUnsigned(_) | D::DoublePrecision | D::DoublePrecisionUnsigned => {
-            SqlType::Double { digits: None }
+        D::DecimalUnsigned(info) | D::DecUnsigned(info) => unsigned(decimal(info)?),
+        D::Float(info) => float(info)?,
+        D::FloatUnsigned(info) => unsigned(float(info)?),
+        // DOUBLE(M) (and REAL(M), DOUBLE PRECISION(M), mended into it) is
+        // no type in MariaDB's grammar: FLOAT(p) alone takes one number.
+        D::Double(ExactNumberInfo::Precision(_))
+        | D::DoubleUnsigned(ExactNumberInfo::Precision(_)) => {
+            return Err(SqlError::syntax(format_args!(
+                "DOUBLE of '{column}' takes (M,D) or nothing"
+            )));
         }
-        D::Real | D::RealUnsigned => SqlType::Double { digits: None },
+        D::Double(ExactNumberInfo::PrecisionAndScale(m, d)) => SqlType::Double {
+            digits: fixed_digits(column, *m, *d)?,
+            unsigned: false,
+        },
+        D::DoubleUnsigned(ExactNumberInfo::PrecisionAndScale(m, d)) => SqlType::Double {
+            digits: fixed_digits(column, *m, *d)?,
+            unsigned: true,
+        },
+        D::Double(_) | D::DoublePrecision | D::Real => SqlType::Double {
+            digits: None,
+            unsigned: false,
+        },
+        D::DoubleUnsigned(_) | D::DoublePrecisionUnsigned | D::RealUnsigned => SqlType::Double {
+            digits: None,
+            unsigned: true,
+        },
         D::Char(len) | D::Character(len) => {
             let length = char_len(length_of(len)?, CHAR_CHARS_MAX, "CHAR")?;
             if binary {
@@ -2312,11 +2363,32 @@ pub fn default_value(ty: &SqlType, text: &str) -> Option<Value> {
         SqlType::Int { unsigned: true } => int(true, 0, u32::MAX.into()),
         SqlType::BigInt { unsigned: false } => int(false, i64::MIN.into(), i64::MAX.into()),
         SqlType::BigInt { unsigned: true } => int(true, 0, u64::MAX.into()),
-        SqlType::Float { .. } => text.parse::<f32>().ok().map(Value::Float),
-        SqlType::Double { .. } => text.parse::<f64>().ok().map(Value::Double),
-        SqlType::Decimal { scale, .. } => {
+        // A negative default of an UNSIGNED one, or one past (M,D), is
+        // 1067 as in MariaDB; (M,D) rounds it as a stored value.
+        SqlType::Float { digits, unsigned } | SqlType::Double { digits, unsigned } => {
+            let f = text.parse::<f64>().ok()?;
+            if *unsigned && f < 0.0 {
+                return None;
+            }
+            let f = match digits {
+                Some(d) => Some(d.round(f)).filter(|r| r.abs() <= d.max())?,
+                None => f,
+            };
+            Some(match (ty, digits) {
+                // A FLOAT's own parse unless (M,D) rounded it.
+                (SqlType::Float { .. }, None) => Value::Float(text.parse::<f32>().ok()?),
+                (SqlType::Float { .. }, Some(_)) => Value::Float(f as f32),
+                _ => Value::Double(f),
+            })
+        }
+        SqlType::Decimal {
+            scale, unsigned, ..
+        } => {
             let d = schema::Decimal::parse(text).ok()?;
             let _ = scale;
+            if *unsigned && d.is_negative() {
+                return None;
+            }
             Some(Value::Decimal(d))
         }
         SqlType::Char { .. } | SqlType::VarChar { .. } => Some(Value::String(text.to_owned())),
@@ -3511,7 +3583,11 @@ mod tests {
                 SqlType::Year,
                 SqlType::Bit { bits: 3 },
                 SqlType::Set(vec!["a".into()]),
-                SqlType::Decimal { precision: 5, scale: 2 },
+                SqlType::Decimal {
+                    precision: 5,
+                    scale: 2,
+                    unsigned: false,
+                },
                 SqlType::BigInt { unsigned: true },
             ] {
                 let _ = default_value(&ty, &text);

@@ -859,6 +859,10 @@ fn names_as_assignments(tokens: &[Token]) -> Option<String> {
 ///   identifier `` `top` ``, which it is in MariaDB wherever it can stand.
 /// - `REAL(M,D)` and `DOUBLE PRECISION(M,D)` are MariaDB's DOUBLE(M,D),
 ///   which the parser takes only as `DOUBLE(M,D)`.
+/// - `NUMERIC[(p[,s])] UNSIGNED` (or ZEROFILL) is `DECIMAL…`, which
+///   the parser takes UNSIGNED after (its NUMERIC it does not).
+/// - `UPDATE IGNORE` becomes `UPDATE OR IGNORE`, which the parser takes
+///   (as SQLite's conflict clause) where it would read IGNORE as the table.
 pub fn mend_words(tokens: &mut Vec<TokenWithSpan>) {
     let next_significant = |tokens: &[TokenWithSpan], from: usize| {
         (from..tokens.len()).find(|&at| !matches!(tokens[at].token, Token::Whitespace(_)))
@@ -886,6 +890,40 @@ pub fn mend_words(tokens: &mut Vec<TokenWithSpan>) {
                 let paren = next_significant(tokens, at + 1);
                 if paren.is_some_and(|p| tokens[p].token == Token::LParen) {
                     tokens[at].token = Token::make_keyword("DOUBLE");
+                }
+            }
+            Keyword::NUMERIC => {
+                let mut after = next_significant(tokens, at + 1);
+                if after.is_some_and(|p| tokens[p].token == Token::LParen) {
+                    let close = after.and_then(|p| {
+                        (p..tokens.len()).find(|&c| tokens[c].token == Token::RParen)
+                    });
+                    after = close.and_then(|c| next_significant(tokens, c + 1));
+                }
+                let unsigned = after.is_some_and(|p| {
+                    matches!(&tokens[p].token, Token::Word(w)
+                        if matches!(w.keyword, Keyword::UNSIGNED | Keyword::ZEROFILL)
+                            && w.quote_style.is_none())
+                });
+                if unsigned {
+                    tokens[at].token = Token::make_keyword("DECIMAL");
+                }
+            }
+            Keyword::UPDATE => {
+                let ignore = next_significant(tokens, at + 1).filter(|&p| {
+                    matches!(&tokens[p].token, Token::Word(w) if w.keyword == Keyword::IGNORE
+                        && w.quote_style.is_none())
+                });
+                if let Some(ignore) = ignore {
+                    let or = TokenWithSpan {
+                        token: Token::make_keyword("OR"),
+                        span: tokens[ignore].span,
+                    };
+                    let space = TokenWithSpan {
+                        token: Token::Whitespace(sqlparser::tokenizer::Whitespace::Space),
+                        span: tokens[ignore].span,
+                    };
+                    tokens.splice(ignore..ignore, [or, space]);
                 }
             }
             Keyword::DOUBLE => {

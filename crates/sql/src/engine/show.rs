@@ -371,9 +371,23 @@ pub fn column_type(column: &SqlColumn) -> String {
             .collect::<Vec<_>>()
             .join(",")
     };
-    let fixed = |name: &str, digits: &Option<catalog::FixedDigits>| match digits {
-        Some(f) => format!("{name}({},{})", f.m, f.d),
-        None => name.to_owned(),
+    // FLOAT, DOUBLE and DECIMAL show UNSIGNED and ZEROFILL after their
+    // (M,D), as MariaDB's.
+    let real = |mut s: String, unsigned: bool| {
+        if unsigned {
+            s.push_str(" unsigned");
+        }
+        if column.zerofill {
+            s.push_str(" zerofill");
+        }
+        s
+    };
+    let fixed = |name: &str, digits: &Option<catalog::FixedDigits>, unsigned: bool| {
+        let s = match digits {
+            Some(f) => format!("{name}({},{})", f.m, f.d),
+            None => name.to_owned(),
+        };
+        real(s, unsigned)
     };
     let fsp = |name: &str, fsp: u8| {
         if fsp > 0 {
@@ -407,9 +421,13 @@ pub fn column_type(column: &SqlColumn) -> String {
             }
             s
         }
-        SqlType::Float { digits } => fixed("float", digits),
-        SqlType::Double { digits } => fixed("double", digits),
-        SqlType::Decimal { precision, scale } => format!("decimal({precision},{scale})"),
+        SqlType::Float { digits, unsigned } => fixed("float", digits, *unsigned),
+        SqlType::Double { digits, unsigned } => fixed("double", digits, *unsigned),
+        SqlType::Decimal {
+            precision,
+            scale,
+            unsigned,
+        } => real(format!("decimal({precision},{scale})"), *unsigned),
         SqlType::Char { length, .. } => format!("char({length})"),
         SqlType::VarChar { max, .. } => format!("varchar({max})"),
         SqlType::Binary { length } => format!("binary({length})"),
@@ -1336,12 +1354,17 @@ fn lengths(c: &SqlColumn) -> [Option<u64>; 5] {
         SqlType::BigInt { unsigned } => {
             [None, None, Some(19 + u64::from(*unsigned)), Some(0), None]
         }
-        SqlType::Float { digits: None } => [None, None, Some(12), None, None],
-        SqlType::Double { digits: None } => [None, None, Some(22), None, None],
-        SqlType::Float { digits: Some(f) } | SqlType::Double { digits: Some(f) } => {
-            [None, None, Some(u64::from(f.m)), Some(u64::from(f.d)), None]
+        SqlType::Float { digits: None, .. } => [None, None, Some(12), None, None],
+        SqlType::Double { digits: None, .. } => [None, None, Some(22), None, None],
+        SqlType::Float {
+            digits: Some(f), ..
         }
-        SqlType::Decimal { precision, scale } => [
+        | SqlType::Double {
+            digits: Some(f), ..
+        } => [None, None, Some(u64::from(f.m)), Some(u64::from(f.d)), None],
+        SqlType::Decimal {
+            precision, scale, ..
+        } => [
             None,
             None,
             Some(u64::from(*precision)),

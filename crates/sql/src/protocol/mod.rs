@@ -43,6 +43,10 @@ mod latin1;
 mod packet;
 mod text;
 
+/// A double of fixed decimals as MariaDB prints it (the engine's string of
+/// such a double is the same text).
+pub use text::fixed as fixed_decimals_text;
+
 use std::io::{self, Read, Write};
 use std::net::IpAddr;
 use std::sync::atomic::AtomicUsize;

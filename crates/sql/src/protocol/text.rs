@@ -72,7 +72,7 @@ pub fn render(value: &SqlValue, column: &ColumnMeta, out: &mut Vec<u8>) {
 /// than that (`1234567890123456.78` at 2 is `1234567890123456.80`, and
 /// past a double's 17 digits come zeros, not the binary value's digits);
 /// else rounded to them.
-fn fixed(value: f64, decimals: u8, out: &mut Vec<u8>) {
+pub fn fixed(value: f64, decimals: u8, out: &mut Vec<u8>) {
     let decimals = usize::from(decimals);
     // Display is the shortest digits that read back, never an exponent.
     let shortest = value.to_string();

@@ -21,7 +21,7 @@
 //! [copy lock]     format version 2: u32 owner SQL node id, u64 start
 //!                 (Unix ms), str the table's name when it was locked;
 //!                 version 3: u8 present (0 or 1), then the same
-//! [checks]        format version 3 and 4: u16 count, then per CHECK
+//! [checks]        format version 3 and later: u16 count, then per CHECK
 //!                 constraint: str name, str column (empty for one of the
 //!                 table), str expression (SQL text)
 //! ```
@@ -32,7 +32,10 @@
 //! reads every table that needs nothing newer. Version 4 is version 3's
 //! layout with the type tags 23 and 24 allowed; it is written only for a
 //! table with a FLOAT(M,D) or DOUBLE(M,D) column, which an older build
-//! would show without its (M,D) and store unrounded.
+//! would show without its (M,D) and store unrounded. Version 5 is version
+//! 4's with the tag 25 allowed; it is written only for a table with an
+//! UNSIGNED FLOAT, DOUBLE or DECIMAL column, which an older build would
+//! let take a negative value.
 //!
 //! Type tags: 1 TINYINT … 5 BIGINT (`u8` unsigned), 6 FLOAT, 7 DOUBLE,
 //! 8 DECIMAL (`u8` precision, `u8` scale), 9 CHAR and 10 VARCHAR (`u16`
@@ -41,7 +44,9 @@
 //! collation), 14 BLOB (`u8` size), 15 DATE, 16 TIME, 17 DATETIME and
 //! 18 TIMESTAMP (`u8` fsp), 19 YEAR, 20 BIT (`u8` bits), 21 ENUM and 22 SET
 //! (`u16` n, n × str), 23 FLOAT(M,D) and 24 DOUBLE(M,D) (`u8` M, `u8` D;
-//! version 4 only).
+//! version 4 and later), 25 UNSIGNED: the tag of a FLOAT, DOUBLE or
+//! DECIMAL (6, 7, 8, 23, 24) follows, and the type is UNSIGNED (version 5
+//! and later).
 //!
 //! [`TableMeta::decode`] reads bytes from the cluster: it checks every
 //! length, refuses unknown tags, flags and versions, and never panics.
@@ -51,7 +56,10 @@ use schema::Collation;
 use super::{BlobSize, FixedDigits, SqlType};
 
 /// The newest format version [`TableMeta::encode`] writes and reads.
-pub const SQL_META_FORMAT_VERSION: u8 = 4;
+pub const SQL_META_FORMAT_VERSION: u8 = 5;
+/// The version a table with a FLOAT(M,D) or DOUBLE(M,D) and no UNSIGNED
+/// FLOAT, DOUBLE or DECIMAL is written with.
+const SQL_META_FORMAT_VERSION_FIXED: u8 = 4;
 /// The version a table with CHECK constraints and no FLOAT(M,D) or
 /// DOUBLE(M,D) is written with.
 const SQL_META_FORMAT_VERSION_CHECKS: u8 = 3;
@@ -60,6 +68,8 @@ const SQL_META_FORMAT_VERSION_COPY: u8 = 2;
 /// The version a table without a copy lock is written with.
 const SQL_META_FORMAT_VERSION_PLAIN: u8 = 1;
 const SQL_META_MAGIC: [u8; 2] = *b"SQ";
+/// The tag before an UNSIGNED FLOAT, DOUBLE or DECIMAL's (version 5).
+const UNSIGNED_TAG: u8 = 25;
 
 const FLAG_AUTO_INCREMENT: u8 = 1;
 const FLAG_ZEROFILL: u8 = 2;
@@ -193,6 +203,13 @@ fn put_members(out: &mut Vec<u8>, members: &[String]) {
     }
 }
 
+/// Tag 25 before an UNSIGNED FLOAT, DOUBLE or DECIMAL's own tag.
+fn put_unsigned(out: &mut Vec<u8>, unsigned: bool) {
+    if unsigned {
+        out.push(UNSIGNED_TAG);
+    }
+}
+
 fn put_type(out: &mut Vec<u8>, ty: &SqlType) {
     match ty {
         SqlType::TinyInt { unsigned } => out.extend_from_slice(&[1, u8::from(*unsigned)]),
@@ -200,11 +217,28 @@ fn put_type(out: &mut Vec<u8>, ty: &SqlType) {
         SqlType::MediumInt { unsigned } => out.extend_from_slice(&[3, u8::from(*unsigned)]),
         SqlType::Int { unsigned } => out.extend_from_slice(&[4, u8::from(*unsigned)]),
         SqlType::BigInt { unsigned } => out.extend_from_slice(&[5, u8::from(*unsigned)]),
-        SqlType::Float { digits: None } => out.push(6),
-        SqlType::Double { digits: None } => out.push(7),
-        SqlType::Float { digits: Some(f) } => out.extend_from_slice(&[23, f.m, f.d]),
-        SqlType::Double { digits: Some(f) } => out.extend_from_slice(&[24, f.m, f.d]),
-        SqlType::Decimal { precision, scale } => out.extend_from_slice(&[8, *precision, *scale]),
+        SqlType::Float { digits, unsigned } => {
+            put_unsigned(out, *unsigned);
+            match digits {
+                None => out.push(6),
+                Some(f) => out.extend_from_slice(&[23, f.m, f.d]),
+            }
+        }
+        SqlType::Double { digits, unsigned } => {
+            put_unsigned(out, *unsigned);
+            match digits {
+                None => out.push(7),
+                Some(f) => out.extend_from_slice(&[24, f.m, f.d]),
+            }
+        }
+        SqlType::Decimal {
+            precision,
+            scale,
+            unsigned,
+        } => {
+            put_unsigned(out, *unsigned);
+            out.extend_from_slice(&[8, *precision, *scale]);
+        }
         SqlType::Char { length, collation } => {
             out.push(9);
             put_u16(out, *length);
@@ -252,11 +286,27 @@ impl TableMeta {
         let fixed = self.columns.iter().any(|c| {
             matches!(
                 c.ty,
-                SqlType::Float { digits: Some(_) } | SqlType::Double { digits: Some(_) }
+                SqlType::Float {
+                    digits: Some(_),
+                    ..
+                } | SqlType::Double {
+                    digits: Some(_),
+                    ..
+                }
             )
         });
-        let version = if fixed {
+        let unsigned = self.columns.iter().any(|c| {
+            matches!(
+                c.ty,
+                SqlType::Float { unsigned: true, .. }
+                    | SqlType::Double { unsigned: true, .. }
+                    | SqlType::Decimal { unsigned: true, .. }
+            )
+        });
+        let version = if unsigned {
             SQL_META_FORMAT_VERSION
+        } else if fixed {
+            SQL_META_FORMAT_VERSION_FIXED
         } else if !self.checks.is_empty() {
             SQL_META_FORMAT_VERSION_CHECKS
         } else if self.copy.is_some() {
@@ -544,17 +594,60 @@ impl<'a> Reader<'a> {
             5 => SqlType::BigInt {
                 unsigned: self.bool("unsigned")?,
             },
-            6 => SqlType::Float { digits: None },
-            7 => SqlType::Double { digits: None },
-            23 if self.version >= SQL_META_FORMAT_VERSION => SqlType::Float {
-                digits: Some(self.digits()?),
+            UNSIGNED_TAG if self.version >= SQL_META_FORMAT_VERSION => {
+                // One level only: a run of tags is refused, not recursed.
+                if self.bytes.get(self.at) == Some(&UNSIGNED_TAG) {
+                    return Err("SQL metadata: UNSIGNED twice".to_owned());
+                }
+                match self.sql_type()? {
+                    SqlType::Float {
+                        digits,
+                        unsigned: false,
+                    } => SqlType::Float {
+                        digits,
+                        unsigned: true,
+                    },
+                    SqlType::Double {
+                        digits,
+                        unsigned: false,
+                    } => SqlType::Double {
+                        digits,
+                        unsigned: true,
+                    },
+                    SqlType::Decimal {
+                        precision,
+                        scale,
+                        unsigned: false,
+                    } => SqlType::Decimal {
+                        precision,
+                        scale,
+                        unsigned: true,
+                    },
+                    other => {
+                        return Err(format!("SQL metadata: UNSIGNED before {other:?}"));
+                    }
+                }
+            }
+            6 => SqlType::Float {
+                digits: None,
+                unsigned: false,
             },
-            24 if self.version >= SQL_META_FORMAT_VERSION => SqlType::Double {
+            7 => SqlType::Double {
+                digits: None,
+                unsigned: false,
+            },
+            23 if self.version >= SQL_META_FORMAT_VERSION_FIXED => SqlType::Float {
                 digits: Some(self.digits()?),
+                unsigned: false,
+            },
+            24 if self.version >= SQL_META_FORMAT_VERSION_FIXED => SqlType::Double {
+                digits: Some(self.digits()?),
+                unsigned: false,
             },
             8 => SqlType::Decimal {
                 precision: self.u8("precision")?,
                 scale: self.u8("scale")?,
+                unsigned: false,
             },
             9 => SqlType::Char {
                 length: self.u16("length")?,
@@ -620,11 +713,18 @@ mod tests {
             SqlType::MediumInt { unsigned: true },
             SqlType::Int { unsigned: false },
             SqlType::BigInt { unsigned: true },
-            SqlType::Float { digits: None },
-            SqlType::Double { digits: None },
+            SqlType::Float {
+                digits: None,
+                unsigned: false,
+            },
+            SqlType::Double {
+                digits: None,
+                unsigned: false,
+            },
             SqlType::Decimal {
                 precision: 10,
                 scale: 2,
+                unsigned: false,
             },
             SqlType::Char {
                 length: 3,
@@ -742,9 +842,11 @@ mod tests {
         let mut meta = sample();
         meta.columns[5].ty = SqlType::Float {
             digits: Some(FixedDigits { m: 7, d: 3 }),
+            unsigned: false,
         };
         meta.columns[6].ty = SqlType::Double {
             digits: Some(FixedDigits { m: 255, d: 30 }),
+            unsigned: false,
         };
         let bytes = meta.encode();
         assert_eq!(bytes[2], 4);
@@ -770,6 +872,81 @@ mod tests {
         let bytes = meta.encode();
         assert_eq!(bytes[2], 4);
         assert_eq!(TableMeta::decode(&bytes), Ok(meta));
+    }
+
+    #[test]
+    fn unsigned_reals_round_trip_at_version_5_and_only_there() {
+        let fixed = Some(FixedDigits { m: 6, d: 2 });
+        for (ty, other) in [
+            (
+                SqlType::Float {
+                    digits: None,
+                    unsigned: true,
+                },
+                SqlType::Double {
+                    digits: fixed,
+                    unsigned: true,
+                },
+            ),
+            (
+                SqlType::Double {
+                    digits: None,
+                    unsigned: true,
+                },
+                SqlType::Decimal {
+                    precision: 5,
+                    scale: 2,
+                    unsigned: true,
+                },
+            ),
+            (
+                SqlType::Float {
+                    digits: fixed,
+                    unsigned: true,
+                },
+                SqlType::Double {
+                    digits: None,
+                    unsigned: false,
+                },
+            ),
+        ] {
+            let mut meta = sample();
+            meta.columns[5].ty = ty;
+            meta.columns[6].ty = other;
+            let bytes = meta.encode();
+            assert_eq!(bytes[2], 5);
+            assert_eq!(TableMeta::decode(&bytes), Ok(meta.clone()));
+            for end in 0..bytes.len() {
+                assert!(TableMeta::decode(&bytes[..end]).is_err(), "cut at {end}");
+            }
+            // The tag 25 under an older version is refused.
+            let mut older = bytes.clone();
+            older[2] = 4;
+            assert!(TableMeta::decode(&older).is_err());
+        }
+        // UNSIGNED twice, or before a type that has its own, is refused.
+        let mut meta = sample();
+        meta.columns[5].ty = SqlType::Float {
+            digits: None,
+            unsigned: true,
+        };
+        let bytes = meta.encode();
+        let at = bytes
+            .windows(2)
+            .position(|w| w == [UNSIGNED_TAG, 6])
+            .expect("the tag");
+        let mut twice = bytes.clone();
+        twice.insert(at, UNSIGNED_TAG);
+        assert!(TableMeta::decode(&twice).is_err());
+        let mut int = bytes.clone();
+        int[at + 1] = 1;
+        assert!(TableMeta::decode(&int).is_err());
+        // Without one, the older versions.
+        meta.columns[5].ty = SqlType::Float {
+            digits: Some(FixedDigits { m: 4, d: 1 }),
+            unsigned: false,
+        };
+        assert_eq!(meta.encode()[2], 4);
     }
 
     #[test]

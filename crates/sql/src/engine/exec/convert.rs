@@ -315,7 +315,7 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
             }
             Value::Bit(n)
         }
-        SqlType::Float { digits } | SqlType::Double { digits } => {
+        SqlType::Float { digits, unsigned } | SqlType::Double { digits, unsigned } => {
             let f = match v {
                 Val::Str(b) => {
                     let text = String::from_utf8_lossy(b);
@@ -328,6 +328,13 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
                 Val::Date(_) | Val::DateTime(..) | Val::Time(_) => v.temporal_number().to_f64(),
                 other => other.to_f64().0,
             };
+            // UNSIGNED: any negative value is out of range, before any
+            // rounding (MariaDB refuses -0.001 in DOUBLE(6,2) UNSIGNED);
+            // -0 is stored as 0.
+            if *unsigned && f < 0.0 {
+                return fail(Misfit::OutOfRange);
+            }
+            let f = if f == 0.0 { 0.0 } else { f };
             // FLOAT(M,D)/DOUBLE(M,D): rounded to D decimals, then at most
             // M − D integer digits (MariaDB's `Field_real::truncate`); an
             // exact conversion (a key or a pushed filter) refuses a value
@@ -351,7 +358,11 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
                 Value::Double(f)
             }
         }
-        SqlType::Decimal { precision, scale } => {
+        SqlType::Decimal {
+            precision,
+            scale,
+            unsigned,
+        } => {
             let d = match v {
                 Val::Dec(d) => Some(*d),
                 Val::Int(i) => Some(Dec::new(i128::from(*i), 0)),
@@ -373,6 +384,11 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
             let Some(d) = d else {
                 return fail(not_a_number(v, "decimal"));
             };
+            // UNSIGNED: negative is out of range before rounding, as in
+            // MariaDB.
+            if *unsigned && d.mantissa < 0 {
+                return fail(Misfit::OutOfRange);
+            }
             let Some(r) = d.rescale(*scale) else {
                 return fail(Misfit::OutOfRange);
             };
@@ -507,6 +523,31 @@ pub fn to_native_in_mode(v: &Val, target: &Target<'_>, ctx: &mut Ctx<'_>) -> Sql
         Ok(value) => return Ok(value),
         Err(error) => error,
     };
+    if error.code == codes::BAD_NULL && ctx.ignore {
+        // IGNORE: a number's or a string's zero (a date's would be
+        // '0000-00-00', which Skarv does not store: the error stands).
+        let zero = match &target.column.ty {
+            SqlType::TinyInt { .. }
+            | SqlType::SmallInt { .. }
+            | SqlType::MediumInt { .. }
+            | SqlType::Int { .. }
+            | SqlType::BigInt { .. }
+            | SqlType::Float { .. }
+            | SqlType::Double { .. }
+            | SqlType::Decimal { .. }
+            | SqlType::Bit { .. } => Val::Int(0),
+            SqlType::Char { .. }
+            | SqlType::VarChar { .. }
+            | SqlType::Binary { .. }
+            | SqlType::VarBinary { .. }
+            | SqlType::Text { .. }
+            | SqlType::Blob { .. } => Val::str(""),
+            _ => return Err(error),
+        };
+        let value = to_native(&zero, target, false)?;
+        ctx.warn(error.code, error.message);
+        return Ok(value);
+    }
     let adjustable = matches!(
         error.code,
         codes::OUT_OF_RANGE
@@ -544,7 +585,11 @@ pub fn to_native_in_mode(v: &Val, target: &Target<'_>, ctx: &mut Ctx<'_>) -> Sql
             b.truncate(usize::from(*max));
             Val::Str(b)
         }
-        SqlType::Decimal { precision, scale } => {
+        SqlType::Decimal {
+            precision,
+            scale,
+            unsigned,
+        } => {
             let text = v.to_text();
             let (prefix, _) = str_number_prefix(&text);
             let d = Dec::parse(prefix)
@@ -554,21 +599,30 @@ pub fn to_native_in_mode(v: &Val, target: &Target<'_>, ctx: &mut Ctx<'_>) -> Sql
                 .checked_pow(u32::from(*precision))
                 .map_or(i128::MAX, |m| m - 1);
             let d = d.rescale(*scale).unwrap_or(Dec::new(0, *scale));
-            Val::Dec(Dec::new(d.mantissa.clamp(-max, max), *scale))
+            let min = if *unsigned { 0 } else { -max };
+            Val::Dec(Dec::new(d.mantissa.clamp(min, max), *scale))
         }
         // MariaDB stores the nearest limit: ±(M − D nines . D nines), or
-        // FLOAT's largest.
-        SqlType::Float { digits } | SqlType::Double { digits }
-            if error.code == codes::OUT_OF_RANGE =>
-        {
+        // FLOAT's largest (0 the least when UNSIGNED); a string, the
+        // number it starts with (none: 0).
+        SqlType::Float { digits, unsigned } | SqlType::Double { digits, unsigned } => {
             let float_max = f64::from(f32::MAX);
             let max = match (digits, &target.column.ty) {
                 (Some(d), SqlType::Float { .. }) => d.max().min(float_max),
                 (Some(d), _) => d.max(),
-                (None, _) => float_max,
+                (None, SqlType::Float { .. }) => float_max,
+                (None, _) => f64::MAX,
             };
-            let f = v.to_f64().0;
-            Val::Double(if f.is_nan() { 0.0 } else { f.clamp(-max, max) })
+            let f = match v {
+                Val::Str(b) => {
+                    let text = String::from_utf8_lossy(b);
+                    str_number_prefix(&text).0.parse::<f64>().unwrap_or(0.0)
+                }
+                Val::Date(_) | Val::DateTime(..) | Val::Time(_) => v.temporal_number().to_f64(),
+                other => other.to_f64().0,
+            };
+            let min = if *unsigned { 0.0 } else { -max };
+            Val::Double(if f.is_nan() { 0.0 } else { f.clamp(min, max) })
         }
         _ => return Err(error),
     };
@@ -804,6 +858,7 @@ mod tests {
         let dec = SqlType::Decimal {
             precision: 4,
             scale: 2,
+            unsigned: false,
         };
         let stored = store(dec.clone(), Val::str("12.345")).expect("rounds");
         assert_eq!(from_native(&stored, &dec, 0), Val::Dec(Dec::new(1235, 2)));
@@ -876,6 +931,7 @@ mod tests {
             &SqlType::Decimal {
                 precision: 5,
                 scale: 2,
+                unsigned: false,
             },
             true,
         );
@@ -908,15 +964,23 @@ mod tests {
                 SqlType::Int { unsigned: true },
                 SqlType::BigInt { unsigned: false },
                 SqlType::BigInt { unsigned: true },
-                SqlType::Float { digits: None },
-                SqlType::Double { digits: None },
+                SqlType::Float {
+                    digits: None,
+                    unsigned: false,
+                },
+                SqlType::Double {
+                    digits: None,
+                    unsigned: true,
+                },
                 SqlType::Decimal {
                     precision: 10,
                     scale: 3,
+                    unsigned: false,
                 },
                 SqlType::Decimal {
                     precision: 65,
                     scale: 30,
+                    unsigned: true,
                 },
                 SqlType::VarChar {
                     max: 5,

@@ -309,8 +309,12 @@ fn type_of(kind: Kind) -> SqlType {
         Kind::Dec { scale } => SqlType::Decimal {
             precision: 65,
             scale,
+            unsigned: false,
         },
-        Kind::Double => SqlType::Double { digits: None },
+        Kind::Double => SqlType::Double {
+            digits: None,
+            unsigned: false,
+        },
         Kind::Date => SqlType::Date,
         Kind::DateTime { fsp } => SqlType::DateTime { fsp },
         Kind::Time { fsp } => SqlType::Time { fsp },

@@ -193,13 +193,20 @@ fn plan_query_body(
         }
         planned.push(p);
     }
-    let metas = planned.first().map(|p| p.metas.clone()).unwrap_or_default();
+    let mut metas = planned.first().map(|p| p.metas.clone()).unwrap_or_default();
     for p in &planned {
         if p.metas.len() != metas.len() {
             return Err(SqlError::new(
                 codes::WRONG_NUMBER_OF_COLUMNS_IN_SELECT,
                 "The used SELECT statements have a different number of columns",
             ));
+        }
+    }
+    // A UNION's columns (a single SELECT's stand as they are, unallocated).
+    for (at, meta) in metas.iter_mut().enumerate().filter(|_| planned.len() > 1) {
+        let arms: Vec<&ColumnMeta> = planned.iter().map(|p| &p.metas[at]).collect();
+        if let Some(merged) = union_real(&arms) {
+            *meta = merged;
         }
     }
     // ORDER BY / LIMIT of the whole query.
@@ -353,6 +360,44 @@ fn collect_selects<'q>(
             crate::engine::stdx_truncate(&other.to_string(), 80)
         ))),
     }
+}
+
+/// The column of a UNION whose arms are numbers, one a FLOAT or DOUBLE, as
+/// MariaDB makes it: a DOUBLE (FLOAT when every arm is one) with the most
+/// decimals of its arms (an integer's 0, a DECIMAL's scale, a DOUBLE(M,D)
+/// expression's D; 31, not fixed, when one is), UNSIGNED only when every
+/// arm is. None: the first arm's column stands.
+fn union_real(arms: &[&ColumnMeta]) -> Option<ColumnMeta> {
+    use crate::value::{flags, ColumnType as T};
+    let numeric = |m: &ColumnMeta| {
+        matches!(
+            m.ty,
+            T::Tiny
+                | T::Short
+                | T::Int24
+                | T::Long
+                | T::LongLong
+                | T::NewDecimal
+                | T::Float
+                | T::Double
+        )
+    };
+    let real = |m: &&ColumnMeta| matches!(m.ty, T::Float | T::Double);
+    if arms.len() < 2 || !arms.iter().all(|m| numeric(m)) || !arms.iter().any(real) {
+        return None;
+    }
+    let mut meta = arms[0].clone();
+    meta.ty = if arms.iter().all(|m| m.ty == T::Float) {
+        T::Float
+    } else {
+        T::Double
+    };
+    meta.decimals = arms.iter().map(|m| m.decimals.min(31)).max().unwrap_or(31);
+    meta.length = arms.iter().map(|m| m.length).max().unwrap_or(meta.length);
+    if !arms.iter().all(|m| m.flags & flags::UNSIGNED != 0) {
+        meta.flags &= !flags::UNSIGNED;
+    }
+    Some(meta)
 }
 
 fn const_u64(

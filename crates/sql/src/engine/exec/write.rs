@@ -101,7 +101,12 @@ fn insert(
     }
     let environment = env(conn);
     let mut ctx = Ctx::new(params, &environment);
-    ctx.strict = conn.session.sql_mode_strict();
+    // INSERT IGNORE stores a value that does not fit as a non-strict
+    // sql_mode would (clipped, cut, a bad number as 0) with its error as a
+    // warning, as MariaDB's IGNORE turns the statement's errors into
+    // warnings.
+    ctx.strict = conn.session.sql_mode_strict() && !ignore;
+    ctx.ignore = ignore;
     // The rows, evaluated before anything is written.
     let mut rows: Vec<Vec<Given>> = Vec::new();
     if !ins.assignments.is_empty() {
@@ -303,7 +308,7 @@ fn insert(
     };
     let mut committed = false;
     let result = if !odku.is_empty() {
-        upsert_rows(conn, &tx, &table, &native_rows, &odku, params)
+        upsert_rows(conn, &tx, &table, &native_rows, &odku, params, ignore)
     } else {
         insert_rows(
             conn,
@@ -327,7 +332,13 @@ fn insert(
             .last_insert_id
             .store(first_auto, std::sync::atomic::Ordering::Relaxed);
     }
-    let info = if rows.len() > 1 {
+    // MariaDB's info: for more than one row of VALUES, and for any
+    // INSERT … SELECT.
+    let selected = ins
+        .source
+        .as_ref()
+        .is_some_and(|s| !matches!(&*s.body, ast::SetExpr::Values(_)));
+    let info = if rows.len() > 1 || selected {
         format!(
             "Records: {}  Duplicates: {}  Warnings: {}",
             rows.len() - check_skipped,
@@ -724,6 +735,7 @@ fn upsert_rows(
     rows: &[NativeRow],
     assignments: &[(usize, Expr)],
     params: &[Val],
+    ignore: bool,
 ) -> SqlResult<(u64, u64)> {
     let native_table = &table.native;
     let def = native_table.def();
@@ -756,6 +768,7 @@ fn upsert_rows(
                 &checks,
                 params,
                 n,
+                ignore,
             )? {
                 affected += 2;
             }
@@ -801,6 +814,7 @@ fn upsert_rows(
             &checks,
             params,
             n,
+            ignore,
         )? {
             affected += 2;
         }
@@ -821,10 +835,13 @@ fn upsert_update(
     checks: &[Check],
     params: &[Val],
     n: usize,
+    ignore: bool,
 ) -> SqlResult<bool> {
     let environment = env(conn);
     let mut ctx = Ctx::new(params, &environment);
-    ctx.strict = conn.session.sql_mode_strict();
+    // INSERT IGNORE's update converts as its insert does (a warning).
+    ctx.strict = conn.session.sql_mode_strict() && !ignore;
+    ctx.ignore = ignore;
     let lock = Some(LockMode::Exclusive);
     let found = fetch(
         tx, table, access, None, lock, false, None, &mut ctx, None, None, None,
@@ -903,14 +920,8 @@ fn define_update(
     Ok(true)
 }
 
-/// The 1062 of an update that broke a unique index: the row as it was
-/// to become, and the index the native error names.
-fn update_duplicate(
-    table: &TableInfo,
-    old: &[Val],
-    changes: &[(usize, Value)],
-    error: &skarv_client::Error,
-) -> SqlError {
+/// The native row `old` becomes with `changes`.
+fn row_after(table: &TableInfo, old: &[Val], changes: &[(usize, Value)]) -> Vec<(usize, Value)> {
     let mut row = Vec::with_capacity(table.columns.len());
     for (at, column) in table.columns.iter().enumerate() {
         let value = match changes.iter().find(|(p, _)| *p == column.native) {
@@ -929,6 +940,78 @@ fn update_duplicate(
         };
         row.push((column.native, value));
     }
+    row
+}
+
+/// Whether the row `old` (primary key `key`) with `changes` would take a
+/// primary or unique key another row holds (UPDATE IGNORE's test).
+fn key_taken(
+    tx: &Transaction<'_>,
+    table: &Arc<TableInfo>,
+    old: &[Val],
+    key: &[Value],
+    changes: &[(usize, Value)],
+) -> SqlResult<bool> {
+    let row = row_after(table, old, changes);
+    let def = table.native.def();
+    let mut probes = Vec::new();
+    let new_key: Vec<Value> = def
+        .primary_key
+        .iter()
+        .map(|k| {
+            row.iter()
+                .find(|(p, _)| p == k)
+                .map_or(Value::Null, |(_, v)| v.clone())
+        })
+        .collect();
+    if new_key != key {
+        probes.push(plan::Access::Keys(vec![new_key]));
+    }
+    for index in def
+        .indexes
+        .iter()
+        .filter(|i| i.kind == schema::IndexKind::Unique)
+    {
+        let values: Option<Vec<Value>> = index
+            .columns
+            .iter()
+            .map(|k| {
+                row.iter()
+                    .find(|(p, _)| p == k)
+                    .map(|(_, v)| v.clone())
+                    .filter(|v| !v.is_null())
+            })
+            .collect();
+        if let Some(values) = values {
+            probes.push(plan::Access::Unique {
+                index: index.name.clone(),
+                keys: vec![values],
+            });
+        }
+    }
+    let env = crate::engine::expr::Env::default();
+    for probe in probes {
+        let mut ctx = Ctx::new(&[], &env);
+        let lock = Some(LockMode::Exclusive);
+        let hit = fetch(
+            tx, table, &probe, None, lock, false, None, &mut ctx, None, None, None,
+        )?;
+        if hit.iter().any(|(_, pk)| pk.as_slice() != key) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// The 1062 of an update that broke a unique index: the row as it was
+/// to become, and the index the native error names.
+fn update_duplicate(
+    table: &TableInfo,
+    old: &[Val],
+    changes: &[(usize, Value)],
+    error: &skarv_client::Error,
+) -> SqlError {
+    let row = row_after(table, old, changes);
     duplicate_error(table, &row, error)
 }
 
@@ -1364,11 +1447,17 @@ fn update(
     let checks = lower_checks(conn, &table)?;
     let environment = env(conn);
     let info = Arc::clone(&conn.info);
-    let strict = conn.session.sql_mode_strict();
+    // UPDATE IGNORE (mended into the parser's `UPDATE OR IGNORE`): a value
+    // that does not fit is stored as a non-strict sql_mode would, with a
+    // warning; a row that fails a CHECK or would duplicate a unique key
+    // is left as it is, as MariaDB's.
+    let ignore = matches!(up.or, Some(ast::SqliteOnConflict::Ignore));
+    let strict = conn.session.sql_mode_strict() && !ignore;
     let tx = txn::take(conn)?;
     let mut ctx = Ctx::new(params, &environment);
     ctx.killed = Some(&info.query_killed);
     ctx.strict = strict;
+    ctx.ignore = ignore;
     // The rows, read and locked; then what runs subqueries (see
     // `with_per_row`): the late conjuncts, the order and each row's
     // changes; then the writes.
@@ -1379,7 +1468,14 @@ fn update(
             let mut out = Vec::with_capacity(rows.len());
             for (n, (old, key)) in rows.into_iter().enumerate() {
                 c.check_killed()?;
-                let changes = changes_of(&table, &old, &assignments, &checks, c, n + 1)?;
+                let changes = match changes_of(&table, &old, &assignments, &checks, c, n + 1) {
+                    // Not counted as matched, as MariaDB counts it.
+                    Err(e) if ignore && e.code == codes::CONSTRAINT_FAILED => {
+                        c.warn(e.code, e.message);
+                        continue;
+                    }
+                    other => other?,
+                };
                 out.push((old, key, changes));
             }
             Ok(out)
@@ -1406,6 +1502,20 @@ fn update(
         let mut ops: Vec<usize> = Vec::new();
         let count = rows.len();
         for (n, (old, key, changes)) in rows.iter().enumerate() {
+            if ignore && !changes.is_empty() {
+                // A row at a time, so that each probe sees the rows
+                // updated before it; a row that would duplicate a key is
+                // left as it is (MariaDB gives no warning for it).
+                if key_taken(&tx, &table, old, key, changes)? {
+                    continue;
+                }
+                if define_update(&tx, &table, old, key, changes, tz_secs, n + 1)? {
+                    changed += 1;
+                    tx.execute(ExecMode::NoCommit)
+                        .map_err(|e| txn::native_error_in(&e, &table.name))?;
+                }
+                continue;
+            }
             let before = tx.pending_ops();
             if define_update(&tx, &table, old, key, changes, tz_secs, n + 1)? {
                 changed += 1;

@@ -52,6 +52,9 @@ pub struct Ctx<'a> {
     /// Strict sql_mode: a value that does not fit its column is an error
     /// (else it is adjusted, with a warning).
     pub strict: bool,
+    /// INSERT IGNORE / UPDATE IGNORE: a NULL for a NOT NULL column is
+    /// stored as its type's zero with warning 1048, as MariaDB's.
+    pub ignore: bool,
     /// Runs correlated subqueries for a row (None: none may run here).
     pub correlated: Option<&'a dyn PerRow>,
 }
@@ -117,6 +120,7 @@ impl<'a> Ctx<'a> {
             checks: Cell::new(self.checks.get()),
             expired: Cell::new(self.expired.get()),
             strict: self.strict,
+            ignore: self.ignore,
             correlated,
         }
     }
@@ -142,6 +146,7 @@ impl<'a> Ctx<'a> {
             checks: Cell::new(0),
             expired: Cell::new(false),
             strict: true,
+            ignore: false,
             correlated: None,
         }
     }
@@ -307,7 +312,7 @@ pub fn kind(e: &Expr, scope: &Scope<'_>) -> Kind {
         Expr::Cast(_, to) => match to {
             CastTo::Signed => Kind::Int { unsigned: false },
             CastTo::Unsigned => Kind::Int { unsigned: true },
-            CastTo::Char => Kind::Str {
+            CastTo::Char | CastTo::FixedChar(_) => Kind::Str {
                 collation: Some(Collation::Utf8mb4GeneralCi),
             },
             CastTo::Binary => Kind::Str { collation: None },
@@ -1041,6 +1046,14 @@ pub fn cast(v: Val, to: CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
             }
         }
         CastTo::Char => Val::str(v.to_text()),
+        CastTo::FixedChar(decimals) => match v {
+            Val::Double(f) if f.is_finite() => {
+                let mut text = Vec::new();
+                crate::protocol::fixed_decimals_text(f, decimals, &mut text);
+                Val::Str(text)
+            }
+            other => Val::str(other.to_text()),
+        },
         // A string's bytes as they are: through text, bytes that are not
         // UTF-8 would become U+FFFD.
         CastTo::Binary => match v {

@@ -352,6 +352,11 @@ pub enum CastTo {
     Time(u8),
     /// `DOUBLE`.
     Double,
+    /// A DOUBLE of fixed decimals as text (`CHAR`), with those decimals as
+    /// MariaDB's string of such a double has them (`CONCAT(d)` of a
+    /// DOUBLE(10,2) holding 2.5 is '2.50'): made by the lowering, never
+    /// written.
+    FixedChar(u8),
 }
 
 /// A column an expression can name.
@@ -659,7 +664,16 @@ impl<'a> Scope<'a> {
             }
             E::Cast {
                 expr, data_type, ..
-            } => Expr::Cast(self.boxed(expr)?, cast_to(data_type)?),
+            } => match cast_to(data_type)? {
+                CastTo::Char => {
+                    let e = self.lower(expr)?;
+                    let to = self
+                        .fixed_decimals(&e)
+                        .map_or(CastTo::Char, CastTo::FixedChar);
+                    Expr::Cast(Box::new(e), to)
+                }
+                to => Expr::Cast(self.boxed(expr)?, to),
+            },
             E::Convert {
                 expr,
                 data_type: Some(data_type),
@@ -676,7 +690,8 @@ impl<'a> Scope<'a> {
                 substring_for,
                 ..
             } => {
-                let mut args = vec![self.lower(expr)?];
+                let string = self.lower(expr)?;
+                let mut args = vec![self.fixed_text(string)];
                 if let Some(f) = substring_from {
                     args.push(self.lower(f)?);
                 }
@@ -1366,9 +1381,41 @@ impl<'a> Scope<'a> {
                 let server_id = (self.variable)("server_id", true)?;
                 return Ok(Expr::Func(Func::UuidShort, vec![Expr::Lit(server_id)]));
             }
+            // A DOUBLE of fixed decimals made a string keeps them: every
+            // argument of CONCAT, the string of the others.
+            ("CONCAT" | "CONCAT_WS", _) => {
+                lowered = lowered.into_iter().map(|a| self.fixed_text(a)).collect();
+            }
+            (
+                "LENGTH" | "OCTET_LENGTH" | "CHAR_LENGTH" | "CHARACTER_LENGTH" | "UPPER" | "UCASE"
+                | "LOWER" | "LCASE" | "REVERSE" | "LEFT" | "RIGHT" | "SUBSTRING" | "SUBSTR" | "MID"
+                | "LPAD" | "RPAD" | "REPEAT" | "REPLACE",
+                [_, ..],
+            ) => {
+                let first = lowered.remove(0);
+                lowered.insert(0, self.fixed_text(first));
+            }
             _ => {}
         }
         func::lower_call(&name, lowered)
+    }
+
+    /// `e` made a string by FixedChar when it is a DOUBLE of fixed
+    /// decimals; else `e` as it is.
+    fn fixed_text(&self, e: Expr) -> Expr {
+        match self.fixed_decimals(&e) {
+            Some(d) => Expr::Cast(Box::new(e), CastTo::FixedChar(d)),
+            None => e,
+        }
+    }
+
+    /// The fixed decimals of a DOUBLE expression ([`Scope::decimals`]),
+    /// which MariaDB's string of it has (`Item::val_str`); None for any
+    /// other expression.
+    fn fixed_decimals(&self, e: &Expr) -> Option<u8> {
+        (self.kind(e) == Kind::Double)
+            .then(|| self.decimals(e))
+            .filter(|d| *d < NOT_FIXED_DECIMALS)
     }
 
     /// `CHARSET(x)`, `COLLATION(x)` or `COERCIBILITY(x)`, known from the
@@ -1658,13 +1705,8 @@ impl<'a> Scope<'a> {
             Expr::Win(i) => self.windows.as_ref().and_then(|w| w.get(*i)),
             _ => None,
         };
-        let agg = self.agg_of(e).or(window.and_then(|w| w.agg.as_ref()));
-        if let Some(spec) = agg.filter(|a| a.func.is_deviation()) {
-            meta.decimals = match spec.arg_kind {
-                Kind::Int { .. } => 4,
-                Kind::Dec { scale } if scale + 4 < 31 => scale + 4,
-                _ => 31,
-            };
+        if kind == Kind::Double {
+            meta.decimals = self.decimals(e);
         }
         if window.is_some_and(|w| matches!(w.func, WinFn::PercentRank | WinFn::CumeDist)) {
             // MariaDB's: a DOUBLE shown with ten decimals.
@@ -1700,7 +1742,92 @@ const GROUP_CONCAT_VARCHAR_MAX_BYTES: usize = 512;
 /// `group_concat_max_len` should the variable not read as a number.
 const GROUP_CONCAT_MAX_LEN_DEFAULT_BYTES: usize = 1_048_576;
 
+/// MariaDB's "not fixed" decimals: a DOUBLE shown with all its digits.
+const NOT_FIXED_DECIMALS: u8 = 31;
+
 impl Scope<'_> {
+    /// The decimals MariaDB shows a DOUBLE-valued expression with (its
+    /// `Item::decimals`; [`NOT_FIXED_DECIMALS`]: every digit), carried on
+    /// from the operands as MariaDB carries them: a DOUBLE(M,D) column's
+    /// D, an integer's 0, a DECIMAL's scale; `+ - * %`, `-x`, ABS, MIN,
+    /// MAX, SUM and the functions that pass an operand on (IFNULL,
+    /// COALESCE, IF, NULLIF, CASE, GREATEST, LEAST) the most of their
+    /// operands'; `/`, AVG and the deviations four more
+    /// (`div_precision_increment`); ROUND/TRUNCATE(x, n) n; PI() six.
+    /// Any other DOUBLE (a function's, a string's, `1e0`) is not fixed.
+    pub fn decimals(&self, e: &Expr) -> u8 {
+        let fixed = |d: u8| {
+            if d >= NOT_FIXED_DECIMALS {
+                NOT_FIXED_DECIMALS
+            } else {
+                d
+            }
+        };
+        let plus_increment = |d: u8| fixed(d.saturating_add(value::DIV_PRECISION_INCREMENT_DIGITS));
+        let most = |es: &[Expr]| es.iter().map(|e| self.decimals(e)).max().unwrap_or(0);
+        let of_agg = |spec: &AggSpec| {
+            let arg = spec.arg.as_ref().map_or(0, |a| self.decimals(a));
+            match spec.func {
+                AggFn::Min | AggFn::Max | AggFn::Sum => arg,
+                AggFn::Avg => plus_increment(arg),
+                f if f.is_deviation() => plus_increment(arg),
+                _ => NOT_FIXED_DECIMALS,
+            }
+        };
+        let by_kind = match self.kind(e) {
+            Kind::Null | Kind::Int { .. } | Kind::Date => 0,
+            Kind::Dec { scale } => fixed(scale),
+            Kind::DateTime { fsp } | Kind::Time { fsp } => fsp,
+            Kind::Double | Kind::Str { .. } => NOT_FIXED_DECIMALS,
+        };
+        match e {
+            Expr::Col(c) => match self.columns.get(*c) {
+                Some(c) if c.kind == Kind::Double => fixed(c.meta.decimals),
+                _ => by_kind,
+            },
+            Expr::Agg(_) => self.agg_of(e).map_or(by_kind, of_agg),
+            Expr::Win(i) => {
+                let window = self.windows.as_ref().and_then(|w| w.get(*i));
+                match window.and_then(|w| w.agg.as_ref()) {
+                    Some(spec) => of_agg(spec),
+                    None => by_kind,
+                }
+            }
+            Expr::Neg(a) => self.decimals(a),
+            Expr::Arith(Arith::Add | Arith::Sub | Arith::Mul | Arith::Mod, a, b) => {
+                fixed(self.decimals(a).max(self.decimals(b)))
+            }
+            Expr::Arith(Arith::Div, a, b) => plus_increment(self.decimals(a).max(self.decimals(b))),
+            Expr::Case(_, whens, otherwise) => {
+                let thens = whens.iter().map(|(_, then)| self.decimals(then));
+                let otherwise = otherwise.as_ref().map(|o| self.decimals(o));
+                thens.chain(otherwise).max().unwrap_or(0)
+            }
+            Expr::Func(f, args) => match f {
+                Func::Abs
+                | Func::Mod
+                | Func::IfNull
+                | Func::Coalesce
+                | Func::Greatest
+                | Func::Least => fixed(most(args)),
+                Func::If => fixed(most(args.get(1..).unwrap_or_default())),
+                Func::NullIf => args.first().map_or(by_kind, |a| self.decimals(a)),
+                Func::Round | Func::Truncate => match args.get(1) {
+                    None => 0,
+                    Some(Expr::Lit(v)) => match v.to_f64().0 {
+                        n if n <= 0.0 => 0,
+                        n => fixed((n as u8).min(value::DECIMAL_SCALE_MAX)),
+                    },
+                    Some(_) => NOT_FIXED_DECIMALS,
+                },
+                // MySQL's PI() shows six decimals (its value is the double's).
+                Func::Pi => 6,
+                _ => by_kind,
+            },
+            _ => by_kind,
+        }
+    }
+
     /// The GROUP_CONCAT an expression reads, if it is one.
     fn concat_of(&self, e: &Expr) -> Option<&GroupConcat> {
         self.agg_of(e)?.concat.as_deref()
@@ -1748,12 +1875,8 @@ fn kind_meta(kind: Kind, e: &Expr, scope: &Scope<'_>) -> ColumnMeta {
         Kind::Double => {
             let mut m = ColumnMeta::expr("", ColumnType::Double, charset::BINARY, 22);
             m.flags = flags::BINARY | flags::NUM;
-            // MySQL's PI() shows six decimals (its value is the double's).
-            m.decimals = if matches!(e, Expr::Func(Func::Pi, _)) {
-                6
-            } else {
-                31
-            };
+            // Not fixed here; `Scope::meta` sets what MariaDB carries on.
+            m.decimals = NOT_FIXED_DECIMALS;
             m
         }
         Kind::Str { collation } => {
@@ -1872,6 +1995,10 @@ fn cast_to(dt: &ast::DataType) -> SqlResult<CastTo> {
         D::Datetime(p) => CastTo::DateTime(fsp(p)),
         D::Timestamp(p, _) => CastTo::DateTime(fsp(p)),
         D::Time(p, _) => CastTo::Time(fsp(p)),
+        // DOUBLE(M) is no type in MariaDB's grammar (as in CREATE TABLE).
+        D::Double(ast::ExactNumberInfo::Precision(_)) => {
+            return Err(SqlError::syntax("CAST to DOUBLE takes (M,D) or nothing"))
+        }
         D::Double(_) | D::DoublePrecision | D::Real | D::Float(_) => CastTo::Double,
         other => return Err(SqlError::unsupported(format_args!("CAST to {other}"))),
     })

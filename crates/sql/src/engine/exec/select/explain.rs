@@ -1216,7 +1216,9 @@ fn column_len(table: &TableInfo, col: usize) -> usize {
         SqlType::MediumInt { .. } | SqlType::Date => 3,
         SqlType::Int { .. } | SqlType::Float { .. } => 4,
         SqlType::BigInt { .. } | SqlType::Double { .. } => 8,
-        SqlType::Decimal { precision, scale } => {
+        SqlType::Decimal {
+            precision, scale, ..
+        } => {
             let digits = |d: u8| {
                 let d = usize::from(d);
                 const LEFTOVER: [usize; 10] = [0, 1, 1, 2, 2, 3, 3, 4, 4, 4];
