@@ -678,17 +678,9 @@ fn unique_holder(
         .iter()
         .filter(|i| i.kind == schema::IndexKind::Unique)
     {
-        let key: Option<Vec<Value>> = index
-            .columns
-            .iter()
-            .map(|k| {
-                row.iter()
-                    .find(|(p, _)| p == k)
-                    .map(|(_, v)| v.clone())
-                    .filter(|v| !v.is_null())
-            })
-            .collect();
-        let Some(key) = key else { continue };
+        let Some(key) = unique_key_of(index, row) else {
+            continue;
+        };
         let probe = plan::Access::Unique {
             index: index.name.clone(),
             keys: vec![key],
@@ -972,17 +964,7 @@ fn key_taken(
         .iter()
         .filter(|i| i.kind == schema::IndexKind::Unique)
     {
-        let values: Option<Vec<Value>> = index
-            .columns
-            .iter()
-            .map(|k| {
-                row.iter()
-                    .find(|(p, _)| p == k)
-                    .map(|(_, v)| v.clone())
-                    .filter(|v| !v.is_null())
-            })
-            .collect();
-        if let Some(values) = values {
+        if let Some(values) = unique_key_of(index, &row) {
             probes.push(plan::Access::Unique {
                 index: index.name.clone(),
                 keys: vec![values],
@@ -1729,4 +1711,19 @@ pub fn explain(
         more,
         sink,
     )
+}
+
+/// The values of unique index `index` in `row` (native column, value),
+/// `None` when one is NULL or absent (such a row takes no unique key).
+fn unique_key_of(index: &schema::IndexDef, row: &[(usize, Value)]) -> Option<Vec<Value>> {
+    index
+        .columns
+        .iter()
+        .map(|k| {
+            row.iter()
+                .find(|(p, _)| p == k)
+                .map(|(_, v)| v.clone())
+                .filter(|v| !v.is_null())
+        })
+        .collect()
 }
