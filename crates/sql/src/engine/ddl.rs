@@ -2912,19 +2912,24 @@ impl Change {
         ))
     }
 
+    /// The table's column names after the changes so far, the hidden
+    /// primary key left out (what a CHECK may name).
+    fn column_names(&self) -> Vec<String> {
+        self.def
+            .columns
+            .iter()
+            .filter(|c| c.name != schema::HIDDEN_PRIMARY_KEY_COLUMN)
+            .map(|c| c.name.clone())
+            .collect()
+    }
+
     /// `ADD [CONSTRAINT name] CHECK (cond)`s, after the statement's other
     /// changes: named as MariaDB names them (1826 for a name taken), their
     /// columns there (1054). The rows must pass them, so the change copies
     /// them ([`super::alter_copy`] tests every row against the table's
     /// CHECKs, with writers held off, as MariaDB's copying ALTER does).
     fn add_checks(&mut self, added: Vec<(Option<String>, String)>) -> SqlResult<()> {
-        let names: Vec<String> = self
-            .def
-            .columns
-            .iter()
-            .filter(|c| c.name != schema::HIDDEN_PRIMARY_KEY_COLUMN)
-            .map(|c| c.name.clone())
-            .collect();
+        let names = self.column_names();
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
         let from = self.sql.checks.len();
         add_table_checks(&mut self.sql.checks, added)?;
@@ -2939,13 +2944,7 @@ impl Change {
     /// it (as in MariaDB); any other constraint must name only columns
     /// that are still there.
     fn keep_valid_checks(&mut self) -> SqlResult<()> {
-        let names: Vec<String> = self
-            .def
-            .columns
-            .iter()
-            .filter(|c| c.name != schema::HIDDEN_PRIMARY_KEY_COLUMN)
-            .map(|c| c.name.clone())
-            .collect();
+        let names = self.column_names();
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
         self.sql.checks.retain(|c| {
             c.column

@@ -2794,36 +2794,7 @@ fn substitute_group_exprs(e: &Expr, subs: &[(String, usize)]) -> Expr {
             return Expr::Col(*at);
         }
     }
-    let s = |x: &Expr| substitute_group_exprs(x, subs);
-    let b = |x: &Expr| Box::new(s(x));
-    match e {
-        Expr::Lit(_)
-        | Expr::Param(_)
-        | Expr::Col(_)
-        | Expr::Agg(_)
-        | Expr::Win(_)
-        | Expr::InsertValue(_)
-        | Expr::Sub(_) => e.clone(),
-        Expr::Neg(a) => Expr::Neg(b(a)),
-        Expr::Not(a) => Expr::Not(b(a)),
-        Expr::IsNull(a, n) => Expr::IsNull(b(a), *n),
-        Expr::IsBool(a, x, y) => Expr::IsBool(b(a), *x, *y),
-        Expr::Cast(a, t) => Expr::Cast(b(a), *t),
-        Expr::Arith(o, x, y) => Expr::Arith(*o, b(x), b(y)),
-        Expr::Cmp(o, x, y, c) => Expr::Cmp(*o, b(x), b(y), *c),
-        Expr::And(x, y) => Expr::And(b(x), b(y)),
-        Expr::Or(x, y) => Expr::Or(b(x), b(y)),
-        Expr::Xor(x, y) => Expr::Xor(b(x), b(y)),
-        Expr::In(x, l, n, c) => Expr::In(b(x), l.iter().map(s).collect(), *n, *c),
-        Expr::Between(x, l, h, n, c) => Expr::Between(b(x), b(l), b(h), *n, *c),
-        Expr::Like(x, p, esc, n, c) => Expr::Like(b(x), b(p), *esc, *n, *c),
-        Expr::Case(o, w, el) => Expr::Case(
-            o.as_ref().map(|o| b(o)),
-            w.iter().map(|(x, y)| (s(x), s(y))).collect(),
-            el.as_ref().map(|x| b(x)),
-        ),
-        Expr::Func(func, args) => Expr::Func(*func, args.iter().map(s).collect()),
-    }
+    e.map_children(&mut |x| substitute_group_exprs(x, subs))
 }
 
 /// The groups of `GROUP BY … WITH ROLLUP` for the prefixes of the GROUP

@@ -383,21 +383,7 @@ impl JsonFn {
     /// MariaDB's complaint about path `text` of argument `arg` that stopped
     /// making sense at byte `at`: 4041 at its end, else 4042.
     fn path_error(self, arg: usize, text: &str, at: usize) -> (u16, String) {
-        let name = self.name();
-        if at >= text.len() {
-            (
-                4041,
-                format!("Unexpected end of JSON path in argument {arg} to function '{name}'"),
-            )
-        } else {
-            (
-                4042,
-                format!(
-                    "Syntax error in JSON path in argument {arg} to function '{name}' at position {}",
-                    at + 1
-                ),
-            )
-        }
+        self.position_error("path", (4041, 4042), arg, text, at)
     }
 
     /// JSON_SEARCH(doc, 'one'|'all', pattern [, escape [, path…]]): the
@@ -541,20 +527,30 @@ impl JsonFn {
     /// MariaDB's complaint about JSON text `text` of argument `arg` that
     /// stopped making sense at byte `at`: 4037 at its end, else 4038.
     fn syntax_error(self, arg: usize, text: &str, at: usize) -> (u16, String) {
+        self.position_error("text", (4037, 4038), arg, text, at)
+    }
+
+    /// "Unexpected end of JSON `what`" (`codes.0`) when `at` is past
+    /// `text`, else "Syntax error in JSON `what`" at its position (`codes.1`).
+    fn position_error(
+        self,
+        what: &str,
+        codes: (u16, u16),
+        arg: usize,
+        text: &str,
+        at: usize,
+    ) -> (u16, String) {
         let name = self.name();
         if at >= text.len() {
-            (
-                4037,
-                format!("Unexpected end of JSON text in argument {arg} to function '{name}'"),
-            )
+            let message =
+                format!("Unexpected end of JSON {what} in argument {arg} to function '{name}'");
+            (codes.0, message)
         } else {
-            (
-                4038,
-                format!(
-                    "Syntax error in JSON text in argument {arg} to function '{name}' at position {}",
-                    at + 1
-                ),
-            )
+            let message = format!(
+                "Syntax error in JSON {what} in argument {arg} to function '{name}' at position {}",
+                at + 1
+            );
+            (codes.1, message)
         }
     }
 

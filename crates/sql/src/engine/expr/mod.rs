@@ -2233,6 +2233,44 @@ pub fn placeholders(sql: &str) -> SqlResult<Vec<Location>> {
 }
 
 impl Expr {
+    /// `self` rebuilt with `f` applied to each direct subexpression. A
+    /// column, literal, parameter, aggregate, window, inserted value and
+    /// subquery are leaves here (cloned): their insides are not the
+    /// row's expressions, and a caller that maps them does so itself.
+    pub fn map_children(&self, f: &mut dyn FnMut(&Expr) -> Expr) -> Expr {
+        let mut b = |x: &Expr| Box::new(f(x));
+        match self {
+            Expr::Lit(_)
+            | Expr::Param(_)
+            | Expr::Col(_)
+            | Expr::Agg(_)
+            | Expr::Win(_)
+            | Expr::InsertValue(_)
+            | Expr::Sub(_) => self.clone(),
+            Expr::Neg(a) => Expr::Neg(b(a)),
+            Expr::Not(a) => Expr::Not(b(a)),
+            Expr::IsNull(a, n) => Expr::IsNull(b(a), *n),
+            Expr::IsBool(a, x, y) => Expr::IsBool(b(a), *x, *y),
+            Expr::Cast(a, t) => Expr::Cast(b(a), *t),
+            Expr::Arith(o, x, y) => Expr::Arith(*o, b(x), b(y)),
+            Expr::Cmp(o, x, y, c) => Expr::Cmp(*o, b(x), b(y), *c),
+            Expr::And(x, y) => Expr::And(b(x), b(y)),
+            Expr::Or(x, y) => Expr::Or(b(x), b(y)),
+            Expr::Xor(x, y) => Expr::Xor(b(x), b(y)),
+            Expr::In(x, l, n, c) => Expr::In(b(x), l.iter().map(|i| *b(i)).collect(), *n, *c),
+            Expr::Between(x, l, h, n, c) => Expr::Between(b(x), b(l), b(h), *n, *c),
+            Expr::Like(x, p, esc, n, c) => Expr::Like(b(x), b(p), *esc, *n, *c),
+            Expr::Case(o, w, el) => Expr::Case(
+                o.as_ref().map(|o| b(o)),
+                w.iter().map(|(x, y)| (*b(x), *b(y))).collect(),
+                el.as_ref().map(|x| b(x)),
+            ),
+            Expr::Func(func, args) => Expr::Func(*func, args.iter().map(|a| *b(a)).collect()),
+        }
+    }
+}
+
+impl Expr {
     /// Whether the expression reads no column (constant within a statement).
     pub fn is_constant(&self) -> bool {
         match self {

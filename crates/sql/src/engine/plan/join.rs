@@ -307,37 +307,8 @@ pub fn columns(e: &Expr, out: &mut Vec<usize>) {
 
 /// The expression with every column position moved by `f`.
 pub fn map_columns(e: &Expr, f: &dyn Fn(usize) -> usize) -> Expr {
-    let b = |x: &Expr| Box::new(map_columns(x, f));
     match e {
         Expr::Col(c) => Expr::Col(f(*c)),
-        Expr::Lit(_) | Expr::Param(_) | Expr::Agg(_) | Expr::Win(_) | Expr::InsertValue(_) => {
-            e.clone()
-        }
-        Expr::Neg(a) => Expr::Neg(b(a)),
-        Expr::Not(a) => Expr::Not(b(a)),
-        Expr::IsNull(a, n) => Expr::IsNull(b(a), *n),
-        Expr::IsBool(a, x, y) => Expr::IsBool(b(a), *x, *y),
-        Expr::Cast(a, t) => Expr::Cast(b(a), *t),
-        Expr::Arith(o, x, y) => Expr::Arith(*o, b(x), b(y)),
-        Expr::Cmp(o, x, y, c) => Expr::Cmp(*o, b(x), b(y), *c),
-        Expr::And(x, y) => Expr::And(b(x), b(y)),
-        Expr::Or(x, y) => Expr::Or(b(x), b(y)),
-        Expr::Xor(x, y) => Expr::Xor(b(x), b(y)),
-        Expr::In(x, l, n, c) => {
-            Expr::In(b(x), l.iter().map(|i| map_columns(i, f)).collect(), *n, *c)
-        }
-        Expr::Between(x, l, h, n, c) => Expr::Between(b(x), b(l), b(h), *n, *c),
-        Expr::Like(x, p, esc, n, c) => Expr::Like(b(x), b(p), *esc, *n, *c),
-        Expr::Case(o, w, el) => Expr::Case(
-            o.as_ref().map(|o| b(o)),
-            w.iter()
-                .map(|(x, y)| (map_columns(x, f), map_columns(y, f)))
-                .collect(),
-            el.as_ref().map(|x| b(x)),
-        ),
-        Expr::Func(func, args) => {
-            Expr::Func(*func, args.iter().map(|a| map_columns(a, f)).collect())
-        }
         Expr::Sub(s) => {
             let mut s = (**s).clone();
             for (_, at) in &mut s.outer {
@@ -348,11 +319,14 @@ pub fn map_columns(e: &Expr, f: &dyn Fn(usize) -> usize) -> Expr {
                     left.iter().map(|(x, c)| (map_columns(x, f), *c)).collect(),
                     n,
                 ),
-                SubTest::Quantified(x, c, op, all) => SubTest::Quantified(b(&x), c, op, all),
+                SubTest::Quantified(x, c, op, all) => {
+                    SubTest::Quantified(Box::new(map_columns(&x, f)), c, op, all)
+                }
                 other => other,
             };
             Expr::Sub(Box::new(s))
         }
+        _ => e.map_children(&mut |x| map_columns(x, f)),
     }
 }
 
