@@ -531,6 +531,17 @@ pub(crate) fn primary_key_of(
 }
 
 /// Moves the warnings of an evaluation to the statement's.
+/// The statement text, for the names MySQL gives unaliased items (the
+/// text as written); what `SHOW PROCESSLIST` shows of the statement.
+pub(crate) fn statement_text(conn: &Conn<'_>) -> Arc<str> {
+    conn.info
+        .state
+        .lock()
+        .ok()
+        .and_then(|s| s.info.clone())
+        .unwrap_or_default()
+}
+
 pub(crate) fn keep_warnings(conn: &mut Conn<'_>, ctx: &mut Ctx<'_>) {
     for (code, message) in ctx.warnings.drain(..) {
         if code & crate::engine::expr::eval::NOTE_BIT != 0 {

@@ -635,15 +635,7 @@ fn plan_select(
         node.plan_correlated(conn, &columns, &hidden, placeholders)?;
     }
     let source = columns.clone();
-    // The statement text, for the names MySQL gives unaliased items (the
-    // text as written); what `SHOW PROCESSLIST` shows of the statement.
-    let sql_text = conn
-        .info
-        .state
-        .lock()
-        .ok()
-        .and_then(|s| s.info.clone())
-        .unwrap_or_default();
+    let sql_text = super::statement_text(conn);
     let written = written_names(s, &sql_text);
     let database = conn.session.database.clone().unwrap_or_default();
     with_scope(conn, columns, placeholders, |scope| {
@@ -697,11 +689,12 @@ fn plan_select(
                     }
                 }
                 ast::SelectItem::UnnamedExpr(e) => {
-                    let lowered = scope.lower(e)?;
+                    let mut lowered = scope.lower(e)?;
                     let name = written
                         .as_ref()
                         .and_then(|w| w.get(items.len()).cloned().flatten())
                         .unwrap_or_else(|| expr::item_name(e, &sql_text));
+                    expr::name_cast(&mut lowered, &name);
                     metas.push(scope.meta(&lowered, &name));
                     kinds.push(scope.kind(&lowered));
                     nullable.push(scope.nullable(&lowered));
@@ -709,7 +702,8 @@ fn plan_select(
                     aliases.push(Some((name, e.clone())));
                 }
                 ast::SelectItem::ExprWithAlias { expr: e, alias } => {
-                    let lowered = scope.lower(e)?;
+                    let mut lowered = scope.lower(e)?;
+                    expr::name_cast(&mut lowered, &alias.value);
                     metas.push(scope.meta(&lowered, &alias.value));
                     kinds.push(scope.kind(&lowered));
                     nullable.push(scope.nullable(&lowered));

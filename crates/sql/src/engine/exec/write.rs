@@ -12,7 +12,7 @@ use super::{env, fetch, keep_warnings, table_of, table_scope, with_scope, OPS_PE
 use crate::backend::OkInfo;
 use crate::engine::catalog::{self, TableInfo};
 use crate::engine::expr::eval::compare;
-use crate::engine::expr::{Ctx, Expr, Val};
+use crate::engine::expr::{CastTo, Ctx, Expr, Val};
 use crate::engine::plan;
 use crate::engine::{txn, Answered, Conn};
 use crate::error::{codes, SqlError, SqlResult};
@@ -408,7 +408,12 @@ fn eval_row(
                 continue;
             }
         }
-        let lowered = with_scope(conn, Vec::new(), placeholders, |s| s.lower(e))?;
+        let mut lowered = with_scope(conn, Vec::new(), placeholders, |s| s.lower(e))?;
+        if matches!(lowered, Expr::Cast(_, CastTo::FixedDouble(_))) {
+            // MariaDB names a value's note by its text, as a select item.
+            let name = crate::engine::expr::item_name(e, &super::statement_text(conn));
+            crate::engine::expr::name_cast(&mut lowered, &name);
+        }
         out.push(Given::Value(lowered.eval(&[], ctx)?));
     }
     Ok(out)

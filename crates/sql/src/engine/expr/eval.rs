@@ -320,7 +320,7 @@ pub fn kind(e: &Expr, scope: &Scope<'_>) -> Kind {
             CastTo::Date => Kind::Date,
             CastTo::DateTime(fsp) => Kind::DateTime { fsp: *fsp },
             CastTo::Time(fsp) => Kind::Time { fsp: *fsp },
-            CastTo::Double => Kind::Double,
+            CastTo::Double | CastTo::FixedDouble(_) => Kind::Double,
         },
         Expr::Func(f, args) => f.kind(args, scope),
         Expr::Sub(s) => match s.test {
@@ -627,7 +627,7 @@ impl Expr {
             }
             Expr::Cast(a, to) => {
                 let v = a.eval(row, ctx)?;
-                cast(v, *to, ctx)?
+                cast(v, to, ctx)?
             }
             Expr::Func(f, args) => f.eval(args, row, ctx)?,
             Expr::Sub(sub) => {
@@ -1006,7 +1006,7 @@ pub fn like(text: &str, pattern: &str, escape: char, ci: bool) -> bool {
 }
 
 /// `CAST(v AS to)`.
-pub fn cast(v: Val, to: CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
+pub fn cast(v: Val, to: &CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
     if v.is_null() {
         return Ok(Val::Null);
     }
@@ -1031,7 +1031,7 @@ pub fn cast(v: Val, to: CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
                 }
                 other => other.temporal_number().rescale(0).map_or(0, |d| d.mantissa),
             };
-            if to == CastTo::Unsigned {
+            if *to == CastTo::Unsigned {
                 Val::UInt(if i < 0 {
                     (i as i64) as u64
                 } else {
@@ -1049,7 +1049,7 @@ pub fn cast(v: Val, to: CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
         CastTo::FixedChar(decimals) => match v {
             Val::Double(f) if f.is_finite() => {
                 let mut text = Vec::new();
-                crate::protocol::fixed_decimals_text(f, decimals, &mut text);
+                crate::protocol::fixed_decimals_text(f, *decimals, &mut text);
                 Val::Str(text)
             }
             other => Val::str(other.to_text()),
@@ -1061,7 +1061,11 @@ pub fn cast(v: Val, to: CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
             other => Val::Str(other.to_text().into_bytes()),
         },
         CastTo::Double => Val::Double(ctx.num_f64(&v)),
-        CastTo::Decimal(p, s) => {
+        CastTo::FixedDouble(fixed) => {
+            let f = ctx.num_f64(&v);
+            fixed_double(f, fixed, ctx)
+        }
+        &CastTo::Decimal(p, s) => {
             let d = match &v {
                 Val::Double(f) => Dec::parse(&format!("{f:.*}", usize::from(s))),
                 Val::Str(b) => {
@@ -1104,7 +1108,7 @@ pub fn cast(v: Val, to: CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
         },
         CastTo::DateTime(fsp) => match to_datetime(&v, ctx) {
             Some((d, mut t)) => {
-                let unit = 10u32.pow(6 - u32::from(fsp.min(6)));
+                let unit = 10u32.pow(6 - u32::from((*fsp).min(6)));
                 t.micros = t.micros / unit * unit;
                 Val::DateTime(d, t)
             }
@@ -1126,6 +1130,40 @@ pub fn cast(v: Val, to: CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
             },
         },
     })
+}
+
+/// `CAST(f AS DOUBLE(M,D))` as MariaDB's `truncate_double` makes it: below
+/// 31 decimals the fraction rounded to D half to even (2.25 is 2.2 at
+/// D = 1) and the value clipped to M − D integer digits; from 31 on only
+/// the double's range. A clipped value is a note 1264 (a CAST writes to
+/// no column, so strict mode makes no error of it), "at row 1" as
+/// MariaDB's always is; NaN is NULL with it.
+fn fixed_double(f: f64, fixed: &super::FixedCast, ctx: &mut Ctx<'_>) -> Val {
+    let note = |ctx: &mut Ctx<'_>| {
+        let name = fixed.name.as_deref().unwrap_or("(null)");
+        ctx.note(
+            codes::OUT_OF_RANGE,
+            format!("Out of range value for column '{name}' at row 1"),
+        );
+    };
+    if f.is_nan() {
+        note(ctx);
+        return Val::Null;
+    }
+    let (rounded, max) = if fixed.d < super::NOT_FIXED_DECIMALS {
+        let digits = crate::engine::catalog::FixedDigits {
+            m: fixed.m,
+            d: fixed.d,
+        };
+        (digits.round(f), digits.max())
+    } else {
+        (f, f64::MAX)
+    };
+    if rounded.abs() > max {
+        note(ctx);
+        return Val::Double(max.copysign(rounded));
+    }
+    Val::Double(rounded)
 }
 
 /// A value as a date and time (a date at midnight); warns 1292 and gives

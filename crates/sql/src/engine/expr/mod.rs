@@ -332,7 +332,7 @@ pub trait PerRow {
 }
 
 /// The target of a `CAST`/`CONVERT`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CastTo {
     /// `SIGNED [INTEGER]`.
     Signed,
@@ -352,11 +352,37 @@ pub enum CastTo {
     Time(u8),
     /// `DOUBLE`.
     Double,
+    /// `DOUBLE(M,D)`: a DOUBLE rounded to D decimals and kept within M
+    /// digits as MariaDB's `Item_double_typecast` keeps it, a DOUBLE(M,D)
+    /// column's way (D of 31 and more: neither, and not fixed). A value
+    /// clipped is a note 1264 naming the item: the select item's name,
+    /// set by [`name_cast`], or `(null)` for an inner one, as MariaDB's.
+    FixedDouble(FixedCast),
     /// A DOUBLE of fixed decimals as text (`CHAR`), with those decimals as
     /// MariaDB's string of such a double has them (`CONCAT(d)` of a
     /// DOUBLE(10,2) holding 2.5 is '2.50'): made by the lowering, never
     /// written.
     FixedChar(u8),
+}
+
+/// `CAST(x AS DOUBLE(M,D))`: see [`CastTo::FixedDouble`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FixedCast {
+    /// M, 1..=65 ((0,0) is MariaDB's (10,0)).
+    pub m: u8,
+    /// D, 0..=38.
+    pub d: u8,
+    /// The name a note gives the item (None: `(null)`).
+    pub name: Option<Arc<str>>,
+}
+
+/// Names the CAST to DOUBLE(M,D) that a select item (or an INSERT's
+/// value) is, as MariaDB names an item's out-of-range note: by the
+/// item's name. An inner one stays `(null)`.
+pub fn name_cast(e: &mut Expr, name: &str) {
+    if let Expr::Cast(_, CastTo::FixedDouble(cast)) = e {
+        cast.name = Some(name.into());
+    }
 }
 
 /// A column an expression can name.
@@ -664,7 +690,7 @@ impl<'a> Scope<'a> {
             }
             E::Cast {
                 expr, data_type, ..
-            } => match cast_to(data_type)? {
+            } => match cast_to(data_type, expr)? {
                 CastTo::Char => {
                     let e = self.lower(expr)?;
                     let to = self
@@ -678,7 +704,7 @@ impl<'a> Scope<'a> {
                 expr,
                 data_type: Some(data_type),
                 ..
-            } => Expr::Cast(self.boxed(expr)?, cast_to(data_type)?),
+            } => Expr::Cast(self.boxed(expr)?, cast_to(data_type, expr)?),
             E::Convert {
                 expr,
                 data_type: None,
@@ -1707,6 +1733,10 @@ impl<'a> Scope<'a> {
         };
         if kind == Kind::Double {
             meta.decimals = self.decimals(e);
+            if let Expr::Cast(_, CastTo::FixedDouble(cast)) = e {
+                // MariaDB's length of a CAST to DOUBLE(M,D): M.
+                meta.length = u32::from(cast.m);
+            }
         }
         if window.is_some_and(|w| matches!(w.func, WinFn::PercentRank | WinFn::CumeDist)) {
             // MariaDB's: a DOUBLE shown with ten decimals.
@@ -1749,7 +1779,8 @@ impl Scope<'_> {
     /// The decimals MariaDB shows a DOUBLE-valued expression with (its
     /// `Item::decimals`; [`NOT_FIXED_DECIMALS`]: every digit), carried on
     /// from the operands as MariaDB carries them: a DOUBLE(M,D) column's
-    /// D, an integer's 0, a DECIMAL's scale; `+ - * %`, `-x`, ABS, MIN,
+    /// D, an integer's 0, a DECIMAL's scale, `CAST(x AS DOUBLE(M,D))` D;
+    /// `+ - * %`, `-x`, ABS, MIN,
     /// MAX, SUM and the functions that pass an operand on (IFNULL,
     /// COALESCE, IF, NULLIF, CASE, GREATEST, LEAST) the most of their
     /// operands'; `/`, AVG and the deviations four more
@@ -1794,6 +1825,7 @@ impl Scope<'_> {
                 }
             }
             Expr::Neg(a) => self.decimals(a),
+            Expr::Cast(_, CastTo::FixedDouble(cast)) => fixed(cast.d),
             Expr::Arith(Arith::Add | Arith::Sub | Arith::Mul | Arith::Mod, a, b) => {
                 fixed(self.decimals(a).max(self.decimals(b)))
             }
@@ -1969,7 +2001,8 @@ fn hex_bytes(h: &str) -> SqlResult<Vec<u8>> {
         .collect()
 }
 
-fn cast_to(dt: &ast::DataType) -> SqlResult<CastTo> {
+/// The target of `CAST(arg AS dt)`.
+fn cast_to(dt: &ast::DataType, arg: &ast::Expr) -> SqlResult<CastTo> {
     use ast::DataType as D;
     let fsp = |p: &Option<u64>| p.map_or(0, |p| p.min(6) as u8);
     Ok(match dt {
@@ -1995,13 +2028,56 @@ fn cast_to(dt: &ast::DataType) -> SqlResult<CastTo> {
         D::Datetime(p) => CastTo::DateTime(fsp(p)),
         D::Timestamp(p, _) => CastTo::DateTime(fsp(p)),
         D::Time(p, _) => CastTo::Time(fsp(p)),
-        // DOUBLE(M) is no type in MariaDB's grammar (as in CREATE TABLE).
-        D::Double(ast::ExactNumberInfo::Precision(_)) => {
+        // DOUBLE(M) is no type in MariaDB's grammar (as in CREATE TABLE),
+        // nor FLOAT(M,D) in a CAST.
+        D::Double(ast::ExactNumberInfo::Precision(_))
+        | D::Float(ast::ExactNumberInfo::PrecisionAndScale(..)) => {
             return Err(SqlError::syntax("CAST to DOUBLE takes (M,D) or nothing"))
         }
+        D::Double(ast::ExactNumberInfo::PrecisionAndScale(m, d)) => fixed_cast(*m, *d, arg)?,
         D::Double(_) | D::DoublePrecision | D::Real | D::Float(_) => CastTo::Double,
         other => return Err(SqlError::unsupported(format_args!("CAST to {other}"))),
     })
+}
+
+/// Most digits of `CAST(x AS DOUBLE(M,D))` (MariaDB's DECIMAL_MAX_PRECISION).
+const FIXED_CAST_DIGITS_MAX: u64 = 65;
+/// Most decimals of `CAST(x AS DOUBLE(M,D))` (MariaDB's DECIMAL_MAX_SCALE).
+const FIXED_CAST_DECIMALS_MAX: i64 = 38;
+
+/// `DOUBLE(m,d)` in a CAST, checked as MariaDB's `get_length_and_scale`
+/// checks it: M past 65 is 1426, D past 38 1425, then D past M 1427;
+/// (0,0) is (10,0).
+fn fixed_cast(m: u64, d: i64, arg: &ast::Expr) -> SqlResult<CastTo> {
+    let error = |code: u16, message: String| SqlError {
+        code,
+        state: "42000",
+        message,
+    };
+    if m > FIXED_CAST_DIGITS_MAX {
+        return Err(error(
+            1426,
+            format!("Too big precision specified for '{arg}'. Maximum is {FIXED_CAST_DIGITS_MAX}"),
+        ));
+    }
+    if d > FIXED_CAST_DECIMALS_MAX {
+        return Err(error(
+            1425,
+            format!("Too big scale specified for '{arg}'. Maximum is {FIXED_CAST_DECIMALS_MAX}"),
+        ));
+    }
+    let (m, d) = if (m, d) == (0, 0) { (10, 0) } else { (m, d) };
+    if d < 0 || d as u64 > m {
+        return Err(error(
+            1427,
+            "For float(M,D), double(M,D) or decimal(M,D), M must be >= D (column '')".into(),
+        ));
+    }
+    Ok(CastTo::FixedDouble(FixedCast {
+        m: m as u8,
+        d: d as u8,
+        name: None,
+    }))
 }
 
 /// The name MySQL gives an unaliased select item: its text as written.
@@ -2023,6 +2099,11 @@ pub fn item_name(e: &ast::Expr, sql: &str) -> String {
             }
             ast::Value::Null => return "NULL".into(),
             _ => {}
+        }
+    }
+    if let ast::Expr::Cast { expr, .. } = e {
+        if let Some(text) = cast_text(sql, expr.span()) {
+            return text;
         }
     }
     let span = e.span();
@@ -2078,26 +2159,55 @@ fn balanced_end(sql: &str, start: usize, end: usize, is_call: bool) -> usize {
     i.max(end)
 }
 
+/// The text of a `CAST(… AS …)` whose operand spans `operand` (the
+/// parser's span of a CAST is its operand's, without the parentheses
+/// around it): back over `(` to the word CAST, on to the parenthesis that
+/// closes it.
+fn cast_text(sql: &str, operand: sqlparser::tokenizer::Span) -> Option<String> {
+    let start = text_offset(sql, operand.start)?;
+    let end = text_offset(sql, operand.end)?;
+    let mut head = sql.get(..start)?.trim_end().strip_suffix('(')?.trim_end();
+    loop {
+        let word = head.len().checked_sub("CAST".len());
+        if let Some(word) = word.filter(|w| {
+            head.get(*w..)
+                .is_some_and(|t| t.eq_ignore_ascii_case("CAST"))
+        }) {
+            let before = head.get(..word)?.chars().next_back();
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+                return None;
+            }
+            return sql
+                .get(word..balanced_end(sql, word, end, false))
+                .map(str::to_owned);
+        }
+        head = head.strip_suffix('(')?.trim_end();
+    }
+}
+
+/// The byte offset in `sql` of a parser location (None for an unknown
+/// one or one past the text).
+fn text_offset(sql: &str, l: Location) -> Option<usize> {
+    if l.line == 0 || l.column == 0 {
+        return None;
+    }
+    let mut at = 0usize;
+    for (n, line) in sql.split_inclusive('\n').enumerate() {
+        if n as u64 + 1 == l.line {
+            let col = usize::try_from(l.column).ok()? - 1;
+            let byte = line.char_indices().nth(col).map_or(line.len(), |(b, _)| b);
+            return Some(at + byte);
+        }
+        at += line.len();
+    }
+    None
+}
+
 /// The source text a span covers (None when the span is empty or out of
 /// the text).
 pub fn span_text(sql: &str, span: sqlparser::tokenizer::Span, is_call: bool) -> Option<String> {
-    let offset = |l: Location| -> Option<usize> {
-        if l.line == 0 || l.column == 0 {
-            return None;
-        }
-        let mut at = 0usize;
-        for (n, line) in sql.split_inclusive('\n').enumerate() {
-            if n as u64 + 1 == l.line {
-                let col = usize::try_from(l.column).ok()? - 1;
-                let byte = line.char_indices().nth(col).map_or(line.len(), |(b, _)| b);
-                return Some(at + byte);
-            }
-            at += line.len();
-        }
-        None
-    };
-    let start = offset(span.start)?;
-    let end = offset(span.end)?;
+    let start = text_offset(sql, span.start)?;
+    let end = text_offset(sql, span.end)?;
     if end <= start || end > sql.len() {
         return None;
     }
@@ -2251,7 +2361,7 @@ impl Expr {
             Expr::Not(a) => Expr::Not(b(a)),
             Expr::IsNull(a, n) => Expr::IsNull(b(a), *n),
             Expr::IsBool(a, x, y) => Expr::IsBool(b(a), *x, *y),
-            Expr::Cast(a, t) => Expr::Cast(b(a), *t),
+            Expr::Cast(a, t) => Expr::Cast(b(a), t.clone()),
             Expr::Arith(o, x, y) => Expr::Arith(*o, b(x), b(y)),
             Expr::Cmp(o, x, y, c) => Expr::Cmp(*o, b(x), b(y), *c),
             Expr::And(x, y) => Expr::And(b(x), b(y)),

@@ -277,11 +277,70 @@ fn unaliased_items_are_named_by_their_text() {
         "IFNULL(a, (1 + 2))",
         "a",
         "t.a",
+        "CAST(k AS DOUBLE(5,1))",
+        "cast( (k) as double(5, 1) )",
+        "1 + CAST(k AS DOUBLE(5,1))",
     ] {
         let want = if item == "t.a" { "a" } else { item };
         assert_eq!(name(item), want);
     }
     assert_eq!(name("'x'"), "x");
+}
+
+#[test]
+fn cast_to_fixed_decimals_as_mariadb() {
+    // MariaDB's `truncate_double`: the fraction rounded half to even,
+    // clipped to M - D integer digits with a note 1264.
+    for (sql, want) in [
+        ("CAST(1.25 AS DOUBLE(5,1))", "1.2"),
+        ("CAST(2.35 AS DOUBLE(5,1))", "2.4"),
+        ("CAST(-2.25 AS DOUBLE(5,1))", "-2.2"),
+        ("CAST(1.255 AS DOUBLE(5,2))", "1.25"),
+        ("CAST(-0.04 AS DOUBLE(1,1))", "0"),
+        ("CAST(3.5 AS DOUBLE(0,0))", "3"),
+        ("CAST(2.5 AS DOUBLE(0,0))", "2"),
+        ("CAST(1.25 AS DOUBLE(40,31))", "1.25"),
+        ("CAST(NULL AS DOUBLE(5,1))", "NULL"),
+    ] {
+        let (got, warnings) = eval(sql).expect(sql);
+        assert_eq!((got.as_str(), warnings.len()), (want, 0), "{sql}");
+    }
+    let note = super::eval::NOTE_BIT | 1264;
+    let (got, warnings) = eval("CAST(123456 AS DOUBLE(5,1))").expect("clips");
+    assert_eq!(got, "9999.9");
+    let inner = "Out of range value for column '(null)' at row 1".to_owned();
+    assert_eq!(warnings, vec![(note, inner)]);
+    let (got, _) = eval("CAST(-1e300 AS DOUBLE(6,2))").expect("clips");
+    assert_eq!(got, "-9999.99");
+    // A select item names its note; its metadata has length M, D decimals.
+    let (mut e, m) = lower_select("CAST(1e9 AS DOUBLE(7,2))").expect("lowers");
+    assert_eq!((m.ty, m.length, m.decimals), (ColumnType::Double, 7, 2));
+    super::name_cast(&mut e, "x");
+    let env = Env::default();
+    let mut ctx = Ctx::new(&[], &env);
+    assert_eq!(
+        e.eval(&[], &mut ctx).expect("evaluates").to_text(),
+        "99999.99"
+    );
+    let named = "Out of range value for column 'x' at row 1".to_owned();
+    assert_eq!(ctx.warnings, vec![(note, named)]);
+    let (_, m) = lower_select("CAST(1 AS DOUBLE(40,31))").expect("lowers");
+    assert_eq!((m.length, m.decimals), (40, 31));
+    // M past 65, D past 38, D past M; FLOAT(M,D) is no CAST type.
+    for (sql, code) in [
+        ("CAST(1 AS DOUBLE(66,2))", 1426),
+        ("CAST(1 AS DOUBLE(65,39))", 1425),
+        ("CAST(1 AS DOUBLE(2,3))", 1427),
+        ("CAST(1 AS DOUBLE(0,1))", 1427),
+        ("CAST(1 AS FLOAT(5,1))", 1064),
+    ] {
+        assert_eq!(eval(sql).expect_err(sql).code, code, "{sql}");
+    }
+    let e = eval("CAST(1.25 AS DOUBLE(66,2))").expect_err("too big");
+    assert_eq!(
+        e.message,
+        "Too big precision specified for '1.25'. Maximum is 65"
+    );
 }
 
 #[test]
