@@ -653,7 +653,12 @@ pub fn table_info(db: &str, name: &str, native: Arc<Table>) -> TableInfo {
             meta.flags |= flags::ON_UPDATE_NOW;
         }
         let default = match declared {
-            Some(d) => d.default.clone(),
+            // A number as the column holds it; the rest as written.
+            Some(d) => d.default.as_ref().map(|text| {
+                let held = column.default.as_ref();
+                held.and_then(|v| held_number_text(&ty, v, &meta))
+                    .unwrap_or_else(|| text.clone())
+            }),
             None => column.default.as_ref().and_then(native_default_text),
         };
         let default_now = declared.is_some_and(|d| d.default_now);
@@ -691,6 +696,37 @@ pub fn table_info(db: &str, name: &str, native: Arc<Table>) -> TableInfo {
         keys,
         stats: Arc::default(),
     }
+}
+
+/// A numeric default as MariaDB shows it (SHOW CREATE TABLE, SHOW COLUMNS,
+/// information_schema.COLUMNS): the value the column holds, printed as
+/// its values print (`0.00` for DECIMAL(5,2) or DOUBLE(6,2) DEFAULT 0,
+/// `2` for INT DEFAULT 1.6, `10` for DOUBLE DEFAULT 1e1; unpadded under
+/// ZEROFILL, as Skarv's values are). None for any other type.
+fn held_number_text(ty: &SqlType, value: &Value, meta: &ColumnMeta) -> Option<String> {
+    let number = matches!(
+        ty,
+        SqlType::TinyInt { .. }
+            | SqlType::SmallInt { .. }
+            | SqlType::MediumInt { .. }
+            | SqlType::Int { .. }
+            | SqlType::BigInt { .. }
+            | SqlType::Float { .. }
+            | SqlType::Double { .. }
+            | SqlType::Decimal { .. }
+    );
+    if !number {
+        return None;
+    }
+    let value = match super::exec::convert::from_native(value, ty, 0) {
+        super::expr::Val::Null => return None,
+        // MariaDB shows a default of -0e0 as 0 (-0 + 0 is 0).
+        super::expr::Val::Double(f) => super::expr::Val::Double(f + 0.0),
+        v => v,
+    };
+    let mut text = Vec::new();
+    crate::protocol::render_text(&super::exec::convert::to_sql(&value, meta), meta, &mut text);
+    String::from_utf8(text).ok()
 }
 
 /// A native default as SQL shows it (tables made outside SQL).
