@@ -320,7 +320,7 @@ pub fn kind(e: &Expr, scope: &Scope<'_>) -> Kind {
             CastTo::Date => Kind::Date,
             CastTo::DateTime(fsp) => Kind::DateTime { fsp: *fsp },
             CastTo::Time(fsp) => Kind::Time { fsp: *fsp },
-            CastTo::Double | CastTo::FixedDouble(_) => Kind::Double,
+            CastTo::Double | CastTo::FixedDouble(_) | CastTo::Decimals(_) => Kind::Double,
         },
         Expr::Func(f, args) => f.kind(args, scope),
         Expr::Sub(s) => match s.test {
@@ -1065,6 +1065,7 @@ pub fn cast(v: Val, to: &CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
             let f = ctx.num_f64(&v);
             fixed_double(f, fixed, ctx)
         }
+        CastTo::Decimals(_) => v,
         &CastTo::Decimal(p, s) => {
             let d = match &v {
                 Val::Double(f) => Dec::parse(&format!("{f:.*}", usize::from(s))),

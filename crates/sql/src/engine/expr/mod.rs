@@ -295,6 +295,9 @@ pub struct SubQuery {
     /// Its columns' kinds (from planning it once with the outer columns
     /// bound to sample values).
     pub kinds: Vec<Kind>,
+    /// Its first column's decimals (a scalar subquery's value carries
+    /// them: [`Scope::decimals`]).
+    pub decimals: u8,
     /// What it is tested for.
     pub test: SubTest,
 }
@@ -358,6 +361,11 @@ pub enum CastTo {
     /// clipped is a note 1264 naming the item: the select item's name,
     /// set by [`name_cast`], or `(null)` for an inner one, as MariaDB's.
     FixedDouble(FixedCast),
+    /// A DOUBLE shown with these decimals, its value as it is: an
+    /// uncorrelated scalar subquery's, which stands in as a constant but
+    /// keeps its column's decimals (MariaDB's `Item_singlerow_subselect`):
+    /// made by the lowering, never written.
+    Decimals(u8),
     /// A DOUBLE of fixed decimals as text (`CHAR`), with those decimals as
     /// MariaDB's string of such a double has them (`CONCAT(d)` of a
     /// DOUBLE(10,2) holding 2.5 is '2.50'): made by the lowering, never
@@ -811,7 +819,14 @@ impl<'a> Scope<'a> {
                 }
                 match m.rows.as_slice() {
                     [] => Expr::Lit(Val::Null),
-                    [row] => Expr::Lit(row.first().cloned().unwrap_or(Val::Null)),
+                    // A DOUBLE keeps its column's fixed decimals (2.50 of a
+                    // DOUBLE(M,2)), as MariaDB's subquery item does.
+                    [row] => match (row.first(), m.metas[0].decimals) {
+                        (Some(v @ Val::Double(_)), d) if d < NOT_FIXED_DECIMALS => {
+                            Expr::Cast(Box::new(Expr::Lit(v.clone())), CastTo::Decimals(d))
+                        }
+                        (v, _) => Expr::Lit(v.cloned().unwrap_or(Val::Null)),
+                    },
                     _ => {
                         return Err(SqlError::new(
                             codes::SUBQUERY_NO_1_ROW,
@@ -1163,6 +1178,7 @@ impl<'a> Scope<'a> {
             text: q.to_string().into(),
             outer: outer_columns(q, &self.columns, &self.hidden),
             kinds: m.kinds.clone(),
+            decimals: m.metas.first().map_or(NOT_FIXED_DECIMALS, |c| c.decimals),
             test,
         })))
     }
@@ -1779,8 +1795,8 @@ impl Scope<'_> {
     /// The decimals MariaDB shows a DOUBLE-valued expression with (its
     /// `Item::decimals`; [`NOT_FIXED_DECIMALS`]: every digit), carried on
     /// from the operands as MariaDB carries them: a DOUBLE(M,D) column's
-    /// D, an integer's 0, a DECIMAL's scale, `CAST(x AS DOUBLE(M,D))` D;
-    /// `+ - * %`, `-x`, ABS, MIN,
+    /// D, an integer's 0, a DECIMAL's scale, `CAST(x AS DOUBLE(M,D))` D, a
+    /// scalar subquery its column's; `+ - * %`, `-x`, ABS, MIN,
     /// MAX, SUM and the functions that pass an operand on (IFNULL,
     /// COALESCE, IF, NULLIF, CASE, GREATEST, LEAST) the most of their
     /// operands'; `/`, AVG and the deviations four more
@@ -1826,6 +1842,12 @@ impl Scope<'_> {
             }
             Expr::Neg(a) => self.decimals(a),
             Expr::Cast(_, CastTo::FixedDouble(cast)) => fixed(cast.d),
+            Expr::Cast(_, CastTo::Decimals(d)) => fixed(*d),
+            Expr::Sub(sub)
+                if matches!(sub.test, SubTest::Scalar) && sub.kinds == [Kind::Double] =>
+            {
+                fixed(sub.decimals)
+            }
             Expr::Arith(Arith::Add | Arith::Sub | Arith::Mul | Arith::Mod, a, b) => {
                 fixed(self.decimals(a).max(self.decimals(b)))
             }
