@@ -532,19 +532,7 @@ fn insert_rows(
         }
         let chunk = kept;
         // REPLACE: a locking read of the key tells whether a row went.
-        let keys: Vec<Vec<Value>> = chunk
-            .iter()
-            .map(|(r, _)| {
-                def.primary_key
-                    .iter()
-                    .map(|k| {
-                        r.iter()
-                            .find(|(p, _)| p == k)
-                            .map_or(Value::Null, |(_, v)| v.clone())
-                    })
-                    .collect()
-            })
-            .collect();
+        let keys: Vec<Vec<Value>> = chunk.iter().map(|(r, _)| primary_key_of(def, r)).collect();
         let names: Vec<Vec<(&str, Value)>> = if replace {
             chunk
                 .iter()
@@ -669,8 +657,11 @@ fn insert_plain(
     Ok((rows.len() as u64, 0))
 }
 
-/// The row holding one of `row`'s unique-index values, locked: the 1062
-/// that inserting `row` would give and the holder's primary key.
+/// The row holding `row`'s primary key or one of its unique-index values,
+/// locked: the 1062 that inserting `row` would give and the holder's
+/// primary key. The primary key first, then the unique indexes in order,
+/// as InnoDB checks them (MariaDB's IGNORE names `PRIMARY` when both are
+/// taken, and its ON DUPLICATE KEY UPDATE updates the primary key's row).
 fn unique_holder(
     tx: &Transaction<'_>,
     table: &Arc<TableInfo>,
@@ -678,6 +669,19 @@ fn unique_holder(
 ) -> SqlResult<Option<(SqlError, Vec<Value>)>> {
     let def = table.native.def();
     let env = crate::engine::expr::Env::default();
+    let lock = Some(LockMode::Exclusive);
+    // A hidden primary key is a fresh number: never taken.
+    if !table.hidden_key {
+        let probe = plan::Access::Keys(vec![primary_key_of(def, row)]);
+        let mut ctx = Ctx::new(&[], &env);
+        let hit = fetch(
+            tx, table, &probe, None, lock, false, None, &mut ctx, None, None, None,
+        )?;
+        if let Some((_, pk)) = hit.into_iter().next() {
+            let error = skarv_client::Error::new(native::DUPLICATE_KEY, "primary key");
+            return Ok(Some((duplicate_error(table, row, &error), pk)));
+        }
+    }
     for index in def
         .indexes
         .iter()
@@ -691,7 +695,6 @@ fn unique_holder(
             keys: vec![key],
         };
         let mut ctx = Ctx::new(&[], &env);
-        let lock = Some(LockMode::Exclusive);
         let hit = fetch(
             tx, table, &probe, None, lock, false, None, &mut ctx, None, None, None,
         )?;
@@ -791,16 +794,7 @@ fn upsert_rows(
             }
         }
         duplicates += 1;
-        let key = def
-            .primary_key
-            .iter()
-            .map(|k| {
-                row.iter()
-                    .find(|(p, _)| p == k)
-                    .map_or(Value::Null, |(_, v)| v.clone())
-            })
-            .collect();
-        let access = plan::Access::Keys(vec![key]);
+        let access = plan::Access::Keys(vec![primary_key_of(def, row)]);
         if upsert_update(
             conn,
             tx,
@@ -952,15 +946,7 @@ fn key_taken(
     let row = row_after(table, old, changes);
     let def = table.native.def();
     let mut probes = Vec::new();
-    let new_key: Vec<Value> = def
-        .primary_key
-        .iter()
-        .map(|k| {
-            row.iter()
-                .find(|(p, _)| p == k)
-                .map_or(Value::Null, |(_, v)| v.clone())
-        })
-        .collect();
+    let new_key = primary_key_of(def, &row);
     if new_key != key {
         probes.push(plan::Access::Keys(vec![new_key]));
     }
@@ -1716,6 +1702,19 @@ pub fn explain(
         more,
         sink,
     )
+}
+
+/// The primary key of `row` (native column, value; NULL for a column it
+/// lacks).
+fn primary_key_of(def: &schema::TableDef, row: &[(usize, Value)]) -> Vec<Value> {
+    def.primary_key
+        .iter()
+        .map(|k| {
+            row.iter()
+                .find(|(p, _)| p == k)
+                .map_or(Value::Null, |(_, v)| v.clone())
+        })
+        .collect()
 }
 
 /// The values of unique index `index` in `row` (native column, value),
