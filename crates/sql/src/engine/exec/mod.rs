@@ -544,12 +544,18 @@ pub(crate) fn statement_text(conn: &Conn<'_>) -> Arc<str> {
 
 pub(crate) fn keep_warnings(conn: &mut Conn<'_>, ctx: &mut Ctx<'_>) {
     for (code, message) in ctx.warnings.drain(..) {
-        if code & crate::engine::expr::eval::NOTE_BIT != 0 {
-            conn.session
-                .note_only(code & !crate::engine::expr::eval::NOTE_BIT, message);
-        } else {
-            txn::warn(conn, code, message);
-        }
+        keep_warning(conn, code, message);
+    }
+}
+
+/// Keeps one warning an evaluation left (a note when its code carries
+/// `NOTE_BIT`) as the statement's.
+pub(crate) fn keep_warning(conn: &mut Conn<'_>, code: u16, message: String) {
+    if code & crate::engine::expr::eval::NOTE_BIT != 0 {
+        conn.session
+            .note_only(code & !crate::engine::expr::eval::NOTE_BIT, message);
+    } else {
+        txn::warn(conn, code, message);
     }
 }
 

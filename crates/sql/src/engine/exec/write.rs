@@ -8,7 +8,9 @@ use sqlparser::ast::{self, Statement};
 use sqlparser::tokenizer::Location;
 
 use super::convert::{to_native, to_native_in_mode, Target};
-use super::{env, fetch, keep_warnings, table_of, table_scope, with_scope, OPS_PER_EXECUTE_MAX};
+use super::{
+    env, fetch, keep_warning, keep_warnings, table_of, table_scope, with_scope, OPS_PER_EXECUTE_MAX,
+};
 use crate::backend::OkInfo;
 use crate::engine::catalog::{self, TableInfo};
 use crate::engine::expr::eval::compare;
@@ -107,11 +109,14 @@ fn insert(
     // warnings.
     ctx.strict = conn.session.sql_mode_strict() && !ignore;
     ctx.ignore = ignore;
-    // The rows, evaluated before anything is written.
+    // The rows, evaluated before anything is written, and the warnings
+    // each one's values left.
     let mut rows: Vec<Vec<Given>> = Vec::new();
+    let mut evaluated: Vec<Vec<(u16, String)>> = Vec::new();
     if !ins.assignments.is_empty() {
         let values: Vec<&ast::Expr> = ins.assignments.iter().map(|a| &a.value).collect();
         rows.push(eval_row(conn, &values, placeholders, &mut ctx)?);
+        evaluated.push(std::mem::take(&mut ctx.warnings));
     } else if let Some(source) = &ins.source {
         match &*source.body {
             ast::SetExpr::Values(v) => {
@@ -124,6 +129,7 @@ fn insert(
                         ));
                     }
                     rows.push(eval_row(conn, &exprs, placeholders, &mut ctx)?);
+                    evaluated.push(std::mem::take(&mut ctx.warnings));
                 }
             }
             _ => {
@@ -197,15 +203,17 @@ fn insert(
         .columns
         .iter()
         .position(|c| c.name == schema::HIDDEN_PRIMARY_KEY_COLUMN);
-    // Notes of values rounded to their column's scale (MySQL's 1265 note).
-    let mut notes = Vec::new();
     let checks = lower_checks(conn, &table)?;
+    let mut warnings = RowWarnings::default();
     // Rows INSERT IGNORE left out for a failed CHECK: not in "Records",
     // as MariaDB counts them.
     let mut check_skipped = 0;
     // Full native rows.
     let mut native_rows: Vec<NativeRow> = Vec::with_capacity(rows.len());
     for (n, row) in rows.iter().enumerate() {
+        if let Some(w) = evaluated.get_mut(n) {
+            ctx.warnings.append(w);
+        }
         let mut out = Vec::with_capacity(table.columns.len() + 1);
         let mut sql_row = vec![Val::Null; table.columns.len()];
         for (at, col) in table.columns.iter().enumerate() {
@@ -241,13 +249,15 @@ fn insert(
             };
             match value {
                 Some(v) => {
+                    let warned = ctx.warnings.len();
                     let stored = to_native_in_mode(&v, &target, &mut ctx)?;
-                    if rounded(&v, &col.ty) {
-                        notes.push(format!(
-                            "Data truncated for column '{}' at row {}",
-                            col.name,
-                            n + 1
-                        ));
+                    // MySQL's note of a value rounded to its scale (not of
+                    // one the conversion warned of: clipped, or no number).
+                    if ctx.warnings.len() == warned && rounded(&v, &col.ty) {
+                        ctx.note(
+                            codes::WARN_DATA_TRUNCATED,
+                            format!("Data truncated for column '{}' at row {}", col.name, n + 1),
+                        );
                     }
                     sql_row[at] =
                         super::convert::from_native(&stored, &col.ty, environment.tz_secs);
@@ -285,15 +295,15 @@ fn insert(
             return Err(e);
         }
         native_rows.push((out, sql_row));
+        warnings.rows.push(std::mem::take(&mut ctx.warnings));
     }
-    keep_warnings(conn, &mut ctx);
-    for note in notes {
-        conn.session.note_only(codes::WARN_DATA_TRUNCATED, note);
-    }
+    // Those of rows left out after the last one written.
+    warnings.rows.push(std::mem::take(&mut ctx.warnings));
     if explicit_auto > 0 {
-        catalog::note_explicit_auto_increment(conn, &table, explicit_auto)?;
+        catalog::note_explicit_auto_increment(conn, &table, explicit_auto)
+            .inspect_err(|_| warnings.rest(conn))?;
     }
-    let tx = txn::take(conn)?;
+    let tx = txn::take(conn).inspect_err(|_| warnings.rest(conn))?;
     // A plain INSERT either commits with its last batch (autocommit: one
     // round trip for a single-row insert), or defers its writes
     // (`transaction_allow_batching`), or sends them now.
@@ -308,7 +318,16 @@ fn insert(
     };
     let mut committed = false;
     let result = if !odku.is_empty() {
-        upsert_rows(conn, &tx, &table, &native_rows, &odku, params, ignore)
+        upsert_rows(
+            conn,
+            &tx,
+            &table,
+            &native_rows,
+            &odku,
+            params,
+            ignore,
+            &mut warnings,
+        )
     } else {
         insert_rows(
             conn,
@@ -319,8 +338,10 @@ fn insert(
             ignore,
             how,
             &mut committed,
+            &mut warnings,
         )
     };
+    warnings.rest(conn);
     let (affected, duplicates) = if committed {
         conn.tx.wrote = false;
         result?
@@ -475,6 +496,39 @@ pub(crate) fn duplicate_error(
     )
 }
 
+/// An INSERT's warnings by row, each row's kept as the statement's once
+/// its write is done, so that SHOW WARNINGS lists them in row order as
+/// MariaDB's: a row's value and conversion warnings, then its 1062 under
+/// IGNORE (or the warnings of its ON DUPLICATE KEY UPDATE), then the next
+/// row's.
+#[derive(Default)]
+struct RowWarnings {
+    /// Per row to write (by its place among them), its warnings and those
+    /// of rows left out before it; one more for rows left out after the
+    /// last.
+    rows: Vec<Vec<(u16, String)>>,
+    /// How many of `rows` are kept.
+    kept: usize,
+}
+
+impl RowWarnings {
+    /// Keeps the warnings of the rows to write up to `row` (0-based).
+    fn through(&mut self, conn: &mut Conn<'_>, row: usize) {
+        let end = row.saturating_add(1).min(self.rows.len());
+        while self.kept < end {
+            for (code, message) in self.rows[self.kept].drain(..) {
+                keep_warning(conn, code, message);
+            }
+            self.kept += 1;
+        }
+    }
+
+    /// Keeps every warning left.
+    fn rest(&mut self, conn: &mut Conn<'_>) {
+        self.through(conn, usize::MAX);
+    }
+}
+
 /// When an INSERT's operations go to the data nodes.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Send {
@@ -501,6 +555,7 @@ fn insert_rows(
     ignore: bool,
     how: Send,
     committed: &mut bool,
+    warnings: &mut RowWarnings,
 ) -> SqlResult<(u64, u64)> {
     let native_table = &table.native;
     let def = native_table.def();
@@ -516,19 +571,25 @@ fn insert_rows(
         .indexes
         .iter()
         .any(|i| i.kind == schema::IndexKind::Unique);
-    for chunk in rows.chunks((OPS_PER_EXECUTE_MAX / per_row).max(1)) {
-        // INSERT IGNORE: a unique index conflict would abort the
-        // transaction, so rows whose values are taken are found first.
-        let mut kept: Vec<&NativeRow> = Vec::with_capacity(chunk.len());
-        for r in chunk {
+    let chunk_rows = (OPS_PER_EXECUTE_MAX / per_row).max(1);
+    for (c, all) in rows.chunks(chunk_rows).enumerate() {
+        // INSERT IGNORE: each row's 1062, kept after the row's other
+        // warnings once the chunk is written.
+        let mut duplicate: Vec<Option<SqlError>> = all.iter().map(|_| None).collect();
+        // A unique index conflict would abort the transaction, so rows
+        // whose values are taken are found first.
+        let mut kept: Vec<&NativeRow> = Vec::with_capacity(all.len());
+        let mut at: Vec<usize> = Vec::with_capacity(all.len());
+        for (i, r) in all.iter().enumerate() {
             if ignore && !replace && unique {
                 if let Some((error, _)) = unique_holder(tx, table, &r.0)? {
                     duplicates += 1;
-                    txn::warn(conn, error.code, error.message);
+                    duplicate[i] = Some(error);
                     continue;
                 }
             }
             kept.push(r);
+            at.push(i);
         }
         let chunk = kept;
         // REPLACE: a locking read of the key tells whether a row went.
@@ -579,7 +640,9 @@ fn insert_rows(
                 _ => txn::native_error_in(&e, &table.name),
             }
         })?;
-        for (((read, write), (row, _)), key) in handles.into_iter().zip(chunk).zip(keys) {
+        for ((((read, write), (row, _)), key), i) in
+            handles.into_iter().zip(chunk).zip(keys).zip(at)
+        {
             if let Some(read) = read {
                 if matches!(outcome.result(read), Some(OpResult::Row(_))) {
                     affected += 1;
@@ -593,7 +656,7 @@ fn insert_rows(
                     let err = duplicate_error(table, row, e);
                     if ignore {
                         duplicates += 1;
-                        txn::warn(conn, err.code, err.message);
+                        duplicate[i] = Some(err);
                     } else {
                         undo_inserts(tx, table, &inserted);
                         return Err(err);
@@ -606,6 +669,12 @@ fn insert_rows(
                         inserted.push(key);
                     }
                 }
+            }
+        }
+        for (i, error) in duplicate.into_iter().enumerate() {
+            warnings.through(conn, c * chunk_rows + i);
+            if let Some(error) = error {
+                txn::warn(conn, error.code, error.message);
             }
         }
     }
@@ -728,6 +797,7 @@ fn undo_inserts(tx: &Transaction<'_>, table: &TableInfo, keys: &[Vec<Value>]) {
 
 /// INSERT … ON DUPLICATE KEY UPDATE, a row at a time: insert; on a
 /// duplicate primary key read the row and update it.
+#[allow(clippy::too_many_arguments)]
 fn upsert_rows(
     conn: &mut Conn<'_>,
     tx: &Transaction<'_>,
@@ -736,11 +806,15 @@ fn upsert_rows(
     assignments: &[(usize, Expr)],
     params: &[Val],
     ignore: bool,
+    warnings: &mut RowWarnings,
 ) -> SqlResult<(u64, u64)> {
     let native_table = &table.native;
     let def = native_table.def();
     let mut affected = 0;
+    // Rows that found their key taken, and those whose update changed
+    // the row.
     let mut duplicates = 0;
+    let mut changed = 0;
     let unique = def
         .indexes
         .iter()
@@ -748,6 +822,8 @@ fn upsert_rows(
     // Lowered once for the statement, not per duplicate row.
     let checks = lower_checks(conn, table)?;
     for (n, (row, sql_row)) in rows.iter().enumerate() {
+        // The row's own warnings before its update's.
+        warnings.through(conn, n);
         // A unique index conflict would abort the transaction: its holder
         // is looked for first.
         let holder = if unique {
@@ -771,6 +847,7 @@ fn upsert_rows(
                 ignore,
             )? {
                 affected += 2;
+                changed += 1;
             }
             continue;
         }
@@ -808,8 +885,16 @@ fn upsert_rows(
             ignore,
         )? {
             affected += 2;
+            changed += 1;
         }
     }
+    // MariaDB's "Duplicates": the rows updated, or under IGNORE the
+    // rows neither inserted nor changed.
+    let duplicates = if ignore {
+        duplicates - changed
+    } else {
+        changed
+    };
     Ok((affected, duplicates))
 }
 
