@@ -337,6 +337,35 @@ fn four_nodes_two_replicas_a_node_crashes_at_a_random_moment() {
     many_seeds(101..=124, 4, 2);
 }
 
+/// Runs a transaction of two requests on the TC of `node`: `ops`, then
+/// the commit alone (two phases: a transaction of one request that writes
+/// to one instance commits in one, `one_phase_write_*` below).
+fn in_two_requests(cluster: &mut Cluster, node: NodeId, ops: Vec<u8>) -> (u64, Result<u32, u32>) {
+    let tx_id = cluster.tx_id();
+    let flags = tc_flags::START;
+    cluster.send(tc_of(node), SignalBody::TcKeyReq { tx_id, flags, ops });
+    assert_eq!(answer_of(cluster, tx_id), Some(Ok(0)), "the first request");
+    let (flags, ops) = (tc_flags::COMMIT, Vec::new());
+    cluster.send(tc_of(node), SignalBody::TcKeyReq { tx_id, flags, ops });
+    (
+        tx_id,
+        answer_of(cluster, tx_id).expect("the commit's answer"),
+    )
+}
+
+/// The answer to transaction `tx_id`, waited for up to 5 simulated seconds.
+fn answer_of(cluster: &mut Cluster, tx_id: u64) -> Option<Result<u32, u32>> {
+    let until = cluster.sim.now() + Duration::from_secs(5);
+    while cluster.sim.now() < until {
+        cluster.sim.run_for(Duration::from_millis(1));
+        let answer = cluster.answers().into_iter().find(|(t, _)| *t == tx_id);
+        if let Some((_, answer)) = answer {
+            return Some(answer);
+        }
+    }
+    None
+}
+
 /// The linear commit (docs/transactions.md, "Commit and abort"): a write
 /// to a partition of two replicas prepares at the primary, then the
 /// backup; the commit goes from the TC to the backup, on to the primary,
@@ -349,7 +378,8 @@ fn a_write_commits_along_its_replicas_from_the_backup_to_the_primary() {
         cluster.sim.enable_trace();
         let from = cluster.sim.trace().len();
         let ops = cluster.batch(OpKind::Insert, &[seed as i64], 7);
-        let (outcome, _) = cluster.run_one(tc_flags::START | tc_flags::COMMIT, ops);
+        let node = cluster.live_nodes()[0];
+        let (_, outcome) = in_two_requests(&mut cluster, node, ops);
         assert_eq!(outcome, Ok(tc_flags::COMMITTED));
         let lines: Vec<&String> = cluster.sim.trace()[from..]
             .iter()
@@ -422,24 +452,22 @@ fn a_commit_chain_broken_by_a_node_failure_runs_again_without_it() {
         let other = cluster.data_nodes[1 - (seed % 2) as usize];
         let tx_id = cluster.tx_id();
         let ops = cluster.batch(OpKind::Insert, &[40 + seed as i64], 9);
-        cluster.send(
-            tc_of(tc_node),
-            SignalBody::TcKeyReq {
-                tx_id,
-                flags: tc_flags::START | tc_flags::COMMIT,
-                ops,
-            },
-        );
+        let flags = tc_flags::START;
+        cluster.send(tc_of(tc_node), SignalBody::TcKeyReq { tx_id, flags, ops });
+        assert_eq!(answer_of(&mut cluster, tx_id), Some(Ok(0)), "seed {seed}");
+        let (flags, ops) = (tc_flags::COMMIT, Vec::new());
+        let commit_from = cluster.sim.trace().len();
+        cluster.send(tc_of(tc_node), SignalBody::TcKeyReq { tx_id, flags, ops });
         let tc = tc_of(tc_node).to_string();
         let mut steps = 0;
-        // The TC starts the commit as it takes the last LdmKeyConf.
-        while !cluster.sim.trace()[from..]
+        // The TC starts the commit as it takes the commit request.
+        while !cluster.sim.trace()[commit_from..]
             .iter()
-            .any(|l| l.contains(&format!("exec {tc} LdmKeyConf")))
+            .any(|l| l.contains(&format!("exec {tc} TcKeyReq")))
         {
             assert!(cluster.sim.step(), "seed {seed}: the simulation ran dry");
             steps += 1;
-            assert!(steps < 1_000_000, "seed {seed}: no LdmKeyConf at {tc}");
+            assert!(steps < 1_000_000, "seed {seed}: no commit request at {tc}");
         }
         cluster.sim.crash(other);
         let until = cluster.sim.now() + Duration::from_secs(5);
@@ -471,4 +499,131 @@ fn a_commit_chain_broken_by_a_node_failure_runs_again_without_it() {
         );
         assert_eq!(cluster.read(&[40 + seed as i64]), [Some(9)], "seed {seed}");
     }
+}
+
+/// The one-phase commit over two replicas (docs/transactions.md,
+/// "One-phase commit"): a transaction of one request that writes to one
+/// partition goes TC → primary → backup, which decides and commits, →
+/// primary, which commits last and answers the TC: no commit round.
+#[test]
+fn one_phase_write_is_decided_by_the_backup_and_answered_by_the_primary() {
+    for seed in 0..4 {
+        let mut cluster = Cluster::start(seed, 2, 2);
+        cluster.sim.enable_trace();
+        let from = cluster.sim.trace().len();
+        let ops = cluster.batch(OpKind::Insert, &[seed as i64], 7);
+        let (outcome, _) = cluster.run_one(tc_flags::START | tc_flags::COMMIT, ops);
+        assert_eq!(outcome, Ok(tc_flags::COMMITTED));
+        let steps: Vec<(String, String, String)> = cluster.sim.trace()[from..]
+            .iter()
+            .filter(|l| ["LdmKey", "LdmCommit"].iter().any(|s| l.contains(s)))
+            .map(|l| parse_exec(l))
+            .collect();
+        let names: Vec<&str> = steps.iter().map(|s| s.1.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "LdmKeyCommitReq",
+                "LdmKeyCommitReq",
+                "LdmKeyCommitted",
+                "LdmKeyCommitted"
+            ],
+            "seed {seed}: {steps:#?}"
+        );
+        let (primary, backup, tc) = (&steps[0].0, &steps[1].0, &steps[0].2);
+        assert_eq!(&steps[1].2, primary, "primary → backup");
+        assert_eq!(
+            (&steps[2].0, &steps[2].2),
+            (primary, backup),
+            "backup → primary"
+        );
+        assert_eq!((&steps[3].0, &steps[3].2), (tc, primary), "primary → TC");
+        assert_eq!(cluster.read(&[seed as i64]), [Some(7)]);
+    }
+}
+
+/// "exec <receiver> <signal> <- <sender>" (the simulator's trace).
+fn parse_exec(l: &str) -> (String, String, String) {
+    let rest = &l[l.find("exec ").expect("an exec line") + 5..];
+    let mut words = rest.split_whitespace();
+    let receiver = words.next().unwrap().to_owned();
+    let signal = words.next().unwrap().to_owned();
+    assert_eq!(words.next(), Some("<-"));
+    (receiver, signal, words.next().unwrap().to_owned())
+}
+
+/// A node failure at each step of a one-phase commit over two replicas:
+/// the node that is not the TC's crashes right after the primary runs the
+/// ops, after the backup does, or after the primary takes the backup's
+/// answer. It is the primary or the backup (by the key). The client's
+/// answer is definite, and true: committed with the row on the survivor,
+/// or a temporary error with nothing there (a failed backup leaves the
+/// outcome to the primary, which commits; a failed primary leaves it to
+/// the backup, which the TC asks, `LdmOutcomeReq`).
+#[test]
+fn one_phase_write_survives_a_failure_of_either_replica_at_each_step() {
+    let mut seen = std::collections::BTreeSet::new();
+    for seed in 0..24u64 {
+        let step = (seed % 3) as usize;
+        let key = 100 + seed as i64;
+        let mut cluster = Cluster::start(seed, 2, 2);
+        cluster.sim.enable_trace();
+        let from = cluster.sim.trace().len();
+        let tc_node = cluster.data_nodes[(seed / 3 % 2) as usize];
+        let other = cluster.data_nodes[1 - (seed / 3 % 2) as usize];
+        let tx_id = cluster.tx_id();
+        let ops = cluster.batch(OpKind::Insert, &[key], 5);
+        let flags = tc_flags::START | tc_flags::COMMIT;
+        cluster.send(tc_of(tc_node), SignalBody::TcKeyReq { tx_id, flags, ops });
+        // Run to the chosen step: the nth LdmKeyCommitReq/LdmKeyCommitted
+        // executed (primary, backup, primary).
+        let mut n = 0;
+        let mut other_is_primary = None;
+        let until = cluster.sim.now() + Duration::from_secs(5);
+        while n <= step {
+            assert!(cluster.sim.step(), "seed {seed}: the simulation ran dry");
+            let trace = &cluster.sim.trace()[from..];
+            let execs: Vec<_> = trace
+                .iter()
+                .filter(|l| l.contains(" LdmKeyCommitReq ") || l.contains(" LdmKeyCommitted "))
+                .map(|l| parse_exec(l))
+                .collect();
+            if let Some(first) = execs.first() {
+                other_is_primary = Some(first.0.starts_with(&format!("{other}:")));
+            }
+            n = execs.len();
+            assert!(cluster.sim.now() < until, "seed {seed}: no step {step}");
+        }
+        let other_is_primary = other_is_primary.expect("the primary ran the ops");
+        cluster.sim.crash(other);
+        let answer = answer_of(&mut cluster, tx_id);
+        let row = cluster.read(&[key])[0];
+        match answer {
+            Some(Ok(flags)) => {
+                assert_eq!(flags, tc_flags::COMMITTED, "seed {seed}");
+                assert_eq!(row, Some(5), "seed {seed}: committed, and the row is gone");
+            }
+            Some(Err(code)) => {
+                assert_eq!(
+                    error::class(code),
+                    ErrorClass::Temporary,
+                    "seed {seed}: {code}"
+                );
+                assert_eq!(
+                    row, None,
+                    "seed {seed}: refused with {code}, and the row is there"
+                );
+            }
+            None => panic!("seed {seed}: no answer"),
+        }
+        seen.insert((other_is_primary, step, answer.is_some_and(|a| a.is_ok())));
+    }
+    // Both replicas failed at every step; each failed backup still
+    // commits; a primary that failed after the backup committed leaves a
+    // commit the TC learns from the backup.
+    for step in 0..3 {
+        assert!(seen.contains(&(false, step, true)), "{seen:?}");
+        assert!(seen.iter().any(|s| s.0 && s.1 == step), "{seen:?}");
+    }
+    assert!(seen.contains(&(true, 1, true)), "{seen:?}");
 }

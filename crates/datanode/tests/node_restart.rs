@@ -162,14 +162,22 @@ fn restart_catches_up(seed: u64) -> usize {
             .sim
             .block::<Membership>(BlockRef::new(victim, BlockNumber::MEMBERSHIP, 0))
             .map(Membership::reported_state);
-        if cluster.serving(victim) {
-            after += 1;
-        } else {
-            assert_ne!(
-                reported,
-                Some(NodeState::Started),
+        // Reported started only once its node's distribution block counts
+        // it serving (the copy is done); its LDM instances and the other
+        // nodes learn that by signal, a moment later.
+        let counted_serving = cluster
+            .sim
+            .block::<Distribution>(Distribution::address(victim))
+            .and_then(|d| d.node_states().map(|s| s.serving.contains(victim)))
+            .unwrap_or(false);
+        if reported == Some(NodeState::Started) {
+            assert!(
+                counted_serving,
                 "seed {seed}: node {victim} reported started while it copies"
             );
+        }
+        if cluster.serving(victim) {
+            after += 1;
         }
         if after == 20 {
             assert_eq!(

@@ -215,13 +215,33 @@ fn whole_transactions_on_one_replica_commit_with_their_ops() {
     assert_eq!(cluster.read_values(&[1, other]), vec![Some(12), Some(1)]);
     cluster.check_idle();
 
-    // Two replicas: never one-phase.
+    // Two replicas: writes only are one-phase, the backup deciding: it
+    // commits first, then the primary, which answers.
     let mut two = Cluster::start(28, 2, Limits::default());
     two.create_table();
     two.sim.run_for(GCP_INTERVAL * 3);
-    committed(&two.commit(&[Op::write(OpKind::Insert, 1, 10)]));
-    assert_eq!(two.tc().counters().one_phase, 0);
-    assert_eq!(two.one_phase_commits(), 0);
+    let tc_before = two.tc().counters().one_phase;
+    for k in 1..=8 {
+        committed(&two.commit(&[Op::write(OpKind::Insert, k, 10 * k)]));
+    }
+    let one_phase = two.tc().counters().one_phase - tc_before;
+    assert!(one_phase > 0, "no two-replica write was one-phase");
+    assert_eq!(
+        two.one_phase_commits(),
+        2 * one_phase,
+        "committed on both replicas"
+    );
+    assert_eq!(two.ldm_total(|s| s.one_phase_passed), one_phase);
+    // A locked read makes it two-phase (the backup would not answer it).
+    let before = two.tc().counters().one_phase;
+    committed(&two.commit(&[
+        Op::write(OpKind::Update, 1, 11),
+        Op::read(1, LockMode::Exclusive),
+    ]));
+    assert_eq!(two.tc().counters().one_phase, before);
+    for n in two.data_nodes.clone() {
+        assert_eq!(two.read_values_on(n, &[1, 8]), vec![Some(11), Some(80)]);
+    }
     two.check_idle();
 }
 

@@ -47,8 +47,10 @@ pub const MAGIC: [u8; 2] = *b"SK";
 /// `SchemaLoadReq::cluster_schema` (a restart waits for the cluster's
 /// schema before it copies); `GcpStartConf::epoch`, `previous_epoch`.
 /// 15: `SubHolderReq`, `SubHolderConf`, `SubHandbackConf` (the change
-/// stream's take-over with three or more replicas, and hand-back).
-pub const WIRE_VERSION: u8 = 15;
+/// stream's take-over with three or more replicas, and hand-back). 16:
+/// `LdmKeyCommitReq::chain` and `answer`, `LdmOutcomeReq` (the one-phase
+/// commit over two replicas).
+pub const WIRE_VERSION: u8 = 16;
 pub const FRAME_HEADER_BYTES: usize = 16;
 pub const SIGNAL_HEADER_BYTES: usize = 16;
 /// Large enough for a configuration file of 255 nodes, small enough that a

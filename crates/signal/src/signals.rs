@@ -595,6 +595,13 @@ signals! {
     111 => TcShutdownReq {},
     /// TC → its node's membership: no transaction or scan is left.
     112 => TcShutdownConf {},
+    /// TC → the backup of a one-phase commit over two replicas whose
+    /// primary's node failed before it answered (wire version 16;
+    /// docs/transactions.md, "One-phase commit"): answer `LdmCommitConf`
+    /// when this instance committed the transaction (the backup decides),
+    /// else abort what it holds of it, drop a late request of it, and
+    /// answer `LdmAbortConf`.
+    113 => LdmOutcomeReq { tx_id: u64 },
 
     // ---- local data manager (120–139), NDB: DBLQH ----
     /// TC (or the previous replica's LDM) → LDM: operations of one
@@ -657,13 +664,24 @@ signals! {
     /// The last LDM instance of the chains of an `LdmCommitBatchReq` → `tc`:
     /// `LdmCommitConf` for each of `tx_ids` (wire version 4).
     134 => LdmCommitBatchConf { gci: u32, tx_ids: Vec<u64> },
-    /// TC → the one LDM instance of a transaction sent whole in one request
-    /// to a partition with one replica (wire version 5; docs/transactions.md,
+    /// TC → the primary LDM instance of a transaction sent whole in one
+    /// request to one instance (wire version 5; docs/transactions.md,
     /// "One-phase commit"): run `ops` as `LdmKeyReq` does and, when every
-    /// one succeeded, commit in `epoch` (wire version 9) at once and answer with
-    /// `LdmKeyCommitted`; when one failed, commit nothing and answer with
-    /// `LdmKeyConf` (the TC aborts, as for any failed op).
-    135 => LdmKeyCommitReq { tx_id: u64, tc: BlockRef, epoch: u64, ops: Vec<u8> },
+    /// one succeeded, commit in `epoch` (wire version 9) and answer `answer`
+    /// with `LdmKeyCommitted`; when one failed, commit nothing and answer
+    /// with `LdmKeyConf` (the TC aborts, as for any failed op). With a
+    /// backup in `chain` (wire version 16; writes only) the primary passes
+    /// the ops on to it as `LdmKeyCommitReq { chain: [], answer: primary }`:
+    /// the backup decides, commits first and answers the primary, which
+    /// then commits and answers the TC. `answer` is `tc` but there.
+    135 => LdmKeyCommitReq {
+        tx_id: u64,
+        tc: BlockRef,
+        epoch: u64,
+        chain: Chain,
+        answer: BlockRef,
+        ops: Vec<u8>,
+    },
     /// LDM → TC: the results of an `LdmKeyCommitReq` whose ops all succeeded
     /// and which is committed in `gci` (as `LdmKeyConf`, in parts when they
     /// do not fit one; every part says so). `pending` = 1: the commit waits

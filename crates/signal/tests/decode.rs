@@ -426,8 +426,11 @@ fn one_of_each() -> Vec<SignalBody> {
             tx_id: 7,
             tc: BlockRef::new(node(3), BlockNumber::TRANSACTION_COORDINATOR, 0),
             epoch: (12 << 32) | 3,
+            chain: [node(4)].into_iter().collect(),
+            answer: BlockRef::new(node(3), BlockNumber::TRANSACTION_COORDINATOR, 0),
             ops: vec![5; 7],
         },
+        SignalBody::LdmOutcomeReq { tx_id: 7 },
         SignalBody::LdmKeyCommitted {
             tx_id: 7,
             gci: 12,

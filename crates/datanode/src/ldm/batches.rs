@@ -414,7 +414,7 @@ impl<D: storage::disk::Disk + Clone + Send + 'static> LdmBlock<D> {
                 sender,
                 request.tx_id,
                 request.tc,
-                request.chain,
+                (request.chain, None),
                 ops,
                 0,
                 ctx,

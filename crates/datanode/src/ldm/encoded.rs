@@ -127,6 +127,15 @@ impl Gathered {
         )
     }
 
+    /// Keeps only the first failed result (there is one): what a batch
+    /// that failed must say.
+    pub(super) fn keep_first_failure(&mut self) {
+        let first = self.entries.iter().find(|e| e.code != 0).copied();
+        let first = first.expect("a failed result is kept");
+        self.clear();
+        self.push_outcome(first.op_index, first.code);
+    }
+
     /// Whether every gathered result is a success (a row or ok).
     pub(super) fn all_succeeded(&self) -> bool {
         self.entries.iter().all(|e| e.code == 0)

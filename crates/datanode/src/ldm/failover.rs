@@ -65,6 +65,16 @@ impl RecentCommits {
         }
     }
 
+    /// The epoch `tx_id` committed in here, if it did and is remembered.
+    /// O(commits remembered): asked only after a node failure.
+    pub(super) fn epoch_of(&self, tx_id: u64) -> Option<u64> {
+        self.commits
+            .iter()
+            .rev()
+            .find(|c| c.0 == tx_id)
+            .map(|c| c.2)
+    }
+
     fn of(&self, failed: NodeBitmask) -> impl Iterator<Item = (u64, u64)> + '_ {
         self.commits
             .iter()
@@ -96,6 +106,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
     pub(super) fn on_view(&mut self, view: &MembershipView, ctx: &mut Context<'_>) {
         let left = self.live.on_view(view);
         if !left.is_empty() {
+            self.deciders_failed(&left, ctx);
             self.nodes_failed(&left);
             self.copies_on_failure(&left, ctx);
         }
@@ -137,6 +148,8 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             self.config.node
         );
         self.live.mark_down(&failed);
+        // Before the report: a commit decided here now is reported so.
+        self.deciders_failed(&failed, ctx);
         self.nodes_failed(&failed);
         let mut report: Vec<(u64, u64)> = self
             .txs
@@ -182,6 +195,31 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 },
             );
         }
+    }
+
+    /// `LdmOutcomeReq`: a TC lost the primary of a one-phase commit over
+    /// two replicas that this instance, its backup, decides. Committed here
+    /// (or committing): `LdmCommitConf`, now or once the redo log took it;
+    /// else it is aborted here for good (a request of it still on its way
+    /// from the failed primary is dropped) and `LdmAbortConf` answers.
+    pub(super) fn on_outcome_req(&mut self, sender: BlockRef, tx_id: u64, ctx: &mut Context<'_>) {
+        if self.failed {
+            return;
+        }
+        if let Some(pending) = self.pending_commits.iter_mut().find(|p| p.tx_id == tx_id) {
+            // It answers the TC once done, instead of the failed primary.
+            pending.reply_to = sender;
+            pending.next = Vec::new();
+            return;
+        }
+        if let Some(epoch) = self.recent_commits.epoch_of(tx_id) {
+            let gci = signal::epoch::hi(epoch);
+            return ctx.send(sender, SignalBody::LdmCommitConf { tx_id, gci });
+        }
+        self.abort_here(tx_id);
+        ctx.send(sender, SignalBody::LdmAbortConf { tx_id });
+        self.run_grants(ctx);
+        self.check_alter(ctx);
     }
 
     /// Commits forgotten before their GCI was saved (should stay 0).

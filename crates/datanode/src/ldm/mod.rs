@@ -212,8 +212,11 @@ pub struct LdmStats {
     /// Key requests a TC sent here while this node was starting (no
     /// serving replica was left to route to), refused with 286.
     pub refused_starting: u64,
-    /// `LdmKeyCommitReq`s committed here with their ops (one-phase).
+    /// `LdmKeyCommitReq`s committed here with their ops (one-phase; with
+    /// two replicas, at both).
     pub one_phase_commits: u64,
+    /// `LdmKeyCommitReq`s this primary passed on to its backup to decide.
+    pub one_phase_passed: u64,
     /// Local checkpoint rounds that failed (a full disk, an I/O error).
     pub lcps_failed: u64,
     /// `LdmKeyBatchReq`s sent: requests of several transactions passed on
@@ -1328,6 +1331,19 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             );
             return;
         }
+        if self.abort_while_deciding(sender, tx_id, ctx) {
+            // Answered once the backup, which decides, has.
+            return;
+        }
+        self.abort_here(tx_id);
+        ctx.send(sender, SignalBody::LdmAbortConf { tx_id });
+        self.run_grants(ctx);
+        self.check_alter(ctx);
+    }
+
+    /// Drops what `tx_id` holds here (its requests, locks and changes),
+    /// remembering it aborted; the caller runs the lock waiters.
+    pub(super) fn abort_here(&mut self, tx_id: u64) {
         self.aborted.remember(tx_id);
         let (_, _, fragments) = self.end_tx_records(tx_id);
         if let Some(instance) = self.instance.as_mut() {
@@ -1337,9 +1353,6 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             }
         }
         self.stats.aborts += 1;
-        ctx.send(sender, SignalBody::LdmAbortConf { tx_id });
-        self.run_grants(ctx);
-        self.check_alter(ctx);
     }
 
     /// Ends the records of a transaction that commits or aborts here, with
@@ -1922,7 +1935,7 @@ impl<D: Disk + Clone + Send + 'static> Block for LdmBlock<D> {
                 tc,
                 chain,
                 ops,
-            } => self.on_key_req(sender, tx_id, tc, chain, ops, 0, ctx),
+            } => self.on_key_req(sender, tx_id, tc, (chain, None), ops, 0, ctx),
             SignalBody::LdmReadReq {
                 tx_id,
                 api,
@@ -1942,13 +1955,16 @@ impl<D: Disk + Clone + Send + 'static> Block for LdmBlock<D> {
                 tx_id,
                 tc,
                 epoch,
+                chain,
+                answer,
                 ops,
             } => {
                 assert!(
                     signal::epoch::hi(epoch) != 0,
                     "{sender} asked for a one-phase commit in GCI 0"
                 );
-                self.on_key_req(sender, tx_id, tc, signal::Chain::new(), ops, epoch, ctx)
+                let answer = (answer != tc).then_some(answer);
+                self.on_key_req(sender, tx_id, tc, (chain, answer), ops, epoch, ctx)
             }
             SignalBody::LdmCommitReq { tx_id, epoch } => {
                 self.on_commit(sender, Vec::new(), tx_id, epoch, ctx)
@@ -1966,6 +1982,7 @@ impl<D: Disk + Clone + Send + 'static> Block for LdmBlock<D> {
                 tx_ids,
             } => self.on_commit_batch(tc, next, tx_ids, epoch, ctx),
             SignalBody::LdmAbortReq { tx_id } => self.on_abort(sender, tx_id, ctx),
+            SignalBody::LdmOutcomeReq { tx_id } => self.on_outcome_req(sender, tx_id, ctx),
             SignalBody::LdmScanReq {
                 tx_id,
                 scan_id,
@@ -2018,6 +2035,36 @@ impl<D: Disk + Clone + Send + 'static> Block for LdmBlock<D> {
             SignalBody::LdmKeyConf { tx_id, results, .. }
                 if self.on_copy_key_conf(tx_id, &results, ctx) => {}
             SignalBody::LdmCommitConf { tx_id, .. } if self.on_copy_commit_conf(tx_id, ctx) => {}
+            // A backup's decision on a one-phase commit over two replicas.
+            SignalBody::LdmKeyCommitted {
+                tx_id,
+                pending,
+                results,
+                ..
+            } if sender.block == BlockNumber::LOCAL_DATA_MANAGER => {
+                let decision = requests::Decision::Committed {
+                    pending: pending != 0,
+                };
+                self.on_decision(sender, tx_id, decision, ctx);
+                ctx.recycle(results);
+            }
+            SignalBody::LdmKeyConf { tx_id, results, .. }
+                if sender.block == BlockNumber::LOCAL_DATA_MANAGER =>
+            {
+                let decision = requests::Decision::Failed(&results);
+                self.on_decision(sender, tx_id, decision, ctx);
+                ctx.recycle(results);
+            }
+            SignalBody::LdmCommitConf { tx_id, .. }
+                if sender.block == BlockNumber::LOCAL_DATA_MANAGER =>
+            {
+                self.on_decision(sender, tx_id, requests::Decision::CommitDone, ctx);
+            }
+            SignalBody::LdmAbortConf { tx_id }
+                if sender.block == BlockNumber::LOCAL_DATA_MANAGER =>
+            {
+                self.on_decision(sender, tx_id, requests::Decision::Aborted, ctx);
+            }
             SignalBody::LdmTakeOverReq {
                 takeover_id,
                 failed,

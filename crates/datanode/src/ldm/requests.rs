@@ -22,7 +22,7 @@ use proto::ops::{
 };
 use proto::ProtoError;
 use schema::{ColumnChanges, RowLayout, TableDef, Value, ValueRef};
-use signal::{BlockNumber, BlockRef, SignalBody};
+use signal::{BlockNumber, BlockRef, NodeBitmask, SignalBody};
 use smallvec::SmallVec;
 use storage::disk::Disk;
 use storage::fragment::{
@@ -70,6 +70,38 @@ pub(super) struct Request {
     results: Gathered,
     /// Positions of the writes that go on to the next replica.
     forward: Vec<u32>,
+    /// At the backup of a one-phase commit over two replicas: the primary's
+    /// instance, which this one answers (it decides the outcome).
+    answer: Option<BlockRef>,
+    /// At the primary of one: its ops went on to the backup, which decides.
+    decider: Option<Decider>,
+}
+
+/// The primary's side of a one-phase commit over two replicas while its
+/// backup decides (docs/transactions.md, "One-phase commit"). The request
+/// stays first in its transaction's queue, its results (every op answered
+/// here too) kept for the TC.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Decider {
+    /// The backup committed and waits for redo space: its `LdmCommitConf`
+    /// follows, and this replica commits after it (the primary last).
+    backup_pending: bool,
+    /// Who asked for an abort meanwhile (passed on to the backup behind the
+    /// ops): answered once the backup has.
+    abort_from: Option<BlockRef>,
+}
+
+/// What the backup of a one-phase commit over two replicas said.
+#[derive(Debug)]
+pub(super) enum Decision<'r> {
+    /// It committed; `pending`: it waits for redo space.
+    Committed { pending: bool },
+    /// Its commit that waited for redo space is done.
+    CommitDone,
+    /// An op failed there (the result batch names it): nothing committed.
+    Failed(&'r [u8]),
+    /// It aborted, as asked.
+    Aborted,
 }
 
 /// The request records of an instance, recycled through a free list.
@@ -102,6 +134,7 @@ impl Requests {
         // The batch, its op count and the span of a lone op.
         (ops, op_count, only_op): (Vec<u8>, u32, Option<OpSpan>),
         commit_epoch: u64,
+        answer: Option<BlockRef>,
     ) -> Slot {
         assert!(
             self.has_room(op_count as usize),
@@ -133,6 +166,8 @@ impl Requests {
         record.waiting = false;
         record.results.clear();
         record.forward.clear();
+        record.answer = answer;
+        record.decider = None;
         self.used += 1;
         self.ops_held += op_count as usize;
         slot
@@ -159,8 +194,17 @@ impl Requests {
             used += 1;
             ops += record.op_count as usize;
             assert!(
-                record.tc.is_some() && (record.commit_epoch == 0 || record.chain.is_empty()),
-                "{ldm}: request of transaction {:#x} without a TC, or a one-phase commit with a chain",
+                record.tc.is_some() && (record.commit_epoch == 0 || record.chain.len() <= 1),
+                "{ldm}: request of transaction {:#x} without a TC, or a one-phase commit with a \
+                 chain of more than one backup",
+                record.tx_id
+            );
+            assert!(
+                (record.decider.is_none() || record.commit_epoch != 0 && record.chain.len() == 1)
+                    && (record.answer.is_none()
+                        || record.commit_epoch != 0 && record.chain.is_empty()),
+                "{ldm}: request of transaction {:#x} waits for a decider, or decides, and is no \
+                 one-phase commit's primary or backup",
                 record.tx_id
             );
             assert!(
@@ -250,6 +294,9 @@ struct OpsRun<'r> {
     tx_id: u64,
     op_id: OpId,
     forwarding: bool,
+    /// Every op is answered here too, also those passed on (the primary of
+    /// a one-phase commit over two replicas: its results are the TC's).
+    answered_here: bool,
     /// Position in the batch of the next operation to run.
     position: u32,
     results: &'r mut Gathered,
@@ -304,14 +351,15 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
     /// `LdmKeyReq` (`commit_epoch` 0) or `LdmKeyCommitReq`: classifies the
     /// request, then runs its one path; the op batch is given back in one
     /// place (by the paths that do not keep it), and the lock waiters that
-    /// the path's commit released run in one place.
+    /// the path's commit released run in one place. `answer`: the primary
+    /// this backup answers in a one-phase commit over two replicas.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn on_key_req(
         &mut self,
         sender: BlockRef,
         tx_id: u64,
         tc: BlockRef,
-        mut chain: signal::Chain,
+        (mut chain, answer): (signal::Chain, Option<BlockRef>),
         ops: Vec<u8>,
         commit_epoch: u64,
         ctx: &mut Context<'_>,
@@ -321,8 +369,12 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         }
         self.stats.key_requests += 1;
         debug_assert!(
-            commit_epoch == 0 || chain.is_empty(),
-            "a one-phase commit has one replica"
+            commit_epoch == 0 || chain.len() <= 1,
+            "a one-phase commit has at most one backup"
+        );
+        debug_assert!(
+            answer.is_none() || (commit_epoch != 0 && chain.is_empty()),
+            "the backup of a one-phase commit is its last replica"
         );
         // The views of a short batch are kept as it is read: a batch of
         // committed reads is then parsed once here.
@@ -363,16 +415,14 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             }
             KeyReqPath::OnePhaseAtOnce(span) => {
                 drop(views);
-                self.one_phase_at_once(tx_id, tc, ops, span, commit_epoch, ctx);
+                self.one_phase_at_once(tx_id, (tc, answer), ops, span, commit_epoch, ctx);
                 (None, true)
             }
             KeyReqPath::Queue { op_count, only_op } => {
                 drop(views);
                 let batch = (ops, op_count, only_op);
-                (
-                    None,
-                    self.queue_request(tx_id, tc, chain, batch, commit_epoch, ctx),
-                )
+                let ran = self.queue_request(tx_id, (tc, answer), chain, batch, commit_epoch, ctx);
+                (None, ran)
             }
         };
         if let Some(ops) = unused {
@@ -457,7 +507,14 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         let room = self.requests.has_room(op_count);
         let tx_room = known || self.txs.len() < LDM_TRANSACTIONS_MAX;
         match only_op {
-            Some(span) if commit_epoch != 0 && lone_write && room && tx_room && !known => {
+            Some(span)
+                if commit_epoch != 0
+                    && chain.is_empty()
+                    && lone_write
+                    && room
+                    && tx_room
+                    && !known =>
+            {
                 KeyReqPath::OnePhaseAtOnce(span)
             }
             _ if room && tx_room => KeyReqPath::Queue {
@@ -473,7 +530,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
     fn queue_request(
         &mut self,
         tx_id: u64,
-        tc: BlockRef,
+        (tc, answer): (BlockRef, Option<BlockRef>),
         chain: signal::Chain,
         batch: (Vec<u8>, u32, Option<OpSpan>),
         commit_epoch: u64,
@@ -486,7 +543,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             ..
         } = self;
         let record = tx_record(txs, free_txs, tx_id, tc).expect("room checked by classify_key_req");
-        let slot = requests.insert(tx_id, tc, chain, batch, commit_epoch);
+        let slot = requests.insert(tx_id, tc, chain, batch, commit_epoch, answer);
         record.queue.push_back(slot);
         let first = record.queue.len() == 1;
         if first {
@@ -502,11 +559,13 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
     /// (`run_requests`, `finish_one_phase`) would leave it: an op waiting
     /// for a lock parks in a request record (the one its op id names) of
     /// the transaction's record; an op that failed leaves its fragment in
-    /// the transaction's record, for the TC's abort.
+    /// the transaction's record, for the TC's abort. As the backup of a
+    /// one-phase commit over two replicas (`primary`) it answers the primary
+    /// and, as the decider, aborts a failed op at once.
     fn one_phase_at_once(
         &mut self,
         tx_id: u64,
-        tc: BlockRef,
+        (tc, primary): (BlockRef, Option<BlockRef>),
         ops: Vec<u8>,
         span: OpSpan,
         epoch: u64,
@@ -516,7 +575,8 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         let op_id = self.requests.next_op_id();
         let mut results = std::mem::take(&mut self.scratch.results);
         results.clear();
-        let (step, touched) = self.run_one(tx_id, op_id, &span.view(&ops), false, &mut results);
+        let passing = (false, false);
+        let (step, touched) = self.run_one(tx_id, op_id, &span.view(&ops), passing, &mut results);
         match step {
             Step::Wait => {
                 self.stats.ops_waited += 1;
@@ -528,8 +588,8 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 } = self;
                 let record = tx_record(txs, free_txs, tx_id, tc).expect("room checked at arrival");
                 record.fragments.extend(touched);
-                let slot =
-                    requests.insert(tx_id, tc, signal::Chain::new(), (ops, 1, Some(span)), epoch);
+                let batch = (ops, 1, Some(span));
+                let slot = requests.insert(tx_id, tc, signal::Chain::new(), batch, epoch, primary);
                 assert_eq!(
                     requests.op_id(slot),
                     op_id,
@@ -542,8 +602,19 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             Step::Answered if results.len() == 1 && results.all_succeeded() => {
                 self.stats.one_phase_commits += 1;
                 let fragments = touched.into_iter().collect();
-                let done = self.commit_tx(tc, &[], tx_id, epoch, Some((tc, fragments)), ctx);
-                send_results(tx_id, tc, &results, Some((gci, !done)), ctx);
+                let to = primary.unwrap_or(tc);
+                let done = self.commit_tx(to, &[], tx_id, epoch, Some((tc, fragments)), ctx);
+                send_results(tx_id, to, &results, Some((gci, !done)), ctx);
+                ctx.recycle(ops);
+            }
+            Step::Answered if primary.is_some() => {
+                // The decider: nothing of it commits anywhere.
+                if let (Some((t, p)), Some(instance)) = (touched, self.instance.as_mut()) {
+                    let _ = instance.abort(t, p, TxId(tx_id), &mut self.grants);
+                }
+                self.stats.aborts += 1;
+                results.keep_first_failure();
+                send_results(tx_id, primary.unwrap_or(tc), &results, None, ctx);
                 ctx.recycle(ops);
             }
             Step::Answered => {
@@ -674,11 +745,13 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         let (tx_id, start, op_count) = (record.tx_id, record.next, record.op_count);
         let only_op = record.only_op;
         let forwarding = !record.chain.is_empty();
+        let answered_here = forwarding && record.commit_epoch != 0;
         let op_id = self.requests.op_id(slot);
         let mut run = OpsRun {
             tx_id,
             op_id,
             forwarding,
+            answered_here,
             position: start,
             results: &mut results,
             forward: &mut forward,
@@ -730,8 +803,8 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 run.position += reads.len() as u32;
                 continue;
             }
-            let (step, touched) =
-                self.run_one(run.tx_id, run.op_id, &op, run.forwarding, run.results);
+            let passing = (run.forwarding, run.answered_here);
+            let (step, touched) = self.run_one(run.tx_id, run.op_id, &op, passing, run.results);
             if let Some(key) = touched {
                 self.touch(run.tx_id, key);
             }
@@ -809,13 +882,15 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
     /// transaction `tx_id`. Returns how it ended and the fragment it
     /// touched: one it may have left a lock (or a queued request) in, even
     /// when it waits or fails, which the transaction's end must release
-    /// (the caller notes it in the transaction's record).
+    /// (the caller notes it in the transaction's record). `passing`:
+    /// whether a write goes on to a next replica, and whether it is
+    /// answered here all the same (`OpsRun::answered_here`).
     fn run_one(
         &mut self,
         tx_id: u64,
         op_id: OpId,
         op: &OpView<'_>,
-        forwarding: bool,
+        (forwarding, answered_here): (bool, bool),
         out: &mut Gathered,
     ) -> (Step, Option<(u32, u32)>) {
         let h = op.header;
@@ -856,11 +931,18 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             scratch,
             (TxId(tx_id), op_id),
             op,
-            forwarding,
+            forwarding && !answered_here,
             out,
         ) {
+            // A write answered with its row here (`answered_here`) goes on.
+            Ok(OpEnd::Done { answered: true }) if writes && forwarding => Step::Forward,
             Ok(OpEnd::Done { answered: true }) => Step::Answered,
-            Ok(OpEnd::Done { answered: false }) if writes && forwarding => Step::Forward,
+            Ok(OpEnd::Done { answered: false }) if writes && forwarding => {
+                if answered_here {
+                    out.ok(h.op_index);
+                }
+                Step::Forward
+            }
             Ok(OpEnd::Done { answered: false }) => {
                 out.ok(h.op_index);
                 Step::Answered
@@ -869,6 +951,9 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 // A starting node lacks rows the copy has not brought yet:
                 // the copy brings this row with this change (ldm::copy).
                 if forwarding {
+                    if answered_here {
+                        out.ok(h.op_index);
+                    }
                     Step::Forward
                 } else {
                     out.ok(h.op_index);
@@ -943,15 +1028,25 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
 
     /// Ends a finished `LdmKeyCommitReq`: commits the transaction here when
     /// every op succeeded and answers `LdmKeyCommitted`; otherwise answers
-    /// `LdmKeyConf` as for any request and leaves the abort to the TC.
+    /// `LdmKeyConf` as for any request and leaves the abort to the TC. The
+    /// primary of a one-phase commit over two replicas passes the ops on to
+    /// its backup instead (`pass_to_decider`); the backup answers the
+    /// primary, and aborts a failed op at once (it decides).
     ///
     /// Invariant: the request is its transaction's only one (the TC sends a
     /// one-phase transaction whole), so the commit leaves nothing queued.
     fn finish_one_phase(&mut self, slot: Slot, ctx: &mut Context<'_>) {
-        let record = &self.requests.records[slot as usize];
-        let (tx_id, epoch) = (record.tx_id, record.commit_epoch);
+        let record = &mut self.requests.records[slot as usize];
+        let (tx_id, epoch, answer) = (record.tx_id, record.commit_epoch, record.answer);
         let commit =
             record.results.len() == record.op_count as usize && record.results.all_succeeded();
+        if commit && !record.chain.is_empty() && !record.forward.is_empty() {
+            return self.pass_to_decider(slot, ctx);
+        }
+        if !commit {
+            // Nothing of it goes on: the transaction aborts.
+            record.forward.clear();
+        }
         let queue = &mut self
             .txs
             .get_mut(&tx_id)
@@ -967,19 +1062,229 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             "a one-phase transaction sends one request"
         );
         if !commit {
+            if let Some(primary) = answer {
+                // The decider: the outcome is abort, here and at the primary.
+                let record = &mut self.requests.records[slot as usize];
+                record.results.keep_first_failure();
+                send_results(tx_id, primary, &record.results, None, ctx);
+                self.requests.free(slot);
+                return self.abort_here(tx_id);
+            }
             self.finish_request(slot, ctx);
             return self.release_tx_if_idle(tx_id);
         }
         let tc = self.requests.records[slot as usize]
             .tc
             .expect("a request in use has its TC");
+        let to = answer.unwrap_or(tc);
         self.stats.one_phase_commits += 1;
         // Committed (or pending) before the answer leaves: what it says.
-        let done = self.commit_here(tc, &[], tx_id, epoch, ctx);
+        let done = self.commit_here(to, &[], tx_id, epoch, ctx);
         let gci = signal::epoch::hi(epoch);
         let results = &self.requests.records[slot as usize].results;
-        send_results(tx_id, tc, results, Some((gci, !done)), ctx);
+        send_results(tx_id, to, results, Some((gci, !done)), ctx);
         self.requests.free(slot);
+    }
+
+    /// The primary of a one-phase commit over two replicas ran every op
+    /// (each answered here as well): the ops go on to the backup, which
+    /// decides, straight (not through the key batches: an abort passed on
+    /// later must come behind them), and the request waits first in its
+    /// transaction's queue for the backup's word (`on_decision`).
+    fn pass_to_decider(&mut self, slot: Slot, ctx: &mut Context<'_>) {
+        let me = self.me;
+        let record = &mut self.requests.records[slot as usize];
+        debug_assert!(record.decider.is_none(), "passed on once");
+        record.decider = Some(Decider::default());
+        let ops = if record.forward.len() == record.op_count as usize {
+            std::mem::take(&mut record.ops)
+        } else {
+            forwarded_ops(&record.ops, record.op_count, &record.forward)
+        };
+        let tc = record.tc.expect("a request in use has its TC");
+        let backup = BlockRef::new(
+            record.chain.get(0),
+            BlockNumber::LOCAL_DATA_MANAGER,
+            me.instance,
+        );
+        self.stats.one_phase_passed += 1;
+        ctx.send(
+            backup,
+            SignalBody::LdmKeyCommitReq {
+                tx_id: record.tx_id,
+                tc,
+                epoch: record.commit_epoch,
+                chain: signal::Chain::new(),
+                answer: me,
+                ops,
+            },
+        );
+    }
+
+    /// The request of `tx_id` that waits for its backup's decision
+    /// (`pass_to_decider`), if there is one.
+    fn deciding(&self, tx_id: u64) -> Option<Slot> {
+        let slot = *self.txs.get(&tx_id)?.queue.front()?;
+        self.requests.records[slot as usize]
+            .decider
+            .is_some()
+            .then_some(slot)
+    }
+
+    /// What the backup of a one-phase commit over two replicas said; false
+    /// when no request here waits for it (its transaction ended here: a
+    /// takeover decided it, or the backup's node failed first).
+    pub(super) fn on_decision(
+        &mut self,
+        from: BlockRef,
+        tx_id: u64,
+        decision: Decision<'_>,
+        ctx: &mut Context<'_>,
+    ) -> bool {
+        let Some(slot) = self.deciding(tx_id) else {
+            return false;
+        };
+        let record = &mut self.requests.records[slot as usize];
+        let backup = BlockRef::new(
+            record.chain.get(0),
+            BlockNumber::LOCAL_DATA_MANAGER,
+            self.me.instance,
+        );
+        if from != backup {
+            tracing::warn!(
+                node = %self.config.node,
+                "LDM instance {}: {decision:?} for transaction {tx_id:#x} from {from}, not its backup {backup}: ignored",
+                self.config.instance
+            );
+            return true;
+        }
+        let tc = record.tc.expect("a request in use has its TC");
+        let decider = record.decider.as_mut().expect("deciding");
+        let abort_from = decider.abort_from;
+        match decision {
+            Decision::Committed { pending: true } => decider.backup_pending = true,
+            Decision::Committed { pending: false } | Decision::CommitDone => {
+                self.decided_commit(slot, ctx)
+            }
+            Decision::Failed(results) => {
+                // The backup's failed op is the TC's answer (the abort
+                // follows from the TC, and finds nothing here).
+                let mut bytes = ctx.buffer();
+                bytes.extend_from_slice(results);
+                let body = SignalBody::LdmKeyConf {
+                    tx_id,
+                    results: bytes,
+                    ok_in_order: 0,
+                };
+                ctx.send(tc, body);
+                self.end_deciding(slot, tx_id, abort_from, ctx);
+            }
+            Decision::Aborted => self.end_deciding(slot, tx_id, abort_from, ctx),
+        }
+        self.run_grants(ctx);
+        self.check_alter(ctx);
+        true
+    }
+
+    /// The backup decided abort (or failed an op): nothing commits here.
+    fn end_deciding(
+        &mut self,
+        slot: Slot,
+        tx_id: u64,
+        abort_from: Option<BlockRef>,
+        ctx: &mut Context<'_>,
+    ) {
+        let queue = &mut self.txs.get_mut(&tx_id).expect("deciding").queue;
+        assert_eq!(
+            queue.pop_front(),
+            Some(slot),
+            "the deciding request is first"
+        );
+        self.requests.free(slot);
+        self.abort_here(tx_id);
+        if let Some(to) = abort_from {
+            ctx.send(to, SignalBody::LdmAbortConf { tx_id });
+        }
+    }
+
+    /// The backup committed (or its node failed, which leaves the outcome
+    /// to this replica: it commits): commit here, the primary last, and
+    /// answer the TC with the results of the run here; an abort asked for
+    /// meanwhile is answered too, the commit standing (a TC drops the
+    /// later confirmation, a takeover counts it).
+    pub(super) fn decided_commit(&mut self, slot: Slot, ctx: &mut Context<'_>) {
+        let record = &self.requests.records[slot as usize];
+        let (tx_id, epoch) = (record.tx_id, record.commit_epoch);
+        let tc = record.tc.expect("a request in use has its TC");
+        let abort_from = record.decider.and_then(|d| d.abort_from);
+        let queue = &mut self.txs.get_mut(&tx_id).expect("deciding").queue;
+        assert_eq!(
+            queue.pop_front(),
+            Some(slot),
+            "the deciding request is first"
+        );
+        self.stats.one_phase_commits += 1;
+        let done = self.commit_here(tc, &[], tx_id, epoch, ctx);
+        let gci = signal::epoch::hi(epoch);
+        send_results(
+            tx_id,
+            tc,
+            &self.requests.records[slot as usize].results,
+            Some((gci, !done)),
+            ctx,
+        );
+        self.requests.free(slot);
+        if let Some(to) = abort_from {
+            ctx.send(to, SignalBody::LdmAbortConf { tx_id });
+        }
+    }
+
+    /// An abort of a transaction whose request waits for its backup's
+    /// decision: passed on to the backup, behind the ops; true when so.
+    pub(super) fn abort_while_deciding(
+        &mut self,
+        from: BlockRef,
+        tx_id: u64,
+        ctx: &mut Context<'_>,
+    ) -> bool {
+        let Some(slot) = self.deciding(tx_id) else {
+            return false;
+        };
+        let me = self.me;
+        let record = &mut self.requests.records[slot as usize];
+        let decider = record.decider.as_mut().expect("deciding");
+        if decider.abort_from.replace(from).is_none() {
+            let backup = BlockRef::new(
+                record.chain.get(0),
+                BlockNumber::LOCAL_DATA_MANAGER,
+                me.instance,
+            );
+            ctx.send(backup, SignalBody::LdmAbortReq { tx_id });
+        }
+        true
+    }
+
+    /// The requests waiting for a decision from a backup on a node of
+    /// `failed`: the outcome is this replica's to give, and it commits
+    /// (docs/transactions.md: the backup may have committed, and no client
+    /// was answered yet).
+    pub(super) fn deciders_failed(&mut self, failed: &NodeBitmask, ctx: &mut Context<'_>) {
+        let mut slots: Vec<Slot> = self
+            .txs
+            .values()
+            .filter_map(|t| t.queue.front().copied())
+            .filter(|&slot| {
+                let r = &self.requests.records[slot as usize];
+                r.decider.is_some() && failed.contains(r.chain.get(0))
+            })
+            .collect();
+        // Deterministic order (the map's is not).
+        slots.sort_unstable();
+        for slot in slots {
+            self.decided_commit(slot, ctx);
+        }
+        self.run_grants(ctx);
+        self.check_alter(ctx);
     }
 
     pub(super) fn resume_request(&mut self, grant: Grant, ctx: &mut Context<'_>) {

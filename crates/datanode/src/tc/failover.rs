@@ -91,7 +91,20 @@ impl TcBlock {
                 .iter()
                 .filter(|p| !p.done && down.contains(p.node))
                 .count();
+            let primary_down = tx
+                .participants
+                .first()
+                .is_some_and(|p| down.contains(p.node));
+            let decided_by_backup = tx.state.one_phase_out() && tx.participants.len() == 2;
+            let backup_down = tx
+                .participants
+                .get(1)
+                .is_some_and(|p| down.contains(p.node));
             match tx.state {
+                // A one-phase commit over two replicas whose primary lives:
+                // the primary decides for a failed backup (it commits), and
+                // answers as it would have.
+                TxState::Executing { .. } if decided_by_backup && !primary_down => {}
                 TxState::Idle | TxState::Executing { .. } => {
                     let touches = on_down > 0
                         || (tx.state.is_executing() && tx.routed.intersects(&down))
@@ -99,6 +112,11 @@ impl TcBlock {
                     if touches {
                         self.node_failure_abort(slot, ctx);
                     }
+                }
+                TxState::Aborting { one_phase: true }
+                    if decided_by_backup && primary_down && !backup_down =>
+                {
+                    self.abort_at_backup(slot, ctx);
                 }
                 // Its chains through the failed nodes run again without them.
                 TxState::Committing => self.commit_after_failure(slot, ctx),
@@ -117,6 +135,24 @@ impl TcBlock {
                 // Decided; `start_commit` leaves the failed participants out.
                 TxState::WaitingForGci => {}
             }
+        }
+    }
+
+    /// A one-phase commit over two replicas whose abort went to its primary
+    /// (`abort`) lost the primary: its backup may have committed it, so it
+    /// is asked now (`LdmOutcomeReq`); its answer decides what the client
+    /// learns.
+    fn abort_at_backup(&mut self, slot: u32, ctx: &mut Context<'_>) {
+        let down = self.map.down();
+        let tx = self.transactions.get_mut(slot);
+        if tx.participants[0].done {
+            // The primary confirmed the abort: the backup had aborted first.
+            return;
+        }
+        assert_eq!(tx.confs_waiting, 1, "the abort went to the primary alone");
+        tx.confs_waiting = super::transaction::abort_decided_by_backup(tx, &down, ctx);
+        if tx.confs_waiting == 0 {
+            self.end_transaction(slot, false, ctx);
         }
     }
 
@@ -143,7 +179,8 @@ impl TcBlock {
         );
         self.counters.node_failure_aborts += 1;
         self.close_scans_of(slot, error::NODE_FAILURE_ABORTED, &message, ctx);
-        let reply = if executing && self.transactions.get(slot).is_one_phase() {
+        let tx = self.transactions.get(slot);
+        let reply = if executing && tx.is_one_phase() && tx.participants.len() == 1 {
             // Its one LDM may have committed it before it failed (one-phase
             // commit); a live one that did says so before the abort's answer,
             // and the commit stands.

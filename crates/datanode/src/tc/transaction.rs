@@ -174,6 +174,11 @@ pub(crate) struct Group {
     partition: u32,
     has_write: bool,
     has_lock: bool,
+    /// Some op reads, or is a delete answered with its row (a one-phase
+    /// commit over two replicas has none: each op's answer is a success,
+    /// which a TC can give when the backup alone is left to say it
+    /// committed).
+    has_read: bool,
     /// Committed reads of `READ_BACKUP` tables served by a backup on this
     /// TC's node: a group of their own (no chain, no participant), never
     /// mixed with the primary work of other partitions on that node.
@@ -229,8 +234,8 @@ pub(crate) struct Transaction {
     /// read's primary) form one, numbered from 0.
     chains: u16,
     /// Commit chains, or abort confirmations, still to come.
-    confs_waiting: u32,
-    abort_reply: AbortReply,
+    pub(crate) confs_waiting: u32,
+    pub(crate) abort_reply: AbortReply,
     /// Results to send with the commit's `TcKeyConf`.
     reply: Vec<u8>,
     pub(crate) deadline: Instant,
@@ -744,6 +749,10 @@ impl TcBlock {
                         } else {
                             self.group_of(partition, full, h.kind, h.lock)
                         };
+                    if h.kind == OpKind::Delete && op.projection_count() > 0 {
+                        // A delete answered with its row reads it.
+                        self.scratch.groups[usize::from(op_slot.group)].has_read = true;
+                    }
                 }
                 Err((code, message)) => {
                     if !op_slot.ignore_error {
@@ -935,14 +944,22 @@ impl TcBlock {
     /// docs/transactions.md), or 0: when its request is the whole
     /// transaction (START and COMMIT), goes whole to `group`, whose
     /// partitions have one replica configured (no chain, and no other
-    /// replica a node failure could leave them on), has no op whose failure
-    /// is ignored (the LDM commits only when every op succeeded), and a GCI
-    /// is handed out now (none held by a GCP switch).
+    /// replica a node failure could leave them on) or two, of which the
+    /// backup decides (writes only: the backup's answer is every op's;
+    /// `LdmKeyCommitReq`), has no op whose failure is ignored (the LDM
+    /// commits only when every op succeeded), and a GCI is handed out now
+    /// (none held by a GCP switch).
     fn one_phase_gci(&self, slot: u32, group: &Group) -> u32 {
         let tx = self.transactions.get(slot);
         let whole = tc_flags::START | tc_flags::COMMIT;
-        let one_replica = self.map.placement().replicas_per_group() == 1 && !group.fully_replicated;
-        let one_phase = one_replica
+        let replicas = self.map.placement().replicas_per_group();
+        let chain_fits = match replicas {
+            1 => true,
+            2 => group.has_write && !group.has_read && group.home.backups().count() <= 1,
+            _ => false,
+        };
+        let one_phase = chain_fits
+            && !group.fully_replicated
             && tx.flags & whole == whole
             && (group.has_write || group.has_lock)
             && self.gci != 0
@@ -1012,7 +1029,10 @@ impl TcBlock {
         // The commit point is now: the GCI is handed out here, as
         // `start_commit` does, and the commit counts as in progress in its
         // epoch until the LDM answers (a GCP switch waits for it).
-        debug_assert!(chain.is_empty(), "a one-phase commit has one replica");
+        debug_assert!(
+            chain.len() <= 1,
+            "a one-phase commit has at most one backup"
+        );
         let TxState::Executing {
             one_phase: one_phase @ OnePhase::No,
             ..
@@ -1025,7 +1045,7 @@ impl TcBlock {
         };
         *one_phase = OnePhase::Sent;
         assert!(
-            tx.participants.len() == 1,
+            tx.participants.len() == 1 + chain.len(),
             "transaction {tx_id:#x}: a one-phase commit is the whole transaction"
         );
         assert_eq!(commit_gci, self.gci, "one-phase commits in the current GCI");
@@ -1039,6 +1059,8 @@ impl TcBlock {
                 tx_id,
                 tc: self.me,
                 epoch: self.epoch,
+                chain,
+                answer: self.me,
                 ops: batch,
             },
         );
@@ -1121,6 +1143,7 @@ impl TcBlock {
                     partition,
                     has_write: false,
                     has_lock: false,
+                    has_read: true,
                     backup_read: true,
                     fully_replicated: full,
                 });
@@ -1314,8 +1337,9 @@ impl TcBlock {
     /// LDM's batch, answers every op of its one request in order: what
     /// `request_done`, `start_commit` and `commit_confirmed` would do for
     /// it, straight (the common update). Its request was the whole
-    /// transaction, so it has no plan, scan or other batch, and its one
-    /// participant is the LDM that answered.
+    /// transaction, so it has no plan, scan or other batch, and its
+    /// participants are the LDM that answered and, with two replicas, its
+    /// backup, which committed first.
     fn one_phase_done(&mut self, slot: u32, results: Vec<u8>, ctx: &mut Context<'_>) {
         let tx = self.transactions.get_mut(slot);
         debug_assert!(
@@ -1328,7 +1352,7 @@ impl TcBlock {
                 && !tx.plan.active
                 && tx.scans == 0
                 && tx.confs.is_empty()
-                && tx.participants.len() == 1,
+                && tx.participants.len() <= 2,
             "a one-phase commit is one request, the whole transaction"
         );
         tx.outstanding = 0;
@@ -1528,6 +1552,9 @@ impl TcBlock {
             return self.takeover_conf(from, tx_id, ctx);
         };
         let tx = self.transactions.get_mut(slot);
+        if tx.state == (TxState::Aborting { one_phase: true }) && tx.participants.len() == 2 {
+            return self.committed_by_backup(slot, from, gci, ctx);
+        }
         if tx.state != TxState::Committing || tx.gci != gci {
             tracing::warn!(tc = %self.me, "LdmCommitConf for transaction {tx_id:#x} GCI {gci} not committing: ignored");
             return;
@@ -1552,6 +1579,42 @@ impl TcBlock {
             p.done = true;
         }
         self.commit_confirmed(slot, ctx);
+    }
+
+    /// The backup of a one-phase commit over two replicas, asked after its
+    /// primary's node failed (`LdmOutcomeReq`), committed it: the commit
+    /// stands. Its ops were writes returning no row (`one_phase_gci`), so
+    /// each one's answer is a success.
+    fn committed_by_backup(&mut self, slot: u32, from: BlockRef, gci: u32, ctx: &mut Context<'_>) {
+        let tx = self.transactions.get_mut(slot);
+        let backup = tx.participants[1];
+        assert!(
+            from.node == backup.node
+                && from.instance == backup.instance
+                && !backup.done
+                && tx.gci == gci,
+            "{from} committed transaction {:#x} in GCI {gci}, not its backup {backup:?} in GCI {}",
+            tx.tx_id,
+            tx.gci
+        );
+        tracing::info!(
+            tc = %self.me,
+            "transaction {:#x}: its primary failed; its backup {from} committed it",
+            tx.tx_id
+        );
+        let mut reply = std::mem::take(&mut tx.reply);
+        reply.clear();
+        let mut writer = proto::results::ResultWriter::new(&mut reply);
+        for op in &tx.ops {
+            writer.ok(op.op_index).expect("a success per op fits");
+        }
+        drop(writer);
+        tx.reply = reply;
+        tx.abort_reply = AbortReply::None;
+        tx.outstanding = 0;
+        tx.state = TxState::Committing;
+        let epoch = tx.epoch;
+        self.commit_done(slot, epoch, ctx);
     }
 
     /// A node failure while `slot` commits: every chain not yet answered
@@ -1723,7 +1786,11 @@ impl TcBlock {
         let tx_id = tx.tx_id;
         let down = self.map.down();
         let tx = self.transactions.get_mut(slot);
-        tx.confs_waiting = send_to_live(tx, &down, SignalBody::LdmAbortReq { tx_id }, ctx);
+        tx.confs_waiting = if one_phase && tx.participants.len() == 2 {
+            abort_decided_by_backup(tx, &down, ctx)
+        } else {
+            send_to_live(tx, &down, SignalBody::LdmAbortReq { tx_id }, ctx)
+        };
         let none_waiting = tx.confs_waiting == 0;
         // Its scans end with the abort's reason (a rollback asked for: the
         // scan is simply gone).
@@ -1864,6 +1931,34 @@ fn send_to_live(
     waiting
 }
 
+/// The abort of a one-phase commit over two replicas, which its backup
+/// decides (docs/transactions.md, "One-phase commit"): to the primary,
+/// which passes it on behind the ops it sent the backup and answers for
+/// both; with the primary's node failed, to the backup as `LdmOutcomeReq`
+/// (it committed, or aborts). How many confirmations to wait for.
+pub(crate) fn abort_decided_by_backup(
+    tx: &mut Transaction,
+    down: &NodeBitmask,
+    ctx: &mut Context<'_>,
+) -> u32 {
+    let tx_id = tx.tx_id;
+    let (primary, backup) = (tx.participants[0], tx.participants[1]);
+    let ldm = |p: Participant| BlockRef::new(p.node, BlockNumber::LOCAL_DATA_MANAGER, p.instance);
+    tx.participants[0].done = true;
+    tx.participants[1].done = true;
+    if !down.contains(primary.node) {
+        tx.participants[0].done = false;
+        ctx.send(ldm(primary), SignalBody::LdmAbortReq { tx_id });
+        1
+    } else if !down.contains(backup.node) {
+        tx.participants[1].done = false;
+        ctx.send(ldm(backup), SignalBody::LdmOutcomeReq { tx_id });
+        1
+    } else {
+        0
+    }
+}
+
 /// Sends commit chain `chain` of `tx`, its live participants from the
 /// last one named to the first (a write's backups, then its primary:
 /// NDB's order), as one `LdmCommitChainReq` passed along them; marks the
@@ -1998,6 +2093,7 @@ fn group_at(
                 partition,
                 has_write: false,
                 has_lock: false,
+                has_read: false,
                 backup_read: false,
                 fully_replicated: full,
             });
@@ -2006,5 +2102,6 @@ fn group_at(
     };
     groups[g].has_write |= write;
     groups[g].has_lock |= locks;
+    groups[g].has_read |= !write;
     u16::try_from(g).expect("groups ≤ data nodes × LDM instances")
 }
