@@ -7,7 +7,9 @@
 //! its receiver reads each entry's op or result batch where it lies.
 //!
 //! - request entry: `tx_id` u64, `tc` block ref, `chain` (u32 count, node
-//!   ids), `ops` (u32 length, bytes);
+//!   ids), `epoch` u64 (wire version 16: not 0 for the ops of a one-phase
+//!   commit over two replicas, which the receiver runs as the backup's
+//!   `LdmKeyCommitReq` answering the sender), `ops` (u32 length, bytes);
 //! - answer entry: `tx_id` u64, `ok_in_order` u32, `results` (u32 length,
 //!   bytes).
 //!
@@ -29,6 +31,8 @@ pub struct KeyReqEntry<'a> {
     pub tx_id: u64,
     pub tc: BlockRef,
     pub chain: Chain,
+    /// The commit epoch of a one-phase commit's ops (0: an `LdmKeyReq`).
+    pub epoch: u64,
     pub ops: &'a [u8],
 }
 
@@ -40,13 +44,22 @@ pub struct KeyConfEntry<'a> {
     pub results: &'a [u8],
 }
 
-/// Appends a request entry to `out`.
-pub fn put_key_req(out: &mut Vec<u8>, tx_id: u64, tc: BlockRef, chain: &Chain, ops: &[u8]) {
-    // tx_id, tc, two counts: one growth at most for the whole entry.
-    out.reserve(8 + 4 + 4 + chain.len() + 4 + ops.len());
+/// Appends a request entry to `out` (`epoch` 0 but for a one-phase
+/// commit's ops passed on to the backup).
+pub fn put_key_req(
+    out: &mut Vec<u8>,
+    tx_id: u64,
+    tc: BlockRef,
+    chain: &Chain,
+    epoch: u64,
+    ops: &[u8],
+) {
+    // tx_id, tc, two counts, the epoch: one growth at most for the entry.
+    out.reserve(8 + 4 + 4 + chain.len() + 8 + 4 + ops.len());
     tx_id.put(out);
     tc.put(out);
     chain.put(out);
+    epoch.put(out);
     put_bytes(out, ops);
 }
 
@@ -66,6 +79,7 @@ pub fn key_reqs(entries: &[u8], count: u32) -> Result<Vec<KeyReqEntry<'_>>, Deco
             tx_id: u64::take(reader)?,
             tc: BlockRef::take(reader)?,
             chain: Chain::take(reader)?,
+            epoch: u64::take(reader)?,
             ops: take_bytes(reader)?,
         })
     })
@@ -150,9 +164,9 @@ mod tests {
     fn entries_read_back_as_written_and_a_wrong_count_or_a_cut_is_refused() {
         let tc = BlockRef::new(node(3), BlockNumber::TRANSACTION_COORDINATOR, 1);
         let mut reqs = Vec::new();
-        put_key_req(&mut reqs, 7, tc, &Chain::new(), &[1, 2, 3]);
+        put_key_req(&mut reqs, 7, tc, &Chain::new(), 0, &[1, 2, 3]);
         let chain: Chain = [node(4), node(5)].into_iter().collect();
-        put_key_req(&mut reqs, 1 << 50, tc, &chain, &[]);
+        put_key_req(&mut reqs, 1 << 50, tc, &chain, (9 << 32) | 2, &[]);
         let read = key_reqs(&reqs, 2).unwrap();
         assert_eq!(
             read,
@@ -161,12 +175,14 @@ mod tests {
                     tx_id: 7,
                     tc,
                     chain: Chain::new(),
+                    epoch: 0,
                     ops: &[1, 2, 3]
                 },
                 KeyReqEntry {
                     tx_id: 1 << 50,
                     tc,
                     chain: [node(4), node(5)].into_iter().collect(),
+                    epoch: (9 << 32) | 2,
                     ops: &[]
                 },
             ]

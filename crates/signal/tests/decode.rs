@@ -449,12 +449,13 @@ fn one_of_each() -> Vec<SignalBody> {
             entries: {
                 let tc = BlockRef::new(node(3), BlockNumber::TRANSACTION_COORDINATOR, 0);
                 let mut entries = Vec::new();
-                key_batch::put_key_req(&mut entries, 7, tc, &signal::Chain::new(), &[5; 7]);
+                key_batch::put_key_req(&mut entries, 7, tc, &signal::Chain::new(), 0, &[5; 7]);
                 key_batch::put_key_req(
                     &mut entries,
                     1 << 50,
                     tc,
                     &[node(5)].into_iter().collect(),
+                    (12 << 32) | 3,
                     &[6; 3],
                 );
                 entries

@@ -2,8 +2,9 @@
 //! "Key batches").
 //!
 //! With two replicas a write crosses between the nodes twice: the primary
-//! passes it on to the backup (`LdmKeyReq`), and the backup answers the TC
-//! (`LdmKeyConf`), whichever node that is on. Each signal costs both sides
+//! passes it on to the backup (`LdmKeyReq`, or the ops of a one-phase
+//! commit the backup decides, an entry with its epoch), and the backup
+//! answers the TC (`LdmKeyConf`), whichever node that is on. Each signal costs both sides
 //! a header, a payload buffer, routing and dispatch. Under load an
 //! instance runs many requests in one round of its thread, so it gathers
 //! what it would send one by one: the requests it passes on to one node
@@ -52,6 +53,8 @@ struct LoneRequest {
     tx_id: u64,
     tc: BlockRef,
     chain: signal::Chain,
+    /// Not 0: a one-phase commit's ops, for the backup to decide.
+    epoch: u64,
     ops: Vec<u8>,
 }
 
@@ -111,14 +114,14 @@ const ENTRY_OVERHEAD_BYTES_MAX: usize = 32;
 
 impl KeyBatches {
     /// Adds the request of `tx_id` passed on to the instance `me.instance`
-    /// of node `to` (not this one) to that node's batch.
+    /// of node `to` (not this one) to that node's batch; `epoch` not 0: the
+    /// ops of a one-phase commit, which the backup there decides.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn queue_forward(
         &mut self,
         me: BlockRef,
         to: NodeId,
-        tx_id: u64,
-        tc: BlockRef,
+        (tx_id, tc, epoch): (u64, BlockRef, u64),
         chain: signal::Chain,
         ops: Vec<u8>,
         stats: &mut LdmStats,
@@ -159,6 +162,7 @@ impl KeyBatches {
                 lone.tx_id,
                 lone.tc,
                 &lone.chain,
+                lone.epoch,
                 &lone.ops,
             );
             keep_spare(&mut self.spare, lone.ops);
@@ -168,10 +172,11 @@ impl KeyBatches {
                 tx_id,
                 tc,
                 chain,
+                epoch,
                 ops,
             });
         } else {
-            put_key_req(&mut batch.entries, tx_id, tc, &chain, &ops);
+            put_key_req(&mut batch.entries, tx_id, tc, &chain, epoch, &ops);
             keep_spare(&mut self.spare, ops);
         }
         batch.count += 1;
@@ -291,6 +296,23 @@ impl KeyBatches {
         self.answers_used = 0;
     }
 
+    /// Sends the batch gathered for node `to` now, if there is one: what
+    /// this instance sends that node next comes behind its entries.
+    pub(super) fn send_now(
+        &mut self,
+        me: BlockRef,
+        to: NodeId,
+        stats: &mut LdmStats,
+        ctx: &mut Context<'_>,
+    ) {
+        if let Some(batch) = self.forwards[..self.forwards_used]
+            .iter_mut()
+            .find(|f| f.to == Some(to))
+        {
+            send_forwards(batch, me, stats, ctx);
+        }
+    }
+
     /// An empty buffer for an op batch received in a key batch.
     fn op_buffer(&mut self, ctx: &mut Context<'_>) -> Vec<u8> {
         self.spare.pop().unwrap_or_else(|| ctx.buffer())
@@ -336,15 +358,23 @@ fn send_forwards(batch: &mut Forwards, me: BlockRef, stats: &mut LdmStats, ctx: 
         1 => {
             let lone = batch.lone.take().expect("a batch of one holds its request");
             let (tx_id, tc, chain, ops) = (lone.tx_id, lone.tc, lone.chain, lone.ops);
-            ctx.send(
-                receiver,
-                SignalBody::LdmKeyReq {
+            let body = match lone.epoch {
+                0 => SignalBody::LdmKeyReq {
                     tx_id,
                     tc,
                     chain,
                     ops,
                 },
-            );
+                epoch => SignalBody::LdmKeyCommitReq {
+                    tx_id,
+                    tc,
+                    epoch,
+                    chain,
+                    answer: me,
+                    ops,
+                },
+            };
+            ctx.send(receiver, body);
         }
         count => {
             stats.key_batches += 1;
@@ -387,7 +417,9 @@ fn send_answers(batch: &mut Answers, me: BlockRef, stats: &mut LdmStats, ctx: &m
 }
 
 impl<D: storage::disk::Disk + Clone + Send + 'static> LdmBlock<D> {
-    /// Runs each request of an `LdmKeyBatchReq` as its `LdmKeyReq`, in order.
+    /// Runs each request of an `LdmKeyBatchReq` as its `LdmKeyReq` (or, with
+    /// an epoch, as the backup's `LdmKeyCommitReq` answering the sender), in
+    /// order.
     pub(super) fn on_key_batch_req(
         &mut self,
         sender: BlockRef,
@@ -410,13 +442,14 @@ impl<D: storage::disk::Disk + Clone + Send + 'static> LdmBlock<D> {
         for request in requests {
             let mut ops = self.key_batches.op_buffer(ctx);
             ops.extend_from_slice(request.ops);
+            let answer = (request.epoch != 0).then_some(sender);
             self.on_key_req(
                 sender,
                 request.tx_id,
                 request.tc,
-                (request.chain, None),
+                (request.chain, answer),
                 ops,
-                0,
+                request.epoch,
                 ctx,
             );
         }

@@ -1020,7 +1020,8 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                     },
                 );
             } else {
-                key_batches.queue_forward(me, next, record.tx_id, tc, chain, bytes, stats, ctx);
+                let tx = (record.tx_id, tc, 0);
+                key_batches.queue_forward(me, next, tx, chain, bytes, stats, ctx);
             }
         }
         requests.free(slot);
@@ -1088,12 +1089,20 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
 
     /// The primary of a one-phase commit over two replicas ran every op
     /// (each answered here as well): the ops go on to the backup, which
-    /// decides, straight (not through the key batches: an abort passed on
-    /// later must come behind them), and the request waits first in its
-    /// transaction's queue for the backup's word (`on_decision`).
+    /// decides, through the key batches (an abort passed on later sends the
+    /// node's batch first: `abort_while_deciding`), and the request waits
+    /// first in its transaction's queue for the backup's word
+    /// (`on_decision`).
     fn pass_to_decider(&mut self, slot: Slot, ctx: &mut Context<'_>) {
-        let me = self.me;
-        let record = &mut self.requests.records[slot as usize];
+        let LdmBlock {
+            me,
+            requests,
+            key_batches,
+            stats,
+            ..
+        } = self;
+        let me = *me;
+        let record = &mut requests.records[slot as usize];
         debug_assert!(record.decider.is_none(), "passed on once");
         record.decider = Some(Decider::default());
         let ops = if record.forward.len() == record.op_count as usize {
@@ -1102,23 +1111,11 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             forwarded_ops(&record.ops, record.op_count, &record.forward)
         };
         let tc = record.tc.expect("a request in use has its TC");
-        let backup = BlockRef::new(
-            record.chain.get(0),
-            BlockNumber::LOCAL_DATA_MANAGER,
-            me.instance,
-        );
-        self.stats.one_phase_passed += 1;
-        ctx.send(
-            backup,
-            SignalBody::LdmKeyCommitReq {
-                tx_id: record.tx_id,
-                tc,
-                epoch: record.commit_epoch,
-                chain: signal::Chain::new(),
-                answer: me,
-                ops,
-            },
-        );
+        let backup = record.chain.get(0);
+        debug_assert_ne!(backup, me.node, "the backup is on another node");
+        stats.one_phase_passed += 1;
+        let tx = (record.tx_id, tc, record.commit_epoch);
+        key_batches.queue_forward(me, backup, tx, signal::Chain::new(), ops, stats, ctx);
     }
 
     /// The request of `tx_id` that waits for its backup's decision
@@ -1254,11 +1251,10 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         let record = &mut self.requests.records[slot as usize];
         let decider = record.decider.as_mut().expect("deciding");
         if decider.abort_from.replace(from).is_none() {
-            let backup = BlockRef::new(
-                record.chain.get(0),
-                BlockNumber::LOCAL_DATA_MANAGER,
-                me.instance,
-            );
+            let node = record.chain.get(0);
+            // Behind the ops, which may still be in the node's key batch.
+            self.key_batches.send_now(me, node, &mut self.stats, ctx);
+            let backup = BlockRef::new(node, BlockNumber::LOCAL_DATA_MANAGER, me.instance);
             ctx.send(backup, SignalBody::LdmAbortReq { tx_id });
         }
         true
