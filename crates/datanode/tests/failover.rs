@@ -394,16 +394,7 @@ fn a_write_commits_along_its_replicas_from_the_backup_to_the_primary() {
                 .any(|s| l.contains(s))
             })
             .collect();
-        // "exec <receiver> <signal> <- <sender>" (the simulator's trace).
-        let parse = |l: &str| -> (String, String, String) {
-            let rest = &l[l.find("exec ").expect("an exec line") + 5..];
-            let mut words = rest.split_whitespace();
-            let receiver = words.next().unwrap().to_owned();
-            let signal = words.next().unwrap().to_owned();
-            assert_eq!(words.next(), Some("<-"));
-            (receiver, signal, words.next().unwrap().to_owned())
-        };
-        let steps: Vec<_> = lines.iter().map(|l| parse(l)).collect();
+        let steps: Vec<_> = lines.iter().map(|l| parse_exec(l)).collect();
         let names: Vec<&str> = steps.iter().map(|s| s.1.as_str()).collect();
         assert_eq!(
             names,

@@ -999,13 +999,8 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         );
         if !record.forward.is_empty() {
             let next = record.chain.get(0);
-            let bytes = if record.forward.len() == record.op_count as usize {
-                // Every op goes on (the common write): the batch as it came,
-                // neither copied nor allocated again; the record is freed below.
-                std::mem::take(&mut record.ops)
-            } else {
-                forwarded_ops(&record.ops, record.op_count, &record.forward)
-            };
+            // The record is freed below.
+            let bytes = take_forwarded(record);
             let chain = record.chain.rest();
             if next == me.node {
                 let receiver = BlockRef::new(next, BlockNumber::LOCAL_DATA_MANAGER, me.instance);
@@ -1105,11 +1100,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         let record = &mut requests.records[slot as usize];
         debug_assert!(record.decider.is_none(), "passed on once");
         record.decider = Some(Decider::default());
-        let ops = if record.forward.len() == record.op_count as usize {
-            std::mem::take(&mut record.ops)
-        } else {
-            forwarded_ops(&record.ops, record.op_count, &record.forward)
-        };
+        let ops = take_forwarded(record);
         let tc = record.tc.expect("a request in use has its TC");
         let backup = record.chain.get(0);
         debug_assert_ne!(backup, me.node, "the backup is on another node");
@@ -1359,6 +1350,17 @@ fn answer(
         key_batches.queue_answer(me, tx_id, tc, results, stats, ctx);
     } else {
         send_results(tx_id, tc, results, None, ctx);
+    }
+}
+
+/// The ops of `record` that go on to the next replica: when every op goes
+/// on (the common write), the batch as it came, neither copied nor
+/// allocated again (the record keeps none).
+fn take_forwarded(record: &mut Request) -> Vec<u8> {
+    if record.forward.len() == record.op_count as usize {
+        std::mem::take(&mut record.ops)
+    } else {
+        forwarded_ops(&record.ops, record.op_count, &record.forward)
     }
 }
 

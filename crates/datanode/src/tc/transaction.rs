@@ -1193,9 +1193,13 @@ impl TcBlock {
             return self.on_pushed_conf(from, tx_id, results, ctx);
         }
         let Some(&slot) = self.by_tx_id.get(&tx_id) else {
-            // The transaction ended (aborted) while this was on its way.
+            // The transaction ended (aborted) while this was on its way, or
+            // its primary's node failed after it committed and sent this
+            // (a stopping node's last signals arrive after its failure was
+            // handled): the backup said it committed (`LdmOutcomeReq`), so
+            // it ended committed.
             assert!(
-                committed.is_none(),
+                committed.is_none() || self.map.down().contains(from.node),
                 "{from} committed transaction {tx_id:#x}, which {} has ended",
                 self.me
             );

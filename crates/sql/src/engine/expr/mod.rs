@@ -2186,8 +2186,8 @@ fn balanced_end(sql: &str, start: usize, end: usize, is_call: bool) -> usize {
 /// around it): back over `(` to the word CAST, on to the parenthesis that
 /// closes it.
 fn cast_text(sql: &str, operand: sqlparser::tokenizer::Span) -> Option<String> {
-    let start = text_offset(sql, operand.start)?;
-    let end = text_offset(sql, operand.end)?;
+    let start = location_offset(sql, operand.start)?;
+    let end = location_offset(sql, operand.end)?;
     let mut head = sql.get(..start)?.trim_end().strip_suffix('(')?.trim_end();
     loop {
         let word = head.len().checked_sub("CAST".len());
@@ -2207,29 +2207,11 @@ fn cast_text(sql: &str, operand: sqlparser::tokenizer::Span) -> Option<String> {
     }
 }
 
-/// The byte offset in `sql` of a parser location (None for an unknown
-/// one or one past the text).
-fn text_offset(sql: &str, l: Location) -> Option<usize> {
-    if l.line == 0 || l.column == 0 {
-        return None;
-    }
-    let mut at = 0usize;
-    for (n, line) in sql.split_inclusive('\n').enumerate() {
-        if n as u64 + 1 == l.line {
-            let col = usize::try_from(l.column).ok()? - 1;
-            let byte = line.char_indices().nth(col).map_or(line.len(), |(b, _)| b);
-            return Some(at + byte);
-        }
-        at += line.len();
-    }
-    None
-}
-
 /// The source text a span covers (None when the span is empty or out of
 /// the text).
 pub fn span_text(sql: &str, span: sqlparser::tokenizer::Span, is_call: bool) -> Option<String> {
-    let start = text_offset(sql, span.start)?;
-    let end = text_offset(sql, span.end)?;
+    let start = location_offset(sql, span.start)?;
+    let end = location_offset(sql, span.end)?;
     if end <= start || end > sql.len() {
         return None;
     }
