@@ -1151,7 +1151,14 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         let abort_from = decider.abort_from;
         match decision {
             Decision::Committed { pending: true } => decider.backup_pending = true,
-            Decision::Committed { pending: false } | Decision::CommitDone => {
+            Decision::Committed { pending: false } => self.decided_commit(slot, ctx),
+            Decision::CommitDone => {
+                // Only a commit that waited for redo space answers so, and
+                // it said so first (one link, in order).
+                assert!(
+                    decider.backup_pending,
+                    "{from}: LdmCommitConf of transaction {tx_id:#x}, whose commit it did not say waits"
+                );
                 self.decided_commit(slot, ctx)
             }
             Decision::Failed(results) => {
@@ -1174,6 +1181,21 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         true
     }
 
+    /// Takes the deciding request `slot` off its transaction's queue, whose
+    /// only one it is (a one-phase transaction sends one request).
+    fn pop_deciding(&mut self, slot: Slot, tx_id: u64) {
+        let queue = &mut self.txs.get_mut(&tx_id).expect("deciding").queue;
+        assert_eq!(
+            queue.pop_front(),
+            Some(slot),
+            "the deciding request is first"
+        );
+        assert!(
+            queue.is_empty(),
+            "a one-phase transaction sends one request"
+        );
+    }
+
     /// The backup decided abort (or failed an op): nothing commits here.
     fn end_deciding(
         &mut self,
@@ -1182,12 +1204,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         abort_from: Option<BlockRef>,
         ctx: &mut Context<'_>,
     ) {
-        let queue = &mut self.txs.get_mut(&tx_id).expect("deciding").queue;
-        assert_eq!(
-            queue.pop_front(),
-            Some(slot),
-            "the deciding request is first"
-        );
+        self.pop_deciding(slot, tx_id);
         self.requests.free(slot);
         self.abort_here(tx_id);
         if let Some(to) = abort_from {
@@ -1205,12 +1222,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         let (tx_id, epoch) = (record.tx_id, record.commit_epoch);
         let tc = record.tc.expect("a request in use has its TC");
         let abort_from = record.decider.and_then(|d| d.abort_from);
-        let queue = &mut self.txs.get_mut(&tx_id).expect("deciding").queue;
-        assert_eq!(
-            queue.pop_front(),
-            Some(slot),
-            "the deciding request is first"
-        );
+        self.pop_deciding(slot, tx_id);
         self.stats.one_phase_commits += 1;
         let done = self.commit_here(tc, &[], tx_id, epoch, ctx);
         let gci = signal::epoch::hi(epoch);

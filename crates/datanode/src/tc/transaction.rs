@@ -1946,21 +1946,25 @@ pub(crate) fn abort_decided_by_backup(
     ctx: &mut Context<'_>,
 ) -> u32 {
     let tx_id = tx.tx_id;
-    let (primary, backup) = (tx.participants[0], tx.participants[1]);
-    let ldm = |p: Participant| BlockRef::new(p.node, BlockNumber::LOCAL_DATA_MANAGER, p.instance);
-    tx.participants[0].done = true;
-    tx.participants[1].done = true;
-    if !down.contains(primary.node) {
-        tx.participants[0].done = false;
-        ctx.send(ldm(primary), SignalBody::LdmAbortReq { tx_id });
-        1
-    } else if !down.contains(backup.node) {
-        tx.participants[1].done = false;
-        ctx.send(ldm(backup), SignalBody::LdmOutcomeReq { tx_id });
-        1
+    let (asked, body) = if !down.contains(tx.participants[0].node) {
+        (0, SignalBody::LdmAbortReq { tx_id })
+    } else if !down.contains(tx.participants[1].node) {
+        (1, SignalBody::LdmOutcomeReq { tx_id })
     } else {
-        0
+        (usize::MAX, SignalBody::LdmAbortReq { tx_id })
+    };
+    // Only the one asked confirms.
+    for (i, p) in tx.participants.iter_mut().enumerate() {
+        p.done = i != asked;
     }
+    let Some(p) = tx.participants.get(asked) else {
+        return 0;
+    };
+    ctx.send(
+        BlockRef::new(p.node, BlockNumber::LOCAL_DATA_MANAGER, p.instance),
+        body,
+    );
+    1
 }
 
 /// Sends commit chain `chain` of `tx`, its live participants from the

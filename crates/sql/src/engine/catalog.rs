@@ -704,18 +704,7 @@ pub fn table_info(db: &str, name: &str, native: Arc<Table>) -> TableInfo {
 /// `2` for INT DEFAULT 1.6, `10` for DOUBLE DEFAULT 1e1; unpadded under
 /// ZEROFILL, as Skarv's values are). None for any other type.
 fn held_number_text(ty: &SqlType, value: &Value, meta: &ColumnMeta) -> Option<String> {
-    let number = matches!(
-        ty,
-        SqlType::TinyInt { .. }
-            | SqlType::SmallInt { .. }
-            | SqlType::MediumInt { .. }
-            | SqlType::Int { .. }
-            | SqlType::BigInt { .. }
-            | SqlType::Float { .. }
-            | SqlType::Double { .. }
-            | SqlType::Decimal { .. }
-    );
-    if !number {
+    if !ty.is_number() {
         return None;
     }
     let value = match super::exec::convert::from_native(value, ty, 0) {
@@ -1144,6 +1133,22 @@ fn reserve(conn: &Conn<'_>, table: &TableInfo, want: u64, at_least: Option<u64>)
 }
 
 impl SqlType {
+    /// An integer, FLOAT, DOUBLE or DECIMAL type: a number with no other
+    /// meaning (not BIT, YEAR or a temporal type).
+    pub fn is_number(&self) -> bool {
+        matches!(
+            self,
+            SqlType::TinyInt { .. }
+                | SqlType::SmallInt { .. }
+                | SqlType::MediumInt { .. }
+                | SqlType::Int { .. }
+                | SqlType::BigInt { .. }
+                | SqlType::Float { .. }
+                | SqlType::Double { .. }
+                | SqlType::Decimal { .. }
+        )
+    }
+
     /// The storage type that holds this type's values.
     pub fn native(&self) -> NativeType {
         match self {

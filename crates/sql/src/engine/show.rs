@@ -509,15 +509,8 @@ fn default_shown(column: &SqlColumn) -> Option<String> {
 /// `b'…'`, the rest quoted (MariaDB's spelling).
 fn default_sql(column: &SqlColumn, default: &str) -> String {
     match &column.ty {
-        SqlType::TinyInt { .. }
-        | SqlType::SmallInt { .. }
-        | SqlType::MediumInt { .. }
-        | SqlType::Int { .. }
-        | SqlType::BigInt { .. }
-        | SqlType::Float { .. }
-        | SqlType::Double { .. }
-        | SqlType::Decimal { .. }
-        | SqlType::Year => default.to_owned(),
+        ty if ty.is_number() => default.to_owned(),
+        SqlType::Year => default.to_owned(),
         SqlType::Bit { .. } if default.starts_with("b'") => default.to_owned(),
         SqlType::Bit { .. } => match default.parse::<u64>() {
             Ok(v) => format!("b'{v:b}'"),

@@ -527,15 +527,8 @@ pub fn to_native_in_mode(v: &Val, target: &Target<'_>, ctx: &mut Ctx<'_>) -> Sql
         // IGNORE: a number's or a string's zero (a date's would be
         // '0000-00-00', which Skarv does not store: the error stands).
         let zero = match &target.column.ty {
-            SqlType::TinyInt { .. }
-            | SqlType::SmallInt { .. }
-            | SqlType::MediumInt { .. }
-            | SqlType::Int { .. }
-            | SqlType::BigInt { .. }
-            | SqlType::Float { .. }
-            | SqlType::Double { .. }
-            | SqlType::Decimal { .. }
-            | SqlType::Bit { .. } => Val::Int(0),
+            ty if ty.is_number() => Val::Int(0),
+            SqlType::Bit { .. } => Val::Int(0),
             SqlType::Char { .. }
             | SqlType::VarChar { .. }
             | SqlType::Binary { .. }
