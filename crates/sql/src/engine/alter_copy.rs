@@ -465,7 +465,8 @@ fn convert_value(
         ctx.warn(codes::WARN_DATA_TRUNCATED, message);
         return implicit_default(to, &target);
     }
-    convert::to_native_in_mode(val, &target, ctx).map_err(|e| {
+    let warned = ctx.warnings.len();
+    let stored = convert::to_native_in_mode(val, &target, ctx).map_err(|e| {
         // A string that is not a number: an ALTER's copy reports it as
         // MariaDB's does (an INSERT says 1366).
         let kind = match &to.ty {
@@ -488,7 +489,16 @@ fn convert_value(
             ),
             _ => e,
         }
-    })
+    })?;
+    // A DECIMAL narrowed to fewer decimals: MariaDB's copy notes each
+    // value it rounds, as an INSERT does (not one already warned of).
+    if ctx.warnings.len() == warned && convert::rounded(val, &to.ty) {
+        ctx.note(
+            codes::WARN_DATA_TRUNCATED,
+            format!("Data truncated for column '{}' at row {row}", to.name),
+        );
+    }
+    Ok(stored)
 }
 
 /// MySQL's implicit default of a NOT NULL column: 0, '', the first ENUM

@@ -37,6 +37,7 @@ use sqlparser::keywords::Keyword;
 use sqlparser::tokenizer::{Token, Tokenizer};
 
 use super::catalog::{self, meta, BlobSize, FixedDigits, SqlType, TableInfo};
+use super::expr::Dec;
 use super::{Answered, Conn};
 use crate::backend::OkInfo;
 use crate::error::{codes, SqlError, SqlResult};
@@ -2153,6 +2154,15 @@ fn column_spec(
                         ));
                     }
                     let value = default_value(&ty, &text).ok_or_else(invalid)?;
+                    if decimal_default(&ty, &text).is_some_and(|(_, rounded)| rounded) {
+                        // MariaDB's note of a default it rounded to the
+                        // scale (its "row" of a default is 0).
+                        catalog::note(
+                            conn,
+                            codes::WARN_DATA_TRUNCATED,
+                            format!("Data truncated for column '{name}' at row 0"),
+                        );
+                    }
                     column.default = Some(value);
                     meta.default = Some(canonical_default(&ty, &text));
                 }
@@ -2335,6 +2345,37 @@ fn canonical_default(ty: &SqlType, text: &str) -> String {
     }
 }
 
+/// A DECIMAL column's default as MariaDB stores it: rounded half away
+/// from zero to the column's scale, and whether that changed it (MariaDB's
+/// note 1265). None where it is no number, negative in an UNSIGNED
+/// column (before rounding), or past (M,D) once rounded: 1067, as
+/// MariaDB's. Not a DECIMAL: None.
+fn decimal_default(ty: &SqlType, text: &str) -> Option<(Dec, bool)> {
+    let SqlType::Decimal {
+        precision,
+        scale,
+        unsigned,
+    } = ty
+    else {
+        return None;
+    };
+    let text = text.trim();
+    let exact = Dec::parse(text).or_else(|| {
+        // One with an exponent (`1.234e0`) is a double to MariaDB: its
+        // shortest digits, then rounded as a decimal (1.235e0 is 1.24).
+        let f: f64 = text.parse().ok()?;
+        f.is_finite().then(|| Dec::parse(&f.to_string())).flatten()
+    })?;
+    if *unsigned && exact.mantissa < 0 {
+        return None;
+    }
+    let rounded = exact.rescale(*scale)?;
+    if rounded.whole_digits() > u32::from(precision.saturating_sub(*scale)) {
+        return None;
+    }
+    Some((rounded, rounded.cmp_dec(exact).is_ne()))
+}
+
 /// A default literal as the native value the storage holds.
 pub fn default_value(ty: &SqlType, text: &str) -> Option<Value> {
     let text = text.trim();
@@ -2381,15 +2422,11 @@ pub fn default_value(ty: &SqlType, text: &str) -> Option<Value> {
                 _ => Value::Double(f),
             })
         }
-        SqlType::Decimal {
-            scale, unsigned, ..
-        } => {
-            let d = schema::Decimal::parse(text).ok()?;
-            let _ = scale;
-            if *unsigned && d.is_negative() {
-                return None;
-            }
-            Some(Value::Decimal(d))
+        SqlType::Decimal { .. } => {
+            let (d, _) = decimal_default(ty, text)?;
+            schema::Decimal::parse(&d.to_text())
+                .ok()
+                .map(Value::Decimal)
         }
         SqlType::Char { .. } | SqlType::VarChar { .. } => Some(Value::String(text.to_owned())),
         SqlType::Binary { .. } | SqlType::VarBinary { .. } => {
@@ -3618,5 +3655,37 @@ mod tests {
         );
         assert_eq!(default_value(&SqlType::Year, "69"), Some(Value::UInt(2069)));
         assert_eq!(default_value(&SqlType::Date, "2023-02-29"), None);
+    }
+
+    #[test]
+    fn decimal_defaults_round_to_the_scale_as_mariadb_does() {
+        let dec = |precision, scale, unsigned| SqlType::Decimal {
+            precision,
+            scale,
+            unsigned,
+        };
+        let shown =
+            |ty: &SqlType, text: &str| decimal_default(ty, text).map(|(d, r)| (d.to_text(), r));
+        let d52 = dec(5, 2, false);
+        assert_eq!(shown(&d52, "1.234"), Some(("1.23".into(), true)));
+        assert_eq!(shown(&d52, "1.235"), Some(("1.24".into(), true)));
+        assert_eq!(shown(&d52, "1.235e0"), Some(("1.24".into(), true)));
+        assert_eq!(shown(&d52, "1.2300"), Some(("1.23".into(), false)));
+        assert_eq!(shown(&d52, "-0.001"), Some(("0.00".into(), true)));
+        assert_eq!(shown(&d52, "-999.994"), Some(("-999.99".into(), true)));
+        assert_eq!(shown(&d52, "999.995"), None);
+        assert_eq!(shown(&d52, "1.2x"), None);
+        assert_eq!(
+            shown(&dec(3, 3, false), "0.9994"),
+            Some(("0.999".into(), true))
+        );
+        assert_eq!(shown(&dec(3, 3, false), "0.9995"), None);
+        assert_eq!(shown(&dec(5, 2, true), "-0.001"), None);
+        assert_eq!(
+            default_value(&d52, "1.234"),
+            Some(Value::Decimal(
+                schema::Decimal::parse("1.23").expect("a decimal")
+            ))
+        );
     }
 }

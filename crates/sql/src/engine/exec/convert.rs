@@ -514,6 +514,25 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
     })
 }
 
+/// Whether storing `v` in a DECIMAL column of `ty` drops nonzero digits
+/// past its scale (MySQL's note 1265 of an INSERT or an ALTER's copy).
+pub fn rounded(v: &Val, ty: &SqlType) -> bool {
+    let SqlType::Decimal { scale, .. } = ty else {
+        return false;
+    };
+    let exact = match v {
+        Val::Dec(d) => Some(*d),
+        Val::Str(b) => Dec::parse(&String::from_utf8_lossy(b)),
+        _ => None,
+    };
+    exact.is_some_and(|d| {
+        d.scale > *scale
+            && d.rescale(*scale)
+                .and_then(|r| r.rescale(d.scale))
+                .is_some_and(|back| back != d)
+    })
+}
+
 /// [`to_native`] under the session's sql_mode: outside strict mode a
 /// value that does not fit (1264, 1406, 1366, 1265) is adjusted as MySQL
 /// does (clamped to the range, cut to the length, a bad number as 0) and

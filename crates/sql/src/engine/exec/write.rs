@@ -253,7 +253,7 @@ fn insert(
                     let stored = to_native_in_mode(&v, &target, &mut ctx)?;
                     // MySQL's note of a value rounded to its scale (not of
                     // one the conversion warned of: clipped, or no number).
-                    if ctx.warnings.len() == warned && rounded(&v, &col.ty) {
+                    if ctx.warnings.len() == warned && super::convert::rounded(&v, &col.ty) {
                         ctx.note(
                             codes::WARN_DATA_TRUNCATED,
                             format!("Data truncated for column '{}' at row {}", col.name, n + 1),
@@ -375,25 +375,6 @@ fn insert(
         info,
         ..OkInfo::default()
     }))
-}
-
-/// Whether storing `v` in a DECIMAL column of `ty` drops nonzero digits
-/// past its scale.
-fn rounded(v: &Val, ty: &catalog::SqlType) -> bool {
-    let catalog::SqlType::Decimal { scale, .. } = ty else {
-        return false;
-    };
-    let exact = match v {
-        Val::Dec(d) => Some(*d),
-        Val::Str(b) => crate::engine::expr::Dec::parse(&String::from_utf8_lossy(b)),
-        _ => None,
-    };
-    exact.is_some_and(|d| {
-        d.scale > *scale
-            && d.rescale(*scale)
-                .and_then(|r| r.rescale(d.scale))
-                .is_some_and(|back| back != d)
-    })
 }
 
 /// Whether an INSERT's first `VALUES` row is `()`.

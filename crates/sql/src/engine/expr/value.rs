@@ -135,6 +135,13 @@ impl Dec {
         }
     }
 
+    /// Digits of the whole part: 0 for one under 1 (which DECIMAL(M,M)
+    /// holds).
+    pub fn whole_digits(self) -> u32 {
+        let whole = self.mantissa.unsigned_abs() / 10u128.pow(u32::from(self.scale));
+        whole.checked_ilog10().map_or(0, |d| d + 1)
+    }
+
     /// Digits before the point.
     pub fn int_digits(self) -> u32 {
         let whole = self.mantissa.unsigned_abs() / 10u128.pow(u32::from(self.scale));
