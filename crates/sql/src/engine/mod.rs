@@ -268,10 +268,64 @@ pub fn parse(sql: &str) -> SqlResult<Vec<Statement>> {
         .tokenize_with_location()
         .map_err(SqlError::syntax)?;
     session::mend_words(&mut tokens);
-    Parser::new(&MySqlDialect {})
+    let mut statements = Parser::new(&MySqlDialect {})
         .with_tokens_with_locations(tokens)
         .parse_statements()
-        .map_err(SqlError::syntax)
+        .map_err(SqlError::syntax)?;
+    statements.iter_mut().for_each(dual_as_no_table);
+    Ok(statements)
+}
+
+/// `FROM DUAL` made no FROM at all, in every SELECT of `statement`
+/// (subqueries, UNION's sides, INSERT … SELECT): DUAL is a keyword of
+/// MariaDB's, the table of one row that `SELECT 1 FROM DUAL WHERE …`
+/// reads, where the parser takes it for a table named `dual`. Only the
+/// unquoted word alone in FROM is DUAL: `` `dual` `` and `db.dual` are
+/// tables (1146 where there is none), as in MariaDB.
+pub(crate) fn dual_as_no_table(statement: &mut Statement) {
+    use sqlparser::ast::{Query, SetExpr, TableFactor, VisitMut, VisitorMut};
+    use std::ops::ControlFlow;
+    fn is_dual(from: &[sqlparser::ast::TableWithJoins]) -> bool {
+        let [only] = from else {
+            return false;
+        };
+        let TableFactor::Table {
+            name,
+            alias: None,
+            args: None,
+            partitions,
+            ..
+        } = &only.relation
+        else {
+            return false;
+        };
+        let word = match name.0.as_slice() {
+            [part] => part.as_ident(),
+            _ => None,
+        };
+        only.joins.is_empty()
+            && partitions.is_empty()
+            && word.is_some_and(|w| w.quote_style.is_none() && w.value.eq_ignore_ascii_case("dual"))
+    }
+    fn strip(body: &mut SetExpr) {
+        match body {
+            SetExpr::Select(s) if is_dual(&s.from) => s.from.clear(),
+            SetExpr::SetOperation { left, right, .. } => {
+                strip(left);
+                strip(right);
+            }
+            _ => {}
+        }
+    }
+    struct Dual;
+    impl VisitorMut for Dual {
+        type Break = ();
+        fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<()> {
+            strip(&mut query.body);
+            ControlFlow::Continue(())
+        }
+    }
+    let _ = statement.visit(&mut Dual);
 }
 
 impl<'s> Conn<'s> {
@@ -758,5 +812,35 @@ impl<'s> Conn<'s> {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse;
+
+    /// The statement as text once parsed (DUAL dropped or kept).
+    fn parsed(sql: &str) -> String {
+        parse(sql).expect("parses")[0].to_string()
+    }
+
+    #[test]
+    fn unquoted_dual_alone_is_no_from() {
+        assert_eq!(
+            parsed("SELECT 1 FROM dual WHERE 1=1"),
+            "SELECT 1 WHERE 1 = 1"
+        );
+        assert_eq!(parsed("SELECT 1 FROM DUAL LIMIT 1"), "SELECT 1 LIMIT 1");
+        assert_eq!(
+            parsed("SELECT 1 FROM dual UNION SELECT (SELECT 2 FROM Dual)"),
+            "SELECT 1 UNION SELECT (SELECT 2)"
+        );
+        assert_eq!(
+            parsed("INSERT INTO t SELECT 1 FROM dual"),
+            "INSERT INTO t SELECT 1"
+        );
+        assert_eq!(parsed("SELECT 1 FROM `dual`"), "SELECT 1 FROM `dual`");
+        assert_eq!(parsed("SELECT 1 FROM db.dual"), "SELECT 1 FROM db.dual");
+        assert_eq!(parsed("SELECT 1 FROM dual AS d"), "SELECT 1 FROM dual AS d");
     }
 }

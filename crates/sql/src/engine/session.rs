@@ -761,7 +761,7 @@ fn parse_piece(mut spanned: Vec<TokenWithSpan>, sql: &str) -> SqlResult<Stmt> {
         }
     }
     let mut parser = Parser::new(&MySqlDialect {}).with_tokens_with_locations(spanned);
-    let statement = parser
+    let mut statement = parser
         .parse_statement()
         .map_err(|e| syntax_error(sql, &e.to_string()))?;
     // `parse_statement` stops after one statement: anything after it but
@@ -778,6 +778,7 @@ fn parse_piece(mut spanned: Vec<TokenWithSpan>, sql: &str) -> SqlResult<Stmt> {
             ),
         ));
     }
+    super::dual_as_no_table(&mut statement);
     Ok(Stmt::Sql(Box::new(statement)))
 }
 
