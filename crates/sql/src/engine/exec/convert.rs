@@ -395,10 +395,10 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
             if exact && r.cmp_dec(d).is_ne() {
                 return fail(Misfit::OutOfRange);
             }
-            let int_digits_max = u32::from(precision.saturating_sub(*scale));
-            if r.mantissa != 0 && r.int_digits() > int_digits_max.max(1)
-                || (int_digits_max == 0 && r.rescale(0).is_some_and(|w| w.mantissa != 0))
-            {
+            // M − D digits before the point: none in DECIMAL(M,M), which
+            // holds ±0.999… (its whole part, not the value rounded to a
+            // whole number, must be 0).
+            if r.whole_digits() > u32::from(precision.saturating_sub(*scale)) {
                 return fail(Misfit::OutOfRange);
             }
             match schema::Decimal::parse(&r.to_text()) {
@@ -875,6 +875,19 @@ mod tests {
         let stored = store(dec.clone(), Val::str("12.345")).expect("rounds");
         assert_eq!(from_native(&stored, &dec, 0), Val::Dec(Dec::new(1235, 2)));
         assert_eq!(code(store(dec, Val::Int(100))), 1264);
+        // DECIMAL(3,3): no whole digits, ±0.999 at most.
+        let fraction = SqlType::Decimal {
+            precision: 3,
+            scale: 3,
+            unsigned: false,
+        };
+        let stored = store(fraction.clone(), Val::str("-0.9994")).expect("fits once rounded");
+        assert_eq!(
+            from_native(&stored, &fraction, 0),
+            Val::Dec(Dec::new(-999, 3))
+        );
+        assert_eq!(code(store(fraction.clone(), Val::str("0.9995"))), 1264);
+        assert_eq!(code(store(fraction, Val::Int(1))), 1264);
         assert_eq!(code(store(SqlType::Date, Val::str("2024-02-30"))), 1292);
         let dt = SqlType::Timestamp { fsp: 0 };
         let stored = store(dt.clone(), Val::str("1970-01-02 00:00:01")).expect("timestamp");
