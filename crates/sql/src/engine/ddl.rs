@@ -2360,12 +2360,9 @@ fn decimal_default(ty: &SqlType, text: &str) -> Option<(Dec, bool)> {
         return None;
     };
     let text = text.trim();
-    let exact = Dec::parse(text).or_else(|| {
-        // One with an exponent (`1.234e0`) is a double to MariaDB: its
-        // shortest digits, then rounded as a decimal (1.235e0 is 1.24).
-        let f: f64 = text.parse().ok()?;
-        f.is_finite().then(|| Dec::parse(&f.to_string())).flatten()
-    })?;
+    // One with an exponent (`1.234e0`) is a double to MariaDB, rounded
+    // from its shortest digits (1.235e0 is 1.24).
+    let exact = Dec::parse(text).or_else(|| Dec::of_double(text.parse().ok()?))?;
     if *unsigned && exact.mantissa < 0 {
         return None;
     }

@@ -367,17 +367,14 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
                 Val::Dec(d) => Some(*d),
                 Val::Int(i) => Some(Dec::new(i128::from(*i), 0)),
                 Val::UInt(u) => Some(Dec::new(i128::from(*u), 0)),
-                Val::Double(f) => Dec::parse(&format!("{f:.*}", usize::from(*scale) + 1)),
+                Val::Double(f) => Dec::of_double(*f),
                 Val::Str(b) => {
                     let text = String::from_utf8_lossy(b);
                     let (prefix, whole) = str_number_prefix(&text);
                     if !whole {
                         return fail(not_a_number(v, "decimal"));
                     }
-                    Dec::parse(prefix).or_else(|| {
-                        let f: f64 = prefix.parse().ok()?;
-                        Dec::parse(&format!("{f:.*}", usize::from(*scale) + 1))
-                    })
+                    Dec::parse(prefix).or_else(|| Dec::of_double(prefix.parse().ok()?))
                 }
                 other => Some(other.temporal_number()),
             };
@@ -522,7 +519,11 @@ pub fn rounded(v: &Val, ty: &SqlType) -> bool {
     };
     let exact = match v {
         Val::Dec(d) => Some(*d),
-        Val::Str(b) => Dec::parse(&String::from_utf8_lossy(b)),
+        Val::Str(b) => {
+            let text = String::from_utf8_lossy(b);
+            Dec::parse(&text).or_else(|| Dec::of_double(text.trim().parse().ok()?))
+        }
+        Val::Double(f) => Dec::of_double(*f),
         _ => None,
     };
     exact.is_some_and(|d| {
@@ -874,7 +875,12 @@ mod tests {
         };
         let stored = store(dec.clone(), Val::str("12.345")).expect("rounds");
         assert_eq!(from_native(&stored, &dec, 0), Val::Dec(Dec::new(1235, 2)));
-        assert_eq!(code(store(dec, Val::Int(100))), 1264);
+        assert_eq!(code(store(dec.clone(), Val::Int(100))), 1264);
+        // A double: its shortest digits rounded once, as MariaDB's.
+        let stored = store(dec.clone(), Val::Double(2.675)).expect("rounds");
+        assert_eq!(from_native(&stored, &dec, 0), Val::Dec(Dec::new(268, 2)));
+        let stored = store(dec.clone(), Val::Double(1.2349999)).expect("rounds");
+        assert_eq!(from_native(&stored, &dec, 0), Val::Dec(Dec::new(123, 2)));
         // DECIMAL(3,3): no whole digits, ±0.999 at most.
         let fraction = SqlType::Decimal {
             precision: 3,

@@ -1068,7 +1068,7 @@ pub fn cast(v: Val, to: &CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
         CastTo::Decimals(_) => v,
         &CastTo::Decimal(p, s) => {
             let d = match &v {
-                Val::Double(f) => Dec::parse(&format!("{f:.*}", usize::from(s))),
+                Val::Double(f) => Dec::of_double(*f),
                 Val::Str(b) => {
                     let text = String::from_utf8_lossy(b).into_owned();
                     let (prefix, whole) = str_number_prefix(&text);
@@ -1078,12 +1078,7 @@ pub fn cast(v: Val, to: &CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
                             format!("Truncated incorrect DECIMAL value: '{text}'"),
                         );
                     }
-                    Dec::parse(prefix).or_else(|| {
-                        prefix
-                            .parse::<f64>()
-                            .ok()
-                            .and_then(|f| Dec::parse(&format!("{f:.*}", usize::from(s))))
-                    })
+                    Dec::parse(prefix).or_else(|| Dec::of_double(prefix.parse().ok()?))
                 }
                 other => as_dec(other),
             }

@@ -79,6 +79,14 @@ impl Dec {
         }
     }
 
+    /// A double as MariaDB makes a decimal of it: from its shortest
+    /// digits (2.675e0 is 2.675, not the 2.67499… it holds in binary), so
+    /// that rounding it to a scale rounds those digits once. None for
+    /// NaN, an infinity, or one past what a mantissa holds.
+    pub fn of_double(f: f64) -> Option<Dec> {
+        Dec::parse(&f.to_string())
+    }
+
     /// As a double.
     pub fn to_f64(self) -> f64 {
         self.mantissa as f64 / 10f64.powi(i32::from(self.scale))
