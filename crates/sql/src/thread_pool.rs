@@ -59,7 +59,7 @@
 //!
 //! The pool knows nothing of MySQL: it runs [`Task`]s. Linux only (epoll).
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -847,20 +847,20 @@ impl<T: Task> Group<T> {
 /// The sockets of a group's epoll set (a socket's token is its fd).
 struct Parked<T> {
     /// Tasks waiting for input, by socket.
-    tasks: HashMap<RawFd, T>,
+    tasks: foldhash::HashMap<RawFd, T>,
     /// Sockets in the epoll set (edge-triggered), parked or not: a socket
     /// joins once and leaves when its task is closed.
-    registered: HashSet<RawFd>,
+    registered: foldhash::HashSet<RawFd>,
     /// Sockets whose edge came while their task was away.
-    missed: HashSet<RawFd>,
+    missed: foldhash::HashSet<RawFd>,
 }
 
 impl<T> Default for Parked<T> {
     fn default() -> Parked<T> {
         Parked {
-            tasks: HashMap::new(),
-            registered: HashSet::new(),
-            missed: HashSet::new(),
+            tasks: Default::default(),
+            registered: Default::default(),
+            missed: Default::default(),
         }
     }
 }

@@ -3,7 +3,6 @@
 //! parsed statement with the bound values. `BEGIN`/`COMMIT` prepare too
 //! (sysbench prepares them).
 
-use std::collections::HashMap;
 use std::io;
 use std::sync::Arc;
 
@@ -39,7 +38,7 @@ struct Entry {
 /// A connection's prepared statements.
 #[derive(Default)]
 pub struct Statements {
-    by_id: HashMap<u32, Entry>,
+    by_id: foldhash::HashMap<u32, Entry>,
     next_id: u32,
     /// Placeholders of the statement executing now (shared with its
     /// entry: no copy per execute).

@@ -6,7 +6,6 @@
 //! (the framing is intact); a packet that breaks the framing (too long,
 //! out of sequence) gets its ERR and the connection closes.
 
-use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::IpAddr;
 use std::sync::atomic::Ordering;
@@ -177,7 +176,7 @@ pub struct Wire<S: Read + Write> {
     caps: u32,
     /// The MariaDB extended capabilities both sides set ([`mariadb_caps`]).
     mariadb_caps: u32,
-    statements: HashMap<u32, Statement>,
+    statements: foldhash::HashMap<u32, Statement>,
     /// The statement of the execute being answered (its `described`).
     executing: Option<u32>,
     /// The deferred command's rows are binary (`COM_STMT_EXECUTE`), not
@@ -194,7 +193,7 @@ impl<S: Read + Write> Wire<S> {
             nonce: auth::nonce()?,
             caps: 0,
             mariadb_caps: 0,
-            statements: HashMap::new(),
+            statements: Default::default(),
             executing: None,
             deferred_binary: true,
         })
