@@ -98,7 +98,57 @@ pub struct ClusterOptions {
 
 /// Table definitions by name, as a cluster connection caches them.
 #[derive(Clone, Default)]
-pub struct TableCache(pub(crate) Arc<Mutex<HashMap<String, Arc<Table>>>>);
+pub struct TableCache(pub(crate) Arc<Tables>);
+
+/// The cache behind [`TableCache`], shared by the sessions of every
+/// connection given it.
+#[derive(Default)]
+pub(crate) struct Tables {
+    by_name: Mutex<HashMap<String, Arc<Table>>>,
+    /// Bumped whenever a cached definition is dropped or replaced: while
+    /// it is unchanged, every name cached before still maps to the same
+    /// definition, which a caller that checked it once may rely on without
+    /// the lock ([`crate::Session::tables_generation`]).
+    generation: AtomicU64,
+}
+
+impl Tables {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Table>>> {
+        self.by_name.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn get(&self, name: &str) -> Option<Arc<Table>> {
+        self.map().get(name).cloned()
+    }
+
+    pub(crate) fn insert(&self, name: &str, table: Arc<Table>) {
+        if self.map().insert(name.to_owned(), table).is_some() {
+            self.generation.fetch_add(1, Ordering::Release);
+        }
+    }
+
+    pub(crate) fn remove(&self, name: &str) {
+        // Bumped after the removal: a reader that sees the old generation
+        // afterwards read it before, and checks the map again anyway.
+        if self.map().remove(name).is_some() {
+            self.generation.fetch_add(1, Ordering::Release);
+        }
+    }
+
+    /// Drops every definition of table `id` (under any name).
+    pub(crate) fn remove_id(&self, id: u32) {
+        let mut map = self.map();
+        let before = map.len();
+        map.retain(|_, t| t.def().id != id);
+        if map.len() != before {
+            self.generation.fetch_add(1, Ordering::Release);
+        }
+    }
+
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+}
 
 impl std::fmt::Debug for TableCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -206,7 +256,7 @@ pub(crate) struct Shared {
     round_robin: AtomicUsize,
     /// The newest membership view id a data node told (`ApiRegConf`).
     newest_view: AtomicU64,
-    pub tables: Arc<Mutex<HashMap<String, Arc<Table>>>>,
+    pub(crate) tables: Arc<Tables>,
 }
 
 struct Sessions {

@@ -711,11 +711,7 @@ impl Session {
         let bytes = def.to_bytes();
         self.forget_table(&name);
         // A rename leaves the old name cached: forget the table by id too.
-        self.shared()
-            .tables
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .retain(|_, t| t.def().id != table_id);
+        self.shared().tables.remove_id(table_id);
         let reply = self.dictionary_request(|request_id| SignalBody::DictAlterTableReq {
             request_id,
             table_id,
@@ -779,12 +775,15 @@ impl Session {
     }
 
     fn cached(&self, name: &str) -> Option<Arc<Table>> {
-        let tables = self
-            .shared()
-            .tables
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        tables.get(name).cloned()
+        self.shared().tables.get(name)
+    }
+
+    /// A number that changes whenever a cached table definition is dropped
+    /// or replaced. Read it before [`Session::table`]: while it stays the
+    /// same, that call's answer for the name still stands, so a caller may
+    /// keep it without asking again (a prepared statement's plan does).
+    pub fn tables_generation(&self) -> u64 {
+        self.shared().tables.generation()
     }
 
     /// The data node behind `link` answered that it is stopping (280):
@@ -803,12 +802,7 @@ impl Session {
     /// Drops the cached definition (after 241/723), so the next
     /// [`Session::table`] fetches it again.
     pub fn forget_table(&self, name: &str) {
-        let mut tables = self
-            .shared()
-            .tables
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        tables.remove(name);
+        self.shared().tables.remove(name);
     }
 
     fn fetch_table(&self, name: &str) -> Result<Arc<Table>> {
@@ -851,12 +845,7 @@ impl Session {
             Table::new(def)
         };
         let table = Arc::new(table);
-        let mut tables = self
-            .shared()
-            .tables
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        tables.insert(name.to_owned(), Arc::clone(&table));
+        self.shared().tables.insert(name, Arc::clone(&table));
         Ok(table)
     }
 

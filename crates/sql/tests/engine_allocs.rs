@@ -31,6 +31,11 @@ const RUNS: u64 = 200;
 const POINT_SELECT_ALLOCATIONS_MAX: u64 = 58;
 /// Most allocations a prepared range select of ten rows may make (155).
 const RANGE_SELECT_ALLOCATIONS_MAX: u64 = 162;
+/// Most allocations a prepared point select may make on the thread pool's
+/// batched path (its read deferred, sent, then answered), where its plan
+/// and key shape are kept (21; 25 with the key worked out by the general
+/// planner).
+const DEFERRED_POINT_SELECT_ALLOCATIONS_MAX: u64 = 23;
 
 /// Counts rows and keeps nothing, so that the sink allocates nothing.
 #[derive(Default)]
@@ -96,6 +101,39 @@ fn allocations(
     (total / RUNS, rows)
 }
 
+/// Allocations per execution of `sql` (prepared) with `params(run)` as the
+/// thread pool runs it: deferred, its read sent by `session`, answered.
+fn deferred_allocations(
+    conn: &mut Conn<'_>,
+    session: &skarv_client::Session,
+    sql: &str,
+    params: impl Fn(u64) -> Vec<SqlValue>,
+) -> u64 {
+    let id = conn
+        .prepare(sql)
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        .id;
+    let run_one = |conn: &mut Conn<'_>, run: u64| {
+        let values = params(run);
+        let mut sink = Sink::default();
+        let before = testkit::allocations();
+        let deferred = conn
+            .execute_deferrable(id, &values, &mut sink)
+            .expect("sink");
+        assert!(deferred, "{sql}: a key read is deferred");
+        skarv_client::send_all(&[session]).expect("sent");
+        conn.finish_deferred(&mut sink).expect("sink");
+        let made = testkit::allocations() - before;
+        assert!(sink.error.is_none(), "{sql}: {:?}", sink.error);
+        assert_eq!(sink.rows, 1, "{sql}");
+        made
+    };
+    for run in 0..10 {
+        run_one(conn, run);
+    }
+    (0..RUNS).map(|run| run_one(conn, run)).sum::<u64>() / RUNS
+}
+
 #[test]
 fn allocations_per_prepared_statement() {
     let sandbox = Sandbox::start("sql-allocs", 1, 1, 43_200);
@@ -132,7 +170,16 @@ fn allocations_per_prepared_statement() {
         range,
     );
     assert_eq!(rows, 10);
-    eprintln!("allocations per execution: point select {point}, range of 10 {ranged}");
+    let deferred =
+        deferred_allocations(&mut conn, &session, "SELECT c FROM sbtest1 WHERE id=?", key);
+    eprintln!(
+        "allocations per execution: point select {point}, batched {deferred}, range of 10 {ranged}"
+    );
+    assert!(
+        deferred <= DEFERRED_POINT_SELECT_ALLOCATIONS_MAX,
+        "a batched prepared point select made {deferred} allocations \
+         (most {DEFERRED_POINT_SELECT_ALLOCATIONS_MAX})"
+    );
     assert!(
         point <= POINT_SELECT_ALLOCATIONS_MAX,
         "a prepared point select made {point} allocations (most {POINT_SELECT_ALLOCATIONS_MAX})"

@@ -215,6 +215,73 @@ pub fn access_with(
     Ok((best.map_or(Access::Scan, |(_, _, a)| a), filter))
 }
 
+/// A WHERE clause that names one row by its primary key and nothing
+/// else: `k1 = ?1 AND k2 = ?2 …`, each key column once, compared for
+/// equality with a placeholder or a literal. Found once for a prepared
+/// statement's kept plan; at each execute [`KeyShape::access`] binds the
+/// values, skipping what [`access_with`] works out again for any condition
+/// (the facts of every column, OR arms, a pushed filter: nine tenths of
+/// a point select's planning).
+#[derive(Debug)]
+pub struct KeyShape {
+    /// (SQL column, its value) in the primary key's order.
+    parts: Vec<(usize, Expr)>,
+}
+
+impl KeyShape {
+    /// The shape of `cond` over `table`, when it is one; `primary_usable`:
+    /// the index hints allow the primary key.
+    pub fn of(table: &TableInfo, cond: Option<&Expr>, primary_usable: bool) -> Option<KeyShape> {
+        let cond = cond?;
+        if table.hidden_key || !primary_usable {
+            return None;
+        }
+        let mut found: Vec<(usize, &Expr)> = Vec::new();
+        for c in cond.conjuncts() {
+            let Expr::Cmp(CmpOp::Eq, a, b, _) = c else {
+                return None;
+            };
+            let (col, value) = match (&**a, &**b) {
+                (Expr::Col(col), v) | (v, Expr::Col(col)) => (*col, v),
+                _ => return None,
+            };
+            if !matches!(value, Expr::Param(_) | Expr::Lit(_))
+                || found.iter().any(|(c, _)| *c == col)
+            {
+                return None;
+            }
+            found.push((col, value));
+        }
+        let def = table.native.def();
+        if def.primary_key.is_empty() || def.primary_key.len() != found.len() {
+            return None;
+        }
+        let mut parts = Vec::with_capacity(found.len());
+        for native in &def.primary_key {
+            let sql = table.columns.iter().position(|c| c.native == *native)?;
+            let (_, value) = found.iter().find(|(c, _)| *c == sql)?;
+            parts.push((sql, (*value).clone()));
+        }
+        Some(KeyShape { parts })
+    }
+
+    /// The key read for these values: what [`access_with`] answers for the
+    /// condition (its filter aside), or None when a value does not convert
+    /// exactly to its column (NULL, `'abc'` for an integer): the general
+    /// planner then decides (a scan, or no row).
+    pub fn access(&self, table: &TableInfo, ctx: &mut Ctx<'_>) -> SqlResult<Option<Access>> {
+        let mut key = Vec::with_capacity(self.parts.len());
+        for (col, value) in &self.parts {
+            let v = value.eval(&[], ctx)?;
+            match exact(table, *col, &v, ctx.env.tz_secs) {
+                Some(v) => key.push(v),
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(Access::Keys(vec![key])))
+    }
+}
+
 /// Most distribution-key values (the product of the `IN` lists on its
 /// columns) a scan is pruned by; past it the scan reads every partition.
 pub const PRUNE_KEYS_MAX: usize = 1_024;
@@ -705,4 +772,100 @@ fn filter(table: &TableInfo, c: &Expr, ctx: &mut Ctx<'_>) -> SqlResult<Option<Fi
         Expr::Not(a) => filter(table, a, ctx)?.map(|f| Filter::Not(Box::new(f))),
         _ => None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use schema::{Column, ColumnType, TableDef};
+
+    use super::*;
+    use crate::engine::catalog::table_info;
+    use crate::engine::expr::eval::Env;
+
+    /// `t (a INT, b INT, c INT, PRIMARY KEY (b, a))`: the key's order is
+    /// not the columns'.
+    fn table() -> TableInfo {
+        let int = || ColumnType::Int { unsigned: false };
+        let mut def = TableDef::new(
+            "t",
+            7,
+            vec![
+                Column::new("a", int()),
+                Column::new("b", int()),
+                Column::new("c", int()),
+            ],
+        );
+        def.primary_key = vec![1, 0];
+        table_info("d", "t", Arc::new(skarv_client::Table::detached(def)))
+    }
+
+    fn eq(a: Expr, b: Expr) -> Expr {
+        Expr::Cmp(CmpOp::Eq, Box::new(a), Box::new(b), None)
+    }
+
+    fn and(a: Expr, b: Expr) -> Expr {
+        Expr::And(Box::new(a), Box::new(b))
+    }
+
+    /// A key shape's read is what the general planner reads, for every
+    /// value; conditions of other shapes have none.
+    #[test]
+    fn a_key_shape_reads_what_the_planner_reads() {
+        let t = table();
+        let (a, b, c) = (|| Expr::Col(0), || Expr::Col(1), || Expr::Col(2));
+        let p = Expr::Param;
+        let lit = |n| Expr::Lit(Val::Int(n));
+        let shaped = [
+            and(eq(a(), p(0)), eq(b(), p(1))),
+            and(eq(lit(5), b()), eq(p(0), a())),
+            and(eq(b(), p(1)), eq(a(), p(0))),
+        ];
+        let values = [
+            vec![Val::Int(1), Val::Int(2)],
+            vec![Val::Str(b"12".to_vec()), Val::Int(-3)],
+            vec![Val::Str(b"abc".to_vec()), Val::Int(1)],
+            vec![Val::Null, Val::Int(1)],
+            vec![Val::Double(1.5), Val::Int(1)],
+            vec![Val::Int(i64::MAX), Val::Int(1)],
+        ];
+        let env = Env::default();
+        let mut seen_keys = 0;
+        for cond in &shaped {
+            let shape = KeyShape::of(&t, Some(cond), true).expect("a key shape");
+            for params in &values {
+                let mut ctx = Ctx::new(params, &env);
+                let fast = shape.access(&t, &mut ctx).unwrap();
+                let mut ctx = Ctx::new(params, &env);
+                let (general, _) = access(&t, Some(cond), &mut ctx).unwrap();
+                if let Some(fast) = fast {
+                    assert_eq!(fast, general, "{cond:?} with {params:?}");
+                    seen_keys += 1;
+                } else {
+                    assert!(
+                        !matches!(general, Access::Keys(_)),
+                        "{cond:?} with {params:?}"
+                    );
+                }
+            }
+        }
+        assert!(seen_keys >= 6, "most values convert exactly: {seen_keys}");
+        let other = [
+            eq(a(), p(0)),
+            and(and(eq(a(), p(0)), eq(b(), p(1))), eq(c(), lit(1))),
+            and(eq(a(), p(0)), eq(a(), p(1))),
+            Expr::Or(Box::new(eq(a(), p(0))), Box::new(eq(b(), p(1)))),
+            and(
+                Expr::Cmp(CmpOp::Ge, Box::new(a()), Box::new(p(0)), None),
+                eq(b(), p(1)),
+            ),
+            and(eq(a(), c()), eq(b(), p(1))),
+        ];
+        for cond in &other {
+            assert!(KeyShape::of(&t, Some(cond), true).is_none(), "{cond:?}");
+        }
+        // Index hints that rule out the primary key.
+        assert!(KeyShape::of(&t, Some(&shaped[0]), false).is_none());
+    }
 }

@@ -14,7 +14,7 @@ use sqlparser::tokenizer::Location;
 use super::{convert, env, fetch, keep_warnings, table_scope, with_scope};
 use crate::backend::{OkInfo, ResultSink};
 use crate::engine::catalog::TableInfo;
-use crate::engine::expr::eval::compare;
+use crate::engine::expr::eval::{compare, Env};
 use crate::engine::expr::{self, AggFn, AggSpec, Ctx, Dec, Expr, Kind, ScopeColumn, Val, WinSpec};
 use crate::engine::plan::join::{Hints, JoinSpec};
 use crate::engine::plan::{self, Access};
@@ -1564,6 +1564,8 @@ pub(crate) struct Deferred<'s> {
     /// The read commits (an autocommit read): no `txn::finish` after it.
     commits: bool,
     params: Vec<Val>,
+    /// The statement's environment, made when it began: its `NOW()`.
+    environment: Env,
 }
 
 /// Plans a query; when it is a single-table read of one row by key
@@ -1587,30 +1589,32 @@ pub(crate) fn begin_deferred<'s>(
     // the plan changes for it (`lock_own_writes`).
     let kept = kept.filter(|_| !(conn.tx.wrote && txn::in_transaction(conn)));
     let hit = match kept.as_deref() {
-        Some(Some(k)) if k.holds(conn) => Some(Arc::clone(&k.plans)),
+        Some(Some(k)) if k.holds(conn) => Some((Arc::clone(&k.plans), k.key.clone())),
         Some(Some(_)) => {
             crate::engine::status::count_command(conn, crate::engine::status::COM_STMT_REPREPARE);
             None
         }
         _ => None,
     };
-    let plans = match hit {
-        Some(plans) => plans,
+    let (plans, key) = match hit {
+        Some(hit) => hit,
         None => {
             let mut plans = plan_query(conn, q, placeholders, Some(&params))?;
             lock_own_writes(conn, &mut plans.planned);
             let plans = Arc::new(plans);
+            let mut key = None;
             if let Some(slot) = kept {
                 *slot = KeptPlan::of(conn, q, &plans);
+                key = slot.as_ref().and_then(|k| k.key.clone());
             }
-            plans
+            (plans, key)
         }
     };
     let read = match plans.planned.as_slice() {
-        [p] if !plans.calc_found_rows => deferred_read(conn, p, &params)?,
+        [p] if !plans.calc_found_rows => deferred_read(conn, p, &params, key.as_deref())?,
         _ => None,
     };
-    let Some((table, tx, read, later, commits)) = read else {
+    let Some((table, tx, read, later, commits, environment)) = read else {
         // Answered the usual way; a kept plan is planned again for it
         // (rare: the key turned out not to name one row).
         let plans = match Arc::try_unwrap(plans) {
@@ -1632,6 +1636,7 @@ pub(crate) fn begin_deferred<'s>(
         later,
         commits,
         params,
+        environment,
     }))
 }
 
@@ -1644,11 +1649,17 @@ pub(crate) fn begin_deferred<'s>(
 /// is worked out from them then (`single_access`).
 pub(crate) struct KeptPlan {
     plans: Arc<Plans>,
+    /// Its WHERE clause when that names one row by primary key.
+    key: Option<Arc<plan::KeyShape>>,
     /// The native table name and the definition it had.
     cluster: String,
     native: Arc<skarv_client::Table>,
     database: Option<String>,
     settings: u64,
+    /// The table cache's generation when `native` was last found current
+    /// in it ([`skarv_client::Session::tables_generation`]; `u64::MAX`:
+    /// never): while it is the same, the cache was not asked again.
+    checked: std::cell::Cell<u64>,
 }
 
 impl KeptPlan {
@@ -1683,40 +1694,59 @@ impl KeptPlan {
             && conn.subqueries.correlated.is_empty();
         simple.then(|| KeptPlan {
             plans: Arc::clone(plans),
+            key: plan::KeyShape::of(table, p.cond.as_ref(), p.hints.usable(table, "PRIMARY"))
+                .map(Arc::new),
             cluster: table.native.name().to_owned(),
             native: Arc::clone(&table.native),
             database: conn.session.database.clone(),
             settings: conn.session.vars.changes(),
+            checked: std::cell::Cell::new(u64::MAX),
         })
     }
 
-    /// Whether the plan still holds for `conn`.
+    /// Whether the plan still holds for `conn`. The table's definition is
+    /// looked up in the shared cache (a lock every SQL worker takes) only
+    /// after the cache changed.
     fn holds(&self, conn: &Conn<'_>) -> bool {
-        self.settings == conn.session.vars.changes()
-            && self.database == conn.session.database
-            && conn
-                .native
-                .table(&self.cluster)
-                .is_ok_and(|now| Arc::ptr_eq(&now, &self.native))
+        if self.settings != conn.session.vars.changes() || self.database != conn.session.database {
+            return false;
+        }
+        // Read before the lookup: a change after it shows as a new number.
+        let generation = conn.native.tables_generation();
+        if generation == self.checked.get() {
+            return true;
+        }
+        let current = conn
+            .native
+            .table(&self.cluster)
+            .is_ok_and(|now| Arc::ptr_eq(&now, &self.native));
+        if current {
+            self.checked.set(generation);
+        }
+        current
     }
 }
 
 /// What `deferred_read` started: the table, the transaction, the read,
-/// its execute, and whether it commits.
+/// its execute, whether it commits, and the statement's environment.
 type Started<'s> = (
     Arc<TableInfo>,
     skarv_client::Transaction<'s>,
     skarv_client::OpHandle,
     skarv_client::Later,
     bool,
+    Env,
 );
 
 /// The read of a planned SELECT that reads one row by key (what
 /// [`run_one`] would read), its execute started; None for any other plan.
+/// `key`: the shape of `p`'s condition when a kept plan found it names one
+/// row by primary key.
 fn deferred_read<'s>(
     conn: &mut Conn<'s>,
     p: &Planned,
     params: &[Val],
+    key: Option<&plan::KeyShape>,
 ) -> SqlResult<Option<Started<'s>>> {
     let Some(table) = &p.table else {
         return Ok(None);
@@ -1738,7 +1768,14 @@ fn deferred_read<'s>(
     let in_transaction = txn::in_transaction(conn);
     let environment = env(conn);
     let mut ctx = Ctx::new(params, &environment);
-    let (access, _) = single_access(table, p, &mut ctx)?;
+    let known = match key {
+        Some(key) => key.access(table, &mut ctx)?,
+        None => None,
+    };
+    let access = match known {
+        Some(access) => access,
+        None => single_access(table, p, &mut ctx)?.0,
+    };
     let (key, index) = match &access {
         Access::Keys(keys) if keys.len() == 1 => (&keys[0], None),
         Access::Unique { keys, index } if keys.len() == 1 => (&keys[0], Some(index.as_str())),
@@ -1767,7 +1804,14 @@ fn deferred_read<'s>(
         .and_then(|read| Ok((read, tx.execute_later(mode)?)))
         .map_err(native);
     match started {
-        Ok((read, later)) => Ok(Some((Arc::clone(table), tx, read, later, commits))),
+        Ok((read, later)) => Ok(Some((
+            Arc::clone(table),
+            tx,
+            read,
+            later,
+            commits,
+            environment,
+        ))),
         Err(error) => txn::finish(conn, tx, Err(error)),
     }
 }
@@ -1788,8 +1832,8 @@ pub(crate) fn finish_deferred<'s>(
         later,
         commits,
         params,
+        environment,
     } = deferred;
-    let environment = env(conn);
     let info = Arc::clone(&conn.info);
     let mut ctx = Ctx::new(&params, &environment);
     ctx.killed = Some(&info.query_killed);
