@@ -32,6 +32,11 @@ pub const OUT_BUFFER_BYTES_MAX: usize = 1 << 20;
 pub const IDLE_BUFFER_BYTES_MAX: usize = 64 << 10;
 /// The read buffer of a connection.
 pub const READ_BUFFER_BYTES: usize = 8 << 10;
+/// A packet frame of at most this many bytes is read into a buffer of its
+/// size at once; a longer one grows its buffer as bytes arrive, so that a
+/// header promising 16 MiB that never come costs no 16 MiB.
+pub const PACKET_PREALLOC_BYTES_MAX: usize = 64 << 10;
+const _: () = assert!(PACKET_PREALLOC_BYTES_MAX < FRAME_PAYLOAD_BYTES_MAX);
 
 /// Why no packet was read.
 #[derive(Debug)]
@@ -108,6 +113,15 @@ impl<S: Read + Write> PacketIo<S> {
             self.seq = self.seq.wrapping_add(1);
             if payload.len() + len > self.max_packet_bytes {
                 return Err(ReadError::TooLarge);
+            }
+            if len <= PACKET_PREALLOC_BYTES_MAX {
+                // The common case (every statement of an OLTP client): one
+                // allocation of the right size and one read.
+                let at = payload.len();
+                payload.resize(at + len, 0);
+                self.reader.read_exact(&mut payload[at..])?;
+                // Shorter than a whole frame: the packet's last.
+                return Ok(payload);
             }
             // `take` + `read_to_end` grows the buffer as bytes arrive: a
             // header that promises 16 MiB and sends nothing allocates little.
