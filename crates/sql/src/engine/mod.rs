@@ -43,7 +43,7 @@ use skarv_client::{Cluster, Session};
 use sqlparser::ast::Statement;
 use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::Parser;
-use sqlparser::tokenizer::Tokenizer;
+use sqlparser::tokenizer::{Token, Tokenizer};
 
 use crate::backend::{Backend, Credentials, Login, OkInfo, Prepared, ResultSink};
 use crate::error::{codes, SqlError, SqlResult};
@@ -268,11 +268,17 @@ pub fn parse(sql: &str) -> SqlResult<Vec<Statement>> {
         .tokenize_with_location()
         .map_err(SqlError::syntax)?;
     session::mend_words(&mut tokens);
+    // The tree is walked for DUAL only when the word is there at all.
+    let dual = tokens.iter().any(|t| {
+        matches!(&t.token, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("dual"))
+    });
     let mut statements = Parser::new(&MySqlDialect {})
         .with_tokens_with_locations(tokens)
         .parse_statements()
         .map_err(SqlError::syntax)?;
-    statements.iter_mut().for_each(dual_as_no_table);
+    if dual {
+        statements.iter_mut().for_each(dual_as_no_table);
+    }
     Ok(statements)
 }
 
