@@ -247,6 +247,36 @@ impl<T: Field> Field for Vec<T> {
     }
 }
 
+/// As a `Vec`'s list: the same bytes, so either type may carry a list.
+impl<A> Field for smallvec::SmallVec<A>
+where
+    A: smallvec::Array,
+    A::Item: Field,
+{
+    #[inline]
+    fn put(&self, out: &mut Vec<u8>) {
+        let count = u32::try_from(self.len()).expect("list fits a frame");
+        count.put(out);
+        A::Item::put_all(self, out);
+    }
+    #[inline]
+    fn take(reader: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        let count = u32::take(reader)? as usize;
+        // As for a `Vec`: a count beyond the bytes left is a lie.
+        if count > reader.remaining() {
+            return Err(DecodeError::Truncated {
+                needed: count,
+                available: reader.remaining(),
+            });
+        }
+        let mut list = smallvec::SmallVec::with_capacity(count);
+        for _ in 0..count {
+            list.push(A::Item::take(reader)?);
+        }
+        Ok(list)
+    }
+}
+
 /// Defines a plain struct whose fields are encoded in declaration order.
 #[macro_export]
 macro_rules! wire_struct {
@@ -327,6 +357,30 @@ mod tests {
                 field: "chain length",
                 ..
             })
+        ));
+    }
+
+    /// A `RefChain` is a `Vec`'s list on the wire, inline or spilled, and
+    /// a count past the bytes is refused before anything is allocated.
+    #[test]
+    fn a_ref_chain_has_the_bytes_of_a_list() {
+        let ldm = |n: u8, i: u16| BlockRef::new(node(n), BlockNumber::LOCAL_DATA_MANAGER, i);
+        let long: Vec<BlockRef> = (1..=9).map(|n| ldm(n, u16::from(n) * 3)).collect();
+        for refs in [vec![], vec![ldm(4, 1)], long] {
+            let chain = crate::RefChain::from_slice(&refs);
+            let (mut as_chain, mut as_list) = (Vec::new(), Vec::new());
+            chain.put(&mut as_chain);
+            refs.put(&mut as_list);
+            assert_eq!(as_chain, as_list, "{refs:?}");
+            let back = crate::RefChain::take(&mut Reader::new(&as_chain)).unwrap();
+            assert_eq!(back, chain);
+            assert_eq!(back.spilled(), refs.len() > crate::ids::REF_CHAIN_INLINE);
+        }
+        let mut lying = Vec::new();
+        u32::MAX.put(&mut lying);
+        assert!(matches!(
+            crate::RefChain::take(&mut Reader::new(&lying)),
+            Err(DecodeError::Truncated { .. })
         ));
     }
 }

@@ -188,6 +188,17 @@ pub fn tx_node(tx_id: u64) -> u8 {
     (tx_id >> TX_COUNTER_BITS) as u8
 }
 
+/// The LDM instances a commit still goes through after the one it is sent
+/// to (`LdmCommitChainReq::next`): inline for the usual chain, so that
+/// sending a commit allocates nothing and neither does receiving it (a
+/// `Vec` cost a malloc at the TC and a free at each receiver per
+/// two-phase commit). On the wire as a list of block references.
+pub type RefChain = smallvec::SmallVec<[BlockRef; REF_CHAIN_INLINE]>;
+
+/// Block references a [`RefChain`] holds without allocating: a chain of
+/// four LDM instances after the first.
+pub const REF_CHAIN_INLINE: usize = 4;
+
 /// Address of one block instance on one node.
 #[derive(Copy, Clone, Eq, PartialEq, Ord, PartialOrd, Hash, Debug)]
 pub struct BlockRef {

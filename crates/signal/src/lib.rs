@@ -16,7 +16,7 @@ pub mod key_batch;
 pub mod signals;
 
 pub use frame::{decode_frame, encode_frame, EncodeError, FrameRef, FrameWriter};
-pub use ids::{BlockNumber, BlockRef, Chain, NodeBitmask, NodeId, CHAIN_MAX};
+pub use ids::{BlockNumber, BlockRef, Chain, NodeBitmask, NodeId, RefChain, CHAIN_MAX};
 pub use signals::*;
 
 /// Skarv's version as carried in registration signals: `major * 10000 + minor * 100 + patch`.

@@ -2,7 +2,7 @@
 //! that is part of the wire format: never renumber or reuse one.
 
 use crate::codec::{Field, Reader};
-use crate::ids::{BlockRef, Chain, NodeBitmask, NodeId};
+use crate::ids::{BlockRef, Chain, NodeBitmask, NodeId, RefChain};
 use crate::{wire_enum, wire_struct, DecodeError};
 
 wire_enum! {
@@ -652,7 +652,7 @@ signals! {
     /// commit in `epoch` (its hi the GCI; wire version 9), then pass this on to `next[0]` with the rest, or,
     /// when `next` is empty, answer `tc` with `LdmCommitConf` (NDB: COMMIT
     /// passed along the replicas from the last backup to the primary).
-    132 => LdmCommitChainReq { tx_id: u64, epoch: u64, tc: BlockRef, next: Vec<BlockRef> },
+    132 => LdmCommitChainReq { tx_id: u64, epoch: u64, tc: BlockRef, next: RefChain },
     /// `LdmCommitChainReq` for each of `tx_ids` (wire version 4): commit
     /// chains that go through the same instances in the same order and
     /// commit in the same `epoch`, started by one TC at once, in one signal.
@@ -660,7 +660,7 @@ signals! {
     /// those it committed now, and the last answers `tc` with
     /// `LdmCommitBatchConf`; one that must wait (redo log full) goes on
     /// alone, as `LdmCommitChainReq`, once committed.
-    133 => LdmCommitBatchReq { epoch: u64, tc: BlockRef, next: Vec<BlockRef>, tx_ids: Vec<u64> },
+    133 => LdmCommitBatchReq { epoch: u64, tc: BlockRef, next: RefChain, tx_ids: Vec<u64> },
     /// The last LDM instance of the chains of an `LdmCommitBatchReq` → `tc`:
     /// `LdmCommitConf` for each of `tx_ids` (wire version 4).
     134 => LdmCommitBatchConf { gci: u32, tx_ids: Vec<u64> },

@@ -409,13 +409,21 @@ fn one_of_each() -> Vec<SignalBody> {
             tx_id: 7,
             epoch: (12 << 32) | 3,
             tc: BlockRef::new(node(3), BlockNumber::TRANSACTION_COORDINATOR, 0),
-            next: vec![BlockRef::new(node(4), BlockNumber::LOCAL_DATA_MANAGER, 1)],
+            next: RefChain::from_slice(&[BlockRef::new(
+                node(4),
+                BlockNumber::LOCAL_DATA_MANAGER,
+                1,
+            )]),
         },
         SignalBody::LdmCommitConf { tx_id: 7, gci: 12 },
         SignalBody::LdmCommitBatchReq {
             epoch: (12 << 32) | 3,
             tc: BlockRef::new(node(3), BlockNumber::TRANSACTION_COORDINATOR, 0),
-            next: vec![BlockRef::new(node(4), BlockNumber::LOCAL_DATA_MANAGER, 1)],
+            next: RefChain::from_slice(&[BlockRef::new(
+                node(4),
+                BlockNumber::LOCAL_DATA_MANAGER,
+                1,
+            )]),
             tx_ids: vec![7, 1 << 50, 9],
         },
         SignalBody::LdmCommitBatchConf {

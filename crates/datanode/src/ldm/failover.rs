@@ -209,7 +209,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         if let Some(pending) = self.pending_commits.iter_mut().find(|p| p.tx_id == tx_id) {
             // It answers the TC once done, instead of the failed primary.
             pending.reply_to = sender;
-            pending.next = Vec::new();
+            pending.next = signal::RefChain::new();
             return;
         }
         if let Some(epoch) = self.recent_commits.epoch_of(tx_id) {

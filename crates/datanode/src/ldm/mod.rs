@@ -290,7 +290,7 @@ fn pass_commit_on(
     tx_id: u64,
     epoch: u64,
     reply_to: BlockRef,
-    mut next: Vec<BlockRef>,
+    mut next: signal::RefChain,
     ctx: &mut Context<'_>,
 ) {
     if next.is_empty() {
@@ -319,7 +319,7 @@ struct PendingCommit {
     reply_to: BlockRef,
     /// The rest of a commit chain, to pass the commit on to once it is done
     /// here (empty: answer `reply_to`).
-    next: Vec<BlockRef>,
+    next: signal::RefChain,
     /// Fragments not yet committed.
     fragments: TxFragments,
 }
@@ -1110,7 +1110,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
     fn on_commit(
         &mut self,
         reply_to: BlockRef,
-        next: Vec<BlockRef>,
+        next: signal::RefChain,
         tx_id: u64,
         epoch: u64,
         ctx: &mut Context<'_>,
@@ -1132,7 +1132,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
     fn on_commit_batch(
         &mut self,
         tc: BlockRef,
-        mut next: Vec<BlockRef>,
+        mut next: signal::RefChain,
         mut tx_ids: Vec<u64>,
         epoch: u64,
         ctx: &mut Context<'_>,
@@ -1207,7 +1207,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             // A repeated request: the pending commit answers it, along the
             // newer chain (a TC restarts a chain without its failed nodes).
             pending.reply_to = reply_to;
-            pending.next = next.to_vec();
+            pending.next = signal::RefChain::from_slice(next);
             return false;
         }
         let (tc, fragments) = match lone {
@@ -1242,14 +1242,14 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             tx_id,
             epoch,
             reply_to,
-            next: Vec::new(),
+            next: signal::RefChain::new(),
             fragments,
         };
         if self.try_commit(&mut pending, ctx) {
             return true;
         }
         if !self.failed {
-            pending.next = next.to_vec();
+            pending.next = signal::RefChain::from_slice(next);
             self.pending_commits.push(pending);
             self.arm_commit_retry(ctx);
         }
@@ -1967,7 +1967,7 @@ impl<D: Disk + Clone + Send + 'static> Block for LdmBlock<D> {
                 self.on_key_req(sender, tx_id, tc, (chain, answer), ops, epoch, ctx)
             }
             SignalBody::LdmCommitReq { tx_id, epoch } => {
-                self.on_commit(sender, Vec::new(), tx_id, epoch, ctx)
+                self.on_commit(sender, signal::RefChain::new(), tx_id, epoch, ctx)
             }
             SignalBody::LdmCommitChainReq {
                 tx_id,

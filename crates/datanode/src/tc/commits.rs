@@ -20,7 +20,6 @@
 
 use kernel::Context;
 use signal::{BlockRef, SignalBody};
-use smallvec::SmallVec;
 
 use super::TcBlock;
 
@@ -31,7 +30,7 @@ pub(crate) const CONTINUE_COMMITS: u32 = 1;
 pub(crate) const COMMIT_BATCH_TX_MAX: usize = 1_024;
 
 /// The LDM instances of one commit chain after its first.
-pub(crate) type ChainRest = SmallVec<[BlockRef; 4]>;
+pub(crate) type ChainRest = signal::RefChain;
 
 /// The commits of one chain and epoch gathered so far.
 #[derive(Debug, Default)]
@@ -141,7 +140,7 @@ impl TcBlock {
                     SignalBody::LdmCommitBatchReq {
                         epoch: batch.epoch,
                         tc: me,
-                        next: batch.next.to_vec(),
+                        next: batch.next.clone(),
                         tx_ids: batch.tx_ids.clone(),
                     },
                 )
@@ -160,7 +159,7 @@ pub(crate) fn send_chain_req(
     next: &[BlockRef],
     ctx: &mut Context<'_>,
 ) {
-    let next = next.to_vec();
+    let next = signal::RefChain::from_slice(next);
     ctx.send(
         first,
         SignalBody::LdmCommitChainReq {
