@@ -6,7 +6,7 @@
 
 use schema::Value;
 use signal::dbinfo::{self, ColumnKind, TableDef};
-use signal::{BlockNumber, BlockRef, DbinfoRow, Signal, SignalBody};
+use signal::{BlockNumber, BlockRef, DbinfoRow, NodeId, Signal, SignalBody};
 
 use crate::session::{ReqKey, Session};
 use crate::{Error, Result};
@@ -23,11 +23,15 @@ pub struct DbinfoRows {
     pub nodes: Vec<signal::NodeId>,
 }
 
+/// Rows as the data nodes answered them, each with its node.
+type NodeRows = Vec<(NodeId, DbinfoRow)>;
+
 impl Session {
     /// The rows of ndbinfo table `table` (`signal::dbinfo::TABLES`) from
     /// every live data node, ordered by node. Fails only on an unknown
     /// table or when no data node answers; a node down or lost while
-    /// asked is left out.
+    /// asked is left out. `cluster_operations` costs a second round:
+    /// `cluster_transactions`, for its `client_block_ref`.
     pub fn dbinfo(&self, table: &str) -> Result<DbinfoRows> {
         let def = dbinfo::table(table).ok_or_else(|| {
             Error::new(
@@ -35,6 +39,40 @@ impl Session {
                 format!("no ndbinfo table `{table}`"),
             )
         })?;
+        let (mut rows, nodes) = self.dbinfo_rows(def)?;
+        if def.name == dbinfo::CLUSTER_OPERATIONS.name {
+            // The LDMs do not know the client's block: the TCs' rows,
+            // asked after, do (`dbinfo::join_client_block_refs`). Without
+            // them the rows keep 0, as their transactions may have ended.
+            match self.dbinfo_rows(&dbinfo::CLUSTER_TRANSACTIONS) {
+                Ok((transactions, _)) => dbinfo::join_client_block_refs(
+                    rows.iter_mut().map(|(_, row)| row),
+                    transactions.iter().map(|(_, row)| row),
+                ),
+                Err(error) => {
+                    tracing::info!(%error, "ndbinfo.cluster_operations: no client_block_ref")
+                }
+            }
+        }
+        let mut out = DbinfoRows {
+            table: def,
+            rows: Vec::with_capacity(rows.len()),
+            nodes,
+        };
+        for (node, row) in rows {
+            out.rows.push(values_of(def, row).map_err(|message| {
+                Error::new(
+                    proto::error::MALFORMED_REQUEST,
+                    format!("ndbinfo.{} from data node {node}: {message}", def.name),
+                )
+            })?);
+        }
+        Ok(out)
+    }
+
+    /// Table `def`'s rows as the live data nodes answer them, each with
+    /// its node, and the nodes that answered (see [`Session::dbinfo`]).
+    fn dbinfo_rows(&self, def: &'static TableDef) -> Result<(NodeRows, Vec<NodeId>)> {
         let mut asked = Vec::new();
         for (link, l) in self.shared().links.iter().enumerate() {
             if !l.is_live() {
@@ -66,24 +104,13 @@ impl Session {
                 ),
             ));
         }
-        let mut out = DbinfoRows {
-            table: def,
-            rows: Vec::new(),
-            nodes: Vec::new(),
-        };
+        let (mut rows, mut nodes) = (Vec::new(), Vec::new());
         let mut last_error = None;
         for (node, request_id) in asked {
             match self.wait_reply(ReqKey::Dict(request_id)) {
-                Ok(SignalBody::DbinfoScanConf { rows, .. }) => {
-                    for row in rows {
-                        out.rows.push(values_of(def, row).map_err(|message| {
-                            Error::new(
-                                proto::error::MALFORMED_REQUEST,
-                                format!("ndbinfo.{} from data node {node}: {message}", def.name),
-                            )
-                        })?);
-                    }
-                    out.nodes.push(node);
+                Ok(SignalBody::DbinfoScanConf { rows: answer, .. }) => {
+                    rows.extend(answer.into_iter().map(|row| (node, row)));
+                    nodes.push(node);
                 }
                 Ok(SignalBody::DbinfoScanRef { code, message, .. }) => {
                     return Err(Error::new(code, format!("data node {node}: {message}")))
@@ -101,10 +128,10 @@ impl Session {
                 }
             }
         }
-        if out.nodes.is_empty() {
+        if nodes.is_empty() {
             return Err(last_error.expect("every node asked failed"));
         }
-        Ok(out)
+        Ok((rows, nodes))
     }
 }
 

@@ -12,7 +12,8 @@
 //!
 //! What is in flight (`cluster_transactions`, `cluster_operations`) is a
 //! list, not a figure: each TC and LDM instance copies its transactions or
-//! operations, at most [`signal::dbinfo::IN_FLIGHT_ROWS_MAX`], into a
+//! its open scans and operations, at most
+//! [`signal::dbinfo::IN_FLIGHT_ROWS_MAX`], into a
 //! [`PublishedRows`] of its own at most every [`IN_FLIGHT_PUBLISH_INTERVAL`]
 //! while they change (from a timer, never per operation), taking the
 //! slot's lock with `try_lock`: a data thread never waits for a reader,
@@ -154,14 +155,17 @@ pub struct TransactionFigure {
 }
 
 /// An operation held on an LDM instance (`cluster_operations`): a row
-/// that a transaction changed, locked or waits to lock in one fragment.
+/// that a transaction changed, locked or waits to lock in one fragment,
+/// or a scan open on one fragment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OperationFigure {
     pub tx_id: u64,
-    /// NDB's words: `INSERT`, `UPDATE`, `DELETE`, `READ-SH`, `READ-EX`.
+    /// NDB's words: `INSERT`, `UPDATE`, `DELETE`, `READ-SH`, `READ-EX`,
+    /// `SCAN`, `SCAN-SH`, `SCAN-EX` ([`operation`]).
     pub kind: &'static str,
-    /// `PREPARED` (NDB's word: done here, waiting for commit or abort) or
-    /// `WAIT_LOCK` (waiting for a row lock).
+    /// `PREPARED` (NDB's word: done here, waiting for commit or abort),
+    /// `SCAN_STATE_USED` (a scan open) or `WAIT_LOCK` (waiting for a row
+    /// lock).
     pub state: &'static str,
     pub table_id: u32,
     pub fragment: u32,
@@ -269,8 +273,18 @@ pub mod operation {
     pub const READ_EXCLUSIVE: &str = "READ-EX";
     /// Done on this replica, waiting for commit or abort.
     pub const PREPARED: &str = "PREPARED";
-    /// Waiting for a row lock another transaction holds.
+    /// Waiting for a row lock another transaction holds (a key operation,
+    /// or a locking scan at a row).
     pub const WAIT_LOCK: &str = "WAIT_LOCK";
+    /// A scan open on the LDM: a committed read, or taking shared or
+    /// exclusive row locks.
+    pub const SCAN: &str = "SCAN";
+    pub const SCAN_SHARED: &str = "SCAN-SH";
+    pub const SCAN_EXCLUSIVE: &str = "SCAN-EX";
+    /// A scan open, not waiting for a lock: running a batch or waiting for
+    /// its client to ask for the next (NDB's DBLQH state of a scan's
+    /// operation record through its life).
+    pub const SCAN_STATE_USED: &str = "SCAN_STATE_USED";
 }
 
 /// Figures one block instance publishes.

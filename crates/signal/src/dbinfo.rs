@@ -24,6 +24,54 @@ impl TableDef {
     pub fn count(&self, kind: ColumnKind) -> usize {
         self.columns.iter().filter(|(_, k)| *k == kind).count()
     }
+
+    /// Where integer column `column` is in a row's `ints`; None when the
+    /// table has no such integer column.
+    pub fn int_at(&self, column: &str) -> Option<usize> {
+        self.columns
+            .iter()
+            .filter(|(_, k)| *k == Int)
+            .position(|(name, _)| *name == column)
+    }
+}
+
+/// Fills `client_block_ref` of `cluster_operations` rows from the
+/// `cluster_transactions` rows of the same transactions (by `transid`).
+/// An LDM does not learn its transactions' client (only their TC: the
+/// client's block would cost every request to the LDMs four bytes), so
+/// the reader joins what the TCs know when it answers. A row whose
+/// transaction the TCs did not show (ended since, its TC's node down, or
+/// beyond its TC's `IN_FLIGHT_ROWS_MAX`) keeps 0. Rows not of the tables'
+/// layouts are left as they are.
+pub fn join_client_block_refs<'a, 'b>(
+    operations: impl IntoIterator<Item = &'a mut crate::DbinfoRow>,
+    transactions: impl IntoIterator<Item = &'b crate::DbinfoRow>,
+) {
+    let at = |def: &TableDef, column| def.int_at(column).expect("a column of the table");
+    let (tx_transid, tx_client) = (
+        at(&CLUSTER_TRANSACTIONS, "transid"),
+        at(&CLUSTER_TRANSACTIONS, "client_block_ref"),
+    );
+    let clients: std::collections::HashMap<u64, u64> = transactions
+        .into_iter()
+        .filter_map(|t| Some((*t.ints.get(tx_transid)?, *t.ints.get(tx_client)?)))
+        .filter(|&(_, client)| client != 0)
+        .collect();
+    if clients.is_empty() {
+        return;
+    }
+    let (op_transid, op_client) = (
+        at(&CLUSTER_OPERATIONS, "transid"),
+        at(&CLUSTER_OPERATIONS, "client_block_ref"),
+    );
+    for op in operations {
+        let Some(&transid) = op.ints.get(op_transid) else {
+            continue;
+        };
+        if let (Some(&client), Some(slot)) = (clients.get(&transid), op.ints.get_mut(op_client)) {
+            *slot = client;
+        }
+    }
 }
 
 use ColumnKind::{Int, Text};
@@ -364,6 +412,36 @@ pub const DATA_MEMORY: &str = "Data memory";
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::DbinfoRow;
+
+    #[test]
+    fn an_operation_gets_the_client_its_transaction_shows() {
+        let ints = |v: &[u64]| DbinfoRow {
+            ints: v.to_vec(),
+            texts: Vec::new(),
+        };
+        // cluster_transactions: node, instance, transid, ops, outstanding,
+        // inactive, client node, client block ref.
+        let transactions = [
+            ints(&[2, 0, 0x7_0000_0001, 1, 0, 0, 7, 0x1234_0007]),
+            ints(&[3, 0, 0x8_0000_0002, 1, 0, 0, 8, 0]),
+        ];
+        // cluster_operations: node, instance, transid, table, fragment,
+        // client node, client block ref, tc node, tc block, tc instance.
+        let mut operations = [
+            ints(&[2, 0, 0x7_0000_0001, 5, 0, 7, 0, 2, 4, 0]),
+            ints(&[3, 1, 0x7_0000_0001, 5, 1, 7, 0, 2, 4, 0]),
+            ints(&[3, 1, 0x8_0000_0002, 5, 1, 8, 0, 3, 4, 0]),
+            ints(&[3, 1, 0x9_0000_0003, 5, 1, 9, 0, 3, 4, 0]),
+            ints(&[3]),
+        ];
+        join_client_block_refs(&mut operations, &transactions);
+        let refs: Vec<Option<u64>> = operations.iter().map(|o| o.ints.get(6).copied()).collect();
+        assert_eq!(
+            refs,
+            [Some(0x1234_0007), Some(0x1234_0007), Some(0), Some(0), None]
+        );
+    }
 
     #[test]
     fn a_latency_falls_in_the_first_bucket_that_holds_it() {

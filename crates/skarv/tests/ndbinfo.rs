@@ -21,6 +21,11 @@
 //!   `ndbinfo.cluster_transactions` from another, with its update held on
 //!   both replicas in `cluster_operations`, its inactive time growing, and
 //!   both are gone after its COMMIT;
+//! - a native scan left open between batches (an exclusive-lock scan that
+//!   took one row) shows in `cluster_operations` as `SCAN-EX` rows of its
+//!   transaction on its table, `SCAN_STATE_USED`, next to the row it
+//!   locked; every row of a transaction carries its client's block ref as
+//!   `cluster_transactions` has it; all gone once it rolls back;
 //! - `ndbinfo.table_fragments` sums the loaded rows over the fragments of
 //!   each replica to the rows inserted, every fragment once as primary and
 //!   once as backup, with its memory;
@@ -43,6 +48,7 @@ use std::time::Duration;
 
 use common::{connect, sigkill, wait_for, Sandbox};
 use mysql::prelude::Queryable;
+use skarv_client::{Cluster, ExecMode, LockMode, ScanOptions};
 
 /// Rows the load inserts.
 const LOAD_ROWS: u64 = 500;
@@ -389,6 +395,7 @@ fn ndbinfo_shows_the_data_nodes_figures() {
     );
 
     an_open_transaction_shows_in_flight(&sandbox, &mut conn);
+    an_open_scan_shows_in_flight(&sandbox, &mut conn);
 
     let refused = conn
         .query_drop("DELETE FROM ndbinfo.counters")
@@ -639,6 +646,10 @@ fn an_open_transaction_shows_in_flight(sandbox: &Sandbox, conn: &mut mysql::Conn
         );
         assert_eq!((op.4, op.5), (ops[0].4, ops[0].5), "one row: {ops:?}");
         assert_eq!(op.6, client, "{ops:?}");
+        assert_eq!(
+            op.7, open.8,
+            "the client's block, as its TC has it: {ops:?}"
+        );
         assert_eq!((op.8, op.9, op.10), (tc_node, 4, tc_instance), "{ops:?}");
     }
 
@@ -662,6 +673,60 @@ fn an_open_transaction_shows_in_flight(sandbox: &Sandbox, conn: &mut mysql::Conn
         .query_first("SELECT v FROM load_db.t WHERE id = 7")
         .expect("read");
     assert_eq!(value.as_deref(), Some("held"));
+}
+
+/// A native scan that took a batch and asks for no more stays open on
+/// the LDMs of the partitions it scans: it shows as a `SCAN-EX` operation
+/// of its transaction, with the client's block ref its TC shows, and
+/// leaves once the transaction ends.
+fn an_open_scan_shows_in_flight(sandbox: &Sandbox, conn: &mut mysql::Conn) {
+    let cluster = Cluster::connect(&sandbox.connect).expect("a native client connects");
+    let session = cluster.session().expect("session");
+    let table = session.table("load_db/def/t").expect("the loaded table");
+    let tx = session.begin().expect("begin");
+    let options = ScanOptions {
+        lock: Some(LockMode::Exclusive),
+        batch_rows: 1,
+        ..ScanOptions::default()
+    };
+    let mut scan = tx.scan(&table, options).expect("scan");
+    // One row of the hundreds asked for: the partitions' scans wait on
+    // their LDMs for a next request that does not come while `scan` lives.
+    scan.next().expect("a row").expect("the row read");
+    let transid = tx.id();
+    let client = u64::from(cluster.node_id().get());
+
+    let mut ops = Vec::new();
+    let mut open: Option<TransactionRow> = None;
+    wait_for("the open scan to show", IN_FLIGHT_SHOWN_MAX, || {
+        open = transactions(conn).into_iter().find(|t| t.2 == transid);
+        ops = operations(conn, transid);
+        open.is_some() && ops.iter().any(|o| o.2 == "SCAN-EX")
+    });
+    let open = open.expect("found above");
+    assert_eq!(open.7, client, "the native client: {open:?}");
+    assert_eq!(open.8 & 0xffff, client, "NDB's block ref: {open:?}");
+    let scans: Vec<_> = ops.iter().filter(|o| o.2 == "SCAN-EX").collect();
+    for op in &scans {
+        assert_eq!(op.3, "SCAN_STATE_USED", "between batches: {ops:?}");
+        assert_eq!(op.4, u64::from(table.id()), "the scanned table: {ops:?}");
+    }
+    for op in &ops {
+        assert!(
+            op.2 == "SCAN-EX" || op.2 == "READ-EX",
+            "its scans and the rows they locked: {ops:?}"
+        );
+        assert_eq!(op.6, client, "{ops:?}");
+        assert_ne!(op.7, 0, "the client's block ref: {ops:?}");
+        assert_eq!(op.7, open.8, "as its TC has it: {ops:?}");
+        assert_eq!((op.8, op.9, op.10), (open.0, 4, open.1), "its TC: {ops:?}");
+    }
+
+    drop(scan);
+    tx.execute(ExecMode::Rollback).expect("rollback");
+    wait_for("the scan to leave", IN_FLIGHT_SHOWN_MAX, || {
+        operations(conn, transid).is_empty()
+    });
 }
 
 /// A `table_fragments` row of a table: (node_id, fragment_num, replica,

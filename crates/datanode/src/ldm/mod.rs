@@ -604,7 +604,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         }
     }
 
-    /// Copies the operations held here (at most
+    /// Copies the scans open and the operations held here (at most
     /// `signal::dbinfo::IN_FLIGHT_ROWS_MAX`) for `cluster_operations`, at
     /// most every `IN_FLIGHT_PUBLISH_INTERVAL`: after a signal, never per
     /// operation; a change within the interval is copied from a timer at
@@ -613,16 +613,41 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         let (Some(slot), Some(instance)) = (&self.figures, &self.instance) else {
             return;
         };
-        let busy = !self.txs.is_empty();
+        // A committed-read scan holds no transaction record here.
+        let busy = !self.txs.is_empty() || !self.scans.is_empty();
         if !self.in_flight_pace.due(busy, TIMER_IN_FLIGHT, ctx) {
             return;
         }
-        let (txs, held) = (&self.txs, &mut self.held);
+        let (txs, scans, held) = (&self.txs, &self.scans, &mut self.held);
         let published = slot.operations().try_publish(|rows| {
             use crate::dbinfo::{operation, OperationFigure};
             use storage::fragment::HeldOperation as Held;
             use storage::locks::LockMode;
             let rows_max = signal::dbinfo::IN_FLIGHT_ROWS_MAX;
+            // Scans first: at most `LDM_SCANS_MAX` of them, each a long
+            // piece of work a user looks for, whereas the rows a locking
+            // scan locked (one row each) could fill the list and hide it.
+            rows.extend(
+                scans
+                    .open_scans()
+                    .take(rows_max)
+                    .map(|scan| OperationFigure {
+                        tx_id: scan.tx_id,
+                        kind: match scan.lock {
+                            proto::ops::LockMode::Committed => operation::SCAN,
+                            proto::ops::LockMode::Shared => operation::SCAN_SHARED,
+                            proto::ops::LockMode::Exclusive => operation::SCAN_EXCLUSIVE,
+                        },
+                        state: if scan.waiting {
+                            operation::WAIT_LOCK
+                        } else {
+                            operation::SCAN_STATE_USED
+                        },
+                        table_id: scan.table_id,
+                        fragment: scan.partition,
+                        tc: scan.tc,
+                    }),
+            );
             for (&tx_id, record) in txs {
                 let Some(tc) = record.tc else { continue };
                 for &(table_id, fragment) in &record.fragments {

@@ -76,6 +76,18 @@ struct ScanRecord {
     examined: usize,
 }
 
+/// An open scan as ndbinfo shows it (`Scans::open_scans`).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct OpenScan {
+    pub tx_id: u64,
+    pub table_id: u32,
+    pub partition: u32,
+    pub lock: LockMode,
+    /// Waits for a row lock another transaction holds.
+    pub waiting: bool,
+    pub tc: BlockRef,
+}
+
 /// The scans of an instance.
 #[derive(Debug, Default)]
 pub(super) struct Scans {
@@ -94,6 +106,10 @@ impl Scans {
 
     pub(super) fn len(&self) -> usize {
         self.by_key.len()
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.by_key.is_empty()
     }
 
     /// Reused buffers for a locked row image and its key (the copy of a
@@ -133,6 +149,24 @@ impl Scans {
         // With no scan open (every key transaction's end asks) not even a
         // tree walk.
         !self.by_key.is_empty() && self.of_tx(tx_id).next().is_some()
+    }
+
+    /// The open scans for `cluster_operations`, in key order (transaction,
+    /// scan, partition): O(scans open), at most `LDM_SCANS_MAX`.
+    pub(super) fn open_scans(&self) -> impl Iterator<Item = OpenScan> + '_ {
+        self.by_key.values().filter_map(|&slot| {
+            let record = &self.records[slot as usize];
+            let (tx_id, _, partition) = record.key;
+            let spec = record.spec.as_ref()?;
+            Some(OpenScan {
+                tx_id,
+                table_id: spec.table_id,
+                partition,
+                lock: spec.lock,
+                waiting: record.waiting,
+                tc: record.tc?,
+            })
+        })
     }
 
     /// The scans of transaction `tx_id`.
