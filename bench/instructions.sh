@@ -7,6 +7,8 @@
 #   bench/instructions.sh [OPS]              # OPS: flex phases, default "read,update"
 #   REPLICAS=2 bench/instructions.sh [OPS]   # 2 data nodes, 2 replicas: a figure per node
 #   BATCH=16 bench/instructions.sh update    # 16 operations per transaction (flex -b)
+#   SUBSCRIBE=1 bench/instructions.sh update # a change-stream subscriber during each pass
+#                                            # (flex --subscribe): the capture's cost (issue 22)
 #
 # Starts a sandbox of 1 data node and 1 replica (port PORT_BASE, default 26400) whose
 # processes run under callgrind with instrumentation off, inserts ROWS rows (default 20000)
@@ -73,6 +75,8 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 flex() { timeout "$STEP_TIMEOUT_S" "$SKARV" bench flex --connect "$CONNECT" "$@"; }
+SUBSCRIBER=()
+[[ ${SUBSCRIBE:-0} == 1 ]] && SUBSCRIBER=(--subscribe)
 
 say "sandbox under callgrind on $CONNECT (results in $WORK)"
 timeout "$STEP_TIMEOUT_S" valgrind --tool=callgrind --trace-children=yes --instr-atstart=no \
@@ -100,12 +104,12 @@ else
         "client instr/op"
 fi
 for op in ${OPS//,/ }; do
-    flex -t 1 -p 256 -b "$BATCH" -o $((CLIENT_SHORT / BATCH)) --ops "$op" --json >/dev/null
+    flex -t 1 -p 256 -b "$BATCH" -o $((CLIENT_SHORT / BATCH)) --ops "$op" "${SUBSCRIBER[@]}" --json >/dev/null
     for pid in "${DATA_PIDS[@]}"; do
         callgrind_control -z "$pid" >/dev/null 2>&1
         callgrind_control -i on "$pid" >/dev/null 2>&1
     done
-    flex -t 1 -p 256 -b "$BATCH" -o $((ROWS / BATCH)) --ops "$op" --json >"$WORK/$op.json"
+    flex -t 1 -p 256 -b "$BATCH" -o $((ROWS / BATCH)) --ops "$op" "${SUBSCRIBER[@]}" --json >"$WORK/$op.json"
     for pid in "${DATA_PIDS[@]}"; do
         callgrind_control -i off "$pid" >/dev/null 2>&1
         callgrind_control -d "$op" "$pid" >/dev/null 2>&1

@@ -160,6 +160,10 @@ impl Capture {
         }
         let mut changes = ctx.buffer();
         std::mem::swap(&mut changes, &mut self.pending);
+        // The next batch is likely the size of this one: room for it now
+        // rather than growing (and copying) step by step as commits come.
+        self.pending
+            .reserve(changes.len().min(CAPTURE_BATCH_BYTES_MAX));
         ctx.send(
             to,
             SignalBody::SubTableData {

@@ -17,6 +17,7 @@
 //! `MaxBufferedEpochBytes`.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
 
 /// The changes of one epoch (`signal::sub_change` entries back to back).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -35,8 +36,10 @@ pub struct EpochBuffer {
     marked: BTreeSet<u64>,
     /// Changes of epochs not yet complete.
     open: BTreeMap<u64, EpochData>,
-    /// Complete epochs not yet acknowledged by every subscriber, ascending.
-    kept: VecDeque<EpochData>,
+    /// Complete epochs not yet acknowledged by every subscriber, ascending;
+    /// shared with what [`EpochBuffer::mark`] handed out to be sent (a
+    /// copy of every epoch's changes cost as much as capturing them).
+    kept: VecDeque<Arc<EpochData>>,
     /// The last epoch complete here (0: none yet).
     complete: u64,
     /// Bytes of changes in `open` and `kept`.
@@ -49,7 +52,14 @@ pub struct EpochBuffer {
     /// Entries (and their count) that go first in the next epoch to
     /// complete (`add_to_next`).
     next_front: (u32, Vec<u8>),
+    /// Bytes the last complete epoch held, at most
+    /// [`EPOCH_PRESIZE_BYTES_MAX`]: a new epoch's buffer starts that large,
+    /// so that it is not grown (and copied) step by step as changes come.
+    presize: usize,
 }
+
+/// The most bytes a new epoch's buffer is given before its first change.
+pub const EPOCH_PRESIZE_BYTES_MAX: usize = 4 << 20;
 
 impl EpochBuffer {
     /// A buffer fed by `ldm_instances` LDM instances.
@@ -63,6 +73,7 @@ impl EpochBuffer {
             bytes: 0,
             late: 0,
             next_front: (0, Vec::new()),
+            presize: 0,
         }
     }
 
@@ -82,7 +93,7 @@ impl EpochBuffer {
     }
 
     /// The complete epochs kept, ascending.
-    pub fn kept(&self) -> &VecDeque<EpochData> {
+    pub fn kept(&self) -> &VecDeque<Arc<EpochData>> {
         &self.kept
     }
 
@@ -98,9 +109,11 @@ impl EpochBuffer {
             self.late += u64::from(count);
             return false;
         }
+        let presize = self.presize;
         let data = self.open.entry(epoch).or_insert_with(|| EpochData {
             epoch,
-            ..EpochData::default()
+            count: 0,
+            changes: Vec::with_capacity(presize),
         });
         data.count += count;
         data.changes.extend_from_slice(changes);
@@ -120,7 +133,7 @@ impl EpochBuffer {
     /// LDM instance `instance` says every change of `epoch` it captured is
     /// here. Returns the epochs that are complete now, ascending; they are
     /// kept (see [`EpochBuffer::acknowledged`]).
-    pub fn mark(&mut self, instance: usize, epoch: u64) -> Vec<EpochData> {
+    pub fn mark(&mut self, instance: usize, epoch: u64) -> Vec<Arc<EpochData>> {
         let Some(last) = self.marks.get_mut(instance) else {
             return Vec::new();
         };
@@ -162,6 +175,10 @@ impl EpochBuffer {
             }
             self.complete = first;
         }
+        if let Some(last) = done.last() {
+            self.presize = last.changes.len().min(EPOCH_PRESIZE_BYTES_MAX);
+        }
+        let done: Vec<Arc<EpochData>> = done.into_iter().map(Arc::new).collect();
         self.kept.extend(done.iter().cloned());
         done
     }
@@ -200,7 +217,7 @@ impl EpochBuffer {
 mod tests {
     use super::*;
 
-    fn epochs(done: &[EpochData]) -> Vec<u64> {
+    fn epochs(done: &[Arc<EpochData>]) -> Vec<u64> {
         done.iter().map(|d| d.epoch).collect()
     }
 
@@ -262,6 +279,24 @@ mod tests {
         let done = b.mark(0, 7);
         assert_eq!(done[0].changes, b"x", "once only");
         assert_eq!(b.bytes(), 2);
+    }
+
+    /// A complete epoch is handed out and kept as one copy, and the next
+    /// epoch's buffer starts as large as the last one was.
+    #[test]
+    fn complete_epochs_are_shared_and_size_the_next() {
+        let mut b = EpochBuffer::new(1);
+        let changes = vec![7u8; 5_000];
+        assert!(b.add(1, 1, &changes));
+        let done = b.mark(0, 1);
+        assert!(Arc::ptr_eq(&done[0], &b.kept()[0]), "kept, not copied");
+        assert!(b.add(2, 1, b"x"));
+        assert!(b.open[&2].changes.capacity() >= changes.len());
+        // Never more than the bound, however large an epoch was.
+        assert!(b.add(3, 1, &vec![0; EPOCH_PRESIZE_BYTES_MAX + 1]));
+        b.mark(0, 3);
+        assert!(b.add(4, 1, b"x"));
+        assert_eq!(b.open[&4].changes.capacity(), EPOCH_PRESIZE_BYTES_MAX);
     }
 
     #[test]

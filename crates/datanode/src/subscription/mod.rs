@@ -1260,6 +1260,13 @@ fn send_buckets(
     if parts.is_empty() {
         return;
     }
+    // Each part sized for its share of the epoch at once: grown step by
+    // step, its copies were a sixth of what a subscriber cost the data
+    // node per update (bench/instructions.sh with SUBSCRIBE=1).
+    let share = (data.changes.len() / parts.len()).min(SUB_PART_BYTES_MAX);
+    for (_, part, _) in &mut parts {
+        part.reserve(share);
+    }
     for entry in sub_change::entries(&data.changes) {
         let Ok(entry) = entry else {
             // Made by this node's LDMs: never malformed.
@@ -1284,7 +1291,8 @@ fn send_buckets(
         };
         let size = sub_change::size(&entry);
         if *count > 0 && part.len() + size > SUB_PART_BYTES_MAX {
-            send(bucket, std::mem::take(part), *count, false, ctx);
+            let full = std::mem::replace(part, Vec::with_capacity(SUB_PART_BYTES_MAX));
+            send(bucket, full, *count, false, ctx);
             *count = 0;
         }
         sub_change::push(part, &entry);
