@@ -51,7 +51,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-if [ ! -x "$skarv" ]; then
+# Built only when a Skarv system runs: MariaDB alone needs no build.
+if [[ " $systems " == *" skarv"* ]] && [ ! -x "$skarv" ]; then
     (cd "$root" && cargo build --release -p skarv) >"$work/build.log" 2>&1 ||
         die "cargo build --release -p skarv failed (see $work/build.log)"
 fi
