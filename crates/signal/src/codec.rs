@@ -225,24 +225,37 @@ impl Field for String {
     }
 }
 
+/// A list's count and items (a `Vec` or a `SmallVec`: the same bytes).
+#[inline]
+fn put_list<T: Field>(items: &[T], out: &mut Vec<u8>) {
+    let count = u32::try_from(items.len()).expect("list fits a frame");
+    count.put(out);
+    T::put_all(items, out);
+}
+
+/// A list's count, refused when it cannot be true.
+#[inline]
+fn take_count(reader: &mut Reader<'_>) -> Result<usize, DecodeError> {
+    let count = u32::take(reader)? as usize;
+    // Every element takes at least one byte, so a count beyond the bytes
+    // left is a lie: refuse it before allocating.
+    if count > reader.remaining() {
+        return Err(DecodeError::Truncated {
+            needed: count,
+            available: reader.remaining(),
+        });
+    }
+    Ok(count)
+}
+
 impl<T: Field> Field for Vec<T> {
     #[inline]
     fn put(&self, out: &mut Vec<u8>) {
-        let count = u32::try_from(self.len()).expect("list fits a frame");
-        count.put(out);
-        T::put_all(self, out);
+        put_list(self, out);
     }
     #[inline]
     fn take(reader: &mut Reader<'_>) -> Result<Self, DecodeError> {
-        let count = u32::take(reader)? as usize;
-        // Every element takes at least one byte, so a count beyond the bytes
-        // left is a lie: refuse it before allocating.
-        if count > reader.remaining() {
-            return Err(DecodeError::Truncated {
-                needed: count,
-                available: reader.remaining(),
-            });
-        }
+        let count = take_count(reader)?;
         T::take_all(reader, count)
     }
 }
@@ -255,20 +268,11 @@ where
 {
     #[inline]
     fn put(&self, out: &mut Vec<u8>) {
-        let count = u32::try_from(self.len()).expect("list fits a frame");
-        count.put(out);
-        A::Item::put_all(self, out);
+        put_list(self, out);
     }
     #[inline]
     fn take(reader: &mut Reader<'_>) -> Result<Self, DecodeError> {
-        let count = u32::take(reader)? as usize;
-        // As for a `Vec`: a count beyond the bytes left is a lie.
-        if count > reader.remaining() {
-            return Err(DecodeError::Truncated {
-                needed: count,
-                available: reader.remaining(),
-            });
-        }
+        let count = take_count(reader)?;
         let mut list = smallvec::SmallVec::with_capacity(count);
         for _ in 0..count {
             list.push(A::Item::take(reader)?);
