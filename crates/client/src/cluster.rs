@@ -128,8 +128,10 @@ impl Tables {
     }
 
     pub(crate) fn remove(&self, name: &str) {
-        // Bumped after the removal: a reader that sees the old generation
-        // afterwards read it before, and checks the map again anyway.
+        // Bumped after the map changed: a reader that read the number
+        // before the bump and then the map saw either the old definition
+        // (and its next read sees the new number) or none (and keeps no
+        // number).
         if self.map().remove(name).is_some() {
             self.generation.fetch_add(1, Ordering::Release);
         }

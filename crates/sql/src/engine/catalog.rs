@@ -286,6 +286,12 @@ impl TableInfo {
             .position(|c| c.name.eq_ignore_ascii_case(name))
     }
 
+    /// The SQL column stored in native column `native`; None for a native
+    /// column SQL does not show (a hidden key).
+    pub fn sql_column(&self, native: usize) -> Option<usize> {
+        self.columns.iter().position(|c| c.native == native)
+    }
+
     /// The AUTO_INCREMENT column, if the table has one.
     pub fn auto_increment_column(&self) -> Option<usize> {
         self.columns.iter().position(|c| c.auto_increment)

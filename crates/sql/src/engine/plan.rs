@@ -109,7 +109,7 @@ pub fn access_with(
         _ => Some(Filter::And(filters)),
     };
     let def = table.native.def();
-    let sql_of = |native: usize| table.columns.iter().position(|c| c.native == native);
+    let sql_of = |native: usize| table.sql_column(native);
     // The primary key: equality on each column, or IN on one of them.
     if !table.hidden_key && usable("PRIMARY") {
         if let Some(keys) = key_lists(&def.primary_key, &facts, &rows, &sql_of) {
@@ -258,7 +258,7 @@ impl KeyShape {
         }
         let mut parts = Vec::with_capacity(found.len());
         for native in &def.primary_key {
-            let sql = table.columns.iter().position(|c| c.native == *native)?;
+            let sql = table.sql_column(*native)?;
             let (_, value) = found.iter().find(|(c, _)| *c == sql)?;
             parts.push((sql, (*value).clone()));
         }
@@ -307,7 +307,7 @@ pub fn partition_keys(
     } else {
         &def.distribution_key
     };
-    let sql_of = |native: usize| table.columns.iter().position(|c| c.native == native);
+    let sql_of = |native: usize| table.sql_column(native);
     // Every column of the key must be a SQL column (not the hidden key).
     let Some(columns) = dist
         .iter()
@@ -386,7 +386,7 @@ pub fn ordered_index_for(table: &TableInfo, order: &[(Expr, bool)]) -> Option<Ac
             _ => None,
         })
         .collect::<Option<_>>()?;
-    let sql_of = |native: usize| table.columns.iter().position(|c| c.native == native);
+    let sql_of = |native: usize| table.sql_column(native);
     table
         .native
         .def()

@@ -279,7 +279,7 @@ fn place_row<V>(
     let mut row = Vec::with_capacity(table.columns.len());
     row.resize_with(table.columns.len(), || Val::Null);
     for (v, pos) in values.into_iter().zip(positions) {
-        if let Some(at) = table.columns.iter().position(|c| c.native == *pos) {
+        if let Some(at) = table.sql_column(*pos) {
             row[at] = to_val(v, &table.columns[at].ty);
         }
     }

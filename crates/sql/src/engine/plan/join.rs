@@ -634,7 +634,7 @@ fn choose(
         }
     }
     let def = table.native.def();
-    let sql_of = |native: usize| table.columns.iter().position(|c| c.native == native);
+    let sql_of = |native: usize| table.sql_column(native);
     let full = |cols: &[usize]| -> Option<(Vec<usize>, Vec<Expr>)> {
         let positions: Vec<usize> = cols.iter().map(|n| sql_of(*n)).collect::<Option<_>>()?;
         let exprs: Vec<Expr> = positions

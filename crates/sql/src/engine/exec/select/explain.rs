@@ -1061,7 +1061,7 @@ fn access_row(table: &TableInfo, access: &Access, has_cond: bool) -> Row {
             .def()
             .primary_key
             .iter()
-            .filter_map(|n| table.columns.iter().position(|c| c.native == *n))
+            .filter_map(|n| table.sql_column(*n))
             .map(|c| column_len(table, c))
             .sum()
     };
@@ -1148,7 +1148,7 @@ fn index_columns(table: &TableInfo, index: &str) -> Vec<usize> {
         .map(|i| {
             i.columns
                 .iter()
-                .filter_map(|n| table.columns.iter().position(|c| c.native == *n))
+                .filter_map(|n| table.sql_column(*n))
                 .collect()
         })
         .unwrap_or_default()
@@ -1193,9 +1193,7 @@ fn possible_keys(
         .filter(|k| {
             k.columns.first().is_some_and(|n| {
                 table
-                    .columns
-                    .iter()
-                    .position(|c| c.native == *n)
+                    .sql_column(*n)
                     .is_some_and(|p| read.contains(&(p + offset)))
             })
         })
