@@ -66,14 +66,27 @@ fn consume_results(bytes: &[u8]) -> bool {
 }
 
 fn consume_rows(bytes: &[u8]) -> bool {
-    RowBatchReader::new(bytes)
+    let checked = RowBatchReader::new(bytes)
         .map(|reader| {
             reader
                 .iter()
                 .map(|r| r.values().count() + r.keys().count())
                 .sum::<usize>()
         })
-        .is_ok()
+        .is_ok();
+    // Checking the frame, then each value as it is decoded (the client's
+    // way), accepts the same.
+    let one_pass = RowBatchReader::framed(bytes).is_ok_and(|reader| {
+        reader.iter().all(|r| {
+            let mut n = 0;
+            r.try_values(|_| n += 1).is_ok() && r.try_keys(|_| n += 1).is_ok()
+        })
+    });
+    assert_eq!(
+        checked, one_pass,
+        "two ways of reading a row batch disagree"
+    );
+    checked
 }
 
 fn results_bytes(values: &[schema::Value]) -> Vec<u8> {
@@ -298,6 +311,14 @@ fn errors_say_where() {
     assert_eq!(
         err.to_string(),
         "row batch: byte 24: text is not valid UTF-8"
+    );
+    // Read by frame, the same string is refused when its row is decoded.
+    let framed = RowBatchReader::framed(&bytes).unwrap();
+    let row = framed.iter().next().unwrap();
+    let err = row.try_values(|_| {}).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "row values: byte 5: text is not valid UTF-8"
     );
     // A row whose declared value bytes do not match its values.
     let mut bytes = b"RW\x02".to_vec();
