@@ -124,11 +124,13 @@ impl Collation {
         let end = s.iter().rposition(|&c| c != b' ').map_or(0, |p| p + 1);
         let s = &s[..end];
         if s.is_ascii() {
-            match self {
-                Collation::Utf8mb4Bin => out.extend_from_slice(s),
-                Collation::Utf8mb4GeneralCi => {
-                    out.extend(s.iter().map(u8::to_ascii_uppercase));
-                }
+            // Copied, then folded in place eight bytes at a time (a push
+            // per byte cost 7 instructions a byte, 4 % of the SQL node's
+            // work under sysbench's DISTINCT c).
+            let start = out.len();
+            out.extend_from_slice(s);
+            if self == Collation::Utf8mb4GeneralCi {
+                uppercase_ascii(&mut out[start..]);
             }
             return;
         }
@@ -164,7 +166,21 @@ impl Collation {
             Collation::Utf8mb4GeneralCi => c.to_ascii_uppercase(),
         };
         let common = a.len().min(b.len());
-        for (&x, &y) in a[..common].iter().zip(&b[..common]) {
+        // Equal bytes are equal characters, whatever they encode, up to
+        // the first difference: found a word at a time (sorted keys often
+        // share a prefix). The byte there starts a character in both
+        // strings, so the loop below may begin at it.
+        let mut same = 0;
+        let word = |s: &[u8], at: usize| {
+            u64::from_ne_bytes(s[at..at + 8].try_into().expect("eight bytes"))
+        };
+        while same + 8 <= common && word(a, same) == word(b, same) {
+            same += 8;
+        }
+        while same < common && a[same] == b[same] {
+            same += 1;
+        }
+        for (&x, &y) in a[same..common].iter().zip(&b[same..common]) {
             if !x.is_ascii() || !y.is_ascii() {
                 return None;
             }
@@ -195,6 +211,26 @@ impl Collation {
     pub fn equal(self, a: &str, b: &str) -> bool {
         self.compare(a, b) == Ordering::Equal
     }
+}
+
+/// Makes the ASCII letters of `bytes`, all ASCII, uppercase: eight bytes
+/// at a time, as one word each (`make_ascii_uppercase` goes a byte at a
+/// time).
+fn uppercase_ascii(bytes: &mut [u8]) {
+    const ONES: u64 = u64::from_ne_bytes([1; 8]);
+    debug_assert!(bytes.is_ascii());
+    let mut words = bytes.chunks_exact_mut(8);
+    for word in &mut words {
+        let x = u64::from_ne_bytes((&*word).try_into().expect("eight bytes"));
+        // Every byte is under 0x80, so no per-byte sum below carries into
+        // the next byte; a byte's top bit then says how it compares.
+        let from_a = x + ONES * (0x80 - u64::from(b'a'));
+        let past_z = x + ONES * (0x7f - u64::from(b'z'));
+        let lower = from_a & !past_z & (ONES * 0x80);
+        // A lowercase letter loses 0x20: its top-bit flag, shifted to it.
+        word.copy_from_slice(&(x ^ (lower >> 2)).to_ne_bytes());
+    }
+    words.into_remainder().make_ascii_uppercase();
 }
 
 /// Compares two weight sequences as if the shorter were padded with
@@ -595,6 +631,16 @@ mod tests {
     /// The byte form is the string form's bytes, ASCII or not, invalid
     /// UTF-8 as its lossy decoding.
     #[test]
+    fn uppercase_ascii_is_make_ascii_uppercase() {
+        let all: Vec<u8> = (0u8..0x80).collect();
+        for start in 0..8 {
+            let mut fast = all[start..].to_vec();
+            uppercase_ascii(&mut fast);
+            assert_eq!(fast, all[start..].to_ascii_uppercase());
+        }
+    }
+
+    #[test]
     fn sort_key_into_is_sort_key() {
         let texts: [&[u8]; 9] = [
             b"",
@@ -655,15 +701,34 @@ mod tests {
         }
         strings.sort();
         strings.dedup();
+        let ci = Collation::Utf8mb4GeneralCi;
         for c in [Collation::Utf8mb4Bin, Collation::Utf8mb4GeneralCi] {
             for a in &strings {
                 for b in &strings {
                     let wanted = reference(c, a, b);
                     assert_eq!(c.compare(a, b), wanted, "{c:?} {a:?} {b:?}");
                     assert_eq!(c.compare_bytes(a.as_bytes(), b.as_bytes()), wanted);
+                    // Behind a shared prefix longer than a word (with a
+                    // character of two bytes in it), which the fast path
+                    // steps over.
+                    let (a, b) = (
+                        format!("prefix-\u{e9}-0123{a}"),
+                        format!("prefix-\u{e9}-0123{b}"),
+                    );
+                    assert_eq!(c.compare_bytes(a.as_bytes(), b.as_bytes()), wanted);
                 }
             }
         }
+        // A difference inside a character of two bytes, past a word.
+        assert_eq!(
+            ci.compare_bytes("01234567\u{e9}".as_bytes(), "01234567\u{e8}".as_bytes()),
+            Ordering::Equal
+        );
+        assert_eq!(
+            Collation::Utf8mb4Bin
+                .compare_bytes("01234567\u{e9}".as_bytes(), "01234567\u{e8}".as_bytes()),
+            Ordering::Greater
+        );
         let ci = Collation::Utf8mb4GeneralCi;
         assert_eq!(ci.compare("\u{c9}", "\u{e9}"), Ordering::Equal);
         // Bytes that are not UTF-8 compare as their lossy decoding.
