@@ -1807,6 +1807,36 @@ fn kept_plans(conn: &mut Conn<'_>) {
     ok(conn, "SET sql_notes = 1");
     assert_eq!(text(&run(conn, 2).1), rows(&[&["2", "20", "7"]]));
     assert_eq!(reprepared(conn), "5");
+    // A range (never deferred) runs by its kept plan too, with each
+    // execute's values, and sees a transaction's own writes.
+    let range = conn
+        .prepare("SELECT v, id FROM kp WHERE id BETWEEN ? AND ? ORDER BY v DESC")
+        .expect("prepare")
+        .id;
+    let run_range = |conn: &mut Conn<'_>, from: i64, to: i64| {
+        let mut sink = Sink::default();
+        conn.execute(range, &[SqlValue::Int(from), SqlValue::Int(to)], &mut sink)
+            .expect("sink");
+        assert_eq!(sink.answers.len(), 1, "one answer");
+        text(&sink.answers.pop().expect("an answer"))
+    };
+    assert_eq!(run_range(conn, 1, 2), rows(&[&["20", "2"], &["10", "1"]]));
+    assert_eq!(run_range(conn, 2, 9), rows(&[&["20", "2"]]));
+    assert_eq!(run_range(conn, 0, 1), rows(&[&["10", "1"]]));
+    assert_eq!(reprepared(conn), "5", "the range's plan was kept");
+    ok(conn, "BEGIN");
+    ok(conn, "INSERT INTO kp (id, v) VALUES (3, '30')");
+    assert_eq!(
+        run_range(conn, 1, 3),
+        rows(&[&["30", "3"], &["20", "2"], &["10", "1"]]),
+        "the transaction's own row"
+    );
+    ok(conn, "ROLLBACK");
+    assert_eq!(run_range(conn, 1, 3), rows(&[&["20", "2"], &["10", "1"]]));
+    ok(conn, "ALTER TABLE kp DROP COLUMN w");
+    assert_eq!(run_range(conn, 1, 9), rows(&[&["20", "2"], &["10", "1"]]));
+    assert_eq!(reprepared(conn), "6", "planned again after the ALTER");
+    conn.close(range);
     ok(conn, "DROP TABLE kp");
     let (deferred, answer) = run(conn, 1);
     assert!(!deferred);

@@ -363,8 +363,10 @@ impl<'s> Conn<'s> {
 
     /// Starts a prepared query as `run_statement` runs it, except that a
     /// read of one row by key without a lock stops with its request built
-    /// and unsent (true: [`Conn::finish_deferred`] answers it); false: the
-    /// statement was answered to `sink`.
+    /// and unsent (true: [`Conn::finish_deferred`] answers it; only with
+    /// `may_defer`); false: the statement was answered to `sink`. A plan
+    /// in `kept` that still holds is used, and one that may be kept is
+    /// left there.
     fn begin_deferred(
         &mut self,
         statement: Arc<Stmt>,
@@ -372,6 +374,7 @@ impl<'s> Conn<'s> {
         sink: &mut dyn ResultSink,
         text: Arc<str>,
         kept: Option<&mut Option<exec::KeptPlan>>,
+        may_defer: bool,
     ) -> io::Result<bool> {
         let mark = status::statement_start(self, &statement);
         if !session::keeps_warnings(&statement) {
@@ -381,12 +384,13 @@ impl<'s> Conn<'s> {
         let begun = match &*statement {
             Stmt::Sql(s) => users::authorize(self, s).and_then(|()| {
                 self.subqueries.clear();
-                exec::begin_deferred(self, s, params, &mut counting, kept)
+                exec::begin_deferred(self, s, params, &mut counting, kept, may_defer)
             }),
             Stmt::Extra(_) => Err(SqlError::unsupported("deferring this statement")),
         };
         match begun {
             Ok(Some(select)) => {
+                debug_assert!(may_defer, "a statement deferred where it may not be");
                 self.deferred = Some(DeferredStatement {
                     select,
                     mark,
@@ -705,7 +709,7 @@ impl<'s> Backend for Conn<'s> {
             return self.query(sql, false, sink).map(|()| false);
         };
         self.set_command_shared("Query", Some(Arc::clone(&text)));
-        let deferred = self.begin_deferred(statement, &[], sink, text, None)?;
+        let deferred = self.begin_deferred(statement, &[], sink, text, None, true)?;
         if !deferred {
             self.set_command("Sleep", None);
         }

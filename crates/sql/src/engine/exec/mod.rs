@@ -73,17 +73,19 @@ fn query_start<'q>(
 /// Starts a query that a thread-pool worker may send together with other
 /// connections' statements: when it reads one row by key outside a
 /// transaction, its read is prepared in the connection's session, unsent
-/// (Some; [`finish_deferred`] answers it once sent); otherwise it runs to
-/// `sink` as [`query`] runs it (None).
+/// (Some; [`finish_deferred`] answers it once sent; only with
+/// `may_defer`); otherwise it runs to `sink` as [`query`] runs it (None),
+/// by the plan kept in `kept` when that still holds.
 pub(crate) fn begin_deferred<'s>(
     conn: &mut Conn<'s>,
     statement: &Statement,
     params: &[SqlValue],
     sink: &mut dyn ResultSink,
     kept: Option<&mut Option<select::KeptPlan>>,
+    may_defer: bool,
 ) -> SqlResult<Option<select::Deferred<'s>>> {
     let (q, params, placeholders) = query_start(conn, statement, params)?;
-    select::begin_deferred(conn, q, params, &placeholders, sink, kept)
+    select::begin_deferred(conn, q, params, &placeholders, sink, kept, may_defer)
 }
 
 pub(crate) use select::{finish_deferred, Deferred, KeptPlan};

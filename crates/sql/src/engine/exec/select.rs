@@ -1527,19 +1527,31 @@ pub fn run(
 /// Runs a planned query and sends its rows.
 fn answer(
     conn: &mut Conn<'_>,
-    plans: Plans,
+    mut plans: Plans,
     params: &[Val],
     more: bool,
     sink: &mut dyn ResultSink,
 ) -> SqlResult<Answered> {
-    let metas = plans.metas.clone();
-    let rows = rows_of(conn, plans, params)?;
+    lock_own_writes(conn, &mut plans.planned);
+    answer_planned(conn, &plans, params, more, sink)
+}
+
+/// [`answer`] of plans whose reads already lock as [`lock_own_writes`]
+/// has them lock.
+fn answer_planned(
+    conn: &mut Conn<'_>,
+    plans: &Plans,
+    params: &[Val],
+    more: bool,
+    sink: &mut dyn ResultSink,
+) -> SqlResult<Answered> {
+    let rows = rows_of_planned(conn, plans, params)?;
     let end = OkInfo {
         warnings: conn.session.warning_count(),
         more_results: more,
         ..OkInfo::default()
     };
-    send(sink, &metas, &rows, &end)
+    send(sink, &plans.metas, &rows, &end)
 }
 
 /// Reads of a transaction that wrote see its writes through a lock.
@@ -1576,7 +1588,9 @@ pub(crate) struct Deferred<'s> {
 ///
 /// With `kept` (a prepared statement's slot), a plan kept there that still
 /// holds is used instead of planning again, and a plan that may be kept
-/// is left there.
+/// is left there. Without `may_defer`, the query is always answered to
+/// `sink` (a prepared query of another shape, which runs by its kept
+/// plan here).
 pub(crate) fn begin_deferred<'s>(
     conn: &mut Conn<'s>,
     q: &ast::Query,
@@ -1584,6 +1598,7 @@ pub(crate) fn begin_deferred<'s>(
     placeholders: &[Location],
     sink: &mut dyn ResultSink,
     kept: Option<&mut Option<KeptPlan>>,
+    may_defer: bool,
 ) -> SqlResult<Option<Deferred<'s>>> {
     // A transaction that wrote reads under a lock: never deferred, and
     // the plan changes for it (`lock_own_writes`).
@@ -1611,21 +1626,16 @@ pub(crate) fn begin_deferred<'s>(
         }
     };
     let read = match plans.planned.as_slice() {
-        [p] if !plans.calc_found_rows => deferred_read(conn, p, &params, key.as_deref())?,
+        [p] if may_defer && !plans.calc_found_rows => {
+            deferred_read(conn, p, &params, key.as_deref())?
+        }
         _ => None,
     };
     let Some((table, tx, read, later, commits, environment)) = read else {
-        // Answered the usual way; a kept plan is planned again for it
-        // (rare: the key turned out not to name one row).
-        let plans = match Arc::try_unwrap(plans) {
-            Ok(plans) => plans,
-            Err(_) => {
-                let mut plans = plan_query(conn, q, placeholders, Some(&params))?;
-                lock_own_writes(conn, &mut plans.planned);
-                plans
-            }
-        };
-        answer(conn, plans, &params, false, sink)?;
+        // Answered the usual way, by the plan as it is: its reads lock as
+        // `lock_own_writes` has them (a fresh plan got its locks above; a
+        // kept one is used only where that adds none).
+        answer_planned(conn, &plans, &params, false, sink)?;
         return Ok(None);
     };
     Ok(Some(Deferred {
@@ -1876,7 +1886,14 @@ pub(crate) fn finish_deferred<'s>(
 }
 
 /// The rows of a planned query.
-fn rows_of(conn: &mut Conn<'_>, plans: Plans, params: &[Val]) -> SqlResult<Vec<Vec<Val>>> {
+fn rows_of(conn: &mut Conn<'_>, mut plans: Plans, params: &[Val]) -> SqlResult<Vec<Vec<Val>>> {
+    lock_own_writes(conn, &mut plans.planned);
+    rows_of_planned(conn, &plans, params)
+}
+
+/// The rows of a planned query whose reads already lock as
+/// [`lock_own_writes`] has them lock (a kept plan: no lock to add).
+fn rows_of_planned(conn: &mut Conn<'_>, plans: &Plans, params: &[Val]) -> SqlResult<Vec<Vec<Val>>> {
     let Plans {
         metas: _,
         planned,
@@ -1887,6 +1904,12 @@ fn rows_of(conn: &mut Conn<'_>, plans: Plans, params: &[Val]) -> SqlResult<Vec<V
         calc_found_rows,
         placeholders,
     } = plans;
+    let (union_distinct, union_limit, union_offset, calc_found_rows) = (
+        *union_distinct,
+        *union_limit,
+        *union_offset,
+        *calc_found_rows,
+    );
     let environment = env(conn);
     let info = Arc::clone(&conn.info);
     let mut ctx = Ctx::new(params, &environment);
@@ -1895,13 +1918,11 @@ fn rows_of(conn: &mut Conn<'_>, plans: Plans, params: &[Val]) -> SqlResult<Vec<V
     let needs_tx = planned
         .iter()
         .any(|p| p.table.is_some() || p.join.is_some());
-    let mut planned = planned;
-    lock_own_writes(conn, &mut planned);
     let mut rows: Vec<Vec<Val>> = Vec::new();
     if planned.iter().any(per_row) {
         let alone = planned.len() == 1;
-        for p in &planned {
-            rows.extend(run_per_row(conn, p, &mut ctx, alone, &placeholders, None)?);
+        for p in planned {
+            rows.extend(run_per_row(conn, p, &mut ctx, alone, placeholders, None)?);
         }
     } else if needs_tx {
         let tx = txn::take(conn)?;
@@ -1910,7 +1931,7 @@ fn rows_of(conn: &mut Conn<'_>, plans: Plans, params: &[Val]) -> SqlResult<Vec<V
         let mut committed = false;
         let result = (|| {
             let mut all = Vec::new();
-            for p in &planned {
+            for p in planned {
                 let commit = autocommit_read.then_some(&mut committed);
                 all.extend(run_one(&tx, p, &mut ctx, commit)?);
             }
@@ -1922,7 +1943,7 @@ fn rows_of(conn: &mut Conn<'_>, plans: Plans, params: &[Val]) -> SqlResult<Vec<V
             txn::finish(conn, tx, result)?
         };
     } else {
-        for p in &planned {
+        for p in planned {
             rows.extend(run_one_without_table(p, &mut ctx)?);
         }
     }
@@ -1936,7 +1957,7 @@ fn rows_of(conn: &mut Conn<'_>, plans: Plans, params: &[Val]) -> SqlResult<Vec<V
     }
     if !union_order.is_empty() {
         rows.sort_by(|a, b| {
-            for (at, desc) in &union_order {
+            for (at, desc) in union_order {
                 let coll = union_collations.get(*at).copied().unwrap_or(GENERAL_CI);
                 let o = order_cmp(&a[*at], &b[*at], coll);
                 let o = if *desc { o.reverse() } else { o };
