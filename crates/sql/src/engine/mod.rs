@@ -656,7 +656,13 @@ impl<'s> Backend for Conn<'s> {
 
     fn prepare(&mut self, sql: &str) -> Result<Prepared, SqlError> {
         status::count_command(self, status::COM_STMT_PREPARE);
-        prepared::prepare(self, sql)
+        // A prepare that fails replaces the last statement's notes with its
+        // error (SHOW WARNINGS and SHOW ERRORS list it); one that succeeds
+        // leaves them, as MariaDB's does.
+        prepared::prepare(self, sql).inspect_err(|error| {
+            self.session.start_statement();
+            self.session.note_error(error);
+        })
     }
 
     fn execute(

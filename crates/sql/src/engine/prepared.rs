@@ -84,8 +84,15 @@ pub fn prepare(conn: &mut Conn<'_>, sql: &str) -> SqlResult<Prepared> {
     // sqlparser does not parse, the session's splitter may recognise
     // (`SHOW WARNINGS`, …), without placeholders.
     let statement = match super::parse(sql) {
-        // ANALYZE TABLE runs from its text (the parser takes one table).
-        Ok(statements) if matches!(statements.as_slice(), [Statement::Analyze(_)]) => {
+        // ANALYZE TABLE runs from its text (the parser takes one table);
+        // so do the SHOWs the parser takes for words (`SHOW WARNINGS`,
+        // `SHOW ERRORS`, `SHOW GRANTS`), as the text protocol runs them.
+        Ok(statements)
+            if matches!(
+                statements.as_slice(),
+                [Statement::Analyze(_) | Statement::ShowVariable { .. }]
+            ) =>
+        {
             super::session::parse_text(sql, false)?
                 .into_iter()
                 .next()
@@ -118,6 +125,11 @@ pub fn prepare(conn: &mut Conn<'_>, sql: &str) -> SqlResult<Prepared> {
             conn.prepared.running = None;
             described?
         }
+        Stmt::Extra(super::session::Extra::ShowWarnings {
+            errors,
+            count: true,
+            ..
+        }) => vec![super::session::show_count_column(*errors)],
         _ => Vec::new(),
     };
     let params = placeholders

@@ -431,12 +431,14 @@ impl Variables {
 /// Statements `sqlparser` does not parse, recognised before it.
 #[derive(Clone, Debug)]
 pub enum Extra {
-    /// `SHOW WARNINGS` / `SHOW ERRORS` [`LIMIT n`]; `count`: `SHOW COUNT(*) …`.
+    /// `SHOW WARNINGS` / `SHOW ERRORS` [`LIMIT [o,] n`]; `count`: `SHOW COUNT(*) …`.
     ShowWarnings {
         /// Errors only.
         errors: bool,
         /// `SHOW COUNT(*) WARNINGS`.
         count: bool,
+        /// `LIMIT`'s offset and row count.
+        limit: Option<(u64, u64)>,
     },
     /// A schema statement the catalog recognised (`ddl::recognise`).
     Catalog(Box<super::ddl::CatalogStmt>),
@@ -692,6 +694,85 @@ fn head_words(tokens: &[Token], n: usize) -> Vec<String> {
         .collect()
 }
 
+/// `SHOW WARNINGS|ERRORS [LIMIT [offset,] count | LIMIT count OFFSET
+/// offset]` and `SHOW COUNT(*) WARNINGS|ERRORS`, which the parser does not
+/// take: anything else after them is 1064 near the first token that does
+/// not fit, as MariaDB's grammar refuses it (a LIMIT would otherwise be
+/// ignored and show every note).
+fn show_warnings_statement(spanned: &[TokenWithSpan], sql: &str) -> SqlResult<Stmt> {
+    let tokens: Vec<&TokenWithSpan> = spanned
+        .iter()
+        .filter(|t| !matches!(t.token, Token::Whitespace(_)))
+        .collect();
+    let mut at = 1;
+    let misfit = |at: usize| -> SqlError {
+        match tokens.get(at) {
+            Some(t) => syntax_error(
+                sql,
+                &format!(
+                    "Expected: SHOW WARNINGS or SHOW ERRORS [LIMIT], found: {} at Line: {}, Column: {}",
+                    t.token, t.span.start.line, t.span.start.column
+                ),
+            ),
+            None => SqlError::syntax_near(
+                "",
+                tokens.last().map_or(1, |t| t.span.end.line),
+                "Expected: more of SHOW WARNINGS, found: end of statement",
+            ),
+        }
+    };
+    let is_word = |at: usize, word: &str| {
+        matches!(tokens.get(at), Some(t) if matches!(&t.token, Token::Word(w)
+            if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word)))
+    };
+    let count = is_word(at, "COUNT");
+    if count {
+        at += 1;
+        for expected in [Token::LParen, Token::Mul, Token::RParen] {
+            if tokens.get(at).map(|t| &t.token) != Some(&expected) {
+                return Err(misfit(at));
+            }
+            at += 1;
+        }
+    }
+    let errors = match () {
+        () if is_word(at, "WARNINGS") => false,
+        () if is_word(at, "ERRORS") => true,
+        () => return Err(misfit(at)),
+    };
+    at += 1;
+    let number = |at: usize| -> Option<u64> {
+        match tokens.get(at).map(|t| &t.token) {
+            Some(Token::Number(n, _)) if n.bytes().all(|b| b.is_ascii_digit()) => {
+                // Past u64 it is no smaller limit: every note.
+                Some(n.parse().unwrap_or(u64::MAX))
+            }
+            _ => None,
+        }
+    };
+    let mut limit = None;
+    if !count && is_word(at, "LIMIT") {
+        let first = number(at + 1).ok_or_else(|| misfit(at + 1))?;
+        at += 2;
+        limit = Some((0, first));
+        if tokens.get(at).map(|t| &t.token) == Some(&Token::Comma) {
+            limit = Some((first, number(at + 1).ok_or_else(|| misfit(at + 1))?));
+            at += 2;
+        } else if is_word(at, "OFFSET") {
+            limit = Some((number(at + 1).ok_or_else(|| misfit(at + 1))?, first));
+            at += 2;
+        }
+    }
+    if at < tokens.len() {
+        return Err(misfit(at));
+    }
+    Ok(Stmt::Extra(Extra::ShowWarnings {
+        errors,
+        count,
+        limit,
+    }))
+}
+
 fn parse_piece(mut spanned: Vec<TokenWithSpan>, sql: &str) -> SqlResult<Stmt> {
     mend_words(&mut spanned);
     let tokens: Vec<Token> = spanned.iter().map(|t| t.token.clone()).collect();
@@ -712,25 +793,8 @@ fn parse_piece(mut spanned: Vec<TokenWithSpan>, sql: &str) -> SqlResult<Stmt> {
         }))
     };
     match (word(0), word(1), word(2)) {
-        ("SHOW", "WARNINGS", _) => {
-            return Ok(Stmt::Extra(Extra::ShowWarnings {
-                errors: false,
-                count: false,
-            }))
-        }
-        ("SHOW", "ERRORS", _) => {
-            return Ok(Stmt::Extra(Extra::ShowWarnings {
-                errors: true,
-                count: false,
-            }))
-        }
-        ("SHOW", "COUNT", _) => {
-            let errors = words.get(3).is_some_and(|w| w == "ERRORS")
-                || text().to_ascii_uppercase().ends_with("ERRORS");
-            return Ok(Stmt::Extra(Extra::ShowWarnings {
-                errors,
-                count: true,
-            }));
+        ("SHOW", "WARNINGS" | "ERRORS" | "COUNT", _) => {
+            return show_warnings_statement(&spanned, sql)
         }
         ("SHOW", "GRANTS", _) => return extra_text("SHOW GRANTS", text()),
         ("CREATE" | "DROP" | "ALTER" | "RENAME", "USER", _) => {
@@ -986,7 +1050,11 @@ pub fn extra(
     sink: &mut dyn ResultSink,
 ) -> SqlResult<Answered> {
     match extra {
-        Extra::ShowWarnings { errors, count } => show_warnings(conn, *errors, *count, more, sink),
+        Extra::ShowWarnings {
+            errors,
+            count,
+            limit,
+        } => show_warnings(conn, *errors, *count, *limit, more, sink),
         Extra::Catalog(statement) => super::ddl::run(conn, statement, more, sink),
         Extra::Text { head, sql } if head == "ANALYZE" => {
             super::stats::analyze(conn, sql, more, sink)
@@ -995,10 +1063,23 @@ pub fn extra(
     }
 }
 
+/// The column of `SHOW COUNT(*) WARNINGS|ERRORS`, MariaDB's `SELECT
+/// @@session.warning_count` (so its prepare describes it, where a prepared
+/// `SHOW WARNINGS` describes no columns).
+pub fn show_count_column(errors: bool) -> ColumnMeta {
+    let name = if errors {
+        "@@session.error_count"
+    } else {
+        "@@session.warning_count"
+    };
+    ColumnMeta::expr(name, ColumnType::LongLong, charset::BINARY, 21)
+}
+
 fn show_warnings(
     conn: &mut Conn<'_>,
     errors: bool,
     count: bool,
+    limit: Option<(u64, u64)>,
     more: bool,
     sink: &mut dyn ResultSink,
 ) -> SqlResult<Answered> {
@@ -1012,17 +1093,8 @@ fn show_warnings(
         .cloned()
         .collect();
     if count {
-        let name = if errors {
-            "@@session.error_count"
-        } else {
-            "@@session.warning_count"
-        };
-        let columns = [ColumnMeta::expr(
-            name,
-            ColumnType::LongLong,
-            charset::BINARY,
-            21,
-        )];
+        // The count is of every note: `SHOW COUNT(*)` takes no LIMIT.
+        let columns = [show_count_column(errors)];
         let rows = vec![vec![SqlValue::Int(notes.len() as i64)]];
         send_rows(sink, &columns, rows, more)?;
         return Ok(Answered::Done);
@@ -1042,8 +1114,11 @@ fn show_warnings(
             2048,
         ),
     ];
+    let (skip, take) = limit.unwrap_or((0, u64::MAX));
     let rows = notes
         .into_iter()
+        .skip(usize::try_from(skip).unwrap_or(usize::MAX))
+        .take(usize::try_from(take).unwrap_or(usize::MAX))
         .map(|n| {
             vec![
                 SqlValue::Bytes(n.level.as_bytes().to_vec()),
@@ -1911,15 +1986,45 @@ mod tests {
             &stmts[0],
             Stmt::Extra(Extra::ShowWarnings {
                 errors: false,
-                count: false
+                count: false,
+                limit: None
             })
         ));
+        let stmts = parse_one("SHOW ERRORS LIMIT 2 OFFSET 1", false).unwrap();
+        assert!(matches!(
+            &stmts[0],
+            Stmt::Extra(Extra::ShowWarnings {
+                errors: true,
+                limit: Some((1, 2)),
+                ..
+            })
+        ));
+        let stmts = parse_one("show warnings limit 3, 4", false).unwrap();
+        assert!(matches!(
+            &stmts[0],
+            Stmt::Extra(Extra::ShowWarnings {
+                limit: Some((3, 4)),
+                ..
+            })
+        ));
+        for bad in [
+            "SHOW WARNINGS LIMIT",
+            "SHOW WARNINGS x",
+            "SHOW COUNT(1) WARNINGS",
+            "SHOW COUNT(*) WARNINGS LIMIT 1",
+            "SHOW WARNINGS LIMIT -1",
+            "SHOW WARNINGS LIMIT 1,2,3",
+        ] {
+            let e = parse_one(bad, false).unwrap_err();
+            assert_eq!(e.code, codes::PARSE, "{bad}: {e}");
+        }
         let stmts = parse_one("SHOW COUNT(*) ERRORS", false).unwrap();
         assert!(matches!(
             &stmts[0],
             Stmt::Extra(Extra::ShowWarnings {
                 errors: true,
-                count: true
+                count: true,
+                limit: None
             })
         ));
 

@@ -937,10 +937,15 @@ fn statement_text(statement: &Stmt) -> String {
     match statement {
         Stmt::Sql(s) => s.to_string(),
         Stmt::Extra(Extra::Text { sql, .. }) => sql.clone(),
-        Stmt::Extra(Extra::ShowWarnings { errors, count }) => format!(
-            "SHOW {}{}",
+        Stmt::Extra(Extra::ShowWarnings {
+            errors,
+            count,
+            limit,
+        }) => format!(
+            "SHOW {}{}{}",
             if *count { "COUNT(*) " } else { "" },
-            if *errors { "ERRORS" } else { "WARNINGS" }
+            if *errors { "ERRORS" } else { "WARNINGS" },
+            limit.map_or(String::new(), |(o, n)| format!(" LIMIT {o}, {n}"))
         ),
         Stmt::Extra(Extra::Catalog(c)) => format!("{c:?}"),
     }
