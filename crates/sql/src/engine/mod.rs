@@ -43,7 +43,7 @@ use skarv_client::{Cluster, Session};
 use sqlparser::ast::Statement;
 use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::Parser;
-use sqlparser::tokenizer::{Token, Tokenizer};
+use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 
 use crate::backend::{Backend, Credentials, Login, OkInfo, Prepared, ResultSink};
 use crate::error::{codes, SqlError, SqlResult};
@@ -268,10 +268,12 @@ pub fn parse(sql: &str) -> SqlResult<Vec<Statement>> {
         .tokenize_with_location()
         .map_err(SqlError::syntax)?;
     session::mend_words(&mut tokens);
-    // The tree is walked for DUAL only when the word is there at all.
-    let dual = tokens.iter().any(|t| {
-        matches!(&t.token, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("dual"))
-    });
+    // DUAL is checked and the tree walked for it only when the word is
+    // there at all.
+    let dual = mentions_dual(&tokens);
+    if dual {
+        check_dual(&tokens, sql)?;
+    }
     let mut statements = Parser::new(&MySqlDialect {})
         .with_tokens_with_locations(tokens)
         .parse_statements()
@@ -280,6 +282,119 @@ pub fn parse(sql: &str) -> SqlResult<Vec<Statement>> {
         statements.iter_mut().for_each(dual_as_no_table);
     }
     Ok(statements)
+}
+
+/// Whether the text has the word DUAL unquoted (then [`check_dual`] and
+/// [`dual_as_no_table`] have work to do).
+pub(crate) fn mentions_dual(tokens: &[TokenWithSpan]) -> bool {
+    tokens.iter().any(|t| {
+        matches!(&t.token, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("dual"))
+    })
+}
+
+/// 1064 where the unquoted word DUAL is used as anything but MariaDB's
+/// `FROM DUAL` of a SELECT: DUAL is a reserved word of MariaDB's grammar,
+/// so `FROM dual AS d`, `FROM t, dual`, `DELETE FROM dual`, `SHOW TABLES
+/// FROM dual` or a column named dual are syntax errors there, which the
+/// parser would take for a table or a column (and Skarv answer 1146).
+/// As in MariaDB's lexer, the word joined to a `.` (`db.dual`, `dual.c`)
+/// is a name, and `@dual` a variable. The error is near the word, or near
+/// what follows `FROM DUAL` when that is no clause a SELECT may go on with.
+pub(crate) fn check_dual(tokens: &[TokenWithSpan], sql: &str) -> SqlResult<()> {
+    let significant: Vec<usize> = (0..tokens.len())
+        .filter(|&at| !matches!(tokens[at].token, Token::Whitespace(_)))
+        .collect();
+    let word = |at: usize| match &tokens[at].token {
+        Token::Word(w) if w.quote_style.is_none() => Some(w.value.to_ascii_uppercase()),
+        _ => None,
+    };
+    let near = |at: Option<&usize>| match at {
+        Some(&at) => {
+            let start = tokens[at].span.start;
+            session::syntax_error(
+                sql,
+                &format!(
+                    "Expected: FROM DUAL alone, found: {} at Line: {}, Column: {}",
+                    tokens[at].token, start.line, start.column
+                ),
+            )
+        }
+        None => SqlError::syntax_near("", 1, "Expected: FROM DUAL alone, found: end of statement"),
+    };
+    // The first word of the statement, at each depth of parentheses (a
+    // DELETE's or SHOW's own FROM takes a table, a subquery's a DUAL).
+    let mut depth = 0usize;
+    let mut first_word: Vec<Option<String>> = vec![None];
+    for (k, &at) in significant.iter().enumerate() {
+        match &tokens[at].token {
+            Token::LParen => {
+                depth += 1;
+                first_word.truncate(depth);
+                first_word.push(None);
+                continue;
+            }
+            Token::RParen => {
+                depth = depth.saturating_sub(1);
+                first_word.truncate(depth + 1);
+                continue;
+            }
+            Token::SemiColon => {
+                first_word = vec![None];
+                depth = 0;
+                continue;
+            }
+            _ => {}
+        }
+        let this = word(at);
+        if first_word[depth].is_none() {
+            first_word[depth] = Some(this.clone().unwrap_or_default());
+        }
+        if this.as_deref() != Some("DUAL") {
+            continue;
+        }
+        let joined = |t: Option<&TokenWithSpan>| {
+            matches!(t.map(|t| &t.token), Some(Token::Period | Token::AtSign))
+        };
+        if joined(at.checked_sub(1).map(|b| &tokens[b])) || joined(tokens.get(at + 1)) {
+            continue;
+        }
+        let after_from = k > 0 && word(significant[k - 1]).as_deref() == Some("FROM");
+        let owner = first_word[depth].as_deref().unwrap_or("");
+        if !after_from || (depth == 0 && matches!(owner, "DELETE" | "SHOW")) {
+            return Err(near(Some(&at)));
+        }
+        let next = significant.get(k + 1);
+        let goes_on = match next.map(|&n| &tokens[n].token) {
+            None | Some(Token::RParen | Token::SemiColon) => true,
+            Some(_) => match word(*next.expect("a token follows")).as_deref() {
+                Some("ON") => significant
+                    .get(k + 2)
+                    .is_some_and(|&n| word(n).as_deref() == Some("DUPLICATE")),
+                Some(w) => matches!(
+                    w,
+                    "WHERE"
+                        | "GROUP"
+                        | "HAVING"
+                        | "ORDER"
+                        | "LIMIT"
+                        | "UNION"
+                        | "EXCEPT"
+                        | "INTERSECT"
+                        | "WINDOW"
+                        | "INTO"
+                        | "FOR"
+                        | "LOCK"
+                        | "PROCEDURE"
+                        | "FETCH"
+                ),
+                None => false,
+            },
+        };
+        if !goes_on {
+            return Err(near(next));
+        }
+    }
+    Ok(())
 }
 
 /// `FROM DUAL` made no FROM at all, in every SELECT of `statement`
@@ -857,6 +972,41 @@ mod tests {
         );
         assert_eq!(parsed("SELECT 1 FROM `dual`"), "SELECT 1 FROM `dual`");
         assert_eq!(parsed("SELECT 1 FROM db.dual"), "SELECT 1 FROM db.dual");
-        assert_eq!(parsed("SELECT 1 FROM dual AS d"), "SELECT 1 FROM dual AS d");
+        assert_eq!(
+            parsed("SELECT 1 FROM `dual` AS d"),
+            "SELECT 1 FROM `dual` AS d"
+        );
+        assert_eq!(parsed("SELECT dual.c FROM t"), "SELECT dual.c FROM t");
+        assert_eq!(parsed("SET @dual = 1"), "SET @dual = 1");
+        assert_eq!(
+            parsed("DELETE FROM t WHERE a IN (SELECT 1 FROM dual)"),
+            "DELETE FROM t WHERE a IN (SELECT 1)"
+        );
+    }
+
+    /// MariaDB reserves DUAL: any other use of the unquoted word is 1064,
+    /// near the word or near what follows `FROM DUAL`.
+    #[test]
+    fn dual_elsewhere_is_a_syntax_error() {
+        for (sql, near) in [
+            ("SELECT 1 FROM dual AS d", "near 'AS d'"),
+            ("SELECT 1 FROM dual d WHERE 1", "near 'd WHERE 1'"),
+            ("SELECT 1 FROM t, dual", "near 'dual'"),
+            ("SELECT 1 FROM dual JOIN t", "near 'JOIN t'"),
+            ("SELECT 1 FROM (dual)", "near 'dual)'"),
+            ("SELECT 1 FROM db . dual", "near 'dual'"),
+            ("DELETE FROM dual", "near 'dual'"),
+            ("UPDATE dual SET a = 1", "near 'dual SET a = 1'"),
+            ("SHOW TABLES FROM dual", "near 'dual'"),
+            ("SELECT 1 AS dual", "near 'dual'"),
+            (
+                "SELECT 1 FROM t WHERE a IN (SELECT 1 FROM dual x)",
+                "near 'x)'",
+            ),
+        ] {
+            let error = parse(sql).expect_err(sql);
+            assert_eq!(error.code, super::codes::PARSE, "{sql}");
+            assert!(error.message.contains(near), "{sql}: {}", error.message);
+        }
     }
 }

@@ -775,6 +775,9 @@ fn show_warnings_statement(spanned: &[TokenWithSpan], sql: &str) -> SqlResult<St
 
 fn parse_piece(mut spanned: Vec<TokenWithSpan>, sql: &str) -> SqlResult<Stmt> {
     mend_words(&mut spanned);
+    if super::mentions_dual(&spanned) {
+        super::check_dual(&spanned, sql)?;
+    }
     let tokens: Vec<Token> = spanned.iter().map(|t| t.token.clone()).collect();
     let words = head_words(&tokens, 4);
     let word = |i: usize| words.get(i).map(String::as_str).unwrap_or("");
@@ -1135,7 +1138,7 @@ fn show_warnings(
 /// parser's message ends with "at Line: l, Column: c" (1-based, in the
 /// text it tokenized), from which the quoted rest of the text starts; at
 /// the end of the text the quote is empty, as MySQL's.
-fn syntax_error(sql: &str, message: &str) -> SqlError {
+pub(super) fn syntax_error(sql: &str, message: &str) -> SqlError {
     let detail = message
         .trim_start_matches("sql parser error: ")
         .split(" at Line: ")
