@@ -1087,7 +1087,20 @@ fn changes_of(
             row: row_number,
             tz_secs: ctx.env.tz_secs,
         };
+        let warned = ctx.warnings.len();
         let stored = to_native_in_mode(&v, &target, ctx)?;
+        // MariaDB's note of a value rounded to its scale, as an INSERT's
+        // (not of one the conversion warned of), whether or not the row
+        // changes: the value is stored before it is compared.
+        if ctx.warnings.len() == warned && super::convert::rounded(&v, &column.ty) {
+            ctx.note(
+                codes::WARN_DATA_TRUNCATED,
+                format!(
+                    "Data truncated for column '{}' at row {row_number}",
+                    column.name
+                ),
+            );
+        }
         let new = super::convert::from_native(&stored, &column.ty, ctx.env.tz_secs);
         let same = match (&new, &row[*col]) {
             (Val::Null, Val::Null) => true,
