@@ -485,8 +485,9 @@ fn encode_padded_string(collation: Collation, s: &str, out: &mut Vec<u8>) {
         Collation::Utf8mb4Bin => out.extend_from_slice(s.as_bytes()),
         // ASCII weighs as its uppercase byte by byte, the common case,
         // without decoding.
-        Collation::Utf8mb4GeneralCi if s.is_ascii() => {
-            out.extend(s.bytes().map(|b| b.to_ascii_uppercase()));
+        Collation::Utf8mb4GeneralCi if super::types::is_ascii(s.as_bytes()) => {
+            out.extend_from_slice(s.as_bytes());
+            super::types::uppercase_ascii(&mut out[start..]);
         }
         Collation::Utf8mb4GeneralCi => {
             let mut utf8 = [0u8; UTF8MB4_CHAR_BYTES_MAX];
