@@ -1551,7 +1551,7 @@ fn answer_planned(
         more_results: more,
         ..OkInfo::default()
     };
-    send(sink, &plans.metas, &rows, &end)
+    send(sink, &plans.metas, rows, &end)
 }
 
 /// Reads of a transaction that wrote see its writes through a lock.
@@ -1882,7 +1882,7 @@ pub(crate) fn finish_deferred<'s>(
         more_results: more,
         ..OkInfo::default()
     };
-    send(sink, &plans.metas, &rows, &end)
+    send(sink, &plans.metas, rows, &end)
 }
 
 /// The rows of a planned query.
@@ -1983,7 +1983,7 @@ fn rows_of_planned(conn: &mut Conn<'_>, plans: &Plans, params: &[Val]) -> SqlRes
 fn send(
     sink: &mut dyn ResultSink,
     metas: &[ColumnMeta],
-    rows: &[Vec<Val>],
+    rows: Vec<Vec<Val>>,
     end: &OkInfo,
 ) -> SqlResult<Answered> {
     let io = |e: std::io::Error| SqlError::new(codes::UNKNOWN, format!("sending rows: {e}"));
@@ -1991,7 +1991,11 @@ fn send(
     let mut out = Vec::with_capacity(metas.len());
     for row in rows {
         out.clear();
-        out.extend(row.iter().zip(metas).map(|(v, m)| convert::to_sql(v, m)));
+        out.extend(
+            row.into_iter()
+                .zip(metas)
+                .map(|(v, m)| convert::to_sql_owned(v, m)),
+        );
         sink.row(&out).map_err(io)?;
     }
     sink.end_rows(end).map_err(io)?;
