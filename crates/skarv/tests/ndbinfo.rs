@@ -257,7 +257,19 @@ fn sum(figures: &BTreeMap<u64, u64>) -> u64 {
 
 #[test]
 fn ndbinfo_shows_the_data_nodes_figures() {
-    let sandbox = Sandbox::start_configured("ndbinfo", 14_000, 2, &["--sql-nodes", "1"]);
+    // A lock wait outlives the LDMs' once-a-second publication (NDB's
+    // 1.2 s default could end it first): see a_waiting_scan_shows_it.
+    let sandbox = Sandbox::start_configured(
+        "ndbinfo",
+        14_000,
+        2,
+        &[
+            "--sql-nodes",
+            "1",
+            "--set",
+            "TransactionDeadlockDetectionTimeout=30000",
+        ],
+    );
     let mut conn = connect(sandbox.sql_port());
 
     let tables: Vec<String> = conn.query("SHOW TABLES FROM ndbinfo").expect("show tables");
@@ -396,6 +408,7 @@ fn ndbinfo_shows_the_data_nodes_figures() {
 
     an_open_transaction_shows_in_flight(&sandbox, &mut conn);
     an_open_scan_shows_in_flight(&sandbox, &mut conn);
+    a_waiting_scan_shows_it(&sandbox, &mut conn);
 
     let refused = conn
         .query_drop("DELETE FROM ndbinfo.counters")
@@ -724,6 +737,53 @@ fn an_open_scan_shows_in_flight(sandbox: &Sandbox, conn: &mut mysql::Conn) {
 
     drop(scan);
     tx.execute(ExecMode::Rollback).expect("rollback");
+    wait_for("the scan to leave", IN_FLIGHT_SHOWN_MAX, || {
+        operations(conn, transid).is_empty()
+    });
+}
+
+/// A native exclusive scan that reaches a row another transaction holds
+/// waits for its lock: it shows as a `SCAN-EX` operation in `WAIT_LOCK`,
+/// and once the holder commits it goes on and reads every row.
+fn a_waiting_scan_shows_it(sandbox: &Sandbox, conn: &mut mysql::Conn) {
+    let mut holder = connect(sandbox.sql_port());
+    holder.query_drop("BEGIN").expect("begin");
+    holder
+        .query_drop("UPDATE load_db.t SET v = 'waited for' WHERE id = 11")
+        .expect("update");
+    let (sender, transid) = std::sync::mpsc::channel();
+    let connect_to = sandbox.connect.clone();
+    let scanner = std::thread::spawn(move || {
+        let cluster = Cluster::connect(&connect_to).expect("a native client connects");
+        let session = cluster.session().expect("session");
+        let table = session.table("load_db/def/t").expect("the loaded table");
+        let tx = session.begin().expect("begin");
+        sender.send(tx.id()).expect("the test waits for the id");
+        let options = ScanOptions {
+            lock: Some(LockMode::Exclusive),
+            ..ScanOptions::default()
+        };
+        let rows = tx
+            .scan(&table, options)
+            .expect("scan")
+            .collect::<Result<Vec<_>, _>>()
+            .map(|rows| rows.len());
+        tx.execute(ExecMode::Rollback).expect("rollback");
+        rows
+    });
+    let transid = transid.recv().expect("the scanner's transaction id");
+    let mut ops = Vec::new();
+    wait_for("the scan to wait for the lock", IN_FLIGHT_SHOWN_MAX, || {
+        ops = operations(conn, transid);
+        ops.iter().any(|o| o.2 == "SCAN-EX" && o.3 == "WAIT_LOCK")
+    });
+    holder.query_drop("COMMIT").expect("commit");
+    let rows = scanner.join().expect("the scanner thread");
+    assert_eq!(
+        rows.expect("the scan goes on once the lock is free"),
+        LOAD_ROWS as usize,
+        "{ops:?}"
+    );
     wait_for("the scan to leave", IN_FLIGHT_SHOWN_MAX, || {
         operations(conn, transid).is_empty()
     });
