@@ -1108,6 +1108,23 @@ impl Shared {
                         message: errors.join("; "),
                     });
                 }
+                if table == signal::dbinfo::CLUSTER_OPERATIONS.name {
+                    // The LDMs do not know their transactions' clients;
+                    // the TCs do: joined here as the SQL node's reader
+                    // joins them (a row whose transaction no TC showed
+                    // keeps 0).
+                    let transactions: Vec<signal::DbinfoRow> = self
+                        .dbinfo_scan(
+                            signal::dbinfo::CLUSTER_TRANSACTIONS.name,
+                            timeout,
+                            &Default::default(),
+                        )
+                        .into_iter()
+                        .filter_map(|(_, answer)| answer.ok())
+                        .flatten()
+                        .collect();
+                    signal::dbinfo::join_client_block_refs(&mut rows, &transactions);
+                }
                 reply(SignalBody::DbinfoScanConf { request_id, rows })
             }
             SignalBody::DbinfoScanConf { request_id, rows } => {

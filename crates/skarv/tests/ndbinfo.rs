@@ -735,6 +735,26 @@ fn an_open_scan_shows_in_flight(sandbox: &Sandbox, conn: &mut mysql::Conn) {
         assert_eq!((op.8, op.9, op.10), (open.0, 4, open.1), "its TC: {ops:?}");
     }
 
+    // The mgmd's reader (`skarv admin`'s) joins the same client block.
+    let mut mgm = mgmd::MgmClient::connect(&sandbox.connect, Duration::from_secs(10))
+        .expect("the mgmd answers");
+    let def = &signal::dbinfo::CLUSTER_OPERATIONS;
+    let (transid_at, client_at) = (
+        def.int_at("transid").expect("a column"),
+        def.int_at("client_block_ref").expect("a column"),
+    );
+    let rows = mgm.dbinfo(def.name).expect("cluster_operations");
+    let refs: Vec<u64> = rows
+        .iter()
+        .filter(|r| r.ints.get(transid_at) == Some(&transid))
+        .map(|r| r.ints[client_at])
+        .collect();
+    assert!(!refs.is_empty(), "the mgmd shows the scan: {rows:?}");
+    assert!(
+        refs.iter().all(|&r| r == open.8),
+        "the client's block ref, as its TC has it: {refs:?}"
+    );
+
     drop(scan);
     tx.execute(ExecMode::Rollback).expect("rollback");
     wait_for("the scan to leave", IN_FLIGHT_SHOWN_MAX, || {
