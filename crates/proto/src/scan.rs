@@ -524,6 +524,16 @@ impl Drop for RowBatchWriter<'_> {
     }
 }
 
+/// The bytes of a row batch of `rows` rows whose values and key values
+/// take `row_bytes` in all (the header and each row's frame added), at
+/// most [`BATCH_BYTES_MAX`]: what a writer's buffer is sized to at once.
+pub fn row_batch_bytes(rows: usize, row_bytes: usize) -> usize {
+    let frames = rows.saturating_mul(crate::value::ROW_FRAME_BYTES);
+    (ROW_BATCH_HEADER_BYTES + frames)
+        .saturating_add(row_bytes)
+        .min(BATCH_BYTES_MAX)
+}
+
 /// A batch of scanned rows, validated whole (`new`: its rows' `values`
 /// and `keys` then read without failing) or by frame (`framed`: read them
 /// with `try_values` and `try_keys`).

@@ -545,9 +545,15 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         };
         let mut next = 0;
         loop {
-            let mut rows =
-                Vec::with_capacity(64 + record.rows.value_bytes() + 4 * record.rows.len());
+            // Sized at once: a row's frame is 12 bytes, and a guess of 4
+            // had every batch of 100 rows grow (a copy of it) at its end.
+            let mut rows = Vec::with_capacity(proto::scan::row_batch_bytes(
+                record.rows.len() - next,
+                record.rows.value_bytes(),
+            ));
+            let sized = rows.capacity();
             record.rows.write_rows(&mut next, &mut rows);
+            debug_assert_eq!(rows.capacity(), sized, "a scan batch outgrew its size");
             let last = next == record.rows.len();
             ctx.send(
                 tc,
