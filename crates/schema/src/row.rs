@@ -684,6 +684,25 @@ impl RowLayout {
         }
     }
 
+    /// A CHAR or VARCHAR column's bytes, for encoders that copy rows out
+    /// without building a [`ValueRef`]: the UTF-8 the row was stored with
+    /// (only valid rows are stored), not checked again; none when the
+    /// column is of another type or NULL in this row.
+    #[inline]
+    pub fn text_column<'a>(&self, fixed: &[u8], var: &'a [u8], col: usize) -> Option<&'a [u8]> {
+        debug_assert_eq!(fixed.len(), self.fixed_bytes);
+        let slot = &self.slots[col];
+        let (ColumnType::Char { .. } | ColumnType::VarChar { .. }, Place::Var { index }) =
+            (slot.ty, slot.place)
+        else {
+            return None;
+        };
+        if slot.nullable && bit(fixed, slot.null_bit) {
+            return None;
+        }
+        Some(self.var_data(var, index))
+    }
+
     /// An integer column's value, for encoders that copy rows out without
     /// building a [`ValueRef`] per column: `Some(Ok(signed))` or
     /// `Some(Err(unsigned))`; none when the column is not an integer or is

@@ -737,6 +737,25 @@ proptest! {
         }
     }
 
+    /// A text column read as bytes reads the bytes `decode_column`'s string
+    /// has; other columns and NULLs are left to it.
+    #[test]
+    fn text_columns_read_as_decoded((table, row) in arb_table_row()) {
+        let layout = RowLayout::new(&table);
+        let (mut fixed, mut var) = (Vec::new(), Vec::new());
+        layout.encode(&row, &mut fixed, &mut var).unwrap();
+        for (c, column) in table.columns.iter().enumerate() {
+            let decoded = layout.decode_column(&fixed, &var, c);
+            match layout.text_column(&fixed, &var, c) {
+                Some(bytes) => prop_assert_eq!(ValueRef::Str(std::str::from_utf8(bytes).unwrap()), decoded),
+                None => prop_assert!(
+                    !matches!(decoded, ValueRef::Str(_)),
+                    "column {} ({}) is text, not NULL: {:?}", c, column.ty, decoded
+                ),
+            }
+        }
+    }
+
     /// `integer_fits` decides what `integer_range` does, for every integer
     /// type, at and around each type's bounds and anywhere else.
     #[test]

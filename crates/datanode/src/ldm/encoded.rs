@@ -12,7 +12,7 @@
 use proto::results::ResultWriter;
 use proto::scan::RowBatchWriter;
 use proto::value::{
-    integer_value, put_int, put_uint, put_value, EncodedValues, INTEGER_VALUE_BYTES,
+    integer_value, put_int, put_text_bytes, put_uint, put_value, EncodedValues, INTEGER_VALUE_BYTES,
 };
 use schema::{IntegerCell, RowLayout, ValueRef};
 
@@ -238,8 +238,9 @@ impl RowSink for ResultWriter<'_> {
 }
 
 /// A value of `layout`'s column `col` in a row's bytes, encoded at the end
-/// of `out`: integers are copied out without building a value (most
-/// columns of key-value tables are integers).
+/// of `out`: integers and strings are copied out without building a value
+/// (most columns of key-value tables are integers; a string's UTF-8 is
+/// checked by whoever decodes the batch, not again here).
 #[inline]
 pub(super) fn put_column(
     out: &mut Vec<u8>,
@@ -251,7 +252,10 @@ pub(super) fn put_column(
     match layout.integer_column(fixed, col) {
         Some(Ok(v)) => put_int(out, v),
         Some(Err(v)) => put_uint(out, v),
-        None => put_value(out, layout.decode_column(fixed, var, col)),
+        None => match layout.text_column(fixed, var, col) {
+            Some(utf8) => put_text_bytes(out, utf8),
+            None => put_value(out, layout.decode_column(fixed, var, col)),
+        },
     }
 }
 
