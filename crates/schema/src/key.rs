@@ -483,18 +483,9 @@ fn encode_padded_string(collation: Collation, s: &str, out: &mut Vec<u8>) {
     let start = out.len();
     match collation {
         Collation::Utf8mb4Bin => out.extend_from_slice(s.as_bytes()),
-        // ASCII weighs as its uppercase byte by byte, the common case,
-        // without decoding.
-        Collation::Utf8mb4GeneralCi if super::types::is_ascii(s.as_bytes()) => {
-            out.extend_from_slice(s.as_bytes());
-            super::types::uppercase_ascii(&mut out[start..]);
-        }
-        Collation::Utf8mb4GeneralCi => {
-            let mut utf8 = [0u8; UTF8MB4_CHAR_BYTES_MAX];
-            for weight in collation.weights(s) {
-                out.extend_from_slice(weight.encode_utf8(&mut utf8).as_bytes());
-            }
-        }
+        // The weights' UTF-8, as DISTINCT and ORDER BY weigh strings
+        // (ASCII folded a word at a time, without decoding).
+        Collation::Utf8mb4GeneralCi => collation.sort_key_into(s.as_bytes(), out),
     }
     let len = out.len() - start;
     let chunk = STRING_KEY_CHUNK_BYTES;

@@ -216,7 +216,7 @@ impl Collation {
 /// Whether `s` is ASCII, eight bytes at a time. The standard library's
 /// `is_ascii` takes 64-byte blocks and then goes a byte at a time: 5
 /// instructions a byte for the last 55 of sysbench's 119-byte strings.
-pub(crate) fn is_ascii(s: &[u8]) -> bool {
+fn is_ascii(s: &[u8]) -> bool {
     const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
     let mut words = s.chunks_exact(8);
     let mut all = 0u64;
@@ -229,7 +229,7 @@ pub(crate) fn is_ascii(s: &[u8]) -> bool {
 /// Makes the ASCII letters of `bytes`, all ASCII, uppercase: eight bytes
 /// at a time, as one word each (`make_ascii_uppercase` goes a byte at a
 /// time).
-pub(crate) fn uppercase_ascii(bytes: &mut [u8]) {
+fn uppercase_ascii(bytes: &mut [u8]) {
     const ONES: u64 = u64::from_ne_bytes([1; 8]);
     debug_assert!(bytes.is_ascii());
     let mut words = bytes.chunks_exact_mut(8);
@@ -641,8 +641,6 @@ mod tests {
         assert_eq!(decimal_bytes(10, 10), 5);
     }
 
-    /// The byte form is the string form's bytes, ASCII or not, invalid
-    /// UTF-8 as its lossy decoding.
     #[test]
     fn is_ascii_is_the_standard_is_ascii() {
         let mut bytes = [b'a'; 40];
@@ -666,6 +664,8 @@ mod tests {
         }
     }
 
+    /// The byte form is the string form's bytes, ASCII or not, invalid
+    /// UTF-8 as its lossy decoding.
     #[test]
     fn sort_key_into_is_sort_key() {
         let texts: [&[u8]; 9] = [
@@ -755,7 +755,6 @@ mod tests {
                 .compare_bytes("01234567\u{e9}".as_bytes(), "01234567\u{e8}".as_bytes()),
             Ordering::Greater
         );
-        let ci = Collation::Utf8mb4GeneralCi;
         assert_eq!(ci.compare("\u{c9}", "\u{e9}"), Ordering::Equal);
         // Bytes that are not UTF-8 compare as their lossy decoding.
         assert_eq!(

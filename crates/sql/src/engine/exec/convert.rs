@@ -766,7 +766,10 @@ pub fn to_sql(v: &Val, meta: &ColumnMeta) -> SqlValue {
             }
         }
         _ => SqlValue::Bytes(match v {
-            Val::Str(b) => b.clone(),
+            Val::Str(b) => {
+                debug_assert!(sent_as_bytes(meta.ty), "{:?} is sent as bytes", meta.ty);
+                b.clone()
+            }
             // A date and time in a string result (DATE_ADD of a string):
             // its fraction only when it has one, as MySQL prints it.
             Val::DateTime(d, t) => {
@@ -781,34 +784,35 @@ pub fn to_sql(v: &Val, meta: &ColumnMeta) -> SqlValue {
 /// [`to_sql`] of a value the caller is done with: a string sent as bytes
 /// is moved, not copied (a copy and a free per string of every row sent).
 pub fn to_sql_owned(v: Val, meta: &ColumnMeta) -> SqlValue {
-    use ColumnType as T;
     match v {
-        // The types whose values `to_sql` sends as the string's bytes.
-        Val::Str(b)
-            if !matches!(
-                meta.ty,
-                T::Null
-                    | T::Tiny
-                    | T::Short
-                    | T::Long
-                    | T::Int24
-                    | T::LongLong
-                    | T::Year
-                    | T::Bit
-                    | T::Float
-                    | T::Double
-                    | T::Decimal
-                    | T::NewDecimal
-                    | T::Date
-                    | T::DateTime
-                    | T::Timestamp
-                    | T::Time
-            ) =>
-        {
-            SqlValue::Bytes(b)
-        }
+        Val::Str(b) if sent_as_bytes(meta.ty) => SqlValue::Bytes(b),
         other => to_sql(&other, meta),
     }
+}
+
+/// Whether [`to_sql`] sends a value of a column of type `ty` as a string's
+/// bytes (its last arm, which asserts it agrees).
+fn sent_as_bytes(ty: ColumnType) -> bool {
+    use ColumnType as T;
+    !matches!(
+        ty,
+        T::Null
+            | T::Tiny
+            | T::Short
+            | T::Long
+            | T::Int24
+            | T::LongLong
+            | T::Year
+            | T::Bit
+            | T::Float
+            | T::Double
+            | T::Decimal
+            | T::NewDecimal
+            | T::Date
+            | T::DateTime
+            | T::Timestamp
+            | T::Time
+    )
 }
 
 /// A parameter as bound by `COM_STMT_EXECUTE`.

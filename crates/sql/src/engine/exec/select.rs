@@ -2427,18 +2427,13 @@ fn shape(
         // allocation per row (a key grown from empty was five).
         let collations: Vec<Option<Collation>> =
             p.kinds.iter().map(|k| kind_collation(*k)).collect();
-        let mut keys = Vec::new();
-        let mut ends = Vec::with_capacity(out.len());
+        let mut keys = PackedKeys::with_rows(out.len());
         for (v, _) in &out {
-            group_key_into(v, &collations, &mut keys);
-            ends.push(keys.len());
+            group_key_into(v, &collations, &mut keys.bytes);
+            keys.end_row();
         }
         let mut seen = stdx::KeySet::with_capacity_and_hasher(out.len(), KeyState::default());
-        let mut start = 0;
-        let first: Vec<bool> = ends
-            .iter()
-            .map(|&end| seen.insert(&keys[std::mem::replace(&mut start, end)..end]))
-            .collect();
+        let first: Vec<bool> = (0..out.len()).map(|at| seen.insert(keys.key(at))).collect();
         let mut at = 0;
         out.retain(|_| {
             at += 1;
@@ -2478,20 +2473,11 @@ fn sort_key(row: &Shaped, item: Option<usize>, i: usize) -> &Val {
 /// by comparing values.
 fn sort_rows(p: &Planned, key_items: &[Option<usize>], out: &mut Vec<Shaped>) {
     let desc: Vec<bool> = p.order.iter().map(|(_, d)| *d).collect();
-    if let Some((bytes, ends)) = byte_keys(p, key_items, &desc, out) {
-        let key = |at: u32| {
-            let at = at as usize;
-            let start = if at == 0 { 0 } else { ends[at - 1] as usize };
-            &bytes[start..ends[at] as usize]
-        };
-        let mut order: Vec<u32> = (0..out.len() as u32).collect();
-        order.sort_by(|&a, &b| key(a).cmp(key(b)));
+    if let Some(keys) = byte_keys(p, key_items, &desc, out) {
+        let mut order: Vec<usize> = (0..out.len()).collect();
+        order.sort_by(|&a, &b| keys.key(a).cmp(keys.key(b)));
         let mut unsorted = std::mem::take(out);
-        out.extend(
-            order
-                .iter()
-                .map(|&at| std::mem::take(&mut unsorted[at as usize])),
-        );
+        out.extend(order.iter().map(|&at| std::mem::take(&mut unsorted[at])));
         return;
     }
     out.sort_by(|a, b| {
@@ -2508,9 +2494,36 @@ fn sort_rows(p: &Planned, key_items: &[Option<usize>], out: &mut Vec<Shaped>) {
     });
 }
 
+/// Rows' keys end to end in one buffer: no allocation per row.
+struct PackedKeys {
+    bytes: Vec<u8>,
+    /// Where each row's key ends in `bytes`.
+    ends: Vec<usize>,
+}
+
+impl PackedKeys {
+    fn with_rows(rows: usize) -> PackedKeys {
+        PackedKeys {
+            bytes: Vec::new(),
+            ends: Vec::with_capacity(rows),
+        }
+    }
+
+    /// Ends the next row's key: the bytes written since the last end.
+    fn end_row(&mut self) {
+        self.ends.push(self.bytes.len());
+    }
+
+    /// Row `at`'s key.
+    fn key(&self, at: usize) -> &[u8] {
+        let start = at.checked_sub(1).map_or(0, |before| self.ends[before]);
+        &self.bytes[start..self.ends[at]]
+    }
+}
+
 /// Each row's ORDER BY keys as one byte string whose byte order is the
-/// keys' order ([`order_cmp`], DESC reversed), all in one buffer (`ends`:
-/// where each row's string ends): a comparison is then a `memcmp`, and a
+/// keys' order ([`order_cmp`], DESC reversed), in [`PackedKeys`]: a
+/// comparison is then a `memcmp`, and a
 /// string's collation weights are worked out once per row, not at each
 /// of the sort's comparisons (which were most of a 100-row `ORDER BY c`
 /// of sysbench). None when a key's values are not all NULL or one kind
@@ -2523,7 +2536,7 @@ fn byte_keys(
     key_items: &[Option<usize>],
     desc: &[bool],
     out: &[Shaped],
-) -> Option<(Vec<u8>, Vec<u32>)> {
+) -> Option<PackedKeys> {
     #[derive(Clone, Copy, PartialEq)]
     enum Seen {
         Nothing,
@@ -2532,37 +2545,37 @@ fn byte_keys(
         Str,
     }
     let mut seen = vec![Seen::Nothing; key_items.len()];
-    let mut bytes = Vec::new();
-    let mut ends = Vec::with_capacity(out.len());
+    let mut keys = PackedKeys::with_rows(out.len());
     for row in out {
         for (i, item) in key_items.iter().enumerate() {
-            let start = bytes.len();
+            let start = keys.bytes.len();
             let kind = match sort_key(row, *item, i) {
                 Val::Null => {
-                    bytes.push(0);
+                    keys.bytes.push(0);
                     None
                 }
                 Val::Int(v) => {
-                    bytes.push(1);
-                    bytes.extend_from_slice(&((*v as u64) ^ (1 << 63)).to_be_bytes());
+                    keys.bytes.push(1);
+                    keys.bytes
+                        .extend_from_slice(&((*v as u64) ^ (1 << 63)).to_be_bytes());
                     Some(Seen::Int)
                 }
                 Val::UInt(v) => {
-                    bytes.push(1);
-                    bytes.extend_from_slice(&v.to_be_bytes());
+                    keys.bytes.push(1);
+                    keys.bytes.extend_from_slice(&v.to_be_bytes());
                     Some(Seen::UInt)
                 }
                 Val::Str(s) => {
                     let coll = p.order_collations.get(i).copied().unwrap_or(GENERAL_CI)?;
-                    bytes.push(1);
-                    let weights = bytes.len();
-                    coll.sort_key_into(s, &mut bytes);
-                    if below_space(&bytes[weights..]) {
+                    keys.bytes.push(1);
+                    let weights = keys.bytes.len();
+                    coll.sort_key_into(s, &mut keys.bytes);
+                    if below_space(&keys.bytes[weights..]) {
                         return None;
                     }
                     // Ends the weights: below every weight byte, so a
                     // string sorts before its extensions.
-                    bytes.push(0);
+                    keys.bytes.push(0);
                     Some(Seen::Str)
                 }
                 _ => return None,
@@ -2575,14 +2588,14 @@ fn byte_keys(
                 }
             }
             if desc[i] {
-                for b in &mut bytes[start..] {
+                for b in &mut keys.bytes[start..] {
                     *b = !*b;
                 }
             }
         }
-        ends.push(u32::try_from(bytes.len()).ok()?);
+        keys.end_row();
     }
-    Some((bytes, ends))
+    Some(keys)
 }
 
 /// Whether a byte of `s` is under a space: eight bytes at a time (a byte
