@@ -29,7 +29,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::task::Waker;
 use std::time::Duration;
 
-use kernel::runtime::spin::SpinPolicy;
+use kernel::runtime::spin::{self, SpinPolicy};
 use mio::{Events, Interest, Poll, Token};
 use signal::frame::FRAME_MAX_BYTES;
 use signal::{decode_frame, BlockNumber, NodeId, Signal, SignalBody};
@@ -462,6 +462,7 @@ pub(crate) fn wait(shared: &Shared, mailbox: &Arc<Mailbox>, timeout: Duration) {
         if !active {
             if let Some(mut receiver) = shared.try_lock_receiver() {
                 let spin = receiver.spin.limit().min(left);
+                let mut contended = false;
                 if !spin.is_zero() {
                     // Replies that come within the spin are read without a
                     // wake-up; the poll is yielded between looks, so that a
@@ -476,7 +477,7 @@ pub(crate) fn wait(shared: &Shared, mailbox: &Arc<Mailbox>, timeout: Duration) {
                         if spun.elapsed() >= spin {
                             break;
                         }
-                        std::thread::yield_now();
+                        contended |= spin::yield_contended();
                     }
                 }
                 let blocked = !mailbox.has_events();
@@ -487,7 +488,7 @@ pub(crate) fn wait(shared: &Shared, mailbox: &Arc<Mailbox>, timeout: Duration) {
                 if mailbox.has_events() {
                     // How long the reply took: what the spin is chosen by
                     // (a blocking poll's wake-up is not the reply's).
-                    receiver.spin.record(waited.elapsed(), blocked);
+                    receiver.spin.record(waited.elapsed(), blocked, contended);
                     drop(receiver);
                     shared.hand_over(mailbox);
                     break;

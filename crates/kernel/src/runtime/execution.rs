@@ -43,7 +43,7 @@ use signal::{BlockRef, NodeId, Signal, SignalBody};
 use super::affinity;
 use super::routing::{DropLog, RouteTable};
 use super::shared::{wake_marked, Shared};
-use super::spin::SpinPolicy;
+use super::spin::{self, SpinPolicy};
 use super::timers::TimerHeap;
 use super::{NodeControl, Poller, RemoteSender};
 use crate::block::{Block, Context, Output};
@@ -215,9 +215,10 @@ impl ExecutionThread {
         let mut spin = SpinPolicy::of_thread(&self.spec);
         let mut published_limit = spin.limit();
         self.shared.threads[self.index].publish_spin_limit_us(published_limit.as_micros() as u64);
-        // Since when the thread has been out of work, and whether it has
-        // slept since (the clock is read only while it spins or measures).
-        let mut idle: Option<(std::time::Instant, bool)> = None;
+        // Since when the thread has been out of work, whether it has slept
+        // since, and whether a yield of its spin found the CPU contended
+        // (the clock is read only while it spins or measures).
+        let mut idle: Option<(std::time::Instant, bool, bool)> = None;
         let mut rounds_since_turn = POLLER_TURN_EVERY_ROUNDS;
         // Since when a full queue to another thread holds this one (the
         // clock is read only at the ends of such a wait).
@@ -246,11 +247,11 @@ impl ExecutionThread {
             let executed = self.run_round();
             self.router.flush();
             if executed > 0 {
-                if let Some((since, slept)) = idle.take() {
+                if let Some((since, slept, contended)) = idle.take() {
                     if !slept {
                         self.add_spin(since);
                     }
-                    spin.record(since.elapsed(), slept);
+                    spin.record(since.elapsed(), slept, contended);
                     if spin.limit() != published_limit {
                         published_limit = spin.limit();
                         self.shared.threads[self.index]
@@ -269,21 +270,23 @@ impl ExecutionThread {
                 self.sleep();
                 continue;
             }
-            let (since, slept) = idle.get_or_insert_with(|| (std::time::Instant::now(), false));
+            let (since, slept, contended) =
+                idle.get_or_insert_with(|| (std::time::Instant::now(), false, false));
             if !*slept && since.elapsed() < limit {
                 // Spinning keeps the thread awake for work that comes soon
                 // (a client's next request: no wake-up on its path), but
                 // must not keep a CPU from another runnable thread, such as
-                // a client on the same small machine: yield while spinning.
-                std::thread::yield_now();
+                // a client on the same small machine: yield while spinning,
+                // and note when the yield gave the CPU away.
+                *contended |= spin::yield_contended();
                 continue;
             }
             if !*slept {
-                let since = *since;
+                let (since, contended) = (*since, *contended);
                 if !limit.is_zero() {
                     self.add_spin(since);
                 }
-                idle = Some((since, true));
+                idle = Some((since, true, contended));
             }
             self.sleep();
         }
