@@ -498,11 +498,30 @@ fn extra(column: &SqlColumn) -> String {
     parts.join(" ")
 }
 
+/// A default as SHOW COLUMNS shows it: unquoted, BIT as `b'…'`.
 fn default_shown(column: &SqlColumn) -> Option<String> {
     if column.default_now {
         return Some(NOW.to_owned());
     }
-    column.default.clone()
+    match (&column.ty, &column.default) {
+        (SqlType::Bit { .. }, Some(d)) => Some(default_sql(column, d)),
+        (_, d) => d.clone(),
+    }
+}
+
+/// A default as `information_schema.COLUMNS.COLUMN_DEFAULT` shows it
+/// (MariaDB since 10.2.7): as SHOW CREATE TABLE writes it, strings quoted;
+/// the word `NULL` for a nullable column's NULL default, and SQL NULL for
+/// a column without a default.
+fn default_literal(column: &SqlColumn) -> Option<String> {
+    if column.default_now {
+        return Some(NOW.to_owned());
+    }
+    match &column.default {
+        Some(d) => Some(default_sql(column, d)),
+        None if column.nullable && !column.auto_increment => Some("NULL".to_owned()),
+        None => None,
+    }
 }
 
 /// A default as SHOW CREATE TABLE writes it: numbers bare, BIT as
@@ -1449,7 +1468,7 @@ fn columns(conn: &Conn<'_>) -> SqlResult<Rows> {
                 text(info.name.clone()),
                 text(c.name.clone()),
                 SqlValue::UInt(k as u64 + 1),
-                opt_text(default_shown(c)),
+                opt_text(default_literal(c)),
                 text(if c.nullable { "YES" } else { "NO" }),
                 text(data_type(c)),
             ];

@@ -269,6 +269,12 @@ fn insert(
                         Some(d) => {
                             sql_row[at] =
                                 super::convert::from_native(d, &col.ty, environment.tz_secs);
+                            // The data node fills a column left out with
+                            // its default, but a key column's value must
+                            // come with the row: it places it.
+                            if def.primary_key.contains(&col.native) {
+                                out.push((col.native, d.clone()));
+                            }
                         }
                         None if col.nullable => {}
                         None => {
