@@ -29,8 +29,8 @@
 
 use schema::{Collation, Column, IndexDef, IndexKind, TableDef, Value};
 use sqlparser::ast::{
-    AlterTableOperation, ColumnOption, CreateTable, CreateTableOptions, DataType, ExactNumberInfo,
-    Expr, ObjectName, ObjectType, SqlOption, Statement, TableConstraint,
+    AlterColumnOperation, AlterTableOperation, ColumnOption, CreateTable, CreateTableOptions,
+    DataType, ExactNumberInfo, Expr, ObjectName, ObjectType, SqlOption, Statement, TableConstraint,
 };
 use sqlparser::dialect::MySqlDialect;
 use sqlparser::keywords::Keyword;
@@ -2121,6 +2121,29 @@ fn column_spec(
     };
     let mut column = Column::new(name.clone(), ty.native());
     column.nullable = nullable;
+    set_default(conn, default.flatten().as_ref(), &mut column, &mut meta)?;
+    Ok(ColumnSpec {
+        column,
+        meta,
+        primary,
+        unique,
+        checks,
+    })
+}
+
+/// Gives `column` (and its SQL side, `meta`) the DEFAULT `default` (None:
+/// none, which a nullable column reads as NULL), checked against its type,
+/// nullability and AUTO_INCREMENT as MariaDB checks it.
+fn set_default(
+    conn: &mut Conn<'_>,
+    default: Option<&Expr>,
+    column: &mut Column,
+    meta: &mut meta::ColumnMeta,
+) -> SqlResult<()> {
+    column.default = None;
+    meta.default = None;
+    meta.default_now = false;
+    let (name, ty, nullable) = (column.name.as_str(), &meta.ty, column.nullable);
     let invalid = || {
         SqlError::new(
             codes::INVALID_DEFAULT,
@@ -2128,18 +2151,18 @@ fn column_spec(
         )
     };
     match default {
-        None | Some(None) => {}
-        Some(Some(expr)) if is_now(&expr) => {
+        None => {}
+        Some(expr) if is_now(expr) => {
             if !matches!(ty, SqlType::DateTime { .. } | SqlType::Timestamp { .. }) {
                 return Err(invalid());
             }
             meta.default_now = true;
         }
-        Some(Some(expr)) => {
-            if auto_increment {
+        Some(expr) => {
+            if meta.auto_increment {
                 return Err(invalid());
             }
-            match literal(&expr)? {
+            match literal(expr)? {
                 None if !nullable => return Err(invalid()),
                 None => {}
                 Some(text) => {
@@ -2153,8 +2176,8 @@ fn column_spec(
                             ),
                         ));
                     }
-                    let value = default_value(&ty, &text).ok_or_else(invalid)?;
-                    if decimal_default(&ty, &text).is_some_and(|(_, rounded)| rounded) {
+                    let value = default_value(ty, &text).ok_or_else(invalid)?;
+                    if decimal_default(ty, &text).is_some_and(|(_, rounded)| rounded) {
                         // MariaDB's note of a default it rounded to the
                         // scale (its "row" of a default is 0).
                         catalog::note(
@@ -2163,19 +2186,13 @@ fn column_spec(
                             format!("Data truncated for column '{name}' at row 0"),
                         );
                     }
+                    meta.default = Some(canonical_default(ty, &text));
                     column.default = Some(value);
-                    meta.default = Some(canonical_default(&ty, &text));
                 }
             }
         }
     }
-    Ok(ColumnSpec {
-        column,
-        meta,
-        primary,
-        unique,
-        checks,
-    })
+    Ok(())
 }
 
 /// A CHECK condition's text, parsed.
@@ -3106,6 +3123,39 @@ impl Change {
         Ok(())
     }
 
+    /// `ALTER COLUMN c SET DEFAULT v` (`Some(v)`) or `DROP DEFAULT`
+    /// (`None`; a nullable column's default is then NULL, as MariaDB's).
+    ///
+    /// A copy, not a change of the dictionary alone: rows stored before a
+    /// column was added online read it as the column's default (redo
+    /// replay converts their old images so), so a new default must not
+    /// reach them; the copy rewrites every row whole.
+    fn alter_default(
+        &mut self,
+        conn: &mut Conn<'_>,
+        name: &str,
+        default: Option<&Expr>,
+    ) -> SqlResult<()> {
+        let at = self.existing(name)?;
+        let slot = self.slots[at];
+        let m = self
+            .sql
+            .columns
+            .iter()
+            .position(|m| usize::from(m.native) == slot)
+            .expect("every column has its SQL metadata once a change starts");
+        let mut column = self.def.columns[at].clone();
+        let mut meta = self.sql.columns[m].clone();
+        set_default(conn, default, &mut column, &mut meta)?;
+        if column == self.def.columns[at] && meta == self.sql.columns[m] {
+            return Ok(());
+        }
+        self.def.columns[at] = column;
+        self.sql.columns[m] = meta;
+        self.copy_for(format!("changing the default of column '{name}'"));
+        Ok(())
+    }
+
     /// Maps slots to the final positions (see the type's doc).
     fn finish(&mut self) {
         let position = |slots: &[usize], slot: usize| {
@@ -3446,6 +3496,20 @@ fn alter_table(
                 &column_def(col_name, data_type, options),
                 column_position,
             )?,
+            AlterTableOperation::AlterColumn { column_name, op } => match op {
+                AlterColumnOperation::SetDefault { value } => {
+                    change.alter_default(conn, &column_name.value, Some(value))?
+                }
+                AlterColumnOperation::DropDefault => {
+                    change.alter_default(conn, &column_name.value, None)?
+                }
+                other => {
+                    return Err(SqlError::unsupported(format_args!(
+                        "ALTER TABLE … ALTER COLUMN {column_name} {other} (MODIFY COLUMN changes \
+                         a column's type and nullability)"
+                    )))
+                }
+            },
             AlterTableOperation::AutoIncrement { value, .. } => {
                 let text = value.value.to_string();
                 change.auto_increment = Some(
