@@ -488,7 +488,12 @@ pub(crate) fn wait(shared: &Shared, mailbox: &Arc<Mailbox>, timeout: Duration) {
                 if mailbox.has_events() {
                     // How long the reply took: what the spin is chosen by
                     // (a blocking poll's wake-up is not the reply's).
-                    receiver.spin.record(waited.elapsed(), blocked, contended);
+                    // A contended spin that caught the reply paid: its
+                    // yields went to the work it waited for (a data node
+                    // on this CPU). One that missed it cost others.
+                    receiver
+                        .spin
+                        .record(waited.elapsed(), blocked, contended && blocked);
                     drop(receiver);
                     shared.hand_over(mailbox);
                     break;
