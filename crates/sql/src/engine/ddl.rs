@@ -2325,6 +2325,11 @@ fn literal(expr: &Expr) -> SqlResult<Option<String>> {
             V::Number(n, _) => Ok(Some(n.clone())),
             V::SingleQuotedString(s) | V::DoubleQuotedString(s) => Ok(Some(s.clone())),
             V::Boolean(b) => Ok(Some(if *b { "1" } else { "0" }.to_owned())),
+            // A bit-value literal (`b'101'`) is a number: 5 in a BIT column
+            // (shown b'101') and in a numeric one, as MariaDB reads it.
+            V::SingleQuotedByteStringLiteral(bits) => u64::from_str_radix(bits, 2)
+                .map(|v| Some(v.to_string()))
+                .map_err(|_| SqlError::unsupported(format_args!("the default b'{bits}'"))),
             V::HexStringLiteral(h) => {
                 let bytes = (0..h.len())
                     .step_by(2)
