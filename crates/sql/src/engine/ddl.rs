@@ -2090,7 +2090,8 @@ fn column_spec(
             }
         }
     }
-    if primary {
+    if primary || auto_increment {
+        // MariaDB makes a key column and an AUTO_INCREMENT one NOT NULL.
         nullable = false;
     }
     if auto_increment
@@ -2363,6 +2364,14 @@ fn canonical_default(ty: &SqlType, text: &str) -> String {
             .find(|m| m.eq_ignore_ascii_case(text))
             .cloned()
             .unwrap_or_default(),
+        // Members once each, in their declared order and spelling
+        // (`'z,x,x'` is `'x,z'`), as MariaDB keeps a SET's value.
+        SqlType::Set(members) => members
+            .iter()
+            .filter(|m| text.split(',').any(|t| m.eq_ignore_ascii_case(t)))
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(","),
         _ => text.to_owned(),
     }
 }

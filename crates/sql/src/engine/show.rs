@@ -485,7 +485,16 @@ fn column_key(info: &TableInfo, column: &SqlColumn) -> &'static str {
 }
 
 /// `CURRENT_TIMESTAMP` as MariaDB (the reference) shows it.
-const NOW: &str = "current_timestamp()";
+/// `current_timestamp(n)` as MariaDB shows a DEFAULT or ON UPDATE of a
+/// column of `n` fractional digits (none for 0).
+fn now_sql(ty: &SqlType) -> String {
+    match ty {
+        SqlType::Timestamp { fsp } | SqlType::DateTime { fsp } if *fsp > 0 => {
+            format!("current_timestamp({fsp})")
+        }
+        _ => "current_timestamp()".to_owned(),
+    }
+}
 
 fn extra(column: &SqlColumn) -> String {
     let mut parts = Vec::new();
@@ -493,7 +502,7 @@ fn extra(column: &SqlColumn) -> String {
         parts.push("auto_increment".to_owned());
     }
     if column.on_update_now {
-        parts.push(format!("on update {NOW}"));
+        parts.push(format!("on update {}", now_sql(&column.ty)));
     }
     parts.join(" ")
 }
@@ -501,7 +510,7 @@ fn extra(column: &SqlColumn) -> String {
 /// A default as SHOW COLUMNS shows it: unquoted, BIT as `b'…'`.
 fn default_shown(column: &SqlColumn) -> Option<String> {
     if column.default_now {
-        return Some(NOW.to_owned());
+        return Some(now_sql(&column.ty));
     }
     match (&column.ty, &column.default) {
         (SqlType::Bit { .. }, Some(d)) => Some(default_sql(column, d)),
@@ -515,7 +524,7 @@ fn default_shown(column: &SqlColumn) -> Option<String> {
 /// a column without a default.
 fn default_literal(column: &SqlColumn) -> Option<String> {
     if column.default_now {
-        return Some(NOW.to_owned());
+        return Some(now_sql(&column.ty));
     }
     match &column.default {
         Some(d) => Some(default_sql(column, d)),
@@ -781,14 +790,14 @@ pub fn show_create_table(conn: &Conn<'_>, info: &TableInfo) -> SqlResult<String>
             line.push_str(" NULL");
         }
         if c.default_now {
-            line.push_str(&format!(" DEFAULT {NOW}"));
+            line.push_str(&format!(" DEFAULT {}", now_sql(&c.ty)));
         } else if let Some(d) = &c.default {
             line.push_str(&format!(" DEFAULT {}", default_sql(c, d)));
         } else if c.nullable {
             line.push_str(" DEFAULT NULL");
         }
         if c.on_update_now {
-            line.push_str(&format!(" ON UPDATE {NOW}"));
+            line.push_str(&format!(" ON UPDATE {}", now_sql(&c.ty)));
         }
         if c.auto_increment {
             line.push_str(" AUTO_INCREMENT");

@@ -277,6 +277,14 @@ fn insert(
                             }
                         }
                         None if col.nullable => {}
+                        // An ENUM NOT NULL without a DEFAULT takes its
+                        // first member, even in strict mode (MariaDB's).
+                        None if matches!(col.ty, super::SqlType::Enum(_)) => {
+                            let first = Value::UInt(1);
+                            sql_row[at] =
+                                super::convert::from_native(&first, &col.ty, environment.tz_secs);
+                            out.push((col.native, first));
+                        }
                         None => {
                             return Err(SqlError::new(
                                 codes::NO_DEFAULT_FOR_FIELD,
