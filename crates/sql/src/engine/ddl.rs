@@ -2177,7 +2177,22 @@ fn set_default(
                             ),
                         ));
                     }
-                    let value = default_value(ty, &text).ok_or_else(invalid)?;
+                    let Some(value) = default_value(ty, &text) else {
+                        if let Some((code, message)) = refused_default_warning(ty, name, &text) {
+                            catalog::warn(conn, code, message);
+                        }
+                        return Err(invalid());
+                    };
+                    if value.check(column).is_err() {
+                        // A string longer than the column (the storage's
+                        // own check, made here to warn as MariaDB does).
+                        catalog::warn(
+                            conn,
+                            codes::WARN_DATA_TRUNCATED,
+                            format!("Data truncated for column '{name}' at row 0"),
+                        );
+                        return Err(invalid());
+                    }
                     if decimal_default(ty, &text).is_some_and(|(_, rounded)| rounded) {
                         // MariaDB's note of a default it rounded to the
                         // scale (its "row" of a default is 0).
@@ -2353,6 +2368,72 @@ fn literal(expr: &Expr) -> SqlResult<Option<String>> {
             "the default expression {other} (literals and CURRENT_TIMESTAMP only)"
         ))),
     }
+}
+
+/// The warning MariaDB gives before 1067 for a default `text` its column
+/// cannot hold ("at row 0": a default is no row): a number out of range
+/// 1264, one with text after it or a string or date that does not fit
+/// 1265, no number at all 1366 (naming an empty database and table, as
+/// MariaDB's does); none for an ENUM or SET member that is not one.
+fn refused_default_warning(ty: &SqlType, name: &str, text: &str) -> Option<(u16, String)> {
+    let truncated = || {
+        (
+            codes::WARN_DATA_TRUNCATED,
+            format!("Data truncated for column '{name}' at row 0"),
+        )
+    };
+    let kind = match ty {
+        SqlType::Decimal { .. } => "decimal",
+        SqlType::Float { .. } | SqlType::Double { .. } => "double",
+        SqlType::Bit { .. } | SqlType::Year => "integer",
+        ty if ty.is_number() => "integer",
+        SqlType::Enum(_) | SqlType::Set(_) => return None,
+        _ => return Some(truncated()),
+    };
+    let number = text.trim_start();
+    match numeric_prefix_len(number) {
+        0 => Some((
+            codes::TRUNCATED_WRONG_VALUE_FOR_FIELD,
+            format!("Incorrect {kind} value: '{text}' for column ``.``.`{name}` at row 0"),
+        )),
+        n if n < number.trim_end().len() => Some(truncated()),
+        _ => Some((
+            codes::OUT_OF_RANGE,
+            format!("Out of range value for column '{name}' at row 0"),
+        )),
+    }
+}
+
+/// The length of the number `text` starts with: a sign, digits with at
+/// most one point, and an exponent; 0 if it starts with none.
+fn numeric_prefix_len(text: &str) -> usize {
+    let b = text.as_bytes();
+    let digits = |mut i: usize| {
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+        i
+    };
+    let mut i = usize::from(matches!(b.first(), Some(b'+' | b'-')));
+    let start = i;
+    i = digits(i);
+    let mut seen = i > start;
+    if b.get(i) == Some(&b'.') {
+        let after = digits(i + 1);
+        seen |= after > i + 1;
+        i = after;
+    }
+    if !seen {
+        return 0;
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        let j = i + 1 + usize::from(matches!(b.get(i + 1), Some(b'+' | b'-')));
+        let end = digits(j);
+        if end > j {
+            i = end;
+        }
+    }
+    i
 }
 
 /// A default as SQL shows it (ENUM and SET members in their declared
