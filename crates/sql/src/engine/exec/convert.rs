@@ -367,6 +367,11 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
                 Val::Dec(d) => Some(*d),
                 Val::Int(i) => Some(Dec::new(i128::from(*i), 0)),
                 Val::UInt(u) => Some(Dec::new(i128::from(*u), 0)),
+                // A number past any DECIMAL (1e300) is out of range, not
+                // "no number": MariaDB clamps it in non-strict mode.
+                Val::Double(f) if f.is_finite() && Dec::of_double(*f).is_none() => {
+                    return fail(Misfit::OutOfRange)
+                }
                 Val::Double(f) => Dec::of_double(*f),
                 Val::Str(b) => {
                     let text = String::from_utf8_lossy(b);
@@ -374,7 +379,16 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
                     if !whole {
                         return fail(not_a_number(v, "decimal"));
                     }
-                    Dec::parse(prefix).or_else(|| Dec::of_double(prefix.parse().ok()?))
+                    match Dec::parse(prefix) {
+                        Some(d) => Some(d),
+                        None => match prefix.parse::<f64>() {
+                            Ok(f) if f.is_finite() => match Dec::of_double(f) {
+                                Some(d) => Some(d),
+                                None => return fail(Misfit::OutOfRange),
+                            },
+                            _ => None,
+                        },
+                    }
                 }
                 other => Some(other.temporal_number()),
             };
@@ -605,15 +619,22 @@ pub fn to_native_in_mode(v: &Val, target: &Target<'_>, ctx: &mut Ctx<'_>) -> Sql
         } => {
             let text = v.to_text();
             let (prefix, _) = str_number_prefix(&text);
-            let d = Dec::parse(prefix)
-                .or_else(|| Dec::parse(&format!("{:.*}", usize::from(*scale), v.to_f64().0)))
-                .unwrap_or(Dec::new(0, 0));
+            let f = v.to_f64().0;
             let max = 10i128
                 .checked_pow(u32::from(*precision))
                 .map_or(i128::MAX, |m| m - 1);
-            let d = d.rescale(*scale).unwrap_or(Dec::new(0, *scale));
+            let mantissa = match Dec::parse(prefix)
+                .or_else(|| Dec::parse(&format!("{:.*}", usize::from(*scale), f)))
+                .and_then(|d| d.rescale(*scale))
+            {
+                Some(d) => d.mantissa,
+                // Past any DECIMAL (1e300): the limit on its side.
+                None if f > 0.0 => i128::MAX,
+                None if f < 0.0 => i128::MIN,
+                None => 0,
+            };
             let min = if *unsigned { 0 } else { -max };
-            Val::Dec(Dec::new(d.mantissa.clamp(min, max), *scale))
+            Val::Dec(Dec::new(mantissa.clamp(min, max), *scale))
         }
         // MariaDB stores the nearest limit: ±(M − D nines . D nines), or
         // FLOAT's largest (0 the least when UNSIGNED); a string, the
