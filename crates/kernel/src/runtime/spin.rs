@@ -117,9 +117,9 @@ pub struct SpinPolicy {
 }
 
 impl SpinPolicy {
-    /// An execution thread's, as its layout entry says.
-    /// A thread bound to a CPU of its own (`cpubind`) spins as its method
-    /// says whatever else runs; one that shares CPUs watches contention.
+    /// An execution thread's, as its layout entry says. A thread bound to
+    /// a CPU of its own (`cpubind`) spins as its method says whatever else
+    /// runs; one that shares CPUs watches contention.
     pub(super) fn of_thread(spec: &ThreadSpec) -> SpinPolicy {
         let mut policy = SpinPolicy::new(spec.spin_method, spec.spintime_us);
         policy.watches_contention = spec.cpubind.is_none();
@@ -183,6 +183,7 @@ impl SpinPolicy {
     /// Picks the longest spin that pays (see the module documentation),
     /// then halves what was measured.
     fn decide(&mut self) {
+        debug_assert!(self.contended <= self.gaps, "a period is contended once");
         // Only a decision that spun can see contention: one that did not
         // keeps what the last that could tell found, until a probe.
         if self.contended.saturating_mul(CONTENDED_SHARE_DIVISOR) >= self.gaps {

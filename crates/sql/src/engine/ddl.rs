@@ -2390,50 +2390,17 @@ fn refused_default_warning(ty: &SqlType, name: &str, text: &str) -> Option<(u16,
         SqlType::Enum(_) | SqlType::Set(_) => return None,
         _ => return Some(truncated()),
     };
-    let number = text.trim_start();
-    match numeric_prefix_len(number) {
-        0 => Some((
+    match super::expr::value::str_number_prefix(text) {
+        ("", _) => Some((
             codes::TRUNCATED_WRONG_VALUE_FOR_FIELD,
             format!("Incorrect {kind} value: '{text}' for column ``.``.`{name}` at row 0"),
         )),
-        n if n < number.trim_end().len() => Some(truncated()),
-        _ => Some((
+        (_, false) => Some(truncated()),
+        (_, true) => Some((
             codes::OUT_OF_RANGE,
             format!("Out of range value for column '{name}' at row 0"),
         )),
     }
-}
-
-/// The length of the number `text` starts with: a sign, digits with at
-/// most one point, and an exponent; 0 if it starts with none.
-fn numeric_prefix_len(text: &str) -> usize {
-    let b = text.as_bytes();
-    let digits = |mut i: usize| {
-        while i < b.len() && b[i].is_ascii_digit() {
-            i += 1;
-        }
-        i
-    };
-    let mut i = usize::from(matches!(b.first(), Some(b'+' | b'-')));
-    let start = i;
-    i = digits(i);
-    let mut seen = i > start;
-    if b.get(i) == Some(&b'.') {
-        let after = digits(i + 1);
-        seen |= after > i + 1;
-        i = after;
-    }
-    if !seen {
-        return 0;
-    }
-    if matches!(b.get(i), Some(b'e' | b'E')) {
-        let j = i + 1 + usize::from(matches!(b.get(i + 1), Some(b'+' | b'-')));
-        let end = digits(j);
-        if end > j {
-            i = end;
-        }
-    }
-    i
 }
 
 /// A default as SQL shows it (ENUM and SET members in their declared

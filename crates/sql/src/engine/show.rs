@@ -484,9 +484,9 @@ fn column_key(info: &TableInfo, column: &SqlColumn) -> &'static str {
     key
 }
 
-/// `CURRENT_TIMESTAMP` as MariaDB (the reference) shows it.
-/// `current_timestamp(n)` as MariaDB shows a DEFAULT or ON UPDATE of a
-/// column of `n` fractional digits (none for 0).
+/// `CURRENT_TIMESTAMP` as MariaDB (the reference) shows it as a DEFAULT or
+/// ON UPDATE: `current_timestamp(n)` for a column of n fractional digits,
+/// `current_timestamp()` for none.
 fn now_sql(ty: &SqlType) -> String {
     match ty {
         SqlType::Timestamp { fsp } | SqlType::DateTime { fsp } if *fsp > 0 => {

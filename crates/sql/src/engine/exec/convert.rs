@@ -369,10 +369,10 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
                 Val::UInt(u) => Some(Dec::new(i128::from(*u), 0)),
                 // A number past any DECIMAL (1e300) is out of range, not
                 // "no number": MariaDB clamps it in non-strict mode.
-                Val::Double(f) if f.is_finite() && Dec::of_double(*f).is_none() => {
-                    return fail(Misfit::OutOfRange)
-                }
-                Val::Double(f) => Dec::of_double(*f),
+                Val::Double(f) => match Dec::of_double(*f) {
+                    None if f.is_finite() => return fail(Misfit::OutOfRange),
+                    d => d,
+                },
                 Val::Str(b) => {
                     let text = String::from_utf8_lossy(b);
                     let (prefix, whole) = str_number_prefix(&text);
@@ -381,12 +381,9 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
                     }
                     match Dec::parse(prefix) {
                         Some(d) => Some(d),
-                        None => match prefix.parse::<f64>() {
-                            Ok(f) if f.is_finite() => match Dec::of_double(f) {
-                                Some(d) => Some(d),
-                                None => return fail(Misfit::OutOfRange),
-                            },
-                            _ => None,
+                        None => match prefix.parse::<f64>().ok().map(|f| (f, Dec::of_double(f))) {
+                            Some((f, None)) if f.is_finite() => return fail(Misfit::OutOfRange),
+                            parsed => parsed.and_then(|(_, d)| d),
                         },
                     }
                 }
