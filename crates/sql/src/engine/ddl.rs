@@ -172,6 +172,16 @@ pub enum CatalogStmt {
     },
 }
 
+/// Whether [`recognise`] may take a statement whose first two words are
+/// these (upper case): for any other statement the caller skips it and
+/// the text it reads (an INSERT of many rows would pay for both).
+pub fn may_recognise(first: &str, second: &str) -> bool {
+    matches!(
+        (first, second),
+        ("SHOW", "CREATE" | "TABLE") | ("CREATE" | "ALTER", "TABLE")
+    )
+}
+
 /// Recognises the schema statements `sqlparser` does not parse, from one
 /// statement's text (a trailing `;` allowed): None for every other
 /// statement, which the caller parses as usual. The session's
@@ -190,6 +200,9 @@ pub fn recognise(sql: &str) -> Option<SqlResult<CatalogStmt>> {
     };
     let first = word(0)?;
     let second = word(1);
+    if !may_recognise(&first, second.as_deref().unwrap_or("")) {
+        return None;
+    }
     match (first.as_str(), second.as_deref()) {
         ("SHOW", Some("CREATE")) if matches!(word(2).as_deref(), Some("DATABASE" | "SCHEMA")) => {
             let mut at = 3;
@@ -601,7 +614,7 @@ pub fn run(
                     sink,
                 );
             };
-            let cond = sqlparser::parser::Parser::new(&MySqlDialect {})
+            let cond = sqlparser::parser::Parser::new(&super::dialect::SkarvDialect)
                 .try_with_sql(filter)
                 .and_then(|mut p| p.parse_expr())
                 .map_err(SqlError::syntax)?;
@@ -2213,7 +2226,7 @@ fn set_default(
 
 /// A CHECK condition's text, parsed.
 pub(crate) fn parse_check(text: &str) -> SqlResult<Expr> {
-    sqlparser::parser::Parser::new(&MySqlDialect {})
+    sqlparser::parser::Parser::new(&super::dialect::SkarvDialect)
         .try_with_sql(text)
         .and_then(|mut p| p.parse_expr())
         .map_err(|e| SqlError::syntax(format_args!("the CHECK condition {text}: {e}")))

@@ -19,6 +19,7 @@
 pub mod alter_copy;
 pub mod catalog;
 pub mod ddl;
+pub mod dialect;
 pub mod exec;
 pub mod expr;
 pub mod plan;
@@ -274,7 +275,7 @@ pub fn parse(sql: &str) -> SqlResult<Vec<Statement>> {
     if dual {
         check_dual(&tokens, sql)?;
     }
-    let mut statements = Parser::new(&MySqlDialect {})
+    let mut statements = Parser::new(&dialect::SkarvDialect)
         .with_tokens_with_locations(tokens)
         .parse_statements()
         .map_err(SqlError::syntax)?;

@@ -682,9 +682,10 @@ fn split_statements(tokens: Vec<TokenWithSpan>) -> Vec<Vec<TokenWithSpan>> {
 }
 
 /// The uppercase leading words of a statement's tokens, at most `n`.
-fn head_words(tokens: &[Token], n: usize) -> Vec<String> {
+fn head_words(tokens: &[TokenWithSpan], n: usize) -> Vec<String> {
     tokens
         .iter()
+        .map(|t| &t.token)
         .filter(|t| !matches!(t, Token::Whitespace(_)))
         .take(n)
         .map(|t| match t {
@@ -775,16 +776,20 @@ fn show_warnings_statement(spanned: &[TokenWithSpan], sql: &str) -> SqlResult<St
 
 fn parse_piece(mut spanned: Vec<TokenWithSpan>, sql: &str) -> SqlResult<Stmt> {
     mend_words(&mut spanned);
-    if super::mentions_dual(&spanned) {
+    // DUAL is checked and the tree walked for it only when the word is
+    // there at all.
+    let dual = super::mentions_dual(&spanned);
+    if dual {
         super::check_dual(&spanned, sql)?;
     }
-    let tokens: Vec<Token> = spanned.iter().map(|t| t.token.clone()).collect();
-    let words = head_words(&tokens, 4);
+    // The tokens are read in place: an INSERT of many rows would
+    // otherwise pay a clone, and a display, of every token.
+    let words = head_words(&spanned, 4);
     let word = |i: usize| words.get(i).map(String::as_str).unwrap_or("");
-    let text = || {
-        tokens
+    let text = |spanned: &[TokenWithSpan]| {
+        spanned
             .iter()
-            .map(ToString::to_string)
+            .map(|t| t.token.to_string())
             .collect::<String>()
             .trim()
             .to_owned()
@@ -799,35 +804,37 @@ fn parse_piece(mut spanned: Vec<TokenWithSpan>, sql: &str) -> SqlResult<Stmt> {
         ("SHOW", "WARNINGS" | "ERRORS" | "COUNT", _) => {
             return show_warnings_statement(&spanned, sql)
         }
-        ("SHOW", "GRANTS", _) => return extra_text("SHOW GRANTS", text()),
+        ("SHOW", "GRANTS", _) => return extra_text("SHOW GRANTS", text(&spanned)),
         ("CREATE" | "DROP" | "ALTER" | "RENAME", "USER", _) => {
             let head = format!("{} USER", word(0));
-            return extra_text(&head, text());
+            return extra_text(&head, text(&spanned));
         }
-        ("SET", "PASSWORD", _) => return extra_text("SET PASSWORD", text()),
-        ("GRANT", _, _) => return extra_text("GRANT", text()),
-        ("REVOKE", _, _) => return extra_text("REVOKE", text()),
+        ("SET", "PASSWORD", _) => return extra_text("SET PASSWORD", text(&spanned)),
+        ("GRANT", _, _) => return extra_text("GRANT", text(&spanned)),
+        ("REVOKE", _, _) => return extra_text("REVOKE", text(&spanned)),
         // ANALYZE TABLE of several tables, which the parser does not take.
-        ("ANALYZE", _, _) => return extra_text("ANALYZE", text()),
+        ("ANALYZE", _, _) => return extra_text("ANALYZE", text(&spanned)),
         _ => {}
     }
     // Schema statements the parser does not take (PARTITION BY KEY, SHOW
     // CREATE DATABASE, SHOW TABLE STATUS's LIKE, ALTER TABLE of table
     // options only): the catalog recognises them from the text.
-    if let Some(recognised) = super::ddl::recognise(&text()) {
-        return Ok(Stmt::Extra(Extra::Catalog(Box::new(recognised?))));
+    if super::ddl::may_recognise(word(0), word(1)) {
+        if let Some(recognised) = super::ddl::recognise(&text(&spanned)) {
+            return Ok(Stmt::Extra(Extra::Catalog(Box::new(recognised?))));
+        }
     }
     if word(0) == "SELECT" {
         mend_lock_in_share_mode(&mut spanned);
     }
     if word(0) == "SET" {
-        if let Some(assignments) = names_as_assignments(&tokens) {
+        if let Some(assignments) = names_as_assignments(&spanned) {
             spanned = Tokenizer::new(&MySqlDialect {}, &assignments)
                 .tokenize_with_location()
                 .map_err(SqlError::syntax)?;
         }
     }
-    let mut parser = Parser::new(&MySqlDialect {}).with_tokens_with_locations(spanned);
+    let mut parser = Parser::new(&super::dialect::SkarvDialect).with_tokens_with_locations(spanned);
     let mut statement = parser
         .parse_statement()
         .map_err(|e| syntax_error(sql, &e.to_string()))?;
@@ -845,7 +852,9 @@ fn parse_piece(mut spanned: Vec<TokenWithSpan>, sql: &str) -> SqlResult<Stmt> {
             ),
         ));
     }
-    super::dual_as_no_table(&mut statement);
+    if dual {
+        super::dual_as_no_table(&mut statement);
+    }
     Ok(Stmt::Sql(Box::new(statement)))
 }
 
@@ -853,11 +862,12 @@ fn parse_piece(mut spanned: Vec<TokenWithSpan>, sql: &str) -> SqlResult<Stmt> {
 /// Connector/J's `SET autocommit=1, sql_mode=…, NAMES utf8mb4`), which the
 /// parser takes only alone: the text with that item as the assignments
 /// `SET NAMES` makes. None for any other statement.
-fn names_as_assignments(tokens: &[Token]) -> Option<String> {
+fn names_as_assignments(tokens: &[TokenWithSpan]) -> Option<String> {
     let mut items: Vec<Vec<&Token>> = vec![Vec::new()];
     let mut depth = 0i32;
     for t in tokens
         .iter()
+        .map(|t| &t.token)
         .skip_while(|t| !matches!(t, Token::Word(_)))
         .skip(1)
     {
@@ -1931,8 +1941,8 @@ mod tests {
     #[test]
     fn set_names_among_other_items_is_its_assignments() {
         let text = |sql: &str| {
-            let tokens: Vec<Token> = Tokenizer::new(&MySqlDialect {}, sql)
-                .tokenize()
+            let tokens = Tokenizer::new(&MySqlDialect {}, sql)
+                .tokenize_with_location()
                 .expect("tokenizes");
             names_as_assignments(&tokens)
         };

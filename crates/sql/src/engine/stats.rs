@@ -396,7 +396,7 @@ pub fn analyze(
             name.replace('`', "``")
         );
         if let Ok(statement) =
-            sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::MySqlDialect {}, &stmt)
+            sqlparser::parser::Parser::parse_sql(&super::dialect::SkarvDialect, &stmt)
         {
             if let Some(s) = statement.first() {
                 super::users::authorize(conn, s)?;

@@ -1160,7 +1160,7 @@ fn names_unqualified(e: &ast::Expr) -> bool {
 /// `SELECT * FROM x`, whose FROM [`outer_join_laterals`] replaces.
 fn lateral_template() -> SqlResult<ast::Query> {
     let parsed = sqlparser::parser::Parser::parse_sql(
-        &sqlparser::dialect::MySqlDialect {},
+        &crate::engine::dialect::SkarvDialect,
         "SELECT * FROM x",
     )
     .map_err(SqlError::syntax)?;
