@@ -178,7 +178,8 @@ fn drop_native(conn: &Conn<'_>, cluster: &str) -> SqlResult<()> {
 
 /// Runs the copying ALTER `change` describes (its `def` and `sql` final,
 /// slots mapped): see the module doc.
-pub(super) fn run(conn: &mut Conn<'_>, change: Change) -> SqlResult<()> {
+/// Returns the rows copied.
+pub(super) fn run(conn: &mut Conn<'_>, change: Change) -> SqlResult<u64> {
     let old = Arc::clone(&change.info);
     tracing::info!(
         table = %format_args!("{}.{}", old.db, old.name),
@@ -251,9 +252,9 @@ pub(super) fn run(conn: &mut Conn<'_>, change: Change) -> SqlResult<()> {
         .map_err(|e| catalog::native_error(&e))
         .and_then(|native| {
             let new = catalog::table_info(&old.db, &temp_name, native);
-            copy_rows(conn, &old, &new, &change.sources(), &change).map(|top| (new, top))
+            copy_rows(conn, &old, &new, &change.sources(), &change).map(|done| (new, done))
         });
-    let (new, top) = match copied {
+    let (new, (top, rows)) = match copied {
         Ok(done) => done,
         Err(e) => {
             undo_new(conn);
@@ -297,19 +298,20 @@ pub(super) fn run(conn: &mut Conn<'_>, change: Change) -> SqlResult<()> {
     catalog::drop_sequence(conn, old.id())?;
     conn.native.forget_table(&old_cluster);
     conn.native.forget_table(&final_cluster);
-    Ok(())
+    Ok(rows)
 }
 
 /// Copies every row of `old` into `new`, column `j` of `new` from column
 /// `sources[j]` of `old` (None: an added column). Returns the highest
-/// value of the AUTO_INCREMENT column or hidden key written.
+/// value of the AUTO_INCREMENT column or hidden key written, and the
+/// rows copied.
 fn copy_rows(
     conn: &mut Conn<'_>,
     old: &TableInfo,
     new: &TableInfo,
     sources: &[Option<usize>],
     change: &Change,
-) -> SqlResult<u64> {
+) -> SqlResult<(u64, u64)> {
     let env = super::exec::env(conn);
     let mut ctx = Ctx::new(&[], &env);
     ctx.strict = conn.session.sql_mode_strict();
@@ -427,7 +429,7 @@ fn copy_rows(
     copied?;
     ended.map_err(|e| txn::native_error(&e))?;
     super::exec::keep_warnings(conn, &mut ctx);
-    Ok(top)
+    Ok((top, row_number as u64))
 }
 
 /// How a column of the new table gets its value.

@@ -109,6 +109,19 @@ fn ok() -> SqlResult<Answered> {
     Ok(Answered::Ok(OkInfo::default()))
 }
 
+/// MariaDB's answer to an ALTER TABLE (and CREATE/DROP INDEX): the rows
+/// a copying ALTER copied as affected, and its info line.
+fn altered(conn: &Conn<'_>, rows: u64) -> SqlResult<Answered> {
+    Ok(Answered::Ok(OkInfo {
+        affected_rows: rows,
+        info: format!(
+            "Records: {rows}  Duplicates: 0  Warnings: {}",
+            conn.session.warning_count()
+        ),
+        ..OkInfo::default()
+    }))
+}
+
 fn ok_rows(rows: u64) -> SqlResult<Answered> {
     Ok(Answered::Ok(OkInfo {
         affected_rows: rows,
@@ -597,8 +610,8 @@ pub fn run(
                 };
             }
             change.auto_increment = *auto_increment;
-            change.apply(conn)?;
-            ok()
+            let rows = change.apply(conn)?;
+            altered(conn, rows)
         }
         CatalogStmt::AlterTable { statement } => match &**statement {
             Statement::AlterTable(alter) => alter_table(conn, &alter.name, &alter.operations),
@@ -673,8 +686,8 @@ pub fn statement(conn: &mut Conn<'_>, statement: &Statement) -> SqlResult<Answer
             let info = catalog::table(conn, db.as_deref(), &table)?;
             let mut change = Change::new(&info);
             change.add_index(Some(name), columns, index.unique)?;
-            change.apply(conn)?;
-            ok()
+            let rows = change.apply(conn)?;
+            altered(conn, rows)
         }
         Statement::AlterTable(alter) => alter_table(conn, &alter.name, &alter.operations),
         Statement::Drop {
@@ -705,8 +718,8 @@ pub fn statement(conn: &mut Conn<'_>, statement: &Statement) -> SqlResult<Answer
                     let (_, name) = object_name(name)?;
                     change.drop_index(&name)?;
                 }
-                change.apply(conn)?;
-                ok()
+                let rows = change.apply(conn)?;
+                altered(conn, rows)
             }
             other => Err(SqlError::unsupported(format_args!("DROP {other}"))),
         },
@@ -3269,7 +3282,9 @@ impl Change {
             .collect()
     }
 
-    fn apply(mut self, conn: &mut Conn<'_>) -> SqlResult<()> {
+    /// Makes the change; returns the rows a copying ALTER copied (0 for
+    /// one the dictionary made online).
+    fn apply(mut self, conn: &mut Conn<'_>) -> SqlResult<u64> {
         check_not_system(&self.info.db, &self.info.name)?;
         if let Some(lock) = &self.info.sql.copy {
             return Err(super::alter_copy::being_copied(&self.info, lock));
@@ -3329,7 +3344,7 @@ impl Change {
         if let Some(n) = self.auto_increment {
             catalog::set_auto_increment(conn, self.info.id(), n.max(1), false)?;
         }
-        Ok(())
+        Ok(0)
     }
 }
 
@@ -3432,7 +3447,7 @@ fn rename_tables(
             let undo = catalog::table(conn, Some(&to.0), &to.1).and_then(|info| {
                 let mut change = Change::new(&info);
                 change.rename = Some(from.clone());
-                change.apply(conn)
+                change.apply(conn).map(|_| ())
             });
             if let Err(u) = undo {
                 tracing::warn!(error = %u.message, "RENAME TABLE: could not rename back");
@@ -3599,8 +3614,15 @@ fn alter_table(
     if !added_checks.is_empty() {
         change.add_checks(added_checks)?;
     }
-    change.apply(conn)?;
-    ok()
+    let rows = change.apply(conn)?;
+    // A rename alone says nothing more, as in MariaDB.
+    if operations
+        .iter()
+        .all(|op| matches!(op, AlterTableOperation::RenameTable { .. }))
+    {
+        return ok();
+    }
+    altered(conn, rows)
 }
 
 #[cfg(test)]
