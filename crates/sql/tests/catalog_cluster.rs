@@ -501,7 +501,6 @@ fn errors(conn: &mut Conn<'_>) {
         code(conn, "CREATE TABLE t (a INT NOT NULL DEFAULT NULL)"),
         1067
     );
-    assert_eq!(code(conn, "CREATE TABLE t (a TEXT DEFAULT 'x')"), 1101);
     assert_eq!(code(conn, "CREATE TABLE t (a TEXT, KEY (a))"), 1170);
     assert_eq!(code(conn, "CREATE TABLE `x/y` (a INT)"), 1103);
     assert_eq!(

@@ -37,7 +37,7 @@ use super::catalog::meta::CopyLock;
 use super::catalog::{self, SqlColumn, SqlType, TableInfo};
 use super::ddl::Change;
 use super::exec::convert::{self, Target};
-use super::expr::{Ctx, Val};
+use super::expr::{Ctx, Expr, Val};
 use super::{txn, Conn, Engine};
 use crate::error::{codes, SqlError, SqlResult};
 
@@ -320,6 +320,7 @@ fn copy_rows(
     debug_assert_eq!(sources.len(), new_def.columns.len());
     let by_native = |t: &TableInfo, pos: usize| t.columns.iter().find(|c| c.native == pos).cloned();
     // Per new column, how its value is made.
+    let defaults = super::exec::lower_defaults(conn, new)?;
     let plans: Vec<Source> = (0..new_def.columns.len())
         .map(|j| {
             let to = by_native(new, j);
@@ -335,7 +336,14 @@ fn copy_rows(
                 }
                 None => match to {
                     Some(to) if to.auto_increment => Source::Counter,
-                    Some(to) => Source::Added(Box::new(to)),
+                    Some(to) => {
+                        let expr = new
+                            .columns
+                            .iter()
+                            .position(|c| c.native == j)
+                            .and_then(|at| defaults.get(at).cloned().flatten());
+                        Source::Added(Box::new((to, expr)))
+                    }
                     None => Source::Counter,
                 },
             }
@@ -395,8 +403,10 @@ fn copy_rows(
                             )?,
                         }
                     }
-                    Source::Added(to) => {
-                        added_value(to, &new_def.columns[j], old, row_number, &env, &mut ctx)?
+                    Source::Added(added) => {
+                        let (to, expr) = &**added;
+                        let native = &new_def.columns[j];
+                        added_value(to, expr.as_ref(), native, old, row_number, &env, &mut ctx)?
                     }
                 };
                 if Some(j) == auto || Some(j) == hidden {
@@ -440,8 +450,9 @@ enum Source {
     Convert(Box<(SqlColumn, SqlColumn)>),
     /// The next AUTO_INCREMENT value.
     Counter,
-    /// An added column: its default, NULL, or its type's implicit default.
-    Added(Box<SqlColumn>),
+    /// An added column: its default (an expression's evaluated for each
+    /// row), NULL, or its type's implicit default.
+    Added(Box<(SqlColumn, Option<Expr>)>),
 }
 
 fn convert_value(
@@ -531,6 +542,7 @@ fn implicit_default(to: &SqlColumn, target: &Target<'_>) -> SqlResult<Value> {
 
 fn added_value(
     to: &SqlColumn,
+    default: Option<&Expr>,
     native: &schema::Column,
     old: &TableInfo,
     row: usize,
@@ -540,6 +552,10 @@ fn added_value(
     if to.default_now {
         let now = super::exec::now_value(env.now_micros, env.tz_secs);
         return convert_value(&now, to, old, row, ctx);
+    }
+    if let Some(expr) = default {
+        let val = expr.eval(&[], ctx)?;
+        return convert_value(&val, to, old, row, ctx);
     }
     if let Some(d) = &native.default {
         return Ok(d.clone());

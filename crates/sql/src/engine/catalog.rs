@@ -171,6 +171,9 @@ pub struct SqlColumn {
     /// `DEFAULT CURRENT_TIMESTAMP` (DATETIME/TIMESTAMP): the executor fills
     /// the statement's time when the column is not given.
     pub default_now: bool,
+    /// `default` is an expression's text (`ColumnMeta::default_expr`): the
+    /// executor evaluates it when the column is not given.
+    pub default_expr: bool,
     /// `ON UPDATE CURRENT_TIMESTAMP`: the executor sets it on every update.
     pub on_update_now: bool,
     /// ZEROFILL was declared (values are not padded: MySQL 8 deprecates it).
@@ -683,6 +686,7 @@ pub fn table_info(db: &str, name: &str, native: Arc<Table>) -> TableInfo {
             nullable: column.nullable,
             auto_increment,
             meta,
+            default_expr: default.is_some() && declared.is_some_and(|d| d.default_expr),
             default,
             default_now,
             on_update_now: declared.is_some_and(|d| d.on_update_now),

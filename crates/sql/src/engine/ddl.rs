@@ -2141,6 +2141,7 @@ fn column_spec(
         auto_increment,
         zerofill,
         default_now: false,
+        default_expr: false,
         on_update_now,
         width,
         default: None,
@@ -2180,10 +2181,23 @@ fn set_default(
     match default {
         None => {}
         Some(expr) if is_now(expr) => {
-            if !matches!(ty, SqlType::DateTime { .. } | SqlType::Timestamp { .. }) {
+            if matches!(ty, SqlType::DateTime { .. } | SqlType::Timestamp { .. }) {
+                meta.default_now = true;
+            } else if meta.auto_increment {
+                return Err(invalid());
+            } else {
+                // Any other column takes it as an expression (MariaDB's):
+                // an INT the time as a number, out of range at insert.
+                meta.default = Some("current_timestamp()".to_owned());
+                meta.default_expr = true;
+            }
+        }
+        Some(expr) if !is_literal(expr) => {
+            if meta.auto_increment {
                 return Err(invalid());
             }
-            meta.default_now = true;
+            meta.default = Some(expression_default(expr)?);
+            meta.default_expr = true;
         }
         Some(expr) => {
             if meta.auto_increment {
@@ -2194,14 +2208,11 @@ fn set_default(
                 None => {}
                 Some(text) => {
                     if matches!(ty, SqlType::Text { .. } | SqlType::Blob { .. }) {
-                        return Err(err(
-                            1101,
-                            "42000",
-                            format!(
-                                "BLOB, TEXT, GEOMETRY or JSON column '{name}' can't have a \
-                                 default value"
-                            ),
-                        ));
+                        // The data nodes keep no BLOB/TEXT default: the
+                        // SQL node fills it, as it does an expression's.
+                        meta.default = Some(super::show::quote_string(&text));
+                        meta.default_expr = true;
+                        return Ok(());
                     }
                     let Some(value) = default_value(ty, &text) else {
                         if let Some((code, message)) = refused_default_warning(ty, name, &text) {
@@ -2235,6 +2246,14 @@ fn set_default(
         }
     }
     Ok(())
+}
+
+/// An expression DEFAULT's text (`expression_default`), parsed.
+pub(crate) fn parse_default(text: &str) -> SqlResult<Expr> {
+    sqlparser::parser::Parser::new(&super::dialect::SkarvDialect)
+        .try_with_sql(text)
+        .and_then(|mut p| p.parse_expr())
+        .map_err(|e| SqlError::syntax(format_args!("the DEFAULT {text}: {e}")))
 }
 
 /// A CHECK condition's text, parsed.
@@ -2356,6 +2375,81 @@ fn is_now(expr: &Expr) -> bool {
         ),
         _ => false,
     }
+}
+
+/// Whether a DEFAULT is a literal (a value, signed, parenthesized), which
+/// the data nodes keep; anything else is an expression the SQL node
+/// evaluates at each insert.
+fn is_literal(expr: &Expr) -> bool {
+    match expr {
+        Expr::Value(_) => true,
+        Expr::UnaryOp {
+            op: sqlparser::ast::UnaryOperator::Minus | sqlparser::ast::UnaryOperator::Plus,
+            expr,
+        } => is_literal(expr),
+        Expr::Nested(inner) => is_literal(inner),
+        _ => false,
+    }
+}
+
+/// An expression DEFAULT's text as MariaDB shows it (SHOW CREATE TABLE,
+/// SHOW COLUMNS, `COLUMN_DEFAULT`): a function call as it is, in lower
+/// case (`uuid()`, NOW as `current_timestamp()`), anything else in
+/// parentheses (`(1 + 1)`). A column named in it is not supported (MariaDB
+/// evaluates such a default after the row's given values); neither is a
+/// subquery, which MariaDB refuses too.
+fn expression_default(expr: &Expr) -> SqlResult<String> {
+    use sqlparser::ast::{FunctionArgumentList, FunctionArguments, ObjectNamePart};
+    let mut expr = expr.clone();
+    while let Expr::Nested(inner) = expr {
+        expr = *inner;
+    }
+    let mut refused = None;
+    let _ = sqlparser::ast::visit_expressions_mut(&mut expr, |e| {
+        if is_now(e) {
+            *e = Expr::Function(sqlparser::ast::Function {
+                name: sqlparser::ast::ObjectName(vec![ObjectNamePart::Identifier(
+                    "current_timestamp".into(),
+                )]),
+                uses_odbc_syntax: false,
+                parameters: FunctionArguments::None,
+                args: FunctionArguments::List(FunctionArgumentList {
+                    duplicate_treatment: None,
+                    args: Vec::new(),
+                    clauses: Vec::new(),
+                }),
+                filter: None,
+                null_treatment: None,
+                over: None,
+                within_group: Vec::new(),
+            });
+            return std::ops::ControlFlow::Continue(());
+        }
+        match e {
+            Expr::Identifier(_) | Expr::CompoundIdentifier(_) => {
+                refused = Some(format!("a DEFAULT naming a column ({e})"));
+            }
+            Expr::Subquery(_) | Expr::Exists { .. } => {
+                refused = Some(format!("a DEFAULT with a subquery ({e})"));
+            }
+            Expr::Function(f) => {
+                for part in &mut f.name.0 {
+                    if let ObjectNamePart::Identifier(i) = part {
+                        i.value = i.value.to_ascii_lowercase();
+                    }
+                }
+            }
+            _ => {}
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    if let Some(what) = refused {
+        return Err(SqlError::unsupported(what));
+    }
+    Ok(match expr {
+        Expr::Function(_) => expr.to_string(),
+        other => format!("({other})"),
+    })
 }
 
 /// A default's literal text: `None` for NULL.
@@ -2727,6 +2821,7 @@ impl Change {
                     auto_increment: false,
                     zerofill: false,
                     default_now: false,
+                    default_expr: false,
                     on_update_now: false,
                     width: None,
                     default: c.default.clone(),
@@ -2974,7 +3069,14 @@ impl Change {
                 spec.column.name
             ));
         }
-        if !spec.column.nullable && spec.column.default.is_none() {
+        if spec.meta.default_expr {
+            // Existing rows get it evaluated, each its own (uuid()).
+            self.copy_for(format!(
+                "adding column '{}' whose DEFAULT the SQL node evaluates",
+                spec.column.name
+            ));
+        }
+        if !spec.column.nullable && spec.column.default.is_none() && !spec.meta.default_expr {
             // MySQL fills existing rows with the type's implicit default;
             // the copy does so (the dictionary needs a stored default).
             self.copy_for(format!(

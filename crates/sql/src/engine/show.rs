@@ -514,6 +514,8 @@ fn default_shown(column: &SqlColumn) -> Option<String> {
     }
     match (&column.ty, &column.default) {
         (SqlType::Bit { .. }, Some(d)) => Some(default_sql(column, d)),
+        // An expression as SHOW CREATE TABLE writes it (a TEXT column's
+        // string quoted), as MariaDB shows it here too.
         (_, d) => d.clone(),
     }
 }
@@ -536,6 +538,9 @@ fn default_literal(column: &SqlColumn) -> Option<String> {
 /// A default as SHOW CREATE TABLE writes it: numbers bare, BIT as
 /// `b'…'`, the rest quoted (MariaDB's spelling).
 fn default_sql(column: &SqlColumn, default: &str) -> String {
+    if column.default_expr {
+        return default.to_owned();
+    }
     match &column.ty {
         ty if ty.is_number() => default.to_owned(),
         SqlType::Year => default.to_owned(),
@@ -766,7 +771,7 @@ fn quote_ident(name: &str) -> String {
     format!("`{}`", name.replace('`', "``"))
 }
 
-fn quote_string(s: &str) -> String {
+pub(crate) fn quote_string(s: &str) -> String {
     format!("'{}'", s.replace('\\', "\\\\").replace('\'', "''"))
 }
 

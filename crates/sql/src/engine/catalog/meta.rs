@@ -77,7 +77,10 @@ const FLAG_DEFAULT_NOW: u8 = 4;
 const FLAG_ON_UPDATE_NOW: u8 = 8;
 const FLAG_DEFAULT: u8 = 16;
 const FLAG_WIDTH: u8 = 32;
-const FLAGS_KNOWN: u8 = 63;
+/// The default is an expression (`default` its text), evaluated by the
+/// SQL node at each insert.
+const FLAG_DEFAULT_EXPR: u8 = 64;
+const FLAGS_KNOWN: u8 = 127;
 
 /// What SQL declared of a table beyond its storage definition.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -140,6 +143,9 @@ pub struct ColumnMeta {
     pub zerofill: bool,
     /// `DEFAULT CURRENT_TIMESTAMP`.
     pub default_now: bool,
+    /// `default` is an expression's text, as MariaDB shows it (`(1 + 1)`,
+    /// `uuid()`, a TEXT column's `'xy'`): evaluated at each insert.
+    pub default_expr: bool,
     /// `ON UPDATE CURRENT_TIMESTAMP`.
     pub on_update_now: bool,
     /// The declared display width of an integer (`INT(11)`).
@@ -335,6 +341,7 @@ impl TableMeta {
                 (c.on_update_now, FLAG_ON_UPDATE_NOW),
                 (c.default.is_some(), FLAG_DEFAULT),
                 (c.width.is_some(), FLAG_WIDTH),
+                (c.default_expr, FLAG_DEFAULT_EXPR),
             ] {
                 if on {
                     flags |= flag;
@@ -425,6 +432,7 @@ impl TableMeta {
                 auto_increment: flags & FLAG_AUTO_INCREMENT != 0,
                 zerofill: flags & FLAG_ZEROFILL != 0,
                 default_now: flags & FLAG_DEFAULT_NOW != 0,
+                default_expr: flags & FLAG_DEFAULT_EXPR != 0 && default.is_some(),
                 on_update_now: flags & FLAG_ON_UPDATE_NOW != 0,
                 width,
                 default,
@@ -701,6 +709,7 @@ mod tests {
             auto_increment: false,
             zerofill: false,
             default_now: false,
+            default_expr: false,
             on_update_now: false,
             width: None,
             default: None,
@@ -764,6 +773,8 @@ mod tests {
         columns[3].comment = "a comment".into();
         columns[17].default_now = true;
         columns[17].on_update_now = true;
+        columns[4].default = Some("(1 + 1)".into());
+        columns[4].default_expr = true;
         TableMeta {
             engine: "InnoDB".into(),
             comment: "NDB_TABLE=READ_BACKUP=1".into(),

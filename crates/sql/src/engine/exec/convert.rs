@@ -875,6 +875,7 @@ mod tests {
             auto_increment: false,
             default: None,
             default_now: false,
+            default_expr: false,
             on_update_now: false,
             zerofill: false,
             width: None,

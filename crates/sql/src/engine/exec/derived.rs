@@ -288,6 +288,7 @@ fn table_of(alias: &str, columns: &[ScopeColumn]) -> TableInfo {
                 meta: c.meta.clone(),
                 default: None,
                 default_now: false,
+                default_expr: false,
                 on_update_now: false,
                 zerofill: false,
                 width: None,

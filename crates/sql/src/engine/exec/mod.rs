@@ -12,7 +12,9 @@ mod semi;
 pub mod subquery;
 mod window;
 mod write;
-pub(crate) use write::{check_row_of, duplicate_error, failed_op, lower_checks_as, now_value};
+pub(crate) use write::{
+    check_row_of, duplicate_error, failed_op, lower_checks_as, lower_defaults, now_value,
+};
 
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};

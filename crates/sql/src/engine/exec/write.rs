@@ -204,6 +204,7 @@ fn insert(
         .iter()
         .position(|c| c.name == schema::HIDDEN_PRIMARY_KEY_COLUMN);
     let checks = lower_checks(conn, &table)?;
+    let defaults = lower_defaults(conn, &table)?;
     let mut warnings = RowWarnings::default();
     // Rows INSERT IGNORE left out for a failed CHECK: not in "Records",
     // as MariaDB counts them.
@@ -225,6 +226,12 @@ fn insert(
             // DEFAULT CURRENT_TIMESTAMP: the statement's time.
             if value.is_none() && col.default_now {
                 value = Some(now_value(environment.now_micros, environment.tz_secs));
+            }
+            // An expression DEFAULT: evaluated for each row (uuid(), rand()).
+            if let Some(expr) = defaults.get(at).and_then(Option::as_ref) {
+                if value.is_none() {
+                    value = Some(expr.eval(&[], &mut ctx)?);
+                }
             }
             if Some(at) == auto_col
                 && value
@@ -1163,6 +1170,29 @@ fn changes_of(
 pub(crate) struct Check {
     name: String,
     cond: Expr,
+}
+
+/// The expression DEFAULTs of `table`'s columns, lowered once per
+/// statement, by column (`TableInfo::columns`); empty when it has none.
+pub(crate) fn lower_defaults(conn: &Conn<'_>, table: &TableInfo) -> SqlResult<Vec<Option<Expr>>> {
+    if !table.columns.iter().any(|c| c.default_expr) {
+        return Ok(Vec::new());
+    }
+    table
+        .columns
+        .iter()
+        .map(|c| match c.default.as_deref() {
+            Some(text) if c.default_expr => {
+                let parsed = crate::engine::ddl::parse_default(text)?;
+                with_scope(conn, Vec::new(), &[], |s| {
+                    s.clause = "DEFAULT";
+                    s.lower(&parsed)
+                })
+                .map(Some)
+            }
+            _ => Ok(None),
+        })
+        .collect()
 }
 
 /// The table's CHECK constraints, lowered once per statement.

@@ -1003,6 +1003,18 @@ impl<'a> Scope<'a> {
             };
             return self.row_compare(op, left, right);
         }
+        // `d + INTERVAL n unit`, `INTERVAL n unit + d`, `d - INTERVAL n
+        // unit`: MySQL's date arithmetic, which is DATE_ADD/DATE_SUB.
+        match (left, op, right) {
+            (d, B::Plus, iv @ ast::Expr::Interval(_))
+            | (iv @ ast::Expr::Interval(_), B::Plus, d) => {
+                return self.lower(&ast_call("DATE_ADD", [d, iv]));
+            }
+            (d, B::Minus, iv @ ast::Expr::Interval(_)) => {
+                return self.lower(&ast_call("DATE_SUB", [d, iv]));
+            }
+            _ => {}
+        }
         let (l, r) = (self.lower(left)?, self.lower(right)?);
         let (bl, br) = (Box::new(l), Box::new(r));
         let cmp = |s: &Scope<'_>, op: CmpOp, bl: Box<Expr>, br: Box<Expr>| {
@@ -2622,6 +2634,28 @@ fn operand_columns(width: usize) -> SqlError {
         codes::OPERAND_COLUMNS,
         format!("Operand should contain {width} column(s)"),
     )
+}
+
+/// The call `name(args…)` as the parser would have made it.
+fn ast_call<'e>(name: &str, args: impl IntoIterator<Item = &'e ast::Expr>) -> ast::Expr {
+    use ast::{FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments};
+    ast::Expr::Function(ast::Function {
+        name: ast::ObjectName(vec![ast::ObjectNamePart::Identifier(name.into())]),
+        uses_odbc_syntax: false,
+        parameters: FunctionArguments::None,
+        args: FunctionArguments::List(FunctionArgumentList {
+            duplicate_treatment: None,
+            args: args
+                .into_iter()
+                .map(|a| FunctionArg::Unnamed(FunctionArgExpr::Expr(a.clone())))
+                .collect(),
+            clauses: Vec::new(),
+        }),
+        filter: None,
+        null_treatment: None,
+        over: None,
+        within_group: Vec::new(),
+    })
 }
 
 #[cfg(test)]
