@@ -154,6 +154,7 @@ fn insert(
     let odku: Vec<(usize, Expr)> = match &ins.on {
         Some(ast::OnInsert::DuplicateKeyUpdate(assignments)) => {
             let columns = table_scope(&table, &table.name);
+            let environment = env(conn);
             with_scope(conn, columns.clone(), placeholders, |scope| {
                 scope.insert_values = Some(columns);
                 assignments
@@ -163,6 +164,9 @@ fn insert(
                             return Err(SqlError::unsupported("tuple assignments"));
                         };
                         let c = scope.resolve(None, &last_ident(n))?;
+                        if is_default_word(&a.value) {
+                            return Ok((c, default_assigned(scope, &table, c, &environment)?));
+                        }
                         Ok((c, scope.lower(&a.value)?))
                     })
                     .collect::<SqlResult<Vec<_>>>()
@@ -1255,6 +1259,45 @@ pub(crate) fn check_row_of(
 }
 
 /// The statement's time as a DATETIME value in the session's time zone.
+/// The unquoted word DEFAULT as an assigned value (`SET c = DEFAULT`).
+fn is_default_word(e: &ast::Expr) -> bool {
+    matches!(e, ast::Expr::Identifier(i) if i.quote_style.is_none() && i.value.eq_ignore_ascii_case("DEFAULT"))
+}
+
+/// `SET c = DEFAULT` of column `at` (of `table.columns`): its default as
+/// an INSERT would fill it (the statement's time, an expression's value,
+/// the stored default or NULL); 1364 for a NOT NULL column without one,
+/// as MariaDB's.
+fn default_assigned(
+    scope: &mut crate::engine::expr::Scope<'_>,
+    table: &TableInfo,
+    at: usize,
+    environment: &crate::engine::expr::Env,
+) -> SqlResult<Expr> {
+    let col = &table.columns[at];
+    if col.default_now {
+        return Ok(Expr::Lit(now_value(
+            environment.now_micros,
+            environment.tz_secs,
+        )));
+    }
+    if let (true, Some(text)) = (col.default_expr, col.default.as_deref()) {
+        return scope.lower(&crate::engine::ddl::parse_default(text)?);
+    }
+    match &table.native.def().columns[col.native].default {
+        Some(d) => Ok(Expr::Lit(super::convert::from_native(
+            d,
+            &col.ty,
+            environment.tz_secs,
+        ))),
+        None if col.nullable => Ok(Expr::Lit(Val::Null)),
+        None => Err(SqlError::new(
+            codes::NO_DEFAULT_FOR_FIELD,
+            format!("Field '{}' doesn't have a default value", col.name),
+        )),
+    }
+}
+
 pub(crate) fn now_value(now_micros: i64, tz_secs: i64) -> Val {
     match crate::engine::expr::value::datetime_of_micros(now_micros + tz_secs * 1_000_000) {
         Some((d, t)) => Val::DateTime(d, t),
@@ -1518,6 +1561,7 @@ fn update(
     super::subquery::prepare(conn, up, 0, placeholders, Some(params), Some(&table))?;
     let columns = table_scope(&table, &table.name);
     super::correlated::plan(conn, up, 0, &columns, &[], placeholders)?;
+    let environment = env(conn);
     let assignments = with_scope(conn, columns, placeholders, |scope| {
         scope.clause = "SET";
         up.assignments
@@ -1527,6 +1571,9 @@ fn update(
                     return Err(SqlError::unsupported("tuple assignments"));
                 };
                 let c = scope.resolve(None, &last_ident(n))?;
+                if is_default_word(&a.value) {
+                    return Ok((c, default_assigned(scope, &table, c, &environment)?));
+                }
                 Ok((c, scope.lower(&a.value)?))
             })
             .collect::<SqlResult<Vec<_>>>()
@@ -1541,7 +1588,6 @@ fn update(
     )?;
     let per_row = targets.has_sub() || assignments.iter().any(|(_, e)| e.has_sub());
     let checks = lower_checks(conn, &table)?;
-    let environment = env(conn);
     let info = Arc::clone(&conn.info);
     // UPDATE IGNORE (mended into the parser's `UPDATE OR IGNORE`): a value
     // that does not fit is stored as a non-strict sql_mode would, with a
