@@ -58,7 +58,7 @@ const CHAR_CHARS_MAX: u64 = 255;
 const VARCHAR_CHARS_MAX: u64 = 65_535;
 /// DECIMAL's limits (MySQL's): precision and scale.
 const DECIMAL_PRECISION_MAX: u64 = 65;
-const DECIMAL_SCALE_MAX: i64 = 30;
+const DECIMAL_SCALE_MAX: i64 = super::expr::value::DECIMAL_SCALE_MAX as i64;
 /// Most fractional-second digits.
 const FSP_MAX: u64 = 6;
 /// Most BIT bits.
@@ -2565,11 +2565,25 @@ fn decimal_default(ty: &SqlType, text: &str) -> Option<(Dec, bool)> {
     if *unsigned && exact.mantissa < 0 {
         return None;
     }
-    let rounded = exact.rescale(*scale)?;
+    use super::expr::value::DECIMAL_SCALE_MAX as DEC_SCALE_MAX;
+    let mut rounded = exact.rescale(*scale)?;
+    // Digits past the 30 a decimal holds, which `Dec::parse` drops: they
+    // make it rounded, and at scale 30 the first of them rounds it.
+    let dropped = text
+        .split_once('.')
+        .map(|(_, frac)| frac)
+        .filter(|frac| frac.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|frac| frac.get(usize::from(DEC_SCALE_MAX)..))
+        .unwrap_or("");
+    if *scale == DEC_SCALE_MAX && dropped.as_bytes().first().is_some_and(|d| *d >= b'5') {
+        let away = if text.starts_with('-') { -1 } else { 1 };
+        rounded = Dec::new(rounded.mantissa.checked_add(away)?, rounded.scale);
+    }
     if rounded.whole_digits() > u32::from(precision.saturating_sub(*scale)) {
         return None;
     }
-    Some((rounded, rounded.cmp_dec(exact).is_ne()))
+    let cut = dropped.bytes().any(|d| d != b'0');
+    Some((rounded, cut || rounded.cmp_dec(exact).is_ne()))
 }
 
 /// A default literal as the native value the storage holds.
