@@ -6,12 +6,14 @@
 
 use std::collections::BTreeMap;
 
-use datanode::simulation::cluster::{whole_scenario, ScenarioOptions, WholeReport};
+use datanode::simulation::cluster::{whole_scenario, FaultKind, ScenarioOptions, WholeReport};
 use kernel::simulator::Adversary;
 
+/// Found before late signals existed: kept with them off.
 const BOTH: Adversary = Adversary {
     reorder: true,
     buggify: true,
+    late_signals: false,
 };
 
 /// The run of `seed` as `skarv sim --seed` makes it (3 rounds, both switches).
@@ -48,6 +50,7 @@ fn the_same_seed_and_switches_give_the_same_run() {
         Adversary {
             reorder: true,
             buggify: false,
+            late_signals: false,
         },
     );
     assert_ne!(reorder_only.trace_hash, plain.trace_hash);
@@ -184,4 +187,72 @@ fn seed_1795900126686330_a_successor_numbers_its_view_above_the_members() {
         1,
         r#"round 1: break links ["5-2", "4-2"]"#,
     );
+}
+
+/// Every switch on, late signals too.
+const ALL: Adversary = Adversary {
+    reorder: true,
+    buggify: true,
+    late_signals: true,
+};
+
+/// Runs `seeds` with every switch on and node crashes or graceful stops
+/// (the faults whose nodes go down with signals in flight); returns the
+/// failures and the signals that arrived late.
+fn late_signal_runs(seeds: std::ops::Range<u64>) -> (Vec<String>, BTreeMap<&'static str, u64>) {
+    let mut failures = Vec::new();
+    let mut late: BTreeMap<&'static str, u64> = BTreeMap::new();
+    for seed in seeds {
+        let options = ScenarioOptions {
+            rounds: 3,
+            kinds: vec![
+                FaultKind::NodeCrash,
+                FaultKind::Isolate,
+                FaultKind::SystemRestart,
+            ],
+            adversary: ALL,
+            ..ScenarioOptions::default()
+        };
+        let report = whole_scenario(seed, &options).0;
+        if let Err(e) = report.result {
+            failures.push(format!("seed {seed}: {e}"));
+        }
+        for (name, n) in report.late_signals {
+            *late.entry(name).or_default() += n;
+        }
+    }
+    (failures, late)
+}
+
+/// A node's last signals can arrive after its failure was handled (CI's
+/// `rolling_restart` found a TC asserting on one: 3af97f7). These runs
+/// deliver every signal a down node had in flight late.
+#[test]
+fn seeds_pass_when_a_down_nodes_signals_arrive_late() {
+    let (failures, late) = late_signal_runs(0..LATE_SIGNAL_SEEDS);
+    assert!(failures.is_empty(), "{failures:#?}");
+    assert!(
+        !late.is_empty(),
+        "no signal arrived late in {LATE_SIGNAL_SEEDS} seeds"
+    );
+}
+
+/// Seeds `seeds_pass_when_a_down_nodes_signals_arrive_late` runs.
+const LATE_SIGNAL_SEEDS: u64 = 8;
+
+/// More seeds of the same: `LATE_SEEDS=N [LATE_SEED_FROM=S] cargo test -p
+/// datanode --test adversary -- --ignored late_signals_many_seeds`.
+#[test]
+#[ignore = "long: many seeds; LATE_SEEDS=N"]
+fn late_signals_many_seeds() {
+    let var = |name: &str, default: u64| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let (n, from) = (var("LATE_SEEDS", 50), var("LATE_SEED_FROM", 1_000));
+    let (failures, late) = late_signal_runs(from..from + n);
+    eprintln!("{n} seeds from {from}: signals late {late:?}");
+    assert!(failures.is_empty(), "{failures:#?}");
 }

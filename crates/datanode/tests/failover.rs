@@ -618,3 +618,62 @@ fn one_phase_write_survives_a_failure_of_either_replica_at_each_step() {
     }
     assert!(seen.contains(&(true, 1, true)), "{seen:?}");
 }
+
+/// A failed primary's last answer, arriving after its failure was handled
+/// (`Simulation::set_late_signals`): the TC asked the backup, which had
+/// committed (`LdmOutcomeReq`), answered the client committed and ended
+/// the transaction; the primary's own `LdmKeyCommitted` then comes for a
+/// transaction the TC no longer has, and is dropped (3af97f7; CI's
+/// `rolling_restart` found it, a graceful stop's last signals).
+#[test]
+fn a_failed_primarys_late_answer_after_the_backups_is_dropped() {
+    let mut after_the_answer = 0;
+    for seed in 0..16u64 {
+        let key = 500 + seed as i64;
+        let mut cluster = Cluster::start(seed, 2, 2);
+        cluster.sim.set_late_signals(true);
+        cluster.sim.enable_trace();
+        let from = cluster.sim.trace().len();
+        let tc_node = cluster.data_nodes[(seed % 2) as usize];
+        let other = cluster.data_nodes[1 - (seed % 2) as usize];
+        let tx_id = cluster.tx_id();
+        let ops = cluster.batch(OpKind::Insert, &[key], 5);
+        let flags = tc_flags::START | tc_flags::COMMIT;
+        cluster.send(tc_of(tc_node), SignalBody::TcKeyReq { tx_id, flags, ops });
+        // Run until the primary, on the other node, has executed its last
+        // step (the third LdmKeyCommitReq/LdmKeyCommitted): its answer to
+        // the TC is in flight.
+        let until = cluster.sim.now() + Duration::from_secs(5);
+        let execs = loop {
+            assert!(cluster.sim.step(), "seed {seed}: the simulation ran dry");
+            let execs: Vec<_> = cluster.sim.trace()[from..]
+                .iter()
+                .filter(|l| l.contains(" LdmKeyCommitReq ") || l.contains(" LdmKeyCommitted "))
+                .map(|l| parse_exec(l))
+                .collect();
+            if execs.len() == 3 {
+                break execs;
+            }
+            assert!(cluster.sim.now() < until, "seed {seed}: no third step");
+        };
+        if !execs[0].0.starts_with(&format!("{other}:")) {
+            continue; // The TC's node holds the primary: nothing in flight.
+        }
+        cluster.sim.crash(other);
+        let answer = answer_of(&mut cluster, tx_id);
+        assert_eq!(answer, Some(Ok(tc_flags::COMMITTED)), "seed {seed}");
+        cluster
+            .sim
+            .run_for(kernel::simulator::LATE_SIGNAL_DELAY_MAX);
+        assert_eq!(cluster.read(&[key])[0], Some(5), "seed {seed}");
+        let trace = &cluster.sim.trace()[from..];
+        let answered = trace.iter().position(|l| l.contains(" TcKeyConf "));
+        let late = trace
+            .iter()
+            .position(|l| l.contains("late LdmKeyCommitted"));
+        if let (Some(answered), Some(late)) = (answered, late) {
+            after_the_answer += usize::from(late > answered);
+        }
+    }
+    assert!(after_the_answer > 0, "no late answer came after the TC's");
+}

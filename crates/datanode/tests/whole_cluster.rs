@@ -423,6 +423,7 @@ fn seed_203_a_refused_new_subscription_is_asked_for_again() {
         adversary: Adversary {
             reorder: true,
             buggify: true,
+            late_signals: false,
         },
         ..ScenarioOptions::default()
     };
@@ -461,6 +462,8 @@ fn stream_many_seeds() {
     // and buggify on (as `skarv sim`).
     let mixed = var("WHOLE_STREAM_MIXED", 0) as u32;
     let adversary = var("WHOLE_STREAM_ADVERSARY", 0) == 1;
+    // WHOLE_STREAM_LATE=1: a down node's signals in flight arrive late.
+    let late = var("WHOLE_STREAM_LATE", 0) == 1;
     let runs: Vec<(Vec<FaultKind>, u32)> = if mixed > 0 {
         vec![(kinds, mixed)]
     } else {
@@ -478,6 +481,7 @@ fn stream_many_seeds() {
                 adversary: Adversary {
                     reorder: adversary,
                     buggify: adversary,
+                    late_signals: late,
                 },
                 ..ScenarioOptions::default()
             };

@@ -72,6 +72,17 @@
 //! ([`Simulation::adversary`]): the same seed with the same switches is the
 //! same run.
 //!
+//! Late signals. A node that goes down loses nothing it already sent: its
+//! bytes sit in its peers' sockets and its own send buffer, and a peer's
+//! receive thread hands them on after the peer may already have handled
+//! the failure (declared by another node, or by a timeout). By default the
+//! simulator loses a signal whose connection broke while it was in flight.
+//! With [`Simulation::set_late_signals`] such a signal of a node that went
+//! down arrives instead, at a time the seed draws up to
+//! [`LATE_SIGNAL_DELAY_MAX`] later, in its link's order, while its sender
+//! is still down (a new incarnation's connection comes after the old one's
+//! bytes).
+//!
 //! File requests ([`Context::io`]) model a node's `io` threads: each runs
 //! after its own latency, drawn from [`IoSettings`] by the seed, so
 //! requests complete in an order the seed chooses, and its `FsConf`
@@ -142,6 +153,11 @@ impl Default for IoSettings {
 /// every restart, with the incarnation number (0 first).
 pub type NodeFactory = Box<dyn FnMut(NodeId, u32) -> Vec<(BlockRef, Box<dyn Block>)>>;
 
+/// The latest a late signal (see the module doc) arrives after it would
+/// have: past a node failure's handling, which takes a few milliseconds
+/// of simulated time.
+pub const LATE_SIGNAL_DELAY_MAX: Duration = Duration::from_millis(500);
+
 /// Delay before an angel restarts a node that shut itself down with `restart`.
 pub const ANGEL_RESTART_DELAY: Duration = Duration::from_millis(500);
 
@@ -155,6 +171,12 @@ enum Event {
         /// Epoch of the connection it was sent on; a signal of a connection
         /// that broke is lost with it. `None`: no connection (local, injected).
         epoch: Option<u64>,
+    },
+    /// A signal of a node that went down while it was in flight, arriving
+    /// late (see the module doc); lost if its sender is up again.
+    Late {
+        signal: Signal,
+        incarnation: u32,
     },
     Timer {
         block: BlockRef,
@@ -208,6 +230,9 @@ pub struct Adversary {
     pub reorder: bool,
     /// `Context::buggify` points active.
     pub buggify: bool,
+    /// A node that goes down loses no signal in flight: each arrives late
+    /// (see the module doc).
+    pub late_signals: bool,
 }
 
 impl std::fmt::Display for Adversary {
@@ -215,9 +240,10 @@ impl std::fmt::Display for Adversary {
         let on = |b: bool| if b { "on" } else { "off" };
         write!(
             f,
-            "reorder {}, buggify {}",
+            "reorder {}, buggify {}, late signals {}",
             on(self.reorder),
-            on(self.buggify)
+            on(self.buggify),
+            on(self.late_signals)
         )
     }
 }
@@ -279,6 +305,10 @@ pub struct Simulation {
     partitions: BTreeSet<(NodeId, NodeId)>,
     /// Last delivery time per directed link, to keep links FIFO.
     link_clock: BTreeMap<(NodeId, NodeId), Instant>,
+    /// Last late delivery per directed link, to keep late signals in order.
+    late_clock: BTreeMap<(NodeId, NodeId), Instant>,
+    /// Signals delivered late so far, by name.
+    late_delivered: BTreeMap<&'static str, u64>,
     pub network: NetworkSettings,
     pub io: IoSettings,
     /// File requests not yet run, by the sequence number of their event.
@@ -322,6 +352,8 @@ impl Simulation {
             local_delay: BTreeMap::new(),
             partitions: BTreeSet::new(),
             link_clock: BTreeMap::new(),
+            late_clock: BTreeMap::new(),
+            late_delivered: BTreeMap::new(),
             network: NetworkSettings::default(),
             io: IoSettings::default(),
             io_requests: BTreeMap::new(),
@@ -347,6 +379,18 @@ impl Simulation {
     /// instead of in one FIFO. Set before the run starts.
     pub fn set_reorder(&mut self, on: bool) {
         self.adversary.reorder = on;
+    }
+
+    /// Delivers a down node's signals in flight late instead of losing
+    /// them (see the module doc). Set before the run starts.
+    pub fn set_late_signals(&mut self, on: bool) {
+        self.adversary.late_signals = on;
+    }
+
+    /// Signals delivered late so far ([`Simulation::set_late_signals`]),
+    /// by name.
+    pub fn late_delivered(&self) -> &BTreeMap<&'static str, u64> {
+        &self.late_delivered
     }
 
     /// Turns the blocks' buggify points on (see the module doc). Set before
@@ -715,7 +759,9 @@ impl Simulation {
         self.now = at;
         self.steps += 1;
         let waits_for = match &event {
-            Event::Deliver { signal, .. } => Some(signal.receiver.node),
+            Event::Deliver { signal, .. } | Event::Late { signal, .. } => {
+                Some(signal.receiver.node)
+            }
             Event::Timer { block, .. } => Some(block.node),
             Event::DisconnectNotice { at, .. } => Some(*at),
             Event::TryConnect { a, b } => Some(if self.is_paused(*a) { *a } else { *b }),
@@ -737,6 +783,21 @@ impl Simulation {
                 incarnation,
                 epoch,
             } => self.deliver(signal, incarnation, epoch),
+            Event::Late {
+                signal,
+                incarnation,
+            } => {
+                let sender = signal.sender.node;
+                if !self.is_up(sender) && self.incarnation_is(signal.receiver.node, incarnation) {
+                    *self.late_delivered.entry(signal.body.name()).or_default() += 1;
+                    self.record(format!(
+                        "late {} {sender:?}->{:?}",
+                        signal.body.name(),
+                        signal.receiver.node
+                    ));
+                    self.deliver(signal, incarnation, None);
+                }
+            }
             Event::Timer {
                 block,
                 timer_id,
@@ -883,7 +944,26 @@ impl Simulation {
         if let Some(epoch) = epoch {
             let sender = signal.sender.node;
             if self.connections.get(&pair(sender, receiver.node)) != Some(&epoch) {
-                // The connection it came on broke while it was in flight.
+                // The connection it came on broke while it was in flight:
+                // late when its sender went down and late signals are on.
+                if self.adversary.late_signals && !self.is_up(sender) {
+                    let span = LATE_SIGNAL_DELAY_MAX.as_nanos() as u64;
+                    let mut at = self.now + Duration::from_nanos(self.rng.below(span + 1));
+                    let last = self
+                        .late_clock
+                        .entry((sender, receiver.node))
+                        .or_insert(Instant::ZERO);
+                    at = at.max(*last);
+                    *last = at;
+                    self.push(
+                        at,
+                        Event::Late {
+                            signal,
+                            incarnation,
+                        },
+                    );
+                    return;
+                }
                 self.record(format!(
                     "lost {} {sender:?}->{:?}: its connection broke",
                     signal.body.name(),
@@ -1143,6 +1223,38 @@ impl Simulation {
     }
 
     /// Runs until simulated time reaches `until` or nothing is left.
+    /// Runs until a signal from `from` to another node that `wanted` takes
+    /// is in flight, or `until`; whether one is. A fault that takes `from`
+    /// down then has something to lose (or, with late signals, to deliver
+    /// late).
+    pub fn run_until_in_flight(
+        &mut self,
+        from: NodeId,
+        until: Instant,
+        wanted: impl Fn(&Signal) -> bool,
+    ) -> bool {
+        let in_flight = |sim: &Simulation| {
+            sim.events.values().any(|e| {
+                matches!(e, Event::Deliver { signal, epoch: Some(_), .. }
+                    if signal.sender.node == from && wanted(signal))
+            })
+        };
+        let start = self.steps;
+        while !in_flight(self) {
+            match self.queue.peek() {
+                Some(Reverse((at, _))) if *at <= until => {}
+                _ => return false,
+            }
+            self.step();
+            assert!(
+                self.steps - start < SIMULATION_STEPS_MAX,
+                "seed {}: more than {SIMULATION_STEPS_MAX} steps before {until:?}: livelock?",
+                self.seed
+            );
+        }
+        true
+    }
+
     pub fn run_until(&mut self, until: Instant) {
         let start = self.steps;
         while let Some(Reverse((at, _))) = self.queue.peek() {

@@ -209,3 +209,45 @@ fn a_latency_spike_reorders_across_links_but_never_within_one() {
         assert_eq!(numbers, sorted, "link {from}->3 kept its order");
     }
 }
+
+/// With late signals on, a crashed node's signals in flight arrive after
+/// its peers heard of the close, in their link's order, and are lost if
+/// it is up again first; with them off, they are lost.
+#[test]
+fn a_crashed_nodes_signals_in_flight_arrive_late_in_order_or_not_at_all() {
+    let got = |log: &Log| -> Vec<String> {
+        lines(log)
+            .into_iter()
+            .filter(|l| l.starts_with("2 got") || l == "2 disconnected 1")
+            .collect()
+    };
+    for seed in 0..6 {
+        let (mut sim, log) = cluster(seed, 2, None, false);
+        sim.set_late_signals(true);
+        sim.delay_link(node(1), node(2), Duration::from_millis(5));
+        send(&mut sim, 1, 2, 0..6);
+        sim.run_for(Duration::from_millis(1));
+        sim.crash(node(1));
+        sim.run_for(kernel::simulator::LATE_SIGNAL_DELAY_MAX + Duration::from_millis(10));
+        let mut expected = vec!["2 disconnected 1".to_owned()];
+        expected.extend((0..6).map(|i| format!("2 got {i} from 1")));
+        assert_eq!(got(&log), expected, "seed {seed}");
+        assert_eq!(sim.late_delivered().get("GcpPrepareReq"), Some(&6));
+    }
+    // Up again before they come: lost (the new connection comes after the
+    // old one's bytes), and so they are with late signals off.
+    for late in [true, false] {
+        let (mut sim, log) = cluster(9, 2, None, false);
+        sim.set_late_signals(late);
+        sim.delay_link(node(1), node(2), Duration::from_millis(5));
+        send(&mut sim, 1, 2, 0..6);
+        sim.run_for(Duration::from_millis(1));
+        sim.crash(node(1));
+        // Past when they were due: with late signals on they now wait.
+        sim.run_for(Duration::from_millis(6));
+        sim.restart(node(1));
+        sim.run_for(kernel::simulator::LATE_SIGNAL_DELAY_MAX + Duration::from_millis(10));
+        assert_eq!(got(&log), vec!["2 disconnected 1"], "late signals {late}");
+        assert!(sim.late_delivered().is_empty());
+    }
+}

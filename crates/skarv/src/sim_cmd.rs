@@ -58,6 +58,10 @@ pub struct SimArgs {
     /// Whole cluster: leave the blocks' buggify points off.
     #[arg(long)]
     no_buggify: bool,
+    /// Whole cluster: a node that goes down loses no signal in flight;
+    /// each arrives late, maybe after its failure was handled.
+    #[arg(long)]
+    late_signals: bool,
 }
 
 fn print_report(report: &ScenarioReport) {
@@ -132,6 +136,7 @@ fn options(args: &SimArgs) -> Result<ScenarioOptions, String> {
         adversary: Adversary {
             reorder: !args.no_reorder,
             buggify: !args.no_buggify,
+            late_signals: args.late_signals,
         },
         ..ScenarioOptions::default()
     };
@@ -178,6 +183,9 @@ fn replay_command(args: &SimArgs, seed: u64) -> String {
     }
     if args.no_buggify {
         line += " --no-buggify";
+    }
+    if args.late_signals {
+        line += " --late-signals";
     }
     line
 }

@@ -1259,6 +1259,7 @@ impl WholeCluster {
         sim.network = spec.network.clone();
         sim.set_reorder(spec.adversary.reorder);
         sim.set_buggify(spec.adversary.buggify);
+        sim.set_late_signals(spec.adversary.late_signals);
         // Every ThreadConfig runs these on `main` (node.rs); each TC and
         // LDM instance may have a thread of its own.
         sim.share_thread(&[
@@ -2226,6 +2227,9 @@ pub struct WholeReport {
     pub adversary: Adversary,
     /// How often each buggify point fired, by "file:line".
     pub buggify_fired: BTreeMap<String, u64>,
+    /// Signals a down node had in flight that arrived late (the
+    /// adversary's `late_signals`), by name.
+    pub late_signals: BTreeMap<&'static str, u64>,
     /// What the stream check compared (with the subscriber, once the
     /// final check reached it).
     pub stream: Option<StreamChecked>,
@@ -2384,6 +2388,10 @@ pub fn whole_scenario(seed: u64, options: &ScenarioOptions) -> (WholeReport, Vec
         .as_ref()
         .map(|c| c.sim.buggify_fired().clone())
         .unwrap_or_default();
+    let late_signals = cluster
+        .as_ref()
+        .map(|c| c.sim.late_delivered().clone())
+        .unwrap_or_default();
     let committed_after_faults = cluster
         .as_ref()
         .and_then(|c| c.committed_before_faults)
@@ -2405,6 +2413,7 @@ pub fn whole_scenario(seed: u64, options: &ScenarioOptions) -> (WholeReport, Vec
         committed_after_faults,
         adversary: options.adversary,
         buggify_fired,
+        late_signals,
         stream: cluster.as_ref().and_then(|c| c.stream),
         // The switches replay the seed as much as the seed does.
         result: result.map_err(|e| format!("{e} [{}]", options.adversary)),
@@ -2461,6 +2470,10 @@ fn run_rounds(
     cluster.check_final()
 }
 
+/// With late signals on, how long a node crash may wait for its victim to
+/// have a signal to another data node in flight.
+const CRASH_IN_FLIGHT_WAIT: Duration = Duration::from_millis(100);
+
 /// Carries out one fault and runs through it; returns its description.
 fn fault(cluster: &mut WholeCluster, choose: &mut Rng, kind: FaultKind) -> Result<String, String> {
     let nodes = cluster.data_nodes.clone();
@@ -2468,6 +2481,15 @@ fn fault(cluster: &mut WholeCluster, choose: &mut Rng, kind: FaultKind) -> Resul
     let detection = cluster.spec.detection_time();
     Ok(match kind {
         FaultKind::NodeCrash => {
+            if cluster.spec.adversary.late_signals {
+                // Crash it with a signal to another data node in flight,
+                // which then arrives late (up to CRASH_IN_FLIGHT_WAIT).
+                let until = cluster.sim.now() + CRASH_IN_FLIGHT_WAIT;
+                cluster.sim.run_until_in_flight(victim, until, |s| {
+                    s.receiver.node != victim && nodes.contains(&s.receiver.node)
+                });
+                cluster.check_running()?;
+            }
             let report = cluster.disks[&victim].crash();
             cluster.sim.crash(victim);
             let down = Duration::from_millis(choose.below(1500));
