@@ -1764,6 +1764,7 @@ impl ResultSink for WhereSink<'_> {
         let scope_columns = columns
             .iter()
             .map(|m| ScopeColumn {
+                default: None,
                 name: m.name.clone(),
                 table: Arc::default(),
                 kind: match m.ty {

@@ -258,6 +258,7 @@ pub(crate) fn shape_columns(
         meta.name = name.as_str().into();
         meta.org_name = Arc::clone(&meta.name);
         columns.push(ScopeColumn {
+            default: None,
             name: Arc::clone(&meta.name),
             table: Arc::clone(&meta.table),
             kind: m.kinds.get(at).copied().unwrap_or(Kind::Null),

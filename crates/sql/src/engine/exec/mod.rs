@@ -222,9 +222,36 @@ pub fn table_scope(table: &TableInfo, alias: &str) -> Vec<ScopeColumn> {
                 kind: convert::column_kind(&c.ty),
                 nullable: c.nullable,
                 meta,
+                default: default_of(table, c),
             }
         })
         .collect()
+}
+
+/// What `DEFAULT(c)` reads of column `c`: as an INSERT fills it. None for
+/// a TIMESTAMP's literal default, which is stored in UTC and shown in the
+/// session's zone, which the scope does not know.
+fn default_of(
+    table: &TableInfo,
+    c: &crate::engine::catalog::SqlColumn,
+) -> Option<crate::engine::expr::DefaultOf> {
+    use crate::engine::expr::DefaultOf;
+    if c.default_now {
+        let fsp = match c.ty {
+            SqlType::DateTime { fsp } | SqlType::Timestamp { fsp } => fsp,
+            _ => 0,
+        };
+        return Some(DefaultOf::Now(fsp));
+    }
+    if let (true, Some(text)) = (c.default_expr, &c.default) {
+        return Some(DefaultOf::Expr(text.as_str().into()));
+    }
+    Some(match &table.native.def().columns[c.native].default {
+        Some(Value::Timestamp(_)) => return None,
+        Some(d) => DefaultOf::Value(convert::from_native(d, &c.ty, 0)),
+        None if c.nullable => DefaultOf::Value(Val::Null),
+        None => DefaultOf::Missing,
+    })
 }
 
 /// A lowering scope over `columns` with the session's variables.

@@ -461,6 +461,7 @@ fn plan_select(
                 let columns = metas
                     .into_iter()
                     .map(|meta| ScopeColumn {
+                        default: None,
                         name: meta.name.clone(),
                         table: a.as_str().into(),
                         kind: meta_kind(&meta),

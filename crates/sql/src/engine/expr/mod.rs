@@ -406,6 +406,22 @@ pub struct ScopeColumn {
     pub nullable: bool,
     /// Its result metadata.
     pub meta: ColumnMeta,
+    /// What `DEFAULT(col)` reads: a table column's default; None for a
+    /// column of no table (a derived table's, an expression's).
+    pub default: Option<DefaultOf>,
+}
+
+/// A table column's default, as `DEFAULT(col)` reads it.
+#[derive(Clone, Debug)]
+pub enum DefaultOf {
+    /// A stored default (or NULL, for a nullable column without one).
+    Value(Val),
+    /// `CURRENT_TIMESTAMP`, with the column's fractional digits.
+    Now(u8),
+    /// An expression DEFAULT's text (`SqlColumn::default_expr`).
+    Expr(Arc<str>),
+    /// NOT NULL without a default: 1364.
+    Missing,
 }
 
 /// How names, placeholders and aggregates resolve while lowering.
@@ -475,6 +491,35 @@ impl<'a> Scope<'a> {
 
     /// The position of a column named `name` (optionally of `table`):
     /// 1054 when none, 1052 when ambiguous.
+    /// `DEFAULT(col)`: the default of a column of a table in scope, as an
+    /// INSERT would fill it.
+    fn default_of(&mut self, args: &[&ast::Expr]) -> SqlResult<Expr> {
+        let (table, name) = match args {
+            [ast::Expr::Identifier(i)] => (None, i.value.as_str()),
+            [ast::Expr::CompoundIdentifier(parts)] if !parts.is_empty() => (
+                parts.len().checked_sub(2).map(|t| parts[t].value.as_str()),
+                parts[parts.len() - 1].value.as_str(),
+            ),
+            _ => return Err(SqlError::syntax("DEFAULT() takes a column")),
+        };
+        let at = self.resolve(table, name)?;
+        match self.columns[at].default.clone() {
+            Some(DefaultOf::Value(v)) => Ok(Expr::Lit(v)),
+            Some(DefaultOf::Now(fsp)) => {
+                let digits = ast::Expr::value(ast::Value::Number(fsp.to_string(), false));
+                self.lower(&ast_call("NOW", [&digits]))
+            }
+            Some(DefaultOf::Expr(text)) => self.lower(&crate::engine::ddl::parse_default(&text)?),
+            Some(DefaultOf::Missing) => Err(SqlError::new(
+                codes::NO_DEFAULT_FOR_FIELD,
+                format!("Field '{name}' doesn't have a default value"),
+            )),
+            None => Err(SqlError::unsupported(format_args!(
+                "DEFAULT({name}) of a column that is no table's"
+            ))),
+        }
+    }
+
     pub fn resolve(&self, table: Option<&str>, name: &str) -> SqlResult<usize> {
         let mut found = None;
         for (at, c) in self.columns.iter().enumerate() {
@@ -1380,6 +1425,9 @@ impl<'a> Scope<'a> {
                 }
             }
             return self.group_concat(&args, distinct, clauses, json.map(|(j, _)| j));
+        }
+        if name == "DEFAULT" {
+            return self.default_of(&args);
         }
         if name == "VALUES" || name == "VALUE" {
             if let [ast::Expr::Identifier(ident)] = args.as_slice() {
