@@ -344,6 +344,12 @@ pub fn merge_kinds(kinds: impl Iterator<Item = Kind>) -> Kind {
                 Kind::Dec { scale }
             }
             (Kind::Dec { scale: a }, Kind::Dec { scale: b }) => Kind::Dec { scale: a.max(b) },
+            // Datetimes (times) of different digits: the most of them, as
+            // MariaDB's IF, GREATEST or COALESCE of DATETIME(3) and DATETIME.
+            (Kind::DateTime { fsp: a }, Kind::DateTime { fsp: b }) => {
+                Kind::DateTime { fsp: a.max(b) }
+            }
+            (Kind::Time { fsp: a }, Kind::Time { fsp: b }) => Kind::Time { fsp: a.max(b) },
             (a, b) if a.is_numeric() && b.is_numeric() => Kind::Double,
             (Kind::Str { collation: a }, Kind::Str { collation: b }) => Kind::Str {
                 collation: a.and(b),
@@ -1052,6 +1058,9 @@ pub fn cast(v: Val, to: &CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
                 crate::protocol::fixed_decimals_text(f, *decimals, &mut text);
                 Val::Str(text)
             }
+            // A temporal value with its kind's fractional digits.
+            Val::DateTime(d, t) => Val::str(super::value::datetime_text(d, t, *decimals)),
+            Val::Time(m) => Val::str(super::value::time_text(m, *decimals)),
             other => Val::str(other.to_text()),
         },
         // A string's bytes as they are: through text, bytes that are not

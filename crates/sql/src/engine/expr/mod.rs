@@ -1512,12 +1512,15 @@ impl<'a> Scope<'a> {
     }
 
     /// The fixed decimals of a DOUBLE expression ([`Scope::decimals`]),
-    /// which MariaDB's string of it has (`Item::val_str`); None for any
-    /// other expression.
+    /// or the fractional digits of a DATETIME or TIME one, which MariaDB's
+    /// string of it has (`Item::val_str`: `CONCAT(NOW(3))` has 3, not the
+    /// 6 of the value); None for any other expression.
     fn fixed_decimals(&self, e: &Expr) -> Option<u8> {
-        (self.kind(e) == Kind::Double)
-            .then(|| self.decimals(e))
-            .filter(|d| *d < NOT_FIXED_DECIMALS)
+        match self.kind(e) {
+            Kind::DateTime { fsp } | Kind::Time { fsp } => Some(fsp),
+            Kind::Double => Some(self.decimals(e)).filter(|d| *d < NOT_FIXED_DECIMALS),
+            _ => None,
+        }
     }
 
     /// `CHARSET(x)`, `COLLATION(x)` or `COERCIBILITY(x)`, known from the
