@@ -1060,7 +1060,13 @@ impl<'a> Scope<'a> {
             }
             _ => {}
         }
-        let (l, r) = (self.lower(left)?, self.lower(right)?);
+        let (mut l, mut r) = (self.lower(left)?, self.lower(right)?);
+        if matches!(
+            op,
+            B::Plus | B::Minus | B::Multiply | B::Divide | B::MyIntegerDivide | B::Modulo
+        ) {
+            (l, r) = (self.temporal_number(l), self.temporal_number(r));
+        }
         let (bl, br) = (Box::new(l), Box::new(r));
         let cmp = |s: &Scope<'_>, op: CmpOp, bl: Box<Expr>, br: Box<Expr>| {
             let c = s.collation_of(&bl, &br);
@@ -1511,6 +1517,21 @@ impl<'a> Scope<'a> {
         }
     }
 
+    /// `e` as the number arithmetic reads, when it is a DATETIME or TIME
+    /// with fractional digits: a DECIMAL of them (MariaDB's `a + 0` of a
+    /// DATETIME(3) is 20200101100000.500, not a rounded integer).
+    fn temporal_number(&self, e: Expr) -> Expr {
+        let (whole, fsp) = match self.kind(&e) {
+            Kind::DateTime { fsp } => (DATETIME_NUMBER_DIGITS, fsp),
+            Kind::Time { fsp } => (TIME_NUMBER_DIGITS, fsp),
+            _ => return e,
+        };
+        if fsp == 0 {
+            return e;
+        }
+        Expr::Cast(Box::new(e), CastTo::Decimal(whole + fsp, fsp))
+    }
+
     /// The fixed decimals of a DOUBLE expression ([`Scope::decimals`]),
     /// or the fractional digits of a DATETIME or TIME one, which MariaDB's
     /// string of it has (`Item::val_str`: `CONCAT(NOW(3))` has 3, not the
@@ -1853,6 +1874,10 @@ const GROUP_CONCAT_MAX_LEN_DEFAULT_BYTES: usize = 1_048_576;
 
 /// MariaDB's "not fixed" decimals: a DOUBLE shown with all its digits.
 const NOT_FIXED_DECIMALS: u8 = 31;
+/// Digits before the point of a DATETIME as a number (YYYYMMDDhhmmss).
+const DATETIME_NUMBER_DIGITS: u8 = 14;
+/// Digits before the point of a TIME as a number (hhhmmss, up to 838:59:59).
+const TIME_NUMBER_DIGITS: u8 = 7;
 
 impl Scope<'_> {
     /// The decimals MariaDB shows a DOUBLE-valued expression with (its
