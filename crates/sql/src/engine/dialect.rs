@@ -12,9 +12,10 @@
 //! Everything else is `MySqlDialect`'s: each method `MySqlDialect`
 //! overrides is forwarded, and [`Dialect::dialect`] answers its type, so
 //! the parser's `dialect_of!(… is MySqlDialect)` checks hold.
-//! `same_trees_as_mysql_dialect` (below) parses every statement of the
-//! SQL tests with both and compares the trees, which catches a method
-//! `MySqlDialect` overrides in a later `sqlparser` and this one misses.
+//! `sql_fuzz.rs` (`the_dialect_reads_the_suite_as_mysql_does`) parses
+//! every statement of the SQL tests with both and compares the trees,
+//! which catches a method `MySqlDialect` overrides in a later `sqlparser`
+//! and this one misses.
 
 use std::any::TypeId;
 
@@ -139,59 +140,6 @@ impl Dialect for SkarvDialect {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The statements of the SQL tests (`tests/sql/*.test`), one per
-    /// `;`-ended piece outside mysqltest's own commands.
-    fn test_statements() -> Vec<String> {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/sql");
-        let mut files: Vec<_> = std::fs::read_dir(dir)
-            .expect("tests/sql is there")
-            .map(|e| e.expect("a directory entry").path())
-            .filter(|p| p.extension().is_some_and(|e| e == "test"))
-            .collect();
-        files.sort();
-        let mut statements = Vec::new();
-        for file in files {
-            let text = std::fs::read_to_string(&file).expect("a test file reads");
-            let mut piece = String::new();
-            for line in text.lines() {
-                let trimmed = line.trim();
-                if piece.is_empty() && (trimmed.starts_with("--") || trimmed.starts_with('#')) {
-                    continue;
-                }
-                piece.push_str(line);
-                piece.push('\n');
-                if trimmed.ends_with(';') {
-                    statements.push(std::mem::take(&mut piece));
-                }
-            }
-        }
-        statements
-    }
-
-    #[test]
-    fn same_trees_as_mysql_dialect() {
-        let statements = test_statements();
-        assert!(statements.len() > 1_000, "{} statements", statements.len());
-        let mut parsed = 0;
-        for sql in &statements {
-            let ours = Parser::parse_sql(&SkarvDialect, sql);
-            let theirs = Parser::parse_sql(&MySqlDialect {}, sql);
-            match (&ours, &theirs) {
-                (Ok(a), Ok(b)) => {
-                    assert_eq!(a, b, "{sql}");
-                    parsed += 1;
-                }
-                (Err(_), Err(_)) => {}
-                _ => panic!("{sql}: {ours:?} against {theirs:?}"),
-            }
-        }
-        assert!(
-            parsed > statements.len() / 2,
-            "{parsed} of {}",
-            statements.len()
-        );
-    }
 
     #[test]
     fn literals_are_values_at_once() {
