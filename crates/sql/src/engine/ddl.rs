@@ -2250,18 +2250,21 @@ fn set_default(
 
 /// An expression DEFAULT's text (`expression_default`), parsed.
 pub(crate) fn parse_default(text: &str) -> SqlResult<Expr> {
-    sqlparser::parser::Parser::new(&super::dialect::SkarvDialect)
-        .try_with_sql(text)
-        .and_then(|mut p| p.parse_expr())
-        .map_err(|e| SqlError::syntax(format_args!("the DEFAULT {text}: {e}")))
+    parse_kept_expr(text, "DEFAULT")
 }
 
 /// A CHECK condition's text, parsed.
 pub(crate) fn parse_check(text: &str) -> SqlResult<Expr> {
+    parse_kept_expr(text, "CHECK condition")
+}
+
+/// An expression the SQL metadata keeps as text (`what` names it in the
+/// error), parsed.
+fn parse_kept_expr(text: &str, what: &str) -> SqlResult<Expr> {
     sqlparser::parser::Parser::new(&super::dialect::SkarvDialect)
         .try_with_sql(text)
         .and_then(|mut p| p.parse_expr())
-        .map_err(|e| SqlError::syntax(format_args!("the CHECK condition {text}: {e}")))
+        .map_err(|e| SqlError::syntax(format_args!("the {what} {text}: {e}")))
 }
 
 /// A CHECK condition as MariaDB shows it (SHOW CREATE TABLE,
@@ -2399,7 +2402,7 @@ fn is_literal(expr: &Expr) -> bool {
 /// evaluates such a default after the row's given values); neither is a
 /// subquery, which MariaDB refuses too.
 fn expression_default(expr: &Expr) -> SqlResult<String> {
-    use sqlparser::ast::{FunctionArgumentList, FunctionArguments, ObjectNamePart};
+    use sqlparser::ast::ObjectNamePart;
     let mut expr = expr.clone();
     while let Expr::Nested(inner) = expr {
         expr = *inner;
@@ -2407,22 +2410,7 @@ fn expression_default(expr: &Expr) -> SqlResult<String> {
     let mut refused = None;
     let _ = sqlparser::ast::visit_expressions_mut(&mut expr, |e| {
         if is_now(e) {
-            *e = Expr::Function(sqlparser::ast::Function {
-                name: sqlparser::ast::ObjectName(vec![ObjectNamePart::Identifier(
-                    "current_timestamp".into(),
-                )]),
-                uses_odbc_syntax: false,
-                parameters: FunctionArguments::None,
-                args: FunctionArguments::List(FunctionArgumentList {
-                    duplicate_treatment: None,
-                    args: Vec::new(),
-                    clauses: Vec::new(),
-                }),
-                filter: None,
-                null_treatment: None,
-                over: None,
-                within_group: Vec::new(),
-            });
+            *e = super::expr::ast_call("current_timestamp", []);
             return std::ops::ControlFlow::Continue(());
         }
         match e {

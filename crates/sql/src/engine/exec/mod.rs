@@ -222,36 +222,41 @@ pub fn table_scope(table: &TableInfo, alias: &str) -> Vec<ScopeColumn> {
                 kind: convert::column_kind(&c.ty),
                 nullable: c.nullable,
                 meta,
-                default: default_of(table, c),
+                // A TIMESTAMP's literal default is kept in UTC and read in
+                // the session's zone, which the scope does not know.
+                default: (!matches!(
+                    table.native.def().columns[c.native].default,
+                    Some(Value::Timestamp(_))
+                ))
+                .then(|| column_default(table, c, 0)),
             }
         })
         .collect()
 }
 
-/// What `DEFAULT(c)` reads of column `c`: as an INSERT fills it. None for
-/// a TIMESTAMP's literal default, which is stored in UTC and shown in the
-/// session's zone, which the scope does not know.
-fn default_of(
+/// Column `c`'s default as an INSERT fills it (`DEFAULT(c)`, `SET c =
+/// DEFAULT`); `tz_secs`: the session's zone, for a TIMESTAMP's.
+pub(crate) fn column_default(
     table: &TableInfo,
     c: &crate::engine::catalog::SqlColumn,
-) -> Option<crate::engine::expr::DefaultOf> {
+    tz_secs: i64,
+) -> crate::engine::expr::DefaultOf {
     use crate::engine::expr::DefaultOf;
     if c.default_now {
         let fsp = match c.ty {
             SqlType::DateTime { fsp } | SqlType::Timestamp { fsp } => fsp,
             _ => 0,
         };
-        return Some(DefaultOf::Now(fsp));
+        return DefaultOf::Now(fsp);
     }
     if let (true, Some(text)) = (c.default_expr, &c.default) {
-        return Some(DefaultOf::Expr(text.as_str().into()));
+        return DefaultOf::Expr(text.as_str().into());
     }
-    Some(match &table.native.def().columns[c.native].default {
-        Some(Value::Timestamp(_)) => return None,
-        Some(d) => DefaultOf::Value(convert::from_native(d, &c.ty, 0)),
+    match &table.native.def().columns[c.native].default {
+        Some(d) => DefaultOf::Value(convert::from_native(d, &c.ty, tz_secs)),
         None if c.nullable => DefaultOf::Value(Val::Null),
         None => DefaultOf::Missing,
-    })
+    }
 }
 
 /// A lowering scope over `columns` with the session's variables.

@@ -429,11 +429,9 @@ fn eval_row(
 ) -> SqlResult<Vec<Given>> {
     let mut out = Vec::with_capacity(exprs.len());
     for e in exprs {
-        if let ast::Expr::Identifier(i) = e {
-            if i.quote_style.is_none() && i.value.eq_ignore_ascii_case("DEFAULT") {
-                out.push(Given::Default);
-                continue;
-            }
+        if is_default_word(e) {
+            out.push(Given::Default);
+            continue;
         }
         let mut lowered = with_scope(conn, Vec::new(), placeholders, |s| s.lower(e))?;
         if matches!(lowered, Expr::Cast(_, CastTo::FixedDouble(_))) {
@@ -1258,8 +1256,8 @@ pub(crate) fn check_row_of(
     Ok(())
 }
 
-/// The statement's time as a DATETIME value in the session's time zone.
-/// The unquoted word DEFAULT as an assigned value (`SET c = DEFAULT`).
+/// The unquoted word DEFAULT as a value (`VALUES (DEFAULT)`, `SET c =
+/// DEFAULT`).
 fn is_default_word(e: &ast::Expr) -> bool {
     matches!(e, ast::Expr::Identifier(i) if i.quote_style.is_none() && i.value.eq_ignore_ascii_case("DEFAULT"))
 }
@@ -1274,30 +1272,23 @@ fn default_assigned(
     at: usize,
     environment: &crate::engine::expr::Env,
 ) -> SqlResult<Expr> {
+    use crate::engine::expr::DefaultOf;
     let col = &table.columns[at];
-    if col.default_now {
-        return Ok(Expr::Lit(now_value(
+    match super::column_default(table, col, environment.tz_secs) {
+        DefaultOf::Now(_) => Ok(Expr::Lit(now_value(
             environment.now_micros,
             environment.tz_secs,
-        )));
-    }
-    if let (true, Some(text)) = (col.default_expr, col.default.as_deref()) {
-        return scope.lower(&crate::engine::ddl::parse_default(text)?);
-    }
-    match &table.native.def().columns[col.native].default {
-        Some(d) => Ok(Expr::Lit(super::convert::from_native(
-            d,
-            &col.ty,
-            environment.tz_secs,
         ))),
-        None if col.nullable => Ok(Expr::Lit(Val::Null)),
-        None => Err(SqlError::new(
+        DefaultOf::Expr(text) => scope.lower(&crate::engine::ddl::parse_default(&text)?),
+        DefaultOf::Value(v) => Ok(Expr::Lit(v)),
+        DefaultOf::Missing => Err(SqlError::new(
             codes::NO_DEFAULT_FOR_FIELD,
             format!("Field '{}' doesn't have a default value", col.name),
         )),
     }
 }
 
+/// The statement's time as a DATETIME value in the session's time zone.
 pub(crate) fn now_value(now_micros: i64, tz_secs: i64) -> Val {
     match crate::engine::expr::value::datetime_of_micros(now_micros + tz_secs * 1_000_000) {
         Some((d, t)) => Val::DateTime(d, t),

@@ -489,8 +489,6 @@ impl<'a> Scope<'a> {
         }
     }
 
-    /// The position of a column named `name` (optionally of `table`):
-    /// 1054 when none, 1052 when ambiguous.
     /// `DEFAULT(col)`: the default of a column of a table in scope, as an
     /// INSERT would fill it.
     fn default_of(&mut self, args: &[&ast::Expr]) -> SqlResult<Expr> {
@@ -520,6 +518,8 @@ impl<'a> Scope<'a> {
         }
     }
 
+    /// The position of a column named `name` (optionally of `table`):
+    /// 1054 when none, 1052 when ambiguous.
     pub fn resolve(&self, table: Option<&str>, name: &str) -> SqlResult<usize> {
         let mut found = None;
         for (at, c) in self.columns.iter().enumerate() {
@@ -2713,7 +2713,7 @@ fn operand_columns(width: usize) -> SqlError {
 }
 
 /// The call `name(args…)` as the parser would have made it.
-fn ast_call<'e>(name: &str, args: impl IntoIterator<Item = &'e ast::Expr>) -> ast::Expr {
+pub(crate) fn ast_call<'e>(name: &str, args: impl IntoIterator<Item = &'e ast::Expr>) -> ast::Expr {
     use ast::{FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments};
     ast::Expr::Function(ast::Function {
         name: ast::ObjectName(vec![ast::ObjectNamePart::Identifier(name.into())]),
