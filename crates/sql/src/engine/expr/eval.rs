@@ -1119,21 +1119,7 @@ pub fn cast(v: Val, to: &CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
             }
             None => Val::Null,
         },
-        CastTo::Time(_) => match &v {
-            Val::Time(_) => v,
-            Val::DateTime(_, t) => Val::Time(super::value::time_of_day_micros(*t)),
-            Val::Date(_) => Val::Time(0),
-            other => match parse_time(&other.to_text()) {
-                Some(m) => Val::Time(m),
-                None => {
-                    ctx.warn(
-                        codes::TRUNCATED_WRONG_VALUE,
-                        format!("Truncated incorrect time value: '{}'", other.to_text()),
-                    );
-                    Val::Null
-                }
-            },
-        },
+        CastTo::Time(_) => super::func::time_of(&v, ctx),
     })
 }
 

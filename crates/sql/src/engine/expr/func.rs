@@ -150,6 +150,7 @@ pub enum Func {
     IsFreeLock,
     IsUsedLock,
     Timestamp,
+    TimeOf,
     RandSeeded,
     Pi,
     Asin,
@@ -380,6 +381,7 @@ pub fn lower_call(name: &str, args: Vec<Expr>) -> SqlResult<Expr> {
         "IS_FREE_LOCK" => (F::IsFreeLock, 1, 1),
         "IS_USED_LOCK" => (F::IsUsedLock, 1, 1),
         "TIMESTAMP" => (F::Timestamp, 1, 2),
+        "TIME" => (F::TimeOf, 1, 1),
         // TIMESTAMPADD(unit, n, d) is DATE_ADD(d, INTERVAL n unit).
         "TIMESTAMPADD" => {
             arity(name, &args, 3, 3)?;
@@ -501,6 +503,16 @@ impl Func {
                 (Kind::DateTime { fsp }, _) => Kind::DateTime { fsp },
                 (_, Some(fsp)) => Kind::DateTime { fsp },
                 _ => Kind::DateTime { fsp: 0 },
+            },
+            // TIME(x) keeps x's digits; text is read with all six,
+            // unless it is a literal whose digits can be counted.
+            F::TimeOf => match (arg(0), literal_fsp(args)) {
+                (Kind::Time { fsp } | Kind::DateTime { fsp }, _) => Kind::Time { fsp },
+                (Kind::Dec { scale }, _) => Kind::Time { fsp: scale.min(6) },
+                (Kind::Double, _) => Kind::Time { fsp: 6 },
+                (Kind::Str { .. }, Some(fsp)) => Kind::Time { fsp },
+                (Kind::Str { .. }, None) => Kind::Time { fsp: 6 },
+                _ => Kind::Time { fsp: 0 },
             },
             F::Elt => merge_kinds(args.iter().skip(1).map(|a| scope.kind(a))),
             F::Insert => match arg(0) {
@@ -1218,6 +1230,7 @@ impl Func {
                     None => Val::Null,
                 }
             }
+            F::TimeOf => time_of(&v[0], ctx),
             F::MakeDate => {
                 let (year, day) = (ctx.num_i64(&v[0]), ctx.num_i64(&v[1]));
                 if day <= 0 || !(0..=9999).contains(&year) {
@@ -2404,6 +2417,59 @@ fn time_micros(v: &Val) -> Option<i64> {
         Val::Date(_) => Some(0),
         other => super::value::parse_time(&other.to_text()),
     }
+}
+
+/// TIME(x): x's time (a date and time's time of day), as MariaDB reads
+/// it: text past a valid time is cut with a warning, as is a time past
+/// ±838:59:59 (clipped there); text that is no time is NULL with
+/// warning 1292.
+pub(super) fn time_of(v: &Val, ctx: &mut Ctx<'_>) -> Val {
+    let text = match v {
+        Val::Null => return Val::Null,
+        Val::Time(_) | Val::DateTime(..) | Val::Date(_) => {
+            return time_micros(v).map_or(Val::Null, Val::Time)
+        }
+        other => other.to_text(),
+    };
+    let trimmed = text.trim();
+    // A number of more than 6 integer digits, or text with a date, is a
+    // date and time.
+    let whole = trimmed.split('.').next().unwrap_or("");
+    let digits_only = !whole.is_empty()
+        && whole
+            .trim_start_matches('-')
+            .bytes()
+            .all(|b| b.is_ascii_digit());
+    if !digits_only || whole.trim_start_matches('-').len() > 6 {
+        if let Some((_, Some(t))) = super::value::parse_datetime(trimmed) {
+            return Val::Time(time_of_day_micros(t));
+        }
+    }
+    // The longest prefix that reads as a time.
+    let valid = trimmed
+        .bytes()
+        .take_while(|b| b.is_ascii_digit() || matches!(b, b':' | b'.' | b'-' | b' '))
+        .count();
+    let prefix = trimmed[..valid].trim_end();
+    let Some(m) = super::value::parse_time(prefix).filter(|_| !prefix.is_empty()) else {
+        ctx.warn(codes_truncated(), format!("Incorrect time value: '{text}'"));
+        return Val::Null;
+    };
+    let max = TIME_SECONDS_MAX * MICROS_PER_SECOND + 999_999;
+    if prefix.len() < trimmed.len() || m.abs() > max {
+        ctx.warn(
+            codes_truncated(),
+            format!("Truncated incorrect time value: '{text}'"),
+        );
+    } else if prefix.split_once('.').is_some_and(|(_, f)| f.len() > 6) {
+        ctx.note(
+            codes_truncated(),
+            format!("Truncated incorrect time value: '{text}'"),
+        );
+    }
+    // Clipped at the largest whole second, as MariaDB's.
+    let max = TIME_SECONDS_MAX * MICROS_PER_SECOND;
+    Val::Time(m.clamp(-max, max))
 }
 
 /// [`time_micros`], where text may also be a date and time (its time
