@@ -439,6 +439,7 @@ fn data_node(
     threads.set_spin_method(
         SpinMethod::from_name(&spin_method).expect("SpinMethod is checked as one of its names"),
     );
+    threads.set_batch_scheduling(view.flag(&p::BATCH_SCHEDULING));
     let ldm = threads.count(ThreadRole::Ldm);
     let no_of_fragment_log_parts = match view.setting(&p::NO_OF_FRAGMENT_LOG_PARTS) {
         Some(setting) => {

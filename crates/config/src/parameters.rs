@@ -186,6 +186,21 @@ pub(crate) const SPIN_METHOD: Parameter = Parameter {
     per_node: false,
 };
 
+/// Whether the data node's threads run under the OS's batch policy
+/// (Linux `SCHED_BATCH`; `kernel::runtime::use_batch_scheduling` says
+/// when it pays). Not NDB's: its `RealtimeScheduler` goes the other way,
+/// for hosts whose CPUs belong to the data node. A thread given
+/// `realtime` in ThreadConfig keeps it. Off by default: it helps a data
+/// node sharing its CPUs with a SQL node (with the SQL node's own switch
+/// on) and costs native API clients on the same CPUs 3-12 %.
+pub(crate) const BATCH_SCHEDULING: Parameter = Parameter {
+    name: "BatchScheduling",
+    aliases: &[],
+    value_type: ValueType::Bool,
+    default: Fallback::Bool(false),
+    per_node: false,
+};
+
 pub(crate) const MAX_NO_OF_EXECUTION_THREADS: Parameter =
     integer("MaxNoOfExecutionThreads", 2, 72, 2);
 
@@ -308,6 +323,7 @@ const DATA_NODE_PARAMETERS: &[&Parameter] = &[
     &DATA_MEMORY,
     &THREAD_CONFIG,
     &SPIN_METHOD,
+    &BATCH_SCHEDULING,
     &MAX_NO_OF_EXECUTION_THREADS,
     &NO_OF_FRAGMENT_LOG_PARTS,
     &FRAGMENT_LOG_FILE_SIZE,

@@ -50,6 +50,7 @@ FragmentLogFileSize=64M
 NoOfFragmentLogFiles=4
 LockPagesInMainMemory=1
 StopOnError=true
+BatchScheduling=1
 DataDir=/var/lib/skarv
 
 [ndb_mgmd default]
@@ -125,6 +126,7 @@ NodeId=11
         assert_eq!(params.no_of_fragment_log_files, 4);
         assert_eq!(params.lock_pages_in_memory, 1);
         assert!(params.stop_on_error);
+        assert!(params.threads.threads.iter().all(|t| t.batch));
     }
 
     assert_eq!(config.api_nodes.len(), 2);
@@ -185,6 +187,11 @@ fn defaults_are_ndbs() {
         assert_eq!(params.no_of_fragment_log_files, 16);
         assert_eq!(params.lock_pages_in_memory, 0);
         assert!(!params.stop_on_error);
+        assert!(params
+            .threads
+            .threads
+            .iter()
+            .all(|t| !t.batch && !t.realtime));
     }
     assert_eq!(config.data_nodes[0].node_group, 0);
     assert_eq!(config.data_nodes[1].node_group, 0);

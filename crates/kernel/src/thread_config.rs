@@ -181,6 +181,10 @@ pub struct ThreadSpec {
     /// Allowed to run on any of these CPUs.
     pub cpuset: Option<Vec<usize>>,
     pub realtime: bool,
+    /// Runs under the OS's batch policy (Linux `SCHED_BATCH`, the
+    /// `BatchScheduling` parameter) unless `realtime`: woken by a signal,
+    /// it does not preempt the thread on its CPU.
+    pub batch: bool,
     /// How long it spins before sleeping, in microseconds: exactly, or as
     /// the bound of an adaptive `spin_method`.
     pub spintime_us: u32,
@@ -205,6 +209,13 @@ impl ThreadLayout {
             if method.is_adaptive() && !thread.spintime_given && thread.role.spins() {
                 thread.spintime_us = method.default_bound_us();
             }
+        }
+    }
+
+    /// Applies `BatchScheduling` to every thread.
+    pub fn set_batch_scheduling(&mut self, on: bool) {
+        for thread in &mut self.threads {
+            thread.batch = on;
         }
     }
 
@@ -1148,6 +1159,7 @@ fn plain_thread(role: ThreadRole, index: u32) -> ThreadSpec {
         cpubind: None,
         cpuset: None,
         realtime: false,
+        batch: false,
         spintime_us: 0,
         spintime_given: false,
         spin_method: SpinMethod::Static,

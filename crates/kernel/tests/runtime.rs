@@ -58,6 +58,7 @@ fn spec(name: &str, role: ThreadRole, index: u32, hosts: &[ThreadRole]) -> Threa
         cpubind: None,
         cpuset: None,
         realtime: false,
+        batch: false,
         spintime_us: 0,
         spintime_given: false,
         spin_method: SpinMethod::Static,

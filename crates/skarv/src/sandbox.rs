@@ -194,6 +194,23 @@ impl Layout {
         first..first + self.sql_nodes
     }
 
+    /// Whether `--set BatchScheduling=` turned the data nodes' batch
+    /// scheduling on: the SQL nodes then run with it too
+    /// (`--batch-scheduling true`), as its gain comes from both sides of
+    /// a hand-over sharing the host's CPUs. The value's forms are
+    /// config.ini's booleans; a bad one is refused when the file is parsed.
+    fn batch_scheduling(&self) -> bool {
+        self.ndbd_params
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case("BatchScheduling"))
+            .is_some_and(|(_, value)| {
+                matches!(
+                    value.to_ascii_lowercase().as_str(),
+                    "1" | "true" | "yes" | "y" | "on"
+                )
+            })
+    }
+
     fn api_node_ids(&self) -> impl Iterator<Item = u32> {
         let first = FIRST_DATA_NODE_ID + self.data_nodes + self.sql_nodes;
         first..first + API_SLOTS
@@ -1248,7 +1265,7 @@ impl Sandbox {
                 .chain(self.layout.sql_pool_node_ids(position))
                 .map(|id| id.to_string())
                 .collect();
-            let arguments = vec![
+            let mut arguments = vec![
                 "sql".to_owned(),
                 "--connect".to_owned(),
                 self.processes.connect.clone(),
@@ -1267,6 +1284,9 @@ impl Sandbox {
                     .display()
                     .to_string(),
             ];
+            if self.layout.batch_scheduling() {
+                arguments.extend(["--batch-scheduling".to_owned(), "true".to_owned()]);
+            }
             let process = Process::spawn(exe, Role::SqlNode(node_id), &arguments, &self.dir)?;
             self.processes.push_sql_node(process);
         }
@@ -2003,6 +2023,29 @@ mod tests {
         let error = config_ini(&layout, Path::new("/tmp/a#b"), &cpus(16)).unwrap_err();
         assert!(error.contains("/tmp/a#b"), "{error}");
         assert!(config_ini(&layout, Path::new("/tmp/a\nb"), &cpus(16)).is_err());
+    }
+
+    /// `--set BatchScheduling=1` reaches the data nodes through config.ini
+    /// and the SQL nodes through their flag.
+    #[test]
+    fn batch_scheduling_is_one_switch_for_data_and_sql_nodes() {
+        for (sets, on) in [
+            (&[][..], false),
+            (&["--set", "BatchScheduling=1"][..], true),
+            (&["--set", "batchscheduling=ON"][..], true),
+            (&["--set", "BatchScheduling=no"][..], false),
+        ] {
+            let layout = validate(&parse(sets).expect("parses")).expect("valid");
+            assert_eq!(layout.batch_scheduling(), on, "{sets:?}");
+            let text = config_ini(&layout, Path::new("/s"), &cpus(16)).expect("config.ini");
+            let cluster = config::parse(&text, "config.ini").expect("parses");
+            for node in &cluster.data_nodes {
+                assert!(
+                    node.params.threads.threads.iter().all(|t| t.batch == on),
+                    "{sets:?}"
+                );
+            }
+        }
     }
 
     #[test]

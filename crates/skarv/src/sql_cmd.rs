@@ -62,6 +62,13 @@ pub struct SqlArgs {
     /// thread group start another.
     #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..=4_294_967_295))]
     pub thread_pool_stall_limit: u64,
+    /// Run the SQL node's threads under the OS's batch policy (Linux
+    /// SCHED_BATCH): a thread woken by a client or a data node does not
+    /// preempt the one running, which finishes its batch first. Pays on a
+    /// host whose few CPUs the SQL node shares with its data node (with
+    /// the data node's BatchScheduling=1) and its clients.
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_name = "true|false")]
+    pub batch_scheduling: bool,
 }
 
 fn parse_thread_handling(text: &str) -> Result<sql::ThreadHandling, String> {
@@ -111,6 +118,10 @@ pub fn run(args: SqlArgs) -> Result<(), String> {
         thread_pool_stall_limit_ms: args.thread_pool_stall_limit,
     };
     let listen = format!("{}:{}", options.bind, options.port);
+    if args.batch_scheduling {
+        // Before the server starts its threads: they inherit the policy.
+        kernel::runtime::use_batch_scheduling("sql");
+    }
     sql::serve(options).map_err(|error| format!("SQL node on {listen}: {error}"))
 }
 
@@ -139,6 +150,9 @@ mod tests {
         assert_eq!(args.node_id, None);
         assert_eq!(args.max_connections, sql::MAX_CONNECTIONS_DEFAULT);
         assert_eq!(args.connect, "localhost:1186");
+        assert!(!args.batch_scheduling);
+        let args = parse(&["--batch-scheduling", "true"]).expect("parses");
+        assert!(args.batch_scheduling);
     }
 
     #[test]

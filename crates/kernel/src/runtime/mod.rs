@@ -48,6 +48,7 @@ use crossbeam_utils::CachePadded;
 use rtrb::RingBuffer;
 use signal::{BlockRef, NodeId, Signal};
 
+pub use affinity::{batch_scheduled, use_batch_scheduling};
 pub use injector::Injector;
 pub use io::IO_QUEUE_REQUESTS_MAX;
 pub use os::{os_thread_figures, OsThreadFigures};
@@ -488,6 +489,7 @@ fn watchdog_spec(layout: &ThreadLayout) -> ThreadSpec {
             cpubind: None,
             cpuset: None,
             realtime: false,
+            batch: layout.threads.iter().any(|t| t.batch),
             spintime_us: 0,
             spintime_given: false,
             spin_method: SpinMethod::Static,
@@ -511,6 +513,7 @@ fn io_spec(layout: &ThreadLayout) -> ThreadSpec {
             cpubind: None,
             cpuset: None,
             realtime: false,
+            batch: layout.threads.iter().any(|t| t.batch),
             spintime_us: 0,
             spintime_given: false,
             spin_method: SpinMethod::Static,

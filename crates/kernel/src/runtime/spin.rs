@@ -261,6 +261,7 @@ mod tests {
             cpubind,
             cpuset: None,
             realtime: false,
+            batch: false,
             spintime_us: bound_us,
             spintime_given: true,
             spin_method: method,
