@@ -104,6 +104,9 @@ pub mod codes {
     pub const TOO_LONG_KEY: u16 = 1071;
     pub const NET_PACKET_TOO_LARGE: u16 = 1153;
     pub const TOO_MANY_ROWS: u16 = 1172;
+    /// "No data - zero rows fetched, selected, or processed" (a warning
+    /// of `SELECT … INTO` that found no row).
+    pub const SP_FETCH_NO_DATA: u16 = 1329;
     pub const RECORD_FILE_FULL: u16 = 1114;
     pub const UNKNOWN_TABLE: u16 = 1109;
     pub const UNKNOWN: u16 = 1105;
@@ -236,7 +239,7 @@ pub fn state_of(code: u16) -> &'static str {
         QUERY_INTERRUPTED => "70100",
         DIVISION_BY_ZERO => "22012",
         WRONG_VALUE_COUNT_ON_ROW => "21S01",
-        FIELD_SPECIFIED_TWICE => "42000",
+        FIELD_SPECIFIED_TWICE | TOO_MANY_ROWS => "42000",
         BAD_FIELD_SPEC | TOO_BIG_FIELDLENGTH | TOO_BIG_ROWSIZE | WRONG_AUTO_KEY => "42000",
         KEY_COLUMN_DOES_NOT_EXIST => "42000",
         OPERAND_COLUMNS | SUBQUERY_NO_1_ROW | WRONG_NUMBER_OF_COLUMNS_IN_SELECT => "21000",

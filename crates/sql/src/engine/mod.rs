@@ -708,6 +708,7 @@ fn may_read_one_row(statement: &Stmt) -> bool {
         && s.selection.is_some()
         && no_group
         && s.having.is_none()
+        && s.into.is_none()
 }
 
 /// What a statement's executor did: answered by itself (a result set

@@ -824,8 +824,10 @@ fn parse_piece(mut spanned: Vec<TokenWithSpan>, sql: &str) -> SqlResult<Stmt> {
             return Ok(Stmt::Extra(Extra::Catalog(Box::new(recognised?))));
         }
     }
+    let mut trailing_into = None;
     if word(0) == "SELECT" {
         mend_lock_in_share_mode(&mut spanned);
+        trailing_into = take_trailing_into(&mut spanned);
     }
     if word(0) == "SET" {
         if let Some(assignments) = names_as_assignments(&spanned) {
@@ -855,7 +857,69 @@ fn parse_piece(mut spanned: Vec<TokenWithSpan>, sql: &str) -> SqlResult<Stmt> {
     if dual {
         super::dual_as_no_table(&mut statement);
     }
+    if let Some(targets) = trailing_into {
+        let select = match &mut statement {
+            sqlparser::ast::Statement::Query(q) => match &mut *q.body {
+                sqlparser::ast::SetExpr::Select(s) if s.into.is_none() => Some(s),
+                _ => None,
+            },
+            _ => None,
+        };
+        let Some(select) = select else {
+            return Err(SqlError::unsupported("SELECT … INTO at the end of a UNION"));
+        };
+        select.into = Some(sqlparser::ast::SelectInto {
+            temporary: false,
+            unlogged: false,
+            table: false,
+            targets,
+        });
+    }
     Ok(Stmt::Sql(Box::new(statement)))
+}
+
+/// `SELECT … FROM … INTO @a, @b` (the INTO last, which MariaDB still
+/// takes): the INTO's tokens taken off the end, its variables returned for
+/// the parsed SELECT (the parser takes INTO only before FROM). None, and
+/// the tokens as they were, for any other statement.
+fn take_trailing_into(tokens: &mut Vec<TokenWithSpan>) -> Option<Vec<sqlparser::ast::Expr>> {
+    let significant: Vec<usize> = tokens
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| !matches!(t.token, Token::Whitespace(_) | Token::SemiColon))
+        .map(|(at, _)| at)
+        .collect();
+    // Backwards: `@v` (`, @v`)* then INTO.
+    let mut targets = Vec::new();
+    let mut at = significant.len();
+    loop {
+        at = at.checked_sub(1)?;
+        match &tokens[significant[at]].token {
+            Token::Word(w) if w.quote_style.is_none() && w.value.starts_with('@') => {
+                targets.push(sqlparser::ast::Expr::Identifier(
+                    sqlparser::ast::Ident::new(w.value.clone()),
+                ));
+            }
+            _ => return None,
+        }
+        at = at.checked_sub(1)?;
+        match &tokens[significant[at]].token {
+            Token::Comma => continue,
+            Token::Word(w) if w.keyword == sqlparser::keywords::Keyword::INTO => break,
+            _ => return None,
+        }
+    }
+    // The INTO of `SELECT … INTO @v FROM` is not last; one before FROM
+    // with nothing after the variables (`SELECT 1 INTO @v`) parses as is.
+    let has_from = significant[..at].iter().any(|&i| {
+        matches!(&tokens[i].token, Token::Word(w) if w.keyword == sqlparser::keywords::Keyword::FROM)
+    });
+    if !has_from {
+        return None;
+    }
+    targets.reverse();
+    tokens.truncate(significant[at]);
+    Some(targets)
 }
 
 /// A `SET` of several items one of which is `NAMES cs [COLLATE c]` (MariaDB

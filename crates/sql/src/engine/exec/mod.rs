@@ -50,6 +50,9 @@ pub fn query(
     sink: &mut dyn ResultSink,
 ) -> SqlResult<Answered> {
     let (q, params, placeholders) = query_start(conn, statement, params)?;
+    if select::has_into(q) {
+        return select::run_into(conn, q, &params, &placeholders);
+    }
     select::run(conn, q, &params, &placeholders, more, sink)
 }
 
@@ -87,8 +90,18 @@ pub(crate) fn begin_deferred<'s>(
     may_defer: bool,
 ) -> SqlResult<Option<select::Deferred<'s>>> {
     let (q, params, placeholders) = query_start(conn, statement, params)?;
+    if select::has_into(q) {
+        if let Answered::Ok(mut info) = select::run_into(conn, q, &params, &placeholders)? {
+            info.warnings = conn.session.warning_count();
+            sink.ok(&info)
+                .map_err(|e| SqlError::new(codes::UNKNOWN, format!("sending OK: {e}")))?;
+        }
+        return Ok(None);
+    }
     select::begin_deferred(conn, q, params, &placeholders, sink, kept, may_defer)
 }
+
+pub(crate) use select::has_into;
 
 pub(crate) use select::{finish_deferred, Deferred, KeptPlan};
 

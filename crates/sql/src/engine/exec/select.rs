@@ -89,6 +89,10 @@ pub fn describe(
     q: &ast::Query,
     placeholders: &[Location],
 ) -> SqlResult<Vec<ColumnMeta>> {
+    if has_into(q) {
+        // Its rows go to variables: no result set.
+        return Ok(Vec::new());
+    }
     // Only planned: what the subqueries "gave" (no rows) must not outlive
     // this.
     conn.subqueries.clear();
@@ -527,7 +531,10 @@ fn plan_select(
         }
     };
     if s.into.is_some() {
-        return Err(SqlError::unsupported("SELECT … INTO"));
+        // A plain SELECT's INTO is taken before planning (`run_into`).
+        return Err(SqlError::unsupported(
+            "SELECT … INTO here (a subquery or a UNION)",
+        ));
     }
     let mut late_on = Vec::new();
     let mut star_groups = Vec::new();
@@ -1523,6 +1530,79 @@ pub fn run(
 ) -> SqlResult<Answered> {
     let plans = plan_query(conn, q, placeholders, Some(params))?;
     answer(conn, plans, params, more, sink)
+}
+
+/// Whether `q` is `SELECT … INTO …`: its rows go to variables, not to
+/// the client ([`run_into`]).
+pub(crate) fn has_into(q: &ast::Query) -> bool {
+    matches!(&*q.body, ast::SetExpr::Select(s) if s.into.is_some())
+}
+
+/// `SELECT … INTO @a, @b`: the one row the query finds, its values set
+/// to the user variables in order, as MariaDB does: no row leaves them as
+/// they were, with warning 1329; more than one is error 1172; as many
+/// variables as columns or 1222. Affected rows: the rows found. `INTO
+/// OUTFILE`/`DUMPFILE` (a file on the server) and a table are not taken.
+pub(crate) fn run_into(
+    conn: &mut Conn<'_>,
+    q: &ast::Query,
+    params: &[Val],
+    placeholders: &[Location],
+) -> SqlResult<Answered> {
+    let ast::SetExpr::Select(select) = &*q.body else {
+        return Err(SqlError::unsupported("SELECT … INTO of a UNION"));
+    };
+    let into = select.into.as_ref().expect("has_into checked the INTO");
+    let mut names = Vec::with_capacity(into.targets.len());
+    for target in &into.targets {
+        let name = match target {
+            ast::Expr::Identifier(ident) => ident.value.strip_prefix('@'),
+            _ => None,
+        };
+        match name {
+            Some(name) if !name.is_empty() && !name.starts_with('@') => {
+                names.push(name.to_ascii_lowercase());
+            }
+            _ => {
+                return Err(SqlError::unsupported(format_args!(
+                    "SELECT … INTO {target} (only user variables, @name)"
+                )))
+            }
+        }
+    }
+    let mut plain = q.clone();
+    if let ast::SetExpr::Select(s) = &mut *plain.body {
+        s.into = None;
+    }
+    let found = materialise(conn, &plain, placeholders, Some(params))?;
+    if found.metas.len() != names.len() {
+        return Err(SqlError::new(
+            codes::WRONG_NUMBER_OF_COLUMNS_IN_SELECT,
+            "The used SELECT statements have a different number of columns",
+        ));
+    }
+    let mut rows = found.rows.into_iter();
+    let Some(row) = rows.next() else {
+        conn.session.warn(
+            codes::SP_FETCH_NO_DATA,
+            "No data - zero rows fetched, selected, or processed".to_owned(),
+        );
+        return Ok(Answered::Ok(OkInfo::default()));
+    };
+    if rows.next().is_some() {
+        return Err(SqlError::new(
+            codes::TOO_MANY_ROWS,
+            "Result consisted of more than one row",
+        ));
+    }
+    for ((name, value), meta) in names.into_iter().zip(&row).zip(&found.metas) {
+        let value = super::convert::to_sql(value, meta);
+        conn.session.user_vars.insert(name, value);
+    }
+    Ok(Answered::Ok(OkInfo {
+        affected_rows: 1,
+        ..OkInfo::default()
+    }))
 }
 
 /// Runs a planned query and sends its rows.
