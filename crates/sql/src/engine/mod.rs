@@ -646,6 +646,17 @@ impl<'s> Conn<'s> {
                 })
             }
             S::ShowProcessList { full } => session::show_processlist(self, *full, more, sink),
+            S::Execute {
+                name: Some(name),
+                parameters,
+                immediate: false,
+                into,
+                using,
+                ..
+            } if parameters.is_empty() && into.is_empty() => {
+                prepared::execute_sql(self, name, using, more, sink)
+            }
+            S::Deallocate { name, .. } => prepared::deallocate_sql(self, &name.value),
             S::Kill { modifier, id } => session::kill(
                 self,
                 *id,

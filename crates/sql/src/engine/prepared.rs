@@ -39,6 +39,9 @@ struct Entry {
 #[derive(Default)]
 pub struct Statements {
     by_id: foldhash::HashMap<u32, Entry>,
+    /// The statements of SQL's `PREPARE name FROM …`, by name (lowercase:
+    /// names are not case-sensitive), among `by_id`.
+    by_name: foldhash::HashMap<String, u32>,
     next_id: u32,
     /// Placeholders of the statement executing now (shared with its
     /// entry: no copy per execute).
@@ -49,6 +52,7 @@ impl Statements {
     /// Forgets a statement.
     pub fn close(&mut self, id: u32) {
         self.by_id.remove(&id);
+        self.by_name.retain(|_, named| *named != id);
     }
 
     /// Whether `id` is prepared.
@@ -113,6 +117,13 @@ pub fn prepare(conn: &mut Conn<'_>, sql: &str) -> SqlResult<Prepared> {
             }
         }
     };
+    if is_prepare_command(&statement) {
+        // MySQL's PREPARE, EXECUTE and DEALLOCATE do not prepare.
+        return Err(SqlError::new(
+            codes::UNSUPPORTED_PS,
+            "This command is not supported in the prepared statement protocol yet",
+        ));
+    }
     let columns = match &statement {
         Stmt::Sql(q) if matches!(**q, Statement::Query(_)) => {
             let Statement::Query(q) = &**q else {
@@ -159,6 +170,116 @@ pub fn prepare(conn: &mut Conn<'_>, sql: &str) -> SqlResult<Prepared> {
         params,
         columns,
     })
+}
+
+/// Whether `statement` is SQL's PREPARE, EXECUTE or DEALLOCATE.
+fn is_prepare_command(statement: &Stmt) -> bool {
+    match statement {
+        Stmt::Sql(s) => matches!(
+            **s,
+            Statement::Execute { .. } | Statement::Deallocate { .. } | Statement::Prepare { .. }
+        ),
+        Stmt::Extra(super::session::Extra::Prepare { .. }) => true,
+        Stmt::Extra(super::session::Extra::Text { head, .. }) => head == "DROP PREPARE",
+        Stmt::Extra(_) => false,
+    }
+}
+
+/// SQL's `PREPARE name FROM 'text'` or `FROM @variable`: the text
+/// prepared as `COM_STMT_PREPARE` prepares it, under `name` (a statement
+/// of that name is dropped first, so a text that fails leaves none, as in
+/// MySQL). "Statement prepared".
+pub fn prepare_sql(
+    conn: &mut Conn<'_>,
+    name: &str,
+    source: &super::session::PrepareSource,
+) -> SqlResult<super::Answered> {
+    let text = match source {
+        super::session::PrepareSource::Text(text) => text.clone(),
+        super::session::PrepareSource::Var(var) => match conn.session.user_vars.get(var) {
+            None | Some(SqlValue::Null) => "NULL".to_owned(),
+            Some(value) => exec::convert::from_sql(value).to_text(),
+        },
+    };
+    let name = name.to_owned();
+    if let Some(old) = conn.prepared.by_name.remove(&name) {
+        conn.prepared.by_id.remove(&old);
+    }
+    let prepared = prepare(conn, &text)?;
+    conn.prepared.by_name.insert(name, prepared.id);
+    Ok(super::Answered::Ok(crate::backend::OkInfo {
+        info: "Statement prepared".to_owned(),
+        ..Default::default()
+    }))
+}
+
+/// SQL's `EXECUTE name [USING v, …]`: the statement `PREPARE` named, run
+/// with the values (user variables or any constant expression) in place
+/// of its `?`s; its answer is the statement's own.
+pub fn execute_sql(
+    conn: &mut Conn<'_>,
+    name: &sqlparser::ast::ObjectName,
+    using: &[sqlparser::ast::ExprWithAlias],
+    more: bool,
+    sink: &mut dyn ResultSink,
+) -> SqlResult<super::Answered> {
+    let shown = name.to_string();
+    let Some(&id) = conn.prepared.by_name.get(&shown.to_ascii_lowercase()) else {
+        return Err(SqlError::new(
+            codes::UNKNOWN_STMT_HANDLER,
+            format!("Unknown prepared statement handler ({shown}) given to EXECUTE"),
+        ));
+    };
+    let mut params = Vec::with_capacity(using.len());
+    for value in using {
+        params.push(exec::eval_constant(conn, &value.expr)?);
+    }
+    let entry = &conn.prepared.by_id[&id];
+    if params.len() != entry.placeholders.len() {
+        return Err(SqlError::new(
+            codes::WRONG_ARGUMENTS,
+            "Incorrect arguments to EXECUTE",
+        ));
+    }
+    let statement = Arc::clone(&entry.statement);
+    let text = Arc::clone(&entry.text);
+    conn.prepared.running = Some(Arc::clone(&entry.placeholders));
+    // The statement answers for itself (rows, OK or its error), as the
+    // statement it is: its own counters and slow-log entry, and its own
+    // text (its columns are named by it).
+    let outer = exec::statement_text(conn);
+    conn.set_command_shared("Query", Some(Arc::clone(&text)));
+    let result = conn.run_statement(&statement, &params, more, sink, &text);
+    conn.set_command_shared("Query", Some(outer));
+    conn.prepared.running = None;
+    result.map_err(|e| SqlError::new(codes::UNKNOWN, format!("sending the answer: {e}")))?;
+    Ok(super::Answered::Done)
+}
+
+/// SQL's `DEALLOCATE PREPARE name`.
+pub fn deallocate_sql(conn: &mut Conn<'_>, name: &str) -> SqlResult<super::Answered> {
+    match conn.prepared.by_name.remove(&name.to_ascii_lowercase()) {
+        Some(id) => {
+            conn.prepared.by_id.remove(&id);
+            Ok(super::Answered::Ok(Default::default()))
+        }
+        None => Err(SqlError::new(
+            codes::UNKNOWN_STMT_HANDLER,
+            format!("Unknown prepared statement handler ({name}) given to DEALLOCATE PREPARE"),
+        )),
+    }
+}
+
+/// SQL's `DROP PREPARE name` (MySQL's other spelling of DEALLOCATE).
+pub fn drop_prepare_sql(conn: &mut Conn<'_>, sql: &str) -> SqlResult<super::Answered> {
+    let words: Vec<&str> = sql
+        .split(|c: char| c.is_whitespace() || c == ';')
+        .filter(|w| !w.is_empty())
+        .collect();
+    match words.as_slice() {
+        [_, _, name] => deallocate_sql(conn, name.trim_matches('`')),
+        _ => Err(SqlError::syntax_near(sql, 1, "DROP PREPARE name")),
+    }
 }
 
 /// Executes a prepared statement.

@@ -452,6 +452,59 @@ pub enum Extra {
         /// The whole statement.
         sql: String,
     },
+    /// MySQL's `PREPARE name FROM 'text'` or `FROM @variable`.
+    Prepare {
+        /// The statement's name, lowercase (names ignore case).
+        name: String,
+        /// Where its text is.
+        source: PrepareSource,
+    },
+}
+
+/// Where `PREPARE` finds the statement's text.
+#[derive(Clone, Debug)]
+pub enum PrepareSource {
+    /// A string literal.
+    Text(String),
+    /// A user variable (its name, lowercase, without `@`).
+    Var(String),
+}
+
+/// `PREPARE name FROM 'text' | @variable` from its tokens.
+fn prepare_statement(tokens: &[TokenWithSpan], sql: &str) -> SqlResult<Stmt> {
+    let significant: Vec<&Token> = tokens
+        .iter()
+        .map(|t| &t.token)
+        .filter(|t| !matches!(t, Token::Whitespace(_) | Token::SemiColon))
+        .collect();
+    let (name, source) = match significant.as_slice() {
+        [_, Token::Word(name), Token::Word(from), source] if from.keyword == Keyword::FROM => {
+            (name.value.to_ascii_lowercase(), *source)
+        }
+        _ => {
+            return Err(syntax_error(
+                sql,
+                "Expected: PREPARE name FROM 'statement' or FROM @variable",
+            ))
+        }
+    };
+    let source = match source {
+        Token::SingleQuotedString(s) | Token::DoubleQuotedString(s) => {
+            PrepareSource::Text(s.clone())
+        }
+        Token::Word(w)
+            if w.quote_style.is_none() && w.value.len() > 1 && w.value.starts_with('@') =>
+        {
+            PrepareSource::Var(w.value[1..].to_ascii_lowercase())
+        }
+        _ => {
+            return Err(syntax_error(
+                sql,
+                "Expected: a string or @variable after PREPARE name FROM",
+            ))
+        }
+    };
+    Ok(Stmt::Extra(Extra::Prepare { name, source }))
 }
 
 /// A warning or error note of the last statement.
@@ -810,6 +863,10 @@ fn parse_piece(mut spanned: Vec<TokenWithSpan>, sql: &str) -> SqlResult<Stmt> {
             return extra_text(&head, text(&spanned));
         }
         ("SET", "PASSWORD", _) => return extra_text("SET PASSWORD", text(&spanned)),
+        // MySQL's `PREPARE name FROM …` (the parser takes PostgreSQL's
+        // `PREPARE name AS …`) and `DROP PREPARE name`.
+        ("PREPARE", _, _) => return prepare_statement(&spanned, sql),
+        ("DROP", "PREPARE", _) => return extra_text("DROP PREPARE", text(&spanned)),
         ("GRANT", _, _) => return extra_text("GRANT", text(&spanned)),
         ("REVOKE", _, _) => return extra_text("REVOKE", text(&spanned)),
         // ANALYZE TABLE of several tables, which the parser does not take.
@@ -1135,6 +1192,10 @@ pub fn extra(
         Extra::Catalog(statement) => super::ddl::run(conn, statement, more, sink),
         Extra::Text { head, sql } if head == "ANALYZE" => {
             super::stats::analyze(conn, sql, more, sink)
+        }
+        Extra::Prepare { name, source } => super::prepared::prepare_sql(conn, name, source),
+        Extra::Text { head, sql } if head == "DROP PREPARE" => {
+            super::prepared::drop_prepare_sql(conn, sql)
         }
         Extra::Text { head, sql } => super::users::text_statement(conn, head, sql, more, sink),
     }

@@ -57,15 +57,18 @@ pub const COM_NAMES: &[&str] = &[
     "create_index",
     "create_table",
     "create_user",
+    "dealloc_sql",
     "delete",
     "drop_db",
     "drop_index",
     "drop_table",
     "drop_user",
+    "execute_sql",
     "grant",
     "insert",
     "insert_select",
     "kill",
+    "prepare_sql",
     "rename_table",
     "replace",
     "replace_select",
@@ -510,6 +513,8 @@ fn com_of(statement: &Stmt) -> Option<usize> {
             } => c!("show_create_table"),
             S::ShowCollation { .. } => c!("show_collations"),
             S::ShowCharset(_) => c!("show_charsets"),
+            S::Execute { .. } => c!("execute_sql"),
+            S::Deallocate { .. } => c!("dealloc_sql"),
             _ => return None,
         },
         Stmt::Extra(Extra::ShowWarnings { errors, .. }) => {
@@ -519,6 +524,7 @@ fn com_of(statement: &Stmt) -> Option<usize> {
                 c!("show_warnings")
             }
         }
+        Stmt::Extra(Extra::Prepare { .. }) => c!("prepare_sql"),
         Stmt::Extra(Extra::Catalog(c)) => match &**c {
             super::ddl::CatalogStmt::CreateTable { .. } => c!("create_table"),
             super::ddl::CatalogStmt::ShowCreateDatabase { .. } => c!("show_create_db"),
@@ -551,6 +557,8 @@ fn com_of(statement: &Stmt) -> Option<usize> {
                 c!("revoke")
             } else if starts("CREATE TABLE") {
                 c!("create_table")
+            } else if starts("DROP PREPARE") {
+                c!("dealloc_sql")
             } else {
                 return None;
             }
@@ -948,6 +956,12 @@ fn statement_text(statement: &Stmt) -> String {
             limit.map_or(String::new(), |(o, n)| format!(" LIMIT {o}, {n}"))
         ),
         Stmt::Extra(Extra::Catalog(c)) => format!("{c:?}"),
+        Stmt::Extra(Extra::Prepare { name, source }) => match source {
+            super::session::PrepareSource::Text(text) => {
+                format!("PREPARE {name} FROM '{}'", text.replace('\'', "''"))
+            }
+            super::session::PrepareSource::Var(var) => format!("PREPARE {name} FROM @{var}"),
+        },
     }
 }
 
