@@ -237,6 +237,19 @@ fn seeds_pass_when_a_down_nodes_signals_arrive_late() {
     );
 }
 
+/// Seeds that found 3af97f7's bug (with its fix reverted) once a crash
+/// waited for a signal kind the seed draws: a failed primary's
+/// `LdmKeyCommitted` arriving after the TC ended the transaction through
+/// the backup's outcome. 200 seeds of the crash that waited for any
+/// signal found none.
+#[test]
+fn seeds_that_found_a_failed_primarys_late_commit() {
+    for seed in [1066, 1089] {
+        let (failures, _) = late_signal_runs(seed..seed + 1);
+        assert!(failures.is_empty(), "{failures:#?}");
+    }
+}
+
 /// Seeds `seeds_pass_when_a_down_nodes_signals_arrive_late` runs.
 const LATE_SIGNAL_SEEDS: u64 = 8;
 
