@@ -107,6 +107,12 @@ pub mod codes {
     /// "No data - zero rows fetched, selected, or processed" (a warning
     /// of `SELECT … INTO` that found no row).
     pub const SP_FETCH_NO_DATA: u16 = 1329;
+    /// "Expression for field `a` is referring to uninitialized field `b`"
+    /// (a DEFAULT naming a column whose own DEFAULT is not evaluated yet).
+    pub const EXPRESSION_REFERS_TO_UNINIT_FIELD: u16 = 4029;
+    /// "Function or expression '…' cannot be used in the DEFAULT clause
+    /// of `c`".
+    pub const FUNCTION_NOT_DEFAULT: u16 = 1901;
     pub const RECORD_FILE_FULL: u16 = 1114;
     pub const UNKNOWN_TABLE: u16 = 1109;
     pub const UNKNOWN: u16 = 1105;
@@ -216,6 +222,7 @@ pub fn state_of(code: u16) -> &'static str {
         NON_UNIQ => "23000",
         SERVER_SHUTDOWN => "08S01",
         BAD_FIELD => "42S22",
+        EXPRESSION_REFERS_TO_UNINIT_FIELD => "01000",
         WRONG_FIELD_WITH_GROUP | MIX_OF_GROUP_FUNC_AND_FIELDS => "42000",
         DUP_FIELDNAME => "42S21",
         DUP_KEYNAME | WRONG_USAGE_PLACEMENT | WRONG_PARAMCOUNT_TO_NATIVE_FCT => "42000",

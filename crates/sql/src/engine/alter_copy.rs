@@ -342,7 +342,12 @@ fn copy_rows(
                             .iter()
                             .position(|c| c.native == j)
                             .and_then(|at| defaults.get(at).cloned().flatten());
-                        Source::Added(Box::new((to, expr)))
+                        let names_columns = to.default_expr
+                            && to
+                                .default
+                                .as_deref()
+                                .is_some_and(|t| !super::ddl::default_columns(t).is_empty());
+                        Source::Added(Box::new((to, expr, names_columns)))
                     }
                     None => Source::Counter,
                 },
@@ -361,6 +366,9 @@ fn copy_rows(
     // any a row added before its column's CHECK may fail: MariaDB's copy
     // tests them all).
     let checks = super::exec::lower_checks_as(conn, new, &old.name)?;
+    let reads_row = plans
+        .iter()
+        .any(|p| matches!(p, Source::Added(added) if added.2));
     let mut sql_row: Vec<Val> = vec![Val::Null; new.columns.len()];
     let scan_tx = conn.native.begin().map_err(|e| txn::native_error(&e))?;
     let mut batch: Vec<Vec<(usize, Value)>> = Vec::with_capacity(COPY_BATCH_ROWS);
@@ -403,8 +411,13 @@ fn copy_rows(
                             )?,
                         }
                     }
+                    Source::Added(added) if added.2 => {
+                        // Its DEFAULT names columns: made below, from the
+                        // row's other values.
+                        Value::Null
+                    }
                     Source::Added(added) => {
-                        let (to, expr) = &**added;
+                        let (to, expr, _) = &**added;
                         let native = &new_def.columns[j];
                         added_value(to, expr.as_ref(), native, old, row_number, &env, &mut ctx)?
                     }
@@ -417,6 +430,26 @@ fn copy_rows(
                     });
                 }
                 out.push((j, value));
+            }
+            if reads_row {
+                // Added columns whose DEFAULT names columns, in column
+                // order, each seeing the values made before it.
+                for (at, column) in new.columns.iter().enumerate() {
+                    sql_row[at] =
+                        convert::from_native(&out[column.native].1, &column.ty, ctx.env.tz_secs);
+                }
+                for (at, column) in new.columns.iter().enumerate() {
+                    let Source::Added(added) = &plans[column.native] else {
+                        continue;
+                    };
+                    let (to, Some(expr), true) = &**added else {
+                        continue;
+                    };
+                    let val = expr.eval(&sql_row, &mut ctx)?;
+                    let value = convert_value(&val, to, old, row_number, &mut ctx)?;
+                    sql_row[at] = convert::from_native(&value, &column.ty, ctx.env.tz_secs);
+                    out[column.native].1 = value;
+                }
             }
             if !checks.is_empty() {
                 for (at, column) in new.columns.iter().enumerate() {
@@ -451,8 +484,9 @@ enum Source {
     /// The next AUTO_INCREMENT value.
     Counter,
     /// An added column: its default (an expression's evaluated for each
-    /// row), NULL, or its type's implicit default.
-    Added(Box<(SqlColumn, Option<Expr>)>),
+    /// row), NULL, or its type's implicit default; whether that default
+    /// names columns (made after the row's other values).
+    Added(Box<(SqlColumn, Option<Expr>, bool)>),
 }
 
 fn convert_value(

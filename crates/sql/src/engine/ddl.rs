@@ -1467,6 +1467,14 @@ fn table_def(
     for check in &checks {
         check_columns_exist(check, &column_names)?;
     }
+    let defaults: Vec<(&str, Option<&str>)> = specs
+        .iter()
+        .map(|s| {
+            let text = s.meta.default.as_deref().filter(|_| s.meta.default_expr);
+            (s.column.name.as_str(), text)
+        })
+        .collect();
+    default_columns_checked(&defaults)?;
     let table_meta = meta::TableMeta {
         engine: options.engine,
         comment: options.comment,
@@ -2196,7 +2204,7 @@ fn set_default(
             if meta.auto_increment {
                 return Err(invalid());
             }
-            meta.default = Some(expression_default(expr)?);
+            meta.default = Some(expression_default(expr, name)?);
             meta.default_expr = true;
         }
         Some(expr) => {
@@ -2251,6 +2259,72 @@ fn set_default(
 /// An expression DEFAULT's text (`expression_default`), parsed.
 pub(crate) fn parse_default(text: &str) -> SqlResult<Expr> {
     parse_kept_expr(text, "DEFAULT")
+}
+
+/// Words an expression reads as values, not columns (`DEFAULT
+/// (CURRENT_DATE)`).
+const NOT_COLUMNS: [&str; 5] = [
+    "CURRENT_TIMESTAMP",
+    "LOCALTIME",
+    "LOCALTIMESTAMP",
+    "CURRENT_DATE",
+    "CURRENT_TIME",
+];
+
+/// The columns an expression DEFAULT's text names (empty for a literal's
+/// text or an expression naming none).
+pub(crate) fn default_columns(text: &str) -> Vec<String> {
+    let Ok(expr) = parse_default(text) else {
+        return Vec::new();
+    };
+    let mut names = Vec::new();
+    let _ = sqlparser::ast::visit_expressions(&expr, |e| {
+        if let Expr::Identifier(i) = e {
+            if !i.value.starts_with('@')
+                && !NOT_COLUMNS.iter().any(|w| w.eq_ignore_ascii_case(&i.value))
+            {
+                names.push(i.value.clone());
+            }
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    names
+}
+
+/// MariaDB's checks of DEFAULTs naming columns, over a table's columns
+/// in order (name, expression DEFAULT text): each column named exists
+/// (1054), and is not one whose own DEFAULT names columns and comes at or
+/// after the naming column (4029): at an insert, those DEFAULTs are
+/// evaluated in column order after every other value is in place.
+fn default_columns_checked(columns: &[(&str, Option<&str>)]) -> SqlResult<()> {
+    let names_columns: Vec<bool> = columns
+        .iter()
+        .map(|(_, text)| text.is_some_and(|t| !default_columns(t).is_empty()))
+        .collect();
+    for (at, (name, text)) in columns.iter().enumerate() {
+        let Some(text) = text else { continue };
+        for named in default_columns(text) {
+            let Some(other) = columns
+                .iter()
+                .position(|(n, _)| n.eq_ignore_ascii_case(&named))
+            else {
+                return Err(SqlError::new(
+                    codes::BAD_FIELD,
+                    format!("Unknown column '{named}' in 'DEFAULT'"),
+                ));
+            };
+            if other >= at && names_columns[other] {
+                return Err(SqlError::new(
+                    codes::EXPRESSION_REFERS_TO_UNINIT_FIELD,
+                    format!(
+                        "Expression for field `{name}` is referring to uninitialized field `{}`",
+                        columns[other].0
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A CHECK condition's text, parsed.
@@ -2401,7 +2475,7 @@ fn is_literal(expr: &Expr) -> bool {
 /// parentheses (`(1 + 1)`). A column named in it is not supported (MariaDB
 /// evaluates such a default after the row's given values); neither is a
 /// subquery, which MariaDB refuses too.
-fn expression_default(expr: &Expr) -> SqlResult<String> {
+fn expression_default(expr: &Expr, column: &str) -> SqlResult<String> {
     use sqlparser::ast::ObjectNamePart;
     let mut expr = expr.clone();
     while let Expr::Nested(inner) = expr {
@@ -2414,12 +2488,18 @@ fn expression_default(expr: &Expr) -> SqlResult<String> {
             return std::ops::ControlFlow::Continue(());
         }
         match e {
-            Expr::Identifier(_) | Expr::CompoundIdentifier(_) => {
-                refused = Some(format!("a DEFAULT naming a column ({e})"));
+            // A column of the row (`default_columns_checked` checks it),
+            // kept quoted as MariaDB shows it (`a` * 10); a variable (`@x`,
+            // `@@x`) is read at the insert.
+            Expr::Identifier(i) => {
+                if !i.value.starts_with('@')
+                    && !NOT_COLUMNS.iter().any(|w| w.eq_ignore_ascii_case(&i.value))
+                {
+                    i.quote_style = Some('`');
+                }
             }
-            Expr::Subquery(_) | Expr::Exists { .. } => {
-                refused = Some(format!("a DEFAULT with a subquery ({e})"));
-            }
+            Expr::CompoundIdentifier(_) => refused = Some(e.to_string()),
+            Expr::Subquery(_) | Expr::Exists { .. } => refused = Some("select ...".to_owned()),
             Expr::Function(f) => {
                 for part in &mut f.name.0 {
                     if let ObjectNamePart::Identifier(i) = part {
@@ -2432,7 +2512,10 @@ fn expression_default(expr: &Expr) -> SqlResult<String> {
         std::ops::ControlFlow::<()>::Continue(())
     });
     if let Some(what) = refused {
-        return Err(SqlError::unsupported(what));
+        return Err(SqlError::new(
+            codes::FUNCTION_NOT_DEFAULT,
+            format!("Function or expression '{what}' cannot be used in the DEFAULT clause of `{column}`"),
+        ));
     }
     Ok(match expr {
         Expr::Function(_) => expr.to_string(),
@@ -3187,6 +3270,24 @@ impl Change {
     /// it (as in MariaDB); any other constraint must name only columns
     /// that are still there.
     fn keep_valid_checks(&mut self) -> SqlResult<()> {
+        let defaults: Vec<(&str, Option<&str>)> = self
+            .def
+            .columns
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.name != schema::HIDDEN_PRIMARY_KEY_COLUMN)
+            .map(|(at, c)| {
+                let text = self
+                    .sql
+                    .columns
+                    .iter()
+                    .find(|m| usize::from(m.native) == at)
+                    .filter(|m| m.default_expr)
+                    .and_then(|m| m.default.as_deref());
+                (c.name.as_str(), text)
+            })
+            .collect();
+        default_columns_checked(&defaults)?;
         let names = self.column_names();
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
         self.sql.checks.retain(|c| {

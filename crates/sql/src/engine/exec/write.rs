@@ -209,6 +209,22 @@ fn insert(
         .position(|c| c.name == schema::HIDDEN_PRIMARY_KEY_COLUMN);
     let checks = lower_checks(conn, &table)?;
     let defaults = lower_defaults(conn, &table)?;
+    // Columns in the order their values are made: an expression DEFAULT
+    // naming columns reads the row's other values, so such columns come
+    // last, in column order (as MariaDB evaluates them; CREATE TABLE
+    // refused one naming a later such column, 4029).
+    let names_columns: Vec<bool> = table
+        .columns
+        .iter()
+        .map(|c| {
+            c.default_expr
+                && c.default
+                    .as_deref()
+                    .is_some_and(|t| !crate::engine::ddl::default_columns(t).is_empty())
+        })
+        .collect();
+    let mut order: Vec<usize> = (0..table.columns.len()).collect();
+    order.sort_by_key(|&at| names_columns[at]);
     let mut warnings = RowWarnings::default();
     // Rows INSERT IGNORE left out for a failed CHECK: not in "Records",
     // as MariaDB counts them.
@@ -221,7 +237,8 @@ fn insert(
         }
         let mut out = Vec::with_capacity(table.columns.len() + 1);
         let mut sql_row = vec![Val::Null; table.columns.len()];
-        for (at, col) in table.columns.iter().enumerate() {
+        for &at in &order {
+            let col = &table.columns[at];
             let given = targets.iter().position(|t| *t == at).map(|i| &row[i]);
             let mut value = match given {
                 Some(Given::Value(v)) => Some(v.clone()),
@@ -234,7 +251,7 @@ fn insert(
             // An expression DEFAULT: evaluated for each row (uuid(), rand()).
             if let Some(expr) = defaults.get(at).and_then(Option::as_ref) {
                 if value.is_none() {
-                    value = Some(expr.eval(&[], &mut ctx)?);
+                    value = Some(expr.eval(&sql_row, &mut ctx)?);
                 }
             }
             if Some(at) == auto_col
@@ -1186,7 +1203,8 @@ pub(crate) fn lower_defaults(conn: &Conn<'_>, table: &TableInfo) -> SqlResult<Ve
         .map(|c| match c.default.as_deref() {
             Some(text) if c.default_expr => {
                 let parsed = crate::engine::ddl::parse_default(text)?;
-                with_scope(conn, Vec::new(), &[], |s| {
+                // It may name the row's columns (`DEFAULT (a + 1)`).
+                with_scope(conn, table_scope(table, &table.name), &[], |s| {
                     s.clause = "DEFAULT";
                     s.lower(&parsed)
                 })
