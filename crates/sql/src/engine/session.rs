@@ -1062,6 +1062,32 @@ fn names_as_assignments(tokens: &[TokenWithSpan]) -> Option<String> {
 ///   the parser takes UNSIGNED after (its NUMERIC it does not).
 /// - `UPDATE IGNORE` becomes `UPDATE OR IGNORE`, which the parser takes
 ///   (as SQLite's conflict clause) where it would read IGNORE as the table.
+/// A compound INTERVAL unit as the two fields the parser reads for it.
+/// `SECOND_MICROSECOND` is `MICROSECOND TO SECOND`: the parser takes no
+/// `TO` after `SECOND`, and no unit is that pair the other way round.
+fn compound_interval_unit(word: &str) -> Option<(&'static str, &'static str)> {
+    const UNITS: [(&str, &str, &str); 11] = [
+        ("SECOND_MICROSECOND", "MICROSECOND", "SECOND"),
+        ("MINUTE_MICROSECOND", "MINUTE", "MICROSECOND"),
+        ("MINUTE_SECOND", "MINUTE", "SECOND"),
+        ("HOUR_MICROSECOND", "HOUR", "MICROSECOND"),
+        ("HOUR_SECOND", "HOUR", "SECOND"),
+        ("HOUR_MINUTE", "HOUR", "MINUTE"),
+        ("DAY_MICROSECOND", "DAY", "MICROSECOND"),
+        ("DAY_SECOND", "DAY", "SECOND"),
+        ("DAY_MINUTE", "DAY", "MINUTE"),
+        ("DAY_HOUR", "DAY", "HOUR"),
+        ("YEAR_MONTH", "YEAR", "MONTH"),
+    ];
+    if !word.contains('_') {
+        return None;
+    }
+    UNITS
+        .iter()
+        .find(|(name, _, _)| name.eq_ignore_ascii_case(word))
+        .map(|(_, lead, last)| (*lead, *last))
+}
+
 pub fn mend_words(tokens: &mut Vec<TokenWithSpan>) {
     let next_significant = |tokens: &[TokenWithSpan], from: usize| {
         (from..tokens.len()).find(|&at| !matches!(tokens[at].token, Token::Whitespace(_)))
@@ -1074,6 +1100,26 @@ pub fn mend_words(tokens: &mut Vec<TokenWithSpan>) {
         };
         if word.quote_style.is_some() {
             at += 1;
+            continue;
+        }
+        // MySQL's compound INTERVAL units (`INTERVAL '1:30' HOUR_MINUTE`),
+        // which the parser does not know, as the standard's `HOUR TO
+        // MINUTE` it does (`expr::interval_unit` reads them back).
+        if let Some((lead, last)) = compound_interval_unit(&word.value) {
+            let span = tokens[at].span;
+            let token = |t: Token| TokenWithSpan::new(t, span);
+            let space = || token(Token::Whitespace(sqlparser::tokenizer::Whitespace::Space));
+            tokens.splice(
+                at..=at,
+                [
+                    token(Token::make_keyword(lead)),
+                    space(),
+                    token(Token::make_keyword("TO")),
+                    space(),
+                    token(Token::make_keyword(last)),
+                ],
+            );
+            at += 5;
             continue;
         }
         match word.keyword {

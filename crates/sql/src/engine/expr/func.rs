@@ -700,13 +700,24 @@ impl Func {
                         Some(Expr::Lit(v)) => v.to_text().to_ascii_uppercase(),
                         _ => String::new(),
                     };
-                    if matches!(unit.as_str(), "DAY" | "WEEK" | "MONTH" | "QUARTER" | "YEAR") {
+                    if matches!(
+                        unit.as_str(),
+                        "DAY" | "WEEK" | "MONTH" | "QUARTER" | "YEAR" | "YEAR_MONTH"
+                    ) {
                         Kind::Date
+                    } else if unit.ends_with("MICROSECOND") {
+                        Kind::DateTime { fsp: 6 }
                     } else {
                         Kind::DateTime { fsp: 0 }
                     }
                 }
-                Kind::DateTime { fsp } => Kind::DateTime { fsp },
+                Kind::DateTime { fsp } => {
+                    let micro = matches!(args.get(2), Some(Expr::Lit(v))
+                        if v.to_text().to_ascii_uppercase().ends_with("MICROSECOND"));
+                    Kind::DateTime {
+                        fsp: if micro { 6 } else { fsp },
+                    }
+                }
                 _ => text_kind(),
             },
         }
@@ -1784,16 +1795,29 @@ impl Func {
                     return Ok(Val::Null);
                 };
                 let unit = s(2).to_ascii_uppercase();
-                let mut amount = ctx.num_i64(&v[1]);
-                if self == F::DateSub {
-                    amount = -amount;
-                }
                 let was_date = match &v[0] {
                     Val::Date(_) => true,
                     Val::Str(b) => super::value::parse_datetime(&String::from_utf8_lossy(b))
                         .is_some_and(|(_, t)| t.is_none()),
                     _ => false,
                 };
+                if unit.contains('_') {
+                    // A compound unit: its fields read from the text.
+                    let Some((months, micros)) = compound_interval(&s(1), &unit) else {
+                        return Ok(Val::Null);
+                    };
+                    let sign = if self == F::DateSub { -1 } else { 1 };
+                    return if unit == "YEAR_MONTH" {
+                        date_add(d, t, sign * months, "MONTH", was_date)
+                    } else {
+                        // Never a DATE: the unit has a time part.
+                        date_add(d, t, sign * micros, "MICROSECOND", false)
+                    };
+                }
+                let mut amount = ctx.num_i64(&v[1]);
+                if self == F::DateSub {
+                    amount = -amount;
+                }
                 date_add(d, t, amount, &unit, was_date)?
             }
             F::DateFormat => match to_datetime(&v[0], ctx) {
@@ -2767,6 +2791,56 @@ fn round(v: &Val, digits: i64, truncate: bool, ctx: &mut Ctx<'_>) -> Val {
             Val::Double(x / p)
         }
     }
+}
+
+/// A compound INTERVAL's amount, as MySQL reads its text (`'1 2:30'` for
+/// DAY_MINUTE): a leading `-` negates it; the runs of digits are its
+/// fields, right-aligned (too few leave out the leading ones, too many
+/// are None); a MICROSECOND field of fewer than 6 digits is a fraction
+/// (`'10.5'` SECOND_MICROSECOND is 10.5 s). (months, microseconds).
+fn compound_interval(text: &str, unit: &str) -> Option<(i64, i64)> {
+    // Microseconds per field, by unit (YEAR_MONTH: months per field).
+    const MICROS: [i64; 5] = [MICROS_PER_DAY, 3_600_000_000, 60_000_000, 1_000_000, 1];
+    let fields: &[i64] = match unit {
+        "SECOND_MICROSECOND" => &MICROS[3..5],
+        "MINUTE_MICROSECOND" => &MICROS[2..5],
+        "MINUTE_SECOND" => &MICROS[2..4],
+        "HOUR_MICROSECOND" => &MICROS[1..5],
+        "HOUR_SECOND" => &MICROS[1..4],
+        "HOUR_MINUTE" => &MICROS[1..3],
+        "DAY_MICROSECOND" => &MICROS[0..5],
+        "DAY_SECOND" => &MICROS[0..4],
+        "DAY_MINUTE" => &MICROS[0..3],
+        "DAY_HOUR" => &MICROS[0..2],
+        "YEAR_MONTH" => &[12, 1],
+        _ => return None,
+    };
+    let text = text.trim_start();
+    let (negative, text) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let groups: Vec<&str> = text
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|g| !g.is_empty())
+        .collect();
+    if groups.len() > fields.len() {
+        return None;
+    }
+    let skip = fields.len() - groups.len();
+    let mut total: i64 = 0;
+    for (i, group) in groups.iter().enumerate() {
+        let field = skip + i;
+        let mut n: i64 = group.parse().ok()?;
+        if unit.ends_with("MICROSECOND") && field == fields.len() - 1 && group.len() < 6 {
+            n *= 10i64.pow(6 - group.len() as u32);
+        }
+        total = total.checked_add(n.checked_mul(fields[field])?)?;
+    }
+    if negative {
+        total = -total;
+    }
+    Some((total, total))
 }
 
 fn date_add(d: Date, t: Time, amount: i64, unit: &str, was_date: bool) -> SqlResult<Val> {

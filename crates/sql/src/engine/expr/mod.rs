@@ -1466,12 +1466,7 @@ impl<'a> Scope<'a> {
             if let ast::Expr::Interval(iv) = a {
                 if i == 1 {
                     lowered.push(self.lower(&iv.value)?);
-                    let unit = iv
-                        .leading_field
-                        .as_ref()
-                        .map(|f| f.to_string())
-                        .unwrap_or_else(|| "DAY".into());
-                    lowered.push(Expr::Lit(Val::str(unit)));
+                    lowered.push(Expr::Lit(Val::str(interval_unit(iv))));
                     continue;
                 }
             }
@@ -2710,6 +2705,24 @@ fn operand_columns(width: usize) -> SqlError {
         codes::OPERAND_COLUMNS,
         format!("Operand should contain {width} column(s)"),
     )
+}
+
+/// An INTERVAL's unit as MySQL names it: `DAY`, or a compound one
+/// (`HOUR_MINUTE`) from the standard's `HOUR TO MINUTE` the statement's
+/// words were mended to (`session::mend_words`; `SECOND_MICROSECOND` is
+/// `MICROSECOND TO SECOND` there).
+pub fn interval_unit(iv: &ast::Interval) -> String {
+    let lead = iv
+        .leading_field
+        .as_ref()
+        .map_or_else(|| "DAY".to_owned(), |f| f.to_string().to_ascii_uppercase());
+    match &iv.last_field {
+        Some(ast::DateTimeField::Second) if lead == "MICROSECOND" => {
+            "SECOND_MICROSECOND".to_owned()
+        }
+        Some(last) => format!("{lead}_{}", last.to_string().to_ascii_uppercase()),
+        None => lead,
+    }
 }
 
 /// The call `name(args…)` as the parser would have made it.
