@@ -236,12 +236,21 @@ pub fn table_scope(table: &TableInfo, alias: &str) -> Vec<ScopeColumn> {
                 nullable: c.nullable,
                 meta,
                 // A TIMESTAMP's literal default is kept in UTC and read in
-                // the session's zone, which the scope does not know.
-                default: (!matches!(
-                    table.native.def().columns[c.native].default,
-                    Some(Value::Timestamp(_))
-                ))
-                .then(|| column_default(table, c, 0)),
+                // the session's zone, which the scope does not know: the
+                // statement's evaluation converts it.
+                default: Some(match &table.native.def().columns[c.native].default {
+                    Some(Value::Timestamp(micros)) if !c.default_now && !c.default_expr => {
+                        let fsp = match c.ty {
+                            SqlType::Timestamp { fsp } => fsp,
+                            _ => 0,
+                        };
+                        crate::engine::expr::DefaultOf::Utc {
+                            micros: *micros,
+                            fsp,
+                        }
+                    }
+                    _ => column_default(table, c, 0),
+                }),
             }
         })
         .collect()

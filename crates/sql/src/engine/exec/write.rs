@@ -1299,6 +1299,7 @@ fn default_assigned(
         ))),
         DefaultOf::Expr(text) => scope.lower(&crate::engine::ddl::parse_default(&text)?),
         DefaultOf::Value(v) => Ok(Expr::Lit(v)),
+        DefaultOf::Utc { micros, fsp } => Ok(crate::engine::expr::utc_default(micros, fsp)),
         DefaultOf::Missing => Err(SqlError::new(
             codes::NO_DEFAULT_FOR_FIELD,
             format!("Field '{}' doesn't have a default value", col.name),

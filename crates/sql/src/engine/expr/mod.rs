@@ -418,6 +418,10 @@ pub enum DefaultOf {
     Value(Val),
     /// `CURRENT_TIMESTAMP`, with the column's fractional digits.
     Now(u8),
+    /// A TIMESTAMP's literal default: UTC microseconds, shown in the
+    /// session's zone (which a table's scope does not know: the
+    /// statement's evaluation does), with the column's digits.
+    Utc { micros: i64, fsp: u8 },
     /// An expression DEFAULT's text (`SqlColumn::default_expr`).
     Expr(Arc<str>),
     /// NOT NULL without a default: 1364.
@@ -508,6 +512,7 @@ impl<'a> Scope<'a> {
                 self.lower(&ast_call("NOW", [&digits]))
             }
             Some(DefaultOf::Expr(text)) => self.lower(&crate::engine::ddl::parse_default(&text)?),
+            Some(DefaultOf::Utc { micros, fsp }) => Ok(utc_default(micros, fsp)),
             Some(DefaultOf::Missing) => Err(SqlError::new(
                 codes::NO_DEFAULT_FOR_FIELD,
                 format!("Field '{name}' doesn't have a default value"),
@@ -2705,6 +2710,20 @@ fn operand_columns(width: usize) -> SqlError {
         codes::OPERAND_COLUMNS,
         format!("Operand should contain {width} column(s)"),
     )
+}
+
+/// A TIMESTAMP default kept in UTC as the session sees it: FROM_UNIXTIME
+/// of its seconds, with the column's digits (evaluated in the statement's
+/// zone).
+pub fn utc_default(micros: i64, fsp: u8) -> Expr {
+    let fsp = fsp.min(6);
+    let unit = 10i64.pow(6 - u32::from(fsp));
+    let seconds = if fsp == 0 {
+        Val::Int(micros.div_euclid(value::MICROS_PER_SECOND))
+    } else {
+        Val::Dec(Dec::new(i128::from(micros.div_euclid(unit)), fsp))
+    };
+    Expr::Func(Func::FromUnixtime, vec![Expr::Lit(seconds)])
 }
 
 /// An INTERVAL's unit as MySQL names it: `DAY`, or a compound one
