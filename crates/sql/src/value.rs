@@ -138,6 +138,11 @@ impl ColumnType {
 }
 
 /// Column definition flags (MySQL's `*_FLAG`).
+/// A column's `decimals` that says "not fixed" (MySQL's `NOT_FIXED_DEC`):
+/// a DOUBLE shown with all its digits. The protocol prints by it and the
+/// expressions carry it.
+pub const NOT_FIXED_DECIMALS: u8 = 31;
+
 pub mod flags {
     #![allow(missing_docs)]
     pub const NOT_NULL: u16 = 1;

@@ -19,8 +19,7 @@ pub const FIXED_EXPONENT_MIN: i32 = -15;
 pub const FIXED_EXPONENT_MAX: i32 = 14;
 /// Significant digits of a FLOAT (`FLT_DIG`).
 pub const FLOAT_DIGITS: usize = 6;
-/// A column's `decimals` that says "not fixed" (MySQL's `NOT_FIXED_DEC`).
-pub const NOT_FIXED_DECIMALS: u8 = 31;
+use crate::value::NOT_FIXED_DECIMALS;
 /// Fractional-second digits at most (microseconds).
 pub const FRACTION_DIGITS_MAX: u8 = 6;
 

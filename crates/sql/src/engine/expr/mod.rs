@@ -1872,8 +1872,7 @@ const GROUP_CONCAT_VARCHAR_MAX_BYTES: usize = 512;
 /// `group_concat_max_len` should the variable not read as a number.
 const GROUP_CONCAT_MAX_LEN_DEFAULT_BYTES: usize = 1_048_576;
 
-/// MariaDB's "not fixed" decimals: a DOUBLE shown with all its digits.
-const NOT_FIXED_DECIMALS: u8 = 31;
+use crate::value::NOT_FIXED_DECIMALS;
 /// Digits before the point of a DATETIME as a number (YYYYMMDDhhmmss).
 const DATETIME_NUMBER_DIGITS: u8 = 14;
 /// Digits before the point of a TIME as a number (hhhmmss, up to 838:59:59).
