@@ -14,7 +14,10 @@
 # TABLE_SIZE (default 100000), TESTS (default the six of issue 21),
 # SKARV (the binary; default target/release/skarv, built if missing),
 # BASE_PORT (default 47000: MariaDB on BASE_PORT+306, sandboxes from
-# BASE_PORT+100), WORK (outputs; a new directory under /tmp by default).
+# BASE_PORT+100), WORK (outputs; a new directory under /tmp by default),
+# SKARV_SET (data node parameters for every sandbox, space-separated
+# NAME=VALUE, each passed as `skarv sandbox --set`: e.g.
+# "BatchScheduling=1", which also turns on the SQL node's).
 # Errors 1205 and 1213 are retried as sysbench does by default, and counted.
 set -euo pipefail
 
@@ -87,8 +90,12 @@ start_mariadb() {
 start_skarv() {
     local dir="$work/$1"
     sandboxes+=("$dir")
+    local sets=()
+    for setting in ${SKARV_SET:-}; do
+        sets+=(--set "$setting")
+    done
     "$skarv" sandbox --dir "$dir" --data-nodes "$2" --replicas "$3" --sql-nodes 1 \
-        --base-port $((base + $4)) --detach >"$work/$1.start.log" 2>&1 ||
+        --base-port $((base + $4)) "${sets[@]}" --detach >"$work/$1.start.log" 2>&1 ||
         die "the $1 sandbox did not start (see $work/$1.start.log)"
     port=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["sql_ports"][0])' \
         "$dir/sandbox.json")
