@@ -34,9 +34,10 @@ pub(crate) fn apply_to_current_thread(spec: &ThreadSpec) {
 /// 2-CPU host with sysbench, `oltp_read_write` gained 1-13 % and
 /// `oltp_point_select` at 8 threads 2-8 % with a lower p95; but a data
 /// node under it served native API clients on the same CPUs 3-12 % slower
-/// (docs/architecture.md), so it is a switch, off by default. Lowering the
-/// policy needs no privilege; a refusal is logged and the thread keeps the
-/// normal policy.
+/// (docs/architecture.md), so it is a switch, off by default (`skarv
+/// sandbox` turns it on when it runs SQL nodes). Lowering the policy needs
+/// no privilege; a refusal is logged and the thread keeps the normal
+/// policy.
 #[cfg(target_os = "linux")]
 pub fn use_batch_scheduling(thread: &str) {
     // SAFETY: sched_param is plain data; the batch policy takes priority 0.
