@@ -2491,13 +2491,13 @@ fn expression_default(expr: &Expr, column: &str) -> SqlResult<String> {
             // A column of the row (`default_columns_checked` checks it),
             // kept quoted as MariaDB shows it (`a` * 10); a variable (`@x`,
             // `@@x`) is read at the insert.
-            Expr::Identifier(i) => {
+            Expr::Identifier(i)
                 if !i.value.starts_with('@')
-                    && !NOT_COLUMNS.iter().any(|w| w.eq_ignore_ascii_case(&i.value))
-                {
-                    i.quote_style = Some('`');
-                }
+                    && !NOT_COLUMNS.iter().any(|w| w.eq_ignore_ascii_case(&i.value)) =>
+            {
+                i.quote_style = Some('`');
             }
+            Expr::Identifier(_) => {}
             Expr::CompoundIdentifier(_) => refused = Some(e.to_string()),
             Expr::Subquery(_) | Expr::Exists { .. } => refused = Some("select ...".to_owned()),
             Expr::Function(f) => {

@@ -1049,19 +1049,6 @@ fn names_as_assignments(tokens: &[TokenWithSpan]) -> Option<String> {
     Some(format!("SET {}", out.join(", ")))
 }
 
-/// Words MariaDB reads otherwise than the parser's MySQL dialect, mended
-/// in place before the statement is parsed (here and in `engine::parse`):
-///
-/// - `TOP` is no keyword of MariaDB's (`SELECT 1 AS top`, `SELECT a top`,
-///   a column `top`) but the parser reserves it for SQL Server's
-///   `SELECT TOP n` in every dialect: an unquoted `top` becomes the
-///   identifier `` `top` ``, which it is in MariaDB wherever it can stand.
-/// - `REAL(M,D)` and `DOUBLE PRECISION(M,D)` are MariaDB's DOUBLE(M,D),
-///   which the parser takes only as `DOUBLE(M,D)`.
-/// - `NUMERIC[(p[,s])] UNSIGNED` (or ZEROFILL) is `DECIMAL…`, which
-///   the parser takes UNSIGNED after (its NUMERIC it does not).
-/// - `UPDATE IGNORE` becomes `UPDATE OR IGNORE`, which the parser takes
-///   (as SQLite's conflict clause) where it would read IGNORE as the table.
 /// A compound INTERVAL unit as the two fields the parser reads for it.
 /// `SECOND_MICROSECOND` is `MICROSECOND TO SECOND`: the parser takes no
 /// `TO` after `SECOND`, and no unit is that pair the other way round.
@@ -1088,6 +1075,21 @@ fn compound_interval_unit(word: &str) -> Option<(&'static str, &'static str)> {
         .map(|(_, lead, last)| (*lead, *last))
 }
 
+/// Words MariaDB reads otherwise than the parser's MySQL dialect, mended
+/// in place before the statement is parsed (here and in `engine::parse`):
+///
+/// - `TOP` is no keyword of MariaDB's (`SELECT 1 AS top`, `SELECT a top`,
+///   a column `top`) but the parser reserves it for SQL Server's
+///   `SELECT TOP n` in every dialect: an unquoted `top` becomes the
+///   identifier `` `top` ``, which it is in MariaDB wherever it can stand.
+/// - `REAL(M,D)` and `DOUBLE PRECISION(M,D)` are MariaDB's DOUBLE(M,D),
+///   which the parser takes only as `DOUBLE(M,D)`.
+/// - `NUMERIC[(p[,s])] UNSIGNED` (or ZEROFILL) is `DECIMAL…`, which
+///   the parser takes UNSIGNED after (its NUMERIC it does not).
+/// - `UPDATE IGNORE` becomes `UPDATE OR IGNORE`, which the parser takes
+///   (as SQLite's conflict clause) where it would read IGNORE as the table.
+/// - MySQL's compound INTERVAL units (`HOUR_MINUTE`) become the
+///   standard's `HOUR TO MINUTE` ([`compound_interval_unit`]).
 pub fn mend_words(tokens: &mut Vec<TokenWithSpan>) {
     let next_significant = |tokens: &[TokenWithSpan], from: usize| {
         (from..tokens.len()).find(|&at| !matches!(tokens[at].token, Token::Whitespace(_)))
