@@ -153,7 +153,13 @@ pub fn prepare(conn: &mut Conn<'_>, sql: &str) -> SqlResult<Prepared> {
         .collect();
     conn.prepared.next_id = conn.prepared.next_id.wrapping_add(1).max(1);
     let id = conn.prepared.next_id;
-    let deferrable = matches!(&statement, Stmt::Sql(s) if matches!(&**s, Statement::Query(q) if q.locks.is_empty() && !exec::has_into(q)));
+    // A read that may go in a thread-pool batch: no lock, no INTO.
+    let deferrable = match &statement {
+        Stmt::Sql(s) => {
+            matches!(&**s, Statement::Query(q) if q.locks.is_empty() && !exec::has_into(q))
+        }
+        Stmt::Extra(_) => false,
+    };
     conn.prepared.by_id.insert(
         id,
         Entry {
