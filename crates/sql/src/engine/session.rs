@@ -915,15 +915,13 @@ fn parse_piece(mut spanned: Vec<TokenWithSpan>, sql: &str) -> SqlResult<Stmt> {
         super::dual_as_no_table(&mut statement);
     }
     if let Some(targets) = trailing_into {
+        // A UNION's INTO is its last SELECT's.
         let select = match &mut statement {
-            sqlparser::ast::Statement::Query(q) => match &mut *q.body {
-                sqlparser::ast::SetExpr::Select(s) if s.into.is_none() => Some(s),
-                _ => None,
-            },
+            sqlparser::ast::Statement::Query(q) => super::exec::last_select_mut(&mut q.body),
             _ => None,
         };
-        let Some(select) = select else {
-            return Err(SqlError::unsupported("SELECT … INTO at the end of a UNION"));
+        let Some(select) = select.filter(|s| s.into.is_none()) else {
+            return Err(SqlError::unsupported("this SELECT … INTO"));
         };
         select.into = Some(sqlparser::ast::SelectInto {
             temporary: false,

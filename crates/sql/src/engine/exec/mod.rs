@@ -101,7 +101,7 @@ pub(crate) fn begin_deferred<'s>(
     select::begin_deferred(conn, q, params, &placeholders, sink, kept, may_defer)
 }
 
-pub(crate) use select::has_into;
+pub(crate) use select::{has_into, last_select_mut};
 
 pub(crate) use select::{finish_deferred, Deferred, KeptPlan};
 

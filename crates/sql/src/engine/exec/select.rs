@@ -533,7 +533,7 @@ fn plan_select(
     if s.into.is_some() {
         // A plain SELECT's INTO is taken before planning (`run_into`).
         return Err(SqlError::unsupported(
-            "SELECT … INTO here (a subquery or a UNION)",
+            "SELECT … INTO here (a subquery, or a UNION's SELECT but its last)",
         ));
     }
     let mut late_on = Vec::new();
@@ -1532,27 +1532,46 @@ pub fn run(
     answer(conn, plans, params, more, sink)
 }
 
-/// Whether `q` is `SELECT … INTO …`: its rows go to variables, not to
-/// the client ([`run_into`]).
+/// Whether `q` is `SELECT … INTO …` (the INTO on its last SELECT, as
+/// for a UNION's): its rows go to variables, not to the client
+/// ([`run_into`]).
 pub(crate) fn has_into(q: &ast::Query) -> bool {
-    matches!(&*q.body, ast::SetExpr::Select(s) if s.into.is_some())
+    last_select(&q.body).is_some_and(|s| s.into.is_some())
+}
+
+/// The last SELECT of a query's body: itself, or a UNION's rightmost.
+fn last_select(body: &ast::SetExpr) -> Option<&ast::Select> {
+    match body {
+        ast::SetExpr::Select(s) => Some(s),
+        ast::SetExpr::SetOperation { right, .. } => last_select(right),
+        _ => None,
+    }
+}
+
+/// [`last_select`], to change.
+pub(crate) fn last_select_mut(body: &mut ast::SetExpr) -> Option<&mut ast::Select> {
+    match body {
+        ast::SetExpr::Select(s) => Some(s),
+        ast::SetExpr::SetOperation { right, .. } => last_select_mut(right),
+        _ => None,
+    }
 }
 
 /// `SELECT … INTO @a, @b`: the one row the query finds, its values set
 /// to the user variables in order, as MariaDB does: no row leaves them as
 /// they were, with warning 1329; more than one is error 1172; as many
-/// variables as columns or 1222. Affected rows: the rows found. `INTO
-/// OUTFILE`/`DUMPFILE` (a file on the server) and a table are not taken.
+/// variables as columns or 1222. Affected rows: the rows found. Of a
+/// UNION, its rows. `INTO OUTFILE`/`DUMPFILE` (a file on the server) and
+/// a table are not taken.
 pub(crate) fn run_into(
     conn: &mut Conn<'_>,
     q: &ast::Query,
     params: &[Val],
     placeholders: &[Location],
 ) -> SqlResult<Answered> {
-    let ast::SetExpr::Select(select) = &*q.body else {
-        return Err(SqlError::unsupported("SELECT … INTO of a UNION"));
-    };
-    let into = select.into.as_ref().expect("has_into checked the INTO");
+    let into = last_select(&q.body)
+        .and_then(|s| s.into.as_ref())
+        .expect("has_into checked the INTO");
     let mut names = Vec::with_capacity(into.targets.len());
     for target in &into.targets {
         let name = match target {
@@ -1571,7 +1590,7 @@ pub(crate) fn run_into(
         }
     }
     let mut plain = q.clone();
-    if let ast::SetExpr::Select(s) = &mut *plain.body {
+    if let Some(s) = last_select_mut(&mut plain.body) {
         s.into = None;
     }
     let found = materialise(conn, &plain, placeholders, Some(params))?;
