@@ -103,6 +103,9 @@ pub fn prepare(conn: &mut Conn<'_>, sql: &str) -> SqlResult<Prepared> {
                 .ok_or_else(|| SqlError::new(codes::EMPTY_QUERY, "Query was empty"))??
         }
         Ok(mut statements) if statements.len() == 1 => Stmt::Sql(Box::new(statements.remove(0))),
+        Ok(statements) if statements.is_empty() => {
+            return Err(SqlError::new(codes::EMPTY_QUERY, "Query was empty"))
+        }
         Ok(_) => {
             return Err(SqlError::new(
                 codes::UNSUPPORTED_PS,

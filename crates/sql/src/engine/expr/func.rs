@@ -2491,9 +2491,13 @@ pub(super) fn time_of(v: &Val, ctx: &mut Ctx<'_>) -> Val {
             format!("Truncated incorrect time value: '{text}'"),
         );
     }
-    // Clipped at the largest whole second, as MariaDB's.
-    let max = TIME_SECONDS_MAX * MICROS_PER_SECOND;
-    Val::Time(m.clamp(-max, max))
+    // Past the range, clipped at its largest whole second, as MariaDB's
+    // (838:59:59.999999 itself is in it).
+    if m.abs() > max {
+        let whole = TIME_SECONDS_MAX * MICROS_PER_SECOND;
+        return Val::Time(m.clamp(-whole, whole));
+    }
+    Val::Time(m)
 }
 
 /// [`time_micros`], where text may also be a date and time (its time
