@@ -166,6 +166,12 @@ struct FlexArgs {
     /// subscriber's changes/s and the lag from a commit to its delivery.
     #[arg(long)]
     subscribe: bool,
+    /// Run flex's threads under the OS's batch policy (Linux SCHED_BATCH),
+    /// as a data node with BatchScheduling=1 runs: with both on one host's
+    /// CPUs, reads gained 40-50 % (docs/architecture.md). A benchmark
+    /// against another server should give that server the same policy.
+    #[arg(long)]
+    batch_scheduling: bool,
 }
 
 fn parse_seconds(text: &str) -> Result<Duration, String> {
@@ -180,6 +186,10 @@ fn parse_seconds(text: &str) -> Result<Duration, String> {
 }
 
 fn run_flex(args: FlexArgs) -> Result<(), String> {
+    if args.batch_scheduling {
+        // Before flex starts its threads: they inherit the policy.
+        kernel::runtime::use_batch_scheduling("flex");
+    }
     let options = FlexOptions {
         connect: args.connect,
         threads: args.threads,

@@ -159,8 +159,15 @@ fn flex_runs_every_phase_verifies_across_runs_and_fails_on_wrong_or_missing_rows
     let insert = sandbox.flex(&[&small[..], &table, &["--ops", "insert", "--json"]].concat());
     assert!(insert.status.success(), "{}", text(&insert));
     assert_clean(&phases(&insert), 100, 100, &insert);
-    let read =
-        sandbox.flex(&[&small[..], &table, &["--ops", "read", "--verify", "--json"]].concat());
+    // Under the batch policy (`--batch-scheduling`) as under the normal one.
+    let read = sandbox.flex(
+        &[
+            &small[..],
+            &table,
+            &["--ops", "read", "--verify", "--json", "--batch-scheduling"],
+        ]
+        .concat(),
+    );
     assert!(read.status.success(), "{}", text(&read));
     assert_clean(&phases(&read), 100, 100, &read);
 
