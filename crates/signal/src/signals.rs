@@ -340,6 +340,9 @@ macro_rules! signals {
                 match self { $(SignalBody::$name { .. } => stringify!($name)),* }
             }
 
+            /// Every signal's [`SignalBody::name`].
+            pub const NAMES: &'static [&'static str] = &[$(stringify!($name)),*];
+
             pub(crate) fn encode_fields(&self, out: &mut Vec<u8>) {
                 match self {
                     $(SignalBody::$name { $($field),* } => {

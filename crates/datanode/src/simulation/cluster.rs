@@ -2480,6 +2480,8 @@ const CRASH_IN_FLIGHT_WAIT: Duration = Duration::from_millis(100);
 /// for any signal crashed nodes mostly with the most frequent one (a key
 /// request) in flight; a primary's `LdmKeyCommitted` arriving after its
 /// backup's outcome (3af97f7) was then never hit by random seeds.
+/// (A test checks each names a signal: a renamed one would otherwise
+/// silently never match.)
 const CRASH_SIGNAL_KINDS: [&str; 17] = [
     "LdmKeyReq",
     "LdmKeyBatchReq",
@@ -2723,4 +2725,19 @@ fn fault(cluster: &mut WholeCluster, choose: &mut Rng, kind: FaultKind) -> Resul
             )
         }
     })
+}
+
+#[cfg(test)]
+mod crash_signal_tests {
+    use super::CRASH_SIGNAL_KINDS;
+    use signal::SignalBody;
+
+    /// A crash waits for these by name: one that names no signal (a
+    /// rename) would never match, and the crash would quietly wait for any.
+    #[test]
+    fn every_crash_signal_kind_names_a_signal() {
+        for kind in CRASH_SIGNAL_KINDS {
+            assert!(SignalBody::NAMES.contains(&kind), "{kind} is no signal");
+        }
+    }
 }

@@ -37,6 +37,7 @@ use super::catalog::meta::CopyLock;
 use super::catalog::{self, SqlColumn, SqlType, TableInfo};
 use super::ddl::Change;
 use super::exec::convert::{self, Target};
+use super::exec::LoweredDefault;
 use super::expr::{Ctx, Expr, Val};
 use super::{txn, Conn, Engine};
 use crate::error::{codes, SqlError, SqlResult};
@@ -337,17 +338,12 @@ fn copy_rows(
                 None => match to {
                     Some(to) if to.auto_increment => Source::Counter,
                     Some(to) => {
-                        let expr = new
+                        let default = new
                             .columns
                             .iter()
                             .position(|c| c.native == j)
                             .and_then(|at| defaults.get(at).cloned().flatten());
-                        let names_columns = to.default_expr
-                            && to
-                                .default
-                                .as_deref()
-                                .is_some_and(|t| !super::ddl::default_columns(t).is_empty());
-                        Source::Added(Box::new((to, expr, names_columns)))
+                        Source::Added(Box::new((to, default)))
                     }
                     None => Source::Counter,
                 },
@@ -368,7 +364,7 @@ fn copy_rows(
     let checks = super::exec::lower_checks_as(conn, new, &old.name)?;
     let reads_row = plans
         .iter()
-        .any(|p| matches!(p, Source::Added(added) if added.2));
+        .any(|p| matches!(p, Source::Added(added) if reads_row_of(added)));
     let mut sql_row: Vec<Val> = vec![Val::Null; new.columns.len()];
     let scan_tx = conn.native.begin().map_err(|e| txn::native_error(&e))?;
     let mut batch: Vec<Vec<(usize, Value)>> = Vec::with_capacity(COPY_BATCH_ROWS);
@@ -411,15 +407,16 @@ fn copy_rows(
                             )?,
                         }
                     }
-                    Source::Added(added) if added.2 => {
+                    Source::Added(added) if reads_row_of(added) => {
                         // Its DEFAULT names columns: made below, from the
                         // row's other values.
                         Value::Null
                     }
                     Source::Added(added) => {
-                        let (to, expr, _) = &**added;
+                        let (to, default) = &**added;
                         let native = &new_def.columns[j];
-                        added_value(to, expr.as_ref(), native, old, row_number, &env, &mut ctx)?
+                        let expr = default.as_ref().map(|d| &d.expr);
+                        added_value(to, expr, native, old, row_number, &env, &mut ctx)?
                     }
                 };
                 if Some(j) == auto || Some(j) == hidden {
@@ -442,10 +439,13 @@ fn copy_rows(
                     let Source::Added(added) = &plans[column.native] else {
                         continue;
                     };
-                    let (to, Some(expr), true) = &**added else {
+                    let (to, Some(default)) = &**added else {
                         continue;
                     };
-                    let val = expr.eval(&sql_row, &mut ctx)?;
+                    if !default.names_columns {
+                        continue;
+                    }
+                    let val = default.expr.eval(&sql_row, &mut ctx)?;
                     let value = convert_value(&val, to, old, row_number, &mut ctx)?;
                     sql_row[at] = convert::from_native(&value, &column.ty, ctx.env.tz_secs);
                     out[column.native].1 = value;
@@ -484,9 +484,14 @@ enum Source {
     /// The next AUTO_INCREMENT value.
     Counter,
     /// An added column: its default (an expression's evaluated for each
-    /// row), NULL, or its type's implicit default; whether that default
-    /// names columns (made after the row's other values).
-    Added(Box<(SqlColumn, Option<Expr>, bool)>),
+    /// row: after the row's other values when it names columns), NULL,
+    /// or its type's implicit default.
+    Added(Box<(SqlColumn, Option<LoweredDefault>)>),
+}
+
+/// Whether an added column's value reads the row's other values.
+fn reads_row_of(added: &(SqlColumn, Option<LoweredDefault>)) -> bool {
+    added.1.as_ref().is_some_and(|d| d.names_columns)
 }
 
 fn convert_value(

@@ -2273,12 +2273,14 @@ const NOT_COLUMNS: [&str; 5] = [
 
 /// The columns an expression DEFAULT's text names (empty for a literal's
 /// text or an expression naming none).
-pub(crate) fn default_columns(text: &str) -> Vec<String> {
-    let Ok(expr) = parse_default(text) else {
-        return Vec::new();
-    };
+fn default_columns(text: &str) -> Vec<String> {
+    parse_default(text).map_or_else(|_| Vec::new(), |expr| columns_named(&expr))
+}
+
+/// The columns a parsed expression DEFAULT names.
+pub(crate) fn columns_named(expr: &Expr) -> Vec<String> {
     let mut names = Vec::new();
-    let _ = sqlparser::ast::visit_expressions(&expr, |e| {
+    let _ = sqlparser::ast::visit_expressions(expr, |e| {
         if let Expr::Identifier(i) = e {
             if !i.value.starts_with('@')
                 && !NOT_COLUMNS.iter().any(|w| w.eq_ignore_ascii_case(&i.value))

@@ -188,9 +188,7 @@ fn is_prepare_command(statement: &Stmt) -> bool {
             **s,
             Statement::Execute { .. } | Statement::Deallocate { .. } | Statement::Prepare { .. }
         ),
-        Stmt::Extra(super::session::Extra::Prepare { .. }) => true,
-        Stmt::Extra(super::session::Extra::Text { head, .. }) => head == "DROP PREPARE",
-        Stmt::Extra(_) => false,
+        Stmt::Extra(extra) => matches!(extra, super::session::Extra::Prepare { .. }),
     }
 }
 
@@ -276,18 +274,6 @@ pub fn deallocate_sql(conn: &mut Conn<'_>, name: &str) -> SqlResult<super::Answe
             codes::UNKNOWN_STMT_HANDLER,
             format!("Unknown prepared statement handler ({name}) given to DEALLOCATE PREPARE"),
         )),
-    }
-}
-
-/// SQL's `DROP PREPARE name` (MySQL's other spelling of DEALLOCATE).
-pub fn drop_prepare_sql(conn: &mut Conn<'_>, sql: &str) -> SqlResult<super::Answered> {
-    let words: Vec<&str> = sql
-        .split(|c: char| c.is_whitespace() || c == ';')
-        .filter(|w| !w.is_empty())
-        .collect();
-    match words.as_slice() {
-        [_, _, name] => deallocate_sql(conn, name.trim_matches('`')),
-        _ => Err(SqlError::syntax_near(sql, 1, "DROP PREPARE name")),
     }
 }
 

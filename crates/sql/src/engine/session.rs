@@ -507,6 +507,23 @@ fn prepare_statement(tokens: &[TokenWithSpan], sql: &str) -> SqlResult<Stmt> {
     Ok(Stmt::Extra(Extra::Prepare { name, source }))
 }
 
+/// `DROP PREPARE name`, MySQL's other spelling of the `DEALLOCATE PREPARE
+/// name` the parser takes: as that statement.
+fn drop_prepare_statement(tokens: &[TokenWithSpan], sql: &str) -> SqlResult<Stmt> {
+    let significant: Vec<&Token> = tokens
+        .iter()
+        .map(|t| &t.token)
+        .filter(|t| !matches!(t, Token::Whitespace(_) | Token::SemiColon))
+        .collect();
+    let [_, _, Token::Word(name)] = significant.as_slice() else {
+        return Err(syntax_error(sql, "Expected: DROP PREPARE name"));
+    };
+    Ok(Stmt::Sql(Box::new(Statement::Deallocate {
+        name: sqlparser::ast::Ident::new(name.value.clone()),
+        prepare: true,
+    })))
+}
+
 /// A warning or error note of the last statement.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Note {
@@ -866,7 +883,7 @@ fn parse_piece(mut spanned: Vec<TokenWithSpan>, sql: &str) -> SqlResult<Stmt> {
         // MySQL's `PREPARE name FROM …` (the parser takes PostgreSQL's
         // `PREPARE name AS …`) and `DROP PREPARE name`.
         ("PREPARE", _, _) => return prepare_statement(&spanned, sql),
-        ("DROP", "PREPARE", _) => return extra_text("DROP PREPARE", text(&spanned)),
+        ("DROP", "PREPARE", _) => return drop_prepare_statement(&spanned, sql),
         ("GRANT", _, _) => return extra_text("GRANT", text(&spanned)),
         ("REVOKE", _, _) => return extra_text("REVOKE", text(&spanned)),
         // ANALYZE TABLE of several tables, which the parser does not take.
@@ -1240,9 +1257,6 @@ pub fn extra(
             super::stats::analyze(conn, sql, more, sink)
         }
         Extra::Prepare { name, source } => super::prepared::prepare_sql(conn, name, source),
-        Extra::Text { head, sql } if head == "DROP PREPARE" => {
-            super::prepared::drop_prepare_sql(conn, sql)
-        }
         Extra::Text { head, sql } => super::users::text_statement(conn, head, sql, more, sink),
     }
 }

@@ -557,8 +557,6 @@ fn com_of(statement: &Stmt) -> Option<usize> {
                 c!("revoke")
             } else if starts("CREATE TABLE") {
                 c!("create_table")
-            } else if starts("DROP PREPARE") {
-                c!("dealloc_sql")
             } else {
                 return None;
             }

@@ -14,6 +14,7 @@ mod window;
 mod write;
 pub(crate) use write::{
     check_row_of, duplicate_error, failed_op, lower_checks_as, lower_defaults, now_value,
+    LoweredDefault,
 };
 
 use std::sync::Arc;

@@ -211,20 +211,13 @@ fn insert(
     let defaults = lower_defaults(conn, &table)?;
     // Columns in the order their values are made: an expression DEFAULT
     // naming columns reads the row's other values, so such columns come
-    // last, in column order (as MariaDB evaluates them; CREATE TABLE
-    // refused one naming a later such column, 4029).
-    let names_columns: Vec<bool> = table
-        .columns
-        .iter()
-        .map(|c| {
-            c.default_expr
-                && c.default
-                    .as_deref()
-                    .is_some_and(|t| !crate::engine::ddl::default_columns(t).is_empty())
-        })
-        .collect();
+    // last, in column order (as MariaDB evaluates them).
     let mut order: Vec<usize> = (0..table.columns.len()).collect();
-    order.sort_by_key(|&at| names_columns[at]);
+    order.sort_by_key(|&at| {
+        defaults
+            .get(at)
+            .is_some_and(|d| d.as_ref().is_some_and(|d| d.names_columns))
+    });
     let mut warnings = RowWarnings::default();
     // Rows INSERT IGNORE left out for a failed CHECK: not in "Records",
     // as MariaDB counts them.
@@ -249,9 +242,9 @@ fn insert(
                 value = Some(now_value(environment.now_micros, environment.tz_secs));
             }
             // An expression DEFAULT: evaluated for each row (uuid(), rand()).
-            if let Some(expr) = defaults.get(at).and_then(Option::as_ref) {
+            if let Some(default) = defaults.get(at).and_then(Option::as_ref) {
                 if value.is_none() {
-                    value = Some(expr.eval(&sql_row, &mut ctx)?);
+                    value = Some(default.expr.eval(&sql_row, &mut ctx)?);
                 }
             }
             if Some(at) == auto_col
@@ -1191,9 +1184,22 @@ pub(crate) struct Check {
     cond: Expr,
 }
 
+/// A column's expression DEFAULT, lowered over its table's columns.
+#[derive(Clone)]
+pub(crate) struct LoweredDefault {
+    pub(crate) expr: Expr,
+    /// It names columns (`DEFAULT (a + 1)`): made after the row's other
+    /// values, in column order (CREATE refused one naming a later such
+    /// column, 4029).
+    pub(crate) names_columns: bool,
+}
+
 /// The expression DEFAULTs of `table`'s columns, lowered once per
 /// statement, by column (`TableInfo::columns`); empty when it has none.
-pub(crate) fn lower_defaults(conn: &Conn<'_>, table: &TableInfo) -> SqlResult<Vec<Option<Expr>>> {
+pub(crate) fn lower_defaults(
+    conn: &Conn<'_>,
+    table: &TableInfo,
+) -> SqlResult<Vec<Option<LoweredDefault>>> {
     if !table.columns.iter().any(|c| c.default_expr) {
         return Ok(Vec::new());
     }
@@ -1203,12 +1209,16 @@ pub(crate) fn lower_defaults(conn: &Conn<'_>, table: &TableInfo) -> SqlResult<Ve
         .map(|c| match c.default.as_deref() {
             Some(text) if c.default_expr => {
                 let parsed = crate::engine::ddl::parse_default(text)?;
+                let names_columns = !crate::engine::ddl::columns_named(&parsed).is_empty();
                 // It may name the row's columns (`DEFAULT (a + 1)`).
-                with_scope(conn, table_scope(table, &table.name), &[], |s| {
+                let expr = with_scope(conn, table_scope(table, &table.name), &[], |s| {
                     s.clause = "DEFAULT";
                     s.lower(&parsed)
-                })
-                .map(Some)
+                })?;
+                Ok(Some(LoweredDefault {
+                    expr,
+                    names_columns,
+                }))
             }
             _ => Ok(None),
         })

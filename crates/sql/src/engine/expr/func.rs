@@ -1803,15 +1803,15 @@ impl Func {
                 };
                 if unit.contains('_') {
                     // A compound unit: its fields read from the text.
-                    let Some((months, micros)) = compound_interval(&s(1), &unit) else {
+                    let Some(amount) = compound_interval(&s(1), &unit) else {
                         return Ok(Val::Null);
                     };
-                    let sign = if self == F::DateSub { -1 } else { 1 };
+                    let amount = if self == F::DateSub { -amount } else { amount };
                     return if unit == "YEAR_MONTH" {
-                        date_add(d, t, sign * months, "MONTH", was_date)
+                        date_add(d, t, amount, "MONTH", was_date)
                     } else {
                         // Never a DATE: the unit has a time part.
-                        date_add(d, t, sign * micros, "MICROSECOND", false)
+                        date_add(d, t, amount, "MICROSECOND", false)
                     };
                 }
                 let mut amount = ctx.num_i64(&v[1]);
@@ -2801,10 +2801,18 @@ fn round(v: &Val, digits: i64, truncate: bool, ctx: &mut Ctx<'_>) -> Val {
 /// DAY_MINUTE): a leading `-` negates it; the runs of digits are its
 /// fields, right-aligned (too few leave out the leading ones, too many
 /// are None); a MICROSECOND field of fewer than 6 digits is a fraction
-/// (`'10.5'` SECOND_MICROSECOND is 10.5 s). (months, microseconds).
-fn compound_interval(text: &str, unit: &str) -> Option<(i64, i64)> {
-    // Microseconds per field, by unit (YEAR_MONTH: months per field).
-    const MICROS: [i64; 5] = [MICROS_PER_DAY, 3_600_000_000, 60_000_000, 1_000_000, 1];
+/// (`'10.5'` SECOND_MICROSECOND is 10.5 s). Months for YEAR_MONTH,
+/// microseconds for the others.
+fn compound_interval(text: &str, unit: &str) -> Option<i64> {
+    // Microseconds per field: day, hour, minute, second, microsecond.
+    const MICROS: [i64; 5] = [
+        MICROS_PER_DAY,
+        3_600 * MICROS_PER_SECOND,
+        60 * MICROS_PER_SECOND,
+        MICROS_PER_SECOND,
+        1,
+    ];
+    // Each field's worth, the unit's fields in order (YEAR_MONTH: months).
     let fields: &[i64] = match unit {
         "SECOND_MICROSECOND" => &MICROS[3..5],
         "MINUTE_MICROSECOND" => &MICROS[2..5],
@@ -2841,10 +2849,7 @@ fn compound_interval(text: &str, unit: &str) -> Option<(i64, i64)> {
         }
         total = total.checked_add(n.checked_mul(fields[field])?)?;
     }
-    if negative {
-        total = -total;
-    }
-    Some((total, total))
+    Some(if negative { -total } else { total })
 }
 
 fn date_add(d: Date, t: Time, amount: i64, unit: &str, was_date: bool) -> SqlResult<Val> {
