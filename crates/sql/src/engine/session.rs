@@ -470,13 +470,18 @@ pub enum PrepareSource {
     Var(String),
 }
 
-/// `PREPARE name FROM 'text' | @variable` from its tokens.
-fn prepare_statement(tokens: &[TokenWithSpan], sql: &str) -> SqlResult<Stmt> {
-    let significant: Vec<&Token> = tokens
+/// A statement's tokens but its spaces and `;`.
+fn statement_words(tokens: &[TokenWithSpan]) -> Vec<&Token> {
+    tokens
         .iter()
         .map(|t| &t.token)
         .filter(|t| !matches!(t, Token::Whitespace(_) | Token::SemiColon))
-        .collect();
+        .collect()
+}
+
+/// `PREPARE name FROM 'text' | @variable` from its tokens.
+fn prepare_statement(tokens: &[TokenWithSpan], sql: &str) -> SqlResult<Stmt> {
+    let significant = statement_words(tokens);
     let (name, source) = match significant.as_slice() {
         [_, Token::Word(name), Token::Word(from), source] if from.keyword == Keyword::FROM => {
             (name.value.to_ascii_lowercase(), *source)
@@ -510,11 +515,7 @@ fn prepare_statement(tokens: &[TokenWithSpan], sql: &str) -> SqlResult<Stmt> {
 /// `DROP PREPARE name`, MySQL's other spelling of the `DEALLOCATE PREPARE
 /// name` the parser takes: as that statement.
 fn drop_prepare_statement(tokens: &[TokenWithSpan], sql: &str) -> SqlResult<Stmt> {
-    let significant: Vec<&Token> = tokens
-        .iter()
-        .map(|t| &t.token)
-        .filter(|t| !matches!(t, Token::Whitespace(_) | Token::SemiColon))
-        .collect();
+    let significant = statement_words(tokens);
     let [_, _, Token::Word(name)] = significant.as_slice() else {
         return Err(syntax_error(sql, "Expected: DROP PREPARE name"));
     };
