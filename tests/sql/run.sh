@@ -46,6 +46,9 @@ fi
 timeout_s="${SQL_TEST_TIMEOUT_S:-120}"
 logs="${SQL_TEST_LOGS:-$(mktemp -d /tmp/skarv-sql-tests.XXXXXX)}"
 mkdir -p "$logs"
+# Where tests write their files (mysqltest's $MYSQL_TMP_DIR, as in MariaDB's suite):
+# LOAD DATA reads them, so the server must run on this host.
+export MYSQL_TMP_DIR="$logs"
 
 if [ ${#names[@]} -eq 0 ]; then
     for file in "$here"/*.test; do

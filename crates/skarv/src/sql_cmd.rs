@@ -69,6 +69,11 @@ pub struct SqlArgs {
     /// the data node's BatchScheduling=1) and its clients.
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_name = "true|false")]
     pub batch_scheduling: bool,
+    /// The only directory whose files LOAD DATA INFILE reads on this host
+    /// (MySQL's secure_file_priv); by default any file the process may
+    /// read, for accounts with SUPER. LOAD DATA LOCAL is not limited.
+    #[arg(long, value_name = "DIR")]
+    pub secure_file_priv: Option<std::path::PathBuf>,
 }
 
 fn parse_thread_handling(text: &str) -> Result<sql::ThreadHandling, String> {
@@ -116,6 +121,13 @@ pub fn run(args: SqlArgs) -> Result<(), String> {
             .map_or_else(sql::thread_pool_size_default, usize::from),
         thread_pool_max_threads: args.thread_pool_max_threads as usize,
         thread_pool_stall_limit_ms: args.thread_pool_stall_limit,
+        secure_file_priv: match args.secure_file_priv {
+            Some(dir) => Some(
+                std::fs::canonicalize(&dir)
+                    .map_err(|e| format!("--secure-file-priv {}: {e}", dir.display()))?,
+            ),
+            None => None,
+        },
     };
     let listen = format!("{}:{}", options.bind, options.port);
     if args.batch_scheduling {

@@ -151,6 +151,125 @@ fn the_mysql_client_runs_statements_and_fails_on_errors() {
     assert!(dropped.status.success(), "{}", text(&dropped));
 }
 
+/// `LOAD DATA LOCAL INFILE` through the `mysql` client: a file of many
+/// client packets and several write chunks; the client's and the
+/// server's refusals (4166); a server file's checks; and a load that fails
+/// part way, after which the connection goes on serving.
+#[test]
+fn the_mysql_client_loads_files_with_load_data() {
+    const ROWS: u64 = 5_000;
+    let sandbox = start("sql-load", 32_000);
+    let setup = mysql(
+        &sandbox,
+        &[
+            "-e",
+            "CREATE DATABASE ld; USE ld; \
+             CREATE TABLE big (id INT PRIMARY KEY, s VARCHAR(40), n INT);",
+        ],
+    );
+    assert!(setup.status.success(), "{}", text(&setup));
+    let dir = std::env::temp_dir().join(format!("skarv-load-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let file = dir.join("big.tsv");
+    let mut rows = String::new();
+    for id in 1..=ROWS {
+        rows.push_str(&format!("{id}\tname number {id}\t{}\n", id * 2));
+    }
+    std::fs::write(&file, &rows).expect("write the file");
+    let file_text = file.to_str().expect("a UTF-8 path");
+    let load = format!("LOAD DATA LOCAL INFILE '{file_text}' INTO TABLE big");
+    let loaded = mysql(&sandbox, &["ld", "--local-infile=1", "-e", &load]);
+    assert!(loaded.status.success(), "{}", text(&loaded));
+    let count = mysql(
+        &sandbox,
+        &[
+            "ld",
+            "-N",
+            "-e",
+            "SELECT COUNT(*), SUM(id), SUM(n), MAX(s) FROM big",
+        ],
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&count.stdout),
+        format!(
+            "{ROWS}\t{}\t{}\tname number 999\n",
+            ROWS * (ROWS + 1) / 2,
+            ROWS * (ROWS + 1)
+        ),
+        "{}",
+        text(&count)
+    );
+    // A client that does not offer its files, and a server that refuses
+    // them: 4166, and the connection goes on.
+    let refused = mysql(
+        &sandbox,
+        &["ld", "--local-infile=0", "-e", &format!("{load}; SELECT 1")],
+    );
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("ERROR 4166"),
+        "{}",
+        text(&refused)
+    );
+    let off = format!("SET GLOBAL local_infile = OFF; {load}");
+    let refused = mysql(&sandbox, &["ld", "--local-infile=1", "--force", "-e", &off]);
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("ERROR 4166"),
+        "{}",
+        text(&refused)
+    );
+    let on = mysql(&sandbox, &["-e", "SET GLOBAL local_infile = ON"]);
+    assert!(on.status.success(), "{}", text(&on));
+    // A server file needs its whole path.
+    let relative = mysql(
+        &sandbox,
+        &["ld", "-e", "LOAD DATA INFILE 'big.tsv' INTO TABLE big"],
+    );
+    assert!(
+        String::from_utf8_lossy(&relative.stderr).contains("ERROR 29"),
+        "{}",
+        text(&relative)
+    );
+    // A bad value in row 2,500 in strict mode fails the load there (with
+    // REPLACE: LOCAL alone makes errors warnings, as IGNORE): the chunks
+    // before it are committed (as NDB's LOAD DATA commits in batches),
+    // the client's file is read to its end, and the same connection
+    // answers the next statement.
+    let mut bad = String::new();
+    for id in 1..=ROWS {
+        let n = if id == 2_500 {
+            "x".to_owned()
+        } else {
+            id.to_string()
+        };
+        bad.push_str(&format!("{}\tagain\t{n}\n", ROWS + id));
+    }
+    let bad_file = dir.join("bad.tsv");
+    std::fs::write(&bad_file, &bad).expect("write the file");
+    let script = format!(
+        "LOAD DATA LOCAL INFILE '{}' REPLACE INTO TABLE big;\nSELECT COUNT(*) FROM big WHERE id > {ROWS};\n",
+        bad_file.to_str().expect("a UTF-8 path")
+    );
+    let failed = mysql_stdin(
+        &sandbox,
+        &["ld", "-N", "--local-infile=1", "--force"],
+        &script,
+    );
+    assert!(
+        String::from_utf8_lossy(&failed.stderr).contains("ERROR 1366"),
+        "{}",
+        text(&failed)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&failed.stdout),
+        "2000\n",
+        "{}",
+        text(&failed)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let dropped = mysql(&sandbox, &["-e", "DROP DATABASE ld"]);
+    assert!(dropped.status.success(), "{}", text(&dropped));
+}
+
 #[test]
 fn sysbench_oltp_tests_run_without_errors() {
     let sandbox = start("sql-sysbench", 29_500);

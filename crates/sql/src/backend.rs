@@ -74,6 +74,15 @@ pub trait ResultSink {
     fn ok(&mut self, info: &OkInfo) -> io::Result<()>;
     /// The statement failed (also: a result set failed after its columns).
     fn error(&mut self, error: &SqlError) -> io::Result<()>;
+    /// `LOAD DATA LOCAL`: asks the client for its file `name` and reads
+    /// it, before anything else is answered. None: this client does not
+    /// send files (it did not offer `CLIENT_LOCAL_FILES`), or the sink is
+    /// not a client's. Dropping the reader reads what the client has not
+    /// sent yet, so that the answer follows the file.
+    fn local_infile(&mut self, name: &str) -> io::Result<Option<Box<dyn io::Read + '_>>> {
+        let _ = name;
+        Ok(None)
+    }
 }
 
 /// A prepared statement as the client learns it.

@@ -200,6 +200,18 @@ pub mod codes {
     pub const UPDATE_TABLE_USED: u16 = 1093;
     pub const WRONG_OBJECT: u16 = 1347;
     pub const VIEW_WRONG_LIST: u16 = 1353;
+    /// LOAD DATA: a row with fewer fields than columns.
+    pub const WARN_TOO_FEW_RECORDS: u16 = 1261;
+    /// LOAD DATA: a row with more fields than columns.
+    pub const WARN_TOO_MANY_RECORDS: u16 = 1262;
+    /// MySQL's EE_STAT: a file that cannot be opened.
+    pub const CANT_GET_STAT: u16 = 13;
+    /// A file that is not there.
+    pub const FILE_NOT_FOUND: u16 = 29;
+    /// Reading from the client failed.
+    pub const NET_READ_ERROR: u16 = 1158;
+    /// MariaDB's ER_LOAD_INFILE_CAPABILITY_DISABLED: LOCAL refused.
+    pub const LOCAL_INFILE_DISABLED: u16 = 4166;
 }
 
 /// The SQLSTATE MySQL gives an error number ("HY000" when it gives none).
@@ -239,7 +251,8 @@ pub fn state_of(code: u16) -> &'static str {
         DATA_TOO_LONG => "22001",
         TRUNCATED_WRONG_VALUE_FOR_FIELD => "HY000",
         TRUNCATED_WRONG_VALUE => "22007",
-        WARN_DATA_TRUNCATED => "01000",
+        WARN_DATA_TRUNCATED | WARN_TOO_FEW_RECORDS | WARN_TOO_MANY_RECORDS => "01000",
+        NET_READ_ERROR => "08S01",
         NO_SUCH_INDEX | REGEXP_ERROR => "42000",
         CANT_DROP_FIELD_OR_KEY => "42000",
         DB_CREATE_EXISTS | DB_DROP_EXISTS => "HY000",

@@ -146,6 +146,9 @@ pub struct ServerOptions {
     pub thread_pool_max_threads: usize,
     /// `thread_pool_stall_limit`, in ms.
     pub thread_pool_stall_limit_ms: u64,
+    /// `secure_file_priv`: the directory whose files `LOAD DATA INFILE`
+    /// may read; None: any file the process can read.
+    pub secure_file_priv: Option<std::path::PathBuf>,
 }
 
 impl ServerOptions {
@@ -164,6 +167,7 @@ impl ServerOptions {
             thread_pool_max_threads: thread_pool::THREAD_POOL_MAX_THREADS_DEFAULT,
             thread_pool_stall_limit_ms: thread_pool::THREAD_POOL_STALL_LIMIT_MS_DEFAULT,
             slow_query_log_file: None,
+            secure_file_priv: None,
         }
     }
 }
@@ -381,6 +385,13 @@ fn publish_settings(engine: &Engine, pool: &ClusterPool, options: &ServerOptions
         (
             "thread_pool_stall_limit",
             options.thread_pool_stall_limit_ms.to_string(),
+        ),
+        (
+            "secure_file_priv",
+            options
+                .secure_file_priv
+                .as_ref()
+                .map_or(String::new(), |p| p.display().to_string()),
         ),
     ];
     let mut globals = engine.globals.lock().unwrap_or_else(|p| p.into_inner());

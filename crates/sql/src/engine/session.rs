@@ -140,6 +140,7 @@ const SYSTEM_VARIABLES: &[SysVar] = &[
         "28800",
     ),
     var("license", TEXT, Scope::ReadOnly, "Apache-2.0"),
+    var("local_infile", BOOL, Scope::Global, "ON"),
     var(
         "lock_wait_timeout",
         int(1, 31_536_000),
@@ -209,6 +210,7 @@ const SYSTEM_VARIABLES: &[SysVar] = &[
     var("protocol_version", int(0, 255), Scope::ReadOnly, "10"),
     var("query_cache_size", int(0, 0), Scope::ReadOnly, "0"),
     var("query_cache_type", TEXT, Scope::ReadOnly, "OFF"),
+    var("secure_file_priv", TEXT, Scope::ReadOnly, ""),
     var("server_id", int(0, u32::MAX as u64), Scope::Global, "1"),
     var("slow_query_log", BOOL, Scope::Global, "OFF"),
     // The default is the SQL node's (`Engine::set_slow_log_file`).
@@ -452,6 +454,8 @@ pub enum Extra {
         /// The whole statement.
         sql: String,
     },
+    /// `LOAD DATA [LOCAL] INFILE`, which the parser does not take.
+    LoadData(Box<super::exec::load::LoadData>),
     /// MySQL's `PREPARE name FROM 'text'` or `FROM @variable`.
     Prepare {
         /// The statement's name, lowercase (names ignore case).
@@ -889,6 +893,11 @@ fn parse_piece(mut spanned: Vec<TokenWithSpan>, sql: &str) -> SqlResult<Stmt> {
         ("REVOKE", _, _) => return extra_text("REVOKE", text(&spanned)),
         // ANALYZE TABLE of several tables, which the parser does not take.
         ("ANALYZE", _, _) => return extra_text("ANALYZE", text(&spanned)),
+        ("LOAD", "DATA", _) => {
+            return super::exec::load::parse(spanned)
+                .map(|load| Stmt::Extra(Extra::LoadData(Box::new(load))))
+                .map_err(|e| syntax_error(sql, &e.to_string()))
+        }
         _ => {}
     }
     // Schema statements the parser does not take (PARTITION BY KEY, SHOW
@@ -1258,6 +1267,7 @@ pub fn extra(
             super::stats::analyze(conn, sql, more, sink)
         }
         Extra::Prepare { name, source } => super::prepared::prepare_sql(conn, name, source),
+        Extra::LoadData(load) => super::exec::load::run(conn, load, sink),
         Extra::Text { head, sql } => super::users::text_statement(conn, head, sql, more, sink),
     }
 }

@@ -68,6 +68,7 @@ pub const COM_NAMES: &[&str] = &[
     "insert",
     "insert_select",
     "kill",
+    "load",
     "prepare_sql",
     "rename_table",
     "replace",
@@ -403,6 +404,9 @@ impl ResultSink for CountingSink<'_> {
         self.failed = true;
         self.inner.error(error)
     }
+    fn local_infile(&mut self, name: &str) -> io::Result<Option<Box<dyn io::Read + '_>>> {
+        self.inner.local_infile(name)
+    }
 }
 
 /// What the slow log says of a statement besides its time.
@@ -525,6 +529,7 @@ fn com_of(statement: &Stmt) -> Option<usize> {
             }
         }
         Stmt::Extra(Extra::Prepare { .. }) => c!("prepare_sql"),
+        Stmt::Extra(Extra::LoadData(_)) => c!("load"),
         Stmt::Extra(Extra::Catalog(c)) => match &**c {
             super::ddl::CatalogStmt::CreateTable { .. } => c!("create_table"),
             super::ddl::CatalogStmt::ShowCreateDatabase { .. } => c!("show_create_db"),
@@ -960,6 +965,12 @@ fn statement_text(statement: &Stmt) -> String {
             }
             super::session::PrepareSource::Var(var) => format!("PREPARE {name} FROM @{var}"),
         },
+        Stmt::Extra(Extra::LoadData(load)) => format!(
+            "LOAD DATA {}INFILE '{}' INTO TABLE {}",
+            if load.local { "LOCAL " } else { "" },
+            load.file.replace('\'', "''"),
+            load.table
+        ),
     }
 }
 

@@ -580,6 +580,28 @@ fn needed(statement: &Statement) -> Option<u64> {
     })
 }
 
+/// LOAD DATA's check, a statement [`authorize`] does not read: INSERT on
+/// its table, and DELETE too for REPLACE.
+pub fn authorize_table(conn: &Conn<'_>, db: &str, table: &str, replace: bool) -> SqlResult<()> {
+    let need = if replace {
+        privilege::INSERT | privilege::DELETE
+    } else {
+        privilege::INSERT
+    };
+    let held = conn.grants.global | conn.grants.on(db);
+    if held & need == need {
+        return Ok(());
+    }
+    Err(SqlError::new(
+        codes::TABLEACCESS_DENIED,
+        format!(
+            "{} command denied to user {} for table '{table}'",
+            privilege_name(need & !held),
+            account_of(conn)
+        ),
+    ))
+}
+
 fn privilege_name(bits: u64) -> &'static str {
     privilege::NAMES
         .iter()
@@ -803,7 +825,8 @@ fn check_account_name(user: &str, host: &str) -> SqlResult<()> {
     Ok(())
 }
 
-fn require(conn: &Conn<'_>, bits: u64, what: &str) -> SqlResult<()> {
+/// A global privilege a statement needs (`what` names it in the error).
+pub(crate) fn require(conn: &Conn<'_>, bits: u64, what: &str) -> SqlResult<()> {
     if conn.grants.global & bits == bits {
         return Ok(());
     }

@@ -30,6 +30,7 @@ pub mod caps {
     pub const FOUND_ROWS: u32 = 0x2;
     pub const LONG_FLAG: u32 = 0x4;
     pub const CONNECT_WITH_DB: u32 = 0x8;
+    pub const LOCAL_FILES: u32 = 0x80;
     pub const PROTOCOL_41: u32 = 0x200;
     pub const SSL: u32 = 0x800;
     pub const TRANSACTIONS: u32 = 0x2000;
@@ -64,6 +65,7 @@ pub mod mariadb_caps {
 pub const SERVER_CAPS: u32 = caps::FOUND_ROWS
     | caps::LONG_FLAG
     | caps::CONNECT_WITH_DB
+    | caps::LOCAL_FILES
     | caps::PROTOCOL_41
     | caps::TRANSACTIONS
     | caps::SECURE_CONNECTION
@@ -1499,6 +1501,84 @@ impl<S: Read + Write> ResultSink for Sink<'_, S> {
         self.answered = true;
         self.state = SinkState::Done;
         write_err(self.io, error)
+    }
+
+    fn local_infile(&mut self, name: &str) -> io::Result<Option<Box<dyn Read + '_>>> {
+        // Only a client that offered to send files is asked, and only
+        // between answers.
+        if self.caps & caps::LOCAL_FILES == 0 || self.state != SinkState::Ready {
+            return Ok(None);
+        }
+        let at = self.io.begin();
+        self.io.out().push(LOCAL_INFILE_REQUEST);
+        self.io.out().extend_from_slice(name.as_bytes());
+        self.io.end(at)?;
+        self.io.flush()?;
+        Ok(Some(Box::new(LocalFile {
+            io: &mut *self.io,
+            packet: Vec::new(),
+            at: 0,
+            done: false,
+        })))
+    }
+}
+
+/// The header byte of the packet that asks the client for a file.
+const LOCAL_INFILE_REQUEST: u8 = 0xFB;
+
+/// The file a client sends for `LOAD DATA LOCAL`: its packets, in order,
+/// up to an empty one.
+struct LocalFile<'a, S: Read + Write> {
+    io: &'a mut PacketIo<S>,
+    packet: Vec<u8>,
+    /// Bytes of `packet` already read.
+    at: usize,
+    /// The empty packet came (or reading failed: nothing more comes).
+    done: bool,
+}
+
+impl<S: Read + Write> Read for LocalFile<'_, S> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        while self.at == self.packet.len() {
+            if self.done {
+                return Ok(0);
+            }
+            match self.io.read_packet() {
+                Ok(packet) if packet.is_empty() => self.done = true,
+                Ok(packet) => {
+                    self.packet = packet;
+                    self.at = 0;
+                }
+                Err(error) => {
+                    self.done = true;
+                    return Err(match error {
+                        ReadError::Io(e) => e,
+                        ReadError::Closed => io::ErrorKind::UnexpectedEof.into(),
+                        ReadError::TooLarge => io::Error::other(
+                            "a packet of the file is longer than max_allowed_packet",
+                        ),
+                        ReadError::OutOfOrder => io::Error::other("packets out of order"),
+                    });
+                }
+            }
+        }
+        let n = out.len().min(self.packet.len() - self.at);
+        out[..n].copy_from_slice(&self.packet[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+impl<S: Read + Write> Drop for LocalFile<'_, S> {
+    /// A load that stopped early (an error) still reads the rest of the
+    /// file: its answer must come after the client's last packet.
+    fn drop(&mut self) {
+        while !self.done {
+            match self.io.read_packet() {
+                Ok(packet) if !packet.is_empty() => {}
+                _ => self.done = true,
+            }
+        }
     }
 }
 

@@ -39,7 +39,7 @@
 pub mod auth;
 mod binary;
 mod connection;
-mod latin1;
+pub(crate) mod latin1;
 mod packet;
 mod text;
 

@@ -6,6 +6,7 @@ pub mod cte;
 pub(crate) mod derived;
 mod from;
 pub mod join;
+pub mod load;
 pub mod pushed;
 mod select;
 mod semi;

@@ -39,7 +39,7 @@ pub fn run(
 type NativeRow = (Vec<(usize, Value)>, Vec<Val>);
 
 /// One value of an INSERT row: an expression, or DEFAULT.
-enum Given {
+pub(crate) enum Given {
     Value(Val),
     Default,
 }
@@ -175,6 +175,107 @@ fn insert(
         Some(other) => return Err(SqlError::unsupported(format_args!("{other}"))),
         None => Vec::new(),
     };
+    let written = write_rows(
+        conn,
+        Rows {
+            table: &table,
+            targets: &targets,
+            rows: &rows,
+            evaluated,
+            replace,
+            ignore,
+            odku: &odku,
+            row_base: 0,
+            send_now: false,
+        },
+        &mut ctx,
+    )?;
+    let Written {
+        affected,
+        duplicates,
+        check_skipped,
+        first_auto,
+    } = written;
+    if first_auto > 0 {
+        conn.session
+            .last_insert_id
+            .store(first_auto, std::sync::atomic::Ordering::Relaxed);
+    }
+    // MariaDB's info: for more than one row of VALUES, and for any
+    // INSERT … SELECT.
+    let selected = ins
+        .source
+        .as_ref()
+        .is_some_and(|s| !matches!(&*s.body, ast::SetExpr::Values(_)));
+    let info = if rows.len() > 1 || selected {
+        format!(
+            "Records: {}  Duplicates: {}  Warnings: {}",
+            rows.len() - check_skipped,
+            duplicates,
+            conn.session.warning_count()
+        )
+    } else {
+        String::new()
+    };
+    Ok(Answered::Ok(OkInfo {
+        affected_rows: affected,
+        last_insert_id: if first_auto > 0 { first_auto } else { 0 },
+        info,
+        ..OkInfo::default()
+    }))
+}
+
+/// The evaluated rows of an INSERT-like statement (INSERT, REPLACE, a
+/// chunk of LOAD DATA's) and how to write them.
+pub(crate) struct Rows<'a> {
+    pub table: &'a Arc<TableInfo>,
+    /// The columns given, as SQL positions.
+    pub targets: &'a [usize],
+    /// Per row, a value (or DEFAULT) per target.
+    pub rows: &'a [Vec<Given>],
+    /// Per row, the warnings its values left.
+    pub evaluated: Vec<Vec<(u16, String)>>,
+    pub replace: bool,
+    pub ignore: bool,
+    /// ON DUPLICATE KEY UPDATE's assignments.
+    pub odku: &'a [(usize, Expr)],
+    /// Rows of the statement before these (warnings say "at row N").
+    pub row_base: usize,
+    /// Send each batch now, even in autocommit or under
+    /// `transaction_allow_batching` (LOAD DATA: its chunks in one open
+    /// transaction, none kept pending).
+    pub send_now: bool,
+}
+
+/// What [`write_rows`] did.
+pub(crate) struct Written {
+    pub affected: u64,
+    pub duplicates: u64,
+    /// Rows INSERT IGNORE left out for a failed CHECK.
+    pub check_skipped: usize,
+    /// The first AUTO_INCREMENT value generated (0: none).
+    pub first_auto: u64,
+}
+
+/// Makes the stored rows (defaults, AUTO_INCREMENT, CHECKs) and writes
+/// them in the statement's transaction (committed with it outside one).
+pub(crate) fn write_rows(
+    conn: &mut Conn<'_>,
+    w: Rows<'_>,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Written> {
+    let Rows {
+        table,
+        targets,
+        rows,
+        mut evaluated,
+        replace,
+        ignore,
+        odku,
+        row_base,
+        send_now,
+    } = w;
+    let environment = ctx.env;
     // Auto-increment values: one reservation for the statement.
     let auto_col = table.columns.iter().position(|c| c.auto_increment);
     let need_auto = rows
@@ -190,7 +291,7 @@ fn insert(
         )
         .count() as u64;
     let mut next_auto = if need_auto > 0 {
-        catalog::next_auto_increment(conn, &table, need_auto)?
+        catalog::next_auto_increment(conn, table, need_auto)?
     } else {
         0
     };
@@ -198,7 +299,7 @@ fn insert(
     // The largest value given explicitly to the AUTO_INCREMENT column.
     let mut explicit_auto = 0u64;
     let mut next_hidden = if table.hidden_key {
-        catalog::next_auto_increment(conn, &table, rows.len() as u64)?
+        catalog::next_auto_increment(conn, table, rows.len() as u64)?
     } else {
         0
     };
@@ -207,8 +308,8 @@ fn insert(
         .columns
         .iter()
         .position(|c| c.name == schema::HIDDEN_PRIMARY_KEY_COLUMN);
-    let checks = lower_checks(conn, &table)?;
-    let defaults = lower_defaults(conn, &table)?;
+    let checks = lower_checks(conn, table)?;
+    let defaults = lower_defaults(conn, table)?;
     // Columns in the order their values are made: an expression DEFAULT
     // naming columns reads the row's other values, so such columns come
     // last, in column order (as MariaDB evaluates them).
@@ -244,7 +345,7 @@ fn insert(
             // An expression DEFAULT: evaluated for each row (uuid(), rand()).
             if let Some(default) = defaults.get(at).and_then(Option::as_ref) {
                 if value.is_none() {
-                    value = Some(default.expr.eval(&sql_row, &mut ctx)?);
+                    value = Some(default.expr.eval(&sql_row, ctx)?);
                 }
             }
             if Some(at) == auto_col
@@ -265,19 +366,23 @@ fn insert(
                 column: col,
                 db: &table.db,
                 table: &table.name,
-                row: n + 1,
+                row: row_base + n + 1,
                 tz_secs: ctx.env.tz_secs,
             };
             match value {
                 Some(v) => {
                     let warned = ctx.warnings.len();
-                    let stored = to_native_in_mode(&v, &target, &mut ctx)?;
+                    let stored = to_native_in_mode(&v, &target, ctx)?;
                     // MySQL's note of a value rounded to its scale (not of
                     // one the conversion warned of: clipped, or no number).
                     if ctx.warnings.len() == warned && super::convert::rounded(&v, &col.ty) {
                         ctx.note(
                             codes::WARN_DATA_TRUNCATED,
-                            format!("Data truncated for column '{}' at row {}", col.name, n + 1),
+                            format!(
+                                "Data truncated for column '{}' at row {}",
+                                col.name,
+                                row_base + n + 1
+                            ),
                         );
                     }
                     sql_row[at] =
@@ -320,7 +425,7 @@ fn insert(
             out.push((pos, Value::UInt(next_hidden)));
             next_hidden += 1;
         }
-        if let Err(e) = check_row(&checks, &table, &sql_row, &mut ctx) {
+        if let Err(e) = check_row(&checks, table, &sql_row, ctx) {
             if ignore {
                 // INSERT IGNORE: the row is left out with a warning.
                 ctx.warn(e.code, e.message);
@@ -335,14 +440,14 @@ fn insert(
     // Those of rows left out after the last one written.
     warnings.rows.push(std::mem::take(&mut ctx.warnings));
     if explicit_auto > 0 {
-        catalog::note_explicit_auto_increment(conn, &table, explicit_auto)
+        catalog::note_explicit_auto_increment(conn, table, explicit_auto)
             .inspect_err(|_| warnings.rest(conn))?;
     }
     let tx = txn::take(conn).inspect_err(|_| warnings.rest(conn))?;
     // A plain INSERT either commits with its last batch (autocommit: one
     // round trip for a single-row insert), or defers its writes
     // (`transaction_allow_batching`), or sends them now.
-    let how = if replace || ignore || !odku.is_empty() {
+    let how = if replace || ignore || !odku.is_empty() || send_now {
         Send::Now
     } else if !txn::in_transaction(conn) {
         Send::WithCommit
@@ -356,10 +461,10 @@ fn insert(
         upsert_rows(
             conn,
             &tx,
-            &table,
+            table,
             &native_rows,
-            &odku,
-            params,
+            odku,
+            ctx.params,
             ignore,
             &mut warnings,
         )
@@ -367,7 +472,7 @@ fn insert(
         insert_rows(
             conn,
             &tx,
-            &table,
+            table,
             &native_rows,
             replace,
             ignore,
@@ -383,33 +488,12 @@ fn insert(
     } else {
         txn::finish(conn, tx, result)?
     };
-    if first_auto > 0 {
-        conn.session
-            .last_insert_id
-            .store(first_auto, std::sync::atomic::Ordering::Relaxed);
-    }
-    // MariaDB's info: for more than one row of VALUES, and for any
-    // INSERT … SELECT.
-    let selected = ins
-        .source
-        .as_ref()
-        .is_some_and(|s| !matches!(&*s.body, ast::SetExpr::Values(_)));
-    let info = if rows.len() > 1 || selected {
-        format!(
-            "Records: {}  Duplicates: {}  Warnings: {}",
-            rows.len() - check_skipped,
-            duplicates,
-            conn.session.warning_count()
-        )
-    } else {
-        String::new()
-    };
-    Ok(Answered::Ok(OkInfo {
-        affected_rows: affected,
-        last_insert_id: if first_auto > 0 { first_auto } else { 0 },
-        info,
-        ..OkInfo::default()
-    }))
+    Ok(Written {
+        affected,
+        duplicates,
+        check_skipped,
+        first_auto,
+    })
 }
 
 /// Whether an INSERT's first `VALUES` row is `()`.
@@ -1286,7 +1370,7 @@ pub(crate) fn check_row_of(
 
 /// The unquoted word DEFAULT as a value (`VALUES (DEFAULT)`, `SET c =
 /// DEFAULT`).
-fn is_default_word(e: &ast::Expr) -> bool {
+pub(crate) fn is_default_word(e: &ast::Expr) -> bool {
     matches!(e, ast::Expr::Identifier(i) if i.quote_style.is_none() && i.value.eq_ignore_ascii_case("DEFAULT"))
 }
 
