@@ -725,10 +725,20 @@ fn filter(table: &TableInfo, c: &Expr, ctx: &mut Ctx<'_>) -> SqlResult<Option<Fi
             let (Expr::Col(col), Expr::Lit(Val::Str(pat))) = (&**x, &**p) else {
                 return Ok(None);
             };
-            let is_text = matches!(
-                table.columns.get(*col).map(|c| &c.ty),
-                Some(SqlType::Char { .. } | SqlType::VarChar { .. } | SqlType::Text { .. })
-            );
+            // What the data nodes test LIKE on: a CHAR or VARCHAR as stored
+            // (not a TEXT kept as a blob, which they refuse).
+            let def = table.native.def();
+            let is_text = table.columns.get(*col).is_some_and(|c| {
+                matches!(
+                    c.ty,
+                    SqlType::Char { .. } | SqlType::VarChar { .. } | SqlType::Text { .. }
+                ) && def.columns.get(c.native).is_some_and(|n| {
+                    matches!(
+                        n.ty,
+                        schema::ColumnType::Char { .. } | schema::ColumnType::VarChar { .. }
+                    )
+                })
+            });
             let Ok(pat) = std::str::from_utf8(pat) else {
                 return Ok(None);
             };
