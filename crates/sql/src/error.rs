@@ -212,6 +212,12 @@ pub mod codes {
     pub const NET_READ_ERROR: u16 = 1158;
     /// MariaDB's ER_LOAD_INFILE_CAPABILITY_DISABLED: LOCAL refused.
     pub const LOCAL_INFILE_DISABLED: u16 = 4166;
+    /// INTO OUTFILE: the file is there already.
+    pub const FILE_EXISTS: u16 = 1086;
+    /// MySQL's EE_CANTCREATEFILE: a file that cannot be made or written.
+    pub const CANT_CREATE_FILE_EE: u16 = 1;
+    /// A syntax MariaDB still takes and means to drop.
+    pub const WARN_DEPRECATED_SYNTAX: u16 = 1287;
 }
 
 /// The SQLSTATE MySQL gives an error number ("HY000" when it gives none).

@@ -456,6 +456,8 @@ pub enum Extra {
     },
     /// `LOAD DATA [LOCAL] INFILE`, which the parser does not take.
     LoadData(Box<super::exec::load::LoadData>),
+    /// `SELECT … INTO OUTFILE | DUMPFILE` (the parser reads neither).
+    SelectOutfile(Box<super::exec::outfile::SelectOutfile>),
     /// MySQL's `PREPARE name FROM 'text'` or `FROM @variable`.
     Prepare {
         /// The statement's name, lowercase (names ignore case).
@@ -908,8 +910,13 @@ fn parse_piece(mut spanned: Vec<TokenWithSpan>, sql: &str) -> SqlResult<Stmt> {
             return Ok(Stmt::Extra(Extra::Catalog(Box::new(recognised?))));
         }
     }
+    let mut outfile = None;
+    if matches!(word(0), "SELECT" | "WITH" | "(") {
+        outfile = super::exec::outfile::take_into(&mut spanned)
+            .map_err(|e| syntax_error(sql, &e.to_string()))?;
+    }
     let mut trailing_into = None;
-    if word(0) == "SELECT" {
+    if word(0) == "SELECT" && outfile.is_none() {
         mend_lock_in_share_mode(&mut spanned);
         trailing_into = take_trailing_into(&mut spanned);
     }
@@ -940,6 +947,17 @@ fn parse_piece(mut spanned: Vec<TokenWithSpan>, sql: &str) -> SqlResult<Stmt> {
     }
     if dual {
         super::dual_as_no_table(&mut statement);
+    }
+    if let Some(into) = outfile {
+        if !matches!(statement, sqlparser::ast::Statement::Query(_)) {
+            return Err(SqlError::unsupported("INTO OUTFILE outside a SELECT"));
+        }
+        return Ok(Stmt::Extra(Extra::SelectOutfile(Box::new(
+            super::exec::outfile::SelectOutfile {
+                query: Box::new(statement),
+                into,
+            },
+        ))));
     }
     if let Some(targets) = trailing_into {
         // A UNION's INTO is its last SELECT's.
@@ -1268,6 +1286,7 @@ pub fn extra(
         }
         Extra::Prepare { name, source } => super::prepared::prepare_sql(conn, name, source),
         Extra::LoadData(load) => super::exec::load::run(conn, load, sink),
+        Extra::SelectOutfile(select) => super::exec::outfile::run(conn, select),
         Extra::Text { head, sql } => super::users::text_statement(conn, head, sql, more, sink),
     }
 }

@@ -530,6 +530,7 @@ fn com_of(statement: &Stmt) -> Option<usize> {
         }
         Stmt::Extra(Extra::Prepare { .. }) => c!("prepare_sql"),
         Stmt::Extra(Extra::LoadData(_)) => c!("load"),
+        Stmt::Extra(Extra::SelectOutfile(_)) => c!("select"),
         Stmt::Extra(Extra::Catalog(c)) => match &**c {
             super::ddl::CatalogStmt::CreateTable { .. } => c!("create_table"),
             super::ddl::CatalogStmt::ShowCreateDatabase { .. } => c!("show_create_db"),
@@ -970,6 +971,16 @@ fn statement_text(statement: &Stmt) -> String {
             if load.local { "LOCAL " } else { "" },
             load.file.replace('\'', "''"),
             load.table
+        ),
+        Stmt::Extra(Extra::SelectOutfile(select)) => format!(
+            "{} INTO {} '{}'",
+            select.query,
+            if select.into.dump {
+                "DUMPFILE"
+            } else {
+                "OUTFILE"
+            },
+            select.into.file.replace('\'', "''")
         ),
     }
 }

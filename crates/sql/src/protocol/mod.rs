@@ -41,7 +41,7 @@ mod binary;
 mod connection;
 pub(crate) mod latin1;
 mod packet;
-mod text;
+pub(crate) mod text;
 
 /// A double of fixed decimals as MariaDB prints it (the engine's string of
 /// such a double is the same text).

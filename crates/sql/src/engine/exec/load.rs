@@ -86,6 +86,9 @@ pub struct Format {
     pub field_end: Vec<u8>,
     /// `[OPTIONALLY] ENCLOSED BY` (none).
     pub enclosed: Option<u8>,
+    /// `OPTIONALLY`: INTO OUTFILE encloses only strings (LOAD DATA reads
+    /// either the same).
+    pub enclosed_optionally: bool,
     /// `ESCAPED BY` (`\`; `''`: none).
     pub escape: Option<u8>,
     /// `LINES STARTING BY` (nothing): text before it on a line is skipped,
@@ -100,6 +103,7 @@ impl Default for Format {
         Format {
             field_end: b"\t".to_vec(),
             enclosed: None,
+            enclosed_optionally: false,
             escape: Some(b'\\'),
             line_start: Vec::new(),
             line_end: b"\n".to_vec(),
@@ -144,47 +148,7 @@ pub fn parse(tokens: Vec<TokenWithSpan>) -> Result<LoadData, ParserError> {
         charset = Some(charset_name(&mut p)?);
     }
     let mut format = Format::default();
-    if eat(&mut p, "FIELDS") || eat(&mut p, "COLUMNS") {
-        let mut any = false;
-        loop {
-            if eat(&mut p, "TERMINATED") {
-                expect(&mut p, "BY")?;
-                format.field_end = p.parse_literal_string()?.into_bytes();
-            } else if eat(&mut p, "OPTIONALLY") || eat(&mut p, "ENCLOSED") {
-                // `OPTIONALLY` only matters when writing a file.
-                let _ = eat(&mut p, "ENCLOSED");
-                expect(&mut p, "BY")?;
-                format.enclosed = one_char(&mut p)?;
-            } else if eat(&mut p, "ESCAPED") {
-                expect(&mut p, "BY")?;
-                format.escape = one_char(&mut p)?;
-            } else {
-                break;
-            }
-            any = true;
-        }
-        if !any {
-            return p.expected("TERMINATED, ENCLOSED or ESCAPED", p.peek_token());
-        }
-    }
-    if eat(&mut p, "LINES") {
-        let mut any = false;
-        loop {
-            if eat(&mut p, "STARTING") {
-                expect(&mut p, "BY")?;
-                format.line_start = p.parse_literal_string()?.into_bytes();
-            } else if eat(&mut p, "TERMINATED") {
-                expect(&mut p, "BY")?;
-                format.line_end = p.parse_literal_string()?.into_bytes();
-            } else {
-                break;
-            }
-            any = true;
-        }
-        if !any {
-            return p.expected("STARTING or TERMINATED", p.peek_token());
-        }
-    }
+    parse_format(&mut p, &mut format)?;
     let mut ignore_lines = 0;
     if eat(&mut p, "IGNORE") {
         ignore_lines = p.parse_literal_uint()?;
@@ -246,8 +210,58 @@ pub fn parse(tokens: Vec<TokenWithSpan>) -> Result<LoadData, ParserError> {
     })
 }
 
+/// `[{FIELDS | COLUMNS} …] [LINES …]`, LOAD DATA's and SELECT … INTO
+/// OUTFILE's, into `format`.
+pub(crate) fn parse_format(p: &mut Parser<'_>, format: &mut Format) -> Result<(), ParserError> {
+    if eat(p, "FIELDS") || eat(p, "COLUMNS") {
+        let mut any = false;
+        loop {
+            if eat(p, "TERMINATED") {
+                expect(p, "BY")?;
+                format.field_end = p.parse_literal_string()?.into_bytes();
+            } else if eat(p, "OPTIONALLY") {
+                expect(p, "ENCLOSED")?;
+                expect(p, "BY")?;
+                format.enclosed = one_char(p)?;
+                format.enclosed_optionally = true;
+            } else if eat(p, "ENCLOSED") {
+                expect(p, "BY")?;
+                format.enclosed = one_char(p)?;
+            } else if eat(p, "ESCAPED") {
+                expect(p, "BY")?;
+                format.escape = one_char(p)?;
+            } else {
+                break;
+            }
+            any = true;
+        }
+        if !any {
+            return p.expected("TERMINATED, ENCLOSED or ESCAPED", p.peek_token());
+        }
+    }
+    if eat(p, "LINES") {
+        let mut any = false;
+        loop {
+            if eat(p, "STARTING") {
+                expect(p, "BY")?;
+                format.line_start = p.parse_literal_string()?.into_bytes();
+            } else if eat(p, "TERMINATED") {
+                expect(p, "BY")?;
+                format.line_end = p.parse_literal_string()?.into_bytes();
+            } else {
+                break;
+            }
+            any = true;
+        }
+        if !any {
+            return p.expected("STARTING or TERMINATED", p.peek_token());
+        }
+    }
+    Ok(())
+}
+
 /// Takes the next token when it is the unquoted word `word`.
-fn eat(p: &mut Parser<'_>, word: &str) -> bool {
+pub(crate) fn eat(p: &mut Parser<'_>, word: &str) -> bool {
     match &p.peek_token().token {
         Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word) => {
             p.next_token();
@@ -257,7 +271,7 @@ fn eat(p: &mut Parser<'_>, word: &str) -> bool {
     }
 }
 
-fn expect(p: &mut Parser<'_>, word: &str) -> Result<(), ParserError> {
+pub(crate) fn expect(p: &mut Parser<'_>, word: &str) -> Result<(), ParserError> {
     if eat(p, word) {
         Ok(())
     } else {
@@ -265,7 +279,7 @@ fn expect(p: &mut Parser<'_>, word: &str) -> Result<(), ParserError> {
     }
 }
 
-fn charset_name(p: &mut Parser<'_>) -> Result<String, ParserError> {
+pub(crate) fn charset_name(p: &mut Parser<'_>) -> Result<String, ParserError> {
     match p.next_token().token {
         Token::Word(w) => Ok(w.value.to_ascii_lowercase()),
         Token::SingleQuotedString(s) | Token::DoubleQuotedString(s) => Ok(s.to_ascii_lowercase()),
@@ -570,42 +584,7 @@ fn open<'a>(
             )),
         };
     }
-    // A file of the SQL node's: MySQL's FILE privilege, which Skarv's
-    // accounts do not have; SUPER stands for it.
-    users::require(conn, users::privilege::SUPER, "FILE (SUPER in Skarv)")?;
-    let path = std::path::Path::new(&load.file);
-    if !path.is_absolute() {
-        return Err(SqlError::new(
-            codes::FILE_NOT_FOUND,
-            format!(
-                "File '{}' not found (Errcode: 2 \"No such file or directory\"): the SQL node \
-                 has no data directory to read a relative name in; give the whole path, or \
-                 use LOAD DATA LOCAL to send a client's file",
-                load.file
-            ),
-        ));
-    }
-    let secure = conn
-        .engine
-        .globals
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .get("secure_file_priv")
-        .unwrap_or("")
-        .to_owned();
-    if !secure.is_empty() {
-        let inside =
-            std::fs::canonicalize(path).is_ok_and(|p| p.starts_with(std::path::Path::new(&secure)));
-        if !inside {
-            return Err(SqlError::new(
-                codes::OPTION_PREVENTS_STATEMENT,
-                format!(
-                    "The MariaDB server is running with the --secure-file-priv option so it \
-                     cannot execute this statement (files under '{secure}' only)"
-                ),
-            ));
-        }
-    }
+    let path = server_file(conn, &load.file)?;
     match std::fs::File::open(path) {
         Ok(file) if file.metadata().is_ok_and(|m| m.is_dir()) => Err(SqlError::new(
             codes::FILE_NOT_FOUND,
@@ -628,6 +607,50 @@ fn open<'a>(
             ))
         }
     }
+}
+
+/// A file on the SQL node's host that LOAD DATA reads or SELECT … INTO
+/// OUTFILE writes, checked: MySQL's FILE privilege (which Skarv's accounts
+/// do not have: SUPER stands for it), a whole path (the SQL node has no
+/// data directory to read a relative name in), and `secure_file_priv`.
+pub(crate) fn server_file<'f>(conn: &Conn<'_>, file: &'f str) -> SqlResult<&'f std::path::Path> {
+    users::require(conn, users::privilege::SUPER, "FILE (SUPER in Skarv)")?;
+    let path = std::path::Path::new(file);
+    if !path.is_absolute() {
+        return Err(SqlError::new(
+            codes::FILE_NOT_FOUND,
+            format!(
+                "File '{file}' not found (Errcode: 2 \"No such file or directory\"): the SQL \
+                 node has no data directory to find a relative name in; give the whole path \
+                 (or, for LOAD DATA, use LOCAL to send a client's file)"
+            ),
+        ));
+    }
+    let secure = conn
+        .engine
+        .globals
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get("secure_file_priv")
+        .unwrap_or("")
+        .to_owned();
+    if !secure.is_empty() {
+        // A file still to be written is placed by its directory.
+        let real = std::fs::canonicalize(path).or_else(|_| {
+            let parent = path.parent().unwrap_or(path);
+            std::fs::canonicalize(parent).map(|d| d.join(path.file_name().unwrap_or_default()))
+        });
+        if !real.is_ok_and(|p| p.starts_with(std::path::Path::new(&secure))) {
+            return Err(SqlError::new(
+                codes::OPTION_PREVENTS_STATEMENT,
+                format!(
+                    "The MariaDB server is running with the --secure-file-priv option so it \
+                     cannot execute this statement (files under '{secure}' only)"
+                ),
+            ));
+        }
+    }
+    Ok(path)
 }
 
 /// The file's character set, as fields are turned into values.
@@ -1044,6 +1067,7 @@ mod tests {
             Format {
                 field_end: b",".to_vec(),
                 enclosed: Some(b'"'),
+                enclosed_optionally: true,
                 escape: None,
                 line_start: b">".to_vec(),
                 line_end: b"\r\n".to_vec(),

@@ -7,6 +7,7 @@ pub(crate) mod derived;
 mod from;
 pub mod join;
 pub mod load;
+pub mod outfile;
 pub mod pushed;
 mod select;
 mod semi;
