@@ -545,6 +545,24 @@ pub fn rounded(v: &Val, ty: &SqlType) -> bool {
     })
 }
 
+/// The value MySQL stores for a type when it has none (IGNORE's NULL for
+/// a NOT NULL column, a NOT NULL column without a default outside strict
+/// mode): a number's or a string's zero. None for the others: a date's
+/// would be '0000-00-00', which Skarv does not store.
+pub(crate) fn implicit_zero(ty: &SqlType) -> Option<Val> {
+    Some(match ty {
+        ty if ty.is_number() => Val::Int(0),
+        SqlType::Bit { .. } => Val::Int(0),
+        SqlType::Char { .. }
+        | SqlType::VarChar { .. }
+        | SqlType::Binary { .. }
+        | SqlType::VarBinary { .. }
+        | SqlType::Text { .. }
+        | SqlType::Blob { .. } => Val::str(""),
+        _ => return None,
+    })
+}
+
 /// [`to_native`] under the session's sql_mode: outside strict mode a
 /// value that does not fit (1264, 1406, 1366, 1265) is adjusted as MySQL
 /// does (clamped to the range, cut to the length, a bad number as 0) and
@@ -557,16 +575,8 @@ pub fn to_native_in_mode(v: &Val, target: &Target<'_>, ctx: &mut Ctx<'_>) -> Sql
     if error.code == codes::BAD_NULL && ctx.ignore {
         // IGNORE: a number's or a string's zero (a date's would be
         // '0000-00-00', which Skarv does not store: the error stands).
-        let zero = match &target.column.ty {
-            ty if ty.is_number() => Val::Int(0),
-            SqlType::Bit { .. } => Val::Int(0),
-            SqlType::Char { .. }
-            | SqlType::VarChar { .. }
-            | SqlType::Binary { .. }
-            | SqlType::VarBinary { .. }
-            | SqlType::Text { .. }
-            | SqlType::Blob { .. } => Val::str(""),
-            _ => return Err(error),
+        let Some(zero) = implicit_zero(&target.column.ty) else {
+            return Err(error);
         };
         let value = to_native(&zero, target, false)?;
         ctx.warn(error.code, error.message);

@@ -409,7 +409,7 @@ pub fn run(conn: &mut Conn<'_>, load: &LoadData, sink: &mut dyn ResultSink) -> S
         if more {
             records += 1;
             let mut row: Vec<Given> = Vec::with_capacity(targets.len());
-            row.resize_with(targets.len(), || Given::Default);
+            row.resize_with(targets.len(), || Given::Missing);
             let got = rows.fields.len();
             // One warning for each field missing (MariaDB's).
             for _ in got..slots.len() {

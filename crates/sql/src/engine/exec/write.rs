@@ -38,10 +38,16 @@ pub fn run(
 /// row as SQL values (what `VALUES(col)` reads).
 type NativeRow = (Vec<(usize, Value)>, Vec<Val>);
 
-/// One value of an INSERT row: an expression, or DEFAULT.
+/// One value of an INSERT row.
 pub(crate) enum Given {
+    /// An expression's value.
     Value(Val),
+    /// DEFAULT.
     Default,
+    /// A LOAD DATA field missing from its row: the default, and no 1364
+    /// for a column without one outside strict mode (the row's 1261 said
+    /// it), as MariaDB's.
+    Missing,
 }
 
 fn insert(
@@ -283,7 +289,7 @@ pub(crate) fn write_rows(
         .filter(
             |r| match auto_col.and_then(|c| targets.iter().position(|t| *t == c)) {
                 Some(at) => match &r[at] {
-                    Given::Default => true,
+                    Given::Default | Given::Missing => true,
                     Given::Value(v) => v.is_null() || matches!(v, Val::Int(0) | Val::UInt(0)),
                 },
                 None => auto_col.is_some(),
@@ -338,6 +344,7 @@ pub(crate) fn write_rows(
                 Some(Given::Value(v)) => Some(v.clone()),
                 _ => None,
             };
+            let missing = matches!(given, Some(Given::Missing));
             // DEFAULT CURRENT_TIMESTAMP: the statement's time.
             if value.is_none() && col.default_now {
                 value = Some(now_value(environment.now_micros, environment.tz_secs));
@@ -412,10 +419,26 @@ pub(crate) fn write_rows(
                             out.push((col.native, first));
                         }
                         None => {
-                            return Err(SqlError::new(
+                            let error = SqlError::new(
                                 codes::NO_DEFAULT_FOR_FIELD,
                                 format!("Field '{}' doesn't have a default value", col.name),
-                            ))
+                            );
+                            // Outside strict mode (or under IGNORE) the
+                            // type's zero, with the error as a warning
+                            // once a statement (MariaDB checks the
+                            // columns given, not each row).
+                            let Some(zero) = super::convert::implicit_zero(&col.ty)
+                                .filter(|_| !ctx.strict)
+                            else {
+                                return Err(error);
+                            };
+                            if !missing && row_base + n == 0 {
+                                ctx.warn(error.code, error.message);
+                            }
+                            let stored = to_native(&zero, &target, false)?;
+                            sql_row[at] =
+                                super::convert::from_native(&stored, &col.ty, environment.tz_secs);
+                            out.push((col.native, stored));
                         }
                     }
                 }
