@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """PyMySQL against a MySQL server (Skarv's SQL node, or MariaDB to check
 this script): connect, create, insert and select with parameters, a
-transaction committed and one rolled back, and the error codes a driver
-maps to its exceptions. Exits 0 when everything held, else 1 naming the
+transaction committed and one rolled back, LOAD DATA LOCAL of a file of
+the client's, and the error codes a driver maps to its exceptions. Exits 0 when everything held, else 1 naming the
 first check that failed.
 
     tests/sql/pymysql_smoke.py --host 127.0.0.1 --port 21864 [--user root]
@@ -11,7 +11,9 @@ first check that failed.
 import argparse
 import datetime
 import decimal
+import os
 import sys
+import tempfile
 
 import pymysql
 
@@ -103,6 +105,30 @@ def run(options):
         check("committed row seen by another connection", o.fetchone(), ("committed",))
     db.autocommit(True)
     other.close()
+
+    # LOAD DATA LOCAL: the driver sends a file of its host when asked.
+    path = os.path.join(tempfile.mkdtemp(prefix="pymysql-smoke-"), "items.csv")
+    with open(path, "w") as f:
+        f.write('200,"local, one",1.5\n201,\\N,2.5\n')
+    loader = pymysql.connect(database=DATABASE, local_infile=True, **connect)
+    with loader.cursor() as c:
+        check(
+            "rows of LOAD DATA LOCAL",
+            c.execute(
+                f"LOAD DATA LOCAL INFILE '{path}' INTO TABLE items"
+                " FIELDS TERMINATED BY ',' OPTIONALLY ENCLOSED BY '\"' (id, name, price)"
+            ),
+            2,
+        )
+        c.execute("SELECT name, price FROM items WHERE id >= 200 ORDER BY id")
+        check(
+            "rows loaded",
+            c.fetchall(),
+            (("local, one", decimal.Decimal("1.50")), ("", decimal.Decimal("2.50"))),
+        )
+        c.execute("DELETE FROM items WHERE id >= 200")
+    loader.close()
+    os.remove(path)
 
     with db.cursor() as c:
         c.execute("SELECT COUNT(*) FROM items")
