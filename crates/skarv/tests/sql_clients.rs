@@ -153,8 +153,9 @@ fn the_mysql_client_runs_statements_and_fails_on_errors() {
 
 /// `LOAD DATA LOCAL INFILE` through the `mysql` client: a file of many
 /// client packets and several write chunks; the client's and the
-/// server's refusals (4166); a server file's checks; and a load that fails
-/// part way, after which the connection goes on serving.
+/// server's refusals (4166); a server file's checks; a load that fails
+/// part way, after which the connection goes on serving; and the table
+/// through mysqldump and back, as SQL and as `--tab` files.
 #[test]
 fn the_mysql_client_loads_files_with_load_data() {
     const ROWS: u64 = 5_000;
@@ -265,8 +266,75 @@ fn the_mysql_client_loads_files_with_load_data() {
         "{}",
         text(&failed)
     );
+    // mysqldump (--single-transaction: savepoints, a consistent-snapshot
+    // START TRANSACTION, LOCK TABLES in the dump) restores through the
+    // mysql client; --tab (SELECT … INTO OUTFILE) through mysqlimport
+    // (LOAD DATA LOCAL).
+    let summary = |db: &str| {
+        let out = mysql(
+            &sandbox,
+            &[
+                db,
+                "-N",
+                "-e",
+                "SELECT COUNT(*), SUM(id), SUM(n), MAX(s) FROM big",
+            ],
+        );
+        assert!(out.status.success(), "{}", text(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let expected = summary("ld");
+    let port = sandbox.sql_port().to_string();
+    let connection = ["--host", "127.0.0.1", "--port", &port, "--user", "root"];
+    let dump = Command::new("mysqldump")
+        .args(connection)
+        .args(["--single-transaction", "ld", "big"])
+        .output()
+        .expect("run mysqldump (Debian: mariadb-client)");
+    assert!(dump.status.success(), "{}", text(&dump));
+    let made = mysql(
+        &sandbox,
+        &["-e", "CREATE DATABASE ld_dump; CREATE DATABASE ld_tab"],
+    );
+    assert!(made.status.success(), "{}", text(&made));
+    let restored = mysql_stdin(
+        &sandbox,
+        &["ld_dump"],
+        &String::from_utf8_lossy(&dump.stdout),
+    );
+    assert!(restored.status.success(), "{}", text(&restored));
+    assert_eq!(summary("ld_dump"), expected);
+    let tab = dir.join("tab");
+    std::fs::create_dir_all(&tab).expect("tab dir");
+    let tab_text = tab.to_str().expect("a UTF-8 path");
+    let dumped = Command::new("mysqldump")
+        .args(connection)
+        .args([&format!("--tab={tab_text}"), "ld", "big"])
+        .output()
+        .expect("run mysqldump");
+    assert!(dumped.status.success(), "{}", text(&dumped));
+    let schema = std::fs::read_to_string(tab.join("big.sql")).expect("big.sql");
+    let created = mysql_stdin(&sandbox, &["ld_tab"], &schema);
+    assert!(created.status.success(), "{}", text(&created));
+    let imported = Command::new("mysqlimport")
+        .args(connection)
+        .args([
+            "--local",
+            "ld_tab",
+            tab.join("big.txt").to_str().expect("a UTF-8 path"),
+        ])
+        .output()
+        .expect("run mysqlimport (Debian: mariadb-client)");
+    assert!(imported.status.success(), "{}", text(&imported));
+    assert_eq!(summary("ld_tab"), expected);
     let _ = std::fs::remove_dir_all(&dir);
-    let dropped = mysql(&sandbox, &["-e", "DROP DATABASE ld"]);
+    let dropped = mysql(
+        &sandbox,
+        &[
+            "-e",
+            "DROP DATABASE ld; DROP DATABASE ld_dump; DROP DATABASE ld_tab",
+        ],
+    );
     assert!(dropped.status.success(), "{}", text(&dropped));
 }
 

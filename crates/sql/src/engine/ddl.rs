@@ -166,6 +166,9 @@ pub enum CatalogStmt {
         engine: Option<String>,
         /// `AUTO_INCREMENT [=] n`.
         auto_increment: Option<u64>,
+        /// `DISABLE KEYS` / `ENABLE KEYS` (a dump's, around its INSERTs):
+        /// nothing to do, the indexes are kept as rows are written.
+        keys: bool,
     },
     /// `ALTER TABLE` with MySQL's `DROP CHECK name`, which sqlparser does
     /// not parse (nor MariaDB): the statement with `DROP CONSTRAINT` in
@@ -302,6 +305,7 @@ fn alter_table_options(words: &[(usize, &Token)]) -> Option<SqlResult<CatalogStm
     let mut comment = None;
     let mut engine = None;
     let mut auto_increment = None;
+    let mut keys = false;
     let mut any = false;
     while at < words.len() {
         let token = words[at].1;
@@ -316,6 +320,13 @@ fn alter_table_options(words: &[(usize, &Token)]) -> Option<SqlResult<CatalogStm
             return None;
         };
         let key = w.value.to_ascii_uppercase();
+        let next_is_keys = matches!(words.get(at + 1), Some((_, Token::Word(k))) if k.value.eq_ignore_ascii_case("KEYS"));
+        if matches!(key.as_str(), "DISABLE" | "ENABLE") && next_is_keys {
+            keys = true;
+            any = true;
+            at += 2;
+            continue;
+        }
         if !matches!(key.as_str(), "COMMENT" | "ENGINE" | "AUTO_INCREMENT") {
             return None;
         }
@@ -353,6 +364,7 @@ fn alter_table_options(words: &[(usize, &Token)]) -> Option<SqlResult<CatalogStm
         comment,
         engine,
         auto_increment,
+        keys,
     }))
 }
 
@@ -572,8 +584,24 @@ pub fn run(
             comment,
             engine,
             auto_increment,
+            keys,
         } => {
             let info = catalog::table(conn, db.as_deref(), table)?;
+            if comment.is_none() && engine.is_none() && auto_increment.is_none() {
+                // Only DISABLE/ENABLE KEYS: MariaDB's note for an engine
+                // without the option, and no change.
+                if *keys {
+                    catalog::note(
+                        conn,
+                        1031,
+                        format!(
+                            "Storage engine ndbcluster of the table `{}`.`{}` doesn't have this option",
+                            info.db, info.name
+                        ),
+                    );
+                }
+                return Ok(Answered::Ok(crate::backend::OkInfo::default()));
+            }
             let mut change = Change::new(&info);
             if let Some(comment) = comment {
                 if comment.chars().count() > COMMENT_CHARS_MAX {

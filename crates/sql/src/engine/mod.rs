@@ -622,9 +622,13 @@ impl<'s> Conn<'s> {
                 obj_type: sqlparser::ast::ShowCreateObject::View,
                 obj_name,
             } => views::show_create(self, obj_name, more, sink),
-            S::StartTransaction { .. } | S::Commit { .. } | S::Rollback { .. } => {
-                txn::statement(self, statement)
-            }
+            S::StartTransaction { .. }
+            | S::Commit { .. }
+            | S::Rollback { .. }
+            | S::Savepoint { .. }
+            | S::ReleaseSavepoint { .. } => txn::statement(self, statement),
+            S::LockTables { tables } => txn::lock_tables(self, tables),
+            S::UnlockTables => txn::unlock_tables(self),
             S::Set(_) => session::set(self, statement),
             S::Use(_) => session::use_statement(self, statement),
             S::CreateDatabase { .. }

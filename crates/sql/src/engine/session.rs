@@ -223,6 +223,7 @@ const SYSTEM_VARIABLES: &[SysVar] = &[
         "STRICT_TRANS_TABLES,NO_ENGINE_SUBSTITUTION",
     ),
     var("sql_notes", BOOL, Scope::Both, "ON"),
+    var("sql_quote_show_create", BOOL, Scope::Both, "ON"),
     var("sql_safe_updates", BOOL, Scope::Both, "OFF"),
     var(
         "sql_select_limit",
@@ -456,6 +457,13 @@ pub enum Extra {
     },
     /// `LOAD DATA [LOCAL] INFILE`, which the parser does not take.
     LoadData(Box<super::exec::load::LoadData>),
+    /// `START TRANSACTION [READ ONLY | READ WRITE ,] WITH CONSISTENT
+    /// SNAPSHOT` (mysqldump's `--single-transaction`, in a version
+    /// comment), which the parser does not take.
+    Begin {
+        /// `READ ONLY`.
+        read_only: bool,
+    },
     /// `SELECT … INTO OUTFILE | DUMPFILE` (the parser reads neither).
     SelectOutfile(Box<super::exec::outfile::SelectOutfile>),
     /// MySQL's `PREPARE name FROM 'text'` or `FROM @variable`.
@@ -565,6 +573,8 @@ pub struct SessionState {
     pub last_insert_id: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// Rows the last SELECT sent (`FOUND_ROWS()`).
     pub found_rows: u64,
+    /// LOCK TABLES ran and UNLOCK TABLES has not (`txn::lock_tables`).
+    pub tables_locked: bool,
     /// Rows a `SELECT SQL_CALC_FOUND_ROWS` of the statement running found
     /// before its LIMIT: `found_rows` when the statement ends.
     pub calc_found_rows: Option<u64>,
@@ -605,6 +615,7 @@ impl SessionState {
             autocommit,
             last_insert_id: Default::default(),
             found_rows: 0,
+            tables_locked: false,
             calc_found_rows: None,
             row_count: -1,
             notes: Vec::new(),
@@ -895,6 +906,23 @@ fn parse_piece(mut spanned: Vec<TokenWithSpan>, sql: &str) -> SqlResult<Stmt> {
         ("REVOKE", _, _) => return extra_text("REVOKE", text(&spanned)),
         // ANALYZE TABLE of several tables, which the parser does not take.
         ("ANALYZE", _, _) => return extra_text("ANALYZE", text(&spanned)),
+        ("START", "TRANSACTION", _) => {
+            // The words, wherever they stand (a `/*!40100 … */` comment's
+            // are the statement's).
+            let upper: Vec<String> = spanned
+                .iter()
+                .filter_map(|t| match &t.token {
+                    Token::Word(w) if w.quote_style.is_none() => Some(w.value.to_ascii_uppercase()),
+                    _ => None,
+                })
+                .collect();
+            let has = |seq: &[&str]| upper.windows(seq.len()).any(|w| w == seq);
+            if has(&["WITH", "CONSISTENT", "SNAPSHOT"]) {
+                return Ok(Stmt::Extra(Extra::Begin {
+                    read_only: has(&["READ", "ONLY"]),
+                }));
+            }
+        }
         ("LOAD", "DATA", _) => {
             return super::exec::load::parse(spanned)
                 .map(|load| Stmt::Extra(Extra::LoadData(Box::new(load))))
@@ -1287,6 +1315,7 @@ pub fn extra(
         Extra::Prepare { name, source } => super::prepared::prepare_sql(conn, name, source),
         Extra::LoadData(load) => super::exec::load::run(conn, load, sink),
         Extra::SelectOutfile(select) => super::exec::outfile::run(conn, select),
+        Extra::Begin { read_only } => super::txn::begin(conn, *read_only, true),
         Extra::Text { head, sql } => super::users::text_statement(conn, head, sql, more, sink),
     }
 }

@@ -38,6 +38,7 @@ pub const INFORMATION_SCHEMA_TABLES: &[&str] = &[
     "SESSION_STATUS",
     "STATISTICS",
     "TABLES",
+    "TRIGGERS",
     "VIEWS",
 ];
 
@@ -665,6 +666,7 @@ fn information_schema_columns(table: &str) -> Option<Vec<ColumnMeta>> {
         "SCHEMATA" => schemata_columns(),
         "TABLES" => tables_columns(),
         "VIEWS" => views_columns(),
+        "TRIGGERS" => triggers_columns(),
         "COLUMNS" => columns_columns(),
         "STATISTICS" => statistics_columns(),
         "KEY_COLUMN_USAGE" => key_column_usage_columns(),
@@ -1153,6 +1155,8 @@ pub fn information_schema_rows(
         "SCHEMATA" => schemata(conn)?,
         "TABLES" => tables(conn)?,
         "VIEWS" => views(conn)?,
+        // Skarv has no triggers (mysqldump asks for each table's).
+        "TRIGGERS" => (triggers_columns(), Vec::new()),
         "COLUMNS" => columns(conn)?,
         "STATISTICS" => statistics(conn)?,
         "KEY_COLUMN_USAGE" => key_column_usage(conn)?,
@@ -1324,6 +1328,47 @@ fn tables(conn: &Conn<'_>) -> SqlResult<Rows> {
 }
 
 /// `information_schema.VIEWS`'s columns (MariaDB's, with ALGORITHM).
+/// MariaDB's columns of `information_schema.TRIGGERS`.
+fn triggers_columns() -> Vec<ColumnMeta> {
+    let mut columns = Vec::with_capacity(22);
+    for name in [
+        "TRIGGER_CATALOG",
+        "TRIGGER_SCHEMA",
+        "TRIGGER_NAME",
+        "EVENT_MANIPULATION",
+        "EVENT_OBJECT_CATALOG",
+        "EVENT_OBJECT_SCHEMA",
+        "EVENT_OBJECT_TABLE",
+    ] {
+        columns.push(text_col(name, 64));
+    }
+    columns.push(ColumnMeta::expr(
+        "ACTION_ORDER",
+        ColumnType::LongLong,
+        charset::BINARY,
+        4,
+    ));
+    for name in [
+        "ACTION_CONDITION",
+        "ACTION_STATEMENT",
+        "ACTION_ORIENTATION",
+        "ACTION_TIMING",
+        "ACTION_REFERENCE_OLD_TABLE",
+        "ACTION_REFERENCE_NEW_TABLE",
+        "ACTION_REFERENCE_OLD_ROW",
+        "ACTION_REFERENCE_NEW_ROW",
+        "CREATED",
+        "SQL_MODE",
+        "DEFINER",
+        "CHARACTER_SET_CLIENT",
+        "COLLATION_CONNECTION",
+        "DATABASE_COLLATION",
+    ] {
+        columns.push(text_col(name, 64));
+    }
+    columns
+}
+
 fn views_columns() -> Vec<ColumnMeta> {
     vec![
         text_col("TABLE_CATALOG", 512),

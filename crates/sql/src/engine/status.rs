@@ -531,6 +531,7 @@ fn com_of(statement: &Stmt) -> Option<usize> {
         Stmt::Extra(Extra::Prepare { .. }) => c!("prepare_sql"),
         Stmt::Extra(Extra::LoadData(_)) => c!("load"),
         Stmt::Extra(Extra::SelectOutfile(_)) => c!("select"),
+        Stmt::Extra(Extra::Begin { .. }) => c!("begin"),
         Stmt::Extra(Extra::Catalog(c)) => match &**c {
             super::ddl::CatalogStmt::CreateTable { .. } => c!("create_table"),
             super::ddl::CatalogStmt::ShowCreateDatabase { .. } => c!("show_create_db"),
@@ -971,6 +972,10 @@ fn statement_text(statement: &Stmt) -> String {
             if load.local { "LOCAL " } else { "" },
             load.file.replace('\'', "''"),
             load.table
+        ),
+        Stmt::Extra(Extra::Begin { read_only }) => format!(
+            "START TRANSACTION {}WITH CONSISTENT SNAPSHOT",
+            if *read_only { "READ ONLY, " } else { "" }
         ),
         Stmt::Extra(Extra::SelectOutfile(select)) => format!(
             "{} INTO {} '{}'",

@@ -32,6 +32,11 @@ pub struct TxState<'s> {
     /// The open transaction wrote: its reads lock (shared), so that they
     /// see its own writes.
     pub wrote: bool,
+    /// Write statements run in the open transaction, so far.
+    pub writes: u64,
+    /// `SAVEPOINT`s of the open transaction, oldest first: each name with
+    /// `writes` when it was set.
+    savepoints: Vec<(String, u64)>,
     /// Operations pending in the transaction when the running statement
     /// took it (deferred writes of earlier statements, under
     /// `transaction_allow_batching`).
@@ -88,10 +93,26 @@ pub fn statement(conn: &mut Conn<'_>, statement: &Statement) -> SqlResult<Answer
             }
             Ok(Answered::Ok(OkInfo::default()))
         }
-        Statement::Rollback { chain, savepoint } => {
-            if savepoint.is_some() {
-                return Err(SqlError::unsupported("savepoints"));
+        Statement::Rollback {
+            savepoint: Some(name),
+            ..
+        } => rollback_to_savepoint(conn, &name.value),
+        Statement::Savepoint { name } => {
+            // Outside a transaction a savepoint ends with its statement.
+            if in_transaction(conn) {
+                let at = conn.tx.writes;
+                let savepoints = &mut conn.tx.savepoints;
+                savepoints.retain(|(n, _)| !n.eq_ignore_ascii_case(&name.value));
+                savepoints.push((name.value.clone(), at));
             }
+            Ok(Answered::Ok(OkInfo::default()))
+        }
+        Statement::ReleaseSavepoint { name } => {
+            let at = savepoint_at(conn, &name.value)?;
+            conn.tx.savepoints.truncate(at);
+            Ok(Answered::Ok(OkInfo::default()))
+        }
+        Statement::Rollback { chain, .. } => {
             rollback(conn);
             if *chain {
                 conn.tx.explicit = true;
@@ -100,6 +121,34 @@ pub fn statement(conn: &mut Conn<'_>, statement: &Statement) -> SqlResult<Answer
         }
         other => Err(SqlError::unsupported(format_args!("`{other}`"))),
     }
+}
+
+/// Where savepoint `name` is among the open transaction's; 1305 when it
+/// is not there.
+fn savepoint_at(conn: &Conn<'_>, name: &str) -> SqlResult<usize> {
+    conn.tx
+        .savepoints
+        .iter()
+        .position(|(n, _)| n.eq_ignore_ascii_case(name))
+        .ok_or_else(|| SqlError::new(1305, format!("SAVEPOINT {name} does not exist")))
+}
+
+/// `ROLLBACK TO [SAVEPOINT] name`: the native transaction cannot take
+/// back some of its writes, so only a savepoint no write came after may be
+/// rolled back to (mysqldump's `--single-transaction` sets one before
+/// each table it reads and rolls back to it after); otherwise 1105, and
+/// the transaction goes on as it was.
+fn rollback_to_savepoint(conn: &mut Conn<'_>, name: &str) -> SqlResult<Answered> {
+    let at = savepoint_at(conn, name)?;
+    let (_, writes_then) = conn.tx.savepoints[at];
+    if conn.tx.writes != writes_then {
+        return Err(SqlError::unsupported(format_args!(
+            "ROLLBACK TO SAVEPOINT {name} after writes: Skarv takes back a whole \
+             transaction, not part of one (ROLLBACK does)"
+        )));
+    }
+    conn.tx.savepoints.truncate(at + 1);
+    Ok(Answered::Ok(OkInfo::default()))
 }
 
 /// `BEGIN` / `START TRANSACTION [READ ONLY] [WITH CONSISTENT SNAPSHOT]`
@@ -117,6 +166,32 @@ pub fn begin(conn: &mut Conn<'_>, read_only: bool, snapshot: bool) -> SqlResult<
             codes::UNKNOWN,
             "WITH CONSISTENT SNAPSHOT was ignored: Skarv reads the latest committed rows".into(),
         );
+    }
+    Ok(Answered::Ok(OkInfo::default()))
+}
+
+/// `LOCK TABLES t READ [LOCAL] | [LOW_PRIORITY] WRITE, …` (mysqldump's,
+/// and a dump's around its INSERTs): commits what is open, as MySQL's
+/// does, and checks that the tables exist (1146). It takes no lock, as
+/// NDB's table locks do not reach the cluster's other SQL nodes: other
+/// sessions go on reading and writing the tables (docs/sql.md).
+pub fn lock_tables(
+    conn: &mut Conn<'_>,
+    tables: &[sqlparser::ast::LockTable],
+) -> SqlResult<Answered> {
+    commit(conn)?;
+    for t in tables {
+        let name = sqlparser::ast::ObjectName::from(vec![t.table.clone()]);
+        super::exec::source_of(conn, &name)?;
+    }
+    conn.session.tables_locked = true;
+    Ok(Answered::Ok(OkInfo::default()))
+}
+
+/// `UNLOCK TABLES`: after LOCK TABLES, commits what is open (MySQL's).
+pub fn unlock_tables(conn: &mut Conn<'_>) -> SqlResult<Answered> {
+    if std::mem::take(&mut conn.session.tables_locked) {
+        commit(conn)?;
     }
     Ok(Answered::Ok(OkInfo::default()))
 }
@@ -142,6 +217,8 @@ pub fn set_autocommit(conn: &mut Conn<'_>, on: bool) -> SqlResult<()> {
 
 /// Commits whatever is open; the transaction ends either way.
 pub fn commit(conn: &mut Conn<'_>) -> SqlResult<()> {
+    conn.tx.savepoints.clear();
+    conn.tx.writes = 0;
     conn.tx.explicit = false;
     conn.tx.read_only = false;
     conn.tx.wrote = false;
@@ -155,6 +232,8 @@ pub fn commit(conn: &mut Conn<'_>) -> SqlResult<()> {
 
 /// Rolls back whatever is open.
 pub fn rollback(conn: &mut Conn<'_>) {
+    conn.tx.savepoints.clear();
+    conn.tx.writes = 0;
     conn.tx.explicit = false;
     conn.tx.read_only = false;
     conn.tx.wrote = false;
@@ -245,6 +324,8 @@ pub fn finish<'s, T>(
             } else {
                 // The whole transaction is gone (as InnoDB's deadlock and
                 // NDB's errors end it): later statements start afresh.
+                conn.tx.savepoints.clear();
+                conn.tx.writes = 0;
                 conn.tx.wrote = false;
                 conn.tx.explicit = false;
                 conn.tx.read_only = false;

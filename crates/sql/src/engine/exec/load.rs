@@ -315,6 +315,7 @@ pub fn run(conn: &mut Conn<'_>, load: &LoadData, sink: &mut dyn ResultSink) -> S
     conn.subqueries.clear();
     // Reads later in the transaction lock, to see these rows.
     conn.tx.wrote = true;
+    conn.tx.writes += 1;
     let decode = Decode::named(load.charset.as_deref())?;
     let table = crate::engine::alter_copy::wait_writable(conn, table_of(conn, &load.table)?)?;
     let replace = load.duplicates == Duplicates::Replace;

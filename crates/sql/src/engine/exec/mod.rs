@@ -165,6 +165,7 @@ pub fn write(
     let params: Vec<Val> = params.iter().map(convert::from_sql).collect();
     let placeholders = placeholder_locations(conn, statement);
     conn.tx.wrote = true;
+    conn.tx.writes += 1;
     write::run(conn, statement, &params, &placeholders)
 }
 

@@ -427,8 +427,8 @@ pub(crate) fn write_rows(
                             // type's zero, with the error as a warning
                             // once a statement (MariaDB checks the
                             // columns given, not each row).
-                            let Some(zero) = super::convert::implicit_zero(&col.ty)
-                                .filter(|_| !ctx.strict)
+                            let Some(zero) =
+                                super::convert::implicit_zero(&col.ty).filter(|_| !ctx.strict)
                             else {
                                 return Err(error);
                             };
