@@ -266,6 +266,50 @@ fn the_mysql_client_loads_files_with_load_data() {
         "{}",
         text(&failed)
     );
+    // Rows of large values go in smaller chunks (LOAD_CHUNK_BYTES_MAX,
+    // 4 MiB): 200,000-byte values commit 21 to a chunk, so a bad value in
+    // row 25 leaves the first chunk's 21 rows.
+    let made = mysql(
+        &sandbox,
+        &[
+            "ld",
+            "-e",
+            "CREATE TABLE wide (id INT PRIMARY KEY, t LONGTEXT, n INT)",
+        ],
+    );
+    assert!(made.status.success(), "{}", text(&made));
+    let value = "w".repeat(200_000);
+    let mut wide = String::new();
+    for id in 1..=30 {
+        let n = if id == 25 {
+            "x".to_owned()
+        } else {
+            id.to_string()
+        };
+        wide.push_str(&format!("{id}\t{value}\t{n}\n"));
+    }
+    let wide_file = dir.join("wide.tsv");
+    std::fs::write(&wide_file, &wide).expect("write the file");
+    let script = format!(
+        "LOAD DATA LOCAL INFILE '{}' REPLACE INTO TABLE wide;\nSELECT COUNT(*), MIN(LENGTH(t)) FROM wide;\n",
+        wide_file.to_str().expect("a UTF-8 path")
+    );
+    let failed = mysql_stdin(
+        &sandbox,
+        &["ld", "-N", "--local-infile=1", "--force"],
+        &script,
+    );
+    assert!(
+        String::from_utf8_lossy(&failed.stderr).contains("ERROR 1366"),
+        "{}",
+        text(&failed)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&failed.stdout),
+        "21\t200000\n",
+        "{}",
+        text(&failed)
+    );
     // mysqldump (--single-transaction: savepoints, a consistent-snapshot
     // START TRANSACTION, LOCK TABLES in the dump) restores through the
     // mysql client; --tab (SELECT … INTO OUTFILE) through mysqlimport

@@ -5,8 +5,9 @@
 //! cut into rows of fields by the statement's `FIELDS` and `LINES`
 //! clauses: by default MySQL's tab-separated fields, lines ended by a
 //! newline, `\` escapes and `\N` for NULL. Rows go to the table
-//! [`LOAD_ROWS_PER_WRITE`] at a time through INSERT's writer, each chunk
-//! one batch to the data nodes. Outside a transaction each chunk commits
+//! [`LOAD_ROWS_PER_WRITE`] at a time (fewer when their values pass
+//! [`LOAD_CHUNK_BYTES_MAX`]) through INSERT's writer, which sends a chunk
+//! as it sends a multi-row INSERT's rows. Outside a transaction each chunk commits
 //! on its own, as NDB's LOAD DATA commits in batches: a file larger than
 //! one transaction may hold (`MaxNoOfConcurrentOperations`) loads, and a
 //! load that fails part way keeps the chunks committed before. Inside a
@@ -27,9 +28,13 @@ use crate::engine::{txn, users, Answered, Conn};
 use crate::error::{codes, SqlError, SqlResult};
 use crate::value::SqlValue;
 
-/// Rows written to the data nodes in one batch (and, outside a
-/// transaction, committed together).
+/// Rows written to the data nodes together (and, outside a transaction,
+/// committed together).
 pub const LOAD_ROWS_PER_WRITE: usize = 1_000;
+/// The most bytes of field values one chunk holds: rows with large
+/// values (TEXT, BLOB) go in smaller chunks, so a load's memory stays
+/// bounded whatever its rows.
+pub const LOAD_CHUNK_BYTES_MAX: usize = 4 << 20;
 /// Bytes read from the file at a time.
 pub const LOAD_READ_BYTES: usize = 64 << 10;
 /// The longest row (line) of a file: a longer one is refused rather than
@@ -396,6 +401,7 @@ pub fn run(conn: &mut Conn<'_>, load: &LoadData, sink: &mut dyn ResultSink) -> S
     ctx.ignore = ignore;
     let send_now = txn::in_transaction(conn);
     let mut chunk: Vec<Vec<Given>> = Vec::with_capacity(LOAD_ROWS_PER_WRITE);
+    let mut chunk_bytes = 0usize;
     let mut evaluated: Vec<Vec<(u16, String)>> = Vec::with_capacity(LOAD_ROWS_PER_WRITE);
     let mut records = 0usize;
     let mut total = Written {
@@ -470,10 +476,12 @@ pub fn run(conn: &mut Conn<'_>, load: &LoadData, sink: &mut dyn ResultSink) -> S
                     };
                 }
             }
+            chunk_bytes += rows.fields.iter().flatten().map(Vec::len).sum::<usize>();
             chunk.push(row);
             evaluated.push(std::mem::take(&mut ctx.warnings));
         }
-        if chunk.len() == LOAD_ROWS_PER_WRITE || (!more && !chunk.is_empty()) {
+        let full = chunk.len() == LOAD_ROWS_PER_WRITE || chunk_bytes >= LOAD_CHUNK_BYTES_MAX;
+        if full || (!more && !chunk.is_empty()) {
             if conn.info.query_killed.load(Ordering::Relaxed) {
                 return Err(SqlError::new(
                     codes::QUERY_INTERRUPTED,
@@ -502,6 +510,7 @@ pub fn run(conn: &mut Conn<'_>, load: &LoadData, sink: &mut dyn ResultSink) -> S
                 total.first_auto = written.first_auto;
             }
             chunk.clear();
+            chunk_bytes = 0;
         }
         if !more {
             break;
