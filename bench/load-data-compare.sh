@@ -49,12 +49,7 @@ best() { printf '%s\n' "$@" | sort -g | head -1; }
 results="$work/results.tsv"
 : >"$results"
 for system in $systems; do
-    case "$system" in
-    mariadb) start_mariadb ;;
-    skarv-1x1) start_skarv skarv-1x1 1 1 100 ;;
-    skarv-2x2) start_skarv skarv-2x2 2 2 200 ;;
-    *) die "unknown system $system (mariadb, skarv-1x1, skarv-2x2)" ;;
-    esac
+    start_system "$system"
     loads=()
     exports=()
     for run in $(seq "$runs"); do

@@ -43,12 +43,7 @@ name=sysbench-compare.sh
 results="$work/results.tsv"
 : >"$results"
 for system in $systems; do
-    case "$system" in
-    mariadb) start_mariadb ;;
-    skarv-1x1) start_skarv skarv-1x1 1 1 100 ;;
-    skarv-2x2) start_skarv skarv-2x2 2 2 200 ;;
-    *) die "unknown system $system (mariadb, skarv-1x1, skarv-2x2)" ;;
-    esac
+    start_system "$system"
     for threads in $threads_list; do
         echo "== $system, $threads threads"
         WORK="$work/$system-$threads" "$here/sysbench.sh" 127.0.0.1 "$port" "$threads" \

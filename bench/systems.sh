@@ -76,3 +76,13 @@ stop_all() {
     sandboxes=()
 }
 
+
+# start_system NAME: one of mariadb, skarv-1x1, skarv-2x2; sets $port.
+start_system() {
+    case "$1" in
+    mariadb) start_mariadb ;;
+    skarv-1x1) start_skarv skarv-1x1 1 1 100 ;;
+    skarv-2x2) start_skarv skarv-2x2 2 2 200 ;;
+    *) die "unknown system $1 (mariadb, skarv-1x1, skarv-2x2)" ;;
+    esac
+}

@@ -244,27 +244,35 @@ fn the_mysql_client_loads_files_with_load_data() {
         };
         bad.push_str(&format!("{}\tagain\t{n}\n", ROWS + id));
     }
+    // Loads `file` into `table` with REPLACE (strict mode's errors stay
+    // errors), expects its 1366, and gives what `select` then reads on the
+    // same connection.
+    let fail_part_way = |file: &Path, table: &str, select: &str| {
+        let script = format!(
+            "LOAD DATA LOCAL INFILE '{}' REPLACE INTO TABLE {table};\n{select};\n",
+            file.to_str().expect("a UTF-8 path")
+        );
+        let failed = mysql_stdin(
+            &sandbox,
+            &["ld", "-N", "--local-infile=1", "--force"],
+            &script,
+        );
+        assert!(
+            String::from_utf8_lossy(&failed.stderr).contains("ERROR 1366"),
+            "{}",
+            text(&failed)
+        );
+        String::from_utf8_lossy(&failed.stdout).into_owned()
+    };
     let bad_file = dir.join("bad.tsv");
     std::fs::write(&bad_file, &bad).expect("write the file");
-    let script = format!(
-        "LOAD DATA LOCAL INFILE '{}' REPLACE INTO TABLE big;\nSELECT COUNT(*) FROM big WHERE id > {ROWS};\n",
-        bad_file.to_str().expect("a UTF-8 path")
-    );
-    let failed = mysql_stdin(
-        &sandbox,
-        &["ld", "-N", "--local-infile=1", "--force"],
-        &script,
-    );
-    assert!(
-        String::from_utf8_lossy(&failed.stderr).contains("ERROR 1366"),
-        "{}",
-        text(&failed)
-    );
     assert_eq!(
-        String::from_utf8_lossy(&failed.stdout),
-        "2000\n",
-        "{}",
-        text(&failed)
+        fail_part_way(
+            &bad_file,
+            "big",
+            &format!("SELECT COUNT(*) FROM big WHERE id > {ROWS}")
+        ),
+        "2000\n"
     );
     // Rows of large values go in smaller chunks (LOAD_CHUNK_BYTES_MAX,
     // 4 MiB): 200,000-byte values commit 21 to a chunk, so a bad value in
@@ -290,25 +298,13 @@ fn the_mysql_client_loads_files_with_load_data() {
     }
     let wide_file = dir.join("wide.tsv");
     std::fs::write(&wide_file, &wide).expect("write the file");
-    let script = format!(
-        "LOAD DATA LOCAL INFILE '{}' REPLACE INTO TABLE wide;\nSELECT COUNT(*), MIN(LENGTH(t)) FROM wide;\n",
-        wide_file.to_str().expect("a UTF-8 path")
-    );
-    let failed = mysql_stdin(
-        &sandbox,
-        &["ld", "-N", "--local-infile=1", "--force"],
-        &script,
-    );
-    assert!(
-        String::from_utf8_lossy(&failed.stderr).contains("ERROR 1366"),
-        "{}",
-        text(&failed)
-    );
     assert_eq!(
-        String::from_utf8_lossy(&failed.stdout),
-        "21\t200000\n",
-        "{}",
-        text(&failed)
+        fail_part_way(
+            &wide_file,
+            "wide",
+            "SELECT COUNT(*), MIN(LENGTH(t)) FROM wide"
+        ),
+        "21\t200000\n"
     );
     // mysqldump (--single-transaction: savepoints, a consistent-snapshot
     // START TRANSACTION, LOCK TABLES in the dump) restores through the

@@ -993,17 +993,22 @@ mod tests {
     #[test]
     fn tab_separated_rows_with_escapes_and_null() {
         let text = "1\tone\t1.5\n2\t\\N\tx\\ty\n3\t\\\\N\t\n";
+        same_at_every_read_size(
+            text,
+            &Format::default(),
+            &[
+                &[Some("1"), Some("one"), Some("1.5")],
+                &[Some("2"), None, Some("x\ty")],
+                &[Some("3"), Some("\\N"), Some("")],
+            ],
+        );
+    }
+
+    /// The rows of `text`, read 1, 2, 3, 7 and 64 Ki bytes at a time.
+    fn same_at_every_read_size(text: &str, format: &Format, want: &[&[Option<&str>]]) {
+        let want: Vec<_> = want.iter().map(|row| s(row)).collect();
         for chunk in [1, 2, 3, 7, 1 << 16] {
-            let got = rows(text, &Format::default(), chunk);
-            assert_eq!(
-                got,
-                vec![
-                    s(&[Some("1"), Some("one"), Some("1.5")]),
-                    s(&[Some("2"), None, Some("x\ty")]),
-                    s(&[Some("3"), Some("\\N"), Some("")]),
-                ],
-                "chunk {chunk}"
-            );
+            assert_eq!(rows(text, format, chunk), want, "chunk {chunk}");
         }
     }
 
@@ -1016,18 +1021,15 @@ mod tests {
             ..Format::default()
         };
         let text = "1,\"Smith, J\",\"say \"\"hi\"\"\"\r\n2,NULL,\"NULL\",\"a\r\nb\"\r\n3,\"x\"y\",";
-        for chunk in [1, 2, 5, 1 << 16] {
-            let got = rows(text, &format, chunk);
-            assert_eq!(
-                got,
-                vec![
-                    s(&[Some("1"), Some("Smith, J"), Some("say \"hi\"")]),
-                    s(&[Some("2"), None, Some("NULL"), Some("a\r\nb")]),
-                    s(&[Some("3"), Some("x\"y"), Some("")]),
-                ],
-                "chunk {chunk}"
-            );
-        }
+        same_at_every_read_size(
+            text,
+            &format,
+            &[
+                &[Some("1"), Some("Smith, J"), Some("say \"hi\"")],
+                &[Some("2"), None, Some("NULL"), Some("a\r\nb")],
+                &[Some("3"), Some("x\"y"), Some("")],
+            ],
+        );
     }
 
     #[test]
@@ -1062,11 +1064,12 @@ mod tests {
         let sql = "LOAD DATA LOCAL INFILE '/tmp/x.csv' REPLACE INTO TABLE d.t CHARACTER SET latin1 \
                    FIELDS TERMINATED BY ',' OPTIONALLY ENCLOSED BY '\"' ESCAPED BY '' \
                    LINES STARTING BY '>' TERMINATED BY '\\r\\n' IGNORE 2 LINES (a, @b) SET c = @b + 1";
-        let tokens =
+        let tokens = |sql: &str| {
             sqlparser::tokenizer::Tokenizer::new(&sqlparser::dialect::MySqlDialect {}, sql)
                 .tokenize_with_location()
-                .unwrap();
-        let load = parse(tokens).unwrap();
+                .unwrap()
+        };
+        let load = parse(tokens(sql)).unwrap();
         assert!(load.local);
         assert_eq!(load.file, "/tmp/x.csv");
         assert_eq!(load.duplicates, Duplicates::Replace);
@@ -1088,11 +1091,6 @@ mod tests {
             matches!(load.targets.as_deref(), Some([Field::Column(a), Field::Var(b)]) if a == "a" && b == "b")
         );
         assert_eq!(load.set.len(), 1);
-        let bad = "LOAD DATA INFILE INTO TABLE t";
-        let tokens =
-            sqlparser::tokenizer::Tokenizer::new(&sqlparser::dialect::MySqlDialect {}, bad)
-                .tokenize_with_location()
-                .unwrap();
-        assert!(parse(tokens).is_err());
+        assert!(parse(tokens("LOAD DATA INFILE INTO TABLE t")).is_err());
     }
 }
