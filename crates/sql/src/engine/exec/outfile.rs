@@ -61,7 +61,12 @@ pub fn take_into(tokens: &mut Vec<TokenWithSpan>) -> Result<Option<Outfile>, Par
         .filter(|(_, t)| !matches!(t.token, Token::Whitespace(_)))
         .map(|(at, _)| at)
         .collect();
-    let word = |at: usize, w: &str| matches!(&tokens[at].token, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    let word = |at: usize, w: &str| {
+        let Token::Word(x) = &tokens[at].token else {
+            return false;
+        };
+        x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w)
+    };
     let Some(at) = significant
         .windows(2)
         .find(|w| word(w[0], "INTO") && (word(w[1], "OUTFILE") || word(w[1], "DUMPFILE")))
