@@ -906,7 +906,13 @@ fn parse_piece(mut spanned: Vec<TokenWithSpan>, sql: &str) -> SqlResult<Stmt> {
         ("REVOKE", _, _) => return extra_text("REVOKE", text(&spanned)),
         // ANALYZE TABLE of several tables, which the parser does not take.
         ("ANALYZE", _, _) => return extra_text("ANALYZE", text(&spanned)),
-        ("START", "TRANSACTION", _) => {
+        // Only a statement with the word SNAPSHOT pays for reading them
+        // all: every transaction of some drivers starts here.
+        ("START", "TRANSACTION", _)
+            if spanned.iter().any(
+                |t| matches!(&t.token, Token::Word(w) if w.value.eq_ignore_ascii_case("SNAPSHOT")),
+            ) =>
+        {
             // The words, wherever they stand (a `/*!40100 … */` comment's
             // are the statement's).
             let upper: Vec<String> = spanned

@@ -1330,7 +1330,7 @@ fn tables(conn: &Conn<'_>) -> SqlResult<Rows> {
 /// `information_schema.VIEWS`'s columns (MariaDB's, with ALGORITHM).
 /// MariaDB's columns of `information_schema.TRIGGERS`.
 fn triggers_columns() -> Vec<ColumnMeta> {
-    let mut columns = Vec::with_capacity(22);
+    let mut columns = Vec::new();
     for name in [
         "TRIGGER_CATALOG",
         "TRIGGER_SCHEMA",

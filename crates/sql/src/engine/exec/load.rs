@@ -20,7 +20,7 @@ use sqlparser::ast::{self, ObjectName};
 use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::{Token, TokenWithSpan};
 
-use super::write::{is_default_word, write_rows, Given, Rows, Written};
+use super::write::{add_target, is_default_word, write_rows, Given, Rows, Written};
 use super::{env, table_of, table_scope, with_scope};
 use crate::backend::{OkInfo, ResultSink};
 use crate::engine::expr::{Ctx, Expr, Val};
@@ -219,50 +219,60 @@ pub fn parse(tokens: Vec<TokenWithSpan>) -> Result<LoadData, ParserError> {
 /// OUTFILE's, into `format`.
 pub(crate) fn parse_format(p: &mut Parser<'_>, format: &mut Format) -> Result<(), ParserError> {
     if eat(p, "FIELDS") || eat(p, "COLUMNS") {
-        let mut any = false;
-        loop {
-            if eat(p, "TERMINATED") {
-                expect(p, "BY")?;
+        options(p, "TERMINATED, ENCLOSED or ESCAPED", |p| {
+            if by(p, "TERMINATED")? {
                 format.field_end = p.parse_literal_string()?.into_bytes();
             } else if eat(p, "OPTIONALLY") {
                 expect(p, "ENCLOSED")?;
                 expect(p, "BY")?;
                 format.enclosed = one_char(p)?;
                 format.enclosed_optionally = true;
-            } else if eat(p, "ENCLOSED") {
-                expect(p, "BY")?;
+            } else if by(p, "ENCLOSED")? {
                 format.enclosed = one_char(p)?;
-            } else if eat(p, "ESCAPED") {
-                expect(p, "BY")?;
+            } else if by(p, "ESCAPED")? {
                 format.escape = one_char(p)?;
             } else {
-                break;
+                return Ok(false);
             }
-            any = true;
-        }
-        if !any {
-            return p.expected("TERMINATED, ENCLOSED or ESCAPED", p.peek_token());
-        }
+            Ok(true)
+        })?;
     }
     if eat(p, "LINES") {
-        let mut any = false;
-        loop {
-            if eat(p, "STARTING") {
-                expect(p, "BY")?;
+        options(p, "STARTING or TERMINATED", |p| {
+            if by(p, "STARTING")? {
                 format.line_start = p.parse_literal_string()?.into_bytes();
-            } else if eat(p, "TERMINATED") {
-                expect(p, "BY")?;
+            } else if by(p, "TERMINATED")? {
                 format.line_end = p.parse_literal_string()?.into_bytes();
             } else {
-                break;
+                return Ok(false);
             }
-            any = true;
-        }
-        if !any {
-            return p.expected("STARTING or TERMINATED", p.peek_token());
-        }
+            Ok(true)
+        })?;
     }
     Ok(())
+}
+
+/// A clause's options, read by `one` until it finds none (false); at
+/// least one must be there, else the parser's error naming `expected`.
+fn options(
+    p: &mut Parser<'_>,
+    expected: &str,
+    mut one: impl FnMut(&mut Parser<'_>) -> Result<bool, ParserError>,
+) -> Result<(), ParserError> {
+    if !one(p)? {
+        return p.expected(expected, p.peek_token());
+    }
+    while one(p)? {}
+    Ok(())
+}
+
+/// `word BY`: whether `word` was there (then BY must follow).
+fn by(p: &mut Parser<'_>, word: &str) -> Result<bool, ParserError> {
+    if !eat(p, word) {
+        return Ok(false);
+    }
+    expect(p, "BY")?;
+    Ok(true)
 }
 
 /// Takes the next token when it is the unquoted word `word`.
@@ -311,16 +321,7 @@ pub fn run(conn: &mut Conn<'_>, load: &LoadData, sink: &mut dyn ResultSink) -> S
             "LOAD DATA with an empty FIELDS or LINES TERMINATED BY (fixed-width rows)",
         ));
     }
-    if conn.tx.read_only && conn.tx.explicit {
-        return Err(SqlError::new(
-            1792,
-            "Cannot execute statement in a READ ONLY transaction.",
-        ));
-    }
-    conn.subqueries.clear();
-    // Reads later in the transaction lock, to see these rows.
-    conn.tx.wrote = true;
-    conn.tx.writes += 1;
+    super::start_write(conn)?;
     let decode = Decode::named(load.charset.as_deref())?;
     let table = crate::engine::alter_copy::wait_writable(conn, table_of(conn, &load.table)?)?;
     let replace = load.duplicates == Duplicates::Replace;
@@ -336,22 +337,7 @@ pub fn run(conn: &mut Conn<'_>, load: &LoadData, sink: &mut dyn ResultSink) -> S
             .collect(),
     };
     let mut targets: Vec<usize> = Vec::new();
-    let mut place = |name: &str, what: &str| -> SqlResult<usize> {
-        let at = table.column(name).ok_or_else(|| {
-            SqlError::new(
-                codes::BAD_FIELD,
-                format!("Unknown column '{name}' in '{what}'"),
-            )
-        })?;
-        if targets.contains(&at) {
-            return Err(SqlError::new(
-                codes::FIELD_SPECIFIED_TWICE,
-                format!("Column '{name}' specified twice"),
-            ));
-        }
-        targets.push(at);
-        Ok(targets.len() - 1)
-    };
+    let mut place = |name: &str, what: &str| add_target(&table, &mut targets, name, what);
     let mut slots: Vec<Slot> = Vec::with_capacity(fields.len());
     for field in &fields {
         slots.push(match field {
@@ -404,12 +390,7 @@ pub fn run(conn: &mut Conn<'_>, load: &LoadData, sink: &mut dyn ResultSink) -> S
     let mut chunk_bytes = 0usize;
     let mut evaluated: Vec<Vec<(u16, String)>> = Vec::with_capacity(LOAD_ROWS_PER_WRITE);
     let mut records = 0usize;
-    let mut total = Written {
-        affected: 0,
-        duplicates: 0,
-        check_skipped: 0,
-        first_auto: 0,
-    };
+    let mut total = Written::default();
     let mut sql_row: Vec<Val> = vec![Val::Null; table.columns.len()];
     loop {
         let more = rows.next_row()?;
@@ -437,11 +418,15 @@ pub fn run(conn: &mut Conn<'_>, load: &LoadData, sink: &mut dyn ResultSink) -> S
                     codes::WARN_TOO_MANY_RECORDS,
                 )?;
             }
+            chunk_bytes += rows.fields.iter().flatten().map(Vec::len).sum::<usize>();
+            // The fields are taken (the reader refills them for the next
+            // row); past the last one a slot has none.
+            let fields = rows.fields.drain(..).map(Some);
             for (slot, field) in slots
                 .iter()
-                .zip(rows.fields.iter().map(Some).chain(std::iter::repeat(None)))
+                .zip(fields.chain(std::iter::repeat_with(|| None)))
             {
-                let value = field.map(|f| decode.value(f.as_deref()));
+                let value = field.map(|f| decode.value(f));
                 match slot {
                     Slot::Target(i) => {
                         if let Some(v) = value {
@@ -461,9 +446,7 @@ pub fn run(conn: &mut Conn<'_>, load: &LoadData, sink: &mut dyn ResultSink) -> S
                 if uses_vars {
                     set_exprs = lower_set(conn)?;
                 }
-                for v in sql_row.iter_mut() {
-                    *v = Val::Null;
-                }
+                sql_row.fill(Val::Null);
                 for (i, &at) in targets.iter().enumerate() {
                     if let Given::Value(v) = &row[i] {
                         sql_row[at] = v.clone();
@@ -476,7 +459,6 @@ pub fn run(conn: &mut Conn<'_>, load: &LoadData, sink: &mut dyn ResultSink) -> S
                     };
                 }
             }
-            chunk_bytes += rows.fields.iter().flatten().map(Vec::len).sum::<usize>();
             chunk.push(row);
             evaluated.push(std::mem::take(&mut ctx.warnings));
         }
@@ -693,17 +675,22 @@ impl Decode {
         })
     }
 
-    fn value(self, field: Option<&[u8]>) -> Val {
+    /// A field's value, taking its bytes (no copy where they are kept).
+    fn value(self, field: Option<Vec<u8>>) -> Val {
         let Some(bytes) = field else {
             return Val::Null;
         };
         match self {
-            Decode::Utf8 => match std::str::from_utf8(bytes) {
-                Ok(_) => Val::Str(bytes.to_vec()),
-                Err(_) => Val::Str(String::from_utf8_lossy(bytes).into_owned().into_bytes()),
+            Decode::Utf8 => match String::from_utf8(bytes) {
+                Ok(text) => Val::Str(text.into_bytes()),
+                Err(e) => Val::Str(
+                    String::from_utf8_lossy(e.as_bytes())
+                        .into_owned()
+                        .into_bytes(),
+                ),
             },
-            Decode::Latin1 => Val::Str(crate::protocol::latin1::decode(bytes).into_bytes()),
-            Decode::Binary => Val::Str(bytes.to_vec()),
+            Decode::Latin1 => Val::Str(crate::protocol::latin1::decode(&bytes).into_bytes()),
+            Decode::Binary => Val::Str(bytes),
         }
     }
 }

@@ -155,6 +155,17 @@ pub fn write(
     statement: &Statement,
     params: &[SqlValue],
 ) -> SqlResult<Answered> {
+    start_write(conn)?;
+    let params: Vec<Val> = params.iter().map(convert::from_sql).collect();
+    let placeholders = placeholder_locations(conn, statement);
+    write::run(conn, statement, &params, &placeholders)
+}
+
+/// What every statement that writes rows (INSERT, UPDATE, DELETE, LOAD
+/// DATA) does first: 1792 in a READ ONLY transaction; the transaction
+/// marked as written (its later reads lock, to see the rows) and its
+/// write counted (what `ROLLBACK TO SAVEPOINT` checks).
+pub(crate) fn start_write(conn: &mut Conn<'_>) -> SqlResult<()> {
     if conn.tx.read_only && conn.tx.explicit {
         return Err(SqlError::new(
             1792,
@@ -162,11 +173,9 @@ pub fn write(
         ));
     }
     conn.subqueries.clear();
-    let params: Vec<Val> = params.iter().map(convert::from_sql).collect();
-    let placeholders = placeholder_locations(conn, statement);
     conn.tx.wrote = true;
     conn.tx.writes += 1;
-    write::run(conn, statement, &params, &placeholders)
+    Ok(())
 }
 
 /// Placeholders of the statement: a prepared statement's text is known to

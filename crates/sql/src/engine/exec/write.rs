@@ -93,19 +93,7 @@ fn insert(
         ins.columns.iter().map(last_ident).collect()
     };
     for n in &names {
-        let at = table.column(n).ok_or_else(|| {
-            SqlError::new(
-                codes::BAD_FIELD,
-                format!("Unknown column '{n}' in 'INSERT INTO'"),
-            )
-        })?;
-        if targets.contains(&at) {
-            return Err(SqlError::new(
-                codes::FIELD_SPECIFIED_TWICE,
-                format!("Column '{n}' specified twice"),
-            ));
-        }
-        targets.push(at);
+        add_target(&table, &mut targets, n, "INSERT INTO")?;
     }
     let environment = env(conn);
     let mut ctx = Ctx::new(params, &environment);
@@ -254,6 +242,7 @@ pub(crate) struct Rows<'a> {
 }
 
 /// What [`write_rows`] did.
+#[derive(Default)]
 pub(crate) struct Written {
     pub affected: u64,
     pub duplicates: u64,
@@ -517,6 +506,32 @@ pub(crate) fn write_rows(
         check_skipped,
         first_auto,
     })
+}
+
+/// Adds column `name` of `table` to an INSERT-like statement's targets
+/// (SQL positions): its place among them, 1054 for a column the table has
+/// not (`clause` names where, in MariaDB's words), 1110 for one given
+/// twice.
+pub(crate) fn add_target(
+    table: &TableInfo,
+    targets: &mut Vec<usize>,
+    name: &str,
+    clause: &str,
+) -> SqlResult<usize> {
+    let at = table.column(name).ok_or_else(|| {
+        SqlError::new(
+            codes::BAD_FIELD,
+            format!("Unknown column '{name}' in '{clause}'"),
+        )
+    })?;
+    if targets.contains(&at) {
+        return Err(SqlError::new(
+            codes::FIELD_SPECIFIED_TWICE,
+            format!("Column '{name}' specified twice"),
+        ));
+    }
+    targets.push(at);
+    Ok(targets.len() - 1)
 }
 
 /// Whether an INSERT's first `VALUES` row is `()`.
