@@ -824,16 +824,9 @@ impl<'a, R: Read + ?Sized> RowReader<'a, R> {
                         return Err(Cut::More);
                     };
                     if Some(c) == f.escape && c != q {
-                        let Some(&next) = data.get(i + 1) else {
-                            if eof {
-                                field.push(c);
-                                i += 1;
-                                continue;
-                            }
-                            return Err(Cut::More);
-                        };
-                        field.push(unescape(next));
-                        i += 2;
+                        let (byte, used) = escaped(data, i, eof)?;
+                        field.push(byte);
+                        i += used;
                     } else if c == q {
                         if data.get(i + 1) == Some(&q) {
                             field.push(q);
@@ -881,19 +874,13 @@ impl<'a, R: Read + ?Sized> RowReader<'a, R> {
                     }
                     let c = data[i];
                     if Some(c) == f.escape {
-                        let Some(&next) = data.get(i + 1) else {
-                            if eof {
-                                field.push(c);
-                                i += 1;
-                                continue;
-                            }
-                            return Err(Cut::More);
-                        };
-                        if next == b'N' && field.is_empty() {
+                        let (byte, used) = escaped(data, i, eof)?;
+                        // `\N` first in the field (an escaped `N` comes only from `N`).
+                        if used == 2 && byte == b'N' && field.is_empty() {
                             escaped_null = true;
                         }
-                        field.push(unescape(next));
-                        i += 2;
+                        field.push(byte);
+                        i += used;
                     } else {
                         field.push(c);
                         i += 1;
@@ -922,6 +909,17 @@ impl<'a, R: Read + ?Sized> RowReader<'a, R> {
             // two (or the end), and an unenclosed field stops only there.
             unreachable!("a field ends at a terminator or at the end");
         }
+    }
+}
+
+/// The escape character at `data[at]` and what follows it: the byte the
+/// pair stands for and the bytes used (2), or, at the file's end, the
+/// escape itself (1).
+fn escaped(data: &[u8], at: usize, eof: bool) -> Result<(u8, usize), Cut> {
+    match data.get(at + 1) {
+        Some(&next) => Ok((unescape(next), 2)),
+        None if eof => Ok((data[at], 1)),
+        None => Err(Cut::More),
     }
 }
 
