@@ -497,6 +497,29 @@ pub(crate) fn write_rows(
     let (affected, duplicates) = if committed {
         conn.tx.wrote = false;
         result?
+    } else if how == Send::WithCommit
+        && native_rows.len() > 1
+        && matches!(&result, Err(e) if e.code == codes::DUP_ENTRY)
+    {
+        // The batch failed at whichever duplicate the data nodes answered
+        // first; MariaDB names the first in row order. The transaction
+        // is aborted, so nothing was written: the rows are sent again
+        // one batch at a time with per-row results (the error path
+        // only), which finds the first.
+        let _ = txn::finish(conn, tx, result);
+        let tx = txn::take(conn)?;
+        let again = insert_rows(
+            conn,
+            &tx,
+            table,
+            &native_rows,
+            false,
+            false,
+            Send::Now,
+            &mut committed,
+            &mut warnings,
+        );
+        txn::finish(conn, tx, again)?
     } else {
         txn::finish(conn, tx, result)?
     };
