@@ -38,11 +38,6 @@ fn connect(port: u16) -> mysql::Result<Conn> {
     )
 }
 
-fn sql_node_pid(sandbox: &Sandbox) -> u64 {
-    let record = std::fs::read(sandbox.dir.join("sandbox.json")).expect("sandbox.json");
-    let record: serde_json::Value = serde_json::from_slice(&record).expect("JSON");
-    record["sql_node_pids"][0].as_u64().expect("a SQL node pid")
-}
 
 /// Threads of process `pid`.
 fn threads_of(pid: u64) -> usize {
@@ -72,7 +67,7 @@ fn idle_connections_hold_no_thread_and_the_pool_is_in_admin_show() {
         &["--sql-nodes", "1", "--sql-connection-pool", &pool],
     );
     let port = sandbox.sql_port();
-    let pid = sql_node_pid(&sandbox);
+    let pid = sandbox.sql_pid();
 
     // Every cluster connection of the pool is an API node of the cluster.
     let show = sandbox.show();

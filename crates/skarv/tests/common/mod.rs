@@ -165,6 +165,15 @@ impl Sandbox {
             .unwrap_or_else(|| panic!("no SQL node in {record}"))
     }
 
+    /// The pid of the sandbox's first SQL node.
+    pub fn sql_pid(&self) -> u64 {
+        let record = std::fs::read(self.dir.join("sandbox.json")).expect("sandbox.json");
+        let record: Json = serde_json::from_slice(&record).expect("sandbox.json is JSON");
+        record["sql_node_pids"][0]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no SQL node pid in {record}"))
+    }
+
     /// The angel of data node `node` (sandbox.json lists them from node 2).
     pub fn angel_pid(&self, node: u64) -> u64 {
         let record = std::fs::read(self.dir.join("sandbox.json")).expect("sandbox.json");

@@ -357,17 +357,17 @@ fn place_row<V>(
     row
 }
 
-/// The rows a plan finds (every row the condition may hold for; the
-/// caller tests the condition), with their primary keys when `lock` is
-/// set (for updates and deletes). `stop_after`: enough rows passing the
-/// condition were seen (a LIMIT without ORDER BY). `commit`: key reads
-/// may commit the transaction with their execute (an autocommit read);
-/// the flag says they did. `columns`: when given, only those (native names; the primary key among
-/// them) of each row are read: the data nodes send, and the SQL node
-/// converts, only what the statement uses (NDB's mysqld reads only the
-/// columns a query needs too). The other columns of the rows are NULL.
+/// The rows a plan finds that pass the condition, with their primary
+/// keys when `lock` is set (for updates and deletes). `stop_after`: enough
+/// rows were seen (a LIMIT without ORDER BY). `commit`: key reads may
+/// commit the transaction with their execute (an autocommit read); the
+/// flag says they did. `columns`: when given, only those (native names;
+/// the primary key among them) of each row are read: the data nodes send,
+/// and the SQL node converts, only what the statement uses (NDB's mysqld
+/// reads only the columns a query needs too). The other columns of the
+/// rows are NULL.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn fetch(
+pub(crate) fn fetch<'c>(
     tx: &Transaction<'_>,
     table: &Arc<TableInfo>,
     access: &Access,
@@ -375,12 +375,44 @@ pub(crate) fn fetch(
     lock: Option<LockMode>,
     descending: bool,
     cond: Option<&Expr>,
-    ctx: &mut Ctx<'_>,
+    ctx: &mut Ctx<'c>,
     stop_after: Option<usize>,
-    mut commit: Option<&mut bool>,
+    commit: Option<&mut bool>,
     columns: Option<&[&str]>,
 ) -> SqlResult<Vec<(Vec<Val>, Vec<Value>)>> {
     let mut out = Vec::new();
+    let each = |row: Vec<Val>, key: Vec<Value>, _: &mut Ctx<'c>| -> SqlResult<bool> {
+        if out.len() >= FETCH_ROWS_MAX {
+            return Err(SqlError::unsupported(format_args!(
+                "statements that keep more than {FETCH_ROWS_MAX} rows in the SQL node"
+            )));
+        }
+        out.push((row, key));
+        Ok(stop_after.is_none_or(|n| out.len() < n))
+    };
+    fetch_each(
+        tx, table, access, filter, lock, descending, cond, ctx, commit, columns, each,
+    )?;
+    Ok(out)
+}
+
+/// [`fetch`]'s rows handed to `each` as they come, none kept here (a
+/// SELECT that sends its rows as it reads them): `each` says whether to
+/// go on.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn fetch_each<'c>(
+    tx: &Transaction<'_>,
+    table: &Arc<TableInfo>,
+    access: &Access,
+    filter: Option<Filter>,
+    lock: Option<LockMode>,
+    descending: bool,
+    cond: Option<&Expr>,
+    ctx: &mut Ctx<'c>,
+    mut commit: Option<&mut bool>,
+    columns: Option<&[&str]>,
+    mut each: impl FnMut(Vec<Val>, Vec<Value>, &mut Ctx<'c>) -> SqlResult<bool>,
+) -> SqlResult<()> {
     let native = &table.native;
     // A scan whose whole condition went to the data nodes as its filter,
     // in comparisons that mean there what they mean here, returns only
@@ -395,20 +427,14 @@ pub(crate) fn fetch(
         }
         _ => cond,
     };
-    let mut keep = |row: Vec<Val>, key: Vec<Value>, ctx: &mut Ctx<'_>| -> SqlResult<bool> {
+    let mut keep = |row: Vec<Val>, key: Vec<Value>, ctx: &mut Ctx<'c>| -> SqlResult<bool> {
         ctx.check_killed()?;
         if let Some(c) = recheck {
             if !c.test(&row, ctx)? {
                 return Ok(true);
             }
         }
-        if out.len() >= FETCH_ROWS_MAX {
-            return Err(SqlError::unsupported(format_args!(
-                "statements that keep more than {FETCH_ROWS_MAX} rows in the SQL node"
-            )));
-        }
-        out.push((row, key));
-        Ok(stop_after.is_none_or(|n| out.len() < n))
+        each(row, key, ctx)
     };
     match access {
         Access::Nothing => {}
@@ -454,7 +480,7 @@ pub(crate) fn fetch(
                     }
                     let row = sql_row(table, r.values(), r.columns(), ctx.env.tz_secs);
                     if !keep(row, key, ctx)? {
-                        return Ok(out);
+                        return Ok(());
                     }
                 }
             }
@@ -545,7 +571,7 @@ pub(crate) fn fetch(
             }
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// A read of one row by primary key, or by unique index `index`, that a

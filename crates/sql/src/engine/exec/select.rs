@@ -11,7 +11,7 @@ use skarv_client::LockMode;
 use sqlparser::ast::{self, SetExpr, SetOperator, SetQuantifier};
 use sqlparser::tokenizer::Location;
 
-use super::{convert, env, fetch, keep_warnings, table_scope, with_scope};
+use super::{convert, env, fetch, fetch_each, keep_warnings, table_scope, with_scope};
 use crate::backend::{OkInfo, ResultSink};
 use crate::engine::catalog::TableInfo;
 use crate::engine::expr::eval::{compare, Env};
@@ -1645,6 +1645,9 @@ fn answer_planned(
     more: bool,
     sink: &mut dyn ResultSink,
 ) -> SqlResult<Answered> {
+    if streams(plans) {
+        return stream(conn, plans, params, more, sink);
+    }
     let rows = rows_of_planned(conn, plans, params)?;
     let end = OkInfo {
         warnings: conn.session.warning_count(),
@@ -1652,6 +1655,129 @@ fn answer_planned(
         ..OkInfo::default()
     };
     send(sink, &plans.metas, rows, &end)
+}
+
+/// Whether a query's rows can be sent as they are read ([`stream`]): one
+/// SELECT of one table whose rows need nothing of each other (no
+/// grouping, aggregate, window, DISTINCT, ORDER BY, HAVING, UNION,
+/// SQL_CALC_FOUND_ROWS, LATERAL or correlated subquery).
+fn streams(plans: &Plans) -> bool {
+    let [p] = plans.planned.as_slice() else {
+        return false;
+    };
+    !plans.calc_found_rows
+        && plans.union_order.is_empty()
+        && plans.union_limit.is_none()
+        && plans.union_offset == 0
+        && p.table.is_some()
+        && p.join.is_none()
+        && p.rows.is_none()
+        && p.group.is_empty()
+        && p.aggs.is_empty()
+        && p.windows.is_empty()
+        && !p.distinct
+        && !p.rollup
+        && p.having.is_none()
+        && p.order.is_empty()
+        && p.items.len() == plans.metas.len()
+        && !per_row(p)
+}
+
+/// Answers a query that [`streams`]: each row is shaped and sent as the
+/// scan hands it over, so the SQL node holds a batch of rows, not the
+/// result (a whole-table `SELECT *`, mysqldump's, was held whole, up to
+/// `ROWS_IN_MEMORY_MAX` rows), and LIMIT stops the scan. MariaDB sends
+/// such a result as it reads it too; an error after the columns went
+/// ends the result set (`ResultSink::error`), as its does.
+fn stream(
+    conn: &mut Conn<'_>,
+    plans: &Plans,
+    params: &[Val],
+    more: bool,
+    sink: &mut dyn ResultSink,
+) -> SqlResult<Answered> {
+    let p = &plans.planned[0];
+    let table = p.table.as_ref().expect("a streamed query reads one table");
+    let environment = env(conn);
+    let info = Arc::clone(&conn.info);
+    let mut ctx = Ctx::new(params, &environment);
+    ctx.killed = Some(&info.query_killed);
+    ctx.deadline = super::super::session::execution_deadline(conn);
+    let io = |e: std::io::Error| SqlError::new(codes::UNKNOWN, format!("sending rows: {e}"));
+    // Items that are distinct plain columns (`SELECT *`, `SELECT a, b`)
+    // take their values out of the row instead of copying them.
+    let mut moved = vec![false; p.source.len().max(1)];
+    let moves = p.items.iter().all(|e| match e {
+        Expr::Col(c) if !moved.get(*c).copied().unwrap_or(true) => {
+            moved[*c] = true;
+            true
+        }
+        _ => false,
+    });
+    let offset = usize::try_from(p.offset).unwrap_or(usize::MAX);
+    let limit = p
+        .limit
+        .map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
+    let tx = txn::take(conn)?;
+    let autocommit_read = p.lock.is_none() && !txn::in_transaction(conn);
+    let mut committed = false;
+    let result = (|| {
+        let (access, filter) = single_access(table, p, &mut ctx)?;
+        sink.columns(&plans.metas).map_err(io)?;
+        if limit == 0 {
+            return Ok(());
+        }
+        let stop_after = offset.saturating_add(limit);
+        let columns = projection(table, p);
+        let commit = autocommit_read.then_some(&mut committed);
+        let mut seen = 0usize;
+        let mut out = Vec::with_capacity(plans.metas.len());
+        let each = |mut row: Vec<Val>, _key, ctx: &mut Ctx<'_>| -> SqlResult<bool> {
+            seen += 1;
+            if seen <= offset {
+                return Ok(true);
+            }
+            out.clear();
+            for (item, meta) in p.items.iter().zip(&plans.metas) {
+                let value = match item {
+                    Expr::Col(c) if moves => row
+                        .get_mut(*c)
+                        .map_or(Val::Null, |v| std::mem::replace(v, Val::Null)),
+                    _ => item.eval(&row, ctx)?,
+                };
+                out.push(convert::to_sql_owned(value, meta));
+            }
+            sink.row(&out).map_err(io)?;
+            Ok(seen < stop_after)
+        };
+        fetch_each(
+            &tx,
+            table,
+            &access,
+            filter,
+            p.lock,
+            false,
+            p.cond.as_ref(),
+            &mut ctx,
+            commit,
+            columns.as_deref(),
+            each,
+        )
+    })();
+    let result = if committed {
+        result
+    } else {
+        txn::finish(conn, tx, result)
+    };
+    result?;
+    keep_warnings(conn, &mut ctx);
+    let end = OkInfo {
+        warnings: conn.session.warning_count(),
+        more_results: more,
+        ..OkInfo::default()
+    };
+    sink.end_rows(&end).map_err(io)?;
+    Ok(Answered::Done)
 }
 
 /// Reads of a transaction that wrote see its writes through a lock.
