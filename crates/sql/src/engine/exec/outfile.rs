@@ -153,6 +153,7 @@ pub fn run(conn: &mut Conn<'_>, select: &SelectOutfile) -> SqlResult<Answered> {
         columns: Vec::new(),
         rows: 0,
         scratch: Vec::new(),
+        escaped: escaped_bytes(&into.format),
         failure: None,
     };
     let result = super::query(conn, &select.query, &[], false, &mut sink);
@@ -203,6 +204,10 @@ struct FileSink<'f> {
     columns: Vec<ColumnMeta>,
     rows: u64,
     scratch: Vec<u8>,
+    /// The bytes a field's text escapes (MySQL's: the escape itself, the
+    /// quote or, unquoted, the field terminator's first byte, the line
+    /// terminator's first byte, NUL), by byte value.
+    escaped: [bool; 256],
     failure: Option<Failure>,
 }
 
@@ -249,33 +254,33 @@ impl FileSink<'_> {
                 }
                 continue;
             }
-            self.scratch.clear();
-            render(value, column, &mut self.scratch);
+            // Text is written from the value itself, anything else as
+            // the client would read it.
+            let text: &[u8] = match value {
+                SqlValue::Bytes(bytes) => bytes,
+                other => {
+                    self.scratch.clear();
+                    render(other, column, &mut self.scratch);
+                    &self.scratch
+                }
+            };
             let number = numeric(column);
             let enclose = f.enclosed.filter(|_| !(f.enclosed_optionally && number));
             if let Some(q) = enclose {
                 self.out.write_all(&[q])?;
             }
             match f.escape.filter(|_| !number) {
-                None => self.out.write_all(&self.scratch)?,
+                None => self.out.write_all(text)?,
                 Some(e) => {
-                    // MySQL's: the escape itself, the quote (or, unquoted,
-                    // the field terminator's first byte), the line
-                    // terminator's first byte and NUL are escaped.
-                    let special = match enclose {
-                        Some(q) => q,
-                        None => f.field_end.first().copied().unwrap_or(e),
-                    };
-                    let line = f.line_end.first().copied().unwrap_or(e);
                     let mut from = 0;
-                    for (at, &c) in self.scratch.iter().enumerate() {
-                        if c == e || c == special || c == line || c == 0 {
-                            self.out.write_all(&self.scratch[from..at])?;
+                    for (at, &c) in text.iter().enumerate() {
+                        if self.escaped[usize::from(c)] {
+                            self.out.write_all(&text[from..at])?;
                             self.out.write_all(&[e, if c == 0 { b'0' } else { c }])?;
                             from = at + 1;
                         }
                     }
-                    self.out.write_all(&self.scratch[from..])?;
+                    self.out.write_all(&text[from..])?;
                 }
             }
             if let Some(q) = enclose {
@@ -284,6 +289,23 @@ impl FileSink<'_> {
         }
         self.out.write_all(&f.line_end)
     }
+}
+
+/// [`FileSink::escaped`] of a format. A number is never escaped, and a
+/// field that is not a number is enclosed whenever the format encloses.
+fn escaped_bytes(f: &Format) -> [bool; 256] {
+    let mut escaped = [false; 256];
+    if let Some(e) = f.escape {
+        let special = f
+            .enclosed
+            .or_else(|| f.field_end.first().copied())
+            .unwrap_or(e);
+        let line = f.line_end.first().copied().unwrap_or(e);
+        for c in [e, special, line, 0] {
+            escaped[usize::from(c)] = true;
+        }
+    }
+    escaped
 }
 
 /// A value's text, as the client would read it.
