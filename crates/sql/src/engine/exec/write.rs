@@ -504,21 +504,33 @@ pub(crate) fn write_rows(
         // The batch failed at whichever duplicate the data nodes answered
         // first; MariaDB names the first in row order. The transaction
         // is aborted, so nothing was written: the rows are sent again
-        // one batch at a time with per-row results (the error path
-        // only), which finds the first.
+        // (the error path only) so that the first is found: in batches
+        // with per-row results, or, as a unique index's violation aborts
+        // the transaction whichever row it is, one row at a time.
         let _ = txn::finish(conn, tx, result);
         let tx = txn::take(conn)?;
-        let again = insert_rows(
-            conn,
-            &tx,
-            table,
-            &native_rows,
-            false,
-            false,
-            Send::Now,
-            &mut committed,
-            &mut warnings,
-        );
+        let unique = def
+            .indexes
+            .iter()
+            .any(|i| i.kind == schema::IndexKind::Unique);
+        let again = if unique {
+            native_rows.chunks(1).try_fold((0, 0), |(a, d), row| {
+                let (more, dups) = insert_plain(&tx, table, row, Send::Now, &mut committed)?;
+                Ok((a + more, d + dups))
+            })
+        } else {
+            insert_rows(
+                conn,
+                &tx,
+                table,
+                &native_rows,
+                false,
+                false,
+                Send::Now,
+                &mut committed,
+                &mut warnings,
+            )
+        };
         txn::finish(conn, tx, again)?
     } else {
         txn::finish(conn, tx, result)?
