@@ -1659,12 +1659,17 @@ fn answer_planned(
 
 /// Whether a query's rows can be sent as they are read ([`stream`]): one
 /// SELECT of one table whose rows need nothing of each other (no
-/// grouping, aggregate, window, DISTINCT, ORDER BY, HAVING, UNION,
-/// SQL_CALC_FOUND_ROWS, LATERAL or correlated subquery).
+/// grouping, aggregate, window, DISTINCT, HAVING, UNION,
+/// SQL_CALC_FOUND_ROWS, LATERAL or correlated subquery), and no ORDER BY
+/// unless with a LIMIT (at most [`TOP_ROWS_MAX`] rows with its offset).
 fn streams(plans: &Plans) -> bool {
     let [p] = plans.planned.as_slice() else {
         return false;
     };
+    let top = p
+        .limit
+        .map(|l| l.saturating_add(p.offset))
+        .is_some_and(|n| usize::try_from(n).is_ok_and(|n| n <= TOP_ROWS_MAX));
     !plans.calc_found_rows
         && plans.union_order.is_empty()
         && plans.union_limit.is_none()
@@ -1678,17 +1683,30 @@ fn streams(plans: &Plans) -> bool {
         && !p.distinct
         && !p.rollup
         && p.having.is_none()
-        && p.order.is_empty()
+        && (p.order.is_empty() || top)
         && p.items.len() == plans.metas.len()
         && !per_row(p)
 }
+
+/// The most rows (LIMIT and OFFSET together) an ORDER BY … LIMIT keeps
+/// while it reads ([`stream`]); one asking more is sorted whole.
+pub const TOP_ROWS_MAX: usize = 100_000;
+/// A top-N buffer is sorted and cut back to its N rows once it holds
+/// twice N, or this many.
+const TOP_BUFFER_ROWS_MIN: usize = 1_024;
 
 /// Answers a query that [`streams`]: each row is shaped and sent as the
 /// scan hands it over, so the SQL node holds a batch of rows, not the
 /// result (a whole-table `SELECT *`, mysqldump's, was held whole, up to
 /// `ROWS_IN_MEMORY_MAX` rows), and LIMIT stops the scan. MariaDB sends
 /// such a result as it reads it too; an error after the columns went
-/// ends the result set (`ResultSink::error`), as its does.
+/// ends the result set (`ResultSink::error`), as its does. An ORDER BY
+/// with a LIMIT of N rows (its offset included) keeps the first N by the
+/// order among the rows read so far, sorting whenever it holds twice that
+/// (MariaDB's filesort with a priority queue): the SQL node holds 2N rows,
+/// not the table, and the result is the full sort's (the sort is stable
+/// and rows are kept in the order they came). Rows an ordered index gives
+/// in the order asked for (one partition) are sent as they come.
 fn stream(
     conn: &mut Conn<'_>,
     plans: &Plans,
@@ -1718,36 +1736,73 @@ fn stream(
     let limit = p
         .limit
         .map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
+    let key_items = order_key_items(p, &p.items);
+    let keys_needed = key_items.iter().any(Option::is_none);
     let tx = txn::take(conn)?;
     let autocommit_read = p.lock.is_none() && !txn::in_transaction(conn);
     let mut committed = false;
     let result = (|| {
         let (access, filter) = single_access(table, p, &mut ctx)?;
+        let (descending, sorted) = order_by_index(table, p, &access);
         sink.columns(&plans.metas).map_err(io)?;
         if limit == 0 {
             return Ok(());
         }
         let stop_after = offset.saturating_add(limit);
+        // ORDER BY … LIMIT whose rows come unordered: the rows kept.
+        let top = (!p.order.is_empty() && !sorted).then_some(stop_after);
+        let mut buffer: Vec<Shaped> = Vec::new();
         let columns = projection(table, p);
         let commit = autocommit_read.then_some(&mut committed);
         let mut seen = 0usize;
         let mut out = Vec::with_capacity(plans.metas.len());
+        let mut send = |values: Vec<Val>, sink: &mut dyn ResultSink| -> SqlResult<()> {
+            out.clear();
+            out.extend(
+                values
+                    .into_iter()
+                    .zip(&plans.metas)
+                    .map(|(v, m)| convert::to_sql_owned(v, m)),
+            );
+            sink.row(&out).map_err(io)
+        };
         let each = |mut row: Vec<Val>, _key, ctx: &mut Ctx<'_>| -> SqlResult<bool> {
+            if let Some(keep) = top {
+                let mut keys = Vec::new();
+                if keys_needed {
+                    keys.reserve_exact(p.order.len());
+                    for ((e, _), item) in p.order.iter().zip(&key_items) {
+                        keys.push(match item {
+                            Some(_) => Val::Null,
+                            None => e.eval(&row, ctx)?,
+                        });
+                    }
+                }
+                let mut values = Vec::with_capacity(p.items.len());
+                for item in &p.items {
+                    values.push(item.eval(&row, ctx)?);
+                }
+                buffer.push((values, keys));
+                if buffer.len() >= keep.saturating_mul(2).max(TOP_BUFFER_ROWS_MIN) {
+                    sort_rows(p, &key_items, &mut buffer);
+                    buffer.truncate(keep);
+                }
+                return Ok(true);
+            }
             seen += 1;
             if seen <= offset {
                 return Ok(true);
             }
-            out.clear();
-            for (item, meta) in p.items.iter().zip(&plans.metas) {
-                let value = match item {
+            let mut values = Vec::with_capacity(p.items.len());
+            for item in &p.items {
+                values.push(match item {
                     Expr::Col(c) if moves => row
                         .get_mut(*c)
                         .map_or(Val::Null, |v| std::mem::replace(v, Val::Null)),
                     _ => item.eval(&row, ctx)?,
-                };
-                out.push(convert::to_sql_owned(value, meta));
+                });
             }
-            sink.row(&out).map_err(io)?;
+            send(values, sink)?;
             Ok(seen < stop_after)
         };
         fetch_each(
@@ -1756,13 +1811,20 @@ fn stream(
             &access,
             filter,
             p.lock,
-            false,
+            descending,
             p.cond.as_ref(),
             &mut ctx,
             commit,
             columns.as_deref(),
             each,
-        )
+        )?;
+        if top.is_some() {
+            sort_rows(p, &key_items, &mut buffer);
+            for (values, _) in buffer.into_iter().skip(offset).take(limit) {
+                send(values, sink)?;
+            }
+        }
+        Ok(())
     })();
     let result = if committed {
         result
@@ -2601,16 +2663,7 @@ fn shape(
     // value rather than a second copy of it (a string copied and freed per
     // row under sysbench's `SELECT c … ORDER BY c`): its key is a NULL
     // placeholder, and `sort_key` reads the item. Keys are all items: none.
-    let key_items: Vec<Option<usize>> = p
-        .order
-        .iter()
-        .map(|(e, _)| match e {
-            Expr::Col(x) => items
-                .iter()
-                .position(|i| matches!(i, Expr::Col(y) if y == x)),
-            _ => None,
-        })
-        .collect();
+    let key_items = order_key_items(p, items);
     let keys_needed = key_items.iter().any(Option::is_none);
     let mut out: Vec<Shaped> = Vec::new();
     for (at, (row, aggs)) in groups.iter().enumerate() {
@@ -2679,6 +2732,20 @@ fn shape(
         .take(limit)
         .map(|(v, _)| v)
         .collect())
+}
+
+/// For each ORDER BY key, the select item it is (a column that is also an
+/// item), whose value `sort_key` reads, or None: its own value is made.
+fn order_key_items(p: &Planned, items: &[Expr]) -> Vec<Option<usize>> {
+    p.order
+        .iter()
+        .map(|(e, _)| match e {
+            Expr::Col(x) => items
+                .iter()
+                .position(|i| matches!(i, Expr::Col(y) if y == x)),
+            _ => None,
+        })
+        .collect()
 }
 
 /// A row being shaped: its values (the select items) and its ORDER BY
