@@ -38,7 +38,6 @@ fn connect(port: u16) -> mysql::Result<Conn> {
     )
 }
 
-
 /// Threads of process `pid`.
 fn threads_of(pid: u64) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/task"))

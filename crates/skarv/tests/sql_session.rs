@@ -409,13 +409,19 @@ fn a_large_result_is_sent_as_it_is_read() {
     const ROWS_PER_INSERT: usize = 500;
     let sandbox = Sandbox::start_configured("sql-stream", 42_700, 2, &["--sql-nodes", "1"]);
     let mut conn = connect(sandbox.sql_port(), "root", None).expect("root");
-    conn.query_drop("CREATE DATABASE big").expect("create database");
+    conn.query_drop("CREATE DATABASE big")
+        .expect("create database");
     conn.query_drop("USE big").expect("use");
     conn.query_drop("CREATE TABLE t (id INT PRIMARY KEY, pad VARCHAR(1000))")
         .expect("create table");
     for first in (0..ROWS).step_by(ROWS_PER_INSERT) {
         let values: Vec<String> = (first..first + ROWS_PER_INSERT)
-            .map(|id| format!("({id}, REPEAT('{}', {PAD_BYTES}))", (b'a' + (id % 26) as u8) as char))
+            .map(|id| {
+                format!(
+                    "({id}, REPEAT('{}', {PAD_BYTES}))",
+                    (b'a' + (id % 26) as u8) as char
+                )
+            })
             .collect();
         conn.query_drop(format!("INSERT INTO t VALUES {}", values.join(",")))
             .expect("insert");
