@@ -3,16 +3,16 @@
 //! operator looks first.
 
 use kernel::Context;
-use signal::{BlockNumber, BlockRef, EventCategory, NodeId, Severity, SignalBody};
+use signal::{BlockNumber, BlockRef, EventKind, NodeId, Severity, SignalBody};
 
 /// Logs `text` on `node` at `severity` and sends it to `mgmd`'s cluster
-/// log (`MgmEventRep`, at the severity's level) when there is one; the
+/// log (`MgmEventRep`, with `kind`'s category and level) when there is one; the
 /// mgmd's `CLUSTERLOG` filter decides whether it is written there.
 pub(crate) fn report(
     ctx: &mut Context<'_>,
     node: NodeId,
     mgmd: Option<NodeId>,
-    category: EventCategory,
+    kind: EventKind,
     severity: Severity,
     text: String,
 ) {
@@ -26,8 +26,8 @@ pub(crate) fn report(
             BlockRef::new(mgmd, BlockNumber::MANAGEMENT, 0),
             SignalBody::MgmEventRep {
                 severity,
-                category,
-                level: severity.level(),
+                category: kind.category(),
+                level: kind.level(),
                 text,
             },
         );

@@ -324,12 +324,12 @@ impl Distribution {
     /// Logs `text` here and, with a management server, in its cluster log.
     fn cluster_log(
         &self,
-        category: signal::EventCategory,
+        kind: signal::EventKind,
         severity: signal::Severity,
         text: String,
         ctx: &mut Context<'_>,
     ) {
-        crate::cluster_log::report(ctx, self.config.node, self.mgmd, category, severity, text);
+        crate::cluster_log::report(ctx, self.config.node, self.mgmd, kind, severity, text);
     }
 
     /// Keeps a sysfile in `fs_dir` (reading what it holds now) and takes
@@ -665,7 +665,7 @@ impl Distribution {
                          excluding node {node} (node {partner} serves its node group)"
                     );
                     self.cluster_log(
-                        signal::EventCategory::Checkpoint,
+                        signal::EventKind::CheckpointStopped,
                         signal::Severity::Alert,
                         text.clone(),
                         ctx,
@@ -690,7 +690,7 @@ impl Distribution {
                          durability waits for it (free its disk)"
                     );
                     self.cluster_log(
-                        signal::EventCategory::Checkpoint,
+                        signal::EventKind::CheckpointStopped,
                         signal::Severity::Alert,
                         text,
                         ctx,

@@ -43,8 +43,8 @@ use std::time::Duration;
 
 use kernel::{Block, Context, Instant};
 use signal::{
-    BlockNumber, BlockRef, EventCategory, FailReason, MembershipView, NodeBitmask, NodeId,
-    NodeState, RegRefReason, Severity, Signal, SignalBody, VERSION,
+    BlockNumber, BlockRef, EventKind, FailReason, MembershipView, NodeBitmask, NodeId, NodeState,
+    RegRefReason, Severity, Signal, SignalBody, VERSION,
 };
 
 /// Heartbeats a member may miss before it is declared failed (NDB declares a
@@ -577,14 +577,8 @@ impl Membership {
         );
     }
 
-    fn event(
-        &self,
-        ctx: &mut Context<'_>,
-        category: EventCategory,
-        severity: Severity,
-        text: String,
-    ) {
-        crate::cluster_log::report(ctx, self.me(), self.config.mgmd, category, severity, text);
+    fn event(&self, ctx: &mut Context<'_>, kind: EventKind, severity: Severity, text: String) {
+        crate::cluster_log::report(ctx, self.me(), self.config.mgmd, kind, severity, text);
     }
 
     // ---- joining ----
@@ -687,7 +681,7 @@ impl Membership {
             )
         };
         self.install_view(view, ctx);
-        self.event(ctx, EventCategory::Startup, Severity::Info, text);
+        self.event(ctx, EventKind::ClusterFormed, Severity::Info, text);
     }
 
     /// Asks the arbitrator whether the starting nodes `side`, exactly half
@@ -785,7 +779,7 @@ impl Membership {
         self.install_view(next, ctx);
         self.event(
             ctx,
-            EventCategory::NodeRestart,
+            EventKind::NodeAdmitted,
             Severity::Info,
             format!("admitted node {node} to the cluster"),
         );
@@ -799,7 +793,7 @@ impl Membership {
         self.install_view(view, ctx);
         self.event(
             ctx,
-            EventCategory::Startup,
+            EventKind::Joined,
             Severity::Info,
             format!("joined the cluster; president is node {president}"),
         );
@@ -1044,7 +1038,7 @@ impl Membership {
         self.phase = Phase::Stopping;
         self.event(
             ctx,
-            EventCategory::NodeRestart,
+            EventKind::Excluded,
             Severity::Alert,
             format!("excluded from the cluster by president {by}; restarting to rejoin"),
         );
@@ -1132,7 +1126,7 @@ impl Membership {
     fn stall_event(&self, ctx: &mut Context<'_>, check: &str, stall: Duration) {
         self.event(
             ctx,
-            EventCategory::Error,
+            EventKind::Stall,
             Severity::Warning,
             format!(
                 "the {check} ran {} ms late: this node's thread was stalled; \
@@ -1492,7 +1486,7 @@ impl Membership {
         };
         self.event(
             ctx,
-            EventCategory::NodeRestart,
+            EventKind::ArbitrationResult,
             Severity::Alert,
             text.clone(),
         );
@@ -1539,7 +1533,7 @@ impl Membership {
                     side.len(),
                     view.members.len()
                 );
-                self.event(ctx, EventCategory::NodeRestart, Severity::Warning, text);
+                self.event(ctx, EventKind::ArbitrationRequired, Severity::Warning, text);
             }
         }
         ctx.send(
@@ -1580,7 +1574,7 @@ impl Membership {
                 let members: Vec<u8> = pending.members.iter().map(|n| n.get()).collect();
                 self.event(
                     ctx,
-                    EventCategory::NodeRestart,
+                    EventKind::ArbitrationResult,
                     Severity::Alert,
                     format!("won arbitration: this side {members:?} goes on"),
                 );
@@ -1611,7 +1605,7 @@ impl Membership {
                     format!("lost arbitration: {message}; shutting down, the other side goes on");
                 self.event(
                     ctx,
-                    EventCategory::NodeRestart,
+                    EventKind::ArbitrationResult,
                     Severity::Alert,
                     text.clone(),
                 );
@@ -1661,7 +1655,7 @@ impl Membership {
                 );
                 self.event(
                     ctx,
-                    EventCategory::NodeRestart,
+                    EventKind::ArbitrationResult,
                     Severity::Alert,
                     text.clone(),
                 );
@@ -1704,11 +1698,11 @@ impl Membership {
             if reason == FailReason::Stopped {
                 let text =
                     format!("node {node} left the cluster (stopped); members now {members:?}");
-                self.event(ctx, EventCategory::NodeRestart, Severity::Info, text);
+                self.event(ctx, EventKind::NodeFailed, Severity::Info, text);
             } else {
                 let text =
                     format!("node {node} declared failed ({reason:?}); members now {members:?}");
-                self.event(ctx, EventCategory::NodeRestart, Severity::Alert, text);
+                self.event(ctx, EventKind::NodeFailed, Severity::Alert, text);
             }
         }
         if took_over {
@@ -1719,7 +1713,7 @@ impl Membership {
             };
             self.event(
                 ctx,
-                EventCategory::NodeRestart,
+                EventKind::PresidentTakeover,
                 severity,
                 format!("took over as president from node {}", view.president),
             );
@@ -1758,7 +1752,7 @@ impl Membership {
         if self.api_nodes.remove(&node).is_some() {
             self.event(
                 ctx,
-                EventCategory::Connection,
+                EventKind::ApiDisconnected,
                 Severity::Info,
                 format!("API node {node} disconnected"),
             );
@@ -1807,7 +1801,7 @@ impl Membership {
         if self.api_nodes.insert(sender, ctx.now()).is_none() {
             self.event(
                 ctx,
-                EventCategory::Connection,
+                EventKind::ApiConnected,
                 Severity::Info,
                 format!("API node {sender} registered"),
             );
@@ -1863,7 +1857,7 @@ impl Membership {
             self.api_failed(node, ctx);
             self.event(
                 ctx,
-                EventCategory::Connection,
+                EventKind::HeartbeatsMissed,
                 Severity::Warning,
                 format!(
                     "API node {node} missed its heartbeats for {} ms: disconnected",
@@ -1903,7 +1897,7 @@ impl Membership {
         if self.start_failed.is_some() {
             return;
         }
-        self.event(ctx, EventCategory::Startup, Severity::Alert, reason.clone());
+        self.event(ctx, EventKind::StartFailed, Severity::Alert, reason.clone());
         if self.phase != Phase::Starting {
             self.phase = Phase::Stopping;
             ctx.shutdown_failed(reason);
@@ -1985,7 +1979,7 @@ impl Membership {
             ctx.set_timer(STOP_DRAIN_MAX, TIMER_STOP_DRAIN);
             let what = if restart { "restart" } else { "stop" };
             self.event(
-                ctx, EventCategory::Shutdown,
+                ctx, EventKind::StopOrdered,
                 Severity::Info,
                 format!("{what} ordered by the management server: ending the transactions of its TCs first"),
             );
@@ -2009,7 +2003,7 @@ impl Membership {
         if stop.tcs_left > 0 && ctx.now().saturating_since(stop.since) >= STOP_DRAIN_MAX {
             self.event(
                 ctx,
-                EventCategory::Shutdown,
+                EventKind::StopForced,
                 Severity::Warning,
                 format!(
                     "{} TC(s) still had transactions after {STOP_DRAIN_MAX:?}: stopping anyway",
@@ -2056,7 +2050,7 @@ impl Membership {
         }
         let what = if restart { "restart" } else { "stop" };
         let reason = format!("{what} ordered by the management server");
-        self.event(ctx, EventCategory::Shutdown, Severity::Info, reason.clone());
+        self.event(ctx, EventKind::StopOrdered, Severity::Info, reason.clone());
         if was_started {
             // The notices go out before the connections close.
             self.exit = Some((restart, reason));

@@ -687,8 +687,8 @@ impl NodeControl for Control {
             sender: BlockRef::new(self.node, BlockNumber::PROCESS, 0),
             body: signal::SignalBody::MgmEventRep {
                 severity: signal::Severity::Alert,
-                category: signal::EventCategory::Error,
-                level: signal::Severity::Alert.level(),
+                category: signal::EventKind::Stall.category(),
+                level: signal::EventKind::Stall.level(),
                 text,
             },
         };

@@ -22,9 +22,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use signal::{
-    DbinfoRow, EventCategory, NodeId, Severity, EVENT_LEVEL_MAX, EVENT_THRESHOLD_DEFAULT,
-};
+use signal::{DbinfoRow, EventCategory, NodeId, Severity, EVENT_LEVEL_MAX};
 
 /// Longer texts (from the network) are cut, so a line stays a line.
 pub const EVENT_TEXT_MAX_BYTES: usize = 4096;
@@ -43,7 +41,8 @@ pub struct Filter {
     enabled: bool,
     /// Severities switched off.
     off: Vec<Severity>,
-    /// Thresholds changed from [`EVENT_THRESHOLD_DEFAULT`].
+    /// Thresholds changed from their category's default
+    /// ([`EventCategory::default_threshold`]).
     thresholds: HashMap<(NodeId, EventCategory), u8>,
 }
 
@@ -86,7 +85,7 @@ impl Filter {
         self.thresholds
             .get(&(node, category))
             .copied()
-            .unwrap_or(EVENT_THRESHOLD_DEFAULT)
+            .unwrap_or_else(|| category.default_threshold())
     }
 
     /// `CLUSTERLOG ON|OFF [severity ...]`: the named severities, or with
@@ -120,7 +119,7 @@ impl Filter {
     /// [`EVENT_LEVEL_MAX`].
     pub fn set_threshold(&mut self, node: NodeId, category: EventCategory, threshold: u8) {
         assert!(threshold <= EVENT_LEVEL_MAX, "threshold {threshold}");
-        if threshold == EVENT_THRESHOLD_DEFAULT {
+        if threshold == category.default_threshold() {
             self.thresholds.remove(&(node, category));
         } else {
             self.thresholds.insert((node, category), threshold);
@@ -288,6 +287,7 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use signal::{EventKind, EVENT_THRESHOLD_DEFAULT};
     use std::time::Duration;
 
     #[test]
@@ -361,6 +361,46 @@ mod tests {
             expected.toggle(&[Severity::Alert]);
             expected
         });
+    }
+
+    /// Each kind's level against its category's default threshold: NDB's
+    /// defaults, but NODERESTART 8, keep every kind but none of those
+    /// beyond them; a threshold of 2 keeps a node's start (level 1) and
+    /// drops its join (level 3), both INFO.
+    #[test]
+    fn kinds_have_levels_and_categories_their_defaults() {
+        let two = NodeId::new(2).unwrap();
+        let mut f = Filter::default();
+        let threshold = |f: &Filter, c| f.threshold(two, c);
+        assert_eq!(
+            threshold(&f, EventCategory::Startup),
+            EVENT_THRESHOLD_DEFAULT
+        );
+        assert_eq!(threshold(&f, EventCategory::Connection), 8);
+        assert_eq!(threshold(&f, EventCategory::NodeRestart), 8);
+        assert_eq!(threshold(&f, EventCategory::Error), EVENT_LEVEL_MAX);
+        assert_eq!(threshold(&f, EventCategory::Backup), EVENT_LEVEL_MAX);
+        let passes = |f: &Filter, kind: EventKind| {
+            f.passes(two, Severity::Info, kind.category(), kind.level())
+        };
+        for kind in [
+            EventKind::NodeFailed,
+            EventKind::ApiConnected,
+            EventKind::HeartbeatsMissed,
+            EventKind::CheckpointResumed,
+            EventKind::NodeAdmitted,
+        ] {
+            assert!(passes(&f, kind), "{kind:?} written by default");
+        }
+        f.set_threshold(two, EventCategory::Startup, 2);
+        assert!(passes(&f, EventKind::NodeStarted));
+        assert!(!passes(&f, EventKind::Joined));
+        f.set_threshold(two, EventCategory::NodeRestart, 7);
+        assert!(passes(&f, EventKind::NodeAdmitted));
+        assert!(!passes(&f, EventKind::NodeFailed));
+        f.set_threshold(two, EventCategory::Startup, EVENT_THRESHOLD_DEFAULT);
+        f.set_threshold(two, EventCategory::NodeRestart, 8);
+        assert_eq!(f, Filter::default(), "a category's default is no change");
     }
 
     #[test]

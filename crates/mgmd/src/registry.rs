@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use config::ClusterConfig;
 use signal::{
-    EventCategory, NodeBitmask, NodeId, NodeState, NodeStatusEntry, NodeType, Severity,
+    EventCategory, EventKind, NodeBitmask, NodeId, NodeState, NodeStatusEntry, NodeType, Severity,
     NO_NODE_GROUP,
 };
 
@@ -222,12 +222,12 @@ impl Registry {
         std::mem::take(&mut self.log)
     }
 
-    fn log(&mut self, severity: Severity, category: EventCategory, node: NodeId, text: String) {
+    fn log(&mut self, severity: Severity, kind: EventKind, node: NodeId, text: String) {
         self.log.push(LogLine {
             node,
             severity,
-            category,
-            level: severity.level(),
+            category: kind.category(),
+            level: kind.level(),
             text: format!("Node {node}: {text}"),
         });
     }
@@ -277,12 +277,12 @@ impl Registry {
             signal::version_string(request.version),
             slot.start_count
         );
-        let category = if request.node_type == NodeType::Data {
-            EventCategory::Startup
+        let kind = if request.node_type == NodeType::Data {
+            EventKind::DataNodeRegistered
         } else {
-            EventCategory::Connection
+            EventKind::ApiConnected
         };
-        self.log(Severity::Info, category, node, text);
+        self.log(Severity::Info, kind, node, text);
         Ok(node)
     }
 
@@ -392,7 +392,7 @@ impl Registry {
             ),
             other => other.as_str().to_owned(),
         };
-        self.log(Severity::Info, EventCategory::Startup, node, text);
+        self.log(Severity::Info, EventKind::NodeStarted, node, text);
         Ok(())
     }
 
@@ -423,14 +423,14 @@ impl Registry {
                 "API node disconnected",
             ),
         };
-        let category = match (node_type, order) {
-            (NodeType::Data, None) => EventCategory::Error,
-            (NodeType::Data, Some(_)) => EventCategory::Shutdown,
-            _ => EventCategory::Connection,
+        let kind = match (node_type, order) {
+            (NodeType::Data, None) => EventKind::NodeLost,
+            (NodeType::Data, Some(_)) => EventKind::NodeStopped,
+            _ => EventKind::ApiDisconnected,
         };
         let slot = self.slots.get_mut(&node).expect("held above");
         slot.end_session(state);
-        self.log(severity, category, node, text.to_owned());
+        self.log(severity, kind, node, text.to_owned());
     }
 
     /// Orders `target` (or every connected data node) to stop or restart.
@@ -486,7 +486,7 @@ impl Registry {
             slot.state = state;
             self.log(
                 Severity::Info,
-                EventCategory::Shutdown,
+                EventKind::StopOrdered,
                 node,
                 verb.to_owned(),
             );
@@ -597,8 +597,8 @@ impl Registry {
             lines.push(LogLine {
                 node: *node,
                 severity,
-                category: EventCategory::Error,
-                level: severity.level(),
+                category: EventKind::HeartbeatsMissed.category(),
+                level: EventKind::HeartbeatsMissed.level(),
                 text: format!(
                     "Node {node}: no status report for {} ms \
                      ({HEARTBEATS_MISSED_MAX} heartbeats of {interval_ms} ms missed), {what}",

@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use signal::frame::FRAME_PAYLOAD_MAX_BYTES;
 use signal::{
-    BlockNumber, BlockRef, ClusterLogAction, DbinfoRow, EventCategory, EventThreshold, NodeId,
-    NodeState, Severity, Signal, SignalBody, EVENT_LEVEL_MAX,
+    BlockNumber, BlockRef, ClusterLogAction, DbinfoRow, EventCategory, EventKind, EventThreshold,
+    NodeId, NodeState, Severity, Signal, SignalBody, EVENT_LEVEL_MAX,
 };
 use stdx::RateLimit;
 
@@ -239,8 +239,8 @@ impl MgmServer {
             .write(Event {
                 node: node_id,
                 severity: Severity::Info,
-                category: EventCategory::Startup,
-                level: Severity::Info.level(),
+                category: EventKind::MgmdStarted.category(),
+                level: EventKind::MgmdStarted.level(),
                 text: &started,
             })
             .map_err(|source| MgmError::ClusterLog {
@@ -584,12 +584,12 @@ impl Shared {
     }
 
     /// An event of the mgmd itself (about its own node).
-    fn log(&self, category: EventCategory, severity: Severity, text: &str) {
+    fn log(&self, kind: EventKind, severity: Severity, text: &str) {
         self.log_event(Event {
             node: self.own.node,
             severity,
-            category,
-            level: severity.level(),
+            category: kind.category(),
+            level: kind.level(),
             text,
         });
     }
@@ -695,7 +695,7 @@ impl Shared {
         drop(listener);
         self.close_all();
         self.log(
-            EventCategory::Shutdown,
+            EventKind::StopOrdered,
             Severity::Info,
             &format!("Node {}: management server shut down", self.own.node),
         );
@@ -729,7 +729,7 @@ impl Shared {
             drop(connections);
             if first {
                 self.log(
-                    EventCategory::Connection,
+                    EventKind::ConnectionsRefused,
                     Severity::Warning,
                     &format!(
                         "Node {}: refusing connections from {peer} and others: \
@@ -991,7 +991,7 @@ impl Shared {
                 match decision {
                     ArbitDecision::Granted => {
                         self.log(
-                            EventCategory::NodeRestart,
+                            EventKind::ArbitrationResult,
                             Severity::Alert,
                             &format!(
                                 "Node {}: arbitration won by node {node}: its side {members:?} \
@@ -1003,7 +1003,7 @@ impl Shared {
                     }
                     ArbitDecision::Refused(message) => {
                         self.log(
-                            EventCategory::NodeRestart,
+                            EventKind::ArbitrationResult,
                             Severity::Alert,
                             &format!(
                                 "Node {}: arbitration refused to node {node} (side {members:?}, \
@@ -1060,7 +1060,7 @@ impl Shared {
             }
             SignalBody::MgmShutdownReq {} => {
                 self.log(
-                    EventCategory::Shutdown,
+                    EventKind::StopOrdered,
                     Severity::Info,
                     &format!(
                         "Node {}: shutdown requested from {}",
@@ -1225,7 +1225,7 @@ impl Shared {
                 drop(registry);
                 let list: Vec<String> = connected.iter().map(NodeId::to_string).collect();
                 self.log(
-                    EventCategory::Shutdown,
+                    EventKind::StopForced,
                     Severity::Warning,
                     &format!(
                         "Node {}: shutting down while data nodes {} are still connected",

@@ -103,18 +103,6 @@ impl Severity {
         }
     }
 
-    /// The level an event of this severity is reported at (0 most
-    /// important, [`EVENT_LEVEL_MAX`] least): alerts 1, warnings 4, the
-    /// rest 7, so a category's default threshold writes them all, 4 keeps
-    /// warnings and alerts, and 0 none.
-    pub fn level(self) -> u8 {
-        match self {
-            Severity::Alert => 1,
-            Severity::Warning => 4,
-            Severity::Info => EVENT_THRESHOLD_DEFAULT,
-        }
-    }
-
     /// The severity named `name` (any case).
     pub fn parse(name: &str) -> Option<Severity> {
         Severity::ALL
@@ -163,6 +151,18 @@ impl EventCategory {
         }
     }
 
+    /// The threshold this category has until `CLUSTERLOG` changes it:
+    /// NDB's management server's (7, CONNECTION 8, ERROR and BACKUP 15),
+    /// but NODERESTART 8, so that a node's failure (NDB's `NODE_FAILREP`,
+    /// level 8, which NDB's default leaves out) is written.
+    pub fn default_threshold(self) -> u8 {
+        match self {
+            EventCategory::Error | EventCategory::Backup => EVENT_LEVEL_MAX,
+            EventCategory::Connection | EventCategory::NodeRestart => 8,
+            _ => EVENT_THRESHOLD_DEFAULT,
+        }
+    }
+
     /// The category named `name` (any case).
     pub fn parse(name: &str) -> Option<EventCategory> {
         EventCategory::ALL
@@ -174,9 +174,108 @@ impl EventCategory {
 
 /// The most detailed event level (NDB's levels run 0 to 15).
 pub const EVENT_LEVEL_MAX: u8 = 15;
-/// A category's threshold until `CLUSTERLOG` changes it (NDB's default
-/// for the cluster log): events of level 0 to 7 are written.
+/// Most categories' threshold until `CLUSTERLOG` changes it (NDB's
+/// default for the cluster log): events of level 0 to 7 are written. See
+/// [`EventCategory::default_threshold`] for the others.
 pub const EVENT_THRESHOLD_DEFAULT: u8 = 7;
+
+/// What a cluster-log event reports: its category and its level (0 most
+/// important), NDB's for the event of NDB's that reports the same thing
+/// (named on each kind; docs/operations.md has the table), so that a
+/// `CLUSTERLOG category=threshold` keeps what it keeps in NDB. Not on the
+/// wire: an event carries its category and level.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventKind {
+    /// The president formed the cluster (NDB's `NDBStartCompleted`).
+    ClusterFormed,
+    /// This node joined the cluster (`CM_REGCONF`).
+    Joined,
+    /// A data node's start failed and the node stops (`NDBStopForced`).
+    StartFailed,
+    /// A data node registered with the mgmd (`CM_REGCONF`).
+    DataNodeRegistered,
+    /// A data node is started (`NDBStartCompleted`).
+    NodeStarted,
+    /// A management server started (`NDBStartStarted`).
+    MgmdStarted,
+    /// A stop or restart was ordered or requested (`NDBStopStarted`).
+    StopOrdered,
+    /// A stop went on with work left or nodes still up (`NDBStopAborted`).
+    StopForced,
+    /// A data node stopped (`NDBStopCompleted`).
+    NodeStopped,
+    /// The president admitted a node (`NR_CopyDict`).
+    NodeAdmitted,
+    /// A node left or was declared failed (`NODE_FAILREP`).
+    NodeFailed,
+    /// A node was excluded by the president (`NodeFailCompleted`).
+    Excluded,
+    /// A president took over from a failed one (`GCP_TakeoverStarted`).
+    PresidentTakeover,
+    /// A network partition needs the arbitrator (`ArbitState`).
+    ArbitrationRequired,
+    /// Arbitration's outcome, or a side that cannot go on (`ArbitResult`).
+    ArbitrationResult,
+    /// A thread ran late, or the watchdog saw one stuck (`WarningEvent`).
+    Stall,
+    /// A data node's process is gone (`DeadDueToHeartbeat`).
+    NodeLost,
+    /// A node missed its heartbeats (`MissedHeartbeat`).
+    HeartbeatsMissed,
+    /// An API node connected or registered (`CommunicationOpened`).
+    ApiConnected,
+    /// An API node disconnected (`CommunicationClosed`).
+    ApiDisconnected,
+    /// The mgmd refused connections at its limit (`WarningEvent`).
+    ConnectionsRefused,
+    /// A local or global checkpoint is stuck (`LCPStoppedInCalcKeepGci`).
+    CheckpointStopped,
+    /// A stuck checkpoint went on again (`LocalCheckpointCompleted`).
+    CheckpointResumed,
+    /// DataMemory or the redo log crossed an alarm level (`InfoEvent`).
+    UsageAlarm,
+}
+
+impl EventKind {
+    /// Its category and level.
+    pub const fn spec(self) -> (EventCategory, u8) {
+        use EventCategory as C;
+        match self {
+            EventKind::ClusterFormed => (C::Startup, 1),
+            EventKind::Joined => (C::Startup, 3),
+            EventKind::StartFailed => (C::Startup, 1),
+            EventKind::DataNodeRegistered => (C::Startup, 3),
+            EventKind::NodeStarted => (C::Startup, 1),
+            EventKind::MgmdStarted => (C::Startup, 1),
+            EventKind::StopOrdered => (C::Shutdown, 1),
+            EventKind::StopForced => (C::Shutdown, 1),
+            EventKind::NodeStopped => (C::Shutdown, 1),
+            EventKind::NodeAdmitted => (C::NodeRestart, 7),
+            EventKind::NodeFailed => (C::NodeRestart, 8),
+            EventKind::Excluded => (C::NodeRestart, 8),
+            EventKind::PresidentTakeover => (C::NodeRestart, 7),
+            EventKind::ArbitrationRequired => (C::NodeRestart, 6),
+            EventKind::ArbitrationResult => (C::NodeRestart, 2),
+            EventKind::Stall => (C::Error, 2),
+            EventKind::NodeLost => (C::Error, 8),
+            EventKind::HeartbeatsMissed => (C::Error, 8),
+            EventKind::ApiConnected => (C::Connection, 8),
+            EventKind::ApiDisconnected => (C::Connection, 8),
+            EventKind::ConnectionsRefused => (C::Connection, 2),
+            EventKind::CheckpointStopped => (C::Checkpoint, 0),
+            EventKind::CheckpointResumed => (C::Checkpoint, 7),
+            EventKind::UsageAlarm => (C::Info, 2),
+        }
+    }
+
+    pub const fn category(self) -> EventCategory {
+        self.spec().0
+    }
+
+    pub const fn level(self) -> u8 {
+        self.spec().1
+    }
+}
 
 wire_enum! {
     /// What a `MgmClusterLogReq` asks (NDB's `CLUSTERLOG` verbs).

@@ -374,15 +374,30 @@ pub fn render_cluster_log(filter: &ClusterLogFilter) -> String {
     let changed: Vec<String> = filter
         .thresholds
         .iter()
-        .filter(|t| t.threshold != EVENT_THRESHOLD_DEFAULT)
+        .filter(|t| t.threshold != t.category.default_threshold())
         .map(|t| format!("Node {}: {}={}", t.node, t.category.as_str(), t.threshold))
         .collect();
+    // The defaults that differ from the common one, named once.
+    let mut others: Vec<(u8, Vec<&str>)> = Vec::new();
+    for c in EventCategory::ALL {
+        let t = c.default_threshold();
+        if t == EVENT_THRESHOLD_DEFAULT {
+            continue;
+        }
+        match others.iter_mut().find(|(v, _)| *v == t) {
+            Some((_, names)) => names.push(c.as_str()),
+            None => others.push((t, vec![c.as_str()])),
+        }
+    }
+    let others: Vec<String> = others
+        .iter()
+        .map(|(t, names)| format!("{} {t}", names.join(" and ")))
+        .collect();
+    let defaults = format!("{EVENT_THRESHOLD_DEFAULT}; {}", others.join(", "));
     if changed.is_empty() {
-        out.push_str(&format!(
-            "Thresholds: every node and category at {EVENT_THRESHOLD_DEFAULT}\n"
-        ));
+        out.push_str(&format!("Thresholds: the defaults ({defaults})\n"));
     } else {
-        out.push_str(&format!("Thresholds: {EVENT_THRESHOLD_DEFAULT} but for\n"));
+        out.push_str(&format!("Thresholds: the defaults ({defaults}) but for\n"));
         for line in changed {
             out.push_str(&format!("  {line}\n"));
         }

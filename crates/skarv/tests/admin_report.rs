@@ -43,13 +43,13 @@ fn refused(sandbox: &Sandbox, args: &[&str]) -> String {
 /// NDB's `CLUSTERLOG` verbs: the filter shown, changed, refused when
 /// malformed, and obeyed: with node 3's STARTUP threshold at 0, its
 /// restart writes its stop (SHUTDOWN) but neither the mgmd's nor node 3's
-/// own start lines; with the defaults back, they are written again.
+/// own start lines; at 2, the start (level 1) but not the join (level 3).
 fn cluster_log_filters(sandbox: &Sandbox) {
     let info = ok(sandbox, &["clusterlog", "info"]);
     assert_eq!(
         info,
         "Cluster logging is enabled.\nSeverities enabled: INFO WARNING ALERT\n\
-         Thresholds: every node and category at 7\n"
+         Thresholds: the defaults (7; NODERESTART and CONNECTION 8, ERROR and BACKUP 15)\n"
     );
     for (args, says) in [
         (&["clusterlog", "loud"][..], "no clusterlog action `loud`"),
@@ -101,7 +101,7 @@ fn cluster_log_filters(sandbox: &Sandbox) {
             threshold(2, "STARTUP"),
             threshold(1, "ERROR")
         ),
-        (0, 7, 7),
+        (0, 7, 15),
         "{document}"
     );
     assert_eq!(document["severities"], serde_json::json!(["INFO", "ALERT"]));
@@ -138,21 +138,35 @@ fn cluster_log_filters(sandbox: &Sandbox) {
         "{toggled}"
     );
     ok(sandbox, &["clusterlog", "on"]);
+    // Levels are each event kind's, not its severity's: at STARTUP=2 the
+    // node's start (level 1) is written and its join (level 3, also
+    // INFO) is not.
+    ok(sandbox, &["3", "clusterlog", "STARTUP=2"]);
     ok(sandbox, &["restart", "3"]);
+    let second_restart = |events: &str| -> Vec<String> {
+        events
+            .lines()
+            .skip_while(|l| !l.contains("Node 3: stopped for restart"))
+            .skip(1)
+            .skip_while(|l| !l.contains("Node 3: stopped for restart"))
+            .map(str::to_owned)
+            .collect()
+    };
     wait_for("node 3's start written again", NODE_GONE_MAX, || {
         let events = ok(sandbox, &["report", "eventlog"]);
-        let restarts = events
-            .lines()
-            .filter(|l| l.contains("Node 3: stopped for restart"))
-            .count();
-        restarts == 2
-            && events
-                .lines()
-                .skip_while(|l| !l.contains("Node 3: stopped for restart"))
-                .skip(1)
-                .skip_while(|l| !l.contains("Node 3: stopped for restart"))
-                .any(|l| l.contains("Node 3: started"))
+        second_restart(&events)
+            .iter()
+            .any(|l| l.contains("Node 3: started"))
     });
+    let events = ok(sandbox, &["report", "eventlog"]);
+    assert!(
+        !second_restart(&events)
+            .iter()
+            .any(|l| l.contains("Node 3: joined")),
+        "node 3's join (level 3) filtered out at STARTUP=2: {events}"
+    );
+    ok(sandbox, &["3", "clusterlog", "STARTUP=7"]);
+    assert_eq!(ok(sandbox, &["clusterlog", "info"]), info);
 }
 
 #[test]

@@ -442,7 +442,7 @@ impl Distribution {
                     KEEP_RETRY_DELAY_MAX.as_secs()
                 );
                 self.cluster_log(
-                    signal::EventCategory::Checkpoint,
+                    signal::EventKind::CheckpointStopped,
                     signal::Severity::Alert,
                     text,
                     ctx,
@@ -460,7 +460,7 @@ impl Distribution {
                 self.config.node, write.failures
             );
             self.cluster_log(
-                signal::EventCategory::Checkpoint,
+                signal::EventKind::CheckpointResumed,
                 signal::Severity::Info,
                 text,
                 ctx,

@@ -712,19 +712,19 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             redo_total,
         );
         for (severity, text) in memory.into_iter().chain(redo) {
-            self.cluster_log(signal::EventCategory::Info, severity, text, ctx);
+            self.cluster_log(signal::EventKind::UsageAlarm, severity, text, ctx);
         }
     }
 
     /// Logs `text` here and, with a management server, in its cluster log.
     fn cluster_log(
         &self,
-        category: signal::EventCategory,
+        kind: signal::EventKind,
         severity: signal::Severity,
         text: String,
         ctx: &mut Context<'_>,
     ) {
-        crate::cluster_log::report(ctx, self.config.node, self.mgmd, category, severity, text);
+        crate::cluster_log::report(ctx, self.config.node, self.mgmd, kind, severity, text);
     }
 
     /// Runs with `skarv data --discard-corrupt`: a restore that finds the
@@ -1590,7 +1590,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 LCP_RETRY_DELAY_MAX.as_secs()
             );
             self.cluster_log(
-                signal::EventCategory::Checkpoint,
+                signal::EventKind::CheckpointStopped,
                 signal::Severity::Alert,
                 text,
                 ctx,
@@ -1815,7 +1815,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                         self.config.node, self.config.instance, self.lcp_failures
                     );
                     self.cluster_log(
-                        signal::EventCategory::Checkpoint,
+                        signal::EventKind::CheckpointResumed,
                         signal::Severity::Info,
                         text,
                         ctx,
