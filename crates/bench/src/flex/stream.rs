@@ -110,11 +110,14 @@ pub(super) fn watch(cluster: &Cluster, table: &str) -> Result<Watch, Error> {
                         taken.changes += epoch.changes.len() as u64;
                     }
                     Some(Event::Gap { .. }) => taken.gaps += 1,
+                    // Ended, and every event taken: a subscription ends as
+                    // its gap is queued, behind the epochs before it, so
+                    // stopping at `ended` alone lost the gap.
+                    None if subscription.state().ended => {
+                        taken.ended = true;
+                        break;
+                    }
                     None => {}
-                }
-                if subscription.state().ended {
-                    taken.ended = true;
-                    break;
                 }
             }
             Ok(taken)
