@@ -1983,6 +1983,34 @@ impl Scope<'_> {
 }
 
 /// The metadata of an expression column of a kind.
+/// For DATE_ADD/DATE_SUB (ADDDATE, SUBDATE, TIMESTAMPADD) whose result is
+/// text (its first argument is no DATE or DATETIME), the decimals MariaDB
+/// gives it: the fraction digits of a string literal (at most 6), 6 for a
+/// column (whose values may have any) or a MICROSECOND unit, 0 for the
+/// rest. None for any other expression.
+fn date_add_text(e: &Expr) -> Option<u8> {
+    let Expr::Func(Func::DateAdd | Func::DateSub, args) = e else {
+        return None;
+    };
+    let micro = matches!(args.get(2), Some(Expr::Lit(v))
+        if v.to_text().to_ascii_uppercase().ends_with("MICROSECOND"));
+    let of_arg = match args.first() {
+        Some(Expr::Lit(v @ Val::Str(_))) => {
+            let text = v.to_text();
+            text.split_once('.').map_or(0, |(_, fraction)| {
+                fraction
+                    .chars()
+                    .take_while(char::is_ascii_digit)
+                    .count()
+                    .min(6) as u8
+            })
+        }
+        Some(Expr::Col(_)) => 6,
+        _ => 0,
+    };
+    Some(if micro { 6 } else { of_arg })
+}
+
 fn kind_meta(kind: Kind, e: &Expr, scope: &Scope<'_>) -> ColumnMeta {
     let length_of_lit = |e: &Expr| match e {
         Expr::Lit(v) => Some(v.to_text().chars().count() as u32),
@@ -2018,6 +2046,26 @@ fn kind_meta(kind: Kind, e: &Expr, scope: &Scope<'_>) -> ColumnMeta {
             m.flags = flags::BINARY | flags::NUM;
             // Not fixed here; `Scope::meta` sets what MariaDB carries on.
             m.decimals = NOT_FIXED_DECIMALS;
+            m
+        }
+        Kind::Str { collation: Some(c) } if date_add_text(e).is_some() => {
+            // MariaDB's DATE_ADD/DATE_SUB of a string or a number: a
+            // fixed-width STRING of a DATETIME's 19 characters and its
+            // decimals (a string literal's fraction digits, 6 for a
+            // string column or a MICROSECOND unit, else 0).
+            let decimals = date_add_text(e).unwrap_or(0);
+            let chars = 19
+                + if decimals > 0 {
+                    u32::from(decimals) + 1
+                } else {
+                    0
+                };
+            let cs = match c {
+                Collation::Utf8mb4Bin => charset::UTF8MB4_BIN,
+                Collation::Utf8mb4GeneralCi => charset::UTF8MB4_GENERAL_CI,
+            };
+            let mut m = ColumnMeta::expr("", ColumnType::String, cs, chars * 4);
+            m.decimals = decimals;
             m
         }
         Kind::Str { collation } => {

@@ -214,6 +214,27 @@ fn result_metadata_as_mysql() {
     assert_eq!(m.ty, ColumnType::Null);
     let (_, m) = lower_select("1e0").expect("lowers");
     assert_eq!((m.ty, m.decimals), (ColumnType::Double, 31));
+    // DATE_ADD of text: a STRING of 19 characters (4 bytes each here) and
+    // its decimals, as MariaDB's (STRING 57 / 63 / 78 under utf8mb3).
+    for (sql, length, decimals) in [
+        ("DATE_ADD('2020-01-01', INTERVAL 1 DAY)", 76, 0),
+        ("DATE_SUB(20200101, INTERVAL 1 DAY)", 76, 0),
+        (
+            "DATE_ADD('2020-01-01 10:00:00.5', INTERVAL 1 SECOND)",
+            84,
+            1,
+        ),
+        ("ADDDATE('2020-01-01', INTERVAL 1 MICROSECOND)", 104, 6),
+    ] {
+        let (_, m) = lower_select(sql).expect("lowers");
+        assert_eq!(
+            (m.ty, m.length, m.decimals),
+            (ColumnType::String, length, decimals),
+            "{sql}"
+        );
+    }
+    let (_, m) = lower_select("DATE_ADD(NOW(), INTERVAL 1 DAY)").expect("lowers");
+    assert_eq!(m.ty, ColumnType::DateTime);
 }
 
 #[test]
