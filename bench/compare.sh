@@ -34,7 +34,10 @@
 # RUN_SECONDS (10), REDIS_REQUESTS (1000000), LATENCY_SECONDS (5),
 # REDIS_LATENCY_REQUESTS (50000), TUNE_SETTINGS (below), BATCH_OPS (16), PORT_BASE (26100: Redis there,
 # the sandboxes at +10 and +30), WORK (a new directory under /tmp), SKARV (a prebuilt binary:
-# skips the build). Raw results (JSON lines, CSV, logs) stay in $WORK; the sandboxes' data is
+# skips the build), BATCH_POLICY (0; 1: every process of the run under Linux's SCHED_BATCH,
+# redis-server and redis-benchmark through `chrt -b 0`, the data nodes with
+# BatchScheduling=1 and flex with --batch-scheduling, so that neither side gains from the
+# policy alone). Raw results (JSON lines, CSV, logs) stay in $WORK; the sandboxes' data is
 # removed. Takes about 6 minutes at 400,000 rows and 10 more at 10 million (ROWS=400000 for
 # the first alone).
 
@@ -67,6 +70,15 @@ TABLE=compare
 TUNE_SETTINGS=${TUNE_SETTINGS:-"1:128 1:256 2:64 2:256 2:512 4:128 2:256:1"}
 # Operations per transaction of the batched runs (flex -b); ROWS / -t must be a multiple.
 BATCH_OPS=${BATCH_OPS:-16}
+
+# BATCH_POLICY=1: the prefix that runs Redis's processes under SCHED_BATCH, and what the
+# sandboxes and flex are given for the same.
+POLICY=() SANDBOX_POLICY=() FLEX_POLICY=()
+if [[ ${BATCH_POLICY:-0} == 1 ]]; then
+    POLICY=(chrt -b 0)
+    SANDBOX_POLICY=(--set BatchScheduling=1)
+    FLEX_POLICY=(--batch-scheduling)
+fi
 
 mkdir -p "$WORK"
 say() { printf '%s\n' "$*" >&2; }
@@ -137,7 +149,7 @@ fi
 
 start_redis() {
     say "redis-server $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p') on 127.0.0.1:$REDIS_PORT"
-    redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
+    "${POLICY[@]}" redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
         --protected-mode yes --daemonize no --logfile "$WORK/redis.log" &
     REDIS_PID=$!
     for _ in $(seq 100); do
@@ -169,7 +181,7 @@ stop_redis() {
 redis_bench() { # name, extra args...
     local name=$1
     shift
-    timeout "$STEP_TIMEOUT_S" redis-benchmark -h 127.0.0.1 -p "$REDIS_PORT" -t get,set -d 100 -r "$ROWS" \
+    timeout "$STEP_TIMEOUT_S" "${POLICY[@]}" redis-benchmark -h 127.0.0.1 -p "$REDIS_PORT" -t get,set -d 100 -r "$ROWS" \
         --csv "$@" >"$OUT/redis-$name.csv"
 }
 csv_field() { # file, test, field number
@@ -216,7 +228,7 @@ start_sandbox() { # dir, data nodes, replicas, port
     local data_mb=$((ROWS * 200 / 1048576 > 256 ? ROWS * 200 / 1048576 : 256))
     timeout "$SANDBOX_TIMEOUT_S" "$SKARV" sandbox --detach --dir "$1" --data-nodes "$2" --replicas "$3" \
         --base-port "$4" --set NoOfFragmentLogFiles=16 --set "DataMemory=${data_mb}M" --bind-cpus \
-        --sql-nodes 0 >"$OUT/sandbox-$2x$3.txt"
+        --sql-nodes 0 "${SANDBOX_POLICY[@]}" >"$OUT/sandbox-$2x$3.txt"
 }
 stop_sandbox() { # dir (its data, hundreds of MB of redo and checkpoints, goes too)
     timeout "$SANDBOX_TIMEOUT_S" "$SKARV" sandbox --stop --dir "$1" >/dev/null
@@ -226,7 +238,8 @@ stop_sandbox() { # dir (its data, hundreds of MB of redo and checkpoints, goes t
 flex() {
     local name=$1 connect=$2
     shift 2
-    timeout "$STEP_TIMEOUT_S" "$SKARV" bench flex --connect "$connect" --table "$TABLE" -a 25 -s 1 --json "$@" \
+    timeout "$STEP_TIMEOUT_S" "$SKARV" bench flex --connect "$connect" --table "$TABLE" -a 25 -s 1 --json \
+        "${FLEX_POLICY[@]}" "$@" \
         >"$OUT/flex-$name.json" 2>"$OUT/flex-$name.err" ||
         die "skarv bench flex $* failed: $(tail -3 "$OUT/flex-$name.err")$(cluster_alerts)"
 }
@@ -369,6 +382,7 @@ table() {
     echo
     echo "Skarv vs Redis on $(nproc) cores ($(uname -m)), $(date -u '+%Y-%m-%d %H:%M UTC'); raw results in $OUT"
     echo "Skarv: 100-byte rows (25 × INT UNSIGNED), $ROWS rows; Redis: $ROWS keys of 100 bytes, -r $ROWS"
+    [[ ${BATCH_POLICY:-0} == 1 ]] && echo "every process under SCHED_BATCH (BATCH_POLICY=1)"
     echo
     row "" "Redis" "Skarv 1 node" "Skarv 2 nodes"
     row "" "" "1 replica" "2 replicas"
