@@ -1252,7 +1252,8 @@ impl SqlType {
     }
 }
 
-fn collation_charset(collation: Collation) -> u16 {
+/// The protocol's collation number of a string collation.
+pub(crate) fn collation_charset(collation: Collation) -> u16 {
     match collation {
         Collation::Utf8mb4Bin => charset::UTF8MB4_BIN,
         Collation::Utf8mb4GeneralCi => charset::UTF8MB4_GENERAL_CI,

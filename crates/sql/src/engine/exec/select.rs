@@ -1721,7 +1721,6 @@ fn stream(
     let mut ctx = Ctx::new(params, &environment);
     ctx.killed = Some(&info.query_killed);
     ctx.deadline = super::super::session::execution_deadline(conn);
-    let io = |e: std::io::Error| SqlError::new(codes::UNKNOWN, format!("sending rows: {e}"));
     // Items that are distinct plain columns (`SELECT *`, `SELECT a, b`)
     // take their values out of the row instead of copying them.
     let mut moved = vec![false; p.source.len().max(1)];
@@ -1744,7 +1743,7 @@ fn stream(
     let result = (|| {
         let (access, filter) = single_access(table, p, &mut ctx)?;
         let (descending, sorted) = order_by_index(table, p, &access);
-        sink.columns(&plans.metas).map_err(io)?;
+        sink.columns(&plans.metas).map_err(sending_error)?;
         if limit == 0 {
             return Ok(());
         }
@@ -1756,16 +1755,6 @@ fn stream(
         let commit = autocommit_read.then_some(&mut committed);
         let mut seen = 0usize;
         let mut out = Vec::with_capacity(plans.metas.len());
-        let mut send = |values: Vec<Val>, sink: &mut dyn ResultSink| -> SqlResult<()> {
-            out.clear();
-            out.extend(
-                values
-                    .into_iter()
-                    .zip(&plans.metas)
-                    .map(|(v, m)| convert::to_sql_owned(v, m)),
-            );
-            sink.row(&out).map_err(io)
-        };
         let each = |mut row: Vec<Val>, _key, ctx: &mut Ctx<'_>| -> SqlResult<bool> {
             if let Some(keep) = top {
                 let mut keys = Vec::new();
@@ -1802,7 +1791,7 @@ fn stream(
                     _ => item.eval(&row, ctx)?,
                 });
             }
-            send(values, sink)?;
+            send_row(sink, &plans.metas, values, &mut out)?;
             Ok(seen < stop_after)
         };
         fetch_each(
@@ -1821,7 +1810,7 @@ fn stream(
         if top.is_some() {
             sort_rows(p, &key_items, &mut buffer);
             for (values, _) in buffer.into_iter().skip(offset).take(limit) {
-                send(values, sink)?;
+                send_row(sink, &plans.metas, values, &mut out)?;
             }
         }
         Ok(())
@@ -1838,7 +1827,7 @@ fn stream(
         more_results: more,
         ..OkInfo::default()
     };
-    sink.end_rows(&end).map_err(io)?;
+    sink.end_rows(&end).map_err(sending_error)?;
     Ok(Answered::Done)
 }
 
@@ -2274,20 +2263,34 @@ fn send(
     rows: Vec<Vec<Val>>,
     end: &OkInfo,
 ) -> SqlResult<Answered> {
-    let io = |e: std::io::Error| SqlError::new(codes::UNKNOWN, format!("sending rows: {e}"));
-    sink.columns(metas).map_err(io)?;
+    sink.columns(metas).map_err(sending_error)?;
     let mut out = Vec::with_capacity(metas.len());
     for row in rows {
-        out.clear();
-        out.extend(
-            row.into_iter()
-                .zip(metas)
-                .map(|(v, m)| convert::to_sql_owned(v, m)),
-        );
-        sink.row(&out).map_err(io)?;
+        send_row(sink, metas, row, &mut out)?;
     }
-    sink.end_rows(end).map_err(io)?;
+    sink.end_rows(end).map_err(sending_error)?;
     Ok(Answered::Done)
+}
+
+/// Sends one row of values, each converted to its column's protocol
+/// value in `out` (reused from row to row).
+fn send_row(
+    sink: &mut dyn ResultSink,
+    metas: &[ColumnMeta],
+    row: Vec<Val>,
+    out: &mut Vec<crate::value::SqlValue>,
+) -> SqlResult<()> {
+    out.clear();
+    out.extend(
+        row.into_iter()
+            .zip(metas)
+            .map(|(v, m)| convert::to_sql_owned(v, m)),
+    );
+    sink.row(out).map_err(sending_error)
+}
+
+fn sending_error(e: std::io::Error) -> SqlError {
+    SqlError::new(codes::UNKNOWN, format!("sending rows: {e}"))
 }
 
 fn run_one_without_table(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Vec<Vec<Val>>> {

@@ -711,16 +711,24 @@ impl Func {
                         Kind::DateTime { fsp: 0 }
                     }
                 }
-                Kind::DateTime { fsp } => {
-                    let micro = matches!(args.get(2), Some(Expr::Lit(v))
-                        if v.to_text().to_ascii_uppercase().ends_with("MICROSECOND"));
-                    Kind::DateTime {
-                        fsp: if micro { 6 } else { fsp },
-                    }
-                }
+                Kind::DateTime { fsp } => Kind::DateTime {
+                    fsp: if Func::interval_is_micro(args) {
+                        6
+                    } else {
+                        fsp
+                    },
+                },
                 _ => text_kind(),
             },
         }
+    }
+
+    /// Whether DATE_ADD/DATE_SUB's `args` name a unit of microseconds
+    /// (`MICROSECOND`, `SECOND_MICROSECOND`, ...), whose result has six
+    /// fractional digits.
+    pub fn interval_is_micro(args: &[Expr]) -> bool {
+        matches!(args.get(2), Some(Expr::Lit(v))
+            if v.to_text().to_ascii_uppercase().ends_with("MICROSECOND"))
     }
 
     /// Whether the result can be NULL, given whether each argument can.

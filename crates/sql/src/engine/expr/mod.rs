@@ -1992,8 +1992,7 @@ fn date_add_text(e: &Expr) -> Option<u8> {
     let Expr::Func(Func::DateAdd | Func::DateSub, args) = e else {
         return None;
     };
-    let micro = matches!(args.get(2), Some(Expr::Lit(v))
-        if v.to_text().to_ascii_uppercase().ends_with("MICROSECOND"));
+    let micro = Func::interval_is_micro(args);
     let of_arg = match args.first() {
         Some(Expr::Lit(v @ Val::Str(_))) => {
             let text = v.to_text();
@@ -2060,10 +2059,7 @@ fn kind_meta(kind: Kind, e: &Expr, scope: &Scope<'_>) -> ColumnMeta {
                 } else {
                     0
                 };
-            let cs = match c {
-                Collation::Utf8mb4Bin => charset::UTF8MB4_BIN,
-                Collation::Utf8mb4GeneralCi => charset::UTF8MB4_GENERAL_CI,
-            };
+            let cs = crate::engine::catalog::collation_charset(c);
             let mut m = ColumnMeta::expr("", ColumnType::String, cs, chars * 4);
             m.decimals = decimals;
             m
@@ -2080,10 +2076,7 @@ fn kind_meta(kind: Kind, e: &Expr, scope: &Scope<'_>) -> ColumnMeta {
                     m
                 }
                 Some(c) => {
-                    let cs = match c {
-                        Collation::Utf8mb4Bin => charset::UTF8MB4_BIN,
-                        Collation::Utf8mb4GeneralCi => charset::UTF8MB4_GENERAL_CI,
-                    };
+                    let cs = crate::engine::catalog::collation_charset(c);
                     let mut m =
                         ColumnMeta::expr("", ColumnType::VarString, cs, chars.saturating_mul(4));
                     // MySQL's "not fixed" scale of a string expression.
