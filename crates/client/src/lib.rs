@@ -80,6 +80,7 @@
 
 #![warn(missing_docs)]
 
+mod backup;
 mod blob;
 mod cluster;
 mod dbinfo;
@@ -98,6 +99,7 @@ mod stats;
 mod transaction;
 
 pub use ::schema::Value;
+pub use backup::{BackupFragProgress, BackupFragRequest};
 pub use blob::BLOB_BYTES_MAX;
 pub use cluster::{
     Cluster, ClusterOptions, ClusterStats, TableCache, CLIENT_SPIN_DEFAULT_US, SESSIONS_MAX,

@@ -1221,7 +1221,9 @@ fn handle(state: &mut State, event: Event) {
                 | SignalBody::DictGetTableRef { request_id, .. }
                 | SignalBody::DictListTablesConf { request_id, .. }
                 | SignalBody::DbinfoScanConf { request_id, .. }
-                | SignalBody::DbinfoScanRef { request_id, .. } => ReqKey::Dict(*request_id),
+                | SignalBody::DbinfoScanRef { request_id, .. }
+                | SignalBody::BackupFragConf { request_id, .. }
+                | SignalBody::BackupFragRef { request_id, .. } => ReqKey::Dict(*request_id),
                 SignalBody::TcScanConf { tx_id, scan_id, .. }
                 | SignalBody::TcScanRef { tx_id, scan_id, .. } => {
                     let id = (*tx_id, *scan_id);

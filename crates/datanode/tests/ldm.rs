@@ -10,6 +10,7 @@
 mod common;
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use common::*;
 use kernel::simulator::IoSettings;
@@ -21,6 +22,7 @@ use proto::{CmpOp, Filter};
 use schema::{
     distribution_hash, partition_of, Collation, Column, ColumnType, KeyEncoder, TableDef, Value,
 };
+use storage::disk::Disk;
 
 /// The block the LDM instances answer: the API node's recorder, playing
 /// the TC.
@@ -1514,4 +1516,207 @@ fn a_full_disk_fails_checkpoints_at_a_growing_pause_and_they_resume_with_room() 
         "a checkpoint completes once there is room: {:?}",
         c.ldm_block(n).stats()
     );
+}
+
+/// One `BackupFragReq` to node `n`'s LDM, run to its answer: `Ok((rows,
+/// bytes, done))` or `Err((code, message))`.
+fn backup_step(
+    c: &mut Cluster,
+    n: NodeId,
+    version: u32,
+    rows_max: u32,
+    flags: u32,
+    path: &str,
+) -> Result<(u64, u64, bool), (u32, String)> {
+    let table_id = c.table().id;
+    c.send(
+        ldm(n),
+        SignalBody::BackupFragReq {
+            request_id: 7,
+            backup_id: 1,
+            table_id,
+            table_version: version,
+            partition: 0,
+            rows_max,
+            flags,
+            path: path.to_owned(),
+        },
+    );
+    c.settle();
+    let answers: Vec<_> = c
+        .take()
+        .into_iter()
+        .filter_map(|s| match s.body {
+            SignalBody::BackupFragConf {
+                rows, bytes, done, ..
+            } => Some(Ok((rows, bytes, done))),
+            SignalBody::BackupFragRef { code, message, .. } => Some(Err((code, message))),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(answers.len(), 1, "one answer: {answers:?}");
+    answers.into_iter().next().unwrap()
+}
+
+/// The row images of a backup data file, each block's checksum checked.
+fn backup_images(bytes: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
+    use storage::backup_file::{BLOCK_FILE_MAGIC, BLOCK_HEADER_BYTES};
+    assert_eq!(&bytes[..8], BLOCK_FILE_MAGIC);
+    let mut at = 8;
+    let mut images = Vec::new();
+    let u32_at = |b: &[u8], i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap()) as usize;
+    while at < bytes.len() {
+        let len = u32_at(bytes, at);
+        let payload = &bytes[at + BLOCK_HEADER_BYTES..at + BLOCK_HEADER_BYTES + len];
+        assert_eq!(
+            crc32c::crc32c(payload) as usize,
+            u32_at(bytes, at + 4),
+            "block at {at}"
+        );
+        let mut i = 0;
+        while i < payload.len() {
+            let (fixed, var) = (u32_at(payload, i), u32_at(payload, i + 4));
+            let f = payload[i + 8..i + 8 + fixed].to_vec();
+            let v = payload[i + 8 + fixed..i + 8 + fixed + var].to_vec();
+            images.push((f, v));
+            i += 8 + fixed + var;
+        }
+        at += BLOCK_HEADER_BYTES + len;
+    }
+    assert_eq!(at, bytes.len(), "the file ends with a whole block");
+    images
+}
+
+/// A backup's fragment scan (`ldm::backup`): the node writes every
+/// committed row of its fragment once, in steps of at most `rows_max`,
+/// with rows updated between steps taken either before or after, never
+/// an uncommitted image; the file is durable (synced) before the last
+/// answer; bad requests and a failed write are refused naming what was
+/// wrong, and the node stays up.
+#[test]
+fn a_backup_scan_writes_every_committed_row_of_its_fragment_to_a_synced_file() {
+    let mut c = Cluster::start(31, 1);
+    let table = c.create_table();
+    let n = node(2);
+    let keys: Vec<i64> = (0..600).filter(|k| c.partition_of(*k) == 0).collect();
+    assert!(keys.len() > 200, "{} keys in partition 0", keys.len());
+    let rows: Vec<Op> = keys
+        .iter()
+        .map(|&k| Op::write(OpKind::Insert, k, 1))
+        .collect();
+    c.run_ops(0xa0, &rows);
+    c.end(0xa0, Some(2));
+    // An uncommitted change, open for the whole scan: never in the file.
+    c.run_ops(0xa1, &[Op::write(OpKind::Update, keys[5], 666)]);
+
+    let dir = "/backups/BACKUP-1";
+    let path = format!("{dir}/T{}.P0.data", table.id);
+    let version = table.version;
+    let (mut rows_seen, mut steps) = (0, 0);
+    let mut flags = signal::backup_frag::START;
+    loop {
+        let (rows, bytes, done) = backup_step(&mut c, n, version, 64, flags, &path).unwrap();
+        flags = 0;
+        assert!(
+            rows - rows_seen <= 64 && bytes >= 8,
+            "{rows} rows, {bytes} bytes"
+        );
+        rows_seen = rows;
+        steps += 1;
+        if done {
+            assert_eq!(rows as usize, keys.len());
+            let durable = c.disks[&n]
+                .durable_contents(Path::new(&path))
+                .expect("synced");
+            assert_eq!(durable.len() as u64, bytes, "every byte synced");
+            break;
+        }
+        if steps == 2 {
+            // Committed between steps: every row but the locked one now
+            // has v = 2.
+            let updates: Vec<Op> = keys
+                .iter()
+                .filter(|&&k| k != keys[5])
+                .map(|&k| Op::write(OpKind::Update, k, 2))
+                .collect();
+            c.run_ops(0xa2, &updates);
+            c.end(0xa2, Some(3));
+        }
+        assert!(steps < 100, "the scan ends");
+    }
+    assert!(steps >= 4, "{steps} steps of at most 64 rows");
+    let durable = c.disks[&n].durable_contents(Path::new(&path)).unwrap();
+    let layout = schema::RowLayout::new(&table);
+    let mut got = BTreeMap::new();
+    for (fixed, var) in backup_images(&durable) {
+        let id = layout.decode_column(&fixed, &var, 0).to_value();
+        let v = layout.decode_column(&fixed, &var, 1).to_value();
+        let Value::Int(id) = id else {
+            panic!("id {id:?}")
+        };
+        assert!(got.insert(id, v.clone()).is_none(), "row {id} twice");
+        assert!(
+            v == Value::Int(1) || v == Value::Int(2),
+            "row {id}: v = {v:?}, a committed value"
+        );
+    }
+    assert!(
+        got.keys().copied().eq(keys.iter().copied()),
+        "every row once"
+    );
+    assert!(
+        got.values().any(|v| *v == Value::Int(2)),
+        "rows ahead of the cursor are new"
+    );
+
+    // ---- refusals, each naming what was wrong ----
+    let refused = |r: Result<(u64, u64, bool), (u32, String)>| r.expect_err("refused");
+    let (code, message) = refused(backup_step(
+        &mut c,
+        n,
+        version,
+        64,
+        signal::backup_frag::START,
+        &path,
+    ));
+    assert_eq!(code, error::ALREADY_EXISTS, "{message}");
+    assert!(message.contains(&path), "{message}");
+    let (code, message) = refused(backup_step(&mut c, n, version, 64, 0, &path));
+    assert_eq!(code, error::UNKNOWN_SCAN, "{message}");
+    let start = signal::backup_frag::START;
+    let (code, message) = refused(backup_step(
+        &mut c,
+        n,
+        version,
+        64,
+        start,
+        "relative/T.data",
+    ));
+    assert_eq!(code, error::MALFORMED_REQUEST, "{message}");
+    let other = format!("{dir}/other.data");
+    let (code, message) = refused(backup_step(&mut c, n, version + 1, 64, start, &other));
+    assert_eq!(code, error::WRONG_SCHEMA_VERSION, "{message}");
+    let (code, message) = refused(backup_step(&mut c, n, version, 0, start, &other));
+    assert_eq!(code, error::MALFORMED_REQUEST, "{message}");
+
+    // ---- a write that fails: refused naming the file; the node serves on ----
+    let failing = format!("{dir}/failing.data");
+    let (rows, _, done) = backup_step(&mut c, n, version, 64, start, &failing).unwrap();
+    assert!(rows == 64 && !done);
+    c.disks[&n].fail_next_write_to("failing");
+    let mut answer = Ok((0, 0, false));
+    for _ in 0..20 {
+        answer = backup_step(&mut c, n, version, 64, 0, &failing);
+        if answer.is_err() {
+            break;
+        }
+    }
+    let (code, message) = refused(answer);
+    assert_eq!(code, error::BACKUP_FILE_FAILED, "{message}");
+    assert!(message.contains("failing.data"), "{message}");
+    c.end(0xa1, None);
+    let answer = c.run_ops(0xa3, &[Op::read(keys[5], LockMode::Committed)]);
+    assert_eq!(answer[0].code, 0, "the node still serves");
+    c.end(0xa3, None);
+    assert!(c.sim.summary(n).unwrap().up);
 }

@@ -152,6 +152,10 @@ pub const DURABILITY_UNKNOWN: u32 = 9007;
 /// node of that node's group kept it (the whole group, or the cluster,
 /// restarted since it began), so the epochs between are lost.
 pub const SUBSCRIPTION_LOST: u32 = 9008;
+/// A data node could not write its share of a backup: its data file could
+/// not be created, written or synced (the message names the file and the
+/// I/O error; NDB: the 13xx backup errors).
+pub const BACKUP_FILE_FAILED: u32 = 9009;
 
 /// One entry of the error table.
 struct Entry {
@@ -273,6 +277,11 @@ const ERRORS: &[Entry] = &[
         SUBSCRIPTION_LOST,
         Permanent,
         "the subscription was lost: its node group restarted since it began",
+    ),
+    entry(
+        BACKUP_FILE_FAILED,
+        Permanent,
+        "a data node could not write its backup file",
     ),
     entry(BUSY, Temporary, "busy with another schema operation"),
     entry(BAD_DEFINITION, Permanent, "invalid table definition"),

@@ -49,8 +49,9 @@ pub const MAGIC: [u8; 2] = *b"SK";
 /// 15: `SubHolderReq`, `SubHolderConf`, `SubHandbackConf` (the change
 /// stream's take-over with three or more replicas, and hand-back). 16:
 /// `LdmKeyCommitReq::chain` and `answer`, `LdmOutcomeReq` (the one-phase
-/// commit over two replicas).
-pub const WIRE_VERSION: u8 = 16;
+/// commit over two replicas). 17: `BackupFragReq`, `BackupFragConf`,
+/// `BackupFragRef` (each data node writes its share of a backup).
+pub const WIRE_VERSION: u8 = 17;
 pub const FRAME_HEADER_BYTES: usize = 16;
 pub const SIGNAL_HEADER_BYTES: usize = 16;
 /// Large enough for a configuration file of 255 nodes, small enough that a

@@ -1046,6 +1046,34 @@ signals! {
     /// it no more; the bucket is the restarted node's from the next epoch
     /// on (NDB: SUMA_HANDOVER_CONF).
     191 => SubHandbackConf { api: BlockRef, sub_id: u32, bucket: NodeId, last_epoch: u64 },
+
+    // ---- online backup (docs/operations.md, "How it is taken"; wire version 17) ----
+    /// API (a backup) → the LDM instance of the node holding the primary
+    /// replica of `partition` of table `table_id` at version
+    /// `table_version`: write the fragment's next committed rows, at most
+    /// `rows_max` (1..=`backup_frag::ROWS_MAX`), to the backup data file
+    /// `path` on this node (NDB: the BACKUP block's fragment scan). With
+    /// `backup_frag::START` the file is created (it must not exist) and
+    /// the scan starts; with `backup_frag::CLOSE` the scan ends and the
+    /// file is left as it is, unsynced (an aborted backup).
+    192 => BackupFragReq { request_id: u32, backup_id: u32, table_id: u32, table_version: u32, partition: u32, rows_max: u32, flags: u32, path: String },
+    /// The rows written so far and the file's length; `done` once the
+    /// fragment's last row is written and the file synced.
+    193 => BackupFragConf { request_id: u32, rows: u64, bytes: u64, done: bool },
+    /// Refused, or failed (`code`, a `proto::error` code, and why, naming
+    /// the node, table, partition and file); the scan is closed.
+    194 => BackupFragRef { request_id: u32, code: u32, message: String },
+}
+
+/// `BackupFragReq`: flags and limits.
+pub mod backup_frag {
+    /// Create the file and start the fragment's scan.
+    pub const START: u32 = 1;
+    /// End the scan without writing more (the backup was aborted).
+    pub const CLOSE: u32 = 2;
+    /// Most rows one request writes: one fragment scan batch, so one
+    /// request costs the LDM thread about what a scan batch does.
+    pub const ROWS_MAX: u32 = 4_096;
 }
 
 /// Flags of `SubStartReq`.
@@ -1268,8 +1296,10 @@ impl SignalBody {
 
     /// Signals an API node may send a data node: its registration, its
     /// requests to a TC or a dictionary, and its subscriptions' requests
-    /// to the subscription block, and ndbinfo scans (`DbinfoScanReq`, to
-    /// the membership block, which only reads). Everything else between blocks
+    /// to the subscription block, ndbinfo scans (`DbinfoScanReq`, to
+    /// the membership block, which only reads), and a backup's fragment
+    /// scans (`BackupFragReq`, to an LDM, which only reads and writes its
+    /// own backup file). Everything else between blocks
     /// (LDM, commit, checkpoint, membership, schema distribution) comes only
     /// from data nodes, which trust each other's signals; a frame from an
     /// API node carrying one is refused. A new signal is not an API request
@@ -1291,6 +1321,7 @@ impl SignalBody {
                 | SignalBody::SubStopReq { .. }
                 | SignalBody::SubGcpCompleteAck { .. }
                 | SignalBody::DbinfoScanReq { .. }
+                | SignalBody::BackupFragReq { .. }
         )
     }
 }

@@ -690,6 +690,27 @@ fn one_of_each() -> Vec<SignalBody> {
             bucket: node(4),
             last_epoch: (12 << 32) | 3,
         },
+        SignalBody::BackupFragReq {
+            request_id: 4,
+            backup_id: 2,
+            table_id: 17,
+            table_version: 3,
+            partition: 5,
+            rows_max: 4_096,
+            flags: signal::backup_frag::START,
+            path: "/backups/BACKUP-2/T17.P5.data".into(),
+        },
+        SignalBody::BackupFragConf {
+            request_id: 4,
+            rows: 1 << 33,
+            bytes: 1 << 40,
+            done: true,
+        },
+        SignalBody::BackupFragRef {
+            request_id: 4,
+            code: 9009,
+            message: "node 2: write /backups/BACKUP-2/T17.P5.data: No space left".into(),
+        },
     ];
     let mut gsns: Vec<u16> = bodies.iter().map(SignalBody::gsn).collect();
     gsns.sort_unstable();

@@ -24,7 +24,7 @@
 
 mod common;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -287,16 +287,17 @@ fn a_backup_under_load_restores_to_exactly_its_stop_epoch() {
     load(&session);
     // A table without a key of its own: keyed by the hidden `$PK`, which
     // a native writer fills itself; the backup holds it whole.
-    session
-        .create_table(&skarv_client::schema_types::TableDef::new(
-            "nokey",
-            0,
-            vec![skarv_client::schema_types::Column::new(
-                "a",
-                skarv_client::schema_types::ColumnType::BigInt { unsigned: true },
-            )],
-        ))
-        .expect("create nokey");
+    let mut nokey_def = skarv_client::schema_types::TableDef::new(
+        "nokey",
+        0,
+        vec![skarv_client::schema_types::Column::new(
+            "a",
+            skarv_client::schema_types::ColumnType::BigInt { unsigned: true },
+        )],
+    );
+    // Fragments on both data nodes' primaries: each writes its share.
+    nokey_def.partitions = 4;
+    session.create_table(&nokey_def).expect("create nokey");
     let nokey = session.table("nokey").expect("nokey");
     let tx = session.begin().expect("begin");
     for pk in 1..=3u64 {
@@ -420,6 +421,29 @@ fn a_backup_under_load_restores_to_exactly_its_stop_epoch() {
         ["bk", "docs", "nokey"],
         "the user's tables (not the marker): {manifest}"
     );
+    // Each data node wrote its share: a file per fragment, by the node
+    // that is its primary, and both nodes were primaries of some.
+    let mut writers = BTreeSet::new();
+    for t in manifest["tables"].as_array().unwrap() {
+        let files = t["files"].as_array().expect("a table's files");
+        let table = session
+            .table(t["name"].as_str().unwrap())
+            .expect("a backed-up table");
+        assert_eq!(
+            files.len(),
+            table.def().partitions as usize,
+            "a file per fragment: {t}"
+        );
+        for f in files {
+            let partition = f["partition"].as_u64().unwrap() as u32;
+            let primary = session.primary_node(&table, partition).expect("a primary");
+            assert_eq!(f["node"].as_u64(), Some(u64::from(primary.get())), "{t}");
+            writers.insert(primary);
+        }
+        let rows: u64 = files.iter().map(|f| f["rows"].as_u64().unwrap()).sum();
+        assert_eq!(Some(rows), t["rows"].as_u64(), "{t}");
+    }
+    assert_eq!(writers.len(), 2, "both data nodes wrote files: {manifest}");
     let docs_entry = manifest["tables"]
         .as_array()
         .unwrap()
@@ -512,12 +536,18 @@ fn a_backup_under_load_restores_to_exactly_its_stop_epoch() {
     check_docs(&sandbox.connect, "restored into the source");
 
     // ---- damaged copies are refused, naming the file, before any write ----
-    let data_file = manifest["tables"]
+    let bk_entry = manifest["tables"]
         .as_array()
         .unwrap()
         .iter()
         .find(|t| t["name"] == "bk")
-        .expect("bk in the manifest")["file"]
+        .expect("bk in the manifest");
+    let data_file = bk_entry["files"]
+        .as_array()
+        .expect("bk's files")
+        .iter()
+        .max_by_key(|f| f["bytes"].as_u64())
+        .expect("a file of bk")["file"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -626,12 +656,17 @@ fn a_backup_fails_cleanly_when_a_node_dies_and_can_be_aborted() {
         "a backup that saw a table altered says which: {failed}"
     );
 
-    // ---- a data node killed mid-backup ----
+    // ---- the data node writing a fragment killed mid-backup ----
+    // (A node that writes nothing may die: the backup completes from the
+    // survivors, consistent, as the change stream survives the failure.)
+    let bk = session.table("bk").expect("bk");
+    let writer = session.primary_node(&bk, 0).expect("bk's primary");
     start("500");
-    wait_for("backup 3 scanning", WAIT, || {
-        status(3)["phase"] == "scanning"
+    wait_for("backup 3 scanning bk", WAIT, || {
+        let s = status(3);
+        s["phase"] == "scanning" && s["table"] == "bk"
     });
-    sigkill(sandbox.pid(3));
+    sigkill(sandbox.pid(u64::from(writer.get())));
     wait_for("backup 3 failed", WAIT, || status(3)["state"] == "failed");
     let failed = status(3);
     assert!(!backups.join("BACKUP-3/manifest.json").exists(), "{failed}");

@@ -15,6 +15,7 @@
 //! - [`ordered_index`]: ordered indexes over memcomparable keys.
 //! - [`locks`]: row locks with FIFO wait queues and upgrade.
 //! - [`disk`]: files, real and simulated.
+//! - [`backup_file`]: the block files of an online backup.
 //! - [`redo`]: the redo log part of one LDM instance.
 //! - [`fragment`]: one partition of a table: rows, indexes, locks and uncommitted versions.
 //! - [`checkpoint`]: local checkpoints of one fragment's rows, full and partial, and restore.
@@ -22,6 +23,7 @@
 //!   is `datanode::ldm`): its fragments, redo log part and checkpoint
 //!   rounds, and restart from disk.
 
+pub mod backup_file;
 pub mod checkpoint;
 pub mod disk;
 pub mod fragment;

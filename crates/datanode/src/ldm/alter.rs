@@ -323,6 +323,8 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
     /// Ends the scans on the altered tables, then installs the change
     /// (altering the fragments) and answers it.
     fn apply_alter(&mut self, pending: PendingAlter, ctx: &mut Context<'_>) {
+        // Their next request finds the new version and is refused.
+        self.backups.close_tables(&pending.tables);
         for ((tx_id, scan_id, partition), tc) in self.scans.close_tables(&pending.tables) {
             let message = format!(
                 "LDM instance {}: table {} was altered while scan {scan_id} of partition \

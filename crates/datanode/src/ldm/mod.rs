@@ -25,6 +25,9 @@
 //!   the thread into one signal per destination.
 //! - Scans ([`scans`]): one partition each, in batches, filtered and
 //!   projected here; locking scans lock each row they return.
+//! - Backup scans ([`backup`]): a backup's committed-read scans of the
+//!   fragments this node is the primary of, written to this node's own
+//!   backup files.
 //! - Commit and abort: on every fragment the transaction touched here. A
 //!   commit that finds the redo log full is retried from a timer until it
 //!   succeeds: a commit decision is never undone.
@@ -62,6 +65,7 @@
 //! `proto::error` code.
 
 mod alter;
+mod backup;
 pub(crate) mod batches;
 mod capture;
 mod client_reads;
@@ -420,6 +424,8 @@ pub struct LdmBlock<D> {
     mgmd: Option<NodeId>,
     /// The change stream: tables captured for the subscription block.
     capture: capture::Capture,
+    /// A backup's fragment scans writing this node's share (`backup`).
+    backups: backup::BackupScans,
 }
 
 impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
@@ -485,6 +491,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             lcp_retry_at: Instant::ZERO,
             mgmd: None,
             capture: capture::Capture::default(),
+            backups: backup::BackupScans::default(),
         }
     }
 
@@ -1473,6 +1480,9 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             self.on_lcp_sync_done(ctx);
             return;
         }
+        if self.on_backup_sync_done(request, &error, ctx) {
+            return;
+        }
         let Some(flush) = self.redo_flush.take_if(|f| f.request == request) else {
             tracing::warn!(
                 node = %self.config.node,
@@ -2020,6 +2030,27 @@ impl<D: Disk + Clone + Send + 'static> Block for LdmBlock<D> {
                 close,
             } => self.on_scan_next(sender, tx_id, scan_id, partition, close, ctx),
             SignalBody::GcpSaveReq { gci } => self.on_gcp_save(sender, gci, ctx),
+            SignalBody::BackupFragReq {
+                request_id,
+                backup_id,
+                table_id,
+                table_version,
+                partition,
+                rows_max,
+                flags,
+                path,
+            } => {
+                let req = backup::FragRequest {
+                    request_id,
+                    backup_id,
+                    table_id,
+                    table_version,
+                    partition,
+                    rows_max,
+                    flags,
+                };
+                self.on_backup_frag_req(sender, req, path, ctx)
+            }
             SignalBody::FsConf { request, error }
                 if sender.node == self.config.node && sender.block == BlockNumber::FILE_SYSTEM =>
             {

@@ -14,24 +14,21 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value as Json;
 
-/// The first bytes of every data and log file (version 1 of the format).
-pub const BLOCK_FILE_MAGIC: &[u8; 8] = b"SKARVBK1";
-/// A block is written once its payload reaches this: large enough that the
-/// 8-byte block header and the checksum cost nothing, small enough that a
-/// damaged byte names a small region.
-pub const BLOCK_TARGET_BYTES: usize = 64 * 1024;
-/// The largest payload a reader accepts: a target-sized block plus one
-/// record of the largest row (two images' worth of a 30 KB row, rounded
-/// up). A length above it is damage, not a block.
-pub const BLOCK_BYTES_MAX: usize = BLOCK_TARGET_BYTES + 256 * 1024;
+pub use storage::backup_file::{
+    block_header, put_image, BLOCK_BYTES_MAX, BLOCK_FILE_MAGIC, BLOCK_HEADER_BYTES,
+    BLOCK_TARGET_BYTES,
+};
+
 /// The manifest's file name inside `BACKUP-<id>/`.
 pub const MANIFEST_FILE: &str = "manifest.json";
 /// The manifest ends with this line prefix and the crc32c (8 hex digits)
 /// of everything before it.
 pub const MANIFEST_CRC_PREFIX: &str = "crc32c ";
 /// The manifest's format version: 2 adds the parts tables of BLOB/TEXT
-/// columns (`blob_parts`), which a reader of 1 would leave out unsaid.
-pub const MANIFEST_FORMAT: u64 = 2;
+/// columns (`blob_parts`), which a reader of 1 would leave out unsaid; 3
+/// a table's data files (`files`: one per fragment, written by the data
+/// node that was its primary) in place of its one `file`.
+pub const MANIFEST_FORMAT: u64 = 3;
 /// The oldest format this build reads (1: no BLOB/TEXT table in it).
 pub const MANIFEST_FORMAT_OLDEST: u64 = 1;
 
@@ -96,10 +93,7 @@ impl BlockWriter {
             self.block.len()
         );
         let block = std::mem::take(&mut self.block);
-        let mut header = [0u8; 8];
-        header[..4].copy_from_slice(&(block.len() as u32).to_le_bytes());
-        header[4..].copy_from_slice(&crc32c::crc32c(&block).to_le_bytes());
-        self.write_raw(&header)?;
+        self.write_raw(&block_header(&block))?;
         self.write_raw(&block)?;
         self.block = block;
         self.block.clear();
@@ -173,7 +167,7 @@ impl BlockReader {
     /// (which must be where the manifest says).
     pub fn next_block(&mut self) -> Result<Option<&[u8]>, String> {
         let at = self.offset;
-        let mut header = [0u8; 8];
+        let mut header = [0u8; BLOCK_HEADER_BYTES];
         let got = self.read_up_to(&mut header)?;
         if got == 0 {
             if at != self.expected_bytes {
@@ -266,14 +260,6 @@ impl<'a> Records<'a> {
     pub fn is_empty(&self) -> bool {
         self.bytes.is_empty()
     }
-}
-
-/// Appends a row image (see [`Records::image`]).
-pub fn put_image(out: &mut Vec<u8>, fixed: &[u8], var: &[u8]) {
-    out.extend_from_slice(&(fixed.len() as u32).to_le_bytes());
-    out.extend_from_slice(&(var.len() as u32).to_le_bytes());
-    out.extend_from_slice(fixed);
-    out.extend_from_slice(var);
 }
 
 /// Writes the manifest (JSON, then the checksum line) and fsyncs it and

@@ -1,10 +1,12 @@
 //! Online backup and restore (issue 23 items 1 and 2; docs/operations.md).
 //!
-//! The backup is taken by the `skarv admin backup` process, an API node:
-//! it subscribes to the change stream of every table (the data nodes'
-//! capture, docs/events.md), waits for the stream's first complete epoch
-//! S (every commit of S or below has ended), scans every table with
-//! committed reads, then commits one row to [`MARKER_TABLE`]: its epoch T
+//! The backup is coordinated by the `skarv admin backup` process, an API
+//! node: it subscribes to the change stream of every table (the data
+//! nodes' capture, docs/events.md), waits for the stream's first complete
+//! epoch S (every commit of S or below has ended), has each data node
+//! write the committed rows of the fragments it is the primary of to its
+//! own data files (`BackupFragReq`, the data node's `ldm::backup`), then
+//! commits one row to [`MARKER_TABLE`]: its epoch T
 //! is at least the epoch of every commit the scans saw (a TC hands out an
 //! epoch only after every TC prepared it, docs/transactions.md "Global
 //! checkpoints"). The stream's changes of the epochs after S up to T are

@@ -59,9 +59,10 @@ struct Backed {
     def: TableDef,
     layout: RowLayout,
     key: KeyEncoder,
-    file: String,
-    rows: u64,
-    bytes: u64,
+    /// Its data files (one per fragment from format 3 on, written by the
+    /// data node that was the fragment's primary; one per table before):
+    /// name, rows, bytes.
+    files: Vec<(String, u64, u64)>,
     /// For the parts table of a BLOB/TEXT column: its base table's index
     /// in the list, and the column's name. Restored into the target base
     /// table's own parts table (`Table::blob_parts_table`), whatever its id.
@@ -310,13 +311,23 @@ fn backed_table(
         .map_err(|e| format!("table {name}: its schema in the manifest: {e}"))?;
     let layout = RowLayout::new(&def);
     let key = KeyEncoder::primary_key(&def);
-    Ok(Backed {
-        file: t["file"]
+    let file_of = |f: &Json| -> Result<(String, u64, u64), String> {
+        let file = f["file"]
             .as_str()
-            .ok_or("a table without a file")?
-            .to_owned(),
-        rows: json_u64(manifest, "row count", &t["rows"])?,
-        bytes: json_u64(manifest, "byte count", &t["bytes"])?,
+            .ok_or_else(|| format!("table {name}: a data file without a name"))?;
+        Ok((
+            file.to_owned(),
+            json_u64(manifest, "row count", &f["rows"])?,
+            json_u64(manifest, "byte count", &f["bytes"])?,
+        ))
+    };
+    let files = match t["files"].as_array() {
+        Some(files) => files.iter().map(file_of).collect::<Result<Vec<_>, _>>()?,
+        // Format 2 and before: the table's one file.
+        None => vec![file_of(t)?],
+    };
+    Ok(Backed {
+        files,
         name,
         def,
         layout,
@@ -383,36 +394,37 @@ fn backed_tables(manifest: &Json, wanted: &[String]) -> Result<Vec<Backed>, Stri
     Ok(tables)
 }
 
-/// Reads a data file whole, handing each row's image to `row`; checks the
-/// manifest's byte and row counts.
+/// Reads a table's data files whole, handing each row's image to `row`;
+/// checks the manifest's byte and row counts of each.
 fn read_data(
     dir: &std::path::Path,
     t: &Backed,
     mut row: impl FnMut(&[u8], &[u8]) -> Result<(), String>,
 ) -> Result<(), String> {
-    let path = dir.join(&t.file);
-    let mut reader = BlockReader::open(&path, t.bytes)?;
-    let file = reader.describe();
-    let mut rows = 0u64;
-    while let Some(block) = reader.next_block()? {
-        let mut records = Records::new(block);
-        while !records.is_empty() {
-            let (fixed, var) = records
-                .image()
-                .ok_or_else(|| format!("{}: a record cut short", file))?;
-            t.layout
-                .validate_row(fixed, var)
-                .map_err(|e| format!("{}: a row that does not fit {}: {e}", file, t.name))?;
-            row(fixed, var)?;
-            rows += 1;
+    for (file, want_rows, want_bytes) in &t.files {
+        let path = dir.join(file);
+        let mut reader = BlockReader::open(&path, *want_bytes)?;
+        let file = reader.describe();
+        let mut rows = 0u64;
+        while let Some(block) = reader.next_block()? {
+            let mut records = Records::new(block);
+            while !records.is_empty() {
+                let (fixed, var) = records
+                    .image()
+                    .ok_or_else(|| format!("{}: a record cut short", file))?;
+                t.layout
+                    .validate_row(fixed, var)
+                    .map_err(|e| format!("{}: a row that does not fit {}: {e}", file, t.name))?;
+                row(fixed, var)?;
+                rows += 1;
+            }
         }
-    }
-    if rows != t.rows {
-        return Err(format!(
-            "{}: {rows} rows, the manifest says {}",
-            path.display(),
-            t.rows
-        ));
+        if rows != *want_rows {
+            return Err(format!(
+                "{}: {rows} rows, the manifest says {want_rows}",
+                path.display()
+            ));
+        }
     }
     Ok(())
 }

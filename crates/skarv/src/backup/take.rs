@@ -9,10 +9,11 @@ use std::time::{Duration, Instant};
 
 use schema::RowLayout;
 use serde_json::{json, Value as Json};
+use signal::{backup_frag, NodeId};
 use skarv_client::schema_types::{Column, ColumnType, TableDef};
 use skarv_client::{
-    ChangeKind, Cluster, Epoch, Event, ExecMode, Images, ScanOptions, Session, SubscribeOptions,
-    Subscription, Table, Value,
+    BackupFragProgress, BackupFragRequest, ChangeKind, Cluster, Epoch, Event, ExecMode, Images,
+    Session, SubscribeOptions, Subscription, Table, Value,
 };
 
 use super::format::{self, BlockWriter};
@@ -30,12 +31,11 @@ pub const BACKUP_EVENT_BUFFER_BYTES: usize = 256 * 1024 * 1024;
 /// How long the backup waits for the stream's first epoch, and for its
 /// stop epoch after the marker commit, before it fails.
 pub const BACKUP_EPOCH_WAIT_MS: u64 = 60_000;
-/// Rows per scan batch from each partition.
-const SCAN_BATCH_ROWS: u32 = 512;
+/// The fewest rows a fragment's scan writes per round, however low the
+/// rate: a request per row would cost more than the rows.
+const FRAG_STEP_ROWS_MIN: u64 = 16;
 /// The status file is rewritten at most this often.
 const STATUS_INTERVAL_MS: u64 = 500;
-/// Rows between checks of the rate and of the abort file.
-const PACE_EVERY_ROWS: u64 = 256;
 
 /// The log thread's error when the scans stopped it (not a cause).
 const LOG_STOPPED: &str = "stopped by the scans' failure";
@@ -67,7 +67,6 @@ struct Backed {
     name: String,
     table: Arc<Table>,
     layout: RowLayout,
-    file: String,
     /// For a parts table: its base table's index in the list, and the
     /// BLOB/TEXT column's name.
     parts_of: Option<(usize, String)>,
@@ -90,12 +89,10 @@ pub fn encode_row(
 
 fn backed(name: String, table: Arc<Table>, parts_of: Option<(usize, String)>) -> Backed {
     let layout = RowLayout::new(table.def());
-    let file = format!("T{}.data", table.id());
     Backed {
         name,
         table,
         layout,
-        file,
         parts_of,
     }
 }
@@ -445,9 +442,10 @@ struct Pace {
 }
 
 impl Pace {
-    fn row(&mut self) {
-        self.rows += 1;
-        if self.per_sec == 0 || !self.rows.is_multiple_of(PACE_EVERY_ROWS) {
+    /// `rows` more were written: sleeps until the budget allows them.
+    fn rows(&mut self, rows: u64) {
+        self.rows += rows;
+        if self.per_sec == 0 {
             return;
         }
         let due = Duration::from_secs_f64(self.rows as f64 / self.per_sec as f64);
@@ -457,16 +455,45 @@ impl Pace {
             std::thread::sleep(due - elapsed);
         }
     }
+
+    /// Rows each of `fragments` scans writes per round: about a tenth of a
+    /// second's budget over them all, so a round's burst stays small.
+    fn rows_per_step(&self, fragments: usize) -> u32 {
+        if self.per_sec == 0 {
+            return backup_frag::ROWS_MAX;
+        }
+        let step = self.per_sec / 10 / fragments.max(1) as u64;
+        step.clamp(FRAG_STEP_ROWS_MIN, u64::from(backup_frag::ROWS_MAX)) as u32
+    }
 }
 
-/// One data file written.
+/// One data file written: a fragment's rows, by the node that was its
+/// primary.
 struct DataFile {
+    partition: u32,
+    node: NodeId,
+    file: String,
     rows: u64,
     bytes: u64,
 }
 
+/// One fragment's scan while it runs.
+struct FragScan {
+    partition: u32,
+    node: NodeId,
+    file: String,
+    path: String,
+    progress: BackupFragProgress,
+    started: bool,
+}
+
 /// Scans every table once the stream has its first epoch, then commits
-/// the marker; returns the files and the stop epoch.
+/// the marker; returns each table's files and the stop epoch.
+///
+/// Each fragment is scanned by the data node that is its primary, which
+/// writes the rows to its own data file (`ldm::backup` in the data node):
+/// every fragment of a table at once, in rounds of one `BackupFragReq`
+/// per fragment, paced by the rows the rounds wrote.
 #[allow(clippy::too_many_arguments)]
 fn scan_all(
     options: &TakeOptions<'_>,
@@ -478,7 +505,7 @@ fn scan_all(
     log_records: &AtomicU64,
     status: &mut Json,
     logging: bool,
-) -> Result<(Vec<DataFile>, u64), String> {
+) -> Result<(Vec<Vec<DataFile>>, u64), String> {
     if logging {
         status["phase"] = json!("waiting for the change stream");
         write_status(&options.dir, status)?;
@@ -495,6 +522,12 @@ fn scan_all(
         }
     }
     status["phase"] = json!("scanning");
+    // The data nodes write where this process does: the same path, on
+    // their own hosts.
+    let dir = std::fs::canonicalize(&options.dir)
+        .map_err(|e| format!("the backup directory {}: {e}", options.dir.display()))?;
+    let backup_id = u32::try_from(options.id)
+        .map_err(|_| format!("backup id {} is above {}", options.id, u32::MAX))?;
     let mut pace = Pace {
         per_sec: options.rows_per_sec,
         start: Instant::now(),
@@ -503,63 +536,102 @@ fn scan_all(
     let mut last_status = Instant::now();
     let abort_file = options.dir.join(ABORT_FILE);
     let mut files = Vec::with_capacity(tables.len());
-    let (mut fixed, mut var) = (Vec::new(), Vec::new());
     let mut total_rows = 0u64;
     for backed in tables {
         status["table"] = json!(backed.name);
         write_status(&options.dir, status)?;
-        let mut out = BlockWriter::create(&options.dir.join(&backed.file))?;
-        let tx = session.begin().map_err(|e| e.to_string())?;
-        let scan = tx
-            .scan(
-                &backed.table,
-                ScanOptions {
-                    batch_rows: SCAN_BATCH_ROWS,
-                    ends_transaction: true,
-                    // The parts are the parts tables' own rows.
-                    blob_heads: true,
-                    ..ScanOptions::default()
+        let table = &backed.table;
+        let mut scans = Vec::new();
+        for partition in 0..table.def().partitions {
+            let node = session.primary_node(table, partition).ok_or_else(|| {
+                format!(
+                    "table {} partition {partition}: no replica's data node is connected",
+                    backed.name
+                )
+            })?;
+            let file = format!("T{}.P{partition}.data", table.id());
+            let path = dir.join(&file).display().to_string();
+            scans.push(FragScan {
+                partition,
+                node,
+                file,
+                path,
+                progress: BackupFragProgress {
+                    rows: 0,
+                    bytes: 0,
+                    done: false,
                 },
-            )
-            .map_err(|e| format!("scan {}: {e}", backed.name))?;
-        for row in scan {
-            let row = row.map_err(|e| format!("scan {}: {e}", backed.name))?;
-            let values = row.values();
-            // Every column, in table order: what the row image encodes.
-            let in_order = row.columns().iter().enumerate().all(|(i, c)| i == *c);
-            if !in_order || values.len() != backed.layout.column_count() {
-                return Err(format!(
-                    "scan {}: a row of {} columns (in table order: {in_order}), the table has {}",
-                    backed.name,
-                    values.len(),
-                    backed.layout.column_count()
-                ));
-            }
-            encode_row(
-                &backed.layout,
-                values,
-                &mut fixed,
-                &mut var,
-                out.record_buffer(),
-            )
-            .map_err(|e| format!("{}: {e}", backed.name))?;
-            out.record_done()?;
-            total_rows += 1;
-            pace.row();
-            if pace.rows.is_multiple_of(PACE_EVERY_ROWS) {
-                if abort.load(Ordering::Relaxed) || abort_file.exists() {
-                    return Err(abort_reason(&abort_file));
-                }
-                if last_status.elapsed() > Duration::from_millis(STATUS_INTERVAL_MS) {
-                    status["rows"] = json!(total_rows);
-                    status["log_records"] = json!(log_records.load(Ordering::Relaxed));
-                    write_status(&options.dir, status)?;
-                    last_status = Instant::now();
-                }
-            }
+                started: false,
+            });
         }
-        let (bytes, rows) = out.finish()?;
-        files.push(DataFile { rows, bytes });
+        let result = loop {
+            let rows_max = pace.rows_per_step(scans.len());
+            let requests: Vec<BackupFragRequest<'_>> = scans
+                .iter()
+                .filter(|f| !f.progress.done)
+                .map(|f| BackupFragRequest {
+                    backup_id,
+                    table,
+                    partition: f.partition,
+                    node: f.node,
+                    rows_max,
+                    flags: if f.started { 0 } else { backup_frag::START },
+                    path: &f.path,
+                })
+                .collect();
+            if requests.is_empty() {
+                break Ok(());
+            }
+            let answers = session.backup_fragments(&requests);
+            let mut written = 0;
+            let mut failed = None;
+            let waiting = scans.iter_mut().filter(|f| !f.progress.done);
+            for (f, answer) in waiting.zip(answers) {
+                f.started = true;
+                match answer {
+                    Ok(progress) => {
+                        written += progress.rows - f.progress.rows;
+                        f.progress = progress;
+                    }
+                    Err(e) => {
+                        // Not to be closed: the node closed it.
+                        f.progress.done = true;
+                        failed.get_or_insert_with(|| {
+                            format!(
+                                "back up {} partition {} on data node {}: {e}",
+                                backed.name, f.partition, f.node
+                            )
+                        });
+                    }
+                }
+            }
+            if let Some(e) = failed {
+                break Err(e);
+            }
+            total_rows += written;
+            pace.rows(written);
+            if abort.load(Ordering::Relaxed) || abort_file.exists() {
+                break Err(abort_reason(&abort_file));
+            }
+            if last_status.elapsed() > Duration::from_millis(STATUS_INTERVAL_MS) {
+                status["rows"] = json!(total_rows);
+                status["log_records"] = json!(log_records.load(Ordering::Relaxed));
+                write_status(&options.dir, status)?;
+                last_status = Instant::now();
+            }
+        };
+        if let Err(e) = result {
+            close_scans(session, backup_id, table, &scans);
+            return Err(e);
+        }
+        let done = scans.into_iter().map(|f| DataFile {
+            partition: f.partition,
+            node: f.node,
+            file: f.file,
+            rows: f.progress.rows,
+            bytes: f.progress.bytes,
+        });
+        files.push(done.collect());
     }
     if abort.load(Ordering::Relaxed) || abort_file.exists() {
         return Err(abort_reason(&abort_file));
@@ -571,6 +643,29 @@ fn scan_all(
     status["stop_epoch"] = json!(stop.to_string());
     write_status(&options.dir, status)?;
     Ok((files, stop.get()))
+}
+
+/// Ends the scans still open on the data nodes (the backup failed): best
+/// effort, as a node that does not hear it closes them once idle.
+fn close_scans(session: &Session, backup_id: u32, table: &Table, scans: &[FragScan]) {
+    let requests: Vec<BackupFragRequest<'_>> = scans
+        .iter()
+        .filter(|f| f.started && !f.progress.done)
+        .map(|f| BackupFragRequest {
+            backup_id,
+            table,
+            partition: f.partition,
+            node: f.node,
+            rows_max: 0,
+            flags: backup_frag::CLOSE,
+            path: &f.path,
+        })
+        .collect();
+    for answer in session.backup_fragments(&requests) {
+        if let Err(e) = answer {
+            tracing::info!(%e, "closing a backup scan");
+        }
+    }
 }
 
 fn abort_reason(abort_file: &Path) -> String {
@@ -601,24 +696,38 @@ fn commit_marker(session: &Session, marker: &Arc<Table>, id: u64) -> Result<Epoc
 fn finish(
     options: &TakeOptions<'_>,
     tables: &[Backed],
-    files: Vec<DataFile>,
+    files: Vec<Vec<DataFile>>,
     stop: u64,
     log: LogSummary,
 ) -> Result<Json, String> {
     let mut rows = 0;
     let mut bytes = log.bytes;
     let mut listed: Vec<Json> = Vec::new();
-    for (t, f) in tables.iter().zip(&files) {
-        rows += f.rows;
-        bytes += f.bytes;
+    for (t, table_files) in tables.iter().zip(&files) {
+        let table_rows: u64 = table_files.iter().map(|f| f.rows).sum();
+        let table_bytes: u64 = table_files.iter().map(|f| f.bytes).sum();
+        rows += table_rows;
+        bytes += table_bytes;
+        let listed_files: Vec<Json> = table_files
+            .iter()
+            .map(|f| {
+                json!({
+                    "file": f.file,
+                    "partition": f.partition,
+                    "node": f.node.get(),
+                    "rows": f.rows,
+                    "bytes": f.bytes,
+                })
+            })
+            .collect();
         let mut entry = json!({
             "name": t.name,
             "id": t.table.id(),
             "version": t.table.version(),
             "schema": format::hex(&t.table.def().to_bytes()),
-            "file": t.file,
-            "rows": f.rows,
-            "bytes": f.bytes,
+            "files": listed_files,
+            "rows": table_rows,
+            "bytes": table_bytes,
         });
         match &t.parts_of {
             None => {
