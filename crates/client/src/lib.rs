@@ -99,7 +99,7 @@ mod stats;
 mod transaction;
 
 pub use ::schema::Value;
-pub use backup::{BackupFragProgress, BackupFragRequest};
+pub use backup::{BackupFragProgress, BackupFragRequest, BackupLogProgress, BackupLogRequest};
 pub use blob::BLOB_BYTES_MAX;
 pub use cluster::{
     Cluster, ClusterOptions, ClusterStats, TableCache, CLIENT_SPIN_DEFAULT_US, SESSIONS_MAX,

@@ -1223,7 +1223,9 @@ fn handle(state: &mut State, event: Event) {
                 | SignalBody::DbinfoScanConf { request_id, .. }
                 | SignalBody::DbinfoScanRef { request_id, .. }
                 | SignalBody::BackupFragConf { request_id, .. }
-                | SignalBody::BackupFragRef { request_id, .. } => ReqKey::Dict(*request_id),
+                | SignalBody::BackupFragRef { request_id, .. }
+                | SignalBody::BackupLogConf { request_id, .. }
+                | SignalBody::BackupLogRef { request_id, .. } => ReqKey::Dict(*request_id),
                 SignalBody::TcScanConf { tx_id, scan_id, .. }
                 | SignalBody::TcScanRef { tx_id, scan_id, .. } => {
                     let id = (*tx_id, *scan_id);

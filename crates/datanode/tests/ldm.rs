@@ -1720,3 +1720,151 @@ fn a_backup_scan_writes_every_committed_row_of_its_fragment_to_a_synced_file() {
     c.end(0xa3, None);
     assert!(c.sim.summary(n).unwrap().up);
 }
+
+/// One `BackupLogReq` to node `n`'s LDM; the answers after settling.
+fn backup_log_step(
+    c: &mut Cluster,
+    n: NodeId,
+    flags: u32,
+    stop: u64,
+    tables: Vec<u32>,
+    path: &str,
+) -> Vec<SignalBody> {
+    c.send(
+        ldm(n),
+        SignalBody::BackupLogReq {
+            request_id: 9,
+            backup_id: 1,
+            flags,
+            stop_epoch: stop,
+            tables,
+            path: path.to_owned(),
+        },
+    );
+    c.settle();
+    c.take()
+        .into_iter()
+        .map(|s| s.body)
+        .filter(|b| {
+            matches!(
+                b,
+                SignalBody::BackupLogConf { .. } | SignalBody::BackupLogRef { .. }
+            )
+        })
+        .collect()
+}
+
+/// A backup's log (`ldm::backup`): from its start every committed change
+/// of its tables goes to the file with its epoch and kind, in commit
+/// order, nothing uncommitted; the stop is answered only once the master
+/// marks the stop epoch complete, with the file synced.
+#[test]
+fn a_backup_log_holds_every_commit_from_its_start_and_completes_at_the_stop_epoch() {
+    use signal::backup_log::{START, STOP};
+    use storage::backup_file::{LOG_DELETE, LOG_WRITE};
+    let mut c = Cluster::start(33, 1);
+    let table = c.create_table();
+    let n = node(2);
+    // Before the log: not in it.
+    c.run_ops(0xb0, &[Op::write(OpKind::Insert, 1, 1)]);
+    c.end(0xb0, Some(2));
+    let path = "/backups/BACKUP-1/L2.0.log";
+    let started = backup_log_step(&mut c, n, START, 0, vec![table.id], path);
+    assert!(
+        matches!(started[..], [SignalBody::BackupLogConf { done: false, .. }]),
+        "{started:?}"
+    );
+    c.run_ops(
+        0xb1,
+        &[
+            Op::write(OpKind::Insert, 2, 2),
+            Op::write(OpKind::Update, 1, 5),
+        ],
+    );
+    c.end(0xb1, Some(3));
+    c.run_ops(0xb2, &[Op::delete(2)]);
+    c.end(0xb2, Some(4));
+    // Never committed: not in it.
+    c.run_ops(0xb3, &[Op::write(OpKind::Insert, 9, 9)]);
+    c.end(0xb3, None);
+    let stop = signal::epoch::make(4, 0);
+    let early = backup_log_step(&mut c, n, STOP, stop, Vec::new(), path);
+    assert!(
+        early.is_empty(),
+        "no answer before the stop epoch is complete: {early:?}"
+    );
+    c.sim.inject(Signal {
+        receiver: ldm(n),
+        sender: BlockRef::new(n, BlockNumber::DISTRIBUTION, 0),
+        body: SignalBody::SubGcpCompleteRep { epoch: stop },
+    });
+    c.settle();
+    let done: Vec<_> = c.take().into_iter().map(|s| s.body).collect();
+    let Some(SignalBody::BackupLogConf {
+        records,
+        bytes,
+        epoch,
+        done: true,
+        ..
+    }) = done
+        .iter()
+        .find(|b| matches!(b, SignalBody::BackupLogConf { .. }))
+        .cloned()
+    else {
+        panic!("the stop answered done once the epoch is complete: {done:?}");
+    };
+    assert_eq!((records, epoch), (3, stop));
+    let durable = c.disks[&n]
+        .durable_contents(Path::new(path))
+        .expect("synced");
+    assert_eq!(durable.len() as u64, bytes, "every byte synced");
+    // Records: epoch, table, kind, image (the data file's image framing).
+    let mut got = Vec::new();
+    let layout = schema::RowLayout::new(&table);
+    for (head, var) in backup_images_of_log(&durable) {
+        let (epoch, t, kind, fixed) = head;
+        assert_eq!(t, table.id);
+        let id = layout.decode_column(&fixed, &var, 0).to_value();
+        let v = layout.decode_column(&fixed, &var, 1).to_value();
+        got.push((signal::epoch::hi(epoch), kind, id, v));
+    }
+    assert_eq!(
+        got,
+        vec![
+            (3, LOG_WRITE, Value::Int(2), Value::Int(2)),
+            (3, LOG_WRITE, Value::Int(1), Value::Int(5)),
+            (4, LOG_DELETE, Value::Int(2), Value::Int(2)),
+        ],
+        "the commits since the start, in commit order"
+    );
+}
+
+/// The records of a backup log file: ((epoch, table, kind, fixed), var).
+#[allow(clippy::type_complexity)]
+fn backup_images_of_log(bytes: &[u8]) -> Vec<((u64, u32, u32, Vec<u8>), Vec<u8>)> {
+    use storage::backup_file::{BLOCK_FILE_MAGIC, BLOCK_HEADER_BYTES};
+    assert_eq!(&bytes[..8], BLOCK_FILE_MAGIC);
+    let u32_at = |b: &[u8], i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap());
+    let mut out = Vec::new();
+    let mut at = 8;
+    while at < bytes.len() {
+        let len = u32_at(bytes, at) as usize;
+        let payload = &bytes[at + BLOCK_HEADER_BYTES..at + BLOCK_HEADER_BYTES + len];
+        assert_eq!(crc32c::crc32c(payload), u32_at(bytes, at + 4));
+        let mut i = 0;
+        while i < payload.len() {
+            let epoch = u64::from_le_bytes(payload[i..i + 8].try_into().unwrap());
+            let (t, kind) = (u32_at(payload, i + 8), u32_at(payload, i + 12));
+            let (fixed, var) = (
+                u32_at(payload, i + 16) as usize,
+                u32_at(payload, i + 20) as usize,
+            );
+            let f = payload[i + 24..i + 24 + fixed].to_vec();
+            let v = payload[i + 24 + fixed..i + 24 + fixed + var].to_vec();
+            out.push(((epoch, t, kind, f), v));
+            i += 24 + fixed + var;
+        }
+        at += BLOCK_HEADER_BYTES + len;
+    }
+    out
+}

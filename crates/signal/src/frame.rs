@@ -50,7 +50,8 @@ pub const MAGIC: [u8; 2] = *b"SK";
 /// stream's take-over with three or more replicas, and hand-back). 16:
 /// `LdmKeyCommitReq::chain` and `answer`, `LdmOutcomeReq` (the one-phase
 /// commit over two replicas). 17: `BackupFragReq`, `BackupFragConf`,
-/// `BackupFragRef` (each data node writes its share of a backup).
+/// `BackupFragRef`, `BackupLogReq`, `BackupLogConf`, `BackupLogRef`
+/// (each data node writes its share of a backup, rows and log).
 pub const WIRE_VERSION: u8 = 17;
 pub const FRAME_HEADER_BYTES: usize = 16;
 pub const SIGNAL_HEADER_BYTES: usize = 16;

@@ -1056,13 +1056,33 @@ signals! {
     /// `backup_frag::START` the file is created (it must not exist) and
     /// the scan starts; with `backup_frag::CLOSE` the scan ends and the
     /// file is left as it is, unsynced (an aborted backup).
-    192 => BackupFragReq { request_id: u32, backup_id: u32, table_id: u32, table_version: u32, partition: u32, rows_max: u32, flags: u32, path: String },
+    192 => BackupFragReq {
+        request_id: u32, backup_id: u32, table_id: u32, table_version: u32,
+        partition: u32, rows_max: u32, flags: u32, path: String,
+    },
     /// The rows written so far and the file's length; `done` once the
     /// fragment's last row is written and the file synced.
     193 => BackupFragConf { request_id: u32, rows: u64, bytes: u64, done: bool },
     /// Refused, or failed (`code`, a `proto::error` code, and why, naming
     /// the node, table, partition and file); the scan is closed.
     194 => BackupFragRef { request_id: u32, code: u32, message: String },
+    /// API (a backup) → every LDM instance of every live data node: the
+    /// backup's log on this node (NDB: the BACKUP block's log). With
+    /// `backup_log::START`: create the log file `path` (it must not exist)
+    /// and from now on append every committed change of tables `tables`
+    /// in the fragments this node is the primary of, each with its epoch.
+    /// With `backup_log::STOP`: once epoch `stop_epoch` is complete here
+    /// (every change of it and below is in the file), write the rest,
+    /// sync the file and answer. With `backup_log::CLOSE`: stop now and
+    /// leave the file (an aborted backup).
+    195 => BackupLogReq { request_id: u32, backup_id: u32, flags: u32, stop_epoch: u64, tables: Vec<u32>, path: String },
+    /// The records and bytes written so far; `epoch`: at the start the
+    /// highest epoch committed here, at the end the stop epoch; `done`
+    /// once the file is complete and synced.
+    196 => BackupLogConf { request_id: u32, records: u64, bytes: u64, epoch: u64, done: bool },
+    /// Refused, or the log failed (a table altered or dropped, the
+    /// primaries moved, a write failed): why; the log is closed.
+    197 => BackupLogRef { request_id: u32, code: u32, message: String },
 }
 
 /// `BackupFragReq`: flags and limits.
@@ -1074,6 +1094,16 @@ pub mod backup_frag {
     /// Most rows one request writes: one fragment scan batch, so one
     /// request costs the LDM thread about what a scan batch does.
     pub const ROWS_MAX: u32 = 4_096;
+}
+
+/// `BackupLogReq`: flags.
+pub mod backup_log {
+    /// Create the log file and start logging.
+    pub const START: u32 = 1;
+    /// Complete the log at the stop epoch.
+    pub const STOP: u32 = 2;
+    /// Stop logging now (the backup failed or was aborted).
+    pub const CLOSE: u32 = 4;
 }
 
 /// Flags of `SubStartReq`.
@@ -1322,6 +1352,7 @@ impl SignalBody {
                 | SignalBody::SubGcpCompleteAck { .. }
                 | SignalBody::DbinfoScanReq { .. }
                 | SignalBody::BackupFragReq { .. }
+                | SignalBody::BackupLogReq { .. }
         )
     }
 }

@@ -711,6 +711,26 @@ fn one_of_each() -> Vec<SignalBody> {
             code: 9009,
             message: "node 2: write /backups/BACKUP-2/T17.P5.data: No space left".into(),
         },
+        SignalBody::BackupLogReq {
+            request_id: 5,
+            backup_id: 2,
+            flags: signal::backup_log::START,
+            stop_epoch: (12 << 32) | 4,
+            tables: vec![17, 18],
+            path: "/backups/BACKUP-2/L2.0.log".into(),
+        },
+        SignalBody::BackupLogConf {
+            request_id: 5,
+            records: 1 << 33,
+            bytes: 1 << 40,
+            epoch: (12 << 32) | 4,
+            done: false,
+        },
+        SignalBody::BackupLogRef {
+            request_id: 5,
+            code: 9009,
+            message: "table bk was changed during the backup".into(),
+        },
     ];
     let mut gsns: Vec<u16> = bodies.iter().map(SignalBody::gsn).collect();
     gsns.sort_unstable();

@@ -572,7 +572,16 @@ fn a_backup_under_load_restores_to_exactly_its_stop_epoch() {
 
     let truncated = scratch.join("truncated");
     copy_backup(&dir, &truncated);
-    let log = truncated.join("log");
+    let log_file = manifest["logs"]
+        .as_array()
+        .expect("the logs of the data nodes")
+        .iter()
+        .max_by_key(|l| l["bytes"].as_u64())
+        .expect("a log")["file"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let log = truncated.join(&log_file);
     let bytes = std::fs::read(&log).unwrap();
     std::fs::write(&log, &bytes[..bytes.len() - 3]).unwrap();
     let refused = restore(&target.connect, &truncated, &[]);

@@ -6,7 +6,9 @@
 //! A block file is the 8-byte magic, then blocks: `u32` payload length,
 //! `u32` crc32c of the payload (both little-endian), the payload. A payload
 //! is whole records; a record never spans two blocks. A data file's record
-//! is a row image: `u32` fixed length, `u32` var length, the two parts.
+//! is a row image: `u32` fixed length, `u32` var length, the two parts. A
+//! log file's record is `u64` epoch, `u32` table, `u32` kind
+//! ([`LOG_WRITE`], [`LOG_DELETE`]), then a row image.
 
 /// The first bytes of every data and log file (version 1 of the format).
 pub const BLOCK_FILE_MAGIC: &[u8; 8] = b"SKARVBK1";
@@ -41,3 +43,8 @@ pub fn put_image(out: &mut Vec<u8>, fixed: &[u8], var: &[u8]) {
     out.extend_from_slice(fixed);
     out.extend_from_slice(var);
 }
+
+/// A log record's kind: a write's after image (insert or update).
+pub const LOG_WRITE: u32 = 0;
+/// A log record's kind: a delete's before image.
+pub const LOG_DELETE: u32 = 1;

@@ -18,6 +18,20 @@
 //! its directory) runs on an `io` thread, and its `FsConf` sends the
 //! final `BackupFragConf` (`done`).
 //!
+//! The backup's log is written here too (`BackupLogReq`, NDB's backup
+//! log): from its start every committed change of the backed-up tables
+//! in the fragments this node is the primary of goes to the instance's
+//! log file as the commit captures it (the change stream's capture,
+//! `capture`), with its epoch: a record is the epoch, the table id, the
+//! kind (a write's after image, a delete's before image) and the image,
+//! in commit order, so a row's changes (one fragment, one file) are in
+//! the order they committed. The stop asks for the log up to the
+//! backup's stop epoch T: it is complete once the master's mark says T is
+//! complete (it reaches every instance after every commit of T and below
+//! ended here). Anything that could leave a change out fails the log: the
+//! table altered or dropped, a data node failing or starting (the
+//! primaries may move), a write that fails.
+//!
 //! Bounds: at most [`BACKUP_SCANS_MAX`] scans open per instance; a scan
 //! nobody asked anything of for [`BACKUP_SCAN_IDLE_MAX`] (its backup
 //! process died) is closed when a new one needs its slot.
@@ -27,8 +41,8 @@ use std::time::Duration;
 
 use kernel::{Context, Instant};
 use proto::error;
-use signal::{backup_frag, BlockRef, SignalBody};
-use storage::backup_file::{self, BLOCK_HEADER_BYTES, BLOCK_TARGET_BYTES};
+use signal::{backup_frag, backup_log, sub_change, BlockRef, NodeBitmask, NodeId, SignalBody};
+use storage::backup_file::{self, BLOCK_HEADER_BYTES, BLOCK_TARGET_BYTES, LOG_DELETE, LOG_WRITE};
 use storage::disk::{Disk, DiskFile, OpenMode};
 use storage::fragment::{ScanBatch, ScanCursor, ScanProgress, ScanRange, ScanSpec};
 
@@ -43,6 +57,14 @@ pub const BACKUP_SCANS_MAX: usize = 8;
 /// needs its slot. A running backup asks every few milliseconds, or once
 /// a second at the lowest `--rate-rows`.
 pub const BACKUP_SCAN_IDLE_MAX: Duration = Duration::from_secs(60);
+
+/// Backup logs one LDM instance writes at once (one per running backup).
+pub const BACKUP_LOGS_MAX: usize = 4;
+/// A backup log not asked anything for this long is closed: its backup
+/// process is gone (a running backup asks for the log's progress every
+/// half second while it scans), and logging costs every commit of its
+/// tables.
+pub const BACKUP_LOG_IDLE_MAX: Duration = Duration::from_secs(60);
 
 /// Who asked, and for which fragment: one scan per key.
 type BackupKey = (BlockRef, u32, u32, u32);
@@ -67,12 +89,49 @@ struct BackupScan {
     syncing: Option<(u64, u32)>,
 }
 
-/// The backup scans of one LDM instance.
+/// A table a backup log holds the changes of.
+#[derive(Debug)]
+struct LoggedTable {
+    id: u32,
+    name: String,
+    fully_replicated: bool,
+    /// Bytes of the fixed part of its rows: where an image splits.
+    fixed_bytes: usize,
+}
+
+/// What decides which node is a partition's primary: the nodes down and
+/// those serving (`LiveMap`). A log fails when it changes.
+type LiveState = (NodeBitmask, Option<NodeBitmask>);
+
+/// One backup's log on this instance.
+struct BackupLog {
+    api: BlockRef,
+    backup_id: u32,
+    /// By id.
+    tables: Vec<LoggedTable>,
+    path: PathBuf,
+    file: Box<dyn DiskFile>,
+    block: Vec<u8>,
+    bytes: u64,
+    records: u64,
+    live_at_start: LiveState,
+    /// Why the log cannot be complete; answered at the next request.
+    failed: Option<String>,
+    /// The stop epoch and the request to answer once it is complete here.
+    stop: Option<(u64, u32)>,
+    syncing: Option<(u64, u32)>,
+    last_request: Instant,
+}
+
+/// The backup scans and logs of one LDM instance.
 #[derive(Default)]
 pub(super) struct BackupScans {
     open: Vec<BackupScan>,
     /// The rows of one request, reused.
     batch: ScanBatch,
+    logs: Vec<BackupLog>,
+    /// The highest epoch the master said is complete.
+    complete_epoch: u64,
 }
 
 impl std::fmt::Debug for BackupScans {
@@ -101,6 +160,119 @@ impl BackupScans {
         self.open
             .retain(|s| s.syncing.is_some() || !tables.contains(&s.key.2));
     }
+
+    /// Whether a backup log is open: commits of its tables are captured.
+    #[inline]
+    pub(super) fn logging(&self) -> bool {
+        !self.logs.is_empty()
+    }
+
+    /// The tables of the open logs (their fragments capture).
+    pub(super) fn logged_tables(&self) -> Vec<u32> {
+        let mut ids: Vec<u32> = self
+            .logs
+            .iter()
+            .flat_map(|l| l.tables.iter().map(|t| t.id))
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
+
+    /// Appends the changes one commit captured here (`sub_change`
+    /// entries of `epoch`) to every log that holds their table, for the
+    /// partitions `node` is the primary of.
+    pub(super) fn log_changes(
+        &mut self,
+        epoch: u64,
+        entries: &[u8],
+        live: &crate::live_map::LiveMap,
+        node: NodeId,
+    ) {
+        for log in self.logs.iter_mut() {
+            if log.failed.is_some() || log.syncing.is_some() {
+                continue;
+            }
+            for entry in sub_change::entries(entries) {
+                let entry = entry.expect("this instance's capture encodes whole entries");
+                let Ok(at) = log.tables.binary_search_by_key(&entry.table, |t| t.id) else {
+                    continue;
+                };
+                let table = &log.tables[at];
+                if live
+                    .home_of(entry.partition, table.fully_replicated)
+                    .primary()
+                    != node
+                {
+                    continue;
+                }
+                let (kind, image) = match entry.kind {
+                    sub_change::INSERT | sub_change::UPDATE => (LOG_WRITE, entry.after),
+                    sub_change::DELETE => (LOG_DELETE, entry.before),
+                    // Schema entries are not captured with commits.
+                    _ => continue,
+                };
+                let (fixed, var) = image.split_at(table.fixed_bytes.min(image.len()));
+                let block = &mut log.block;
+                block.extend_from_slice(&epoch.to_le_bytes());
+                block.extend_from_slice(&entry.table.to_le_bytes());
+                block.extend_from_slice(&kind.to_le_bytes());
+                backup_file::put_image(block, fixed, var);
+                log.records += 1;
+                if log.block.len() - BLOCK_HEADER_BYTES >= BLOCK_TARGET_BYTES {
+                    if let Err(e) = write_log_block(log, node) {
+                        log.failed = Some(e);
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Table `table` was altered (its new `version`) or dropped here:
+    /// a log holding it cannot be complete.
+    pub(super) fn table_changed(&mut self, table: u32, what: &str, version: u32) {
+        for log in self.logs.iter_mut().filter(|l| l.failed.is_none()) {
+            if let Ok(at) = log.tables.binary_search_by_key(&table, |t| t.id) {
+                log.failed = Some(format!(
+                    "table {} was changed during the backup ({what}, version {version}): the \
+                     backup cannot be consistent; take it again",
+                    log.tables[at].name
+                ));
+            }
+        }
+    }
+
+    /// The live map changed (a view or the master's node states): a log
+    /// whose primaries may have moved cannot be complete.
+    pub(super) fn check_live(&mut self, live: &crate::live_map::LiveMap) {
+        let now = live_state(live);
+        for log in self.logs.iter_mut().filter(|l| l.failed.is_none()) {
+            if log.live_at_start != now {
+                log.failed = Some(
+                    "a data node failed or started during the backup, so the primaries its \
+                     log follows may have moved: take the backup again"
+                        .to_owned(),
+                );
+            }
+        }
+    }
+}
+
+fn live_state(live: &crate::live_map::LiveMap) -> LiveState {
+    (live.down(), live.states().map(|s| s.serving))
+}
+
+/// Seals a log's block with its header and writes it at the file's end.
+fn write_log_block(log: &mut BackupLog, node: NodeId) -> Result<(), String> {
+    let header = backup_file::block_header(&log.block[BLOCK_HEADER_BYTES..]);
+    log.block[..BLOCK_HEADER_BYTES].copy_from_slice(&header);
+    log.file
+        .write_at(log.bytes, &log.block)
+        .map_err(|e| format!("node {node}: write {}: {e}", log.path.display()))?;
+    log.bytes += log.block.len() as u64;
+    log.block.truncate(BLOCK_HEADER_BYTES);
+    Ok(())
 }
 
 /// The request being answered.
@@ -214,16 +386,10 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 scan.syncing = Some((request, req.request_id));
                 let sync = scan.file.sync_handle();
                 let (disk, path) = (self.disk.clone(), scan.path.clone());
-                let job = move || {
-                    sync.sync()
-                        .map_err(|e| format!("fsync {}: {e}", path.display()))?;
-                    // The file's name, on a host where no one else
-                    // syncs the directory.
-                    let dir = path.parent().unwrap_or(Path::new("."));
-                    disk.sync_dir(dir)
-                        .map_err(|e| format!("fsync directory {}: {e}", dir.display()))
-                };
-                ctx.io(request, Box::new(job));
+                ctx.io(
+                    request,
+                    Box::new(move || sync_file_and_dir(&*sync, &disk, &path)),
+                );
             }
         }
     }
@@ -318,35 +484,11 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             );
             return Err((error::TOO_MANY_SCANS, message));
         }
-        let failed = |what: &str, e: std::io::Error| {
-            let message = format!("node {node}: {what} {}: {e}", path.display());
-            (error::BACKUP_FILE_FAILED, message)
-        };
-        if !path.is_absolute() {
-            let message = format!(
-                "node {node}: a backup file path must be absolute, not {}",
-                path.display()
-            );
-            return Err((error::MALFORMED_REQUEST, message));
-        }
-        let dir = path.parent().unwrap_or(Path::new("/"));
-        self.disk
-            .create_dir_all(dir)
-            .map_err(|e| failed("create the directory of", e))?;
-        // Never over another backup's file.
-        if self.disk.exists(path).map_err(|e| failed("look for", e))? {
-            let message = format!("node {node}: backup file {} exists already", path.display());
-            return Err((error::ALREADY_EXISTS, message));
-        }
-        let mut file = self
-            .disk
-            .open(path, OpenMode::CreateTruncate)
-            .map_err(|e| failed("create", e))?;
-        file.write_at(0, backup_file::BLOCK_FILE_MAGIC)
-            .map_err(|e| failed("write", e))?;
+        let file = self.create_backup_file(path)?;
         let mut block = Vec::with_capacity(BLOCK_TARGET_BYTES * 2);
         block.resize(BLOCK_HEADER_BYTES, 0);
         tracing::info!(%node, path = %path.display(), "backup scan started");
+        let scans = &mut self.backups.open;
         scans.push(BackupScan {
             key,
             table_version,
@@ -362,6 +504,38 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         Ok(scans.len() - 1)
     }
 
+    /// Creates a backup file at `path` (absolute; its directory created if
+    /// missing; never over an existing file) and writes the magic.
+    fn create_backup_file(&self, path: &Path) -> Result<Box<dyn DiskFile>, (u32, String)> {
+        let node = self.config.node;
+        let failed = |what: &str, e: std::io::Error| {
+            let message = format!("node {node}: {what} {}: {e}", path.display());
+            (error::BACKUP_FILE_FAILED, message)
+        };
+        if !path.is_absolute() {
+            let message = format!(
+                "node {node}: a backup file path must be absolute, not {}",
+                path.display()
+            );
+            return Err((error::MALFORMED_REQUEST, message));
+        }
+        let dir = path.parent().unwrap_or(Path::new("/"));
+        self.disk
+            .create_dir_all(dir)
+            .map_err(|e| failed("create the directory of", e))?;
+        if self.disk.exists(path).map_err(|e| failed("look for", e))? {
+            let message = format!("node {node}: backup file {} exists already", path.display());
+            return Err((error::ALREADY_EXISTS, message));
+        }
+        let mut file = self
+            .disk
+            .open(path, OpenMode::CreateTruncate)
+            .map_err(|e| failed("create", e))?;
+        file.write_at(0, backup_file::BLOCK_FILE_MAGIC)
+            .map_err(|e| failed("write", e))?;
+        Ok(file)
+    }
+
     /// Writes the next at most `rows_max` rows of scan `at`, and the last
     /// block once the fragment has no more.
     fn backup_frag_step(&mut self, at: usize, rows_max: usize) -> Result<ScanProgress, String> {
@@ -369,7 +543,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         let LdmBlock {
             instance, backups, ..
         } = self;
-        let BackupScans { open, batch } = backups;
+        let BackupScans { open, batch, .. } = backups;
         let scan = &mut open[at];
         let (_, _, table_id, partition) = scan.key;
         let instance = instance.as_mut().expect("checked open");
@@ -399,47 +573,302 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
     }
 
     /// `FsConf` of a backup file's sync; `false` when the request is not
-    /// a backup scan's.
+    /// a backup scan's or log's.
     pub(super) fn on_backup_sync_done(
         &mut self,
         request: u64,
         error: &str,
         ctx: &mut Context<'_>,
     ) -> bool {
-        let Some(at) = self
-            .backups
-            .open
-            .iter()
-            .position(|s| s.syncing.is_some_and(|(r, _)| r == request))
-        else {
-            return false;
-        };
-        let scan = self.backups.open.swap_remove(at);
-        let (_, request_id) = scan.syncing.expect("found by it");
-        let body = if error.is_empty() {
-            tracing::info!(
-                node = %self.config.node,
-                path = %scan.path.display(),
-                rows = scan.rows,
-                bytes = scan.bytes,
-                "backup scan done"
-            );
-            SignalBody::BackupFragConf {
+        let node = self.config.node;
+        let syncs = |s: &Option<(u64, u32)>| s.is_some_and(|(r, _)| r == request);
+        let (api, request_id, path, rows, bytes, epoch, is_log) =
+            if let Some(at) = self.backups.open.iter().position(|s| syncs(&s.syncing)) {
+                let scan = self.backups.open.swap_remove(at);
+                let (_, id) = scan.syncing.expect("found by it");
+                (scan.key.0, id, scan.path, scan.rows, scan.bytes, 0, false)
+            } else if let Some(at) = self.backups.logs.iter().position(|l| syncs(&l.syncing)) {
+                let log = self.backups.logs.swap_remove(at);
+                let (_, id) = log.syncing.expect("found by it");
+                let stop = log.stop.map_or(0, |(epoch, _)| epoch);
+                // Its tables capture no more unless another log holds them.
+                self.apply_capture();
+                (log.api, id, log.path, log.records, log.bytes, stop, true)
+            } else {
+                return false;
+            };
+        let body = match (error.is_empty(), is_log) {
+            (true, false) => SignalBody::BackupFragConf {
                 request_id,
-                rows: scan.rows,
-                bytes: scan.bytes,
+                rows,
+                bytes,
                 done: true,
-            }
-        } else {
-            SignalBody::BackupFragRef {
+            },
+            (true, true) => SignalBody::BackupLogConf {
+                request_id,
+                records: rows,
+                bytes,
+                epoch,
+                done: true,
+            },
+            (false, false) => SignalBody::BackupFragRef {
                 request_id,
                 code: error::BACKUP_FILE_FAILED,
-                message: format!("node {}: {error}", self.config.node),
-            }
+                message: format!("node {node}: {error}"),
+            },
+            (false, true) => SignalBody::BackupLogRef {
+                request_id,
+                code: error::BACKUP_FILE_FAILED,
+                message: format!("node {node}: {error}"),
+            },
         };
-        ctx.send(scan.key.0, body);
+        tracing::info!(%node, path = %path.display(), rows, bytes, error, "backup file done");
+        ctx.send(api, body);
         true
     }
+
+    /// `BackupLogReq`: see the module documentation.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn on_backup_log_req(
+        &mut self,
+        api: BlockRef,
+        request_id: u32,
+        backup_id: u32,
+        flags: u32,
+        stop_epoch: u64,
+        mut tables: Vec<u32>,
+        path: String,
+        ctx: &mut Context<'_>,
+    ) {
+        if self.failed {
+            return;
+        }
+        let node = self.config.node;
+        let refuse = |ctx: &mut Context<'_>, code: u32, message: String| {
+            ctx.send(
+                api,
+                SignalBody::BackupLogRef {
+                    request_id,
+                    code,
+                    message,
+                },
+            );
+        };
+        let now = ctx.now();
+        let found = self
+            .backups
+            .logs
+            .iter()
+            .position(|l| l.api == api && l.backup_id == backup_id);
+        if flags & backup_log::START != 0 {
+            if found.is_some() {
+                let message = format!("node {node}: backup {backup_id} has its log open already");
+                return refuse(ctx, error::BAD_OPERATION, message);
+            }
+            if self.instance.is_none() {
+                let message = format!(
+                    "node {node} is starting: LDM instance {} is not open",
+                    self.config.instance
+                );
+                return refuse(ctx, error::NOT_STARTED, message);
+            }
+            self.close_idle_logs(now);
+            if self.backups.logs.len() >= BACKUP_LOGS_MAX {
+                let message = format!(
+                    "LDM instance {} of node {node} writes {BACKUP_LOGS_MAX} backup logs already",
+                    self.config.instance
+                );
+                return refuse(ctx, error::TOO_MANY_SCANS, message);
+            }
+            tables.sort_unstable();
+            tables.dedup();
+            let mut logged = Vec::with_capacity(tables.len());
+            for id in tables {
+                let Some(def) = self.schema.tables.get(&id) else {
+                    let message = format!("node {node}: no table with id {id}");
+                    return refuse(ctx, error::NO_SUCH_TABLE, message);
+                };
+                logged.push(LoggedTable {
+                    id,
+                    name: def.name.clone(),
+                    fully_replicated: def.fully_replicated,
+                    fixed_bytes: schema::RowLayout::new(def).fixed_bytes(),
+                });
+            }
+            let path = PathBuf::from(path);
+            let file = match self.create_backup_file(&path) {
+                Ok(file) => file,
+                Err((code, message)) => return refuse(ctx, code, message),
+            };
+            let mut block = Vec::with_capacity(BLOCK_TARGET_BYTES * 2);
+            block.resize(BLOCK_HEADER_BYTES, 0);
+            tracing::info!(%node, path = %path.display(), "backup log started");
+            self.backups.logs.push(BackupLog {
+                api,
+                backup_id,
+                tables: logged,
+                path,
+                file,
+                block,
+                bytes: backup_file::BLOCK_FILE_MAGIC.len() as u64,
+                records: 0,
+                live_at_start: live_state(&self.live),
+                failed: None,
+                stop: None,
+                syncing: None,
+                last_request: now,
+            });
+            // Every commit of the tables from here on is captured.
+            self.apply_capture();
+            let body = SignalBody::BackupLogConf {
+                request_id,
+                records: 0,
+                bytes: backup_file::BLOCK_FILE_MAGIC.len() as u64,
+                epoch: self.capture.max_epoch,
+                done: false,
+            };
+            return ctx.send(api, body);
+        }
+        let Some(at) = found else {
+            let message = format!(
+                "node {node}: backup {backup_id} has no log open on LDM instance {} (the node \
+                 restarted, or the log was closed after {} s without a request)",
+                self.config.instance,
+                BACKUP_LOG_IDLE_MAX.as_secs()
+            );
+            return refuse(ctx, error::UNKNOWN_SCAN, message);
+        };
+        let log = &mut self.backups.logs[at];
+        log.last_request = now;
+        if log.syncing.is_some() || log.stop.is_some() {
+            let message = format!("node {node}: backup {backup_id}'s log is being completed");
+            return refuse(ctx, error::BAD_OPERATION, message);
+        }
+        if flags & backup_log::CLOSE != 0 || log.failed.is_some() {
+            let log = self.backups.logs.swap_remove(at);
+            self.apply_capture();
+            return match log.failed {
+                Some(message) if flags & backup_log::CLOSE == 0 => refuse(
+                    ctx,
+                    error::BACKUP_FILE_FAILED,
+                    format!("node {node}: {message}"),
+                ),
+                _ => ctx.send(
+                    api,
+                    SignalBody::BackupLogConf {
+                        request_id,
+                        records: log.records,
+                        bytes: log.bytes,
+                        epoch: 0,
+                        done: false,
+                    },
+                ),
+            };
+        }
+        if flags & backup_log::STOP != 0 {
+            log.stop = Some((stop_epoch, request_id));
+            return self.complete_logs(ctx);
+        }
+        // A progress query.
+        let body = SignalBody::BackupLogConf {
+            request_id,
+            records: log.records,
+            bytes: log.bytes,
+            epoch: self.backups.complete_epoch,
+            done: false,
+        };
+        ctx.send(api, body);
+    }
+
+    /// Closes logs whose backup stopped asking (its process is gone).
+    fn close_idle_logs(&mut self, now: Instant) {
+        let before = self.backups.logs.len();
+        self.backups.logs.retain(|l| {
+            l.syncing.is_some() || now.saturating_since(l.last_request) < BACKUP_LOG_IDLE_MAX
+        });
+        if self.backups.logs.len() < before {
+            tracing::warn!(
+                node = %self.config.node,
+                "LDM instance {}: a backup log nobody asked for in {} s closed",
+                self.config.instance,
+                BACKUP_LOG_IDLE_MAX.as_secs()
+            );
+            self.apply_capture();
+        }
+    }
+
+    /// The master's mark: epoch `epoch` is complete (every commit of it
+    /// and below ended here, and was logged).
+    pub(super) fn on_backup_epoch_complete(&mut self, epoch: u64, ctx: &mut Context<'_>) {
+        self.backups.complete_epoch = self.backups.complete_epoch.max(epoch);
+        if self.backups.logging() {
+            self.close_idle_logs(ctx.now());
+            self.complete_logs(ctx);
+        }
+    }
+
+    /// Completes the logs whose stop epoch is complete: the last block,
+    /// then the sync on an `io` thread (answered at its `FsConf`); a
+    /// failed log answers its stop with why.
+    fn complete_logs(&mut self, ctx: &mut Context<'_>) {
+        let node = self.config.node;
+        let complete = self.backups.complete_epoch;
+        let mut at = 0;
+        while at < self.backups.logs.len() {
+            let log = &mut self.backups.logs[at];
+            let Some((stop, request_id)) = log.stop else {
+                at += 1;
+                continue;
+            };
+            if log.syncing.is_some() || (stop > complete && log.failed.is_none()) {
+                at += 1;
+                continue;
+            }
+            if log.failed.is_none() && log.block.len() > BLOCK_HEADER_BYTES {
+                if let Err(e) = write_log_block(log, node) {
+                    log.failed = Some(e);
+                }
+            }
+            if let Some(message) = log.failed.take() {
+                let api = log.api;
+                self.backups.logs.swap_remove(at);
+                self.apply_capture();
+                let message = format!("node {node}: {message}");
+                let body = SignalBody::BackupLogRef {
+                    request_id,
+                    code: error::BACKUP_FILE_FAILED,
+                    message,
+                };
+                ctx.send(api, body);
+                continue;
+            }
+            let request = self.next_io_request;
+            self.next_io_request += 1;
+            let log = &mut self.backups.logs[at];
+            log.syncing = Some((request, request_id));
+            let sync = log.file.sync_handle();
+            let (disk, path) = (self.disk.clone(), log.path.clone());
+            ctx.io(
+                request,
+                Box::new(move || sync_file_and_dir(&*sync, &disk, &path)),
+            );
+            at += 1;
+        }
+    }
+}
+
+/// Syncs a backup file, then its directory (its name, on a host where no
+/// one else syncs it); runs on an `io` thread.
+fn sync_file_and_dir<D: Disk>(
+    sync: &dyn storage::disk::FileSync,
+    disk: &D,
+    path: &Path,
+) -> Result<(), String> {
+    sync.sync()
+        .map_err(|e| format!("fsync {}: {e}", path.display()))?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    disk.sync_dir(dir)
+        .map_err(|e| format!("fsync directory {}: {e}", dir.display()))
 }
 
 /// Seals the scan's block with its header and writes it at the file's end.

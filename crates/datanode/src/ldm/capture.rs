@@ -53,6 +53,9 @@ pub(crate) struct Capture {
     pending_epoch: u64,
     /// The flush timer is set (its id is the LDM block's).
     pub flush_armed: bool,
+    /// What a commit captured while a backup log is open: the log takes
+    /// it all, the subscription block its subscribed tables' part.
+    taken: Vec<u8>,
 }
 
 impl Capture {
@@ -65,12 +68,61 @@ impl Capture {
     /// Marks the fragments of `instance` as the captured tables ask. Every
     /// replica captures; which node sends a partition's changes is decided
     /// by the subscription block when an epoch is sent (its buckets).
-    pub fn apply(&self, instance: &mut LdmInstance) {
+    /// `also`: the tables of the open backup logs (`backup`), sorted.
+    pub fn apply(&self, instance: &mut LdmInstance, also: &[u32]) {
         let fragments: Vec<(u32, u32)> = instance.fragment_ids().collect();
         for (t, p) in fragments {
-            let flags = self.tables.binary_search(&t).is_ok().then_some(0);
-            instance.set_capture(t, p, flags);
+            let on = self.tables.binary_search(&t).is_ok() || also.binary_search(&t).is_ok();
+            instance.set_capture(t, p, on.then_some(0));
         }
+    }
+
+    /// With a backup log open: takes what `instance` captured (one
+    /// fragment's commit) for the log to read; then
+    /// [`Capture::hand_over_taken`] passes the subscribed tables' part on.
+    pub fn take_for_log(&mut self, instance: &mut LdmInstance) -> &[u8] {
+        self.taken.clear();
+        instance.take_captured(&mut self.taken);
+        &self.taken
+    }
+
+    /// [`Capture::hand_over`] of what [`Capture::take_for_log`] took,
+    /// less the changes of tables no subscription captures (a backup's
+    /// only).
+    #[must_use = "true: set the flush timer"]
+    pub fn hand_over_taken(&mut self, epoch: u64, ctx: &mut Context<'_>) -> bool {
+        let taken = std::mem::take(&mut self.taken);
+        let arm = self.pass_on(&taken, epoch, ctx);
+        self.taken = taken;
+        self.taken.clear();
+        arm
+    }
+
+    fn pass_on(&mut self, taken: &[u8], epoch: u64, ctx: &mut Context<'_>) -> bool {
+        if self.to.is_none() || self.tables.is_empty() || taken.is_empty() {
+            return false;
+        }
+        if self.pending_count > 0 && self.pending_epoch != epoch {
+            self.flush(ctx);
+        }
+        let mut kept = 0;
+        for entry in sub_change::entries(taken) {
+            let entry = entry.expect("this instance's capture encodes whole entries");
+            if self.tables.binary_search(&entry.table).is_ok() {
+                sub_change::push(&mut self.pending, &entry);
+                kept += 1;
+            }
+        }
+        if kept == 0 {
+            return false;
+        }
+        self.pending_epoch = epoch;
+        self.pending_count += kept;
+        if self.pending.len() >= CAPTURE_BATCH_BYTES_MAX {
+            self.flush(ctx);
+            return false;
+        }
+        !std::mem::replace(&mut self.flush_armed, true)
     }
 
     /// Hands the subscription block a schema entry: table `table`, which

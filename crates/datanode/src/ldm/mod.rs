@@ -531,9 +531,8 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
     /// fragments).
     fn apply_capture(&mut self) {
         if let Some(instance) = self.instance.as_mut() {
-            if self.capture.on() || self.capture.to.is_some() {
-                self.capture.apply(instance);
-            }
+            // Also after the last backup log closed: its tables stop.
+            self.capture.apply(instance, &self.backups.logged_tables());
         }
     }
 
@@ -1073,6 +1072,12 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             if let Some((kind, version, def)) = entry {
                 self.capture
                     .schema_entry(kind, table_id, version, &def, ctx);
+                let what = if kind == sub_change::DROP {
+                    "drop"
+                } else {
+                    "alter"
+                };
+                self.backups.table_changed(table_id, what, version);
             }
         }
         let (code, message) = match result {
@@ -1303,7 +1308,19 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 Ok(()) => {
                     pending.fragments.pop();
                     self.changed_since_lcp = true;
-                    if self.capture.on() && self.capture.hand_over(instance, pending.epoch, ctx) {
+                    if self.backups.logging() {
+                        // The backup's log takes every change, the change
+                        // stream its subscribed tables'.
+                        let taken = self.capture.take_for_log(instance);
+                        let node = self.config.node;
+                        self.backups
+                            .log_changes(pending.epoch, taken, &self.live, node);
+                        if self.capture.hand_over_taken(pending.epoch, ctx) {
+                            ctx.set_timer(capture::CAPTURE_FLUSH_DELAY, TIMER_CAPTURE_FLUSH);
+                        }
+                    } else if self.capture.on()
+                        && self.capture.hand_over(instance, pending.epoch, ctx)
+                    {
                         ctx.set_timer(capture::CAPTURE_FLUSH_DELAY, TIMER_CAPTURE_FLUSH);
                     }
                 }
@@ -2065,12 +2082,14 @@ impl<D: Disk + Clone + Send + 'static> Block for LdmBlock<D> {
                     || SignalBody::MembershipViewRep { view: view.clone() },
                     ctx,
                 );
-                self.on_view(&view, ctx)
+                self.on_view(&view, ctx);
+                self.backups.check_live(&self.live);
             }
             body @ SignalBody::NodeStateReq { .. } => {
                 self.pass_to_subscription(|| body.clone(), ctx);
                 let states = crate::live_map::NodeStates::of(&body).expect("matched");
                 self.on_node_states(sender, states, ctx);
+                self.backups.check_live(&self.live);
                 // A damaged restore waits for these to decide.
                 self.decide_discard(false, ctx);
             }
@@ -2132,7 +2151,18 @@ impl<D: Disk + Clone + Send + 'static> Block for LdmBlock<D> {
                 if let Some(to) = self.capture.to {
                     ctx.send(to, SignalBody::SubGcpCompleteRep { epoch });
                 }
+                self.on_backup_epoch_complete(epoch, ctx);
             }
+            SignalBody::BackupLogReq {
+                request_id,
+                backup_id,
+                flags,
+                stop_epoch,
+                tables,
+                path,
+            } => self.on_backup_log_req(
+                sender, request_id, backup_id, flags, stop_epoch, tables, path, ctx,
+            ),
             SignalBody::GcpStartReq {} => {
                 if self.instance.is_some() {
                     self.answer_gcp_start(sender, ctx);

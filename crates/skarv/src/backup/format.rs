@@ -1,5 +1,7 @@
 //! The files of a backup (docs/operations.md, "Backup files"): block files
-//! of checksummed records and the manifest, written last.
+//! of checksummed records, which the data nodes write
+//! (`storage::backup_file`) and restore reads here, and the manifest,
+//! written last.
 //!
 //! A block file is the 8-byte magic, then blocks: `u32` payload length,
 //! `u32` crc32c of the payload (both little-endian), the payload. A payload
@@ -9,14 +11,13 @@
 //! and the offset named.
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use serde_json::Value as Json;
 
 pub use storage::backup_file::{
-    block_header, put_image, BLOCK_BYTES_MAX, BLOCK_FILE_MAGIC, BLOCK_HEADER_BYTES,
-    BLOCK_TARGET_BYTES,
+    BLOCK_BYTES_MAX, BLOCK_FILE_MAGIC, BLOCK_HEADER_BYTES, BLOCK_TARGET_BYTES,
 };
 
 /// The manifest's file name inside `BACKUP-<id>/`.
@@ -31,87 +32,6 @@ pub const MANIFEST_CRC_PREFIX: &str = "crc32c ";
 pub const MANIFEST_FORMAT: u64 = 3;
 /// The oldest format this build reads (1: no BLOB/TEXT table in it).
 pub const MANIFEST_FORMAT_OLDEST: u64 = 1;
-
-/// Writes a block file: records appended, cut into checksummed blocks.
-pub struct BlockWriter {
-    path: PathBuf,
-    out: BufWriter<File>,
-    block: Vec<u8>,
-    bytes: u64,
-    records: u64,
-}
-
-impl BlockWriter {
-    /// Creates `path` (it must not exist) and writes the magic.
-    pub fn create(path: &Path) -> Result<BlockWriter, String> {
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(path)
-            .map_err(|e| format!("create {}: {e}", path.display()))?;
-        let mut writer = BlockWriter {
-            path: path.to_owned(),
-            out: BufWriter::new(file),
-            block: Vec::with_capacity(BLOCK_TARGET_BYTES * 2),
-            bytes: 0,
-            records: 0,
-        };
-        writer.write_raw(BLOCK_FILE_MAGIC)?;
-        Ok(writer)
-    }
-
-    fn write_raw(&mut self, bytes: &[u8]) -> Result<(), String> {
-        self.out
-            .write_all(bytes)
-            .map_err(|e| format!("write {}: {e}", self.path.display()))?;
-        self.bytes += bytes.len() as u64;
-        Ok(())
-    }
-
-    /// The buffer the next record is appended to; call
-    /// [`BlockWriter::record_done`] after appending it.
-    pub fn record_buffer(&mut self) -> &mut Vec<u8> {
-        &mut self.block
-    }
-
-    /// One record was appended; writes the block once it is full.
-    pub fn record_done(&mut self) -> Result<(), String> {
-        self.records += 1;
-        if self.block.len() >= BLOCK_TARGET_BYTES {
-            self.flush_block()?;
-        }
-        Ok(())
-    }
-
-    fn flush_block(&mut self) -> Result<(), String> {
-        if self.block.is_empty() {
-            return Ok(());
-        }
-        assert!(
-            self.block.len() <= BLOCK_BYTES_MAX,
-            "a block of {} bytes: a record larger than BLOCK_BYTES_MAX allows",
-            self.block.len()
-        );
-        let block = std::mem::take(&mut self.block);
-        self.write_raw(&block_header(&block))?;
-        self.write_raw(&block)?;
-        self.block = block;
-        self.block.clear();
-        Ok(())
-    }
-
-    /// Writes the last block and fsyncs the file; returns (bytes, records).
-    pub fn finish(mut self) -> Result<(u64, u64), String> {
-        self.flush_block()?;
-        let file = self
-            .out
-            .into_inner()
-            .map_err(|e| format!("write {}: {}", self.path.display(), e.error()))?;
-        file.sync_all()
-            .map_err(|e| format!("fsync {}: {e}", self.path.display()))?;
-        Ok((self.bytes, self.records))
-    }
-}
 
 /// Reads a block file, checking every block; yields payloads.
 pub struct BlockReader {
@@ -353,6 +273,7 @@ pub fn unhex(text: &str) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use storage::backup_file::{block_header, put_image};
 
     fn scratch(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("skarv-bkfmt-{name}-{}", std::process::id()));
@@ -361,13 +282,19 @@ mod tests {
         dir
     }
 
+    /// A block file as the data nodes write one (`ldm::backup`).
     fn write_file(path: &Path, records: usize) -> u64 {
-        let mut w = BlockWriter::create(path).unwrap();
+        let mut bytes = BLOCK_FILE_MAGIC.to_vec();
+        let mut block = Vec::new();
         for i in 0..records {
-            put_image(w.record_buffer(), &(i as u64).to_le_bytes(), &[7u8; 300]);
-            w.record_done().unwrap();
+            put_image(&mut block, &(i as u64).to_le_bytes(), &[7u8; 300]);
+            if block.len() >= BLOCK_TARGET_BYTES || i + 1 == records {
+                bytes.extend_from_slice(&block_header(&block));
+                bytes.append(&mut block);
+            }
         }
-        w.finish().unwrap().0
+        std::fs::write(path, &bytes).unwrap();
+        bytes.len() as u64
     }
 
     fn read_all(path: &Path, bytes: u64) -> Result<usize, String> {

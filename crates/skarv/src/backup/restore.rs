@@ -20,10 +20,10 @@ use skarv_client::schema_types::TableDef;
 use skarv_client::{Cluster, Epoch, ExecMode, Op, Session, Table, Value};
 
 use super::format::{self, BlockReader, Records};
-use super::take::{LOG_DELETE, LOG_WRITE};
 use sql::engine::catalog::{
     DATABASES_TABLE, DEFAULT_CHARSET, DEFAULT_COLLATION, SEQUENCES_TABLE, SYSTEM_DB,
 };
+use storage::backup_file::{LOG_DELETE, LOG_WRITE};
 
 /// Rows per restore transaction unless `--batch` says otherwise.
 pub const RESTORE_BATCH_ROWS_DEFAULT: usize = 256;
@@ -63,6 +63,8 @@ struct Backed {
     /// data node that was the fragment's primary; one per table before):
     /// name, rows, bytes.
     files: Vec<(String, u64, u64)>,
+    /// Its id in the backed-up cluster: a data node's log names it so.
+    id: u64,
     /// For the parts table of a BLOB/TEXT column: its base table's index
     /// in the list, and the column's name. Restored into the target base
     /// table's own parts table (`Table::blob_parts_table`), whatever its id.
@@ -328,6 +330,7 @@ fn backed_table(
     };
     Ok(Backed {
         files,
+        id: json_u64(manifest, "table id", &t["id"])?,
         name,
         def,
         layout,
@@ -429,14 +432,58 @@ fn read_data(
     Ok(())
 }
 
-/// Reads the log whole: the last image of every row it changed.
+/// Reads the log whole: the last image of every row it changed. From
+/// format 3 on the log is one file per LDM instance of each data node
+/// (`logs`), each with its primaries' changes in commit order, tables
+/// named by id; a row is in one fragment, so in one file. Before, one
+/// file in epoch order, tables named by their index in the manifest.
 fn read_log(
     dir: &std::path::Path,
     manifest: &Json,
     tables: &[Backed],
     stop: u64,
 ) -> Result<LogState, String> {
-    let log = &manifest["log"];
+    let mut state: LogState = tables.iter().map(|_| HashMap::new()).collect();
+    let by_id: HashMap<u64, usize> = tables.iter().enumerate().map(|(i, t)| (t.id, i)).collect();
+    match manifest["logs"].as_array() {
+        Some(logs) => {
+            for log in logs {
+                let node_table = |id: u32| by_id.get(&u64::from(id)).copied();
+                read_log_file(
+                    dir, manifest, log, tables, stop, node_table, false, &mut state,
+                )?;
+            }
+        }
+        None => {
+            let index = |i: u32| Some(i as usize).filter(|i| *i < tables.len());
+            read_log_file(
+                dir,
+                manifest,
+                &manifest["log"],
+                tables,
+                stop,
+                index,
+                true,
+                &mut state,
+            )?;
+        }
+    }
+    Ok(state)
+}
+
+/// Reads one log file into `state`; `table_of` maps a record's table to
+/// its index in `tables`; `ordered`: the file is in epoch order (checked).
+#[allow(clippy::too_many_arguments)]
+fn read_log_file(
+    dir: &std::path::Path,
+    manifest: &Json,
+    log: &Json,
+    tables: &[Backed],
+    stop: u64,
+    table_of: impl Fn(u32) -> Option<usize>,
+    ordered: bool,
+    state: &mut LogState,
+) -> Result<(), String> {
     let path = dir.join(
         log["file"]
             .as_str()
@@ -446,7 +493,6 @@ fn read_log(
     let expected = json_u64(manifest, "log record count", &log["records"])?;
     let mut reader = BlockReader::open(&path, bytes)?;
     let file = reader.describe();
-    let mut state: LogState = tables.iter().map(|_| HashMap::new()).collect();
     let mut records_read = 0u64;
     let mut last_epoch = 0u64;
     let mut key = Vec::new();
@@ -455,13 +501,13 @@ fn read_log(
         while !records.is_empty() {
             let cut = || format!("{}: a record cut short", file);
             let epoch = records.u64().ok_or_else(cut)?;
-            let table = records.u32().ok_or_else(cut)? as usize;
+            let table = records.u32().ok_or_else(cut)?;
             let kind = records.u32().ok_or_else(cut)?;
             let (fixed, var) = records.image().ok_or_else(cut)?;
             records_read += 1;
-            // The log is in epoch order, each row's changes in commit
-            // order: the last one read is the row's state at the stop.
-            if epoch < last_epoch {
+            // Each row's changes are in commit order: the last one read
+            // at or below the stop is the row's state there.
+            if ordered && epoch < last_epoch {
                 return Err(format!(
                     "{}: a change of epoch {} after {}",
                     file,
@@ -469,15 +515,15 @@ fn read_log(
                     Epoch::from_u64(last_epoch),
                 ));
             }
-            last_epoch = epoch;
-            // Epochs the stream delivered before the backup learnt its
-            // stop: after the backup's point, so not restored.
+            last_epoch = last_epoch.max(epoch);
+            // Logged before the backup learnt its stop: after its point,
+            // so not restored.
             if epoch > stop {
                 continue;
             }
-            let t = tables
-                .get(table)
-                .ok_or_else(|| format!("{}: a change of table {table}", file))?;
+            let index =
+                table_of(table).ok_or_else(|| format!("{}: a change of table {table}", file))?;
+            let t = &tables[index];
             t.layout
                 .validate_row(fixed, var)
                 .map_err(|e| format!("{}: a row that does not fit {}: {e}", file, t.name))?;
@@ -497,7 +543,7 @@ fn read_log(
                     return Err(format!("{}: a record of kind {other}", file));
                 }
             };
-            state[table].insert(key.clone(), image);
+            state[index].insert(key.clone(), image);
         }
     }
     if records_read != expected {
@@ -506,7 +552,7 @@ fn read_log(
             path.display()
         ));
     }
-    Ok(state)
+    Ok(())
 }
 
 /// One transaction's worth of work.

@@ -2,21 +2,18 @@
 //! consistent at its stop epoch).
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use schema::RowLayout;
 use serde_json::{json, Value as Json};
-use signal::{backup_frag, NodeId};
+use signal::{backup_frag, backup_log, NodeId};
 use skarv_client::schema_types::{Column, ColumnType, TableDef};
 use skarv_client::{
-    BackupFragProgress, BackupFragRequest, ChangeKind, Cluster, Epoch, Event, ExecMode, Images,
-    Session, SubscribeOptions, Subscription, Table, Value,
+    BackupFragProgress, BackupFragRequest, BackupLogRequest, Cluster, Epoch, ExecMode, Session,
+    Table, Value,
 };
 
-use super::format::{self, BlockWriter};
+use super::format;
 use super::{backup_dir, write_status, ABORT_FILE, MARKER_TABLE};
 
 /// Rows per second the scans read at most unless `--rate-rows` says
@@ -24,28 +21,14 @@ use super::{backup_dir, write_status, ABORT_FILE, MARKER_TABLE};
 /// updates, so foreground traffic keeps most of the machine (NDB bounds
 /// its backup by `MaxDiskWriteSpeed` the same way).
 pub const BACKUP_ROWS_PER_SEC_DEFAULT: u64 = 50_000;
-/// The change stream's client buffer for the backup (its `max_alloc`): a
-/// backup that falls this far behind the stream fails with a gap rather
-/// than growing without bound.
-pub const BACKUP_EVENT_BUFFER_BYTES: usize = 256 * 1024 * 1024;
-/// How long the backup waits for the stream's first epoch, and for its
-/// stop epoch after the marker commit, before it fails.
-pub const BACKUP_EPOCH_WAIT_MS: u64 = 60_000;
 /// The fewest rows a fragment's scan writes per round, however low the
 /// rate: a request per row would cost more than the rows.
 const FRAG_STEP_ROWS_MIN: u64 = 16;
 /// The status file is rewritten at most this often.
 const STATUS_INTERVAL_MS: u64 = 500;
 
-/// The log thread's error when the scans stopped it (not a cause).
-const LOG_STOPPED: &str = "stopped by the scans' failure";
-
-/// The scans' error when the log thread's failure stopped them.
-const SCANS_STOPPED: &str = "stopped: the change stream failed";
-
-/// Record kinds of the log file.
-pub const LOG_WRITE: u32 = 0;
-pub const LOG_DELETE: u32 = 1;
+/// The error of a backup stopped by `abort-backup`.
+const ABORTED: &str = "aborted (abort-backup)";
 
 /// What a backup was asked to do.
 pub struct TakeOptions<'a> {
@@ -66,33 +49,15 @@ pub struct TakeOptions<'a> {
 struct Backed {
     name: String,
     table: Arc<Table>,
-    layout: RowLayout,
     /// For a parts table: its base table's index in the list, and the
     /// BLOB/TEXT column's name.
     parts_of: Option<(usize, String)>,
 }
 
-/// Encodes `values` (every column, in table order) as a row image.
-pub fn encode_row(
-    layout: &RowLayout,
-    values: &[Value],
-    fixed: &mut Vec<u8>,
-    var: &mut Vec<u8>,
-    out: &mut Vec<u8>,
-) -> Result<(), String> {
-    layout
-        .encode(values, fixed, var)
-        .map_err(|e| format!("encode a row: {e}"))?;
-    format::put_image(out, fixed, var);
-    Ok(())
-}
-
 fn backed(name: String, table: Arc<Table>, parts_of: Option<(usize, String)>) -> Backed {
-    let layout = RowLayout::new(table.def());
     Backed {
         name,
         table,
-        layout,
         parts_of,
     }
 }
@@ -171,8 +136,8 @@ fn run(options: &TakeOptions<'_>, status: &mut Json) -> Result<Json, String> {
             .map_err(|e| format!("table {name}: {e}"))?;
         tables.push(backed(name, table, None));
     }
-    // The parts tables after every user table: a log record's table
-    // index is its place in this list (docs/operations.md, Files).
+    // The parts tables after every user table (the manifest lists them
+    // under their base tables).
     for base in 0..tables.len() {
         let table = Arc::clone(&tables[base].table);
         for column in table.columns().iter().filter(|c| c.ty.is_blob()) {
@@ -187,251 +152,169 @@ fn run(options: &TakeOptions<'_>, status: &mut Json) -> Result<Json, String> {
             ));
         }
     }
-    let abort = AtomicBool::new(false);
-    let log_records = AtomicU64::new(0);
-    let (first_tx, first_rx) = mpsc::channel::<u64>();
-    let (stop_tx, stop_rx) = mpsc::channel::<u64>();
-    let subscription = if tables.is_empty() {
-        None
-    } else {
-        let handles: Vec<Arc<Table>> = tables.iter().map(|t| Arc::clone(&t.table)).collect();
-        let sub_options = SubscribeOptions {
-            images: Images::Full,
-            columns: None,
-            // A table without a primary key of its own is keyed by its
-            // hidden `$PK`: its rows are whole only with it.
-            hidden_columns: true,
-            max_alloc: BACKUP_EVENT_BUFFER_BYTES,
-        };
-        Some(
-            session
-                .subscribe_tables(&handles, sub_options)
-                .map_err(|e| format!("subscribe to the change stream: {e}"))?,
-        )
-    };
-    let log_path = options.dir.join("log");
-    let log = BlockWriter::create(&log_path)?;
-    // No table: the log is empty and there is no stream to follow.
-    let (logger_input, mut empty_log) = match subscription {
-        Some(sub) => (Some((sub, log)), None),
-        None => {
-            let (bytes, records) = log.finish()?;
-            let summary = LogSummary {
-                bytes,
-                records,
-                ..LogSummary::default()
-            };
-            (None, Some(summary))
-        }
-    };
-    std::thread::scope(|scope| {
-        let logger = logger_input.map(|(sub, log)| {
-            let tables = &tables;
-            let abort = &abort;
-            let log_records = &log_records;
-            scope.spawn(move || {
-                let result = log_changes(sub, tables, log, first_tx, stop_rx, abort, log_records);
-                if result.is_err() {
-                    abort.store(true, Ordering::Relaxed);
-                }
-                result
-            })
-        });
-        let scanned = scan_all(
-            options,
-            &session,
-            &tables,
-            &marker,
-            first_rx,
-            &abort,
-            &log_records,
-            status,
-            logger.is_some(),
-        );
-        if let Ok((_, stop)) = &scanned {
-            let _ = stop_tx.send(*stop);
-        } else {
-            abort.store(true, Ordering::Relaxed);
-        }
-        drop(stop_tx);
-        let logged = match logger {
-            Some(handle) => handle
-                .join()
-                .unwrap_or_else(|_| Err("the log thread panicked".to_owned())),
-            None => Ok(empty_log.take().unwrap_or_default()),
-        };
-        // Whichever side failed first stopped the other (its error is
-        // then `LOG_STOPPED` or the scans' abort): name both when both
-        // have a cause of their own.
-        match (scanned, logged) {
-            (Ok((files, stop)), Ok(logged)) => finish(options, &tables, files, stop, logged),
-            (Err(scan), Ok(_)) => Err(scan),
-            (Err(scan), Err(log)) if log == LOG_STOPPED => Err(scan),
-            (Err(scan), Err(log)) if scan == SCANS_STOPPED => Err(log),
-            (Ok(_), Err(log)) => Err(log),
-            (Err(scan), Err(log)) => Err(format!("{log} (scans: {scan})")),
-        }
-    })
+    // The data nodes write where this process does: the same path, on
+    // their own hosts.
+    let dir = std::fs::canonicalize(&options.dir)
+        .map_err(|e| format!("the backup directory {}: {e}", options.dir.display()))?;
+    let backup_id = u32::try_from(options.id)
+        .map_err(|_| format!("backup id {} is above {}", options.id, u32::MAX))?;
+    status["phase"] = json!("starting the log");
+    write_status(&options.dir, status)?;
+    let mut logs = Vec::new();
+    let result = start_logs(&session, backup_id, &tables, &dir, &mut logs).and_then(|start| {
+        let (files, stop) = scan_all(options, &session, &tables, &marker, &logs, status)?;
+        status["phase"] = json!("completing the log");
+        write_status(&options.dir, status)?;
+        let logged = stop_logs(&session, backup_id, &logs, stop)?;
+        finish(options, &tables, files, start, stop, &logs, &logged)
+    });
+    if result.is_err() {
+        close_logs(&session, backup_id, &logs);
+    }
+    result
 }
 
-/// What the log thread wrote.
-#[derive(Default)]
-struct LogSummary {
-    start_epoch: u64,
-    epochs: u64,
+/// The backup's log on one LDM instance of one data node.
+struct NodeLog {
+    node: NodeId,
+    instance: u32,
+    file: String,
+    path: String,
+}
+
+/// What one instance's log holds once complete.
+struct LoggedFile {
     records: u64,
     bytes: u64,
 }
 
-/// Writes the change stream's epochs to the log until the stop epoch.
-fn log_changes(
-    mut sub: Subscription,
+/// Starts the log on every LDM instance of every data node this process
+/// is connected to (pushed to `logs` as each is asked, so a failure
+/// closes those that started); returns the highest epoch committed on
+/// any of them before: every commit after it is logged. A data node
+/// that is down writes nothing; if it starts during the backup, the
+/// primaries may move and the logs fail.
+fn start_logs(
+    session: &Session,
+    backup_id: u32,
     tables: &[Backed],
-    mut log: BlockWriter,
-    first_tx: mpsc::Sender<u64>,
-    stop_rx: mpsc::Receiver<u64>,
-    abort: &AtomicBool,
-    log_records: &AtomicU64,
-) -> Result<LogSummary, String> {
-    let mut summary = LogSummary::default();
-    let mut first: Option<mpsc::Sender<u64>> = Some(first_tx);
-    let mut stop: Option<u64> = None;
-    let mut waited_since = Instant::now();
-    let mut last_epoch = 0u64;
-    let by_name: std::collections::HashMap<&str, usize> = tables
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (t.name.as_str(), i))
-        .collect();
-    let (mut fixed, mut var, mut values) = (Vec::new(), Vec::new(), Vec::new());
-    loop {
-        if abort.load(Ordering::Relaxed) {
-            return Err(LOG_STOPPED.to_owned());
-        }
-        if stop.is_none() {
-            match stop_rx.try_recv() {
-                Ok(epoch) => {
-                    stop = Some(epoch);
-                    waited_since = Instant::now();
-                    // The stream may have delivered the stop epoch (and
-                    // later ones) before the marker's commit reached the
-                    // scanning thread: those are in the log already, and
-                    // restore leaves out what is above the stop.
-                    if last_epoch >= epoch {
-                        break;
-                    }
-                }
-                Err(mpsc::TryRecvError::Disconnected) => return Err(LOG_STOPPED.to_owned()),
-                Err(mpsc::TryRecvError::Empty) => {}
-            }
-        }
-        let event = sub
-            .next_timeout(Duration::from_millis(100))
-            .map_err(|e| format!("change stream: {e}"))?;
-        let Some(event) = event else {
-            if sub.state().ended {
-                return Err(
-                    "the change stream ended (a data node failed or cut the backup off)".to_owned(),
-                );
-            }
-            if (first.is_some() || stop.is_some())
-                && waited_since.elapsed() > Duration::from_millis(BACKUP_EPOCH_WAIT_MS)
-            {
-                return Err(format!(
-                    "no complete epoch from the change stream for {BACKUP_EPOCH_WAIT_MS} ms"
-                ));
-            }
-            continue;
-        };
-        let epochs = match event {
-            // The stream survives a data node's failure (the others
-            // resend); it ends, with a gap to the end of time, only when a
-            // whole node group is down (docs/events.md).
-            Event::Gap { from, to } if to.get() == u64::MAX => {
-                return Err(format!(
-                    "a node group is down: the change stream ended after epoch {from}, so the \
-                     backup cannot be consistent"
-                ))
-            }
-            Event::Gap { from, to } => {
-                return Err(format!(
-                    "the change stream lost epochs {from} to {to} (the backup fell too far \
-                     behind the data nodes' buffers): the backup cannot be consistent"
-                ))
-            }
-            Event::Epoch(epochs) => epochs,
-        };
-        let epoch = epochs.epoch.get();
-        waited_since = Instant::now();
-        if let Some(first) = first.take() {
-            summary.start_epoch = epoch;
-            let _ = first.send(epoch);
-        }
-        if stop.is_some_and(|s| epoch > s) {
-            break;
-        }
-        last_epoch = epoch;
-        summary.epochs += 1;
-        // The scans read each table in the definition it had when the
-        // backup began, and restore re-creates that one: a table altered
-        // or dropped inside the window has rows of two definitions (or
-        // none to restore to). NDB refuses such DDL while a backup runs;
-        // here the backup fails and says which table and what to do.
-        if let Some(ddl) = epochs.schema.first() {
-            return Err(format!(
-                "table {} was changed during the backup ({}, version {}, in epoch {}): the \
-                 backup cannot be consistent; take it again",
-                ddl.table,
-                ddl.kind.as_str(),
-                ddl.version,
-                epochs.epoch
-            ));
-        }
-        for change in epochs.changes {
-            let backed = *by_name
-                .get(change.table)
-                .ok_or_else(|| format!("a change of table {} not backed up", change.table))?;
-            let (kind, image) = match change.kind {
-                ChangeKind::Insert | ChangeKind::Update => (LOG_WRITE, change.after),
-                ChangeKind::Delete => (LOG_DELETE, change.before),
-            };
-            let image =
-                image.ok_or_else(|| format!("a change of {} without its image", change.table))?;
-            let layout = &tables[backed].layout;
-            if image.len() != layout.column_count() {
-                return Err(format!(
-                    "a change of {} has {} columns, the table {}",
-                    change.table,
-                    image.len(),
-                    layout.column_count()
-                ));
-            }
-            debug_assert!(
-                image
-                    .iter()
-                    .zip(&tables[backed].table.def().columns)
-                    .all(|((name, _), column)| *name == column.name),
-                "a change image of {} in table order",
-                change.table
-            );
-            values.clear();
-            values.extend(image.into_iter().map(|(_, v)| v));
-            let out = log.record_buffer();
-            out.extend_from_slice(&epoch.to_le_bytes());
-            out.extend_from_slice(&(backed as u32).to_le_bytes());
-            out.extend_from_slice(&kind.to_le_bytes());
-            encode_row(layout, &values, &mut fixed, &mut var, out)?;
-            log.record_done()?;
-            log_records.fetch_add(1, Ordering::Relaxed);
-        }
-        if stop == Some(epoch) {
-            break;
+    dir: &Path,
+    logs: &mut Vec<NodeLog>,
+) -> Result<u64, String> {
+    let ids: Vec<u32> = tables.iter().map(|t| t.table.id()).collect();
+    for node in session.live_data_nodes() {
+        for instance in 0..session.ldm_instances() {
+            let file = format!("L{}.{instance}.log", node.get());
+            let path = dir.join(&file).display().to_string();
+            logs.push(NodeLog {
+                node,
+                instance,
+                file,
+                path,
+            });
         }
     }
-    let (bytes, records) = log.finish()?;
-    summary.bytes = bytes;
-    summary.records = records;
-    Ok(summary)
+    if logs.is_empty() {
+        return Err("no data node is connected".to_owned());
+    }
+    let requests: Vec<BackupLogRequest<'_>> = logs
+        .iter()
+        .map(|l| BackupLogRequest {
+            backup_id,
+            node: l.node,
+            instance: l.instance,
+            flags: backup_log::START,
+            stop_epoch: 0,
+            tables: &ids,
+            path: &l.path,
+        })
+        .collect();
+    let mut start = 0;
+    for (l, answer) in logs.iter().zip(session.backup_logs(&requests)) {
+        let progress = answer.map_err(|e| {
+            format!(
+                "start the log on data node {} (LDM instance {}): {e}",
+                l.node, l.instance
+            )
+        })?;
+        start = start.max(progress.epoch);
+    }
+    Ok(start)
+}
+
+/// Asks every log how far it is (it fails early with why, e.g. a table
+/// altered); returns the records logged in all.
+fn poll_logs(session: &Session, backup_id: u32, logs: &[NodeLog]) -> Result<u64, String> {
+    let requests = log_requests(backup_id, logs, 0, 0);
+    let mut records = 0;
+    for (l, answer) in logs.iter().zip(session.backup_logs(&requests)) {
+        records += answer.map_err(|e| log_error(l, e))?.records;
+    }
+    Ok(records)
+}
+
+fn log_requests(
+    backup_id: u32,
+    logs: &[NodeLog],
+    flags: u32,
+    stop: u64,
+) -> Vec<BackupLogRequest<'_>> {
+    logs.iter()
+        .map(|l| BackupLogRequest {
+            backup_id,
+            node: l.node,
+            instance: l.instance,
+            flags,
+            stop_epoch: stop,
+            tables: &[],
+            path: &l.path,
+        })
+        .collect()
+}
+
+fn log_error(l: &NodeLog, e: skarv_client::Error) -> String {
+    format!(
+        "the log on data node {} (LDM instance {}): {e}",
+        l.node, l.instance
+    )
+}
+
+/// Completes every log at the stop epoch (each answers once the epoch is
+/// complete on its node and its file is synced).
+fn stop_logs(
+    session: &Session,
+    backup_id: u32,
+    logs: &[NodeLog],
+    stop: u64,
+) -> Result<Vec<LoggedFile>, String> {
+    let requests = log_requests(backup_id, logs, backup_log::STOP, stop);
+    logs.iter()
+        .zip(session.backup_logs(&requests))
+        .map(|(l, answer)| {
+            let progress = answer.map_err(|e| log_error(l, e))?;
+            if !progress.done {
+                return Err(format!(
+                    "the log on data node {} (LDM instance {}) answered its stop unfinished",
+                    l.node, l.instance
+                ));
+            }
+            Ok(LoggedFile {
+                records: progress.records,
+                bytes: progress.bytes,
+            })
+        })
+        .collect()
+}
+
+/// Ends the logs (the backup failed): best effort, as a node that does
+/// not hear it closes a log nobody asks for.
+fn close_logs(session: &Session, backup_id: u32, logs: &[NodeLog]) {
+    let requests = log_requests(backup_id, logs, backup_log::CLOSE, 0);
+    for answer in session.backup_logs(&requests) {
+        if let Err(e) = answer {
+            tracing::info!(%e, "closing a backup log");
+        }
+    }
 }
 
 /// Keeps the scans under a rows-per-second budget.
@@ -487,47 +370,27 @@ struct FragScan {
     started: bool,
 }
 
-/// Scans every table once the stream has its first epoch, then commits
-/// the marker; returns each table's files and the stop epoch.
+/// Scans every table once the logs run, then commits the marker; returns
+/// each table's files and the stop epoch.
 ///
 /// Each fragment is scanned by the data node that is its primary, which
 /// writes the rows to its own data file (`ldm::backup` in the data node):
 /// every fragment of a table at once, in rounds of one `BackupFragReq`
-/// per fragment, paced by the rows the rounds wrote.
-#[allow(clippy::too_many_arguments)]
+/// per fragment, paced by the rows the rounds wrote. The logs are asked
+/// how far they are every status interval: one that failed (a table
+/// altered, a data node lost) ends the backup then.
 fn scan_all(
     options: &TakeOptions<'_>,
     session: &Session,
     tables: &[Backed],
     marker: &Arc<Table>,
-    first_rx: mpsc::Receiver<u64>,
-    abort: &AtomicBool,
-    log_records: &AtomicU64,
+    logs: &[NodeLog],
     status: &mut Json,
-    logging: bool,
 ) -> Result<(Vec<Vec<DataFile>>, u64), String> {
-    if logging {
-        status["phase"] = json!("waiting for the change stream");
-        write_status(&options.dir, status)?;
-        // Every commit of this epoch or below has ended: the scans see it.
-        match first_rx.recv_timeout(Duration::from_millis(BACKUP_EPOCH_WAIT_MS)) {
-            Ok(_) => {}
-            // The log thread failed: its error says why.
-            Err(mpsc::RecvTimeoutError::Disconnected) => return Err(SCANS_STOPPED.to_owned()),
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                return Err(format!(
-                    "no complete epoch from the change stream in {BACKUP_EPOCH_WAIT_MS} ms"
-                ))
-            }
-        }
-    }
     status["phase"] = json!("scanning");
-    // The data nodes write where this process does: the same path, on
-    // their own hosts.
     let dir = std::fs::canonicalize(&options.dir)
         .map_err(|e| format!("the backup directory {}: {e}", options.dir.display()))?;
-    let backup_id = u32::try_from(options.id)
-        .map_err(|_| format!("backup id {} is above {}", options.id, u32::MAX))?;
+    let backup_id = u32::try_from(options.id).expect("checked by run");
     let mut pace = Pace {
         per_sec: options.rows_per_sec,
         start: Instant::now(),
@@ -610,12 +473,16 @@ fn scan_all(
             }
             total_rows += written;
             pace.rows(written);
-            if abort.load(Ordering::Relaxed) || abort_file.exists() {
-                break Err(abort_reason(&abort_file));
+            if abort_file.exists() {
+                break Err(ABORTED.to_owned());
             }
             if last_status.elapsed() > Duration::from_millis(STATUS_INTERVAL_MS) {
+                let log_records = match poll_logs(session, backup_id, logs) {
+                    Ok(records) => records,
+                    Err(e) => break Err(e),
+                };
                 status["rows"] = json!(total_rows);
-                status["log_records"] = json!(log_records.load(Ordering::Relaxed));
+                status["log_records"] = json!(log_records);
                 write_status(&options.dir, status)?;
                 last_status = Instant::now();
             }
@@ -633,9 +500,12 @@ fn scan_all(
         });
         files.push(done.collect());
     }
-    if abort.load(Ordering::Relaxed) || abort_file.exists() {
-        return Err(abort_reason(&abort_file));
+    if abort_file.exists() {
+        return Err(ABORTED.to_owned());
     }
+    // A log that failed since the last poll fails the backup before its
+    // stop marker is committed.
+    poll_logs(session, backup_id, logs)?;
     status["rows"] = json!(total_rows);
     status["phase"] = json!("logging to the stop epoch");
     write_status(&options.dir, status)?;
@@ -668,14 +538,6 @@ fn close_scans(session: &Session, backup_id: u32, table: &Table, scans: &[FragSc
     }
 }
 
-fn abort_reason(abort_file: &Path) -> String {
-    if abort_file.exists() {
-        "aborted (abort-backup)".to_owned()
-    } else {
-        SCANS_STOPPED.to_owned()
-    }
-}
-
 /// Commits the backup's marker row: its epoch is the stop epoch.
 fn commit_marker(session: &Session, marker: &Arc<Table>, id: u64) -> Result<Epoch, String> {
     let tx = session.begin().map_err(|e| e.to_string())?;
@@ -697,11 +559,15 @@ fn finish(
     options: &TakeOptions<'_>,
     tables: &[Backed],
     files: Vec<Vec<DataFile>>,
+    start: u64,
     stop: u64,
-    log: LogSummary,
+    logs: &[NodeLog],
+    logged: &[LoggedFile],
 ) -> Result<Json, String> {
+    let log_records: u64 = logged.iter().map(|l| l.records).sum();
+    let log_bytes: u64 = logged.iter().map(|l| l.bytes).sum();
     let mut rows = 0;
-    let mut bytes = log.bytes;
+    let mut bytes = log_bytes;
     let mut listed: Vec<Json> = Vec::new();
     for (t, table_files) in tables.iter().zip(&files) {
         let table_rows: u64 = table_files.iter().map(|f| f.rows).sum();
@@ -754,16 +620,21 @@ fn finish(
     let manifest = json!({
         "format": format::MANIFEST_FORMAT,
         "id": options.id,
-        "start_epoch": log.start_epoch,
+        "start_epoch": start,
         "stop_epoch": stop,
         "stop_epoch_text": Epoch::from_u64(stop).to_string(),
         "tables": tables,
         "log": {
-            "file": "log",
-            "records": log.records,
-            "bytes": log.bytes,
-            "epochs": log.epochs,
+            "records": log_records,
+            "bytes": log_bytes,
         },
+        "logs": logs.iter().zip(logged).map(|(l, f)| json!({
+            "file": l.file,
+            "node": l.node.get(),
+            "instance": l.instance,
+            "records": f.records,
+            "bytes": f.bytes,
+        })).collect::<Vec<_>>(),
         "rows": rows,
         "bytes": bytes,
     });
