@@ -73,7 +73,6 @@ type BackupKey = (BlockRef, u32, u32, u32);
 struct BackupScan {
     /// The backup process, the backup id, the table and the partition.
     key: BackupKey,
-    table_version: u32,
     path: PathBuf,
     file: Box<dyn DiskFile>,
     cursor: ScanCursor,
@@ -138,6 +137,8 @@ impl std::fmt::Debug for BackupScans {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BackupScans")
             .field("open", &self.open.len())
+            .field("logs", &self.logs.len())
+            .field("complete_epoch", &self.complete_epoch)
             .finish()
     }
 }
@@ -212,7 +213,16 @@ impl BackupScans {
                     // Schema entries are not captured with commits.
                     _ => continue,
                 };
-                let (fixed, var) = image.split_at(table.fixed_bytes.min(image.len()));
+                // The table cannot have changed under the log: an alter
+                // fails it first (`table_changed`).
+                assert!(
+                    image.len() >= table.fixed_bytes,
+                    "a captured image of {} bytes, table {} rows have {} fixed",
+                    image.len(),
+                    entry.table,
+                    table.fixed_bytes
+                );
+                let (fixed, var) = image.split_at(table.fixed_bytes);
                 let block = &mut log.block;
                 block.extend_from_slice(&epoch.to_le_bytes());
                 block.extend_from_slice(&entry.table.to_le_bytes());
@@ -335,7 +345,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             return refuse(ctx, code, message);
         }
         let at = if req.flags & backup_frag::START != 0 {
-            match self.backup_frag_open(key, req.table_version, Path::new(&path), ctx.now()) {
+            match self.backup_frag_open(key, Path::new(&path), ctx.now()) {
                 Ok(at) => at,
                 Err((code, message)) => return refuse(ctx, code, message),
             }
@@ -458,7 +468,6 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
     fn backup_frag_open(
         &mut self,
         key: BackupKey,
-        table_version: u32,
         path: &Path,
         now: Instant,
     ) -> Result<usize, (u32, String)> {
@@ -491,7 +500,6 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         let scans = &mut self.backups.open;
         scans.push(BackupScan {
             key,
-            table_version,
             path: path.to_owned(),
             file,
             cursor: ScanCursor::new(),
@@ -552,7 +560,6 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 "node {node}: table {table_id} partition {partition} is gone (dropped?)"
             ));
         };
-        debug_assert!(scan.table_version > 0);
         let progress = fragment
             .scan(pool, &full_scan(), &mut scan.cursor, rows_max, batch)
             .map_err(|e| {

@@ -1,17 +1,17 @@
 //! Online backup and restore (issue 23 items 1 and 2; docs/operations.md).
 //!
 //! The backup is coordinated by the `skarv admin backup` process, an API
-//! node: it subscribes to the change stream of every table (the data
-//! nodes' capture, docs/events.md), waits for the stream's first complete
-//! epoch S (every commit of S or below has ended), has each data node
-//! write the committed rows of the fragments it is the primary of to its
-//! own data files (`BackupFragReq`, the data node's `ldm::backup`), then
-//! commits one row to [`MARKER_TABLE`]: its epoch T
-//! is at least the epoch of every commit the scans saw (a TC hands out an
-//! epoch only after every TC prepared it, docs/transactions.md "Global
-//! checkpoints"). The stream's changes of the epochs after S up to T are
-//! the log. Restore loads the rows and replays the log's last image of
-//! each row up to T: the result is the committed state at T, exactly.
+//! node; each data node writes its share (the data node's `ldm::backup`).
+//! Every LDM instance starts a log of the committed changes of the
+//! backed-up tables in the fragments its node is the primary of
+//! (`BackupLogReq`); then each fragment's primary writes its committed
+//! rows to its own data file (`BackupFragReq`); then the process commits
+//! one row to [`MARKER_TABLE`]: its epoch T is at least the epoch of
+//! every commit the scans saw (a TC hands out an epoch only after every
+//! TC prepared it, docs/transactions.md "Global checkpoints"); then every
+//! log completes once T is complete on its node. Restore loads the rows
+//! and replays the logs' last image of each row up to T: the result is
+//! the committed state at T, exactly (docs/operations.md says why).
 //! "Every table" includes the hidden parts table of each BLOB/TEXT
 //! column, backed up row by row like the others (the base rows hold
 //! heads): a value's head and parts are one transaction's writes, so

@@ -41,8 +41,8 @@ pub struct TakeOptions<'a> {
 
 /// A table being backed up: a user's table, or the hidden parts table of
 /// one's BLOB/TEXT column. The base table's rows hold their BLOB/TEXT
-/// values as heads (scanned with `ScanOptions::blob_heads`, and so the
-/// change stream sends them), the parts table holds the rest: each is
+/// values as heads (as stored, so the data nodes' files and logs hold
+/// them), the parts table holds the rest: each is
 /// backed up as the table it is, and a row's head and parts meet again
 /// at the stop epoch because the client writes both in one transaction
 /// (one epoch).
