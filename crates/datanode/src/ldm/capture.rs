@@ -113,11 +113,17 @@ impl Capture {
                 kept += 1;
             }
         }
-        if kept == 0 {
+        self.added(kept, epoch, ctx)
+    }
+
+    /// `count` changes of `epoch` joined `pending`: sends them at once
+    /// when the batch is full; true when the flush timer is to be set.
+    fn added(&mut self, count: u32, epoch: u64, ctx: &mut Context<'_>) -> bool {
+        if count == 0 {
             return false;
         }
         self.pending_epoch = epoch;
-        self.pending_count += kept;
+        self.pending_count += count;
         if self.pending.len() >= CAPTURE_BATCH_BYTES_MAX {
             self.flush(ctx);
             return false;
@@ -190,16 +196,7 @@ impl Capture {
             self.flush(ctx);
         }
         let count = instance.take_captured(&mut self.pending);
-        if count == 0 {
-            return false;
-        }
-        self.pending_epoch = epoch;
-        self.pending_count += count;
-        if self.pending.len() >= CAPTURE_BATCH_BYTES_MAX {
-            self.flush(ctx);
-            return false;
-        }
-        !std::mem::replace(&mut self.flush_armed, true)
+        self.added(count, epoch, ctx)
     }
 
     /// Sends the pending changes, if any, as one `SubTableData`.
