@@ -69,18 +69,79 @@ pub const BACKUP_LOG_IDLE_MAX: Duration = Duration::from_secs(60);
 /// Who asked, and for which fragment: one scan per key.
 type BackupKey = (BlockRef, u32, u32, u32);
 
-/// One open backup scan.
-struct BackupScan {
-    /// The backup process, the backup id, the table and the partition.
-    key: BackupKey,
+/// A backup file being written: a data file or a log.
+struct BlockOut {
     path: PathBuf,
     file: Box<dyn DiskFile>,
-    cursor: ScanCursor,
     /// The block being filled: [`BLOCK_HEADER_BYTES`] of room for its
     /// header, then whole records.
     block: Vec<u8>,
     /// Bytes written to the file (magic and blocks).
     bytes: u64,
+}
+
+impl BlockOut {
+    /// A file whose magic is written.
+    fn new(path: PathBuf, file: Box<dyn DiskFile>) -> BlockOut {
+        let mut block = Vec::with_capacity(BLOCK_TARGET_BYTES * 2);
+        block.resize(BLOCK_HEADER_BYTES, 0);
+        BlockOut {
+            path,
+            file,
+            block,
+            bytes: backup_file::BLOCK_FILE_MAGIC.len() as u64,
+        }
+    }
+
+    /// A record was appended to `block`: writes the block once full.
+    fn record_done(&mut self, node: NodeId) -> Result<(), String> {
+        if self.block.len() - BLOCK_HEADER_BYTES >= BLOCK_TARGET_BYTES {
+            self.write_block(node)?;
+        }
+        Ok(())
+    }
+
+    /// Writes what the block holds, if anything: the file's last block.
+    fn finish(&mut self, node: NodeId) -> Result<(), String> {
+        if self.block.len() > BLOCK_HEADER_BYTES {
+            self.write_block(node)?;
+        }
+        Ok(())
+    }
+
+    /// Seals the block with its header and writes it at the file's end.
+    fn write_block(&mut self, node: NodeId) -> Result<(), String> {
+        let header = backup_file::block_header(&self.block[BLOCK_HEADER_BYTES..]);
+        self.block[..BLOCK_HEADER_BYTES].copy_from_slice(&header);
+        self.file
+            .write_at(self.bytes, &self.block)
+            .map_err(|e| format!("node {node}: write {}: {e}", self.path.display()))?;
+        self.bytes += self.block.len() as u64;
+        self.block.truncate(BLOCK_HEADER_BYTES);
+        Ok(())
+    }
+
+    /// The `io` thread's job: sync the file, then its directory (its name,
+    /// on a host where no one else syncs it).
+    fn sync_job<D: Disk + Clone + Send + 'static>(&self, disk: &D) -> kernel::IoJob {
+        let sync = self.file.sync_handle();
+        let (disk, path) = (disk.clone(), self.path.clone());
+        Box::new(move || {
+            sync.sync()
+                .map_err(|e| format!("fsync {}: {e}", path.display()))?;
+            let dir = path.parent().unwrap_or(Path::new("."));
+            disk.sync_dir(dir)
+                .map_err(|e| format!("fsync directory {}: {e}", dir.display()))
+        })
+    }
+}
+
+/// One open backup scan.
+struct BackupScan {
+    /// The backup process, the backup id, the table and the partition.
+    key: BackupKey,
+    out: BlockOut,
+    cursor: ScanCursor,
     rows: u64,
     last_request: Instant,
     /// The final sync in flight: its `Context::io` request number and the
@@ -108,10 +169,7 @@ struct BackupLog {
     backup_id: u32,
     /// By id.
     tables: Vec<LoggedTable>,
-    path: PathBuf,
-    file: Box<dyn DiskFile>,
-    block: Vec<u8>,
-    bytes: u64,
+    out: BlockOut,
     records: u64,
     live_at_start: LiveState,
     /// Why the log cannot be complete; answered at the next request.
@@ -154,6 +212,15 @@ fn full_scan() -> ScanSpec {
 impl BackupScans {
     fn find(&self, key: &BackupKey) -> Option<usize> {
         self.open.iter().position(|s| &s.key == key)
+    }
+
+    /// Takes scan `key` out, unless its sync runs (its `FsConf` answers).
+    fn close(&mut self, key: &BackupKey) -> Option<BackupScan> {
+        let at = self.find(key)?;
+        self.open[at]
+            .syncing
+            .is_none()
+            .then(|| self.open.swap_remove(at))
     }
 
     /// Closes every scan of `tables` (dropped or altered here).
@@ -223,17 +290,15 @@ impl BackupScans {
                     table.fixed_bytes
                 );
                 let (fixed, var) = image.split_at(table.fixed_bytes);
-                let block = &mut log.block;
+                let block = &mut log.out.block;
                 block.extend_from_slice(&epoch.to_le_bytes());
                 block.extend_from_slice(&entry.table.to_le_bytes());
                 block.extend_from_slice(&kind.to_le_bytes());
                 backup_file::put_image(block, fixed, var);
                 log.records += 1;
-                if log.block.len() - BLOCK_HEADER_BYTES >= BLOCK_TARGET_BYTES {
-                    if let Err(e) = write_log_block(log, node) {
-                        log.failed = Some(e);
-                        break;
-                    }
+                if let Err(e) = log.out.record_done(node) {
+                    log.failed = Some(e);
+                    break;
                 }
             }
         }
@@ -256,6 +321,9 @@ impl BackupScans {
     /// The live map changed (a view or the master's node states): a log
     /// whose primaries may have moved cannot be complete.
     pub(super) fn check_live(&mut self, live: &crate::live_map::LiveMap) {
+        if self.logs.is_empty() {
+            return;
+        }
         let now = live_state(live);
         for log in self.logs.iter_mut().filter(|l| l.failed.is_none()) {
             if log.live_at_start != now {
@@ -271,18 +339,6 @@ impl BackupScans {
 
 fn live_state(live: &crate::live_map::LiveMap) -> LiveState {
     (live.down(), live.states().map(|s| s.serving))
-}
-
-/// Seals a log's block with its header and writes it at the file's end.
-fn write_log_block(log: &mut BackupLog, node: NodeId) -> Result<(), String> {
-    let header = backup_file::block_header(&log.block[BLOCK_HEADER_BYTES..]);
-    log.block[..BLOCK_HEADER_BYTES].copy_from_slice(&header);
-    log.file
-        .write_at(log.bytes, &log.block)
-        .map_err(|e| format!("node {node}: write {}: {e}", log.path.display()))?;
-    log.bytes += log.block.len() as u64;
-    log.block.truncate(BLOCK_HEADER_BYTES);
-    Ok(())
 }
 
 /// The request being answered.
@@ -322,11 +378,8 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         };
         let node = self.config.node;
         if req.flags & backup_frag::CLOSE != 0 {
-            if let Some(at) = self.backups.find(&key) {
-                if self.backups.open[at].syncing.is_none() {
-                    let scan = self.backups.open.swap_remove(at);
-                    tracing::info!(%node, path = %scan.path.display(), "backup scan closed");
-                }
+            if let Some(scan) = self.backups.close(&key) {
+                tracing::info!(%node, path = %scan.out.path.display(), "backup scan closed");
             }
             let body = SignalBody::BackupFragConf {
                 request_id: req.request_id,
@@ -337,11 +390,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             return ctx.send(api, body);
         }
         if let Err((code, message)) = self.backup_frag_check(&req) {
-            if let Some(at) = self.backups.find(&key) {
-                if self.backups.open[at].syncing.is_none() {
-                    self.backups.open.swap_remove(at);
-                }
-            }
+            self.backups.close(&key);
             return refuse(ctx, code, message);
         }
         let at = if req.flags & backup_frag::START != 0 {
@@ -384,7 +433,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 let body = SignalBody::BackupFragConf {
                     request_id: req.request_id,
                     rows: scan.rows,
-                    bytes: scan.bytes,
+                    bytes: scan.out.bytes,
                     done: false,
                 };
                 ctx.send(api, body);
@@ -394,12 +443,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 self.next_io_request += 1;
                 let scan = &mut self.backups.open[at];
                 scan.syncing = Some((request, req.request_id));
-                let sync = scan.file.sync_handle();
-                let (disk, path) = (self.disk.clone(), scan.path.clone());
-                ctx.io(
-                    request,
-                    Box::new(move || sync_file_and_dir(&*sync, &disk, &path)),
-                );
+                ctx.io(request, scan.out.sync_job(&self.disk));
             }
         }
     }
@@ -493,18 +537,13 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             );
             return Err((error::TOO_MANY_SCANS, message));
         }
-        let file = self.create_backup_file(path)?;
-        let mut block = Vec::with_capacity(BLOCK_TARGET_BYTES * 2);
-        block.resize(BLOCK_HEADER_BYTES, 0);
+        let out = self.create_backup_file(path)?;
         tracing::info!(%node, path = %path.display(), "backup scan started");
         let scans = &mut self.backups.open;
         scans.push(BackupScan {
             key,
-            path: path.to_owned(),
-            file,
+            out,
             cursor: ScanCursor::new(),
-            block,
-            bytes: backup_file::BLOCK_FILE_MAGIC.len() as u64,
             rows: 0,
             last_request: now,
             syncing: None,
@@ -514,7 +553,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
 
     /// Creates a backup file at `path` (absolute; its directory created if
     /// missing; never over an existing file) and writes the magic.
-    fn create_backup_file(&self, path: &Path) -> Result<Box<dyn DiskFile>, (u32, String)> {
+    fn create_backup_file(&self, path: &Path) -> Result<BlockOut, (u32, String)> {
         let node = self.config.node;
         let failed = |what: &str, e: std::io::Error| {
             let message = format!("node {node}: {what} {}: {e}", path.display());
@@ -541,7 +580,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             .map_err(|e| failed("create", e))?;
         file.write_at(0, backup_file::BLOCK_FILE_MAGIC)
             .map_err(|e| failed("write", e))?;
-        Ok(file)
+        Ok(BlockOut::new(path.to_owned(), file))
     }
 
     /// Writes the next at most `rows_max` rows of scan `at`, and the last
@@ -567,14 +606,12 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             })?;
         for i in 0..batch.len() {
             let (fixed, var) = batch.image(i);
-            backup_file::put_image(&mut scan.block, fixed, var);
+            backup_file::put_image(&mut scan.out.block, fixed, var);
             scan.rows += 1;
-            if scan.block.len() - BLOCK_HEADER_BYTES >= BLOCK_TARGET_BYTES {
-                write_block(scan, node)?;
-            }
+            scan.out.record_done(node)?;
         }
-        if progress == ScanProgress::Done && scan.block.len() > BLOCK_HEADER_BYTES {
-            write_block(scan, node)?;
+        if progress == ScanProgress::Done {
+            scan.out.finish(node)?;
         }
         Ok(progress)
     }
@@ -593,14 +630,30 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             if let Some(at) = self.backups.open.iter().position(|s| syncs(&s.syncing)) {
                 let scan = self.backups.open.swap_remove(at);
                 let (_, id) = scan.syncing.expect("found by it");
-                (scan.key.0, id, scan.path, scan.rows, scan.bytes, 0, false)
+                (
+                    scan.key.0,
+                    id,
+                    scan.out.path,
+                    scan.rows,
+                    scan.out.bytes,
+                    0,
+                    false,
+                )
             } else if let Some(at) = self.backups.logs.iter().position(|l| syncs(&l.syncing)) {
                 let log = self.backups.logs.swap_remove(at);
                 let (_, id) = log.syncing.expect("found by it");
                 let stop = log.stop.map_or(0, |(epoch, _)| epoch);
                 // Its tables capture no more unless another log holds them.
                 self.apply_capture();
-                (log.api, id, log.path, log.records, log.bytes, stop, true)
+                (
+                    log.api,
+                    id,
+                    log.out.path,
+                    log.records,
+                    log.out.bytes,
+                    stop,
+                    true,
+                )
             } else {
                 return false;
             };
@@ -702,22 +755,17 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                     fixed_bytes: schema::RowLayout::new(def).fixed_bytes(),
                 });
             }
-            let path = PathBuf::from(path);
-            let file = match self.create_backup_file(&path) {
-                Ok(file) => file,
+            let out = match self.create_backup_file(Path::new(&path)) {
+                Ok(out) => out,
                 Err((code, message)) => return refuse(ctx, code, message),
             };
-            let mut block = Vec::with_capacity(BLOCK_TARGET_BYTES * 2);
-            block.resize(BLOCK_HEADER_BYTES, 0);
-            tracing::info!(%node, path = %path.display(), "backup log started");
+            tracing::info!(%node, path, "backup log started");
+            let bytes = out.bytes;
             self.backups.logs.push(BackupLog {
                 api,
                 backup_id,
                 tables: logged,
-                path,
-                file,
-                block,
-                bytes: backup_file::BLOCK_FILE_MAGIC.len() as u64,
+                out,
                 records: 0,
                 live_at_start: live_state(&self.live),
                 failed: None,
@@ -730,7 +778,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             let body = SignalBody::BackupLogConf {
                 request_id,
                 records: 0,
-                bytes: backup_file::BLOCK_FILE_MAGIC.len() as u64,
+                bytes,
                 epoch: self.capture.max_epoch,
                 done: false,
             };
@@ -765,7 +813,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                     SignalBody::BackupLogConf {
                         request_id,
                         records: log.records,
-                        bytes: log.bytes,
+                        bytes: log.out.bytes,
                         epoch: 0,
                         done: false,
                     },
@@ -780,7 +828,7 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
         let body = SignalBody::BackupLogConf {
             request_id,
             records: log.records,
-            bytes: log.bytes,
+            bytes: log.out.bytes,
             epoch: self.backups.complete_epoch,
             done: false,
         };
@@ -831,8 +879,8 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
                 at += 1;
                 continue;
             }
-            if log.failed.is_none() && log.block.len() > BLOCK_HEADER_BYTES {
-                if let Err(e) = write_log_block(log, node) {
+            if log.failed.is_none() {
+                if let Err(e) = log.out.finish(node) {
                     log.failed = Some(e);
                 }
             }
@@ -853,39 +901,8 @@ impl<D: Disk + Clone + Send + 'static> LdmBlock<D> {
             self.next_io_request += 1;
             let log = &mut self.backups.logs[at];
             log.syncing = Some((request, request_id));
-            let sync = log.file.sync_handle();
-            let (disk, path) = (self.disk.clone(), log.path.clone());
-            ctx.io(
-                request,
-                Box::new(move || sync_file_and_dir(&*sync, &disk, &path)),
-            );
+            ctx.io(request, log.out.sync_job(&self.disk));
             at += 1;
         }
     }
-}
-
-/// Syncs a backup file, then its directory (its name, on a host where no
-/// one else syncs it); runs on an `io` thread.
-fn sync_file_and_dir<D: Disk>(
-    sync: &dyn storage::disk::FileSync,
-    disk: &D,
-    path: &Path,
-) -> Result<(), String> {
-    sync.sync()
-        .map_err(|e| format!("fsync {}: {e}", path.display()))?;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    disk.sync_dir(dir)
-        .map_err(|e| format!("fsync directory {}: {e}", dir.display()))
-}
-
-/// Seals the scan's block with its header and writes it at the file's end.
-fn write_block(scan: &mut BackupScan, node: signal::NodeId) -> Result<(), String> {
-    let header = backup_file::block_header(&scan.block[BLOCK_HEADER_BYTES..]);
-    scan.block[..BLOCK_HEADER_BYTES].copy_from_slice(&header);
-    scan.file
-        .write_at(scan.bytes, &scan.block)
-        .map_err(|e| format!("node {node}: write {}: {e}", scan.path.display()))?;
-    scan.bytes += scan.block.len() as u64;
-    scan.block.truncate(BLOCK_HEADER_BYTES);
-    Ok(())
 }

@@ -162,7 +162,12 @@ fn run(options: &TakeOptions<'_>, status: &mut Json) -> Result<Json, String> {
     write_status(&options.dir, status)?;
     let mut logs = Vec::new();
     let result = start_logs(&session, backup_id, &tables, &dir, &mut logs).and_then(|start| {
-        let (files, stop) = scan_all(options, &session, &tables, &marker, &logs, status)?;
+        let scope = Scope {
+            dir: &dir,
+            backup_id,
+            logs: &logs,
+        };
+        let (files, stop) = scan_all(options, &session, &tables, &marker, &scope, status)?;
         status["phase"] = json!("completing the log");
         write_status(&options.dir, status)?;
         let logged = stop_logs(&session, backup_id, &logs, stop)?;
@@ -172,6 +177,14 @@ fn run(options: &TakeOptions<'_>, status: &mut Json) -> Result<Json, String> {
         close_logs(&session, backup_id, &logs);
     }
     result
+}
+
+/// Where the data nodes write a backup, and its logs there.
+struct Scope<'a> {
+    /// The backup's directory, absolute: the same path on every host.
+    dir: &'a Path,
+    backup_id: u32,
+    logs: &'a [NodeLog],
 }
 
 /// The backup's log on one LDM instance of one data node.
@@ -384,13 +397,15 @@ fn scan_all(
     session: &Session,
     tables: &[Backed],
     marker: &Arc<Table>,
-    logs: &[NodeLog],
+    scope: &Scope<'_>,
     status: &mut Json,
 ) -> Result<(Vec<Vec<DataFile>>, u64), String> {
     status["phase"] = json!("scanning");
-    let dir = std::fs::canonicalize(&options.dir)
-        .map_err(|e| format!("the backup directory {}: {e}", options.dir.display()))?;
-    let backup_id = u32::try_from(options.id).expect("checked by run");
+    let Scope {
+        dir,
+        backup_id,
+        logs,
+    } = *scope;
     let mut pace = Pace {
         per_sec: options.rows_per_sec,
         start: Instant::now(),
