@@ -40,6 +40,21 @@ static ALLOCATOR: Allocator = Allocator;
 #[cfg(feature = "mimalloc")]
 struct Allocator;
 
+/// mimalloc's option calls, linked from `libmimalloc-sys` (whose own
+/// declarations of them come with a feature that pulls in another crate).
+#[cfg(feature = "mimalloc")]
+mod mimalloc_options {
+    use std::ffi::{c_int, c_long};
+
+    extern "C" {
+        pub fn mi_option_set_default(option: c_int, value: c_long);
+        #[cfg(test)]
+        pub fn mi_option_get(option: c_int) -> c_long;
+        #[cfg(test)]
+        pub fn mi_version() -> c_int;
+    }
+}
+
 #[cfg(feature = "mimalloc")]
 impl Allocator {
     /// Alignments up to this come from rounding alone (mimalloc's
@@ -66,6 +81,30 @@ impl Allocator {
 
     fn aligned(ptr: *mut u8, align: usize) -> bool {
         (ptr as usize) & (align - 1) == 0
+    }
+
+    /// mimalloc v3's `mi_option_purge_delay`: its place in `mi_option_t`
+    /// (mimalloc.h), which the `libmimalloc-sys` crate does not name.
+    const OPTION_PURGE_DELAY: std::ffi::c_int = 15;
+    /// How long freed memory stays mapped before mimalloc hands it back to
+    /// the kernel, in ms (its default is 1,000). A change-stream subscriber
+    /// frees an epoch's decoded changes and allocates the next epoch's
+    /// within that second over and over: with the default, `skarv bench
+    /// flex --subscribe` at 80,000 changes/s took 12,000-98,000 page
+    /// faults in 8 s, each a page the kernel zeroes again (a whole 2 MiB
+    /// one where transparent huge pages back mimalloc's arenas; the
+    /// subscriber then spent most of its time in `clear_page`, fell behind
+    /// and was cut off); at 10 s it took 500. An idle process still
+    /// returns what it freed, 10 s later.
+    const PURGE_DELAY_MS: std::ffi::c_long = 10_000;
+
+    /// Sets mimalloc's options where the environment (`MIMALLOC_...`) did
+    /// not: called first thing in `main`.
+    fn configure() {
+        // SAFETY: sets an option's value; any value is valid for this one.
+        unsafe {
+            mimalloc_options::mi_option_set_default(Self::OPTION_PURGE_DELAY, Self::PURGE_DELAY_MS);
+        }
     }
 
     /// A block for `layout` from `plain` (`mi_malloc` or `mi_zalloc`) when
@@ -271,6 +310,8 @@ pub fn die_quietly_on_broken_pipe() {
 }
 
 fn main() -> ExitCode {
+    #[cfg(feature = "mimalloc")]
+    Allocator::configure();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Mgmd(args) => mgmd_cmd::run(args),
@@ -288,6 +329,42 @@ fn main() -> ExitCode {
         Err(message) => {
             eprintln!("skarv: {message}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(all(test, feature = "mimalloc"))]
+mod tests {
+    use super::Allocator;
+
+    /// The option's place is mimalloc v3's: at its default it reads as
+    /// v3's purge delay, and `configure` moves it.
+    #[test]
+    fn the_purge_delay_set_is_mimalloc_v3s() {
+        // SAFETY: reads mimalloc's version and an option.
+        let (version, before) = unsafe {
+            (
+                super::mimalloc_options::mi_version(),
+                super::mimalloc_options::mi_option_get(Allocator::OPTION_PURGE_DELAY),
+            )
+        };
+        assert_eq!(
+            version / 10_000,
+            3,
+            "mimalloc {version}: its options are numbered otherwise"
+        );
+        if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+            assert_eq!(
+                before,
+                1_000,
+                "option {} is not the purge delay",
+                Allocator::OPTION_PURGE_DELAY
+            );
+            Allocator::configure();
+            // SAFETY: reads an option.
+            let after =
+                unsafe { super::mimalloc_options::mi_option_get(Allocator::OPTION_PURGE_DELAY) };
+            assert_eq!(after, Allocator::PURGE_DELAY_MS);
         }
     }
 }
