@@ -455,4 +455,54 @@ fn a_large_result_is_sent_as_it_is_read() {
         .query_first("SELECT COUNT(*) FROM t WHERE pad LIKE 'b%'")
         .expect("count");
     assert_eq!(count, Some((ROWS / 26 + usize::from(ROWS % 26 > 1)) as u64));
+
+    // A join's rows go as they are joined: the SQL node holds the outer
+    // table (narrow here) and one batch, not the result.
+    conn.query_drop("CREATE TABLE m (id INT PRIMARY KEY, tid INT)")
+        .expect("create m");
+    for first in (0..ROWS).step_by(ROWS_PER_INSERT) {
+        let values: Vec<String> = (first..first + ROWS_PER_INSERT)
+            .map(|id| format!("({id}, {})", ROWS - 1 - id))
+            .collect();
+        conn.query_drop(format!("INSERT INTO m VALUES {}", values.join(",")))
+            .expect("insert m");
+    }
+    // Pushed to the data nodes (the default), then joined in the SQL
+    // node by batched key reads.
+    for pushdown in ["ON", "OFF"] {
+        conn.query_drop(format!("SET ndb_join_pushdown = {pushdown}"))
+            .expect("set pushdown");
+        let before = peak_kib(pid);
+        let (mut rows, mut bytes, mut matched) = (0, 0, 0);
+        let join = "SELECT STRAIGHT_JOIN m.id, m.tid, t.id, t.pad FROM m JOIN t ON t.id = m.tid";
+        for row in conn.query_iter(join).expect("join") {
+            let (id, tid, t_id, pad): (usize, usize, usize, String) =
+                mysql::from_row(row.expect("row"));
+            rows += 1;
+            bytes += pad.len();
+            matched += usize::from(tid == ROWS - 1 - id && t_id == tid);
+        }
+        let grown_kib = peak_kib(pid).saturating_sub(before);
+        assert_eq!(
+            (rows, matched, bytes),
+            (ROWS, ROWS, ROWS * PAD_BYTES),
+            "pushdown {pushdown}"
+        );
+        assert!(
+            grown_kib < result_kib / 4,
+            "pushdown {pushdown}: the SQL node's peak grew by {grown_kib} KiB for a {result_kib} KiB join"
+        );
+    }
+    let top: Vec<(u64, u64)> = conn
+        .query(
+            "SELECT m.id, t.id FROM m JOIN t ON t.id = m.tid ORDER BY t.id DESC LIMIT 3 OFFSET 2",
+        )
+        .expect("join order limit");
+    let last = ROWS as u64 - 1;
+    assert_eq!(top, [(2, last - 2), (3, last - 3), (4, last - 4)]);
+    let limited: Vec<u64> = conn
+        .query("SELECT t.id FROM m JOIN t ON t.id = m.tid WHERE m.id >= 100 LIMIT 5")
+        .expect("join limit");
+    assert_eq!(limited.len(), 5);
+    assert!(limited.iter().all(|id| *id <= last - 100), "{limited:?}");
 }

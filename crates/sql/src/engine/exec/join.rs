@@ -54,6 +54,28 @@ pub(crate) fn run(
     stats: Option<&mut Vec<StepStats>>,
     stop_after: Option<usize>,
 ) -> SqlResult<Vec<Vec<Val>>> {
+    let mut out = Vec::new();
+    run_each(tx, spec, plan, lock, ctx, stats, &mut |row, _| {
+        push(&mut out, row)?;
+        Ok(stop_after.is_none_or(|n| out.len() < n))
+    })?;
+    Ok(out)
+}
+
+/// Runs a join, handing `each` every combined row as its batch of outer
+/// rows is through the last step: the SQL node holds the first table's
+/// rows, the tables kept for a hash join and one batch's combined rows,
+/// never the result. `each` answers whether to go on (false: a LIMIT is
+/// reached, and the later tables' reads end there).
+pub(crate) fn run_each(
+    tx: &Transaction<'_>,
+    spec: &JoinSpec,
+    plan: &JoinPlan,
+    lock: Option<LockMode>,
+    ctx: &mut Ctx<'_>,
+    stats: Option<&mut Vec<StepStats>>,
+    each: &mut dyn FnMut(Vec<Val>, &mut Ctx<'_>) -> SqlResult<bool>,
+) -> SqlResult<()> {
     let width = spec.columns.len();
     let mut runner = Runner {
         tx,
@@ -63,11 +85,17 @@ pub(crate) fn run(
         kept: (0..plan.steps.len()).map(|_| None).collect(),
         stats: vec![StepStats::default(); plan.steps.len()],
     };
-    let mut out = Vec::new();
     if !plan.steps.is_empty() {
         // Leading steps the data nodes can join (`exec::pushed`) run as one request.
         let pushed = super::pushed::pushable(spec, plan, lock.is_some(), ctx.env.join_pushdown);
         let (first, next_step) = match &pushed {
+            // Every step pushed: the rows go on as the data nodes send them.
+            Some(p) if p.steps == plan.steps.len() => {
+                super::pushed::run_each(tx, spec, plan, p, ctx, &mut runner.stats, each)?;
+                (Vec::new(), p.steps)
+            }
+            // The later steps read while no scan is open: the pushed
+            // rows are taken first.
             Some(p) => (
                 super::pushed::run(tx, spec, plan, p, ctx, &mut runner.stats)?,
                 p.steps,
@@ -83,8 +111,7 @@ pub(crate) fn run(
                 rows = runner.step(at, rows, ctx)?;
             }
             for row in rows {
-                push(&mut out, row)?;
-                if stop_after.is_some_and(|n| out.len() >= n) {
+                if !each(row, ctx)? {
                     break 'chunks;
                 }
             }
@@ -93,7 +120,7 @@ pub(crate) fn run(
     if let Some(s) = stats {
         *s = runner.stats;
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Rows of a kept table by their hash join key.
@@ -145,6 +172,37 @@ impl Runner<'_, '_> {
                         (other, fold, buckets)
                     });
                     self.kept[at] = Some(Kept { rows: inner, hash });
+                }
+                if at == 0 && self.kept[at].is_none() && t.semi.is_none() && !t.outer {
+                    // The first table is read once: each row is combined
+                    // as the scan hands it over, and none is kept (a copy
+                    // of the table besides its combined rows).
+                    let [outer] = rows.as_slice() else {
+                        unreachable!("the first step starts from one empty row");
+                    };
+                    let mut read = 0u64;
+                    super::fetch_each(
+                        self.tx,
+                        &t.table,
+                        access,
+                        step.filter.clone(),
+                        self.lock,
+                        false,
+                        None,
+                        ctx,
+                        None,
+                        None,
+                        |row, _key, ctx| {
+                            read += 1;
+                            combine(spec, step, outer, std::iter::once(&row), ctx, &mut next)?;
+                            Ok(true)
+                        },
+                    )?;
+                    self.stats[at].batches += 1;
+                    self.stats[at].read += read;
+                    self.stats[at].rows += next.len() as u64;
+                    self.stats[at].time += started.elapsed();
+                    return Ok(next);
                 }
                 if self.kept[at].is_none() {
                     let found = fetch(

@@ -136,6 +136,32 @@ pub(crate) fn run(
     ctx: &mut Ctx<'_>,
     stats: &mut [StepStats],
 ) -> SqlResult<Vec<Vec<Val>>> {
+    let mut out = Vec::new();
+    run_each(tx, spec, plan, p, ctx, stats, &mut |r, _| {
+        if out.len() >= super::FETCH_ROWS_MAX {
+            return Err(SqlError::unsupported(format_args!(
+                "joins of more than {} rows in the SQL node",
+                super::FETCH_ROWS_MAX
+            )));
+        }
+        out.push(r);
+        Ok(true)
+    })?;
+    Ok(out)
+}
+
+/// Runs the pushed steps, handing `each` the combined rows after step
+/// `p.steps - 1` as the data nodes send them; `each` answers whether to
+/// go on (false ends the scan).
+pub(crate) fn run_each(
+    tx: &Transaction<'_>,
+    spec: &JoinSpec,
+    plan: &JoinPlan,
+    p: &Pushable,
+    ctx: &mut Ctx<'_>,
+    stats: &mut [StepStats],
+    each: &mut dyn FnMut(Vec<Val>, &mut Ctx<'_>) -> SqlResult<bool>,
+) -> SqlResult<()> {
     let started = std::time::Instant::now();
     let root = &plan.steps[0];
     let root_table = &spec.tables[root.table].table;
@@ -176,8 +202,7 @@ pub(crate) fn run(
         .map(|s| spec.tables[s.table].table.as_ref())
         .collect();
     let width = spec.columns.len();
-    let mut out = Vec::new();
-    for row in joined {
+    'rows: for row in joined {
         let row = row.map_err(|e| txn::native_error_in(&e, &root_table.name))?;
         ctx.check_killed()?;
         let mut rows = vec![vec![Val::Null; width]];
@@ -200,18 +225,14 @@ pub(crate) fn run(
             }
         }
         for r in rows {
-            if out.len() >= super::FETCH_ROWS_MAX {
-                return Err(SqlError::unsupported(format_args!(
-                    "joins of more than {} rows in the SQL node",
-                    super::FETCH_ROWS_MAX
-                )));
+            if !each(r, ctx)? {
+                break 'rows;
             }
-            out.push(r);
         }
     }
     stats[0].batches += 1;
     stats[0].time += started.elapsed();
-    Ok(out)
+    Ok(())
 }
 
 /// A table's SQL row from every native column's value.

@@ -1658,7 +1658,7 @@ fn answer_planned(
 }
 
 /// Whether a query's rows can be sent as they are read ([`stream`]): one
-/// SELECT of one table whose rows need nothing of each other (no
+/// SELECT of one table or a join whose rows need nothing of each other (no
 /// grouping, aggregate, window, DISTINCT, HAVING, UNION,
 /// SQL_CALC_FOUND_ROWS, LATERAL or correlated subquery), and no ORDER BY
 /// unless with a LIMIT (at most [`TOP_ROWS_MAX`] rows with its offset).
@@ -1674,8 +1674,7 @@ fn streams(plans: &Plans) -> bool {
         && plans.union_order.is_empty()
         && plans.union_limit.is_none()
         && plans.union_offset == 0
-        && p.table.is_some()
-        && p.join.is_none()
+        && (p.table.is_some() || p.join.is_some())
         && p.rows.is_none()
         && p.group.is_empty()
         && p.aggs.is_empty()
@@ -1696,9 +1695,10 @@ pub const TOP_ROWS_MAX: usize = 100_000;
 const TOP_BUFFER_ROWS_MIN: usize = 1_024;
 
 /// Answers a query that [`streams`]: each row is shaped and sent as the
-/// scan hands it over, so the SQL node holds a batch of rows, not the
-/// result (a whole-table `SELECT *`, mysqldump's, was held whole, up to
-/// `ROWS_IN_MEMORY_MAX` rows), and LIMIT stops the scan. MariaDB sends
+/// scan hands it over (a join's as `join::run_each` makes it), so the SQL
+/// node holds a batch of rows, not the result (a whole-table `SELECT *`,
+/// mysqldump's, was held whole, up to `ROWS_IN_MEMORY_MAX` rows), and
+/// LIMIT stops the scan. MariaDB sends
 /// such a result as it reads it too; an error after the columns went
 /// ends the result set (`ResultSink::error`), as its does. An ORDER BY
 /// with a LIMIT of N rows (its offset included) keeps the first N by the
@@ -1715,7 +1715,6 @@ fn stream(
     sink: &mut dyn ResultSink,
 ) -> SqlResult<Answered> {
     let p = &plans.planned[0];
-    let table = p.table.as_ref().expect("a streamed query reads one table");
     let environment = env(conn);
     let info = Arc::clone(&conn.info);
     let mut ctx = Ctx::new(params, &environment);
@@ -1741,8 +1740,23 @@ fn stream(
     let autocommit_read = p.lock.is_none() && !txn::in_transaction(conn);
     let mut committed = false;
     let result = (|| {
-        let (access, filter) = single_access(table, p, &mut ctx)?;
-        let (descending, sorted) = order_by_index(table, p, &access);
+        // A join's plan, or the one table's access.
+        let read = match (&p.join, &p.table) {
+            (Some(spec), _) => Read::Join(spec, plan::join::plan(spec, p.cond.as_ref(), &mut ctx)?),
+            (None, Some(table)) => {
+                let (access, filter) = single_access(table, p, &mut ctx)?;
+                let (descending, sorted) = order_by_index(table, p, &access);
+                Read::Table {
+                    table,
+                    access,
+                    filter,
+                    descending,
+                    sorted,
+                }
+            }
+            (None, None) => unreachable!("a streamed query reads a table or a join"),
+        };
+        let sorted = matches!(read, Read::Table { sorted: true, .. });
         sink.columns(&plans.metas).map_err(sending_error)?;
         if limit == 0 {
             return Ok(());
@@ -1751,11 +1765,9 @@ fn stream(
         // ORDER BY … LIMIT whose rows come unordered: the rows kept.
         let top = (!p.order.is_empty() && !sorted).then_some(stop_after);
         let mut buffer: Vec<Shaped> = Vec::new();
-        let columns = projection(table, p);
-        let commit = autocommit_read.then_some(&mut committed);
         let mut seen = 0usize;
         let mut out = Vec::with_capacity(plans.metas.len());
-        let each = |mut row: Vec<Val>, _key, ctx: &mut Ctx<'_>| -> SqlResult<bool> {
+        let mut each = |mut row: Vec<Val>, ctx: &mut Ctx<'_>| -> SqlResult<bool> {
             if let Some(keep) = top {
                 let mut keys = Vec::new();
                 if keys_needed {
@@ -1794,19 +1806,33 @@ fn stream(
             send_row(sink, &plans.metas, values, &mut out)?;
             Ok(seen < stop_after)
         };
-        fetch_each(
-            &tx,
-            table,
-            &access,
-            filter,
-            p.lock,
-            descending,
-            p.cond.as_ref(),
-            &mut ctx,
-            commit,
-            columns.as_deref(),
-            each,
-        )?;
+        match read {
+            Read::Join(spec, plan) => {
+                super::join::run_each(&tx, spec, &plan, p.lock, &mut ctx, None, &mut each)?;
+            }
+            Read::Table {
+                table,
+                access,
+                filter,
+                descending,
+                ..
+            } => {
+                let columns = projection(table, p);
+                fetch_each(
+                    &tx,
+                    table,
+                    &access,
+                    filter,
+                    p.lock,
+                    descending,
+                    p.cond.as_ref(),
+                    &mut ctx,
+                    autocommit_read.then_some(&mut committed),
+                    columns.as_deref(),
+                    |row, _key, ctx| each(row, ctx),
+                )?;
+            }
+        }
         if top.is_some() {
             sort_rows(p, &key_items, &mut buffer);
             for (values, _) in buffer.into_iter().skip(offset).take(limit) {
@@ -1829,6 +1855,19 @@ fn stream(
     };
     sink.end_rows(&end).map_err(sending_error)?;
     Ok(Answered::Done)
+}
+
+/// What a streamed query reads: a join by its plan, or one table by its
+/// access (its scan direction, and whether rows come in ORDER BY's order).
+enum Read<'p> {
+    Join(&'p Arc<JoinSpec>, plan::join::JoinPlan),
+    Table {
+        table: &'p Arc<TableInfo>,
+        access: Access,
+        filter: Option<skarv_client::Filter>,
+        descending: bool,
+        sorted: bool,
+    },
 }
 
 /// Reads of a transaction that wrote see its writes through a lock.
