@@ -950,7 +950,7 @@ fn parse_piece(mut spanned: Vec<TokenWithSpan>, sql: &str) -> SqlResult<Stmt> {
             .map_err(|e| syntax_error(sql, &e.to_string()))?;
     }
     let mut trailing_into = None;
-    if word(0) == "SELECT" && outfile.is_none() {
+    if matches!(word(0), "SELECT" | "(") && outfile.is_none() {
         mend_lock_in_share_mode(&mut spanned);
         trailing_into = take_trailing_into(&mut spanned);
     }
@@ -1030,9 +1030,7 @@ fn take_trailing_into(tokens: &mut Vec<TokenWithSpan>) -> Option<Vec<sqlparser::
         at = at.checked_sub(1)?;
         match &tokens[significant[at]].token {
             Token::Word(w) if w.quote_style.is_none() && w.value.starts_with('@') => {
-                targets.push(sqlparser::ast::Expr::Identifier(
-                    sqlparser::ast::Ident::new(w.value.clone()),
-                ));
+                targets.push(trailing_into_target(&w.value));
             }
             _ => return None,
         }
@@ -1043,17 +1041,78 @@ fn take_trailing_into(tokens: &mut Vec<TokenWithSpan>) -> Option<Vec<sqlparser::
             _ => return None,
         }
     }
-    // The INTO of `SELECT … INTO @v FROM` is not last; one before FROM
-    // with nothing after the variables (`SELECT 1 INTO @v`) parses as is.
-    let has_from = significant[..at].iter().any(|&i| {
-        matches!(&tokens[i].token, Token::Word(w) if w.keyword == sqlparser::keywords::Keyword::FROM)
-    });
-    if !has_from {
+    // The INTO of `SELECT … INTO @v FROM` is not last; one right after
+    // the select list (`SELECT 1 INTO @v`) parses as is.
+    if !into_is_trailing(tokens, significant[at]) {
         return None;
     }
     targets.reverse();
     tokens.truncate(significant[at]);
     Some(targets)
+}
+
+/// Whether the INTO at token `into` stands at the end of its query (after
+/// FROM, WHERE, GROUP BY, HAVING, ORDER BY, LIMIT, a locking clause, a
+/// UNION's second SELECT or a parenthesised query), the form MariaDB deprecates (warning 1287),
+/// rather than right after the select list. Only the query's own level
+/// counts: a subquery's FROM in the select list does not.
+pub(crate) fn into_is_trailing(tokens: &[TokenWithSpan], into: usize) -> bool {
+    use sqlparser::keywords::Keyword as K;
+    let mut depth = 0i32;
+    let mut parenthesised = None;
+    for t in &tokens[..into] {
+        match &t.token {
+            Token::Whitespace(_) => continue,
+            Token::LParen => depth += 1,
+            Token::RParen => depth -= 1,
+            Token::Word(w)
+                if depth == 0
+                    && w.quote_style.is_none()
+                    && matches!(
+                        w.keyword,
+                        K::FROM
+                            | K::WHERE
+                            | K::GROUP
+                            | K::HAVING
+                            | K::ORDER
+                            | K::LIMIT
+                            | K::FOR
+                            | K::LOCK
+                            | K::UNION
+                            | K::EXCEPT
+                            | K::INTERSECT
+                    ) =>
+            {
+                return true;
+            }
+            _ => {}
+        }
+        parenthesised.get_or_insert(t.token == Token::LParen);
+    }
+    // `(SELECT …) INTO`: after the parenthesis closed.
+    parenthesised == Some(true) && depth == 0
+}
+
+/// A variable of an INTO taken off the end of a query
+/// ([`take_trailing_into`]). It comes from no place in the parsed text,
+/// so its span is empty: that is how [`is_trailing_into`] tells the form
+/// MariaDB warns about from an INTO the parser took after the select list.
+fn trailing_into_target(name: &str) -> sqlparser::ast::Expr {
+    sqlparser::ast::Expr::Identifier(sqlparser::ast::Ident::new(name))
+}
+
+/// Whether the INTO of `q` (its last SELECT's, `into`) stands at the end
+/// of the query: taken off the end ([`trailing_into_target`]), or after a
+/// UNION, whose last SELECT the parser may give an INTO after its select
+/// list (`SELECT 5 UNION SELECT 5 INTO @x`, prepared).
+pub(crate) fn is_trailing_into(
+    q: &sqlparser::ast::Query,
+    into: &sqlparser::ast::SelectInto,
+) -> bool {
+    let taken_off = into.targets.iter().all(|t| {
+        matches!(t, sqlparser::ast::Expr::Identifier(i) if i.span == sqlparser::tokenizer::Span::empty())
+    });
+    taken_off || matches!(*q.body, sqlparser::ast::SetExpr::SetOperation { .. })
 }
 
 /// A `SET` of several items one of which is `NAMES cs [COLLATE c]` (MariaDB

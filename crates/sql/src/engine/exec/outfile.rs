@@ -74,10 +74,7 @@ pub fn take_into(tokens: &mut Vec<TokenWithSpan>) -> Result<Option<Outfile>, Par
     else {
         return Ok(None);
     };
-    let trailing = significant
-        .iter()
-        .take_while(|&&i| i < at)
-        .any(|&i| word(i, "FROM"));
+    let trailing = crate::engine::session::into_is_trailing(tokens, at);
     let mut p = Parser::new(&crate::engine::dialect::SkarvDialect)
         .with_tokens_with_locations(tokens[at..].to_vec());
     load::expect(&mut p, "INTO")?;
@@ -118,18 +115,23 @@ fn check_charset(name: &str) -> Result<(), ParserError> {
     }
 }
 
+/// MariaDB's warning for an INTO at the end of its query.
+pub(crate) fn warn_trailing_into(conn: &mut Conn<'_>) {
+    conn.session.warn(
+        codes::WARN_DEPRECATED_SYNTAX,
+        "'<select expression> INTO <destination>;' is deprecated and will be removed in a \
+         future release. Please use 'SELECT <select list> INTO <destination> FROM...' instead"
+            .to_owned(),
+    );
+}
+
 /// Runs the query and writes its rows to the new file: "N rows affected".
 /// A query that fails leaves no file.
 pub fn run(conn: &mut Conn<'_>, select: &SelectOutfile) -> SqlResult<Answered> {
     users::authorize(conn, &select.query)?;
     let into = &select.into;
     if into.trailing {
-        conn.session.warn(
-            codes::WARN_DEPRECATED_SYNTAX,
-            "'<select expression> INTO <destination>;' is deprecated and will be removed in a \
-             future release. Please use 'SELECT <select list> INTO <destination> FROM...' instead"
-                .to_owned(),
-        );
+        warn_trailing_into(conn);
     }
     let path = load::server_file(conn, &into.file)?;
     let file = match std::fs::OpenOptions::new()

@@ -1539,11 +1539,13 @@ pub(crate) fn has_into(q: &ast::Query) -> bool {
     last_select(&q.body).is_some_and(|s| s.into.is_some())
 }
 
-/// The last SELECT of a query's body: itself, or a UNION's rightmost.
+/// The last SELECT of a query's body: itself, a UNION's rightmost, or a
+/// parenthesised query's (`(SELECT …) INTO @v`).
 fn last_select(body: &ast::SetExpr) -> Option<&ast::Select> {
     match body {
         ast::SetExpr::Select(s) => Some(s),
         ast::SetExpr::SetOperation { right, .. } => last_select(right),
+        ast::SetExpr::Query(q) => last_select(&q.body),
         _ => None,
     }
 }
@@ -1553,6 +1555,7 @@ pub(crate) fn last_select_mut(body: &mut ast::SetExpr) -> Option<&mut ast::Selec
     match body {
         ast::SetExpr::Select(s) => Some(s),
         ast::SetExpr::SetOperation { right, .. } => last_select_mut(right),
+        ast::SetExpr::Query(q) => last_select_mut(&mut q.body),
         _ => None,
     }
 }
@@ -1572,6 +1575,9 @@ pub(crate) fn run_into(
     let into = last_select(&q.body)
         .and_then(|s| s.into.as_ref())
         .expect("has_into checked the INTO");
+    if crate::engine::session::is_trailing_into(q, into) {
+        super::outfile::warn_trailing_into(conn);
+    }
     let mut names = Vec::with_capacity(into.targets.len());
     for target in &into.targets {
         let name = match target {
