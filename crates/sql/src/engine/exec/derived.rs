@@ -15,7 +15,7 @@ use sqlparser::ast;
 use sqlparser::tokenizer::Location;
 
 use crate::engine::catalog::{meta::TableMeta, SqlColumn, SqlType, TableInfo};
-use crate::engine::expr::{Kind, ScopeColumn, Val};
+use crate::engine::expr::{DefaultOf, Kind, ScopeColumn, Val};
 use crate::engine::Conn;
 use crate::error::{codes, SqlError, SqlResult};
 use crate::value::ColumnMeta;
@@ -37,6 +37,10 @@ pub struct Materialised {
     pub kinds: Vec<Kind>,
     /// Whether each column may be NULL.
     pub nullable: Vec<bool>,
+    /// What `DEFAULT(col)` of each column reads: a plain column's of the
+    /// table it comes from, none for an expression's (MariaDB's 1364);
+    /// empty when unknown (a UNION's).
+    pub defaults: Vec<Option<DefaultOf>>,
     /// The rows (empty when only planned, for PREPARE).
     pub rows: Vec<Vec<Val>>,
 }
@@ -258,7 +262,7 @@ pub(crate) fn shape_columns(
         meta.name = name.as_str().into();
         meta.org_name = Arc::clone(&meta.name);
         columns.push(ScopeColumn {
-            default: None,
+            default: m.defaults.get(at).cloned().flatten(),
             name: Arc::clone(&meta.name),
             table: Arc::clone(&meta.table),
             kind: m.kinds.get(at).copied().unwrap_or(Kind::Null),

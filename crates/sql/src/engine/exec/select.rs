@@ -121,6 +121,20 @@ pub(crate) fn materialise(
         .first()
         .map(|p| (p.kinds.clone(), p.nullable.clone()))
         .unwrap_or_default();
+    let defaults = match plans.planned.as_slice() {
+        [p] => p
+            .items
+            .iter()
+            .map(|e| {
+                let of_column = match e {
+                    Expr::Col(c) => p.source.get(*c).and_then(|s| s.default.clone()),
+                    _ => None,
+                };
+                Some(of_column.unwrap_or(expr::DefaultOf::Missing))
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
     let metas = plans.metas.clone();
     let rows = match params {
         Some(params) => rows_of(conn, plans, params)?,
@@ -130,6 +144,7 @@ pub(crate) fn materialise(
         metas,
         kinds,
         nullable,
+        defaults,
         rows,
     })
 }
