@@ -1057,7 +1057,6 @@ fn take_trailing_into(tokens: &mut Vec<TokenWithSpan>) -> Option<Vec<sqlparser::
 /// rather than right after the select list. Only the query's own level
 /// counts: a subquery's FROM in the select list does not.
 pub(crate) fn into_is_trailing(tokens: &[TokenWithSpan], into: usize) -> bool {
-    use sqlparser::keywords::Keyword as K;
     let mut depth = 0i32;
     let mut parenthesised = None;
     for t in &tokens[..into] {
@@ -1065,24 +1064,7 @@ pub(crate) fn into_is_trailing(tokens: &[TokenWithSpan], into: usize) -> bool {
             Token::Whitespace(_) => continue,
             Token::LParen => depth += 1,
             Token::RParen => depth -= 1,
-            Token::Word(w)
-                if depth == 0
-                    && w.quote_style.is_none()
-                    && matches!(
-                        w.keyword,
-                        K::FROM
-                            | K::WHERE
-                            | K::GROUP
-                            | K::HAVING
-                            | K::ORDER
-                            | K::LIMIT
-                            | K::FOR
-                            | K::LOCK
-                            | K::UNION
-                            | K::EXCEPT
-                            | K::INTERSECT
-                    ) =>
-            {
+            Token::Word(w) if depth == 0 && super::expr::ends_select_list(w) => {
                 return true;
             }
             _ => {}

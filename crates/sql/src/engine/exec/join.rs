@@ -422,7 +422,8 @@ pub(crate) fn combine<'r>(
     Ok(())
 }
 
-fn push(out: &mut Vec<Vec<Val>>, row: Vec<Val>) -> SqlResult<()> {
+/// Keeps a combined row: past `FETCH_ROWS_MAX` the join fails naming it.
+pub(crate) fn push(out: &mut Vec<Vec<Val>>, row: Vec<Val>) -> SqlResult<()> {
     if out.len() >= FETCH_ROWS_MAX {
         return Err(SqlError::unsupported(format_args!(
             "joins of more than {FETCH_ROWS_MAX} rows in the SQL node"

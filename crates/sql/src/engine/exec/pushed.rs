@@ -24,7 +24,7 @@ use crate::engine::expr::{Ctx, Expr, Val};
 use crate::engine::plan::join::{table_at, JoinPlan, JoinSpec, KeyedKind, StepAccess};
 use crate::engine::plan::Access;
 use crate::engine::txn;
-use crate::error::{SqlError, SqlResult};
+use crate::error::SqlResult;
 
 /// Most tables of one pushed join (the root and `proto::QUERY_CHILDREN_MAX`).
 pub const PUSHED_TABLES_MAX: usize = 16;
@@ -138,14 +138,7 @@ pub(crate) fn run(
 ) -> SqlResult<Vec<Vec<Val>>> {
     let mut out = Vec::new();
     run_each(tx, spec, plan, p, ctx, stats, &mut |r, _| {
-        if out.len() >= super::FETCH_ROWS_MAX {
-            return Err(SqlError::unsupported(format_args!(
-                "joins of more than {} rows in the SQL node",
-                super::FETCH_ROWS_MAX
-            )));
-        }
-        out.push(r);
-        Ok(true)
+        super::join::push(&mut out, r).map(|()| true)
     })?;
     Ok(out)
 }

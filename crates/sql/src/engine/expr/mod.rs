@@ -2365,6 +2365,30 @@ const SELECT_MODIFIERS: &[&str] = &[
     "SQL_CALC_FOUND_ROWS",
 ];
 
+/// Whether a word, at a query's own level, ends its select list: a
+/// clause after it (FROM, WHERE, GROUP BY, HAVING, WINDOW, ORDER BY,
+/// LIMIT, INTO, a locking clause) or a set operation.
+pub(crate) fn ends_select_list(w: &sqlparser::tokenizer::Word) -> bool {
+    use sqlparser::keywords::Keyword as K;
+    w.quote_style.is_none()
+        && matches!(
+            w.keyword,
+            K::FROM
+                | K::WHERE
+                | K::GROUP
+                | K::HAVING
+                | K::WINDOW
+                | K::ORDER
+                | K::LIMIT
+                | K::INTO
+                | K::FOR
+                | K::LOCK
+                | K::UNION
+                | K::EXCEPT
+                | K::INTERSECT
+        )
+}
+
 pub fn select_item_texts(sql: &str) -> Option<Vec<String>> {
     use sqlparser::keywords::Keyword as K;
     use sqlparser::tokenizer::{Token, Tokenizer};
@@ -2398,25 +2422,7 @@ pub fn select_item_texts(sql: &str) -> Option<Vec<String>> {
             {
                 continue
             }
-            Token::Word(w)
-                if depth == 0
-                    && matches!(
-                        w.keyword,
-                        K::FROM
-                            | K::WHERE
-                            | K::GROUP
-                            | K::HAVING
-                            | K::ORDER
-                            | K::LIMIT
-                            | K::INTO
-                            | K::UNION
-                            | K::FOR
-                            | K::LOCK
-                            | K::WINDOW
-                    ) =>
-            {
-                break
-            }
+            Token::Word(w) if depth == 0 && ends_select_list(w) => break,
             Token::SemiColon if depth == 0 => break,
             Token::Comma if depth == 0 => {
                 flush(&mut items, &mut first, &mut last_end);
