@@ -2365,10 +2365,19 @@ pub(crate) fn parse_check(text: &str) -> SqlResult<Expr> {
 /// An expression the SQL metadata keeps as text (`what` names it in the
 /// error), parsed.
 fn parse_kept_expr(text: &str, what: &str) -> SqlResult<Expr> {
+    let error =
+        |e: &dyn std::fmt::Display| SqlError::syntax(format_args!("the {what} {text}: {e}"));
+    let mut tokens =
+        sqlparser::tokenizer::Tokenizer::new(&sqlparser::dialect::MySqlDialect {}, text)
+            .tokenize_with_location()
+            .map_err(|e| error(&e))?;
+    // As a statement's words are mended (MariaDB's print form of a
+    // default writes a compound INTERVAL unit, `hour_minute`).
+    super::session::mend_words(&mut tokens);
     sqlparser::parser::Parser::new(&super::dialect::SkarvDialect)
-        .try_with_sql(text)
-        .and_then(|mut p| p.parse_expr())
-        .map_err(|e| SqlError::syntax(format_args!("the {what} {text}: {e}")))
+        .with_tokens_with_locations(tokens)
+        .parse_expr()
+        .map_err(|e| error(&e))
 }
 
 /// A CHECK condition as MariaDB shows it (SHOW CREATE TABLE,
@@ -2547,10 +2556,146 @@ fn expression_default(expr: &Expr, column: &str) -> SqlResult<String> {
             format!("Function or expression '{what}' cannot be used in the DEFAULT clause of `{column}`"),
         ));
     }
-    Ok(match expr {
-        Expr::Function(_) => expr.to_string(),
-        other => format!("({other})"),
-    })
+    // A call stands alone, as MariaDB shows it; anything else (an
+    // operator, a DATE_ADD shown as one) in parentheses.
+    let call = match &expr {
+        Expr::Function(f) => date_arithmetic(f).is_none(),
+        Expr::Substring { .. } | Expr::Trim { .. } => true,
+        _ => false,
+    };
+    let text = mariadb_form(&expr);
+    Ok(if call { text } else { format!("({text})") })
+}
+
+/// MariaDB's print form of an expression DEFAULT (what SHOW CREATE TABLE
+/// and information_schema show, and what is kept and parsed again when
+/// the default is used): function names in lower case under MariaDB's
+/// own names (`ucase`, `lcase`, `substr`), arguments separated by a bare
+/// comma, `interval n unit` in lower case with a compound unit joined by
+/// `_`, DATE_ADD/DATE_SUB as `d + interval …`, CASE in lower case.
+/// Forms it does not know are written as the parser writes them.
+fn mariadb_form(e: &Expr) -> String {
+    use sqlparser::ast::{FunctionArg, FunctionArgExpr, FunctionArguments, ObjectNamePart};
+    match e {
+        Expr::Function(f) => {
+            if let Some((date, sign, interval)) = date_arithmetic(f) {
+                return format!("{} {sign} {}", mariadb_form(date), mariadb_form(interval));
+            }
+            let name = match f.name.0.as_slice() {
+                [ObjectNamePart::Identifier(i)] => i.value.to_ascii_lowercase(),
+                _ => return e.to_string(),
+            };
+            let plain = f.filter.is_none()
+                && f.over.is_none()
+                && f.null_treatment.is_none()
+                && f.within_group.is_empty()
+                && matches!(f.parameters, FunctionArguments::None);
+            let args: Option<Vec<String>> = match &f.args {
+                FunctionArguments::List(list)
+                    if plain && list.duplicate_treatment.is_none() && list.clauses.is_empty() =>
+                {
+                    list.args
+                        .iter()
+                        .map(|a| match a {
+                            FunctionArg::Unnamed(FunctionArgExpr::Expr(x)) => Some(mariadb_form(x)),
+                            _ => None,
+                        })
+                        .collect()
+                }
+                _ => None,
+            };
+            let Some(args) = args else {
+                return e.to_string();
+            };
+            let name = match name.as_str() {
+                "upper" => "ucase",
+                "lower" => "lcase",
+                "substring" => "substr",
+                other => other,
+            };
+            format!("{name}({})", args.join(","))
+        }
+        Expr::Interval(i)
+            if i.leading_precision.is_none() && i.fractional_seconds_precision.is_none() =>
+        {
+            let unit = match (&i.leading_field, &i.last_field) {
+                (Some(unit), None) => unit.to_string(),
+                (Some(first), Some(last)) => format!("{first}_{last}"),
+                _ => return e.to_string(),
+            };
+            format!(
+                "interval {} {}",
+                mariadb_form(&i.value),
+                unit.to_ascii_lowercase()
+            )
+        }
+        Expr::BinaryOp { left, op, right } => {
+            format!("{} {op} {}", mariadb_form(left), mariadb_form(right))
+        }
+        Expr::Nested(inner) => format!("({})", mariadb_form(inner)),
+        Expr::Case {
+            operand,
+            conditions,
+            else_result,
+            ..
+        } => {
+            let mut text = "case".to_owned();
+            if let Some(operand) = operand {
+                text = format!("{text} {}", mariadb_form(operand));
+            }
+            for c in conditions {
+                text = format!(
+                    "{text} when {} then {}",
+                    mariadb_form(&c.condition),
+                    mariadb_form(&c.result)
+                );
+            }
+            if let Some(e) = else_result {
+                text = format!("{text} else {}", mariadb_form(e));
+            }
+            format!("{text} end")
+        }
+        Expr::Substring {
+            expr,
+            substring_from,
+            substring_for,
+            ..
+        } => {
+            let mut args = vec![mariadb_form(expr)];
+            args.extend(substring_from.iter().map(|x| mariadb_form(x)));
+            args.extend(substring_for.iter().map(|x| mariadb_form(x)));
+            format!("substr({})", args.join(","))
+        }
+        Expr::Trim {
+            trim_where: None,
+            trim_what: None,
+            expr,
+            trim_characters: None,
+        } => format!("trim({})", mariadb_form(expr)),
+        other => other.to_string(),
+    }
+}
+
+/// `DATE_ADD(d, INTERVAL …)` / `DATE_SUB` (and ADDDATE/SUBDATE with an
+/// interval), which MariaDB shows as `d + interval …`: the date, the
+/// sign and the interval.
+fn date_arithmetic(f: &sqlparser::ast::Function) -> Option<(&Expr, char, &Expr)> {
+    use sqlparser::ast::{FunctionArg, FunctionArgExpr, FunctionArguments};
+    let FunctionArguments::List(list) = &f.args else {
+        return None;
+    };
+    let [FunctionArg::Unnamed(FunctionArgExpr::Expr(date)), FunctionArg::Unnamed(FunctionArgExpr::Expr(interval @ Expr::Interval(_)))] =
+        list.args.as_slice()
+    else {
+        return None;
+    };
+    let name = f.name.to_string().to_ascii_lowercase();
+    let sign = match name.as_str() {
+        "date_add" | "adddate" => '+',
+        "date_sub" | "subdate" => '-',
+        _ => return None,
+    };
+    Some((date, sign, interval))
 }
 
 /// A default's literal text: `None` for NULL.
