@@ -2572,8 +2572,8 @@ fn expression_default(expr: &Expr, column: &str) -> SqlResult<String> {
 /// the default is used): function names in lower case under MariaDB's
 /// own names (`ucase`, `lcase`, `substr`), arguments separated by a bare
 /// comma, `interval n unit` in lower case with a compound unit joined by
-/// `_`, DATE_ADD/DATE_SUB as `d + interval …`, CASE in lower case.
-/// Forms it does not know are written as the parser writes them.
+/// `_`, DATE_ADD/DATE_SUB as `d + interval …`, `%` as `MOD`, CASE in
+/// lower case. Forms it does not know are written as the parser writes them.
 fn mariadb_form(e: &Expr) -> String {
     use sqlparser::ast::{FunctionArg, FunctionArgExpr, FunctionArguments, ObjectNamePart};
     match e {
@@ -2630,6 +2630,10 @@ fn mariadb_form(e: &Expr) -> String {
             )
         }
         Expr::BinaryOp { left, op, right } => {
+            let op = match op {
+                sqlparser::ast::BinaryOperator::Modulo => "MOD".to_owned(),
+                other => other.to_string(),
+            };
             format!("{} {op} {}", mariadb_form(left), mariadb_form(right))
         }
         Expr::Nested(inner) => format!("({})", mariadb_form(inner)),

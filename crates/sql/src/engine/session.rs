@@ -1208,6 +1208,10 @@ fn compound_interval_unit(word: &str) -> Option<(&'static str, &'static str)> {
 ///   (as SQLite's conflict clause) where it would read IGNORE as the table.
 /// - MySQL's compound INTERVAL units (`HOUR_MINUTE`) become the
 ///   standard's `HOUR TO MINUTE` ([`compound_interval_unit`]).
+/// - `a MOD b`, MySQL's operator form of `%`, becomes `a % b`: a MOD
+///   after an operand (a number, a string, a name, a `)`) and before one
+///   (not `(`, which makes it the function, nor a clause's word, which
+///   makes it an alias `mod`).
 pub fn mend_words(tokens: &mut Vec<TokenWithSpan>) {
     let next_significant = |tokens: &[TokenWithSpan], from: usize| {
         (from..tokens.len()).find(|&at| !matches!(tokens[at].token, Token::Whitespace(_)))
@@ -1240,6 +1244,11 @@ pub fn mend_words(tokens: &mut Vec<TokenWithSpan>) {
                 ],
             );
             at += 5;
+            continue;
+        }
+        if word.value.eq_ignore_ascii_case("MOD") && is_infix_mod(tokens, at) {
+            tokens[at].token = Token::Mod;
+            at += 1;
             continue;
         }
         match word.keyword {
@@ -1307,6 +1316,32 @@ pub fn mend_words(tokens: &mut Vec<TokenWithSpan>) {
         }
         at += 1;
     }
+}
+
+/// Whether the unquoted word MOD at `at` stands between two operands
+/// (see [`mend_words`]).
+fn is_infix_mod(tokens: &[TokenWithSpan], at: usize) -> bool {
+    let before = tokens[..at]
+        .iter()
+        .rev()
+        .find(|t| !matches!(t.token, Token::Whitespace(_)));
+    let after = tokens[at + 1..]
+        .iter()
+        .find(|t| !matches!(t.token, Token::Whitespace(_)));
+    let ends_operand = before.is_some_and(|t| match &t.token {
+        Token::Number(..) | Token::SingleQuotedString(_) | Token::RParen => true,
+        Token::Word(w) => w.quote_style.is_some() || w.keyword == Keyword::NoKeyword,
+        _ => false,
+    });
+    let starts_operand = after.is_some_and(|t| match &t.token {
+        Token::Number(..) | Token::SingleQuotedString(_) | Token::Minus | Token::Plus => true,
+        Token::Word(w) => {
+            w.quote_style.is_some()
+                || !(super::expr::ends_select_list(w) || matches!(w.keyword, Keyword::AS))
+        }
+        _ => false,
+    });
+    ends_operand && starts_operand
 }
 
 /// `… LOCK IN SHARE MODE` at the end of a SELECT becomes `… FOR SHARE`,
@@ -2278,6 +2313,25 @@ mod tests {
             panic!("parsed")
         };
         assert!(s.to_string().ends_with("FOR SHARE"), "{s}");
+
+        // `MOD` between operands is `%`; as a call, a name or an alias
+        // it stays itself.
+        for (sql, printed) in [
+            (
+                "SELECT 7 MOD 3, a mod b, (1) MOD `c`",
+                "SELECT 7 % 3, a % b, (1) % `c`",
+            ),
+            (
+                "SELECT MOD(7, 3), a mod FROM t",
+                "SELECT MOD(7, 3), a AS mod FROM t",
+            ),
+        ] {
+            let stmts = parse_one(sql, false).unwrap();
+            let Stmt::Sql(s) = &stmts[0] else {
+                panic!("parsed")
+            };
+            assert_eq!(s.to_string(), printed);
+        }
 
         let stmts = parse_one(r#"SELECT "a""#, false).unwrap();
         let Stmt::Sql(s) = &stmts[0] else {
