@@ -2684,11 +2684,11 @@ fn mariadb_form(e: &Expr) -> String {
 /// interval), which MariaDB shows as `d + interval …`: the date, the
 /// sign and the interval.
 fn date_arithmetic(f: &sqlparser::ast::Function) -> Option<(&Expr, char, &Expr)> {
-    use sqlparser::ast::{FunctionArg, FunctionArgExpr, FunctionArguments};
+    use sqlparser::ast::{FunctionArg as A, FunctionArgExpr as X, FunctionArguments};
     let FunctionArguments::List(list) = &f.args else {
         return None;
     };
-    let [FunctionArg::Unnamed(FunctionArgExpr::Expr(date)), FunctionArg::Unnamed(FunctionArgExpr::Expr(interval @ Expr::Interval(_)))] =
+    let [A::Unnamed(X::Expr(date)), A::Unnamed(X::Expr(interval @ Expr::Interval(_)))] =
         list.args.as_slice()
     else {
         return None;
