@@ -96,10 +96,13 @@ pub(crate) fn run_each(
             }
             // The later steps read while no scan is open: the pushed
             // rows are taken first.
-            Some(p) => (
-                super::pushed::run(tx, spec, plan, p, ctx, &mut runner.stats)?,
-                p.steps,
-            ),
+            Some(p) => {
+                let mut rows = Vec::new();
+                super::pushed::run_each(tx, spec, plan, p, ctx, &mut runner.stats, &mut |r, _| {
+                    push(&mut rows, r).map(|()| true)
+                })?;
+                (rows, p.steps)
+            }
             None => (runner.step(0, vec![vec![Val::Null; width]], ctx)?, 1),
         };
         'chunks: for chunk in first.chunks(JOIN_BATCH_ROWS) {
@@ -423,7 +426,7 @@ pub(crate) fn combine<'r>(
 }
 
 /// Keeps a combined row: past `FETCH_ROWS_MAX` the join fails naming it.
-pub(crate) fn push(out: &mut Vec<Vec<Val>>, row: Vec<Val>) -> SqlResult<()> {
+fn push(out: &mut Vec<Vec<Val>>, row: Vec<Val>) -> SqlResult<()> {
     if out.len() >= FETCH_ROWS_MAX {
         return Err(SqlError::unsupported(format_args!(
             "joins of more than {FETCH_ROWS_MAX} rows in the SQL node"

@@ -127,22 +127,6 @@ fn child_of(
     Some((parent?, names))
 }
 
-/// Runs the pushed steps: the combined rows after step `p.steps - 1`.
-pub(crate) fn run(
-    tx: &Transaction<'_>,
-    spec: &JoinSpec,
-    plan: &JoinPlan,
-    p: &Pushable,
-    ctx: &mut Ctx<'_>,
-    stats: &mut [StepStats],
-) -> SqlResult<Vec<Vec<Val>>> {
-    let mut out = Vec::new();
-    run_each(tx, spec, plan, p, ctx, stats, &mut |r, _| {
-        super::join::push(&mut out, r).map(|()| true)
-    })?;
-    Ok(out)
-}
-
 /// Runs the pushed steps, handing `each` the combined rows after step
 /// `p.steps - 1` as the data nodes send them; `each` answers whether to
 /// go on (false ends the scan).

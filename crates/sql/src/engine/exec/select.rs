@@ -1719,9 +1719,9 @@ const TOP_BUFFER_ROWS_MIN: usize = 1_024;
 /// scan hands it over (a join's as `join::run_each` makes it), so the SQL
 /// node holds a batch of rows, not the result (a whole-table `SELECT *`,
 /// mysqldump's, was held whole, up to `ROWS_IN_MEMORY_MAX` rows), and
-/// LIMIT stops the scan. MariaDB sends
-/// such a result as it reads it too; an error after the columns went
-/// ends the result set (`ResultSink::error`), as its does. An ORDER BY
+/// LIMIT stops the scan. MariaDB sends such a result as it reads it too;
+/// an error after the columns went ends the result set
+/// (`ResultSink::error`), as its does. An ORDER BY
 /// with a LIMIT of N rows (its offset included) keeps the first N by the
 /// order among the rows read so far, sorting whenever it holds twice that
 /// (MariaDB's filesort with a priority queue): the SQL node holds 2N rows,
