@@ -21,9 +21,15 @@
 //! buckets over and resend what this subscription did not acknowledge;
 //! nothing is lost or doubled. When the node is back (its connection live
 //! again) it is subscribed again (`sub_flags::RESUBSCRIBE`), so that it
-//! can take buckets over when another node fails. Only when a bucket has
-//! no node left that can send it (a whole node group down) does the
-//! subscription end, with a gap to the last epoch.
+//! can take buckets over when another node fails. While a whole node
+//! group is out of reach (the cluster is down) the subscription waits.
+//! When the cluster comes back from a system restart (its nodes answer
+//! `SubLostRef`, naming the restart GCI and the incarnation before it),
+//! the subscription is made anew at every node and goes on behind an
+//! [`Event::Restart`] saying which epochs the restart kept and where the
+//! stream resumes. It ends, with a gap to the last epoch, only when a
+//! bucket's only node left restarted since the epochs it lacks, or when
+//! the cluster restarted more than once before it could go on.
 //!
 //! The buffer holds at most `max_alloc` bytes of changes (as they came:
 //! both images); when an epoch would take more, everything buffered and
@@ -200,6 +206,23 @@ pub enum Event {
         /// The last epoch lost.
         to: Epoch,
     },
+    /// The cluster restarted from disk (a system restart: every data node
+    /// was down) and the subscription goes on (docs/events.md, "A
+    /// whole-cluster restart"). Of the epochs handed out before, those up
+    /// to `restored` (every epoch of the GCI the restart restored, and
+    /// before) stand; a later one was undone by the restart, its changes
+    /// are not in the database. Lost to this subscription (their changes
+    /// are in the rows, not in the stream): the epochs after the last one
+    /// handed out up to `restored`, and the restarted cluster's epochs up
+    /// to `resumed`. Epochs after `resumed` follow, in ascending order;
+    /// they are numbered anew, so they may be lower than epochs handed out
+    /// before this event.
+    Restart {
+        /// The last epoch the restart kept.
+        restored: Epoch,
+        /// The last epoch of the restarted cluster not in the stream.
+        resumed: Epoch,
+    },
 }
 
 /// A subscription's buffer, as [`Subscription::state`] shows it.
@@ -227,6 +250,12 @@ pub struct SubscriptionState {
     pub nodes_live: usize,
     /// Data nodes it was subscribed at when it began.
     pub nodes: usize,
+    /// Waiting for the cluster: a node group has no data node this
+    /// subscription is subscribed at (the cluster is down, or restarting
+    /// from disk), or the cluster restarted and the subscription is being
+    /// made anew. The stream goes on once it is back
+    /// ([`Event::Restart`]).
+    pub waiting_for_cluster: bool,
 }
 
 /// One decoded entry of a part.
@@ -286,6 +315,29 @@ enum NodeState {
     /// Back and refused (still starting): ask again at this time.
     Retry(Instant),
 }
+
+/// A subscription being made anew after a system restart.
+#[derive(Clone, Copy, Debug)]
+struct Restarting {
+    /// The highest epoch the restart kept: every epoch of its restart GCI.
+    restored: u64,
+    /// The restarted cluster's incarnation.
+    incarnation: u32,
+    /// When the restart was learned.
+    since: Instant,
+    /// The nodes subscribed anew in the attempt under way (a fresh
+    /// `SubStartReq` each, as `Session::subscribe` does: all of them, or
+    /// none, so that every node's buckets have an owner that sends them).
+    attempt: Option<NodeBitmask>,
+    /// After a failed attempt, not before this.
+    retry_at: Option<Instant>,
+}
+
+/// After a system restart, how long the subscription waits for every data
+/// node to be reachable before it is made anew at those that are (each
+/// node group needs one): a node that does not come back must not stop
+/// the stream for ever.
+const RESTART_PARTIAL_WAIT_MS: u64 = 10_000;
 
 /// A subscribed table and how its rows decode.
 struct Subscribed {
@@ -361,6 +413,18 @@ pub struct Subscription {
     /// Overflow: parts are dropped from `from` on; `dropped_max` the
     /// highest epoch of a part dropped.
     discarding: Option<(u64, u64)>,
+    /// The cluster incarnation the epochs handed out are of (every
+    /// `SubStartConf` names it): what tells, when the subscription is lost
+    /// to a system restart (`SubLostRef`), which of them the restart kept.
+    incarnation: u32,
+    /// The cluster restarted from disk: the subscription is being made
+    /// anew at every node; nothing is handed out until it is.
+    restarting: Option<Restarting>,
+    /// A node group has no node this subscription is subscribed at, and no
+    /// node of it is subscribed with a later start either: the cluster is
+    /// down (a running cluster never lacks a whole group); the stream
+    /// waits for it to come back.
+    waiting: bool,
     scratch: Vec<MailEvent>,
     send_buffer: Vec<u8>,
 }
@@ -370,8 +434,8 @@ impl Session {
     /// `db/def/t` for SQL's `db.t`), from the next epoch that is whole on
     /// every data node on (docs/events.md). Every data node must be
     /// started now; afterwards the subscription goes on through data node
-    /// failures (the survivors take the failed node's buckets over), and
-    /// ends with a gap only when a whole node group is down.
+    /// failures (the survivors take the failed node's buckets over) and
+    /// through a whole-cluster restart ([`Event::Restart`]).
     ///
     /// # Errors
     /// An unknown table or column (before anything is sent); a data node
@@ -480,6 +544,9 @@ impl Session {
             gaps: 0,
             ended: false,
             discarding: None,
+            incarnation: 0,
+            restarting: None,
+            waiting: false,
             scratch: Vec::new(),
             send_buffer: Vec::new(),
         };
@@ -552,8 +619,13 @@ impl Subscription {
                 };
                 let node = signal.sender.node;
                 match signal.body {
-                    SignalBody::SubStartConf { start_epoch, .. } => {
+                    SignalBody::SubStartConf {
+                        start_epoch,
+                        incarnation,
+                        ..
+                    } => {
                         self.start = self.start.max(start_epoch);
+                        self.incarnation = incarnation;
                         if let Some(n) = self.nodes.iter_mut().find(|n| n.node == node) {
                             n.state = NodeState::Live { start: start_epoch };
                         }
@@ -651,6 +723,7 @@ impl Subscription {
                 .filter(|n| matches!(n.state, NodeState::Live { .. }))
                 .count(),
             nodes: self.nodes.len(),
+            waiting_for_cluster: self.waiting || self.restarting.is_some(),
         }
     }
 
@@ -665,6 +738,8 @@ impl Subscription {
         match &event {
             Event::Epoch(e) => self.last_epoch = e.epoch.get(),
             Event::Gap { to, .. } => self.last_epoch = self.last_epoch.max(to.get()),
+            // The epochs are numbered anew after it.
+            Event::Restart { resumed, .. } => self.last_epoch = resumed.get(),
         }
         Some(event)
     }
@@ -685,6 +760,7 @@ impl Subscription {
         }
         if !self.ended {
             self.resubscribe();
+            self.restart_step();
         }
     }
 
@@ -692,6 +768,10 @@ impl Subscription {
     /// new generation), so that it can take buckets over later; it owns
     /// none meanwhile (`sub_flags::RESUBSCRIBE`).
     fn resubscribe(&mut self) {
+        if self.restarting.is_some() {
+            // `restart_step` subscribes anew at every node at once.
+            return;
+        }
         let now = Instant::now();
         for at in 0..self.nodes.len() {
             let n = &self.nodes[at];
@@ -748,7 +828,8 @@ impl Subscription {
     /// closed less than `ORPHAN_WAIT_RECONNECTS` reconnect intervals ago
     /// (checked again at each `pump`).
     fn check_orphans(&mut self) {
-        if self.ended {
+        if self.ended || self.restarting.is_some() {
+            // Restarting: `resume` waits for every group.
             return;
         }
         let now = Instant::now();
@@ -767,15 +848,244 @@ impl Subscription {
                     }
             })
         });
-        if let Some(bucket) = orphan {
+        let Some(bucket) = orphan else {
+            self.waiting = false;
+            return;
+        };
+        let group = placement.group_of(bucket);
+        let subscribed = self.nodes.iter().any(|n| {
+            placement.group_of(n.node) == group && matches!(n.state, NodeState::Live { .. })
+        });
+        if !subscribed {
+            // The whole group is out of reach: the cluster is down, as a
+            // running cluster never lacks a whole node group, or only
+            // this API's connections to it are. Either way nothing is
+            // lost yet: the nodes that come back with the epochs resend
+            // them, and a system restart is answered with `SubLostRef`
+            // (`on_lost`).
+            if !self.waiting {
+                tracing::warn!(
+                    "subscription {}: no data node of bucket {bucket}'s node group is \
+                     reachable (the cluster is down?): waiting for it",
+                    self.sub_id
+                );
+            }
+            self.waiting = true;
+            return;
+        }
+        tracing::warn!(
+            "subscription {}: no data node left that can send bucket {bucket} (the node of its \
+             group subscribed here restarted since epoch {}): the subscription ends",
+            self.sub_id,
+            Epoch::from_u64(self.completed),
+        );
+        let from = self.completed + 1;
+        self.end_with_gap(from, u64::MAX);
+    }
+
+    /// `node`, subscribed again after its connection closed, kept nothing
+    /// of the subscription, nor did any node of its group: the cluster
+    /// restarted from disk (a system restart) into `incarnation`,
+    /// restoring GCI `restart_gci` of `previous`. If that is the
+    /// incarnation this subscription is in, the restart kept every epoch
+    /// of that GCI and before, and the subscription is made anew
+    /// (`restart_step`); if not, the cluster restarted more than once
+    /// since (what was kept of this subscription's epochs is unknown), and
+    /// the subscription ends with a gap.
+    fn on_lost(
+        &mut self,
+        node: NodeId,
+        incarnation: u32,
+        previous: u32,
+        restart_gci: u32,
+        message: &str,
+    ) {
+        let ours = self.restarting.map_or(self.incarnation, |r| r.incarnation);
+        if let Some(n) = self.nodes.iter_mut().find(|n| n.node == node) {
+            // It holds nothing of the subscription now: asked anew with
+            // the others (`restart_step`).
+            if n.state == NodeState::Resubscribing {
+                n.state = NodeState::Down;
+            }
+        }
+        if self.restarting.is_some() && incarnation == ours {
+            // Another node of the same restart.
+        } else if ours != 0 && previous == ours && incarnation != ours {
+            // Restarted again before the stream went on: what the first
+            // restart kept of this subscription's epochs the second kept
+            // too (its GCIs are all above the first's restart GCI).
+            let restored = self
+                .restarting
+                .map_or((u64::from(restart_gci) << 32) | u64::from(u32::MAX), |r| {
+                    r.restored
+                });
             tracing::warn!(
-                "subscription {}: no data node left that can send bucket {bucket} \
-                 (its node group is down): the subscription ends",
+                "subscription {}: the cluster restarted from disk (GCI {restart_gci} of \
+                 incarnation {previous:#x}, now {incarnation:#x}): subscribing anew",
+                self.sub_id,
+            );
+            self.begin_restart(restored, incarnation);
+        } else {
+            tracing::warn!(
+                "subscription {}: data node {node}: {message}; this subscription's epochs are of \
+                 incarnation {ours:#x}: what the restarts kept of them is unknown, it ends",
                 self.sub_id
             );
             let from = self.completed + 1;
             self.end_with_gap(from, u64::MAX);
+            return;
         }
+        self.restart_step();
+    }
+
+    /// The cluster restarted from disk: what was coming is of the old
+    /// incarnation and dropped, and the nodes subscribed at count as gone
+    /// (they restarted: their connections closed, whether or not that
+    /// was noticed yet).
+    fn begin_restart(&mut self, restored: u64, incarnation: u32) {
+        for (_, p) in std::mem::take(&mut self.partial) {
+            self.bytes_used -= p.bytes.min(self.bytes_used);
+        }
+        if let Some((from, _)) = self.discarding.take() {
+            // An overflow's gap, to the last epoch complete here; the
+            // restart event says what followed.
+            self.gaps += 1;
+            let to = self.completed.max(from);
+            let gap = Event::Gap {
+                from: Epoch::from_u64(from),
+                to: Epoch::from_u64(to),
+            };
+            self.ready.push_back((gap, 0));
+        }
+        let now = Instant::now();
+        for n in &mut self.nodes {
+            if matches!(n.state, NodeState::Live { .. }) {
+                n.state = NodeState::Down;
+                n.down_since = Some(now);
+            }
+        }
+        self.restarting = Some(Restarting {
+            restored,
+            incarnation,
+            since: now,
+            attempt: None,
+            retry_at: None,
+        });
+    }
+
+    /// After a system restart: subscribes anew (fresh `SubStartReq`s) at
+    /// every data node at once, once no node's answer is awaited and every
+    /// node is reachable (or, after `RESTART_PARTIAL_WAIT_MS`, at those
+    /// that are, if each node group has one); once every one of them
+    /// answered, the stream goes on after the highest of their starts,
+    /// behind an [`Event::Restart`]. A refusal (a node still starting)
+    /// ends the attempt there (the others stop it) and another follows
+    /// `RESUBSCRIBE_RETRY_MS` later.
+    fn restart_step(&mut self) {
+        let Some(mut restart) = self.restarting else {
+            return;
+        };
+        if self.ended
+            || self
+                .nodes
+                .iter()
+                .any(|n| n.state == NodeState::Resubscribing)
+        {
+            return;
+        }
+        let now = Instant::now();
+        let Some(asked) = restart.attempt else {
+            if restart.retry_at.is_some_and(|at| now < at) {
+                return;
+            }
+            let shared = self.shared();
+            let reachable: NodeBitmask = self
+                .nodes
+                .iter()
+                .filter(|n| shared.links[n.link].is_live())
+                .map(|n| n.node)
+                .collect();
+            let placement = &shared.placement;
+            let every_group = self.buckets.iter().all(|bucket| {
+                let group = placement.group_of(bucket);
+                reachable.iter().any(|n| placement.group_of(n) == group)
+            });
+            let waited = now >= restart.since + Duration::from_millis(RESTART_PARTIAL_WAIT_MS);
+            let all = reachable.iter().count() == self.nodes.len();
+            if !(all || waited && every_group) {
+                return;
+            }
+            for at in 0..self.nodes.len() {
+                let (link, node) = (self.nodes[at].link, self.nodes[at].node);
+                if !reachable.contains(node) {
+                    continue;
+                }
+                let generation = self.shared().links[link].generation.load(Ordering::Acquire);
+                self.nodes[at].generation = generation;
+                self.nodes[at].state = NodeState::Resubscribing;
+                if let Err(error) = self.send(link, node, self.start_req(0)) {
+                    tracing::debug!("subscription {}: anew at {node}: {error}", self.sub_id);
+                    self.nodes[at].state = NodeState::Down;
+                }
+            }
+            restart.attempt = Some(reachable);
+            self.restarting = Some(restart);
+            return;
+        };
+        let starts: Vec<Option<u64>> = self
+            .nodes
+            .iter()
+            .filter(|n| asked.contains(n.node))
+            .map(|n| match n.state {
+                NodeState::Live { start } => Some(start),
+                _ => None,
+            })
+            .collect();
+        if starts.iter().any(Option::is_none) {
+            // Refused somewhere (still starting), or a connection closed:
+            // stopped where it began, tried again later.
+            for at in 0..self.nodes.len() {
+                let (link, node) = (self.nodes[at].link, self.nodes[at].node);
+                if asked.contains(node) && matches!(self.nodes[at].state, NodeState::Live { .. }) {
+                    let stop = SignalBody::SubStopReq {
+                        sub_id: self.sub_id,
+                    };
+                    let _ = self.send(link, node, stop);
+                }
+                self.nodes[at].state = NodeState::Down;
+            }
+            for (_, p) in std::mem::take(&mut self.partial) {
+                self.bytes_used -= p.bytes.min(self.bytes_used);
+            }
+            restart.attempt = None;
+            restart.retry_at = Some(now + Duration::from_millis(RESUBSCRIBE_RETRY_MS));
+            self.restarting = Some(restart);
+            return;
+        }
+        let resumed = starts.into_iter().flatten().max().unwrap_or(0);
+        let later = self.partial.split_off(&(resumed + 1));
+        for (_, p) in std::mem::replace(&mut self.partial, later) {
+            self.bytes_used -= p.bytes.min(self.bytes_used);
+        }
+        tracing::warn!(
+            "subscription {}: goes on after the cluster's restart: epochs up to {} kept, the \
+             stream resumes after {}",
+            self.sub_id,
+            Epoch::from_u64(restart.restored),
+            Epoch::from_u64(resumed),
+        );
+        let event = Event::Restart {
+            restored: Epoch::from_u64(restart.restored),
+            resumed: Epoch::from_u64(resumed),
+        };
+        self.ready.push_back((event, 0));
+        self.restarting = None;
+        self.waiting = false;
+        self.incarnation = restart.incarnation;
+        self.start = resumed;
+        self.completed = resumed;
+        self.ack(resumed);
+        self.complete();
     }
 
     /// The highest epoch handed out or ready.
@@ -785,6 +1095,7 @@ impl Subscription {
             .map(|(e, _)| match e {
                 Event::Epoch(e) => e.epoch.get(),
                 Event::Gap { to, .. } => to.get(),
+                Event::Restart { resumed, .. } => resumed.get(),
             })
             .unwrap_or(self.last_epoch.max(self.start))
     }
@@ -841,7 +1152,20 @@ impl Subscription {
             SignalBody::SubStartConf {
                 sub_id,
                 start_epoch,
+                incarnation,
             } if sub_id == self.sub_id => {
+                let current = self.restarting.map_or(self.incarnation, |r| r.incarnation);
+                if incarnation != current {
+                    // Of an incarnation this subscription is not in (the
+                    // cluster restarted again meanwhile): that node's
+                    // answer to it is a `SubLostRef`, which follows.
+                    tracing::warn!(
+                        "subscription {}: data node {node} serves it in cluster incarnation \
+                         {incarnation:#x}, not {current:#x}",
+                        self.sub_id
+                    );
+                    return;
+                }
                 if let Some(n) = self.nodes.iter_mut().find(|n| n.node == node) {
                     if n.state == NodeState::Resubscribing {
                         n.state = NodeState::Live { start: start_epoch };
@@ -849,20 +1173,26 @@ impl Subscription {
                     }
                 }
                 self.check_orphans();
+                self.restart_step();
             }
+            SignalBody::SubLostRef {
+                sub_id,
+                incarnation,
+                previous_incarnation,
+                restart_gci,
+                message,
+            } if sub_id == self.sub_id => self.on_lost(
+                node,
+                incarnation,
+                previous_incarnation,
+                restart_gci,
+                &message,
+            ),
             SignalBody::SubStartRef {
                 sub_id,
                 code,
                 message,
             } if sub_id == self.sub_id => {
-                if code == proto::error::SUBSCRIPTION_LOST {
-                    // The node's group kept nothing of it (restarted):
-                    // what came after the last epoch complete here is lost.
-                    tracing::warn!("subscription {}: data node {node}: {message}", self.sub_id);
-                    let from = self.completed + 1;
-                    self.end_with_gap(from, u64::MAX);
-                    return;
-                }
                 tracing::debug!(
                     "subscription {}: data node {node} refused it again ({code}: {message})",
                     self.sub_id
@@ -909,8 +1239,10 @@ impl Subscription {
         changes: &[u8],
         complete: bool,
     ) {
-        if epoch <= self.completed {
-            // Before the start, or already here (a resend).
+        if epoch <= self.completed && self.restarting.is_none() {
+            // Before the start, or already here (a resend). (While the
+            // subscription is made anew after a restart, the epochs are
+            // numbered anew: `resume` drops those before its start.)
             return;
         }
         if !self.buckets.contains(bucket) {
@@ -988,6 +1320,10 @@ impl Subscription {
     /// Hands out, in order, the epochs complete in every bucket from the
     /// first not yet complete on, and acknowledges them to every node.
     fn complete(&mut self) {
+        if self.restarting.is_some() {
+            // The new start is not known yet.
+            return;
+        }
         let before = self.completed;
         while let Some(entry) = self.partial.first_entry() {
             if entry.get().done != self.buckets {
@@ -1025,7 +1361,7 @@ impl Subscription {
             .iter()
             .find_map(|(e, _)| match e {
                 Event::Epoch(e) => Some(e.epoch.get()),
-                Event::Gap { .. } => None,
+                Event::Gap { .. } | Event::Restart { .. } => None,
             })
             .or_else(|| self.partial.keys().next().copied())
             .unwrap_or(epoch)
@@ -1037,7 +1373,8 @@ impl Subscription {
             self.options.max_alloc,
             Epoch::from_u64(from)
         );
-        self.ready.retain(|(e, _)| matches!(e, Event::Gap { .. }));
+        self.ready
+            .retain(|(e, _)| matches!(e, Event::Gap { .. } | Event::Restart { .. }));
         for p in self.partial.values_mut() {
             p.changes.clear();
             p.coming.clear();

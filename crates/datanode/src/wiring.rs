@@ -388,6 +388,11 @@ pub fn data_node_blocks_with<D: Disk + Clone + Send + 'static>(
             deadlock_timeout: spec.deadlock_timeout,
         })
         .with_figures(crate::dbinfo::FigureSlot::tc(&figures, instance));
+        let tc = if spec.builds(BlockNumber::SUBSCRIPTION) {
+            tc.with_subscription(SubscriptionBlock::address(node))
+        } else {
+            tc
+        };
         push(address, ThreadRole::Tc, Box::new(tc));
     }
 

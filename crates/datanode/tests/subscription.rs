@@ -129,9 +129,6 @@ fn committed(
     }
 }
 
-/// Subscribes the test's API (subscription 1, full images) to `table` at
-/// every node of `nodes` and waits for all their answers: the highest
-/// start epoch, and the other `Sub*` signals that came meanwhile.
 /// The test API's subscription 1 to `table` (full images), asked of
 /// `node`'s subscription block with `flags` added (`RESUBSCRIBE`).
 fn send_sub_start(cluster: &mut Cluster, node: signal::NodeId, table: u32, flags: u32) {
@@ -145,6 +142,9 @@ fn send_sub_start(cluster: &mut Cluster, node: signal::NodeId, table: u32, flags
     );
 }
 
+/// Subscribes the test's API (subscription 1, full images) to `table` at
+/// every node of `nodes` and waits for all their answers: the highest
+/// start epoch, and the other `Sub*` signals that came meanwhile.
 fn subscribe(cluster: &mut Cluster, nodes: &[signal::NodeId], table: u32) -> (u64, Vec<Signal>) {
     for &n in nodes {
         send_sub_start(cluster, n, table, 0);
@@ -1183,17 +1183,44 @@ fn with_three_replicas_a_restarted_node_not_subscribed_again_is_passed_over() {
 /// Every node of the group crashes and the cluster restarts from disk (a
 /// system restart: epochs above the restart GCI are handed out again).
 /// Subscribed again, each restarted node finds no node of its group that
-/// kept the subscription and refuses with `SUBSCRIPTION_LOST` (the API
-/// ends it with a gap): it must not answer as if the stream went on, which
-/// left every bucket without an owner and the subscriber waiting until a
-/// node cut it off for lag.
+/// kept the subscription and answers `SubLostRef`, naming the new
+/// incarnation, the one before it (the subscription's, which every
+/// `SubStartConf` named) and the GCI the restart restored: what the API
+/// needs to tell which of its epochs stand. It must not answer as if the
+/// stream went on, which left every bucket without an owner and the
+/// subscriber waiting until a node cut it off for lag. Subscribed anew,
+/// the stream goes on in the new incarnation.
 #[test]
 fn a_subscription_whose_whole_group_restarted_is_lost() {
     for seed in [3, 8] {
         let mut cluster = Cluster::start(seed, 2, Limits::default());
         let table = cluster.create_table();
+        let layout = RowLayout::new(&table);
         let nodes = cluster.data_nodes.clone();
-        let _ = subscribe(&mut cluster, &nodes, table.id);
+        for &n in &nodes {
+            send_sub_start(&mut cluster, n, table.id, 0);
+        }
+        let mut before = BTreeMap::new();
+        while before.len() < nodes.len() {
+            cluster.sim.run_for(Duration::from_millis(1));
+            for s in take_sub(&cluster) {
+                if let SignalBody::SubStartConf { incarnation, .. } = s.body {
+                    before.insert(s.sender.node, incarnation);
+                }
+            }
+        }
+        let old = cluster
+            .sim
+            .block::<TcBlock>(tc_of(nodes[0]))
+            .unwrap()
+            .incarnation();
+        assert_ne!(old.id, 0, "seed {seed}: the cluster has an incarnation");
+        for (node, incarnation) in &before {
+            assert_eq!(
+                *incarnation, old.id,
+                "seed {seed}: node {node}'s SubStartConf names it"
+            );
+        }
         let mut rows = BTreeMap::new();
         for t in 0..10 {
             let (ops, changes) = transaction(&rows, &[t % 4], t);
@@ -1236,21 +1263,73 @@ fn a_subscription_whose_whole_group_restarted_is_lost() {
             cluster.sim.run_for(Duration::from_millis(1));
             for s in take_sub(&cluster) {
                 match s.body {
-                    SignalBody::SubStartRef { code, .. } => {
-                        answers.insert(s.sender.node, Some(code))
+                    SignalBody::SubLostRef {
+                        incarnation,
+                        previous_incarnation,
+                        restart_gci,
+                        ..
+                    } => answers.insert(
+                        s.sender.node,
+                        Some((incarnation, previous_incarnation, restart_gci)),
+                    ),
+                    SignalBody::SubStartConf { .. } | SignalBody::SubStartRef { .. } => {
+                        answers.insert(s.sender.node, None)
                     }
-                    SignalBody::SubStartConf { .. } => answers.insert(s.sender.node, None),
                     _ => None,
                 };
             }
         }
+        let new = cluster
+            .sim
+            .block::<TcBlock>(tc_of(nodes[0]))
+            .unwrap()
+            .incarnation();
+        assert_ne!(
+            new.id, old.id,
+            "seed {seed}: a system restart begins a new incarnation"
+        );
+        assert_eq!(
+            new.previous, old.id,
+            "seed {seed}: it restored the old one's GCI"
+        );
+        assert!(
+            new.restart_gci > 0,
+            "seed {seed}: a GCI was durable before the crash"
+        );
         for (node, answer) in answers {
             assert_eq!(
                 answer,
-                Some(proto::error::SUBSCRIPTION_LOST),
+                Some((new.id, old.id, new.restart_gci)),
                 "seed {seed}: node {node} answers the subscription's return"
             );
         }
+
+        // Subscribed anew, the stream goes on: a commit's change comes
+        // whole after the new start.
+        let (start, _) = subscribe(&mut cluster, &nodes, table.id);
+        // A key the history before never touched (it may not all be
+        // restored): an insert.
+        let (ops, changes) = transaction(&BTreeMap::new(), &[7], 11);
+        let Reply::Conf { epoch, .. } = cluster.commit(&ops) else {
+            panic!("seed {seed}: the commit after the restart failed");
+        };
+        assert!(epoch > start, "seed {seed}: committed after the new start");
+        let mut asm = Assembler {
+            buckets: nodes.clone(),
+            ..Assembler::default()
+        };
+        wait_whole(&mut cluster, &mut asm, epoch, seed, |_, asm, got| {
+            for s in &got {
+                asm.take(&layout, s, start);
+            }
+        });
+        let got: Vec<(i64, Change)> = asm
+            .out
+            .iter()
+            .filter(|(e, _)| *e == epoch)
+            .flat_map(|(_, c)| c.clone())
+            .collect();
+        assert_eq!(got, changes, "seed {seed}: the change after the restart");
     }
 }
 

@@ -150,7 +150,9 @@ pub const COMMIT_LOST_BY_RESTART: u32 = 9006;
 pub const DURABILITY_UNKNOWN: u32 = 9007;
 /// A subscription subscribed again at a restarted node cannot go on: no
 /// node of that node's group kept it (the whole group, or the cluster,
-/// restarted since it began), so the epochs between are lost.
+/// restarted since it began). No longer sent: since wire version 18 the
+/// node answers `SubLostRef`, naming the restart, and the client goes on
+/// (docs/events.md, "A whole-cluster restart"); the number stays taken.
 pub const SUBSCRIPTION_LOST: u32 = 9008;
 /// A data node could not write its share of a backup: its data file could
 /// not be created, written or synced (the message names the file and the

@@ -51,8 +51,10 @@ pub const MAGIC: [u8; 2] = *b"SK";
 /// `LdmKeyCommitReq::chain` and `answer`, `LdmOutcomeReq` (the one-phase
 /// commit over two replicas). 17: `BackupFragReq`, `BackupFragConf`,
 /// `BackupFragRef`, `BackupLogReq`, `BackupLogConf`, `BackupLogRef`
-/// (each data node writes its share of a backup, rows and log).
-pub const WIRE_VERSION: u8 = 17;
+/// (each data node writes its share of a backup, rows and log). 18:
+/// `SubStartConf::incarnation`, `SubIncarnationRep`, `SubLostRef` (the
+/// change stream through a whole-cluster restart).
+pub const WIRE_VERSION: u8 = 18;
 pub const FRAME_HEADER_BYTES: usize = 16;
 pub const SIGNAL_HEADER_BYTES: usize = 16;
 /// Large enough for a configuration file of 255 nodes, small enough that a

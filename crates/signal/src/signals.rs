@@ -977,8 +977,10 @@ signals! {
     /// is the API's name for the subscription; `flags`: `sub_flags`.
     176 => SubStartReq { sub_id: u32, flags: u32, tables: Vec<u32> },
     /// The answer: epochs above `start_epoch` come whole, each as its
-    /// `SubEpochData` parts (the last one `complete`), in ascending order.
-    177 => SubStartConf { sub_id: u32, start_epoch: u64 },
+    /// `SubEpochData` parts (the last one `complete`), in ascending order;
+    /// they are epochs of cluster incarnation `incarnation` (wire version
+    /// 18; docs/events.md, "A whole-cluster restart").
+    177 => SubStartConf { sub_id: u32, start_epoch: u64, incarnation: u32 },
     /// The refusal (`code`, a `proto::error` code, and why).
     178 => SubStartRef { sub_id: u32, code: u32, message: String },
     /// API → subscription block: end the subscription (no answer).
@@ -1083,6 +1085,20 @@ signals! {
     /// Refused, or the log failed (a table altered or dropped, the
     /// primaries moved, a write failed): why; the log is closed.
     197 => BackupLogRef { request_id: u32, code: u32, message: String },
+
+    // ---- the change stream: a whole-cluster restart (docs/events.md; wire version 18) ----
+    /// TC → its node's subscription block, once, when the TC learns the
+    /// cluster incarnation (`GcpCommitReq`): the incarnation its epochs
+    /// are of, and the system restart that began it (`restart_gci`
+    /// restored of `previous_incarnation`; zeros: a first start).
+    198 => SubIncarnationRep { incarnation: u32, previous_incarnation: u32, restart_gci: u32 },
+    /// Subscription block → API, the answer to `SubStartReq` with
+    /// `sub_flags::RESUBSCRIBE` at a restarted node when no node of its
+    /// group kept the subscription: the cluster restarted from disk since
+    /// (a system restart), now in incarnation `incarnation`, which began by
+    /// restoring GCI `restart_gci` of `previous_incarnation`. The
+    /// subscription is gone here; the API subscribes anew (docs/events.md).
+    199 => SubLostRef { sub_id: u32, incarnation: u32, previous_incarnation: u32, restart_gci: u32, message: String },
 }
 
 /// `BackupFragReq`: flags and limits.

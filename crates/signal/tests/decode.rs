@@ -624,6 +624,19 @@ fn one_of_each() -> Vec<SignalBody> {
         SignalBody::SubStartConf {
             sub_id: 3,
             start_epoch: (12 << 32) | 1,
+            incarnation: 0x5eed_0001,
+        },
+        SignalBody::SubIncarnationRep {
+            incarnation: 0x5eed_0002,
+            previous_incarnation: 0x5eed_0001,
+            restart_gci: 41,
+        },
+        SignalBody::SubLostRef {
+            sub_id: 3,
+            incarnation: 0x5eed_0002,
+            previous_incarnation: 0x5eed_0001,
+            restart_gci: 41,
+            message: "no node of the group kept it".to_owned(),
         },
         SignalBody::SubStartRef {
             sub_id: 3,

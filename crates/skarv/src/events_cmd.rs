@@ -7,7 +7,10 @@
 //! `{"epoch": "<hi>/<lo>", "table": "db.t", "kind": "insert"|"update"|
 //! "delete", "before": {…} or null, "after": {…} or null}`, the end of an
 //! epoch `{"epoch": "<hi>/<lo>", "complete": true}`, a gap
-//! `{"gap": {"from": "<hi>/<lo>", "to": "<hi>/<lo>"}}`.
+//! `{"gap": {"from": "<hi>/<lo>", "to": "<hi>/<lo>"}}`, and after a
+//! whole-cluster restart `{"restart": {"restored": "<hi>/<lo>", "resumed":
+//! "<hi>/<lo>"}}` (the epochs printed before it above `restored` were
+//! undone; the stream goes on after `resumed`, numbered anew).
 
 use std::io::Write;
 
@@ -102,13 +105,21 @@ pub fn run(args: EventsArgs) -> Result<(), String> {
                 print_epoch(&mut out, e, args.json)
             }
             Event::Gap { from, to } => print_gap(&mut out, *from, *to, args.json),
+            Event::Restart { restored, resumed } => {
+                print_restart(&mut out, *restored, *resumed, args.json)
+            }
         };
         written.map_err(|e| format!("stdout: {e}"))?;
         if args.epochs != 0 && epochs >= args.epochs {
             return Ok(());
         }
     }
-    Err("the subscription ended (a data node cut it off, or a whole node group failed)".to_owned())
+    Err(
+        "the subscription ended (a data node cut it off, or the cluster restarted again before it \
+         could go on, or a restarted node was its node group's only one left): the gap above names \
+         the epochs lost"
+            .to_owned(),
+    )
 }
 
 fn print_epoch(out: &mut impl Write, e: &EpochChanges, json: bool) -> std::io::Result<()> {
@@ -181,6 +192,27 @@ fn print_gap(out: &mut impl Write, from: Epoch, to: Epoch, json: bool) -> std::i
         writeln!(out, "{gap}")
     } else {
         writeln!(out, "gap: epochs {from} to {to} lost")
+    }
+}
+
+/// The cluster restarted from disk: which epochs stand, where the stream
+/// goes on (`Event::Restart`).
+fn print_restart(
+    out: &mut impl Write,
+    restored: Epoch,
+    resumed: Epoch,
+    json: bool,
+) -> std::io::Result<()> {
+    if json {
+        let restart =
+            json!({"restart": {"restored": restored.to_string(), "resumed": resumed.to_string()}});
+        writeln!(out, "{restart}")
+    } else {
+        writeln!(
+            out,
+            "restart: the cluster restarted from disk; epochs up to {restored} stand, later ones \
+             printed were undone; the stream goes on after {resumed}"
+        )
     }
 }
 
@@ -271,6 +303,12 @@ mod tests {
         assert_eq!(
             String::from_utf8(out).expect("utf-8"),
             "{\"gap\":{\"from\":\"7/3\",\"to\":\"8/0\"}}\n"
+        );
+        let mut out = Vec::new();
+        print_restart(&mut out, Epoch::new(6, u32::MAX), Epoch::new(7, 4), true).expect("written");
+        assert_eq!(
+            String::from_utf8(out).expect("utf-8"),
+            "{\"restart\":{\"restored\":\"6/4294967295\",\"resumed\":\"7/4\"}}\n"
         );
     }
 }

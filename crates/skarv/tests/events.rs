@@ -287,6 +287,7 @@ fn the_stream_is_the_committed_history_and_slow_subscribers_get_gaps() {
         match tiny.next_timeout(Duration::from_secs(1)).expect("next") {
             Some(Event::Gap { from, to }) => gap = Some((from.get(), to.get())),
             Some(Event::Epoch(e)) => assert!(e.epoch.get() < epoch, "the big epoch fits?"),
+            Some(restart @ Event::Restart { .. }) => panic!("no restart here: {restart:?}"),
             None => {}
         }
     }

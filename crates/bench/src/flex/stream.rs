@@ -110,6 +110,12 @@ pub(super) fn watch(cluster: &Cluster, table: &str) -> Result<Watch, Error> {
                         taken.changes += epoch.changes.len() as u64;
                     }
                     Some(Event::Gap { .. }) => taken.gaps += 1,
+                    // The cluster restarted from disk: a gap too, and the
+                    // epochs are numbered anew.
+                    Some(Event::Restart { resumed, .. }) => {
+                        taken.gaps += 1;
+                        last = resumed.get();
+                    }
                     // Ended, and every event taken: a subscription ends as
                     // its gap is queued, behind the epochs before it, so
                     // stopping at `ended` alone lost the gap.

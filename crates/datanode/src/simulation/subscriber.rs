@@ -63,7 +63,7 @@ pub enum GapCause {
     /// Data node `node` cut the subscription off (`SubGapRep`).
     Node { node: NodeId },
     /// Restarted data node `node`, subscribed again, found no node of its
-    /// group that kept the subscription (`SUBSCRIPTION_LOST`).
+    /// group that kept the subscription (`SubLostRef`).
     Lost { node: NodeId },
 }
 
@@ -351,6 +351,7 @@ impl Subscriber {
         let sub_id_of = match &signal.body {
             SignalBody::SubStartConf { sub_id, .. }
             | SignalBody::SubStartRef { sub_id, .. }
+            | SignalBody::SubLostRef { sub_id, .. }
             | SignalBody::SubEpochData { sub_id, .. }
             | SignalBody::SubGapRep { sub_id, .. } => *sub_id,
             _ => return Ok(false),
@@ -396,18 +397,23 @@ impl Subscriber {
                     }
                 }
             }
+            SignalBody::SubLostRef { .. } if self.started() => {
+                // Its group kept nothing of it (the cluster restarted):
+                // the gap, and this subscriber subscribes anew.
+                let completed = self
+                    .current()
+                    .map_or(0, |s| s.last().max(s.start.unwrap_or(0)));
+                self.end(
+                    Some((completed + 1, u64::MAX, GapCause::Lost { node })),
+                    ctx,
+                );
+            }
+            SignalBody::SubLostRef { message, .. } => {
+                return Err(format!(
+                    "node {node} answered a subscription not started with SubLostRef: {message}"
+                ));
+            }
             SignalBody::SubStartRef { code, message, .. } => {
-                if *code == proto::error::SUBSCRIPTION_LOST && self.started() {
-                    // Its group kept nothing of it: the client's gap.
-                    let completed = self
-                        .current()
-                        .map_or(0, |s| s.last().max(s.start.unwrap_or(0)));
-                    self.end(
-                        Some((completed + 1, u64::MAX, GapCause::Lost { node })),
-                        ctx,
-                    );
-                    return Ok(true);
-                }
                 if *code != proto::error::NOT_STARTED {
                     return Err(format!(
                         "node {node} refused the subscription: {code} {message}"

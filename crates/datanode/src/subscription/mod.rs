@@ -57,6 +57,7 @@ use signal::{
     SignalBody,
 };
 
+use crate::distribution::incarnation::Incarnation;
 use crate::live_map::{LiveMap, NodeStates};
 
 use buffer::{EpochBuffer, EpochData};
@@ -161,7 +162,7 @@ struct Subscriber {
     /// group's other live nodes asked whether they hold it
     /// (`SubHolderReq`) that have not answered, and whether one does. The
     /// API hears `SubStartConf` once every one answered and one holds it,
-    /// else `SubStartRef` (`SUBSCRIPTION_LOST`): no node of the group kept
+    /// else `SubLostRef`: no node of the group kept
     /// it, so the group (or the cluster: a system restart hands epochs out
     /// again) restarted since it began, and the epochs between are gone.
     confirming: Option<(NodeBitmask, bool)>,
@@ -202,6 +203,15 @@ pub struct SubscriptionBlock {
     schema_reports: BTreeMap<(u8, u32, u32), usize>,
     stats: SubscriptionStats,
     gone_timer_armed: bool,
+    /// The cluster incarnation this node's epochs are of, as its TCs tell
+    /// it (`SubIncarnationRep`; id 0: not yet). Every `SubStartConf` names
+    /// it, so that an API whose subscription is lost to a system restart
+    /// can tell which of its epochs the restart kept (`SubLostRef`).
+    incarnation: Incarnation,
+    /// `SubStartReq`s that came before the incarnation was known (a node
+    /// just started): (api, sub_id, flags, tables), answered once it is
+    /// (at most `SUBSCRIBERS_MAX`).
+    awaiting_incarnation: Vec<(BlockRef, u32, u32, Vec<u32>)>,
     /// Subscriptions cut off, with the epochs of their gap (at most
     /// `ENDED_REMEMBERED_MAX`).
     ended: BTreeMap<SubKey, (u64, u64)>,
@@ -224,6 +234,8 @@ impl SubscriptionBlock {
             schema_reports: BTreeMap::new(),
             stats: SubscriptionStats::default(),
             gone_timer_armed: false,
+            incarnation: Incarnation::default(),
+            awaiting_incarnation: Vec::new(),
             ended: BTreeMap::new(),
         }
     }
@@ -464,6 +476,7 @@ impl SubscriptionBlock {
                     SignalBody::SubStartConf {
                         sub_id,
                         start_epoch: start,
+                        incarnation: self.incarnation.id,
                     },
                 );
                 let owned = sub.owned;
@@ -502,6 +515,21 @@ impl SubscriptionBlock {
                 self.config.node
             );
             return refuse(proto::error::NOT_STARTED, message, ctx);
+        }
+        if self.incarnation.id == 0 {
+            // Started, but no GCP has named the cluster's incarnation here
+            // yet (the first one after a start is moments away): answered
+            // once one has, as every answer names it.
+            if self.awaiting_incarnation.len() >= SUBSCRIBERS_MAX {
+                let message = format!(
+                    "node {} has {SUBSCRIBERS_MAX} subscriptions waiting for its first global \
+                     checkpoint (SUBSCRIBERS_MAX)",
+                    self.config.node
+                );
+                return refuse(proto::error::BUSY, message, ctx);
+            }
+            self.awaiting_incarnation.push((api, sub_id, flags, tables));
+            return;
         }
         tables.sort_unstable();
         tables.dedup();
@@ -607,6 +635,7 @@ impl SubscriptionBlock {
                     SignalBody::SubStartConf {
                         sub_id: key.1,
                         start_epoch: start,
+                        incarnation: self.incarnation.id,
                     },
                 );
                 continue;
@@ -644,7 +673,7 @@ impl SubscriptionBlock {
     /// node, once every node asked answered or failed: `SubStartConf`
     /// (then the buckets this node took over meanwhile, sent from the
     /// API's acknowledgement: the API took nothing from it before) if one
-    /// of them holds it, else `SubStartRef` (`SUBSCRIPTION_LOST`), and the
+    /// of them holds it, else `SubLostRef` (naming the restart), and the
     /// subscription ends here.
     fn confirm(&mut self, key: SubKey, ctx: &mut Context<'_>) {
         let Some(sub) = self.subscribers.get_mut(&key) else {
@@ -663,6 +692,7 @@ impl SubscriptionBlock {
                 SignalBody::SubStartConf {
                     sub_id: key.1,
                     start_epoch: start,
+                    incarnation: self.incarnation.id,
                 },
             );
             let owned = sub.owned;
@@ -676,16 +706,19 @@ impl SubscriptionBlock {
             key.1,
             key.0,
         );
+        let now = self.incarnation;
         let message = format!(
-            "no node of data node {}'s node group kept subscription {} (the group or the cluster \
-             restarted since it began): the epochs between are lost",
-            self.config.node, key.1
+            "no node of data node {}'s node group kept subscription {} (the cluster restarted \
+             since it began: incarnation {:#x}, restored to GCI {} of incarnation {:#x})",
+            self.config.node, key.1, now.id, now.restart_gci, now.previous
         );
         ctx.send(
             key.0,
-            SignalBody::SubStartRef {
+            SignalBody::SubLostRef {
                 sub_id: key.1,
-                code: proto::error::SUBSCRIPTION_LOST,
+                incarnation: now.id,
+                previous_incarnation: now.previous,
+                restart_gci: now.restart_gci,
                 message,
             },
         );
@@ -924,7 +957,33 @@ impl SubscriptionBlock {
         self.arm_gone_timer(ctx);
     }
 
+    /// The cluster incarnation, from one of this node's TCs (each tells
+    /// it once; it never changes while the node runs: a new one begins
+    /// only with a system restart, which starts every block anew). The
+    /// requests that waited for it are answered.
+    fn on_incarnation(&mut self, told: Incarnation, ctx: &mut Context<'_>) {
+        if self.incarnation.id != 0 {
+            assert_eq!(
+                self.incarnation, told,
+                "{}: the cluster incarnation changed while the node ran",
+                self.config.node
+            );
+            return;
+        }
+        assert_ne!(
+            told.id, 0,
+            "{}: SubIncarnationRep names none",
+            self.config.node
+        );
+        self.incarnation = told;
+        for (api, sub_id, flags, tables) in std::mem::take(&mut self.awaiting_incarnation) {
+            self.on_start_req(api, sub_id, flags, tables, ctx);
+        }
+    }
+
     fn on_stop_req(&mut self, api: BlockRef, sub_id: u32, ctx: &mut Context<'_>) {
+        self.awaiting_incarnation
+            .retain(|&(a, id, ..)| (a, id) != (api, sub_id));
         if self.subscribers.remove(&(api, sub_id)).is_some() {
             self.capture_stale = true;
             self.start_round(ctx);
@@ -1183,6 +1242,18 @@ impl Block for SubscriptionBlock {
                 ctx.recycle(changes);
             }
             SignalBody::SubGcpCompleteRep { epoch } => self.on_mark(sender, epoch, ctx),
+            SignalBody::SubIncarnationRep {
+                incarnation,
+                previous_incarnation,
+                restart_gci,
+            } if sender.node == self.config.node => self.on_incarnation(
+                Incarnation {
+                    id: incarnation,
+                    previous: previous_incarnation,
+                    restart_gci,
+                },
+                ctx,
+            ),
             SignalBody::MembershipViewRep { view } => self.on_view(&view, ctx),
             SignalBody::SubHolderReq {
                 api,

@@ -232,6 +232,9 @@ pub struct TcBlock {
     /// `distribution::incarnation`): named in every commit reply, and
     /// what a `TcWaitGciReq` of another incarnation is judged against.
     pub(crate) incarnation: crate::distribution::incarnation::Incarnation,
+    /// Its node's subscription block, told the incarnation once
+    /// (`SubIncarnationRep`): the change stream names it to subscribers.
+    subscription: Option<BlockRef>,
     /// Transactions whose commit waits for the first GCI or for the end
     /// of a held switch.
     pub(crate) waiting_for_gci: Vec<u32>,
@@ -306,6 +309,7 @@ impl TcBlock {
             durable_gci: 0,
             gci_waiters: Vec::new(),
             incarnation: Default::default(),
+            subscription: None,
             waiting_for_gci: Vec::with_capacity(config.transactions_max as usize),
             sweep_armed: false,
             counters: TcCounters::default(),
@@ -357,6 +361,13 @@ impl TcBlock {
     /// Publishes this instance's counters for ndbinfo there.
     pub fn with_figures(mut self, slot: crate::dbinfo::FigureSlot) -> TcBlock {
         self.figures = Some(slot);
+        self
+    }
+
+    /// Tells `subscription` (its node's subscription block) the cluster
+    /// incarnation once this TC learns it.
+    pub fn with_subscription(mut self, subscription: BlockRef) -> TcBlock {
+        self.subscription = Some(subscription);
         self
     }
 
@@ -721,11 +732,24 @@ impl Block for TcBlock {
                 previous_incarnation,
                 restart_gci,
             } => {
-                self.on_incarnation(crate::distribution::incarnation::Incarnation {
+                let told = crate::distribution::incarnation::Incarnation {
                     id: incarnation,
                     previous: previous_incarnation,
                     restart_gci,
-                });
+                };
+                if self.incarnation.id == 0 {
+                    if let Some(subscription) = self.subscription {
+                        ctx.send(
+                            subscription,
+                            SignalBody::SubIncarnationRep {
+                                incarnation,
+                                previous_incarnation,
+                                restart_gci,
+                            },
+                        );
+                    }
+                }
+                self.on_incarnation(told);
                 self.on_gcp_commit(from, epoch, ctx)
             }
             SignalBody::SubGcpCompleteRep { epoch } => self.on_epoch_complete(epoch),
