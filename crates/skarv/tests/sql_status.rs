@@ -71,6 +71,134 @@ fn status_counters_pruning_and_the_slow_query_log() {
     let sandbox = start("sql-status", 43_500);
     counters_follow_the_native_operations_and_pruned_scans_agree(&sandbox);
     the_slow_query_log_is_mysqls_and_mysqldumpslow_reads_it(&sandbox);
+    an_order_by_past_the_sort_buffer_merges_runs_from_disk(&sandbox);
+}
+
+/// Rows of the sort test's table.
+const SORTED_ROWS: u32 = 6_000;
+
+/// An ORDER BY whose rows pass `sort_buffer_size` is sorted in runs on
+/// disk and merged (`Sort_merge_passes` moves; with 6,000 rows of about
+/// 200 bytes in the 32 KiB floor of the buffer, more runs than one merge
+/// takes, so a pass merges runs into runs first): the rows are the ones a
+/// sort here gives, ties in the order the in-memory sort gives them, by
+/// byte keys (integers, strings) and by values (a double), with an
+/// OFFSET, and through a join; with the default buffer nothing is merged
+/// and the answer is the same.
+fn an_order_by_past_the_sort_buffer_merges_runs_from_disk(sandbox: &Sandbox) {
+    let mut conn = connect(sandbox.sql_port());
+    conn.query_drop("CREATE DATABASE fsort")
+        .expect("create database");
+    conn.query_drop("USE fsort").expect("use");
+    conn.query_drop("CREATE TABLE r (id INT PRIMARY KEY, grp INT, s VARCHAR(40), d DOUBLE)")
+        .expect("create");
+    let row = |id: u32| {
+        let grp = id * 7_919 % 97;
+        let s = format!("r{:03}", id * 31 % 1_000);
+        let d = f64::from(id * 13 % 251) / 4.0;
+        (id, grp, s, d)
+    };
+    let rows: Vec<(u32, u32, String, f64)> = (1..=SORTED_ROWS).map(row).collect();
+    for chunk in rows.chunks(500) {
+        let values: Vec<String> = chunk
+            .iter()
+            .map(|(id, grp, s, d)| format!("({id}, {grp}, '{s}', {d})"))
+            .collect();
+        conn.query_drop(format!("INSERT INTO r VALUES {}", values.join(", ")))
+            .expect("insert");
+    }
+    let text = |rows: Vec<mysql::Row>| -> Vec<Vec<String>> {
+        rows.into_iter()
+            .map(|r| {
+                r.unwrap()
+                    .into_iter()
+                    .map(|v| v.as_sql(true).trim_matches('\'').to_owned())
+                    .collect()
+            })
+            .collect()
+    };
+    // The first row where two answers differ, not thousands of rows.
+    let same = |got: &[Vec<String>], want: &[Vec<String>], what: &str| {
+        let at = got.iter().zip(want).position(|(g, w)| g != w);
+        assert!(
+            at.is_none() && got.len() == want.len(),
+            "{what}: {} rows against {}; first difference at {at:?}: {:?} against {:?}",
+            got.len(),
+            want.len(),
+            at.map(|i| &got[i]),
+            at.map(|i| &want[i]),
+        );
+    };
+    let queries = [
+        "SELECT id, grp, s FROM r ORDER BY grp DESC, s, id",
+        "SELECT id, d FROM r ORDER BY d, id DESC",
+        "SELECT id, grp FROM r ORDER BY grp LIMIT 18446744073709551615 OFFSET 10",
+        "SELECT a.id, b.s FROM r a JOIN r b ON b.id = a.grp + 1 ORDER BY b.s DESC, a.id",
+    ];
+    let mut answers = Vec::new();
+    for buffer in ["1024", "DEFAULT"] {
+        conn.query_drop(format!("SET SESSION sort_buffer_size = {buffer}"))
+            .expect("set sort_buffer_size");
+        let mut got = Vec::new();
+        for sql in queries {
+            let before = status(&mut conn, false);
+            let rows: Vec<mysql::Row> = conn.query(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+            let after = status(&mut conn, false);
+            let passes = moved(&before, &after, "Sort_merge_passes");
+            if buffer == "DEFAULT" {
+                assert_eq!(passes, 0, "{sql}: fits the default buffer");
+            } else {
+                assert!(
+                    passes > 1,
+                    "{sql}: {passes} merge passes in a 32 KiB buffer"
+                );
+            }
+            got.push(text(rows));
+        }
+        answers.push(got);
+    }
+    // The same rows whatever the buffer (the third query's ties come in
+    // the order the scan gave them, which may differ between runs).
+    for q in [0, 1, 3] {
+        same(&answers[0][q], &answers[1][q], queries[q]);
+    }
+    let answers = &answers[0];
+
+    // What a sort here gives.
+    let mut want = rows.clone();
+    want.sort_by(|a, b| b.1.cmp(&a.1).then(a.2.cmp(&b.2)).then(a.0.cmp(&b.0)));
+    let want: Vec<Vec<String>> = want
+        .iter()
+        .map(|(id, grp, s, _)| vec![id.to_string(), grp.to_string(), s.clone()])
+        .collect();
+    same(&answers[0], &want, "ORDER BY grp DESC, s, id");
+    let mut want = rows.clone();
+    want.sort_by(|a, b| a.3.total_cmp(&b.3).then(b.0.cmp(&a.0)));
+    let ids: Vec<String> = want.iter().map(|r| r.0.to_string()).collect();
+    let got: Vec<String> = answers[1].iter().map(|r| r[0].clone()).collect();
+    assert_eq!(got, ids, "ORDER BY d, id DESC");
+    // Ties (one grp) in any order, the groups ascending, the first ten
+    // rows skipped.
+    assert_eq!(answers[2].len(), SORTED_ROWS as usize - 10);
+    let grps: Vec<u32> = answers[2]
+        .iter()
+        .map(|r| r[1].parse().expect("grp"))
+        .collect();
+    assert!(grps.windows(2).all(|w| w[0] <= w[1]), "ascending groups");
+    let mut all: Vec<u32> = rows.iter().map(|r| r.1).collect();
+    all.sort_unstable();
+    assert_eq!(grps, all[10..], "the groups after the first ten rows");
+    let by_id: HashMap<u32, &(u32, u32, String, f64)> = rows.iter().map(|r| (r.0, r)).collect();
+    let mut want: Vec<(String, u32)> = rows
+        .iter()
+        .filter_map(|a| by_id.get(&(a.1 + 1)).map(|b| (b.2.clone(), a.0)))
+        .collect();
+    want.sort_by(|x, y| y.0.cmp(&x.0).then(x.1.cmp(&y.1)));
+    let want: Vec<Vec<String>> = want
+        .into_iter()
+        .map(|(s, id)| vec![id.to_string(), s])
+        .collect();
+    same(&answers[3], &want, "the join's ORDER BY b.s DESC, a.id");
 }
 
 fn counters_follow_the_native_operations_and_pruned_scans_agree(sandbox: &Sandbox) {

@@ -371,6 +371,7 @@ fn publish_settings(engine: &Engine, pool: &ClusterPool, options: &ServerOptions
     let settings = [
         ("max_connections", options.max_connections.to_string()),
         ("port", options.port.to_string()),
+        ("tmpdir", std::env::temp_dir().display().to_string()),
         (
             "ndb_cluster_connection_pool",
             pool.clusters.len().to_string(),

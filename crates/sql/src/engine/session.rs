@@ -215,6 +215,15 @@ const SYSTEM_VARIABLES: &[SysVar] = &[
     var("slow_query_log", BOOL, Scope::Global, "OFF"),
     // The default is the SQL node's (`Engine::set_slow_log_file`).
     var("slow_query_log_file", TEXT, Scope::Global, ""),
+    // An ORDER BY sorts this many bytes of rows in memory, runs on disk
+    // past it (exec::select::filesort; at least its 32 KiB). MariaDB
+    // 10.11's default and bounds.
+    var(
+        "sort_buffer_size",
+        int(1024, u64::MAX),
+        Scope::Both,
+        "2097152",
+    ),
     var("sql_auto_is_null", BOOL, Scope::Both, "OFF"),
     var(
         "sql_mode",
@@ -248,6 +257,9 @@ const SYSTEM_VARIABLES: &[SysVar] = &[
         "500",
     ),
     var("time_zone", TEXT, Scope::Both, "SYSTEM"),
+    // Where sort runs go: the SQL node's temporary directory ($TMPDIR,
+    // else /tmp; server.rs publishes it).
+    var("tmpdir", TEXT, Scope::ReadOnly, "/tmp"),
     var("transaction_allow_batching", BOOL, Scope::Both, "OFF"),
     var("transaction_isolation", TEXT, Scope::Both, "READ-COMMITTED"),
     var("transaction_read_only", BOOL, Scope::Both, "OFF"),
@@ -1769,6 +1781,15 @@ pub fn client_collation(conn: &mut Conn<'_>, collation: u8) {
         vars.set(name, "latin1".to_owned());
     }
     vars.set("collation_connection", "latin1_swedish_ci".to_owned());
+}
+
+/// `sort_buffer_size` of the session, in bytes.
+pub fn sort_buffer_bytes(conn: &Conn<'_>) -> usize {
+    conn.session
+        .vars
+        .get("sort_buffer_size")
+        .and_then(|v| v.parse::<u64>().ok())
+        .map_or(2 << 20, |v| usize::try_from(v).unwrap_or(usize::MAX))
 }
 
 /// When a SELECT starting now must stop (`max_execution_time`, in ms; 0:

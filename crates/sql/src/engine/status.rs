@@ -137,6 +137,12 @@ impl Counter {
         self.set(self.get().wrapping_add(1));
     }
 
+    /// Adds `n` (the owner's thread only).
+    #[inline]
+    pub fn add(&self, n: u64) {
+        self.set(self.get().wrapping_add(n));
+    }
+
     /// The value.
     #[inline]
     pub fn get(&self) -> u64 {
@@ -162,6 +168,9 @@ pub struct Published {
     /// `Subquery_cache_miss`: a correlated subquery run for outer values
     /// not seen before in the statement.
     pub subquery_cache_miss: Counter,
+    /// `Sort_merge_passes`: merges of an ORDER BY's runs on disk (none
+    /// while its rows fit in `sort_buffer_size`).
+    pub sort_merge_passes: Counter,
     com: [Counter; COMS],
     native: [Counter; NATIVE],
 }
@@ -173,6 +182,7 @@ impl Default for Published {
             slow_queries: Counter::default(),
             subquery_cache_hit: Counter::default(),
             subquery_cache_miss: Counter::default(),
+            sort_merge_passes: Counter::default(),
             com: std::array::from_fn(|_| Counter::default()),
             native: std::array::from_fn(|_| Counter::default()),
         }
@@ -186,6 +196,7 @@ struct Totals {
     slow_queries: u64,
     subquery_cache_hit: u64,
     subquery_cache_miss: u64,
+    sort_merge_passes: u64,
     com: [u64; COMS],
     native: [u64; NATIVE],
 }
@@ -197,6 +208,7 @@ impl Default for Totals {
             slow_queries: 0,
             subquery_cache_hit: 0,
             subquery_cache_miss: 0,
+            sort_merge_passes: 0,
             com: [0; COMS],
             native: [0; NATIVE],
         }
@@ -209,6 +221,7 @@ impl Totals {
         self.slow_queries += p.slow_queries.get();
         self.subquery_cache_hit += p.subquery_cache_hit.get();
         self.subquery_cache_miss += p.subquery_cache_miss.get();
+        self.sort_merge_passes += p.sort_merge_passes.get();
         for (t, c) in self.com.iter_mut().zip(&p.com) {
             *t += c.get();
         }
@@ -663,6 +676,7 @@ pub fn rows(conn: &Conn<'_>, global: bool) -> Vec<(String, String)> {
     put("Queries", totals.questions.to_string());
     put("Questions", totals.questions.to_string());
     put("Slow_queries", totals.slow_queries.to_string());
+    put("Sort_merge_passes", totals.sort_merge_passes.to_string());
     put("Ssl_cipher", String::new());
     put("Subquery_cache_hit", totals.subquery_cache_hit.to_string());
     put(

@@ -29,6 +29,7 @@ pub const GROUPS_IN_MEMORY_MAX: usize = 1_000_000;
 pub const ROWS_IN_MEMORY_MAX: usize = 10_000_000;
 
 mod explain;
+mod filesort;
 pub(crate) use explain::{
     capture_next, derived_begin, derived_captured, explain_mark, note_again, note_derived,
     note_ran, ExplainNotes, Row as ExplainRow,
@@ -1681,16 +1682,13 @@ fn answer_planned(
 /// Whether a query's rows can be sent as they are read ([`stream`]): one
 /// SELECT of one table or a join whose rows need nothing of each other (no
 /// grouping, aggregate, window, DISTINCT, HAVING, UNION,
-/// SQL_CALC_FOUND_ROWS, LATERAL or correlated subquery), and no ORDER BY
-/// unless with a LIMIT (at most [`TOP_ROWS_MAX`] rows with its offset).
+/// SQL_CALC_FOUND_ROWS, LATERAL or correlated subquery). An ORDER BY is
+/// sorted as the rows come: a top N with a LIMIT, else in the sort
+/// buffer and runs on disk past it (`filesort`).
 fn streams(plans: &Plans) -> bool {
     let [p] = plans.planned.as_slice() else {
         return false;
     };
-    let top = p
-        .limit
-        .map(|l| l.saturating_add(p.offset))
-        .is_some_and(|n| usize::try_from(n).is_ok_and(|n| n <= TOP_ROWS_MAX));
     !plans.calc_found_rows
         && plans.union_order.is_empty()
         && plans.union_limit.is_none()
@@ -1703,13 +1701,13 @@ fn streams(plans: &Plans) -> bool {
         && !p.distinct
         && !p.rollup
         && p.having.is_none()
-        && (p.order.is_empty() || top)
         && p.items.len() == plans.metas.len()
         && !per_row(p)
 }
 
 /// The most rows (LIMIT and OFFSET together) an ORDER BY … LIMIT keeps
-/// while it reads ([`stream`]); one asking more is sorted whole.
+/// while it reads ([`stream`]); one asking more is sorted as one without
+/// a LIMIT (`filesort`).
 pub const TOP_ROWS_MAX: usize = 100_000;
 /// A top-N buffer is sorted and cut back to its N rows once it holds
 /// twice N, or this many.
@@ -1726,8 +1724,10 @@ const TOP_BUFFER_ROWS_MIN: usize = 1_024;
 /// order among the rows read so far, sorting whenever it holds twice that
 /// (MariaDB's filesort with a priority queue): the SQL node holds 2N rows,
 /// not the table, and the result is the full sort's (the sort is stable
-/// and rows are kept in the order they came). Rows an ordered index gives
-/// in the order asked for (one partition) are sent as they come.
+/// and rows are kept in the order they came). Any other ORDER BY is sorted
+/// in `sort_buffer_size` and runs on disk past it (`filesort`). Rows an
+/// ordered index gives in the order asked for (one partition) are sent
+/// as they come.
 fn stream(
     conn: &mut Conn<'_>,
     plans: &Plans,
@@ -1757,6 +1757,11 @@ fn stream(
         .map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
     let key_items = order_key_items(p, &p.items);
     let keys_needed = key_items.iter().any(Option::is_none);
+    let sort_buffer_bytes = if p.order.is_empty() {
+        0
+    } else {
+        super::super::session::sort_buffer_bytes(conn)
+    };
     let tx = txn::take(conn)?;
     let autocommit_read = p.lock.is_none() && !txn::in_transaction(conn);
     let mut committed = false;
@@ -1783,13 +1788,18 @@ fn stream(
             return Ok(());
         }
         let stop_after = offset.saturating_add(limit);
-        // ORDER BY … LIMIT whose rows come unordered: the rows kept.
-        let top = (!p.order.is_empty() && !sorted).then_some(stop_after);
+        // ORDER BY whose rows come unordered: with a LIMIT, the rows kept;
+        // else all of them, in the sort buffer and on disk past it.
+        let unordered = !p.order.is_empty() && !sorted;
+        let top = (unordered && stop_after <= TOP_ROWS_MAX).then_some(stop_after);
+        let mut filesort = (unordered && top.is_none()).then(|| {
+            filesort::FileSort::new(p, &key_items, sort_buffer_bytes, &std::env::temp_dir())
+        });
         let mut buffer: Vec<Shaped> = Vec::new();
         let mut seen = 0usize;
         let mut out = Vec::with_capacity(plans.metas.len());
         let mut each = |mut row: Vec<Val>, ctx: &mut Ctx<'_>| -> SqlResult<bool> {
-            if let Some(keep) = top {
+            if top.is_some() || filesort.is_some() {
                 let mut keys = Vec::new();
                 if keys_needed {
                     keys.reserve_exact(p.order.len());
@@ -1804,6 +1814,11 @@ fn stream(
                 for item in &p.items {
                     values.push(item.eval(&row, ctx)?);
                 }
+                if let Some(sort) = filesort.as_mut() {
+                    sort.push((values, keys))?;
+                    return Ok(true);
+                }
+                let keep = top.expect("a top N or a file sort");
                 buffer.push((values, keys));
                 if buffer.len() >= keep.saturating_mul(2).max(TOP_BUFFER_ROWS_MIN) {
                     sort_rows(p, &key_items, &mut buffer);
@@ -1859,6 +1874,17 @@ fn stream(
             for (values, _) in buffer.into_iter().skip(offset).take(limit) {
                 send_row(sink, &plans.metas, values, &mut out)?;
             }
+        }
+        if let Some(sort) = filesort {
+            let mut at = 0usize;
+            let passes = sort.finish(|values| {
+                at += 1;
+                if at > offset {
+                    send_row(sink, &plans.metas, values, &mut out)?;
+                }
+                Ok(at < stop_after)
+            })?;
+            info.status.sort_merge_passes.add(passes);
         }
         Ok(())
     })();
@@ -2836,18 +2862,30 @@ fn sort_rows(p: &Planned, key_items: &[Option<usize>], out: &mut Vec<Shaped>) {
         out.extend(order.iter().map(|&at| std::mem::take(&mut unsorted[at])));
         return;
     }
-    out.sort_by(|a, b| {
-        for (i, item) in key_items.iter().enumerate() {
-            let (x, y) = (sort_key(a, *item, i), sort_key(b, *item, i));
-            let coll = p.order_collations.get(i).copied().unwrap_or(GENERAL_CI);
-            let o = order_cmp(x, y, coll);
-            let o = if desc[i] { o.reverse() } else { o };
-            if o != Ordering::Equal {
-                return o;
-            }
+    out.sort_by(|a, b| compare_shaped(p, key_items, &desc, a, b));
+}
+
+/// Two rows by their ORDER BY keys, value by value ([`order_cmp`] under
+/// each key's collation, `desc` reversed): the order [`byte_keys`]
+/// encodes too, so a merge of runs sorted either way by this is the
+/// in-memory sort's.
+fn compare_shaped(
+    p: &Planned,
+    key_items: &[Option<usize>],
+    desc: &[bool],
+    a: &Shaped,
+    b: &Shaped,
+) -> Ordering {
+    for (i, item) in key_items.iter().enumerate() {
+        let (x, y) = (sort_key(a, *item, i), sort_key(b, *item, i));
+        let coll = p.order_collations.get(i).copied().unwrap_or(GENERAL_CI);
+        let o = order_cmp(x, y, coll);
+        let o = if desc[i] { o.reverse() } else { o };
+        if o != Ordering::Equal {
+            return o;
         }
-        Ordering::Equal
-    });
+    }
+    Ordering::Equal
 }
 
 /// Rows' keys end to end in one buffer: no allocation per row.
