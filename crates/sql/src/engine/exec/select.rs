@@ -1879,6 +1879,9 @@ fn stream(
             let mut at = 0usize;
             let passes = sort.finish(|values| {
                 at += 1;
+                // A long merge stops for KILL QUERY and max_execution_time
+                // as the scan did.
+                ctx.check_killed()?;
                 if at > offset {
                     send_row(sink, &plans.metas, values, &mut out)?;
                 }
