@@ -9,6 +9,11 @@
 //! name, so [`SkarvDialect`] reads it as a value at once, which is what
 //! the parser does after its failed attempt.
 //!
+//! One precedence differs from `MySqlDialect`'s, which gives the logical
+//! `XOR` the rank of PostgreSQL's bitwise `#`, above the comparisons, so
+//! that `a < b XOR c` read as `a < (b XOR c)`: MariaDB ranks `XOR` between
+//! `AND` and `OR` ([`XOR_PRECEDENCE`]).
+//!
 //! Everything else is `MySqlDialect`'s: each method `MySqlDialect`
 //! overrides is forwarded, and [`Dialect::dialect`] answers its type, so
 //! the parser's `dialect_of!(… is MySqlDialect)` checks hold.
@@ -20,10 +25,15 @@
 use std::any::TypeId;
 
 use sqlparser::ast::{Expr, Statement};
-use sqlparser::dialect::{Dialect, MySqlDialect};
+use sqlparser::dialect::{Dialect, MySqlDialect, Precedence};
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::Token;
+
+/// The logical `XOR`'s rank: below `AND` (10), above `OR` (5), as in
+/// MariaDB's grammar (`%left OR_SYM OR2_SYM`, `%left XOR`, `%left AND_SYM
+/// AND_AND_SYM`), so that `a < b XOR c < d` is `(a < b) XOR (c < d)`.
+pub const XOR_PRECEDENCE: u8 = 7;
 
 /// MariaDB's dialect (see the module doc).
 #[derive(Debug, Default, Clone, Copy)]
@@ -98,6 +108,13 @@ impl Dialect for SkarvDialect {
 
     fn get_next_precedence(&self, parser: &Parser) -> Option<Result<u8, ParserError>> {
         MYSQL.get_next_precedence(parser)
+    }
+
+    fn prec_value(&self, prec: Precedence) -> u8 {
+        match prec {
+            Precedence::Xor => XOR_PRECEDENCE,
+            other => MYSQL.prec_value(other),
+        }
     }
 
     forward_flags!(

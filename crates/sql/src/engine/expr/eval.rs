@@ -8,8 +8,8 @@ use std::time::Instant;
 use schema::Collation;
 
 use super::value::{
-    datetime_micros, datetime_of_micros, parse_datetime, parse_time, str_number_prefix, Dec, Val,
-    DECIMAL_SCALE_MAX, DIV_PRECISION_INCREMENT_DIGITS,
+    datetime_micros, datetime_of_micros, datetime_of_number, parse_datetime, parse_time,
+    str_number_prefix, Dec, Val, DECIMAL_SCALE_MAX, DIV_PRECISION_INCREMENT_DIGITS,
 };
 use super::{AggFn, AggSpec, Arith, CastTo, CmpOp, Expr, Kind, PerRow, Scope, SubQuery, SubTest};
 use crate::error::{codes, SqlError, SqlResult};
@@ -1170,8 +1170,31 @@ pub fn to_datetime(v: &Val, ctx: &mut Ctx<'_>) -> Option<(Date, Time)> {
         }
         Val::Null => None,
         other => {
+            let number = match other {
+                Val::Int(n) => u64::try_from(*n).ok(),
+                Val::UInt(n) => Some(*n),
+                // Its whole part (MySQL reads the fraction as microseconds
+                // of a datetime; a date has none).
+                Val::Dec(d) if d.mantissa >= 0 => {
+                    let p = 10i128.pow(u32::from(d.scale));
+                    if d.mantissa % p != 0 {
+                        ctx.note(
+                            codes::TRUNCATED_WRONG_VALUE,
+                            format!("Truncated incorrect date value: '{}'", other.to_text()),
+                        );
+                    }
+                    u64::try_from(d.mantissa / p).ok()
+                }
+                _ => None,
+            };
+            let parsed = match number {
+                // A number is read as one (`YEAR(0)`, `YEAR(240229)`), not
+                // as the text of its digits.
+                Some(n) => datetime_of_number(n),
+                None => parse_datetime(&other.to_text()),
+            };
             let text = other.to_text();
-            match parse_datetime(&text) {
+            match parsed {
                 Some((d, t)) => Some((d, t.unwrap_or_default())),
                 None => {
                     ctx.warn(

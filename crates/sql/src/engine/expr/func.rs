@@ -2763,22 +2763,27 @@ fn round(v: &Val, digits: i64, truncate: bool, ctx: &mut Ctx<'_>) -> Val {
                 d.rescale(keep).unwrap_or(d)
             };
             let r = if digits < 0 {
-                let p = 10i128.pow(digits.unsigned_abs().min(38) as u32);
-                let whole = r.rescale(0).unwrap_or(r).mantissa;
-                let q = if truncate {
-                    whole / p
+                // From the value itself, fraction included: rounding it to
+                // an integer first rounded twice (994.63 to 995, then to
+                // 1000 rather than 990).
+                let unit = digits.unsigned_abs().min(39) as u32;
+                let shift = unit + u32::from(d.scale);
+                if shift > 38 {
+                    // A unit past every digit the value can have.
+                    Dec::new(0, 0)
                 } else {
-                    let q = whole / p;
-                    let rem = whole % p;
-                    if rem.abs() * 2 >= p {
+                    let p = 10i128.pow(shift);
+                    let q = d.mantissa / p;
+                    let rem = d.mantissa % p;
+                    let q = if !truncate && rem.abs() * 2 >= p {
                         q + rem.signum()
                     } else {
                         q
+                    };
+                    match q.checked_mul(10i128.pow(unit)) {
+                        Some(m) => Dec::new(m, 0),
+                        None => return Val::Null,
                     }
-                };
-                match q.checked_mul(p) {
-                    Some(m) => Dec::new(m, 0),
-                    None => return Val::Null,
                 }
             } else {
                 r

@@ -233,6 +233,51 @@ pub fn date_valid(d: Date) -> bool {
     schema::Date::new(d.year, d.month, d.day).is_valid()
 }
 
+/// A number read as a date and time, as MySQL's `number_to_datetime`
+/// reads one: 0 is the zero date; `[YY]YYMMDD` and `[YY]YYMMDDhhmmss`,
+/// where a two-digit year is 2000-2069 below 70 and 1970-1999 from it,
+/// and a shorter number is `MMDD` of 2000 (`101` is 2000-01-01). None for
+/// a number between those forms or a day that is not one.
+pub fn datetime_of_number(n: u64) -> Option<(Date, Option<Time>)> {
+    if n == 0 {
+        return Some((Date::default(), None));
+    }
+    let (full, timed) = match n {
+        0..=100 => return None,
+        101..=691_231 => ((n + 20_000_000) * 1_000_000, false),
+        691_232..=700_100 => return None,
+        700_101..=991_231 => ((n + 19_000_000) * 1_000_000, false),
+        991_232..=10_000_100 => return None,
+        10_000_101..=99_991_231 => (n * 1_000_000, false),
+        99_991_232..=100_999_999 => return None,
+        101_000_000..=691_231_235_959 => (n + 20_000_000_000_000, true),
+        691_231_235_960..=700_100_999_999 => return None,
+        700_101_000_000..=991_231_235_959 => (n + 19_000_000_000_000, true),
+        991_231_235_960..=10_000_100_999_999 => return None,
+        10_000_101_000_000..=99_991_231_235_959 => (n, true),
+        _ => return None,
+    };
+    let (ymd, hms) = (full / 1_000_000, full % 1_000_000);
+    let date = Date {
+        year: u16::try_from(ymd / 10_000).ok()?,
+        month: u8::try_from(ymd / 100 % 100).ok().filter(|m| *m <= 12)?,
+        day: u8::try_from(ymd % 100).ok().filter(|d| *d <= 31)?,
+    };
+    if date.month == 0 || date.day == 0 || !date_valid(date) {
+        return None;
+    }
+    if !timed {
+        return Some((date, None));
+    }
+    let time = Time {
+        hour: u8::try_from(hms / 10_000).ok().filter(|h| *h < 24)?,
+        minute: u8::try_from(hms / 100 % 100).ok().filter(|m| *m < 60)?,
+        second: u8::try_from(hms % 100).ok().filter(|s| *s < 60)?,
+        micros: 0,
+    };
+    Some((date, Some(time)))
+}
+
 /// Parses `YYYY-MM-DD[ HH:MM:SS[.ffffff]]` (also `T` and other
 /// punctuation between parts, and `YYYYMMDD[HHMMSS]`).
 pub fn parse_datetime(text: &str) -> Option<(Date, Option<Time>)> {
@@ -241,6 +286,11 @@ pub fn parse_datetime(text: &str) -> Option<(Date, Option<Time>)> {
         .split(|c: char| !c.is_ascii_digit())
         .filter(|s| !s.is_empty())
         .collect();
+    if nums.len() == 1 && (nums[0].len() == 6 || nums[0].len() == 12) && text.len() == nums[0].len()
+    {
+        // `YYMMDD[hhmmss]`: the two-digit year as a number's.
+        return datetime_of_number(nums[0].parse().ok()?);
+    }
     let parts: Vec<u32> = if nums.len() == 1 && (nums[0].len() == 8 || nums[0].len() == 14) {
         let s = nums[0];
         let mut v: Vec<u32> = vec![

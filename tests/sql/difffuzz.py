@@ -1,0 +1,289 @@
+#!/usr/bin/env python3
+"""Differential fuzzing of SELECT: random queries over one small schema,
+run on Skarv's SQL node and on MariaDB (the reference, README.md), their
+answers compared. A difference is a bug unless docs/sql.md explains it;
+what it finds becomes a case of the SQL suite (NAME.test, recorded
+against MariaDB) once fixed.
+
+    tests/sql/difffuzz.py --skarv-port P --mariadb-port M [--seed S] [--queries N]
+
+Both servers get the database `difffuzz` (dropped first) with the same
+rows. The run depends on its seed only; each difference is printed with
+the query and both answers (rows, or the error code), at most --show of
+them, and the status is 1 when there was one. Needs PyMySQL.
+
+The queries keep to what both can answer the same way: every result is
+compared as a multiset unless the query orders by every selected column,
+floating-point values are compared to 12 significant digits, and errors
+are compared by code.
+"""
+
+import argparse
+import random
+import sys
+
+import pymysql
+
+SCHEMA = [
+    "CREATE TABLE t1 (id INT PRIMARY KEY, a INT, b VARCHAR(20), c DECIMAL(10,2),"
+    " d DATE, e DOUBLE, f BIGINT UNSIGNED)",
+    "CREATE TABLE t2 (id INT PRIMARY KEY, t1_id INT, x INT, y VARCHAR(10), KEY (t1_id))",
+]
+
+WORDS = ["apple", "Banana", "cherry", "", "date", "Éclair", "fig", "grape ", "a%b", "x_y"]
+
+
+def rows(rng):
+    t1 = []
+    for i in range(1, 41):
+        pick = lambda values: rng.choice(values + [None])
+        t1.append((
+            i,
+            pick([rng.randint(-5, 20) for _ in range(6)]),
+            pick(WORDS),
+            pick(["%d.%02d" % (rng.randint(-999, 999), rng.randint(0, 99)) for _ in range(5)]),
+            pick(["2024-02-29", "1999-12-31", "2026-01-01", "2000-06-15", "1970-01-01"]),
+            pick([0.5, -2.25, 1e10, 3.0, 0.1]),
+            pick([0, 1, 18446744073709551615, 4294967296, 7]),
+        ))
+    t2 = []
+    for i in range(1, 61):
+        t2.append((
+            i,
+            rng.choice([rng.randint(1, 45), None]),
+            rng.choice([rng.randint(-3, 9), None]),
+            rng.choice(WORDS[:6] + [None]),
+        ))
+    return t1, t2
+
+
+def literal(v):
+    if v is None:
+        return "NULL"
+    if isinstance(v, str):
+        return "'" + v.replace("\\", "\\\\").replace("'", "''") + "'"
+    return repr(v) if isinstance(v, float) else str(v)
+
+
+class Gen:
+    """A random query; `cols` are the columns in scope, by kind."""
+
+    def __init__(self, rng):
+        self.rng = rng
+
+    def col(self, scope, kind=None):
+        cands = [c for c in scope if kind is None or c[1] == kind]
+        return self.rng.choice(cands or scope)[0]
+
+    def num(self, scope, depth=0):
+        r = self.rng.random()
+        if depth > 2 or r < 0.35:
+            return self.col(scope, "int") if self.rng.random() < 0.8 else str(self.rng.randint(-3, 12))
+        ops = [
+            lambda: "(%s %s %s)" % (self.num(scope, depth + 1), self.rng.choice("+-*"),
+                                    self.num(scope, depth + 1)),
+            lambda: "(%s DIV %s)" % (self.num(scope, depth + 1), self.rng.choice(["2", "3", "-4"])),
+            lambda: "(%s %% %s)" % (self.num(scope, depth + 1), self.rng.choice(["2", "5", "-3"])),
+            lambda: "ABS(%s)" % self.num(scope, depth + 1),
+            lambda: "COALESCE(%s, %s)" % (self.num(scope, depth + 1), self.num(scope, depth + 1)),
+            lambda: "IF(%s, %s, %s)" % (self.cond(scope, depth + 1), self.num(scope, depth + 1),
+                                        self.num(scope, depth + 1)),
+            lambda: "CASE WHEN %s THEN %s ELSE %s END" % (self.cond(scope, depth + 1),
+                                                         self.num(scope, depth + 1),
+                                                         self.num(scope, depth + 1)),
+            lambda: "LENGTH(%s)" % self.text(scope, depth + 1),
+            lambda: "ROUND(%s, %d)" % (self.col(scope, "dec"), self.rng.randint(-1, 2)),
+            lambda: "(%s + %s)" % (self.col(scope, "dec"), self.num(scope, depth + 1)),
+            lambda: "GREATEST(%s, %s)" % (self.num(scope, depth + 1), self.num(scope, depth + 1)),
+            lambda: "YEAR(%s)" % self.col(scope, "date"),
+            lambda: "DATEDIFF(%s, '2000-01-01')" % self.col(scope, "date"),
+            lambda: "NULLIF(%s, %s)" % (self.num(scope, depth + 1), self.num(scope, depth + 1)),
+            lambda: "CAST(%s AS SIGNED)" % self.text(scope, depth + 1),
+        ]
+        return self.rng.choice(ops)()
+
+    def text(self, scope, depth=0):
+        r = self.rng.random()
+        if depth > 2 or r < 0.4:
+            return self.col(scope, "text") if self.rng.random() < 0.8 else literal(self.rng.choice(WORDS))
+        ops = [
+            lambda: "CONCAT(%s, %s)" % (self.text(scope, depth + 1), self.text(scope, depth + 1)),
+            lambda: "UPPER(%s)" % self.text(scope, depth + 1),
+            lambda: "LOWER(%s)" % self.text(scope, depth + 1),
+            lambda: "SUBSTRING(%s, %d, %d)" % (self.text(scope, depth + 1), self.rng.randint(-2, 3),
+                                               self.rng.randint(0, 4)),
+            lambda: "TRIM(%s)" % self.text(scope, depth + 1),
+            lambda: "REPLACE(%s, 'a', 'zz')" % self.text(scope, depth + 1),
+            lambda: "COALESCE(%s, 'none')" % self.text(scope, depth + 1),
+            lambda: "LPAD(%s, 6, '*')" % self.text(scope, depth + 1),
+            lambda: "CONCAT_WS('-', %s, %s)" % (self.text(scope, depth + 1), self.num(scope, depth + 1)),
+            lambda: "DATE_FORMAT(%s, '%%Y/%%m')" % self.col(scope, "date"),
+        ]
+        return self.rng.choice(ops)()
+
+    def cond(self, scope, depth=0):
+        r = self.rng.random()
+        if depth > 2 or r < 0.5:
+            ops = [
+                lambda: "%s %s %s" % (self.num(scope, depth + 1), self.rng.choice(["=", "<", ">", "<=", ">=", "<>", "<=>"]),
+                                      self.num(scope, depth + 1)),
+                lambda: "%s IS %sNULL" % (self.col(scope), self.rng.choice(["", "NOT "])),
+                lambda: "%s %sIN (%s)" % (self.num(scope, depth + 1), self.rng.choice(["", "NOT "]),
+                                          ", ".join(str(self.rng.randint(-2, 10)) for _ in range(3))),
+                lambda: "%s BETWEEN %d AND %d" % (self.num(scope, depth + 1), self.rng.randint(-5, 3),
+                                                  self.rng.randint(3, 15)),
+                lambda: "%s LIKE %s" % (self.text(scope, depth + 1),
+                                        literal(self.rng.choice(["a%", "%a%", "_a%", "%e", "a\\%b", "%"]))),
+                lambda: "%s = %s" % (self.text(scope, depth + 1), self.text(scope, depth + 1)),
+                lambda: "%s < %s" % (self.col(scope, "date"), literal(self.rng.choice(["2001-01-01", "2024-02-29"]))),
+                lambda: "%s > %s" % (self.col(scope, "dec"), self.rng.choice(["0", "-1.5", "100"])),
+            ]
+            return self.rng.choice(ops)()
+        ops = [
+            lambda: "(%s AND %s)" % (self.cond(scope, depth + 1), self.cond(scope, depth + 1)),
+            lambda: "(%s OR %s)" % (self.cond(scope, depth + 1), self.cond(scope, depth + 1)),
+            lambda: "NOT (%s)" % self.cond(scope, depth + 1),
+            lambda: "(%s XOR %s)" % (self.cond(scope, depth + 1), self.cond(scope, depth + 1)),
+        ]
+        return self.rng.choice(ops)()
+
+    def query(self):
+        rng = self.rng
+        t1 = [("t1.id", "int"), ("t1.a", "int"), ("t1.b", "text"), ("t1.c", "dec"), ("t1.d", "date"),
+              ("t1.f", "int")]
+        t2 = [("t2.id", "int"), ("t2.t1_id", "int"), ("t2.x", "int"), ("t2.y", "text")]
+        shape = rng.random()
+        if shape < 0.45:
+            scope, source = t1, "t1"
+        elif shape < 0.6:
+            scope, source = t2, "t2"
+        else:
+            join = rng.choice(["JOIN", "LEFT JOIN", "RIGHT JOIN"])
+            on = rng.choice(["t2.t1_id = t1.id", "t2.x = t1.a", "t2.t1_id = t1.id AND t2.x > 0"])
+            scope, source = t1 + t2, "t1 %s t2 ON %s" % (join, on)
+        where = ""
+        if rng.random() < 0.7:
+            where = " WHERE " + self.cond(scope)
+            if rng.random() < 0.15:
+                where += " AND t1.id IN (SELECT t1_id FROM t2 WHERE x > %d)" % rng.randint(-2, 6) \
+                    if source.startswith("t1") else ""
+        if rng.random() < 0.3:
+            # Grouped: by one or two expressions, with aggregates.
+            keys = [self.col(scope, rng.choice(["int", "text"])) for _ in range(rng.randint(1, 2))]
+            aggs = []
+            for _ in range(rng.randint(1, 3)):
+                fn = rng.choice(["COUNT(*)", "COUNT(%s)", "SUM(%s)", "MIN(%s)", "MAX(%s)", "AVG(%s)",
+                                 "COUNT(DISTINCT %s)", "GROUP_CONCAT(%s ORDER BY %s)"])
+                arg = self.num(scope, 2)
+                aggs.append(fn % ((arg,) * fn.count("%s")))
+            items = keys + aggs
+            having = ""
+            if rng.random() < 0.3:
+                having = " HAVING COUNT(*) > %d" % rng.randint(0, 2)
+            sql = "SELECT %s FROM %s%s GROUP BY %s%s" % (", ".join(items), source, where,
+                                                          ", ".join(keys), having)
+            return sql, False
+        items = []
+        for _ in range(rng.randint(1, 4)):
+            items.append(rng.choice([self.num, self.text, self.num])(scope))
+        distinct = "DISTINCT " if rng.random() < 0.15 else ""
+        sql = "SELECT %s%s FROM %s%s" % (distinct, ", ".join(items), source, where)
+        ordered = False
+        if rng.random() < 0.4:
+            # Ordered by every item, then limited: the answer is one list.
+            sql += " ORDER BY " + ", ".join(str(i + 1) + rng.choice(["", " DESC"])
+                                            for i in range(len(items)))
+            ordered = True
+            if rng.random() < 0.5:
+                sql += " LIMIT %d" % rng.randint(0, 10)
+                ordered = "limit"
+        return sql, ordered
+
+
+def norm(v):
+    if v is None:
+        return None
+    if isinstance(v, float):
+        return float("%.12g" % v)
+    if isinstance(v, bytes):
+        return v
+    s = str(v)
+    # Decimals and doubles sent as text.
+    try:
+        if any(ch in s for ch in ".eE") and s.strip():
+            return float("%.12g" % float(s))
+    except ValueError:
+        pass
+    return s
+
+
+def run(conn, sql):
+    try:
+        with conn.cursor() as cur:
+            cur.execute(sql)
+            return "rows", [tuple(norm(v) for v in r) for r in cur.fetchall()]
+    except pymysql.err.MySQLError as e:
+        code = e.args[0] if e.args else None
+        return "error", code
+    except Exception as e:  # a driver that cannot decode a value
+        return "exception", type(e).__name__
+
+
+def sortable(rows):
+    return sorted(rows, key=lambda r: tuple((v is None, str(type(v)), v if v is not None else 0) for v in r))
+
+
+def connect(port):
+    return pymysql.connect(host="127.0.0.1", port=port, user="root", autocommit=True,
+                           charset="utf8mb4")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--skarv-port", type=int, required=True)
+    ap.add_argument("--mariadb-port", type=int, required=True)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--queries", type=int, default=2000)
+    ap.add_argument("--show", type=int, default=20)
+    args = ap.parse_args()
+    rng = random.Random(args.seed)
+    t1, t2 = rows(rng)
+    conns = {}
+    for name, port in [("skarv", args.skarv_port), ("mariadb", args.mariadb_port)]:
+        c = connect(port)
+        with c.cursor() as cur:
+            cur.execute("DROP DATABASE IF EXISTS difffuzz")
+            cur.execute("CREATE DATABASE difffuzz")
+            cur.execute("USE difffuzz")
+            for ddl in SCHEMA:
+                cur.execute(ddl)
+            cur.execute("INSERT INTO t1 VALUES " + ", ".join(
+                "(" + ", ".join(literal(v) for v in r) + ")" for r in t1))
+            cur.execute("INSERT INTO t2 VALUES " + ", ".join(
+                "(" + ", ".join(literal(v) for v in r) + ")" for r in t2))
+        conns[name] = c
+    gen = Gen(rng)
+    differences = 0
+    both_errors = 0
+    for n in range(args.queries):
+        sql, ordered = gen.query()
+        a = run(conns["skarv"], sql)
+        b = run(conns["mariadb"], sql)
+        if a[0] == "rows" and b[0] == "rows" and not ordered:
+            a = ("rows", sortable(a[1]))
+            b = ("rows", sortable(b[1]))
+        if a[0] == "error" and b[0] == "error":
+            both_errors += 1
+        if a != b:
+            differences += 1
+            if differences <= args.show:
+                print("---- query %d: %s" % (n, sql))
+                print("  skarv:   %s" % ((a if a[0] != "rows" else a[1][:8]),))
+                print("  mariadb: %s" % ((b if b[0] != "rows" else b[1][:8]),))
+    print("%d queries (seed %d): %d differ, %d errors on both" % (args.queries, args.seed,
+                                                                  differences, both_errors))
+    return 1 if differences else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
