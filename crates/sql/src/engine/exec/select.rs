@@ -323,7 +323,7 @@ fn plan_query_body(
             let Some(at) = at else {
                 return Err(SqlError::new(
                     codes::BAD_FIELD,
-                    format!("Unknown column '{}' in 'order clause'", o.expr),
+                    format!("Unknown column '{}' in 'ORDER BY'", o.expr),
                 ));
             };
             let desc = matches!(o.options.sort, Some(ast::OrderBySort::Desc));
@@ -767,7 +767,7 @@ fn plan_select(
                 [m, ..] => return Err(SqlError::unsupported(format_args!("GROUP BY … {m}"))),
             }
             for g in exprs {
-                let g = resolve_alias(scope, g, &items, &aliases, false)?;
+                let g = resolve_alias(scope, g, &items, &aliases, false, Some("GROUP BY"))?;
                 group_collations.push(kind_collation(scope.kind(&g)));
                 group.push(g);
             }
@@ -778,7 +778,7 @@ fn plan_select(
         scope.clause = "HAVING";
         scope.aliases = named_items(&items, &aliases);
         let having = match &s.having {
-            Some(h) => Some(resolve_alias(scope, h, &items, &aliases, true)?),
+            Some(h) => Some(resolve_alias(scope, h, &items, &aliases, true, None)?),
             None => None,
         };
         let aggs = scope.aggs.clone().unwrap_or_default();
@@ -1423,16 +1423,21 @@ fn named_items(items: &[Expr], aliases: &[Option<(String, ast::Expr)>]) -> Vec<(
         .collect()
 }
 
-/// An expression of GROUP BY, HAVING or ORDER BY: a select item's alias or
-/// position names that item. A name that is both an alias and a column is
-/// the alias in HAVING and ORDER BY (`alias_first`), the column in GROUP BY,
-/// as in MySQL (Connector/J's `… AS TABLE_TYPE … HAVING TABLE_TYPE IN …`).
+/// An expression of GROUP BY, HAVING or ORDER BY: a select item's alias
+/// names that item, and in GROUP BY and ORDER BY (`positions`: the
+/// clause's name) so does its position; a position out of range, 0 or
+/// negative included, is 1054 naming the clause (MariaDB's words). In
+/// HAVING a number is itself (`HAVING 0` is false). A name that is both
+/// an alias and a column is the alias in HAVING and ORDER BY
+/// (`alias_first`), the column in GROUP BY, as in MySQL (Connector/J's
+/// `… AS TABLE_TYPE … HAVING TABLE_TYPE IN …`).
 fn resolve_alias(
     scope: &mut expr::Scope<'_>,
     e: &ast::Expr,
     items: &[Expr],
     aliases: &[Option<(String, ast::Expr)>],
     alias_first: bool,
+    positions: Option<&'static str>,
 ) -> SqlResult<Expr> {
     if let ast::Expr::Identifier(ident) = e {
         let is_column = !alias_first && scope.resolve(None, &ident.value).is_ok();
@@ -1446,20 +1451,43 @@ fn resolve_alias(
             }
         }
     }
-    if let ast::Expr::Value(v) = e {
-        if let ast::Value::Number(n, _) = &v.value {
-            if let Ok(pos) = n.parse::<usize>() {
-                return items.get(pos.wrapping_sub(1)).cloned().ok_or_else(|| {
-                    SqlError::new(
-                        codes::BAD_FIELD,
-                        format!("Unknown column '{pos}' in 'order clause'"),
-                    )
-                });
-            }
+    if let (Some(clause), Some((negative, n))) = (positions, position_literal(e)) {
+        let unknown = || {
+            let sign = if negative { "-" } else { "" };
+            SqlError::new(
+                codes::BAD_FIELD,
+                format!("Unknown column '{sign}{n}' in '{clause}'"),
+            )
+        };
+        if negative {
+            return Err(unknown());
+        }
+        if let Ok(pos) = n.parse::<usize>() {
+            return items.get(pos.wrapping_sub(1)).cloned().ok_or_else(unknown);
         }
     }
     // Scope.aggs was lent to items; a HAVING/ORDER BY aggregate adds to it.
     scope.lower(e)
+}
+
+/// An integer literal, `-n` too: (negative, its digits).
+fn position_literal(e: &ast::Expr) -> Option<(bool, &str)> {
+    let (negative, e) = match e {
+        ast::Expr::UnaryOp {
+            op: ast::UnaryOperator::Minus,
+            expr,
+        } => (true, expr.as_ref()),
+        e => (false, e),
+    };
+    match e {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::Number(n, _) if n.bytes().all(|b| b.is_ascii_digit()) => {
+                Some((negative, n))
+            }
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// A SELECT's `WINDOW name AS (…)` definitions (one naming another is
@@ -1520,7 +1548,7 @@ fn order_exprs(
         let mut out = Vec::new();
         let mut collations = Vec::new();
         for o in exprs {
-            let e = resolve_alias(scope, &o.expr, &items, &aliases, true)?;
+            let e = resolve_alias(scope, &o.expr, &items, &aliases, true, Some("ORDER BY"))?;
             collations.push(kind_collation(scope.kind(&e)));
             out.push((e, matches!(o.options.sort, Some(ast::OrderBySort::Desc))));
         }

@@ -1157,6 +1157,23 @@ fn fixed_double(f: f64, fixed: &super::FixedCast, ctx: &mut Ctx<'_>) -> Val {
     Val::Double(rounded)
 }
 
+/// A value as a date and time a calendar computation can use: as
+/// [`to_datetime`], but a date with a zero month or day (the zero date
+/// `0000-00-00`, or `2024-02-00`) warns 1292 and is None, as MariaDB's
+/// DATEDIFF, TO_DAYS, DAYOFWEEK, LAST_DAY, WEEK and their kin have it
+/// (YEAR, MONTH, DAY, QUARTER and DATE_FORMAT read its parts as they are).
+pub fn calendar_datetime(v: &Val, ctx: &mut Ctx<'_>) -> Option<(Date, Time)> {
+    let (d, t) = to_datetime(v, ctx)?;
+    if d.month == 0 || d.day == 0 {
+        ctx.warn(
+            codes::TRUNCATED_WRONG_VALUE,
+            format!("Incorrect datetime value: '{}'", v.to_text()),
+        );
+        return None;
+    }
+    Some((d, t))
+}
+
 /// A value as a date and time (a date at midnight); warns 1292 and gives
 /// None when it is not one.
 pub fn to_datetime(v: &Val, ctx: &mut Ctx<'_>) -> Option<(Date, Time)> {

@@ -2,7 +2,7 @@
 
 use schema::Collation;
 
-use super::eval::{compare, merge_kinds, to_datetime, Ctx};
+use super::eval::{calendar_datetime, compare, merge_kinds, to_datetime, Ctx};
 use super::value::{
     datetime_micros, datetime_of_micros, days_from_civil, time_of_day_micros, Dec, Val,
     MICROS_PER_DAY, MICROS_PER_SECOND,
@@ -981,7 +981,7 @@ impl Func {
             }
             F::Week | F::YearWeek if v.len() == 2 && v[1].is_null() && !v[0].is_null() => {
                 // A NULL mode reads as mode 0 (MariaDB's).
-                let Some((d, _)) = to_datetime(&v[0], ctx) else {
+                let Some((d, _)) = calendar_datetime(&v[0], ctx) else {
                     return Ok(Val::Null);
                 };
                 week_value(self, d, 0)
@@ -1121,7 +1121,12 @@ impl Func {
             F::Radians => double_or_null(ctx.num_f64(&v[0]).to_radians()),
             F::Degrees => double_or_null(ctx.num_f64(&v[0]).to_degrees()),
             F::Weekday | F::DayName | F::MonthName | F::DayOfYear | F::Quarter | F::ToDays => {
-                let Some((d, _)) = to_datetime(&v[0], ctx) else {
+                let read = if matches!(self, F::Quarter | F::MonthName) {
+                    to_datetime
+                } else {
+                    calendar_datetime
+                };
+                let Some((d, _)) = read(&v[0], ctx) else {
                     return Ok(Val::Null);
                 };
                 let day = |y: i64, m: i64, dd: i64| days_from_civil(y, m, dd);
@@ -1274,7 +1279,7 @@ impl Func {
                     (_, Some(mode)) => ctx.num_i64(mode),
                     (_, None) => 0,
                 };
-                let Some((d, _)) = to_datetime(&v[0], ctx) else {
+                let Some((d, _)) = calendar_datetime(&v[0], ctx) else {
                     return Ok(Val::Null);
                 };
                 week_value(self, d, mode)
@@ -1328,7 +1333,7 @@ impl Func {
                 Some(m) => Val::Int((m.unsigned_abs() % 1_000_000) as i64),
                 None => Val::Null,
             },
-            F::ToSeconds => match to_datetime(&v[0], ctx) {
+            F::ToSeconds => match calendar_datetime(&v[0], ctx) {
                 Some((d, t)) => {
                     Val::Int(day_number(d) * 86_400 + time_of_day_micros(t) / MICROS_PER_SECOND)
                 }
@@ -1488,7 +1493,7 @@ impl Func {
             }
             F::TimestampDiff => {
                 let (Some((da, ta)), Some((db, tb))) =
-                    (to_datetime(&v[1], ctx), to_datetime(&v[2], ctx))
+                    (calendar_datetime(&v[1], ctx), calendar_datetime(&v[2], ctx))
                 else {
                     return Ok(Val::Null);
                 };
@@ -1703,7 +1708,7 @@ impl Func {
             }
             F::UnixTimestamp => match v.first() {
                 None => Val::Int(ctx.env.now_micros.div_euclid(MICROS_PER_SECOND)),
-                Some(x) => match to_datetime(x, ctx) {
+                Some(x) => match calendar_datetime(x, ctx) {
                     Some((d, t)) => {
                         let utc = datetime_micros(d, t) - ctx.env.tz_secs * MICROS_PER_SECOND;
                         Val::Int(utc.max(0).div_euclid(MICROS_PER_SECOND))
@@ -1941,8 +1946,9 @@ impl Func {
                     .find(|i| hay[*i..].starts_with(&needle));
                 Val::Int(found.map_or(0, |i| i as i64 + 1))
             }
+            // A zero month or day: NULL without a warning (MariaDB's).
             F::LastDay => match to_datetime(&v[0], ctx) {
-                Some((d, _)) => {
+                Some((d, _)) if d.month != 0 && d.day != 0 => {
                     let (y, m) = (i64::from(d.year), i64::from(d.month));
                     let next = if m == 12 {
                         days_from_civil(y + 1, 1, 1)
@@ -1952,9 +1958,9 @@ impl Func {
                     let last = (next - days_from_civil(y, m, 1)) as u8;
                     Val::Date(Date { day: last, ..d })
                 }
-                None => Val::Null,
+                _ => Val::Null,
             },
-            F::DayOfWeek => match to_datetime(&v[0], ctx) {
+            F::DayOfWeek => match calendar_datetime(&v[0], ctx) {
                 Some((d, _)) => {
                     let days =
                         days_from_civil(i64::from(d.year), i64::from(d.month), i64::from(d.day));
@@ -1963,7 +1969,7 @@ impl Func {
                 }
                 None => Val::Null,
             },
-            F::DateDiff => match (to_datetime(&v[0], ctx), to_datetime(&v[1], ctx)) {
+            F::DateDiff => match (calendar_datetime(&v[0], ctx), calendar_datetime(&v[1], ctx)) {
                 (Some((a, _)), Some((b, _))) => {
                     let day = |d: Date| {
                         days_from_civil(i64::from(d.year), i64::from(d.month), i64::from(d.day))

@@ -743,7 +743,10 @@ impl<'a> Scope<'a> {
                 for w in conditions {
                     whens.push((self.lower(&w.condition)?, self.lower(&w.result)?));
                 }
-                let otherwise = else_result.as_deref().map(|o| self.boxed(o)).transpose()?;
+                let mut otherwise = else_result.as_deref().map(|o| self.boxed(o)).transpose()?;
+                let mut results: Vec<&mut Expr> = whens.iter_mut().map(|(_, r)| r).collect();
+                results.extend(otherwise.as_deref_mut());
+                self.align_alternatives(results);
                 Expr::Case(operand, whens, otherwise)
             }
             E::Cast {
@@ -803,7 +806,20 @@ impl<'a> Scope<'a> {
             }
             E::Ceil { expr, .. } => Expr::Func(Func::Ceil, vec![self.lower(expr)?]),
             E::Floor { expr, .. } => Expr::Func(Func::Floor, vec![self.lower(expr)?]),
-            E::Function(f) => self.function(f)?,
+            E::Function(f) => {
+                let mut e = self.function(f)?;
+                if let Expr::Func(f, args) = &mut e {
+                    let alternatives: Vec<&mut Expr> = match f {
+                        Func::Coalesce | Func::IfNull | Func::Greatest | Func::Least => {
+                            args.iter_mut().collect()
+                        }
+                        Func::If => args.iter_mut().skip(1).collect(),
+                        _ => Vec::new(),
+                    };
+                    self.align_alternatives(alternatives);
+                }
+                e
+            }
             E::Collate { expr, collation } => {
                 let inner = self.lower(expr)?;
                 let name = collation.to_string().to_ascii_lowercase();
@@ -1728,6 +1744,21 @@ impl<'a> Scope<'a> {
                                 ast::Value::Number(n, _) => n.parse::<usize>().ok(),
                                 _ => None,
                             },
+                            // `ORDER BY -1`: a position too, never one of
+                            // the arguments (MariaDB's 1054).
+                            ast::Expr::UnaryOp {
+                                op: ast::UnaryOperator::Minus,
+                                expr,
+                            } if matches!(
+                                expr.as_ref(),
+                                ast::Expr::Value(v) if matches!(v.value, ast::Value::Number(..))
+                            ) =>
+                            {
+                                return Err(SqlError::new(
+                                    codes::BAD_FIELD,
+                                    format!("Unknown column '{}' in 'ORDER BY'", o.expr),
+                                ));
+                            }
                             _ => None,
                         };
                         let e = match position {
@@ -1767,6 +1798,51 @@ impl<'a> Scope<'a> {
             }
         }
         Ok(concat)
+    }
+
+    /// Alternatives of one value (COALESCE, IFNULL, IF, CASE, GREATEST,
+    /// LEAST) of different numeric kinds: each is read as the kind they
+    /// make together, as MariaDB types the result, so that the value taken
+    /// computes as that kind: integers with a decimal are decimals, and
+    /// signed with unsigned integers DECIMAL(20, 0) (no integer type holds
+    /// both ranges). Without it the
+    /// value kept its own kind: `COALESCE(unsigned_col, 0) - 10` was an
+    /// unsigned subtraction (1690 below 0), `COALESCE(decimal, id) - u` one
+    /// too when the decimal was NULL, and 2^64 - 1 went to a signed BIGINT
+    /// column (an internal error in the binary protocol).
+    fn align_alternatives(&self, alternatives: Vec<&mut Expr>) {
+        let kinds: Vec<Kind> = alternatives.iter().map(|e| self.kind(e)).collect();
+        let numeric: Vec<Kind> = kinds.iter().copied().filter(|k| k.is_numeric()).collect();
+        if numeric.len() != kinds.iter().filter(|k| **k != Kind::Null).count() {
+            // Strings or temporal values among them: compared as text.
+            return;
+        }
+        let signed = numeric.contains(&Kind::Int { unsigned: false });
+        let unsigned = numeric.contains(&Kind::Int { unsigned: true });
+        let double = numeric.contains(&Kind::Double);
+        let decimal = numeric.iter().any(|k| matches!(k, Kind::Dec { .. }));
+        // A decimal keeps the scale they share, so that an integer taken
+        // shows as the others do (`IFNULL(i, d)` 2 as 2.00).
+        let scale = numeric
+            .iter()
+            .filter_map(|k| match k {
+                Kind::Dec { scale } => Some(*scale),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0);
+        // With a double they stay as they are: a double's shown decimals
+        // (DOUBLE(10,2)) are read from the alternatives themselves.
+        if double || !(decimal || (signed && unsigned)) {
+            return;
+        }
+        let to = CastTo::Decimal(20u8.saturating_add(scale).min(65), scale);
+        for (e, kind) in alternatives.into_iter().zip(kinds) {
+            if matches!(kind, Kind::Int { .. }) {
+                let inner = std::mem::replace(e, Expr::Lit(Val::Null));
+                *e = Expr::Cast(Box::new(inner), to.clone());
+            }
+        }
     }
 
     /// The kind of an expression's values.
