@@ -925,6 +925,17 @@ impl Subscription {
                 self.sub_id,
             );
             self.begin_restart(restored, incarnation);
+        } else if incarnation == ours {
+            // No restart: the group's nodes stayed up and dropped the
+            // subscription (this API was gone longer than their grace).
+            tracing::warn!(
+                "subscription {}: data node {node}: {message}; the cluster did not restart (this \
+                 API was away too long): it ends",
+                self.sub_id
+            );
+            let from = self.completed + 1;
+            self.end_with_gap(from, u64::MAX);
+            return;
         } else {
             tracing::warn!(
                 "subscription {}: data node {node}: {message}; this subscription's epochs are of \
