@@ -111,12 +111,159 @@ fn writer(
     }
 }
 
+impl Writes {
+    /// Every update in the record was committed, or its outcome unknown
+    /// (never one that failed).
+    fn check_recorded(&self, recorded: &BTreeMap<u64, (u64, u64)>) {
+        for value in recorded.keys() {
+            assert!(
+                self.committed.contains_key(value) || self.unknown.contains(value),
+                "update {value} in the record was not committed (failed: {})",
+                self.failed.contains(value)
+            );
+        }
+    }
+}
+
 fn committed_count(writes: &Mutex<Writes>) -> usize {
     writes
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .committed
         .len()
+}
+
+/// The value of column `name` in `image`.
+fn image_value(image: &Option<Vec<(&str, Value)>>, name: &str) -> u64 {
+    let image = image.as_ref().expect("an image");
+    match image.iter().find(|(n, _)| *n == name).map(|(_, v)| v) {
+        Some(Value::UInt(v)) => *v,
+        other => panic!("column {name}: {other:?}"),
+    }
+}
+
+/// Every row of table `name`: key → `v`. Tried again for a while: right
+/// after a system restart a scan may find a node still starting.
+fn read_rows(session: &Session, name: &str) -> BTreeMap<u64, u64> {
+    let attempt = || -> skarv_client::Result<BTreeMap<u64, u64>> {
+        let table = session.table(name)?;
+        let tx = session.begin()?;
+        let mut rows = BTreeMap::new();
+        for row in tx.scan(&table, ScanOptions::default())? {
+            let row = row?;
+            let column = |c: &str| match row.get(c) {
+                Some(Value::UInt(v)) => *v,
+                other => panic!("column {c}: {other:?}"),
+            };
+            rows.insert(column("id"), column("v"));
+        }
+        Ok(rows)
+    };
+    let deadline = Instant::now() + WAIT_MAX;
+    loop {
+        match attempt() {
+            Ok(rows) => return rows,
+            Err(error) => {
+                assert!(Instant::now() < deadline, "reading {name}: {error}");
+                std::thread::sleep(Duration::from_millis(RETRY_PAUSE_MS * 10));
+            }
+        }
+    }
+}
+
+/// Checks that the changes of `events` chain per row from `rows` (each
+/// update's before image the row's last value: nothing lost in between;
+/// values ascending, each its row's writer's: in the writer's order) and
+/// that epochs ascend above `above`, and records each value once in
+/// `recorded` (value → (key, epoch)); `rows` ends as the record's last
+/// value of each row.
+fn chain(
+    events: &[&EpochChanges],
+    above: u64,
+    rows: &mut BTreeMap<u64, u64>,
+    recorded: &mut BTreeMap<u64, (u64, u64)>,
+    what: &str,
+) {
+    let mut previous = above;
+    for e in events {
+        let epoch = e.epoch.get();
+        assert!(
+            epoch > previous,
+            "{what}: epoch {} after {previous:#x}",
+            e.epoch
+        );
+        previous = epoch;
+        for change in &e.changes {
+            assert_eq!(change.kind, ChangeKind::Update, "{what}: {change:?}");
+            let key = image_value(&change.after, "id");
+            let (before, after) = (
+                image_value(&change.before, "v"),
+                image_value(&change.after, "v"),
+            );
+            let last = rows.insert(key, after).expect("a row of the table");
+            assert_eq!(
+                before, last,
+                "{what}: row {key}: the update to {after} in epoch {} follows {last} \
+                 (a change lost in between, or doubled)",
+                e.epoch
+            );
+            assert!(
+                after > last,
+                "{what}: row {key}: {after} after {last}: not in its writer's order"
+            );
+            assert_eq!(
+                after % WRITERS,
+                key % WRITERS,
+                "{what}: row {key}: its writer's"
+            );
+            assert!(
+                recorded.insert(after, (key, epoch)).is_none(),
+                "{what}: update {after} twice in the record"
+            );
+        }
+    }
+}
+
+/// Starts `WRITERS` writers of table `name` (`writer`), each on its own
+/// connection.
+fn start_writers(
+    connect: &str,
+    name: &'static str,
+    (stop, pause): (&Arc<AtomicBool>, &Arc<AtomicBool>),
+    writes: &Arc<Mutex<Writes>>,
+) -> Vec<std::thread::JoinHandle<()>> {
+    (0..WRITERS)
+        .map(|w| {
+            let (connect, stop, pause, writes) = (
+                connect.to_owned(),
+                Arc::clone(stop),
+                Arc::clone(pause),
+                Arc::clone(writes),
+            );
+            std::thread::spawn(move || {
+                let cluster = Cluster::connect(&connect).expect("a writer connects");
+                let session = cluster.session().expect("session");
+                writer(&session, name, w, (&stop, &pause), &writes);
+            })
+        })
+        .collect()
+}
+
+/// Stops the writers and gives what they did.
+fn stop_writers(
+    stop: &AtomicBool,
+    writers: Vec<std::thread::JoinHandle<()>>,
+    writes: Arc<Mutex<Writes>>,
+) -> Writes {
+    stop.store(true, Ordering::Release);
+    for w in writers {
+        w.join().expect("a writer");
+    }
+    Arc::try_unwrap(writes)
+        .ok()
+        .expect("the writers are done")
+        .into_inner()
+        .expect("the writes")
 }
 
 #[test]
@@ -196,28 +343,12 @@ fn the_stream_loses_and_doubles_nothing_when_data_nodes_are_killed() {
     });
     let first = first_epoch.load(Ordering::Acquire);
 
-    let stop = Arc::new(AtomicBool::new(false));
+    let (stop, pause) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
     let writes = Arc::new(Mutex::new(Writes::default()));
-    let writers: Vec<_> = (0..WRITERS)
-        .map(|w| {
-            let (connect, stop, writes) = (
-                sandbox.connect.clone(),
-                Arc::clone(&stop),
-                Arc::clone(&writes),
-            );
-            std::thread::spawn(move || {
-                let cluster = Cluster::connect(&connect).expect("a writer connects");
-                let session = cluster.session().expect("session");
-                writer(
-                    &session,
-                    "evf",
-                    w,
-                    (&stop, &AtomicBool::new(false)),
-                    &writes,
-                );
-            })
-        })
-        .collect();
+    let writers = start_writers(&sandbox.connect, "evf", (&stop, &pause), &writes);
 
     let mut killed = Vec::new();
     for victim in [2u64, 3] {
@@ -250,15 +381,7 @@ fn the_stream_loses_and_doubles_nothing_when_data_nodes_are_killed() {
     wait_for("commits after the kills", WAIT_MAX, || {
         committed_count(&writes) >= before + COMMITS_BETWEEN
     });
-    stop.store(true, Ordering::Release);
-    for w in writers {
-        w.join().expect("a writer");
-    }
-    let writes = Arc::try_unwrap(writes)
-        .ok()
-        .expect("the writers are done")
-        .into_inner()
-        .expect("the writes");
+    let writes = stop_writers(&stop, writers, writes);
     want_epoch.store(writes.last_epoch, Ordering::Release);
     let (start, events, state) = subscriber.join().expect("the subscriber");
     assert!(
@@ -268,47 +391,16 @@ fn the_stream_loses_and_doubles_nothing_when_data_nodes_are_killed() {
     );
 
     // ---- the record ----
-    let mut previous = start;
-    // (key) → the row's last value in the record.
+    let epochs: Vec<&EpochChanges> = events
+        .iter()
+        .map(|event| match event {
+            Event::Epoch(e) => e,
+            other => panic!("a gap, none expected: {other:?}"),
+        })
+        .collect();
     let mut rows: BTreeMap<u64, u64> = (0..KEYS).map(|k| (k, 0)).collect();
-    // value → (key, epoch) as recorded.
-    let mut recorded: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
-    for event in &events {
-        let Event::Epoch(e) = event else {
-            panic!("a gap, none expected: {event:?}");
-        };
-        let epoch = e.epoch.get();
-        assert!(epoch > previous, "epoch {} after {previous:#x}", e.epoch);
-        previous = epoch;
-        for change in &e.changes {
-            assert_eq!(change.kind, ChangeKind::Update, "{change:?}");
-            let value_of = |image: &Option<Vec<(&str, Value)>>, name: &str| -> u64 {
-                let image = image.as_ref().expect("an image");
-                match image.iter().find(|(n, _)| *n == name).map(|(_, v)| v) {
-                    Some(Value::UInt(v)) => *v,
-                    other => panic!("column {name}: {other:?}"),
-                }
-            };
-            let key = value_of(&change.after, "id");
-            let (before, after) = (value_of(&change.before, "v"), value_of(&change.after, "v"));
-            let last = rows.insert(key, after).expect("a row of the table");
-            assert_eq!(
-                before, last,
-                "row {key}: the update to {after} in epoch {} follows {last} \
-                 (a change lost in between, or doubled)",
-                e.epoch
-            );
-            assert!(
-                after > last,
-                "row {key}: {after} after {last}: not in its writer's order"
-            );
-            assert_eq!(after % WRITERS, key % WRITERS, "row {key}: its writer's");
-            assert!(
-                recorded.insert(after, (key, epoch)).is_none(),
-                "update {after} twice in the record"
-            );
-        }
-    }
+    let mut recorded = BTreeMap::new();
+    chain(&epochs, start, &mut rows, &mut recorded, "the record");
     for (value, &(key, epoch, _)) in &writes.committed {
         assert!(epoch > first, "committed after the first epoch came");
         assert_eq!(
@@ -323,13 +415,7 @@ fn the_stream_loses_and_doubles_nothing_when_data_nodes_are_killed() {
         .iter()
         .filter(|v| recorded.contains_key(v))
         .count();
-    for value in recorded.keys() {
-        assert!(
-            writes.committed.contains_key(value) || writes.unknown.contains(value),
-            "update {value} in the record was not committed (failed: {})",
-            writes.failed.contains(value)
-        );
-    }
+    writes.check_recorded(&recorded);
     // The survivors took the killed nodes' buckets over, each time.
     let took_over: usize = std::fs::read_dir(&sandbox.dir)
         .expect("the sandbox's directory")
@@ -354,87 +440,6 @@ fn the_stream_loses_and_doubles_nothing_when_data_nodes_are_killed() {
         events.len(),
         recorded.len()
     );
-}
-
-/// The value of column `name` in `image`.
-fn image_value(image: &Option<Vec<(&str, Value)>>, name: &str) -> u64 {
-    let image = image.as_ref().expect("an image");
-    match image.iter().find(|(n, _)| *n == name).map(|(_, v)| v) {
-        Some(Value::UInt(v)) => *v,
-        other => panic!("column {name}: {other:?}"),
-    }
-}
-
-/// Every row of table `name`: key → `v`. Tried again for a while: right
-/// after a system restart a scan may find a node still starting.
-fn read_rows(session: &Session, name: &str) -> BTreeMap<u64, u64> {
-    let attempt = || -> skarv_client::Result<BTreeMap<u64, u64>> {
-        let table = session.table(name)?;
-        let tx = session.begin()?;
-        let mut rows = BTreeMap::new();
-        for row in tx.scan(&table, ScanOptions::default())? {
-            let row = row?;
-            let column = |c: &str| match row.get(c) {
-                Some(Value::UInt(v)) => *v,
-                other => panic!("column {c}: {other:?}"),
-            };
-            rows.insert(column("id"), column("v"));
-        }
-        Ok(rows)
-    };
-    let deadline = Instant::now() + WAIT_MAX;
-    loop {
-        match attempt() {
-            Ok(rows) => return rows,
-            Err(error) => {
-                assert!(Instant::now() < deadline, "reading {name}: {error}");
-                std::thread::sleep(Duration::from_millis(RETRY_PAUSE_MS * 10));
-            }
-        }
-    }
-}
-
-/// Checks that the changes of `events` chain per row from `rows` (each
-/// update's before image the row's last value, values ascending in their
-/// writer's order, epochs ascending) and records each value once in
-/// `recorded` (value → (key, epoch)); `rows` ends as the record's last
-/// value of each row.
-fn chain(
-    events: &[&EpochChanges],
-    rows: &mut BTreeMap<u64, u64>,
-    recorded: &mut BTreeMap<u64, (u64, u64)>,
-    what: &str,
-) {
-    let mut previous = 0;
-    for e in events {
-        let epoch = e.epoch.get();
-        assert!(
-            epoch > previous,
-            "{what}: epoch {} after {previous:#x}",
-            e.epoch
-        );
-        previous = epoch;
-        for change in &e.changes {
-            assert_eq!(change.kind, ChangeKind::Update, "{what}: {change:?}");
-            let key = image_value(&change.after, "id");
-            let (before, after) = (
-                image_value(&change.before, "v"),
-                image_value(&change.after, "v"),
-            );
-            let last = rows.insert(key, after).expect("a row of the table");
-            assert_eq!(
-                before, last,
-                "{what}: row {key}: the update to {after} in epoch {} follows {last} \
-                 (a change lost in between, or doubled)",
-                e.epoch
-            );
-            assert!(after > last, "{what}: row {key}: {after} after {last}");
-            assert!(
-                recorded.insert(after, (key, epoch)).is_none(),
-                "{what}: update {after} twice in the record"
-            );
-        }
-    }
 }
 
 /// Every data node SIGKILLed at once under two writers; the angels start
@@ -542,21 +547,7 @@ fn the_stream_goes_on_through_a_whole_cluster_restart() {
         Arc::new(AtomicBool::new(false)),
     );
     let writes = Arc::new(Mutex::new(Writes::default()));
-    let writers: Vec<_> = (0..WRITERS)
-        .map(|w| {
-            let (connect, stop, pause, writes) = (
-                sandbox.connect.clone(),
-                Arc::clone(&stop),
-                Arc::clone(&pause),
-                Arc::clone(&writes),
-            );
-            std::thread::spawn(move || {
-                let cluster = Cluster::connect(&connect).expect("a writer connects");
-                let session = cluster.session().expect("session");
-                writer(&session, TABLE, w, (&stop, &pause), &writes);
-            })
-        })
-        .collect();
+    let writers = start_writers(&sandbox.connect, TABLE, (&stop, &pause), &writes);
     wait_for("commits before the kill", WAIT_MAX, || {
         committed_count(&writes) >= COMMITS_BETWEEN
     });
@@ -602,15 +593,7 @@ fn the_stream_goes_on_through_a_whole_cluster_restart() {
     wait_for("commits after the restart", WAIT_MAX, || {
         committed_count(&writes) >= before_restart + COMMITS_BETWEEN
     });
-    stop.store(true, Ordering::Release);
-    for w in writers {
-        w.join().expect("a writer");
-    }
-    let writes = Arc::try_unwrap(writes)
-        .ok()
-        .expect("the writers are done")
-        .into_inner()
-        .expect("the writes");
+    let writes = stop_writers(&stop, writers, writes);
     want_epoch.store(writes.last_epoch, Ordering::Release);
     let (events, state) = subscriber.join().expect("the subscriber");
     assert!(!state.ended, "the subscription goes on: {state:?}");
@@ -676,6 +659,7 @@ fn the_stream_goes_on_through_a_whole_cluster_restart() {
     let mut recorded = BTreeMap::new();
     chain(
         &before.iter().collect::<Vec<_>>(),
+        0,
         &mut rows,
         &mut recorded,
         "before the restart",
@@ -689,22 +673,14 @@ fn the_stream_goes_on_through_a_whole_cluster_restart() {
             );
         }
     }
-    for value in recorded.keys() {
-        assert!(
-            writes.committed.contains_key(value) || writes.unknown.contains(value),
-            "update {value} in the record was not committed"
-        );
-    }
+    writes.check_recorded(&recorded);
 
     // After it: a chain from the rows as the restart left them.
     let mut rows = restored_rows.clone();
     let mut recorded = BTreeMap::new();
-    assert!(
-        after.first().is_none_or(|e| e.epoch.get() > resumed),
-        "epochs after the restart come after {resumed:#x}"
-    );
     chain(
         &after.iter().collect::<Vec<_>>(),
+        resumed,
         &mut rows,
         &mut recorded,
         "after the restart",
