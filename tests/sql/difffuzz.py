@@ -118,6 +118,13 @@ class Gen:
             lambda: "LPAD(%s, 6, '*')" % self.text(scope, depth + 1),
             lambda: "CONCAT_WS('-', %s, %s)" % (self.text(scope, depth + 1), self.num(scope, depth + 1)),
             lambda: "DATE_FORMAT(%s, '%%Y/%%m')" % self.col(scope, "date"),
+            lambda: "CAST(%s AS CHAR)" % self.num(scope, depth + 1),
+            lambda: "REVERSE(%s)" % self.text(scope, depth + 1),
+            lambda: "LEFT(%s, %d)" % (self.text(scope, depth + 1), self.rng.randint(0, 4)),
+            lambda: "RPAD(%s, %d, '.')" % (self.text(scope, depth + 1), self.rng.randint(0, 7)),
+            lambda: "IF(%s, %s, %s)" % (self.cond(scope, depth + 1), self.text(scope, depth + 1),
+                                        self.text(scope, depth + 1)),
+            lambda: "INSERT(%s, 2, 1, 'Q')" % self.text(scope, depth + 1),
         ]
         return self.rng.choice(ops)()
 
@@ -137,6 +144,11 @@ class Gen:
                 lambda: "%s = %s" % (self.text(scope, depth + 1), self.text(scope, depth + 1)),
                 lambda: "%s < %s" % (self.col(scope, "date"), literal(self.rng.choice(["2001-01-01", "2024-02-29"]))),
                 lambda: "%s > %s" % (self.col(scope, "dec"), self.rng.choice(["0", "-1.5", "100"])),
+            lambda: "EXISTS (SELECT 1 FROM t2 s WHERE s.x = %s)" % self.num(scope, depth + 1),
+            lambda: "%s IN (SELECT s.x FROM t2 s WHERE s.y IS NOT NULL)" % self.num(scope, depth + 1),
+            lambda: "%s %s (SELECT MAX(s.x) FROM t2 s WHERE s.t1_id > %d)" % (
+                self.num(scope, depth + 1), self.rng.choice(["=", "<", ">="]), self.rng.randint(0, 30)),
+            lambda: "%s NOT IN (SELECT s.t1_id FROM t2 s)" % self.num(scope, depth + 1),
             ]
             return self.rng.choice(ops)()
         ops = [
@@ -183,9 +195,18 @@ class Gen:
             sql = "SELECT %s FROM %s%s GROUP BY %s%s" % (", ".join(items), source, where,
                                                           ", ".join(keys), having)
             return sql, False
+        if rng.random() < 0.1:
+            # A UNION of two one-column selects.
+            n = rng.randint(1, 2)
+            left = ", ".join(self.num(t1) for _ in range(n))
+            right = ", ".join(self.num(t2) for _ in range(n))
+            kind = rng.choice(["UNION", "UNION ALL"])
+            return "SELECT %s FROM t1 %s SELECT %s FROM t2" % (left, kind, right), False
         items = []
         for _ in range(rng.randint(1, 4)):
             items.append(rng.choice([self.num, self.text, self.num])(scope))
+        if rng.random() < 0.1 and source.startswith("t1") and "t2" not in source:
+            items.append("(SELECT COUNT(*) FROM t2 s WHERE s.t1_id = t1.id)")
         distinct = "DISTINCT " if rng.random() < 0.15 else ""
         sql = "SELECT %s%s FROM %s%s" % (distinct, ", ".join(items), source, where)
         ordered = False

@@ -225,7 +225,7 @@ fn plan_query_body(
     // A UNION's columns (a single SELECT's stand as they are, unallocated).
     for (at, meta) in metas.iter_mut().enumerate().filter(|_| planned.len() > 1) {
         let arms: Vec<&ColumnMeta> = planned.iter().map(|p| &p.metas[at]).collect();
-        if let Some(merged) = union_real(&arms) {
+        if let Some(merged) = union_real(&arms).or_else(|| union_mixed_sign(&arms)) {
             *meta = merged;
         }
     }
@@ -380,6 +380,37 @@ fn collect_selects<'q>(
             crate::engine::stdx_truncate(&other.to_string(), 80)
         ))),
     }
+}
+
+/// The column of a UNION whose arms are integers, signed and unsigned, as
+/// MariaDB makes it: a DECIMAL(20, 0) when an unsigned one is a BIGINT (no
+/// integer type holds both ranges), else a signed BIGINT. Before, the first
+/// arm's column stood: an unsigned one turned the others' negative values
+/// into 0. None: not such a UNION.
+fn union_mixed_sign(arms: &[&ColumnMeta]) -> Option<ColumnMeta> {
+    use crate::value::{flags, ColumnType as T};
+    let integer =
+        |m: &&ColumnMeta| matches!(m.ty, T::Tiny | T::Short | T::Int24 | T::Long | T::LongLong);
+    let unsigned = |m: &&ColumnMeta| m.flags & flags::UNSIGNED != 0;
+    if arms.len() < 2
+        || !arms.iter().all(integer)
+        || arms.iter().all(unsigned)
+        || !arms.iter().any(unsigned)
+    {
+        return None;
+    }
+    let mut meta = arms[0].clone();
+    meta.flags &= !flags::UNSIGNED;
+    meta.decimals = 0;
+    if arms.iter().any(|m| unsigned(m) && m.ty == T::LongLong) {
+        meta.ty = T::NewDecimal;
+        // 20 digits and a sign.
+        meta.length = 21;
+    } else {
+        meta.ty = T::LongLong;
+        meta.length = 20;
+    }
+    Some(meta)
 }
 
 /// The column of a UNION whose arms are numbers, one a FLOAT or DOUBLE, as

@@ -1803,9 +1803,10 @@ impl<'a> Scope<'a> {
     /// Alternatives of one value (COALESCE, IFNULL, IF, CASE, GREATEST,
     /// LEAST) of different numeric kinds: each is read as the kind they
     /// make together, as MariaDB types the result, so that the value taken
-    /// computes as that kind: integers with a decimal are decimals, and
-    /// signed with unsigned integers DECIMAL(20, 0) (no integer type holds
-    /// both ranges). Without it the
+    /// computes as that kind: integers with a decimal are decimals of the
+    /// largest scale (a decimal of a smaller one too: `GREATEST(d2, i)` of
+    /// an integer shows `.00`), and signed with unsigned integers a
+    /// DECIMAL (no integer type holds both ranges). Without it the
     /// value kept its own kind: `COALESCE(unsigned_col, 0) - 10` was an
     /// unsigned subtraction (1690 below 0), `COALESCE(decimal, id) - u` one
     /// too when the decimal was NULL, and 2^64 - 1 went to a signed BIGINT
@@ -1836,9 +1837,11 @@ impl<'a> Scope<'a> {
         if double || !(decimal || (signed && unsigned)) {
             return;
         }
-        let to = CastTo::Decimal(20u8.saturating_add(scale).min(65), scale);
+        // Every digit a decimal here holds (`DECIMAL_DIGITS_MAX`).
+        let to = CastTo::Decimal(38, scale);
         for (e, kind) in alternatives.into_iter().zip(kinds) {
-            if matches!(kind, Kind::Int { .. }) {
+            let narrower = matches!(kind, Kind::Dec { scale: s } if s < scale);
+            if matches!(kind, Kind::Int { .. }) || narrower {
                 let inner = std::mem::replace(e, Expr::Lit(Val::Null));
                 *e = Expr::Cast(Box::new(inner), to.clone());
             }
