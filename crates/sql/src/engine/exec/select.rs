@@ -1482,7 +1482,7 @@ fn resolve_alias(
             }
         }
     }
-    if let (Some(clause), Some((negative, n))) = (positions, position_literal(e)) {
+    if let (Some(clause), Some((negative, n))) = (positions, expr::position_literal(e)) {
         let unknown = || {
             let sign = if negative { "-" } else { "" };
             SqlError::new(
@@ -1499,26 +1499,6 @@ fn resolve_alias(
     }
     // Scope.aggs was lent to items; a HAVING/ORDER BY aggregate adds to it.
     scope.lower(e)
-}
-
-/// An integer literal, `-n` too: (negative, its digits).
-fn position_literal(e: &ast::Expr) -> Option<(bool, &str)> {
-    let (negative, e) = match e {
-        ast::Expr::UnaryOp {
-            op: ast::UnaryOperator::Minus,
-            expr,
-        } => (true, expr.as_ref()),
-        e => (false, e),
-    };
-    match e {
-        ast::Expr::Value(v) => match &v.value {
-            ast::Value::Number(n, _) if n.bytes().all(|b| b.is_ascii_digit()) => {
-                Some((negative, n))
-            }
-            _ => None,
-        },
-        _ => None,
-    }
 }
 
 /// A SELECT's `WINDOW name AS (…)` definitions (one naming another is

@@ -1204,16 +1204,17 @@ pub fn to_datetime(v: &Val, ctx: &mut Ctx<'_>) -> Option<(Date, Time)> {
                 }
                 _ => None,
             };
+            let mut text = None;
             let parsed = match number {
                 // A number is read as one (`YEAR(0)`, `YEAR(240229)`), not
                 // as the text of its digits.
                 Some(n) => datetime_of_number(n),
-                None => parse_datetime(&other.to_text()),
+                None => parse_datetime(text.insert(other.to_text())),
             };
-            let text = other.to_text();
             match parsed {
                 Some((d, t)) => Some((d, t.unwrap_or_default())),
                 None => {
+                    let text = text.unwrap_or_else(|| other.to_text());
                     ctx.warn(
                         codes::TRUNCATED_WRONG_VALUE,
                         format!("Incorrect datetime value: '{text}'"),

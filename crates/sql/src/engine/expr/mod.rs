@@ -1739,27 +1739,15 @@ impl<'a> Scope<'a> {
                     for o in exprs {
                         let desc = matches!(o.options.sort, Some(ast::OrderBySort::Desc));
                         // `ORDER BY 2`: the second argument, as MySQL reads it.
-                        let position = match &o.expr {
-                            ast::Expr::Value(v) => match &v.value {
-                                ast::Value::Number(n, _) => n.parse::<usize>().ok(),
-                                _ => None,
-                            },
-                            // `ORDER BY -1`: a position too, never one of
-                            // the arguments (MariaDB's 1054).
-                            ast::Expr::UnaryOp {
-                                op: ast::UnaryOperator::Minus,
-                                expr,
-                            } if matches!(
-                                expr.as_ref(),
-                                ast::Expr::Value(v) if matches!(v.value, ast::Value::Number(..))
-                            ) =>
-                            {
+                        let position = match position_literal(&o.expr) {
+                            Some((true, _)) => {
                                 return Err(SqlError::new(
                                     codes::BAD_FIELD,
                                     format!("Unknown column '{}' in 'ORDER BY'", o.expr),
                                 ));
                             }
-                            _ => None,
+                            Some((false, n)) => n.parse::<usize>().ok(),
+                            None => None,
                         };
                         let e = match position {
                             Some(p) => match p.checked_sub(1).and_then(|i| concat.args.get(i)) {
@@ -1837,8 +1825,8 @@ impl<'a> Scope<'a> {
         if double || !(decimal || (signed && unsigned)) {
             return;
         }
-        // Every digit a decimal here holds (`DECIMAL_DIGITS_MAX`).
-        let to = CastTo::Decimal(38, scale);
+        // Every digit a decimal here holds.
+        let to = CastTo::Decimal(value::DECIMAL_DIGITS_MAX as u8, scale);
         for (e, kind) in alternatives.into_iter().zip(kinds) {
             let narrower = matches!(kind, Kind::Dec { scale: s } if s < scale);
             if matches!(kind, Kind::Int { .. }) || narrower {
@@ -2889,6 +2877,28 @@ pub(crate) fn ast_call<'e>(name: &str, args: impl IntoIterator<Item = &'e ast::E
         over: None,
         within_group: Vec::new(),
     })
+}
+
+/// An integer literal, `-n` too: (negative, its digits). In ORDER BY and
+/// GROUP BY (a GROUP_CONCAT's ORDER BY too) it names a position; a
+/// negative one never names one (MariaDB's 1054).
+pub fn position_literal(e: &ast::Expr) -> Option<(bool, &str)> {
+    let (negative, e) = match e {
+        ast::Expr::UnaryOp {
+            op: ast::UnaryOperator::Minus,
+            expr,
+        } => (true, expr.as_ref()),
+        e => (false, e),
+    };
+    match e {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::Number(n, _) if n.bytes().all(|b| b.is_ascii_digit()) => {
+                Some((negative, n))
+            }
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 #[cfg(test)]
