@@ -15,7 +15,9 @@ use super::{convert, env, fetch, fetch_each, keep_warnings, table_scope, with_sc
 use crate::backend::{OkInfo, ResultSink};
 use crate::engine::catalog::TableInfo;
 use crate::engine::expr::eval::{compare, Env};
-use crate::engine::expr::{self, AggFn, AggSpec, Ctx, Dec, Expr, Kind, ScopeColumn, Val, WinSpec};
+use crate::engine::expr::{
+    self, AggFn, AggSpec, CastTo, Ctx, Dec, Expr, Kind, ScopeColumn, Val, WinSpec,
+};
 use crate::engine::plan::join::{Hints, JoinSpec};
 use crate::engine::plan::{self, Access};
 use crate::engine::{txn, Answered, Conn};
@@ -30,6 +32,7 @@ pub const ROWS_IN_MEMORY_MAX: usize = 10_000_000;
 
 mod explain;
 mod filesort;
+mod union;
 pub(crate) use explain::{
     capture_next, derived_begin, derived_captured, explain_mark, note_again, note_derived,
     note_ran, ExplainNotes, Row as ExplainRow,
@@ -117,11 +120,7 @@ pub(crate) fn materialise(
         return Err(calc_found_rows_misplaced());
     }
     explain::capture(conn, pending, &plans)?;
-    let (kinds, nullable) = plans
-        .planned
-        .first()
-        .map(|p| (p.kinds.clone(), p.nullable.clone()))
-        .unwrap_or_default();
+    let (kinds, nullable) = (plans.kinds.clone(), plans.nullable.clone());
     let defaults = match plans.planned.as_slice() {
         [p] => p
             .items
@@ -154,8 +153,19 @@ pub(crate) fn materialise(
 /// whole UNION.
 struct Plans {
     metas: Vec<ColumnMeta>,
+    /// The columns' kinds and whether they may be NULL (a UNION's
+    /// aggregated over its SELECTs: `union::column`).
+    kinds: Vec<Kind>,
+    nullable: Vec<bool>,
+    /// Per SELECT of a UNION, per column: the cast that brings its values
+    /// to the column's type (empty for one SELECT).
+    arm_casts: Vec<Vec<Option<CastTo>>>,
     planned: Vec<Planned>,
     union_distinct: bool,
+    /// How many leading SELECTs' rows a DISTINCT union deduplicates: up to
+    /// the last `UNION [DISTINCT]`, as MariaDB has it (one overrides every
+    /// ALL to its left; a `UNION ALL` after it appends as they come).
+    distinct_arms: usize,
     /// ORDER BY of a UNION: result columns and descending.
     union_order: Vec<(usize, bool)>,
     union_limit: Option<u64>,
@@ -199,8 +209,9 @@ fn plan_query_body(
         super::subquery::prepare(conn, ob, 0, placeholders, params, None)?;
     }
     let mut selects = Vec::new();
-    let mut union_distinct = false;
-    collect_selects(&q.body, &mut selects, &mut union_distinct)?;
+    let mut distinct_arms = 0;
+    collect_selects(&q.body, &mut selects, &mut distinct_arms)?;
+    let union_distinct = distinct_arms > 0;
     let mut planned = Vec::new();
     for s in &selects {
         let p = plan_select(conn, s, placeholders, params)?;
@@ -222,11 +233,30 @@ fn plan_query_body(
             ));
         }
     }
+    let (mut kinds, mut nullable) = planned
+        .first()
+        .map(|p| (p.kinds.clone(), p.nullable.clone()))
+        .unwrap_or_default();
     // A UNION's columns (a single SELECT's stand as they are, unallocated).
-    for (at, meta) in metas.iter_mut().enumerate().filter(|_| planned.len() > 1) {
-        let arms: Vec<&ColumnMeta> = planned.iter().map(|p| &p.metas[at]).collect();
-        if let Some(merged) = union_real(&arms).or_else(|| union_mixed_sign(&arms)) {
-            *meta = merged;
+    let mut arm_casts: Vec<Vec<Option<CastTo>>> = Vec::new();
+    if planned.len() > 1 {
+        arm_casts = vec![Vec::with_capacity(metas.len()); planned.len()];
+        for at in 0..metas.len() {
+            let arms: Vec<union::Arm<'_>> = planned
+                .iter()
+                .map(|p| union::Arm {
+                    meta: &p.metas[at],
+                    kind: p.kinds[at],
+                    nullable: p.nullable[at],
+                })
+                .collect();
+            let column = union::column(&arms);
+            metas[at] = column.meta;
+            kinds[at] = column.kind;
+            nullable[at] = column.nullable;
+            for (casts, cast) in arm_casts.iter_mut().zip(column.casts) {
+                casts.push(cast);
+            }
         }
     }
     // ORDER BY / LIMIT of the whole query.
@@ -290,8 +320,12 @@ fn plan_query_body(
         };
         return Ok(Plans {
             metas,
+            kinds,
+            nullable,
+            arm_casts,
             planned,
             union_distinct: false,
+            distinct_arms: 0,
             union_order: Vec::new(),
             union_limit,
             union_offset,
@@ -332,8 +366,12 @@ fn plan_query_body(
     }
     Ok(Plans {
         metas,
+        kinds,
+        nullable,
+        arm_casts,
         planned,
         union_distinct,
+        distinct_arms,
         union_order,
         union_limit: limit.0,
         union_offset: limit.1.unwrap_or(0),
@@ -350,10 +388,12 @@ fn calc_found_rows_misplaced() -> SqlError {
     )
 }
 
+/// The SELECTs of a query body, in order; `distinct_arms` becomes the
+/// count of those up to the last `UNION [DISTINCT]`.
 fn collect_selects<'q>(
     body: &'q SetExpr,
     out: &mut Vec<&'q ast::Select>,
-    distinct: &mut bool,
+    distinct_arms: &mut usize,
 ) -> SqlResult<()> {
     match body {
         SetExpr::Select(s) => {
@@ -361,7 +401,7 @@ fn collect_selects<'q>(
             Ok(())
         }
         SetExpr::Query(q) if q.order_by.is_none() && q.limit_clause.is_none() => {
-            collect_selects(&q.body, out, distinct)
+            collect_selects(&q.body, out, distinct_arms)
         }
         SetExpr::SetOperation {
             op: SetOperator::Union,
@@ -369,86 +409,25 @@ fn collect_selects<'q>(
             left,
             right,
         } => {
+            collect_selects(left, out, distinct_arms)?;
+            // A DISTINCT union in parentheses on the right deduplicates its
+            // own SELECTs only: flat, it would take the left's with it.
+            let mut right_distinct = 0;
+            collect_selects(right, out, &mut right_distinct)?;
             if !matches!(set_quantifier, SetQuantifier::All) {
-                *distinct = true;
+                *distinct_arms = out.len();
+            } else if right_distinct > 0 {
+                return Err(SqlError::unsupported(
+                    "UNION ALL of a parenthesized UNION DISTINCT on its right (make it a derived table)",
+                ));
             }
-            collect_selects(left, out, distinct)?;
-            collect_selects(right, out, distinct)
+            Ok(())
         }
         other => Err(SqlError::unsupported(format_args!(
             "the query `{}`",
             crate::engine::stdx_truncate(&other.to_string(), 80)
         ))),
     }
-}
-
-/// The column of a UNION whose arms are integers, signed and unsigned, as
-/// MariaDB makes it: a DECIMAL(20, 0) when an unsigned one is a BIGINT (no
-/// integer type holds both ranges), else a signed BIGINT. Before, the first
-/// arm's column stood: an unsigned one turned the others' negative values
-/// into 0. None: not such a UNION.
-fn union_mixed_sign(arms: &[&ColumnMeta]) -> Option<ColumnMeta> {
-    use crate::value::{flags, ColumnType as T};
-    let integer =
-        |m: &&ColumnMeta| matches!(m.ty, T::Tiny | T::Short | T::Int24 | T::Long | T::LongLong);
-    let unsigned = |m: &&ColumnMeta| m.flags & flags::UNSIGNED != 0;
-    if arms.len() < 2
-        || !arms.iter().all(integer)
-        || arms.iter().all(unsigned)
-        || !arms.iter().any(unsigned)
-    {
-        return None;
-    }
-    let mut meta = arms[0].clone();
-    meta.flags &= !flags::UNSIGNED;
-    meta.decimals = 0;
-    if arms.iter().any(|m| unsigned(m) && m.ty == T::LongLong) {
-        meta.ty = T::NewDecimal;
-        // 20 digits and a sign.
-        meta.length = 21;
-    } else {
-        meta.ty = T::LongLong;
-        meta.length = 20;
-    }
-    Some(meta)
-}
-
-/// The column of a UNION whose arms are numbers, one a FLOAT or DOUBLE, as
-/// MariaDB makes it: a DOUBLE (FLOAT when every arm is one) with the most
-/// decimals of its arms (an integer's 0, a DECIMAL's scale, a DOUBLE(M,D)
-/// expression's D; 31, not fixed, when one is), UNSIGNED only when every
-/// arm is. None: the first arm's column stands.
-fn union_real(arms: &[&ColumnMeta]) -> Option<ColumnMeta> {
-    use crate::value::{flags, ColumnType as T};
-    let numeric = |m: &ColumnMeta| {
-        matches!(
-            m.ty,
-            T::Tiny
-                | T::Short
-                | T::Int24
-                | T::Long
-                | T::LongLong
-                | T::NewDecimal
-                | T::Float
-                | T::Double
-        )
-    };
-    let real = |m: &&ColumnMeta| matches!(m.ty, T::Float | T::Double);
-    if arms.len() < 2 || !arms.iter().all(|m| numeric(m)) || !arms.iter().any(real) {
-        return None;
-    }
-    let mut meta = arms[0].clone();
-    meta.ty = if arms.iter().all(|m| m.ty == T::Float) {
-        T::Float
-    } else {
-        T::Double
-    };
-    meta.decimals = arms.iter().map(|m| m.decimals.min(31)).max().unwrap_or(31);
-    meta.length = arms.iter().map(|m| m.length).max().unwrap_or(meta.length);
-    if !arms.iter().all(|m| m.flags & flags::UNSIGNED != 0) {
-        meta.flags &= !flags::UNSIGNED;
-    }
-    Some(meta)
 }
 
 fn const_u64(
@@ -2301,16 +2280,20 @@ fn rows_of(conn: &mut Conn<'_>, mut plans: Plans, params: &[Val]) -> SqlResult<V
 fn rows_of_planned(conn: &mut Conn<'_>, plans: &Plans, params: &[Val]) -> SqlResult<Vec<Vec<Val>>> {
     let Plans {
         metas: _,
+        kinds,
+        nullable: _,
+        arm_casts,
         planned,
-        union_distinct,
+        union_distinct: _,
+        distinct_arms,
         union_order,
         union_limit,
         union_offset,
         calc_found_rows,
         placeholders,
     } = plans;
-    let (union_distinct, union_limit, union_offset, calc_found_rows) = (
-        *union_distinct,
+    let (distinct_arms, union_limit, union_offset, calc_found_rows) = (
+        *distinct_arms,
         *union_limit,
         *union_offset,
         *calc_found_rows,
@@ -2324,10 +2307,20 @@ fn rows_of_planned(conn: &mut Conn<'_>, plans: &Plans, params: &[Val]) -> SqlRes
         .iter()
         .any(|p| p.table.is_some() || p.join.is_some());
     let mut rows: Vec<Vec<Val>> = Vec::new();
+    // The rows of the SELECTs a DISTINCT union deduplicates.
+    let mut distinct_end = 0;
+    let mut ended = |arm: usize, rows: &Vec<Vec<Val>>| {
+        if arm < distinct_arms {
+            distinct_end = rows.len();
+        }
+    };
     if planned.iter().any(per_row) {
         let alone = planned.len() == 1;
-        for p in planned {
-            rows.extend(run_per_row(conn, p, &mut ctx, alone, placeholders, None)?);
+        for (arm, p) in planned.iter().enumerate() {
+            let mut arm_rows = run_per_row(conn, p, &mut ctx, alone, placeholders, None)?;
+            conform(&mut arm_rows, arm_casts.get(arm), &mut ctx)?;
+            rows.extend(arm_rows);
+            ended(arm, &rows);
         }
     } else if needs_tx {
         let tx = txn::take(conn)?;
@@ -2336,9 +2329,12 @@ fn rows_of_planned(conn: &mut Conn<'_>, plans: &Plans, params: &[Val]) -> SqlRes
         let mut committed = false;
         let result = (|| {
             let mut all = Vec::new();
-            for p in planned {
+            for (arm, p) in planned.iter().enumerate() {
                 let commit = autocommit_read.then_some(&mut committed);
-                all.extend(run_one(&tx, p, &mut ctx, commit)?);
+                let mut arm_rows = run_one(&tx, p, &mut ctx, commit)?;
+                conform(&mut arm_rows, arm_casts.get(arm), &mut ctx)?;
+                all.extend(arm_rows);
+                ended(arm, &all);
             }
             Ok(all)
         })();
@@ -2348,17 +2344,20 @@ fn rows_of_planned(conn: &mut Conn<'_>, plans: &Plans, params: &[Val]) -> SqlRes
             txn::finish(conn, tx, result)?
         };
     } else {
-        for p in planned {
-            rows.extend(run_one_without_table(p, &mut ctx)?);
+        for (arm, p) in planned.iter().enumerate() {
+            let mut arm_rows = run_one_without_table(p, &mut ctx)?;
+            conform(&mut arm_rows, arm_casts.get(arm), &mut ctx)?;
+            rows.extend(arm_rows);
+            ended(arm, &rows);
         }
     }
-    // A UNION's columns compare under the first SELECT's collations.
-    let union_collations: Vec<Option<Collation>> = planned
-        .first()
-        .map(|p| p.kinds.iter().map(|k| kind_collation(*k)).collect())
-        .unwrap_or_default();
-    if union_distinct {
+    // A UNION's columns compare under their own (aggregated) collations.
+    let union_collations: Vec<Option<Collation>> =
+        kinds.iter().map(|k| kind_collation(*k)).collect();
+    if distinct_arms > 0 {
+        let appended = rows.split_off(distinct_end);
         rows = distinct(rows, &union_collations);
+        rows.extend(appended);
     }
     if !union_order.is_empty() {
         rows.sort_by(|a, b| {
@@ -2383,6 +2382,27 @@ fn rows_of_planned(conn: &mut Conn<'_>, plans: &Plans, params: &[Val]) -> SqlRes
     }
     keep_warnings(conn, &mut ctx);
     Ok(rows)
+}
+
+/// Casts one SELECT's rows of a UNION to the UNION's column types
+/// (`casts` None or all None: they are of them already).
+fn conform(
+    rows: &mut [Vec<Val>],
+    casts: Option<&Vec<Option<CastTo>>>,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<()> {
+    let Some(casts) = casts.filter(|c| c.iter().any(Option::is_some)) else {
+        return Ok(());
+    };
+    for row in rows {
+        for (v, cast) in row.iter_mut().zip(casts) {
+            if let Some(to) = cast {
+                let taken = std::mem::replace(v, Val::Null);
+                *v = expr::eval::cast(taken, to, ctx)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 fn send(

@@ -610,10 +610,16 @@ impl<'a> Scope<'a> {
                     }
                     other => other.to_string(),
                 };
+                // A TIME or TIMESTAMP literal shows its own fraction digits,
+                // as MariaDB's (`TIMESTAMP '2024-01-01 10:00:00'` none).
+                let fsp = text
+                    .rsplit_once('.')
+                    .filter(|(whole, _)| whole.contains(':'))
+                    .map_or(0, |(_, frac)| frac.trim_end().len().min(6) as u8);
                 let to = match ts.data_type {
                     ast::DataType::Date => CastTo::Date,
-                    ast::DataType::Time(..) => CastTo::Time(6),
-                    _ => CastTo::DateTime(6),
+                    ast::DataType::Time(..) => CastTo::Time(fsp),
+                    _ => CastTo::DateTime(fsp),
                 };
                 Expr::Cast(Box::new(Expr::Lit(Val::str(text))), to)
             }

@@ -1,0 +1,305 @@
+//! A UNION's result columns. Each column's type is aggregated over the
+//! SELECTs' as MariaDB aggregates it for a result (`2 UNION 2.5` a
+//! DECIMAL(2,1), `1 UNION 'a'` a VARCHAR, a DATE and a DATETIME a
+//! DATETIME), and each arm's values are cast to it before the rows meet,
+//! so that DISTINCT, ORDER BY and the rows sent see one type. Before, the
+//! first SELECT's column stood: `SELECT 2 UNION SELECT 1.5` sent 2 twice,
+//! `SELECT NULL UNION SELECT 2.5` NULL twice.
+
+use crate::engine::catalog::collation_charset;
+use crate::engine::expr::{value, CastTo, Kind};
+use crate::value::{charset, flags, ColumnMeta, ColumnType as T};
+use schema::Collation;
+
+/// One SELECT's column of a UNION.
+pub(super) struct Arm<'a> {
+    pub meta: &'a ColumnMeta,
+    pub kind: Kind,
+    pub nullable: bool,
+}
+
+/// A UNION's column: its metadata (the first SELECT's names), kind,
+/// whether it may be NULL, and per SELECT the cast that brings that
+/// SELECT's values to it (None: they are already of it).
+pub(super) struct Column {
+    pub meta: ColumnMeta,
+    pub kind: Kind,
+    pub nullable: bool,
+    pub casts: Vec<Option<CastTo>>,
+}
+
+/// Bytes a character of a utf8mb4 string takes at most (the only
+/// character set of strings but binary).
+const UTF8MB4_BYTES_PER_CHAR: u32 = 4;
+
+/// The column of a UNION whose SELECTs have these `arms` (at least one).
+pub(super) fn column(arms: &[Arm<'_>]) -> Column {
+    assert!(!arms.is_empty(), "a UNION column has a SELECT");
+    let nullable = arms.iter().any(|a| a.nullable || a.kind == Kind::Null);
+    // A NULL literal's arm takes the others' type.
+    let typed: Vec<&Arm<'_>> = arms.iter().filter(|a| a.kind != Kind::Null).collect();
+    let mut meta = arms[0].meta.clone();
+    let kind = match typed.as_slice() {
+        [] => Kind::Null,
+        [one, rest @ ..] if rest.iter().all(|a| same_type(a, one)) => {
+            // The common case: one type (a table's column in every arm).
+            retype(&mut meta, one.meta);
+            meta.length = typed.iter().map(|a| a.meta.length).max().unwrap_or(0);
+            one.kind
+        }
+        _ if typed.iter().all(|a| matches!(a.kind, Kind::Int { .. })) => integer(&mut meta, &typed),
+        _ if typed.iter().all(|a| a.kind.is_numeric()) => {
+            if typed.iter().any(|a| a.kind == Kind::Double) {
+                real(&mut meta, &typed)
+            } else {
+                decimal(&mut meta, &typed)
+            }
+        }
+        _ if typed.iter().all(|a| a.kind.is_temporal()) => temporal(&mut meta, &typed),
+        _ => string(&mut meta, &typed),
+    };
+    if nullable {
+        meta.flags &= !flags::NOT_NULL;
+    } else {
+        meta.flags |= flags::NOT_NULL;
+    }
+    let casts = arms.iter().map(|a| cast(a, kind)).collect();
+    Column {
+        meta,
+        kind,
+        nullable,
+        casts,
+    }
+}
+
+/// Whether two arms' columns are of one type.
+fn same_type(a: &Arm<'_>, b: &Arm<'_>) -> bool {
+    a.kind == b.kind
+        && a.meta.ty == b.meta.ty
+        && a.meta.decimals == b.meta.decimals
+        && a.meta.charset == b.meta.charset
+        && (a.meta.flags & flags::UNSIGNED) == (b.meta.flags & flags::UNSIGNED)
+}
+
+/// `meta` (the first SELECT's, for its names) given `of`'s type.
+fn retype(meta: &mut ColumnMeta, of: &ColumnMeta) {
+    meta.ty = of.ty;
+    meta.charset = of.charset;
+    meta.decimals = of.decimals;
+    meta.flags = of.flags;
+}
+
+fn all_unsigned(typed: &[&Arm<'_>]) -> bool {
+    typed.iter().all(|a| a.meta.flags & flags::UNSIGNED != 0)
+}
+
+fn numeric_flags(unsigned: bool) -> u16 {
+    flags::BINARY | flags::NUM | if unsigned { flags::UNSIGNED } else { 0 }
+}
+
+/// Integers: the widest type, signed unless every arm is unsigned. A
+/// BIGINT UNSIGNED among signed ones makes a DECIMAL(20, 0), as MariaDB
+/// has it (no integer type holds both ranges).
+fn integer(meta: &mut ColumnMeta, typed: &[&Arm<'_>]) -> Kind {
+    let rank = |t: T| match t {
+        T::Tiny => 1,
+        T::Short => 2,
+        T::Int24 => 3,
+        T::Long => 4,
+        _ => 5,
+    };
+    let unsigned = all_unsigned(typed);
+    meta.charset = charset::BINARY;
+    meta.flags = numeric_flags(unsigned);
+    meta.decimals = 0;
+    let big_unsigned = typed
+        .iter()
+        .any(|a| a.meta.flags & flags::UNSIGNED != 0 && a.meta.ty == T::LongLong);
+    if !unsigned && big_unsigned {
+        meta.ty = T::NewDecimal;
+        // 20 digits and a sign.
+        meta.length = 21;
+        return Kind::Dec { scale: 0 };
+    }
+    let widest = typed.iter().map(|a| a.meta.ty).max_by_key(|t| rank(*t));
+    meta.ty = widest.unwrap_or(T::LongLong);
+    meta.length = typed.iter().map(|a| a.meta.length).max().unwrap_or(20);
+    if !unsigned && typed.iter().any(|a| a.meta.flags & flags::UNSIGNED != 0) {
+        // An unsigned one's range needs the next wider signed type: a
+        // BIGINT is wide enough for every one but BIGINT's.
+        meta.ty = T::LongLong;
+        meta.length = 20;
+    }
+    Kind::Int { unsigned }
+}
+
+/// Numbers, one a FLOAT or DOUBLE: a DOUBLE (FLOAT when every arm is one)
+/// with the most decimals of its arms (an integer's 0, a DECIMAL's scale,
+/// a DOUBLE(M,D) expression's D; 31, not fixed, when one is).
+fn real(meta: &mut ColumnMeta, typed: &[&Arm<'_>]) -> Kind {
+    meta.ty = if typed.iter().all(|a| a.meta.ty == T::Float) {
+        T::Float
+    } else {
+        T::Double
+    };
+    meta.charset = charset::BINARY;
+    meta.flags = numeric_flags(all_unsigned(typed));
+    meta.decimals = typed
+        .iter()
+        .map(|a| a.meta.decimals.min(31))
+        .max()
+        .unwrap_or(31);
+    meta.length = typed.iter().map(|a| a.meta.length).max().unwrap_or(22);
+    Kind::Double
+}
+
+/// Integers and DECIMALs: a DECIMAL with the most digits before the point
+/// and the most after of its arms.
+fn decimal(meta: &mut ColumnMeta, typed: &[&Arm<'_>]) -> Kind {
+    let unsigned = all_unsigned(typed);
+    let scale = typed
+        .iter()
+        .filter_map(|a| match a.kind {
+            Kind::Dec { scale } => Some(scale),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    let int_digits = |a: &&Arm<'_>| {
+        let signed = a.meta.flags & flags::UNSIGNED == 0;
+        let length = a.meta.length;
+        match a.kind {
+            // A DECIMAL's display length holds a sign when signed.
+            Kind::Dec { scale } => length
+                .saturating_sub(u32::from(scale))
+                .saturating_sub(u32::from(scale > 0))
+                .saturating_sub(u32::from(signed)),
+            // A table's signed integer column's does too (INT's 11); an
+            // integer expression's is its digits (`2` is one character).
+            _ if signed && !a.meta.org_name.is_empty() => length.saturating_sub(1),
+            _ => length,
+        }
+    };
+    let int = typed.iter().map(int_digits).max().unwrap_or(1).max(1);
+    let precision = (int + u32::from(scale)).min(value::DECIMAL_DIGITS_MAX);
+    meta.ty = T::NewDecimal;
+    meta.charset = charset::BINARY;
+    meta.flags = numeric_flags(unsigned);
+    meta.decimals = scale;
+    meta.length = precision + u32::from(scale > 0) + u32::from(!unsigned);
+    Kind::Dec { scale }
+}
+
+/// Dates and times: a DATE of DATEs, a TIME of TIMEs, else a DATETIME
+/// with the most fractional digits of its arms.
+fn temporal(meta: &mut ColumnMeta, typed: &[&Arm<'_>]) -> Kind {
+    let fsp = typed
+        .iter()
+        .map(|a| match a.kind {
+            Kind::DateTime { fsp } | Kind::Time { fsp } => fsp,
+            _ => 0,
+        })
+        .max()
+        .unwrap_or(0);
+    meta.charset = charset::BINARY;
+    meta.flags = flags::BINARY;
+    meta.decimals = fsp;
+    let frac = u32::from(fsp) + u32::from(fsp > 0);
+    if typed.iter().all(|a| a.kind == Kind::Date) {
+        meta.ty = T::Date;
+        meta.length = 10;
+        Kind::Date
+    } else if typed.iter().all(|a| matches!(a.kind, Kind::Time { .. })) {
+        meta.ty = T::Time;
+        meta.length = 10 + frac;
+        Kind::Time { fsp }
+    } else {
+        meta.ty = T::DateTime;
+        meta.length = 19 + frac;
+        Kind::DateTime { fsp }
+    }
+}
+
+/// Anything else (a string among them, or numbers with dates): a VARCHAR
+/// (a BLOB when one arm is) as long as the longest arm's text, binary when
+/// one arm is a binary string.
+fn string(meta: &mut ColumnMeta, typed: &[&Arm<'_>]) -> Kind {
+    let strings = || {
+        typed.iter().filter_map(|a| match a.kind {
+            Kind::Str { collation } => Some(collation),
+            _ => None,
+        })
+    };
+    let collation: Option<Collation> = if strings().any(|c| c.is_none()) {
+        None
+    } else {
+        strings()
+            .flatten()
+            .next()
+            .or(Some(Collation::Utf8mb4GeneralCi))
+    };
+    let chars = typed
+        .iter()
+        .map(|a| match a.kind {
+            Kind::Str { .. } if a.meta.charset != charset::BINARY => {
+                a.meta.length / UTF8MB4_BYTES_PER_CHAR
+            }
+            _ => a.meta.length,
+        })
+        .max()
+        .unwrap_or(0);
+    let blob = typed
+        .iter()
+        .map(|a| a.meta.ty)
+        .filter(|t| matches!(t, T::TinyBlob | T::Blob | T::MediumBlob | T::LongBlob))
+        .max_by_key(|t| match t {
+            T::TinyBlob => 1,
+            T::Blob => 2,
+            T::MediumBlob => 3,
+            _ => 4,
+        });
+    meta.ty = blob.unwrap_or(T::VarString);
+    meta.decimals = 0;
+    match collation {
+        None => {
+            meta.charset = charset::BINARY;
+            meta.flags = flags::BINARY;
+            meta.length = chars;
+        }
+        Some(c) => {
+            meta.charset = collation_charset(c);
+            meta.flags = 0;
+            meta.length = chars.saturating_mul(UTF8MB4_BYTES_PER_CHAR);
+        }
+    }
+    if blob.is_some() {
+        meta.flags |= flags::BLOB;
+    }
+    Kind::Str { collation }
+}
+
+/// The cast that brings an arm's values to a column of kind `to`.
+fn cast(arm: &Arm<'_>, to: Kind) -> Option<CastTo> {
+    if arm.kind == to || arm.kind == Kind::Null {
+        return None;
+    }
+    match to {
+        Kind::Int { unsigned: false } => Some(CastTo::Signed),
+        Kind::Dec { scale } => match arm.kind {
+            Kind::Dec { scale: s } if s == scale => None,
+            _ => Some(CastTo::Decimal(value::DECIMAL_DIGITS_MAX as u8, scale)),
+        },
+        Kind::Double => Some(CastTo::Double),
+        Kind::DateTime { fsp } => match arm.kind {
+            // A DATETIME's fraction is shown with the column's decimals.
+            Kind::DateTime { .. } => None,
+            _ => Some(CastTo::DateTime(fsp)),
+        },
+        // Text to text of another collation compares under the column's.
+        Kind::Str { .. } => match arm.kind {
+            Kind::Str { .. } => None,
+            _ => Some(CastTo::Char),
+        },
+        Kind::Int { unsigned: true } | Kind::Null | Kind::Date | Kind::Time { .. } => None,
+    }
+}
