@@ -2826,8 +2826,8 @@ fn decimal_default(ty: &SqlType, text: &str) -> Option<(Dec, bool)> {
         .and_then(|frac| frac.get(usize::from(DEC_SCALE_MAX)..))
         .unwrap_or("");
     if *scale == DEC_SCALE_MAX && dropped.as_bytes().first().is_some_and(|d| *d >= b'5') {
-        let away = if text.starts_with('-') { -1 } else { 1 };
-        rounded = Dec::new(rounded.mantissa.checked_add(away)?, rounded.scale);
+        let away = if text.starts_with('-') { -1i128 } else { 1 };
+        rounded = Dec::new(rounded.mantissa.checked_add(away.into())?, rounded.scale);
     }
     if rounded.whole_digits() > u32::from(precision.saturating_sub(*scale)) {
         return None;

@@ -6,7 +6,7 @@ use schema::{Collation, Value};
 
 use crate::engine::catalog::{SqlColumn, SqlType};
 use crate::engine::expr::value::{
-    datetime_micros, datetime_of_micros, parse_datetime, parse_time, str_number_prefix, Dec,
+    self, datetime_micros, datetime_of_micros, parse_datetime, parse_time, str_number_prefix, Dec,
 };
 use crate::engine::expr::{Ctx, Kind, Val};
 use crate::error::{codes, SqlError, SqlResult};
@@ -210,7 +210,7 @@ fn integer_of(v: &Val, exact: bool) -> Option<i128> {
             if exact && d.rescale(d.scale)?.mantissa != r.rescale(d.scale)?.mantissa {
                 return None;
             }
-            Some(r.mantissa)
+            Some(value::saturating_i128(r.mantissa))
         }
         Val::Double(f) => {
             if exact && f.fract() != 0.0 {
@@ -234,7 +234,7 @@ fn integer_of(v: &Val, exact: bool) -> Option<i128> {
             integer_of(&Val::Dec(Dec::parse(prefix)?), exact)
                 .or_else(|| integer_of(&Val::Double(prefix.parse().ok()?), exact))
         }
-        other => other.temporal_number().rescale(0).map(|d| d.mantissa),
+        other => Some(other.temporal_number().round_i128()),
     }
 }
 
@@ -627,20 +627,22 @@ pub fn to_native_in_mode(v: &Val, target: &Target<'_>, ctx: &mut Ctx<'_>) -> Sql
             let text = v.to_text();
             let (prefix, _) = str_number_prefix(&text);
             let f = v.to_f64().0;
-            let max = 10i128
-                .checked_pow(u32::from(*precision))
-                .map_or(i128::MAX, |m| m - 1);
+            let max = value::pow10(*precision) - 1i128;
             let mantissa = match Dec::parse(prefix)
                 .or_else(|| Dec::parse(&format!("{:.*}", usize::from(*scale), f)))
                 .and_then(|d| d.rescale(*scale))
             {
                 Some(d) => d.mantissa,
                 // Past any DECIMAL (1e300): the limit on its side.
-                None if f > 0.0 => i128::MAX,
-                None if f < 0.0 => i128::MIN,
-                None => 0,
+                None if f > 0.0 => max,
+                None if f < 0.0 => -max,
+                None => value::Mantissa::ZERO,
             };
-            let min = if *unsigned { 0 } else { -max };
+            let min = if *unsigned {
+                value::Mantissa::ZERO
+            } else {
+                -max
+            };
             Val::Dec(Dec::new(mantissa.clamp(min, max), *scale))
         }
         // MariaDB stores the nearest limit: ±(M − D nines . D nines), or
@@ -740,7 +742,7 @@ pub fn to_sql(v: &Val, meta: &ColumnMeta) -> SqlValue {
             let i: i128 = match v {
                 Val::Int(i) => i128::from(*i),
                 Val::UInt(u) => i128::from(*u),
-                Val::Dec(d) => d.rescale(0).map_or(0, |d| d.mantissa),
+                Val::Dec(d) => d.round_i128(),
                 Val::Double(f) => f.round() as i128,
                 other => integer_of(other, false).unwrap_or(0),
             };

@@ -8,7 +8,7 @@ use std::time::Instant;
 use schema::Collation;
 
 use super::value::{
-    datetime_micros, datetime_of_micros, datetime_of_number, parse_datetime, parse_time,
+    self, datetime_micros, datetime_of_micros, datetime_of_number, parse_datetime, parse_time,
     str_number_prefix, Dec, Val, DECIMAL_SCALE_MAX, DIV_PRECISION_INCREMENT_DIGITS,
 };
 use super::{AggFn, AggSpec, Arith, CastTo, CmpOp, Expr, Kind, PerRow, Scope, SubQuery, SubTest};
@@ -864,13 +864,21 @@ pub fn arith(op: Arith, x: Val, y: Val, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
             let shift = u32::from(out_scale) + u32::from(b.scale) + 1 - u32::from(a.scale);
             let num = a
                 .mantissa
-                .checked_mul(10i128.checked_pow(shift).ok_or_else(overflow)?)
+                .checked_mul(
+                    value::Mantissa::from(10i128)
+                        .checked_pow(shift)
+                        .ok_or_else(overflow)?,
+                )
                 .ok_or_else(overflow)?;
             let q = num / b.mantissa;
-            let rounded = (q + q.signum() * 5) / 10;
+            let rounded = (q + q.signum() * 5i128) / 10i128;
             Dec::new(rounded, out_scale)
         }
     };
+    // MySQL's DECIMAL holds 65 digits: a result past them is out of range.
+    if !r.fits() {
+        return Err(overflow());
+    }
     Ok(Val::Dec(r))
 }
 
@@ -1021,7 +1029,31 @@ pub fn cast(v: Val, to: &CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
             let i: i128 = match &v {
                 Val::Int(x) => i128::from(*x),
                 Val::UInt(x) => i128::from(*x),
-                Val::Dec(d) => d.rescale(0).map_or(0, |d| d.mantissa),
+                Val::Dec(d) => {
+                    // A decimal past the type's range is its nearest end
+                    // and a warning, as MariaDB's (an integer wraps).
+                    let i = d.round_i128();
+                    let (lo, hi) = if *to == CastTo::Unsigned {
+                        (0, i128::from(u64::MAX))
+                    } else {
+                        (i128::from(i64::MIN), i128::from(i64::MAX))
+                    };
+                    if !(lo..=hi).contains(&i) {
+                        let ty = if *to == CastTo::Unsigned {
+                            "UNSIGNED INT"
+                        } else {
+                            "INT"
+                        };
+                        ctx.warn(
+                            codes::DATA_OVERFLOW,
+                            format!(
+                                "Got overflow when converting '{}' to {ty}. Value truncated",
+                                d.to_text()
+                            ),
+                        );
+                    }
+                    i.clamp(lo, hi)
+                }
                 Val::Double(f) => f.round() as i128,
                 Val::Str(b) => {
                     let text = String::from_utf8_lossy(b).into_owned();
@@ -1035,7 +1067,7 @@ pub fn cast(v: Val, to: &CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
                     let int_part = prefix.split(['.', 'e', 'E']).next().unwrap_or("");
                     int_part.parse::<i128>().unwrap_or(0)
                 }
-                other => other.temporal_number().rescale(0).map_or(0, |d| d.mantissa),
+                other => other.temporal_number().round_i128(),
             };
             if *to == CastTo::Unsigned {
                 Val::UInt(if i < 0 {
@@ -1093,10 +1125,8 @@ pub fn cast(v: Val, to: &CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
             }
             .unwrap_or(Dec::new(0, 0));
             let d = d.rescale(s).unwrap_or(Dec::new(0, s));
-            // Past what an i128 holds every value fits.
-            let max = 10i128
-                .checked_pow(u32::from(p))
-                .map_or(i128::MAX, |m| m - 1);
+            // p is at most 65 (cast_to refuses more).
+            let max = value::pow10(p) - 1i128;
             if d.mantissa.unsigned_abs() > max.unsigned_abs() {
                 ctx.warn(
                     codes::OUT_OF_RANGE,

@@ -4,7 +4,7 @@ use schema::Collation;
 
 use super::eval::{calendar_datetime, compare, merge_kinds, to_datetime, Ctx};
 use super::value::{
-    datetime_micros, datetime_of_micros, days_from_civil, time_of_day_micros, Dec, Val,
+    self, datetime_micros, datetime_of_micros, days_from_civil, time_of_day_micros, Dec, Val,
     MICROS_PER_DAY, MICROS_PER_SECOND,
 };
 use super::{Expr, Kind, Scope};
@@ -1162,7 +1162,7 @@ impl Func {
             }
             F::Format => {
                 let digits = ctx.num_i64(&v[1]).clamp(0, 30);
-                let rounded = round(&v[0], digits, false, ctx);
+                let rounded = round(&v[0], digits, false, ctx)?;
                 let mut text = match rounded {
                     Val::Double(x) => format!("{x:.*}", digits as usize),
                     other => other.to_text(),
@@ -1350,7 +1350,9 @@ impl Func {
                         Dec::parse(&format!("{:.6}", ctx.num_f64(other))).unwrap_or(Dec::new(-1, 0))
                     }
                 };
-                let micros = second.rescale(6).map_or(-1, |d| d.mantissa);
+                let micros = second
+                    .rescale(6)
+                    .map_or(-1, |d| value::saturating_i128(d.mantissa));
                 if micros >= 60_000_000 {
                     ctx.warn(
                         codes_truncated(),
@@ -1661,11 +1663,23 @@ impl Func {
             F::Ceil | F::Floor => match &v[0] {
                 Val::Int(_) | Val::UInt(_) => v[0].clone(),
                 Val::Dec(d) => {
-                    let p = 10i128.pow(u32::from(d.scale));
+                    let p = value::pow10(d.scale);
                     let q = d.mantissa.div_euclid(p);
                     let r = d.mantissa.rem_euclid(p);
-                    let q = if self == F::Ceil && r != 0 { q + 1 } else { q };
-                    Val::Int(i64::try_from(q).unwrap_or(i64::MAX))
+                    let q = if self == F::Ceil && r != 0 {
+                        q + 1i128
+                    } else {
+                        q
+                    };
+                    // MariaDB makes it a DECIMAL from the argument's
+                    // digits; a type here carries none (see `round`).
+                    Val::Int(i64::try_from(q).map_err(|_| {
+                        let name = if self == F::Ceil { "ceiling" } else { "floor" };
+                        SqlError::new(
+                            crate::error::codes::DATA_OUT_OF_RANGE,
+                            format!("BIGINT value is out of range in '{name}({})'", d.to_text()),
+                        )
+                    })?)
                 }
                 other => {
                     let f = ctx.num_f64(other);
@@ -1677,7 +1691,7 @@ impl Func {
                     Some(d) => ctx.num_i64(d).clamp(-60, 30),
                     None => 0,
                 };
-                round(&v[0], digits, self == F::Truncate, ctx)
+                round(&v[0], digits, self == F::Truncate, ctx)?
             }
             F::Mod => super::eval::arith(super::Arith::Mod, v[0].clone(), v[1].clone(), ctx)?,
             F::Now | F::UtcTimestamp | F::CurTime | F::UtcTime => {
@@ -1910,7 +1924,7 @@ impl Func {
             F::Sign => Val::Int(match &v[0] {
                 Val::Int(i) => i.signum(),
                 Val::UInt(u) => i64::from(*u > 0),
-                Val::Dec(d) => d.mantissa.signum() as i64,
+                Val::Dec(d) => d.mantissa.signum128() as i64,
                 other => {
                     let x = ctx.num_f64(other);
                     if x > 0.0 {
@@ -2746,7 +2760,11 @@ fn random_unit() -> f64 {
     (random_u64() >> 11) as f64 / (1u64 << 53) as f64
 }
 
-fn round(v: &Val, digits: i64, truncate: bool, ctx: &mut Ctx<'_>) -> Val {
+/// ROUND or TRUNCATE of a value to `digits` (negative: left of the
+/// point). An integer's result past its type is 1690, where MariaDB makes
+/// the result a DECIMAL from the argument's digits (a type here comes from
+/// kinds, which carry no digits).
+fn round(v: &Val, digits: i64, truncate: bool, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
     let dec = match v {
         Val::Int(x) => Some(Dec::new(i128::from(*x), 0)),
         Val::UInt(x) => Some(Dec::new(i128::from(*x), 0)),
@@ -2772,13 +2790,15 @@ fn round(v: &Val, digits: i64, truncate: bool, ctx: &mut Ctx<'_>) -> Val {
                 // From the value itself, fraction included: rounding it to
                 // an integer first rounded twice (994.63 to 995, then to
                 // 1000 rather than 990).
-                let unit = digits.unsigned_abs().min(39) as u32;
+                let unit = digits
+                    .unsigned_abs()
+                    .min(u64::from(value::MANTISSA_DIGITS_MAX)) as u32;
                 let shift = unit + u32::from(d.scale);
-                if shift > 38 {
+                if shift > value::MANTISSA_DIGITS_MAX {
                     // A unit past every digit the value can have.
                     Dec::new(0, 0)
                 } else {
-                    let p = 10i128.pow(shift);
+                    let p = value::pow10(shift as u8);
                     let q = d.mantissa / p;
                     let rem = d.mantissa % p;
                     let q = if !truncate && rem.abs() * 2 >= p {
@@ -2786,19 +2806,32 @@ fn round(v: &Val, digits: i64, truncate: bool, ctx: &mut Ctx<'_>) -> Val {
                     } else {
                         q
                     };
-                    match q.checked_mul(10i128.pow(unit)) {
-                        Some(m) => Dec::new(m, 0),
-                        None => return Val::Null,
+                    match q
+                        .checked_mul(value::pow10(unit as u8))
+                        .and_then(|m| Dec::checked(m, 0))
+                    {
+                        Some(d) => d,
+                        None => return Ok(Val::Null),
                     }
                 }
             } else {
                 r
             };
-            match v {
-                Val::Int(_) => Val::Int(i64::try_from(r.mantissa).unwrap_or(i64::MAX)),
-                Val::UInt(_) => Val::UInt(u64::try_from(r.mantissa).unwrap_or(0)),
+            let past = || {
+                let name = if truncate { "truncate" } else { "round" };
+                SqlError::new(
+                    crate::error::codes::DATA_OUT_OF_RANGE,
+                    format!(
+                        "BIGINT value is out of range in '{name}({}, {digits})'",
+                        v.to_text()
+                    ),
+                )
+            };
+            Ok(match v {
+                Val::Int(_) => Val::Int(i64::try_from(r.mantissa).map_err(|_| past())?),
+                Val::UInt(_) => Val::UInt(u64::try_from(r.mantissa).map_err(|_| past())?),
                 _ => Val::Dec(r),
-            }
+            })
         }
         None => {
             let f = ctx.num_f64(v);
@@ -2811,7 +2844,7 @@ fn round(v: &Val, digits: i64, truncate: bool, ctx: &mut Ctx<'_>) -> Val {
                 // to nearest for doubles.
                 x.round_ties_even()
             };
-            Val::Double(x / p)
+            Ok(Val::Double(x / p))
         }
     }
 }

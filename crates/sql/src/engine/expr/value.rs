@@ -11,8 +11,15 @@ use crate::value::{Date, Time};
 pub const DIV_PRECISION_INCREMENT_DIGITS: u8 = 4;
 /// Most digits after the point a decimal keeps (MySQL's 30).
 pub const DECIMAL_SCALE_MAX: u8 = 30;
-/// Most digits of a decimal here (what an i128 mantissa holds exactly).
-pub const DECIMAL_DIGITS_MAX: u32 = 38;
+/// Most digits of a DECIMAL type (MySQL's precision limit, 65): of a
+/// column, a CAST, a UNION's or CASE's decimal column.
+pub const DECIMAL_DIGITS_MAX: u32 = 65;
+
+/// A decimal's digits: a 256-bit integer holds every number of up to 76
+/// digits, so that a value or an intermediate result may have more digits
+/// than a DECIMAL type (MariaDB's hold 81: `65 nines + 1` is a number
+/// before it is stored); past 76, arithmetic is out of range (1690).
+pub type Mantissa = ethnum::I256;
 /// Microseconds in a second.
 pub const MICROS_PER_SECOND: i64 = 1_000_000;
 /// Microseconds in a day.
@@ -21,8 +28,9 @@ pub const MICROS_PER_DAY: i64 = 86_400 * MICROS_PER_SECOND;
 /// An exact decimal: `mantissa / 10^scale`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Dec {
-    /// The digits, signed.
-    pub mantissa: i128,
+    /// The digits, signed; never more than [`MANTISSA_DIGITS_MAX`] of them
+    /// once a result is checked ([`Dec::checked`]).
+    pub mantissa: Mantissa,
     /// Digits after the point.
     pub scale: u8,
 }
@@ -50,14 +58,37 @@ pub enum Val {
     Time(i64),
 }
 
-fn pow10(n: u8) -> i128 {
-    10i128.pow(u32::from(n))
+/// Digits a [`Mantissa`] holds whatever they are (10^76 < 2^255).
+pub const MANTISSA_DIGITS_MAX: u32 = 76;
+
+/// 10^n; n at most [`MANTISSA_DIGITS_MAX`].
+pub fn pow10(n: u8) -> Mantissa {
+    Mantissa::from(10i128).pow(u32::from(n))
+}
+
+/// 10^[`MANTISSA_DIGITS_MAX`]: no decimal's mantissa reaches it.
+fn digits_bound() -> Mantissa {
+    pow10(MANTISSA_DIGITS_MAX as u8)
 }
 
 impl Dec {
     /// `value` with `scale` digits after the point.
-    pub fn new(mantissa: i128, scale: u8) -> Dec {
-        Dec { mantissa, scale }
+    pub fn new(mantissa: impl Into<Mantissa>, scale: u8) -> Dec {
+        Dec {
+            mantissa: mantissa.into(),
+            scale,
+        }
+    }
+
+    /// [`Dec::new`] when the mantissa has at most [`MANTISSA_DIGITS_MAX`]
+    /// digits, as every result of arithmetic must (1690 past them).
+    pub fn checked(mantissa: Mantissa, scale: u8) -> Option<Dec> {
+        (mantissa.unsigned_abs() < digits_bound().unsigned_abs()).then_some(Dec { mantissa, scale })
+    }
+
+    /// Whether its digits are within [`MANTISSA_DIGITS_MAX`].
+    pub fn fits(self) -> bool {
+        self.mantissa.unsigned_abs() < digits_bound().unsigned_abs()
     }
 
     /// This value at another scale, rounded half away from zero when
@@ -67,7 +98,7 @@ impl Dec {
             Ordering::Equal => Some(self),
             Ordering::Greater => {
                 let m = self.mantissa.checked_mul(pow10(scale - self.scale))?;
-                Some(Dec::new(m, scale))
+                Dec::checked(m, scale)
             }
             Ordering::Less => {
                 let d = pow10(self.scale - scale);
@@ -89,7 +120,14 @@ impl Dec {
 
     /// As a double.
     pub fn to_f64(self) -> f64 {
-        self.mantissa as f64 / 10f64.powi(i32::from(self.scale))
+        self.mantissa.as_f64() / 10f64.powi(i32::from(self.scale))
+    }
+
+    /// Its value rounded to an integer, the nearest of 128 bits past
+    /// their range (no integer type of SQL's reaches it: callers clamp
+    /// to theirs).
+    pub fn round_i128(self) -> i128 {
+        self.rescale(0).map_or(0, |d| saturating_i128(d.mantissa))
     }
 
     /// Parses `[-+]digits[.digits][e[-+]n]`; None when it is not one.
@@ -108,12 +146,16 @@ impl Dec {
             return None;
         }
         let frac = &frac[..frac.len().min(usize::from(DECIMAL_SCALE_MAX))];
-        let mut m: i128 = 0;
+        // Leading zeros are no digits (`000…01` of any length is 1).
+        let int = int.trim_start_matches('0');
+        let mut m = Mantissa::ZERO;
         for b in int.bytes().chain(frac.bytes()) {
-            m = m.checked_mul(10)?.checked_add(i128::from(b - b'0'))?;
+            m = m
+                .checked_mul(Mantissa::from(10i128))?
+                .checked_add(Mantissa::from(b - b'0'))?;
         }
         let scale = u8::try_from(frac.len()).ok()?;
-        Some(Dec::new(if neg { -m } else { m }, scale))
+        Dec::checked(if neg { -m } else { m }, scale)
     }
 
     /// As MySQL prints it: every digit of the scale.
@@ -123,7 +165,7 @@ impl Dec {
             out.push('-');
         }
         let abs = self.mantissa.unsigned_abs();
-        let d = 10u128.pow(u32::from(self.scale));
+        let d = pow10(self.scale).unsigned_abs();
         let _ = write!(out, "{}", abs / d);
         if self.scale > 0 {
             let _ = write!(out, ".{:0width$}", abs % d, width = usize::from(self.scale));
@@ -146,19 +188,34 @@ impl Dec {
     /// Digits of the whole part: 0 for one under 1 (which DECIMAL(M,M)
     /// holds).
     pub fn whole_digits(self) -> u32 {
-        let whole = self.mantissa.unsigned_abs() / 10u128.pow(u32::from(self.scale));
-        whole.checked_ilog10().map_or(0, |d| d + 1)
+        digits(self.mantissa.unsigned_abs() / pow10(self.scale).unsigned_abs())
     }
 
     /// Digits before the point.
     pub fn int_digits(self) -> u32 {
-        let whole = self.mantissa.unsigned_abs() / 10u128.pow(u32::from(self.scale));
-        if whole == 0 {
-            1
-        } else {
-            whole.ilog10() + 1
-        }
+        self.whole_digits().max(1)
     }
+}
+
+/// A mantissa as an i128, the nearest limit past its range.
+pub fn saturating_i128(m: Mantissa) -> i128 {
+    i128::try_from(m).unwrap_or(if m < 0 { i128::MIN } else { i128::MAX })
+}
+
+/// Decimal digits of a number (0 for 0).
+fn digits(mut n: ethnum::U256) -> u32 {
+    let mut count = 0;
+    // 10^19 fits a u64: nineteen digits a step, then one at a time.
+    let step = ethnum::U256::from(10_000_000_000_000_000_000u64);
+    while n >= step {
+        n /= step;
+        count += 19;
+    }
+    while n > 0u128 {
+        n /= 10u128;
+        count += 1;
+    }
+    count
 }
 
 /// Days from 0000-03-01-based civil date (Howard Hinnant's algorithm).

@@ -436,7 +436,7 @@ fn read_val(input: &mut impl Read) -> SqlResult<Val> {
         TAG_INT => Val::Int(i64::from_le_bytes(read_bytes(input)?)),
         TAG_UINT => Val::UInt(u64::from_le_bytes(read_bytes(input)?)),
         TAG_DEC => {
-            let mantissa = i128::from_le_bytes(read_bytes(input)?);
+            let mantissa = crate::engine::expr::value::Mantissa::from_le_bytes(read_bytes(input)?);
             let [scale] = read_bytes(input)?;
             Val::Dec(Dec::new(mantissa, scale))
         }
@@ -478,7 +478,7 @@ mod tests {
                 Val::Null,
                 Val::Int(-7),
                 Val::UInt(u64::MAX),
-                Val::Dec(Dec::new(-123_456_789_012_345_678_901_234_567, 9)),
+                Val::Dec(Dec::new(-123_456_789_012_345_678_901_234_567i128, 9)),
                 Val::Double(-0.5),
                 Val::Str(b"\x00caf\xc3\xa9".to_vec()),
                 Val::Date(Date {
