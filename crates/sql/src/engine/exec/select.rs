@@ -1319,6 +1319,15 @@ fn per_row(p: &Planned) -> bool {
             .chain(p.order.iter().map(|(e, _)| e))
             .chain(p.aggs.iter().filter_map(|a| a.arg.as_ref()))
             .chain(p.windows.iter().flat_map(super::window::exprs))
+            .chain(
+                // GROUP_CONCAT's arguments and ORDER BY (`arg` is none of
+                // them): missed, they were evaluated without the rows'
+                // subqueries run and refused.
+                p.aggs
+                    .iter()
+                    .filter_map(|a| a.concat.as_deref())
+                    .flat_map(|gc| gc.args.iter().chain(gc.order.iter().map(|(e, _)| e))),
+            )
             .any(Expr::has_sub)
 }
 
