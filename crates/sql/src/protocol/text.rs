@@ -73,6 +73,8 @@ pub fn render(value: &SqlValue, column: &ColumnMeta, out: &mut Vec<u8>) {
 /// else rounded to them.
 pub fn fixed(value: f64, decimals: u8, out: &mut Vec<u8>) {
     let decimals = usize::from(decimals);
+    // Negative zero (`ROUND('x', 2) * -3`) is shown as zero, as MariaDB's.
+    let value = if value == 0.0 { 0.0 } else { value };
     // Display is the shortest digits that read back, never an exponent.
     let shortest = value.to_string();
     let have = shortest.split_once('.').map_or(0, |(_, f)| f.len());
@@ -289,6 +291,7 @@ mod tests {
     fn fixed_decimals_print_as_mariadb_prints_them() {
         let cases: &[(SqlValue, u8, &str)] = &[
             (SqlValue::Double(1.5), 2, "1.50"),
+            (SqlValue::Double(-0.0), 2, "0.00"),
             (SqlValue::Double(12345679.0), 2, "12345679.00"),
             (
                 SqlValue::Double(1.2345678901234568e20),

@@ -752,8 +752,9 @@ pub fn to_sql(v: &Val, meta: &ColumnMeta) -> SqlValue {
                 SqlValue::Int(i.max(i128::from(i64::MIN)) as i64)
             }
         }
-        T::Float => SqlValue::Float(v.to_f64().0 as f32),
-        T::Double => SqlValue::Double(v.to_f64().0),
+        // `+ 0.0` makes a negative zero zero, as MariaDB sends it.
+        T::Float => SqlValue::Float(v.to_f64().0 as f32 + 0.0),
+        T::Double => SqlValue::Double(v.to_f64().0 + 0.0),
         T::Decimal | T::NewDecimal => {
             let d = match v {
                 Val::Dec(d) => *d,

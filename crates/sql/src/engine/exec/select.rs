@@ -3143,14 +3143,30 @@ fn group_key_into(values: &[Val], collations: &[Option<Collation>], key: &mut Ve
                     key.extend_from_slice(b);
                 }
             },
-            Val::Int(_) | Val::UInt(_) | Val::Dec(_) => {
-                key.push(2);
+            Val::Int(_) | Val::UInt(_) | Val::Dec(_) | Val::Double(_) => {
+                // Every number by its value: a DOUBLE 18 (a UNION's column
+                // of GREATEST(int, double) rows) is the integer 18, -0 is
+                // 0, as MariaDB compares them.
                 let d = match v {
                     Val::Int(i) => Dec::new(i128::from(*i), 0),
                     Val::UInt(u) => Dec::new(i128::from(*u), 0),
                     Val::Dec(d) => *d,
+                    Val::Double(f) if f.fract() == 0.0 && f.abs() < 9.2e18 => {
+                        Dec::new(*f as i64, 0)
+                    }
+                    Val::Double(f) => match Dec::of_double(*f) {
+                        Some(d) => d,
+                        None => {
+                            // NaN or an infinity: by its text.
+                            key.push(3);
+                            key.extend(v.to_text().as_bytes());
+                            key.push(0xff);
+                            continue;
+                        }
+                    },
                     _ => Dec::new(0, 0),
                 };
+                key.push(2);
                 // Normalised: trailing fractional zeros dropped.
                 let mut d = d;
                 while d.scale > 0 && d.mantissa % 10 == 0 {
