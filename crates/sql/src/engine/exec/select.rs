@@ -1694,7 +1694,7 @@ fn answer_planned(
     more: bool,
     sink: &mut dyn ResultSink,
 ) -> SqlResult<Answered> {
-    if streams(plans) {
+    if streams(plans) && !limit_zero(plans) {
         return stream(conn, plans, params, more, sink);
     }
     let rows = rows_of_planned(conn, plans, params)?;
@@ -1704,6 +1704,14 @@ fn answer_planned(
         ..OkInfo::default()
     };
     send(sink, &plans.metas, rows, &end)
+}
+
+/// Whether a single SELECT's LIMIT is 0 (and no SQL_CALC_FOUND_ROWS
+/// counts its rows): it has no rows, and nothing is read or evaluated, as
+/// MariaDB's "Impossible LIMIT" (whose rows would not raise an error
+/// either). MariaDB runs a UNION's SELECTs whatever its LIMIT: so does this.
+fn limit_zero(plans: &Plans) -> bool {
+    !plans.calc_found_rows && matches!(plans.planned.as_slice(), [p] if p.limit == Some(0))
 }
 
 /// Whether a query's rows can be sent as they are read ([`stream`]): one
@@ -2301,6 +2309,9 @@ fn rows_of_planned(conn: &mut Conn<'_>, plans: &Plans, params: &[Val]) -> SqlRes
         calc_found_rows,
         placeholders,
     } = plans;
+    if limit_zero(plans) {
+        return Ok(Vec::new());
+    }
     let (distinct_arms, union_limit, union_offset, calc_found_rows) = (
         *distinct_arms,
         *union_limit,

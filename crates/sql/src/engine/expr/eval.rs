@@ -474,11 +474,21 @@ impl Expr {
             },
             Expr::Arith(op, a, b) => {
                 let x = a.eval(row, ctx)?;
+                // A NULL left operand is the answer: the right one is not
+                // evaluated, as MariaDB's (its out-of-range error, say,
+                // does not happen: `NULL + (u + 1)`).
+                if x.is_null() {
+                    return Ok(Val::Null);
+                }
                 let y = b.eval(row, ctx)?;
                 arith(*op, x, y, ctx)?
             }
             Expr::Cmp(op, a, b, coll) => {
                 let x = a.eval(row, ctx)?;
+                // Likewise for a comparison (MariaDB's Arg_comparator).
+                if x.is_null() && *op != CmpOp::NullSafeEq {
+                    return Ok(Val::Null);
+                }
                 let y = b.eval(row, ctx)?;
                 if *op == CmpOp::NullSafeEq {
                     return Ok(Val::Int(i64::from(match (x.is_null(), y.is_null()) {
@@ -1065,7 +1075,24 @@ pub fn cast(v: Val, to: &CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
                         );
                     }
                     let int_part = prefix.split(['.', 'e', 'E']).next().unwrap_or("");
-                    int_part.parse::<i128>().unwrap_or(0)
+                    // Past BIGINT UNSIGNED or below BIGINT: the nearest of
+                    // them and 1292, as MariaDB's (then wrapped to the type
+                    // below, as an integer is: `'99…9' AS SIGNED` is -1).
+                    let (lo, hi) = (i128::from(i64::MIN), i128::from(u64::MAX));
+                    let digits = int_part.trim_start_matches(['-', '+']);
+                    let (i, past_i128) = match int_part.parse::<i128>() {
+                        Ok(i) => (i, false),
+                        Err(_) if digits.is_empty() => (0, false),
+                        Err(_) if int_part.starts_with('-') => (lo, true),
+                        Err(_) => (hi, true),
+                    };
+                    if whole && (past_i128 || !(lo..=hi).contains(&i)) {
+                        ctx.warn(
+                            codes::TRUNCATED_WRONG_VALUE,
+                            format!("Truncated incorrect INTEGER value: '{text}'"),
+                        );
+                    }
+                    i.clamp(lo, hi)
                 }
                 other => other.temporal_number().round_i128(),
             };

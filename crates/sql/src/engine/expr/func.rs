@@ -833,6 +833,17 @@ impl Func {
                 }
                 return Ok(Val::Null);
             }
+            // NULLIF(NULL, y) is NULL without y, as MariaDB's comparison.
+            F::NullIf => {
+                let x = args[0].eval(row, ctx)?;
+                if x.is_null() {
+                    return Ok(Val::Null);
+                }
+                let y = args[1].eval(row, ctx)?;
+                let equal =
+                    !y.is_null() && compare(&x, &y, Some(Collation::Utf8mb4GeneralCi), ctx).is_eq();
+                return Ok(if equal { Val::Null } else { x });
+            }
             _ => {}
         }
         let mut v = Vec::with_capacity(args.len());
@@ -844,16 +855,7 @@ impl Func {
         Ok(match self {
             F::Json(f) => return f.eval(args, &v, ctx),
             F::If | F::IfNull | F::Coalesce => Val::Null,
-            F::NullIf => {
-                if !v[0].is_null()
-                    && !v[1].is_null()
-                    && compare(&v[0], &v[1], Some(Collation::Utf8mb4GeneralCi), ctx).is_eq()
-                {
-                    Val::Null
-                } else {
-                    v[0].clone()
-                }
-            }
+            F::NullIf => unreachable!("NULLIF is evaluated lazily above"),
             F::Concat => {
                 if null_in {
                     return Ok(Val::Null);
