@@ -99,6 +99,29 @@ class Gen:
             lambda: "DATEDIFF(%s, '2000-01-01')" % self.col(scope, "date"),
             lambda: "NULLIF(%s, %s)" % (self.num(scope, depth + 1), self.num(scope, depth + 1)),
             lambda: "CAST(%s AS SIGNED)" % self.text(scope, depth + 1),
+            # Implicit conversions, division, more functions.
+            lambda: "(%s / %s)" % (self.num(scope, depth + 1), self.rng.choice(["3", "-7", "0", "2.5"])),
+            lambda: "(%s + %s)" % (self.num(scope, depth + 1), self.text(scope, depth + 1)),
+            lambda: "FLOOR(%s)" % self.col(scope, "dec"),
+            lambda: "CEIL(%s)" % self.col(scope, "dec"),
+            lambda: "TRUNCATE(%s, %d)" % (self.col(scope, "dec"), self.rng.randint(-1, 1)),
+            lambda: "SIGN(%s)" % self.num(scope, depth + 1),
+            lambda: "MOD(%s, %s)" % (self.num(scope, depth + 1), self.rng.choice(["4", "-2", "0"])),
+            lambda: "LEAST(%s, %s)" % (self.num(scope, depth + 1), self.num(scope, depth + 1)),
+            lambda: "MONTH(%s)" % self.col(scope, "date"),
+            lambda: "DAYOFWEEK(%s)" % self.col(scope, "date"),
+            lambda: "TO_DAYS(%s)" % self.col(scope, "date"),
+            lambda: "TIMESTAMPDIFF(MONTH, %s, '2024-01-31')" % self.col(scope, "date"),
+            lambda: "LOCATE('a', %s)" % self.text(scope, depth + 1),
+            lambda: "CHAR_LENGTH(%s)" % self.text(scope, depth + 1),
+            lambda: "ASCII(%s)" % self.text(scope, depth + 1),
+            lambda: "STRCMP(%s, %s)" % (self.text(scope, depth + 1), self.text(scope, depth + 1)),
+            lambda: "(%s & 6)" % self.num(scope, depth + 1),
+            lambda: "(%s >> 1)" % self.num(scope, depth + 1),
+            lambda: "BIT_COUNT(%s)" % self.num(scope, depth + 1),
+            lambda: "CAST(%s AS DECIMAL(10,3))" % self.num(scope, depth + 1),
+            lambda: "CAST(%s AS UNSIGNED)" % self.num(scope, depth + 1),
+            lambda: "(%s * %s)" % (self.col(scope, "dbl"), self.num(scope, depth + 1)),
         ]
         return self.rng.choice(ops)()
 
@@ -125,6 +148,17 @@ class Gen:
             lambda: "IF(%s, %s, %s)" % (self.cond(scope, depth + 1), self.text(scope, depth + 1),
                                         self.text(scope, depth + 1)),
             lambda: "INSERT(%s, 2, 1, 'Q')" % self.text(scope, depth + 1),
+            lambda: "DATE_ADD(%s, INTERVAL %d DAY)" % (self.col(scope, "date"), self.rng.randint(-400, 400)),
+            lambda: "MONTHNAME(%s)" % self.col(scope, "date"),
+            lambda: "HEX(%s)" % self.num(scope, depth + 1),
+            lambda: "SUBSTRING_INDEX(%s, 'a', %d)" % (self.text(scope, depth + 1), self.rng.randint(-2, 2)),
+            lambda: "REPEAT(%s, 2)" % self.text(scope, depth + 1),
+            lambda: "CONCAT(%s, %s)" % (self.text(scope, depth + 1), self.num(scope, depth + 1)),
+            lambda: "FORMAT(%s, %d)" % (self.col(scope, "dec"), self.rng.randint(0, 2)),
+            lambda: "RTRIM(%s)" % self.text(scope, depth + 1),
+            lambda: "QUOTE(%s)" % self.text(scope, depth + 1),
+            lambda: "ELT(%d, %s, %s)" % (self.rng.randint(0, 3), self.text(scope, depth + 1),
+                                         self.text(scope, depth + 1)),
         ]
         return self.rng.choice(ops)()
 
@@ -133,7 +167,8 @@ class Gen:
         # MariaDB 10.11 answers 1 for `v NOT IN (SELECT c …)` whose c has a
         # NULL when v lies outside c's type (t1.f's 4294967296 against an
         # INT), where NULL is right (docs/sql.md): the left side of an IN
-        # subquery keeps to columns within INT.
+        # subquery is a column within INT (an expression of one may leave
+        # it: CAST(a AS UNSIGNED), a / 3, e * 8).
         in_range = [c for c in scope if c[0] != "t1.f"]
         if depth > 2 or r < 0.5:
             ops = [
@@ -149,11 +184,17 @@ class Gen:
                 lambda: "%s = %s" % (self.text(scope, depth + 1), self.text(scope, depth + 1)),
                 lambda: "%s < %s" % (self.col(scope, "date"), literal(self.rng.choice(["2001-01-01", "2024-02-29"]))),
                 lambda: "%s > %s" % (self.col(scope, "dec"), self.rng.choice(["0", "-1.5", "100"])),
+                # Strings against numbers, and dates against strings.
+                lambda: "%s %s %s" % (self.text(scope, depth + 1), self.rng.choice(["=", "<", ">="]),
+                                      self.num(scope, depth + 1)),
+                lambda: "%s BETWEEN '1999-06-01' AND '2024-12-31'" % self.col(scope, "date"),
+                lambda: "%s IN ('apple', 'FIG', 3)" % self.text(scope, depth + 1),
+                lambda: "%s REGEXP '^[a-d]'" % self.text(scope, depth + 1),
             lambda: "EXISTS (SELECT 1 FROM t2 s WHERE s.x = %s)" % self.num(scope, depth + 1),
-            lambda: "%s IN (SELECT s.x FROM t2 s WHERE s.y IS NOT NULL)" % self.num(in_range, depth + 1),
+            lambda: "%s IN (SELECT s.x FROM t2 s WHERE s.y IS NOT NULL)" % self.col(in_range, "int"),
             lambda: "%s %s (SELECT MAX(s.x) FROM t2 s WHERE s.t1_id > %d)" % (
                 self.num(scope, depth + 1), self.rng.choice(["=", "<", ">="]), self.rng.randint(0, 30)),
-            lambda: "%s NOT IN (SELECT s.t1_id FROM t2 s)" % self.num(in_range, depth + 1),
+            lambda: "%s NOT IN (SELECT s.t1_id FROM t2 s)" % self.col(in_range, "int"),
             ]
             return self.rng.choice(ops)()
         ops = [
@@ -167,7 +208,7 @@ class Gen:
     def query(self):
         rng = self.rng
         t1 = [("t1.id", "int"), ("t1.a", "int"), ("t1.b", "text"), ("t1.c", "dec"), ("t1.d", "date"),
-              ("t1.f", "int")]
+              ("t1.f", "int"), ("t1.e", "dbl")]
         t2 = [("t2.id", "int"), ("t2.t1_id", "int"), ("t2.x", "int"), ("t2.y", "text")]
         shape = rng.random()
         if shape < 0.45:
@@ -225,6 +266,18 @@ class Gen:
             for arm in arms[1:]:
                 sql += " %s %s" % (rng.choice(["UNION", "UNION ALL"]), arm)
             return sql, False
+        if rng.random() < 0.08 and source == "t1":
+            # Window functions over a unique order: one answer per row.
+            part = rng.choice(["", "PARTITION BY %s " % self.col(t1, rng.choice(["int", "text", "date"]))])
+            frame = rng.choice(["", " ROWS BETWEEN 1 PRECEDING AND CURRENT ROW",
+                                " ROWS BETWEEN UNBOUNDED PRECEDING AND 1 FOLLOWING"])
+            fn = rng.choice(["ROW_NUMBER()", "SUM(%s)", "COUNT(%s)", "MAX(%s)", "AVG(%s)",
+                             "LAG(%s)", "LEAD(%s, 2)", "FIRST_VALUE(%s)", "NTILE(3)"])
+            if "%s" in fn:
+                fn = fn % self.num(t1, 1)
+            framed = frame if fn.split("(")[0] in ("SUM", "COUNT", "MAX", "AVG", "FIRST_VALUE") else ""
+            return ("SELECT t1.id, %s OVER (%sORDER BY t1.id%s) FROM t1%s"
+                    % (fn, part, framed, where)), False
         items = []
         for _ in range(rng.randint(1, 4)):
             items.append(rng.choice([self.num, self.text, self.num])(scope))

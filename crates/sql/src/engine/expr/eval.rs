@@ -909,6 +909,14 @@ pub fn compare(x: &Val, y: &Val, coll: Option<Collation>, ctx: &mut Ctx<'_>) -> 
             }
         }
         (Val::Str(_), Val::Date(_) | Val::DateTime(..)) => compare(y, x, coll, ctx).reverse(),
+        (
+            Val::Date(_) | Val::DateTime(..),
+            Val::Int(_) | Val::UInt(_) | Val::Dec(_) | Val::Double(_),
+        ) => packed_temporal(x).cmp(&packed_number(y, matches!(x, Val::DateTime(..)), ctx)),
+        (
+            Val::Int(_) | Val::UInt(_) | Val::Dec(_) | Val::Double(_),
+            Val::Date(_) | Val::DateTime(..),
+        ) => compare(y, x, coll, ctx).reverse(),
         (Val::Date(_) | Val::DateTime(..), Val::Date(_) | Val::DateTime(..)) => {
             temporal_key(x).cmp(&temporal_key(y))
         }
@@ -942,6 +950,91 @@ pub fn compare_str(a: &[u8], b: &[u8], coll: Option<Collation>) -> Ordering {
         // comparison was an eighth of the SQL node's CPU on sysbench's
         // ORDER BY c, where strings differ within a few bytes.
         Some(c) => c.compare_bytes(a, b),
+    }
+}
+
+/// A date or datetime as the number `YYYYMMDDhhmmss` and its
+/// microseconds, in one key whose order is time's (a zero month or day
+/// sorts before the first).
+fn packed_temporal(v: &Val) -> i128 {
+    let (d, t) = match v {
+        Val::Date(d) => (*d, Time::default()),
+        Val::DateTime(d, t) => (*d, *t),
+        _ => return 0,
+    };
+    let ymd = i128::from(d.year) * 10_000 + i128::from(d.month) * 100 + i128::from(d.day);
+    let hms = i128::from(t.hour) * 10_000 + i128::from(t.minute) * 100 + i128::from(t.second);
+    (ymd * 1_000_000 + hms) * 1_000_000 + i128::from(t.micros)
+}
+
+/// A number compared with a date or datetime, as MariaDB compares them:
+/// read as a datetime ([`datetime_of_number`]'s layouts: `[YY]YYMMDD`,
+/// `[YY]YYMMDDhhmmss`, a two-digit year 2000-2069 below 70), not as the
+/// date's number (`TIMESTAMP '2023-01-01 10:00' > 20240101` is false; it
+/// was true, 20230101100000 against 20240101). Its fraction is
+/// microseconds of a datetime's time, none of a date's. One that is no
+/// datetime (negative, 1 to 100, past 14 digits) is the zero date and
+/// 1292, as MariaDB's. Parts are not checked: the order is the digits'.
+fn packed_number(v: &Val, with_time: bool, ctx: &mut Ctx<'_>) -> i128 {
+    let (whole, micros) = match v {
+        Val::Int(i) => (i128::from(*i), 0),
+        Val::UInt(u) => (i128::from(*u), 0),
+        Val::Dec(d) => {
+            let p = value::pow10(d.scale);
+            let whole = value::saturating_i128(d.mantissa.div_euclid(p));
+            let frac = d.mantissa.rem_euclid(p);
+            let micros = Dec::new(frac, d.scale)
+                .rescale(6)
+                .map_or(0, |m| value::saturating_i128(m.mantissa).min(999_999));
+            (whole, micros)
+        }
+        Val::Double(f) => {
+            let whole = f.floor();
+            let micros = ((f - whole) * 1e6).round().min(999_999.0) as i128;
+            (whole as i128, micros)
+        }
+        _ => (0, 0),
+    };
+    let year_of = |yy: i128| if yy < 70 { 2000 + yy } else { 1900 + yy };
+    let packed = match whole {
+        0 => Some(0),
+        101..=999_999 => Some((year_of(whole / 10_000) * 10_000 + whole % 10_000) * 1_000_000),
+        1_000_000..=99_999_999 => Some(whole * 1_000_000),
+        100_000_000..=999_999_999_999 => {
+            Some(year_of(whole / 10_000_000_000) * 10_000_000_000 + whole % 10_000_000_000)
+        }
+        1_000_000_000_000..=99_999_999_999_999 => Some(whole),
+        _ => None,
+    };
+    match packed {
+        Some(p) => {
+            // A date's fraction is dropped (MariaDB's note 1292), a
+            // datetime's is its microseconds.
+            let micros = if with_time { micros } else { 0 };
+            if !with_time && micros_of(v) {
+                ctx.note(
+                    codes::TRUNCATED_WRONG_VALUE,
+                    format!("Truncated incorrect date value: '{}'", v.to_text()),
+                );
+            }
+            p * 1_000_000 + micros
+        }
+        None => {
+            ctx.warn(
+                codes::TRUNCATED_WRONG_VALUE,
+                format!("Truncated incorrect datetime value: '{}'", v.to_text()),
+            );
+            0
+        }
+    }
+}
+
+/// Whether a number has a fraction.
+fn micros_of(v: &Val) -> bool {
+    match v {
+        Val::Dec(d) => d.mantissa % value::pow10(d.scale) != 0,
+        Val::Double(f) => f.fract() != 0.0,
+        _ => false,
     }
 }
 
@@ -1064,7 +1157,31 @@ pub fn cast(v: Val, to: &CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
                     }
                     i.clamp(lo, hi)
                 }
-                Val::Double(f) => f.round() as i128,
+                Val::Double(f) => {
+                    // Past the type: its nearest end and note 1916, as
+                    // MariaDB's (a negative double is 0 UNSIGNED, not
+                    // wrapped as an integer is).
+                    let f = f.round();
+                    let (lo, hi, ty) = if *to == CastTo::Unsigned {
+                        (0.0, u64::MAX as f64, "UNSIGNED BIGINT")
+                    } else {
+                        (i64::MIN as f64, i64::MAX as f64, "SIGNED BIGINT")
+                    };
+                    if f < lo || f >= hi {
+                        ctx.note(
+                            codes::DATA_OVERFLOW,
+                            format!(
+                                "Got overflow when converting '{}' to {ty}. Value truncated",
+                                v.to_text()
+                            ),
+                        );
+                    }
+                    if *to == CastTo::Unsigned {
+                        i128::from(f as u64)
+                    } else {
+                        i128::from(f as i64)
+                    }
+                }
                 Val::Str(b) => {
                     let text = String::from_utf8_lossy(b).into_owned();
                     let (prefix, whole) = str_number_prefix(&text);

@@ -580,8 +580,10 @@ impl Func {
             | F::Atan
             | F::Radians
             | F::Degrees => Kind::Double,
+            // BIT_COUNT is a signed INT, as MariaDB's (`BIT_COUNT(12) - 20`
+            // is -18, not 1690).
+            F::BitCount => Kind::Int { unsigned: false },
             F::Crc32
-            | F::BitCount
             | F::InetAton
             | F::BitOr
             | F::BitAnd
@@ -1187,8 +1189,16 @@ impl Func {
                     None => Val::Null,
                 }
             }
+            // Its arguments as strings, whatever they are (a date against
+            // 'grape ' compares its text, not as dates; numbers too).
+            F::Strcmp if null_in => Val::Null,
             F::Strcmp => Val::Int(
-                match compare(&v[0], &v[1], Some(Collation::Utf8mb4GeneralCi), ctx) {
+                match compare(
+                    &Val::str(v[0].to_text()),
+                    &Val::str(v[1].to_text()),
+                    Some(Collation::Utf8mb4GeneralCi),
+                    ctx,
+                ) {
                     std::cmp::Ordering::Less => -1,
                     std::cmp::Ordering::Equal => 0,
                     std::cmp::Ordering::Greater => 1,
@@ -1511,11 +1521,7 @@ impl Func {
                     }
                 }
             }
-            F::BitCount => Val::UInt(u64::from(match &v[0] {
-                Val::Int(i) => i.count_ones(),
-                Val::UInt(u) => u.count_ones(),
-                other => (ctx.num_i64(other) as u64).count_ones(),
-            })),
+            F::BitCount => Val::Int(i64::from(bits_of(&v[0], ctx).count_ones())),
             F::BitOr | F::BitAnd | F::BitXor | F::ShiftLeft | F::ShiftRight | F::BitNot => {
                 if null_in {
                     return Ok(Val::Null);
@@ -1823,10 +1829,28 @@ impl Func {
                 let Some((d, t)) = to_datetime(&v[0], ctx) else {
                     return Ok(Val::Null);
                 };
+                // The zero date (0, '0000-00-00') or one with a zero part
+                // is no day to count from: NULL and 1292, as MariaDB's.
+                if !super::value::date_valid(d) {
+                    let text = match &v[0] {
+                        Val::Str(_) => s(0),
+                        _ => super::value::datetime_text(d, t, 0),
+                    };
+                    ctx.warn(
+                        crate::error::codes::TRUNCATED_WRONG_VALUE,
+                        format!("Incorrect datetime value: '{text}'"),
+                    );
+                    return Ok(Val::Null);
+                }
                 let unit = s(2).to_ascii_uppercase();
                 let was_date = match &v[0] {
                     Val::Date(_) => true,
                     Val::Str(b) => super::value::parse_datetime(&String::from_utf8_lossy(b))
+                        .is_some_and(|(_, t)| t.is_none()),
+                    // A number of a date's digits (20240301) is a date.
+                    Val::Int(_) | Val::UInt(_) => u64::try_from(ctx.num_i64(&v[0]))
+                        .ok()
+                        .and_then(super::value::datetime_of_number)
                         .is_some_and(|(_, t)| t.is_none()),
                     _ => false,
                 };
@@ -1864,11 +1888,10 @@ impl Func {
             F::Hex => match &v[0] {
                 Val::Str(b) => Val::str(b.iter().map(|x| format!("{x:02X}")).collect::<String>()),
                 other => {
-                    let n = match other {
-                        Val::Int(i) => *i as u64,
-                        Val::UInt(u) => *u,
-                        x => ctx.num_f64(x).round() as i64 as u64,
-                    };
+                    // As BIGINT UNSIGNED bits: a fraction (through a
+                    // double, as MariaDB's) rounds, past the type it is
+                    // all ones, a negative number its two's complement.
+                    let n = bits_of(other, ctx);
                     Val::str(format!("{n:X}"))
                 }
             },
