@@ -83,6 +83,13 @@ pub trait ResultSink {
         let _ = name;
         Ok(None)
     }
+    /// A sink inside the SQL node (INSERT … SELECT's) that takes rows as
+    /// the engine's values, not as the protocol's: where they go, or None
+    /// for a client's sink. Through the protocol a value is shown as its
+    /// column is (a quotient rounded to its scale) and converted twice.
+    fn values(&mut self) -> Option<&mut Vec<Vec<crate::engine::expr::Val>>> {
+        None
+    }
 }
 
 /// A prepared statement as the client learns it.

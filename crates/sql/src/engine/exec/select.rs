@@ -136,10 +136,11 @@ pub(crate) fn materialise(
         _ => Vec::new(),
     };
     let metas = plans.metas.clone();
-    let rows = match params {
+    let mut rows = match params {
         Some(params) => rows_of(conn, plans, params)?,
         None => Vec::new(),
     };
+    round_to_kinds(&mut rows, &kinds);
     Ok(super::derived::Materialised {
         metas,
         kinds,
@@ -2404,6 +2405,32 @@ fn rows_of_planned(conn: &mut Conn<'_>, plans: &Plans, params: &[Val]) -> SqlRes
     Ok(rows)
 }
 
+/// Rounds the decimals of kept rows (a derived table's, a subquery's) to
+/// their columns' scales: a quotient's extra digits
+/// (`eval::division_digits`) live within one expression, as MariaDB keeps
+/// them, not in a row it stores (its temporary table's DECIMAL(p, s)).
+fn round_to_kinds(rows: &mut [Vec<Val>], kinds: &[Kind]) {
+    let scales: Vec<Option<u8>> = kinds
+        .iter()
+        .map(|k| match k {
+            Kind::Dec { scale } => Some(*scale),
+            _ => None,
+        })
+        .collect();
+    if scales.iter().all(Option::is_none) {
+        return;
+    }
+    for row in rows {
+        for (v, scale) in row.iter_mut().zip(&scales) {
+            if let (Val::Dec(d), Some(scale)) = (&*v, scale) {
+                if d.scale > *scale {
+                    *v = Val::Dec(d.rescale(*scale).unwrap_or(*d));
+                }
+            }
+        }
+    }
+}
+
 /// Casts one SELECT's rows of a UNION to the UNION's column types
 /// (`casts` None or all None: they are of them already).
 fn conform(
@@ -2448,6 +2475,10 @@ fn send_row(
     row: Vec<Val>,
     out: &mut Vec<crate::value::SqlValue>,
 ) -> SqlResult<()> {
+    if let Some(values) = sink.values() {
+        values.push(row);
+        return Ok(());
+    }
     out.clear();
     out.extend(
         row.into_iter()

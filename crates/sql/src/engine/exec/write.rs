@@ -1969,6 +1969,9 @@ impl crate::backend::ResultSink for Collect {
     fn error(&mut self, _: &SqlError) -> std::io::Result<()> {
         Ok(())
     }
+    fn values(&mut self) -> Option<&mut Vec<Vec<Val>>> {
+        Some(&mut self.rows)
+    }
 }
 
 /// `EXPLAIN UPDATE …` / `EXPLAIN DELETE …`: the plan `fetch_targets` runs

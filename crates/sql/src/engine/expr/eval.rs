@@ -869,20 +869,34 @@ pub fn arith(op: Arith, x: Val, y: Val, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
                 ctx.warn(codes::DIVISION_BY_ZERO, "Division by 0");
                 return Ok(Val::Null);
             }
-            let out_scale = (a.scale + DIV_PRECISION_INCREMENT_DIGITS).min(DECIMAL_SCALE_MAX);
-            // a/b at out_scale: a * 10^(out_scale + b.scale - a.scale + 1) / b, rounded.
-            let shift = u32::from(out_scale) + u32::from(b.scale) + 1 - u32::from(a.scale);
-            let num = a
-                .mantissa
-                .checked_mul(
-                    value::Mantissa::from(10i128)
-                        .checked_pow(shift)
-                        .ok_or_else(overflow)?,
-                )
-                .ok_or_else(overflow)?;
-            let q = num / b.mantissa;
-            let rounded = (q + q.signum() * 5i128) / 10i128;
-            Dec::new(rounded, out_scale)
+            // The quotient keeps MariaDB's digits (`decimal_div`: whole
+            // words of nine, truncated), more than the scale it is shown
+            // with (`div_precision_increment` more than a's, its kind):
+            // ROUND(1/3, 6) is 0.333333 and SUM(x / 7) adds 0.142857142s,
+            // not 0.1429s; sending, storing and string contexts round it.
+            let shown = (a.scale + DIV_PRECISION_INCREMENT_DIGITS).min(DECIMAL_SCALE_MAX);
+            let scale = division_digits(a.scale, b.scale).max(shown);
+            let shift = u32::from(scale) + u32::from(b.scale) - u32::from(a.scale);
+            let num = value::Mantissa::from(10i128)
+                .checked_pow(shift)
+                .and_then(|p| a.mantissa.checked_mul(p));
+            match num {
+                Some(num) => Dec::new(num / b.mantissa, scale),
+                None => {
+                    // Too many digits for them: at the shown scale, rounded.
+                    let shift = u32::from(shown) + u32::from(b.scale) + 1 - u32::from(a.scale);
+                    let num = a
+                        .mantissa
+                        .checked_mul(
+                            value::Mantissa::from(10i128)
+                                .checked_pow(shift)
+                                .ok_or_else(overflow)?,
+                        )
+                        .ok_or_else(overflow)?;
+                    let q = num / b.mantissa;
+                    Dec::new((q + q.signum() * 5i128) / 10i128, shown)
+                }
+            }
         }
     };
     // MySQL's DECIMAL holds 65 digits: a result past them is out of range.
@@ -890,6 +904,20 @@ pub fn arith(op: Arith, x: Val, y: Val, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
         return Err(overflow());
     }
     Ok(Val::Dec(r))
+}
+
+/// Digits after the point a decimal quotient holds, as MariaDB's
+/// `do_div_mod` makes them: each operand's fraction in whole words of
+/// nine digits, plus what `div_precision_increment` asks beyond the words'
+/// padding, in whole words again (1/3: 9 digits, 1.123456789012/3: 18);
+/// at most [`DECIMAL_SCALE_MAX`].
+pub fn division_digits(a_scale: u8, b_scale: u8) -> u8 {
+    let words = |digits: u32| digits.div_ceil(9) * 9;
+    let (a, b) = (u32::from(a_scale), u32::from(b_scale));
+    let (fa, fb) = (words(a), words(b));
+    let padding = (fa - a) + (fb - b);
+    let incr = u32::from(DIV_PRECISION_INCREMENT_DIGITS).saturating_sub(padding);
+    words(fa + fb + incr).min(u32::from(DECIMAL_SCALE_MAX)) as u8
 }
 
 /// Compares two non-NULL values as MySQL does: strings as strings under

@@ -678,15 +678,10 @@ impl Func {
                 };
                 match arg(0) {
                     Kind::Int { unsigned } => Kind::Int { unsigned },
-                    Kind::Dec { scale } => {
-                        if digits == 0 {
-                            Kind::Dec { scale: 0 }
-                        } else {
-                            Kind::Dec {
-                                scale: digits.min(scale),
-                            }
-                        }
-                    }
+                    // Shown with the digits asked for, as MariaDB's
+                    // (ROUND(1.23, 6) is 1.230000; ROUND(1/3, 6) 0.333333,
+                    // from the quotient's digits).
+                    Kind::Dec { .. } => Kind::Dec { scale: digits },
                     _ => Kind::Double,
                 }
             }

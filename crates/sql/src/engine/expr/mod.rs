@@ -760,10 +760,10 @@ impl<'a> Scope<'a> {
             } => match cast_to(data_type, expr)? {
                 CastTo::Char => {
                     let e = self.lower(expr)?;
-                    let to = self
-                        .fixed_decimals(&e)
-                        .map_or(CastTo::Char, CastTo::FixedChar);
-                    Expr::Cast(Box::new(e), to)
+                    match self.fixed_decimals(&e) {
+                        Some(d) => Expr::Cast(Box::new(e), CastTo::FixedChar(d)),
+                        None => Expr::Cast(Box::new(self.fixed_text(e)), CastTo::Char),
+                    }
                 }
                 to => Expr::Cast(self.boxed(expr)?, to),
             },
@@ -1535,7 +1535,22 @@ impl<'a> Scope<'a> {
     fn fixed_text(&self, e: Expr) -> Expr {
         match self.fixed_decimals(&e) {
             Some(d) => Expr::Cast(Box::new(e), CastTo::FixedChar(d)),
-            None => e,
+            None => self.at_scale(e),
+        }
+    }
+
+    /// A decimal computed (a quotient's digits past its scale, see
+    /// `eval::division_digits`) rounded to the scale it is shown with, for
+    /// where MariaDB shows or keeps it: CONCAT(1/3) is 0.3333, and
+    /// GROUP_CONCAT's values likewise. Any other expression as it is.
+    fn at_scale(&self, e: Expr) -> Expr {
+        match (self.kind(&e), &e) {
+            (_, Expr::Col(_) | Expr::Lit(_)) => e,
+            (Kind::Dec { scale }, _) => Expr::Cast(
+                Box::new(e),
+                CastTo::Decimal(value::DECIMAL_DIGITS_MAX as u8, scale),
+            ),
+            _ => e,
         }
     }
 
@@ -1733,6 +1748,7 @@ impl<'a> Scope<'a> {
         };
         for a in args {
             let e = self.lower(a)?;
+            let e = self.at_scale(e);
             concat.collations.push(match self.kind(&e) {
                 Kind::Str { collation } => collation,
                 _ => Some(Collation::Utf8mb4GeneralCi),

@@ -29,17 +29,21 @@ fn lower_select(sql: &str) -> SqlResult<(super::Expr, ColumnMeta)> {
 }
 
 fn eval(sql: &str) -> SqlResult<(String, Vec<(u16, String)>)> {
-    let (e, _) = lower_select(sql)?;
+    let (e, meta) = lower_select(sql)?;
     let env = Env {
         now_micros: 1_700_000_000_000_000,
         ..Env::default()
     };
     let mut ctx = Ctx::new(&[], &env);
     let v = e.eval(&[], &mut ctx)?;
-    let text = if v.is_null() {
-        "NULL".to_owned()
-    } else {
-        v.to_text()
+    let text = match v {
+        Val::Null => "NULL".to_owned(),
+        // As it is sent: a decimal at its column's scale (a quotient holds
+        // more digits).
+        Val::Dec(d) if meta.ty == crate::value::ColumnType::NewDecimal => {
+            d.rescale(meta.decimals).unwrap_or(d).to_text()
+        }
+        v => v.to_text(),
     };
     Ok((text, ctx.warnings))
 }
@@ -190,6 +194,14 @@ const MARIADB: &[(&str, &str)] = &[
         "CAST(-123456789012345678901234567890123456789012345.5 AS UNSIGNED)",
         "0",
     ),
+    // A quotient holds MariaDB's digits (words of nine) past its scale.
+    ("ROUND(1/3, 6)", "0.333333"),
+    ("ROUND(2/3, 12)", "0.666666666000"),
+    ("(1/3)*3", "1.0000"),
+    ("CONCAT(1/3)", "0.3333"),
+    ("CAST(1/3 AS CHAR)", "0.3333"),
+    ("ROUND(1.123456789012/3, 20)", "0.37448559633733333300"),
+    ("ROUND(1.25/3, 12)", "0.416666666000"),
 ];
 
 #[test]
