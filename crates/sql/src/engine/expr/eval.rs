@@ -763,7 +763,18 @@ pub fn arith(op: Arith, x: Val, y: Val, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
     let text = || format!("{} {sym} {}", x.to_text(), y.to_text());
     let is_double = |v: &Val| matches!(v, Val::Double(_) | Val::Str(_));
     if op == Arith::IntDiv {
-        let r = arith(Arith::Div, x.clone(), y.clone(), ctx)?;
+        // A double (or a string's number) divides as the decimal of its
+        // digits, as MariaDB's DIV does: (2^64 - 1 + 0e0) DIV 3 is
+        // 6148914691236517333, where the double quotient's was ...6864.
+        let mut exact = |v: &Val| match v {
+            Val::Double(_) | Val::Str(_) => {
+                let f = ctx.num_f64(v);
+                Dec::of_double(f).map_or(Val::Double(f), Val::Dec)
+            }
+            other => other.clone(),
+        };
+        let (dx, dy) = (exact(&x), exact(&y));
+        let r = arith(Arith::Div, dx, dy, ctx)?;
         return Ok(match r {
             Val::Null => Val::Null,
             Val::Double(f) => {
@@ -1001,8 +1012,8 @@ fn packed_temporal(v: &Val) -> i128 {
 /// date's number (`TIMESTAMP '2023-01-01 10:00' > 20240101` is false; it
 /// was true, 20230101100000 against 20240101). Its fraction is
 /// microseconds of a datetime's time, none of a date's. One that is no
-/// datetime (negative, 1 to 100, past 14 digits) is the zero date and
-/// 1292, as MariaDB's. Parts are not checked: the order is the digits'.
+/// datetime (negative, 1 to 100, past 14 digits, a part out of its range)
+/// is the zero date and 1292, as MariaDB's; a zero month or day is kept.
 fn packed_number(v: &Val, with_time: bool, ctx: &mut Ctx<'_>) -> i128 {
     let (whole, micros) = match v {
         Val::Int(i) => (i128::from(*i), 0),
@@ -1034,6 +1045,13 @@ fn packed_number(v: &Val, with_time: bool, ctx: &mut Ctx<'_>) -> i128 {
         1_000_000_000_000..=99_999_999_999_999 => Some(whole),
         _ => None,
     };
+    // Its parts within their ranges (a zero month or day is a fuzzy date
+    // MariaDB compares; day 48 is no date: 648 is the zero date).
+    let packed = packed.filter(|p| {
+        let part = |at: u32| p / 10i128.pow(at) % 100;
+        *p == 0
+            || (part(8) <= 12 && part(6) <= 31 && part(4) <= 23 && part(2) <= 59 && part(0) <= 59)
+    });
     match packed {
         Some(p) => {
             // A date's fraction is dropped (MariaDB's note 1292), a

@@ -1883,10 +1883,14 @@ impl Func {
             F::Hex => match &v[0] {
                 Val::Str(b) => Val::str(b.iter().map(|x| format!("{x:02X}")).collect::<String>()),
                 other => {
-                    // As BIGINT UNSIGNED bits: a fraction (through a
-                    // double, as MariaDB's) rounds, past the type it is
-                    // all ones, a negative number its two's complement.
-                    let n = bits_of(other, ctx);
+                    // As BIGINT UNSIGNED bits: a fraction rounds, past
+                    // the type it is all ones, a negative number its two's
+                    // complement; a decimal through a double, as MariaDB's
+                    // HEX reads it.
+                    let n = match other {
+                        Val::Dec(_) => bits_of(&Val::Double(ctx.num_f64(other)), ctx),
+                        _ => bits_of(other, ctx),
+                    };
                     Val::str(format!("{n:X}"))
                 }
             },
@@ -3166,6 +3170,16 @@ pub fn bits_of(v: &Val, ctx: &mut Ctx<'_>) -> u64 {
     match v {
         Val::Int(i) => *i as u64,
         Val::UInt(u) => *u,
+        // A decimal exactly, rounded (a double would lose the low bits of
+        // 2^64 - 372: BIT_COUNT is 60, not 64).
+        Val::Dec(d) => {
+            let i = d.round_i128();
+            if i < 0 {
+                i.max(i128::from(i64::MIN)) as i64 as u64
+            } else {
+                i.min(i128::from(u64::MAX)) as u64
+            }
+        }
         other => {
             let f = ctx.num_f64(other).round();
             if f >= u64::MAX as f64 {

@@ -1825,7 +1825,47 @@ impl<'a> Scope<'a> {
         let kinds: Vec<Kind> = alternatives.iter().map(|e| self.kind(e)).collect();
         let numeric: Vec<Kind> = kinds.iter().copied().filter(|k| k.is_numeric()).collect();
         if numeric.len() != kinds.iter().filter(|k| **k != Kind::Null).count() {
-            // Strings or temporal values among them: compared as text.
+            // Strings or temporal values among them. A date or time with
+            // a string or a number is a string, MariaDB's type for them
+            // together: the one taken is its text, so that a number made
+            // of it reads the text (`IF(c, 'x', d) + 1` of 2024-03-01 is
+            // 2025, not 20240302).
+            let string = kinds.iter().any(|k| matches!(k, Kind::Str { .. }));
+            let temporal: Vec<Kind> = kinds.iter().copied().filter(|k| k.is_temporal()).collect();
+            let mixed = temporal
+                .windows(2)
+                .any(|w| std::mem::discriminant(&w[0]) != std::mem::discriminant(&w[1]));
+            if !string && numeric.is_empty() && mixed {
+                // Dates with datetimes or times: DATETIMEs, as MariaDB's
+                // (IFNULL(d, NOW()) of a date is its midnight).
+                let fsp = temporal
+                    .iter()
+                    .map(|k| match k {
+                        Kind::DateTime { fsp } | Kind::Time { fsp } => *fsp,
+                        _ => 0,
+                    })
+                    .max()
+                    .unwrap_or(0);
+                for (e, kind) in alternatives.into_iter().zip(kinds) {
+                    if matches!(kind, Kind::Date | Kind::Time { .. }) {
+                        let inner = std::mem::replace(e, Expr::Lit(Val::Null));
+                        *e = Expr::Cast(Box::new(inner), CastTo::DateTime(fsp));
+                    }
+                }
+                return;
+            }
+            if string || !numeric.is_empty() {
+                for (e, kind) in alternatives.into_iter().zip(kinds) {
+                    if kind.is_temporal() {
+                        let inner = std::mem::replace(e, Expr::Lit(Val::Null));
+                        // Its text (a time's with its kind's digits).
+                        *e = match self.fixed_decimals(&inner) {
+                            Some(d) => Expr::Cast(Box::new(inner), CastTo::FixedChar(d)),
+                            None => Expr::Cast(Box::new(inner), CastTo::Char),
+                        };
+                    }
+                }
+            }
             return;
         }
         let signed = numeric.contains(&Kind::Int { unsigned: false });
