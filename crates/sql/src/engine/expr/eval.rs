@@ -1204,10 +1204,11 @@ pub fn cast(v: Val, to: &CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
                     i.clamp(lo, hi)
                 }
                 Val::Double(f) => {
+                    // Rounded half to even (2.5 is 2), as MariaDB's rint.
                     // Past the type: its nearest end and note 1916, as
                     // MariaDB's (a negative double is 0 UNSIGNED, not
                     // wrapped as an integer is).
-                    let f = f.round();
+                    let f = f.round_ties_even();
                     let (lo, hi, ty) = if *to == CastTo::Unsigned {
                         (0.0, u64::MAX as f64, "UNSIGNED BIGINT")
                     } else {

@@ -1689,6 +1689,14 @@ impl<'a> Scope<'a> {
         let lowered = self.group_concat_parts(args, clauses);
         self.aggs = saved;
         let mut concat = lowered?;
+        if json.is_none() {
+            // GROUP_CONCAT's values are text: a DOUBLE of fixed decimals
+            // keeps them, as in CONCAT (TRUNCATE(y, 1) of a string is 0.0).
+            concat.args = std::mem::take(&mut concat.args)
+                .into_iter()
+                .map(|a| self.fixed_text(a))
+                .collect();
+        }
         if let Some(j) = json {
             concat.json = Some(j);
             concat.separator = match j {
