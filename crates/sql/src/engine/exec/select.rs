@@ -162,7 +162,6 @@ struct Plans {
     /// to the column's type (empty for one SELECT).
     arm_casts: Vec<Vec<Option<CastTo>>>,
     planned: Vec<Planned>,
-    union_distinct: bool,
     /// How many leading SELECTs' rows a DISTINCT union deduplicates: up to
     /// the last `UNION [DISTINCT]`, as MariaDB has it (one overrides every
     /// ALL to its left; a `UNION ALL` after it appends as they come).
@@ -212,7 +211,6 @@ fn plan_query_body(
     let mut selects = Vec::new();
     let mut distinct_arms = 0;
     collect_selects(&q.body, &mut selects, &mut distinct_arms)?;
-    let union_distinct = distinct_arms > 0;
     let mut planned = Vec::new();
     for s in &selects {
         let p = plan_select(conn, s, placeholders, params)?;
@@ -325,7 +323,6 @@ fn plan_query_body(
             nullable,
             arm_casts,
             planned,
-            union_distinct: false,
             distinct_arms: 0,
             union_order: Vec::new(),
             union_limit,
@@ -371,7 +368,6 @@ fn plan_query_body(
         nullable,
         arm_casts,
         planned,
-        union_distinct,
         distinct_arms,
         union_order,
         union_limit: limit.0,
@@ -391,6 +387,14 @@ fn calc_found_rows_misplaced() -> SqlError {
 
 /// The SELECTs of a query body, in order; `distinct_arms` becomes the
 /// count of those up to the last `UNION [DISTINCT]`.
+impl Plans {
+    /// Whether the UNION removes duplicates (of its first
+    /// `distinct_arms` SELECTs' rows).
+    fn union_distinct(&self) -> bool {
+        self.distinct_arms > 0
+    }
+}
+
 fn collect_selects<'q>(
     body: &'q SetExpr,
     out: &mut Vec<&'q ast::Select>,
@@ -2302,7 +2306,6 @@ fn rows_of_planned(conn: &mut Conn<'_>, plans: &Plans, params: &[Val]) -> SqlRes
         nullable: _,
         arm_casts,
         planned,
-        union_distinct: _,
         distinct_arms,
         union_order,
         union_limit,

@@ -162,7 +162,7 @@ pub fn explain(
         });
         return send_text(
             sink,
-            json(&blocks, union.as_deref(), plans.union_distinct),
+            json(&blocks, union.as_deref(), plans.union_distinct()),
             more,
         );
     }
@@ -170,7 +170,7 @@ pub fn explain(
         let ids: Vec<String> = (1..=plans.planned.len()).map(|i| i.to_string()).collect();
         format!("<union{}>", ids.join(","))
     });
-    send_explain(arms, union, plans.union_distinct, format, more, sink)
+    send_explain(arms, union, plans.union_distinct(), format, more, sink)
 }
 
 /// Where a per-row subquery is used: MySQL's place for it in EXPLAIN
@@ -465,7 +465,7 @@ fn query_json_of(
     Ok(union_json(
         &blocks,
         &format!("<union{}>", ids.join(",")),
-        plans.union_distinct,
+        plans.union_distinct(),
     ))
 }
 
@@ -1619,7 +1619,7 @@ pub(super) fn capture(conn: &mut Conn<'_>, pending: bool, plans: &Plans) -> SqlR
         arms.push(rows_of(p, &mut ctx)?);
     }
     if let Some(notes) = conn.subqueries.explain.as_mut() {
-        notes.captured = Some((arms, plans.union_distinct));
+        notes.captured = Some((arms, plans.union_distinct()));
     }
     Ok(())
 }
