@@ -886,6 +886,11 @@ pub fn arith(op: Arith, x: Val, y: Val, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
             // ROUND(1/3, 6) is 0.333333 and SUM(x / 7) adds 0.142857142s,
             // not 0.1429s; sending, storing and string contexts round it.
             let shown = (a.scale + DIV_PRECISION_INCREMENT_DIGITS).min(DECIMAL_SCALE_MAX);
+            if a.mantissa == 0 {
+                // MariaDB's zero quotient has no digits (`decimal_make_zero`):
+                // shown at its scale, 0.0000; made a UNION's string, 0.
+                return Ok(Val::Dec(Dec::new(0, 0)));
+            }
             let scale = division_digits(a.scale, b.scale).max(shown);
             let shift = u32::from(scale) + u32::from(b.scale) - u32::from(a.scale);
             let num = value::Mantissa::from(10i128)
@@ -1398,6 +1403,19 @@ pub fn calendar_datetime(v: &Val, ctx: &mut Ctx<'_>) -> Option<(Date, Time)> {
 /// A value as a date and time (a date at midnight); warns 1292 and gives
 /// None when it is not one.
 pub fn to_datetime(v: &Val, ctx: &mut Ctx<'_>) -> Option<(Date, Time)> {
+    read_datetime(v, false, ctx)
+}
+
+/// [`to_datetime`], but text or a number with a zero month or day
+/// (`'2024-00-10'`, `20240200`) is that fuzzy date, as MariaDB reads one
+/// for the functions that read a date's parts (YEAR, MONTH, DAY, DATE,
+/// DATE_FORMAT, QUARTER, MONTHNAME, LAST_DAY); a calendar computation
+/// refuses it ([`calendar_datetime`]).
+pub fn fuzzy_datetime(v: &Val, ctx: &mut Ctx<'_>) -> Option<(Date, Time)> {
+    read_datetime(v, true, ctx)
+}
+
+fn read_datetime(v: &Val, fuzzy: bool, ctx: &mut Ctx<'_>) -> Option<(Date, Time)> {
     match v {
         Val::Date(d) => Some((*d, Time::default())),
         Val::DateTime(d, t) => Some((*d, *t)),
@@ -1429,7 +1447,9 @@ pub fn to_datetime(v: &Val, ctx: &mut Ctx<'_>) -> Option<(Date, Time)> {
             let parsed = match number {
                 // A number is read as one (`YEAR(0)`, `YEAR(240229)`), not
                 // as the text of its digits.
+                Some(n) if fuzzy => value::datetime_of_number_fuzzy(n),
                 Some(n) => datetime_of_number(n),
+                None if fuzzy => value::parse_datetime_fuzzy(text.insert(other.to_text())),
                 None => parse_datetime(text.insert(other.to_text())),
             };
             match parsed {

@@ -2,7 +2,7 @@
 
 use schema::Collation;
 
-use super::eval::{calendar_datetime, compare, merge_kinds, to_datetime, Ctx};
+use super::eval::{calendar_datetime, compare, fuzzy_datetime, merge_kinds, to_datetime, Ctx};
 use super::value::{
     self, datetime_micros, datetime_of_micros, days_from_civil, time_of_day_micros, Dec, Val,
     MICROS_PER_DAY, MICROS_PER_SECOND,
@@ -1121,7 +1121,7 @@ impl Func {
             F::Degrees => double_or_null(ctx.num_f64(&v[0]).to_degrees()),
             F::Weekday | F::DayName | F::MonthName | F::DayOfYear | F::Quarter | F::ToDays => {
                 let read = if matches!(self, F::Quarter | F::MonthName) {
-                    to_datetime
+                    fuzzy_datetime
                 } else {
                     calendar_datetime
                 };
@@ -1790,7 +1790,7 @@ impl Func {
                 }
                 Val::Int(0)
             }
-            F::Date => match to_datetime(&v[0], ctx) {
+            F::Date => match fuzzy_datetime(&v[0], ctx) {
                 Some((d, _)) => Val::Date(d),
                 None => Val::Null,
             },
@@ -1806,7 +1806,7 @@ impl Func {
                         };
                         (Date::default(), t)
                     }
-                    other => match to_datetime(other, ctx) {
+                    other => match fuzzy_datetime(other, ctx) {
                         Some(x) => x,
                         None => return Ok(Val::Null),
                     },
@@ -1868,7 +1868,7 @@ impl Func {
                 }
                 date_add(d, t, amount, &unit, was_date)?
             }
-            F::DateFormat => match to_datetime(&v[0], ctx) {
+            F::DateFormat => match fuzzy_datetime(&v[0], ctx) {
                 Some((d, t)) => Val::str(date_format(d, t, &s(1))),
                 None => Val::Null,
             },
@@ -1984,9 +1984,10 @@ impl Func {
                     .find(|i| hay[*i..].starts_with(&needle));
                 Val::Int(found.map_or(0, |i| i as i64 + 1))
             }
-            // A zero month or day: NULL without a warning (MariaDB's).
-            F::LastDay => match to_datetime(&v[0], ctx) {
-                Some((d, _)) if d.month != 0 && d.day != 0 => {
+            // A zero day is the month's last (2024-02-00: 2024-02-29); a
+            // zero month NULL without a warning, as MariaDB's.
+            F::LastDay => match fuzzy_datetime(&v[0], ctx) {
+                Some((d, _)) if d.month != 0 => {
                     let (y, m) = (i64::from(d.year), i64::from(d.month));
                     let next = if m == 12 {
                         days_from_civil(y + 1, 1, 1)

@@ -296,6 +296,18 @@ pub fn date_valid(d: Date) -> bool {
 /// and a shorter number is `MMDD` of 2000 (`101` is 2000-01-01). None for
 /// a number between those forms or a day that is not one.
 pub fn datetime_of_number(n: u64) -> Option<(Date, Option<Time>)> {
+    number_datetime(n, false)
+}
+
+/// [`datetime_of_number`], but a zero month or day is kept (a fuzzy date,
+/// `20240200`), as MariaDB reads one for an expression: YEAR, MONTH and
+/// DAY read its parts, a calendar computation refuses it
+/// (`eval::calendar_datetime`). Stored values stay strict.
+pub fn datetime_of_number_fuzzy(n: u64) -> Option<(Date, Option<Time>)> {
+    number_datetime(n, true)
+}
+
+fn number_datetime(n: u64, fuzzy: bool) -> Option<(Date, Option<Time>)> {
     if n == 0 {
         return Some((Date::default(), None));
     }
@@ -320,7 +332,8 @@ pub fn datetime_of_number(n: u64) -> Option<(Date, Option<Time>)> {
         month: u8::try_from(ymd / 100 % 100).ok().filter(|m| *m <= 12)?,
         day: u8::try_from(ymd % 100).ok().filter(|d| *d <= 31)?,
     };
-    if date.month == 0 || date.day == 0 || !date_valid(date) {
+    let zero_part = date.month == 0 || date.day == 0;
+    if (zero_part && !fuzzy) || (!zero_part && !date_valid(date)) {
         return None;
     }
     if !timed {
@@ -338,6 +351,17 @@ pub fn datetime_of_number(n: u64) -> Option<(Date, Option<Time>)> {
 /// Parses `YYYY-MM-DD[ HH:MM:SS[.ffffff]]` (also `T` and other
 /// punctuation between parts, and `YYYYMMDD[HHMMSS]`).
 pub fn parse_datetime(text: &str) -> Option<(Date, Option<Time>)> {
+    datetime_text_parts(text, false)
+}
+
+/// [`parse_datetime`], but a zero month or day is kept (`2024-00-10`, a
+/// fuzzy date), as MariaDB reads text for an expression (see
+/// [`datetime_of_number_fuzzy`]).
+pub fn parse_datetime_fuzzy(text: &str) -> Option<(Date, Option<Time>)> {
+    datetime_text_parts(text, true)
+}
+
+fn datetime_text_parts(text: &str, fuzzy: bool) -> Option<(Date, Option<Time>)> {
     let text = text.trim();
     let nums: Vec<&str> = text
         .split(|c: char| !c.is_ascii_digit())
@@ -346,7 +370,7 @@ pub fn parse_datetime(text: &str) -> Option<(Date, Option<Time>)> {
     if nums.len() == 1 && (nums[0].len() == 6 || nums[0].len() == 12) && text.len() == nums[0].len()
     {
         // `YYMMDD[hhmmss]`: the two-digit year as a number's.
-        return datetime_of_number(nums[0].parse().ok()?);
+        return number_datetime(nums[0].parse().ok()?, fuzzy);
     }
     let parts: Vec<u32> = if nums.len() == 1 && (nums[0].len() == 8 || nums[0].len() == 14) {
         let s = nums[0];
@@ -391,10 +415,11 @@ pub fn parse_datetime(text: &str) -> Option<(Date, Option<Time>)> {
         month: u8::try_from(parts[1]).ok().filter(|m| *m <= 12)?,
         day: u8::try_from(parts[2]).ok().filter(|d| *d <= 31)?,
     };
-    if (date.month == 0 || date.day == 0) && date != Date::default() {
+    let zero_part = date.month == 0 || date.day == 0;
+    if zero_part && !fuzzy && date != Date::default() {
         return None;
     }
-    if date != Date::default() && !date_valid(date) {
+    if !zero_part && !date_valid(date) {
         return None;
     }
     if parts.len() == 3 {
