@@ -928,7 +928,8 @@ pub fn arith(op: Arith, x: Val, y: Val, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
 /// padding, in whole words again (1/3: 9 digits, 1.123456789012/3: 18);
 /// at most [`DECIMAL_SCALE_MAX`].
 pub fn division_digits(a_scale: u8, b_scale: u8) -> u8 {
-    let words = |digits: u32| digits.div_ceil(9) * 9;
+    let words =
+        |digits: u32| digits.div_ceil(value::DECIMAL_WORD_DIGITS) * value::DECIMAL_WORD_DIGITS;
     let (a, b) = (u32::from(a_scale), u32::from(b_scale));
     let (fa, fb) = (words(a), words(b));
     let padding = (fa - a) + (fb - b);

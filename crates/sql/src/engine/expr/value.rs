@@ -61,9 +61,28 @@ pub enum Val {
 /// Digits a [`Mantissa`] holds whatever they are (10^76 < 2^255).
 pub const MANTISSA_DIGITS_MAX: u32 = 76;
 
+/// Digits of one word of MariaDB's decimal (`DIG_PER_DEC1`): a quotient
+/// keeps whole words of them ([`super::eval::division_digits`]).
+pub const DECIMAL_WORD_DIGITS: u32 = 9;
+
 /// 10^n; n at most [`MANTISSA_DIGITS_MAX`].
+/// Every power a decimal scales by is read here: a 256-bit `pow` is a few
+/// wide multiplications, and every rescale, text and range check of a
+/// decimal took one.
 pub fn pow10(n: u8) -> Mantissa {
-    Mantissa::from(10i128).pow(u32::from(n))
+    static POWERS: std::sync::LazyLock<[Mantissa; MANTISSA_DIGITS_MAX as usize + 1]> =
+        std::sync::LazyLock::new(|| {
+            let mut powers = [Mantissa::ONE; MANTISSA_DIGITS_MAX as usize + 1];
+            for i in 1..powers.len() {
+                powers[i] = powers[i - 1] * 10i128;
+            }
+            powers
+        });
+    assert!(
+        u32::from(n) <= MANTISSA_DIGITS_MAX,
+        "10^{n} is past what a mantissa holds"
+    );
+    POWERS[usize::from(n)]
 }
 
 /// 10^[`MANTISSA_DIGITS_MAX`]: no decimal's mantissa reaches it.
@@ -83,7 +102,8 @@ impl Dec {
     /// [`Dec::new`] when the mantissa has at most [`MANTISSA_DIGITS_MAX`]
     /// digits, as every result of arithmetic must (1690 past them).
     pub fn checked(mantissa: Mantissa, scale: u8) -> Option<Dec> {
-        (mantissa.unsigned_abs() < digits_bound().unsigned_abs()).then_some(Dec { mantissa, scale })
+        let d = Dec { mantissa, scale };
+        d.fits().then_some(d)
     }
 
     /// Whether its digits are within [`MANTISSA_DIGITS_MAX`].
