@@ -5,7 +5,7 @@ answers compared. A difference is a bug unless docs/sql.md explains it;
 what it finds becomes a case of the SQL suite (NAME.test, recorded
 against MariaDB) once fixed.
 
-    tests/sql/difffuzz.py --skarv-port P --mariadb-port M [--seed S] [--queries N]
+    tests/sql/difffuzz.py --skarv-port P --mariadb-port M [--seed S] [--queries N] [--dml]
 
 Both servers get the database `difffuzz` (dropped first) with the same
 rows. The run depends on its seed only; each difference is printed with
@@ -16,6 +16,13 @@ The queries keep to what both can answer the same way: every result is
 compared as a multiset unless the query orders by every selected column,
 floating-point values are compared to 12 significant digits, and errors
 are compared by code.
+
+With --dml the statements are writes instead: INSERT (IGNORE, ON
+DUPLICATE KEY UPDATE, … SELECT), REPLACE, UPDATE and DELETE (with ORDER
+BY … LIMIT) of values of every kind into columns of every kind, out of
+range, too long, not a date, a duplicate key. After each one the error
+code, or the affected rows and the warnings' codes, are compared, and
+then the table it wrote, row by row.
 """
 
 import argparse
@@ -28,7 +35,27 @@ SCHEMA = [
     "CREATE TABLE t1 (id INT PRIMARY KEY, a INT, b VARCHAR(20), c DECIMAL(10,2),"
     " d DATE, e DOUBLE, f BIGINT UNSIGNED)",
     "CREATE TABLE t2 (id INT PRIMARY KEY, t1_id INT, x INT, y VARCHAR(10), KEY (t1_id))",
+    # The target of --dml: a column of each kind, with narrow ranges and
+    # widths, a unique key and a NOT NULL column with a default.
+    "CREATE TABLE t3 (id INT PRIMARY KEY, k INT, ti TINYINT, su SMALLINT UNSIGNED, ch CHAR(5),"
+    " vc VARCHAR(8), dc DECIMAL(5,2), dt DATE, dtm DATETIME, db DOUBLE, nn INT NOT NULL DEFAULT 5,"
+    " UNIQUE KEY (k))",
 ]
+
+T3 = {
+    "k": ["1", "2", "3", "-1", "NULL", "'4'", "2.5", "7"],
+    "ti": ["0", "127", "128", "-128", "-129", "'12abc'", "' 7'", "''", "NULL", "3.5", "-2.5", "1e2"],
+    "su": ["0", "65535", "65536", "-1", "'300'", "NULL", "4.49", "'0x10'"],
+    "ch": ["'ab'", "'abcde'", "'abcdef'", "'ab   '", "NULL", "42", "''", "'Éé'"],
+    "vc": ["'abc'", "'abcdefgh'", "'abcdefghi'", "'ab  '", "NULL", "1.50", "'a b'", "'abcdefgh  '"],
+    "dc": ["1.234", "999.99", "999.995", "-999.99", "1000", "'12.5x'", "NULL", "0.005", "1e2", "'-0'"],
+    "dt": ["'2024-02-29'", "'2023-02-29'", "'2024-1-5'", "20240105", "'0000-00-00'", "NULL",
+           "'2024-01-05 10:11:12'", "'garbage'", "'1999-12-31'"],
+    "dtm": ["'2024-02-29 23:59:59'", "'2024-02-29'", "'2024-02-29 24:00:00'", "20240105101112",
+            "NULL", "'2024-02-29 10:00:00.7'", "'x'"],
+    "db": ["0.1", "1e308", "-2.5", "'3.25'", "NULL", "1e-5", "'abc'"],
+    "nn": ["1", "NULL", "-7", "DEFAULT"],
+}
 
 WORDS = ["apple", "Banana", "cherry", "", "date", "Éclair", "fig", "grape ", "a%b", "x_y"]
 
@@ -313,6 +340,137 @@ def norm(v):
         pass
     return s
 
+class DmlGen:
+    """A random write to t3 (or to t1, whose rows the SELECTs read)."""
+
+    def __init__(self, rng):
+        self.rng = rng
+        self.exprs = Gen(rng)
+
+    def value(self, col):
+        return self.rng.choice(T3[col])
+
+    def cols(self):
+        cols = self.rng.sample(list(T3), self.rng.randint(1, 4))
+        return ["id"] + cols
+
+    def row(self, cols):
+        return "(" + ", ".join(str(self.rng.randint(1, 30)) if c == "id" else self.value(c)
+                               for c in cols) + ")"
+
+    def where(self):
+        rng = self.rng
+        return rng.choice([
+            "id < %d" % rng.randint(1, 30),
+            "k IS NULL",
+            "ti > %d" % rng.randint(-5, 100),
+            "vc LIKE 'a%'",
+            "dt < '2020-01-01'",
+            "id BETWEEN %d AND %d" % (rng.randint(1, 15), rng.randint(10, 30)),
+            "dc > 0 OR su = 0",
+            "id IN (%d, %d, %d)" % (rng.randint(1, 30), rng.randint(1, 30), rng.randint(1, 30)),
+            "ch = 'ab'",
+            "nn <> 5",
+        ])
+
+    def set_expr(self, col):
+        rng = self.rng
+        return rng.choice([
+            lambda: self.value(col),
+            lambda: "%s + 1" % col,
+            lambda: "%s * 2" % col,
+            lambda: "%s - 200" % col,
+            lambda: "CONCAT(%s, 'xyz')" % col,
+            lambda: "NULL",
+            lambda: "id * 10",
+            lambda: "%s / 3" % col,
+            lambda: "-%s" % col,
+        ])()
+
+    def statement(self):
+        rng = self.rng
+        r = rng.random()
+        if r < 0.35:
+            cols = self.cols()
+            verb = rng.choice(["INSERT", "INSERT", "INSERT IGNORE", "REPLACE"])
+            sql = "%s INTO t3 (%s) VALUES %s" % (verb, ", ".join(cols), ", ".join(
+                self.row(cols) for _ in range(rng.randint(1, 4))))
+            if verb == "INSERT" and rng.random() < 0.4:
+                col = rng.choice(list(T3))
+                sql += " ON DUPLICATE KEY UPDATE %s = %s" % (col, rng.choice([
+                    self.set_expr(col), "VALUES(%s)" % col if col in cols else self.value(col)]))
+            return sql, "t3"
+        if r < 0.45:
+            cols = rng.sample(["k", "ti", "su", "ch", "vc", "dc", "dt", "db"], rng.randint(1, 3))
+            src = {"k": "t1.a", "ti": "t1.a * 10", "su": "t1.f", "ch": "t1.b", "vc": "t1.b",
+                   "dc": "t1.c", "dt": "t1.d", "db": "t1.e"}
+            verb = rng.choice(["INSERT", "INSERT IGNORE", "REPLACE"])
+            return ("%s INTO t3 (id, %s) SELECT t1.id + %d, %s FROM t1 WHERE %s" % (
+                verb, ", ".join(cols), rng.randint(0, 20), ", ".join(src[c] for c in cols),
+                self.exprs.cond([("t1.id", "int"), ("t1.a", "int"), ("t1.b", "text"), ("t1.c", "dec"),
+                                 ("t1.d", "date"), ("t1.e", "dbl")], 2))), "t3"
+        if r < 0.75:
+            cols = rng.sample(list(T3), rng.randint(1, 3))
+            sets = ", ".join("%s = %s" % (c, "DEFAULT" if c == "nn" and rng.random() < 0.2
+                                          else self.set_expr(c)) for c in cols)
+            ignore = "IGNORE " if rng.random() < 0.2 else ""
+            sql = "UPDATE %st3 SET %s WHERE %s" % (ignore, sets, self.where())
+            if rng.random() < 0.3:
+                sql += " ORDER BY id%s LIMIT %d" % (rng.choice(["", " DESC"]), rng.randint(0, 4))
+            return sql, "t3"
+        if r < 0.85:
+            sql = "DELETE FROM t3 WHERE %s" % self.where()
+            if rng.random() < 0.3:
+                sql += " ORDER BY id%s LIMIT %d" % (rng.choice(["", " DESC"]), rng.randint(0, 3))
+            return sql, "t3"
+        # A write of t1 by the SELECT fuzzer's expressions.
+        scope = [("t1.id", "int"), ("t1.a", "int"), ("t1.b", "text"), ("t1.c", "dec"), ("t1.d", "date"),
+                 ("t1.e", "dbl"), ("t1.f", "int")]
+        col, kind = rng.choice([("a", "num"), ("b", "text"), ("c", "num"), ("e", "num"), ("f", "num")])
+        expr = self.exprs.num(scope, 1) if kind == "num" else self.exprs.text(scope, 1)
+        return "UPDATE t1 SET %s = %s WHERE %s" % (col, expr, self.exprs.cond(scope, 2)), "t1"
+
+
+def write(conn, sql):
+    try:
+        with conn.cursor() as cur:
+            affected = cur.execute(sql)
+            cur.execute("SHOW WARNINGS")
+            codes = sorted(set(r[1] for r in cur.fetchall()))
+            return "ok", affected, codes
+    except pymysql.err.MySQLError as e:
+        return "error", e.args[0] if e.args else None
+
+
+def dml(conns, rng, args):
+    gen = DmlGen(rng)
+    differences = 0
+    for n in range(args.queries):
+        sql, table = gen.statement()
+        a = write(conns["skarv"], sql)
+        b = write(conns["mariadb"], sql)
+        ta = run(conns["skarv"], "SELECT * FROM %s ORDER BY id" % table)
+        tb = run(conns["mariadb"], "SELECT * FROM %s ORDER BY id" % table)
+        if a != b or ta != tb:
+            differences += 1
+            if differences <= args.show:
+                print("---- statement %d: %s" % (n, sql))
+                print("  skarv:   %s" % (a,))
+                print("  mariadb: %s" % (b,))
+                if ta != tb and ta[0] == tb[0] == "rows":
+                    only_a = [r for r in ta[1] if r not in tb[1]]
+                    only_b = [r for r in tb[1] if r not in ta[1]]
+                    print("  rows only in skarv:   %s" % only_a[:4])
+                    print("  rows only in mariadb: %s" % only_b[:4])
+            # The next statement starts from the same rows again.
+            for name in ("skarv", "mariadb"):
+                with conns[name].cursor() as cur:
+                    cur.execute("DELETE FROM %s" % table)
+                    if table == "t1":
+                        cur.execute("INSERT INTO t1 SELECT * FROM t1_orig")
+    print("%d statements (seed %d): %d differ" % (args.queries, args.seed, differences))
+    return 1 if differences else 0
+
 
 def run(conn, sql):
     try:
@@ -342,6 +500,7 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--queries", type=int, default=2000)
     ap.add_argument("--show", type=int, default=20)
+    ap.add_argument("--dml", action="store_true", help="writes instead of SELECTs")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     t1, t2 = rows(rng)
@@ -358,7 +517,11 @@ def main():
                 "(" + ", ".join(literal(v) for v in r) + ")" for r in t1))
             cur.execute("INSERT INTO t2 VALUES " + ", ".join(
                 "(" + ", ".join(literal(v) for v in r) + ")" for r in t2))
+            cur.execute("CREATE TABLE t1_orig LIKE t1")
+            cur.execute("INSERT INTO t1_orig SELECT * FROM t1")
         conns[name] = c
+    if args.dml:
+        return dml(conns, rng, args)
     gen = Gen(rng)
     differences = 0
     both_errors = 0

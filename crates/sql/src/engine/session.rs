@@ -664,6 +664,19 @@ impl SessionState {
         }
     }
 
+    /// Where the running statement's diagnostics stand: (warning count,
+    /// notes kept), for [`SessionState::rewind_diagnostics`].
+    pub fn diagnostics_mark(&self) -> (u16, usize) {
+        (self.warnings, self.notes.len())
+    }
+
+    /// Forgets the diagnostics left since `mark` (a warning that became
+    /// the statement's error).
+    pub fn rewind_diagnostics(&mut self, mark: (u16, usize)) {
+        self.warnings = mark.0;
+        self.notes.truncate(mark.1);
+    }
+
     /// The statement failed with `error` (`SHOW ERRORS` lists it).
     pub fn note_error(&mut self, error: &SqlError) {
         self.note("Error", error.code, error.message.clone());

@@ -569,7 +569,22 @@ pub(crate) fn implicit_zero(ty: &SqlType) -> Option<Val> {
 /// the error becomes a warning.
 pub fn to_native_in_mode(v: &Val, target: &Target<'_>, ctx: &mut Ctx<'_>) -> SqlResult<Value> {
     let error = match to_native(v, target, false) {
-        Ok(value) => return Ok(value),
+        Ok(value) => {
+            // A time of day dropped from a DATE: note 1265, as MariaDB's.
+            if matches!(target.column.ty, SqlType::Date)
+                && !matches!(v, Val::Date(_))
+                && date_time_of(v).is_some_and(|(_, t)| t != Time::default())
+            {
+                ctx.note(
+                    codes::WARN_DATA_TRUNCATED,
+                    format!(
+                        "Data truncated for column '{}' at row {}",
+                        target.column.name, target.row
+                    ),
+                );
+            }
+            return Ok(value);
+        }
         Err(error) => error,
     };
     if error.code == codes::BAD_NULL && ctx.ignore {
@@ -581,6 +596,29 @@ pub fn to_native_in_mode(v: &Val, target: &Target<'_>, ctx: &mut Ctx<'_>) -> Sql
         let value = to_native(&zero, target, false)?;
         ctx.warn(error.code, error.message);
         return Ok(value);
+    }
+    if error.code == codes::DATA_TOO_LONG {
+        // Only spaces past the length: cut, with note 1265 whatever the
+        // sql_mode (MariaDB's; a PAD SPACE string compares the same).
+        if let SqlType::Char { length: max, .. } | SqlType::VarChar { max, .. } = &target.column.ty
+        {
+            let text = v.to_text();
+            let kept = text
+                .char_indices()
+                .nth(usize::from(*max))
+                .map_or(text.len(), |(at, _)| at);
+            if text[kept..].bytes().all(|b| b == b' ') {
+                let value = to_native(&Val::str(&text[..kept]), target, false)?;
+                ctx.note(
+                    codes::WARN_DATA_TRUNCATED,
+                    format!(
+                        "Data truncated for column '{}' at row {}",
+                        target.column.name, target.row
+                    ),
+                );
+                return Ok(value);
+            }
+        }
     }
     let adjustable = matches!(
         error.code,

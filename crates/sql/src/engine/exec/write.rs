@@ -110,7 +110,10 @@ fn insert(
     if !ins.assignments.is_empty() {
         let values: Vec<&ast::Expr> = ins.assignments.iter().map(|a| &a.value).collect();
         rows.push(eval_row(conn, &values, placeholders, &mut ctx)?);
-        evaluated.push(std::mem::take(&mut ctx.warnings));
+        evaluated.push(abort_on_warning(
+            ctx.strict,
+            std::mem::take(&mut ctx.warnings),
+        )?);
     } else if let Some(source) = &ins.source {
         match &*source.body {
             ast::SetExpr::Values(v) => {
@@ -123,12 +126,27 @@ fn insert(
                         ));
                     }
                     rows.push(eval_row(conn, &exprs, placeholders, &mut ctx)?);
-                    evaluated.push(std::mem::take(&mut ctx.warnings));
+                    evaluated.push(abort_on_warning(
+                        ctx.strict,
+                        std::mem::take(&mut ctx.warnings),
+                    )?);
                 }
             }
             _ => {
                 let mut sink = Collect::default();
+                let mark = conn.session.diagnostics_mark();
                 super::select::run(conn, source, params, placeholders, false, &mut sink)?;
+                if ctx.strict {
+                    // The SELECT's warnings went to the session already.
+                    let first = conn.session.notes()[mark.1..]
+                        .iter()
+                        .find(|n| n.level == "Warning")
+                        .map(|n| SqlError::new(n.code, n.message.clone()));
+                    if let Some(error) = first {
+                        conn.session.rewind_diagnostics(mark);
+                        return Err(error);
+                    }
+                }
                 for r in sink.rows {
                     if r.len() != targets.len() {
                         return Err(SqlError::new(
@@ -305,10 +323,13 @@ pub(crate) fn write_rows(
         .position(|c| c.name == schema::HIDDEN_PRIMARY_KEY_COLUMN);
     let checks = lower_checks(conn, table)?;
     let defaults = lower_defaults(conn, table)?;
-    // Columns in the order their values are made: an expression DEFAULT
-    // naming columns reads the row's other values, so such columns come
-    // last, in column order (as MariaDB evaluates them).
-    let mut order: Vec<usize> = (0..table.columns.len()).collect();
+    // Columns in the order their values are made: those given in the
+    // statement's order (the first that does not fit is the error, as
+    // MariaDB stores them), then the others in column order; an
+    // expression DEFAULT naming columns reads the row's other values, so
+    // such columns come last (as MariaDB evaluates them).
+    let mut order: Vec<usize> = targets.to_vec();
+    order.extend((0..table.columns.len()).filter(|at| !targets.contains(at)));
     order.sort_by_key(|&at| {
         defaults
             .get(at)
@@ -320,134 +341,154 @@ pub(crate) fn write_rows(
     let mut check_skipped = 0;
     // Full native rows.
     let mut native_rows: Vec<NativeRow> = Vec::with_capacity(rows.len());
-    for (n, row) in rows.iter().enumerate() {
-        if let Some(w) = evaluated.get_mut(n) {
-            ctx.warnings.append(w);
-        }
-        let mut out = Vec::with_capacity(table.columns.len() + 1);
-        let mut sql_row = vec![Val::Null; table.columns.len()];
-        for &at in &order {
-            let col = &table.columns[at];
-            let given = targets.iter().position(|t| *t == at).map(|i| &row[i]);
-            let mut value = match given {
-                Some(Given::Value(v)) => Some(v.clone()),
-                _ => None,
-            };
-            let missing = matches!(given, Some(Given::Missing));
-            // DEFAULT CURRENT_TIMESTAMP: the statement's time.
-            if value.is_none() && col.default_now {
-                value = Some(now_value(environment.now_micros, environment.tz_secs));
+    let made = (|| {
+        for (n, row) in rows.iter().enumerate() {
+            if let Some(w) = evaluated.get_mut(n) {
+                ctx.warnings.append(w);
             }
-            // An expression DEFAULT: evaluated for each row (uuid(), rand()).
-            if let Some(default) = defaults.get(at).and_then(Option::as_ref) {
-                if value.is_none() {
-                    value = Some(default.expr.eval(&sql_row, ctx)?);
+            let mut out = Vec::with_capacity(table.columns.len() + 1);
+            let mut sql_row = vec![Val::Null; table.columns.len()];
+            for &at in &order {
+                let col = &table.columns[at];
+                let given = targets.iter().position(|t| *t == at).map(|i| &row[i]);
+                let mut value = match given {
+                    Some(Given::Value(v)) => Some(v.clone()),
+                    _ => None,
+                };
+                let missing = matches!(given, Some(Given::Missing));
+                // DEFAULT CURRENT_TIMESTAMP: the statement's time.
+                if value.is_none() && col.default_now {
+                    value = Some(now_value(environment.now_micros, environment.tz_secs));
                 }
-            }
-            if Some(at) == auto_col
-                && value
-                    .as_ref()
-                    .is_none_or(|v| v.is_null() || matches!(v, Val::Int(0) | Val::UInt(0)))
-            {
-                value = Some(Val::UInt(next_auto));
-                next_auto += 1;
-            } else if Some(at) == auto_col {
-                explicit_auto = explicit_auto.max(value.as_ref().map_or(0, |v| match v {
-                    Val::Int(i) => u64::try_from(*i).unwrap_or(0),
-                    Val::UInt(u) => *u,
-                    other => other.to_text().parse().unwrap_or(0),
-                }));
-            }
-            let target = Target {
-                column: col,
-                db: &table.db,
-                table: &table.name,
-                row: row_base + n + 1,
-                tz_secs: ctx.env.tz_secs,
-            };
-            match value {
-                Some(v) => {
-                    let warned = ctx.warnings.len();
-                    let stored = to_native_in_mode(&v, &target, ctx)?;
-                    // MySQL's note of a value rounded to its scale (not of
-                    // one the conversion warned of: clipped, or no number).
-                    if ctx.warnings.len() == warned && super::convert::rounded(&v, &col.ty) {
-                        ctx.note(
-                            codes::WARN_DATA_TRUNCATED,
-                            format!(
-                                "Data truncated for column '{}' at row {}",
-                                col.name,
-                                row_base + n + 1
-                            ),
-                        );
+                // An expression DEFAULT: evaluated for each row (uuid(), rand()).
+                if let Some(default) = defaults.get(at).and_then(Option::as_ref) {
+                    if value.is_none() {
+                        value = Some(default.expr.eval(&sql_row, ctx)?);
                     }
-                    sql_row[at] =
-                        super::convert::from_native(&stored, &col.ty, environment.tz_secs);
-                    out.push((col.native, stored));
                 }
-                None => {
-                    let native_col = &def.columns[col.native];
-                    match &native_col.default {
-                        Some(d) => {
-                            sql_row[at] =
-                                super::convert::from_native(d, &col.ty, environment.tz_secs);
-                            // The data node fills a column left out with
-                            // its default, but a key column's value must
-                            // come with the row: it places it.
-                            if def.primary_key.contains(&col.native) {
-                                out.push((col.native, d.clone()));
-                            }
-                        }
-                        None if col.nullable => {}
-                        // An ENUM NOT NULL without a DEFAULT takes its
-                        // first member, even in strict mode (MariaDB's).
-                        None if matches!(col.ty, super::SqlType::Enum(_)) => {
-                            let first = Value::UInt(1);
-                            sql_row[at] =
-                                super::convert::from_native(&first, &col.ty, environment.tz_secs);
-                            out.push((col.native, first));
-                        }
-                        None => {
-                            let error = SqlError::new(
-                                codes::NO_DEFAULT_FOR_FIELD,
-                                format!("Field '{}' doesn't have a default value", col.name),
+                if Some(at) == auto_col
+                    && value
+                        .as_ref()
+                        .is_none_or(|v| v.is_null() || matches!(v, Val::Int(0) | Val::UInt(0)))
+                {
+                    value = Some(Val::UInt(next_auto));
+                    next_auto += 1;
+                } else if Some(at) == auto_col {
+                    explicit_auto = explicit_auto.max(value.as_ref().map_or(0, |v| match v {
+                        Val::Int(i) => u64::try_from(*i).unwrap_or(0),
+                        Val::UInt(u) => *u,
+                        other => other.to_text().parse().unwrap_or(0),
+                    }));
+                }
+                let target = Target {
+                    column: col,
+                    db: &table.db,
+                    table: &table.name,
+                    row: row_base + n + 1,
+                    tz_secs: ctx.env.tz_secs,
+                };
+                match value {
+                    Some(v) => {
+                        let warned = ctx.warnings.len();
+                        let stored = to_native_in_mode(&v, &target, ctx)?;
+                        // MySQL's note of a value rounded to its scale (not of
+                        // one the conversion warned of: clipped, or no number).
+                        if ctx.warnings.len() == warned && super::convert::rounded(&v, &col.ty) {
+                            ctx.note(
+                                codes::WARN_DATA_TRUNCATED,
+                                format!(
+                                    "Data truncated for column '{}' at row {}",
+                                    col.name,
+                                    row_base + n + 1
+                                ),
                             );
-                            // Outside strict mode (or under IGNORE) the
-                            // type's zero, with the error as a warning
-                            // once a statement (MariaDB checks the
-                            // columns given, not each row).
-                            let Some(zero) =
-                                super::convert::implicit_zero(&col.ty).filter(|_| !ctx.strict)
-                            else {
-                                return Err(error);
-                            };
-                            if !missing && row_base + n == 0 {
-                                ctx.warn(error.code, error.message);
+                        }
+                        sql_row[at] =
+                            super::convert::from_native(&stored, &col.ty, environment.tz_secs);
+                        out.push((col.native, stored));
+                    }
+                    None => {
+                        let native_col = &def.columns[col.native];
+                        match &native_col.default {
+                            Some(d) => {
+                                sql_row[at] =
+                                    super::convert::from_native(d, &col.ty, environment.tz_secs);
+                                // The data node fills a column left out with
+                                // its default, but a key column's value must
+                                // come with the row: it places it.
+                                if def.primary_key.contains(&col.native) {
+                                    out.push((col.native, d.clone()));
+                                }
                             }
-                            let stored = to_native(&zero, &target, false)?;
-                            sql_row[at] =
-                                super::convert::from_native(&stored, &col.ty, environment.tz_secs);
-                            out.push((col.native, stored));
+                            None if col.nullable => {}
+                            // An ENUM NOT NULL without a DEFAULT takes its
+                            // first member, even in strict mode (MariaDB's).
+                            None if matches!(col.ty, super::SqlType::Enum(_)) => {
+                                let first = Value::UInt(1);
+                                sql_row[at] = super::convert::from_native(
+                                    &first,
+                                    &col.ty,
+                                    environment.tz_secs,
+                                );
+                                out.push((col.native, first));
+                            }
+                            None => {
+                                let error = SqlError::new(
+                                    codes::NO_DEFAULT_FOR_FIELD,
+                                    format!("Field '{}' doesn't have a default value", col.name),
+                                );
+                                // Outside strict mode (or under IGNORE) the
+                                // type's zero, with the error as a warning
+                                // once a statement (MariaDB checks the
+                                // columns given, not each row).
+                                let Some(zero) =
+                                    super::convert::implicit_zero(&col.ty).filter(|_| !ctx.strict)
+                                else {
+                                    return Err(error);
+                                };
+                                if !missing && row_base + n == 0 {
+                                    ctx.warn(error.code, error.message);
+                                }
+                                let stored = to_native(&zero, &target, false)?;
+                                sql_row[at] = super::convert::from_native(
+                                    &stored,
+                                    &col.ty,
+                                    environment.tz_secs,
+                                );
+                                out.push((col.native, stored));
+                            }
                         }
                     }
                 }
             }
-        }
-        if let (true, Some(pos)) = (table.hidden_key, hidden_pos) {
-            out.push((pos, Value::UInt(next_hidden)));
-            next_hidden += 1;
-        }
-        if let Err(e) = check_row(&checks, table, &sql_row, ctx) {
-            if ignore {
-                // INSERT IGNORE: the row is left out with a warning.
-                ctx.warn(e.code, e.message);
-                check_skipped += 1;
-                continue;
+            if let (true, Some(pos)) = (table.hidden_key, hidden_pos) {
+                out.push((pos, Value::UInt(next_hidden)));
+                next_hidden += 1;
             }
-            return Err(e);
+            if let Err(e) = check_row(&checks, table, &sql_row, ctx) {
+                if ignore {
+                    // INSERT IGNORE: the row is left out with a warning.
+                    ctx.warn(e.code, e.message);
+                    check_skipped += 1;
+                    continue;
+                }
+                return Err(e);
+            }
+            native_rows.push((out, sql_row));
+            warnings.rows.push(std::mem::take(&mut ctx.warnings));
         }
-        native_rows.push((out, sql_row));
-        warnings.rows.push(std::mem::take(&mut ctx.warnings));
+        Ok(())
+    })();
+    if let Err(error) = made {
+        if native_rows.is_empty() || replace || ignore || !odku.is_empty() {
+            return Err(error);
+        }
+        let tx = txn::take(conn)?;
+        let error = match earlier_duplicate(&tx, table, &native_rows) {
+            Ok(Some(duplicate)) => duplicate,
+            _ => error,
+        };
+        return txn::finish(conn, tx, Err(error));
     }
     // Those of rows left out after the last one written.
     warnings.rows.push(std::mem::take(&mut ctx.warnings));
@@ -742,7 +783,24 @@ fn insert_rows(
         .indexes
         .iter()
         .any(|i| i.kind == schema::IndexKind::Unique);
-    let chunk_rows = (OPS_PER_EXECUTE_MAX / per_row).max(1);
+    // REPLACE into a table with unique indexes: a row at a time, each
+    // first deleting the rows that hold one of its unique values (MariaDB
+    // deletes every row the new one conflicts with), so that the next
+    // row's lookups see it.
+    let replace_unique = replace && unique;
+    let chunk_rows = if replace_unique {
+        1
+    } else {
+        (OPS_PER_EXECUTE_MAX / per_row).max(1)
+    };
+    // INSERT IGNORE: the keys of the rows of the chunk being written, which
+    // `unique_holder` cannot see yet (a unique index conflict among them
+    // would abort the transaction in the data node).
+    let mut written = if ignore && !replace && unique {
+        Some(ChunkKeys::new(def))
+    } else {
+        None
+    };
     for (c, all) in rows.chunks(chunk_rows).enumerate() {
         // INSERT IGNORE: each row's 1062, kept after the row's other
         // warnings once the chunk is written.
@@ -752,8 +810,15 @@ fn insert_rows(
         let mut kept: Vec<&NativeRow> = Vec::with_capacity(all.len());
         let mut at: Vec<usize> = Vec::with_capacity(all.len());
         for (i, r) in all.iter().enumerate() {
-            if ignore && !replace && unique {
-                if let Some((error, _)) = unique_holder(tx, table, &r.0)? {
+            if let Some(written) = written.as_mut() {
+                if i == 0 {
+                    written.clear();
+                }
+                let error = match unique_holder(tx, table, &r.0)? {
+                    Some((error, _)) => Some(error),
+                    None => written.taken(table, &r.0, false),
+                };
+                if let Some(error) = error {
                     duplicates += 1;
                     duplicate[i] = Some(error);
                     continue;
@@ -779,6 +844,14 @@ fn insert_rows(
         };
         let mut handles = Vec::with_capacity(chunk.len());
         for (i, (row, _)) in chunk.iter().enumerate() {
+            if replace_unique {
+                for holder in unique_holders(tx, table, row)? {
+                    tx.define(Op::delete(native_table, &holder))
+                        .map_err(|e| txn::native_error_in(&e, &table.name))?;
+                    affected += 1;
+                    duplicates += 1;
+                }
+            }
             let h = if replace {
                 let read = tx
                     .define(
@@ -804,7 +877,12 @@ fn insert_rows(
         let outcome = tx.execute(ExecMode::NoCommit).map_err(|e| {
             // A unique index violation aborts the transaction: the error
             // names the operation, so the row.
-            match failed_op(&e).and_then(|n| chunk.get(n / per_row)) {
+            let row = if replace_unique {
+                chunk.first()
+            } else {
+                failed_op(&e).and_then(|n| chunk.get(n / per_row))
+            };
+            match row {
                 Some((row, _)) if e.code == native::UNIQUE_VIOLATION => {
                     duplicate_error(table, row, &e)
                 }
@@ -947,6 +1025,154 @@ fn unique_holder(
         }
     }
     Ok(None)
+}
+
+/// The primary and unique keys (in key form: equal under the column's
+/// collation) of the rows of one chunk of an INSERT IGNORE, so that a row
+/// whose unique value an earlier row of the same chunk takes is ignored
+/// with its 1062 instead of aborting the transaction.
+struct ChunkKeys {
+    primary: schema::key::KeyEncoder,
+    unique: Vec<(usize, schema::key::KeyEncoder)>,
+    /// (index position in `unique`, or `usize::MAX` for the primary key;
+    /// the key's bytes).
+    keys: std::collections::HashSet<(usize, Vec<u8>)>,
+}
+
+impl ChunkKeys {
+    fn new(def: &schema::TableDef) -> ChunkKeys {
+        let unique = def
+            .indexes
+            .iter()
+            .enumerate()
+            .filter(|(_, i)| i.kind == schema::IndexKind::Unique)
+            .map(|(n, i)| (n, schema::key::KeyEncoder::index(def, i)))
+            .collect();
+        ChunkKeys {
+            primary: schema::key::KeyEncoder::primary_key(def),
+            unique,
+            keys: std::collections::HashSet::new(),
+        }
+    }
+
+    fn clear(&mut self) {
+        self.keys.clear();
+    }
+
+    /// The 1062 of `row` when an earlier row of the chunk holds one of its
+    /// unique values; otherwise its keys are recorded and None. A row whose
+    /// primary key an earlier one holds is the 1062 naming PRIMARY when
+    /// `primary` says so (InnoDB checks the primary key first); else it is
+    /// left to the data node, whose insert fails on it without aborting.
+    fn taken(
+        &mut self,
+        table: &TableInfo,
+        row: &[(usize, Value)],
+        primary: bool,
+    ) -> Option<SqlError> {
+        let check_primary = primary;
+        let def = table.native.def();
+        let mut bytes = Vec::new();
+        let primary = (!table.hidden_key
+            && self
+                .primary
+                .encode(&primary_key_of(def, row), &mut bytes)
+                .is_ok())
+        .then_some((usize::MAX, bytes));
+        if primary.as_ref().is_some_and(|k| self.keys.contains(k)) {
+            let error = skarv_client::Error::new(native::DUPLICATE_KEY, "primary key");
+            return check_primary.then(|| duplicate_error(table, row, &error));
+        }
+        let mut found = Vec::with_capacity(self.unique.len());
+        for (n, encoder) in &self.unique {
+            let index = &def.indexes[*n];
+            let Some(values) = unique_key_of(index, row) else {
+                continue;
+            };
+            let mut bytes = Vec::new();
+            if encoder.encode(&values, &mut bytes).is_err() {
+                continue;
+            }
+            let key = (*n, bytes);
+            if self.keys.contains(&key) {
+                let error = skarv_client::Error::new(
+                    native::UNIQUE_VIOLATION,
+                    format!("unique index `{}`", index.name),
+                );
+                return Some(duplicate_error(table, row, &error));
+            }
+            found.push(key);
+        }
+        self.keys.extend(primary);
+        self.keys.extend(found);
+        None
+    }
+}
+
+/// The 1062 of the first of `rows` (made, not yet written) that an
+/// INSERT would fail on: its key is stored, or an earlier one of them
+/// takes it. A row after them failed to convert; MariaDB writes a row
+/// before it converts the next, so such a duplicate is the error.
+fn earlier_duplicate(
+    tx: &Transaction<'_>,
+    table: &Arc<TableInfo>,
+    rows: &[NativeRow],
+) -> SqlResult<Option<SqlError>> {
+    let mut keys = ChunkKeys::new(table.native.def());
+    for (row, _) in rows {
+        if let Some((error, _)) = unique_holder(tx, table, row)? {
+            return Ok(Some(error));
+        }
+        if let Some(error) = keys.taken(table, row, true) {
+            return Ok(Some(error));
+        }
+    }
+    Ok(None)
+}
+
+/// The primary keys of the rows other than `row`'s own that hold one of
+/// its unique index values, locked, each once: what REPLACE deletes
+/// before it writes `row`.
+fn unique_holders(
+    tx: &Transaction<'_>,
+    table: &Arc<TableInfo>,
+    row: &[(usize, Value)],
+) -> SqlResult<Vec<Vec<Value>>> {
+    let def = table.native.def();
+    let env = crate::engine::expr::Env::default();
+    let encoder = schema::key::KeyEncoder::primary_key(def);
+    let key_bytes = |pk: &[Value]| {
+        let mut out = Vec::new();
+        encoder.encode(pk, &mut out).ok().map(|_| out)
+    };
+    let mut seen = vec![key_bytes(&primary_key_of(def, row))];
+    let mut holders = Vec::new();
+    for index in def
+        .indexes
+        .iter()
+        .filter(|i| i.kind == schema::IndexKind::Unique)
+    {
+        let Some(key) = unique_key_of(index, row) else {
+            continue;
+        };
+        let probe = plan::Access::Unique {
+            index: index.name.clone(),
+            keys: vec![key],
+        };
+        let mut ctx = Ctx::new(&[], &env);
+        let lock = Some(LockMode::Exclusive);
+        let hit = fetch(
+            tx, table, &probe, None, lock, false, None, &mut ctx, None, None, None,
+        )?;
+        for (_, pk) in hit {
+            let bytes = key_bytes(&pk);
+            if !seen.contains(&bytes) {
+                seen.push(bytes);
+                holders.push(pk);
+            }
+        }
+    }
+    Ok(holders)
 }
 
 /// Takes back the rows a failed INSERT wrote, so that inside a
@@ -1097,28 +1323,30 @@ fn upsert_update(
         return Ok(false);
     };
     ctx.insert_values = inserted;
-    let changed = update_one(tx, table, &old, &key, assignments, checks, &mut ctx, n + 1)?;
+    let changes = changes_of(table, &old, assignments, checks, &mut ctx, n + 1)?;
+    ctx.warnings = abort_on_warning(ctx.strict, std::mem::take(&mut ctx.warnings))?;
+    let changed = define_update(tx, table, &old, &key, &changes, ctx.env.tz_secs, n + 1)?;
     keep_warnings(conn, &mut ctx);
-    Ok(changed.is_some())
+    Ok(changed)
 }
 
-/// Applies assignments to one row: defines the update when something
-/// changes. Returns the changes (stored values by native position), or
-/// None when nothing changed.
-#[allow(clippy::too_many_arguments)]
-fn update_one(
-    tx: &Transaction<'_>,
-    table: &TableInfo,
-    old: &[Val],
-    key: &[Value],
-    assignments: &[(usize, Expr)],
-    checks: &[Check],
-    ctx: &mut Ctx<'_>,
-    row_number: usize,
-) -> SqlResult<Option<Vec<(usize, Value)>>> {
-    let changes = changes_of(table, old, assignments, checks, ctx, row_number)?;
-    let changed = define_update(tx, table, old, key, &changes, ctx.env.tz_secs, row_number)?;
-    Ok(changed.then_some(changes))
+/// MariaDB's strict mode for INSERT, REPLACE and UPDATE (not IGNORE, not
+/// DELETE): a warning that evaluating the statement's values or conditions
+/// leaves (not a note) fails it with the warning's code and message, as
+/// MariaDB's `abort_on_warning` does; otherwise the warnings are handed
+/// back. The write statements evaluate every row before they write one,
+/// so nothing is written when this fails.
+fn abort_on_warning(strict: bool, warnings: Vec<(u16, String)>) -> SqlResult<Vec<(u16, String)>> {
+    if !strict {
+        return Ok(warnings);
+    }
+    match warnings
+        .iter()
+        .find(|(code, _)| code & crate::engine::expr::eval::NOTE_BIT == 0)
+    {
+        Some((code, message)) => Err(SqlError::new(*code, message.clone())),
+        None => Ok(warnings),
+    }
 }
 
 /// Defines the update of one row by its `changes` (none: nothing is
@@ -1551,13 +1779,15 @@ type TargetRow = (Vec<Val>, Vec<Value>);
 
 /// The rows an UPDATE or DELETE may touch, locked: those its early
 /// conjuncts pass (a LIMIT stops the read when nothing is tested or
-/// sorted after it), and the LIMIT's value.
+/// sorted after it), the LIMIT's value, and how many of `ctx`'s warnings
+/// the planning left (a constant conjunct's, which MariaDB's optimizer
+/// evaluates before strict mode's `abort_on_warning` holds).
 fn fetch_targets(
     tx: &Transaction<'_>,
     table: &Arc<TableInfo>,
     targets: &Targets,
     ctx: &mut Ctx<'_>,
-) -> SqlResult<(Vec<TargetRow>, Option<usize>)> {
+) -> SqlResult<(Vec<TargetRow>, Option<usize>, usize)> {
     let Targets {
         cond,
         late,
@@ -1578,6 +1808,7 @@ fn fetch_targets(
         None => None,
     };
     let (access, filter) = plan::access(table, cond.as_ref(), ctx)?;
+    let planned = ctx.warnings.len();
     let stop = if order.is_empty() && late.is_none() {
         limit
     } else {
@@ -1596,7 +1827,7 @@ fn fetch_targets(
         None,
         None,
     )?;
-    Ok((rows, limit))
+    Ok((rows, limit, planned))
 }
 
 /// Of the rows fetched, those the late conjuncts (correlated subqueries)
@@ -1780,31 +2011,43 @@ fn update(
     // The rows, read and locked; then what runs subqueries (see
     // `with_per_row`): the late conjuncts, the order and each row's
     // changes; then the writes.
+    let mut planned_warnings = 0;
     let evaluated = match fetch_targets(&tx, &table, &targets, &mut ctx) {
         Err(e) => Err((e, Some(tx))),
-        Ok((rows, limit)) => with_per_row(conn, tx, per_row, &mut ctx, placeholders, |c| {
-            let rows = order_targets(rows, &targets, limit, c)?;
-            let mut out = Vec::with_capacity(rows.len());
-            for (n, (old, key)) in rows.into_iter().enumerate() {
-                c.check_killed()?;
-                let changes = match changes_of(&table, &old, &assignments, &checks, c, n + 1) {
-                    // Not counted as matched, as MariaDB counts it.
-                    Err(e) if ignore && e.code == codes::CONSTRAINT_FAILED => {
-                        c.warn(e.code, e.message);
-                        continue;
-                    }
-                    other => other?,
-                };
-                out.push((old, key, changes));
-            }
-            Ok(out)
-        }),
+        Ok((rows, limit, planned)) => {
+            planned_warnings = planned;
+            with_per_row(conn, tx, per_row, &mut ctx, placeholders, |c| {
+                let rows = order_targets(rows, &targets, limit, c)?;
+                let mut out = Vec::with_capacity(rows.len());
+                for (n, (old, key)) in rows.into_iter().enumerate() {
+                    c.check_killed()?;
+                    let changes = match changes_of(&table, &old, &assignments, &checks, c, n + 1) {
+                        // Not counted as matched, as MariaDB counts it.
+                        Err(e) if ignore && e.code == codes::CONSTRAINT_FAILED => {
+                            c.warn(e.code, e.message);
+                            continue;
+                        }
+                        other => other?,
+                    };
+                    out.push((old, key, changes));
+                }
+                Ok(out)
+            })
+        }
     };
     let (rows, tx) = match evaluated {
         Ok(done) => done,
         Err((e, Some(tx))) => return txn::finish(conn, tx, Err(e)),
         Err((e, None)) => return Err(e),
     };
+    // Every row was read and evaluated before anything is written.
+    let later = ctx
+        .warnings
+        .split_off(planned_warnings.min(ctx.warnings.len()));
+    match abort_on_warning(ctx.strict, later) {
+        Ok(later) => ctx.warnings.extend(later),
+        Err(e) => return txn::finish(conn, tx, Err(e)),
+    }
     let tz_secs = ctx.env.tz_secs;
     let result = (|| {
         let matched = rows.len() as u64;
@@ -1913,7 +2156,7 @@ fn delete(
     ctx.strict = strict;
     let evaluated = match fetch_targets(&tx, &table, &targets, &mut ctx) {
         Err(e) => Err((e, Some(tx))),
-        Ok((rows, limit)) => with_per_row(conn, tx, per_row, &mut ctx, placeholders, |c| {
+        Ok((rows, limit, _)) => with_per_row(conn, tx, per_row, &mut ctx, placeholders, |c| {
             order_targets(rows, &targets, limit, c)
         }),
     };

@@ -578,18 +578,27 @@ impl Expr {
                 }
                 // `x >= low AND x <= high` in three-valued logic, the three
                 // compared under one type: strings as strings, numbers
-                // exactly, and a mix of strings and numbers as doubles.
+                // exactly, a mix of strings and integers as decimals and
+                // other mixes of strings and numbers as doubles (MariaDB's
+                // aggregation for comparison).
                 let is_str = |v: &Val| matches!(v, Val::Str(_));
                 let is_num = |v: &Val| {
                     matches!(v, Val::Int(_) | Val::UInt(_) | Val::Dec(_) | Val::Double(_))
                 };
                 let all = [&x, &l, &h];
                 let mixed = all.iter().any(|v| is_str(v)) && all.iter().any(|v| is_num(v));
+                let integers = mixed
+                    && !all
+                        .iter()
+                        .any(|v| matches!(v, Val::Dec(_) | Val::Double(_)));
                 let mut side = |bound: &Val, want: Ordering| -> Option<bool> {
                     if bound.is_null() {
                         return None;
                     }
-                    let o = if mixed {
+                    let o = if integers {
+                        let (a, b) = (decimal_operand(&x, ctx), decimal_operand(bound, ctx));
+                        a.cmp_dec(b)
+                    } else if mixed {
                         let (a, b) = (ctx.num_f64(&x), ctx.num_f64(bound));
                         a.partial_cmp(&b).unwrap_or(Ordering::Equal)
                     } else {
@@ -971,6 +980,8 @@ pub fn compare(x: &Val, y: &Val, coll: Option<Collation>, ctx: &mut Ctx<'_>) -> 
             None => compare_f64(x, y, ctx),
         },
         (Val::Str(_), Val::Time(_)) => compare(y, x, coll, ctx).reverse(),
+        (Val::Str(s), Val::Int(_) | Val::UInt(_)) => compare_text_decimal(s, y, ctx),
+        (Val::Int(_) | Val::UInt(_), Val::Str(s)) => compare_text_decimal(s, x, ctx).reverse(),
         (Val::Double(_), _) | (_, Val::Double(_)) | (Val::Str(_), _) | (_, Val::Str(_)) => {
             compare_f64(x, y, ctx)
         }
@@ -978,6 +989,59 @@ pub fn compare(x: &Val, y: &Val, coll: Option<Collation>, ctx: &mut Ctx<'_>) -> 
             (Some(a), Some(b)) => a.cmp_dec(b),
             _ => compare_f64(x, y, ctx),
         },
+    }
+}
+
+/// A string against an integer, compared as DECIMAL as MariaDB compares
+/// them (`'1.00000000000000000001' = 1` is false; as doubles it was
+/// true), with MariaDB's 1292 for text that is not wholly a number. A
+/// number past a decimal's digits (`'1e400'`) compares as a double.
+fn compare_text_decimal(text: &[u8], int: &Val, ctx: &mut Ctx<'_>) -> Ordering {
+    let (prefix, parsed) = text_decimal(text, ctx);
+    match (parsed, as_dec(int)) {
+        (Some(a), Some(b)) => a.cmp_dec(b),
+        _ => {
+            let a: f64 = prefix.parse().unwrap_or(0.0);
+            a.partial_cmp(&int.to_f64().0).unwrap_or(Ordering::Equal)
+        }
+    }
+}
+
+/// A string read as a DECIMAL for a comparison (1292 when it is not
+/// wholly a number): its number's text and the decimal, None past a
+/// decimal's digits or with an exponent.
+fn text_decimal(text: &[u8], ctx: &mut Ctx<'_>) -> (String, Option<Dec>) {
+    let text = String::from_utf8_lossy(text);
+    let (prefix, whole) = str_number_prefix(&text);
+    if !whole {
+        ctx.warn(
+            codes::TRUNCATED_WRONG_VALUE,
+            format!("Truncated incorrect DECIMAL value: '{text}'"),
+        );
+    }
+    let parsed = if prefix.contains(['e', 'E']) {
+        None
+    } else if prefix.is_empty() {
+        Some(Dec::new(0, 0))
+    } else {
+        Dec::parse(prefix)
+    };
+    (prefix.to_owned(), parsed)
+}
+
+/// An operand of a comparison of strings and integers, as a DECIMAL (a
+/// string past a decimal's range: the nearest of ±10^65 - 1's ends).
+fn decimal_operand(v: &Val, ctx: &mut Ctx<'_>) -> Dec {
+    match v {
+        Val::Str(b) => match text_decimal(b, ctx) {
+            (_, Some(d)) => d,
+            (prefix, None) => {
+                let f: f64 = prefix.parse().unwrap_or(0.0);
+                let max = value::pow10(value::DECIMAL_DIGITS_MAX as u8) - 1i128;
+                Dec::new(if f < 0.0 { -max } else { max }, 0)
+            }
+        },
+        other => as_dec(other).unwrap_or(Dec::new(0, 0)),
     }
 }
 
