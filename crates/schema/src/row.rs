@@ -1074,7 +1074,7 @@ fn validate_fixed(ty: &ColumnType, bytes: &[u8]) -> Result<(), &'static str> {
         T::Decimal { precision, scale } => Decimal::read_binary(precision, scale, bytes).is_some(),
         T::Date => {
             let packed = get_be(bytes);
-            unpack_date(packed).is_valid() && pack_date(unpack_date(packed)) == packed
+            unpack_date(packed).is_storable() && pack_date(unpack_date(packed)) == packed
         }
         T::DateTime { fsp } => {
             let t = unpack_datetime(bytes, fsp);

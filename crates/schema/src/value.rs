@@ -37,6 +37,18 @@ impl Date {
             && self.day >= 1
             && self.day <= days_in_month(self.year, self.month)
     }
+
+    /// Whether a DATE or DATETIME column may hold it: a real day, the
+    /// zero date `0000-00-00`, or a date with a zero month or day
+    /// (`2024-00-10`, `2024-02-00`), as MySQL stores them unless its
+    /// sql_mode says NO_ZERO_DATE / NO_ZERO_IN_DATE (the SQL node
+    /// checks the mode; the row format holds them as any other date).
+    pub fn is_storable(&self) -> bool {
+        if self.month == 0 || self.day == 0 {
+            return self.year <= YEAR_MAX && self.month <= 12 && self.day <= 31;
+        }
+        self.is_valid()
+    }
 }
 
 fn days_in_month(year: u16, month: u8) -> u8 {
@@ -77,10 +89,10 @@ impl DateTime {
         }
     }
 
-    /// Whether the date is valid and the time is within a day (no leap
-    /// seconds, as MySQL).
+    /// Whether the date is one a column may hold ([`Date::is_storable`])
+    /// and the time is within a day (no leap seconds, as MySQL).
     pub fn is_valid(&self) -> bool {
-        self.date.is_valid()
+        self.date.is_storable()
             && self.hour < 24
             && self.minute < 60
             && self.second < 60
@@ -478,7 +490,7 @@ pub(crate) fn check_value(
             }
         }
         (T::Date, ValueRef::Date(d)) => {
-            if !d.is_valid() {
+            if !d.is_storable() {
                 return Err(invalid_time(d.to_string()));
             }
         }
@@ -652,12 +664,23 @@ mod tests {
             Date::new(1900, 2, 29),
             Date::new(2023, 4, 31),
             Date::new(2023, 13, 1),
-            Date::new(2023, 0, 1),
-            Date::new(2023, 1, 0),
+            Date::new(2023, 0, 32),
+            Date::new(2023, 13, 0),
             Date::new(10_000, 1, 1),
+            Date::new(10_000, 0, 0),
         ] {
             let err = Value::Date(bad).check(&c).unwrap_err();
             assert!(matches!(err, ValueError::InvalidDateTime { .. }), "{bad}");
+        }
+        // MySQL's zero date and dates with a zero month or day are stored
+        // (the SQL node applies NO_ZERO_DATE / NO_ZERO_IN_DATE).
+        for fuzzy in [
+            Date::new(0, 0, 0),
+            Date::new(2023, 0, 1),
+            Date::new(2023, 1, 0),
+            Date::new(2023, 0, 31),
+        ] {
+            assert!(Value::Date(fuzzy).check(&c).is_ok(), "{fuzzy}");
         }
         let c = col(ColumnType::DateTime { fsp: 3 });
         let t = |micros| Value::DateTime(DateTime::new(Date::new(2024, 1, 1), 23, 59, 59, micros));

@@ -333,6 +333,10 @@ pub struct Hot {
     pub sql_notes: bool,
     /// `sql_mode` has STRICT_TRANS_TABLES or STRICT_ALL_TABLES.
     pub strict: bool,
+    /// `sql_mode` has NO_ZERO_DATE.
+    pub no_zero_date: bool,
+    /// `sql_mode` has NO_ZERO_IN_DATE.
+    pub no_zero_in_date: bool,
     /// `max_execution_time`, in ms (0: none).
     pub max_execution_time_ms: u64,
     /// `time_zone` in seconds east of UTC (`SYSTEM`: the SQL node's, UTC).
@@ -434,6 +438,12 @@ impl Variables {
                 m.split(',')
                     .any(|f| f == "STRICT_TRANS_TABLES" || f == "STRICT_ALL_TABLES")
             }),
+            no_zero_date: self
+                .get("sql_mode")
+                .is_some_and(|m| m.split(',').any(|f| f == "NO_ZERO_DATE")),
+            no_zero_in_date: self
+                .get("sql_mode")
+                .is_some_and(|m| m.split(',').any(|f| f == "NO_ZERO_IN_DATE")),
             max_execution_time_ms: self
                 .get("max_execution_time")
                 .and_then(|v| v.parse().ok())

@@ -6,7 +6,7 @@ use schema::{Collation, Value};
 
 use crate::engine::catalog::{SqlColumn, SqlType};
 use crate::engine::expr::value::{
-    self, datetime_micros, datetime_of_micros, parse_datetime, parse_time, str_number_prefix, Dec,
+    self, datetime_micros, datetime_of_micros, parse_time, str_number_prefix, Dec,
 };
 use crate::engine::expr::{Ctx, Kind, Val};
 use crate::error::{codes, SqlError, SqlResult};
@@ -415,9 +415,15 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
             }
         }
         SqlType::Char { length: max, .. } | SqlType::VarChar { max, .. } => {
-            let text = v.to_text();
+            let mut text = v.to_text();
             if text.chars().count() > usize::from(*max) {
                 return fail(Misfit::TooLong);
+            }
+            // A CHAR holds no trailing spaces (MySQL pads it and strips
+            // them when read): stored without them, an UPDATE that only
+            // adds some changes nothing, as MariaDB counts it.
+            if matches!(col.ty, SqlType::Char { .. }) {
+                text.truncate(text.trim_end_matches(' ').len());
             }
             Value::String(text)
         }
@@ -441,6 +447,16 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
                 return fail(Misfit::TooLong);
             }
             Value::Bytes(bytes)
+        }
+        // Text past the date and time (`'2024-01-05x'`) is no date for a
+        // column, as MariaDB's (outside strict mode it is stored, 1265).
+        SqlType::Date | SqlType::DateTime { .. } if !exact && trailing_text(v) => {
+            let what = if matches!(col.ty, SqlType::Date) {
+                "date"
+            } else {
+                "datetime"
+            };
+            return fail(Misfit::Bad(what));
         }
         SqlType::Date => match date_time_of(v) {
             Some((d, t)) if !exact || t == Time::default() => {
@@ -547,12 +563,15 @@ pub fn rounded(v: &Val, ty: &SqlType) -> bool {
 
 /// The value MySQL stores for a type when it has none (IGNORE's NULL for
 /// a NOT NULL column, a NOT NULL column without a default outside strict
-/// mode): a number's or a string's zero. None for the others: a date's
-/// would be '0000-00-00', which Skarv does not store.
+/// mode): a number's or a string's zero, the zero date, midnight. None
+/// for the others (TIMESTAMP, ENUM, SET, JSON).
 pub(crate) fn implicit_zero(ty: &SqlType) -> Option<Val> {
     Some(match ty {
         ty if ty.is_number() => Val::Int(0),
-        SqlType::Bit { .. } => Val::Int(0),
+        SqlType::Bit { .. } | SqlType::Year => Val::Int(0),
+        SqlType::Date => Val::Date(Date::default()),
+        SqlType::DateTime { .. } => Val::DateTime(Date::default(), Time::default()),
+        SqlType::Time { .. } => Val::Time(0),
         SqlType::Char { .. }
         | SqlType::VarChar { .. }
         | SqlType::Binary { .. }
@@ -583,13 +602,37 @@ pub fn to_native_in_mode(v: &Val, target: &Target<'_>, ctx: &mut Ctx<'_>) -> Sql
                     ),
                 );
             }
-            return Ok(value);
+            return zero_date_in_mode(value, v, target, ctx);
         }
         Err(error) => error,
     };
+    // No date (`'garbage'`, `'2023-02-29'`): outside strict mode and under
+    // IGNORE the zero date, with 1265, as MariaDB's.
+    if error.code == codes::TRUNCATED_WRONG_VALUE
+        && !ctx.strict
+        && matches!(target.column.ty, SqlType::Date | SqlType::DateTime { .. })
+    {
+        let datetime = !matches!(target.column.ty, SqlType::Date);
+        // A date with text after it: the date.
+        let zero = match (trailing_text(v), date_time_of(v)) {
+            (true, Some((d, t))) => {
+                let t = if datetime { t } else { Time::default() };
+                to_native(&Val::DateTime(d, t), target, false)
+                    .unwrap_or_else(|_| zero_date(datetime))
+            }
+            _ => zero_date(datetime),
+        };
+        ctx.warn(
+            codes::WARN_DATA_TRUNCATED,
+            format!(
+                "Data truncated for column '{}' at row {}",
+                target.column.name, target.row
+            ),
+        );
+        return Ok(zero);
+    }
     if error.code == codes::BAD_NULL && ctx.ignore {
-        // IGNORE: a number's or a string's zero (a date's would be
-        // '0000-00-00', which Skarv does not store: the error stands).
+        // IGNORE: the type's zero ('0000-00-00' for a date).
         let Some(zero) = implicit_zero(&target.column.ty) else {
             return Err(error);
         };
@@ -750,19 +793,124 @@ fn round_fsp(t: Time, fsp: u8) -> Time {
     }
 }
 
+/// A value as a DATE's or DATETIME's date and time: a zero date and a
+/// zero month or day are kept (MySQL stores them unless the sql_mode says
+/// otherwise: [`zero_date_in_mode`]); a number is read as MariaDB reads
+/// one for a date (`200` is `2000-02-00`).
 fn date_time_of(v: &Val) -> Option<(Date, Time)> {
     match v {
         Val::Date(d) => Some((*d, Time::default())),
         Val::DateTime(d, t) => Some((*d, *t)),
         Val::Int(_) | Val::UInt(_) => {
-            let (d, t) = parse_datetime(&v.to_text())?;
+            let n = match v {
+                Val::Int(i) => u64::try_from(*i).ok()?,
+                Val::UInt(u) => *u,
+                _ => return None,
+            };
+            let (d, t) = value::datetime_of_number_fuzzy(n)?;
             Some((d, t.unwrap_or_default()))
         }
+        // A number with a fraction (`dtm - 200` of a DATETIME(0) is a
+        // DECIMAL): its whole part read as above, its fraction the
+        // microseconds (rounded to the column's digits later).
+        Val::Dec(_) | Val::Double(_) => {
+            let (whole, micros) = match v {
+                Val::Dec(d) => {
+                    let p = value::pow10(d.scale);
+                    let whole =
+                        u64::try_from(value::saturating_i128(d.mantissa.div_euclid(p))).ok()?;
+                    let frac = Dec::new(d.mantissa.rem_euclid(p), d.scale);
+                    let micros = frac
+                        .rescale(6)
+                        .map_or(0, |m| value::saturating_i128(m.mantissa));
+                    (whole, micros)
+                }
+                Val::Double(f) if *f >= 0.0 && f.is_finite() => {
+                    let whole = f.trunc();
+                    (whole as u64, ((f - whole) * 1e6).round() as i128)
+                }
+                _ => return None,
+            };
+            let (d, t) = value::datetime_of_number_fuzzy(whole)?;
+            let mut t = t.unwrap_or_default();
+            t.micros = u32::try_from(micros.clamp(0, 999_999)).ok()?;
+            Some((d, t))
+        }
         Val::Str(b) => {
-            let (d, t) = parse_datetime(std::str::from_utf8(b).ok()?)?;
+            let (d, t) = value::parse_datetime_fuzzy(std::str::from_utf8(b).ok()?)?;
             Some((d, t.unwrap_or_default()))
         }
         _ => None,
+    }
+}
+
+/// Whether a string given for a date has more than its date and time:
+/// something other than a digit ends it (spaces aside).
+fn trailing_text(v: &Val) -> bool {
+    match v {
+        Val::Str(b) => b
+            .iter()
+            .rposition(|c| *c != b' ')
+            .is_some_and(|at| !b[at].is_ascii_digit()),
+        _ => false,
+    }
+}
+
+/// The sql_mode's word on a zero date, or a date with a zero month or day,
+/// stored in a DATE or DATETIME column, as MariaDB's: by default both are
+/// stored; NO_ZERO_DATE makes `0000-00-00` an error in strict mode (else
+/// stored with 1264), NO_ZERO_IN_DATE makes `2024-00-10` an error in
+/// strict mode (else the zero date, with 1265).
+fn zero_date_in_mode(
+    value: Value,
+    v: &Val,
+    target: &Target<'_>,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Value> {
+    let date = match &value {
+        Value::Date(d) => *d,
+        Value::DateTime(t) => t.date,
+        _ => return Ok(value),
+    };
+    let what = if matches!(value, Value::Date(_)) {
+        "date"
+    } else {
+        "datetime"
+    };
+    let name = &target.column.name;
+    if date == schema::Date::new(0, 0, 0) {
+        if ctx.env.no_zero_date {
+            if ctx.strict {
+                return Err(target.error(Misfit::Bad(what), v));
+            }
+            ctx.warn(
+                codes::OUT_OF_RANGE,
+                format!(
+                    "Out of range value for column '{name}' at row {}",
+                    target.row
+                ),
+            );
+        }
+    } else if (date.month == 0 || date.day == 0) && ctx.env.no_zero_in_date {
+        if ctx.strict {
+            return Err(target.error(Misfit::Bad(what), v));
+        }
+        ctx.warn(
+            codes::WARN_DATA_TRUNCATED,
+            format!("Data truncated for column '{name}' at row {}", target.row),
+        );
+        return Ok(zero_date(matches!(value, Value::DateTime(_))));
+    }
+    Ok(value)
+}
+
+/// The zero DATE, or the zero DATETIME.
+fn zero_date(datetime: bool) -> Value {
+    let zero = schema::Date::new(0, 0, 0);
+    if datetime {
+        Value::DateTime(schema::DateTime::new(zero, 0, 0, 0, 0))
+    } else {
+        Value::Date(zero)
     }
 }
 

@@ -203,6 +203,8 @@ pub fn env(conn: &Conn<'_>) -> Env {
         tz_secs: super::session::time_zone_secs(conn),
         version: super::session::VERSION,
         join_pushdown: conn.session.vars.hot().join_pushdown,
+        no_zero_date: conn.session.vars.hot().no_zero_date,
+        no_zero_in_date: conn.session.vars.hot().no_zero_in_date,
         user_locks: Some(std::sync::Arc::clone(&conn.engine.user_locks)),
         rand_states: Default::default(),
     }

@@ -1830,6 +1830,31 @@ fn fetch_targets(
     Ok((rows, limit, planned))
 }
 
+/// Puts an UPDATE's rows in primary key order, the order MariaDB's
+/// InnoDB reads them in: which row an UPDATE IGNORE leaves when two would
+/// take one unique value, and which row's error a failing UPDATE reports,
+/// are then MariaDB's (the data nodes return a scan's rows in hash order).
+fn in_key_order(table: &TableInfo, rows: &mut Vec<TargetRow>) {
+    if rows.len() < 2 {
+        return;
+    }
+    let encoder = schema::key::KeyEncoder::primary_key(table.native.def());
+    let mut keyed: Vec<(Vec<u8>, usize)> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, (_, key))| {
+            let mut bytes = Vec::new();
+            // A key that does not encode sorts first; it was read from a
+            // row, so it does.
+            let _ = encoder.encode(key, &mut bytes);
+            (bytes, i)
+        })
+        .collect();
+    keyed.sort_unstable();
+    let mut taken: Vec<Option<TargetRow>> = rows.drain(..).map(Some).collect();
+    rows.extend(keyed.into_iter().filter_map(|(_, i)| taken[i].take()));
+}
+
 /// Of the rows fetched, those the late conjuncts (correlated subqueries)
 /// pass, in ORDER BY order, cut at LIMIT.
 fn order_targets(
@@ -2014,11 +2039,18 @@ fn update(
     let mut planned_warnings = 0;
     let evaluated = match fetch_targets(&tx, &table, &targets, &mut ctx) {
         Err(e) => Err((e, Some(tx))),
-        Ok((rows, limit, planned)) => {
+        Ok((mut rows, limit, planned)) => {
             planned_warnings = planned;
+            if targets.order.is_empty() {
+                in_key_order(&table, &mut rows);
+            }
             with_per_row(conn, tx, per_row, &mut ctx, placeholders, |c| {
                 let rows = order_targets(rows, &targets, limit, c)?;
                 let mut out = Vec::with_capacity(rows.len());
+                // The conditions' warnings are all in before the first
+                // row's values (the read tests every row first), so only
+                // the values' own count as before an error of a value.
+                let assigning = c.warnings.len();
                 for (n, (old, key)) in rows.into_iter().enumerate() {
                     c.check_killed()?;
                     let changes = match changes_of(&table, &old, &assignments, &checks, c, n + 1) {
@@ -2027,7 +2059,16 @@ fn update(
                             c.warn(e.code, e.message);
                             continue;
                         }
-                        other => other?,
+                        // A warning an earlier value left (an earlier
+                        // row's, or this one's) failed the statement first
+                        // in MariaDB, which evaluates and stores a row at
+                        // a time.
+                        Err(e) => {
+                            let later = c.warnings.split_off(assigning.min(c.warnings.len()));
+                            abort_on_warning(c.strict, later)?;
+                            return Err(e);
+                        }
+                        Ok(changes) => changes,
                     };
                     out.push((old, key, changes));
                 }

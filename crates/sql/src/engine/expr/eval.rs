@@ -8,8 +8,8 @@ use std::time::Instant;
 use schema::Collation;
 
 use super::value::{
-    self, datetime_micros, datetime_of_micros, datetime_of_number, parse_datetime, parse_time,
-    str_number_prefix, Dec, Val, DECIMAL_SCALE_MAX, DIV_PRECISION_INCREMENT_DIGITS,
+    self, datetime_of_micros, datetime_of_number, parse_datetime, parse_time, str_number_prefix,
+    Dec, Val, DECIMAL_SCALE_MAX, DIV_PRECISION_INCREMENT_DIGITS,
 };
 use super::{AggFn, AggSpec, Arith, CastTo, CmpOp, Expr, Kind, PerRow, Scope, SubQuery, SubTest};
 use crate::error::{codes, SqlError, SqlResult};
@@ -83,6 +83,11 @@ pub struct Env {
     pub version: &'static str,
     /// `ndb_join_pushdown`: joins may be pushed to the data nodes.
     pub join_pushdown: bool,
+    /// `sql_mode` has NO_ZERO_DATE: `'0000-00-00'` is not stored quietly.
+    pub no_zero_date: bool,
+    /// `sql_mode` has NO_ZERO_IN_DATE: a date with a zero month or day
+    /// (`'2024-00-10'`) is not stored as it is.
+    pub no_zero_in_date: bool,
     /// The SQL node's `GET_LOCK` locks (None where there is no SQL node:
     /// the functions are then NULL).
     pub user_locks: Option<std::sync::Arc<crate::engine::user_locks::UserLocks>>,
@@ -958,7 +963,7 @@ pub fn compare(x: &Val, y: &Val, coll: Option<Collation>, ctx: &mut Ctx<'_>) -> 
         (Val::UInt(a), Val::Int(b)) => i128::from(*a).cmp(&i128::from(*b)),
         (Val::Date(_) | Val::DateTime(..), Val::Str(s)) => {
             match temporal_of_text(&String::from_utf8_lossy(s)) {
-                Some(t) => temporal_key(x).cmp(&temporal_key(&t)),
+                Some(t) => packed_temporal(x).cmp(&packed_temporal(&t)),
                 None => compare_f64(x, y, ctx),
             }
         }
@@ -972,7 +977,7 @@ pub fn compare(x: &Val, y: &Val, coll: Option<Collation>, ctx: &mut Ctx<'_>) -> 
             Val::Date(_) | Val::DateTime(..),
         ) => compare(y, x, coll, ctx).reverse(),
         (Val::Date(_) | Val::DateTime(..), Val::Date(_) | Val::DateTime(..)) => {
-            temporal_key(x).cmp(&temporal_key(y))
+            packed_temporal(x).cmp(&packed_temporal(y))
         }
         (Val::Time(a), Val::Time(b)) => a.cmp(b),
         (Val::Time(a), Val::Str(s)) => match parse_time(&String::from_utf8_lossy(s)) {
@@ -1154,17 +1159,10 @@ fn micros_of(v: &Val) -> bool {
     }
 }
 
-fn temporal_key(v: &Val) -> i64 {
-    match v {
-        Val::Date(d) => datetime_micros(*d, Time::default()),
-        Val::DateTime(d, t) => datetime_micros(*d, *t),
-        _ => 0,
-    }
-}
-
-/// A date or datetime read from text.
+/// A date or datetime read from text for a comparison: a zero month or
+/// day is kept (`d < '2024-00-05'`), as MariaDB compares them.
 pub fn temporal_of_text(text: &str) -> Option<Val> {
-    let (d, t) = parse_datetime(text)?;
+    let (d, t) = super::value::parse_datetime_fuzzy(text)?;
     Some(match t {
         Some(t) => Val::DateTime(d, t),
         None => Val::Date(d),
@@ -1453,9 +1451,14 @@ fn fixed_double(f: f64, fixed: &super::FixedCast, ctx: &mut Ctx<'_>) -> Val {
 /// `0000-00-00`, or `2024-02-00`) warns 1292 and is None, as MariaDB's
 /// DATEDIFF, TO_DAYS, DAYOFWEEK, LAST_DAY, WEEK and their kin have it
 /// (YEAR, MONTH, DAY, QUARTER and DATE_FORMAT read its parts as they are).
+/// A DATE or DATETIME value (a column's) is NULL without the warning,
+/// as MariaDB's.
 pub fn calendar_datetime(v: &Val, ctx: &mut Ctx<'_>) -> Option<(Date, Time)> {
     let (d, t) = to_datetime(v, ctx)?;
     if d.month == 0 || d.day == 0 {
+        if matches!(v, Val::Date(_) | Val::DateTime(..)) {
+            return None;
+        }
         ctx.warn(
             codes::TRUNCATED_WRONG_VALUE,
             format!("Incorrect datetime value: '{}'", v.to_text()),

@@ -1828,7 +1828,7 @@ impl Func {
                 // is no day to count from: NULL and 1292, as MariaDB's.
                 if !super::value::date_valid(d) {
                     let text = match &v[0] {
-                        Val::Str(_) => s(0),
+                        Val::Str(_) | Val::Date(_) => v[0].to_text(),
                         _ => super::value::datetime_text(d, t, 0),
                     };
                     ctx.warn(

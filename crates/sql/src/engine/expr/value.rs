@@ -418,8 +418,18 @@ fn datetime_text_parts(text: &str, fuzzy: bool) -> Option<(Date, Option<Time>)> 
         }
         v
     };
-    if parts.len() < 3 || parts.len() > 7 || parts.len() == 4 || parts.len() == 5 {
+    // A time may stop after its hour or minute (`2024-01-05 10` is 10:00),
+    // as MariaDB reads it, when a space or a `T` parts it from the date
+    // (`10:11:12.5` is a time, not a date and an hour).
+    if parts.len() < 3 || parts.len() > 7 {
         return None;
+    }
+    if (parts.len() == 4 || parts.len() == 5) && nums.len() >= 4 {
+        let offset = |s: &str| s.as_ptr() as usize - text.as_ptr() as usize;
+        let between = &text[offset(nums[2]) + nums[2].len()..offset(nums[3])];
+        if !between.contains([' ', 'T']) {
+            return None;
+        }
     }
     let year = if nums[0].len() <= 2 {
         if parts[0] < 70 {
@@ -447,8 +457,12 @@ fn datetime_text_parts(text: &str, fuzzy: bool) -> Option<(Date, Option<Time>)> 
     }
     let time = Time {
         hour: u8::try_from(parts[3]).ok().filter(|h| *h < 24)?,
-        minute: u8::try_from(parts[4]).ok().filter(|m| *m < 60)?,
-        second: u8::try_from(parts[5]).ok().filter(|s| *s < 60)?,
+        minute: u8::try_from(parts.get(4).copied().unwrap_or(0))
+            .ok()
+            .filter(|m| *m < 60)?,
+        second: u8::try_from(parts.get(5).copied().unwrap_or(0))
+            .ok()
+            .filter(|s| *s < 60)?,
         micros: parts.get(6).copied().unwrap_or(0),
     };
     Some((date, Some(time)))
