@@ -40,6 +40,10 @@ SCHEMA = [
     "CREATE TABLE t3 (id INT PRIMARY KEY, k INT, ti TINYINT, su SMALLINT UNSIGNED, ch CHAR(5),"
     " vc VARCHAR(8), dc DECIMAL(5,2), dt DATE, dtm DATETIME, db DOUBLE, nn INT NOT NULL DEFAULT 5,"
     " UNIQUE KEY (k))",
+    # The other types, for --dml too.
+    "CREATE TABLE t4 (id INT PRIMARY KEY, e ENUM('a','b','c'), s SET('x','y','z'), tm TIME, yr YEAR,"
+    " bt BIT(8), tx TEXT, bl BLOB, fl FLOAT, ub BIGINT UNSIGNED, ud DECIMAL(6,2) UNSIGNED,"
+    " ts TIMESTAMP NULL, d52 DOUBLE(5,2), mi MEDIUMINT)",
 ]
 
 T3 = {
@@ -55,6 +59,24 @@ T3 = {
             "NULL", "'2024-02-29 10:00:00.7'", "'x'"],
     "db": ["0.1", "1e308", "-2.5", "'3.25'", "NULL", "1e-5", "'abc'"],
     "nn": ["1", "NULL", "-7", "DEFAULT"],
+}
+
+T4 = {
+    "e": ["'a'", "'B'", "'d'", "2", "0", "4", "NULL", "''", "'a '"],
+    "s": ["'x'", "'x,y'", "'y,x'", "'w'", "'x,w'", "3", "8", "0", "NULL", "''"],
+    "tm": ["'10:11:12'", "'838:59:59'", "'839:00:00'", "'-01:00:00'", "101112", "'1 02:00:00'", "'x'",
+           "NULL", "'10:60:00'", "12.5"],
+    "yr": ["2024", "'2024'", "69", "70", "'0'", "0", "1900", "2156", "NULL", "'abc'"],
+    "bt": ["0", "255", "256", "b'101'", "'a'", "NULL", "-1"],
+    "tx": ["'hello'", "NULL", "''", "REPEAT('a', 300)", "123", "'tail  '"],
+    "bl": ["'bin'", "NULL", "X'00FF'", "''"],
+    "fl": ["1.5", "3.4e38", "3.5e38", "-1e-50", "'2.5x'", "NULL", "0.1"],
+    "ub": ["0", "-1", "18446744073709551615", "18446744073709551616", "'12'", "NULL", "1e19", "2e19"],
+    "ud": ["0", "-0.01", "9999.99", "10000", "'5.555'", "NULL", "-0"],
+    "ts": ["'2024-01-05 10:00:00'", "'1970-01-01 00:00:00'", "'2038-01-19 03:14:08'",
+           "'2038-01-19 03:14:07'", "NULL", "20240105101112", "'2024-02-30 10:00:00'"],
+    "d52": ["123.456", "999.995", "1000", "-999.99", "NULL", "'1.005'"],
+    "mi": ["8388607", "8388608", "-8388609", "NULL", "'7x'"],
 }
 
 WORDS = ["apple", "Banana", "cherry", "", "date", "Éclair", "fig", "grape ", "a%b", "x_y"]
@@ -346,12 +368,13 @@ class DmlGen:
     def __init__(self, rng):
         self.rng = rng
         self.exprs = Gen(rng)
+        self.table, self.spec = "t3", T3
 
     def value(self, col):
-        return self.rng.choice(T3[col])
+        return self.rng.choice(self.spec[col])
 
     def cols(self):
-        cols = self.rng.sample(list(T3), self.rng.randint(1, 4))
+        cols = self.rng.sample(list(self.spec), self.rng.randint(1, 4))
         return ["id"] + cols
 
     def row(self, cols):
@@ -360,6 +383,16 @@ class DmlGen:
 
     def where(self):
         rng = self.rng
+        if self.table == "t4":
+            col = rng.choice(list(T4))
+            return rng.choice([
+                "id < %d" % rng.randint(1, 30),
+                "%s IS NULL" % col,
+                "%s IS NOT NULL" % col,
+                "id BETWEEN %d AND %d" % (rng.randint(1, 15), rng.randint(10, 30)),
+                "%s = %s" % (col, self.value(col)),
+                "%s > %s" % (col, self.value(col)),
+            ])
         return rng.choice([
             "id < %d" % rng.randint(1, 30),
             "k IS NULL",
@@ -389,18 +422,21 @@ class DmlGen:
 
     def statement(self):
         rng = self.rng
+        self.table, self.spec = rng.choice([("t3", T3), ("t4", T4)])
+        table = self.table
         r = rng.random()
         if r < 0.35:
             cols = self.cols()
             verb = rng.choice(["INSERT", "INSERT", "INSERT IGNORE", "REPLACE"])
-            sql = "%s INTO t3 (%s) VALUES %s" % (verb, ", ".join(cols), ", ".join(
+            sql = "%s INTO %s (%s) VALUES %s" % (verb, table, ", ".join(cols), ", ".join(
                 self.row(cols) for _ in range(rng.randint(1, 4))))
             if verb == "INSERT" and rng.random() < 0.4:
-                col = rng.choice(list(T3))
+                col = rng.choice(list(self.spec))
                 sql += " ON DUPLICATE KEY UPDATE %s = %s" % (col, rng.choice([
                     self.set_expr(col), "VALUES(%s)" % col if col in cols else self.value(col)]))
-            return sql, "t3"
+            return sql, table
         if r < 0.45:
+            self.table, self.spec = "t3", T3
             cols = rng.sample(["k", "ti", "su", "ch", "vc", "dc", "dt", "db"], rng.randint(1, 3))
             src = {"k": "t1.a", "ti": "t1.a * 10", "su": "t1.f", "ch": "t1.b", "vc": "t1.b",
                    "dc": "t1.c", "dt": "t1.d", "db": "t1.e"}
@@ -410,19 +446,19 @@ class DmlGen:
                 self.exprs.cond([("t1.id", "int"), ("t1.a", "int"), ("t1.b", "text"), ("t1.c", "dec"),
                                  ("t1.d", "date"), ("t1.e", "dbl")], 2))), "t3"
         if r < 0.75:
-            cols = rng.sample(list(T3), rng.randint(1, 3))
+            cols = rng.sample(list(self.spec), rng.randint(1, 3))
             sets = ", ".join("%s = %s" % (c, "DEFAULT" if c == "nn" and rng.random() < 0.2
                                           else self.set_expr(c)) for c in cols)
             ignore = "IGNORE " if rng.random() < 0.2 else ""
-            sql = "UPDATE %st3 SET %s WHERE %s" % (ignore, sets, self.where())
+            sql = "UPDATE %s%s SET %s WHERE %s" % (ignore, table, sets, self.where())
             if rng.random() < 0.3:
                 sql += " ORDER BY id%s LIMIT %d" % (rng.choice(["", " DESC"]), rng.randint(0, 4))
-            return sql, "t3"
+            return sql, table
         if r < 0.85:
-            sql = "DELETE FROM t3 WHERE %s" % self.where()
+            sql = "DELETE FROM %s WHERE %s" % (table, self.where())
             if rng.random() < 0.3:
                 sql += " ORDER BY id%s LIMIT %d" % (rng.choice(["", " DESC"]), rng.randint(0, 3))
-            return sql, "t3"
+            return sql, table
         # A write of t1 by the SELECT fuzzer's expressions.
         scope = [("t1.id", "int"), ("t1.a", "int"), ("t1.b", "text"), ("t1.c", "dec"), ("t1.d", "date"),
                  ("t1.e", "dbl"), ("t1.f", "int")]

@@ -1387,7 +1387,15 @@ pub fn column_meta(ty: &SqlType, nullable: bool) -> ColumnMeta {
             let flags = flags::BINARY | flags::TIMESTAMP;
             (T::Timestamp, charset::BINARY, length, flags, *fsp)
         }
-        SqlType::Year => (T::Year, charset::BINARY, 4, flags::UNSIGNED | flags::NUM, 0),
+        // ZEROFILL as MariaDB marks a YEAR: a client pads its binary value
+        // to four digits (0000).
+        SqlType::Year => (
+            T::Year,
+            charset::BINARY,
+            4,
+            flags::UNSIGNED | flags::ZEROFILL | flags::NUM,
+            0,
+        ),
         SqlType::Bit { bits } => (
             T::Bit,
             charset::BINARY,

@@ -74,6 +74,121 @@ pub fn access(
     access_with(table, cond, ctx, &|_| true)
 }
 
+/// A WHERE with its constant parts evaluated once, as MariaDB's optimizer
+/// evaluates them before it reads a row: a constant conjunct that holds
+/// is dropped (one that does not makes the whole a literal FALSE, which
+/// [`access`] reads as no rows), and in a conjunct of ORs a constant
+/// disjunct that holds makes the conjunct hold, one that does not is
+/// dropped (in a WHERE, NULL OR x filters as x does). The other side of a
+/// decided OR is never evaluated, and a constant's warnings come once,
+/// not per row (in a strict write they stay warnings: MariaDB's
+/// `abort_on_warning` holds only for the rows). With `numbers`, a string
+/// literal compared with a number column is also read as a number once
+/// ([`super::expr::eval::compared_number`]), as MariaDB caches it, with
+/// its warning once (MariaDB reads it at the first row that compares, so
+/// a strict write counts that warning as a row's). Borrowed as it is when
+/// there is nothing to fold (the common case: nothing is copied).
+pub fn fold_constants<'e>(
+    table: &TableInfo,
+    cond: Option<&'e Expr>,
+    numbers: bool,
+    ctx: &mut Ctx<'_>,
+) -> SqlResult<Option<std::borrow::Cow<'e, Expr>>> {
+    use std::borrow::Cow;
+    let Some(cond) = cond else {
+        return Ok(None);
+    };
+    let table = numbers.then_some(table);
+    if !has_constant_part(table, cond) {
+        return Ok(Some(Cow::Borrowed(cond)));
+    }
+    let mut kept: Vec<Expr> = Vec::new();
+    for c in cond.conjuncts() {
+        match fold_disjuncts(table, c, ctx)? {
+            Folded::True => {}
+            Folded::NotTrue => return Ok(Some(Cow::Owned(Expr::Lit(Val::Int(0))))),
+            Folded::Expr(e) => kept.push(e),
+        }
+    }
+    Ok(kept
+        .into_iter()
+        .reduce(|a, b| Expr::And(Box::new(a), Box::new(b)))
+        .map(Cow::Owned))
+}
+
+/// What a conjunct folds to.
+enum Folded {
+    True,
+    NotTrue,
+    Expr(Expr),
+}
+
+/// Whether a conjunct of `e`, or a disjunct of one, is constant, or (with
+/// `table`) compares a number column of it with a string literal.
+fn has_constant_part(table: Option<&TableInfo>, e: &Expr) -> bool {
+    match e {
+        Expr::And(a, b) | Expr::Or(a, b) => {
+            has_constant_part(table, a) || has_constant_part(table, b)
+        }
+        other => other.is_constant() || number_vs_text(table, other).is_some(),
+    }
+}
+
+/// A comparison of a number column with a string literal: the column's
+/// place, whether it is an integer, and the literal's bytes.
+fn number_vs_text<'e>(table: Option<&TableInfo>, e: &'e Expr) -> Option<(usize, bool, &'e [u8])> {
+    let table = table?;
+    let Expr::Cmp(_, a, b, _) = e else {
+        return None;
+    };
+    let (col, text) = match (&**a, &**b) {
+        (Expr::Col(c), Expr::Lit(Val::Str(t))) | (Expr::Lit(Val::Str(t)), Expr::Col(c)) => (*c, t),
+        _ => return None,
+    };
+    let ty = &table.columns.get(col)?.ty;
+    ty.is_number().then(|| {
+        (
+            col,
+            !matches!(
+                ty,
+                SqlType::Float { .. } | SqlType::Double { .. } | SqlType::Decimal { .. }
+            ),
+            &text[..],
+        )
+    })
+}
+
+fn fold_disjuncts(table: Option<&TableInfo>, e: &Expr, ctx: &mut Ctx<'_>) -> SqlResult<Folded> {
+    if e.is_constant() {
+        return Ok(match e.eval(&[], ctx)?.truth() {
+            Some(true) => Folded::True,
+            _ => Folded::NotTrue,
+        });
+    }
+    // A string compared with a number column is read as a number once, as
+    // MariaDB caches it (its warning once, not per row).
+    if let (Some((_, integer, text)), Expr::Cmp(op, a, b, c)) = (number_vs_text(table, e), e) {
+        let number = Expr::Lit(super::expr::eval::compared_number(text, integer, ctx));
+        let (a, b) = match (&**a, &**b) {
+            (Expr::Col(_), _) => (a.clone(), Box::new(number)),
+            _ => (Box::new(number), b.clone()),
+        };
+        return Ok(Folded::Expr(Expr::Cmp(*op, a, b, *c)));
+    }
+    let Expr::Or(a, b) = e else {
+        return Ok(Folded::Expr(e.clone()));
+    };
+    Ok(match fold_disjuncts(table, a, ctx)? {
+        Folded::True => Folded::True,
+        Folded::NotTrue => fold_disjuncts(table, b, ctx)?,
+        Folded::Expr(a) => match fold_disjuncts(table, b, ctx)? {
+            Folded::True => Folded::True,
+            Folded::NotTrue => Folded::Expr(a),
+            Folded::Expr(b) => Folded::Expr(Expr::Or(Box::new(a), Box::new(b))),
+        },
+    })
+}
+
 /// [`access`] using only the native indexes `usable` allows (`PRIMARY`
 /// for primary-key reads): index hints.
 pub fn access_with(
@@ -701,6 +816,16 @@ fn filter(table: &TableInfo, c: &Expr, ctx: &mut Ctx<'_>) -> SqlResult<Option<Fi
             let Some((col, value, flipped)) = column_vs_const(table, a, b, ctx)? else {
                 return Ok(None);
             };
+            // The data nodes compare no BLOB or TEXT kept in parts: the
+            // SQL node tests it.
+            let def = table.native.def();
+            let stored = table
+                .columns
+                .get(col)
+                .and_then(|c| def.columns.get(c.native));
+            if stored.is_none_or(|c| c.ty.is_blob()) {
+                return Ok(None);
+            }
             let op = match if flipped { flip(*op) } else { *op } {
                 CmpOp::Eq | CmpOp::NullSafeEq => NCmp::Eq,
                 CmpOp::Ne => NCmp::Ne,

@@ -1810,6 +1810,7 @@ impl ResultSink for WhereSink<'_> {
             .iter()
             .map(|m| ScopeColumn {
                 default: None,
+                members: None,
                 name: m.name.clone(),
                 table: Arc::default(),
                 kind: match m.ty {

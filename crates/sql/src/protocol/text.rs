@@ -31,6 +31,10 @@ pub fn render(value: &SqlValue, column: &ColumnMeta, out: &mut Vec<u8>) {
         SqlValue::Null => {}
         SqlValue::Int(v) if column.ty == ColumnType::Bit => bit_bytes(*v as u64, column, out),
         SqlValue::UInt(v) if column.ty == ColumnType::Bit => bit_bytes(*v, column, out),
+        // A YEAR has four digits: its zero is `0000`.
+        SqlValue::Int(0) | SqlValue::UInt(0) if column.ty == ColumnType::Year => {
+            out.extend_from_slice(b"0000")
+        }
         SqlValue::Int(v) => push_display(out, v),
         SqlValue::UInt(v) => push_display(out, v),
         // A FLOAT(M,D) column's D decimals (MariaDB's `Field_float::val_str`).

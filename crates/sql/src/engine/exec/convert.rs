@@ -103,6 +103,8 @@ pub fn from_native(v: &Value, ty: &SqlType, tz_secs: i64) -> Val {
                 micros: dt.micros,
             },
         ),
+        // The zero timestamp (see `to_native`).
+        (Value::Timestamp(0), _) => Val::DateTime(Date::default(), Time::default()),
         (Value::Timestamp(m), _) => match datetime_of_micros(m.saturating_add(tz_secs * 1_000_000))
         {
             Some((d, t)) => Val::DateTime(d, t),
@@ -305,13 +307,16 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
                 Val::Str(b) if b.len() <= 8 => {
                     b.iter().fold(0u64, |acc, x| (acc << 8) | u64::from(*x))
                 }
+                Val::Str(_) => return fail(Misfit::TooLong),
                 other => match integer_of(other, exact) {
                     Some(i) if i >= 0 && i <= i128::from(u64::MAX) => i as u64,
-                    _ => return fail(Misfit::OutOfRange),
+                    // MariaDB's error for a BIT is "too long" (its warning,
+                    // outside strict mode, "out of range").
+                    _ => return fail(Misfit::TooLong),
                 },
             };
             if *bits < 64 && n >> bits != 0 {
-                return fail(Misfit::OutOfRange);
+                return fail(Misfit::TooLong);
             }
             Value::Bit(n)
         }
@@ -477,15 +482,21 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
             }
             None => return fail(Misfit::Bad("datetime")),
         },
+        // MySQL's TIMESTAMP: 1970-01-01 00:00:01 to 2038-01-19 03:14:07
+        // UTC, and the zero timestamp, stored as 0 (the one value of the
+        // range's first second it cannot hold otherwise). Outside the
+        // range, or a date with a zero part, it is no datetime (1292).
         SqlType::Timestamp { fsp } => match date_time_of(v) {
-            Some((d, t)) => {
+            Some((d, t)) if d == Date::default() && t == Time::default() => Value::Timestamp(0),
+            Some((d, t)) if d.month != 0 && d.day != 0 => {
                 let m = datetime_micros(d, round_fsp(t, *fsp)) - target.tz_secs * 1_000_000;
-                if m < 0 {
-                    return fail(Misfit::OutOfRange);
+                let seconds = m.div_euclid(schema::value::MICROS_PER_SECOND);
+                if !(1..=schema::types::TIMESTAMP_SECONDS_MAX).contains(&seconds) {
+                    return fail(Misfit::Bad("datetime"));
                 }
                 Value::Timestamp(m)
             }
-            None => return fail(Misfit::Bad("datetime")),
+            _ => return fail(Misfit::Bad("datetime")),
         },
         SqlType::Time { fsp } => {
             let m = match v {
@@ -499,17 +510,19 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
             };
             let unit = 10i64.pow(6 - u32::from((*fsp).min(6)));
             let m = m / unit * unit;
-            // MySQL's TIME range: ±838:59:59.
-            if m.unsigned_abs() > (838 * 3600 + 59 * 60 + 59) * 1_000_000 + 999_999 {
-                return fail(Misfit::OutOfRange);
+            // MySQL's TIME range: ±838:59:59 (past it, 1292 as MariaDB's).
+            if m.unsigned_abs() > TIME_MICROS_MAX {
+                return fail(Misfit::Bad("time"));
             }
             Value::Int(m)
         }
         SqlType::Enum(members) => {
             let text = v.to_text();
             let index = match v {
-                Val::Int(_) | Val::UInt(_) => integer_of(v, true)
-                    .filter(|i| *i >= 0 && *i <= members.len() as i128)
+                // 0 is the error value '', no member (1265 as MariaDB's);
+                // a number with a fraction is rounded (MariaDB stores `val_int`).
+                Val::Int(_) | Val::UInt(_) | Val::Dec(_) | Val::Double(_) => integer_of(v, exact)
+                    .filter(|i| *i >= 1 && *i <= members.len() as i128)
                     .map(|i| i as u64),
                 _ => members
                     .iter()
@@ -522,6 +535,14 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
             }
         }
         SqlType::Set(members) => {
+            // A number is the members' bits.
+            if let Val::Int(_) | Val::UInt(_) | Val::Dec(_) | Val::Double(_) = v {
+                let all = set_bits(members.len());
+                return match integer_of(v, exact) {
+                    Some(i) if i >= 0 && i <= i128::from(all) => Ok(Value::UInt(i as u64)),
+                    _ => fail(Misfit::Bad("enum")),
+                };
+            }
             let text = v.to_text();
             let mut bits = 0u64;
             for part in text.split(',').filter(|p| !p.is_empty()) {
@@ -535,6 +556,109 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
             }
             Value::UInt(bits)
         }
+    })
+}
+
+/// The largest TIME, 838:59:59.999999, in microseconds.
+const TIME_MICROS_MAX: u64 = (838 * 3600 + 59 * 60 + 59) * 1_000_000 + 999_999;
+
+/// The bits of a SET of `members` members.
+fn set_bits(members: usize) -> u64 {
+    if members >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << members) - 1
+    }
+}
+
+/// Outside strict mode and under IGNORE, what MariaDB stores for a value
+/// of a BIT, ENUM, SET, TIME, YEAR or TIMESTAMP column that does not fit,
+/// and its warning: the BIT's ones (1264), the ENUM's '' (1265), the SET's
+/// members that are (1265), the TIME's limit (1264) or midnight (1265),
+/// the YEAR of the leading number (1265) or 0000 (1264, 1366), the zero
+/// TIMESTAMP (1264 past the range, 1265 for no datetime). None for the
+/// other types, and for errors these do not adjust.
+fn adjusted_special(
+    v: &Val,
+    target: &Target<'_>,
+    error: &SqlError,
+) -> Option<(Value, u16, String)> {
+    let name = &target.column.name;
+    let row = target.row;
+    let out_of_range = || format!("Out of range value for column '{name}' at row {row}");
+    let truncated = || format!("Data truncated for column '{name}' at row {row}");
+    Some(match &target.column.ty {
+        SqlType::Bit { bits } if error.code == codes::DATA_TOO_LONG => {
+            let ones = if *bits >= 64 {
+                u64::MAX
+            } else {
+                (1 << bits) - 1
+            };
+            (Value::Bit(ones), codes::OUT_OF_RANGE, out_of_range())
+        }
+        SqlType::Enum(_) if error.code == codes::WARN_DATA_TRUNCATED => {
+            (Value::UInt(0), codes::WARN_DATA_TRUNCATED, truncated())
+        }
+        SqlType::Set(members) if error.code == codes::WARN_DATA_TRUNCATED => {
+            let bits = match v {
+                Val::Int(_) | Val::UInt(_) => {
+                    integer_of(v, false).map_or(0, |i| (i as u64) & set_bits(members.len()))
+                }
+                _ => {
+                    let text = v.to_text();
+                    text.split(',').fold(0u64, |bits, part| {
+                        match members
+                            .iter()
+                            .position(|m| Collation::Utf8mb4GeneralCi.compare(m, part).is_eq())
+                        {
+                            Some(i) if i < 64 => bits | 1 << i,
+                            _ => bits,
+                        }
+                    })
+                }
+            };
+            (Value::UInt(bits), codes::WARN_DATA_TRUNCATED, truncated())
+        }
+        SqlType::Time { .. } if error.code == codes::TRUNCATED_WRONG_VALUE => {
+            let parsed = match v {
+                Val::Int(i) => parse_time(&i.to_string()),
+                other => parse_time(&other.to_text()),
+            };
+            match parsed {
+                Some(m) => {
+                    let max = TIME_MICROS_MAX as i64 / 1_000_000 * 1_000_000;
+                    (
+                        Value::Int(m.clamp(-max, max)),
+                        codes::OUT_OF_RANGE,
+                        out_of_range(),
+                    )
+                }
+                None => (Value::Int(0), codes::WARN_DATA_TRUNCATED, truncated()),
+            }
+        }
+        SqlType::Year if error.code == codes::OUT_OF_RANGE => {
+            (Value::UInt(0), codes::OUT_OF_RANGE, out_of_range())
+        }
+        SqlType::Year if error.code == codes::TRUNCATED_WRONG_VALUE_FOR_FIELD => {
+            (Value::UInt(0), error.code, error.message.clone())
+        }
+        SqlType::Year if error.code == codes::WARN_DATA_TRUNCATED => {
+            // `'12x'`: the year of its leading number.
+            let text = v.to_text();
+            let (prefix, _) = str_number_prefix(&text);
+            let lead = Val::str(prefix);
+            let value = to_native(&lead, target, false).unwrap_or(Value::UInt(0));
+            (value, codes::WARN_DATA_TRUNCATED, truncated())
+        }
+        SqlType::Timestamp { .. } if error.code == codes::TRUNCATED_WRONG_VALUE => {
+            let real_day = date_time_of(v).is_some_and(|(d, _)| d.month != 0 && d.day != 0);
+            if real_day && !trailing_text(v) {
+                (Value::Timestamp(0), codes::OUT_OF_RANGE, out_of_range())
+            } else {
+                (Value::Timestamp(0), codes::WARN_DATA_TRUNCATED, truncated())
+            }
+        }
+        _ => return None,
     })
 }
 
@@ -608,6 +732,12 @@ pub fn to_native_in_mode(v: &Val, target: &Target<'_>, ctx: &mut Ctx<'_>) -> Sql
     };
     // No date (`'garbage'`, `'2023-02-29'`): outside strict mode and under
     // IGNORE the zero date, with 1265, as MariaDB's.
+    if !ctx.strict {
+        if let Some((value, code, message)) = adjusted_special(v, target, &error) {
+            ctx.warn(code, message);
+            return Ok(value);
+        }
+    }
     if error.code == codes::TRUNCATED_WRONG_VALUE
         && !ctx.strict
         && matches!(target.column.ty, SqlType::Date | SqlType::DateTime { .. })
@@ -870,6 +1000,7 @@ fn zero_date_in_mode(
     let date = match &value {
         Value::Date(d) => *d,
         Value::DateTime(t) => t.date,
+        Value::Timestamp(0) => schema::Date::new(0, 0, 0),
         _ => return Ok(value),
     };
     let what = if matches!(value, Value::Date(_)) {
@@ -1192,7 +1323,7 @@ mod tests {
             store(SqlType::Bit { bits: 4 }, Val::Int(9)),
             Ok(Value::Bit(9))
         );
-        assert_eq!(code(store(SqlType::Bit { bits: 4 }, Val::Int(16))), 1264);
+        assert_eq!(code(store(SqlType::Bit { bits: 4 }, Val::Int(16))), 1406);
     }
 
     #[test]

@@ -268,6 +268,7 @@ pub(crate) fn shape_columns(
             kind: m.kinds.get(at).copied().unwrap_or(Kind::Null),
             nullable: m.nullable.get(at).copied().unwrap_or(true),
             meta,
+            members: None,
         });
     }
     Ok(columns)

@@ -266,6 +266,15 @@ pub fn table_scope(table: &TableInfo, alias: &str) -> Vec<ScopeColumn> {
                     }
                     _ => column_default(table, c, 0),
                 }),
+                members: match &c.ty {
+                    SqlType::Enum(names) | SqlType::Set(names) => {
+                        Some(crate::engine::expr::Members {
+                            set: matches!(c.ty, SqlType::Set(_)),
+                            joined: names.join("\0").into(),
+                        })
+                    }
+                    _ => None,
+                },
             }
         })
         .collect()

@@ -502,6 +502,7 @@ fn plan_select(
                         kind: meta_kind(&meta),
                         nullable: true,
                         meta,
+                        members: None,
                     })
                     .collect();
                 let rows = rows
@@ -1806,11 +1807,15 @@ fn stream(
     let autocommit_read = p.lock.is_none() && !txn::in_transaction(conn);
     let mut committed = false;
     let result = (|| {
+        let cond = match (&p.join, &p.table) {
+            (None, Some(table)) => plan::fold_constants(table, p.cond.as_ref(), true, &mut ctx)?,
+            _ => None,
+        };
         // A join's plan, or the one table's access.
         let read = match (&p.join, &p.table) {
             (Some(spec), _) => Read::Join(spec, plan::join::plan(spec, p.cond.as_ref(), &mut ctx)?),
             (None, Some(table)) => {
-                let (access, filter) = single_access(table, p, &mut ctx)?;
+                let (access, filter) = single_access(table, p, cond.as_deref(), &mut ctx)?;
                 let (descending, sorted) = order_by_index(table, p, &access);
                 Read::Table {
                     table,
@@ -1901,7 +1906,7 @@ fn stream(
                     filter,
                     p.lock,
                     descending,
-                    p.cond.as_ref(),
+                    cond.as_deref(),
                     &mut ctx,
                     autocommit_read.then_some(&mut committed),
                     columns.as_deref(),
@@ -2190,7 +2195,7 @@ fn deferred_read<'s>(
     };
     let access = match known {
         Some(access) => access,
-        None => single_access(table, p, &mut ctx)?.0,
+        None => single_access(table, p, p.cond.as_ref(), &mut ctx)?.0,
     };
     let (key, index) = match &access {
         Access::Keys(keys) if keys.len() == 1 => (&keys[0], None),
@@ -2692,7 +2697,8 @@ fn found_of(
     let Some(table) = &p.table else {
         return Ok((found_without_table(p, ctx)?, false));
     };
-    let (access, filter) = single_access(table, p, ctx)?;
+    let cond = plan::fold_constants(table, p.cond.as_ref(), true, ctx)?;
+    let (access, filter) = single_access(table, p, cond.as_deref(), ctx)?;
     let plain = p.group.is_empty()
         && p.aggs.is_empty()
         && p.windows.is_empty()
@@ -2724,7 +2730,7 @@ fn found_of(
         filter,
         p.lock,
         descending,
-        p.cond.as_ref(),
+        cond.as_deref(),
         ctx,
         stop_after,
         commit,
@@ -2740,10 +2746,11 @@ fn found_of(
 fn single_access(
     table: &Arc<TableInfo>,
     p: &Planned,
+    cond: Option<&Expr>,
     ctx: &mut Ctx<'_>,
 ) -> SqlResult<(Access, Option<skarv_client::Filter>)> {
     let usable = |native: &str| p.hints.usable(table, native);
-    let (access, filter) = plan::access_with(table, p.cond.as_ref(), ctx, &usable)?;
+    let (access, filter) = plan::access_with(table, cond, ctx, &usable)?;
     let plain = p.group.is_empty() && p.aggs.is_empty() && p.windows.is_empty() && !p.distinct;
     let access = match access {
         Access::Scan if plain && !p.order.is_empty() => plan::ordered_index_for(table, &p.order)

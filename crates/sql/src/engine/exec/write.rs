@@ -1807,8 +1807,21 @@ fn fetch_targets(
         },
         None => None,
     };
-    let (access, filter) = plan::access(table, cond.as_ref(), ctx)?;
+    // Constants first (what MariaDB's optimizer evaluates), then the
+    // string literals compared with number columns (what its first row
+    // reads): their warnings are the rows'.
+    let folded = match plan::fold_constants(table, cond.as_ref(), false, ctx)? {
+        Some(std::borrow::Cow::Owned(c)) => Some(Some(c)),
+        Some(std::borrow::Cow::Borrowed(_)) => None,
+        None => Some(None),
+    };
+    let base = match &folded {
+        Some(folded) => folded.as_ref(),
+        None => cond.as_ref(),
+    };
     let planned = ctx.warnings.len();
+    let cond = plan::fold_constants(table, base, true, ctx)?;
+    let (access, filter) = plan::access(table, cond.as_deref(), ctx)?;
     let stop = if order.is_empty() && late.is_none() {
         limit
     } else {
@@ -1821,7 +1834,7 @@ fn fetch_targets(
         filter,
         Some(LockMode::Exclusive),
         false,
-        cond.as_ref(),
+        cond.as_deref(),
         ctx,
         stop,
         None,

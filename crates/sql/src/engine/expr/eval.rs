@@ -1012,6 +1012,21 @@ fn compare_text_decimal(text: &[u8], int: &Val, ctx: &mut Ctx<'_>) -> Ordering {
     }
 }
 
+/// A constant string compared with a number column, read once as the
+/// comparison reads it per row ([`compare`]): a DECIMAL against an
+/// integer column (a double past a decimal's digits), a double against
+/// the others; 1292 once when it is not wholly a number.
+pub fn compared_number(text: &[u8], integer_column: bool, ctx: &mut Ctx<'_>) -> Val {
+    if integer_column {
+        match text_decimal(text, ctx) {
+            (_, Some(d)) => Val::Dec(d),
+            (prefix, None) => Val::Double(prefix.parse().unwrap_or(0.0)),
+        }
+    } else {
+        Val::Double(ctx.num_f64(&Val::Str(text.to_vec())))
+    }
+}
+
 /// A string read as a DECIMAL for a comparison (1292 when it is not
 /// wholly a number): its number's text and the decimal, None past a
 /// decimal's digits or with an exponent.
@@ -1162,7 +1177,7 @@ fn micros_of(v: &Val) -> bool {
 /// A date or datetime read from text for a comparison: a zero month or
 /// day is kept (`d < '2024-00-05'`), as MariaDB compares them.
 pub fn temporal_of_text(text: &str) -> Option<Val> {
-    let (d, t) = super::value::parse_datetime_fuzzy(text)?;
+    let (d, t) = super::value::parse_datetime_compared(text)?;
     Some(match t {
         Some(t) => Val::DateTime(d, t),
         None => Val::Date(d),

@@ -106,6 +106,11 @@ pub enum Func {
     FromBase64,
     IsNull,
     Field,
+    /// An ENUM's or SET's value in a numeric context (`e + 1`, `s = 3`):
+    /// the member's 1-based index (0 for ''), or the SET's bits, as
+    /// MariaDB reads one there. Made by lowering, not callable: its
+    /// arguments are the value, the members joined by NUL, and 1 for a SET.
+    MemberNumber,
     FindInSet,
     Elt,
     Ascii,
@@ -593,6 +598,7 @@ impl Func {
             | F::BitNot => Kind::Int { unsigned: true },
             F::IsNull
             | F::Field
+            | F::MemberNumber
             | F::FindInSet
             | F::Ascii
             | F::Weekday
@@ -882,6 +888,24 @@ impl Func {
                 Val::str(parts.join(&sep))
             }
             F::IsNull => Val::Int(i64::from(v[0].is_null())),
+            F::MemberNumber => {
+                if v[0].is_null() {
+                    return Ok(Val::Null);
+                }
+                let value = v[0].to_text();
+                let names = v[1].to_text();
+                let mut names = names.split('\0');
+                if v[2].truth() == Some(true) {
+                    let parts: Vec<&str> = value.split(',').collect();
+                    let bits = names.enumerate().filter(|(_, n)| parts.contains(n)).fold(
+                        0u64,
+                        |bits, (i, _)| if i < 64 { bits | 1 << i } else { bits },
+                    );
+                    i64::try_from(bits).map_or(Val::UInt(bits), Val::Int)
+                } else {
+                    Val::Int(names.position(|n| n == value).map_or(0, |i| i as i64 + 1))
+                }
+            }
             F::Field => {
                 // 0 for NULL; otherwise the first equal argument's place.
                 if v[0].is_null() {
@@ -1882,6 +1906,14 @@ impl Func {
             }
             F::Hex => match &v[0] {
                 Val::Str(b) => Val::str(b.iter().map(|x| format!("{x:02X}")).collect::<String>()),
+                // A date or time as its text, as MariaDB's HEX reads it.
+                temporal @ (Val::Date(_) | Val::DateTime(..) | Val::Time(_)) => Val::str(
+                    temporal
+                        .to_text()
+                        .bytes()
+                        .map(|x| format!("{x:02X}"))
+                        .collect::<String>(),
+                ),
                 other => {
                     // As BIGINT UNSIGNED bits: a fraction rounds, past
                     // the type it is all ones, a negative number its two's

@@ -409,6 +409,18 @@ pub struct ScopeColumn {
     /// What `DEFAULT(col)` reads: a table column's default; None for a
     /// column of no table (a derived table's, an expression's).
     pub default: Option<DefaultOf>,
+    /// An ENUM's or SET's members (a table column's): in a numeric
+    /// context the value is its index or bits ([`Scope::member_number`]).
+    pub members: Option<Members>,
+}
+
+/// The members of an ENUM or SET column, for its numeric value.
+#[derive(Clone, Debug)]
+pub struct Members {
+    /// A SET (else an ENUM).
+    pub set: bool,
+    /// The members, joined by NUL (`Func::MemberNumber`'s argument).
+    pub joined: Arc<str>,
 }
 
 /// A table column's default, as `DEFAULT(col)` reads it.
@@ -629,10 +641,13 @@ impl<'a> Scope<'a> {
                     Expr::Lit(Val::UInt(v)) if v == 1u64 << 63 => Expr::Lit(Val::Int(i64::MIN)),
                     Expr::Lit(Val::Dec(d)) => Expr::Lit(Val::Dec(Dec::new(-d.mantissa, d.scale))),
                     Expr::Lit(Val::Double(v)) => Expr::Lit(Val::Double(-v)),
-                    other => Expr::Neg(Box::new(other)),
+                    other => Expr::Neg(Box::new(self.member_number(other))),
                 },
                 ast::UnaryOperator::Plus => self.lower(expr)?,
-                ast::UnaryOperator::BitwiseNot => Expr::Func(Func::BitNot, vec![self.lower(expr)?]),
+                ast::UnaryOperator::BitwiseNot => {
+                    let x = self.lower(expr)?;
+                    Expr::Func(Func::BitNot, vec![self.member_number(x)])
+                }
                 ast::UnaryOperator::Not | ast::UnaryOperator::BangNot => {
                     Expr::Not(self.boxed(expr)?)
                 }
@@ -676,11 +691,14 @@ impl<'a> Scope<'a> {
                 if let Some(row) = row_items(expr) {
                     return self.row_in(row, list, *negated);
                 }
-                let x = self.lower(expr)?;
+                let mut x = self.lower(expr)?;
                 let items = list
                     .iter()
                     .map(|i| self.lower(i))
                     .collect::<SqlResult<Vec<_>>>()?;
+                if !items.is_empty() && items.iter().all(|i| self.is_numeric(i)) {
+                    x = self.member_number(x);
+                }
                 let c = items.first().and_then(|i| self.collation_of(&x, i));
                 Expr::In(Box::new(x), items, *negated, c)
             }
@@ -690,8 +708,11 @@ impl<'a> Scope<'a> {
                 low,
                 high,
             } => {
-                let x = self.lower(expr)?;
+                let mut x = self.lower(expr)?;
                 let (lo, hi) = (self.lower(low)?, self.lower(high)?);
+                if self.is_numeric(&lo) && self.is_numeric(&hi) {
+                    x = self.member_number(x);
+                }
                 let c = self.collation_of(&x, &lo);
                 Expr::Between(Box::new(x), Box::new(lo), Box::new(hi), *negated, c)
             }
@@ -1093,6 +1114,34 @@ impl<'a> Scope<'a> {
             B::Plus | B::Minus | B::Multiply | B::Divide | B::MyIntegerDivide | B::Modulo
         ) {
             (l, r) = (self.temporal_number(l), self.temporal_number(r));
+        }
+        if matches!(
+            op,
+            B::Plus
+                | B::Minus
+                | B::Multiply
+                | B::Divide
+                | B::MyIntegerDivide
+                | B::Modulo
+                | B::BitwiseOr
+                | B::BitwiseAnd
+                | B::BitwiseXor
+                | B::PGBitwiseXor
+                | B::PGBitwiseShiftLeft
+                | B::PGBitwiseShiftRight
+        ) {
+            (l, r) = (self.member_number(l), self.member_number(r));
+        }
+        if matches!(
+            op,
+            B::Eq | B::NotEq | B::Lt | B::LtEq | B::Gt | B::GtEq | B::Spaceship
+        ) {
+            if self.is_numeric(&r) {
+                l = self.member_number(l);
+            }
+            if self.is_numeric(&l) {
+                r = self.member_number(r);
+            }
         }
         let (bl, br) = (Box::new(l), Box::new(r));
         let cmp = |s: &Scope<'_>, op: CmpOp, bl: Box<Expr>, br: Box<Expr>| {
@@ -1557,6 +1606,34 @@ impl<'a> Scope<'a> {
     /// `e` as the number arithmetic reads, when it is a DATETIME or TIME
     /// with fractional digits: a DECIMAL of them (MariaDB's `a + 0` of a
     /// DATETIME(3) is 20200101100000.500, not a rounded integer).
+    /// An ENUM or SET column in a numeric context: its member's index or
+    /// its bits, as MariaDB reads it there (`e + 1`, `s = 3`, `e IN (1,
+    /// 2)`); any other expression as it is.
+    fn member_number(&self, e: Expr) -> Expr {
+        let Expr::Col(c) = e else {
+            return e;
+        };
+        match self.columns.get(c).and_then(|col| col.members.as_ref()) {
+            Some(m) => Expr::Func(
+                Func::MemberNumber,
+                vec![
+                    Expr::Col(c),
+                    Expr::Lit(Val::str(&*m.joined)),
+                    Expr::Lit(Val::Int(i64::from(m.set))),
+                ],
+            ),
+            None => e,
+        }
+    }
+
+    /// Whether `e` is of a numeric kind (an integer, decimal or double).
+    fn is_numeric(&self, e: &Expr) -> bool {
+        matches!(
+            self.kind(e),
+            Kind::Int { .. } | Kind::Dec { .. } | Kind::Double
+        )
+    }
+
     fn temporal_number(&self, e: Expr) -> Expr {
         let (whole, fsp) = match self.kind(&e) {
             Kind::DateTime { fsp } => (DATETIME_NUMBER_DIGITS, fsp),

@@ -371,17 +371,28 @@ fn number_datetime(n: u64, fuzzy: bool) -> Option<(Date, Option<Time>)> {
 /// Parses `YYYY-MM-DD[ HH:MM:SS[.ffffff]]` (also `T` and other
 /// punctuation between parts, and `YYYYMMDD[HHMMSS]`).
 pub fn parse_datetime(text: &str) -> Option<(Date, Option<Time>)> {
-    datetime_text_parts(text, false)
+    datetime_text_parts(text, false, false)
+}
+
+/// [`parse_datetime_fuzzy`], but a day past its month's last is kept too
+/// (`2024-02-30`), as MariaDB reads text compared with a date
+/// (`TIME_FUZZY_DATES | TIME_INVALID_DATES`): it orders by its parts.
+pub fn parse_datetime_compared(text: &str) -> Option<(Date, Option<Time>)> {
+    datetime_text_parts(text, true, true)
 }
 
 /// [`parse_datetime`], but a zero month or day is kept (`2024-00-10`, a
 /// fuzzy date), as MariaDB reads text for an expression (see
 /// [`datetime_of_number_fuzzy`]).
 pub fn parse_datetime_fuzzy(text: &str) -> Option<(Date, Option<Time>)> {
-    datetime_text_parts(text, true)
+    datetime_text_parts(text, true, false)
 }
 
-fn datetime_text_parts(text: &str, fuzzy: bool) -> Option<(Date, Option<Time>)> {
+fn datetime_text_parts(
+    text: &str,
+    fuzzy: bool,
+    invalid_days: bool,
+) -> Option<(Date, Option<Time>)> {
     let text = text.trim();
     let nums: Vec<&str> = text
         .split(|c: char| !c.is_ascii_digit())
@@ -449,7 +460,7 @@ fn datetime_text_parts(text: &str, fuzzy: bool) -> Option<(Date, Option<Time>)> 
     if zero_part && !fuzzy && date != Date::default() {
         return None;
     }
-    if !zero_part && !date_valid(date) {
+    if !zero_part && !invalid_days && !date_valid(date) {
         return None;
     }
     if parts.len() == 3 {

@@ -543,7 +543,7 @@ fn single_text(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<String> {
         .map_or_else(String::new, |c| c.table.to_string());
     Ok(match &p.table {
         Some(table) => {
-            let (access, _) = single_access(table, p, ctx)?;
+            let (access, _) = single_access(table, p, p.cond.as_ref(), ctx)?;
             step_text(table, &name, &StepAccess::Own(access), None)
         }
         None => "Rows fetched before execution".to_owned(),
@@ -981,7 +981,7 @@ fn rows_of(p: &Planned, ctx: &mut Ctx<'_>) -> SqlResult<Vec<Row>> {
         }
         return Ok(vec![row]);
     };
-    let (access, filter) = single_access(table, p, ctx)?;
+    let (access, filter) = single_access(table, p, p.cond.as_ref(), ctx)?;
     let (_, sorted) = order_by_index(table, p, &access);
     let mut row = access_row(table, &access, p.cond.is_some() || p.late.is_some());
     row.pushed = filter.is_some() && scans(&StepAccess::Own(access.clone()));
@@ -1411,7 +1411,7 @@ fn analyze(conn: &mut Conn<'_>, plans: &Plans, ctx: &mut Ctx<'_>) -> SqlResult<S
                     .map_or_else(String::new, |c| c.table.to_string());
                 let what = match &p.table {
                     Some(table) => {
-                        let (access, _) = single_access(table, p, ctx)?;
+                        let (access, _) = single_access(table, p, p.cond.as_ref(), ctx)?;
                         step_text(table, &name, &StepAccess::Own(access), None)
                     }
                     None => "Rows fetched before execution".to_owned(),
