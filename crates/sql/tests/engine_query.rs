@@ -900,8 +900,10 @@ fn plans_agree_with_a_full_scan(conn: &mut Conn<'_>) {
             .collect();
         assert_eq!(planned, scanned, "WHERE {cond}");
         // UPDATE and DELETE find the same rows (the DELETE rolled back).
+        // IGNORE: strict mode fails an UPDATE whose condition warns (a
+        // string that is no number compared with one), as MariaDB's.
         if next(10) == 0 {
-            let info = ok(conn, &format!("UPDATE t SET n = n WHERE {cond}"));
+            let info = ok(conn, &format!("UPDATE IGNORE t SET n = n WHERE {cond}"));
             let matched = format!("Rows matched: {}  Changed: 0  ", scanned.len());
             assert!(
                 info.info.starts_with(&matched),

@@ -140,17 +140,27 @@ enum Misfit {
 }
 
 impl Target<'_> {
+    /// 1265's message for this column and row.
+    fn truncated(&self) -> String {
+        format!(
+            "Data truncated for column '{}' at row {}",
+            self.column.name, self.row
+        )
+    }
+
+    /// 1264's message for this column and row.
+    fn out_of_range(&self) -> String {
+        format!(
+            "Out of range value for column '{}' at row {}",
+            self.column.name, self.row
+        )
+    }
+
     fn error(&self, misfit: Misfit, v: &Val) -> SqlError {
         let name = &self.column.name;
         match misfit {
-            Misfit::OutOfRange => SqlError::new(
-                codes::OUT_OF_RANGE,
-                format!("Out of range value for column '{name}' at row {}", self.row),
-            ),
-            Misfit::Truncated => SqlError::new(
-                codes::WARN_DATA_TRUNCATED,
-                format!("Data truncated for column '{name}' at row {}", self.row),
-            ),
+            Misfit::OutOfRange => SqlError::new(codes::OUT_OF_RANGE, self.out_of_range()),
+            Misfit::Truncated => SqlError::new(codes::WARN_DATA_TRUNCATED, self.truncated()),
             Misfit::TooLong => SqlError::new(
                 codes::DATA_TOO_LONG,
                 format!("Data too long for column '{name}' at row {}", self.row),
@@ -167,10 +177,7 @@ impl Target<'_> {
                     ),
                 )
             }
-            Misfit::Bad("enum") => SqlError::new(
-                codes::WARN_DATA_TRUNCATED,
-                format!("Data truncated for column '{name}' at row {}", self.row),
-            ),
+            Misfit::Bad("enum") => SqlError::new(codes::WARN_DATA_TRUNCATED, self.truncated()),
             Misfit::Bad(what) => SqlError::new(
                 codes::TRUNCATED_WRONG_VALUE_FOR_FIELD,
                 format!(
@@ -583,10 +590,8 @@ fn adjusted_special(
     target: &Target<'_>,
     error: &SqlError,
 ) -> Option<(Value, u16, String)> {
-    let name = &target.column.name;
-    let row = target.row;
-    let out_of_range = || format!("Out of range value for column '{name}' at row {row}");
-    let truncated = || format!("Data truncated for column '{name}' at row {row}");
+    let out_of_range = || target.out_of_range();
+    let truncated = || target.truncated();
     Some(match &target.column.ty {
         SqlType::Bit { bits } if error.code == codes::DATA_TOO_LONG => {
             let ones = if *bits >= 64 {
@@ -718,13 +723,7 @@ pub fn to_native_in_mode(v: &Val, target: &Target<'_>, ctx: &mut Ctx<'_>) -> Sql
                 && !matches!(v, Val::Date(_))
                 && date_time_of(v).is_some_and(|(_, t)| t != Time::default())
             {
-                ctx.note(
-                    codes::WARN_DATA_TRUNCATED,
-                    format!(
-                        "Data truncated for column '{}' at row {}",
-                        target.column.name, target.row
-                    ),
-                );
+                ctx.note(codes::WARN_DATA_TRUNCATED, target.truncated());
             }
             return zero_date_in_mode(value, v, target, ctx);
         }
@@ -752,13 +751,7 @@ pub fn to_native_in_mode(v: &Val, target: &Target<'_>, ctx: &mut Ctx<'_>) -> Sql
             }
             _ => zero_date(datetime),
         };
-        ctx.warn(
-            codes::WARN_DATA_TRUNCATED,
-            format!(
-                "Data truncated for column '{}' at row {}",
-                target.column.name, target.row
-            ),
-        );
+        ctx.warn(codes::WARN_DATA_TRUNCATED, target.truncated());
         return Ok(zero);
     }
     if error.code == codes::BAD_NULL && ctx.ignore {
@@ -782,13 +775,7 @@ pub fn to_native_in_mode(v: &Val, target: &Target<'_>, ctx: &mut Ctx<'_>) -> Sql
                 .map_or(text.len(), |(at, _)| at);
             if text[kept..].bytes().all(|b| b == b' ') {
                 let value = to_native(&Val::str(&text[..kept]), target, false)?;
-                ctx.note(
-                    codes::WARN_DATA_TRUNCATED,
-                    format!(
-                        "Data truncated for column '{}' at row {}",
-                        target.column.name, target.row
-                    ),
-                );
+                ctx.note(codes::WARN_DATA_TRUNCATED, target.truncated());
                 return Ok(value);
             }
         }
@@ -887,10 +874,7 @@ pub fn to_native_in_mode(v: &Val, target: &Target<'_>, ctx: &mut Ctx<'_>) -> Sql
         error.code
     };
     let message = if code == codes::WARN_DATA_TRUNCATED {
-        format!(
-            "Data truncated for column '{}' at row {}",
-            target.column.name, target.row
-        )
+        target.truncated()
     } else {
         error.message
     };
@@ -1008,28 +992,18 @@ fn zero_date_in_mode(
     } else {
         "datetime"
     };
-    let name = &target.column.name;
     if date == schema::Date::new(0, 0, 0) {
         if ctx.env.no_zero_date {
             if ctx.strict {
                 return Err(target.error(Misfit::Bad(what), v));
             }
-            ctx.warn(
-                codes::OUT_OF_RANGE,
-                format!(
-                    "Out of range value for column '{name}' at row {}",
-                    target.row
-                ),
-            );
+            ctx.warn(codes::OUT_OF_RANGE, target.out_of_range());
         }
     } else if (date.month == 0 || date.day == 0) && ctx.env.no_zero_in_date {
         if ctx.strict {
             return Err(target.error(Misfit::Bad(what), v));
         }
-        ctx.warn(
-            codes::WARN_DATA_TRUNCATED,
-            format!("Data truncated for column '{name}' at row {}", target.row),
-        );
+        ctx.warn(codes::WARN_DATA_TRUNCATED, target.truncated());
         return Ok(zero_date(matches!(value, Value::DateTime(_))));
     }
     Ok(value)

@@ -1002,13 +1002,13 @@ pub fn compare(x: &Val, y: &Val, coll: Option<Collation>, ctx: &mut Ctx<'_>) -> 
 /// true), with MariaDB's 1292 for text that is not wholly a number. A
 /// number past a decimal's digits (`'1e400'`) compares as a double.
 fn compare_text_decimal(text: &[u8], int: &Val, ctx: &mut Ctx<'_>) -> Ordering {
-    let (prefix, parsed) = text_decimal(text, ctx);
-    match (parsed, as_dec(int)) {
-        (Some(a), Some(b)) => a.cmp_dec(b),
-        _ => {
-            let a: f64 = prefix.parse().unwrap_or(0.0);
-            a.partial_cmp(&int.to_f64().0).unwrap_or(Ordering::Equal)
-        }
+    match (text_decimal(text, ctx), as_dec(int)) {
+        (Ok(a), Some(b)) => a.cmp_dec(b),
+        (Ok(a), None) => a
+            .to_f64()
+            .partial_cmp(&int.to_f64().0)
+            .unwrap_or(Ordering::Equal),
+        (Err(a), _) => a.partial_cmp(&int.to_f64().0).unwrap_or(Ordering::Equal),
     }
 }
 
@@ -1019,8 +1019,8 @@ fn compare_text_decimal(text: &[u8], int: &Val, ctx: &mut Ctx<'_>) -> Ordering {
 pub fn compared_number(text: &[u8], integer_column: bool, ctx: &mut Ctx<'_>) -> Val {
     if integer_column {
         match text_decimal(text, ctx) {
-            (_, Some(d)) => Val::Dec(d),
-            (prefix, None) => Val::Double(prefix.parse().unwrap_or(0.0)),
+            Ok(d) => Val::Dec(d),
+            Err(f) => Val::Double(f),
         }
     } else {
         Val::Double(ctx.num_f64(&Val::Str(text.to_vec())))
@@ -1028,9 +1028,10 @@ pub fn compared_number(text: &[u8], integer_column: bool, ctx: &mut Ctx<'_>) -> 
 }
 
 /// A string read as a DECIMAL for a comparison (1292 when it is not
-/// wholly a number): its number's text and the decimal, None past a
-/// decimal's digits or with an exponent.
-fn text_decimal(text: &[u8], ctx: &mut Ctx<'_>) -> (String, Option<Dec>) {
+/// wholly a number), or, past a decimal's digits or with an exponent,
+/// as the double it starts with (Err). Nothing is allocated unless it
+/// warns.
+fn text_decimal(text: &[u8], ctx: &mut Ctx<'_>) -> Result<Dec, f64> {
     let text = String::from_utf8_lossy(text);
     let (prefix, whole) = str_number_prefix(&text);
     if !whole {
@@ -1046,21 +1047,17 @@ fn text_decimal(text: &[u8], ctx: &mut Ctx<'_>) -> (String, Option<Dec>) {
     } else {
         Dec::parse(prefix)
     };
-    (prefix.to_owned(), parsed)
+    parsed.ok_or_else(|| prefix.parse().unwrap_or(0.0))
 }
 
 /// An operand of a comparison of strings and integers, as a DECIMAL (a
 /// string past a decimal's range: the nearest of ±10^65 - 1's ends).
 fn decimal_operand(v: &Val, ctx: &mut Ctx<'_>) -> Dec {
     match v {
-        Val::Str(b) => match text_decimal(b, ctx) {
-            (_, Some(d)) => d,
-            (prefix, None) => {
-                let f: f64 = prefix.parse().unwrap_or(0.0);
-                let max = value::pow10(value::DECIMAL_DIGITS_MAX as u8) - 1i128;
-                Dec::new(if f < 0.0 { -max } else { max }, 0)
-            }
-        },
+        Val::Str(b) => text_decimal(b, ctx).unwrap_or_else(|f| {
+            let max = value::pow10(value::DECIMAL_DIGITS_MAX as u8) - 1i128;
+            Dec::new(if f < 0.0 { -max } else { max }, 0)
+        }),
         other => as_dec(other).unwrap_or(Dec::new(0, 0)),
     }
 }

@@ -698,6 +698,28 @@ impl<'a> Scope<'a> {
                     .collect::<SqlResult<Vec<_>>>()?;
                 if !items.is_empty() && items.iter().all(|i| self.is_numeric(i)) {
                     x = self.member_number(x);
+                } else if items.iter().any(|i| self.is_numeric(i)) && self.is_member(&x) {
+                    // An ENUM or SET against numbers and strings: each item
+                    // compared in its own type, as MariaDB's IN compares
+                    // them (`s IN ('x', 3)`).
+                    let eqs = items
+                        .into_iter()
+                        .map(|i| {
+                            let x = if self.is_numeric(&i) {
+                                self.member_number(x.clone())
+                            } else {
+                                x.clone()
+                            };
+                            let c = self.collation_of(&x, &i);
+                            Expr::Cmp(CmpOp::Eq, Box::new(x), Box::new(i), c)
+                        })
+                        .collect();
+                    let any = balanced(eqs, false);
+                    return Ok(if *negated {
+                        Expr::Not(Box::new(any))
+                    } else {
+                        any
+                    });
                 }
                 let c = items.first().and_then(|i| self.collation_of(&x, i));
                 Expr::In(Box::new(x), items, *negated, c)
@@ -786,13 +808,20 @@ impl<'a> Scope<'a> {
                         None => Expr::Cast(Box::new(self.fixed_text(e)), CastTo::Char),
                     }
                 }
-                to => Expr::Cast(self.boxed(expr)?, to),
+                to => {
+                    let e = self.lower(expr)?;
+                    Expr::Cast(Box::new(self.member_number_for(e, &to)), to)
+                }
             },
             E::Convert {
                 expr,
                 data_type: Some(data_type),
                 ..
-            } => Expr::Cast(self.boxed(expr)?, cast_to(data_type, expr)?),
+            } => {
+                let to = cast_to(data_type, expr)?;
+                let e = self.lower(expr)?;
+                Expr::Cast(Box::new(self.member_number_for(e, &to)), to)
+            }
             E::Convert {
                 expr,
                 data_type: None,
@@ -1303,6 +1332,9 @@ impl<'a> Scope<'a> {
         match &mut test {
             SubTest::In(left, _) => {
                 for ((x, c), k) in left.iter_mut().zip(&m.kinds) {
+                    if matches!(k, Kind::Int { .. } | Kind::Dec { .. } | Kind::Double) {
+                        *x = self.member_number(std::mem::replace(x, Expr::Lit(Val::Null)));
+                    }
                     *c = self.collation_of(x, &sample(*k));
                 }
             }
@@ -1350,7 +1382,13 @@ impl<'a> Scope<'a> {
             return Ok(Expr::Lit(Val::Int(i64::from(negated))));
         }
         let Some(items) = row_items(expr) else {
-            let x = self.lower(expr)?;
+            let mut x = self.lower(expr)?;
+            if matches!(
+                m.kinds.first(),
+                Some(Kind::Int { .. } | Kind::Dec { .. } | Kind::Double)
+            ) {
+                x = self.member_number(x);
+            }
             let list: Vec<Expr> = m
                 .rows
                 .iter()
@@ -1624,6 +1662,24 @@ impl<'a> Scope<'a> {
             ),
             None => e,
         }
+    }
+
+    /// [`Scope::member_number`] of a CAST's operand, when the CAST makes a
+    /// number (`CAST(e AS SIGNED)` is the ENUM's index).
+    fn member_number_for(&self, e: Expr, to: &CastTo) -> Expr {
+        match to {
+            CastTo::Signed
+            | CastTo::Unsigned
+            | CastTo::Decimal(..)
+            | CastTo::Double
+            | CastTo::FixedDouble(_) => self.member_number(e),
+            _ => e,
+        }
+    }
+
+    /// Whether `e` is an ENUM or SET column.
+    fn is_member(&self, e: &Expr) -> bool {
+        matches!(e, Expr::Col(c) if self.columns.get(*c).is_some_and(|col| col.members.is_some()))
     }
 
     /// Whether `e` is of a numeric kind (an integer, decimal or double).
