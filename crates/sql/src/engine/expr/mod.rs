@@ -860,11 +860,46 @@ impl<'a> Scope<'a> {
                 }
                 Expr::Func(func, args)
             }
-            E::Ceil { expr, .. } => Expr::Func(Func::Ceil, vec![self.lower(expr)?]),
-            E::Floor { expr, .. } => Expr::Func(Func::Floor, vec![self.lower(expr)?]),
+            E::Ceil { expr, .. } => {
+                let x = self.lower(expr)?;
+                Expr::Func(Func::Ceil, vec![self.member_number(x)])
+            }
+            E::Floor { expr, .. } => {
+                let x = self.lower(expr)?;
+                Expr::Func(Func::Floor, vec![self.member_number(x)])
+            }
             E::Function(f) => {
                 let mut e = self.function(f)?;
                 if let Expr::Func(f, args) = &mut e {
+                    // The arguments a numeric function reads as numbers: an
+                    // ENUM's index, a SET's bits (MariaDB's `val_int`).
+                    let numbers = match f {
+                        Func::Abs
+                        | Func::Ceil
+                        | Func::Floor
+                        | Func::Sqrt
+                        | Func::Sign
+                        | Func::Exp
+                        | Func::Ln
+                        | Func::Log2
+                        | Func::Log10
+                        | Func::Sin
+                        | Func::Cos
+                        | Func::Tan
+                        | Func::Asin
+                        | Func::Acos
+                        | Func::Atan
+                        | Func::Cot
+                        | Func::Radians
+                        | Func::Degrees
+                        | Func::BitCount => 1,
+                        Func::Round | Func::Truncate => 1,
+                        Func::Mod | Func::Power | Func::Log => 2,
+                        _ => 0,
+                    };
+                    for a in args.iter_mut().take(numbers) {
+                        *a = self.member_number(std::mem::replace(a, Expr::Lit(Val::Null)));
+                    }
                     let alternatives: Vec<&mut Expr> = match f {
                         Func::Coalesce | Func::IfNull | Func::Greatest | Func::Least => {
                             args.iter_mut().collect()
@@ -1769,7 +1804,17 @@ impl<'a> Scope<'a> {
                 let saved = self.aggs.take();
                 let lowered = self.lower(a);
                 self.aggs = saved;
-                Some(lowered?)
+                // The aggregates of numbers read an ENUM's index, a SET's
+                // bits (MIN, MAX and COUNT their text).
+                let numeric = !matches!(
+                    func,
+                    AggFn::Min | AggFn::Max | AggFn::Count | AggFn::CountStar | AggFn::GroupConcat
+                );
+                Some(if numeric {
+                    self.member_number(lowered?)
+                } else {
+                    lowered?
+                })
             }
             _ => {
                 return Err(SqlError::new(
