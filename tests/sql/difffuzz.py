@@ -504,7 +504,16 @@ def dml(conns, rng, args):
             scope = READ_SCOPES[table]
             items = ", ".join(reads.rng.choice([reads.num, reads.text, reads.num])(scope)
                               for _ in range(reads.rng.randint(1, 3)))
-            read = "SELECT %s FROM %s" % (items, table)
+            source = table
+            if reads.rng.random() < 0.3:
+                # Joined with t1 on the key (and its columns in scope).
+                scope = scope + [("t1.a", "int"), ("t1.b", "text"), ("t1.c", "dec"), ("t1.d", "date")]
+                source = "%s %s t1 ON t1.id = %s.%s" % (table, reads.rng.choice(["JOIN", "LEFT JOIN"]),
+                                                        table, reads.rng.choice(["id", "k" if table == "t3"
+                                                                                 else "mi"]))
+                items = ", ".join(reads.rng.choice([reads.num, reads.text, reads.num])(scope)
+                                  for _ in range(reads.rng.randint(1, 3)))
+            read = "SELECT %s FROM %s" % (items, source)
             if reads.rng.random() < 0.6:
                 read += " WHERE " + reads.cond(scope)
             ra = run(conns["skarv"], read)

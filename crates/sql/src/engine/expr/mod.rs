@@ -696,6 +696,10 @@ impl<'a> Scope<'a> {
                     .iter()
                     .map(|i| self.lower(i))
                     .collect::<SqlResult<Vec<_>>>()?;
+                let items: Vec<Expr> = items
+                    .into_iter()
+                    .map(|i| self.year_constant(&x, i))
+                    .collect();
                 if !items.is_empty() && items.iter().all(|i| self.is_numeric(i)) {
                     x = self.member_number(x);
                 } else if items.iter().any(|i| self.is_numeric(i)) && self.is_member(&x) {
@@ -732,6 +736,7 @@ impl<'a> Scope<'a> {
             } => {
                 let mut x = self.lower(expr)?;
                 let (lo, hi) = (self.lower(low)?, self.lower(high)?);
+                let (lo, hi) = (self.year_constant(&x, lo), self.year_constant(&x, hi));
                 if self.is_numeric(&lo) && self.is_numeric(&hi) {
                     x = self.member_number(x);
                 }
@@ -1206,6 +1211,8 @@ impl<'a> Scope<'a> {
             if self.is_numeric(&l) {
                 r = self.member_number(r);
             }
+            r = self.year_constant(&l, r);
+            l = self.year_constant(&r, l);
         }
         let (bl, br) = (Box::new(l), Box::new(r));
         let cmp = |s: &Scope<'_>, op: CmpOp, bl: Box<Expr>, br: Box<Expr>| {
@@ -1697,6 +1704,39 @@ impl<'a> Scope<'a> {
             ),
             None => e,
         }
+    }
+
+    /// A constant compared with a YEAR column, read as the YEAR it would
+    /// be stored as when it is one of two digits (`yr = 24` is `yr =
+    /// 2024`, `'0'` 2000), as MariaDB converts such a constant to the
+    /// column's type; any other expression as it is.
+    fn year_constant(&self, column: &Expr, other: Expr) -> Expr {
+        let Expr::Col(c) = column else {
+            return other;
+        };
+        if self
+            .columns
+            .get(*c)
+            .is_none_or(|col| col.meta.ty != ColumnType::Year)
+        {
+            return other;
+        }
+        let two_digits = match &other {
+            Expr::Lit(Val::Int(i)) if (1..=99).contains(i) => *i,
+            Expr::Lit(Val::Str(b)) => match std::str::from_utf8(b).ok().map(str::trim) {
+                Some(t)
+                    if !t.is_empty() && t.len() <= 2 && t.bytes().all(|d| d.is_ascii_digit()) =>
+                {
+                    t.parse().unwrap_or(0)
+                }
+                _ => return other,
+            },
+            _ => return other,
+        };
+        Expr::Lit(Val::Int(match two_digits {
+            0..=69 => 2000 + two_digits,
+            _ => 1900 + two_digits,
+        }))
     }
 
     /// [`Scope::member_number`] of a CAST's operand, when the CAST makes a
