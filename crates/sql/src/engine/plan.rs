@@ -146,7 +146,7 @@ fn number_vs_text<'e>(table: Option<&TableInfo>, e: &'e Expr) -> Option<(usize, 
         _ => return None,
     };
     let ty = &table.columns.get(col)?.ty;
-    ty.is_number().then(|| {
+    (ty.is_number() || matches!(ty, SqlType::Bit { .. } | SqlType::Year)).then(|| {
         (
             col,
             !matches!(
@@ -629,6 +629,11 @@ pub(crate) fn exact(table: &TableInfo, col: usize, v: &Val, tz_secs: i64) -> Opt
     let column = table.columns.get(col)?;
     // ENUM and SET compare as strings in SQL, as numbers when stored.
     if matches!(column.ty, SqlType::Enum(_) | SqlType::Set(_)) {
+        return None;
+    }
+    // A BIT is stored from a string's bytes, but compared with one as a
+    // number (`bt > 'a'` is `bt > 0`, with 1292).
+    if matches!(column.ty, SqlType::Bit { .. }) && matches!(v, Val::Str(_)) {
         return None;
     }
     let text = matches!(
