@@ -1005,18 +1005,7 @@ fn unique_holder(
         .iter()
         .filter(|i| i.kind == schema::IndexKind::Unique)
     {
-        let Some(key) = unique_key_of(index, row) else {
-            continue;
-        };
-        let probe = plan::Access::Unique {
-            index: index.name.clone(),
-            keys: vec![key],
-        };
-        let mut ctx = Ctx::new(&[], &env);
-        let hit = fetch(
-            tx, table, &probe, None, lock, false, None, &mut ctx, None, None, None,
-        )?;
-        if let Some((_, pk)) = hit.into_iter().next() {
+        if let Some(pk) = unique_value_holder(tx, table, index, row)? {
             let error = skarv_client::Error::new(
                 native::UNIQUE_VIOLATION,
                 format!("unique index `{}`", index.name),
@@ -1139,7 +1128,6 @@ fn unique_holders(
     row: &[(usize, Value)],
 ) -> SqlResult<Vec<Vec<Value>>> {
     let def = table.native.def();
-    let env = crate::engine::expr::Env::default();
     let encoder = schema::key::KeyEncoder::primary_key(def);
     let key_bytes = |pk: &[Value]| {
         let mut out = Vec::new();
@@ -1152,19 +1140,7 @@ fn unique_holders(
         .iter()
         .filter(|i| i.kind == schema::IndexKind::Unique)
     {
-        let Some(key) = unique_key_of(index, row) else {
-            continue;
-        };
-        let probe = plan::Access::Unique {
-            index: index.name.clone(),
-            keys: vec![key],
-        };
-        let mut ctx = Ctx::new(&[], &env);
-        let lock = Some(LockMode::Exclusive);
-        let hit = fetch(
-            tx, table, &probe, None, lock, false, None, &mut ctx, None, None, None,
-        )?;
-        for (_, pk) in hit {
+        if let Some(pk) = unique_value_holder(tx, table, index, row)? {
             let bytes = key_bytes(&pk);
             if !seen.contains(&bytes) {
                 seen.push(bytes);
@@ -1173,6 +1149,30 @@ fn unique_holders(
         }
     }
     Ok(holders)
+}
+
+/// The primary key of the row holding `row`'s value of unique index
+/// `index`, locked; None when no row does or the value has a NULL.
+fn unique_value_holder(
+    tx: &Transaction<'_>,
+    table: &Arc<TableInfo>,
+    index: &schema::IndexDef,
+    row: &[(usize, Value)],
+) -> SqlResult<Option<Vec<Value>>> {
+    let Some(key) = unique_key_of(index, row) else {
+        return Ok(None);
+    };
+    let probe = plan::Access::Unique {
+        index: index.name.clone(),
+        keys: vec![key],
+    };
+    let env = crate::engine::expr::Env::default();
+    let mut ctx = Ctx::new(&[], &env);
+    let lock = Some(LockMode::Exclusive);
+    let hit = fetch(
+        tx, table, &probe, None, lock, false, None, &mut ctx, None, None, None,
+    )?;
+    Ok(hit.into_iter().next().map(|(_, pk)| pk))
 }
 
 /// Takes back the rows a failed INSERT wrote, so that inside a
