@@ -239,7 +239,7 @@ pub fn execute_sql(
     };
     let mut params = Vec::with_capacity(using.len());
     for value in using {
-        params.push(exec::eval_constant(conn, &value.expr)?);
+        params.push(exec::eval_constant(conn, &value.expr, true)?);
     }
     let entry = &conn.prepared.by_id[&id];
     if params.len() != entry.placeholders.len() {

@@ -990,6 +990,7 @@ fn parse_piece(mut spanned: Vec<TokenWithSpan>, sql: &str) -> SqlResult<Stmt> {
         trailing_into = take_trailing_into(&mut spanned);
     }
     if word(0) == "SET" {
+        mend_set_assignments(&mut spanned);
         if let Some(assignments) = names_as_assignments(&spanned) {
             spanned = Tokenizer::new(&MySqlDialect {}, &assignments)
                 .tokenize_with_location()
@@ -1379,6 +1380,27 @@ fn is_infix_mod(tokens: &[TokenWithSpan], at: usize) -> bool {
     ends_operand && starts_operand
 }
 
+/// `SET @a := 1, @b := 2`: MySQL's `:=` of a SET's assignments becomes
+/// `=`, which the parser takes (a `:=` inside a value stays the operator).
+fn mend_set_assignments(tokens: &mut [TokenWithSpan]) {
+    let mut depth = 0usize;
+    // After SET and after each comma of the list: a target, then its `=`.
+    let mut target = true;
+    for token in tokens.iter_mut() {
+        match &token.token {
+            Token::LParen => depth += 1,
+            Token::RParen => depth = depth.saturating_sub(1),
+            Token::Comma if depth == 0 => target = true,
+            Token::Eq if depth == 0 => target = false,
+            Token::Assignment if depth == 0 && target => {
+                token.token = Token::Eq;
+                target = false;
+            }
+            _ => {}
+        }
+    }
+}
+
 /// `… LOCK IN SHARE MODE` at the end of a SELECT becomes `… FOR SHARE`,
 /// its MySQL 8 spelling, which the parser takes.
 fn mend_lock_in_share_mode(tokens: &mut Vec<TokenWithSpan>) {
@@ -1652,7 +1674,7 @@ fn set_value(conn: &mut Conn<'_>, expr: &Expr) -> SqlResult<Option<String>> {
         },
         // An expression (MariaDB Connector/J's `sql_mode =
         // CONCAT(@@sql_mode, ',STRICT_TRANS_TABLES')`): its value.
-        other => match super::exec::eval_constant(conn, other)? {
+        other => match super::exec::eval_constant(conn, other, false)? {
             SqlValue::Null => return Ok(None),
             SqlValue::Int(i) => i.to_string(),
             SqlValue::UInt(u) => u.to_string(),
@@ -1889,7 +1911,7 @@ fn assign(
     {
         rest
     } else if let Some(user_var) = lower.strip_prefix('@') {
-        let value = super::exec::eval_constant(conn, value)?;
+        let value = super::exec::eval_constant(conn, value, true)?;
         conn.session.user_vars.insert(user_var.to_owned(), value);
         return Ok(());
     } else {

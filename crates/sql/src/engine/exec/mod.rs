@@ -216,8 +216,14 @@ pub fn variable(conn: &Conn<'_>, name: &str, global: bool) -> SqlResult<Val> {
 }
 
 /// The value of a constant expression (`SET @x = expr`), in the form its
-/// kind's result column takes.
-pub fn eval_constant(conn: &mut Conn<'_>, expr: &sqlparser::ast::Expr) -> SqlResult<SqlValue> {
+/// kind's result column takes; `keep_digits`: a DECIMAL keeps every digit
+/// it has (a quotient's nine of `1/3`, as a MariaDB user variable keeps
+/// them) rather than the kind's shown scale.
+pub fn eval_constant(
+    conn: &mut Conn<'_>,
+    expr: &sqlparser::ast::Expr,
+    keep_digits: bool,
+) -> SqlResult<SqlValue> {
     let placeholders = conn.prepared.running_placeholders().to_vec();
     conn.subqueries.clear();
     subquery::prepare(conn, expr, 0, &placeholders, Some(&[]), None)?;
@@ -230,7 +236,10 @@ pub fn eval_constant(conn: &mut Conn<'_>, expr: &sqlparser::ast::Expr) -> SqlRes
     let mut ctx = Ctx::new(&[], &environment);
     let v = lowered.eval(&[], &mut ctx)?;
     keep_warnings(conn, &mut ctx);
-    Ok(convert::to_sql(&v, &meta))
+    Ok(match v {
+        Val::Dec(d) if keep_digits => SqlValue::Decimal(Val::Dec(d).to_text()),
+        v => convert::to_sql(&v, &meta),
+    })
 }
 
 /// The columns of a table as an expression scope.
