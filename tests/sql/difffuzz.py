@@ -516,16 +516,11 @@ def dml(conns, rng, args):
             read = "SELECT %s FROM %s" % (items, source)
             if reads.rng.random() < 0.6:
                 read += " WHERE " + reads.cond(scope)
-            ra = run(conns["skarv"], read)
-            rb = run(conns["mariadb"], read)
-            if ra[0] == rb[0] == "rows":
-                ra, rb = ("rows", sortable(ra[1])), ("rows", sortable(rb[1]))
+            ra, rb = answers(conns, read, ordered=False)
             if ra != rb:
                 differences += 1
                 if differences <= args.show:
-                    print("---- read after %d: %s" % (n, read))
-                    print("  skarv:   %s" % ((ra if ra[0] != "rows" else ra[1][:6]),))
-                    print("  mariadb: %s" % ((rb if rb[0] != "rows" else rb[1][:6]),))
+                    show("read after %d: %s" % (n, read), ra, rb)
         ta = run(conns["skarv"], "SELECT * FROM %s ORDER BY id" % table)
         tb = run(conns["mariadb"], "SELECT * FROM %s ORDER BY id" % table)
         if a != b or ta != tb:
@@ -547,6 +542,22 @@ def dml(conns, rng, args):
                         cur.execute("INSERT INTO t1 SELECT * FROM t1_orig")
     print("%d statements (seed %d): %d differ" % (args.queries, args.seed, differences))
     return 1 if differences else 0
+
+
+def answers(conns, sql, ordered):
+    """Both servers' answers to `sql`, rows as multisets unless `ordered`."""
+    a = run(conns["skarv"], sql)
+    b = run(conns["mariadb"], sql)
+    if a[0] == b[0] == "rows" and not ordered:
+        a, b = ("rows", sortable(a[1])), ("rows", sortable(b[1]))
+    return a, b
+
+
+def show(what, a, b):
+    """Prints a difference: the statement and the first rows of each answer."""
+    print("---- " + what)
+    print("  skarv:   %s" % ((a if a[0] != "rows" else a[1][:8]),))
+    print("  mariadb: %s" % ((b if b[0] != "rows" else b[1][:8]),))
 
 
 def run(conn, sql):
@@ -604,19 +615,13 @@ def main():
     both_errors = 0
     for n in range(args.queries):
         sql, ordered = gen.query()
-        a = run(conns["skarv"], sql)
-        b = run(conns["mariadb"], sql)
-        if a[0] == "rows" and b[0] == "rows" and not ordered:
-            a = ("rows", sortable(a[1]))
-            b = ("rows", sortable(b[1]))
+        a, b = answers(conns, sql, ordered)
         if a[0] == "error" and b[0] == "error":
             both_errors += 1
         if a != b:
             differences += 1
             if differences <= args.show:
-                print("---- query %d: %s" % (n, sql))
-                print("  skarv:   %s" % ((a if a[0] != "rows" else a[1][:8]),))
-                print("  mariadb: %s" % ((b if b[0] != "rows" else b[1][:8]),))
+                show("query %d: %s" % (n, sql), a, b)
     print("%d queries (seed %d): %d differ, %d errors on both" % (args.queries, args.seed,
                                                                   differences, both_errors))
     return 1 if differences else 0

@@ -141,7 +141,7 @@ enum Misfit {
 
 impl Target<'_> {
     /// 1265's message for this column and row.
-    fn truncated(&self) -> String {
+    pub(crate) fn truncated(&self) -> String {
         format!(
             "Data truncated for column '{}' at row {}",
             self.column.name, self.row
@@ -299,13 +299,8 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
             let Some(i) = integer_of(v, exact) else {
                 return fail(not_a_number(v, "integer"));
             };
-            let y = match i {
-                0 if matches!(v, Val::Str(_)) => 2000,
-                0 => 0,
-                1..=69 => 2000 + i,
-                70..=99 => 1900 + i,
-                1901..=2155 => i,
-                _ => return fail(Misfit::OutOfRange),
+            let Some(y) = year_of(i, matches!(v, Val::Str(_))) else {
+                return fail(Misfit::OutOfRange);
             };
             Value::UInt(y as u64)
         }
@@ -531,10 +526,7 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
                 Val::Int(_) | Val::UInt(_) | Val::Dec(_) | Val::Double(_) => integer_of(v, exact)
                     .filter(|i| *i >= 1 && *i <= members.len() as i128)
                     .map(|i| i as u64),
-                _ => members
-                    .iter()
-                    .position(|m| Collation::Utf8mb4GeneralCi.compare(m, &text).is_eq())
-                    .map(|i| i as u64 + 1),
+                _ => member_at(members, &text).map(|i| i as u64 + 1),
             };
             match index {
                 Some(i) => Value::UInt(i),
@@ -553,10 +545,7 @@ pub fn to_native(v: &Val, target: &Target<'_>, exact: bool) -> SqlResult<Value> 
             let text = v.to_text();
             let mut bits = 0u64;
             for part in text.split(',').filter(|p| !p.is_empty()) {
-                match members
-                    .iter()
-                    .position(|m| Collation::Utf8mb4GeneralCi.compare(m, part).is_eq())
-                {
+                match member_at(members, part) {
                     Some(i) if i < 64 => bits |= 1 << i,
                     _ => return fail(Misfit::Bad("enum")),
                 }
@@ -611,15 +600,11 @@ fn adjusted_special(
                 }
                 _ => {
                     let text = v.to_text();
-                    text.split(',').fold(0u64, |bits, part| {
-                        match members
-                            .iter()
-                            .position(|m| Collation::Utf8mb4GeneralCi.compare(m, part).is_eq())
-                        {
+                    text.split(',')
+                        .fold(0u64, |bits, part| match member_at(members, part) {
                             Some(i) if i < 64 => bits | 1 << i,
                             _ => bits,
-                        }
-                    })
+                        })
                 }
             };
             (Value::UInt(bits), codes::WARN_DATA_TRUNCATED, truncated())
@@ -665,6 +650,39 @@ fn adjusted_special(
         }
         _ => return None,
     })
+}
+
+/// [`to_native_in_mode`] for a write, with MySQL's note 1265 of a value
+/// rounded to a DECIMAL's scale (not of one the conversion warned of:
+/// clipped, or no number).
+pub fn store(v: &Val, target: &Target<'_>, ctx: &mut Ctx<'_>) -> SqlResult<Value> {
+    let warned = ctx.warnings.len();
+    let stored = to_native_in_mode(v, target, ctx)?;
+    if ctx.warnings.len() == warned && rounded(v, &target.column.ty) {
+        ctx.note(codes::WARN_DATA_TRUNCATED, target.truncated());
+    }
+    Ok(stored)
+}
+
+/// MySQL's year of a number given to a YEAR: 1-69 are 2001-2069, 70-99
+/// 1970-1999, 1901-2155 themselves, 0 the zero year (2000 for the text
+/// `'0'`: `zero_text`); None for any other.
+pub(crate) fn year_of(i: i128, zero_text: bool) -> Option<i128> {
+    match i {
+        0 if zero_text => Some(2000),
+        0 => Some(0),
+        1..=69 => Some(2000 + i),
+        70..=99 => Some(1900 + i),
+        1901..=2155 => Some(i),
+        _ => None,
+    }
+}
+
+/// The place of the SET or ENUM member that `part` names (general_ci).
+fn member_at(members: &[String], part: &str) -> Option<usize> {
+    members
+        .iter()
+        .position(|m| Collation::Utf8mb4GeneralCi.compare(m, part).is_eq())
 }
 
 /// Whether storing `v` in a DECIMAL column of `ty` drops nonzero digits

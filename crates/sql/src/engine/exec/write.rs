@@ -7,7 +7,7 @@ use skarv_client::{codes as native, ExecMode, LockMode, Op, OpResult, Transactio
 use sqlparser::ast::{self, Statement};
 use sqlparser::tokenizer::Location;
 
-use super::convert::{to_native, to_native_in_mode, Target};
+use super::convert::{to_native, Target};
 use super::{
     env, fetch, keep_warning, keep_warnings, table_of, table_scope, with_scope, OPS_PER_EXECUTE_MAX,
 };
@@ -389,20 +389,7 @@ pub(crate) fn write_rows(
                 };
                 match value {
                     Some(v) => {
-                        let warned = ctx.warnings.len();
-                        let stored = to_native_in_mode(&v, &target, ctx)?;
-                        // MySQL's note of a value rounded to its scale (not of
-                        // one the conversion warned of: clipped, or no number).
-                        if ctx.warnings.len() == warned && super::convert::rounded(&v, &col.ty) {
-                            ctx.note(
-                                codes::WARN_DATA_TRUNCATED,
-                                format!(
-                                    "Data truncated for column '{}' at row {}",
-                                    col.name,
-                                    row_base + n + 1
-                                ),
-                            );
-                        }
+                        let stored = super::convert::store(&v, &target, ctx)?;
                         sql_row[at] =
                             super::convert::from_native(&stored, &col.ty, environment.tz_secs);
                         out.push((col.native, stored));
@@ -809,11 +796,11 @@ fn insert_rows(
         // whose values are taken are found first.
         let mut kept: Vec<&NativeRow> = Vec::with_capacity(all.len());
         let mut at: Vec<usize> = Vec::with_capacity(all.len());
+        if let Some(written) = written.as_mut() {
+            written.clear();
+        }
         for (i, r) in all.iter().enumerate() {
             if let Some(written) = written.as_mut() {
-                if i == 0 {
-                    written.clear();
-                }
                 let error = match unique_holder(tx, table, &r.0)? {
                     Some((error, _)) => Some(error),
                     None => written.taken(table, &r.0, false),
@@ -1057,9 +1044,8 @@ impl ChunkKeys {
         &mut self,
         table: &TableInfo,
         row: &[(usize, Value)],
-        primary: bool,
+        primary_is_error: bool,
     ) -> Option<SqlError> {
-        let check_primary = primary;
         let def = table.native.def();
         let mut bytes = Vec::new();
         let primary = (!table.hidden_key
@@ -1070,7 +1056,7 @@ impl ChunkKeys {
         .then_some((usize::MAX, bytes));
         if primary.as_ref().is_some_and(|k| self.keys.contains(k)) {
             let error = skarv_client::Error::new(native::DUPLICATE_KEY, "primary key");
-            return check_primary.then(|| duplicate_error(table, row, &error));
+            return primary_is_error.then(|| duplicate_error(table, row, &error));
         }
         let mut found = Vec::with_capacity(self.unique.len());
         for (n, encoder) in &self.unique {
@@ -1505,20 +1491,9 @@ fn changes_of(
             row: row_number,
             tz_secs: ctx.env.tz_secs,
         };
-        let warned = ctx.warnings.len();
-        let stored = to_native_in_mode(&v, &target, ctx)?;
-        // MariaDB's note of a value rounded to its scale, as an INSERT's
-        // (not of one the conversion warned of), whether or not the row
-        // changes: the value is stored before it is compared.
-        if ctx.warnings.len() == warned && super::convert::rounded(&v, &column.ty) {
-            ctx.note(
-                codes::WARN_DATA_TRUNCATED,
-                format!(
-                    "Data truncated for column '{}' at row {row_number}",
-                    column.name
-                ),
-            );
-        }
+        // Its rounding note whether or not the row changes: the value is
+        // stored before it is compared.
+        let stored = super::convert::store(&v, &target, ctx)?;
         let new = super::convert::from_native(&stored, &column.ty, ctx.env.tz_secs);
         let same = match (&new, &row[*col]) {
             (Val::Null, Val::Null) => true,

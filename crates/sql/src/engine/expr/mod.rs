@@ -1733,10 +1733,12 @@ impl<'a> Scope<'a> {
             },
             _ => return other,
         };
-        Expr::Lit(Val::Int(match two_digits {
-            0..=69 => 2000 + two_digits,
-            _ => 1900 + two_digits,
-        }))
+        // As the column would store it (a two-digit 0 is 2000: only text
+        // gets here with 0).
+        match crate::engine::exec::convert::year_of(i128::from(two_digits), true) {
+            Some(year) => Expr::Lit(Val::Int(year as i64)),
+            None => other,
+        }
     }
 
     /// [`Scope::member_number`] of a CAST's operand, when the CAST makes a
