@@ -450,6 +450,13 @@ pub(crate) fn dual_as_no_table(statement: &mut Statement) {
     let _ = statement.visit(&mut Dual);
 }
 
+/// Whether a statement's text may assign user variables (`@n := @n + 1`),
+/// and so reads them at each evaluation: a false yes (a `:=` in a string,
+/// or SET's) costs only constant folding of its `@x` reads.
+fn assigns_user_vars(text: &str) -> bool {
+    text.contains(":=")
+}
+
 impl<'s> Conn<'s> {
     /// Runs one parsed statement, its answer to `sink` (`more` sets
     /// `more_results` on it). `text`: the statement as the client sent it
@@ -467,7 +474,9 @@ impl<'s> Conn<'s> {
         // Counted for FOUND_ROWS() and ROW_COUNT() of the next statement
         // (and the slow log).
         let mut counting = status::CountingSink::new(sink);
+        self.session.assigning = assigns_user_vars(text);
         let result = self.run_inner(statement, params, more, &mut counting);
+        self.session.take_assigned_vars();
         counting.note(&mut self.session);
         let sent = status::Sent {
             rows: counting.rows,
@@ -497,6 +506,7 @@ impl<'s> Conn<'s> {
             self.session.start_statement();
         }
         let mut counting = status::CountingSink::new(sink);
+        self.session.assigning = assigns_user_vars(&text);
         let begun = match &*statement {
             Stmt::Sql(s) => users::authorize(self, s).and_then(|()| {
                 self.subqueries.clear();
@@ -531,6 +541,7 @@ impl<'s> Conn<'s> {
         statement: &Stmt,
         text: &str,
     ) -> io::Result<()> {
+        self.session.take_assigned_vars();
         if let Some(error) = error {
             self.session.note_error(&error);
             counting.error(&error)?;

@@ -20,6 +20,7 @@ use sqlparser::keywords::Keyword;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 
+use super::expr::Val;
 use super::{send_rows, Answered, Conn, Stmt};
 use crate::backend::{status, OkInfo, ResultSink};
 use crate::error::{codes, SqlError, SqlResult};
@@ -578,6 +579,16 @@ pub struct SessionState {
     pub vars: Variables,
     /// User variables (`@x`), by lowercase name.
     pub user_vars: HashMap<String, SqlValue>,
+    /// The user variables the running statement assigns (`@n := @n + 1`),
+    /// shared with its [`Env`]s: `user_vars` takes them when it ends
+    /// ([`SessionState::take_assigned_vars`]).
+    ///
+    /// [`Env`]: crate::engine::expr::eval::Env
+    pub assigned_vars: std::sync::Arc<crate::engine::expr::eval::UserVarWrites>,
+    /// The running statement's text has `:=`: its `@x` reads are made at
+    /// each evaluation ([`crate::engine::expr::Scope::assigning`]), not
+    /// once as constants, so they see its assignments.
+    pub assigning: bool,
     /// Current database.
     pub database: Option<String>,
     /// The logged-in user and the host it matched ("" before login).
@@ -620,6 +631,30 @@ impl SessionState {
         self.host = host;
     }
 
+    /// Moves the user variables the statement assigned into `user_vars`
+    /// (a DECIMAL with every digit it has, a temporal value as text: a
+    /// MariaDB user variable's kinds).
+    pub fn take_assigned_vars(&mut self) {
+        self.assigning = false;
+        if self.assigned_vars.is_empty() {
+            return;
+        }
+        for (name, value) in self.assigned_vars.take() {
+            let value = match value {
+                Val::Null => SqlValue::Null,
+                Val::Int(i) => SqlValue::Int(i),
+                Val::UInt(u) => SqlValue::UInt(u),
+                Val::Double(d) => SqlValue::Double(d),
+                Val::Str(b) => SqlValue::Bytes(b),
+                v @ Val::Dec(_) => SqlValue::Decimal(v.to_text()),
+                v @ (Val::Date(_) | Val::DateTime(..) | Val::Time(_)) => {
+                    SqlValue::Bytes(v.to_text().into_bytes())
+                }
+            };
+            self.user_vars.insert(name.to_string(), value);
+        }
+    }
+
     /// `user@host` ("" before login), as `USER()` gives it.
     pub fn user_host(&self) -> std::sync::Arc<str> {
         std::sync::Arc::clone(&self.user_host)
@@ -630,6 +665,8 @@ impl SessionState {
         SessionState {
             vars: globals,
             user_vars: HashMap::new(),
+            assigned_vars: Default::default(),
+            assigning: false,
             database: None,
             user: String::new(),
             host: String::new(),

@@ -207,6 +207,7 @@ pub fn env(conn: &Conn<'_>) -> Env {
         no_zero_in_date: conn.session.vars.hot().no_zero_in_date,
         user_locks: Some(std::sync::Arc::clone(&conn.engine.user_locks)),
         rand_states: Default::default(),
+        user_vars: Arc::clone(&conn.session.assigned_vars),
     }
 }
 
@@ -332,6 +333,7 @@ pub fn with_scope<R>(
     scope.subqueries = Some(&conn.subqueries.results);
     scope.correlated = Some(&conn.subqueries.correlated);
     scope.outer = &conn.subqueries.outer;
+    scope.assigning = conn.session.assigning;
     f(&mut scope)
 }
 

@@ -3,6 +3,7 @@
 use std::cell::Cell;
 use std::cmp::Ordering;
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
+use std::sync::Arc;
 use std::time::Instant;
 
 use schema::Collation;
@@ -93,6 +94,49 @@ pub struct Env {
     pub user_locks: Option<std::sync::Arc<crate::engine::user_locks::UserLocks>>,
     /// The sequences of the statement's `RAND(seed)` calls, by call site.
     pub rand_states: super::func::RandStates,
+    /// The user variables the statement assigned (`@n := @n + 1`), the
+    /// session's ([`crate::engine::session::SessionState::assigned_vars`]).
+    pub user_vars: std::sync::Arc<UserVarWrites>,
+}
+
+/// The user variables a statement assigns, by lowercase name, each with
+/// its latest value: its later `@x` reads see them (`Func::UserVar`), and
+/// the session keeps them when it ends. Empty (no allocation) for the
+/// statements that assign none, nearly all.
+#[derive(Debug, Default)]
+pub struct UserVarWrites(std::sync::Mutex<Vec<(Arc<str>, Val)>>);
+
+impl UserVarWrites {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(Arc<str>, Val)>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `@name := value`.
+    pub fn set(&self, name: &str, value: Val) {
+        let mut writes = self.lock();
+        match writes.iter_mut().find(|(n, _)| &**n == name) {
+            Some((_, v)) => *v = value,
+            None => writes.push((Arc::from(name), value)),
+        }
+    }
+
+    /// The value the statement last gave `name`, if it gave one.
+    pub fn get(&self, name: &str) -> Option<Val> {
+        self.lock()
+            .iter()
+            .find(|(n, _)| &**n == name)
+            .map(|(_, v)| v.clone())
+    }
+
+    /// Whether the statement assigned none.
+    pub fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+
+    /// The assignments, in the order first made; none are left.
+    pub fn take(&self) -> Vec<(Arc<str>, Val)> {
+        std::mem::take(&mut *self.lock())
+    }
 }
 
 /// Marks a code in [`Ctx::warnings`] as a note's (MySQL's codes are all

@@ -111,6 +111,12 @@ pub enum Func {
     /// MariaDB reads one there. Made by lowering, not callable: its
     /// arguments are the value, the members joined by NUL, and 1 for a SET.
     MemberNumber,
+    /// `@name` in a statement that assigns user variables: args the name
+    /// and the value at the statement's start, read at each evaluation
+    /// (the statement's assignments first).
+    UserVar,
+    /// `@name := value`: args the name and the value, which is the result.
+    SetUserVar,
     FindInSet,
     Elt,
     Ascii,
@@ -474,6 +480,10 @@ impl Func {
         use Func as F;
         let arg = |i: usize| args.get(i).map_or(Kind::Null, |a| scope.kind(a));
         match self {
+            // A read of a variable its statement creates has the kind of
+            // the value assigned (the third argument, never evaluated).
+            F::UserVar => arg(args.len() - 1),
+            F::SetUserVar => arg(1),
             F::Concat
             | F::ConcatWs
             | F::Substring
@@ -774,6 +784,8 @@ impl Func {
                 | Func::RandSeeded
                 | Func::UuidShort
                 | Func::LastInsertId
+                | Func::UserVar
+                | Func::SetUserVar
                 | Func::GetLock
                 | Func::ReleaseLock
                 | Func::ReleaseAllLocks
@@ -847,6 +859,26 @@ impl Func {
                     !y.is_null() && compare(&x, &y, Some(Collation::Utf8mb4GeneralCi), ctx).is_eq();
                 return Ok(if equal { Val::Null } else { x });
             }
+            F::UserVar => {
+                let (Expr::Lit(Val::Str(name)), Expr::Lit(initial)) = (&args[0], &args[1]) else {
+                    unreachable!("@name lowered with its name and value");
+                };
+                let name = std::str::from_utf8(name).unwrap_or_default();
+                return Ok(ctx
+                    .env
+                    .user_vars
+                    .get(name)
+                    .unwrap_or_else(|| initial.clone()));
+            }
+            F::SetUserVar => {
+                let Expr::Lit(Val::Str(name)) = &args[0] else {
+                    unreachable!("@name := lowered with its name");
+                };
+                let value = args[1].eval(row, ctx)?;
+                let name = std::str::from_utf8(name).unwrap_or_default();
+                ctx.env.user_vars.set(name, value.clone());
+                return Ok(value);
+            }
             _ => {}
         }
         let mut v = Vec::with_capacity(args.len());
@@ -857,7 +889,7 @@ impl Func {
         let s = |i: usize| v[i].to_text();
         Ok(match self {
             F::Json(f) => return f.eval(args, &v, ctx),
-            F::If | F::IfNull | F::Coalesce => Val::Null,
+            F::If | F::IfNull | F::Coalesce | F::UserVar | F::SetUserVar => Val::Null,
             F::NullIf => unreachable!("NULLIF is evaluated lazily above"),
             F::Concat => {
                 if null_in {

@@ -463,6 +463,13 @@ pub struct Scope<'a> {
     pub aliases: Vec<(String, Expr)>,
     /// The clause being lowered, for 1054's "in '…'".
     pub clause: &'static str,
+    /// The statement assigns user variables (`@n := @n + 1`): `@x` is
+    /// read at each evaluation (`Func::UserVar`), not once as a constant.
+    pub assigning: bool,
+    /// The user variables the statement's `:=` lowered so far assign, each
+    /// with its value's expression (its kind is the variable's in a later
+    /// read, as MariaDB types a variable its statement creates).
+    assigned: Vec<(String, Expr)>,
     /// Columns an unqualified name does not find: the right-hand copies
     /// of a join's `USING`/`NATURAL` columns (MySQL coalesces them).
     pub hidden: Vec<usize>,
@@ -497,6 +504,8 @@ impl<'a> Scope<'a> {
             insert_values: None,
             aliases: Vec::new(),
             clause: "field list",
+            assigning: false,
+            assigned: Vec::new(),
             hidden: Vec::new(),
             subqueries: None,
             correlated: None,
@@ -1045,7 +1054,23 @@ impl<'a> Scope<'a> {
                 )?));
             }
             if let Some(var) = name.strip_prefix('@') {
-                return Ok(Expr::Lit((self.user_variable)(&var.to_ascii_lowercase())));
+                let var = var.to_ascii_lowercase();
+                let value = (self.user_variable)(&var);
+                if !self.assigning {
+                    return Ok(Expr::Lit(value));
+                }
+                // A variable that is not set, and that no `:=` lowered
+                // before this read sets, reads as a constant NULL, as
+                // MariaDB fixes such a read (`@s := CONCAT(IFNULL(@s, ''),
+                // x)` of a new @s is x on every row).
+                let mut args = vec![Expr::Lit(Val::str(var.as_str())), Expr::Lit(value)];
+                if matches!(args[1], Expr::Lit(Val::Null)) {
+                    match self.assigned.iter().find(|(n, _)| *n == var) {
+                        Some((_, typed)) => args.push(typed.clone()),
+                        None => return Ok(Expr::Lit(Val::Null)),
+                    }
+                }
+                return Ok(Expr::Func(Func::UserVar, args));
             }
             if name.eq_ignore_ascii_case("CURRENT_TIMESTAMP")
                 || name.eq_ignore_ascii_case("LOCALTIME")
@@ -1145,6 +1170,29 @@ impl<'a> Scope<'a> {
         }))
     }
 
+    /// `@name := value`, evaluated where it stands (per row in a select
+    /// list); the statement's later reads of `@name` see it.
+    fn assign_user_var(&mut self, left: &ast::Expr, right: &ast::Expr) -> SqlResult<Expr> {
+        let name = match left {
+            ast::Expr::Identifier(i) if i.quote_style.is_none() => i.value.strip_prefix('@'),
+            _ => None,
+        };
+        let Some(name) = name.filter(|n| !n.is_empty() && !n.starts_with('@')) else {
+            return Err(SqlError::syntax(format_args!(
+                "the target of := must be a user variable (@name), not {left}"
+            )));
+        };
+        let value = self.lower(right)?;
+        let name = name.to_ascii_lowercase();
+        if !self.assigned.iter().any(|(n, _)| *n == name) {
+            self.assigned.push((name.clone(), value.clone()));
+        }
+        Ok(Expr::Func(
+            Func::SetUserVar,
+            vec![Expr::Lit(Val::str(name)), value],
+        ))
+    }
+
     fn binary(
         &mut self,
         left: &ast::Expr,
@@ -1164,6 +1212,9 @@ impl<'a> Scope<'a> {
                 _ => return Err(operand_columns(1)),
             };
             return self.row_compare(op, left, right);
+        }
+        if *op == B::Assignment {
+            return self.assign_user_var(left, right);
         }
         // `d + INTERVAL n unit`, `INTERVAL n unit + d`, `d - INTERVAL n
         // unit`: MySQL's date arithmetic, which is DATE_ADD/DATE_SUB.
