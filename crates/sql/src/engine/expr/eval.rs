@@ -1299,6 +1299,8 @@ pub fn cast(v: Val, to: &CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
     }
     Ok(match to {
         CastTo::Signed | CastTo::Unsigned => {
+            // A string past BIGINT is clamped with its own warning.
+            let mut clamped = false;
             let i: i128 = match &v {
                 Val::Int(x) => i128::from(*x),
                 Val::UInt(x) => i128::from(*x),
@@ -1374,7 +1376,8 @@ pub fn cast(v: Val, to: &CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
                         Err(_) if int_part.starts_with('-') => (lo, true),
                         Err(_) => (hi, true),
                     };
-                    if whole && (past_i128 || !(lo..=hi).contains(&i)) {
+                    clamped = past_i128 || !(lo..=hi).contains(&i);
+                    if whole && clamped {
                         ctx.warn(
                             codes::TRUNCATED_WRONG_VALUE,
                             format!("Truncated incorrect INTEGER value: '{text}'"),
@@ -1384,6 +1387,27 @@ pub fn cast(v: Val, to: &CastTo, ctx: &mut Ctx<'_>) -> SqlResult<Val> {
                 }
                 other => other.temporal_number().round_i128(),
             };
+            // An integer (or a string's) wrapped into the other half of
+            // the type: a note, as MariaDB's Item_func_unsigned and
+            // Item_func_signed give (a string past BIGINT wraps quietly).
+            let wrapped = match (to, &v) {
+                (CastTo::Unsigned, Val::Int(_) | Val::Str(_)) if i < 0 && !clamped => {
+                    Some("unsigned converted negative")
+                }
+                (CastTo::Signed, Val::UInt(_)) if i > i128::from(i64::MAX) => {
+                    Some("signed converted positive out-of-range")
+                }
+                _ => None,
+            };
+            if let Some(what) = wrapped {
+                ctx.note(
+                    codes::UNKNOWN,
+                    format!(
+                        "Cast to {what} integer to it's {} complement",
+                        if i < 0 { "positive" } else { "negative" }
+                    ),
+                );
+            }
             if *to == CastTo::Unsigned {
                 Val::UInt(if i < 0 {
                     (i as i64) as u64
