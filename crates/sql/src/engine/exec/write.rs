@@ -467,6 +467,9 @@ pub(crate) fn write_rows(
         Ok(())
     })();
     if let Err(error) = made {
+        if !native_rows.is_empty() && !odku.is_empty() && !replace {
+            return upsert_then_fail(conn, table, &native_rows, odku, ctx.params, ignore, error);
+        }
         if native_rows.is_empty() || replace || ignore || !odku.is_empty() {
             return Err(error);
         }
@@ -498,7 +501,10 @@ pub(crate) fn write_rows(
     };
     let mut committed = false;
     let result = if !odku.is_empty() {
-        upsert_rows(
+        // Inside a transaction a failed statement takes back its rows.
+        let mut undo = Vec::new();
+        let in_tx = txn::in_transaction(conn);
+        let upserted = upsert_rows(
             conn,
             &tx,
             table,
@@ -507,7 +513,12 @@ pub(crate) fn write_rows(
             ctx.params,
             ignore,
             &mut warnings,
-        )
+            in_tx.then_some(&mut undo),
+        );
+        if upserted.is_err() {
+            undo_statement(&tx, table, &undo);
+        }
+        upserted
     } else {
         insert_rows(
             conn,
@@ -1084,6 +1095,40 @@ impl ChunkKeys {
     }
 }
 
+/// An INSERT … ON DUPLICATE KEY UPDATE whose row after `rows` failed to
+/// convert with `error`: MariaDB writes (or updates) a row before it
+/// converts the next, so the rows before it are written first and their
+/// own error, if one fails, is the statement's; then the statement fails
+/// and leaves nothing.
+fn upsert_then_fail(
+    conn: &mut Conn<'_>,
+    table: &Arc<TableInfo>,
+    rows: &[NativeRow],
+    odku: &[(usize, Expr)],
+    params: &[Val],
+    ignore: bool,
+    error: SqlError,
+) -> SqlResult<Written> {
+    let tx = txn::take(conn)?;
+    let mut undo = Vec::new();
+    let mut warnings = RowWarnings::default();
+    let upserted = upsert_rows(
+        conn,
+        &tx,
+        table,
+        rows,
+        odku,
+        params,
+        ignore,
+        &mut warnings,
+        Some(&mut undo),
+    );
+    if txn::in_transaction(conn) {
+        undo_statement(&tx, table, &undo);
+    }
+    txn::finish(conn, tx, upserted.and(Err(error)))
+}
+
 /// The 1062 of the first of `rows` (made, not yet written) that an
 /// INSERT would fail on: its key is stored, or an earlier one of them
 /// takes it. A row after them failed to convert; MariaDB writes a row
@@ -1190,6 +1235,7 @@ fn upsert_rows(
     params: &[Val],
     ignore: bool,
     warnings: &mut RowWarnings,
+    mut undo: Option<&mut Vec<Undo>>,
 ) -> SqlResult<(u64, u64)> {
     let native_table = &table.native;
     let def = native_table.def();
@@ -1228,6 +1274,7 @@ fn upsert_rows(
                 params,
                 n,
                 ignore,
+                undo.as_deref_mut(),
             )? {
                 affected += 2;
                 changed += 1;
@@ -1250,6 +1297,9 @@ fn upsert_rows(
             }
             _ => {
                 affected += 1;
+                if let Some(undo) = undo.as_deref_mut() {
+                    undo.push(Undo::Delete(primary_key_of(def, row)));
+                }
                 continue;
             }
         }
@@ -1266,6 +1316,7 @@ fn upsert_rows(
             params,
             n,
             ignore,
+            undo.as_deref_mut(),
         )? {
             affected += 2;
             changed += 1;
@@ -1295,6 +1346,7 @@ fn upsert_update(
     params: &[Val],
     n: usize,
     ignore: bool,
+    undo: Option<&mut Vec<Undo>>,
 ) -> SqlResult<bool> {
     let environment = env(conn);
     let mut ctx = Ctx::new(params, &environment);
@@ -1312,8 +1364,103 @@ fn upsert_update(
     let changes = changes_of(table, &old, assignments, checks, &mut ctx, n + 1)?;
     ctx.warnings = abort_on_warning(ctx.strict, std::mem::take(&mut ctx.warnings))?;
     let changed = define_update(tx, table, &old, &key, &changes, ctx.env.tz_secs, n + 1)?;
+    if let (true, Some(undo)) = (changed, undo) {
+        let pk = &table.native.def().primary_key;
+        undo.push(Undo::Restore {
+            key: key_after(table, &key, &changes),
+            old: whole_row(table, &old, ctx.env.tz_secs, n + 1)?,
+            moved: changes.iter().any(|(p, _)| pk.contains(p)),
+        });
+    }
     keep_warnings(conn, &mut ctx);
     Ok(changed)
+}
+
+/// How a statement inside a transaction takes back a row it wrote when a
+/// later row fails it (MySQL's statement rollback; the native transaction
+/// keeps every write it is sent, so the statement writes the inverse).
+pub(crate) enum Undo {
+    /// It inserted the row of this primary key.
+    Delete(Vec<Value>),
+    /// It changed the row now of primary key `key`, which was `old` (its
+    /// columns in native form; `moved`: under another primary key).
+    Restore {
+        key: Vec<Value>,
+        old: Vec<(usize, Value)>,
+        moved: bool,
+    },
+}
+
+/// Writes the inverse of a failed statement's writes, newest first (a
+/// row written twice ends as it was), each in its own round trip so that
+/// two on one key keep their order. Best effort: when one fails, the
+/// caller's error still stands and the transaction is rolled back as
+/// unusable (something is left pending).
+fn undo_statement(tx: &Transaction<'_>, table: &TableInfo, undo: &[Undo]) {
+    if tx.pending_ops() > 0 && tx.execute(ExecMode::NoCommit).is_err() {
+        return;
+    }
+    for step in undo.iter().rev() {
+        let defined = match step {
+            Undo::Delete(key) => tx.define(Op::delete(&table.native, key)).map(|_| ()),
+            Undo::Restore {
+                key,
+                old,
+                moved: false,
+            } => {
+                let pk = &table.native.def().primary_key;
+                let columns: Vec<(usize, Value)> = old
+                    .iter()
+                    .filter(|(c, _)| !pk.contains(c))
+                    .cloned()
+                    .collect();
+                tx.define(Op::update_at(&table.native, key, &columns))
+                    .map(|_| ())
+            }
+            Undo::Restore { key, old, .. } => tx
+                .define(Op::delete(&table.native, key))
+                .and_then(|_| tx.execute(ExecMode::NoCommit).map(|_| ()))
+                .and_then(|()| tx.define(Op::insert_at(&table.native, old)).map(|_| ())),
+        };
+        if defined.is_err() || tx.execute(ExecMode::NoCommit).is_err() {
+            return;
+        }
+    }
+}
+
+/// The primary key of a row of key `key` after `changes`.
+fn key_after(table: &TableInfo, key: &[Value], changes: &[(usize, Value)]) -> Vec<Value> {
+    let pk = &table.native.def().primary_key;
+    pk.iter()
+        .zip(key)
+        .map(|(p, v)| {
+            changes
+                .iter()
+                .find(|(c, _)| c == p)
+                .map_or_else(|| v.clone(), |(_, new)| new.clone())
+        })
+        .collect()
+}
+
+/// Every column of a row read as `old`, in native form.
+fn whole_row(
+    table: &TableInfo,
+    old: &[Val],
+    tz_secs: i64,
+    row_number: usize,
+) -> SqlResult<Vec<(usize, Value)>> {
+    let mut row = Vec::with_capacity(table.columns.len());
+    for (at, column) in table.columns.iter().enumerate() {
+        let target = Target {
+            column,
+            db: &table.db,
+            table: &table.name,
+            row: row_number,
+            tz_secs,
+        };
+        row.push((column.native, to_native(&old[at], &target, false)?));
+    }
+    Ok(row)
 }
 
 /// MariaDB's strict mode for INSERT, REPLACE and UPDATE (not IGNORE, not
